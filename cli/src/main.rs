@@ -1,0 +1,6 @@
+//! The `isolane` command.
+#![forbid(unsafe_code)]
+
+fn main() {
+    println!("isolane");
+}

@@ -1,0 +1,2 @@
+//! Consistent placement of workers onto nodes and threads.
+#![forbid(unsafe_code)]

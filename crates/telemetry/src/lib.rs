@@ -1,0 +1,2 @@
+//! Tracing setup and the admin server (/live, /ready, /metrics).
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! The Worker custom resource.
+#![forbid(unsafe_code)]

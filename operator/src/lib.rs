@@ -1,0 +1,2 @@
+//! Reconciles Worker resources into bundles and status.
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! The node-router wire contract (generated gRPC code).
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! HTTP ingress, placement and gRPC client to runtime nodes.
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! Runs workers: pinned threads, V8 isolate pools, gRPC server, lease heartbeat.
+#![forbid(unsafe_code)]
