@@ -10,10 +10,12 @@
 //! is the admission webhook's job.
 #![forbid(unsafe_code)]
 
+mod bundle;
 mod condition;
 mod limits;
 mod worker;
 
+pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
 pub use condition::{ConditionStatus, ConditionType};
 pub use limits::Limits;
 pub use worker::{

@@ -9,6 +9,8 @@ use crate::Limits;
 
 /// A JavaScript worker: a `fetch` handler served from warm V8 isolates on the
 /// Isolane runtime nodes, reachable on its routes through the router.
+// The printer columns repeat `type_ = "string"`, which clippy mistakes for duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "isolane.dev",

@@ -1,0 +1,152 @@
+//! The bundle: a Worker resolved into everything a runtime node needs to run it.
+//!
+//! The operator writes one bundle per Worker into a Secret in its own namespace
+//! (labelled [`BUNDLE_LABEL`]=`true`, the JSON under the key [`BUNDLE_KEY`]); runtime
+//! nodes watch those Secrets and nothing else. References are resolved (script from
+//! ConfigMap, env from Secrets and ConfigMaps) so a node never reads user namespaces.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{Limits, Route};
+
+/// Label on every bundle Secret; its value is `"true"`.
+pub const BUNDLE_LABEL: &str = "isolane.dev/bundle";
+/// Annotation on a bundle Secret holding the worker id (`namespace/name`).
+pub const WORKER_ID_ANNOTATION: &str = "isolane.dev/worker-id";
+/// Annotation on a bundle Secret holding the bundle's revision.
+pub const REVISION_ANNOTATION: &str = "isolane.dev/revision";
+/// The key in the Secret's `data` that holds the bundle as JSON.
+pub const BUNDLE_KEY: &str = "bundle.json";
+
+/// A Worker resolved for execution.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Bundle {
+    /// `namespace/name` of the Worker.
+    pub worker_id: String,
+    /// Content hash of `script`, `env` and `limits` (see [`Bundle::compute_revision`]).
+    pub revision: String,
+    /// The resolved script source.
+    pub script: String,
+    /// Resolved bindings, secrets included.
+    pub env: BTreeMap<String, String>,
+    /// Per-request limits.
+    pub limits: Limits,
+    /// The routes the Worker answers on (as admitted by the operator).
+    #[serde(default)]
+    pub routes: Vec<Route>,
+}
+
+impl Bundle {
+    /// Builds a bundle and computes its revision.
+    pub fn new(
+        worker_id: String,
+        script: String,
+        env: BTreeMap<String, String>,
+        limits: Limits,
+        routes: Vec<Route>,
+    ) -> Self {
+        let revision = Self::compute_revision(&script, &env, &limits);
+        Self {
+            worker_id,
+            revision,
+            script,
+            env,
+            limits,
+            routes,
+        }
+    }
+
+    /// The revision of a bundle: the first 16 hex digits of a SHA-256 over the
+    /// script, the env (sorted by name) and the limits, each length-prefixed so no
+    /// two different inputs share an encoding. Routes are not part of it: moving a
+    /// route does not restart isolates.
+    pub fn compute_revision(
+        script: &str,
+        env: &BTreeMap<String, String>,
+        limits: &Limits,
+    ) -> String {
+        let mut hash = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            hash.update((bytes.len() as u64).to_le_bytes());
+            hash.update(bytes);
+        };
+        field(script.as_bytes());
+        for (name, value) in env {
+            field(name.as_bytes());
+            field(value.as_bytes());
+        }
+        for limit in [
+            limits.cpu_ms,
+            limits.wall_ms,
+            limits.memory_mib,
+            limits.subrequests,
+        ] {
+            field(&limit.to_le_bytes());
+        }
+        let digest = hash.finalize();
+        hex::encode(&digest[..8])
+    }
+
+    /// The name of the Secret that holds the bundle of `namespace/name`: a valid
+    /// DNS subdomain, unique per worker id, stable across operator restarts.
+    pub fn secret_name(namespace: &str, name: &str) -> String {
+        let readable = format!("wk-{namespace}-{name}");
+        let digest = Sha256::digest(format!("{namespace}/{name}").as_bytes());
+        let suffix = hex::encode(&digest[..4]);
+        // 253 is the limit for a Secret name; keep room for "-" and the suffix.
+        let mut prefix: String = readable.chars().take(253 - 9).collect();
+        while prefix.ends_with(['-', '.']) {
+            prefix.pop();
+        }
+        format!("{prefix}-{suffix}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revision_changes_with_each_part_and_only_then() {
+        let env = BTreeMap::from([("A".to_owned(), "1".to_owned())]);
+        let base = Bundle::compute_revision("s", &env, &Limits::default());
+        assert_eq!(base.len(), 16);
+        assert_eq!(
+            base,
+            Bundle::compute_revision("s", &env, &Limits::default())
+        );
+        assert_ne!(
+            base,
+            Bundle::compute_revision("t", &env, &Limits::default())
+        );
+        let env2 = BTreeMap::from([("A".to_owned(), "2".to_owned())]);
+        assert_ne!(
+            base,
+            Bundle::compute_revision("s", &env2, &Limits::default())
+        );
+        let limits = Limits {
+            cpu_ms: 51,
+            ..Limits::default()
+        };
+        assert_ne!(base, Bundle::compute_revision("s", &env, &limits));
+        // Length prefixes: moving bytes between fields changes the revision.
+        let env3 = BTreeMap::from([("A1".to_owned(), String::new())]);
+        assert_ne!(
+            base,
+            Bundle::compute_revision("s", &env3, &Limits::default())
+        );
+    }
+
+    #[test]
+    fn secret_names_are_valid_and_distinct() {
+        let a = Bundle::secret_name("default", "hello");
+        assert!(a.starts_with("wk-default-hello-"));
+        assert_ne!(a, Bundle::secret_name("default-hello", ""));
+        let long = Bundle::secret_name(&"n".repeat(63), &"x".repeat(253));
+        assert!(long.len() <= 253, "{}", long.len());
+    }
+}
