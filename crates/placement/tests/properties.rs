@@ -1,0 +1,265 @@
+//! Property tests: the contracts operator and router rely on.
+//!
+//! Statistical checks use 10,000 workers and bounds several standard
+//! deviations wide, so they hold for every generated case, not just usually.
+
+use std::collections::{BTreeMap, HashSet};
+
+use isolane_placement::{DEFAULT_LOAD_FACTOR, Node, NodeSet, ring::Ring, thread_for};
+use proptest::prelude::*;
+
+const WORKERS: usize = 10_000;
+
+fn workers() -> impl Iterator<Item = String> {
+    (0..WORKERS).map(|i| format!("ns-{}/worker-{i}", i % 7))
+}
+
+/// 1..=`max` nodes with distinct names and 1..=64 threads each.
+fn node_map(max: usize) -> impl Strategy<Value = BTreeMap<String, u32>> {
+    prop::collection::btree_map("[a-z][a-z0-9-]{0,11}", 1u32..=64, 1..=max)
+}
+
+fn to_nodes(map: &BTreeMap<String, u32>) -> Vec<Node> {
+    map.iter().map(|(n, &t)| Node::new(n.clone(), t)).collect()
+}
+
+/// The name of each worker's first choice.
+fn primaries(set: &NodeSet) -> Vec<String> {
+    workers()
+        .map(|w| {
+            let i = set.primary(&w).expect("non-empty set");
+            set.nodes()[i].name.clone()
+        })
+        .collect()
+}
+
+fn names_in_order(set: &NodeSet, worker: &str) -> Vec<String> {
+    set.candidates(worker)
+        .into_iter()
+        .map(|i| set.nodes()[i].name.clone())
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn same_answer_whatever_the_input_order(
+        (nodes, shuffled) in node_map(24).prop_flat_map(|m| {
+            let nodes = to_nodes(&m);
+            (Just(nodes.clone()), Just(nodes).prop_shuffle())
+        }),
+        worker in "[a-z0-9-]{1,20}/[a-z0-9-]{1,20}",
+    ) {
+        let mut shuffled = shuffled;
+        // Duplicates of existing names with fewer threads change nothing.
+        shuffled.extend(nodes.iter().map(|n| Node::new(n.name.clone(), 1)));
+        let a = NodeSet::new(nodes);
+        let b = NodeSet::new(shuffled);
+        prop_assert_eq!(a.nodes(), b.nodes());
+        prop_assert_eq!(a.candidates(&worker), b.candidates(&worker));
+        prop_assert_eq!(a.place(&worker, 3), b.place(&worker, 3));
+        // And the same on a second call: no hidden state.
+        prop_assert_eq!(a.candidates(&worker), a.candidates(&worker));
+    }
+
+    #[test]
+    fn candidates_are_a_permutation_led_by_the_primary(
+        map in node_map(40),
+        worker in "[a-z0-9/-]{0,30}",
+    ) {
+        let set = NodeSet::new(to_nodes(&map));
+        let order = set.candidates(&worker);
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        prop_assert_eq!(sorted, (0..set.len()).collect::<Vec<_>>());
+        prop_assert_eq!(set.primary(&worker), order.first().copied());
+    }
+
+    #[test]
+    fn replicas_land_on_distinct_nodes_in_preference_order(
+        map in node_map(12),
+        worker in "[a-z0-9-]{1,20}/[a-z0-9-]{1,20}",
+        replicas in 0usize..20,
+    ) {
+        let set = NodeSet::new(to_nodes(&map));
+        let placed = set.place(&worker, replicas);
+        prop_assert_eq!(placed.len(), replicas.min(set.len()));
+        let distinct: HashSet<_> = placed.iter().map(|a| &a.node).collect();
+        prop_assert_eq!(distinct.len(), placed.len());
+        let order = names_in_order(&set, &worker);
+        for (a, expected) in placed.iter().zip(&order) {
+            prop_assert_eq!(&a.node, expected);
+            let threads = map[&a.node];
+            prop_assert!(a.thread < threads);
+            prop_assert_eq!(a.thread, thread_for(&worker, threads));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn a_joining_node_takes_only_its_share(
+        map in node_map(12),
+        new_threads in 1u32..=64,
+    ) {
+        let before = NodeSet::new(to_nodes(&map));
+        let mut nodes = to_nodes(&map);
+        nodes.push(Node::new("joining-node", new_threads));
+        let after = NodeSet::new(nodes);
+
+        let (old, new) = (primaries(&before), primaries(&after));
+        let mut moved = 0;
+        for (o, n) in old.iter().zip(&new) {
+            if o != n {
+                prop_assert_eq!(n, "joining-node", "a worker moved between old nodes");
+                moved += 1;
+            }
+        }
+        let total: u32 = map.values().sum();
+        let expected = f64::from(new_threads) / f64::from(total + new_threads);
+        let fraction = moved as f64 / WORKERS as f64;
+        prop_assert!((fraction - expected).abs() < 0.03, "moved {fraction}, expected {expected}");
+
+        // Deeper: the old nodes keep their relative order for every worker.
+        for w in workers().take(200) {
+            let mut order = names_in_order(&after, &w);
+            order.retain(|n| n != "joining-node");
+            prop_assert_eq!(order, names_in_order(&before, &w));
+        }
+    }
+
+    #[test]
+    fn a_leaving_node_hands_over_only_its_own_workers(
+        map in node_map(12).prop_filter("two nodes or more", |m| m.len() >= 2),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let before = NodeSet::new(to_nodes(&map));
+        let gone = before.nodes()[pick.index(before.len())].name.clone();
+        let after = NodeSet::new(to_nodes(&map).into_iter().filter(|n| n.name != gone).collect());
+
+        let (old, new) = (primaries(&before), primaries(&after));
+        let mut moved = 0;
+        for (w, (o, n)) in workers().zip(old.iter().zip(&new)) {
+            if *o == gone {
+                // It goes to its second choice.
+                prop_assert_eq!(n, &names_in_order(&before, &w)[1]);
+                moved += 1;
+            } else {
+                prop_assert_eq!(o, n, "a worker on a surviving node moved");
+            }
+        }
+        let total: u32 = map.values().sum();
+        let expected = f64::from(map[&gone]) / f64::from(total);
+        let fraction = moved as f64 / WORKERS as f64;
+        prop_assert!((fraction - expected).abs() < 0.03, "moved {fraction}, expected {expected}");
+    }
+
+    #[test]
+    fn twice_the_threads_take_twice_the_workers(
+        names in prop::collection::btree_set("[a-z][a-z0-9-]{0,11}", 2..=8),
+        threads in 1u32..=16,
+    ) {
+        let big = names.iter().next().expect("two names or more").clone();
+        let nodes = names
+            .iter()
+            .map(|n| Node::new(n.clone(), if *n == big { 2 * threads } else { threads }))
+            .collect();
+        let set = NodeSet::new(nodes);
+        let placed = primaries(&set);
+        let on_big = placed.iter().filter(|n| **n == big).count() as f64;
+        let others = (WORKERS as f64 - on_big) / (names.len() - 1) as f64;
+        let ratio = on_big / others;
+        prop_assert!((1.7..2.3).contains(&ratio), "2x node got {ratio}x the workers");
+    }
+
+    #[test]
+    fn a_new_thread_takes_only_its_share(threads in 1u32..=64) {
+        let mut moved = 0;
+        for w in workers() {
+            let (old, new) = (thread_for(&w, threads), thread_for(&w, threads + 1));
+            if old != new {
+                prop_assert_eq!(new, threads, "a worker moved between old threads");
+                moved += 1;
+            }
+        }
+        let expected = 1.0 / f64::from(threads + 1);
+        let fraction = moved as f64 / WORKERS as f64;
+        prop_assert!((fraction - expected).abs() < 0.03, "moved {fraction}, expected {expected}");
+    }
+
+    #[test]
+    fn bounded_load_stays_within_the_bound(
+        map in node_map(12),
+        c in 1.0f64..2.0,
+    ) {
+        let set = NodeSet::new(to_nodes(&map));
+        let total_threads: f64 = map.values().map(|&t| f64::from(t)).sum();
+        let mut loads = vec![0u64; set.len()];
+        // A skewed stream: a few workers get most requests.
+        for r in 0..5_000u64 {
+            let worker = format!("ns/w{}", (r * r) % 97 % (r % 13 + 1));
+            let total: u64 = loads.iter().sum();
+            let i = set.choose_bounded(&worker, &loads, c).expect("non-empty set");
+            let share = f64::from(set.nodes()[i].threads) / total_threads;
+            prop_assert!((loads[i] as f64) < (c * (total + 1) as f64 * share).ceil());
+            loads[i] += 1;
+        }
+    }
+}
+
+#[test]
+fn bounded_load_prefers_the_primary_while_it_has_room() {
+    let set = NodeSet::new((0..8).map(|i| Node::new(format!("node-{i}"), 4)).collect());
+    for w in workers().take(500) {
+        let order = set.candidates(&w);
+        let idle = vec![0; set.len()];
+        assert_eq!(
+            set.choose_bounded(&w, &idle, DEFAULT_LOAD_FACTOR),
+            Some(order[0])
+        );
+        // Overload the first two choices: the third takes it.
+        let mut loads = vec![10; set.len()];
+        loads[order[0]] = 1_000;
+        loads[order[1]] = 1_000;
+        assert_eq!(
+            set.choose_bounded(&w, &loads, DEFAULT_LOAD_FACTOR),
+            Some(order[2])
+        );
+        assert_eq!(
+            set.choose_bounded_among(&order, &loads, DEFAULT_LOAD_FACTOR),
+            Some(order[2])
+        );
+    }
+}
+
+#[test]
+fn empty_sets_place_nothing() {
+    let set = NodeSet::new(vec![Node::new("no-threads", 0)]);
+    assert!(set.is_empty());
+    assert_eq!(set.candidates("ns/w"), Vec::<usize>::new());
+    assert_eq!(set.primary("ns/w"), None);
+    assert!(set.place("ns/w", 3).is_empty());
+    assert_eq!(set.choose_bounded("ns/w", &[], 1.25), None);
+    assert_eq!(Ring::new(&set, 16).primary("ns/w"), None);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn ring_candidates_are_a_permutation_led_by_the_primary(
+        map in node_map(20),
+        worker in "[a-z0-9/-]{0,30}",
+    ) {
+        let set = NodeSet::new(to_nodes(&map));
+        let ring = Ring::new(&set, 4);
+        let order = ring.candidates(&worker);
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        prop_assert_eq!(sorted, (0..set.len()).collect::<Vec<_>>());
+        prop_assert_eq!(ring.primary(&worker), order.first().copied());
+    }
+}
