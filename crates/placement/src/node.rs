@@ -44,6 +44,8 @@ pub struct NodeSet {
     pub(crate) keys: Vec<u64>,
     /// Each node's weight (its thread count) as a float.
     pub(crate) weights: Vec<f64>,
+    /// `1 / weights[i]`: scoring multiplies rather than divides.
+    pub(crate) inverse_weights: Vec<f64>,
     /// The sum of `weights`.
     pub(crate) total_weight: f64,
 }
@@ -60,11 +62,13 @@ impl NodeSet {
         nodes.dedup_by(|later, kept| later.name == kept.name);
         let keys = nodes.iter().map(|n| node_key(&n.name)).collect();
         let weights: Vec<f64> = nodes.iter().map(|n| f64::from(n.threads)).collect();
+        let inverse_weights = weights.iter().map(|w| 1.0 / w).collect();
         let total_weight = weights.iter().sum();
         Self {
             nodes,
             keys,
             weights,
+            inverse_weights,
             total_weight,
         }
     }

@@ -18,34 +18,33 @@ impl NodeSet {
     /// where it runs, the next where its second replica runs, or where it
     /// fails over to.
     pub fn candidates(&self, worker_id: &str) -> Vec<usize> {
-        let scores = self.scores(worker_key(worker_id));
-        let mut order: Vec<usize> = (0..self.len()).collect();
-        // Ties (equal 53-bit hashes) fall back to name order: still total.
-        order.sort_unstable_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
-        order
+        let worker = worker_key(worker_id);
+        // Scores are positive and finite, so their bit patterns sort like the
+        // numbers; ties (equal 52-bit hashes) fall back to name order.
+        let mut scored: Vec<(u64, usize)> = (0..self.len())
+            .map(|i| (self.score(worker, i).to_bits(), i))
+            .collect();
+        scored.sort_unstable();
+        scored.into_iter().map(|(_, i)| i).collect()
     }
 
     /// The first node of [`NodeSet::candidates`], without sorting or
     /// allocating; `None` if the set is empty.
     pub fn primary(&self, worker_id: &str) -> Option<usize> {
         let worker = worker_key(worker_id);
-        let mut best: Option<(f64, usize)> = None;
+        let (mut best, mut best_score) = (None, f64::INFINITY);
         for i in 0..self.len() {
             let score = self.score(worker, i);
-            if best.is_none_or(|(s, _)| score < s) {
-                best = Some((score, i));
+            if score < best_score {
+                (best, best_score) = (Some(i), score);
             }
         }
-        best.map(|(_, i)| i)
+        best
     }
 
     /// The score of node `i` for the worker with key `worker`: lower wins.
     fn score(&self, worker: u64, i: usize) -> f64 {
-        -ln(unit(mix(worker ^ self.keys[i]))) / self.weights[i]
-    }
-
-    pub(crate) fn scores(&self, worker: u64) -> Vec<f64> {
-        (0..self.len()).map(|i| self.score(worker, i)).collect()
+        -ln(unit(mix(worker ^ self.keys[i]))) * self.inverse_weights[i]
     }
 }
 
