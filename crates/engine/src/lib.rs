@@ -1,6 +1,43 @@
-//! The V8 engine: isolates in per-core thread-pinned pools, Web APIs and limits.
-//! This is the only crate in the workspace allowed to use `unsafe`.
+//! The V8 engine of Isolane: runs JavaScript workers (Cloudflare-Workers-style
+//! `fetch` handlers) in V8 isolates kept in per-core, thread-pinned pools,
+//! with the runtime's Web APIs in a startup snapshot and per-request limits.
+//!
+//! The main type is [`Engine`]: [`Engine::start`] initialises V8 once, builds
+//! the snapshot, and starts one pinned thread per core, each with its own
+//! current-thread tokio runtime, isolate LRU and watchdog;
+//! [`Engine::execute`] runs one HTTP request for a [`WorkerBundle`] on a
+//! thread the caller picks (placement is not the engine's job). Bodies stream
+//! both ways as [`Body`]. Metrics leave through an [`EngineObserver`]. The
+//! runtime node and `isolane dev` compose it; nothing here knows Kubernetes,
+//! gRPC or Prometheus.
+//!
+//! This is the only crate in the workspace allowed to use `unsafe`; each
+//! block says why it is sound.
 #![allow(unsafe_code)]
+
+mod body;
+mod bundle;
+mod config;
+mod engine;
+mod host;
+mod isolate;
+mod limits;
+mod observer;
+mod outcome;
+mod platform;
+mod pool;
+mod script;
+mod snapshot;
+mod thread;
+mod watchdog;
+
+pub use body::{Body, BodyClosed, BodyError, BodySender};
+pub use bundle::{Limits, WorkerBundle};
+pub use config::{EngineConfig, ParsePoolModeError, PoolMode};
+pub use engine::Engine;
+pub use observer::{EngineObserver, EvictionReason, NoopObserver, TerminationReason};
+pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};
+pub use snapshot::runtime_files;
 
 /// The version of V8 this engine links.
 pub fn v8_version() -> &'static str {

@@ -1,0 +1,75 @@
+//! What the engine runs: a worker's script, bindings and limits.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// One immutable revision of a worker, as resolved by the operator (or by
+/// `isolane dev` from a file). Isolates are keyed by `(id, revision)`: a new
+/// revision replaces the old isolate on the next request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerBundle {
+    /// `namespace/name`, or `dev/<file stem>` for `isolane dev`.
+    pub id: String,
+    /// Content hash of the bundle.
+    pub revision: String,
+    /// ES module (`export default { fetch }`) or service-worker script.
+    pub script: String,
+    /// Bindings exposed to the handler as `env` (strings only).
+    pub env: BTreeMap<String, String>,
+    pub limits: Limits,
+}
+
+/// Per-request (CPU, wall, subrequests) and per-isolate (memory) limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// CPU time one request may use, in milliseconds.
+    pub cpu_ms: u64,
+    /// Wall time from the request's arrival until its response is complete.
+    pub wall_ms: u64,
+    /// Heap limit of the worker's isolate, in MiB.
+    pub memory_mib: u64,
+    /// Outbound `fetch` calls one request may make.
+    pub subrequests: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            cpu_ms: 50,
+            wall_ms: 30_000,
+            memory_mib: 128,
+            subrequests: 50,
+        }
+    }
+}
+
+impl Limits {
+    pub fn cpu(&self) -> Duration {
+        Duration::from_millis(self.cpu_ms)
+    }
+
+    pub fn wall(&self) -> Duration {
+        Duration::from_millis(self.wall_ms)
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        usize::try_from(self.memory_mib.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)
+    }
+}
+
+impl WorkerBundle {
+    /// A bundle with default limits and no bindings.
+    pub fn new(
+        id: impl Into<String>,
+        revision: impl Into<String>,
+        script: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            revision: revision.into(),
+            script: script.into(),
+            env: BTreeMap::new(),
+            limits: Limits::default(),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! How the engine is shaped: threads, pool mode, cache sizes, queues.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// How isolates are pooled. `Pinned` is the production design; the other two
+/// exist so the classic comparison can be reproduced on this engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PoolMode {
+    /// A new isolate (from the snapshot) for every request, dropped after it.
+    Legacy,
+    /// One engine-wide, mutex-guarded pool. V8 isolates are not `Send` and this
+    /// engine uses no `v8::Locker`, so an isolate still runs on the thread that
+    /// created it: every request takes the global lock to find its isolate and,
+    /// when the isolate lives on another thread, hops there over that thread's
+    /// queue. That is the cost profile of a shared pool (a global lock on every
+    /// request, cross-core hand-offs, no cache locality) without Locker's
+    /// hazards.
+    Shared,
+    /// Thread-local LRU per pinned thread: no lock, no hop.
+    #[default]
+    Pinned,
+}
+
+impl PoolMode {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PoolMode::Legacy => "legacy",
+            PoolMode::Shared => "shared",
+            PoolMode::Pinned => "pinned",
+        }
+    }
+}
+
+impl fmt::Display for PoolMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A pool mode name that is not `legacy`, `shared` or `pinned`.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown pool mode {0:?} (expected legacy, shared or pinned)")]
+pub struct ParsePoolModeError(String);
+
+impl FromStr for PoolMode {
+    type Err = ParsePoolModeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "legacy" => Ok(PoolMode::Legacy),
+            "shared" => Ok(PoolMode::Shared),
+            "pinned" => Ok(PoolMode::Pinned),
+            other => Err(ParsePoolModeError(other.to_owned())),
+        }
+    }
+}
+
+/// Engine configuration. `Default` gives one thread per core in the affinity
+/// mask, pinned, with the pinned pool.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Engine threads; 0 means one per core in the process's affinity mask.
+    pub threads: usize,
+    /// Pin each engine thread to one core (round-robin over the mask).
+    pub pin_threads: bool,
+    pub pool_mode: PoolMode,
+    /// Warm isolates kept per thread (LRU).
+    pub isolates_per_thread: usize,
+    /// Heap bytes the warm isolates of one thread may hold together before the
+    /// least recently used are evicted.
+    pub heap_budget_bytes: usize,
+    /// Requests waiting per thread before `execute` fails fast with `Overloaded`.
+    pub queue_depth: usize,
+    /// Blank isolates (snapshot + context, no worker yet) kept ready per thread.
+    pub spare_isolates: usize,
+    /// How long, after the response is complete, `ctx.waitUntil` work may run.
+    pub wait_until_ms: u64,
+    /// Chunks buffered between a streaming response and its reader.
+    pub body_channel_chunks: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            threads: 0,
+            pin_threads: true,
+            pool_mode: PoolMode::Pinned,
+            isolates_per_thread: 100,
+            heap_budget_bytes: 1 << 30,
+            queue_depth: 1024,
+            spare_isolates: 2,
+            wait_until_ms: 30_000,
+            body_channel_chunks: 4,
+        }
+    }
+}

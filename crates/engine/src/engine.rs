@@ -1,0 +1,215 @@
+//! [`Engine`]: starts the engine threads and hands requests to them.
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::body::Body;
+use crate::bundle::WorkerBundle;
+use crate::config::EngineConfig;
+use crate::observer::EngineObserver;
+use crate::outcome::{EngineError, ExecuteError};
+use crate::thread::{self, EngineShared, Job, ThreadStart};
+use crate::{platform, snapshot};
+
+/// The running engine: N pinned threads, each with its own isolate pool.
+/// Cheap to clone; every clone drives the same threads.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shared: Arc<EngineShared>,
+    observer: Arc<dyn EngineObserver>,
+    shutdown: watch::Sender<bool>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    config: EngineConfig,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("threads", &self.threads())
+            .field("pool_mode", &self.inner.config.pool_mode)
+            .finish()
+    }
+}
+
+impl Engine {
+    /// Initialises V8 (once per process), builds the snapshot (once per
+    /// process) and starts the engine threads, each with its spare isolates
+    /// ready. Call it from the main thread, before spawning other threads
+    /// that might run JavaScript (see `platform.rs`).
+    pub fn start(
+        config: EngineConfig,
+        observer: Arc<dyn EngineObserver>,
+    ) -> Result<Engine, EngineError> {
+        if config.isolates_per_thread == 0 {
+            return Err(EngineError::InvalidConfig {
+                field: "isolates_per_thread",
+            });
+        }
+        if config.queue_depth == 0 {
+            return Err(EngineError::InvalidConfig {
+                field: "queue_depth",
+            });
+        }
+        platform::init();
+        let snapshot = snapshot::blob()?;
+        let cores = core_affinity::get_core_ids().unwrap_or_default();
+        let threads = if config.threads == 0 {
+            cores.len().max(1)
+        } else {
+            config.threads
+        };
+        let mut config = config;
+        config.threads = threads;
+
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..threads)
+            .map(|_| mpsc::channel::<Job>(config.queue_depth))
+            .unzip();
+        let shared = Arc::new(EngineShared {
+            senders,
+            directory: Mutex::new(Default::default()),
+        });
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let mut handles = Vec::with_capacity(threads);
+        let mut readies = Vec::with_capacity(threads);
+        for (index, jobs) in receivers.into_iter().enumerate() {
+            let (ready, ready_rx) = std::sync::mpsc::sync_channel(1);
+            let start = ThreadStart {
+                index,
+                core: if config.pin_threads && !cores.is_empty() {
+                    Some(cores[index % cores.len()])
+                } else {
+                    None
+                },
+                config: config.clone(),
+                observer: observer.clone(),
+                snapshot,
+                jobs,
+                shutdown: shutdown_rx.clone(),
+                shared: shared.clone(),
+                ready,
+            };
+            let handle = std::thread::Builder::new()
+                .name(format!("isolane-engine-{index}"))
+                .stack_size(8 << 20)
+                .spawn(move || thread::run(start))
+                .map_err(|source| EngineError::SpawnThread {
+                    thread: index,
+                    source,
+                })?;
+            handles.push(handle);
+            readies.push(ready_rx);
+        }
+        let engine = Engine {
+            inner: Arc::new(Inner {
+                shared,
+                observer,
+                shutdown,
+                threads: Mutex::new(handles),
+                config,
+            }),
+        };
+        for (index, ready) in readies.into_iter().enumerate() {
+            match ready.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(message)) => {
+                    tracing::error!(thread = index, %message, "engine thread failed to start");
+                    engine.stop_and_join();
+                    return Err(EngineError::ThreadStart { thread: index });
+                }
+                Err(_) => {
+                    engine.stop_and_join();
+                    return Err(EngineError::ThreadStart { thread: index });
+                }
+            }
+        }
+        tracing::info!(
+            threads,
+            pool_mode = %engine.inner.config.pool_mode,
+            v8 = v8::V8::get_version(),
+            "engine started"
+        );
+        Ok(engine)
+    }
+
+    /// Number of engine threads.
+    pub fn threads(&self) -> usize {
+        self.inner.shared.senders.len()
+    }
+
+    /// The configuration the engine runs with (`threads` resolved).
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    /// Runs `request` on engine thread `thread` with `bundle`'s worker.
+    /// Which thread serves a worker is the caller's choice (placement).
+    pub async fn execute(
+        &self,
+        thread: usize,
+        bundle: Arc<WorkerBundle>,
+        request: http::Request<Body>,
+    ) -> Result<http::Response<Body>, ExecuteError> {
+        let threads = self.threads();
+        let Some(sender) = self.inner.shared.senders.get(thread) else {
+            return Err(ExecuteError::UnknownThread { thread, threads });
+        };
+        let (reply, response) = oneshot::channel();
+        let job = Job {
+            bundle,
+            request,
+            reply,
+            forwarded: false,
+        };
+        if let Err(error) = sender.try_send(job) {
+            let error = match error {
+                mpsc::error::TrySendError::Full(_) => ExecuteError::Overloaded { thread },
+                mpsc::error::TrySendError::Closed(_) => ExecuteError::Canceled {
+                    reason: "the engine is shut down",
+                },
+            };
+            self.inner.observer.request_finished(
+                thread,
+                error.outcome(),
+                Duration::ZERO,
+                Duration::ZERO,
+            );
+            return Err(error);
+        }
+        response.await.unwrap_or(Err(ExecuteError::Canceled {
+            reason: "the engine dropped the request",
+        }))
+    }
+
+    /// Stops taking requests, lets those in flight finish (bounded), drops
+    /// every isolate and joins the threads. Blocks: call it from a blocking
+    /// context (e.g. `spawn_blocking`) or at the end of `main`.
+    pub fn shutdown(&self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&self) {
+        let _ = self.inner.shutdown.send(true);
+        let handles =
+            std::mem::take(&mut *self.inner.threads.lock().unwrap_or_else(|p| p.into_inner()));
+        for handle in handles {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        let handles = std::mem::take(self.threads.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for handle in handles {
+            let _ = handle.join();
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! The native side of HOST.md: the `host` object the runtime's JavaScript
+//! calls, and the per-isolate [`HostState`] those calls work on.
+//!
+//! Every callback here runs inside V8 on the isolate's own thread. None may
+//! panic (a panic cannot unwind through V8's C++ frames) and none may start a
+//! JS turn of its own: async work is spawned on the thread's `LocalSet` and
+//! settles its promise later, in a turn of its own (see `isolate::turn`).
+
+mod clone;
+mod crypto;
+mod fetch;
+mod io;
+mod respond;
+pub(crate) mod state;
+mod text;
+mod timers;
+mod url;
+
+pub(crate) use state::{HostState, Settlement};
+
+use v8::MapFnTo;
+
+/// Every host function: (name on `host`, native callback). The snapshot's
+/// external-reference table is built from this list, so the order is part of
+/// the snapshot format — append only, and rebuild (automatic) on change.
+fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
+    vec![
+        ("log", text::log.map_fn_to()),
+        ("now", text::now.map_fn_to()),
+        ("utf8Encode", text::utf8_encode.map_fn_to()),
+        ("utf8EncodeInto", text::utf8_encode_into.map_fn_to()),
+        ("utf8Decode", text::utf8_decode.map_fn_to()),
+        ("urlParse", url::url_parse.map_fn_to()),
+        ("urlSet", url::url_set.map_fn_to()),
+        ("randomFill", crypto::random_fill.map_fn_to()),
+        ("randomUUID", crypto::random_uuid.map_fn_to()),
+        ("digest", crypto::digest.map_fn_to()),
+        ("structuredClone", clone::structured_clone.map_fn_to()),
+        ("timerStart", timers::timer_start.map_fn_to()),
+        ("timerCancel", timers::timer_cancel.map_fn_to()),
+        ("fetch", fetch::fetch.map_fn_to()),
+        ("bodyRead", io::body_read.map_fn_to()),
+        ("bodyCancel", io::body_cancel.map_fn_to()),
+        ("respond", respond::respond.map_fn_to()),
+        ("responseWrite", respond::response_write.map_fn_to()),
+        ("responseEnd", respond::response_end.map_fn_to()),
+        ("fail", respond::fail.map_fn_to()),
+        ("requestDone", respond::request_done.map_fn_to()),
+    ]
+}
+
+/// The external references every isolate (and the snapshot creator) is made
+/// with: one entry per host function.
+pub(crate) fn external_references() -> Vec<v8::ExternalReference> {
+    table()
+        .into_iter()
+        .map(|(_, function)| v8::ExternalReference { function })
+        .collect()
+}
+
+/// Builds the `host` object (snapshot time only).
+pub(crate) fn install<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+) -> Result<v8::Local<'s, v8::Object>, String> {
+    let host = v8::Object::new(scope);
+    for (name, callback) in table() {
+        let function = v8::FunctionTemplate::builder_raw(callback)
+            .build(scope)
+            .get_function(scope)
+            .ok_or_else(|| format!("creating host.{name}"))?;
+        let key = v8::String::new(scope, name).ok_or("allocating a string")?;
+        host.set(scope, key.into(), function.into());
+    }
+    Ok(host)
+}
+
+// === argument and value helpers shared by the host modules ===
+
+/// Throws a JS `TypeError` with `message`.
+pub(crate) fn throw_type_error(scope: &mut v8::PinScope<'_, '_>, message: &str) {
+    if let Some(message) = v8::String::new(scope, message) {
+        let error = v8::Exception::type_error(scope, message);
+        scope.throw_exception(error);
+    }
+}
+
+/// Argument `i` as a Rust string (JS `String(value)` semantics).
+pub(crate) fn arg_string(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: &v8::FunctionCallbackArguments<'_>,
+    i: i32,
+) -> String {
+    args.get(i).to_rust_string_lossy(scope)
+}
+
+/// Argument `i` as a u32 id (0 when not a number).
+pub(crate) fn arg_u32(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: &v8::FunctionCallbackArguments<'_>,
+    i: i32,
+) -> u32 {
+    args.get(i).uint32_value(scope).unwrap_or(0)
+}
+
+/// The bytes of an ArrayBufferView (a copy).
+pub(crate) fn view_bytes(value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
+    let view = v8::Local::<v8::ArrayBufferView>::try_from(value).ok()?;
+    let mut bytes = vec![0; view.byte_length()];
+    view.copy_contents(&mut bytes);
+    Some(bytes)
+}
+
+/// A new Uint8Array owning `bytes` (no copy).
+pub(crate) fn u8_array<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    bytes: Vec<u8>,
+) -> Option<v8::Local<'s, v8::Uint8Array>> {
+    let len = bytes.len();
+    let store = v8::ArrayBuffer::new_backing_store_from_vec(bytes).make_shared();
+    let buffer = v8::ArrayBuffer::with_backing_store(scope, &store);
+    v8::Uint8Array::new(scope, buffer, 0, len)
+}
+
+/// A JS string from Rust.
+pub(crate) fn js_string<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    s: &str,
+) -> Option<v8::Local<'s, v8::Value>> {
+    v8::String::new(scope, s).map(Into::into)
+}
+
+/// `[[name, value], …]` from JS.
+pub(crate) fn header_pairs(
+    scope: &mut v8::PinScope<'_, '_>,
+    value: v8::Local<'_, v8::Value>,
+) -> Vec<(String, String)> {
+    let Ok(array) = v8::Local::<v8::Array>::try_from(value) else {
+        return Vec::new();
+    };
+    let mut pairs = Vec::with_capacity(array.length() as usize);
+    for i in 0..array.length() {
+        let Some(pair) = array.get_index(scope, i) else {
+            continue;
+        };
+        let Ok(pair) = v8::Local::<v8::Array>::try_from(pair) else {
+            continue;
+        };
+        let (Some(name), Some(value)) = (pair.get_index(scope, 0), pair.get_index(scope, 1)) else {
+            continue;
+        };
+        pairs.push((
+            name.to_rust_string_lossy(scope),
+            value.to_rust_string_lossy(scope),
+        ));
+    }
+    pairs
+}
+
+/// `[[name, value], …]` to JS.
+pub(crate) fn header_array<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    headers: &http::HeaderMap,
+) -> v8::Local<'s, v8::Array> {
+    let mut items = Vec::with_capacity(headers.len());
+    for (name, value) in headers {
+        let name = js_string(scope, name.as_str());
+        let value = js_string(scope, &String::from_utf8_lossy(value.as_bytes()));
+        if let (Some(name), Some(value)) = (name, value) {
+            items.push(v8::Array::new_with_elements(scope, &[name, value]).into());
+        }
+    }
+    v8::Array::new_with_elements(scope, &items)
+}
+
+/// A pending promise whose resolver the host keeps until its op settles.
+pub(crate) fn new_promise<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+) -> Option<(
+    v8::Local<'s, v8::PromiseResolver>,
+    v8::Local<'s, v8::Promise>,
+)> {
+    let resolver = v8::PromiseResolver::new(scope)?;
+    let promise = resolver.get_promise(scope);
+    Some((resolver, promise))
+}

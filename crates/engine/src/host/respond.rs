@@ -1,0 +1,170 @@
+//! `host.respond`, `responseWrite`, `responseEnd`, `fail`, `requestDone`: the
+//! worker's answer to one request.
+
+use http::{HeaderName, HeaderValue, StatusCode};
+use tokio::sync::mpsc;
+
+use super::state::WriteOp;
+use super::{HostState, Settlement, arg_string, arg_u32, header_pairs, new_promise, view_bytes};
+use crate::body::{Body, BodySender};
+use crate::outcome::ExecuteError;
+
+/// `respond(ctxId, status, statusText, headers, body)`.
+pub(super) fn respond(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    _rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(host) = HostState::get(scope) else {
+        return;
+    };
+    let ctx = arg_u32(scope, &args, 0);
+    let status = args.get(1).uint32_value(scope).unwrap_or(200);
+    let Some(status) = u16::try_from(status)
+        .ok()
+        .and_then(|s| StatusCode::from_u16(s).ok())
+    else {
+        super::throw_type_error(scope, "respond: invalid status");
+        return;
+    };
+    let headers = header_pairs(scope, args.get(3));
+    let body_arg = args.get(4);
+    let body = if body_arg.is_true() {
+        let capacity = host.thread.config.body_channel_chunks;
+        let (sender, body) = Body::channel(capacity);
+        let (tx, rx) = mpsc::unbounded_channel();
+        host.set_writer(ctx, tx);
+        tokio::task::spawn_local(write_body(host.me.clone(), rx, sender));
+        body
+    } else if let Some(bytes) = view_bytes(body_arg) {
+        Body::from(bytes)
+    } else {
+        Body::empty()
+    };
+    let mut response = http::Response::new(body);
+    *response.status_mut() = status;
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            response.headers_mut().append(name, value);
+        }
+    }
+    host.send_head(ctx, response);
+}
+
+/// Moves a streamed body from JS to the response channel, in order. Each
+/// chunk's promise settles once the channel took it: that is the
+/// back-pressure JS sees.
+async fn write_body(
+    me: std::rc::Weak<crate::isolate::WorkerIsolate>,
+    mut rx: mpsc::UnboundedReceiver<WriteOp>,
+    sender: BodySender,
+) {
+    while let Some(op) = rx.recv().await {
+        match op {
+            WriteOp::Chunk(bytes, op) => {
+                let settlement = match sender.send(bytes).await {
+                    Ok(()) => Settlement::Undefined,
+                    Err(_) => Settlement::TypeError("the response's reader went away".to_owned()),
+                };
+                if let Some(isolate) = me.upgrade() {
+                    isolate.settle(op, settlement);
+                }
+            }
+            WriteOp::End(None) => return,
+            WriteOp::End(Some(message)) => {
+                sender.abort(message).await;
+                return;
+            }
+        }
+    }
+}
+
+/// `responseWrite(ctxId, u8)` → Promise.
+pub(super) fn response_write(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(host) = HostState::get(scope) else {
+        return;
+    };
+    let ctx = arg_u32(scope, &args, 0);
+    let bytes = view_bytes(args.get(1)).unwrap_or_default();
+    let Some((resolver, promise)) = new_promise(scope) else {
+        return;
+    };
+    rv.set(promise.into());
+    let resolver = v8::Global::new(scope, resolver);
+    let op = host.add_op(ctx, resolver);
+    let sent = host
+        .writer(ctx)
+        .is_some_and(|writer| writer.send(WriteOp::Chunk(bytes.into(), op)).is_ok());
+    if !sent {
+        if let Some((_, resolver)) = host.take_op(op) {
+            let resolver = v8::Local::new(scope, resolver);
+            if let Some(message) =
+                v8::String::new(scope, "responseWrite: the response is not streaming")
+            {
+                let error = v8::Exception::type_error(scope, message);
+                resolver.reject(scope, error);
+            }
+        }
+    }
+}
+
+/// `responseEnd(ctxId, errorMessage)`.
+pub(super) fn response_end(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    _rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(host) = HostState::get(scope) else {
+        return;
+    };
+    let ctx = arg_u32(scope, &args, 0);
+    let error = args.get(1);
+    let error = (!error.is_null_or_undefined()).then(|| error.to_rust_string_lossy(scope));
+    if let Some(writer) = host.writer(ctx) {
+        let _ = writer.send(WriteOp::End(error));
+    }
+}
+
+/// `fail(ctxId, message, stack)`: 500 if no head was sent; the stack is logged.
+pub(super) fn fail(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    _rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(host) = HostState::get(scope) else {
+        return;
+    };
+    let ctx = arg_u32(scope, &args, 0);
+    let message = arg_string(scope, &args, 1);
+    let stack = arg_string(scope, &args, 2);
+    let request_id = host.request_id(ctx);
+    tracing::error!(
+        worker.id = host.worker_id(),
+        revision = host.revision(),
+        thread = host.thread.index,
+        request.id = request_id.as_deref().unwrap_or(""),
+        error = %message,
+        stack = %stack,
+        "worker failed the request"
+    );
+    host.fail_request(ctx, ExecuteError::Exception { message });
+}
+
+/// `requestDone(ctxId)`.
+pub(super) fn request_done(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    _rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let ctx = arg_u32(scope, &args, 0);
+    if let Some(host) = HostState::get(scope) {
+        host.request_done(ctx);
+    }
+}

@@ -1,0 +1,475 @@
+//! [`HostState`]: what the host functions of one isolate share — its worker,
+//! its in-flight requests, body streams, pending promises and timers.
+//!
+//! Lifetime: one per isolate, held in the isolate's slot as `Rc<HostState>`
+//! (isolates never leave their thread, so `Rc`/`RefCell` suffice). Borrows of
+//! its `RefCell`s are never held across a call into JavaScript or an `.await`.
+
+use std::cell::{Cell, OnceCell, RefCell};
+use std::collections::HashMap;
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+use crate::body::Body;
+use crate::bundle::WorkerBundle;
+use crate::isolate::WorkerIsolate;
+use crate::outcome::{ExecuteError, Outcome};
+use crate::thread::ThreadCtx;
+
+/// CPU budget for evaluating a worker's top-level code (no request yet).
+pub(crate) const STARTUP_CPU: Duration = Duration::from_millis(500);
+
+/// The answer for the head of a request: a response, or why there is none.
+pub(crate) type HeadSender = oneshot::Sender<Result<http::Response<Body>, ExecuteError>>;
+
+/// One request in flight in this isolate (`ctxId` in HOST.md).
+pub(crate) struct RequestCtx {
+    pub(crate) request_id: Arc<str>,
+    head: Option<HeadSender>,
+    writer: Option<mpsc::UnboundedSender<WriteOp>>,
+    done: Option<oneshot::Sender<()>>,
+    cpu: Duration,
+    cpu_limit: Duration,
+    deadline: Instant,
+    subrequests: u32,
+    failure: Option<Outcome>,
+}
+
+/// A step of a streamed response body, in order, for its writer task.
+pub(crate) enum WriteOp {
+    Chunk(Bytes, u32),
+    End(Option<String>),
+}
+
+/// How a pending host promise settles; turned into JS values in a turn.
+pub(crate) enum Settlement {
+    Undefined,
+    Null,
+    Bytes(Vec<u8>),
+    Fetch(FetchHead),
+    TypeError(String),
+}
+
+/// The head of an outbound fetch's response.
+pub(crate) struct FetchHead {
+    pub(crate) status: u16,
+    pub(crate) status_text: String,
+    pub(crate) headers: http::HeaderMap,
+    pub(crate) body_id: u32,
+}
+
+enum BodySlot {
+    Idle(Body),
+    Reading,
+}
+
+struct Op {
+    ctx: u32,
+    resolver: v8::Global<v8::PromiseResolver>,
+    task: Option<AbortHandle>,
+}
+
+struct Timer {
+    ctx: u32,
+    task: AbortHandle,
+}
+
+pub(crate) struct HostState {
+    pub(crate) thread: Rc<ThreadCtx>,
+    pub(crate) worker: OnceCell<Arc<WorkerBundle>>,
+    /// Back to the isolate, for tasks that settle promises later.
+    pub(crate) me: Weak<WorkerIsolate>,
+    now_ms: Cell<f64>,
+    current: Cell<u32>,
+    next_id: Cell<u32>,
+    requests: RefCell<HashMap<u32, RequestCtx>>,
+    bodies: RefCell<HashMap<u32, (u32, BodySlot)>>,
+    ops: RefCell<HashMap<u32, Op>>,
+    timers: RefCell<HashMap<u32, Timer>>,
+}
+
+impl HostState {
+    pub(crate) fn new(thread: Rc<ThreadCtx>, me: Weak<WorkerIsolate>) -> Self {
+        Self {
+            thread,
+            worker: OnceCell::new(),
+            me,
+            now_ms: Cell::new(0.0),
+            current: Cell::new(0),
+            next_id: Cell::new(0),
+            requests: RefCell::default(),
+            bodies: RefCell::default(),
+            ops: RefCell::default(),
+            timers: RefCell::default(),
+        }
+    }
+
+    /// The state of the isolate `scope` belongs to.
+    pub(crate) fn get(scope: &mut v8::PinScope<'_, '_>) -> Option<Rc<HostState>> {
+        scope.get_slot::<Rc<HostState>>().cloned()
+    }
+
+    fn next_id(&self) -> u32 {
+        let id = self.next_id.get().wrapping_add(1).max(1);
+        self.next_id.set(id);
+        id
+    }
+
+    pub(crate) fn worker_id(&self) -> &str {
+        self.worker.get().map_or("", |w| w.id.as_str())
+    }
+
+    pub(crate) fn revision(&self) -> &str {
+        self.worker.get().map_or("", |w| w.revision.as_str())
+    }
+
+    // --- clock and current request ---
+
+    /// Advances the coarse clock: called only at the start of a turn, i.e. at
+    /// an I/O boundary, and truncated to whole milliseconds.
+    pub(crate) fn tick_clock(&self) {
+        let ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        self.now_ms.set(ms as f64);
+    }
+
+    pub(crate) fn now_ms(&self) -> f64 {
+        self.now_ms.get()
+    }
+
+    pub(crate) fn set_current(&self, ctx: u32) {
+        self.current.set(ctx);
+    }
+
+    pub(crate) fn current(&self) -> u32 {
+        self.current.get()
+    }
+
+    pub(crate) fn request_id(&self, ctx: u32) -> Option<Arc<str>> {
+        self.requests
+            .borrow()
+            .get(&ctx)
+            .map(|r| r.request_id.clone())
+    }
+
+    // --- requests ---
+
+    pub(crate) fn begin_request(
+        &self,
+        request_id: Arc<str>,
+        head: HeadSender,
+        done: oneshot::Sender<()>,
+        cpu_limit: Duration,
+        deadline: Instant,
+    ) -> u32 {
+        let id = self.next_id();
+        self.requests.borrow_mut().insert(
+            id,
+            RequestCtx {
+                request_id,
+                head: Some(head),
+                writer: None,
+                done: Some(done),
+                cpu: Duration::ZERO,
+                cpu_limit,
+                deadline,
+                subrequests: 0,
+                failure: None,
+            },
+        );
+        id
+    }
+
+    /// CPU time the request may still use (the startup budget outside requests).
+    pub(crate) fn cpu_remaining(&self, ctx: u32) -> Duration {
+        match self.requests.borrow().get(&ctx) {
+            Some(r) => r.cpu_limit.saturating_sub(r.cpu),
+            None => STARTUP_CPU,
+        }
+    }
+
+    /// When the request's wall time runs out (`None` outside requests).
+    pub(crate) fn deadline(&self, ctx: u32) -> Option<Instant> {
+        self.requests.borrow().get(&ctx).map(|r| r.deadline)
+    }
+
+    pub(crate) fn add_cpu(&self, ctx: u32, cpu: Duration) {
+        if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
+            r.cpu += cpu;
+        }
+    }
+
+    /// Counts one subrequest; `Err(limit)` when the request has used them all.
+    pub(crate) fn take_subrequest(&self, ctx: u32, limit: u32) -> Result<(), u32> {
+        let mut requests = self.requests.borrow_mut();
+        let Some(r) = requests.get_mut(&ctx) else {
+            return Err(limit);
+        };
+        if r.subrequests >= limit {
+            return Err(limit);
+        }
+        r.subrequests += 1;
+        Ok(())
+    }
+
+    /// Sends the response head; false when the request is gone or answered.
+    pub(crate) fn send_head(&self, ctx: u32, response: http::Response<Body>) -> bool {
+        let head = self
+            .requests
+            .borrow_mut()
+            .get_mut(&ctx)
+            .and_then(|r| r.head.take());
+        match head {
+            Some(head) => head.send(Ok(response)).is_ok(),
+            None => false,
+        }
+    }
+
+    pub(crate) fn set_writer(&self, ctx: u32, writer: mpsc::UnboundedSender<WriteOp>) {
+        if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
+            r.writer = Some(writer);
+        }
+    }
+
+    pub(crate) fn writer(&self, ctx: u32) -> Option<mpsc::UnboundedSender<WriteOp>> {
+        self.requests
+            .borrow()
+            .get(&ctx)
+            .and_then(|r| r.writer.clone())
+    }
+
+    /// Ends the request with `error`: as the head if none was sent yet, else
+    /// by aborting the streamed body. Then signals it done.
+    pub(crate) fn fail_request(&self, ctx: u32, error: ExecuteError) {
+        let (head, writer, done) = {
+            let mut requests = self.requests.borrow_mut();
+            let Some(r) = requests.get_mut(&ctx) else {
+                return;
+            };
+            r.failure.get_or_insert(error.outcome());
+            (r.head.take(), r.writer.take(), r.done.take())
+        };
+        let message = error.to_string();
+        if let Some(head) = head {
+            let _ = head.send(Err(error));
+        }
+        if let Some(writer) = writer {
+            let _ = writer.send(WriteOp::End(Some(message)));
+        }
+        if let Some(done) = done {
+            let _ = done.send(());
+        }
+    }
+
+    /// Fails every request in flight (the isolate is being torn down).
+    pub(crate) fn fail_all(&self, error: impl Fn() -> ExecuteError) {
+        let ids: Vec<u32> = self.requests.borrow().keys().copied().collect();
+        for ctx in ids {
+            self.fail_request(ctx, error());
+        }
+        self.abort_tasks(None);
+    }
+
+    /// `requestDone`: the worker finished everything for the request.
+    pub(crate) fn request_done(&self, ctx: u32) {
+        let done = self
+            .requests
+            .borrow_mut()
+            .get_mut(&ctx)
+            .and_then(|r| r.done.take());
+        if let Some(done) = done {
+            let _ = done.send(());
+        }
+    }
+
+    /// Forgets the request: its pending ops, timers and bodies go with it.
+    /// Returns the CPU time it used and how it failed, if it did.
+    pub(crate) fn finish_request(&self, ctx: u32) -> (Duration, Option<Outcome>) {
+        let finished = self.requests.borrow_mut().remove(&ctx);
+        self.abort_tasks(Some(ctx));
+        finished.map_or((Duration::ZERO, None), |r| (r.cpu, r.failure))
+    }
+
+    /// Aborts the tasks (and drops the promises, bodies, timers) of one
+    /// request, or of all when `ctx` is `None`.
+    fn abort_tasks(&self, ctx: Option<u32>) {
+        let matches = |owner: u32| ctx.is_none_or(|c| c == owner);
+        let ops: Vec<Op> = {
+            let mut map = self.ops.borrow_mut();
+            let ids: Vec<u32> = map
+                .iter()
+                .filter(|(_, op)| matches(op.ctx))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter().filter_map(|id| map.remove(&id)).collect()
+        };
+        for op in ops {
+            if let Some(task) = op.task {
+                task.abort();
+            }
+        }
+        let timers: Vec<Timer> = {
+            let mut map = self.timers.borrow_mut();
+            let ids: Vec<u32> = map
+                .iter()
+                .filter(|(_, t)| matches(t.ctx))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter().filter_map(|id| map.remove(&id)).collect()
+        };
+        for timer in timers {
+            timer.task.abort();
+        }
+        self.bodies
+            .borrow_mut()
+            .retain(|_, (owner, _)| !matches(*owner));
+    }
+
+    /// Drops everything that refers into the isolate (promise resolvers are
+    /// `v8::Global`s), before the isolate itself is disposed.
+    pub(crate) fn clear(&self) {
+        self.fail_all(|| ExecuteError::Canceled {
+            reason: "the isolate was discarded",
+        });
+        self.requests.borrow_mut().clear();
+    }
+
+    // --- bodies ---
+
+    /// Registers an incoming body stream for `bodyRead`; returns its id.
+    pub(crate) fn register_body(&self, ctx: u32, body: Body) -> u32 {
+        let id = self.next_id();
+        self.bodies
+            .borrow_mut()
+            .insert(id, (ctx, BodySlot::Idle(body)));
+        id
+    }
+
+    /// Takes a body out for one read; `None` if unknown or already reading.
+    pub(crate) fn take_body(&self, id: u32) -> Option<Body> {
+        let mut bodies = self.bodies.borrow_mut();
+        let (_, slot) = bodies.get_mut(&id)?;
+        match std::mem::replace(slot, BodySlot::Reading) {
+            BodySlot::Idle(body) => Some(body),
+            BodySlot::Reading => None,
+        }
+    }
+
+    /// Puts a body back after a read (unless it was canceled meanwhile).
+    pub(crate) fn return_body(&self, id: u32, body: Body) {
+        if let Some((_, slot)) = self.bodies.borrow_mut().get_mut(&id) {
+            *slot = BodySlot::Idle(body);
+        }
+    }
+
+    pub(crate) fn drop_body(&self, id: u32) {
+        self.bodies.borrow_mut().remove(&id);
+    }
+
+    // --- pending promises ---
+
+    pub(crate) fn add_op(&self, ctx: u32, resolver: v8::Global<v8::PromiseResolver>) -> u32 {
+        let id = self.next_id();
+        self.ops.borrow_mut().insert(
+            id,
+            Op {
+                ctx,
+                resolver,
+                task: None,
+            },
+        );
+        id
+    }
+
+    pub(crate) fn set_op_task(&self, op: u32, task: AbortHandle) {
+        if let Some(entry) = self.ops.borrow_mut().get_mut(&op) {
+            entry.task = Some(task);
+        }
+    }
+
+    /// The resolver of a pending op and the request it belongs to.
+    pub(crate) fn take_op(&self, op: u32) -> Option<(u32, v8::Global<v8::PromiseResolver>)> {
+        self.ops
+            .borrow_mut()
+            .remove(&op)
+            .map(|o| (o.ctx, o.resolver))
+    }
+
+    pub(crate) fn op_ctx(&self, op: u32) -> Option<u32> {
+        self.ops.borrow().get(&op).map(|o| o.ctx)
+    }
+
+    // --- timers ---
+
+    pub(crate) fn add_timer(&self, id: u32, ctx: u32, task: AbortHandle) {
+        if let Some(old) = self.timers.borrow_mut().insert(id, Timer { ctx, task }) {
+            old.task.abort();
+        }
+    }
+
+    pub(crate) fn cancel_timer(&self, id: u32) {
+        let timer = self.timers.borrow_mut().remove(&id);
+        if let Some(timer) = timer {
+            timer.task.abort();
+        }
+    }
+
+    /// Removes a due timer; returns the request it belongs to.
+    pub(crate) fn fire_timer(&self, id: u32) -> Option<u32> {
+        self.timers.borrow_mut().remove(&id).map(|t| t.ctx)
+    }
+}
+
+impl Settlement {
+    /// The JS value to resolve with (`Ok`) or reject with (`Err`).
+    pub(crate) fn into_js<'s>(
+        self,
+        scope: &mut v8::PinScope<'s, '_>,
+    ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
+        let undefined = v8::undefined(scope).into();
+        match self {
+            Settlement::Undefined => Ok(undefined),
+            Settlement::Null => Ok(v8::null(scope).into()),
+            Settlement::Bytes(bytes) => super::u8_array(scope, bytes)
+                .map(Into::into)
+                .ok_or(undefined),
+            Settlement::Fetch(head) => Ok(head.into_js(scope)),
+            Settlement::TypeError(message) => {
+                let message = v8::String::new(scope, &message).ok_or(undefined)?;
+                Err(v8::Exception::type_error(scope, message))
+            }
+        }
+    }
+}
+
+impl FetchHead {
+    fn into_js<'s>(self, scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Value> {
+        let object = v8::Object::new(scope);
+        let status = v8::Integer::new(scope, i32::from(self.status)).into();
+        let status_text = super::js_string(scope, &self.status_text);
+        let headers = super::header_array(scope, &self.headers).into();
+        let body_id = v8::Integer::new_from_unsigned(scope, self.body_id).into();
+        set(scope, object, "status", Some(status));
+        set(scope, object, "statusText", status_text);
+        set(scope, object, "headers", Some(headers));
+        set(scope, object, "bodyId", Some(body_id));
+        object.into()
+    }
+}
+
+fn set(
+    scope: &mut v8::PinScope<'_, '_>,
+    object: v8::Local<'_, v8::Object>,
+    key: &str,
+    value: Option<v8::Local<'_, v8::Value>>,
+) {
+    if let (Some(key), Some(value)) = (v8::String::new(scope, key), value) {
+        object.set(scope, key.into(), value);
+    }
+}

@@ -1,0 +1,446 @@
+//! [`WorkerIsolate`]: one V8 isolate + context, made from the snapshot, that
+//! runs one worker revision; and [`WorkerIsolate::turn`], the only way into
+//! its JavaScript.
+//!
+//! Thread affinity: an isolate is created, used and dropped on one engine
+//! thread and never leaves it (`Rc`, no `v8::Locker`). rusty_v8 enters an
+//! isolate when it is created and expects isolates to be dropped in reverse
+//! order of creation; a pool evicts in LRU order instead. So every isolate is
+//! exited right after creation and entered only for the synchronous span of a
+//! turn (and for its disposal) — at most one isolate is entered on a thread at
+//! any time, never across an `.await`, and any drop order is sound.
+
+use std::cell::{Cell, RefCell};
+use std::mem::ManuallyDrop;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::bundle::WorkerBundle;
+use crate::host::{self, HostState, Settlement};
+use crate::limits::{HeapGuard, thread_cpu_now};
+use crate::observer::TerminationReason;
+use crate::outcome::ExecuteError;
+use crate::script;
+use crate::thread::ThreadCtx;
+
+/// Handles into the context that every turn needs. `v8::Global`s: they must
+/// be dropped before the isolate is disposed (see `Drop for WorkerIsolate`).
+pub(crate) struct Globals {
+    pub(crate) context: v8::Global<v8::Context>,
+    pub(crate) internal: v8::Global<v8::Object>,
+    pub(crate) handle_request: v8::Global<v8::Function>,
+    pub(crate) timer_fired: v8::Global<v8::Function>,
+}
+
+struct Inner {
+    globals: Option<Globals>,
+    env: Option<v8::Global<v8::Object>>,
+    /// `ManuallyDrop`: disposed explicitly, entered, after the globals.
+    isolate: ManuallyDrop<v8::OwnedIsolate>,
+}
+
+pub(crate) struct WorkerIsolate {
+    /// Borrowed mutably for the span of one turn; turns never nest (host
+    /// callbacks spawn tasks instead of starting turns).
+    inner: RefCell<Inner>,
+    pub(crate) host: Rc<HostState>,
+    condemned: Cell<Option<TerminationReason>>,
+    pub(crate) heap_limit: usize,
+    /// Declared after `inner`, and the isolate is disposed in `Drop` before
+    /// any field drops: V8 holds a raw pointer to this guard until then.
+    heap: Box<HeapGuard>,
+}
+
+/// Why a turn did not complete normally.
+#[derive(Debug)]
+pub(crate) enum TurnError {
+    /// JavaScript threw; message and stack.
+    Threw { message: String, stack: String },
+    /// A limit stopped the turn; the isolate is condemned.
+    Terminated(TerminationReason),
+    /// The isolate was condemned earlier; nothing ran.
+    Condemned,
+}
+
+/// Why an isolate could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CreateError {
+    #[error("the snapshot context lacks {what}")]
+    Runtime { what: &'static str },
+}
+
+// === impl WorkerIsolate ===
+
+impl WorkerIsolate {
+    /// A blank isolate: snapshot → context, no worker yet.
+    pub(crate) fn create(
+        thread: &Rc<ThreadCtx>,
+        heap_limit: usize,
+    ) -> Result<Rc<Self>, CreateError> {
+        let params = v8::CreateParams::default()
+            .snapshot_blob(v8::StartupData::from(thread.snapshot))
+            .external_references(host::external_references().into())
+            .heap_limits(0, heap_limit);
+        // Entered on this thread by `Isolate::new`; exited at the end.
+        let mut isolate = v8::Isolate::new(params);
+        isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
+        isolate.set_promise_reject_callback(script::promise_reject);
+        isolate.set_capture_stack_trace_for_uncaught_exceptions(true, 16);
+        let heap = HeapGuard::new(isolate.thread_safe_handle());
+        heap.install(&mut isolate);
+        // On error the isolate is dropped while still entered, as rusty_v8 wants.
+        let globals = init_context(&mut isolate)?;
+        let worker = Rc::new_cyclic(|me| {
+            let host = Rc::new(HostState::new(thread.clone(), me.clone()));
+            isolate.set_slot(host.clone());
+            // SAFETY: `Isolate::new` entered this isolate on this thread and
+            // nothing entered another since; exiting restores the previous
+            // state. From here on it is entered only inside `turn`/`drop`.
+            unsafe { isolate.exit() };
+            WorkerIsolate {
+                inner: RefCell::new(Inner {
+                    globals: Some(globals),
+                    env: None,
+                    isolate: ManuallyDrop::new(isolate),
+                }),
+                host,
+                condemned: Cell::new(None),
+                heap_limit,
+                heap,
+            }
+        });
+        Ok(worker)
+    }
+
+    pub(crate) fn condemned(&self) -> Option<TerminationReason> {
+        self.condemned.get()
+    }
+
+    pub(crate) fn worker(&self) -> Option<&Arc<WorkerBundle>> {
+        self.host.worker.get()
+    }
+
+    /// Heap in use, for the pool's memory budget and gauges.
+    pub(crate) fn heap_used(&self) -> usize {
+        let Ok(mut inner) = self.inner.try_borrow_mut() else {
+            return 0;
+        };
+        let isolate: &mut v8::OwnedIsolate = &mut inner.isolate;
+        let _entered = Entered::new(isolate);
+        isolate.get_heap_statistics().used_heap_size()
+    }
+
+    /// Runs one turn: enters the isolate and its context, arms the watchdog,
+    /// runs `f` and then the microtask queue, charges the CPU time to request
+    /// `ctx`, and reports an exception or a termination.
+    ///
+    /// `f` returns `None` when it stopped on a JS exception.
+    pub(crate) fn turn<R>(
+        &self,
+        ctx: u32,
+        f: impl FnOnce(
+            &mut v8::PinScope<'_, '_>,
+            &Globals,
+            Option<&v8::Global<v8::Object>>,
+        ) -> Option<R>,
+    ) -> Result<R, TurnError> {
+        if self.condemned.get().is_some() {
+            return Err(TurnError::Condemned);
+        }
+        let mut inner = self.inner.borrow_mut();
+        let Inner {
+            globals,
+            env,
+            isolate,
+        } = &mut *inner;
+        let Some(globals) = globals.as_ref() else {
+            return Err(TurnError::Condemned);
+        };
+        let thread = &self.host.thread;
+        self.host.set_current(ctx);
+        self.host.tick_clock();
+        let cpu_start = thread_cpu_now();
+        let deadline = self
+            .host
+            .deadline(ctx)
+            .unwrap_or_else(|| Instant::now() + host::state::STARTUP_CPU * 20);
+        thread.watchdog.arm(
+            isolate.thread_safe_handle(),
+            thread.cpu_clock.map_or(cpu_start, |c| c.now()),
+            self.host.cpu_remaining(ctx),
+            deadline,
+        );
+        let isolate: &mut v8::OwnedIsolate = isolate;
+        let entered = Entered::new(isolate);
+        let outcome = {
+            // Handle scope for this turn: every Local made by `f` and by the
+            // exception handling below dies with it; what must outlive the
+            // turn is kept as a `v8::Global`.
+            v8::scope!(let scope, isolate);
+            let context = v8::Local::new(scope, &globals.context);
+            let scope = &mut v8::ContextScope::new(scope, context);
+            v8::tc_scope!(let tc, scope);
+            let value = f(tc, globals, env.as_ref());
+            if value.is_some() && !tc.has_terminated() {
+                tc.perform_microtask_checkpoint();
+            }
+            let fired = thread.watchdog.disarm();
+            let heap_hit = self.heap.take_hit();
+            if heap_hit {
+                Err(TurnError::Terminated(TerminationReason::MemoryLimit))
+            } else if let Some(reason) = fired {
+                Err(TurnError::Terminated(reason))
+            } else if tc.has_terminated() {
+                Err(TurnError::Terminated(TerminationReason::CpuLimit))
+            } else if let Some(value) = value.filter(|_| !tc.has_caught()) {
+                Ok(value)
+            } else {
+                let (exception, message, stack) = (tc.exception(), tc.message(), tc.stack_trace());
+                Err(script::describe(tc, exception, message, stack))
+            }
+        };
+        drop(entered);
+        drop(inner);
+        self.host
+            .add_cpu(ctx, thread_cpu_now().saturating_sub(cpu_start));
+        if let Err(TurnError::Terminated(reason)) = &outcome {
+            self.condemn(ctx, *reason);
+        }
+        outcome
+    }
+
+    /// A limit stopped this isolate: fail the request that ran, cancel the
+    /// others, and refuse further turns. The pool discards it.
+    fn condemn(&self, ctx: u32, reason: TerminationReason) {
+        if self.condemned.replace(Some(reason)).is_some() {
+            return;
+        }
+        let thread = &self.host.thread;
+        thread.observer.termination(thread.index, reason);
+        let limits = self.worker().map(|w| w.limits).unwrap_or_default();
+        let error = match reason {
+            TerminationReason::CpuLimit => ExecuteError::CpuLimit {
+                limit_ms: limits.cpu_ms,
+            },
+            TerminationReason::MemoryLimit => ExecuteError::MemoryLimit {
+                limit_mib: limits.memory_mib,
+            },
+            TerminationReason::WallTimeout => ExecuteError::WallTimeout {
+                limit_ms: limits.wall_ms,
+            },
+        };
+        tracing::warn!(
+            worker.id = self.host.worker_id(),
+            revision = self.host.revision(),
+            thread = thread.index,
+            request.id = self.host.request_id(ctx).as_deref().unwrap_or(""),
+            reason = reason.as_str(),
+            "terminated the worker's JavaScript; discarding its isolate"
+        );
+        self.host.fail_request(ctx, error);
+        self.host.fail_all(|| ExecuteError::Canceled {
+            reason: "another request terminated the isolate",
+        });
+    }
+
+    /// Loads a worker into this blank isolate: compile, evaluate, find the
+    /// handler, build `env`.
+    pub(crate) fn load(&self, bundle: Arc<WorkerBundle>) -> Result<(), ExecuteError> {
+        // A blank isolate is loaded exactly once; a second load would be a bug
+        // in the pool, reported as a script error rather than a panic.
+        if self.host.worker.set(bundle.clone()).is_err() {
+            return Err(ExecuteError::Script {
+                message: "internal: isolate already holds a worker".to_owned(),
+            });
+        }
+        let env = self.turn(0, |scope, globals, _| {
+            script::evaluate(scope, globals, &bundle)
+        });
+        match env {
+            Ok(env) => {
+                self.inner.borrow_mut().env = Some(env);
+                Ok(())
+            }
+            Err(TurnError::Threw { message, stack }) => {
+                tracing::warn!(worker.id = %bundle.id, revision = %bundle.revision, %stack, "worker script failed");
+                Err(ExecuteError::Script { message })
+            }
+            Err(TurnError::Terminated(reason)) => Err(match reason {
+                TerminationReason::MemoryLimit => ExecuteError::MemoryLimit {
+                    limit_mib: bundle.limits.memory_mib,
+                },
+                _ => ExecuteError::Script {
+                    message: "the worker's top-level code exceeded its startup CPU budget"
+                        .to_owned(),
+                },
+            }),
+            Err(TurnError::Condemned) => Err(ExecuteError::Canceled {
+                reason: "the isolate was discarded",
+            }),
+        }
+    }
+
+    /// `internal.handleRequest(ctxId, method, url, headers, bodyId, env)`.
+    pub(crate) fn handle_request(
+        &self,
+        ctx: u32,
+        parts: &http::request::Parts,
+        url: &str,
+        body_id: u32,
+    ) -> Result<(), TurnError> {
+        self.turn(ctx, |scope, globals, env| {
+            let function = v8::Local::new(scope, &globals.handle_request);
+            let receiver = v8::Local::new(scope, &globals.internal);
+            let env: v8::Local<v8::Value> = match env {
+                Some(env) => v8::Local::new(scope, env).into(),
+                None => v8::Object::new(scope).into(),
+            };
+            let args = [
+                v8::Integer::new_from_unsigned(scope, ctx).into(),
+                host::js_string(scope, parts.method.as_str())?,
+                host::js_string(scope, url)?,
+                host::header_array(scope, &parts.headers).into(),
+                v8::Integer::new_from_unsigned(scope, body_id).into(),
+                env,
+            ];
+            function.call(scope, receiver.into(), &args).map(|_| ())
+        })
+    }
+
+    /// Settles the promise of a finished op, in a turn charged to its request.
+    pub(crate) fn settle(&self, op: u32, settlement: Settlement) {
+        let Some(ctx) = self.host.op_ctx(op) else {
+            return;
+        };
+        let result = self.turn(ctx, |scope, _, _| {
+            let (_, resolver) = self.host.take_op(op)?;
+            let resolver = v8::Local::new(scope, resolver);
+            match settlement.into_js(scope) {
+                Ok(value) => resolver.resolve(scope, value),
+                Err(error) => resolver.reject(scope, error),
+            };
+            Some(())
+        });
+        self.log_async_error(ctx, result);
+    }
+
+    /// A timer armed with `host.timerStart` is due.
+    pub(crate) fn fire_timer(&self, id: u32) {
+        let Some(ctx) = self.host.fire_timer(id) else {
+            return;
+        };
+        let result = self.turn(ctx, |scope, globals, _| {
+            let function = v8::Local::new(scope, &globals.timer_fired);
+            let receiver = v8::Local::new(scope, &globals.internal);
+            let id = v8::Integer::new_from_unsigned(scope, id).into();
+            function.call(scope, receiver.into(), &[id]).map(|_| ())
+        });
+        self.log_async_error(ctx, result);
+    }
+
+    fn log_async_error(&self, ctx: u32, result: Result<(), TurnError>) {
+        if let Err(TurnError::Threw { message, stack }) = result {
+            tracing::warn!(
+                worker.id = self.host.worker_id(),
+                revision = self.host.revision(),
+                thread = self.host.thread.index,
+                request.id = self.host.request_id(ctx).as_deref().unwrap_or(""),
+                error = %message,
+                %stack,
+                "uncaught exception in a callback"
+            );
+        }
+    }
+}
+
+impl Drop for WorkerIsolate {
+    fn drop(&mut self) {
+        // Promise resolvers and pending tasks first: they refer into the heap.
+        self.host.clear();
+        let inner = self.inner.get_mut();
+        inner.globals = None;
+        inner.env = None;
+        // SAFETY: no other isolate is entered on this thread (turns do not
+        // nest and never span an await), so entering makes this isolate the
+        // current one, which `OwnedIsolate::drop` asserts before it exits and
+        // disposes it. Dropped exactly once, here; `heap` outlives it.
+        unsafe {
+            inner.isolate.enter();
+            inner.isolate.remove_slot::<Rc<HostState>>();
+            ManuallyDrop::drop(&mut inner.isolate);
+        }
+    }
+}
+
+/// Enters an isolate for a synchronous span; exits on drop.
+struct Entered(*const v8::Isolate);
+
+impl Entered {
+    fn new(isolate: &v8::Isolate) -> Self {
+        // SAFETY: isolates are entered only for synchronous spans and at most
+        // one at a time per thread (see the module doc), so the enter/exit
+        // pairs nest properly.
+        unsafe { isolate.enter() };
+        Self(std::ptr::from_ref(isolate))
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from a live `&Isolate` whose owner
+        // (`Inner`) outlives this guard, and this isolate is the current one.
+        unsafe { (*self.0).exit() };
+    }
+}
+
+/// Makes the context, disables code generation from strings, and takes the
+/// runtime's `internal` object out of the global scope.
+fn init_context(isolate: &mut v8::OwnedIsolate) -> Result<Globals, CreateError> {
+    // Handle scope for the setup only; what lasts becomes `Globals`.
+    v8::scope!(let scope, isolate);
+    // From the snapshot's default context: the runtime JS is already there.
+    let context = v8::Context::new(scope, Default::default());
+    context.set_allow_generation_from_strings(false);
+    let scope = &mut v8::ContextScope::new(scope, context);
+    let global = context.global(scope);
+    let key = v8::String::new(scope, "__isolane_internal")
+        .ok_or(CreateError::Runtime { what: "strings" })?;
+    let internal = global
+        .get(scope, key.into())
+        .and_then(|v| v8::Local::<v8::Object>::try_from(v).ok())
+        .ok_or(CreateError::Runtime {
+            what: "globalThis.__isolane_internal",
+        })?;
+    global.delete(scope, key.into());
+    let handle_request = function(scope, internal, "handleRequest")?;
+    let timer_fired = function(scope, internal, "timerFired")?;
+    Ok(Globals {
+        context: v8::Global::new(scope, context),
+        internal: v8::Global::new(scope, internal),
+        handle_request: v8::Global::new(scope, handle_request),
+        timer_fired: v8::Global::new(scope, timer_fired),
+    })
+}
+
+fn function<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    object: v8::Local<'s, v8::Object>,
+    name: &'static str,
+) -> Result<v8::Local<'s, v8::Function>, CreateError> {
+    let key = v8::String::new(scope, name).ok_or(CreateError::Runtime { what: "strings" })?;
+    object
+        .get(scope, key.into())
+        .and_then(|v| v8::Local::<v8::Function>::try_from(v).ok())
+        .ok_or(CreateError::Runtime {
+            what: name_of(name),
+        })
+}
+
+fn name_of(name: &'static str) -> &'static str {
+    match name {
+        "handleRequest" => "internal.handleRequest",
+        "timerFired" => "internal.timerFired",
+        _ => "an internal function",
+    }
+}

@@ -1,0 +1,79 @@
+//! Metrics leave the engine through [`EngineObserver`]; the engine itself
+//! knows nothing of Prometheus. Every label an observer receives is bounded.
+
+use std::time::Duration;
+
+use crate::outcome::Outcome;
+
+/// Why a warm isolate left its pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EvictionReason {
+    /// The pool was at `isolates_per_thread`.
+    Capacity,
+    /// The thread's warm isolates exceeded `heap_budget_bytes`.
+    Memory,
+    /// A request arrived for a newer revision of the same worker.
+    RevisionReplaced,
+    /// A limit terminated execution in it (or it was condemned otherwise).
+    Terminated,
+    /// The engine shut down.
+    Shutdown,
+}
+
+impl EvictionReason {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EvictionReason::Capacity => "capacity",
+            EvictionReason::Memory => "memory",
+            EvictionReason::RevisionReplaced => "revision_replaced",
+            EvictionReason::Terminated => "terminated",
+            EvictionReason::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// Why the engine stopped a worker's JavaScript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TerminationReason {
+    CpuLimit,
+    MemoryLimit,
+    WallTimeout,
+}
+
+impl TerminationReason {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TerminationReason::CpuLimit => "cpu_limit",
+            TerminationReason::MemoryLimit => "memory_limit",
+            TerminationReason::WallTimeout => "wall_timeout",
+        }
+    }
+}
+
+/// Receives the engine's measurements. Called on engine threads, on the
+/// request path: implementations must be cheap and must not block.
+pub trait EngineObserver: Send + Sync {
+    /// A request found (`hit`) or did not find its worker's warm isolate.
+    fn isolate_cache(&self, _thread: usize, _hit: bool) {}
+    /// An isolate was made ready for a worker (snapshot → context → script).
+    /// `from_spare` when a pre-created blank isolate was used.
+    fn isolate_created(&self, _thread: usize, _duration: Duration, _from_spare: bool) {}
+    fn isolate_evicted(&self, _thread: usize, _reason: EvictionReason) {}
+    /// Gauges of one thread, after each change.
+    fn thread_isolates(&self, _thread: usize, _live_isolates: usize, _heap_bytes: usize) {}
+    fn request_finished(
+        &self,
+        _thread: usize,
+        _outcome: Outcome,
+        _duration: Duration,
+        _cpu: Duration,
+    ) {
+    }
+    fn termination(&self, _thread: usize, _reason: TerminationReason) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoopObserver;
+
+impl EngineObserver for NoopObserver {}

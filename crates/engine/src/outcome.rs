@@ -1,0 +1,218 @@
+//! How a request ended, and the errors `execute` returns.
+//!
+//! One enum feeds logs, metrics and HTTP status alike: [`Outcome`]. Every
+//! [`ExecuteError`] maps to exactly one outcome, one status and one reason.
+
+use http::StatusCode;
+
+use crate::body::Body;
+
+/// How a request ended. Bounded: safe as a metric label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The handler produced a response.
+    Ok,
+    /// The handler threw, rejected, or returned something that is not a Response.
+    Exception,
+    /// The worker script failed to compile or to evaluate, or has no handler.
+    ScriptError,
+    /// The request used more CPU time than `limits.cpu_ms`.
+    CpuLimit,
+    /// The isolate reached its heap limit (`limits.memory_mib`).
+    MemoryLimit,
+    /// The request was not complete within `limits.wall_ms`.
+    WallTimeout,
+    /// The thread's queue was full; retry later.
+    Overloaded,
+    /// The engine shut down, or the isolate was torn down under the request.
+    Canceled,
+    /// The caller named a thread the engine does not have.
+    UnknownThread,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 9] = [
+        Outcome::Ok,
+        Outcome::Exception,
+        Outcome::ScriptError,
+        Outcome::CpuLimit,
+        Outcome::MemoryLimit,
+        Outcome::WallTimeout,
+        Outcome::Overloaded,
+        Outcome::Canceled,
+        Outcome::UnknownThread,
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Exception => "exception",
+            Outcome::ScriptError => "script_error",
+            Outcome::CpuLimit => "cpu_limit",
+            Outcome::MemoryLimit => "memory_limit",
+            Outcome::WallTimeout => "wall_timeout",
+            Outcome::Overloaded => "overloaded",
+            Outcome::Canceled => "canceled",
+            Outcome::UnknownThread => "unknown_thread",
+        }
+    }
+}
+
+/// Why `execute` did not return the worker's response.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecuteError {
+    #[error("thread {thread} does not exist (the engine has {threads})")]
+    UnknownThread { thread: usize, threads: usize },
+    #[error("thread {thread} is overloaded: its queue is full")]
+    Overloaded { thread: usize },
+    #[error("the request was canceled: {reason}")]
+    Canceled { reason: &'static str },
+    #[error("worker script failed: {message}")]
+    Script { message: String },
+    #[error("worker threw: {message}")]
+    Exception { message: String },
+    #[error("CPU time limit of {limit_ms} ms exceeded")]
+    CpuLimit { limit_ms: u64 },
+    #[error("memory limit of {limit_mib} MiB exceeded")]
+    MemoryLimit { limit_mib: u64 },
+    #[error("wall time limit of {limit_ms} ms exceeded")]
+    WallTimeout { limit_ms: u64 },
+}
+
+impl ExecuteError {
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            ExecuteError::UnknownThread { .. } => Outcome::UnknownThread,
+            ExecuteError::Overloaded { .. } => Outcome::Overloaded,
+            ExecuteError::Canceled { .. } => Outcome::Canceled,
+            ExecuteError::Script { .. } => Outcome::ScriptError,
+            ExecuteError::Exception { .. } => Outcome::Exception,
+            ExecuteError::CpuLimit { .. } => Outcome::CpuLimit,
+            ExecuteError::MemoryLimit { .. } => Outcome::MemoryLimit,
+            ExecuteError::WallTimeout { .. } => Outcome::WallTimeout,
+        }
+    }
+
+    /// The HTTP status a front end answers with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ExecuteError::UnknownThread { .. }
+            | ExecuteError::Script { .. }
+            | ExecuteError::Exception { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            ExecuteError::Overloaded { .. }
+            | ExecuteError::Canceled { .. }
+            | ExecuteError::CpuLimit { .. }
+            | ExecuteError::MemoryLimit { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ExecuteError::WallTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    /// The value of the `x-isolane-reason` header: the outcome's name.
+    pub fn reason(&self) -> &'static str {
+        self.outcome().as_str()
+    }
+
+    /// Seconds for a `Retry-After` header, for errors worth retrying.
+    pub fn retry_after(&self) -> Option<u32> {
+        match self {
+            ExecuteError::Overloaded { .. } => Some(1),
+            _ => None,
+        }
+    }
+
+    /// A small JSON error response carrying status, reason and Retry-After.
+    /// Script errors and exceptions say only that the worker failed: their
+    /// messages go to the logs, not to the client.
+    pub fn to_response(&self) -> http::Response<Body> {
+        let message = match self {
+            ExecuteError::Script { .. } | ExecuteError::Exception { .. } => {
+                "the worker threw an exception".to_owned()
+            }
+            other => other.to_string(),
+        };
+        let body = format!(
+            "{{\"error\":{},\"reason\":\"{}\"}}\n",
+            json_string(&message),
+            self.reason()
+        );
+        let mut response = http::Response::new(Body::from(body));
+        *response.status_mut() = self.status();
+        let headers = response.headers_mut();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        headers.insert(REASON_HEADER, http::HeaderValue::from_static(self.reason()));
+        if let Some(secs) = self.retry_after() {
+            headers.insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+/// The header naming why the engine (not the worker) answered.
+pub const REASON_HEADER: &str = "x-isolane-reason";
+
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Why the engine could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("the runtime's JavaScript failed while building the snapshot: {message}")]
+    Snapshot { message: String },
+    #[error("could not spawn engine thread {thread}")]
+    SpawnThread {
+        thread: usize,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("engine thread {thread} failed to start")]
+    ThreadStart { thread: usize },
+    #[error("invalid engine configuration: {field} must be at least 1")]
+    InvalidConfig { field: &'static str },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_follow_the_contract() {
+        assert_eq!(ExecuteError::CpuLimit { limit_ms: 1 }.status(), 503);
+        assert_eq!(ExecuteError::WallTimeout { limit_ms: 1 }.status(), 504);
+        assert_eq!(ExecuteError::MemoryLimit { limit_mib: 1 }.status(), 503);
+        let overloaded = ExecuteError::Overloaded { thread: 0 };
+        assert_eq!(overloaded.status(), 503);
+        assert_eq!(overloaded.retry_after(), Some(1));
+        let response = overloaded.to_response();
+        assert_eq!(response.headers()[REASON_HEADER], "overloaded");
+        assert_eq!(response.headers()["retry-after"], "1");
+        assert_eq!(
+            ExecuteError::UnknownThread {
+                thread: 9,
+                threads: 2
+            }
+            .status(),
+            500
+        );
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(json_string("a\"b\\\n"), "\"a\\\"b\\\\\\n\"");
+    }
+}

@@ -1,0 +1,24 @@
+//! The V8 platform: initialised exactly once per process.
+//!
+//! Thread affinity: V8 must be initialised on the main thread before any
+//! engine thread is spawned. With memory protection keys, V8 guards its
+//! pointer tables with a key whose access lives in the per-thread PKRU
+//! register, and a thread inherits that access only when it is created — so
+//! only threads descended from the initialising one may run JavaScript.
+//! `Engine::start` calls [`init`] before it spawns anything.
+
+use std::sync::Once;
+
+static INIT: Once = Once::new();
+
+/// Initialises V8 (idempotent). Must run before engine threads exist.
+pub fn init() {
+    INIT.call_once(|| {
+        // Default flags: V8's stack limit (~1 MiB) fits the engine threads'
+        // 8 MiB stacks; code generation from strings is disabled per context
+        // and SharedArrayBuffer is removed by the runtime's 99_finalize.js.
+        let platform = v8::new_default_platform(0, false).make_shared();
+        v8::V8::initialize_platform(platform);
+        v8::V8::initialize();
+    });
+}

@@ -1,0 +1,167 @@
+//! Worker scripts: ES module or service-worker detection, evaluation,
+//! exceptions as text, and unhandled rejections.
+
+use crate::bundle::WorkerBundle;
+use crate::host::{self, HostState};
+use crate::isolate::{Globals, TurnError};
+use crate::snapshot::script_origin;
+
+/// Whether `source` is an ES module: it has a top-level `import` or `export`
+/// statement (HOST.md). Dynamic `import(` and `import.meta` do not count.
+pub(crate) fn is_module(source: &str) -> bool {
+    source.lines().any(|line| {
+        let line = line.trim_start();
+        if let Some(rest) = line.strip_prefix("export") {
+            return rest.starts_with([' ', '{', '*', '\t']) || rest.is_empty();
+        }
+        if let Some(rest) = line.strip_prefix("import") {
+            return rest.starts_with([' ', '{', '*', '\t', '"', '\'']);
+        }
+        false
+    })
+}
+
+/// Evaluates the worker and hands its handler to the runtime; returns `env`.
+/// Runs inside a turn; `None` means a JS exception is pending.
+pub(crate) fn evaluate(
+    scope: &mut v8::PinScope<'_, '_>,
+    globals: &Globals,
+    bundle: &WorkerBundle,
+) -> Option<v8::Global<v8::Object>> {
+    let internal = v8::Local::new(scope, &globals.internal);
+    let name = host::js_string(scope, &format!("worker:{}", bundle.id))?;
+    let source = v8::String::new(scope, &bundle.script)?;
+    if is_module(&bundle.script) {
+        let origin = script_origin(scope, name, true);
+        let mut source = v8::script_compiler::Source::new(source, Some(&origin));
+        let module = v8::script_compiler::compile_module(scope, &mut source)?;
+        if !module.instantiate_module(scope, no_imports)? {
+            return None;
+        }
+        module.evaluate(scope)?;
+        // Top-level await settles here (or never: then the handler check fails).
+        scope.perform_microtask_checkpoint();
+        if module.get_status() == v8::ModuleStatus::Errored {
+            let exception = module.get_exception();
+            scope.throw_exception(exception);
+            return None;
+        }
+        let namespace = module.get_module_namespace();
+        call(scope, internal, "setModule", &[namespace])?;
+    } else {
+        let origin = script_origin(scope, name, false);
+        v8::Script::compile(scope, source, Some(&origin))?.run(scope)?;
+        call(scope, internal, "checkServiceWorker", &[])?;
+    }
+    let env = v8::Object::new(scope);
+    for (key, value) in &bundle.env {
+        let key = host::js_string(scope, key)?;
+        let value = host::js_string(scope, value)?;
+        env.set(scope, key, value)?;
+    }
+    Some(v8::Global::new(scope, env))
+}
+
+fn call<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    object: v8::Local<'s, v8::Object>,
+    name: &str,
+    args: &[v8::Local<'s, v8::Value>],
+) -> Option<v8::Local<'s, v8::Value>> {
+    let key = host::js_string(scope, name)?;
+    let function = object.get(scope, key)?;
+    let Ok(function) = v8::Local::<v8::Function>::try_from(function) else {
+        host::throw_type_error(scope, &format!("the runtime has no internal.{name}"));
+        return None;
+    };
+    function.call(scope, object.into(), args)
+}
+
+/// Workers are single files: any static import fails to resolve.
+fn no_imports<'s>(
+    context: v8::Local<'s, v8::Context>,
+    specifier: v8::Local<'s, v8::String>,
+    _attributes: v8::Local<'s, v8::FixedArray>,
+    _referrer: v8::Local<'s, v8::Module>,
+) -> Option<v8::Local<'s, v8::Module>> {
+    // SAFETY: V8 calls this with a live context, inside a handle scope.
+    v8::callback_scope!(unsafe scope, context);
+    let message = format!(
+        "Cannot resolve import {:?}: workers are single files",
+        specifier.to_rust_string_lossy(scope)
+    );
+    host::throw_type_error(scope, &message);
+    None
+}
+
+/// A caught exception as (message with location, stack).
+pub(crate) fn describe(
+    scope: &mut v8::PinScope<'_, '_>,
+    exception: Option<v8::Local<'_, v8::Value>>,
+    message: Option<v8::Local<'_, v8::Message>>,
+    stack: Option<v8::Local<'_, v8::Value>>,
+) -> TurnError {
+    let text = exception.map_or_else(
+        || "unknown error".to_owned(),
+        |e| e.to_rust_string_lossy(scope),
+    );
+    let location = message.map(|m| {
+        let resource = m
+            .get_script_resource_name(scope)
+            .map(|r| r.to_rust_string_lossy(scope))
+            .unwrap_or_default();
+        let line = m.get_line_number(scope).unwrap_or(0);
+        let column = m.get_start_column() + 1;
+        format!("{resource}:{line}:{column}")
+    });
+    let message = match location {
+        Some(location) => format!("{text} ({location})"),
+        None => text,
+    };
+    let stack = stack
+        .map(|s| s.to_rust_string_lossy(scope))
+        .unwrap_or_default();
+    TurnError::Threw { message, stack }
+}
+
+/// V8's promise-reject callback: logs unhandled rejections with the worker.
+pub(crate) unsafe extern "C" fn promise_reject(message: v8::PromiseRejectMessage) {
+    if message.get_event() != v8::PromiseRejectEvent::PromiseRejectWithNoHandler {
+        return;
+    }
+    // SAFETY: V8 calls this on the isolate's thread, inside JS execution.
+    v8::callback_scope!(unsafe scope, &message);
+    let reason = message
+        .get_value()
+        .map(|v| v.to_rust_string_lossy(scope))
+        .unwrap_or_default();
+    let Some(host) = HostState::get(scope) else {
+        return;
+    };
+    let request_id = host.request_id(host.current());
+    tracing::warn!(
+        worker.id = host.worker_id(),
+        revision = host.revision(),
+        thread = host.thread.index,
+        request.id = request_id.as_deref().unwrap_or(""),
+        reason = %reason,
+        "unhandled promise rejection"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_module;
+
+    #[test]
+    fn modules_are_told_from_service_workers() {
+        assert!(is_module("export default { fetch() {} }"));
+        assert!(is_module("const x = 1;\nexport { x as default };"));
+        assert!(is_module("import './x.js';\nexport default {}"));
+        assert!(!is_module(
+            "addEventListener('fetch', e => e.respondWith(new Response('x')))"
+        ));
+        assert!(!is_module("const m = await import('x');"));
+        assert!(!is_module("const exported = 1; // export later"));
+    }
+}

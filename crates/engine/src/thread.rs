@@ -1,0 +1,515 @@
+//! One engine thread: pinned to a core, with its own current-thread tokio
+//! runtime and `LocalSet`, its own isolate pool and its own watchdog.
+//!
+//! Requests arrive over a bounded channel (filled with `try_send`, so a full
+//! thread fails fast with `Overloaded`), and each runs as a local task. No
+//! lock is taken on the request path in `pinned` and `legacy` modes.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
+
+use crate::body::Body;
+use crate::bundle::WorkerBundle;
+use crate::config::{EngineConfig, PoolMode};
+use crate::isolate::{TurnError, WorkerIsolate};
+use crate::limits::CpuClock;
+use crate::observer::{EngineObserver, EvictionReason, TerminationReason};
+use crate::outcome::{ExecuteError, Outcome};
+use crate::pool::{Evicted, Pool};
+use crate::watchdog::Watchdog;
+
+/// How long a shutting-down thread waits for requests in flight.
+const DRAIN: Duration = Duration::from_secs(10);
+
+pub(crate) type Reply = oneshot::Sender<Result<http::Response<Body>, ExecuteError>>;
+
+/// One request for a thread.
+pub(crate) struct Job {
+    pub(crate) bundle: Arc<WorkerBundle>,
+    pub(crate) request: http::Request<Body>,
+    pub(crate) reply: Reply,
+    /// Already handed over by another thread (shared mode): run it here.
+    pub(crate) forwarded: bool,
+}
+
+/// What all threads share. Only `shared` mode touches the directory.
+pub(crate) struct EngineShared {
+    pub(crate) senders: Vec<mpsc::Sender<Job>>,
+    /// Shared mode: which thread holds each worker's isolate.
+    pub(crate) directory: Mutex<HashMap<String, usize>>,
+}
+
+/// What the isolates of one thread need from it (no pool: isolates hold an
+/// `Rc` of this, and the pool holds isolates).
+pub(crate) struct ThreadCtx {
+    pub(crate) index: usize,
+    pub(crate) observer: Arc<dyn EngineObserver>,
+    pub(crate) config: EngineConfig,
+    pub(crate) client: Client<HttpConnector, Body>,
+    pub(crate) watchdog: Watchdog,
+    pub(crate) cpu_clock: Option<CpuClock>,
+    pub(crate) snapshot: &'static [u8],
+}
+
+struct ThreadState {
+    ctx: Rc<ThreadCtx>,
+    pool: RefCell<Pool>,
+    shared: Arc<EngineShared>,
+    seq: Cell<u64>,
+    in_flight: Cell<usize>,
+    idle: Notify,
+}
+
+/// Everything a thread is started with.
+pub(crate) struct ThreadStart {
+    pub(crate) index: usize,
+    pub(crate) core: Option<core_affinity::CoreId>,
+    pub(crate) config: EngineConfig,
+    pub(crate) observer: Arc<dyn EngineObserver>,
+    pub(crate) snapshot: &'static [u8],
+    pub(crate) jobs: mpsc::Receiver<Job>,
+    pub(crate) shutdown: watch::Receiver<bool>,
+    pub(crate) shared: Arc<EngineShared>,
+    pub(crate) ready: std::sync::mpsc::SyncSender<Result<(), String>>,
+}
+
+/// The body of an engine thread. Thread affinity: spawned by `Engine::start`
+/// after `platform::init`, so it may run JavaScript (see `platform.rs`).
+pub(crate) fn run(start: ThreadStart) {
+    let ThreadStart {
+        index,
+        core,
+        config,
+        observer,
+        snapshot,
+        jobs,
+        shutdown,
+        shared,
+        ready,
+    } = start;
+    if let Some(core) = core {
+        if !core_affinity::set_for_current(core) {
+            tracing::warn!(
+                thread = index,
+                core = core.id,
+                "could not pin engine thread"
+            );
+        }
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            let _ = ready.send(Err(format!("tokio runtime: {error}")));
+            return;
+        }
+    };
+    let cpu_clock = CpuClock::current_thread();
+    let Some(clock) = cpu_clock else {
+        let _ = ready.send(Err("no thread CPU clock".to_owned()));
+        return;
+    };
+    let watchdog = match Watchdog::start(index, clock) {
+        Ok(watchdog) => watchdog,
+        Err(error) => {
+            let _ = ready.send(Err(format!("watchdog: {error}")));
+            return;
+        }
+    };
+    let ctx = Rc::new(ThreadCtx {
+        index,
+        observer,
+        client: Client::builder(TokioExecutor::new()).build_http(),
+        watchdog,
+        cpu_clock,
+        snapshot,
+        config: config.clone(),
+    });
+    let state = Rc::new(ThreadState {
+        pool: RefCell::new(Pool::new(
+            config.isolates_per_thread,
+            config.heap_budget_bytes,
+        )),
+        ctx,
+        shared,
+        seq: Cell::new(0),
+        in_flight: Cell::new(0),
+        idle: Notify::new(),
+    });
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, serve_jobs(state.clone(), jobs, shutdown, ready));
+    // Isolates go before the LocalSet and runtime that their tasks live on.
+    let isolates = state.pool.borrow_mut().drain();
+    for _ in &isolates {
+        state
+            .ctx
+            .observer
+            .isolate_evicted(index, EvictionReason::Shutdown);
+    }
+    drop(isolates);
+    state.ctx.observer.thread_isolates(index, 0, 0);
+    drop(local);
+    tracing::debug!(thread = index, "engine thread stopped");
+}
+
+async fn serve_jobs(
+    state: Rc<ThreadState>,
+    mut jobs: mpsc::Receiver<Job>,
+    mut shutdown: watch::Receiver<bool>,
+    ready: std::sync::mpsc::SyncSender<Result<(), String>>,
+) {
+    refill_spares(&state);
+    let _ = ready.send(Ok(()));
+    let permits = Arc::new(Semaphore::new(state.ctx.config.queue_depth.max(1)));
+    loop {
+        // Bound requests in flight too: while they are all busy, new ones
+        // wait in the channel, and once it is full `execute` fails fast.
+        let permit = tokio::select! {
+            biased;
+            _ = shutdown.changed() => break,
+            permit = permits.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let job = tokio::select! {
+            biased;
+            _ = shutdown.changed() => break,
+            job = jobs.recv() => match job {
+                Some(job) => job,
+                None => break,
+            },
+        };
+        if let Some(job) = forward_if_shared(&state, job) {
+            tokio::task::spawn_local(serve(state.clone(), job, permit));
+        }
+    }
+    jobs.close();
+    let deadline = tokio::time::Instant::now() + DRAIN;
+    while state.in_flight.get() > 0 {
+        if tokio::time::timeout_at(deadline, state.idle.notified())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                thread = state.ctx.index,
+                in_flight = state.in_flight.get(),
+                "shutdown: abandoning requests in flight"
+            );
+            break;
+        }
+    }
+}
+
+/// Shared mode: consult the engine-wide directory (the global lock) and hand
+/// the job to the thread that holds the worker's isolate. Returns the job
+/// when it runs here.
+fn forward_if_shared(state: &ThreadState, mut job: Job) -> Option<Job> {
+    if state.ctx.config.pool_mode != PoolMode::Shared || job.forwarded {
+        return Some(job);
+    }
+    let me = state.ctx.index;
+    let owner = {
+        let mut directory = state
+            .shared
+            .directory
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        *directory.entry(job.bundle.id.clone()).or_insert(me)
+    };
+    if owner == me {
+        return Some(job);
+    }
+    job.forwarded = true;
+    let Some(sender) = state.shared.senders.get(owner) else {
+        return Some(job);
+    };
+    if let Err(error) = sender.try_send(job) {
+        let (job, failure) = match error {
+            mpsc::error::TrySendError::Full(job) => {
+                (job, ExecuteError::Overloaded { thread: owner })
+            }
+            mpsc::error::TrySendError::Closed(job) => (
+                job,
+                ExecuteError::Canceled {
+                    reason: "the engine is shutting down",
+                },
+            ),
+        };
+        state
+            .ctx
+            .observer
+            .request_finished(me, failure.outcome(), Duration::ZERO, Duration::ZERO);
+        let _ = job.reply.send(Err(failure));
+    }
+    None
+}
+
+/// Keeps `spare_isolates` blank isolates ready (not in legacy mode).
+fn refill_spares(state: &ThreadState) {
+    if state.ctx.config.pool_mode == PoolMode::Legacy {
+        return;
+    }
+    let heap = crate::bundle::Limits::default().heap_bytes();
+    while state.pool.borrow().spares() < state.ctx.config.spare_isolates {
+        match WorkerIsolate::create(&state.ctx, heap) {
+            Ok(isolate) => state.pool.borrow_mut().add_spare(isolate),
+            Err(error) => {
+                tracing::error!(thread = state.ctx.index, %error, "could not create a spare isolate");
+                return;
+            }
+        }
+    }
+    report_gauges(state);
+}
+
+fn report_gauges(state: &ThreadState) {
+    let (live, heap) = state.pool.borrow().stats();
+    state
+        .ctx
+        .observer
+        .thread_isolates(state.ctx.index, live, heap);
+}
+
+fn report_evictions(state: &ThreadState, evicted: Vec<Evicted>) {
+    if evicted.is_empty() {
+        return;
+    }
+    let shared_mode = state.ctx.config.pool_mode == PoolMode::Shared;
+    for (id, reason) in evicted {
+        state.ctx.observer.isolate_evicted(state.ctx.index, reason);
+        if shared_mode {
+            let mut directory = state
+                .shared
+                .directory
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if directory.get(&id) == Some(&state.ctx.index) {
+                directory.remove(&id);
+            }
+        }
+    }
+}
+
+/// The worker's isolate: warm from the pool, or a spare (or new one) loaded now.
+fn acquire(
+    state: &ThreadState,
+    bundle: &Arc<WorkerBundle>,
+) -> Result<Rc<WorkerIsolate>, ExecuteError> {
+    let ctx = &state.ctx;
+    let pooled = ctx.config.pool_mode != PoolMode::Legacy;
+    if pooled {
+        let mut evicted = Vec::new();
+        let hit = state.pool.borrow_mut().lookup(bundle, &mut evicted);
+        report_evictions(state, evicted);
+        ctx.observer.isolate_cache(ctx.index, hit.is_some());
+        if let Some(isolate) = hit {
+            return Ok(isolate);
+        }
+    }
+    let started = Instant::now();
+    let heap_limit = bundle.limits.heap_bytes();
+    let spare = if pooled {
+        state.pool.borrow_mut().take_spare(heap_limit)
+    } else {
+        None
+    };
+    let from_spare = spare.is_some();
+    let isolate = match spare {
+        Some(isolate) => isolate,
+        None => WorkerIsolate::create(ctx, heap_limit).map_err(|error| {
+            tracing::error!(thread = ctx.index, %error, "could not create an isolate");
+            ExecuteError::Canceled {
+                reason: "the engine could not create an isolate",
+            }
+        })?,
+    };
+    isolate.load(bundle.clone())?;
+    ctx.observer
+        .isolate_created(ctx.index, started.elapsed(), from_spare);
+    if pooled {
+        let mut evicted = Vec::new();
+        state
+            .pool
+            .borrow_mut()
+            .insert(bundle, isolate.clone(), &mut evicted);
+        report_evictions(state, evicted);
+    }
+    Ok(isolate)
+}
+
+/// Counts a request in flight for the drain at shutdown.
+struct InFlight<'a>(&'a ThreadState);
+
+impl<'a> InFlight<'a> {
+    fn new(state: &'a ThreadState) -> Self {
+        state.in_flight.set(state.in_flight.get() + 1);
+        Self(state)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let n = self.0.in_flight.get().saturating_sub(1);
+        self.0.in_flight.set(n);
+        if n == 0 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// One request, from job to finished body.
+async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) {
+    let _in_flight = InFlight::new(&state);
+    let started = Instant::now();
+    let ctx = &state.ctx;
+    let Job {
+        bundle,
+        request,
+        reply,
+        ..
+    } = job;
+    let deadline = started + bundle.limits.wall();
+    let (parts, body) = request.into_parts();
+    let request_id = request_id(&state, &parts);
+    tracing::debug!(worker.id = %bundle.id, revision = %bundle.revision, thread = ctx.index, request.id = %request_id, method = %parts.method, uri = %parts.uri, "request");
+
+    let isolate = match acquire(&state, &bundle) {
+        Ok(isolate) => isolate,
+        Err(error) => {
+            tracing::warn!(worker.id = %bundle.id, revision = %bundle.revision, thread = ctx.index, request.id = %request_id, %error, "worker unavailable");
+            ctx.observer.request_finished(
+                ctx.index,
+                error.outcome(),
+                started.elapsed(),
+                Duration::ZERO,
+            );
+            let _ = reply.send(Err(error));
+            refill_spares(&state);
+            return;
+        }
+    };
+    let (head_tx, head_rx) = oneshot::channel();
+    let (done_tx, done_rx) = oneshot::channel();
+    let host = &isolate.host;
+    let req = host.begin_request(
+        request_id.clone(),
+        head_tx,
+        done_tx,
+        bundle.limits.cpu(),
+        deadline,
+    );
+    let body_id = if http_body::Body::is_end_stream(&body) {
+        0
+    } else {
+        host.register_body(req, body)
+    };
+    match isolate.handle_request(req, &parts, &request_url(&parts), body_id) {
+        Ok(()) | Err(TurnError::Terminated(_)) => {}
+        Err(TurnError::Threw { message, stack }) => {
+            tracing::error!(worker.id = %bundle.id, revision = %bundle.revision, thread = ctx.index, request.id = %request_id, error = %message, %stack, "handler threw");
+            host.fail_request(req, ExecuteError::Exception { message });
+        }
+        Err(TurnError::Condemned) => host.fail_request(
+            req,
+            ExecuteError::Canceled {
+                reason: "the isolate was discarded",
+            },
+        ),
+    }
+
+    let result = match tokio::time::timeout_at(deadline.into(), head_rx).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => Err(ExecuteError::Canceled {
+            reason: "the worker never answered",
+        }),
+        Err(_) => Err(wall_timeout(&state, &isolate, req, &bundle)),
+    };
+    let answered = result.is_ok();
+    if let Err(error) = &result {
+        tracing::debug!(worker.id = %bundle.id, thread = ctx.index, request.id = %request_id, reason = error.reason(), "request failed");
+    }
+    let _ = reply.send(result);
+    // The rest: a streamed body, then `ctx.waitUntil` work, within the wall limit.
+    if answered
+        && tokio::time::timeout_at(deadline.into(), done_rx)
+            .await
+            .is_err()
+    {
+        wall_timeout(&state, &isolate, req, &bundle);
+    }
+    let (cpu, failure) = host.finish_request(req);
+    let outcome = failure.unwrap_or(Outcome::Ok);
+    ctx.observer
+        .request_finished(ctx.index, outcome, started.elapsed(), cpu);
+
+    if ctx.config.pool_mode != PoolMode::Legacy {
+        let mut evicted = Vec::new();
+        state
+            .pool
+            .borrow_mut()
+            .release(&bundle, &isolate, &mut evicted);
+        report_evictions(&state, evicted);
+        drop(isolate);
+        refill_spares(&state);
+    }
+}
+
+/// The request ran out of wall time while no JavaScript was running (a turn
+/// that overruns is stopped by the watchdog instead): fail it and drop its
+/// timers and pending I/O. The isolate stays usable for other requests.
+fn wall_timeout(
+    state: &ThreadState,
+    isolate: &WorkerIsolate,
+    req: u32,
+    bundle: &WorkerBundle,
+) -> ExecuteError {
+    state
+        .ctx
+        .observer
+        .termination(state.ctx.index, TerminationReason::WallTimeout);
+    tracing::warn!(worker.id = %bundle.id, revision = %bundle.revision, thread = state.ctx.index, request.id = isolate.host.request_id(req).as_deref().unwrap_or(""), "wall time limit exceeded");
+    let error = || ExecuteError::WallTimeout {
+        limit_ms: bundle.limits.wall_ms,
+    };
+    isolate.host.fail_request(req, error());
+    error()
+}
+
+fn request_id(state: &ThreadState, parts: &http::request::Parts) -> Arc<str> {
+    if let Some(id) = parts
+        .headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+    {
+        return Arc::from(id);
+    }
+    let seq = state.seq.get() + 1;
+    state.seq.set(seq);
+    Arc::from(format!("{}-{seq}", state.ctx.index))
+}
+
+/// The absolute URL the worker sees (`request.url`).
+fn request_url(parts: &http::request::Parts) -> String {
+    if parts.uri.scheme().is_some() {
+        return parts.uri.to_string();
+    }
+    let host = parts
+        .headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| parts.uri.authority().map(|a| a.as_str()))
+        .unwrap_or("localhost");
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    format!("http://{host}{path}")
+}

@@ -1,0 +1,125 @@
+//! Shared helpers: one engine per test, requests, bodies.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use isolane_engine::{
+    Body, Engine, EngineConfig, EngineObserver, EvictionReason, ExecuteError, Limits, Outcome,
+    PoolMode, TerminationReason, WorkerBundle,
+};
+
+/// An engine with `threads` threads, unpinned (tests share two cores).
+pub fn engine(threads: usize, mode: PoolMode) -> (Engine, Arc<Recorder>) {
+    engine_with(EngineConfig {
+        threads,
+        pin_threads: false,
+        pool_mode: mode,
+        spare_isolates: 1,
+        ..EngineConfig::default()
+    })
+}
+
+pub fn engine_with(config: EngineConfig) -> (Engine, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    let engine = Engine::start(config, recorder.clone()).expect("engine starts");
+    (engine, recorder)
+}
+
+static REVISION: AtomicUsize = AtomicUsize::new(0);
+
+/// A bundle with a fresh revision.
+pub fn bundle(id: &str, script: &str) -> Arc<WorkerBundle> {
+    Arc::new(bundle_with(id, script, Limits::default(), &[]))
+}
+
+pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)]) -> WorkerBundle {
+    WorkerBundle {
+        id: id.to_owned(),
+        revision: format!("r{}", REVISION.fetch_add(1, Ordering::Relaxed)),
+        script: script.to_owned(),
+        env: env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<BTreeMap<_, _>>(),
+        limits,
+    }
+}
+
+pub fn get(path: &str) -> http::Request<Body> {
+    http::Request::builder()
+        .uri(format!("http://example.test{path}"))
+        .body(Body::empty())
+        .unwrap()
+}
+
+pub fn post(path: &str, body: Body) -> http::Request<Body> {
+    http::Request::builder()
+        .method("POST")
+        .uri(format!("http://example.test{path}"))
+        .body(body)
+        .unwrap()
+}
+
+/// Status and whole body text (tests only; the engine never buffers).
+pub async fn text(result: Result<http::Response<Body>, ExecuteError>) -> (u16, String) {
+    let response = result.expect("a response");
+    let status = response.status().as_u16();
+    let bytes: Bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+pub async fn run(
+    engine: &Engine,
+    thread: usize,
+    bundle: &Arc<WorkerBundle>,
+    path: &str,
+) -> (u16, String) {
+    text(engine.execute(thread, bundle.clone(), get(path)).await).await
+}
+
+pub const HELLO: &str = "export default { fetch() { return new Response('hello'); } };";
+
+/// Counts what the engine reports.
+#[derive(Default)]
+pub struct Recorder {
+    pub hits: AtomicUsize,
+    pub misses: AtomicUsize,
+    pub created: AtomicUsize,
+    pub from_spare: AtomicUsize,
+    pub evictions: Mutex<Vec<EvictionReason>>,
+    pub terminations: Mutex<Vec<TerminationReason>>,
+    pub outcomes: Mutex<Vec<Outcome>>,
+    pub cpu: Mutex<Vec<Duration>>,
+}
+
+impl EngineObserver for Recorder {
+    fn isolate_cache(&self, _thread: usize, hit: bool) {
+        if hit { &self.hits } else { &self.misses }.fetch_add(1, Ordering::Relaxed);
+    }
+    fn isolate_created(&self, _thread: usize, _duration: Duration, from_spare: bool) {
+        self.created.fetch_add(1, Ordering::Relaxed);
+        if from_spare {
+            self.from_spare.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn isolate_evicted(&self, _thread: usize, reason: EvictionReason) {
+        self.evictions.lock().unwrap().push(reason);
+    }
+    fn request_finished(
+        &self,
+        _thread: usize,
+        outcome: Outcome,
+        _duration: Duration,
+        cpu: Duration,
+    ) {
+        self.outcomes.lock().unwrap().push(outcome);
+        self.cpu.lock().unwrap().push(cpu);
+    }
+    fn termination(&self, _thread: usize, reason: TerminationReason) {
+        self.terminations.lock().unwrap().push(reason);
+    }
+}
