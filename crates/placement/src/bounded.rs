@@ -21,7 +21,7 @@ impl NodeSet {
     /// if the set is empty.
     ///
     /// Costs one [`NodeSet::primary`] while the first choice has room, and a
-    /// full [`NodeSet::candidates`] sort otherwise; callers that cache
+    /// lazy walk of [`NodeSet::preference`] otherwise; callers that cache
     /// preference orders use [`NodeSet::choose_bounded_among`].
     pub fn choose_bounded(&self, worker_id: &str, loads: &[u64], c: f64) -> Option<usize> {
         let bound = Bound::new(self, loads, c);
@@ -29,7 +29,7 @@ impl NodeSet {
         if bound.admits(first) {
             return Some(first);
         }
-        bound.first_admitted(&self.candidates(worker_id))
+        bound.first_admitted(self.preference(worker_id))
     }
 
     /// [`NodeSet::choose_bounded`] over a preference order the caller already
@@ -40,7 +40,7 @@ impl NodeSet {
         loads: &[u64],
         c: f64,
     ) -> Option<usize> {
-        Bound::new(self, loads, c).first_admitted(candidates)
+        Bound::new(self, loads, c).first_admitted(candidates.iter().copied())
     }
 }
 
@@ -74,14 +74,17 @@ impl<'a> Bound<'a> {
     /// The first admitted candidate. With `c ≥ 1` one always exists in exact
     /// arithmetic; should rounding ever deny all, the least loaded node per
     /// thread takes it rather than nobody.
-    fn first_admitted(&self, candidates: &[usize]) -> Option<usize> {
-        let valid = || candidates.iter().copied().filter(|&i| i < self.set.len());
-        valid().find(|&i| self.admits(i)).or_else(|| {
-            valid().min_by(|&a, &b| {
-                let ra = self.load(a) as f64 / self.set.weights[a];
-                let rb = self.load(b) as f64 / self.set.weights[b];
-                ra.total_cmp(&rb)
-            })
-        })
+    fn first_admitted(&self, candidates: impl Iterator<Item = usize>) -> Option<usize> {
+        let mut least: Option<(f64, usize)> = None;
+        for i in candidates.filter(|&i| i < self.set.len()) {
+            if self.admits(i) {
+                return Some(i);
+            }
+            let per_thread = self.load(i) as f64 / self.set.weights[i];
+            if least.is_none_or(|(l, _)| per_thread < l) {
+                least = Some((per_thread, i));
+            }
+        }
+        least.map(|(_, i)| i)
     }
 }

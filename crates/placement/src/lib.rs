@@ -22,3 +22,4 @@ pub mod ring;
 pub use bounded::DEFAULT_LOAD_FACTOR;
 pub use jump::thread_for;
 pub use node::{Assignment, Node, NodeSet};
+pub use rendezvous::Preference;

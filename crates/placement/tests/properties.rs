@@ -74,6 +74,7 @@ proptest! {
         sorted.sort_unstable();
         prop_assert_eq!(sorted, (0..set.len()).collect::<Vec<_>>());
         prop_assert_eq!(set.primary(&worker), order.first().copied());
+        prop_assert_eq!(set.preference(&worker).collect::<Vec<_>>(), order);
     }
 
     #[test]
