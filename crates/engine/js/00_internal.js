@@ -1,0 +1,163 @@
+// 00_internal.js — the `internal` object the engine calls into, plus small
+// helpers shared by the later files (kept on `internal`, never global).
+'use strict';
+
+internal = {};
+Object.defineProperty(globalThis, '__isolane_internal', {
+  value: internal, writable: true, configurable: true, enumerable: false,
+});
+
+// Install a Web IDL-style global: writable, configurable, not enumerable.
+internal.defineGlobal = function defineGlobal(name, value) {
+  Object.defineProperty(globalThis, name, {
+    value, writable: true, configurable: true, enumerable: false,
+  });
+};
+
+// Make the given own properties of an object non-enumerable (class methods
+// already are; this is for objects built from literals).
+internal.hideAll = function hideAll(obj) {
+  for (const key of Reflect.ownKeys(obj)) {
+    const d = Object.getOwnPropertyDescriptor(obj, key);
+    d.enumerable = false;
+    Object.defineProperty(obj, key, d);
+  }
+  return obj;
+};
+
+// Web IDL accessors and operations are enumerable on the prototype.
+internal.enumerableMembers = function enumerableMembers(cls, names) {
+  const proto = cls.prototype;
+  for (const name of names) {
+    const d = Object.getOwnPropertyDescriptor(proto, name);
+    if (d) { d.enumerable = true; Object.defineProperty(proto, name, d); }
+  }
+};
+
+internal.setToStringTag = function setToStringTag(obj, tag) {
+  Object.defineProperty(obj, Symbol.toStringTag, {
+    value: tag, writable: false, enumerable: false, configurable: true,
+  });
+};
+
+internal.illegalConstructor = function illegalConstructor() {
+  throw new TypeError('Illegal constructor');
+};
+
+internal.requireArgs = function requireArgs(count, required, what) {
+  if (count < required) {
+    throw new TypeError(`${what}: ${required} argument${required === 1 ? '' : 's'} required, but only ${count} present.`);
+  }
+};
+
+// Web IDL DOMString / USVString / ByteString conversions.
+internal.toDOMString = function toDOMString(v) {
+  if (typeof v === 'symbol') throw new TypeError('Cannot convert a Symbol value to a string');
+  return String(v);
+};
+internal.toUSVString = function toUSVString(v) {
+  return internal.toDOMString(v).toWellFormed();
+};
+internal.toByteString = function toByteString(v, what) {
+  const s = internal.toDOMString(v);
+  for (let i = 0; i < s.length; i++) {
+    if (s.charCodeAt(i) > 255) {
+      throw new TypeError(`${what || 'Value'} contains a character outside the ByteString range (code point ${s.codePointAt(i)}).`);
+    }
+  }
+  return s;
+};
+
+// Web IDL `unsigned long long` with [EnforceRange]-free semantics.
+internal.toNumber = function toNumber(v) {
+  if (typeof v === 'bigint') throw new TypeError('Cannot convert a BigInt value to a number');
+  return Number(v);
+};
+
+internal.isObject = function isObject(v) {
+  return (typeof v === 'object' && v !== null) || typeof v === 'function';
+};
+
+// Dictionaries: undefined or null mean "empty", anything else must be an object.
+internal.toDictionary = function toDictionary(v, what) {
+  if (v === undefined || v === null) return {};
+  if (!internal.isObject(v)) throw new TypeError(`${what} must be an object.`);
+  return v;
+};
+
+// BufferSource -> a Uint8Array view over the same memory (no copy).
+internal.bufferSourceView = function bufferSourceView(v) {
+  if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  if (v instanceof ArrayBuffer) return new Uint8Array(v);
+  if (typeof SharedArrayBuffer === 'function' && v instanceof SharedArrayBuffer) return new Uint8Array(v);
+  return null;
+};
+// BufferSource -> a fresh copy.
+internal.bufferSourceCopy = function bufferSourceCopy(v) {
+  const view = internal.bufferSourceView(v);
+  return view === null ? null : view.slice();
+};
+
+// Report an uncaught error (queueMicrotask, timers, listeners). 15_console.js
+// replaces `internal.formatError` with its inspector.
+internal.formatError = function formatError(e) {
+  try {
+    if (e instanceof Error && typeof e.stack === 'string') return e.stack;
+    return String(e);
+  } catch {
+    return '[unprintable error]';
+  }
+};
+internal.reportError = function reportError(e) {
+  host.log('error', 'Uncaught ' + internal.formatError(e));
+};
+
+// Iterators over a live list of pairs, for Headers and URLSearchParams
+// (Web IDL "pair iterator"): `getPairs(obj)` returns the current list.
+const IteratorPrototype = Object.getPrototypeOf(Object.getPrototypeOf([][Symbol.iterator]()));
+internal.makePairIterable = function makePairIterable(cls, name, getPairs, brandCheck) {
+  const iterProto = Object.create(IteratorPrototype);
+  const state = new WeakMap();
+  Object.defineProperty(iterProto, 'next', {
+    value: function next() {
+      const s = state.get(this);
+      if (s === undefined) throw new TypeError(`next() called on an object that is not a ${name} Iterator`);
+      const pairs = getPairs(s.target);
+      if (s.index >= pairs.length) return { value: undefined, done: true };
+      const pair = pairs[s.index++];
+      if (s.kind === 'key') return { value: pair[0], done: false };
+      if (s.kind === 'value') return { value: pair[1], done: false };
+      return { value: [pair[0], pair[1]], done: false };
+    },
+    writable: true, enumerable: true, configurable: true,
+  });
+  internal.setToStringTag(iterProto, `${name} Iterator`);
+  const make = (target, kind) => {
+    const it = Object.create(iterProto);
+    state.set(it, { target, kind, index: 0 });
+    return it;
+  };
+  const methods = {
+    entries() { brandCheck(this); return make(this, 'key+value'); },
+    keys() { brandCheck(this); return make(this, 'key'); },
+    values() { brandCheck(this); return make(this, 'value'); },
+  };
+  // forEach is live: the list is re-read after every callback
+  const forEachImpl = function forEach(callback, thisArg = undefined) {
+    brandCheck(this);
+    if (typeof callback !== 'function') {
+      throw new TypeError(`Failed to execute 'forEach' on '${name}': parameter 1 is not of type 'Function'.`);
+    }
+    for (let i = 0; ; i++) {
+      const pairs = getPairs(this);
+      if (i >= pairs.length) break;
+      callback.call(thisArg, pairs[i][1], pairs[i][0], this);
+    }
+  };
+  const proto = cls.prototype;
+  for (const key of ['entries', 'keys', 'values']) {
+    Object.defineProperty(proto, key, { value: methods[key], writable: true, enumerable: true, configurable: true });
+  }
+  Object.defineProperty(proto, 'forEach', { value: forEachImpl, writable: true, enumerable: true, configurable: true });
+  Object.defineProperty(proto, Symbol.iterator, { value: methods.entries, writable: true, enumerable: false, configurable: true });
+};

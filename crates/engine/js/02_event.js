@@ -1,0 +1,223 @@
+// 02_event.js — Event and EventTarget (DOM Standard, without a tree: every
+// dispatch is at the target).
+'use strict';
+
+const NONE = 0, CAPTURING_PHASE = 1, AT_TARGET = 2, BUBBLING_PHASE = 3;
+
+class Event {
+  #type;
+  #bubbles;
+  #cancelable;
+  #composed;
+  #target = null;
+  #currentTarget = null;
+  #phase = NONE;
+  #canceled = false;
+  #stopPropagation = false;
+  #stopImmediate = false;
+  #inPassiveListener = false;
+  #dispatching = false;
+  #trusted = false;
+  #timeStamp;
+
+  constructor(type, eventInitDict = undefined) {
+    internal.requireArgs(arguments.length, 1, "Failed to construct 'Event'");
+    this.#type = internal.toDOMString(type);
+    const init = internal.toDictionary(eventInitDict, 'EventInit');
+    this.#bubbles = !!init.bubbles;
+    this.#cancelable = !!init.cancelable;
+    this.#composed = !!init.composed;
+    this.#timeStamp = internal.now ? internal.now() : 0;
+  }
+
+  static #check(self) {
+    if (!internal.isObject(self) || !(#type in self)) throw new TypeError('Illegal invocation');
+  }
+
+  get type() { Event.#check(this); return this.#type; }
+  get target() { Event.#check(this); return this.#target; }
+  get srcElement() { Event.#check(this); return this.#target; }
+  get currentTarget() { Event.#check(this); return this.#currentTarget; }
+  get eventPhase() { Event.#check(this); return this.#phase; }
+  get bubbles() { Event.#check(this); return this.#bubbles; }
+  get cancelable() { Event.#check(this); return this.#cancelable; }
+  get composed() { Event.#check(this); return this.#composed; }
+  get defaultPrevented() { Event.#check(this); return this.#canceled; }
+  get isTrusted() { Event.#check(this); return this.#trusted; }
+  get timeStamp() { Event.#check(this); return this.#timeStamp; }
+  get returnValue() { Event.#check(this); return !this.#canceled; }
+  set returnValue(v) { Event.#check(this); if (!v) this.#cancel(); }
+  get cancelBubble() { Event.#check(this); return this.#stopPropagation; }
+  set cancelBubble(v) { Event.#check(this); if (v) this.#stopPropagation = true; }
+
+  composedPath() {
+    Event.#check(this);
+    return this.#dispatching && this.#currentTarget !== null ? [this.#currentTarget] : [];
+  }
+  stopPropagation() { Event.#check(this); this.#stopPropagation = true; }
+  stopImmediatePropagation() { Event.#check(this); this.#stopPropagation = true; this.#stopImmediate = true; }
+  preventDefault() { Event.#check(this); this.#cancel(); }
+  #cancel() {
+    if (this.#cancelable && !this.#inPassiveListener) this.#canceled = true;
+  }
+  initEvent(type, bubbles = false, cancelable = false) {
+    Event.#check(this);
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'initEvent' on 'Event'");
+    if (this.#dispatching) return;
+    this.#type = internal.toDOMString(type);
+    this.#bubbles = !!bubbles;
+    this.#cancelable = !!cancelable;
+    this.#stopPropagation = this.#stopImmediate = this.#canceled = false;
+    this.#target = null;
+  }
+
+  static {
+    internal.isEvent = (v) => internal.isObject(v) && #type in v;
+    internal.setEventTrusted = (e, v) => { e.#trusted = v; };
+    // The dispatch algorithm for a target without parents.
+    // `onError(e)` receives exceptions from listeners (default: report them).
+    internal.eventDispatch = (target, event, listenersOf, onError) => {
+      if (event.#dispatching) {
+        throw new internal.DOMException('The event is already being dispatched.', 'InvalidStateError');
+      }
+      event.#dispatching = true;
+      event.#target = target;
+      event.#currentTarget = target;
+      event.#phase = AT_TARGET;
+      try {
+        const list = listenersOf(event.#type);
+        if (list) {
+          for (const l of list.slice()) {
+            if (l.removed) continue;
+            if (event.#stopImmediate) break;
+            if (l.once) l.remove();
+            event.#inPassiveListener = l.passive;
+            try {
+              const cb = l.callback;
+              if (typeof cb === 'function') {
+                cb.call(target, event);
+              } else {
+                const handleEvent = cb.handleEvent;
+                if (typeof handleEvent !== 'function') {
+                  throw new TypeError("The listener's 'handleEvent' property is not a function.");
+                }
+                handleEvent.call(cb, event);
+              }
+            } catch (e) {
+              (onError || internal.reportError)(e);
+            } finally {
+              event.#inPassiveListener = false;
+            }
+          }
+        }
+      } finally {
+        event.#dispatching = false;
+        event.#phase = NONE;
+        event.#currentTarget = null;
+        event.#stopPropagation = false;
+        event.#stopImmediate = false;
+      }
+      return !event.#canceled;
+    };
+  }
+}
+
+for (const [k, v] of Object.entries({ NONE, CAPTURING_PHASE, AT_TARGET, BUBBLING_PHASE })) {
+  const d = { value: v, writable: false, enumerable: true, configurable: false };
+  Object.defineProperty(Event, k, d);
+  Object.defineProperty(Event.prototype, k, d);
+}
+internal.enumerableMembers(Event, ['type', 'target', 'srcElement', 'currentTarget', 'eventPhase', 'bubbles',
+  'cancelable', 'composed', 'defaultPrevented', 'isTrusted', 'timeStamp', 'returnValue', 'cancelBubble',
+  'composedPath', 'stopPropagation', 'stopImmediatePropagation', 'preventDefault', 'initEvent']);
+internal.setToStringTag(Event.prototype, 'Event');
+
+function flattenOptions(options) {
+  if (typeof options === 'boolean' || !internal.isObject(options)) return { capture: !!options };
+  return { capture: !!options.capture };
+}
+
+class EventTarget {
+  #listeners = new Map(); // type -> array of listener records
+
+  constructor() {}
+
+  static #check(self) {
+    if (!internal.isObject(self) || !(#listeners in self)) throw new TypeError('Illegal invocation');
+  }
+
+  addEventListener(type, callback, options = undefined) {
+    EventTarget.#check(this);
+    internal.requireArgs(arguments.length, 2, "Failed to execute 'addEventListener' on 'EventTarget'");
+    type = internal.toDOMString(type);
+    if (callback !== null && !internal.isObject(callback)) {
+      throw new TypeError("Failed to execute 'addEventListener' on 'EventTarget': parameter 2 is not of type 'EventListener'.");
+    }
+    let capture = false, once = false, passive = false, signal = undefined;
+    if (typeof options === 'boolean' || !internal.isObject(options)) {
+      capture = !!options;
+    } else {
+      capture = !!options.capture;
+      once = !!options.once;
+      passive = !!options.passive;
+      signal = options.signal;
+      if (signal !== undefined && !internal.isAbortSignal(signal)) {
+        throw new TypeError("Failed to execute 'addEventListener' on 'EventTarget': member signal is not of type AbortSignal.");
+      }
+    }
+    if (callback === null) return;
+    if (signal !== undefined && signal.aborted) return;
+    let list = this.#listeners.get(type);
+    if (!list) { list = []; this.#listeners.set(type, list); }
+    if (list.some((l) => l.callback === callback && l.capture === capture)) return;
+    const record = {
+      callback, capture, once, passive, removed: false,
+      remove: () => {
+        record.removed = true;
+        const cur = this.#listeners.get(type);
+        if (!cur) return;
+        const i = cur.indexOf(record);
+        if (i >= 0) cur.splice(i, 1);
+        if (cur.length === 0) this.#listeners.delete(type);
+      },
+    };
+    list.push(record);
+    if (signal !== undefined) internal.abortSignalAdd(signal, record.remove);
+  }
+
+  removeEventListener(type, callback, options = undefined) {
+    EventTarget.#check(this);
+    internal.requireArgs(arguments.length, 2, "Failed to execute 'removeEventListener' on 'EventTarget'");
+    type = internal.toDOMString(type);
+    const { capture } = flattenOptions(options);
+    const list = this.#listeners.get(type);
+    if (!list) return;
+    const record = list.find((l) => l.callback === callback && l.capture === capture);
+    if (record) record.remove();
+  }
+
+  dispatchEvent(event) {
+    EventTarget.#check(this);
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'dispatchEvent' on 'EventTarget'");
+    if (!internal.isEvent(event)) {
+      throw new TypeError("Failed to execute 'dispatchEvent' on 'EventTarget': parameter 1 is not of type 'Event'.");
+    }
+    internal.setEventTrusted(event, false);
+    return internal.eventDispatch(this, event, (type) => this.#listeners.get(type));
+  }
+
+  static {
+    internal.isEventTarget = (v) => internal.isObject(v) && #listeners in v;
+    internal.listenerCount = (target, type) => target.#listeners.get(type)?.length ?? 0;
+    // Dispatch as the platform does (isTrusted true), with a custom error sink.
+    internal.dispatchTrusted = (target, event, onError) => {
+      internal.setEventTrusted(event, true);
+      return internal.eventDispatch(target, event, (type) => target.#listeners.get(type), onError);
+    };
+  }
+}
+internal.enumerableMembers(EventTarget, ['addEventListener', 'removeEventListener', 'dispatchEvent']);
+internal.setToStringTag(EventTarget.prototype, 'EventTarget');
+
+internal.defineGlobal('Event', Event);
+internal.defineGlobal('EventTarget', EventTarget);

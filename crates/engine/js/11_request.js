@@ -1,0 +1,133 @@
+// 11_request.js — Request (Fetch Standard, as workerd has it).
+'use strict';
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// Methods normalised to upper case (the Fetch Standard's six plus PATCH, as workerd does).
+const NORMALIZED = new Set(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH']);
+const FORBIDDEN = new Set(['CONNECT', 'TRACE', 'TRACK']);
+const REDIRECTS = new Set(['follow', 'manual', 'error']);
+const kHost = Symbol('host');
+
+function normalizeMethod(m) {
+  m = internal.toByteString(m, 'Method');
+  if (!TOKEN.test(m)) throw new TypeError(`Invalid HTTP method string: ${m}`);
+  const upper = m.toUpperCase();
+  if (FORBIDDEN.has(upper)) throw new TypeError(`Invalid HTTP method string: ${m}`);
+  return NORMALIZED.has(upper) ? upper : m;
+}
+
+class Request {
+  #method = 'GET';
+  #url;
+  #headers;
+  #body = null;
+  #signal;
+  #redirect = 'follow';
+  #cf = undefined;
+
+  constructor(input, init = undefined) {
+    internal.requireArgs(arguments.length, 1, "Failed to construct 'Request'");
+    if (input === kHost) return; // filled by internal.requestFromHost
+    const opts = internal.toDictionary(init, 'RequestInit');
+    let inputReq = null;
+    let signal = null;
+    if (internal.isRequest(input)) {
+      inputReq = input;
+      this.#url = input.#url;
+      this.#method = input.#method;
+      this.#redirect = input.#redirect;
+      this.#cf = input.#cf;
+      signal = input.#signal;
+    } else {
+      const s = internal.toUSVString(input);
+      const parsed = internal.parseURL(s);
+      if (parsed === null) throw new TypeError(`Invalid URL: ${s}`);
+      this.#url = parsed[0];
+    }
+    if (opts.method !== undefined) this.#method = normalizeMethod(opts.method);
+    if (opts.redirect !== undefined) {
+      const r = internal.toDOMString(opts.redirect);
+      if (!REDIRECTS.has(r)) {
+        throw new TypeError(`Failed to construct 'Request': The provided value '${r}' is not a valid enum value of type RequestRedirect.`);
+      }
+      this.#redirect = r;
+    }
+    if ('signal' in opts) {
+      if (opts.signal === null || opts.signal === undefined) {
+        if (opts.signal === null) signal = null;
+      } else if (!internal.isAbortSignal(opts.signal)) {
+        throw new TypeError("Failed to construct 'Request': member signal is not of type AbortSignal.");
+      } else {
+        signal = opts.signal;
+      }
+    }
+    if (opts.cf !== undefined) this.#cf = opts.cf;
+    this.#signal = signal === null ? internal.newAbortSignal() : AbortSignal.any([signal]);
+    if (opts.headers !== undefined) {
+      this.#headers = new Headers(opts.headers);
+    } else if (inputReq !== null) {
+      this.#headers = internal.headersCopy(inputReq.#headers, 'none');
+    } else {
+      this.#headers = new Headers();
+    }
+    const initBody = opts.body;
+    const hasInitBody = initBody !== undefined && initBody !== null;
+    if ((hasInitBody || (inputReq !== null && inputReq.#body !== null)) && (this.#method === 'GET' || this.#method === 'HEAD')) {
+      throw new TypeError('Request with a GET or HEAD method cannot have a body.');
+    }
+    if (hasInitBody) {
+      const { inner, type } = internal.extractBody(initBody);
+      this.#body = inner;
+      if (type !== null && !this.#headers.has('content-type')) this.#headers.append('content-type', type);
+    } else if (inputReq !== null && inputReq.#body !== null) {
+      this.#body = inputReq.#body.take();
+    }
+  }
+
+  static #check(self) {
+    if (!internal.isObject(self) || !(#url in self)) throw new TypeError('Illegal invocation');
+  }
+
+  get method() { Request.#check(this); return this.#method; }
+  get url() { Request.#check(this); return this.#url; }
+  get headers() { Request.#check(this); return this.#headers; }
+  get redirect() { Request.#check(this); return this.#redirect; }
+  get signal() { Request.#check(this); return this.#signal; }
+  get cf() { Request.#check(this); return this.#cf; }
+  get integrity() { Request.#check(this); return ''; }
+  get keepalive() { Request.#check(this); return false; }
+
+  clone() {
+    Request.#check(this);
+    if (this.#body !== null && this.#body.unusable) throw new TypeError(internal.BODY_USED_MESSAGE);
+    const r = new Request(kHost);
+    r.#method = this.#method;
+    r.#url = this.#url;
+    r.#headers = internal.headersCopy(this.#headers, internal.headersGuard(this.#headers));
+    r.#body = this.#body === null ? null : this.#body.clone();
+    r.#signal = this.#signal;
+    r.#redirect = this.#redirect;
+    r.#cf = this.#cf;
+    return r;
+  }
+
+  static {
+    internal.isRequest = (v) => internal.isObject(v) && #url in v;
+    internal.requestParts = (r) => ({ method: r.#method, url: r.#url, headers: r.#headers, body: r.#body, signal: r.#signal, redirect: r.#redirect });
+    // An incoming request: headers immutable, body streamed from the host.
+    internal.requestFromHost = (method, url, headerList, bodyId) => {
+      const r = new Request(kHost);
+      r.#method = method;
+      r.#url = url;
+      r.#headers = internal.headersFromList(headerList, 'immutable');
+      r.#body = bodyId ? internal.newBodyFromStream(internal.streamFromHostBody(bodyId)) : null;
+      r.#signal = internal.newAbortSignal();
+      return r;
+    };
+    internal.installBody(Request, (self) => { Request.#check(self); return self.#body; }, (self) => self.#headers);
+  }
+}
+internal.enumerableMembers(Request, ['method', 'url', 'headers', 'redirect', 'signal', 'cf', 'integrity', 'keepalive', 'clone']);
+internal.setToStringTag(Request.prototype, 'Request');
+
+internal.defineGlobal('Request', Request);

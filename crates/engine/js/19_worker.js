@@ -1,0 +1,289 @@
+// 19_worker.js — the worker's side of a request: module (`export default {
+// fetch }`) and service-worker (`addEventListener('fetch', …)`) handlers,
+// FetchEvent, ExecutionContext, and the engine hooks setModule,
+// checkServiceWorker and handleRequest (see HOST.md).
+'use strict';
+
+const kCreate = Symbol('create');
+let moduleHandler = null;              // the default export, for module workers
+const globalTarget = new EventTarget(); // listeners added with addEventListener on the global
+
+// ---- waitUntil bookkeeping, one record per request ----
+
+function newRequestState(ctxId) {
+  return { ctxId, waitUntil: [], finished: false };
+}
+function addWaitUntil(state, promise) {
+  // handled right away, so a rejection is logged once and never "unhandled"
+  state.waitUntil.push(Promise.resolve(promise).then(undefined, (e) => internal.reportError(e)));
+}
+async function settleWaitUntil(state) {
+  let i = 0;
+  while (i < state.waitUntil.length) {
+    const batch = state.waitUntil.slice(i);
+    i = state.waitUntil.length;
+    await Promise.all(batch);
+  }
+}
+
+// ---- ExecutionContext (module workers' third argument) ----
+
+class ExecutionContext {
+  #state;
+  constructor(key = undefined, state = undefined) {
+    if (key !== kCreate) internal.illegalConstructor();
+    this.#state = state;
+  }
+  static #check(self) {
+    if (!internal.isObject(self) || !(#state in self)) throw new TypeError('Illegal invocation');
+  }
+  waitUntil(promise) {
+    ExecutionContext.#check(this);
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'waitUntil' on 'ExecutionContext'");
+    addWaitUntil(this.#state, promise);
+  }
+  passThroughOnException() { ExecutionContext.#check(this); }
+}
+internal.enumerableMembers(ExecutionContext, ['waitUntil', 'passThroughOnException']);
+internal.setToStringTag(ExecutionContext.prototype, 'ExecutionContext');
+
+// ---- FetchEvent (service-worker form) ----
+
+class FetchEvent extends Event {
+  #request;
+  #state = null;
+  #dispatching = false;
+  #responded = false;
+  #response = undefined;
+
+  constructor(type, init = undefined) {
+    internal.requireArgs(arguments.length, 2, "Failed to construct 'FetchEvent'");
+    const opts = internal.toDictionary(init, 'FetchEventInit');
+    if (!internal.isRequest(opts.request)) {
+      throw new TypeError("Failed to construct 'FetchEvent': member request is not of type Request.");
+    }
+    super(type, opts);
+    this.#request = opts.request;
+  }
+
+  static #check(self) {
+    if (!internal.isObject(self) || !(#request in self)) throw new TypeError('Illegal invocation');
+  }
+
+  get request() { FetchEvent.#check(this); return this.#request; }
+
+  respondWith(response) {
+    FetchEvent.#check(this);
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'respondWith' on 'FetchEvent'");
+    if (!this.#dispatching) {
+      throw new internal.DOMException('respondWith() must be called synchronously from within the fetch event handler.', 'InvalidStateError');
+    }
+    if (this.#responded) {
+      throw new internal.DOMException('respondWith() has already been called on this FetchEvent.', 'InvalidStateError');
+    }
+    this.#responded = true;
+    this.#response = response;
+    this.stopImmediatePropagation();
+  }
+
+  waitUntil(promise) {
+    FetchEvent.#check(this);
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'waitUntil' on 'FetchEvent'");
+    if (this.#state === null) {
+      throw new internal.DOMException('waitUntil() can only be used on a FetchEvent dispatched by the runtime.', 'InvalidStateError');
+    }
+    addWaitUntil(this.#state, promise);
+  }
+
+  passThroughOnException() { FetchEvent.#check(this); }
+
+  static {
+    internal.dispatchFetchEvent = (request, state) => {
+      const event = new FetchEvent('fetch', { request });
+      event.#state = state;
+      event.#dispatching = true;
+      let thrown = null;
+      try {
+        internal.dispatchTrusted(globalTarget, event, (e) => {
+          if (thrown === null) thrown = { error: e }; else internal.reportError(e);
+        });
+      } finally {
+        event.#dispatching = false;
+      }
+      if (event.#responded) {
+        if (thrown !== null) internal.reportError(thrown.error);
+        return Promise.resolve(event.#response);
+      }
+      if (thrown !== null) return Promise.reject(thrown.error);
+      return Promise.reject(new TypeError('The fetch event listener did not call respondWith(): the script will never generate a response.'));
+    };
+  }
+}
+internal.enumerableMembers(FetchEvent, ['request', 'respondWith', 'waitUntil', 'passThroughOnException']);
+internal.setToStringTag(FetchEvent.prototype, 'FetchEvent');
+
+// ---- reporting to the host ----
+
+function describe(v) {
+  if (v === null) return 'null';
+  if (v === undefined) return 'undefined';
+  if (typeof v !== 'object' && typeof v !== 'function') return `a ${typeof v}`;
+  try {
+    const name = v.constructor && v.constructor.name;
+    return name ? `an object of type ${name}` : 'an object';
+  } catch {
+    return 'an object';
+  }
+}
+
+function errorMessage(e) {
+  try {
+    if (internal.isObject(e) && (e instanceof Error || internal.isDOMException(e))) return `${e.name}: ${e.message}`;
+    return 'Uncaught ' + internal.inspect(e);
+  } catch {
+    return 'Uncaught exception';
+  }
+}
+function errorStack(e) {
+  try {
+    if (internal.isObject(e) && typeof e.stack === 'string') return e.stack;
+  } catch {
+    // ignore
+  }
+  return '';
+}
+function fail(ctxId, e) {
+  host.fail(ctxId, errorMessage(e), errorStack(e));
+}
+
+function toChunk(value) {
+  if (value instanceof Uint8Array) return value;
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (typeof value === 'string') {
+    throw new TypeError('This ReadableStream is used as a response body, but produced a string chunk. ' +
+      'Response body chunks must be Uint8Array (or ArrayBuffer); encode strings with TextEncoder.');
+  }
+  throw new TypeError(`A response body stream produced ${describe(value)}; chunks must be Uint8Array.`);
+}
+
+async function sendResponse(ctxId, response) {
+  if (!internal.isResponse(response)) {
+    fail(ctxId, new TypeError(`The fetch handler returned ${describe(response)} instead of a Response.`));
+    return;
+  }
+  const { type, status, statusText, headers, body } = internal.responseParts(response);
+  if (type === 'error') {
+    fail(ctxId, new TypeError('The fetch handler returned an error response (Response.error()).'));
+    return;
+  }
+  const list = internal.headersList(headers);
+  if (body === null) {
+    host.respond(ctxId, status, statusText, list, null);
+    return;
+  }
+  if (body.unusable) {
+    fail(ctxId, new TypeError(`The fetch handler returned a Response whose body was already used. ${internal.BODY_USED_MESSAGE}`));
+    return;
+  }
+  const whole = body.wholeBytes;
+  if (whole !== null) {
+    body.used = true;
+    host.respond(ctxId, status, statusText, list, whole);
+    return;
+  }
+  host.respond(ctxId, status, statusText, list, true);
+  const reader = internal.acquireReader(body.getStream());
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      const chunk = toChunk(value);
+      if (chunk.byteLength > 0) await host.responseWrite(ctxId, chunk);
+    }
+    reader.release();
+    host.responseEnd(ctxId, null);
+  } catch (e) {
+    reader.cancel(e).then(undefined, () => {});
+    reader.release();
+    host.responseEnd(ctxId, errorMessage(e));
+    internal.reportError(e);
+  }
+}
+
+// ---- the engine's hooks ----
+
+internal.setModule = function setModule(namespace) {
+  const def = namespace.default;
+  if (def === undefined) {
+    throw new TypeError('The worker module has no default export; expected `export default { async fetch(request, env, ctx) { … } }`.');
+  }
+  if (!internal.isObject(def) || typeof def.fetch !== 'function') {
+    throw new TypeError("The worker module's default export has no fetch() handler; expected `export default { async fetch(request, env, ctx) { … } }`.");
+  }
+  moduleHandler = def;
+};
+
+internal.checkServiceWorker = function checkServiceWorker() {
+  if (internal.listenerCount(globalTarget, 'fetch') === 0) {
+    throw new TypeError("The worker script added no fetch event listener; expected `addEventListener('fetch', (event) => event.respondWith(…))`.");
+  }
+};
+
+internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env) {
+  const state = newRequestState(ctxId);
+  let responsePromise;
+  try {
+    const request = internal.requestFromHost(method, url, headers, bodyId);
+    if (internal.isObject(env)) Object.freeze(env);
+    if (moduleHandler !== null) {
+      const ctx = new ExecutionContext(kCreate, state);
+      responsePromise = Promise.resolve(moduleHandler.fetch(request, env, ctx));
+    } else if (internal.listenerCount(globalTarget, 'fetch') > 0) {
+      responsePromise = internal.dispatchFetchEvent(request, state);
+    } else {
+      throw new TypeError('The worker has no fetch handler.');
+    }
+  } catch (e) {
+    responsePromise = Promise.reject(e);
+  }
+  return responsePromise
+    .then((response) => sendResponse(ctxId, response), (e) => fail(ctxId, e))
+    .then(undefined, (e) => internal.reportError(e))
+    .then(() => settleWaitUntil(state))
+    .then(() => {
+      state.finished = true;
+      host.requestDone(ctxId);
+    })
+    .then(undefined, (e) => internal.reportError(e));
+};
+
+// ---- globals ----
+
+function addEventListener(type, listener, options = undefined) {
+  return globalTarget.addEventListener(...arguments);
+}
+function removeEventListener(type, listener, options = undefined) {
+  return globalTarget.removeEventListener(...arguments);
+}
+function dispatchEvent(event) {
+  return globalTarget.dispatchEvent(...arguments);
+}
+
+class Navigator {
+  constructor(key = undefined) { if (key !== kCreate) internal.illegalConstructor(); }
+  get userAgent() { return 'Isolane'; }
+  get hardwareConcurrency() { return 1; }
+  get language() { return 'en'; }
+}
+internal.enumerableMembers(Navigator, ['userAgent', 'hardwareConcurrency', 'language']);
+internal.setToStringTag(Navigator.prototype, 'Navigator');
+
+internal.defineGlobal('addEventListener', addEventListener);
+internal.defineGlobal('removeEventListener', removeEventListener);
+internal.defineGlobal('dispatchEvent', dispatchEvent);
+internal.defineGlobal('FetchEvent', FetchEvent);
+internal.defineGlobal('ExecutionContext', ExecutionContext);
+internal.defineGlobal('Navigator', Navigator);
+internal.defineGlobal('navigator', new Navigator(kCreate));
+internal.defineGlobal('self', globalThis);

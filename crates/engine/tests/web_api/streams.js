@@ -1,0 +1,471 @@
+// ReadableStream (default and byte), WritableStream, TransformStream, queuing strategies.
+// ---- tiny test harness (same in every suite; suites are single-file workers) ----
+let results;
+const fmt = (v) => { try { return typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : JSON.stringify(v) ?? String(v); } catch { return String(v); } };
+async function test(name, fn) {
+  try {
+    await fn();
+    results.passed++;
+  } catch (e) {
+    results.failed.push({ name, error: String((e && e.stack) || e) });
+  }
+}
+function assert(cond, msg = 'assertion failed') { if (!cond) throw new Error(msg); }
+function eq(actual, expected, msg = 'eq') {
+  if (!Object.is(actual, expected)) throw new Error(`${msg}: expected ${fmt(expected)}, got ${fmt(actual)}`);
+}
+function deepEq(actual, expected, msg = 'deepEq') {
+  const a = JSON.stringify(actual), b = JSON.stringify(expected);
+  if (a !== b) throw new Error(`${msg}: expected ${b}, got ${a}`);
+}
+function checkError(e, expected, msg) {
+  if (typeof expected === 'function') {
+    if (!(e instanceof expected)) throw new Error(`${msg}: expected ${expected.name}, got ${e && e.name}: ${e && e.message}`);
+  } else if (typeof expected === 'string') {
+    if (!e || e.name !== expected) throw new Error(`${msg}: expected error named ${expected}, got ${e && e.name}: ${e && e.message}`);
+    if (!['Error', 'TypeError', 'RangeError', 'SyntaxError', 'EvalError', 'ReferenceError'].includes(expected) && !(e instanceof DOMException)) {
+      throw new Error(`${msg}: expected a DOMException named ${expected}`);
+    }
+  }
+}
+function throws(fn, expected, msg = 'throws') {
+  try { fn(); } catch (e) { checkError(e, expected, msg); return e; }
+  throw new Error(`${msg}: did not throw`);
+}
+async function rejects(p, expected, msg = 'rejects') {
+  let promise;
+  try { promise = typeof p === 'function' ? p() : p; } catch (e) { throw new Error(`${msg}: threw synchronously instead of rejecting: ${e}`); }
+  assert(promise && typeof promise.then === 'function', `${msg}: did not return a promise`);
+  try { await promise; } catch (e) { checkError(e, expected, msg); return e; }
+  throw new Error(`${msg}: did not reject`);
+}
+const tick = () => new Promise((r) => setTimeout(r, 0));
+const bytes = (...xs) => new Uint8Array(xs);
+const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, '0')).join('');
+function suite(run) {
+  return {
+    async fetch(request, env, ctx) {
+      results = { passed: 0, failed: [] };
+      try {
+        await run(request, env, ctx);
+      } catch (e) {
+        results.failed.push({ name: '(suite)', error: String((e && e.stack) || e) });
+      }
+      return new Response(JSON.stringify(results), { headers: { 'content-type': 'application/json' } });
+    },
+  };
+}
+// ---- end of harness ----
+
+async function readAll(stream) {
+  const reader = stream.getReader();
+  const out = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return out;
+    out.push(value);
+  }
+}
+
+export default suite(async () => {
+  await test('pull-based ReadableStream with a default reader', async () => {
+    let n = 0;
+    const rs = new ReadableStream({
+      pull(c) {
+        if (n < 3) c.enqueue(n++);
+        else c.close();
+      },
+    });
+    eq(rs.locked, false);
+    const reader = rs.getReader();
+    eq(rs.locked, true);
+    deepEq(await reader.read(), { value: 0, done: false });
+    deepEq(await reader.read(), { value: 1, done: false });
+    deepEq(await reader.read(), { value: 2, done: false });
+    deepEq(await reader.read(), { done: true }, 'end (value undefined)');
+    const end = await reader.read();
+    eq(end.done, true, 'stays done');
+    eq(end.value, undefined);
+    await reader.closed;
+    reader.releaseLock();
+    eq(rs.locked, false);
+  });
+  await test('start, desiredSize and highWaterMark', async () => {
+    let ctrl;
+    const rs = new ReadableStream({ start(c) { ctrl = c; } }, { highWaterMark: 2 });
+    eq(ctrl.desiredSize, 2);
+    ctrl.enqueue('a');
+    eq(ctrl.desiredSize, 1);
+    ctrl.enqueue('b');
+    ctrl.enqueue('c');
+    eq(ctrl.desiredSize, -1);
+    ctrl.close();
+    eq(ctrl.desiredSize, -1, 'close requested, chunks still queued');
+    deepEq(await readAll(rs), ['a', 'b', 'c']);
+    const sized = new ReadableStream({ start(c) { ctrl = c; } }, { highWaterMark: 10, size: (chunk) => chunk.length });
+    ctrl.enqueue('abcd');
+    eq(ctrl.desiredSize, 6, 'custom size');
+    void sized;
+    const counted = new ReadableStream({ start(c) { ctrl = c; } }, new CountQueuingStrategy({ highWaterMark: 3 }));
+    eq(ctrl.desiredSize, 3);
+    void counted;
+    const bytesStrategy = new ByteLengthQueuingStrategy({ highWaterMark: 16 });
+    eq(bytesStrategy.highWaterMark, 16);
+    eq(bytesStrategy.size(new Uint8Array(5)), 5);
+    eq(new CountQueuingStrategy({ highWaterMark: 1 }).size(), 1);
+  });
+  await test('async start delays pull', async () => {
+    const log = [];
+    const rs = new ReadableStream({
+      async start() { await tick(); log.push('start'); },
+      pull(c) { log.push('pull'); c.close(); },
+    });
+    await readAll(rs);
+    deepEq(log, ['start', 'pull']);
+  });
+  await test('constructor argument errors', () => {
+    throws(() => new ReadableStream({ type: 'nope' }), TypeError, 'bad type');
+    throws(() => new ReadableStream({ pull: 5 }), TypeError, 'pull not a function');
+    throws(() => new ReadableStream({ start: 'x' }), TypeError, 'start not a function');
+    throws(() => new ReadableStream({}, { highWaterMark: -1 }), RangeError, 'negative highWaterMark');
+    throws(() => new ReadableStream({}, { highWaterMark: NaN }), RangeError, 'NaN highWaterMark');
+    throws(() => new ReadableStream({}, { size: 5 }), TypeError, 'size not a function');
+    throws(() => new ReadableStream({ type: 'bytes' }, { size: () => 1 }), RangeError, 'byte stream with size');
+    throws(() => new ReadableStream({ start() { throw new SyntaxError('from start'); } }), SyntaxError, 'start throwing');
+    throws(() => new ReadableStreamDefaultController(), TypeError, 'controller constructor');
+    throws(() => new CountQueuingStrategy(), TypeError, 'strategy without init');
+  });
+  await test('errors: controller.error, pull rejecting, enqueue after close', async () => {
+    const boom = new Error('boom');
+    const rs = new ReadableStream({ start(c) { c.error(boom); } });
+    const r = rs.getReader();
+    eq(await r.read().catch((e) => e), boom, 'read rejects with the error');
+    eq(await r.closed.catch((e) => e), boom, 'closed rejects');
+    const rs2 = new ReadableStream({ pull() { throw new RangeError('pull failed'); } });
+    await rejects(rs2.getReader().read(), RangeError, 'pull throwing errors the stream');
+    let ctrl;
+    const rs3 = new ReadableStream({ start(c) { ctrl = c; } });
+    ctrl.close();
+    throws(() => ctrl.enqueue('x'), TypeError, 'enqueue after close');
+    throws(() => ctrl.close(), TypeError, 'close twice');
+    void rs3;
+    let thrownByEnqueue = null;
+    const rs4 = new ReadableStream({ start(c) { try { c.enqueue(1); } catch (e) { thrownByEnqueue = e; } } }, { size() { throw new URIError('size'); } });
+    assert(thrownByEnqueue instanceof URIError, 'enqueue rethrows the size error');
+    await rejects(rs4.getReader().read(), URIError, 'size throwing errors the stream');
+  });
+  await test('locking', async () => {
+    const rs = new ReadableStream();
+    const reader = rs.getReader();
+    throws(() => rs.getReader(), TypeError, 'second reader');
+    await rejects(rs.cancel(), TypeError, 'cancel while locked');
+    throws(() => new ReadableStreamDefaultReader(rs), TypeError, 'reader constructor on a locked stream');
+    const pending = reader.read();
+    reader.releaseLock();
+    await rejects(pending, TypeError, 'pending read rejects on releaseLock');
+    await rejects(reader.read(), TypeError, 'read after releaseLock');
+    await rejects(reader.closed, TypeError, 'closed rejects after releaseLock');
+    rs.getReader();
+    throws(() => new ReadableStreamDefaultReader({}), TypeError, 'reader on a non-stream');
+    throws(() => rs.getReader({ mode: 'nope' }), TypeError, 'bad mode');
+  });
+  await test('cancel', async () => {
+    let reason;
+    const rs = new ReadableStream({
+      start(c) { c.enqueue('x'); },
+      cancel(r) { reason = r; return 'ignored'; },
+    });
+    eq(await rs.cancel('why'), undefined, 'resolves with undefined');
+    eq(reason, 'why');
+    const r = rs.getReader();
+    deepEq(await r.read(), { done: true }, 'cancelled stream reads as done');
+    const rs2 = new ReadableStream({ cancel() { throw new EvalError('cancel failed'); } });
+    await rejects(rs2.cancel(), EvalError, 'cancel errors propagate');
+    const rs3 = new ReadableStream({ pull(c) { c.enqueue(1); } });
+    const reader3 = rs3.getReader();
+    await reader3.cancel('stop');
+    deepEq(await reader3.read(), { done: true }, 'reader.cancel');
+  });
+  await test('tee', async () => {
+    const rs = ReadableStream.from(['a', 'b', 'c']);
+    const [x, y] = rs.tee();
+    eq(rs.locked, true, 'source locked');
+    const [ax, ay] = await Promise.all([readAll(x), readAll(y)]);
+    deepEq(ax, ['a', 'b', 'c']);
+    deepEq(ay, ['a', 'b', 'c']);
+    let cancelReason;
+    const src = new ReadableStream({ pull(c) { c.enqueue(1); }, cancel(r) { cancelReason = r; } });
+    const [p, q] = src.tee();
+    const pc = p.cancel('one'); // settles only once both branches are cancelled
+    await tick();
+    eq(cancelReason, undefined, 'source cancelled only when both are');
+    await q.cancel('two');
+    await pc;
+    deepEq(cancelReason, ['one', 'two'], 'composite reason');
+    const failing = new ReadableStream({ start(c) { c.error(new TypeError('tee error')); } });
+    const [f1, f2] = failing.tee();
+    await rejects(f1.getReader().read(), TypeError, 'branch 1 errors');
+    await rejects(f2.getReader().read(), TypeError, 'branch 2 errors');
+  });
+  await test('async iteration', async () => {
+    const out = [];
+    for await (const v of ReadableStream.from([1, 2, 3])) out.push(v);
+    deepEq(out, [1, 2, 3]);
+    let cancelled = false;
+    const rs = new ReadableStream({ pull(c) { c.enqueue('x'); }, cancel() { cancelled = true; } });
+    for await (const v of rs) { void v; break; }
+    eq(cancelled, true, 'break cancels');
+    eq(rs.locked, false, 'and releases the lock');
+    let cancelled2 = false;
+    const rs2 = new ReadableStream({ pull(c) { c.enqueue('x'); }, cancel() { cancelled2 = true; } });
+    for await (const v of rs2.values({ preventCancel: true })) { void v; break; }
+    eq(cancelled2, false, 'preventCancel');
+    eq(rs2.locked, false);
+    const errored = new ReadableStream({ start(c) { c.error(new RangeError('iter')); } });
+    await rejects((async () => { for await (const v of errored) void v; })(), RangeError, 'iteration rethrows');
+    const it = ReadableStream.from([1])[Symbol.asyncIterator]();
+    eq(typeof it.next, 'function');
+    eq(Object.getPrototypeOf(Object.getPrototypeOf(it)) === Object.getPrototypeOf(Object.getPrototypeOf((async function* () {})())), false, 'not a generator');
+  });
+  await test('ReadableStream.from', async () => {
+    async function* gen() { yield 'a'; await tick(); yield 'b'; }
+    deepEq(await readAll(ReadableStream.from(gen())), ['a', 'b'], 'async generator');
+    deepEq(await readAll(ReadableStream.from(new Set([1, 2]))), [1, 2], 'sync iterable');
+    deepEq(await readAll(ReadableStream.from([Promise.resolve(7)])), [7], 'sync iterable of promises is awaited');
+    deepEq(await readAll(ReadableStream.from('hi')), ['h', 'i'], 'string');
+    deepEq(await readAll(ReadableStream.from(ReadableStream.from([5]))), [5], 'a ReadableStream');
+    throws(() => ReadableStream.from(5), TypeError, 'number');
+    throws(() => ReadableStream.from({}), TypeError, 'plain object');
+    throws(() => ReadableStream.from(null), TypeError, 'null');
+    let returned = false;
+    const iterable = { [Symbol.asyncIterator]() { return { next: async () => ({ value: 1, done: false }), return: async () => { returned = true; return {}; } }; } };
+    await ReadableStream.from(iterable).cancel('x');
+    eq(returned, true, 'cancel calls return()');
+  });
+  await test('WritableStream', async () => {
+    const written = [];
+    let closed = false;
+    const ws = new WritableStream({
+      write(chunk) { written.push(chunk); },
+      close() { closed = true; },
+    });
+    const w = ws.getWriter();
+    eq(ws.locked, true);
+    eq(w.desiredSize, 1);
+    await w.ready;
+    await w.write('a');
+    await w.write('b');
+    await w.close();
+    deepEq(written, ['a', 'b']);
+    eq(closed, true);
+    await w.closed;
+    await rejects(w.write('c'), TypeError, 'write after close');
+    throws(() => ws.getWriter(), TypeError, 'second writer');
+    w.releaseLock();
+    eq(ws.locked, false);
+    await rejects(w.write('d'), TypeError, 'write after release');
+  });
+  await test('WritableStream backpressure and errors', async () => {
+    let release;
+    const ws = new WritableStream({
+      write() { return new Promise((r) => { release = r; }); },
+    }, { highWaterMark: 1 });
+    const w = ws.getWriter();
+    const p1 = w.write(1);
+    eq(w.desiredSize, 0, 'one queued');
+    const p2 = w.write(2);
+    eq(w.desiredSize, -1);
+    await tick();
+    release();
+    await p1;
+    await tick();
+    release();
+    await p2;
+    eq(w.desiredSize, 1);
+    const failing = new WritableStream({ write() { throw new RangeError('write failed'); } });
+    const fw = failing.getWriter();
+    await rejects(fw.write('x'), RangeError, 'write rejects');
+    await rejects(fw.closed, RangeError, 'closed rejects');
+    await rejects(fw.write('y'), RangeError, 'later writes reject with the stored error');
+    let abortReason;
+    const ab = new WritableStream({ abort(r) { abortReason = r; } });
+    await ab.abort('stop');
+    eq(abortReason, 'stop');
+    await rejects(ab.getWriter().write('z'), undefined, 'errored after abort');
+    throws(() => new WritableStream({ type: 'bytes' }), RangeError, 'type must be undefined');
+    let ctrl;
+    const ws2 = new WritableStream({ start(c) { ctrl = c; } });
+    assert(ctrl.signal instanceof AbortSignal, 'controller.signal');
+    const w2 = ws2.getWriter();
+    w2.abort('bye');
+    eq(ctrl.signal.aborted, true, 'abort signals the controller');
+    eq(ctrl.signal.reason, 'bye');
+  });
+  await test('TransformStream passthrough and transform', async () => {
+    const { readable, writable } = new TransformStream();
+    const w = writable.getWriter();
+    w.write('a');
+    w.write('b');
+    w.close();
+    deepEq(await readAll(readable), ['a', 'b'], 'identity');
+    const upper = new TransformStream({
+      transform(chunk, c) { c.enqueue(chunk.toUpperCase()); c.enqueue('|'); },
+      flush(c) { c.enqueue('END'); },
+    });
+    const out = readAll(ReadableStream.from(['x', 'y']).pipeThrough(upper));
+    deepEq(await out, ['X', '|', 'Y', '|', 'END']);
+    const failing = new TransformStream({ transform() { throw new SyntaxError('bad chunk'); } });
+    const fw = failing.writable.getWriter();
+    const pendingRead = failing.readable.getReader().read(); // the readable must pull before a write runs
+    await rejects(fw.write('x'), SyntaxError, 'transform error rejects the write');
+    await rejects(pendingRead, SyntaxError, 'and errors the readable');
+    const term = new TransformStream({ start(c) { c.enqueue('only'); c.terminate(); } });
+    deepEq(await readAll(term.readable), ['only'], 'terminate closes the readable');
+    await rejects(term.writable.getWriter().write('x'), TypeError, 'and errors the writable');
+    throws(() => new TransformStream({ readableType: 'bytes' }), RangeError, 'readableType');
+    throws(() => new TransformStream({ writableType: 'bytes' }), RangeError, 'writableType');
+  });
+  await test('pipeTo', async () => {
+    const got = [];
+    const ws = new WritableStream({ write(c) { got.push(c); } });
+    await ReadableStream.from([1, 2, 3]).pipeTo(ws);
+    deepEq(got, [1, 2, 3]);
+    await rejects(ReadableStream.from([1]).pipeTo(ws), TypeError, 'destination closed');
+    let aborted;
+    const ws2 = new WritableStream({ abort(r) { aborted = r; } });
+    const erroring = new ReadableStream({ start(c) { c.error('src error'); } });
+    eq(await erroring.pipeTo(ws2).catch((e) => e), 'src error', 'source error propagates');
+    eq(aborted, 'src error', 'destination aborted');
+    let cancelled;
+    const src = new ReadableStream({ pull(c) { c.enqueue(1); }, cancel(r) { cancelled = r; } });
+    const bad = new WritableStream({ write() { throw new Error('sink broke'); } });
+    const e = await src.pipeTo(bad).catch((x) => x);
+    eq(e && e.message, 'sink broke');
+    eq(cancelled && cancelled.message, 'sink broke', 'source cancelled with the sink error');
+    const kept = [];
+    const keepOpen = new WritableStream({ write(c) { kept.push(c); } });
+    await ReadableStream.from(['k']).pipeTo(keepOpen, { preventClose: true });
+    const w = keepOpen.getWriter();
+    await w.write('still open');
+    deepEq(kept, ['k', 'still open'], 'preventClose');
+    await rejects(ReadableStream.from([]).pipeTo({}), TypeError, 'destination not a WritableStream');
+    const locked = ReadableStream.from([1]);
+    locked.getReader();
+    await rejects(locked.pipeTo(new WritableStream()), TypeError, 'locked source');
+  });
+  await test('pipeTo with an AbortSignal', async () => {
+    const ac = new AbortController();
+    let cancelled = false;
+    const src = new ReadableStream({ pull(c) { return tick().then(() => c.enqueue('x')); }, cancel() { cancelled = true; } });
+    const sink = [];
+    const p = src.pipeTo(new WritableStream({ write(c) { sink.push(c); } }), { signal: ac.signal });
+    await tick();
+    ac.abort();
+    await rejects(p, 'AbortError', 'rejects with the abort reason');
+    eq(cancelled, true, 'source cancelled');
+    const already = AbortSignal.abort('early');
+    eq(await ReadableStream.from([1]).pipeTo(new WritableStream(), { signal: already }).catch((e) => e), 'early');
+    await rejects(ReadableStream.from([1]).pipeTo(new WritableStream(), { signal: 'nope' }), TypeError, 'bad signal');
+  });
+  await test('pipeThrough', async () => {
+    const ts = new TransformStream({ transform(c, ctl) { ctl.enqueue(c * 2); } });
+    const out = ReadableStream.from([1, 2]).pipeThrough(ts);
+    eq(out, ts.readable, 'returns the readable side');
+    deepEq(await readAll(out), [2, 4]);
+    throws(() => ReadableStream.from([1]).pipeThrough({}), TypeError, 'not a pair');
+    const locked = new TransformStream();
+    locked.writable.getWriter();
+    throws(() => ReadableStream.from([1]).pipeThrough(locked), TypeError, 'locked writable');
+  });
+  await test('byte streams: default reader and BYOB reader', async () => {
+    let i = 0;
+    const rs = new ReadableStream({
+      type: 'bytes',
+      pull(c) {
+        if (i++ < 2) c.enqueue(new Uint8Array([i, i, i]));
+        else c.close();
+      },
+    });
+    const chunks = await readAll(rs);
+    eq(chunks.length, 2);
+    assert(chunks[0] instanceof Uint8Array, 'Uint8Array chunks');
+    eq(hex(chunks[1]), '020202');
+    let n = 0;
+    const byob = new ReadableStream({
+      type: 'bytes',
+      pull(c) {
+        const req = c.byobRequest;
+        if (n >= 6) { c.close(); if (req) req.respond(0); return; }
+        const v = req.view;
+        v[0] = n++;
+        v[1] = n++;
+        req.respond(2);
+      },
+    });
+    const reader = byob.getReader({ mode: 'byob' });
+    assert(reader instanceof ReadableStreamBYOBReader, 'BYOB reader');
+    let { value, done } = await reader.read(new Uint8Array(4));
+    eq(done, false);
+    eq(hex(value), '0001');
+    ({ value } = await reader.read(new Uint8Array(4), { min: 4 }));
+    eq(hex(value), '02030405', 'min fills across pulls');
+    ({ value, done } = await reader.read(new Uint8Array(4)));
+    eq(done, true);
+    eq(value.byteLength, 0);
+    throws(() => new ReadableStream().getReader({ mode: 'byob' }), TypeError, 'BYOB reader on a default stream');
+    await rejects(reader.read(new Uint8Array(0)), TypeError, 'zero-length view');
+    await rejects(reader.read('x'), TypeError, 'not a view');
+    await rejects(reader.read(new Uint8Array(2), { min: 3 }), RangeError, 'min larger than the view');
+  });
+  await test('byte stream: enqueue then BYOB reads split a chunk', async () => {
+    const rs = new ReadableStream({ type: 'bytes', start(c) { c.enqueue(new Uint8Array([1, 2, 3, 4, 5])); c.close(); } });
+    const r = rs.getReader({ mode: 'byob' });
+    const a = await r.read(new Uint8Array(2));
+    eq(hex(a.value), '0102');
+    const b = await r.read(new Uint16Array(1));
+    eq(b.value.constructor, Uint16Array, 'view type kept');
+    eq(b.value.length, 1);
+    const c = await r.read(new Uint8Array(8));
+    eq(hex(c.value), '05');
+    const d = await r.read(new Uint8Array(8));
+    eq(d.done, true);
+    let ctrl;
+    new ReadableStream({ type: 'bytes', start(cc) { ctrl = cc; } });
+    throws(() => ctrl.enqueue('str'), TypeError, 'byte controller enqueue of a string');
+    throws(() => ctrl.enqueue(new Uint8Array(0)), TypeError, 'empty chunk');
+  });
+  await test('autoAllocateChunkSize gives default readers a byobRequest', async () => {
+    const rs = new ReadableStream({
+      type: 'bytes',
+      autoAllocateChunkSize: 16,
+      pull(c) {
+        const v = c.byobRequest.view;
+        eq(v.byteLength, 16);
+        v[0] = 42;
+        c.byobRequest.respond(1);
+        c.close();
+      },
+    });
+    const chunks = await readAll(rs);
+    eq(chunks.length, 1);
+    eq(hex(chunks[0]), '2a');
+    throws(() => new ReadableStream({ type: 'bytes', autoAllocateChunkSize: 0 }), TypeError, 'zero autoAllocateChunkSize');
+  });
+  await test('byte stream tee', async () => {
+    const rs = new ReadableStream({ type: 'bytes', start(c) { c.enqueue(new Uint8Array([9, 8])); c.close(); } });
+    const [a, b] = rs.tee();
+    const [ca, cb] = await Promise.all([readAll(a), readAll(b)]);
+    eq(hex(ca[0]), '0908');
+    eq(hex(cb[0]), '0908');
+    assert(ca[0] !== cb[0], 'branches get distinct chunks');
+  });
+  await test('toStringTag and brand checks', () => {
+    eq(Object.prototype.toString.call(new ReadableStream()), '[object ReadableStream]');
+    eq(Object.prototype.toString.call(new WritableStream()), '[object WritableStream]');
+    eq(Object.prototype.toString.call(new TransformStream()), '[object TransformStream]');
+    eq(Object.prototype.toString.call(new ReadableStream().getReader()), '[object ReadableStreamDefaultReader]');
+    throws(() => ReadableStream.prototype.getReader.call({}), TypeError, 'getReader on a plain object');
+    throws(() => Object.getOwnPropertyDescriptor(ReadableStream.prototype, 'locked').get.call({}), TypeError, 'locked getter');
+    throws(() => ReadableStream(), TypeError, 'without new');
+  });
+});
