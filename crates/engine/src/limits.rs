@@ -90,8 +90,9 @@ impl HeapGuard {
         self.hit.replace(false)
     }
 
-    /// Registers the callback on `isolate`.
-    pub(crate) fn install(self: &Box<Self>, isolate: &mut v8::Isolate) {
+    /// Registers the callback on `isolate`. Call it on the boxed guard, whose
+    /// address is stable.
+    pub(crate) fn install(&self, isolate: &mut v8::Isolate) {
         let data = std::ptr::from_ref::<HeapGuard>(self)
             .cast_mut()
             .cast::<c_void>();

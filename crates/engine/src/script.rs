@@ -31,7 +31,20 @@ pub(crate) fn evaluate(
     let internal = v8::Local::new(scope, &globals.internal);
     let name = host::js_string(scope, &format!("worker:{}", bundle.id))?;
     let source = v8::String::new(scope, &bundle.script)?;
-    if is_module(&bundle.script) {
+    let module = is_module(&bundle.script) || {
+        // The line heuristic missed it (`let n = 0; export default …`): let
+        // V8 decide. A classic compile that trips on import/export is a module.
+        let origin = script_origin(scope, name, false);
+        v8::tc_scope!(let tc, scope);
+        match v8::Script::compile(tc, source, Some(&origin)) {
+            Some(_) => false,
+            None => tc
+                .exception()
+                .map(|e| e.to_rust_string_lossy(tc))
+                .is_some_and(|m| m.contains("'export'") || m.contains("import statement")),
+        }
+    };
+    if module {
         let origin = script_origin(scope, name, true);
         let mut source = v8::script_compiler::Source::new(source, Some(&origin));
         let module = v8::script_compiler::compile_module(scope, &mut source)?;

@@ -95,14 +95,14 @@ pub(crate) fn run(start: ThreadStart) {
         shared,
         ready,
     } = start;
-    if let Some(core) = core {
-        if !core_affinity::set_for_current(core) {
-            tracing::warn!(
-                thread = index,
-                core = core.id,
-                "could not pin engine thread"
-            );
-        }
+    if let Some(core) = core
+        && !core_affinity::set_for_current(core)
+    {
+        tracing::warn!(
+            thread = index,
+            core = core.id,
+            "could not pin engine thread"
+        );
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -102,15 +102,13 @@ pub(super) fn response_write(
     let sent = host
         .writer(ctx)
         .is_some_and(|writer| writer.send(WriteOp::Chunk(bytes.into(), op)).is_ok());
-    if !sent {
-        if let Some((_, resolver)) = host.take_op(op) {
-            let resolver = v8::Local::new(scope, resolver);
-            if let Some(message) =
-                v8::String::new(scope, "responseWrite: the response is not streaming")
-            {
-                let error = v8::Exception::type_error(scope, message);
-                resolver.reject(scope, error);
-            }
+    if !sent && let Some((_, resolver)) = host.take_op(op) {
+        let resolver = v8::Local::new(scope, resolver);
+        if let Some(message) =
+            v8::String::new(scope, "responseWrite: the response is not streaming")
+        {
+            let error = v8::Exception::type_error(scope, message);
+            resolver.reject(scope, error);
         }
     }
 }

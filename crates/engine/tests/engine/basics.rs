@@ -1,11 +1,13 @@
-//! Module and service-worker forms, warm globals, env, errors.
+//! Module and service-worker forms, warm globals, env, tenant isolation, errors.
 
-use isolane_engine::{Limits, PoolMode};
+use std::sync::atomic::Ordering;
+
+use isolane_engine::{ExecuteError, Limits, PoolMode};
 
 use crate::support::*;
 
 #[tokio::test]
-async fn module_worker_answers() {
+async fn module_worker_answers_from_a_spare_then_warm() {
     let (engine, recorder) = engine(1, PoolMode::Pinned);
     let hello = bundle("t/hello", HELLO);
     assert_eq!(
@@ -16,15 +18,135 @@ async fn module_worker_answers() {
         run(&engine, 0, &hello, "/").await,
         (200, "hello".to_owned())
     );
-    assert_eq!(
-        recorder.misses.load(std::sync::atomic::Ordering::Relaxed),
-        1
+    assert_eq!(recorder.misses.load(Ordering::Relaxed), 1);
+    assert_eq!(recorder.hits.load(Ordering::Relaxed), 1);
+    assert_eq!(recorder.from_spare.load(Ordering::Relaxed), 1);
+}
+
+#[tokio::test]
+async fn service_worker_form_answers() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let sw = bundle(
+        "t/sw",
+        "addEventListener('fetch', (event) => { event.respondWith(new Response('sw:' + new URL(event.request.url).pathname)); });",
     );
-    assert_eq!(recorder.hits.load(std::sync::atomic::Ordering::Relaxed), 1);
-    assert_eq!(
-        recorder
-            .from_spare
-            .load(std::sync::atomic::Ordering::Relaxed),
-        1
+    assert_eq!(run(&engine, 0, &sw, "/x").await, (200, "sw:/x".to_owned()));
+}
+
+#[tokio::test]
+async fn globals_persist_across_warm_requests() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let counter = bundle(
+        "t/counter",
+        "let n = 0; export default { fetch() { n += 1; return new Response(String(n)); } };",
     );
+    for expected in 1..=3 {
+        assert_eq!(run(&engine, 0, &counter, "/").await.1, expected.to_string());
+    }
+}
+
+#[tokio::test]
+async fn tenants_never_see_each_others_globals_or_env() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let script = "export default { fetch(req, env) {
+        const seen = globalThis.secret ?? 'none';
+        globalThis.secret = env.NAME;
+        return new Response(seen + '/' + env.NAME + '/' + Object.keys(env).join(','));
+    } };";
+    let a = std::sync::Arc::new(bundle_with(
+        "t/a",
+        script,
+        Limits::default(),
+        &[("NAME", "alice")],
+    ));
+    let b = std::sync::Arc::new(bundle_with(
+        "t/b",
+        script,
+        Limits::default(),
+        &[("NAME", "bob")],
+    ));
+    assert_eq!(run(&engine, 0, &a, "/").await.1, "none/alice/NAME");
+    assert_eq!(run(&engine, 0, &b, "/").await.1, "none/bob/NAME");
+    assert_eq!(run(&engine, 0, &a, "/").await.1, "alice/alice/NAME");
+    assert_eq!(run(&engine, 0, &b, "/").await.1, "bob/bob/NAME");
+}
+
+#[tokio::test]
+async fn a_thrown_error_is_a_500_exception() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let thrower = bundle(
+        "t/throw",
+        "export default { fetch() { throw new Error('boom'); } };",
+    );
+    let error = engine.execute(0, thrower, get("/")).await.unwrap_err();
+    assert!(
+        matches!(error, ExecuteError::Exception { ref message } if message.contains("boom")),
+        "{error:?}"
+    );
+    assert_eq!(error.status(), 500);
+}
+
+#[tokio::test]
+async fn a_broken_script_is_a_script_error() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let broken = bundle(
+        "t/broken",
+        "export default { fetch() { return new Response('x') ;",
+    );
+    let error = engine.execute(0, broken, get("/")).await.unwrap_err();
+    assert!(
+        matches!(error, ExecuteError::Script { ref message } if message.contains("SyntaxError")),
+        "{error:?}"
+    );
+    let no_handler = bundle("t/nohandler", "export const x = 1;");
+    let error = engine.execute(0, no_handler, get("/")).await.unwrap_err();
+    assert!(matches!(error, ExecuteError::Script { .. }), "{error:?}");
+    assert_eq!(error.status(), 500);
+}
+
+#[tokio::test]
+async fn code_generation_from_strings_is_disabled() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let eval = bundle(
+        "t/eval",
+        "export default { fetch() { let r; try { r = String(eval('1+1')); } catch (e) { r = e.name; } return new Response(r); } };",
+    );
+    assert_eq!(run(&engine, 0, &eval, "/").await.1, "EvalError");
+}
+
+#[tokio::test]
+async fn a_new_revision_replaces_the_isolate() {
+    let (engine, recorder) = engine(1, PoolMode::Pinned);
+    let v1 = bundle(
+        "t/rev",
+        "export default { fetch() { return new Response('v1'); } };",
+    );
+    let v2 = bundle(
+        "t/rev",
+        "export default { fetch() { return new Response('v2'); } };",
+    );
+    assert_eq!(run(&engine, 0, &v1, "/").await.1, "v1");
+    assert_eq!(run(&engine, 0, &v2, "/").await.1, "v2");
+    let evictions = recorder.evictions.lock().unwrap().clone();
+    assert_eq!(
+        evictions,
+        vec![isolane_engine::EvictionReason::RevisionReplaced]
+    );
+}
+
+#[tokio::test]
+async fn unknown_threads_are_refused() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let error = engine
+        .execute(7, bundle("t/x", HELLO), get("/"))
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        error,
+        ExecuteError::UnknownThread {
+            thread: 7,
+            threads: 1
+        }
+    ));
+    assert_eq!(error.status(), 500);
 }

@@ -1,0 +1,199 @@
+//! Each limit stops its worker within bounds, answers with a clear status,
+//! and leaves the next request to another worker on the same thread healthy.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use isolane_engine::{ExecuteError, Limits, PoolMode, TerminationReason};
+
+use crate::support::*;
+
+fn limits() -> Limits {
+    limits_cpu(50)
+}
+
+fn limits_cpu(cpu_ms: u64) -> Limits {
+    Limits {
+        cpu_ms,
+        wall_ms: 1_000,
+        memory_mib: 32,
+        subrequests: 50,
+    }
+}
+
+/// Runs `script`, expects `check` on its error, then a healthy neighbour.
+async fn breach(
+    script: &str,
+    check: impl Fn(&ExecuteError) -> bool,
+    within: Duration,
+) -> Arc<Recorder> {
+    breach_with(script, limits(), check, within).await
+}
+
+async fn breach_with(
+    script: &str,
+    limits: Limits,
+    check: impl Fn(&ExecuteError) -> bool,
+    within: Duration,
+) -> Arc<Recorder> {
+    let (engine, recorder) = engine(1, PoolMode::Pinned);
+    let bad = Arc::new(bundle_with("t/bad", script, limits, &[]));
+    let started = Instant::now();
+    let error = engine.execute(0, bad.clone(), get("/")).await.unwrap_err();
+    let took = started.elapsed();
+    assert!(check(&error), "unexpected error: {error:?}");
+    assert!(took < within, "took {took:?}, limit {within:?}");
+    // The neighbour on the same thread is unaffected.
+    let good = bundle("t/good", HELLO);
+    assert_eq!(run(&engine, 0, &good, "/").await, (200, "hello".to_owned()));
+    // And the bad worker gets a fresh isolate next time (still failing, still bounded).
+    let again = engine.execute(0, bad, get("/")).await.unwrap_err();
+    assert!(check(&again), "unexpected error the second time: {again:?}");
+    recorder
+}
+
+#[tokio::test]
+async fn an_infinite_loop_hits_the_cpu_limit() {
+    let recorder = breach(
+        "export default { fetch() { for (;;) {} } };",
+        |e| {
+            matches!(e, ExecuteError::CpuLimit { limit_ms: 50 })
+                && e.status() == 503
+                && e.reason() == "cpu_limit"
+        },
+        Duration::from_millis(900),
+    )
+    .await;
+    assert!(
+        recorder
+            .terminations
+            .lock()
+            .unwrap()
+            .contains(&TerminationReason::CpuLimit)
+    );
+}
+
+#[tokio::test]
+async fn an_async_busy_loop_hits_the_cpu_limit() {
+    breach(
+        "export default { async fetch() { for (;;) { await null; } } };",
+        |e| matches!(e, ExecuteError::CpuLimit { .. }),
+        Duration::from_millis(900),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_memory_bomb_hits_the_memory_limit() {
+    // CPU is plentiful here so that memory is the limit that stops it.
+    let recorder = breach_with(
+        "export default { fetch() { const keep = []; for (;;) { keep.push(new Array(100000).fill({ a: Math.random() })); } } };",
+        limits_cpu(10_000),
+        |e| matches!(e, ExecuteError::MemoryLimit { limit_mib: 32 }) && e.status() == 503,
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(
+        recorder
+            .terminations
+            .lock()
+            .unwrap()
+            .contains(&TerminationReason::MemoryLimit)
+    );
+}
+
+#[tokio::test]
+async fn deep_recursion_is_an_exception() {
+    breach(
+        "function f(n) { return f(n + 1) + 1; } export default { fetch() { return new Response(String(f(0))); } };",
+        |e| matches!(e, ExecuteError::Exception { message } if message.contains("call stack")),
+        Duration::from_secs(2),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_giant_string_is_stopped() {
+    breach(
+        "export default { fetch() { let s = 'x'; for (;;) { s = s + s; } } };",
+        |e| matches!(e, ExecuteError::Exception { message } if message.contains("Invalid string length"))
+            || matches!(e, ExecuteError::MemoryLimit { .. }),
+        Duration::from_secs(5),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_timer_that_never_fires_hits_the_wall_limit() {
+    let recorder = breach(
+        "export default { fetch() { return new Promise((resolve) => setTimeout(() => resolve(new Response('late')), 60000)); } };",
+        |e| matches!(e, ExecuteError::WallTimeout { limit_ms: 1_000 }) && e.status() == 504,
+        Duration::from_millis(2_500),
+    )
+    .await;
+    assert!(
+        recorder
+            .terminations
+            .lock()
+            .unwrap()
+            .contains(&TerminationReason::WallTimeout)
+    );
+}
+
+/// A local server that accepts connections and never answers.
+async fn black_hole() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_thousand_pending_fetches_hit_the_subrequest_limit() {
+    let addr = black_hole().await;
+    let script = format!(
+        "export default {{ async fetch() {{
+            const pending = [];
+            let refused = 0;
+            for (let i = 0; i < 1000; i++) {{
+                pending.push(fetch('http://{addr}/' + i).catch((e) => {{ refused++; return String(e.message); }}));
+            }}
+            const first = await Promise.race(pending.slice(50));
+            return new Response(refused + ' ' + first);
+        }} }};"
+    );
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    // Starting a thousand fetches takes real CPU in a debug build.
+    let worker = Arc::new(bundle_with("t/fanout", &script, limits_cpu(5_000), &[]));
+    let (status, body) = text(engine.execute(0, worker, get("/")).await).await;
+    assert_eq!(status, 200);
+    assert!(body.starts_with("950 Too many subrequests"), "{body}");
+    let good = bundle("t/good", HELLO);
+    assert_eq!(run(&engine, 0, &good, "/").await, (200, "hello".to_owned()));
+}
+
+#[tokio::test]
+async fn pending_fetches_end_at_the_wall_limit() {
+    let addr = black_hole().await;
+    let script = format!(
+        "export default {{ async fetch() {{
+            const all = [];
+            for (let i = 0; i < 1000; i++) all.push(fetch('http://{addr}/').catch(() => null));
+            await Promise.all(all);
+            return new Response('never');
+        }} }};"
+    );
+    breach_with(
+        &script,
+        limits_cpu(5_000),
+        |e| matches!(e, ExecuteError::WallTimeout { .. }),
+        Duration::from_millis(2_500),
+    )
+    .await;
+}

@@ -1,0 +1,82 @@
+//! Request and response bodies stream in chunks, never buffered whole.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use isolane_engine::{Body, PoolMode};
+
+use crate::support::*;
+
+const ECHO: &str = "export default { async fetch(request) {
+    let chunks = 0, bytes = 0;
+    const reader = request.body.getReader();
+    const out = new ReadableStream({
+        async pull(controller) {
+            const { value, done } = await reader.read();
+            if (done) { controller.enqueue(new TextEncoder().encode('\\n' + chunks + ' chunks ' + bytes + ' bytes')); controller.close(); return; }
+            chunks++; bytes += value.length;
+            controller.enqueue(value);
+        },
+    });
+    return new Response(out);
+} };";
+
+#[tokio::test]
+async fn a_large_upload_is_echoed_in_chunks() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let echo = bundle("t/echo", ECHO);
+    let (tx, body) = Body::channel(2);
+    const CHUNKS: usize = 64;
+    const SIZE: usize = 64 * 1024;
+    let writer = tokio::spawn(async move {
+        for i in 0..CHUNKS {
+            tx.send(Bytes::from(vec![b'a' + (i % 26) as u8; SIZE]))
+                .await
+                .unwrap();
+        }
+    });
+    let response = engine.execute(0, echo, post("/", body)).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let (mut total, mut pieces, mut tail) = (0usize, 0usize, Vec::new());
+    while let Some(chunk) = body.next_chunk().await {
+        let chunk = chunk.unwrap();
+        assert!(
+            chunk.len() <= SIZE + 64,
+            "a chunk of {} bytes: buffered?",
+            chunk.len()
+        );
+        total += chunk.len();
+        pieces += 1;
+        tail = chunk.to_vec();
+    }
+    writer.await.unwrap();
+    let tail = String::from_utf8_lossy(&tail).into_owned();
+    assert_eq!(tail, format!("\n{CHUNKS} chunks {} bytes", CHUNKS * SIZE));
+    assert_eq!(total, CHUNKS * SIZE + tail.len());
+    assert_eq!(pieces, CHUNKS + 1);
+}
+
+#[tokio::test]
+async fn a_streamed_response_waits_for_its_reader() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let producer = bundle(
+        "t/producer",
+        "let made = 0; export default { fetch(request) {
+            if (new URL(request.url).pathname === '/made') return new Response(String(made));
+            return new Response(new ReadableStream({ pull(c) { made++; c.enqueue(new Uint8Array(16384)); if (made >= 64) c.close(); } }));
+        } };",
+    );
+    let response = engine.execute(0, producer.clone(), get("/")).await.unwrap();
+    // Nobody reads: back-pressure stops the producer after a few chunks.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (_, made) = run(&engine, 0, &producer, "/made").await;
+    let made: usize = made.parse().unwrap();
+    assert!(made < 20, "produced {made} chunks with no reader");
+    let mut body = response.into_body();
+    let mut total = 0;
+    while let Some(chunk) = body.next_chunk().await {
+        total += chunk.unwrap().len();
+    }
+    assert_eq!(total, 64 * 16384);
+}
