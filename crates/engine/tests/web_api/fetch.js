@@ -1,0 +1,168 @@
+// fetch() against a local HTTP server whose base URL is env.TARGET (see README.md for its endpoints).
+// ---- tiny test harness (same in every suite; suites are single-file workers) ----
+let results;
+const fmt = (v) => { try { return typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : JSON.stringify(v) ?? String(v); } catch { return String(v); } };
+async function test(name, fn) {
+  try {
+    await fn();
+    results.passed++;
+  } catch (e) {
+    results.failed.push({ name, error: String((e && e.stack) || e) });
+  }
+}
+function assert(cond, msg = 'assertion failed') { if (!cond) throw new Error(msg); }
+function eq(actual, expected, msg = 'eq') {
+  if (!Object.is(actual, expected)) throw new Error(`${msg}: expected ${fmt(expected)}, got ${fmt(actual)}`);
+}
+function deepEq(actual, expected, msg = 'deepEq') {
+  const a = JSON.stringify(actual), b = JSON.stringify(expected);
+  if (a !== b) throw new Error(`${msg}: expected ${b}, got ${a}`);
+}
+function checkError(e, expected, msg) {
+  if (typeof expected === 'function') {
+    if (!(e instanceof expected)) throw new Error(`${msg}: expected ${expected.name}, got ${e && e.name}: ${e && e.message}`);
+  } else if (typeof expected === 'string') {
+    if (!e || e.name !== expected) throw new Error(`${msg}: expected error named ${expected}, got ${e && e.name}: ${e && e.message}`);
+    if (!['Error', 'TypeError', 'RangeError', 'SyntaxError', 'EvalError', 'ReferenceError'].includes(expected) && !(e instanceof DOMException)) {
+      throw new Error(`${msg}: expected a DOMException named ${expected}`);
+    }
+  }
+}
+function throws(fn, expected, msg = 'throws') {
+  try { fn(); } catch (e) { checkError(e, expected, msg); return e; }
+  throw new Error(`${msg}: did not throw`);
+}
+async function rejects(p, expected, msg = 'rejects') {
+  let promise;
+  try { promise = typeof p === 'function' ? p() : p; } catch (e) { throw new Error(`${msg}: threw synchronously instead of rejecting: ${e}`); }
+  assert(promise && typeof promise.then === 'function', `${msg}: did not return a promise`);
+  try { await promise; } catch (e) { checkError(e, expected, msg); return e; }
+  throw new Error(`${msg}: did not reject`);
+}
+const tick = () => new Promise((r) => setTimeout(r, 0));
+const bytes = (...xs) => new Uint8Array(xs);
+const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, '0')).join('');
+function suite(run) {
+  return {
+    async fetch(request, env, ctx) {
+      results = { passed: 0, failed: [] };
+      try {
+        await run(request, env, ctx);
+      } catch (e) {
+        results.failed.push({ name: '(suite)', error: String((e && e.stack) || e) });
+      }
+      return new Response(JSON.stringify(results), { headers: { 'content-type': 'application/json' } });
+    },
+  };
+}
+// ---- end of harness ----
+
+export default suite(async (request, env) => {
+  const T = env.TARGET;
+  assert(typeof T === 'string' && T.startsWith('http'), 'env.TARGET is the test server');
+  await test('GET and response basics', async () => {
+    const res = await fetch(`${T}/echo?q=1`);
+    assert(res instanceof Response, 'a Response');
+    eq(res.status, 200);
+    eq(res.ok, true);
+    eq(res.url, `${T}/echo?q=1`);
+    eq(res.headers.get('content-type'), 'application/json');
+    eq(res.headers.get('x-echo'), 'yes');
+    deepEq(res.headers.getSetCookie(), ['a=1', 'b=2']);
+    throws(() => res.headers.set('x', 'y'), TypeError, 'fetched response headers are immutable');
+    assert(res.body instanceof ReadableStream, 'body is a stream');
+    const j = await res.json();
+    eq(j.method, 'GET');
+    eq(j.url, '/echo?q=1');
+    eq(j.body, '');
+    eq(res.bodyUsed, true);
+  });
+  await test('POST with a body, headers, methods', async () => {
+    const res = await fetch(`${T}/echo`, { method: 'POST', body: 'hello \u00e9', headers: { 'X-Custom': 'v1' } });
+    const j = await res.json();
+    eq(j.method, 'POST');
+    eq(j.body, 'hello \u00e9');
+    eq(j.headers['x-custom'], 'v1');
+    eq(j.headers['content-type'], 'text/plain;charset=UTF-8');
+    const put = await (await fetch(`${T}/echo`, { method: 'put', body: new Uint8Array([104, 105]) })).json();
+    eq(put.method, 'PUT');
+    eq(put.body, 'hi');
+    const streamed = await (await fetch(`${T}/echo`, {
+      method: 'POST',
+      body: ReadableStream.from([new TextEncoder().encode('str'), new TextEncoder().encode('eam')]),
+      duplex: 'half',
+    })).json();
+    eq(streamed.body, 'stream', 'a stream body is buffered and sent');
+    const fromRequest = await (await fetch(new Request(`${T}/echo`, { method: 'DELETE', headers: { k: 'v' } }))).json();
+    eq(fromRequest.method, 'DELETE');
+    eq(fromRequest.headers.k, 'v');
+  });
+  await test('status codes and empty bodies', async () => {
+    const nf = await fetch(`${T}/nowhere`);
+    eq(nf.status, 404);
+    eq(nf.ok, false);
+    eq(await nf.text(), 'not found');
+    const s = await fetch(`${T}/status?code=503&body=down`);
+    eq(s.status, 503);
+    eq(await s.text(), 'down');
+    const nc = await fetch(`${T}/status?code=204`);
+    eq(nc.status, 204);
+    eq(await nc.text(), '');
+    const head = await fetch(`${T}/echo`, { method: 'HEAD' });
+    eq(head.status, 200);
+    eq(await head.text(), '');
+  });
+  await test('streamed response body', async () => {
+    const res = await fetch(`${T}/stream`);
+    const reader = res.body.getReader();
+    let text = '';
+    let chunks = 0;
+    const d = new TextDecoder();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      assert(value instanceof Uint8Array, 'chunks are Uint8Array');
+      chunks++;
+      text += d.decode(value, { stream: true });
+    }
+    eq(text, 'chunk0;chunk1;chunk2;chunk3;chunk4;');
+    assert(chunks >= 1, 'at least one chunk');
+    const big = await fetch(`${T}/big`);
+    const buf = await big.arrayBuffer();
+    eq(buf.byteLength, 1 << 20);
+    eq(new Uint8Array(buf)[12345], 7);
+  });
+  await test('clone a fetched response', async () => {
+    const res = await fetch(`${T}/echo`);
+    const c = res.clone();
+    eq((await res.json()).method, 'GET');
+    eq((await c.json()).method, 'GET');
+    const again = await fetch(`${T}/echo`);
+    const copy = new Response(again.body, again);
+    copy.headers.set('x-added', '1');
+    eq(copy.headers.get('x-added'), '1', 'new Response(body, res) has mutable headers');
+  });
+  await test('errors', async () => {
+    await rejects(fetch('/relative'), TypeError, 'relative URL');
+    await rejects(fetch('not a url'), TypeError, 'bad URL');
+    await rejects(fetch(`${T}/echo`, { method: 'GET', body: 'x' }), TypeError, 'GET with body');
+    await rejects(fetch('http://127.0.0.1:9/'), TypeError, 'connection refused');
+    await rejects(fetch(), TypeError, 'no argument');
+  });
+  await test('AbortSignal', async () => {
+    await rejects(fetch(`${T}/echo`, { signal: AbortSignal.abort() }), 'AbortError', 'already aborted');
+    const ac = new AbortController();
+    const p = fetch(`${T}/slow`, { signal: ac.signal });
+    setTimeout(() => ac.abort(), 20);
+    await rejects(p, 'AbortError', 'aborted while waiting');
+    const reason = new RangeError('custom reason');
+    await rejects(fetch(`${T}/slow`, { signal: AbortSignal.abort(reason) }), RangeError, 'custom reason');
+    await rejects(fetch(`${T}/slow`, { signal: AbortSignal.timeout(20) }), 'TimeoutError', 'timeout');
+    const ac2 = new AbortController();
+    const res = await fetch(`${T}/stream`, { signal: ac2.signal });
+    const reader = res.body.getReader();
+    await reader.read();
+    ac2.abort();
+    await rejects(reader.read(), 'AbortError', 'abort errors the body stream');
+  });
+});

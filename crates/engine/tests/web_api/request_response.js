@@ -1,0 +1,284 @@
+// Request, Response and the Body mixin, including the incoming request.
+// ---- tiny test harness (same in every suite; suites are single-file workers) ----
+let results;
+const fmt = (v) => { try { return typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : JSON.stringify(v) ?? String(v); } catch { return String(v); } };
+async function test(name, fn) {
+  try {
+    await fn();
+    results.passed++;
+  } catch (e) {
+    results.failed.push({ name, error: String((e && e.stack) || e) });
+  }
+}
+function assert(cond, msg = 'assertion failed') { if (!cond) throw new Error(msg); }
+function eq(actual, expected, msg = 'eq') {
+  if (!Object.is(actual, expected)) throw new Error(`${msg}: expected ${fmt(expected)}, got ${fmt(actual)}`);
+}
+function deepEq(actual, expected, msg = 'deepEq') {
+  const a = JSON.stringify(actual), b = JSON.stringify(expected);
+  if (a !== b) throw new Error(`${msg}: expected ${b}, got ${a}`);
+}
+function checkError(e, expected, msg) {
+  if (typeof expected === 'function') {
+    if (!(e instanceof expected)) throw new Error(`${msg}: expected ${expected.name}, got ${e && e.name}: ${e && e.message}`);
+  } else if (typeof expected === 'string') {
+    if (!e || e.name !== expected) throw new Error(`${msg}: expected error named ${expected}, got ${e && e.name}: ${e && e.message}`);
+    if (!['Error', 'TypeError', 'RangeError', 'SyntaxError', 'EvalError', 'ReferenceError'].includes(expected) && !(e instanceof DOMException)) {
+      throw new Error(`${msg}: expected a DOMException named ${expected}`);
+    }
+  }
+}
+function throws(fn, expected, msg = 'throws') {
+  try { fn(); } catch (e) { checkError(e, expected, msg); return e; }
+  throw new Error(`${msg}: did not throw`);
+}
+async function rejects(p, expected, msg = 'rejects') {
+  let promise;
+  try { promise = typeof p === 'function' ? p() : p; } catch (e) { throw new Error(`${msg}: threw synchronously instead of rejecting: ${e}`); }
+  assert(promise && typeof promise.then === 'function', `${msg}: did not return a promise`);
+  try { await promise; } catch (e) { checkError(e, expected, msg); return e; }
+  throw new Error(`${msg}: did not reject`);
+}
+const tick = () => new Promise((r) => setTimeout(r, 0));
+const bytes = (...xs) => new Uint8Array(xs);
+const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, '0')).join('');
+function suite(run) {
+  return {
+    async fetch(request, env, ctx) {
+      results = { passed: 0, failed: [] };
+      try {
+        await run(request, env, ctx);
+      } catch (e) {
+        results.failed.push({ name: '(suite)', error: String((e && e.stack) || e) });
+      }
+      return new Response(JSON.stringify(results), { headers: { 'content-type': 'application/json' } });
+    },
+  };
+}
+// ---- end of harness ----
+
+const te = new TextEncoder();
+async function drain(stream) {
+  const r = stream.getReader();
+  let s = '';
+  const d = new TextDecoder();
+  for (;;) {
+    const { value, done } = await r.read();
+    if (done) return s + d.decode();
+    s += d.decode(value, { stream: true });
+  }
+}
+
+export default suite(async (request, env, ctx) => {
+  await test('the incoming request', async () => {
+    assert(request instanceof Request, 'a Request');
+    eq(request.method, 'POST');
+    eq(new URL(request.url).pathname + new URL(request.url).search, '/suite?x=1');
+    eq(request.headers.get('content-type'), 'text/plain;charset=UTF-8');
+    assert(request.body instanceof ReadableStream, 'body is a ReadableStream');
+    eq(request.bodyUsed, false);
+    eq(await request.text(), 'ping');
+    eq(request.bodyUsed, true);
+    await rejects(request.text(), TypeError, 'second read');
+    assert(request.signal instanceof AbortSignal, 'signal');
+    eq(request.signal.aborted, false);
+    eq(typeof ctx.waitUntil, 'function');
+    eq(typeof ctx.passThroughOnException, 'function');
+    eq(Object.isFrozen(env), true, 'env is frozen');
+  });
+  await test('Request construction', () => {
+    const r = new Request('https://a.com/p');
+    eq(r.method, 'GET');
+    eq(r.url, 'https://a.com/p');
+    eq(r.body, null);
+    eq(r.bodyUsed, false);
+    eq(r.redirect, 'follow');
+    eq(new Request('https://a.com', { method: 'post' }).method, 'POST', 'normalised');
+    eq(new Request('https://a.com', { method: 'patch' }).method, 'PATCH', 'patch too, as workerd');
+    eq(new Request('https://a.com', { method: 'Custom' }).method, 'Custom', 'others kept');
+    eq(new Request('https://A.com:443/a/../b').url, 'https://a.com/b', 'URL serialised');
+    eq(new Request(new URL('https://a.com/u')).url, 'https://a.com/u', 'URL object');
+    eq(new Request('https://a.com', { redirect: 'manual' }).redirect, 'manual');
+  });
+  await test('Request errors', () => {
+    throws(() => new Request('/relative'), TypeError, 'relative URL');
+    throws(() => new Request('https://a.com', { method: 'GET', body: 'x' }), TypeError, 'GET with body');
+    throws(() => new Request('https://a.com', { method: 'HEAD', body: 'x' }), TypeError, 'HEAD with body');
+    throws(() => new Request('https://a.com', { method: 'bad method' }), TypeError, 'invalid method');
+    throws(() => new Request('https://a.com', { method: 'CONNECT' }), TypeError, 'forbidden method');
+    throws(() => new Request('https://a.com', { redirect: 'nope' }), TypeError, 'bad redirect');
+    throws(() => new Request('https://a.com', { signal: {} }), TypeError, 'bad signal');
+    throws(() => new Request('https://a.com', { headers: [['a']] }), TypeError, 'bad headers');
+    throws(() => new Request(), TypeError, 'no argument');
+  });
+  await test('Request bodies and content types', async () => {
+    const r = new Request('https://a.com', { method: 'POST', body: 'hi' });
+    eq(r.headers.get('content-type'), 'text/plain;charset=UTF-8');
+    eq(await r.text(), 'hi');
+    const p = new Request('https://a.com', { method: 'POST', body: new URLSearchParams('a=1') });
+    eq(p.headers.get('content-type'), 'application/x-www-form-urlencoded;charset=UTF-8');
+    const own = new Request('https://a.com', { method: 'POST', body: 'x', headers: { 'content-type': 'text/x' } });
+    eq(own.headers.get('content-type'), 'text/x', 'explicit content type kept');
+    const bin = new Request('https://a.com', { method: 'PUT', body: new Uint8Array([1, 2]) });
+    eq(bin.headers.has('content-type'), false, 'no content type for bytes');
+    eq(hex(await bin.arrayBuffer()), '0102');
+  });
+  await test('Request from Request + init', async () => {
+    const ac = new AbortController();
+    const a = new Request('https://a.com/x', { method: 'POST', body: 'payload', headers: { 'x-a': '1' }, signal: ac.signal });
+    const b = new Request(a, { headers: { 'x-b': '2' } });
+    eq(b.url, 'https://a.com/x');
+    eq(b.method, 'POST');
+    eq(b.headers.get('x-a'), null, 'init headers replace');
+    eq(b.headers.get('x-b'), '2');
+    eq(a.bodyUsed, true, 'the body moved to the new request');
+    eq(await b.text(), 'payload');
+    ac.abort();
+    eq(b.signal.aborted, true, 'follows the original signal');
+    const c = new Request(new Request('https://a.com', { headers: { k: 'v' } }));
+    eq(c.headers.get('k'), 'v', 'headers copied');
+    const d = new Request(new Request('https://a.com', { method: 'PUT' }), { method: 'DELETE' });
+    eq(d.method, 'DELETE');
+    const used = new Request('https://a.com', { method: 'POST', body: 'x' });
+    await used.text();
+    throws(() => new Request(used), TypeError, 'a used body cannot be reused');
+    throws(() => new Request(new Request('https://a.com', { method: 'POST', body: 'x' }), { method: 'GET' }), TypeError, 'GET with inherited body');
+  });
+  await test('Response construction', async () => {
+    const r = new Response('hello');
+    eq(r.status, 200);
+    eq(r.ok, true);
+    eq(r.statusText, '');
+    eq(r.type, 'default');
+    eq(r.url, '');
+    eq(r.redirected, false);
+    eq(r.headers.get('content-type'), 'text/plain;charset=UTF-8');
+    eq(await r.text(), 'hello');
+    const e = new Response(null, { status: 404, statusText: 'Not Found', headers: { 'x-y': 'z' } });
+    eq(e.ok, false);
+    eq(e.statusText, 'Not Found');
+    eq(e.headers.get('x-y'), 'z');
+    eq(e.body, null);
+    eq(await e.text(), '', 'null body reads as empty');
+    eq(new Response().status, 200);
+    eq(new Response(undefined, { status: 204 }).status, 204);
+    eq(new Response('', { status: 599 }).status, 599);
+  });
+  await test('Response errors', () => {
+    throws(() => new Response('x', { status: 199 }), RangeError, 'status 199');
+    throws(() => new Response('x', { status: 600 }), RangeError, 'status 600');
+    throws(() => new Response('x', { status: 0 }), RangeError, 'status 0');
+    throws(() => new Response('x', { status: 204 }), TypeError, 'body with 204');
+    throws(() => new Response('x', { status: 304 }), TypeError, 'body with 304');
+    throws(() => new Response('x', { statusText: 'bad\nline' }), TypeError, 'newline in statusText');
+    throws(() => new Response('x', { statusText: '\u0100' }), TypeError, 'non-ByteString statusText');
+    throws(() => new Response('x', { headers: { 'a b': 'c' } }), TypeError, 'bad header name');
+  });
+  await test('Response.json, redirect, error', async () => {
+    const j = Response.json({ a: [1, 'x'] }, { status: 201, headers: { 'x-k': 'v' } });
+    eq(j.status, 201);
+    eq(j.headers.get('content-type'), 'application/json');
+    eq(j.headers.get('x-k'), 'v');
+    deepEq(await j.json(), { a: [1, 'x'] });
+    eq(Response.json('s', { headers: { 'content-type': 'application/vnd.x+json' } }).headers.get('content-type'), 'application/vnd.x+json', 'explicit content type kept');
+    throws(() => Response.json(undefined), TypeError, 'undefined is not JSON');
+    throws(() => Response.json(() => {}), TypeError, 'function is not JSON');
+    throws(() => Response.json(1n), TypeError, 'BigInt throws');
+    const cyc = {};
+    cyc.self = cyc;
+    throws(() => Response.json(cyc), TypeError, 'cycle');
+    throws(() => Response.json({}, { status: 204 }), TypeError, 'json with null body status');
+    const r = Response.redirect('https://a.com/next');
+    eq(r.status, 302);
+    eq(r.headers.get('location'), 'https://a.com/next');
+    eq(r.body, null);
+    eq(Response.redirect('https://a.com/', 301).status, 301);
+    eq(Response.redirect(new URL('https://b.com/x y'), 308).headers.get('location'), 'https://b.com/x%20y');
+    throws(() => Response.redirect('https://a.com/', 200), RangeError, 'not a redirect status');
+    throws(() => Response.redirect('/relative'), TypeError, 'relative URL');
+    const e = Response.error();
+    eq(e.type, 'error');
+    eq(e.status, 0);
+    eq(e.ok, false);
+    eq(e.body, null);
+  });
+  await test('body mixin reads', async () => {
+    eq(hex(await new Response(new Uint8Array([1, 2, 3])).arrayBuffer()), '010203');
+    const ab = await new Response('x').arrayBuffer();
+    assert(ab instanceof ArrayBuffer, 'arrayBuffer() gives an ArrayBuffer');
+    const b = await new Response('abc').bytes();
+    assert(b instanceof Uint8Array, 'bytes() gives a Uint8Array');
+    eq(hex(b), '616263');
+    deepEq(await new Response('{"k":[1]}').json(), { k: [1] });
+    await rejects(new Response('{bad').json(), SyntaxError, 'bad JSON');
+    eq(await new Response(new Uint8Array([0xef, 0xbb, 0xbf, 0x68, 0xff])).text(), 'h\ufffd', 'BOM stripped, invalid replaced');
+    const blob = await new Response('blob!', { headers: { 'content-type': 'text/x-test' } }).blob();
+    assert(blob instanceof Blob, 'blob() gives a Blob');
+    eq(blob.type, 'text/x-test');
+    eq(await blob.text(), 'blob!');
+    const shared = new Uint8Array([7]);
+    const r = new Response(shared);
+    shared[0] = 8;
+    eq(hex(await r.arrayBuffer()), '07', 'the body is a copy of the buffer');
+    const fromBlob = new Response(new Blob(['bb'], { type: 'x/y' }));
+    eq(fromBlob.headers.get('content-type'), 'x/y');
+    eq(await fromBlob.text(), 'bb');
+  });
+  await test('bodyUsed and locked bodies', async () => {
+    const r = new Response('once');
+    await r.text();
+    eq(r.bodyUsed, true);
+    await rejects(r.text(), TypeError, 'text twice');
+    await rejects(r.arrayBuffer(), TypeError, 'arrayBuffer after text');
+    throws(() => r.clone(), TypeError, 'clone after use');
+    const s = new Response('stream');
+    const reader = s.body.getReader();
+    eq(s.bodyUsed, false, 'locked is not used');
+    await rejects(s.text(), TypeError, 'locked body');
+    await reader.read();
+    eq(s.bodyUsed, true, 'disturbed is used');
+    const rs = new ReadableStream();
+    rs.getReader();
+    throws(() => new Response(rs), TypeError, 'a locked stream cannot be a body');
+  });
+  await test('stream bodies', async () => {
+    const body = ReadableStream.from([te.encode('a'), te.encode('b')]);
+    const r = new Response(body);
+    eq(r.body, body, 'the same stream');
+    eq(await r.text(), 'ab');
+    const bad = new Response(ReadableStream.from(['not bytes']));
+    await rejects(bad.text(), TypeError, 'string chunks are not bytes');
+    const t = new Response('lazy');
+    eq(await drain(t.body), 'lazy', 'a string body as a stream');
+    eq(t.body === t.body, true, 'body is the same object each time');
+  });
+  await test('clone tees the body', async () => {
+    const r = new Response(ReadableStream.from([te.encode('x'), te.encode('y')]), { status: 201, headers: { a: 'b' } });
+    const c = r.clone();
+    eq(c.status, 201);
+    eq(c.headers.get('a'), 'b');
+    c.headers.set('a', 'changed');
+    eq(r.headers.get('a'), 'b', 'headers copied, not shared');
+    eq(await r.text(), 'xy');
+    eq(await c.text(), 'xy');
+    const q = new Request('https://a.com', { method: 'POST', body: 'rq' });
+    const qc = q.clone();
+    eq(await q.text(), 'rq');
+    eq(await qc.text(), 'rq');
+    eq(qc.method, 'POST');
+    const fixed = new Response('fixed');
+    const fc = fixed.clone();
+    eq(await fc.text(), 'fixed');
+    eq(await fixed.text(), 'fixed');
+  });
+  await test('brands and toStringTag', () => {
+    eq(Object.prototype.toString.call(new Request('https://a.com')), '[object Request]');
+    eq(Object.prototype.toString.call(new Response()), '[object Response]');
+    throws(() => Object.getOwnPropertyDescriptor(Response.prototype, 'status').get.call({}), TypeError, 'status getter');
+    throws(() => Request.prototype.clone.call(new Response()), TypeError, 'Request.clone on a Response');
+  });
+  await test('body methods reject (not throw) on wrong receivers', async () => {
+    await rejects(() => Response.prototype.text.call({}), TypeError, 'text');
+    await rejects(() => Request.prototype.json.call(new Response('1')), TypeError, 'Request method on a Response');
+  });
+});
