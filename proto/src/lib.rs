@@ -1,2 +1,29 @@
-//! The node-router wire contract (generated gRPC code).
+//! The wire contract between the router and runtime nodes.
+//!
+//! `proto/isolane/runtime/v1/runtime.proto` defines the `Runtime` gRPC
+//! service: `Execute`, one HTTP request streamed both ways (a head, body
+//! chunks, an end marker), and `Stats`, a node's load per thread. This crate
+//! holds the Rust generated from it by tonic and prost — committed under
+//! `src/gen/`, checked against the `.proto` by `tests/generated.rs`, and
+//! regenerated with `cargo run -p isolane-proto --example protogen` — plus a
+//! few hand-written helpers ([`frame`], [`outcome`]). The router composes the
+//! [`runtime::v1::runtime_client::RuntimeClient`]; runtime nodes implement
+//! [`runtime::v1::runtime_server::Runtime`] and serve [`health`] beside it.
 #![forbid(unsafe_code)]
+
+pub mod frame;
+pub mod outcome;
+
+/// The `isolane.runtime` protobuf packages.
+pub mod runtime {
+    /// `isolane.runtime.v1`: generated messages, client and server.
+    pub mod v1 {
+        include!("gen/isolane.runtime.v1.rs");
+    }
+}
+
+/// The standard gRPC health service (`grpc.health.v1`), re-exported so nodes
+/// serve it and the router probes it with the same tonic version.
+pub use tonic_health as health;
+
+pub use runtime::v1::Outcome;
