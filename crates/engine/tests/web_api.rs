@@ -1,0 +1,310 @@
+//! Runs every Web API suite in `tests/web_api/` through the real engine and
+//! asserts that none reports a failure (see `tests/web_api/README.md`).
+
+// Test code: unwrapping is the point.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use isolane_engine::{Body, Engine, EngineConfig, Limits, NoopObserver, PoolMode, WorkerBundle};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+#[test]
+fn web_api_suites() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(run_all());
+}
+
+async fn run_all() {
+    let target = start_target_server().await;
+    let engine = Engine::start(
+        EngineConfig {
+            threads: 1,
+            pin_threads: false,
+            pool_mode: PoolMode::Pinned,
+            spare_isolates: 1,
+            ..EngineConfig::default()
+        },
+        Arc::new(NoopObserver),
+    )
+    .expect("engine starts");
+
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/web_api");
+    let mut suites: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "js"))
+        .collect();
+    suites.sort();
+    assert!(!suites.is_empty(), "no suites in {}", dir.display());
+
+    let mut failures = Vec::new();
+    for path in &suites {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let script = std::fs::read_to_string(path).unwrap();
+        let bundle = Arc::new(WorkerBundle {
+            id: format!("web-api-{name}"),
+            revision: "r1".to_owned(),
+            script,
+            env: BTreeMap::from([
+                ("TARGET".to_owned(), target.clone()),
+                ("SUITE".to_owned(), name.clone()),
+            ]),
+            limits: Limits::default(),
+        });
+        let request = http::Request::builder()
+            .method("POST")
+            .uri("http://localhost/suite?x=1")
+            .header("content-type", "text/plain;charset=UTF-8")
+            .header("x-suite", "web_api")
+            .body(Body::from(Bytes::from_static(b"ping")))
+            .unwrap();
+        let result =
+            tokio::time::timeout(Duration::from_secs(60), engine.execute(0, bundle, request)).await;
+        let line = match result {
+            Err(_) => Err("timed out".to_owned()),
+            Ok(Err(error)) => Err(format!("engine error: {error}")),
+            Ok(Ok(response)) => {
+                let status = response.status().as_u16();
+                match response.into_body().collect().await {
+                    Err(error) => Err(format!("status {status}, body error: {error}")),
+                    Ok(body) => {
+                        let text = String::from_utf8_lossy(&body.to_bytes()).into_owned();
+                        check(status, &text)
+                    }
+                }
+            }
+        };
+        match line {
+            Ok(passed) => eprintln!("ok   {name}: {passed} passed"),
+            Err(message) => {
+                eprintln!("FAIL {name}: {message}");
+                failures.push(name);
+            }
+        }
+    }
+    tokio::task::spawn_blocking(move || engine.shutdown())
+        .await
+        .unwrap();
+    assert!(failures.is_empty(), "failing suites: {failures:?}");
+}
+
+/// `Ok(passed)` for `200 {"passed":N,"failed":[],…}`, else a description.
+fn check(status: u16, text: &str) -> Result<u64, String> {
+    let passed = text
+        .strip_prefix("{\"passed\":")
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse::<u64>().ok());
+    match passed {
+        Some(n) if status == 200 && text.contains("\"failed\":[]") => Ok(n),
+        _ => Err(format!("status {status}: {text}")),
+    }
+}
+
+// ---- the HTTP server behind env.TARGET (endpoints in tests/web_api/README.md) ----
+
+async fn start_target_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(serve(stream));
+        }
+    });
+    format!("http://{addr}")
+}
+
+struct Incoming {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+async fn read_request(stream: &mut TcpStream) -> Option<Incoming> {
+    let mut buf = Vec::new();
+    let head_end = loop {
+        let mut chunk = [0_u8; 4096];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let method = first.next()?.to_owned();
+    let target = first.next()?.to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < length {
+        let mut chunk = [0_u8; 4096];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Some(Incoming {
+        method,
+        target,
+        headers,
+        body,
+    })
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+async fn respond(
+    stream: &mut TcpStream,
+    status: u16,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    head_only: bool,
+) {
+    let mut head = format!("HTTP/1.1 {status} X\r\nconnection: close\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if status != 204 && status != 304 {
+        head.push_str(&format!("content-length: {}\r\n", body.len()));
+    }
+    head.push_str("\r\n");
+    let _ = stream.write_all(head.as_bytes()).await;
+    if !head_only && status != 204 && status != 304 {
+        let _ = stream.write_all(body).await;
+    }
+    let _ = stream.shutdown().await;
+}
+
+async fn serve(mut stream: TcpStream) {
+    let Some(req) = read_request(&mut stream).await else {
+        return;
+    };
+    let (path, query) = req
+        .target
+        .split_once('?')
+        .unwrap_or((req.target.as_str(), ""));
+    let param = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|p| p.split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_owned())
+    };
+    let head_only = req.method == "HEAD";
+    match path {
+        "/echo" => {
+            let headers: Vec<String> = req
+                .headers
+                .iter()
+                .map(|(k, v)| format!("{}:{}", json_string(k), json_string(v)))
+                .collect();
+            let body = format!(
+                "{{\"method\":{},\"url\":{},\"headers\":{{{}}},\"body\":{}}}",
+                json_string(&req.method),
+                json_string(&req.target),
+                headers.join(","),
+                json_string(&String::from_utf8_lossy(&req.body))
+            );
+            respond(
+                &mut stream,
+                200,
+                &[
+                    ("content-type", "application/json"),
+                    ("x-echo", "yes"),
+                    ("set-cookie", "a=1"),
+                    ("set-cookie", "b=2"),
+                ],
+                body.as_bytes(),
+                head_only,
+            )
+            .await;
+        }
+        "/status" => {
+            let code = param("code").and_then(|c| c.parse().ok()).unwrap_or(200);
+            let body = param("body").unwrap_or_default();
+            respond(
+                &mut stream,
+                code,
+                &[("content-type", "text/plain")],
+                body.as_bytes(),
+                head_only,
+            )
+            .await;
+        }
+        "/stream" => {
+            // close-delimited body written in pieces
+            let head = "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: text/plain\r\n\r\n";
+            let _ = stream.write_all(head.as_bytes()).await;
+            for i in 0..5 {
+                let _ = stream.write_all(format!("chunk{i};").as_bytes()).await;
+                let _ = stream.flush().await;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let _ = stream.shutdown().await;
+        }
+        "/slow" => {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            respond(&mut stream, 200, &[], b"slow", head_only).await;
+        }
+        "/big" => {
+            let body = vec![7_u8; 1 << 20];
+            respond(
+                &mut stream,
+                200,
+                &[("content-type", "application/octet-stream")],
+                &body,
+                head_only,
+            )
+            .await;
+        }
+        _ => {
+            respond(
+                &mut stream,
+                404,
+                &[("content-type", "text/plain")],
+                b"not found",
+                head_only,
+            )
+            .await;
+        }
+    }
+}
