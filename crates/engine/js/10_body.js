@@ -147,6 +147,9 @@ internal.installBody = function installBody(cls, getInner, getHeaders) {
       return read(this).then((r) => {
         const type = getHeaders(self).get('content-type') ?? '';
         const bytes = r instanceof Uint8Array ? r : r.u8;
+        if (typeof internal.parseFormDataBody !== 'function') {
+          throw new TypeError('formData() is not supported by this runtime yet; read the body with text() or arrayBuffer().');
+        }
         return internal.parseFormDataBody(bytes, type);
       });
     },
