@@ -1,0 +1,186 @@
+//! `isolane dev` as a user runs it: the real binary on a free port, answered
+//! over HTTP, stopped with Ctrl-C (SIGINT).
+#![allow(clippy::unwrap_used)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The running server; SIGINT and reaped on drop.
+struct Dev(Child);
+
+impl Dev {
+    fn start(args: &[&str]) -> Self {
+        let child = Command::new(env!("CARGO_BIN_EXE_isolane"))
+            .current_dir(repo())
+            .arg("dev")
+            .args(args)
+            .args(["--threads", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        Dev(child)
+    }
+
+    /// SIGINT, then the exit status within the deadline.
+    fn interrupt(mut self) -> std::process::ExitStatus {
+        kill(Pid::from_raw(self.0.id() as i32), Signal::SIGINT).unwrap();
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status;
+            }
+            assert!(started.elapsed() < DEADLINE, "isolane dev ignored SIGINT");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+
+async fn request(
+    client: &HttpClient,
+    port: u16,
+    host: &str,
+    path: &str,
+) -> Result<(u16, String), String> {
+    let request = http::Request::builder()
+        .uri(format!("http://127.0.0.1:{port}{path}"))
+        .header(http::header::HOST, host)
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = client.request(request).await.map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// Retries until the server answers (it is starting), within the deadline.
+async fn when_ready(
+    client: &HttpClient,
+    dev: &mut Dev,
+    port: u16,
+    host: &str,
+    path: &str,
+) -> (u16, String) {
+    let started = Instant::now();
+    loop {
+        match request(client, port, host, path).await {
+            Ok(answer) => return answer,
+            Err(error) => {
+                if let Some(status) = dev.0.try_wait().unwrap() {
+                    panic!("isolane dev exited early: {status}");
+                }
+                assert!(
+                    started.elapsed() < DEADLINE,
+                    "isolane dev never answered: {error}"
+                );
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        }
+    }
+}
+
+fn client() -> HttpClient {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+#[tokio::test]
+async fn dev_serves_hello_and_stops_on_ctrl_c() {
+    let port = free_port();
+    let mut dev = Dev::start(&["examples/hello.js", "--port", &port.to_string()]);
+    let client = client();
+    let (status, body) = when_ready(&client, &mut dev, port, "localhost", "/").await;
+    assert_eq!((status, body.as_str()), (200, "Hello from Isolane!\n"));
+    assert!(dev.interrupt().success());
+}
+
+#[tokio::test]
+async fn dev_routes_worker_yaml_by_host_and_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("workers.yaml"),
+        r#"apiVersion: isolane.dev/v1alpha1
+kind: Worker
+metadata: { name: root }
+spec:
+  routes: [{ host: api.example.com }]
+  script: "export default { fetch() { return new Response('root'); } };"
+---
+apiVersion: isolane.dev/v1alpha1
+kind: Worker
+metadata: { name: v2 }
+spec:
+  routes: [{ host: api.example.com, pathPrefix: /v2 }]
+  env: [{ name: WHO, value: two }]
+  script: "export default { fetch(r, env) { return new Response('v2:' + env.WHO); } };"
+"#,
+    )
+    .unwrap();
+    let port = free_port();
+    let workers = dir.path().to_str().unwrap().to_owned();
+    let mut dev = Dev::start(&["--workers", &workers, "--port", &port.to_string()]);
+    let client = client();
+    assert_eq!(
+        when_ready(&client, &mut dev, port, "api.example.com", "/x").await,
+        (200, "root".to_owned())
+    );
+    assert_eq!(
+        request(&client, port, "api.example.com:8787", "/v2/users")
+            .await
+            .unwrap(),
+        (200, "v2:two".to_owned())
+    );
+    let (status, body) = request(&client, port, "nobody.example.com", "/")
+        .await
+        .unwrap();
+    assert_eq!(status, 404);
+    assert!(body.contains("\"reason\":\"no_route\""), "{body}");
+    assert!(dev.interrupt().success());
+}
+
+#[test]
+fn invalid_configuration_exits_64_before_binding() {
+    let status = Command::new(env!("CARGO_BIN_EXE_isolane"))
+        .current_dir(repo())
+        .args(["dev", "examples/does-not-exist.js"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(64));
+}
