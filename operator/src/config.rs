@@ -1,0 +1,388 @@
+//! Command-line flags (each with an `ISOLANE_*` environment fallback), parsed and
+//! validated into a [`Config`] before any port is bound.
+//!
+//! `main` exits with 64 (`EX_USAGE`) when [`Args::validate`] fails. Tests build a
+//! [`Config`] (or pass flags to the binary) instead of setting the environment.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Parser, ValueEnum};
+
+/// Namespace of the bundles, the leader Lease and the runtime-node Leases.
+pub const ENV_NAMESPACE: &str = "ISOLANE_NAMESPACE";
+/// Address of the admin server.
+pub const ENV_ADMIN_ADDR: &str = "ISOLANE_ADMIN_ADDR";
+/// Address of the admission webhook (HTTPS); unset disables it.
+pub const ENV_WEBHOOK_ADDR: &str = "ISOLANE_WEBHOOK_ADDR";
+/// PEM certificate chain of the webhook.
+pub const ENV_WEBHOOK_CERT: &str = "ISOLANE_WEBHOOK_CERT";
+/// PEM private key of the webhook.
+pub const ENV_WEBHOOK_KEY: &str = "ISOLANE_WEBHOOK_KEY";
+/// Whether to elect a leader (`true`) or act alone (`false`).
+pub const ENV_LEADER_ELECTION: &str = "ISOLANE_LEADER_ELECTION";
+/// Name of the leader Lease.
+pub const ENV_LEADER_LEASE: &str = "ISOLANE_LEADER_LEASE";
+/// Duration of the leader Lease.
+pub const ENV_LEASE_DURATION: &str = "ISOLANE_LEASE_DURATION";
+/// How long a leader keeps acting without a successful renewal.
+pub const ENV_RENEW_DEADLINE: &str = "ISOLANE_RENEW_DEADLINE";
+/// How often the leader renews and a standby retries.
+pub const ENV_RETRY_PERIOD: &str = "ISOLANE_RETRY_PERIOD";
+/// Identity in the leader Lease (default: host name and pid).
+pub const ENV_IDENTITY: &str = "ISOLANE_IDENTITY";
+/// How many Workers are reconciled at once.
+pub const ENV_CONCURRENCY: &str = "ISOLANE_CONCURRENCY";
+/// How often node Leases are re-checked for expiry.
+pub const ENV_MEMBERSHIP_INTERVAL: &str = "ISOLANE_MEMBERSHIP_INTERVAL";
+/// Requeue of a Worker whose reference is missing (the watch usually wins).
+pub const ENV_MISSING_REFERENCE_RETRY: &str = "ISOLANE_MISSING_REFERENCE_RETRY";
+/// Periodic re-reconcile of every Worker.
+pub const ENV_RESYNC: &str = "ISOLANE_RESYNC";
+/// Log filter (tracing `EnvFilter` syntax).
+pub const ENV_LOG: &str = "ISOLANE_LOG";
+/// Log format.
+pub const ENV_LOG_FORMAT: &str = "ISOLANE_LOG_FORMAT";
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Plain,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The operator's flags.
+#[derive(Clone, Debug, Parser)]
+#[command(
+    name = "isolane-operator",
+    version,
+    about = "Reconciles Isolane Workers into bundle Secrets and status; serves the admission webhook"
+)]
+pub struct Args {
+    /// Namespace of the bundle Secrets, the leader Lease and the runtime-node Leases.
+    #[arg(long, env = ENV_NAMESPACE, default_value = "isolane-system")]
+    pub namespace: String,
+
+    /// Address of the admin server (/livez, /readyz, /metrics).
+    #[arg(long, env = ENV_ADMIN_ADDR, default_value = "0.0.0.0:9090")]
+    pub admin_addr: SocketAddr,
+
+    /// Address of the validating admission webhook (HTTPS); unset disables it.
+    #[arg(long, env = ENV_WEBHOOK_ADDR)]
+    pub webhook_addr: Option<SocketAddr>,
+
+    /// PEM certificate chain for the webhook; required with --webhook-addr.
+    #[arg(long, env = ENV_WEBHOOK_CERT)]
+    pub webhook_cert: Option<PathBuf>,
+
+    /// PEM private key for the webhook; required with --webhook-addr.
+    #[arg(long, env = ENV_WEBHOOK_KEY)]
+    pub webhook_key: Option<PathBuf>,
+
+    /// Elect a leader through a Lease so that only one replica acts.
+    #[arg(long, env = ENV_LEADER_ELECTION, default_value_t = true, action = ArgAction::Set)]
+    pub leader_election: bool,
+
+    /// Name of the leader Lease (in --namespace).
+    #[arg(long, env = ENV_LEADER_LEASE, default_value = "isolane-operator-leader")]
+    pub leader_lease: String,
+
+    /// How long a leader Lease lasts without renewal (e.g. 15s, 1500ms).
+    #[arg(long, env = ENV_LEASE_DURATION, default_value = "15s", value_parser = parse_duration)]
+    pub lease_duration: Duration,
+
+    /// How long the leader keeps acting without a successful renewal; below --lease-duration.
+    #[arg(long, env = ENV_RENEW_DEADLINE, default_value = "10s", value_parser = parse_duration)]
+    pub renew_deadline: Duration,
+
+    /// How often the leader renews and a standby retries; below --renew-deadline.
+    #[arg(long, env = ENV_RETRY_PERIOD, default_value = "5s", value_parser = parse_duration)]
+    pub retry_period: Duration,
+
+    /// This replica's identity in the leader Lease (default: host name and pid).
+    #[arg(long, env = ENV_IDENTITY)]
+    pub identity: Option<String>,
+
+    /// How many Workers are reconciled at once.
+    #[arg(long, env = ENV_CONCURRENCY, default_value_t = 16)]
+    pub concurrency: u16,
+
+    /// How often runtime-node Leases are re-checked for expiry.
+    #[arg(long, env = ENV_MEMBERSHIP_INTERVAL, default_value = "2s", value_parser = parse_duration)]
+    pub membership_interval: Duration,
+
+    /// Requeue of a Worker whose ConfigMap or Secret is missing (the watch usually comes first).
+    #[arg(long, env = ENV_MISSING_REFERENCE_RETRY, default_value = "60s", value_parser = parse_duration)]
+    pub missing_reference_retry: Duration,
+
+    /// Periodic re-reconcile of every Ready Worker.
+    #[arg(long, env = ENV_RESYNC, default_value = "10m", value_parser = parse_duration)]
+    pub resync: Duration,
+
+    /// Log filter, e.g. `info` or `isolane_operator=debug,kube=info`.
+    #[arg(long, env = ENV_LOG, default_value = "info")]
+    pub log: String,
+
+    /// Log format.
+    #[arg(long, env = ENV_LOG_FORMAT, value_enum, default_value_t = LogFormat::Plain)]
+    pub log_format: LogFormat,
+}
+
+/// Why the flags do not make a valid configuration.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The namespace is not a DNS label.
+    #[error("--namespace {0:?} is not a valid namespace name")]
+    Namespace(String),
+    /// The leader Lease name is not a DNS subdomain.
+    #[error("--leader-lease {0:?} is not a valid Lease name")]
+    LeaseName(String),
+    /// The webhook needs both a certificate and a key.
+    #[error("--webhook-addr needs --webhook-cert and --webhook-key")]
+    WebhookTls,
+    /// The leader timings are out of order.
+    #[error(
+        "leader timings must satisfy retry-period < renew-deadline < lease-duration and lease-duration >= 1s (got {retry:?}, {renew:?}, {lease:?})"
+    )]
+    LeaderTimings {
+        retry: Duration,
+        renew: Duration,
+        lease: Duration,
+    },
+    /// A duration that must be positive is zero.
+    #[error("--{0} must be greater than zero")]
+    ZeroDuration(&'static str),
+    /// Concurrency of zero would reconcile nothing.
+    #[error("--concurrency must be at least 1")]
+    Concurrency,
+}
+
+impl ConfigError {
+    /// A short, bounded name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Namespace(_) => "namespace",
+            Self::LeaseName(_) => "lease_name",
+            Self::WebhookTls => "webhook_tls",
+            Self::LeaderTimings { .. } => "leader_timings",
+            Self::ZeroDuration(_) => "zero_duration",
+            Self::Concurrency => "concurrency",
+        }
+    }
+}
+
+/// The webhook's listener and TLS material.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookConfig {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// PEM certificate chain.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+}
+
+/// Leader election settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderConfig {
+    /// Name of the Lease.
+    pub lease_name: String,
+    /// This replica's holder identity.
+    pub identity: String,
+    /// Lease duration.
+    pub lease_duration: Duration,
+    /// The leader steps down when it has not renewed for this long.
+    pub renew_deadline: Duration,
+    /// Renewal and retry period.
+    pub retry_period: Duration,
+}
+
+/// The validated configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Namespace of bundles, the leader Lease and node Leases.
+    pub namespace: String,
+    /// Admin server address.
+    pub admin_addr: SocketAddr,
+    /// The webhook, if enabled.
+    pub webhook: Option<WebhookConfig>,
+    /// Leader election, if enabled.
+    pub leader: Option<LeaderConfig>,
+    /// Concurrent reconciles.
+    pub concurrency: u16,
+    /// Node Lease expiry check interval.
+    pub membership_interval: Duration,
+    /// Requeue after a missing reference.
+    pub missing_reference_retry: Duration,
+    /// Periodic re-reconcile.
+    pub resync: Duration,
+}
+
+impl Args {
+    /// Validates the flags into a [`Config`].
+    pub fn validate(&self) -> Result<Config, ConfigError> {
+        if !is_dns_label(&self.namespace) {
+            return Err(ConfigError::Namespace(self.namespace.clone()));
+        }
+        if !is_dns_subdomain(&self.leader_lease) {
+            return Err(ConfigError::LeaseName(self.leader_lease.clone()));
+        }
+        let webhook = match (&self.webhook_addr, &self.webhook_cert, &self.webhook_key) {
+            (None, _, _) => None,
+            (Some(addr), Some(cert), Some(key)) => Some(WebhookConfig {
+                addr: *addr,
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            (Some(_), _, _) => return Err(ConfigError::WebhookTls),
+        };
+        let (retry, renew, lease) = (self.retry_period, self.renew_deadline, self.lease_duration);
+        if retry.is_zero() || retry >= renew || renew >= lease || lease < Duration::from_secs(1) {
+            return Err(ConfigError::LeaderTimings {
+                retry,
+                renew,
+                lease,
+            });
+        }
+        for (name, value) in [
+            ("membership-interval", self.membership_interval),
+            ("missing-reference-retry", self.missing_reference_retry),
+            ("resync", self.resync),
+        ] {
+            if value.is_zero() {
+                return Err(ConfigError::ZeroDuration(name));
+            }
+        }
+        if self.concurrency == 0 {
+            return Err(ConfigError::Concurrency);
+        }
+        let leader = self.leader_election.then(|| LeaderConfig {
+            lease_name: self.leader_lease.clone(),
+            identity: self.identity.clone().unwrap_or_else(default_identity),
+            lease_duration: lease,
+            renew_deadline: renew,
+            retry_period: retry,
+        });
+        Ok(Config {
+            namespace: self.namespace.clone(),
+            admin_addr: self.admin_addr,
+            webhook,
+            leader,
+            concurrency: self.concurrency,
+            membership_interval: self.membership_interval,
+            missing_reference_retry: self.missing_reference_retry,
+            resync: self.resync,
+        })
+    }
+}
+
+/// `<host name>-<pid>`: unique per process, readable in `kubectl get lease`.
+fn default_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|host| host.trim().to_owned())
+        .filter(|host| !host.is_empty())
+        .unwrap_or_else(|| "isolane-operator".to_owned());
+    format!("{host}-{}", std::process::id())
+}
+
+/// Parses `1500ms`, `15s`, `2m`, `1h` (a bare number is seconds).
+pub fn parse_duration(value: &str) -> Result<Duration, String> {
+    let value = value.trim();
+    let split = value
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(value.len());
+    let (number, unit) = value.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{value:?} is not a duration such as 15s or 500ms"))?;
+    let seconds = match unit {
+        "ms" => number / 1000.0,
+        "" | "s" => number,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => return Err(format!("{value:?} has an unknown unit (use ms, s, m or h)")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|error| format!("{value:?}: {error}"))
+}
+
+fn is_dns_label(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= 63
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !value.starts_with('-')
+        && !value.ends_with('-')
+}
+
+fn is_dns_subdomain(value: &str) -> bool {
+    !value.is_empty() && value.len() <= 253 && value.split('.').all(is_dns_label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> Args {
+        let mut argv = vec!["isolane-operator"];
+        argv.extend_from_slice(extra);
+        Args::try_parse_from(argv).unwrap()
+    }
+
+    #[test]
+    fn defaults_validate() {
+        let config = args(&[]).validate().unwrap();
+        assert_eq!(config.namespace, "isolane-system");
+        assert_eq!(config.webhook, None);
+        let leader = config.leader.unwrap();
+        assert_eq!(leader.lease_name, "isolane-operator-leader");
+        assert_eq!(leader.lease_duration, Duration::from_secs(15));
+        assert_eq!(leader.retry_period, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn invalid_settings_are_refused() {
+        let cases: [(&[&str], &str); 6] = [
+            (&["--namespace", "Bad_NS"], "namespace"),
+            (&["--leader-lease=-x"], "lease_name"),
+            (&["--webhook-addr", "127.0.0.1:8443"], "webhook_tls"),
+            (&["--renew-deadline", "20s"], "leader_timings"),
+            (&["--resync", "0s"], "zero_duration"),
+            (&["--concurrency", "0"], "concurrency"),
+        ];
+        for (flags, kind) in cases {
+            assert_eq!(
+                args(flags).validate().unwrap_err().kind(),
+                kind,
+                "{flags:?}"
+            );
+        }
+        let config = args(&[
+            "--leader-election",
+            "false",
+            "--lease-duration",
+            "2s",
+            "--renew-deadline",
+            "1500ms",
+            "--retry-period",
+            "500ms",
+        ])
+        .validate()
+        .unwrap();
+        assert_eq!(config.leader, None);
+    }
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("5d").is_err());
+    }
+}

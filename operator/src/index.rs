@@ -1,0 +1,383 @@
+//! What every Worker refers to and claims, kept from the Worker watch stream.
+//!
+//! Two questions need an answer without scanning every Worker: "which Workers
+//! read this ConfigMap or Secret?" (so a change to it re-reconciles exactly
+//! those) and "who owns this route?" (conflicts). [`WorkerIndex::apply_event`]
+//! is called on each watch event *after* the reflector store has seen it and
+//! *before* the Worker is reconciled, so a reconcile always finds its own
+//! references indexed: a referenced object created after the reconcile read it
+//! as missing is mapped back to the Worker by the index.
+//!
+//! Guarantees: after a relist (`Init` … `InitDone`), Workers that vanished while
+//! the watch was down are forgotten. Caveats: a Worker deleted without passing
+//! through the operator's finalizer is forgotten only when its delete event
+//! arrives, which it always does unless the watch restarts in between.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use isolane_crds::{Worker, WorkerSpec};
+use kube::ResourceExt;
+use kube::runtime::watcher;
+
+use crate::routes::{Claimant, RouteKey, RouteTable, WorkerKey, route_keys};
+
+/// The kind of an object a Worker reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReferenceKind {
+    /// A ConfigMap (script or env).
+    ConfigMap,
+    /// A Secret (env).
+    Secret,
+}
+
+impl ReferenceKind {
+    /// The API kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ConfigMap => "ConfigMap",
+            Self::Secret => "Secret",
+        }
+    }
+}
+
+/// A ConfigMap or Secret in a namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ReferenceKey {
+    /// ConfigMap or Secret.
+    pub kind: ReferenceKind,
+    /// Its namespace (always the Worker's).
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
+#[derive(Debug)]
+struct Entry {
+    claimant: Claimant,
+    references: Vec<ReferenceKey>,
+    routes: Vec<RouteKey>,
+}
+
+/// References and route claims of every Worker the watch has seen.
+#[derive(Debug, Default)]
+pub struct WorkerIndex {
+    entries: HashMap<WorkerKey, Entry>,
+    readers: HashMap<ReferenceKey, BTreeSet<WorkerKey>>,
+    routes: RouteTable,
+    /// Workers seen since the current relist started.
+    relisting: Option<HashSet<WorkerKey>>,
+}
+
+impl WorkerIndex {
+    /// Applies a watch event; returns the *other* Workers whose route ownership
+    /// may have changed because of it (they share a route the Worker gained or
+    /// released) and so need a reconcile.
+    pub fn apply_event(&mut self, event: &watcher::Event<Worker>) -> Vec<WorkerKey> {
+        match event {
+            watcher::Event::Apply(worker) => self.upsert(worker),
+            watcher::Event::InitApply(worker) => {
+                let affected = self.upsert(worker);
+                if let (Some(seen), Some(key)) = (self.relisting.as_mut(), key_of(worker)) {
+                    seen.insert(key);
+                }
+                affected
+            }
+            watcher::Event::Delete(worker) => match key_of(worker) {
+                Some(key) => self.remove(&key),
+                None => Vec::new(),
+            },
+            watcher::Event::Init => {
+                self.relisting = Some(HashSet::new());
+                Vec::new()
+            }
+            watcher::Event::InitDone => {
+                let Some(seen) = self.relisting.take() else {
+                    return Vec::new();
+                };
+                let gone: Vec<WorkerKey> = self
+                    .entries
+                    .keys()
+                    .filter(|key| !seen.contains(*key))
+                    .cloned()
+                    .collect();
+                let mut affected = BTreeSet::new();
+                for key in gone {
+                    affected.extend(self.remove(&key));
+                }
+                affected.into_iter().collect()
+            }
+        }
+    }
+
+    /// Records (or replaces) what `worker` references and claims.
+    pub fn upsert(&mut self, worker: &Worker) -> Vec<WorkerKey> {
+        let Some(key) = key_of(worker) else {
+            return Vec::new();
+        };
+        let deleting = worker.metadata.deletion_timestamp.is_some();
+        let claimant = Claimant::new(
+            key.clone(),
+            worker
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|time| time.0),
+        );
+        let (references, routes) = if deleting {
+            (Vec::new(), Vec::new())
+        } else {
+            (
+                references(&key.namespace, &worker.spec),
+                route_keys(&worker.spec.routes),
+            )
+        };
+        let old = self.entries.remove(&key);
+        let unchanged_routes = old
+            .as_ref()
+            .is_some_and(|old| old.routes == routes && old.claimant == claimant);
+        let mut touched: Vec<RouteKey> = Vec::new();
+        if let Some(old) = old {
+            self.forget_references(&key, &old.references);
+            self.routes.release(&old.claimant, &old.routes);
+            touched.extend(old.routes);
+        }
+        for reference in &references {
+            self.readers
+                .entry(reference.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        self.routes.claim(&claimant, &routes);
+        touched.extend(routes.iter().cloned());
+        self.entries.insert(
+            key.clone(),
+            Entry {
+                claimant,
+                references,
+                routes,
+            },
+        );
+        if unchanged_routes {
+            Vec::new()
+        } else {
+            self.others_on(&key, &touched)
+        }
+    }
+
+    /// Forgets a Worker.
+    pub fn remove(&mut self, key: &WorkerKey) -> Vec<WorkerKey> {
+        let Some(old) = self.entries.remove(key) else {
+            return Vec::new();
+        };
+        self.forget_references(key, &old.references);
+        self.routes.release(&old.claimant, &old.routes);
+        self.others_on(key, &old.routes)
+    }
+
+    /// The Workers that read `reference`.
+    pub fn readers(&self, reference: &ReferenceKey) -> Vec<WorkerKey> {
+        self.readers
+            .get(reference)
+            .map(|readers| readers.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The route table.
+    pub fn routes(&self) -> &RouteTable {
+        &self.routes
+    }
+
+    /// How many Workers are indexed.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when no Worker is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn forget_references(&mut self, key: &WorkerKey, references: &[ReferenceKey]) {
+        for reference in references {
+            if let Some(readers) = self.readers.get_mut(reference) {
+                readers.remove(key);
+                if readers.is_empty() {
+                    self.readers.remove(reference);
+                }
+            }
+        }
+    }
+
+    fn others_on(&self, key: &WorkerKey, routes: &[RouteKey]) -> Vec<WorkerKey> {
+        let mut others = BTreeSet::new();
+        for route in routes {
+            others.extend(self.routes.claimants(route).filter(|k| *k != key).cloned());
+        }
+        others.into_iter().collect()
+    }
+}
+
+/// The key of a Worker read from the API.
+pub fn key_of(worker: &Worker) -> Option<WorkerKey> {
+    Some(WorkerKey::new(
+        worker.namespace()?,
+        worker.metadata.name.clone()?,
+    ))
+}
+
+/// The ConfigMaps and Secrets a Worker spec reads, in `namespace`.
+pub fn references(namespace: &str, spec: &WorkerSpec) -> Vec<ReferenceKey> {
+    let reference = |kind, name: &str| ReferenceKey {
+        kind,
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+    };
+    let mut references = Vec::new();
+    if let Some(from) = &spec.script_from {
+        references.push(reference(
+            ReferenceKind::ConfigMap,
+            &from.config_map_key_ref.name,
+        ));
+    }
+    for var in &spec.env {
+        let Some(from) = &var.value_from else {
+            continue;
+        };
+        if let Some(secret) = &from.secret_key_ref {
+            references.push(reference(ReferenceKind::Secret, &secret.name));
+        }
+        if let Some(config_map) = &from.config_map_key_ref {
+            references.push(reference(ReferenceKind::ConfigMap, &config_map.name));
+        }
+    }
+    references.sort();
+    references.dedup();
+    references
+}
+
+#[cfg(test)]
+mod tests {
+    use isolane_crds::{
+        ConfigMapKeyRef, EnvValueFrom, EnvVar, Limits, Route, ScriptFrom, SecretKeyRef,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
+
+    use super::*;
+
+    fn worker(name: &str, created: i64, hosts: &[&str]) -> Worker {
+        let mut worker = Worker::new(
+            name,
+            WorkerSpec {
+                script: None,
+                script_from: Some(ScriptFrom {
+                    config_map_key_ref: ConfigMapKeyRef {
+                        name: format!("{name}-code"),
+                        key: "index.js".into(),
+                    },
+                }),
+                env: vec![EnvVar {
+                    name: "TOKEN".into(),
+                    value: None,
+                    value_from: Some(EnvValueFrom {
+                        secret_key_ref: Some(SecretKeyRef {
+                            name: "shared".into(),
+                            key: "token".into(),
+                        }),
+                        config_map_key_ref: None,
+                    }),
+                }],
+                routes: hosts
+                    .iter()
+                    .map(|host| Route {
+                        host: (*host).to_owned(),
+                        path_prefix: "/".into(),
+                    })
+                    .collect(),
+                limits: Limits::default(),
+                replicas: 1,
+            },
+        );
+        worker.metadata.namespace = Some("ns".into());
+        worker.metadata.creation_timestamp = Some(Time(Timestamp::from_second(created).unwrap()));
+        worker
+    }
+
+    fn secret(name: &str) -> ReferenceKey {
+        ReferenceKey {
+            kind: ReferenceKind::Secret,
+            namespace: "ns".into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn references_map_back_to_exactly_their_readers() {
+        let mut index = WorkerIndex::default();
+        index.apply_event(&watcher::Event::Apply(worker("a", 1, &[])));
+        index.apply_event(&watcher::Event::Apply(worker("b", 2, &[])));
+        assert_eq!(
+            index.readers(&secret("shared")),
+            vec![WorkerKey::new("ns", "a"), WorkerKey::new("ns", "b")]
+        );
+        let code = ReferenceKey {
+            kind: ReferenceKind::ConfigMap,
+            namespace: "ns".into(),
+            name: "a-code".into(),
+        };
+        assert_eq!(index.readers(&code), vec![WorkerKey::new("ns", "a")]);
+        assert!(index.readers(&secret("a-code")).is_empty());
+        index.apply_event(&watcher::Event::Delete(worker("a", 1, &[])));
+        assert!(index.readers(&code).is_empty());
+        assert_eq!(
+            index.readers(&secret("shared")),
+            vec![WorkerKey::new("ns", "b")]
+        );
+    }
+
+    #[test]
+    fn route_changes_wake_the_other_claimants_and_status_updates_do_not() {
+        let mut index = WorkerIndex::default();
+        assert!(
+            index
+                .apply_event(&watcher::Event::Apply(worker("old", 1, &["x"])))
+                .is_empty()
+        );
+        assert_eq!(
+            index.apply_event(&watcher::Event::Apply(worker("new", 2, &["x"]))),
+            vec![WorkerKey::new("ns", "old")]
+        );
+        // Same routes again (e.g. a status update): nobody else to wake.
+        assert!(
+            index
+                .apply_event(&watcher::Event::Apply(worker("new", 2, &["x"])))
+                .is_empty()
+        );
+        // The old one starts deleting: the new one must take the route.
+        let mut deleting = worker("old", 1, &["x"]);
+        deleting.metadata.deletion_timestamp = Some(Time(Timestamp::from_second(5).unwrap()));
+        assert_eq!(
+            index.apply_event(&watcher::Event::Apply(deleting)),
+            vec![WorkerKey::new("ns", "new")]
+        );
+        assert_eq!(
+            index.routes().owner(&RouteKey {
+                host: "x".into(),
+                path_prefix: "/".into()
+            }),
+            Some(&WorkerKey::new("ns", "new"))
+        );
+    }
+
+    #[test]
+    fn a_relist_forgets_workers_that_vanished() {
+        let mut index = WorkerIndex::default();
+        index.apply_event(&watcher::Event::Apply(worker("gone", 1, &["x"])));
+        index.apply_event(&watcher::Event::Apply(worker("kept", 2, &["x"])));
+        index.apply_event(&watcher::Event::Init);
+        index.apply_event(&watcher::Event::InitApply(worker("kept", 2, &["x"])));
+        let affected = index.apply_event(&watcher::Event::InitDone);
+        assert_eq!(affected, vec![WorkerKey::new("ns", "kept")]);
+        assert_eq!(index.len(), 1);
+    }
+}

@@ -1,0 +1,210 @@
+//! `isolane-operator`: flags → validated config (exit 64 when invalid) → ports
+//! bound → admin server, webhook, leader election, and the controller while leader.
+
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context as _;
+use clap::Parser;
+use clap::error::ErrorKind;
+use isolane_operator::admin::{self, AdminState};
+use isolane_operator::config::{Config, LogFormat};
+use isolane_operator::index::WorkerIndex;
+use isolane_operator::leader::{LeaderElector, Role};
+use isolane_operator::metrics::Metrics;
+use isolane_operator::readiness::Readiness;
+use isolane_operator::{Args, controller, webhook};
+use prometheus::Registry;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+use tracing_subscriber::EnvFilter;
+
+/// `EX_USAGE`: the command was used incorrectly.
+const EXIT_USAGE: u8 = 64;
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(error)
+            if matches!(
+                error.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+            ) =>
+        {
+            error.exit()
+        }
+        Err(error) => {
+            // Printing to a closed stderr is not worth a panic.
+            let _ = error.print();
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let config = match args.validate() {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("isolane-operator: invalid configuration: {error}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let filter = match EnvFilter::try_new(&args.log) {
+        Ok(filter) => filter,
+        Err(error) => {
+            eprintln!(
+                "isolane-operator: invalid --log filter {:?}: {error}",
+                args.log
+            );
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    match args.log_format {
+        LogFormat::Plain => tracing_subscriber::fmt().with_env_filter(filter).init(),
+        LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init(),
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            error!(%error, "failed to start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            error!(error = format!("{error:#}"), "operator failed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(config: Config) -> anyhow::Result<()> {
+    let registry = Registry::new();
+    let metrics = Arc::new(Metrics::register(&registry)?);
+    let readiness = Readiness::default();
+    let election_ready = readiness.part("leader-election");
+    let controller_ready = readiness.part("controller");
+
+    // Bind and load everything that can fail on bad input before talking to the API.
+    let admin_listener = admin::bind(config.admin_addr).await?;
+    let webhook = match &config.webhook {
+        Some(webhook) => Some((
+            webhook::bind(webhook.addr).await?,
+            webhook::load_tls(&webhook.cert, &webhook.key)?,
+        )),
+        None => None,
+    };
+    let client = kube::Client::try_default()
+        .await
+        .context("failed to configure the Kubernetes client")?;
+
+    let shutdown = CancellationToken::new();
+    tokio::spawn(signal_shutdown(shutdown.clone()));
+    let servers = CancellationToken::new();
+    tokio::spawn(admin::serve(
+        admin_listener,
+        AdminState {
+            registry,
+            readiness: readiness.clone(),
+        },
+        servers.clone(),
+    ));
+    if let Some((listener, tls)) = webhook {
+        let index = Arc::new(Mutex::new(WorkerIndex::default()));
+        let webhook_ready = readiness.part("webhook");
+        tokio::spawn(webhook::maintain_index(
+            client.clone(),
+            Arc::clone(&index),
+            webhook_ready,
+        ));
+        tokio::spawn(webhook::serve(listener, tls, index, servers.clone()));
+    }
+
+    let (role_tx, mut role) = watch::channel(Role::Unknown);
+    let elector_stop = CancellationToken::new();
+    let elector = match config.leader.clone() {
+        Some(leader) => {
+            info!(identity = %leader.identity, lease = %leader.lease_name, "leader election enabled");
+            let elector = LeaderElector::new(client.clone(), &config.namespace, leader);
+            Some(tokio::spawn(elector.run(role_tx, elector_stop.clone())))
+        }
+        None => {
+            role_tx.send_replace(Role::Leader);
+            None
+        }
+    };
+
+    loop {
+        let current = tokio::select! {
+            () = shutdown.cancelled() => break,
+            current = role.wait_for(|role| *role != Role::Unknown) => match current {
+                Ok(current) => *current,
+                Err(_) => break,
+            },
+        };
+        election_ready.set(true);
+        if current != Role::Leader {
+            // A standby has nothing to sync: it is ready to take over.
+            controller_ready.set(true);
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                changed = role.changed() => if changed.is_err() { break },
+            }
+            continue;
+        }
+        info!("leading: starting the controller");
+        metrics.set_leader(true);
+        let stopped = shutdown.clone();
+        let running = controller::run(
+            client.clone(),
+            &config,
+            Arc::clone(&metrics),
+            controller_ready.clone(),
+            async move { stopped.cancelled().await },
+        );
+        let lost = role.wait_for(|role| *role != Role::Leader);
+        tokio::select! {
+            () = running => {
+                metrics.set_leader(false);
+                break;
+            }
+            _ = lost => {
+                warn!("lost leadership: stopping the controller");
+                metrics.set_leader(false);
+                metrics.forget_all();
+            }
+        }
+    }
+
+    info!("shutting down");
+    elector_stop.cancel();
+    if let Some(elector) = elector
+        && let Err(error) = elector.await
+    {
+        warn!(%error, "leader election task failed");
+    }
+    servers.cancel();
+    Ok(())
+}
+
+/// Cancels `shutdown` on SIGTERM or SIGINT.
+async fn signal_shutdown(shutdown: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = match signal(SignalKind::terminate()) {
+        Ok(terminate) => terminate,
+        Err(error) => {
+            warn!(%error, "cannot listen for SIGTERM");
+            return;
+        }
+    };
+    tokio::select! {
+        _ = terminate.recv() => info!(signal = "SIGTERM", "shutdown requested"),
+        _ = tokio::signal::ctrl_c() => info!(signal = "SIGINT", "shutdown requested"),
+    }
+    shutdown.cancel();
+}

@@ -1,0 +1,375 @@
+//! The validating admission webhook: rejects at `kubectl apply` what the CRD
+//! schema cannot see.
+//!
+//! - an inline `spec.script` that does not parse (the message says `line:column`);
+//! - a route (host + pathPrefix) already claimed by another Worker. On update,
+//!   only routes the Worker did not have before are checked, so a Worker that
+//!   lost a route in a race can still be edited.
+//!
+//! Scripts from ConfigMaps are not checked here (the ConfigMap may not exist yet);
+//! the controller reports them as `ScriptValid=False`. Every replica serves the
+//! webhook, leader or not, from its own index of Workers' routes kept by a
+//! watch. It is served over TLS (rustls with the ring provider) on any path;
+//! the chart and the tests register `/validate-worker`.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use isolane_crds::Worker;
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::Error;
+use crate::index::WorkerIndex;
+use crate::readiness::Part;
+use crate::routes::{WorkerKey, route_keys};
+use crate::script;
+
+/// The largest AdmissionReview accepted: a 1 MiB script, JSON-escaped, twice
+/// (object and oldObject), with room to spare.
+const MAX_BODY: usize = 8 * 1024 * 1024;
+
+/// The Workers' route claims, as the webhook sees them.
+pub type SharedIndex = Arc<Mutex<WorkerIndex>>;
+
+/// Keeps `index` up to date from a watch on Workers in every namespace; `ready`
+/// turns true after the first full list. Runs until the watch ends.
+pub async fn maintain_index(client: Client, index: SharedIndex, ready: Part) {
+    let events = watcher(Api::<Worker>::all(client), watcher::Config::default()).default_backoff();
+    tokio::pin!(events);
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(event) => {
+                let done = matches!(event, watcher::Event::InitDone);
+                index
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .apply_event(&event);
+                if done {
+                    ready.set(true);
+                }
+            }
+            Err(error) => debug!(%error, "webhook Worker watch error"),
+        }
+    }
+}
+
+/// Decides one admission request: `Err` carries the message shown to the user.
+pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Result<(), String> {
+    if !matches!(request.operation, Operation::Create | Operation::Update) {
+        return Ok(());
+    }
+    let Some(worker) = &request.object else {
+        return Ok(());
+    };
+    if worker.metadata.deletion_timestamp.is_some() {
+        return Ok(());
+    }
+    let mut problems = Vec::new();
+    if let Some(source) = &worker.spec.script
+        && let Err(syntax) = script::check(source)
+    {
+        problems.push(format!("spec.script: syntax error at {syntax}"));
+    }
+    let namespace = request
+        .namespace
+        .clone()
+        .or_else(|| worker.metadata.namespace.clone())
+        .unwrap_or_default();
+    let name = worker
+        .metadata
+        .name
+        .clone()
+        .unwrap_or_else(|| request.name.clone());
+    let key = WorkerKey::new(namespace, name);
+    let before = request
+        .old_object
+        .as_ref()
+        .map(|old| route_keys(&old.spec.routes))
+        .unwrap_or_default();
+    let added: Vec<_> = route_keys(&worker.spec.routes)
+        .into_iter()
+        .filter(|route| !before.contains(route))
+        .collect();
+    for (route, other) in index.routes().held_by_others(&key, &added) {
+        problems.push(format!(
+            "spec.routes: route {route} is already claimed by Worker {other}"
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// Answers one AdmissionReview body.
+pub fn review(body: &[u8], index: &WorkerIndex) -> AdmissionReview<DynamicObject> {
+    let review: AdmissionReview<Worker> = match serde_json::from_slice(body) {
+        Ok(review) => review,
+        Err(error) => {
+            return AdmissionResponse::invalid(format!("invalid AdmissionReview: {error}"))
+                .into_review();
+        }
+    };
+    let request: AdmissionRequest<Worker> = match review.try_into() {
+        Ok(request) => request,
+        Err(error) => {
+            return AdmissionResponse::invalid(format!("invalid AdmissionReview: {error}"))
+                .into_review();
+        }
+    };
+    let response = AdmissionResponse::from(&request);
+    match validate(&request, index) {
+        Ok(()) => response.into_review(),
+        Err(message) => {
+            info!(
+                worker.name = %request.name,
+                namespace = request.namespace.as_deref().unwrap_or(""),
+                %message,
+                "admission denied"
+            );
+            response.deny(message).into_review()
+        }
+    }
+}
+
+/// Loads a PEM certificate chain and private key into a TLS acceptor.
+pub fn load_tls(cert: &Path, key: &Path) -> Result<TlsAcceptor, Error> {
+    let tls_error = |path: &Path, reason: String| Error::WebhookTls {
+        path: path.display().to_string(),
+        reason,
+    };
+    let certs = CertificateDer::pem_file_iter(cert)
+        .map_err(|error| tls_error(cert, error.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| tls_error(cert, error.to_string()))?;
+    if certs.is_empty() {
+        return Err(tls_error(cert, "no certificate found".to_owned()));
+    }
+    let private_key =
+        PrivateKeyDer::from_pem_file(key).map_err(|error| tls_error(key, error.to_string()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| tls_error(cert, error.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, private_key)
+        .map_err(|error| tls_error(key, error.to_string()))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Binds the webhook port.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| Error::Serve {
+            server: "webhook",
+            addr,
+            source,
+        })
+}
+
+/// Serves the webhook on `listener` until `shutdown` is cancelled.
+pub async fn serve(
+    listener: TcpListener,
+    tls: TlsAcceptor,
+    index: SharedIndex,
+    shutdown: CancellationToken,
+) {
+    if let Ok(addr) = listener.local_addr() {
+        info!(%addr, "admission webhook listening");
+    }
+    loop {
+        let (stream, peer) = tokio::select! {
+            () = shutdown.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    warn!(%error, "webhook accept failed");
+                    continue;
+                }
+            },
+        };
+        let tls = tls.clone();
+        let index = Arc::clone(&index);
+        tokio::spawn(async move {
+            let stream = match tls.accept(stream).await {
+                Ok(stream) => stream,
+                Err(error) => {
+                    debug!(%error, %peer, "webhook TLS handshake failed");
+                    return;
+                }
+            };
+            let service = service_fn(move |request| {
+                let index = Arc::clone(&index);
+                async move { Ok::<_, Infallible>(handle(request, &index).await) }
+            });
+            if let Err(error) = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                debug!(%error, %peer, "webhook connection failed");
+            }
+        });
+    }
+}
+
+async fn handle(request: Request<Incoming>, index: &Mutex<WorkerIndex>) -> Response<Full<Bytes>> {
+    if request.method() != Method::POST {
+        return plain(StatusCode::METHOD_NOT_ALLOWED, "POST an AdmissionReview\n");
+    }
+    let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(_) => return plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n"),
+    };
+    let answer = {
+        let index = index.lock().unwrap_or_else(PoisonError::into_inner);
+        review(&body, &index)
+    };
+    match serde_json::to_vec(&answer) {
+        Ok(json) => {
+            let mut response = Response::new(Full::new(Bytes::from(json)));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+        Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "failed to encode\n"),
+    }
+}
+
+fn plain(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    *response.status_mut() = status;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use isolane_crds::{Limits, Route, WorkerSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
+    use serde_json::json;
+
+    use super::*;
+
+    fn worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
+        let mut worker = Worker::new(
+            name,
+            WorkerSpec {
+                script: Some(script.to_owned()),
+                script_from: None,
+                env: vec![],
+                routes: hosts
+                    .iter()
+                    .map(|host| Route {
+                        host: (*host).to_owned(),
+                        path_prefix: "/".to_owned(),
+                    })
+                    .collect(),
+                limits: Limits::default(),
+                replicas: 1,
+            },
+        );
+        worker.metadata.namespace = Some("default".into());
+        worker.metadata.creation_timestamp = Some(Time(Timestamp::from_second(1).unwrap()));
+        worker
+    }
+
+    fn body(operation: &str, object: &Worker, old: Option<&Worker>) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u-1",
+                "kind": {"group": "isolane.dev", "version": "v1alpha1", "kind": "Worker"},
+                "resource": {"group": "isolane.dev", "version": "v1alpha1", "resource": "workers"},
+                "name": object.metadata.name,
+                "namespace": "default",
+                "operation": operation,
+                "userInfo": {"username": "test"},
+                "object": object,
+                "oldObject": old,
+                "dryRun": false,
+            }
+        }))
+        .unwrap()
+    }
+
+    fn verdict(review: &AdmissionReview<DynamicObject>) -> (bool, String) {
+        let response = review.response.as_ref().unwrap();
+        (response.allowed, response.result.message.clone())
+    }
+
+    #[test]
+    fn rejects_syntax_errors_with_line_and_column() {
+        let index = WorkerIndex::default();
+        let bad = worker(
+            "bad",
+            "export default {\n  fetch() {\n    return 1 +\n  }\n}",
+            &[],
+        );
+        let (allowed, message) = verdict(&review(&body("CREATE", &bad, None), &index));
+        assert!(!allowed);
+        assert!(
+            message.starts_with("spec.script: syntax error at 4:3: "),
+            "{message}"
+        );
+        let good = worker(
+            "good",
+            "export default { fetch() { return new Response('ok') } }",
+            &[],
+        );
+        let (allowed, _) = verdict(&review(&body("CREATE", &good, None), &index));
+        assert!(allowed);
+    }
+
+    #[test]
+    fn rejects_routes_held_by_another_worker_but_not_old_ones() {
+        let mut index = WorkerIndex::default();
+        index.upsert(&worker("owner", "1", &["a.example.com"]));
+        let claimer = worker("claimer", "1", &["a.example.com"]);
+        let (allowed, message) = verdict(&review(&body("CREATE", &claimer, None), &index));
+        assert!(!allowed);
+        assert_eq!(
+            message,
+            "spec.routes: route a.example.com/ is already claimed by Worker default/owner"
+        );
+        // An update that keeps a conflicting route it already had is allowed.
+        let (allowed, _) = verdict(&review(&body("UPDATE", &claimer, Some(&claimer)), &index));
+        assert!(allowed);
+        // The owner itself may re-apply.
+        let owner = worker("owner", "2", &["a.example.com"]);
+        let (allowed, _) = verdict(&review(&body("UPDATE", &owner, None), &index));
+        assert!(allowed);
+    }
+
+    #[test]
+    fn garbage_is_answered_not_dropped() {
+        let review = review(b"{", &WorkerIndex::default());
+        let (allowed, message) = verdict(&review);
+        assert!(!allowed);
+        assert!(message.contains("invalid AdmissionReview"), "{message}");
+    }
+}
