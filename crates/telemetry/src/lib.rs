@@ -1,2 +1,22 @@
-//! Tracing setup and the admin server (/live, /ready, /metrics).
+//! What every Isolane binary needs to be observable and operable.
+//!
+//! [`init_tracing`] installs the `tracing` subscriber (plain or JSON, filtered
+//! by `ISOLANE_LOG` or `RUST_LOG`); [`AdminServer`] serves `/live`, `/ready`
+//! and `/metrics` on the admin port from a [`Readiness`] — which turns ready
+//! only once every registered component has said so — and the binary's one
+//! `prometheus::Registry`; [`AdminArgs`] is the clap group each binary
+//! flattens into its own parser. The operator, runtime node, router and
+//! `isolane dev` compose them in `main`.
 #![forbid(unsafe_code)]
+
+mod admin;
+mod args;
+mod error;
+mod logging;
+mod readiness;
+
+pub use admin::{AdminServer, BoundAdminServer};
+pub use args::{ADMIN_ADDR_ENV, AdminArgs, DEFAULT_ADMIN_ADDR, LOG_FORMAT_ENV};
+pub use error::Error;
+pub use logging::{LOG_ENV, LogFormat, RUST_LOG_ENV, init_tracing};
+pub use readiness::{Readiness, ReadyHandle};

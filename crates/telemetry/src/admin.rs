@@ -1,0 +1,199 @@
+//! The admin server: `/live`, `/ready`, `/metrics`.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::Full;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tracing::{debug, info, warn};
+
+use crate::{Error, Readiness};
+
+/// How long a failed `accept` (say, out of file descriptors) waits before
+/// the next, so the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// How long shutdown waits for open admin connections to finish.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The HTTP admin endpoints of one process.
+///
+/// - `GET /live`, `/livez`: 200 while the process serves at all.
+/// - `GET /ready`, `/readyz`: 200 when [`Readiness`] is ready, otherwise 503
+///   naming the components that are not.
+/// - `GET /metrics`: the registry in the Prometheus text format.
+///
+/// [`AdminServer::respond`] is the whole application as a function (tests
+/// call it without a socket); [`AdminServer::bind`] and
+/// [`BoundAdminServer::serve`] put it on a port, HTTP/1 and HTTP/2.
+#[derive(Clone, Debug)]
+pub struct AdminServer {
+    registry: prometheus::Registry,
+    readiness: Readiness,
+}
+
+/// An [`AdminServer`] listening on its port, not yet serving.
+#[derive(Debug)]
+pub struct BoundAdminServer {
+    server: AdminServer,
+    listener: TcpListener,
+    addr: SocketAddr,
+}
+
+// === impl AdminServer ===
+
+impl AdminServer {
+    /// Serves `registry` (the process's one registry, made in `main`) and
+    /// `readiness`.
+    pub fn new(registry: prometheus::Registry, readiness: Readiness) -> Self {
+        Self {
+            registry,
+            readiness,
+        }
+    }
+
+    /// The response to `request`.
+    pub fn respond<B>(&self, request: &Request<B>) -> Response<Full<Bytes>> {
+        let path = request.uri().path();
+        if !matches!(path, "/live" | "/livez" | "/ready" | "/readyz" | "/metrics") {
+            return text(StatusCode::NOT_FOUND, "not found\n");
+        }
+        if !matches!(*request.method(), Method::GET | Method::HEAD) {
+            let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
+            response
+                .headers_mut()
+                .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
+            return response;
+        }
+        match path {
+            "/live" | "/livez" => text(StatusCode::OK, "live\n"),
+            "/ready" | "/readyz" => self.ready(),
+            _ => self.metrics(),
+        }
+    }
+
+    /// Listens on `addr` (port 0 picks a free port; see
+    /// [`BoundAdminServer::local_addr`]).
+    pub async fn bind(self, addr: SocketAddr) -> Result<BoundAdminServer, Error> {
+        let bind_error = |source| Error::Bind { addr, source };
+        let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+        let addr = listener.local_addr().map_err(bind_error)?;
+        Ok(BoundAdminServer {
+            server: self,
+            listener,
+            addr,
+        })
+    }
+
+    /// [`AdminServer::bind`], then [`BoundAdminServer::serve`] until
+    /// `shutdown` completes (e.g. `token.cancelled_owned()`).
+    pub async fn serve(
+        self,
+        addr: SocketAddr,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), Error> {
+        self.bind(addr).await?.serve(shutdown).await;
+        Ok(())
+    }
+
+    fn ready(&self) -> Response<Full<Bytes>> {
+        let waiting = self.readiness.not_ready();
+        if waiting.is_empty() {
+            text(StatusCode::OK, "ready\n")
+        } else {
+            let body = format!("not ready: {}\n", waiting.join(", "));
+            text(StatusCode::SERVICE_UNAVAILABLE, body)
+        }
+    }
+
+    fn metrics(&self) -> Response<Full<Bytes>> {
+        let encoder = prometheus::TextEncoder::new();
+        match encoder.encode_to_string(&self.registry.gather()) {
+            Ok(body) => {
+                let mut response = text(StatusCode::OK, body);
+                if let Ok(value) = header::HeaderValue::from_str(prometheus::TEXT_FORMAT) {
+                    response.headers_mut().insert(header::CONTENT_TYPE, value);
+                }
+                response
+            }
+            Err(error) => {
+                warn!(%error, "cannot encode metrics");
+                text(StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics\n")
+            }
+        }
+    }
+}
+
+fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body.into()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+// === impl BoundAdminServer ===
+
+impl BoundAdminServer {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting and lets open
+    /// connections finish (for at most a few seconds).
+    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send) {
+        let Self {
+            server,
+            listener,
+            addr,
+        } = self;
+        info!(admin.addr = %addr, "admin server listening");
+        let server = Arc::new(server);
+        let builder = auto::Builder::new(TokioExecutor::new());
+        let graceful = GracefulShutdown::new();
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            let (io, peer) = tokio::select! {
+                () = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(error) => {
+                        warn!(%error, "admin server cannot accept");
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        continue;
+                    }
+                },
+            };
+            let server = server.clone();
+            let service = hyper::service::service_fn(move |request| {
+                let response = server.respond(&request);
+                async move { Ok::<_, Infallible>(response) }
+            });
+            let connection = builder.serve_connection(TokioIo::new(io), service);
+            let connection = graceful.watch(connection.into_owned());
+            tokio::spawn(async move {
+                if let Err(error) = connection.await {
+                    debug!(%error, %peer, "admin connection ended with an error");
+                }
+            });
+        }
+        drop(listener);
+        if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            warn!("admin connections still open at shutdown");
+        }
+        info!(admin.addr = %addr, "admin server stopped");
+    }
+}
