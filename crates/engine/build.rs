@@ -10,13 +10,14 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
     let js = manifest.join("js");
     println!("cargo:rerun-if-changed={}", js.display());
-    let mut files = runtime_files(&js);
-    // The real set is complete when its last file, 99_finalize.js, is there.
+    let files = runtime_files(&js);
+    // The set is complete when its last file, 99_finalize.js, is there: it
+    // hides the host object from worker code.
     if !files.iter().any(|f| f.ends_with("99_finalize.js")) {
-        // Until the Web API files land, a small stand-in keeps the engine testable.
-        let standin = js.join("standin");
-        println!("cargo:rerun-if-changed={}", standin.display());
-        files = runtime_files(&standin);
+        panic!(
+            "{} has no 99_finalize.js: the runtime's JavaScript is incomplete",
+            js.display()
+        );
     }
     let mut out =
         String::from("/// The runtime's JavaScript, in evaluation order: (file name, source).\n");
