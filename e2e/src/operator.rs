@@ -1,0 +1,141 @@
+//! The operator under test, as a real process against a real apiserver.
+//!
+//! The binary is `target/debug/isolane-operator`, built on first use (see
+//! [`crate::process::binary`]) unless `ISOLANE_OPERATOR_BIN` names one. Tests
+//! use short leader-election timings (lease 3 s, renew deadline 2 s, retry
+//! 500 ms) so that failover is measured in seconds.
+
+use std::ffi::OsStr;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use isolane_testenv::ControlPlane;
+
+use crate::certs::ServingCert;
+use crate::http;
+use crate::process::{self, Process, wait_until};
+
+/// Environment variable naming a prebuilt operator binary (skips the build).
+pub const OPERATOR_BIN_ENV: &str = "ISOLANE_OPERATOR_BIN";
+/// The operator's namespace in the tests (bundles, leader Lease, node Leases).
+pub const OPERATOR_NAMESPACE: &str = "isolane-system";
+
+/// How to start an operator.
+#[derive(Clone, Debug)]
+pub struct OperatorOptions {
+    /// Holder identity in the leader Lease; also names the log file.
+    pub identity: String,
+    /// Serve the admission webhook with this certificate.
+    pub webhook: Option<ServingCert>,
+    /// `--lease-duration`.
+    pub lease_duration: Duration,
+    /// `--renew-deadline`.
+    pub renew_deadline: Duration,
+    /// `--retry-period`.
+    pub retry_period: Duration,
+    /// More flags.
+    pub extra_args: Vec<String>,
+}
+
+impl Default for OperatorOptions {
+    fn default() -> Self {
+        Self {
+            identity: "operator-a".to_owned(),
+            webhook: None,
+            lease_duration: Duration::from_secs(3),
+            renew_deadline: Duration::from_secs(2),
+            retry_period: Duration::from_millis(500),
+            extra_args: Vec::new(),
+        }
+    }
+}
+
+/// A running operator.
+#[derive(Debug)]
+pub struct Operator {
+    /// The process.
+    pub process: Process,
+    /// Its admin address (/livez, /readyz, /metrics).
+    pub admin: SocketAddr,
+    /// Its webhook address, when enabled.
+    pub webhook: Option<SocketAddr>,
+    /// Its identity.
+    pub identity: String,
+}
+
+impl Operator {
+    /// Starts an operator for `cp`, logging to `<dir>/<identity>.log`.
+    pub fn start(cp: &ControlPlane, dir: &Path, options: &OperatorOptions) -> Self {
+        let binary = process::binary("isolane-operator", "isolane-operator", OPERATOR_BIN_ENV);
+        let admin: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
+        let ms = |duration: Duration| format!("{}ms", duration.as_millis());
+        let mut args = vec![
+            "--namespace".to_owned(),
+            OPERATOR_NAMESPACE.to_owned(),
+            "--admin-addr".to_owned(),
+            admin.to_string(),
+            "--identity".to_owned(),
+            options.identity.clone(),
+            "--lease-duration".to_owned(),
+            ms(options.lease_duration),
+            "--renew-deadline".to_owned(),
+            ms(options.renew_deadline),
+            "--retry-period".to_owned(),
+            ms(options.retry_period),
+            "--membership-interval".to_owned(),
+            "500ms".to_owned(),
+            "--log".to_owned(),
+            "info,isolane_operator=debug,kube=warn".to_owned(),
+        ];
+        let webhook = options.webhook.as_ref().map(|cert| {
+            let addr: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
+            args.extend([
+                "--webhook-addr".to_owned(),
+                addr.to_string(),
+                "--webhook-cert".to_owned(),
+                cert.cert_path.display().to_string(),
+                "--webhook-key".to_owned(),
+                cert.key_path.display().to_string(),
+            ]);
+            addr
+        });
+        args.extend(options.extra_args.iter().cloned());
+        let log = dir.join(format!("{}.log", options.identity));
+        let kubeconfig = cp.kubeconfig_path().as_os_str();
+        let envs: [(&str, &OsStr); 2] = [("KUBECONFIG", kubeconfig), ("NO_COLOR", OsStr::new("1"))];
+        let process = Process::spawn(&options.identity, &binary, &args, &envs, &log);
+        Self {
+            process,
+            admin,
+            webhook,
+            identity: options.identity.clone(),
+        }
+    }
+
+    /// Waits until `/readyz` answers 200.
+    pub async fn wait_ready(&self, timeout: Duration) {
+        let what = format!("{} /readyz", self.identity);
+        wait_until(&what, timeout, || async {
+            let response = http::get(self.admin, "/readyz").await?;
+            (response.status == 200).then_some(())
+        })
+        .await;
+    }
+
+    /// The `/metrics` exposition, if the admin server answers.
+    pub async fn metrics(&self) -> Option<String> {
+        let response = http::get(self.admin, "/metrics").await?;
+        (response.status == 200).then_some(response.body)
+    }
+
+    /// The value of one metric series.
+    pub async fn metric(&self, series: &str) -> Option<f64> {
+        http::metric(&self.metrics().await?, series)
+    }
+
+    /// Whether this replica reports being the leader (`isolane_operator_leader 1`).
+    pub async fn is_leader(&self) -> bool {
+        self.metric("isolane_operator_leader").await == Some(1.0)
+    }
+}

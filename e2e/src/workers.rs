@@ -1,0 +1,198 @@
+//! Workers, their bundles and their conditions, as a test sees them through the API.
+
+use std::time::Duration;
+
+use isolane_crds::{BUNDLE_KEY, Bundle, Limits, Route, Worker, WorkerSpec};
+use isolane_testenv::ControlPlane;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+
+use crate::operator::OPERATOR_NAMESPACE;
+use crate::process::{wait_until, workspace_root};
+
+/// The field manager tests apply Workers with.
+pub const TEST_MANAGER: &str = "isolane-e2e";
+
+/// Installs the Worker CRD (from `crds/worker.yaml`) and waits until it is
+/// served; creates the operator namespace and `namespaces`.
+pub async fn prepare(cp: &ControlPlane, namespaces: &[&str]) {
+    cp.apply_file(workspace_root().join("crds/worker.yaml"))
+        .await
+        .expect("apply the Worker CRD");
+    let crds: Api<CustomResourceDefinition> = Api::all(cp.client());
+    wait_until(
+        "the Worker CRD to be established",
+        Duration::from_secs(30),
+        || async {
+            let crd = crds.get_opt("workers.isolane.dev").await.ok()??;
+            let established =
+                crd.status?.conditions?.into_iter().any(|condition| {
+                    condition.type_ == "Established" && condition.status == "True"
+                });
+            established.then_some(())
+        },
+    )
+    .await;
+    for namespace in std::iter::once(&OPERATOR_NAMESPACE).chain(namespaces) {
+        cp.create_namespace(namespace)
+            .await
+            .unwrap_or_else(|error| panic!("create namespace {namespace}: {error}"));
+    }
+}
+
+/// A Worker with an inline script and routes `host/` for each host.
+pub fn inline_worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
+    Worker::new(
+        name,
+        WorkerSpec {
+            script: Some(script.to_owned()),
+            script_from: None,
+            env: Vec::new(),
+            routes: hosts
+                .iter()
+                .map(|host| Route {
+                    host: (*host).to_owned(),
+                    path_prefix: "/".to_owned(),
+                })
+                .collect(),
+            limits: Limits::default(),
+            replicas: 1,
+        },
+    )
+}
+
+/// A module script answering `text`.
+pub fn hello_script(text: &str) -> String {
+    format!(
+        "export default {{\n  fetch(request, env) {{\n    return new Response({text:?});\n  }}\n}};\n"
+    )
+}
+
+/// Server-side applies `worker` into `namespace`.
+pub async fn apply(client: &Client, namespace: &str, worker: &Worker) -> Worker {
+    let api: Api<Worker> = Api::namespaced(client.clone(), namespace);
+    let name = worker.metadata.name.clone().expect("the Worker has a name");
+    let mut body = worker.clone();
+    body.metadata.managed_fields = None;
+    body.metadata.resource_version = None;
+    body.status = None;
+    api.patch(
+        &name,
+        &PatchParams::apply(TEST_MANAGER).force(),
+        &Patch::Apply(&body),
+    )
+    .await
+    .unwrap_or_else(|error| panic!("apply Worker {namespace}/{name}: {error}"))
+}
+
+/// The condition `type_` of `worker`.
+pub fn condition<'a>(worker: &'a Worker, type_: &str) -> Option<&'a Condition> {
+    worker
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|condition| condition.type_ == type_)
+}
+
+/// True when `worker` has condition `type_` with `status` (and, if given, `reason`)
+/// for its current generation.
+pub fn has_condition(worker: &Worker, type_: &str, status: &str, reason: Option<&str>) -> bool {
+    let observed = worker
+        .status
+        .as_ref()
+        .and_then(|status| status.observed_generation);
+    observed == worker.metadata.generation
+        && condition(worker, type_).is_some_and(|condition| {
+            condition.status == status && reason.is_none_or(|reason| condition.reason == reason)
+        })
+}
+
+/// Waits until Worker `namespace/name` satisfies `ready`, returning it; the
+/// panic message shows its last status.
+pub async fn wait_for_worker(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    what: &str,
+    timeout: Duration,
+    ready: impl Fn(&Worker) -> bool,
+) -> Worker {
+    let api: Api<Worker> = Api::namespaced(client.clone(), namespace);
+    let last = std::sync::Mutex::new(None::<Worker>);
+    let description = format!("Worker {namespace}/{name} {what}");
+    let found = tokio::time::timeout(
+        timeout,
+        wait_until(&description, timeout + Duration::from_secs(1), || async {
+            let worker = api.get_opt(name).await.ok().flatten()?;
+            let done = ready(&worker);
+            if let Ok(mut last) = last.lock() {
+                *last = Some(worker.clone());
+            }
+            done.then_some(worker)
+        }),
+    )
+    .await;
+    match found {
+        Ok(worker) => worker,
+        Err(_) => {
+            let last = last.lock().ok().and_then(|last| last.clone());
+            panic!(
+                "timed out after {timeout:?} waiting for {description}; last status: {:#?}",
+                last.and_then(|worker| worker.status)
+            )
+        }
+    }
+}
+
+/// Waits until the Worker is Ready=True for its current generation.
+pub async fn wait_ready(client: &Client, namespace: &str, name: &str, timeout: Duration) -> Worker {
+    wait_for_worker(client, namespace, name, "to be Ready", timeout, |worker| {
+        has_condition(worker, "Ready", "True", None)
+    })
+    .await
+}
+
+/// The bundle of Worker `namespace/name`, if its Secret exists.
+pub async fn bundle(client: &Client, namespace: &str, name: &str) -> Option<Bundle> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    let secret = secrets
+        .get_opt(&Bundle::secret_name(namespace, name))
+        .await
+        .expect("read the bundle Secret")?;
+    let data = secret.data?.remove(BUNDLE_KEY)?;
+    Some(serde_json::from_slice(&data.0).expect("the bundle is JSON"))
+}
+
+/// Waits until the bundle of `namespace/name` satisfies `ready`.
+pub async fn wait_for_bundle(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    what: &str,
+    timeout: Duration,
+    ready: impl Fn(&Bundle) -> bool,
+) -> Bundle {
+    let description = format!("bundle of {namespace}/{name} {what}");
+    wait_until(&description, timeout, || async {
+        bundle(client, namespace, name)
+            .await
+            .filter(|bundle| ready(bundle))
+    })
+    .await
+}
+
+/// Waits until the bundle Secret of `namespace/name` is gone.
+pub async fn wait_bundle_gone(client: &Client, namespace: &str, name: &str, timeout: Duration) {
+    let description = format!("bundle of {namespace}/{name} to be deleted");
+    wait_until(&description, timeout, || async {
+        bundle(client, namespace, name)
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await;
+}

@@ -1,0 +1,647 @@
+//! The operator against a real kube-apiserver, as a real process: Workers become
+//! bundles and status; updates, references, syntax errors, route conflicts and
+//! deletion; the admission webhook registered with the apiserver.
+//!
+//! Each test starts its own control plane and operator. The operator binary is
+//! built on first use (`ISOLANE_OPERATOR_BIN` skips that).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use isolane_crds::{ConfigMapKeyRef, EnvValueFrom, EnvVar, ScriptFrom, SecretKeyRef, Worker};
+use isolane_e2e::certs;
+use isolane_e2e::operator::{OPERATOR_NAMESPACE, Operator, OperatorOptions};
+use isolane_e2e::process::wait_until;
+use isolane_e2e::workers::{
+    apply, bundle, condition, has_condition, hello_script, inline_worker, prepare,
+    wait_bundle_gone, wait_for_bundle, wait_for_worker, wait_ready,
+};
+use isolane_testenv::ControlPlane;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+
+const NS: &str = "apps";
+/// Generous for a loaded 2-core machine; a healthy run takes well under a second per step.
+const STEP: Duration = Duration::from_secs(30);
+
+fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
+async fn start() -> (ControlPlane, tempfile::TempDir, Operator) {
+    init_tracing();
+    let cp = ControlPlane::start().await.expect("control plane starts");
+    prepare(&cp, &[NS]).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let operator = Operator::start(&cp, dir.path(), &OperatorOptions::default());
+    operator.wait_ready(STEP).await;
+    (cp, dir, operator)
+}
+
+async fn delete_worker(client: &Client, name: &str) {
+    Api::<Worker>::namespaced(client.clone(), NS)
+        .delete(name, &DeleteParams::default())
+        .await
+        .expect("delete the Worker");
+}
+
+async fn wait_worker_gone(client: &Client, name: &str) {
+    let api: Api<Worker> = Api::namespaced(client.clone(), NS);
+    wait_until(&format!("Worker {name} to be gone"), STEP, || async {
+        api.get_opt(name).await.ok()?.is_none().then_some(())
+    })
+    .await;
+}
+
+fn revision(worker: &Worker) -> String {
+    worker
+        .status
+        .as_ref()
+        .and_then(|status| status.revision.clone())
+        .expect("a Ready Worker has a revision")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_update_and_delete_a_worker() {
+    let (cp, _dir, operator) = start().await;
+    let client = cp.client();
+
+    // Apply → bundle and Ready, with URL, finalizer and conditions.
+    apply(
+        &client,
+        NS,
+        &inline_worker("hello", &hello_script("v1"), &["hello.example.com"]),
+    )
+    .await;
+    let worker = wait_ready(&client, NS, "hello", STEP).await;
+    let first = revision(&worker);
+    let status = worker.status.as_ref().expect("status");
+    assert_eq!(status.url.as_deref(), Some("http://hello.example.com/"));
+    assert!(has_condition(
+        &worker,
+        "ScriptValid",
+        "True",
+        Some("Parsed")
+    ));
+    assert!(has_condition(
+        &worker,
+        "RoutesAdmitted",
+        "True",
+        Some("Admitted")
+    ));
+    assert_eq!(
+        worker.metadata.finalizers.as_deref(),
+        Some(&["isolane.dev/bundle".to_owned()][..])
+    );
+    let stored = wait_for_bundle(&client, NS, "hello", "to exist", STEP, |_| true).await;
+    assert_eq!(stored.worker_id, "apps/hello");
+    assert_eq!(stored.revision, first);
+    assert!(stored.script.contains("\"v1\""));
+    assert_eq!(stored.routes.len(), 1);
+    let secret = Api::<Secret>::namespaced(client.clone(), OPERATOR_NAMESPACE)
+        .get(&isolane_crds::Bundle::secret_name(NS, "hello"))
+        .await
+        .expect("bundle Secret");
+    let annotations = secret.metadata.annotations.expect("annotations");
+    assert_eq!(annotations["isolane.dev/worker-id"], "apps/hello");
+    assert_eq!(annotations["isolane.dev/revision"], first);
+    assert_eq!(
+        secret.metadata.labels.expect("labels")["isolane.dev/bundle"],
+        "true"
+    );
+
+    // Update the script → new revision and bundle; lastTransitionTime of Ready kept.
+    let ready_since = condition(&worker, "Ready")
+        .expect("Ready")
+        .last_transition_time
+        .clone();
+    apply(
+        &client,
+        NS,
+        &inline_worker("hello", &hello_script("v2"), &["hello.example.com"]),
+    )
+    .await;
+    let updated = wait_for_worker(&client, NS, "hello", "to serve v2", STEP, |worker| {
+        has_condition(worker, "Ready", "True", None) && revision(worker) != first
+    })
+    .await;
+    let second = revision(&updated);
+    let stored = wait_for_bundle(
+        &client,
+        NS,
+        "hello",
+        "at the new revision",
+        STEP,
+        |bundle| bundle.revision == second,
+    )
+    .await;
+    assert!(stored.script.contains("\"v2\""));
+    assert_eq!(
+        condition(&updated, "Ready")
+            .expect("Ready")
+            .last_transition_time,
+        ready_since,
+        "Ready did not flip, so its transition time stays"
+    );
+
+    // Someone deletes the bundle Secret: the operator writes it again.
+    Api::<Secret>::namespaced(client.clone(), OPERATOR_NAMESPACE)
+        .delete(
+            &isolane_crds::Bundle::secret_name(NS, "hello"),
+            &DeleteParams::default(),
+        )
+        .await
+        .expect("delete the bundle");
+    wait_for_bundle(&client, NS, "hello", "to be rewritten", STEP, |bundle| {
+        bundle.revision == second
+    })
+    .await;
+
+    // Metrics: reconciles counted, Workers by condition, leader.
+    let metrics = operator.metrics().await.expect("metrics");
+    assert!(
+        isolane_e2e::http::metric(
+            &metrics,
+            "isolane_operator_reconciles_total{result=\"ready\"}"
+        )
+        .is_some_and(|count| count >= 2.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        isolane_e2e::http::metric(
+            &metrics,
+            "isolane_operator_workers{condition=\"Ready\",status=\"True\"}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        isolane_e2e::http::metric(&metrics, "isolane_operator_leader"),
+        Some(1.0)
+    );
+    assert!(metrics.contains("isolane_operator_reconcile_duration_seconds_bucket{le=\"0.01\"}"));
+
+    // Delete → bundle gone, Worker gone (the finalizer was removed).
+    delete_worker(&client, "hello").await;
+    wait_bundle_gone(&client, NS, "hello", STEP).await;
+    wait_worker_gone(&client, "hello").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn referenced_configmaps_and_secrets_are_watched() {
+    let (cp, _dir, _operator) = start().await;
+    let client = cp.client();
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+
+    // A Worker whose script ConfigMap and env Secret do not exist yet.
+    let mut worker = inline_worker("from-cm", "", &["cm.example.com"]);
+    worker.spec.script = None;
+    worker.spec.script_from = Some(ScriptFrom {
+        config_map_key_ref: ConfigMapKeyRef {
+            name: "code".into(),
+            key: "index.js".into(),
+        },
+    });
+    worker.spec.env = vec![
+        EnvVar {
+            name: "GREETING".into(),
+            value: Some("hi".into()),
+            value_from: None,
+        },
+        EnvVar {
+            name: "TOKEN".into(),
+            value: None,
+            value_from: Some(EnvValueFrom {
+                secret_key_ref: Some(SecretKeyRef {
+                    name: "creds".into(),
+                    key: "token".into(),
+                }),
+                config_map_key_ref: None,
+            }),
+        },
+    ];
+    apply(&client, NS, &worker).await;
+    let missing = wait_for_worker(
+        &client,
+        NS,
+        "from-cm",
+        "to report the missing ConfigMap",
+        STEP,
+        |w| has_condition(w, "Ready", "False", Some("ReferenceNotFound")),
+    )
+    .await;
+    assert_eq!(
+        condition(&missing, "Ready").expect("Ready").message,
+        "ConfigMap apps/code not found"
+    );
+    assert!(bundle(&client, NS, "from-cm").await.is_none());
+
+    // Create the ConfigMap: now the Secret is what is missing (no nudge needed).
+    let code = |text: &str| ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("code".into()),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([("index.js".into(), hello_script(text))])),
+        ..ConfigMap::default()
+    };
+    config_maps
+        .create(&PostParams::default(), &code("from a ConfigMap"))
+        .await
+        .expect("create the ConfigMap");
+    wait_for_worker(
+        &client,
+        NS,
+        "from-cm",
+        "to report the missing Secret",
+        STEP,
+        |w| condition(w, "Ready").is_some_and(|c| c.message == "Secret apps/creds not found"),
+    )
+    .await;
+
+    // Create the Secret without the key, then with it.
+    let creds = |key: &str| Secret {
+        metadata: ObjectMeta {
+            name: Some("creds".into()),
+            ..ObjectMeta::default()
+        },
+        string_data: Some(BTreeMap::from([(key.to_owned(), "s3cret".to_owned())])),
+        ..Secret::default()
+    };
+    secrets
+        .create(&PostParams::default(), &creds("other"))
+        .await
+        .expect("create the Secret");
+    wait_for_worker(
+        &client,
+        NS,
+        "from-cm",
+        "to report the missing key",
+        STEP,
+        |w| {
+            condition(w, "Ready")
+                .is_some_and(|c| c.message == "key \"token\" not found in Secret apps/creds")
+        },
+    )
+    .await;
+    secrets
+        .replace("creds", &PostParams::default(), &creds("token"))
+        .await
+        .expect("replace the Secret");
+    let ready = wait_ready(&client, NS, "from-cm", STEP).await;
+    let first = revision(&ready);
+    let stored = wait_for_bundle(&client, NS, "from-cm", "to exist", STEP, |b| {
+        b.revision == first
+    })
+    .await;
+    assert!(stored.script.contains("from a ConfigMap"));
+    assert_eq!(stored.env["TOKEN"], "s3cret");
+    assert_eq!(stored.env["GREETING"], "hi");
+
+    // Change the ConfigMap → new revision and bundle.
+    config_maps
+        .replace("code", &PostParams::default(), &code("changed"))
+        .await
+        .expect("replace the ConfigMap");
+    let changed = wait_for_worker(
+        &client,
+        NS,
+        "from-cm",
+        "to pick up the ConfigMap change",
+        STEP,
+        |w| has_condition(w, "Ready", "True", None) && revision(w) != first,
+    )
+    .await;
+    let second = revision(&changed);
+    let stored = wait_for_bundle(&client, NS, "from-cm", "at the new revision", STEP, |b| {
+        b.revision == second
+    })
+    .await;
+    assert!(stored.script.contains("changed"));
+
+    // A broken script in the ConfigMap: ScriptValid=False with line:column; the
+    // last good bundle keeps serving.
+    let mut broken = code("x");
+    broken.data = Some(BTreeMap::from([(
+        "index.js".into(),
+        "export default {\n  fetch() {\n    return new Response('x'\n  }\n};\n".into(),
+    )]));
+    config_maps
+        .replace("code", &PostParams::default(), &broken)
+        .await
+        .expect("replace the ConfigMap");
+    let invalid = wait_for_worker(
+        &client,
+        NS,
+        "from-cm",
+        "to report the syntax error",
+        STEP,
+        |w| has_condition(w, "ScriptValid", "False", Some("SyntaxError")),
+    )
+    .await;
+    let message = &condition(&invalid, "ScriptValid")
+        .expect("ScriptValid")
+        .message;
+    assert!(message.starts_with("4:3: "), "{message}");
+    assert!(has_condition(
+        &invalid,
+        "Ready",
+        "False",
+        Some("SyntaxError")
+    ));
+    assert_eq!(
+        revision(&invalid),
+        second,
+        "the served revision is the last good one"
+    );
+    assert_eq!(
+        bundle(&client, NS, "from-cm")
+            .await
+            .expect("bundle")
+            .revision,
+        second
+    );
+
+    // A Warning event was recorded for the syntax error.
+    let events: Api<Event> = Api::namespaced(client.clone(), NS);
+    wait_until("a SyntaxError event", STEP, || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items
+            .iter()
+            .any(|event| {
+                event.reason.as_deref() == Some("SyntaxError")
+                    && event.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("from-cm")
+            })
+            .then_some(())
+    })
+    .await;
+
+    // Unrelated ConfigMaps do not disturb it; deleting the Worker removes the bundle.
+    delete_worker(&client, "from-cm").await;
+    wait_bundle_gone(&client, NS, "from-cm", STEP).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn route_conflicts_go_to_the_older_worker() {
+    let (cp, _dir, _operator) = start().await;
+    let client = cp.client();
+
+    apply(
+        &client,
+        NS,
+        &inline_worker("older", &hello_script("older"), &["shared.example.com"]),
+    )
+    .await;
+    wait_ready(&client, NS, "older", STEP).await;
+    // Creation timestamps have one-second resolution: make sure "newer" is newer.
+    let older: Worker = Api::namespaced(client.clone(), NS)
+        .get("older")
+        .await
+        .expect("older");
+    wait_until(
+        "the clock to pass the older Worker's creation second",
+        STEP,
+        || async {
+            let created = older.metadata.creation_timestamp.as_ref()?.0;
+            (k8s_openapi::jiff::Timestamp::now().as_second() > created.as_second()).then_some(())
+        },
+    )
+    .await;
+    apply(
+        &client,
+        NS,
+        &inline_worker(
+            "newer",
+            &hello_script("newer"),
+            &["shared.example.com", "own.example.com"],
+        ),
+    )
+    .await;
+    let newer = wait_for_worker(
+        &client,
+        NS,
+        "newer",
+        "to lose the shared route",
+        STEP,
+        |w| has_condition(w, "RoutesAdmitted", "False", Some("RouteConflict")),
+    )
+    .await;
+    let message = &condition(&newer, "RoutesAdmitted")
+        .expect("RoutesAdmitted")
+        .message;
+    assert_eq!(
+        message,
+        "route shared.example.com/ is held by older Worker apps/older"
+    );
+    // Ready stays True: it still serves its own route.
+    assert!(has_condition(&newer, "Ready", "True", None));
+    assert_eq!(
+        newer.status.as_ref().and_then(|s| s.url.as_deref()),
+        Some("http://own.example.com/")
+    );
+    let stored = wait_for_bundle(&client, NS, "newer", "to exist", STEP, |_| true).await;
+    let hosts: Vec<&str> = stored.routes.iter().map(|r| r.host.as_str()).collect();
+    assert_eq!(
+        hosts,
+        vec!["own.example.com"],
+        "the lost route is not in the bundle"
+    );
+    let older = wait_ready(&client, NS, "older", STEP).await;
+    assert!(has_condition(&older, "RoutesAdmitted", "True", None));
+
+    // A third Worker that only wants the shared route is not Ready at all.
+    apply(
+        &client,
+        NS,
+        &inline_worker("third", &hello_script("third"), &["shared.example.com"]),
+    )
+    .await;
+    wait_for_worker(
+        &client,
+        NS,
+        "third",
+        "to be refused every route",
+        STEP,
+        |w| has_condition(w, "Ready", "False", Some("RoutesConflicted")),
+    )
+    .await;
+
+    // The older Worker goes away: the next oldest (newer) takes the route.
+    delete_worker(&client, "older").await;
+    wait_for_worker(
+        &client,
+        NS,
+        "newer",
+        "to take over the shared route",
+        STEP,
+        |w| has_condition(w, "RoutesAdmitted", "True", None),
+    )
+    .await;
+    wait_for_bundle(&client, NS, "newer", "to carry both routes", STEP, |b| {
+        b.routes.len() == 2
+    })
+    .await;
+    let third = Api::<Worker>::namespaced(client.clone(), NS)
+        .get("third")
+        .await
+        .expect("third");
+    assert!(
+        condition(&third, "RoutesAdmitted").is_some_and(|c| c.message.contains("apps/newer")),
+        "third now names newer: {:?}",
+        third.status
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_rejects_syntax_errors_and_conflicts_at_apply() {
+    init_tracing();
+    let cp = ControlPlane::start().await.expect("control plane starts");
+    prepare(&cp, &[NS]).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cert = certs::localhost_serving_cert(dir.path());
+    let options = OperatorOptions {
+        webhook: Some(cert.clone()),
+        ..OperatorOptions::default()
+    };
+    let operator = Operator::start(&cp, dir.path(), &options);
+    operator.wait_ready(STEP).await;
+    let webhook = operator.webhook.expect("webhook address");
+    register_webhook(
+        &cp,
+        &format!("https://{webhook}/validate-worker"),
+        &cert.ca_pem,
+    )
+    .await;
+
+    let client = cp.client();
+    apply(
+        &client,
+        NS,
+        &inline_worker("owner", &hello_script("ok"), &["taken.example.com"]),
+    )
+    .await;
+    wait_ready(&client, NS, "owner", STEP).await;
+
+    // A syntax error is refused by `kubectl apply`, with line:column.
+    let broken = manifest(
+        "broken",
+        "export default {\n  fetch() {\n    return new Response('x'\n  }\n};",
+        "free.example.com",
+    );
+    let output = kubectl_apply(&cp, &broken);
+    assert!(
+        !output.0,
+        "apply of a broken script must fail: {}",
+        output.1
+    );
+    assert!(
+        output.1.contains("denied the request")
+            && output.1.contains("spec.script: syntax error at 4:3:"),
+        "{}",
+        output.1
+    );
+
+    // A route held by another Worker is refused (the webhook's view may trail the
+    // apply of "owner" by a moment, so retry until it answers).
+    let conflicting = manifest("claimer", &hello_script("x"), "taken.example.com");
+    let message = wait_until(
+        "the webhook to refuse the conflicting route",
+        STEP,
+        || async {
+            let (ok, text) = kubectl_apply(&cp, &conflicting);
+            assert!(!ok || !text.contains("syntax"), "{text}");
+            (!ok).then_some(text)
+        },
+    )
+    .await;
+    assert!(
+        message.contains("route taken.example.com/ is already claimed by Worker apps/owner"),
+        "{message}"
+    );
+
+    // A valid Worker passes the webhook.
+    let (ok, text) = kubectl_apply(
+        &cp,
+        &manifest("fine", &hello_script("fine"), "free.example.com"),
+    );
+    assert!(ok, "{text}");
+    wait_ready(&client, NS, "fine", STEP).await;
+}
+
+fn manifest(name: &str, script: &str, host: &str) -> String {
+    let worker = serde_json::json!({
+        "apiVersion": "isolane.dev/v1alpha1",
+        "kind": "Worker",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"script": script, "routes": [{"host": host, "pathPrefix": "/"}]},
+    });
+    serde_json::to_string(&worker).expect("manifest")
+}
+
+/// `kubectl apply -f -` of `manifest`: (success, stdout + stderr).
+fn kubectl_apply(cp: &ControlPlane, manifest: &str) -> (bool, String) {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cp
+        .kubectl(["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(manifest.as_bytes())
+        .expect("write the manifest");
+    let output = child.wait_with_output().expect("kubectl finishes");
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+/// Registers the operator's webhook for Worker CREATE and UPDATE.
+async fn register_webhook(cp: &ControlPlane, url: &str, ca_pem: &str) {
+    use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+    let ca_bundle = k8s_openapi::ByteString(ca_pem.as_bytes().to_vec());
+    let configuration: ValidatingWebhookConfiguration = serde_json::from_value(serde_json::json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "isolane-operator"},
+        "webhooks": [{
+            "name": "workers.isolane.dev",
+            "clientConfig": {"url": url, "caBundle": ca_bundle},
+            "rules": [{
+                "apiGroups": ["isolane.dev"],
+                "apiVersions": ["v1alpha1"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": ["workers"],
+                "scope": "Namespaced",
+            }],
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 10,
+        }],
+    }))
+    .expect("webhook configuration");
+    Api::<ValidatingWebhookConfiguration>::all(cp.client())
+        .patch(
+            "isolane-operator",
+            &PatchParams::apply("isolane-e2e").force(),
+            &Patch::Apply(&configuration),
+        )
+        .await
+        .expect("register the webhook");
+}
