@@ -1,0 +1,347 @@
+//! Command-line flags, each with an `ISOLANE_*` environment fallback, parsed
+//! and validated into a [`Config`] before any port is bound.
+//!
+//! `main` exits with 64 (`EX_USAGE`) when [`Args::validate`] fails. Tests and
+//! other composition roots build a [`Config`] (or a [`ProxyConfig`]) directly.
+
+use std::net::SocketAddr;
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+use clap::Parser;
+use isolane_telemetry::{AdminArgs, LogFormat};
+
+use crate::channels::ChannelConfig;
+use crate::proxy::{DEFAULT_REPLAY_LIMIT, ProxyConfig};
+
+/// Address of the HTTP ingress.
+pub const ENV_LISTEN_ADDR: &str = "ISOLANE_LISTEN_ADDR";
+/// Router worker threads (0: one per core).
+pub const ENV_WORKERS: &str = "ISOLANE_ROUTER_WORKERS";
+/// Namespace whose Workers are routed (unset: every namespace).
+pub const ENV_WATCH_NAMESPACE: &str = "ISOLANE_WATCH_NAMESPACE";
+/// Namespace of the runtime-node Leases.
+pub const ENV_NODES_NAMESPACE: &str = "ISOLANE_NODES_NAMESPACE";
+/// Deadline of a whole request to a node.
+pub const ENV_REQUEST_TIMEOUT: &str = "ISOLANE_REQUEST_TIMEOUT";
+/// Deadline for connecting to a node.
+pub const ENV_CONNECT_TIMEOUT: &str = "ISOLANE_CONNECT_TIMEOUT";
+/// Largest request body kept in memory so the request can be retried.
+pub const ENV_REPLAY_BODY_LIMIT: &str = "ISOLANE_REPLAY_BODY_LIMIT";
+/// Bounded-load factor of node choice.
+pub const ENV_LOAD_FACTOR: &str = "ISOLANE_LOAD_FACTOR";
+/// Workers with their own metric series.
+pub const ENV_MAX_WORKER_SERIES: &str = "ISOLANE_MAX_WORKER_SERIES";
+/// How often the busiest workers are re-ranked for their own series.
+pub const ENV_WORKER_SERIES_INTERVAL: &str = "ISOLANE_WORKER_SERIES_INTERVAL";
+/// How long open connections may finish after SIGTERM.
+pub const ENV_SHUTDOWN_GRACE: &str = "ISOLANE_SHUTDOWN_GRACE";
+
+/// The namespace of runtime-node Leases unless told otherwise.
+pub const DEFAULT_NODES_NAMESPACE: &str = "isolane-system";
+
+/// The router's flags.
+#[derive(Clone, Debug, Parser)]
+#[command(
+    name = "isolane-router",
+    version,
+    about = "HTTP ingress for Isolane Workers: routes by host and path, places on runtime nodes, calls them over gRPC"
+)]
+pub struct Args {
+    /// Address of the HTTP ingress (HTTP/1.1 and cleartext HTTP/2).
+    #[arg(long, env = ENV_LISTEN_ADDR, default_value = "0.0.0.0:8080")]
+    pub listen_addr: SocketAddr,
+
+    /// Router worker threads, each with its own event loop and its own
+    /// HTTP/2 connections to nodes; 0 means one per available core.
+    #[arg(long, env = ENV_WORKERS, default_value_t = 0)]
+    pub workers: usize,
+
+    /// Route only the Workers of this namespace; unset routes every namespace.
+    #[arg(long, env = ENV_WATCH_NAMESPACE)]
+    pub watch_namespace: Option<String>,
+
+    /// Namespace of the runtime-node Leases.
+    #[arg(long, env = ENV_NODES_NAMESPACE, default_value = DEFAULT_NODES_NAMESPACE)]
+    pub nodes_namespace: String,
+
+    /// Deadline of a whole request to a node, body included (e.g. 30s, 500ms).
+    #[arg(long, env = ENV_REQUEST_TIMEOUT, default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// Deadline for opening a connection to a node.
+    #[arg(long, env = ENV_CONNECT_TIMEOUT, default_value = "1s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+
+    /// Largest request body, in bytes, kept in memory so a request can be
+    /// retried on another node; larger bodies stream and are never retried.
+    #[arg(long, env = ENV_REPLAY_BODY_LIMIT, default_value_t = DEFAULT_REPLAY_LIMIT)]
+    pub replay_body_limit: usize,
+
+    /// Bounded-load factor (≥ 1): a node takes a worker's request while its
+    /// in-flight requests are under this multiple of its fair share.
+    #[arg(long, env = ENV_LOAD_FACTOR, default_value_t = isolane_placement::DEFAULT_LOAD_FACTOR)]
+    pub load_factor: f64,
+
+    /// How many Workers (the busiest) get their own per-worker metric series;
+    /// the rest share worker="other".
+    #[arg(long, env = ENV_MAX_WORKER_SERIES, default_value_t = 50)]
+    pub max_worker_series: usize,
+
+    /// How often the busiest Workers are re-ranked for their own series.
+    #[arg(long, env = ENV_WORKER_SERIES_INTERVAL, default_value = "30s", value_parser = parse_duration)]
+    pub worker_series_interval: Duration,
+
+    /// How long open connections may finish after SIGTERM or SIGINT.
+    #[arg(long, env = ENV_SHUTDOWN_GRACE, default_value = "10s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+
+    #[command(flatten)]
+    pub admin: AdminArgs,
+}
+
+/// Why the flags do not make a configuration.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ConfigError {
+    /// A duration that must be positive is zero.
+    #[error("--{flag} must be greater than zero")]
+    ZeroDuration {
+        /// The flag.
+        flag: &'static str,
+    },
+    /// The load factor is below 1 or not a number.
+    #[error("--load-factor must be a number ≥ 1, got {value}")]
+    LoadFactor {
+        /// What was given.
+        value: f64,
+    },
+    /// A namespace is not a DNS label.
+    #[error("--{flag} {value:?} is not a valid namespace name")]
+    Namespace {
+        /// The flag.
+        flag: &'static str,
+        /// What was given.
+        value: String,
+    },
+    /// Ingress and admin server would share a port.
+    #[error("--listen-addr and --admin-addr are both {addr}")]
+    SameAddr {
+        /// The address.
+        addr: SocketAddr,
+    },
+}
+
+impl ConfigError {
+    /// A bounded label.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::ZeroDuration { .. } => "zero_duration",
+            Self::LoadFactor { .. } => "load_factor",
+            Self::Namespace { .. } => "namespace",
+            Self::SameAddr { .. } => "same_addr",
+        }
+    }
+}
+
+/// The router's validated configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Address of the HTTP ingress.
+    pub listen_addr: SocketAddr,
+    /// Address of the admin server.
+    pub admin_addr: SocketAddr,
+    /// Log line format.
+    pub log_format: LogFormat,
+    /// Router worker threads.
+    pub workers: NonZeroUsize,
+    /// Namespace whose Workers are routed; `None` for all.
+    pub watch_namespace: Option<String>,
+    /// Namespace of the node Leases.
+    pub nodes_namespace: String,
+    /// How requests are proxied.
+    pub proxy: ProxyConfig,
+    /// Workers with their own series.
+    pub max_worker_series: usize,
+    /// Re-rank interval of the per-worker series.
+    pub worker_series_interval: Duration,
+    /// Time for open connections to finish at shutdown.
+    pub shutdown_grace: Duration,
+}
+
+impl Args {
+    /// Checks the flags and resolves defaults (such as the worker count).
+    pub fn validate(&self) -> Result<Config, ConfigError> {
+        for (flag, value) in [
+            ("request-timeout", self.request_timeout),
+            ("connect-timeout", self.connect_timeout),
+            ("worker-series-interval", self.worker_series_interval),
+        ] {
+            if value.is_zero() {
+                return Err(ConfigError::ZeroDuration { flag });
+            }
+        }
+        if !(self.load_factor >= 1.0 && self.load_factor.is_finite()) {
+            return Err(ConfigError::LoadFactor {
+                value: self.load_factor,
+            });
+        }
+        let namespaces = [
+            ("nodes-namespace", Some(&self.nodes_namespace)),
+            ("watch-namespace", self.watch_namespace.as_ref()),
+        ];
+        for (flag, value) in namespaces {
+            if let Some(value) = value.filter(|v| !is_dns_label(v)) {
+                return Err(ConfigError::Namespace {
+                    flag,
+                    value: value.clone(),
+                });
+            }
+        }
+        if self.listen_addr == self.admin.admin_addr {
+            return Err(ConfigError::SameAddr {
+                addr: self.listen_addr,
+            });
+        }
+        let workers = NonZeroUsize::new(self.workers)
+            .unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
+        Ok(Config {
+            listen_addr: self.listen_addr,
+            admin_addr: self.admin.admin_addr,
+            log_format: self.admin.log_format,
+            workers,
+            watch_namespace: self.watch_namespace.clone(),
+            nodes_namespace: self.nodes_namespace.clone(),
+            proxy: ProxyConfig {
+                request_timeout: self.request_timeout,
+                load_factor: self.load_factor,
+                replay_limit: self.replay_body_limit,
+                channel: ChannelConfig {
+                    connect_timeout: self.connect_timeout,
+                    ..ChannelConfig::default()
+                },
+            },
+            max_worker_series: self.max_worker_series,
+            worker_series_interval: self.worker_series_interval,
+            shutdown_grace: self.shutdown_grace,
+        })
+    }
+}
+
+/// Parses `500ms`, `30s`, `2m`, `1h` (a bare number is seconds).
+pub fn parse_duration(value: &str) -> Result<Duration, String> {
+    let value = value.trim();
+    let split = value
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(value.len());
+    let (number, unit) = value.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{value:?} is not a duration such as 30s or 500ms"))?;
+    let seconds = match unit {
+        "ms" => number / 1000.0,
+        "" | "s" => number,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => return Err(format!("{value:?} has an unknown unit (use ms, s, m or h)")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|error| format!("{value:?}: {error}"))
+}
+
+fn is_dns_label(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= 63
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !value.starts_with('-')
+        && !value.ends_with('-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Config, ConfigError> {
+        let mut argv = vec!["isolane-router"];
+        argv.extend_from_slice(args);
+        Args::try_parse_from(argv).unwrap().validate()
+    }
+
+    #[test]
+    fn defaults() {
+        let config = parse(&[]).unwrap();
+        assert_eq!(config.listen_addr, "0.0.0.0:8080".parse().unwrap());
+        assert_eq!(config.nodes_namespace, "isolane-system");
+        assert_eq!(config.watch_namespace, None);
+        assert_eq!(config.proxy.request_timeout, Duration::from_secs(30));
+        assert_eq!(config.proxy.replay_limit, 64 * 1024);
+        assert_eq!(config.proxy.load_factor, 1.25);
+        assert_eq!(config.max_worker_series, 50);
+        assert!(config.workers.get() >= 1);
+    }
+
+    #[test]
+    fn flags_override_defaults() {
+        let config = parse(&[
+            "--listen-addr",
+            "127.0.0.1:0",
+            "--workers",
+            "3",
+            "--watch-namespace",
+            "team-a",
+            "--request-timeout",
+            "500ms",
+            "--max-worker-series",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(config.workers.get(), 3);
+        assert_eq!(config.watch_namespace.as_deref(), Some("team-a"));
+        assert_eq!(config.proxy.request_timeout, Duration::from_millis(500));
+        assert_eq!(config.max_worker_series, 5);
+    }
+
+    #[test]
+    fn invalid_values_are_refused() {
+        let kind = |args: &[&str]| parse(args).unwrap_err().kind();
+        assert_eq!(kind(&["--request-timeout", "0s"]), "zero_duration");
+        assert_eq!(kind(&["--load-factor", "0.5"]), "load_factor");
+        assert_eq!(kind(&["--load-factor", "NaN"]), "load_factor");
+        assert_eq!(kind(&["--nodes-namespace", "Not_A_Name"]), "namespace");
+        assert_eq!(kind(&["--watch-namespace", "-x"]), "namespace");
+        assert_eq!(
+            kind(&[
+                "--listen-addr",
+                "0.0.0.0:9090",
+                "--admin-addr",
+                "0.0.0.0:9090"
+            ]),
+            "same_addr"
+        );
+        assert!(Args::try_parse_from(["isolane-router", "--request-timeout", "soon"]).is_err());
+    }
+
+    #[test]
+    fn every_flag_names_its_environment_variable() {
+        let help = <Args as clap::CommandFactory>::command()
+            .render_long_help()
+            .to_string();
+        for env in [
+            ENV_LISTEN_ADDR,
+            ENV_WORKERS,
+            ENV_WATCH_NAMESPACE,
+            ENV_NODES_NAMESPACE,
+            ENV_REQUEST_TIMEOUT,
+            ENV_CONNECT_TIMEOUT,
+            ENV_REPLAY_BODY_LIMIT,
+            ENV_LOAD_FACTOR,
+            ENV_MAX_WORKER_SERIES,
+            ENV_WORKER_SERIES_INTERVAL,
+            ENV_SHUTDOWN_GRACE,
+            isolane_telemetry::ADMIN_ADDR_ENV,
+            isolane_telemetry::LOG_FORMAT_ENV,
+        ] {
+            assert!(help.contains(env), "{env} missing from --help");
+        }
+    }
+}

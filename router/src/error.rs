@@ -1,0 +1,324 @@
+//! Why a request could not be served, and the one place errors become HTTP.
+//!
+//! Every failure on the request path is an [`Error`]; [`Error::kind`] is its
+//! bounded metric label and `From<Error> for Response` is the router's single,
+//! deliberate mapping to HTTP:
+//!
+//! | error | status | extra |
+//! | --- | --- | --- |
+//! | no route for host and path | 404 | JSON body `{"error", "host", "path"}` |
+//! | no live node | 503 | JSON body, `Retry-After: 1` |
+//! | node refused: `OVERLOADED` or gRPC `RESOURCE_EXHAUSTED` | 503 | `Retry-After` (≥ 1 s) |
+//! | node refused: other outcome (unknown worker 404, limits 503/504, …) | [`Outcome::http_status`] | |
+//! | node unreachable or the call failed (`UNAVAILABLE`, …) | 502 | |
+//! | router deadline (`--request-timeout`) passed, or gRPC `DEADLINE_EXCEEDED` | 504 | |
+//! | the client's request body failed | 400 | |
+//!
+//! Every error response carries `x-isolane-reason` (a bounded label, the
+//! same as `kind`) and a JSON body with a human-readable `error`.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use http::{Response, StatusCode};
+use isolane_proto::Outcome;
+
+use crate::proxy::{REASON_HEADER, ResponseBody, full_body};
+
+/// A boxed error from a body or a transport.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No routable Worker claims the host and path.
+    #[error("no worker routes this host and path")]
+    NoRoute {
+        /// The normalised request host.
+        host: String,
+        /// The request path.
+        path: String,
+    },
+
+    /// Membership lists no live, non-draining node.
+    #[error("no live runtime node to run worker {worker_id}")]
+    NoLiveNode {
+        /// The Worker the request was for.
+        worker_id: String,
+    },
+
+    /// The node's Lease lists no endpoint for the chosen thread.
+    #[error("node {node} has no endpoint for thread {thread}")]
+    NoEndpoint {
+        /// The node.
+        node: String,
+        /// The thread placement chose.
+        thread: u32,
+    },
+
+    /// The node's Lease lists an endpoint that is not a URI.
+    #[error("node {node} lists an invalid endpoint {endpoint:?}")]
+    InvalidEndpoint {
+        /// The node.
+        node: String,
+        /// The endpoint as written in the Lease.
+        endpoint: String,
+    },
+
+    /// The node could not be reached, or the call broke (gRPC `UNAVAILABLE`).
+    #[error("node {node} is unavailable: {message}")]
+    NodeUnavailable {
+        /// The node.
+        node: String,
+        /// What tonic reported.
+        message: String,
+    },
+
+    /// The node answered with a non-OK outcome before the worker responded.
+    #[error("node {node} refused the request: {detail}")]
+    Refused {
+        /// The node.
+        node: String,
+        /// Why, as a closed set.
+        outcome: Outcome,
+        /// The node's human-readable detail.
+        detail: String,
+        /// With [`Outcome::Overloaded`]: the node's suggested wait.
+        retry_after: Option<Duration>,
+    },
+
+    /// The call failed with another gRPC status.
+    #[error("node {node} failed the call: {code:?}: {message}")]
+    Call {
+        /// The node.
+        node: String,
+        /// The gRPC code.
+        code: tonic::Code,
+        /// The status message.
+        message: String,
+    },
+
+    /// The node broke the stream protocol (no head first, an unknown frame).
+    #[error("node {node} broke the protocol: {detail}")]
+    Protocol {
+        /// The node.
+        node: String,
+        /// What was wrong.
+        detail: &'static str,
+    },
+
+    /// The request took longer than the router's deadline.
+    #[error("no response within {timeout:?}")]
+    Deadline {
+        /// The configured deadline.
+        timeout: Duration,
+    },
+
+    /// Reading the client's request body failed.
+    #[error("reading the request body failed: {source}")]
+    RequestBody {
+        /// The body's error.
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl Error {
+    /// A bounded label for metrics, logs and the `x-isolane-reason` header.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NoRoute { .. } => "no_route",
+            Self::NoLiveNode { .. } => "no_live_node",
+            Self::NoEndpoint { .. } => "no_endpoint",
+            Self::InvalidEndpoint { .. } => "invalid_endpoint",
+            Self::NodeUnavailable { .. } => "node_unavailable",
+            Self::Refused { outcome, .. } => outcome.label(),
+            Self::Call { code, .. } => match code {
+                tonic::Code::ResourceExhausted => "overloaded",
+                tonic::Code::NotFound => "unknown_worker",
+                tonic::Code::DeadlineExceeded => "deadline",
+                tonic::Code::Cancelled => "canceled",
+                _ => "call_failed",
+            },
+            Self::Protocol { .. } => "protocol",
+            Self::Deadline { .. } => "deadline",
+            Self::RequestBody { .. } => "request_body",
+        }
+    }
+
+    /// The error for a failed gRPC call to `node`.
+    pub fn from_status(node: &str, status: &tonic::Status) -> Self {
+        let node = node.to_owned();
+        let message = status.message().to_owned();
+        match status.code() {
+            tonic::Code::Unavailable => Self::NodeUnavailable { node, message },
+            tonic::Code::ResourceExhausted => Self::Refused {
+                node,
+                outcome: Outcome::Overloaded,
+                detail: message,
+                retry_after: None,
+            },
+            code => Self::Call {
+                node,
+                code,
+                message,
+            },
+        }
+    }
+
+    /// Whether sending the same request to the next candidate node may succeed:
+    /// the node was unreachable, or said the request never started there.
+    pub fn retry_elsewhere(&self) -> bool {
+        match self {
+            Self::NodeUnavailable { .. }
+            | Self::NoEndpoint { .. }
+            | Self::InvalidEndpoint { .. } => true,
+            Self::Refused { outcome, .. } => outcome.retry_elsewhere(),
+            _ => false,
+        }
+    }
+
+    /// Whether the node should be skipped by new requests for a while.
+    pub fn ejects_node(&self) -> bool {
+        matches!(self, Self::NodeUnavailable { .. })
+    }
+
+    /// The HTTP status this error answers with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::NoRoute { .. } => StatusCode::NOT_FOUND,
+            Self::NoLiveNode { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::NoEndpoint { .. }
+            | Self::InvalidEndpoint { .. }
+            | Self::NodeUnavailable { .. }
+            | Self::Protocol { .. } => StatusCode::BAD_GATEWAY,
+            Self::Refused { outcome, .. } => outcome
+                .http_status()
+                // A client never sees 499 (it went away); anything odd is the node's fault.
+                .filter(|s| *s != 499)
+                .and_then(|s| StatusCode::from_u16(s).ok())
+                .unwrap_or(StatusCode::BAD_GATEWAY),
+            Self::Call { code, .. } => match code {
+                tonic::Code::NotFound => StatusCode::NOT_FOUND,
+                tonic::Code::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
+                _ => StatusCode::BAD_GATEWAY,
+            },
+            Self::Deadline { .. } => StatusCode::GATEWAY_TIMEOUT,
+            Self::RequestBody { .. } => StatusCode::BAD_REQUEST,
+        }
+    }
+
+    /// The `Retry-After` value in whole seconds, for transient refusals.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            Self::NoLiveNode { .. } => Some(1),
+            Self::Refused {
+                outcome: Outcome::Overloaded | Outcome::Draining | Outcome::RevisionUnavailable,
+                retry_after,
+                ..
+            } => Some(retry_after.map_or(1, |d| d.as_millis().div_ceil(1000).max(1) as u64)),
+            _ => None,
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        match self {
+            Self::NoRoute { host, path } => serde_json::json!({
+                "error": self.to_string(),
+                "host": host,
+                "path": path,
+            }),
+            Self::NoLiveNode { worker_id } => serde_json::json!({
+                "error": "no live runtime node",
+                "reason": self.kind(),
+                "worker": worker_id,
+            }),
+            _ => serde_json::json!({
+                "error": self.to_string(),
+                "reason": self.kind(),
+            }),
+        }
+    }
+}
+
+impl From<Error> for Response<ResponseBody> {
+    fn from(error: Error) -> Self {
+        let body = Bytes::from(error.json().to_string());
+        let mut response = Response::new(full_body(body));
+        *response.status_mut() = error.status();
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(REASON_HEADER, HeaderValue::from_static(error.kind()));
+        if let Some(seconds) = error.retry_after() {
+            headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_and_reasons() {
+        let refused = |outcome| Error::Refused {
+            node: "n".into(),
+            outcome,
+            detail: String::new(),
+            retry_after: None,
+        };
+        let cases = [
+            (refused(Outcome::UnknownWorker), 404, "unknown_worker"),
+            (refused(Outcome::CpuLimit), 503, "cpu_limit"),
+            (refused(Outcome::MemoryLimit), 503, "memory_limit"),
+            (refused(Outcome::WallTimeout), 504, "wall_timeout"),
+            (refused(Outcome::Overloaded), 503, "overloaded"),
+            (refused(Outcome::Canceled), 502, "canceled"),
+            (
+                Error::from_status("n", &tonic::Status::resource_exhausted("full")),
+                503,
+                "overloaded",
+            ),
+            (
+                Error::from_status("n", &tonic::Status::unavailable("refused")),
+                502,
+                "node_unavailable",
+            ),
+            (
+                Error::from_status("n", &tonic::Status::not_found("who")),
+                404,
+                "unknown_worker",
+            ),
+            (
+                Error::Deadline {
+                    timeout: Duration::from_secs(1),
+                },
+                504,
+                "deadline",
+            ),
+        ];
+        for (error, status, kind) in cases {
+            assert_eq!(error.status().as_u16(), status, "{error}");
+            assert_eq!(error.kind(), kind, "{error}");
+        }
+    }
+
+    #[test]
+    fn retry_after_rounds_up_to_a_second() {
+        let overloaded = |ms: Option<u64>| Error::Refused {
+            node: "n".into(),
+            outcome: Outcome::Overloaded,
+            detail: String::new(),
+            retry_after: ms.map(Duration::from_millis),
+        };
+        assert_eq!(overloaded(None).retry_after(), Some(1));
+        assert_eq!(overloaded(Some(10)).retry_after(), Some(1));
+        assert_eq!(overloaded(Some(2500)).retry_after(), Some(3));
+        assert_eq!(
+            Error::from_status("n", &tonic::Status::resource_exhausted("")).retry_after(),
+            Some(1)
+        );
+    }
+}

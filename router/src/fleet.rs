@@ -1,0 +1,379 @@
+//! The fleet: live runtime nodes, their load, and where a worker goes.
+//!
+//! [`Fleet`] is an immutable snapshot built by [`FleetBuilder`] whenever
+//! membership changes (a Lease event, or a Lease expiring) and read by every
+//! request without a lock. It pairs the placement crate's [`NodeSet`] with each
+//! node's endpoints and its in-flight counter; the counters outlive snapshots
+//! (they are keyed by node name in the builder), so a request that started under
+//! one snapshot still releases its load under the next.
+//!
+//! Node choice is bounded-load consistent hashing: a worker goes to the first
+//! node of its rendezvous preference order whose in-flight load is under
+//! `load_factor` × its fair share (shares weighted by threads), so a hot worker
+//! overflows to its next candidate instead of piling onto one node. A node that
+//! refused a connection is skipped for a short while ([`EJECT_FOR`]) so that
+//! requests do not keep paying for a dead node until its Lease expires.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use isolane_membership::NodeMember;
+use isolane_placement::{Node, NodeSet, thread_for};
+
+/// How long a node that failed a connection is skipped by new requests.
+pub const EJECT_FOR: Duration = Duration::from_secs(2);
+
+/// One live node in a [`Fleet`].
+#[derive(Debug)]
+pub struct FleetNode {
+    /// Name, endpoints and threads from the node's Lease.
+    pub member: NodeMember,
+    state: Arc<NodeState>,
+}
+
+/// Per-node state shared by every snapshot that contains the node.
+#[derive(Debug, Default)]
+struct NodeState {
+    /// Requests sent to the node and not yet finished.
+    in_flight: AtomicU64,
+    /// Milliseconds since the fleet's epoch until which the node is skipped.
+    ejected_until_ms: AtomicU64,
+}
+
+/// An immutable view of the live, non-draining nodes.
+#[derive(Debug)]
+pub struct Fleet {
+    generation: u64,
+    set: NodeSet,
+    /// Aligned with `set.nodes()`.
+    nodes: Vec<FleetNode>,
+    epoch: Instant,
+}
+
+/// Where one attempt of a request goes.
+#[derive(Debug, Clone)]
+pub struct Pick {
+    /// Index into the fleet's nodes.
+    pub index: usize,
+    /// The thread on that node.
+    pub thread: u32,
+}
+
+impl Fleet {
+    /// A fleet with no nodes.
+    pub fn empty() -> Self {
+        Self {
+            generation: 0,
+            set: NodeSet::default(),
+            nodes: Vec::new(),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Increases with every membership change; channel caches use it to prune.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The nodes, sorted by name.
+    pub fn nodes(&self) -> &[FleetNode] {
+        &self.nodes
+    }
+
+    /// The node at `index`.
+    pub fn node(&self, index: usize) -> Option<&FleetNode> {
+        self.nodes.get(index)
+    }
+
+    /// Whether a node called `name` is in this fleet.
+    pub fn contains(&self, name: &str) -> bool {
+        self.set.index_of(name).is_some()
+    }
+
+    /// How many live nodes there are.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether no node is live.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The node (and thread) for `worker_id` under bounded load with factor `c`,
+    /// skipping `exclude` and ejected nodes (unless every other node is ejected).
+    pub fn pick(&self, worker_id: &str, c: f64, exclude: &[usize]) -> Option<Pick> {
+        if self.nodes.is_empty() {
+            return None;
+        }
+        let loads: Vec<u64> = self
+            .nodes
+            .iter()
+            .map(|n| n.state.in_flight.load(Ordering::Relaxed))
+            .collect();
+        let now = self.now_ms();
+        let usable = |i: &usize| !exclude.contains(i) && !self.is_ejected(*i, now);
+        let index = match self.set.choose_bounded(worker_id, &loads, c) {
+            Some(first) if usable(&first) => first,
+            _ => {
+                let order = self.set.candidates(worker_id);
+                let preferred: Vec<usize> = order.iter().copied().filter(usable).collect();
+                match self.set.choose_bounded_among(&preferred, &loads, c) {
+                    Some(i) => i,
+                    // Every remaining node is ejected: try them rather than nobody.
+                    None => order.into_iter().find(|i| !exclude.contains(i))?,
+                }
+            }
+        };
+        let threads = self.nodes[index].member.threads;
+        Some(Pick {
+            index,
+            thread: thread_for(worker_id, threads),
+        })
+    }
+
+    /// The first-choice node of `worker_id`, ignoring load (for placement moves).
+    pub fn primary(&self, worker_id: &str) -> Option<&str> {
+        self.set
+            .primary(worker_id)
+            .map(|i| self.set.nodes()[i].name.as_str())
+    }
+
+    /// Marks a request as in flight on node `index` until the guard drops.
+    pub fn start(&self, index: usize) -> InFlight {
+        let state = Arc::clone(&self.nodes[index].state);
+        state.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight { state }
+    }
+
+    /// Skips node `index` for new requests for [`EJECT_FOR`].
+    pub fn eject(&self, index: usize) {
+        if let Some(node) = self.nodes.get(index) {
+            let until = self.now_ms() + EJECT_FOR.as_millis() as u64;
+            node.state
+                .ejected_until_ms
+                .fetch_max(until, Ordering::Relaxed);
+        }
+    }
+
+    /// Requests in flight on node `index`.
+    pub fn in_flight(&self, index: usize) -> u64 {
+        self.nodes
+            .get(index)
+            .map_or(0, |n| n.state.in_flight.load(Ordering::Relaxed))
+    }
+
+    fn is_ejected(&self, index: usize, now_ms: u64) -> bool {
+        self.nodes[index]
+            .state
+            .ejected_until_ms
+            .load(Ordering::Relaxed)
+            > now_ms
+    }
+
+    fn now_ms(&self) -> u64 {
+        // +1 so that "never ejected" (0) is always in the past.
+        self.epoch.elapsed().as_millis() as u64 + 1
+    }
+}
+
+/// Releases one unit of a node's load when dropped.
+#[derive(Debug)]
+pub struct InFlight {
+    state: Arc<NodeState>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.state.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+// === impl FleetBuilder ===
+
+/// Builds [`Fleet`] snapshots, keeping per-node state across them.
+#[derive(Debug)]
+pub struct FleetBuilder {
+    generation: u64,
+    states: HashMap<String, Arc<NodeState>>,
+    current: Vec<NodeMember>,
+    epoch: Instant,
+}
+
+impl Default for FleetBuilder {
+    fn default() -> Self {
+        Self {
+            generation: 0,
+            states: HashMap::new(),
+            current: Vec::new(),
+            epoch: Instant::now(),
+        }
+    }
+}
+
+impl FleetBuilder {
+    /// A new fleet for `members` (live and non-draining, as
+    /// [`isolane_membership::live_members`] returns them), or `None` when they
+    /// are the same nodes (names, endpoints, threads) as the last one.
+    pub fn update(&mut self, mut members: Vec<NodeMember>) -> Option<Fleet> {
+        members.sort_by(|a, b| a.name.cmp(&b.name));
+        members.dedup_by(|later, kept| later.name == kept.name);
+        members.retain(|m| m.threads > 0);
+        if self.generation > 0 && same_nodes(&self.current, &members) {
+            return None;
+        }
+        self.generation += 1;
+        self.states
+            .retain(|name, _| members.iter().any(|m| &m.name == name));
+        let set = NodeSet::new(
+            members
+                .iter()
+                .map(|m| Node::new(m.name.clone(), m.threads))
+                .collect(),
+        );
+        let nodes = set
+            .nodes()
+            .iter()
+            .filter_map(|n| members.iter().find(|m| m.name == n.name))
+            .map(|member| FleetNode {
+                state: Arc::clone(self.states.entry(member.name.clone()).or_default()),
+                member: member.clone(),
+            })
+            .collect();
+        self.current = members;
+        Some(Fleet {
+            generation: self.generation,
+            set,
+            nodes,
+            epoch: self.epoch,
+        })
+    }
+}
+
+/// Whether two sorted member lists describe the same nodes, ignoring Lease expiry.
+fn same_nodes(a: &[NodeMember], b: &[NodeMember]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.name == y.name
+                && x.endpoints == y.endpoints
+                && x.threads == y.threads
+                && x.draining == y.draining
+        })
+}
+
+/// How many of `workers` have a different first-choice node in `after` than in `before`.
+pub fn placement_moves<'a>(
+    before: &Fleet,
+    after: &Fleet,
+    workers: impl IntoIterator<Item = &'a str>,
+) -> u64 {
+    workers
+        .into_iter()
+        .filter(|w| before.primary(w) != after.primary(w))
+        .count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(name: &str, threads: u32) -> NodeMember {
+        NodeMember {
+            name: name.to_owned(),
+            endpoints: vec![format!("http://{name}:1")],
+            threads,
+            draining: false,
+            expires_at: None,
+        }
+    }
+
+    fn fleet(members: &[(&str, u32)]) -> Fleet {
+        FleetBuilder::default()
+            .update(members.iter().map(|(n, t)| member(n, *t)).collect())
+            .unwrap()
+    }
+
+    fn name(f: &Fleet, pick: &Pick) -> String {
+        f.nodes()[pick.index].member.name.clone()
+    }
+
+    #[test]
+    fn a_hot_worker_overflows_to_its_next_candidate() {
+        let f = fleet(&[("a", 4), ("b", 4), ("c", 4), ("d", 4)]);
+        let first = f.pick("ns/hot", 1.25, &[]).unwrap();
+        // Nothing in flight: the first choice takes it.
+        assert_eq!(first.index, f.set.primary("ns/hot").unwrap());
+        // Pile requests on: once the primary is at its bound, new ones go elsewhere.
+        let mut guards = Vec::new();
+        let mut per_node: HashMap<String, u64> = HashMap::new();
+        for _ in 0..200 {
+            let p = f.pick("ns/hot", 1.25, &[]).unwrap();
+            *per_node.entry(name(&f, &p)).or_default() += 1;
+            guards.push(f.start(p.index));
+        }
+        assert!(per_node.len() > 1, "a hot worker spread: {per_node:?}");
+        let max = per_node.values().copied().max().unwrap();
+        // No node holds more than ⌈1.25 × fair share⌉ (+1 for the rounding).
+        assert!(
+            max <= (1.25f64 * 200.0 / 4.0).ceil() as u64 + 1,
+            "{per_node:?}"
+        );
+        // The overflow follows the worker's preference order.
+        let order = f.set.candidates("ns/hot");
+        assert_eq!(per_node[&f.nodes()[order[0]].member.name], max);
+        drop(guards);
+        assert!((0..4).all(|i| f.in_flight(i) == 0));
+        assert_eq!(f.pick("ns/hot", 1.25, &[]).unwrap().index, order[0]);
+    }
+
+    #[test]
+    fn exclusion_and_ejection_move_to_the_next_candidate() {
+        let f = fleet(&[("a", 2), ("b", 2), ("c", 2)]);
+        let order = f.set.candidates("ns/w");
+        let first = f.pick("ns/w", 1.25, &[]).unwrap();
+        assert_eq!(first.index, order[0]);
+        let retry = f.pick("ns/w", 1.25, &[first.index]).unwrap();
+        assert_eq!(retry.index, order[1]);
+        f.eject(order[0]);
+        assert_eq!(f.pick("ns/w", 1.25, &[]).unwrap().index, order[1]);
+        // With every node ejected, requests still go somewhere.
+        f.eject(order[1]);
+        f.eject(order[2]);
+        assert!(f.pick("ns/w", 1.25, &[]).is_some());
+        assert!(f.pick("ns/w", 1.25, &[0, 1, 2]).is_none());
+    }
+
+    #[test]
+    fn thread_is_the_jump_hash_of_the_worker() {
+        let f = fleet(&[("a", 8)]);
+        let p = f.pick("ns/w", 1.25, &[]).unwrap();
+        assert_eq!(p.thread, thread_for("ns/w", 8));
+        assert!(fleet(&[]).pick("ns/w", 1.25, &[]).is_none());
+    }
+
+    #[test]
+    fn load_survives_a_membership_change_and_moves_are_counted() {
+        let mut b = FleetBuilder::default();
+        let one = b.update(vec![member("a", 2), member("b", 2)]).unwrap();
+        let guard = one.start(0);
+        assert!(b.update(vec![member("b", 2), member("a", 2)]).is_none());
+        let two = b
+            .update(vec![member("a", 2), member("b", 2), member("c", 2)])
+            .unwrap();
+        assert!(two.generation() > one.generation());
+        assert_eq!(two.in_flight(0), 1);
+        drop(guard);
+        assert_eq!(two.in_flight(0), 0);
+        let workers: Vec<String> = (0..3000).map(|i| format!("ns/w{i}")).collect();
+        let moved = placement_moves(&one, &two, workers.iter().map(String::as_str));
+        // Adding one node of three moves about a third of the workers, all to it.
+        assert!((700..1300).contains(&moved), "moved {moved}");
+        for w in &workers {
+            if one.primary(w) != two.primary(w) {
+                assert_eq!(two.primary(w), Some("c"));
+            }
+        }
+    }
+}

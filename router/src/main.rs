@@ -1,0 +1,123 @@
+//! `isolane-router`: parse and validate flags (exit 64 on bad ones), then
+//! compose the admin server, the Worker and Lease watches, and the per-core
+//! HTTP workers, and run until SIGTERM or SIGINT.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use isolane_router::config::{Args, Config};
+use isolane_router::server::{self, RouterWorkers};
+use isolane_router::{Proxy, RouterMetrics, watch};
+use isolane_telemetry::{AdminServer, Readiness, init_tracing};
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info};
+
+/// `EX_USAGE`: the command line or environment is wrong.
+const EXIT_USAGE: u8 = 64;
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let config = match args.validate() {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("isolane-router: {error}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    if let Err(error) = init_tracing(config.log_format, "info") {
+        eprintln!("isolane-router: {error}");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    match run(config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            error!(error = format!("{error:#}"), "router failed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(config: Config) -> anyhow::Result<()> {
+    // The control plane (watches, admin, signals) gets one thread of its own;
+    // requests run on the router workers' per-core runtimes.
+    let control = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("isolane-router-control")
+        .enable_all()
+        .build()
+        .context("starting the control runtime")?;
+    control.block_on(serve(config))
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let registry = prometheus::Registry::new();
+    let metrics = Arc::new(
+        RouterMetrics::register(&registry, config.max_worker_series)
+            .context("registering metrics")?,
+    );
+    let readiness = Readiness::new();
+    let workers_ready = readiness.register("workers");
+    let leases_ready = readiness.register("leases");
+    let proxy = Proxy::new(config.proxy, Arc::clone(&metrics));
+    let client = kube::Client::try_default()
+        .await
+        .context("configuring the Kubernetes client")?;
+
+    let admin = AdminServer::new(registry, readiness)
+        .bind(config.admin_addr)
+        .await
+        .context("binding the admin server")?;
+    let listener = server::bind(config.listen_addr)
+        .with_context(|| format!("binding the ingress on {}", config.listen_addr))?;
+
+    let shutdown = CancellationToken::new();
+    tokio::spawn(admin.serve(shutdown.clone().cancelled_owned()));
+    tokio::spawn({
+        let (client, proxy) = (client.clone(), proxy.clone());
+        let namespace = config.watch_namespace.clone();
+        async move { watch::workers(client, namespace.as_deref(), proxy, workers_ready).await }
+    });
+    tokio::spawn({
+        let (client, proxy) = (client.clone(), proxy.clone());
+        let namespace = config.nodes_namespace.clone();
+        async move { watch::leases(client, &namespace, proxy, leases_ready).await }
+    });
+    tokio::spawn({
+        let metrics = Arc::clone(&metrics);
+        let mut every = tokio::time::interval(config.worker_series_interval);
+        async move {
+            loop {
+                every.tick().await;
+                metrics.workers.rerank();
+            }
+        }
+    });
+    let workers = RouterWorkers::spawn(
+        listener,
+        config.workers,
+        proxy,
+        shutdown.clone(),
+        config.shutdown_grace,
+    )
+    .context("starting the router workers")?;
+
+    wait_for_signal().await?;
+    info!("shutting down: no new connections, draining open ones");
+    shutdown.cancel();
+    tokio::task::spawn_blocking(move || workers.join())
+        .await
+        .context("joining the router workers")?;
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
+    tokio::select! {
+        _ = terminate.recv() => {}
+        result = tokio::signal::ctrl_c() => result.context("waiting for SIGINT")?,
+    }
+    Ok(())
+}

@@ -1,0 +1,375 @@
+//! The router's Prometheus metrics, and the bounded per-worker series.
+//!
+//! Every metric is registered on the registry `main` makes and hands down.
+//! Label values are bounded: `status_class` has five values, `node` is the
+//! fleet's node names, `reason` and `kind` come from closed enums, and `worker`
+//! is one of at most K worker ids (the busiest, see [`WorkerSeries`]) or
+//! `"other"`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::StatusCode;
+use prometheus::core::Collector;
+use prometheus::{
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+};
+
+use crate::routes::Backend;
+
+/// Request latency buckets: 50 µs to 30 s (the project's request domain).
+pub const REQUEST_BUCKETS: &[f64] = &[
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// The `worker` label value shared by every worker without its own series.
+pub const OTHER_WORKER: &str = "other";
+
+/// The `node` label value of requests that never reached a node.
+pub const NO_NODE: &str = "none";
+
+/// The router's metrics.
+#[derive(Debug)]
+pub struct RouterMetrics {
+    requests: IntCounterVec,
+    duration: HistogramVec,
+    worker_requests: IntCounterVec,
+    worker_duration: HistogramVec,
+    pub(crate) live_nodes: IntGauge,
+    pub(crate) routable_workers: IntGauge,
+    pub(crate) route_conflicts: IntGauge,
+    retries: IntCounterVec,
+    pub(crate) placement_moves: IntCounter,
+    upstream_errors: IntCounterVec,
+    watch_errors: IntCounterVec,
+    /// Which workers have their own series.
+    pub workers: WorkerSeries,
+}
+
+impl RouterMetrics {
+    /// Creates the metrics and registers them on `registry`, allowing at most
+    /// `max_worker_series` workers their own series.
+    pub fn register(registry: &Registry, max_worker_series: usize) -> prometheus::Result<Self> {
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "isolane_router_requests_total",
+                "HTTP requests answered, by status class and the node that served them (none: never reached a node).",
+            ),
+            &["status_class", "node"],
+        )?;
+        let duration = HistogramVec::new(
+            HistogramOpts::new(
+                "isolane_router_request_duration_seconds",
+                "From the request head to the end of the response body, by status class and node.",
+            )
+            .buckets(REQUEST_BUCKETS.to_vec()),
+            &["status_class", "node"],
+        )?;
+        let worker_requests = IntCounterVec::new(
+            Opts::new(
+                "isolane_router_worker_requests_total",
+                "HTTP requests routed to a Worker, for the busiest Workers (the rest under worker=\"other\").",
+            ),
+            &["worker", "status_class"],
+        )?;
+        let worker_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "isolane_router_worker_request_duration_seconds",
+                "Request latency per Worker, for the busiest Workers (the rest under worker=\"other\").",
+            )
+            .buckets(REQUEST_BUCKETS.to_vec()),
+            &["worker"],
+        )?;
+        let live_nodes = IntGauge::new(
+            "isolane_router_live_nodes",
+            "Runtime nodes with a live, non-draining Lease.",
+        )?;
+        let routable_workers = IntGauge::new(
+            "isolane_router_routable_workers",
+            "Workers with a revision and Ready=True in the route table.",
+        )?;
+        let route_conflicts = IntGauge::new(
+            "isolane_router_route_conflicts",
+            "Routes (host and path prefix) claimed by more than one Worker; the older keeps it.",
+        )?;
+        let retries = IntCounterVec::new(
+            Opts::new(
+                "isolane_router_retries_total",
+                "Requests retried on the next candidate node, by reason.",
+            ),
+            &["reason"],
+        )?;
+        let placement_moves = IntCounter::new(
+            "isolane_router_placement_moves_total",
+            "Routable Workers whose first-choice node changed when membership changed.",
+        )?;
+        let upstream_errors = IntCounterVec::new(
+            Opts::new(
+                "isolane_router_upstream_errors_total",
+                "Requests that failed or were refused, by error kind.",
+            ),
+            &["kind"],
+        )?;
+        let watch_errors = IntCounterVec::new(
+            Opts::new(
+                "isolane_router_watch_errors_total",
+                "Errors from the Kubernetes watches (they retry with backoff), by resource.",
+            ),
+            &["resource"],
+        )?;
+        registry.register(Box::new(requests.clone()))?;
+        registry.register(Box::new(duration.clone()))?;
+        registry.register(Box::new(worker_requests.clone()))?;
+        registry.register(Box::new(worker_duration.clone()))?;
+        registry.register(Box::new(live_nodes.clone()))?;
+        registry.register(Box::new(routable_workers.clone()))?;
+        registry.register(Box::new(route_conflicts.clone()))?;
+        registry.register(Box::new(retries.clone()))?;
+        registry.register(Box::new(placement_moves.clone()))?;
+        registry.register(Box::new(upstream_errors.clone()))?;
+        registry.register(Box::new(watch_errors.clone()))?;
+        Ok(Self {
+            workers: WorkerSeries::new(
+                max_worker_series,
+                worker_requests.clone(),
+                worker_duration.clone(),
+            ),
+            requests,
+            duration,
+            worker_requests,
+            worker_duration,
+            live_nodes,
+            routable_workers,
+            route_conflicts,
+            retries,
+            placement_moves,
+            upstream_errors,
+            watch_errors,
+        })
+    }
+
+    /// Records one answered request.
+    pub fn observe(
+        &self,
+        backend: Option<&Backend>,
+        node: &str,
+        status: StatusCode,
+        elapsed: Duration,
+    ) {
+        let class = status_class(status);
+        let seconds = elapsed.as_secs_f64();
+        self.requests.with_label_values(&[class, node]).inc();
+        self.duration
+            .with_label_values(&[class, node])
+            .observe(seconds);
+        if let Some(backend) = backend {
+            let worker = self.workers.label(backend);
+            self.worker_requests
+                .with_label_values(&[worker, class])
+                .inc();
+            self.worker_duration
+                .with_label_values(&[worker])
+                .observe(seconds);
+        }
+    }
+
+    /// Counts a retry on the next candidate.
+    pub fn retry(&self, reason: &'static str) {
+        self.retries.with_label_values(&[reason]).inc();
+    }
+
+    /// Counts an upstream error of `kind`.
+    pub fn upstream_error(&self, kind: &'static str) {
+        self.upstream_errors.with_label_values(&[kind]).inc();
+    }
+
+    /// Counts a watch error on `resource` (`workers` or `leases`).
+    pub fn watch_error(&self, resource: &'static str) {
+        self.watch_errors.with_label_values(&[resource]).inc();
+    }
+
+    /// The per-worker request counter, for tests and the series cap.
+    pub fn worker_request_series(&self) -> &IntCounterVec {
+        &self.worker_requests
+    }
+
+    /// The latency histogram of one `(status_class, node)`, for tests.
+    pub fn duration_of(&self, status_class: &str, node: &str) -> Histogram {
+        self.duration.with_label_values(&[status_class, node])
+    }
+}
+
+/// `"2xx"` and friends.
+pub fn status_class(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    }
+}
+
+// === impl WorkerSeries ===
+
+/// Per-worker counters the request path touches without a lock.
+#[derive(Debug, Default)]
+pub struct WorkerSlot {
+    /// Requests routed to the worker since the router started.
+    hits: AtomicU64,
+    /// `hits` at the last re-rank.
+    ranked_hits: AtomicU64,
+    /// Whether the worker has its own series.
+    tracked: AtomicBool,
+}
+
+impl WorkerSlot {
+    /// Whether this worker has its own series now.
+    pub fn is_tracked(&self) -> bool {
+        self.tracked.load(Ordering::Relaxed)
+    }
+}
+
+/// Chooses which workers get their own `worker` label value: at most `max`.
+///
+/// A worker seen while fewer than `max` are tracked is admitted at once; every
+/// [`WorkerSeries::rerank`] (the router runs one periodically) then keeps the
+/// `max` busiest since the previous re-rank, and removes the series of those
+/// that dropped out, so the label's values stay bounded however many Workers
+/// come and go. Counters of a worker that drops out restart from zero if it
+/// comes back, which Prometheus reads as a counter reset.
+#[derive(Debug)]
+pub struct WorkerSeries {
+    max: usize,
+    tracked: AtomicUsize,
+    slots: Mutex<HashMap<String, Arc<WorkerSlot>>>,
+    requests: IntCounterVec,
+    duration: HistogramVec,
+}
+
+impl WorkerSeries {
+    fn new(max: usize, requests: IntCounterVec, duration: HistogramVec) -> Self {
+        Self {
+            max,
+            tracked: AtomicUsize::new(0),
+            slots: Mutex::new(HashMap::new()),
+            requests,
+            duration,
+        }
+    }
+
+    /// The slot of `worker_id`, created on first use (when the route table is built).
+    pub fn slot(&self, worker_id: &str) -> Arc<WorkerSlot> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(slots.entry(worker_id.to_owned()).or_default())
+    }
+
+    /// Forgets workers that are no longer routable, and their series.
+    pub fn retain(&self, routable: &HashSet<&str>) {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots.retain(|id, _| routable.contains(id.as_str()));
+        drop(slots);
+        self.rerank();
+    }
+
+    /// The `worker` label value for a request to `backend`, counting the request.
+    fn label<'a>(&self, backend: &'a Backend) -> &'a str {
+        let slot = &backend.slot;
+        slot.hits.fetch_add(1, Ordering::Relaxed);
+        if slot.is_tracked() || self.admit(slot) {
+            &backend.worker_id
+        } else {
+            OTHER_WORKER
+        }
+    }
+
+    /// Tracks `slot` if fewer than `max` workers are tracked.
+    fn admit(&self, slot: &WorkerSlot) -> bool {
+        let tracked = self.tracked.load(Ordering::Relaxed);
+        if tracked >= self.max {
+            return false;
+        }
+        if self
+            .tracked
+            .compare_exchange(tracked, tracked + 1, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            // Another request took that place; this one counts as "other".
+            return false;
+        }
+        if slot.tracked.swap(true, Ordering::Relaxed) {
+            // Already tracked (a concurrent admission): give the place back.
+            self.tracked.fetch_sub(1, Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// Keeps the `max` workers with the most requests since the last re-rank
+    /// (ties by worker id) and removes every other worker's series.
+    pub fn rerank(&self) {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ranked: Vec<(u64, &str)> = slots
+            .iter()
+            .map(|(id, slot)| {
+                let hits = slot.hits.load(Ordering::Relaxed);
+                let previous = slot.ranked_hits.swap(hits, Ordering::Relaxed);
+                (hits.saturating_sub(previous), id.as_str())
+            })
+            .filter(|(recent, _)| *recent > 0)
+            .collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        let keep: HashSet<&str> = ranked.iter().take(self.max).map(|(_, id)| *id).collect();
+        for (id, slot) in slots.iter() {
+            slot.tracked
+                .store(keep.contains(id.as_str()), Ordering::Relaxed);
+        }
+        self.tracked.store(keep.len(), Ordering::Relaxed);
+        for series in [
+            labelled_workers(&self.requests),
+            labelled_workers(&self.duration),
+        ] {
+            for worker in series {
+                if worker != OTHER_WORKER && !keep.contains(worker.as_str()) {
+                    self.remove(&worker);
+                }
+            }
+        }
+    }
+
+    /// How many workers have their own series.
+    pub fn tracked(&self) -> usize {
+        self.tracked.load(Ordering::Relaxed)
+    }
+
+    fn remove(&self, worker: &str) {
+        for family in self.requests.collect() {
+            for metric in family.get_metric() {
+                let labels: HashMap<&str, &str> = metric
+                    .get_label()
+                    .iter()
+                    .map(|l| (l.name(), l.value()))
+                    .collect();
+                if labels.get("worker") == Some(&worker) {
+                    let class = labels.get("status_class").copied().unwrap_or_default();
+                    // Absent already is fine: nothing to remove.
+                    let _ = self.requests.remove_label_values(&[worker, class]);
+                }
+            }
+        }
+        let _ = self.duration.remove_label_values(&[worker]);
+    }
+}
+
+/// The distinct `worker` label values a vector currently has.
+fn labelled_workers(vec: &impl Collector) -> HashSet<String> {
+    vec.collect()
+        .iter()
+        .flat_map(|family| family.get_metric())
+        .flat_map(|metric| metric.get_label())
+        .filter(|label| label.name() == "worker")
+        .map(|label| label.value().to_owned())
+        .collect()
+}

@@ -1,0 +1,597 @@
+//! The request path: route, place, call the node, stream the answer back.
+//!
+//! [`Proxy`] is the HTTP application as a plain async function of a request
+//! ([`Proxy::handle`]), so tests drive it without a socket and the server in
+//! [`crate::server`] only accepts connections. It reads two snapshots on every
+//! request, both without a lock: the [`RouteTable`] (from the Worker watch) and
+//! the [`Fleet`] (from the Lease watch). For each request it:
+//!
+//! 1. finds the Worker for the host and path (404 with a JSON body if none);
+//! 2. reads the body up to the replay limit: a body that ends within it is
+//!    kept so the request can be replayed, a longer one is streamed once;
+//! 3. picks a node by bounded-load consistent hashing and the thread by jump
+//!    hash, opens an `Execute` call on this thread's channel to that node's
+//!    endpoint, and streams head, body and end marker;
+//! 4. on a node failure before the response head (unreachable, or the node
+//!    says the request never started: draining, revision not loaded) retries
+//!    once on the next candidate if the body was kept, otherwise answers 502;
+//! 5. maps the response head's outcome to the HTTP status and streams the
+//!    body back, aborting the client's response if the node's body fails.
+//!
+//! The whole exchange runs under one deadline (`--request-timeout`), which
+//! the node also receives as `deadline_ms`.
+
+mod outgoing;
+mod response;
+
+use std::cell::Cell;
+use std::hash::{BuildHasher, RandomState};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use http::header::{HOST, HeaderValue, RETRY_AFTER};
+use http::{Request, Response, StatusCode};
+use http_body::Body;
+use http_body_util::BodyExt;
+use http_body_util::combinators::UnsyncBoxBody;
+use isolane_membership::NodeMember;
+use isolane_proto::Outcome;
+use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
+use isolane_proto::runtime::v1::{ExecuteResponse, RequestHead, ResponseHead, execute_response};
+use tonic::codec::Streaming;
+use tracing::{debug, info, warn};
+
+pub use outgoing::{MAX_CHUNK, Outgoing};
+pub use response::{BodyError, UpstreamBody};
+
+use crate::Error;
+use crate::channels::{self, ChannelConfig};
+use crate::error::BoxError;
+use crate::fleet::{Fleet, FleetBuilder, placement_moves};
+use crate::metrics::{NO_NODE, RouterMetrics};
+use crate::routes::{Backend, RoutableWorker, RouteTable, normalize_host};
+use outgoing::{HeadContext, request_head, valid_request_id};
+use response::{Completion, response_headers};
+
+/// Why the router answered as it did: a bounded label (`overloaded`, `no_route`, …).
+pub const REASON_HEADER: &str = "x-isolane-reason";
+/// The node's human-readable detail for a refusal, when it gave one.
+pub const DETAIL_HEADER: &str = "x-isolane-detail";
+/// The node that served the request.
+pub const NODE_HEADER: &str = "x-isolane-node";
+/// The Worker revision that served the request.
+pub const REVISION_HEADER: &str = "x-isolane-revision";
+/// The request id: the client's, or one the router generated.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The largest response message accepted from a node (body chunks are far smaller).
+const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+
+/// Default largest request body kept for a retry.
+pub const DEFAULT_REPLAY_LIMIT: usize = 64 * 1024;
+
+/// The response body type of the router.
+pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// A complete, in-memory response body.
+pub fn full_body(bytes: Bytes) -> ResponseBody {
+    http_body_util::Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// The client's address, set as a request extension by the server.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientAddr(pub SocketAddr);
+
+/// How the proxy treats requests.
+#[derive(Clone, Copy, Debug)]
+pub struct ProxyConfig {
+    /// Deadline for the whole exchange with the node.
+    pub request_timeout: Duration,
+    /// Bounded-load factor `c`: a node takes a worker's request while under
+    /// `c` × its fair share of in-flight requests.
+    pub load_factor: f64,
+    /// Largest request body kept in memory so the request can be retried.
+    pub replay_limit: usize,
+    /// How channels to nodes connect.
+    pub channel: ChannelConfig,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(30),
+            load_factor: isolane_placement::DEFAULT_LOAD_FACTOR,
+            replay_limit: DEFAULT_REPLAY_LIMIT,
+            channel: ChannelConfig::default(),
+        }
+    }
+}
+
+/// The HTTP application: cheap to clone, one per process shared by every
+/// router worker thread.
+#[derive(Clone, Debug)]
+pub struct Proxy {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: ProxyConfig,
+    routes: ArcSwap<RouteTable>,
+    fleet: ArcSwap<Fleet>,
+    builder: Mutex<FleetBuilder>,
+    metrics: Arc<RouterMetrics>,
+}
+
+impl Proxy {
+    /// A proxy with no routes and no nodes yet.
+    pub fn new(config: ProxyConfig, metrics: Arc<RouterMetrics>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                routes: ArcSwap::from_pointee(RouteTable::default()),
+                fleet: ArcSwap::from_pointee(Fleet::empty()),
+                builder: Mutex::new(FleetBuilder::default()),
+                metrics,
+            }),
+        }
+    }
+
+    /// The proxy's settings.
+    pub fn config(&self) -> &ProxyConfig {
+        &self.inner.config
+    }
+
+    /// The metrics the proxy records.
+    pub fn metrics(&self) -> &Arc<RouterMetrics> {
+        &self.inner.metrics
+    }
+
+    /// The current route table.
+    pub fn routes(&self) -> Arc<RouteTable> {
+        self.inner.routes.load_full()
+    }
+
+    /// The current fleet.
+    pub fn fleet(&self) -> Arc<Fleet> {
+        self.inner.fleet.load_full()
+    }
+
+    /// Replaces the route table with one built from `workers`.
+    pub fn set_workers(&self, workers: Vec<RoutableWorker>) {
+        let metrics = &self.inner.metrics;
+        let (table, conflicts) = RouteTable::build(workers, |id| metrics.workers.slot(id));
+        for c in &conflicts {
+            debug!(
+                host = %c.host, path_prefix = %c.path_prefix, winner = %c.winner,
+                loser = %c.loser, "route claimed by two workers; the older keeps it"
+            );
+        }
+        metrics.route_conflicts.set(conflicts.len() as i64);
+        metrics.routable_workers.set(table.len() as i64);
+        let routable = table
+            .backends()
+            .iter()
+            .map(|b| b.worker_id.as_str())
+            .collect();
+        metrics.workers.retain(&routable);
+        self.inner.routes.store(Arc::new(table));
+    }
+
+    /// Replaces the fleet with `members` (live, non-draining); returns whether
+    /// the nodes changed.
+    pub fn set_members(&self, members: Vec<NodeMember>) -> bool {
+        let mut builder = self.inner.builder.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(fleet) = builder.update(members) else {
+            return false;
+        };
+        let before = self.inner.fleet.load_full();
+        let routes = self.inner.routes.load();
+        let moved = placement_moves(
+            &before,
+            &fleet,
+            routes.backends().iter().map(|b| b.worker_id.as_str()),
+        );
+        let metrics = &self.inner.metrics;
+        metrics.placement_moves.inc_by(moved);
+        metrics.live_nodes.set(fleet.len() as i64);
+        info!(
+            nodes = ?fleet.nodes().iter().map(|n| n.member.name.as_str()).collect::<Vec<_>>(),
+            moved_workers = moved,
+            "fleet changed"
+        );
+        self.inner.fleet.store(Arc::new(fleet));
+        true
+    }
+
+    /// Serves one request.
+    pub async fn handle<B>(&self, request: Request<B>) -> Response<ResponseBody>
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let started = Instant::now();
+        let (request_id, generated) = match request
+            .headers()
+            .get(REQUEST_ID_HEADER)
+            .and_then(valid_request_id)
+        {
+            Some(id) => (id.to_owned(), false),
+            None => (next_request_id(), true),
+        };
+        let host = request
+            .uri()
+            .authority()
+            .map(|a| a.as_str())
+            .or_else(|| request.headers().get(HOST).and_then(|h| h.to_str().ok()))
+            .unwrap_or_default()
+            .to_owned();
+        let routes = self.inner.routes.load();
+        let Some(backend) = routes.lookup(&host, request.uri().path()).cloned() else {
+            let error = Error::NoRoute {
+                host: normalize_host(&host),
+                path: request.uri().path().to_owned(),
+            };
+            debug!(request.id = %request_id, %host, "no route");
+            return self.answer_error(None, NO_NODE, error, &request_id, started);
+        };
+        drop(routes);
+        let call = Call {
+            proxy: self.clone(),
+            backend: Arc::clone(&backend),
+            request_id: request_id.clone(),
+            add_request_id: generated,
+            host,
+            started,
+            deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
+        };
+        match call.run(request).await {
+            Ok(response) => response,
+            Err((node, error)) => {
+                debug!(
+                    request.id = %request_id, worker.id = %backend.worker_id,
+                    revision = %backend.revision, %node, %error, "request failed"
+                );
+                self.answer_error(Some(&backend), &node, error, &request_id, started)
+            }
+        }
+    }
+
+    fn answer_error(
+        &self,
+        backend: Option<&Arc<Backend>>,
+        node: &str,
+        error: Error,
+        request_id: &str,
+        started: Instant,
+    ) -> Response<ResponseBody> {
+        if !matches!(error, Error::NoRoute { .. }) {
+            self.inner.metrics.upstream_error(error.kind());
+        }
+        let mut response = Response::from(error);
+        let headers = response.headers_mut();
+        if let Ok(id) = HeaderValue::from_str(request_id) {
+            headers.insert(REQUEST_ID_HEADER, id);
+        }
+        if let Some(backend) = backend {
+            if let Ok(revision) = HeaderValue::from_str(&backend.revision) {
+                headers.insert(REVISION_HEADER, revision);
+            }
+            if node != NO_NODE
+                && let Ok(node) = HeaderValue::from_str(node)
+            {
+                headers.insert(NODE_HEADER, node);
+            }
+        }
+        self.inner.metrics.observe(
+            backend.map(|b| &**b),
+            node,
+            response.status(),
+            started.elapsed(),
+        );
+        response
+    }
+}
+
+/// One request's trip through the fleet.
+struct Call {
+    proxy: Proxy,
+    backend: Arc<Backend>,
+    request_id: String,
+    add_request_id: bool,
+    host: String,
+    started: Instant,
+    deadline: tokio::time::Instant,
+}
+
+/// A failed request: the node it failed on (or [`NO_NODE`]) and why.
+type Failure = (String, Error);
+
+impl Call {
+    async fn run<B>(&self, request: Request<B>) -> Result<Response<ResponseBody>, Failure>
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let config = self.proxy.inner.config;
+        let (parts, body) = request.into_parts();
+        let head = request_head(
+            &parts,
+            &HeadContext {
+                host: &self.host,
+                worker_id: &self.backend.worker_id,
+                revision: &self.backend.revision,
+                request_id: &self.request_id,
+                add_request_id: self.add_request_id,
+                client_ip: parts.extensions.get::<ClientAddr>().map(|a| a.0.ip()),
+            },
+        );
+        let mut body =
+            tokio::time::timeout_at(self.deadline, Outgoing::prepare(body, config.replay_limit))
+                .await
+                .map_err(|_| self.deadline_failure(NO_NODE))?
+                .map_err(|source| (NO_NODE.to_owned(), Error::RequestBody { source }))?;
+        let fleet = self.proxy.fleet();
+        let mut tried: Vec<usize> = Vec::new();
+        loop {
+            let Some(pick) = fleet.pick(&self.backend.worker_id, config.load_factor, &tried) else {
+                return Err((
+                    NO_NODE.to_owned(),
+                    Error::NoLiveNode {
+                        worker_id: self.backend.worker_id.clone(),
+                    },
+                ));
+            };
+            let node = fleet.nodes()[pick.index].member.name.clone();
+            let error = match self
+                .attempt(&fleet, pick.index, pick.thread, head.clone(), &mut body)
+                .await
+            {
+                Ok(response) => return Ok(response),
+                Err(error) => error,
+            };
+            if error.ejects_node() {
+                fleet.eject(pick.index);
+                warn!(%node, %error, "node unreachable; skipping it for new requests briefly");
+            }
+            let retry = tried.is_empty() && error.retry_elsewhere() && body.is_replayable();
+            if !retry {
+                return Err((node, error));
+            }
+            debug!(
+                request.id = %self.request_id, worker.id = %self.backend.worker_id,
+                %node, %error, "retrying on the next candidate node"
+            );
+            self.proxy.inner.metrics.upstream_error(error.kind());
+            self.proxy.inner.metrics.retry(error.kind());
+            tried.push(pick.index);
+        }
+    }
+
+    /// One call to one node: `Err` before the response head is decided.
+    async fn attempt<B>(
+        &self,
+        fleet: &Fleet,
+        index: usize,
+        thread: u32,
+        mut head: RequestHead,
+        body: &mut Outgoing<B>,
+    ) -> Result<Response<ResponseBody>, Error>
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let config = self.proxy.inner.config;
+        let fleet_node = &fleet.nodes()[index];
+        let node = fleet_node.member.name.as_str();
+        let endpoint = fleet_node
+            .member
+            .endpoint_for(thread)
+            .ok_or_else(|| Error::NoEndpoint {
+                node: node.to_owned(),
+                thread,
+            })?;
+        let channel = channels::channel(fleet, fleet_node, endpoint, config.channel)?;
+        let in_flight = fleet.start(index);
+        let remaining = self
+            .deadline
+            .saturating_duration_since(tokio::time::Instant::now());
+        head.thread = thread;
+        head.deadline_ms = remaining.as_millis().max(1) as u64;
+        let mut request = tonic::Request::new(body.frames(head));
+        request.set_timeout(remaining);
+        let exchange = exchange(RuntimeClient::new(channel), request, node);
+        let (head, stream) = tokio::time::timeout_at(self.deadline, exchange)
+            .await
+            .map_err(|_| Error::Deadline {
+                timeout: config.request_timeout,
+            })??;
+        self.respond(node, head, stream, in_flight)
+    }
+
+    /// The client's response for a node's head, or the refusal to retry.
+    fn respond(
+        &self,
+        node: &str,
+        head: ResponseHead,
+        stream: Streaming<ExecuteResponse>,
+        in_flight: crate::fleet::InFlight,
+    ) -> Result<Response<ResponseBody>, Error> {
+        let outcome = Outcome::try_from(head.outcome).unwrap_or(Outcome::Unspecified);
+        let refusal = (outcome != Outcome::Ok).then(|| Error::Refused {
+            node: node.to_owned(),
+            outcome,
+            detail: head.reason.clone(),
+            retry_after: head
+                .retry_after_ms
+                .map(|ms| Duration::from_millis(u64::from(ms))),
+        });
+        let refusal = match refusal {
+            Some(error) if error.retry_elsewhere() => return Err(error),
+            other => other,
+        };
+        let status = match &refusal {
+            Some(error) => error.status(),
+            None => u16::try_from(head.status)
+                .ok()
+                .and_then(|s| StatusCode::from_u16(s).ok())
+                .ok_or_else(|| Error::Protocol {
+                    node: node.to_owned(),
+                    detail: "the response status is not an HTTP status",
+                })?,
+        };
+        let metrics = Arc::clone(&self.proxy.inner.metrics);
+        let completion = Completion::new(
+            Arc::clone(&metrics),
+            Arc::clone(&self.backend),
+            node.to_owned(),
+            status,
+            self.started,
+        );
+        let body = UpstreamBody::new(
+            stream,
+            self.deadline,
+            head.body_length,
+            Arc::clone(&metrics),
+            in_flight,
+            completion,
+        );
+        let mut response = Response::new(body.boxed_unsync());
+        *response.status_mut() = status;
+        *response.headers_mut() = response_headers(&head.headers);
+        let headers = response.headers_mut();
+        if let Some(error) = &refusal {
+            metrics.upstream_error(error.kind());
+            headers.insert(REASON_HEADER, HeaderValue::from_static(error.kind()));
+            if let Some(detail) = header_text(&head.reason) {
+                headers.insert(DETAIL_HEADER, detail);
+            }
+            if let Some(seconds) = error.retry_after() {
+                headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+            }
+        }
+        if let Ok(value) = HeaderValue::from_str(node) {
+            headers.insert(NODE_HEADER, value);
+        }
+        if let Ok(value) = HeaderValue::from_str(&self.backend.revision) {
+            headers.insert(REVISION_HEADER, value);
+        }
+        if let Ok(value) = HeaderValue::from_str(&self.request_id) {
+            headers.insert(REQUEST_ID_HEADER, value);
+        }
+        Ok(response)
+    }
+
+    fn deadline_failure(&self, node: &str) -> Failure {
+        (
+            node.to_owned(),
+            Error::Deadline {
+                timeout: self.proxy.inner.config.request_timeout,
+            },
+        )
+    }
+}
+
+/// Opens the call and waits for the response head.
+async fn exchange(
+    client: RuntimeClient<tonic::transport::Channel>,
+    request: tonic::Request<outgoing::FrameStream>,
+    node: &str,
+) -> Result<(ResponseHead, Streaming<ExecuteResponse>), Error> {
+    let mut client = client.max_decoding_message_size(MAX_MESSAGE);
+    let mut stream = client
+        .execute(request)
+        .await
+        .map_err(|status| Error::from_status(node, &status))?
+        .into_inner();
+    match stream.message().await {
+        Ok(Some(ExecuteResponse {
+            frame: Some(execute_response::Frame::Head(head)),
+        })) => Ok((head, stream)),
+        Ok(_) => Err(Error::Protocol {
+            node: node.to_owned(),
+            detail: "the first response frame is not a head",
+        }),
+        Err(status) => Err(Error::from_status(node, &status)),
+    }
+}
+
+/// `text` as a header value: printable ASCII, at most 256 bytes; `None` if empty.
+fn header_text(text: &str) -> Option<HeaderValue> {
+    let cleaned: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .take(256)
+        .collect();
+    let cleaned = cleaned.trim();
+    if cleaned.is_empty() {
+        return None;
+    }
+    HeaderValue::from_str(cleaned).ok()
+}
+
+thread_local! {
+    /// Per-thread request-id state: a random seed and a counter, so ids are
+    /// unique without a shared atomic.
+    static REQUEST_IDS: Cell<(u64, u64)> = Cell::new((RandomState::new().hash_one(std::thread::current().id()), 0));
+}
+
+/// A new 16-hex-digit request id.
+fn next_request_id() -> String {
+    let n = REQUEST_IDS.with(|ids| {
+        let (seed, count) = ids.get();
+        ids.set((seed, count.wrapping_add(1)));
+        seed.wrapping_add(count)
+    });
+    format!("{:016x}", mix(n))
+}
+
+/// A bijective 64-bit mixer (splitmix64's finaliser): distinct inputs give distinct ids.
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_distinct() {
+        let ids: std::collections::HashSet<String> =
+            (0..10_000).map(|_| next_request_id()).collect();
+        assert_eq!(ids.len(), 10_000);
+        assert!(ids.iter().all(|id| id.len() == 16));
+    }
+
+    /// The server spawns `handle`'s future on a multi-connection executor.
+    #[test]
+    fn the_request_future_is_send() {
+        fn assert_send<T: Send>(_: &T) {}
+        let registry = prometheus::Registry::new();
+        let metrics = Arc::new(RouterMetrics::register(&registry, 1).unwrap());
+        let proxy = Proxy::new(ProxyConfig::default(), metrics);
+        let request = Request::new(http_body_util::Full::new(Bytes::new()));
+        assert_send(&proxy.handle(request));
+    }
+
+    #[test]
+    fn header_text_is_sanitised() {
+        assert_eq!(header_text("  "), None);
+        assert_eq!(header_text("cpu 50ms\n").unwrap(), "cpu 50ms?");
+    }
+}

@@ -1,0 +1,396 @@
+//! The request side of a call: the head sent to the node, and the body as a
+//! stream of frames, buffered only when small enough to replay.
+
+use std::pin::Pin;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::request::Parts;
+use http_body::Body;
+use http_body_util::BodyExt;
+use isolane_proto::runtime::v1::{ExecuteRequest, Header, RequestHead};
+
+use crate::error::BoxError;
+
+/// The largest body chunk sent in one message; bigger frames are split so a
+/// message stays far below gRPC's default 4 MiB limit.
+pub const MAX_CHUNK: usize = 256 * 1024;
+
+/// The request frames of one attempt, as tonic sends them.
+///
+/// A named type rather than a boxed `dyn Stream` in tonic's generic call: with
+/// the trait object there, rustc cannot prove the call's future `Send` (a
+/// higher-ranked lifetime limitation), and the server needs it `Send`.
+pub struct FrameStream(Pin<Box<dyn Stream<Item = ExecuteRequest> + Send + 'static>>);
+
+impl Stream for FrameStream {
+    type Item = ExecuteRequest;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<ExecuteRequest>> {
+        self.0.as_mut().poll_next(cx)
+    }
+}
+
+impl std::fmt::Debug for FrameStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FrameStream")
+    }
+}
+
+/// The request body, ready to send.
+#[derive(Debug)]
+pub enum Outgoing<B> {
+    /// The whole body is here (no body, or at most the replay limit): it can be
+    /// sent again to another node.
+    Replayable(Vec<Bytes>),
+    /// Larger than the replay limit: what was read so far, then the rest,
+    /// streamed once.
+    Streaming {
+        /// Chunks read before the limit was crossed.
+        prefix: Vec<Bytes>,
+        /// The rest of the client's body.
+        rest: B,
+    },
+    /// A streaming body already handed to an attempt; sending it again sends a
+    /// truncated body (no end marker), which never happens as such a request
+    /// is not retried.
+    Taken,
+}
+
+impl<B> Outgoing<B>
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<BoxError>,
+{
+    /// Reads `body` until it ends or passes `limit` bytes.
+    pub async fn prepare(mut body: B, limit: usize) -> Result<Self, BoxError> {
+        if body.is_end_stream() {
+            return Ok(Self::Replayable(Vec::new()));
+        }
+        if body.size_hint().lower() > limit as u64 {
+            return Ok(Self::Streaming {
+                prefix: Vec::new(),
+                rest: body,
+            });
+        }
+        let mut chunks = Vec::new();
+        let mut read = 0usize;
+        while let Some(frame) = body.frame().await {
+            // Request trailers are not carried to the node.
+            let Ok(data) = frame.map_err(Into::into)?.into_data() else {
+                continue;
+            };
+            read += data.len();
+            if !data.is_empty() {
+                chunks.push(data);
+            }
+            if read > limit {
+                return Ok(Self::Streaming {
+                    prefix: chunks,
+                    rest: body,
+                });
+            }
+        }
+        Ok(Self::Replayable(chunks))
+    }
+
+    /// Whether the body can be sent to another node after a failed attempt.
+    pub fn is_replayable(&self) -> bool {
+        matches!(self, Self::Replayable(_))
+    }
+
+    /// The frames of one attempt: `head`, the body, then the end marker. A
+    /// streaming body is moved out.
+    pub fn frames(&mut self, head: RequestHead) -> FrameStream {
+        let head = futures::stream::iter([ExecuteRequest::head(head)]);
+        match std::mem::replace(self, Self::Taken) {
+            Self::Replayable(chunks) => {
+                let frames: Vec<ExecuteRequest> = chunks
+                    .iter()
+                    .flat_map(|c| split(c.clone()))
+                    .map(ExecuteRequest::body)
+                    .chain(std::iter::once(ExecuteRequest::end()))
+                    .collect();
+                *self = Self::Replayable(chunks);
+                FrameStream(Box::pin(head.chain(futures::stream::iter(frames))))
+            }
+            Self::Streaming { prefix, rest } => {
+                let prefix = futures::stream::iter(
+                    prefix
+                        .into_iter()
+                        .flat_map(split)
+                        .map(ExecuteRequest::body)
+                        .collect::<Vec<_>>(),
+                );
+                FrameStream(Box::pin(head.chain(prefix).chain(stream_body(rest))))
+            }
+            Self::Taken => FrameStream(Box::pin(head)),
+        }
+    }
+}
+
+/// The frames of the rest of a body, then the end marker. If the client's
+/// body fails, the stream stops without the end marker: the node sees a
+/// truncated body.
+fn stream_body<B>(body: B) -> impl Stream<Item = ExecuteRequest> + Send + 'static
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+{
+    futures::stream::unfold(Some(body), |body| async move {
+        let mut body = body?;
+        loop {
+            match body.frame().await {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) if !data.is_empty() => {
+                        let frames: Vec<ExecuteRequest> =
+                            split(data).map(ExecuteRequest::body).collect();
+                        return Some((futures::stream::iter(frames), Some(body)));
+                    }
+                    _ => continue,
+                },
+                Some(Err(_)) => return None,
+                None => {
+                    let end = vec![ExecuteRequest::end()];
+                    return Some((futures::stream::iter(end), None));
+                }
+            }
+        }
+    })
+    .flatten()
+}
+
+/// `chunk` in pieces of at most [`MAX_CHUNK`] bytes (no copy).
+fn split(mut chunk: Bytes) -> impl Iterator<Item = Bytes> {
+    std::iter::from_fn(move || {
+        if chunk.is_empty() {
+            None
+        } else {
+            Some(chunk.split_to(chunk.len().min(MAX_CHUNK)))
+        }
+    })
+}
+
+/// Headers that describe one connection, not the request (RFC 9110 §7.6.1).
+const HOP_BY_HOP: &[HeaderName] = &[
+    header::CONNECTION,
+    header::TRANSFER_ENCODING,
+    header::TE,
+    header::TRAILER,
+    header::UPGRADE,
+    header::PROXY_AUTHORIZATION,
+];
+
+/// Whether `name` is hop-by-hop here, including names listed in `Connection`.
+pub fn is_hop_by_hop(name: &HeaderName, headers: &HeaderMap) -> bool {
+    HOP_BY_HOP.contains(name)
+        || name.as_str() == "keep-alive"
+        || name.as_str() == "proxy-connection"
+        || headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|listed| listed.trim().eq_ignore_ascii_case(name.as_str()))
+}
+
+/// What the router adds to the head beyond the request itself.
+#[derive(Debug)]
+pub struct HeadContext<'a> {
+    /// The host as the client sent it (with port).
+    pub host: &'a str,
+    /// `namespace/name`.
+    pub worker_id: &'a str,
+    /// Revision to run.
+    pub revision: &'a str,
+    /// The request id (the client's `x-request-id`, or one generated).
+    pub request_id: &'a str,
+    /// Whether `request_id` was generated here and must be added as a header.
+    pub add_request_id: bool,
+    /// The client's address, appended to `x-forwarded-for`.
+    pub client_ip: Option<std::net::IpAddr>,
+}
+
+/// The request head for the node (thread and deadline filled in per attempt).
+pub fn request_head(parts: &Parts, context: &HeadContext<'_>) -> RequestHead {
+    let forwarded_https = parts
+        .headers
+        .get("x-forwarded-proto")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
+    let scheme = if forwarded_https { "https" } else { "http" };
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let url = format!("{scheme}://{}{path}", context.host);
+    let mut headers: Vec<Header> = Vec::with_capacity(parts.headers.len() + 3);
+    let mut forwarded_for: Option<Bytes> = None;
+    for (name, value) in &parts.headers {
+        if is_hop_by_hop(name, &parts.headers) {
+            continue;
+        }
+        if name.as_str() == "x-forwarded-for" {
+            forwarded_for = Some(match forwarded_for {
+                Some(prev) => [prev.as_ref(), b", ", value.as_bytes()].concat().into(),
+                None => Bytes::copy_from_slice(value.as_bytes()),
+            });
+            continue;
+        }
+        headers.push(Header::new(
+            name.as_str(),
+            Bytes::copy_from_slice(value.as_bytes()),
+        ));
+    }
+    if !parts.headers.contains_key(header::HOST) && !context.host.is_empty() {
+        headers.push(Header::new("host", context.host.to_owned()));
+    }
+    if context.add_request_id {
+        headers.push(Header::new("x-request-id", context.request_id.to_owned()));
+    }
+    let forwarded_for = match (forwarded_for, context.client_ip) {
+        (Some(prev), Some(ip)) => Some(format!("{}, {ip}", String::from_utf8_lossy(&prev)).into()),
+        (None, Some(ip)) => Some(Bytes::from(ip.to_string())),
+        (prev, None) => prev,
+    };
+    if let Some(value) = forwarded_for {
+        headers.push(Header::new("x-forwarded-for", value));
+    }
+    let body_length = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    RequestHead {
+        method: parts.method.as_str().to_owned(),
+        url,
+        headers,
+        worker_id: context.worker_id.to_owned(),
+        revision: context.revision.to_owned(),
+        thread: 0,
+        request_id: context.request_id.to_owned(),
+        deadline_ms: 0,
+        body_length,
+    }
+}
+
+/// A request header value, if it is a usable request id (1–128 visible ASCII).
+pub fn valid_request_id(value: &HeaderValue) -> Option<&str> {
+    let s = value.to_str().ok()?;
+    (!s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_graphic())).then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+    use http_body_util::{Full, StreamBody};
+    use isolane_proto::runtime::v1::execute_request::Frame as F;
+
+    fn kinds(frames: &[ExecuteRequest]) -> Vec<String> {
+        frames
+            .iter()
+            .map(|f| match &f.frame {
+                Some(F::Head(_)) => "head".to_owned(),
+                Some(F::Body(b)) => format!("body{}", b.len()),
+                Some(F::End(_)) => "end".to_owned(),
+                None => "none".to_owned(),
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn small_bodies_are_replayable() {
+        let mut out = Outgoing::prepare(Full::new(Bytes::from_static(b"hello")), 10)
+            .await
+            .unwrap();
+        assert!(out.is_replayable());
+        for _ in 0..2 {
+            let frames: Vec<_> = out.frames(RequestHead::default()).collect().await;
+            assert_eq!(kinds(&frames), ["head", "body5", "end"]);
+        }
+        let mut empty = Outgoing::prepare(Full::new(Bytes::new()), 10)
+            .await
+            .unwrap();
+        assert!(empty.is_replayable());
+        let frames: Vec<_> = empty.frames(RequestHead::default()).collect().await;
+        assert_eq!(kinds(&frames), ["head", "end"]);
+    }
+
+    #[tokio::test]
+    async fn large_bodies_stream_once() {
+        let chunks = (0..5)
+            .map(|_| Ok::<_, std::io::Error>(http_body::Frame::data(Bytes::from(vec![7u8; 4]))));
+        let body = StreamBody::new(futures::stream::iter(chunks));
+        let mut out = Outgoing::prepare(body, 10).await.unwrap();
+        assert!(!out.is_replayable());
+        let frames: Vec<_> = out.frames(RequestHead::default()).collect().await;
+        assert_eq!(
+            kinds(&frames),
+            ["head", "body4", "body4", "body4", "body4", "body4", "end"]
+        );
+        let big = Full::new(Bytes::from(vec![0u8; MAX_CHUNK * 2 + 1]));
+        let mut out = Outgoing::prepare(big, 10).await.unwrap();
+        let frames: Vec<_> = out.frames(RequestHead::default()).collect().await;
+        let expected = format!("body{MAX_CHUNK}");
+        assert_eq!(
+            kinds(&frames),
+            ["head", &expected, &expected, "body1", "end"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failing_body_ends_without_the_end_marker() {
+        let chunks = vec![
+            Ok(http_body::Frame::data(Bytes::from(vec![1u8; 20]))),
+            Err(std::io::Error::other("client went away")),
+        ];
+        let body = StreamBody::new(futures::stream::iter(chunks));
+        let mut out = Outgoing::prepare(body, 10).await.unwrap();
+        let frames: Vec<_> = out.frames(RequestHead::default()).collect().await;
+        assert_eq!(kinds(&frames), ["head", "body20"]);
+    }
+
+    #[test]
+    fn hop_by_hop_headers_are_dropped_and_forwarding_added() {
+        let request = http::Request::builder()
+            .uri("/a/b?c=d")
+            .header("host", "api.test:8080")
+            .header("connection", "keep-alive, x-private")
+            .header("keep-alive", "timeout=5")
+            .header("x-private", "1")
+            .header("x-forwarded-for", "10.0.0.1")
+            .header("content-length", "12")
+            .header("accept", "text/plain")
+            .body(())
+            .unwrap();
+        let (parts, ()) = request.into_parts();
+        let head = request_head(
+            &parts,
+            &HeadContext {
+                host: "api.test:8080",
+                worker_id: "ns/w",
+                revision: "r1",
+                request_id: "abc",
+                add_request_id: true,
+                client_ip: Some("192.0.2.7".parse().unwrap()),
+            },
+        );
+        assert_eq!(head.url, "http://api.test:8080/a/b?c=d");
+        assert_eq!(head.body_length, Some(12));
+        let names: Vec<(&str, &[u8])> = head
+            .headers
+            .iter()
+            .map(|h| (h.name.as_str(), h.value.as_ref()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("host", b"api.test:8080".as_slice()),
+                ("content-length", b"12"),
+                ("accept", b"text/plain"),
+                ("x-request-id", b"abc"),
+                ("x-forwarded-for", b"10.0.0.1, 192.0.2.7"),
+            ]
+        );
+    }
+}

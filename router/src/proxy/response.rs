@@ -1,0 +1,255 @@
+//! The response side of a call: the node's head as HTTP, and its body
+//! streamed to the client frame by frame.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures::Stream;
+use http::StatusCode;
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http_body::{Body, Frame, SizeHint};
+use isolane_proto::Outcome;
+use isolane_proto::runtime::v1::{ExecuteResponse, Header, execute_response};
+use tokio::time::Sleep;
+use tonic::codec::Streaming;
+
+use super::outgoing::is_hop_by_hop;
+use crate::error::BoxError;
+use crate::fleet::InFlight;
+use crate::metrics::RouterMetrics;
+use crate::routes::Backend;
+
+/// The node's response headers as an HTTP header map, without hop-by-hop
+/// headers or anything that is not a valid header.
+pub fn response_headers(headers: &[Header]) -> HeaderMap {
+    let mut map = HeaderMap::with_capacity(headers.len() + 4);
+    for header in headers {
+        let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(header.name.as_bytes()),
+            HeaderValue::from_maybe_shared(header.value.clone()),
+        ) else {
+            continue;
+        };
+        map.append(name, value);
+    }
+    let hop: Vec<HeaderName> = map
+        .keys()
+        .filter(|name| is_hop_by_hop(name, &map))
+        .cloned()
+        .collect();
+    for name in hop {
+        map.remove(name);
+    }
+    map
+}
+
+/// Records a request's metrics when the response body is finished or dropped.
+#[derive(Debug)]
+pub struct Completion {
+    metrics: Arc<RouterMetrics>,
+    backend: Arc<Backend>,
+    node: String,
+    status: StatusCode,
+    started: Instant,
+}
+
+impl Completion {
+    /// A record for a response with `status` from `node`.
+    pub fn new(
+        metrics: Arc<RouterMetrics>,
+        backend: Arc<Backend>,
+        node: String,
+        status: StatusCode,
+        started: Instant,
+    ) -> Self {
+        Self {
+            metrics,
+            backend,
+            node,
+            status,
+            started,
+        }
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        self.metrics.observe(
+            Some(&self.backend),
+            &self.node,
+            self.status,
+            self.started.elapsed(),
+        );
+    }
+}
+
+/// A response body streamed from a node.
+///
+/// Ends cleanly only on the node's `end` frame with `OUTCOME_OK`; any other
+/// end (a failed outcome, a broken stream, the router's deadline) is a body
+/// error, so hyper aborts the client's response instead of ending it as if
+/// complete. Holds the node's in-flight slot until it is finished or dropped.
+pub struct UpstreamBody {
+    stream: Streaming<ExecuteResponse>,
+    deadline: Pin<Box<Sleep>>,
+    /// Bytes still expected, when the node announced a length.
+    remaining: Option<u64>,
+    /// The `end` frame was seen; waiting for the gRPC trailers.
+    ended: bool,
+    done: bool,
+    metrics: Arc<RouterMetrics>,
+    _in_flight: InFlight,
+    _completion: Completion,
+}
+
+impl std::fmt::Debug for UpstreamBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamBody")
+            .field("remaining", &self.remaining)
+            .field("ended", &self.ended)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a response body was aborted.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    /// The node ended the body with a failed outcome.
+    #[error("the worker's response failed midway: {outcome}: {reason}", outcome = outcome.label())]
+    Failed {
+        /// How it ended.
+        outcome: Outcome,
+        /// The node's detail.
+        reason: String,
+    },
+    /// The gRPC stream broke.
+    #[error("the node's stream broke: {0}")]
+    Stream(tonic::Status),
+    /// The stream ended without an `end` frame, or sent a second head.
+    #[error("the node's stream is malformed: {0}")]
+    Protocol(&'static str),
+    /// The router's deadline passed while streaming.
+    #[error("the request deadline passed while streaming the response")]
+    Deadline,
+}
+
+impl BodyError {
+    /// A bounded label for `isolane_router_upstream_errors_total`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Failed { .. } => "body_failed",
+            Self::Stream(_) => "body_stream",
+            Self::Protocol(_) => "protocol",
+            Self::Deadline => "deadline",
+        }
+    }
+}
+
+impl UpstreamBody {
+    /// The body that follows a response head.
+    pub fn new(
+        stream: Streaming<ExecuteResponse>,
+        deadline: tokio::time::Instant,
+        body_length: Option<u64>,
+        metrics: Arc<RouterMetrics>,
+        in_flight: InFlight,
+        completion: Completion,
+    ) -> Self {
+        Self {
+            stream,
+            deadline: Box::pin(tokio::time::sleep_until(deadline)),
+            remaining: body_length,
+            ended: false,
+            done: false,
+            metrics,
+            _in_flight: in_flight,
+            _completion: completion,
+        }
+    }
+
+    fn fail(&mut self, error: BodyError) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.done = true;
+        self.metrics.upstream_error(error.kind());
+        tracing::debug!(%error, "response body aborted");
+        Poll::Ready(Some(Err(error.into())))
+    }
+}
+
+impl Body for UpstreamBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        loop {
+            let message = match Pin::new(&mut this.stream).poll_next(cx) {
+                Poll::Pending => {
+                    if this.deadline.as_mut().poll(cx).is_ready() {
+                        return this.fail(BodyError::Deadline);
+                    }
+                    return Poll::Pending;
+                }
+                Poll::Ready(None) if this.ended => {
+                    this.done = true;
+                    return Poll::Ready(None);
+                }
+                Poll::Ready(None) => {
+                    return this.fail(BodyError::Protocol("stream closed before its end frame"));
+                }
+                // The body was complete; a reset while waiting for trailers does not matter.
+                Poll::Ready(Some(Err(_))) if this.ended => {
+                    this.done = true;
+                    return Poll::Ready(None);
+                }
+                Poll::Ready(Some(Err(status))) => return this.fail(BodyError::Stream(status)),
+                Poll::Ready(Some(Ok(message))) => message,
+            };
+            match message.frame {
+                Some(execute_response::Frame::Body(chunk)) if !this.ended => {
+                    if chunk.is_empty() {
+                        continue;
+                    }
+                    if let Some(remaining) = this.remaining.as_mut() {
+                        *remaining = remaining.saturating_sub(chunk.len() as u64);
+                    }
+                    return Poll::Ready(Some(Ok(Frame::data(chunk))));
+                }
+                Some(execute_response::Frame::End(end)) if !this.ended => {
+                    let outcome = Outcome::try_from(end.outcome).unwrap_or(Outcome::Unspecified);
+                    if outcome != Outcome::Ok {
+                        return this.fail(BodyError::Failed {
+                            outcome,
+                            reason: end.reason,
+                        });
+                    }
+                    // Read on to the gRPC trailers so the call ends cleanly
+                    // rather than being reset by the router.
+                    this.ended = true;
+                }
+                _ => return this.fail(BodyError::Protocol("unexpected frame in the body")),
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self.remaining {
+            Some(n) if !self.done => SizeHint::with_exact(n),
+            _ if self.done => SizeHint::with_exact(0),
+            _ => SizeHint::default(),
+        }
+    }
+}

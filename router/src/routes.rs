@@ -1,0 +1,401 @@
+//! The route table: which Worker answers a host and path.
+//!
+//! Built from the routable Workers (status has a revision and `Ready=True`) each
+//! time the watch sees a change, then published as an immutable snapshot that
+//! every request reads without a lock. Lookup rules, in order:
+//!
+//! 1. the host is normalised: lower case, port and a trailing dot removed;
+//! 2. the routes of the exact host are tried, longest `pathPrefix` first;
+//! 3. if none matches, the routes of the wildcard one label up
+//!    (`*.example.com` for `api.example.com`, never for `example.com` or
+//!    `a.b.example.com`) are tried the same way;
+//! 4. nothing matched: no route (the proxy answers 404).
+//!
+//! A prefix matches whole path segments: `/api` matches `/api`, `/api/` and
+//! `/api/v1` but not `/apix`; a prefix ending in `/` (such as `/`) matches every
+//! path that starts with it. Paths are compared raw (not percent-decoded), the
+//! query is ignored. When two Workers claim the same host and prefix (a conflict
+//! the operator reports on the newer one), the older Worker keeps the route —
+//! ties broken by worker id — so every router replica agrees.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use isolane_crds::{ConditionStatus, ConditionType, Worker};
+use k8s_openapi::jiff::Timestamp;
+
+use crate::metrics::WorkerSlot;
+
+/// What a request is routed to: one Worker at one revision.
+#[derive(Debug)]
+pub struct Backend {
+    /// `namespace/name`.
+    pub worker_id: String,
+    /// The revision from the Worker's status, sent to the node.
+    pub revision: String,
+    /// The Worker's per-worker metrics slot (hit counter, tracked flag).
+    pub slot: Arc<WorkerSlot>,
+}
+
+/// A Worker the router may send requests to, before it is indexed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoutableWorker {
+    /// `namespace/name`.
+    pub worker_id: String,
+    /// The revision the node must run.
+    pub revision: String,
+    /// When the Worker was created; older Workers win route conflicts.
+    pub created: Option<Timestamp>,
+    /// `(host, pathPrefix)` pairs from the spec.
+    pub routes: Vec<(String, String)>,
+}
+
+impl RoutableWorker {
+    /// The routable view of `worker`, or `None` while it has no revision, is not
+    /// `Ready=True`, or lacks a name or namespace.
+    pub fn from_worker(worker: &Worker) -> Option<Self> {
+        let namespace = worker.metadata.namespace.as_deref()?;
+        let name = worker.metadata.name.as_deref()?;
+        let status = worker.status.as_ref()?;
+        let revision = status.revision.as_deref().filter(|r| !r.is_empty())?;
+        let ready = status.conditions.iter().any(|c| {
+            c.type_ == ConditionType::Ready.as_str() && c.status == ConditionStatus::True.as_str()
+        });
+        if !ready {
+            return None;
+        }
+        Some(Self {
+            worker_id: format!("{namespace}/{name}"),
+            revision: revision.to_owned(),
+            created: worker.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            routes: worker
+                .spec
+                .routes
+                .iter()
+                .map(|r| (r.host.clone(), r.path_prefix.clone()))
+                .collect(),
+        })
+    }
+}
+
+/// A route that lost a conflict: `loser` also claims `host` + `path_prefix`,
+/// which `winner` keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    /// The contested host.
+    pub host: String,
+    /// The contested prefix.
+    pub path_prefix: String,
+    /// The worker that keeps the route.
+    pub winner: String,
+    /// The worker whose claim is ignored.
+    pub loser: String,
+}
+
+/// The routes of one host, longest prefix first.
+#[derive(Debug, Default)]
+struct HostRoutes {
+    routes: Vec<(String, Arc<Backend>)>,
+}
+
+impl HostRoutes {
+    fn lookup(&self, path: &str) -> Option<&Arc<Backend>> {
+        self.routes
+            .iter()
+            .find(|(prefix, _)| prefix_matches(prefix, path))
+            .map(|(_, backend)| backend)
+    }
+}
+
+/// An immutable index from host and path to [`Backend`].
+#[derive(Debug, Default)]
+pub struct RouteTable {
+    exact: HashMap<String, HostRoutes>,
+    /// Keyed by the suffix after `*.`.
+    wildcard: HashMap<String, HostRoutes>,
+    backends: Vec<Arc<Backend>>,
+}
+
+impl RouteTable {
+    /// Indexes `workers`, giving each its metrics slot from `slot`; returns the
+    /// table and the conflicts it resolved.
+    pub fn build(
+        mut workers: Vec<RoutableWorker>,
+        mut slot: impl FnMut(&str) -> Arc<WorkerSlot>,
+    ) -> (Self, Vec<Conflict>) {
+        // Oldest first (no timestamp sorts last), then by id: the first claim wins.
+        workers.sort_by(|a, b| {
+            let age = match (a.created, b.created) {
+                (Some(x), Some(y)) => x.cmp(&y),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => std::cmp::Ordering::Equal,
+            };
+            age.then_with(|| a.worker_id.cmp(&b.worker_id))
+        });
+        let mut table = Self::default();
+        let mut claimed: HashMap<(String, String), String> = HashMap::new();
+        let mut conflicts = Vec::new();
+        for worker in workers {
+            let backend = Arc::new(Backend {
+                slot: slot(&worker.worker_id),
+                worker_id: worker.worker_id,
+                revision: worker.revision,
+            });
+            for (host, prefix) in worker.routes {
+                let host = normalize_host(&host);
+                let key = (host.clone(), prefix.clone());
+                if let Some(winner) = claimed.get(&key) {
+                    if *winner != backend.worker_id {
+                        conflicts.push(Conflict {
+                            host,
+                            path_prefix: prefix,
+                            winner: winner.clone(),
+                            loser: backend.worker_id.clone(),
+                        });
+                    }
+                    continue;
+                }
+                claimed.insert(key, backend.worker_id.clone());
+                let routes = match host.strip_prefix("*.") {
+                    Some(suffix) => table.wildcard.entry(suffix.to_owned()).or_default(),
+                    None => table.exact.entry(host).or_default(),
+                };
+                routes.routes.push((prefix, Arc::clone(&backend)));
+            }
+            table.backends.push(backend);
+        }
+        for routes in table.exact.values_mut().chain(table.wildcard.values_mut()) {
+            // Longest prefix first; equal lengths by text so the order is stable.
+            routes
+                .routes
+                .sort_by(|(a, _), (b, _)| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        }
+        (table, conflicts)
+    }
+
+    /// The backend for a request to `host` (as in the Host header or
+    /// `:authority`, port allowed) and `path`.
+    pub fn lookup(&self, host: &str, path: &str) -> Option<&Arc<Backend>> {
+        let host = normalize_host(host);
+        if let Some(found) = self.exact.get(&host).and_then(|r| r.lookup(path)) {
+            return Some(found);
+        }
+        let (_, parent) = host.split_once('.')?;
+        self.wildcard.get(parent)?.lookup(path)
+    }
+
+    /// Every routable Worker in the table, oldest first.
+    pub fn backends(&self) -> &[Arc<Backend>] {
+        &self.backends
+    }
+
+    /// How many routable Workers the table holds.
+    pub fn len(&self) -> usize {
+        self.backends.len()
+    }
+
+    /// Whether no Worker is routable.
+    pub fn is_empty(&self) -> bool {
+        self.backends.is_empty()
+    }
+}
+
+/// Lower case, without port or trailing dot. Bracketed IPv6 literals keep
+/// their brackets.
+pub fn normalize_host(host: &str) -> String {
+    let host = host.trim();
+    let without_port = if host.starts_with('[') {
+        match host.find(']') {
+            Some(end) => &host[..=end],
+            None => host,
+        }
+    } else {
+        match host.rsplit_once(':') {
+            Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+            _ => host,
+        }
+    };
+    without_port.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// Whether `prefix` matches `path` on a segment boundary.
+fn prefix_matches(prefix: &str, path: &str) -> bool {
+    path.starts_with(prefix)
+        && (prefix.ends_with('/')
+            || path.len() == prefix.len()
+            || path.as_bytes().get(prefix.len()) == Some(&b'/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worker(id: &str, created: i64, routes: &[(&str, &str)]) -> RoutableWorker {
+        RoutableWorker {
+            worker_id: id.to_owned(),
+            revision: format!("rev-{id}"),
+            created: Some(Timestamp::from_second(created).unwrap()),
+            routes: routes
+                .iter()
+                .map(|(h, p)| ((*h).to_owned(), (*p).to_owned()))
+                .collect(),
+        }
+    }
+
+    fn table(workers: Vec<RoutableWorker>) -> RouteTable {
+        RouteTable::build(workers, |_| Arc::default()).0
+    }
+
+    fn id<'a>(t: &'a RouteTable, host: &str, path: &str) -> Option<&'a str> {
+        t.lookup(host, path).map(|b| b.worker_id.as_str())
+    }
+
+    #[test]
+    fn exact_host_and_longest_prefix() {
+        let t = table(vec![
+            worker("ns/root", 1, &[("api.example.com", "/")]),
+            worker("ns/v1", 2, &[("api.example.com", "/v1")]),
+            worker("ns/v1-users", 3, &[("api.example.com", "/v1/users")]),
+        ]);
+        assert_eq!(id(&t, "api.example.com", "/"), Some("ns/root"));
+        assert_eq!(id(&t, "api.example.com", "/other"), Some("ns/root"));
+        assert_eq!(id(&t, "api.example.com", "/v1"), Some("ns/v1"));
+        assert_eq!(id(&t, "api.example.com", "/v1/"), Some("ns/v1"));
+        assert_eq!(id(&t, "api.example.com", "/v1/items"), Some("ns/v1"));
+        assert_eq!(
+            id(&t, "api.example.com", "/v1/users/7"),
+            Some("ns/v1-users")
+        );
+        assert_eq!(id(&t, "api.example.com", "/v1/usersx"), Some("ns/v1"));
+        assert_eq!(id(&t, "api.example.com", "/v1x"), Some("ns/root"));
+    }
+
+    #[test]
+    fn host_is_normalised() {
+        let t = table(vec![worker("ns/a", 1, &[("api.example.com", "/")])]);
+        assert_eq!(id(&t, "API.Example.COM", "/"), Some("ns/a"));
+        assert_eq!(id(&t, "api.example.com:8080", "/"), Some("ns/a"));
+        assert_eq!(id(&t, "api.example.com.", "/"), Some("ns/a"));
+        assert_eq!(normalize_host("[::1]:8080"), "[::1]");
+        assert_eq!(normalize_host("[::1]"), "[::1]");
+    }
+
+    #[test]
+    fn wildcard_is_one_label_deep() {
+        let t = table(vec![worker("ns/wild", 1, &[("*.example.com", "/")])]);
+        assert_eq!(id(&t, "a.example.com", "/x"), Some("ns/wild"));
+        assert_eq!(id(&t, "b.example.com:80", "/"), Some("ns/wild"));
+        assert_eq!(id(&t, "example.com", "/"), None);
+        assert_eq!(id(&t, "a.b.example.com", "/"), None);
+        assert_eq!(id(&t, "aexample.com", "/"), None);
+    }
+
+    #[test]
+    fn exact_host_wins_over_wildcard_then_falls_back() {
+        let t = table(vec![
+            worker("ns/wild", 1, &[("*.example.com", "/")]),
+            worker("ns/api", 2, &[("api.example.com", "/v1")]),
+        ]);
+        assert_eq!(id(&t, "api.example.com", "/v1/x"), Some("ns/api"));
+        // The exact host has no route for /other: the wildcard's applies.
+        assert_eq!(id(&t, "api.example.com", "/other"), Some("ns/wild"));
+        assert_eq!(id(&t, "www.example.com", "/v1"), Some("ns/wild"));
+    }
+
+    #[test]
+    fn the_older_worker_keeps_a_contested_route() {
+        let (t, conflicts) = RouteTable::build(
+            vec![
+                worker(
+                    "ns/newer",
+                    20,
+                    &[("a.test", "/"), ("a.test", "/only-newer")],
+                ),
+                worker("ns/older", 10, &[("a.test", "/")]),
+            ],
+            |_| Arc::default(),
+        );
+        assert_eq!(id(&t, "a.test", "/"), Some("ns/older"));
+        assert_eq!(id(&t, "a.test", "/only-newer/x"), Some("ns/newer"));
+        assert_eq!(
+            conflicts,
+            vec![Conflict {
+                host: "a.test".into(),
+                path_prefix: "/".into(),
+                winner: "ns/older".into(),
+                loser: "ns/newer".into(),
+            }]
+        );
+        // Same age: the smaller worker id wins, whatever the input order.
+        for order in [["ns/b", "ns/a"], ["ns/a", "ns/b"]] {
+            let t = table(
+                order
+                    .iter()
+                    .map(|w| worker(w, 5, &[("t.test", "/")]))
+                    .collect(),
+            );
+            assert_eq!(id(&t, "t.test", "/"), Some("ns/a"));
+        }
+    }
+
+    #[test]
+    fn unknown_host_or_path_has_no_route() {
+        let t = table(vec![worker("ns/a", 1, &[("a.test", "/api")])]);
+        assert_eq!(id(&t, "b.test", "/api"), None);
+        assert_eq!(id(&t, "a.test", "/"), None);
+        assert_eq!(id(&t, "a.test", "/ap"), None);
+        assert_eq!(id(&t, "", "/api"), None);
+        assert!(table(Vec::new()).lookup("a.test", "/").is_none());
+    }
+
+    #[test]
+    fn only_ready_workers_with_a_revision_are_routable() {
+        use isolane_crds::{Route, WorkerSpec, WorkerStatus};
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+        let spec: WorkerSpec = serde_json::from_value(serde_json::json!({
+            "script": "export default {}",
+            "routes": [{"host": "a.test", "pathPrefix": "/x"}],
+        }))
+        .unwrap();
+        assert_eq!(
+            spec.routes,
+            vec![Route {
+                host: "a.test".into(),
+                path_prefix: "/x".into()
+            }]
+        );
+        let mut w = Worker::new("hello", spec);
+        w.metadata.namespace = Some("ns".into());
+        assert!(RoutableWorker::from_worker(&w).is_none());
+        let ready = |status: &str| Condition {
+            type_: "Ready".into(),
+            status: status.into(),
+            reason: "Test".into(),
+            message: String::new(),
+            last_transition_time: Time(Timestamp::UNIX_EPOCH),
+            observed_generation: None,
+        };
+        w.status = Some(WorkerStatus {
+            revision: Some("r1".into()),
+            conditions: vec![ready("False")],
+            ..WorkerStatus::default()
+        });
+        assert!(RoutableWorker::from_worker(&w).is_none());
+        w.status = Some(WorkerStatus {
+            revision: None,
+            conditions: vec![ready("True")],
+            ..WorkerStatus::default()
+        });
+        assert!(RoutableWorker::from_worker(&w).is_none());
+        w.status = Some(WorkerStatus {
+            revision: Some("r1".into()),
+            conditions: vec![ready("True")],
+            ..WorkerStatus::default()
+        });
+        let r = RoutableWorker::from_worker(&w).unwrap();
+        assert_eq!(r.worker_id, "ns/hello");
+        assert_eq!(r.revision, "r1");
+        assert_eq!(r.routes, vec![("a.test".to_owned(), "/x".to_owned())]);
+    }
+}

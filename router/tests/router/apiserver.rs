@@ -1,0 +1,1 @@
+//! The watches against a real apiserver.

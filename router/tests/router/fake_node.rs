@@ -1,0 +1,271 @@
+//! An in-process runtime node: a real tonic `Runtime` server on a loopback
+//! socket that echoes, and misbehaves on request.
+//!
+//! The request header `x-fake` picks the behaviour:
+//!
+//! | `x-fake` | answer |
+//! | --- | --- |
+//! | (absent) | 200, echoes each request chunk as it arrives, then ends OK |
+//! | `generate:N` | 200 with N bytes of body in 64 KiB chunks |
+//! | `overloaded` | head with `OUTCOME_OVERLOADED`, `retry_after_ms` 1500 |
+//! | `resource-exhausted` | gRPC `RESOURCE_EXHAUSTED` |
+//! | `cpu-limit` | head with `OUTCOME_CPU_LIMIT` and a reason |
+//! | `unknown-worker` | head with `OUTCOME_UNKNOWN_WORKER` |
+//! | `draining` | head with `OUTCOME_DRAINING` |
+//! | `fail-midway` | 200, one chunk, then end with `OUTCOME_EXCEPTION` |
+//! | `hang` | never answers |
+//! | `hold` | waits for [`FakeNode::release`], then answers 200 |
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures::channel::mpsc;
+use futures::{SinkExt, Stream};
+use isolane_membership::NodeMember;
+use isolane_proto::Outcome;
+use isolane_proto::runtime::v1::runtime_server::{Runtime, RuntimeServer};
+use isolane_proto::runtime::v1::{
+    ExecuteRequest, ExecuteResponse, Header, RequestHead, ResponseHead, StatsRequest,
+    StatsResponse, execute_request,
+};
+use tokio::sync::{oneshot, watch};
+use tonic::transport::server::TcpIncoming;
+use tonic::{Request, Response, Status, Streaming};
+
+/// A running fake node.
+pub struct FakeNode {
+    pub name: String,
+    pub addr: SocketAddr,
+    state: Arc<State>,
+    _shutdown: oneshot::Sender<()>,
+}
+
+struct State {
+    name: String,
+    heads: Mutex<Vec<RequestHead>>,
+    executes: AtomicUsize,
+    released: watch::Sender<bool>,
+}
+
+impl FakeNode {
+    /// Starts a node called `name` on a random loopback port.
+    pub async fn start(name: &str) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(State {
+            name: name.to_owned(),
+            heads: Mutex::default(),
+            executes: AtomicUsize::new(0),
+            released: watch::Sender::new(false),
+        });
+        let (tx, rx) = oneshot::channel();
+        let service = RuntimeServer::new(Fake(Arc::clone(&state)));
+        tokio::spawn(async move {
+            tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming_shutdown(TcpIncoming::from(listener), async {
+                    let _ = rx.await;
+                })
+                .await
+                .unwrap();
+        });
+        Self {
+            name: name.to_owned(),
+            addr,
+            state,
+            _shutdown: tx,
+        }
+    }
+
+    /// This node as membership would report it, with `threads` threads.
+    pub fn member(&self, threads: u32) -> NodeMember {
+        NodeMember {
+            name: self.name.clone(),
+            endpoints: vec![format!("http://{}", self.addr)],
+            threads,
+            draining: false,
+            expires_at: None,
+        }
+    }
+
+    /// How many Execute calls reached this node.
+    pub fn executes(&self) -> usize {
+        self.state.executes.load(Ordering::SeqCst)
+    }
+
+    /// The request heads this node received.
+    pub fn heads(&self) -> Vec<RequestHead> {
+        self.state.heads.lock().unwrap().clone()
+    }
+
+    /// Lets every `hold` request answer, now and from now on.
+    pub fn release(&self) {
+        self.state.released.send_replace(true);
+    }
+}
+
+/// A member whose endpoint refuses connections: a dead node.
+pub async fn dead_member(name: &str, threads: u32) -> NodeMember {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    NodeMember {
+        name: name.to_owned(),
+        endpoints: vec![format!("http://{addr}")],
+        threads,
+        draining: false,
+        expires_at: None,
+    }
+}
+
+struct Fake(Arc<State>);
+
+type Out = Pin<Box<dyn Stream<Item = Result<ExecuteResponse, Status>> + Send>>;
+
+fn head(status: u32, outcome: Outcome, reason: &str, headers: Vec<Header>) -> ExecuteResponse {
+    ExecuteResponse::head(ResponseHead {
+        status,
+        headers,
+        outcome: outcome.into(),
+        reason: reason.to_owned(),
+        retry_after_ms: (outcome == Outcome::Overloaded).then_some(1500),
+        body_length: None,
+    })
+}
+
+fn refusal(outcome: Outcome, reason: &str) -> Out {
+    let status = u32::from(outcome.http_status().unwrap_or(500));
+    Box::pin(futures::stream::iter([
+        Ok(head(status, outcome, reason, Vec::new())),
+        Ok(ExecuteResponse::end(outcome, reason, 0)),
+    ]))
+}
+
+#[tonic::async_trait]
+impl Runtime for Fake {
+    type ExecuteStream = Out;
+
+    async fn execute(
+        &self,
+        request: Request<Streaming<ExecuteRequest>>,
+    ) -> Result<Response<Out>, Status> {
+        self.0.executes.fetch_add(1, Ordering::SeqCst);
+        let mut inbound = request.into_inner();
+        let head_in = match inbound.message().await? {
+            Some(ExecuteRequest {
+                frame: Some(execute_request::Frame::Head(h)),
+            }) => h,
+            _ => return Err(Status::invalid_argument("the first frame must be the head")),
+        };
+        self.0.heads.lock().unwrap().push(head_in.clone());
+        let mode = head_in
+            .headers
+            .iter()
+            .find(|h| h.name == "x-fake")
+            .map(|h| String::from_utf8_lossy(&h.value).into_owned())
+            .unwrap_or_default();
+        let echo_headers = vec![
+            Header::new("content-type", "application/octet-stream"),
+            Header::new("x-echo-method", head_in.method.clone()),
+            Header::new("x-echo-url", head_in.url.clone()),
+            Header::new("x-echo-worker", head_in.worker_id.clone()),
+            Header::new("x-echo-revision", head_in.revision.clone()),
+            Header::new("x-echo-thread", head_in.thread.to_string()),
+            Header::new("x-echo-request-id", head_in.request_id.clone()),
+            Header::new("x-echo-deadline-ms", head_in.deadline_ms.to_string()),
+            Header::new("x-served-by", self.0.name.clone()),
+            // Hop-by-hop: the router must not pass it on.
+            Header::new("connection", "x-served-by-private"),
+        ];
+        let stream: Out = match mode.as_str() {
+            "overloaded" => refusal(Outcome::Overloaded, "thread queue full"),
+            "resource-exhausted" => return Err(Status::resource_exhausted("queue full")),
+            "cpu-limit" => refusal(Outcome::CpuLimit, "used 51 ms of CPU, limit 50 ms"),
+            "unknown-worker" => refusal(Outcome::UnknownWorker, "no bundle"),
+            "draining" => refusal(Outcome::Draining, "shutting down"),
+            "hang" => Box::pin(futures::stream::pending()),
+            "fail-midway" => Box::pin(futures::stream::iter([
+                Ok(head(200, Outcome::Ok, "", echo_headers)),
+                Ok(ExecuteResponse::body(Bytes::from_static(b"partial"))),
+                Ok(ExecuteResponse::end(Outcome::Exception, "boom", 0)),
+            ])),
+            "hold" => {
+                let mut released = self.0.released.subscribe();
+                let _ = released.wait_for(|r| *r).await;
+                Box::pin(futures::stream::iter([
+                    Ok(head(200, Outcome::Ok, "", echo_headers)),
+                    Ok(ExecuteResponse::end(Outcome::Ok, "", 0)),
+                ]))
+            }
+            generate if generate.starts_with("generate:") => {
+                let total: usize = generate["generate:".len()..].parse().unwrap();
+                let (mut tx, rx) = mpsc::channel(2);
+                tokio::spawn(async move {
+                    let _ = tx.send(Ok(head(200, Outcome::Ok, "", echo_headers))).await;
+                    let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
+                    let mut left = total;
+                    while left > 0 {
+                        let n = left.min(chunk.len());
+                        if tx
+                            .send(Ok(ExecuteResponse::body(chunk.slice(..n))))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                        left -= n;
+                    }
+                    let _ = tx.send(Ok(ExecuteResponse::end(Outcome::Ok, "", 0))).await;
+                });
+                Box::pin(rx)
+            }
+            _ => {
+                // Echo: answer at once and stream each chunk back as it arrives.
+                let (mut tx, rx) = mpsc::channel(2);
+                tokio::spawn(async move {
+                    let _ = tx.send(Ok(head(200, Outcome::Ok, "", echo_headers))).await;
+                    loop {
+                        let frame = match inbound.message().await {
+                            Ok(Some(m)) => m.frame,
+                            Ok(None) => {
+                                let end = ExecuteResponse::end(Outcome::Canceled, "truncated", 0);
+                                let _ = tx.send(Ok(end)).await;
+                                return;
+                            }
+                            Err(status) => {
+                                let _ = tx.send(Err(status)).await;
+                                return;
+                            }
+                        };
+                        let out = match frame {
+                            Some(execute_request::Frame::Body(b)) => ExecuteResponse::body(b),
+                            Some(execute_request::Frame::End(_)) => {
+                                ExecuteResponse::end(Outcome::Ok, "", 0)
+                            }
+                            _ => ExecuteResponse::end(Outcome::Internal, "bad frame", 0),
+                        };
+                        let last = !matches!(
+                            out.frame,
+                            Some(isolane_proto::runtime::v1::execute_response::Frame::Body(_))
+                        );
+                        if tx.send(Ok(out)).await.is_err() || last {
+                            return;
+                        }
+                    }
+                });
+                Box::pin(rx)
+            }
+        };
+        Ok(Response::new(stream))
+    }
+
+    async fn stats(&self, _: Request<StatsRequest>) -> Result<Response<StatsResponse>, Status> {
+        Ok(Response::new(StatsResponse {
+            node: self.0.name.clone(),
+            ..StatsResponse::default()
+        }))
+    }
+}

@@ -1,0 +1,11 @@
+//! The router tested in process: the HTTP application as a function, in front
+//! of fake runtime nodes that are real gRPC servers on loopback sockets; the
+//! HTTP server on a real socket; and the watches against a real apiserver.
+// Test helpers outside `#[test]` functions panic on purpose too.
+#![allow(clippy::unwrap_used)]
+
+mod apiserver;
+mod fake_node;
+mod proxy;
+mod server;
+mod support;

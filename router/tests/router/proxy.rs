@@ -1,0 +1,485 @@
+//! The HTTP application (`Proxy::handle`, no socket) in front of fake nodes.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::SinkExt;
+use futures::channel::mpsc;
+use http::{Request, StatusCode};
+use http_body::Frame;
+use http_body_util::{BodyExt, StreamBody};
+use isolane_placement::thread_for;
+use isolane_router::ProxyConfig;
+
+use crate::fake_node::{FakeNode, dead_member};
+use crate::support::{
+    body, eventually, get, header, label_values, proxy, request, sample, worker, worker_preferring,
+};
+
+const HOST: &str = "app.example.test";
+
+#[tokio::test]
+async fn routes_by_host_and_path_and_carries_worker_revision_and_thread() {
+    let node = FakeNode::start("node-a").await;
+    let (proxy, registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![node.member(4)]);
+    proxy.set_workers(vec![
+        worker("ns/root", "rev-root", HOST, "/"),
+        worker("ns/api", "rev-api", HOST, "/api"),
+        worker("ns/wild", "rev-wild", "*.example.test", "/"),
+    ]);
+
+    let response = proxy.handle(get(HOST, "/api/items?x=1", &[])).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(header(&response, "x-isolane-node"), Some("node-a"));
+    assert_eq!(header(&response, "x-isolane-revision"), Some("rev-api"));
+    assert_eq!(header(&response, "x-echo-worker"), Some("ns/api"));
+    assert_eq!(header(&response, "x-echo-revision"), Some("rev-api"));
+    let thread = thread_for("ns/api", 4).to_string();
+    assert_eq!(header(&response, "x-echo-thread"), Some(thread.as_str()));
+    assert_eq!(
+        header(&response, "x-echo-url"),
+        Some("http://app.example.test/api/items?x=1")
+    );
+    let deadline_ms: u64 = header(&response, "x-echo-deadline-ms")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        deadline_ms > 29_000 && deadline_ms <= 30_000,
+        "{deadline_ms}"
+    );
+    // A generated request id goes to the node and back to the client.
+    let id = header(&response, "x-request-id").unwrap().to_owned();
+    assert_eq!(id.len(), 16);
+    assert_eq!(header(&response, "x-echo-request-id"), Some(id.as_str()));
+    // The node's hop-by-hop header is not passed on.
+    assert_eq!(header(&response, "connection"), None);
+    assert!(body(response).await.is_empty());
+
+    let response = proxy.handle(get(HOST, "/other", &[])).await;
+    assert_eq!(header(&response, "x-echo-worker"), Some("ns/root"));
+    drop(response);
+    let response = proxy.handle(get("www.example.test:8080", "/", &[])).await;
+    assert_eq!(header(&response, "x-echo-worker"), Some("ns/wild"));
+    // Metrics are recorded when the response body is done (or dropped).
+    drop(response);
+    // A client's request id is kept.
+    let response = proxy
+        .handle(get(HOST, "/", &[("x-request-id", "client-id-1")]))
+        .await;
+    assert_eq!(header(&response, "x-request-id"), Some("client-id-1"));
+    assert_eq!(header(&response, "x-echo-request-id"), Some("client-id-1"));
+    drop(response);
+
+    assert_eq!(
+        sample(
+            &registry,
+            "isolane_router_requests_total",
+            &[("status_class", "2xx"), ("node", "node-a")]
+        ),
+        Some(4.0)
+    );
+    assert_eq!(
+        sample(
+            &registry,
+            "isolane_router_request_duration_seconds_count",
+            &[("status_class", "2xx"), ("node", "node-a")]
+        ),
+        Some(4.0)
+    );
+    assert_eq!(
+        sample(&registry, "isolane_router_live_nodes", &[]),
+        Some(1.0)
+    );
+    assert_eq!(node.executes(), 4);
+}
+
+#[tokio::test]
+async fn unknown_host_or_path_is_404_with_a_json_body() {
+    let (proxy, registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_workers(vec![worker("ns/api", "r1", HOST, "/api")]);
+    for (host, path) in [("nobody.test:8080", "/x"), (HOST, "/apix")] {
+        let response = proxy.handle(get(host, path, &[])).await;
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        assert_eq!(header(&response, "content-type"), Some("application/json"));
+        assert_eq!(header(&response, "x-isolane-reason"), Some("no_route"));
+        let json: serde_json::Value = serde_json::from_slice(&body(response).await).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "error": "no worker routes this host and path",
+                "host": host.split(':').next().unwrap(),
+                "path": path,
+            })
+        );
+    }
+    assert_eq!(
+        sample(
+            &registry,
+            "isolane_router_requests_total",
+            &[("status_class", "4xx"), ("node", "none")]
+        ),
+        Some(2.0)
+    );
+}
+
+#[tokio::test]
+async fn no_live_node_is_503_with_a_json_reason() {
+    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_workers(vec![worker("ns/api", "r1", HOST, "/")]);
+    let response = proxy.handle(get(HOST, "/", &[])).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(header(&response, "x-isolane-reason"), Some("no_live_node"));
+    assert_eq!(header(&response, "retry-after"), Some("1"));
+    let json: serde_json::Value = serde_json::from_slice(&body(response).await).unwrap();
+    assert_eq!(json["error"], "no live runtime node");
+    assert_eq!(json["worker"], "ns/api");
+}
+
+#[tokio::test]
+async fn streams_a_large_body_both_ways_without_buffering_it_whole() {
+    const CHUNK: usize = 64 * 1024;
+    const CHUNKS: usize = 32;
+    let node = FakeNode::start("node-a").await;
+    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![node.member(2)]);
+    proxy.set_workers(vec![worker("ns/echo", "r1", HOST, "/")]);
+
+    // Upload, echoed: each chunk comes back before the next is sent, so
+    // neither the router nor the node can be holding the whole body.
+    let (mut tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(1);
+    let upload = Request::builder()
+        .method("POST")
+        .uri("/upload")
+        .header("host", HOST)
+        .body(StreamBody::new(rx))
+        .unwrap();
+    let chunk = |i: usize| Bytes::from(vec![i as u8; CHUNK]);
+    let pending = tokio::spawn({
+        let proxy = proxy.clone();
+        async move { proxy.handle(upload).await }
+    });
+    // The router reads up to the replay limit before it calls the node.
+    tx.send(Ok(Frame::data(chunk(0)))).await.unwrap();
+    tx.send(Ok(Frame::data(chunk(1)))).await.unwrap();
+    let response = pending.await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut response_body = response.into_body();
+    let mut echoed = Vec::new();
+    let mut sent = 2 * CHUNK;
+    for i in 2..=CHUNKS {
+        while echoed.len() < sent {
+            let frame = response_body.frame().await.unwrap().unwrap();
+            echoed.extend_from_slice(&frame.into_data().unwrap());
+        }
+        if i == CHUNKS {
+            break;
+        }
+        tx.send(Ok(Frame::data(chunk(i)))).await.unwrap();
+        sent += CHUNK;
+    }
+    drop(tx);
+    while let Some(frame) = response_body.frame().await {
+        echoed.extend_from_slice(&frame.unwrap().into_data().unwrap());
+    }
+    assert_eq!(echoed.len(), CHUNKS * CHUNK);
+    for (i, piece) in echoed.chunks(CHUNK).enumerate() {
+        assert!(piece.iter().all(|b| *b == i as u8), "chunk {i} intact");
+    }
+
+    // Download: 32 MiB streamed frame by frame.
+    let size = 32 * 1024 * 1024;
+    let generate = format!("generate:{size}");
+    let response = proxy
+        .handle(get(HOST, "/download", &[("x-fake", &generate)]))
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let (mut total, mut largest) = (0, 0);
+    while let Some(frame) = body.frame().await {
+        let data = frame.unwrap().into_data().unwrap();
+        total += data.len();
+        largest = largest.max(data.len());
+    }
+    assert_eq!(total, size);
+    assert!(largest <= 64 * 1024, "frames arrive as the node sends them");
+}
+
+#[tokio::test]
+async fn a_replayable_request_is_retried_once_on_the_next_node() {
+    let live = FakeNode::start("live").await;
+    let (proxy, registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![dead_member("dead", 2).await, live.member(2)]);
+    let id = worker_preferring(&proxy, "dead");
+    proxy.set_workers(vec![worker(&id, "r1", HOST, "/")]);
+
+    let response = proxy
+        .handle(request("POST", HOST, "/", &[], "small body"))
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(header(&response, "x-isolane-node"), Some("live"));
+    assert_eq!(body(response).await, "small body");
+    assert_eq!(
+        sample(
+            &registry,
+            "isolane_router_retries_total",
+            &[("reason", "node_unavailable")]
+        ),
+        Some(1.0)
+    );
+    // The dead node is skipped for a while: the next request goes straight on.
+    let response = proxy.handle(get(HOST, "/", &[])).await;
+    assert_eq!(header(&response, "x-isolane-node"), Some("live"));
+    assert_eq!(
+        sample(
+            &registry,
+            "isolane_router_retries_total",
+            &[("reason", "node_unavailable")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(live.executes(), 2);
+}
+
+#[tokio::test]
+async fn a_request_too_large_to_replay_fails_with_502_on_a_dead_node() {
+    let live = FakeNode::start("live").await;
+    let (proxy, registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![dead_member("dead", 2).await, live.member(2)]);
+    let id = worker_preferring(&proxy, "dead");
+    proxy.set_workers(vec![worker(&id, "r1", HOST, "/")]);
+
+    let big = vec![1u8; 100 * 1024];
+    let response = proxy.handle(request("PUT", HOST, "/", &[], big)).await;
+    assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+    assert_eq!(
+        header(&response, "x-isolane-reason"),
+        Some("node_unavailable")
+    );
+    assert_eq!(header(&response, "x-isolane-node"), Some("dead"));
+    assert_eq!(live.executes(), 0);
+    assert_eq!(
+        sample(&registry, "isolane_router_retries_total", &[]),
+        None,
+        "nothing was retried"
+    );
+    assert_eq!(
+        sample(
+            &registry,
+            "isolane_router_upstream_errors_total",
+            &[("kind", "node_unavailable")]
+        ),
+        Some(1.0)
+    );
+}
+
+#[tokio::test]
+async fn overload_is_503_with_retry_after() {
+    let node = FakeNode::start("node-a").await;
+    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![node.member(2)]);
+    proxy.set_workers(vec![worker("ns/w", "r1", HOST, "/")]);
+
+    let response = proxy
+        .handle(get(HOST, "/", &[("x-fake", "overloaded")]))
+        .await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        header(&response, "retry-after"),
+        Some("2"),
+        "1500 ms rounds up"
+    );
+    assert_eq!(header(&response, "x-isolane-reason"), Some("overloaded"));
+    assert_eq!(
+        header(&response, "x-isolane-detail"),
+        Some("thread queue full")
+    );
+    drop(response);
+
+    let response = proxy
+        .handle(get(HOST, "/", &[("x-fake", "resource-exhausted")]))
+        .await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(header(&response, "retry-after"), Some("1"));
+    assert_eq!(header(&response, "x-isolane-reason"), Some("overloaded"));
+    assert_eq!(node.executes(), 2, "overload is not retried elsewhere");
+}
+
+#[tokio::test]
+async fn node_outcomes_map_to_http_statuses() {
+    let node = FakeNode::start("node-a").await;
+    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![node.member(2)]);
+    proxy.set_workers(vec![worker("ns/w", "r1", HOST, "/")]);
+    for (mode, status, reason) in [
+        ("cpu-limit", 503, "cpu_limit"),
+        ("unknown-worker", 404, "unknown_worker"),
+    ] {
+        let response = proxy.handle(get(HOST, "/", &[("x-fake", mode)])).await;
+        assert_eq!(response.status().as_u16(), status, "{mode}");
+        assert_eq!(
+            header(&response, "x-isolane-reason"),
+            Some(reason),
+            "{mode}"
+        );
+        assert_eq!(header(&response, "x-isolane-node"), Some("node-a"));
+    }
+    // A body that fails midway aborts the client's response.
+    let response = proxy
+        .handle(get(HOST, "/", &[("x-fake", "fail-midway")]))
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.into_body().collect().await.is_err());
+}
+
+#[tokio::test]
+async fn a_node_that_is_draining_is_retried_on_the_next_one() {
+    let a = FakeNode::start("node-a").await;
+    let b = FakeNode::start("node-b").await;
+    let (proxy, registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![a.member(2), b.member(2)]);
+    proxy.set_workers(vec![worker("ns/w", "r1", HOST, "/")]);
+    // Both fake nodes answer "draining" to this request: one retry, then 503.
+    let response = proxy
+        .handle(get(HOST, "/", &[("x-fake", "draining")]))
+        .await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(header(&response, "x-isolane-reason"), Some("draining"));
+    assert_eq!(header(&response, "retry-after"), Some("1"));
+    assert_eq!((a.executes(), b.executes()), (1, 1));
+    assert_eq!(
+        sample(
+            &registry,
+            "isolane_router_retries_total",
+            &[("reason", "draining")]
+        ),
+        Some(1.0)
+    );
+}
+
+#[tokio::test]
+async fn the_deadline_is_504() {
+    let node = FakeNode::start("node-a").await;
+    let config = ProxyConfig {
+        request_timeout: Duration::from_millis(300),
+        ..ProxyConfig::default()
+    };
+    let (proxy, _registry) = proxy(config, 50);
+    proxy.set_members(vec![node.member(2)]);
+    proxy.set_workers(vec![worker("ns/w", "r1", HOST, "/")]);
+    let started = Instant::now();
+    let response = proxy.handle(get(HOST, "/", &[("x-fake", "hang")])).await;
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(header(&response, "x-isolane-reason"), Some("deadline"));
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let sent = node.heads()[0].deadline_ms;
+    assert!(
+        sent > 0 && sent <= 300,
+        "the node is told the deadline: {sent}"
+    );
+}
+
+#[tokio::test]
+async fn a_hot_worker_overflows_to_its_next_candidate_node() {
+    let nodes = [
+        FakeNode::start("node-a").await,
+        FakeNode::start("node-b").await,
+        FakeNode::start("node-c").await,
+    ];
+    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(nodes.iter().map(|n| n.member(2)).collect());
+    proxy.set_workers(vec![worker("ns/hot", "r1", HOST, "/")]);
+    let primary = proxy.fleet().primary("ns/hot").unwrap().to_owned();
+
+    const REQUESTS: usize = 30;
+    let pending: Vec<_> = (0..REQUESTS)
+        .map(|_| {
+            let proxy = proxy.clone();
+            tokio::spawn(async move { proxy.handle(get(HOST, "/", &[("x-fake", "hold")])).await })
+        })
+        .collect();
+    eventually(
+        Duration::from_secs(10),
+        "every request to reach a node",
+        || nodes.iter().map(FakeNode::executes).sum::<usize>() == REQUESTS,
+    )
+    .await;
+    let per_node: HashMap<&str, usize> = nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.executes()))
+        .collect();
+    // Bounded load: no node holds more than ⌈1.25 × 30 / 3⌉ = 13 (plus one for rounding).
+    assert!(per_node.values().all(|n| *n <= 14), "{per_node:?}");
+    assert!(per_node.values().all(|n| *n > 0), "{per_node:?}");
+    assert_eq!(
+        per_node[primary.as_str()],
+        *per_node.values().max().unwrap(),
+        "the first choice takes the most: {per_node:?}"
+    );
+    for node in &nodes {
+        node.release();
+    }
+    for response in pending {
+        assert_eq!(response.await.unwrap().status(), StatusCode::OK);
+    }
+    // With the load gone, the worker is back on its first choice.
+    let response = proxy.handle(get(HOST, "/", &[])).await;
+    assert_eq!(header(&response, "x-isolane-node"), Some(primary.as_str()));
+}
+
+#[tokio::test]
+async fn per_worker_series_are_capped_at_the_busiest_k() {
+    let node = FakeNode::start("node-a").await;
+    let (proxy, registry) = proxy(ProxyConfig::default(), 2);
+    proxy.set_members(vec![node.member(2)]);
+    proxy.set_workers(
+        (0..5)
+            .map(|i| worker(&format!("ns/w{i}"), "r1", &format!("w{i}.test"), "/"))
+            .collect(),
+    );
+    let send = |i: usize, times: usize| {
+        let proxy = proxy.clone();
+        async move {
+            for _ in 0..times {
+                let response = proxy.handle(get(&format!("w{i}.test"), "/", &[])).await;
+                assert_eq!(response.status(), StatusCode::OK);
+            }
+        }
+    };
+    for i in 0..5 {
+        send(i, 1).await;
+    }
+    // The first two seen got their own series, the rest share "other".
+    let workers = label_values(&registry, "isolane_router_worker_requests_total", "worker");
+    assert_eq!(workers, ["ns/w0", "ns/w1", "other"]);
+    assert_eq!(
+        sample(
+            &registry,
+            "isolane_router_worker_requests_total",
+            &[("worker", "other")]
+        ),
+        Some(3.0)
+    );
+
+    // w4 and w3 become the busiest: a re-rank gives them the two series.
+    send(4, 5).await;
+    send(3, 3).await;
+    proxy.metrics().workers.rerank();
+    assert_eq!(proxy.metrics().workers.tracked(), 2);
+    send(4, 1).await;
+    send(0, 1).await;
+    let workers = label_values(&registry, "isolane_router_worker_requests_total", "worker");
+    assert_eq!(workers, ["ns/w4", "other"]);
+    let latency = label_values(
+        &registry,
+        "isolane_router_worker_request_duration_seconds_count",
+        "worker",
+    );
+    assert_eq!(latency, ["ns/w4", "other"]);
+    send(3, 1).await;
+    let workers = label_values(&registry, "isolane_router_worker_requests_total", "worker");
+    assert_eq!(workers, ["ns/w3", "ns/w4", "other"]);
+}

@@ -1,0 +1,126 @@
+//! Helpers shared by the router tests.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use isolane_router::metrics::RouterMetrics;
+use isolane_router::routes::RoutableWorker;
+use isolane_router::{Proxy, ProxyConfig, ResponseBody};
+use prometheus::Registry;
+
+/// A proxy with its own registry.
+pub fn proxy(config: ProxyConfig, max_worker_series: usize) -> (Proxy, Registry) {
+    let registry = Registry::new();
+    let metrics = Arc::new(RouterMetrics::register(&registry, max_worker_series).unwrap());
+    (Proxy::new(config, metrics), registry)
+}
+
+/// A routable worker `id` at `revision`, answering `host` under `prefix`.
+pub fn worker(id: &str, revision: &str, host: &str, prefix: &str) -> RoutableWorker {
+    RoutableWorker {
+        worker_id: id.to_owned(),
+        revision: revision.to_owned(),
+        created: None,
+        routes: vec![(host.to_owned(), prefix.to_owned())],
+    }
+}
+
+/// A request to `http://{host}{path}` with a complete `body` and extra headers.
+pub fn request(
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> Request<Full<Bytes>> {
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", host);
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    builder.body(Full::new(body.into())).unwrap()
+}
+
+/// A GET of `path` on `host` with extra headers.
+pub fn get(host: &str, path: &str, headers: &[(&str, &str)]) -> Request<Full<Bytes>> {
+    request("GET", host, path, headers, Bytes::new())
+}
+
+/// The whole response body (fails the test on a body error).
+pub async fn body(response: Response<ResponseBody>) -> Bytes {
+    response.into_body().collect().await.unwrap().to_bytes()
+}
+
+/// A header as text.
+pub fn header<'a>(response: &'a Response<ResponseBody>, name: &str) -> Option<&'a str> {
+    response.headers().get(name).map(|v| v.to_str().unwrap())
+}
+
+/// A worker id in namespace `ns` whose first-choice node is `node`.
+pub fn worker_preferring(proxy: &Proxy, node: &str) -> String {
+    let fleet = proxy.fleet();
+    (0..10_000)
+        .map(|i| format!("ns/w{i}"))
+        .find(|id| fleet.primary(id) == Some(node))
+        .expect("some worker prefers every node")
+}
+
+/// Waits until `condition` holds, failing the test after `within`.
+pub async fn eventually(within: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + within;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {within:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The registry in the text exposition format.
+pub fn exposition(registry: &Registry) -> String {
+    let mut text = String::new();
+    prometheus::TextEncoder::new()
+        .encode_utf8(&registry.gather(), &mut text)
+        .unwrap();
+    text
+}
+
+/// The value of the first sample of `name` (for a histogram, `name_count`)
+/// whose labels include `labels`, from the text exposition.
+pub fn sample(registry: &Registry, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let text = exposition(registry);
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.rsplit_once(' '))
+        .find(|(series, _)| {
+            let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
+            metric == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")))
+        })
+        .map(|(_, value)| value.parse().unwrap())
+}
+
+/// The distinct values of label `label` on samples of `name`.
+pub fn label_values(registry: &Registry, name: &str, label: &str) -> Vec<String> {
+    let text = exposition(registry);
+    let mut values: Vec<String> = text
+        .lines()
+        .filter(|line| line.starts_with(&format!("{name}{{")))
+        .filter_map(|line| {
+            let start = line.find(&format!("{label}=\""))? + label.len() + 2;
+            let end = start + line[start..].find('"')?;
+            Some(line[start..end].to_owned())
+        })
+        .collect();
+    values.sort();
+    values.dedup();
+    values
+}
