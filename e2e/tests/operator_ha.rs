@@ -1,0 +1,277 @@
+//! The operator's availability against a real kube-apiserver: killed mid-way and
+//! restarted it converges with nothing lost (a Worker deleted while it was down
+//! is cleaned up); two replicas elect exactly one leader, and the standby takes
+//! over within the lease duration after the leader is SIGKILLed; SIGTERM exits
+//! cleanly and hands the Lease over at once.
+
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use isolane_crds::{Bundle, Worker};
+use isolane_e2e::operator::{OPERATOR_NAMESPACE, Operator, OperatorOptions};
+use isolane_e2e::process::wait_until;
+use isolane_e2e::workers::{
+    apply, bundle, has_condition, hello_script, inline_worker, prepare, wait_bundle_gone,
+    wait_ready,
+};
+use isolane_testenv::ControlPlane;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{DeleteParams, ListParams};
+use kube::{Api, Client};
+
+const NS: &str = "apps";
+const STEP: Duration = Duration::from_secs(60);
+
+fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
+async fn holder(client: &Client) -> Option<String> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    leases
+        .get_opt("isolane-operator-leader")
+        .await
+        .ok()??
+        .spec?
+        .holder_identity
+}
+
+/// Every Worker in `NS` is Ready at its current generation and its bundle is
+/// at the revision its status reports; no bundle without a Worker.
+async fn converged(client: &Client) -> Option<usize> {
+    let workers: Api<Worker> = Api::namespaced(client.clone(), NS);
+    let list = workers.list(&ListParams::default()).await.ok()?;
+    for worker in &list.items {
+        if !has_condition(worker, "Ready", "True", None) {
+            return None;
+        }
+        let name = worker.metadata.name.as_deref()?;
+        let revision = worker.status.as_ref()?.revision.clone()?;
+        if bundle(client, NS, name).await?.revision != revision {
+            return None;
+        }
+    }
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    let bundles = secrets
+        .list(&ListParams::default().labels("isolane.dev/bundle=true"))
+        .await
+        .ok()?;
+    (bundles.items.len() == list.items.len()).then_some(list.items.len())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_operator_restarts_and_converges() {
+    init_tracing();
+    let cp = ControlPlane::start().await.expect("control plane starts");
+    prepare(&cp, &[NS]).await;
+    let client = cp.client();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let options = OperatorOptions::default();
+    let mut operator = Operator::start(&cp, dir.path(), &options);
+    operator.wait_ready(STEP).await;
+
+    // Apply a batch and kill the operator as soon as the first is Ready, while
+    // the rest are in flight.
+    let count = 40;
+    join_all((0..count).map(|i| {
+        let client = client.clone();
+        async move {
+            let name = format!("w{i:03}");
+            let host = format!("w{i:03}.example.com");
+            apply(
+                &client,
+                NS,
+                &inline_worker(&name, &hello_script(&name), &[&host]),
+            )
+            .await
+        }
+    }))
+    .await;
+    wait_ready(&client, NS, "w000", STEP).await;
+    operator.process.kill();
+    let ready_at_kill = {
+        let workers: Api<Worker> = Api::namespaced(client.clone(), NS);
+        let list = workers.list(&ListParams::default()).await.expect("list");
+        list.items
+            .iter()
+            .filter(|w| has_condition(w, "Ready", "True", None))
+            .count()
+    };
+    eprintln!("{ready_at_kill}/{count} Workers were Ready when the operator was killed");
+
+    // While it is down: delete a Ready Worker (its finalizer holds it), change
+    // another, add a new one.
+    let workers: Api<Worker> = Api::namespaced(client.clone(), NS);
+    workers
+        .delete("w000", &DeleteParams::default())
+        .await
+        .expect("delete w000");
+    assert!(
+        workers.get_opt("w000").await.expect("get").is_some(),
+        "the finalizer keeps a deleted Worker until its bundle is gone"
+    );
+    apply(
+        &client,
+        NS,
+        &inline_worker(
+            "w001",
+            &hello_script("changed while down"),
+            &["w001.example.com"],
+        ),
+    )
+    .await;
+    apply(
+        &client,
+        NS,
+        &inline_worker("late", &hello_script("late"), &["late.example.com"]),
+    )
+    .await;
+
+    // Restart (same identity: it renews its own Lease at once).
+    let operator = Operator::start(&cp, dir.path(), &options);
+    operator.wait_ready(STEP).await;
+    let started = Instant::now();
+    let total = wait_until("every Worker to converge", STEP, || converged(&client)).await;
+    eprintln!(
+        "converged {total} Workers {:.1}s after the restart",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(total, count, "w000 gone, late added");
+    wait_bundle_gone(&client, NS, "w000", STEP).await;
+    assert!(workers.get_opt("w000").await.expect("get").is_none());
+    let changed = bundle(&client, NS, "w001").await.expect("bundle of w001");
+    assert!(changed.script.contains("changed while down"));
+    assert!(bundle(&client, NS, "late").await.is_some());
+    assert!(
+        Api::<Secret>::namespaced(client.clone(), OPERATOR_NAMESPACE)
+            .get_opt(&Bundle::secret_name(NS, "w000"))
+            .await
+            .expect("get")
+            .is_none()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_operators_elect_one_leader_and_fail_over() {
+    init_tracing();
+    let cp = ControlPlane::start().await.expect("control plane starts");
+    prepare(&cp, &[NS]).await;
+    let client = cp.client();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let options_a = OperatorOptions {
+        identity: "operator-a".into(),
+        ..OperatorOptions::default()
+    };
+    let options_b = OperatorOptions {
+        identity: "operator-b".into(),
+        ..OperatorOptions::default()
+    };
+    let lease_duration = options_a.lease_duration;
+    let a = Operator::start(&cp, dir.path(), &options_a);
+    let b = Operator::start(&cp, dir.path(), &options_b);
+    a.wait_ready(STEP).await;
+    b.wait_ready(STEP).await;
+
+    // Exactly one leader: the Lease holder, and only it reports leading —
+    // checked over a few retry periods.
+    let first = wait_until("a leader", STEP, || async {
+        let holder = holder(&client).await?;
+        let (a_leads, b_leads) = (a.is_leader().await, b.is_leader().await);
+        match (holder.as_str(), a_leads, b_leads) {
+            ("operator-a", true, false) | ("operator-b", false, true) => Some(holder),
+            _ => None,
+        }
+    })
+    .await;
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        let (a_leads, b_leads) = (a.is_leader().await, b.is_leader().await);
+        assert!(!(a_leads && b_leads), "both replicas lead");
+        assert_eq!(holder(&client).await.as_deref(), Some(first.as_str()));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    apply(
+        &client,
+        NS,
+        &inline_worker("before", &hello_script("before"), &["before.example.com"]),
+    )
+    .await;
+    wait_ready(&client, NS, "before", STEP).await;
+
+    // SIGKILL the leader: the standby leads within the lease duration.
+    let (mut leader, standby) = if first == "operator-a" {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    leader.process.kill();
+    let killed = Instant::now();
+    wait_until("the standby to take over", STEP, || async {
+        standby.is_leader().await.then_some(())
+    })
+    .await;
+    let failover = killed.elapsed();
+    eprintln!(
+        "failover after SIGKILL of the leader: {:.2}s (lease duration {:?})",
+        failover.as_secs_f64(),
+        lease_duration
+    );
+    assert_eq!(
+        holder(&client).await.as_deref(),
+        Some(standby.identity.as_str())
+    );
+    // Polling adds up to 50 ms; allow one retry period on a loaded machine.
+    assert!(
+        failover <= lease_duration + Duration::from_millis(500),
+        "failover took {failover:?}, lease duration {lease_duration:?}"
+    );
+    apply(
+        &client,
+        NS,
+        &inline_worker("after", &hello_script("after"), &["after.example.com"]),
+    )
+    .await;
+    wait_ready(&client, NS, "after", STEP).await;
+
+    // A restarted replica stands by; SIGTERM on the leader exits 0 and releases
+    // the Lease, so the standby takes over well before the lease would expire.
+    let restarted = Operator::start(
+        &cp,
+        dir.path(),
+        &OperatorOptions {
+            identity: leader.identity.clone(),
+            ..OperatorOptions::default()
+        },
+    );
+    restarted.wait_ready(STEP).await;
+    assert!(!restarted.is_leader().await);
+    let mut leader = standby;
+    let stopping = Instant::now();
+    let status = leader.process.terminate(Duration::from_secs(10));
+    assert!(
+        status.is_some_and(|status| status.success()),
+        "SIGTERM exits cleanly: {status:?}\n{}",
+        leader.process.log_tail(20)
+    );
+    wait_until("the restarted replica to take over", STEP, || async {
+        restarted.is_leader().await.then_some(())
+    })
+    .await;
+    let handover = stopping.elapsed();
+    eprintln!("handover after SIGTERM: {:.2}s", handover.as_secs_f64());
+    assert!(
+        handover < lease_duration,
+        "released, not expired: {handover:?}"
+    );
+    apply(
+        &client,
+        NS,
+        &inline_worker("last", &hello_script("last"), &["last.example.com"]),
+    )
+    .await;
+    wait_ready(&client, NS, "last", STEP).await;
+}
