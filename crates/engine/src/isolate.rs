@@ -167,7 +167,8 @@ impl WorkerIsolate {
             .unwrap_or_else(|| Instant::now() + host::state::STARTUP_CPU * 20);
         thread.watchdog.arm(
             isolate.thread_safe_handle(),
-            thread.cpu_clock.map_or(cpu_start, |c| c.now()),
+            // Same clock the watchdog reads through the thread's clock id.
+            cpu_start,
             self.host.cpu_remaining(ctx),
             deadline,
         );

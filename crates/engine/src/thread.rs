@@ -55,7 +55,6 @@ pub(crate) struct ThreadCtx {
     pub(crate) config: EngineConfig,
     pub(crate) client: Client<HttpConnector, Body>,
     pub(crate) watchdog: Watchdog,
-    pub(crate) cpu_clock: Option<CpuClock>,
     pub(crate) snapshot: &'static [u8],
 }
 
@@ -114,8 +113,7 @@ pub(crate) fn run(start: ThreadStart) {
             return;
         }
     };
-    let cpu_clock = CpuClock::current_thread();
-    let Some(clock) = cpu_clock else {
+    let Some(clock) = CpuClock::current_thread() else {
         let _ = ready.send(Err("no thread CPU clock".to_owned()));
         return;
     };
@@ -131,7 +129,6 @@ pub(crate) fn run(start: ThreadStart) {
         observer,
         client: Client::builder(TokioExecutor::new()).build_http(),
         watchdog,
-        cpu_clock,
         snapshot,
         config: config.clone(),
     });
