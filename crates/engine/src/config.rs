@@ -73,9 +73,9 @@ pub struct EngineConfig {
     /// Requests waiting per thread before `execute` fails fast with `Overloaded`.
     pub queue_depth: usize,
     /// Blank isolates (snapshot + context, no worker yet) kept ready per thread.
+    /// (A request's streamed body and its `ctx.waitUntil` work share its
+    /// `wall_ms`.)
     pub spare_isolates: usize,
-    /// How long, after the response is complete, `ctx.waitUntil` work may run.
-    pub wait_until_ms: u64,
     /// Chunks buffered between a streaming response and its reader.
     pub body_channel_chunks: usize,
 }
@@ -90,7 +90,6 @@ impl Default for EngineConfig {
             heap_budget_bytes: 1 << 30,
             queue_depth: 1024,
             spare_isolates: 2,
-            wait_until_ms: 30_000,
             body_channel_chunks: 4,
         }
     }
