@@ -12,7 +12,7 @@ CARGO := hack/cargo.sh
 WORKER ?= examples/hello.js
 PORT ?= 8787
 
-.PHONY: dev deps build fmt-check clippy crds test test-only bench
+.PHONY: dev deps build fmt-check clippy crds deploy-render test test-only bench
 
 dev:
 	$(CARGO) run --release -p isolane -- dev $(WORKER) --port $(PORT)
@@ -32,6 +32,11 @@ clippy:
 # Regenerate the CRD YAML from the Rust types (a test fails when it is stale).
 crds:
 	$(CARGO) run -q -p isolane-crds --bin crdgen -- --write
+
+# Regenerate deploy/ (manifests, dashboards, alert rules) from the Helm chart
+# (a test fails when it is stale).
+deploy-render:
+	deploy/render.sh
 
 test: deps fmt-check clippy test-only
 

@@ -101,6 +101,42 @@ deps_kubectl() {
     log "kubectl: $(kubectl version --client 2>/dev/null | head -n1)"
 }
 
+# Helm v3.22.0, built with `go install` into the cache (tests find it there or
+# on PATH) and linked into /usr/local/bin. The ldflags are the ones Helm's
+# Makefile sets, so `helm version` tells the version and `helm template`
+# assumes the Kubernetes version of Helm's own client-go (v1.37), not v1.20.
+readonly HELM_VERSION="v3.22.0"
+deps_helm() {
+    local bin="${ISOLANE_CACHE_DIR:-${HOME}/.cache/isolane}/bin"
+    local helm="${bin}/helm"
+    if ! [[ -x "${helm}" && "$("${helm}" version --template '{{.Version}}' 2>/dev/null)" == "${HELM_VERSION}" ]]; then
+        log "go install helm.sh/helm/v3/cmd/helm@${HELM_VERSION} (about 75 s)"
+        local flags="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}" pkg
+        for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+            flags+=" -X ${pkg}.k8sVersionMajor=1 -X ${pkg}.k8sVersionMinor=37"
+        done
+        mkdir -p "${bin}"
+        GOBIN="${bin}" GOSUMDB=off GOFLAGS=-buildvcs=false \
+            go install -trimpath -ldflags "${flags}" "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
+    fi
+    [[ "$(readlink /usr/local/bin/helm 2>/dev/null)" == "${helm}" ]] || ln -sf "${helm}" /usr/local/bin/helm
+    log "helm: $("${helm}" version --short)"
+}
+
+# Prometheus and promtool 2.42 from Debian. Tests start their own server with
+# their own config, so the package's service is kept from starting and disabled.
+deps_prometheus() {
+    if ! is_installed prometheus; then
+        without_service_starts install_packages prometheus
+    fi
+    if command -v systemctl >/dev/null; then
+        local now=()
+        [[ -d /run/systemd/system ]] && now=(--now)
+        systemctl disable "${now[@]}" prometheus.service >/dev/null 2>&1 || true
+    fi
+    log "$(promtool --version 2>&1 | head -n1)"
+}
+
 main() {
     [[ "$(id -u)" == 0 ]] || { log "run as root"; exit 1; }
     deps_base
@@ -108,6 +144,8 @@ main() {
     deps_go
     deps_kube_apiserver
     deps_kubectl
+    deps_helm
+    deps_prometheus
     log "done"
 }
 

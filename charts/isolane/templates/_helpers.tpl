@@ -1,0 +1,232 @@
+{{/*
+Names, labels and the shared pieces of the three workloads.
+*/}}
+
+{{- define "isolane.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* `<release>-<chart>`, or the release name when it already contains the chart name. */}}
+{{- define "isolane.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The name of one component's objects: `<fullname>-<component>`. Call with (list $ "operator"). */}}
+{{- define "isolane.componentName" -}}
+{{- $root := index . 0 }}
+{{- printf "%s-%s" (include "isolane.fullname" $root) (index . 1) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "isolane.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "isolane.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: isolane
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of one component's objects. Call with (list $ "operator"). */}}
+{{- define "isolane.componentLabels" -}}
+{{- $root := index . 0 -}}
+{{ include "isolane.labels" $root }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end }}
+
+{{/* Selector labels of one component (stable across upgrades). Call with (list $ "operator"). */}}
+{{- define "isolane.selectorLabels" -}}
+{{- $root := index . 0 -}}
+app.kubernetes.io/name: {{ include "isolane.name" $root }}
+app.kubernetes.io/instance: {{ $root.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end }}
+
+{{/* The ServiceAccount name of one component. Call with (list $ "operator"). */}}
+{{- define "isolane.serviceAccountName" -}}
+{{- $root := index . 0 }}
+{{- $component := index . 1 }}
+{{- $sa := (index $root.Values $component).serviceAccount }}
+{{- if $sa.create }}
+{{- default (include "isolane.componentName" .) $sa.name }}
+{{- else }}
+{{- default "default" $sa.name }}
+{{- end }}
+{{- end }}
+
+{{/* `<registry>/<repository>:<tag>` of one component. Call with (list $ "operator"). */}}
+{{- define "isolane.image" -}}
+{{- $root := index . 0 }}
+{{- $image := (index $root.Values (index . 1)).image }}
+{{- $tag := $image.tag | default $root.Values.image.tag | default $root.Chart.AppVersion }}
+{{- printf "%s/%s:%s" $root.Values.image.registry $image.repository $tag }}
+{{- end }}
+
+{{/*
+The ISOLANE_* variable of each key of a component's `config` block: the one
+place where Helm values meet the binaries' flags (docs/config.md is the table).
+*/}}
+{{- define "isolane.envNames.operator" -}}
+leaderElection: ISOLANE_LEADER_ELECTION
+leaderLease: ISOLANE_LEADER_LEASE
+leaseDuration: ISOLANE_LEASE_DURATION
+renewDeadline: ISOLANE_RENEW_DEADLINE
+retryPeriod: ISOLANE_RETRY_PERIOD
+concurrency: ISOLANE_CONCURRENCY
+membershipInterval: ISOLANE_MEMBERSHIP_INTERVAL
+missingReferenceRetry: ISOLANE_MISSING_REFERENCE_RETRY
+resync: ISOLANE_RESYNC
+log: ISOLANE_LOG
+logFormat: ISOLANE_LOG_FORMAT
+{{- end }}
+
+{{- define "isolane.envNames.node" -}}
+listeners: ISOLANE_LISTENERS
+threads: ISOLANE_THREADS
+pinThreads: ISOLANE_PIN_THREADS
+poolMode: ISOLANE_POOL_MODE
+isolatesPerThread: ISOLANE_ISOLATES_PER_THREAD
+heapBudgetMib: ISOLANE_HEAP_BUDGET_MIB
+spareIsolates: ISOLANE_SPARE_ISOLATES
+maxInflightPerThread: ISOLANE_MAX_INFLIGHT_PER_THREAD
+leaseDuration: ISOLANE_LEASE_DURATION
+drainTimeout: ISOLANE_DRAIN_TIMEOUT
+revisionWait: ISOLANE_REVISION_WAIT
+bundleRevisions: ISOLANE_BUNDLE_REVISIONS
+log: ISOLANE_LOG
+logFormat: ISOLANE_LOG_FORMAT
+{{- end }}
+
+{{- define "isolane.envNames.router" -}}
+workers: ISOLANE_ROUTER_WORKERS
+watchNamespace: ISOLANE_WATCH_NAMESPACE
+requestTimeout: ISOLANE_REQUEST_TIMEOUT
+connectTimeout: ISOLANE_CONNECT_TIMEOUT
+replayBodyLimit: ISOLANE_REPLAY_BODY_LIMIT
+loadFactor: ISOLANE_LOAD_FACTOR
+maxWorkerSeries: ISOLANE_MAX_WORKER_SERIES
+workerSeriesInterval: ISOLANE_WORKER_SERIES_INTERVAL
+shutdownGrace: ISOLANE_SHUTDOWN_GRACE
+log: ISOLANE_LOG
+logFormat: ISOLANE_LOG_FORMAT
+{{- end }}
+
+{{/*
+The env entries of a component's `config` block, in key order; empty values
+are left out so the binary's default applies. Whole numbers print without an
+exponent (YAML numbers arrive as float64). Call with (list $ "operator").
+*/}}
+{{- define "isolane.configEnv" -}}
+{{- $root := index . 0 }}
+{{- $component := index . 1 }}
+{{- $names := include (printf "isolane.envNames.%s" $component) $root | fromYaml }}
+{{- $config := (index $root.Values $component).config }}
+{{- range $key := keys $config | sortAlpha }}
+{{- $value := index $config $key }}
+{{- $env := index $names $key | default "" }}
+{{- if not $env }}
+{{- fail (printf "%s.config.%s is not a flag of isolane-%s (see docs/config.md)" $component $key $component) }}
+{{- end }}
+{{- if not (or (kindIs "invalid" $value) (and (kindIs "string" $value) (eq $value ""))) }}
+{{- if and (kindIs "float64" $value) (eq ($value | int64 | float64) $value) }}
+{{- $value = $value | int64 }}
+{{- end }}
+- name: {{ $env }}
+  value: {{ $value | toString | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The env entries every component gets from the downward API. */}}
+{{- define "isolane.podEnv" -}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- end }}
+
+{{/* Pod-level settings shared by the three workloads. Call with (list $ "operator"). */}}
+{{- define "isolane.podSpecCommon" -}}
+{{- $root := index . 0 }}
+{{- $values := index $root.Values (index . 1) -}}
+serviceAccountName: {{ include "isolane.serviceAccountName" . }}
+automountServiceAccountToken: true
+enableServiceLinks: false
+securityContext:
+  {{- toYaml $root.Values.podSecurityContext | nindent 2 }}
+{{- with $root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* Pod template metadata. Call with (list $ "operator"). */}}
+{{- define "isolane.podMetadata" -}}
+{{- $root := index . 0 }}
+{{- $values := index $root.Values (index . 1) -}}
+labels:
+  {{- include "isolane.selectorLabels" . | nindent 2 }}
+  {{- with $values.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- with $values.podAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* Probes on the admin port. Call with the port name. */}}
+{{- define "isolane.probes" -}}
+livenessProbe:
+  httpGet:
+    path: /livez
+    port: admin
+  periodSeconds: 10
+  timeoutSeconds: 2
+  failureThreshold: 3
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: admin
+  periodSeconds: 5
+  timeoutSeconds: 2
+  failureThreshold: 2
+{{- end }}
+
+{{- define "isolane.webhookSecretName" -}}
+{{- default (printf "%s-webhook-tls" (include "isolane.fullname" .)) .Values.webhook.certificate.secretName }}
+{{- end }}

@@ -1,0 +1,992 @@
+//! The Helm chart (`charts/isolane`), proven with the real tools: `helm lint`
+//! and `helm template`; `kubectl apply --dry-run=server` and a real `helm
+//! install` / `upgrade` / `uninstall` against a real kube-apiserver, with the
+//! RBAC checked by the apiserver's own authorizer; the values schema; `promtool
+//! check rules` and `promtool test rules` on the alert groups the chart renders;
+//! and `deploy/` kept in sync with the chart.
+//!
+//! Helm, promtool and kubectl come from `PATH` (Helm also from
+//! `${ISOLANE_CACHE_DIR:-$HOME/.cache/isolane}/bin`); `hack/install-deps.sh`
+//! installs them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use isolane_e2e::process::{wait_until, workspace_root};
+use isolane_testenv::ControlPlane;
+use serde::Deserialize as _;
+use serde_yaml::Value;
+
+const RELEASE: &str = "isolane";
+const NAMESPACE: &str = "isolane-system";
+
+// === tools ===
+
+/// `name` from `PATH`, else from the Isolane cache's `bin/`.
+fn tool(name: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let cache = std::env::var_os("ISOLANE_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache/isolane")))
+        .map(|dir| dir.join("bin"));
+    std::env::split_paths(&path)
+        .chain(cache)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| panic!("{name} is not installed: run hack/install-deps.sh"))
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Runs `command` with `stdin`, whatever its exit code.
+fn run(command: &mut Command, stdin: Option<&str>) -> Output {
+    let mut child = command
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("{command:?} does not start: {error}"));
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin is piped")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+    }
+    child.wait_with_output().expect("the command finishes")
+}
+
+/// Runs `command` and returns its stdout, failing the test with its output otherwise.
+fn run_ok(command: &mut Command, stdin: Option<&str>) -> String {
+    let output = run(command, stdin);
+    assert!(
+        output.status.success(),
+        "{command:?} failed:\n{}",
+        text(&output)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn chart() -> PathBuf {
+    workspace_root().join("charts/isolane")
+}
+
+fn helm(args: &[&str]) -> Command {
+    let mut command = Command::new(tool("helm"));
+    command.args(args);
+    command
+}
+
+/// `helm template isolane charts/isolane -n isolane-system <args>`.
+fn template_output(args: &[&str]) -> Output {
+    let chart = chart();
+    let mut command = helm(&["template", RELEASE]);
+    command
+        .arg(&chart)
+        .args(["--namespace", NAMESPACE])
+        .args(args);
+    run(&mut command, None)
+}
+
+fn template(args: &[&str]) -> String {
+    let output = template_output(args);
+    assert!(
+        output.status.success(),
+        "helm template {args:?} failed:\n{}",
+        text(&output)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The objects of a multi-document YAML stream.
+fn documents(yaml: &str) -> Vec<Value> {
+    serde_yaml::Deserializer::from_str(yaml)
+        .map(|document| Value::deserialize(document).expect("rendered YAML parses"))
+        .filter(|document| !document.is_null())
+        .collect()
+}
+
+fn kind(object: &Value) -> &str {
+    object["kind"].as_str().unwrap_or_default()
+}
+
+fn name(object: &Value) -> &str {
+    object["metadata"]["name"].as_str().unwrap_or_default()
+}
+
+fn find<'a>(objects: &'a [Value], kind_: &str, name_: &str) -> &'a Value {
+    objects
+        .iter()
+        .find(|object| kind(object) == kind_ && name(object) == name_)
+        .unwrap_or_else(|| panic!("no {kind_} {name_} in the rendered chart"))
+}
+
+/// Every flag-carrying (`--set`) option that turns on the chart's optional parts.
+const ALL_FEATURES: &[&str] = &[
+    "--set",
+    "router.ingress.enabled=true",
+    "--set",
+    "router.ingress.className=nginx",
+    "--set",
+    "router.ingress.hosts[0]=*.workers.example.com",
+    "--set",
+    "router.httpRoute.enabled=true",
+    "--set",
+    "router.httpRoute.parentRefs[0].name=public",
+    "--set",
+    "router.httpRoute.hostnames[0]=*.workers.example.com",
+    "--set",
+    "metrics.serviceMonitor.enabled=true",
+    "--set",
+    "metrics.podMonitor.enabled=true",
+    "--set",
+    "prometheusRule.enabled=true",
+    "--set",
+    "webhook.certManager.enabled=true",
+    "--set",
+    "node.kind=Deployment",
+    "--set",
+    "node.replicas=3",
+];
+
+// === lint, render, schema ===
+
+#[test]
+fn helm_lint_passes_with_default_and_all_features() {
+    let chart = chart();
+    run_ok(helm(&["lint", "--strict"]).arg(&chart), None);
+    run_ok(
+        helm(&["lint", "--strict"]).arg(&chart).args(ALL_FEATURES),
+        None,
+    );
+}
+
+#[test]
+fn workloads_run_locked_down_with_probes_and_requests() {
+    let objects = documents(&template(&[]));
+    let workloads: Vec<&Value> = objects
+        .iter()
+        .filter(|object| matches!(kind(object), "Deployment" | "DaemonSet"))
+        .collect();
+    let names: BTreeSet<(&str, &str)> = workloads.iter().map(|w| (kind(w), name(w))).collect();
+    assert_eq!(
+        names,
+        BTreeSet::from([
+            ("DaemonSet", "isolane-node"),
+            ("Deployment", "isolane-operator"),
+            ("Deployment", "isolane-router"),
+        ])
+    );
+    for workload in workloads {
+        let pod = &workload["spec"]["template"]["spec"];
+        let what = name(workload);
+        assert_eq!(
+            pod["securityContext"]["runAsNonRoot"],
+            Value::Bool(true),
+            "{what}"
+        );
+        assert_eq!(
+            pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault",
+            "{what}"
+        );
+        let containers = pod["containers"].as_sequence().expect("containers");
+        for container in containers {
+            let security = &container["securityContext"];
+            assert_eq!(
+                security["allowPrivilegeEscalation"],
+                Value::Bool(false),
+                "{what}"
+            );
+            assert_eq!(
+                security["readOnlyRootFilesystem"],
+                Value::Bool(true),
+                "{what}"
+            );
+            assert_eq!(security["runAsNonRoot"], Value::Bool(true), "{what}");
+            assert_eq!(security["capabilities"]["drop"][0], "ALL", "{what}");
+            assert_eq!(
+                security["seccompProfile"]["type"], "RuntimeDefault",
+                "{what}"
+            );
+            assert_eq!(
+                container["livenessProbe"]["httpGet"]["path"], "/livez",
+                "{what}"
+            );
+            assert_eq!(
+                container["readinessProbe"]["httpGet"]["path"], "/readyz",
+                "{what}"
+            );
+            assert_eq!(
+                container["livenessProbe"]["httpGet"]["port"], "admin",
+                "{what}"
+            );
+            assert!(
+                container["resources"]["requests"]["cpu"].is_string(),
+                "{what}"
+            );
+            assert!(
+                container["resources"]["requests"]["memory"].is_string(),
+                "{what}"
+            );
+            let admin = container["ports"]
+                .as_sequence()
+                .expect("ports")
+                .iter()
+                .any(|port| port["name"] == "admin");
+            assert!(admin, "{what} names its admin port");
+        }
+    }
+    let operator = find(&objects, "Deployment", "isolane-operator");
+    assert_eq!(operator["spec"]["replicas"], 2);
+    assert_eq!(env(operator)["ISOLANE_LEADER_ELECTION"], "true");
+    for (kind_, name_) in [
+        ("PodDisruptionBudget", "isolane-operator"),
+        ("PodDisruptionBudget", "isolane-router"),
+    ] {
+        find(&objects, kind_, name_);
+    }
+    // The webhook trusts the CA that signed the operator's serving certificate.
+    let secret = find(&objects, "Secret", "isolane-webhook-tls");
+    let webhook = find(
+        &objects,
+        "ValidatingWebhookConfiguration",
+        "isolane-isolane-system",
+    );
+    let client = &webhook["webhooks"][0]["clientConfig"];
+    assert_eq!(client["caBundle"], secret["data"]["ca.crt"]);
+    assert_eq!(client["service"]["path"], "/validate-worker");
+    // The Grafana sidecar picks the dashboards up by label.
+    let dashboards: Vec<&str> = objects
+        .iter()
+        .filter(|object| kind(object) == "ConfigMap")
+        .filter(|object| object["metadata"]["labels"]["grafana_dashboard"] == "1")
+        .map(name)
+        .collect();
+    assert_eq!(dashboards.len(), 4, "{dashboards:?}");
+    // The node runs as a Deployment when asked, with a PDB then.
+    let objects = documents(&template(&["--set", "node.kind=Deployment"]));
+    find(&objects, "Deployment", "isolane-node");
+    find(&objects, "PodDisruptionBudget", "isolane-node");
+    assert!(!objects.iter().any(|object| kind(object) == "DaemonSet"));
+}
+
+/// The `ISOLANE_*` variables of the first container of `workload`.
+fn env(workload: &Value) -> BTreeMap<String, String> {
+    workload["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_sequence()
+        .expect("env")
+        .iter()
+        .filter_map(|entry| {
+            let name = entry["name"].as_str()?;
+            name.starts_with("ISOLANE_").then(|| {
+                (
+                    name.to_owned(),
+                    entry["value"].as_str().unwrap_or("<from>").to_owned(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Every `"ISOLANE_…"` string literal in `files` (the binaries' flag constants).
+fn env_vars_in(files: &[&str]) -> BTreeSet<String> {
+    let mut vars = BTreeSet::new();
+    for file in files {
+        let source = std::fs::read_to_string(workspace_root().join(file))
+            .unwrap_or_else(|error| panic!("read {file}: {error}"));
+        for piece in source.split("\"ISOLANE_").skip(1) {
+            let var: String = piece
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            if piece[var.len()..].starts_with('"') {
+                vars.insert(format!("ISOLANE_{var}"));
+            }
+        }
+    }
+    vars
+}
+
+#[test]
+fn helm_values_map_one_to_one_to_the_binaries_flags() {
+    // Empty values are left out (the binary's default applies): set the one that is empty by default.
+    let objects = documents(&template(&["--set", "router.config.watchNamespace=team-a"]));
+    // Node and router flatten the shared admin flags and read ISOLANE_LOG in
+    // telemetry's init_tracing; the operator declares all of its own.
+    let telemetry = [
+        "crates/telemetry/src/args.rs",
+        "crates/telemetry/src/logging.rs",
+    ];
+    let cases = [
+        ("isolane-operator", vec!["operator/src/config.rs"]),
+        (
+            "isolane-node",
+            [&["runtime-node/src/config.rs"][..], &telemetry].concat(),
+        ),
+        (
+            "isolane-router",
+            [&["router/src/config.rs"][..], &telemetry].concat(),
+        ),
+    ];
+    let mut mismatches = Vec::new();
+    for (workload, files) in cases {
+        let object = objects
+            .iter()
+            .find(|object| {
+                name(object) == workload && matches!(kind(object), "Deployment" | "DaemonSet")
+            })
+            .expect("the workload is rendered");
+        let rendered: BTreeSet<String> = env(object).into_keys().collect();
+        let declared = env_vars_in(&files);
+        let missing: Vec<_> = declared.difference(&rendered).collect();
+        let unknown: Vec<_> = rendered.difference(&declared).collect();
+        if !missing.is_empty() || !unknown.is_empty() {
+            mismatches.push(format!(
+                "{workload}: flags without a Helm value {missing:?}; Helm values the binary does not read {unknown:?}"
+            ));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "update charts/isolane (templates/_helpers.tpl, values.yaml, values.schema.json) and docs/config.md:\n{}",
+        mismatches.join("\n")
+    );
+}
+
+#[test]
+fn mistyped_values_are_rejected_by_the_schema() {
+    for (set, names) in [
+        ("node.config.thread=4", "thread"),
+        ("node.kind=StatefulSet", "kind"),
+        ("operator.replica=3", "replica"),
+        ("router.config.loadFactor=0.5", "loadFactor"),
+        ("operator.config.leaseDuration=soon", "leaseDuration"),
+        ("node.config.poolMode=global", "poolMode"),
+        ("router.service.type=External", "type"),
+        ("webhook.failurePolicy=Maybe", "failurePolicy"),
+        ("imageTag=1.0", "imageTag"),
+    ] {
+        let output = template_output(&["--set", set]);
+        let message = text(&output);
+        assert!(!output.status.success(), "--set {set} was accepted");
+        assert!(
+            message.contains("values don't meet the specifications of the schema")
+                && message.contains(names),
+            "--set {set}: {message}"
+        );
+    }
+    // Types come from the schema too: a number where a boolean goes.
+    let output = template_output(&["--set-json", "node.config.pinThreads=1"]);
+    assert!(!output.status.success(), "pinThreads=1 was accepted");
+}
+
+// === against a real apiserver ===
+
+/// A stand-in CRD for a kind the chart can render but this apiserver does not
+/// know (prometheus-operator, Gateway API, cert-manager): the real group,
+/// version, kind and plural, with the schema left open. It proves the chart's
+/// objects are addressed right, not that their specs are valid for the real CRD.
+fn stand_in_crd(group: &str, version: &str, kind_: &str, plural: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {plural}.{group}\n  annotations:\n    api-approved.kubernetes.io: unapproved, a test stand-in\nspec:\n  group: {group}\n  scope: Namespaced\n  names:\n    kind: {kind_}\n    listKind: {kind_}List\n    plural: {plural}\n    singular: {singular}\n  versions:\n    - name: {version}\n      served: true\n      storage: true\n      schema:\n        openAPIV3Schema:\n          type: object\n          x-kubernetes-preserve-unknown-fields: true\n---\n",
+        singular = kind_.to_ascii_lowercase(),
+    )
+}
+
+fn stand_in_crds() -> String {
+    [
+        (
+            "monitoring.coreos.com",
+            "v1",
+            "ServiceMonitor",
+            "servicemonitors",
+        ),
+        ("monitoring.coreos.com", "v1", "PodMonitor", "podmonitors"),
+        (
+            "monitoring.coreos.com",
+            "v1",
+            "PrometheusRule",
+            "prometheusrules",
+        ),
+        ("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes"),
+        ("cert-manager.io", "v1", "Certificate", "certificates"),
+        ("cert-manager.io", "v1", "Issuer", "issuers"),
+    ]
+    .iter()
+    .map(|(group, version, kind_, plural)| stand_in_crd(group, version, kind_, plural))
+    .collect()
+}
+
+async fn control_plane() -> ControlPlane {
+    let cp = ControlPlane::start().await.expect("control plane starts");
+    let crds = chart().join("crds");
+    run_ok(
+        cp.kubectl(["apply", "--server-side", "-f"]).arg(&crds),
+        None,
+    );
+    run_ok(
+        &mut cp.kubectl([
+            "wait",
+            "--for=condition=Established",
+            "crd/workers.isolane.dev",
+            "--timeout=60s",
+        ]),
+        None,
+    );
+    cp
+}
+
+#[tokio::test]
+async fn rendered_chart_and_deploy_manifests_pass_server_side_dry_run() {
+    let cp = control_plane().await;
+    cp.create_namespace(NAMESPACE).await.expect("namespace");
+    run_ok(
+        &mut cp.kubectl(["apply", "--server-side", "-f", "-"]),
+        Some(&stand_in_crds()),
+    );
+    run_ok(
+        &mut cp.kubectl([
+            "wait",
+            "--for=condition=Established",
+            "crd",
+            "--all",
+            "--timeout=60s",
+        ]),
+        None,
+    );
+
+    for (what, args) in [
+        ("default values", &[][..]),
+        ("every optional part", ALL_FEATURES),
+    ] {
+        let manifests = template(args);
+        let output = run_ok(
+            &mut cp.kubectl(["apply", "--dry-run=server", "--server-side", "-f", "-"]),
+            Some(&manifests),
+        );
+        let applied = output.lines().count();
+        assert!(applied >= 25, "{what}: only {applied} objects:\n{output}");
+        eprintln!("{what}: {applied} objects pass server-side dry run");
+    }
+    // deploy/isolane.yaml is what `kubectl apply -f deploy/` users get; its
+    // namespace exists already, so the whole file dry-runs.
+    let manifests = std::fs::read_to_string(workspace_root().join("deploy/isolane.yaml"))
+        .expect("deploy/isolane.yaml");
+    run_ok(
+        &mut cp.kubectl(["apply", "--dry-run=server", "--server-side", "-f", "-"]),
+        Some(&manifests),
+    );
+}
+
+/// `kubectl auth can-i <verb> <resource> --as <service account> [-n ns]`, by the apiserver's RBAC.
+fn can_i(
+    cp: &ControlPlane,
+    account: &str,
+    verb: &str,
+    resource: &str,
+    namespace: Option<&str>,
+) -> bool {
+    let subject = format!("system:serviceaccount:{NAMESPACE}:{account}");
+    // `workers.isolane.dev/status` means the status subresource, not an object named status.
+    let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
+    let mut command = cp.kubectl(["auth", "can-i", verb, resource, "--as", &subject]);
+    if !subresource.is_empty() {
+        command.arg(format!("--subresource={subresource}"));
+    }
+    match namespace {
+        Some(namespace) => command.args(["-n", namespace]),
+        None => command.arg("--all-namespaces"),
+    };
+    let output = run(&mut command, None);
+    String::from_utf8_lossy(&output.stdout).trim() == "yes"
+}
+
+fn helm_at(cp: &ControlPlane, args: &[&str]) -> Command {
+    let mut command = helm(args);
+    command.arg("--kubeconfig").arg(cp.kubeconfig_path());
+    command
+}
+
+fn kubectl_json(cp: &ControlPlane, args: &[&str]) -> serde_json::Value {
+    let mut command = cp.kubectl(args);
+    command.args(["-o", "json"]);
+    serde_json::from_str(&run_ok(&mut command, None)).expect("kubectl prints JSON")
+}
+
+fn exists(cp: &ControlPlane, resource: &str, name_: &str, namespace: Option<&str>) -> bool {
+    let mut command = cp.kubectl(["get", resource, name_, "--ignore-not-found", "-o", "name"]);
+    if let Some(namespace) = namespace {
+        command.args(["-n", namespace]);
+    }
+    !run_ok(&mut command, None).trim().is_empty()
+}
+
+#[tokio::test]
+async fn helm_install_upgrade_and_uninstall_against_a_real_apiserver() {
+    let cp = control_plane().await;
+    let chart = chart();
+    let chart = chart.to_str().expect("utf-8 path");
+
+    // A mistyped value fails the install before anything is created.
+    let output = run(
+        &mut helm_at(
+            &cp,
+            &[
+                "install",
+                RELEASE,
+                chart,
+                "-n",
+                NAMESPACE,
+                "--create-namespace",
+                "--set",
+                "router.replica=3",
+            ],
+        ),
+        None,
+    );
+    assert!(
+        !output.status.success(),
+        "a mistyped value installed:\n{}",
+        text(&output)
+    );
+    assert!(text(&output).contains("replica"), "{}", text(&output));
+
+    let notes = run_ok(
+        &mut helm_at(
+            &cp,
+            &[
+                "install",
+                RELEASE,
+                chart,
+                "-n",
+                NAMESPACE,
+                "--create-namespace",
+            ],
+        ),
+        None,
+    );
+    assert!(
+        notes.contains("kind: Worker") && notes.contains("curl -H 'Host: hello.example.com'"),
+        "NOTES:\n{notes}"
+    );
+
+    let ns = Some(NAMESPACE);
+    for (resource, name_, namespace) in [
+        ("deployment", "isolane-operator", ns),
+        ("deployment", "isolane-router", ns),
+        ("daemonset", "isolane-node", ns),
+        ("service", "isolane-router", ns),
+        ("service", "isolane-webhook", ns),
+        ("service", "isolane-node-metrics", ns),
+        ("secret", "isolane-webhook-tls", ns),
+        ("poddisruptionbudget", "isolane-operator", ns),
+        ("configmap", "isolane-dashboard-overview", ns),
+        (
+            "validatingwebhookconfiguration",
+            "isolane-isolane-system",
+            None,
+        ),
+        ("clusterrole", "isolane-operator-isolane-system", None),
+        ("clusterrole", "isolane-router-isolane-system", None),
+        ("role", "isolane-node", ns),
+        ("crd", "workers.isolane.dev", None),
+    ] {
+        assert!(
+            exists(&cp, resource, name_, namespace),
+            "{resource} {name_} was not installed"
+        );
+    }
+
+    // Least privilege, as the apiserver's authorizer sees it.
+    let checks: &[(&str, &str, &str, Option<&str>, bool)] = &[
+        ("isolane-node", "list", "secrets", ns, true),
+        ("isolane-node", "watch", "secrets", ns, true),
+        ("isolane-node", "create", "secrets", ns, false),
+        ("isolane-node", "list", "secrets", Some("default"), false),
+        (
+            "isolane-node",
+            "create",
+            "leases.coordination.k8s.io",
+            ns,
+            true,
+        ),
+        (
+            "isolane-node",
+            "delete",
+            "leases.coordination.k8s.io",
+            ns,
+            true,
+        ),
+        (
+            "isolane-node",
+            "create",
+            "leases.coordination.k8s.io",
+            Some("default"),
+            false,
+        ),
+        ("isolane-node", "list", "workers.isolane.dev", ns, false),
+        ("isolane-node", "list", "configmaps", ns, false),
+        ("isolane-router", "watch", "workers.isolane.dev", None, true),
+        (
+            "isolane-router",
+            "patch",
+            "workers.isolane.dev",
+            None,
+            false,
+        ),
+        (
+            "isolane-router",
+            "watch",
+            "leases.coordination.k8s.io",
+            ns,
+            true,
+        ),
+        (
+            "isolane-router",
+            "update",
+            "leases.coordination.k8s.io",
+            ns,
+            false,
+        ),
+        ("isolane-router", "get", "secrets", ns, false),
+        (
+            "isolane-operator",
+            "patch",
+            "workers.isolane.dev/status",
+            None,
+            true,
+        ),
+        (
+            "isolane-operator",
+            "update",
+            "workers.isolane.dev/finalizers",
+            None,
+            true,
+        ),
+        (
+            "isolane-operator",
+            "delete",
+            "workers.isolane.dev",
+            None,
+            false,
+        ),
+        ("isolane-operator", "watch", "configmaps", None, true),
+        ("isolane-operator", "watch", "secrets", None, true),
+        ("isolane-operator", "patch", "secrets", ns, true),
+        (
+            "isolane-operator",
+            "patch",
+            "secrets",
+            Some("default"),
+            false,
+        ),
+        (
+            "isolane-operator",
+            "update",
+            "leases.coordination.k8s.io",
+            ns,
+            true,
+        ),
+        (
+            "isolane-operator",
+            "update",
+            "leases.coordination.k8s.io",
+            Some("default"),
+            false,
+        ),
+        (
+            "isolane-operator",
+            "create",
+            "events.events.k8s.io",
+            Some("default"),
+            true,
+        ),
+        ("isolane-operator", "create", "configmaps", ns, false),
+    ];
+    let wrong: Vec<String> = checks
+        .iter()
+        .filter(|(account, verb, resource, namespace, allowed)| {
+            can_i(&cp, account, verb, resource, *namespace) != *allowed
+        })
+        .map(|(account, verb, resource, namespace, allowed)| {
+            format!("{account} {verb} {resource} in {namespace:?}: expected allowed={allowed}")
+        })
+        .collect();
+    assert!(wrong.is_empty(), "RBAC:\n{}", wrong.join("\n"));
+
+    let secret_before = kubectl_json(
+        &cp,
+        &["get", "secret", "isolane-webhook-tls", "-n", NAMESPACE],
+    );
+    let webhook_before = kubectl_json(
+        &cp,
+        &[
+            "get",
+            "validatingwebhookconfiguration",
+            "isolane-isolane-system",
+        ],
+    );
+
+    // Upgrade: nodes become a Deployment of 3 with 4 threads each.
+    run_ok(
+        &mut helm_at(
+            &cp,
+            &[
+                "upgrade",
+                RELEASE,
+                chart,
+                "-n",
+                NAMESPACE,
+                "--reuse-values",
+                "--set",
+                "node.kind=Deployment",
+                "--set",
+                "node.replicas=3",
+                "--set",
+                "node.config.threads=4",
+            ],
+        ),
+        None,
+    );
+    let node = kubectl_json(&cp, &["get", "deployment", "isolane-node", "-n", NAMESPACE]);
+    assert_eq!(node["spec"]["replicas"], 3);
+    let threads = node["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .find(|entry| entry["name"] == "ISOLANE_THREADS")
+        .map(|entry| entry["value"].clone());
+    assert_eq!(threads, Some(serde_json::json!("4")));
+    assert!(
+        !exists(&cp, "daemonset", "isolane-node", ns),
+        "the DaemonSet outlived the upgrade"
+    );
+    assert!(exists(&cp, "poddisruptionbudget", "isolane-node", ns));
+    // The webhook certificate survives the upgrade (lookup), so does its CA bundle.
+    let secret_after = kubectl_json(
+        &cp,
+        &["get", "secret", "isolane-webhook-tls", "-n", NAMESPACE],
+    );
+    let webhook_after = kubectl_json(
+        &cp,
+        &[
+            "get",
+            "validatingwebhookconfiguration",
+            "isolane-isolane-system",
+        ],
+    );
+    assert_eq!(
+        secret_before["data"], secret_after["data"],
+        "the webhook certificate changed on upgrade"
+    );
+    assert_eq!(
+        webhook_before["webhooks"][0]["clientConfig"]["caBundle"],
+        webhook_after["webhooks"][0]["clientConfig"]["caBundle"]
+    );
+    assert_eq!(
+        webhook_after["webhooks"][0]["clientConfig"]["caBundle"],
+        secret_after["data"]["ca.crt"]
+    );
+    let history = run_ok(
+        &mut helm_at(&cp, &["history", RELEASE, "-n", NAMESPACE]),
+        None,
+    );
+    assert!(
+        history.contains("deployed") && history.lines().count() == 3,
+        "{history}"
+    );
+
+    run_ok(
+        &mut helm_at(
+            &cp,
+            &[
+                "uninstall",
+                RELEASE,
+                "-n",
+                NAMESPACE,
+                "--wait",
+                "--timeout",
+                "60s",
+            ],
+        ),
+        None,
+    );
+    wait_until(
+        "the release's objects to be gone",
+        Duration::from_secs(60),
+        || async {
+            let gone = [
+                ("deployment", "isolane-operator", ns),
+                ("deployment", "isolane-router", ns),
+                ("deployment", "isolane-node", ns),
+                ("secret", "isolane-webhook-tls", ns),
+                (
+                    "validatingwebhookconfiguration",
+                    "isolane-isolane-system",
+                    None,
+                ),
+                ("clusterrole", "isolane-operator-isolane-system", None),
+                ("clusterrolebinding", "isolane-router-isolane-system", None),
+                ("role", "isolane-node", ns),
+                ("configmap", "isolane-dashboard-overview", ns),
+            ]
+            .iter()
+            .all(|(resource, name_, namespace)| !exists(&cp, resource, name_, *namespace));
+            gone.then_some(())
+        },
+    )
+    .await;
+    // Helm never deletes CRDs (that would delete every Worker).
+    assert!(exists(&cp, "crd", "workers.isolane.dev", None));
+}
+
+// === alerts ===
+
+/// The PrometheusRule's `spec` as a Prometheus rule file.
+fn rule_groups(args: &[&str]) -> Value {
+    let mut all = vec!["--set", "prometheusRule.enabled=true"];
+    all.extend_from_slice(args);
+    let objects = documents(&template(&all));
+    let rule = objects
+        .iter()
+        .find(|object| kind(object) == "PrometheusRule")
+        .expect("a PrometheusRule");
+    rule["spec"].clone()
+}
+
+#[test]
+fn alert_rules_from_the_chart_pass_promtool_check_and_unit_tests() {
+    let groups = rule_groups(&[]);
+    let alerts: BTreeSet<&str> = groups["groups"]
+        .as_sequence()
+        .expect("groups")
+        .iter()
+        .flat_map(|group| group["rules"].as_sequence().expect("rules"))
+        .filter_map(|rule| rule["alert"].as_str())
+        .collect();
+    for alert in [
+        "IsolaneHighErrorRatio",
+        "IsolaneHighLatencyP99",
+        "IsolaneNodeLost",
+        "IsolaneIsolateThrash",
+        "IsolaneReconcileFailures",
+    ] {
+        assert!(alerts.contains(alert), "{alert} is missing: {alerts:?}");
+    }
+    // deploy/alerts holds the same groups, for a plain Prometheus.
+    let committed =
+        std::fs::read_to_string(workspace_root().join("deploy/alerts/isolane.rules.yaml"))
+            .expect("read rules");
+    let committed: Value = serde_yaml::from_str(&committed).expect("rules parse");
+    assert_eq!(
+        committed, groups,
+        "deploy/alerts/isolane.rules.yaml is stale: run `make deploy-render`"
+    );
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let rules = dir.path().join("isolane.rules.yaml");
+    std::fs::write(&rules, serde_yaml::to_string(&groups).expect("serialise"))
+        .expect("write rules");
+    let tests = dir.path().join("isolane.rules.test.yaml");
+    std::fs::copy(
+        workspace_root().join("deploy/alerts/isolane.rules.test.yaml"),
+        &tests,
+    )
+    .expect("copy tests");
+    let promtool = tool("promtool");
+    let checked = run_ok(
+        Command::new(&promtool).args(["check", "rules"]).arg(&rules),
+        None,
+    );
+    assert!(checked.contains("SUCCESS: 6 rules found"), "{checked}");
+    run_ok(
+        Command::new(&promtool).args(["test", "rules"]).arg(&tests),
+        None,
+    );
+
+    // Thresholds are values: a tighter error ratio lands in the expression.
+    // (--set turns 0.001 into a string, which the schema refuses; --set-json keeps numbers.)
+    let tight = rule_groups(&["--set-json", "prometheusRule.errorRatio=0.001"]);
+    let expr = tight["groups"][0]["rules"][0]["expr"]
+        .as_str()
+        .expect("expr");
+    assert!(expr.contains("> 0.001"), "{expr}");
+}
+
+// === deploy/ ===
+
+fn files_under(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        for entry in std::fs::read_dir(&current).expect("read dir") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).expect("under dir").to_path_buf();
+                files.insert(relative, std::fs::read(&path).expect("read file"));
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn deploy_is_rendered_from_the_chart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = workspace_root().join("deploy/render.sh");
+    let mut command = Command::new(&script);
+    command.arg(dir.path());
+    // render.sh finds helm on PATH or in the cache, like `tool`.
+    if let Some(helm) = tool("helm").parent() {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let joined = std::env::join_paths(
+            std::iter::once(helm.to_path_buf()).chain(std::env::split_paths(&path)),
+        )
+        .expect("PATH joins");
+        command.env("PATH", joined);
+    }
+    run_ok(&mut command, None);
+    let rendered = files_under(dir.path());
+    let deploy = workspace_root().join("deploy");
+    let mut stale = Vec::new();
+    for (relative, content) in &rendered {
+        match std::fs::read(deploy.join(relative)) {
+            Ok(committed) if committed == *content => {}
+            Ok(_) => stale.push(format!("{} differs", relative.display())),
+            Err(_) => stale.push(format!("{} is missing", relative.display())),
+        }
+    }
+    // A dashboard removed from the chart must go from deploy/ too.
+    for entry in std::fs::read_dir(deploy.join("dashboards")).expect("deploy/dashboards") {
+        let relative = Path::new("dashboards").join(entry.expect("entry").file_name());
+        if !rendered.contains_key(&relative) {
+            stale.push(format!("{} is not in the chart", relative.display()));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "deploy/ is stale ({}): run `make deploy-render`",
+        stale.join(", ")
+    );
+    assert!(
+        rendered.len() >= 6,
+        "{:?}",
+        rendered.keys().collect::<Vec<_>>()
+    );
+}
