@@ -1,2 +1,40 @@
-//! Runs workers: pinned threads, V8 isolate pools, gRPC server, lease heartbeat.
+//! The Isolane runtime node: runs workers for the router.
+//!
+//! A node watches the bundle Secrets of its namespace into a
+//! [`BundleIndex`], serves the `isolane.runtime.v1.Runtime` gRPC service
+//! ([`NodeService`]) on one listener per engine thread or one for all
+//! ([`ListenerMode`]), runs each request on the pinned engine thread the
+//! router chose (`isolane-engine`), bounds requests in flight per thread
+//! ([`Admission`]), exports `isolane_node_*` metrics ([`NodeMetrics`], also
+//! the engine's observer), and holds a Lease that says where it listens
+//! ([`Heartbeat`]). [`Node`] composes these; `main.rs` parses [`Args`] into
+//! a [`Config`], starts the engine and runs a [`Node`] until SIGTERM, then
+//! drains it. `docs/node.md` covers flags, listener modes, the drain and the
+//! metrics.
 #![forbid(unsafe_code)]
+
+mod admission;
+mod bundles;
+mod config;
+mod error;
+mod listeners;
+mod membership;
+mod metrics;
+mod node;
+mod service;
+
+pub use admission::{Admission, Permit};
+pub use bundles::{BundleError, BundleIndex, Loaded, parse_secret, watch_bundles, worker_bundle};
+pub use config::{
+    ADVERTISE_HOST_ENV, Args, BUNDLE_REVISIONS_ENV, Config, ConfigError, DEFAULT_GRPC_ADDR,
+    DEFAULT_NAMESPACE, DRAIN_TIMEOUT_ENV, EXIT_USAGE, GRPC_ADDR_ENV, HEAP_BUDGET_MIB_ENV,
+    ISOLATES_PER_THREAD_ENV, LEASE_DURATION_ENV, LISTENERS_ENV, ListenerMode, MAX_INFLIGHT_ENV,
+    NAMESPACE_ENV, NODE_NAME_ENV, PIN_THREADS_ENV, POOL_MODE_ENV, REVISION_WAIT_ENV,
+    SPARE_ISOLATES_ENV, THREADS_ENV, parse_duration,
+};
+pub use error::Error;
+pub use listeners::{BindError, Health, Listeners, Serving};
+pub use membership::{FIELD_MANAGER, Heartbeat};
+pub use metrics::NodeMetrics;
+pub use node::{Node, RunningNode, StartError};
+pub use service::{ExecuteStream, MAX_CHUNK_BYTES, MAX_MESSAGE_BYTES, NodeService};

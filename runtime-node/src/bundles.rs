@@ -1,0 +1,323 @@
+//! The bundles a node can run: an in-memory index of worker id → its newest
+//! few revisions, fed by a watch on the labelled Secrets of the node's
+//! namespace (`bundles/watch.rs`).
+//!
+//! Reads are lock-free: the index is an immutable snapshot behind an
+//! `ArcSwap`, replaced whole on every change (changes are rare; requests are
+//! not; only writers take a lock). A request for a revision not seen yet waits on a `watch` channel that
+//! every change bumps — woken by the watch, never polling — up to a bound.
+
+mod watch;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use isolane_engine::{Limits, WorkerBundle};
+use tokio::sync::watch as channel;
+
+use crate::error::Error;
+
+pub use watch::{BundleError, parse_secret, watch_bundles};
+
+/// Worker id → revisions, and Secret name → worker id (for deletions).
+#[derive(Debug, Clone, Default)]
+struct Snapshot {
+    workers: HashMap<String, Revisions>,
+    secrets: HashMap<String, String>,
+}
+
+/// One worker's revisions, newest first.
+#[derive(Debug, Clone, Default)]
+struct Revisions {
+    newest_first: VecDeque<Arc<WorkerBundle>>,
+}
+
+/// A worker revision the index holds, for `Stats`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loaded {
+    pub worker_id: String,
+    pub revision: String,
+}
+
+/// The node's bundles. Cheap to share (`Arc`); every method takes `&self`.
+#[derive(Debug)]
+pub struct BundleIndex {
+    snapshot: ArcSwap<Snapshot>,
+    /// Bumped on every change; waiters for a revision watch it.
+    changes: channel::Sender<u64>,
+    /// Whether the first full list of Secrets has been applied.
+    synced: channel::Sender<bool>,
+    writer: Mutex<()>,
+    keep: usize,
+}
+
+// === impl BundleIndex ===
+
+impl BundleIndex {
+    /// An empty index keeping the newest `keep` revisions of each worker.
+    pub fn new(keep: usize) -> Self {
+        Self {
+            snapshot: ArcSwap::from_pointee(Snapshot::default()),
+            changes: channel::Sender::new(0),
+            synced: channel::Sender::new(false),
+            writer: Mutex::new(()),
+            keep: keep.max(1),
+        }
+    }
+
+    /// Adds (or re-adds) a revision as the worker's newest, as if from a
+    /// Secret called `secret`.
+    pub fn insert(&self, secret: &str, bundle: WorkerBundle) {
+        self.update(|snapshot| snapshot.insert(secret, Arc::new(bundle), self.keep));
+    }
+
+    /// Forgets the worker whose bundle Secret was `secret`. Requests already
+    /// running keep their `Arc` and finish.
+    pub fn remove_secret(&self, secret: &str) {
+        self.update(|snapshot| snapshot.remove_secret(secret));
+    }
+
+    /// Replaces everything with the bundles of a full list (a watch restart).
+    pub fn replace_all(&self, bundles: Vec<(String, WorkerBundle)>) {
+        self.update(|snapshot| {
+            let mut fresh = Snapshot::default();
+            for (secret, bundle) in bundles {
+                // Keep older revisions still held, so a relist during a
+                // rollout does not fail requests for the previous one.
+                if let Some(old) = snapshot.workers.get(&bundle.id) {
+                    fresh.workers.insert(bundle.id.clone(), old.clone());
+                }
+                fresh.insert(&secret, Arc::new(bundle), self.keep);
+            }
+            *snapshot = fresh;
+        });
+        self.synced.send_replace(true);
+    }
+
+    /// Whether the first full list has been applied.
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Waits until the first full list has been applied.
+    pub async fn wait_synced(&self) {
+        let mut synced = self.synced.subscribe();
+        // The sender lives as long as `self`, so this cannot fail while we wait.
+        let _ = synced.wait_for(|synced| *synced).await;
+    }
+
+    /// The bundle for `worker_id` at `revision` (the newest when `revision`
+    /// is empty), if the index holds it now.
+    pub fn get(&self, worker_id: &str, revision: &str) -> Option<Arc<WorkerBundle>> {
+        let snapshot = self.snapshot.load();
+        let revisions = snapshot.workers.get(worker_id)?;
+        if revision.is_empty() {
+            return revisions.newest_first.front().cloned();
+        }
+        revisions
+            .newest_first
+            .iter()
+            .find(|b| b.revision == revision)
+            .cloned()
+    }
+
+    /// [`get`](Self::get), waiting up to `wait` for the watch to deliver it.
+    pub async fn resolve(
+        &self,
+        worker_id: &str,
+        revision: &str,
+        wait: Duration,
+    ) -> Result<Arc<WorkerBundle>, Error> {
+        // Subscribe before looking, so a change between the look and the
+        // wait still wakes us.
+        let mut changes = self.changes.subscribe();
+        if let Some(bundle) = self.get(worker_id, revision) {
+            return Ok(bundle);
+        }
+        let started = tokio::time::Instant::now();
+        let deadline = started + wait;
+        loop {
+            if tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_err()
+            {
+                break;
+            }
+            if let Some(bundle) = self.get(worker_id, revision) {
+                return Ok(bundle);
+            }
+        }
+        let waited = started.elapsed();
+        let known = self.snapshot.load().workers.contains_key(worker_id);
+        Err(if known && !revision.is_empty() {
+            Error::UnknownRevision {
+                worker_id: worker_id.to_owned(),
+                revision: revision.to_owned(),
+                waited,
+            }
+        } else {
+            Error::UnknownWorker {
+                worker_id: worker_id.to_owned(),
+                waited,
+            }
+        })
+    }
+
+    /// Every revision held, sorted by worker id, newest revision first.
+    pub fn loaded(&self) -> Vec<Loaded> {
+        let snapshot = self.snapshot.load();
+        let mut loaded: Vec<Loaded> = snapshot
+            .workers
+            .iter()
+            .flat_map(|(worker_id, revisions)| {
+                revisions.newest_first.iter().map(|b| Loaded {
+                    worker_id: worker_id.clone(),
+                    revision: b.revision.clone(),
+                })
+            })
+            .collect();
+        loaded.sort_by(|a, b| a.worker_id.cmp(&b.worker_id));
+        loaded
+    }
+
+    /// (workers, revisions) held.
+    pub fn counts(&self) -> (usize, usize) {
+        let snapshot = self.snapshot.load();
+        let revisions = snapshot
+            .workers
+            .values()
+            .map(|r| r.newest_first.len())
+            .sum();
+        (snapshot.workers.len(), revisions)
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Snapshot)) {
+        // Writers (the one watch task, and tests) take a lock so no update is
+        // lost; readers never do: they load the current snapshot.
+        let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut next = Snapshot::clone(&self.snapshot.load());
+        change(&mut next);
+        self.snapshot.store(Arc::new(next));
+        self.changes.send_modify(|generation| *generation += 1);
+    }
+}
+
+// === impl Snapshot ===
+
+impl Snapshot {
+    fn insert(&mut self, secret: &str, bundle: Arc<WorkerBundle>, keep: usize) {
+        // A Secret renamed onto another worker id: forget the old one.
+        if let Some(previous) = self.secrets.get(secret)
+            && *previous != bundle.id
+        {
+            let previous = previous.clone();
+            self.workers.remove(&previous);
+        }
+        self.secrets.insert(secret.to_owned(), bundle.id.clone());
+        let revisions = self.workers.entry(bundle.id.clone()).or_default();
+        revisions
+            .newest_first
+            .retain(|b| b.revision != bundle.revision);
+        revisions.newest_first.push_front(bundle);
+        revisions.newest_first.truncate(keep);
+    }
+
+    fn remove_secret(&mut self, secret: &str) {
+        if let Some(worker_id) = self.secrets.remove(secret) {
+            self.workers.remove(&worker_id);
+        }
+    }
+}
+
+/// The engine's view of a bundle from its Secret.
+pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
+    WorkerBundle {
+        id: bundle.worker_id,
+        revision: bundle.revision,
+        script: bundle.script,
+        env: bundle.env,
+        limits: Limits {
+            cpu_ms: u64::from(bundle.limits.cpu_ms),
+            wall_ms: u64::from(bundle.limits.wall_ms),
+            memory_mib: u64::from(bundle.limits.memory_mib),
+            subrequests: bundle.limits.subrequests,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundle(id: &str, revision: &str) -> WorkerBundle {
+        WorkerBundle::new(id, revision, "export default {}")
+    }
+
+    #[test]
+    fn keeps_the_newest_revisions_of_each_worker() {
+        let index = BundleIndex::new(2);
+        index.insert("s1", bundle("a/w", "r1"));
+        index.insert("s1", bundle("a/w", "r2"));
+        index.insert("s1", bundle("a/w", "r3"));
+        index.insert("s2", bundle("a/x", "q1"));
+        assert_eq!(index.get("a/w", "").unwrap().revision, "r3");
+        assert!(index.get("a/w", "r2").is_some());
+        assert!(index.get("a/w", "r1").is_none(), "only the newest two stay");
+        assert_eq!(index.counts(), (2, 3));
+        // Re-applying an older revision (a rollback) makes it the newest.
+        index.insert("s1", bundle("a/w", "r2"));
+        assert_eq!(index.get("a/w", "").unwrap().revision, "r2");
+        assert_eq!(index.counts(), (2, 3));
+        index.remove_secret("s1");
+        assert!(index.get("a/w", "").is_none());
+        assert_eq!(
+            index.loaded(),
+            vec![Loaded {
+                worker_id: "a/x".into(),
+                revision: "q1".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn a_relist_replaces_everything_but_keeps_held_revisions() {
+        let index = BundleIndex::new(3);
+        index.insert("s1", bundle("a/w", "r1"));
+        index.insert("s2", bundle("a/gone", "g1"));
+        assert!(!index.is_synced());
+        index.replace_all(vec![("s1".into(), bundle("a/w", "r2"))]);
+        assert!(index.is_synced());
+        assert!(index.get("a/gone", "").is_none());
+        assert_eq!(index.get("a/w", "").unwrap().revision, "r2");
+        assert!(index.get("a/w", "r1").is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_for_an_unseen_revision_waits_for_the_watch() {
+        let index = Arc::new(BundleIndex::new(3));
+        index.insert("s1", bundle("a/w", "r1"));
+        let waiter = {
+            let index = index.clone();
+            tokio::spawn(async move { index.resolve("a/w", "r2", Duration::from_secs(2)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        index.insert("s1", bundle("a/w", "r2"));
+        let found = waiter.await.unwrap().unwrap();
+        assert_eq!(found.revision, "r2");
+
+        let started = tokio::time::Instant::now();
+        let error = index
+            .resolve("a/w", "r9", Duration::from_secs(2))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), "revision_unavailable");
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
+        let error = index
+            .resolve("a/nobody", "", Duration::from_millis(10))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), "unknown_worker");
+    }
+}

@@ -1,0 +1,471 @@
+//! Flags and environment variables ([`Args`]), validated into a [`Config`]
+//! before anything binds a port. Invalid configuration exits 64 (`EX_USAGE`).
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::time::Duration;
+
+use isolane_engine::{EngineConfig, PoolMode};
+use isolane_telemetry::AdminArgs;
+
+/// Env var for `--namespace`.
+pub const NAMESPACE_ENV: &str = "ISOLANE_NAMESPACE";
+/// Env var for `--node-name`.
+pub const NODE_NAME_ENV: &str = "ISOLANE_NODE_NAME";
+/// Env var for `--grpc-addr`.
+pub const GRPC_ADDR_ENV: &str = "ISOLANE_GRPC_ADDR";
+/// Env var for `--advertise-host`.
+pub const ADVERTISE_HOST_ENV: &str = "ISOLANE_ADVERTISE_HOST";
+/// Env var for `--listeners`.
+pub const LISTENERS_ENV: &str = "ISOLANE_LISTENERS";
+/// Env var for `--threads`.
+pub const THREADS_ENV: &str = "ISOLANE_THREADS";
+/// Env var for `--pin-threads`.
+pub const PIN_THREADS_ENV: &str = "ISOLANE_PIN_THREADS";
+/// Env var for `--pool-mode`.
+pub const POOL_MODE_ENV: &str = "ISOLANE_POOL_MODE";
+/// Env var for `--isolates-per-thread`.
+pub const ISOLATES_PER_THREAD_ENV: &str = "ISOLANE_ISOLATES_PER_THREAD";
+/// Env var for `--heap-budget-mib`.
+pub const HEAP_BUDGET_MIB_ENV: &str = "ISOLANE_HEAP_BUDGET_MIB";
+/// Env var for `--spare-isolates`.
+pub const SPARE_ISOLATES_ENV: &str = "ISOLANE_SPARE_ISOLATES";
+/// Env var for `--max-inflight-per-thread`.
+pub const MAX_INFLIGHT_ENV: &str = "ISOLANE_MAX_INFLIGHT_PER_THREAD";
+/// Env var for `--lease-duration`.
+pub const LEASE_DURATION_ENV: &str = "ISOLANE_LEASE_DURATION";
+/// Env var for `--drain-timeout`.
+pub const DRAIN_TIMEOUT_ENV: &str = "ISOLANE_DRAIN_TIMEOUT";
+/// Env var for `--revision-wait`.
+pub const REVISION_WAIT_ENV: &str = "ISOLANE_REVISION_WAIT";
+/// Env var for `--bundle-revisions`.
+pub const BUNDLE_REVISIONS_ENV: &str = "ISOLANE_BUNDLE_REVISIONS";
+
+/// The namespace a node watches for bundles and writes its Lease in.
+pub const DEFAULT_NAMESPACE: &str = "isolane-system";
+/// Where the gRPC server listens unless told otherwise.
+pub const DEFAULT_GRPC_ADDR: &str = "0.0.0.0:7070";
+
+/// The exit code of an invalid configuration (`EX_USAGE`).
+pub const EXIT_USAGE: i32 = 64;
+
+/// How the gRPC server meets the engine threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ListenerMode {
+    /// One listener per engine thread, each served by its own single-threaded
+    /// runtime on its own OS thread (pinned beside its engine thread); the
+    /// Lease lists one endpoint per thread so the router connects straight to
+    /// the right core.
+    #[default]
+    PerThread,
+    /// One listener for every thread, served by a multi-threaded runtime that
+    /// hands each request to its engine thread.
+    Single,
+}
+
+impl ListenerMode {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ListenerMode::PerThread => "per-thread",
+            ListenerMode::Single => "single",
+        }
+    }
+}
+
+impl fmt::Display for ListenerMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `isolane-node`: runs workers from the bundle Secrets of its namespace.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "isolane-node", version, about, long_about = None)]
+pub struct Args {
+    /// Namespace whose bundle Secrets (isolane.dev/bundle=true) the node
+    /// serves and where it holds its Lease.
+    #[arg(long, env = NAMESPACE_ENV, default_value = DEFAULT_NAMESPACE)]
+    pub namespace: String,
+
+    /// The node's name: its Lease's name. Default: the hostname.
+    #[arg(long, env = NODE_NAME_ENV)]
+    pub node_name: Option<String>,
+
+    /// Address of the gRPC server. With `--listeners per-thread`, thread i
+    /// listens on this port + i (port 0: each picks a free port).
+    #[arg(long, env = GRPC_ADDR_ENV, default_value = DEFAULT_GRPC_ADDR)]
+    pub grpc_addr: SocketAddr,
+
+    /// Host (name or IP) the router reaches this node at, written into the
+    /// Lease with the bound ports. Default: the --grpc-addr IP when it is not
+    /// unspecified, else the node name.
+    #[arg(long, env = ADVERTISE_HOST_ENV)]
+    pub advertise_host: Option<String>,
+
+    /// One gRPC listener per engine thread, or one for all.
+    #[arg(long, env = LISTENERS_ENV, value_enum, default_value_t = ListenerMode::default())]
+    pub listeners: ListenerMode,
+
+    /// Engine threads; 0 means one per core in the process's affinity mask.
+    #[arg(long, env = THREADS_ENV, default_value_t = 0)]
+    pub threads: usize,
+
+    /// Pin each engine thread (and its listener) to a core.
+    #[arg(long, env = PIN_THREADS_ENV, default_value_t = true, action = clap::ArgAction::Set)]
+    pub pin_threads: bool,
+
+    /// Isolate pooling: a new isolate per request, one global pool, or
+    /// thread-local pools.
+    #[arg(long, env = POOL_MODE_ENV, default_value = "pinned", value_parser = parse_pool_mode)]
+    pub pool_mode: PoolMode,
+
+    /// Warm isolates kept per thread (LRU).
+    #[arg(long, env = ISOLATES_PER_THREAD_ENV, default_value_t = 100)]
+    pub isolates_per_thread: usize,
+
+    /// Heap the warm isolates of one thread may hold together, in MiB.
+    #[arg(long, env = HEAP_BUDGET_MIB_ENV, default_value_t = 1024)]
+    pub heap_budget_mib: usize,
+
+    /// Blank isolates kept ready per thread.
+    #[arg(long, env = SPARE_ISOLATES_ENV, default_value_t = 2)]
+    pub spare_isolates: usize,
+
+    /// Requests in flight per thread (including streaming bodies) before new
+    /// ones are refused with RESOURCE_EXHAUSTED.
+    #[arg(long, env = MAX_INFLIGHT_ENV, default_value_t = 256)]
+    pub max_inflight_per_thread: usize,
+
+    /// Lease duration (renewed every third of it), e.g. `10s`.
+    #[arg(long, env = LEASE_DURATION_ENV, default_value = "10s", value_parser = parse_duration)]
+    pub lease_duration: Duration,
+
+    /// How long, after SIGTERM, requests in flight may take to finish.
+    #[arg(long, env = DRAIN_TIMEOUT_ENV, default_value = "30s", value_parser = parse_duration)]
+    pub drain_timeout: Duration,
+
+    /// How long a request for a revision the node has not seen yet waits for
+    /// the bundle watch before failing with NOT_FOUND.
+    #[arg(long, env = REVISION_WAIT_ENV, default_value = "2s", value_parser = parse_duration)]
+    pub revision_wait: Duration,
+
+    /// Revisions kept per worker, newest first, so requests for the previous
+    /// revision still run during a rollout.
+    #[arg(long, env = BUNDLE_REVISIONS_ENV, default_value_t = 3)]
+    pub bundle_revisions: usize,
+
+    #[command(flatten)]
+    pub admin: AdminArgs,
+}
+
+/// A validated configuration. Tests build these directly.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub namespace: String,
+    pub node_name: String,
+    pub grpc_addr: SocketAddr,
+    pub advertise_host: String,
+    pub listeners: ListenerMode,
+    /// Engine configuration, `threads` resolved (never 0).
+    pub engine: EngineConfig,
+    pub max_inflight_per_thread: usize,
+    pub lease_duration: Duration,
+    pub drain_timeout: Duration,
+    pub revision_wait: Duration,
+    pub bundle_revisions: usize,
+    pub admin_addr: SocketAddr,
+}
+
+/// Why the flags do not make a configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("--{flag} must be at least {min}")]
+    TooSmall { flag: &'static str, min: u64 },
+    #[error("--{flag} must be whole seconds, at least {min_secs} s")]
+    Duration { flag: &'static str, min_secs: u64 },
+    #[error("--{flag} {value:?} is not a valid DNS-1123 {what}")]
+    InvalidName {
+        flag: &'static str,
+        value: String,
+        what: &'static str,
+    },
+    #[error("no --node-name given and the hostname cannot be read")]
+    NoHostname,
+    #[error("--advertise-host {value:?} must be a bare host name or IP")]
+    InvalidAdvertiseHost { value: String },
+    #[error("--grpc-addr port {port} + {threads} threads runs past port 65535")]
+    PortRange { port: u16, threads: usize },
+}
+
+impl ConfigError {
+    /// A bounded label for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ConfigError::TooSmall { .. } => "too_small",
+            ConfigError::Duration { .. } => "duration",
+            ConfigError::InvalidName { .. } => "invalid_name",
+            ConfigError::NoHostname => "no_hostname",
+            ConfigError::InvalidAdvertiseHost { .. } => "invalid_advertise_host",
+            ConfigError::PortRange { .. } => "port_range",
+        }
+    }
+}
+
+// === impl Args ===
+
+impl Args {
+    /// Checks the flags and resolves defaults (hostname, thread count).
+    pub fn validate(self) -> Result<Config, ConfigError> {
+        let hostname = || hostname().ok_or(ConfigError::NoHostname);
+        let node_name = match self.node_name {
+            Some(name) => name,
+            None => hostname()?.to_ascii_lowercase(),
+        };
+        if !is_dns_subdomain(&node_name) {
+            return Err(ConfigError::InvalidName {
+                flag: "node-name",
+                value: node_name,
+                what: "subdomain (a Lease name)",
+            });
+        }
+        if !is_dns_label(&self.namespace) {
+            return Err(ConfigError::InvalidName {
+                flag: "namespace",
+                value: self.namespace,
+                what: "label (a namespace)",
+            });
+        }
+        let advertise_host = match self.advertise_host {
+            Some(host) => host,
+            None if !self.grpc_addr.ip().is_unspecified() => self.grpc_addr.ip().to_string(),
+            None => node_name.clone(),
+        };
+        if advertise_host.is_empty()
+            || advertise_host.contains([',', '/', ' '])
+            || advertise_host.contains("://")
+        {
+            return Err(ConfigError::InvalidAdvertiseHost {
+                value: advertise_host,
+            });
+        }
+        for (flag, value, min) in [
+            ("isolates-per-thread", self.isolates_per_thread, 1),
+            ("heap-budget-mib", self.heap_budget_mib, 1),
+            ("max-inflight-per-thread", self.max_inflight_per_thread, 1),
+            ("bundle-revisions", self.bundle_revisions, 1),
+        ] {
+            if value < min {
+                return Err(ConfigError::TooSmall {
+                    flag,
+                    min: min as u64,
+                });
+            }
+        }
+        // The Lease counts whole seconds; renewing every third of it must
+        // leave at least a second between renewals.
+        if self.lease_duration.subsec_nanos() != 0 || self.lease_duration < Duration::from_secs(3) {
+            return Err(ConfigError::Duration {
+                flag: "lease-duration",
+                min_secs: 3,
+            });
+        }
+        let threads = if self.threads == 0 {
+            core_affinity::get_core_ids().map_or(1, |cores| cores.len().max(1))
+        } else {
+            self.threads
+        };
+        if self.listeners == ListenerMode::PerThread
+            && self.grpc_addr.port() != 0
+            && usize::from(self.grpc_addr.port()) + threads - 1 > usize::from(u16::MAX)
+        {
+            return Err(ConfigError::PortRange {
+                port: self.grpc_addr.port(),
+                threads,
+            });
+        }
+        let engine = EngineConfig {
+            threads,
+            pin_threads: self.pin_threads,
+            pool_mode: self.pool_mode,
+            isolates_per_thread: self.isolates_per_thread,
+            heap_budget_bytes: self.heap_budget_mib.saturating_mul(1 << 20),
+            // The node admits at most this many per thread; the engine's own
+            // queue is the backstop (its Overloaded maps the same way).
+            queue_depth: self.max_inflight_per_thread,
+            spare_isolates: self.spare_isolates,
+            ..EngineConfig::default()
+        };
+        Ok(Config {
+            namespace: self.namespace,
+            node_name,
+            grpc_addr: self.grpc_addr,
+            advertise_host,
+            listeners: self.listeners,
+            engine,
+            max_inflight_per_thread: self.max_inflight_per_thread,
+            lease_duration: self.lease_duration,
+            drain_timeout: self.drain_timeout,
+            revision_wait: self.revision_wait,
+            bundle_revisions: self.bundle_revisions,
+            admin_addr: self.admin.admin_addr,
+        })
+    }
+}
+
+// === impl Config ===
+
+impl Config {
+    /// Engine threads (resolved).
+    pub fn threads(&self) -> usize {
+        self.engine.threads
+    }
+
+    /// How often the Lease is renewed: a third of its duration.
+    pub fn renew_interval(&self) -> Duration {
+        self.lease_duration / 3
+    }
+}
+
+/// `10s`, `500ms`, `2m` or a bare number of seconds.
+pub fn parse_duration(value: &str) -> Result<Duration, String> {
+    let value = value.trim();
+    let split = value
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(value.len());
+    let (number, unit) = value.split_at(split);
+    let number = u64::from_str(number).map_err(|_| format!("{value:?} is not a duration"))?;
+    match unit {
+        "" | "s" => Ok(Duration::from_secs(number)),
+        "ms" => Ok(Duration::from_millis(number)),
+        "m" => Ok(Duration::from_secs(number.saturating_mul(60))),
+        _ => Err(format!("{value:?}: the unit must be ms, s or m")),
+    }
+}
+
+fn parse_pool_mode(value: &str) -> Result<PoolMode, isolane_engine::ParsePoolModeError> {
+    value.parse()
+}
+
+fn hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+}
+
+fn is_dns_label(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= 63
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !value.starts_with('-')
+        && !value.ends_with('-')
+}
+
+fn is_dns_subdomain(value: &str) -> bool {
+    value.len() <= 253 && value.split('.').all(is_dns_label)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Config, ConfigError> {
+        let mut argv = vec!["isolane-node", "--node-name", "node-a"];
+        argv.extend_from_slice(args);
+        Args::try_parse_from(argv).unwrap().validate()
+    }
+
+    #[test]
+    fn defaults() {
+        let config = parse(&["--threads", "2"]).unwrap();
+        assert_eq!(config.namespace, DEFAULT_NAMESPACE);
+        assert_eq!(config.node_name, "node-a");
+        assert_eq!(config.advertise_host, "node-a");
+        assert_eq!(config.listeners, ListenerMode::PerThread);
+        assert_eq!(config.threads(), 2);
+        assert_eq!(config.engine.pool_mode, PoolMode::Pinned);
+        assert_eq!(config.lease_duration, Duration::from_secs(10));
+        assert_eq!(config.renew_interval(), Duration::from_secs(10) / 3);
+        assert_eq!(config.revision_wait, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn flags_override() {
+        let config = parse(&[
+            "--grpc-addr",
+            "127.0.0.1:0",
+            "--listeners",
+            "single",
+            "--pool-mode",
+            "legacy",
+            "--lease-duration",
+            "6",
+            "--drain-timeout",
+            "1500ms",
+            "--pin-threads",
+            "false",
+        ])
+        .unwrap();
+        assert_eq!(config.advertise_host, "127.0.0.1");
+        assert_eq!(config.listeners, ListenerMode::Single);
+        assert_eq!(config.engine.pool_mode, PoolMode::Legacy);
+        assert!(!config.engine.pin_threads);
+        assert!(config.threads() >= 1);
+        assert_eq!(config.lease_duration, Duration::from_secs(6));
+        assert_eq!(config.drain_timeout, Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn invalid_configs_are_refused() {
+        for (args, kind) in [
+            (&["--max-inflight-per-thread", "0"][..], "too_small"),
+            (&["--lease-duration", "2s"], "duration"),
+            (&["--lease-duration", "4500ms"], "duration"),
+            (&["--namespace", "Not_A_Namespace"], "invalid_name"),
+            (&["--advertise-host", "http://x"], "invalid_advertise_host"),
+            (
+                &["--grpc-addr", "0.0.0.0:65535", "--threads", "2"],
+                "port_range",
+            ),
+        ] {
+            let error = parse(args).unwrap_err();
+            assert_eq!(error.kind(), kind, "{args:?}: {error}");
+        }
+        assert!(Args::try_parse_from(["isolane-node", "--pool-mode", "nope"]).is_err());
+        assert!(Args::try_parse_from(["isolane-node", "--lease-duration", "5h"]).is_err());
+    }
+
+    #[test]
+    fn every_flag_names_its_env_var() {
+        let help = <Args as clap::CommandFactory>::command()
+            .render_long_help()
+            .to_string();
+        for env in [
+            NAMESPACE_ENV,
+            NODE_NAME_ENV,
+            GRPC_ADDR_ENV,
+            ADVERTISE_HOST_ENV,
+            LISTENERS_ENV,
+            THREADS_ENV,
+            PIN_THREADS_ENV,
+            POOL_MODE_ENV,
+            ISOLATES_PER_THREAD_ENV,
+            HEAP_BUDGET_MIB_ENV,
+            SPARE_ISOLATES_ENV,
+            MAX_INFLIGHT_ENV,
+            LEASE_DURATION_ENV,
+            DRAIN_TIMEOUT_ENV,
+            REVISION_WAIT_ENV,
+            BUNDLE_REVISIONS_ENV,
+            isolane_telemetry::ADMIN_ADDR_ENV,
+        ] {
+            assert!(help.contains(env), "{env} missing from --help");
+        }
+    }
+}

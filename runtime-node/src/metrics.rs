@@ -1,0 +1,431 @@
+//! The node's Prometheus metrics, `isolane_node_*`, and the engine observer
+//! that feeds the engine's share of them.
+//!
+//! Labels are bounded: `thread` (the node's thread count), `outcome`,
+//! `reason`, `result`, `source`, `event` — never a worker id. The handles of
+//! each thread are resolved once, at start, so the engine's calls on the
+//! request path are an index and an atomic add.
+
+use std::time::Duration;
+
+use isolane_engine::{EngineObserver, EvictionReason, Outcome, TerminationReason};
+use prometheus::{
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry,
+};
+
+/// Isolate creation: 0.1 ms to 1 s.
+const CREATION_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+/// Requests: 50 µs to 30 s.
+const REQUEST_BUCKETS: &[f64] = &[
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5, 5.0, 10.0, 30.0,
+];
+/// CPU time per request: 10 µs to 30 s.
+const CPU_BUCKETS: &[f64] = &[
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+    0.1, 0.25, 0.5, 1.0, 5.0, 30.0,
+];
+
+/// Every metric of the node.
+#[derive(Debug)]
+pub struct NodeMetrics {
+    threads: Vec<ThreadMetrics>,
+    evictions: IntCounterVec,
+    terminations: IntCounterVec,
+    requests: IntCounterVec,
+    rejections: IntCounterVec,
+    bundles: IntGauge,
+    bundle_revisions: IntGauge,
+    bundle_events: IntCounterVec,
+    bundle_errors: IntCounterVec,
+    bundle_watch_errors: IntCounter,
+    lease_renewals: IntCounterVec,
+    draining: IntGauge,
+}
+
+/// One thread's pre-resolved handles.
+#[derive(Debug)]
+struct ThreadMetrics {
+    label: String,
+    cache_hit: IntCounter,
+    cache_miss: IntCounter,
+    created_spare: IntCounter,
+    created_new: IntCounter,
+    creation_seconds: Histogram,
+    live_isolates: IntGauge,
+    heap_bytes: IntGauge,
+    in_flight: IntGauge,
+    /// Indexed like `Outcome::ALL`.
+    engine_seconds: Vec<Histogram>,
+    engine_cpu_seconds: Vec<Histogram>,
+}
+
+fn counter(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> prometheus::Result<IntCounterVec> {
+    let metric = IntCounterVec::new(Opts::new(name, help), labels)?;
+    registry.register(Box::new(metric.clone()))?;
+    Ok(metric)
+}
+
+fn gauge(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> prometheus::Result<IntGaugeVec> {
+    let metric = IntGaugeVec::new(Opts::new(name, help), labels)?;
+    registry.register(Box::new(metric.clone()))?;
+    Ok(metric)
+}
+
+fn histogram(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    buckets: &[f64],
+    labels: &[&str],
+) -> prometheus::Result<HistogramVec> {
+    let metric = HistogramVec::new(
+        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
+        labels,
+    )?;
+    registry.register(Box::new(metric.clone()))?;
+    Ok(metric)
+}
+
+// === impl NodeMetrics ===
+
+impl NodeMetrics {
+    /// Registers every metric in `registry` (the process's one registry),
+    /// with handles for `threads` threads.
+    pub fn register(registry: &Registry, threads: usize) -> prometheus::Result<Self> {
+        let r = registry;
+        let cache = counter(
+            r,
+            "isolane_node_isolate_cache_lookups_total",
+            "Isolate cache lookups by result (hit or miss).",
+            &["thread", "result"],
+        )?;
+        let creations = counter(
+            r,
+            "isolane_node_isolate_creations_total",
+            "Isolates made ready for a worker, from a spare or new.",
+            &["thread", "source"],
+        )?;
+        let creation_seconds = histogram(
+            r,
+            "isolane_node_isolate_creation_seconds",
+            "Time to make an isolate ready for a worker.",
+            CREATION_BUCKETS,
+            &["thread"],
+        )?;
+        let evictions = counter(
+            r,
+            "isolane_node_isolate_evictions_total",
+            "Warm isolates evicted, by reason.",
+            &["thread", "reason"],
+        )?;
+        let live_isolates = gauge(
+            r,
+            "isolane_node_live_isolates",
+            "Isolates alive on the thread (warm and spare).",
+            &["thread"],
+        )?;
+        let heap_bytes = gauge(
+            r,
+            "isolane_node_isolate_heap_bytes",
+            "V8 heap used by the thread's isolates.",
+            &["thread"],
+        )?;
+        let engine_seconds = histogram(
+            r,
+            "isolane_node_request_duration_seconds",
+            "Wall time of a request on its engine thread, until its body ended.",
+            REQUEST_BUCKETS,
+            &["thread", "outcome"],
+        )?;
+        let engine_cpu_seconds = histogram(
+            r,
+            "isolane_node_request_cpu_seconds",
+            "CPU time a request used.",
+            CPU_BUCKETS,
+            &["thread", "outcome"],
+        )?;
+        let terminations = counter(
+            r,
+            "isolane_node_terminations_total",
+            "Worker JavaScript stopped by a limit, by reason.",
+            &["thread", "reason"],
+        )?;
+        let requests = counter(
+            r,
+            "isolane_node_requests_total",
+            "Execute calls by how they ended (outcome).",
+            &["thread", "outcome"],
+        )?;
+        let rejections = counter(
+            r,
+            "isolane_node_rejections_total",
+            "Requests refused before running, by reason.",
+            &["thread", "reason"],
+        )?;
+        let in_flight = gauge(
+            r,
+            "isolane_node_in_flight_requests",
+            "Requests in flight on the thread, bodies included.",
+            &["thread"],
+        )?;
+        let bundles = IntGauge::new(
+            "isolane_node_bundles",
+            "Workers the node holds a bundle for.",
+        )?;
+        r.register(Box::new(bundles.clone()))?;
+        let bundle_revisions = IntGauge::new(
+            "isolane_node_bundle_revisions",
+            "Worker revisions the node holds.",
+        )?;
+        r.register(Box::new(bundle_revisions.clone()))?;
+        let bundle_events = counter(
+            r,
+            "isolane_node_bundle_events_total",
+            "Bundle Secrets applied or deleted.",
+            &["event"],
+        )?;
+        let bundle_errors = counter(
+            r,
+            "isolane_node_bundle_errors_total",
+            "Malformed bundle Secrets ignored, by reason.",
+            &["reason"],
+        )?;
+        let bundle_watch_errors = IntCounter::new(
+            "isolane_node_bundle_watch_errors_total",
+            "Errors of the bundle Secret watch (retried).",
+        )?;
+        r.register(Box::new(bundle_watch_errors.clone()))?;
+        let lease_renewals = counter(
+            r,
+            "isolane_node_lease_renewals_total",
+            "Lease writes by result (ok or error).",
+            &["result"],
+        )?;
+        let draining = IntGauge::new(
+            "isolane_node_draining",
+            "1 while the node drains before exiting.",
+        )?;
+        r.register(Box::new(draining.clone()))?;
+
+        let threads = (0..threads)
+            .map(|thread| {
+                let label = thread.to_string();
+                let l = label.as_str();
+                ThreadMetrics {
+                    cache_hit: cache.with_label_values(&[l, "hit"]),
+                    cache_miss: cache.with_label_values(&[l, "miss"]),
+                    created_spare: creations.with_label_values(&[l, "spare"]),
+                    created_new: creations.with_label_values(&[l, "new"]),
+                    creation_seconds: creation_seconds.with_label_values(&[l]),
+                    live_isolates: live_isolates.with_label_values(&[l]),
+                    heap_bytes: heap_bytes.with_label_values(&[l]),
+                    in_flight: in_flight.with_label_values(&[l]),
+                    engine_seconds: Outcome::ALL
+                        .iter()
+                        .map(|o| engine_seconds.with_label_values(&[l, o.as_str()]))
+                        .collect(),
+                    engine_cpu_seconds: Outcome::ALL
+                        .iter()
+                        .map(|o| engine_cpu_seconds.with_label_values(&[l, o.as_str()]))
+                        .collect(),
+                    label,
+                }
+            })
+            .collect();
+        Ok(Self {
+            threads,
+            evictions,
+            terminations,
+            requests,
+            rejections,
+            bundles,
+            bundle_revisions,
+            bundle_events,
+            bundle_errors,
+            bundle_watch_errors,
+            lease_renewals,
+            draining,
+        })
+    }
+
+    /// The `thread` label: the index for threads the node has, else `invalid`.
+    fn thread_label(&self, thread: usize) -> &str {
+        self.threads
+            .get(thread)
+            .map_or("invalid", |t| t.label.as_str())
+    }
+
+    /// An Execute call ended with `outcome` (a bounded label).
+    pub fn request(&self, thread: usize, outcome: &str) {
+        self.requests
+            .with_label_values(&[self.thread_label(thread), outcome])
+            .inc();
+    }
+
+    /// A request refused before it ran (`overloaded`, `draining`, …).
+    pub fn rejection(&self, thread: usize, reason: &str) {
+        self.rejections
+            .with_label_values(&[self.thread_label(thread), reason])
+            .inc();
+    }
+
+    pub fn in_flight_changed(&self, thread: usize, delta: i64) {
+        if let Some(t) = self.threads.get(thread) {
+            t.in_flight.add(delta);
+        }
+    }
+
+    /// (live isolates, heap bytes) of `thread`, as last reported by the engine.
+    pub fn thread_isolates_now(&self, thread: usize) -> (u64, u64) {
+        self.threads.get(thread).map_or((0, 0), |t| {
+            (
+                u64::try_from(t.live_isolates.get()).unwrap_or(0),
+                u64::try_from(t.heap_bytes.get()).unwrap_or(0),
+            )
+        })
+    }
+
+    pub fn bundles_held(&self, workers: usize, revisions: usize) {
+        self.bundles.set(i64::try_from(workers).unwrap_or(i64::MAX));
+        self.bundle_revisions
+            .set(i64::try_from(revisions).unwrap_or(i64::MAX));
+    }
+
+    pub fn bundle_event(&self, event: &'static str) {
+        self.bundle_events.with_label_values(&[event]).inc();
+    }
+
+    pub fn bundle_error(&self, reason: &'static str) {
+        self.bundle_errors.with_label_values(&[reason]).inc();
+    }
+
+    pub fn bundle_watch_error(&self) {
+        self.bundle_watch_errors.inc();
+    }
+
+    pub fn lease_renewal(&self, ok: bool) {
+        self.lease_renewals
+            .with_label_values(&[if ok { "ok" } else { "error" }])
+            .inc();
+    }
+
+    pub fn set_draining(&self, draining: bool) {
+        self.draining.set(i64::from(draining));
+    }
+}
+
+fn outcome_index(outcome: Outcome) -> usize {
+    Outcome::ALL.iter().position(|o| *o == outcome).unwrap_or(0)
+}
+
+fn saturating_i64(value: usize) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+// === impl EngineObserver for NodeMetrics ===
+
+impl EngineObserver for NodeMetrics {
+    fn isolate_cache(&self, thread: usize, hit: bool) {
+        match self.threads.get(thread) {
+            Some(t) if hit => t.cache_hit.inc(),
+            Some(t) => t.cache_miss.inc(),
+            None => {}
+        }
+    }
+
+    fn isolate_created(&self, thread: usize, duration: Duration, from_spare: bool) {
+        if let Some(t) = self.threads.get(thread) {
+            if from_spare {
+                t.created_spare.inc();
+            } else {
+                t.created_new.inc();
+            }
+            t.creation_seconds.observe(duration.as_secs_f64());
+        }
+    }
+
+    fn isolate_evicted(&self, thread: usize, reason: EvictionReason) {
+        self.evictions
+            .with_label_values(&[self.thread_label(thread), reason.as_str()])
+            .inc();
+    }
+
+    fn thread_isolates(&self, thread: usize, live_isolates: usize, heap_bytes: usize) {
+        if let Some(t) = self.threads.get(thread) {
+            t.live_isolates.set(saturating_i64(live_isolates));
+            t.heap_bytes.set(saturating_i64(heap_bytes));
+        }
+    }
+
+    fn request_finished(&self, thread: usize, outcome: Outcome, duration: Duration, cpu: Duration) {
+        if let Some(t) = self.threads.get(thread) {
+            let i = outcome_index(outcome);
+            if let Some(h) = t.engine_seconds.get(i) {
+                h.observe(duration.as_secs_f64());
+            }
+            if let Some(h) = t.engine_cpu_seconds.get(i) {
+                h.observe(cpu.as_secs_f64());
+            }
+        }
+    }
+
+    fn termination(&self, thread: usize, reason: TerminationReason) {
+        self.terminations
+            .with_label_values(&[self.thread_label(thread), reason.as_str()])
+            .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_observer_feeds_bounded_series() {
+        let registry = Registry::new();
+        let metrics = NodeMetrics::register(&registry, 2).unwrap();
+        metrics.isolate_cache(0, true);
+        metrics.isolate_cache(1, false);
+        metrics.isolate_created(1, Duration::from_millis(3), false);
+        metrics.isolate_evicted(0, EvictionReason::Capacity);
+        metrics.thread_isolates(1, 3, 1 << 20);
+        metrics.request_finished(
+            0,
+            Outcome::CpuLimit,
+            Duration::from_millis(60),
+            Duration::from_millis(50),
+        );
+        metrics.termination(0, TerminationReason::CpuLimit);
+        metrics.request(7, "invalid_thread");
+        assert_eq!(metrics.thread_isolates_now(1), (3, 1 << 20));
+
+        let text = prometheus::TextEncoder::new()
+            .encode_to_string(&registry.gather())
+            .unwrap();
+        for line in [
+            r#"isolane_node_isolate_cache_lookups_total{result="hit",thread="0"} 1"#,
+            r#"isolane_node_isolate_creations_total{source="new",thread="1"} 1"#,
+            r#"isolane_node_isolate_evictions_total{reason="capacity",thread="0"} 1"#,
+            r#"isolane_node_live_isolates{thread="1"} 3"#,
+            r#"isolane_node_request_cpu_seconds_count{outcome="cpu_limit",thread="0"} 1"#,
+            r#"isolane_node_terminations_total{reason="cpu_limit",thread="0"} 1"#,
+            r#"isolane_node_requests_total{outcome="invalid_thread",thread="invalid"} 1"#,
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+    }
+}

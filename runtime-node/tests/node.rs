@@ -1,0 +1,22 @@
+//! The runtime node's tests, in one binary (V8 links are expensive), one
+//! module per concern under `tests/node/`:
+//!
+//! - `service`: the gRPC service against a real engine (real V8), bundles
+//!   put straight into the index, over real local sockets;
+//! - `apiserver`: the `isolane-node` binary against a real kube-apiserver
+//!   (isolane-testenv): bundle Secrets in, Lease out, drain on SIGTERM;
+//! - `bench`: the listener-mode measurement behind docs/node.md (ignored;
+//!   run it with `--release -- --ignored --nocapture bench`).
+
+// Helpers outside `#[test]` functions unwrap too; this is test code.
+#![allow(clippy::unwrap_used)]
+
+#[path = "node/support.rs"]
+mod support;
+
+#[path = "node/apiserver.rs"]
+mod apiserver;
+#[path = "node/bench.rs"]
+mod bench;
+#[path = "node/service.rs"]
+mod service;

@@ -1,0 +1,1 @@
+//! The `isolane-node` binary against a real kube-apiserver.

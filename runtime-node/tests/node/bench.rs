@@ -1,0 +1,1 @@
+//! Listener modes compared.

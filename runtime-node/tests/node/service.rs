@@ -1,0 +1,403 @@
+//! The gRPC service against a real engine: bundles inserted straight into
+//! the index, requests over local sockets.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use isolane_engine::Limits;
+use isolane_node::ListenerMode;
+use isolane_proto::Outcome;
+use isolane_proto::runtime::v1::{ExecuteRequest, StatsRequest, execute_response::Frame as Out};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn a_request_runs_on_the_chosen_thread_and_answers() {
+    let node = start(Shape::default());
+    node.deploy("demo/hello", "r1", HELLO);
+    for thread in 0..2 {
+        let mut client = node.client(thread).await;
+        let answer = call(
+            &mut client,
+            head("GET", "demo/hello", "r1", thread as u32),
+            &[],
+        )
+        .await
+        .unwrap();
+        assert_eq!(answer.head.status, 200);
+        assert_eq!(answer.head.outcome(), Outcome::Ok);
+        assert_eq!(answer.text(), "hello from /path yes");
+        assert_eq!(answer.header("x-worker").as_deref(), Some("hello"));
+        assert_eq!(answer.end.outcome(), Outcome::Ok);
+    }
+    // An empty revision means the newest.
+    let mut client = node.client(0).await;
+    let answer = call(&mut client, head("GET", "demo/hello", "", 0), &[])
+        .await
+        .unwrap();
+    assert_eq!(answer.head.status, 200);
+    let metrics = node.metrics_text();
+    for thread in ["0", "1"] {
+        let line = format!(r#"isolane_node_requests_total{{outcome="ok",thread="{thread}"}}"#);
+        assert!(metrics.contains(&line), "{line} in\n{metrics}");
+    }
+    assert!(
+        metrics.contains(r#"isolane_node_isolate_cache_lookups_total{result="miss",thread="0"} 1"#)
+    );
+    assert!(
+        metrics.contains(r#"isolane_node_isolate_cache_lookups_total{result="hit",thread="0"} 1"#)
+    );
+}
+
+#[tokio::test]
+async fn bodies_stream_both_ways_chunk_by_chunk() {
+    let node = start(Shape::default());
+    node.deploy("demo/echo", "r1", ECHO);
+    let mut client = node.client(1).await;
+    let (tx, rx) = mpsc::channel(1);
+    tx.send(ExecuteRequest::head(head("POST", "demo/echo", "r1", 1)))
+        .await
+        .unwrap();
+    let mut responses = client
+        .execute(ReceiverStream::new(rx))
+        .await
+        .unwrap()
+        .into_inner();
+    let Out::Head(response_head) = next_frame(&mut responses).await else {
+        panic!("expected the head first");
+    };
+    assert_eq!(response_head.status, 200);
+    // Each chunk comes back before the next is sent: neither side holds the
+    // body whole.
+    const CHUNKS: usize = 32;
+    const SIZE: usize = 64 * 1024;
+    for i in 0..CHUNKS {
+        let chunk = Bytes::from(vec![b'a' + (i % 26) as u8; SIZE]);
+        tx.send(ExecuteRequest::body(chunk.clone())).await.unwrap();
+        let Out::Body(echoed) = next_frame(&mut responses).await else {
+            panic!("expected body chunk {i}");
+        };
+        assert_eq!(echoed, chunk, "chunk {i}");
+    }
+    tx.send(ExecuteRequest::end()).await.unwrap();
+    let Out::Body(summary) = next_frame(&mut responses).await else {
+        panic!("expected the summary");
+    };
+    assert_eq!(
+        String::from_utf8_lossy(&summary),
+        format!("|{CHUNKS} chunks {} bytes", CHUNKS * SIZE)
+    );
+    let Out::End(end) = next_frame(&mut responses).await else {
+        panic!("expected the end");
+    };
+    assert_eq!(end.outcome(), Outcome::Ok);
+    assert!(responses.message().await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_large_response_is_split_into_frames() {
+    let node = start(Shape::default());
+    // 5 MiB in one enqueue: more than a gRPC message should carry.
+    node.deploy(
+        "demo/big",
+        "r1",
+        "export default { fetch() { return new Response(new Uint8Array(5 * 1024 * 1024).fill(120)); } };",
+    );
+    let mut client = node.client(0).await;
+    let answer = call(&mut client, head("GET", "demo/big", "r1", 0), &[])
+        .await
+        .unwrap();
+    assert_eq!(answer.head.status, 200);
+    assert_eq!(answer.body.len(), 5 << 20);
+    assert!(answer.body.iter().all(|b| *b == b'x'));
+}
+
+#[tokio::test]
+async fn an_unknown_worker_is_not_found_after_a_bounded_wait() {
+    let node = start(Shape::default());
+    node.deploy("demo/hello", "r1", HELLO);
+    let mut client = node.client(0).await;
+    let started = std::time::Instant::now();
+    let status = call(&mut client, head("GET", "demo/nobody", "r1", 0), &[])
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound);
+    assert!(
+        status.message().contains("demo/nobody"),
+        "{}",
+        status.message()
+    );
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    let status = call(&mut client, head("GET", "demo/hello", "r-next", 0), &[])
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound);
+    assert!(status.message().contains("r-next"), "{}", status.message());
+}
+
+#[tokio::test]
+async fn a_revision_that_arrives_while_waiting_is_served() {
+    let node = start(Shape {
+        revision_wait: Duration::from_secs(10),
+        ..Shape::default()
+    });
+    node.deploy("demo/hello", "r1", HELLO);
+    let mut client = node.client(0).await;
+    let pending =
+        tokio::spawn(
+            async move { call(&mut client, head("GET", "demo/hello", "r2", 0), &[]).await },
+        );
+    // Deploy only once the request is waiting for r2.
+    eventually(
+        Duration::from_secs(5),
+        Duration::from_millis(5),
+        "the request to wait",
+        || {
+            let waiting = node.admission.in_flight(0) == 1;
+            async move { waiting.then_some(()) }
+        },
+    )
+    .await;
+    node.deploy(
+        "demo/hello",
+        "r2",
+        "export default { fetch() { return new Response('r2') } };",
+    );
+    let answer = pending.await.unwrap().unwrap();
+    assert_eq!(answer.text(), "r2");
+}
+
+#[tokio::test]
+async fn a_thread_out_of_range_is_invalid_argument() {
+    let node = start(Shape::default());
+    node.deploy("demo/hello", "r1", HELLO);
+    let mut client = node.client(0).await;
+    let status = call(&mut client, head("GET", "demo/hello", "r1", 2), &[])
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert!(
+        node.metrics_text().contains(
+            r#"isolane_node_requests_total{outcome="invalid_thread",thread="invalid"} 1"#
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_stream_without_a_head_is_invalid_argument() {
+    let node = start(Shape::default());
+    let mut client = node.client(0).await;
+    let status = client
+        .execute(tokio_stream::iter([ExecuteRequest::body(&b"x"[..])]))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+}
+
+#[tokio::test]
+async fn overload_is_resource_exhausted() {
+    let node = start(Shape {
+        max_inflight: 1,
+        ..Shape::default()
+    });
+    node.deploy("demo/waits", "r1", WAITS_FOR_BODY);
+    let mut client = node.client(0).await;
+    // One request holds thread 0's only slot: its body has not ended.
+    let (tx, rx) = mpsc::channel(4);
+    tx.send(ExecuteRequest::head(head("POST", "demo/waits", "r1", 0)))
+        .await
+        .unwrap();
+    tx.send(ExecuteRequest::body(&b"abc"[..])).await.unwrap();
+    let first = {
+        let mut client = client.clone();
+        tokio::spawn(async move {
+            let responses = client.execute(ReceiverStream::new(rx)).await?.into_inner();
+            collect(responses).await
+        })
+    };
+    eventually(
+        Duration::from_secs(5),
+        Duration::from_millis(5),
+        "the first request in flight",
+        || {
+            let busy = node.admission.in_flight(0) == 1;
+            async move { busy.then_some(()) }
+        },
+    )
+    .await;
+    let status = call(&mut client, head("GET", "demo/waits", "r1", 0), &[])
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted);
+    // Thread 1 has its own bound.
+    let other = call(&mut client, head("POST", "demo/waits", "r1", 1), &[b"zz"])
+        .await
+        .unwrap();
+    assert_eq!(other.text(), "got 2");
+    tx.send(ExecuteRequest::end()).await.unwrap();
+    assert_eq!(first.await.unwrap().unwrap().text(), "got 3");
+    assert!(
+        node.metrics_text()
+            .contains(r#"isolane_node_rejections_total{reason="overloaded",thread="0"} 1"#)
+    );
+    eventually(
+        Duration::from_secs(5),
+        Duration::from_millis(5),
+        "the slot to free",
+        || {
+            let free = node.admission.in_flight(0) == 0;
+            async move { free.then_some(()) }
+        },
+    )
+    .await;
+    let again = call(&mut client, head("POST", "demo/waits", "r1", 0), &[b"q"])
+        .await
+        .unwrap();
+    assert_eq!(again.text(), "got 1");
+}
+
+#[tokio::test]
+async fn a_throwing_worker_answers_500_in_the_head() {
+    let node = start(Shape::default());
+    node.deploy("demo/throws", "r1", THROWS);
+    let mut client = node.client(0).await;
+    let answer = call(&mut client, head("GET", "demo/throws", "r1", 0), &[])
+        .await
+        .unwrap();
+    assert_eq!(answer.head.status, 500);
+    assert_eq!(answer.head.outcome(), Outcome::Exception);
+    assert_eq!(
+        answer.header("x-isolane-reason").as_deref(),
+        Some("exception")
+    );
+    assert!(
+        !answer.text().contains("secret detail"),
+        "{}",
+        answer.text()
+    );
+    assert!(!answer.head.reason.contains("secret detail"));
+    // The error page itself arrived whole.
+    assert_eq!(answer.end.outcome(), Outcome::Ok);
+    assert!(
+        node.metrics_text()
+            .contains(r#"isolane_node_requests_total{outcome="exception",thread="0"} 1"#)
+    );
+}
+
+#[tokio::test]
+async fn a_cpu_limit_is_a_503_head_with_its_reason() {
+    let node = start(Shape::default());
+    node.deploy_with(
+        "demo/spins",
+        "r1",
+        SPINS,
+        Limits {
+            cpu_ms: 20,
+            ..Limits::default()
+        },
+    );
+    node.deploy("demo/hello", "r1", HELLO);
+    let mut client = node.client(1).await;
+    let answer = call(&mut client, head("GET", "demo/spins", "r1", 1), &[])
+        .await
+        .unwrap();
+    assert_eq!(answer.head.status, 503);
+    assert_eq!(answer.head.outcome(), Outcome::CpuLimit);
+    assert!(answer.head.reason.contains("CPU"), "{}", answer.head.reason);
+    assert_eq!(
+        answer.header("x-isolane-reason").as_deref(),
+        Some("cpu_limit")
+    );
+    // The thread serves others right after.
+    let ok = call(&mut client, head("GET", "demo/hello", "r1", 1), &[])
+        .await
+        .unwrap();
+    assert_eq!(ok.head.status, 200);
+    assert!(
+        node.metrics_text()
+            .contains(r#"isolane_node_terminations_total{reason="cpu_limit",thread="1"} 1"#)
+    );
+}
+
+#[tokio::test]
+async fn the_head_deadline_is_honoured() {
+    let node = start(Shape::default());
+    node.deploy("demo/hangs", "r1", HANGS);
+    let mut client = node.client(0).await;
+    let mut slow = head("GET", "demo/hangs", "r1", 0);
+    slow.deadline_ms = 150;
+    let started = std::time::Instant::now();
+    let answer = call(&mut client, slow, &[]).await.unwrap();
+    assert_eq!(answer.head.status, 504);
+    assert_eq!(answer.head.outcome(), Outcome::WallTimeout);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    eventually(
+        Duration::from_secs(5),
+        Duration::from_millis(5),
+        "the slot to free",
+        || {
+            let free = node.admission.in_flight(0) == 0;
+            async move { free.then_some(()) }
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn draining_refuses_new_requests_with_unavailable() {
+    let node = start(Shape::default());
+    node.deploy("demo/hello", "r1", HELLO);
+    let mut client = node.client(0).await;
+    node.admission.start_draining();
+    let status = call(&mut client, head("GET", "demo/hello", "r1", 0), &[])
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unavailable);
+    let stats = client.stats(StatsRequest {}).await.unwrap().into_inner();
+    assert!(stats.draining);
+}
+
+#[tokio::test]
+async fn stats_report_threads_and_bundles() {
+    let node = start(Shape::default());
+    node.deploy("demo/hello", "r1", HELLO);
+    node.deploy("demo/hello", "r2", HELLO);
+    let mut client = node.client(0).await;
+    call(&mut client, head("GET", "demo/hello", "r2", 1), &[])
+        .await
+        .unwrap();
+    let stats = client.stats(StatsRequest {}).await.unwrap().into_inner();
+    assert_eq!(stats.node, "test-node");
+    assert!(!stats.draining);
+    assert_eq!(stats.threads.len(), 2);
+    assert_eq!(stats.threads[1].thread, 1);
+    assert!(stats.threads[1].live_isolates >= 1);
+    assert!(stats.threads[1].heap_bytes > 0);
+    let revisions: Vec<_> = stats.bundles.iter().map(|b| b.revision.as_str()).collect();
+    assert_eq!(revisions, ["r2", "r1"]);
+}
+
+#[tokio::test]
+async fn per_thread_listeners_each_serve_their_thread() {
+    let node = start(Shape {
+        listeners: ListenerMode::PerThread,
+        ..Shape::default()
+    });
+    assert_eq!(node.addrs.len(), 2);
+    assert_ne!(node.addrs[0], node.addrs[1]);
+    node.deploy("demo/hello", "r1", HELLO);
+    for thread in 0..2u32 {
+        let mut client = node.client(thread as usize).await;
+        let answer = call(&mut client, head("GET", "demo/hello", "r1", thread), &[])
+            .await
+            .unwrap();
+        assert_eq!(answer.head.status, 200);
+    }
+    let metrics = node.metrics_text();
+    assert!(
+        metrics.contains(r#"isolane_node_requests_total{outcome="ok",thread="1"} 1"#),
+        "{metrics}"
+    );
+}
