@@ -65,6 +65,7 @@ struct ThreadState {
     seq: Cell<u64>,
     in_flight: Cell<usize>,
     idle: Notify,
+    refill_scheduled: Cell<bool>,
 }
 
 /// Everything a thread is started with.
@@ -142,6 +143,7 @@ pub(crate) fn run(start: ThreadStart) {
         seq: Cell::new(0),
         in_flight: Cell::new(0),
         idle: Notify::new(),
+        refill_scheduled: Cell::new(false),
     });
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, serve_jobs(state.clone(), jobs, shutdown, ready));
@@ -270,6 +272,20 @@ fn refill_spares(state: &ThreadState) {
     report_gauges(state);
 }
 
+/// Refills spares after the current request, once the tasks already
+/// runnable (e.g. requests that arrived meanwhile) had their turn.
+fn schedule_refill(state: &Rc<ThreadState>) {
+    if state.refill_scheduled.replace(true) {
+        return;
+    }
+    let state = state.clone();
+    tokio::task::spawn_local(async move {
+        tokio::task::yield_now().await;
+        state.refill_scheduled.set(false);
+        refill_spares(&state);
+    });
+}
+
 fn report_gauges(state: &ThreadState) {
     let (live, heap) = state.pool.borrow().stats();
     state
@@ -392,7 +408,7 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
                 Duration::ZERO,
             );
             let _ = reply.send(Err(error));
-            refill_spares(&state);
+            schedule_refill(&state);
             return;
         }
     };
@@ -458,7 +474,7 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
             .release(&bundle, &isolate, &mut evicted);
         report_evictions(&state, evicted);
         drop(isolate);
-        refill_spares(&state);
+        schedule_refill(&state);
     }
 }
 
