@@ -85,8 +85,6 @@ impl Operator {
             ms(options.retry_period),
             "--membership-interval".to_owned(),
             "500ms".to_owned(),
-            "--log".to_owned(),
-            "info,isolane_operator=debug,kube=warn".to_owned(),
         ];
         let webhook = options.webhook.as_ref().map(|cert| {
             let addr: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
@@ -103,7 +101,14 @@ impl Operator {
         args.extend(options.extra_args.iter().cloned());
         let log = dir.join(format!("{}.log", options.identity));
         let kubeconfig = cp.kubeconfig_path().as_os_str();
-        let envs: [(&str, &OsStr); 2] = [("KUBECONFIG", kubeconfig), ("NO_COLOR", OsStr::new("1"))];
+        let envs: [(&str, &OsStr); 3] = [
+            ("KUBECONFIG", kubeconfig),
+            ("NO_COLOR", OsStr::new("1")),
+            (
+                "ISOLANE_LOG",
+                OsStr::new("info,isolane_operator=debug,kube=warn"),
+            ),
+        ];
         let process = Process::spawn(&options.identity, &binary, &args, &envs, &log);
         Self {
             process,

@@ -8,12 +8,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, Parser};
+use isolane_telemetry::AdminArgs;
 
 /// Namespace of the bundles, the leader Lease and the runtime-node Leases.
 pub const ENV_NAMESPACE: &str = "ISOLANE_NAMESPACE";
-/// Address of the admin server.
-pub const ENV_ADMIN_ADDR: &str = "ISOLANE_ADMIN_ADDR";
 /// Address of the admission webhook (HTTPS); unset disables it.
 pub const ENV_WEBHOOK_ADDR: &str = "ISOLANE_WEBHOOK_ADDR";
 /// PEM certificate chain of the webhook.
@@ -40,19 +39,6 @@ pub const ENV_MEMBERSHIP_INTERVAL: &str = "ISOLANE_MEMBERSHIP_INTERVAL";
 pub const ENV_MISSING_REFERENCE_RETRY: &str = "ISOLANE_MISSING_REFERENCE_RETRY";
 /// Periodic re-reconcile of every Worker.
 pub const ENV_RESYNC: &str = "ISOLANE_RESYNC";
-/// Log filter (tracing `EnvFilter` syntax).
-pub const ENV_LOG: &str = "ISOLANE_LOG";
-/// Log format.
-pub const ENV_LOG_FORMAT: &str = "ISOLANE_LOG_FORMAT";
-
-/// Log output format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Plain,
-    /// One JSON object per line.
-    Json,
-}
 
 /// The operator's flags.
 #[derive(Clone, Debug, Parser)]
@@ -66,9 +52,10 @@ pub struct Args {
     #[arg(long, env = ENV_NAMESPACE, default_value = "isolane-system")]
     pub namespace: String,
 
-    /// Address of the admin server (/livez, /readyz, /metrics).
-    #[arg(long, env = ENV_ADMIN_ADDR, default_value = "0.0.0.0:9090")]
-    pub admin_addr: SocketAddr,
+    /// Admin server address and log format (`ISOLANE_ADMIN_ADDR`, `ISOLANE_LOG_FORMAT`;
+    /// the log filter comes from `ISOLANE_LOG` or `RUST_LOG`).
+    #[command(flatten)]
+    pub admin: AdminArgs,
 
     /// Address of the validating admission webhook (HTTPS); unset disables it.
     #[arg(long, env = ENV_WEBHOOK_ADDR)]
@@ -121,14 +108,6 @@ pub struct Args {
     /// Periodic re-reconcile of every Ready Worker.
     #[arg(long, env = ENV_RESYNC, default_value = "10m", value_parser = parse_duration)]
     pub resync: Duration,
-
-    /// Log filter, e.g. `info` or `isolane_operator=debug,kube=info`.
-    #[arg(long, env = ENV_LOG, default_value = "info")]
-    pub log: String,
-
-    /// Log format.
-    #[arg(long, env = ENV_LOG_FORMAT, value_enum, default_value_t = LogFormat::Plain)]
-    pub log_format: LogFormat,
 }
 
 /// Why the flags do not make a valid configuration.
@@ -268,7 +247,7 @@ impl Args {
         });
         Ok(Config {
             namespace: self.namespace.clone(),
-            admin_addr: self.admin_addr,
+            admin_addr: self.admin.admin_addr,
             webhook,
             leader,
             concurrency: self.concurrency,

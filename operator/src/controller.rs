@@ -49,12 +49,12 @@ use crate::config::Config;
 use crate::index::{ReferenceKey, ReferenceKind, WorkerIndex, key_of};
 use crate::membership;
 use crate::metrics::{Metrics, Outcome};
-use crate::readiness::Part;
 use crate::resolve::{self, MissingReference};
 use crate::routes::{RouteKey, WorkerKey, route_keys};
 use crate::script::{self, ScriptKind, SyntaxError};
 use crate::status::{ConditionUpdate, DesiredStatus, reason};
 use crate::{Error, FIELD_MANAGER, FINALIZER};
+use isolane_telemetry::ReadyHandle;
 
 /// Annotation on a bundle Secret: a digest of its whole content (routes
 /// included), so an unchanged bundle is not re-applied.
@@ -89,7 +89,7 @@ pub async fn run(
     client: Client,
     config: &Config,
     metrics: Arc<Metrics>,
-    ready: Part,
+    ready: ReadyHandle,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     ready.set(false);

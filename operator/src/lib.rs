@@ -5,13 +5,12 @@
 //! namespace, with the `isolane.dev/bundle` finalizer), wrapped in [`leader`]
 //! election so that only one replica acts. Beside it run the validating admission
 //! [`webhook`] (syntax errors and route conflicts rejected at `kubectl apply`) and
-//! the [`admin`] server (/livez, /readyz, /metrics). `main.rs` composes them from a
+//! the admin server of `isolane-telemetry` (/livez, /readyz, /metrics). `main.rs` composes them from a
 //! validated [`Config`]. Runtime-node Leases are read with the shared
 //! `isolane-membership` crate ([`membership`] watches them) and placed with
 //! `isolane-placement`, exactly as the router does.
 #![forbid(unsafe_code)]
 
-pub mod admin;
 pub mod config;
 pub mod controller;
 mod error;
@@ -19,7 +18,6 @@ pub mod index;
 pub mod leader;
 pub mod membership;
 pub mod metrics;
-pub mod readiness;
 pub mod resolve;
 pub mod routes;
 pub mod script;

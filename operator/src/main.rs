@@ -7,18 +7,16 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context as _;
 use clap::Parser;
 use clap::error::ErrorKind;
-use isolane_operator::admin::{self, AdminState};
-use isolane_operator::config::{Config, LogFormat};
+use isolane_operator::config::Config;
 use isolane_operator::index::WorkerIndex;
 use isolane_operator::leader::{LeaderElector, Role};
 use isolane_operator::metrics::Metrics;
-use isolane_operator::readiness::Readiness;
 use isolane_operator::{Args, controller, webhook};
+use isolane_telemetry::{AdminServer, Readiness, init_tracing};
 use prometheus::Registry;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
-use tracing_subscriber::EnvFilter;
 
 /// `EX_USAGE`: the command was used incorrectly.
 const EXIT_USAGE: u8 = 64;
@@ -47,22 +45,9 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let filter = match EnvFilter::try_new(&args.log) {
-        Ok(filter) => filter,
-        Err(error) => {
-            eprintln!(
-                "isolane-operator: invalid --log filter {:?}: {error}",
-                args.log
-            );
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    match args.log_format {
-        LogFormat::Plain => tracing_subscriber::fmt().with_env_filter(filter).init(),
-        LogFormat::Json => tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .init(),
+    if let Err(error) = init_tracing(args.admin.log_format, "info") {
+        eprintln!("isolane-operator: invalid log settings: {error}");
+        return ExitCode::from(EXIT_USAGE);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -86,12 +71,19 @@ fn main() -> ExitCode {
 async fn run(config: Config) -> anyhow::Result<()> {
     let registry = Registry::new();
     let metrics = Arc::new(Metrics::register(&registry)?);
-    let readiness = Readiness::default();
-    let election_ready = readiness.part("leader-election");
-    let controller_ready = readiness.part("controller");
+    let readiness = Readiness::new();
+    let election_ready = readiness.register("leader-election");
+    let controller_ready = readiness.register("controller");
+    let webhook_ready = config
+        .webhook
+        .as_ref()
+        .map(|_| readiness.register("webhook"));
 
     // Bind and load everything that can fail on bad input before talking to the API.
-    let admin_listener = admin::bind(config.admin_addr).await?;
+    let admin = AdminServer::new(registry, readiness)
+        .bind(config.admin_addr)
+        .await?;
+    info!(addr = %admin.local_addr(), "admin server listening");
     let webhook = match &config.webhook {
         Some(webhook) => Some((
             webhook::bind(webhook.addr).await?,
@@ -106,17 +98,9 @@ async fn run(config: Config) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     tokio::spawn(signal_shutdown(shutdown.clone()));
     let servers = CancellationToken::new();
-    tokio::spawn(admin::serve(
-        admin_listener,
-        AdminState {
-            registry,
-            readiness: readiness.clone(),
-        },
-        servers.clone(),
-    ));
-    if let Some((listener, tls)) = webhook {
+    tokio::spawn(admin.serve(servers.clone().cancelled_owned()));
+    if let (Some((listener, tls)), Some(webhook_ready)) = (webhook, webhook_ready) {
         let index = Arc::new(Mutex::new(WorkerIndex::default()));
-        let webhook_ready = readiness.part("webhook");
         tokio::spawn(webhook::maintain_index(
             client.clone(),
             Arc::clone(&index),

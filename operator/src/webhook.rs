@@ -39,9 +39,9 @@ use tracing::{debug, info, warn};
 
 use crate::Error;
 use crate::index::WorkerIndex;
-use crate::readiness::Part;
 use crate::routes::{WorkerKey, route_keys};
 use crate::script;
+use isolane_telemetry::ReadyHandle;
 
 /// The largest AdmissionReview accepted: a 1 MiB script, JSON-escaped, twice
 /// (object and oldObject), with room to spare.
@@ -52,7 +52,7 @@ pub type SharedIndex = Arc<Mutex<WorkerIndex>>;
 
 /// Keeps `index` up to date from a watch on Workers in every namespace; `ready`
 /// turns true after the first full list. Runs until the watch ends.
-pub async fn maintain_index(client: Client, index: SharedIndex, ready: Part) {
+pub async fn maintain_index(client: Client, index: SharedIndex, ready: ReadyHandle) {
     let events = watcher(Api::<Worker>::all(client), watcher::Config::default()).default_backoff();
     tokio::pin!(events);
     while let Some(event) = events.next().await {

@@ -12,9 +12,12 @@ fn operator(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     command.output().expect("the operator runs")
 }
 
+/// Flags, environment, and a piece of the expected message.
+type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+
 #[test]
 fn invalid_configuration_exits_64() {
-    let cases: [(&[&str], &[(&str, &str)], &str); 6] = [
+    let cases: [Case<'_>; 6] = [
         (&["--namespace", "Not_A_Namespace"], &[], "--namespace"),
         (&[], &[("ISOLANE_NAMESPACE", "-bad")], "--namespace"),
         (&["--webhook-addr", "127.0.0.1:0"], &[], "--webhook-cert"),
