@@ -16,6 +16,18 @@ fn limits() -> Limits {
 fn limits_cpu(cpu_ms: u64) -> Limits {
     Limits {
         cpu_ms,
+        // Generous: the limit under test must be what stops the script, even on a
+        // loaded machine running a debug build.
+        wall_ms: 30_000,
+        memory_mib: 32,
+        subrequests: 50,
+    }
+}
+
+/// Limits for the wall-time tests: a short wall limit, CPU no more than that.
+fn limits_wall() -> Limits {
+    Limits {
+        cpu_ms: 1_000,
         wall_ms: 1_000,
         memory_mib: 32,
         subrequests: 50,
@@ -62,7 +74,7 @@ async fn an_infinite_loop_hits_the_cpu_limit() {
                 && e.status() == 503
                 && e.reason() == "cpu_limit"
         },
-        Duration::from_millis(900),
+        Duration::from_secs(20),
     )
     .await;
     assert!(
@@ -79,7 +91,7 @@ async fn an_async_busy_loop_hits_the_cpu_limit() {
     breach(
         "export default { async fetch() { for (;;) { await null; } } };",
         |e| matches!(e, ExecuteError::CpuLimit { .. }),
-        Duration::from_millis(900),
+        Duration::from_secs(20),
     )
     .await;
 }
@@ -89,9 +101,9 @@ async fn a_memory_bomb_hits_the_memory_limit() {
     // CPU is plentiful here so that memory is the limit that stops it.
     let recorder = breach_with(
         "export default { fetch() { const keep = []; for (;;) { keep.push(new Array(100000).fill({ a: Math.random() })); } } };",
-        limits_cpu(10_000),
+        limits_cpu(20_000),
         |e| matches!(e, ExecuteError::MemoryLimit { limit_mib: 32 }) && e.status() == 503,
-        Duration::from_secs(10),
+        Duration::from_secs(25),
     )
     .await;
     assert!(
@@ -126,10 +138,11 @@ async fn a_giant_string_is_stopped() {
 
 #[tokio::test]
 async fn a_timer_that_never_fires_hits_the_wall_limit() {
-    let recorder = breach(
+    let recorder = breach_with(
         "export default { fetch() { return new Promise((resolve) => setTimeout(() => resolve(new Response('late')), 60000)); } };",
+        limits_wall(),
         |e| matches!(e, ExecuteError::WallTimeout { limit_ms: 1_000 }) && e.status() == 504,
-        Duration::from_millis(2_500),
+        Duration::from_secs(20),
     )
     .await;
     assert!(
@@ -191,9 +204,9 @@ async fn pending_fetches_end_at_the_wall_limit() {
     );
     breach_with(
         &script,
-        limits_cpu(5_000),
+        limits_wall(),
         |e| matches!(e, ExecuteError::WallTimeout { .. }),
-        Duration::from_millis(2_500),
+        Duration::from_secs(20),
     )
     .await;
 }
