@@ -68,6 +68,8 @@ pub struct Context {
     resync: Duration,
     index: Arc<Mutex<WorkerIndex>>,
     bundles: Store<PartialObjectMeta<Secret>>,
+    /// Digest of the last bundle this controller wrote, by Secret name.
+    written: Arc<Mutex<HashMap<String, String>>>,
     nodes: watch::Receiver<Arc<isolane_placement::NodeSet>>,
     metrics: Arc<Metrics>,
     recorder: Recorder,
@@ -152,14 +154,28 @@ pub async fn run(
     .touched_objects();
 
     // Bundle Secrets in the operator namespace, metadata kept in a store.
+    // Our own writes come back as events; those are dropped (the Worker was just
+    // reconciled), while changes by others and deletions re-reconcile it.
     let (bundles, bundles_writer) = reflector::store::<PartialObjectMeta<Secret>>();
+    let written = Arc::new(Mutex::new(HashMap::<String, String>::new()));
+    let own_writes = Arc::clone(&written);
     let bundle_stream = watcher(
         Api::<PartialObjectMeta<Secret>>::namespaced(client.clone(), &config.namespace),
         watcher::Config::default().labels(&format!("{BUNDLE_LABEL}=true")),
     )
     .default_backoff()
     .reflect(bundles_writer)
-    .touched_objects();
+    .filter_map(move |event| {
+        let trigger = match event {
+            Ok(watcher::Event::Apply(secret) | watcher::Event::InitApply(secret)) => {
+                (!is_own_write(&lock(&own_writes), &secret.metadata)).then_some(Ok(secret))
+            }
+            Ok(watcher::Event::Delete(secret)) => Some(Ok(secret)),
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
+            Err(error) => Some(Err(error)),
+        };
+        futures::future::ready(trigger)
+    });
 
     let recorder = Recorder::new(
         client.clone(),
@@ -175,6 +191,7 @@ pub async fn run(
         resync: config.resync,
         index: Arc::clone(&index),
         bundles: bundles.clone(),
+        written,
         nodes,
         metrics,
         recorder,
@@ -278,6 +295,18 @@ fn bundle_owner(metadata: &ObjectMeta) -> Option<ObjectRef<Worker>> {
     let id = metadata.annotations.as_ref()?.get(WORKER_ID_ANNOTATION)?;
     let (namespace, name) = id.split_once('/')?;
     Some(ObjectRef::new(name).within(namespace))
+}
+
+/// True when `metadata` is of a bundle Secret exactly as this controller last wrote it.
+fn is_own_write(written: &HashMap<String, String>, metadata: &ObjectMeta) -> bool {
+    let digest = metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(DIGEST_ANNOTATION));
+    match (&metadata.name, digest) {
+        (Some(name), Some(digest)) => written.get(name) == Some(digest),
+        _ => false,
+    }
 }
 
 fn object_ref(key: &WorkerKey) -> ObjectRef<Worker> {
@@ -578,6 +607,10 @@ async fn apply_bundle(context: &Context, key: &WorkerKey, bundle: &Bundle) -> Re
     if current.is_some() && current == wanted {
         return Ok(());
     }
+    // Recorded before the write: its watch event may arrive before the response.
+    if let Some(digest) = wanted {
+        lock(&context.written).insert(name.clone(), digest.clone());
+    }
     let api: Api<Secret> = Api::namespaced(context.client.clone(), &context.namespace);
     api.patch(
         &name,
@@ -682,6 +715,7 @@ async fn publish_failures(
 
 async fn cleanup(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<Action, Error> {
     let name = Bundle::secret_name(&key.namespace, &key.name);
+    lock(&context.written).remove(&name);
     let api: Api<Secret> = Api::namespaced(context.client.clone(), &context.namespace);
     match api.delete(&name, &DeleteParams::default()).await {
         Ok(_) => info!(worker.id = %key, secret = %name, "bundle deleted"),
