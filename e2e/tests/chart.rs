@@ -325,14 +325,17 @@ fn env_vars_in(files: &[&str]) -> BTreeSet<String> {
 fn helm_values_map_one_to_one_to_the_binaries_flags() {
     // Empty values are left out (the binary's default applies): set the one that is empty by default.
     let objects = documents(&template(&["--set", "router.config.watchNamespace=team-a"]));
-    // Node and router flatten the shared admin flags and read ISOLANE_LOG in
-    // telemetry's init_tracing; the operator declares all of its own.
+    // Each binary flattens telemetry's shared admin flags (ISOLANE_ADMIN_ADDR,
+    // ISOLANE_LOG_FORMAT) and reads ISOLANE_LOG in its init_tracing.
     let telemetry = [
         "crates/telemetry/src/args.rs",
         "crates/telemetry/src/logging.rs",
     ];
     let cases = [
-        ("isolane-operator", vec!["operator/src/config.rs"]),
+        (
+            "isolane-operator",
+            [&["operator/src/config.rs"][..], &telemetry].concat(),
+        ),
         (
             "isolane-node",
             [&["runtime-node/src/config.rs"][..], &telemetry].concat(),

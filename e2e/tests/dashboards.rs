@@ -1,0 +1,704 @@
+//! The Grafana dashboards and the alert rules against the metrics the binaries
+//! really export.
+//!
+//! - [`dashboards_query_only_metrics_the_binaries_export`]: every panel of every
+//!   dashboard (charts/isolane/dashboards) is well formed and names only metrics
+//!   that appear in the operator's, node's and router's source; so do the alerts.
+//! - [`every_panel_query_returns_data_from_a_running_system`]: the operator, a
+//!   runtime node and the router run as processes (from the target directory,
+//!   built if needed) against a real kube-apiserver, with Workers applied and
+//!   traffic sent, including Workers that throw, burn CPU past their limit and
+//!   overload a thread; each component's /metrics passes `promtool check
+//!   metrics`; a real Prometheus scrapes the three admin ports and evaluates the
+//!   alert rules; every panel query must return data (a non-NaN sample) through
+//!   Prometheus's HTTP API before a deadline, and every alert rule must evaluate
+//!   without error.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use isolane_crds::Worker;
+use isolane_e2e::http;
+use isolane_e2e::operator::{OPERATOR_NAMESPACE, Operator, OperatorOptions};
+use isolane_e2e::process::{self, Process, wait_until, workspace_root};
+use isolane_e2e::workers::{self, inline_worker};
+use isolane_testenv::ControlPlane;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const DASHBOARDS: [&str; 4] = ["overview", "workers", "nodes", "operator"];
+/// Namespace of the test's Workers.
+const NAMESPACE: &str = "demo";
+
+// === dashboards, statically ===
+
+fn dashboard(name: &str) -> Value {
+    let path = workspace_root().join(format!("charts/isolane/dashboards/{name}.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("read {}: {error}", path.display()));
+    serde_json::from_str(&text)
+        .unwrap_or_else(|error| panic!("{} is not JSON: {error}", path.display()))
+}
+
+/// (dashboard, panel title, query) of every panel target.
+fn panel_queries() -> Vec<(String, String, String)> {
+    let mut queries = Vec::new();
+    for name in DASHBOARDS {
+        let dashboard = dashboard(name);
+        for panel in dashboard["panels"].as_array().expect("panels") {
+            if panel["type"] == "row" {
+                continue;
+            }
+            let title = panel["title"].as_str().expect("a panel title").to_owned();
+            for target in panel["targets"].as_array().expect("targets") {
+                let expr = target["expr"].as_str().expect("an expr").to_owned();
+                queries.push((name.to_owned(), title.clone(), expr));
+            }
+        }
+    }
+    queries
+}
+
+/// The alert rules the chart renders (deploy/alerts holds them; chart.rs keeps it in sync).
+fn alert_rules() -> Vec<(String, String)> {
+    let path = workspace_root().join("deploy/alerts/isolane.rules.yaml");
+    let rules: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(path).expect("read the rules"))
+            .expect("rules parse");
+    rules["groups"]
+        .as_sequence()
+        .expect("groups")
+        .iter()
+        .flat_map(|group| group["rules"].as_sequence().expect("rules"))
+        .map(|rule| {
+            (
+                rule["alert"].as_str().expect("alert").to_owned(),
+                rule["expr"].as_str().expect("expr").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The `isolane_*` identifiers in `text`.
+fn metric_names(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("isolane_") {
+        let tail = &rest[start..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(tail.len());
+        names.insert(tail[..end].to_owned());
+        rest = &tail[end..];
+    }
+    names
+}
+
+/// Every `"isolane_…"` string literal in the Rust sources under `dirs`.
+fn exported_metrics(dirs: &[&str]) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut stack: Vec<PathBuf> = dirs.iter().map(|dir| workspace_root().join(dir)).collect();
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).expect("read dir") {
+                stack.push(entry.expect("entry").path());
+            }
+        } else if path.extension() == Some(OsStr::new("rs")) {
+            let source = std::fs::read_to_string(&path).expect("read source");
+            for piece in source.split("\"isolane_").skip(1) {
+                let name: String = piece
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                if piece[name.len()..].starts_with('"') {
+                    names.insert(format!("isolane_{name}"));
+                }
+            }
+        }
+    }
+    names
+}
+
+fn is_exported(name: &str, exported: &BTreeSet<String>) -> bool {
+    exported.contains(name)
+        || ["_bucket", "_sum", "_count"].iter().any(|suffix| {
+            name.strip_suffix(suffix)
+                .is_some_and(|base| exported.contains(base))
+        })
+}
+
+#[test]
+fn dashboards_query_only_metrics_the_binaries_export() {
+    let exported = exported_metrics(&["operator/src", "runtime-node/src", "router/src"]);
+    assert!(
+        exported.len() > 20,
+        "too few metrics found in the sources: {exported:?}"
+    );
+    let mut uids = BTreeSet::new();
+    for name in DASHBOARDS {
+        let dashboard = dashboard(name);
+        let uid = dashboard["uid"].as_str().expect("uid");
+        assert!(uids.insert(uid.to_owned()), "uid {uid} is used twice");
+        let variables = dashboard["templating"]["list"]
+            .as_array()
+            .expect("templating");
+        assert!(
+            variables.iter().any(|v| v["name"] == "datasource"
+                && v["type"] == "datasource"
+                && v["query"] == "prometheus"),
+            "{name}: the data source is not a template variable"
+        );
+        for panel in dashboard["panels"].as_array().expect("panels") {
+            if panel["type"] == "row" {
+                continue;
+            }
+            let title = panel["title"].as_str().unwrap_or("?");
+            assert_eq!(
+                panel["datasource"]["uid"], "${datasource}",
+                "{name}: {title}"
+            );
+            assert!(
+                panel["description"].as_str().is_some_and(|d| !d.is_empty()),
+                "{name}: {title} has no description"
+            );
+            let targets = panel["targets"].as_array().expect("targets");
+            assert!(!targets.is_empty(), "{name}: {title} has no query");
+            for target in targets {
+                assert_eq!(
+                    target["datasource"]["uid"], "${datasource}",
+                    "{name}: {title}"
+                );
+            }
+        }
+    }
+    let mut unknown = Vec::new();
+    for (dashboard, title, expr) in panel_queries() {
+        let names = metric_names(&expr);
+        assert!(
+            !names.is_empty(),
+            "{dashboard}: {title} queries no Isolane metric"
+        );
+        for metric in names
+            .into_iter()
+            .filter(|metric| !is_exported(metric, &exported))
+        {
+            unknown.push(format!("{dashboard} / {title}: {metric}"));
+        }
+    }
+    for (alert, expr) in alert_rules() {
+        for metric in metric_names(&expr)
+            .into_iter()
+            .filter(|metric| !is_exported(metric, &exported))
+        {
+            unknown.push(format!("alert {alert}: {metric}"));
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "metrics no binary exports:\n{}",
+        unknown.join("\n")
+    );
+    // What each dashboard is for, by panel.
+    let titles: BTreeMap<String, Vec<String>> =
+        panel_queries()
+            .into_iter()
+            .fold(BTreeMap::new(), |mut map, (d, t, _)| {
+                map.entry(d).or_default().push(t);
+                map
+            });
+    for (dashboard, wanted) in [
+        (
+            "overview",
+            &[
+                "Requests per second",
+                "Error ratio (5xx)",
+                "Latency p50 / p99",
+                "Cold starts per second",
+                "Live nodes",
+            ][..],
+        ),
+        (
+            "workers",
+            &["Requests per second", "Error ratio (5xx)", "Latency p99"],
+        ),
+        (
+            "nodes",
+            &[
+                "Live isolates per thread",
+                "Isolate cache hit ratio",
+                "Evictions by reason",
+                "Heap per thread",
+                "CPU time per thread",
+                "Terminations by reason",
+                "Queue rejections by reason",
+            ],
+        ),
+        (
+            "operator",
+            &[
+                "Reconciles per second by result",
+                "Reconcile failures",
+                "Workers by condition",
+            ],
+        ),
+    ] {
+        for title in wanted {
+            assert!(
+                titles[dashboard].iter().any(|t| t == title),
+                "{dashboard} has no panel {title:?}"
+            );
+        }
+    }
+}
+
+// === a running system ===
+
+/// A Worker with `script` on host `<name>.test`, with `cpu_ms` as its CPU limit.
+fn worker(name: &str, script: &str, cpu_ms: u32) -> Worker {
+    let mut worker = inline_worker(name, script, &[&format!("{name}.test")]);
+    worker.spec.limits.cpu_ms = cpu_ms;
+    worker
+}
+
+/// The test's Workers: each drives some panels (errors, terminations,
+/// evictions, rejections) to have data.
+fn test_workers() -> Vec<Worker> {
+    let fast = |text: &str| workers::hello_script(text);
+    vec![
+        worker("hello", &fast("hello"), 50),
+        worker("api", &fast("api"), 50),
+        worker("pages", &fast("pages"), 50),
+        // 500: an exception in the handler.
+        worker(
+            "boom",
+            "export default { fetch() { throw new Error(\"boom\"); } };\n",
+            50,
+        ),
+        // 503: burns past its 5 ms CPU limit (a termination, and an eviction).
+        worker("burn", "export default { fetch() { for (;;) {} } };\n", 5),
+        // Holds its thread's in-flight slots, so a burst is refused (overloaded).
+        worker(
+            "slow",
+            "export default { async fetch() { await new Promise((r) => setTimeout(r, 300)); return new Response(\"slow\"); } };\n",
+            50,
+        ),
+    ]
+}
+
+/// `GET /` with `Host: host` through the router; the status, or `None` when the
+/// connection fails.
+async fn get_host(router: SocketAddr, host: &str) -> Option<u16> {
+    let exchange = async {
+        let mut stream = TcpStream::connect(router).await.ok()?;
+        let request = format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await.ok()?;
+        let head = String::from_utf8_lossy(&raw);
+        head.split_whitespace().nth(1)?.parse().ok()
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// Sends traffic until `stop`: every Worker in turn, bursts at the slow one,
+/// and a new revision of the `churn` Worker each round, so that the operator
+/// keeps reconciling (and the nodes replace revisions).
+fn start_traffic(
+    router: SocketAddr,
+    client: kube::Client,
+    hosts: Vec<String>,
+    stop: Arc<AtomicBool>,
+    sent: Arc<AtomicU64>,
+) {
+    tokio::spawn(async move {
+        let mut round = 0_u64;
+        while !stop.load(Ordering::Relaxed) {
+            round += 1;
+            let churn = worker(
+                "churn",
+                &workers::hello_script(&format!("revision {round}")),
+                50,
+            );
+            workers::apply(&client, NAMESPACE, &churn).await;
+            for host in &hosts {
+                get_host(router, host).await;
+                sent.fetch_add(1, Ordering::Relaxed);
+            }
+            let burst: Vec<_> = (0..8)
+                .map(|_| tokio::spawn(get_host(router, "slow.test")))
+                .collect();
+            for request in burst {
+                let _ = request.await;
+            }
+        }
+    });
+}
+
+fn percent_encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (byte as char).to_string()
+            }
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
+}
+
+/// `GET path` on Prometheus's HTTP API, parsed.
+async fn prometheus_api(prometheus: SocketAddr, path: &str) -> Option<Value> {
+    let response = http::get(prometheus, path).await?;
+    serde_json::from_str(&response.body).ok()
+}
+
+/// The instant-query result of `query`, or the API's error.
+async fn query(prometheus: SocketAddr, query: &str) -> Result<Vec<Value>, String> {
+    let path = format!("/api/v1/query?query={}", percent_encode(query));
+    let body = prometheus_api(prometheus, &path).await.ok_or("no answer")?;
+    if body["status"] != "success" {
+        return Err(format!("{}: {}", body["errorType"], body["error"]));
+    }
+    Ok(body["data"]["result"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default())
+}
+
+/// Whether a vector result has at least one sample that is a number.
+fn has_number(result: &[Value]) -> bool {
+    result.iter().any(|sample| {
+        sample["value"][1]
+            .as_str()
+            .and_then(|value| value.parse::<f64>().ok())
+            .is_some_and(|value| !value.is_nan())
+    })
+}
+
+/// The query as Prometheus runs it: Grafana's `$__rate_interval` becomes 30s
+/// (1 s scrapes), and every template variable (`$worker`, `$instance`) matches all.
+fn concrete(expr: &str) -> String {
+    let expr = expr.replace("$__rate_interval", "30s");
+    let mut out = String::new();
+    let mut chars = expr.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' {
+            while chars
+                .peek()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || *c == '_')
+            {
+                chars.next();
+            }
+            out.push_str(".+");
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn promtool_check_metrics(component: &str, exposition: &str) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool runs (hack/install-deps.sh installs it)");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(exposition.as_bytes())
+        .expect("write the exposition");
+    let output = child.wait_with_output().expect("promtool finishes");
+    assert!(
+        output.status.success(),
+        "promtool check metrics on {component}'s /metrics:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Starts a runtime node: 2 threads, one warm isolate each (so that Workers
+/// sharing a thread evict each other) and 2 requests in flight per thread.
+fn start_node(cp: &ControlPlane, dir: &Path, admin: SocketAddr) -> Process {
+    let binary = process::binary("isolane-node", "isolane-node", "ISOLANE_NODE_BIN");
+    let args = [
+        "--namespace",
+        OPERATOR_NAMESPACE,
+        "--node-name",
+        "node-a",
+        "--grpc-addr",
+        "127.0.0.1:0",
+        "--threads",
+        "2",
+        "--pin-threads",
+        "false",
+        "--isolates-per-thread",
+        "1",
+        "--max-inflight-per-thread",
+        "2",
+        "--lease-duration",
+        "3s",
+        "--admin-addr",
+        &admin.to_string(),
+    ];
+    let envs: [(&str, &OsStr); 2] = [
+        ("KUBECONFIG", cp.kubeconfig_path().as_os_str()),
+        (
+            "ISOLANE_LOG",
+            OsStr::new("info,isolane_node=debug,kube=warn"),
+        ),
+    ];
+    Process::spawn("isolane-node", &binary, args, &envs, &dir.join("node.log"))
+}
+
+fn start_router(cp: &ControlPlane, dir: &Path, listen: SocketAddr, admin: SocketAddr) -> Process {
+    let binary = process::binary("isolane-router", "isolane-router", "ISOLANE_ROUTER_BIN");
+    let args = [
+        "--listen-addr",
+        &listen.to_string(),
+        "--admin-addr",
+        &admin.to_string(),
+        "--nodes-namespace",
+        OPERATOR_NAMESPACE,
+        "--max-worker-series",
+        "4",
+        "--worker-series-interval",
+        "5s",
+    ];
+    let envs: [(&str, &OsStr); 2] = [
+        ("KUBECONFIG", cp.kubeconfig_path().as_os_str()),
+        ("ISOLANE_LOG", OsStr::new("info,kube=warn")),
+    ];
+    Process::spawn(
+        "isolane-router",
+        &binary,
+        args,
+        &envs,
+        &dir.join("router.log"),
+    )
+}
+
+/// Prometheus scraping the three admin ports every second and evaluating the alert rules.
+fn start_prometheus(dir: &Path, listen: SocketAddr, targets: &[(&str, SocketAddr)]) -> Process {
+    let rules = workspace_root().join("deploy/alerts/isolane.rules.yaml");
+    let mut config = format!(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nscrape_configs:\n",
+        rules.display()
+    );
+    for (job, addr) in targets {
+        config.push_str(&format!(
+            "  - job_name: {job}\n    static_configs:\n      - targets: ['{addr}']\n"
+        ));
+    }
+    let config_path = dir.join("prometheus.yml");
+    std::fs::write(&config_path, config).expect("write prometheus.yml");
+    let args = [
+        format!("--config.file={}", config_path.display()),
+        format!("--storage.tsdb.path={}", dir.join("tsdb").display()),
+        format!("--web.listen-address={listen}"),
+        "--log.level=warn".to_owned(),
+    ];
+    Process::spawn(
+        "prometheus",
+        Path::new("/usr/bin/prometheus"),
+        args,
+        &[],
+        &dir.join("prometheus.log"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_panel_query_returns_data_from_a_running_system() {
+    let cp = ControlPlane::start().await.expect("control plane starts");
+    workers::prepare(&cp, &[NAMESPACE]).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let client = cp.client();
+
+    let operator = Operator::start(&cp, dir.path(), &OperatorOptions::default());
+    let node_admin: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
+    let mut node = start_node(&cp, dir.path(), node_admin);
+    let router_listen: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
+    let router_admin: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
+    let mut router = start_router(&cp, dir.path(), router_listen, router_admin);
+
+    operator.wait_ready(Duration::from_secs(60)).await;
+    for (what, admin, process) in [
+        ("node", node_admin, &mut node),
+        ("router", router_admin, &mut router),
+    ] {
+        wait_until(&format!("{what} /readyz"), Duration::from_secs(60), || {
+            let exited = process.try_exit();
+            async move {
+                assert!(exited.is_none(), "{what} exited: {exited:?}");
+                let response = http::get(admin, "/readyz").await?;
+                (response.status == 200).then_some(())
+            }
+        })
+        .await;
+    }
+
+    let workers = test_workers();
+    for worker in &workers {
+        workers::apply(&client, NAMESPACE, worker).await;
+    }
+    for worker in &workers {
+        let name = worker.metadata.name.as_deref().expect("name");
+        workers::wait_ready(&client, NAMESPACE, name, Duration::from_secs(60)).await;
+    }
+    // Served once the router and the node have caught up with the bundles.
+    wait_until(
+        "hello.test to answer 200 through the router",
+        Duration::from_secs(60),
+        || async { (get_host(router_listen, "hello.test").await == Some(200)).then_some(()) },
+    )
+    .await;
+
+    // Every component's exposition is clean, as promtool sees it.
+    for (component, admin) in [
+        ("operator", operator.admin),
+        ("node", node_admin),
+        ("router", router_admin),
+    ] {
+        let response = http::get(admin, "/metrics")
+            .await
+            .expect("/metrics answers");
+        assert_eq!(response.status, 200, "{component} /metrics");
+        promtool_check_metrics(component, &response.body);
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU64::new(0));
+    let hosts = workers
+        .iter()
+        .map(|worker| format!("{}.test", worker.metadata.name.as_deref().expect("name")))
+        .collect();
+    start_traffic(
+        router_listen,
+        client.clone(),
+        hosts,
+        Arc::clone(&stop),
+        Arc::clone(&sent),
+    );
+
+    let prometheus_addr: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
+    let targets = [
+        ("isolane-operator", operator.admin),
+        ("isolane-node", node_admin),
+        ("isolane-router", router_admin),
+    ];
+    let prometheus_dir = dir.path().join("prometheus");
+    std::fs::create_dir_all(&prometheus_dir).expect("prometheus dir");
+    let mut prometheus = start_prometheus(&prometheus_dir, prometheus_addr, &targets);
+    wait_until("Prometheus to be ready", Duration::from_secs(60), || {
+        let exited = prometheus.try_exit();
+        async move {
+            assert!(exited.is_none(), "prometheus exited: {exited:?}");
+            let response = http::get(prometheus_addr, "/-/ready").await?;
+            (response.status == 200).then_some(())
+        }
+    })
+    .await;
+    wait_until(
+        "the three targets to be up",
+        Duration::from_secs(60),
+        || async {
+            let up = query(prometheus_addr, "sum(up)").await.ok()?;
+            (up.first()?["value"][1] == "3").then_some(())
+        },
+    )
+    .await;
+
+    // Every panel query returns a number; report all that do not by the deadline.
+    let started = Instant::now();
+    let deadline = Duration::from_secs(120);
+    let mut pending: Vec<(String, String, String)> = panel_queries();
+    let mut last_error: BTreeMap<String, String> = BTreeMap::new();
+    let total = pending.len();
+    while !pending.is_empty() && started.elapsed() < deadline {
+        let mut still = Vec::new();
+        for (dashboard, title, expr) in pending {
+            match query(prometheus_addr, &concrete(&expr)).await {
+                Ok(result) if has_number(&result) => {}
+                Ok(result) => {
+                    last_error.insert(expr.clone(), format!("no number: {result:?}"));
+                    still.push((dashboard, title, expr));
+                }
+                Err(error) => {
+                    last_error.insert(expr.clone(), error);
+                    still.push((dashboard, title, expr));
+                }
+            }
+        }
+        pending = still;
+        if !pending.is_empty() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    let missing: Vec<String> = pending
+        .iter()
+        .map(|(dashboard, title, expr)| {
+            format!(
+                "{dashboard} / {title}: {}\n    {}",
+                concrete(expr),
+                last_error.get(expr).map_or("", String::as_str)
+            )
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {total} panel queries returned no data within {deadline:?} ({} requests sent):\n{}",
+        missing.len(),
+        sent.load(Ordering::Relaxed),
+        missing.join("\n")
+    );
+    eprintln!(
+        "all {total} panel queries returned data after {:.1}s ({} requests sent)",
+        started.elapsed().as_secs_f64(),
+        sent.load(Ordering::Relaxed)
+    );
+
+    // Every alert expression evaluates (in Prometheus's rule manager, and as a query).
+    for (alert, expr) in alert_rules() {
+        if let Err(error) = query(prometheus_addr, &expr).await {
+            panic!("alert {alert} does not evaluate: {error}");
+        }
+    }
+    wait_until(
+        "every alert rule to have been evaluated without error",
+        Duration::from_secs(30),
+        || async {
+            let rules = prometheus_api(prometheus_addr, "/api/v1/rules").await?;
+            let rules: Vec<&Value> = rules["data"]["groups"]
+                .as_array()?
+                .iter()
+                .flat_map(|group| group["rules"].as_array().into_iter().flatten())
+                .collect();
+            for rule in &rules {
+                assert_ne!(rule["health"], "err", "alert rule failed: {rule}");
+            }
+            (rules.len() == alert_rules().len() && rules.iter().all(|rule| rule["health"] == "ok"))
+                .then_some(())
+        },
+    )
+    .await;
+
+    stop.store(true, Ordering::Relaxed);
+    prometheus.terminate(Duration::from_secs(10));
+    router.terminate(Duration::from_secs(15));
+    node.terminate(Duration::from_secs(35));
+    drop(operator);
+}
