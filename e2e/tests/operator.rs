@@ -184,6 +184,7 @@ async fn apply_update_and_delete_a_worker() {
         Some(1.0)
     );
     assert!(metrics.contains("isolane_operator_reconcile_duration_seconds_bucket{le=\"0.01\"}"));
+    promtool_check(&metrics);
 
     // Delete → bundle gone, Worker gone (the finalizer was removed).
     delete_worker(&client, "hello").await;
@@ -571,6 +572,36 @@ async fn the_webhook_rejects_syntax_errors_and_conflicts_at_apply() {
     );
     assert!(ok, "{text}");
     wait_ready(&client, NS, "fine", STEP).await;
+}
+
+/// `promtool check metrics` on the exposition (names, units, help), when promtool
+/// is installed (hack/install-deps.sh installs it).
+fn promtool_check(metrics: &str) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let Ok(mut child) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("promtool not installed; skipping the metrics lint");
+        return;
+    };
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(metrics.as_bytes())
+        .expect("write metrics");
+    let output = child.wait_with_output().expect("promtool finishes");
+    assert!(
+        output.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 fn manifest(name: &str, script: &str, host: &str) -> String {
