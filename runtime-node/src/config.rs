@@ -327,7 +327,7 @@ impl Config {
     }
 }
 
-/// `10s`, `500ms`, `2m` or a bare number of seconds.
+/// `10s`, `500ms`, `2m`, `1h` or a bare number of seconds.
 pub fn parse_duration(value: &str) -> Result<Duration, String> {
     let value = value.trim();
     let split = value
@@ -339,7 +339,8 @@ pub fn parse_duration(value: &str) -> Result<Duration, String> {
         "" | "s" => Ok(Duration::from_secs(number)),
         "ms" => Ok(Duration::from_millis(number)),
         "m" => Ok(Duration::from_secs(number.saturating_mul(60))),
-        _ => Err(format!("{value:?}: the unit must be ms, s or m")),
+        "h" => Ok(Duration::from_secs(number.saturating_mul(3600))),
+        _ => Err(format!("{value:?}: the unit must be ms, s, m or h")),
     }
 }
 
@@ -438,7 +439,7 @@ mod tests {
             assert_eq!(error.kind(), kind, "{args:?}: {error}");
         }
         assert!(Args::try_parse_from(["isolane-node", "--pool-mode", "nope"]).is_err());
-        assert!(Args::try_parse_from(["isolane-node", "--lease-duration", "5h"]).is_err());
+        assert!(Args::try_parse_from(["isolane-node", "--lease-duration", "5d"]).is_err());
     }
 
     #[test]

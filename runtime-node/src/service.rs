@@ -134,46 +134,49 @@ impl NodeService {
         };
         let mut responder = Responder::new(permit, shared.metrics.clone(), deadline, idle_inbound);
         match result {
-            Ok(response) => {
-                responder.start(response, Outcome::Ok, String::new());
-            }
+            Ok(response) => responder.start(response, Outcome::Ok, String::new()),
             Err(error) => {
-                let (outcome, reason) = match &error {
-                    ExecuteError::Overloaded { thread } => {
-                        shared.metrics.rejection(*thread, "overloaded");
-                        return Err(Error::Overloaded { thread: *thread });
-                    }
-                    ExecuteError::UnknownThread { thread, threads } => {
-                        return Err(Error::InvalidThread {
-                            thread: u32::try_from(*thread).unwrap_or(u32::MAX),
-                            threads: *threads,
-                        });
-                    }
-                    ExecuteError::Canceled { .. } if shared.admission.is_draining() => {
-                        return Err(Error::Draining);
-                    }
-                    ExecuteError::Canceled { reason } => {
-                        tracing::warn!(worker.id = %head.worker_id, thread, request.id = %head.request_id, %reason, "the engine canceled the request");
-                        return Err(Error::Engine { reason });
-                    }
-                    // Details of a script error or exception go to the logs
-                    // (the engine logged them), never to the client.
-                    ExecuteError::Script { .. } => {
-                        (Outcome::Exception, "the worker script failed".to_owned())
-                    }
-                    ExecuteError::Exception { .. } => (
-                        Outcome::Exception,
-                        "the worker threw an exception".to_owned(),
-                    ),
-                    ExecuteError::CpuLimit { .. } => (Outcome::CpuLimit, error.to_string()),
-                    ExecuteError::MemoryLimit { .. } => (Outcome::MemoryLimit, error.to_string()),
-                    ExecuteError::WallTimeout { .. } => (Outcome::WallTimeout, error.to_string()),
-                };
+                let (outcome, reason) = self.engine_failure(&error)?;
                 tracing::debug!(worker.id = %head.worker_id, thread, request.id = %head.request_id, outcome = outcome.label(), "worker failed");
                 responder.start(error.to_response(), outcome, reason);
             }
         }
         Ok(responder.into_stream())
+    }
+
+    /// How an engine error is answered: a refusal (gRPC status), or the
+    /// outcome and reason of a response head for a worker that ran and
+    /// failed (its error page follows).
+    fn engine_failure(&self, error: &ExecuteError) -> Result<(Outcome, String), Error> {
+        match error {
+            ExecuteError::Overloaded { thread } => {
+                self.inner.metrics.rejection(*thread, "overloaded");
+                Err(Error::Overloaded { thread: *thread })
+            }
+            ExecuteError::UnknownThread { thread, threads } => Err(Error::InvalidThread {
+                thread: u32::try_from(*thread).unwrap_or(u32::MAX),
+                threads: *threads,
+            }),
+            ExecuteError::Canceled { .. } if self.inner.admission.is_draining() => {
+                Err(Error::Draining)
+            }
+            ExecuteError::Canceled { reason } => {
+                tracing::warn!(%reason, "the engine canceled a request");
+                Err(Error::Engine { reason })
+            }
+            // Details of a script error or exception go to the logs (the
+            // engine logged them), never to the client.
+            ExecuteError::Script { .. } => {
+                Ok((Outcome::Exception, "the worker script failed".to_owned()))
+            }
+            ExecuteError::Exception { .. } => Ok((
+                Outcome::Exception,
+                "the worker threw an exception".to_owned(),
+            )),
+            ExecuteError::CpuLimit { .. } => Ok((Outcome::CpuLimit, error.to_string())),
+            ExecuteError::MemoryLimit { .. } => Ok((Outcome::MemoryLimit, error.to_string())),
+            ExecuteError::WallTimeout { .. } => Ok((Outcome::WallTimeout, error.to_string())),
+        }
     }
 
     fn stats_now(&self) -> StatsResponse {
