@@ -604,6 +604,107 @@ fn promtool_check(metrics: &str) {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn placement_follows_live_runtime_node_leases() {
+    use isolane_crds::ReplicaPlacement;
+    use isolane_placement::{Node, NodeSet};
+    use k8s_openapi::api::coordination::v1::Lease;
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+    let (cp, _dir, _operator) = start().await;
+    let client = cp.client();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    let write = |name: &str, threads: u32, draining: bool, renewed: Timestamp| {
+        let leases = leases.clone();
+        let lease = isolane_membership::node_lease(
+            name,
+            OPERATOR_NAMESPACE,
+            &[format!("http://127.0.0.1:70{threads:02}")],
+            threads,
+            draining,
+            Duration::from_secs(3600),
+            renewed,
+        );
+        let name = name.to_owned();
+        async move {
+            leases
+                .patch(
+                    &name,
+                    &PatchParams::apply("isolane-e2e").force(),
+                    &Patch::Apply(&lease),
+                )
+                .await
+                .expect("write the node Lease");
+        }
+    };
+    let expected = |nodes: &[(&str, u32)], replicas: usize| -> Vec<ReplicaPlacement> {
+        NodeSet::new(
+            nodes
+                .iter()
+                .map(|(name, threads)| Node::new(*name, *threads))
+                .collect(),
+        )
+        .place("apps/placed", replicas)
+        .into_iter()
+        .map(|a| ReplicaPlacement {
+            node: a.node,
+            thread: a.thread,
+        })
+        .collect()
+    };
+    let placement_is = |want: Vec<ReplicaPlacement>| {
+        move |worker: &Worker| {
+            has_condition(worker, "Ready", "True", None)
+                && worker.status.as_ref().is_some_and(|s| s.placement == want)
+        }
+    };
+
+    write("node-a", 4, false, Timestamp::now()).await;
+    write("node-b", 2, false, Timestamp::now()).await;
+    let mut worker = inline_worker("placed", &hello_script("placed"), &["placed.example.com"]);
+    worker.spec.replicas = 2;
+    apply(&client, NS, &worker).await;
+    let want = expected(&[("node-a", 4), ("node-b", 2)], 2);
+    assert_eq!(want.len(), 2);
+    wait_for_worker(
+        &client,
+        NS,
+        "placed",
+        "to be placed on both nodes",
+        STEP,
+        placement_is(want),
+    )
+    .await;
+
+    // node-b drains: it takes no Workers.
+    write("node-b", 2, true, Timestamp::now()).await;
+    let want = expected(&[("node-a", 4)], 2);
+    wait_for_worker(
+        &client,
+        NS,
+        "placed",
+        "to leave the draining node",
+        STEP,
+        placement_is(want),
+    )
+    .await;
+
+    // node-a's Lease lapses (renewed two hours ago, one-hour duration): no live node.
+    let stale = Timestamp::now()
+        .checked_sub(SignedDuration::from_hours(2))
+        .expect("a time two hours ago");
+    write("node-a", 4, false, stale).await;
+    wait_for_worker(
+        &client,
+        NS,
+        "placed",
+        "to have no placement",
+        STEP,
+        placement_is(Vec::new()),
+    )
+    .await;
+}
+
 fn manifest(name: &str, script: &str, host: &str) -> String {
     let worker = serde_json::json!({
         "apiVersion": "isolane.dev/v1alpha1",
