@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Regenerates docs/benchmarks.md: `make bench` runs this.
+#
+#   bench/run.sh            the full run (about 15 minutes on 2 cores)
+#   bench/run.sh --quick    a smoke run (about 2 minutes): fewer rounds, shorter
+#                           loads, smaller counts; writes docs/benchmarks.md too
+#
+# It installs what it compares against and loads with (wrk from Debian,
+# workerd from npm into ~/.cache/isolane/bench), builds the release binaries,
+# runs each comparison of issue 7 as `isolane-bench <comparison>` into a
+# results folder, and assembles the page. A comparison that fails is logged
+# and shown as "not measured"; the others still run.
+#
+# Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
+# (warm distributed cold pool density placement operator);
+# ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+cargo=(hack/cargo.sh)
+quick=false
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=true ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "bench/run.sh: unknown argument $arg" >&2; exit 64 ;;
+  esac
+done
+
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/isolane/bench"
+results="${ISOLANE_BENCH_RESULTS:-$(mktemp -d -t isolane-bench-XXXXXX)}"
+work="$results/work"
+mkdir -p "$cache" "$results" "$work"
+started_at=$(date -u +"%Y-%m-%d %H:%M UTC")
+started_s=$(date +%s)
+echo "bench: results and logs in $results" >&2
+
+# --- the load generator and the peer ---------------------------------------
+
+if ! command -v wrk >/dev/null; then
+  echo "bench: installing wrk (Debian)" >&2
+  if [ "$(id -u)" = 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
+  "${apt_get[@]}" update -qq >/dev/null
+  "${apt_get[@]}" install -y -qq wrk >/dev/null
+fi
+
+workerd_dir="$cache/workerd"
+workerd_bin="$workerd_dir/node_modules/@cloudflare/workerd-linux-64/bin/workerd"
+if [ ! -x "$workerd_bin" ]; then
+  echo "bench: installing workerd (npm) into $workerd_dir" >&2
+  mkdir -p "$workerd_dir"
+  [ -f "$workerd_dir/package.json" ] || echo '{"private":true}' >"$workerd_dir/package.json"
+  npm install --prefix "$workerd_dir" --no-audit --no-fund workerd >&2
+fi
+workerd_args=()
+if [ -x "$workerd_bin" ]; then
+  workerd_args=(--workerd "$workerd_bin")
+  echo "bench: $("$workerd_bin" --version)" >&2
+else
+  echo "bench: workerd not available; comparisons against it are skipped" >&2
+fi
+
+# --- builds ------------------------------------------------------------------
+
+echo "bench: building release binaries" >&2
+"${cargo[@]}" build --release -q \
+  -p isolane -p isolane-node -p isolane-router -p isolane-operator -p isolane-bench
+"${cargo[@]}" build --release -q -p isolane-placement --example placement_bench
+bin="$root/target/release"
+needs_apiserver=true
+if ! hack/install-deps.sh >"$work/install-deps.log" 2>&1; then
+  echo "bench: hack/install-deps.sh failed (see $work/install-deps.log);" \
+    "the distributed and operator comparisons will fail" >&2
+  needs_apiserver=false
+fi
+
+# --- sizes ---------------------------------------------------------------------
+
+if $quick; then
+  http=(--connections 1,16,64 --rounds 1 --secs 2)
+  cold=(--workers 40 --starts 3)
+  pool=(--rounds 1 --secs 0.5)
+  density=(--idle 200 --distinct 10000 --secs 3)
+  operator=(--counts 200 --deadline 120)
+else
+  http=(--connections 1,16,64 --rounds 3 --secs 5)
+  cold=(--workers 200 --starts 10)
+  pool=(--rounds 3 --secs 2)
+  density=(--idle 1000 --distinct 10000 --secs 10)
+  operator=(--counts 1000,5000 --deadline 300)
+fi
+
+only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator}"
+wants() { [[ " $only " == *" $1 "* ]]; }
+common=(--results "$results" --work "$work")
+bench="$bin/isolane-bench"
+
+# Each comparison is bounded by `timeout` as well as by its own loops.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  wants "$name" || return 0
+  echo "bench: == $name ==" >&2
+  local t0=$SECONDS
+  if ! timeout --kill-after=10 "$limit" "$@" 2>"$work/$name.log"; then
+    echo "bench: $name failed after $((SECONDS - t0)) s; last lines of $work/$name.log:" >&2
+    tail -n 20 "$work/$name.log" >&2
+    return 0
+  fi
+  echo "bench: $name took $((SECONDS - t0)) s" >&2
+}
+
+step warm 300 "$bench" warm "${common[@]}" --isolane "$bin/isolane" "${workerd_args[@]}" "${http[@]}"
+if $needs_apiserver; then
+  step distributed 420 "$bench" distributed "${common[@]}" --isolane "$bin/isolane" \
+    "${workerd_args[@]}" --bin-dir "$bin" "${http[@]}"
+fi
+step cold 300 "$bench" cold "${common[@]}" --isolane "$bin/isolane" "${workerd_args[@]}" "${cold[@]}"
+step pool 300 "$bench" pool "${common[@]}" "${pool[@]}"
+step density 300 "$bench" density "${common[@]}" "${density[@]}"
+if wants placement; then
+  placement_out="$work/placement_bench.txt"
+  if timeout 300 "$bin/examples/placement_bench" >"$placement_out" 2>"$work/placement.log"; then
+    step placement 60 "$bench" placement "${common[@]}" --input "$placement_out"
+  else
+    echo "bench: placement_bench failed (see $work/placement.log)" >&2
+  fi
+fi
+if $needs_apiserver; then
+  step operator 900 "$bench" operator "${common[@]}" --bin-dir "$bin" "${operator[@]}"
+fi
+
+report_args=(--results "$results" --out docs/benchmarks.md --started "$started_at"
+  --took "$(($(date +%s) - started_s))")
+$quick && report_args+=(--quick)
+"$bench" report "${report_args[@]}"
+echo "bench: wrote docs/benchmarks.md (results and logs in $results)" >&2

@@ -1,0 +1,164 @@
+//! The distributed path as processes: etcd + kube-apiserver (isolane-testenv),
+//! then the operator, one runtime node and the router from `target/release`,
+//! and a Worker applied through the API and served through the router.
+
+use std::ffi::OsStr;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use isolane_e2e::operator::OPERATOR_NAMESPACE;
+use isolane_e2e::process::{Process, free_port, wait_until};
+use isolane_e2e::workers::{apply, inline_worker, prepare, wait_ready};
+use isolane_testenv::ControlPlane;
+
+use crate::servers::Server;
+
+/// Namespace of the benchmark's Workers.
+pub const NAMESPACE: &str = "bench";
+
+/// A running control plane with operator, node and router.
+pub struct Cluster {
+    // Dropped in reverse order of start: router, node, operator, control plane.
+    pub router: Server,
+    _node: Process,
+    _operator: Process,
+    _control_plane: ControlPlane,
+}
+
+/// Where the release binaries are.
+#[derive(Debug, Clone)]
+pub struct ClusterBinaries {
+    pub operator: PathBuf,
+    pub node: PathBuf,
+    pub router: PathBuf,
+}
+
+impl ClusterBinaries {
+    /// `isolane-operator`, `isolane-node` and `isolane-router` in `dir`.
+    pub fn in_dir(dir: &Path) -> anyhow::Result<Self> {
+        let found = |name: &str| {
+            let path = dir.join(name);
+            if path.exists() {
+                Ok(path)
+            } else {
+                Err(anyhow::anyhow!("{} not built", path.display()))
+            }
+        };
+        Ok(Self {
+            operator: found("isolane-operator")?,
+            node: found("isolane-node")?,
+            router: found("isolane-router")?,
+        })
+    }
+}
+
+/// Starts the control plane and the operator (default flags, logs at
+/// `warn`), and waits for the operator's `/readyz`.
+pub async fn control_plane_with_operator(
+    operator: &Path,
+    dir: &Path,
+) -> anyhow::Result<(ControlPlane, Process)> {
+    let control_plane = ControlPlane::start()
+        .await
+        .context("starting etcd + kube-apiserver (hack/install-deps.sh builds it)")?;
+    prepare(&control_plane, &[NAMESPACE]).await;
+    let admin: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+    let kubeconfig = control_plane.kubeconfig_path().as_os_str().to_owned();
+    let envs: [(&str, &OsStr); 3] = [
+        ("KUBECONFIG", &kubeconfig),
+        ("NO_COLOR", OsStr::new("1")),
+        ("ISOLANE_LOG", OsStr::new("warn")),
+    ];
+    let process = Process::spawn(
+        "isolane-operator",
+        operator,
+        [
+            "--namespace",
+            OPERATOR_NAMESPACE,
+            "--admin-addr",
+            &admin.to_string(),
+        ],
+        &envs,
+        &dir.join("operator.log"),
+    );
+    wait_until(
+        "isolane-operator /readyz",
+        Duration::from_secs(60),
+        || async {
+            let response = isolane_e2e::http::get(admin, "/readyz").await?;
+            (response.status == 200).then_some(())
+        },
+    )
+    .await;
+    Ok((control_plane, process))
+}
+
+/// Starts everything and serves `script` as Worker `bench/<name>` on
+/// `host`, through the router.
+pub async fn start(
+    bins: &ClusterBinaries,
+    dir: &Path,
+    name: &str,
+    script: &str,
+    host: &str,
+) -> anyhow::Result<Cluster> {
+    let (control_plane, operator) = control_plane_with_operator(&bins.operator, dir).await?;
+    let kubeconfig = control_plane.kubeconfig_path().as_os_str().to_owned();
+    let envs: [(&str, &OsStr); 3] = [
+        ("KUBECONFIG", &kubeconfig),
+        ("NO_COLOR", OsStr::new("1")),
+        ("ISOLANE_LOG", OsStr::new("warn")),
+    ];
+    let node_admin = free_port().to_string();
+    let node = Process::spawn(
+        "isolane-node",
+        &bins.node,
+        [
+            "--namespace",
+            OPERATOR_NAMESPACE,
+            "--node-name",
+            "bench-node",
+            "--grpc-addr",
+            "127.0.0.1:0",
+            "--admin-addr",
+            &format!("127.0.0.1:{node_admin}"),
+        ],
+        &envs,
+        &dir.join("node.log"),
+    );
+    let router_port = free_port();
+    let router_admin = free_port();
+    let router_process = Process::spawn(
+        "isolane-router",
+        &bins.router,
+        [
+            "--listen-addr",
+            &format!("127.0.0.1:{router_port}"),
+            "--admin-addr",
+            &format!("127.0.0.1:{router_admin}"),
+            "--nodes-namespace",
+            OPERATOR_NAMESPACE,
+        ],
+        &envs,
+        &dir.join("router.log"),
+    );
+    let client = control_plane.client();
+    apply(&client, NAMESPACE, &inline_worker(name, script, &[host])).await;
+    wait_ready(&client, NAMESPACE, name, Duration::from_secs(60)).await;
+    let router = Server {
+        name: "router → node",
+        addr: ([127, 0, 0, 1], router_port).into(),
+        host: Some(host.to_owned()),
+        process: Some(router_process),
+    };
+    // The router learns the Worker and the node's Lease through its watches.
+    router.wait_ok(Duration::from_secs(60)).await?;
+    Ok(Cluster {
+        router,
+        _node: node,
+        _operator: operator,
+        _control_plane: control_plane,
+    })
+}

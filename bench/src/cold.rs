@@ -1,0 +1,224 @@
+//! Comparison 3: cold start. In-process over the engine API: the first
+//! request to a never-seen worker with and without spare isolates,
+//! interleaved, and the isolate-ready times the engine reports. As
+//! processes: `isolane dev` and `workerd serve` started on the same script,
+//! interleaved, timed from spawn to the first 200.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use isolane_engine::{Engine, PoolMode};
+
+use crate::drive::{self, Counters};
+use crate::report::{Section, Table, Target};
+use crate::servers::{self, Binaries};
+use crate::stats::{fmt_ratio, fmt_us, median, percentile, ratio, us};
+
+const HELLO: &str = "export default { fetch() { return new Response('hello'); } };";
+
+/// How many of each.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Never-seen workers per engine.
+    pub workers: usize,
+    /// Process starts per server.
+    pub starts: usize,
+}
+
+/// The two engines of the in-process part: no spares, and the default spares.
+pub struct Engines {
+    pub no_spare: (Engine, std::sync::Arc<Counters>),
+    pub spare: (Engine, std::sync::Arc<Counters>),
+}
+
+/// Starts both engines, one thread each (call on the main thread first).
+pub fn engines() -> anyhow::Result<Engines> {
+    let config = |spares| isolane_engine::EngineConfig {
+        spare_isolates: spares,
+        isolates_per_thread: 100_000,
+        heap_budget_bytes: usize::MAX,
+        ..drive::config(PoolMode::Pinned, 1)
+    };
+    Ok(Engines {
+        no_spare: drive::start(config(0))?,
+        spare: drive::start(config(2))?,
+    })
+}
+
+pub async fn run(
+    plan: &Plan,
+    engines: &Engines,
+    bins: &Binaries,
+    script: &Path,
+    dir: &Path,
+) -> anyhow::Result<Section> {
+    // Warm the request path of both engines with one worker each.
+    for (engine, counters) in [&engines.no_spare, &engines.spare] {
+        let _ = drive::call(engine, 0, &drive::bundle("cold/warmup", HELLO)).await;
+        counters.take_created();
+    }
+    let mut first = [Vec::new(), Vec::new()];
+    let mut warm = Vec::new();
+    for i in 0..plan.workers {
+        for (k, (engine, _)) in [&engines.no_spare, &engines.spare].into_iter().enumerate() {
+            let worker = drive::bundle(format!("cold-{k}/{i}"), HELLO);
+            if let Ok(took) = drive::call(engine, 0, &worker).await {
+                first[k].push(took);
+            }
+            if k == 1
+                && let Ok(took) = drive::call(engine, 0, &worker).await
+            {
+                warm.push(took);
+            }
+            // Let the thread settle (spare refill, GC) before the next one.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let created = |counters: &Counters, spare: bool| -> Vec<Duration> {
+        counters
+            .take_created()
+            .into_iter()
+            .filter(|(_, s)| *s == spare)
+            .map(|(d, _)| d)
+            .collect()
+    };
+    let ready_blank = created(&engines.no_spare.1, false);
+    let ready_spare = created(&engines.spare.1, true);
+
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "## 3. Cold start\n\n\
+         In-process over the engine API, one engine thread: {} never-seen hello workers per \
+         engine, each hit once, the two engines alternating request by request (10 ms pause \
+         between, so the spare refill is not measured). \"Isolate ready\" is what the engine \
+         reports: a new isolate from the snapshot (or a spare), its context, the worker's \
+         compile and top-level run. Isolate creation alone (snapshot → context, no worker) is \
+         the difference of the two medians.\n",
+        plan.workers
+    );
+    let mut table = Table::new(&[">what", ">p50", ">p99", ">samples"]);
+    let row = |table: &mut Table, what: &str, samples: &[Duration]| {
+        table.row(vec![
+            what.to_owned(),
+            fmt_us(us(percentile(samples, 0.5))),
+            fmt_us(us(percentile(samples, 0.99))),
+            samples.len().to_string(),
+        ]);
+    };
+    row(
+        &mut table,
+        "first request, never-seen worker, spare isolate ready (default)",
+        &first[1],
+    );
+    row(
+        &mut table,
+        "first request, never-seen worker, no spare",
+        &first[0],
+    );
+    row(&mut table, "second request, same worker (warm)", &warm);
+    row(
+        &mut table,
+        "isolate ready from a spare (compile + run)",
+        &ready_spare,
+    );
+    row(
+        &mut table,
+        "isolate ready without a spare (snapshot → context → compile + run)",
+        &ready_blank,
+    );
+    let blank = us(percentile(&ready_blank, 0.5)) - us(percentile(&ready_spare, 0.5));
+    table.row(vec![
+        "isolate creation alone (difference of the two medians above)".into(),
+        fmt_us(blank),
+        "–".into(),
+        "–".into(),
+    ]);
+    md.push_str(&table.render());
+    md.push('\n');
+
+    let cold_p50 = us(percentile(&first[1], 0.5));
+    let mut targets = vec![Target::new(
+        "cold first request to a never-seen worker, p50 < 1 ms",
+        format!(
+            "{} with a spare ({}); {} without",
+            fmt_us(cold_p50),
+            if cold_p50 < 1000.0 {
+                "met".to_owned()
+            } else {
+                format!("{:.1}× the target", cold_p50 / 1000.0)
+            },
+            fmt_us(us(percentile(&first[0], 0.5)))
+        ),
+        cold_p50 < 1000.0,
+    )];
+
+    match process_starts(plan, bins, script, dir).await {
+        Ok((isolane, workerd)) => {
+            let _ = writeln!(
+                md,
+                "As processes, {} starts each, alternating: spawn → first `200` on `GET /` \
+                 (polled every millisecond). `isolane dev` initialises V8 and builds its \
+                 snapshot at start; workerd parses its config and compiles the worker.\n",
+                plan.starts
+            );
+            let mut table = Table::new(&["server", ">median", ">min", ">max", ">÷ workerd"]);
+            let (mi, mw) = (median(&isolane), median(&workerd));
+            for (name, samples, m) in [("`isolane dev`", &isolane, mi), ("workerd", &workerd, mw)] {
+                let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
+                let max = samples.iter().copied().fold(0.0, f64::max);
+                table.row(vec![
+                    name.to_owned(),
+                    fmt_us(m),
+                    fmt_us(min),
+                    fmt_us(max),
+                    fmt_ratio(ratio(m, mw)),
+                ]);
+            }
+            md.push_str(&table.render());
+            md.push('\n');
+            targets.push(Target::new(
+                "process start to first response: `isolane dev` vs workerd (no target; reported)",
+                format!(
+                    "{} vs {} ({})",
+                    fmt_us(mi),
+                    fmt_us(mw),
+                    fmt_ratio(ratio(mi, mw))
+                ),
+                true,
+            ));
+        }
+        Err(error) => {
+            let _ = writeln!(md, "Process starts not measured: {error:#}\n");
+        }
+    }
+    Ok(Section {
+        markdown: md,
+        targets,
+    })
+}
+
+/// Spawn → first 200, in µs, for `isolane dev` and workerd, alternating.
+async fn process_starts(
+    plan: &Plan,
+    bins: &Binaries,
+    script: &Path,
+    dir: &Path,
+) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
+    let config = servers::workerd_config(script, &dir.join("workerd-cold"))?;
+    let (mut isolane, mut workerd) = (Vec::new(), Vec::new());
+    for _ in 0..plan.starts {
+        let mut server = servers::isolane_dev(bins, script, dir, &[]);
+        isolane.push(us(server.wait_ok(Duration::from_secs(30)).await?));
+        if let Some(mut process) = server.process.take() {
+            process.kill();
+        }
+        let mut server = servers::workerd(bins, &config, dir)?;
+        workerd.push(us(server.wait_ok(Duration::from_secs(30)).await?));
+        if let Some(mut process) = server.process.take() {
+            process.kill();
+        }
+    }
+    Ok((isolane, workerd))
+}

@@ -1,0 +1,395 @@
+//! `isolane-bench`: the comparisons of issue 7, one subcommand each.
+//! `bench/run.sh` (what `make bench` runs) builds everything, installs the
+//! peers and the load generator, runs each subcommand into a results folder
+//! and assembles `docs/benchmarks.md` with `report`.
+//!
+//! Each comparison runs its sides in the same run, interleaved round by
+//! round, and reports medians and ratios. Load over HTTP comes from `wrk`
+//! as a separate process; the engine comparisons drive the engine API
+//! in-process. Every loop is bounded in count and time; traffic goes to
+//! 127.0.0.1 only.
+#![forbid(unsafe_code)]
+
+mod cluster;
+mod cold;
+mod density;
+mod drive;
+mod operator_scale;
+mod placement;
+mod pool;
+mod report;
+mod servers;
+mod stats;
+mod upstream;
+mod warm;
+mod wrk;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+
+use crate::report::{Section, Target};
+use crate::servers::Binaries;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "isolane-bench",
+    about = "Isolane's benchmarks against its peers"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Args)]
+struct Common {
+    /// Where each comparison writes its section (`<name>.md`, `<name>.targets.json`).
+    #[arg(long)]
+    results: PathBuf,
+    /// Where processes write their logs.
+    #[arg(long)]
+    work: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct Http {
+    /// The `isolane` binary (release).
+    #[arg(long)]
+    isolane: PathBuf,
+    /// workerd's native binary.
+    #[arg(long)]
+    workerd: Option<PathBuf>,
+    /// The worker script both sides serve.
+    #[arg(long, default_value = "examples/hello.js")]
+    script: PathBuf,
+    /// wrk connections, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
+    connections: Vec<usize>,
+    /// Rounds (each visits every concurrency and every server).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Seconds per wrk run.
+    #[arg(long, default_value_t = 5)]
+    secs: u64,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// 1. Warm hello world: `isolane dev` vs workerd.
+    Warm {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        http: Http,
+    },
+    /// 2. Router → node over gRPC vs `isolane dev` (and workerd).
+    Distributed {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        http: Http,
+        /// Folder with the release `isolane-node` and `isolane-router`.
+        #[arg(long, default_value = "target/release")]
+        bin_dir: PathBuf,
+    },
+    /// 3. Cold start: engine API, and process start vs workerd.
+    Cold {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long)]
+        isolane: PathBuf,
+        #[arg(long)]
+        workerd: Option<PathBuf>,
+        #[arg(long, default_value = "examples/hello.js")]
+        script: PathBuf,
+        /// Never-seen workers per engine.
+        #[arg(long, default_value_t = 200)]
+        workers: usize,
+        /// Process starts per server.
+        #[arg(long, default_value_t = 10)]
+        starts: usize,
+    },
+    /// 4. Pool modes legacy / shared / pinned.
+    Pool {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Seconds per mode per round.
+        #[arg(long, default_value_t = 2.0)]
+        secs: f64,
+    },
+    /// 5. Density: idle isolates, many workers through the LRU.
+    Density {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long, default_value_t = 1000)]
+        idle: usize,
+        #[arg(long, default_value_t = 10_000)]
+        distinct: usize,
+        /// Seconds per traffic shape.
+        #[arg(long, default_value_t = 10)]
+        secs: u64,
+    },
+    /// 6. Placement: format placement_bench's output.
+    Placement {
+        #[command(flatten)]
+        common: Common,
+        /// The example's captured output.
+        #[arg(long)]
+        input: PathBuf,
+    },
+    /// 7. Operator: N Workers to Ready.
+    Operator {
+        #[command(flatten)]
+        common: Common,
+        /// Folder with the release `isolane-operator`.
+        #[arg(long, default_value = "target/release")]
+        bin_dir: PathBuf,
+        #[arg(long, value_delimiter = ',', default_value = "1000,5000")]
+        counts: Vec<usize>,
+        /// Seconds to wait for each count.
+        #[arg(long, default_value_t = 600)]
+        deadline: u64,
+    },
+    /// Assemble docs/benchmarks.md from the results folder.
+    Report {
+        #[arg(long)]
+        results: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        quick: bool,
+        /// When the run started (UTC).
+        #[arg(long)]
+        started: String,
+        /// How long the run took, in seconds.
+        #[arg(long, default_value_t = 0.0)]
+        took: f64,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ISOLANE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Warm { common, http } => {
+            let section = runtime()?.block_on(warm_section(&common, &http))?;
+            section.write(&common.results, "1-warm")
+        }
+        Command::Distributed {
+            common,
+            http,
+            bin_dir,
+        } => {
+            let section = runtime()?.block_on(distributed_section(&common, &http, &bin_dir))?;
+            section.write(&common.results, "2-distributed")
+        }
+        Command::Cold {
+            common,
+            isolane,
+            workerd,
+            script,
+            workers,
+            starts,
+        } => {
+            // Engines first, on the main thread, before any runtime thread.
+            let engines = cold::engines()?;
+            let bins = Binaries { isolane, workerd };
+            let plan = cold::Plan { workers, starts };
+            let section =
+                runtime()?.block_on(cold::run(&plan, &engines, &bins, &script, &common.work))?;
+            section.write(&common.results, "3-cold")
+        }
+        Command::Pool {
+            common,
+            rounds,
+            secs,
+        } => {
+            let engines = pool::engines()?;
+            let plan = pool::Plan {
+                rounds,
+                duration: Duration::from_secs_f64(secs),
+            };
+            let section = runtime()?.block_on(pool::run(&plan, &engines))?;
+            section.write(&common.results, "4-pool")
+        }
+        Command::Density {
+            common,
+            idle,
+            distinct,
+            secs,
+        } => {
+            let plan = density::Plan {
+                idle,
+                distinct,
+                duration: Duration::from_secs(secs),
+            };
+            let engines = density::engines(&plan)?;
+            let section = runtime()?.block_on(density::run(&plan, &engines))?;
+            section.write(&common.results, "5-density")
+        }
+        Command::Placement { common, input } => {
+            let output = std::fs::read_to_string(&input)
+                .with_context(|| format!("reading {}", input.display()))?;
+            placement::section(&output).write(&common.results, "6-placement")
+        }
+        Command::Operator {
+            common,
+            bin_dir,
+            counts,
+            deadline,
+        } => {
+            let plan = operator_scale::Plan {
+                operator: bin_dir.join("isolane-operator"),
+                counts,
+                deadline: Duration::from_secs(deadline),
+            };
+            let section = runtime()?.block_on(operator_scale::run(&plan, &common.work))?;
+            section.write(&common.results, "7-operator")
+        }
+        Command::Report {
+            results,
+            out,
+            quick,
+            started,
+            took,
+        } => {
+            let markdown = report::assemble(&results, quick, &started, took)?;
+            std::fs::write(&out, markdown).with_context(|| format!("writing {}", out.display()))
+        }
+    }
+}
+
+/// A current-thread runtime for the clients and process management (the
+/// engine threads, when any, were started before it).
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("building the runtime")
+}
+
+fn warm_plan(http: &Http) -> warm::Plan {
+    warm::Plan {
+        connections: http.connections.clone(),
+        rounds: http.rounds,
+        duration: Duration::from_secs(http.secs),
+        warmup: Duration::from_secs(1),
+    }
+}
+
+async fn warm_section(common: &Common, http: &Http) -> anyhow::Result<Section> {
+    std::fs::create_dir_all(&common.work)?;
+    let bins = Binaries {
+        isolane: http.isolane.clone(),
+        workerd: http.workerd.clone(),
+    };
+    let isolane = servers::isolane_dev(&bins, &http.script, &common.work, &[]);
+    let config = servers::workerd_config(&http.script, &common.work.join("workerd-warm"))?;
+    let workerd = servers::workerd(&bins, &config, &common.work)?;
+    isolane.wait_ok(Duration::from_secs(60)).await?;
+    workerd.wait_ok(Duration::from_secs(60)).await?;
+    let plan = warm_plan(http);
+    let measured = warm::measure(&[&isolane, &workerd], &plan).await?;
+    let mut markdown = format!(
+        "## 1. Warm hello world: `isolane dev` vs workerd\n\n\
+         `{}` served by `isolane dev` (engine threads = cores, pinned pool, its HTTP server on 2 \
+         tokio threads) and by `workerd serve` (the npm package's binary; one event-loop thread \
+         per process, as workerd runs) as an ES module on an HTTP socket. wrk: 1 thread, \
+         keep-alive, {} rounds of {} s per server per concurrency, servers alternating. The \
+         load generator and both servers share the 2 cores (machine shared, see above).\n\n",
+        http.script.display(),
+        plan.rounds,
+        http.secs
+    );
+    markdown.push_str(&measured.table(&[1]));
+    markdown.push('\n');
+    let targets = vec![measured.ratio_target(
+        "warm hello through `isolane dev` ≥ 1.5× workerd's throughput",
+        0,
+        1,
+        1.5,
+    )];
+    Ok(Section { markdown, targets })
+}
+
+async fn distributed_section(
+    common: &Common,
+    http: &Http,
+    bin_dir: &std::path::Path,
+) -> anyhow::Result<Section> {
+    std::fs::create_dir_all(&common.work)?;
+    let cluster_bins = cluster::ClusterBinaries::in_dir(bin_dir)?;
+    let bins = Binaries {
+        isolane: http.isolane.clone(),
+        workerd: http.workerd.clone(),
+    };
+    let script = std::fs::read_to_string(&http.script)
+        .with_context(|| format!("reading {}", http.script.display()))?;
+    let cluster = cluster::start(
+        &cluster_bins,
+        &common.work,
+        "hello",
+        &script,
+        "hello.bench.test",
+    )
+    .await?;
+    let isolane = servers::isolane_dev(&bins, &http.script, &common.work, &[]);
+    isolane.wait_ok(Duration::from_secs(60)).await?;
+    let config = servers::workerd_config(&http.script, &common.work.join("workerd-dist"))?;
+    let workerd = servers::workerd(&bins, &config, &common.work).ok();
+    if let Some(workerd) = &workerd {
+        workerd.wait_ok(Duration::from_secs(60)).await?;
+    }
+    let mut sides = vec![&cluster.router, &isolane];
+    sides.extend(workerd.as_ref());
+    let plan = warm_plan(http);
+    let measured = warm::measure(&sides, &plan).await?;
+    let mut markdown = format!(
+        "## 2. Distributed path: router → node over gRPC\n\n\
+         The same script as a `Worker` applied to a local kube-apiserver (isolane-testenv: \
+         etcd + kube-apiserver), made Ready by the release operator, served by one release \
+         `isolane-node` (threads = cores, per-thread gRPC listeners) behind the release \
+         `isolane-router` (HTTP/1.1 in, gRPC/HTTP/2 to the node), requests routed by `Host`. \
+         Against `isolane dev` (router and node in one process, no hop) and workerd, all \
+         running at once, alternating, {} rounds of {} s. etcd, the apiserver and the \
+         operator idle on the same 2 cores.\n\n",
+        plan.rounds, http.secs
+    );
+    markdown.push_str(&measured.table(&[1]));
+    markdown.push('\n');
+    // The hop's cost: latency added at one connection, throughput lost at the rest.
+    let mut hop =
+        report::Table::new(&[">connections", ">p50 added by the hop", ">throughput kept"]);
+    for (ci, c) in measured.connections.iter().enumerate() {
+        let (d, i) = (measured.summary(0, ci), measured.summary(1, ci));
+        hop.row(vec![
+            c.to_string(),
+            stats::fmt_us(d.p50_us - i.p50_us),
+            format!("{:.0}%", measured.round_ratio(0, 1, ci) * 100.0),
+        ]);
+    }
+    markdown.push_str("What the router → node hop costs against `isolane dev`:\n\n");
+    markdown.push_str(&hop.render());
+    markdown.push('\n');
+    let mut targets: Vec<Target> = Vec::new();
+    if workerd.is_some() {
+        targets.push(measured.ratio_target(
+            "warm hello through router + node ≥ workerd's throughput",
+            0,
+            2,
+            1.0,
+        ));
+    }
+    drop(cluster);
+    Ok(Section { markdown, targets })
+}

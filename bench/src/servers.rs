@@ -1,0 +1,147 @@
+//! The servers under load, as processes: `isolane dev` and workerd serving
+//! the same script, and a probe that waits for their first answer.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use isolane_e2e::process::{Process, free_port};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// The binaries a comparison runs.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    /// `target/release/isolane`.
+    pub isolane: PathBuf,
+    /// workerd's native binary (from the npm package `workerd`).
+    pub workerd: Option<PathBuf>,
+}
+
+/// A server process listening on a local port.
+#[derive(Debug)]
+pub struct Server {
+    pub name: &'static str,
+    pub addr: SocketAddr,
+    /// Sent as `Host:` (the router routes by host).
+    pub host: Option<String>,
+    pub process: Option<Process>,
+}
+
+impl Server {
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// Waits until the server answers 200, up to `timeout`.
+    pub async fn wait_ok(&self, timeout: Duration) -> anyhow::Result<Duration> {
+        wait_ok(self.addr, self.host.as_deref(), timeout)
+            .await
+            .with_context(|| format!("{} on {} did not answer 200", self.name, self.addr))
+    }
+}
+
+/// Starts `isolane dev <script>` on a free port (logs in `dir`).
+pub fn isolane_dev(bin: &Binaries, script: &Path, dir: &Path, extra: &[&str]) -> Server {
+    let port = free_port();
+    let mut args: Vec<String> = vec![
+        "dev".into(),
+        script.display().to_string(),
+        "--port".into(),
+        port.to_string(),
+    ];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let log = dir.join(format!("isolane-dev-{port}.log"));
+    let envs: [(&str, &std::ffi::OsStr); 1] = [("ISOLANE_LOG", "warn".as_ref())];
+    let process = Process::spawn("isolane dev", &bin.isolane, &args, &envs, &log);
+    Server {
+        name: "isolane dev",
+        addr: ([127, 0, 0, 1], port).into(),
+        host: None,
+        process: Some(process),
+    }
+}
+
+/// Writes a workerd config serving `script` as an ES module on an HTTP
+/// socket, returning the config path.
+pub fn workerd_config(script: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::copy(script, dir.join("worker.js"))
+        .with_context(|| format!("copying {}", script.display()))?;
+    let config = dir.join("config.capnp");
+    std::fs::write(
+        &config,
+        r#"using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [(name = "main", worker = .worker)],
+  sockets = [(name = "http", address = "127.0.0.1:8080", http = (), service = "main")],
+);
+const worker :Workerd.Worker = (
+  modules = [(name = "worker.js", esModule = embed "worker.js")],
+  compatibilityDate = "2024-09-23",
+);
+"#,
+    )?;
+    Ok(config)
+}
+
+/// Starts `workerd serve` with `config` on a free port.
+pub fn workerd(bin: &Binaries, config: &Path, dir: &Path) -> anyhow::Result<Server> {
+    let Some(workerd) = &bin.workerd else {
+        bail!("no workerd binary (npm install workerd)");
+    };
+    let port = free_port();
+    let args = [
+        "serve".to_owned(),
+        config.display().to_string(),
+        "--socket-addr".to_owned(),
+        format!("http=127.0.0.1:{port}"),
+    ];
+    let log = dir.join(format!("workerd-{port}.log"));
+    let process = Process::spawn("workerd", workerd, &args, &[], &log);
+    Ok(Server {
+        name: "workerd",
+        addr: ([127, 0, 0, 1], port).into(),
+        host: None,
+        process: Some(process),
+    })
+}
+
+/// Polls `GET /` every millisecond until it answers 200; returns how long
+/// that took.
+pub async fn wait_ok(
+    addr: SocketAddr,
+    host: Option<&str>,
+    timeout: Duration,
+) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let mut last = None;
+    while started.elapsed() < timeout {
+        match get_status(addr, host).await {
+            Some(200) => return Ok(started.elapsed()),
+            status => last = status,
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    bail!("no 200 within {timeout:?} (last status {last:?})")
+}
+
+/// `GET /` with `Connection: close`; the status, or `None` when the
+/// connection fails.
+pub async fn get_status(addr: SocketAddr, host: Option<&str>) -> Option<u16> {
+    let exchange = async {
+        let mut stream = TcpStream::connect(addr).await.ok()?;
+        let host = host.map_or_else(|| addr.to_string(), str::to_owned);
+        let request = format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut raw = Vec::with_capacity(256);
+        stream.read_to_end(&mut raw).await.ok()?;
+        let head = String::from_utf8_lossy(&raw);
+        head.split_whitespace().nth(1)?.parse().ok()
+    };
+    tokio::time::timeout(Duration::from_secs(5), exchange)
+        .await
+        .ok()
+        .flatten()
+}
