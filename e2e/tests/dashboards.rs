@@ -514,7 +514,8 @@ fn start_prometheus(dir: &Path, listen: SocketAddr, targets: &[(&str, SocketAddr
     ];
     Process::spawn(
         "prometheus",
-        Path::new("/usr/bin/prometheus"),
+        // setpriv finds it on PATH (Debian: /usr/bin/prometheus).
+        Path::new("prometheus"),
         args,
         &[],
         &dir.join("prometheus.log"),
