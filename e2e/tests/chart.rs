@@ -282,6 +282,35 @@ fn workloads_run_locked_down_with_probes_and_requests() {
     find(&objects, "Deployment", "isolane-node");
     find(&objects, "PodDisruptionBudget", "isolane-node");
     assert!(!objects.iter().any(|object| kind(object) == "DaemonSet"));
+    // cert-manager issues the webhook certificate and injects the CA instead of Helm.
+    let objects = documents(&template(&["--set", "webhook.certManager.enabled=true"]));
+    assert!(!objects.iter().any(|object| kind(object) == "Secret"));
+    let certificate = find(&objects, "Certificate", "isolane-webhook");
+    assert_eq!(certificate["spec"]["secretName"], "isolane-webhook-tls");
+    assert_eq!(
+        certificate["spec"]["issuerRef"]["name"],
+        "isolane-selfsigned"
+    );
+    find(&objects, "Issuer", "isolane-selfsigned");
+    let webhook = find(
+        &objects,
+        "ValidatingWebhookConfiguration",
+        "isolane-isolane-system",
+    );
+    assert_eq!(
+        webhook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+        "isolane-system/isolane-webhook"
+    );
+    // A router limited to one namespace reads Workers there only, through a Role.
+    let objects = documents(&template(&["--set", "router.config.watchNamespace=team-a"]));
+    let role = find(&objects, "Role", "isolane-router-workers");
+    assert_eq!(role["metadata"]["namespace"], "team-a");
+    assert!(
+        !objects
+            .iter()
+            .any(|object| kind(object) == "ClusterRole"
+                && name(object).starts_with("isolane-router"))
+    );
 }
 
 /// The `ISOLANE_*` variables of the first container of `workload`.
