@@ -1,7 +1,8 @@
 //! 1,000 Workers applied at once against a real kube-apiserver: all become Ready.
 //! Prints the time to all Ready and the operator's peak RSS (VmHWM).
 //!
-//! `ISOLANE_SCALE_WORKERS` changes the count (default 1000).
+//! `ISOLANE_SCALE_WORKERS` changes the count (default 1000);
+//! `ISOLANE_SCALE_CONCURRENCY` the operator's `--concurrency` (default 16).
 
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,12 @@ async fn a_thousand_workers_become_ready() {
     prepare(&cp, &[NS]).await;
     let client = cp.client();
     let dir = tempfile::tempdir().expect("temp dir");
-    let operator = Operator::start(&cp, dir.path(), &OperatorOptions::default());
+    let concurrency = std::env::var("ISOLANE_SCALE_CONCURRENCY").unwrap_or_else(|_| "16".into());
+    let options = OperatorOptions {
+        extra_args: vec!["--concurrency".into(), concurrency.clone()],
+        ..OperatorOptions::default()
+    };
+    let operator = Operator::start(&cp, dir.path(), &options);
     operator.wait_ready(Duration::from_secs(60)).await;
     let idle_rss = operator.process.peak_rss_kib().unwrap_or(0);
 
@@ -75,9 +81,17 @@ async fn a_thousand_workers_become_ready() {
         .metric("isolane_operator_reconciles_total{result=\"ready\"}")
         .await
         .unwrap_or(0.0);
+    if let Some(metrics) = operator.metrics().await {
+        for line in metrics.lines().filter(|line| {
+            line.starts_with("isolane_operator_reconcile") && !line.contains("_bucket")
+        }) {
+            eprintln!("scale: {line}");
+        }
+    }
     eprintln!(
         "scale: {count} Workers applied in {:.1}s, all Ready {:.1}s after the first apply; \
-         operator peak RSS {:.1} MiB (idle {:.1} MiB); {reconciles} successful reconciles",
+         operator peak RSS {:.1} MiB (idle {:.1} MiB); {reconciles} successful reconciles; \
+         --concurrency {concurrency}",
         applied.as_secs_f64(),
         ready_after.as_secs_f64(),
         peak_rss as f64 / 1024.0,
