@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
@@ -176,7 +177,12 @@ async fn run(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Cancels `shutdown` on SIGTERM or SIGINT.
+/// How long in-flight reconciles may take to finish after SIGTERM before the
+/// process exits anyway (the Lease then expires instead of being released).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// Cancels `shutdown` on SIGTERM or SIGINT; exits with 1 if shutting down takes
+/// longer than [`SHUTDOWN_GRACE`].
 async fn signal_shutdown(shutdown: CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = match signal(SignalKind::terminate()) {
@@ -191,4 +197,10 @@ async fn signal_shutdown(shutdown: CancellationToken) {
         _ = tokio::signal::ctrl_c() => info!(signal = "SIGINT", "shutdown requested"),
     }
     shutdown.cancel();
+    tokio::time::sleep(SHUTDOWN_GRACE).await;
+    error!(
+        grace_s = SHUTDOWN_GRACE.as_secs(),
+        "shutdown took too long; exiting"
+    );
+    std::process::exit(1);
 }
