@@ -28,7 +28,13 @@ async fn a_thousand_workers_become_ready() {
     let client = cp.client();
     let dir = tempfile::tempdir().expect("temp dir");
     let concurrency = std::env::var("ISOLANE_SCALE_CONCURRENCY").unwrap_or_else(|_| "16".into());
+    // Production leader timings: under this load the apiserver can answer a
+    // renewal slower than the tests' usual 2 s renew deadline, and a replica that
+    // steps down restarts its controller (correct, but not what is measured here).
     let options = OperatorOptions {
+        lease_duration: Duration::from_secs(15),
+        renew_deadline: Duration::from_secs(10),
+        retry_period: Duration::from_secs(2),
         extra_args: vec!["--concurrency".into(), concurrency.clone()],
         ..OperatorOptions::default()
     };
