@@ -324,6 +324,7 @@ async fn reconcile(worker: Arc<Worker>, context: Arc<Context>) -> Result<Action,
     let key = key_of(&worker).ok_or(Error::UnnamedWorker)?;
     let span = info_span!("reconcile", worker.id = %key);
     let api: Api<Worker> = Api::namespaced(context.client.clone(), &key.namespace);
+    let reference = worker.object_ref(&());
     let outcome = Mutex::new(Outcome::Pending);
     let result = finalizer(&api, FINALIZER, worker, |event| async {
         let (action, result) = match event {
@@ -352,9 +353,25 @@ async fn reconcile(worker: Arc<Worker>, context: Arc<Context>) -> Result<Action,
                 )
             });
         }
-        Err(error) => context
-            .metrics
-            .reconciled(Outcome::Error, Some(error.kind()), took),
+        Err(error) => {
+            context
+                .metrics
+                .reconciled(Outcome::Error, Some(error.kind()), took);
+            // One event per run of failures (the error policy counts them), not one per retry.
+            let first_failure = !lock(&context.failures).contains_key(&key);
+            if first_failure {
+                let event = KubeEvent {
+                    type_: EventType::Warning,
+                    reason: "ReconcileFailed".to_owned(),
+                    note: Some(format!("{error} ({}); retrying", error.kind())),
+                    action: "Reconcile".to_owned(),
+                    secondary: None,
+                };
+                if let Err(publish) = context.recorder.publish(&event, &reference).await {
+                    debug!(error = %publish, "failed to publish an event");
+                }
+            }
+        }
     }
     result
 }
