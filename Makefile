@@ -40,8 +40,14 @@ deploy-render:
 
 test: deps fmt-check clippy test-only
 
+# The e2e tests run the binaries built here (they would otherwise build each
+# one with `-p`, whose feature set differs from the workspace build's).
+BIN_DIR = $(or $(CARGO_TARGET_DIR),target)/debug
 test-only:
 	$(CARGO) build --workspace --bins
+	ISOLANE_OPERATOR_BIN=$(abspath $(BIN_DIR)/isolane-operator) \
+	ISOLANE_NODE_BIN=$(abspath $(BIN_DIR)/isolane-node) \
+	ISOLANE_ROUTER_BIN=$(abspath $(BIN_DIR)/isolane-router) \
 	$(CARGO) test --workspace --no-fail-fast
 
 bench:
