@@ -153,6 +153,12 @@ impl Error {
         let message = status.message().to_owned();
         match status.code() {
             tonic::Code::Unavailable => Self::NodeUnavailable { node, message },
+            // tonic reports a connection that broke mid-call (the node died or
+            // reset it) as UNKNOWN with the transport error as its source; a
+            // status the node sent has none. The node is lost, as with UNAVAILABLE.
+            tonic::Code::Unknown if connection_broke(status) => {
+                Self::NodeUnavailable { node, message }
+            }
             tonic::Code::ResourceExhausted => Self::Refused {
                 node,
                 outcome: Outcome::Overloaded,
@@ -257,6 +263,19 @@ impl From<Error> for Response<ResponseBody> {
     }
 }
 
+/// Whether tonic made `status` from a failed connection (an I/O or hyper
+/// error in its source chain) rather than receiving it from the node.
+fn connection_broke(status: &tonic::Status) -> bool {
+    let mut source = std::error::Error::source(status);
+    while let Some(error) = source {
+        if error.is::<hyper::Error>() || error.is::<std::io::Error>() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,6 +304,21 @@ mod tests {
                 Error::from_status("n", &tonic::Status::unavailable("refused")),
                 502,
                 "node_unavailable",
+            ),
+            (
+                Error::from_status(
+                    "n",
+                    &tonic::Status::from_error(Box::new(std::io::Error::from(
+                        std::io::ErrorKind::ConnectionReset,
+                    ))),
+                ),
+                502,
+                "node_unavailable",
+            ),
+            (
+                Error::from_status("n", &tonic::Status::unknown("the node said so")),
+                502,
+                "call_failed",
             ),
             (
                 Error::from_status("n", &tonic::Status::not_found("who")),
