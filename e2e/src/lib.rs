@@ -3,11 +3,19 @@
 //! Helpers, each in a module named for what it does: [`process`] (build and run
 //! the project's binaries, wait on conditions with deadlines), [`operator`] (the
 //! operator as a process), [`workers`] (Workers, bundles and conditions through
-//! the API), [`certs`] (a throwaway CA for webhooks), [`http`] (admin endpoints).
+//! the API), [`certs`] (a throwaway CA for webhooks), [`http`] (admin endpoints);
+//! for the whole system: [`cluster`] (operator, runtime nodes and router as
+//! processes), [`kubectl`] (Worker manifests applied as a user does),
+//! [`ingress`] (requests through the router) and [`load`] (continuous traffic
+//! and a tally of every request).
 #![forbid(unsafe_code)]
 
 pub mod certs;
+pub mod cluster;
 pub mod http;
+pub mod ingress;
+pub mod kubectl;
+pub mod load;
 pub mod operator;
 pub mod process;
 pub mod workers;

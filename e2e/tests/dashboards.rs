@@ -25,8 +25,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use isolane_crds::Worker;
+use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions, RouterOptions};
 use isolane_e2e::http;
-use isolane_e2e::operator::{OPERATOR_NAMESPACE, Operator, OperatorOptions};
+use isolane_e2e::operator::OperatorOptions;
 use isolane_e2e::process::{self, Process, wait_until, workspace_root};
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::ControlPlane;
@@ -431,65 +432,27 @@ fn promtool_check_metrics(component: &str, exposition: &str) {
     );
 }
 
-/// Starts a runtime node: 2 threads, one warm isolate each (so that Workers
-/// sharing a thread evict each other) and 2 requests in flight per thread.
-fn start_node(cp: &ControlPlane, dir: &Path, admin: SocketAddr) -> Process {
-    let binary = process::binary("isolane-node", "isolane-node", "ISOLANE_NODE_BIN");
-    let args = [
-        "--namespace",
-        OPERATOR_NAMESPACE,
-        "--node-name",
-        "node-a",
-        "--grpc-addr",
-        "127.0.0.1:0",
-        "--threads",
-        "2",
-        "--pin-threads",
-        "false",
-        "--isolates-per-thread",
-        "1",
-        "--max-inflight-per-thread",
-        "2",
-        "--lease-duration",
-        "3s",
-        "--admin-addr",
-        &admin.to_string(),
-    ];
-    let envs: [(&str, &OsStr); 2] = [
-        ("KUBECONFIG", cp.kubeconfig_path().as_os_str()),
-        (
-            "ISOLANE_LOG",
-            OsStr::new("info,isolane_node=debug,kube=warn"),
-        ),
-    ];
-    Process::spawn("isolane-node", &binary, args, &envs, &dir.join("node.log"))
-}
-
-fn start_router(cp: &ControlPlane, dir: &Path, listen: SocketAddr, admin: SocketAddr) -> Process {
-    let binary = process::binary("isolane-router", "isolane-router", "ISOLANE_ROUTER_BIN");
-    let args = [
-        "--listen-addr",
-        &listen.to_string(),
-        "--admin-addr",
-        &admin.to_string(),
-        "--nodes-namespace",
-        OPERATOR_NAMESPACE,
-        "--max-worker-series",
-        "4",
-        "--worker-series-interval",
-        "5s",
-    ];
-    let envs: [(&str, &OsStr); 2] = [
-        ("KUBECONFIG", cp.kubeconfig_path().as_os_str()),
-        ("ISOLANE_LOG", OsStr::new("info,kube=warn")),
-    ];
-    Process::spawn(
-        "isolane-router",
-        &binary,
-        args,
-        &envs,
-        &dir.join("router.log"),
-    )
+/// One runtime node: 2 threads, one warm isolate each (so that Workers
+/// sharing a thread evict each other) and 2 requests in flight per thread;
+/// a router with 4 per-worker series re-ranked every 5 s.
+fn cluster_options() -> ClusterOptions {
+    ClusterOptions {
+        nodes: 1,
+        node: NodeOptions {
+            threads: 2,
+            isolates_per_thread: 1,
+            max_inflight_per_thread: 2,
+            lease_duration: Duration::from_secs(3),
+            drain_timeout: Duration::from_secs(30),
+            ..NodeOptions::default()
+        },
+        router: RouterOptions {
+            extra_args: ["--max-worker-series", "4", "--worker-series-interval", "5s"]
+                .map(str::to_owned)
+                .to_vec(),
+        },
+        operator: OperatorOptions::default(),
+    }
 }
 
 /// Prometheus scraping the three admin ports every second and evaluating the alert rules.
@@ -529,28 +492,11 @@ async fn every_panel_query_returns_data_from_a_running_system() {
     let dir = tempfile::tempdir().expect("temp dir");
     let client = cp.client();
 
-    let operator = Operator::start(&cp, dir.path(), &OperatorOptions::default());
-    let node_admin: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
-    let mut node = start_node(&cp, dir.path(), node_admin);
-    let router_listen: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
-    let router_admin: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
-    let mut router = start_router(&cp, dir.path(), router_listen, router_admin);
-
-    operator.wait_ready(Duration::from_secs(60)).await;
-    for (what, admin, process) in [
-        ("node", node_admin, &mut node),
-        ("router", router_admin, &mut router),
-    ] {
-        wait_until(&format!("{what} /readyz"), Duration::from_secs(60), || {
-            let exited = process.try_exit();
-            async move {
-                assert!(exited.is_none(), "{what} exited: {exited:?}");
-                let response = http::get(admin, "/readyz").await?;
-                (response.status == 200).then_some(())
-            }
-        })
-        .await;
-    }
+    // Operator, node and router, each ready (`isolane_e2e::cluster`).
+    let cluster = Cluster::start(&cp, dir.path(), cluster_options()).await;
+    let operator = &cluster.operator;
+    let node_admin = cluster.nodes[0].admin;
+    let (router_listen, router_admin) = (cluster.router.listen, cluster.router.admin);
 
     let workers = test_workers();
     for worker in &workers {
@@ -699,7 +645,5 @@ async fn every_panel_query_returns_data_from_a_running_system() {
 
     stop.store(true, Ordering::Relaxed);
     prometheus.terminate(Duration::from_secs(10));
-    router.terminate(Duration::from_secs(15));
-    node.terminate(Duration::from_secs(35));
-    drop(operator);
+    cluster.shutdown();
 }

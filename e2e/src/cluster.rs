@@ -1,0 +1,411 @@
+//! The whole system as processes: the operator, runtime nodes and the router,
+//! against one control plane.
+//!
+//! [`Node`] and [`Router`] start one `isolane-node` / `isolane-router` each
+//! (binaries from the target directory, see [`crate::process::binary`], or
+//! `ISOLANE_NODE_BIN` / `ISOLANE_ROUTER_BIN`), on free local ports, with their
+//! logs in the test's directory. [`Cluster`] composes the operator
+//! ([`crate::operator`]), N nodes and a router, waits until each is ready, and
+//! can add, kill or drain nodes while the test runs. Timings are short
+//! (3 s node Leases, the shortest a node accepts) so that membership changes
+//! are measured in seconds.
+
+use std::ffi::OsStr;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use isolane_testenv::ControlPlane;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::http;
+use crate::operator::{OPERATOR_NAMESPACE, Operator, OperatorOptions};
+use crate::process::{self, Process, wait_until};
+
+/// Environment variable naming a prebuilt node binary (skips the build).
+pub const NODE_BIN_ENV: &str = "ISOLANE_NODE_BIN";
+/// Environment variable naming a prebuilt router binary (skips the build).
+pub const ROUTER_BIN_ENV: &str = "ISOLANE_ROUTER_BIN";
+
+/// How long a process gets to become ready on a loaded machine.
+const READY_TIMEOUT: Duration = Duration::from_secs(90);
+
+// === impl Node ===
+
+/// How to start a runtime node.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// `--node-name`: also its Lease's name and its log file's.
+    pub name: String,
+    /// `--threads`.
+    pub threads: u32,
+    /// `--isolates-per-thread`.
+    pub isolates_per_thread: u32,
+    /// `--max-inflight-per-thread`.
+    pub max_inflight_per_thread: u32,
+    /// `--lease-duration` (whole seconds, at least 3 s).
+    pub lease_duration: Duration,
+    /// `--drain-timeout`.
+    pub drain_timeout: Duration,
+    /// More flags.
+    pub extra_args: Vec<String>,
+}
+
+impl NodeOptions {
+    /// A node named `name` with the defaults below.
+    pub fn named(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            ..Self::default()
+        }
+    }
+}
+
+impl Default for NodeOptions {
+    /// Two unpinned threads (the machine is shared), a few warm isolates, a 3 s
+    /// Lease and a 10 s drain.
+    fn default() -> Self {
+        Self {
+            name: "node-a".to_owned(),
+            threads: 2,
+            isolates_per_thread: 16,
+            max_inflight_per_thread: 64,
+            lease_duration: Duration::from_secs(3),
+            drain_timeout: Duration::from_secs(10),
+            extra_args: Vec::new(),
+        }
+    }
+}
+
+/// A running `isolane-node`.
+#[derive(Debug)]
+pub struct Node {
+    /// Its name (and its Lease's).
+    pub name: String,
+    /// Its admin address (/live, /ready, /metrics).
+    pub admin: SocketAddr,
+    /// The process.
+    pub process: Process,
+}
+
+impl Node {
+    /// Starts a node serving the bundles of the operator's namespace, gRPC on
+    /// free ports of 127.0.0.1, logging to `<dir>/<name>.log`.
+    pub fn start(cp: &ControlPlane, dir: &Path, options: &NodeOptions) -> Self {
+        let binary = process::binary("isolane-node", "isolane-node", NODE_BIN_ENV);
+        let admin: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
+        let mut args: Vec<String> = [
+            "--namespace",
+            OPERATOR_NAMESPACE,
+            "--node-name",
+            &options.name,
+            "--grpc-addr",
+            "127.0.0.1:0",
+            "--threads",
+            &options.threads.to_string(),
+            "--pin-threads",
+            "false",
+            "--isolates-per-thread",
+            &options.isolates_per_thread.to_string(),
+            "--max-inflight-per-thread",
+            &options.max_inflight_per_thread.to_string(),
+            "--lease-duration",
+            &format!("{}s", options.lease_duration.as_secs()),
+            "--drain-timeout",
+            &format!("{}ms", options.drain_timeout.as_millis()),
+            "--admin-addr",
+            &admin.to_string(),
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+        args.extend(options.extra_args.iter().cloned());
+        let envs: [(&str, &OsStr); 3] = [
+            ("KUBECONFIG", cp.kubeconfig_path().as_os_str()),
+            ("NO_COLOR", OsStr::new("1")),
+            (
+                "ISOLANE_LOG",
+                OsStr::new("info,isolane_node=debug,kube=warn"),
+            ),
+        ];
+        let log = dir.join(format!("{}.log", options.name));
+        let process = Process::spawn(&options.name, &binary, &args, &envs, &log);
+        Self {
+            name: options.name.clone(),
+            admin,
+            process,
+        }
+    }
+
+    /// Waits until `/readyz` answers 200 (bundles listed, Lease written);
+    /// panics if the process exits first.
+    pub async fn wait_ready(&mut self, timeout: Duration) {
+        wait_ready(&self.name, self.admin, &mut self.process, timeout).await;
+    }
+
+    /// Requests in flight on the node, all threads (`isolane_node_in_flight_requests`).
+    pub async fn in_flight(&self) -> Option<f64> {
+        let response = http::get(self.admin, "/metrics").await?;
+        (response.status == 200)
+            .then(|| sum_series(&response.body, "isolane_node_in_flight_requests"))
+    }
+
+    /// Sends SIGTERM, as Kubernetes does before removing a pod: the node marks
+    /// its Lease draining, finishes what is in flight, deletes the Lease and
+    /// exits. Returns at once; see [`Process::try_exit`].
+    pub fn drain(&self) {
+        let pid = i32::try_from(self.process.pid()).expect("a pid fits an i32");
+        // The process may have exited already: then there is nothing to drain.
+        let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+    }
+}
+
+// === impl Router ===
+
+/// How to start a router.
+#[derive(Clone, Debug, Default)]
+pub struct RouterOptions {
+    /// More flags.
+    pub extra_args: Vec<String>,
+}
+
+/// A running `isolane-router`.
+#[derive(Debug)]
+pub struct Router {
+    /// Its HTTP ingress.
+    pub listen: SocketAddr,
+    /// Its admin address (/live, /ready, /metrics).
+    pub admin: SocketAddr,
+    /// The process.
+    pub process: Process,
+}
+
+impl Router {
+    /// Starts a router routing every namespace's Workers to the nodes of the
+    /// operator's namespace, logging to `<dir>/router.log`.
+    pub fn start(cp: &ControlPlane, dir: &Path, options: &RouterOptions) -> Self {
+        let binary = process::binary("isolane-router", "isolane-router", ROUTER_BIN_ENV);
+        let listen: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
+        let admin: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
+        let mut args: Vec<String> = [
+            "--listen-addr",
+            &listen.to_string(),
+            "--admin-addr",
+            &admin.to_string(),
+            "--nodes-namespace",
+            OPERATOR_NAMESPACE,
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+        args.extend(options.extra_args.iter().cloned());
+        let envs: [(&str, &OsStr); 3] = [
+            ("KUBECONFIG", cp.kubeconfig_path().as_os_str()),
+            ("NO_COLOR", OsStr::new("1")),
+            // Info only: the router logs each request at debug.
+            ("ISOLANE_LOG", OsStr::new("info,kube=warn")),
+        ];
+        let process = Process::spawn(
+            "isolane-router",
+            &binary,
+            &args,
+            &envs,
+            &dir.join("router.log"),
+        );
+        Self {
+            listen,
+            admin,
+            process,
+        }
+    }
+
+    /// Waits until `/readyz` answers 200 (Workers and Leases listed); panics if
+    /// the process exits first.
+    pub async fn wait_ready(&mut self, timeout: Duration) {
+        wait_ready("isolane-router", self.admin, &mut self.process, timeout).await;
+    }
+
+    /// The value of one series of the router's `/metrics`.
+    pub async fn metric(&self, series: &str) -> Option<f64> {
+        let response = http::get(self.admin, "/metrics").await?;
+        (response.status == 200)
+            .then(|| http::metric(&response.body, series))
+            .flatten()
+    }
+
+    /// Live, non-draining nodes as the router sees them (`isolane_router_live_nodes`).
+    pub async fn live_nodes(&self) -> Option<usize> {
+        let nodes = self.metric("isolane_router_live_nodes").await?;
+        // A gauge of a small count: exact in an f64.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        Some(nodes as usize)
+    }
+}
+
+/// The sum of every series of metric `name` (all label values) in an exposition.
+fn sum_series(exposition: &str, name: &str) -> f64 {
+    exposition
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(name)?;
+            let value = match rest.strip_prefix('{') {
+                Some(labelled) => labelled.split_once("} ")?.1,
+                None => rest.strip_prefix(' ')?,
+            };
+            value.trim().parse::<f64>().ok()
+        })
+        .sum()
+}
+
+/// Polls `/readyz` of `process` on `admin` until 200.
+async fn wait_ready(name: &str, admin: SocketAddr, process: &mut Process, timeout: Duration) {
+    wait_until(&format!("{name} /readyz"), timeout, || {
+        let exited = process.try_exit();
+        async move {
+            assert!(exited.is_none(), "{name} exited: {exited:?}");
+            let response = http::get(admin, "/readyz").await?;
+            (response.status == 200).then_some(())
+        }
+    })
+    .await;
+}
+
+// === impl Cluster ===
+
+/// How to start a [`Cluster`].
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// Runtime nodes at the start, named `node-1` … `node-N`.
+    pub nodes: usize,
+    /// Flags of every node (its name is replaced).
+    pub node: NodeOptions,
+    /// Flags of the router.
+    pub router: RouterOptions,
+    /// Flags of the operator.
+    pub operator: OperatorOptions,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        Self {
+            nodes: 3,
+            node: NodeOptions::default(),
+            router: RouterOptions::default(),
+            operator: OperatorOptions::default(),
+        }
+    }
+}
+
+/// The operator, the runtime nodes and the router, as processes, each ready.
+#[derive(Debug)]
+pub struct Cluster {
+    /// The operator.
+    pub operator: Operator,
+    /// The nodes, in the order they were started (killed ones included, exited).
+    pub nodes: Vec<Node>,
+    /// The router.
+    pub router: Router,
+    options: ClusterOptions,
+    dir: PathBuf,
+}
+
+impl Cluster {
+    /// Starts the operator, `options.nodes` nodes and the router against `cp`
+    /// (the Worker CRD and the operator namespace must exist: see
+    /// [`crate::workers::prepare`]), logs in `dir`; returns once all are ready
+    /// and the router counts every node as live.
+    pub async fn start(cp: &ControlPlane, dir: &Path, options: ClusterOptions) -> Self {
+        let operator = Operator::start(cp, dir, &options.operator);
+        let nodes = (1..=options.nodes)
+            .map(|index| {
+                let node = NodeOptions {
+                    name: format!("node-{index}"),
+                    ..options.node.clone()
+                };
+                Node::start(cp, dir, &node)
+            })
+            .collect();
+        let router = Router::start(cp, dir, &options.router);
+        let mut cluster = Self {
+            operator,
+            nodes,
+            router,
+            options,
+            dir: dir.to_owned(),
+        };
+        cluster.operator.wait_ready(READY_TIMEOUT).await;
+        for node in &mut cluster.nodes {
+            node.wait_ready(READY_TIMEOUT).await;
+        }
+        cluster.router.wait_ready(READY_TIMEOUT).await;
+        cluster.wait_live_nodes(cluster.nodes.len()).await;
+        cluster
+    }
+
+    /// The router's HTTP ingress.
+    pub fn ingress(&self) -> SocketAddr {
+        self.router.listen
+    }
+
+    /// The node named `name`.
+    ///
+    /// # Panics
+    /// When there is none.
+    pub fn node_mut(&mut self, name: &str) -> &mut Node {
+        self.nodes
+            .iter_mut()
+            .find(|node| node.name == name)
+            .unwrap_or_else(|| panic!("no node {name}"))
+    }
+
+    /// Starts one more node (`node-<count + 1>`, same flags), waits until it is
+    /// ready; returns its name.
+    pub async fn add_node(&mut self, cp: &ControlPlane) -> String {
+        let options = NodeOptions {
+            name: format!("node-{}", self.nodes.len() + 1),
+            ..self.options.node.clone()
+        };
+        let mut node = Node::start(cp, &self.dir, &options);
+        node.wait_ready(READY_TIMEOUT).await;
+        self.nodes.push(node);
+        options.name
+    }
+
+    /// Waits until the router counts `count` live, non-draining nodes.
+    pub async fn wait_live_nodes(&self, count: usize) {
+        wait_until(
+            &format!("the router to count {count} live nodes"),
+            READY_TIMEOUT,
+            || async { (self.router.live_nodes().await? == count).then_some(()) },
+        )
+        .await;
+    }
+
+    /// The node names, in the order they were started.
+    pub fn node_names(&self) -> Vec<String> {
+        self.nodes.iter().map(|node| node.name.clone()).collect()
+    }
+
+    /// Stops the router, then the nodes (SIGTERM, so they drain and delete
+    /// their Leases), then the operator.
+    pub fn shutdown(mut self) {
+        self.router.process.terminate(Duration::from_secs(15));
+        let grace = self.options.node.drain_timeout + Duration::from_secs(10);
+        for node in &mut self.nodes {
+            node.process.terminate(grace);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_a_metric_over_its_labels() {
+        let text = "# TYPE x gauge\nx{thread=\"0\"} 2\nx{thread=\"1\"} 3\nx_other 7\ny 1\n";
+        assert!((sum_series(text, "x") - 5.0).abs() < f64::EPSILON);
+        assert!((sum_series(text, "x_other") - 7.0).abs() < f64::EPSILON);
+    }
+}
