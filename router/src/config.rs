@@ -308,7 +308,7 @@ mod tests {
         assert_eq!(kind(&["--load-factor", "0.5"]), "load_factor");
         assert_eq!(kind(&["--load-factor", "NaN"]), "load_factor");
         assert_eq!(kind(&["--nodes-namespace", "Not_A_Name"]), "namespace");
-        assert_eq!(kind(&["--watch-namespace", "-x"]), "namespace");
+        assert_eq!(kind(&["--watch-namespace", "team-"]), "namespace");
         assert_eq!(
             kind(&[
                 "--listen-addr",

@@ -263,7 +263,8 @@ fn same_nodes(a: &[NodeMember], b: &[NodeMember]) -> bool {
         })
 }
 
-/// How many of `workers` have a different first-choice node in `after` than in `before`.
+/// How many of `workers` had a first-choice node in `before` and have a
+/// different one (or none) in `after`. The first nodes to appear move nothing.
 pub fn placement_moves<'a>(
     before: &Fleet,
     after: &Fleet,
@@ -271,7 +272,10 @@ pub fn placement_moves<'a>(
 ) -> u64 {
     workers
         .into_iter()
-        .filter(|w| before.primary(w) != after.primary(w))
+        .filter(|w| {
+            let was = before.primary(w);
+            was.is_some() && was != after.primary(w)
+        })
         .count() as u64
 }
 
@@ -370,6 +374,13 @@ mod tests {
         let moved = placement_moves(&one, &two, workers.iter().map(String::as_str));
         // Adding one node of three moves about a third of the workers, all to it.
         assert!((700..1300).contains(&moved), "moved {moved}");
+        let empty = Fleet::empty();
+        let none = workers.iter().map(String::as_str);
+        assert_eq!(
+            placement_moves(&empty, &one, none),
+            0,
+            "joining an empty fleet moves nothing"
+        );
         for w in &workers {
             if one.primary(w) != two.primary(w) {
                 assert_eq!(two.primary(w), Some("c"));

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
@@ -23,6 +23,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::proxy::{ClientAddr, Proxy};
+
+/// How long a client may take to send a request head on HTTP/1.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Binds the ingress socket (before any worker starts, so a bad address fails early).
 pub fn bind(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
@@ -39,7 +42,15 @@ pub async fn serve(
     shutdown: CancellationToken,
     grace: Duration,
 ) {
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // A timer makes hyper enforce its HTTP/1 header-read timeout (slow
+    // clients cannot hold a connection open without sending a request) and
+    // lets HTTP/2 keep-alive pings work.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    builder.http2().timer(TokioTimer::new());
     let graceful = GracefulShutdown::new();
     loop {
         let (stream, peer) = tokio::select! {

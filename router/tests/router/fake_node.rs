@@ -66,9 +66,12 @@ impl FakeNode {
         tokio::spawn(async move {
             tonic::transport::Server::builder()
                 .add_service(service)
-                .serve_with_incoming_shutdown(TcpIncoming::from(listener), async {
-                    let _ = rx.await;
-                })
+                .serve_with_incoming_shutdown(
+                    TcpIncoming::from(listener).with_nodelay(Some(true)),
+                    async {
+                        let _ = rx.await;
+                    },
+                )
                 .await
                 .unwrap();
         });

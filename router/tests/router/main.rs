@@ -5,7 +5,9 @@
 #![allow(clippy::unwrap_used)]
 
 mod apiserver;
+mod binary;
 mod fake_node;
+mod overhead;
 mod proxy;
 mod server;
 mod support;
