@@ -4,6 +4,8 @@
 //! `main` exits with 64 (`EX_USAGE`) when [`Args::validate`] fails. Tests build a
 //! [`Config`] (or pass flags to the binary) instead of setting the environment.
 
+pub use isolane_telemetry::parse_duration;
+use isolane_telemetry::{is_dns_label, is_dns_subdomain};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -266,40 +268,6 @@ fn default_identity() -> String {
         .filter(|host| !host.is_empty())
         .unwrap_or_else(|| "isolane-operator".to_owned());
     format!("{host}-{}", std::process::id())
-}
-
-/// Parses `1500ms`, `15s`, `2m`, `1h` (a bare number is seconds).
-pub fn parse_duration(value: &str) -> Result<Duration, String> {
-    let value = value.trim();
-    let split = value
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(value.len());
-    let (number, unit) = value.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("{value:?} is not a duration such as 15s or 500ms"))?;
-    let seconds = match unit {
-        "ms" => number / 1000.0,
-        "" | "s" => number,
-        "m" => number * 60.0,
-        "h" => number * 3600.0,
-        _ => return Err(format!("{value:?} has an unknown unit (use ms, s, m or h)")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|error| format!("{value:?}: {error}"))
-}
-
-fn is_dns_label(value: &str) -> bool {
-    !value.is_empty()
-        && value.len() <= 63
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !value.starts_with('-')
-        && !value.ends_with('-')
-}
-
-fn is_dns_subdomain(value: &str) -> bool {
-    !value.is_empty() && value.len() <= 253 && value.split('.').all(is_dns_label)
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 //! `main` exits with 64 (`EX_USAGE`) when [`Args::validate`] fails. Tests and
 //! other composition roots build a [`Config`] (or a [`ProxyConfig`]) directly.
 
+use isolane_telemetry::is_dns_label;
+pub use isolane_telemetry::parse_duration;
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::time::Duration;
@@ -225,36 +227,6 @@ impl Args {
             shutdown_grace: self.shutdown_grace,
         })
     }
-}
-
-/// Parses `500ms`, `30s`, `2m`, `1h` (a bare number is seconds).
-pub fn parse_duration(value: &str) -> Result<Duration, String> {
-    let value = value.trim();
-    let split = value
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(value.len());
-    let (number, unit) = value.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("{value:?} is not a duration such as 30s or 500ms"))?;
-    let seconds = match unit {
-        "ms" => number / 1000.0,
-        "" | "s" => number,
-        "m" => number * 60.0,
-        "h" => number * 3600.0,
-        _ => return Err(format!("{value:?} has an unknown unit (use ms, s, m or h)")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|error| format!("{value:?}: {error}"))
-}
-
-fn is_dns_label(value: &str) -> bool {
-    !value.is_empty()
-        && value.len() <= 63
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !value.starts_with('-')
-        && !value.ends_with('-')
 }
 
 #[cfg(test)]

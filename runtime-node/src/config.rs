@@ -1,9 +1,10 @@
 //! Flags and environment variables ([`Args`]), validated into a [`Config`]
 //! before anything binds a port. Invalid configuration exits 64 (`EX_USAGE`).
 
+pub use isolane_telemetry::parse_duration;
+use isolane_telemetry::{is_dns_label, is_dns_subdomain};
 use std::fmt;
 use std::net::SocketAddr;
-use std::str::FromStr;
 use std::time::Duration;
 
 use isolane_engine::{EngineConfig, PoolMode};
@@ -327,23 +328,6 @@ impl Config {
     }
 }
 
-/// `10s`, `500ms`, `2m`, `1h` or a bare number of seconds.
-pub fn parse_duration(value: &str) -> Result<Duration, String> {
-    let value = value.trim();
-    let split = value
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(value.len());
-    let (number, unit) = value.split_at(split);
-    let number = u64::from_str(number).map_err(|_| format!("{value:?} is not a duration"))?;
-    match unit {
-        "" | "s" => Ok(Duration::from_secs(number)),
-        "ms" => Ok(Duration::from_millis(number)),
-        "m" => Ok(Duration::from_secs(number.saturating_mul(60))),
-        "h" => Ok(Duration::from_secs(number.saturating_mul(3600))),
-        _ => Err(format!("{value:?}: the unit must be ms, s, m or h")),
-    }
-}
-
 fn parse_pool_mode(value: &str) -> Result<PoolMode, isolane_engine::ParsePoolModeError> {
     value.parse()
 }
@@ -354,20 +338,6 @@ fn hostname() -> Option<String> {
         .or_else(|| std::env::var("HOSTNAME").ok())
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
-}
-
-fn is_dns_label(value: &str) -> bool {
-    !value.is_empty()
-        && value.len() <= 63
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !value.starts_with('-')
-        && !value.ends_with('-')
-}
-
-fn is_dns_subdomain(value: &str) -> bool {
-    value.len() <= 253 && value.split('.').all(is_dns_label)
 }
 
 #[cfg(test)]

@@ -12,11 +12,13 @@
 mod admin;
 mod args;
 mod error;
+mod flags;
 mod logging;
 mod readiness;
 
 pub use admin::{AdminServer, BoundAdminServer};
 pub use args::{ADMIN_ADDR_ENV, AdminArgs, DEFAULT_ADMIN_ADDR, LOG_FORMAT_ENV};
 pub use error::Error;
+pub use flags::{is_dns_label, is_dns_subdomain, parse_duration};
 pub use logging::{LOG_ENV, LogFormat, RUST_LOG_ENV, init_tracing};
 pub use readiness::{Readiness, ReadyHandle};
