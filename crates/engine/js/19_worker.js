@@ -230,15 +230,17 @@ internal.checkServiceWorker = function checkServiceWorker() {
   }
 };
 
-internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env) {
+// One request through `handler` (a module's default export), or through the
+// service worker's fetch listeners when `handler` is null.
+function runRequest(handler, ctxId, method, url, headers, bodyId, env) {
   const state = newRequestState(ctxId);
   let responsePromise;
   try {
     const request = internal.requestFromHost(method, url, headers, bodyId);
     if (internal.isObject(env)) Object.freeze(env);
-    if (moduleHandler !== null) {
+    if (handler !== null) {
       const ctx = new ExecutionContext(kCreate, state);
-      responsePromise = Promise.resolve(moduleHandler.fetch(request, env, ctx));
+      responsePromise = Promise.resolve(handler.fetch(request, env, ctx));
     } else if (internal.listenerCount(globalTarget, 'fetch') > 0) {
       responsePromise = internal.dispatchFetchEvent(request, state);
     } else {
@@ -256,6 +258,36 @@ internal.handleRequest = function handleRequest(ctxId, method, url, headers, bod
       host.requestDone(ctxId);
     })
     .then(undefined, (e) => internal.reportError(e));
+}
+
+internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env) {
+  return runRequest(moduleHandler, ctxId, method, url, headers, bodyId, env);
+};
+
+// Called once by the engine while it builds the startup snapshot, where the
+// host has no state (every host call is a no-op): runs a few typical requests
+// through the runtime so the functions on the request path are compiled, and
+// the snapshot (made with their bytecode kept) spares every new isolate those
+// lazy compiles on its first request. Leaves no state behind: the handler is
+// local and request ids are not recorded.
+internal.warmUp = function warmUp() {
+  const handler = {
+    async fetch(request, env, ctx) {
+      const url = new URL(request.url);
+      request.headers.get('accept');
+      for (const [name, value] of request.headers) internal.toDOMString(name + value);
+      ctx.waitUntil(Promise.resolve());
+      if (url.pathname === '/json') return Response.json({ path: url.pathname, query: url.searchParams.get('q') });
+      if (url.pathname === '/status') return new Response(null, { status: 204 });
+      return new Response('warm', { headers: { 'content-type': 'text/plain; charset=utf-8' } });
+    },
+  };
+  const headers = [['host', 'warm.up'], ['accept', '*/*'], ['user-agent', 'isolane-warm-up']];
+  for (const path of ['/', '/json?q=1', '/status']) {
+    runRequest(handler, 0, 'GET', `http://warm.up${path}`, headers, 0, {});
+  }
+  // The plain-function and service-worker forms share everything after the handler.
+  runRequest({ fetch: () => new Response('warm') }, 0, 'GET', 'http://warm.up/', headers, 0, {});
 };
 
 // ---- globals ----

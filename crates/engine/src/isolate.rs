@@ -46,7 +46,9 @@ pub(crate) struct WorkerIsolate {
     inner: RefCell<Inner>,
     pub(crate) host: Rc<HostState>,
     condemned: Cell<Option<TerminationReason>>,
-    pub(crate) heap_limit: usize,
+    /// The heap limit V8 enforces; lowered once when a spare made with a
+    /// larger one is given to a worker (`lower_heap_limit`).
+    heap_limit: Cell<usize>,
     /// Declared after `inner`, and the isolate is disposed in `Drop` before
     /// any field drops: V8 holds a raw pointer to this guard until then.
     heap: Box<HeapGuard>,
@@ -106,11 +108,33 @@ impl WorkerIsolate {
                 }),
                 host,
                 condemned: Cell::new(None),
-                heap_limit,
+                heap_limit: Cell::new(heap_limit),
                 heap,
             }
         });
         Ok(worker)
+    }
+
+    pub(crate) fn heap_limit(&self) -> usize {
+        self.heap_limit.get()
+    }
+
+    /// Lowers the heap limit of a blank isolate to `limit` (a spare made with
+    /// the default limit, given to a worker with a smaller `memory_mib`).
+    /// V8 has no setter for the limit of a live isolate; removing the
+    /// near-heap-limit callback with a limit restores the old-generation
+    /// limit to it (never below what the heap already holds, which in a blank
+    /// isolate is the runtime's ~1 MiB), and the callback goes back on at
+    /// once, so the lower limit is enforced like any other.
+    pub(crate) fn lower_heap_limit(&self, limit: usize) {
+        if limit >= self.heap_limit.get() {
+            return;
+        }
+        let mut inner = self.inner.borrow_mut();
+        let isolate: &mut v8::OwnedIsolate = &mut inner.isolate;
+        let _entered = Entered::new(isolate);
+        self.heap.reinstall(isolate, limit);
+        self.heap_limit.set(limit);
     }
 
     pub(crate) fn condemned(&self) -> Option<TerminationReason> {

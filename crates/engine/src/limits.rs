@@ -98,6 +98,13 @@ impl HeapGuard {
             .cast::<c_void>();
         isolate.add_near_heap_limit_callback(near_heap_limit, data);
     }
+
+    /// Sets the isolate's heap limit to `limit` (see
+    /// `WorkerIsolate::lower_heap_limit`) and keeps the callback installed.
+    pub(crate) fn reinstall(&self, isolate: &mut v8::Isolate, limit: usize) {
+        isolate.remove_near_heap_limit_callback(near_heap_limit, limit);
+        self.install(isolate);
+    }
 }
 
 /// Never aborts: grants a little more heap, terminates, flags the isolate.

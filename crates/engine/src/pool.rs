@@ -128,13 +128,16 @@ impl Pool {
             .map(|(id, _)| id.clone())
     }
 
-    /// A blank isolate made with this heap limit, if one is ready.
+    /// A blank isolate for a worker whose heap limit is `heap_limit`, if one
+    /// is ready: any spare made with at least that limit, lowered to it.
     pub(crate) fn take_spare(&mut self, heap_limit: usize) -> Option<Rc<WorkerIsolate>> {
         let at = self
             .spares
             .iter()
-            .position(|(s, _)| s.heap_limit == heap_limit)?;
-        Some(self.spares.swap_remove(at).0)
+            .position(|(s, _)| s.heap_limit() >= heap_limit)?;
+        let spare = self.spares.swap_remove(at).0;
+        spare.lower_heap_limit(heap_limit);
+        Some(spare)
     }
 
     pub(crate) fn add_spare(&mut self, isolate: Rc<WorkerIsolate>) {

@@ -65,7 +65,10 @@ struct ThreadState {
     seq: Cell<u64>,
     in_flight: Cell<usize>,
     idle: Notify,
-    refill_scheduled: Cell<bool>,
+    /// A request took a spare: the job loop refills when the thread is idle.
+    spare_taken: Notify,
+    /// Making a spare failed (a broken snapshot, out of memory): stop trying.
+    refill_failed: Cell<bool>,
 }
 
 /// Everything a thread is started with.
@@ -143,7 +146,8 @@ pub(crate) fn run(start: ThreadStart) {
         seq: Cell::new(0),
         in_flight: Cell::new(0),
         idle: Notify::new(),
-        refill_scheduled: Cell::new(false),
+        spare_taken: Notify::new(),
+        refill_failed: Cell::new(false),
     });
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, serve_jobs(state.clone(), jobs, shutdown, ready));
@@ -171,6 +175,19 @@ async fn serve_jobs(
     let _ = ready.send(Ok(()));
     let permits = Arc::new(Semaphore::new(state.ctx.config.queue_depth.max(1)));
     loop {
+        // Spares are refilled here, off every request's critical path: one
+        // isolate at a time, only once the tasks already runnable (requests
+        // in flight) had their turn and no request is waiting in the queue.
+        if spares_short(&state) && jobs.is_empty() {
+            tokio::task::yield_now().await;
+            if *shutdown.borrow() {
+                break;
+            }
+            if jobs.is_empty() {
+                refill_one(&state);
+            }
+            continue;
+        }
         // Bound requests in flight too: while they are all busy, new ones
         // wait in the channel, and once it is full `execute` fails fast.
         let permit = tokio::select! {
@@ -188,6 +205,8 @@ async fn serve_jobs(
                 Some(job) => job,
                 None => break,
             },
+            // A request used a spare: back to the top to refill when idle.
+            () = state.spare_taken.notified() => continue,
         };
         if let Some(job) = forward_if_shared(&state, job) {
             tokio::task::spawn_local(serve(state.clone(), job, permit));
@@ -254,36 +273,39 @@ fn forward_if_shared(state: &ThreadState, mut job: Job) -> Option<Job> {
     None
 }
 
-/// Keeps `spare_isolates` blank isolates ready (not in legacy mode).
+/// Fills the spares at thread start (not in legacy mode).
 fn refill_spares(state: &ThreadState) {
-    if state.ctx.config.pool_mode == PoolMode::Legacy {
-        return;
-    }
-    let heap = crate::bundle::Limits::default().heap_bytes();
-    while state.pool.borrow().spares() < state.ctx.config.spare_isolates {
-        match WorkerIsolate::create(&state.ctx, heap) {
-            Ok(isolate) => state.pool.borrow_mut().add_spare(isolate),
-            Err(error) => {
-                tracing::error!(thread = state.ctx.index, %error, "could not create a spare isolate");
-                return;
-            }
+    while spares_short(state) {
+        if !refill_one(state) {
+            return;
         }
     }
-    report_gauges(state);
 }
 
-/// Refills spares after the current request, once the tasks already
-/// runnable (e.g. requests that arrived meanwhile) had their turn.
-fn schedule_refill(state: &Rc<ThreadState>) {
-    if state.refill_scheduled.replace(true) {
-        return;
-    }
-    let state = state.clone();
-    tokio::task::spawn_local(async move {
-        tokio::task::yield_now().await;
-        state.refill_scheduled.set(false);
-        refill_spares(&state);
-    });
+/// Whether the thread has fewer blank isolates ready than configured.
+fn spares_short(state: &ThreadState) -> bool {
+    state.ctx.config.pool_mode != PoolMode::Legacy
+        && !state.refill_failed.get()
+        && state.pool.borrow().spares() < state.ctx.config.spare_isolates
+}
+
+/// Makes one spare isolate, with the default heap limit (workers with a
+/// lower `memory_mib` use it too; see `Pool::take_spare`).
+fn refill_one(state: &ThreadState) -> bool {
+    let heap = crate::bundle::Limits::default().heap_bytes();
+    let made = match WorkerIsolate::create(&state.ctx, heap) {
+        Ok(isolate) => {
+            state.pool.borrow_mut().add_spare(isolate);
+            true
+        }
+        Err(error) => {
+            tracing::error!(thread = state.ctx.index, %error, "could not create a spare isolate; no more spares on this thread");
+            state.refill_failed.set(true);
+            false
+        }
+    };
+    report_gauges(state);
+    made
 }
 
 fn report_gauges(state: &ThreadState) {
@@ -338,6 +360,9 @@ fn acquire(
         None
     };
     let from_spare = spare.is_some();
+    if from_spare {
+        state.spare_taken.notify_one();
+    }
     let isolate = match spare {
         Some(isolate) => isolate,
         None => WorkerIsolate::create(ctx, heap_limit).map_err(|error| {
@@ -408,7 +433,6 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
                 Duration::ZERO,
             );
             let _ = reply.send(Err(error));
-            schedule_refill(&state);
             return;
         }
     };
@@ -474,7 +498,6 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
             .release(&bundle, &isolate, &mut evicted);
         report_evictions(&state, evicted);
         drop(isolate);
-        schedule_refill(&state);
     }
 }
 

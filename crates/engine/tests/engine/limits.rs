@@ -210,3 +210,28 @@ async fn pending_fetches_end_at_the_wall_limit() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_small_memory_limit_holds_in_a_spare_made_for_the_default() {
+    // Spares are made with the default 128 MiB heap; a 16 MiB worker takes one
+    // and must still be stopped by its own limit.
+    let limits = Limits {
+        memory_mib: 16,
+        ..limits_cpu(20_000)
+    };
+    let recorder = breach_with(
+        "export default { fetch() { const keep = []; for (;;) { keep.push(new Array(100000).fill({ a: Math.random() })); } } };",
+        limits,
+        |e| matches!(e, ExecuteError::MemoryLimit { limit_mib: 16 }),
+        Duration::from_secs(25),
+    )
+    .await;
+    // The first request (the 16 MiB worker's) found the thread's one spare.
+    assert!(
+        recorder
+            .from_spare
+            .load(std::sync::atomic::Ordering::Relaxed)
+            >= 1,
+        "the worker ran in a spare"
+    );
+}
