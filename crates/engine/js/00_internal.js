@@ -89,7 +89,6 @@ internal.toDictionary = function toDictionary(v, what) {
 internal.bufferSourceView = function bufferSourceView(v) {
   if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
   if (v instanceof ArrayBuffer) return new Uint8Array(v);
-  if (typeof SharedArrayBuffer === 'function' && v instanceof SharedArrayBuffer) return new Uint8Array(v);
   return null;
 };
 // BufferSource -> a fresh copy.

@@ -10,7 +10,7 @@ function fetch(input, init = undefined) {
   } catch (e) {
     return Promise.reject(e);
   }
-  const { method, url, headers, body, signal } = internal.requestParts(request);
+  const { method, url, headers, body, signal, redirect } = internal.requestParts(request);
   if (signal.aborted) return Promise.reject(signal.reason);
 
   const result = internal.deferred();
@@ -32,13 +32,13 @@ function fetch(input, init = undefined) {
     let bytes = null;
     if (body !== null) bytes = await body.consume();
     if (settled) return;
-    const res = await host.fetch(method, url, internal.headersList(headers), bytes);
+    const res = await host.fetch(method, url, internal.headersList(headers), bytes, redirect);
     if (settled) {
       if (res.bodyId) host.bodyCancel(res.bodyId);
       return;
     }
     bodyId = res.bodyId;
-    response = internal.responseFromHost(res, url);
+    response = internal.responseFromHost(res);
     settled = true;
     if (!bodyId) removeAbort();
     result.resolve(response);

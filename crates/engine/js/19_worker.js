@@ -11,8 +11,10 @@ const globalTarget = new EventTarget(); // listeners added with addEventListener
 // ---- waitUntil bookkeeping, one record per request ----
 
 function newRequestState(ctxId) {
-  return { ctxId, waitUntil: [], finished: false };
+  return { ctxId, waitUntil: [], finished: false, signal: undefined };
 }
+// Requests in flight by ctxId, for internal.requestAborted.
+const active = new Map();
 function addWaitUntil(state, promise) {
   // handled right away, so a rejection is logged once and never "unhandled"
   state.waitUntil.push(Promise.resolve(promise).then(undefined, (e) => internal.reportError(e)));
@@ -237,6 +239,8 @@ function runRequest(handler, ctxId, method, url, headers, bodyId, env) {
   let responsePromise;
   try {
     const request = internal.requestFromHost(method, url, headers, bodyId);
+    state.signal = internal.requestParts(request).signal;
+    active.set(ctxId, state);
     if (internal.isObject(env)) Object.freeze(env);
     if (handler !== null) {
       const ctx = new ExecutionContext(kCreate, state);
@@ -255,10 +259,20 @@ function runRequest(handler, ctxId, method, url, headers, bodyId, env) {
     .then(() => settleWaitUntil(state))
     .then(() => {
       state.finished = true;
+      if (active.get(ctxId) === state) active.delete(ctxId);
       host.requestDone(ctxId);
     })
     .then(undefined, (e) => internal.reportError(e));
 }
+
+internal.requestAborted = function requestAborted(ctxId) {
+  const state = active.get(ctxId);
+  if (state === undefined) return;
+  active.delete(ctxId);
+  if (state.signal !== undefined) {
+    internal.signalAbort(state.signal, new internal.DOMException('The client disconnected before the response was complete.', 'AbortError'));
+  }
+};
 
 internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env) {
   return runRequest(moduleHandler, ctxId, method, url, headers, bodyId, env);

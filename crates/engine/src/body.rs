@@ -205,6 +205,11 @@ impl BodySender {
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
     }
+
+    /// Completes once the reader has gone away.
+    pub async fn closed(&self) {
+        self.tx.closed().await;
+    }
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ pub(crate) struct Globals {
     pub(crate) internal: v8::Global<v8::Object>,
     pub(crate) handle_request: v8::Global<v8::Function>,
     pub(crate) timer_fired: v8::Global<v8::Function>,
+    pub(crate) request_aborted: v8::Global<v8::Function>,
 }
 
 struct Inner {
@@ -83,7 +84,10 @@ impl WorkerIsolate {
         let params = v8::CreateParams::default()
             .snapshot_blob(v8::StartupData::from(thread.snapshot))
             .external_references(host::external_references().into())
-            .heap_limits(0, heap_limit);
+            .heap_limits(0, heap_limit)
+            // No blocking waits on shared memory (there is none to share:
+            // see `platform.rs`), even if a worker found an `Atomics.wait`.
+            .allow_atomics_wait(false);
         // Entered on this thread by `Isolate::new`; exited at the end.
         let mut isolate = v8::Isolate::new(params);
         isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
@@ -364,6 +368,21 @@ impl WorkerIsolate {
         self.log_async_error(ctx, result);
     }
 
+    /// The client went away before the response was complete:
+    /// `internal.requestAborted(ctxId)` aborts the request's signal.
+    pub(crate) fn request_aborted(&self, ctx: u32) {
+        if !self.host.request_live(ctx) {
+            return;
+        }
+        let result = self.turn(ctx, |scope, globals, _| {
+            let function = v8::Local::new(scope, &globals.request_aborted);
+            let receiver = v8::Local::new(scope, &globals.internal);
+            let id = v8::Integer::new_from_unsigned(scope, ctx).into();
+            function.call(scope, receiver.into(), &[id]).map(|_| ())
+        });
+        self.log_async_error(ctx, result);
+    }
+
     fn log_async_error(&self, ctx: u32, result: Result<(), TurnError>) {
         if let Err(TurnError::Threw { message, stack }) = result {
             tracing::warn!(
@@ -440,11 +459,13 @@ fn init_context(isolate: &mut v8::OwnedIsolate) -> Result<Globals, CreateError> 
     global.delete(scope, key.into());
     let handle_request = function(scope, internal, "handleRequest")?;
     let timer_fired = function(scope, internal, "timerFired")?;
+    let request_aborted = function(scope, internal, "requestAborted")?;
     Ok(Globals {
         context: v8::Global::new(scope, context),
         internal: v8::Global::new(scope, internal),
         handle_request: v8::Global::new(scope, handle_request),
         timer_fired: v8::Global::new(scope, timer_fired),
+        request_aborted: v8::Global::new(scope, request_aborted),
     })
 }
 
@@ -466,6 +487,7 @@ fn name_of(name: &'static str) -> &'static str {
     match name {
         "handleRequest" => "internal.handleRequest",
         "timerFired" => "internal.timerFired",
+        "requestAborted" => "internal.requestAborted",
         _ => "an internal function",
     }
 }

@@ -11,12 +11,23 @@ use std::sync::Once;
 
 static INIT: Once = Once::new();
 
+/// V8 flags for every isolate of the process.
+const FLAGS: &str = "--enable-sharedarraybuffer-per-context";
+
 /// Initialises V8 (idempotent). Must run before engine threads exist.
 pub fn init() {
     INIT.call_once(|| {
-        // Default flags: V8's stack limit (~1 MiB) fits the engine threads'
-        // 8 MiB stacks; code generation from strings is disabled per context
-        // and SharedArrayBuffer is removed by the runtime's 99_finalize.js.
+        // Flags are read once, at initialisation (V8 freezes them after), so
+        // they are set here, before anything else touches V8.
+        // `--enable-sharedarraybuffer-per-context` with no per-context
+        // callback: no context gets a `SharedArrayBuffer` global, including
+        // the snapshot's and every context deserialised from it (without the
+        // flag V8 installs it again on each). Atomics.wait/waitAsync are
+        // removed by the runtime's 99_finalize.js and refused by the isolate
+        // (`allow_atomics_wait(false)`). V8's stack limit (~1 MiB) fits the
+        // engine threads' 8 MiB stacks; code generation from strings is
+        // disabled per context.
+        v8::V8::set_flags_from_string(FLAGS);
         let platform = v8::new_default_platform(0, false).make_shared();
         v8::V8::initialize_platform(platform);
         v8::V8::initialize();

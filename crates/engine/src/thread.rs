@@ -176,14 +176,16 @@ async fn serve_jobs(
     let permits = Arc::new(Semaphore::new(state.ctx.config.queue_depth.max(1)));
     loop {
         // Spares are refilled here, off every request's critical path: one
-        // isolate at a time, only once the tasks already runnable (requests
-        // in flight) had their turn and no request is waiting in the queue.
-        if spares_short(&state) && jobs.is_empty() {
+        // isolate at a time, only once the tasks already runnable had their
+        // turn, no request waits in the queue and none is in flight (its
+        // timers and I/O would wait for the refill) — unless no spare is
+        // left, when the next new worker would pay for one anyway.
+        if spares_short(&state) && jobs.is_empty() && refill_now(&state) {
             tokio::task::yield_now().await;
             if *shutdown.borrow() {
                 break;
             }
-            if jobs.is_empty() {
+            if jobs.is_empty() && refill_now(&state) {
                 refill_one(&state);
             }
             continue;
@@ -205,8 +207,10 @@ async fn serve_jobs(
                 Some(job) => job,
                 None => break,
             },
-            // A request used a spare: back to the top to refill when idle.
+            // A request used a spare, or the last request in flight ended:
+            // back to the top to refill when idle.
             () = state.spare_taken.notified() => continue,
+            () = state.idle.notified(), if spares_short(&state) => continue,
         };
         if let Some(job) = forward_if_shared(&state, job) {
             tokio::task::spawn_local(serve(state.clone(), job, permit));
@@ -280,6 +284,11 @@ fn refill_spares(state: &ThreadState) {
             return;
         }
     }
+}
+
+/// Whether a refill may run now: nothing in flight, or no spare left.
+fn refill_now(state: &ThreadState) -> bool {
+    state.in_flight.get() == 0 || state.pool.borrow().spares() == 0
 }
 
 /// Whether the thread has fewer blank isolates ready than configured.
@@ -465,7 +474,23 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         ),
     }
 
-    let result = match tokio::time::timeout_at(deadline.into(), head_rx).await {
+    let mut reply = reply;
+    let head = tokio::time::timeout_at(deadline.into(), head_rx);
+    tokio::pin!(head);
+    let mut client_gone = false;
+    let head = loop {
+        tokio::select! {
+            biased;
+            head = &mut head => break head,
+            // The caller dropped the request (the client went away): abort
+            // the request's signal; the worker decides how to wind down.
+            () = reply.closed(), if !client_gone => {
+                client_gone = true;
+                isolate.request_aborted(req);
+            }
+        }
+    };
+    let result = match head {
         Ok(Ok(result)) => result,
         Ok(Err(_)) => Err(ExecuteError::Canceled {
             reason: "the worker never answered",

@@ -270,6 +270,25 @@ async fn serve(mut stream: TcpStream) {
             )
             .await;
         }
+        "/redirect" => {
+            // `n` hops, each answered with `code`, then to `to` (default /echo).
+            let n: u32 = param("n").and_then(|c| c.parse().ok()).unwrap_or(1);
+            let code: u16 = param("code").and_then(|c| c.parse().ok()).unwrap_or(302);
+            let to = param("to").unwrap_or_else(|| "/echo".to_owned());
+            let location = if n > 1 {
+                format!("/redirect?n={}&code={code}&to={to}", n - 1)
+            } else {
+                to
+            };
+            respond(
+                &mut stream,
+                code,
+                &[("location", location.as_str())],
+                b"",
+                head_only,
+            )
+            .await;
+        }
         "/stream" => {
             // close-delimited body written in pieces
             let head = "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: text/plain\r\n\r\n";

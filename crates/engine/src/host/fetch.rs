@@ -1,12 +1,35 @@
 //! `host.fetch`: outbound HTTP through the thread's hyper client, counted
-//! against the worker's `subrequests` limit per request.
+//! against the worker's `subrequests` limit per request — every redirect hop
+//! is a subrequest of its own.
 
-use http::{HeaderName, HeaderValue, Method, Uri};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 
 use super::state::FetchHead;
 use super::{HostState, Settlement, arg_string, header_pairs, new_promise, view_bytes};
 use crate::body::Body;
 
+/// Redirects followed at most, as the Fetch Standard says.
+const MAX_REDIRECTS: usize = 20;
+
+/// `Request.redirect`: what to do with a 3xx answer that has a `Location`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Redirect {
+    Follow,
+    Manual,
+    Error,
+}
+
+/// An outbound request, kept whole so a redirect can send it again.
+struct Outbound {
+    method: Method,
+    url: url::Url,
+    headers: HeaderMap,
+    body: Option<Bytes>,
+    redirect: Redirect,
+}
+
+/// `fetch(method, url, headers, body, redirect)` → Promise.
 pub(super) fn fetch(
     scope: &mut v8::PinScope<'_, '_>,
     args: v8::FunctionCallbackArguments<'_>,
@@ -20,15 +43,15 @@ pub(super) fn fetch(
     };
     rv.set(promise.into());
     let ctx = host.current();
+    // The first hop's subrequest is taken now, so a fetch over the limit is
+    // refused at once; redirects take theirs as they happen.
     let limit = host.worker.get().map_or(0, |w| w.limits.subrequests);
-    let request = host
+    let outbound = host
         .take_subrequest(ctx, limit)
-        .map_err(|limit| {
-            format!("Too many subrequests: a request may make at most {limit} fetch calls")
-        })
-        .and_then(|()| build_request(scope, &args));
-    let request = match request {
-        Ok(request) => request,
+        .map_err(too_many)
+        .and_then(|()| parse(scope, &args));
+    let outbound = match outbound {
+        Ok(outbound) => outbound,
         Err(message) => {
             if let Some(message) = v8::String::new(scope, &message) {
                 let error = v8::Exception::type_error(scope, message);
@@ -40,61 +63,201 @@ pub(super) fn fetch(
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(ctx, resolver);
     let me = host.me.clone();
-    let client = host.thread.client.clone();
     let task = tokio::task::spawn_local(async move {
-        let response = client.request(request).await;
-        let Some(isolate) = me.upgrade() else {
-            return;
-        };
-        let settlement = match response {
-            Ok(response) => {
-                let (parts, body) = response.into_parts();
-                let body_id = if http_body::Body::is_end_stream(&body) {
-                    0
-                } else {
-                    isolate.host.register_body(ctx, Body::wrap(body))
-                };
-                Settlement::Fetch(FetchHead {
-                    status: parts.status.as_u16(),
-                    status_text: parts.status.canonical_reason().unwrap_or("").to_owned(),
-                    headers: parts.headers,
-                    body_id,
-                })
-            }
-            Err(error) => Settlement::TypeError(format!("fetch failed: {error}")),
-        };
-        isolate.settle(op, settlement);
+        let settlement = run(&me, ctx, outbound).await;
+        if let Some(isolate) = me.upgrade() {
+            isolate.settle(op, settlement);
+        }
     });
     host.set_op_task(op, task.abort_handle());
 }
 
-fn build_request(
+/// Sends the request, following redirects as `redirect` says; every hop
+/// takes one of the request's subrequests.
+async fn run(
+    me: &std::rc::Weak<crate::isolate::WorkerIsolate>,
+    ctx: u32,
+    mut outbound: Outbound,
+) -> Settlement {
+    let mut redirected = false;
+    for hop in 0..=MAX_REDIRECTS {
+        let client = {
+            let Some(isolate) = me.upgrade() else {
+                return Settlement::Undefined;
+            };
+            let host = &isolate.host;
+            let limit = host.worker.get().map_or(0, |w| w.limits.subrequests);
+            if hop > 0
+                && let Err(limit) = host.take_subrequest(ctx, limit)
+            {
+                return Settlement::TypeError(too_many(limit));
+            }
+            host.thread.client.clone()
+        };
+        let request = match outbound.request() {
+            Ok(request) => request,
+            Err(message) => return Settlement::TypeError(message),
+        };
+        let response = match client.request(request).await {
+            Ok(response) => response,
+            Err(error) => return Settlement::TypeError(format!("fetch failed: {error}")),
+        };
+        let location = redirect_location(&outbound.url, &response);
+        if let Some(location) = location
+            && outbound.redirect != Redirect::Manual
+        {
+            if outbound.redirect == Redirect::Error {
+                return Settlement::TypeError(format!(
+                    "fetch failed: redirect mode is 'error' and {} answered {}",
+                    outbound.url,
+                    response.status().as_u16()
+                ));
+            }
+            let location = match location {
+                Ok(location) => location,
+                Err(message) => return Settlement::TypeError(message),
+            };
+            outbound.follow(response.status(), location);
+            redirected = true;
+            continue;
+        }
+        let Some(isolate) = me.upgrade() else {
+            return Settlement::Undefined;
+        };
+        let (parts, body) = response.into_parts();
+        let body_id = if http_body::Body::is_end_stream(&body) {
+            0
+        } else {
+            isolate.host.register_body(ctx, Body::wrap(body))
+        };
+        return Settlement::Fetch(FetchHead {
+            status: parts.status.as_u16(),
+            status_text: parts.status.canonical_reason().unwrap_or("").to_owned(),
+            headers: parts.headers,
+            body_id,
+            url: outbound.url.into(),
+            redirected,
+        });
+    }
+    Settlement::TypeError(format!("fetch failed: more than {MAX_REDIRECTS} redirects"))
+}
+
+fn too_many(limit: u32) -> String {
+    format!(
+        "Too many subrequests: a request may make at most {limit} fetch calls (each redirect counts as one)"
+    )
+}
+
+/// The `Location` of a redirect response resolved against `url`: `None` when
+/// the response is not a redirect, `Some(Err)` when its location is invalid.
+fn redirect_location<B>(
+    url: &url::Url,
+    response: &http::Response<B>,
+) -> Option<Result<url::Url, String>> {
+    if !matches!(response.status().as_u16(), 301 | 302 | 303 | 307 | 308) {
+        return None;
+    }
+    let location = response.headers().get(header::LOCATION)?;
+    let parsed = location
+        .to_str()
+        .ok()
+        .and_then(|l| url.join(l).ok())
+        .ok_or_else(|| format!("fetch failed: invalid redirect location {location:?}"));
+    Some(parsed)
+}
+
+// === impl Outbound ===
+
+impl Outbound {
+    /// The hyper request for the current hop.
+    fn request(&self) -> Result<http::Request<Body>, String> {
+        let uri = uri(&self.url)?;
+        let body = self.body.clone().map_or_else(Body::empty, Body::from);
+        let mut request = http::Request::new(body);
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = uri;
+        *request.headers_mut() = self.headers.clone();
+        Ok(request)
+    }
+
+    /// Turns this request into the next hop of a redirect (Fetch Standard,
+    /// "HTTP-redirect fetch"): 301/302 after POST and 303 after anything but
+    /// HEAD become a GET without a body; a cross-origin hop drops
+    /// `Authorization`.
+    fn follow(&mut self, status: StatusCode, location: url::Url) {
+        let to_get = (matches!(status.as_u16(), 301 | 302) && self.method == Method::POST)
+            || (status.as_u16() == 303 && self.method != Method::HEAD);
+        if to_get {
+            self.method = Method::GET;
+            self.body = None;
+            for name in [
+                header::CONTENT_TYPE,
+                header::CONTENT_LENGTH,
+                header::CONTENT_ENCODING,
+                header::CONTENT_LANGUAGE,
+                header::CONTENT_LOCATION,
+            ] {
+                self.headers.remove(name);
+            }
+        }
+        if location.origin() != self.url.origin() {
+            self.headers.remove(header::AUTHORIZATION);
+        }
+        // The Host header belongs to the first hop; hyper sets it from the URI.
+        self.headers.remove(header::HOST);
+        self.url = location;
+    }
+}
+
+/// The URI hyper sends to; plain HTTP only.
+fn uri(url: &url::Url) -> Result<http::Uri, String> {
+    match url.scheme() {
+        "http" => {}
+        "https" => return Err("fetch: https is not supported by this engine yet".to_owned()),
+        _ => return Err(format!("fetch: unsupported URL {:?}", url.as_str())),
+    }
+    url.as_str()
+        .parse()
+        .map_err(|_| format!("invalid URL {:?}", url.as_str()))
+}
+
+fn parse(
     scope: &mut v8::PinScope<'_, '_>,
     args: &v8::FunctionCallbackArguments<'_>,
-) -> Result<http::Request<Body>, String> {
+) -> Result<Outbound, String> {
     let method = arg_string(scope, args, 0);
     let url = arg_string(scope, args, 1);
-    let headers = header_pairs(scope, args.get(2));
-    let body = view_bytes(args.get(3)).map_or_else(Body::empty, Body::from);
+    let pairs = header_pairs(scope, args.get(2));
+    let body = view_bytes(args.get(3)).map(Bytes::from);
+    let redirect = match args.get(4) {
+        mode if mode.is_undefined() => Redirect::Follow,
+        mode => match mode.to_rust_string_lossy(scope).as_str() {
+            "follow" => Redirect::Follow,
+            "manual" => Redirect::Manual,
+            "error" => Redirect::Error,
+            other => return Err(format!("fetch: invalid redirect mode {other:?}")),
+        },
+    };
     let method =
         Method::from_bytes(method.as_bytes()).map_err(|_| format!("invalid method {method:?}"))?;
-    let uri: Uri = url.parse().map_err(|_| format!("invalid URL {url:?}"))?;
-    match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => return Err("fetch: https is not supported by this engine yet".to_owned()),
-        _ => return Err(format!("fetch: unsupported URL {url:?}")),
-    }
-    let mut request = http::Request::new(body);
-    *request.method_mut() = method;
-    *request.uri_mut() = uri;
-    for (name, value) in headers {
+    let url = url::Url::parse(&url).map_err(|_| format!("invalid URL {url:?}"))?;
+    let mut headers = HeaderMap::with_capacity(pairs.len());
+    for (name, value) in pairs {
         let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(name.as_bytes()),
             HeaderValue::from_str(&value),
         ) else {
             return Err(format!("invalid header {name:?}"));
         };
-        request.headers_mut().append(name, value);
+        headers.append(name, value);
     }
-    Ok(request)
+    // Refuse what cannot be sent before counting a subrequest for it.
+    uri(&url)?;
+    Ok(Outbound {
+        method,
+        url,
+        headers,
+        body,
+        redirect,
+    })
 }

@@ -34,7 +34,7 @@ pub(super) fn respond(
         let (sender, body) = Body::channel(capacity);
         let (tx, rx) = mpsc::unbounded_channel();
         host.set_writer(ctx, tx);
-        tokio::task::spawn_local(write_body(host.me.clone(), rx, sender));
+        tokio::task::spawn_local(write_body(host.me.clone(), ctx, rx, sender));
         body
     } else if let Some(bytes) = view_bytes(body_arg) {
         Body::from(bytes)
@@ -56,13 +56,30 @@ pub(super) fn respond(
 
 /// Moves a streamed body from JS to the response channel, in order. Each
 /// chunk's promise settles once the channel took it: that is the
-/// back-pressure JS sees.
+/// back-pressure JS sees. When the reader goes away (the client
+/// disconnected), the request's signal is aborted (`internal.requestAborted`).
 async fn write_body(
     me: std::rc::Weak<crate::isolate::WorkerIsolate>,
+    ctx: u32,
     mut rx: mpsc::UnboundedReceiver<WriteOp>,
     sender: BodySender,
 ) {
-    while let Some(op) = rx.recv().await {
+    let mut told = false;
+    loop {
+        let op = tokio::select! {
+            biased;
+            op = rx.recv() => op,
+            () = sender.closed(), if !told => {
+                told = true;
+                if let Some(isolate) = me.upgrade() {
+                    isolate.request_aborted(ctx);
+                }
+                continue;
+            }
+        };
+        let Some(op) = op else {
+            return;
+        };
         match op {
             WriteOp::Chunk(bytes, op) => {
                 let settlement = match sender.send(bytes).await {

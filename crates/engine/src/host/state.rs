@@ -61,6 +61,10 @@ pub(crate) struct FetchHead {
     pub(crate) status_text: String,
     pub(crate) headers: http::HeaderMap,
     pub(crate) body_id: u32,
+    /// The URL that answered (after redirects).
+    pub(crate) url: String,
+    /// Whether a redirect was followed.
+    pub(crate) redirected: bool,
 }
 
 enum BodySlot {
@@ -184,6 +188,11 @@ impl HostState {
             },
         );
         id
+    }
+
+    /// Whether request `ctx` is still in flight here.
+    pub(crate) fn request_live(&self, ctx: u32) -> bool {
+        self.requests.borrow().contains_key(&ctx)
     }
 
     /// CPU time the request may still use (the startup budget outside requests).
@@ -459,6 +468,10 @@ impl FetchHead {
         set(scope, object, "statusText", status_text);
         set(scope, object, "headers", Some(headers));
         set(scope, object, "bodyId", Some(body_id));
+        let url = super::js_string(scope, &self.url);
+        set(scope, object, "url", url);
+        let redirected = v8::Boolean::new(scope, self.redirected).into();
+        set(scope, object, "redirected", Some(redirected));
         object.into()
     }
 }

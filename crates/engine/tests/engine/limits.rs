@@ -235,3 +235,37 @@ async fn a_small_memory_limit_holds_in_a_spare_made_for_the_default() {
         "the worker ran in a spare"
     );
 }
+
+#[tokio::test]
+async fn every_redirect_hop_is_a_subrequest() {
+    // A server that redirects every request to itself.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0_u8; 4096];
+                let _ = stream.read(&mut buf).await;
+                let answer = "HTTP/1.1 302 Found\r\nlocation: /again\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+                let _ = stream.write_all(answer.as_bytes()).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    let script = format!(
+        "export default {{ async fetch() {{
+            try {{ await fetch('http://{addr}/'); return new Response('followed'); }}
+            catch (e) {{ return new Response(e.message); }}
+        }} }};"
+    );
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let limits = Limits {
+        subrequests: 3,
+        ..limits_cpu(5_000)
+    };
+    let worker = Arc::new(bundle_with("t/redirects", &script, limits, &[]));
+    let (status, body) = text(engine.execute(0, worker, get("/")).await).await;
+    assert_eq!(status, 200);
+    assert!(body.starts_with("Too many subrequests"), "{body}");
+}

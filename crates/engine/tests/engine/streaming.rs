@@ -80,3 +80,68 @@ async fn a_streamed_response_waits_for_its_reader() {
     }
     assert_eq!(total, 64 * 16384);
 }
+
+/// Polls `path` on `worker` until it answers `want` (bounded).
+async fn wait_for(
+    engine: &isolane_engine::Engine,
+    worker: &std::sync::Arc<isolane_engine::WorkerBundle>,
+    path: &str,
+    want: &str,
+) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, got) = run(engine, 0, worker, path).await;
+        if got == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path} still answers {got:?}, expected {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+const ABORT_WATCH: &str = "let seen = 'not yet';
+export default { async fetch(request) {
+    const path = new URL(request.url).pathname;
+    if (path === '/seen') return new Response(seen);
+    request.signal.addEventListener('abort', () => { seen = request.signal.reason.name; });
+    if (path === '/head') return new Promise(() => {});
+    let n = 0;
+    return new Response(new ReadableStream({
+        async pull(controller) {
+            await new Promise((r) => setTimeout(r, 5));
+            controller.enqueue(new TextEncoder().encode('chunk ' + n++ + '\\n'));
+        },
+    }));
+} };";
+
+#[tokio::test]
+async fn a_client_gone_before_the_head_aborts_the_request_signal() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let worker = bundle("t/abort-head", ABORT_WATCH);
+    let call = engine.execute(0, worker.clone(), get("/head"));
+    // The client gives up before the worker answers.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), call)
+            .await
+            .is_err()
+    );
+    wait_for(&engine, &worker, "/seen", "AbortError").await;
+}
+
+#[tokio::test]
+async fn a_client_gone_mid_body_aborts_the_request_signal() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let worker = bundle("t/abort-body", ABORT_WATCH);
+    let response = engine
+        .execute(0, worker.clone(), get("/stream"))
+        .await
+        .unwrap();
+    let mut body = response.into_body();
+    let first = body.next_chunk().await.unwrap().unwrap();
+    assert!(first.starts_with(b"chunk 0"));
+    drop(body);
+    wait_for(&engine, &worker, "/seen", "AbortError").await;
+}

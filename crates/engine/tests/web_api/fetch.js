@@ -149,6 +149,32 @@ export default suite(async (request, env) => {
     await rejects(fetch('http://127.0.0.1:9/'), TypeError, 'connection refused');
     await rejects(fetch(), TypeError, 'no argument');
   });
+  await test('redirects: follow, manual, error', async () => {
+    const res = await fetch(`${T}/redirect?n=2&to=/echo`);
+    eq(res.status, 200);
+    eq(res.redirected, true);
+    eq(res.url, `${T}/echo`);
+    eq((await res.json()).method, 'GET');
+    const direct = await fetch(`${T}/echo`);
+    eq(direct.redirected, false);
+    await direct.arrayBuffer();
+    const post303 = await (await fetch(`${T}/redirect?code=303`, { method: 'POST', body: 'x' })).json();
+    eq(post303.method, 'GET', '303 turns POST into GET');
+    eq(post303.body, '');
+    const post307 = await (await fetch(`${T}/redirect?code=307`, { method: 'POST', body: 'kept' })).json();
+    eq(post307.method, 'POST', '307 keeps the method');
+    eq(post307.body, 'kept', '307 keeps the body');
+    const manual = await fetch(`${T}/redirect`, { redirect: 'manual' });
+    eq(manual.status, 302);
+    eq(manual.redirected, false);
+    eq(manual.headers.get('location'), '/echo');
+    eq(manual.url, `${T}/redirect`);
+    await manual.arrayBuffer();
+    eq(new Request(`${T}/`, { redirect: 'manual' }).redirect, 'manual');
+    await rejects(fetch(`${T}/redirect`, { redirect: 'error' }), TypeError, "redirect: 'error'");
+    await rejects(fetch(new Request(`${T}/redirect`, { redirect: 'error' })), TypeError, "a Request's redirect mode");
+    await rejects(fetch(`${T}/redirect?n=21`), TypeError, 'more than 20 redirects');
+  });
   await test('AbortSignal', async () => {
     await rejects(fetch(`${T}/echo`, { signal: AbortSignal.abort() }), 'AbortError', 'already aborted');
     const ac = new AbortController();
