@@ -13,7 +13,10 @@
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
 # (warm distributed cold pool density placement operator);
-# ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir).
+# ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
+# sections already in it are kept, so a rerun of one step updates the page);
+# ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
+# CARGO_TARGET_DIR is honoured.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,7 +26,7 @@ quick=false
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=true ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $arg" >&2; exit 64 ;;
   esac
 done
@@ -63,13 +66,30 @@ fi
 
 # --- builds ------------------------------------------------------------------
 
-echo "bench: building release binaries" >&2
-"${cargo[@]}" build --release -q \
-  -p isolane -p isolane-node -p isolane-router -p isolane-operator -p isolane-bench
-"${cargo[@]}" build --release -q -p isolane-placement --example placement_bench
-bin="$root/target/release"
-needs_apiserver=true
-if ! hack/install-deps.sh >"$work/install-deps.log" 2>&1; then
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+case "$target_dir" in /*) ;; *) target_dir="$root/$target_dir" ;; esac
+bin="$target_dir/release"
+cluster_built=true
+if [ "${ISOLANE_BENCH_NO_BUILD:-}" = 1 ]; then
+  echo "bench: ISOLANE_BENCH_NO_BUILD=1: using the binaries in $bin as they are" >&2
+  for b in isolane-node isolane-router isolane-operator; do
+    [ -x "$bin/$b" ] || cluster_built=false
+  done
+else
+  echo "bench: building release binaries" >&2
+  "${cargo[@]}" build --release -q -p isolane -p isolane-bench
+  "${cargo[@]}" build --release -q -p isolane-placement --example placement_bench
+  # The distributed path needs these three; a failed build skips steps 2 and 7.
+  for package in isolane-node isolane-router isolane-operator; do
+    if ! "${cargo[@]}" build --release -q -p "$package" 2>"$work/build-$package.log"; then
+      echo "bench: $package does not build (see $work/build-$package.log);" \
+        "the distributed and operator comparisons are skipped" >&2
+      cluster_built=false
+    fi
+  done
+fi
+needs_apiserver=$cluster_built
+if $needs_apiserver && ! hack/install-deps.sh >"$work/install-deps.log" 2>&1; then
   echo "bench: hack/install-deps.sh failed (see $work/install-deps.log);" \
     "the distributed and operator comparisons will fail" >&2
   needs_apiserver=false

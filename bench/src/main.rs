@@ -17,6 +17,7 @@ mod drive;
 mod operator_scale;
 mod placement;
 mod pool;
+mod profile;
 mod report;
 mod servers;
 mod stats;
@@ -319,6 +320,25 @@ async fn warm_section(common: &Common, http: &Http) -> anyhow::Result<Section> {
         1,
         1.5,
     )];
+    // Where `isolane dev`'s time goes at the highest concurrency.
+    if let (Some(process), Some(&connections)) = (&isolane.process, plan.connections.last()) {
+        let load = wrk::LoadSpec {
+            url: isolane.url(),
+            host: None,
+            connections,
+            duration: Duration::from_secs(http.secs),
+        };
+        markdown.push_str(&format!(
+            "Where `isolane dev`'s CPU time goes at {connections} connections (`perf record -F 499` \
+             for {} s during a separate wrk run, hottest symbols by self time, all threads):\n\n",
+            http.secs
+        ));
+        match profile::hottest(process.pid(), &load, &common.work, 25).await {
+            Ok(block) => markdown.push_str(&block),
+            Err(error) => markdown.push_str(&format!("(not profiled: {error:#})\n")),
+        }
+        markdown.push('\n');
+    }
     Ok(Section { markdown, targets })
 }
 
