@@ -1,9 +1,11 @@
-//! A small, repeatable cold-start workload for profilers (callgrind, perf):
-//! `n` requests, each to a never-seen hello worker, on one engine thread.
+//! A small, repeatable workload for profilers (callgrind, perf): `n`
+//! requests on one engine thread, each to a never-seen hello worker — or,
+//! with `warm`, all to the same one.
 //!
 //! ```text
 //! cargo build --release -p isolane-engine --example cold
-//! valgrind --tool=callgrind target/release/examples/cold 20 2   # 20 workers, 2 spares
+//! valgrind --tool=callgrind target/release/examples/cold 20 2        # 20 workers, 2 spares
+//! valgrind --tool=callgrind target/release/examples/cold 2000 2 warm # one worker, 2000 requests
 //! ```
 #![allow(clippy::unwrap_used)]
 
@@ -19,6 +21,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20);
     let spares: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(0);
+    let warm = args.next().is_some_and(|a| a == "warm");
     let engine = Engine::start(
         EngineConfig {
             threads: 1,
@@ -36,7 +39,12 @@ fn main() {
     let mut samples = Vec::with_capacity(n);
     rt.block_on(async {
         for i in 0..n {
-            let mut bundle = WorkerBundle::new(format!("cold/{i}"), "r1", HELLO);
+            let id = if warm {
+                "warm".to_owned()
+            } else {
+                format!("cold/{i}")
+            };
+            let mut bundle = WorkerBundle::new(id, "r1", HELLO);
             // Generous limits: under valgrind everything runs ~50× slower.
             bundle.limits = Limits {
                 cpu_ms: 60_000,
@@ -52,13 +60,16 @@ fn main() {
             let response = engine.execute(0, bundle, request).await.unwrap();
             let _ = response.into_body().collect().await.unwrap();
             samples.push(started.elapsed());
-            // Room for the engine thread to refill its spares between requests.
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            if !warm {
+                // Room for the engine thread to refill its spares between requests.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
         }
     });
     samples.sort();
     println!(
-        "{n} cold requests, {spares} spares: p50 {:.1} µs, min {:.1} µs",
+        "{n} {} requests, {spares} spares: p50 {:.1} µs, min {:.1} µs",
+        if warm { "warm" } else { "cold" },
         samples[n / 2].as_secs_f64() * 1e6,
         samples[0].as_secs_f64() * 1e6
     );

@@ -523,6 +523,7 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
             .release(&bundle, &isolate, &mut evicted);
         report_evictions(&state, evicted);
         drop(isolate);
+        report_gauges(&state);
     }
 }
 

@@ -7,6 +7,7 @@
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -83,6 +84,30 @@ struct Timer {
     task: AbortHandle,
 }
 
+/// Maps keyed by the ids this state hands out (sequential `u32`s, never
+/// chosen by a client): the id is its own hash, no SipHash on every lookup.
+type IdMap<T> = HashMap<u32, T, BuildHasherDefault<IdHasher>>;
+
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        // Spread the sequential ids over the table's top bits too.
+        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+
+    fn write_u32(&mut self, id: u32) {
+        self.0 = u64::from(id);
+    }
+}
+
 pub(crate) struct HostState {
     pub(crate) thread: Rc<ThreadCtx>,
     pub(crate) worker: OnceCell<Arc<WorkerBundle>>,
@@ -91,10 +116,10 @@ pub(crate) struct HostState {
     now_ms: Cell<f64>,
     current: Cell<u32>,
     next_id: Cell<u32>,
-    requests: RefCell<HashMap<u32, RequestCtx>>,
-    bodies: RefCell<HashMap<u32, (u32, BodySlot)>>,
-    ops: RefCell<HashMap<u32, Op>>,
-    timers: RefCell<HashMap<u32, Timer>>,
+    requests: RefCell<IdMap<RequestCtx>>,
+    bodies: RefCell<IdMap<(u32, BodySlot)>>,
+    ops: RefCell<IdMap<Op>>,
+    timers: RefCell<IdMap<Timer>>,
 }
 
 impl HostState {
