@@ -216,13 +216,16 @@ fn fixed(n: usize, owner: &[usize]) -> f64 {
     busiest_over_mean(&served)
 }
 
-/// Requests served per node under bounded load, the bound applied to
-/// cumulative load (`window` = None) or to in-flight requests.
-fn bounded(set: &NodeSet, orders: &[Vec<usize>], window: Option<usize>) -> f64 {
+/// Bounded load over the Zipf stream, the bound applied to cumulative load
+/// (`window` = None) or to in-flight requests: the busiest node's requests /
+/// mean, and the spill rate (the fraction of requests not served by their
+/// worker's first-choice node, each of which may cost a cold isolate).
+fn bounded(set: &NodeSet, orders: &[Vec<usize>], window: Option<usize>) -> (f64, f64) {
     let mut zipf = Zipf::new(WORKERS, ZIPF_S, 7);
     let mut served = vec![0u64; set.len()];
     let mut inflight = vec![0u64; set.len()];
     let mut recent = std::collections::VecDeque::new();
+    let mut spilled = 0u64;
     for _ in 0..REQUESTS {
         let loads = if window.is_some() { &inflight } else { &served };
         let order = &orders[zipf.next()];
@@ -230,7 +233,12 @@ fn bounded(set: &NodeSet, orders: &[Vec<usize>], window: Option<usize>) -> f64 {
             .choose_bounded_among(order, loads, DEFAULT_LOAD_FACTOR)
             .unwrap_or(0);
         served[i] += 1;
+        if order.first() != Some(&i) {
+            spilled += 1;
+        }
         if let Some(window) = window {
+            // The request stays in flight for the next `window` arrivals,
+            // as the router holds a node's count until the response ends.
             inflight[i] += 1;
             recent.push_back(i);
             if recent.len() > window
@@ -240,7 +248,7 @@ fn bounded(set: &NodeSet, orders: &[Vec<usize>], window: Option<usize>) -> f64 {
             }
         }
     }
-    busiest_over_mean(&served)
+    (busiest_over_mean(&served), spilled as f64 / REQUESTS as f64)
 }
 
 fn imbalance_table(workers: &[String]) {
@@ -249,6 +257,7 @@ fn imbalance_table(workers: &[String]) {
         "| nodes | HRW | ring | HRW + bounded load c=1.25 (cumulative) | HRW + bounded load c=1.25 (in flight, {INFLIGHT_PER_NODE}/node) |"
     );
     println!("| ---: | ---: | ---: | ---: | ---: |");
+    let mut spills = Vec::new();
     for n in NODE_COUNTS {
         let set = uniform(n);
         let ring = Ring::new(&set, DEFAULT_VNODES_PER_THREAD);
@@ -261,13 +270,24 @@ fn imbalance_table(workers: &[String]) {
             .map(|w| ring.primary(w).unwrap_or(0))
             .collect();
         let orders: Vec<Vec<usize>> = workers.iter().map(|w| set.candidates(w)).collect();
-        let row = [
-            fixed(n, &hrw),
-            fixed(n, &rng),
-            bounded(&set, &orders, None),
-            bounded(&set, &orders, Some(INFLIGHT_PER_NODE * n)),
-        ];
+        let (cumulative, cumulative_spill) = bounded(&set, &orders, None);
+        let (in_flight, in_flight_spill) = bounded(&set, &orders, Some(INFLIGHT_PER_NODE * n));
+        let row = [fixed(n, &hrw), fixed(n, &rng), cumulative, in_flight];
         println!("| {n} | {} |", cells(&row, 2));
+        spills.push((n, [cumulative_spill, in_flight_spill]));
+    }
+    println!();
+    // A table of its own: bench/src/placement.rs reads the imbalance
+    // table's last column, up to the next heading.
+    println!(
+        "## Spill under bounded load, uniform 8 threads (requests not served by their worker's first-choice node)\n"
+    );
+    println!(
+        "| nodes | HRW + bounded load c=1.25 (cumulative) | HRW + bounded load c=1.25 (in flight, {INFLIGHT_PER_NODE}/node) |"
+    );
+    println!("| ---: | ---: | ---: |");
+    for (n, row) in spills {
+        println!("| {n} | {} |", cells(&row, 4));
     }
     println!();
 }
