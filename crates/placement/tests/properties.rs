@@ -197,17 +197,103 @@ proptest! {
         c in 1.0f64..2.0,
     ) {
         let set = NodeSet::new(to_nodes(&map));
-        let total_threads: f64 = map.values().map(|&t| f64::from(t)).sum();
+        let threads: Vec<f64> = set.nodes().iter().map(|n| f64::from(n.threads)).collect();
+        let total_threads: f64 = threads.iter().sum();
+        let min_threads = threads.iter().copied().fold(f64::INFINITY, f64::min);
         let mut loads = vec![0u64; set.len()];
+        // In flight: each request ends `window` placements later, so the
+        // total rises from idle and then holds.
+        let window = 20 * set.len();
+        let mut recent = std::collections::VecDeque::new();
         // A skewed stream: a few workers get most requests.
         for r in 0..5_000u64 {
             let worker = format!("ns/w{}", (r * r) % 97 % (r % 13 + 1));
             let total: u64 = loads.iter().sum();
             let i = set.choose_bounded(&worker, &loads, c).expect("non-empty set");
-            let share = f64::from(set.nodes()[i].threads) / total_threads;
-            prop_assert!((loads[i] as f64) < (c * (total + 1) as f64 * share).ceil());
+            // The bound after placing, computed as the crate does.
+            let bound = |j: usize| c * (total + 1) as f64 / total_threads * threads[j];
+            let room = |j: usize| (loads[j] + 1) as f64 <= bound(j).max(1.0);
+            let order = set.candidates(&worker);
+            match order.iter().position(|&j| room(j)) {
+                // The first node with room takes it…
+                Some(k) => prop_assert_eq!(i, order[k]),
+                // …or, if none has, the least loaded per thread, the
+                // earliest in the preference order among equals.
+                None => {
+                    let per_thread = |j: usize| loads[j] as f64 / threads[j];
+                    let least = order.iter().map(|&j| per_thread(j)).fold(f64::INFINITY, f64::min);
+                    let first_least = order.iter().copied().find(|&j| per_thread(j) == least);
+                    prop_assert_eq!(Some(i), first_least);
+                }
+            }
+            // Never above the paper's (rounded-up) bound…
+            prop_assert!((loads[i] as f64) < (c * (total + 1) as f64 * threads[i] / total_threads).ceil());
+            // …and within `c` × the share once the total load makes room
+            // for a whole request on the least loaded node.
+            if (c - 1.0) * total as f64 >= total_threads / min_threads {
+                prop_assert!((loads[i] + 1) as f64 <= bound(i));
+            }
             loads[i] += 1;
+            recent.push_back(i);
+            if recent.len() > window && let Some(done) = recent.pop_front() {
+                loads[done] -= 1;
+            }
         }
+    }
+}
+
+/// The node `choose_bounded` picks at the default factor, checked to be the
+/// one `choose_bounded_among` picks over the worker's full preference order.
+fn bounded(set: &NodeSet, worker: &str, loads: &[u64]) -> Option<usize> {
+    let chosen = set.choose_bounded(worker, loads, DEFAULT_LOAD_FACTOR);
+    let among = set.choose_bounded_among(&set.candidates(worker), loads, DEFAULT_LOAD_FACTOR);
+    assert_eq!(chosen, among, "{worker} with loads {loads:?}");
+    chosen
+}
+
+#[test]
+fn bounded_load_keeps_in_flight_within_c_times_the_mean() {
+    // 16 equal nodes, 16 requests in flight on each, and the one being
+    // placed: the mean is 16 + 1/16 and c × the mean 20.08, so a node with 20
+    // in flight is full. (The paper's bound, rounded up to 21, admitted it.)
+    let set = NodeSet::new((0..16).map(|i| Node::new(format!("node-{i}"), 8)).collect());
+    for w in workers().take(200) {
+        let order = set.candidates(&w);
+        let mut loads = vec![16u64; set.len()];
+        (loads[order[0]], loads[order[1]]) = (19, 13);
+        assert_eq!(bounded(&set, &w, &loads), Some(order[0]));
+        (loads[order[0]], loads[order[1]]) = (20, 12);
+        assert_eq!(bounded(&set, &w, &loads), Some(order[1]));
+    }
+}
+
+#[test]
+fn bounded_load_keeps_an_idle_primary_and_breaks_ties_by_preference() {
+    // A small node's share of a near-idle fleet is far below one request:
+    // its workers still go to it while it is idle.
+    let mut nodes: Vec<Node> = (0..7).map(|i| Node::new(format!("big-{i}"), 64)).collect();
+    nodes.push(Node::new("small", 1));
+    let set = NodeSet::new(nodes);
+    let small = set.index_of("small").expect("present");
+    let mut loads = vec![3u64; set.len()];
+    loads[small] = 0;
+    let mine: Vec<String> = workers()
+        .filter(|w| set.primary(w) == Some(small))
+        .take(20)
+        .collect();
+    assert!(!mine.is_empty());
+    for w in &mine {
+        assert_eq!(bounded(&set, w, &loads), Some(small));
+    }
+    // Three equal nodes with one request each: 2 > 1.25 × 4 / 3, so nobody
+    // has room; all are equally loaded, so the first choice keeps it.
+    let set = NodeSet::new((0..3).map(|i| Node::new(format!("node-{i}"), 4)).collect());
+    for w in workers().take(100) {
+        let order = set.candidates(&w);
+        assert_eq!(bounded(&set, &w, &[1, 1, 1]), Some(order[0]));
+        let mut loads = vec![1u64; 3];
+        loads[order[0]] = 2;
+        assert_eq!(bounded(&set, &w, &loads), Some(order[1]));
     }
 }
 
@@ -216,23 +302,12 @@ fn bounded_load_prefers_the_primary_while_it_has_room() {
     let set = NodeSet::new((0..8).map(|i| Node::new(format!("node-{i}"), 4)).collect());
     for w in workers().take(500) {
         let order = set.candidates(&w);
-        let idle = vec![0; set.len()];
-        assert_eq!(
-            set.choose_bounded(&w, &idle, DEFAULT_LOAD_FACTOR),
-            Some(order[0])
-        );
+        assert_eq!(bounded(&set, &w, &vec![0; set.len()]), Some(order[0]));
         // Overload the first two choices: the third takes it.
         let mut loads = vec![10; set.len()];
         loads[order[0]] = 1_000;
         loads[order[1]] = 1_000;
-        assert_eq!(
-            set.choose_bounded(&w, &loads, DEFAULT_LOAD_FACTOR),
-            Some(order[2])
-        );
-        assert_eq!(
-            set.choose_bounded_among(&order, &loads, DEFAULT_LOAD_FACTOR),
-            Some(order[2])
-        );
+        assert_eq!(bounded(&set, &w, &loads), Some(order[2]));
     }
 }
 
