@@ -6,7 +6,10 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
+
+use anyhow::Context as _;
 
 use isolane_engine::{Engine, PoolMode};
 
@@ -34,10 +37,12 @@ pub struct Engines {
 
 /// Starts both engines, one thread each (call on the main thread first).
 pub fn engines() -> anyhow::Result<Engines> {
+    // Not pinned: both engines' single threads would share the first core.
     let config = |spares| isolane_engine::EngineConfig {
         spare_isolates: spares,
         isolates_per_thread: 100_000,
         heap_budget_bytes: usize::MAX,
+        pin_threads: false,
         ..drive::config(PoolMode::Pinned, 1)
     };
     Ok(Engines {
@@ -71,9 +76,16 @@ pub async fn run(
             {
                 warm.push(took);
             }
-            // Let the thread settle (spare refill, GC) before the next one.
-            tokio::time::sleep(Duration::from_millis(10)).await;
         }
+        // The next sample starts once the spare engine has made the spare
+        // this one used (1 warm-up worker, i + 1 workers, the spares).
+        let (engine, counters) = &engines.spare;
+        let want = 1 + (i + 1) + engine.config().spare_isolates;
+        drive::wait_for(Duration::from_secs(10), || {
+            counters.live.load(Ordering::Relaxed) >= want
+        })
+        .await
+        .context("waiting for the spare refill")?;
     }
     let created = |counters: &Counters, spare: bool| -> Vec<Duration> {
         counters
@@ -91,8 +103,9 @@ pub async fn run(
         md,
         "## 3. Cold start\n\n\
          In-process over the engine API, one engine thread: {} never-seen hello workers per \
-         engine, each hit once, the two engines alternating request by request (10 ms pause \
-         between, so the spare refill is not measured). \"Isolate ready\" is what the engine \
+         engine, each hit once, the two engines alternating request by request; the next \
+         sample waits until the engine has replaced the spare used (so each first request \
+         finds one). The second request to the same worker follows the first at once. \"Isolate ready\" is what the engine \
          reports: a new isolate from the snapshot (or a spare), its context, the worker's \
          compile and top-level run. Isolate creation alone (snapshot → context, no worker) is \
          the difference of the two medians.\n",

@@ -251,3 +251,16 @@ pub fn memory(field: &str) -> usize {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
         .map_or(0, |kb| kb * 1024)
 }
+
+/// Polls `done` every millisecond until it holds, or fails after `deadline`.
+pub async fn wait_for(deadline: Duration, mut done: impl FnMut() -> bool) -> anyhow::Result<()> {
+    let until = Instant::now() + deadline;
+    while !done() {
+        anyhow::ensure!(
+            Instant::now() < until,
+            "condition not met within {deadline:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Ok(())
+}

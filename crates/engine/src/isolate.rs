@@ -337,6 +337,22 @@ impl WorkerIsolate {
         })
     }
 
+    /// Runs `internal.warmUp()` in this isolate (a spare, before any worker
+    /// is loaded): the request path's lazy compiles, regular-expression
+    /// compiles, object shapes and feedback that the snapshot does not keep
+    /// are made now, off the request path, instead of on the first request.
+    /// No request is live (context 0), so every host call it makes is a
+    /// no-op; it leaves no state in the runtime.
+    pub(crate) fn warm_up(&self) -> Result<(), TurnError> {
+        self.turn(0, |scope, globals, _| {
+            let internal = v8::Local::new(scope, &globals.internal);
+            let key = v8::String::new(scope, "warmUp")?;
+            let function =
+                v8::Local::<v8::Function>::try_from(internal.get(scope, key.into())?).ok()?;
+            function.call(scope, internal.into(), &[]).map(|_| ())
+        })
+    }
+
     /// Settles the promise of a finished op, in a turn charged to its request.
     pub(crate) fn settle(&self, op: u32, settlement: Settlement) {
         let Some(ctx) = self.host.op_ctx(op) else {

@@ -29,6 +29,11 @@ use crate::watchdog::Watchdog;
 /// How long a shutting-down thread waits for requests in flight.
 const DRAIN: Duration = Duration::from_secs(10);
 
+/// How long a thread with spares left must see no request arrive or end
+/// before it makes another spare (~4 ms of CPU that a request arriving
+/// meanwhile would wait behind).
+const REFILL_QUIET: Duration = Duration::from_millis(2);
+
 pub(crate) type Reply = oneshot::Sender<Result<http::Response<Body>, ExecuteError>>;
 
 /// One request for a thread.
@@ -69,6 +74,8 @@ struct ThreadState {
     spare_taken: Notify,
     /// Making a spare failed (a broken snapshot, out of memory): stop trying.
     refill_failed: Cell<bool>,
+    /// When a request last arrived or ended.
+    last_activity: Cell<Instant>,
 }
 
 /// Everything a thread is started with.
@@ -148,6 +155,7 @@ pub(crate) fn run(start: ThreadStart) {
         idle: Notify::new(),
         spare_taken: Notify::new(),
         refill_failed: Cell::new(false),
+        last_activity: Cell::new(Instant::now()),
     });
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, serve_jobs(state.clone(), jobs, shutdown, ready));
@@ -177,18 +185,26 @@ async fn serve_jobs(
     loop {
         // Spares are refilled here, off every request's critical path: one
         // isolate at a time, only once the tasks already runnable had their
-        // turn, no request waits in the queue and none is in flight (its
-        // timers and I/O would wait for the refill) — unless no spare is
-        // left, when the next new worker would pay for one anyway.
+        // turn, no request waits in the queue, none is in flight (its timers
+        // and I/O would wait for the refill) and none arrived or ended for
+        // `REFILL_QUIET` (a burst's next request is likely close behind) —
+        // unless no spare is left, when the next new worker would pay for
+        // one anyway.
+        let mut refill_at = None;
         if spares_short(&state) && jobs.is_empty() && refill_now(&state) {
-            tokio::task::yield_now().await;
-            if *shutdown.borrow() {
-                break;
+            let due = refill_due(&state);
+            if due > Instant::now() {
+                refill_at = Some(tokio::time::Instant::from_std(due));
+            } else {
+                tokio::task::yield_now().await;
+                if *shutdown.borrow() {
+                    break;
+                }
+                if jobs.is_empty() && refill_now(&state) && refill_due(&state) <= Instant::now() {
+                    refill_one(&state);
+                }
+                continue;
             }
-            if jobs.is_empty() && refill_now(&state) {
-                refill_one(&state);
-            }
-            continue;
         }
         // Bound requests in flight too: while they are all busy, new ones
         // wait in the channel, and once it is full `execute` fails fast.
@@ -199,6 +215,7 @@ async fn serve_jobs(
                 Ok(permit) => permit,
                 Err(_) => break,
             },
+            () = sleep_until(refill_at) => continue,
         };
         let job = tokio::select! {
             biased;
@@ -207,11 +224,14 @@ async fn serve_jobs(
                 Some(job) => job,
                 None => break,
             },
-            // A request used a spare, or the last request in flight ended:
-            // back to the top to refill when idle.
+            // A request used a spare, or the last request in flight ended,
+            // or the thread has been quiet long enough: back to the top to
+            // refill when idle.
             () = state.spare_taken.notified() => continue,
             () = state.idle.notified(), if spares_short(&state) => continue,
+            () = sleep_until(refill_at) => continue,
         };
+        state.last_activity.set(Instant::now());
         if let Some(job) = forward_if_shared(&state, job) {
             tokio::task::spawn_local(serve(state.clone(), job, permit));
         }
@@ -286,6 +306,23 @@ fn refill_spares(state: &ThreadState) {
     }
 }
 
+/// Waits until `at`, or forever when there is nothing to wait for.
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// When the next refill may run: at once when no spare is left, otherwise
+/// once the thread has been quiet for `REFILL_QUIET`.
+fn refill_due(state: &ThreadState) -> Instant {
+    if state.pool.borrow().spares() == 0 {
+        return state.last_activity.get();
+    }
+    state.last_activity.get() + REFILL_QUIET
+}
+
 /// Whether a refill may run now: nothing in flight, or no spare left.
 fn refill_now(state: &ThreadState) -> bool {
     state.in_flight.get() == 0 || state.pool.borrow().spares() == 0
@@ -303,10 +340,21 @@ fn spares_short(state: &ThreadState) -> bool {
 fn refill_one(state: &ThreadState) -> bool {
     let heap = crate::bundle::Limits::default().heap_bytes();
     let made = match WorkerIsolate::create(&state.ctx, heap) {
-        Ok(isolate) => {
-            state.pool.borrow_mut().add_spare(isolate);
-            true
-        }
+        Ok(isolate) => match isolate.warm_up() {
+            Ok(()) => {
+                state.pool.borrow_mut().add_spare(isolate);
+                true
+            }
+            Err(error) => {
+                tracing::error!(
+                    thread = state.ctx.index,
+                    ?error,
+                    "could not warm a spare isolate; no more spares on this thread"
+                );
+                state.refill_failed.set(true);
+                false
+            }
+        },
         Err(error) => {
             tracing::error!(thread = state.ctx.index, %error, "could not create a spare isolate; no more spares on this thread");
             state.refill_failed.set(true);
@@ -409,6 +457,7 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         let n = self.0.in_flight.get().saturating_sub(1);
         self.0.in_flight.set(n);
+        self.0.last_activity.set(Instant::now());
         if n == 0 {
             self.0.idle.notify_waiters();
         }

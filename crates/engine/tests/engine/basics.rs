@@ -23,6 +23,30 @@ async fn module_worker_answers_from_a_spare_then_warm() {
     assert_eq!(recorder.from_spare.load(Ordering::Relaxed), 1);
 }
 
+/// Spares are warmed with `internal.warmUp()` before any worker is loaded:
+/// a worker served from one sees exactly the globals of a worker in an
+/// isolate made for it, and its own fetch listener runs once.
+#[tokio::test]
+async fn a_warmed_spare_leaves_nothing_behind() {
+    const PROBE: &str = "let calls = 0; addEventListener('fetch', (e) => { calls += 1; \
+        e.respondWith(new Response(JSON.stringify([calls, Object.getOwnPropertyNames(globalThis).sort()]))); });";
+    let mut answers = Vec::new();
+    for spares in [1, 0] {
+        let (engine, recorder) = engine_with(isolane_engine::EngineConfig {
+            threads: 1,
+            pin_threads: false,
+            spare_isolates: spares,
+            ..isolane_engine::EngineConfig::default()
+        });
+        let (status, body) = run(&engine, 0, &bundle("t/probe", PROBE), "/").await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(recorder.from_spare.load(Ordering::Relaxed), spares);
+        answers.push(body);
+    }
+    assert!(answers[0].starts_with("[1,"), "{}", answers[0]);
+    assert_eq!(answers[0], answers[1]);
+}
+
 #[tokio::test]
 async fn service_worker_form_answers() {
     let (engine, _) = engine(1, PoolMode::Pinned);
