@@ -403,8 +403,11 @@ impl Call {
             .saturating_duration_since(tokio::time::Instant::now());
         head.thread = thread;
         head.deadline_ms = remaining.as_millis().max(1) as u64;
-        let mut request = tonic::Request::new(body.frames(head));
-        request.set_timeout(remaining);
+        // No `grpc-timeout` header: the node bounds the request by
+        // `deadline_ms` and this side by `timeout_at` below, and the header
+        // would cost the node a second timer (and a self-wakeup of its
+        // runtime) per request.
+        let request = tonic::Request::new(body.frames(head));
         let exchange = exchange(RuntimeClient::new(channel), request, node);
         let (head, stream) = tokio::time::timeout_at(self.deadline, exchange)
             .await
