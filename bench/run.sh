@@ -106,7 +106,7 @@ if $quick; then
 else
   http=(--connections 1,16,64 --rounds 3 --secs 5)
   cold=(--workers 200 --starts 10)
-  pool=(--rounds 3 --secs 2)
+  pool=(--rounds 5 --secs 2)
   density=(--idle 1000 --distinct 10000 --secs 10)
   operator=(--counts 1000,5000 --deadline 300)
 fi

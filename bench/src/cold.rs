@@ -6,7 +6,6 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -81,11 +80,9 @@ pub async fn run(
         // this one used (1 warm-up worker, i + 1 workers, the spares).
         let (engine, counters) = &engines.spare;
         let want = 1 + (i + 1) + engine.config().spare_isolates;
-        drive::wait_for(Duration::from_secs(10), || {
-            counters.live.load(Ordering::Relaxed) >= want
-        })
-        .await
-        .context("waiting for the spare refill")?;
+        drive::wait_for(Duration::from_secs(10), || counters.isolates().0 >= want)
+            .await
+            .context("waiting for the spare refill")?;
     }
     let created = |counters: &Counters, spare: bool| -> Vec<Duration> {
         counters

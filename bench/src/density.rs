@@ -51,7 +51,7 @@ pub async fn run(plan: &Plan, engines: &Engines) -> anyhow::Result<Section> {
     let (engine, counters) = &engines.idle;
     drive::call(engine, 0, &drive::bundle("idle/warmup", HELLO)).await?;
     let rss_before = drive::memory("VmRSS:");
-    let heap_before = counters.heap.load(Ordering::Relaxed);
+    let heap_before = counters.isolates().1;
     let started = Instant::now();
     for i in 0..plan.idle {
         drive::call(engine, 0, &drive::bundle(format!("idle/{i}"), HELLO)).await?;
@@ -60,11 +60,8 @@ pub async fn run(plan: &Plan, engines: &Engines) -> anyhow::Result<Section> {
     // Let the thread finish its bookkeeping (gauges, GC) before reading RSS.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let rss = drive::memory("VmRSS:").saturating_sub(rss_before) as f64;
-    let heap = counters
-        .heap
-        .load(Ordering::Relaxed)
-        .saturating_sub(heap_before) as f64;
-    let live = counters.live.load(Ordering::Relaxed);
+    let (live, heap) = counters.isolates();
+    let heap = heap.saturating_sub(heap_before) as f64;
     let per_isolate = rss / plan.idle as f64;
     let _ = writeln!(
         md,
@@ -100,7 +97,13 @@ pub async fn run(plan: &Plan, engines: &Engines) -> anyhow::Result<Section> {
         per_isolate < target_bytes,
     ));
 
-    // The LRU under many workers.
+    // The LRU under many workers, with the idle engine's isolates gone.
+    engines.idle.0.shutdown();
+    let rss_lru_before = drive::memory("VmRSS:");
+    eprintln!(
+        "density: RSS {} MiB after the idle engine's shutdown",
+        rss_lru_before >> 20
+    );
     let (engine, counters) = &engines.lru;
     let workers: Vec<_> = (0..plan.distinct)
         .map(|i| drive::bundle(format!("tenant-{}/worker-{i}", i % 97), HELLO))
@@ -111,7 +114,9 @@ pub async fn run(plan: &Plan, engines: &Engines) -> anyhow::Result<Section> {
         "### {} distinct workers through the LRU\n\n\
          {} engine threads, {} warm isolates per thread (the default), 16 closed-loop clients \
          for {:.0} s per row; each request's thread is the router's jump hash of the worker \
-         id. Latency includes the isolate creation of every miss.\n",
+         id. Latency includes the isolate creation of every miss. The engine of the idle \
+         measurement above is shut down first; RSS growth is the process's from then on \
+         (the bench's own client state included).\n",
         plan.distinct,
         engine.threads(),
         config.isolates_per_thread,
@@ -125,7 +130,9 @@ pub async fn run(plan: &Plan, engines: &Engines) -> anyhow::Result<Section> {
         ">p50",
         ">p99",
         ">errors",
-        ">RSS after",
+        ">isolates live",
+        ">V8 heap",
+        ">RSS growth",
     ]);
     for (name, pick) in [
         ("Zipf s = 1.1", Pick::Zipf(1.1)),
@@ -161,13 +168,16 @@ pub async fn run(plan: &Plan, engines: &Engines) -> anyhow::Result<Section> {
             fmt_us(result.p50_us()),
             fmt_us(result.p99_us()),
             result.errors.to_string(),
-            fmt_mib(drive::memory("VmRSS:") as f64),
+            counters.isolates().0.to_string(),
+            fmt_mib(counters.isolates().1 as f64),
+            fmt_mib(drive::memory("VmRSS:").saturating_sub(rss_lru_before) as f64),
         ]);
     }
     md.push_str(&table.render());
     let _ = writeln!(
         md,
-        "\nPeak RSS of the bench process (both engines): {}.\n",
+        "\nPeak RSS of the bench process (the idle engine's {} isolates included): {}.\n",
+        plan.idle,
         fmt_mib(drive::memory("VmHWM:") as f64)
     );
     Ok(Section {

@@ -3,7 +3,7 @@
 //! The clients run on the bench's current-thread runtime, so they share the
 //! two cores with the engine threads, as a node's gRPC listeners would.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,8 +19,8 @@ pub struct Counters {
     pub hits: AtomicU64,
     pub misses: AtomicU64,
     pub created: Mutex<Vec<(Duration, bool)>>,
-    pub live: AtomicUsize,
-    pub heap: AtomicUsize,
+    /// Per engine thread: live isolates and their V8 heap bytes, as last reported.
+    pub threads: Mutex<Vec<(usize, usize)>>,
 }
 
 impl EngineObserver for Counters {
@@ -36,13 +36,25 @@ impl EngineObserver for Counters {
             created.push((duration, from_spare));
         }
     }
-    fn thread_isolates(&self, _thread: usize, live: usize, heap: usize) {
-        self.live.store(live, Ordering::Relaxed);
-        self.heap.store(heap, Ordering::Relaxed);
+    fn thread_isolates(&self, thread: usize, live: usize, heap: usize) {
+        if let Ok(mut threads) = self.threads.lock() {
+            if threads.len() <= thread {
+                threads.resize(thread + 1, (0, 0));
+            }
+            threads[thread] = (live, heap);
+        }
     }
 }
 
 impl Counters {
+    /// Live isolates and V8 heap bytes over all threads.
+    pub fn isolates(&self) -> (usize, usize) {
+        self.threads.lock().map_or((0, 0), |threads| {
+            threads
+                .iter()
+                .fold((0, 0), |(l, h), (live, heap)| (l + live, h + heap))
+        })
+    }
     pub fn take_created(&self) -> Vec<(Duration, bool)> {
         self.created
             .lock()
