@@ -54,10 +54,9 @@ pub const EXIT_USAGE: i32 = 64;
 /// How the gRPC server meets the engine threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ListenerMode {
-    /// One listener per engine thread, each served by its own single-threaded
-    /// runtime on its own OS thread (pinned beside its engine thread); the
-    /// Lease lists one endpoint per thread so the router connects straight to
-    /// the right core.
+    /// One listener per engine thread, served on that engine thread's own
+    /// runtime; the Lease lists one endpoint per thread so the router
+    /// connects straight to the thread that runs the worker.
     #[default]
     PerThread,
     /// One listener for every thread, served by a multi-threaded runtime that

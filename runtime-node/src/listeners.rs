@@ -1,12 +1,10 @@
 //! The gRPC listeners, in one of two shapes ([`ListenerMode`]):
 //!
-//! - `per-thread`: one listener per engine thread, each served by its own
-//!   current-thread tokio runtime on its own OS thread, pinned to the core of
-//!   its engine thread. The Lease lists one endpoint per thread, so the
-//!   router's connection for thread i lands on core i. The engine's API runs
-//!   a request by handing it to the engine thread's queue; it offers no way to
-//!   run a tonic server *on* the engine thread itself, so one hand-off remains
-//!   (core-local when pinned).
+//! - `per-thread`: one listener per engine thread, served on that engine
+//!   thread's own tokio runtime (`Engine::spawn_on`), between its JavaScript
+//!   turns. The Lease lists one endpoint per thread, so the router's
+//!   connection for thread i lands on engine thread i, and a request reaches
+//!   its isolate without waking another thread.
 //! - `single`: one listener for all threads, served by the node's
 //!   multi-threaded runtime; each request is handed to its engine thread
 //!   from whichever worker thread polled its connection.
@@ -14,13 +12,14 @@
 //! docs/node.md has the measurements behind the default.
 
 use std::net::{SocketAddr, TcpListener};
-use std::thread::JoinHandle;
 
 use isolane_proto::health::pb::health_server::HealthServer;
 use isolane_proto::health::server::HealthService;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
+
+use isolane_engine::Engine;
 
 use crate::config::ListenerMode;
 use crate::service::NodeService;
@@ -33,11 +32,10 @@ pub struct Listeners {
     addrs: Vec<SocketAddr>,
 }
 
-/// The running servers: tasks on the node's runtime, or threads.
+/// The running servers: tasks on the node's runtime or on the engine threads.
 #[derive(Debug)]
 pub struct Serving {
     tasks: Vec<tokio::task::JoinHandle<()>>,
-    threads: Vec<JoinHandle<()>>,
 }
 
 /// The health service type every listener serves beside the Runtime.
@@ -105,20 +103,17 @@ impl Listeners {
             .collect()
     }
 
-    /// Serves `service` and `health` on every listener until `shutdown`.
-    /// Per-thread listeners are pinned to `cores[i % len]` when given. Call
-    /// from within the node's tokio runtime.
+    /// Serves `service` and `health` on every listener until `shutdown`:
+    /// per-thread listeners on their engine threads, the single one on the
+    /// caller's runtime. Call from within the node's tokio runtime.
     pub fn serve(
         self,
         service: NodeService,
         health: Health,
-        cores: Option<Vec<core_affinity::CoreId>>,
+        engine: &Engine,
         shutdown: CancellationToken,
     ) -> std::io::Result<Serving> {
-        let mut serving = Serving {
-            tasks: Vec::new(),
-            threads: Vec::new(),
-        };
+        let mut serving = Serving { tasks: Vec::new() };
         match self.mode {
             ListenerMode::Single => {
                 for listener in self.listeners {
@@ -133,63 +128,26 @@ impl Listeners {
             }
             ListenerMode::PerThread => {
                 for (i, listener) in self.listeners.into_iter().enumerate() {
-                    let core = cores
-                        .as_ref()
-                        .filter(|cores| !cores.is_empty())
-                        .map(|cores| cores[i % cores.len()]);
-                    let (service, health, shutdown) =
+                    let (service, health, stop) =
                         (service.clone(), health.clone(), shutdown.clone());
-                    let thread = std::thread::Builder::new()
-                        .name(format!("isolane-grpc-{i}"))
-                        .spawn(move || {
-                            listener_thread(i, core, listener, service, health, shutdown)
-                        })?;
-                    serving.threads.push(thread);
+                    let task = engine
+                        .spawn_on(i, async move {
+                            // Registered with the engine thread's reactor.
+                            match tokio::net::TcpListener::from_std(listener) {
+                                Ok(listener) => serve_one(listener, service, health, stop).await,
+                                Err(error) => {
+                                    tracing::error!(thread = i, %error, "cannot register the listener");
+                                    stop.cancel();
+                                }
+                            }
+                        })
+                        .map_err(std::io::Error::other)?;
+                    serving.tasks.push(task);
                 }
             }
         }
         Ok(serving)
     }
-}
-
-/// One per-thread listener: its own current-thread runtime, pinned.
-fn listener_thread(
-    index: usize,
-    core: Option<core_affinity::CoreId>,
-    listener: TcpListener,
-    service: NodeService,
-    health: Health,
-    shutdown: CancellationToken,
-) {
-    if let Some(core) = core
-        && !core_affinity::set_for_current(core)
-    {
-        tracing::warn!(
-            thread = index,
-            core = core.id,
-            "could not pin the listener thread"
-        );
-    }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            tracing::error!(thread = index, %error, "cannot start the listener runtime");
-            shutdown.cancel();
-            return;
-        }
-    };
-    runtime.block_on(async move {
-        match tokio::net::TcpListener::from_std(listener) {
-            Ok(listener) => serve_one(listener, service, health, shutdown).await,
-            Err(error) => {
-                tracing::error!(thread = index, %error, "cannot register the listener");
-                shutdown.cancel();
-            }
-        }
-    });
 }
 
 async fn serve_one(
@@ -219,12 +177,5 @@ impl Serving {
         for task in self.tasks {
             let _ = task.await;
         }
-        let threads = self.threads;
-        let _ = tokio::task::spawn_blocking(move || {
-            for thread in threads {
-                let _ = thread.join();
-            }
-        })
-        .await;
     }
 }

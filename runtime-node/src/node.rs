@@ -137,6 +137,7 @@ impl Node {
 
         let threads = config.threads();
         let admission = Admission::new(threads, config.max_inflight_per_thread, metrics.clone());
+        let listener_engine = engine.clone();
         let service = NodeService::new(
             config.node_name.clone(),
             engine,
@@ -151,14 +152,9 @@ impl Node {
         let health = HealthReporter::new();
         health.set_serving::<RuntimeServer<NodeService>>().await;
         let health_service = HealthServer::new(HealthService::from_health_reporter(health.clone()));
-        let cores = config
-            .engine
-            .pin_threads
-            .then(core_affinity::get_core_ids)
-            .flatten();
         let stop_grpc = CancellationToken::new();
         let serving = listeners
-            .serve(service, health_service, cores, stop_grpc.clone())
+            .serve(service, health_service, &listener_engine, stop_grpc.clone())
             .map_err(StartError::Serve)?;
         tracing::info!(node = %config.node_name, listeners = %config.listeners, ?grpc_addrs, %admin_addr, threads, "node serving");
 

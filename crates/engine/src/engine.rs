@@ -72,6 +72,7 @@ impl Engine {
             .map(|_| mpsc::channel::<Job>(config.queue_depth))
             .unzip();
         let shared = Arc::new(EngineShared {
+            runtimes: (0..threads).map(|_| std::sync::OnceLock::new()).collect(),
             senders,
             directory: Mutex::new(Default::default()),
         });
@@ -148,6 +149,32 @@ impl Engine {
         &self.inner.config
     }
 
+    /// Spawns `future` on engine thread `thread`'s own tokio runtime, beside
+    /// its requests: a server whose requests all go to that thread (a node's
+    /// per-thread gRPC listener) can run there, so `execute` hands a request
+    /// over without waking another thread. The future runs between
+    /// JavaScript turns; it must not block. It is dropped when the engine
+    /// shuts down.
+    pub fn spawn_on<F>(
+        &self,
+        thread: usize,
+        future: F,
+    ) -> Result<tokio::task::JoinHandle<F::Output>, EngineError>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let handle = self
+            .inner
+            .shared
+            .runtimes
+            .get(thread)
+            .and_then(|slot| slot.get())
+            .filter(|_| !*self.inner.shutdown.borrow())
+            .ok_or(EngineError::NoSuchThread { thread })?;
+        Ok(handle.spawn(future))
+    }
+
     /// Runs `request` on engine thread `thread` with `bundle`'s worker.
     /// Which thread serves a worker is the caller's choice (placement).
     pub async fn execute(
@@ -198,8 +225,11 @@ impl Engine {
         let _ = self.inner.shutdown.send(true);
         let handles =
             std::mem::take(&mut *self.inner.threads.lock().unwrap_or_else(|p| p.into_inner()));
+        let me = std::thread::current().id();
         for handle in handles {
-            let _ = handle.join();
+            if handle.thread().id() != me {
+                let _ = handle.join();
+            }
         }
     }
 }
@@ -208,8 +238,14 @@ impl Drop for Inner {
     fn drop(&mut self) {
         let _ = self.shutdown.send(true);
         let handles = std::mem::take(self.threads.get_mut().unwrap_or_else(|p| p.into_inner()));
+        // The last handle can go away on an engine thread itself (a future
+        // spawned there with `spawn_on` held it): that thread is already
+        // stopping and cannot join itself.
+        let me = std::thread::current().id();
         for handle in handles {
-            let _ = handle.join();
+            if handle.thread().id() != me {
+                let _ = handle.join();
+            }
         }
     }
 }

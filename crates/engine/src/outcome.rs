@@ -184,6 +184,8 @@ pub enum EngineError {
     ThreadStart { thread: usize },
     #[error("invalid engine configuration: {field} must be at least 1")]
     InvalidConfig { field: &'static str },
+    #[error("engine thread {thread} does not exist or has stopped")]
+    NoSuchThread { thread: usize },
 }
 
 #[cfg(test)]

@@ -48,6 +48,9 @@ pub(crate) struct Job {
 /// What all threads share. Only `shared` mode touches the directory.
 pub(crate) struct EngineShared {
     pub(crate) senders: Vec<mpsc::Sender<Job>>,
+    /// Each thread's tokio runtime, set once the thread started (see
+    /// `Engine::spawn_on`).
+    pub(crate) runtimes: Vec<std::sync::OnceLock<tokio::runtime::Handle>>,
     /// Shared mode: which thread holds each worker's isolate.
     pub(crate) directory: Mutex<HashMap<String, usize>>,
 }
@@ -124,6 +127,9 @@ pub(crate) fn run(start: ThreadStart) {
             return;
         }
     };
+    if let Some(slot) = shared.runtimes.get(index) {
+        let _ = slot.set(runtime.handle().clone());
+    }
     let Some(clock) = CpuClock::current_thread() else {
         let _ = ready.send(Err("no thread CPU clock".to_owned()));
         return;

@@ -92,11 +92,10 @@ pub fn start(shape: Shape) -> TestNode {
     let addrs = listeners.local_addrs().to_vec();
     let health = HealthServer::new(HealthService::from_health_reporter(HealthReporter::new()));
     let stop = CancellationToken::new();
-    let cores = shape.pin.then(core_affinity_cores).flatten();
     // The servers stop when the test node is dropped.
     drop(
         listeners
-            .serve(service, health, cores, stop.clone())
+            .serve(service, health, &engine, stop.clone())
             .unwrap(),
     );
     TestNode {
@@ -107,10 +106,6 @@ pub fn start(shape: Shape) -> TestNode {
         _engine: engine,
         stop,
     }
-}
-
-fn core_affinity_cores() -> Option<Vec<core_affinity::CoreId>> {
-    core_affinity::get_core_ids()
 }
 
 impl TestNode {

@@ -174,3 +174,34 @@ async fn unknown_threads_are_refused() {
     ));
     assert_eq!(error.status(), 500);
 }
+
+/// `spawn_on` runs a future on the engine thread itself, and that future
+/// may hold the last handle to the engine: dropping it there stops the
+/// engine without the thread trying to join itself.
+#[tokio::test]
+async fn a_future_spawned_on_an_engine_thread_runs_there() {
+    let (engine, _) = engine(2, PoolMode::Pinned);
+    let name = engine
+        .spawn_on(1, async {
+            std::thread::current().name().map(str::to_owned)
+        })
+        .unwrap()
+        .await
+        .unwrap();
+    assert_eq!(name.as_deref(), Some("isolane-engine-1"));
+    assert!(engine.spawn_on(2, async {}).is_err());
+
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let last = engine.clone();
+    let holder = engine
+        .spawn_on(0, async move {
+            let _ = released.await;
+            drop(last);
+        })
+        .unwrap();
+    drop(engine);
+    release.send(()).unwrap();
+    holder
+        .await
+        .expect("dropping the last handle on an engine thread does not panic");
+}
