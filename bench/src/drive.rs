@@ -133,6 +133,10 @@ pub struct RunResult {
     pub errors: u64,
     pub elapsed: Duration,
     pub latencies: Vec<Duration>,
+    /// Cores' worth of CPU the clients' thread and the engine threads used
+    /// (CPU seconds ÷ wall seconds), when measured.
+    pub client_cores: f64,
+    pub engine_cores: f64,
 }
 
 impl RunResult {
@@ -217,6 +221,7 @@ pub async fn drive(engine: &Engine, workers: &[Arc<WorkerBundle>], run: &Run) ->
         errors: errors.into_inner(),
         elapsed,
         latencies,
+        ..RunResult::default()
     }
 }
 
@@ -275,4 +280,32 @@ pub async fn wait_for(deadline: Duration, mut done: impl FnMut() -> bool) -> any
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     Ok(())
+}
+
+/// CPU time so far of this process's threads, in seconds: the calling
+/// thread's (the clients', on the bench's current-thread runtime) and the
+/// engine threads' (`isolane-engine-*`, every engine's) — from
+/// `/proc/self/task/*/schedstat` (nanoseconds on CPU).
+pub fn thread_cpu() -> (f64, f64) {
+    let me = std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return (0.0, 0.0);
+    };
+    let (mut client, mut engine) = (0.0, 0.0);
+    for task in tasks.flatten() {
+        let path = task.path();
+        let cpu = std::fs::read_to_string(path.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+            .map_or(0.0, |ns| ns / 1e9);
+        let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        if me.as_deref() == task.file_name().to_str() {
+            client += cpu;
+        } else if name.starts_with("isolane-engine") {
+            engine += cpu;
+        }
+    }
+    (client, engine)
 }

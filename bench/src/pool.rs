@@ -110,7 +110,9 @@ pub async fn run(plan: &Plan, engines: &[Engine; 3]) -> anyhow::Result<Section> 
          `pinned` serves it from that thread's own isolate, `shared` from the one global \
          mutex-guarded pool (hopping to the isolate's thread), `legacy` from a new isolate. \
          The clients share the 2 cores with the engine threads (machine shared, see above). \
-         Throughput ratios are medians of per-round ratios. One CPU-bound request alone \
+         Throughput ratios are medians of per-round ratios; \"CPU\" is the cores' worth of \
+         CPU the clients' thread and the engine threads used (median over rounds; 2 cores \
+         exist). One CPU-bound request alone \
          (warm, sequential) takes {} here.\n",
         plan.rounds,
         plan.duration.as_secs_f64(),
@@ -129,6 +131,7 @@ pub async fn run(plan: &Plan, engines: &[Engine; 3]) -> anyhow::Result<Section> 
             ">errors",
             ">req/s ÷ shared",
             ">req/s ÷ legacy",
+            ">CPU: clients / engine",
         ]);
         for (m, mode) in MODES.iter().enumerate() {
             let (rps, p50, p99, errors) = drive::medians(&results[m]);
@@ -140,6 +143,21 @@ pub async fn run(plan: &Plan, engines: &[Engine; 3]) -> anyhow::Result<Section> 
                 errors.to_string(),
                 fmt_ratio(round_ratio(&results[m], &results[1])),
                 fmt_ratio(round_ratio(&results[m], &results[0])),
+                format!(
+                    "{:.2} / {:.2}",
+                    median(
+                        &results[m]
+                            .iter()
+                            .map(|r| r.client_cores)
+                            .collect::<Vec<_>>()
+                    ),
+                    median(
+                        &results[m]
+                            .iter()
+                            .map(|r| r.engine_cores)
+                            .collect::<Vec<_>>()
+                    )
+                ),
             ]);
         }
         md.push_str(&table.render());
@@ -184,7 +202,12 @@ async fn measure(plan: &Plan, engines: &[Engine; 3], scenario: &Scenario) -> Vec
         for k in 0..MODES.len() {
             let m = (k + round) % MODES.len();
             let started = Instant::now();
-            let result = drive::drive(&engines[m], &scenario.workers, &run).await;
+            let (client_cpu, engine_cpu) = drive::thread_cpu();
+            let mut result = drive::drive(&engines[m], &scenario.workers, &run).await;
+            let (client_after, engine_after) = drive::thread_cpu();
+            let wall = started.elapsed().as_secs_f64();
+            result.client_cores = ratio(client_after - client_cpu, wall);
+            result.engine_cores = ratio(engine_after - engine_cpu, wall);
             eprintln!(
                 "pool {} {} round {round}: {:.0} req/s p50 {:.0} µs p99 {:.0} µs errors {} ({:.1} s)",
                 scenario.name,
