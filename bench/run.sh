@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/benchmarks.md: `make bench` runs this.
 #
-#   bench/run.sh            the full run (about 15 minutes on 2 cores)
+#   bench/run.sh            the full run (about 20–25 minutes on 2 cores)
 #   bench/run.sh --quick    a smoke run (about 2 minutes): fewer rounds, shorter
 #                           loads, smaller counts; writes docs/benchmarks.md too
 #
