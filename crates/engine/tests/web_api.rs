@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use isolane_engine::{Body, Engine, EngineConfig, Limits, NoopObserver, PoolMode, WorkerBundle};
+use isolane_engine::{
+    Body, Engine, EngineConfig, EngineObserver, Limits, Outcome, PoolMode, WorkerBundle,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -27,6 +29,7 @@ fn web_api_suites() {
 
 async fn run_all() {
     let target = start_target_server().await;
+    let cpu = Arc::new(LastCpu::default());
     let engine = Engine::start(
         EngineConfig {
             threads: 1,
@@ -35,7 +38,7 @@ async fn run_all() {
             spare_isolates: 1,
             ..EngineConfig::default()
         },
-        Arc::new(NoopObserver),
+        cpu.clone(),
     )
     .expect("engine starts");
 
@@ -60,7 +63,13 @@ async fn run_all() {
                 ("TARGET".to_owned(), target.clone()),
                 ("SUITE".to_owned(), name.clone()),
             ]),
-            limits: Limits::default(),
+            // One request runs a whole suite (up to ~45 ms of CPU in a
+            // debug build): the default 50 ms would make the suites fail on
+            // a busy machine. Limits have their own tests (tests/engine).
+            limits: Limits {
+                cpu_ms: 1_000,
+                ..Limits::default()
+            },
         });
         let request = http::Request::builder()
             .method("POST")
@@ -86,9 +95,9 @@ async fn run_all() {
             }
         };
         match line {
-            Ok(passed) => eprintln!("ok   {name}: {passed} passed"),
+            Ok(passed) => eprintln!("ok   {name}: {passed} passed ({} CPU)", cpu.take()),
             Err(message) => {
-                eprintln!("FAIL {name}: {message}");
+                eprintln!("FAIL {name}: {message} ({} CPU)", cpu.take());
                 failures.push(name);
             }
         }
@@ -97,6 +106,32 @@ async fn run_all() {
         .await
         .unwrap();
     assert!(failures.is_empty(), "failing suites: {failures:?}");
+}
+
+/// The CPU time the engine charged to the last request, for the log: each
+/// suite is one request under the default limits.
+#[derive(Default)]
+struct LastCpu(std::sync::Mutex<Option<Duration>>);
+
+impl LastCpu {
+    fn take(&self) -> String {
+        match self.0.lock().unwrap().take() {
+            Some(cpu) => format!("{:.1} ms", cpu.as_secs_f64() * 1e3),
+            None => "unknown".to_owned(),
+        }
+    }
+}
+
+impl EngineObserver for LastCpu {
+    fn request_finished(
+        &self,
+        _thread: usize,
+        _outcome: Outcome,
+        _duration: Duration,
+        cpu: Duration,
+    ) {
+        *self.0.lock().unwrap() = Some(cpu);
+    }
 }
 
 /// `Ok(passed)` for `200 {"passed":N,"failed":[],…}`, else a description.
