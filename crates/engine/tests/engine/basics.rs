@@ -205,3 +205,30 @@ async fn a_future_spawned_on_an_engine_thread_runs_there() {
         .await
         .expect("dropping the last handle on an engine thread does not panic");
 }
+
+/// Timers that came due while the thread was busy fire in deadline order
+/// (as in browsers), whatever order they were armed in.
+#[tokio::test]
+async fn timers_due_together_fire_in_deadline_order() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let script = "export default { async fetch() {
+        const log = [];
+        const done = new Promise((resolve) => setTimeout(resolve, 60));
+        setTimeout(() => log.push(30), 30);
+        setTimeout(() => log.push(1), 1);
+        setTimeout(() => log.push(10), 10);
+        setTimeout(() => log.push(20), 20);
+        let x = 0;
+        for (let i = 0; i < 30000000; i++) { x = (x * 31 + i) | 0; }
+        await done;
+        return new Response(log.join(',') + ' ' + (x & 1));
+    } };";
+    let limits = Limits {
+        cpu_ms: 5_000,
+        ..Limits::default()
+    };
+    let worker = std::sync::Arc::new(bundle_with("t/timers", script, limits, &[]));
+    let (status, body) = run(&engine, 0, &worker, "/").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.starts_with("1,10,20,30 "), "{body}");
+}
