@@ -142,6 +142,32 @@ impl System {
         .await
     }
 
+    /// Waits until each Worker answers its name on `<name>.test/`.
+    async fn wait_all_served(&self, workers: &[Worker]) {
+        for name in names(workers) {
+            self.wait_served(&format!("{name}.test"), "/", &name).await;
+        }
+    }
+
+    /// Starts `concurrency` clients on the Workers' hosts and waits for
+    /// `answers` successful answers (`what` names the wait in errors).
+    async fn load_until(
+        &self,
+        workers: &[Worker],
+        concurrency: usize,
+        what: &str,
+        answers: usize,
+    ) -> Load {
+        let options = LoadOptions {
+            concurrency,
+            ..LoadOptions::default()
+        };
+        let load = Load::start(self.cluster.ingress(), targets(workers), options);
+        load.wait_for(what, answers, SETTLE, |s| s.is_success())
+            .await;
+        load
+    }
+
     fn shutdown(self) {
         self.cluster.shutdown();
     }
@@ -472,20 +498,11 @@ async fn sigkill_of_a_node_fails_only_its_in_flight_requests() {
     let workers = fleet("k", 12);
     system.kubectl_apply("fleet.yaml", &workers).await;
     let placed = system.wait_ready_and_placed(&names(&workers)).await;
-    for name in names(&workers) {
-        system
-            .wait_served(&format!("{name}.test"), "/", &name)
-            .await;
-    }
-    let options = LoadOptions {
-        concurrency: 6,
-        ..LoadOptions::default()
-    };
-    let load = Load::start(system.cluster.ingress(), targets(&workers), options);
-    load.wait_for("300 answers before the kill", 300, SETTLE, |s| {
-        s.is_success()
-    })
-    .await;
+    system.wait_all_served(&workers).await;
+    let concurrency = 6;
+    let load = system
+        .load_until(&workers, concurrency, "300 answers before the kill", 300)
+        .await;
     let victim = busiest_node(&load, &system.cluster.node_names());
     let victim_workers: Vec<usize> = (0..workers.len())
         .filter(|&index| load.count(|s| s.target == index && s.node() == Some(victim.as_str())) > 0)
@@ -545,7 +562,7 @@ async fn sigkill_of_a_node_fails_only_its_in_flight_requests() {
             .count(),
         tally.summary(),
         failures.len(),
-        options.concurrency,
+        concurrency,
         failures_after_noticed,
         secs(noticed - killed),
         last_failure.map(|at| signed_ms(killed, at)),
@@ -561,10 +578,10 @@ async fn sigkill_of_a_node_fails_only_its_in_flight_requests() {
     }
     assert!(!victim_workers.is_empty(), "{victim} served no Worker");
     assert!(
-        failures.len() <= options.concurrency,
+        failures.len() <= concurrency,
         "{} requests failed, more than the {} that can be in flight:\n{}",
         failures.len(),
-        options.concurrency,
+        concurrency,
         tally.describe_failures(killed)
     );
     assert_eq!(
@@ -726,20 +743,10 @@ async fn draining_a_node_under_load_fails_no_request() {
         .collect();
     system.kubectl_apply("fleet.yaml", &workers).await;
     system.wait_ready_and_placed(&names(&workers)).await;
-    for name in names(&workers) {
-        system
-            .wait_served(&format!("{name}.test"), "/", &name)
-            .await;
-    }
-    let options = LoadOptions {
-        concurrency: 12,
-        ..LoadOptions::default()
-    };
-    let load = Load::start(system.cluster.ingress(), targets(&workers), options);
-    load.wait_for("100 answers before the drain", 100, SETTLE, |s| {
-        s.is_success()
-    })
-    .await;
+    system.wait_all_served(&workers).await;
+    let load = system
+        .load_until(&workers, 12, "100 answers before the drain", 100)
+        .await;
     let victim = busiest_node(&load, &system.cluster.node_names());
     let node = system.cluster.node_mut(&victim);
     let in_flight = wait_until(
@@ -824,11 +831,7 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
     all.extend(healthy.iter().cloned());
     system.kubectl_apply("failing.yaml", &all).await;
     let placed = system.wait_ready_and_placed(&names(&all)).await;
-    for name in names(&healthy) {
-        system
-            .wait_served(&format!("{name}.test"), "/", &name)
-            .await;
-    }
+    system.wait_all_served(&healthy).await;
     // Each failing Worker has a healthy neighbour on its node and thread.
     let thread_of = |name: &str| placement(&placed[name])[0].clone();
     for bad in ["thrower", "spinner", "bomber"] {
@@ -847,15 +850,8 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
         );
     }
 
-    let load = Load::start(
-        system.cluster.ingress(),
-        targets(&healthy),
-        LoadOptions {
-            concurrency: 2,
-            ..LoadOptions::default()
-        },
-    );
-    load.wait_for("100 healthy answers", 100, SETTLE, |s| s.is_success())
+    let load = system
+        .load_until(&healthy, 2, "100 healthy answers", 100)
         .await;
     // (host, status, x-isolane-reason)
     let expectations = [

@@ -223,29 +223,29 @@ impl Engine {
 
     fn stop_and_join(&self) {
         let _ = self.inner.shutdown.send(true);
-        let handles =
-            std::mem::take(&mut *self.inner.threads.lock().unwrap_or_else(|p| p.into_inner()));
-        let me = std::thread::current().id();
-        for handle in handles {
-            if handle.thread().id() != me {
-                let _ = handle.join();
-            }
-        }
+        join_threads(std::mem::take(
+            &mut *self.inner.threads.lock().unwrap_or_else(|p| p.into_inner()),
+        ));
     }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         let _ = self.shutdown.send(true);
-        let handles = std::mem::take(self.threads.get_mut().unwrap_or_else(|p| p.into_inner()));
-        // The last handle can go away on an engine thread itself (a future
-        // spawned there with `spawn_on` held it): that thread is already
-        // stopping and cannot join itself.
-        let me = std::thread::current().id();
-        for handle in handles {
-            if handle.thread().id() != me {
-                let _ = handle.join();
-            }
+        join_threads(std::mem::take(
+            self.threads.get_mut().unwrap_or_else(|p| p.into_inner()),
+        ));
+    }
+}
+
+/// Joins the engine threads. The last handle to the engine can go away on
+/// an engine thread itself (a future spawned there with `spawn_on` held it):
+/// that thread is already stopping and cannot join itself.
+fn join_threads(handles: Vec<JoinHandle<()>>) {
+    let me = std::thread::current().id();
+    for handle in handles {
+        if handle.thread().id() != me {
+            let _ = handle.join();
         }
     }
 }

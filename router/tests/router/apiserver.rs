@@ -9,14 +9,13 @@ use isolane_crds::Worker;
 use isolane_membership::node_lease;
 use isolane_router::{ProxyConfig, watch};
 use isolane_telemetry::Readiness;
-use isolane_testenv::ControlPlane;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams, PostParams};
 
 use crate::fake_node::FakeNode;
-use crate::support::{eventually, get, header, proxy};
+use crate::support::{control_plane_with_workers, eventually, get, header, proxy};
 
 const APPS: &str = "apps";
 const NODES: &str = "isolane-system";
@@ -40,24 +39,10 @@ fn ready_status(revision: &str, ready: bool) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routes_a_ready_worker_to_a_leased_node_from_the_apiserver() {
-    let cp = ControlPlane::start().await.unwrap();
-    cp.apply_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/worker.yaml"))
-        .await
-        .unwrap();
-    cp.create_namespace(APPS).await.unwrap();
-    cp.create_namespace(NODES).await.unwrap();
+    let cp = control_plane_with_workers(&[APPS, NODES]).await;
     let client = cp.client();
     let workers: Api<Worker> = Api::namespaced(client.clone(), APPS);
     let leases: Api<Lease> = Api::namespaced(client.clone(), NODES);
-    // The CRD is served once it is established.
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while workers.list(&ListParams::default().limit(1)).await.is_err() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "Worker CRD never served"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 
     let node = FakeNode::start("node-1").await;
     let (proxy, registry) = proxy(ProxyConfig::default(), 50);

@@ -13,13 +13,13 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use isolane_crds::Worker;
 use isolane_membership::node_lease;
-use isolane_testenv::ControlPlane;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams, PostParams};
 
 use crate::fake_node::FakeNode;
+use crate::support::control_plane_with_workers;
 
 const BIN: &str = env!("CARGO_BIN_EXE_isolane-router");
 const WAIT: Duration = Duration::from_secs(20);
@@ -90,22 +90,9 @@ impl Drop for Child {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_routes_from_the_apiserver_and_stops_on_sigterm() {
-    let cp = ControlPlane::start().await.unwrap();
-    cp.apply_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/worker.yaml"))
-        .await
-        .unwrap();
-    cp.create_namespace("apps").await.unwrap();
-    cp.create_namespace("isolane-system").await.unwrap();
+    let cp = control_plane_with_workers(&["apps", "isolane-system"]).await;
     let client = cp.client();
     let workers: Api<Worker> = Api::namespaced(client.clone(), "apps");
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while workers.list(&ListParams::default().limit(1)).await.is_err() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "Worker CRD never served"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
     let node = FakeNode::start("node-1").await;
     let lease = node_lease(
         "node-1",

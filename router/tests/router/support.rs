@@ -124,3 +124,27 @@ pub fn label_values(registry: &Registry, name: &str, label: &str) -> Vec<String>
     values.dedup();
     values
 }
+
+/// A local control plane with the Worker CRD installed and served, and the
+/// given namespaces created.
+pub async fn control_plane_with_workers(namespaces: &[&str]) -> isolane_testenv::ControlPlane {
+    use kube::api::ListParams;
+    let cp = isolane_testenv::ControlPlane::start().await.unwrap();
+    cp.apply_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/worker.yaml"))
+        .await
+        .unwrap();
+    for namespace in namespaces {
+        cp.create_namespace(namespace).await.unwrap();
+    }
+    // The CRD is served once it is established.
+    let workers: kube::Api<isolane_crds::Worker> = kube::Api::all(cp.client());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while workers.list(&ListParams::default().limit(1)).await.is_err() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "Worker CRD never served"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    cp
+}
