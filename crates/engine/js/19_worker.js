@@ -158,6 +158,9 @@ function fail(ctxId, e) {
   host.fail(ctxId, errorMessage(e), errorStack(e));
 }
 
+// The largest slice of a response body handed to the host in one write.
+const WRITE_SLICE = 64 * 1024;
+
 function toChunk(value) {
   if (value instanceof Uint8Array) return value;
   if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
@@ -201,7 +204,12 @@ async function sendResponse(ctxId, response) {
       const { value, done } = await reader.read();
       if (done) break;
       const chunk = toChunk(value);
-      if (chunk.byteLength > 0) await host.responseWrite(ctxId, chunk);
+      // Handed over in slices: what waits for a slow reader is bounded by
+      // the channel's slots times WRITE_SLICE, whatever chunk size the
+      // worker picks.
+      for (let at = 0; at < chunk.byteLength; at += WRITE_SLICE) {
+        await host.responseWrite(ctxId, chunk.subarray(at, at + WRITE_SLICE));
+      }
     }
     reader.release();
     host.responseEnd(ctxId, null);

@@ -10,6 +10,7 @@ mod clone;
 mod crypto;
 mod fetch;
 mod io;
+mod memory;
 mod respond;
 pub(crate) mod state;
 mod text;
@@ -46,6 +47,7 @@ fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
         ("responseEnd", respond::response_end.map_fn_to()),
         ("fail", respond::fail.map_fn_to()),
         ("requestDone", respond::request_done.map_fn_to()),
+        ("memoryReserve", memory::memory_reserve.map_fn_to()),
     ]
 }
 
@@ -110,14 +112,25 @@ pub(crate) fn view_bytes(value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-/// A new Uint8Array owning `bytes` (no copy).
+/// A new ArrayBuffer owning `bytes` (no copy), charged to the isolate's
+/// memory budget. `None` over the limit: the isolate is then being
+/// terminated (see `memory.rs`), and nothing is allocated.
+pub(crate) fn array_buffer<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    bytes: Vec<u8>,
+) -> Option<v8::Local<'s, v8::ArrayBuffer>> {
+    let host = HostState::get(scope)?;
+    let store = host.memory.backing_store(bytes).ok()?.make_shared();
+    Some(v8::ArrayBuffer::with_backing_store(scope, &store))
+}
+
+/// A new Uint8Array owning `bytes` (no copy); see [`array_buffer`].
 pub(crate) fn u8_array<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     bytes: Vec<u8>,
 ) -> Option<v8::Local<'s, v8::Uint8Array>> {
     let len = bytes.len();
-    let store = v8::ArrayBuffer::new_backing_store_from_vec(bytes).make_shared();
-    let buffer = v8::ArrayBuffer::with_backing_store(scope, &store);
+    let buffer = array_buffer(scope, bytes)?;
     v8::Uint8Array::new(scope, buffer, 0, len)
 }
 

@@ -18,7 +18,8 @@ use std::time::Instant;
 
 use crate::bundle::WorkerBundle;
 use crate::host::{self, HostState, Settlement};
-use crate::limits::{HeapGuard, thread_cpu_now};
+use crate::limits::thread_cpu_now;
+use crate::memory::Memory;
 use crate::observer::TerminationReason;
 use crate::outcome::ExecuteError;
 use crate::script;
@@ -50,9 +51,10 @@ pub(crate) struct WorkerIsolate {
     /// The heap limit V8 enforces; lowered once when a spare made with a
     /// larger one is given to a worker (`lower_heap_limit`).
     heap_limit: Cell<usize>,
-    /// Declared after `inner`, and the isolate is disposed in `Drop` before
-    /// any field drops: V8 holds a raw pointer to this guard until then.
-    heap: Box<HeapGuard>,
+    /// Heap and off-heap bytes, one budget. V8 holds a raw pointer to it
+    /// (near-heap-limit callback) until the isolate is disposed in `Drop`,
+    /// before any field drops; its allocator holds an `Arc` of its own.
+    memory: Arc<Memory>,
 }
 
 /// Why a turn did not complete normally.
@@ -81,10 +83,13 @@ impl WorkerIsolate {
         thread: &Rc<ThreadCtx>,
         heap_limit: usize,
     ) -> Result<Rc<Self>, CreateError> {
+        let memory = Memory::new(heap_limit);
         let params = v8::CreateParams::default()
             .snapshot_blob(v8::StartupData::from(thread.snapshot))
             .external_references(host::external_references().into())
             .heap_limits(0, heap_limit)
+            // Off-heap bytes (ArrayBuffers) count against the same limit.
+            .array_buffer_allocator(memory.allocator())
             // No blocking waits on shared memory (there is none to share:
             // see `platform.rs`), even if a worker found an `Atomics.wait`.
             .allow_atomics_wait(false);
@@ -93,12 +98,14 @@ impl WorkerIsolate {
         isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
         isolate.set_promise_reject_callback(script::promise_reject);
         isolate.set_capture_stack_trace_for_uncaught_exceptions(true, 16);
-        let heap = HeapGuard::new(isolate.thread_safe_handle());
-        heap.install(&mut isolate);
+        // No Wasm code (see js/20_memory.js): its memory escapes the budget.
+        isolate.set_allow_wasm_code_generation_callback(refuse_wasm);
+        memory.attach(isolate.thread_safe_handle());
+        memory.install_heap_callback(&mut isolate);
         // On error the isolate is dropped while still entered, as rusty_v8 wants.
         let globals = init_context(&mut isolate)?;
         let worker = Rc::new_cyclic(|me| {
-            let host = Rc::new(HostState::new(thread.clone(), me.clone()));
+            let host = Rc::new(HostState::new(thread.clone(), me.clone(), memory.clone()));
             isolate.set_slot(host.clone());
             // SAFETY: `Isolate::new` entered this isolate on this thread and
             // nothing entered another since; exiting restores the previous
@@ -113,7 +120,7 @@ impl WorkerIsolate {
                 host,
                 condemned: Cell::new(None),
                 heap_limit: Cell::new(heap_limit),
-                heap,
+                memory,
             }
         });
         Ok(worker)
@@ -137,7 +144,8 @@ impl WorkerIsolate {
         let mut inner = self.inner.borrow_mut();
         let isolate: &mut v8::OwnedIsolate = &mut inner.isolate;
         let _entered = Entered::new(isolate);
-        self.heap.reinstall(isolate, limit);
+        self.memory.reinstall_heap_callback(isolate, limit);
+        self.memory.set_limit(limit);
         self.heap_limit.set(limit);
     }
 
@@ -149,14 +157,17 @@ impl WorkerIsolate {
         self.host.worker.get()
     }
 
-    /// Heap in use, for the pool's memory budget and gauges.
-    pub(crate) fn heap_used(&self) -> usize {
+    /// Memory in use, JS heap (measured now) plus off-heap bytes: what
+    /// `memory_mib` limits, for the pool's memory budget and gauges.
+    pub(crate) fn memory_used(&self) -> usize {
         let Ok(mut inner) = self.inner.try_borrow_mut() else {
-            return 0;
+            return self.memory.used();
         };
         let isolate: &mut v8::OwnedIsolate = &mut inner.isolate;
         let _entered = Entered::new(isolate);
-        isolate.get_heap_statistics().used_heap_size()
+        self.memory
+            .note_heap(isolate.get_heap_statistics().used_heap_size());
+        self.memory.used()
     }
 
     /// Runs one turn: enters the isolate and its context, arms the watchdog,
@@ -215,7 +226,7 @@ impl WorkerIsolate {
                 tc.perform_microtask_checkpoint();
             }
             let fired = thread.watchdog.disarm();
-            let heap_hit = self.heap.take_hit();
+            let heap_hit = self.memory.take_hit();
             if heap_hit {
                 Err(TurnError::Terminated(TerminationReason::MemoryLimit))
             } else if let Some(reason) = fired {
@@ -433,6 +444,14 @@ impl Drop for WorkerIsolate {
     }
 }
 
+/// V8 asks before compiling Wasm: never.
+unsafe extern "C" fn refuse_wasm(
+    _context: v8::Local<v8::Context>,
+    _source: v8::Local<v8::String>,
+) -> bool {
+    false
+}
+
 /// Enters an isolate for a synchronous span; exits on drop.
 struct Entered(*const v8::Isolate);
 
@@ -476,6 +495,14 @@ fn init_context(isolate: &mut v8::OwnedIsolate) -> Result<Globals, CreateError> 
     let handle_request = function(scope, internal, "handleRequest")?;
     let timer_fired = function(scope, internal, "timerFired")?;
     let request_aborted = function(scope, internal, "requestAborted")?;
+    // V8 adds `WebAssembly` to each context made from the snapshot: replace
+    // it with the refusing one (js/20_memory.js) before any worker code runs.
+    let refuse_wasm = function(scope, internal, "refuseWebAssembly")?;
+    refuse_wasm
+        .call(scope, internal.into(), &[])
+        .ok_or(CreateError::Runtime {
+            what: "internal.refuseWebAssembly",
+        })?;
     Ok(Globals {
         context: v8::Global::new(scope, context),
         internal: v8::Global::new(scope, internal),
@@ -504,6 +531,7 @@ fn name_of(name: &'static str) -> &'static str {
         "handleRequest" => "internal.handleRequest",
         "timerFired" => "internal.timerFired",
         "requestAborted" => "internal.requestAborted",
+        "refuseWebAssembly" => "internal.refuseWebAssembly",
         _ => "an internal function",
     }
 }

@@ -22,6 +22,7 @@ mod engine;
 mod host;
 mod isolate;
 mod limits;
+mod memory;
 mod observer;
 mod outcome;
 mod platform;

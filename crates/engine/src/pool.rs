@@ -85,7 +85,7 @@ impl Pool {
             self.entries.remove(&victim);
             evicted.push((victim, EvictionReason::Capacity));
         }
-        let heap_bytes = isolate.heap_used();
+        let heap_bytes = isolate.memory_used();
         self.tick += 1;
         self.entries.insert(
             bundle.id.clone(),
@@ -125,7 +125,7 @@ impl Pool {
         if entry.releases != 1 && entry.releases % HEAP_SAMPLE_EVERY != 0 {
             return;
         }
-        entry.heap_bytes = isolate.heap_used();
+        entry.heap_bytes = isolate.memory_used();
         while self.heap_bytes() > self.heap_budget {
             let Some(victim) = self.lru(Some(&bundle.id)) else {
                 break;
@@ -156,7 +156,7 @@ impl Pool {
     }
 
     pub(crate) fn add_spare(&mut self, isolate: Rc<WorkerIsolate>) {
-        let heap = isolate.heap_used();
+        let heap = isolate.memory_used();
         self.spares.push((isolate, heap));
     }
 

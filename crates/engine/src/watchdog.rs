@@ -8,6 +8,7 @@
 //! through that thread's CPU clock, so preemption on a busy machine does not
 //! count against the worker.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -23,6 +24,10 @@ pub(crate) struct Watchdog {
 struct Shared {
     state: Mutex<State>,
     wake: Condvar,
+    /// Set with `State::fired`, readable without the lock: long native calls
+    /// (`has_fired`) poll it between steps, since V8's termination only
+    /// takes effect once control returns to JavaScript.
+    fired: AtomicBool,
 }
 
 #[derive(Default)]
@@ -62,6 +67,7 @@ impl Watchdog {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
+            fired: AtomicBool::new(false),
         });
         let thread_shared = shared.clone();
         let thread = std::thread::Builder::new()
@@ -85,6 +91,7 @@ impl Watchdog {
         let mut state = lock(&self.shared.state);
         let wake_by = (Instant::now() + cpu_budget).min(wall_deadline);
         state.fired = None;
+        self.shared.fired.store(false, Ordering::Relaxed);
         state.armed = Some(Armed {
             handle,
             cpu_start,
@@ -94,6 +101,12 @@ impl Watchdog {
         if state.planned.is_none_or(|planned| planned > wake_by) {
             self.shared.wake.notify_one();
         }
+    }
+
+    /// Whether the watchdog terminated the current turn: a host function
+    /// doing long native work checks this between steps and stops.
+    pub(crate) fn has_fired(&self) -> bool {
+        self.shared.fired.load(Ordering::Relaxed)
     }
 
     /// Disarms; returns why it terminated the turn, if it did.
@@ -137,6 +150,7 @@ fn run(shared: &Shared, clock: CpuClock) {
                     // for that turn can still arrive.
                     armed.handle.terminate_execution();
                     state.fired = Some(reason);
+                    shared.fired.store(true, Ordering::Relaxed);
                     state.armed = None;
                     None
                 }

@@ -9,6 +9,8 @@ mod support;
 
 #[path = "engine/basics.rs"]
 mod basics;
+#[path = "engine/hostile.rs"]
+mod hostile;
 #[path = "engine/limits.rs"]
 mod limits;
 #[path = "engine/pool_modes.rs"]

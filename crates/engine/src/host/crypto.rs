@@ -3,7 +3,7 @@
 use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha384, Sha512};
 
-use super::{arg_string, throw_type_error, view_bytes};
+use super::{HostState, arg_string, throw_type_error};
 
 const MAX_RANDOM_BYTES: usize = 65_536;
 
@@ -67,27 +67,65 @@ pub(super) fn random_uuid(
     }
 }
 
+/// Bytes hashed between two looks at the watchdog: ~1 ms of SHA-256.
+const DIGEST_STEP: usize = 1 << 20;
+
 /// `digest(algorithm, u8)` → ArrayBuffer.
+///
+/// Hashes the view in place, in steps, and stops as soon as the watchdog has
+/// terminated the turn (the request ran out of CPU time): a digest of a huge
+/// buffer costs at most one step more than the worker's CPU limit.
 pub(super) fn digest(
     scope: &mut v8::PinScope<'_, '_>,
     args: v8::FunctionCallbackArguments<'_>,
     mut rv: v8::ReturnValue<'_, v8::Value>,
 ) {
     let algorithm = arg_string(scope, &args, 0);
-    let Some(data) = view_bytes(args.get(1)) else {
+    let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(args.get(1)) else {
         throw_type_error(scope, "digest: data must be a BufferSource");
         return;
     };
-    let hash: Vec<u8> = match algorithm.as_str() {
-        "SHA-1" => Sha1::digest(&data).to_vec(),
-        "SHA-256" => Sha256::digest(&data).to_vec(),
-        "SHA-384" => Sha384::digest(&data).to_vec(),
-        "SHA-512" => Sha512::digest(&data).to_vec(),
+    let Some(host) = HostState::get(scope) else {
+        return;
+    };
+    let len = view.byte_length();
+    let data: &[u8] = if len == 0 {
+        &[]
+    } else {
+        // SAFETY: `data()` points at the view's first byte and the view is
+        // `len` bytes long; no JavaScript runs (nothing can detach or resize
+        // the buffer) while this callback holds the thread, and the slice
+        // does not outlive the callback.
+        unsafe { std::slice::from_raw_parts(view.data().cast::<u8>(), len) }
+    };
+    let stopped = || host.thread.watchdog.has_fired();
+    let hash = match algorithm.as_str() {
+        "SHA-1" => hash_in_steps::<Sha1>(data, stopped),
+        "SHA-256" => hash_in_steps::<Sha256>(data, stopped),
+        "SHA-384" => hash_in_steps::<Sha384>(data, stopped),
+        "SHA-512" => hash_in_steps::<Sha512>(data, stopped),
         other => {
             throw_type_error(scope, &format!("digest: unsupported algorithm {other}"));
             return;
         }
     };
-    let store = v8::ArrayBuffer::new_backing_store_from_vec(hash).make_shared();
-    rv.set(v8::ArrayBuffer::with_backing_store(scope, &store).into());
+    // `None`: the turn was terminated; V8 unwinds it on return.
+    let Some(hash) = hash else {
+        return;
+    };
+    if let Some(buffer) = super::array_buffer(scope, hash) {
+        rv.set(buffer.into());
+    }
+}
+
+/// The digest of `data`, or `None` if `stopped` said so between two steps.
+fn hash_in_steps<D: Digest>(data: &[u8], stopped: impl Fn() -> bool) -> Option<Vec<u8>> {
+    let mut hasher = D::new();
+    for step in data.chunks(DIGEST_STEP) {
+        if stopped() {
+            return None;
+        }
+        hasher.update(step);
+    }
+    Some(hasher.finalize().to_vec())
 }

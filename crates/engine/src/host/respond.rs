@@ -1,6 +1,7 @@
 //! `host.respond`, `responseWrite`, `responseEnd`, `fail`, `requestDone`: the
 //! worker's answer to one request.
 
+use http::header::CONTENT_LENGTH;
 use http::{HeaderName, HeaderValue, StatusCode};
 use tokio::sync::mpsc;
 
@@ -27,42 +28,70 @@ pub(super) fn respond(
         super::throw_type_error(scope, "respond: invalid status");
         return;
     };
-    let headers = header_pairs(scope, args.get(3));
+    let mut headers = http::HeaderMap::new();
+    for (name, value) in header_pairs(scope, args.get(3)) {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            headers.append(name, value);
+        }
+    }
     let body_arg = args.get(4);
     let body = if body_arg.is_true() {
         let capacity = host.thread.config.body_channel_chunks;
         let (sender, body) = Body::channel(capacity);
         let (tx, rx) = mpsc::unbounded_channel();
         host.set_writer(ctx, tx);
-        tokio::task::spawn_local(write_body(host.me.clone(), ctx, rx, sender));
+        let length = declared_length(&headers);
+        tokio::task::spawn_local(write_body(host.me.clone(), ctx, rx, sender, length));
         body
     } else if let Some(bytes) = view_bytes(body_arg) {
-        Body::from(bytes)
+        // A whole body is sent with its real length, whatever the worker
+        // declared.
+        if headers.contains_key(CONTENT_LENGTH) {
+            headers.insert(CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+        }
+        match host.memory.charged_bytes(bytes) {
+            Ok(bytes) => Body::from(bytes),
+            // Over the memory limit: the turn is being terminated.
+            Err(_) => return,
+        }
     } else {
         Body::empty()
     };
     let mut response = http::Response::new(body);
     *response.status_mut() = status;
-    for (name, value) in headers {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(&value),
-        ) {
-            response.headers_mut().append(name, value);
-        }
-    }
+    *response.headers_mut() = headers;
     host.send_head(ctx, response);
 }
+
+/// The `Content-Length` a streamed response declared, if one valid one.
+fn declared_length(headers: &http::HeaderMap) -> Option<u64> {
+    let mut values = headers.get_all(CONTENT_LENGTH).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    value.to_str().ok()?.trim().parse().ok()
+}
+
+const TOO_LONG: &str = "the response body is longer than its Content-Length";
 
 /// Moves a streamed body from JS to the response channel, in order. Each
 /// chunk's promise settles once the channel took it: that is the
 /// back-pressure JS sees. When the reader goes away (the client
 /// disconnected), the request's signal is aborted (`internal.requestAborted`).
+///
+/// A body that declared a `Content-Length` is held to it: the bytes past it
+/// are never sent, and a body longer or shorter than declared ends with an
+/// error, so the front end closes the connection instead of framing a lie.
 async fn write_body(
     me: std::rc::Weak<crate::isolate::WorkerIsolate>,
     ctx: u32,
     mut rx: mpsc::UnboundedReceiver<WriteOp>,
     sender: BodySender,
+    mut length: Option<u64>,
 ) {
     let mut told = false;
     loop {
@@ -81,16 +110,42 @@ async fn write_body(
             return;
         };
         match op {
-            WriteOp::Chunk(bytes, op) => {
+            WriteOp::Chunk(mut bytes, op) => {
+                let over = match &mut length {
+                    Some(left) => {
+                        let len = bytes.len() as u64;
+                        let fits = len <= *left;
+                        if !fits {
+                            bytes.truncate(usize::try_from(*left).unwrap_or(usize::MAX));
+                        }
+                        *left = left.saturating_sub(len);
+                        !fits
+                    }
+                    None => false,
+                };
                 let settlement = match sender.send(bytes).await {
+                    Ok(()) if over => Settlement::TypeError(TOO_LONG.to_owned()),
                     Ok(()) => Settlement::Undefined,
                     Err(_) => Settlement::TypeError("the response's reader went away".to_owned()),
                 };
                 if let Some(isolate) = me.upgrade() {
                     isolate.settle(op, settlement);
                 }
+                if over {
+                    sender.abort(TOO_LONG.to_owned()).await;
+                    return;
+                }
             }
-            WriteOp::End(None) => return,
+            WriteOp::End(None) => {
+                if let Some(left @ 1..) = length {
+                    sender
+                        .abort(format!(
+                            "the response body ended {left} bytes short of its Content-Length"
+                        ))
+                        .await;
+                }
+                return;
+            }
             WriteOp::End(Some(message)) => {
                 sender.abort(message).await;
                 return;
@@ -110,6 +165,11 @@ pub(super) fn response_write(
     };
     let ctx = arg_u32(scope, &args, 0);
     let bytes = view_bytes(args.get(1)).unwrap_or_default();
+    // Charged until the reader has taken it (see `Memory::charged_bytes`).
+    let Ok(bytes) = host.memory.charged_bytes(bytes) else {
+        // Over the memory limit: the turn is being terminated.
+        return;
+    };
     let Some((resolver, promise)) = new_promise(scope) else {
         return;
     };
@@ -118,7 +178,7 @@ pub(super) fn response_write(
     let op = host.add_op(ctx, resolver);
     let sent = host
         .writer(ctx)
-        .is_some_and(|writer| writer.send(WriteOp::Chunk(bytes.into(), op)).is_ok());
+        .is_some_and(|writer| writer.send(WriteOp::Chunk(bytes, op)).is_ok());
     if !sent && let Some((_, resolver)) = host.take_op(op) {
         let resolver = v8::Local::new(scope, resolver);
         if let Some(message) =

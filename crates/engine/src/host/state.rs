@@ -19,6 +19,7 @@ use tokio::task::AbortHandle;
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::isolate::WorkerIsolate;
+use crate::memory::Memory;
 use crate::outcome::{ExecuteError, Outcome};
 use crate::thread::ThreadCtx;
 
@@ -113,6 +114,8 @@ pub(crate) struct HostState {
     pub(crate) worker: OnceCell<Arc<WorkerBundle>>,
     /// Back to the isolate, for tasks that settle promises later.
     pub(crate) me: Weak<WorkerIsolate>,
+    /// The isolate's memory budget: host-made buffers are charged to it.
+    pub(crate) memory: Arc<Memory>,
     now_ms: Cell<f64>,
     current: Cell<u32>,
     next_id: Cell<u32>,
@@ -123,11 +126,12 @@ pub(crate) struct HostState {
 }
 
 impl HostState {
-    pub(crate) fn new(thread: Rc<ThreadCtx>, me: Weak<WorkerIsolate>) -> Self {
+    pub(crate) fn new(thread: Rc<ThreadCtx>, me: Weak<WorkerIsolate>, memory: Arc<Memory>) -> Self {
         Self {
             thread,
             worker: OnceCell::new(),
             me,
+            memory,
             now_ms: Cell::new(0.0),
             current: Cell::new(0),
             next_id: Cell::new(0),

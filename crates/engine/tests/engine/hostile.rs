@@ -1,0 +1,393 @@
+//! A hostile worker against the memory limit, everything it holds counted:
+//! sudden single allocations, memory off the JS heap, bodies read whole,
+//! bytes waiting for a slow reader, a lying Content-Length and native calls
+//! that run long. Each attack runs with a benign worker on the same thread,
+//! checked before, during and after; the process (this test binary) staying
+//! alive is itself the first assertion.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use isolane_engine::{Body, Engine, ExecuteError, Limits, PoolMode, TerminationReason};
+
+use crate::support::*;
+
+fn limits(memory_mib: u64) -> Limits {
+    Limits {
+        // Plenty: memory, not CPU, must be what stops these scripts, even in
+        // a debug build on a loaded machine.
+        cpu_ms: 20_000,
+        wall_ms: 60_000,
+        memory_mib,
+        subrequests: 50,
+    }
+}
+
+async fn neighbour_ok(engine: &Engine, neighbour: &Arc<isolane_engine::WorkerBundle>) {
+    assert_eq!(
+        run(engine, 0, neighbour, "/").await,
+        (200, "hello".to_owned())
+    );
+}
+
+/// Resident memory of this process, in MiB (Linux).
+fn rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .unwrap()
+        .to_owned();
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kib / 1024
+}
+
+/// Each of these once aborted the process with V8's "Reached heap limit":
+/// one allocation far past the limit, made in a single step.
+#[tokio::test]
+async fn single_huge_allocations_end_the_request_not_the_process() {
+    let (engine, recorder) = engine(1, PoolMode::Pinned);
+    let neighbour = bundle("t/neighbour", HELLO);
+    neighbour_ok(&engine, &neighbour).await;
+    // (attack, whether V8 calls it a stack overflow rather than memory: a
+    // 16 M-argument spread does not fit the stack, a RangeError the worker
+    // could catch, as in any browser).
+    let attacks = [
+        ("new Array(2**26).fill(0)", false),
+        ("Array.from({length: 1e8}, (_, i) => i)", false),
+        ("Math.max(...new Array(2**24).fill(1))", true),
+        ("/y/.test('ab'.repeat(2**27))", false),
+    ];
+    for (i, (attack, stack)) in attacks.iter().enumerate() {
+        let script = format!(
+            "export default {{ fetch() {{ const x = {attack}; return new Response(String(x)); }} }};"
+        );
+        // The default memory limit: the case that aborted even with defaults.
+        let bad = Arc::new(bundle_with(
+            &format!("t/huge-{i}"),
+            &script,
+            Limits {
+                memory_mib: Limits::default().memory_mib,
+                ..limits(128)
+            },
+            &[],
+        ));
+        let error = engine.execute(0, bad, get("/")).await.expect_err(attack);
+        if *stack {
+            assert!(
+                matches!(&error, ExecuteError::Exception { message } if message.contains("call stack")),
+                "{attack}: {error:?}"
+            );
+        } else {
+            assert!(
+                matches!(error, ExecuteError::MemoryLimit { limit_mib: 128 }),
+                "{attack}: {error:?}"
+            );
+            assert_eq!(error.status(), 503);
+            assert_eq!(error.reason(), "memory_limit");
+        }
+        neighbour_ok(&engine, &neighbour).await;
+    }
+    let terminations = recorder.terminations.lock().unwrap().clone();
+    assert_eq!(
+        terminations
+            .iter()
+            .filter(|r| **r == TerminationReason::MemoryLimit)
+            .count(),
+        attacks.iter().filter(|(_, stack)| !stack).count()
+    );
+}
+
+/// Buffers kept in a global, request after request: every kind of
+/// off-heap memory counts against `memoryMiB`, and once it is full the
+/// isolate is discarded (its globals with it).
+#[tokio::test]
+async fn memory_off_the_js_heap_counts_against_the_limit() {
+    let (engine, _recorder) = engine(1, PoolMode::Pinned);
+    let neighbour = bundle("t/neighbour", HELLO);
+    let kinds = [
+        "new ArrayBuffer(8 << 20)",
+        "new Float64Array(1 << 20)",
+        "new TextEncoder().encode('x'.repeat(8 << 20))",
+        "new Blob([new Uint8Array(8 << 20)])",
+        "await new Response(new Uint8Array(8 << 20)).arrayBuffer()",
+        "structuredClone(new Uint8Array(8 << 20))",
+    ];
+    let before = rss_mib();
+    for (i, kind) in kinds.iter().enumerate() {
+        let script = format!(
+            "export default {{ async fetch() {{ globalThis.keep ??= []; keep.push({kind}); return new Response(String(keep.length)); }} }};"
+        );
+        let bad = Arc::new(bundle_with(
+            &format!("t/hoard-{i}"),
+            &script,
+            limits(64),
+            &[],
+        ));
+        neighbour_ok(&engine, &neighbour).await;
+        // 64 MiB holds at most 8 of these 8 MiB buffers.
+        let mut kept = 0;
+        let error = loop {
+            match engine.execute(0, bad.clone(), get("/")).await {
+                Ok(response) => {
+                    let (status, body) = text(Ok(response)).await;
+                    assert_eq!(status, 200, "{kind}");
+                    kept = body.parse().unwrap();
+                    assert!(
+                        kept <= 8,
+                        "{kind}: kept {kept} × 8 MiB under a 64 MiB limit"
+                    );
+                }
+                Err(error) => break error,
+            }
+        };
+        assert!(
+            matches!(error, ExecuteError::MemoryLimit { limit_mib: 64 }),
+            "{kind}: {error:?} after keeping {kept}"
+        );
+        neighbour_ok(&engine, &neighbour).await;
+        // A fresh isolate: the hoard is gone.
+        assert_eq!(
+            run(&engine, 0, &bad, "/").await,
+            (200, "1".to_owned()),
+            "{kind}"
+        );
+    }
+    neighbour_ok(&engine, &neighbour).await;
+    // Six hoards of up to 64 MiB each were made and discarded; what stays is
+    // far below what they held together (384 MiB).
+    let grew = rss_mib().saturating_sub(before);
+    assert!(grew < 256, "RSS grew by {grew} MiB");
+}
+
+/// A 1 GiB upload read whole with `request.arrayBuffer()` under a 128 MiB
+/// limit: stopped at the limit, long before the upload ends.
+#[tokio::test]
+async fn a_body_read_whole_is_bounded_by_the_memory_limit() {
+    let (engine, _recorder) = engine(1, PoolMode::Pinned);
+    let neighbour = bundle("t/neighbour", HELLO);
+    neighbour_ok(&engine, &neighbour).await;
+    let bad = Arc::new(bundle_with(
+        "t/reader",
+        "export default { async fetch(request) { const b = await request.arrayBuffer(); return new Response(String(b.byteLength)); } };",
+        limits(128),
+        &[],
+    ));
+    let (tx, body) = Body::channel(4);
+    let sent = Arc::new(AtomicUsize::new(0));
+    let uploader = {
+        let sent = sent.clone();
+        tokio::spawn(async move {
+            let chunk = Bytes::from(vec![7u8; 1 << 20]);
+            for _ in 0..1024 {
+                if tx.send(chunk.clone()).await.is_err() {
+                    return;
+                }
+                sent.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let error = engine
+        .execute(0, bad, post("/", body))
+        .await
+        .expect_err("the whole upload must not fit");
+    assert!(
+        matches!(error, ExecuteError::MemoryLimit { limit_mib: 128 }),
+        "{error:?}"
+    );
+    uploader.await.unwrap();
+    let sent = sent.load(Ordering::Relaxed);
+    assert!(sent < 512, "read {sent} MiB of the upload before stopping");
+    neighbour_ok(&engine, &neighbour).await;
+}
+
+/// A worker that streams 16 MiB chunks to a reader that takes nothing: what
+/// waits for the reader is a few small slices, not the worker's chunks.
+#[tokio::test]
+async fn a_slow_reader_holds_only_small_slices() {
+    let (engine, _recorder) = engine(1, PoolMode::Pinned);
+    let neighbour = bundle("t/neighbour", HELLO);
+    let bad = Arc::new(bundle_with(
+        "t/firehose",
+        "export default { fetch() {
+            const chunk = new Uint8Array(16 << 20);
+            return new Response(new ReadableStream({ pull(c) { c.enqueue(chunk); } }));
+        } };",
+        limits(128),
+        &[],
+    ));
+    let response = engine.execute(0, bad, get("/")).await.unwrap();
+    neighbour_ok(&engine, &neighbour).await;
+    let mut body = response.into_body();
+    let first = body.next_chunk().await.unwrap().unwrap();
+    assert!(
+        first.len() <= 64 * 1024,
+        "a slice of {} bytes waited for the reader",
+        first.len()
+    );
+    neighbour_ok(&engine, &neighbour).await;
+    drop(body);
+    neighbour_ok(&engine, &neighbour).await;
+}
+
+/// The bytes sent are what the headers say: never past the Content-Length.
+#[tokio::test]
+async fn a_lying_content_length_is_never_written_past() {
+    let (engine, _recorder) = engine(1, PoolMode::Pinned);
+    let stream = |len: &str| {
+        Arc::new(bundle_with(
+            &format!("t/liar-{len}"),
+            &format!(
+                "export default {{ fetch() {{
+                    const body = new Blob(['hello', ' world']).stream();
+                    return new Response(body, {{ headers: {{ 'content-length': '{len}' }} }});
+                }} }};"
+            ),
+            Limits::default(),
+            &[],
+        ))
+    };
+    // Longer than declared: cut at the declared length, then an error (the
+    // front end closes the connection rather than send the rest).
+    let response = engine.execute(0, stream("2"), get("/")).await.unwrap();
+    assert_eq!(response.headers()["content-length"], "2");
+    let mut body = response.into_body();
+    let mut got = Vec::new();
+    let mut failed = false;
+    while let Some(chunk) = body.next_chunk().await {
+        match chunk {
+            Ok(bytes) => got.extend_from_slice(&bytes),
+            Err(_) => {
+                failed = true;
+                break;
+            }
+        }
+    }
+    assert_eq!(got, b"he");
+    assert!(failed, "a body longer than declared must end in an error");
+    // Shorter than declared: an error at the end too.
+    let response = engine.execute(0, stream("100"), get("/")).await.unwrap();
+    let collected = response.into_body().collect().await;
+    assert!(collected.is_err(), "a short body must end in an error");
+    // Exactly as declared: fine.
+    let (status, text_body) = text(engine.execute(0, stream("11"), get("/")).await).await;
+    assert_eq!((status, text_body.as_str()), (200, "hello world"));
+    // A whole body is sent with its real length.
+    let whole = Arc::new(bundle_with(
+        "t/liar-whole",
+        "export default { fetch() { return new Response('hello', { headers: { 'content-length': '2' } }); } };",
+        Limits::default(),
+        &[],
+    ));
+    let response = engine.execute(0, whole, get("/")).await.unwrap();
+    assert_eq!(response.headers()["content-length"], "5");
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(&bytes[..], b"hello");
+}
+
+/// `crypto.subtle.digest` of a large buffer stops at the CPU limit instead
+/// of running to the end while the thread's other tenants wait.
+#[tokio::test]
+async fn a_long_digest_is_cut_at_the_cpu_limit() {
+    let (engine, recorder) = engine(1, PoolMode::Pinned);
+    let neighbour = bundle("t/neighbour", HELLO);
+    let script = "const data = new Uint8Array(96 << 20);
+        export default { async fetch() {
+            await crypto.subtle.digest('SHA-256', data);
+            return new Response('done');
+        } };";
+    let generous = Limits {
+        cpu_ms: 60_000,
+        ..limits(256)
+    };
+    // The whole digest, measured in this run, for comparison.
+    let full = Arc::new(bundle_with("t/digest-full", script, generous, &[]));
+    assert_eq!(run(&engine, 0, &full, "/").await, (200, "done".to_owned()));
+    let full_cpu = *recorder.cpu.lock().unwrap().last().unwrap();
+    let cut = Arc::new(bundle_with(
+        "t/digest-cut",
+        script,
+        Limits {
+            cpu_ms: 20,
+            ..generous
+        },
+        &[],
+    ));
+    neighbour_ok(&engine, &neighbour).await;
+    let error = engine.execute(0, cut, get("/")).await.unwrap_err();
+    assert!(
+        matches!(error, ExecuteError::CpuLimit { limit_ms: 20 }),
+        "{error:?}"
+    );
+    let cut_cpu = *recorder.cpu.lock().unwrap().last().unwrap();
+    neighbour_ok(&engine, &neighbour).await;
+    assert!(
+        cut_cpu * 2 < full_cpu,
+        "the cut digest used {cut_cpu:?} of CPU, the whole one {full_cpu:?}"
+    );
+}
+
+/// Memory that V8 takes outside the allocator: a resizable ArrayBuffer's
+/// reservation is charged up front; WebAssembly is refused at once.
+#[tokio::test]
+async fn reservations_count_and_wasm_is_refused() {
+    let (engine, _recorder) = engine(1, PoolMode::Pinned);
+    let neighbour = bundle("t/neighbour", HELLO);
+    let hoard = Arc::new(bundle_with(
+        "t/resizable",
+        "export default { fetch() {
+            globalThis.keep ??= [];
+            const buffer = new ArrayBuffer(8, { maxByteLength: 16 << 20 });
+            buffer.resize(16 << 20);
+            keep.push(buffer);
+            return new Response(String(keep.length));
+        } };",
+        limits(64),
+        &[],
+    ));
+    let mut kept = 0;
+    let error = loop {
+        match engine.execute(0, hoard.clone(), get("/")).await {
+            Ok(response) => {
+                kept = text(Ok(response)).await.1.parse().unwrap();
+                assert!(kept <= 4, "kept {kept} × 16 MiB under a 64 MiB limit");
+            }
+            Err(error) => break error,
+        }
+    };
+    assert!(
+        matches!(error, ExecuteError::MemoryLimit { limit_mib: 64 }),
+        "{error:?} after {kept}"
+    );
+    neighbour_ok(&engine, &neighbour).await;
+
+    let wasm = Arc::new(bundle_with(
+        "t/wasm",
+        "const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]);
+        export default { async fetch() {
+            const out = [typeof WebAssembly, String(WebAssembly.validate(bytes))];
+            for (const make of [() => new WebAssembly.Module(bytes), () => new WebAssembly.Memory({ initial: 1 })]) {
+                try { make(); out.push('made'); } catch (e) { out.push(e.name); }
+            }
+            try { await WebAssembly.instantiate(bytes); out.push('made'); } catch (e) { out.push(e.name); }
+            out.push(String(new ArrayBuffer(4) instanceof ArrayBuffer));
+            return new Response(out.join(' '));
+        } };",
+        Limits::default(),
+        &[],
+    ));
+    assert_eq!(
+        run(&engine, 0, &wasm, "/").await,
+        (
+            200,
+            "object false CompileError CompileError CompileError true".to_owned()
+        )
+    );
+    neighbour_ok(&engine, &neighbour).await;
+}
