@@ -16,8 +16,9 @@
 //! - [`draining_a_node_under_load_fails_no_request`]: SIGTERM one of three
 //!   nodes under load; zero failed requests, the node exits 0.
 //! - [`failing_workers_leave_their_neighbours_unharmed`]: Workers that throw,
-//!   loop and exhaust their heap answer 500 / 503 with their reason while
-//!   healthy Workers on the same node and threads keep answering 200.
+//!   loop, exhaust their heap, allocate far past it in one step, or hoard
+//!   ArrayBuffers answer 500 / 503 with their reason while healthy Workers on
+//!   the same node and threads keep answering 200, and the node stays up.
 //!
 //! Each test has its own control plane and processes; they run one at a time
 //! ([`SERIAL`]), since two cores cannot host several fleets at once. Every wait
@@ -826,15 +827,31 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
     // CPU is plentiful so that memory is the limit that stops it.
     bomber.spec.limits.cpu_ms = 20_000;
     bomber.spec.limits.memory_mib = 32;
+    // One allocation far past the limit, in a single step: once enough to
+    // abort the whole node (V8's "Reached heap limit").
+    let mut poison = inline_worker(
+        "poison",
+        "export default { fetch() { const x = new Array(2**26).fill(0); return new Response(String(x.length)); } };\n",
+        &["poison.test"],
+    );
+    poison.spec.limits.cpu_ms = 1000;
+    // Memory off the JS heap: ArrayBuffers count against memoryMiB too.
+    let mut hoarder = inline_worker(
+        "hoarder",
+        "export default { fetch() { globalThis.keep = []; for (let i = 0; i < 8; i++) keep.push(new Uint8Array(16 << 20)); return new Response('kept'); } };\n",
+        &["hoarder.test"],
+    );
+    hoarder.spec.limits.cpu_ms = 1000;
+    hoarder.spec.limits.memory_mib = 32;
     let healthy = fleet("ok", 8);
-    let mut all = vec![thrower, spinner, bomber];
+    let mut all = vec![thrower, spinner, bomber, poison, hoarder];
     all.extend(healthy.iter().cloned());
     system.kubectl_apply("failing.yaml", &all).await;
     let placed = system.wait_ready_and_placed(&names(&all)).await;
     system.wait_all_served(&healthy).await;
     // Each failing Worker has a healthy neighbour on its node and thread.
     let thread_of = |name: &str| placement(&placed[name])[0].clone();
-    for bad in ["thrower", "spinner", "bomber"] {
+    for bad in ["thrower", "spinner", "bomber", "poison", "hoarder"] {
         let neighbours: Vec<String> = names(&healthy)
             .into_iter()
             .filter(|name| thread_of(name) == thread_of(bad))
@@ -854,21 +871,45 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
         .load_until(&healthy, 2, "100 healthy answers", 100)
         .await;
     // (host, status, x-isolane-reason)
-    let expectations = [
-        ("thrower.test", 500, None),
-        ("spinner.test", 503, Some("cpu_limit")),
-        ("bomber.test", 503, Some("memory_limit")),
-    ];
+    let expectations = |round: usize| {
+        [
+            ("thrower.test", 500, None),
+            ("spinner.test", 503, Some("cpu_limit")),
+            ("bomber.test", 503, Some("memory_limit")),
+            // Its `fill` runs on seconds past the limit (V8 cannot stop
+            // it): quarantined at once, so it costs its thread that once.
+            (
+                "poison.test",
+                503,
+                Some(if round == 0 {
+                    "memory_limit"
+                } else {
+                    "quarantined"
+                }),
+            ),
+            ("hoarder.test", 503, Some("memory_limit")),
+        ]
+    };
     let ingress = system.ingress();
     let mut took = BTreeMap::<&str, Vec<f64>>::new();
     for round in 0..3 {
-        for (host, status, reason) in expectations {
+        for (host, status, reason) in expectations(round) {
             let started = Instant::now();
             let reply = ingress.get(host, "/").await.expect("a reply");
             took.entry(host).or_default().push(ms(started.elapsed()));
             assert_eq!(reply.status, status, "{host} round {round}: {reply:?}");
             if let Some(reason) = reason {
                 assert_eq!(reply.reason.as_deref(), Some(reason), "{host}: {reply:?}");
+            }
+            if reason == Some("quarantined") {
+                assert!(
+                    reply
+                        .retry_after
+                        .as_deref()
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .is_some_and(|secs| secs >= 1),
+                    "{host}: a quarantine says when to come back: {reply:?}"
+                );
             }
             assert!(
                 !reply.body.contains("boom"),
@@ -881,7 +922,7 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
     let tally = load.stop().await;
     let failures = tally.failures();
     eprintln!(
-        "MEASURED failing Workers (3 rounds each: thrower 500, spinner 503 cpu_limit, bomber 503 memory_limit; ms per request {took:?}); healthy neighbours meanwhile: {}",
+        "MEASURED failing Workers (3 rounds each: thrower 500, spinner 503 cpu_limit, bomber and hoarder 503 memory_limit, poison 503 memory_limit then quarantined; ms per request {took:?}); healthy neighbours meanwhile: {}",
         tally.summary()
     );
     assert_eq!(

@@ -17,6 +17,7 @@ impl Outcome {
             | Self::MemoryLimit
             | Self::Overloaded
             | Self::Draining
+            | Self::Quarantined
             | Self::RevisionUnavailable => 503,
             Self::WallTimeout => 504,
             // nginx's "client closed request": logged, never seen by a client.
@@ -50,6 +51,7 @@ impl Outcome {
             Self::InvalidThread => "invalid_thread",
             Self::SubrequestLimit => "subrequest_limit",
             Self::Internal => "internal",
+            Self::Quarantined => "quarantined",
         }
     }
 }

@@ -220,7 +220,11 @@ impl Error {
         match self {
             Self::NoLiveNode { .. } => Some(1),
             Self::Refused {
-                outcome: Outcome::Overloaded | Outcome::Draining | Outcome::RevisionUnavailable,
+                outcome:
+                    Outcome::Overloaded
+                    | Outcome::Draining
+                    | Outcome::RevisionUnavailable
+                    | Outcome::Quarantined,
                 retry_after,
                 ..
             } => Some(retry_after.map_or(1, |d| d.as_millis().div_ceil(1000).max(1) as u64)),

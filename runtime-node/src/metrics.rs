@@ -35,6 +35,7 @@ pub struct NodeMetrics {
     threads: Vec<ThreadMetrics>,
     evictions: IntCounterVec,
     terminations: IntCounterVec,
+    quarantines: IntCounterVec,
     requests: IntCounterVec,
     rejections: IntCounterVec,
     bundles: IntGauge,
@@ -141,7 +142,7 @@ impl NodeMetrics {
         let heap_bytes = gauge(
             r,
             "isolane_node_isolate_heap_bytes",
-            "V8 heap used by the thread's isolates.",
+            "Memory held by the thread's isolates: V8 heap, ArrayBuffers and unsent response bytes.",
             &["thread"],
         )?;
         let engine_seconds = histogram(
@@ -163,6 +164,12 @@ impl NodeMetrics {
             "isolane_node_terminations_total",
             "Worker JavaScript stopped by a limit, by reason.",
             &["thread", "reason"],
+        )?;
+        let quarantines = counter(
+            r,
+            "isolane_node_quarantines_total",
+            "Workers refused for a while because they keep exceeding their limits.",
+            &["thread"],
         )?;
         let requests = counter(
             r,
@@ -250,6 +257,7 @@ impl NodeMetrics {
             threads,
             evictions,
             terminations,
+            quarantines,
             requests,
             rejections,
             bundles,
@@ -386,6 +394,12 @@ impl EngineObserver for NodeMetrics {
     fn termination(&self, thread: usize, reason: TerminationReason) {
         self.terminations
             .with_label_values(&[self.thread_label(thread), reason.as_str()])
+            .inc();
+    }
+
+    fn quarantined(&self, thread: usize) {
+        self.quarantines
+            .with_label_values(&[self.thread_label(thread)])
             .inc();
     }
 }

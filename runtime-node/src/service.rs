@@ -176,6 +176,7 @@ impl NodeService {
             ExecuteError::CpuLimit { .. } => Ok((Outcome::CpuLimit, error.to_string())),
             ExecuteError::MemoryLimit { .. } => Ok((Outcome::MemoryLimit, error.to_string())),
             ExecuteError::WallTimeout { .. } => Ok((Outcome::WallTimeout, error.to_string())),
+            ExecuteError::Quarantined { .. } => Ok((Outcome::Quarantined, error.to_string())),
         }
     }
 

@@ -204,11 +204,12 @@ impl WorkerIsolate {
             .host
             .deadline(ctx)
             .unwrap_or_else(|| Instant::now() + host::state::STARTUP_CPU * 20);
+        let cpu_budget = self.host.cpu_remaining(ctx);
         thread.watchdog.arm(
             isolate.thread_safe_handle(),
             // Same clock the watchdog reads through the thread's clock id.
             cpu_start,
-            self.host.cpu_remaining(ctx),
+            cpu_budget,
             deadline,
         );
         let isolate: &mut v8::OwnedIsolate = isolate;
@@ -242,22 +243,51 @@ impl WorkerIsolate {
         };
         drop(entered);
         drop(inner);
-        self.host
-            .add_cpu(ctx, thread_cpu_now().saturating_sub(cpu_start));
+        let used = thread_cpu_now().saturating_sub(cpu_start);
+        self.host.add_cpu(ctx, used);
+        let hit_cpu = self.memory.take_hit_cpu();
         if let Err(TurnError::Terminated(reason)) = &outcome {
-            self.condemn(ctx, *reason);
+            // When the limit was reached, counted from the turn's start.
+            let reached = match reason {
+                TerminationReason::CpuLimit => cpu_budget,
+                TerminationReason::MemoryLimit => {
+                    hit_cpu.map_or(used, |at| at.saturating_sub(cpu_start))
+                }
+                TerminationReason::WallTimeout => used,
+            };
+            self.condemn(ctx, *reason, used.saturating_sub(reached));
         }
         outcome
     }
 
     /// A limit stopped this isolate: fail the request that ran, cancel the
-    /// others, and refuse further turns. The pool discards it.
-    fn condemn(&self, ctx: u32, reason: TerminationReason) {
+    /// others, and refuse further turns. The pool discards it. `overrun` is
+    /// the CPU time the turn kept running past the limit: a strike against
+    /// the worker (see `quarantine.rs`).
+    fn condemn(&self, ctx: u32, reason: TerminationReason, overrun: std::time::Duration) {
         if self.condemned.replace(Some(reason)).is_some() {
             return;
         }
         let thread = &self.host.thread;
         thread.observer.termination(thread.index, reason);
+        if reason != TerminationReason::WallTimeout {
+            let quarantined = thread.quarantine.borrow_mut().strike(
+                self.host.worker_id(),
+                overrun,
+                Instant::now(),
+            );
+            if let Some(length) = quarantined {
+                thread.observer.quarantined(thread.index);
+                tracing::warn!(
+                    worker.id = self.host.worker_id(),
+                    revision = self.host.revision(),
+                    thread = thread.index,
+                    overrun_ms = overrun.as_millis() as u64,
+                    quarantine_s = length.as_secs(),
+                    "the worker keeps hitting its limits; refusing its requests for a while"
+                );
+            }
+        }
         let limits = self.worker().map(|w| w.limits).unwrap_or_default();
         let error = match reason {
             TerminationReason::CpuLimit => ExecuteError::CpuLimit {

@@ -27,6 +27,7 @@ mod observer;
 mod outcome;
 mod platform;
 mod pool;
+mod quarantine;
 mod script;
 mod snapshot;
 mod thread;

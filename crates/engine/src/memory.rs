@@ -25,7 +25,8 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -48,6 +49,10 @@ pub(crate) struct Memory {
     heap: AtomicUsize,
     /// A limit was hit since the last `take_hit`.
     hit: AtomicBool,
+    /// The engine thread's CPU time (ns) when the limit was first hit, 0 if
+    /// not since the last `take_hit_cpu`: how long a builtin ran on past the
+    /// limit decides quarantine (`quarantine.rs`).
+    hit_cpu_ns: AtomicU64,
     /// Set once the isolate exists (the allocator is made before it).
     handle: OnceLock<v8::IsolateHandle>,
 }
@@ -65,6 +70,7 @@ impl Memory {
             external: AtomicUsize::new(0),
             heap: AtomicUsize::new(0),
             hit: AtomicBool::new(false),
+            hit_cpu_ns: AtomicU64::new(0),
             handle: OnceLock::new(),
         })
     }
@@ -115,6 +121,13 @@ impl Memory {
         self.hit.swap(false, Ordering::Relaxed)
     }
 
+    /// The thread CPU time at which a limit was first hit since the last
+    /// call, if one was.
+    pub(crate) fn take_hit_cpu(&self) -> Option<Duration> {
+        let ns = self.hit_cpu_ns.swap(0, Ordering::Relaxed);
+        (ns != 0).then(|| Duration::from_nanos(ns))
+    }
+
     /// Charges `len` off-heap bytes, or refuses them (and stops the isolate's
     /// JavaScript) when they would take it past its limit.
     pub(crate) fn charge(&self, len: usize) -> Result<(), OverLimit> {
@@ -153,6 +166,12 @@ impl Memory {
     /// an interrupt flag that V8 checks at its next safe point.
     fn limit_hit(&self) {
         self.hit.store(true, Ordering::Relaxed);
+        // Runs on the engine thread (V8 allocates and collects garbage for
+        // JavaScript there), so this is that thread's clock.
+        let now = u64::try_from(crate::limits::thread_cpu_now().as_nanos()).unwrap_or(u64::MAX);
+        let _ =
+            self.hit_cpu_ns
+                .compare_exchange(0, now.max(1), Ordering::Relaxed, Ordering::Relaxed);
         if let Some(handle) = self.handle.get() {
             handle.terminate_execution();
         }

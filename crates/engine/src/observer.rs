@@ -70,6 +70,8 @@ pub trait EngineObserver: Send + Sync {
     ) {
     }
     fn termination(&self, _thread: usize, _reason: TerminationReason) {}
+    /// A worker was quarantined (see `quarantine.rs`).
+    fn quarantined(&self, _thread: usize) {}
 }
 
 /// An observer that ignores everything.

@@ -28,10 +28,12 @@ pub enum Outcome {
     Canceled,
     /// The caller named a thread the engine does not have.
     UnknownThread,
+    /// The worker keeps hitting its limits and is refused for a while.
+    Quarantined,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 9] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Ok,
         Outcome::Exception,
         Outcome::ScriptError,
@@ -41,6 +43,7 @@ impl Outcome {
         Outcome::Overloaded,
         Outcome::Canceled,
         Outcome::UnknownThread,
+        Outcome::Quarantined,
     ];
 
     pub fn as_str(&self) -> &'static str {
@@ -54,6 +57,7 @@ impl Outcome {
             Outcome::Overloaded => "overloaded",
             Outcome::Canceled => "canceled",
             Outcome::UnknownThread => "unknown_thread",
+            Outcome::Quarantined => "quarantined",
         }
     }
 }
@@ -77,6 +81,8 @@ pub enum ExecuteError {
     MemoryLimit { limit_mib: u64 },
     #[error("wall time limit of {limit_ms} ms exceeded")]
     WallTimeout { limit_ms: u64 },
+    #[error("the worker keeps exceeding its limits and is refused for {retry_after_secs} s")]
+    Quarantined { retry_after_secs: u32 },
 }
 
 impl ExecuteError {
@@ -90,6 +96,7 @@ impl ExecuteError {
             ExecuteError::CpuLimit { .. } => Outcome::CpuLimit,
             ExecuteError::MemoryLimit { .. } => Outcome::MemoryLimit,
             ExecuteError::WallTimeout { .. } => Outcome::WallTimeout,
+            ExecuteError::Quarantined { .. } => Outcome::Quarantined,
         }
     }
 
@@ -102,7 +109,8 @@ impl ExecuteError {
             ExecuteError::Overloaded { .. }
             | ExecuteError::Canceled { .. }
             | ExecuteError::CpuLimit { .. }
-            | ExecuteError::MemoryLimit { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            | ExecuteError::MemoryLimit { .. }
+            | ExecuteError::Quarantined { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ExecuteError::WallTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
         }
     }
@@ -116,6 +124,7 @@ impl ExecuteError {
     pub fn retry_after(&self) -> Option<u32> {
         match self {
             ExecuteError::Overloaded { .. } => Some(1),
+            ExecuteError::Quarantined { retry_after_secs } => Some(*retry_after_secs),
             _ => None,
         }
     }

@@ -24,6 +24,7 @@ use crate::limits::CpuClock;
 use crate::observer::{EngineObserver, EvictionReason, TerminationReason};
 use crate::outcome::{ExecuteError, Outcome};
 use crate::pool::{Evicted, Pool};
+use crate::quarantine::Quarantine;
 use crate::watchdog::Watchdog;
 
 /// How long a shutting-down thread waits for requests in flight.
@@ -64,6 +65,8 @@ pub(crate) struct ThreadCtx {
     pub(crate) client: Client<HttpConnector, Body>,
     pub(crate) watchdog: Watchdog,
     pub(crate) snapshot: &'static [u8],
+    /// Workers refused for a while (borrowed briefly, never across an await).
+    pub(crate) quarantine: RefCell<Quarantine>,
 }
 
 struct ThreadState {
@@ -148,6 +151,7 @@ pub(crate) fn run(start: ThreadStart) {
         watchdog,
         snapshot,
         config: config.clone(),
+        quarantine: RefCell::new(Quarantine::default()),
     });
     let state = Rc::new(ThreadState {
         pool: RefCell::new(Pool::new(
@@ -486,6 +490,21 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
     let request_id = request_id(&state, &parts);
     tracing::debug!(worker.id = %bundle.id, revision = %bundle.revision, thread = ctx.index, request.id = %request_id, method = %parts.method, uri = %parts.uri, "request");
 
+    let quarantined = ctx.quarantine.borrow().remaining(&bundle.id, started);
+    if let Some(wait) = quarantined {
+        let error = ExecuteError::Quarantined {
+            retry_after_secs: u32::try_from(wait.as_millis().div_ceil(1000).max(1))
+                .unwrap_or(u32::MAX),
+        };
+        ctx.observer.request_finished(
+            ctx.index,
+            error.outcome(),
+            started.elapsed(),
+            Duration::ZERO,
+        );
+        let _ = reply.send(Err(error));
+        return;
+    }
     let isolate = match acquire(&state, &bundle) {
         Ok(isolate) => isolate,
         Err(error) => {
@@ -567,6 +586,9 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
     }
     let (cpu, failure) = host.finish_request(req);
     let outcome = failure.unwrap_or(Outcome::Ok);
+    if outcome == Outcome::Ok {
+        ctx.quarantine.borrow_mut().success(&bundle.id);
+    }
     ctx.observer
         .request_finished(ctx.index, outcome, started.elapsed(), cpu);
 

@@ -194,7 +194,8 @@ pub struct LoadedBundle {
 }
 /// How a request went, for HTTP status, logs and metrics alike. The router
 /// maps each to a status: UNKNOWN_WORKER 404; CPU_LIMIT, MEMORY_LIMIT 503 and
-/// WALL_TIMEOUT 504 with a reason header; OVERLOADED 503 with Retry-After;
+/// WALL_TIMEOUT 504 with a reason header; OVERLOADED and QUARANTINED 503 with
+/// Retry-After;
 /// EXCEPTION 500; DRAINING and REVISION_UNAVAILABLE are retried on the next
 /// node.
 #[allow(clippy::all)]
@@ -228,6 +229,10 @@ pub enum Outcome {
     SubrequestLimit = 12,
     /// A bug or resource failure in the node itself.
     Internal = 13,
+    /// The worker keeps exceeding its limits (or ran on long past one) and is
+    /// refused for a while; `retry_after_ms` says how long. Never retried
+    /// elsewhere: it would only take its next victim down.
+    Quarantined = 14,
 }
 impl Outcome {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -250,6 +255,7 @@ impl Outcome {
             Self::InvalidThread => "OUTCOME_INVALID_THREAD",
             Self::SubrequestLimit => "OUTCOME_SUBREQUEST_LIMIT",
             Self::Internal => "OUTCOME_INTERNAL",
+            Self::Quarantined => "OUTCOME_QUARANTINED",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -269,6 +275,7 @@ impl Outcome {
             "OUTCOME_INVALID_THREAD" => Some(Self::InvalidThread),
             "OUTCOME_SUBREQUEST_LIMIT" => Some(Self::SubrequestLimit),
             "OUTCOME_INTERNAL" => Some(Self::Internal),
+            "OUTCOME_QUARANTINED" => Some(Self::Quarantined),
             _ => None,
         }
     }

@@ -187,7 +187,12 @@ impl Responder {
             headers,
             outcome: outcome.into(),
             reason,
-            retry_after_ms: None,
+            // The engine's error page says how long to wait (quarantine).
+            retry_after_ms: (outcome != Outcome::Ok)
+                .then(|| parts.headers.get(http::header::RETRY_AFTER))
+                .flatten()
+                .and_then(|v| v.to_str().ok()?.parse::<u32>().ok())
+                .map(|secs| secs.saturating_mul(1000)),
             body_length: http_body::Body::size_hint(&body).exact(),
         });
         self.body = body;

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -291,6 +292,28 @@ async fn a_lying_content_length_is_never_written_past() {
     assert_eq!(&bytes[..], b"hello");
 }
 
+/// The CPU time of the first finished request whose outcome is `outcome`,
+/// once the engine has reported it (it does so after the body ended).
+async fn cpu_of(recorder: &Recorder, outcome: isolane_engine::Outcome) -> Duration {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let at = recorder
+            .outcomes
+            .lock()
+            .unwrap()
+            .iter()
+            .position(|o| *o == outcome);
+        if let Some(cpu) = at.and_then(|i| recorder.cpu.lock().unwrap().get(i).copied()) {
+            return cpu;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no {outcome:?} request was reported"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// `crypto.subtle.digest` of a large buffer stops at the CPU limit instead
 /// of running to the end while the thread's other tenants wait.
 #[tokio::test]
@@ -309,7 +332,7 @@ async fn a_long_digest_is_cut_at_the_cpu_limit() {
     // The whole digest, measured in this run, for comparison.
     let full = Arc::new(bundle_with("t/digest-full", script, generous, &[]));
     assert_eq!(run(&engine, 0, &full, "/").await, (200, "done".to_owned()));
-    let full_cpu = *recorder.cpu.lock().unwrap().last().unwrap();
+    let full_cpu = cpu_of(&recorder, isolane_engine::Outcome::Ok).await;
     let cut = Arc::new(bundle_with(
         "t/digest-cut",
         script,
@@ -325,7 +348,7 @@ async fn a_long_digest_is_cut_at_the_cpu_limit() {
         matches!(error, ExecuteError::CpuLimit { limit_ms: 20 }),
         "{error:?}"
     );
-    let cut_cpu = *recorder.cpu.lock().unwrap().last().unwrap();
+    let cut_cpu = cpu_of(&recorder, isolane_engine::Outcome::CpuLimit).await;
     neighbour_ok(&engine, &neighbour).await;
     assert!(
         cut_cpu * 2 < full_cpu,
@@ -390,4 +413,96 @@ async fn reservations_count_and_wasm_is_refused() {
         )
     );
     neighbour_ok(&engine, &neighbour).await;
+}
+
+/// A worker whose turn ran on long past its limit (a builtin V8 cannot
+/// interrupt) is quarantined at once; one that keeps hitting its limits is
+/// quarantined after a few strikes; a success in between forgives.
+#[tokio::test]
+async fn repeat_offenders_are_quarantined() {
+    let (engine, recorder) = engine(1, PoolMode::Pinned);
+    let neighbour = bundle("t/neighbour", HELLO);
+    let poison = Arc::new(bundle_with(
+        "t/poison",
+        "export default { fetch() { const x = new Array(2**26).fill(0); return new Response(String(x.length)); } };",
+        Limits {
+            cpu_ms: 1_000,
+            ..limits(128)
+        },
+        &[],
+    ));
+    let first = engine
+        .execute(0, poison.clone(), get("/"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(first, ExecuteError::MemoryLimit { .. }),
+        "{first:?}"
+    );
+    neighbour_ok(&engine, &neighbour).await;
+    let refused = engine
+        .execute(0, poison.clone(), get("/"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            ExecuteError::Quarantined {
+                retry_after_secs: 10
+            }
+        ),
+        "{refused:?}"
+    );
+    let response = refused.to_response();
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.headers()["x-isolane-reason"], "quarantined");
+    assert_eq!(response.headers()["retry-after"], "10");
+    neighbour_ok(&engine, &neighbour).await;
+
+    // Stopped promptly each time: quarantined on the third strike in a row.
+    let spinner = Arc::new(bundle_with(
+        "t/spinner",
+        "export default { fetch(request) { if (new URL(request.url).pathname === '/ok') return new Response('ok'); for (;;) {} } };",
+        Limits {
+            cpu_ms: 20,
+            ..limits(64)
+        },
+        &[],
+    ));
+    let cpu_limit = |e: &ExecuteError| matches!(e, ExecuteError::CpuLimit { .. });
+    for _ in 0..2 {
+        let error = engine
+            .execute(0, spinner.clone(), get("/"))
+            .await
+            .unwrap_err();
+        assert!(cpu_limit(&error), "{error:?}");
+    }
+    // A success forgives the strikes so far.
+    assert_eq!(
+        run(&engine, 0, &spinner, "/ok").await,
+        (200, "ok".to_owned())
+    );
+    for _ in 0..3 {
+        let error = engine
+            .execute(0, spinner.clone(), get("/"))
+            .await
+            .unwrap_err();
+        assert!(cpu_limit(&error), "{error:?}");
+    }
+    let refused = engine
+        .execute(0, spinner.clone(), get("/ok"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, ExecuteError::Quarantined { .. }),
+        "{refused:?}"
+    );
+    neighbour_ok(&engine, &neighbour).await;
+    assert!(
+        recorder
+            .outcomes
+            .lock()
+            .unwrap()
+            .contains(&isolane_engine::Outcome::Quarantined)
+    );
 }
