@@ -27,8 +27,10 @@ pub struct Limits {
     #[schemars(range(min = 1, max = 300000))]
     pub wall_ms: u32,
 
-    /// Heap size of the Worker's isolate, in MiB (16 to 1024, default 128). An isolate
-    /// that reaches it is terminated and discarded; the request is answered with 503.
+    /// All the memory the Worker's isolate may hold, in MiB (16 to 1024, default 128):
+    /// its JavaScript heap plus ArrayBuffers, Blobs, bodies read whole and response
+    /// bytes not yet sent. An isolate that reaches it is terminated and discarded; the
+    /// request is answered with 503.
     #[serde(default = "Limits::default_memory_mib", rename = "memoryMiB")]
     #[schemars(range(min = 16, max = 1024))]
     pub memory_mib: u32,
