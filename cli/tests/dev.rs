@@ -184,3 +184,94 @@ fn invalid_configuration_exits_64_before_binding() {
         .unwrap();
     assert_eq!(status.code(), Some(64));
 }
+
+/// Resident memory of a process, in MiB (Linux).
+fn rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap()
+        / 1024
+}
+
+/// Fifty clients that never read a response streamed in 16 MiB chunks: the
+/// server holds a few small slices per stream, not the worker's chunks (it
+/// once grew by gigabytes), and another route of the worker keeps
+/// answering during and after.
+#[tokio::test]
+async fn slow_readers_do_not_make_dev_buffer_the_worker_s_chunks() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("firehose.js");
+    std::fs::write(
+        &script,
+        "const chunk = new Uint8Array(16 << 20);
+export default { fetch(request) {
+  if (new URL(request.url).pathname !== '/fire') return new Response('calm');
+  return new Response(new ReadableStream({ pull(c) { c.enqueue(chunk); } }));
+} };",
+    )
+    .unwrap();
+    let port = free_port();
+    let mut dev = Dev::start(&[script.to_str().unwrap(), "--port", &port.to_string()]);
+    let client = client();
+    assert_eq!(
+        when_ready(&client, &mut dev, port, "localhost", "/").await,
+        (200, "calm".to_owned())
+    );
+    let pid = dev.0.id();
+    let before = rss_mib(pid);
+    // Each client sends its request and reads only the first bytes of the
+    // answer (the head), then stops reading.
+    let mut clients = Vec::new();
+    for _ in 0..50 {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        stream
+            .write_all(b"GET /fire HTTP/1.1\r\nhost: localhost\r\n\r\n")
+            .await
+            .unwrap();
+        let mut head = [0u8; 64];
+        let read = tokio::time::timeout(DEADLINE, stream.read(&mut head))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(head[..read].starts_with(b"HTTP/1.1 200"));
+        clients.push(stream);
+    }
+    // Every stream is now stuck on its reader. Wait for the server's memory
+    // to settle (no growth for a second), within the deadline.
+    let started = Instant::now();
+    let mut peak = rss_mib(pid);
+    let mut settled_since = Instant::now();
+    while settled_since.elapsed() < Duration::from_secs(1) {
+        assert!(started.elapsed() < DEADLINE, "RSS never settled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = rss_mib(pid);
+        if now > peak {
+            peak = now;
+            settled_since = Instant::now();
+        }
+    }
+    assert_eq!(
+        request(&client, port, "localhost", "/").await.unwrap(),
+        (200, "calm".to_owned())
+    );
+    let grew = peak.saturating_sub(before);
+    eprintln!("MEASURED 50 slow readers of 16 MiB chunks: isolane dev RSS {before} → {peak} MiB");
+    // Unbounded, 5–7 chunks per stream waited: ~4–6 GiB.
+    assert!(
+        grew < 512,
+        "isolane dev grew by {grew} MiB for 50 slow readers"
+    );
+    drop(clients);
+    assert_eq!(
+        request(&client, port, "localhost", "/").await.unwrap(),
+        (200, "calm".to_owned())
+    );
+    assert!(dev.interrupt().success());
+}
