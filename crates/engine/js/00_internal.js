@@ -7,6 +7,13 @@ Object.defineProperty(globalThis, '__isolane_internal', {
   value: internal, writable: true, configurable: true, enumerable: false,
 });
 
+// The runtime's own code uses these, not the global `ArrayBuffer`, which
+// 20_memory.js replaces with a proxy that charges resizable buffers: a
+// proxy's property loads and `instanceof` are slow, and the request path
+// uses both.
+internal.NativeArrayBuffer = ArrayBuffer;
+internal.isArrayBufferView = ArrayBuffer.isView;
+
 // Install a Web IDL-style global: writable, configurable, not enumerable.
 internal.defineGlobal = function defineGlobal(name, value) {
   Object.defineProperty(globalThis, name, {
@@ -87,8 +94,8 @@ internal.toDictionary = function toDictionary(v, what) {
 
 // BufferSource -> a Uint8Array view over the same memory (no copy).
 internal.bufferSourceView = function bufferSourceView(v) {
-  if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-  if (v instanceof ArrayBuffer) return new Uint8Array(v);
+  if (internal.isArrayBufferView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  if (v instanceof internal.NativeArrayBuffer) return new Uint8Array(v);
   return null;
 };
 // BufferSource -> a fresh copy.

@@ -688,7 +688,7 @@ function byteControllerPullSteps(c, rr) {
   if (size !== undefined) {
     let buffer;
     try {
-      buffer = new ArrayBuffer(size);
+      buffer = new internal.NativeArrayBuffer(size);
     } catch (e) {
       rr.error(e);
       return;
@@ -1244,7 +1244,7 @@ class ReadableStreamBYOBReader {
     let reader;
     try {
       reader = ReadableStreamBYOBReader.#rec(this);
-      if (!ArrayBuffer.isView(view)) {
+      if (!internal.isArrayBufferView(view)) {
         throw new TypeError("Failed to execute 'read' on 'ReadableStreamBYOBReader': parameter 1 is not of type 'ArrayBufferView'.");
       }
       if (view.byteLength === 0) throw new TypeError('This readable stream reader cannot be used to read as the view has byte length equal to 0.');
@@ -1351,7 +1351,7 @@ class ReadableByteStreamController {
   enqueue(chunk) {
     const c = ReadableByteStreamController.#rec(this);
     internal.requireArgs(arguments.length, 1, "Failed to execute 'enqueue' on 'ReadableByteStreamController'");
-    if (!ArrayBuffer.isView(chunk)) {
+    if (!internal.isArrayBufferView(chunk)) {
       throw new TypeError("Failed to execute 'enqueue' on 'ReadableByteStreamController': parameter 1 is not of type 'ArrayBufferView'.");
     }
     if (chunk.byteLength === 0) throw new TypeError('chunk must have non-zero byteLength');
@@ -1398,7 +1398,7 @@ class ReadableStreamBYOBRequest {
   respondWithNewView(view) {
     ReadableStreamBYOBRequest.#check(this);
     internal.requireArgs(arguments.length, 1, "Failed to execute 'respondWithNewView' on 'ReadableStreamBYOBRequest'");
-    if (!ArrayBuffer.isView(view)) throw new TypeError("Failed to execute 'respondWithNewView': parameter 1 is not of type 'ArrayBufferView'.");
+    if (!internal.isArrayBufferView(view)) throw new TypeError("Failed to execute 'respondWithNewView': parameter 1 is not of type 'ArrayBufferView'.");
     if (this.#c === undefined) throw new TypeError('This BYOB request has been invalidated');
     if (isDetached(view.buffer)) throw new TypeError('The given view\'s buffer has been detached.');
     byteControllerRespondWithNewView(this.#c, view);

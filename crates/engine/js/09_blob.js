@@ -18,7 +18,7 @@ function partsToBytes(blobParts, endings) {
     let bytes;
     if (internal.isBlob(part)) {
       bytes = internal.blobBytes(part);
-    } else if (ArrayBuffer.isView(part) || part instanceof ArrayBuffer) {
+    } else if (internal.isArrayBufferView(part) || part instanceof internal.NativeArrayBuffer) {
       bytes = internal.bufferSourceCopy(part);
     } else {
       let s = internal.toUSVString(part);

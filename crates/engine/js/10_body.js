@@ -124,7 +124,7 @@ internal.installBody = function installBody(cls, getInner, getHeaders) {
       return inner !== null && inner.disturbed;
     },
     arrayBuffer() {
-      return read(this).then((r) => (r instanceof Uint8Array ? new ArrayBuffer(0) : wholeArrayBuffer(r.u8, r.shared)));
+      return read(this).then((r) => (r instanceof Uint8Array ? new internal.NativeArrayBuffer(0) : wholeArrayBuffer(r.u8, r.shared)));
     },
     bytes() {
       return read(this).then((r) => (r instanceof Uint8Array ? r : new Uint8Array(wholeArrayBuffer(r.u8, r.shared))));

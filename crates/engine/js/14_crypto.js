@@ -84,7 +84,7 @@ class Crypto {
   getRandomValues(array) {
     if (!(this instanceof Crypto)) throw new TypeError('Illegal invocation');
     internal.requireArgs(arguments.length, 1, "Failed to execute 'getRandomValues' on 'Crypto'");
-    if (!ArrayBuffer.isView(array)) {
+    if (!internal.isArrayBufferView(array)) {
       throw new TypeError("Failed to execute 'getRandomValues' on 'Crypto': parameter 1 is not of type 'ArrayBufferView'.");
     }
     const tag = typedArrayTag.call(array);

@@ -186,7 +186,7 @@ function inspect(value, depth = MAX_DEPTH, seen = [], nested = false) {
     return head + wrap('[', items, ']');
   }
 
-  if (ArrayBuffer.isView(value)) {
+  if (internal.isArrayBufferView(value)) {
     const ta = typedArrayTag.call(value);
     if (ta === undefined) return `DataView { byteLength: ${value.byteLength}, byteOffset: ${value.byteOffset} }`;
     const items = [];

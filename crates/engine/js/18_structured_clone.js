@@ -27,7 +27,7 @@ function structuredClone(value, options = undefined) {
     }
     transfer = [...opts.transfer];
     for (const t of transfer) {
-      if (!(t instanceof ArrayBuffer)) {
+      if (!(t instanceof internal.NativeArrayBuffer)) {
         throw new internal.DOMException('Value not transferable', 'DataCloneError');
       }
       if (t.detached === true) {

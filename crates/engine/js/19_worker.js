@@ -163,8 +163,8 @@ const WRITE_SLICE = 64 * 1024;
 
 function toChunk(value) {
   if (value instanceof Uint8Array) return value;
-  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (internal.isArrayBufferView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  if (value instanceof internal.NativeArrayBuffer) return new Uint8Array(value);
   if (typeof value === 'string') {
     throw new TypeError('This ReadableStream is used as a response body, but produced a string chunk. ' +
       'Response body chunks must be Uint8Array (or ArrayBuffer); encode strings with TextEncoder.');

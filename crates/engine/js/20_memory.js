@@ -28,26 +28,31 @@ internal.defineGlobal('ArrayBuffer', new Proxy(NativeArrayBuffer, {
 
 const WASM_REFUSED = 'WebAssembly is not available on Isolane: Wasm memory cannot yet be held to the worker\'s memory limit.';
 
+// What the worker sees as `WebAssembly`, built once into the snapshot.
+const refusedWasm = {};
+function wasmRefusal() {
+  return new refusedWasm.CompileError(WASM_REFUSED);
+}
+for (const name of ['compile', 'instantiate', 'compileStreaming', 'instantiateStreaming']) {
+  refusedWasm[name] = { [name]() { return Promise.reject(wasmRefusal()); } }[name];
+}
+refusedWasm.validate = function validate() { return false; };
+for (const name of ['Module', 'Instance', 'Memory', 'Table', 'Global', 'Tag', 'Exception']) {
+  refusedWasm[name] = { [name]: class { constructor() { throw wasmRefusal(); } } }[name];
+}
+refusedWasm.CompileError = Error;
+Object.defineProperty(refusedWasm, Symbol.toStringTag, { value: 'WebAssembly', configurable: true });
+
 // V8 adds `WebAssembly` to each context as it is made from the snapshot,
-// so the engine calls this once per new context (isolate.rs).
+// so the engine calls this once per new context (isolate.rs): the real
+// one's error classes are kept, everything else refuses.
 internal.refuseWebAssembly = function refuseWebAssembly() {
   const wasm = globalThis.WebAssembly;
-  if (!internal.isObject(wasm)) return;
-  const refused = {};
-  for (const name of Object.getOwnPropertyNames(wasm)) {
-    const value = wasm[name];
-    if (typeof value !== 'function' || /Error$/.test(name)) {
-      refused[name] = value;
-    } else if (name === 'validate') {
-      refused[name] = function validate() { return false; };
-    } else if (name[0] === name[0].toLowerCase()) {
-      // compile, instantiate, compileStreaming, instantiateStreaming
-      refused[name] = { [name]() { return Promise.reject(new wasm.CompileError(WASM_REFUSED)); } }[name];
-    } else {
-      // Module, Instance, Memory, Table, Global, Tag, Exception
-      refused[name] = { [name]: class { constructor() { throw new wasm.CompileError(WASM_REFUSED); } } }[name];
-    }
-  }
-  Object.defineProperty(refused, Symbol.toStringTag, { value: 'WebAssembly', configurable: true });
-  internal.defineGlobal('WebAssembly', refused);
+  if (!internal.isObject(wasm) || wasm === refusedWasm) return;
+  refusedWasm.CompileError = wasm.CompileError;
+  refusedWasm.LinkError = wasm.LinkError;
+  refusedWasm.RuntimeError = wasm.RuntimeError;
+  internal.defineGlobal('WebAssembly', refusedWasm);
 };
+// Compiled now, into the snapshot (which has no WebAssembly: a no-op).
+internal.refuseWebAssembly();

@@ -52,10 +52,14 @@ pub(super) fn respond(
         if headers.contains_key(CONTENT_LENGTH) {
             headers.insert(CONTENT_LENGTH, HeaderValue::from(bytes.len()));
         }
-        match host.memory.charged_bytes(bytes) {
-            Ok(bytes) => Body::from(bytes),
-            // Over the memory limit: the turn is being terminated.
-            Err(_) => return,
+        if bytes.len() <= UNCHARGED_BODY {
+            Body::from(bytes)
+        } else {
+            match host.memory.charged_bytes(bytes) {
+                Ok(bytes) => Body::from(bytes),
+                // Over the memory limit: the turn is being terminated.
+                Err(_) => return,
+            }
         }
     } else {
         Body::empty()
@@ -75,6 +79,12 @@ fn declared_length(headers: &http::HeaderMap) -> Option<u64> {
     }
     value.to_str().ok()?.trim().parse().ok()
 }
+
+/// A whole body up to this size is not charged to the worker's memory while
+/// it waits for its reader: the request's slot already bounds it (one per
+/// slot, like one slice of a streamed body), and charging costs the warm path
+/// an allocation.
+const UNCHARGED_BODY: usize = 64 * 1024;
 
 const TOO_LONG: &str = "the response body is longer than its Content-Length";
 
