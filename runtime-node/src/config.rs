@@ -34,6 +34,10 @@ pub const HEAP_BUDGET_MIB_ENV: &str = "ISOLANE_HEAP_BUDGET_MIB";
 pub const SPARE_ISOLATES_ENV: &str = "ISOLANE_SPARE_ISOLATES";
 /// Env var for `--max-inflight-per-thread`.
 pub const MAX_INFLIGHT_ENV: &str = "ISOLANE_MAX_INFLIGHT_PER_THREAD";
+/// Env var for `--worker-slots`.
+pub const WORKER_SLOTS_ENV: &str = "ISOLANE_WORKER_SLOTS";
+/// Env var for `--max-cpu-ms`.
+pub const MAX_CPU_MS_ENV: &str = "ISOLANE_MAX_CPU_MS";
 /// Env var for `--lease-duration`.
 pub const LEASE_DURATION_ENV: &str = "ISOLANE_LEASE_DURATION";
 /// Env var for `--drain-timeout`.
@@ -136,6 +140,17 @@ pub struct Args {
     /// ones are refused with RESOURCE_EXHAUSTED.
     #[arg(long, env = MAX_INFLIGHT_ENV, default_value_t = 256)]
     pub max_inflight_per_thread: usize,
+
+    /// Requests one Worker may have in flight per thread; past it its
+    /// requests are refused (overloaded) while other Workers' still run.
+    /// 0: a quarter of `--max-inflight-per-thread`.
+    #[arg(long, env = WORKER_SLOTS_ENV, default_value_t = 0)]
+    pub worker_slots: usize,
+
+    /// The most CPU time one request may use, whatever its Worker's
+    /// `limits.cpuMs` asks for (one turn holds its thread that long). 0: no cap.
+    #[arg(long, env = MAX_CPU_MS_ENV, default_value_t = 5_000)]
+    pub max_cpu_ms: u64,
 
     /// Lease duration (renewed every third of it), e.g. `10s`.
     #[arg(long, env = LEASE_DURATION_ENV, default_value = "10s", value_parser = parse_duration)]
@@ -294,6 +309,8 @@ impl Args {
             // queue is the backstop (its Overloaded maps the same way).
             queue_depth: self.max_inflight_per_thread,
             spare_isolates: self.spare_isolates,
+            worker_slots: self.worker_slots,
+            max_cpu_ms: self.max_cpu_ms,
             ..EngineConfig::default()
         };
         Ok(Config {

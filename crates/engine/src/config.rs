@@ -78,6 +78,25 @@ pub struct EngineConfig {
     pub spare_isolates: usize,
     /// Chunks buffered between a streaming response and its reader.
     pub body_channel_chunks: usize,
+    /// Requests one worker may have in flight on one thread; past it its
+    /// requests are refused (`Overloaded`) while other workers' still run.
+    /// 0: a quarter of `queue_depth`.
+    pub worker_slots: usize,
+    /// The most CPU time a request may use, whatever its worker asks for
+    /// (`limits.cpu_ms` is clamped to it): one turn holds its thread for
+    /// that long. 0: no cap.
+    pub max_cpu_ms: u64,
+}
+
+impl EngineConfig {
+    /// The CPU limit a request of a worker with `limits` runs with:
+    /// `limits.cpu_ms`, clamped to `max_cpu_ms`.
+    pub fn cpu_limit_ms(&self, limits: &crate::bundle::Limits) -> u64 {
+        match self.max_cpu_ms {
+            0 => limits.cpu_ms,
+            max => limits.cpu_ms.min(max),
+        }
+    }
 }
 
 impl Default for EngineConfig {
@@ -91,6 +110,8 @@ impl Default for EngineConfig {
             queue_depth: 1024,
             spare_isolates: 2,
             body_channel_chunks: 4,
+            worker_slots: 0,
+            max_cpu_ms: 5_000,
         }
     }
 }

@@ -75,6 +75,7 @@ impl Engine {
             runtimes: (0..threads).map(|_| std::sync::OnceLock::new()).collect(),
             senders,
             directory: Mutex::new(Default::default()),
+            loads: crate::fairness::Loads::new(threads),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut handles = Vec::with_capacity(threads);
@@ -176,7 +177,9 @@ impl Engine {
     }
 
     /// Runs `request` on engine thread `thread` with `bundle`'s worker.
-    /// Which thread serves a worker is the caller's choice (placement).
+    /// Which thread serves a worker is the caller's choice (placement),
+    /// except while another worker keeps that thread busy with long turns:
+    /// then the request runs on a thread clear of them (`fairness.rs`).
     pub async fn execute(
         &self,
         thread: usize,
@@ -184,6 +187,12 @@ impl Engine {
         request: http::Request<Body>,
     ) -> Result<http::Response<Body>, ExecuteError> {
         let threads = self.threads();
+        if thread >= threads {
+            return Err(ExecuteError::UnknownThread { thread, threads });
+        }
+        // Another worker keeps this thread busy with long turns: run there
+        // instead (see `fairness.rs`).
+        let thread = self.inner.shared.loads.choose(thread, &bundle.id);
         let Some(sender) = self.inner.shared.senders.get(thread) else {
             return Err(ExecuteError::UnknownThread { thread, threads });
         };

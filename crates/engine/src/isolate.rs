@@ -245,6 +245,10 @@ impl WorkerIsolate {
         drop(inner);
         let used = thread_cpu_now().saturating_sub(cpu_start);
         self.host.add_cpu(ctx, used);
+        thread
+            .shared
+            .loads
+            .turn_ended(thread.index, self.host.worker_id(), used);
         let hit_cpu = self.memory.take_hit_cpu();
         if let Err(TurnError::Terminated(reason)) = &outcome {
             // When the limit was reached, counted from the turn's start.
@@ -291,7 +295,7 @@ impl WorkerIsolate {
         let limits = self.worker().map(|w| w.limits).unwrap_or_default();
         let error = match reason {
             TerminationReason::CpuLimit => ExecuteError::CpuLimit {
-                limit_ms: limits.cpu_ms,
+                limit_ms: thread.config.cpu_limit_ms(&limits),
             },
             TerminationReason::MemoryLimit => ExecuteError::MemoryLimit {
                 limit_mib: limits.memory_mib,

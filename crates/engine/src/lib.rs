@@ -19,6 +19,7 @@ mod body;
 mod bundle;
 mod config;
 mod engine;
+mod fairness;
 mod host;
 mod isolate;
 mod limits;

@@ -54,12 +54,16 @@ pub(crate) struct EngineShared {
     pub(crate) runtimes: Vec<std::sync::OnceLock<tokio::runtime::Handle>>,
     /// Shared mode: which thread holds each worker's isolate.
     pub(crate) directory: Mutex<HashMap<String, usize>>,
+    /// Each thread's long turns, for moving a hog's neighbours elsewhere.
+    pub(crate) loads: crate::fairness::Loads,
 }
 
 /// What the isolates of one thread need from it (no pool: isolates hold an
 /// `Rc` of this, and the pool holds isolates).
 pub(crate) struct ThreadCtx {
     pub(crate) index: usize,
+    /// What all threads share (their loads; see `fairness.rs`).
+    pub(crate) shared: Arc<EngineShared>,
     pub(crate) observer: Arc<dyn EngineObserver>,
     pub(crate) config: EngineConfig,
     pub(crate) client: Client<HttpConnector, Body>,
@@ -146,6 +150,7 @@ pub(crate) fn run(start: ThreadStart) {
     };
     let ctx = Rc::new(ThreadCtx {
         index,
+        shared: shared.clone(),
         observer,
         client: Client::builder(TokioExecutor::new()).build_http(),
         watchdog,
@@ -519,6 +524,19 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
             return;
         }
     };
+    // Each worker gets a bounded share of the thread's request slots.
+    if isolate.host.requests_in_flight() >= worker_slots(&ctx.config) {
+        let error = ExecuteError::Overloaded { thread: ctx.index };
+        tracing::debug!(worker.id = %bundle.id, thread = ctx.index, request.id = %request_id, "the worker has used its share of the thread's slots");
+        ctx.observer.request_finished(
+            ctx.index,
+            error.outcome(),
+            started.elapsed(),
+            Duration::ZERO,
+        );
+        let _ = reply.send(Err(error));
+        return;
+    }
     let (head_tx, head_rx) = oneshot::channel();
     let (done_tx, done_rx) = oneshot::channel();
     let host = &isolate.host;
@@ -526,7 +544,7 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         request_id.clone(),
         head_tx,
         done_tx,
-        bundle.limits.cpu(),
+        Duration::from_millis(ctx.config.cpu_limit_ms(&bundle.limits)),
         deadline,
     );
     let body_id = if http_body::Body::is_end_stream(&body) {
@@ -557,10 +575,14 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
             biased;
             head = &mut head => break head,
             // The caller dropped the request (the client went away): abort
-            // the request's signal; the worker decides how to wind down.
+            // the request's signal, then cancel the request, so its slot is
+            // free at once and nothing more of it runs.
             () = reply.closed(), if !client_gone => {
                 client_gone = true;
                 isolate.request_aborted(req);
+                host.fail_request(req, ExecuteError::Canceled {
+                    reason: "the client went away",
+                });
             }
         }
     };
@@ -601,6 +623,15 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         report_evictions(&state, evicted);
         drop(isolate);
         report_gauges(&state);
+    }
+}
+
+/// Requests one worker may have in flight on a thread: `worker_slots`, or
+/// a quarter of the thread's slots.
+fn worker_slots(config: &EngineConfig) -> usize {
+    match config.worker_slots {
+        0 => (config.queue_depth / 4).max(1),
+        n => n,
     }
 }
 

@@ -9,6 +9,8 @@ mod support;
 
 #[path = "engine/basics.rs"]
 mod basics;
+#[path = "engine/fairness.rs"]
+mod fairness;
 #[path = "engine/hostile.rs"]
 mod hostile;
 #[path = "engine/limits.rs"]

@@ -110,8 +110,18 @@ async fn write_body(
             op = rx.recv() => op,
             () = sender.closed(), if !told => {
                 told = true;
+                // Every declared byte was sent: the reader is done, not gone.
+                if length == Some(0) {
+                    continue;
+                }
+                // The client went away mid-body: abort the request's signal,
+                // then cancel the request, so its slot is free at once and
+                // nothing more of it runs.
                 if let Some(isolate) = me.upgrade() {
                     isolate.request_aborted(ctx);
+                    isolate.host.fail_request(ctx, ExecuteError::Canceled {
+                        reason: "the client went away",
+                    });
                 }
                 continue;
             }

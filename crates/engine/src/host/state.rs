@@ -219,6 +219,11 @@ impl HostState {
         id
     }
 
+    /// Requests in flight in this isolate.
+    pub(crate) fn requests_in_flight(&self) -> usize {
+        self.requests.borrow().len()
+    }
+
     /// Whether request `ctx` is still in flight here.
     pub(crate) fn request_live(&self, ctx: u32) -> bool {
         self.requests.borrow().contains_key(&ctx)

@@ -89,6 +89,8 @@ pub struct Recorder {
     pub hits: AtomicUsize,
     pub misses: AtomicUsize,
     pub created: AtomicUsize,
+    /// The thread of each isolate made for a worker.
+    pub created_on: Mutex<Vec<usize>>,
     pub from_spare: AtomicUsize,
     pub evictions: Mutex<Vec<EvictionReason>>,
     pub terminations: Mutex<Vec<TerminationReason>>,
@@ -100,8 +102,9 @@ impl EngineObserver for Recorder {
     fn isolate_cache(&self, _thread: usize, hit: bool) {
         if hit { &self.hits } else { &self.misses }.fetch_add(1, Ordering::Relaxed);
     }
-    fn isolate_created(&self, _thread: usize, _duration: Duration, from_spare: bool) {
+    fn isolate_created(&self, thread: usize, _duration: Duration, from_spare: bool) {
         self.created.fetch_add(1, Ordering::Relaxed);
+        self.created_on.lock().unwrap().push(thread);
         if from_spare {
             self.from_spare.fetch_add(1, Ordering::Relaxed);
         }
