@@ -12,7 +12,7 @@
 # and shown as "not measured"; the others still run.
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
-# (warm distributed cold pool density placement operator);
+# (warm distributed cold pool density placement operator neighbours);
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
@@ -102,16 +102,18 @@ if $quick; then
   cold=(--workers 40 --starts 3)
   pool=(--rounds 1 --secs 0.5)
   density=(--idle 200 --distinct 10000 --secs 3)
+  neighbours=(--rounds 1 --secs 1)
   operator=(--counts 200 --deadline 120)
 else
   http=(--connections 1,16,64 --rounds 3 --secs 5)
   cold=(--workers 200 --starts 10)
   pool=(--rounds 5 --secs 2)
   density=(--idle 1000 --distinct 10000 --secs 10)
+  neighbours=(--rounds 3 --secs 2)
   operator=(--counts 1000,5000 --deadline 300)
 fi
 
-only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator}"
+only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours}"
 wants() { [[ " $only " == *" $1 "* ]]; }
 common=(--results "$results" --work "$work")
 bench="$bin/isolane-bench"
@@ -139,6 +141,7 @@ fi
 step cold 300 "$bench" cold "${common[@]}" --isolane "$bin/isolane" "${workerd_args[@]}" "${cold[@]}"
 step pool 300 "$bench" pool "${common[@]}" "${pool[@]}"
 step density 300 "$bench" density "${common[@]}" "${density[@]}"
+step neighbours 120 "$bench" neighbours "${common[@]}" "${neighbours[@]}"
 if wants placement; then
   placement_out="$work/placement_bench.txt"
   if timeout 300 "$bin/examples/placement_bench" >"$placement_out" 2>"$work/placement.log"; then

@@ -14,6 +14,7 @@ mod cluster;
 mod cold;
 mod density;
 mod drive;
+mod neighbours;
 mod operator_scale;
 mod placement;
 mod pool;
@@ -155,6 +156,16 @@ enum Command {
         #[arg(long, default_value_t = 600)]
         deadline: u64,
     },
+    /// 8. A neighbour's latency beside a CPU hog on its thread.
+    Neighbours {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Seconds per cell per round.
+        #[arg(long, default_value_t = 2.0)]
+        secs: f64,
+    },
     /// Assemble docs/benchmarks.md from the results folder.
     Report {
         #[arg(long)]
@@ -256,6 +267,19 @@ fn main() -> anyhow::Result<()> {
             };
             let section = runtime()?.block_on(operator_scale::run(&plan, &common.work))?;
             section.write(&common.results, "7-operator")
+        }
+        Command::Neighbours {
+            common,
+            rounds,
+            secs,
+        } => {
+            let engines = neighbours::engines()?;
+            let plan = neighbours::Plan {
+                rounds,
+                duration: Duration::from_secs_f64(secs),
+            };
+            let section = runtime()?.block_on(neighbours::run(&plan, &engines))?;
+            section.write(&common.results, "8-neighbours")
         }
         Command::Report {
             results,

@@ -103,6 +103,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("5-density", "5. Density"),
     ("6-placement", "6. Placement"),
     ("7-operator", "7. Operator: Workers to Ready"),
+    ("8-neighbours", "8. Neighbours of a CPU hog"),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.
