@@ -8,6 +8,7 @@
 //! | --- | --- | --- |
 //! | no route for host and path | 404 | JSON body `{"error", "host", "path"}` |
 //! | no live node | 503 | JSON body, `Retry-After: 1` |
+//! | the Worker is quarantined (its requests were lost with two nodes) | 503 | `Retry-After` |
 //! | node refused: `OVERLOADED` or gRPC `RESOURCE_EXHAUSTED` | 503 | `Retry-After` (≥ 1 s) |
 //! | node refused: other outcome (unknown worker 404, limits 503/504, …) | [`Outcome::http_status`] | |
 //! | node unreachable or the call failed (`UNAVAILABLE`, …) | 502 | |
@@ -108,6 +109,16 @@ pub enum Error {
         detail: &'static str,
     },
 
+    /// The Worker's requests were lost with more than one node: it is
+    /// refused for a while (see `losses.rs`).
+    #[error("worker {worker_id} is quarantined: its requests were lost with more than one node")]
+    Quarantined {
+        /// The Worker.
+        worker_id: String,
+        /// How long it stays refused.
+        retry_after: Duration,
+    },
+
     /// The request took longer than the router's deadline.
     #[error("no response within {timeout:?}")]
     Deadline {
@@ -144,6 +155,7 @@ impl Error {
             Self::Protocol { .. } => "protocol",
             Self::Deadline { .. } => "deadline",
             Self::RequestBody { .. } => "request_body",
+            Self::Quarantined { .. } => "quarantined",
         }
     }
 
@@ -194,7 +206,7 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::NoRoute { .. } => StatusCode::NOT_FOUND,
-            Self::NoLiveNode { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::NoLiveNode { .. } | Self::Quarantined { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::NoEndpoint { .. }
             | Self::InvalidEndpoint { .. }
             | Self::NodeUnavailable { .. }
@@ -219,6 +231,9 @@ impl Error {
     pub fn retry_after(&self) -> Option<u64> {
         match self {
             Self::NoLiveNode { .. } => Some(1),
+            Self::Quarantined { retry_after, .. } => {
+                Some(retry_after.as_millis().div_ceil(1000).max(1) as u64)
+            }
             Self::Refused {
                 outcome:
                     Outcome::Overloaded

@@ -17,6 +17,7 @@ pub mod channels;
 pub mod config;
 mod error;
 pub mod fleet;
+pub mod losses;
 pub mod metrics;
 pub mod proxy;
 pub mod routes;

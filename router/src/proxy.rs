@@ -51,6 +51,7 @@ use crate::Error;
 use crate::channels::{self, ChannelConfig};
 use crate::error::BoxError;
 use crate::fleet::{Fleet, FleetBuilder, placement_moves};
+use crate::losses::{NodeLosses, Verdict};
 use crate::metrics::{NO_NODE, RouterMetrics};
 use crate::routes::{Backend, RoutableWorker, RouteTable, normalize_host};
 use outgoing::{HeadContext, request_head, valid_request_id};
@@ -126,6 +127,8 @@ struct Inner {
     fleet: ArcSwap<Fleet>,
     builder: Mutex<FleetBuilder>,
     metrics: Arc<RouterMetrics>,
+    /// Workers whose requests were lost with nodes (`losses.rs`).
+    losses: NodeLosses,
 }
 
 impl Proxy {
@@ -138,6 +141,7 @@ impl Proxy {
                 fleet: ArcSwap::from_pointee(Fleet::empty()),
                 builder: Mutex::new(FleetBuilder::default()),
                 metrics,
+                losses: NodeLosses::default(),
             }),
         }
     }
@@ -336,6 +340,17 @@ impl Call {
                 .await
                 .map_err(|_| self.deadline_failure(NO_NODE))?
                 .map_err(|source| (NO_NODE.to_owned(), Error::RequestBody { source }))?;
+        let losses = &self.proxy.inner.losses;
+        let worker_id = &self.backend.worker_id;
+        if let Some(retry_after) = losses.quarantined(worker_id, Instant::now()) {
+            return Err((
+                NO_NODE.to_owned(),
+                Error::Quarantined {
+                    worker_id: worker_id.clone(),
+                    retry_after,
+                },
+            ));
+        }
         let fleet = self.proxy.fleet();
         let mut tried: Vec<usize> = Vec::new();
         loop {
@@ -358,6 +373,24 @@ impl Call {
             if error.ejects_node() {
                 fleet.eject(pick.index);
                 warn!(%node, %error, "node unreachable; skipping it for new requests briefly");
+                // Lost with its node: the second node lost under the same
+                // Worker quarantines it (it may be what kills them).
+                if let Verdict::Quarantined(retry_after) =
+                    losses.lost(worker_id, &node, Instant::now())
+                {
+                    warn!(
+                        worker.id = %worker_id, %node, quarantine_s = retry_after.as_secs(),
+                        "a second node was lost under this worker's requests; refusing it for a while"
+                    );
+                    self.proxy.inner.metrics.upstream_error(error.kind());
+                    return Err((
+                        node,
+                        Error::Quarantined {
+                            worker_id: worker_id.clone(),
+                            retry_after,
+                        },
+                    ));
+                }
             }
             let retry = tried.is_empty() && error.retry_elsewhere() && body.is_replayable();
             if !retry {

@@ -244,6 +244,63 @@ async fn a_replayable_request_is_retried_once_on_the_next_node() {
     assert_eq!(live.executes(), 2);
 }
 
+/// A Worker whose requests are lost with two different nodes (as when its
+/// request kills each node it runs on) is quarantined: not replayed onto a
+/// third node, refused at once for a while; other Workers are unaffected.
+#[tokio::test]
+async fn a_worker_lost_with_two_nodes_is_quarantined() {
+    let live = FakeNode::start("live").await;
+    let (proxy, registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![
+        dead_member("dead-a", 2).await,
+        dead_member("dead-b", 2).await,
+        live.member(2),
+    ]);
+    // A worker whose first two choices are the dead nodes.
+    let fleet = proxy.fleet();
+    let config = ProxyConfig::default();
+    let id = (0..10_000)
+        .map(|i| format!("ns/w{i}"))
+        .find(|id| {
+            let Some(first) = fleet.pick(id, config.load_factor, &[]) else {
+                return false;
+            };
+            let second = fleet.pick(id, config.load_factor, &[first.index]);
+            let name = |i: usize| fleet.nodes()[i].member.name.clone();
+            name(first.index) == "dead-a" && second.is_some_and(|s| name(s.index) == "dead-b")
+        })
+        .expect("some worker prefers dead-a, then dead-b");
+    let bystander = worker_preferring(&proxy, "live");
+    proxy.set_workers(vec![
+        worker(&id, "r1", HOST, "/"),
+        worker(&bystander, "r1", "bystander.example.test", "/"),
+    ]);
+
+    // Lost with dead-a, replayed onto dead-b, lost again: quarantined, and
+    // not replayed a second time.
+    let response = proxy.handle(get(HOST, "/", &[])).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(header(&response, "x-isolane-reason"), Some("quarantined"));
+    assert_eq!(header(&response, "retry-after"), Some("10"));
+    assert_eq!(live.executes(), 0, "the poison never reached a third node");
+    // Refused at once meanwhile, whatever the nodes.
+    let response = proxy.handle(get(HOST, "/", &[])).await;
+    assert_eq!(header(&response, "x-isolane-reason"), Some("quarantined"));
+    assert_eq!(live.executes(), 0);
+    // Another Worker is served.
+    let response = proxy.handle(get("bystander.example.test", "/", &[])).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(live.executes(), 1);
+    assert!(
+        sample(
+            &registry,
+            "isolane_router_upstream_errors_total",
+            &[("kind", "node_unavailable")]
+        )
+        .is_some()
+    );
+}
+
 #[tokio::test]
 async fn a_request_too_large_to_replay_fails_with_502_on_a_dead_node() {
     let live = FakeNode::start("live").await;
