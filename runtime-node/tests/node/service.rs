@@ -401,3 +401,75 @@ async fn per_thread_listeners_each_serve_their_thread() {
         "{metrics}"
     );
 }
+
+/// A Worker that never answers, called by more clients than its share of a
+/// thread's slots: the excess is refused as overloaded, a bystander on the
+/// same thread is served, the in-flight gauge says what is in flight, and
+/// when the callers go away every slot is free again at once.
+#[tokio::test]
+async fn a_never_settling_worker_gets_its_share_of_slots_and_frees_them() {
+    let node = start(Shape {
+        max_inflight: 16,
+        ..Shape::default()
+    });
+    let share = 16 / 4;
+    node.deploy(
+        "demo/tarpit",
+        "r1",
+        "export default { fetch() { return new Promise(() => {}); } };",
+    );
+    node.deploy(
+        "demo/hello",
+        "r1",
+        "export default { fetch() { return new Response('hello'); } };",
+    );
+    let client = node.client(0).await;
+    let callers: Vec<_> = (0..12)
+        .map(|_| {
+            let mut client = client.clone();
+            tokio::spawn(async move {
+                call(&mut client, head("GET", "demo/tarpit", "r1", 0), &[]).await
+            })
+        })
+        .collect();
+    eventually(
+        Duration::from_secs(30),
+        Duration::from_millis(5),
+        "the excess refused",
+        || {
+            let refused = callers.iter().filter(|c| c.is_finished()).count() == 12 - share
+                && node.admission.in_flight(0) == share;
+            async move { refused.then_some(()) }
+        },
+    )
+    .await;
+    assert!(
+        node.metrics_text().contains(&format!(
+            r#"isolane_node_in_flight_requests{{thread="0"}} {share}"#
+        )),
+        "{}",
+        node.metrics_text()
+    );
+    let mut bystander = client.clone();
+    let answer = call(&mut bystander, head("GET", "demo/hello", "r1", 0), &[])
+        .await
+        .unwrap();
+    assert_eq!(answer.text(), "hello");
+    for caller in &callers {
+        caller.abort();
+    }
+    eventually(
+        Duration::from_secs(30),
+        Duration::from_millis(5),
+        "every slot free",
+        || {
+            let free = node.admission.in_flight(0) == 0;
+            async move { free.then_some(()) }
+        },
+    )
+    .await;
+    assert!(
+        node.metrics_text()
+            .contains(r#"isolane_node_in_flight_requests{thread="0"} 0"#)
+    );
+}
