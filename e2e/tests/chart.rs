@@ -353,7 +353,12 @@ fn env_vars_in(files: &[&str]) -> BTreeSet<String> {
 #[test]
 fn helm_values_map_one_to_one_to_the_binaries_flags() {
     // Empty values are left out (the binary's default applies): set the one that is empty by default.
-    let objects = documents(&template(&["--set", "router.config.watchNamespace=team-a"]));
+    let objects = documents(&template(&[
+        "--set",
+        "router.config.watchNamespace=team-a",
+        "--set-json",
+        r#"reservedHosts=["*.corp.example=team-a"]"#,
+    ]));
     // Each binary flattens telemetry's shared admin flags (ISOLANE_ADMIN_ADDR,
     // ISOLANE_LOG_FORMAT) and reads ISOLANE_LOG in its init_tracing.
     let telemetry = [

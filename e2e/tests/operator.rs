@@ -574,6 +574,115 @@ async fn the_webhook_rejects_syntax_errors_and_conflicts_at_apply() {
     wait_ready(&client, NS, "fine", STEP).await;
 }
 
+/// Hosts belong to one namespace: another namespace's claim on a held host
+/// (a longer prefix, or a wildcard over it) is reported not admitted when it
+/// got in before the webhook, and refused by `kubectl apply` once the webhook
+/// answers, naming the owner; a host reserved for a namespace is refused to
+/// the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_belong_to_one_namespace() {
+    const THIEVES: &str = "thieves";
+    init_tracing();
+    let cp = ControlPlane::start().await.expect("control plane starts");
+    prepare(&cp, &[NS, THIEVES]).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cert = certs::localhost_serving_cert(dir.path());
+    let options = OperatorOptions {
+        webhook: Some(cert.clone()),
+        extra_args: vec!["--reserved-host=*.corp.example.com=apps".to_owned()],
+        ..OperatorOptions::default()
+    };
+    let operator = Operator::start(&cp, dir.path(), &options);
+    operator.wait_ready(STEP).await;
+    let client = cp.client();
+    apply(
+        &client,
+        NS,
+        &inline_worker("owner", &hello_script("ok"), &["victim.example.com"]),
+    )
+    .await;
+    wait_ready(&client, NS, "owner", STEP).await;
+
+    // Before the webhook is registered: the claims get in, and are reported.
+    let mut thief = inline_worker("thief", &hello_script("gotcha"), &["victim.example.com"]);
+    thief.spec.routes[0].path_prefix = "/login".to_owned();
+    apply(&client, THIEVES, &thief).await;
+    let refused = wait_for_worker(
+        &client,
+        THIEVES,
+        "thief",
+        "to be refused the host",
+        STEP,
+        |w| has_condition(w, "RoutesAdmitted", "False", None),
+    )
+    .await;
+    let message = condition(&refused, "RoutesAdmitted")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(
+        message.contains("host victim.example.com belongs to namespace apps (Worker apps/owner)"),
+        "{message}"
+    );
+    assert!(has_condition(&refused, "Ready", "False", None));
+    assert!(has_condition(
+        &wait_ready(&client, NS, "owner", STEP).await,
+        "RoutesAdmitted",
+        "True",
+        None
+    ));
+
+    let webhook = operator.webhook.expect("webhook address");
+    register_webhook(
+        &cp,
+        &format!("https://{webhook}/validate-worker"),
+        &cert.ca_pem,
+    )
+    .await;
+    let claim = |name: &str, host: &str, prefix: &str| {
+        serde_json::to_string(&serde_json::json!({
+            "apiVersion": "isolane.dev/v1alpha1",
+            "kind": "Worker",
+            "metadata": {"name": name, "namespace": THIEVES},
+            "spec": {"script": hello_script("x"), "routes": [{"host": host, "pathPrefix": prefix}]},
+        }))
+        .expect("manifest")
+    };
+    for (name, host, prefix, owner) in [
+        (
+            "exact",
+            "victim.example.com",
+            "/admin",
+            "host victim.example.com belongs to namespace apps (Worker apps/owner)",
+        ),
+        (
+            "wildcard",
+            "*.example.com",
+            "/",
+            "host victim.example.com belongs to namespace apps (Worker apps/owner)",
+        ),
+        (
+            "reserved",
+            "payroll.corp.example.com",
+            "/",
+            "host *.corp.example.com is reserved for namespace apps",
+        ),
+    ] {
+        let manifest = claim(name, host, prefix);
+        let message = wait_until("the webhook to refuse the claim", STEP, || async {
+            let (ok, text) = kubectl_apply(&cp, &manifest);
+            (!ok).then_some(text)
+        })
+        .await;
+        assert!(
+            message.contains("denied the request") && message.contains(owner),
+            "{name}: {message}"
+        );
+    }
+    // Its own hosts, and hosts nobody holds, are fine.
+    let (ok, text) = kubectl_apply(&cp, &claim("fine", "thieves.example.net", "/"));
+    assert!(ok, "{text}");
+}
+
 /// `promtool check metrics` on the exposition (names, units, help), when promtool
 /// is installed (hack/install-deps.sh installs it).
 fn promtool_check(metrics: &str) {

@@ -41,6 +41,8 @@ pub const ENV_MEMBERSHIP_INTERVAL: &str = "ISOLANE_MEMBERSHIP_INTERVAL";
 pub const ENV_MISSING_REFERENCE_RETRY: &str = "ISOLANE_MISSING_REFERENCE_RETRY";
 /// Periodic re-reconcile of every Worker.
 pub const ENV_RESYNC: &str = "ISOLANE_RESYNC";
+/// Env var for `--reserved-host` (comma-separated).
+pub const ENV_RESERVED_HOSTS: &str = "ISOLANE_RESERVED_HOSTS";
 
 /// The operator's flags.
 #[derive(Clone, Debug, Parser)]
@@ -110,6 +112,12 @@ pub struct Args {
     /// Periodic re-reconcile of every Ready Worker.
     #[arg(long, env = ENV_RESYNC, default_value = "10m", value_parser = parse_duration)]
     pub resync: Duration,
+
+    /// A host or domain reserved for one namespace, `host=namespace`
+    /// (`*.example.com=team-a` reserves every host under example.com);
+    /// repeat the flag or separate with commas. The router takes the same.
+    #[arg(long = "reserved-host", env = ENV_RESERVED_HOSTS, value_delimiter = ',')]
+    pub reserved_hosts: Vec<isolane_hosts::Reservation>,
 }
 
 /// Why the flags do not make a valid configuration.
@@ -200,6 +208,8 @@ pub struct Config {
     pub missing_reference_retry: Duration,
     /// Periodic re-reconcile.
     pub resync: Duration,
+    /// Hosts reserved for namespaces.
+    pub reserved_hosts: Vec<isolane_hosts::Reservation>,
 }
 
 impl Args {
@@ -256,6 +266,7 @@ impl Args {
             membership_interval: self.membership_interval,
             missing_reference_retry: self.missing_reference_retry,
             resync: self.resync,
+            reserved_hosts: self.reserved_hosts.clone(),
         })
     }
 }

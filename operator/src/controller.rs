@@ -50,7 +50,7 @@ use crate::index::{ReferenceKey, ReferenceKind, WorkerIndex, key_of};
 use crate::membership;
 use crate::metrics::{Metrics, Outcome};
 use crate::resolve::{self, MissingReference};
-use crate::routes::{RouteKey, WorkerKey, route_keys};
+use crate::routes::{Holder, RouteKey, WorkerKey, route_keys};
 use crate::script::{self, ScriptKind, SyntaxError};
 use crate::status::{ConditionUpdate, DesiredStatus, reason};
 use crate::{Error, FIELD_MANAGER, FINALIZER};
@@ -95,7 +95,9 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     ready.set(false);
-    let index = Arc::new(Mutex::new(WorkerIndex::default()));
+    let index = Arc::new(Mutex::new(WorkerIndex::with_reservations(
+        config.reserved_hosts.clone(),
+    )));
 
     // Runtime nodes first: reconciles should see the node set from the start.
     let (nodes_tx, nodes) = watch::channel(Arc::new(isolane_placement::NodeSet::new(Vec::new())));
@@ -379,7 +381,7 @@ async fn reconcile(worker: Arc<Worker>, context: Arc<Context>) -> Result<Action,
 /// What the apply step decided about a Worker's routes.
 struct RouteDecision {
     admitted: Vec<Route>,
-    lost: Vec<(RouteKey, WorkerKey)>,
+    lost: Vec<(RouteKey, Holder)>,
     declared: usize,
 }
 
@@ -400,7 +402,7 @@ impl RouteDecision {
         let conflicts: Vec<String> = self
             .lost
             .iter()
-            .map(|(route, owner)| format!("route {route} is held by older Worker {owner}"))
+            .map(|(route, holder)| format!("route {route} {holder}"))
             .collect();
         ConditionUpdate::new(
             ConditionType::RoutesAdmitted,

@@ -69,6 +69,14 @@ pub struct WorkerIndex {
 }
 
 impl WorkerIndex {
+    /// An empty index whose route table honours `reservations`.
+    pub fn with_reservations(reservations: Vec<isolane_hosts::Reservation>) -> Self {
+        Self {
+            routes: RouteTable::with_reservations(reservations),
+            ..Self::default()
+        }
+    }
+
     /// Applies a watch event; returns the *other* Workers whose route ownership
     /// may have changed because of it (they share a route the Worker gained or
     /// released) and so need a reconcile.
@@ -212,6 +220,9 @@ impl WorkerIndex {
         let mut others = BTreeSet::new();
         for route in routes {
             others.extend(self.routes.claimants(route).filter(|k| *k != key).cloned());
+            // Other namespaces on an overlapping host: the host rule may
+            // have moved for them too.
+            others.extend(self.routes.overlapping(&key.namespace, &route.host));
         }
         others.into_iter().collect()
     }

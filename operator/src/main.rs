@@ -101,7 +101,9 @@ async fn run(config: Config) -> anyhow::Result<()> {
     let servers = CancellationToken::new();
     tokio::spawn(admin.serve(servers.clone().cancelled_owned()));
     if let (Some((listener, tls)), Some(webhook_ready)) = (webhook, webhook_ready) {
-        let index = Arc::new(Mutex::new(WorkerIndex::default()));
+        let index = Arc::new(Mutex::new(WorkerIndex::with_reservations(
+            config.reserved_hosts.clone(),
+        )));
         tokio::spawn(webhook::maintain_index(
             client.clone(),
             Arc::clone(&index),

@@ -1,14 +1,22 @@
 //! Route ownership: who holds a host + path prefix when several Workers claim it.
 //!
-//! The rule is age: the Worker created first keeps the route, ties broken by
-//! `namespace/name`. A Worker with an unknown creation time (never the case for
-//! objects read from the API) sorts last. Workers being deleted claim nothing,
-//! so their routes pass to the next claimant as soon as deletion starts.
+//! Two rules, in order:
+//! 1. a host belongs to one namespace (`isolane_hosts::decide`, the rule the
+//!    router applies too): a claim on a host that another namespace holds —
+//!    the same host, or a wildcard overlapping it — or that is reserved for
+//!    another namespace is not admitted;
+//! 2. within a namespace, age: the Worker created first keeps a host + path
+//!    prefix, ties broken by `namespace/name`.
+//!
+//! A Worker with an unknown creation time (never the case for objects read
+//! from the API) sorts last. Workers being deleted claim nothing, so their
+//! routes pass to the next claimant as soon as deletion starts.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
 use isolane_crds::Route;
+use isolane_hosts::{Claim, Owner, Owners, Reservation};
 use k8s_openapi::jiff::Timestamp;
 
 /// A Worker by namespace and name.
@@ -81,13 +89,69 @@ impl Claimant {
     }
 }
 
+/// Who holds a route a Worker does not get.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Holder {
+    /// An older Worker of the same namespace claims the same host + prefix.
+    OlderWorker(WorkerKey),
+    /// The host belongs to another namespace, or is reserved for one.
+    Host(Owner),
+}
+
+impl fmt::Display for Holder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Holder::OlderWorker(key) => write!(f, "is held by older Worker {key}"),
+            Holder::Host(owner) => write!(f, "is not admitted: {owner}"),
+        }
+    }
+}
+
 /// The claimants of every route.
 #[derive(Debug, Default)]
 pub struct RouteTable {
     claims: HashMap<RouteKey, BTreeSet<Claimant>>,
+    /// Hosts reserved for namespaces (`--reserved-host`).
+    reservations: Vec<Reservation>,
 }
 
 impl RouteTable {
+    /// An empty table that honours `reservations`.
+    pub fn with_reservations(reservations: Vec<Reservation>) -> Self {
+        Self {
+            claims: HashMap::new(),
+            reservations,
+        }
+    }
+
+    /// Which namespace may serve each claimed host.
+    fn host_owners(&self) -> Owners {
+        let claims = self.claims.iter().flat_map(|(route, claimants)| {
+            claimants.iter().map(|claimant| Claim {
+                namespace: claimant.key.namespace.clone(),
+                host: route.host.clone(),
+                since: claimant.created.map(|t| t.as_nanosecond()),
+                worker: claimant.key.name.clone(),
+            })
+        });
+        isolane_hosts::decide(claims, &self.reservations)
+    }
+
+    /// The Workers of other namespaces claiming a host that overlaps `host`.
+    pub fn overlapping(&self, namespace: &str, host: &str) -> Vec<WorkerKey> {
+        let mut keys: BTreeSet<WorkerKey> = BTreeSet::new();
+        for (route, claimants) in &self.claims {
+            if isolane_hosts::overlap(&route.host, host) {
+                keys.extend(
+                    claimants
+                        .iter()
+                        .filter(|c| c.key.namespace != namespace)
+                        .map(|c| c.key.clone()),
+                );
+            }
+        }
+        keys.into_iter().collect()
+    }
     /// Records that `claimant` claims `routes`.
     pub fn claim<'a>(
         &mut self,
@@ -131,29 +195,69 @@ impl RouteTable {
         self.claimants(route).next()
     }
 
-    /// The routes of `routes` that `worker` does not own, each with its owner.
-    pub fn lost(&self, worker: &WorkerKey, routes: &[RouteKey]) -> Vec<(RouteKey, WorkerKey)> {
+    /// The routes of `routes` that `worker` does not get, each with who
+    /// holds it: the host rule first, then age within the namespace.
+    pub fn lost(&self, worker: &WorkerKey, routes: &[RouteKey]) -> Vec<(RouteKey, Holder)> {
+        let owners = self.host_owners();
         routes
             .iter()
             .filter_map(|route| {
-                let owner = self.owner(route)?;
-                (owner != worker).then(|| (route.clone(), owner.clone()))
+                if let Err(owner) = owners.check(&worker.namespace, &route.host) {
+                    return Some((route.clone(), Holder::Host(owner.clone())));
+                }
+                // Within the namespace: the oldest claimant of this namespace.
+                let owner = self
+                    .claimants(route)
+                    .find(|key| key.namespace == worker.namespace)?;
+                (owner != worker).then(|| (route.clone(), Holder::OlderWorker(owner.clone())))
             })
             .collect()
     }
 
-    /// The other Workers claiming any of `routes`, for admission: a new claim on
-    /// a held route is refused whatever the ages.
+    /// What any of `routes` would take from others, for admission: a new
+    /// claim on a host reserved for, or claimed by, another namespace, or on
+    /// a route another Worker holds, is refused whatever the ages.
     pub fn held_by_others(
         &self,
         worker: &WorkerKey,
         routes: &[RouteKey],
-    ) -> Vec<(RouteKey, WorkerKey)> {
+    ) -> Vec<(RouteKey, String)> {
         routes
             .iter()
             .filter_map(|route| {
+                let host = isolane_hosts::normalize(&route.host);
+                if let Some(reservation) = self
+                    .reservations
+                    .iter()
+                    .find(|r| r.namespace != worker.namespace && r.covers(&host))
+                {
+                    let owner = Owner::Reserved {
+                        namespace: reservation.namespace.clone(),
+                        host: reservation.host.clone(),
+                    };
+                    return Some((route.clone(), owner.to_string()));
+                }
+                if let Some(other) = self.overlapping(&worker.namespace, &host).first() {
+                    let their_host = self
+                        .claims
+                        .iter()
+                        .find(|(r, c)| {
+                            isolane_hosts::overlap(&r.host, &host)
+                                && c.iter().any(|c| c.key == *other)
+                        })
+                        .map_or(host.clone(), |(r, _)| r.host.clone());
+                    let owner = Owner::Worker {
+                        namespace: other.namespace.clone(),
+                        worker: other.name.clone(),
+                        host: their_host,
+                    };
+                    return Some((route.clone(), owner.to_string()));
+                }
                 let other = self.claimants(route).find(|key| *key != worker)?;
-                Some((route.clone(), other.clone()))
+                Some((
+                    route.clone(),
+                    format!("is already claimed by Worker {other}"),
+                ))
             })
             .collect()
     }
@@ -202,15 +306,21 @@ mod tests {
         assert_eq!(table.owner(&r), Some(&twin.key));
         assert_eq!(
             table.lost(&new.key, std::slice::from_ref(&r)),
-            vec![(r.clone(), twin.key.clone())]
+            vec![(r.clone(), Holder::OlderWorker(twin.key.clone()))]
         );
         assert!(table.lost(&twin.key, std::slice::from_ref(&r)).is_empty());
+        // z/old is older than a/twin, but namespace a holds the host (the
+        // tie on age goes to the namespace name): z's claim is not admitted.
+        assert!(matches!(
+            table.lost(&old.key, std::slice::from_ref(&r))[..],
+            [(_, Holder::Host(_))]
+        ));
         table.release(&twin, [&r]);
         table.release(&old, [&r]);
         assert_eq!(table.owner(&r), Some(&new.key));
         assert_eq!(
             table.held_by_others(&new.key, std::slice::from_ref(&r)),
-            vec![(r.clone(), unknown.key.clone())]
+            vec![(r.clone(), "is already claimed by Worker a/a".to_owned())]
         );
         table.release(&new, [&r]);
         table.release(&unknown, [&r]);

@@ -109,10 +109,8 @@ pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Resu
         .into_iter()
         .filter(|route| !before.contains(route))
         .collect();
-    for (route, other) in index.routes().held_by_others(&key, &added) {
-        problems.push(format!(
-            "spec.routes: route {route} is already claimed by Worker {other}"
-        ));
+    for (route, holder) in index.routes().held_by_others(&key, &added) {
+        problems.push(format!("spec.routes: route {route} {holder}"));
     }
     if problems.is_empty() {
         Ok(())

@@ -11,6 +11,7 @@ use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use clap::Parser;
+use isolane_hosts::Reservation;
 use isolane_telemetry::{AdminArgs, LogFormat};
 
 use crate::channels::ChannelConfig;
@@ -38,6 +39,8 @@ pub const ENV_MAX_WORKER_SERIES: &str = "ISOLANE_MAX_WORKER_SERIES";
 pub const ENV_WORKER_SERIES_INTERVAL: &str = "ISOLANE_WORKER_SERIES_INTERVAL";
 /// How long open connections may finish after SIGTERM.
 pub const ENV_SHUTDOWN_GRACE: &str = "ISOLANE_SHUTDOWN_GRACE";
+/// Env var for `--reserved-host` (comma-separated).
+pub const ENV_RESERVED_HOSTS: &str = "ISOLANE_RESERVED_HOSTS";
 
 /// The namespace of runtime-node Leases unless told otherwise.
 pub const DEFAULT_NODES_NAMESPACE: &str = "isolane-system";
@@ -97,6 +100,12 @@ pub struct Args {
     /// How long open connections may finish after SIGTERM or SIGINT.
     #[arg(long, env = ENV_SHUTDOWN_GRACE, default_value = "10s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
+
+    /// A host or domain reserved for one namespace, `host=namespace`
+    /// (`*.example.com=team-a` reserves every host under example.com);
+    /// repeat the flag or separate with commas. The operator takes the same.
+    #[arg(long = "reserved-host", env = ENV_RESERVED_HOSTS, value_delimiter = ',')]
+    pub reserved_hosts: Vec<Reservation>,
 
     #[command(flatten)]
     pub admin: AdminArgs,
@@ -168,6 +177,8 @@ pub struct Config {
     pub worker_series_interval: Duration,
     /// Time for open connections to finish at shutdown.
     pub shutdown_grace: Duration,
+    /// Hosts reserved for namespaces.
+    pub reserved_hosts: Vec<Reservation>,
 }
 
 impl Args {
@@ -225,6 +236,7 @@ impl Args {
             max_worker_series: self.max_worker_series,
             worker_series_interval: self.worker_series_interval,
             shutdown_grace: self.shutdown_grace,
+            reserved_hosts: self.reserved_hosts.clone(),
         })
     }
 }
@@ -310,6 +322,7 @@ mod tests {
             ENV_MAX_WORKER_SERIES,
             ENV_WORKER_SERIES_INTERVAL,
             ENV_SHUTDOWN_GRACE,
+            ENV_RESERVED_HOSTS,
             isolane_telemetry::ADMIN_ADDR_ENV,
             isolane_telemetry::LOG_FORMAT_ENV,
         ] {

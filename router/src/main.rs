@@ -60,7 +60,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let readiness = Readiness::new();
     let workers_ready = readiness.register("workers");
     let leases_ready = readiness.register("leases");
-    let proxy = Proxy::new(config.proxy, Arc::clone(&metrics));
+    let proxy = Proxy::with_reservations(
+        config.proxy,
+        Arc::clone(&metrics),
+        config.reserved_hosts.clone(),
+    );
     let client = kube::Client::try_default()
         .await
         .context("configuring the Kubernetes client")?;

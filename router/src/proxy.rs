@@ -54,6 +54,7 @@ use crate::fleet::{Fleet, FleetBuilder, placement_moves};
 use crate::losses::{NodeLosses, Verdict};
 use crate::metrics::{NO_NODE, RouterMetrics};
 use crate::routes::{Backend, RoutableWorker, RouteTable, normalize_host};
+use isolane_hosts::Reservation;
 use outgoing::{HeadContext, request_head, valid_request_id};
 use response::{Completion, response_headers};
 
@@ -129,11 +130,22 @@ struct Inner {
     metrics: Arc<RouterMetrics>,
     /// Workers whose requests were lost with nodes (`losses.rs`).
     losses: NodeLosses,
+    /// Hosts reserved for namespaces (`--reserved-host`).
+    reservations: Vec<Reservation>,
 }
 
 impl Proxy {
     /// A proxy with no routes and no nodes yet.
     pub fn new(config: ProxyConfig, metrics: Arc<RouterMetrics>) -> Self {
+        Self::with_reservations(config, metrics, Vec::new())
+    }
+
+    /// A proxy that serves hosts reserved for a namespace only to it.
+    pub fn with_reservations(
+        config: ProxyConfig,
+        metrics: Arc<RouterMetrics>,
+        reservations: Vec<Reservation>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,
@@ -142,6 +154,7 @@ impl Proxy {
                 builder: Mutex::new(FleetBuilder::default()),
                 metrics,
                 losses: NodeLosses::default(),
+                reservations,
             }),
         }
     }
@@ -169,7 +182,9 @@ impl Proxy {
     /// Replaces the route table with one built from `workers`.
     pub fn set_workers(&self, workers: Vec<RoutableWorker>) {
         let metrics = &self.inner.metrics;
-        let (table, conflicts) = RouteTable::build(workers, |id| metrics.workers.slot(id));
+        let (table, conflicts) = RouteTable::build_with(workers, &self.inner.reservations, |id| {
+            metrics.workers.slot(id)
+        });
         for c in &conflicts {
             debug!(
                 host = %c.host, path_prefix = %c.path_prefix, winner = %c.winner,

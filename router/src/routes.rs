@@ -17,11 +17,18 @@
 //! query is ignored. When two Workers claim the same host and prefix (a conflict
 //! the operator reports on the newer one), the older Worker keeps the route —
 //! ties broken by worker id — so every router replica agrees.
+//!
+//! Hosts belong to namespaces: a Worker's route on a host that another
+//! namespace holds (the same host, or a wildcard overlapping it) or that is
+//! reserved for another namespace is not served, whatever the webhook let
+//! through. The rule is `isolane_hosts::decide`, the one the operator uses.
+//! Workers being deleted claim nothing.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use isolane_crds::{ConditionStatus, ConditionType, Worker};
+use isolane_hosts::{Claim, Owners, Reservation};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::metrics::WorkerSlot;
@@ -61,7 +68,7 @@ impl RoutableWorker {
         let ready = status.conditions.iter().any(|c| {
             c.type_ == ConditionType::Ready.as_str() && c.status == ConditionStatus::True.as_str()
         });
-        if !ready {
+        if !ready || worker.metadata.deletion_timestamp.is_some() {
             return None;
         }
         Some(Self {
@@ -92,6 +99,28 @@ pub struct Conflict {
     pub loser: String,
 }
 
+/// The namespace of a `namespace/name` worker id.
+fn namespace_of(worker_id: &str) -> &str {
+    worker_id
+        .split_once('/')
+        .map_or("", |(namespace, _)| namespace)
+}
+
+/// Which namespace may serve each host the Workers claim.
+fn host_owners(workers: &[RoutableWorker], reservations: &[Reservation]) -> Owners {
+    let claims = workers.iter().flat_map(|worker| {
+        let (namespace, name) = worker.worker_id.split_once('/').unwrap_or(("", ""));
+        let since = worker.created.map(|t| t.as_nanosecond());
+        worker.routes.iter().map(move |(host, _)| Claim {
+            namespace: namespace.to_owned(),
+            host: normalize_host(host),
+            since,
+            worker: name.to_owned(),
+        })
+    });
+    isolane_hosts::decide(claims, reservations)
+}
+
 /// The routes of one host, longest prefix first.
 #[derive(Debug, Default)]
 struct HostRoutes {
@@ -120,9 +149,19 @@ impl RouteTable {
     /// Indexes `workers`, giving each its metrics slot from `slot`; returns the
     /// table and the conflicts it resolved.
     pub fn build(
+        workers: Vec<RoutableWorker>,
+        slot: impl FnMut(&str) -> Arc<WorkerSlot>,
+    ) -> (Self, Vec<Conflict>) {
+        Self::build_with(workers, &[], slot)
+    }
+
+    /// [`RouteTable::build`], with hosts reserved for namespaces.
+    pub fn build_with(
         mut workers: Vec<RoutableWorker>,
+        reservations: &[Reservation],
         mut slot: impl FnMut(&str) -> Arc<WorkerSlot>,
     ) -> (Self, Vec<Conflict>) {
+        let owners = host_owners(&workers, reservations);
         // Oldest first (no timestamp sorts last), then by id: the first claim wins.
         workers.sort_by(|a, b| {
             let age = match (a.created, b.created) {
@@ -142,8 +181,18 @@ impl RouteTable {
                 worker_id: worker.worker_id,
                 revision: worker.revision,
             });
+            let namespace = namespace_of(&backend.worker_id);
             for (host, prefix) in worker.routes {
                 let host = normalize_host(&host);
+                if let Err(owner) = owners.check(namespace, &host) {
+                    conflicts.push(Conflict {
+                        host,
+                        path_prefix: prefix,
+                        winner: owner.to_string(),
+                        loser: backend.worker_id.clone(),
+                    });
+                    continue;
+                }
                 let key = (host.clone(), prefix.clone());
                 if let Some(winner) = claimed.get(&key) {
                     if *winner != backend.worker_id {
@@ -397,5 +446,49 @@ mod tests {
         assert_eq!(r.worker_id, "ns/hello");
         assert_eq!(r.revision, "r1");
         assert_eq!(r.routes, vec![("a.test".to_owned(), "/x".to_owned())]);
+        // Being deleted: it claims nothing.
+        w.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
+        assert!(RoutableWorker::from_worker(&w).is_none());
+    }
+
+    #[test]
+    fn a_host_belongs_to_one_namespace() {
+        let (t, conflicts) = RouteTable::build(
+            vec![
+                worker("b/site", 10, &[("victim.example", "/")]),
+                // Namespace a tries a longer prefix on b's host, and a
+                // wildcard over it: neither is served.
+                worker(
+                    "a/thief",
+                    20,
+                    &[("victim.example", "/login"), ("*.example", "/")],
+                ),
+                worker("a/own", 30, &[("a.example", "/")]),
+            ],
+            |_| Arc::default(),
+        );
+        assert_eq!(id(&t, "victim.example", "/login"), Some("b/site"));
+        assert_eq!(id(&t, "other.example", "/"), None);
+        assert_eq!(id(&t, "a.example", "/"), Some("a/own"));
+        assert_eq!(conflicts.len(), 2, "{conflicts:?}");
+        assert!(
+            conflicts.iter().all(|c| c.loser == "a/thief"
+                && c.winner.contains("belongs to namespace b (Worker b/site)"))
+        );
+    }
+
+    #[test]
+    fn reserved_hosts_are_served_only_to_their_namespace() {
+        let reservations = vec!["*.corp.example=team-a".parse().unwrap()];
+        let (t, _) = RouteTable::build_with(
+            vec![
+                worker("team-b/early", 1, &[("x.corp.example", "/")]),
+                worker("team-a/app", 2, &[("y.corp.example", "/")]),
+            ],
+            &reservations,
+            |_| Arc::default(),
+        );
+        assert_eq!(id(&t, "x.corp.example", "/"), None);
+        assert_eq!(id(&t, "y.corp.example", "/"), Some("team-a/app"));
     }
 }

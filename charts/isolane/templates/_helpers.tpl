@@ -148,6 +148,10 @@ exponent (YAML numbers arrive as float64). Call with (list $ "operator").
   value: {{ $value | toString | quote }}
 {{- end }}
 {{- end }}
+{{- if and (has $component (list "operator" "router")) $root.Values.reservedHosts }}
+- name: ISOLANE_RESERVED_HOSTS
+  value: {{ join "," $root.Values.reservedHosts | quote }}
+{{- end }}
 {{- end }}
 
 {{/* The env entries every component gets from the downward API. */}}
