@@ -76,6 +76,8 @@ pub fn config(mode: PoolMode, threads: usize) -> EngineConfig {
         threads,
         pool_mode: mode,
         queue_depth: 4096,
+        // The I/O scenarios fetch from an upstream on loopback.
+        egress: isolane_engine::EgressConfig::open(),
         ..EngineConfig::default()
     }
 }

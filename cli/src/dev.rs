@@ -74,6 +74,9 @@ impl DevConfig {
             engine: EngineConfig {
                 threads: args.threads,
                 pool_mode: args.pool_mode,
+                // A developer's own machine: fetch may reach local services
+                // (a node refuses them unless its admin opens them).
+                egress: isolane_engine::EgressConfig::open(),
                 ..EngineConfig::default()
             },
             routes,

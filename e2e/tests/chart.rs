@@ -358,6 +358,12 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         "router.config.watchNamespace=team-a",
         "--set-json",
         r#"reservedHosts=["*.corp.example=team-a"]"#,
+        "--set",
+        "node.config.egressAllow=10.20.0.0/16",
+        "--set",
+        "node.config.egressDeny=10.96.0.0/12",
+        "--set",
+        "node.config.fetchExtraCa=/etc/isolane/ca.pem",
     ]));
     // Each binary flattens telemetry's shared admin flags (ISOLANE_ADMIN_ADDR,
     // ISOLANE_LOG_FORMAT) and reads ISOLANE_LOG in its init_tracing.

@@ -38,6 +38,12 @@ pub const MAX_INFLIGHT_ENV: &str = "ISOLANE_MAX_INFLIGHT_PER_THREAD";
 pub const WORKER_SLOTS_ENV: &str = "ISOLANE_WORKER_SLOTS";
 /// Env var for `--max-cpu-ms`.
 pub const MAX_CPU_MS_ENV: &str = "ISOLANE_MAX_CPU_MS";
+/// Env var for `--egress-allow` (comma-separated CIDRs).
+pub const EGRESS_ALLOW_ENV: &str = "ISOLANE_EGRESS_ALLOW";
+/// Env var for `--egress-deny` (comma-separated CIDRs).
+pub const EGRESS_DENY_ENV: &str = "ISOLANE_EGRESS_DENY";
+/// Env var for `--fetch-extra-ca`.
+pub const FETCH_EXTRA_CA_ENV: &str = "ISOLANE_FETCH_EXTRA_CA";
 /// Env var for `--lease-duration`.
 pub const LEASE_DURATION_ENV: &str = "ISOLANE_LEASE_DURATION";
 /// Env var for `--drain-timeout`.
@@ -152,6 +158,22 @@ pub struct Args {
     #[arg(long, env = MAX_CPU_MS_ENV, default_value_t = 5_000)]
     pub max_cpu_ms: u64,
 
+    /// Destinations Workers' `fetch` may reach although the default egress
+    /// policy refuses them (loopback, private, link-local …), as CIDRs, e.g.
+    /// `10.20.0.0/16`; repeat or separate with commas.
+    #[arg(long, env = EGRESS_ALLOW_ENV, value_delimiter = ',')]
+    pub egress_allow: Vec<ipnet::IpNet>,
+
+    /// Destinations refused although public: the node's own addresses, the
+    /// cluster's pod and service ranges, as CIDRs.
+    #[arg(long, env = EGRESS_DENY_ENV, value_delimiter = ',')]
+    pub egress_deny: Vec<ipnet::IpNet>,
+
+    /// A PEM bundle of CA certificates Workers' HTTPS `fetch` trusts besides
+    /// the public web PKI roots.
+    #[arg(long, env = FETCH_EXTRA_CA_ENV)]
+    pub fetch_extra_ca: Option<std::path::PathBuf>,
+
     /// Lease duration (renewed every third of it), e.g. `10s`.
     #[arg(long, env = LEASE_DURATION_ENV, default_value = "10s", value_parser = parse_duration)]
     pub lease_duration: Duration,
@@ -211,6 +233,12 @@ pub enum ConfigError {
     InvalidAdvertiseHost { value: String },
     #[error("--grpc-addr port {port} + {threads} threads runs past port 65535")]
     PortRange { port: u16, threads: usize },
+    #[error("--fetch-extra-ca {path}: {source}")]
+    ExtraCa {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl ConfigError {
@@ -223,6 +251,7 @@ impl ConfigError {
             ConfigError::NoHostname => "no_hostname",
             ConfigError::InvalidAdvertiseHost { .. } => "invalid_advertise_host",
             ConfigError::PortRange { .. } => "port_range",
+            ConfigError::ExtraCa { .. } => "extra_ca",
         }
     }
 }
@@ -311,6 +340,19 @@ impl Args {
             spare_isolates: self.spare_isolates,
             worker_slots: self.worker_slots,
             max_cpu_ms: self.max_cpu_ms,
+            egress: isolane_engine::EgressConfig {
+                allow: self.egress_allow.clone(),
+                deny: self.egress_deny.clone(),
+                extra_ca_pem: match &self.fetch_extra_ca {
+                    Some(path) => {
+                        Some(std::fs::read(path).map_err(|source| ConfigError::ExtraCa {
+                            path: path.display().to_string(),
+                            source,
+                        })?)
+                    }
+                    None => None,
+                },
+            },
             ..EngineConfig::default()
         };
         Ok(Config {

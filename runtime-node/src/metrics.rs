@@ -36,6 +36,7 @@ pub struct NodeMetrics {
     evictions: IntCounterVec,
     terminations: IntCounterVec,
     quarantines: IntCounterVec,
+    egress_refused: IntCounterVec,
     requests: IntCounterVec,
     rejections: IntCounterVec,
     bundles: IntGauge,
@@ -171,6 +172,12 @@ impl NodeMetrics {
             "Workers refused for a while because they keep exceeding their limits.",
             &["thread"],
         )?;
+        let egress_refused = counter(
+            r,
+            "isolane_node_egress_refused_total",
+            "Workers' fetch calls refused by the egress policy, by reason.",
+            &["reason"],
+        )?;
         let requests = counter(
             r,
             "isolane_node_requests_total",
@@ -258,6 +265,7 @@ impl NodeMetrics {
             evictions,
             terminations,
             quarantines,
+            egress_refused,
             requests,
             rejections,
             bundles,
@@ -394,6 +402,12 @@ impl EngineObserver for NodeMetrics {
     fn termination(&self, thread: usize, reason: TerminationReason) {
         self.terminations
             .with_label_values(&[self.thread_label(thread), reason.as_str()])
+            .inc();
+    }
+
+    fn egress_refused(&self, _thread: usize, reason: isolane_engine::Refusal) {
+        self.egress_refused
+            .with_label_values(&[reason.as_str()])
             .inc();
     }
 

@@ -86,6 +86,8 @@ pub struct EngineConfig {
     /// (`limits.cpu_ms` is clamped to it): one turn holds its thread for
     /// that long. 0: no cap.
     pub max_cpu_ms: u64,
+    /// Where `fetch` may connect, and the extra CAs it trusts.
+    pub egress: crate::egress::EgressConfig,
 }
 
 impl EngineConfig {
@@ -112,6 +114,7 @@ impl Default for EngineConfig {
             body_channel_chunks: 4,
             worker_slots: 0,
             max_cpu_ms: 5_000,
+            egress: crate::egress::EgressConfig::default(),
         }
     }
 }

@@ -57,6 +57,7 @@ impl Engine {
                 field: "queue_depth",
             });
         }
+        let roots = crate::egress::roots(&config.egress)?;
         platform::init();
         let snapshot = snapshot::blob()?;
         let cores = core_affinity::get_core_ids().unwrap_or_default();
@@ -76,6 +77,8 @@ impl Engine {
             senders,
             directory: Mutex::new(Default::default()),
             loads: crate::fairness::Loads::new(threads),
+            egress: Arc::new(crate::egress::EgressPolicy::new(&config.egress)),
+            roots,
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut handles = Vec::with_capacity(threads);

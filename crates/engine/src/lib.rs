@@ -18,6 +18,7 @@
 mod body;
 mod bundle;
 mod config;
+mod egress;
 mod engine;
 mod fairness;
 mod host;
@@ -37,6 +38,7 @@ mod watchdog;
 pub use body::{Body, BodyClosed, BodyError, BodySender};
 pub use bundle::{Limits, WorkerBundle};
 pub use config::{EngineConfig, ParsePoolModeError, PoolMode};
+pub use egress::{EgressConfig, EgressRefused, Refusal, TlsConfigError};
 pub use engine::Engine;
 pub use observer::{EngineObserver, EvictionReason, NoopObserver, TerminationReason};
 pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};

@@ -195,6 +195,8 @@ pub enum EngineError {
     InvalidConfig { field: &'static str },
     #[error("engine thread {thread} does not exist or has stopped")]
     NoSuchThread { thread: usize },
+    #[error("outbound TLS: {0}")]
+    Tls(#[from] crate::egress::TlsConfigError),
 }
 
 #[cfg(test)]

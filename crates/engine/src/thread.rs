@@ -11,9 +11,6 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 
 use crate::body::Body;
@@ -56,6 +53,10 @@ pub(crate) struct EngineShared {
     pub(crate) directory: Mutex<HashMap<String, usize>>,
     /// Each thread's long turns, for moving a hog's neighbours elsewhere.
     pub(crate) loads: crate::fairness::Loads,
+    /// Where `fetch` may connect.
+    pub(crate) egress: Arc<crate::egress::EgressPolicy>,
+    /// The roots outbound TLS trusts.
+    pub(crate) roots: rustls::RootCertStore,
 }
 
 /// What the isolates of one thread need from it (no pool: isolates hold an
@@ -66,7 +67,8 @@ pub(crate) struct ThreadCtx {
     pub(crate) shared: Arc<EngineShared>,
     pub(crate) observer: Arc<dyn EngineObserver>,
     pub(crate) config: EngineConfig,
-    pub(crate) client: Client<HttpConnector, Body>,
+    /// Outbound `fetch`: HTTPS and HTTP, pooled, through the egress policy.
+    pub(crate) client: crate::egress::FetchClient,
     pub(crate) watchdog: Watchdog,
     pub(crate) snapshot: &'static [u8],
     /// Workers refused for a while (borrowed briefly, never across an await).
@@ -152,7 +154,7 @@ pub(crate) fn run(start: ThreadStart) {
         index,
         shared: shared.clone(),
         observer,
-        client: Client::builder(TokioExecutor::new()).build_http(),
+        client: crate::egress::client(shared.egress.clone(), shared.roots.clone()),
         watchdog,
         snapshot,
         config: config.clone(),

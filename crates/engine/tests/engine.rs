@@ -9,6 +9,8 @@ mod support;
 
 #[path = "engine/basics.rs"]
 mod basics;
+#[path = "engine/egress.rs"]
+mod egress;
 #[path = "engine/fairness.rs"]
 mod fairness;
 #[path = "engine/hostile.rs"]

@@ -36,6 +36,8 @@ async fn run_all() {
             pin_threads: false,
             pool_mode: PoolMode::Pinned,
             spare_isolates: 1,
+            // The suites fetch from a server on loopback.
+            egress: isolane_engine::EgressConfig::open(),
             ..EngineConfig::default()
         },
         cpu.clone(),

@@ -473,3 +473,32 @@ async fn a_never_settling_worker_gets_its_share_of_slots_and_frees_them() {
             .contains(r#"isolane_node_in_flight_requests{thread="0"} 0"#)
     );
 }
+
+/// A Worker's fetch of anything on the node's loopback (its admin port, etcd,
+/// the router) is refused by the egress policy, and counted.
+#[tokio::test]
+async fn fetch_to_the_node_s_loopback_is_refused_and_counted() {
+    let node = start(Shape::default());
+    node.deploy(
+        "demo/ssrf",
+        "r1",
+        "export default { async fetch() {
+            try { await fetch('http://127.0.0.1:2379/v3/kv/range'); return new Response('reached'); }
+            catch (e) { return new Response(String(e)); }
+        } };",
+    );
+    let mut client = node.client(0).await;
+    let answer = call(&mut client, head("GET", "demo/ssrf", "r1", 0), &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        answer.text(),
+        "TypeError: fetch to 127.0.0.1 refused by the egress policy: loopback address"
+    );
+    assert!(
+        node.metrics_text()
+            .contains(r#"isolane_node_egress_refused_total{reason="loopback"} 1"#),
+        "{}",
+        node.metrics_text()
+    );
+}

@@ -92,15 +92,29 @@ async fn run(
             {
                 return Settlement::TypeError(too_many(limit));
             }
-            host.thread.client.clone()
+            // An IP literal is connected to without resolving: check it
+            // here, on every hop (names are checked by the resolver).
+            if let Err(refused) = check_literal(&host.thread, &outbound.url) {
+                return Settlement::TypeError(refused);
+            }
+            (host.thread.client.clone(), host.thread.clone())
         };
+        let (client, thread) = client;
         let request = match outbound.request() {
             Ok(request) => request,
             Err(message) => return Settlement::TypeError(message),
         };
         let response = match client.request(request).await {
             Ok(response) => response,
-            Err(error) => return Settlement::TypeError(format!("fetch failed: {error}")),
+            Err(error) => {
+                return Settlement::TypeError(match crate::egress::refusal_in(&error) {
+                    Some(refused) => {
+                        thread.observer.egress_refused(thread.index, refused.reason);
+                        refused.to_string()
+                    }
+                    None => format!("fetch failed: {error}"),
+                });
+            }
         };
         let location = redirect_location(&outbound.url, &response);
         if let Some(location) = location
@@ -209,11 +223,24 @@ impl Outbound {
     }
 }
 
-/// The URI hyper sends to; plain HTTP only.
+/// Refuses a URL whose host is an IP address the egress policy refuses
+/// (the WHATWG parser has turned every spelling of it into one address).
+fn check_literal(thread: &crate::thread::ThreadCtx, url: &url::Url) -> Result<(), String> {
+    let address = match url.host() {
+        Some(url::Host::Ipv4(ip)) => std::net::IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => std::net::IpAddr::V6(ip),
+        _ => return Ok(()),
+    };
+    thread.shared.egress.check(address).map_err(|refused| {
+        thread.observer.egress_refused(thread.index, refused.reason);
+        refused.to_string()
+    })
+}
+
+/// The URI hyper sends to: HTTP or HTTPS.
 fn uri(url: &url::Url) -> Result<http::Uri, String> {
     match url.scheme() {
-        "http" => {}
-        "https" => return Err("fetch: https is not supported by this engine yet".to_owned()),
+        "http" | "https" => {}
         _ => return Err(format!("fetch: unsupported URL {:?}", url.as_str())),
     }
     url.as_str()

@@ -8,8 +8,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use isolane_engine::{
-    Body, Engine, EngineConfig, EngineObserver, EvictionReason, ExecuteError, Limits, Outcome,
-    PoolMode, TerminationReason, WorkerBundle,
+    Body, EgressConfig, Engine, EngineConfig, EngineObserver, EvictionReason, ExecuteError, Limits,
+    Outcome, PoolMode, TerminationReason, WorkerBundle,
 };
 
 /// An engine with `threads` threads, unpinned (tests share two cores).
@@ -19,6 +19,8 @@ pub fn engine(threads: usize, mode: PoolMode) -> (Engine, Arc<Recorder>) {
         pin_threads: false,
         pool_mode: mode,
         spare_isolates: 1,
+        // The tests' servers are on loopback.
+        egress: EgressConfig::open(),
         ..EngineConfig::default()
     })
 }

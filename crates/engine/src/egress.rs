@@ -1,0 +1,437 @@
+//! Where a worker's `fetch` may connect: the egress policy, and the HTTPS
+//! client that enforces it on every connection.
+//!
+//! By default a worker reaches public addresses only. Refused: loopback,
+//! unspecified, link-local (so the cloud metadata service at
+//! 169.254.169.254), private (RFC 1918, IPv6 unique-local), CGNAT
+//! (100.64.0.0/10), multicast, broadcast, documentation, benchmarking and
+//! reserved ranges, the IPv4-mapped and -compatible IPv6 forms of all of
+//! them, and whatever the node adds (`EgressConfig::deny`: its own
+//! addresses, the cluster's pod and service ranges). The node may open
+//! specific destinations (`EgressConfig::allow`).
+//!
+//! The check is on the *resolved* address of every connection: the client's
+//! resolver drops refused addresses (a name that resolves to loopback, DNS
+//! rebinding between two lookups), and `host/fetch.rs` checks IP literals
+//! itself (hyper connects to those without resolving) on every redirect hop.
+//! Every spelling of an address (`2130706433`, `0x7f000001`, `127.1`,
+//! `[::ffff:127.0.0.1]`) reaches here as the same `IpAddr`: the WHATWG URL
+//! parser normalises them.
+
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::dns::Name;
+use hyper_util::rt::TokioExecutor;
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+
+use crate::body::Body;
+
+/// How long a connection (TCP and TLS) may take to open.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where `fetch` may connect, per engine (node).
+#[derive(Debug, Clone, Default)]
+pub struct EgressConfig {
+    /// Destinations opened although the default policy refuses them.
+    pub allow: Vec<IpNet>,
+    /// Destinations refused although public (the node's own addresses, the
+    /// cluster's pod and service ranges).
+    pub deny: Vec<IpNet>,
+    /// PEM certificates trusted besides the public web PKI roots.
+    pub extra_ca_pem: Option<Vec<u8>>,
+}
+
+impl EgressConfig {
+    /// A policy that opens every destination (`isolane dev` on a developer's
+    /// machine, tests).
+    pub fn open() -> Self {
+        Self {
+            allow: vec![
+                IpNet::V4(Ipv4Net::new_assert(Ipv4Addr::UNSPECIFIED, 0)),
+                IpNet::V6(Ipv6Net::new_assert(Ipv6Addr::UNSPECIFIED, 0)),
+            ],
+            ..Self::default()
+        }
+    }
+}
+
+/// Why an address is refused: a bounded label (metrics) and its meaning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    Loopback,
+    Unspecified,
+    LinkLocal,
+    Private,
+    SharedAddressSpace,
+    Multicast,
+    Broadcast,
+    Documentation,
+    Reserved,
+    /// On the node's deny list.
+    Denied,
+}
+
+impl Refusal {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Refusal::Loopback => "loopback",
+            Refusal::Unspecified => "unspecified",
+            Refusal::LinkLocal => "link_local",
+            Refusal::Private => "private",
+            Refusal::SharedAddressSpace => "shared_address_space",
+            Refusal::Multicast => "multicast",
+            Refusal::Broadcast => "broadcast",
+            Refusal::Documentation => "documentation",
+            Refusal::Reserved => "reserved",
+            Refusal::Denied => "denied",
+        }
+    }
+
+    fn describe(&self) -> &'static str {
+        match self {
+            Refusal::Loopback => "loopback address",
+            Refusal::Unspecified => "unspecified address",
+            Refusal::LinkLocal => "link-local address",
+            Refusal::Private => "private address",
+            Refusal::SharedAddressSpace => "shared (CGNAT) address",
+            Refusal::Multicast => "multicast address",
+            Refusal::Broadcast => "broadcast address",
+            Refusal::Documentation => "documentation address",
+            Refusal::Reserved => "reserved address",
+            Refusal::Denied => "address denied by the node",
+        }
+    }
+}
+
+/// A connection the policy refused; the `TypeError` message `fetch` rejects with.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("fetch to {address} refused by the egress policy: {}", reason.describe())]
+pub struct EgressRefused {
+    pub address: IpAddr,
+    pub reason: Refusal,
+}
+
+/// The policy, compiled.
+#[derive(Debug, Default)]
+pub(crate) struct EgressPolicy {
+    allow: Vec<IpNet>,
+    deny: Vec<IpNet>,
+}
+
+impl EgressPolicy {
+    pub(crate) fn new(config: &EgressConfig) -> Self {
+        Self {
+            allow: config.allow.clone(),
+            deny: config.deny.clone(),
+        }
+    }
+
+    /// Whether `fetch` may connect to `address`.
+    pub(crate) fn check(&self, address: IpAddr) -> Result<(), EgressRefused> {
+        let address = canonical(address);
+        if self.allow.iter().any(|net| net.contains(&address)) {
+            return Ok(());
+        }
+        let refused = |reason| Err(EgressRefused { address, reason });
+        if self.deny.iter().any(|net| net.contains(&address)) {
+            return refused(Refusal::Denied);
+        }
+        match classify(address) {
+            Some(reason) => refused(reason),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An IPv4 address written as IPv6 (`::ffff:a.b.c.d`, `::a.b.c.d`) is that
+/// IPv4 address.
+fn canonical(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                if s[..6] == [0, 0, 0, 0, 0, 0] && !(s[6] == 0 && s[7] <= 1) {
+                    IpAddr::V4(Ipv4Addr::new(
+                        (s[6] >> 8) as u8,
+                        s[6] as u8,
+                        (s[7] >> 8) as u8,
+                        s[7] as u8,
+                    ))
+                } else {
+                    address
+                }
+            }
+        },
+        v4 => v4,
+    }
+}
+
+/// The reason a non-public address is refused, `None` for public ones.
+fn classify(address: IpAddr) -> Option<Refusal> {
+    match address {
+        IpAddr::V4(ip) => {
+            let o = ip.octets();
+            if ip.is_loopback() {
+                Some(Refusal::Loopback)
+            } else if ip.is_unspecified() || o[0] == 0 {
+                Some(Refusal::Unspecified)
+            } else if ip.is_link_local() {
+                Some(Refusal::LinkLocal)
+            } else if ip.is_private() {
+                Some(Refusal::Private)
+            } else if o[0] == 100 && (o[1] & 0xc0) == 64 {
+                Some(Refusal::SharedAddressSpace)
+            } else if ip.is_multicast() {
+                Some(Refusal::Multicast)
+            } else if ip.is_broadcast() {
+                Some(Refusal::Broadcast)
+            } else if ip.is_documentation() {
+                Some(Refusal::Documentation)
+            } else if (o[0] == 198 && (o[1] & 0xfe) == 18)  // 198.18.0.0/15 benchmarking
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0)     // 192.0.0.0/24 IETF
+                || o[0] >= 240
+            // 240.0.0.0/4 reserved
+            {
+                Some(Refusal::Reserved)
+            } else {
+                None
+            }
+        }
+        IpAddr::V6(ip) => {
+            let s = ip.segments();
+            if ip.is_loopback() {
+                Some(Refusal::Loopback)
+            } else if ip.is_unspecified() {
+                Some(Refusal::Unspecified)
+            } else if (s[0] & 0xffc0) == 0xfe80 {
+                Some(Refusal::LinkLocal)
+            } else if (s[0] & 0xfe00) == 0xfc00 || (s[0] & 0xffc0) == 0xfec0 {
+                // unique local fc00::/7, deprecated site-local fec0::/10
+                Some(Refusal::Private)
+            } else if ip.is_multicast() {
+                Some(Refusal::Multicast)
+            } else if s[0] == 0x2001 && s[1] == 0x0db8 {
+                Some(Refusal::Documentation)
+            } else if (s[0] & 0xe000) != 0x2000 {
+                // Everything outside global unicast 2000::/3 (NAT64 64:ff9b::/96,
+                // discard 100::/64, …) could reach an internal address.
+                Some(Refusal::Reserved)
+            } else if s[0] == 0x2002 {
+                // 6to4 embeds an IPv4 address: check that one.
+                classify(IpAddr::V4(Ipv4Addr::new(
+                    (s[1] >> 8) as u8,
+                    s[1] as u8,
+                    (s[2] >> 8) as u8,
+                    s[2] as u8,
+                )))
+            } else {
+                None
+            }
+        }
+    }
+}
+
+// === the resolver: every name's addresses pass the policy ===
+
+/// Resolves names with the system resolver, keeping only the addresses the
+/// policy allows; a name with none left fails with [`EgressRefused`].
+#[derive(Clone)]
+pub(crate) struct PolicyResolver {
+    policy: Arc<EgressPolicy>,
+}
+
+type Resolving = Pin<Box<dyn Future<Output = io::Result<std::vec::IntoIter<SocketAddr>>> + Send>>;
+
+impl tower_service::Service<Name> for PolicyResolver {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = io::Error;
+    type Future = Resolving;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        let policy = self.policy.clone();
+        Box::pin(async move {
+            let resolved: Vec<SocketAddr> =
+                tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
+            let mut first_refusal = None;
+            let allowed: Vec<SocketAddr> = resolved
+                .into_iter()
+                .filter(|addr| match policy.check(addr.ip()) {
+                    Ok(()) => true,
+                    Err(refused) => {
+                        first_refusal.get_or_insert(refused);
+                        false
+                    }
+                })
+                .collect();
+            match (allowed.is_empty(), first_refusal) {
+                (true, Some(refused)) => {
+                    Err(io::Error::new(io::ErrorKind::PermissionDenied, refused))
+                }
+                _ => Ok(allowed.into_iter()),
+            }
+        })
+    }
+}
+
+/// The outbound client of one engine thread: HTTPS (rustls, HTTP/2 by ALPN)
+/// and plain HTTP, connections pooled per thread, every connection through
+/// the policy.
+pub(crate) type FetchClient = Client<HttpsConnector<HttpConnector<PolicyResolver>>, Body>;
+
+/// Why the fetch client could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsConfigError {
+    #[error("the extra CA bundle is not valid PEM: {0}")]
+    Pem(String),
+    #[error("the extra CA bundle holds a certificate rustls refuses: {0}")]
+    Certificate(#[source] rustls::Error),
+    #[error("no CA certificate in the extra CA bundle")]
+    Empty,
+}
+
+/// The trusted roots: the public web PKI, plus the node's extra CAs.
+pub(crate) fn roots(config: &EgressConfig) -> Result<rustls::RootCertStore, TlsConfigError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(pem) = &config.extra_ca_pem {
+        let mut added = 0;
+        for cert in CertificateDer::pem_slice_iter(pem) {
+            let cert = cert.map_err(|e| TlsConfigError::Pem(e.to_string()))?;
+            roots.add(cert).map_err(TlsConfigError::Certificate)?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(TlsConfigError::Empty);
+        }
+    }
+    Ok(roots)
+}
+
+/// Builds one thread's client.
+pub(crate) fn client(policy: Arc<EgressPolicy>, roots: rustls::RootCertStore) -> FetchClient {
+    let mut http = HttpConnector::new_with_resolver(PolicyResolver { policy });
+    http.enforce_http(false);
+    http.set_connect_timeout(Some(CONNECT_TIMEOUT));
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map(|builder| builder.with_root_certificates(roots).with_no_client_auth());
+    let tls = match tls {
+        Ok(tls) => tls,
+        // The ring provider supports the default versions; unreachable in
+        // practice, and a client without TLS still serves plain HTTP.
+        Err(error) => {
+            tracing::error!(%error, "could not configure TLS for fetch");
+            rustls::ClientConfig::builder()
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth()
+        }
+    };
+    let https = HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_all_versions()
+        .wrap_connector(http);
+    Client::builder(TokioExecutor::new()).build(https)
+}
+
+/// The policy refusal inside a client error, if that is what it was.
+pub(crate) fn refusal_in<'e>(
+    error: &'e (dyn std::error::Error + 'static),
+) -> Option<&'e EgressRefused> {
+    let mut source: Option<&'e (dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = source {
+        if let Some(refused) = error.downcast_ref::<EgressRefused>() {
+            return Some(refused);
+        }
+        if let Some(io) = error.downcast_ref::<io::Error>()
+            && let Some(inner) = io.get_ref()
+            && let Some(refused) = inner.downcast_ref::<EgressRefused>()
+        {
+            return Some(refused);
+        }
+        source = error.source();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(policy: &EgressPolicy, ip: &str) -> Option<&'static str> {
+        policy
+            .check(ip.parse().unwrap())
+            .err()
+            .map(|r| r.reason.as_str())
+    }
+
+    #[test]
+    fn every_non_public_class_is_refused_by_default() {
+        let policy = EgressPolicy::default();
+        for (ip, reason) in [
+            ("127.0.0.1", "loopback"),
+            ("127.255.0.9", "loopback"),
+            ("0.0.0.0", "unspecified"),
+            ("0.1.2.3", "unspecified"),
+            ("169.254.169.254", "link_local"),
+            ("10.0.0.1", "private"),
+            ("172.16.5.4", "private"),
+            ("192.168.1.1", "private"),
+            ("100.64.0.1", "shared_address_space"),
+            ("224.0.0.1", "multicast"),
+            ("255.255.255.255", "broadcast"),
+            ("192.0.2.1", "documentation"),
+            ("198.18.0.1", "reserved"),
+            ("240.0.0.1", "reserved"),
+            ("::1", "loopback"),
+            ("::", "unspecified"),
+            ("fe80::1", "link_local"),
+            ("fd00::1", "private"),
+            ("ff02::1", "multicast"),
+            ("2001:db8::1", "documentation"),
+            ("::ffff:127.0.0.1", "loopback"),
+            ("::ffff:169.254.169.254", "link_local"),
+            ("::127.0.0.1", "loopback"),
+            ("64:ff9b::7f00:1", "reserved"),
+            ("2002:7f00:1::", "loopback"),
+        ] {
+            assert_eq!(refused(&policy, ip), Some(reason), "{ip}");
+        }
+        for ip in ["1.1.1.1", "8.8.8.8", "2606:4700::1111", "100.128.0.1"] {
+            assert_eq!(refused(&policy, ip), None, "{ip}");
+        }
+    }
+
+    #[test]
+    fn the_node_opens_and_closes_destinations() {
+        let policy = EgressPolicy::new(&EgressConfig {
+            allow: vec!["127.0.0.2/32".parse().unwrap()],
+            deny: vec!["8.8.8.0/24".parse().unwrap()],
+            extra_ca_pem: None,
+        });
+        assert_eq!(refused(&policy, "127.0.0.2"), None);
+        assert_eq!(refused(&policy, "127.0.0.1"), Some("loopback"));
+        assert_eq!(refused(&policy, "8.8.8.8"), Some("denied"));
+        let open = EgressPolicy::new(&EgressConfig::open());
+        assert_eq!(refused(&open, "127.0.0.1"), None);
+        assert_eq!(refused(&open, "::1"), None);
+    }
+}

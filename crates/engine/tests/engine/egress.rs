@@ -1,0 +1,307 @@
+//! A worker's `fetch` against the egress policy and over HTTPS, on loopback
+//! only: every spelling of a loopback address, a name that resolves to it and
+//! a redirect to it are refused before any connection (a listener counts
+//! them); an address the node opens is reached; HTTPS works with the node's
+//! extra CA, negotiates HTTP/2, and fails for an unknown CA or a wrong name.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use isolane_engine::{EgressConfig, EngineConfig, PoolMode};
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use tokio::net::TcpListener;
+
+use crate::support::*;
+
+/// A plain HTTP server on `ip` that answers `answer` (or redirects to
+/// `redirect`), counting connections.
+async fn server(ip: &str, redirect: Option<String>) -> (SocketAddr, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind((ip, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            let redirect = redirect.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |_request| {
+                    let redirect = redirect.clone();
+                    async move {
+                        let mut response = http::Response::new(Full::new(Bytes::from("reached")));
+                        if let Some(location) = redirect {
+                            *response.status_mut() = http::StatusCode::FOUND;
+                            response
+                                .headers_mut()
+                                .insert("location", location.parse().unwrap());
+                        }
+                        Ok::<_, std::convert::Infallible>(response)
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (addr, accepted)
+}
+
+fn engine_with_egress(egress: EgressConfig) -> (isolane_engine::Engine, Arc<Recorder>) {
+    engine_with(EngineConfig {
+        threads: 1,
+        pin_threads: false,
+        pool_mode: PoolMode::Pinned,
+        spare_isolates: 1,
+        egress,
+        ..EngineConfig::default()
+    })
+}
+
+/// A worker that fetches each URL of its request's `u` parameters and
+/// answers one line per URL: `ok <status> <body>` or the error message.
+const PROBE: &str = "export default { async fetch(request) {
+    const lines = [];
+    for (const url of new URL(request.url).searchParams.getAll('u')) {
+        try {
+            const r = await fetch(url);
+            lines.push('ok ' + r.status + ' ' + (await r.text()));
+        } catch (e) {
+            lines.push(String(e));
+        }
+    }
+    return new Response(lines.join('\\n'));
+} };";
+
+fn probe_path(urls: &[String]) -> String {
+    let query: Vec<String> = urls
+        .iter()
+        .map(|u| format!("u={}", url_encode(u)))
+        .collect();
+    format!("/?{}", query.join("&"))
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn loopback_in_every_spelling_is_refused_and_never_connected() {
+    let (target, accepted) = server("127.0.0.1", None).await;
+    let port = target.port();
+    let (engine, _recorder) = engine_with_egress(EgressConfig::default());
+    let urls: Vec<String> = [
+        "127.0.0.1",
+        "2130706433",
+        "0177.0.0.1",
+        "0x7f000001",
+        "127.1",
+        "0.0.0.0",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+        "[::1]",
+        "localhost",
+        "LocalHost",
+    ]
+    .iter()
+    .map(|host| format!("http://{host}:{port}/secret"))
+    .collect();
+    let probe = bundle("t/probe", PROBE);
+    let (status, body) = run(&engine, 0, &probe, &probe_path(&urls)).await;
+    assert_eq!(status, 200);
+    let lines: Vec<&str> = body.lines().collect();
+    assert_eq!(lines.len(), urls.len(), "{body}");
+    for (url, line) in urls.iter().zip(&lines) {
+        assert!(
+            line.starts_with("TypeError: fetch to ")
+                && line.contains("refused by the egress policy"),
+            "{url}: {line}"
+        );
+    }
+    assert!(lines[0].contains("127.0.0.1") && lines[0].ends_with("loopback address"));
+    assert!(lines[5].ends_with("unspecified address"), "{}", lines[5]);
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        0,
+        "a refused fetch connected"
+    );
+}
+
+#[tokio::test]
+async fn a_node_opens_a_destination_and_redirects_are_checked_at_every_hop() {
+    let (secret, secret_accepts) = server("127.0.0.1", None).await;
+    let (open, _) = server("127.0.0.2", None).await;
+    let (bouncer, bouncer_accepts) = server(
+        "127.0.0.2",
+        Some(format!("http://127.0.0.1:{}/", secret.port())),
+    )
+    .await;
+    let (engine, _recorder) = engine_with_egress(EgressConfig {
+        allow: vec!["127.0.0.2/32".parse().unwrap()],
+        ..EgressConfig::default()
+    });
+    let probe = bundle("t/probe", PROBE);
+    let urls = vec![
+        format!("http://{open}/"),
+        format!("http://{bouncer}/"),
+        format!("http://{secret}/"),
+    ];
+    let (status, body) = run(&engine, 0, &probe, &probe_path(&urls)).await;
+    assert_eq!(status, 200);
+    let lines: Vec<&str> = body.lines().collect();
+    assert_eq!(lines[0], "ok 200 reached", "{body}");
+    assert!(
+        lines[1].contains("refused by the egress policy: loopback address"),
+        "{body}"
+    );
+    assert!(
+        lines[2].contains("refused by the egress policy: loopback address"),
+        "{body}"
+    );
+    assert_eq!(
+        bouncer_accepts.load(Ordering::SeqCst),
+        1,
+        "the first hop was allowed"
+    );
+    assert_eq!(
+        secret_accepts.load(Ordering::SeqCst),
+        0,
+        "the redirect was followed"
+    );
+}
+
+/// A test CA and an HTTPS server on 127.0.0.2 with a certificate for
+/// `names`, offering HTTP/2 and HTTP/1.1; records the protocol negotiated.
+struct TlsServer {
+    addr: SocketAddr,
+    ca_pem: String,
+    alpn: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+async fn tls_server(names: &[&str]) -> TlsServer {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::default();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let ca = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let params =
+        CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>()).unwrap();
+    let cert = params.signed_by(&key, &ca).unwrap();
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![cert.der().clone()],
+        rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
+    )
+    .unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind(("127.0.0.2", 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let alpn = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = alpn.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let protocol = tls
+                    .get_ref()
+                    .1
+                    .alpn_protocol()
+                    .map(|p| String::from_utf8_lossy(p).into_owned())
+                    .unwrap_or_default();
+                seen.lock().unwrap().push(protocol);
+                let service = service_fn(|_request| async {
+                    Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from(
+                        "secure",
+                    ))))
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    TlsServer {
+        addr,
+        ca_pem: ca_cert.pem(),
+        alpn,
+    }
+}
+
+#[tokio::test]
+async fn https_fetch_with_the_node_s_ca_over_http2() {
+    let good = tls_server(&["127.0.0.2"]).await;
+    let wrong_name = tls_server(&["other.test"]).await;
+    let allow = vec!["127.0.0.2/32".parse().unwrap()];
+    let (trusting, _) = engine_with_egress(EgressConfig {
+        allow: allow.clone(),
+        extra_ca_pem: Some(format!("{}{}", good.ca_pem, wrong_name.ca_pem).into_bytes()),
+        ..EgressConfig::default()
+    });
+    let probe = bundle("t/probe", PROBE);
+    let urls = vec![
+        format!("https://{}/", good.addr),
+        format!("https://{}/", wrong_name.addr),
+    ];
+    let (status, body) = run(&trusting, 0, &probe, &probe_path(&urls)).await;
+    assert_eq!(status, 200);
+    let lines: Vec<&str> = body.lines().collect();
+    assert_eq!(lines[0], "ok 200 secure", "{body}");
+    assert!(lines[1].starts_with("TypeError: fetch failed"), "{body}");
+    assert_eq!(
+        good.alpn.lock().unwrap().as_slice(),
+        ["h2"],
+        "HTTP/2 by ALPN"
+    );
+    // Without the node's CA, the same server is not trusted.
+    let (strict, _) = engine_with_egress(EgressConfig {
+        allow,
+        ..EgressConfig::default()
+    });
+    let (_, body) = run(&strict, 0, &probe, &probe_path(&urls[..1])).await;
+    assert!(body.starts_with("TypeError: fetch failed"), "{body}");
+}
+
+#[test]
+fn a_malformed_extra_ca_stops_the_engine_from_starting() {
+    let error = isolane_engine::Engine::start(
+        EngineConfig {
+            threads: 1,
+            pin_threads: false,
+            egress: EgressConfig {
+                extra_ca_pem: Some(b"not a certificate".to_vec()),
+                ..EgressConfig::default()
+            },
+            ..EngineConfig::default()
+        },
+        Arc::new(isolane_engine::NoopObserver),
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("extra CA"), "{error}");
+}
