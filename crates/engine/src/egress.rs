@@ -161,12 +161,7 @@ fn canonical(address: IpAddr) -> IpAddr {
             None => {
                 let s = v6.segments();
                 if s[..6] == [0, 0, 0, 0, 0, 0] && !(s[6] == 0 && s[7] <= 1) {
-                    IpAddr::V4(Ipv4Addr::new(
-                        (s[6] >> 8) as u8,
-                        s[6] as u8,
-                        (s[7] >> 8) as u8,
-                        s[7] as u8,
-                    ))
+                    IpAddr::V4(v4_of(s[6], s[7]))
                 } else {
                     address
                 }
@@ -174,6 +169,13 @@ fn canonical(address: IpAddr) -> IpAddr {
         },
         v4 => v4,
     }
+}
+
+/// The IPv4 address in two IPv6 segments.
+fn v4_of(high: u16, low: u16) -> Ipv4Addr {
+    let [a, b] = high.to_be_bytes();
+    let [c, d] = low.to_be_bytes();
+    Ipv4Addr::new(a, b, c, d)
 }
 
 /// The reason a non-public address is refused, `None` for public ones.
@@ -228,12 +230,7 @@ fn classify(address: IpAddr) -> Option<Refusal> {
                 Some(Refusal::Reserved)
             } else if s[0] == 0x2002 {
                 // 6to4 embeds an IPv4 address: check that one.
-                classify(IpAddr::V4(Ipv4Addr::new(
-                    (s[1] >> 8) as u8,
-                    s[1] as u8,
-                    (s[2] >> 8) as u8,
-                    s[2] as u8,
-                )))
+                classify(IpAddr::V4(v4_of(s[1], s[2])))
             } else {
                 None
             }
