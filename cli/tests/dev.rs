@@ -275,3 +275,26 @@ export default { fetch(request) {
     );
     assert!(dev.interrupt().success());
 }
+
+/// A request that looped through workers too often is refused, as the
+/// router does; one below the bound is served.
+#[tokio::test]
+async fn dev_refuses_a_request_that_loops_through_workers() {
+    let port = free_port();
+    let mut dev = Dev::start(&["examples/hello.js", "--port", &port.to_string()]);
+    let client = client();
+    when_ready(&client, &mut dev, port, "localhost", "/").await;
+    let with_hops = |hops: &str| {
+        http::Request::builder()
+            .uri(format!("http://127.0.0.1:{port}/"))
+            .header("x-isolane-hops", hops)
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    };
+    let refused = client.request(with_hops("5")).await.unwrap();
+    assert_eq!(refused.status(), 508);
+    assert_eq!(refused.headers()["x-isolane-reason"], "loop_detected");
+    let served = client.request(with_hops("4")).await.unwrap();
+    assert_eq!(served.status(), 200);
+    assert!(dev.interrupt().success());
+}

@@ -364,6 +364,8 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         "node.config.egressDeny=10.96.0.0/12",
         "--set",
         "node.config.fetchExtraCa=/etc/isolane/ca.pem",
+        "--set",
+        "router.config.trustedProxies=10.0.0.0/8",
     ]));
     // Each binary flattens telemetry's shared admin flags (ISOLANE_ADMIN_ADDR,
     // ISOLANE_LOG_FORMAT) and reads ISOLANE_LOG in its init_tracing.

@@ -39,6 +39,8 @@ pub const ENV_MAX_WORKER_SERIES: &str = "ISOLANE_MAX_WORKER_SERIES";
 pub const ENV_WORKER_SERIES_INTERVAL: &str = "ISOLANE_WORKER_SERIES_INTERVAL";
 /// How long open connections may finish after SIGTERM.
 pub const ENV_SHUTDOWN_GRACE: &str = "ISOLANE_SHUTDOWN_GRACE";
+/// Env var for `--trusted-proxies` (comma-separated CIDRs).
+pub const ENV_TRUSTED_PROXIES: &str = "ISOLANE_TRUSTED_PROXIES";
 /// Env var for `--reserved-host` (comma-separated).
 pub const ENV_RESERVED_HOSTS: &str = "ISOLANE_RESERVED_HOSTS";
 
@@ -106,6 +108,12 @@ pub struct Args {
     /// repeat the flag or separate with commas. The operator takes the same.
     #[arg(long = "reserved-host", env = ENV_RESERVED_HOSTS, value_delimiter = ',')]
     pub reserved_hosts: Vec<Reservation>,
+
+    /// Peers (CIDRs) whose `X-Forwarded-For` and `X-Forwarded-Proto` are kept:
+    /// the load balancer or ingress in front of the router. From anyone else
+    /// they are replaced by the peer's address and the connection's scheme.
+    #[arg(long, env = ENV_TRUSTED_PROXIES, value_delimiter = ',')]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 
     #[command(flatten)]
     pub admin: AdminArgs,
@@ -179,6 +187,8 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// Hosts reserved for namespaces.
     pub reserved_hosts: Vec<Reservation>,
+    /// Peers whose forwarding headers are kept.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 impl Args {
@@ -237,6 +247,7 @@ impl Args {
             worker_series_interval: self.worker_series_interval,
             shutdown_grace: self.shutdown_grace,
             reserved_hosts: self.reserved_hosts.clone(),
+            trusted_proxies: self.trusted_proxies.clone(),
         })
     }
 }
@@ -323,6 +334,7 @@ mod tests {
             ENV_WORKER_SERIES_INTERVAL,
             ENV_SHUTDOWN_GRACE,
             ENV_RESERVED_HOSTS,
+            ENV_TRUSTED_PROXIES,
             isolane_telemetry::ADMIN_ADDR_ENV,
             isolane_telemetry::LOG_FORMAT_ENV,
         ] {

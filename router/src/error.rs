@@ -9,6 +9,7 @@
 //! | no route for host and path | 404 | JSON body `{"error", "host", "path"}` |
 //! | no live node | 503 | JSON body, `Retry-After: 1` |
 //! | the Worker is quarantined (its requests were lost with two nodes) | 503 | `Retry-After` |
+//! | the request looped through Workers more than `MAX_HOPS` times | 508 | |
 //! | node refused: `OVERLOADED` or gRPC `RESOURCE_EXHAUSTED` | 503 | `Retry-After` (≥ 1 s) |
 //! | node refused: other outcome (unknown worker 404, limits 503/504, …) | [`Outcome::http_status`] | |
 //! | node unreachable or the call failed (`UNAVAILABLE`, …) | 502 | |
@@ -119,6 +120,13 @@ pub enum Error {
         retry_after: Duration,
     },
 
+    /// The request looped through Workers too many times.
+    #[error("the request looped through Workers {hops} times")]
+    Loop {
+        /// The hop count it arrived with.
+        hops: u32,
+    },
+
     /// The request took longer than the router's deadline.
     #[error("no response within {timeout:?}")]
     Deadline {
@@ -156,6 +164,7 @@ impl Error {
             Self::Deadline { .. } => "deadline",
             Self::RequestBody { .. } => "request_body",
             Self::Quarantined { .. } => "quarantined",
+            Self::Loop { .. } => "loop_detected",
         }
     }
 
@@ -207,6 +216,7 @@ impl Error {
         match self {
             Self::NoRoute { .. } => StatusCode::NOT_FOUND,
             Self::NoLiveNode { .. } | Self::Quarantined { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Loop { .. } => StatusCode::LOOP_DETECTED,
             Self::NoEndpoint { .. }
             | Self::InvalidEndpoint { .. }
             | Self::NodeUnavailable { .. }

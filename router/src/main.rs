@@ -60,10 +60,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let readiness = Readiness::new();
     let workers_ready = readiness.register("workers");
     let leases_ready = readiness.register("leases");
-    let proxy = Proxy::with_reservations(
+    let proxy = Proxy::with_policy(
         config.proxy,
         Arc::clone(&metrics),
         config.reserved_hosts.clone(),
+        config.trusted_proxies.clone(),
     );
     let client = kube::Client::try_default()
         .await

@@ -66,6 +66,14 @@ pub const DETAIL_HEADER: &str = "x-isolane-detail";
 pub const NODE_HEADER: &str = "x-isolane-node";
 /// The Worker revision that served the request.
 pub const REVISION_HEADER: &str = "x-isolane-revision";
+/// How many times a request has passed through a Worker's `fetch` on its
+/// way here: the engine sets it to one more than the request it runs for on
+/// every outbound fetch (`isolane_engine::HOPS_HEADER`, the same name).
+pub const HOPS_HEADER: &str = "x-isolane-hops";
+/// Requests that looped through Workers more often than this are refused
+/// (508): a Worker fetching itself through the router cannot fan out
+/// without bound.
+pub const MAX_HOPS: u32 = 4;
 /// The request id: the client's, or one the router generated.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
@@ -132,6 +140,8 @@ struct Inner {
     losses: NodeLosses,
     /// Hosts reserved for namespaces (`--reserved-host`).
     reservations: Vec<Reservation>,
+    /// Peers whose forwarding headers are kept (`--trusted-proxies`).
+    trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 impl Proxy {
@@ -146,6 +156,16 @@ impl Proxy {
         metrics: Arc<RouterMetrics>,
         reservations: Vec<Reservation>,
     ) -> Self {
+        Self::with_policy(config, metrics, reservations, Vec::new())
+    }
+
+    /// A proxy with reserved hosts and trusted proxies.
+    pub fn with_policy(
+        config: ProxyConfig,
+        metrics: Arc<RouterMetrics>,
+        reservations: Vec<Reservation>,
+        trusted_proxies: Vec<ipnet::IpNet>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,
@@ -155,6 +175,7 @@ impl Proxy {
                 metrics,
                 losses: NodeLosses::default(),
                 reservations,
+                trusted_proxies,
             }),
         }
     }
@@ -177,6 +198,14 @@ impl Proxy {
     /// The current fleet.
     pub fn fleet(&self) -> Arc<Fleet> {
         self.inner.fleet.load_full()
+    }
+
+    /// Whether `peer` is a trusted proxy whose forwarding headers are kept.
+    pub fn trusts(&self, peer: std::net::IpAddr) -> bool {
+        self.inner
+            .trusted_proxies
+            .iter()
+            .any(|net| net.contains(&peer))
     }
 
     /// Replaces the route table with one built from `workers`.
@@ -243,6 +272,15 @@ impl Proxy {
             Some(id) => (id.to_owned(), false),
             None => (next_request_id(), true),
         };
+        let hops = request
+            .headers()
+            .get(HOPS_HEADER)
+            .and_then(|v| v.to_str().ok()?.trim().parse::<u32>().ok())
+            .unwrap_or(0);
+        if hops > MAX_HOPS {
+            debug!(request.id = %request_id, hops, "request looped through the router");
+            return self.answer_error(None, NO_NODE, Error::Loop { hops }, &request_id, started);
+        }
         let host = request
             .uri()
             .authority()
@@ -348,6 +386,10 @@ impl Call {
                 request_id: &self.request_id,
                 add_request_id: self.add_request_id,
                 client_ip: parts.extensions.get::<ClientAddr>().map(|a| a.0.ip()),
+                trusted: parts
+                    .extensions
+                    .get::<ClientAddr>()
+                    .is_some_and(|a| self.proxy.trusts(a.0.ip())),
             },
         );
         let mut body =

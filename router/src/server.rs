@@ -15,17 +15,18 @@ use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
+use isolane_telemetry::edge;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::proxy::{ClientAddr, Proxy};
 
-/// How long a client may take to send a request head on HTTP/1.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client may take to send its first bytes and each request head.
+pub const HEADER_READ_TIMEOUT: Duration = edge::HEADER_READ_TIMEOUT;
 
 /// Binds the ingress socket (before any worker starts, so a bad address fails early).
 pub fn bind(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
@@ -42,15 +43,8 @@ pub async fn serve(
     shutdown: CancellationToken,
     grace: Duration,
 ) {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    // A timer makes hyper enforce its HTTP/1 header-read timeout (slow
-    // clients cannot hold a connection open without sending a request) and
-    // lets HTTP/2 keep-alive pings work.
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
-    builder.http2().timer(TokioTimer::new());
+    // Silent clients cannot hold a connection open (`isolane_telemetry::edge`).
+    let builder = edge::server_builder(HEADER_READ_TIMEOUT);
     let graceful = GracefulShutdown::new();
     loop {
         let (stream, peer) = tokio::select! {
@@ -69,6 +63,31 @@ pub async fn serve(
             debug!(%error, "cannot set TCP_NODELAY");
         }
         let proxy = proxy.clone();
+        let builder = builder.clone();
+        let graceful_watch = graceful.watcher();
+        tokio::spawn(async move {
+            if !edge::first_bytes(&stream, HEADER_READ_TIMEOUT).await {
+                debug!(client = %peer, "connection sent nothing; closed");
+                return;
+            }
+            serve_connection(stream, peer, proxy, &builder, graceful_watch).await;
+        });
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => debug!("all connections closed"),
+        () = tokio::time::sleep(grace) => warn!(grace = ?grace, "connections still open after the shutdown grace"),
+    }
+}
+
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    proxy: Proxy,
+    builder: &auto::Builder<TokioExecutor>,
+    graceful: hyper_util::server::graceful::Watcher,
+) {
+    {
         let service = service_fn(move |mut request: hyper::Request<Incoming>| {
             request.extensions_mut().insert(ClientAddr(peer));
             let proxy = proxy.clone();
@@ -78,16 +97,9 @@ pub async fn serve(
             .serve_connection(TokioIo::new(stream), service)
             .into_owned();
         let connection = graceful.watch(connection);
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                debug!(%error, client = %peer, "connection ended with an error");
-            }
-        });
-    }
-    drop(listener);
-    tokio::select! {
-        () = graceful.shutdown() => debug!("all connections closed"),
-        () = tokio::time::sleep(grace) => warn!(grace = ?grace, "connections still open after the shutdown grace"),
+        if let Err(error) = connection.await {
+            debug!(%error, client = %peer, "connection ended with an error");
+        }
     }
 }
 

@@ -9,10 +9,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use isolane_engine::{Body, Engine, REASON_HEADER};
+use isolane_telemetry::edge;
 
 use super::Routes;
 
@@ -25,7 +25,8 @@ pub async fn serve(listen: SocketAddr, engine: Engine, routes: Arc<Routes>) -> a
         .with_context(|| format!("binding {listen}"))?;
     let local = listener.local_addr().context("reading the bound address")?;
     tracing::info!(address = %local, url = %format!("http://{local}/"), threads = engine.threads(), "listening");
-    let builder = auto::Builder::new(TokioExecutor::new());
+    // Silent clients cannot hold a connection open (`isolane_telemetry::edge`).
+    let builder = edge::server_builder(edge::HEADER_READ_TIMEOUT);
     let graceful = GracefulShutdown::new();
     let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
     loop {
@@ -41,15 +42,19 @@ pub async fn serve(listen: SocketAddr, engine: Engine, routes: Arc<Routes>) -> a
         };
         let engine = engine.clone();
         let routes = routes.clone();
-        let service = service_fn(move |request| {
-            let engine = engine.clone();
-            let routes = routes.clone();
-            async move { Ok::<_, Infallible>(handle(&engine, &routes, request).await) }
-        });
-        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-        let connection = graceful.watch(connection.into_owned());
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
+            if !edge::first_bytes(&stream, edge::HEADER_READ_TIMEOUT).await {
+                return;
+            }
+            let service = service_fn(move |request| {
+                let engine = engine.clone();
+                let routes = routes.clone();
+                async move { Ok::<_, Infallible>(handle(&engine, &routes, request).await) }
+            });
+            let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            if let Err(error) = watcher.watch(connection.into_owned()).await {
                 tracing::debug!(error = %error, "connection ended with an error");
             }
         });
@@ -77,6 +82,14 @@ async fn handle(
         .or_else(|| request.uri().host())
         .unwrap_or("")
         .to_owned();
+    let hops = request
+        .headers()
+        .get(isolane_engine::HOPS_HEADER)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    if hops > MAX_HOPS {
+        return loop_detected(hops);
+    }
     let Some(bundle) = routes.resolve(&host, request.uri().path()) else {
         return no_route(&host, request.uri().path());
     };
@@ -90,6 +103,23 @@ async fn handle(
             error.to_response()
         }
     }
+}
+
+/// Requests that looped through workers more often than this are refused,
+/// as the router does (`isolane_router::proxy::MAX_HOPS`).
+const MAX_HOPS: u32 = 4;
+
+fn loop_detected(hops: u32) -> http::Response<Body> {
+    let body = format!(
+        "{{\"error\":\"the request looped through workers {hops} times\",\"reason\":\"loop_detected\"}}\n"
+    );
+    let mut response = http::Response::new(Body::from(body));
+    *response.status_mut() = http::StatusCode::LOOP_DETECTED;
+    response.headers_mut().insert(
+        REASON_HEADER,
+        http::HeaderValue::from_static("loop_detected"),
+    );
+    response
 }
 
 fn no_route(host: &str, path: &str) -> http::Response<Body> {

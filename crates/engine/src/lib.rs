@@ -44,6 +44,11 @@ pub use observer::{EngineObserver, EvictionReason, NoopObserver, TerminationReas
 pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};
 pub use snapshot::runtime_files;
 
+/// The header every outbound `fetch` carries: one more than the request it
+/// runs for (0 when absent), so a front end can refuse a request that loops
+/// through workers (`isolane_router::proxy::HOPS_HEADER`, the same name).
+pub const HOPS_HEADER: &str = "x-isolane-hops";
+
 /// The version of V8 this engine links.
 pub fn v8_version() -> &'static str {
     v8::V8::get_version()

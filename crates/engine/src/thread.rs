@@ -548,6 +548,7 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         done_tx,
         Duration::from_millis(ctx.config.cpu_limit_ms(&bundle.limits)),
         deadline,
+        incoming_hops(&parts.headers),
     );
     let body_id = if http_body::Body::is_end_stream(&body) {
         0
@@ -626,6 +627,14 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         drop(isolate);
         report_gauges(&state);
     }
+}
+
+/// How many times the request passed through a worker's `fetch` already.
+fn incoming_hops(headers: &http::HeaderMap) -> u32 {
+    headers
+        .get(crate::HOPS_HEADER)
+        .and_then(|v| v.to_str().ok()?.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// Requests one worker may have in flight on a thread: `worker_slots`, or

@@ -9,8 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::Full;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tracing::{debug, info, warn};
@@ -159,7 +158,7 @@ impl BoundAdminServer {
         } = self;
         info!(admin.addr = %addr, "admin server listening");
         let server = Arc::new(server);
-        let builder = auto::Builder::new(TokioExecutor::new());
+        let builder = crate::edge::server_builder(crate::edge::HEADER_READ_TIMEOUT);
         let graceful = GracefulShutdown::new();
         let mut shutdown = std::pin::pin!(shutdown);
         loop {

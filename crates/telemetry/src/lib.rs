@@ -11,6 +11,7 @@
 
 mod admin;
 mod args;
+pub mod edge;
 mod error;
 mod flags;
 mod logging;

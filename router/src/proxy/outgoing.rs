@@ -212,14 +212,18 @@ pub struct HeadContext<'a> {
     pub add_request_id: bool,
     /// The client's address, appended to `x-forwarded-for`.
     pub client_ip: Option<std::net::IpAddr>,
+    /// Whether the client is a trusted proxy (`--trusted-proxies`): only then
+    /// are its `x-forwarded-for` and `x-forwarded-proto` kept.
+    pub trusted: bool,
 }
 
 /// The request head for the node (thread and deadline filled in per attempt).
 pub fn request_head(parts: &Parts, context: &HeadContext<'_>) -> RequestHead {
-    let forwarded_https = parts
-        .headers
-        .get("x-forwarded-proto")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
+    let forwarded_https = context.trusted
+        && parts
+            .headers
+            .get("x-forwarded-proto")
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
     let scheme = if forwarded_https { "https" } else { "http" };
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let url = format!("{scheme}://{}{path}", context.host);
@@ -227,6 +231,20 @@ pub fn request_head(parts: &Parts, context: &HeadContext<'_>) -> RequestHead {
     let mut forwarded_for: Option<Bytes> = None;
     for (name, value) in &parts.headers {
         if is_hop_by_hop(name, &parts.headers) {
+            continue;
+        }
+        // The Worker sees the host the request was routed by (for an
+        // absolute-form request line, its authority, not the Host header).
+        if name == header::HOST {
+            continue;
+        }
+        // What an untrusted client says about where it came from is dropped.
+        if !context.trusted
+            && matches!(
+                name.as_str(),
+                "x-forwarded-for" | "x-forwarded-proto" | "x-forwarded-host" | "forwarded"
+            )
+        {
             continue;
         }
         if name.as_str() == "x-forwarded-for" {
@@ -241,7 +259,7 @@ pub fn request_head(parts: &Parts, context: &HeadContext<'_>) -> RequestHead {
             Bytes::copy_from_slice(value.as_bytes()),
         ));
     }
-    if !parts.headers.contains_key(header::HOST) && !context.host.is_empty() {
+    if !context.host.is_empty() {
         headers.push(Header::new("host", context.host.to_owned()));
     }
     if context.add_request_id {
@@ -373,6 +391,7 @@ mod tests {
                 request_id: "abc",
                 add_request_id: true,
                 client_ip: Some("192.0.2.7".parse().unwrap()),
+                trusted: true,
             },
         );
         assert_eq!(head.url, "http://api.test:8080/a/b?c=d");
@@ -385,12 +404,76 @@ mod tests {
         assert_eq!(
             names,
             [
-                ("host", b"api.test:8080".as_slice()),
-                ("content-length", b"12"),
+                ("content-length", b"12".as_slice()),
                 ("accept", b"text/plain"),
+                ("host", b"api.test:8080"),
                 ("x-request-id", b"abc"),
                 ("x-forwarded-for", b"10.0.0.1, 192.0.2.7"),
             ]
         );
+    }
+
+    fn head_for(request: http::Request<()>, host: &str, trusted: bool) -> RequestHead {
+        let (parts, ()) = request.into_parts();
+        request_head(
+            &parts,
+            &HeadContext {
+                host,
+                worker_id: "ns/w",
+                revision: "r1",
+                request_id: "abc",
+                add_request_id: false,
+                client_ip: Some("192.0.2.7".parse().unwrap()),
+                trusted,
+            },
+        )
+    }
+
+    fn header_values<'a>(head: &'a RequestHead, name: &str) -> Vec<&'a [u8]> {
+        head.headers
+            .iter()
+            .filter(|h| h.name == name)
+            .map(|h| h.value.as_ref())
+            .collect()
+    }
+
+    #[test]
+    fn an_untrusted_client_cannot_say_where_it_came_from() {
+        let request = || {
+            http::Request::builder()
+                .uri("/")
+                .header("host", "api.test")
+                .header("x-forwarded-for", "10.0.0.1")
+                .header("x-forwarded-proto", "https")
+                .header("forwarded", "for=10.0.0.1;proto=https")
+                .body(())
+                .unwrap()
+        };
+        let head = head_for(request(), "api.test", false);
+        assert_eq!(head.url, "http://api.test/");
+        assert_eq!(header_values(&head, "x-forwarded-for"), [b"192.0.2.7"]);
+        assert!(header_values(&head, "x-forwarded-proto").is_empty());
+        assert!(header_values(&head, "forwarded").is_empty());
+        // From a trusted proxy, both are kept.
+        let head = head_for(request(), "api.test", true);
+        assert_eq!(head.url, "https://api.test/");
+        assert_eq!(
+            header_values(&head, "x-forwarded-for"),
+            [b"10.0.0.1, 192.0.2.7"]
+        );
+    }
+
+    #[test]
+    fn the_worker_sees_the_host_the_request_was_routed_by() {
+        // `GET http://a.example/x HTTP/1.1` with `Host: b.example`: routed by
+        // the authority (RFC 9112 §3.2.2), and that is the Host sent on.
+        let request = http::Request::builder()
+            .uri("http://a.example/x")
+            .header("host", "b.example")
+            .body(())
+            .unwrap();
+        let head = head_for(request, "a.example", false);
+        assert_eq!(head.url, "http://a.example/x");
+        assert_eq!(header_values(&head, "host"), [b"a.example"]);
     }
 }

@@ -540,3 +540,32 @@ async fn per_worker_series_are_capped_at_the_busiest_k() {
     let workers = label_values(&registry, "isolane_router_worker_requests_total", "worker");
     assert_eq!(workers, ["ns/w3", "ns/w4", "other"]);
 }
+
+/// A request that looped through Workers' `fetch` more than a few times is
+/// refused before it reaches a node; below the bound it passes on, hop count
+/// and all.
+#[tokio::test]
+async fn a_request_that_loops_through_workers_is_refused() {
+    let node = FakeNode::start("node-a").await;
+    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![node.member(2)]);
+    proxy.set_workers(vec![worker("ns/self", "r1", HOST, "/")]);
+    let too_many = (isolane_router::proxy::MAX_HOPS + 1).to_string();
+    let response = proxy
+        .handle(get(HOST, "/", &[("x-isolane-hops", too_many.as_str())]))
+        .await;
+    assert_eq!(response.status(), StatusCode::LOOP_DETECTED);
+    assert_eq!(header(&response, "x-isolane-reason"), Some("loop_detected"));
+    assert_eq!(node.executes(), 0);
+    let at_bound = isolane_router::proxy::MAX_HOPS.to_string();
+    let response = proxy
+        .handle(get(HOST, "/", &[("x-isolane-hops", at_bound.as_str())]))
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let head = node.heads().pop().unwrap();
+    assert!(
+        head.headers
+            .iter()
+            .any(|h| h.name == "x-isolane-hops" && h.value.as_ref() == at_bound.as_bytes())
+    );
+}

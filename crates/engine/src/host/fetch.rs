@@ -51,7 +51,14 @@ pub(super) fn fetch(
         .map_err(too_many)
         .and_then(|()| parse(scope, &args));
     let outbound = match outbound {
-        Ok(outbound) => outbound,
+        Ok(mut outbound) => {
+            // Set by the engine, whatever the worker wrote.
+            outbound.headers.insert(
+                HeaderName::from_static(crate::HOPS_HEADER),
+                HeaderValue::from(host.outbound_hops(ctx)),
+            );
+            outbound
+        }
         Err(message) => {
             if let Some(message) = v8::String::new(scope, &message) {
                 let error = v8::Exception::type_error(scope, message);

@@ -40,6 +40,9 @@ pub(crate) struct RequestCtx {
     deadline: Instant,
     subrequests: u32,
     failure: Option<Outcome>,
+    /// `x-isolane-hops` of the incoming request: its outbound fetches carry
+    /// one more (`HOPS_HEADER`).
+    hops: u32,
 }
 
 /// A step of a streamed response body, in order, for its writer task.
@@ -200,6 +203,7 @@ impl HostState {
         done: oneshot::Sender<()>,
         cpu_limit: Duration,
         deadline: Instant,
+        hops: u32,
     ) -> u32 {
         let id = self.next_id();
         self.requests.borrow_mut().insert(
@@ -214,6 +218,7 @@ impl HostState {
                 deadline,
                 subrequests: 0,
                 failure: None,
+                hops,
             },
         );
         id
@@ -222,6 +227,14 @@ impl HostState {
     /// Requests in flight in this isolate.
     pub(crate) fn requests_in_flight(&self) -> usize {
         self.requests.borrow().len()
+    }
+
+    /// The hop count outbound fetches of request `ctx` carry.
+    pub(crate) fn outbound_hops(&self, ctx: u32) -> u32 {
+        self.requests
+            .borrow()
+            .get(&ctx)
+            .map_or(1, |r| r.hops.saturating_add(1))
     }
 
     /// Whether request `ctx` is still in flight here.

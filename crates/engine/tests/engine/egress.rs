@@ -305,3 +305,54 @@ fn a_malformed_extra_ca_stops_the_engine_from_starting() {
     .unwrap_err();
     assert!(error.to_string().contains("extra CA"), "{error}");
 }
+
+/// Every outbound fetch carries one hop more than the request it runs for,
+/// whatever the worker wrote, so a front end can bound a worker that fetches
+/// itself.
+#[tokio::test]
+async fn outbound_fetches_count_hops() {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service =
+                    service_fn(|request: http::Request<hyper::body::Incoming>| async move {
+                        let hops = request
+                            .headers()
+                            .get_all(isolane_engine::HOPS_HEADER)
+                            .iter()
+                            .map(|v| v.to_str().unwrap().to_owned())
+                            .collect::<Vec<_>>()
+                            .join(",");
+                        Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(
+                            Bytes::from(hops),
+                        )))
+                    });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    let (engine, _recorder) = engine_with_egress(EgressConfig::open());
+    let worker = bundle(
+        "t/hops",
+        &format!(
+            "export default {{ async fetch() {{
+                const r = await fetch('http://{addr}/', {{ headers: {{ 'x-isolane-hops': '0' }} }});
+                return new Response(await r.text());
+            }} }};"
+        ),
+    );
+    assert_eq!(run(&engine, 0, &worker, "/").await, (200, "1".to_owned()));
+    let request = http::Request::builder()
+        .uri("http://example.test/")
+        .header(isolane_engine::HOPS_HEADER, "2")
+        .body(isolane_engine::Body::empty())
+        .unwrap();
+    assert_eq!(
+        text(engine.execute(0, worker, request).await).await,
+        (200, "3".to_owned())
+    );
+}

@@ -1,0 +1,122 @@
+//! The hardening every HTTP front end shares (the router's ingress,
+//! `isolane dev`, the admin servers): a client must send its first bytes, and
+//! then each request head, within a deadline, and an HTTP/2 connection whose
+//! peer stops answering pings is closed. A silent connection is never held
+//! open.
+
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::net::TcpStream;
+
+/// How long a client may take to send its first bytes, and then each request
+/// head (HTTP/1; an idle keep-alive connection included).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// HTTP/2 keep-alive: a ping this often on an idle connection, and the
+/// connection is closed if one is not answered within as long.
+pub const H2_KEEP_ALIVE: Duration = Duration::from_secs(20);
+
+/// An HTTP/1.1 + h2c server builder with the timeouts above
+/// (`header_read_timeout` for tests that cannot wait 30 s).
+pub fn server_builder(header_read_timeout: Duration) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // A timer makes hyper enforce the HTTP/1 header-read timeout and lets
+    // HTTP/2 keep-alive pings run.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(H2_KEEP_ALIVE))
+        .keep_alive_timeout(H2_KEEP_ALIVE);
+    builder
+}
+
+/// Waits for a new connection's first byte, at most `timeout`: `false` when
+/// the client sent nothing (or went away), and the connection should be
+/// dropped. (hyper's version detection would otherwise wait forever.)
+pub async fn first_bytes(stream: &TcpStream, timeout: Duration) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(
+        tokio::time::timeout(timeout, stream.peek(&mut byte)).await,
+        Ok(Ok(n)) if n > 0
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::convert::Infallible;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server with 300 ms timeouts; returns its address.
+    async fn server() -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let timeout = Duration::from_millis(300);
+        tokio::spawn(async move {
+            let builder = server_builder(timeout);
+            while let Ok((stream, _)) = listener.accept().await {
+                let builder = builder.clone();
+                tokio::spawn(async move {
+                    if !first_bytes(&stream, timeout).await {
+                        return;
+                    }
+                    let service = hyper::service::service_fn(|_| async {
+                        Ok::<_, Infallible>(hyper::Response::new(http_body_util::Full::new(
+                            bytes::Bytes::from_static(b"ok"),
+                        )))
+                    });
+                    let _ = builder
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        addr
+    }
+
+    /// Reads until the server closes the connection, within a deadline.
+    async fn closed_by_server(stream: &mut TcpStream) -> bool {
+        let mut buf = [0u8; 1024];
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return true,
+                Ok(Ok(_)) => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_silent_connection_is_closed() {
+        let addr = server().await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        assert!(closed_by_server(&mut stream).await);
+    }
+
+    #[tokio::test]
+    async fn an_idle_keep_alive_connection_is_closed() {
+        let addr = server().await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        // The answer arrives, then the connection idles and is closed.
+        assert!(closed_by_server(&mut stream).await);
+    }
+
+    #[tokio::test]
+    async fn a_half_sent_head_is_cut() {
+        let addr = server().await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(b"GET / HTTP/1.1\r\nhost:").await.unwrap();
+        assert!(closed_by_server(&mut stream).await);
+    }
+}
