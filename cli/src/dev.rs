@@ -98,6 +98,7 @@ fn single_bundle(path: &PathBuf, env: &[(String, String)]) -> anyhow::Result<Wor
         script,
         env: env.iter().cloned().collect::<BTreeMap<_, _>>(),
         limits: Default::default(),
+        allowed_hosts: Vec::new(),
     })
 }
 

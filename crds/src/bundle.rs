@@ -38,6 +38,9 @@ pub struct Bundle {
     /// The routes the Worker answers on (as admitted by the operator).
     #[serde(default)]
     pub routes: Vec<Route>,
+    /// `spec.egress.allowedHosts`: when not empty, the only hosts `fetch` reaches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Bundle {
@@ -57,7 +60,17 @@ impl Bundle {
             env,
             limits,
             routes,
+            allowed_hosts: Vec::new(),
         }
+    }
+
+    /// The same bundle with `spec.egress.allowedHosts`, which is part of the
+    /// revision (an isolate runs with the hosts of its revision).
+    pub fn with_allowed_hosts(mut self, allowed_hosts: Vec<String>) -> Self {
+        self.revision =
+            Self::compute_revision_with(&self.script, &self.env, &self.limits, &allowed_hosts);
+        self.allowed_hosts = allowed_hosts;
+        self
     }
 
     /// The revision of a bundle: the first 16 hex digits of a SHA-256 over the
@@ -68,6 +81,17 @@ impl Bundle {
         script: &str,
         env: &BTreeMap<String, String>,
         limits: &Limits,
+    ) -> String {
+        Self::compute_revision_with(script, env, limits, &[])
+    }
+
+    /// [`Bundle::compute_revision`], with the allowed hosts (none hash as
+    /// before, so revisions of Workers without them do not change).
+    pub fn compute_revision_with(
+        script: &str,
+        env: &BTreeMap<String, String>,
+        limits: &Limits,
+        allowed_hosts: &[String],
     ) -> String {
         let mut hash = Sha256::new();
         let mut field = |bytes: &[u8]| {
@@ -86,6 +110,10 @@ impl Bundle {
             limits.subrequests,
         ] {
             field(&limit.to_le_bytes());
+        }
+        for host in allowed_hosts {
+            field(b"allowed-host");
+            field(host.as_bytes());
         }
         let digest = hash.finalize();
         hex::encode(&digest[..8])

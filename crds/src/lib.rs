@@ -19,8 +19,8 @@ pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_I
 pub use condition::{ConditionStatus, ConditionType};
 pub use limits::Limits;
 pub use worker::{
-    ConfigMapKeyRef, EnvValueFrom, EnvVar, ReplicaPlacement, Route, ScriptFrom, SecretKeyRef,
-    Worker, WorkerSpec, WorkerStatus,
+    ConfigMapKeyRef, Egress, EnvValueFrom, EnvVar, ReplicaPlacement, Route, ScriptFrom,
+    SecretKeyRef, Worker, WorkerSpec, WorkerStatus,
 };
 
 /// The API group of every Isolane resource.

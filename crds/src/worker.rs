@@ -72,8 +72,10 @@ pub struct WorkerSpec {
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub env: Vec<EnvVar>,
 
-    /// The host and path prefixes this Worker answers on. A host + pathPrefix claimed
-    /// by two Workers belongs to the older one; the newer reports `RoutesAdmitted=False`.
+    /// The host and path prefixes this Worker answers on. A host, every path under it
+    /// and every wildcard over it belong to one namespace (the one that claimed it
+    /// first); within it, a host + pathPrefix claimed by two Workers belongs to the
+    /// older one. A Worker that does not get a route reports `RoutesAdmitted=False`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["host", "pathPrefix"]))]
@@ -82,6 +84,11 @@ pub struct WorkerSpec {
     /// Per-request limits: CPU time, wall time, isolate heap and outbound fetches.
     #[serde(default)]
     pub limits: Limits,
+
+    /// Narrows where the Worker's `fetch` may go, below what the platform's
+    /// egress policy allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<Egress>,
 
     /// On how many runtime nodes a hot Worker may be placed (1 to 64, default 1).
     #[serde(default = "default_replicas")]
@@ -167,6 +174,25 @@ pub struct EnvValueFrom {
     /// A key of a ConfigMap in the Worker's namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_map_key_ref: Option<ConfigMapKeyRef>,
+}
+
+/// Where the Worker's `fetch` may go.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Egress {
+    /// When set, `fetch` reaches only these hosts: exact names (`api.example.com`)
+    /// or `*.example.com` for every host under example.com. Anything else is refused
+    /// with a TypeError. The platform's egress policy (public addresses only, unless
+    /// the admin opened more) applies on top.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 253)))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {
+            "rule": "self.all(h, h.matches('^(\\\\*\\\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))",
+            "message": "each host must be a lower-case DNS name such as api.example.com, or a wildcard such as *.example.com"
+        }
+    ]))]
+    pub allowed_hosts: Vec<String>,
 }
 
 /// A host and path prefix the Worker answers on.

@@ -59,6 +59,7 @@ pub fn inline_worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
                 })
                 .collect(),
             limits: Limits::default(),
+            egress: None,
             replicas: 1,
         },
     )

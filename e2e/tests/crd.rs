@@ -181,6 +181,14 @@ fn invalid_workers() -> Vec<Invalid> {
             expect: &["spec.routes[0].host", "must be a lower-case DNS name"],
         },
         Invalid {
+            what: "egress allowed host not a DNS name",
+            spec: "SCRIPT\n  egress: {allowedHosts: [api.example.com, 'http://x']}",
+            expect: &[
+                "spec.egress.allowedHosts",
+                "each host must be a lower-case DNS name",
+            ],
+        },
+        Invalid {
             what: "wildcard not in the first label",
             spec: "SCRIPT\n  routes: [{host: 'api.*.example.com'}]",
             expect: &["spec.routes[0].host", "must be a lower-case DNS name"],

@@ -470,6 +470,12 @@ async fn apply(
         resolved.env,
         spec.limits.clone(),
         routes.admitted.clone(),
+    )
+    .with_allowed_hosts(
+        spec.egress
+            .as_ref()
+            .map(|egress| egress.allowed_hosts.clone())
+            .unwrap_or_default(),
     );
     apply_bundle(context, key, &bundle).await?;
     let all_lost = routes.declared > 0 && routes.admitted.is_empty();
@@ -880,6 +886,7 @@ mod tests {
                 env: vec![],
                 routes: vec![],
                 limits: Limits::default(),
+                egress: None,
                 replicas: 1,
             },
         );

@@ -306,6 +306,7 @@ mod tests {
                     })
                     .collect(),
                 limits: Limits::default(),
+                egress: None,
                 replicas: 1,
             },
         );

@@ -192,6 +192,7 @@ mod tests {
             ],
             routes: Vec::new(),
             limits: Limits::default(),
+            egress: None,
             replicas: 1,
         }
     }

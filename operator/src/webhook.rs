@@ -287,6 +287,7 @@ mod tests {
                     })
                     .collect(),
                 limits: Limits::default(),
+                egress: None,
                 replicas: 1,
             },
         );

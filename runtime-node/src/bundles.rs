@@ -244,6 +244,7 @@ pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
             memory_mib: u64::from(bundle.limits.memory_mib),
             subrequests: bundle.limits.subrequests,
         },
+        allowed_hosts: bundle.allowed_hosts,
     }
 }
 

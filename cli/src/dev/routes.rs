@@ -212,6 +212,11 @@ fn worker_routes(
         script,
         env,
         limits,
+        allowed_hosts: spec
+            .egress
+            .as_ref()
+            .map(|egress| egress.allowed_hosts.clone())
+            .unwrap_or_default(),
     });
     Ok(spec
         .routes

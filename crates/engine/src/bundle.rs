@@ -17,6 +17,9 @@ pub struct WorkerBundle {
     /// Bindings exposed to the handler as `env` (strings only).
     pub env: BTreeMap<String, String>,
     pub limits: Limits,
+    /// When not empty, the only hosts the worker's `fetch` reaches: exact
+    /// names, or `*.example.com` for every host under example.com.
+    pub allowed_hosts: Vec<String>,
 }
 
 /// Per-request (CPU, wall, subrequests) and per-isolate (memory) limits.
@@ -58,6 +61,23 @@ impl Limits {
 }
 
 impl WorkerBundle {
+    /// Whether the worker may fetch from `host` (its `allowed_hosts`; the
+    /// engine's egress policy applies on top).
+    pub fn may_fetch(&self, host: &str) -> bool {
+        if self.allowed_hosts.is_empty() {
+            return true;
+        }
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        self.allowed_hosts
+            .iter()
+            .any(|allowed| match allowed.strip_prefix("*.") {
+                Some(domain) => host
+                    .strip_suffix(domain)
+                    .is_some_and(|rest| rest.len() > 1 && rest.ends_with('.')),
+                None => host == *allowed,
+            })
+    }
+
     /// A bundle with default limits and no bindings.
     pub fn new(
         id: impl Into<String>,
@@ -70,6 +90,7 @@ impl WorkerBundle {
             script: script.into(),
             env: BTreeMap::new(),
             limits: Limits::default(),
+            allowed_hosts: Vec::new(),
         }
     }
 }

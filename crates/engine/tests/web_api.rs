@@ -72,6 +72,7 @@ async fn run_all() {
                 cpu_ms: 1_000,
                 ..Limits::default()
             },
+            allowed_hosts: Vec::new(),
         });
         let request = http::Request::builder()
             .method("POST")

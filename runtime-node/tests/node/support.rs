@@ -133,6 +133,7 @@ impl TestNode {
             script: script.into(),
             env: BTreeMap::new(),
             limits,
+            allowed_hosts: Vec::new(),
         };
         self.bundles.insert(&format!("secret-{id}"), bundle.clone());
         bundle

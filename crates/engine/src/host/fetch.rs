@@ -99,6 +99,16 @@ async fn run(
             {
                 return Settlement::TypeError(too_many(limit));
             }
+            // The worker's own narrowing (`spec.egress.allowedHosts`), on
+            // every hop.
+            if let Some(worker) = host.worker.get()
+                && !worker.may_fetch(outbound.url.host_str().unwrap_or(""))
+            {
+                return Settlement::TypeError(format!(
+                    "fetch to {} refused: the host is not in the Worker's egress.allowedHosts",
+                    outbound.url.host_str().unwrap_or("")
+                ));
+            }
             // An IP literal is connected to without resolving: check it
             // here, on every hop (names are checked by the resolver).
             if let Err(refused) = check_literal(&host.thread, &outbound.url) {

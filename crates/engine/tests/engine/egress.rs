@@ -356,3 +356,36 @@ async fn outbound_fetches_count_hops() {
         (200, "3".to_owned())
     );
 }
+
+/// A Worker's own `egress.allowedHosts` narrows where its fetch goes, on
+/// every redirect hop too, below what the node allows.
+#[tokio::test]
+async fn a_worker_narrows_its_own_egress() {
+    let (target, target_accepts) = server("127.0.0.1", None).await;
+    let (bouncer, _) = server(
+        "127.0.0.1",
+        Some(format!("http://127.0.0.1:{}/", target.port())),
+    )
+    .await;
+    let (engine, _recorder) = engine_with_egress(EgressConfig::open());
+    let mut narrow = bundle_with("t/narrow", PROBE, isolane_engine::Limits::default(), &[]);
+    narrow.allowed_hosts = vec!["localhost".to_owned(), "*.example.test".to_owned()];
+    let narrow = Arc::new(narrow);
+    let urls = vec![
+        format!("http://localhost:{}/", target.port()),
+        format!("http://127.0.0.1:{}/", target.port()),
+        format!("http://localhost:{}/", bouncer.port()),
+    ];
+    let (status, body) = run(&engine, 0, &narrow, &probe_path(&urls)).await;
+    assert_eq!(status, 200);
+    let lines: Vec<&str> = body.lines().collect();
+    assert_eq!(lines[0], "ok 200 reached", "{body}");
+    let refused = "refused: the host is not in the Worker's egress.allowedHosts";
+    assert!(lines[1].contains(refused), "{body}");
+    assert!(lines[2].contains(refused), "{body}");
+    assert_eq!(
+        target_accepts.load(Ordering::SeqCst),
+        1,
+        "only the allowed fetch connected"
+    );
+}
