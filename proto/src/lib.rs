@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod frame;
+pub mod mtls;
 pub mod outcome;
 
 /// The `isolane.runtime` protobuf packages.
