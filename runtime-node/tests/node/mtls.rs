@@ -175,8 +175,8 @@ async fn only_the_routers_certificate_reaches_the_node() {
     }
 }
 
-/// A node's client with the wrong CA cannot be fooled either: the router
-/// refuses a node whose certificate is from another CA.
+/// The other direction: the router's configuration refuses a node whose
+/// certificate is from another CA (an impostor node).
 #[tokio::test]
 async fn the_router_refuses_a_node_from_another_ca() {
     let pki = new_pki();
