@@ -10,7 +10,9 @@
 #                              chart with default values, except that the
 #                              webhook certificate is not generated (a committed
 #                              private key would be everyone's): run
-#                              deploy/webhook-cert.sh once after applying.
+#                              deploy/webhook-cert.sh once after applying;
+#                              likewise the router↔node mTLS certificates:
+#                              deploy/grpc-cert.sh.
 #   dashboards/*.json          the Grafana dashboards (charts/isolane/dashboards)
 #   alerts/isolane.rules.yaml  the alert rule groups, for a plain Prometheus
 #
@@ -31,7 +33,7 @@ mkdir -p "${out}/dashboards" "${out}/alerts"
 
 {
     echo "# Isolane, rendered from charts/isolane by deploy/render.sh: do not edit."
-    echo "# kubectl apply --server-side -f deploy/isolane.yaml && deploy/webhook-cert.sh"
+    echo "# kubectl apply --server-side -f deploy/isolane.yaml && deploy/webhook-cert.sh && deploy/grpc-cert.sh"
     echo "apiVersion: v1"
     echo "kind: Namespace"
     echo "metadata:"
@@ -40,7 +42,7 @@ mkdir -p "${out}/dashboards" "${out}/alerts"
     echo "    app.kubernetes.io/part-of: isolane"
     echo "    pod-security.kubernetes.io/enforce: restricted"
     "${helm}" template "${release}" "${chart}" --namespace "${namespace}" --include-crds \
-        --set webhook.certificate.generate=false
+        --set webhook.certificate.generate=false --set grpcTls.generate=false
 } >"${out}/isolane.yaml"
 
 rm -f "${out}"/dashboards/*.json

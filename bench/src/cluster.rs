@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use isolane_e2e::cluster::{node_tls_args, router_tls_args};
 use isolane_e2e::operator::OPERATOR_NAMESPACE;
 use isolane_e2e::process::{Process, free_port, wait_until};
 use isolane_e2e::workers::{apply, inline_worker, prepare, wait_ready};
@@ -124,7 +125,11 @@ pub async fn start(
             "127.0.0.1:0",
             "--admin-addr",
             &format!("127.0.0.1:{node_admin}"),
-        ],
+        ]
+        .map(str::to_owned)
+        .into_iter()
+        // Router↔node mTLS, as deployed.
+        .chain(node_tls_args(dir)),
         &envs,
         &dir.join("node.log"),
     );
@@ -140,7 +145,10 @@ pub async fn start(
             &format!("127.0.0.1:{router_admin}"),
             "--nodes-namespace",
             OPERATOR_NAMESPACE,
-        ],
+        ]
+        .map(str::to_owned)
+        .into_iter()
+        .chain(router_tls_args(dir)),
         &envs,
         &dir.join("router.log"),
     );

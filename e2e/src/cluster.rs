@@ -9,13 +9,17 @@
 //! can add, kill or drain nodes while the test runs. Timings are short
 //! (3 s node Leases, the shortest a node accepts) so that membership changes
 //! are measured in seconds.
+//!
+//! Router↔node gRPC is mutual TLS, as deployed: the first node or router
+//! started in a test's directory writes a test PKI there ([`grpc_pki`]) and
+//! every node and router of that directory uses it.
 
 use std::ffi::OsStr;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use isolane_testenv::ControlPlane;
+use isolane_testenv::{ControlPlane, GrpcPkiFiles};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -120,6 +124,7 @@ impl Node {
         .into_iter()
         .map(str::to_owned)
         .collect();
+        args.extend(node_tls_args(dir));
         args.extend(options.extra_args.iter().cloned());
         let envs: [(&str, &OsStr); 3] = [
             ("KUBECONFIG", cp.kubeconfig_path().as_os_str()),
@@ -161,6 +166,48 @@ impl Node {
     }
 }
 
+/// The router↔node test PKI of `dir` (in `<dir>/grpc-pki/`), written on
+/// first use: every node and router started with the same `dir` share its CA.
+///
+/// # Panics
+/// When the files cannot be written.
+pub fn grpc_pki(dir: &Path) -> GrpcPkiFiles {
+    let pki_dir = dir.join("grpc-pki");
+    if let Err(error) = std::fs::create_dir_all(&pki_dir) {
+        panic!("cannot create {}: {error}", pki_dir.display());
+    }
+    let written = isolane_testenv::GrpcPkiFiles::in_dir(&pki_dir);
+    if written.ca_cert.exists() {
+        return written;
+    }
+    isolane_testenv::write_grpc_pki(&pki_dir)
+        .unwrap_or_else(|error| panic!("cannot write the gRPC test PKI: {error}"))
+}
+
+/// A node's `--grpc-tls-*` flags for the PKI of `dir` ([`grpc_pki`]).
+pub fn node_tls_args(dir: &Path) -> Vec<String> {
+    let pki = grpc_pki(dir);
+    tls_args(&pki.node_cert, &pki.node_key, &pki.ca_cert)
+}
+
+/// The router's `--grpc-tls-*` flags for the PKI of `dir` ([`grpc_pki`]).
+pub fn router_tls_args(dir: &Path) -> Vec<String> {
+    let pki = grpc_pki(dir);
+    tls_args(&pki.router_cert, &pki.router_key, &pki.ca_cert)
+}
+
+/// `--grpc-tls-cert/key/ca` flags for these files.
+fn tls_args(cert: &Path, key: &Path, ca: &Path) -> Vec<String> {
+    [
+        ("--grpc-tls-cert", cert),
+        ("--grpc-tls-key", key),
+        ("--grpc-tls-ca", ca),
+    ]
+    .into_iter()
+    .flat_map(|(flag, path)| [flag.to_owned(), path.display().to_string()])
+    .collect()
+}
+
 // === impl Router ===
 
 /// How to start a router.
@@ -199,6 +246,7 @@ impl Router {
         .into_iter()
         .map(str::to_owned)
         .collect();
+        args.extend(router_tls_args(dir));
         args.extend(options.extra_args.iter().cloned());
         let envs: [(&str, &OsStr); 3] = [
             ("KUBECONFIG", cp.kubeconfig_path().as_os_str()),

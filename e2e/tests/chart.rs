@@ -269,6 +269,42 @@ fn workloads_run_locked_down_with_probes_and_requests() {
     let client = &webhook["webhooks"][0]["clientConfig"];
     assert_eq!(client["caBundle"], secret["data"]["ca.crt"]);
     assert_eq!(client["service"]["path"], "/validate-worker");
+    // Router↔node mTLS: both Secrets from one CA, mounted where the env points.
+    let node_tls = find(&objects, "Secret", "isolane-grpc-node-tls");
+    let router_tls = find(&objects, "Secret", "isolane-grpc-router-tls");
+    assert_eq!(node_tls["data"]["ca.crt"], router_tls["data"]["ca.crt"]);
+    for workload in ["isolane-node", "isolane-router"] {
+        let object = objects
+            .iter()
+            .find(|o| name(o) == workload && matches!(kind(o), "Deployment" | "DaemonSet"))
+            .expect("the workload is rendered");
+        let env = env(object);
+        assert_eq!(env["ISOLANE_INSECURE_GRPC"], "false", "{workload}");
+        assert_eq!(env["ISOLANE_GRPC_TLS_CA"], "/etc/isolane/grpc/ca.crt");
+        let volumes = serde_yaml::to_string(&object["spec"]["template"]["spec"]["volumes"])
+            .expect("volumes serialize");
+        let secret = format!("isolane-grpc-{}-tls", &workload["isolane-".len()..]);
+        assert!(volumes.contains(&secret), "{workload}: {volumes}");
+    }
+    // NetworkPolicies: node gRPC only from the router, admin only from monitoring.
+    let policy = find(&objects, "NetworkPolicy", "isolane-node");
+    let rules = policy["spec"]["ingress"]
+        .as_sequence()
+        .expect("ingress rules");
+    assert_eq!(rules.len(), 2, "{rules:?}");
+    assert_eq!(
+        rules[0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
+        "router"
+    );
+    assert_eq!(rules[0]["ports"][0]["port"], 7070);
+    assert_eq!(
+        rules[1]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+        "monitoring"
+    );
+    assert_eq!(rules[1]["ports"][0]["port"], 9090);
+    for component in ["isolane-router", "isolane-operator"] {
+        find(&objects, "NetworkPolicy", component);
+    }
     // The Grafana sidecar picks the dashboards up by label.
     let dashboards: Vec<&str> = objects
         .iter()
@@ -284,7 +320,11 @@ fn workloads_run_locked_down_with_probes_and_requests() {
     assert!(!objects.iter().any(|object| kind(object) == "DaemonSet"));
     // cert-manager issues the webhook certificate and injects the CA instead of Helm.
     let objects = documents(&template(&["--set", "webhook.certManager.enabled=true"]));
-    assert!(!objects.iter().any(|object| kind(object) == "Secret"));
+    assert!(
+        !objects
+            .iter()
+            .any(|object| kind(object) == "Secret" && name(object) == "isolane-webhook-tls")
+    );
     let certificate = find(&objects, "Certificate", "isolane-webhook");
     assert_eq!(certificate["spec"]["secretName"], "isolane-webhook-tls");
     assert_eq!(
@@ -380,11 +420,19 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         ),
         (
             "isolane-node",
-            [&["runtime-node/src/config.rs"][..], &telemetry].concat(),
+            [
+                &["runtime-node/src/config.rs", "proto/src/mtls.rs"][..],
+                &telemetry,
+            ]
+            .concat(),
         ),
         (
             "isolane-router",
-            [&["router/src/config.rs"][..], &telemetry].concat(),
+            [
+                &["router/src/config.rs", "proto/src/mtls.rs"][..],
+                &telemetry,
+            ]
+            .concat(),
         ),
     ];
     let mut mismatches = Vec::new();
@@ -777,6 +825,13 @@ async fn helm_install_upgrade_and_uninstall_against_a_real_apiserver() {
         &cp,
         &["get", "secret", "isolane-webhook-tls", "-n", NAMESPACE],
     );
+    let grpc_secrets = ["isolane-grpc-node-tls", "isolane-grpc-router-tls"];
+    let grpc_before: Vec<_> = grpc_secrets
+        .iter()
+        .map(|secret| {
+            kubectl_json(&cp, &["get", "secret", secret, "-n", NAMESPACE])["data"].clone()
+        })
+        .collect();
     let webhook_before = kubectl_json(
         &cp,
         &[
@@ -837,6 +892,16 @@ async fn helm_install_upgrade_and_uninstall_against_a_real_apiserver() {
     assert_eq!(
         secret_before["data"], secret_after["data"],
         "the webhook certificate changed on upgrade"
+    );
+    let grpc_after: Vec<_> = grpc_secrets
+        .iter()
+        .map(|secret| {
+            kubectl_json(&cp, &["get", "secret", secret, "-n", NAMESPACE])["data"].clone()
+        })
+        .collect();
+    assert_eq!(
+        grpc_before, grpc_after,
+        "the gRPC certificates changed on upgrade"
     );
     assert_eq!(
         webhook_before["webhooks"][0]["clientConfig"]["caBundle"],

@@ -15,12 +15,18 @@
 //! `writev`s, and the node wakes twice. Deferring a batch's first write by one
 //! turn of this thread's scheduler lets the body task queue its frames first,
 //! and the request leaves in one segment.
+//!
+//! With [`ChannelConfig::tls`] set (the default for the binary), every
+//! connection is mutual TLS: the router presents its client certificate and
+//! verifies the node's against the platform CA under the fixed name
+//! `isolane-node` (see `isolane_proto::mtls` for why not the pod IP it dials).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -28,6 +34,9 @@ use http::Uri;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+use tokio_util::either::Either;
 // tonic's re-export of `tower_service::Service`, the trait its connectors implement.
 use tonic::codegen::Service;
 use tonic::transport::{Channel, Endpoint};
@@ -36,12 +45,15 @@ use crate::Error;
 use crate::fleet::{Fleet, FleetNode};
 
 /// How a new channel connects.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct ChannelConfig {
-    /// Deadline for establishing the TCP connection.
+    /// Deadline for establishing the connection (TCP and TLS).
     pub connect_timeout: Duration,
     /// HTTP/2 keep-alive ping interval, to notice a dead node without traffic.
     pub keepalive: Duration,
+    /// Mutual TLS to nodes (`isolane_proto::mtls::client_config`); `None`
+    /// is plaintext (`--insecure-grpc`).
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl Default for ChannelConfig {
@@ -49,6 +61,7 @@ impl Default for ChannelConfig {
         Self {
             connect_timeout: Duration::from_secs(1),
             keepalive: Duration::from_secs(10),
+            tls: None,
         }
     }
 }
@@ -69,7 +82,7 @@ pub fn channel(
     fleet: &Fleet,
     node: &FleetNode,
     endpoint: &str,
-    config: ChannelConfig,
+    config: &ChannelConfig,
 ) -> Result<Channel, Error> {
     CHANNELS.with(|cache| {
         let mut cache = cache.borrow_mut();
@@ -102,7 +115,7 @@ pub fn cached() -> usize {
     CHANNELS.with(|cache| cache.borrow().channels.len())
 }
 
-fn connect_lazy(endpoint: &str, config: ChannelConfig) -> Option<Channel> {
+fn connect_lazy(endpoint: &str, config: &ChannelConfig) -> Option<Channel> {
     let uri: Uri = endpoint.parse().ok()?;
     uri.authority()?;
     // `connect_timeout` applies to the custom connector too (tonic wraps it).
@@ -111,17 +124,36 @@ fn connect_lazy(endpoint: &str, config: ChannelConfig) -> Option<Channel> {
         .http2_keep_alive_interval(config.keepalive)
         .keep_alive_while_idle(true)
         .http2_adaptive_window(true);
-    Some(endpoint.connect_with_connector_lazy(Connector))
+    let tls = match &config.tls {
+        Some(tls) => Some(NodeTls {
+            connector: TlsConnector::from(tls.clone()),
+            name: isolane_proto::mtls::node_server_name().ok()?,
+        }),
+        None => None,
+    };
+    Some(endpoint.connect_with_connector_lazy(Connector { tls }))
 }
 
-/// Opens TCP connections to nodes (`TCP_NODELAY`), with coalesced writes.
-#[derive(Clone, Copy, Debug)]
-struct Connector;
+/// Opens TCP connections to nodes (`TCP_NODELAY`), mutual TLS when
+/// configured, with coalesced writes.
+#[derive(Clone)]
+struct Connector {
+    tls: Option<NodeTls>,
+}
 
-type Connecting = Pin<Box<dyn Future<Output = io::Result<TokioIo<Coalesced<TcpStream>>>> + Send>>;
+#[derive(Clone)]
+struct NodeTls {
+    connector: TlsConnector,
+    name: rustls::pki_types::ServerName<'static>,
+}
+
+/// A connection to a node: plaintext or TLS.
+type NodeStream = Either<TcpStream, TlsStream<TcpStream>>;
+
+type Connecting = Pin<Box<dyn Future<Output = io::Result<TokioIo<Coalesced<NodeStream>>>> + Send>>;
 
 impl Service<Uri> for Connector {
-    type Response = TokioIo<Coalesced<TcpStream>>;
+    type Response = TokioIo<Coalesced<NodeStream>>;
     type Error = io::Error;
     type Future = Connecting;
 
@@ -130,6 +162,7 @@ impl Service<Uri> for Connector {
     }
 
     fn call(&mut self, uri: Uri) -> Connecting {
+        let tls = self.tls.clone();
         Box::pin(async move {
             let invalid = || io::Error::new(io::ErrorKind::InvalidInput, "endpoint without a host");
             let host = uri.host().ok_or_else(invalid)?;
@@ -138,6 +171,10 @@ impl Service<Uri> for Connector {
             let port = uri.port_u16().unwrap_or(80);
             let stream = TcpStream::connect((host, port)).await?;
             stream.set_nodelay(true)?;
+            let stream = match tls {
+                Some(tls) => Either::Right(tls.connector.connect(tls.name, stream).await?),
+                None => Either::Left(stream),
+            };
             Ok(TokioIo::new(Coalesced::new(stream)))
         })
     }

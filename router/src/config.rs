@@ -16,6 +16,7 @@ use isolane_telemetry::{AdminArgs, LogFormat};
 
 use crate::channels::ChannelConfig;
 use crate::proxy::{DEFAULT_REPLAY_LIMIT, ProxyConfig};
+use isolane_proto::mtls::{self, GrpcSecurity, MtlsArgs};
 
 /// Address of the HTTP ingress.
 pub const ENV_LISTEN_ADDR: &str = "ISOLANE_LISTEN_ADDR";
@@ -116,6 +117,9 @@ pub struct Args {
     pub trusted_proxies: Vec<ipnet::IpNet>,
 
     #[command(flatten)]
+    pub grpc_tls: MtlsArgs,
+
+    #[command(flatten)]
     pub admin: AdminArgs,
 }
 
@@ -148,6 +152,12 @@ pub enum ConfigError {
         /// The address.
         addr: SocketAddr,
     },
+    /// The router↔node TLS flags are incomplete, or the files unusable.
+    #[error("router↔node gRPC: {reason}")]
+    GrpcSecurity {
+        /// Why.
+        reason: String,
+    },
 }
 
 impl ConfigError {
@@ -158,6 +168,7 @@ impl ConfigError {
             Self::LoadFactor { .. } => "load_factor",
             Self::Namespace { .. } => "namespace",
             Self::SameAddr { .. } => "same_addr",
+            Self::GrpcSecurity { .. } => "grpc_security",
         }
     }
 }
@@ -225,6 +236,14 @@ impl Args {
                 addr: self.listen_addr,
             });
         }
+        let security = |reason: String| ConfigError::GrpcSecurity { reason };
+        let tls = match self.grpc_tls.clone().validate() {
+            Ok(GrpcSecurity::Mtls(files)) => {
+                Some(mtls::client_config(&files).map_err(|e| security(e.to_string()))?)
+            }
+            Ok(GrpcSecurity::Insecure) => None,
+            Err(error) => return Err(security(error.to_string())),
+        };
         let workers = NonZeroUsize::new(self.workers)
             .unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
         Ok(Config {
@@ -240,6 +259,7 @@ impl Args {
                 replay_limit: self.replay_body_limit,
                 channel: ChannelConfig {
                     connect_timeout: self.connect_timeout,
+                    tls,
                     ..ChannelConfig::default()
                 },
             },
@@ -257,7 +277,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<Config, ConfigError> {
-        let mut argv = vec!["isolane-router"];
+        let mut argv = vec!["isolane-router", "--insecure-grpc"];
         argv.extend_from_slice(args);
         Args::try_parse_from(argv).unwrap().validate()
     }
@@ -314,6 +334,28 @@ mod tests {
             "same_addr"
         );
         assert!(Args::try_parse_from(["isolane-router", "--request-timeout", "soon"]).is_err());
+        let secure = |args: &[&str]| {
+            let mut argv = vec!["isolane-router"];
+            argv.extend_from_slice(args);
+            Args::try_parse_from(argv)
+                .unwrap()
+                .validate()
+                .unwrap_err()
+                .kind()
+        };
+        assert_eq!(secure(&[]), "grpc_security");
+        assert_eq!(secure(&["--grpc-tls-ca", "/nonexistent"]), "grpc_security");
+        assert_eq!(
+            secure(&[
+                "--grpc-tls-cert",
+                "/nonexistent/c",
+                "--grpc-tls-key",
+                "/nonexistent/k",
+                "--grpc-tls-ca",
+                "/nonexistent/ca"
+            ]),
+            "grpc_security"
+        );
     }
 
     #[test]
@@ -335,6 +377,10 @@ mod tests {
             ENV_SHUTDOWN_GRACE,
             ENV_RESERVED_HOSTS,
             ENV_TRUSTED_PROXIES,
+            isolane_proto::mtls::TLS_CERT_ENV,
+            isolane_proto::mtls::TLS_KEY_ENV,
+            isolane_proto::mtls::TLS_CA_ENV,
+            isolane_proto::mtls::INSECURE_ENV,
             isolane_telemetry::ADMIN_ADDR_ENV,
             isolane_telemetry::LOG_FORMAT_ENV,
         ] {

@@ -98,7 +98,7 @@ pub fn full_body(bytes: Bytes) -> ResponseBody {
 pub struct ClientAddr(pub SocketAddr);
 
 /// How the proxy treats requests.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct ProxyConfig {
     /// Deadline for the whole exchange with the node.
     pub request_timeout: Duration,
@@ -375,7 +375,7 @@ impl Call {
         B: Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<BoxError>,
     {
-        let config = self.proxy.inner.config;
+        let config = &self.proxy.inner.config;
         let (parts, body) = request.into_parts();
         let head = request_head(
             &parts,
@@ -476,7 +476,7 @@ impl Call {
         B: Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<BoxError>,
     {
-        let config = self.proxy.inner.config;
+        let config = &self.proxy.inner.config;
         let fleet_node = &fleet.nodes()[index];
         let node = fleet_node.member.name.as_str();
         let endpoint = fleet_node
@@ -486,7 +486,7 @@ impl Call {
                 node: node.to_owned(),
                 thread,
             })?;
-        let channel = channels::channel(fleet, fleet_node, endpoint, config.channel)?;
+        let channel = channels::channel(fleet, fleet_node, endpoint, &config.channel)?;
         let in_flight = fleet.start(index);
         let remaining = self
             .deadline

@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use isolane_engine::{EngineConfig, PoolMode};
+use isolane_proto::mtls::{GrpcSecurity, MtlsArgs, MtlsArgsError, MtlsError};
 use isolane_telemetry::AdminArgs;
 
 /// Env var for `--namespace`.
@@ -193,6 +194,9 @@ pub struct Args {
     pub bundle_revisions: usize,
 
     #[command(flatten)]
+    pub grpc_tls: MtlsArgs,
+
+    #[command(flatten)]
     pub admin: AdminArgs,
 }
 
@@ -212,6 +216,8 @@ pub struct Config {
     pub revision_wait: Duration,
     pub bundle_revisions: usize,
     pub admin_addr: SocketAddr,
+    /// mTLS for the gRPC listeners (or plaintext with `--insecure-grpc`).
+    pub grpc_security: GrpcSecurity,
 }
 
 /// Why the flags do not make a configuration.
@@ -239,6 +245,10 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    GrpcSecurity(#[from] MtlsArgsError),
+    #[error("router↔node TLS: {0}")]
+    Tls(#[from] MtlsError),
 }
 
 impl ConfigError {
@@ -252,6 +262,8 @@ impl ConfigError {
             ConfigError::InvalidAdvertiseHost { .. } => "invalid_advertise_host",
             ConfigError::PortRange { .. } => "port_range",
             ConfigError::ExtraCa { .. } => "extra_ca",
+            ConfigError::GrpcSecurity(_) => "grpc_security",
+            ConfigError::Tls(_) => "tls",
         }
     }
 }
@@ -328,6 +340,11 @@ impl Args {
                 threads,
             });
         }
+        let grpc_security = self.grpc_tls.validate()?;
+        if let GrpcSecurity::Mtls(files) = &grpc_security {
+            // Unreadable or mismatched files are a configuration error (64).
+            isolane_proto::mtls::server_config(files)?;
+        }
         let engine = EngineConfig {
             threads,
             pin_threads: self.pin_threads,
@@ -368,6 +385,7 @@ impl Args {
             revision_wait: self.revision_wait,
             bundle_revisions: self.bundle_revisions,
             admin_addr: self.admin.admin_addr,
+            grpc_security,
         })
     }
 }
@@ -405,7 +423,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<Config, ConfigError> {
-        let mut argv = vec!["isolane-node", "--node-name", "node-a"];
+        let mut argv = vec!["isolane-node", "--node-name", "node-a", "--insecure-grpc"];
         argv.extend_from_slice(args);
         Args::try_parse_from(argv).unwrap().validate()
     }
@@ -471,6 +489,39 @@ mod tests {
     }
 
     #[test]
+    fn grpc_without_tls_or_insecure_is_refused() {
+        let validate = |args: &[&str]| {
+            let mut argv = vec!["isolane-node", "--node-name", "node-a"];
+            argv.extend_from_slice(args);
+            Args::try_parse_from(argv).unwrap().validate()
+        };
+        for (args, kind) in [
+            (&[][..], "grpc_security"),
+            (&["--grpc-tls-cert", "/nonexistent"], "grpc_security"),
+            (
+                &["--insecure-grpc", "--grpc-tls-ca", "/nonexistent"],
+                "grpc_security",
+            ),
+            (
+                &[
+                    "--grpc-tls-cert",
+                    "/nonexistent/cert",
+                    "--grpc-tls-key",
+                    "/nonexistent/key",
+                    "--grpc-tls-ca",
+                    "/nonexistent/ca",
+                ],
+                "tls",
+            ),
+        ] {
+            let error = validate(args).unwrap_err();
+            assert_eq!(error.kind(), kind, "{args:?}: {error}");
+        }
+        let config = validate(&["--insecure-grpc"]).unwrap();
+        assert_eq!(config.grpc_security, GrpcSecurity::Insecure);
+    }
+
+    #[test]
     fn every_flag_names_its_env_var() {
         let help = <Args as clap::CommandFactory>::command()
             .render_long_help()
@@ -492,6 +543,10 @@ mod tests {
             DRAIN_TIMEOUT_ENV,
             REVISION_WAIT_ENV,
             BUNDLE_REVISIONS_ENV,
+            isolane_proto::mtls::TLS_CERT_ENV,
+            isolane_proto::mtls::TLS_KEY_ENV,
+            isolane_proto::mtls::TLS_CA_ENV,
+            isolane_proto::mtls::INSECURE_ENV,
             isolane_telemetry::ADMIN_ADDR_ENV,
         ] {
             assert!(help.contains(env), "{env} missing from --help");

@@ -10,19 +10,34 @@
 //!   from whichever worker thread polled its connection.
 //!
 //! docs/node.md has the measurements behind the default.
+//!
+//! Either shape serves mutual TLS when given a server configuration
+//! (`isolane_proto::mtls::server_config`): each accepted connection's
+//! handshake runs in its own task, bounded by [`HANDSHAKE_TIMEOUT`], and only
+//! connections whose client presented the router's certificate reach gRPC.
 
 use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::Duration;
 
 use isolane_proto::health::pb::health_server::HealthServer;
 use isolane_proto::health::server::HealthService;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
+use tonic::transport::server::{Connected, TcpIncoming};
 
 use isolane_engine::Engine;
 
 use crate::config::ListenerMode;
 use crate::service::NodeService;
+
+/// How long a client may take to complete the TLS handshake.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// TLS server configuration for the listeners; `None` serves plaintext.
+pub type Tls = Option<Arc<rustls::ServerConfig>>;
 
 /// Bound (not yet serving) gRPC listeners.
 #[derive(Debug)]
@@ -112,6 +127,7 @@ impl Listeners {
         health: Health,
         engine: &Engine,
         shutdown: CancellationToken,
+        tls: Tls,
     ) -> std::io::Result<Serving> {
         let mut serving = Serving { tasks: Vec::new() };
         match self.mode {
@@ -123,18 +139,25 @@ impl Listeners {
                         service.clone(),
                         health.clone(),
                         shutdown.clone(),
+                        tls.clone(),
                     )));
                 }
             }
             ListenerMode::PerThread => {
                 for (i, listener) in self.listeners.into_iter().enumerate() {
-                    let (service, health, stop) =
-                        (service.clone(), health.clone(), shutdown.clone());
+                    let (service, health, stop, tls) = (
+                        service.clone(),
+                        health.clone(),
+                        shutdown.clone(),
+                        tls.clone(),
+                    );
                     let task = engine
                         .spawn_on(i, async move {
                             // Registered with the engine thread's reactor.
                             match tokio::net::TcpListener::from_std(listener) {
-                                Ok(listener) => serve_one(listener, service, health, stop).await,
+                                Ok(listener) => {
+                                    serve_one(listener, service, health, stop, tls).await
+                                }
                                 Err(error) => {
                                     tracing::error!(thread = i, %error, "cannot register the listener");
                                     stop.cancel();
@@ -155,18 +178,84 @@ async fn serve_one(
     service: NodeService,
     health: Health,
     shutdown: CancellationToken,
+    tls: Tls,
 ) {
     let addr = listener.local_addr().ok();
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    let served = Server::builder()
-        .add_service(health)
-        .add_service(service.into_server())
-        .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())
-        .await;
+    let served = match tls {
+        None => {
+            let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+            serve_incoming(incoming, service, health, &shutdown).await
+        }
+        Some(config) => {
+            let incoming = tls_incoming(listener, TlsAcceptor::from(config), shutdown.clone());
+            serve_incoming(incoming, service, health, &shutdown).await
+        }
+    };
     if let Err(error) = served {
         tracing::error!(?addr, %error, "gRPC server failed");
         shutdown.cancel();
     }
+}
+
+async fn serve_incoming<IO, IE>(
+    incoming: impl futures::Stream<Item = Result<IO, IE>>,
+    service: NodeService,
+    health: Health,
+    shutdown: &CancellationToken,
+) -> Result<(), tonic::transport::Error>
+where
+    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+    IO::ConnectInfo: Clone + Send + Sync + 'static,
+    IE: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    Server::builder()
+        .add_service(health)
+        .add_service(service.into_server())
+        .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())
+        .await
+}
+
+/// Accepts TCP connections on `listener` and yields those that complete the
+/// TLS handshake; each handshake runs in its own task on the current runtime
+/// (so a slow or hostile client delays nobody else) and is refused after
+/// [`HANDSHAKE_TIMEOUT`].
+fn tls_incoming(
+    listener: tokio::net::TcpListener,
+    acceptor: TlsAcceptor,
+    shutdown: CancellationToken,
+) -> impl futures::Stream<Item = std::io::Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>>
+{
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                accepted = listener.accept() => accepted,
+            };
+            let (stream, peer) = match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Per-connection errors (e.g. the peer reset before accept).
+                    tracing::debug!(%error, "accept failed");
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let (acceptor, tx) = (acceptor.clone(), tx.clone());
+            tokio::spawn(async move {
+                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    Ok(Ok(tls)) => {
+                        let _ = tx.send(Ok(tls)).await;
+                    }
+                    Ok(Err(error)) => {
+                        tracing::info!(%peer, %error, "gRPC client refused: TLS handshake failed");
+                    }
+                    Err(_) => tracing::info!(%peer, "gRPC client refused: TLS handshake timed out"),
+                }
+            });
+        }
+    });
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
 // === impl Serving ===

@@ -21,6 +21,7 @@ use std::time::Duration;
 use isolane_engine::Engine;
 use isolane_proto::health::pb::health_server::HealthServer;
 use isolane_proto::health::server::{HealthReporter, HealthService};
+use isolane_proto::mtls::{self, GrpcSecurity};
 use isolane_proto::runtime::v1::runtime_server::RuntimeServer;
 use isolane_telemetry::{AdminServer, Readiness, ReadyHandle};
 use tokio::task::JoinHandle;
@@ -48,6 +49,8 @@ pub enum StartError {
     Bind(#[from] BindError),
     #[error("cannot start the gRPC servers")]
     Serve(#[source] std::io::Error),
+    #[error("router↔node TLS")]
+    Tls(#[source] mtls::MtlsError),
 }
 
 impl StartError {
@@ -57,6 +60,7 @@ impl StartError {
             StartError::Admin(_) => "admin",
             StartError::Bind(_) => "bind",
             StartError::Serve(_) => "serve",
+            StartError::Tls(_) => "tls",
         }
     }
 }
@@ -153,8 +157,21 @@ impl Node {
         health.set_serving::<RuntimeServer<NodeService>>().await;
         let health_service = HealthServer::new(HealthService::from_health_reporter(health.clone()));
         let stop_grpc = CancellationToken::new();
+        let tls = match &config.grpc_security {
+            GrpcSecurity::Mtls(files) => Some(mtls::server_config(files).map_err(StartError::Tls)?),
+            GrpcSecurity::Insecure => {
+                tracing::warn!(node = %config.node_name, "gRPC without TLS (--insecure-grpc): anyone who reaches the port can run any Worker");
+                None
+            }
+        };
         let serving = listeners
-            .serve(service, health_service, &listener_engine, stop_grpc.clone())
+            .serve(
+                service,
+                health_service,
+                &listener_engine,
+                stop_grpc.clone(),
+                tls,
+            )
             .map_err(StartError::Serve)?;
         tracing::info!(node = %config.node_name, listeners = %config.listeners, ?grpc_addrs, %admin_addr, threads, "node serving");
 

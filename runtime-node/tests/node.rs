@@ -5,6 +5,7 @@
 //!   put straight into the index, over real local sockets;
 //! - `apiserver`: the `isolane-node` binary against a real kube-apiserver
 //!   (isolane-testenv): bundle Secrets in, Lease out, drain on SIGTERM;
+//! - `mtls`: a node serving mutual TLS refuses every client but the router;
 //! - `bench`: the listener-mode measurement behind docs/node.md (ignored;
 //!   run it with `--release -- --ignored --nocapture bench`).
 
@@ -18,5 +19,7 @@ mod support;
 mod apiserver;
 #[path = "node/bench.rs"]
 mod bench;
+#[path = "node/mtls.rs"]
+mod mtls;
 #[path = "node/service.rs"]
 mod service;

@@ -240,3 +240,25 @@ readinessProbe:
 {{- define "isolane.webhookSecretName" -}}
 {{- default (printf "%s-webhook-tls" (include "isolane.fullname" .)) .Values.webhook.certificate.secretName }}
 {{- end }}
+
+{{/* The router↔node mTLS Secret of one side. Call with (list $ "node") or (list $ "router"). */}}
+{{- define "isolane.grpcTlsSecretName" -}}
+{{- $root := index . 0 }}
+{{- $side := index . 1 }}
+{{- $configured := index $root.Values.grpcTls (printf "%sSecretName" $side) }}
+{{- default (printf "%s-grpc-%s-tls" (include "isolane.fullname" $root) $side) $configured }}
+{{- end }}
+
+{{/* The router↔node mTLS environment (ISOLANE_GRPC_TLS_*, ISOLANE_INSECURE_GRPC). Call with $. */}}
+{{- define "isolane.grpcTlsEnv" -}}
+- name: ISOLANE_INSECURE_GRPC
+  value: {{ .Values.grpcTls.insecure | quote }}
+{{- if not .Values.grpcTls.insecure }}
+- name: ISOLANE_GRPC_TLS_CERT
+  value: /etc/isolane/grpc/tls.crt
+- name: ISOLANE_GRPC_TLS_KEY
+  value: /etc/isolane/grpc/tls.key
+- name: ISOLANE_GRPC_TLS_CA
+  value: /etc/isolane/grpc/ca.crt
+{{- end }}
+{{- end }}

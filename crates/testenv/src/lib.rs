@@ -47,6 +47,7 @@ pub use config::{
     ENV_TEST_KUBECONFIG, KUBE_VERSION,
 };
 pub use error::Error;
+pub use pki::{GrpcPkiFiles, write_grpc as write_grpc_pki};
 pub use process::Component;
 
 use local::LocalCluster;

@@ -36,13 +36,81 @@ pub(crate) struct PkiFiles {
     pub(crate) service_account_public_key: PathBuf,
 }
 
-/// Generates the PKI and writes it into `dir`.
-pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
+/// The router↔node mTLS files one [`write_grpc`] call wrote: a CA, a node
+/// serving certificate (`isolane-node`, serverAuth), the router's client
+/// certificate (`isolane-router`, clientAuth) and an impostor client
+/// certificate from the same CA under another name (`isolane-impostor`).
+#[derive(Debug, Clone)]
+pub struct GrpcPkiFiles {
+    pub ca_cert: PathBuf,
+    pub node_cert: PathBuf,
+    pub node_key: PathBuf,
+    pub router_cert: PathBuf,
+    pub router_key: PathBuf,
+    pub impostor_cert: PathBuf,
+    pub impostor_key: PathBuf,
+}
+
+impl GrpcPkiFiles {
+    /// Where [`write_grpc`] writes (or wrote) the files in `dir`.
+    pub fn in_dir(dir: &Path) -> Self {
+        Self {
+            ca_cert: dir.join("grpc-ca.crt"),
+            node_cert: dir.join("node.crt"),
+            node_key: dir.join("node.key"),
+            router_cert: dir.join("router.crt"),
+            router_key: dir.join("router.key"),
+            impostor_cert: dir.join("impostor.crt"),
+            impostor_key: dir.join("impostor.key"),
+        }
+    }
+}
+
+/// Generates a router↔node PKI (its own CA) and writes it into `dir`; the CA
+/// is written last, so its presence means the set is complete.
+pub fn write_grpc(dir: &Path) -> Result<GrpcPkiFiles, Error> {
+    let (ca_cert, ca) = new_ca("isolane-grpc-test-ca")?;
+    let files = GrpcPkiFiles::in_dir(dir);
+    for (name, usage, cert, key) in [
+        (
+            "isolane-node",
+            ExtendedKeyUsagePurpose::ServerAuth,
+            &files.node_cert,
+            &files.node_key,
+        ),
+        (
+            "isolane-router",
+            ExtendedKeyUsagePurpose::ClientAuth,
+            &files.router_cert,
+            &files.router_key,
+        ),
+        (
+            "isolane-impostor",
+            ExtendedKeyUsagePurpose::ClientAuth,
+            &files.impostor_cert,
+            &files.impostor_key,
+        ),
+    ] {
+        let leaf_key = generate_key("grpc")?;
+        let mut params =
+            CertificateParams::new(vec![name.to_owned()]).map_err(cert_error("grpc"))?;
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![usage];
+        let leaf = params
+            .signed_by(&leaf_key, &ca)
+            .map_err(cert_error("grpc"))?;
+        write_file(cert, &leaf.pem())?;
+        write_file(key, &leaf_key.serialize_pem())?;
+    }
+    write_file(&files.ca_cert, &ca_cert.pem())?;
+    Ok(files)
+}
+
+fn new_ca(name: &str) -> Result<(rcgen::Certificate, Issuer<'static, KeyPair>), Error> {
     let ca_key = generate_key("ca")?;
     let mut ca_params = CertificateParams::default();
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "isolane-test-ca");
+    ca_params.distinguished_name.push(DnType::CommonName, name);
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
@@ -50,7 +118,12 @@ pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
         KeyUsagePurpose::DigitalSignature,
     ];
     let ca_cert = ca_params.self_signed(&ca_key).map_err(cert_error("ca"))?;
-    let ca = Issuer::new(ca_params, ca_key);
+    Ok((ca_cert, Issuer::new(ca_params, ca_key)))
+}
+
+/// Generates the PKI and writes it into `dir`.
+pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
+    let (ca_cert, ca) = new_ca("isolane-test-ca")?;
 
     let serving_key = generate_key("serving")?;
     let sans: Vec<String> = [

@@ -30,6 +30,8 @@ async fn invalid_configuration_exits_64_before_binding() {
         vec!["--load-factor", "0.5"],
         vec!["--request-timeout", "0s"],
         vec!["--nodes-namespace", "Bad_Name"],
+        // Neither TLS files nor --insecure-grpc.
+        vec!["--grpc-tls-cert", "/nonexistent"],
     ] {
         let output = tokio::process::Command::new(BIN)
             .args(&args)
@@ -138,6 +140,8 @@ async fn the_binary_routes_from_the_apiserver_and_stops_on_sigterm() {
         .env("ISOLANE_ADMIN_ADDR", format!("127.0.0.1:{admin}"))
         .env("ISOLANE_ROUTER_WORKERS", "2")
         .env("ISOLANE_SHUTDOWN_GRACE", "2s")
+        // No node answers in this test; mTLS is covered by the node's and e2e tests.
+        .env("ISOLANE_INSECURE_GRPC", "true")
         .stdin(Stdio::null())
         .spawn()
         .unwrap();

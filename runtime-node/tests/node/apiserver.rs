@@ -107,6 +107,8 @@ async fn the_binary_serves_bundles_from_secrets_holds_a_lease_and_drains() {
             .env("ISOLANE_LOG", "info,isolane_node=debug")
             .args(["--namespace", NAMESPACE, "--node-name", NODE])
             .args(["--grpc-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"])
+            // mTLS is covered by `mtls`; this test is about bundles and the Lease.
+            .arg("--insecure-grpc")
             .args([
                 "--threads",
                 "2",

@@ -27,6 +27,8 @@ pub struct Shape {
     pub revision_wait: Duration,
     pub listeners: ListenerMode,
     pub pin: bool,
+    /// Serve mutual TLS with this configuration (plaintext when `None`).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for Shape {
@@ -37,6 +39,7 @@ impl Default for Shape {
             revision_wait: Duration::from_millis(200),
             listeners: ListenerMode::Single,
             pin: false,
+            tls: None,
         }
     }
 }
@@ -95,7 +98,7 @@ pub fn start(shape: Shape) -> TestNode {
     // The servers stop when the test node is dropped.
     drop(
         listeners
-            .serve(service, health, &engine, stop.clone())
+            .serve(service, health, &engine, stop.clone(), shape.tls.clone())
             .unwrap(),
     );
     TestNode {
