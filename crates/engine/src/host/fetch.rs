@@ -9,6 +9,11 @@ use super::state::FetchHead;
 use super::{HostState, Settlement, arg_string, header_pairs, new_promise, view_bytes};
 use crate::body::Body;
 
+/// How long one hop may take to answer with its response head: connection,
+/// TLS handshake and headers (the body then streams within the request's
+/// wall limit).
+const HEADERS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Redirects followed at most, as the Fetch Standard says.
 const MAX_REDIRECTS: usize = 20;
 
@@ -121,9 +126,16 @@ async fn run(
             Ok(request) => request,
             Err(message) => return Settlement::TypeError(message),
         };
-        let response = match client.request(request).await {
-            Ok(response) => response,
-            Err(error) => {
+        let response = match tokio::time::timeout(HEADERS_TIMEOUT, client.request(request)).await {
+            Err(_) => {
+                return Settlement::TypeError(format!(
+                    "fetch failed: no response from {} within {} s",
+                    outbound.url.host_str().unwrap_or(""),
+                    HEADERS_TIMEOUT.as_secs()
+                ));
+            }
+            Ok(Ok(response)) => response,
+            Ok(Err(error)) => {
                 return Settlement::TypeError(match crate::egress::refusal_in(&error) {
                     Some(refused) => {
                         thread.observer.egress_refused(thread.index, refused.reason);
