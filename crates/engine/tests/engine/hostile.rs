@@ -56,16 +56,19 @@ async fn single_huge_allocations_end_the_request_not_the_process() {
     let (engine, recorder) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("t/neighbour", HELLO);
     neighbour_ok(&engine, &neighbour).await;
-    // (attack, whether V8 calls it a stack overflow rather than memory: a
+    // (attack, whether it may end as a stack overflow rather than memory: a
     // 16 M-argument spread does not fit the stack, a RangeError the worker
-    // could catch, as in any browser).
+    // could catch, as in any browser; but its 128 MiB array alone is the
+    // default limit, so it may as well reach the memory limit first. Either
+    // way the request ends and the process lives.)
     let attacks = [
         ("new Array(2**26).fill(0)", false),
         ("Array.from({length: 1e8}, (_, i) => i)", false),
         ("Math.max(...new Array(2**24).fill(1))", true),
         ("/y/.test('ab'.repeat(2**27))", false),
     ];
-    for (i, (attack, stack)) in attacks.iter().enumerate() {
+    let mut memory_ends = 0;
+    for (i, (attack, may_overflow)) in attacks.iter().enumerate() {
         let script = format!(
             "export default {{ fetch() {{ const x = {attack}; return new Response(String(x)); }} }};"
         );
@@ -80,11 +83,12 @@ async fn single_huge_allocations_end_the_request_not_the_process() {
             &[],
         ));
         let error = engine.execute(0, bad, get("/")).await.expect_err(attack);
-        if *stack {
-            assert!(
-                matches!(&error, ExecuteError::Exception { message } if message.contains("call stack")),
-                "{attack}: {error:?}"
-            );
+        let overflowed = matches!(
+            &error,
+            ExecuteError::Exception { message } if message.contains("call stack")
+        );
+        if overflowed {
+            assert!(*may_overflow, "{attack}: {error:?}");
         } else {
             assert!(
                 matches!(error, ExecuteError::MemoryLimit { limit_mib: 128 }),
@@ -92,6 +96,7 @@ async fn single_huge_allocations_end_the_request_not_the_process() {
             );
             assert_eq!(error.status(), 503);
             assert_eq!(error.reason(), "memory_limit");
+            memory_ends += 1;
         }
         neighbour_ok(&engine, &neighbour).await;
     }
@@ -101,8 +106,9 @@ async fn single_huge_allocations_end_the_request_not_the_process() {
             .iter()
             .filter(|r| **r == TerminationReason::MemoryLimit)
             .count(),
-        attacks.iter().filter(|(_, stack)| !stack).count()
+        memory_ends
     );
+    assert!(memory_ends >= 3, "{terminations:?}");
 }
 
 /// Buffers kept in a global, request after request: every kind of
