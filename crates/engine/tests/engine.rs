@@ -9,6 +9,8 @@ mod support;
 
 #[path = "engine/basics.rs"]
 mod basics;
+#[path = "engine/cache.rs"]
+mod cache;
 #[path = "engine/egress.rs"]
 mod egress;
 #[path = "engine/fairness.rs"]
