@@ -23,3 +23,5 @@ mod limits;
 mod pool_modes;
 #[path = "engine/streaming.rs"]
 mod streaming;
+#[path = "engine/url.rs"]
+mod url;
