@@ -11,13 +11,25 @@ const globalTarget = new EventTarget(); // listeners added with addEventListener
 // ---- waitUntil bookkeeping, one record per request ----
 
 function newRequestState(ctxId) {
-  return { ctxId, waitUntil: [], finished: false, signal: undefined };
+  return { ctxId, waitUntil: [], work: null, finished: false, signal: undefined };
 }
 // Requests in flight by ctxId, for internal.requestAborted.
 const active = new Map();
 function addWaitUntil(state, promise) {
   // handled right away, so a rejection is logged once and never "unhandled"
-  state.waitUntil.push(Promise.resolve(promise).then(undefined, (e) => internal.reportError(e)));
+  const p = Promise.resolve(promise);
+  state.waitUntil.push(p.then(undefined, (e) => internal.reportError(e)));
+  // A cron tick also fails with its waitUntil work (`work` is only set then).
+  if (state.work !== null) state.work.push(p.then(() => undefined));
+}
+// Settles once every piece of a tick's work did; rejects with the first failure.
+async function allWork(state) {
+  let i = 0;
+  while (i < state.work.length) {
+    const batch = state.work.slice(i);
+    i = state.work.length;
+    await Promise.all(batch);
+  }
 }
 async function settleWaitUntil(state) {
   let i = 0;
@@ -124,6 +136,72 @@ class FetchEvent extends Event {
 internal.enumerableMembers(FetchEvent, ['request', 'respondWith', 'waitUntil', 'passThroughOnException']);
 internal.setToStringTag(FetchEvent.prototype, 'FetchEvent');
 
+// ---- cron ticks: ScheduledController (modules), ScheduledEvent (service workers) ----
+
+class ScheduledController {
+  #cron;
+  #scheduledTime;
+  constructor(key = undefined, cron = '', scheduledTime = 0) {
+    if (key !== kCreate) internal.illegalConstructor();
+    this.#cron = cron;
+    this.#scheduledTime = scheduledTime;
+  }
+  static #check(self) {
+    if (!internal.isObject(self) || !(#cron in self)) throw new TypeError('Illegal invocation');
+  }
+  get cron() { ScheduledController.#check(this); return this.#cron; }
+  get scheduledTime() { ScheduledController.#check(this); return this.#scheduledTime; }
+  // A failed tick is never retried here (at most once per tick): nothing to turn off.
+  noRetry() { ScheduledController.#check(this); }
+  static {
+    internal.scheduledParts = (c) => ({ cron: c.#cron, scheduledTime: c.#scheduledTime });
+  }
+}
+internal.enumerableMembers(ScheduledController, ['cron', 'scheduledTime', 'noRetry']);
+internal.setToStringTag(ScheduledController.prototype, 'ScheduledController');
+
+class ScheduledEvent extends Event {
+  #cron = '';
+  #scheduledTime = 0;
+  #state = null;
+  constructor(type, init = undefined) {
+    const opts = internal.toDictionary(init, 'ScheduledEventInit');
+    super(type, opts);
+    if (opts.cron !== undefined) this.#cron = internal.toDOMString(opts.cron);
+    if (opts.scheduledTime !== undefined) this.#scheduledTime = Number(opts.scheduledTime);
+  }
+  static #check(self) {
+    if (!internal.isObject(self) || !(#cron in self)) throw new TypeError('Illegal invocation');
+  }
+  get cron() { ScheduledEvent.#check(this); return this.#cron; }
+  get scheduledTime() { ScheduledEvent.#check(this); return this.#scheduledTime; }
+  noRetry() { ScheduledEvent.#check(this); }
+  waitUntil(promise) {
+    ScheduledEvent.#check(this);
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'waitUntil' on 'ScheduledEvent'");
+    if (this.#state === null) {
+      throw new internal.DOMException('waitUntil() can only be used on a ScheduledEvent dispatched by the runtime.', 'InvalidStateError');
+    }
+    addWaitUntil(this.#state, promise);
+  }
+  static {
+    // Listeners run synchronously; what they hand to waitUntil is the tick's
+    // work. The first listener to throw fails the tick.
+    internal.dispatchScheduledEvent = (controller, state) => {
+      const { cron, scheduledTime } = internal.scheduledParts(controller);
+      const event = new ScheduledEvent('scheduled', { cron, scheduledTime });
+      event.#state = state;
+      let thrown = null;
+      internal.dispatchTrusted(globalTarget, event, (e) => {
+        if (thrown === null) thrown = { error: e }; else internal.reportError(e);
+      });
+      return thrown === null ? Promise.resolve() : Promise.reject(thrown.error);
+    };
+  }
+}
+internal.enumerableMembers(ScheduledEvent, ['cron', 'scheduledTime', 'noRetry', 'waitUntil']);
+internal.setToStringTag(ScheduledEvent.prototype, 'ScheduledEvent');
+
 // ---- reporting to the host ----
 
 function describe(v) {
@@ -228,15 +306,15 @@ internal.setModule = function setModule(namespace) {
   if (def === undefined) {
     throw new TypeError('The worker module has no default export; expected `export default { async fetch(request, env, ctx) { … } }`.');
   }
-  if (!internal.isObject(def) || typeof def.fetch !== 'function') {
-    throw new TypeError("The worker module's default export has no fetch() handler; expected `export default { async fetch(request, env, ctx) { … } }`.");
+  if (!internal.isObject(def) || (typeof def.fetch !== 'function' && typeof def.scheduled !== 'function')) {
+    throw new TypeError("The worker module's default export has no fetch() handler; expected `export default { async fetch(request, env, ctx) { … } }` (or a scheduled() handler).");
   }
   moduleHandler = def;
 };
 
 internal.checkServiceWorker = function checkServiceWorker() {
-  if (internal.listenerCount(globalTarget, 'fetch') === 0) {
-    throw new TypeError("The worker script added no fetch event listener; expected `addEventListener('fetch', (event) => event.respondWith(…))`.");
+  if (internal.listenerCount(globalTarget, 'fetch') === 0 && internal.listenerCount(globalTarget, 'scheduled') === 0) {
+    throw new TypeError("The worker script added no fetch event listener; expected `addEventListener('fetch', (event) => event.respondWith(…))` (or a 'scheduled' listener).");
   }
 };
 
@@ -251,6 +329,7 @@ function runRequest(handler, ctxId, method, url, headers, bodyId, env) {
     active.set(ctxId, state);
     if (internal.isObject(env)) Object.freeze(env);
     if (handler !== null) {
+      if (typeof handler.fetch !== 'function') throw new TypeError('The worker has no fetch handler.');
       const ctx = new ExecutionContext(kCreate, state);
       responsePromise = Promise.resolve(handler.fetch(request, env, ctx));
     } else if (internal.listenerCount(globalTarget, 'fetch') > 0) {
@@ -282,7 +361,43 @@ internal.requestAborted = function requestAborted(ctxId) {
   }
 };
 
-internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env) {
+// One cron tick through `handler.scheduled` (a module), or through the
+// service worker's 'scheduled' listeners when `handler` is null. Success is a
+// bodiless 200 once the handler and all its waitUntil work succeeded; the
+// first failure of either fails the tick.
+function runScheduled(handler, ctxId, cron, scheduledTime, env) {
+  const state = newRequestState(ctxId);
+  state.work = [];
+  let done;
+  try {
+    active.set(ctxId, state);
+    if (internal.isObject(env)) Object.freeze(env);
+    const controller = new ScheduledController(kCreate, cron, scheduledTime);
+    if (handler !== null && typeof handler.scheduled === 'function') {
+      done = Promise.resolve(handler.scheduled(controller, env, new ExecutionContext(kCreate, state)));
+    } else if (handler === null && internal.listenerCount(globalTarget, 'scheduled') > 0) {
+      done = internal.dispatchScheduledEvent(controller, state);
+    } else {
+      throw new TypeError('The worker has no scheduled handler; expected `export default { async scheduled(controller, env, ctx) { … } }`.');
+    }
+  } catch (e) {
+    done = Promise.reject(e);
+  }
+  return done
+    .then(() => allWork(state))
+    .then(() => host.respond(ctxId, 200, 'OK', [], null), (e) => fail(ctxId, e))
+    .then(undefined, (e) => internal.reportError(e))
+    .then(() => settleWaitUntil(state))
+    .then(() => {
+      state.finished = true;
+      if (active.get(ctxId) === state) active.delete(ctxId);
+      host.requestDone(ctxId);
+    })
+    .then(undefined, (e) => internal.reportError(e));
+}
+
+internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env, scheduled = null) {
+  if (scheduled !== null) return runScheduled(moduleHandler, ctxId, scheduled[0], scheduled[1], env);
   return runRequest(moduleHandler, ctxId, method, url, headers, bodyId, env);
 };
 
@@ -338,6 +453,8 @@ internal.defineGlobal('removeEventListener', removeEventListener);
 internal.defineGlobal('dispatchEvent', dispatchEvent);
 internal.defineGlobal('FetchEvent', FetchEvent);
 internal.defineGlobal('ExecutionContext', ExecutionContext);
+internal.defineGlobal('ScheduledController', ScheduledController);
+internal.defineGlobal('ScheduledEvent', ScheduledEvent);
 internal.defineGlobal('Navigator', Navigator);
 internal.defineGlobal('navigator', new Navigator(kCreate));
 internal.defineGlobal('self', globalThis);

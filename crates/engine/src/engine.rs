@@ -184,6 +184,8 @@ impl Engine {
     /// Which thread serves a worker is the caller's choice (placement),
     /// except while another worker keeps that thread busy with long turns:
     /// then the request runs on a thread clear of them (`fairness.rs`).
+    /// A request carrying a [`crate::ScheduledEvent`] extension runs the
+    /// worker's `scheduled` handler for that cron tick instead of `fetch`.
     pub async fn execute(
         &self,
         thread: usize,

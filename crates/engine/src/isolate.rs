@@ -355,7 +355,9 @@ impl WorkerIsolate {
         }
     }
 
-    /// `internal.handleRequest(ctxId, method, url, headers, bodyId, env)`.
+    /// `internal.handleRequest(ctxId, method, url, headers, bodyId, env,
+    /// scheduled)`; `scheduled` is `[cron, scheduledTime]` for a cron tick
+    /// (the request's [`crate::ScheduledEvent`] extension), else `null`.
     pub(crate) fn handle_request(
         &self,
         ctx: u32,
@@ -363,6 +365,7 @@ impl WorkerIsolate {
         url: &str,
         body_id: u32,
     ) -> Result<(), TurnError> {
+        let tick = parts.extensions.get::<crate::ScheduledEvent>();
         self.turn(ctx, |scope, globals, env| {
             let function = v8::Local::new(scope, &globals.handle_request);
             let receiver = v8::Local::new(scope, &globals.internal);
@@ -377,6 +380,16 @@ impl WorkerIsolate {
                 host::header_array(scope, &parts.headers).into(),
                 v8::Integer::new_from_unsigned(scope, body_id).into(),
                 env,
+                match tick {
+                    Some(tick) => {
+                        let cron = host::js_string(scope, &tick.cron)?;
+                        // Milliseconds fit a double exactly until 2^53.
+                        #[allow(clippy::cast_precision_loss)]
+                        let time = v8::Number::new(scope, tick.scheduled_time_ms as f64).into();
+                        v8::Array::new_with_elements(scope, &[cron, time]).into()
+                    }
+                    None => v8::null(scope).into(),
+                },
             ];
             function.call(scope, receiver.into(), &args).map(|_| ())
         })

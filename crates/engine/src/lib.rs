@@ -31,6 +31,7 @@ mod outcome;
 mod platform;
 mod pool;
 mod quarantine;
+mod scheduled;
 mod script;
 mod snapshot;
 mod thread;
@@ -44,6 +45,7 @@ pub use egress::{EgressConfig, EgressRefused, Refusal, TlsConfigError};
 pub use engine::Engine;
 pub use observer::{EngineObserver, EvictionReason, NoopObserver, TerminationReason};
 pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};
+pub use scheduled::ScheduledEvent;
 pub use snapshot::runtime_files;
 
 /// The header every outbound `fetch` carries: one more than the request it

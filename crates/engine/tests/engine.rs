@@ -21,6 +21,8 @@ mod hostile;
 mod limits;
 #[path = "engine/pool_modes.rs"]
 mod pool_modes;
+#[path = "engine/scheduled.rs"]
+mod scheduled;
 #[path = "engine/streaming.rs"]
 mod streaming;
 #[path = "engine/url.rs"]
