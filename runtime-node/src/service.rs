@@ -283,6 +283,14 @@ fn http_request(
     {
         headers.insert("x-request-id", value);
     }
+    if let Some(tick) = &head.scheduled {
+        request
+            .extensions_mut()
+            .insert(isolane_engine::ScheduledEvent {
+                cron: tick.cron.clone(),
+                scheduled_time_ms: tick.scheduled_time_ms,
+            });
+    }
     if bodyless {
         Ok((request, Some(inbound)))
     } else {

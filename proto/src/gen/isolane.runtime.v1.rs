@@ -70,6 +70,23 @@ pub struct RequestHead {
     /// `request.body` sizing; absent for chunked or unknown.
     #[prost(uint64, optional, tag = "9")]
     pub body_length: ::core::option::Option<u64>,
+    /// Set for a cron tick: the node runs the worker's `scheduled` handler
+    /// instead of `fetch` (method and URL are then only for logs). The answer
+    /// is a bodiless 200 with OUTCOME_OK when the handler succeeded.
+    #[prost(message, optional, tag = "10")]
+    pub scheduled: ::core::option::Option<ScheduledTick>,
+}
+/// One tick of one of a Worker's cron schedules.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ScheduledTick {
+    /// The schedule as written in the Worker's spec (`controller.cron`).
+    #[prost(string, tag = "1")]
+    pub cron: ::prost::alloc::string::String,
+    /// When the tick was due, milliseconds since the Unix epoch
+    /// (`controller.scheduledTime`): the same for every attempt at one tick.
+    #[prost(int64, tag = "2")]
+    pub scheduled_time_ms: i64,
 }
 /// The request body is complete.
 #[allow(clippy::all)]

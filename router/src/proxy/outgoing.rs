@@ -288,6 +288,7 @@ pub fn request_head(parts: &Parts, context: &HeadContext<'_>) -> RequestHead {
         request_id: context.request_id.to_owned(),
         deadline_ms: 0,
         body_length,
+        scheduled: None,
     }
 }
 

@@ -502,3 +502,43 @@ async fn fetch_to_the_node_s_loopback_is_refused_and_counted() {
         node.metrics_text()
     );
 }
+
+/// A head carrying a cron tick runs the worker's `scheduled` handler on the
+/// chosen thread: OK with a bodiless 200, or EXCEPTION when it throws.
+#[tokio::test]
+async fn a_scheduled_tick_runs_the_scheduled_handler() {
+    let node = start(Shape::default());
+    node.deploy(
+        "demo/cron",
+        "r1",
+        r#"let last = 'none';
+export default {
+  scheduled(controller) {
+    if (controller.cron === 'bad') throw new Error('bad tick');
+    last = `${controller.cron}@${controller.scheduledTime}`;
+  },
+  fetch() { return new Response(last); },
+};"#,
+    );
+    let mut client = node.client(1).await;
+    let tick = |cron: &str| {
+        let mut head = head("GET", "demo/cron", "r1", 1);
+        head.scheduled = Some(isolane_proto::runtime::v1::ScheduledTick {
+            cron: cron.to_owned(),
+            scheduled_time_ms: 1_700_000_000_000,
+        });
+        head
+    };
+    let answer = call(&mut client, tick("*/5 * * * *"), &[]).await.unwrap();
+    assert_eq!(
+        (answer.head.status, answer.head.outcome()),
+        (200, Outcome::Ok)
+    );
+    assert!(answer.body.is_empty());
+    let answer = call(&mut client, head("GET", "demo/cron", "r1", 1), &[])
+        .await
+        .unwrap();
+    assert_eq!(answer.text(), "*/5 * * * *@1700000000000");
+    let answer = call(&mut client, tick("bad"), &[]).await.unwrap();
+    assert_eq!(answer.head.outcome(), Outcome::Exception);
+}

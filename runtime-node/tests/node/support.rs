@@ -170,6 +170,7 @@ pub fn head(method: &str, worker_id: &str, revision: &str, thread: u32) -> Reque
         request_id: "req-1".into(),
         deadline_ms: 0,
         body_length: None,
+        scheduled: None,
     }
 }
 
