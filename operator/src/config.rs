@@ -174,20 +174,7 @@ pub struct WebhookConfig {
     pub key: PathBuf,
 }
 
-/// Leader election settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaderConfig {
-    /// Name of the Lease.
-    pub lease_name: String,
-    /// This replica's holder identity.
-    pub identity: String,
-    /// Lease duration.
-    pub lease_duration: Duration,
-    /// The leader steps down when it has not renewed for this long.
-    pub renew_deadline: Duration,
-    /// Renewal and retry period.
-    pub retry_period: Duration,
-}
+pub use isolane_leader::LeaderConfig;
 
 /// The validated configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,8 +2,8 @@
 //! runtime nodes load, and reports what it made of it in the Worker's status.
 //!
 //! The main type is the [`controller`] (kube-rs `Controller` over Workers in every
-//! namespace, with the `isolane.dev/bundle` finalizer), wrapped in [`leader`]
-//! election so that only one replica acts. Beside it run the validating admission
+//! namespace, with the `isolane.dev/bundle` finalizer), wrapped in leader
+//! election (`isolane-leader`) so that only one replica acts. Beside it run the validating admission
 //! [`webhook`] (syntax errors and route conflicts rejected at `kubectl apply`) and
 //! the admin server of `isolane-telemetry` (/livez, /readyz, /metrics). `main.rs` composes them from a
 //! validated [`Config`]. Runtime-node Leases are read with the shared
@@ -15,7 +15,6 @@ pub mod config;
 pub mod controller;
 mod error;
 pub mod index;
-pub mod leader;
 pub mod membership;
 pub mod metrics;
 pub mod resolve;

@@ -22,6 +22,8 @@
 //! `lease_duration - renew_deadline` (5 s with the defaults). A standby notices
 //! an expired lease within one retry period (it also wakes at the expiry time).
 
+#![forbid(unsafe_code)]
+
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -34,7 +36,20 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::config::LeaderConfig;
+/// How one replica takes part in an election.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderConfig {
+    /// Name of the Lease.
+    pub lease_name: String,
+    /// This replica's holder identity.
+    pub identity: String,
+    /// Lease duration.
+    pub lease_duration: Duration,
+    /// The leader steps down when it has not renewed for this long.
+    pub renew_deadline: Duration,
+    /// Renewal and retry period.
+    pub retry_period: Duration,
+}
 
 /// This replica's part in the election.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
