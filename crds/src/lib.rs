@@ -12,6 +12,7 @@
 
 mod bundle;
 mod condition;
+pub mod cron;
 mod limits;
 mod worker;
 
@@ -19,8 +20,8 @@ pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_I
 pub use condition::{ConditionStatus, ConditionType};
 pub use limits::Limits;
 pub use worker::{
-    ConfigMapKeyRef, Egress, EnvValueFrom, EnvVar, ReplicaPlacement, Route, ScriptFrom,
-    SecretKeyRef, Worker, WorkerSpec, WorkerStatus,
+    ConfigMapKeyRef, CronRun, CronStatus, Egress, EnvValueFrom, EnvVar, ReplicaPlacement, Route,
+    ScriptFrom, SecretKeyRef, Triggers, Worker, WorkerSpec, WorkerStatus,
 };
 
 /// The API group of every Isolane resource.

@@ -90,6 +90,11 @@ pub struct WorkerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress: Option<Egress>,
 
+    /// Events that run the Worker besides HTTP requests: cron schedules that
+    /// call its `scheduled(controller, env, ctx)` handler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triggers: Option<Triggers>,
+
     /// On how many runtime nodes a hot Worker may be placed (1 to 64, default 1).
     #[serde(default = "default_replicas")]
     #[schemars(range(min = 1, max = 64))]
@@ -195,6 +200,29 @@ pub struct Egress {
     pub allowed_hosts: Vec<String>,
 }
 
+/// Cron schedules for the Worker's `scheduled` handler.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Triggers {
+    /// Standard five-field cron schedules (minute hour day-of-month month
+    /// day-of-week, e.g. `*/5 * * * *` or `0 9 * * MON-FRI`; POSIX: 0 or 7 is
+    /// Sunday; a leading sixth field for seconds is accepted) or nicknames
+    /// such as `@hourly`. Each tick calls the Worker's
+    /// `scheduled(controller, env, ctx)` once, on the node and thread where
+    /// it is placed, under its limits; `controller.cron` is the schedule as
+    /// written here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16), inner(length(min = 1, max = 128)))]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub crons: Vec<String>,
+
+    /// The IANA time zone the schedules are read in (default `UTC`), e.g.
+    /// `Europe/Paris`: `0 9 * * *` is then 09:00 Paris time, across DST.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub time_zone: Option<String>,
+}
+
 /// A host and path prefix the Worker answers on.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -251,6 +279,41 @@ pub struct WorkerStatus {
     /// The runtime node and thread of each replica, as placement decided.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement: Vec<ReplicaPlacement>,
+
+    /// The cron triggers: the last run and the next tick (written by the
+    /// router that runs the schedules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<CronStatus>,
+}
+
+/// What the cron scheduler did and will do for a Worker.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CronStatus {
+    /// The most recent tick run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<CronRun>,
+    /// When the next tick of any schedule is due (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_tick: Option<String>,
+}
+
+/// One tick that ran.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CronRun {
+    /// The schedule that fired, as written in `spec.triggers.crons`.
+    pub cron: String,
+    /// When the tick was due (RFC 3339): `controller.scheduledTime`.
+    pub scheduled_time: String,
+    /// When the run finished (RFC 3339).
+    pub finished_time: String,
+    /// `ok`, or why not: `exception`, `cpu_limit`, `memory_limit`,
+    /// `wall_timeout`, `no_live_node`, …
+    pub outcome: String,
+    /// Detail of a failed run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// Where one replica of a Worker runs.

@@ -60,6 +60,7 @@ pub fn inline_worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
                 .collect(),
             limits: Limits::default(),
             egress: None,
+            triggers: None,
             replicas: 1,
         },
     )

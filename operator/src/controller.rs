@@ -887,6 +887,7 @@ mod tests {
                 routes: vec![],
                 limits: Limits::default(),
                 egress: None,
+                triggers: None,
                 replicas: 1,
             },
         );

@@ -307,6 +307,7 @@ mod tests {
                     .collect(),
                 limits: Limits::default(),
                 egress: None,
+                triggers: None,
                 replicas: 1,
             },
         );

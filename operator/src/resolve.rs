@@ -193,6 +193,7 @@ mod tests {
             routes: Vec::new(),
             limits: Limits::default(),
             egress: None,
+            triggers: None,
             replicas: 1,
         }
     }

@@ -147,13 +147,22 @@ impl DesiredStatus {
                 conditions: merge_conditions(existing, updates, generation, now),
                 url,
                 placement,
+                // The router's cron scheduler owns `status.cron` (its own
+                // server-side-apply field manager); the operator never writes it.
+                cron: None,
             },
         }
     }
 
-    /// True when writing would change nothing.
+    /// True when writing would change nothing (of what the operator owns).
     pub fn is_current(&self, current: Option<&WorkerStatus>) -> bool {
-        current.is_some_and(|current| *current == self.status)
+        current.is_some_and(|current| {
+            current.observed_generation == self.status.observed_generation
+                && current.revision == self.status.revision
+                && current.conditions == self.status.conditions
+                && current.url == self.status.url
+                && current.placement == self.status.placement
+        })
     }
 
     /// The server-side apply body for the status subresource.

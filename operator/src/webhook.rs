@@ -89,6 +89,15 @@ pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Resu
     {
         problems.push(format!("spec.script: syntax error at {syntax}"));
     }
+    if let Some(triggers) = &worker.spec.triggers {
+        for (i, expr) in triggers.crons.iter().enumerate() {
+            if let Err(error) =
+                isolane_crds::cron::Schedule::parse(expr, triggers.time_zone.as_deref())
+            {
+                problems.push(format!("spec.triggers.crons[{i}]: {error}"));
+            }
+        }
+    }
     let namespace = request
         .namespace
         .clone()
@@ -288,6 +297,7 @@ mod tests {
                     .collect(),
                 limits: Limits::default(),
                 egress: None,
+                triggers: None,
                 replicas: 1,
             },
         );
@@ -342,6 +352,38 @@ mod tests {
         );
         let (allowed, _) = verdict(&review(&body("CREATE", &good, None), &index));
         assert!(allowed);
+    }
+
+    #[test]
+    fn rejects_bad_cron_schedules_and_time_zones() {
+        let index = WorkerIndex::default();
+        let mut w = worker("cron", "export default { scheduled() {} }", &[]);
+        w.spec.triggers = Some(isolane_crds::Triggers {
+            crons: vec!["*/5 * * * *".into(), "0 25 * * *".into()],
+            time_zone: None,
+        });
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        assert!(!allowed);
+        assert!(
+            message.starts_with("spec.triggers.crons[1]: invalid cron schedule \"0 25 * * *\""),
+            "{message}"
+        );
+        w.spec.triggers = Some(isolane_crds::Triggers {
+            crons: vec!["0 9 * * MON-FRI".into()],
+            time_zone: Some("Europe/Nowhere".into()),
+        });
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        assert!(!allowed);
+        assert!(
+            message.contains("unknown time zone \"Europe/Nowhere\""),
+            "{message}"
+        );
+        w.spec.triggers = Some(isolane_crds::Triggers {
+            crons: vec!["0 9 * * MON-FRI".into()],
+            time_zone: Some("Europe/Paris".into()),
+        });
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        assert!(allowed, "{message}");
     }
 
     #[test]
