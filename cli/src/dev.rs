@@ -4,6 +4,7 @@
 //! before the tokio runtime spawns its threads, as the engine requires.
 
 mod routes;
+mod scheduled;
 mod server;
 
 use std::collections::BTreeMap;
@@ -42,6 +43,11 @@ pub struct DevArgs {
     /// Isolate pool mode.
     #[arg(long, default_value = "pinned", env = "ISOLANE_POOL_MODE")]
     pool_mode: PoolMode,
+    /// Run the worker's `scheduled` handler on this cron schedule, in UTC
+    /// (repeatable; single-file mode: Worker YAMLs give `spec.triggers`).
+    /// `GET /__scheduled?cron=…` runs it once, any time.
+    #[arg(long = "cron", value_name = "SCHEDULE")]
+    crons: Vec<String>,
 }
 
 fn parse_env(s: &str) -> Result<(String, String), String> {
@@ -65,7 +71,14 @@ pub struct DevConfig {
 impl DevConfig {
     pub fn from_args(args: DevArgs) -> anyhow::Result<Self> {
         let routes = match (&args.script, &args.workers) {
-            (Some(script), _) => Routes::single(single_bundle(script, &args.env)?),
+            (Some(script), _) => {
+                let schedules = args
+                    .crons
+                    .iter()
+                    .map(|expr| isolane_crds::cron::Schedule::parse(expr, None))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Routes::single(single_bundle(script, &args.env)?, schedules)
+            }
             (None, Some(dir)) => Routes::from_dir(dir)?,
             (None, None) => anyhow::bail!("give a worker script or --workers <dir>"),
         };

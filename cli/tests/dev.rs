@@ -298,3 +298,94 @@ async fn dev_refuses_a_request_that_loops_through_workers() {
     assert_eq!(served.status(), 200);
     assert!(dev.interrupt().success());
 }
+
+/// `--cron` runs the worker's `scheduled` handler at each tick (here every
+/// second); `GET /__scheduled?cron=…` runs it once, and a failing handler is
+/// a 500 that does not stop the next tick.
+#[tokio::test]
+async fn dev_runs_scheduled_handlers_on_schedule_and_on_demand() {
+    let port = free_port();
+    let mut dev = Dev::start(&[
+        "examples/cron.js",
+        "--port",
+        &port.to_string(),
+        "--cron",
+        "* * * * * *",
+    ]);
+    let client = client();
+    when_ready(&client, &mut dev, port, "localhost", "/").await;
+    let ticks = |body: &str| -> Vec<(String, i64)> {
+        let list: Vec<serde_json::Value> = serde_json::from_str(body).unwrap();
+        list.iter()
+            .map(|t| {
+                (
+                    t["cron"].as_str().unwrap().to_owned(),
+                    t["scheduledTime"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    // Two scheduled ticks, a second apart, each on a whole second.
+    let started = Instant::now();
+    let seen = loop {
+        let (_, body) = request(&client, port, "localhost", "/").await.unwrap();
+        let seen = ticks(&body);
+        if seen.len() >= 2 {
+            break seen;
+        }
+        assert!(started.elapsed() < DEADLINE, "no two ticks: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        seen.iter()
+            .all(|(cron, at)| cron == "* * * * * *" && at % 1000 == 0),
+        "{seen:?}"
+    );
+    assert!(seen[1].1 - seen[0].1 >= 1000, "{seen:?}");
+    let (status, body) = request(&client, port, "localhost", "/__scheduled?cron=0+9+*+*+MON")
+        .await
+        .unwrap();
+    assert_eq!((status, body.as_str()), (200, "Ran scheduled event\n"));
+    let (_, body) = request(&client, port, "localhost", "/").await.unwrap();
+    assert!(
+        ticks(&body).iter().any(|(cron, _)| cron == "0 9 * * MON"),
+        "{body}"
+    );
+    let (status, _) = request(&client, port, "localhost", "/__scheduled?cron=fail")
+        .await
+        .unwrap();
+    assert_eq!(status, 500);
+    // The schedule keeps running after the failure.
+    let (_, before) = request(&client, port, "localhost", "/").await.unwrap();
+    let count = ticks(&before)
+        .iter()
+        .filter(|(c, _)| c == "* * * * * *")
+        .count();
+    let started = Instant::now();
+    loop {
+        let (_, body) = request(&client, port, "localhost", "/").await.unwrap();
+        if ticks(&body)
+            .iter()
+            .filter(|(c, _)| c == "* * * * * *")
+            .count()
+            > count
+        {
+            break;
+        }
+        assert!(started.elapsed() < DEADLINE, "the schedule stopped: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(dev.interrupt().success());
+}
+
+#[test]
+fn an_invalid_cron_schedule_exits_64() {
+    let output = Command::new(env!("CARGO_BIN_EXE_isolane"))
+        .current_dir(repo())
+        .args(["dev", "examples/cron.js", "--cron", "61 * * * *"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(64));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("invalid cron schedule"), "{stderr}");
+}

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, TimeZone, Timelike, Utc};
 use croner::Cron;
 use croner::parser::{CronParser, Seconds};
 
@@ -63,7 +63,11 @@ impl Schedule {
 
     /// The first tick strictly after `after`, if the schedule has one.
     pub fn next_after(&self, after: SystemTime) -> Option<SystemTime> {
-        let after = to_chrono(after)?.with_timezone(&self.zone);
+        // Ticks fall on whole seconds: search from the whole second (croner
+        // keeps the start's fraction otherwise).
+        let after = to_chrono(after)?
+            .with_nanosecond(0)?
+            .with_timezone(&self.zone);
         let next = self.cron.find_next_occurrence(&after, false).ok()?;
         from_chrono(next.with_timezone(&Utc))
     }
@@ -105,6 +109,13 @@ mod tests {
         assert_eq!(
             monday.next_after(at("2026-11-22T12:00:00Z")),
             Some(at("2026-11-23T09:00:00Z"))
+        );
+        // A fraction of a second in the start is not carried into the tick.
+        let every_second = Schedule::parse("* * * * * *", None).unwrap();
+        let start = at("2026-11-22T12:30:01Z") + Duration::from_millis(502);
+        assert_eq!(
+            every_second.next_after(start),
+            Some(at("2026-11-22T12:30:02Z"))
         );
         let seconds = Schedule::parse("*/10 * * * * *", None).unwrap();
         assert_eq!(

@@ -239,7 +239,10 @@ impl Args {
         }
         let leader = self.leader_election.then(|| LeaderConfig {
             lease_name: self.leader_lease.clone(),
-            identity: self.identity.clone().unwrap_or_else(default_identity),
+            identity: self
+                .identity
+                .clone()
+                .unwrap_or_else(|| isolane_leader::default_identity("isolane-operator")),
             lease_duration: lease,
             renew_deadline: renew,
             retry_period: retry,
@@ -256,16 +259,6 @@ impl Args {
             reserved_hosts: self.reserved_hosts.clone(),
         })
     }
-}
-
-/// `<host name>-<pid>`: unique per process, readable in `kubectl get lease`.
-fn default_identity() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|host| host.trim().to_owned())
-        .filter(|host| !host.is_empty())
-        .unwrap_or_else(|| "isolane-operator".to_owned());
-    format!("{host}-{}", std::process::id())
 }
 
 #[cfg(test)]

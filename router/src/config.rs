@@ -42,6 +42,18 @@ pub const ENV_WORKER_SERIES_INTERVAL: &str = "ISOLANE_WORKER_SERIES_INTERVAL";
 pub const ENV_SHUTDOWN_GRACE: &str = "ISOLANE_SHUTDOWN_GRACE";
 /// Env var for `--trusted-proxies` (comma-separated CIDRs).
 pub const ENV_TRUSTED_PROXIES: &str = "ISOLANE_TRUSTED_PROXIES";
+/// Env var for `--cron`.
+pub const ENV_CRON: &str = "ISOLANE_CRON";
+/// Env var for `--cron-lease`.
+pub const ENV_CRON_LEASE: &str = "ISOLANE_CRON_LEASE";
+/// Env var for `--cron-lease-duration`.
+pub const ENV_CRON_LEASE_DURATION: &str = "ISOLANE_CRON_LEASE_DURATION";
+/// Env var for `--cron-renew-deadline`.
+pub const ENV_CRON_RENEW_DEADLINE: &str = "ISOLANE_CRON_RENEW_DEADLINE";
+/// Env var for `--cron-retry-period`.
+pub const ENV_CRON_RETRY_PERIOD: &str = "ISOLANE_CRON_RETRY_PERIOD";
+/// Env var for `--identity`.
+pub const ENV_IDENTITY: &str = "ISOLANE_IDENTITY";
 /// Env var for `--reserved-host` (comma-separated).
 pub const ENV_RESERVED_HOSTS: &str = "ISOLANE_RESERVED_HOSTS";
 
@@ -116,6 +128,33 @@ pub struct Args {
     #[arg(long, env = ENV_TRUSTED_PROXIES, value_delimiter = ',')]
     pub trusted_proxies: Vec<ipnet::IpNet>,
 
+    /// Take part in running the Workers' cron schedules: the router holding
+    /// the cron Lease (in --nodes-namespace) runs them all.
+    #[arg(long, env = ENV_CRON, default_value_t = true, action = clap::ArgAction::Set)]
+    pub cron: bool,
+
+    /// Name of the cron Lease.
+    #[arg(long, env = ENV_CRON_LEASE, default_value = "isolane-router-cron")]
+    pub cron_lease: String,
+
+    /// How long the cron Lease lasts without renewal.
+    #[arg(long, env = ENV_CRON_LEASE_DURATION, default_value = "15s", value_parser = parse_duration)]
+    pub cron_lease_duration: Duration,
+
+    /// How long the cron leader keeps running ticks without renewing; below
+    /// --cron-lease-duration.
+    #[arg(long, env = ENV_CRON_RENEW_DEADLINE, default_value = "10s", value_parser = parse_duration)]
+    pub cron_renew_deadline: Duration,
+
+    /// How often the cron leader renews and the others retry; below
+    /// --cron-renew-deadline.
+    #[arg(long, env = ENV_CRON_RETRY_PERIOD, default_value = "2s", value_parser = parse_duration)]
+    pub cron_retry_period: Duration,
+
+    /// This router's identity in the cron Lease (default: host name and pid).
+    #[arg(long, env = ENV_IDENTITY)]
+    pub identity: Option<String>,
+
     #[command(flatten)]
     pub grpc_tls: MtlsArgs,
 
@@ -152,6 +191,18 @@ pub enum ConfigError {
         /// The address.
         addr: SocketAddr,
     },
+    /// The cron Lease timings are out of order.
+    #[error(
+        "cron lease timings must satisfy retry-period < renew-deadline < lease-duration (got {retry:?}, {renew:?}, {lease:?})"
+    )]
+    CronTimings {
+        /// --cron-retry-period.
+        retry: Duration,
+        /// --cron-renew-deadline.
+        renew: Duration,
+        /// --cron-lease-duration.
+        lease: Duration,
+    },
     /// The router↔node TLS flags are incomplete, or the files unusable.
     #[error("router↔node gRPC: {reason}")]
     GrpcSecurity {
@@ -169,6 +220,7 @@ impl ConfigError {
             Self::Namespace { .. } => "namespace",
             Self::SameAddr { .. } => "same_addr",
             Self::GrpcSecurity { .. } => "grpc_security",
+            Self::CronTimings { .. } => "cron_timings",
         }
     }
 }
@@ -200,6 +252,8 @@ pub struct Config {
     pub reserved_hosts: Vec<Reservation>,
     /// Peers whose forwarding headers are kept.
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Running cron schedules, when enabled.
+    pub cron: Option<crate::cron::CronConfig>,
 }
 
 impl Args {
@@ -244,6 +298,31 @@ impl Args {
             Ok(GrpcSecurity::Insecure) => None,
             Err(error) => return Err(security(error.to_string())),
         };
+        let (retry, renew, lease) = (
+            self.cron_retry_period,
+            self.cron_renew_deadline,
+            self.cron_lease_duration,
+        );
+        if !(retry < renew && renew < lease && lease >= Duration::from_secs(1)) {
+            return Err(ConfigError::CronTimings {
+                retry,
+                renew,
+                lease,
+            });
+        }
+        let cron = self.cron.then(|| crate::cron::CronConfig {
+            leader: isolane_leader::LeaderConfig {
+                lease_name: self.cron_lease.clone(),
+                identity: self
+                    .identity
+                    .clone()
+                    .unwrap_or_else(|| isolane_leader::default_identity("isolane-router")),
+                lease_duration: lease,
+                renew_deadline: renew,
+                retry_period: retry,
+            },
+            namespace: self.nodes_namespace.clone(),
+        });
         let workers = NonZeroUsize::new(self.workers)
             .unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
         Ok(Config {
@@ -268,6 +347,7 @@ impl Args {
             shutdown_grace: self.shutdown_grace,
             reserved_hosts: self.reserved_hosts.clone(),
             trusted_proxies: self.trusted_proxies.clone(),
+            cron,
         })
     }
 }

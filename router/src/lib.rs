@@ -15,6 +15,7 @@
 
 pub mod channels;
 pub mod config;
+pub mod cron;
 mod error;
 pub mod fleet;
 pub mod losses;

@@ -89,6 +89,14 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         let namespace = config.nodes_namespace.clone();
         async move { watch::leases(client, &namespace, proxy, leases_ready).await }
     });
+    if let Some(cron) = config.cron.clone() {
+        tokio::spawn(isolane_router::cron::run(
+            client.clone(),
+            proxy.clone(),
+            cron,
+            shutdown.clone(),
+        ));
+    }
     tokio::spawn({
         let metrics = Arc::clone(&metrics);
         let mut every = tokio::time::interval(config.worker_series_interval);

@@ -45,6 +45,8 @@ pub struct RouterMetrics {
     pub(crate) placement_moves: IntCounter,
     upstream_errors: IntCounterVec,
     watch_errors: IntCounterVec,
+    cron_runs: IntCounterVec,
+    pub(crate) cron_leader: IntGauge,
     /// Which workers have their own series.
     pub workers: WorkerSeries,
 }
@@ -120,6 +122,19 @@ impl RouterMetrics {
             ),
             &["resource"],
         )?;
+        let cron_runs = IntCounterVec::new(
+            Opts::new(
+                "isolane_router_cron_runs_total",
+                "Cron ticks this router ran, by outcome (ok, exception, cpu_limit, …; missed: due while this router could not run it, skipped).",
+            ),
+            &["outcome"],
+        )?;
+        let cron_leader = IntGauge::new(
+            "isolane_router_cron_leader",
+            "1 while this router holds the cron Lease and runs every Worker's schedules.",
+        )?;
+        registry.register(Box::new(cron_runs.clone()))?;
+        registry.register(Box::new(cron_leader.clone()))?;
         registry.register(Box::new(requests.clone()))?;
         registry.register(Box::new(duration.clone()))?;
         registry.register(Box::new(worker_requests.clone()))?;
@@ -148,7 +163,14 @@ impl RouterMetrics {
             placement_moves,
             upstream_errors,
             watch_errors,
+            cron_runs,
+            cron_leader,
         })
+    }
+
+    /// Counts one cron tick by outcome.
+    pub fn cron_run(&self, outcome: &str) {
+        self.cron_runs.with_label_values(&[outcome]).inc();
     }
 
     /// Records one answered request.

@@ -40,7 +40,9 @@ use http_body_util::combinators::UnsyncBoxBody;
 use isolane_membership::NodeMember;
 use isolane_proto::Outcome;
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
-use isolane_proto::runtime::v1::{ExecuteResponse, RequestHead, ResponseHead, execute_response};
+use isolane_proto::runtime::v1::{
+    ExecuteResponse, RequestHead, ResponseHead, ScheduledTick, execute_response,
+};
 use tonic::codec::Streaming;
 use tracing::{debug, info, warn};
 
@@ -49,6 +51,7 @@ pub use response::{BodyError, UpstreamBody};
 
 use crate::Error;
 use crate::channels::{self, ChannelConfig};
+use crate::cron::{CronTable, CronWorker};
 use crate::error::BoxError;
 use crate::fleet::{Fleet, FleetBuilder, placement_moves};
 use crate::losses::{NodeLosses, Verdict};
@@ -142,6 +145,8 @@ struct Inner {
     reservations: Vec<Reservation>,
     /// Peers whose forwarding headers are kept (`--trusted-proxies`).
     trusted_proxies: Vec<ipnet::IpNet>,
+    /// Workers with cron schedules, for the scheduler (`cron.rs`).
+    crons: ArcSwap<CronTable>,
 }
 
 impl Proxy {
@@ -176,6 +181,7 @@ impl Proxy {
                 losses: NodeLosses::default(),
                 reservations,
                 trusted_proxies,
+                crons: ArcSwap::from_pointee(CronTable::default()),
             }),
         }
     }
@@ -208,8 +214,15 @@ impl Proxy {
             .any(|net| net.contains(&peer))
     }
 
-    /// Replaces the route table with one built from `workers`.
+    /// The Workers with cron schedules.
+    pub fn crons(&self) -> Arc<CronTable> {
+        self.inner.crons.load_full()
+    }
+
+    /// Replaces the route table (and the cron table) with one built from
+    /// `workers`.
     pub fn set_workers(&self, workers: Vec<RoutableWorker>) {
+        self.inner.crons.store(Arc::new(CronTable::build(&workers)));
         let metrics = &self.inner.metrics;
         let (table, conflicts) = RouteTable::build_with(workers, &self.inner.reservations, |id| {
             metrics.workers.slot(id)
@@ -319,6 +332,73 @@ impl Proxy {
         }
     }
 
+    /// Runs one cron tick of `worker` where its requests run: a bodiless
+    /// request carrying the tick, through the same placement, node channels
+    /// and failover as HTTP (a node that refuses before running it, or is
+    /// lost, means one more try on the next node, with the same tick).
+    /// `Ok` when the handler succeeded.
+    pub async fn run_tick(
+        &self,
+        worker: &CronWorker,
+        tick: ScheduledTick,
+    ) -> Result<(), TickFailure> {
+        let started = Instant::now();
+        let request_id = next_request_id();
+        let request = Request::builder()
+            .method(http::Method::GET)
+            .uri(format!("https://{}/__scheduled", worker.host))
+            .extension(tick)
+            .body(http_body_util::Empty::<Bytes>::new())
+            .map_err(|e| TickFailure {
+                outcome: "invalid",
+                message: e.to_string(),
+            })?;
+        let backend = Arc::new(Backend {
+            worker_id: worker.worker_id.clone(),
+            revision: worker.revision.clone(),
+            slot: self.inner.metrics.workers.slot(&worker.worker_id),
+        });
+        let call = Call {
+            proxy: self.clone(),
+            backend,
+            request_id,
+            add_request_id: false,
+            host: worker.host.clone(),
+            started,
+            deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
+        };
+        match call.run(request).await {
+            Ok(response) => {
+                let status = response.status();
+                let reason = response
+                    .headers()
+                    .get(REASON_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("exception")
+                    .to_owned();
+                let detail = response
+                    .headers()
+                    .get(DETAIL_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                // Read to the end, so the request's accounting completes.
+                let _ = response.into_body().collect().await;
+                if status == StatusCode::OK {
+                    Ok(())
+                } else {
+                    Err(TickFailure {
+                        outcome: tick_outcome(&reason),
+                        message: detail.unwrap_or_else(|| format!("the tick answered {status}")),
+                    })
+                }
+            }
+            Err((_, error)) => Err(TickFailure {
+                outcome: error.kind(),
+                message: error.to_string(),
+            }),
+        }
+    }
+
     fn answer_error(
         &self,
         backend: Option<&Arc<Backend>>,
@@ -377,7 +457,7 @@ impl Call {
     {
         let config = &self.proxy.inner.config;
         let (parts, body) = request.into_parts();
-        let head = request_head(
+        let mut head = request_head(
             &parts,
             &HeadContext {
                 host: &self.host,
@@ -392,6 +472,8 @@ impl Call {
                     .is_some_and(|a| self.proxy.trusts(a.0.ip())),
             },
         );
+        // A cron tick (`run_tick`): only ever set in process, never from a client.
+        head.scheduled = parts.extensions.get::<ScheduledTick>().cloned();
         let mut body =
             tokio::time::timeout_at(self.deadline, Outgoing::prepare(body, config.replay_limit))
                 .await
@@ -686,5 +768,30 @@ mod tests {
     fn header_text_is_sanitised() {
         assert_eq!(header_text("  "), None);
         assert_eq!(header_text("cpu 50ms\n").unwrap(), "cpu 50ms?");
+    }
+}
+
+/// Why a cron tick failed: a bounded label (`isolane_router_cron_runs_total`,
+/// `status.cron.lastRun.outcome`) and a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TickFailure {
+    /// `exception`, `cpu_limit`, `no_live_node`, …
+    pub outcome: &'static str,
+    /// What happened, for the status and the Warning event.
+    pub message: String,
+}
+
+/// The bounded label for a refusal's reason header.
+fn tick_outcome(reason: &str) -> &'static str {
+    match reason {
+        "cpu_limit" => "cpu_limit",
+        "memory_limit" => "memory_limit",
+        "wall_timeout" => "wall_timeout",
+        "subrequest_limit" => "subrequest_limit",
+        "overloaded" => "overloaded",
+        "quarantined" => "quarantined",
+        "unknown_worker" => "unknown_worker",
+        "internal" => "internal",
+        _ => "exception",
     }
 }

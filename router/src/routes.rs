@@ -55,6 +55,8 @@ pub struct RoutableWorker {
     pub created: Option<Timestamp>,
     /// `(host, pathPrefix)` pairs from the spec.
     pub routes: Vec<(String, String)>,
+    /// Cron schedules from the spec (`spec.triggers`).
+    pub triggers: Option<isolane_crds::Triggers>,
 }
 
 impl RoutableWorker {
@@ -81,6 +83,7 @@ impl RoutableWorker {
                 .iter()
                 .map(|r| (r.host.clone(), r.path_prefix.clone()))
                 .collect(),
+            triggers: worker.spec.triggers.clone().filter(|t| !t.crons.is_empty()),
         })
     }
 }
@@ -289,6 +292,7 @@ mod tests {
                 .iter()
                 .map(|(h, p)| ((*h).to_owned(), (*p).to_owned()))
                 .collect(),
+            triggers: None,
         }
     }
 

@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use isolane_crds::cron::Schedule;
+
 use anyhow::Context as _;
 use isolane_engine::{Limits, WorkerBundle};
 use serde::Deserialize as _;
@@ -23,7 +25,12 @@ struct Route {
 pub struct Routes {
     single: Option<Arc<WorkerBundle>>,
     routes: Vec<Route>,
+    /// Cron schedules (`--cron`, or the Workers' `spec.triggers`).
+    schedules: Vec<Scheduled>,
 }
+
+/// A worker and one of its cron schedules.
+pub type Scheduled = (Arc<WorkerBundle>, Schedule);
 
 /// Why a Worker YAML cannot be served by `isolane dev`.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +45,12 @@ pub enum WorkerFileError {
         name: String,
         binding: String,
     },
+    #[error("{file}: Worker {name}: {error}")]
+    Cron {
+        file: String,
+        name: String,
+        error: isolane_crds::cron::ScheduleError,
+    },
     #[error("{file}: Worker {name} has no routes")]
     NoRoutes { file: String, name: String },
     #[error("{dir}: no Worker YAML found")]
@@ -45,11 +58,18 @@ pub enum WorkerFileError {
 }
 
 impl Routes {
-    pub fn single(bundle: WorkerBundle) -> Self {
+    pub fn single(bundle: WorkerBundle, schedules: Vec<Schedule>) -> Self {
+        let bundle = Arc::new(bundle);
         Self {
-            single: Some(Arc::new(bundle)),
+            single: Some(bundle.clone()),
             routes: Vec::new(),
+            schedules: schedules.into_iter().map(|s| (bundle.clone(), s)).collect(),
         }
+    }
+
+    /// Every worker's cron schedules.
+    pub fn schedules(&self) -> &[Scheduled] {
+        &self.schedules
     }
 
     /// Every `kind: Worker` document in the folder's `.yaml`/`.yml` files.
@@ -74,13 +94,16 @@ impl Routes {
         }
         let sources = Sources::collect(&documents);
         let mut routes = Vec::new();
+        let mut schedules = Vec::new();
         for (file, value) in documents {
             if value.get("kind").and_then(|k| k.as_str()) != Some("Worker") {
                 continue;
             }
             let worker: isolane_crds::Worker = serde_yaml::from_value(value)
                 .with_context(|| format!("{}: not a valid Worker", file.display()))?;
-            routes.extend(worker_routes(&file, worker, &sources)?);
+            let (worker_routes, worker_schedules) = worker_routes(&file, worker, &sources)?;
+            routes.extend(worker_routes);
+            schedules.extend(worker_schedules);
         }
         if routes.is_empty() {
             return Err(WorkerFileError::Empty {
@@ -94,6 +117,7 @@ impl Routes {
         Ok(Self {
             single: None,
             routes,
+            schedules,
         })
     }
 
@@ -161,7 +185,7 @@ fn worker_routes(
     file: &Path,
     worker: isolane_crds::Worker,
     sources: &Sources,
-) -> Result<Vec<Route>, WorkerFileError> {
+) -> Result<(Vec<Route>, Vec<Scheduled>), WorkerFileError> {
     let file = file.display().to_string();
     let name = worker.metadata.name.clone().unwrap_or_default();
     let namespace = worker
@@ -200,6 +224,15 @@ fn worker_routes(
     if spec.routes.is_empty() {
         return Err(WorkerFileError::NoRoutes { file, name });
     }
+    let mut schedules = Vec::new();
+    if let Some(triggers) = &spec.triggers {
+        for expr in &triggers.crons {
+            match Schedule::parse(expr, triggers.time_zone.as_deref()) {
+                Ok(schedule) => schedules.push(schedule),
+                Err(error) => return Err(WorkerFileError::Cron { file, name, error }),
+            }
+        }
+    }
     let limits = Limits {
         cpu_ms: u64::from(spec.limits.cpu_ms),
         wall_ms: u64::from(spec.limits.wall_ms),
@@ -218,7 +251,7 @@ fn worker_routes(
             .map(|egress| egress.allowed_hosts.clone())
             .unwrap_or_default(),
     });
-    Ok(spec
+    let routes = spec
         .routes
         .into_iter()
         .map(|r| Route {
@@ -226,7 +259,9 @@ fn worker_routes(
             path_prefix: r.path_prefix,
             bundle: bundle.clone(),
         })
-        .collect())
+        .collect();
+    let schedules = schedules.into_iter().map(|s| (bundle.clone(), s)).collect();
+    Ok((routes, schedules))
 }
 
 #[cfg(test)]
@@ -254,6 +289,7 @@ mod tests {
                 route("api.example.com", "/v2", "v2"),
                 route("*.example.com", "/v2/users", "wild"),
             ],
+            schedules: Vec::new(),
         };
         let id = |host, path| routes.resolve(host, path).map(|b| b.id.clone());
         assert_eq!(id("api.example.com", "/x").as_deref(), Some("root"));

@@ -28,6 +28,16 @@ pub async fn serve(listen: SocketAddr, engine: Engine, routes: Arc<Routes>) -> a
     // Silent clients cannot hold a connection open (`isolane_telemetry::edge`).
     let builder = edge::server_builder(edge::HEADER_READ_TIMEOUT);
     let graceful = GracefulShutdown::new();
+    // The cron schedules run beside the server, until it stops.
+    let mut schedules = tokio::task::JoinSet::new();
+    for (bundle, schedule) in routes.schedules() {
+        tracing::info!(worker.id = %bundle.id, cron = schedule.expr(), "cron schedule");
+        schedules.spawn(super::scheduled::run_schedule(
+            engine.clone(),
+            bundle.clone(),
+            schedule.clone(),
+        ));
+    }
     let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
     loop {
         let (stream, _) = tokio::select! {
@@ -93,6 +103,9 @@ async fn handle(
     let Some(bundle) = routes.resolve(&host, request.uri().path()) else {
         return no_route(&host, request.uri().path());
     };
+    if request.uri().path() == super::scheduled::PATH {
+        return super::scheduled::on_demand(engine, bundle, request.uri().query()).await;
+    }
     let threads = u32::try_from(engine.threads()).unwrap_or(u32::MAX);
     let thread = isolane_placement::thread_for(&bundle.id, threads) as usize;
     let request = request.map(Body::wrap);

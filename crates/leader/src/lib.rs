@@ -51,6 +51,17 @@ pub struct LeaderConfig {
     pub retry_period: Duration,
 }
 
+/// `<host name>-<pid>` (or `<fallback>-<pid>` without a host name): unique
+/// per process, readable in `kubectl get lease`.
+pub fn default_identity(fallback: &str) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|host| host.trim().to_owned())
+        .filter(|host| !host.is_empty())
+        .unwrap_or_else(|| fallback.to_owned());
+    format!("{host}-{}", std::process::id())
+}
+
 /// This replica's part in the election.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {

@@ -25,6 +25,7 @@ pub fn worker(id: &str, revision: &str, host: &str, prefix: &str) -> RoutableWor
         revision: revision.to_owned(),
         created: None,
         routes: vec![(host.to_owned(), prefix.to_owned())],
+        triggers: None,
     }
 }
 

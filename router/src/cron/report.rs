@@ -1,0 +1,122 @@
+//! Recording a tick: `status.cron` (the router's own server-side-apply field
+//! manager, so the operator's status writes never touch it), the runs
+//! counter, and a Warning event on the Worker when a tick failed.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use isolane_crds::Worker;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter as EventReporter};
+use kube::{Api, Client, Resource};
+use tracing::{debug, warn};
+
+use super::CronWorker;
+use crate::metrics::RouterMetrics;
+use crate::proxy::TickFailure;
+
+/// The field manager of `status.cron`.
+pub const FIELD_MANAGER: &str = "isolane-router-cron";
+
+/// Writes what ticks did.
+#[derive(Clone)]
+pub struct Reporter {
+    client: Client,
+    metrics: Arc<RouterMetrics>,
+    recorder: Recorder,
+}
+
+impl std::fmt::Debug for Reporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reporter").finish_non_exhaustive()
+    }
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    Timestamp::try_from(t).map_or_else(|_| String::new(), |t| t.to_string())
+}
+
+impl Reporter {
+    /// A reporter writing with `client`.
+    pub fn new(client: Client, metrics: Arc<RouterMetrics>) -> Self {
+        let recorder = Recorder::new(
+            client.clone(),
+            EventReporter {
+                controller: FIELD_MANAGER.to_owned(),
+                instance: std::env::var("HOSTNAME").ok(),
+            },
+        );
+        Self {
+            client,
+            metrics,
+            recorder,
+        }
+    }
+
+    /// Records the tick of `cron` due `at` for `worker`.
+    pub async fn record(
+        &self,
+        worker: &CronWorker,
+        cron: &str,
+        at: SystemTime,
+        result: Result<(), TickFailure>,
+    ) {
+        let outcome = match &result {
+            Ok(()) => "ok",
+            Err(failure) => failure.outcome,
+        };
+        self.metrics.cron_run(outcome);
+        let Some((namespace, name)) = worker.worker_id.split_once('/') else {
+            return;
+        };
+        let now = SystemTime::now();
+        let next = worker
+            .schedules
+            .iter()
+            .filter_map(|s| s.next_after(now))
+            .min();
+        let message = result.as_ref().err().map(|f| f.message.clone());
+        let body = serde_json::json!({
+            "apiVersion": "isolane.dev/v1alpha1",
+            "kind": "Worker",
+            "status": {
+                "cron": {
+                    "lastRun": {
+                        "cron": cron,
+                        "scheduledTime": rfc3339(at),
+                        "finishedTime": rfc3339(now),
+                        "outcome": outcome,
+                        "message": message,
+                    },
+                    "nextTick": next.map(rfc3339),
+                }
+            }
+        });
+        let api: Api<Worker> = Api::namespaced(self.client.clone(), namespace);
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        if let Err(error) = api.patch_status(name, &params, &Patch::Apply(&body)).await {
+            debug!(worker.id = %worker.worker_id, %error, "could not write status.cron");
+        }
+        if let Err(failure) = result {
+            warn!(worker.id = %worker.worker_id, %cron, outcome, message = %failure.message, "cron tick failed");
+            let Ok(object) = api.get(name).await else {
+                return;
+            };
+            let event = Event {
+                type_: EventType::Warning,
+                reason: "CronFailed".to_owned(),
+                note: Some(format!(
+                    "the tick of {cron:?} due {} failed: {outcome}: {}",
+                    rfc3339(at),
+                    failure.message
+                )),
+                action: "Scheduled".to_owned(),
+                secondary: None,
+            };
+            if let Err(error) = self.recorder.publish(&event, &object.object_ref(&())).await {
+                debug!(%error, "failed to publish an event");
+            }
+        }
+    }
+}
