@@ -172,7 +172,11 @@ function toChunk(value) {
   throw new TypeError(`A response body stream produced ${describe(value)}; chunks must be Uint8Array.`);
 }
 
-async function sendResponse(ctxId, response) {
+// `headOnly`: the request was HEAD, so the answer is the head alone, complete
+// once sent: a streamed body is not read but canceled (the head keeps the
+// Content-Length it declared), and the front end dropping the body at once is
+// no client going away.
+async function sendResponse(ctxId, response, headOnly) {
   if (!internal.isResponse(response)) {
     fail(ctxId, new TypeError(`The fetch handler returned ${describe(response)} instead of a Response.`));
     return;
@@ -192,6 +196,11 @@ async function sendResponse(ctxId, response) {
     return;
   }
   const whole = body.wholeBytes;
+  if (headOnly && whole === null) {
+    host.respond(ctxId, status, statusText, list, null);
+    internal.streamCancel(body.getStream()).then(undefined, () => {});
+    return;
+  }
   if (whole !== null) {
     body.used = true;
     host.respond(ctxId, status, statusText, list, whole);
@@ -262,7 +271,7 @@ function runRequest(handler, ctxId, method, url, headers, bodyId, env) {
     responsePromise = Promise.reject(e);
   }
   return responsePromise
-    .then((response) => sendResponse(ctxId, response), (e) => fail(ctxId, e))
+    .then((response) => sendResponse(ctxId, response, method === 'HEAD'), (e) => fail(ctxId, e))
     .then(undefined, (e) => internal.reportError(e))
     .then(() => settleWaitUntil(state))
     .then(() => {

@@ -17,7 +17,11 @@ mod fairness;
 mod hostile;
 #[path = "engine/limits.rs"]
 mod limits;
+#[path = "engine/logs.rs"]
+mod logs;
 #[path = "engine/pool_modes.rs"]
 mod pool_modes;
+#[path = "engine/signal.rs"]
+mod signal;
 #[path = "engine/streaming.rs"]
 mod streaming;
