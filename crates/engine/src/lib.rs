@@ -30,6 +30,7 @@ mod outcome;
 mod platform;
 mod pool;
 mod quarantine;
+mod rejection;
 mod script;
 mod snapshot;
 mod thread;

@@ -1,8 +1,8 @@
 //! Worker scripts: ES module or service-worker detection, evaluation,
-//! exceptions as text, and unhandled rejections.
+//! exceptions as text.
 
 use crate::bundle::WorkerBundle;
-use crate::host::{self, HostState};
+use crate::host;
 use crate::isolate::{Globals, TurnError};
 use crate::snapshot::script_origin;
 
@@ -135,31 +135,6 @@ pub(crate) fn describe(
         .map(|s| s.to_rust_string_lossy(scope))
         .unwrap_or_default();
     TurnError::Threw { message, stack }
-}
-
-/// V8's promise-reject callback: logs unhandled rejections with the worker.
-pub(crate) unsafe extern "C" fn promise_reject(message: v8::PromiseRejectMessage) {
-    if message.get_event() != v8::PromiseRejectEvent::PromiseRejectWithNoHandler {
-        return;
-    }
-    // SAFETY: V8 calls this on the isolate's thread, inside JS execution.
-    v8::callback_scope!(unsafe scope, &message);
-    let reason = message
-        .get_value()
-        .map(|v| v.to_rust_string_lossy(scope))
-        .unwrap_or_default();
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let request_id = host.request_id(host.current());
-    tracing::warn!(
-        worker.id = host.worker_id(),
-        revision = host.revision(),
-        thread = host.thread.index,
-        request.id = request_id.as_deref().unwrap_or(""),
-        reason = %reason,
-        "unhandled promise rejection"
-    );
 }
 
 #[cfg(test)]

@@ -21,6 +21,8 @@ mod limits;
 mod logs;
 #[path = "engine/pool_modes.rs"]
 mod pool_modes;
+#[path = "engine/rejections.rs"]
+mod rejections;
 #[path = "engine/signal.rs"]
 mod signal;
 #[path = "engine/streaming.rs"]

@@ -21,6 +21,7 @@ use crate::bundle::WorkerBundle;
 use crate::isolate::WorkerIsolate;
 use crate::memory::Memory;
 use crate::outcome::{ExecuteError, Outcome};
+use crate::rejection::Rejections;
 use crate::thread::ThreadCtx;
 
 /// CPU budget for evaluating a worker's top-level code (no request yet).
@@ -126,6 +127,8 @@ pub(crate) struct HostState {
     bodies: RefCell<IdMap<(u32, BodySlot)>>,
     ops: RefCell<IdMap<Op>>,
     timers: RefCell<IdMap<Timer>>,
+    /// Promises rejected without a handler in the current turn.
+    pub(crate) rejections: Rejections,
 }
 
 impl HostState {
@@ -142,6 +145,7 @@ impl HostState {
             bodies: RefCell::default(),
             ops: RefCell::default(),
             timers: RefCell::default(),
+            rejections: Rejections::default(),
         }
     }
 
@@ -394,6 +398,7 @@ impl HostState {
             reason: "the isolate was discarded",
         });
         self.requests.borrow_mut().clear();
+        self.rejections.clear();
     }
 
     // --- bodies ---
