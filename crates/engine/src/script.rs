@@ -62,17 +62,31 @@ pub(crate) fn evaluate(
         let namespace = module.get_module_namespace();
         call(scope, internal, "setModule", &[namespace])?;
     } else {
+        // A service worker has no `env` argument: its bindings are globals,
+        // there before its first line runs (as on Cloudflare).
+        let global = scope.get_current_context().global(scope);
+        define_bindings(scope, global, bundle)?;
         let origin = script_origin(scope, name, false);
         v8::Script::compile(scope, source, Some(&origin))?.run(scope)?;
         call(scope, internal, "checkServiceWorker", &[])?;
     }
     let env = v8::Object::new(scope);
+    define_bindings(scope, env, bundle)?;
+    Some(v8::Global::new(scope, env))
+}
+
+/// Sets each of the worker's bindings as a property of `target`.
+fn define_bindings(
+    scope: &mut v8::PinScope<'_, '_>,
+    target: v8::Local<'_, v8::Object>,
+    bundle: &WorkerBundle,
+) -> Option<()> {
     for (key, value) in &bundle.env {
         let key = host::js_string(scope, key)?;
         let value = host::js_string(scope, value)?;
-        env.set(scope, key, value)?;
+        target.set(scope, key, value)?;
     }
-    Some(v8::Global::new(scope, env))
+    Some(())
 }
 
 fn call<'s>(

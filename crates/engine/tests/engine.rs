@@ -23,6 +23,8 @@ mod logs;
 mod pool_modes;
 #[path = "engine/rejections.rs"]
 mod rejections;
+#[path = "engine/service_worker.rs"]
+mod service_worker;
 #[path = "engine/signal.rs"]
 mod signal;
 #[path = "engine/streaming.rs"]
