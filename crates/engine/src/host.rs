@@ -16,6 +16,7 @@ pub(crate) mod state;
 mod text;
 mod timers;
 mod url;
+mod url_pattern;
 
 pub(crate) use state::{HostState, Settlement};
 
@@ -48,6 +49,14 @@ fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
         ("fail", respond::fail.map_fn_to()),
         ("requestDone", respond::request_done.map_fn_to()),
         ("memoryReserve", memory::memory_reserve.map_fn_to()),
+        (
+            "urlPatternParse",
+            url_pattern::url_pattern_parse.map_fn_to(),
+        ),
+        (
+            "urlPatternMatchInput",
+            url_pattern::url_pattern_match_input.map_fn_to(),
+        ),
     ]
 }
 

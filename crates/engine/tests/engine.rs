@@ -29,3 +29,5 @@ mod service_worker;
 mod signal;
 #[path = "engine/streaming.rs"]
 mod streaming;
+#[path = "engine/wpt.rs"]
+mod wpt;
