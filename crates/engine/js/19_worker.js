@@ -333,9 +333,26 @@ function dispatchEvent(event) {
   return globalTarget.dispatchEvent(...arguments);
 }
 
+// reportError (HTML Standard): an `error` ErrorEvent at the global; logged
+// as an uncaught exception unless a listener called preventDefault().
+function reportError(e) {
+  internal.requireArgs(arguments.length, 1, "Failed to execute 'reportError'");
+  let message = '';
+  try {
+    message = internal.isObject(e) && typeof e.message === 'string' ? e.message : String(e);
+  } catch {
+    // an unprintable value: the event still goes out
+  }
+  const event = new ErrorEvent('error', { message, error: e, cancelable: true });
+  if (internal.dispatchTrusted(globalTarget, event)) internal.reportError(e);
+}
+
+// Isolane presents itself as a Workers runtime (docs/engine.md): libraries
+// detect Workers by this exact user agent (hono/adapter's getRuntimeKey,
+// and many SDKs), and workerd reports one CPU.
 class Navigator {
   constructor(key = undefined) { if (key !== kCreate) internal.illegalConstructor(); }
-  get userAgent() { return 'Isolane'; }
+  get userAgent() { return 'Cloudflare-Workers'; }
   get hardwareConcurrency() { return 1; }
   get language() { return 'en'; }
 }
@@ -345,6 +362,7 @@ internal.setToStringTag(Navigator.prototype, 'Navigator');
 internal.defineGlobal('addEventListener', addEventListener);
 internal.defineGlobal('removeEventListener', removeEventListener);
 internal.defineGlobal('dispatchEvent', dispatchEvent);
+internal.defineGlobal('reportError', reportError);
 internal.defineGlobal('FetchEvent', FetchEvent);
 internal.defineGlobal('ExecutionContext', ExecutionContext);
 internal.defineGlobal('Navigator', Navigator);

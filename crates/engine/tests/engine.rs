@@ -13,6 +13,8 @@ mod basics;
 mod egress;
 #[path = "engine/fairness.rs"]
 mod fairness;
+#[path = "engine/globals.rs"]
+mod globals;
 #[path = "engine/hostile.rs"]
 mod hostile;
 #[path = "engine/limits.rs"]
