@@ -9,6 +9,7 @@
 mod clone;
 mod crypto;
 mod fetch;
+mod html_rewriter;
 mod io;
 mod memory;
 mod respond;
@@ -18,6 +19,7 @@ mod timers;
 mod url;
 mod url_pattern;
 
+pub(crate) use html_rewriter::Rewriters;
 pub(crate) use state::{HostState, Settlement};
 
 use v8::MapFnTo;
@@ -56,6 +58,34 @@ fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
         (
             "urlPatternMatchInput",
             url_pattern::url_pattern_match_input.map_fn_to(),
+        ),
+        (
+            "htmlRewriterSelector",
+            html_rewriter::html_rewriter_selector.map_fn_to(),
+        ),
+        (
+            "htmlRewriterStart",
+            html_rewriter::html_rewriter_start.map_fn_to(),
+        ),
+        (
+            "htmlRewriterWrite",
+            html_rewriter::html_rewriter_write.map_fn_to(),
+        ),
+        (
+            "htmlRewriterEnd",
+            html_rewriter::html_rewriter_end.map_fn_to(),
+        ),
+        (
+            "htmlRewriterContinue",
+            html_rewriter::html_rewriter_continue.map_fn_to(),
+        ),
+        (
+            "htmlRewriterOp",
+            html_rewriter::html_rewriter_op.map_fn_to(),
+        ),
+        (
+            "htmlRewriterFree",
+            html_rewriter::html_rewriter_free.map_fn_to(),
         ),
     ]
 }

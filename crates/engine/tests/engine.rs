@@ -17,6 +17,8 @@ mod fairness;
 mod globals;
 #[path = "engine/hostile.rs"]
 mod hostile;
+#[path = "engine/html_rewriter.rs"]
+mod html_rewriter;
 #[path = "engine/limits.rs"]
 mod limits;
 #[path = "engine/logs.rs"]

@@ -355,6 +355,7 @@ const SUITE_REQUEST = {
 // the engine (`cargo test -p isolane-engine --test web_api`).
 const ENGINE_ONLY = {
   'urlpattern.js': 'URLPattern parses with the urlpattern crate (host.urlPatternParse)',
+  'html_rewriter.js': 'HTMLRewriter is lol_html (host.htmlRewriter*)',
 };
 
 async function runSuite(file, opts, target) {

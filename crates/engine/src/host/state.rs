@@ -129,6 +129,8 @@ pub(crate) struct HostState {
     timers: RefCell<IdMap<Timer>>,
     /// Promises rejected without a handler in the current turn.
     pub(crate) rejections: Rejections,
+    /// HTMLRewriter sessions in flight, by request.
+    pub(crate) rewriters: super::Rewriters,
 }
 
 impl HostState {
@@ -146,6 +148,7 @@ impl HostState {
             ops: RefCell::default(),
             timers: RefCell::default(),
             rejections: Rejections::default(),
+            rewriters: super::Rewriters::default(),
         }
     }
 
@@ -386,6 +389,7 @@ impl HostState {
         for timer in timers {
             timer.task.abort();
         }
+        self.rewriters.drop_for(ctx);
         self.bodies
             .borrow_mut()
             .retain(|_, (owner, _)| !matches(*owner));
