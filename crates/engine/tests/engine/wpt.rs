@@ -9,8 +9,14 @@ use isolane_engine::{Body, Limits, PoolMode};
 
 use crate::support::*;
 
-/// Runs `data` through `runner`; returns (passed, failures as "name: error").
-async fn run_vectors(name: &str, runner: &str, data: &'static str) -> (u64, Vec<String>) {
+/// Runs `data` (holding `total` vectors) through `runner`; returns (passed,
+/// failures as "name: error").
+async fn run_vectors(
+    name: &str,
+    runner: &str,
+    data: &'static str,
+    total: u64,
+) -> (u64, Vec<String>) {
     let (engine, _) = engine(1, PoolMode::Pinned);
     let worker = Arc::new(bundle_with(
         &format!("t/wpt-{name}"),
@@ -27,8 +33,6 @@ async fn run_vectors(name: &str, runner: &str, data: &'static str) -> (u64, Vec<
     assert_eq!(status, 200, "{body}");
     let report: serde_json::Value = serde_json::from_str(&body).unwrap();
     let passed = report["passed"].as_u64().unwrap();
-    let vectors: serde_json::Value = serde_json::from_str(data).unwrap();
-    let total = vectors.as_array().unwrap().len() as u64;
     let failures = report["failed"].as_array().unwrap().len() as u64;
     assert_eq!(passed + failures, total, "every vector ran");
     eprintln!("wpt {name}: {passed} of {total} passed");
@@ -45,10 +49,12 @@ async fn run_vectors(name: &str, runner: &str, data: &'static str) -> (u64, Vec<
 /// + base URL, init dictionary), component patterns, `test()` and `exec()`.
 #[tokio::test]
 async fn wpt_urlpattern_vectors() {
+    let data = include_str!("../resources/wpt/urlpatterntestdata.json");
     let (passed, failed) = run_vectors(
         "urlpattern",
         include_str!("../resources/wpt/urlpattern_runner.js"),
-        include_str!("../resources/wpt/urlpatterntestdata.json"),
+        data,
+        count(data, |v| v.as_array().map_or(0, Vec::len)),
     )
     .await;
     assert!(
@@ -57,4 +63,47 @@ async fn wpt_urlpattern_vectors() {
         failed.len(),
         failed.join("\n")
     );
+}
+
+/// WPT `url/resources/urltestdata.json` (every parsing vector: `new URL`,
+/// `URL.canParse`) and `setters_tests.json` (every setter).
+#[tokio::test]
+async fn wpt_url_vectors() {
+    let data = format!(
+        "{{\"parsing\":{},\"setters\":{}}}",
+        include_str!("../resources/wpt/urltestdata.json"),
+        include_str!("../resources/wpt/setters_tests.json")
+    );
+    let data: &'static str = Box::leak(data.into_boxed_str());
+    let total = count(data, |v| {
+        let parsing = v["parsing"]
+            .as_array()
+            .map_or(0, |a| a.iter().filter(|e| e.is_object()).count());
+        let setters: usize = v["setters"].as_object().map_or(0, |o| {
+            o.iter()
+                .filter(|(k, _)| *k != "comment")
+                .map(|(_, e)| e.as_array().map_or(0, Vec::len))
+                .sum()
+        });
+        parsing + setters
+    });
+    let (passed, failed) = run_vectors(
+        "url",
+        include_str!("../resources/wpt/url_runner.js"),
+        data,
+        total,
+    )
+    .await;
+    assert!(
+        failed.is_empty(),
+        "{passed} passed, {} failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
+
+/// How many vectors `data` holds, as `measure` counts them.
+fn count(data: &str, measure: impl Fn(&serde_json::Value) -> usize) -> u64 {
+    let value: serde_json::Value = serde_json::from_str(data).unwrap();
+    measure(&value) as u64
 }
