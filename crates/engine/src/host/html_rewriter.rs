@@ -123,7 +123,94 @@ enum Step {
     Failed(String),
 }
 
+/// The longest selector accepted, in bytes: real selectors are far shorter,
+/// and lol_html's parse and match work grows with it.
+pub(crate) const MAX_SELECTOR: usize = 1024;
+
+/// The deepest nesting of `(…)` and `[…]` in a selector: the selector parser
+/// recurses into each level on the thread's stack, so a hostile selector
+/// (`:not(:not(…))` a thousand deep) would overflow it and abort the process.
+pub(crate) const MAX_SELECTOR_NESTING: usize = 16;
+
+/// The most compound selectors one complex selector may chain with
+/// combinators (`a b > c` has three): lol_html compiles and matches them
+/// recursively on the rewrite's coroutine stack.
+pub(crate) const MAX_SELECTOR_COMPOUNDS: usize = 32;
+
+/// The most registrations (`on` and `onDocument` calls) one rewrite runs:
+/// each element is matched against every selector.
+pub(crate) const MAX_REGISTRATIONS: u32 = 256;
+
+/// Refuses selectors nested deeper than `MAX_SELECTOR_NESTING` or chaining
+/// more than `MAX_SELECTOR_COMPOUNDS` compounds (per item of a list), before
+/// any parser recurses into them. Quoted strings are skipped.
+fn check_shape(text: &str) -> Result<(), String> {
+    let mut depth = 0_usize;
+    let mut quote = None;
+    let mut compounds = 1_usize;
+    let mut in_combinator = false;
+    let mut bytes = text.trim().bytes();
+    while let Some(byte) = bytes.next() {
+        if let Some(q) = quote {
+            match byte {
+                b'\\' => {
+                    bytes.next();
+                }
+                _ if byte == q => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        let combinator = depth == 0
+            && matches!(
+                byte,
+                b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' | b'>' | b'+' | b'~'
+            );
+        if combinator {
+            if !in_combinator {
+                compounds += 1;
+                if compounds > MAX_SELECTOR_COMPOUNDS {
+                    return Err(format!(
+                        "HTMLRewriter: a selector may chain at most {MAX_SELECTOR_COMPOUNDS} compound selectors"
+                    ));
+                }
+            }
+            in_combinator = true;
+            continue;
+        }
+        in_combinator = false;
+        match byte {
+            b'"' | b'\'' => quote = Some(byte),
+            b'\\' => {
+                bytes.next();
+            }
+            b'(' | b'[' => {
+                depth += 1;
+                if depth > MAX_SELECTOR_NESTING {
+                    return Err(format!(
+                        "HTMLRewriter: a selector may nest at most {MAX_SELECTOR_NESTING} levels of ( and ["
+                    ));
+                }
+            }
+            b')' | b']' => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => {
+                compounds = 1;
+                // The spaces after a list's comma are no combinator.
+                in_combinator = true;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn parse_selector(text: &str) -> Result<Selector, String> {
+    if text.len() > MAX_SELECTOR {
+        return Err(format!(
+            "HTMLRewriter: a selector may be at most {MAX_SELECTOR} bytes long"
+        ));
+    }
+    check_shape(text)?;
     text.parse::<Selector>()
         .map_err(|e| format!("HTMLRewriter: invalid selector {text:?}: {e}"))
 }
@@ -194,6 +281,11 @@ fn read_registrations(
 ) -> Result<Vec<Registration>, String> {
     let list = v8::Local::<v8::Array>::try_from(value)
         .map_err(|_| "htmlRewriterStart: registrations must be an array".to_owned())?;
+    if list.length() > MAX_REGISTRATIONS {
+        return Err(format!(
+            "HTMLRewriter: a rewriter may have at most {MAX_REGISTRATIONS} handlers (on and onDocument calls)"
+        ));
+    }
     let mut registrations = Vec::with_capacity(list.length() as usize);
     for i in 0..list.length() {
         let item = list

@@ -119,3 +119,60 @@ async fn a_token_larger_than_the_buffer_fails_the_rewrite() {
     let (_, again) = run(&engine, 0, &worker, "/?size=65536").await;
     assert_eq!(again, small, "the worker rewrites again");
 }
+
+/// Selectors that would make the parser or lol_html's matcher recurse
+/// deeply (the thread's or the rewrite's stack would overflow and abort the
+/// process) are refused with a TypeError; the largest accepted ones work.
+#[tokio::test]
+async fn hostile_selectors_are_refused_and_the_largest_allowed_ones_work() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let neighbour = bundle("t/neighbour", HELLO);
+    let worker = bundle(
+        "t/rewrite-selectors",
+        "export default { async fetch() {
+            const nots = (d) => ':not('.repeat(d) + '.z' + ')'.repeat(d);
+            const refused = {
+                nested: 'a' + nots(1000),
+                chained: 'a '.repeat(32) + 'b',
+                long: 'a'.repeat(1025),
+                brackets: '['.repeat(100000),
+            };
+            const out = [];
+            for (const [name, selector] of Object.entries(refused)) {
+                try { new HTMLRewriter().on(selector, {}); out.push(`${name} accepted`); }
+                catch (e) { out.push(`${name} ${e.name}`); }
+            }
+            const many = new HTMLRewriter();
+            for (let i = 0; i < 257; i++) many.on('p', { element() {} });
+            try { await many.transform(new Response('<p>x</p>')).text(); out.push('257 handlers accepted'); }
+            catch (e) { out.push(`257 handlers ${e.name}`); }
+            const allowed = ['a '.repeat(31) + 'b', 'a' + nots(15), Array.from({ length: 40 }, (_, i) => `.c${i} > b`).join(', ')];
+            // 31 nested <a> around the <b>, so every allowed selector matches.
+            const doc = '<a class=\"c1\">'.repeat(31) + '<b>x</b>';
+            for (const selector of allowed) {
+                const r = new HTMLRewriter().on(selector, { element(el) { el.setAttribute('hit', '1'); } });
+                const text = await r.transform(new Response(doc)).text();
+                out.push(`${selector.length} bytes: ${text.split('hit=').length - 1} hits`);
+            }
+            return new Response(out.join('\\n'));
+        } };",
+    );
+    assert_eq!(run(&engine, 0, &neighbour, "/").await.0, 200);
+    let (status, body) = run(&engine, 0, &worker, "/").await;
+    assert_eq!(status, 200, "{body}");
+    let lines: Vec<&str> = body.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "nested TypeError",
+            "chained TypeError",
+            "long TypeError",
+            "brackets TypeError",
+            "257 handlers TypeError",
+            "63 bytes: 1 hits",
+            "93 bytes: 31 hits",
+            "388 bytes: 1 hits",
+        ]
+    );
+    assert_eq!(run(&engine, 0, &neighbour, "/").await.0, 200);
+}
