@@ -13,16 +13,21 @@ use urlpattern::{RegexSyntax, UrlPatternOptions};
 
 use super::{js_string, throw_type_error};
 
-/// The longest pattern, input or part of one (in UTF-16 code units) the host
-/// accepts: URL patterns are short, and the parser's work and copies grow
-/// with the input.
+/// The longest pattern or part of one (in UTF-16 code units) the host
+/// accepts: URL patterns are short, and parsing one, and compiling its
+/// regular expressions, grows faster than its length (30,000 `*` took
+/// ~0.5 s of CPU that the watchdog cannot interrupt).
+const MAX_PATTERN: usize = 8 * 1024;
+
+/// The longest input matched against a pattern, or part of one: parsed in
+/// linear time, matched by V8's (interruptible) regular expressions.
 const MAX_INPUT: usize = 64 * 1024;
 
 /// Why a URL pattern or its input was refused (thrown as a TypeError).
 #[derive(Debug, thiserror::Error)]
 enum PatternError {
-    #[error("URLPattern: the pattern or input is longer than {MAX_INPUT} characters")]
-    TooLong,
+    #[error("URLPattern: the pattern or input (or a part of it) is longer than {0} characters")]
+    TooLong(usize),
     #[error("URLPattern: {0}")]
     Invalid(#[from] urlpattern::Error),
     #[error("URLPattern: the pattern could not be parsed")]
@@ -35,9 +40,10 @@ enum PatternError {
 fn read_input(
     scope: &mut v8::PinScope<'_, '_>,
     value: v8::Local<'_, v8::Value>,
+    max: usize,
 ) -> Result<StringOrInit<'static>, PatternError> {
     let Ok(parts) = v8::Local::<v8::Array>::try_from(value) else {
-        let text = read_string(scope, value)?;
+        let text = read_string(scope, value, max)?;
         return Ok(StringOrInit::String(Cow::Owned(text)));
     };
     let mut fields: [Option<String>; 9] = Default::default();
@@ -46,7 +52,7 @@ fn read_input(
             continue;
         };
         if !part.is_undefined() {
-            *field = Some(read_string(scope, part)?);
+            *field = Some(read_string(scope, part, max)?);
         }
     }
     let [
@@ -73,16 +79,17 @@ fn read_input(
     }))
 }
 
-/// A string argument, refused past `MAX_INPUT` before it is copied.
+/// A string argument, refused past `max` before it is copied.
 fn read_string(
     scope: &mut v8::PinScope<'_, '_>,
     value: v8::Local<'_, v8::Value>,
+    max: usize,
 ) -> Result<String, PatternError> {
     let Some(text) = value.to_string(scope) else {
         return Err(PatternError::Internal);
     };
-    if text.length() > MAX_INPUT {
-        return Err(PatternError::TooLong);
+    if text.length() > max {
+        return Err(PatternError::TooLong(max));
     }
     Ok(text.to_rust_string_lossy(scope))
 }
@@ -95,7 +102,7 @@ fn read_base(
     if value.is_null_or_undefined() {
         return Ok(None);
     }
-    read_string(scope, value).map(Some)
+    read_string(scope, value, MAX_INPUT).map(Some)
 }
 
 /// Runs the crate's code, which must not unwind into V8.
@@ -115,7 +122,7 @@ pub(super) fn url_pattern_parse(
     args: v8::FunctionCallbackArguments<'_>,
     mut rv: v8::ReturnValue<'_, v8::Value>,
 ) {
-    let parsed = read_input(scope, args.get(0)).and_then(|input| {
+    let parsed = read_input(scope, args.get(0), MAX_PATTERN).and_then(|input| {
         let base = read_base(scope, args.get(1))?;
         let ignore_case = args.get(2).boolean_value(scope);
         guarded(|| {
@@ -177,7 +184,7 @@ pub(super) fn url_pattern_match_input(
     args: v8::FunctionCallbackArguments<'_>,
     mut rv: v8::ReturnValue<'_, v8::Value>,
 ) {
-    let processed = read_input(scope, args.get(0)).and_then(|input| {
+    let processed = read_input(scope, args.get(0), MAX_INPUT).and_then(|input| {
         let base = read_base(scope, args.get(1))?;
         guarded(|| {
             Ok(quirks::process_match_input(input, base.as_deref())?

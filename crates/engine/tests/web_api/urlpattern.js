@@ -135,7 +135,11 @@ export default suite(async () => {
     throws(() => new URLPattern({ pathname: '/x' }, 'https://example.com'), TypeError, 'init with a separate base');
     throws(() => new URLPattern({ pathname: '/(' }), TypeError, 'unbalanced group');
     throws(() => new URLPattern({ pathname: '/:id([)' }), TypeError, 'invalid regexp');
-    throws(() => new URLPattern({ pathname: 'x'.repeat(70000) }), TypeError, 'huge pattern');
+    throws(() => new URLPattern({ pathname: '*'.repeat(8193) }), TypeError, 'a pattern part over 8 Ki characters');
+    const longest = '/' + 'a'.repeat(8191);
+    assert(new URLPattern({ pathname: longest }).test({ pathname: longest }), 'the longest pattern works');
+    eq(new URLPattern({ pathname: '/*' }).test({ pathname: '/' + 'a'.repeat(60000) }), true, 'a long input');
+    throws(() => new URLPattern({ pathname: '/*' }).test({ pathname: 'a'.repeat(70000) }), TypeError, 'an input part over 64 Ki characters');
     const p = new URLPattern({ pathname: '/x' });
     throws(() => p.test({ pathname: '/x' }, 'https://example.com'), TypeError, 'test: init with a separate base');
     throws(() => p.exec({ pathname: '/x' }, 'https://example.com'), TypeError, 'exec: init with a separate base');
