@@ -96,6 +96,10 @@ pub(crate) unsafe extern "C" fn promise_reject(message: v8::PromiseRejectMessage
 pub(crate) fn report(scope: &mut v8::PinScope<'_, '_>, host: &HostState) {
     let noted = std::mem::take(&mut *host.rejections.noted.borrow_mut());
     let untracked = host.rejections.untracked.replace(0);
+    // The common case, on every turn: nothing to report.
+    if noted.is_empty() && untracked == 0 {
+        return;
+    }
     // Its own TryCatch: a reason whose `toString` throws (or a Symbol) must
     // not read as the turn's exception.
     v8::tc_scope!(let tc, scope);
