@@ -68,7 +68,82 @@ function pieces(text, ...cuts) {
   return new ReadableStream({ pull(c) { if (parts.length) c.enqueue(parts.shift()); else c.close(); } });
 }
 
-export default suite(async () => {
+// A page as sites serve them: doctype, head with meta/links/scripts,
+// comments, nested markup, entities, inline script and style.
+const PAGE = `<!DOCTYPE html>
+<html>
+<head>
+  <meta charset="utf-8">
+  <title>Old title &amp; more</title>
+  <!-- build 1234 -->
+  <link rel="stylesheet" href="http://cdn.example/site.css">
+  <style>body > p { color: red; }</style>
+  <script>if (a < b && c > d) { console.log("</p>"); }</script>
+</head>
+<body class="home">
+  <nav><a href="http://example.com/">Home</a> | <a href="/about">About</a> | <a href="http://other.example/x?a=1&amp;b=2">Other</a></nav>
+  <main>
+    <h1>Welcome</h1>
+    <p>Text with <b>bold</b>, an image <img src="/a.png" alt="A"> and a <br> break.</p>
+    <!-- ad slot -->
+    <div class="ad">buy now</div>
+  </main>
+</body>
+</html>
+`;
+
+export default suite(async (request, env) => {
+  await test('a real page, fetched and rewritten as it streams', async () => {
+    const res = await fetch(`${env.TARGET}/status?code=200&body=${encodeURIComponent(PAGE)}`);
+    const seen = { links: 0, title: '' };
+    const out = await new HTMLRewriter()
+      .on('html', { element(el) { el.setAttribute('lang', 'en'); } })
+      .on('title', { text(t) { seen.title += t.text; if (t.lastInTextNode) t.replace('New title'); else t.remove(); } })
+      .on('a[href^="http:"]', { element(el) { seen.links++; el.setAttribute('href', el.getAttribute('href').replace('http:', 'https:')); } })
+      .on('link[rel=stylesheet]', { element(el) { el.setAttribute('href', el.getAttribute('href').replace('http:', 'https:')); } })
+      .on('div.ad', { element(el) { el.remove(); } })
+      .on('img', { element(el) { el.setAttribute('loading', 'lazy'); } })
+      .on('body', { element(el) { el.onEndTag((end) => end.before('<script src="/analytics.js"></script>\n', { html: true })); } })
+      .onDocument({ comments(c) { c.remove(); } })
+      .transform(res).text();
+    const expected = PAGE
+      .replace('<html>', '<html lang="en">')
+      .replace('Old title &amp; more', 'New title')
+      .replace('  <!-- build 1234 -->\n', '  \n')
+      .replace('http://cdn.example/site.css', 'https://cdn.example/site.css')
+      .replace('http://example.com/', 'https://example.com/')
+      .replace('http://other.example/x?a=1&amp;b=2', 'https://other.example/x?a=1&amp;b=2')
+      .replace('<img src="/a.png" alt="A">', '<img src="/a.png" alt="A" loading="lazy">')
+      .replace('    <!-- ad slot -->\n', '    \n')
+      .replace('    <div class="ad">buy now</div>\n', '    \n')
+      .replace('</body>', '<script src="/analytics.js"></script>\n</body>');
+    eq(out, expected);
+    eq(seen.links, 2);
+    eq(seen.title, 'Old title &amp; more', 'text chunks are raw HTML text');
+  });
+  await test('a large document in many chunks, with some async handlers', async () => {
+    const rows = 20000;
+    let n = 0;
+    const body = new ReadableStream({
+      pull(c) {
+        if (n >= rows) { c.close(); return; }
+        let chunk = '';
+        for (let i = 0; i < 500 && n < rows; i++, n++) chunk += `<tr id="r${n}"><td class="v">${n}</td></tr>`;
+        c.enqueue(new TextEncoder().encode(chunk));
+      },
+    });
+    let awaited = 0;
+    const out = await new HTMLRewriter().on('td.v', {
+      async element(el) {
+        el.setAttribute('class', 'w');
+        if (Math.random() < 0.01) { awaited++; await null; }
+      },
+    }).transform(new Response(body)).text();
+    eq(out.split('class="w"').length - 1, rows, 'every cell rewritten');
+    assert(!out.includes('class="v"'), 'none left');
+    assert(out.startsWith('<tr id="r0"><td class="w">0</td></tr>') && out.endsWith(`<tr id="r${rows - 1}"><td class="w">${rows - 1}</td></tr>`), 'order kept');
+    assert(awaited > 0, 'some handlers awaited');
+  });
   await test('HTMLRewriter is a global; on/onDocument chain', () => {
     const d = Object.getOwnPropertyDescriptor(globalThis, 'HTMLRewriter');
     assert(d && !d.enumerable && d.configurable, 'non-enumerable global');
