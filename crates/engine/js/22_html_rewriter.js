@@ -236,7 +236,7 @@ function toBytes(value) {
 }
 
 // The rewritten body: a pull source over the original body's reader.
-function rewrittenBody(registrations, source) {
+function rewrittenBody(registrations, source, charset) {
   const session = { id: 0, registrations, endTags: new Map(), lastTag: 0, failure: null };
   const reader = internal.acquireReader(source);
   let finished = false;
@@ -250,7 +250,7 @@ function rewrittenBody(registrations, source) {
       if (finished) return;
       try {
         if (session.id === 0) {
-          session.id = host.htmlRewriterStart(registrations.map((r) => r.spec));
+          session.id = host.htmlRewriterStart(registrations.map((r) => r.spec), charset);
         }
         // Until something comes out: lol_html may hold a chunk back (a tag
         // cut in two), and a pull that enqueues nothing is not repeated.
@@ -341,7 +341,10 @@ class HTMLRewriter {
     const init = { status: response.status, statusText: response.statusText, headers: response.headers };
     // Nothing to rewrite (a null-body status, or no body at all).
     if (response.body === null) return new Response(null, init);
-    const body = rewrittenBody(this.#registrations.slice(), response.body);
+    // The document's encoding, from Content-Type (UTF-8 without one).
+    const type = response.headers.get('content-type');
+    const charset = type === null ? null : (/;\s*charset\s*=\s*"?([^";\s]+)/i.exec(type)?.[1] ?? null);
+    const body = rewrittenBody(this.#registrations.slice(), response.body, charset);
     const out = new Response(body, init);
     // The rewritten body has a length of its own.
     out.headers.delete('content-length');

@@ -14,8 +14,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use lol_html::Selector;
+use encoding_rs::Encoding;
 use lol_html::html_content::ContentType;
+use lol_html::{AsciiCompatibleEncoding, Selector};
 
 use self::session::{Call, Input, Op, OpResult, Place, Registration, STACK_SIZE, Session, Yield};
 use super::{HostState, arg_string, arg_u32, js_string, throw_type_error, u8_array, view_bytes};
@@ -228,7 +229,7 @@ pub(super) fn html_rewriter_selector(
     }
 }
 
-/// `htmlRewriterStart(registrations)` → session id. Each registration is
+/// `htmlRewriterStart(registrations, charset)` → session id. Each registration is
 /// `[0, selector, element, comments, text]` or `[1, doctype, comments,
 /// text, end]` (booleans: which handlers exist).
 pub(super) fn html_rewriter_start(
@@ -246,12 +247,19 @@ pub(super) fn html_rewriter_start(
             return;
         }
     };
+    let encoding = match read_encoding(scope, args.get(1)) {
+        Ok(encoding) => encoding,
+        Err(message) => {
+            throw_type_error(scope, &message);
+            return;
+        }
+    };
     let fixed = STACK_SIZE + BUFFER_LIMIT;
     // Over the limit the isolate is being terminated (see `memory.rs`).
     if host.memory.charge(fixed).is_err() {
         return;
     }
-    let session = match Session::new(registrations, BUFFER_LIMIT) {
+    let session = match Session::new(registrations, BUFFER_LIMIT, encoding) {
         Ok(session) => session,
         Err(error) => {
             host.memory.release(fixed);
@@ -273,6 +281,29 @@ pub(super) fn html_rewriter_start(
         },
     );
     rv.set(v8::Integer::new_from_unsigned(scope, id).into());
+}
+
+/// The document's encoding from a `charset` label (`null`: UTF-8). An
+/// unknown label means UTF-8, as for a page without one; an encoding
+/// lol_html cannot rewrite in (UTF-16, ISO-2022-JP…) is refused.
+fn read_encoding(
+    scope: &mut v8::PinScope<'_, '_>,
+    value: v8::Local<'_, v8::Value>,
+) -> Result<AsciiCompatibleEncoding, String> {
+    let utf8 = || AsciiCompatibleEncoding::utf_8();
+    if value.is_null_or_undefined() {
+        return Ok(utf8());
+    }
+    let label = value.to_rust_string_lossy(scope);
+    let Some(encoding) = Encoding::for_label(label.as_bytes()) else {
+        return Ok(utf8());
+    };
+    AsciiCompatibleEncoding::new(encoding).ok_or_else(|| {
+        format!(
+            "HTMLRewriter: cannot rewrite a document encoded in {}",
+            encoding.name()
+        )
+    })
 }
 
 fn read_registrations(

@@ -122,7 +122,7 @@ export default suite(async (request, env) => {
     eq(seen.title, 'Old title &amp; more', 'text chunks are raw HTML text');
   });
   await test('a large document in many chunks, with some async handlers', async () => {
-    const rows = 20000;
+    const rows = 10000;
     let n = 0;
     const body = new ReadableStream({
       pull(c) {
@@ -292,6 +292,20 @@ export default suite(async (request, env) => {
     const used = html('<p>x</p>');
     await used.text();
     throws(() => new HTMLRewriter().transform(used), TypeError, 'a used body');
+  });
+  await test('the document encoding comes from Content-Type', async () => {
+    // "café" in windows-1252: é is the single byte 0xE9.
+    const latin1 = new Uint8Array([0x3c, 0x70, 0x3e, 0x63, 0x61, 0x66, 0xe9, 0x3c, 0x2f, 0x70, 0x3e]);
+    let seen = '';
+    const res = new HTMLRewriter().on('p', {
+      text(t) { seen += t.text; if (t.lastInTextNode) t.after(' à', {}); },
+    }).transform(new Response(latin1, { headers: { 'content-type': 'text/html; charset=windows-1252' } }));
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    eq(seen, 'café', 'text decoded as windows-1252');
+    deepEq([...bytes], [...latin1.slice(0, 7), 0x20, 0xe0, ...latin1.slice(7)], 'inserted text encoded as windows-1252');
+    const utf16 = new HTMLRewriter().on('p', {}).transform(new Response('<p>x</p>', { headers: { 'content-type': 'text/html; charset=utf-16le' } }));
+    await rejects(utf16.text(), TypeError, 'an encoding lol_html cannot rewrite in');
+    eq(await new HTMLRewriter().transform(new Response('<p>é</p>', { headers: { 'content-type': 'text/html; charset=bogus' } })).text(), '<p>é</p>', 'unknown label: UTF-8');
   });
   await test('selectors', async () => {
     const hits = [];

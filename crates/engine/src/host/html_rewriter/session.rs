@@ -26,8 +26,8 @@ use lol_html::html_content::{
     Comment, ContentType, Doctype, DocumentEnd, Element, EndTag, TextChunk,
 };
 use lol_html::{
-    DocumentContentHandlers, ElementContentHandlers, HandlerResult, HtmlRewriter, MemorySettings,
-    Selector, Settings,
+    AsciiCompatibleEncoding, DocumentContentHandlers, ElementContentHandlers, HandlerResult,
+    HtmlRewriter, MemorySettings, Selector, Settings,
 };
 
 /// What the host hands the coroutine.
@@ -194,6 +194,7 @@ impl Session {
     pub(crate) fn new(
         registrations: Vec<Registration>,
         memory_limit: usize,
+        encoding: AsciiCompatibleEncoding,
     ) -> Result<Self, SessionError> {
         let stack = DefaultStack::new(STACK_SIZE).map_err(SessionError::Stack)?;
         let output = Rc::new(RefCell::new(Vec::new()));
@@ -204,7 +205,8 @@ impl Session {
                 let bridge = Rc::new(Bridge {
                     yielder: Cell::new(std::ptr::from_ref(yielder)),
                 });
-                let settings = settings(&bridge, registrations, memory_limit);
+                let settings =
+                    settings(&bridge, registrations, memory_limit).with_encoding(encoding);
                 let mut rewriter = HtmlRewriter::new(settings, move |chunk: &[u8]| {
                     sink.borrow_mut().extend_from_slice(chunk);
                 });
