@@ -12,10 +12,28 @@ const SLICE = 64 * 1024;
 const kCreate = Symbol('create');
 const INVALID = 'This content token is no longer valid: handlers may use a token only until they return (or their promise settles).';
 
-function contentArgs(content, options, what) {
-  internal.requireArgs(content === undefined ? 0 : 1, 1, `Failed to execute '${what}'`);
-  const opts = internal.toDictionary(options, 'ContentOptions');
-  return [internal.toDOMString(content), Boolean(opts.html)];
+// Inserts `content` with operation `op`. A string goes in at once; a
+// ReadableStream or Response is read whole first, and the rewrite waits for
+// it as for a handler's promise (inserts after it in the same handler wait
+// their turn, so content lands in call order).
+function insert(token, op, content, options) {
+  Token.check(token);
+  if (content === undefined) throw new TypeError(`Failed to execute '${op}': 1 argument required, but only 0 present.`);
+  const html = Boolean(internal.toDictionary(options, 'ContentOptions').html);
+  const session = Token.session(token);
+  if (internal.isResponse(content) || internal.isReadableStream(content)) {
+    const text = (internal.isResponse(content) ? content : new Response(content)).text();
+    text.then(undefined, () => {}); // its failure is the chain's, below
+    session.pending = Promise.resolve(session.pending).then(() => text).then((s) => Token.op(token, op, s, html));
+  } else if (session.pending !== null) {
+    const s = internal.toDOMString(content);
+    session.pending = session.pending.then(() => Token.op(token, op, s, html));
+  } else {
+    Token.op(token, op, internal.toDOMString(content), html);
+    return;
+  }
+  // Handled here; runCall awaits (and reports) it.
+  session.pending.then(undefined, () => {});
 }
 
 // The base of every token: which session it belongs to, and whether its
@@ -65,15 +83,12 @@ class Element extends Token {
     Token.op(this, 'removeAttribute', internal.toDOMString(name));
     return this;
   }
-  before(content, options = undefined) { Token.op(this, 'before', ...contentArgs(content, options, 'before')); return this; }
-  after(content, options = undefined) { Token.op(this, 'after', ...contentArgs(content, options, 'after')); return this; }
-  prepend(content, options = undefined) { Token.op(this, 'prepend', ...contentArgs(content, options, 'prepend')); return this; }
-  append(content, options = undefined) { Token.op(this, 'append', ...contentArgs(content, options, 'append')); return this; }
-  replace(content, options = undefined) { Token.op(this, 'replace', ...contentArgs(content, options, 'replace')); return this; }
-  setInnerContent(content, options = undefined) {
-    Token.op(this, 'setInnerContent', ...contentArgs(content, options, 'setInnerContent'));
-    return this;
-  }
+  before(content, options = undefined) { insert(this, 'before', content, options); return this; }
+  after(content, options = undefined) { insert(this, 'after', content, options); return this; }
+  prepend(content, options = undefined) { insert(this, 'prepend', content, options); return this; }
+  append(content, options = undefined) { insert(this, 'append', content, options); return this; }
+  replace(content, options = undefined) { insert(this, 'replace', content, options); return this; }
+  setInnerContent(content, options = undefined) { insert(this, 'setInnerContent', content, options); return this; }
   remove() { Token.op(this, 'remove'); return this; }
   removeAndKeepContent() { Token.op(this, 'removeAndKeepContent'); return this; }
   onEndTag(handler) {
@@ -89,8 +104,8 @@ class Element extends Token {
 class EndTag extends Token {
   get name() { return Token.op(this, 'tagName'); }
   set name(name) { Token.op(this, 'setName', internal.toDOMString(name)); }
-  before(content, options = undefined) { Token.op(this, 'before', ...contentArgs(content, options, 'before')); return this; }
-  after(content, options = undefined) { Token.op(this, 'after', ...contentArgs(content, options, 'after')); return this; }
+  before(content, options = undefined) { insert(this, 'before', content, options); return this; }
+  after(content, options = undefined) { insert(this, 'after', content, options); return this; }
   remove() { Token.op(this, 'remove'); return this; }
 }
 
@@ -105,9 +120,9 @@ class Text extends Token {
   get text() { Token.check(this); return this.#text; }
   get lastInTextNode() { Token.check(this); return this.#last; }
   get removed() { return Token.op(this, 'removed'); }
-  before(content, options = undefined) { Token.op(this, 'before', ...contentArgs(content, options, 'before')); return this; }
-  after(content, options = undefined) { Token.op(this, 'after', ...contentArgs(content, options, 'after')); return this; }
-  replace(content, options = undefined) { Token.op(this, 'replace', ...contentArgs(content, options, 'replace')); return this; }
+  before(content, options = undefined) { insert(this, 'before', content, options); return this; }
+  after(content, options = undefined) { insert(this, 'after', content, options); return this; }
+  replace(content, options = undefined) { insert(this, 'replace', content, options); return this; }
   remove() { Token.op(this, 'remove'); return this; }
 }
 
@@ -124,9 +139,9 @@ class Comment extends Token {
     this.#text = text;
   }
   get removed() { return Token.op(this, 'removed'); }
-  before(content, options = undefined) { Token.op(this, 'before', ...contentArgs(content, options, 'before')); return this; }
-  after(content, options = undefined) { Token.op(this, 'after', ...contentArgs(content, options, 'after')); return this; }
-  replace(content, options = undefined) { Token.op(this, 'replace', ...contentArgs(content, options, 'replace')); return this; }
+  before(content, options = undefined) { insert(this, 'before', content, options); return this; }
+  after(content, options = undefined) { insert(this, 'after', content, options); return this; }
+  replace(content, options = undefined) { insert(this, 'replace', content, options); return this; }
   remove() { Token.op(this, 'remove'); return this; }
 }
 
@@ -148,7 +163,7 @@ class Doctype extends Token {
 }
 
 class DocumentEnd extends Token {
-  append(content, options = undefined) { Token.op(this, 'append', ...contentArgs(content, options, 'append')); return this; }
+  append(content, options = undefined) { insert(this, 'append', content, options); return this; }
 }
 
 for (const [cls, name, members] of [
@@ -197,7 +212,14 @@ async function runCall(session, call) {
   try {
     const result = handler.call(receiver, token);
     if (internal.isObject(result) && typeof result.then === 'function') await result;
+    // Content still being read for this token (a stream or Response).
+    while (session.pending !== null) {
+      const pending = session.pending;
+      await pending;
+      if (session.pending === pending) session.pending = null;
+    }
   } catch (e) {
+    session.pending = null;
     Token.invalidate(token);
     session.failure = { error: e };
     try {
@@ -237,7 +259,7 @@ function toBytes(value) {
 
 // The rewritten body: a pull source over the original body's reader.
 function rewrittenBody(registrations, source, charset) {
-  const session = { id: 0, registrations, endTags: new Map(), lastTag: 0, failure: null };
+  const session = { id: 0, registrations, endTags: new Map(), lastTag: 0, failure: null, pending: null };
   const reader = internal.acquireReader(source);
   let finished = false;
   const finish = () => {

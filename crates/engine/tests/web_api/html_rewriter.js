@@ -307,6 +307,21 @@ export default suite(async (request, env) => {
     await rejects(utf16.text(), TypeError, 'an encoding lol_html cannot rewrite in');
     eq(await new HTMLRewriter().transform(new Response('<p>é</p>', { headers: { 'content-type': 'text/html; charset=bogus' } })).text(), '<p>é</p>', 'unknown label: UTF-8');
   });
+  await test('content from a ReadableStream or a Response', async () => {
+    const stream = () => new ReadableStream({
+      start(c) { c.enqueue(new TextEncoder().encode('<b>str')); c.enqueue(new TextEncoder().encode('eam</b>')); c.close(); },
+    });
+    const out = await rewrite(new HTMLRewriter()
+      .on('#a', { element(el) { el.append(stream(), { html: true }).append(' then text'); } })
+      .on('#b', { element(el) { el.replace(new Response('<i>response</i>'), { html: true }); } })
+      .on('#c', { element(el) { el.setInnerContent(new Response('<escaped>')); } }),
+    '<p id="a">x</p><p id="b">y</p><p id="c">z</p>');
+    eq(out, '<p id="a">x<b>stream</b> then text</p><i>response</i><p id="c">&lt;escaped&gt;</p>');
+    const broken = new HTMLRewriter().on('p', {
+      element(el) { el.append(new ReadableStream({ pull(c) { c.error(new RangeError('content broke')); } })); },
+    }).transform(html('<p>x</p>'));
+    await rejects(broken.text(), RangeError, 'a broken content stream fails the rewrite');
+  });
   await test('selectors', async () => {
     const hits = [];
     const r = new HTMLRewriter();
