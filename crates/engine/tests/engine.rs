@@ -9,6 +9,8 @@ mod support;
 
 #[path = "engine/basics.rs"]
 mod basics;
+#[path = "engine/cache.rs"]
+mod cache;
 #[path = "engine/egress.rs"]
 mod egress;
 #[path = "engine/fairness.rs"]
@@ -33,5 +35,7 @@ mod service_worker;
 mod signal;
 #[path = "engine/streaming.rs"]
 mod streaming;
-#[path = "engine/wpt.rs"]
-mod wpt;
+#[path = "engine/url.rs"]
+mod url;
+#[path = "engine/url_pattern.rs"]
+mod url_pattern;

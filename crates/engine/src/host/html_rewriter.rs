@@ -1,6 +1,6 @@
 //! `host.htmlRewriter*`: HTMLRewriter on Cloudflare's `lol_html`, one
 //! [`Session`] (a coroutine running lol_html) per `transform()`d body. The
-//! protocol with js/22_html_rewriter.js is in HOST.md; why a coroutine is in
+//! protocol with js/23_html_rewriter.js is in HOST.md; why a coroutine is in
 //! `html_rewriter/session.rs`.
 //!
 //! Memory: each session charges the worker's budget for its stack and for

@@ -1,6 +1,8 @@
-//! `host.urlParse` and `host.urlSet`: WHATWG URLs via `ada` (the `ada-url`
-//! crate), whose parser and setters pass the URL Standard's tests (WPT
-//! `urltestdata.json` and `setters_tests.json`; `tests/engine/wpt.rs`).
+//! `host.urlParse` and `host.urlSet`: the JavaScript `URL`'s parsing and
+//! setters, by `ada-url` (the WHATWG URL Standard's parser, conformant with
+//! the Web Platform Tests; Node.js uses the same library). The engine's own
+//! Rust code (outbound fetch, egress checks) keeps the `url` crate; what it
+//! gets from JavaScript is an href this parser already normalised.
 
 use ada_url::Url;
 

@@ -1,4 +1,4 @@
-// 22_html_rewriter.js — HTMLRewriter (the Workers API) over Cloudflare's
+// 23_html_rewriter.js — HTMLRewriter (the Workers API) over Cloudflare's
 // lol_html, which the host runs on a coroutine (HOST.md, host/html_rewriter).
 // transform() returns a Response whose body is rewritten as it is read: each
 // input chunk goes to the host in slices; when lol_html reaches a token a

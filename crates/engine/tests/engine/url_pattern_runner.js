@@ -1,5 +1,5 @@
 // Runs the WPT URLPattern vectors (urlpatterntestdata.json, POSTed as the
-// request body) through the global URLPattern and answers
+// request body; from tests/engine/url_pattern.rs) through the global URLPattern and answers
 // {"passed": N, "failed": [{name, error}]}. Each vector: `pattern` (the
 // constructor's arguments) and `expected_obj` (the component patterns, or
 // "error" when the constructor must throw TypeError); `inputs` (test()/exec()
