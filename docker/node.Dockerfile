@@ -13,6 +13,8 @@
 ARG RUST_VERSION=1.95.0
 
 FROM docker.io/library/rust:${RUST_VERSION}-slim-bookworm AS build
+# The engine compiles ada (its URL parser, C++) from the ada-url crate.
+RUN apt-get update && apt-get install -y --no-install-recommends g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \

@@ -219,5 +219,53 @@ class EventTarget {
 internal.enumerableMembers(EventTarget, ['addEventListener', 'removeEventListener', 'dispatchEvent']);
 internal.setToStringTag(EventTarget.prototype, 'EventTarget');
 
+// CustomEvent (DOM Standard): an Event carrying `detail`.
+class CustomEvent extends Event {
+  #detail;
+  constructor(type, eventInitDict = undefined) {
+    internal.requireArgs(arguments.length, 1, "Failed to construct 'CustomEvent'");
+    const init = internal.toDictionary(eventInitDict, 'CustomEventInit');
+    super(type, init);
+    this.#detail = init.detail === undefined ? null : init.detail;
+  }
+  get detail() {
+    if (!internal.isObject(this) || !(#detail in this)) throw new TypeError('Illegal invocation');
+    return this.#detail;
+  }
+}
+internal.enumerableMembers(CustomEvent, ['detail']);
+internal.setToStringTag(CustomEvent.prototype, 'CustomEvent');
+
+// ErrorEvent (HTML Standard): what `reportError` dispatches at the global.
+class ErrorEvent extends Event {
+  #message;
+  #filename;
+  #lineno;
+  #colno;
+  #error;
+  constructor(type, eventInitDict = undefined) {
+    internal.requireArgs(arguments.length, 1, "Failed to construct 'ErrorEvent'");
+    const init = internal.toDictionary(eventInitDict, 'ErrorEventInit');
+    super(type, init);
+    this.#message = init.message === undefined ? '' : internal.toDOMString(init.message);
+    this.#filename = init.filename === undefined ? '' : internal.toUSVString(init.filename);
+    this.#lineno = init.lineno === undefined ? 0 : internal.toNumber(init.lineno) >>> 0;
+    this.#colno = init.colno === undefined ? 0 : internal.toNumber(init.colno) >>> 0;
+    this.#error = init.error;
+  }
+  static #check(self) {
+    if (!internal.isObject(self) || !(#message in self)) throw new TypeError('Illegal invocation');
+  }
+  get message() { ErrorEvent.#check(this); return this.#message; }
+  get filename() { ErrorEvent.#check(this); return this.#filename; }
+  get lineno() { ErrorEvent.#check(this); return this.#lineno; }
+  get colno() { ErrorEvent.#check(this); return this.#colno; }
+  get error() { ErrorEvent.#check(this); return this.#error; }
+}
+internal.enumerableMembers(ErrorEvent, ['message', 'filename', 'lineno', 'colno', 'error']);
+internal.setToStringTag(ErrorEvent.prototype, 'ErrorEvent');
+
 internal.defineGlobal('Event', Event);
 internal.defineGlobal('EventTarget', EventTarget);
+internal.defineGlobal('CustomEvent', CustomEvent);
+internal.defineGlobal('ErrorEvent', ErrorEvent);

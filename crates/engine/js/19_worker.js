@@ -250,7 +250,11 @@ function toChunk(value) {
   throw new TypeError(`A response body stream produced ${describe(value)}; chunks must be Uint8Array.`);
 }
 
-async function sendResponse(ctxId, response) {
+// `headOnly`: the request was HEAD, so the answer is the head alone, complete
+// once sent: a streamed body is not read but canceled (the head keeps the
+// Content-Length it declared), and the front end dropping the body at once is
+// no client going away.
+async function sendResponse(ctxId, response, headOnly) {
   if (!internal.isResponse(response)) {
     fail(ctxId, new TypeError(`The fetch handler returned ${describe(response)} instead of a Response.`));
     return;
@@ -270,6 +274,11 @@ async function sendResponse(ctxId, response) {
     return;
   }
   const whole = body.wholeBytes;
+  if (headOnly && whole === null) {
+    host.respond(ctxId, status, statusText, list, null);
+    internal.streamCancel(body.getStream()).then(undefined, () => {});
+    return;
+  }
   if (whole !== null) {
     body.used = true;
     host.respond(ctxId, status, statusText, list, whole);
@@ -341,7 +350,7 @@ function runRequest(handler, ctxId, method, url, headers, bodyId, env) {
     responsePromise = Promise.reject(e);
   }
   return responsePromise
-    .then((response) => sendResponse(ctxId, response), (e) => fail(ctxId, e))
+    .then((response) => sendResponse(ctxId, response, method === 'HEAD'), (e) => fail(ctxId, e))
     .then(undefined, (e) => internal.reportError(e))
     .then(() => settleWaitUntil(state))
     .then(() => {
@@ -439,9 +448,26 @@ function dispatchEvent(event) {
   return globalTarget.dispatchEvent(...arguments);
 }
 
+// reportError (HTML Standard): an `error` ErrorEvent at the global; logged
+// as an uncaught exception unless a listener called preventDefault().
+function reportError(e) {
+  internal.requireArgs(arguments.length, 1, "Failed to execute 'reportError'");
+  let message = '';
+  try {
+    message = internal.isObject(e) && typeof e.message === 'string' ? e.message : String(e);
+  } catch {
+    // an unprintable value: the event still goes out
+  }
+  const event = new ErrorEvent('error', { message, error: e, cancelable: true });
+  if (internal.dispatchTrusted(globalTarget, event)) internal.reportError(e);
+}
+
+// Isolane presents itself as a Workers runtime (docs/engine.md): libraries
+// detect Workers by this exact user agent (hono/adapter's getRuntimeKey,
+// and many SDKs), and workerd reports one CPU.
 class Navigator {
   constructor(key = undefined) { if (key !== kCreate) internal.illegalConstructor(); }
-  get userAgent() { return 'Isolane'; }
+  get userAgent() { return 'Cloudflare-Workers'; }
   get hardwareConcurrency() { return 1; }
   get language() { return 'en'; }
 }
@@ -451,6 +477,7 @@ internal.setToStringTag(Navigator.prototype, 'Navigator');
 internal.defineGlobal('addEventListener', addEventListener);
 internal.defineGlobal('removeEventListener', removeEventListener);
 internal.defineGlobal('dispatchEvent', dispatchEvent);
+internal.defineGlobal('reportError', reportError);
 internal.defineGlobal('FetchEvent', FetchEvent);
 internal.defineGlobal('ExecutionContext', ExecutionContext);
 internal.defineGlobal('ScheduledController', ScheduledController);

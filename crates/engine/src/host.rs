@@ -10,6 +10,7 @@ mod cache;
 mod clone;
 mod crypto;
 mod fetch;
+mod html_rewriter;
 mod io;
 mod memory;
 mod respond;
@@ -17,7 +18,9 @@ pub(crate) mod state;
 mod text;
 mod timers;
 mod url;
+mod url_pattern;
 
+pub(crate) use html_rewriter::Rewriters;
 pub(crate) use state::{HostState, Settlement};
 
 use v8::MapFnTo;
@@ -52,6 +55,42 @@ fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
         ("cachePut", cache::cache_put.map_fn_to()),
         ("cacheMatch", cache::cache_match.map_fn_to()),
         ("cacheDelete", cache::cache_delete.map_fn_to()),
+        (
+            "urlPatternParse",
+            url_pattern::url_pattern_parse.map_fn_to(),
+        ),
+        (
+            "urlPatternMatchInput",
+            url_pattern::url_pattern_match_input.map_fn_to(),
+        ),
+        (
+            "htmlRewriterSelector",
+            html_rewriter::html_rewriter_selector.map_fn_to(),
+        ),
+        (
+            "htmlRewriterStart",
+            html_rewriter::html_rewriter_start.map_fn_to(),
+        ),
+        (
+            "htmlRewriterWrite",
+            html_rewriter::html_rewriter_write.map_fn_to(),
+        ),
+        (
+            "htmlRewriterEnd",
+            html_rewriter::html_rewriter_end.map_fn_to(),
+        ),
+        (
+            "htmlRewriterContinue",
+            html_rewriter::html_rewriter_continue.map_fn_to(),
+        ),
+        (
+            "htmlRewriterOp",
+            html_rewriter::html_rewriter_op.map_fn_to(),
+        ),
+        (
+            "htmlRewriterFree",
+            html_rewriter::html_rewriter_free.map_fn_to(),
+        ),
     ]
 }
 

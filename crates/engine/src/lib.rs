@@ -31,6 +31,7 @@ mod outcome;
 mod platform;
 mod pool;
 mod quarantine;
+mod rejection;
 mod scheduled;
 mod script;
 mod snapshot;

@@ -1,8 +1,8 @@
 //! Worker scripts: ES module or service-worker detection, evaluation,
-//! exceptions as text, and unhandled rejections.
+//! exceptions as text.
 
 use crate::bundle::WorkerBundle;
-use crate::host::{self, HostState};
+use crate::host;
 use crate::isolate::{Globals, TurnError};
 use crate::snapshot::script_origin;
 
@@ -62,17 +62,31 @@ pub(crate) fn evaluate(
         let namespace = module.get_module_namespace();
         call(scope, internal, "setModule", &[namespace])?;
     } else {
+        // A service worker has no `env` argument: its bindings are globals,
+        // there before its first line runs (as on Cloudflare).
+        let global = scope.get_current_context().global(scope);
+        define_bindings(scope, global, bundle)?;
         let origin = script_origin(scope, name, false);
         v8::Script::compile(scope, source, Some(&origin))?.run(scope)?;
         call(scope, internal, "checkServiceWorker", &[])?;
     }
     let env = v8::Object::new(scope);
+    define_bindings(scope, env, bundle)?;
+    Some(v8::Global::new(scope, env))
+}
+
+/// Sets each of the worker's bindings as a property of `target`.
+fn define_bindings(
+    scope: &mut v8::PinScope<'_, '_>,
+    target: v8::Local<'_, v8::Object>,
+    bundle: &WorkerBundle,
+) -> Option<()> {
     for (key, value) in &bundle.env {
         let key = host::js_string(scope, key)?;
         let value = host::js_string(scope, value)?;
-        env.set(scope, key, value)?;
+        target.set(scope, key, value)?;
     }
-    Some(v8::Global::new(scope, env))
+    Some(())
 }
 
 fn call<'s>(
@@ -135,31 +149,6 @@ pub(crate) fn describe(
         .map(|s| s.to_rust_string_lossy(scope))
         .unwrap_or_default();
     TurnError::Threw { message, stack }
-}
-
-/// V8's promise-reject callback: logs unhandled rejections with the worker.
-pub(crate) unsafe extern "C" fn promise_reject(message: v8::PromiseRejectMessage) {
-    if message.get_event() != v8::PromiseRejectEvent::PromiseRejectWithNoHandler {
-        return;
-    }
-    // SAFETY: V8 calls this on the isolate's thread, inside JS execution.
-    v8::callback_scope!(unsafe scope, &message);
-    let reason = message
-        .get_value()
-        .map(|v| v.to_rust_string_lossy(scope))
-        .unwrap_or_default();
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let request_id = host.request_id(host.current());
-    tracing::warn!(
-        worker.id = host.worker_id(),
-        revision = host.revision(),
-        thread = host.thread.index,
-        request.id = request_id.as_deref().unwrap_or(""),
-        reason = %reason,
-        "unhandled promise rejection"
-    );
 }
 
 #[cfg(test)]

@@ -15,15 +15,29 @@ mod cache;
 mod egress;
 #[path = "engine/fairness.rs"]
 mod fairness;
+#[path = "engine/globals.rs"]
+mod globals;
 #[path = "engine/hostile.rs"]
 mod hostile;
+#[path = "engine/html_rewriter.rs"]
+mod html_rewriter;
 #[path = "engine/limits.rs"]
 mod limits;
+#[path = "engine/logs.rs"]
+mod logs;
 #[path = "engine/pool_modes.rs"]
 mod pool_modes;
+#[path = "engine/rejections.rs"]
+mod rejections;
 #[path = "engine/scheduled.rs"]
 mod scheduled;
+#[path = "engine/service_worker.rs"]
+mod service_worker;
+#[path = "engine/signal.rs"]
+mod signal;
 #[path = "engine/streaming.rs"]
 mod streaming;
 #[path = "engine/url.rs"]
 mod url;
+#[path = "engine/url_pattern.rs"]
+mod url_pattern;

@@ -260,12 +260,11 @@ async fn serve(mut stream: TcpStream) {
         .target
         .split_once('?')
         .unwrap_or((req.target.as_str(), ""));
+    // Decoded as URLSearchParams does (as the node harness's server does).
     let param = |name: &str| {
-        query
-            .split('&')
-            .filter_map(|p| p.split_once('='))
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.to_owned())
+        url::form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
     };
     let head_only = req.method == "HEAD";
     match path {

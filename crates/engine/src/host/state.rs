@@ -21,6 +21,7 @@ use crate::bundle::WorkerBundle;
 use crate::isolate::WorkerIsolate;
 use crate::memory::Memory;
 use crate::outcome::{ExecuteError, Outcome};
+use crate::rejection::Rejections;
 use crate::thread::ThreadCtx;
 
 /// CPU budget for evaluating a worker's top-level code (no request yet).
@@ -126,6 +127,10 @@ pub(crate) struct HostState {
     bodies: RefCell<IdMap<(u32, BodySlot)>>,
     ops: RefCell<IdMap<Op>>,
     timers: RefCell<IdMap<Timer>>,
+    /// Promises rejected without a handler in the current turn.
+    pub(crate) rejections: Rejections,
+    /// HTMLRewriter sessions in flight, by request.
+    pub(crate) rewriters: super::Rewriters,
 }
 
 impl HostState {
@@ -142,6 +147,8 @@ impl HostState {
             bodies: RefCell::default(),
             ops: RefCell::default(),
             timers: RefCell::default(),
+            rejections: Rejections::default(),
+            rewriters: super::Rewriters::default(),
         }
     }
 
@@ -382,6 +389,7 @@ impl HostState {
         for timer in timers {
             timer.task.abort();
         }
+        self.rewriters.drop_for(ctx);
         self.bodies
             .borrow_mut()
             .retain(|_, (owner, _)| !matches(*owner));
@@ -394,6 +402,7 @@ impl HostState {
             reason: "the isolate was discarded",
         });
         self.requests.borrow_mut().clear();
+        self.rejections.clear();
     }
 
     // --- bodies ---

@@ -2,6 +2,8 @@
 // FetchEvent with request, respondWith, waitUntil, passThroughOnException.
 // Answers with the same JSON as the module suites.
 let waitUntilRan = false;
+// Bindings are globals in this form, there from the first line.
+const suiteAtTopLevel = typeof SUITE === 'string' ? SUITE : typeof SUITE;
 
 addEventListener('fetch', (event) => {
   const failed = [];
@@ -17,6 +19,12 @@ addEventListener('fetch', (event) => {
     if (event.request.method !== 'POST') throw new Error(`method ${event.request.method}`);
     if (event.isTrusted !== true) throw new Error('not trusted');
     event.passThroughOnException();
+  });
+  check('bindings are globals', () => {
+    if (suiteAtTopLevel !== 'service_worker.js') throw new Error(`SUITE at top level: ${suiteAtTopLevel}`);
+    if (SUITE !== 'service_worker.js') throw new Error(`SUITE: ${SUITE}`);
+    if (typeof TARGET !== 'string' || !TARGET.startsWith('http://')) throw new Error(`TARGET: ${typeof TARGET}`);
+    if (globalThis.SUITE !== SUITE) throw new Error('not a property of globalThis');
   });
   check('waitUntil', () => {
     event.waitUntil(new Promise((r) => setTimeout(() => { waitUntilRan = true; r(); }, 1)));

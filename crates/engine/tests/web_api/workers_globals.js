@@ -1,0 +1,129 @@
+// How Isolane presents itself to runtime-detection code (navigator), CustomEvent, ErrorEvent, reportError.
+// ---- tiny test harness (same in every suite; suites are single-file workers) ----
+let results;
+const fmt = (v) => { try { return typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : JSON.stringify(v) ?? String(v); } catch { return String(v); } };
+async function test(name, fn) {
+  try {
+    await fn();
+    results.passed++;
+  } catch (e) {
+    results.failed.push({ name, error: String((e && e.stack) || e) });
+  }
+}
+function assert(cond, msg = 'assertion failed') { if (!cond) throw new Error(msg); }
+function eq(actual, expected, msg = 'eq') {
+  if (!Object.is(actual, expected)) throw new Error(`${msg}: expected ${fmt(expected)}, got ${fmt(actual)}`);
+}
+function deepEq(actual, expected, msg = 'deepEq') {
+  const a = JSON.stringify(actual), b = JSON.stringify(expected);
+  if (a !== b) throw new Error(`${msg}: expected ${b}, got ${a}`);
+}
+function checkError(e, expected, msg) {
+  if (typeof expected === 'function') {
+    if (!(e instanceof expected)) throw new Error(`${msg}: expected ${expected.name}, got ${e && e.name}: ${e && e.message}`);
+  } else if (typeof expected === 'string') {
+    if (!e || e.name !== expected) throw new Error(`${msg}: expected error named ${expected}, got ${e && e.name}: ${e && e.message}`);
+    if (!['Error', 'TypeError', 'RangeError', 'SyntaxError', 'EvalError', 'ReferenceError'].includes(expected) && !(e instanceof DOMException)) {
+      throw new Error(`${msg}: expected a DOMException named ${expected}`);
+    }
+  }
+}
+function throws(fn, expected, msg = 'throws') {
+  try { fn(); } catch (e) { checkError(e, expected, msg); return e; }
+  throw new Error(`${msg}: did not throw`);
+}
+async function rejects(p, expected, msg = 'rejects') {
+  let promise;
+  try { promise = typeof p === 'function' ? p() : p; } catch (e) { throw new Error(`${msg}: threw synchronously instead of rejecting: ${e}`); }
+  assert(promise && typeof promise.then === 'function', `${msg}: did not return a promise`);
+  try { await promise; } catch (e) { checkError(e, expected, msg); return e; }
+  throw new Error(`${msg}: did not reject`);
+}
+const tick = () => new Promise((r) => setTimeout(r, 0));
+const bytes = (...xs) => new Uint8Array(xs);
+const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, '0')).join('');
+function suite(run) {
+  return {
+    async fetch(request, env, ctx) {
+      results = { passed: 0, failed: [] };
+      try {
+        await run(request, env, ctx);
+      } catch (e) {
+        results.failed.push({ name: '(suite)', error: String((e && e.stack) || e) });
+      }
+      return new Response(JSON.stringify(results), { headers: { 'content-type': 'application/json' } });
+    },
+  };
+}
+// ---- end of harness ----
+
+export default suite(async () => {
+  await test('navigator presents a Workers runtime', () => {
+    eq(navigator.userAgent, 'Cloudflare-Workers', 'the user agent runtime detection looks for');
+    assert(navigator.userAgent.startsWith('Cloudflare-Workers'), 'prefix check (hono/adapter getRuntimeKey)');
+    eq(navigator.hardwareConcurrency, 1, 'one CPU, as workerd');
+    eq(navigator.language, 'en');
+    assert(navigator instanceof Navigator, 'a Navigator');
+    eq(Object.prototype.toString.call(navigator), '[object Navigator]');
+    throws(() => new Navigator(), TypeError, 'no constructor');
+    const d = Object.getOwnPropertyDescriptor(Navigator.prototype, 'userAgent');
+    assert(d.get && d.enumerable && !d.set, 'a read-only, enumerable accessor');
+  });
+  await test('no other runtime is detected', () => {
+    eq(typeof Deno, 'undefined');
+    eq(typeof Bun, 'undefined');
+    eq(typeof EdgeRuntime, 'undefined');
+    eq(typeof fastly, 'undefined');
+    eq(typeof process, 'undefined', 'no node process object');
+    eq(typeof window, 'undefined', 'not a browser window');
+    eq(typeof document, 'undefined');
+  });
+  await test('CustomEvent', () => {
+    const e = new CustomEvent('ping', { detail: { n: 1 }, cancelable: true });
+    assert(e instanceof Event, 'an Event');
+    eq(e.type, 'ping');
+    eq(e.detail.n, 1);
+    eq(e.cancelable, true);
+    eq(new CustomEvent('x').detail, null, 'detail defaults to null');
+    eq(Object.prototype.toString.call(e), '[object CustomEvent]');
+    throws(() => new CustomEvent(), TypeError, 'type required');
+    throws(() => Object.getOwnPropertyDescriptor(CustomEvent.prototype, 'detail').get.call(new Event('x')), TypeError, 'brand check');
+    const target = new EventTarget();
+    let seen = null;
+    target.addEventListener('ping', (ev) => { seen = ev.detail; });
+    target.dispatchEvent(new CustomEvent('ping', { detail: 'hello' }));
+    eq(seen, 'hello', 'dispatched with its detail');
+    const d = Object.getOwnPropertyDescriptor(globalThis, 'CustomEvent');
+    assert(d && !d.enumerable && d.configurable, 'a non-enumerable global');
+  });
+  await test('ErrorEvent', () => {
+    const err = new Error('boom');
+    const e = new ErrorEvent('error', { message: 'boom', error: err, filename: 'w.js', lineno: 3, colno: 7 });
+    assert(e instanceof Event, 'an Event');
+    eq(e.message, 'boom');
+    eq(e.error, err);
+    eq(e.filename, 'w.js');
+    eq(e.lineno, 3);
+    eq(e.colno, 7);
+    const empty = new ErrorEvent('error');
+    eq(empty.message, '');
+    eq(empty.error, undefined);
+    eq(empty.lineno, 0);
+  });
+  await test('reportError dispatches an error event at the global', () => {
+    throws(() => reportError(), TypeError, 'an argument is required');
+    const seen = [];
+    const listener = (e) => { seen.push([e.constructor.name, e.message, e.error, e.cancelable, e.isTrusted]); e.preventDefault(); };
+    addEventListener('error', listener);
+    const err = new TypeError('reported, and handled by a listener');
+    const result = reportError(err);
+    removeEventListener('error', listener);
+    eq(result, undefined);
+    eq(seen.length, 1);
+    deepEq(seen[0].slice(0, 2), ['ErrorEvent', 'reported, and handled by a listener']);
+    eq(seen[0][2], err, 'the error itself');
+    eq(seen[0][3], true, 'cancelable');
+    eq(seen[0][4], true, 'trusted');
+    reportError('a reported string (expected in the log)');
+  });
+});
