@@ -9,6 +9,8 @@ mod support;
 
 #[path = "engine/basics.rs"]
 mod basics;
+#[path = "engine/crypto.rs"]
+mod crypto;
 #[path = "engine/egress.rs"]
 mod egress;
 #[path = "engine/fairness.rs"]

@@ -58,6 +58,8 @@ pub(crate) enum Settlement {
     Bytes(Vec<u8>),
     Fetch(FetchHead),
     TypeError(String),
+    /// An offloaded Web Crypto job (`host/crypto/offload.rs`).
+    Crypto(Box<super::crypto::subtle::OffloadResult>),
 }
 
 /// The head of an outbound fetch's response.
@@ -126,10 +128,13 @@ pub(crate) struct HostState {
     bodies: RefCell<IdMap<(u32, BodySlot)>>,
     ops: RefCell<IdMap<Op>>,
     timers: RefCell<IdMap<Timer>>,
+    /// Web Crypto keys and hashers of this isolate (`host/crypto/handles.rs`).
+    pub(crate) crypto: super::crypto::handles::Handles,
 }
 
 impl HostState {
     pub(crate) fn new(thread: Rc<ThreadCtx>, me: Weak<WorkerIsolate>, memory: Arc<Memory>) -> Self {
+        let crypto = super::crypto::handles::Handles::new(memory.clone());
         Self {
             thread,
             worker: OnceCell::new(),
@@ -142,6 +147,7 @@ impl HostState {
             bodies: RefCell::default(),
             ops: RefCell::default(),
             timers: RefCell::default(),
+            crypto,
         }
     }
 
@@ -496,6 +502,7 @@ impl Settlement {
                 .map(Into::into)
                 .ok_or(undefined),
             Settlement::Fetch(head) => Ok(head.into_js(scope)),
+            Settlement::Crypto(result) => super::crypto::subtle::offloaded_js(scope, *result),
             Settlement::TypeError(message) => {
                 let message = v8::String::new(scope, &message).ok_or(undefined)?;
                 Err(v8::Exception::type_error(scope, message))
