@@ -661,3 +661,89 @@ async fn expensive_operations_are_cut_at_the_cpu_limit_without_stalling_the_thre
             >= 2
     );
 }
+
+/// JWS/JWT tokens and keys published in RFC 7515 appendix A: A.2 (RS256,
+/// deterministic, so signing with the private key must give the same
+/// signature), A.3 (ES256) and A.4 (ES512, P-521 with SHA-512).
+#[tokio::test]
+async fn rfc_7515_tokens_verify() {
+    let r = checks(
+        "t/crypto-jws",
+        r#"{
+  async rs256() {
+    const jwk = { kty: 'RSA',
+      n: 'ofgWCuLjybRlzo0tZWJjNiuSfb4p4fAkd_wWJcyQoTbji9k0l8W26mPddxHmfHQp-Vaw-4qPCJrcS2mJPMEzP1Pt0Bm4d4QlL-yRT-SFd2lZS-pCgNMsD1W_YpRPEwOWvG6b32690r2jZ47soMZo9wGzjb_7OMg0LOL-bSf63kpaSHSXndS5z5rexMdbBYUsLA9e-KXBdQOS-UTo7WTBEMa2R2CapHg665xsmtdVMTBQY4uDZlxvb3qCo5ZwKh9kG4LT6_I5IhlJH7aGhyxXFvUK-DWNmoudF8NAco9_h9iaGNj8q2ethFkMLs91kzk2PAcDTW9gb54h4FRWyuXpoQ',
+      e: 'AQAB',
+      d: 'Eq5xpGnNCivDflJsRQBXHx1hdR1k6Ulwe2JZD50LpXyWPEAeP88vLNO97IjlA7_GQ5sLKMgvfTeXZx9SE-7YwVol2NXOoAJe46sui395IW_GO-pWJ1O0BkTGoVEn2bKVRUCgu-GjBVaYLU6f3l9kJfFNS3E0QbVdxzubSu3Mkqzjkn439X0M_V51gfpRLI9JYanrC4D4qAdGcopV_0ZHHzQlBjudU2QvXt4ehNYTCBr6XCLQUShb1juUO1ZdiYoFaFQT5Tw8bGUl_x_jTj3ccPDVZFD9pIuhLhBOneufuBiB4cS98l2SR_RQyGWSeWjnczT0QU91p1DhOVRuOopznQ',
+      p: '4BzEEOtIpmVdVEZNCqS7baC4crd0pqnRH_5IB3jw3bcxGn6QLvnEtfdUdiYrqBdss1l58BQ3KhooKeQTa9AB0Hw_Py5PJdTJNPY8cQn7ouZ2KKDcmnPGBY5t7yLc1QlQ5xHdwW1VhvKn-nXqhJTBgIPgtldC-KDV5z-y2XDwGUc',
+      q: 'uQPEfgmVtjL0Uyyx88GZFF1fOunH3-7cepKmtH4pxhtCoHqpWmT8YAmZxaewHgHAjLYsp1ZSe7zFYHj7C6ul7TjeLQeZD_YwD66t62wDmpe_HlB-TnBA-njbglfIsRLtXlnDzQkv5dTltRJ11BKBBypeeF6689rjcJIDEz9RWdc',
+      dp: 'BwKfV3Akq5_MFZDFZCnW-wzl-CCo83WoZvnLQwCTeDv8uzluRSnm71I3QCLdhrqE2e9YkxvuxdBfpT_PI7Yz-FOKnu1R6HsJeDCjn12Sk3vmAktV2zb34MCdy7cpdTh_YVr7tss2u6vneTwrA86rZtu5Mbr1C1XsmvkxHQAdYo0',
+      dq: 'h_96-mK1R_7glhsum81dZxjTnYynPbZpHziZjeeHcXYsXaaMwkOlODsWa7I9xXDoRwbKgB719rrmI2oKr6N3Do9U0ajaHF-NKJnwgjMd2w9cjz3_-kyNlxAr2v4IKhGNpmM5iIgOS1VZnOZ68m6_pbLBSp3nssTdlqvd0tIiTHU',
+      qi: 'IYd7DHOhrWvxkwPQsRM2tOgrjbcrfvtQJipd-DlcxyVuuM9sQLdgjVk2oy26F0EmpScGLq2MowX7fhd_QJQ3ydy5cY7YIBi87w93IKLEdfnbJtoOPLUW0ITrJReOgo1cq9SbsxYawBgfp_gh6A5603k2-ZQwVK0JKSHuLFkuQ3U' };
+    const token = 'eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ.cC4hiUPoj9Eetdgtv3hF80EGrhuB__dzERat0XF9g2VtQgr9PJbu3XOiZj5RZmh7AAuHIm4Bh-0Qc_lF5YKt_O8W2Fp5jujGbds9uJdbF9CUAr7t1dnZcAcQjbKBYNX4BAynRFdiuB--f_nZLgrnbyTyWzO75vRK5h6xBArLIARNPvkSjtQBMHlb1L07Qe7K0GarZRmB_eSN9383LcOLn6_dO--xi12jzDwusC-eOkHWEsqtFZESc6BfI7noOPqvhJ1phCnvWh6IeYI2w9QOYEUipUTI8np6LbgGY9Fs98rqVt5AXLIhWkWywlVmtVrBp0igcN_IoypGlUPQGe77Rw';
+    const [h, p, s] = token.split('.');
+    const alg = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' };
+    const priv = await S.importKey('jwk', jwk, alg, true, ['sign']);
+    const pub = await S.importKey('jwk', { kty: 'RSA', n: jwk.n, e: jwk.e }, alg, true, ['verify']);
+    const sig = await S.sign('RSASSA-PKCS1-v1_5', priv, enc(h + '.' + p));
+    const exported = await S.exportKey('jwk', priv);
+    const same = ['n', 'e', 'd', 'p', 'q', 'dp', 'dq', 'qi'].filter((m) => exported[m] !== jwk[m]);
+    return [await S.verify('RSASSA-PKCS1-v1_5', pub, unb64url(s), enc(h + '.' + p)),
+            await S.verify('RSASSA-PKCS1-v1_5', pub, unb64url(s), enc(h + '.' + p + 'x')),
+            b64url(new Uint8Array(sig)) === s, same, pub.algorithm.modulusLength];
+  },
+  async es256() {
+    const jwk = { kty: 'EC', crv: 'P-256', x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU',
+      y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0' };
+    const token = 'eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ.DtEhU3ljbEg8L38VWAfUAqOyKAM6-Xx-F4GawxaepmXFCgfTjDxw5djxLa8ISlSApmWQxfKTUJqPP3-Kg6NU1Q';
+    const [h, p, s] = token.split('.');
+    const alg = { name: 'ECDSA', hash: 'SHA-256' };
+    const pub = await S.importKey('jwk', jwk, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['verify']);
+    return [await S.verify(alg, pub, unb64url(s), enc(h + '.' + p)), await S.verify(alg, pub, unb64url(s), enc(h + '.' + p + 'x'))];
+  },
+  async es512() {
+    const jwk = { kty: 'EC', crv: 'P-521',
+      x: 'AekpBQ8ST8a8VcfVOTNl353vSrDCLLJXmPk06wTjxrrjcBpXp5EOnYG_NjFZ6OvLFV1jSfS9tsz4qUxcWceqwQGk',
+      y: 'ADSmRA43Z1DSNx_RvcLI87cdL07l6jQyyBXMoxVg_l2Th-x3S1WDhjDly79ajL4Kkd0AZMaZmh9ubmf63e3kyMj2' };
+    const token = 'eyJhbGciOiJFUzUxMiJ9.UGF5bG9hZA.AdwMgeerwtHoh-l192l60hp9wAHZFVJbLfD_UxMi70cwnZOYaRI1bKPWROc-mZZqwqT2SI-KGDKB34XO0aw_7XdtAG8GaSwFKdCAPZgoXD2YBJZCPEX3xKpRwcdOO8KpEHwJjyqOgzDO7iKvU8vcnwNrmxYbSW9ERBXukOXolLzeO_Jn';
+    const [h, p, s] = token.split('.');
+    const alg = { name: 'ECDSA', hash: 'SHA-512' };
+    const pub = await S.importKey('jwk', jwk, { name: 'ECDSA', namedCurve: 'P-521' }, false, ['verify']);
+    return [await S.verify(alg, pub, unb64url(s), enc(h + '.' + p)), await S.verify(alg, pub, unb64url(s), enc(h + '.x'))];
+  },
+}"#,
+    )
+    .await;
+    use serde_json::json;
+    expect(&r, "rs256", json!([true, false, true, [], 2048]));
+    expect(&r, "es256", json!([true, false]));
+    expect(&r, "es512", json!([true, false]));
+}
+
+/// A key whose CryptoKey was garbage collected leaves the isolate's key
+/// table (and the memory budget): 200 000 short-lived keys, each charged
+/// about 300 bytes, fit in a 32 MiB budget only if they are freed.
+#[tokio::test]
+async fn collected_keys_are_freed() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let script = "export default { async fetch() {
+        const raw = new Uint8Array(32);
+        for (let i = 0; i < 200000; i++) {
+          await crypto.subtle.importKey('raw', raw, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+        }
+        return new Response('done');
+      } };";
+    let worker = Arc::new(bundle_with(
+        "t/key-churn",
+        script,
+        Limits {
+            memory_mib: 32,
+            ..generous()
+        },
+        &[],
+    ));
+    assert_eq!(
+        run(&engine, 0, &worker, "/").await,
+        (200, "done".to_owned())
+    );
+}
