@@ -511,9 +511,30 @@ async fn errors_are_named_as_the_spec_says() {
       digestStreamName: (() => { try { new crypto.DigestStream('SHA-3'); return 'no'; } catch (e) { return e.name; } })(),
     };
   },
+  // WPT generateKey/failures.js: a bad algorithm property rejects before the
+  // next microtask, bad usages only in the generation steps after it.
+  async ordering() {
+    const order = [];
+    const a = S.generateKey({ name: 'AES-GCM', length: 100 }, true, ['encrypt']).catch((e) => order.push('property ' + e.name));
+    const b = S.generateKey({ name: 'AES-GCM', length: 128 }, true, ['sign']).catch((e) => order.push('usage ' + e.name));
+    const c = S.generateKey({ name: 'ECDSA', namedCurve: 'P-512' }, true, ['sign']).catch((e) => order.push('curve ' + e.name));
+    Promise.resolve().then(() => order.push('tick'));
+    await Promise.all([a, b, c]);
+    return order;
+  },
 }"#,
     )
     .await;
+    expect(
+        &r,
+        "ordering",
+        serde_json::json!([
+            "property OperationError",
+            "curve NotSupportedError",
+            "tick",
+            "usage SyntaxError"
+        ]),
+    );
     let names = r.get("names").unwrap();
     let want = serde_json::json!({
         "unknownDigest": "NotSupportedError",
