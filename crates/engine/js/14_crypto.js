@@ -275,11 +275,24 @@ function checkJwk(jwk, algorithm, extractable, usages, keyAlgorithm) {
     }
   }
   if (jwk.ext === false && extractable) throw domError('DataError', 'The JWK is not extractable.');
-  if (jwk.alg !== undefined && keyAlgorithm !== undefined) {
-    const expected = jwkAlg(keyAlgorithm);
-    const ed = algorithm.name === 'Ed25519' && (jwk.alg === 'Ed25519' || jwk.alg === 'EdDSA');
-    if (expected !== undefined && jwk.alg !== expected && !ed) {
-      throw domError('DataError', `The JWK "alg" ${jwk.alg} does not match ${expected}.`);
+  if (jwk.alg !== undefined && !jwkAlgMatches(internal.toDOMString(jwk.alg), algorithm, keyAlgorithm)) {
+    throw domError('DataError', `The JWK "alg" ${jwk.alg} does not fit ${algorithm.name}.`);
+  }
+}
+
+// Whether a JWK's "alg" fits the key being imported (`keyAlgorithm` undefined:
+// not known yet, checked again once it is).
+function jwkAlgMatches(alg, algorithm, keyAlgorithm) {
+  switch (algorithm.name) {
+    case 'Ed25519':
+      return alg === 'Ed25519' || alg === 'EdDSA';
+    case 'X25519':
+      return true;
+    case 'ECDH':
+      return alg.startsWith('ECDH-ES');
+    default: {
+      const expected = keyAlgorithm === undefined ? undefined : jwkAlg(keyAlgorithm);
+      return expected === undefined || alg === expected;
     }
   }
 }
