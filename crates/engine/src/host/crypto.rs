@@ -3,6 +3,7 @@
 //! `timingSafeEqual`) is in the modules below.
 
 pub(crate) mod error;
+mod fast_verify;
 pub(crate) mod formats;
 pub(crate) mod handles;
 pub(crate) mod key;

@@ -135,6 +135,9 @@ pub(crate) fn verify(
     signature: &[u8],
     data: &[u8],
 ) -> Result<bool> {
+    if let Some(valid) = super::fast_verify::verify(algorithm, key, params, signature, data) {
+        return Ok(valid);
+    }
     match (algorithm, key) {
         ("HMAC", Key::Secret(k)) => with_hash!(hash_name(params)?, |H| {
             let mut mac = <hmac::Hmac<H> as Mac>::new_from_slice(k)
