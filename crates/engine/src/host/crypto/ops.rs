@@ -22,6 +22,10 @@ use super::key::{EcPrivate, EcPublic, Key, with_curve};
 /// Cloudflare's Workers.
 pub(crate) const PBKDF2_MAX_ITERATIONS: u32 = 100_000;
 
+/// Output blocks × iterations one PBKDF2 call may cost (8 blocks, 256 bytes
+/// of SHA-256 output, at the iteration cap): about half a second of CPU.
+const PBKDF2_MAX_WORK: u64 = 8 * PBKDF2_MAX_ITERATIONS as u64;
+
 /// Algorithm parameters, already normalised by the runtime's JavaScript.
 #[derive(Default)]
 pub(crate) struct Params {
@@ -404,6 +408,12 @@ pub(crate) fn derive(
             }
             let salt = params.salt.as_deref().unwrap_or_default();
             let info = params.info.as_deref().unwrap_or_default();
+            // RFC 5869: at most 255 blocks of the hash (checked before allocating).
+            if length / 8 > 255 * 64 {
+                return Err(CryptoError::operation(
+                    "HKDF: length too large for the hash",
+                ));
+            }
             let mut out = vec![0u8; length / 8];
             with_hash!(hash_name(params)?, |H| {
                 hkdf::Hkdf::<H>::new(Some(salt), secret(key)?)
@@ -509,6 +519,20 @@ pub(crate) fn pbkdf2_check(params: &Params, length: Option<usize>) -> Result<(us
     if iterations > PBKDF2_MAX_ITERATIONS {
         return Err(CryptoError::not_supported(format!(
             "Pbkdf2 failed: iteration counts above {PBKDF2_MAX_ITERATIONS} are not supported (requested {iterations})"
+        )));
+    }
+    let hash_bytes = match params.hash.as_deref() {
+        Some("SHA-1") => 20,
+        Some("SHA-256") => 32,
+        Some("SHA-384") => 48,
+        _ => 64,
+    };
+    // A started job cannot be interrupted (see `offload.rs`), so one call's
+    // work is bounded: output blocks × iterations, 8 blocks at the cap.
+    let blocks = (length / 8).div_ceil(hash_bytes).max(1) as u64;
+    if blocks * u64::from(iterations) > PBKDF2_MAX_WORK {
+        return Err(CryptoError::not_supported(format!(
+            "Pbkdf2 failed: {blocks} output blocks of {iterations} iterations are more than {PBKDF2_MAX_WORK} HMAC evaluations"
         )));
     }
     Ok((length / 8, iterations))
