@@ -784,3 +784,34 @@ async fn collected_keys_are_freed() {
         (200, "done".to_owned())
     );
 }
+
+/// A job whose request ended before it (the worker answered without
+/// awaiting it) runs to its end and then frees its isolate's slot: later
+/// requests of the same isolate still get their own jobs done.
+#[tokio::test]
+async fn abandoned_jobs_free_their_slot() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let script = "const S = crypto.subtle;
+        export default { async fetch(request) {
+          const pw = await S.importKey('raw', new TextEncoder().encode('password'), 'PBKDF2', false, ['deriveBits']);
+          const salt = new TextEncoder().encode('salt');
+          if (new URL(request.url).pathname === '/fire') {
+            S.deriveBits({ name: 'PBKDF2', hash: 'SHA-256', salt, iterations: 100000 }, pw, 256);
+            return new Response('fired');
+          }
+          const bits = await S.deriveBits({ name: 'PBKDF2', hash: 'SHA-1', salt, iterations: 2 }, pw, 160);
+          return new Response([...new Uint8Array(bits)].map((b) => b.toString(16).padStart(2, '0')).join(''));
+        } };";
+    let worker = Arc::new(bundle_with("t/abandon", script, generous(), &[]));
+    for _ in 0..4 {
+        assert_eq!(
+            run(&engine, 0, &worker, "/fire").await,
+            (200, "fired".to_owned())
+        );
+    }
+    // RFC 6070, c = 2.
+    assert_eq!(
+        run(&engine, 0, &worker, "/use").await,
+        (200, "ea6c014dc72d6f8ccd1ed92ace1d41f0d8de8957".to_owned())
+    );
+}

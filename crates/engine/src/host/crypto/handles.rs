@@ -42,7 +42,7 @@ pub(crate) struct Handles {
     /// Ids whose handle was collected while `entries` was borrowed.
     collected: RefCell<Vec<u32>>,
     /// One expensive operation at a time per isolate (see `offload.rs`).
-    pub(crate) offload: Rc<tokio::sync::Semaphore>,
+    pub(crate) offload: Arc<tokio::sync::Semaphore>,
 }
 
 /// Charge for a hasher's state.
@@ -55,7 +55,7 @@ impl Handles {
             next: Cell::new(0),
             entries: RefCell::default(),
             collected: RefCell::default(),
-            offload: Rc::new(tokio::sync::Semaphore::new(1)),
+            offload: Arc::new(tokio::sync::Semaphore::new(1)),
         }
     }
 

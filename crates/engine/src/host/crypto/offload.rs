@@ -16,9 +16,12 @@
 //!
 //! Caveats: a job that started is not interrupted (the RustCrypto calls have
 //! no cancellation point): the request can overrun its CPU limit by at most
-//! one job (an RSA-4096 generation, or PBKDF2 at the iteration cap).
+//! one job (an RSA-4096 generation, or one bounded PBKDF2 call). A job whose
+//! request ended first (the worker answered without awaiting it) still runs
+//! to its end, holding its isolate's slot, and its CPU time is charged to
+//! nobody: at most one such job per isolate at a time.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use tokio::sync::Semaphore;
 
@@ -34,8 +37,10 @@ pub(crate) enum Offloaded {
 }
 
 /// Jobs running at once in the whole process: one per core.
-static SLOTS: LazyLock<Semaphore> = LazyLock::new(|| {
-    Semaphore::new(std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+static SLOTS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
+    Arc::new(Semaphore::new(
+        std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+    ))
 });
 
 /// Returns a promise for `work`'s result and queues it (see the module docs).
@@ -57,16 +62,21 @@ pub(crate) fn spawn(
     let me = host.me.clone();
     let isolate_slot = host.crypto.offload.clone();
     let task = tokio::task::spawn_local(async move {
-        let Ok(_mine) = isolate_slot.acquire().await else {
+        let Ok(mine) = isolate_slot.acquire_owned().await else {
             return;
         };
-        let Ok(_process) = SLOTS.acquire().await else {
+        let Ok(process) = SLOTS.clone().acquire_owned().await else {
             return;
         };
+        // The slots go with the job, not with this task: if the request ends
+        // (and this task is aborted) the job still holds them until it is
+        // done, so an isolate never has two running.
         let joined = tokio::task::spawn_blocking(move || {
             let start = thread_cpu_now();
             let result = work();
-            (result, thread_cpu_now().saturating_sub(start))
+            let cpu = thread_cpu_now().saturating_sub(start);
+            drop((mine, process));
+            (result, cpu)
         })
         .await;
         let Some(isolate) = me.upgrade() else {
