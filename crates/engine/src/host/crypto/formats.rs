@@ -65,7 +65,10 @@ pub(crate) fn import(kind: Kind, format: &str, data: KeyData) -> Result<Key> {
             let Value::Object(jwk) = jwk else {
                 return Err(CryptoError::data("The JWK is not an object"));
             };
-            import_jwk(kind, &Jwk(jwk))
+            let mut jwk = Jwk(jwk);
+            let key = import_jwk(kind, &jwk);
+            zeroize_json(&mut jwk.0);
+            key
         }
         KeyData::Bytes(bytes) => match (kind, format) {
             (Kind::Secret, "raw") => Ok(Key::Secret(bytes)),
@@ -376,7 +379,12 @@ pub(crate) fn export(key: &Key, format: &str) -> Result<Exported> {
         |e: &dyn std::fmt::Display| CryptoError::operation(format!("Encoding the key failed: {e}"));
     let bytes = match (format, key) {
         ("jwk", key) => {
-            return export_jwk(key).map(|v| Exported::Jwk(Zeroizing::new(v.to_string())));
+            let mut jwk = export_jwk(key)?;
+            let text = Zeroizing::new(jwk.to_string());
+            if let Value::Object(members) = &mut jwk {
+                zeroize_json(members);
+            }
+            return Ok(Exported::Jwk(text));
         }
         ("raw", Key::Secret(bytes)) => bytes.clone(),
         ("raw", public @ (Key::EcPublic(_) | Key::Ed25519Public(_) | Key::X25519Public(_))) => {
@@ -486,6 +494,16 @@ fn export_raw_public(key: &Key) -> Result<Vec<u8>> {
         Key::Ed25519Public(k) => Ok(k.to_bytes().to_vec()),
         Key::X25519Public(k) => Ok(k.as_bytes().to_vec()),
         _ => Err(CryptoError::access("Only public keys export as raw")),
+    }
+}
+
+/// Wipes the (base64) members of a JWK that may hold private key material.
+fn zeroize_json(members: &mut Map<String, Value>) {
+    use zeroize::Zeroize;
+    for value in members.values_mut() {
+        if let Value::String(text) = value {
+            text.zeroize();
+        }
     }
 }
 
