@@ -119,6 +119,23 @@ async fn published_vectors() {
     const pt = await S.decrypt({ name: 'AES-GCM', iv: new Uint8Array(12) }, key, ct);
     return [hex(ct), hex(pt)];
   },
+  // WPT WebCryptoAPI/encrypt_decrypt/aes_gcm_vectors.js (made with Python's
+  // cryptography): 128-bit key, 256-bit IV, 128-, 64- and 32-bit tags.
+  async aesGcmLongIv() {
+    const key = await S.importKey('raw', unhex('dec0d4fcbf3c4741c892dabd1cd4c04e'), 'AES-GCM', false, ['encrypt', 'decrypt']);
+    const iv = unhex('3a92732aa6ea39bf3986e0c73fa92000202175385ef8adeac2c87335eb928dd4');
+    const additionalData = enc('There are 7 further editorial notes in the document.');
+    const text = 'This specification describes a JavaScript API for performing basic cryptographic operations in web applications, such as hashing, signature generation and verification, and encryption and decryption. Additionally, it describes an API for applications to generate and/or manage the keying material necessary to perform these operations. Uses for this API range from user or service authentication, document or code signing, and the confidentiality and integrity of communications.';
+    const full = new Uint8Array(await S.encrypt({ name: 'AES-GCM', iv, additionalData }, key, enc(text)));
+    const short = new Uint8Array(await S.encrypt({ name: 'AES-GCM', iv, additionalData, tagLength: 32 }, key, enc(text)));
+    const noAd = new Uint8Array(await S.encrypt({ name: 'AES-GCM', iv, tagLength: 64 }, key, enc(text)));
+    const back = new TextDecoder().decode(await S.decrypt({ name: 'AES-GCM', iv, additionalData, tagLength: 32 }, key, short));
+    const bad = short.slice();
+    bad[bad.length - 1] ^= 1;
+    return [hex(full.slice(0, 16)), hex(full.slice(-16)), hex(short.slice(-4)), hex(noAd.slice(-8)), back === text,
+            await err(S.decrypt({ name: 'AES-GCM', iv, additionalData, tagLength: 32 }, key, bad)),
+            await err(S.encrypt({ name: 'AES-GCM', iv, tagLength: 72 }, key, enc(text)))];
+  },
   // NIST SP 800-38A F.2.1 (CBC-AES128, block 1) and F.5.1 (CTR-AES128, block 1).
   async aesCbcCtr() {
     const k = unhex('2b7e151628aed2a6abf7158809cf4f3c');
@@ -219,6 +236,19 @@ async fn published_vectors() {
         json!([
             "0388dace60b6a392f328c2b971b2fe78ab6e47d42cec13bdf53a67b21257bddf",
             "00000000000000000000000000000000"
+        ]),
+    );
+    expect(
+        &r,
+        "aesGcmLongIv",
+        json!([
+            "b4f128b7693493eee0afafeca8f4f179",
+            "c2e2c6fdef1cc5f07bd8b097efc8b8b7",
+            "c2e2c6fd",
+            "de330b1724defaf8",
+            true,
+            "OperationError",
+            "OperationError"
         ]),
     );
     expect(

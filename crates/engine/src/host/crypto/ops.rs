@@ -5,8 +5,8 @@
 
 use std::rc::Rc;
 
-use aes_gcm::aead::consts::{U12, U13, U14, U15, U16};
-use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::aead::consts::{U12, U16, U32, U64};
+use aes_gcm::aead::{AeadInPlace, KeyInit};
 use cbc::cipher::block_padding::Pkcs7;
 use cbc::cipher::{BlockDecryptMut, BlockEncryptMut, KeyIvInit, StreamCipher};
 use ecdsa::signature::hazmat::{PrehashSigner, PrehashVerifier};
@@ -230,47 +230,92 @@ macro_rules! with_aes {
     };
 }
 
+/// AES-GCM with IVs of 12 bytes (what everyone uses), 16, 32 or 64 bytes
+/// (each an instantiation of the crate's nonce size) and tags of 32–128 bits.
 fn aes_gcm(key: &[u8], params: &Params, data: &[u8], encrypt: bool) -> Result<Vec<u8>> {
+    let tag_bytes = match params.tag_length.unwrap_or(128) {
+        bits @ (32 | 64 | 96 | 104 | 112 | 120 | 128) => bits / 8,
+        other => {
+            return Err(CryptoError::operation(format!(
+                "Invalid AES-GCM tag length: {other}"
+            )));
+        }
+    };
     let iv = params.iv.as_deref().unwrap_or_default();
-    if iv.len() != 12 {
-        return Err(CryptoError::not_supported(
-            "AES-GCM: only 96-bit (12-byte) IVs are supported",
-        ));
-    }
     let aad = params.additional_data.as_deref().unwrap_or_default();
-    let payload = Payload { msg: data, aad };
-    let nonce = aes_gcm::Nonce::<U12>::from_slice(iv);
     macro_rules! run {
-        ($tag:ty) => {
+        ($nonce:ty) => {
             with_aes!(key.len(), |A| {
-                let cipher = aes_gcm::AesGcm::<A, U12, $tag>::new_from_slice(key)
+                let cipher = aes_gcm::AesGcm::<A, $nonce>::new_from_slice(key)
                     .map_err(|_| CryptoError::data("Invalid AES key"))?;
-                if encrypt {
-                    cipher
-                        .encrypt(nonce, payload)
-                        .map_err(|_| CryptoError::operation("AES-GCM encryption failed"))
-                } else {
-                    cipher.decrypt(nonce, payload).map_err(|_| {
-                        CryptoError::operation(
-                            "The operation failed for an operation-specific reason",
-                        )
-                    })
-                }
+                let nonce = aes_gcm::Nonce::<$nonce>::from_slice(iv);
+                gcm(&cipher, nonce, aad, data, encrypt, tag_bytes)
             })
         };
     }
-    match params.tag_length.unwrap_or(128) {
-        128 => run!(U16),
-        120 => run!(U15),
-        112 => run!(U14),
-        104 => run!(U13),
-        96 => run!(U12),
-        32 | 64 => Err(CryptoError::not_supported(
-            "AES-GCM: tag lengths below 96 bits are not supported",
-        )),
-        other => Err(CryptoError::operation(format!(
-            "Invalid AES-GCM tag length: {other}"
+    match iv.len() {
+        12 => run!(U12),
+        16 => run!(U16),
+        32 => run!(U32),
+        64 => run!(U64),
+        other => Err(CryptoError::not_supported(format!(
+            "AES-GCM: IVs of {other} bytes are not supported (12, 16, 32 or 64)"
         ))),
+    }
+}
+
+/// GCM with a tag of `tag_bytes` (4–16). Shorter tags are the full tag's
+/// first bytes (NIST SP 800-38D §5.2.1.2). To check one, the ciphertext is
+/// turned back into the plaintext by the keystream (GCM encryption of the
+/// ciphertext), and the plaintext encrypted again gives the full tag of the
+/// ciphertext, compared in constant time; the crate's own decryption checks
+/// only full tags.
+fn gcm<C>(
+    cipher: &C,
+    nonce: &aes_gcm::aead::Nonce<C>,
+    aad: &[u8],
+    data: &[u8],
+    encrypt: bool,
+    tag_bytes: usize,
+) -> Result<Vec<u8>>
+where
+    C: AeadInPlace<TagSize = U16>,
+{
+    let failed = || CryptoError::operation("The operation failed for an operation-specific reason");
+    if encrypt {
+        let mut out = data.to_vec();
+        let tag = cipher
+            .encrypt_in_place_detached(nonce, aad, &mut out)
+            .map_err(|_| CryptoError::operation("AES-GCM encryption failed"))?;
+        out.extend_from_slice(tag.get(..tag_bytes).unwrap_or_default());
+        return Ok(out);
+    }
+    let Some(split) = data.len().checked_sub(tag_bytes) else {
+        return Err(failed());
+    };
+    let (ciphertext, tag) = data.split_at(split);
+    let mut out = ciphertext.to_vec();
+    if tag_bytes == 16 {
+        let tag = aes_gcm::Tag::<U16>::from_slice(tag);
+        cipher
+            .decrypt_in_place_detached(nonce, aad, &mut out, tag)
+            .map_err(|_| failed())?;
+        return Ok(out);
+    }
+    // `out` becomes the plaintext; encrypting a copy yields the ciphertext's tag.
+    cipher
+        .encrypt_in_place_detached(nonce, aad, &mut out)
+        .map_err(|_| failed())?;
+    let mut again = zeroize::Zeroizing::new(out.clone());
+    let full = cipher
+        .encrypt_in_place_detached(nonce, aad, &mut again)
+        .map_err(|_| failed())?;
+    let prefix = full.get(..tag_bytes).unwrap_or_default();
+    if bool::from(subtle::ConstantTimeEq::ct_eq(prefix, tag)) {
+        Ok(out)
+    } else {
+        zeroize::Zeroize::zeroize(&mut out);
+        Err(failed())
     }
 }
 
