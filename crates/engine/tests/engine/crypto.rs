@@ -317,6 +317,13 @@ async fn round_trips_and_jwk_shapes() {
                 await S.verify({ name: 'ECDSA', hash }, pub, await S.sign({ name: 'ECDSA', hash }, priv, enc('m')), enc('m')),
                 jwk.kty, jwk.crv, typeof jwk.d, raw[0], pair.publicKey.algorithm.namedCurve, pair.privateKey.usages]);
     }
+    // Hashes shorter than half the field: SHA-1 on P-384, SHA-256 on P-521.
+    for (const [crv, hash] of [['P-384', 'SHA-1'], ['P-521', 'SHA-256']]) {
+      const pair = await S.generateKey({ name: 'ECDSA', namedCurve: crv }, false, ['sign', 'verify']);
+      const sig = await S.sign({ name: 'ECDSA', hash }, pair.privateKey, enc('m'));
+      out.push([crv, hash, await S.verify({ name: 'ECDSA', hash }, pair.publicKey, sig, enc('m')),
+                await S.verify({ name: 'ECDSA', hash }, pair.publicKey, sig, enc('n'))]);
+    }
     return out;
   },
   async ed25519Formats() {
@@ -457,7 +464,9 @@ async fn round_trips_and_jwk_shapes() {
             4,
             "P-521",
             ["sign"]
-        ]
+        ],
+        ["P-384", "SHA-1", true, false],
+        ["P-521", "SHA-256", true, false]
     ]);
     expect(&r, "ecdsaCurves", curves);
     expect(&r, "ed25519Formats", json!([48, 44, true, "Ed25519"]));

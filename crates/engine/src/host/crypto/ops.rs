@@ -83,6 +83,20 @@ fn digest_of(hash: &str, data: &[u8]) -> Result<Vec<u8>> {
     with_hash!(hash, |H| Ok(H::digest(data).to_vec()))
 }
 
+/// The hash ECDSA signs: a hash shorter than the field is left-padded with
+/// zeros to the field's size (the same integer, SEC 1 §4.1.3), which the
+/// `ecdsa` crate would do itself except that it refuses hashes shorter than
+/// half the field (SHA-1 on P-384, SHA-256 on P-521), which Web Crypto allows.
+fn ecdsa_prehash(hash: &str, data: &[u8], field_bytes: usize) -> Result<Vec<u8>> {
+    let digest = digest_of(hash, data)?;
+    if digest.len() >= field_bytes {
+        return Ok(digest);
+    }
+    let mut padded = vec![0u8; field_bytes - digest.len()];
+    padded.extend_from_slice(&digest);
+    Ok(padded)
+}
+
 fn secret(key: &Key) -> Result<&[u8]> {
     match key {
         Key::Secret(bytes) => Ok(bytes),
@@ -112,7 +126,7 @@ pub(crate) fn sign(algorithm: &str, key: &Key, params: &Params, data: &[u8]) -> 
                 .map_err(|e| CryptoError::operation(format!("RSA-PSS signing failed: {e}")))
         }),
         ("ECDSA", Key::EcPrivate(k)) => {
-            let hashed = digest_of(hash_name(params)?, data)?;
+            let hashed = ecdsa_prehash(hash_name(params)?, data, k.curve().field_bytes())?;
             with_curve!(EcPrivate, k, |k, c| {
                 let signer = c::ecdsa::SigningKey::from_slice(&k.to_bytes())
                     .map_err(|_| CryptoError::operation("Invalid EC private key"))?;
@@ -164,7 +178,7 @@ pub(crate) fn verify(
             )
         }),
         ("ECDSA", Key::EcPublic(k)) => {
-            let hashed = digest_of(hash_name(params)?, data)?;
+            let hashed = ecdsa_prehash(hash_name(params)?, data, k.curve().field_bytes())?;
             Ok(with_curve!(EcPublic, k, |k, c| {
                 let Ok(signature) = c::ecdsa::Signature::from_slice(signature) else {
                     return Ok(false);
