@@ -449,6 +449,11 @@ function keyDataArg(format, keyData) {
   return bytesArg(keyData, 'keyData');
 }
 
+// Web Crypto runs each operation "in parallel" after the synchronous steps
+// (argument conversion, algorithm normalisation): each method marks that
+// point with `await undefined`, so every later result or error arrives in a
+// later microtask, as the spec (and WPT) expect, not synchronously.
+
 function checkThis(self, op, args, required) {
   if (!(self instanceof SubtleCrypto)) throw new TypeError('Illegal invocation');
   internal.requireArgs(args, required, `Failed to execute '${op}' on 'SubtleCrypto'`);
@@ -463,6 +468,7 @@ class SubtleCrypto {
     checkThis(this, 'digest', arguments.length, 2);
     const bytes = bytesArg(data, "Failed to execute 'digest' on 'SubtleCrypto': parameter 2");
     const { name } = normalize('digest', algorithm);
+    await undefined; // in parallel
     return callHost(() => host.digest(name, bytes));
   }
 
@@ -471,6 +477,7 @@ class SubtleCrypto {
     const alg = normalize('sign', algorithm);
     const s = requireKey(key, 'key');
     const bytes = bytesArg(data, 'data');
+    await undefined; // in parallel
     checkOp(alg, s, 'sign');
     return callHost(() => host.cryptoSign(alg.name, s.handle, hostParams(alg, s), bytes));
   }
@@ -481,6 +488,7 @@ class SubtleCrypto {
     const s = requireKey(key, 'key');
     const sig = bytesArg(signature, 'signature');
     const bytes = bytesArg(data, 'data');
+    await undefined; // in parallel
     checkOp(alg, s, 'verify');
     return callHost(() => host.cryptoVerify(alg.name, s.handle, hostParams(alg, s), sig, bytes));
   }
@@ -490,6 +498,7 @@ class SubtleCrypto {
     const alg = normalize('encrypt', algorithm);
     const s = requireKey(key, 'key');
     const bytes = bytesArg(data, 'data');
+    await undefined; // in parallel
     checkOp(alg, s, 'encrypt');
     return encryptOp(alg, s, bytes, true);
   }
@@ -499,6 +508,7 @@ class SubtleCrypto {
     const alg = normalize('decrypt', algorithm);
     const s = requireKey(key, 'key');
     const bytes = bytesArg(data, 'data');
+    await undefined; // in parallel
     checkOp(alg, s, 'decrypt');
     return encryptOp(alg, s, bytes, false);
   }
@@ -523,7 +533,7 @@ class SubtleCrypto {
     } else if (alg.namedCurve !== undefined && !EC_JWK_ALG[alg.namedCurve]) {
       throw domError('NotSupportedError', `Unsupported named curve: ${alg.namedCurve}`);
     }
-    await undefined;
+    await undefined; // in parallel
     if (isSecretAlgorithm(name)) {
       checkUsages(usages, allowedUsages(name, 'secret'));
       if (usages.length === 0) throw domError('SyntaxError', 'The usages must not be empty.');
@@ -550,6 +560,7 @@ class SubtleCrypto {
     const length = getKeyLength(normalize('getKeyLength', derivedKeyType));
     const usages = toUsages(keyUsages);
     const s = requireKey(baseKey, 'baseKey');
+    await undefined; // in parallel
     checkOp(alg, s, 'deriveKey');
     const bits = await deriveNormalized(alg, s, length);
     return importNormalized('raw', new Uint8Array(bits), importAlg, Boolean(extractable), usages);
@@ -560,6 +571,7 @@ class SubtleCrypto {
     const alg = normalize('deriveBits', algorithm);
     const s = requireKey(baseKey, 'baseKey');
     const bits = length === null || length === undefined ? null : convertMember('ulong', length, 'length');
+    await undefined; // in parallel
     checkOp(alg, s, 'deriveBits');
     return deriveNormalized(alg, s, bits);
   }
@@ -569,13 +581,16 @@ class SubtleCrypto {
     const fmt = toFormat(format);
     const data = keyDataArg(fmt, keyData);
     const alg = normalize('importKey', algorithm);
-    return importNormalized(fmt, data, alg, Boolean(extractable), toUsages(keyUsages));
+    const usages = toUsages(keyUsages);
+    await undefined; // in parallel
+    return importNormalized(fmt, data, alg, Boolean(extractable), usages);
   }
 
   async exportKey(format, key) {
     checkThis(this, 'exportKey', arguments.length, 2);
     const fmt = toFormat(format);
     requireKey(key, 'key');
+    await undefined; // in parallel
     return exportNormalized(fmt, key);
   }
 
@@ -585,6 +600,7 @@ class SubtleCrypto {
     const alg = normalizeWrap('wrapKey', 'encrypt', wrapAlgorithm);
     requireKey(key, 'key');
     const s = requireKey(wrappingKey, 'wrappingKey');
+    await undefined; // in parallel
     checkOp(alg, s, 'wrapKey');
     const exported = exportNormalized(fmt, key);
     const bytes = fmt === 'jwk' ? host.utf8Encode(JSON.stringify(exported)) : new Uint8Array(exported);
@@ -599,6 +615,7 @@ class SubtleCrypto {
     const importAlg = normalize('importKey', unwrappedKeyAlgorithm);
     const usages = toUsages(keyUsages);
     const s = requireKey(unwrappingKey, 'unwrappingKey');
+    await undefined; // in parallel
     checkOp(alg, s, 'unwrapKey');
     const bytes = new Uint8Array(encryptOp(alg, s, wrapped, false));
     let data = bytes;

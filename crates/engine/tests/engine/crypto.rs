@@ -565,8 +565,10 @@ async fn errors_are_named_as_the_spec_says() {
     const a = S.generateKey({ name: 'AES-GCM', length: 100 }, true, ['encrypt']).catch((e) => order.push('property ' + e.name));
     const b = S.generateKey({ name: 'AES-GCM', length: 128 }, true, ['sign']).catch((e) => order.push('usage ' + e.name));
     const c = S.generateKey({ name: 'ECDSA', namedCurve: 'P-512' }, true, ['sign']).catch((e) => order.push('curve ' + e.name));
+    // Every other result comes "in parallel" too: never before the next microtask.
+    const d = S.importKey('raw', enc('k'), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']).then(() => order.push('import'));
     Promise.resolve().then(() => order.push('tick'));
-    await Promise.all([a, b, c]);
+    await Promise.all([a, b, c, d]);
     return order;
   },
 }"#,
@@ -579,7 +581,8 @@ async fn errors_are_named_as_the_spec_says() {
             "property OperationError",
             "curve NotSupportedError",
             "tick",
-            "usage SyntaxError"
+            "usage SyntaxError",
+            "import"
         ]),
     );
     let names = r.get("names").unwrap();
