@@ -287,9 +287,9 @@ function jwkAlgMatches(alg, algorithm, keyAlgorithm) {
     case 'Ed25519':
       return alg === 'Ed25519' || alg === 'EdDSA';
     case 'X25519':
-      return true;
     case 'ECDH':
-      return alg.startsWith('ECDH-ES');
+      // Ignored for key agreement keys (w3c/webcrypto#401).
+      return true;
     default: {
       const expected = keyAlgorithm === undefined ? undefined : jwkAlg(keyAlgorithm);
       return expected === undefined || alg === expected;
