@@ -326,6 +326,22 @@ async fn round_trips_and_jwk_shapes() {
     }
     return out;
   },
+  // WPT WebCryptoAPI/import_export/ec_importKey.js, P-256: pkcs8, spki and
+  // jwk export give back the very bytes and members imported.
+  async ecExportIsByteExact() {
+    const spki = new Uint8Array([48, 89, 48, 19, 6, 7, 42, 134, 72, 206, 61, 2, 1, 6, 8, 42, 134, 72, 206, 61, 3, 1, 7, 3, 66, 0, 4, 210, 16, 176, 166, 249, 217, 240, 18, 134, 128, 88, 180, 63, 164, 244, 113, 1, 133, 67, 187, 160, 12, 146, 80, 223, 146, 87, 194, 172, 174, 93, 209, 206, 3, 117, 82, 212, 129, 69, 12, 227, 155, 77, 16, 149, 112, 27, 23, 91, 250, 179, 75, 142, 108, 9, 158, 24, 241, 193, 152, 53, 131, 97, 232]);
+    const pkcs8 = new Uint8Array([48, 129, 135, 2, 1, 0, 48, 19, 6, 7, 42, 134, 72, 206, 61, 2, 1, 6, 8, 42, 134, 72, 206, 61, 3, 1, 7, 4, 109, 48, 107, 2, 1, 1, 4, 32, 19, 211, 58, 45, 90, 191, 156, 249, 235, 178, 31, 248, 96, 212, 174, 254, 110, 86, 231, 119, 144, 244, 222, 233, 180, 8, 132, 235, 211, 53, 68, 234, 161, 68, 3, 66, 0, 4, 210, 16, 176, 166, 249, 217, 240, 18, 134, 128, 88, 180, 63, 164, 244, 113, 1, 133, 67, 187, 160, 12, 146, 80, 223, 146, 87, 194, 172, 174, 93, 209, 206, 3, 117, 82, 212, 129, 69, 12, 227, 155, 77, 16, 149, 112, 27, 23, 91, 250, 179, 75, 142, 108, 9, 158, 24, 241, 193, 152, 53, 131, 97, 232]);
+    const jwk = { kty: 'EC', crv: 'P-256', x: '0hCwpvnZ8BKGgFi0P6T0cQGFQ7ugDJJQ35JXwqyuXdE',
+      y: 'zgN1UtSBRQzjm00QlXAbF1v6s0uObAmeGPHBmDWDYeg', d: 'E9M6LVq_nPnrsh_4YNSu_m5W53eQ9N7ptAiE69M1ROo' };
+    const alg = { name: 'ECDH', namedCurve: 'P-256' };
+    const pub = await S.importKey('spki', spki, alg, true, []);
+    const priv = await S.importKey('pkcs8', pkcs8, alg, true, ['deriveBits']);
+    const fromJwk = await S.importKey('jwk', jwk, alg, true, ['deriveBits']);
+    const out = await S.exportKey('jwk', fromJwk);
+    return [hex(await S.exportKey('spki', pub)) === hex(spki), hex(await S.exportKey('pkcs8', priv)) === hex(pkcs8),
+            hex(await S.exportKey('pkcs8', fromJwk)) === hex(pkcs8), out.x === jwk.x && out.y === jwk.y && out.d === jwk.d,
+            Object.keys(out).sort().join(',')];
+  },
   async ed25519Formats() {
     const pair = await S.generateKey('Ed25519', true, ['sign', 'verify']);
     const pkcs8 = new Uint8Array(await S.exportKey('pkcs8', pair.privateKey));
@@ -469,6 +485,11 @@ async fn round_trips_and_jwk_shapes() {
         ["P-521", "SHA-256", true, false]
     ]);
     expect(&r, "ecdsaCurves", curves);
+    expect(
+        &r,
+        "ecExportIsByteExact",
+        json!([true, true, true, true, "crv,d,ext,key_ops,kty,x,y"]),
+    );
     expect(&r, "ed25519Formats", json!([48, 44, true, "Ed25519"]));
     expect(&r, "ecdhAndX25519", json!([true, 96, 256, true, 64]));
     expect(
