@@ -4,12 +4,20 @@
 //! calls minus that of one doing none, over `N` (best of several runs): the
 //! engine's request overhead cancels out, the `await` per call stays in.
 //!
+//! With `--workerd BIN` the same worker also runs in `workerd serve` (the
+//! npm `workerd` package's binary, as `bench/run.sh` installs it) and is
+//! measured the same way over HTTP on 127.0.0.1, in the same run.
+//!
 //! ```text
 //! source ../shared/v8/env.sh   # offline V8
-//! cargo run --release -p isolane-engine --example crypto_cost
+//! cargo run --release -p isolane-engine --example crypto_cost [-- --workerd BIN]
 //! ```
 #![allow(clippy::unwrap_used)]
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,12 +68,93 @@ async fn call(engine: &Engine, bundle: &Arc<WorkerBundle>, op: &str, n: u32) -> 
     started.elapsed()
 }
 
+/// The calls measured and how many of each per request.
+const OPS: [(&str, u32); 5] = [
+    ("hmac", 20_000),
+    ("ecdsa", 1_000),
+    ("rs256", 2_000),
+    ("rs256sign", 100),
+    ("ed25519", 2_000),
+];
+
+/// Best of 5 of (time of `n` calls − time of none) / `n`, in µs.
+async fn per_call<F, Fut>(mut call: F, n: u32) -> f64
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = Duration>,
+{
+    call(10).await;
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let base = call(0).await;
+        let loaded = call(n).await;
+        best = best.min(loaded.saturating_sub(base).as_secs_f64() * 1e6 / f64::from(n));
+    }
+    best
+}
+
+/// One GET to workerd over a fresh connection (blocking; the timing includes
+/// the connection, which the n = 0 request subtracts).
+fn workerd_call(port: u16, op: &str, n: u32) -> Option<Duration> {
+    let started = Instant::now();
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(
+        stream,
+        "GET /?op={op}&n={n} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response
+        .starts_with("HTTP/1.1 200")
+        .then(|| started.elapsed())
+}
+
+/// Starts `workerd serve` with the worker on `port`.
+fn start_workerd(bin: &Path, dir: &Path, port: u16) -> Child {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("worker.js"), WORKER).unwrap();
+    std::fs::write(
+        dir.join("config.capnp"),
+        format!(
+            r#"using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [(name = "main", worker = .worker)],
+  sockets = [(name = "http", address = "127.0.0.1:{port}", http = (), service = "main")],
+);
+const worker :Workerd.Worker = (
+  modules = [(name = "worker.js", esModule = embed "worker.js")],
+  compatibilityDate = "2024-09-23",
+);
+"#
+        ),
+    )
+    .unwrap();
+    let child = Command::new(bin)
+        .arg("serve")
+        .arg(dir.join("config.capnp"))
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while workerd_call(port, "hmac", 1).is_none() {
+        assert!(Instant::now() < deadline, "workerd did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let workerd = args
+        .iter()
+        .position(|a| a == "--workerd")
+        .and_then(|i| args.get(i + 1))
+        .map(std::path::PathBuf::from);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(async {
+    let isolane = runtime.block_on(async {
         let engine = Engine::start(
             EngineConfig {
                 threads: 1,
@@ -82,22 +171,36 @@ fn main() {
             ..Limits::default()
         };
         let bundle = Arc::new(bundle);
-        for (op, n) in [
-            ("hmac", 20_000),
-            ("ecdsa", 1_000),
-            ("rs256", 2_000),
-            ("rs256sign", 100),
-            ("ed25519", 2_000),
-        ] {
-            call(&engine, &bundle, op, 10).await;
-            let mut best = f64::MAX;
-            for _ in 0..5 {
-                let base = call(&engine, &bundle, op, 0).await;
-                let loaded = call(&engine, &bundle, op, n).await;
-                let per_call = loaded.saturating_sub(base).as_secs_f64() * 1e6 / f64::from(n);
-                best = best.min(per_call);
-            }
-            println!("{op:<10} {best:>9.2} µs per call (best of 5 × {n} calls)");
+        let mut results = Vec::new();
+        for (op, n) in OPS {
+            results.push(per_call(|n| call(&engine, &bundle, op, n), n).await);
         }
+        results
     });
+    let theirs = workerd.map(|bin| {
+        let dir = std::env::temp_dir().join(format!("isolane-crypto-cost-{}", std::process::id()));
+        // A port that was free a moment ago (workerd binds it itself).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        let mut child = start_workerd(&bin, &dir, port);
+        let mut results = Vec::new();
+        for (op, n) in OPS {
+            let call = |n| async move { workerd_call(port, op, n).unwrap() };
+            results.push(runtime.block_on(per_call(call, n)));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+        results
+    });
+    println!("{:<10} {:>12} {:>12}", "call", "isolane µs", "workerd µs");
+    for (i, (op, _)) in OPS.iter().enumerate() {
+        let other = theirs
+            .as_ref()
+            .and_then(|r| r.get(i))
+            .map_or("-".to_owned(), |v| format!("{v:.2}"));
+        println!("{op:<10} {:>12.2} {other:>12}", isolane[i]);
+    }
 }
