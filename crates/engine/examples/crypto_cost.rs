@@ -14,10 +14,9 @@
 //! ```
 #![allow(clippy::unwrap_used)]
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Command};
+#[path = "support/workerd.rs"]
+mod workerd;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -93,56 +92,6 @@ where
     best
 }
 
-/// One GET to workerd over a fresh connection (blocking; the timing includes
-/// the connection, which the n = 0 request subtracts).
-fn workerd_call(port: u16, op: &str, n: u32) -> Option<Duration> {
-    let started = Instant::now();
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(
-        stream,
-        "GET /?op={op}&n={n} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    response
-        .starts_with("HTTP/1.1 200")
-        .then(|| started.elapsed())
-}
-
-/// Starts `workerd serve` with the worker on `port`.
-fn start_workerd(bin: &Path, dir: &Path, port: u16) -> Child {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("worker.js"), WORKER).unwrap();
-    std::fs::write(
-        dir.join("config.capnp"),
-        format!(
-            r#"using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [(name = "main", worker = .worker)],
-  sockets = [(name = "http", address = "127.0.0.1:{port}", http = (), service = "main")],
-);
-const worker :Workerd.Worker = (
-  modules = [(name = "worker.js", esModule = embed "worker.js")],
-  compatibilityDate = "2024-09-23",
-);
-"#
-        ),
-    )
-    .unwrap();
-    let child = Command::new(bin)
-        .arg("serve")
-        .arg(dir.join("config.capnp"))
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while workerd_call(port, "hmac", 1).is_none() {
-        assert!(Instant::now() < deadline, "workerd did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let workerd = args
@@ -178,21 +127,19 @@ fn main() {
         results
     });
     let theirs = workerd.map(|bin| {
-        let dir = std::env::temp_dir().join(format!("isolane-crypto-cost-{}", std::process::id()));
-        // A port that was free a moment ago (workerd binds it itself).
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .unwrap();
-        let mut child = start_workerd(&bin, &dir, port);
+        let server = workerd::Workerd::start(&bin, WORKER, "/?op=hmac&n=1");
         let mut results = Vec::new();
         for (op, n) in OPS {
-            let call = |n| async move { workerd_call(port, op, n).unwrap() };
+            let server = &server;
+            let call = move |n| async move {
+                let started = Instant::now();
+                server
+                    .request("GET", &format!("/?op={op}&n={n}"), "")
+                    .unwrap();
+                started.elapsed()
+            };
             results.push(runtime.block_on(per_call(call, n)));
         }
-        let _ = child.kill();
-        let _ = child.wait();
-        let _ = std::fs::remove_dir_all(&dir);
         results
     });
     println!("{:<10} {:>12} {:>12}", "call", "isolane µs", "workerd µs");
