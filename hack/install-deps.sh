@@ -56,8 +56,9 @@ without_service_starts() { # command...
 
 # Process tools the test harness uses: setpriv (util-linux) ties etcd and
 # kube-apiserver to the test process; flock (util-linux) serialises builds.
+# g++ builds the engine's URL parser (the ada-url crate compiles its C++).
 deps_base() {
-    install_packages ca-certificates util-linux openssl
+    install_packages ca-certificates util-linux openssl g++
 }
 
 # etcd 3.4 from Debian (/usr/bin/etcd). Tests start their own etcd on random

@@ -39,6 +39,10 @@ pub const MAX_INFLIGHT_ENV: &str = "ISOLANE_MAX_INFLIGHT_PER_THREAD";
 pub const WORKER_SLOTS_ENV: &str = "ISOLANE_WORKER_SLOTS";
 /// Env var for `--max-cpu-ms`.
 pub const MAX_CPU_MS_ENV: &str = "ISOLANE_MAX_CPU_MS";
+/// Env var for `--cache-mib`.
+pub const CACHE_MIB_ENV: &str = "ISOLANE_CACHE_MIB";
+/// Env var for `--cache-namespace-mib`.
+pub const CACHE_NAMESPACE_MIB_ENV: &str = "ISOLANE_CACHE_NAMESPACE_MIB";
 /// Env var for `--egress-allow` (comma-separated CIDRs).
 pub const EGRESS_ALLOW_ENV: &str = "ISOLANE_EGRESS_ALLOW";
 /// Env var for `--egress-deny` (comma-separated CIDRs).
@@ -158,6 +162,17 @@ pub struct Args {
     /// `limits.cpuMs` asks for (one turn holds its thread that long). 0: no cap.
     #[arg(long, env = MAX_CPU_MS_ENV, default_value_t = 5_000)]
     pub max_cpu_ms: u64,
+
+    /// Memory the Cache API's entries (every Worker's, `caches.default` and
+    /// `caches.open`) may hold on this node, in MiB; least recently used out.
+    #[arg(long, env = CACHE_MIB_ENV, default_value_t = 128)]
+    pub cache_mib: usize,
+
+    /// Memory one namespace's cache entries may hold, in MiB (also the
+    /// largest entry); a namespace over it evicts only its own. 0: a quarter
+    /// of `--cache-mib`.
+    #[arg(long, env = CACHE_NAMESPACE_MIB_ENV, default_value_t = 0)]
+    pub cache_namespace_mib: usize,
 
     /// Destinations Workers' `fetch` may reach although the default egress
     /// policy refuses them (loopback, private, link-local …), as CIDRs, e.g.
@@ -357,6 +372,10 @@ impl Args {
             spare_isolates: self.spare_isolates,
             worker_slots: self.worker_slots,
             max_cpu_ms: self.max_cpu_ms,
+            cache: isolane_engine::CacheConfig {
+                capacity_bytes: self.cache_mib.saturating_mul(1 << 20),
+                namespace_bytes: self.cache_namespace_mib.saturating_mul(1 << 20),
+            },
             egress: isolane_engine::EgressConfig {
                 allow: self.egress_allow.clone(),
                 deny: self.egress_deny.clone(),

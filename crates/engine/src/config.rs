@@ -88,6 +88,8 @@ pub struct EngineConfig {
     pub max_cpu_ms: u64,
     /// Where `fetch` may connect, and the extra CAs it trusts.
     pub egress: crate::egress::EgressConfig,
+    /// The Cache API's store, shared by the engine's threads.
+    pub cache: crate::cache::CacheConfig,
 }
 
 impl EngineConfig {
@@ -115,6 +117,7 @@ impl Default for EngineConfig {
             worker_slots: 0,
             max_cpu_ms: 5_000,
             egress: crate::egress::EgressConfig::default(),
+            cache: crate::cache::CacheConfig::default(),
         }
     }
 }

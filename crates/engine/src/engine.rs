@@ -79,6 +79,7 @@ impl Engine {
             loads: crate::fairness::Loads::new(threads),
             egress: Arc::new(crate::egress::EgressPolicy::new(&config.egress)),
             roots,
+            cache: crate::cache::HttpCache::new(config.cache),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut handles = Vec::with_capacity(threads);

@@ -6,6 +6,7 @@
 //! JS turn of its own: async work is spawned on the thread's `LocalSet` and
 //! settles its promise later, in a turn of its own (see `isolate::turn`).
 
+mod cache;
 mod clone;
 mod crypto;
 mod fetch;
@@ -48,6 +49,9 @@ fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
         ("fail", respond::fail.map_fn_to()),
         ("requestDone", respond::request_done.map_fn_to()),
         ("memoryReserve", memory::memory_reserve.map_fn_to()),
+        ("cachePut", cache::cache_put.map_fn_to()),
+        ("cacheMatch", cache::cache_match.map_fn_to()),
+        ("cacheDelete", cache::cache_delete.map_fn_to()),
         ("cryptoImportKey", crypto::subtle::import_key.map_fn_to()),
         ("cryptoExportKey", crypto::subtle::export_key.map_fn_to()),
         (
@@ -193,6 +197,26 @@ pub(crate) fn header_pairs(
         ));
     }
     pairs
+}
+
+/// `[[name, value], …]` from JS as a header map; `Err` names the first
+/// pair that is not a valid header.
+pub(crate) fn header_map(
+    scope: &mut v8::PinScope<'_, '_>,
+    value: v8::Local<'_, v8::Value>,
+) -> Result<http::HeaderMap, String> {
+    let pairs = header_pairs(scope, value);
+    let mut headers = http::HeaderMap::with_capacity(pairs.len());
+    for (name, value) in pairs {
+        let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            http::HeaderValue::from_str(&value),
+        ) else {
+            return Err(format!("invalid header {name:?}"));
+        };
+        headers.append(name, value);
+    }
+    Ok(headers)
 }
 
 /// `[[name, value], …]` to JS.

@@ -17,6 +17,7 @@
 
 mod body;
 mod bundle;
+mod cache;
 mod config;
 mod egress;
 mod engine;
@@ -37,6 +38,7 @@ mod watchdog;
 
 pub use body::{Body, BodyClosed, BodyError, BodySender};
 pub use bundle::{Limits, WorkerBundle};
+pub use cache::CacheConfig;
 pub use config::{EngineConfig, ParsePoolModeError, PoolMode};
 pub use egress::{EgressConfig, EgressRefused, Refusal, TlsConfigError};
 pub use engine::Engine;

@@ -57,6 +57,8 @@ pub(crate) struct EngineShared {
     pub(crate) egress: Arc<crate::egress::EgressPolicy>,
     /// The roots outbound TLS trusts.
     pub(crate) roots: rustls::RootCertStore,
+    /// The Cache API's entries, every namespace's (keyed by it).
+    pub(crate) cache: crate::cache::HttpCache,
 }
 
 /// What the isolates of one thread need from it (no pool: isolates hold an

@@ -9,6 +9,8 @@ mod support;
 
 #[path = "engine/basics.rs"]
 mod basics;
+#[path = "engine/cache.rs"]
+mod cache;
 #[path = "engine/crypto.rs"]
 mod crypto;
 #[path = "engine/egress.rs"]
@@ -23,3 +25,5 @@ mod limits;
 mod pool_modes;
 #[path = "engine/streaming.rs"]
 mod streaming;
+#[path = "engine/url.rs"]
+mod url;

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 
 use super::state::FetchHead;
-use super::{HostState, Settlement, arg_string, header_pairs, new_promise, view_bytes};
+use super::{HostState, Settlement, arg_string, header_map, new_promise, view_bytes};
 use crate::body::Body;
 
 /// How long one hop may take to answer with its response head: connection,
@@ -283,7 +283,7 @@ fn parse(
 ) -> Result<Outbound, String> {
     let method = arg_string(scope, args, 0);
     let url = arg_string(scope, args, 1);
-    let pairs = header_pairs(scope, args.get(2));
+    let headers = header_map(scope, args.get(2))?;
     let body = view_bytes(args.get(3)).map(Bytes::from);
     let redirect = match args.get(4) {
         mode if mode.is_undefined() => Redirect::Follow,
@@ -297,16 +297,6 @@ fn parse(
     let method =
         Method::from_bytes(method.as_bytes()).map_err(|_| format!("invalid method {method:?}"))?;
     let url = url::Url::parse(&url).map_err(|_| format!("invalid URL {url:?}"))?;
-    let mut headers = HeaderMap::with_capacity(pairs.len());
-    for (name, value) in pairs {
-        let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(&value),
-        ) else {
-            return Err(format!("invalid header {name:?}"));
-        };
-        headers.append(name, value);
-    }
     // Refuse what cannot be sent before counting a subrequest for it.
     uri(&url)?;
     Ok(Outbound {

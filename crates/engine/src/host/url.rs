@@ -1,24 +1,27 @@
-//! `host.urlParse` and `host.urlSet`: WHATWG URLs via the `url` crate, with
-//! `url::quirks` for the setters' exact web semantics.
+//! `host.urlParse` and `host.urlSet`: the JavaScript `URL`'s parsing and
+//! setters, by `ada-url` (the WHATWG URL Standard's parser, conformant with
+//! the Web Platform Tests; Node.js uses the same library). The engine's own
+//! Rust code (outbound fetch, egress checks) keeps the `url` crate; what it
+//! gets from JavaScript is an href this parser already normalised.
 
-use url::{Url, quirks};
+use ada_url::Url;
 
 use super::{arg_string, js_string, throw_type_error};
 
 /// The component array of HOST.md, in order.
 fn components(url: &Url) -> [String; 11] {
     [
-        quirks::href(url).to_owned(),
-        quirks::origin(url),
-        quirks::protocol(url).to_owned(),
-        quirks::username(url).to_owned(),
-        quirks::password(url).to_owned(),
-        quirks::host(url).to_owned(),
-        quirks::hostname(url).to_owned(),
-        quirks::port(url).to_owned(),
-        quirks::pathname(url).to_owned(),
-        quirks::search(url).to_owned(),
-        quirks::hash(url).to_owned(),
+        url.href().to_owned(),
+        url.origin(),
+        url.protocol().to_owned(),
+        url.username().to_owned(),
+        url.password().to_owned(),
+        url.host().to_owned(),
+        url.hostname().to_owned(),
+        url.port().to_owned(),
+        url.pathname().to_owned(),
+        url.search().to_owned(),
+        url.hash().to_owned(),
     ]
 }
 
@@ -38,13 +41,11 @@ pub(super) fn url_parse(
 ) {
     let input = arg_string(scope, &args, 0);
     let base = args.get(1);
-    let parsed = if base.is_null_or_undefined() {
-        Url::parse(&input)
-    } else {
-        let base = base.to_rust_string_lossy(scope);
-        Url::parse(&base).and_then(|base| base.join(&input))
-    };
-    match parsed.ok().and_then(|url| to_js(scope, &url)) {
+    let base = (!base.is_null_or_undefined()).then(|| base.to_rust_string_lossy(scope));
+    match Url::parse(input.as_str(), base.as_deref())
+        .ok()
+        .and_then(|url| to_js(scope, &url))
+    {
         Some(array) => rv.set(array),
         None => rv.set_null(),
     }
@@ -59,35 +60,33 @@ pub(super) fn url_set(
     let href = arg_string(scope, &args, 0);
     let part = arg_string(scope, &args, 1);
     let value = arg_string(scope, &args, 2);
-    let Ok(mut url) = Url::parse(&href) else {
+    let Ok(mut url) = Url::parse(href.as_str(), None) else {
         throw_type_error(scope, &format!("Invalid URL: {href}"));
         return;
     };
+    let value = value.as_str();
     // Setters other than href ignore invalid input, as the standard says.
     let _ = match part.as_str() {
         "href" => {
-            if quirks::set_href(&mut url, &value).is_err() {
+            if url.set_href(value).is_err() {
                 throw_type_error(scope, &format!("Invalid URL: {value}"));
                 return;
             }
             Ok(())
         }
-        "protocol" => quirks::set_protocol(&mut url, &value),
-        "username" => quirks::set_username(&mut url, &value),
-        "password" => quirks::set_password(&mut url, &value),
-        "host" => quirks::set_host(&mut url, &value),
-        "hostname" => quirks::set_hostname(&mut url, &value),
-        "port" => quirks::set_port(&mut url, &value),
-        "pathname" => {
-            quirks::set_pathname(&mut url, &value);
-            Ok(())
-        }
+        "protocol" => url.set_protocol(value),
+        "username" => url.set_username(Some(value)),
+        "password" => url.set_password(Some(value)),
+        "host" => url.set_host(Some(value)),
+        "hostname" => url.set_hostname(Some(value)),
+        "port" => url.set_port(Some(value)),
+        "pathname" => url.set_pathname(Some(value)),
         "search" => {
-            quirks::set_search(&mut url, &value);
+            url.set_search(Some(value));
             Ok(())
         }
         "hash" => {
-            quirks::set_hash(&mut url, &value);
+            url.set_hash(Some(value));
             Ok(())
         }
         other => {
