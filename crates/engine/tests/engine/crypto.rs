@@ -568,6 +568,12 @@ async fn errors_are_named_as_the_spec_says() {
       pbkdf2TooMany: await err(S.deriveBits({ name: 'PBKDF2', hash: 'SHA-256', salt: enc('s'), iterations: 100001 }, pbkdf2, 256)),
       pbkdf2TooLong: await err(S.deriveBits({ name: 'PBKDF2', hash: 'SHA-256', salt: enc('s'), iterations: 100000 }, pbkdf2, 8 * 1024 * 8)),
       hkdfTooLong: await err(S.importKey('raw', enc('k'), 'HKDF', false, ['deriveBits']).then((k) => S.deriveBits({ name: 'HKDF', hash: 'SHA-256', salt: enc('s'), info: enc('i') }, k, 0xfffffff8))),
+      pbkdf2ZeroLength: await err(S.deriveBits({ name: 'PBKDF2', hash: 'SHA-256', salt: enc('s'), iterations: 1 }, pbkdf2, 0)),
+      // WPT derived_bits_length_testcases.js: HKDF, ECDH and X25519 give empty bits for length 0.
+      zeroLengths: await Promise.all([
+        S.importKey('raw', enc('k'), 'HKDF', false, ['deriveBits']).then((k) => S.deriveBits({ name: 'HKDF', hash: 'SHA-256', salt: enc('s'), info: enc('i') }, k, 0)),
+        S.deriveBits({ name: 'ECDH', public: ec.publicKey }, ec.privateKey, 0),
+      ]).then((all) => all.map((b) => b.byteLength).join(',')),
       pbkdf2Zero: await err(S.deriveBits({ name: 'PBKDF2', hash: 'SHA-256', salt: enc('s'), iterations: 0 }, pbkdf2, 256)),
       pbkdf2NoLength: await err(S.deriveBits({ name: 'PBKDF2', hash: 'SHA-256', salt: enc('s'), iterations: 1 }, pbkdf2, null)),
       ecdhOtherCurve: await err(S.deriveBits({ name: 'ECDH', public: ec384.publicKey }, ec.privateKey, 256)),
@@ -637,6 +643,8 @@ async fn errors_are_named_as_the_spec_says() {
         "pbkdf2TooMany": "NotSupportedError",
         "pbkdf2TooLong": "NotSupportedError",
         "hkdfTooLong": "OperationError",
+        "pbkdf2ZeroLength": "OperationError",
+        "zeroLengths": "0,0",
         "pbkdf2Zero": "OperationError",
         "pbkdf2NoLength": "OperationError",
         "ecdhOtherCurve": "InvalidAccessError",

@@ -564,9 +564,9 @@ fn truncate_bits(mut bits: Vec<u8>, length: Option<usize>) -> Result<Vec<u8>> {
 /// Checks PBKDF2 parameters (cheap; before any work is queued).
 pub(crate) fn pbkdf2_check(params: &Params, length: Option<usize>) -> Result<(usize, u32)> {
     let length = length.ok_or_else(|| CryptoError::operation("PBKDF2: length is required"))?;
-    if !length.is_multiple_of(8) {
+    if length == 0 || !length.is_multiple_of(8) {
         return Err(CryptoError::operation(
-            "PBKDF2: length must be a multiple of 8",
+            "PBKDF2: length must be a non-zero multiple of 8",
         ));
     }
     let iterations = params.iterations.unwrap_or(0);
