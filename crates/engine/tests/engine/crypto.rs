@@ -658,8 +658,9 @@ async fn errors_are_named_as_the_spec_says() {
     assert_eq!(names, &want, "{names:#?}");
 }
 
-/// Keys live in one isolate's table: a handle (or anything else) from
-/// another worker names nothing here, and collected handles free their key.
+/// Keys live in each isolate's own table: two workers on one thread each use
+/// their own keys, and an object that merely looks like a CryptoKey (no
+/// handle inside) is refused with a TypeError instead of being looked up.
 #[tokio::test]
 async fn keys_do_not_cross_isolates() {
     let (engine, _) = engine(1, PoolMode::Pinned);
