@@ -428,6 +428,7 @@ for (const [name, props] of Object.entries({
   ReadableStream: ['locked'], WritableStream: ['locked'], TransformStream: ['readable', 'writable'],
   TextEncoder: ['encoding'], TextDecoder: ['encoding', 'fatal', 'ignoreBOM'],
   Event: ['type', 'defaultPrevented', 'cancelable', 'timeStamp'],
+  CryptoKey: ['type', 'extractable', 'algorithm', 'usages'],
 })) {
   if (typeof globalThis[name] === 'function') internal.registerInspector(globalThis[name], props);
 }

@@ -91,6 +91,32 @@ fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
             "htmlRewriterFree",
             html_rewriter::html_rewriter_free.map_fn_to(),
         ),
+        ("cryptoImportKey", crypto::subtle::import_key.map_fn_to()),
+        ("cryptoExportKey", crypto::subtle::export_key.map_fn_to()),
+        (
+            "cryptoGenerateKey",
+            crypto::subtle::generate_key.map_fn_to(),
+        ),
+        ("cryptoSign", crypto::subtle::sign.map_fn_to()),
+        ("cryptoVerify", crypto::subtle::verify.map_fn_to()),
+        ("cryptoCipher", crypto::subtle::cipher.map_fn_to()),
+        ("cryptoDeriveBits", crypto::subtle::derive_bits.map_fn_to()),
+        (
+            "digestStreamNew",
+            crypto::subtle::digest_stream_new.map_fn_to(),
+        ),
+        (
+            "digestStreamWrite",
+            crypto::subtle::digest_stream_write.map_fn_to(),
+        ),
+        (
+            "digestStreamEnd",
+            crypto::subtle::digest_stream_end.map_fn_to(),
+        ),
+        (
+            "timingSafeEqual",
+            crypto::subtle::timing_safe_equal.map_fn_to(),
+        ),
     ]
 }
 

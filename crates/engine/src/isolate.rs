@@ -271,6 +271,25 @@ impl WorkerIsolate {
         outcome
     }
 
+    /// Charges CPU time spent off this thread for request `ctx` (an
+    /// offloaded Web Crypto job, `host/crypto/offload.rs`). Past the
+    /// request's CPU limit the request ends as `cpu_limit` and the isolate is
+    /// condemned, as if a turn had run that long; returns whether the
+    /// request may go on.
+    pub(crate) fn charge_offloaded_cpu(&self, ctx: u32, cpu: std::time::Duration) -> bool {
+        let remaining = self.host.cpu_remaining(ctx);
+        self.host.add_cpu(ctx, cpu);
+        if !self.host.request_live(ctx) || cpu <= remaining {
+            return true;
+        }
+        self.condemn(
+            ctx,
+            TerminationReason::CpuLimit,
+            cpu.saturating_sub(remaining),
+        );
+        false
+    }
+
     /// A limit stopped this isolate: fail the request that ran, cancel the
     /// others, and refuse further turns. The pool discards it. `overrun` is
     /// the CPU time the turn kept running past the limit: a strike against

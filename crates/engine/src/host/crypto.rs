@@ -1,4 +1,15 @@
-//! `host.randomFill`, `host.randomUUID` and `host.digest`.
+//! `host.randomFill`, `host.randomUUID` and `host.digest`; the rest of Web
+//! Crypto (`crypto.subtle` keys and operations, `DigestStream`,
+//! `timingSafeEqual`) is in the modules below.
+
+pub(crate) mod error;
+mod fast_verify;
+pub(crate) mod formats;
+pub(crate) mod handles;
+pub(crate) mod key;
+pub(crate) mod offload;
+pub(crate) mod ops;
+pub(crate) mod subtle;
 
 use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha384, Sha512};
@@ -104,6 +115,7 @@ pub(super) fn digest(
         "SHA-256" => hash_in_steps::<Sha256>(data, stopped),
         "SHA-384" => hash_in_steps::<Sha384>(data, stopped),
         "SHA-512" => hash_in_steps::<Sha512>(data, stopped),
+        "MD5" => hash_in_steps::<md5::Md5>(data, stopped),
         other => {
             throw_type_error(scope, &format!("digest: unsupported algorithm {other}"));
             return;

@@ -59,6 +59,8 @@ pub(crate) enum Settlement {
     Bytes(Vec<u8>),
     Fetch(FetchHead),
     TypeError(String),
+    /// An offloaded Web Crypto job (`host/crypto/offload.rs`).
+    Crypto(Box<super::crypto::subtle::OffloadResult>),
 }
 
 /// The head of an outbound fetch's response.
@@ -131,10 +133,13 @@ pub(crate) struct HostState {
     pub(crate) rejections: Rejections,
     /// HTMLRewriter sessions in flight, by request.
     pub(crate) rewriters: super::Rewriters,
+    /// Web Crypto keys and hashers of this isolate (`host/crypto/handles.rs`).
+    pub(crate) crypto: super::crypto::handles::Handles,
 }
 
 impl HostState {
     pub(crate) fn new(thread: Rc<ThreadCtx>, me: Weak<WorkerIsolate>, memory: Arc<Memory>) -> Self {
+        let crypto = super::crypto::handles::Handles::new(memory.clone());
         Self {
             thread,
             worker: OnceCell::new(),
@@ -149,6 +154,7 @@ impl HostState {
             timers: RefCell::default(),
             rejections: Rejections::default(),
             rewriters: super::Rewriters::default(),
+            crypto,
         }
     }
 
@@ -505,6 +511,7 @@ impl Settlement {
                 .map(Into::into)
                 .ok_or(undefined),
             Settlement::Fetch(head) => Ok(head.into_js(scope)),
+            Settlement::Crypto(result) => super::crypto::subtle::offloaded_js(scope, *result),
             Settlement::TypeError(message) => {
                 let message = v8::String::new(scope, &message).ok_or(undefined)?;
                 Err(v8::Exception::type_error(scope, message))
