@@ -136,7 +136,15 @@ pub fn isolane_dev(
             "apiVersion": "isolane.dev/v1alpha1",
             "kind": "Worker",
             "metadata": { "name": app.name },
-            "spec": { "routes": [{ "host": app.host() }], "env": env, "script": script },
+            // workerd run alone has no CPU limit; Isolane's default (50 ms)
+            // could cut the first request of a large bundle on a loaded,
+            // debug-built machine, which is not what the suite compares.
+            "spec": {
+                "routes": [{ "host": app.host() }],
+                "env": env,
+                "limits": { "cpuMs": 2000 },
+                "script": script,
+            },
         });
         std::fs::write(
             workers.join(format!("{}.yaml", app.name)),
