@@ -99,6 +99,15 @@ impl Drop for Server {
     }
 }
 
+/// `program`, started through `setpriv --pdeathsig KILL` (util-linux, from
+/// hack/install-deps.sh) so that it dies with the test process even when
+/// the test is killed before its `Drop` runs.
+fn guarded(program: &Path) -> Command {
+    let mut command = Command::new("setpriv");
+    command.args(["--pdeathsig", "KILL", "--"]).arg(program);
+    command
+}
+
 /// `node compat/bundle.mjs <out>`: one bundled ES module per app.
 pub fn bundle(compat: &Path, out: &Path) {
     let started = Instant::now();
@@ -155,7 +164,7 @@ pub fn isolane_dev(
     let port = free_port();
     let server = Server::spawn(
         "isolane dev",
-        Command::new(bin)
+        guarded(bin)
             .arg("dev")
             .arg("--workers")
             .arg(&workers)
@@ -235,7 +244,7 @@ pub fn workerd(
     std::fs::write(&path, config).unwrap();
     let server = Server::spawn(
         "workerd",
-        Command::new(bin).arg("serve").arg(&path).arg("--verbose"),
+        guarded(bin).arg("serve").arg(&path).arg("--verbose"),
         dir.join("workerd.log"),
     );
     (server, addrs)
