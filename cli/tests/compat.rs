@@ -218,7 +218,16 @@ fn report(results: &[AppResult], documented: &[Difference]) -> String {
             kinds.join(", ")
         );
     }
+    let whole = results
+        .iter()
+        .filter(|r| r.requests.iter().all(|(_, d)| d.is_none()))
+        .count();
     let _ = writeln!(out, "| **all** | **{same}/{total}** | |\n");
+    let _ = writeln!(
+        out,
+        "apps answering every request as workerd does: {whole} of {}\n",
+        results.len()
+    );
     for result in results {
         for (request, difference) in &result.requests {
             if let Some(difference) = difference {
