@@ -138,6 +138,28 @@ deps_prometheus() {
     log "$(promtool --version 2>&1 | head -n1)"
 }
 
+# The compatibility suite (cli/tests/compat.rs): Node.js and npm from Debian
+# when the machine has none, then `npm ci` in compat/ (esbuild, workerd and the
+# apps' npm packages) with npm's cache under ${ISOLANE_CACHE_DIR}, so a second
+# machine run reuses the downloads. Skipped when node_modules was installed
+# from the same package-lock.json (its hash is kept beside it).
+deps_compat() {
+    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+        install_packages nodejs npm
+    fi
+    local dir="${here}/../compat"
+    local stamp="${dir}/node_modules/.isolane-lock-sha256"
+    local lock
+    lock="$(sha256sum "${dir}/package-lock.json" | cut -d' ' -f1)"
+    if [[ "$(cat "${stamp}" 2>/dev/null)" != "${lock}" ]]; then
+        log "npm ci in compat/"
+        (cd "${dir}" && npm ci --no-audit --no-fund \
+            --cache "${ISOLANE_CACHE_DIR:-${HOME}/.cache/isolane}/npm")
+        echo "${lock}" >"${stamp}"
+    fi
+    log "compat: node $(node --version), $("${dir}/node_modules/.bin/esbuild" --version | sed 's/^/esbuild /'), $("${dir}/node_modules/.bin/workerd" --version)"
+}
+
 main() {
     [[ "$(id -u)" == 0 ]] || { log "run as root"; exit 1; }
     deps_base
@@ -147,6 +169,7 @@ main() {
     deps_kubectl
     deps_helm
     deps_prometheus
+    deps_compat
     log "done"
 }
 

@@ -1,0 +1,345 @@
+//! The two runtimes under comparison, each one process serving every app
+//! (isolane dev routes by host; workerd listens on one port per app), the
+//! bundler that feeds them, and the echo server the proxying apps call.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::fs::File;
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+
+use super::answer::HttpClient;
+use super::manifest::App;
+
+/// Bundling, and a server's first answer, must come within this.
+const START_DEADLINE: Duration = Duration::from_secs(60);
+
+/// workerd's compatibility date: recent, so its defaults are today's.
+const COMPATIBILITY_DATE: &str = "2025-11-01";
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A server process; killed (its whole process group) when dropped.
+pub struct Server {
+    pub name: &'static str,
+    child: Child,
+    pub log: PathBuf,
+}
+
+impl Server {
+    fn spawn(name: &'static str, command: &mut Command, log: PathBuf) -> Self {
+        let out = File::create(&log).unwrap();
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {name}: {e}"));
+        Self { name, child, log }
+    }
+
+    /// Waits until `addr` answers any HTTP response, failing fast with the
+    /// log when the process exits.
+    pub async fn wait_answering(&mut self, client: &HttpClient, addr: SocketAddr, host: &str) {
+        let started = Instant::now();
+        loop {
+            let request = http::Request::builder()
+                .uri(format!("http://{addr}/"))
+                .header(http::header::HOST, host)
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            if let Ok(Ok(response)) =
+                tokio::time::timeout(Duration::from_secs(5), client.request(request)).await
+            {
+                let _ = response.into_body().collect().await;
+                return;
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!(
+                    "{} exited ({status}) before answering; log {}:\n{}",
+                    self.name,
+                    self.log.display(),
+                    std::fs::read_to_string(&self.log).unwrap_or_default()
+                );
+            }
+            assert!(
+                started.elapsed() < START_DEADLINE,
+                "{} never answered on {addr}; log {}",
+                self.name,
+                self.log.display()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        let _ = self.child.wait();
+    }
+}
+
+/// `program`, started through `setpriv --pdeathsig KILL` (util-linux, from
+/// hack/install-deps.sh) so that it dies with the test process even when
+/// the test is killed before its `Drop` runs.
+fn guarded(program: &Path) -> Command {
+    let mut command = Command::new("setpriv");
+    command.args(["--pdeathsig", "KILL", "--"]).arg(program);
+    command
+}
+
+/// `node compat/bundle.mjs <out>`: one bundled ES module per app.
+pub fn bundle(compat: &Path, out: &Path) {
+    let started = Instant::now();
+    let output = Command::new("node")
+        .arg(compat.join("bundle.mjs"))
+        .arg(out)
+        .output()
+        .unwrap_or_else(|e| panic!("running node ({e}): run hack/install-deps.sh"));
+    assert!(
+        output.status.success(),
+        "bundling the apps failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(started.elapsed() < START_DEADLINE);
+}
+
+/// `isolane dev --workers <dir>`: one Worker YAML per app, routed by its host.
+pub fn isolane_dev(
+    bin: &Path,
+    apps: &[Arc<App>],
+    bundles: &Path,
+    upstream: &str,
+    dir: &Path,
+) -> (Server, SocketAddr) {
+    let workers = dir.join("isolane-workers");
+    std::fs::create_dir_all(&workers).unwrap();
+    for app in apps {
+        let script = std::fs::read_to_string(bundles.join(format!("{}.js", app.name))).unwrap();
+        let env: Vec<serde_json::Value> = app
+            .env(upstream)
+            .into_iter()
+            .map(|(name, value)| serde_json::json!({ "name": name, "value": value }))
+            .collect();
+        let worker = serde_json::json!({
+            "apiVersion": "isolane.dev/v1alpha1",
+            "kind": "Worker",
+            "metadata": { "name": app.name },
+            // workerd run alone has no CPU limit; Isolane's default (50 ms)
+            // could cut the first request of a large bundle on a loaded,
+            // debug-built machine, which is not what the suite compares.
+            "spec": {
+                "routes": [{ "host": app.host() }],
+                "env": env,
+                "limits": { "cpuMs": 2000 },
+                "script": script,
+            },
+        });
+        std::fs::write(
+            workers.join(format!("{}.yaml", app.name)),
+            serde_yaml::to_string(&worker).unwrap(),
+        )
+        .unwrap();
+    }
+    let port = free_port();
+    let server = Server::spawn(
+        "isolane dev",
+        guarded(bin)
+            .arg("dev")
+            .arg("--workers")
+            .arg(&workers)
+            .args(["--port", &port.to_string(), "--threads", "1"])
+            .env("ISOLANE_LOG", "warn"),
+        dir.join("isolane-dev.log"),
+    );
+    (server, SocketAddr::from(([127, 0, 0, 1], port)))
+}
+
+/// The workerd binary the npm package `workerd` installed.
+pub fn workerd_binary(compat: &Path) -> PathBuf {
+    let arch = match std::env::consts::ARCH {
+        "aarch64" => "arm64",
+        _ => "64",
+    };
+    compat.join(format!(
+        "node_modules/@cloudflare/workerd-linux-{arch}/bin/workerd"
+    ))
+}
+
+/// `workerd serve` of a generated config: a service and a socket per app,
+/// and an outbound network that may reach the loopback echo server.
+pub fn workerd(
+    bin: &Path,
+    apps: &[Arc<App>],
+    bundles: &Path,
+    upstream: &str,
+    dir: &Path,
+) -> (Server, BTreeMap<String, SocketAddr>) {
+    let mut services = Vec::new();
+    let mut sockets = Vec::new();
+    let mut workers = String::new();
+    let mut addrs = BTreeMap::new();
+    for (i, app) in apps.iter().enumerate() {
+        // capnp resolves an absolute embed path against its import path:
+        // name the bundle relative to the config file instead.
+        let file = bundles
+            .strip_prefix(dir)
+            .expect("bundles live in the run's folder")
+            .join(format!("{}.js", app.name));
+        let module = if app.service_worker() {
+            format!(
+                "serviceWorkerScript = embed {:?}",
+                file.display().to_string()
+            )
+        } else {
+            format!(
+                "modules = [(name = \"worker.js\", esModule = embed {:?})]",
+                file.display().to_string()
+            )
+        };
+        let bindings: Vec<String> = app
+            .env(upstream)
+            .into_iter()
+            .map(|(name, value)| format!("(name = {name:?}, text = {value:?})"))
+            .collect();
+        workers.push_str(&format!(
+            "const w{i} :Workerd.Worker = (\n  {module},\n  bindings = [{}],\n  compatibilityDate = \"{COMPATIBILITY_DATE}\",\n  globalOutbound = \"net\",\n);\n",
+            bindings.join(", ")
+        ));
+        services.push(format!("(name = {:?}, worker = .w{i})", app.name));
+        let port = free_port();
+        sockets.push(format!(
+            "(name = {:?}, address = \"127.0.0.1:{port}\", http = (), service = {:?})",
+            app.name, app.name
+        ));
+        addrs.insert(app.name.clone(), SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    services.push(r#"(name = "net", network = (allow = ["public", "private", "local"]))"#.into());
+    let config = format!(
+        "using Workerd = import \"/workerd/workerd.capnp\";\nconst config :Workerd.Config = (\n  services = [\n    {}\n  ],\n  sockets = [\n    {}\n  ],\n);\n{workers}",
+        services.join(",\n    "),
+        sockets.join(",\n    ")
+    );
+    let path = dir.join("workerd.capnp");
+    std::fs::write(&path, config).unwrap();
+    let server = Server::spawn(
+        "workerd",
+        guarded(bin).arg("serve").arg(&path).arg("--verbose"),
+        dir.join("workerd.log"),
+    );
+    (server, addrs)
+}
+
+// === the echo server ===
+
+/// A loopback HTTP server the proxying apps call: `/echo/*` answers the
+/// request it got as JSON, plus a redirect, a chosen status, extra headers,
+/// JSON and HTML. Returns its origin (`http://127.0.0.1:<port>`).
+pub async fn upstream() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let base = origin.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let base = base.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let base = base.clone();
+                    async move { Ok::<_, Infallible>(echo(request, &base).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    origin
+}
+
+async fn echo(request: http::Request<Incoming>, base: &str) -> http::Response<Full<Bytes>> {
+    let path = request.uri().path().to_owned();
+    let reply = |status: u16, content_type: &str, body: String| {
+        http::Response::builder()
+            .status(status)
+            .header("content-type", content_type)
+            .body(Full::new(Bytes::from(body)))
+            .unwrap()
+    };
+    if let Some(echoed) = path.strip_prefix("/echo") {
+        let method = request.method().to_string();
+        let query = request.uri().query().unwrap_or("").to_owned();
+        let mut headers: Vec<(String, String)> = request
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into()))
+            .collect();
+        headers.sort();
+        let body = request.into_body().collect().await.map(|b| b.to_bytes());
+        let body = body.map_or_else(
+            |e| format!("<error {e}>"),
+            |b| String::from_utf8_lossy(&b).into(),
+        );
+        let json = serde_json::json!({
+            "method": method, "path": echoed, "query": query, "headers": headers, "body": body,
+        });
+        return reply(
+            200,
+            "application/json",
+            serde_json::to_string_pretty(&json).unwrap(),
+        );
+    }
+    if let Some(status) = path.strip_prefix("/status/") {
+        let status = status.parse().unwrap_or(400);
+        return reply(status, "text/plain", format!("status {status}"));
+    }
+    match path.as_str() {
+        "/redirect" => http::Response::builder()
+            .status(302)
+            .header("location", format!("{base}/echo/redirected"))
+            .body(Full::new(Bytes::new()))
+            .unwrap(),
+        "/headers" => http::Response::builder()
+            .header("content-type", "text/plain")
+            .header("x-upstream-secret", "hidden")
+            .header("cache-control", "no-store")
+            .header("set-cookie", "a=1; Path=/")
+            .header("set-cookie", "b=2; Path=/; HttpOnly")
+            .body(Full::new(Bytes::from("with headers")))
+            .unwrap(),
+        "/stream" => reply(200, "text/plain", "first chunk, second chunk, last".into()),
+        "/json/a" | "/json/b" => reply(
+            200,
+            "application/json",
+            format!("{{\"name\":\"{}\"}}", &path[6..]),
+        ),
+        "/html" => reply(
+            200,
+            "text/html; charset=utf-8",
+            "<!DOCTYPE html><html><head><title>Up</title></head><body><a href=\"http://old.example.com/x\">x</a><div class=\"ad\">ad</div><p id=\"greet\">Hi NAME</p><!-- up --></body></html>".into(),
+        ),
+        _ => reply(404, "text/plain", "no such upstream path".into()),
+    }
+}

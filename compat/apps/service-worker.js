@@ -1,0 +1,10 @@
+// The service-worker format (addEventListener("fetch")) that older Workers
+// and some templates still use: bindings are globals, not an env argument.
+addEventListener("fetch", (event) => {
+  const url = new URL(event.request.url);
+  if (url.pathname === "/binding") {
+    event.respondWith(new Response(`greeting: ${typeof GREETING === "undefined" ? "missing" : GREETING}`));
+    return;
+  }
+  event.respondWith(new Response(`service worker: ${event.request.method} ${url.pathname}`));
+});
