@@ -116,6 +116,17 @@ deps_kube_apiserver() {
     log "kube-apiserver: $("${here}/build-apiserver.sh")"
 }
 
+# The tests' node (crates/testenv): kubelet, kube-proxy, kube-scheduler and
+# kube-controller-manager v1.33.13 from the same module, cached beside it. They
+# share most packages with kube-apiserver, so with its build cache warm all four
+# take about 3 minutes.
+deps_kube_node() {
+    local name
+    for name in kubelet kube-proxy kube-scheduler kube-controller-manager; do
+        log "${name}: $("${here}/build-apiserver.sh" "${name}")"
+    done
+}
+
 # kubectl: the machine's own if it has one, else v1.33.13 built from the same
 # module and linked into /usr/local/bin.
 deps_kubectl() {
@@ -167,6 +178,7 @@ main() {
     deps_etcd
     deps_go
     deps_kube_apiserver
+    deps_kube_node
     deps_kubectl
     deps_helm
     deps_prometheus
