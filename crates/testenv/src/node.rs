@@ -72,15 +72,16 @@ impl NodeHost {
     pub(crate) fn prepare(dir: &Path, config: &Config) -> Result<Self, Error> {
         let lock = host::NodeLock::acquire()?;
         let dirs = NodeDirs::new(dir);
-        let mut prepared = Self {
+        // A node of a killed test may have left state behind; start clean.
+        let kube_proxy = config.cache_binary("kube-proxy").ok();
+        host::clean_stale(kube_proxy.as_deref());
+        let prepared = Self {
             dir: dir.join("node"),
             runc_root: dirs.runc_root,
-            kube_proxy: config.cache_binary("kube-proxy").ok(),
+            kube_proxy,
             fixed: host::FixedDirs::snapshot(),
             _lock: lock,
         };
-        // A node of a killed test may have left state behind; start clean.
-        prepared.clean();
         host::create_bridge()?;
         Ok(prepared)
     }

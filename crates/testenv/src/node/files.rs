@@ -86,7 +86,8 @@ state = "{state}"
 }
 
 /// One bridge network: the bridge holds the node's address (the apiserver
-/// listens there), pods get addresses from `POD_RANGE_START` on.
+/// listens there), pods get addresses from `POD_RANGE_START` on and a default
+/// route through the node (ClusterIPs are outside the pod subnet).
 pub(crate) fn cni(dirs: &NodeDirs) -> String {
     format!(
         r#"{{
@@ -102,7 +103,8 @@ pub(crate) fn cni(dirs: &NodeDirs) -> String {
       "ipam": {{
         "type": "host-local",
         "dataDir": "{ipam}",
-        "ranges": [[{{"subnet": "{POD_SUBNET}", "rangeStart": "{POD_RANGE_START}", "gateway": "{NODE_IP}"}}]]
+        "ranges": [[{{"subnet": "{POD_SUBNET}", "rangeStart": "{POD_RANGE_START}", "gateway": "{NODE_IP}"}}]],
+        "routes": [{{"dst": "0.0.0.0/0"}}]
       }}
     }}
   ]

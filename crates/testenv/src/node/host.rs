@@ -156,7 +156,7 @@ pub(crate) fn create_bridge() -> Result<(), Error> {
 /// Call after the node's own processes (kubelet, kube-proxy, containerd) are dead.
 pub(crate) fn clean(dir: &Path, runc_root: &Path, kube_proxy: Option<&Path>, fixed: &FixedDirs) {
     stop_containers(runc_root);
-    kill_processes_under(dir);
+    kill_processes_matching(dir, None);
     unmount_under(dir);
     remove_links_into(Path::new(CONTAINER_LOG_LINKS), dir);
     if let Some(kube_proxy) = kube_proxy {
@@ -181,6 +181,35 @@ fn remove_links_into(links: &Path, dir: &Path) {
     }
 }
 
+/// Removes what the node of a killed test left: its containers, shims and
+/// mounts (in any `isolane-testenv-*` directory's `node/`), the `KUBE-*`
+/// chains, the pods' cgroups and the bridge. Only shims are killed: other
+/// control planes' etcd and apiservers name their directories too.
+pub(crate) fn clean_stale(kube_proxy: Option<&Path>) {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let node = entry.path().join("node");
+        let is_test_dir = entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with("isolane-testenv-");
+        if !is_test_dir || !node.is_dir() {
+            continue;
+        }
+        stop_containers(&node.join("runc"));
+        kill_processes_matching(&node, Some("containerd-shim"));
+        unmount_under(&node);
+    }
+    if let Some(kube_proxy) = kube_proxy {
+        let _ = Command::new(kube_proxy).arg("--cleanup").output();
+    }
+    delete_kube_chains();
+    remove_cgroups();
+    let _ = run_quietly("ip", &["link", "del", BRIDGE]);
+}
+
 /// Kills and deletes every container runc knows in containerd's namespaces.
 fn stop_containers(runc_root: &Path) {
     let Ok(namespaces) = std::fs::read_dir(runc_root) else {
@@ -198,9 +227,9 @@ fn stop_containers(runc_root: &Path) {
     }
 }
 
-/// SIGKILLs every process whose command line names `dir` (containerd's shims,
-/// which outlive containerd).
-fn kill_processes_under(dir: &Path) {
+/// SIGKILLs every process whose command line names `dir` (and `program`, when
+/// given): containerd's shims, which outlive containerd.
+fn kill_processes_matching(dir: &Path, program: Option<&str>) {
     let needle = dir.to_string_lossy().into_owned();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return;
@@ -220,7 +249,8 @@ fn kill_processes_under(dir: &Path) {
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
             continue;
         };
-        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if cmdline.contains(&needle) && program.is_none_or(|program| cmdline.contains(program)) {
             debug!(pid, "killing a node process left behind");
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
