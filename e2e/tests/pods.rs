@@ -3,7 +3,9 @@
 //! containerd, `helm install` with the chart's own probes, security context
 //! and RBAC, every pod Ready, the webhook answering `kubectl apply`, a Worker
 //! answering HTTP through the router's Service (its ClusterIP, through
-//! kube-proxy's rules), and `helm uninstall` leaving no Isolane object.
+//! kube-proxy's rules), the leading operator pod deleted and the other replica
+//! taking over (a Worker applied after that answers too), and `helm
+//! uninstall` leaving no Isolane object.
 //!
 //! Needs root (the node: containerd, a bridge, iptables); see docs/testing.md.
 
@@ -17,11 +19,13 @@ use isolane_e2e::images::{self, PAUSE_IMAGE};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::process::{wait_until, workspace_root};
 use isolane_testenv::{Config, ControlPlane, NodeConfig};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Pod, Service};
 
 const RELEASE: &str = "isolane";
 const NAMESPACE: &str = "isolane-system";
 const HOST: &str = "hello.pods.test";
+const LEADER_LEASE: &str = "isolane-operator-leader";
 
 /// `helm` from PATH, else from the Isolane cache (hack/install-deps.sh).
 fn helm() -> PathBuf {
@@ -62,9 +66,13 @@ fn text(output: &Output) -> String {
 }
 
 fn worker(script: &str) -> String {
+    named_worker("hello", HOST, script)
+}
+
+fn named_worker(name: &str, host: &str, script: &str) -> String {
     let script: String = script.lines().map(|line| format!("    {line}\n")).collect();
     format!(
-        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata:\n  name: hello\n  namespace: default\nspec:\n  routes:\n    - host: {HOST}\n  script: |\n{script}"
+        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  routes:\n    - host: {host}\n  script: |\n{script}"
     )
 }
 
@@ -196,11 +204,73 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
         installed.elapsed()
     );
 
+    // The leading operator pod goes away; the other replica takes the Lease
+    // and reconciles a Worker applied after that.
+    let leases = kube::Api::<Lease>::namespaced(cp.client(), NAMESPACE);
+    let holder = |lease: Lease| lease.spec.and_then(|spec| spec.holder_identity);
+    let leader = holder(leases.get(LEADER_LEASE).await.expect("the leader Lease"))
+        .expect("a leader holds the Lease");
+    let deleted = Instant::now();
     let output = run(
         Command::new("kubectl")
             .arg("--kubeconfig")
             .arg(&kubeconfig)
-            .args(["delete", "worker", "hello", "-n", "default", "--wait"]),
+            .args(["delete", "pod", &leader, "-n", NAMESPACE, "--wait=false"]),
+        None,
+    );
+    assert!(
+        output.status.success(),
+        "delete the leader: {}",
+        text(&output)
+    );
+    let new_leader = wait_until("another operator to lead", Duration::from_secs(90), || {
+        let leases = leases.clone();
+        let leader = leader.clone();
+        async move {
+            let holder = holder(leases.get(LEADER_LEASE).await.ok()?)?;
+            (holder != leader && !holder.is_empty()).then_some(holder)
+        }
+    })
+    .await;
+    let output = run(
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["apply", "-f", "-"]),
+        Some(&named_worker(
+            "after",
+            "after.pods.test",
+            "export default {\n  async fetch(request) {\n    return new Response(\"after the takeover\\n\");\n  },\n};",
+        )),
+    );
+    assert!(output.status.success(), "kubectl apply: {}", text(&output));
+    let reply = wait_until(
+        "the Worker applied after the takeover to answer",
+        Duration::from_secs(90),
+        || {
+            let ingress = ingress.clone();
+            async move {
+                match ingress.get("after.pods.test", "/").await {
+                    Ok(reply) if reply.status == 200 => Some(reply),
+                    _ => None,
+                }
+            }
+        },
+    )
+    .await;
+    assert_eq!(reply.body, "after the takeover\n");
+    eprintln!(
+        "leader {leader} deleted; {new_leader} led and served a new Worker {:?} later",
+        deleted.elapsed()
+    );
+
+    let output = run(
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args([
+                "delete", "workers", "hello", "after", "-n", "default", "--wait",
+            ]),
         None,
     );
     assert!(output.status.success(), "delete worker: {}", text(&output));

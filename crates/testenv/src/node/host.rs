@@ -16,8 +16,8 @@ use tracing::{debug, warn};
 use super::{BRIDGE, CGROUP_ROOT, NODE_IP, POD_PREFIX_LEN};
 use crate::Error;
 
-/// Held while a node runs: one node per machine.
-const LOCK_FILE: &str = "/run/lock/isolane-testenv-node.lock";
+/// Held while a node runs: one node per machine (in the temporary directory).
+const LOCK_FILE: &str = "isolane-testenv-node.lock";
 /// Where the kubelet links each container's log (a fixed path in the kubelet).
 const CONTAINER_LOG_LINKS: &str = "/var/log/containers";
 /// Host directories the kubelet and containerd write to whatever their
@@ -94,14 +94,13 @@ pub(crate) struct NodeLock {
 impl NodeLock {
     /// Waits until no other node runs on this machine.
     pub(crate) fn acquire() -> Result<Self, Error> {
-        let file = File::create(LOCK_FILE).map_err(|source| Error::WriteFile {
-            path: PathBuf::from(LOCK_FILE),
+        let path = std::env::temp_dir().join(LOCK_FILE);
+        let error = |source| Error::WriteFile {
+            path: path.clone(),
             source,
-        })?;
-        file.lock().map_err(|source| Error::WriteFile {
-            path: PathBuf::from(LOCK_FILE),
-            source,
-        })?;
+        };
+        let file = File::create(&path).map_err(error)?;
+        file.lock().map_err(error)?;
         Ok(Self { _file: file })
     }
 }
