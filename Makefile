@@ -2,6 +2,7 @@
 #
 #   make dev      build and serve examples/hello.js on http://127.0.0.1:8787
 #   make test     install what the tests need, then fmt, clippy and every test
+#   make images   the images as OCI archives in target/images (no Docker daemon)
 #
 # The `v8` crate builds offline against ../shared/v8 when that folder exists
 # (see hack/cargo.sh); elsewhere it downloads its prebuilt library as usual.
@@ -12,7 +13,7 @@ CARGO := hack/cargo.sh
 WORKER ?= examples/hello.js
 PORT ?= 8787
 
-.PHONY: dev deps build fmt-check clippy crds deploy-render test test-only bench
+.PHONY: dev deps build images fmt-check clippy crds deploy-render test test-only bench
 
 dev:
 	$(CARGO) run --release -p isolane -- dev $(WORKER) --port $(PORT)
@@ -22,6 +23,13 @@ deps:
 
 build:
 	$(CARGO) build --workspace --all-targets
+
+# The operator, node and router images (and the tests' pause image) as OCI image
+# archives from the release binaries, without a container daemon; docs/deploy.md
+# says how to push them.
+images:
+	$(CARGO) build --release --locked -p isolane-operator -p isolane-node -p isolane-router
+	hack/build-images.sh
 
 fmt-check:
 	$(CARGO) fmt --all -- --check

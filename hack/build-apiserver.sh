@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Build kube-apiserver (or kubectl) from hack/kube-apiserver, the k8s.io/kubernetes
-# module pinned in go.mod, once; cache it; print the binary's path on stdout.
+# Build kube-apiserver (or another Kubernetes binary) from hack/kube-apiserver, the
+# k8s.io/kubernetes module pinned in go.mod, once; cache it; print the binary's
+# path on stdout.
 #
 #   hack/build-apiserver.sh            # -> ~/.cache/isolane/kube-apiserver-v1.33.13
 #   hack/build-apiserver.sh kubectl    # -> ~/.cache/isolane/kubectl-v1.33.13
+#   hack/build-apiserver.sh kubelet    # also kube-proxy, kube-scheduler and
+#                                      # kube-controller-manager (the test node)
 #
 # The cache is ${ISOLANE_CACHE_DIR:-$HOME/.cache/isolane}, where isolane-testenv
 # looks for the apiserver. A binary already there whose `--version` reports
@@ -26,7 +29,8 @@ log() { echo "build-apiserver: $*" >&2; }
 # The expected first line of `<binary> --version` (kubectl says it differently).
 version_line() {
     case "$1" in
-        kube-apiserver) echo "Kubernetes ${KUBE_VERSION}" ;;
+        kube-apiserver | kubelet | kube-proxy | kube-scheduler | kube-controller-manager)
+            echo "Kubernetes ${KUBE_VERSION}" ;;
         kubectl) echo "Client Version: ${KUBE_VERSION}" ;;
     esac
 }
@@ -60,7 +64,8 @@ build() { # package binary
     local package="$1" binary="$2" tmp start=${SECONDS}
     command -v go >/dev/null || { log "go is not on PATH (need Go >= 1.24)"; exit 1; }
     tmp="${binary}.tmp.$$"
-    trap 'rm -f "${tmp}"' EXIT
+    # shellcheck disable=SC2064 # expand now: tmp is local to this function
+    trap "rm -f '${tmp}'" EXIT
     log "building ${binary} (takes a few minutes)"
     (
         cd "${module_dir}"
@@ -77,8 +82,8 @@ main() {
     local name="${1:-kube-apiserver}" package
     case "${name}" in
         kube-apiserver) package=. ;;
-        kubectl) package=./kubectl ;;
-        *) log "usage: $0 [kube-apiserver|kubectl]"; exit 64 ;;
+        kubectl | kubelet | kube-proxy | kube-scheduler | kube-controller-manager) package="./${name}" ;;
+        *) log "usage: $0 [kube-apiserver|kubectl|kubelet|kube-proxy|kube-scheduler|kube-controller-manager]"; exit 64 ;;
     esac
     local binary="${cache_dir}/${name}-${KUBE_VERSION}"
     if ! is_cached "${name}" "${binary}"; then

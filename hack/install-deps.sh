@@ -57,8 +57,31 @@ without_service_starts() { # command...
 # Process tools the test harness uses: setpriv (util-linux) ties etcd and
 # kube-apiserver to the test process; flock (util-linux) serialises builds.
 # g++ builds the engine's URL parser (the ada-url crate compiles its C++).
+# jq, tar and gzip write the OCI image archives (hack/build-images.sh).
 deps_base() {
-    install_packages ca-certificates util-linux openssl g++
+    install_packages ca-certificates util-linux openssl g++ jq tar gzip
+}
+
+# The tests' container runtime: runc runs the images (e2e/tests/images.rs);
+# containerd, the CNI plugins, iptables and conntrack make the tests' node
+# (crates/testenv). Tests start containerd with their own state directories,
+# so the package's service is kept from starting and disabled. skopeo pushes
+# the archives `make images` writes (docs/deploy.md).
+deps_containers() {
+    local package missing=false
+    for package in runc containerd containernetworking-plugins iptables conntrack skopeo; do
+        is_installed "${package}" || missing=true
+    done
+    if [[ "${missing}" == true ]]; then
+        without_service_starts install_packages runc containerd containernetworking-plugins \
+            iptables conntrack skopeo
+    fi
+    if command -v systemctl >/dev/null; then
+        local now=()
+        [[ -d /run/systemd/system ]] && now=(--now)
+        systemctl disable "${now[@]}" containerd.service >/dev/null 2>&1 || true
+    fi
+    log "$(runc --version | head -n1); $(containerd --version)"
 }
 
 # etcd 3.4 from Debian (/usr/bin/etcd). Tests start their own etcd on random
@@ -91,6 +114,17 @@ deps_go() {
 # kube-apiserver v1.33.13, built once into ${ISOLANE_CACHE_DIR:-$HOME/.cache/isolane}.
 deps_kube_apiserver() {
     log "kube-apiserver: $("${here}/build-apiserver.sh")"
+}
+
+# The tests' node (crates/testenv): kubelet, kube-proxy, kube-scheduler and
+# kube-controller-manager v1.33.13 from the same module, cached beside it. They
+# share most packages with kube-apiserver, so with its build cache warm all four
+# take about 3 minutes.
+deps_kube_node() {
+    local name
+    for name in kubelet kube-proxy kube-scheduler kube-controller-manager; do
+        log "${name}: $("${here}/build-apiserver.sh" "${name}")"
+    done
 }
 
 # kubectl: the machine's own if it has one, else v1.33.13 built from the same
@@ -166,10 +200,12 @@ main() {
     deps_etcd
     deps_go
     deps_kube_apiserver
+    deps_kube_node
     deps_kubectl
     deps_helm
     deps_prometheus
     deps_compat
+    deps_containers
     log "done"
 }
 

@@ -3,7 +3,8 @@
 //! Helpers, each in a module named for what it does: [`process`] (build and run
 //! the project's binaries, wait on conditions with deadlines), [`operator`] (the
 //! operator as a process), [`workers`] (Workers, bundles and conditions through
-//! the API), [`certs`] (a throwaway CA for webhooks), [`http`] (admin endpoints);
+//! the API), [`certs`] (a throwaway CA for webhooks), [`http`] (admin endpoints),
+//! [`images`] (the OCI images `make images` builds, and what is in them);
 //! for the whole system: [`cluster`] (operator, runtime nodes and router as
 //! processes), [`kubectl`] (Worker manifests applied as a user does),
 //! [`ingress`] (requests through the router) and [`load`] (continuous traffic
@@ -13,6 +14,7 @@
 pub mod certs;
 pub mod cluster;
 pub mod http;
+pub mod images;
 pub mod ingress;
 pub mod kubectl;
 pub mod load;

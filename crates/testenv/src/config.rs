@@ -43,6 +43,9 @@ pub struct Config {
     pub keep_logs: bool,
     /// Deadline for the apiserver to report ready.
     pub ready_timeout: Duration,
+    /// Also run a whole node (controllers, containerd, kubelet, kube-proxy)
+    /// with these images; needs root. Ignored on an existing cluster.
+    pub node: Option<crate::NodeConfig>,
 }
 
 impl Default for Config {
@@ -54,6 +57,7 @@ impl Default for Config {
             cache_dir: None,
             keep_logs: false,
             ready_timeout: DEFAULT_READY_TIMEOUT,
+            node: None,
         }
     }
 }
@@ -70,6 +74,29 @@ impl Config {
             keep_logs: non_empty(ENV_KEEP_TEST_LOGS)
                 .is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
             ready_timeout: DEFAULT_READY_TIMEOUT,
+            node: None,
+        }
+    }
+
+    /// The cache directory of `hack/build-apiserver.sh`.
+    fn cache_dir(&self) -> Result<PathBuf, Error> {
+        match &self.cache_dir {
+            Some(dir) => Ok(dir.clone()),
+            None => std::env::var_os("HOME")
+                .filter(|home| !home.is_empty())
+                .map(|home| Path::new(&home).join(".cache").join("isolane"))
+                .ok_or(Error::NoCacheDir),
+        }
+    }
+
+    /// `<cache>/<name>-<KUBE_VERSION>`, built by `hack/build-apiserver.sh <name>`,
+    /// which must exist.
+    pub(crate) fn cache_binary(&self, name: &'static str) -> Result<PathBuf, Error> {
+        let path = self.cache_dir()?.join(format!("{name}-{KUBE_VERSION}"));
+        if path.is_file() {
+            Ok(path)
+        } else {
+            Err(Error::BinaryNotFound { name, path })
         }
     }
 
@@ -77,16 +104,9 @@ impl Config {
     pub(crate) fn kube_apiserver_binary(&self) -> Result<PathBuf, Error> {
         let path = match &self.kube_apiserver {
             Some(path) => path.clone(),
-            None => {
-                let cache_dir = match &self.cache_dir {
-                    Some(dir) => dir.clone(),
-                    None => std::env::var_os("HOME")
-                        .filter(|home| !home.is_empty())
-                        .map(|home| Path::new(&home).join(".cache").join("isolane"))
-                        .ok_or(Error::NoCacheDir)?,
-                };
-                cache_dir.join(format!("kube-apiserver-{KUBE_VERSION}"))
-            }
+            None => self
+                .cache_dir()?
+                .join(format!("kube-apiserver-{KUBE_VERSION}")),
         };
         if path.is_file() {
             Ok(path)

@@ -32,6 +32,22 @@ pub enum Error {
     )]
     SetprivNotFound,
 
+    #[error("{path} not found: run hack/install-deps.sh (or hack/build-apiserver.sh {name})")]
+    BinaryNotFound { name: &'static str, path: PathBuf },
+
+    #[error("{program} not found on PATH: run hack/install-deps.sh")]
+    NodeToolNotFound { program: &'static str },
+
+    #[error("`{command}` failed: {detail}")]
+    HostCommand { command: String, detail: String },
+
+    #[error("{what} was not ready within {timeout:?} ({detail})")]
+    NodeNotReady {
+        what: &'static str,
+        timeout: Duration,
+        detail: String,
+    },
+
     #[error("failed to create a temporary directory")]
     TempDir(#[source] io::Error),
 
@@ -120,6 +136,10 @@ impl Error {
             Self::NoCacheDir => "no_cache_dir",
             Self::EtcdNotFound { .. } => "etcd_not_found",
             Self::SetprivNotFound => "setpriv_not_found",
+            Self::BinaryNotFound { .. } => "binary_not_found",
+            Self::NodeToolNotFound { .. } => "node_tool_not_found",
+            Self::HostCommand { .. } => "host_command",
+            Self::NodeNotReady { .. } => "node_not_ready",
             Self::TempDir(_) => "temp_dir",
             Self::Certificate { .. } => "certificate",
             Self::WriteFile { .. } => "write_file",

@@ -29,6 +29,7 @@ mod config;
 mod error;
 mod kubeconfig;
 mod local;
+mod node;
 mod pki;
 mod process;
 
@@ -47,6 +48,8 @@ pub use config::{
     ENV_TEST_KUBECONFIG, KUBE_VERSION,
 };
 pub use error::Error;
+pub use node::host::leftovers as node_leftovers;
+pub use node::{BRIDGE, CGROUP_ROOT, NODE_IP, NODE_NAME, NodeConfig, POD_SUBNET};
 pub use pki::{GrpcPkiFiles, write_grpc as write_grpc_pki};
 pub use process::Component;
 
@@ -174,12 +177,24 @@ impl ControlPlane {
         self.local.is_none()
     }
 
-    /// The pids of etcd and kube-apiserver; empty on an existing cluster.
+    /// The pids of etcd and kube-apiserver (and the node's processes, when it
+    /// runs one); empty on an existing cluster.
     pub fn process_ids(&self) -> Vec<u32> {
         self.local
             .as_ref()
-            .map(|local| vec![local.etcd.pid(), local.apiserver.pid()])
+            .map(|local| {
+                let mut pids = vec![local.etcd.pid(), local.apiserver.pid()];
+                pids.extend(local.node.iter().flat_map(node::LocalNode::pids));
+                pids
+            })
             .unwrap_or_default()
+    }
+
+    /// True when this control plane runs a node of its own (see [`NodeConfig`]).
+    pub fn has_node(&self) -> bool {
+        self.local
+            .as_ref()
+            .is_some_and(|local| local.node.is_some())
     }
 
     /// The temporary directory with `etcd.log`, `kube-apiserver.log`, the PKI and

@@ -1,4 +1,5 @@
-//! A control plane of our own: etcd and kube-apiserver as child processes.
+//! A control plane of our own: etcd and kube-apiserver as child processes, and
+//! when asked a whole node beside them (`node.rs`).
 
 use std::ffi::OsString;
 use std::net::TcpListener;
@@ -14,6 +15,7 @@ use tempfile::TempDir;
 use tracing::{debug, info, warn};
 
 use crate::config::Config;
+use crate::node::{LocalNode, NODE_IP, NodeHost};
 use crate::pki::{self, PkiFiles};
 use crate::process::{Component, Supervised};
 use crate::{Error, kubeconfig};
@@ -35,6 +37,10 @@ const ETCD_DATA: &str = "etcd-data";
 /// etcd and kube-apiserver, running, with their temporary directory.
 #[derive(Debug)]
 pub(crate) struct LocalCluster {
+    /// The node's processes, when the config asked for a node.
+    pub(crate) node: Option<LocalNode>,
+    /// The node's host state (lock, bridge); removes it when dropped.
+    node_host: Option<NodeHost>,
     pub(crate) apiserver: Supervised,
     pub(crate) etcd: Supervised,
     /// Logs, certificates, the kubeconfig and etcd's data. `None` once dropped.
@@ -73,6 +79,16 @@ impl LocalCluster {
         let etcd_data = dir.path().join(ETCD_DATA);
         let pki = pki::write(dir.path())?;
         let [etcd_client_port, etcd_peer_port, apiserver_port] = free_ports()?;
+        // With a node, the apiserver listens on the node's bridge, which pods reach.
+        let node_host = match &config.node {
+            Some(_) => Some(NodeHost::prepare(dir.path(), config)?),
+            None => None,
+        };
+        let address = if node_host.is_some() {
+            NODE_IP
+        } else {
+            "127.0.0.1"
+        };
 
         let etcd_url = format!("http://127.0.0.1:{etcd_client_port}");
         let etcd = Supervised::spawn(
@@ -84,11 +100,19 @@ impl LocalCluster {
         let apiserver = Supervised::spawn(
             Component::KubeApiserver,
             apiserver_binary,
-            &apiserver_args(&pki, &etcd_url, apiserver_port),
+            &apiserver_args(
+                &pki,
+                &etcd_url,
+                address,
+                apiserver_port,
+                node_host.is_some(),
+            ),
             &dir.path().join("kube-apiserver.log"),
         )?;
         let kubeconfig = dir.path().join("kubeconfig");
         let mut cluster = Self {
+            node: None,
+            node_host,
             apiserver,
             etcd,
             dir: Some(dir),
@@ -96,7 +120,7 @@ impl LocalCluster {
             keep_dir: config.keep_logs,
         };
 
-        let server = format!("https://127.0.0.1:{apiserver_port}");
+        let server = format!("https://{address}:{apiserver_port}");
         kubeconfig::write(&cluster.kubeconfig, &server, &pki)?;
         let client_config = kubeconfig::load(&cluster.kubeconfig).await?;
         if let Err(error) = cluster
@@ -109,6 +133,24 @@ impl LocalCluster {
         }
         info!(%server, "kube-apiserver ready");
         let client = kube::Client::try_from(client_config).map_err(Error::Client)?;
+        if let Some(node) = &config.node {
+            match LocalNode::start(
+                cluster.dir_path(),
+                config,
+                node,
+                &pki,
+                &cluster.kubeconfig,
+                &client,
+            )
+            .await
+            {
+                Ok(node) => cluster.node = Some(node),
+                Err(error) => {
+                    cluster.keep_dir = true;
+                    return Err(error);
+                }
+            }
+        }
         Ok((cluster, client))
     }
 
@@ -153,6 +195,10 @@ impl LocalCluster {
 
 impl Drop for LocalCluster {
     fn drop(&mut self) {
+        // The node's processes, then what they left on the host, while the
+        // apiserver still runs.
+        drop(self.node.take());
+        drop(self.node_host.take());
         // The apiserver first, so it does not log a burst of etcd errors.
         self.apiserver.kill();
         self.etcd.kill();
@@ -160,6 +206,14 @@ impl Drop for LocalCluster {
         if self.keep_dir || std::thread::panicking() {
             let path = dir.keep();
             let _ = std::fs::remove_dir_all(path.join(ETCD_DATA));
+            // The node's unpacked images and kubelet volumes.
+            for data in [
+                "node/containerd-root",
+                "node/containerd-state",
+                "node/kubelet",
+            ] {
+                let _ = std::fs::remove_dir_all(path.join(data));
+            }
             eprintln!(
                 "isolane-testenv: kept {}: logs in etcd.log and kube-apiserver.log, kubeconfig in kubeconfig",
                 path.display()
@@ -206,7 +260,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> ReadyzProbe<C> {
 }
 
 /// Distinct free ports on 127.0.0.1: all are held until all are picked.
-fn free_ports<const N: usize>() -> Result<[u16; N], Error> {
+pub(crate) fn free_ports<const N: usize>() -> Result<[u16; N], Error> {
     let listeners = (0..N)
         .map(|_| TcpListener::bind(("127.0.0.1", 0)))
         .collect::<Result<Vec<_>, _>>()
@@ -236,7 +290,13 @@ fn etcd_args(data_dir: &Path, client_url: &str, peer_port: u16) -> Vec<OsString>
     args
 }
 
-fn apiserver_args(pki: &PkiFiles, etcd_url: &str, port: u16) -> Vec<OsString> {
+fn apiserver_args(
+    pki: &PkiFiles,
+    etcd_url: &str,
+    address: &str,
+    port: u16,
+    node: bool,
+) -> Vec<OsString> {
     let path = |p: &Path| OsString::from(p);
     let mut args: Vec<OsString> = Vec::new();
     let mut flag = |name: &str, value: OsString| {
@@ -244,8 +304,8 @@ fn apiserver_args(pki: &PkiFiles, etcd_url: &str, port: u16) -> Vec<OsString> {
         arg.push(value);
         args.push(arg);
     };
-    flag("bind-address", "127.0.0.1".into());
-    flag("advertise-address", "127.0.0.1".into());
+    flag("bind-address", address.into());
+    flag("advertise-address", address.into());
     flag("secure-port", port.to_string().into());
     flag("etcd-servers", etcd_url.into());
     flag("tls-cert-file", path(&pki.serving_cert));
@@ -268,13 +328,18 @@ fn apiserver_args(pki: &PkiFiles, etcd_url: &str, port: u16) -> Vec<OsString> {
         pki::SERVICE_CLUSTER_IP_RANGE.into(),
     );
     flag("authorization-mode", "RBAC".into());
-    // No controller-manager runs, so no namespace gets a `default` ServiceAccount;
-    // the ServiceAccount admission plugin would then reject every Pod.
-    flag("disable-admission-plugins", "ServiceAccount".into());
-    // The `kubernetes` Service would get 127.0.0.1 as its endpoint, which the
-    // Endpoints validation rejects (loopback) every few seconds in the log; no
-    // in-cluster client exists to use it, so leave it without endpoints.
-    flag("endpoint-reconciler-type", "none".into());
+    // With a node, the controller-manager gives every namespace its `default`
+    // ServiceAccount and the `kubernetes` Service points at the node's address,
+    // where pods reach the apiserver.
+    if !node {
+        // No controller-manager runs, so no namespace gets a `default` ServiceAccount;
+        // the ServiceAccount admission plugin would then reject every Pod.
+        flag("disable-admission-plugins", "ServiceAccount".into());
+        // The `kubernetes` Service would get 127.0.0.1 as its endpoint, which the
+        // Endpoints validation rejects (loopback) every few seconds in the log; no
+        // in-cluster client exists to use it, so leave it without endpoints.
+        flag("endpoint-reconciler-type", "none".into());
+    }
     flag("allow-privileged", "true".into());
     flag("profiling", "false".into());
     args

@@ -129,6 +129,7 @@ pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
     let sans: Vec<String> = [
         "127.0.0.1",
         "localhost",
+        crate::node::NODE_IP,
         KUBERNETES_SERVICE_IP,
         "kubernetes",
         "kubernetes.default",

@@ -43,6 +43,11 @@ use crate::config::find_on_path;
 pub enum Component {
     Etcd,
     KubeApiserver,
+    KubeControllerManager,
+    KubeScheduler,
+    Containerd,
+    Kubelet,
+    KubeProxy,
 }
 
 impl fmt::Display for Component {
@@ -50,6 +55,11 @@ impl fmt::Display for Component {
         f.write_str(match self {
             Self::Etcd => "etcd",
             Self::KubeApiserver => "kube-apiserver",
+            Self::KubeControllerManager => "kube-controller-manager",
+            Self::KubeScheduler => "kube-scheduler",
+            Self::Containerd => "containerd",
+            Self::Kubelet => "kubelet",
+            Self::KubeProxy => "kube-proxy",
         })
     }
 }
