@@ -73,6 +73,14 @@ impl Schedule {
     }
 }
 
+/// `t` in milliseconds since the Unix epoch (0 before it), as
+/// `controller.scheduledTime` carries it.
+pub fn unix_millis(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 fn to_chrono(t: SystemTime) -> Option<DateTime<Utc>> {
     let since = t.duration_since(UNIX_EPOCH).ok()?;
     let secs = i64::try_from(since.as_secs()).ok()?;

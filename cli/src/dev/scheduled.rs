@@ -4,19 +4,13 @@
 //! <schedule>` runs it on that schedule while `isolane dev` runs.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use isolane_crds::cron::Schedule;
 use isolane_engine::{Body, Engine, ScheduledEvent, WorkerBundle};
 
 /// The path that fires a tick on demand.
 pub const PATH: &str = "/__scheduled";
-
-fn millis(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
 
 /// Runs one tick of `cron` due `at` on the worker's thread.
 pub async fn fire(
@@ -31,7 +25,7 @@ pub async fn fire(
     *request.uri_mut() = http::Uri::from_static("http://localhost/__scheduled");
     request.extensions_mut().insert(ScheduledEvent {
         cron: cron.to_owned(),
-        scheduled_time_ms: millis(at),
+        scheduled_time_ms: isolane_crds::cron::unix_millis(at),
     });
     engine
         .execute(thread, bundle.clone(), request)

@@ -327,6 +327,21 @@ internal.checkServiceWorker = function checkServiceWorker() {
   }
 };
 
+// After the answer was reported (`reported`): the request's waitUntil work
+// runs to its end, then the engine hears it is done. Never rejects.
+function finish(state, reported) {
+  const ctxId = state.ctxId;
+  return reported
+    .then(undefined, (e) => internal.reportError(e))
+    .then(() => settleWaitUntil(state))
+    .then(() => {
+      state.finished = true;
+      if (active.get(ctxId) === state) active.delete(ctxId);
+      host.requestDone(ctxId);
+    })
+    .then(undefined, (e) => internal.reportError(e));
+}
+
 // One request through `handler` (a module's default export), or through the
 // service worker's fetch listeners when `handler` is null.
 function runRequest(handler, ctxId, method, url, headers, bodyId, env) {
@@ -349,16 +364,8 @@ function runRequest(handler, ctxId, method, url, headers, bodyId, env) {
   } catch (e) {
     responsePromise = Promise.reject(e);
   }
-  return responsePromise
-    .then((response) => sendResponse(ctxId, response, method === 'HEAD'), (e) => fail(ctxId, e))
-    .then(undefined, (e) => internal.reportError(e))
-    .then(() => settleWaitUntil(state))
-    .then(() => {
-      state.finished = true;
-      if (active.get(ctxId) === state) active.delete(ctxId);
-      host.requestDone(ctxId);
-    })
-    .then(undefined, (e) => internal.reportError(e));
+  return finish(state, responsePromise
+    .then((response) => sendResponse(ctxId, response, method === 'HEAD'), (e) => fail(ctxId, e)));
 }
 
 internal.requestAborted = function requestAborted(ctxId) {
@@ -392,17 +399,9 @@ function runScheduled(handler, ctxId, cron, scheduledTime, env) {
   } catch (e) {
     done = Promise.reject(e);
   }
-  return done
+  return finish(state, done
     .then(() => allWork(state))
-    .then(() => host.respond(ctxId, 200, 'OK', [], null), (e) => fail(ctxId, e))
-    .then(undefined, (e) => internal.reportError(e))
-    .then(() => settleWaitUntil(state))
-    .then(() => {
-      state.finished = true;
-      if (active.get(ctxId) === state) active.delete(ctxId);
-      host.requestDone(ctxId);
-    })
-    .then(undefined, (e) => internal.reportError(e));
+    .then(() => host.respond(ctxId, 200, 'OK', [], null), (e) => fail(ctxId, e)));
 }
 
 internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env, scheduled = null) {

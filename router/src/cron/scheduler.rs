@@ -1,7 +1,7 @@
 //! The leader's loop: which tick of which schedule is due next, and firing it.
 
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use isolane_leader::{LeaderConfig, LeaderElector, Role};
 use isolane_proto::runtime::v1::ScheduledTick;
@@ -121,10 +121,7 @@ async fn fire(
     cron: String,
     at: SystemTime,
 ) {
-    let scheduled_time_ms = at
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
+    let scheduled_time_ms = isolane_crds::cron::unix_millis(at);
     debug!(worker.id = %worker.worker_id, %cron, scheduled_time_ms, "cron tick");
     let tick = ScheduledTick {
         cron: cron.clone(),
