@@ -124,7 +124,25 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
     eprintln!("helm install --wait took {:?}", installed.elapsed());
 
     let pods = kube::Api::<Pod>::namespaced(cp.client(), NAMESPACE);
-    let list = pods.list(&Default::default()).await.expect("list pods");
+    // `helm --wait` may return while a DaemonSet pod is still becoming Ready
+    // (Helm allows maxUnavailable of them): wait for all, with a deadline.
+    let all_ready = |list: &kube::core::ObjectList<Pod>| {
+        list.items.iter().all(|pod| {
+            pod.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let list = loop {
+        let list = pods.list(&Default::default()).await.expect("list pods");
+        if (list.items.len() >= 4 && all_ready(&list)) || Instant::now() > deadline {
+            break list;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    eprintln!("every pod Ready after {:?}", installed.elapsed());
     assert!(list.items.len() >= 4, "operator ×2, node, router");
     for pod in &list.items {
         let name = pod.metadata.name.clone().unwrap_or_default();
