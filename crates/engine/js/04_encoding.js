@@ -1,4 +1,7 @@
-// 04_encoding.js — TextEncoder and TextDecoder (Encoding Standard, UTF-8 only).
+// 04_encoding.js — TextEncoder and TextDecoder (Encoding Standard). UTF-8
+// decodes here and in host.utf8Decode (the fast path); every other encoding
+// through a decoder the host keeps (encoding_rs: host.textDecoderNew and
+// host.textDecode, host/codec/text.rs), which carries `{stream: true}` state.
 'use strict';
 
 const UTF8_LABELS = new Set([
@@ -57,18 +60,33 @@ function incompleteTail(bytes) {
   return 0;
 }
 
+const TEXT_STEP = 1024 * 1024;
+
 class TextDecoder {
   #fatal;
   #ignoreBOM;
   #pending = null;     // Uint8Array of an incomplete sequence kept between stream calls
   #bomSeen = false;    // whether the start of the stream has been looked at
 
+  #encoding = 'utf-8'; // the encoding's name, lowercase
+  #label = null;       // for any other encoding than UTF-8: the label the host decoder is made from
+  #handle = null;      // that decoder, made at the first decode
+
   constructor(label = 'utf-8', options = undefined) {
-    const name = internal.toDOMString(label).replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '').toLowerCase();
-    if (!UTF8_LABELS.has(name)) {
-      throw new RangeError(`Failed to construct 'TextDecoder': The encoding label provided ('${label}') is invalid.`);
-    }
+    label = internal.toDOMString(label);
     const opts = internal.toDictionary(options, 'TextDecoderOptions');
+    const name = label.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '').toLowerCase();
+    if (!UTF8_LABELS.has(name)) {
+      // Unknown labels and those of the replacement encoding are refused.
+      const encoding = host.encodingForLabel(label);
+      if (typeof encoding !== 'string') {
+        throw new RangeError(`Failed to construct 'TextDecoder': The encoding label provided ('${label}') is invalid.`);
+      }
+      if (encoding !== 'utf-8') {
+        this.#encoding = encoding;
+        this.#label = label;
+      }
+    }
     this.#fatal = !!opts.fatal;
     this.#ignoreBOM = !!opts.ignoreBOM;
   }
@@ -77,7 +95,7 @@ class TextDecoder {
     if (!internal.isObject(self) || !(#fatal in self)) throw new TypeError('Illegal invocation');
   }
 
-  get encoding() { TextDecoder.#check(this); return 'utf-8'; }
+  get encoding() { TextDecoder.#check(this); return this.#encoding; }
   get fatal() { TextDecoder.#check(this); return this.#fatal; }
   get ignoreBOM() { TextDecoder.#check(this); return this.#ignoreBOM; }
 
@@ -93,6 +111,7 @@ class TextDecoder {
       }
     }
     const stream = !!internal.toDictionary(options, 'TextDecodeOptions').stream;
+    if (this.#label !== null) return this.#decodeOther(bytes, stream);
     if (this.#pending !== null) {
       const joined = new Uint8Array(this.#pending.length + bytes.length);
       joined.set(this.#pending);
@@ -120,6 +139,21 @@ class TextDecoder {
       if (!this.#ignoreBOM && out.charCodeAt(0) === 0xfeff) out = out.slice(1);
     }
     if (!stream) this.#bomSeen = false;
+    return out;
+  }
+
+  // Any encoding but UTF-8, in steps of at most 1 MiB (the host sizes its
+  // output buffer from the step); the host decoder starts afresh after the
+  // last step of a call without `stream`, and after an error.
+  #decodeOther(bytes, stream) {
+    this.#handle ??= host.textDecoderNew(this.#label, this.#ignoreBOM);
+    let out = '';
+    let at = 0;
+    do {
+      const end = Math.min(at + TEXT_STEP, bytes.length);
+      out += host.textDecode(this.#handle, bytes.subarray(at, end), this.#fatal, !stream && end === bytes.length);
+      at = end;
+    } while (at < bytes.length);
     return out;
   }
 }

@@ -8,6 +8,7 @@
 
 mod cache;
 mod clone;
+pub(crate) mod codec;
 mod crypto;
 mod fetch;
 mod html_rewriter;
@@ -117,6 +118,13 @@ fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
             "timingSafeEqual",
             crypto::subtle::timing_safe_equal.map_fn_to(),
         ),
+        ("compressionNew", codec::compression_new.map_fn_to()),
+        ("compressionWrite", codec::compression_write.map_fn_to()),
+        ("compressionEnd", codec::compression_end.map_fn_to()),
+        ("codecFree", codec::codec_free.map_fn_to()),
+        ("encodingForLabel", codec::encoding_for_label.map_fn_to()),
+        ("textDecoderNew", codec::text_decoder_new.map_fn_to()),
+        ("textDecode", codec::text_decode.map_fn_to()),
     ]
 }
 

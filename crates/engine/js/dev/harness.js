@@ -77,6 +77,22 @@ function createRuntime(opts = {}) {
         throw typeError('The encoded data was not valid for encoding utf-8');
       }
     },
+    // TextDecoder's other encodings: node's own decoders stand in for encoding_rs.
+    encodingForLabel(label) {
+      try { return new TextDecoder(String(label)).encoding; } catch { return null; }
+    },
+    textDecoderNew(label, ignoreBOM) { return { label: String(label), ignoreBOM: !!ignoreBOM, decoder: null }; },
+    textDecode(handle, bytes, fatal, last) {
+      handle.decoder ??= new TextDecoder(handle.label, { fatal: !!fatal, ignoreBOM: handle.ignoreBOM });
+      try {
+        const s = handle.decoder.decode(bytes, { stream: !last });
+        if (last) handle.decoder = null;
+        return s;
+      } catch (e) {
+        handle.decoder = null;
+        throw typeError(e.message);
+      }
+    },
     urlParse(input, base) {
       try {
         return urlArray(base === undefined ? new URL(String(input)) : new URL(String(input), String(base)));
@@ -356,6 +372,8 @@ const SUITE_REQUEST = {
 const ENGINE_ONLY = {
   'urlpattern.js': 'URLPattern parses with the urlpattern crate (host.urlPatternParse)',
   'html_rewriter.js': 'HTMLRewriter is lol_html (host.htmlRewriter*)',
+  'compression.js': 'CompressionStream is flate2 (host.compression*)',
+  'encoding_legacy.js': "legacy encodings are encoding_rs (host.textDecode*); node's ICU lacks some and differs on others",
 };
 
 async function runSuite(file, opts, target) {

@@ -135,11 +135,14 @@ pub(crate) struct HostState {
     pub(crate) rewriters: super::Rewriters,
     /// Web Crypto keys and hashers of this isolate (`host/crypto/handles.rs`).
     pub(crate) crypto: super::crypto::handles::Handles,
+    /// Compression streams and legacy-encoding text decoders (`host/codec.rs`).
+    pub(crate) codecs: super::codec::Codecs,
 }
 
 impl HostState {
     pub(crate) fn new(thread: Rc<ThreadCtx>, me: Weak<WorkerIsolate>, memory: Arc<Memory>) -> Self {
         let crypto = super::crypto::handles::Handles::new(memory.clone());
+        let codecs = super::codec::Codecs::new(memory.clone());
         Self {
             thread,
             worker: OnceCell::new(),
@@ -155,6 +158,7 @@ impl HostState {
             rejections: Rejections::default(),
             rewriters: super::Rewriters::default(),
             crypto,
+            codecs,
         }
     }
 

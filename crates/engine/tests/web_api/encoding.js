@@ -1,4 +1,5 @@
-// TextEncoder / TextDecoder / TextEncoderStream / TextDecoderStream.
+// TextEncoder / TextDecoder / TextEncoderStream / TextDecoderStream (UTF-8;
+// the other encodings: encoding_legacy.js).
 // ---- tiny test harness (same in every suite; suites are single-file workers) ----
 let results;
 const fmt = (v) => { try { return typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : JSON.stringify(v) ?? String(v); } catch { return String(v); } };

@@ -1,0 +1,312 @@
+//! `host.compression*` and `host.textDecoder*`: the streaming codecs behind
+//! `CompressionStream`/`DecompressionStream` (flate2, `codec/flate.rs`) and
+//! the legacy encodings of `TextDecoder` (encoding_rs, `codec/text.rs`).
+//!
+//! Each codec's state lives here, in a per-isolate [`Codecs`] table, named
+//! for JavaScript by a handle object (an object with one internal field, the
+//! id, that JavaScript cannot forge: the same scheme as
+//! `host/crypto/handles.rs`). The state is charged to the worker's memory
+//! budget while it lives, and it lives until JavaScript frees it (the
+//! stream ended, failed or was canceled), its handle is garbage collected
+//! (a `TextDecoder` made at the top level is used by many requests, so
+//! codecs are not owned by one request), or the isolate goes.
+//!
+//! Work per call is bounded: a step reads at most [`INPUT_STEP`] bytes of
+//! its input and writes at most [`OUTPUT_STEP`]; JavaScript comes back for
+//! the rest, between steps the watchdog can stop it, and each step's output
+//! is a charged buffer before the next is made.
+
+mod flate;
+mod gzip;
+mod text;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use self::flate::{CodecError, Compressor, Decompressor, Format};
+use super::{HostState, arg_string, throw_type_error, u8_array};
+use crate::memory::Memory;
+
+pub(super) use self::text::{encoding_for_label, text_decode, text_decoder_new};
+
+/// The most input bytes one step reads.
+pub(crate) const INPUT_STEP: usize = 64 * 1024;
+/// The most output bytes one step writes (a gzip header or trailer may
+/// come on top).
+pub(crate) const OUTPUT_STEP: usize = 64 * 1024;
+
+/// Charged for a compressor: deflate's window, hash chains and pending
+/// buffer at the default level (zlib documents 256 KiB; miniz_oxide's
+/// tables are of the same order).
+const COMPRESSOR_CHARGE: usize = 320 * 1024;
+/// Charged for a decompressor: the 32 KiB window and the inflate tables.
+const DECOMPRESSOR_CHARGE: usize = 64 * 1024;
+/// Charged for an encoding_rs decoder (a few hundred bytes at most).
+const TEXT_DECODER_CHARGE: usize = 1024;
+
+/// What a handle names.
+pub(crate) enum Codec {
+    Compress(Box<Compressor>),
+    Decompress(Box<Decompressor>),
+    Text(Box<text::TextDecoder>),
+}
+
+impl Codec {
+    fn charge(&self) -> usize {
+        match self {
+            Self::Compress(_) => COMPRESSOR_CHARGE,
+            Self::Decompress(_) => DECOMPRESSOR_CHARGE,
+            Self::Text(_) => TEXT_DECODER_CHARGE,
+        }
+    }
+}
+
+struct Entry {
+    codec: Codec,
+    /// Keeps the finalizer armed; dropped with the entry.
+    _handle: v8::Weak<v8::Object>,
+}
+
+/// The codecs of one isolate.
+pub(crate) struct Codecs {
+    memory: Arc<Memory>,
+    next: Cell<u32>,
+    entries: RefCell<HashMap<u32, Entry>>,
+    /// Ids whose handle was collected while `entries` was borrowed.
+    collected: RefCell<Vec<u32>>,
+}
+
+impl Codecs {
+    pub(crate) fn new(memory: Arc<Memory>) -> Self {
+        Self {
+            memory,
+            next: Cell::new(0),
+            entries: RefCell::default(),
+            collected: RefCell::default(),
+        }
+    }
+
+    /// A new handle for `codec`; `None` over the memory limit (the isolate
+    /// is then being terminated) or when V8 could not make the object.
+    fn insert<'s>(
+        &self,
+        scope: &mut v8::PinScope<'s, '_>,
+        codec: Codec,
+    ) -> Option<v8::Local<'s, v8::Object>> {
+        self.sweep();
+        let charge = codec.charge();
+        self.memory.charge(charge).ok()?;
+        let template = v8::ObjectTemplate::new(scope);
+        template.set_internal_field_count(1);
+        let Some(object) = template.new_instance(scope) else {
+            self.memory.release(charge);
+            return None;
+        };
+        let id = self.next.get().wrapping_add(1).max(1);
+        self.next.set(id);
+        let value = v8::Integer::new_from_unsigned(scope, id);
+        object.set_internal_field(0, value.into());
+        let handle = v8::Weak::with_finalizer(
+            scope,
+            object,
+            Box::new(move |isolate: &mut v8::Isolate| {
+                if let Some(host) = isolate.get_slot::<Rc<HostState>>().cloned() {
+                    host.codecs.remove(id);
+                }
+            }),
+        );
+        self.entries.borrow_mut().insert(
+            id,
+            Entry {
+                codec,
+                _handle: handle,
+            },
+        );
+        Some(object)
+    }
+
+    /// Runs `f` on the codec a handle names (no JavaScript runs meanwhile);
+    /// `None` when `handle` names none (freed, or not a handle).
+    fn with<T>(
+        &self,
+        scope: &mut v8::PinScope<'_, '_>,
+        handle: v8::Local<'_, v8::Value>,
+        f: impl FnOnce(&mut Codec) -> T,
+    ) -> Option<T> {
+        let id = handle_id(scope, handle)?;
+        let mut entries = self.entries.try_borrow_mut().ok()?;
+        Some(f(&mut entries.get_mut(&id)?.codec))
+    }
+
+    /// Drops entry `id` now, or at the next insert when the table is
+    /// borrowed (a finalizer may run inside any V8 allocation; it must not
+    /// panic whatever happens).
+    fn remove(&self, id: u32) {
+        let removed = match self.entries.try_borrow_mut() {
+            Ok(mut entries) => entries.remove(&id),
+            Err(_) => {
+                if let Ok(mut collected) = self.collected.try_borrow_mut() {
+                    collected.push(id);
+                }
+                None
+            }
+        };
+        if let Some(entry) = removed {
+            self.memory.release(entry.codec.charge());
+        }
+    }
+
+    fn sweep(&self) {
+        let ids = match self.collected.try_borrow_mut() {
+            Ok(mut collected) => std::mem::take(&mut *collected),
+            Err(_) => return,
+        };
+        for id in ids {
+            self.remove(id);
+        }
+    }
+}
+
+impl Drop for Codecs {
+    fn drop(&mut self) {
+        let charged: usize = self
+            .entries
+            .get_mut()
+            .values()
+            .map(|e| e.codec.charge())
+            .sum();
+        self.memory.release(charged);
+    }
+}
+
+/// The id inside a handle object; `None` for any other value.
+fn handle_id(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> Option<u32> {
+    let object = v8::Local::<v8::Object>::try_from(value).ok()?;
+    if object.internal_field_count() != 1 {
+        return None;
+    }
+    let data = object.get_internal_field(scope, 0)?;
+    let id = v8::Local::<v8::Integer>::try_from(data).ok()?;
+    u32::try_from(id.value()).ok()
+}
+
+/// At most [`INPUT_STEP`] bytes from the start of a view (no copy of the rest).
+fn input_step(value: v8::Local<'_, v8::Value>) -> Vec<u8> {
+    let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(value) else {
+        return Vec::new();
+    };
+    let mut bytes = vec![0; view.byte_length().min(INPUT_STEP)];
+    let copied = view.copy_contents(&mut bytes);
+    bytes.truncate(copied);
+    bytes
+}
+
+/// A step's output for JavaScript: a charged Uint8Array, or null when empty.
+/// `None` over the memory limit (the isolate is being terminated).
+fn output<'s>(scope: &mut v8::PinScope<'s, '_>, out: Vec<u8>) -> Option<v8::Local<'s, v8::Value>> {
+    if out.is_empty() {
+        return Some(v8::null(scope).into());
+    }
+    u8_array(scope, out).map(Into::into)
+}
+
+// === host functions ===
+
+/// `compressionNew(kind, format)` → handle: `kind` `"compress"` or
+/// `"decompress"`, `format` one of the Compression Standard's (JS checked it).
+pub(super) fn compression_new(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(host) = HostState::get(scope) else {
+        return;
+    };
+    let kind = arg_string(scope, &args, 0);
+    let name = arg_string(scope, &args, 1);
+    let Some(format) = Format::parse(&name) else {
+        throw_type_error(scope, &format!("Unsupported compression format: '{name}'"));
+        return;
+    };
+    let codec = if kind == "compress" {
+        Codec::Compress(Box::new(Compressor::new(format)))
+    } else {
+        Codec::Decompress(Box::new(Decompressor::new(format)))
+    };
+    if let Some(handle) = host.codecs.insert(scope, codec) {
+        rv.set(handle.into());
+    }
+}
+
+/// `compressionWrite(handle, u8)` → `[consumed, output]`: one step over the
+/// start of `u8`; `output` null means all of `u8` was consumed and nothing
+/// more is pending. Throws TypeError for corrupt input.
+pub(super) fn compression_write(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(host) = HostState::get(scope) else {
+        return;
+    };
+    let input = input_step(args.get(1));
+    let mut out = Vec::new();
+    let result = host.codecs.with(scope, args.get(0), |codec| match codec {
+        Codec::Compress(c) => c.step(&input, false, &mut out, OUTPUT_STEP),
+        Codec::Decompress(d) => d.step(&input, &mut out, OUTPUT_STEP),
+        Codec::Text(_) => Err(CodecError::Compress),
+    });
+    let consumed = match result {
+        Some(Ok(consumed)) => consumed,
+        Some(Err(error)) => return throw_type_error(scope, &error.to_string()),
+        None => return throw_type_error(scope, "compressionWrite: the stream has ended"),
+    };
+    let Some(output) = output(scope, out) else {
+        return;
+    };
+    let consumed = v8::Number::new(scope, consumed as f64).into();
+    rv.set(v8::Array::new_with_elements(scope, &[consumed, output]).into());
+}
+
+/// `compressionEnd(handle)` → output or null: the input has ended. A
+/// compressor writes the rest of its stream (call again until null); a
+/// decompressor throws TypeError unless its stream was complete.
+pub(super) fn compression_end(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(host) = HostState::get(scope) else {
+        return;
+    };
+    let mut out = Vec::new();
+    let result = host.codecs.with(scope, args.get(0), |codec| match codec {
+        Codec::Compress(c) => c.step(&[], true, &mut out, OUTPUT_STEP).map(drop),
+        Codec::Decompress(d) => d.finish(),
+        Codec::Text(_) => Err(CodecError::Compress),
+    });
+    match result {
+        Some(Ok(())) => {}
+        Some(Err(error)) => return throw_type_error(scope, &error.to_string()),
+        None => return throw_type_error(scope, "compressionEnd: the stream has ended"),
+    }
+    if let Some(output) = output(scope, out) {
+        rv.set(output);
+    }
+}
+
+/// `codecFree(handle)`: the codec is no longer needed; its memory is given back.
+pub(super) fn codec_free(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    _rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(host) = HostState::get(scope) else {
+        return;
+    };
+    if let Some(id) = handle_id(scope, args.get(0)) {
+        host.codecs.remove(id);
+    }
+}

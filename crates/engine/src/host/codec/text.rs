@@ -1,0 +1,242 @@
+//! `TextDecoder` for the encodings other than UTF-8 (which keeps its own
+//! fast path, `host/text.rs`): encoding_rs, the Encoding Standard's decoders
+//! as Firefox ships them. One [`TextDecoder`] per JS `TextDecoder` that
+//! decodes something else, so `{stream: true}` keeps its state here.
+
+use encoding_rs::{Decoder, DecoderResult, Encoding};
+
+use super::{Codec, HostState, arg_string, throw_type_error};
+use crate::host::view_bytes;
+
+/// The most bytes JavaScript hands over per `textDecode` call (it splits
+/// longer input): the output buffer is sized from it.
+pub(crate) const TEXT_STEP: usize = 1024 * 1024;
+
+/// An encoding's decoder and how to make it afresh.
+pub(crate) struct TextDecoder {
+    encoding: &'static Encoding,
+    ignore_bom: bool,
+    decoder: Decoder,
+}
+
+/// The input is not valid in the encoding (`fatal`), or too long.
+#[derive(Debug)]
+pub(crate) struct Malformed;
+
+impl TextDecoder {
+    pub(crate) fn new(encoding: &'static Encoding, ignore_bom: bool) -> Self {
+        Self {
+            encoding,
+            ignore_bom,
+            decoder: fresh(encoding, ignore_bom),
+        }
+    }
+
+    /// Decodes `input` to UTF-16; `last` ends the stream (and the next call
+    /// starts a new one, as the standard's `decode()` without `stream`).
+    /// The decoder starts afresh after an error too.
+    pub(crate) fn decode(
+        &mut self,
+        input: &[u8],
+        fatal: bool,
+        last: bool,
+    ) -> Result<Vec<u16>, Malformed> {
+        let result = self.run(input, fatal, last);
+        if last || result.is_err() {
+            self.decoder = fresh(self.encoding, self.ignore_bom);
+        }
+        result
+    }
+
+    fn run(&mut self, input: &[u8], fatal: bool, last: bool) -> Result<Vec<u16>, Malformed> {
+        let max = self
+            .decoder
+            .max_utf16_buffer_length(input.len())
+            .ok_or(Malformed)?;
+        let mut out = vec![0u16; max];
+        let written = if fatal {
+            let (result, _, written) = self
+                .decoder
+                .decode_to_utf16_without_replacement(input, &mut out, last);
+            match result {
+                DecoderResult::InputEmpty => written,
+                DecoderResult::Malformed(..) | DecoderResult::OutputFull => return Err(Malformed),
+            }
+        } else {
+            let (result, _, written, _) = self.decoder.decode_to_utf16(input, &mut out, last);
+            if result == encoding_rs::CoderResult::OutputFull {
+                return Err(Malformed);
+            }
+            written
+        };
+        out.truncate(written);
+        Ok(out)
+    }
+}
+
+fn fresh(encoding: &'static Encoding, ignore_bom: bool) -> Decoder {
+    // The standard strips a BOM only of the decoder's own encoding (no
+    // sniffing for another): what `with_bom_removal` does.
+    if ignore_bom {
+        encoding.new_decoder_without_bom_handling()
+    } else {
+        encoding.new_decoder_with_bom_removal()
+    }
+}
+
+/// The encoding a `TextDecoder` label names: `None` for an unknown label and
+/// for the `replacement` encoding's labels (the constructor throws RangeError
+/// for both).
+pub(crate) fn lookup(label: &str) -> Option<&'static Encoding> {
+    Encoding::for_label_no_replacement(label.as_bytes())
+}
+
+/// `encodingForLabel(label)` → the encoding's name in lowercase, or null.
+pub(in crate::host) fn encoding_for_label(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let label = arg_string(scope, &args, 0);
+    match lookup(&label) {
+        Some(encoding) => {
+            let name = encoding.name().to_ascii_lowercase();
+            if let Some(name) = v8::String::new(scope, &name) {
+                rv.set(name.into());
+            }
+        }
+        None => rv.set_null(),
+    }
+}
+
+/// `textDecoderNew(label, ignoreBOM)` → handle (the label JS already checked).
+pub(in crate::host) fn text_decoder_new(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(host) = HostState::get(scope) else {
+        return;
+    };
+    let label = arg_string(scope, &args, 0);
+    let Some(encoding) = lookup(&label) else {
+        throw_type_error(
+            scope,
+            &format!("textDecoderNew: unknown encoding {label:?}"),
+        );
+        return;
+    };
+    let ignore_bom = args.get(1).boolean_value(scope);
+    let codec = Codec::Text(Box::new(TextDecoder::new(encoding, ignore_bom)));
+    if let Some(handle) = host.codecs.insert(scope, codec) {
+        rv.set(handle.into());
+    }
+}
+
+/// `textDecode(handle, u8, fatal, last)` → string; throws TypeError for
+/// malformed input when `fatal`. JS hands over at most [`TEXT_STEP`] bytes.
+pub(in crate::host) fn text_decode(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(host) = HostState::get(scope) else {
+        return;
+    };
+    let Some(input) = view_bytes(args.get(1)) else {
+        throw_type_error(scope, "textDecode: input must be a Uint8Array");
+        return;
+    };
+    if input.len() > TEXT_STEP {
+        throw_type_error(scope, "textDecode: input step too long");
+        return;
+    }
+    let fatal = args.get(2).boolean_value(scope);
+    let last = args.get(3).boolean_value(scope);
+    let result = host.codecs.with(scope, args.get(0), |codec| match codec {
+        Codec::Text(decoder) => Some(decoder.decode(&input, fatal, last)),
+        _ => None,
+    });
+    let units = match result.flatten() {
+        Some(Ok(units)) => units,
+        Some(Err(Malformed)) => {
+            let name = host
+                .codecs
+                .with(scope, args.get(0), |codec| match codec {
+                    Codec::Text(decoder) => decoder.encoding.name().to_ascii_lowercase(),
+                    _ => String::new(),
+                })
+                .unwrap_or_default();
+            throw_type_error(
+                scope,
+                &format!("The encoded data was not valid for encoding {name}"),
+            );
+            return;
+        }
+        None => {
+            throw_type_error(scope, "textDecode: not a TextDecoder");
+            return;
+        }
+    };
+    match v8::String::new_from_two_byte(scope, &units, v8::NewStringType::Normal) {
+        Some(text) => rv.set(text.into()),
+        None => throw_type_error(scope, "textDecode: the decoded string is too long"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn decode(
+        label: &str,
+        parts: &[&[u8]],
+        fatal: bool,
+        ignore_bom: bool,
+    ) -> Result<String, Malformed> {
+        let mut d = TextDecoder::new(lookup(label).unwrap(), ignore_bom);
+        let mut units = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            units.extend(d.decode(part, fatal, i + 1 == parts.len())?);
+        }
+        Ok(String::from_utf16(&units).unwrap())
+    }
+
+    #[test]
+    fn labels_streaming_and_bom() {
+        assert!(lookup("replacement").is_none());
+        assert!(lookup("iso-2022-kr").is_none());
+        assert_eq!(lookup(" latin1\n").unwrap().name(), "windows-1252");
+        assert_eq!(lookup("utf-16").unwrap().name(), "UTF-16LE");
+        assert_eq!(
+            decode("latin1", &[b"caf\xe9"], true, false).unwrap(),
+            "café"
+        );
+        // Shift_JIS split inside a two-byte sequence (U+3042).
+        assert_eq!(
+            decode("sjis", &[b"\x82", b"\xa0"], true, false).unwrap(),
+            "\u{3042}"
+        );
+        // A UTF-16 BOM is stripped for UTF-16 only, and kept with ignoreBOM.
+        assert_eq!(
+            decode("utf-16le", &[b"\xff", b"\xfea\x00"], true, false).unwrap(),
+            "a"
+        );
+        assert_eq!(
+            decode("utf-16le", &[b"\xff\xfea\x00"], true, true).unwrap(),
+            "\u{feff}a"
+        );
+        assert_eq!(
+            decode("windows-1252", &[b"\xef\xbb\xbfa"], true, false).unwrap(),
+            "ï»¿a"
+        );
+        // Truncated at the end: an error when fatal, U+FFFD otherwise.
+        assert!(decode("utf-16be", &[b"\x00a\x00"], true, false).is_err());
+        assert_eq!(
+            decode("utf-16be", &[b"\x00a\x00"], false, false).unwrap(),
+            "a\u{fffd}"
+        );
+    }
+}
