@@ -141,6 +141,25 @@ export default suite(async () => {
     }
   });
 
+  await test('empty compressed streams decompress to nothing (WPT decompression-empty-input)', async () => {
+    const empty = {
+      gzip: [31, 139, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+      deflate: [120, 156, 3, 0, 0, 0, 0, 1],
+      'deflate-raw': [1, 0, 0, 255, 255],
+    };
+    for (const format of FORMATS) {
+      const ds = new DecompressionStream(format);
+      const reader = ds.readable.getReader();
+      const writer = ds.writable.getWriter();
+      const written = writer.write(new Uint8Array(empty[format]));
+      writer.close();
+      const { value, done } = await reader.read();
+      eq(done, true, format);
+      eq(value, undefined, format);
+      await written;
+    }
+  });
+
   await test('round trips, with empty chunks and every BufferSource', async () => {
     const text = 'Hello, Isolane! '.repeat(1000);
     const enc = new TextEncoder().encode(text);
