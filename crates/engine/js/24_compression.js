@@ -6,8 +6,8 @@
 // writable of high-water mark 1, a readable of 0; canceling one side errors
 // the other) built from the public constructors, because the pair must wait
 // for its reader between output slices: the host hands back at most 64 KiB
-// per step, and a step's output is enqueued and, while the reader wants no
-// more, held back before the next step is made. So a decompression bomb
+// per step, and at most two slices wait for the reader before the pump
+// waits for it (see `pump`). So a decompression bomb
 // inflates only as fast as its output is read, each slice charged to the
 // worker's memory, and every step is short (the watchdog can stop the loop).
 'use strict';
@@ -45,10 +45,21 @@ function codecPair(what, kind, format) {
     try { rc.error(error); } catch { /* already closed or errored */ }
     return error;
   };
-  // Steps the codec over `view` (or its end), enqueueing each slice and
-  // waiting for the reader whenever it has enough.
+  // Waits until the reader wants more (a pull), when it has enough.
+  async function readerWants() {
+    if (rc.desiredSize > 0) return;
+    wanted = internal.deferred();
+    await wanted.promise;
+    wanted = null;
+  }
+  // Steps the codec over `view` (or its end). A slice is enqueued once the
+  // next step has made another (or found nothing more), and before making
+  // a third the pump waits for the reader: at most two slices wait for it,
+  // and, as with a TransformStream, a write whose output fits one slice
+  // completes without a reader.
   async function pump(view) {
     let at = 0;
+    let held = null;
     for (;;) {
       if (ended) throw new TypeError(`${what}: the stream was canceled`);
       let out;
@@ -61,20 +72,27 @@ function codecPair(what, kind, format) {
           out = produced;
         }
       } catch (e) {
-        throw fail(new TypeError(e.message));
+        const error = new TypeError(e.message);
+        // The output before the error is delivered first (WPT's
+        // decompression-extra-input), then the next read fails.
+        if (held !== null && !ended) {
+          rc.enqueue(held);
+          await readerWants();
+        }
+        throw fail(error);
       }
       if (out === null) {
         // The host takes at most 64 KiB of input per step: null means that
         // step's input is used up.
-        if (view === null || at >= view.length) return;
-        continue;
+        if (view !== null && at < view.length) continue;
+        if (held !== null && !ended) rc.enqueue(held);
+        return;
       }
-      rc.enqueue(out);
-      if (rc.desiredSize <= 0) {
-        wanted = internal.deferred();
-        await wanted.promise;
-        wanted = null;
+      if (held !== null) {
+        rc.enqueue(held);
+        await readerWants();
       }
+      held = out;
     }
   }
   const readable = new Readable({

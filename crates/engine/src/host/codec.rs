@@ -9,7 +9,9 @@
 //! budget while it lives, and it lives until JavaScript frees it (the
 //! stream ended, failed or was canceled), its handle is garbage collected
 //! (a `TextDecoder` made at the top level is used by many requests, so
-//! codecs are not owned by one request), or the isolate goes.
+//! codecs are not owned by one request), or the isolate goes. A compression
+//! stream made during a request is also freed when that request ends (it is
+//! that request's I/O; see [`Codecs::drop_for`]).
 //!
 //! Work per call is bounded: a step reads at most [`INPUT_STEP`] bytes of
 //! its input and writes at most [`OUTPUT_STEP`]; JavaScript comes back for
@@ -65,6 +67,8 @@ impl Codec {
 
 struct Entry {
     codec: Codec,
+    /// The request whose end frees it (0: none; see [`Codecs::drop_for`]).
+    owner: u32,
     /// Keeps the finalizer armed; dropped with the entry.
     _handle: v8::Weak<v8::Object>,
 }
@@ -94,6 +98,7 @@ impl Codecs {
         &self,
         scope: &mut v8::PinScope<'s, '_>,
         codec: Codec,
+        owner: u32,
     ) -> Option<v8::Local<'s, v8::Object>> {
         self.sweep();
         let charge = codec.charge();
@@ -121,6 +126,7 @@ impl Codecs {
             id,
             Entry {
                 codec,
+                owner,
                 _handle: handle,
             },
         );
@@ -154,6 +160,30 @@ impl Codecs {
             }
         };
         if let Some(entry) = removed {
+            self.memory.release(entry.codec.charge());
+        }
+    }
+
+    /// Frees the codecs request `ctx` owns (every request's when `None`):
+    /// compression streams are I/O of the request that made them, as in
+    /// workerd, and go with it; text decoders (often made at the top level
+    /// and shared by requests) and streams made outside a request are
+    /// owned by none and live until collected.
+    pub(crate) fn drop_for(&self, ctx: Option<u32>) {
+        let removed: Vec<Entry> = match self.entries.try_borrow_mut() {
+            Ok(mut entries) => {
+                let ids: Vec<u32> = entries
+                    .iter()
+                    .filter(|(_, e)| e.owner != 0 && ctx.is_none_or(|c| c == e.owner))
+                    .map(|(id, _)| *id)
+                    .collect();
+                ids.into_iter()
+                    .filter_map(|id| entries.remove(&id))
+                    .collect()
+            }
+            Err(_) => return,
+        };
+        for entry in removed {
             self.memory.release(entry.codec.charge());
         }
     }
@@ -235,7 +265,7 @@ pub(super) fn compression_new(
     } else {
         Codec::Decompress(Box::new(Decompressor::new(format)))
     };
-    if let Some(handle) = host.codecs.insert(scope, codec) {
+    if let Some(handle) = host.codecs.insert(scope, codec, host.current()) {
         rv.set(handle.into());
     }
 }
@@ -261,7 +291,12 @@ pub(super) fn compression_write(
     let consumed = match result {
         Some(Ok(consumed)) => consumed,
         Some(Err(error)) => return throw_type_error(scope, &error.to_string()),
-        None => return throw_type_error(scope, "compressionWrite: the stream has ended"),
+        None => {
+            return throw_type_error(
+                scope,
+                "the compression stream has ended: it belonged to a request that is over",
+            );
+        }
     };
     let Some(output) = output(scope, out) else {
         return;
@@ -290,7 +325,12 @@ pub(super) fn compression_end(
     match result {
         Some(Ok(())) => {}
         Some(Err(error)) => return throw_type_error(scope, &error.to_string()),
-        None => return throw_type_error(scope, "compressionEnd: the stream has ended"),
+        None => {
+            return throw_type_error(
+                scope,
+                "the compression stream has ended: it belonged to a request that is over",
+            );
+        }
     }
     if let Some(output) = output(scope, out) {
         rv.set(output);

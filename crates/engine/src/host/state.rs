@@ -400,6 +400,7 @@ impl HostState {
             timer.task.abort();
         }
         self.rewriters.drop_for(ctx);
+        self.codecs.drop_for(ctx);
         self.bodies
             .borrow_mut()
             .retain(|_, (owner, _)| !matches(*owner));

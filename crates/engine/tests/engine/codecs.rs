@@ -195,3 +195,36 @@ async fn endless_garbage_through_a_decoder_ends_at_the_cpu_limit() {
         neighbour_ok(&engine, &neighbour).await;
     }
 }
+
+/// A compression stream is I/O of the request that made it: kept in a
+/// global past its request, its codec is gone (and its memory given back),
+/// and using it errors the stream with a TypeError.
+#[tokio::test]
+async fn a_compression_stream_ends_with_its_request() {
+    let (engine, _recorder) = engine(1, PoolMode::Pinned);
+    let worker = Arc::new(bundle_with(
+        "t/kept-stream",
+        "let writer;
+        export default { async fetch(request) {
+            if (new URL(request.url).pathname === '/make') {
+                writer = new CompressionStream('gzip').writable.getWriter();
+                await writer.write(new Uint8Array(10));
+                return new Response('made');
+            }
+            try { await writer.write(new Uint8Array(10)); return new Response('wrote'); }
+            catch (e) { return new Response(`${e.name}: ${e.message}`); }
+        } };",
+        limits(1_000, 128),
+        &[],
+    ));
+    assert_eq!(
+        run(&engine, 0, &worker, "/make").await,
+        (200, "made".to_owned())
+    );
+    let (status, body) = run(&engine, 0, &worker, "/use").await;
+    assert_eq!(status, 200);
+    assert!(
+        body.starts_with("TypeError: the compression stream has ended"),
+        "{body}"
+    );
+}

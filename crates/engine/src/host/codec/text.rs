@@ -128,7 +128,7 @@ pub(in crate::host) fn text_decoder_new(
     };
     let ignore_bom = args.get(1).boolean_value(scope);
     let codec = Codec::Text(Box::new(TextDecoder::new(encoding, ignore_bom)));
-    if let Some(handle) = host.codecs.insert(scope, codec) {
+    if let Some(handle) = host.codecs.insert(scope, codec, 0) {
         rv.set(handle.into());
     }
 }
