@@ -393,6 +393,41 @@ mod tests {
     }
 
     #[test]
+    fn gzip_headers_with_every_optional_field() {
+        // FEXTRA (XLEN 3), FNAME, FCOMMENT, FHCRC, then the WPT vector's body and trailer.
+        let mut header = vec![0x1f, 0x8b, 8, 0x04 | 0x08 | 0x10 | 0x02, 0, 0, 0, 0, 0, 3];
+        header.extend_from_slice(&[3, 0, b'x', b'y', b'z']);
+        header.extend_from_slice(b"name.txt\0a comment\0");
+        let mut crc = Crc::new();
+        crc.update(&header);
+        header.extend_from_slice(&((crc.sum() & 0xffff) as u16).to_le_bytes());
+        let input = [&header[..], &GZIP[10..]].concat();
+        for piece in [1, 2, 5, 100] {
+            assert_eq!(
+                decompress(Format::Gzip, &input, piece).unwrap(),
+                b"expected output",
+                "{piece}"
+            );
+        }
+        let mut bad = input.clone();
+        bad[header.len() - 1] ^= 1;
+        assert!(decompress(Format::Gzip, &bad, 100).is_err());
+        // Reserved flag bits are an error; an empty extra field is not.
+        let mut reserved = GZIP;
+        reserved[3] = 0x20;
+        assert!(decompress(Format::Gzip, &reserved, 100).is_err());
+        let empty_extra = [
+            &[0x1f, 0x8b, 8, 0x04, 0, 0, 0, 0, 0, 3, 0, 0][..],
+            &GZIP[10..],
+        ]
+        .concat();
+        assert_eq!(
+            decompress(Format::Gzip, &empty_extra, 3).unwrap(),
+            b"expected output"
+        );
+    }
+
+    #[test]
     fn a_bomb_comes_out_in_bounded_steps() {
         let bomb = compress(Format::Gzip, &vec![0; 8 << 20], 1 << 20);
         assert!(bomb.len() < 16 * 1024, "{}", bomb.len());
