@@ -12,6 +12,7 @@
 //! | `cpu-limit` | head with `OUTCOME_CPU_LIMIT` and a reason |
 //! | `unknown-worker` | head with `OUTCOME_UNKNOWN_WORKER` |
 //! | `draining` | head with `OUTCOME_DRAINING` |
+//! | `draining-on:NAME` | as `draining` on the node NAME; the others echo |
 //! | `fail-midway` | 200, one chunk, then end with `OUTCOME_EXCEPTION` |
 //! | `hang` | never answers |
 //! | `hold` | waits for [`FakeNode::release`], then answers 200 |
@@ -124,6 +125,30 @@ pub async fn dead_member(name: &str, threads: u32) -> NodeMember {
     }
 }
 
+/// A member that accepts connections and drops each as soon as the client
+/// has sent something: a node that dies under the request it was given.
+pub async fn crashing_member(name: &str, threads: u32) -> NodeMember {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                use tokio::io::AsyncReadExt;
+                let mut buf = [0u8; 1024];
+                let _ = socket.read(&mut buf).await;
+                // Dropped: the connection breaks under the call.
+            });
+        }
+    });
+    NodeMember {
+        name: name.to_owned(),
+        endpoints: vec![format!("http://{addr}")],
+        threads,
+        draining: false,
+        expires_at: None,
+    }
+}
+
 struct Fake(Arc<State>);
 
 type Out = Pin<Box<dyn Stream<Item = Result<ExecuteResponse, Status>> + Send>>;
@@ -189,6 +214,9 @@ impl Runtime for Fake {
             "cpu-limit" => refusal(Outcome::CpuLimit, "used 51 ms of CPU, limit 50 ms"),
             "unknown-worker" => refusal(Outcome::UnknownWorker, "no bundle"),
             "draining" => refusal(Outcome::Draining, "shutting down"),
+            m if m.strip_prefix("draining-on:") == Some(self.0.name.as_str()) => {
+                refusal(Outcome::Draining, "shutting down")
+            }
             "hang" => Box::pin(futures::stream::pending()),
             "fail-midway" => Box::pin(futures::stream::iter([
                 Ok(head(200, Outcome::Ok, "", echo_headers)),
