@@ -199,7 +199,8 @@ pub(super) fn form_data_parse(
     let mut body = vec![0; view.byte_length()];
     view.copy_contents(&mut body);
     let mut parts = Parts::new(Bytes::from(body), boundary);
-    let mut entries = Vec::new();
+    let entries = v8::Array::new(scope, 0);
+    let mut index = 0;
     loop {
         if host.thread.watchdog.has_fired() {
             // The turn was terminated; V8 unwinds it on return.
@@ -213,13 +214,19 @@ pub(super) fn form_data_parse(
                 return;
             }
         };
-        let Some(entry) = part_value(scope, part) else {
+        // A handle scope per part: a body of a million tiny parts must not
+        // hold millions of handles (V8's handle blocks are not charged).
+        v8::scope!(let inner, scope);
+        let Some(entry) = part_value(inner, part) else {
             // Over the memory limit: the isolate is being terminated.
             return;
         };
-        entries.push(entry.into());
+        if entries.set_index(inner, index, entry.into()).is_none() {
+            return;
+        }
+        index += 1;
     }
-    rv.set(v8::Array::new_with_elements(scope, &entries).into());
+    rv.set(entries.into());
 }
 
 /// One entry as JS: `[name, string]` or `[name, u8, filename, type]`.
