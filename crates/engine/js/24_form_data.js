@@ -148,7 +148,8 @@ internal.serializeFormData = function serializeFormData(fd) {
 internal.parseFormDataBody = function parseFormDataBody(bytes, type) {
   const entries = host.formDataParse(bytes, type);
   if (entries === null) {
-    return internal.newFormData(internal.parseForm(internal.utf8Decode(bytes)));
+    // The urlencoded parser decodes UTF-8 "without BOM": a BOM stays.
+    return internal.newFormData(internal.parseForm(host.utf8Decode(bytes, false, true)));
   }
   const list = [];
   for (const e of entries) {

@@ -258,6 +258,7 @@ export default suite(async () => {
     const req = new Request('http://x/', { method: 'POST', body: new URLSearchParams('x=1&y=%20') });
     deepEq([...(await req.formData())], [['x', '1'], ['y', ' ']], 'a URLSearchParams body');
     deepEq([...(await parse('', 'application/x-www-form-urlencoded'))], [], 'empty body');
+    deepEq([...(await parse('\uFEFFa=1', 'application/x-www-form-urlencoded'))], [['\uFEFFa', '1']], 'a BOM is kept');
   });
 
   await test('errors are TypeErrors', async () => {
