@@ -10,6 +10,7 @@ mod cache;
 mod clone;
 mod crypto;
 mod fetch;
+mod form_data;
 mod html_rewriter;
 mod io;
 mod memory;
@@ -117,6 +118,7 @@ fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
             "timingSafeEqual",
             crypto::subtle::timing_safe_equal.map_fn_to(),
         ),
+        ("formDataParse", form_data::form_data_parse.map_fn_to()),
     ]
 }
 

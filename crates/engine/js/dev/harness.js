@@ -356,6 +356,7 @@ const SUITE_REQUEST = {
 const ENGINE_ONLY = {
   'urlpattern.js': 'URLPattern parses with the urlpattern crate (host.urlPatternParse)',
   'html_rewriter.js': 'HTMLRewriter is lol_html (host.htmlRewriter*)',
+  'form_data.js': 'multipart bodies parse with the multer crate (host.formDataParse)',
 };
 
 async function runSuite(file, opts, target) {
