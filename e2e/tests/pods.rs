@@ -61,6 +61,22 @@ fn run(command: &mut Command, stdin: Option<&str>) -> Output {
     child.wait_with_output().expect("wait")
 }
 
+/// `kubectl delete pod` in the release namespace, without waiting.
+fn delete_pod(kubeconfig: &Path, pod: &str) {
+    let output = run(
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["delete", "pod", pod, "-n", NAMESPACE, "--wait=false"]),
+        None,
+    );
+    assert!(
+        output.status.success(),
+        "delete pod {pod}: {}",
+        text(&output)
+    );
+}
+
 /// Whether the pod's Ready condition is true.
 fn is_ready(pod: &Pod) -> bool {
     pod.status
@@ -228,18 +244,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
     let leader = holder(leases.get(LEADER_LEASE).await.expect("the leader Lease"))
         .expect("a leader holds the Lease");
     let deleted = Instant::now();
-    let output = run(
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["delete", "pod", &leader, "-n", NAMESPACE, "--wait=false"]),
-        None,
-    );
-    assert!(
-        output.status.success(),
-        "delete the leader: {}",
-        text(&output)
-    );
+    delete_pod(&kubeconfig, &leader);
     let new_leader = wait_until("another operator to lead", Duration::from_secs(90), || {
         let leases = leases.clone();
         let leader = leader.clone();
@@ -360,18 +365,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
     );
     load.wait_for_more(20, Duration::from_secs(30)).await;
     let deleted = Instant::now();
-    let output = run(
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["delete", "pod", &old_node, "-n", NAMESPACE, "--wait=false"]),
-        None,
-    );
-    assert!(
-        output.status.success(),
-        "delete the node pod: {}",
-        text(&output)
-    );
+    delete_pod(&kubeconfig, &old_node);
     let new_node = wait_until(
         "a new node pod to be Ready",
         Duration::from_secs(120),

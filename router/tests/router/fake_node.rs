@@ -86,13 +86,7 @@ impl FakeNode {
 
     /// This node as membership would report it, with `threads` threads.
     pub fn member(&self, threads: u32) -> NodeMember {
-        NodeMember {
-            name: self.name.clone(),
-            endpoints: vec![format!("http://{}", self.addr)],
-            threads,
-            draining: false,
-            expires_at: None,
-        }
+        member_at(&self.name, self.addr, threads)
     }
 
     /// How many Execute calls reached this node.
@@ -116,6 +110,11 @@ pub async fn dead_member(name: &str, threads: u32) -> NodeMember {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
+    member_at(name, addr, threads)
+}
+
+/// A live, non-draining member `name` at `addr`.
+fn member_at(name: &str, addr: SocketAddr, threads: u32) -> NodeMember {
     NodeMember {
         name: name.to_owned(),
         endpoints: vec![format!("http://{addr}")],
@@ -140,13 +139,7 @@ pub async fn crashing_member(name: &str, threads: u32) -> NodeMember {
             });
         }
     });
-    NodeMember {
-        name: name.to_owned(),
-        endpoints: vec![format!("http://{addr}")],
-        threads,
-        draining: false,
-        expires_at: None,
-    }
+    member_at(name, addr, threads)
 }
 
 struct Fake(Arc<State>);
