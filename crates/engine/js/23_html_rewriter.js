@@ -277,14 +277,14 @@ function rewrittenBody(registrations, source, charset) {
         // Until something comes out: lol_html may hold a chunk back (a tag
         // cut in two), and a pull that enqueues nothing is not repeated.
         for (;;) {
-          const next = await reader.read();
-          if (next.done) {
+          await reader.read();
+          if (reader.done) {
             await drive(session, controller, host.htmlRewriterEnd(session.id));
             finish();
             controller.close();
             return;
           }
-          const bytes = toBytes(next.value);
+          const bytes = toBytes(reader.value);
           let produced = false;
           for (let at = 0; at < bytes.byteLength; at += SLICE) {
             const step = host.htmlRewriterWrite(session.id, bytes.subarray(at, at + SLICE));

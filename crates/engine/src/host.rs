@@ -9,6 +9,7 @@
 mod cache;
 mod clone;
 mod crypto;
+mod data_url;
 mod fetch;
 mod html_rewriter;
 mod io;
@@ -117,6 +118,7 @@ fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
             "timingSafeEqual",
             crypto::subtle::timing_safe_equal.map_fn_to(),
         ),
+        ("dataUrl", data_url::data_url.map_fn_to()),
     ]
 }
 
