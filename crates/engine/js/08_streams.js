@@ -2377,14 +2377,14 @@ internal.streamFromBytes = (bytes) => {
 internal.streamFromHostBody = (bodyId) => {
   let stream;
   let finished = false;
-  stream = createReadableByteStream(() => undefined, () => host.bodyRead(bodyId).then((chunk) => {
+  stream = createReadableByteStream(() => undefined, () => host.bodyRead(bodyId).then((read) => {
     const c = internal.readableRecord(stream).controller;
-    if (chunk === null) {
+    if (read === null) {
       finished = true;
       byteControllerClose(c);
       if (c.pendingPullIntos.length > 0 && c.stream.state === 'closed') byteControllerRespond(c, 0);
     } else {
-      byteControllerEnqueue(c, chunk);
+      byteControllerEnqueue(c, read.chunk);
     }
   }), () => {
     if (!finished) { finished = true; host.bodyCancel(bodyId); }
