@@ -248,4 +248,13 @@ export default suite(async (request, env) => {
     const e = await rejects(fetch(huge), TypeError, 'over 16 MiB');
     assert(/at most/.test(e.message), e.message);
   });
+  await test('a patched Object.prototype.then cannot reach a fetched body', async () => {
+    const res = await fetch(`${T}/stream`);
+    let called = 0;
+    let text;
+    Object.prototype.then = function then(onFulfilled) { delete Object.prototype.then; called++; onFulfilled({ chunk: new Uint8Array([120]) }); };
+    try { text = await res.text(); } finally { delete Object.prototype.then; }
+    eq(text, 'chunk0;chunk1;chunk2;chunk3;chunk4;');
+    eq(called, 0, 'then was never looked up');
+  });
 });
