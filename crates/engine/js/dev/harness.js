@@ -36,6 +36,9 @@ function runtimeFiles() {
   return fs.readdirSync(JS_DIR).filter((f) => /^\d\d_.*\.js$/.test(f)).sort();
 }
 
+// Request headers host.fetch does not pass on (HOST.md).
+const CONNECTION_HEADERS = new Set(['host', 'content-length', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'upgrade']);
+
 // One "isolate": a vm context with the runtime JS evaluated into it.
 function createRuntime(opts = {}) {
   const logs = [];
@@ -121,7 +124,8 @@ function createRuntime(opts = {}) {
         let res;
         try {
           res = await fetch(url, {
-            method, headers: headers.map((h) => [h[0], h[1]]), redirect: 'manual',
+            // As the engine: the connection's own headers are the client's.
+            method, headers: headers.filter((h) => !CONNECTION_HEADERS.has(h[0])).map((h) => [h[0], h[1]]), redirect: 'manual',
             body: body === null ? undefined : Buffer.from(body.buffer, body.byteOffset, body.byteLength),
           });
         } catch (e) {
@@ -136,7 +140,9 @@ function createRuntime(opts = {}) {
               for (;;) {
                 const r = await reader.read();
                 if (r.done) return null;
-                if (r.value.byteLength) return u8(r.value);
+                // Still this realm's bytes: resolving with the worker's own
+                // Uint8Array would look up a `then` the worker can patch.
+                if (r.value.byteLength) return r.value;
               }
             },
             cancel() { reader.cancel().catch(() => {}); },
@@ -169,6 +175,11 @@ function createRuntime(opts = {}) {
       }
       let mime = head.toLowerCase().startsWith(';') || head === '' ? 'text/plain' + head : head;
       if (!/^[^\/;]+\/[^\/;]+/.test(mime)) mime = 'text/plain;charset=US-ASCII';
+      mime = mime.split(';').map((part, i) => {
+        if (i === 0) return part.trim().toLowerCase();
+        const [name, ...value] = part.split('=');
+        return `${name.trim().toLowerCase()}=${value.join('=').replace(/^"|"$/g, '')}`;
+      }).join(';');
       if (mime === 'text/plain') mime = b64 && head !== '' ? mime : 'text/plain;charset=US-ASCII';
       return arr([mime, u8(body)]);
     },
@@ -179,7 +190,7 @@ function createRuntime(opts = {}) {
         if (chunk === null) { bodies.delete(id); return null; }
         // As the engine: an object without a prototype (HOST.md).
         const read = R.Object.create(null);
-        read.chunk = chunk;
+        read.chunk = u8(chunk);
         return read;
       }));
     },
@@ -256,7 +267,7 @@ function createRuntime(opts = {}) {
       bodyId = nextBodyId++;
       const chunks = Array.isArray(body) ? body.map((c) => Buffer.from(c)) : [Buffer.from(body)];
       bodies.set(bodyId, {
-        async read() { return chunks.length ? u8(chunks.shift()) : null; },
+        async read() { return chunks.length ? chunks.shift() : null; },
         cancel() { chunks.length = 0; },
       });
     }

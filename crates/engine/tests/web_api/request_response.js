@@ -331,6 +331,24 @@ export default suite(async (request, env, ctx) => {
       eq(r.bodyUsed, true, `${kind}: a body read through a Request`);
     }
   });
+  await test('a read or cancel through the stream itself disturbs, in any state', async () => {
+    const states = {
+      open: () => new ReadableStream(),
+      closed: () => new ReadableStream({ start(c) { c.close(); } }),
+      errored: () => new ReadableStream({ start(c) { c.error(new Error('x')); } }),
+    };
+    for (const [state, make] of Object.entries(states)) {
+      for (const action of ['read', 'cancel']) {
+        const stream = make();
+        const r = new Response(stream);
+        eq(r.bodyUsed, false, `${state}: on construction`);
+        const reader = stream.getReader();
+        eq(r.bodyUsed, false, `${state}: after getReader`);
+        reader[action]().catch(() => {});
+        eq(r.bodyUsed, true, `${state}: after ${action}()`);
+      }
+    }
+  });
   // WPT fetch/api/response/response-stream-with-broken-then: reading a body
   // must not look up `then` on objects a worker can reach.
   await test('a patched Object.prototype.then cannot reach a body read', async () => {
