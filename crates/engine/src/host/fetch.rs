@@ -338,3 +338,50 @@ fn parse(
         redirect,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copied() -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in [
+            ("host", "incoming.example"),
+            ("content-length", "99"),
+            ("connection", "keep-alive"),
+            ("keep-alive", "5"),
+            ("x-kept", "1"),
+        ] {
+            headers.insert(
+                HeaderName::from_static(name),
+                HeaderValue::from_static(value),
+            );
+        }
+        headers
+    }
+
+    #[test]
+    fn the_connection_headers_are_the_clients() {
+        let mut headers = copied();
+        connection_headers(&mut headers, &Method::POST, Some(3));
+        assert_eq!(headers.get(header::HOST), None);
+        assert_eq!(headers.get(header::CONNECTION), None);
+        assert_eq!(headers.get("keep-alive"), None);
+        assert_eq!(headers[header::CONTENT_LENGTH], "3");
+        assert_eq!(headers["x-kept"], "1");
+    }
+
+    #[test]
+    fn a_post_or_put_without_a_body_says_content_length_0() {
+        for method in [Method::POST, Method::PUT] {
+            let mut headers = copied();
+            connection_headers(&mut headers, &method, None);
+            assert_eq!(headers[header::CONTENT_LENGTH], "0", "{method}");
+        }
+        for method in [Method::GET, Method::DELETE] {
+            let mut headers = copied();
+            connection_headers(&mut headers, &method, None);
+            assert_eq!(headers.get(header::CONTENT_LENGTH), None, "{method}");
+        }
+    }
+}
