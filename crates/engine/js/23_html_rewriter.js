@@ -250,11 +250,9 @@ async function drive(session, controller, step) {
 }
 
 function toBytes(value) {
-  if (value instanceof Uint8Array) return value;
-  if (internal.isArrayBufferView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  if (value instanceof internal.NativeArrayBuffer) return new Uint8Array(value);
-  if (typeof value === 'string') return host.utf8Encode(value);
-  throw new TypeError('HTMLRewriter: the response body produced a chunk that is not bytes.');
+  const bytes = internal.chunkBytes(value, true);
+  if (bytes === null) throw new TypeError('HTMLRewriter: the response body produced a chunk that is not bytes.');
+  return bytes;
 }
 
 // The rewritten body: a pull source over the original body's reader.
