@@ -9,6 +9,7 @@
 mod cache;
 mod clone;
 mod crypto;
+mod data_url;
 mod fetch;
 mod form_data;
 mod html_rewriter;
@@ -119,6 +120,7 @@ fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
             crypto::subtle::timing_safe_equal.map_fn_to(),
         ),
         ("formDataParse", form_data::form_data_parse.map_fn_to()),
+        ("dataUrl", data_url::data_url.map_fn_to()),
     ]
 }
 
