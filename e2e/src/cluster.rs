@@ -213,6 +213,8 @@ fn tls_args(cert: &Path, key: &Path, ca: &Path) -> Vec<String> {
 /// How to start a router.
 #[derive(Clone, Debug, Default)]
 pub struct RouterOptions {
+    /// The name of its log file (`<name>.log`); `router` when unset.
+    pub name: Option<String>,
     /// More flags.
     pub extra_args: Vec<String>,
 }
@@ -230,7 +232,8 @@ pub struct Router {
 
 impl Router {
     /// Starts a router routing every namespace's Workers to the nodes of the
-    /// operator's namespace, logging to `<dir>/router.log`.
+    /// operator's namespace, logging to `<dir>/router.log` (or the name in
+    /// `options`).
     pub fn start(cp: &ControlPlane, dir: &Path, options: &RouterOptions) -> Self {
         let binary = process::binary("isolane-router", "isolane-router", ROUTER_BIN_ENV);
         let listen: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
@@ -259,7 +262,10 @@ impl Router {
             &binary,
             &args,
             &envs,
-            &dir.join("router.log"),
+            &dir.join(format!(
+                "{}.log",
+                options.name.as_deref().unwrap_or("router")
+            )),
         );
         Self {
             listen,

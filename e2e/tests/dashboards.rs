@@ -450,6 +450,7 @@ fn cluster_options() -> ClusterOptions {
             extra_args: ["--max-worker-series", "4", "--worker-series-interval", "5s"]
                 .map(str::to_owned)
                 .to_vec(),
+            ..RouterOptions::default()
         },
         operator: OperatorOptions::default(),
     }

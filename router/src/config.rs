@@ -40,6 +40,8 @@ pub const ENV_MAX_WORKER_SERIES: &str = "ISOLANE_MAX_WORKER_SERIES";
 pub const ENV_WORKER_SERIES_INTERVAL: &str = "ISOLANE_WORKER_SERIES_INTERVAL";
 /// How long open connections may finish after SIGTERM.
 pub const ENV_SHUTDOWN_GRACE: &str = "ISOLANE_SHUTDOWN_GRACE";
+/// How long a request waits for a live node when there is none.
+pub const ENV_NODE_WAIT: &str = "ISOLANE_NODE_WAIT";
 /// Env var for `--trusted-proxies` (comma-separated CIDRs).
 pub const ENV_TRUSTED_PROXIES: &str = "ISOLANE_TRUSTED_PROXIES";
 /// Env var for `--cron`.
@@ -115,6 +117,12 @@ pub struct Args {
     /// How long open connections may finish after SIGTERM or SIGINT.
     #[arg(long, env = ENV_SHUTDOWN_GRACE, default_value = "10s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
+
+    /// How long a request that finds no live node (a node pod being
+    /// replaced, the fleet restarting) waits for one, within its
+    /// `--request-timeout`; 0 answers 503 at once.
+    #[arg(long, env = ENV_NODE_WAIT, default_value = "10s", value_parser = parse_duration)]
+    pub node_wait: Duration,
 
     /// A host or domain reserved for one namespace, `host=namespace`
     /// (`*.example.com=team-a` reserves every host under example.com);
@@ -336,6 +344,7 @@ impl Args {
                 request_timeout: self.request_timeout,
                 load_factor: self.load_factor,
                 replay_limit: self.replay_body_limit,
+                node_wait: self.node_wait,
                 channel: ChannelConfig {
                     connect_timeout: self.connect_timeout,
                     tls,
@@ -455,6 +464,7 @@ mod tests {
             ENV_MAX_WORKER_SERIES,
             ENV_WORKER_SERIES_INTERVAL,
             ENV_SHUTDOWN_GRACE,
+            ENV_NODE_WAIT,
             ENV_RESERVED_HOSTS,
             ENV_TRUSTED_PROXIES,
             isolane_proto::mtls::TLS_CERT_ENV,

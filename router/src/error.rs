@@ -75,6 +75,10 @@ pub enum Error {
         node: String,
         /// What tonic reported.
         message: String,
+        /// The node refused the connection: the request never reached it
+        /// (it has exited, as a replaced node pod does), so it cannot have
+        /// been what the node died of.
+        refused: bool,
     },
 
     /// The node answered with a non-OK outcome before the worker responded.
@@ -172,14 +176,21 @@ impl Error {
     pub fn from_status(node: &str, status: &tonic::Status) -> Self {
         let node = node.to_owned();
         let message = status.message().to_owned();
+        let refused = connection_refused(status);
         match status.code() {
-            tonic::Code::Unavailable => Self::NodeUnavailable { node, message },
+            tonic::Code::Unavailable => Self::NodeUnavailable {
+                node,
+                message,
+                refused,
+            },
             // tonic reports a connection that broke mid-call (the node died or
             // reset it) as UNKNOWN with the transport error as its source; a
             // status the node sent has none. The node is lost, as with UNAVAILABLE.
-            tonic::Code::Unknown if connection_broke(status) => {
-                Self::NodeUnavailable { node, message }
-            }
+            tonic::Code::Unknown if connection_broke(status) => Self::NodeUnavailable {
+                node,
+                message,
+                refused,
+            },
             tonic::Code::ResourceExhausted => Self::Refused {
                 node,
                 outcome: Outcome::Overloaded,
@@ -209,6 +220,12 @@ impl Error {
     /// Whether the node should be skipped by new requests for a while.
     pub fn ejects_node(&self) -> bool {
         matches!(self, Self::NodeUnavailable { .. })
+    }
+
+    /// Whether a request may have been lost with its node (and may be what
+    /// killed it): the node became unavailable after the connection was made.
+    pub fn lost_with_node(&self) -> bool {
+        matches!(self, Self::NodeUnavailable { refused: false, .. })
     }
 
     /// The HTTP status this error answers with.
@@ -294,6 +311,20 @@ impl From<Error> for Response<ResponseBody> {
 
 /// Whether tonic made `status` from a failed connection (an I/O or hyper
 /// error in its source chain) rather than receiving it from the node.
+/// Whether the call failed because the node refused the connection.
+fn connection_refused(status: &tonic::Status) -> bool {
+    let mut source = std::error::Error::source(status);
+    while let Some(error) = source {
+        if let Some(io) = error.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
+        source = error.source();
+    }
+    false
+}
+
 fn connection_broke(status: &tonic::Status) -> bool {
     let mut source = std::error::Error::source(status);
     while let Some(error) = source {

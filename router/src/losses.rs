@@ -2,6 +2,10 @@
 //! is quarantined at the router, so a request that kills the node running
 //! it cannot take the fleet down one node at a time.
 //!
+//! A node that refuses the connection never had the request (it has
+//! exited, as a replaced node pod has), so that is no loss; only a call that
+//! breaks after connecting is ([`crate::Error::lost_with_node`]).
+//!
 //! When a node's connection breaks under a request, the router cannot tell
 //! a node that died (SIGKILL, OOM-kill, a crash) from a node that the
 //! request itself killed. So:

@@ -43,6 +43,8 @@ pub struct RouterMetrics {
     pub(crate) route_conflicts: IntGauge,
     retries: IntCounterVec,
     pub(crate) placement_moves: IntCounter,
+    node_waits: IntCounterVec,
+    node_waiting: IntGauge,
     upstream_errors: IntCounterVec,
     watch_errors: IntCounterVec,
     cron_runs: IntCounterVec,
@@ -108,6 +110,17 @@ impl RouterMetrics {
             "isolane_router_placement_moves_total",
             "Routable Workers whose first-choice node changed when membership changed.",
         )?;
+        let node_waits = IntCounterVec::new(
+            Opts::new(
+                "isolane_router_node_waits_total",
+                "Requests that found no live node and waited for the fleet to change (--node-wait), by how the wait ended: a node came (node) or the wait ran out (timeout).",
+            ),
+            &["outcome"],
+        )?;
+        let node_waiting = IntGauge::new(
+            "isolane_router_node_waiting",
+            "Requests waiting now for a live node to join (--node-wait).",
+        )?;
         let upstream_errors = IntCounterVec::new(
             Opts::new(
                 "isolane_router_upstream_errors_total",
@@ -144,6 +157,8 @@ impl RouterMetrics {
         registry.register(Box::new(route_conflicts.clone()))?;
         registry.register(Box::new(retries.clone()))?;
         registry.register(Box::new(placement_moves.clone()))?;
+        registry.register(Box::new(node_waits.clone()))?;
+        registry.register(Box::new(node_waiting.clone()))?;
         registry.register(Box::new(upstream_errors.clone()))?;
         registry.register(Box::new(watch_errors.clone()))?;
         Ok(Self {
@@ -161,6 +176,8 @@ impl RouterMetrics {
             route_conflicts,
             retries,
             placement_moves,
+            node_waits,
+            node_waiting,
             upstream_errors,
             watch_errors,
             cron_runs,
@@ -201,6 +218,19 @@ impl RouterMetrics {
     /// Counts a retry on the next candidate.
     pub fn retry(&self, reason: &'static str) {
         self.retries.with_label_values(&[reason]).inc();
+    }
+
+    /// Counts a request that waited for a node: `node` when one came,
+    /// `timeout` when the wait ran out.
+    pub fn node_wait(&self, outcome: &'static str) {
+        self.node_waits.with_label_values(&[outcome]).inc();
+    }
+
+    /// Counts a request waiting for a node until the guard is dropped (also
+    /// when the client leaves and the wait is cancelled).
+    pub fn node_waiting(&self) -> NodeWaiting<'_> {
+        self.node_waiting.inc();
+        NodeWaiting(&self.node_waiting)
     }
 
     /// Counts an upstream error of `kind`.
@@ -394,4 +424,14 @@ fn labelled_workers(vec: &impl Collector) -> HashSet<String> {
         .filter(|label| label.name() == "worker")
         .map(|label| label.value().to_owned())
         .collect()
+}
+
+/// A request waiting for a node, counted in `isolane_router_node_waiting`
+/// while it lives.
+pub struct NodeWaiting<'a>(&'a IntGauge);
+
+impl Drop for NodeWaiting<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }

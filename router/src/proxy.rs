@@ -13,8 +13,11 @@
 //!    hash, opens an `Execute` call on this thread's channel to that node's
 //!    endpoint, and streams head, body and end marker;
 //! 4. on a node failure before the response head (unreachable, or the node
-//!    says the request never started: draining, revision not loaded) retries
-//!    once on the next candidate if the body was kept, otherwise answers 502;
+//!    says the request never started: draining, revision not loaded) tries
+//!    the next candidate if the body was kept (at most three calls in all),
+//!    otherwise answers 502; when no live node is left (none at all, or
+//!    every one refused) it waits up to `--node-wait` for the fleet to
+//!    change, as while the only node pod is being replaced, then answers 503;
 //! 5. maps the response head's outcome to the HTTP status and streams the
 //!    body back, aborting the client's response if the node's body fails.
 //!
@@ -86,6 +89,13 @@ const MAX_MESSAGE: usize = 16 * 1024 * 1024;
 /// Default largest request body kept for a retry.
 pub const DEFAULT_REPLAY_LIMIT: usize = 64 * 1024;
 
+/// Default of [`ProxyConfig::node_wait`].
+pub const DEFAULT_NODE_WAIT: Duration = Duration::from_secs(10);
+
+/// Calls one request may make to nodes: the first, one retry on the next
+/// candidate, and one more after the fleet changed while it waited.
+const MAX_ATTEMPTS: u32 = 3;
+
 /// The response body type of the router.
 pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 
@@ -112,6 +122,10 @@ pub struct ProxyConfig {
     pub replay_limit: usize,
     /// How channels to nodes connect.
     pub channel: ChannelConfig,
+    /// How long a request that finds no live node waits for one to join
+    /// (a node pod being replaced, a fleet restarting), within its deadline;
+    /// zero answers 503 at once.
+    pub node_wait: Duration,
 }
 
 impl Default for ProxyConfig {
@@ -121,6 +135,7 @@ impl Default for ProxyConfig {
             load_factor: isolane_placement::DEFAULT_LOAD_FACTOR,
             replay_limit: DEFAULT_REPLAY_LIMIT,
             channel: ChannelConfig::default(),
+            node_wait: DEFAULT_NODE_WAIT,
         }
     }
 }
@@ -138,6 +153,8 @@ struct Inner {
     routes: ArcSwap<RouteTable>,
     fleet: ArcSwap<Fleet>,
     builder: Mutex<FleetBuilder>,
+    /// Bumped after every fleet change, for requests waiting for a node.
+    fleet_changes: tokio::sync::watch::Sender<u64>,
     metrics: Arc<RouterMetrics>,
     /// Workers whose requests were lost with nodes (`losses.rs`).
     losses: NodeLosses,
@@ -177,6 +194,7 @@ impl Proxy {
                 routes: ArcSwap::from_pointee(RouteTable::default()),
                 fleet: ArcSwap::from_pointee(Fleet::empty()),
                 builder: Mutex::new(FleetBuilder::default()),
+                fleet_changes: tokio::sync::watch::Sender::new(0),
                 metrics,
                 losses: NodeLosses::default(),
                 reservations,
@@ -267,7 +285,30 @@ impl Proxy {
             "fleet changed"
         );
         self.inner.fleet.store(Arc::new(fleet));
+        self.inner
+            .fleet_changes
+            .send_modify(|n| *n = n.wrapping_add(1));
         true
+    }
+
+    /// Waits until the fleet changes after `changes` last saw it, or until
+    /// `until`; returns whether it changed.
+    async fn fleet_changed(
+        &self,
+        changes: &mut tokio::sync::watch::Receiver<u64>,
+        until: tokio::time::Instant,
+    ) -> bool {
+        if until <= tokio::time::Instant::now() {
+            return false;
+        }
+        let metrics = &self.inner.metrics;
+        let _waiting = metrics.node_waiting();
+        let changed = matches!(
+            tokio::time::timeout_at(until, changes.changed()).await,
+            Ok(Ok(()))
+        );
+        metrics.node_wait(if changed { "node" } else { "timeout" });
+        changed
     }
 
     /// Serves one request.
@@ -490,18 +531,47 @@ impl Call {
                 },
             ));
         }
-        let fleet = self.proxy.fleet();
+        // Subscribe before reading the fleet, so a change in between wakes a wait.
+        let mut fleet_changes = self.proxy.inner.fleet_changes.subscribe();
+        let mut fleet = self.proxy.fleet();
+        let wait_until = self
+            .deadline
+            .min(tokio::time::Instant::from_std(self.started) + config.node_wait);
         let mut tried: Vec<usize> = Vec::new();
+        let mut attempts = 0u32;
+        // The error that made the request look for another node, if any.
+        let mut refused: Option<Failure> = None;
         loop {
             let Some(pick) = fleet.pick(&self.backend.worker_id, config.load_factor, &tried) else {
-                return Err((
-                    NO_NODE.to_owned(),
-                    Error::NoLiveNode {
-                        worker_id: self.backend.worker_id.clone(),
-                    },
-                ));
+                // No candidate left: wait (bounded) for the fleet to change,
+                // as while the only node pod is replaced.
+                if self
+                    .proxy
+                    .fleet_changed(&mut fleet_changes, wait_until)
+                    .await
+                {
+                    fleet = self.proxy.fleet();
+                    tried.clear();
+                    continue;
+                }
+                return Err(refused.unwrap_or_else(|| {
+                    (
+                        NO_NODE.to_owned(),
+                        Error::NoLiveNode {
+                            worker_id: self.backend.worker_id.clone(),
+                        },
+                    )
+                }));
             };
+            if let Some((node, error)) = &refused {
+                debug!(
+                    request.id = %self.request_id, worker.id = %self.backend.worker_id,
+                    %node, %error, "retrying on another node"
+                );
+                self.proxy.inner.metrics.retry(error.kind());
+            }
             let node = fleet.nodes()[pick.index].member.name.clone();
+            attempts += 1;
             let error = match self
                 .attempt(&fleet, pick.index, pick.thread, head.clone(), &mut body)
                 .await
@@ -512,8 +582,11 @@ impl Call {
             if error.ejects_node() {
                 fleet.eject(pick.index);
                 warn!(%node, %error, "node unreachable; skipping it for new requests briefly");
+            }
+            if error.lost_with_node() {
                 // Lost with its node: the second node lost under the same
-                // Worker quarantines it (it may be what kills them).
+                // Worker quarantines it (it may be what kills them). A node
+                // that refused the connection never had the request.
                 if let Verdict::Quarantined(retry_after) =
                     losses.lost(worker_id, &node, Instant::now())
                 {
@@ -531,17 +604,15 @@ impl Call {
                     ));
                 }
             }
-            let retry = tried.is_empty() && error.retry_elsewhere() && body.is_replayable();
+            // Another node (or the same one after the fleet changed) may
+            // serve it when this one never started it and the body was kept.
+            let retry = attempts < MAX_ATTEMPTS && error.retry_elsewhere() && body.is_replayable();
             if !retry {
                 return Err((node, error));
             }
-            debug!(
-                request.id = %self.request_id, worker.id = %self.backend.worker_id,
-                %node, %error, "retrying on the next candidate node"
-            );
             self.proxy.inner.metrics.upstream_error(error.kind());
-            self.proxy.inner.metrics.retry(error.kind());
             tried.push(pick.index);
+            refused = Some((node, error));
         }
     }
 

@@ -87,7 +87,7 @@ function optionalFunction(dict, name, what) {
 // =========================================================================
 
 function newReadableRecord(pub) {
-  return { pub, state: 'readable', reader: undefined, storedError: undefined, disturbed: false, controller: undefined };
+  return { pub, state: 'readable', reader: undefined, storedError: undefined, disturbed: false, controller: undefined, expectedLength: -1 };
 }
 
 function isReadableStreamLocked(s) { return s.reader !== undefined; }
@@ -2021,6 +2021,8 @@ class TransformStream {
   #t;
 
   constructor(transformer = undefined, writableStrategy = undefined, readableStrategy = undefined) {
+    // A subclass of this file's (IdentityTransformStream) hands over its own pair.
+    if (transformer === kInternal) { this.#t = writableStrategy; return; }
     if (transformer === null) throw new TypeError("Failed to construct 'TransformStream': parameter 1 is not of type 'object'.");
     const tr = transformer === undefined ? {} : transformer;
     if (!internal.isObject(tr)) throw new TypeError("Failed to construct 'TransformStream': parameter 1 is not of type 'object'.");
@@ -2221,6 +2223,136 @@ internal.enumerableMembers(TextDecoderStream, ['encoding', 'fatal', 'ignoreBOM',
 internal.setToStringTag(TextDecoderStream.prototype, 'TextDecoderStream');
 
 // =========================================================================
+// IdentityTransformStream / FixedLengthStream (Cloudflare Workers)
+// =========================================================================
+//
+// A byte stream pair as workerd has it: the readable side is a byte stream
+// (BYOB readers work); the writable side takes ArrayBuffers, views and
+// strings (UTF-8, as workerd does), copies them (the writer's buffer is not
+// detached) and resolves a write once a reader has taken its bytes. A
+// FixedLengthStream also errors both sides when more or fewer bytes than
+// declared go through, and gives a Response body made from its readable a
+// Content-Length (internal.streamExpectedLength) instead of chunked encoding.
+
+const NOT_BYTES = 'This TransformStream is being used as a byte stream, but received an object of non-ArrayBuffer/ArrayBufferView type on its writable side.';
+const TOO_MANY = 'Attempt to write too many bytes through a FixedLengthStream.';
+const TOO_FEW = 'FixedLengthStream did not see all expected bytes before close().';
+
+function workersChunkBytes(chunk) {
+  if (typeof chunk === 'string') return host.utf8Encode(chunk);
+  const view = internal.bufferSourceView(chunk);
+  if (view === null) throw new TypeError(NOT_BYTES);
+  return view.slice();
+}
+
+function workersChunkSize(chunk) {
+  if (typeof chunk === 'string') return chunk.length;
+  const view = internal.bufferSourceView(chunk);
+  return view === null ? 1 : view.byteLength;
+}
+
+// `expected`: the FixedLengthStream's length, or -1. Returns the record a
+// TransformStream holds: { readable, writable }.
+function byteTransformPair(expected, writableHWM) {
+  let seen = 0;
+  let waiting = null; // the deferred of the write whose bytes wait for a reader
+  let rc, wc;
+  const release = () => { const d = waiting; waiting = null; if (d !== null) d.resolve(undefined); };
+  const fail = (e) => {
+    const d = waiting;
+    waiting = null;
+    if (d !== null) d.reject(e);
+    if (rc.stream.state === 'readable') byteControllerError(rc, e);
+    writableControllerErrorIfNeeded(wc, e);
+  };
+  // The readable's high-water mark is one byte: once a reader has taken
+  // every queued byte the controller pulls, and the pull releases the write.
+  const readable = createReadableByteStream(() => undefined, () => { release(); return resolved(undefined); }, (reason) => {
+    const d = waiting;
+    waiting = null;
+    if (d !== null) d.reject(reason);
+    writableControllerErrorIfNeeded(wc, reason);
+    return resolved(undefined);
+  }, 1);
+  rc = internal.readableRecord(readable).controller;
+  const writable = createWritableStream(() => undefined, (chunk) => {
+    let bytes;
+    try {
+      bytes = workersChunkBytes(chunk);
+    } catch (e) {
+      fail(e);
+      return rejected(e);
+    }
+    if (rc.stream.state !== 'readable' || rc.closeRequested) {
+      return rejected(rc.stream.state === 'errored' ? rc.stream.storedError : new TypeError('The readable side was canceled.'));
+    }
+    if (expected >= 0 && bytes.byteLength > expected - seen) {
+      const e = new TypeError(TOO_MANY);
+      fail(e);
+      return rejected(e);
+    }
+    seen += bytes.byteLength;
+    if (bytes.byteLength === 0) return resolved(undefined);
+    const d = deferred();
+    waiting = d;
+    byteControllerEnqueue(rc, bytes);
+    // Taken at once by a waiting read: nothing is left to wait for.
+    if (rc.queueTotalSize === 0 && waiting === d) release();
+    return d.promise;
+  }, () => {
+    if (expected >= 0 && seen < expected) {
+      const e = new TypeError(TOO_FEW);
+      fail(e);
+      return rejected(e);
+    }
+    try {
+      byteControllerClose(rc);
+    } catch (e) {
+      return rejected(e);
+    }
+    if (rc.pendingPullIntos.length > 0 && rc.stream.state === 'closed') byteControllerRespond(rc, 0);
+    return resolved(undefined);
+  }, (reason) => {
+    const d = waiting;
+    waiting = null;
+    if (d !== null) d.reject(reason);
+    if (rc.stream.state === 'readable') byteControllerError(rc, reason);
+    return resolved(undefined);
+  }, writableHWM, workersChunkSize);
+  wc = internal.writableRecord(writable).controller;
+  if (expected >= 0) internal.readableRecord(readable).expectedLength = expected;
+  return { readable, writable, backpressure: undefined, backpressureChangePromise: undefined, controller: undefined };
+}
+
+class IdentityTransformStream extends TransformStream {
+  constructor(options = undefined, key = undefined, expected = -1) {
+    const opts = internal.toDictionary(options, 'QueuingStrategy');
+    const hwm = opts.highWaterMark === undefined ? 1 : extractHighWaterMark(opts, 1);
+    super(kInternal, byteTransformPair(key === kInternal ? expected : -1, hwm));
+  }
+}
+internal.setToStringTag(IdentityTransformStream.prototype, 'IdentityTransformStream');
+
+// The expected length as workerd takes it: a number or BigInt, truncated,
+// 0 ≤ n < 2^53.
+function expectedLength(v) {
+  if (v === undefined) throw new TypeError("Failed to construct 'FixedLengthStream': constructor parameter 1 is not of type 'bigint'.");
+  const n = typeof v === 'bigint' ? Number(v) : internal.toNumber(v);
+  if (Number.isNaN(n)) throw new TypeError('FixedLengthStream: the expected length is not an integer.');
+  if (n < 0) throw new TypeError('FixedLengthStream: the expected length is negative.');
+  if (n >= 2 ** 53) throw new TypeError('FixedLengthStream requires an integer expected length less than 2^53.');
+  return Math.trunc(n);
+}
+
+class FixedLengthStream extends IdentityTransformStream {
+  constructor(expected, options = undefined) {
+    const length = expectedLength(expected);
+    super(options, kInternal, length);
+  }
+}
+internal.setToStringTag(FixedLengthStream.prototype, 'FixedLengthStream');
+
+// =========================================================================
 // For the other runtime files
 // =========================================================================
 
@@ -2245,14 +2377,14 @@ internal.streamFromBytes = (bytes) => {
 internal.streamFromHostBody = (bodyId) => {
   let stream;
   let finished = false;
-  stream = createReadableByteStream(() => undefined, () => host.bodyRead(bodyId).then((chunk) => {
+  stream = createReadableByteStream(() => undefined, () => host.bodyRead(bodyId).then((read) => {
     const c = internal.readableRecord(stream).controller;
-    if (chunk === null) {
+    if (read === null) {
       finished = true;
       byteControllerClose(c);
       if (c.pendingPullIntos.length > 0 && c.stream.state === 'closed') byteControllerRespond(c, 0);
     } else {
-      byteControllerEnqueue(c, chunk);
+      byteControllerEnqueue(c, read.chunk);
     }
   }), () => {
     if (!finished) { finished = true; host.bodyCancel(bodyId); }
@@ -2262,6 +2394,8 @@ internal.streamFromHostBody = (bodyId) => {
 };
 
 internal.streamIsDisturbed = (pub) => internal.readableRecord(pub).disturbed;
+// A FixedLengthStream's readable: the length it declared (-1 for any other stream).
+internal.streamExpectedLength = (pub) => internal.readableRecord(pub).expectedLength;
 internal.streamIsLocked = (pub) => isReadableStreamLocked(internal.readableRecord(pub));
 internal.streamIsErrored = (pub) => internal.readableRecord(pub).state === 'errored';
 internal.streamTee = (pub) => readableStreamTee(internal.readableRecord(pub));
@@ -2270,45 +2404,65 @@ internal.createReadableStream = createReadableStream;
 internal.deferred = deferred;
 
 // A reader the runtime uses to consume a stream, immune to user patching of
-// the public prototypes: { read(): Promise<{value, done}>, release(), cancel(reason) }.
+// the public prototypes: { read(), value, done, release(), cancel(reason) }.
+// `read()` resolves with nothing once `value` (the chunk) and `done` are set:
+// resolving a promise with an object looks up its `then`, which a worker can
+// patch on Object.prototype to inject chunks into (or break) a body read.
 internal.acquireReader = (pub) => {
   const reader = newDefaultReaderRecord(internal.readableRecord(pub));
-  return {
+  const r = {
+    value: undefined,
+    done: false,
     read() {
-      const rr = promiseReadRequest();
-      readableStreamDefaultReaderRead(reader, rr);
-      return rr.promise;
+      const d = deferred();
+      readableStreamDefaultReaderRead(reader, {
+        chunk: (value) => { r.value = value; r.done = false; d.resolve(undefined); },
+        close: () => { r.value = undefined; r.done = true; d.resolve(undefined); },
+        error: (e) => d.reject(e),
+      });
+      return d.promise;
     },
     release() { if (reader.stream !== undefined) readableStreamDefaultReaderRelease(reader); },
     cancel(reason) { return reader.stream === undefined ? resolved(undefined) : readerGenericCancel(reader, reason); },
   };
+  return r;
 };
 
-// Read a whole stream of byte chunks into one Uint8Array.
-internal.readAllBytes = async (pub) => {
+// A body chunk as bytes (a view, no copy): ArrayBuffer or any view, as
+// workerd takes them; `strings` also takes strings (as UTF-8). Null otherwise.
+internal.chunkBytes = (value, strings) => {
+  if (value instanceof Uint8Array) return value;
+  if (typeof value === 'string') return strings ? host.utf8Encode(value) : null;
+  return internal.bufferSourceView(value);
+};
+
+// Read a whole stream of byte chunks; resolves with nothing once
+// `box.bytes` holds them (one Uint8Array). The stream stays locked, as the
+// Fetch Standard's "fully read" leaves it.
+internal.readAllBytes = async (pub, box) => {
   const reader = internal.acquireReader(pub);
   const chunks = [];
   let total = 0;
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      if (!(value instanceof Uint8Array)) {
-        const e = new TypeError('Body stream chunks must be Uint8Array.');
-        await reader.cancel(e).catch(() => {});
-        throw e;
-      }
-      chunks.push(value);
-      total += value.byteLength;
+  for (;;) {
+    await reader.read();
+    if (reader.done) break;
+    const bytes = internal.chunkBytes(reader.value, false);
+    if (bytes === null) {
+      const e = new TypeError('This ReadableStream did not return bytes.');
+      await reader.cancel(e).then(undefined, () => {});
+      throw e;
     }
-  } finally {
-    reader.release();
+    chunks.push(bytes);
+    total += bytes.byteLength;
   }
-  if (chunks.length === 1) return chunks[0];
+  if (chunks.length === 1) {
+    box.bytes = chunks[0];
+    return;
+  }
   const out = new Uint8Array(total);
   let off = 0;
   for (const c of chunks) { out.set(c, off); off += c.byteLength; }
-  return out;
+  box.bytes = out;
 };
 
 for (const [name, value] of Object.entries({
@@ -2316,6 +2470,7 @@ for (const [name, value] of Object.entries({
   ReadableByteStreamController, ReadableStreamBYOBRequest, WritableStream, WritableStreamDefaultWriter,
   WritableStreamDefaultController, TransformStream, TransformStreamDefaultController,
   ByteLengthQueuingStrategy, CountQueuingStrategy, TextEncoderStream, TextDecoderStream,
+  IdentityTransformStream, FixedLengthStream,
 })) {
   internal.defineGlobal(name, value);
 }

@@ -92,6 +92,10 @@ class Blob {
   static {
     internal.isBlob = (v) => internal.isObject(v) && #bytes in v;
     internal.blobBytes = (b) => b.#bytes;
+    internal.setBlobContents = (blob, bytes, type) => {
+      blob.#bytes = bytes;
+      blob.#type = normalizeType(type);
+    };
     internal.newBlob = (bytes, type) => {
       const blob = new Blob();
       blob.#bytes = bytes;
@@ -121,6 +125,16 @@ class File extends Blob {
 
   get name() { File.#check(this); return this.#name; }
   get lastModified() { File.#check(this); return this.#lastModified; }
+
+  static {
+    internal.isFile = (v) => internal.isObject(v) && #name in v;
+    // A File over `bytes` (shared, never mutated: no copy), for FormData.
+    internal.newFile = (bytes, name, type, lastModified) => {
+      const file = new File([], name, { lastModified });
+      internal.setBlobContents(file, bytes, type);
+      return file;
+    };
+  }
 }
 internal.enumerableMembers(File, ['name', 'lastModified']);
 internal.setToStringTag(File.prototype, 'File');

@@ -15,7 +15,9 @@ class BodyInner {
   getStream() {
     if (this.stream === null) {
       this.stream = internal.streamFromBytes(this.source);
-      if (this.used) internal.streamCancel(this.stream);
+      // Consumed whole already: the stream reads as a fully read one does,
+      // disturbed and locked for good.
+      if (this.used) internal.acquireReader(this.stream).cancel();
     }
     return this.stream;
   }
@@ -35,13 +37,20 @@ class BodyInner {
     return this.source;
   }
 
-  async consume() {
-    if (this.unusable) throw new TypeError(USED);
+  // Reads the whole body; resolves with nothing once `box.bytes` holds it
+  // and `box.shared` tells whether those bytes may be shared (a body's own
+  // source, which clones share). Never resolves with an object (see
+  // internal.acquireReader). Marks the body used at once.
+  consume(box) {
+    if (this.unusable) return Promise.reject(new TypeError(USED));
     if (this.stream === null) {
       this.used = true;
-      return this.source;
+      box.bytes = this.source;
+      box.shared = true;
+      return Promise.resolve();
     }
-    return internal.readAllBytes(this.stream);
+    box.shared = false;
+    return internal.readAllBytes(this.stream, box);
   }
 
   clone() {
@@ -93,6 +102,7 @@ internal.extractBody = function extractBody(init) {
 };
 
 internal.newBodyFromStream = (stream) => new BodyInner(null, stream);
+internal.newBodyFromBytes = (u8) => new BodyInner(u8, null);
 
 function wholeArrayBuffer(u8, shared) {
   if (!shared && u8.byteOffset === 0 && u8.byteLength === u8.buffer.byteLength) return u8.buffer;
@@ -102,17 +112,17 @@ function wholeArrayBuffer(u8, shared) {
 // Install the Body mixin on a class. `getInner(obj)` returns its BodyInner or
 // null (and brand-checks); `getHeaders(obj)` its Headers.
 internal.installBody = function installBody(cls, getInner, getHeaders) {
-  const read = (self) => {
+  // Reads the body of `self` and settles with `finish(u8, shared)`.
+  const read = (self, finish) => {
     let inner;
     try {
       inner = getInner(self);
     } catch (e) {
       return Promise.reject(e);
     }
-    if (inner === null) return Promise.resolve(new Uint8Array(0));
-    if (inner.unusable) return Promise.reject(new TypeError(USED));
-    const shared = inner.stream === null;
-    return inner.consume().then((u8) => ({ u8, shared }));
+    if (inner === null) return new Promise((resolve) => resolve(finish(new Uint8Array(0), false)));
+    const box = { bytes: null, shared: false };
+    return inner.consume(box).then(() => finish(box.bytes, box.shared));
   };
   const methods = {
     get body() {
@@ -124,33 +134,26 @@ internal.installBody = function installBody(cls, getInner, getHeaders) {
       return inner !== null && inner.disturbed;
     },
     arrayBuffer() {
-      return read(this).then((r) => (r instanceof Uint8Array ? new internal.NativeArrayBuffer(0) : wholeArrayBuffer(r.u8, r.shared)));
+      return read(this, (u8, shared) => wholeArrayBuffer(u8, shared));
     },
     bytes() {
-      return read(this).then((r) => (r instanceof Uint8Array ? r : new Uint8Array(wholeArrayBuffer(r.u8, r.shared))));
+      return read(this, (u8, shared) => new Uint8Array(wholeArrayBuffer(u8, shared)));
     },
     text() {
-      return read(this).then((r) => (r instanceof Uint8Array ? '' : internal.utf8Decode(r.u8)));
+      return read(this, (u8) => internal.utf8Decode(u8));
     },
     json() {
-      return read(this).then((r) => JSON.parse(r instanceof Uint8Array ? '' : internal.utf8Decode(r.u8)));
+      return read(this, (u8) => JSON.parse(internal.utf8Decode(u8)));
     },
     blob() {
       const self = this;
-      return read(this).then((r) => {
-        const type = getHeaders(self).get('content-type') ?? '';
-        return internal.newBlob(r instanceof Uint8Array ? r : r.u8.slice(), type);
-      });
+      return read(this, (u8) => internal.newBlob(u8.slice(), getHeaders(self).get('content-type') ?? ''));
     },
     formData() {
       const self = this;
-      return read(this).then((r) => {
-        const type = getHeaders(self).get('content-type') ?? '';
-        const bytes = r instanceof Uint8Array ? r : r.u8;
-        if (typeof internal.parseFormDataBody !== 'function') {
-          throw new TypeError('formData() is not supported by this runtime yet; read the body with text() or arrayBuffer().');
-        }
-        return internal.parseFormDataBody(bytes, type);
+      return read(this, (bytes) => {
+        // 24_form_data.js defines it; it runs only after every file loaded.
+        return internal.parseFormDataBody(bytes, getHeaders(self).get('content-type') ?? '');
       });
     },
   };

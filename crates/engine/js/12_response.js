@@ -111,14 +111,16 @@ class Response {
     internal.isResponse = (v) => internal.isObject(v) && #status in v;
     internal.responseParts = (r) => ({ type: r.#type, status: r.#status, statusText: r.#statusText, headers: r.#headers, body: r.#body });
     // A response from host.fetch: headers immutable, body streamed from the host.
-    // A fetch's answer: `res` as host.fetch resolves it (HOST.md).
+    // A fetch's answer: `res` as host.fetch resolves it (HOST.md), or for a
+    // data: URL the same shape with the whole body in `bytes`.
     internal.responseFromHost = (res) => {
       const r = new Response(kHost);
       r.#type = 'basic';
       r.#status = res.status;
       r.#statusText = res.statusText;
       r.#headers = internal.headersFromList(res.headers, 'immutable');
-      r.#body = res.bodyId ? internal.newBodyFromStream(internal.streamFromHostBody(res.bodyId)) : null;
+      if (res.bodyId) r.#body = internal.newBodyFromStream(internal.streamFromHostBody(res.bodyId));
+      else if (res.bytes !== undefined) r.#body = internal.newBodyFromBytes(res.bytes);
       r.#url = res.url;
       r.#redirected = res.redirected;
       return r;

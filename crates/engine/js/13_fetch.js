@@ -1,5 +1,6 @@
 // 13_fetch.js — fetch() over host.fetch. The request body is buffered whole
 // before the host call; the response body streams from host.bodyRead.
+// data: URLs are answered here, from host.dataUrl.
 'use strict';
 
 function fetch(input, init = undefined) {
@@ -12,6 +13,7 @@ function fetch(input, init = undefined) {
   }
   const { method, url, headers, body, signal, redirect } = internal.requestParts(request);
   if (signal.aborted) return Promise.reject(signal.reason);
+  if (url.startsWith('data:')) return fetchDataURL(url);
 
   const result = internal.deferred();
   let settled = false;
@@ -30,7 +32,11 @@ function fetch(input, init = undefined) {
 
   (async () => {
     let bytes = null;
-    if (body !== null) bytes = await body.consume();
+    if (body !== null) {
+      const box = { bytes: null, shared: false };
+      await body.consume(box);
+      bytes = box.bytes;
+    }
     if (settled) return;
     const res = await host.fetch(method, url, internal.headersList(headers), bytes, redirect);
     if (settled) {
@@ -50,6 +56,20 @@ function fetch(input, init = undefined) {
     }
   });
   return result.promise;
+}
+
+// The Fetch Standard's scheme fetch for data: — no network, so no egress
+// check and no subrequest; the host decodes it (bounded, see HOST.md) and a
+// URL it cannot process is a network error (a TypeError).
+function fetchDataURL(url) {
+  try {
+    const [type, bytes] = host.dataUrl(url);
+    return Promise.resolve(internal.responseFromHost({
+      status: 200, statusText: 'OK', headers: [['content-type', type]], bodyId: 0, bytes, url, redirected: false,
+    }));
+  } catch (e) {
+    return Promise.reject(e);
+  }
 }
 
 internal.defineGlobal('fetch', fetch);

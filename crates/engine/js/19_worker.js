@@ -239,15 +239,24 @@ function fail(ctxId, e) {
 // The largest slice of a response body handed to the host in one write.
 const WRITE_SLICE = 64 * 1024;
 
+// A response body chunk as bytes: ArrayBuffers and views, and strings as
+// UTF-8, as workerd sends them.
 function toChunk(value) {
-  if (value instanceof Uint8Array) return value;
-  if (internal.isArrayBufferView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  if (value instanceof internal.NativeArrayBuffer) return new Uint8Array(value);
-  if (typeof value === 'string') {
-    throw new TypeError('This ReadableStream is used as a response body, but produced a string chunk. ' +
-      'Response body chunks must be Uint8Array (or ArrayBuffer); encode strings with TextEncoder.');
+  const bytes = internal.chunkBytes(value, true);
+  if (bytes === null) throw new TypeError(`A response body stream produced ${describe(value)}; chunks must be Uint8Array (or ArrayBuffer, a view, or a string).`);
+  return bytes;
+}
+
+// A FixedLengthStream's readable sends the length it declared as the
+// Content-Length (over one the worker set, as workerd does); the engine then
+// holds the body to it.
+function declareLength(list, stream) {
+  const length = internal.streamExpectedLength(stream);
+  if (length < 0) return;
+  for (let i = list.length - 1; i >= 0; i--) {
+    if (list[i][0] === 'content-length') list.splice(i, 1);
   }
-  throw new TypeError(`A response body stream produced ${describe(value)}; chunks must be Uint8Array.`);
+  list.push(['content-length', String(length)]);
 }
 
 // `headOnly`: the request was HEAD, so the answer is the head alone, complete
@@ -274,6 +283,7 @@ async function sendResponse(ctxId, response, headOnly) {
     return;
   }
   const whole = body.wholeBytes;
+  if (whole === null) declareLength(list, body.getStream());
   if (headOnly && whole === null) {
     host.respond(ctxId, status, statusText, list, null);
     internal.streamCancel(body.getStream()).then(undefined, () => {});
@@ -288,9 +298,9 @@ async function sendResponse(ctxId, response, headOnly) {
   const reader = internal.acquireReader(body.getStream());
   try {
     for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      const chunk = toChunk(value);
+      await reader.read();
+      if (reader.done) break;
+      const chunk = toChunk(reader.value);
       // Handed over in slices: what waits for a slow reader is bounded by
       // the channel's slots times WRITE_SLICE, whatever chunk size the
       // worker picks.

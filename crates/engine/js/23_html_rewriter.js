@@ -250,11 +250,9 @@ async function drive(session, controller, step) {
 }
 
 function toBytes(value) {
-  if (value instanceof Uint8Array) return value;
-  if (internal.isArrayBufferView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  if (value instanceof internal.NativeArrayBuffer) return new Uint8Array(value);
-  if (typeof value === 'string') return host.utf8Encode(value);
-  throw new TypeError('HTMLRewriter: the response body produced a chunk that is not bytes.');
+  const bytes = internal.chunkBytes(value, true);
+  if (bytes === null) throw new TypeError('HTMLRewriter: the response body produced a chunk that is not bytes.');
+  return bytes;
 }
 
 // The rewritten body: a pull source over the original body's reader.
@@ -277,14 +275,14 @@ function rewrittenBody(registrations, source, charset) {
         // Until something comes out: lol_html may hold a chunk back (a tag
         // cut in two), and a pull that enqueues nothing is not repeated.
         for (;;) {
-          const next = await reader.read();
-          if (next.done) {
+          await reader.read();
+          if (reader.done) {
             await drive(session, controller, host.htmlRewriterEnd(session.id));
             finish();
             controller.close();
             return;
           }
-          const bytes = toBytes(next.value);
+          const bytes = toBytes(reader.value);
           let produced = false;
           for (let at = 0; at < bytes.byteLength; at += SLICE) {
             const step = host.htmlRewriterWrite(session.id, bytes.subarray(at, at + SLICE));

@@ -10,7 +10,9 @@ mod cache;
 mod clone;
 pub(crate) mod codec;
 mod crypto;
+mod data_url;
 mod fetch;
+mod form_data;
 mod html_rewriter;
 mod io;
 mod memory;
@@ -118,6 +120,8 @@ fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
             "timingSafeEqual",
             crypto::subtle::timing_safe_equal.map_fn_to(),
         ),
+        ("formDataParse", form_data::form_data_parse.map_fn_to()),
+        ("dataUrl", data_url::data_url.map_fn_to()),
         ("compressionNew", codec::compression_new.map_fn_to()),
         ("compressionWrite", codec::compression_write.map_fn_to()),
         ("compressionEnd", codec::compression_end.map_fn_to()),

@@ -19,6 +19,8 @@ mod crypto;
 mod egress;
 #[path = "engine/fairness.rs"]
 mod fairness;
+#[path = "engine/form_data.rs"]
+mod form_data;
 #[path = "engine/globals.rs"]
 mod globals;
 #[path = "engine/hostile.rs"]

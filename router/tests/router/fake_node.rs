@@ -12,6 +12,7 @@
 //! | `cpu-limit` | head with `OUTCOME_CPU_LIMIT` and a reason |
 //! | `unknown-worker` | head with `OUTCOME_UNKNOWN_WORKER` |
 //! | `draining` | head with `OUTCOME_DRAINING` |
+//! | `draining-on:NAME` | as `draining` on the node NAME; the others echo |
 //! | `fail-midway` | 200, one chunk, then end with `OUTCOME_EXCEPTION` |
 //! | `hang` | never answers |
 //! | `hold` | waits for [`FakeNode::release`], then answers 200 |
@@ -85,13 +86,7 @@ impl FakeNode {
 
     /// This node as membership would report it, with `threads` threads.
     pub fn member(&self, threads: u32) -> NodeMember {
-        NodeMember {
-            name: self.name.clone(),
-            endpoints: vec![format!("http://{}", self.addr)],
-            threads,
-            draining: false,
-            expires_at: None,
-        }
+        member_at(&self.name, self.addr, threads)
     }
 
     /// How many Execute calls reached this node.
@@ -115,6 +110,11 @@ pub async fn dead_member(name: &str, threads: u32) -> NodeMember {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
+    member_at(name, addr, threads)
+}
+
+/// A live, non-draining member `name` at `addr`.
+fn member_at(name: &str, addr: SocketAddr, threads: u32) -> NodeMember {
     NodeMember {
         name: name.to_owned(),
         endpoints: vec![format!("http://{addr}")],
@@ -122,6 +122,24 @@ pub async fn dead_member(name: &str, threads: u32) -> NodeMember {
         draining: false,
         expires_at: None,
     }
+}
+
+/// A member that accepts connections and drops each as soon as the client
+/// has sent something: a node that dies under the request it was given.
+pub async fn crashing_member(name: &str, threads: u32) -> NodeMember {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                use tokio::io::AsyncReadExt;
+                let mut buf = [0u8; 1024];
+                let _ = socket.read(&mut buf).await;
+                // Dropped: the connection breaks under the call.
+            });
+        }
+    });
+    member_at(name, addr, threads)
 }
 
 struct Fake(Arc<State>);
@@ -189,6 +207,9 @@ impl Runtime for Fake {
             "cpu-limit" => refusal(Outcome::CpuLimit, "used 51 ms of CPU, limit 50 ms"),
             "unknown-worker" => refusal(Outcome::UnknownWorker, "no bundle"),
             "draining" => refusal(Outcome::Draining, "shutting down"),
+            m if m.strip_prefix("draining-on:") == Some(self.0.name.as_str()) => {
+                refusal(Outcome::Draining, "shutting down")
+            }
             "hang" => Box::pin(futures::stream::pending()),
             "fail-midway" => Box::pin(futures::stream::iter([
                 Ok(head(200, Outcome::Ok, "", echo_headers)),

@@ -13,7 +13,7 @@ use http_body_util::{BodyExt, StreamBody};
 use isolane_placement::thread_for;
 use isolane_router::ProxyConfig;
 
-use crate::fake_node::{FakeNode, dead_member};
+use crate::fake_node::{FakeNode, crashing_member, dead_member};
 use crate::support::{
     body, eventually, get, header, label_values, proxy, request, sample, worker, worker_preferring,
 };
@@ -128,7 +128,7 @@ async fn unknown_host_or_path_is_404_with_a_json_body() {
 
 #[tokio::test]
 async fn no_live_node_is_503_with_a_json_reason() {
-    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
+    let (proxy, _registry) = proxy(no_wait(), 50);
     proxy.set_workers(vec![worker("ns/api", "r1", HOST, "/")]);
     let response = proxy.handle(get(HOST, "/", &[])).await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -252,8 +252,8 @@ async fn a_worker_lost_with_two_nodes_is_quarantined() {
     let live = FakeNode::start("live").await;
     let (proxy, registry) = proxy(ProxyConfig::default(), 50);
     proxy.set_members(vec![
-        dead_member("dead-a", 2).await,
-        dead_member("dead-b", 2).await,
+        crashing_member("dead-a", 2).await,
+        crashing_member("dead-b", 2).await,
         live.member(2),
     ]);
     // A worker whose first two choices are the dead nodes.
@@ -299,6 +299,30 @@ async fn a_worker_lost_with_two_nodes_is_quarantined() {
         )
         .is_some()
     );
+}
+
+/// A node that refuses connections never had the request (a node pod that
+/// has exited): that is no loss, and never quarantines the Worker.
+#[tokio::test]
+async fn refused_connections_are_not_losses() {
+    let live = FakeNode::start("live").await;
+    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
+    let members = vec![
+        dead_member("dead-a", 2).await,
+        dead_member("dead-b", 2).await,
+        live.member(2),
+    ];
+    proxy.set_members(members.clone());
+    let id = worker_preferring(&proxy, "dead-a");
+    proxy.set_workers(vec![worker(&id, "r1", HOST, "/")]);
+    // Each round the router tries a dead node, skips it, and is served by
+    // another; refreshing the membership brings both dead nodes back.
+    for round in 0..4 {
+        proxy.set_members(Vec::new());
+        proxy.set_members(members.clone());
+        let response = proxy.handle(get(HOST, "/", &[])).await;
+        assert_eq!(response.status(), StatusCode::OK, "round {round}");
+    }
 }
 
 #[tokio::test]
@@ -392,14 +416,116 @@ async fn node_outcomes_map_to_http_statuses() {
     assert!(response.into_body().collect().await.is_err());
 }
 
+/// Requests that find no live node answer at once.
+fn no_wait() -> ProxyConfig {
+    ProxyConfig {
+        node_wait: Duration::ZERO,
+        ..ProxyConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn a_request_that_finds_no_node_waits_for_one_to_join() {
+    let (proxy, registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_workers(vec![worker("ns/w", "r1", HOST, "/")]);
+    let node = FakeNode::start("node-late").await;
+    let waiting = tokio::spawn({
+        let proxy = proxy.clone();
+        async move { proxy.handle(get(HOST, "/", &[])).await }
+    });
+    // The request is held, not refused, while there is no node.
+    eventually(Duration::from_secs(10), "the request to wait", || {
+        sample(&registry, "isolane_router_node_waiting", &[]) == Some(1.0)
+    })
+    .await;
+    assert!(!waiting.is_finished());
+    proxy.set_members(vec![node.member(2)]);
+    let response = waiting.await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(header(&response, "x-isolane-node"), Some("node-late"));
+    assert_eq!(
+        sample(
+            &registry,
+            "isolane_router_node_waits_total",
+            &[("outcome", "node")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&registry, "isolane_router_node_waiting", &[]),
+        Some(0.0)
+    );
+}
+
+#[tokio::test]
+async fn a_request_refused_by_the_only_node_waits_for_its_replacement() {
+    // The node pod being replaced: the old one says "draining", the
+    // replacement joins, and the (replayable) request is served by it.
+    let old = FakeNode::start("node-old").await;
+    let new = FakeNode::start("node-new").await;
+    let (proxy, registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![old.member(2)]);
+    proxy.set_workers(vec![worker("ns/w", "r1", HOST, "/")]);
+    let waiting = tokio::spawn({
+        let proxy = proxy.clone();
+        async move {
+            proxy
+                .handle(get(HOST, "/", &[("x-fake", "draining-on:node-old")]))
+                .await
+        }
+    });
+    eventually(Duration::from_secs(10), "the old node to refuse it", || {
+        sample(&registry, "isolane_router_node_waiting", &[]) == Some(1.0)
+    })
+    .await;
+    assert_eq!(old.executes(), 1);
+    proxy.set_members(vec![new.member(2)]);
+    let response = waiting.await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(header(&response, "x-isolane-node"), Some("node-new"));
+    assert_eq!((old.executes(), new.executes()), (1, 1));
+    assert_eq!(
+        sample(
+            &registry,
+            "isolane_router_retries_total",
+            &[("reason", "draining")]
+        ),
+        Some(1.0)
+    );
+}
+
+#[tokio::test]
+async fn a_wait_for_a_node_ends_at_node_wait() {
+    let (proxy, registry) = proxy(
+        ProxyConfig {
+            node_wait: Duration::from_millis(200),
+            ..ProxyConfig::default()
+        },
+        50,
+    );
+    proxy.set_workers(vec![worker("ns/w", "r1", HOST, "/")]);
+    let response = proxy.handle(get(HOST, "/", &[])).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(header(&response, "x-isolane-reason"), Some("no_live_node"));
+    assert_eq!(
+        sample(
+            &registry,
+            "isolane_router_node_waits_total",
+            &[("outcome", "timeout")]
+        ),
+        Some(1.0)
+    );
+}
+
 #[tokio::test]
 async fn a_node_that_is_draining_is_retried_on_the_next_one() {
     let a = FakeNode::start("node-a").await;
     let b = FakeNode::start("node-b").await;
-    let (proxy, registry) = proxy(ProxyConfig::default(), 50);
+    let (proxy, registry) = proxy(no_wait(), 50);
     proxy.set_members(vec![a.member(2), b.member(2)]);
     proxy.set_workers(vec![worker("ns/w", "r1", HOST, "/")]);
-    // Both fake nodes answer "draining" to this request: one retry, then 503.
+    // Both fake nodes answer "draining" to this request: one retry, then 503
+    // (no node left to try, and no waiting for one).
     let response = proxy
         .handle(get(HOST, "/", &[("x-fake", "draining")]))
         .await;

@@ -252,6 +252,35 @@ impl Outbound {
     }
 }
 
+/// Headers that describe the connection, not the request: the engine's
+/// HTTP client sets them for the connection it makes (`Host` from the target
+/// URL, `Content-Length` from the body), whatever a worker copied from the
+/// request it got (the Fetch Standard forbids them; workerd drops them too).
+const CONNECTION_HEADERS: [HeaderName; 7] = [
+    header::HOST,
+    header::CONTENT_LENGTH,
+    header::CONNECTION,
+    header::TRANSFER_ENCODING,
+    header::TE,
+    header::UPGRADE,
+    HeaderName::from_static("keep-alive"),
+];
+
+/// Drops the [`CONNECTION_HEADERS`] and sets `Content-Length`: the body's
+/// length (the body is whole), or 0 for a POST or PUT without a body (Fetch
+/// Standard, HTTP-network-or-cache fetch).
+fn connection_headers(headers: &mut HeaderMap, method: &Method, body_len: Option<usize>) {
+    for name in CONNECTION_HEADERS {
+        headers.remove(name);
+    }
+    let length = match body_len {
+        Some(len) => len,
+        None if method == Method::POST || method == Method::PUT => 0,
+        None => return,
+    };
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+}
+
 /// Refuses a URL whose host is an IP address the egress policy refuses
 /// (the WHATWG parser has turned every spelling of it into one address).
 fn check_literal(thread: &crate::thread::ThreadCtx, url: &url::Url) -> Result<(), String> {
@@ -299,6 +328,8 @@ fn parse(
     let url = url::Url::parse(&url).map_err(|_| format!("invalid URL {url:?}"))?;
     // Refuse what cannot be sent before counting a subrequest for it.
     uri(&url)?;
+    let mut headers = headers;
+    connection_headers(&mut headers, &method, body.as_ref().map(Bytes::len));
     Ok(Outbound {
         method,
         url,
@@ -306,4 +337,51 @@ fn parse(
         body,
         redirect,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copied() -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in [
+            ("host", "incoming.example"),
+            ("content-length", "99"),
+            ("connection", "keep-alive"),
+            ("keep-alive", "5"),
+            ("x-kept", "1"),
+        ] {
+            headers.insert(
+                HeaderName::from_static(name),
+                HeaderValue::from_static(value),
+            );
+        }
+        headers
+    }
+
+    #[test]
+    fn the_connection_headers_are_the_clients() {
+        let mut headers = copied();
+        connection_headers(&mut headers, &Method::POST, Some(3));
+        assert_eq!(headers.get(header::HOST), None);
+        assert_eq!(headers.get(header::CONNECTION), None);
+        assert_eq!(headers.get("keep-alive"), None);
+        assert_eq!(headers[header::CONTENT_LENGTH], "3");
+        assert_eq!(headers["x-kept"], "1");
+    }
+
+    #[test]
+    fn a_post_or_put_without_a_body_says_content_length_0() {
+        for method in [Method::POST, Method::PUT] {
+            let mut headers = copied();
+            connection_headers(&mut headers, &method, None);
+            assert_eq!(headers[header::CONTENT_LENGTH], "0", "{method}");
+        }
+        for method in [Method::GET, Method::DELETE] {
+            let mut headers = copied();
+            connection_headers(&mut headers, &method, None);
+            assert_eq!(headers.get(header::CONTENT_LENGTH), None, "{method}");
+        }
+    }
 }

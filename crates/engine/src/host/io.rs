@@ -33,7 +33,7 @@ pub(super) fn body_read(
         let settlement = match chunk {
             Some(Ok(bytes)) => {
                 isolate.host.return_body(id, body);
-                Settlement::Bytes(bytes.to_vec())
+                Settlement::Chunk(bytes.to_vec())
             }
             None => {
                 isolate.host.drop_body(id);

@@ -56,7 +56,8 @@ pub(crate) enum WriteOp {
 pub(crate) enum Settlement {
     Undefined,
     Null,
-    Bytes(Vec<u8>),
+    /// A body chunk: `{ chunk: Uint8Array }` (see [`holder`]).
+    Chunk(Vec<u8>),
     Fetch(FetchHead),
     TypeError(String),
     /// An offloaded Web Crypto job (`host/crypto/offload.rs`).
@@ -512,9 +513,12 @@ impl Settlement {
         match self {
             Settlement::Undefined => Ok(undefined),
             Settlement::Null => Ok(v8::null(scope).into()),
-            Settlement::Bytes(bytes) => super::u8_array(scope, bytes)
-                .map(Into::into)
-                .ok_or(undefined),
+            Settlement::Chunk(bytes) => {
+                let chunk = super::u8_array(scope, bytes).ok_or(undefined)?;
+                let object = holder(scope);
+                set(scope, object, "chunk", Some(chunk.into()));
+                Ok(object.into())
+            }
             Settlement::Fetch(head) => Ok(head.into_js(scope)),
             Settlement::Crypto(result) => super::crypto::subtle::offloaded_js(scope, *result),
             Settlement::TypeError(message) => {
@@ -527,7 +531,7 @@ impl Settlement {
 
 impl FetchHead {
     fn into_js<'s>(self, scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Value> {
-        let object = v8::Object::new(scope);
+        let object = holder(scope);
         let status = v8::Integer::new(scope, i32::from(self.status)).into();
         let status_text = super::js_string(scope, &self.status_text);
         let headers = super::header_array(scope, &self.headers).into();
@@ -542,6 +546,15 @@ impl FetchHead {
         set(scope, object, "redirected", Some(redirected));
         object.into()
     }
+}
+
+/// An object without a prototype, to resolve a host promise with: resolving
+/// looks up `then` on the value, and on an ordinary object (or a Uint8Array)
+/// that lookup reaches `Object.prototype`, where a worker can put a `then`
+/// that injects what it likes into the runtime's reads.
+fn holder<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Object> {
+    let null = v8::null(scope).into();
+    v8::Object::with_prototype_and_properties(scope, null, &[], &[])
 }
 
 fn set(

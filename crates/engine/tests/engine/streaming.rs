@@ -145,3 +145,100 @@ async fn a_client_gone_mid_body_aborts_the_request_signal() {
     drop(body);
     wait_for(&engine, &worker, "/seen", "AbortError").await;
 }
+
+/// Reads a body to its end: the bytes, and whether it ended in an error.
+async fn drain(response: http::Response<Body>) -> (Vec<u8>, bool) {
+    let mut body = response.into_body();
+    let mut got = Vec::new();
+    while let Some(chunk) = body.next_chunk().await {
+        match chunk {
+            Ok(bytes) => got.extend_from_slice(&bytes),
+            Err(_) => return (got, true),
+        }
+    }
+    (got, false)
+}
+
+const WORKERS_STREAMS: &str = "const enc = new TextEncoder();
+function through(stream, ...chunks) {
+    const writer = stream.writable.getWriter();
+    for (const c of chunks) writer.write(c).catch(() => {});
+    writer.close().catch(() => {});
+    return new Response(stream.readable, { headers: { 'content-length': '99' } });
+}
+const strings = (...xs) => new ReadableStream({ start(c) { for (const x of xs) c.enqueue(x); c.close(); } });
+export default { fetch(request) {
+    switch (new URL(request.url).pathname) {
+        case '/fixed': return through(new FixedLengthStream(5), enc.encode('fix'), enc.encode('ed'));
+        case '/fixed-short': return through(new FixedLengthStream(10), enc.encode('fixed'));
+        case '/fixed-long': return through(new FixedLengthStream(3), enc.encode('fixed'));
+        case '/identity': {
+            const s = new IdentityTransformStream();
+            const w = s.writable.getWriter();
+            w.write(enc.encode('ident')); w.write('ity'); w.close();
+            return new Response(s.readable);
+        }
+        case '/strings': return new Response(strings('h\\u00e9llo ', 'w\\u00f6rld', 'a\\ud800', '\\udc00b'));
+        case '/not-bytes': return new Response(strings(enc.encode('a'), 42));
+    }
+} };";
+
+/// A FixedLengthStream's readable is sent with the length it declared (over
+/// the worker's own Content-Length); an IdentityTransformStream's is chunked.
+#[tokio::test]
+async fn a_fixed_length_stream_declares_its_length() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let worker = bundle("t/workers-streams", WORKERS_STREAMS);
+    let response = engine
+        .execute(0, worker.clone(), get("/fixed"))
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-length"], "5");
+    assert_eq!(drain(response).await, (b"fixed".to_vec(), false));
+    let response = engine.execute(0, worker, get("/identity")).await.unwrap();
+    assert!(response.headers().get("content-length").is_none());
+    assert_eq!(drain(response).await, (b"identity".to_vec(), false));
+}
+
+/// A FixedLengthStream given fewer or more bytes than it declared ends its
+/// body in an error, never past the declared length.
+#[tokio::test]
+async fn a_lying_fixed_length_stream_ends_in_an_error() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let worker = bundle("t/workers-streams", WORKERS_STREAMS);
+    let response = engine
+        .execute(0, worker.clone(), get("/fixed-short"))
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-length"], "10");
+    let (got, failed) = drain(response).await;
+    assert!(failed, "a short body must end in an error");
+    assert_eq!(got, b"fixed");
+    let response = engine.execute(0, worker, get("/fixed-long")).await.unwrap();
+    assert_eq!(response.headers()["content-length"], "3");
+    let (got, failed) = drain(response).await;
+    assert!(failed, "a body longer than declared must end in an error");
+    assert!(got.is_empty(), "sent {got:?}");
+}
+
+/// Strings from a body stream are sent as UTF-8, each chunk on its own (a
+/// lone surrogate becomes U+FFFD), as workerd does; other values abort.
+#[tokio::test]
+async fn string_body_chunks_are_sent_as_utf8() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let worker = bundle("t/workers-streams", WORKERS_STREAMS);
+    let response = engine
+        .execute(0, worker.clone(), get("/strings"))
+        .await
+        .unwrap();
+    let (got, failed) = drain(response).await;
+    assert!(!failed);
+    assert_eq!(
+        String::from_utf8(got).unwrap(),
+        "héllo wörlda\u{fffd}\u{fffd}b"
+    );
+    let response = engine.execute(0, worker, get("/not-bytes")).await.unwrap();
+    let (got, failed) = drain(response).await;
+    assert!(failed, "a number chunk must abort the body");
+    assert_eq!(got, b"a");
+}

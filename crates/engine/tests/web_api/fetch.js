@@ -191,4 +191,70 @@ export default suite(async (request, env) => {
     ac2.abort();
     await rejects(reader.read(), 'AbortError', 'abort errors the body stream');
   });
+  await test('request headers the connection owns', async () => {
+    const target = new URL(T);
+    // A proxy copies the incoming request's headers: its Host is not sent,
+    // the target's is (Host is a forbidden request header; workerd does the same).
+    const copied = await (await fetch(`${T}/echo`, { headers: { host: 'incoming.example', 'x-kept': '1', connection: 'x-hop', 'keep-alive': '5', te: 'trailers', upgrade: 'h2c' } })).json();
+    eq(copied.headers.host, target.host, 'the target URL host');
+    eq(copied.headers['x-kept'], '1');
+    eq(copied.headers.upgrade, undefined, 'upgrade is not sent');
+    eq(copied.headers['keep-alive'], undefined, 'keep-alive is not sent');
+    eq(copied.headers.te, undefined, 'te is not sent');
+    // Content-Length is the body's, whatever the worker wrote.
+    const lying = await (await fetch(`${T}/echo`, { method: 'POST', body: 'abc', headers: { 'content-length': '99' } })).json();
+    eq(lying.headers['content-length'], '3');
+    eq(lying.body, 'abc');
+    // A POST or PUT with a null body says Content-Length: 0 (Fetch Standard).
+    for (const method of ['PUT', 'POST']) {
+      const empty = await (await fetch(`${T}/echo`, { method })).json();
+      eq(empty.headers['content-length'], '0', `${method} without a body`);
+    }
+    const get = await (await fetch(`${T}/echo`)).json();
+    eq(get.headers['content-length'], undefined, 'a GET has none');
+    const emptyBody = await (await fetch(`${T}/echo`, { method: 'POST', body: '' })).json();
+    eq(emptyBody.headers['content-length'], '0', 'an empty body');
+  });
+  await test('data: URLs', async () => {
+    const plain = await fetch('data:,Hello%2C%20World%21');
+    eq(plain.status, 200);
+    eq(plain.statusText, 'OK');
+    eq(plain.ok, true);
+    eq(plain.url, 'data:,Hello%2C%20World%21');
+    eq(plain.redirected, false);
+    deepEq([...plain.headers], [['content-type', 'text/plain;charset=US-ASCII']], 'the default MIME type');
+    throws(() => plain.headers.set('x', 'y'), TypeError, 'immutable headers');
+    assert(plain.body instanceof ReadableStream, 'a body stream');
+    eq(await plain.text(), 'Hello, World!');
+    const b64 = await fetch('data:text/plain;base64,aGVsbG8gZGF0YQ==');
+    eq(b64.headers.get('content-type'), 'text/plain');
+    eq(await b64.text(), 'hello data');
+    const ws = await fetch('data:;base64, aGV sbG8=');
+    eq(await ws.text(), 'hello', 'forgiving base64 skips whitespace');
+    const mime = await fetch('data:TEXT/Plain;Charset="x";foo=bar,abc#frag');
+    eq(mime.headers.get('content-type'), 'text/plain;charset=x;foo=bar', 'the MIME type serialised');
+    eq(await mime.text(), 'abc', 'the fragment is not body');
+    eq((await fetch('data:foo,abc')).headers.get('content-type'), 'text/plain;charset=US-ASCII', 'an invalid MIME type');
+    eq(hex(await (await fetch('data:;base64,/wD+')).arrayBuffer()), 'ff00fe', 'binary');
+    eq(hex(await (await fetch('data:,%FF%00%zz')).arrayBuffer()), 'ff00257a7a', 'percent-decoding');
+    eq(await (await fetch(new Request('data:,posted', { method: 'POST', body: 'ignored' }))).text(), 'posted', 'any method');
+    await rejects(fetch('data:text/plain'), TypeError, 'no comma');
+    await rejects(fetch('data:;base64,a'), TypeError, 'invalid base64');
+    await rejects(fetch('data:,a', { signal: AbortSignal.abort() }), 'AbortError', 'an aborted signal');
+    // Hostile: a data: URL past the 16 MiB bound is refused, not decoded.
+    const big = 'data:,' + 'a'.repeat(4 << 20);
+    eq((await (await fetch(big)).arrayBuffer()).byteLength, 4 << 20, '4 MiB is fine');
+    const huge = 'data:;base64,' + 'QUFB'.repeat((16 << 20) / 4);
+    const e = await rejects(fetch(huge), TypeError, 'over 16 MiB');
+    assert(/at most/.test(e.message), e.message);
+  });
+  await test('a patched Object.prototype.then cannot reach a fetched body', async () => {
+    const res = await fetch(`${T}/stream`);
+    let called = 0;
+    let text;
+    Object.prototype.then = function then(onFulfilled) { delete Object.prototype.then; called++; onFulfilled({ chunk: new Uint8Array([120]) }); };
+    try { text = await res.text(); } finally { delete Object.prototype.then; }
+    eq(text, 'chunk0;chunk1;chunk2;chunk3;chunk4;');
+    eq(called, 0, 'then was never looked up');
+  });
 });

@@ -281,4 +281,104 @@ export default suite(async (request, env, ctx) => {
     await rejects(() => Response.prototype.text.call({}), TypeError, 'text');
     await rejects(() => Request.prototype.json.call(new Response('1')), TypeError, 'Request method on a Response');
   });
+  // Every way of reading a body disturbs it (WPT fetch/api/response/response-stream-disturbed-*).
+  await test('every consumption path disturbs the body', async () => {
+    const sources = {
+      bytes: () => new Response('hello'),
+      stream: () => new Response(new ReadableStream({ start(c) { c.enqueue(te.encode('hello')); c.close(); } })),
+    };
+    for (const [kind, make] of Object.entries(sources)) {
+      for (const method of ['text', 'arrayBuffer', 'blob', 'json', 'bytes']) {
+        const r = make();
+        r[method]().catch(() => {});
+        eq(r.bodyUsed, true, `${kind}: ${method}() marks the body used at once`);
+        throws(() => r.body.getReader(), TypeError, `${kind}: the body stays locked after ${method}()`);
+        await rejects(r.text(), TypeError, `${kind}: text() after ${method}()`);
+      }
+      let r = make();
+      const reader = r.body.getReader();
+      eq(r.bodyUsed, false, `${kind}: locked is not disturbed`);
+      await reader.read();
+      reader.releaseLock();
+      eq(r.bodyUsed, true, `${kind}: a read disturbs`);
+      await rejects(r.text(), TypeError, `${kind}: text() after a read`);
+      r = make();
+      r.body.pipeTo(new WritableStream({}, { highWaterMark: 0 }));
+      eq(r.bodyUsed, true, `${kind}: pipeTo disturbs at once`);
+      await rejects(r.arrayBuffer(), TypeError, `${kind}: arrayBuffer() after pipeTo`);
+      r = make();
+      r.body.pipeThrough(new TransformStream());
+      eq(r.bodyUsed, true, `${kind}: pipeThrough disturbs at once`);
+      r = make();
+      const [branch] = r.body.tee();
+      await rejects(r.text(), TypeError, `${kind}: text() after tee (locked)`);
+      await branch.getReader().read();
+      eq(r.bodyUsed, true, `${kind}: reading a branch disturbs the original`);
+      r = make();
+      await r.body.cancel();
+      eq(r.bodyUsed, true, `${kind}: cancel disturbs`);
+      await rejects(r.blob(), TypeError, `${kind}: blob() after cancel`);
+      r = make();
+      for await (const chunk of r.body) { assert(chunk); break; }
+      eq(r.bodyUsed, true, `${kind}: async iteration disturbs`);
+      r = make();
+      const moved = new Response(r.body);
+      eq(await moved.text(), 'hello');
+      eq(r.bodyUsed, true, `${kind}: a body read through another Response`);
+      r = make();
+      const req = new Request('http://x/', { method: 'POST', body: r.body });
+      eq(await req.text(), 'hello');
+      eq(r.bodyUsed, true, `${kind}: a body read through a Request`);
+    }
+  });
+  await test('a read or cancel through the stream itself disturbs, in any state', async () => {
+    const states = {
+      open: () => new ReadableStream(),
+      closed: () => new ReadableStream({ start(c) { c.close(); } }),
+      errored: () => new ReadableStream({ start(c) { c.error(new Error('x')); } }),
+    };
+    for (const [state, make] of Object.entries(states)) {
+      for (const action of ['read', 'cancel']) {
+        const stream = make();
+        const r = new Response(stream);
+        eq(r.bodyUsed, false, `${state}: on construction`);
+        const reader = stream.getReader();
+        eq(r.bodyUsed, false, `${state}: after getReader`);
+        reader[action]().catch(() => {});
+        eq(r.bodyUsed, true, `${state}: after ${action}()`);
+      }
+    }
+  });
+  // WPT fetch/api/response/response-stream-with-broken-then: reading a body
+  // must not look up `then` on objects a worker can reach.
+  await test('a patched Object.prototype.then cannot reach a body read', async () => {
+    for (const injected of [{ done: false, value: te.encode('bye') }, { done: false, value: 'bye' }, { done: false, value: undefined }, { done: true }, { done: false, value: 8.2 }]) {
+      const stream = () => new ReadableStream({ start(c) { c.enqueue(te.encode('hello')); c.close(); } });
+      for (const make of [() => new Response(stream()), () => new Response('hello')]) {
+        const r = make();
+        let called = 0;
+        let text, error;
+        Object.prototype.then = function then(onFulfilled) { delete Object.prototype.then; called++; onFulfilled(injected); };
+        try {
+          text = await r.text();
+        } catch (e) {
+          error = e;
+        } finally {
+          delete Object.prototype.then;
+        }
+        eq(error && `${error.name}: ${error.message}`, undefined, 'no error');
+        eq(text, 'hello', 'the real body');
+        eq(called, 0, 'then was never looked up');
+      }
+    }
+    const r = new Response(ReadableStream.from([te.encode('a'), te.encode('b')]));
+    let called = 0;
+    Object.prototype.then = function then(onFulfilled) { delete Object.prototype.then; called++; onFulfilled('x'); };
+    let json;
+    try { json = await new Response('{"a":1}').json(); } finally { delete Object.prototype.then; }
+    // json() resolves with the parsed object, which the standard's promise
+    // resolution does look `then` up on: the patch may replace it, never the bytes read.
+    assert(called === 0 || json === 'x', 'json() reads the real body');
+    eq(await r.text(), 'ab');
+  });
 });

@@ -468,4 +468,103 @@ export default suite(async () => {
     throws(() => Object.getOwnPropertyDescriptor(ReadableStream.prototype, 'locked').get.call({}), TypeError, 'locked getter');
     throws(() => ReadableStream(), TypeError, 'without new');
   });
+  // Cloudflare Workers' byte transform streams; behaviour as seen on workerd 1.20261117.
+  const race = (p) => Promise.race([p.then(() => 'resolved', (e) => `rejected ${e.name}`), new Promise((r) => setTimeout(() => r('pending'), 20))]);
+  await test('IdentityTransformStream', async () => {
+    const its = new IdentityTransformStream();
+    assert(its instanceof TransformStream, 'a TransformStream');
+    eq(Object.prototype.toString.call(its), '[object IdentityTransformStream]');
+    throws(() => IdentityTransformStream(), TypeError, 'without new');
+    const reader = its.readable.getReader();
+    const writer = its.writable.getWriter();
+    const chunk = bytes(1, 2, 3);
+    const written = writer.write(chunk);
+    eq(chunk.byteLength, 3, 'the written buffer is copied, not detached');
+    eq(await race(written), 'pending', 'a write waits for a reader');
+    const first = await reader.read();
+    eq(hex(first.value), '010203');
+    assert(first.value.buffer !== chunk.buffer, 'a copy');
+    eq(await race(written), 'resolved', 'the write resolves once read');
+    await writer.write(new Uint8Array(0));
+    writer.write('hé');
+    eq(hex((await reader.read()).value), '68c3a9', 'a string is written as UTF-8');
+    writer.write(new Uint16Array([0x0201]).buffer);
+    eq(hex((await reader.read()).value), '0102', 'an ArrayBuffer');
+    await rejects(writer.write({}), TypeError, 'an object that is not bytes');
+    await rejects(reader.read(), TypeError, 'errors the readable too');
+    // BYOB reads: the readable is a byte stream.
+    const b = new IdentityTransformStream();
+    const byob = b.readable.getReader({ mode: 'byob' });
+    const w = b.writable.getWriter();
+    w.write(bytes(1, 2, 3, 4));
+    w.close();
+    eq(hex((await byob.read(new Uint8Array(2))).value), '0102');
+    eq(hex((await byob.read(new Uint8Array(8))).value), '0304');
+    eq((await byob.read(new Uint8Array(8))).done, true);
+    // highWaterMark sizes the writable side in bytes.
+    const h = new IdentityTransformStream({ highWaterMark: 10 });
+    const hw = h.writable.getWriter();
+    eq(hw.desiredSize, 10);
+    hw.write(bytes(1, 2, 3));
+    eq(hw.desiredSize, 7);
+    // abort and cancel cross over.
+    const a = new IdentityTransformStream();
+    a.writable.abort(new RangeError('boom'));
+    await rejects(a.readable.getReader().read(), RangeError, 'abort errors the readable');
+    const c = new IdentityTransformStream();
+    await c.readable.cancel(new RangeError('cxl'));
+    await rejects(c.writable.getWriter().write(bytes(1)), RangeError, 'cancel errors the writable');
+    // Piped through, as a Response body.
+    const p = new IdentityTransformStream();
+    const source = new ReadableStream({ start(ctl) { ctl.enqueue(bytes(104, 105)); ctl.close(); } });
+    source.pipeTo(p.writable);
+    eq(await new Response(p.readable).text(), 'hi');
+  });
+  await test('FixedLengthStream', async () => {
+    const f = new FixedLengthStream(3);
+    assert(f instanceof IdentityTransformStream && f instanceof TransformStream, 'an IdentityTransformStream');
+    eq(Object.prototype.toString.call(f), '[object FixedLengthStream]');
+    throws(() => new FixedLengthStream(), TypeError, 'a length is required');
+    throws(() => new FixedLengthStream(-1), TypeError, 'negative');
+    throws(() => new FixedLengthStream(NaN), TypeError, 'NaN');
+    throws(() => new FixedLengthStream(2 ** 53), TypeError, '2^53');
+    new FixedLengthStream(2 ** 53 - 1);
+    new FixedLengthStream(5n);
+    new FixedLengthStream('5');
+    const w = f.writable.getWriter();
+    w.write(bytes(1, 2));
+    w.write(bytes(3));
+    w.close();
+    eq(await new Response(f.readable).text(), '\x01\x02\x03', 'exactly the declared length');
+    // Too many bytes: the write rejects, the readable errors after what fitted.
+    const many = new FixedLengthStream(3);
+    const mw = many.writable.getWriter();
+    const mr = many.readable.getReader();
+    const ok = mw.write(bytes(1, 2));
+    const over = mw.write(bytes(3, 4));
+    eq(hex((await mr.read()).value), '0102');
+    await ok;
+    await rejects(over, TypeError, 'a write past the length');
+    await rejects(mr.read(), TypeError, 'the readable errors');
+    const one = new FixedLengthStream(1.5);
+    await rejects(one.writable.getWriter().write(bytes(1, 2)), TypeError, 'a fractional length is truncated');
+    // Too few: close rejects and the readable errors.
+    const few = new FixedLengthStream(3);
+    const fw = few.writable.getWriter();
+    const fr = few.readable.getReader();
+    fw.write(bytes(1, 2));
+    const closed = fw.close();
+    eq(hex((await fr.read()).value), '0102');
+    await rejects(closed, TypeError, 'close before every byte');
+    await rejects(fr.read(), TypeError, 'the readable errors');
+    // A hostile length: a huge declared length costs nothing until bytes come.
+    const huge = new FixedLengthStream(2 ** 53 - 1);
+    const hw = huge.writable.getWriter();
+    hw.write(bytes(1));
+    const hc = hw.close();
+    await rejects(huge.readable.getReader().read().then(() => hc), TypeError, 'closing a huge stream early');
+    const zero = new FixedLengthStream(0);
+    zero.writable.getWriter().close();
+    eq(await new Response(zero.readable).text(), '');
+  });
 });

@@ -126,4 +126,18 @@ export default suite(async () => {
     eq(seen[0][4], true, 'trusted');
     reportError('a reported string (expected in the log)');
   });
+  await test('Workers stream classes and fetch(data:)', async () => {
+    for (const name of ['IdentityTransformStream', 'FixedLengthStream']) {
+      const d = Object.getOwnPropertyDescriptor(globalThis, name);
+      assert(d && typeof d.value === 'function' && !d.enumerable && d.configurable, `${name} is a non-enumerable global`);
+    }
+    const { readable, writable } = new FixedLengthStream(5);
+    const writer = writable.getWriter();
+    writer.write(new TextEncoder().encode('fixed'));
+    writer.close();
+    const body = await new Response(readable).text();
+    if (body !== 'fixed') throw new Error(`FixedLengthStream gave ${body}`);
+    const data = await fetch('data:text/plain;base64,aGVsbG8gZGF0YQ==');
+    if ((await data.text()) !== 'hello data') throw new Error('fetch(data:)');
+  });
 });
