@@ -260,8 +260,10 @@ function createRuntime(opts = {}) {
   internal = vm.runInContext('globalThis.__isolane_internal', ctx);
   vm.runInContext('delete globalThis.__isolane_internal', ctx);
 
-  async function loadWorker(file, env = {}) {
-    const src = fs.readFileSync(file, 'utf8');
+  // `withHarness`: a Web API suite, which runs with dev/preamble.js before it.
+  async function loadWorker(file, env = {}, withHarness = false) {
+    const own = fs.readFileSync(file, 'utf8');
+    const src = withHarness ? fs.readFileSync(path.join(__dirname, 'preamble.js'), 'utf8') + own : own;
     if (/^\s*(import|export)\b/m.test(src)) {
       const mod = new vm.SourceTextModule(src, { context: ctx, identifier: file });
       await mod.link(() => { throw new Error('imports are not supported'); });
@@ -418,7 +420,7 @@ async function runSuite(file, opts, target) {
   if (ENGINE_ONLY[name]) return { name, ok: true, summary: `skipped: ${ENGINE_ONLY[name]}` };
   const rt = createRuntime(opts);
   try {
-    await rt.loadWorker(file, { TARGET: target, SUITE: name });
+    await rt.loadWorker(file, { TARGET: target, SUITE: name }, true);
   } catch (e) {
     return { name, ok: false, summary: `load failed: ${e && e.stack || e}` };
   }

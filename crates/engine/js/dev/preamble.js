@@ -1,4 +1,6 @@
-// ---- tiny test harness (same in every suite; suites are single-file workers) ----
+// The Web API suites' test harness: every runner puts it before the suite's
+// own text (tests/web_api.rs, dev/harness.js), so a suite is this file and
+// its own, read as one worker script (tests/web_api/README.md).
 let results;
 const fmt = (v) => { try { return typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : JSON.stringify(v) ?? String(v); } catch { return String(v); } };
 async function test(name, fn) {
@@ -54,4 +56,3 @@ function suite(run) {
     },
   };
 }
-// ---- end of harness ----
