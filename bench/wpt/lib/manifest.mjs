@@ -16,10 +16,12 @@ const ALIASES = { "resources/WebIDLParser.js": "resources/webidl2/lib/webidl2.js
 /** Test-file text that needs something a Worker cannot have, with the reason. */
 const IMPOSSIBLE = [
   [/\bXMLHttpRequest\b/, "uses XMLHttpRequest"],
-  [/\biframe\b|createElement\(/, "needs a document (iframe or elements)"],
   [/navigator\.serviceWorker|\bServiceWorkerRegistration\b/, "needs service worker registration"],
   [/new (Shared)?Worker\(/, "starts a dedicated or shared worker"],
 ];
+/** Test-file text that needs a document, unless the file guards it. */
+const DOCUMENT = /\bdocument\.|\biframe\b/;
+const WINDOW_GUARD = /GLOBAL\.isWindow\(\)|(self|globalThis)\.document\b|["']document["'] in (self|globalThis)/;
 
 /** Text that needs the WPT server (its Python handlers or `.sub` substitution). */
 const NEEDS_SERVER = [
@@ -95,7 +97,11 @@ function skipReason(root, rel, source, globals, scripts) {
   for (const [re, reason] of NEEDS_SERVER) {
     if (re.test(source) || scripts.some((s) => re.test(s))) return reason;
   }
-  for (const [re, reason] of IMPOSSIBLE) if (re.test(source)) return reason;
+  // Code only (comments say "XMLHttpRequest" too): the file and its scripts.
+  const uncommented = (text) => text.replace(/\/\*[\s\S]*?\*\/|^\s*\/\/.*$/gm, "");
+  const code = [source, ...scripts.map((p) => readFileSync(join(root, p), "utf8"))].map(uncommented).join("\n");
+  for (const [re, reason] of IMPOSSIBLE) if (re.test(code)) return reason;
+  if (DOCUMENT.test(uncommented(source)) && !WINDOW_GUARD.test(source)) return "needs a document (iframe or elements)";
   if (/\.sub\.any\.js$/.test(rel)) return "needs the WPT server (.sub substitution)";
   return null;
 }

@@ -2,8 +2,8 @@
 // checkout (loopback), and `isolane dev` and `workerd serve` each serving one
 // generated Worker, started fresh for every test file so that a file that
 // hangs or crashes its runtime is cut off by killing the process.
-import { spawn } from "node:child_process";
-import { createReadStream, existsSync, mkdirSync, openSync, statSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { closeSync, createReadStream, existsSync, mkdirSync, openSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import { extname, join, normalize } from "node:path";
@@ -31,9 +31,13 @@ const TYPES = {
 /** Serves the checkout's files read-only on 127.0.0.1; resolves to its origin. */
 export function staticServer(root) {
   const server = http.createServer((req, res) => {
-    const path = normalize(decodeURIComponent(new URL(req.url, "http://x").pathname));
-    const file = join(root, path);
-    if (!file.startsWith(root) || !existsSync(file) || !statSync(file).isFile()) {
+    let file = null;
+    try {
+      file = join(root, normalize(decodeURIComponent(new URL(req.url, "http://x").pathname)));
+    } catch {
+      // a malformed escape: not a file we serve
+    }
+    if (file === null || !file.startsWith(root) || !existsSync(file) || !statSync(file).isFile()) {
       res.writeHead(404, { "content-type": "text/plain" }).end("not found");
       return;
     }
@@ -105,6 +109,9 @@ const wpt :Workerd.Worker = (
 
 export const RUNTIMES = { isolane: isolaneCommand, workerd: workerdCommand };
 
+/** With util-linux's setpriv, a runtime dies with this process (as in cli/tests/compat). */
+const SETPRIV = spawnSync("setpriv", ["--version"]).status === 0;
+
 /**
  * Serves `script` on runtime `name` in a fresh process, asks it once for the
  * results, and kills it. Resolves to { result } or { failure } — never
@@ -115,10 +122,12 @@ export async function runOnce(name, bin, dir, script, deadlineMs) {
   const port = await freePort();
   const [program, args] = RUNTIMES[name](bin, dir, script, port);
   const log = openSync(join(dir, `${name}.log`), "w");
-  const child = spawn(program, args, {
+  const argv = SETPRIV ? ["setpriv", ["--pdeathsig", "KILL", "--", program, ...args]] : [program, args];
+  const child = spawn(argv[0], argv[1], {
     stdio: ["ignore", log, log],
     env: { ...process.env, ISOLANE_LOG: "warn" },
   });
+  closeSync(log);
   let exited = null;
   child.on("exit", (code, signal) => (exited = signal ?? `exit ${code}`));
   try {
