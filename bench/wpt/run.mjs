@@ -2,7 +2,7 @@
 // and writes the comparison (bench/wpt/results.md). Driven by run.sh, which
 // documents the options; `node run.mjs --help` lists them.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { workerScript } from "./lib/bundle.mjs";
@@ -65,6 +65,9 @@ if (!opts["report-only"]) {
       const [i, w] = await Promise.all(
         ["isolane", "workerd"].map((name) => runOnce(name, bins[name], join(dir, name), script, deadline + HARD_MARGIN_MS)),
       );
+      // Keep the generated scripts and logs only where something went wrong.
+      const clean = (o) => !o.failure && o.result.harness?.status === "OK";
+      if (clean(i) && clean(w) && !process.env.WPT_KEEP) rmSync(dir, { recursive: true, force: true });
       outcomes.isolane[run.id] = i;
       outcomes.workerd[run.id] = w;
       const passed = (o) => (o.failure ? `failed (${o.failure.slice(0, 60)})` : `${o.result.tests.filter((t) => t.status === "PASS").length}/${o.result.tests.length}`);

@@ -15,13 +15,15 @@
 # commit to print when the checkout is not a git work tree), WPT_RESULTS (the
 # folder for raw results and logs; default a new temp dir), WPT_FILTER (a
 # regex on file ids, for a partial run: the page then covers only those),
-# WPT_JOBS (files at once, default 2), WPT_OUT (default bench/wpt/results.md).
+# WPT_JOBS (files at once, default 2), WPT_OUT (default bench/wpt/results.md),
+# WPT_KEEP=1 (keep every generated Worker and log, not only those of files
+# that failed or errored).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 wpt="${1:-${WPT_DIR:-}}"
 case "$wpt" in
-  -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
   "") echo "bench/wpt/run.sh: give a WPT checkout (argument or WPT_DIR)" >&2; exit 64 ;;
 esac
 [ -f "$wpt/resources/testharness.js" ] || { echo "bench/wpt/run.sh: $wpt is not a WPT checkout" >&2; exit 64; }
