@@ -26,11 +26,12 @@ const { values: opts } = parseArgs({
     filter: { type: "string" },
     jobs: { type: "string", default: "1" },
     "report-only": { type: "boolean", default: false },
+    baseline: { type: "string", default: process.env.WPT_BASELINE },
     help: { type: "boolean", default: false },
   },
 });
 if (opts.help || !opts.wpt || !opts.results) {
-  console.error("usage: node run.mjs --wpt <checkout> --results <dir> [--isolane bin] [--workerd bin] [--out results.md] [--filter regex] [--jobs n] [--report-only]");
+  console.error("usage: node run.mjs --wpt <checkout> --results <dir> [--isolane bin] [--workerd bin] [--out results.md] [--filter regex] [--jobs n] [--baseline <earlier results dir>] [--report-only]");
   process.exit(opts.help ? 0 : 64);
 }
 const root = resolve(opts.wpt);
@@ -89,7 +90,16 @@ if (opts.out) {
     workerd: process.env.WORKERD_LABEL ?? version(opts.workerd) ?? "?",
     date: new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC",
   };
-  writeFileSync(opts.out, markdown(info, rows, skipped));
+  let before = null;
+  if (opts.baseline) {
+    // An earlier run's results folder: the page says what changed since.
+    const old = (name) => JSON.parse(readFileSync(join(opts.baseline, `${name}.json`), "utf8"));
+    const base = { isolane: old("isolane"), workerd: old("workerd") };
+    before = all
+      .filter((r) => !r.skip && (base.isolane[r.id] || base.workerd[r.id]))
+      .map((r) => count(r, { isolane: base.isolane[r.id], workerd: base.workerd[r.id] }));
+  }
+  writeFileSync(opts.out, markdown(info, rows, skipped, before));
   console.error(`wpt: wrote ${opts.out}`);
 }
 

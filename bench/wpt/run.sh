@@ -17,13 +17,14 @@
 # regex on file ids, for a partial run: the page then covers only those),
 # WPT_JOBS (files at once, default 2), WPT_OUT (default bench/wpt/results.md),
 # WPT_KEEP=1 (keep every generated Worker and log, not only those of files
-# that failed or errored).
+# that failed or errored), WPT_BASELINE (an earlier run's WPT_RESULTS: the
+# page then says what changed since).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 wpt="${1:-${WPT_DIR:-}}"
 case "$wpt" in
-  -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+  -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
   "") echo "bench/wpt/run.sh: give a WPT checkout (argument or WPT_DIR)" >&2; exit 64 ;;
 esac
 [ -f "$wpt/resources/testharness.js" ] || { echo "bench/wpt/run.sh: $wpt is not a WPT checkout" >&2; exit 64; }
@@ -43,5 +44,6 @@ args=(--wpt "$wpt" --results "$results" --isolane "$isolane" --workerd "$workerd
   --jobs "${WPT_JOBS:-2}" --out "${WPT_OUT:-$root/bench/wpt/results.md}")
 [ -n "${WPT_COMMIT:-}" ] && args+=(--wpt-commit "$WPT_COMMIT")
 [ -n "${WPT_FILTER:-}" ] && args+=(--filter "$WPT_FILTER")
+[ -n "${WPT_BASELINE:-}" ] && args+=(--baseline "$WPT_BASELINE")
 # Each file has its own deadline inside; this bounds the whole run.
 exec timeout 3600 node "$root/bench/wpt/run.mjs" "${args[@]}"

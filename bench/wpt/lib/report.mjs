@@ -64,6 +64,32 @@ function failing(outcomes) {
   return out;
 }
 
+/** What changed since an earlier run: totals, then the files that moved. */
+function since(all, rows) {
+  // The same runs on both sides, so a filtered run compares like with like.
+  const ids = new Set(rows.map((r) => r.id));
+  const before = all.filter((r) => ids.has(r.id));
+  const old = new Map(before.map((r) => [r.id, r]));
+  const out = ["## Since the baseline run", "", "The baseline is an earlier run's results (`WPT_BASELINE`), over the same runs.", ""];
+  const a = sum(before.filter((r) => !SINGLE_BYTE.test(r.id)));
+  const b = sum(rows.filter((r) => !SINGLE_BYTE.test(r.id)));
+  const x = sum(before);
+  const y = sum(rows);
+  out.push(row(["", "Isolane passed", "workerd passed", "Isolane / workerd"]), row(["---", "---:", "---:", "---:"]));
+  out.push(row(["all files, baseline", x.isolane, x.workerd, ratio(x.isolane, x.workerd)]));
+  out.push(row(["all files, now", y.isolane, y.workerd, ratio(y.isolane, y.workerd)]));
+  out.push(row(["without the single-byte file, baseline", a.isolane, a.workerd, ratio(a.isolane, a.workerd)]));
+  out.push(row(["without the single-byte file, now", b.isolane, b.workerd, ratio(b.isolane, b.workerd)]));
+  const moved = rows
+    .map((r) => ({ id: r.id, was: old.get(r.id)?.isolane ?? 0, now: r.isolane }))
+    .filter((m) => m.was !== m.now)
+    .sort((p, q) => Math.abs(q.now - q.was) - Math.abs(p.now - p.was));
+  out.push("", row(["file", "Isolane before", "Isolane now", "change"]), row(["---", "---:", "---:", "---:"]));
+  for (const m of moved) out.push(row([`\`${esc(m.id)}\``, m.was, m.now, (m.now > m.was ? "+" : "") + (m.now - m.was)]));
+  out.push("");
+  return out;
+}
+
 /** The failing subtests of every row, grouped by a normalised message. */
 function causes(rows) {
   const by = new Map();
@@ -97,7 +123,7 @@ const row = (cells) => `| ${cells.join(" | ")} |`;
 const esc = (s) => String(s).replace(/\|/g, "\\|").replace(/\n/g, " ");
 
 /** The markdown page. `info`: { wptCommit, isolane, workerd, date, runs, skipped }. */
-export function markdown(info, rows, skipped) {
+export function markdown(info, rows, skipped, before = null) {
   const out = [];
   const totals = [
     ["all files", rows],
@@ -126,6 +152,7 @@ export function markdown(info, rows, skipped) {
     out.push(row([label, t.files, t.subtests, t.isolane, t.workerd, ratio(t.isolane, t.workerd), only((r) => r.onlyIsolane), only((r) => r.failing.length)]));
   }
   out.push("", "The single-byte decoder file is `encoding/textdecoder-fatal-single-byte.any.js`", "(every legacy single-byte encoding, byte by byte).", "");
+  if (before) out.push(...since(before, rows));
   out.push("## Per directory", "", row(["directory", "runs", "subtests", "Isolane", "workerd", "ratio"]), row(["---", "---:", "---:", "---:", "---:", "---:"]));
   for (const dir of DIRS) {
     const t = sum(rows.filter((r) => r.dir === dir));
