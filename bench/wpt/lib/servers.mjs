@@ -86,14 +86,14 @@ function isolaneCommand(bin, dir, script, port) {
   return [bin, ["dev", "--workers", workers, "--port", String(port), "--threads", "1"]];
 }
 
-/** Writes the workerd config (one service-worker Worker, loopback network). */
+/** Writes the workerd config: one service-worker Worker whose outbound network is loopback only. */
 function workerdCommand(bin, dir, script, port) {
   writeFileSync(join(dir, "worker.js"), script);
   const config = `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
     (name = "wpt", worker = .wpt),
-    (name = "net", network = (allow = ["public", "private", "local"])),
+    (name = "net", network = (allow = ["local"])),
   ],
   sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "wpt")],
 );
