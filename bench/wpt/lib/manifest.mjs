@@ -32,7 +32,7 @@ const NEEDS_SERVER = [
 
 /**
  * Every `.any.js` file under the DIRS of `root`, as runs: one per variant.
- * Each run: { id, file, dir, variant, scripts: [absolute paths], title,
+ * Each run: { id, file, dir, variant, scripts: [paths in the checkout], title,
  * long, skip: reason | null }.
  */
 export function collect(root) {
