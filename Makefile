@@ -13,7 +13,7 @@ CARGO := hack/cargo.sh
 WORKER ?= examples/hello.js
 PORT ?= 8787
 
-.PHONY: dev deps build images fmt-check clippy crds deploy-render test test-only bench
+.PHONY: dev deps build images fmt-check clippy crds deploy-render test test-only bench wpt
 
 dev:
 	$(CARGO) run --release -p isolane -- dev $(WORKER) --port $(PORT)
@@ -60,3 +60,8 @@ test-only:
 
 bench:
 	bench/run.sh
+
+# Web Platform Tests on Isolane vs workerd into bench/wpt/results.md; needs a
+# local WPT checkout (WPT_DIR=…), so it is not part of `make test`.
+wpt:
+	bench/wpt/run.sh
