@@ -487,15 +487,17 @@ async fn route_conflicts_go_to_the_older_worker() {
         b.routes.len() == 2
     })
     .await;
-    let third = Api::<Worker>::namespaced(client.clone(), NS)
-        .get("third")
-        .await
-        .expect("third");
-    assert!(
-        condition(&third, "RoutesAdmitted").is_some_and(|c| c.message.contains("apps/newer")),
-        "third now names newer: {:?}",
-        third.status
-    );
+    // The third Worker is reconciled again (after `newer`, not with it):
+    // wait for its condition to name the new holder.
+    wait_for_worker(
+        &client,
+        NS,
+        "third",
+        "to name newer as the holder",
+        STEP,
+        |w| condition(w, "RoutesAdmitted").is_some_and(|c| c.message.contains("apps/newer")),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
