@@ -19,7 +19,6 @@
 //! is a charged buffer before the next is made.
 
 mod flate;
-mod gzip;
 mod text;
 
 use std::cell::{Cell, RefCell};
@@ -35,15 +34,16 @@ pub(super) use self::text::{encoding_for_label, text_decode, text_decoder_new};
 
 /// The most input bytes one step reads.
 pub(crate) const INPUT_STEP: usize = 64 * 1024;
-/// The most output bytes one step writes (a gzip header or trailer may
-/// come on top).
+/// The most output bytes one step writes.
 pub(crate) const OUTPUT_STEP: usize = 64 * 1024;
 
-/// Charged for a compressor: deflate's window, hash chains and pending
-/// buffer at the default level (zlib documents 256 KiB; miniz_oxide's
-/// tables are of the same order).
-const COMPRESSOR_CHARGE: usize = 320 * 1024;
-/// Charged for a decompressor: the 32 KiB window and the inflate tables.
+/// Charged for a compressor: deflate's state at the default level, one
+/// allocation in zlib-rs (`DeflateAllocOffsets`): a doubled 32 KiB window,
+/// 64 KiB of hash chains, a 128 KiB hash head, 112 KiB of pending and
+/// symbol buffers (~370 KiB with the state itself).
+const COMPRESSOR_CHARGE: usize = 384 * 1024;
+/// Charged for a decompressor: the 32 KiB window and the inflate state and
+/// tables (~40 KiB in zlib-rs).
 const DECOMPRESSOR_CHARGE: usize = 64 * 1024;
 /// Charged for an encoding_rs decoder (a few hundred bytes at most).
 const TEXT_DECODER_CHARGE: usize = 1024;

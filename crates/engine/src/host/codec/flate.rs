@@ -5,10 +5,18 @@
 //! the caller comes back for the rest. A decompression bomb (a kilobyte that
 //! inflates to a gigabyte) thus becomes many small steps, each one's output
 //! handed to JavaScript (and charged) before the next is made.
+//!
+//! The gzip member framing (RFC 1952: the header with its optional fields
+//! and header CRC, the CRC-32 and length trailer) is zlib's, through
+//! flate2's `new_gzip` constructors on its zlib-rs backend: like zlib, the
+//! decoder reads one member and stops at its end, so whatever follows (a
+//! second member too) is trailing data.
 
-use flate2::{Compress, Compression, Crc, Decompress, FlushCompress, FlushDecompress, Status};
+use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
-use super::gzip;
+/// The window of every stream: 2¹⁵ bytes, the largest deflate has (and
+/// what `new` uses for zlib and raw deflate).
+const WINDOW_BITS: u8 = 15;
 
 /// A format name the Compression Standard (and workerd) accepts.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -33,7 +41,7 @@ impl Format {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub(crate) enum CodecError {
     #[error("DecompressionStream: corrupt input ({0})")]
-    Corrupt(&'static str),
+    Corrupt(String),
     #[error("DecompressionStream: data after the end of the compressed stream")]
     TrailingData,
     #[error("DecompressionStream: the compressed stream is truncated")]
@@ -46,22 +54,21 @@ pub(crate) enum CodecError {
 
 /// A compressing stream: write steps, then finish steps until it is done.
 pub(crate) struct Compressor {
-    format: Format,
     z: Compress,
-    crc: Crc,
-    started: bool,
     done: bool,
 }
 
 impl Compressor {
     pub(crate) fn new(format: Format) -> Self {
-        Self {
-            format,
-            z: Compress::new(Compression::default(), format == Format::Deflate),
-            crc: Crc::new(),
-            started: false,
-            done: false,
-        }
+        let level = Compression::default();
+        let z = match format {
+            // zlib's header: no name, no time, the OS byte of the build
+            // (3, Unix, on the platforms Isolane and workerd run on).
+            Format::Gzip => Compress::new_gzip(level, WINDOW_BITS),
+            Format::Deflate => Compress::new(level, true),
+            Format::DeflateRaw => Compress::new(level, false),
+        };
+        Self { z, done: false }
     }
 
     /// Compresses from `input` into `out` until `out` holds `limit` bytes or
@@ -78,12 +85,6 @@ impl Compressor {
         if self.done {
             return Ok(0);
         }
-        if !self.started {
-            self.started = true;
-            if self.format == Format::Gzip {
-                out.extend_from_slice(&gzip::HEADER);
-            }
-        }
         let flush = if finish {
             FlushCompress::Finish
         } else {
@@ -98,12 +99,8 @@ impl Compressor {
                 .compress_vec(&input[used..], out, flush)
                 .map_err(|_| CodecError::Compress)?;
             let took = usize::try_from(self.z.total_in() - in_before).unwrap_or(0);
-            self.crc.update(&input[used..used + took]);
             used += took;
             if finish && status == Status::StreamEnd {
-                if self.format == Format::Gzip {
-                    out.extend_from_slice(&gzip::trailer(&self.crc));
-                }
                 self.done = true;
                 break;
             }
@@ -117,20 +114,11 @@ impl Compressor {
 
 // === impl Decompressor ===
 
-#[derive(Debug)]
-enum Phase {
-    Header(gzip::HeaderParser),
-    Body,
-    Trailer([u8; 8], usize),
-    Done,
-}
-
 /// A decompressing stream: write steps, then [`Decompressor::finish`].
 pub(crate) struct Decompressor {
-    format: Format,
     z: Decompress,
-    crc: Crc,
-    phase: Phase,
+    /// The compressed stream (for gzip, its trailer too) has ended.
+    done: bool,
     /// An error found after output that the caller has not taken yet: it
     /// gets the output first (WPT's decompression-extra-input).
     deferred: Option<CodecError>,
@@ -138,15 +126,14 @@ pub(crate) struct Decompressor {
 
 impl Decompressor {
     pub(crate) fn new(format: Format) -> Self {
+        let z = match format {
+            Format::Gzip => Decompress::new_gzip(WINDOW_BITS),
+            Format::Deflate => Decompress::new(true),
+            Format::DeflateRaw => Decompress::new(false),
+        };
         Self {
-            format,
-            z: Decompress::new(format == Format::Deflate),
-            crc: Crc::new(),
-            phase: if format == Format::Gzip {
-                Phase::Header(gzip::HeaderParser::default())
-            } else {
-                Phase::Body
-            },
+            z,
+            done: false,
             deferred: None,
         }
     }
@@ -183,57 +170,31 @@ impl Decompressor {
     ) -> Result<(), CodecError> {
         out.reserve_exact(limit.saturating_sub(out.len()));
         loop {
-            match &mut self.phase {
-                Phase::Header(parser) => {
-                    *used += parser.feed(&input[*used..])?;
-                    if !parser.done() {
-                        return Ok(());
-                    }
-                    self.phase = Phase::Body;
+            if self.done {
+                if *used < input.len() {
+                    return Err(CodecError::TrailingData);
                 }
-                Phase::Body => {
-                    if out.len() >= limit {
-                        return Ok(());
-                    }
-                    let (in_before, out_before) = (self.z.total_in(), out.len());
-                    let status = self
-                        .z
-                        .decompress_vec(&input[*used..], out, FlushDecompress::None)
-                        .map_err(|_| CodecError::Corrupt("invalid deflate data"))?;
-                    *used += usize::try_from(self.z.total_in() - in_before).unwrap_or(0);
-                    if self.format == Format::Gzip {
-                        self.crc.update(&out[out_before..]);
-                    }
-                    if status == Status::StreamEnd {
-                        self.phase = if self.format == Format::Gzip {
-                            Phase::Trailer([0; 8], 0)
-                        } else {
-                            Phase::Done
-                        };
-                    } else if self.z.total_in() == in_before && out.len() == out_before {
-                        if *used < input.len() {
-                            return Err(CodecError::Corrupt("the decoder made no progress"));
-                        }
-                        return Ok(());
-                    }
+                return Ok(());
+            }
+            if out.len() >= limit {
+                return Ok(());
+            }
+            let (in_before, out_before) = (self.z.total_in(), out.len());
+            let status = self
+                .z
+                .decompress_vec(&input[*used..], out, FlushDecompress::None)
+                .map_err(|e| {
+                    // zlib's words ("incorrect data check", "header crc mismatch", ...).
+                    CodecError::Corrupt(e.message().unwrap_or("invalid deflate data").to_owned())
+                })?;
+            *used += usize::try_from(self.z.total_in() - in_before).unwrap_or(0);
+            if status == Status::StreamEnd {
+                self.done = true;
+            } else if self.z.total_in() == in_before && out.len() == out_before {
+                if *used < input.len() {
+                    return Err(CodecError::Corrupt("the decoder made no progress".into()));
                 }
-                Phase::Trailer(bytes, have) => {
-                    let take = (8 - *have).min(input.len() - *used);
-                    bytes[*have..*have + take].copy_from_slice(&input[*used..*used + take]);
-                    *have += take;
-                    *used += take;
-                    if *have < 8 {
-                        return Ok(());
-                    }
-                    gzip::check_trailer(bytes, &self.crc)?;
-                    self.phase = Phase::Done;
-                }
-                Phase::Done => {
-                    if *used < input.len() {
-                        return Err(CodecError::TrailingData);
-                    }
-                    return Ok(());
-                }
+                return Ok(());
             }
         }
     }
@@ -243,9 +204,10 @@ impl Decompressor {
         if let Some(error) = self.deferred.take() {
             return Err(error);
         }
-        match self.phase {
-            Phase::Done => Ok(()),
-            _ => Err(CodecError::Truncated),
+        if self.done {
+            Ok(())
+        } else {
+            Err(CodecError::Truncated)
         }
     }
 }
@@ -253,6 +215,8 @@ impl Decompressor {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+
+    use flate2::Crc;
 
     use super::*;
 
@@ -266,7 +230,7 @@ mod tests {
             loop {
                 let mut out = Vec::new();
                 at += c.step(&chunk[at..], false, &mut out, LIMIT).unwrap();
-                assert!(out.len() <= LIMIT + gzip::HEADER.len() + 8);
+                assert!(out.len() <= LIMIT);
                 if out.is_empty() {
                     break;
                 }
@@ -423,6 +387,44 @@ mod tests {
         .concat();
         assert_eq!(
             decompress(Format::Gzip, &empty_extra, 3).unwrap(),
+            b"expected output"
+        );
+    }
+
+    #[test]
+    fn gzip_framing_errors_where_and_as_before() {
+        // zlib's header: no name, no time, Unix; then the trailer is checked
+        // as soon as it is read, not only when the input ends.
+        let packed = compress(Format::Gzip, b"expected output", 100);
+        assert_eq!(packed[..10], [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
+        let corrupt = |bytes: &[u8]| {
+            let mut d = Decompressor::new(Format::Gzip);
+            let mut out = Vec::new();
+            d.step(bytes, &mut out, LIMIT)
+                .and_then(|_| d.step(&[], &mut Vec::new(), LIMIT))
+        };
+        for at in [27, 31] {
+            let mut bad = GZIP;
+            bad[at] ^= 1; // CRC-32, ISIZE
+            assert!(matches!(corrupt(&bad), Err(CodecError::Corrupt(_))), "{at}");
+        }
+        // Truncated anywhere, the trailer included, is truncated.
+        for end in [5, 10, 20, 27, 34] {
+            assert_eq!(
+                decompress(Format::Gzip, &GZIP[..end], 3),
+                Err(CodecError::Truncated),
+                "{end}"
+            );
+        }
+        // A name and a comment of any length are skipped, not stored.
+        let mut long = vec![0x1f, 0x8b, 8, 0x08 | 0x10, 0, 0, 0, 0, 0, 3];
+        long.extend(std::iter::repeat_n(b'n', 200_000));
+        long.push(0);
+        long.extend(std::iter::repeat_n(b'c', 100_000));
+        long.push(0);
+        long.extend_from_slice(&GZIP[10..]);
+        assert_eq!(
+            decompress(Format::Gzip, &long, 65536).unwrap(),
             b"expected output"
         );
     }
