@@ -91,12 +91,17 @@ class URLSearchParams {
           this.#list.push([internal.toUSVString(items[0]), internal.toUSVString(items[1])]);
         }
       } else {
+        // record<USVString, USVString>: keys that become equal once lone
+        // surrogates are replaced keep the first one's place and the last
+        // one's value (Web IDL, converting to a record).
+        const record = new Map();
         for (const key of Reflect.ownKeys(init)) {
           const d = Reflect.getOwnPropertyDescriptor(init, key);
           if (d === undefined || !d.enumerable) continue;
           if (typeof key === 'symbol') throw new TypeError('Cannot convert a Symbol value to a string');
-          this.#list.push([internal.toUSVString(key), internal.toUSVString(init[key])]);
+          record.set(internal.toUSVString(key), internal.toUSVString(init[key]));
         }
+        for (const pair of record) this.#list.push(pair);
       }
       return;
     }

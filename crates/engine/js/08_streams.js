@@ -11,6 +11,12 @@ const AsyncIteratorPrototype = Object.getPrototypeOf(Object.getPrototypeOf(async
 
 // ---- promises ----
 
+// The standard reacts to promises with PerformPromiseThen, which a worker
+// cannot observe: the stream code uses the `Promise` and `then` it found at
+// startup, never what a worker later puts on the global or on
+// `Promise.prototype` (WPT streams/readable-streams/patched-global.any.js).
+const { Promise } = globalThis;
+const then = Function.prototype.call.bind(Promise.prototype.then);
 // A promise with its resolving functions; `settled` tells whether either ran.
 function deferred() {
   let resolve, reject;
@@ -22,7 +28,7 @@ function deferred() {
 }
 const resolved = (v) => Promise.resolve(v);
 const rejected = (e) => Promise.reject(e);
-function markHandled(p) { p.then(undefined, () => {}); return p; }
+function markHandled(p) { then(p, undefined, () => {}); return p; }
 function promiseCall(fn, thisArg, ...args) {
   try {
     return Promise.resolve(Reflect.apply(fn, thisArg, args));
@@ -30,7 +36,16 @@ function promiseCall(fn, thisArg, ...args) {
     return Promise.reject(e);
   }
 }
-function microtask(fn) { Promise.resolve().then(fn); }
+function microtask(fn) { then(resolved(undefined), fn); }
+// Settles like `Promise.all` (fulfilled with undefined), without looking up
+// `then` on the promises.
+function waitForAll(promises) {
+  const all = deferred();
+  let left = promises.length;
+  if (left === 0) all.resolve(undefined);
+  for (const p of promises) then(p, () => { if (--left === 0) all.resolve(undefined); }, all.reject);
+  return all.promise;
+}
 
 // ---- buffers ----
 
@@ -120,7 +135,7 @@ function readableStreamCancel(s, reason) {
     for (const rr of list) rr.close(undefined);
   }
   const c = s.controller;
-  return (c.byte ? byteControllerCancelSteps(c, reason) : defaultControllerCancelSteps(c, reason)).then(() => undefined);
+  return then(c.byte ? byteControllerCancelSteps(c, reason) : defaultControllerCancelSteps(c, reason), () => undefined);
 }
 
 function readableStreamClose(s) {
@@ -261,7 +276,7 @@ function setUpDefaultController(s, c, startAlgorithm, pullAlgorithm, cancelAlgor
   c.cancelAlgorithm = cancelAlgorithm;
   s.controller = c;
   const startResult = startAlgorithm();
-  resolved(startResult).then(() => {
+  then(resolved(startResult), () => {
     c.started = true;
     defaultControllerCallPullIfNeeded(c);
   }, (r) => defaultControllerError(c, r));
@@ -329,7 +344,7 @@ function defaultControllerCallPullIfNeeded(c) {
   if (!defaultControllerShouldCallPull(c)) return;
   if (c.pulling) { c.pullAgain = true; return; }
   c.pulling = true;
-  c.pullAlgorithm().then(() => {
+  then(c.pullAlgorithm(), () => {
     c.pulling = false;
     if (c.pullAgain) {
       c.pullAgain = false;
@@ -376,7 +391,7 @@ function setUpByteController(s, c, startAlgorithm, pullAlgorithm, cancelAlgorith
   c.pendingPullIntos = [];
   s.controller = c;
   const startResult = startAlgorithm();
-  resolved(startResult).then(() => {
+  then(resolved(startResult), () => {
     c.started = true;
     byteControllerCallPullIfNeeded(c);
   }, (r) => byteControllerError(c, r));
@@ -406,7 +421,7 @@ function byteControllerCallPullIfNeeded(c) {
   if (!byteControllerShouldCallPull(c)) return;
   if (c.pulling) { c.pullAgain = true; return; }
   c.pulling = true;
-  c.pullAlgorithm().then(() => {
+  then(c.pullAlgorithm(), () => {
     c.pulling = false;
     if (c.pullAgain) {
       c.pullAgain = false;
@@ -732,7 +747,7 @@ function createReadableByteStream(startAlgorithm, pullAlgorithm, cancelAlgorithm
 // ---- tee ----
 
 function readableStreamTee(s) {
-  const byte = s.controller.byte;
+  if (s.controller.byte) return readableByteStreamTee(s);
   const reader = newDefaultReaderRecord(s);
   let reading = false, readAgain = false, canceled1 = false, canceled2 = false;
   let reason1, reason2, branch1, branch2;
@@ -743,25 +758,15 @@ function readableStreamTee(s) {
     readableStreamDefaultReaderRead(reader, {
       chunk: (chunk) => microtask(() => {
         readAgain = false;
-        const chunk1 = chunk;
-        let chunk2 = chunk;
-        if (byte && !canceled1 && !canceled2) {
-          chunk2 = new Uint8Array(chunk.buffer.slice(chunk.byteOffset, chunk.byteOffset + chunk.byteLength));
-        }
-        if (!canceled1) controllerEnqueue(b1.controller, chunk1);
-        if (!canceled2) controllerEnqueue(b2.controller, chunk2);
+        if (!canceled1) defaultControllerEnqueue(b1.controller, chunk);
+        if (!canceled2) defaultControllerEnqueue(b2.controller, chunk);
         reading = false;
         if (readAgain) pullAlgorithm();
       }),
       close: () => {
         reading = false;
-        if (!canceled1) controllerClose(b1.controller);
-        if (!canceled2) controllerClose(b2.controller);
-        if (byte) {
-          for (const b of [b1, b2]) {
-            if (b.controller.pendingPullIntos.length > 0 && b.state === 'closed') byteControllerRespond(b.controller, 0);
-          }
-        }
+        if (!canceled1) defaultControllerClose(b1.controller);
+        if (!canceled2) defaultControllerClose(b2.controller);
         if (!canceled1 || !canceled2) cancelPromise.resolve(undefined);
       },
       error: () => { reading = false; },
@@ -781,19 +786,153 @@ function readableStreamTee(s) {
     return cancelPromise.promise;
   };
   const start = () => undefined;
-  if (byte) {
-    branch1 = createReadableByteStream(start, pullAlgorithm, cancel1);
-    branch2 = createReadableByteStream(start, pullAlgorithm, cancel2);
-  } else {
-    branch1 = createReadableStream(start, pullAlgorithm, cancel1);
-    branch2 = createReadableStream(start, pullAlgorithm, cancel2);
-  }
+  branch1 = createReadableStream(start, pullAlgorithm, cancel1);
+  branch2 = createReadableStream(start, pullAlgorithm, cancel2);
   const b1 = internal.readableRecord(branch1), b2 = internal.readableRecord(branch2);
-  reader.closed.promise.then(undefined, (r) => {
-    controllerError(b1.controller, r);
-    controllerError(b2.controller, r);
+  then(reader.closed.promise, undefined, (r) => {
+    defaultControllerError(b1.controller, r);
+    defaultControllerError(b2.controller, r);
     if (!canceled1 || !canceled2) cancelPromise.resolve(undefined);
   });
+  return [branch1, branch2];
+}
+
+// ReadableByteStreamTee: a branch with a pending BYOB read pulls from the
+// source with a BYOB reader into that read's view (so `read(view, { min })`
+// on one branch reaches the source as it is), a branch without one through
+// a default reader; the other branch gets a copy.
+function readableByteStreamTee(s) {
+  let reader = newDefaultReaderRecord(s);
+  let reading = false, readAgain1 = false, readAgain2 = false, canceled1 = false, canceled2 = false;
+  let reason1, reason2, b1, b2;
+  const cancelPromise = deferred();
+  const forwardReaderError = (thisReader) => {
+    then(thisReader.closed.promise, undefined, (r) => {
+      if (thisReader !== reader) return;
+      byteControllerError(b1.controller, r);
+      byteControllerError(b2.controller, r);
+      if (!canceled1 || !canceled2) cancelPromise.resolve(undefined);
+    });
+  };
+  // CloneAsUint8Array; a failure errors both branches and cancels the source
+  const cloneOrFail = (chunk) => {
+    try {
+      return new Uint8Array(chunk.buffer.slice(chunk.byteOffset, chunk.byteOffset + chunk.byteLength));
+    } catch (e) {
+      byteControllerError(b1.controller, e);
+      byteControllerError(b2.controller, e);
+      cancelPromise.resolve(readableStreamCancel(s, e));
+      return null;
+    }
+  };
+  const readAgain = () => {
+    if (readAgain1) pull1();
+    else if (readAgain2) pull2();
+  };
+  const pullWithDefaultReader = () => {
+    if (reader.byob) {
+      readableStreamBYOBReaderRelease(reader);
+      reader = newDefaultReaderRecord(s);
+      forwardReaderError(reader);
+    }
+    readableStreamDefaultReaderRead(reader, {
+      chunk: (chunk) => microtask(() => {
+        readAgain1 = false;
+        readAgain2 = false;
+        let chunk2 = chunk;
+        if (!canceled1 && !canceled2) {
+          chunk2 = cloneOrFail(chunk);
+          if (chunk2 === null) return;
+        }
+        if (!canceled1) byteControllerEnqueue(b1.controller, chunk);
+        if (!canceled2) byteControllerEnqueue(b2.controller, chunk2);
+        reading = false;
+        readAgain();
+      }),
+      close: () => {
+        reading = false;
+        if (!canceled1) byteControllerClose(b1.controller);
+        if (!canceled2) byteControllerClose(b2.controller);
+        if (b1.controller.pendingPullIntos.length > 0) byteControllerRespond(b1.controller, 0);
+        if (b2.controller.pendingPullIntos.length > 0) byteControllerRespond(b2.controller, 0);
+        if (!canceled1 || !canceled2) cancelPromise.resolve(undefined);
+      },
+      error: () => { reading = false; },
+    });
+  };
+  const pullWithBYOBReader = (view, forBranch2) => {
+    if (!reader.byob) {
+      readableStreamDefaultReaderRelease(reader);
+      reader = newBYOBReaderRecord(s);
+      forwardReaderError(reader);
+    }
+    const byobBranch = forBranch2 ? b2 : b1;
+    const otherBranch = forBranch2 ? b1 : b2;
+    readableStreamBYOBReaderRead(reader, view, 1, {
+      chunk: (chunk) => microtask(() => {
+        readAgain1 = false;
+        readAgain2 = false;
+        const byobCanceled = forBranch2 ? canceled2 : canceled1;
+        const otherCanceled = forBranch2 ? canceled1 : canceled2;
+        if (!otherCanceled) {
+          const cloned = cloneOrFail(chunk);
+          if (cloned === null) return;
+          if (!byobCanceled) byteControllerRespondWithNewView(byobBranch.controller, chunk);
+          byteControllerEnqueue(otherBranch.controller, cloned);
+        } else if (!byobCanceled) {
+          byteControllerRespondWithNewView(byobBranch.controller, chunk);
+        }
+        reading = false;
+        readAgain();
+      }),
+      close: (chunk) => {
+        reading = false;
+        const byobCanceled = forBranch2 ? canceled2 : canceled1;
+        const otherCanceled = forBranch2 ? canceled1 : canceled2;
+        if (!byobCanceled) byteControllerClose(byobBranch.controller);
+        if (!otherCanceled) byteControllerClose(otherBranch.controller);
+        if (chunk !== undefined) {
+          if (!byobCanceled) byteControllerRespondWithNewView(byobBranch.controller, chunk);
+          if (!otherCanceled && otherBranch.controller.pendingPullIntos.length > 0) byteControllerRespond(otherBranch.controller, 0);
+        }
+        if (!byobCanceled || !otherCanceled) cancelPromise.resolve(undefined);
+      },
+      error: () => { reading = false; },
+    });
+  };
+  const pull = (branch, forBranch2) => {
+    reading = true;
+    const request = byteControllerGetBYOBRequest(branch.controller);
+    if (request === null) pullWithDefaultReader();
+    else pullWithBYOBReader(internal.byobRequestView(request), forBranch2);
+    return resolved(undefined);
+  };
+  const pull1 = () => {
+    if (reading) { readAgain1 = true; return resolved(undefined); }
+    return pull(b1, false);
+  };
+  const pull2 = () => {
+    if (reading) { readAgain2 = true; return resolved(undefined); }
+    return pull(b2, true);
+  };
+  const cancel1 = (reason) => {
+    canceled1 = true;
+    reason1 = reason;
+    if (canceled2) cancelPromise.resolve(readableStreamCancel(s, [reason1, reason2]));
+    return cancelPromise.promise;
+  };
+  const cancel2 = (reason) => {
+    canceled2 = true;
+    reason2 = reason;
+    if (canceled1) cancelPromise.resolve(readableStreamCancel(s, [reason1, reason2]));
+    return cancelPromise.promise;
+  };
+  const start = () => undefined;
+  const branch1 = createReadableByteStream(start, pull1, cancel1);
+  const branch2 = createReadableByteStream(start, pull2, cancel2);
+  b1 = internal.readableRecord(branch1);
+  b2 = internal.readableRecord(branch2);
+  forwardReaderError(reader);
   return [branch1, branch2];
 }
 
@@ -814,24 +953,25 @@ function readableStreamPipeTo(source, dest, preventClose, preventAbort, preventC
     removeAbort();
     if (isError) result.reject(error); else result.resolve(undefined);
   };
-  const waitForWritesToFinish = () => {
+  // Calls `k` once every chunk read so far has been written.
+  const waitForWritesToFinish = (k) => {
     const old = currentWrite;
-    return old.then(() => (old !== currentWrite ? waitForWritesToFinish() : undefined));
+    then(old, () => (old !== currentWrite ? waitForWritesToFinish(k) : k()));
   };
   const shutdownWithAction = (action, originalIsError, originalError) => {
     if (shuttingDown) return;
     shuttingDown = true;
     const doTheRest = () => {
-      action().then(() => finalize(originalIsError, originalError), (newError) => finalize(true, newError));
+      then(action(), () => finalize(originalIsError, originalError), (newError) => finalize(true, newError));
     };
-    if (dest.state === 'writable' && !writableStreamCloseQueuedOrInFlight(dest)) waitForWritesToFinish().then(doTheRest);
+    if (dest.state === 'writable' && !writableStreamCloseQueuedOrInFlight(dest)) waitForWritesToFinish(doTheRest);
     else doTheRest();
   };
   const shutdown = (isError, error) => {
     if (shuttingDown) return;
     shuttingDown = true;
     if (dest.state === 'writable' && !writableStreamCloseQueuedOrInFlight(dest)) {
-      waitForWritesToFinish().then(() => finalize(isError, error));
+      waitForWritesToFinish(() => finalize(isError, error));
     } else {
       finalize(isError, error);
     }
@@ -843,7 +983,7 @@ function readableStreamPipeTo(source, dest, preventClose, preventAbort, preventC
       const actions = [];
       if (!preventAbort) actions.push(() => (dest.state === 'writable' ? writableStreamAbort(dest, error) : resolved(undefined)));
       if (!preventCancel) actions.push(() => (source.state === 'readable' ? readableStreamCancel(source, error) : resolved(undefined)));
-      shutdownWithAction(() => Promise.all(actions.map((a) => a())), true, error);
+      shutdownWithAction(() => waitForAll(actions.map((a) => a())), true, error);
     };
     if (signal.aborted) {
       abortAlgorithm();
@@ -866,11 +1006,11 @@ function readableStreamPipeTo(source, dest, preventClose, preventAbort, preventC
     else shutdown();
   };
   if (source.state === 'errored') sourceErrored(source.storedError);
-  else reader.closed.promise.then(undefined, (e) => { if (!shuttingDown) sourceErrored(e); });
+  else then(reader.closed.promise, undefined, (e) => { if (!shuttingDown) sourceErrored(e); });
   if (dest.state === 'errored') destErrored(dest.storedError);
-  else writer.closed.promise.then(undefined, (e) => { if (!shuttingDown) destErrored(e); });
+  else then(writer.closed.promise, undefined, (e) => { if (!shuttingDown) destErrored(e); });
   if (source.state === 'closed') sourceClosed();
-  else reader.closed.promise.then(() => { if (!shuttingDown) sourceClosed(); }, () => {});
+  else then(reader.closed.promise, () => { if (!shuttingDown) sourceClosed(); }, () => {});
   if (!shuttingDown && (writableStreamCloseQueuedOrInFlight(dest) || dest.state === 'closed')) {
     const destClosed = new TypeError('the destination writable stream closed before all data could be piped to it');
     if (!preventCancel) shutdownWithAction(() => readableStreamCancel(source, destClosed), true, destClosed);
@@ -880,12 +1020,20 @@ function readableStreamPipeTo(source, dest, preventClose, preventAbort, preventC
   // the loop
   const step = () => {
     if (shuttingDown) return;
-    writer.ready.promise.then(() => {
+    then(writer.ready.promise, () => {
       if (shuttingDown) return;
       readableStreamDefaultReaderRead(reader, {
+        // The write waits for a microtask, so enqueue() on the source never
+        // runs the sink's write() synchronously (whatwg/streams#1243; WPT
+        // streams/piping/general-addition.any.js).
         chunk: (chunk) => {
-          currentWrite = markHandled(writableStreamDefaultWriterWrite(writer, chunk)).then(() => {}, () => {});
-          microtask(step);
+          const written = deferred();
+          currentWrite = written.promise;
+          microtask(() => {
+            if (writer.stream === undefined) written.resolve(undefined); // released by a shutdown meanwhile
+            else then(writableStreamDefaultWriterWrite(writer, chunk), () => written.resolve(undefined), () => written.resolve(undefined));
+            step();
+          });
         },
         close: () => {},
         error: () => {},
@@ -1032,11 +1180,16 @@ internal.setToStringTag(ReadableStream.prototype, 'ReadableStream');
 
 function pipeOptions(options) {
   const o = internal.toDictionary(options, 'StreamPipeOptions');
+  // dictionary members, in Web IDL (lexicographic) order; a getter that
+  // throws stops the conversion there
+  const preventAbort = !!o.preventAbort;
+  const preventCancel = !!o.preventCancel;
+  const preventClose = !!o.preventClose;
   const signal = o.signal;
   if (signal !== undefined && !internal.isAbortSignal(signal)) {
     throw new TypeError("Failed to execute 'pipeTo' on 'ReadableStream': Failed to read the 'signal' property from 'StreamPipeOptions': Failed to convert value to 'AbortSignal'.");
   }
-  return { preventAbort: !!o.preventAbort, preventCancel: !!o.preventCancel, preventClose: !!o.preventClose, signal };
+  return { preventAbort, preventCancel, preventClose, signal };
 }
 
 // ---- async iteration ----
@@ -1073,7 +1226,7 @@ function iterReturnSteps(st, value) {
   if (!st.preventCancel) {
     const result = readerGenericCancel(st.reader, value);
     readableStreamDefaultReaderRelease(st.reader);
-    return result.then(() => ({ value, done: true }));
+    return then(result, () => ({ value, done: true }));
   }
   readableStreamDefaultReaderRelease(st.reader);
   return resolved({ value, done: true });
@@ -1084,7 +1237,7 @@ Object.defineProperties(AsyncIterProto, {
       const st = iterState.get(this);
       if (st === undefined) return rejected(new TypeError('Illegal invocation'));
       const step = () => iterNextSteps(st);
-      st.ongoing = st.ongoing ? st.ongoing.then(step, step) : step();
+      st.ongoing = st.ongoing ? then(st.ongoing, step, step) : step();
       return st.ongoing;
     },
     writable: true, enumerable: true, configurable: true,
@@ -1094,7 +1247,7 @@ Object.defineProperties(AsyncIterProto, {
       const st = iterState.get(this);
       if (st === undefined) return rejected(new TypeError('Illegal invocation'));
       const step = () => iterReturnSteps(st, value);
-      st.ongoing = st.ongoing ? st.ongoing.then(step, step) : step();
+      st.ongoing = st.ongoing ? then(st.ongoing, step, step) : step();
       return st.ongoing;
     },
     writable: true, enumerable: true, configurable: true,
@@ -1125,7 +1278,7 @@ function readableStreamFromIterable(asyncIterable) {
       next() {
         const r = Reflect.apply(syncNext, syncIterator, []);
         if (!internal.isObject(r)) throw new TypeError('iterator result is not an object');
-        return resolved(r.value).then((value) => ({ value, done: !!r.done }));
+        return then(resolved(r.value), (value) => ({ value, done: !!r.done }));
       },
       return(v) {
         const ret = syncIterator.return;
@@ -1143,7 +1296,7 @@ function readableStreamFromIterable(asyncIterable) {
     } catch (e) {
       return rejected(e);
     }
-    return resolved(nextResult).then((r) => {
+    return then(resolved(nextResult), (r) => {
       if (!internal.isObject(r)) throw new TypeError('ReadableStream.from: the iterator result is not an object.');
       if (r.done) defaultControllerClose(internal.readableRecord(stream).controller);
       else defaultControllerEnqueue(internal.readableRecord(stream).controller, r.value);
@@ -1163,7 +1316,7 @@ function readableStreamFromIterable(asyncIterable) {
     } catch (e) {
       return rejected(e);
     }
-    return resolved(returnResult).then((r) => {
+    return then(resolved(returnResult), (r) => {
       if (!internal.isObject(r)) throw new TypeError('ReadableStream.from: the iterator return() result is not an object.');
     });
   };
@@ -1407,6 +1560,7 @@ class ReadableStreamBYOBRequest {
   static {
     internal.newBYOBRequest = (c, view) => new ReadableStreamBYOBRequest(kInternal, c, view);
     internal.byobRequestInvalidate = (r) => { r.#c = undefined; r.#view = null; };
+    internal.byobRequestView = (r) => r.#view;
   }
 }
 internal.enumerableMembers(ReadableStreamBYOBRequest, ['view', 'respond', 'respondWithNewView']);
@@ -1491,7 +1645,7 @@ function writableStreamFinishErroring(w) {
   const c = w.controller;
   const promise = c.abortAlgorithm(abortRequest.reason);
   writableControllerClearAlgorithms(c);
-  promise.then(() => {
+  then(promise, () => {
     abortRequest.promise.resolve(undefined);
     writableStreamRejectCloseAndClosedPromiseIfNeeded(w);
   }, (r) => {
@@ -1646,7 +1800,7 @@ function setUpWritableController(w, c, startAlgorithm, writeAlgorithm, closeAlgo
   c.abortAlgorithm = abortAlgorithm;
   writableStreamUpdateBackpressure(w, writableControllerGetBackpressure(c));
   const startResult = startAlgorithm();
-  resolved(startResult).then(() => {
+  then(resolved(startResult), () => {
     c.started = true;
     writableControllerAdvanceQueueIfNeeded(c);
   }, (r) => {
@@ -1709,12 +1863,12 @@ function writableControllerProcessClose(c) {
   dequeueValue(c);
   const sinkClosePromise = c.closeAlgorithm();
   writableControllerClearAlgorithms(c);
-  sinkClosePromise.then(() => writableStreamFinishInFlightClose(w), (r) => writableStreamFinishInFlightCloseWithError(w, r));
+  then(sinkClosePromise, () => writableStreamFinishInFlightClose(w), (r) => writableStreamFinishInFlightCloseWithError(w, r));
 }
 function writableControllerProcessWrite(c, chunk) {
   const w = c.stream;
   w.inFlightWriteRequest = w.writeRequests.shift();
-  c.writeAlgorithm(chunk).then(() => {
+  then(c.writeAlgorithm(chunk), () => {
     writableStreamFinishInFlightWrite(w);
     const state = w.state;
     dequeueValue(c);
@@ -1937,7 +2091,7 @@ function transformControllerTerminate(c) {
   transformStreamErrorWritableAndUnblockWrite(t, new TypeError('The transform stream has been terminated'));
 }
 function transformControllerPerformTransform(c, chunk) {
-  return c.transformAlgorithm(chunk).then(undefined, (r) => {
+  return then(c.transformAlgorithm(chunk), undefined, (r) => {
     transformStreamError(c.stream, r);
     throw r;
   });
@@ -1945,7 +2099,7 @@ function transformControllerPerformTransform(c, chunk) {
 function transformSinkWrite(t, chunk) {
   const c = t.controller;
   if (t.backpressure) {
-    return t.backpressureChangePromise.promise.then(() => {
+    return then(t.backpressureChangePromise.promise, () => {
       const w = internal.writableRecord(t.writable);
       if (w.state === 'erroring') throw w.storedError;
       return transformControllerPerformTransform(c, chunk);
@@ -1960,7 +2114,7 @@ function transformSinkAbort(t, reason) {
   c.finishPromise = deferred();
   const cancelPromise = c.cancelAlgorithm(reason);
   transformControllerClearAlgorithms(c);
-  cancelPromise.then(() => {
+  then(cancelPromise, () => {
     if (r.state === 'errored') c.finishPromise.reject(r.storedError);
     else {
       defaultControllerError(r.controller, reason);
@@ -1979,7 +2133,7 @@ function transformSinkClose(t) {
   c.finishPromise = deferred();
   const flushPromise = c.flushAlgorithm();
   transformControllerClearAlgorithms(c);
-  flushPromise.then(() => {
+  then(flushPromise, () => {
     if (r.state === 'errored') c.finishPromise.reject(r.storedError);
     else {
       defaultControllerClose(r.controller);
@@ -2002,7 +2156,7 @@ function transformSourceCancel(t, reason) {
   c.finishPromise = deferred();
   const cancelPromise = c.cancelAlgorithm(reason);
   transformControllerClearAlgorithms(c);
-  cancelPromise.then(() => {
+  then(cancelPromise, () => {
     if (w.state === 'errored') c.finishPromise.reject(w.storedError);
     else {
       writableControllerErrorIfNeeded(w.controller, reason);
@@ -2377,7 +2531,7 @@ internal.streamFromBytes = (bytes) => {
 internal.streamFromHostBody = (bodyId) => {
   let stream;
   let finished = false;
-  stream = createReadableByteStream(() => undefined, () => host.bodyRead(bodyId).then((read) => {
+  stream = createReadableByteStream(() => undefined, () => then(host.bodyRead(bodyId), (read) => {
     const c = internal.readableRecord(stream).controller;
     if (read === null) {
       finished = true;
@@ -2449,7 +2603,7 @@ internal.readAllBytes = async (pub, box) => {
     const bytes = internal.chunkBytes(reader.value, false);
     if (bytes === null) {
       const e = new TypeError('This ReadableStream did not return bytes.');
-      await reader.cancel(e).then(undefined, () => {});
+      await then(reader.cancel(e), undefined, () => {});
       throw e;
     }
     chunks.push(bytes);

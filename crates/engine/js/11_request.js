@@ -7,6 +7,52 @@ const NORMALIZED = new Set(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', '
 const FORBIDDEN = new Set(['CONNECT', 'TRACE', 'TRACK']);
 const REDIRECTS = new Set(['follow', 'manual', 'error']);
 const kHost = Symbol('host');
+// RequestInit enums the runtime keeps no state for: their values are still
+// checked, as Web IDL converts them (Fetch Standard).
+const CACHES = new Set(['default', 'no-store', 'reload', 'no-cache', 'force-cache', 'only-if-cached']);
+const CREDENTIALS = new Set(['omit', 'same-origin', 'include']);
+const MODES = new Set(['navigate', 'same-origin', 'no-cors', 'cors']);
+const REFERRER_POLICIES = new Set(['', 'no-referrer', 'no-referrer-when-downgrade', 'same-origin', 'origin',
+  'strict-origin', 'origin-when-cross-origin', 'strict-origin-when-cross-origin', 'unsafe-url']);
+const CORS_SAFELISTED_METHODS = new Set(['GET', 'HEAD', 'POST']);
+
+function enumMember(opts, name, values, type) {
+  const v = opts[name];
+  if (v === undefined) return undefined;
+  const s = internal.toDOMString(v);
+  if (!values.has(s)) {
+    throw new TypeError(`Failed to construct 'Request': The provided value '${s}' is not a valid enum value of type ${type}.`);
+  }
+  return s;
+}
+
+// The Fetch Standard's checks on RequestInit members Isolane accepts but does
+// not act on (`new Request` steps on window, referrer, mode and cache; WPT
+// fetch/api/request/request-error.any.js). `method` is the request's
+// method once init's has been applied.
+function checkUnusedInit(opts, method) {
+  const cache = enumMember(opts, 'cache', CACHES, 'RequestCache');
+  enumMember(opts, 'credentials', CREDENTIALS, 'RequestCredentials');
+  const mode = enumMember(opts, 'mode', MODES, 'RequestMode');
+  enumMember(opts, 'referrerPolicy', REFERRER_POLICIES, 'ReferrerPolicy');
+  if (opts.window !== undefined && opts.window !== null) {
+    throw new TypeError("Failed to construct 'Request': 'window' must be null.");
+  }
+  if (opts.referrer !== undefined) {
+    const referrer = internal.toUSVString(opts.referrer);
+    // a worker has no base URL: the referrer must be absolute
+    if (referrer !== '' && internal.parseURL(referrer) === null) {
+      throw new TypeError(`Failed to construct 'Request': Referrer '${referrer}' is not a valid URL.`);
+    }
+  }
+  if (mode === 'navigate') throw new TypeError("Failed to construct 'Request': Cannot construct a Request with a RequestInit whose mode member is set as 'navigate'.");
+  if (cache === 'only-if-cached' && mode !== 'same-origin') {
+    throw new TypeError("Failed to construct 'Request': 'only-if-cached' can be set only with 'same-origin' mode");
+  }
+  if (mode === 'no-cors' && !CORS_SAFELISTED_METHODS.has(method)) {
+    throw new TypeError(`Failed to construct 'Request': '${method}' is unsupported in no-cors mode.`);
+  }
+}
 
 function normalizeMethod(m) {
   m = internal.toByteString(m, 'Method');
@@ -42,9 +88,14 @@ class Request {
       const s = internal.toUSVString(input);
       const parsed = internal.parseURL(s);
       if (parsed === null) throw new TypeError(`Invalid URL: ${s}`);
+      // [href, origin, protocol, username, password, …]
+      if (parsed[3] !== '' || parsed[4] !== '') {
+        throw new TypeError(`Failed to construct 'Request': Request cannot be constructed from a URL that includes credentials: ${s}`);
+      }
       this.#url = parsed[0];
     }
     if (opts.method !== undefined) this.#method = normalizeMethod(opts.method);
+    if (init !== undefined && init !== null) checkUnusedInit(opts, this.#method);
     if (opts.redirect !== undefined) {
       const r = internal.toDOMString(opts.redirect);
       if (!REDIRECTS.has(r)) {

@@ -54,6 +54,30 @@ export default suite(async (request, env, ctx) => {
     throws(() => new Request('https://a.com', { headers: [['a']] }), TypeError, 'bad headers');
     throws(() => new Request(), TypeError, 'no argument');
   });
+  await test('Request init members checked as the Fetch Standard says', () => {
+    // WPT fetch/api/request/request-error.any.js
+    const u = 'https://a.com/';
+    throws(() => new Request(u, { window: 'x' }), TypeError, 'window not null');
+    new Request(u, { window: null });
+    new Request(u, { window: undefined });
+    throws(() => new Request('https://user:pass@a.com/'), TypeError, 'credentials in the URL');
+    throws(() => new Request('https://user@a.com/'), TypeError, 'a user name alone');
+    throws(() => new Request(u, { mode: 'navigate' }), TypeError, 'navigate mode');
+    throws(() => new Request(u, { referrer: 'http://:bad' }), TypeError, 'invalid referrer');
+    new Request(u, { referrer: '' });
+    new Request(u, { referrer: 'about:client' });
+    throws(() => new Request(u, { mode: 'no-cors', method: 'PUT' }), TypeError, 'no-cors with a method not safelisted');
+    new Request(u, { mode: 'no-cors', method: 'post' });
+    throws(() => new Request(u, { cache: 'only-if-cached' }), TypeError, 'only-if-cached in the default mode');
+    throws(() => new Request(u, { cache: 'only-if-cached', mode: 'cors' }), TypeError, 'only-if-cached with cors');
+    new Request(u, { cache: 'only-if-cached', mode: 'same-origin' });
+    new Request(u, { cache: 'no-store', credentials: 'include', mode: 'cors', referrerPolicy: 'no-referrer' });
+    for (const member of ['referrerPolicy', 'mode', 'credentials', 'cache', 'redirect']) {
+      throws(() => new Request(u, { [member]: 'BAD' }), TypeError, `bad ${member}`);
+    }
+    // A Request as input is not checked for credentials again (its URL is its own).
+    eq(new Request(new Request(u), { mode: 'cors' }).url, u);
+  });
   await test('Request bodies and content types', async () => {
     const r = new Request('https://a.com', { method: 'POST', body: 'hi' });
     eq(r.headers.get('content-type'), 'text/plain;charset=UTF-8');

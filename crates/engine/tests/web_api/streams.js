@@ -510,4 +510,117 @@ export default suite(async () => {
     zero.writable.getWriter().close();
     eq(await new Response(zero.readable).text(), '');
   });
+  await test('pipe options are read in Web IDL order and a throwing getter stops the pipe', async () => {
+    // WPT streams/piping/throwing-options.any.js
+    const order = ['preventAbort', 'preventCancel', 'preventClose', 'signal'];
+    for (const failing of order) {
+      for (const pipe of ['pipeTo', 'pipeThrough']) {
+        const touched = [];
+        const options = {};
+        for (const name of order) {
+          Object.defineProperty(options, name, {
+            get() { touched.push(name); if (name === failing) throw new Error(name); return undefined; },
+          });
+        }
+        const rs = new ReadableStream();
+        const ts = new TransformStream();
+        if (pipe === 'pipeTo') await rejects(rs.pipeTo(ts.writable, options), Error, `${pipe} ${failing}`);
+        else throws(() => rs.pipeThrough(ts, options), Error, `${pipe} ${failing}`);
+        deepEq(touched, order.slice(0, order.indexOf(failing) + 1), `${pipe} reads up to ${failing}`);
+        eq(rs.locked, false, `${pipe} left the source unlocked`);
+        eq(ts.writable.locked, false, `${pipe} left the destination unlocked`);
+      }
+    }
+  });
+  await test('a pipe never writes synchronously from enqueue()', async () => {
+    // WPT streams/piping/general-addition.any.js (whatwg/streams#1243)
+    let ctrl;
+    const writes = [];
+    let inEnqueue = false;
+    const done = new ReadableStream({ start(c) { ctrl = c; } }, { highWaterMark: 0 })
+      .pipeTo(new WritableStream({ write(chunk) { writes.push([chunk, inEnqueue]); } }));
+    await Promise.resolve();
+    for (const chunk of ['a', 'b']) {
+      inEnqueue = true;
+      ctrl.enqueue(chunk);
+      inEnqueue = false;
+      await tick();
+    }
+    ctrl.close();
+    await done;
+    deepEq(writes, [['a', false], ['b', false]], 'every chunk written, none from inside enqueue()');
+  });
+  await test('tee and pipeTo never call a patched Promise.prototype.then or Promise', async () => {
+    // WPT streams/readable-streams/patched-global.any.js
+    const realThen = Promise.prototype.then;
+    const RealPromise = Promise;
+    let calls = 0;
+    let ctrl;
+    let teed, piped;
+    const ws = new WritableStream();
+    Promise.prototype.then = function patched(...args) { calls++; return Reflect.apply(realThen, this, args); };
+    globalThis.Promise = function Patched() { calls++; throw new Error('patched Promise'); };
+    try {
+      teed = new ReadableStream({ start(c) { ctrl = c; } }).tee();
+      piped = new ReadableStream({ start(c) { c.enqueue('x'); c.close(); } }).pipeTo(ws);
+      ctrl.enqueue('y');
+      ctrl.close();
+      await null;
+      await null;
+      await null;
+    } finally {
+      Promise.prototype.then = realThen;
+      globalThis.Promise = RealPromise;
+    }
+    eq(calls, 0, 'no patched then or Promise');
+    await piped;
+    deepEq(await Promise.all(teed.map((b) => readAll(b))), [['y'], ['y']]);
+  });
+  await test('tee of a byte stream: a BYOB read({ min }) on one branch reaches the source as it is', async () => {
+    // WPT streams/readable-byte-streams/read-min.any.js, tee() with read({ min })
+    let ctrl;
+    let pulls = 0;
+    const rs = new ReadableStream({ type: 'bytes', start(c) { ctrl = c; }, pull() { pulls++; } });
+    const [r1, r2] = rs.tee().map((b) => b.getReader({ mode: 'byob' }));
+    await Promise.resolve();
+    const read1 = r1.read(new Uint8Array(3), { min: 3 });
+    const read2 = r2.read(new Uint8Array(1));
+    eq(pulls, 1);
+    eq(ctrl.byobRequest.view.byteLength, 3, 'the source sees branch 1\'s view');
+    ctrl.byobRequest.view[0] = 1;
+    ctrl.byobRequest.respond(1);
+    eq(hex((await read2).value), '01', 'branch 2 gets a copy at once');
+    eq(pulls, 2);
+    eq(ctrl.byobRequest.view.byteLength, 2, 'what branch 1 still needs');
+    ctrl.byobRequest.view.set([2, 3]);
+    ctrl.byobRequest.respond(2);
+    eq(hex((await read1).value), '010203', 'branch 1 waits for its minimum');
+    eq(hex((await r2.read(new Uint8Array(2))).value), '0203', 'branch 2 from its queue');
+    eq(pulls, 2);
+    // Closing with a BYOB read pending on a branch ends both.
+    const end1 = r1.read(new Uint8Array(4));
+    ctrl.close();
+    ctrl.byobRequest.respond(0);
+    const last = await end1;
+    eq(last.done, true);
+    eq(last.value.byteLength, 0);
+    eq((await r2.read(new Uint8Array(1))).done, true);
+  });
+  await test('tee of a byte stream: an error of the source reaches both branches after a reader switch', async () => {
+    let ctrl;
+    const rs = new ReadableStream({ type: 'bytes', start(c) { ctrl = c; } });
+    const [b1, b2] = rs.tee();
+    const byob = b1.getReader({ mode: 'byob' });
+    const plain = b2.getReader();
+    const p1 = byob.read(new Uint8Array(2));
+    await Promise.resolve();
+    ctrl.enqueue(bytes(9));
+    eq(hex((await p1).value), '09');
+    eq(hex((await plain.read()).value), '09');
+    const p2 = plain.read();
+    await Promise.resolve();
+    ctrl.error(new RangeError('boom'));
+    await rejects(p2, RangeError, 'the default branch');
+    await rejects(byob.read(new Uint8Array(1)), RangeError, 'the BYOB branch');
+  });
 });

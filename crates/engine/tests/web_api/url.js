@@ -133,6 +133,13 @@ export default suite(async () => {
     throws(() => new URLSearchParams([['a', 'b', 'c']]), TypeError, 'pair of three');
     throws(() => new URLSearchParams([1]), TypeError, 'non-iterable item');
   });
+  await test('URLSearchParams record keys equal once lone surrogates are replaced', () => {
+    // WPT url/urlsearchparams-constructor.any.js: the first key's place, the last value
+    deepEq([...new URLSearchParams({ '\uD835x': '1', xx: '2', '\uD83Dx': '3' })], [['\uFFFDx', '3'], ['xx', '2']]);
+    deepEq([...new URLSearchParams({ 'x\uDC53': '1', 'x\uDC5C': '2', 'x\uDC65': '3' })], [['x\uFFFD', '3']]);
+    deepEq([...new URLSearchParams({ 'c\uD83D': 'v\uDC00' })], [['c\uFFFD', 'v\uFFFD']], 'values too');
+    deepEq([...new URLSearchParams({ 2: 'a', b: 'c', 1: 'd' })], [['1', 'd'], ['2', 'a'], ['b', 'c']], 'own-key order');
+  });
   await test('URLSearchParams decoding and encoding', () => {
     const p = new URLSearchParams('a=b+c&d=%20%26%3D&e=%zz&f=%C3%A9&g=%FF');
     eq(p.get('a'), 'b c', '+ is space');
