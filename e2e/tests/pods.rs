@@ -61,6 +61,21 @@ fn run(command: &mut Command, stdin: Option<&str>) -> Output {
     child.wait_with_output().expect("wait")
 }
 
+/// Two clients sending to the Worker through `address` every 20 ms, once 20
+/// answers have come.
+async fn steady_load(address: SocketAddr) -> Load {
+    let load = Load::start(
+        address,
+        vec![Target::host(HOST)],
+        LoadOptions {
+            concurrency: 2,
+            pause: Duration::from_millis(20),
+        },
+    );
+    load.wait_for_more(20, Duration::from_secs(30)).await;
+    load
+}
+
 /// `kubectl delete pod` in the release namespace, without waiting.
 fn delete_pod(kubeconfig: &Path, pod: &str) {
     let output = run(
@@ -288,15 +303,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
 
     // `helm upgrade` that rolls the node DaemonSet (a surge: the new pod is
     // Ready before the old one stops) and the router under steady load.
-    let load = Load::start(
-        address,
-        vec![Target::host(HOST)],
-        LoadOptions {
-            concurrency: 2,
-            pause: Duration::from_millis(20),
-        },
-    );
-    load.wait_for_more(20, Duration::from_secs(30)).await;
+    let load = steady_load(address).await;
     let upgraded = Instant::now();
     let output = run(
         Command::new(helm())
@@ -355,15 +362,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
         }
     })
     .await;
-    let load = Load::start(
-        address,
-        vec![Target::host(HOST)],
-        LoadOptions {
-            concurrency: 2,
-            pause: Duration::from_millis(20),
-        },
-    );
-    load.wait_for_more(20, Duration::from_secs(30)).await;
+    let load = steady_load(address).await;
     let deleted = Instant::now();
     delete_pod(&kubeconfig, &old_node);
     let new_node = wait_until(

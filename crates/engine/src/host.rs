@@ -13,6 +13,7 @@ mod crypto;
 mod data_url;
 mod fetch;
 mod form_data;
+mod handle;
 mod html_rewriter;
 mod io;
 mod memory;

@@ -23,10 +23,10 @@ mod text;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use self::flate::{CodecError, Compressor, Decompressor, Format};
+use super::handle::{handle_id, new_handle};
 use super::{HostState, arg_string, throw_type_error, u8_array};
 use crate::memory::Memory;
 
@@ -103,25 +103,13 @@ impl Codecs {
         self.sweep();
         let charge = codec.charge();
         self.memory.charge(charge).ok()?;
-        let template = v8::ObjectTemplate::new(scope);
-        template.set_internal_field_count(1);
-        let Some(object) = template.new_instance(scope) else {
+        let id = self.next.get().wrapping_add(1).max(1);
+        self.next.set(id);
+        let Some((object, handle)) = new_handle(scope, id, |host, id| host.codecs.remove(id))
+        else {
             self.memory.release(charge);
             return None;
         };
-        let id = self.next.get().wrapping_add(1).max(1);
-        self.next.set(id);
-        let value = v8::Integer::new_from_unsigned(scope, id);
-        object.set_internal_field(0, value.into());
-        let handle = v8::Weak::with_finalizer(
-            scope,
-            object,
-            Box::new(move |isolate: &mut v8::Isolate| {
-                if let Some(host) = isolate.get_slot::<Rc<HostState>>().cloned() {
-                    host.codecs.remove(id);
-                }
-            }),
-        );
         self.entries.borrow_mut().insert(
             id,
             Entry {
@@ -209,17 +197,6 @@ impl Drop for Codecs {
             .sum();
         self.memory.release(charged);
     }
-}
-
-/// The id inside a handle object; `None` for any other value.
-fn handle_id(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> Option<u32> {
-    let object = v8::Local::<v8::Object>::try_from(value).ok()?;
-    if object.internal_field_count() != 1 {
-        return None;
-    }
-    let data = object.get_internal_field(scope, 0)?;
-    let id = v8::Local::<v8::Integer>::try_from(data).ok()?;
-    u32::try_from(id.value()).ok()
 }
 
 /// At most [`INPUT_STEP`] bytes from the start of a view (no copy of the rest).

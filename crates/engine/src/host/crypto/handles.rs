@@ -19,7 +19,7 @@ use std::sync::Arc;
 use sha2::digest::DynDigest;
 
 use super::key::Key;
-use crate::host::HostState;
+use crate::host::handle::{handle_id, new_handle};
 use crate::memory::Memory;
 
 /// What a handle names.
@@ -72,23 +72,13 @@ impl Handles {
             Item::Hasher(_) => HASHER_CHARGE,
         };
         self.memory.charge(charge).ok()?;
-        let Some(object) = new_handle_object(scope) else {
+        let id = self.next.get().wrapping_add(1);
+        self.next.set(id);
+        let Some((object, handle)) = new_handle(scope, id, |host, id| host.crypto.collect(id))
+        else {
             self.memory.release(charge);
             return None;
         };
-        let id = self.next.get().wrapping_add(1);
-        self.next.set(id);
-        let value = v8::Integer::new_from_unsigned(scope, id);
-        object.set_internal_field(0, value.into());
-        let handle = v8::Weak::with_finalizer(
-            scope,
-            object,
-            Box::new(move |isolate: &mut v8::Isolate| {
-                if let Some(host) = isolate.get_slot::<Rc<HostState>>().cloned() {
-                    host.crypto.collect(id);
-                }
-            }),
-        );
         self.entries.borrow_mut().insert(
             id,
             Entry {
@@ -174,21 +164,4 @@ impl Drop for Handles {
         let charged: usize = self.entries.get_mut().values().map(|e| e.charge).sum();
         self.memory.release(charged);
     }
-}
-
-fn new_handle_object<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Object>> {
-    let template = v8::ObjectTemplate::new(scope);
-    template.set_internal_field_count(1);
-    template.new_instance(scope)
-}
-
-/// The id inside a handle object; `None` for any other value.
-fn handle_id(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> Option<u32> {
-    let object = v8::Local::<v8::Object>::try_from(value).ok()?;
-    if object.internal_field_count() != 1 {
-        return None;
-    }
-    let data = object.get_internal_field(scope, 0)?;
-    let id = v8::Local::<v8::Integer>::try_from(data).ok()?;
-    u32::try_from(id.value()).ok()
 }
