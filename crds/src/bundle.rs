@@ -119,14 +119,34 @@ impl Bundle {
         hex::encode(&digest[..8])
     }
 
-    /// The name of the Secret that holds the bundle of `namespace/name`: a valid
-    /// DNS subdomain, unique per worker id, stable across operator restarts.
+    /// The name of the Secret that held the one bundle of `namespace/name`
+    /// before revisions had their own (operators before traffic splitting
+    /// wrote it; the operator now deletes it): a valid DNS subdomain, unique
+    /// per worker id.
     pub fn secret_name(namespace: &str, name: &str) -> String {
+        Self::secret_name_within(namespace, name, 253)
+    }
+
+    /// The name of the Secret that holds revision `revision` of
+    /// `namespace/name`: a valid DNS subdomain (revisions are 16 hex digits),
+    /// unique per worker id and revision, stable across operator restarts.
+    pub fn revision_secret_name(namespace: &str, name: &str, revision: &str) -> String {
+        let revision: String = revision
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(16)
+            .collect::<String>()
+            .to_ascii_lowercase();
+        let base = Self::secret_name_within(namespace, name, 253 - 17);
+        format!("{base}-{revision}")
+    }
+
+    fn secret_name_within(namespace: &str, name: &str, limit: usize) -> String {
         let readable = format!("wk-{namespace}-{name}");
         let digest = Sha256::digest(format!("{namespace}/{name}").as_bytes());
         let suffix = hex::encode(&digest[..4]);
-        // 253 is the limit for a Secret name; keep room for "-" and the suffix.
-        let mut prefix: String = readable.chars().take(253 - 9).collect();
+        // Keep room for "-" and the suffix.
+        let mut prefix: String = readable.chars().take(limit - 9).collect();
         while prefix.ends_with(['-', '.']) {
             prefix.pop();
         }
@@ -176,5 +196,26 @@ mod tests {
         assert_ne!(a, Bundle::secret_name("default-hello", ""));
         let long = Bundle::secret_name(&"n".repeat(63), &"x".repeat(253));
         assert!(long.len() <= 253, "{}", long.len());
+    }
+
+    #[test]
+    fn revision_secret_names_are_valid_and_distinct_per_revision() {
+        let a = Bundle::revision_secret_name("default", "hello", "0123456789abcdef");
+        let b = Bundle::revision_secret_name("default", "hello", "fedcba9876543210");
+        assert!(a.starts_with("wk-default-hello-"));
+        assert!(a.ends_with("-0123456789abcdef"));
+        assert_ne!(a, b);
+        assert_ne!(a, Bundle::secret_name("default", "hello"));
+        let long =
+            Bundle::revision_secret_name(&"n".repeat(63), &"x".repeat(253), "0123456789abcdef");
+        assert!(long.len() <= 253, "{}", long.len());
+        assert!(long.ends_with("-0123456789abcdef"));
+        // Whatever the revision holds, the name stays a DNS subdomain.
+        let odd = Bundle::revision_secret_name("d", "h", "AB/../cd");
+        assert!(
+            odd.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+            "{odd}"
+        );
     }
 }

@@ -14,14 +14,16 @@ mod bundle;
 mod condition;
 pub mod cron;
 mod limits;
+pub mod traffic;
 mod worker;
 
 pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
 pub use condition::{ConditionStatus, ConditionType};
 pub use limits::Limits;
 pub use worker::{
-    ConfigMapKeyRef, CronRun, CronStatus, Egress, EnvValueFrom, EnvVar, ReplicaPlacement, Route,
-    ScriptFrom, SecretKeyRef, Triggers, Worker, WorkerSpec, WorkerStatus,
+    ConfigMapKeyRef, CronRun, CronStatus, Egress, EnvValueFrom, EnvVar, ReplicaPlacement,
+    RevisionStatus, Route, ScriptFrom, SecretKeyRef, TrafficStatus, TrafficTarget, Triggers,
+    VersionAffinity, Worker, WorkerSpec, WorkerStatus,
 };
 
 /// The API group of every Isolane resource.

@@ -38,7 +38,13 @@ use crate::Limits;
         name = "Revision",
         type_ = "string",
         json_path = ".status.revision",
-        description = "Content hash of the bundle being served"
+        description = "The latest revision: content hash of the newest bundle"
+    ),
+    printcolumn(
+        name = "Traffic",
+        type_ = "string",
+        json_path = ".status.trafficSummary",
+        description = "How requests are split between revisions"
     ),
     printcolumn(
         name = "Age",
@@ -46,6 +52,9 @@ use crate::Limits;
         json_path = ".metadata.creationTimestamp"
     )
 )]
+#[kube(validation = kube::core::Rule::new(
+    "!has(self.spec.traffic) || self.spec.traffic.all(t, !has(t.revision) || (has(self.status) && has(self.status.revisions) && self.status.revisions.exists(r, r.revision == t.revision)))"
+).message("spec.traffic names a revision this Worker does not have: pick one from status.revisions"))]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
@@ -99,10 +108,128 @@ pub struct WorkerSpec {
     #[serde(default = "default_replicas")]
     #[schemars(range(min = 1, max = 64))]
     pub replicas: i32,
+
+    /// How requests are split between revisions (every change of script, env,
+    /// limits or egress is a new revision). Empty: every request goes to the
+    /// latest revision. Otherwise the percentages sum to 100, at most one entry
+    /// follows the latest revision, and the others pin revisions listed in
+    /// `status.revisions`. Rolling back is pinning an older revision at 100.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {
+            "rule": "self.map(t, t.percent).sum() == 100",
+            "message": "the percentages of spec.traffic must sum to 100"
+        },
+        {
+            "rule": "self.filter(t, has(t.latestRevision) && t.latestRevision).size() <= 1",
+            "message": "at most one entry of spec.traffic may follow the latest revision"
+        },
+        {
+            "rule": "self.all(a, !has(a.tag) || self.filter(b, has(b.tag) && b.tag == a.tag).size() == 1)",
+            "message": "tags in spec.traffic must be unique"
+        },
+        {
+            "rule": "self.all(a, !has(a.revision) || self.filter(b, has(b.revision) && b.revision == a.revision).size() == 1)",
+            "message": "a revision may appear in spec.traffic only once"
+        }
+    ]))]
+    pub traffic: Vec<TrafficTarget>,
+
+    /// Keeps requests that carry the same key (a header or cookie value) on
+    /// the same revision while the split holds; requests without it are
+    /// spread by the percentages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_affinity: Option<VersionAffinity>,
+
+    /// Whether a request may choose its revision with the
+    /// `x-isolane-revision` header (a revision, a tag of `spec.traffic`, or
+    /// `latest`), for testing a revision before it takes traffic. Default
+    /// false: the header is ignored.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_revision_override: bool,
+
+    /// How many revisions are kept besides those taking traffic (default
+    /// 10): older ones are deleted, newest kept first.
+    #[serde(default = "default_revision_history_limit")]
+    #[schemars(range(min = 1, max = 50))]
+    pub revision_history_limit: i32,
 }
 
 fn default_replicas() -> i32 {
     1
+}
+
+fn default_revision_history_limit() -> i32 {
+    10
+}
+
+/// One share of the Worker's traffic.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "has(self.revision) != (has(self.latestRevision) && self.latestRevision)",
+        "message": "each entry of spec.traffic sets exactly one of revision or latestRevision: true"
+    }
+]))]
+pub struct TrafficTarget {
+    /// A revision from `status.revisions` (its 16 hex digits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 16, max = 16), regex(pattern = r"^[0-9a-f]{16}$"))]
+    pub revision: Option<String>,
+
+    /// Follow the latest revision: each new revision takes this share once
+    /// the nodes that serve it have compiled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest_revision: Option<bool>,
+
+    /// The share of requests, 0 to 100.
+    #[schemars(range(min = 0, max = 100))]
+    pub percent: i32,
+
+    /// A name for this entry (`stable`, `canary`): shown in status, and
+    /// accepted by `x-isolane-revision` when overrides are allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 63),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
+    pub tag: Option<String>,
+}
+
+impl TrafficTarget {
+    /// Whether this entry follows the latest revision.
+    pub fn follows_latest(&self) -> bool {
+        self.latest_revision == Some(true)
+    }
+}
+
+/// Where a request's affinity key is read from: exactly one of the two.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "has(self.header) != has(self.cookie)",
+        "message": "exactly one of header or cookie must be set"
+    }
+]))]
+pub struct VersionAffinity {
+    /// A request header whose value is the key (e.g. `x-user-id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 128),
+        regex(pattern = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+    )]
+    pub header: Option<String>,
+
+    /// A cookie whose value is the key (e.g. `session`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 128),
+        regex(pattern = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+    )]
+    pub cookie: Option<String>,
 }
 
 /// A source for the worker's code.
@@ -263,9 +390,25 @@ pub struct WorkerStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 
-    /// Content hash of the resolved bundle (script, env, limits) being served.
+    /// The latest revision: content hash of the newest resolved bundle
+    /// (script, env, limits, egress) that parses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
+
+    /// How requests are split now, `spec.traffic` resolved to revisions
+    /// (the router reads this).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub traffic: Vec<TrafficStatus>,
+
+    /// The split at a glance, e.g. `90% 1a2b3c4d (stable), 10% 5e6f7a8b (latest)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic_summary: Option<String>,
+
+    /// The revisions kept, newest first: each one's share and readiness.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub revisions: Vec<RevisionStatus>,
 
     /// `Ready`, `ScriptValid` and `RoutesAdmitted`, each with a reason and message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -284,6 +427,39 @@ pub struct WorkerStatus {
     /// router that runs the schedules).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cron: Option<CronStatus>,
+}
+
+/// One share of the traffic, resolved.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TrafficStatus {
+    /// The revision taking this share.
+    #[schemars(length(max = 16))]
+    pub revision: String,
+    /// The share of requests, 0 to 100.
+    pub percent: i32,
+    /// The entry's tag in `spec.traffic`, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// Whether this share follows the latest revision.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latest: bool,
+}
+
+/// One revision the operator keeps.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionStatus {
+    /// The revision (content hash of its bundle).
+    #[schemars(length(max = 16))]
+    pub revision: String,
+    /// When it was first written (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+    /// Its share of the traffic now, 0 to 100.
+    pub percent: i32,
+    /// Whether its bundle is written and nodes can run it.
+    pub ready: bool,
 }
 
 /// What the cron scheduler did and will do for a Worker.

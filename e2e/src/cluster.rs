@@ -156,6 +156,13 @@ impl Node {
             .then(|| sum_series(&response.body, "isolane_node_in_flight_requests"))
     }
 
+    /// The sum of the node's series of metric `name` whose labels include
+    /// every comma-separated part of `label` (e.g. `result="miss"`; empty:
+    /// every series).
+    pub async fn metric_sum(&self, name: &str, label: &str) -> Option<f64> {
+        metric_sum(self.admin, name, label).await
+    }
+
     /// Sends SIGTERM, as Kubernetes does before removing a pod: the node marks
     /// its Lease draining, finishes what is in flight, deletes the Lease and
     /// exits. Returns at once; see [`Process::try_exit`].
@@ -288,6 +295,12 @@ impl Router {
             .flatten()
     }
 
+    /// The sum of the router's series of metric `name` whose labels include
+    /// every comma-separated part of `label` (e.g. `outcome="ok"`).
+    pub async fn metric_sum(&self, name: &str, label: &str) -> Option<f64> {
+        metric_sum(self.admin, name, label).await
+    }
+
     /// Live, non-draining nodes as the router sees them (`isolane_router_live_nodes`).
     pub async fn live_nodes(&self) -> Option<usize> {
         let nodes = self.metric("isolane_router_live_nodes").await?;
@@ -295,6 +308,23 @@ impl Router {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         Some(nodes as usize)
     }
+}
+
+/// The sum of the series of metric `name` on the admin server at `admin`
+/// whose label text contains every comma-separated part of `label`.
+async fn metric_sum(admin: SocketAddr, name: &str, label: &str) -> Option<f64> {
+    let response = http::get(admin, "/metrics").await?;
+    (response.status == 200).then(|| {
+        let matching: String = response
+            .body
+            .lines()
+            .filter(|line| {
+                line.starts_with(name) && label.split(',').all(|part| line.contains(part))
+            })
+            .map(|line| format!("{line}\n"))
+            .collect();
+        sum_series(&matching, name)
+    })
 }
 
 /// The sum of every series of metric `name` (all label values) in an exposition.

@@ -61,8 +61,22 @@ impl Ingress {
     /// `GET path` with `Host: host`; `Err` with a description when the
     /// exchange fails or takes longer than [`REQUEST_TIMEOUT`].
     pub async fn get(&self, host: &str, path: &str) -> Result<Reply, String> {
-        let request = ::http::Request::get(format!("http://{}{path}", self.router))
-            .header(::http::header::HOST, host)
+        self.get_with(host, path, &[]).await
+    }
+
+    /// [`Ingress::get`] with more request headers.
+    pub async fn get_with(
+        &self,
+        host: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, String> {
+        let mut request = ::http::Request::get(format!("http://{}{path}", self.router))
+            .header(::http::header::HOST, host);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request
             .body(Empty::new())
             .map_err(|error| format!("request: {error}"))?;
         let exchange = async {

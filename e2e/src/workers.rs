@@ -2,12 +2,14 @@
 
 use std::time::Duration;
 
-use isolane_crds::{BUNDLE_KEY, Bundle, Limits, Route, Worker, WorkerSpec};
+use isolane_crds::{
+    BUNDLE_KEY, BUNDLE_LABEL, Bundle, Limits, Route, WORKER_ID_ANNOTATION, Worker, WorkerSpec,
+};
 use isolane_testenv::ControlPlane;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{Patch, PatchParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 
 use crate::operator::OPERATOR_NAMESPACE;
@@ -62,6 +64,10 @@ pub fn inline_worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
             egress: None,
             triggers: None,
             replicas: 1,
+            traffic: Vec::new(),
+            version_affinity: None,
+            allow_revision_override: false,
+            revision_history_limit: 10,
         },
     )
 }
@@ -158,15 +164,51 @@ pub async fn wait_ready(client: &Client, namespace: &str, name: &str, timeout: D
     .await
 }
 
-/// The bundle of Worker `namespace/name`, if its Secret exists.
-pub async fn bundle(client: &Client, namespace: &str, name: &str) -> Option<Bundle> {
+/// The bundles of Worker `namespace/name` (one Secret per revision kept),
+/// newest first.
+pub async fn bundles(client: &Client, namespace: &str, name: &str) -> Vec<Bundle> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
-    let secret = secrets
-        .get_opt(&Bundle::secret_name(namespace, name))
+    let id = format!("{namespace}/{name}");
+    let mut list = secrets
+        .list(&ListParams::default().labels(&format!("{BUNDLE_LABEL}=true")))
         .await
-        .expect("read the bundle Secret")?;
-    let data = secret.data?.remove(BUNDLE_KEY)?;
-    Some(serde_json::from_slice(&data.0).expect("the bundle is JSON"))
+        .expect("list the bundle Secrets")
+        .items;
+    list.retain(|secret| {
+        secret
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(WORKER_ID_ANNOTATION))
+            == Some(&id)
+    });
+    list.sort_by(|a, b| {
+        b.metadata
+            .creation_timestamp
+            .cmp(&a.metadata.creation_timestamp)
+            .then_with(|| version(b).cmp(&version(a)))
+    });
+    list.into_iter()
+        .filter_map(|secret| {
+            let data = secret.data?.remove(BUNDLE_KEY)?;
+            Some(serde_json::from_slice(&data.0).expect("the bundle is JSON"))
+        })
+        .collect()
+}
+
+/// A Secret's resourceVersion as a number (etcd's revision), for ordering.
+fn version(secret: &Secret) -> u64 {
+    secret
+        .metadata
+        .resource_version
+        .as_deref()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The bundle of Worker `namespace/name`'s newest revision, if it has one.
+pub async fn bundle(client: &Client, namespace: &str, name: &str) -> Option<Bundle> {
+    bundles(client, namespace, name).await.into_iter().next()
 }
 
 /// Waits until the bundle of `namespace/name` satisfies `ready`.

@@ -230,6 +230,45 @@ fn invalid_workers() -> Vec<Invalid> {
             expect: &["spec.replicas", "greater than or equal to 1"],
         },
         Invalid {
+            what: "traffic not summing to 100",
+            spec: "SCRIPT\n  traffic: [{latestRevision: true, percent: 50}]",
+            expect: &[
+                "spec.traffic",
+                "the percentages of spec.traffic must sum to 100",
+            ],
+        },
+        Invalid {
+            what: "two traffic entries following the latest revision",
+            spec: "SCRIPT\n  traffic: [{latestRevision: true, percent: 50}, {latestRevision: true, percent: 50}]",
+            expect: &["at most one entry of spec.traffic may follow the latest revision"],
+        },
+        Invalid {
+            what: "a traffic entry naming no revision",
+            spec: "SCRIPT\n  traffic: [{percent: 100}]",
+            expect: &[
+                "spec.traffic[0]",
+                "exactly one of revision or latestRevision",
+            ],
+        },
+        Invalid {
+            what: "a pinned revision the Worker does not have",
+            spec: "SCRIPT\n  traffic: [{revision: 0123456789abcdef, percent: 100}]",
+            expect: &["spec.traffic names a revision this Worker does not have"],
+        },
+        Invalid {
+            what: "duplicate traffic tags",
+            spec: "SCRIPT\n  traffic: [{latestRevision: true, percent: 50, tag: a}, {revision: 0123456789abcdef, percent: 50, tag: a}]",
+            expect: &["tags in spec.traffic must be unique"],
+        },
+        Invalid {
+            what: "affinity by header and cookie at once",
+            spec: "SCRIPT\n  versionAffinity: {header: x-user, cookie: session}",
+            expect: &[
+                "spec.versionAffinity",
+                "exactly one of header or cookie must be set",
+            ],
+        },
+        Invalid {
             what: "limits of the wrong type",
             spec: "SCRIPT\n  limits: {cpuMs: fast}",
             expect: &["spec.limits.cpuMs", "integer"],
@@ -267,7 +306,7 @@ async fn invalid_workers_are_rejected_by_the_apiserver() {
 }
 
 #[tokio::test]
-async fn kubectl_get_shows_ready_url_revision_and_age() {
+async fn kubectl_get_shows_ready_url_revision_traffic_and_age() {
     let cp = with_crd("columns").await;
     let hello = root().join("deploy/examples/hello.yaml");
     kubectl_ok(
@@ -284,6 +323,7 @@ async fn kubectl_get_shows_ready_url_revision_and_age() {
         "status": {
             "observedGeneration": 1,
             "revision": "0123456789abcdef",
+            "trafficSummary": "100% 01234567 (latest)",
             "url": "http://hello.example.com/",
             "conditions": [{
                 "type": "Ready",
@@ -318,7 +358,7 @@ async fn kubectl_get_shows_ready_url_revision_and_age() {
         .collect();
     assert_eq!(
         header,
-        ["NAME", "READY", "URL", "REVISION", "AGE"],
+        ["NAME", "READY", "URL", "REVISION", "TRAFFIC", "AGE"],
         "{table}"
     );
     let row: Vec<&str> = lines
@@ -336,6 +376,7 @@ async fn kubectl_get_shows_ready_url_revision_and_age() {
         ],
         "{table}"
     );
+    assert!(table.contains("100% 01234567 (latest)"), "{table}");
 }
 
 /// Runs kubectl until it succeeds or the deadline passes: some answers (the CRD's

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use isolane_crds::{Bundle, Worker};
+use isolane_crds::Worker;
 use isolane_e2e::operator::{OPERATOR_NAMESPACE, Operator, OperatorOptions};
 use isolane_e2e::process::wait_until;
 use isolane_e2e::workers::{
@@ -147,11 +147,9 @@ async fn a_killed_operator_restarts_and_converges() {
     assert!(changed.script.contains("changed while down"));
     assert!(bundle(&client, NS, "late").await.is_some());
     assert!(
-        Api::<Secret>::namespaced(client.clone(), OPERATOR_NAMESPACE)
-            .get_opt(&Bundle::secret_name(NS, "w000"))
+        isolane_e2e::workers::bundles(&client, NS, "w000")
             .await
-            .expect("get")
-            .is_none()
+            .is_empty()
     );
 }
 

@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt, channel::mpsc};
+use isolane_crds::traffic::{self, TrafficError};
 use isolane_crds::{
     BUNDLE_KEY, BUNDLE_LABEL, Bundle, ConditionStatus, ConditionType, REVISION_ANNOTATION,
     ReplicaPlacement, Route, WORKER_ID_ANNOTATION, Worker,
@@ -50,9 +51,10 @@ use crate::index::{ReferenceKey, ReferenceKind, WorkerIndex, key_of};
 use crate::membership;
 use crate::metrics::{Metrics, Outcome};
 use crate::resolve::{self, MissingReference};
+use crate::revisions;
 use crate::routes::{Holder, RouteKey, WorkerKey, route_keys};
 use crate::script::{self, ScriptKind, SyntaxError};
-use crate::status::{ConditionUpdate, DesiredStatus, reason};
+use crate::status::{ConditionUpdate, DesiredStatus, Revisions, Shown, reason};
 use crate::{Error, FIELD_MANAGER, FINALIZER};
 use isolane_telemetry::ReadyHandle;
 
@@ -449,7 +451,7 @@ async fn apply(
         Ok(resolved) => resolved,
         Err(missing) => {
             let conditions = missing_reference_conditions(&missing, routes_condition);
-            write_status(worker, key, context, served, &conditions, url, placement).await?;
+            keep_serving(worker, key, context, served, url, placement, &conditions).await?;
             return Ok((
                 Action::requeue(context.missing_reference_retry),
                 Outcome::NotReady,
@@ -460,7 +462,7 @@ async fn apply(
         Ok(kind) => kind,
         Err(syntax) => {
             let conditions = syntax_error_conditions(&syntax, routes_condition);
-            write_status(worker, key, context, served, &conditions, url, placement).await?;
+            keep_serving(worker, key, context, served, url, placement, &conditions).await?;
             return Ok((Action::requeue(context.resync), Outcome::NotReady));
         }
     };
@@ -478,6 +480,8 @@ async fn apply(
             .unwrap_or_default(),
     );
     apply_bundle(context, key, &bundle).await?;
+    let (revisions, unapplied) =
+        rollout(worker, key, context, Some(&bundle.revision), true).await?;
     let all_lost = routes.declared > 0 && routes.admitted.is_empty();
     let ready = if all_lost {
         ConditionUpdate::new(
@@ -491,7 +495,13 @@ async fn apply(
             ConditionType::Ready,
             ConditionStatus::True,
             reason::BUNDLE_READY,
-            format!("revision {} is written", bundle.revision),
+            match &unapplied {
+                None => format!("revision {} is written", bundle.revision),
+                Some(error) => format!(
+                    "revision {} is written; {error}, so the previous split is kept",
+                    bundle.revision
+                ),
+            },
         )
     };
     let script_valid = ConditionUpdate::new(
@@ -504,16 +514,13 @@ async fn apply(
         },
     );
     let conditions = [ready, script_valid, routes_condition];
-    write_status(
-        worker,
-        key,
-        context,
-        Some(bundle.revision.clone()),
-        &conditions,
+    let shown = Shown {
+        revision: Some(bundle.revision.clone()),
         url,
         placement,
-    )
-    .await?;
+        revisions,
+    };
+    write_status(worker, key, context, shown, &conditions).await?;
     let outcome = if all_lost {
         Outcome::NotReady
     } else {
@@ -578,7 +585,7 @@ fn placement(
         .collect()
 }
 
-/// The bundle Secret, ready for server-side apply.
+/// The bundle Secret of `bundle`'s revision, ready for server-side apply.
 pub fn bundle_secret(namespace: &str, key: &WorkerKey, bundle: &Bundle) -> Result<Secret, Error> {
     let json = serde_json::to_vec(bundle).map_err(|source| Error::SerializeBundle {
         worker_id: key.to_string(),
@@ -587,7 +594,11 @@ pub fn bundle_secret(namespace: &str, key: &WorkerKey, bundle: &Bundle) -> Resul
     let digest = hex_prefix(&Sha256::digest(&json));
     Ok(Secret {
         metadata: ObjectMeta {
-            name: Some(Bundle::secret_name(&key.namespace, &key.name)),
+            name: Some(Bundle::revision_secret_name(
+                &key.namespace,
+                &key.name,
+                &bundle.revision,
+            )),
             namespace: Some(namespace.to_owned()),
             labels: Some(BTreeMap::from([(
                 BUNDLE_LABEL.to_owned(),
@@ -652,23 +663,110 @@ async fn apply_bundle(context: &Context, key: &WorkerKey, bundle: &Bundle) -> Re
     Ok(())
 }
 
+/// The status of a Worker whose change cannot be served (a missing
+/// reference, a syntax error): the `served` revision and its split stay.
+async fn keep_serving(
+    worker: &Worker,
+    key: &WorkerKey,
+    context: &Context,
+    served: Option<String>,
+    url: Option<String>,
+    placement: Vec<ReplicaPlacement>,
+    conditions: &[ConditionUpdate],
+) -> Result<(), Error> {
+    let (revisions, _) = rollout(worker, key, context, served.as_deref(), false).await?;
+    let shown = Shown {
+        revision: served,
+        url,
+        placement,
+        revisions,
+    };
+    write_status(worker, key, context, shown, conditions).await
+}
+
+/// The split and the revision history for this reconcile: `spec.traffic`
+/// resolved against the revisions kept (the previous split stays, with the
+/// reason, when it cannot be), and the Secrets beyond the history deleted
+/// (only once the latest revision is written: `latest_written`).
+async fn rollout(
+    worker: &Worker,
+    key: &WorkerKey,
+    context: &Context,
+    latest: Option<&str>,
+    latest_written: bool,
+) -> Result<(Revisions, Option<TrafficError>), Error> {
+    let stored = revisions::stored(key, context.bundles.state().iter().map(AsRef::as_ref));
+    let previous = worker
+        .status
+        .as_ref()
+        .map(|status| status.traffic.clone())
+        .unwrap_or_default();
+    let exists =
+        |revision: &str| Some(revision) == latest || stored.iter().any(|s| s.revision == revision);
+    let (traffic, unapplied) = match traffic::resolve(&worker.spec.traffic, latest, exists) {
+        Ok(traffic) => (traffic, None),
+        Err(error) if previous.is_empty() => (
+            traffic::resolve(&[], latest, |_| false).unwrap_or_default(),
+            Some(error),
+        ),
+        Err(error) => (previous.clone(), Some(error)),
+    };
+    let plan = revisions::plan(
+        key,
+        &stored,
+        latest,
+        latest_written,
+        &traffic,
+        &worker.spec.traffic,
+        &previous,
+        worker.spec.revision_history_limit,
+        Timestamp::now(),
+    );
+    if latest_written {
+        for secret in &plan.delete {
+            delete_bundle(context, key, secret).await?;
+        }
+    }
+    Ok((
+        Revisions {
+            traffic,
+            revisions: plan.statuses,
+        },
+        unapplied,
+    ))
+}
+
+/// Deletes one bundle Secret (gone already is fine).
+async fn delete_bundle(context: &Context, key: &WorkerKey, name: &str) -> Result<(), Error> {
+    lock(&context.written).remove(name);
+    let api: Api<Secret> = Api::namespaced(context.client.clone(), &context.namespace);
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => {
+            info!(worker.id = %key, secret = %name, "bundle deleted");
+            Ok(())
+        }
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(source) => Err(Error::DeleteBundle {
+            namespace: context.namespace.clone(),
+            secret: name.to_owned(),
+            source: Box::new(source),
+        }),
+    }
+}
+
 async fn write_status(
     worker: &Worker,
     key: &WorkerKey,
     context: &Context,
-    revision: Option<String>,
+    shown: Shown,
     conditions: &[ConditionUpdate],
-    url: Option<String>,
-    placement: Vec<ReplicaPlacement>,
 ) -> Result<(), Error> {
     let current = worker.status.as_ref();
     let desired = DesiredStatus::new(
         current,
         worker.metadata.generation,
-        revision,
+        shown,
         conditions,
-        url,
-        placement,
         Timestamp::now(),
     );
     let statuses = ConditionType::ALL.map(|type_| {
@@ -739,20 +837,17 @@ async fn publish_failures(
 }
 
 async fn cleanup(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<Action, Error> {
-    let name = Bundle::secret_name(&key.namespace, &key.name);
-    lock(&context.written).remove(&name);
-    let api: Api<Secret> = Api::namespaced(context.client.clone(), &context.namespace);
-    match api.delete(&name, &DeleteParams::default()).await {
-        Ok(_) => info!(worker.id = %key, secret = %name, "bundle deleted"),
-        Err(kube::Error::Api(status)) if status.code == 404 => {
-            debug!(worker.id = %key, "bundle already gone");
-        }
-        Err(source) => {
-            let error = Error::DeleteBundle {
-                namespace: context.namespace.clone(),
-                secret: name,
-                source: Box::new(source),
-            };
+    let mut names: Vec<String> =
+        revisions::stored(key, context.bundles.state().iter().map(AsRef::as_ref))
+            .into_iter()
+            .map(|stored| stored.secret)
+            .collect();
+    let legacy = Bundle::secret_name(&key.namespace, &key.name);
+    if !names.contains(&legacy) {
+        names.push(legacy);
+    }
+    for name in names {
+        if let Err(error) = delete_bundle(context, key, &name).await {
             let event = KubeEvent {
                 type_: EventType::Warning,
                 reason: "BundleDeleteFailed".to_owned(),
@@ -841,7 +936,7 @@ mod tests {
         let secret = bundle_secret("isolane-system", &key, &bundle).unwrap();
         assert_eq!(
             secret.metadata.name.as_deref(),
-            Some(Bundle::secret_name("default", "hello").as_str())
+            Some(Bundle::revision_secret_name("default", "hello", &bundle.revision).as_str())
         );
         assert_eq!(secret.metadata.namespace.as_deref(), Some("isolane-system"));
         let labels = secret.metadata.labels.unwrap();
@@ -889,6 +984,10 @@ mod tests {
                 egress: None,
                 triggers: None,
                 replicas: 1,
+                traffic: Vec::new(),
+                version_affinity: None,
+                allow_revision_override: false,
+                revision_history_limit: 10,
             },
         );
         worker.metadata.generation = Some(1);

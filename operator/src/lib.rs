@@ -18,6 +18,7 @@ pub mod index;
 pub mod membership;
 pub mod metrics;
 pub mod resolve;
+pub mod revisions;
 pub mod routes;
 pub mod script;
 pub mod status;

@@ -195,6 +195,10 @@ mod tests {
             egress: None,
             triggers: None,
             replicas: 1,
+            traffic: Vec::new(),
+            version_affinity: None,
+            allow_revision_override: false,
+            revision_history_limit: 10,
         }
     }
 

@@ -14,7 +14,10 @@
 //! | `RoutesAdmitted` | True | [`reason::ADMITTED`] |
 //! | `RoutesAdmitted` | False | [`reason::ROUTE_CONFLICT`] |
 
-use isolane_crds::{ConditionStatus, ConditionType, ReplicaPlacement, Route, WorkerStatus};
+use isolane_crds::{
+    ConditionStatus, ConditionType, ReplicaPlacement, RevisionStatus, Route, TrafficStatus,
+    WorkerStatus,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
@@ -121,6 +124,28 @@ pub fn condition_status(status: Option<&WorkerStatus>, type_: ConditionType) -> 
     }
 }
 
+/// The revisions part of the status: the split now and the history kept.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Revisions {
+    /// `status.traffic`.
+    pub traffic: Vec<TrafficStatus>,
+    /// `status.revisions`, newest first.
+    pub revisions: Vec<RevisionStatus>,
+}
+
+/// What the status shows besides the conditions.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Shown {
+    /// The latest revision.
+    pub revision: Option<String>,
+    /// The URL of the first admitted route.
+    pub url: Option<String>,
+    /// Where the replicas run.
+    pub placement: Vec<ReplicaPlacement>,
+    /// The split and the revisions kept.
+    pub revisions: Revisions,
+}
+
 /// The status to write.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DesiredStatus {
@@ -133,17 +158,26 @@ impl DesiredStatus {
     pub fn new(
         current: Option<&WorkerStatus>,
         generation: Option<i64>,
-        revision: Option<String>,
+        shown: Shown,
         updates: &[ConditionUpdate],
-        url: Option<String>,
-        placement: Vec<ReplicaPlacement>,
         now: Timestamp,
     ) -> Self {
+        let Shown {
+            revision,
+            url,
+            placement,
+            revisions,
+        } = shown;
         let existing = current.map_or(&[][..], |status| status.conditions.as_slice());
+        let traffic_summary = (!revisions.traffic.is_empty())
+            .then(|| isolane_crds::traffic::summary(&revisions.traffic));
         Self {
             status: WorkerStatus {
                 observed_generation: generation,
                 revision,
+                traffic: revisions.traffic,
+                traffic_summary,
+                revisions: revisions.revisions,
                 conditions: merge_conditions(existing, updates, generation, now),
                 url,
                 placement,
@@ -162,6 +196,9 @@ impl DesiredStatus {
                 && current.conditions == self.status.conditions
                 && current.url == self.status.url
                 && current.placement == self.status.placement
+                && current.traffic == self.status.traffic
+                && current.traffic_summary == self.status.traffic_summary
+                && current.revisions == self.status.revisions
         })
     }
 
@@ -238,10 +275,11 @@ mod tests {
         let desired = DesiredStatus::new(
             None,
             Some(1),
-            Some("r".into()),
+            Shown {
+                revision: Some("r".into()),
+                ..Shown::default()
+            },
             &updates,
-            None,
-            vec![],
             at(1),
         );
         let types: Vec<&str> = desired
@@ -254,10 +292,11 @@ mod tests {
         let again = DesiredStatus::new(
             Some(&desired.status),
             Some(1),
-            Some("r".into()),
+            Shown {
+                revision: Some("r".into()),
+                ..Shown::default()
+            },
             &updates,
-            None,
-            vec![],
             at(2),
         );
         assert!(again.is_current(Some(&desired.status)));

@@ -43,6 +43,16 @@ pub enum Error {
         path: String,
     },
 
+    /// The request asked for a revision (`x-isolane-revision`) the Worker
+    /// does not have.
+    #[error("worker {worker_id} has no revision or tag {revision:?}")]
+    UnknownRevision {
+        /// The Worker the request was for.
+        worker_id: String,
+        /// What the request asked for.
+        revision: String,
+    },
+
     /// Membership lists no live, non-draining node.
     #[error("no live runtime node to run worker {worker_id}")]
     NoLiveNode {
@@ -152,6 +162,7 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::NoRoute { .. } => "no_route",
+            Self::UnknownRevision { .. } => "unknown_revision",
             Self::NoLiveNode { .. } => "no_live_node",
             Self::NoEndpoint { .. } => "no_endpoint",
             Self::InvalidEndpoint { .. } => "invalid_endpoint",
@@ -231,7 +242,7 @@ impl Error {
     /// The HTTP status this error answers with.
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::NoRoute { .. } => StatusCode::NOT_FOUND,
+            Self::NoRoute { .. } | Self::UnknownRevision { .. } => StatusCode::NOT_FOUND,
             Self::NoLiveNode { .. } | Self::Quarantined { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::Loop { .. } => StatusCode::LOOP_DETECTED,
             Self::NoEndpoint { .. }

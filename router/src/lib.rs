@@ -20,9 +20,11 @@ mod error;
 pub mod fleet;
 pub mod losses;
 pub mod metrics;
+pub mod prewarm;
 pub mod proxy;
 pub mod routes;
 pub mod server;
+pub mod split;
 pub mod watch;
 
 pub use error::{BoxError, Error};

@@ -49,6 +49,7 @@ pub struct RouterMetrics {
     watch_errors: IntCounterVec,
     cron_runs: IntCounterVec,
     pub(crate) cron_leader: IntGauge,
+    prewarms: IntCounterVec,
     /// Which workers have their own series.
     pub workers: WorkerSeries,
 }
@@ -75,9 +76,9 @@ impl RouterMetrics {
         let worker_requests = IntCounterVec::new(
             Opts::new(
                 "isolane_router_worker_requests_total",
-                "HTTP requests routed to a Worker, for the busiest Workers (the rest under worker=\"other\").",
+                "HTTP requests routed to a Worker, by the revision that ran them (its traffic split), for the busiest Workers (the rest under worker=\"other\", revision=\"other\").",
             ),
-            &["worker", "status_class"],
+            &["worker", "revision", "status_class"],
         )?;
         let worker_duration = HistogramVec::new(
             HistogramOpts::new(
@@ -146,6 +147,14 @@ impl RouterMetrics {
             "isolane_router_cron_leader",
             "1 while this router holds the cron Lease and runs every Worker's schedules.",
         )?;
+        let prewarms = IntCounterVec::new(
+            Opts::new(
+                "isolane_router_prewarms_total",
+                "Revisions this router had compiled where they will run before shifting traffic to them, by outcome (ok; failed: the shift went ahead anyway).",
+            ),
+            &["outcome"],
+        )?;
+        registry.register(Box::new(prewarms.clone()))?;
         registry.register(Box::new(cron_runs.clone()))?;
         registry.register(Box::new(cron_leader.clone()))?;
         registry.register(Box::new(requests.clone()))?;
@@ -182,7 +191,13 @@ impl RouterMetrics {
             watch_errors,
             cron_runs,
             cron_leader,
+            prewarms,
         })
+    }
+
+    /// Counts one prewarm by outcome (`ok`, `failed`).
+    pub fn prewarm(&self, outcome: &'static str) {
+        self.prewarms.with_label_values(&[outcome]).inc();
     }
 
     /// Counts one cron tick by outcome.
@@ -193,7 +208,7 @@ impl RouterMetrics {
     /// Records one answered request.
     pub fn observe(
         &self,
-        backend: Option<&Backend>,
+        backend: Option<(&Backend, &str)>,
         node: &str,
         status: StatusCode,
         elapsed: Duration,
@@ -204,10 +219,15 @@ impl RouterMetrics {
         self.duration
             .with_label_values(&[class, node])
             .observe(seconds);
-        if let Some(backend) = backend {
+        if let Some((backend, revision)) = backend {
             let worker = self.workers.label(backend);
+            let revision = if worker == OTHER_WORKER {
+                OTHER_WORKER
+            } else {
+                revision
+            };
             self.worker_requests
-                .with_label_values(&[worker, class])
+                .with_label_values(&[worker, revision, class])
                 .inc();
             self.worker_duration
                 .with_label_values(&[worker])
@@ -397,6 +417,18 @@ impl WorkerSeries {
     }
 
     fn remove(&self, worker: &str) {
+        self.remove_requests(|w, _| w == worker);
+        let _ = self.duration.remove_label_values(&[worker]);
+    }
+
+    /// Drops the request series of revisions `keep` says no longer run
+    /// (after a rollout, the revisions it left behind).
+    pub fn retain_revisions(&self, keep: impl Fn(&str, &str) -> bool) {
+        self.remove_requests(|worker, revision| worker != OTHER_WORKER && !keep(worker, revision));
+    }
+
+    /// Removes the `worker_requests` series whose worker and revision match.
+    fn remove_requests(&self, matches: impl Fn(&str, &str) -> bool) {
         for family in self.requests.collect() {
             for metric in family.get_metric() {
                 let labels: HashMap<&str, &str> = metric
@@ -404,14 +436,18 @@ impl WorkerSeries {
                     .iter()
                     .map(|l| (l.name(), l.value()))
                     .collect();
-                if labels.get("worker") == Some(&worker) {
-                    let class = labels.get("status_class").copied().unwrap_or_default();
+                let label = |name: &str| labels.get(name).copied().unwrap_or_default();
+                let (worker, revision) = (label("worker"), label("revision"));
+                if matches(worker, revision) {
                     // Absent already is fine: nothing to remove.
-                    let _ = self.requests.remove_label_values(&[worker, class]);
+                    let _ = self.requests.remove_label_values(&[
+                        worker,
+                        revision,
+                        label("status_class"),
+                    ]);
                 }
             }
         }
-        let _ = self.duration.remove_label_values(&[worker]);
     }
 }
 

@@ -59,7 +59,9 @@ use crate::error::BoxError;
 use crate::fleet::{Fleet, FleetBuilder, placement_moves};
 use crate::losses::{NodeLosses, Verdict};
 use crate::metrics::{NO_NODE, RouterMetrics};
+use crate::prewarm::{Gate, PrewarmRequest, Target};
 use crate::routes::{Backend, RoutableWorker, RouteTable, normalize_host};
+use crate::split::Split;
 use isolane_hosts::Reservation;
 use outgoing::{HeadContext, request_head, valid_request_id};
 use response::{Completion, response_headers};
@@ -70,8 +72,9 @@ pub const REASON_HEADER: &str = "x-isolane-reason";
 pub const DETAIL_HEADER: &str = "x-isolane-detail";
 /// The node that served the request.
 pub const NODE_HEADER: &str = "x-isolane-node";
-/// The Worker revision that served the request.
-pub const REVISION_HEADER: &str = "x-isolane-revision";
+/// The Worker revision that served the request; on a request, the revision
+/// it asks for, when the Worker allows overrides (`split.rs`).
+pub const REVISION_HEADER: &str = isolane_crds::traffic::REVISION_HEADER;
 /// How many times a request has passed through a Worker's `fetch` on its
 /// way here: the engine sets it to one more than the request it runs for on
 /// every outbound fetch (`isolane_engine::HOPS_HEADER`, the same name).
@@ -164,6 +167,8 @@ struct Inner {
     trusted_proxies: Vec<ipnet::IpNet>,
     /// Workers with cron schedules, for the scheduler (`cron.rs`).
     crons: ArcSwap<CronTable>,
+    /// New splits wait for their revisions' prewarms (`prewarm.rs`).
+    gate: Mutex<Gate>,
 }
 
 impl Proxy {
@@ -200,6 +205,7 @@ impl Proxy {
                 reservations,
                 trusted_proxies,
                 crons: ArcSwap::from_pointee(CronTable::default()),
+                gate: Mutex::new(Gate::default()),
             }),
         }
     }
@@ -238,8 +244,97 @@ impl Proxy {
     }
 
     /// Replaces the route table (and the cron table) with one built from
-    /// `workers`.
+    /// `workers`; a Worker whose split sends traffic to a revision not warm
+    /// yet keeps its current shares until that revision is prewarmed
+    /// (`prewarm.rs`).
     pub fn set_workers(&self, workers: Vec<RoutableWorker>) {
+        let gate = !self.fleet().is_empty() && tokio::runtime::Handle::try_current().is_ok();
+        let mut state = self.inner.gate.lock().unwrap_or_else(|e| e.into_inner());
+        let (publish, start) = state.admit(workers, &self.routes(), gate);
+        // Published under the gate's lock, so a prewarm ending meanwhile
+        // cannot publish an older list after this one.
+        self.publish(publish);
+        drop(state);
+        self.start_prewarms(start);
+    }
+
+    /// Spawns one task per prewarm, each publishing the table again when done.
+    fn start_prewarms(&self, targets: Vec<Target>) {
+        for target in targets {
+            let proxy = self.clone();
+            tokio::spawn(async move {
+                let more = proxy.prewarm_then_publish(target).await;
+                proxy.start_prewarms(more);
+            });
+        }
+    }
+
+    /// One prewarm, then the table again; returns the prewarms that asks for.
+    async fn prewarm_then_publish(&self, target: Target) -> Vec<Target> {
+        let (worker_id, revision) = &target;
+        let started = Instant::now();
+        let outcome = match self.prewarm(worker_id, revision).await {
+            Ok(()) => {
+                info!(worker.id = %worker_id, %revision, took_ms = started.elapsed().as_millis(), "revision prewarmed; it takes traffic now");
+                "ok"
+            }
+            Err(error) => {
+                warn!(worker.id = %worker_id, %revision, %error, "prewarm failed; the revision takes traffic anyway");
+                "failed"
+            }
+        };
+        self.inner.metrics.prewarm(outcome);
+        let mut state = self.inner.gate.lock().unwrap_or_else(|e| e.into_inner());
+        let latest = state.done(target);
+        let gate = !self.fleet().is_empty();
+        let (publish, start) = state.admit(latest, &self.routes(), gate);
+        self.publish(publish);
+        start
+    }
+
+    /// Compiles `revision` of `worker_id` on the node and thread its
+    /// requests go to now, through the same placement, channels and
+    /// failover as a request.
+    pub async fn prewarm(&self, worker_id: &str, revision: &str) -> Result<(), Error> {
+        let request = Request::builder()
+            .method(http::Method::GET)
+            .uri("https://prewarm.invalid/")
+            .extension(PrewarmRequest)
+            .body(http_body_util::Empty::<Bytes>::new())
+            .map_err(|_| Error::Protocol {
+                node: NO_NODE.to_owned(),
+                detail: "the prewarm request could not be built",
+            })?;
+        let backend = Arc::new(Backend {
+            worker_id: worker_id.to_owned(),
+            split: Split::single(revision),
+            slot: self.inner.metrics.workers.slot(worker_id),
+        });
+        let call = Call {
+            proxy: self.clone(),
+            backend,
+            revision: revision.to_owned(),
+            request_id: next_request_id(),
+            add_request_id: false,
+            host: "prewarm.invalid".to_owned(),
+            started: Instant::now(),
+            deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
+            record: false,
+        };
+        let response = call.run(request).await.map_err(|(_, error)| error)?;
+        let status = response.status();
+        let _ = response.into_body().collect().await;
+        if status == StatusCode::NO_CONTENT {
+            Ok(())
+        } else {
+            Err(Error::Protocol {
+                node: NO_NODE.to_owned(),
+                detail: "the node did not prewarm the revision",
+            })
+        }
+    }
+
+    fn publish(&self, workers: Vec<RoutableWorker>) {
         self.inner.crons.store(Arc::new(CronTable::build(&workers)));
         let metrics = &self.inner.metrics;
         let (table, conflicts) = RouteTable::build_with(workers, &self.inner.reservations, |id| {
@@ -259,6 +354,11 @@ impl Proxy {
             .map(|b| b.worker_id.as_str())
             .collect();
         metrics.workers.retain(&routable);
+        metrics.workers.retain_revisions(|worker, revision| {
+            table
+                .backend(worker)
+                .is_some_and(|backend| backend.split.keeps(revision))
+        });
         self.inner.routes.store(Arc::new(table));
     }
 
@@ -352,9 +452,21 @@ impl Proxy {
             return self.answer_error(None, NO_NODE, error, &request_id, started);
         };
         drop(routes);
+        let revision = match backend.split.choose(&backend.worker_id, request.headers()) {
+            Ok(revision) => revision.to_owned(),
+            Err(unknown) => {
+                let error = Error::UnknownRevision {
+                    worker_id: backend.worker_id.clone(),
+                    revision: unknown.0,
+                };
+                return self.answer_error(None, NO_NODE, error, &request_id, started);
+            }
+        };
         let call = Call {
             proxy: self.clone(),
             backend: Arc::clone(&backend),
+            revision: revision.clone(),
+            record: true,
             request_id: request_id.clone(),
             add_request_id: generated,
             host,
@@ -366,9 +478,15 @@ impl Proxy {
             Err((node, error)) => {
                 debug!(
                     request.id = %request_id, worker.id = %backend.worker_id,
-                    revision = %backend.revision, %node, %error, "request failed"
+                    %revision, %node, %error, "request failed"
                 );
-                self.answer_error(Some(&backend), &node, error, &request_id, started)
+                self.answer_error(
+                    Some((&backend, &revision)),
+                    &node,
+                    error,
+                    &request_id,
+                    started,
+                )
             }
         }
     }
@@ -396,12 +514,14 @@ impl Proxy {
             })?;
         let backend = Arc::new(Backend {
             worker_id: worker.worker_id.clone(),
-            revision: worker.revision.clone(),
+            split: Split::single(worker.revision.clone()),
             slot: self.inner.metrics.workers.slot(&worker.worker_id),
         });
         let call = Call {
             proxy: self.clone(),
             backend,
+            revision: worker.revision.clone(),
+            record: true,
             request_id,
             add_request_id: false,
             host: worker.host.clone(),
@@ -442,7 +562,7 @@ impl Proxy {
 
     fn answer_error(
         &self,
-        backend: Option<&Arc<Backend>>,
+        backend: Option<(&Arc<Backend>, &str)>,
         node: &str,
         error: Error,
         request_id: &str,
@@ -456,8 +576,8 @@ impl Proxy {
         if let Ok(id) = HeaderValue::from_str(request_id) {
             headers.insert(REQUEST_ID_HEADER, id);
         }
-        if let Some(backend) = backend {
-            if let Ok(revision) = HeaderValue::from_str(&backend.revision) {
+        if let Some((_, revision)) = backend {
+            if let Ok(revision) = HeaderValue::from_str(revision) {
                 headers.insert(REVISION_HEADER, revision);
             }
             if node != NO_NODE
@@ -467,7 +587,7 @@ impl Proxy {
             }
         }
         self.inner.metrics.observe(
-            backend.map(|b| &**b),
+            backend.map(|(b, revision)| (&**b, revision)),
             node,
             response.status(),
             started.elapsed(),
@@ -480,6 +600,10 @@ impl Proxy {
 struct Call {
     proxy: Proxy,
     backend: Arc<Backend>,
+    /// The revision this request runs (the split chose it).
+    revision: String,
+    /// Whether the request counts in the request metrics (a prewarm does not).
+    record: bool,
     request_id: String,
     add_request_id: bool,
     host: String,
@@ -503,7 +627,7 @@ impl Call {
             &HeadContext {
                 host: &self.host,
                 worker_id: &self.backend.worker_id,
-                revision: &self.backend.revision,
+                revision: &self.revision,
                 request_id: &self.request_id,
                 add_request_id: self.add_request_id,
                 client_ip: parts.extensions.get::<ClientAddr>().map(|a| a.0.ip()),
@@ -515,6 +639,7 @@ impl Call {
         );
         // A cron tick (`run_tick`): only ever set in process, never from a client.
         head.scheduled = parts.extensions.get::<ScheduledTick>().cloned();
+        head.prewarm = parts.extensions.get::<PrewarmRequest>().is_some();
         let mut body =
             tokio::time::timeout_at(self.deadline, Outgoing::prepare(body, config.replay_limit))
                 .await
@@ -692,13 +817,16 @@ impl Call {
                 })?,
         };
         let metrics = Arc::clone(&self.proxy.inner.metrics);
-        let completion = Completion::new(
-            Arc::clone(&metrics),
-            Arc::clone(&self.backend),
-            node.to_owned(),
-            status,
-            self.started,
-        );
+        let completion = self.record.then(|| {
+            Completion::new(
+                Arc::clone(&metrics),
+                Arc::clone(&self.backend),
+                self.revision.clone(),
+                node.to_owned(),
+                status,
+                self.started,
+            )
+        });
         let body = UpstreamBody::new(
             stream,
             self.deadline,
@@ -724,7 +852,7 @@ impl Call {
         if let Ok(value) = HeaderValue::from_str(node) {
             headers.insert(NODE_HEADER, value);
         }
-        if let Ok(value) = HeaderValue::from_str(&self.backend.revision) {
+        if let Ok(value) = HeaderValue::from_str(&self.revision) {
             headers.insert(REVISION_HEADER, value);
         }
         if let Ok(value) = HeaderValue::from_str(&self.request_id) {

@@ -32,14 +32,15 @@ use isolane_hosts::{Claim, Owners, Reservation};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::metrics::WorkerSlot;
+use crate::split::Split;
 
-/// What a request is routed to: one Worker at one revision.
+/// What a request is routed to: one Worker and its traffic split.
 #[derive(Debug)]
 pub struct Backend {
     /// `namespace/name`.
     pub worker_id: String,
-    /// The revision from the Worker's status, sent to the node.
-    pub revision: String,
+    /// Which revision each request runs (`split.rs`).
+    pub split: Split,
     /// The Worker's per-worker metrics slot (hit counter, tracked flag).
     pub slot: Arc<WorkerSlot>,
 }
@@ -49,8 +50,8 @@ pub struct Backend {
 pub struct RoutableWorker {
     /// `namespace/name`.
     pub worker_id: String,
-    /// The revision the node must run.
-    pub revision: String,
+    /// The revisions its requests run.
+    pub split: Split,
     /// When the Worker was created; older Workers win route conflicts.
     pub created: Option<Timestamp>,
     /// `(host, pathPrefix)` pairs from the spec.
@@ -66,7 +67,7 @@ impl RoutableWorker {
         let namespace = worker.metadata.namespace.as_deref()?;
         let name = worker.metadata.name.as_deref()?;
         let status = worker.status.as_ref()?;
-        let revision = status.revision.as_deref().filter(|r| !r.is_empty())?;
+        let split = Split::from_worker(worker)?;
         let ready = status.conditions.iter().any(|c| {
             c.type_ == ConditionType::Ready.as_str() && c.status == ConditionStatus::True.as_str()
         });
@@ -75,7 +76,7 @@ impl RoutableWorker {
         }
         Some(Self {
             worker_id: format!("{namespace}/{name}"),
-            revision: revision.to_owned(),
+            split,
             created: worker.metadata.creation_timestamp.as_ref().map(|t| t.0),
             routes: worker
                 .spec
@@ -182,7 +183,7 @@ impl RouteTable {
             let backend = Arc::new(Backend {
                 slot: slot(&worker.worker_id),
                 worker_id: worker.worker_id,
-                revision: worker.revision,
+                split: worker.split,
             });
             let namespace = namespace_of(&backend.worker_id);
             for (host, prefix) in worker.routes {
@@ -242,6 +243,11 @@ impl RouteTable {
         &self.backends
     }
 
+    /// The backend of `worker_id`, if it is routable.
+    pub fn backend(&self, worker_id: &str) -> Option<&Arc<Backend>> {
+        self.backends.iter().find(|b| b.worker_id == worker_id)
+    }
+
     /// How many routable Workers the table holds.
     pub fn len(&self) -> usize {
         self.backends.len()
@@ -286,7 +292,7 @@ mod tests {
     fn worker(id: &str, created: i64, routes: &[(&str, &str)]) -> RoutableWorker {
         RoutableWorker {
             worker_id: id.to_owned(),
-            revision: format!("rev-{id}"),
+            split: Split::single(format!("rev-{id}")),
             created: Some(Timestamp::from_second(created).unwrap()),
             routes: routes
                 .iter()
@@ -448,7 +454,7 @@ mod tests {
         });
         let r = RoutableWorker::from_worker(&w).unwrap();
         assert_eq!(r.worker_id, "ns/hello");
-        assert_eq!(r.revision, "r1");
+        assert_eq!(r.split.serving().collect::<Vec<_>>(), ["r1"]);
         assert_eq!(r.routes, vec![("a.test".to_owned(), "/x".to_owned())]);
         // Being deleted: it claims nothing.
         w.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));

@@ -1,6 +1,9 @@
-//! The bundles a node can run: an in-memory index of worker id → its newest
-//! few revisions, fed by a watch on the labelled Secrets of the node's
-//! namespace (`bundles/watch.rs`).
+//! The bundles a node can run: an in-memory index of worker id → its
+//! revisions, fed by a watch on the labelled Secrets of the node's namespace
+//! (`bundles/watch.rs`). The operator writes one Secret per revision it keeps
+//! (a traffic split runs several at once); every one is held until its
+//! Secret goes, plus the newest few revisions a Secret held before being
+//! rewritten in place.
 //!
 //! Reads are lock-free: the index is an immutable snapshot behind an
 //! `ArcSwap`, replaced whole on every change (changes are rare; requests are
@@ -31,7 +34,18 @@ struct Snapshot {
 /// One worker's revisions, newest first.
 #[derive(Debug, Clone, Default)]
 struct Revisions {
-    newest_first: VecDeque<Arc<WorkerBundle>>,
+    newest_first: VecDeque<Held>,
+}
+
+/// A revision and the Secret it came from.
+#[derive(Debug, Clone)]
+struct Held {
+    bundle: Arc<WorkerBundle>,
+    secret: String,
+    /// The Secret still holds this revision. A Secret rewritten in place
+    /// with another revision leaves the old one superseded: kept (a few) so
+    /// requests routed to it meanwhile still run.
+    current: bool,
 }
 
 /// A worker revision the index holds, for `Stats`.
@@ -56,7 +70,8 @@ pub struct BundleIndex {
 // === impl BundleIndex ===
 
 impl BundleIndex {
-    /// An empty index keeping the newest `keep` revisions of each worker.
+    /// An empty index keeping, for a Secret rewritten in place, its newest
+    /// `keep` revisions.
     pub fn new(keep: usize) -> Self {
         Self {
             snapshot: ArcSwap::from_pointee(Snapshot::default()),
@@ -67,14 +82,14 @@ impl BundleIndex {
         }
     }
 
-    /// Adds (or re-adds) a revision as the worker's newest, as if from a
-    /// Secret called `secret`.
+    /// Adds (or re-adds) a revision as the worker's newest, from the Secret
+    /// called `secret` (a revision it held before is superseded).
     pub fn insert(&self, secret: &str, bundle: WorkerBundle) {
         self.update(|snapshot| snapshot.insert(secret, Arc::new(bundle), self.keep));
     }
 
-    /// Forgets the worker whose bundle Secret was `secret`. Requests already
-    /// running keep their `Arc` and finish.
+    /// Forgets the revisions of the Secret `secret` (and the worker, when it
+    /// has none left). Requests already running keep their `Arc` and finish.
     pub fn remove_secret(&self, secret: &str) {
         self.update(|snapshot| snapshot.remove_secret(secret));
     }
@@ -84,10 +99,20 @@ impl BundleIndex {
         self.update(|snapshot| {
             let mut fresh = Snapshot::default();
             for (secret, bundle) in bundles {
-                // Keep older revisions still held, so a relist during a
-                // rollout does not fail requests for the previous one.
-                if let Some(old) = snapshot.workers.get(&bundle.id) {
-                    fresh.workers.insert(bundle.id.clone(), old.clone());
+                // Keep the revisions held before, superseded, so a relist
+                // during a rollout does not fail requests for the previous one.
+                if !fresh.workers.contains_key(&bundle.id)
+                    && let Some(old) = snapshot.workers.get(&bundle.id)
+                {
+                    let mut old = old.clone();
+                    for held in &mut old.newest_first {
+                        held.current = false;
+                        fresh
+                            .secrets
+                            .entry(held.secret.clone())
+                            .or_insert_with(|| bundle.id.clone());
+                    }
+                    fresh.workers.insert(bundle.id.clone(), old);
                 }
                 fresh.insert(&secret, Arc::new(bundle), self.keep);
             }
@@ -114,13 +139,18 @@ impl BundleIndex {
         let snapshot = self.snapshot.load();
         let revisions = snapshot.workers.get(worker_id)?;
         if revision.is_empty() {
-            return revisions.newest_first.front().cloned();
+            return revisions
+                .newest_first
+                .iter()
+                .find(|held| held.current)
+                .or(revisions.newest_first.front())
+                .map(|held| held.bundle.clone());
         }
         revisions
             .newest_first
             .iter()
-            .find(|b| b.revision == revision)
-            .cloned()
+            .find(|held| held.bundle.revision == revision)
+            .map(|held| held.bundle.clone())
     }
 
     /// [`get`](Self::get), waiting up to `wait` for the watch to deliver it.
@@ -172,9 +202,9 @@ impl BundleIndex {
             .workers
             .iter()
             .flat_map(|(worker_id, revisions)| {
-                revisions.newest_first.iter().map(|b| Loaded {
+                revisions.newest_first.iter().map(|held| Loaded {
                     worker_id: worker_id.clone(),
-                    revision: b.revision.clone(),
+                    revision: held.bundle.revision.clone(),
                 })
             })
             .collect();
@@ -208,25 +238,49 @@ impl BundleIndex {
 
 impl Snapshot {
     fn insert(&mut self, secret: &str, bundle: Arc<WorkerBundle>, keep: usize) {
-        // A Secret renamed onto another worker id: forget the old one.
+        // A Secret renamed onto another worker id: forget what it held there.
         if let Some(previous) = self.secrets.get(secret)
             && *previous != bundle.id
         {
             let previous = previous.clone();
-            self.workers.remove(&previous);
+            self.forget(&previous, secret);
         }
         self.secrets.insert(secret.to_owned(), bundle.id.clone());
         let revisions = self.workers.entry(bundle.id.clone()).or_default();
-        revisions
-            .newest_first
-            .retain(|b| b.revision != bundle.revision);
-        revisions.newest_first.push_front(bundle);
-        revisions.newest_first.truncate(keep);
+        let held = &mut revisions.newest_first;
+        for older in held.iter_mut().filter(|h| h.secret == secret) {
+            older.current = false;
+        }
+        held.retain(|h| h.bundle.revision != bundle.revision);
+        held.push_front(Held {
+            bundle,
+            secret: secret.to_owned(),
+            current: true,
+        });
+        // Superseded revisions: the newest `keep - 1` of them stay.
+        let mut superseded = 0;
+        held.retain(|h| {
+            if h.current {
+                return true;
+            }
+            superseded += 1;
+            superseded < keep
+        });
     }
 
     fn remove_secret(&mut self, secret: &str) {
         if let Some(worker_id) = self.secrets.remove(secret) {
-            self.workers.remove(&worker_id);
+            self.forget(&worker_id, secret);
+        }
+    }
+
+    /// Drops the revisions `worker_id` got from `secret`.
+    fn forget(&mut self, worker_id: &str, secret: &str) {
+        if let Some(revisions) = self.workers.get_mut(worker_id) {
+            revisions.newest_first.retain(|h| h.secret != secret);
+            if revisions.newest_first.is_empty() {
+                self.workers.remove(worker_id);
+            }
         }
     }
 }
@@ -273,6 +327,7 @@ mod tests {
         assert_eq!(index.counts(), (2, 3));
         index.remove_secret("s1");
         assert!(index.get("a/w", "").is_none());
+        assert!(index.get("a/w", "r3").is_none());
         assert_eq!(
             index.loaded(),
             vec![Loaded {
@@ -280,6 +335,27 @@ mod tests {
                 revision: "q1".into()
             }]
         );
+    }
+
+    #[test]
+    fn revisions_from_their_own_secrets_are_all_held_until_their_secret_goes() {
+        let index = BundleIndex::new(1);
+        for (secret, revision) in [("w-r1", "r1"), ("w-r2", "r2"), ("w-r3", "r3")] {
+            index.insert(secret, bundle("a/w", revision));
+        }
+        // `keep` bounds only revisions superseded in place: all three stay.
+        for revision in ["r1", "r2", "r3"] {
+            assert!(index.get("a/w", revision).is_some(), "{revision}");
+        }
+        assert_eq!(index.get("a/w", "").unwrap().revision, "r3");
+        index.remove_secret("w-r2");
+        assert!(index.get("a/w", "r2").is_none());
+        assert!(index.get("a/w", "r1").is_some());
+        assert!(index.get("a/w", "r3").is_some());
+        index.remove_secret("w-r3");
+        assert_eq!(index.get("a/w", "").unwrap().revision, "r1");
+        index.remove_secret("w-r1");
+        assert_eq!(index.counts(), (0, 0));
     }
 
     #[test]

@@ -54,6 +54,8 @@ struct ThreadMetrics {
     label: String,
     cache_hit: IntCounter,
     cache_miss: IntCounter,
+    prewarm_warm: IntCounter,
+    prewarm_compiled: IntCounter,
     created_spare: IntCounter,
     created_new: IntCounter,
     creation_seconds: Histogram,
@@ -113,6 +115,12 @@ impl NodeMetrics {
             r,
             "isolane_node_isolate_cache_lookups_total",
             "Isolate cache lookups by result (hit or miss).",
+            &["thread", "result"],
+        )?;
+        let prewarms = counter(
+            r,
+            "isolane_node_prewarms_total",
+            "Prewarms a router sent before shifting traffic to a revision, by result: the revision was warm already (warm) or was compiled (compiled).",
             &["thread", "result"],
         )?;
         let creations = counter(
@@ -242,6 +250,8 @@ impl NodeMetrics {
                 ThreadMetrics {
                     cache_hit: cache.with_label_values(&[l, "hit"]),
                     cache_miss: cache.with_label_values(&[l, "miss"]),
+                    prewarm_warm: prewarms.with_label_values(&[l, "warm"]),
+                    prewarm_compiled: prewarms.with_label_values(&[l, "compiled"]),
                     created_spare: creations.with_label_values(&[l, "spare"]),
                     created_new: creations.with_label_values(&[l, "new"]),
                     creation_seconds: creation_seconds.with_label_values(&[l]),
@@ -359,6 +369,14 @@ impl EngineObserver for NodeMetrics {
         match self.threads.get(thread) {
             Some(t) if hit => t.cache_hit.inc(),
             Some(t) => t.cache_miss.inc(),
+            None => {}
+        }
+    }
+
+    fn isolate_prewarmed(&self, thread: usize, warm: bool) {
+        match self.threads.get(thread) {
+            Some(t) if warm => t.prewarm_warm.inc(),
+            Some(t) => t.prewarm_compiled.inc(),
             None => {}
         }
     }

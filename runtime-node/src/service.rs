@@ -291,6 +291,9 @@ fn http_request(
                 scheduled_time_ms: tick.scheduled_time_ms,
             });
     }
+    if head.prewarm {
+        request.extensions_mut().insert(isolane_engine::Prewarm);
+    }
     if bodyless {
         Ok((request, Some(inbound)))
     } else {

@@ -30,6 +30,7 @@ mod observer;
 mod outcome;
 mod platform;
 mod pool;
+mod prewarm;
 mod quarantine;
 mod rejection;
 mod scheduled;
@@ -46,6 +47,7 @@ pub use egress::{EgressConfig, EgressRefused, Refusal, TlsConfigError};
 pub use engine::Engine;
 pub use observer::{EngineObserver, EvictionReason, NoopObserver, TerminationReason};
 pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};
+pub use prewarm::Prewarm;
 pub use scheduled::ScheduledEvent;
 pub use snapshot::runtime_files;
 

@@ -12,7 +12,8 @@ pub enum EvictionReason {
     Capacity,
     /// The thread's warm isolates exceeded `heap_budget_bytes`.
     Memory,
-    /// A request arrived for a newer revision of the same worker.
+    /// Another revision of the same worker needed room: a thread keeps a
+    /// few revisions of a worker warm, the least recently used goes.
     RevisionReplaced,
     /// A limit terminated execution in it (or it was condemned otherwise).
     Terminated,
@@ -59,6 +60,10 @@ pub trait EngineObserver: Send + Sync {
     /// `from_spare` when a pre-created blank isolate was used.
     fn isolate_created(&self, _thread: usize, _duration: Duration, _from_spare: bool) {}
     fn isolate_evicted(&self, _thread: usize, _reason: EvictionReason) {}
+    /// A prewarm ([`crate::Prewarm`]) found the revision warm already
+    /// (`warm`) or compiled it. Not counted as a cache lookup: those are
+    /// requests'.
+    fn isolate_prewarmed(&self, _thread: usize, _warm: bool) {}
     /// Gauges of one thread, after each change.
     fn thread_isolates(&self, _thread: usize, _live_isolates: usize, _heap_bytes: usize) {}
     fn request_finished(

@@ -1,5 +1,6 @@
 //! The isolate pool of one engine thread: an LRU of warm isolates keyed by
-//! worker id (one revision each), bounded by count and by heap bytes, plus a
+//! worker id and revision (a few revisions per worker, so a traffic split or
+//! a rollback finds each warm), bounded by count and by heap bytes, plus a
 //! few blank spares.
 //!
 //! Thread-local (`Rc`), so the request path takes no lock. The pool only
@@ -18,6 +19,12 @@ use crate::observer::EvictionReason;
 /// request's engine-side cost when read after every request).
 const HEAP_SAMPLE_EVERY: u32 = 16;
 
+/// How many revisions of one worker a thread keeps warm at once. A traffic
+/// split sends a worker's requests to two or three revisions, and a rollback
+/// returns to one that served a moment ago; a fourth evicts the one used
+/// least recently (`revision_replaced`).
+pub(crate) const REVISIONS_PER_WORKER: usize = 3;
+
 struct Entry {
     revision: String,
     isolate: Rc<WorkerIsolate>,
@@ -30,10 +37,16 @@ struct Entry {
 /// An isolate that left the pool, and why.
 pub(crate) type Evicted = (String, EvictionReason);
 
+/// A warm isolate's place: worker id and revision.
+type Slot = (String, String);
+
 pub(crate) struct Pool {
     capacity: usize,
     heap_budget: usize,
-    entries: HashMap<String, Entry>,
+    /// Worker id → its warm revisions (one, or a few during a split).
+    entries: HashMap<String, Vec<Entry>>,
+    /// Warm isolates in `entries`.
+    len: usize,
     tick: u64,
     spares: Vec<(Rc<WorkerIsolate>, usize)>,
 }
@@ -44,59 +57,75 @@ impl Pool {
             capacity: capacity.max(1),
             heap_budget,
             entries: HashMap::new(),
+            len: 0,
             tick: 0,
             spares: Vec::new(),
         }
     }
 
-    /// The warm isolate for this worker revision, if any. An older revision,
-    /// or a condemned isolate, is evicted on the way.
+    /// The warm isolate for this worker revision, if any. A condemned
+    /// isolate is evicted on the way.
     pub(crate) fn lookup(
         &mut self,
         bundle: &WorkerBundle,
         evicted: &mut Vec<Evicted>,
     ) -> Option<Rc<WorkerIsolate>> {
         self.tick += 1;
-        let entry = self.entries.get_mut(&bundle.id)?;
-        let reason = if entry.revision != bundle.revision {
-            EvictionReason::RevisionReplaced
-        } else if entry.isolate.condemned().is_some() {
-            EvictionReason::Terminated
-        } else {
+        let revisions = self.entries.get_mut(&bundle.id)?;
+        let at = revisions
+            .iter()
+            .position(|e| e.revision == bundle.revision)?;
+        let entry = &mut revisions[at];
+        if entry.isolate.condemned().is_none() {
             entry.last_used = self.tick;
             return Some(entry.isolate.clone());
-        };
-        self.entries.remove(&bundle.id);
-        evicted.push((bundle.id.clone(), reason));
+        }
+        self.remove(&bundle.id, &bundle.revision);
+        evicted.push((bundle.id.clone(), EvictionReason::Terminated));
         None
     }
 
-    /// Adds a freshly loaded isolate, evicting the least recently used when full.
+    /// Adds a freshly loaded isolate, evicting the least recently used when
+    /// full, and the worker's least recently used revision when it has
+    /// [`REVISIONS_PER_WORKER`] warm already.
     pub(crate) fn insert(
         &mut self,
         bundle: &WorkerBundle,
         isolate: Rc<WorkerIsolate>,
         evicted: &mut Vec<Evicted>,
     ) {
-        while self.entries.len() >= self.capacity {
-            let Some(victim) = self.lru(None) else {
+        // A revision loaded twice (two requests raced to load it) keeps the newest.
+        self.remove(&bundle.id, &bundle.revision);
+        let oldest_revision = self.entries.get(&bundle.id).and_then(|revisions| {
+            (revisions.len() >= REVISIONS_PER_WORKER)
+                .then(|| revisions.iter().min_by_key(|e| e.last_used))
+                .flatten()
+                .map(|e| e.revision.clone())
+        });
+        if let Some(revision) = oldest_revision {
+            self.remove(&bundle.id, &revision);
+            evicted.push((bundle.id.clone(), EvictionReason::RevisionReplaced));
+        }
+        while self.len >= self.capacity {
+            let Some((id, revision)) = self.lru(None) else {
                 break;
             };
-            self.entries.remove(&victim);
-            evicted.push((victim, EvictionReason::Capacity));
+            self.remove(&id, &revision);
+            evicted.push((id, EvictionReason::Capacity));
         }
         let heap_bytes = isolate.memory_used();
         self.tick += 1;
-        self.entries.insert(
-            bundle.id.clone(),
-            Entry {
+        self.entries
+            .entry(bundle.id.clone())
+            .or_default()
+            .push(Entry {
                 revision: bundle.revision.clone(),
                 isolate,
                 last_used: self.tick,
                 heap_bytes,
                 releases: 0,
-            },
-        );
+            });
+        self.len += 1;
     }
 
     /// After a request: drops a condemned isolate, refreshes its heap size
@@ -108,14 +137,18 @@ impl Pool {
         isolate: &Rc<WorkerIsolate>,
         evicted: &mut Vec<Evicted>,
     ) {
-        let Some(entry) = self.entries.get_mut(&bundle.id) else {
+        let Some(entry) = self
+            .entries
+            .get_mut(&bundle.id)
+            .and_then(|revisions| revisions.iter_mut().find(|e| e.revision == bundle.revision))
+        else {
             return;
         };
         if !Rc::ptr_eq(&entry.isolate, isolate) {
             return;
         }
         if isolate.condemned().is_some() {
-            self.entries.remove(&bundle.id);
+            self.remove(&bundle.id, &bundle.revision);
             evicted.push((bundle.id.clone(), EvictionReason::Terminated));
             return;
         }
@@ -127,20 +160,33 @@ impl Pool {
         }
         entry.heap_bytes = isolate.memory_used();
         while self.heap_bytes() > self.heap_budget {
-            let Some(victim) = self.lru(Some(&bundle.id)) else {
+            let Some((id, revision)) = self.lru(Some((&bundle.id, &bundle.revision))) else {
                 break;
             };
-            self.entries.remove(&victim);
-            evicted.push((victim, EvictionReason::Memory));
+            self.remove(&id, &revision);
+            evicted.push((id, EvictionReason::Memory));
         }
     }
 
-    fn lru(&self, except: Option<&str>) -> Option<String> {
+    fn remove(&mut self, id: &str, revision: &str) {
+        let Some(revisions) = self.entries.get_mut(id) else {
+            return;
+        };
+        let before = revisions.len();
+        revisions.retain(|e| e.revision != revision);
+        self.len -= before - revisions.len();
+        if revisions.is_empty() {
+            self.entries.remove(id);
+        }
+    }
+
+    fn lru(&self, except: Option<(&str, &str)>) -> Option<Slot> {
         self.entries
             .iter()
-            .filter(|(id, _)| Some(id.as_str()) != except)
+            .flat_map(|(id, revisions)| revisions.iter().map(move |e| (id, e)))
+            .filter(|(id, e)| except != Some((id.as_str(), e.revision.as_str())))
             .min_by_key(|(_, e)| e.last_used)
-            .map(|(id, _)| id.clone())
+            .map(|(id, e)| (id.clone(), e.revision.clone()))
     }
 
     /// A blank isolate for a worker whose heap limit is `heap_limit`, if one
@@ -166,18 +212,23 @@ impl Pool {
 
     /// Live isolates (warm + spare) and the heap bytes they last reported.
     pub(crate) fn stats(&self) -> (usize, usize) {
-        let live = self.entries.len() + self.spares.len();
+        let live = self.len + self.spares.len();
         let heap = self.heap_bytes() + self.spares.iter().map(|(_, h)| h).sum::<usize>();
         (live, heap)
     }
 
     fn heap_bytes(&self) -> usize {
-        self.entries.values().map(|e| e.heap_bytes).sum()
+        self.entries.values().flatten().map(|e| e.heap_bytes).sum()
     }
 
     /// Empties the pool (shutdown); the caller drops the isolates.
     pub(crate) fn drain(&mut self) -> Vec<Rc<WorkerIsolate>> {
-        let mut all: Vec<_> = self.entries.drain().map(|(_, e)| e.isolate).collect();
+        self.len = 0;
+        let mut all: Vec<_> = self
+            .entries
+            .drain()
+            .flat_map(|(_, revisions)| revisions.into_iter().map(|e| e.isolate))
+            .collect();
         all.extend(self.spares.drain(..).map(|(s, _)| s));
         all
     }

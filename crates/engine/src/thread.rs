@@ -412,6 +412,33 @@ fn report_evictions(state: &ThreadState, evicted: Vec<Evicted>) {
     }
 }
 
+/// A prewarm (`crate::Prewarm`): the revision loaded into the pool, warm
+/// already or compiled now, and a bodiless 204. In the legacy mode (a new
+/// isolate per request) there is nothing to keep warm.
+fn prewarm(
+    state: &ThreadState,
+    bundle: &Arc<WorkerBundle>,
+) -> Result<http::Response<Body>, ExecuteError> {
+    let ctx = &state.ctx;
+    if ctx.config.pool_mode != PoolMode::Legacy {
+        let mut evicted = Vec::new();
+        let warm = state
+            .pool
+            .borrow_mut()
+            .lookup(bundle, &mut evicted)
+            .is_some();
+        report_evictions(state, evicted);
+        if !warm {
+            load(state, bundle)?;
+            report_gauges(state);
+        }
+        ctx.observer.isolate_prewarmed(ctx.index, warm);
+    }
+    let mut response = http::Response::new(Body::empty());
+    *response.status_mut() = http::StatusCode::NO_CONTENT;
+    Ok(response)
+}
+
 /// The worker's isolate: warm from the pool, or a spare (or new one) loaded now.
 fn acquire(
     state: &ThreadState,
@@ -428,6 +455,16 @@ fn acquire(
             return Ok(isolate);
         }
     }
+    load(state, bundle)
+}
+
+/// A spare (or new) isolate with `bundle`'s worker loaded, put in the pool.
+fn load(
+    state: &ThreadState,
+    bundle: &Arc<WorkerBundle>,
+) -> Result<Rc<WorkerIsolate>, ExecuteError> {
+    let ctx = &state.ctx;
+    let pooled = ctx.config.pool_mode != PoolMode::Legacy;
     let started = Instant::now();
     let heap_limit = bundle.limits.heap_bytes();
     let spare = if pooled {
@@ -512,6 +549,14 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
             Duration::ZERO,
         );
         let _ = reply.send(Err(error));
+        return;
+    }
+    if parts.extensions.get::<crate::Prewarm>().is_some() {
+        let result = prewarm(&state, &bundle);
+        if let Err(error) = &result {
+            tracing::warn!(worker.id = %bundle.id, revision = %bundle.revision, thread = ctx.index, request.id = %request_id, %error, "prewarm failed");
+        }
+        let _ = reply.send(result);
         return;
     }
     let isolate = match acquire(&state, &bundle) {

@@ -75,6 +75,12 @@ pub struct RequestHead {
     /// is a bodiless 200 with OUTCOME_OK when the handler succeeded.
     #[prost(message, optional, tag = "10")]
     pub scheduled: ::core::option::Option<ScheduledTick>,
+    /// Set for a prewarm: the node loads the worker's revision on the thread
+    /// (compiling it if it is not warm there) and answers a bodiless 204
+    /// without running any handler. The router sends one before it shifts
+    /// traffic to a revision.
+    #[prost(bool, tag = "11")]
+    pub prewarm: bool,
 }
 /// One tick of one of a Worker's cron schedules.
 #[allow(clippy::all)]

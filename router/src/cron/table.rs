@@ -10,7 +10,7 @@ use crate::routes::RoutableWorker;
 pub struct CronWorker {
     /// `namespace/name`.
     pub worker_id: String,
-    /// The revision a tick runs.
+    /// The revision a tick runs: the one with the largest share of traffic.
     pub revision: String,
     /// The host its ticks are addressed to (its first route's, for logs).
     pub host: String,
@@ -50,7 +50,7 @@ impl CronTable {
                     .unwrap_or_else(|| "scheduled.invalid".to_owned());
                 (!schedules.is_empty()).then(|| CronWorker {
                     worker_id: w.worker_id.clone(),
-                    revision: w.revision.clone(),
+                    revision: w.split.main_revision().to_owned(),
                     host,
                     schedules,
                 })

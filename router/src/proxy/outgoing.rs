@@ -289,6 +289,7 @@ pub fn request_head(parts: &Parts, context: &HeadContext<'_>) -> RequestHead {
         deadline_ms: 0,
         body_length,
         scheduled: None,
+        prewarm: false,
     }
 }
 

@@ -51,6 +51,7 @@ pub fn response_headers(headers: &[Header]) -> HeaderMap {
 pub struct Completion {
     metrics: Arc<RouterMetrics>,
     backend: Arc<Backend>,
+    revision: String,
     node: String,
     status: StatusCode,
     started: Instant,
@@ -61,6 +62,7 @@ impl Completion {
     pub fn new(
         metrics: Arc<RouterMetrics>,
         backend: Arc<Backend>,
+        revision: String,
         node: String,
         status: StatusCode,
         started: Instant,
@@ -68,6 +70,7 @@ impl Completion {
         Self {
             metrics,
             backend,
+            revision,
             node,
             status,
             started,
@@ -78,7 +81,7 @@ impl Completion {
 impl Drop for Completion {
     fn drop(&mut self) {
         self.metrics.observe(
-            Some(&self.backend),
+            Some((&self.backend, &self.revision)),
             &self.node,
             self.status,
             self.started.elapsed(),
@@ -102,7 +105,7 @@ pub struct UpstreamBody {
     done: bool,
     metrics: Arc<RouterMetrics>,
     _in_flight: InFlight,
-    _completion: Completion,
+    _completion: Option<Completion>,
 }
 
 impl std::fmt::Debug for UpstreamBody {
@@ -157,7 +160,7 @@ impl UpstreamBody {
         body_length: Option<u64>,
         metrics: Arc<RouterMetrics>,
         in_flight: InFlight,
-        completion: Completion,
+        completion: Option<Completion>,
     ) -> Self {
         Self {
             stream,

@@ -128,7 +128,7 @@ async fn routes_a_ready_worker_to_a_leased_node_from_the_apiserver() {
         proxy
             .routes()
             .lookup(HOST, "/")
-            .is_some_and(|b| b.revision == "rev-2")
+            .is_some_and(|b| b.split.serving().eq(["rev-2"]))
     })
     .await;
     workers

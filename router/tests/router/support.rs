@@ -22,7 +22,7 @@ pub fn proxy(config: ProxyConfig, max_worker_series: usize) -> (Proxy, Registry)
 pub fn worker(id: &str, revision: &str, host: &str, prefix: &str) -> RoutableWorker {
     RoutableWorker {
         worker_id: id.to_owned(),
-        revision: revision.to_owned(),
+        split: isolane_router::split::Split::single(revision),
         created: None,
         routes: vec![(host.to_owned(), prefix.to_owned())],
         triggers: None,

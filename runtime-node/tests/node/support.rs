@@ -171,6 +171,7 @@ pub fn head(method: &str, worker_id: &str, revision: &str, thread: u32) -> Reque
         deadline_ms: 0,
         body_length: None,
         scheduled: None,
+        prewarm: false,
     }
 }
 

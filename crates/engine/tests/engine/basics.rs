@@ -1,5 +1,6 @@
 //! Module and service-worker forms, warm globals, env, tenant isolation, errors.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use isolane_engine::{ExecuteError, Limits, PoolMode};
@@ -138,24 +139,115 @@ async fn code_generation_from_strings_is_disabled() {
     assert_eq!(run(&engine, 0, &eval, "/").await.1, "EvalError");
 }
 
+/// The revisions `v1`…`vN` of one worker, each answering its name.
+fn revisions(n: usize) -> Vec<Arc<isolane_engine::WorkerBundle>> {
+    (1..=n)
+        .map(|i| {
+            bundle(
+                "t/rev",
+                &format!("export default {{ fetch() {{ return new Response('v{i}'); }} }};"),
+            )
+        })
+        .collect()
+}
+
 #[tokio::test]
-async fn a_new_revision_replaces_the_isolate() {
+async fn a_split_between_revisions_keeps_each_warm_and_a_fourth_evicts_the_oldest() {
     let (engine, recorder) = engine(1, PoolMode::Pinned);
-    let v1 = bundle(
-        "t/rev",
-        "export default { fetch() { return new Response('v1'); } };",
-    );
-    let v2 = bundle(
-        "t/rev",
-        "export default { fetch() { return new Response('v2'); } };",
-    );
-    assert_eq!(run(&engine, 0, &v1, "/").await.1, "v1");
-    assert_eq!(run(&engine, 0, &v2, "/").await.1, "v2");
-    let evictions = recorder.evictions.lock().unwrap().clone();
+    let v = revisions(4);
+    // A 50/50 split, then a rollback to v1: every request after the first
+    // two finds its revision warm.
+    for _ in 0..3 {
+        assert_eq!(run(&engine, 0, &v[0], "/").await.1, "v1");
+        assert_eq!(run(&engine, 0, &v[1], "/").await.1, "v2");
+    }
+    assert_eq!(recorder.misses.load(Ordering::Relaxed), 2);
+    assert_eq!(recorder.hits.load(Ordering::Relaxed), 4);
+    assert!(recorder.evictions.lock().unwrap().is_empty());
+    // v3 and v4: the worker's least recently used revision (v1) makes room.
+    assert_eq!(run(&engine, 0, &v[2], "/").await.1, "v3");
+    assert!(recorder.evictions.lock().unwrap().is_empty());
+    assert_eq!(run(&engine, 0, &v[3], "/").await.1, "v4");
     assert_eq!(
-        evictions,
+        recorder.evictions.lock().unwrap().clone(),
         vec![isolane_engine::EvictionReason::RevisionReplaced]
     );
+    let misses = recorder.misses.load(Ordering::Relaxed);
+    assert_eq!(run(&engine, 0, &v[1], "/").await.1, "v2");
+    assert_eq!(
+        recorder.misses.load(Ordering::Relaxed),
+        misses,
+        "v2 stayed warm"
+    );
+    assert_eq!(run(&engine, 0, &v[0], "/").await.1, "v1");
+    assert_eq!(
+        recorder.misses.load(Ordering::Relaxed),
+        misses + 1,
+        "v1 was evicted"
+    );
+}
+
+fn prewarm(path: &str) -> http::Request<isolane_engine::Body> {
+    let mut request = get(path);
+    request.extensions_mut().insert(isolane_engine::Prewarm);
+    request
+}
+
+#[tokio::test]
+async fn a_prewarm_compiles_the_revision_so_its_first_request_is_warm() {
+    let (engine, recorder) = engine(1, PoolMode::Pinned);
+    let counted = bundle(
+        "t/prewarm",
+        "let loads = 0; loads++; export default { fetch() { return new Response(`loads=${loads}`); } };",
+    );
+    let response = engine
+        .execute(0, counted.clone(), prewarm("/"))
+        .await
+        .expect("prewarm");
+    assert_eq!(response.status(), 204);
+    assert_eq!(recorder.prewarmed_compiled.load(Ordering::Relaxed), 1);
+    // No handler ran, and no request lookup was counted.
+    assert!(recorder.outcomes.lock().unwrap().is_empty());
+    assert_eq!(recorder.misses.load(Ordering::Relaxed), 0);
+    assert_eq!(run(&engine, 0, &counted, "/").await.1, "loads=1");
+    assert_eq!(
+        recorder.misses.load(Ordering::Relaxed),
+        0,
+        "the request was warm"
+    );
+    assert_eq!(recorder.hits.load(Ordering::Relaxed), 1);
+    // A second prewarm finds it warm and loads nothing.
+    let response = engine
+        .execute(0, counted.clone(), prewarm("/"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 204);
+    assert_eq!(recorder.prewarmed_warm.load(Ordering::Relaxed), 1);
+    assert_eq!(run(&engine, 0, &counted, "/").await.1, "loads=1");
+}
+
+#[tokio::test]
+async fn a_prewarm_of_a_broken_or_hostile_revision_fails_and_the_neighbour_is_untouched() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let neighbour = bundle("t/neighbour", HELLO);
+    assert_eq!(run(&engine, 0, &neighbour, "/").await.1, "hello");
+    let broken = bundle("t/broken", "export default { fetch( };");
+    let error = engine.execute(0, broken, prewarm("/")).await.unwrap_err();
+    assert!(matches!(error, ExecuteError::Script { .. }), "{error:?}");
+    // Top-level code that never ends is stopped by the CPU limit.
+    let spinning = bundle(
+        "t/spin",
+        "while (true) {} export default { fetch() { return new Response('x'); } };",
+    );
+    let error = engine.execute(0, spinning, prewarm("/")).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ExecuteError::CpuLimit { .. } | ExecuteError::Script { .. }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(run(&engine, 0, &neighbour, "/").await.1, "hello");
 }
 
 #[tokio::test]

@@ -96,6 +96,9 @@ pub struct Recorder {
     pub created_on: Mutex<Vec<usize>>,
     pub from_spare: AtomicUsize,
     pub evictions: Mutex<Vec<EvictionReason>>,
+    /// Prewarms that found the revision warm / compiled it.
+    pub prewarmed_warm: AtomicUsize,
+    pub prewarmed_compiled: AtomicUsize,
     pub terminations: Mutex<Vec<TerminationReason>>,
     pub outcomes: Mutex<Vec<Outcome>>,
     pub cpu: Mutex<Vec<Duration>>,
@@ -111,6 +114,14 @@ impl EngineObserver for Recorder {
         if from_spare {
             self.from_spare.fetch_add(1, Ordering::Relaxed);
         }
+    }
+    fn isolate_prewarmed(&self, _thread: usize, warm: bool) {
+        if warm {
+            &self.prewarmed_warm
+        } else {
+            &self.prewarmed_compiled
+        }
+        .fetch_add(1, Ordering::Relaxed);
     }
     fn isolate_evicted(&self, _thread: usize, reason: EvictionReason) {
         self.evictions.lock().unwrap().push(reason);
