@@ -40,8 +40,9 @@ async fn holder(client: &Client) -> Option<String> {
         .holder_identity
 }
 
-/// Every Worker in `NS` is Ready at its current generation and its bundle is
-/// at the revision its status reports; no bundle without a Worker.
+/// Every Worker in `NS` is Ready at its current generation and its newest
+/// bundle is at the revision its status reports; no bundle without a Worker
+/// (a Worker may keep older revisions' bundles too).
 async fn converged(client: &Client) -> Option<usize> {
     let workers: Api<Worker> = Api::namespaced(client.clone(), NS);
     let list = workers.list(&ListParams::default()).await.ok()?;
@@ -60,7 +61,24 @@ async fn converged(client: &Client) -> Option<usize> {
         .list(&ListParams::default().labels("isolane.dev/bundle=true"))
         .await
         .ok()?;
-    (bundles.items.len() == list.items.len()).then_some(list.items.len())
+    let owners: std::collections::BTreeSet<String> = bundles
+        .items
+        .iter()
+        .filter_map(|secret| {
+            secret
+                .metadata
+                .annotations
+                .as_ref()?
+                .get("isolane.dev/worker-id")
+                .cloned()
+        })
+        .collect();
+    let workers: std::collections::BTreeSet<String> = list
+        .items
+        .iter()
+        .filter_map(|worker| Some(format!("{NS}/{}", worker.metadata.name.as_deref()?)))
+        .collect();
+    (owners == workers).then_some(list.items.len())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

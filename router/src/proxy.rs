@@ -61,7 +61,7 @@ use crate::losses::{NodeLosses, Verdict};
 use crate::metrics::{NO_NODE, RouterMetrics};
 use crate::prewarm::{Gate, PrewarmRequest, Target};
 use crate::routes::{Backend, RoutableWorker, RouteTable, normalize_host};
-use crate::split::Split;
+use crate::split::{Revision, Split};
 use isolane_hosts::Reservation;
 use outgoing::{HeadContext, request_head, valid_request_id};
 use response::{Completion, response_headers};
@@ -313,7 +313,7 @@ impl Proxy {
         let call = Call {
             proxy: self.clone(),
             backend,
-            revision: revision.to_owned(),
+            revision: Revision::from(revision),
             request_id: next_request_id(),
             add_request_id: false,
             host: "prewarm.invalid".to_owned(),
@@ -453,7 +453,7 @@ impl Proxy {
         };
         drop(routes);
         let revision = match backend.split.choose(&backend.worker_id, request.headers()) {
-            Ok(revision) => revision.to_owned(),
+            Ok(revision) => Revision::clone(revision),
             Err(unknown) => {
                 let error = Error::UnknownRevision {
                     worker_id: backend.worker_id.clone(),
@@ -514,13 +514,13 @@ impl Proxy {
             })?;
         let backend = Arc::new(Backend {
             worker_id: worker.worker_id.clone(),
-            split: Split::single(worker.revision.clone()),
+            split: Split::single(&worker.revision),
             slot: self.inner.metrics.workers.slot(&worker.worker_id),
         });
         let call = Call {
             proxy: self.clone(),
             backend,
-            revision: worker.revision.clone(),
+            revision: Revision::from(worker.revision.as_str()),
             record: true,
             request_id,
             add_request_id: false,
@@ -601,7 +601,7 @@ struct Call {
     proxy: Proxy,
     backend: Arc<Backend>,
     /// The revision this request runs (the split chose it).
-    revision: String,
+    revision: Revision,
     /// Whether the request counts in the request metrics (a prewarm does not).
     record: bool,
     request_id: String,
@@ -821,7 +821,7 @@ impl Call {
             Completion::new(
                 Arc::clone(&metrics),
                 Arc::clone(&self.backend),
-                self.revision.clone(),
+                Revision::clone(&self.revision),
                 node.to_owned(),
                 status,
                 self.started,

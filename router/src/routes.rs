@@ -292,7 +292,7 @@ mod tests {
     fn worker(id: &str, created: i64, routes: &[(&str, &str)]) -> RoutableWorker {
         RoutableWorker {
             worker_id: id.to_owned(),
-            split: Split::single(format!("rev-{id}")),
+            split: Split::single(&format!("rev-{id}")),
             created: Some(Timestamp::from_second(created).unwrap()),
             routes: routes
                 .iter()

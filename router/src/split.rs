@@ -11,16 +11,21 @@
 //!    that key's bucket;
 //! 3. any other request lands in a random bucket.
 
+use std::sync::Arc;
+
 use http::HeaderMap;
 use http::header::COOKIE;
 use isolane_crds::traffic::{self, BUCKETS, LATEST, REVISION_HEADER};
 use isolane_crds::{VersionAffinity, Worker};
 
+/// A revision's name, cheap to clone into every request.
+pub type Revision = Arc<str>;
+
 /// One share of the traffic.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Share {
-    /// The revision.
-    pub revision: String,
+    /// The revision (shared: every request that runs it holds a reference).
+    pub revision: Revision,
     /// Its percentage, 0 to 100.
     pub percent: i32,
     /// Its tag in `spec.traffic`.
@@ -41,9 +46,9 @@ pub enum Affinity {
 pub struct Split {
     shares: Vec<Share>,
     /// The latest revision (`status.revision`).
-    latest: String,
+    latest: Revision,
     /// Every revision the Worker keeps and nodes can run (`status.revisions`).
-    kept: Vec<String>,
+    kept: Vec<Revision>,
     affinity: Option<Affinity>,
     allow_override: bool,
 }
@@ -54,8 +59,8 @@ pub struct UnknownRevision(pub String);
 
 impl Split {
     /// Every request on `revision`.
-    pub fn single(revision: impl Into<String>) -> Self {
-        let revision = revision.into();
+    pub fn single(revision: &str) -> Self {
+        let revision: Revision = Arc::from(revision);
         Self {
             shares: vec![Share {
                 revision: revision.clone(),
@@ -73,12 +78,12 @@ impl Split {
     /// revision to run.
     pub fn from_worker(worker: &Worker) -> Option<Self> {
         let status = worker.status.as_ref()?;
-        let latest = status.revision.clone().filter(|r| !r.is_empty())?;
+        let latest: Revision = Arc::from(status.revision.as_deref().filter(|r| !r.is_empty())?);
         let mut shares: Vec<Share> = status
             .traffic
             .iter()
             .map(|t| Share {
-                revision: t.revision.clone(),
+                revision: Arc::from(t.revision.as_str()),
                 percent: t.percent,
                 tag: t.tag.clone(),
             })
@@ -91,11 +96,11 @@ impl Split {
                 tag: None,
             }];
         }
-        let mut kept: Vec<String> = status
+        let mut kept: Vec<Revision> = status
             .revisions
             .iter()
             .filter(|r| r.ready)
-            .map(|r| r.revision.clone())
+            .map(|r| Arc::from(r.revision.as_str()))
             .collect();
         for revision in shares.iter().map(|s| &s.revision).chain([&latest]) {
             if !kept.contains(revision) {
@@ -119,8 +124,8 @@ impl Split {
 
     /// Whether requests may run `revision`: it has a share or is kept.
     pub fn keeps(&self, revision: &str) -> bool {
-        self.kept.iter().any(|k| k == revision)
-            || self.shares.iter().any(|s| s.revision == revision)
+        self.kept.iter().any(|k| &**k == revision)
+            || self.shares.iter().any(|s| &*s.revision == revision)
     }
 
     /// The revisions that take some traffic.
@@ -128,7 +133,7 @@ impl Split {
         self.shares
             .iter()
             .filter(|s| s.percent > 0)
-            .map(|s| s.revision.as_str())
+            .map(|s| &*s.revision)
     }
 
     /// The revision with the largest share (the first of equals): what a
@@ -138,7 +143,7 @@ impl Split {
             .iter()
             .rev()
             .max_by_key(|s| s.percent)
-            .map_or(self.latest.as_str(), |s| s.revision.as_str())
+            .map_or(&*self.latest, |s| &*s.revision)
     }
 
     /// The same split with `other`'s shares (a split held while its new
@@ -147,15 +152,19 @@ impl Split {
         let mut held = self.clone();
         held.shares = other.shares.clone();
         for revision in other.serving() {
-            if !held.kept.iter().any(|k| k == revision) {
-                held.kept.push(revision.to_owned());
+            if !held.kept.iter().any(|k| &**k == revision) {
+                held.kept.push(Arc::from(revision));
             }
         }
         held
     }
 
     /// The revision for a request with `headers` to worker `worker_id`.
-    pub fn choose(&self, worker_id: &str, headers: &HeaderMap) -> Result<&str, UnknownRevision> {
+    pub fn choose(
+        &self,
+        worker_id: &str,
+        headers: &HeaderMap,
+    ) -> Result<&Revision, UnknownRevision> {
         if let [only] = self.shares.as_slice()
             && self.affinity.is_none()
             && !self.allow_override
@@ -177,21 +186,18 @@ impl Split {
         let index = traffic::share_for(self.shares.iter().map(|s| s.percent), bucket);
         Ok(index
             .and_then(|i| self.shares.get(i))
-            .map_or(self.latest.as_str(), |s| s.revision.as_str()))
+            .map_or(&self.latest, |s| &s.revision))
     }
 
     /// The revision a name stands for: `latest`, a tag, or a kept revision.
-    fn named(&self, name: &str) -> Option<&str> {
+    fn named(&self, name: &str) -> Option<&Revision> {
         if name == LATEST {
             return Some(&self.latest);
         }
         if let Some(share) = self.shares.iter().find(|s| s.tag.as_deref() == Some(name)) {
             return Some(&share.revision);
         }
-        self.kept
-            .iter()
-            .find(|k| k.as_str() == name)
-            .map(String::as_str)
+        self.kept.iter().find(|k| &***k == name)
     }
 
     fn affinity_key<'a>(&self, headers: &'a HeaderMap) -> Option<&'a [u8]> {
@@ -281,7 +287,7 @@ mod tests {
         let split = Split::from_worker(&worker(None, false)).unwrap();
         let none = HeaderMap::new();
         let canary = (0..20_000)
-            .filter(|_| split.choose("ns/w", &none).unwrap() == "bbbb")
+            .filter(|_| &**split.choose("ns/w", &none).unwrap() == "bbbb")
             .count();
         // 10 % of 20000 = 2000; the binomial spread is about ±42.
         assert!((1700..2300).contains(&canary), "{canary}");
@@ -311,9 +317,9 @@ mod tests {
                 } else {
                     headers(&[("x-user", &value)])
                 };
-                let first = split.choose("ns/w", &request).unwrap().to_owned();
+                let first = split.choose("ns/w", &request).unwrap().to_string();
                 for _ in 0..5 {
-                    assert_eq!(split.choose("ns/w", &request).unwrap(), first);
+                    assert_eq!(&**split.choose("ns/w", &request).unwrap(), first);
                 }
                 on_canary += usize::from(first == "bbbb");
             }
@@ -331,7 +337,7 @@ mod tests {
             ("cccc", "cccc"),
         ] {
             let request = headers(&[(REVISION_HEADER, asked)]);
-            assert_eq!(allowed.choose("ns/w", &request).unwrap(), revision);
+            assert_eq!(&**allowed.choose("ns/w", &request).unwrap(), revision);
         }
         let unknown = headers(&[(REVISION_HEADER, "dddd")]);
         assert_eq!(
@@ -342,7 +348,7 @@ mod tests {
         let refused = Split::from_worker(&worker(None, false)).unwrap();
         let request = headers(&[(REVISION_HEADER, "cccc")]);
         assert!(
-            (0..200).all(|_| refused.choose("ns/w", &request).unwrap() != "cccc"),
+            (0..200).all(|_| &**refused.choose("ns/w", &request).unwrap() != "cccc"),
             "the override was honoured though not allowed"
         );
     }

@@ -51,7 +51,7 @@ pub fn response_headers(headers: &[Header]) -> HeaderMap {
 pub struct Completion {
     metrics: Arc<RouterMetrics>,
     backend: Arc<Backend>,
-    revision: String,
+    revision: crate::split::Revision,
     node: String,
     status: StatusCode,
     started: Instant,
@@ -62,7 +62,7 @@ impl Completion {
     pub fn new(
         metrics: Arc<RouterMetrics>,
         backend: Arc<Backend>,
-        revision: String,
+        revision: crate::split::Revision,
         node: String,
         status: StatusCode,
         started: Instant,

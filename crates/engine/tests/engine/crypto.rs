@@ -834,7 +834,16 @@ async fn rfc_7515_tokens_verify() {
 /// about 300 bytes, fit in a 32 MiB budget only if they are freed.
 #[tokio::test]
 async fn collected_keys_are_freed() {
-    let (engine, _) = engine(1, PoolMode::Pinned);
+    // 200 000 imports take 3–5 s of CPU in a debug build: past the engine's
+    // default 5 s cap on a busy machine. Memory is what this tests.
+    let (engine, _) = engine_with(isolane_engine::EngineConfig {
+        threads: 1,
+        pin_threads: false,
+        pool_mode: PoolMode::Pinned,
+        max_cpu_ms: 0,
+        egress: isolane_engine::EgressConfig::open(),
+        ..isolane_engine::EngineConfig::default()
+    });
     let script = "export default { async fetch() {
         const raw = new Uint8Array(32);
         for (let i = 0; i < 200000; i++) {
