@@ -6,7 +6,8 @@ mod dev;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+use isolane_telemetry::{EXIT_USAGE, LogFormat, init_tracing, parse_args};
 
 /// Isolane: JavaScript workers on Kubernetes.
 #[derive(Debug, Parser)]
@@ -19,31 +20,26 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum LogFormat {
-    Plain,
-    Json,
-}
-
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve a worker file (or a folder of Worker YAML) on a local port.
     Dev(dev::DevArgs),
 }
 
-/// Exit status for an invalid configuration (EX_USAGE), before any port is bound.
-const EXIT_CONFIG: u8 = 64;
-
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    init_tracing(cli.log_format);
+    // A wrong command line exits 64 (EX_USAGE), before any port is bound.
+    let cli: Cli = parse_args();
+    if let Err(error) = init_tracing(cli.log_format, "info") {
+        eprintln!("isolane: invalid log settings: {error}");
+        return ExitCode::from(EXIT_USAGE);
+    }
     match cli.command {
         Command::Dev(args) => {
             let config = match dev::DevConfig::from_args(args) {
                 Ok(config) => config,
                 Err(error) => {
                     tracing::error!(%error, "invalid configuration");
-                    return ExitCode::from(EXIT_CONFIG);
+                    return ExitCode::from(EXIT_USAGE);
                 }
             };
             match dev::run(config) {
@@ -54,17 +50,5 @@ fn main() -> ExitCode {
                 }
             }
         }
-    }
-}
-
-fn init_tracing(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ISOLANE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Plain => builder.init(),
-        LogFormat::Json => builder.json().flatten_event(true).init(),
     }
 }

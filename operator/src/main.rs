@@ -6,45 +6,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use clap::Parser;
-use clap::error::ErrorKind;
 use isolane_leader::{LeaderElector, Role};
 use isolane_operator::config::Config;
 use isolane_operator::index::WorkerIndex;
 use isolane_operator::metrics::Metrics;
 use isolane_operator::{Args, controller, webhook};
-use isolane_telemetry::{AdminServer, Readiness, init_tracing};
+use isolane_telemetry::{
+    AdminServer, EXIT_USAGE, Readiness, init_tracing, parse_args, shutdown_signal, usage_error,
+};
 use prometheus::Registry;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-/// `EX_USAGE`: the command was used incorrectly.
-const EXIT_USAGE: u8 = 64;
-
 fn main() -> ExitCode {
-    let args = match Args::try_parse() {
-        Ok(args) => args,
-        Err(error)
-            if matches!(
-                error.kind(),
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
-            ) =>
-        {
-            error.exit()
-        }
-        Err(error) => {
-            // Printing to a closed stderr is not worth a panic.
-            let _ = error.print();
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
+    let args: Args = parse_args();
     let config = match args.validate() {
         Ok(config) => config,
-        Err(error) => {
-            eprintln!("isolane-operator: invalid configuration: {error}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(error) => return usage_error("isolane-operator", error),
     };
     if let Err(error) = init_tracing(args.admin.log_format, "info") {
         eprintln!("isolane-operator: invalid log settings: {error}");
@@ -186,18 +165,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 /// Cancels `shutdown` on SIGTERM or SIGINT; exits with 1 if shutting down takes
 /// longer than [`SHUTDOWN_GRACE`].
 async fn signal_shutdown(shutdown: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut terminate = match signal(SignalKind::terminate()) {
-        Ok(terminate) => terminate,
-        Err(error) => {
-            warn!(%error, "cannot listen for SIGTERM");
-            return;
-        }
-    };
-    tokio::select! {
-        _ = terminate.recv() => info!(signal = "SIGTERM", "shutdown requested"),
-        _ = tokio::signal::ctrl_c() => info!(signal = "SIGINT", "shutdown requested"),
-    }
+    shutdown_signal().await;
     shutdown.cancel();
     tokio::time::sleep(SHUTDOWN_GRACE).await;
     error!(

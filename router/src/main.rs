@@ -6,25 +6,20 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::Parser;
 use isolane_router::config::{Args, Config};
 use isolane_router::server::{self, RouterWorkers};
 use isolane_router::{Proxy, RouterMetrics, watch};
-use isolane_telemetry::{AdminServer, Readiness, init_tracing};
+use isolane_telemetry::{
+    AdminServer, EXIT_USAGE, Readiness, init_tracing, parse_args, shutdown_signal, usage_error,
+};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
-/// `EX_USAGE`: the command line or environment is wrong.
-const EXIT_USAGE: u8 = 64;
-
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = parse_args();
     let config = match args.validate() {
         Ok(config) => config,
-        Err(error) => {
-            eprintln!("isolane-router: {error}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(error) => return usage_error("isolane-router", error),
     };
     if let Err(error) = init_tracing(config.log_format, "info") {
         eprintln!("isolane-router: {error}");
@@ -116,21 +111,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     )
     .context("starting the router workers")?;
 
-    wait_for_signal().await?;
+    shutdown_signal().await;
     info!("shutting down: no new connections, draining open ones");
     shutdown.cancel();
     tokio::task::spawn_blocking(move || workers.join())
         .await
         .context("joining the router workers")?;
-    Ok(())
-}
-
-async fn wait_for_signal() -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut terminate = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
-    tokio::select! {
-        _ = terminate.recv() => {}
-        result = tokio::signal::ctrl_c() => result.context("waiting for SIGINT")?,
-    }
     Ok(())
 }

@@ -63,9 +63,6 @@ pub const DEFAULT_NAMESPACE: &str = "isolane-system";
 /// Where the gRPC server listens unless told otherwise.
 pub const DEFAULT_GRPC_ADDR: &str = "0.0.0.0:7070";
 
-/// The exit code of an invalid configuration (`EX_USAGE`).
-pub const EXIT_USAGE: i32 = 64;
-
 /// How the gRPC server meets the engine threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ListenerMode {

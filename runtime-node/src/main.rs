@@ -5,25 +5,18 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::Parser;
 use isolane_engine::{Engine, EngineObserver};
-use isolane_node::{Args, EXIT_USAGE, Node, NodeMetrics};
+use isolane_node::{Args, Node, NodeMetrics};
+use isolane_telemetry::{EXIT_USAGE, parse_args, shutdown_signal};
 
 fn main() -> anyhow::Result<()> {
-    let args = match Args::try_parse() {
-        Ok(args) => args,
-        Err(error) if !error.use_stderr() => error.exit(),
-        Err(error) => {
-            let _ = error.print();
-            std::process::exit(EXIT_USAGE);
-        }
-    };
+    let args: Args = parse_args();
     let log_format = args.admin.log_format;
     let config = match args.validate() {
         Ok(config) => config,
         Err(error) => {
-            eprintln!("isolane-node: invalid configuration: {error}");
-            std::process::exit(EXIT_USAGE);
+            let _ = isolane_telemetry::usage_error("isolane-node", error);
+            std::process::exit(i32::from(EXIT_USAGE));
         }
     };
     isolane_telemetry::init_tracing(log_format, "info")?;
@@ -53,30 +46,15 @@ fn main() -> anyhow::Result<()> {
             registry,
             client,
         };
-        node.run(shutdown_signal())
-            .await
-            .context("running the node")
+        node.run(async {
+            shutdown_signal().await;
+        })
+        .await
+        .context("running the node")
     });
     drop(runtime);
     engine.shutdown();
     result?;
     tracing::info!("exiting");
     Ok(())
-}
-
-/// SIGTERM (Kubernetes) or SIGINT (a terminal).
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => tracing::info!(signal = "SIGTERM", "shutting down"),
-                _ = tokio::signal::ctrl_c() => tracing::info!(signal = "SIGINT", "shutting down"),
-            }
-        }
-        Err(error) => {
-            tracing::warn!(%error, "cannot listen for SIGTERM; only SIGINT stops the node");
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }

@@ -38,7 +38,7 @@ pub async fn serve(listen: SocketAddr, engine: Engine, routes: Arc<Routes>) -> a
             schedule.clone(),
         ));
     }
-    let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
+    let mut stop = std::pin::pin!(isolane_telemetry::shutdown_signal());
     loop {
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -48,7 +48,7 @@ pub async fn serve(listen: SocketAddr, engine: Engine, routes: Arc<Routes>) -> a
                     continue;
                 }
             },
-            _ = &mut ctrl_c => break,
+            _ = &mut stop => break,
         };
         let engine = engine.clone();
         let routes = routes.clone();

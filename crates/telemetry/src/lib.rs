@@ -5,7 +5,9 @@
 //! and `/metrics` on the admin port from a [`Readiness`] — which turns ready
 //! only once every registered component has said so — and the binary's one
 //! `prometheus::Registry`; [`AdminArgs`] is the clap group each binary
-//! flattens into its own parser. The operator, runtime node, router and
+//! flattens into its own parser; [`parse_args`], [`usage_error`] and
+//! [`shutdown_signal`] are the process edges (exit 64 on a wrong command
+//! line, SIGTERM and SIGINT) every binary shares. The operator, runtime node, router and
 //! `isolane dev` compose them in `main`.
 #![forbid(unsafe_code)]
 
@@ -15,6 +17,7 @@ pub mod edge;
 mod error;
 mod flags;
 mod logging;
+mod process;
 mod readiness;
 
 pub use admin::{AdminServer, BoundAdminServer};
@@ -22,4 +25,5 @@ pub use args::{ADMIN_ADDR_ENV, AdminArgs, DEFAULT_ADMIN_ADDR, LOG_FORMAT_ENV};
 pub use error::Error;
 pub use flags::{is_dns_label, is_dns_subdomain, parse_duration};
 pub use logging::{LOG_ENV, LogFormat, RUST_LOG_ENV, init_tracing};
+pub use process::{EXIT_USAGE, parse_args, shutdown_signal, usage_error};
 pub use readiness::{Readiness, ReadyHandle};
