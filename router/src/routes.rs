@@ -2,19 +2,10 @@
 //!
 //! Built from the routable Workers (status has a revision and `Ready=True`) each
 //! time the watch sees a change, then published as an immutable snapshot that
-//! every request reads without a lock. Lookup rules, in order:
-//!
-//! 1. the host is normalised: lower case, port and a trailing dot removed;
-//! 2. the routes of the exact host are tried, longest `pathPrefix` first;
-//! 3. if none matches, the routes of the wildcard one label up
-//!    (`*.example.com` for `api.example.com`, never for `example.com` or
-//!    `a.b.example.com`) are tried the same way;
-//! 4. nothing matched: no route (the proxy answers 404).
-//!
-//! A prefix matches whole path segments: `/api` matches `/api`, `/api/` and
-//! `/api/v1` but not `/apix`; a prefix ending in `/` (such as `/`) matches every
-//! path that starts with it. Paths are compared raw (not percent-decoded), the
-//! query is ignored. When two Workers claim the same host and prefix (a conflict
+//! every request reads without a lock. The lookup rules (exact host before
+//! its one-label wildcard, longest whole-segment prefix first) are
+//! `isolane_hosts::RouteIndex`'s, shared with `isolane dev`; nothing matched
+//! is a 404 at the proxy. When two Workers claim the same host and prefix (a conflict
 //! the operator reports on the newer one), the older Worker keeps the route —
 //! ties broken by worker id — so every router replica agrees.
 //!
@@ -28,7 +19,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use isolane_crds::{ConditionStatus, ConditionType, Worker};
-use isolane_hosts::{Claim, Owners, Reservation};
+pub use isolane_hosts::normalize_host;
+use isolane_hosts::{Claim, Owners, Reservation, RouteIndex};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::metrics::WorkerSlot;
@@ -125,27 +117,11 @@ fn host_owners(workers: &[RoutableWorker], reservations: &[Reservation]) -> Owne
     isolane_hosts::decide(claims, reservations)
 }
 
-/// The routes of one host, longest prefix first.
-#[derive(Debug, Default)]
-struct HostRoutes {
-    routes: Vec<(String, Arc<Backend>)>,
-}
-
-impl HostRoutes {
-    fn lookup(&self, path: &str) -> Option<&Arc<Backend>> {
-        self.routes
-            .iter()
-            .find(|(prefix, _)| prefix_matches(prefix, path))
-            .map(|(_, backend)| backend)
-    }
-}
-
-/// An immutable index from host and path to [`Backend`].
+/// An immutable index from host and path to [`Backend`] (the matching
+/// rules are `isolane_hosts::RouteIndex`'s).
 #[derive(Debug, Default)]
 pub struct RouteTable {
-    exact: HashMap<String, HostRoutes>,
-    /// Keyed by the suffix after `*.`.
-    wildcard: HashMap<String, HostRoutes>,
+    index: RouteIndex<Arc<Backend>>,
     backends: Vec<Arc<Backend>>,
 }
 
@@ -210,19 +186,9 @@ impl RouteTable {
                     continue;
                 }
                 claimed.insert(key, backend.worker_id.clone());
-                let routes = match host.strip_prefix("*.") {
-                    Some(suffix) => table.wildcard.entry(suffix.to_owned()).or_default(),
-                    None => table.exact.entry(host).or_default(),
-                };
-                routes.routes.push((prefix, Arc::clone(&backend)));
+                table.index.insert(&host, &prefix, Arc::clone(&backend));
             }
             table.backends.push(backend);
-        }
-        for routes in table.exact.values_mut().chain(table.wildcard.values_mut()) {
-            // Longest prefix first; equal lengths by text so the order is stable.
-            routes
-                .routes
-                .sort_by(|(a, _), (b, _)| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         }
         (table, conflicts)
     }
@@ -230,12 +196,7 @@ impl RouteTable {
     /// The backend for a request to `host` (as in the Host header or
     /// `:authority`, port allowed) and `path`.
     pub fn lookup(&self, host: &str, path: &str) -> Option<&Arc<Backend>> {
-        let host = normalize_host(host);
-        if let Some(found) = self.exact.get(&host).and_then(|r| r.lookup(path)) {
-            return Some(found);
-        }
-        let (_, parent) = host.split_once('.')?;
-        self.wildcard.get(parent)?.lookup(path)
+        self.index.lookup(host, path)
     }
 
     /// Every routable Worker in the table, oldest first.
@@ -257,32 +218,6 @@ impl RouteTable {
     pub fn is_empty(&self) -> bool {
         self.backends.is_empty()
     }
-}
-
-/// Lower case, without port or trailing dot. Bracketed IPv6 literals keep
-/// their brackets.
-pub fn normalize_host(host: &str) -> String {
-    let host = host.trim();
-    let without_port = if host.starts_with('[') {
-        match host.find(']') {
-            Some(end) => &host[..=end],
-            None => host,
-        }
-    } else {
-        match host.rsplit_once(':') {
-            Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
-            _ => host,
-        }
-    };
-    without_port.trim_end_matches('.').to_ascii_lowercase()
-}
-
-/// Whether `prefix` matches `path` on a segment boundary.
-fn prefix_matches(prefix: &str, path: &str) -> bool {
-    path.starts_with(prefix)
-        && (prefix.ends_with('/')
-            || path.len() == prefix.len()
-            || path.as_bytes().get(prefix.len()) == Some(&b'/'))
 }
 
 #[cfg(test)]

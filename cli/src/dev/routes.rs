@@ -1,5 +1,7 @@
 //! Which worker answers a request: one file for every path, or Worker YAML
-//! routed by host and the longest matching path prefix.
+//! routed by host and path prefix exactly as the router routes them
+//! (`isolane_hosts::RouteIndex`: the exact host before its wildcard, the
+//! longest whole-segment prefix first).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -9,6 +11,7 @@ use isolane_crds::cron::Schedule;
 
 use anyhow::Context as _;
 use isolane_engine::{Limits, WorkerBundle};
+use isolane_hosts::RouteIndex;
 use serde::Deserialize as _;
 
 /// One routable worker.
@@ -24,7 +27,7 @@ struct Route {
 #[derive(Debug)]
 pub struct Routes {
     single: Option<Arc<WorkerBundle>>,
-    routes: Vec<Route>,
+    routes: RouteIndex<Arc<WorkerBundle>>,
     /// Cron schedules (`--cron`, or the Workers' `spec.triggers`).
     schedules: Vec<Scheduled>,
 }
@@ -62,7 +65,7 @@ impl Routes {
         let bundle = Arc::new(bundle);
         Self {
             single: Some(bundle.clone()),
-            routes: Vec::new(),
+            routes: RouteIndex::default(),
             schedules: schedules.into_iter().map(|s| (bundle.clone(), s)).collect(),
         }
     }
@@ -111,38 +114,34 @@ impl Routes {
             }
             .into());
         }
-        for route in &routes {
-            tracing::info!(worker.id = %route.bundle.id, revision = %route.bundle.revision, host = %route.host, path_prefix = %route.path_prefix, "route");
-        }
         Ok(Self {
             single: None,
-            routes,
+            routes: index(routes),
             schedules,
         })
     }
 
-    /// The worker for a request's host (port stripped) and path.
+    /// The worker for a request's host (port allowed) and path.
     pub fn resolve(&self, host: &str, path: &str) -> Option<&Arc<WorkerBundle>> {
         if let Some(single) = &self.single {
             return Some(single);
         }
-        let host = host.split(':').next().unwrap_or("").to_ascii_lowercase();
-        self.routes
-            .iter()
-            .filter(|r| host_matches(&r.host, &host) && path.starts_with(&r.path_prefix))
-            // Longest prefix first; an exact host beats a wildcard.
-            .max_by_key(|r| (r.path_prefix.len(), !r.host.starts_with("*.")))
-            .map(|r| &r.bundle)
+        self.routes.lookup(host, path)
     }
 }
 
-fn host_matches(pattern: &str, host: &str) -> bool {
-    match pattern.strip_prefix("*.") {
-        Some(suffix) => host
-            .strip_suffix(suffix)
-            .is_some_and(|label| label.ends_with('.') && !label[..label.len() - 1].contains('.')),
-        None => pattern == host,
+/// The routes indexed; a host and prefix claimed twice keeps the first
+/// (files in name order), as the router keeps the older Worker's.
+fn index(routes: Vec<Route>) -> RouteIndex<Arc<WorkerBundle>> {
+    let mut index = RouteIndex::default();
+    for route in routes {
+        if index.insert(&route.host, &route.path_prefix, route.bundle.clone()) {
+            tracing::info!(worker.id = %route.bundle.id, revision = %route.bundle.revision, host = %route.host, path_prefix = %route.path_prefix, "route");
+        } else {
+            tracing::warn!(worker.id = %route.bundle.id, host = %route.host, path_prefix = %route.path_prefix, "route claimed by an earlier Worker; ignored");
+        }
     }
+    index
 }
 
 /// ConfigMap `data` and Secret `stringData` of the folder, by (kind, name, key).
@@ -281,23 +280,25 @@ mod tests {
     }
 
     #[test]
-    fn longest_prefix_and_exact_host_win() {
+    fn routes_match_as_the_router_matches_them() {
         let routes = Routes {
             single: None,
-            routes: vec![
+            routes: index(vec![
                 route("api.example.com", "/", "root"),
                 route("api.example.com", "/v2", "v2"),
                 route("*.example.com", "/v2/users", "wild"),
-            ],
+                route("api.example.com", "/v2", "late"),
+            ]),
             schedules: Vec::new(),
         };
         let id = |host, path| routes.resolve(host, path).map(|b| b.id.clone());
         assert_eq!(id("api.example.com", "/x").as_deref(), Some("root"));
         assert_eq!(id("API.example.com:8787", "/v2/x").as_deref(), Some("v2"));
-        assert_eq!(
-            id("api.example.com", "/v2/users/1").as_deref(),
-            Some("wild")
-        );
+        // The exact host's routes answer before the wildcard's (this test
+        // pinned the opposite before `isolane dev` shared the router's rules).
+        assert_eq!(id("api.example.com", "/v2/users/1").as_deref(), Some("v2"));
+        // Whole path segments: `/v2` does not match `/v2x`.
+        assert_eq!(id("api.example.com", "/v2x").as_deref(), Some("root"));
         assert_eq!(
             id("other.example.com", "/v2/users").as_deref(),
             Some("wild")

@@ -17,6 +17,13 @@
 //! reserved for another namespace ([`Reservation`]). Within one namespace
 //! nothing here applies: the per-route rules (oldest Worker keeps a host +
 //! path prefix) decide.
+//!
+//! [`RouteIndex`] is the other half: which route answers a request's host
+//! and path, for the router and `isolane dev` alike.
+
+mod routes;
+
+pub use routes::{RouteIndex, normalize_host, prefix_matches};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
