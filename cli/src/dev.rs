@@ -15,7 +15,6 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use isolane_engine::{Engine, EngineConfig, NoopObserver, PoolMode, WorkerBundle};
-use sha2::{Digest, Sha256};
 
 pub(crate) use routes::Routes;
 
@@ -105,19 +104,20 @@ fn single_bundle(path: &PathBuf, env: &[(String, String)]) -> anyhow::Result<Wor
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("worker");
+    let env = env.iter().cloned().collect::<BTreeMap<_, _>>();
     Ok(WorkerBundle {
         id: format!("dev/{stem}"),
-        revision: revision(&script),
+        // The operator's revision of the same script, env and default limits.
+        revision: isolane_crds::Bundle::compute_revision(
+            &script,
+            &env,
+            &isolane_crds::Limits::default(),
+        ),
         script,
-        env: env.iter().cloned().collect::<BTreeMap<_, _>>(),
+        env,
         limits: Default::default(),
         allowed_hosts: Vec::new(),
     })
-}
-
-/// A short content hash of the script.
-pub(crate) fn revision(script: &str) -> String {
-    hex::encode(&Sha256::digest(script.as_bytes())[..6])
 }
 
 pub fn run(config: DevConfig) -> anyhow::Result<()> {

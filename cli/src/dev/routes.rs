@@ -238,17 +238,24 @@ fn worker_routes(
         memory_mib: u64::from(spec.limits.memory_mib),
         subrequests: spec.limits.subrequests,
     };
+    let allowed_hosts = spec
+        .egress
+        .as_ref()
+        .map(|egress| egress.allowed_hosts.clone())
+        .unwrap_or_default();
     let bundle = Arc::new(WorkerBundle {
         id: format!("{namespace}/{name}"),
-        revision: super::revision(&script),
+        // The revision the operator gives the same Worker.
+        revision: isolane_crds::Bundle::compute_revision_with(
+            &script,
+            &env,
+            &spec.limits,
+            &allowed_hosts,
+        ),
         script,
         env,
         limits,
-        allowed_hosts: spec
-            .egress
-            .as_ref()
-            .map(|egress| egress.allowed_hosts.clone())
-            .unwrap_or_default(),
+        allowed_hosts,
     });
     let routes = spec
         .routes
@@ -277,6 +284,25 @@ mod tests {
             path_prefix: prefix.to_owned(),
             bundle: bundle(id),
         }
+    }
+
+    #[test]
+    fn a_worker_gets_the_revision_the_operator_gives_it() {
+        let worker: isolane_crds::Worker = serde_yaml::from_str(
+            "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {name: w, namespace: ns}\nspec:\n  script: 'export default {}'\n  env: [{name: A, value: '1'}]\n  limits: {cpuMs: 20}\n  egress: {allowedHosts: [api.example.com]}\n  routes: [{host: w.test}]\n",
+        )
+        .unwrap();
+        let operator = isolane_crds::Bundle::new(
+            "ns/w".into(),
+            "export default {}".into(),
+            std::collections::BTreeMap::from([("A".to_owned(), "1".to_owned())]),
+            worker.spec.limits.clone(),
+            Vec::new(),
+        )
+        .with_allowed_hosts(vec!["api.example.com".into()]);
+        let (routes, _) =
+            worker_routes(Path::new("w.yaml"), worker, &Sources::collect(&[])).unwrap();
+        assert_eq!(routes[0].bundle.revision, operator.revision);
     }
 
     #[test]
