@@ -22,7 +22,9 @@
 mod report;
 mod scheduler;
 mod table;
+mod tick;
 
 pub use report::Reporter;
 pub use scheduler::{CronConfig, MAX_LATE, run};
 pub use table::{CronTable, CronWorker};
+pub use tick::{TickFailure, run_tick};

@@ -26,10 +26,9 @@ use http::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use http::{Response, StatusCode};
 use isolane_proto::Outcome;
 
-use crate::proxy::{REASON_HEADER, ResponseBody, full_body};
+use crate::answer::{REASON_HEADER, ResponseBody, full_body};
 
-/// A boxed error from a body or a transport.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub use crate::answer::BoxError;
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]

@@ -13,6 +13,7 @@
 //! (`isolane dev`, tests). `docs/router.md` covers flags, rules and metrics.
 #![forbid(unsafe_code)]
 
+mod answer;
 pub mod channels;
 pub mod config;
 pub mod cron;

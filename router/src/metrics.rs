@@ -17,8 +17,6 @@ use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
 };
 
-use crate::routes::Backend;
-
 /// Request latency buckets: 50 µs to 30 s (the project's request domain).
 pub const REQUEST_BUCKETS: &[f64] = &[
     0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -27,6 +25,18 @@ pub const REQUEST_BUCKETS: &[f64] = &[
 
 /// The `worker` label value shared by every worker without its own series.
 pub const OTHER_WORKER: &str = "other";
+
+/// A request that reached a Worker: its id, metrics slot and the revision
+/// that ran it.
+#[derive(Clone, Copy, Debug)]
+pub struct Served<'a> {
+    /// `namespace/name`.
+    pub worker_id: &'a str,
+    /// The Worker's per-worker metrics slot.
+    pub slot: &'a WorkerSlot,
+    /// The revision that ran the request.
+    pub revision: &'a str,
+}
 
 /// The `node` label value of requests that never reached a node.
 pub const NO_NODE: &str = "none";
@@ -205,10 +215,11 @@ impl RouterMetrics {
         self.cron_runs.with_label_values(&[outcome]).inc();
     }
 
-    /// Records one answered request.
+    /// Records one answered request, and the Worker and revision it ran when
+    /// it reached one.
     pub fn observe(
         &self,
-        backend: Option<(&Backend, &str)>,
+        served: Option<Served<'_>>,
         node: &str,
         status: StatusCode,
         elapsed: Duration,
@@ -219,8 +230,13 @@ impl RouterMetrics {
         self.duration
             .with_label_values(&[class, node])
             .observe(seconds);
-        if let Some((backend, revision)) = backend {
-            let worker = self.workers.label(backend);
+        if let Some(Served {
+            worker_id,
+            slot,
+            revision,
+        }) = served
+        {
+            let worker = self.workers.label(worker_id, slot);
             let revision = if worker == OTHER_WORKER {
                 OTHER_WORKER
             } else {
@@ -347,12 +363,12 @@ impl WorkerSeries {
         self.rerank();
     }
 
-    /// The `worker` label value for a request to `backend`, counting the request.
-    fn label<'a>(&self, backend: &'a Backend) -> &'a str {
-        let slot = &backend.slot;
+    /// The `worker` label value for a request to `worker_id` (whose slot is
+    /// `slot`), counting the request.
+    fn label<'a>(&self, worker_id: &'a str, slot: &WorkerSlot) -> &'a str {
         slot.hits.fetch_add(1, Ordering::Relaxed);
         if slot.is_tracked() || self.admit(slot) {
-            &backend.worker_id
+            worker_id
         } else {
             OTHER_WORKER
         }

@@ -39,7 +39,6 @@ use http::header::{HOST, HeaderValue, RETRY_AFTER};
 use http::{Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
-use http_body_util::combinators::UnsyncBoxBody;
 use isolane_membership::NodeMember;
 use isolane_proto::Outcome;
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
@@ -54,7 +53,6 @@ pub use response::{BodyError, UpstreamBody};
 
 use crate::Error;
 use crate::channels::{self, ChannelConfig};
-use crate::cron::{CronTable, CronWorker};
 use crate::error::BoxError;
 use crate::fleet::{Fleet, FleetBuilder, placement_moves};
 use crate::losses::{NodeLosses, Verdict};
@@ -66,25 +64,10 @@ use isolane_hosts::Reservation;
 use outgoing::{HeadContext, request_head, valid_request_id};
 use response::{Completion, response_headers};
 
-/// Why the router answered as it did: a bounded label (`overloaded`, `no_route`, …).
-pub const REASON_HEADER: &str = "x-isolane-reason";
-/// The node's human-readable detail for a refusal, when it gave one.
-pub const DETAIL_HEADER: &str = "x-isolane-detail";
-/// The node that served the request.
-pub const NODE_HEADER: &str = "x-isolane-node";
-/// The Worker revision that served the request; on a request, the revision
-/// it asks for, when the Worker allows overrides (`split.rs`).
-pub const REVISION_HEADER: &str = isolane_crds::traffic::REVISION_HEADER;
-/// How many times a request has passed through a Worker's `fetch` on its
-/// way here: the engine sets it to one more than the request it runs for on
-/// every outbound fetch (`isolane_engine::HOPS_HEADER`, the same name).
-pub const HOPS_HEADER: &str = "x-isolane-hops";
-/// Requests that looped through Workers more often than this are refused
-/// (508): a Worker fetching itself through the router cannot fan out
-/// without bound.
-pub const MAX_HOPS: u32 = 4;
-/// The request id: the client's, or one the router generated.
-pub const REQUEST_ID_HEADER: &str = "x-request-id";
+pub use crate::answer::{
+    DETAIL_HEADER, HOPS_HEADER, MAX_HOPS, NODE_HEADER, REASON_HEADER, REQUEST_ID_HEADER,
+    REVISION_HEADER, ResponseBody, full_body,
+};
 
 /// The largest response message accepted from a node (body chunks are far smaller).
 const MAX_MESSAGE: usize = 16 * 1024 * 1024;
@@ -98,16 +81,6 @@ pub const DEFAULT_NODE_WAIT: Duration = Duration::from_secs(10);
 /// Calls one request may make to nodes: the first, one retry on the next
 /// candidate, and one more after the fleet changed while it waited.
 const MAX_ATTEMPTS: u32 = 3;
-
-/// The response body type of the router.
-pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
-
-/// A complete, in-memory response body.
-pub fn full_body(bytes: Bytes) -> ResponseBody {
-    http_body_util::Full::new(bytes)
-        .map_err(|never| match never {})
-        .boxed_unsync()
-}
 
 /// The client's address, set as a request extension by the server.
 #[derive(Clone, Copy, Debug)]
@@ -165,8 +138,9 @@ struct Inner {
     reservations: Vec<Reservation>,
     /// Peers whose forwarding headers are kept (`--trusted-proxies`).
     trusted_proxies: Vec<ipnet::IpNet>,
-    /// Workers with cron schedules, for the scheduler (`cron.rs`).
-    crons: ArcSwap<CronTable>,
+    /// The Workers of the route table now (the cron scheduler reads their
+    /// schedules).
+    published: ArcSwap<Vec<RoutableWorker>>,
     /// New splits wait for their revisions' prewarms (`prewarm.rs`).
     gate: Mutex<Gate>,
 }
@@ -204,7 +178,7 @@ impl Proxy {
                 losses: NodeLosses::default(),
                 reservations,
                 trusted_proxies,
-                crons: ArcSwap::from_pointee(CronTable::default()),
+                published: ArcSwap::from_pointee(Vec::new()),
                 gate: Mutex::new(Gate::default()),
             }),
         }
@@ -238,9 +212,10 @@ impl Proxy {
             .any(|net| net.contains(&peer))
     }
 
-    /// The Workers with cron schedules.
-    pub fn crons(&self) -> Arc<CronTable> {
-        self.inner.crons.load_full()
+    /// The Workers of the route table now, as published (new splits only
+    /// once prewarmed).
+    pub fn published(&self) -> Arc<Vec<RoutableWorker>> {
+        self.inner.published.load_full()
     }
 
     /// Replaces the route table (and the cron table) with one built from
@@ -305,23 +280,9 @@ impl Proxy {
                 node: NO_NODE.to_owned(),
                 detail: "the prewarm request could not be built",
             })?;
-        let backend = Arc::new(Backend {
-            worker_id: worker_id.to_owned(),
-            split: Split::single(revision),
-            slot: self.inner.metrics.workers.slot(worker_id),
-        });
-        let call = Call {
-            proxy: self.clone(),
-            backend,
-            revision: Revision::from(revision),
-            request_id: next_request_id(),
-            add_request_id: false,
-            host: "prewarm.invalid".to_owned(),
-            started: Instant::now(),
-            deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
-            record: false,
-        };
-        let response = call.run(request).await.map_err(|(_, error)| error)?;
+        let response = self
+            .send_internal(worker_id, revision, "prewarm.invalid", request, false)
+            .await?;
         let status = response.status();
         let _ = response.into_body().collect().await;
         if status == StatusCode::NO_CONTENT {
@@ -334,8 +295,40 @@ impl Proxy {
         }
     }
 
+    /// Sends a request the router makes itself (a prewarm, a cron tick) to
+    /// `revision` of `worker_id`, through the same placement, node channels
+    /// and failover as a client's request (a node that refuses it before
+    /// running it, or is lost, means one more try on the next node).
+    /// `record`: whether it counts in the request metrics.
+    pub async fn send_internal(
+        &self,
+        worker_id: &str,
+        revision: &str,
+        host: &str,
+        request: Request<http_body_util::Empty<Bytes>>,
+        record: bool,
+    ) -> Result<Response<ResponseBody>, Error> {
+        let backend = Arc::new(Backend {
+            worker_id: worker_id.to_owned(),
+            split: Split::single(revision),
+            slot: self.inner.metrics.workers.slot(worker_id),
+        });
+        let call = Call {
+            proxy: self.clone(),
+            backend,
+            revision: Revision::from(revision),
+            request_id: next_request_id(),
+            add_request_id: false,
+            host: host.to_owned(),
+            started: Instant::now(),
+            deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
+            record,
+        };
+        call.run(request).await.map_err(|(_, error)| error)
+    }
+
     fn publish(&self, workers: Vec<RoutableWorker>) {
-        self.inner.crons.store(Arc::new(CronTable::build(&workers)));
+        self.inner.published.store(Arc::new(workers.clone()));
         let metrics = &self.inner.metrics;
         let (table, conflicts) = RouteTable::build_with(workers, &self.inner.reservations, |id| {
             metrics.workers.slot(id)
@@ -491,75 +484,6 @@ impl Proxy {
         }
     }
 
-    /// Runs one cron tick of `worker` where its requests run: a bodiless
-    /// request carrying the tick, through the same placement, node channels
-    /// and failover as HTTP (a node that refuses before running it, or is
-    /// lost, means one more try on the next node, with the same tick).
-    /// `Ok` when the handler succeeded.
-    pub async fn run_tick(
-        &self,
-        worker: &CronWorker,
-        tick: ScheduledTick,
-    ) -> Result<(), TickFailure> {
-        let started = Instant::now();
-        let request_id = next_request_id();
-        let request = Request::builder()
-            .method(http::Method::GET)
-            .uri(format!("https://{}/__scheduled", worker.host))
-            .extension(tick)
-            .body(http_body_util::Empty::<Bytes>::new())
-            .map_err(|e| TickFailure {
-                outcome: "invalid",
-                message: e.to_string(),
-            })?;
-        let backend = Arc::new(Backend {
-            worker_id: worker.worker_id.clone(),
-            split: Split::single(&worker.revision),
-            slot: self.inner.metrics.workers.slot(&worker.worker_id),
-        });
-        let call = Call {
-            proxy: self.clone(),
-            backend,
-            revision: Revision::from(worker.revision.as_str()),
-            record: true,
-            request_id,
-            add_request_id: false,
-            host: worker.host.clone(),
-            started,
-            deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
-        };
-        match call.run(request).await {
-            Ok(response) => {
-                let status = response.status();
-                let reason = response
-                    .headers()
-                    .get(REASON_HEADER)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("exception")
-                    .to_owned();
-                let detail = response
-                    .headers()
-                    .get(DETAIL_HEADER)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned);
-                // Read to the end, so the request's accounting completes.
-                let _ = response.into_body().collect().await;
-                if status == StatusCode::OK {
-                    Ok(())
-                } else {
-                    Err(TickFailure {
-                        outcome: tick_outcome(&reason),
-                        message: detail.unwrap_or_else(|| format!("the tick answered {status}")),
-                    })
-                }
-            }
-            Err((_, error)) => Err(TickFailure {
-                outcome: error.kind(),
-                message: error.to_string(),
-            }),
-        }
-    }
-
     fn answer_error(
         &self,
         backend: Option<(&Arc<Backend>, &str)>,
@@ -587,7 +511,7 @@ impl Proxy {
             }
         }
         self.inner.metrics.observe(
-            backend.map(|(b, revision)| (&**b, revision)),
+            backend.map(|(b, revision)| b.served(revision)),
             node,
             response.status(),
             started.elapsed(),
@@ -967,30 +891,5 @@ mod tests {
     fn header_text_is_sanitised() {
         assert_eq!(header_text("  "), None);
         assert_eq!(header_text("cpu 50ms\n").unwrap(), "cpu 50ms?");
-    }
-}
-
-/// Why a cron tick failed: a bounded label (`isolane_router_cron_runs_total`,
-/// `status.cron.lastRun.outcome`) and a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TickFailure {
-    /// `exception`, `cpu_limit`, `no_live_node`, …
-    pub outcome: &'static str,
-    /// What happened, for the status and the Warning event.
-    pub message: String,
-}
-
-/// The bounded label for a refusal's reason header.
-fn tick_outcome(reason: &str) -> &'static str {
-    match reason {
-        "cpu_limit" => "cpu_limit",
-        "memory_limit" => "memory_limit",
-        "wall_timeout" => "wall_timeout",
-        "subrequest_limit" => "subrequest_limit",
-        "overloaded" => "overloaded",
-        "quarantined" => "quarantined",
-        "unknown_worker" => "unknown_worker",
-        "internal" => "internal",
-        _ => "exception",
     }
 }

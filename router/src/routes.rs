@@ -23,7 +23,7 @@ pub use isolane_hosts::normalize_host;
 use isolane_hosts::{Claim, Owners, Reservation, RouteIndex};
 use k8s_openapi::jiff::Timestamp;
 
-use crate::metrics::WorkerSlot;
+use crate::metrics::{Served, WorkerSlot};
 use crate::split::Split;
 
 /// What a request is routed to: one Worker and its traffic split.
@@ -35,6 +35,17 @@ pub struct Backend {
     pub split: Split,
     /// The Worker's per-worker metrics slot (hit counter, tracked flag).
     pub slot: Arc<WorkerSlot>,
+}
+
+impl Backend {
+    /// The metrics record of a request to this Worker that ran `revision`.
+    pub fn served<'a>(&'a self, revision: &'a str) -> Served<'a> {
+        Served {
+            worker_id: &self.worker_id,
+            slot: &self.slot,
+            revision,
+        }
+    }
 }
 
 /// A Worker the router may send requests to, before it is indexed.

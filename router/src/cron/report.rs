@@ -13,8 +13,8 @@ use kube::{Api, Client, Resource};
 use tracing::{debug, warn};
 
 use super::CronWorker;
+use crate::cron::TickFailure;
 use crate::metrics::RouterMetrics;
-use crate::proxy::TickFailure;
 
 /// The field manager of `status.cron`.
 pub const FIELD_MANAGER: &str = "isolane-router-cron";

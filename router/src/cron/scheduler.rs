@@ -1,6 +1,7 @@
 //! The leader's loop: which tick of which schedule is due next, and firing it.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use isolane_leader::{LeaderConfig, LeaderElector, Role};
@@ -10,8 +11,9 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::{CronWorker, Reporter};
+use super::{CronTable, CronWorker, Reporter};
 use crate::Proxy;
+use crate::routes::RoutableWorker;
 
 /// A tick found later than this is skipped (counted `missed`), not run.
 pub const MAX_LATE: Duration = Duration::from_secs(60);
@@ -59,11 +61,20 @@ async fn lead(
 ) {
     // Per (worker, schedule): the last tick run, or when leadership began.
     let mut cursors: HashMap<(String, String), SystemTime> = HashMap::new();
+    // The schedules, parsed again only when the published Workers change.
+    let mut parsed: Option<(Arc<Vec<RoutableWorker>>, CronTable)> = None;
     loop {
         if stop.is_cancelled() || *role.borrow() != Role::Leader {
             return;
         }
-        let table = proxy.crons();
+        let published = proxy.published();
+        let table = match &parsed {
+            Some((workers, table)) if Arc::ptr_eq(workers, &published) => table,
+            _ => {
+                let table = CronTable::build(&published);
+                &parsed.insert((published, table)).1
+            }
+        };
         let now = SystemTime::now();
         let mut earliest = now + RECHECK;
         let mut due = Vec::new();
@@ -127,6 +138,6 @@ async fn fire(
         cron: cron.clone(),
         scheduled_time_ms,
     };
-    let result = proxy.run_tick(worker, tick).await;
+    let result = super::run_tick(proxy, worker, tick).await;
     reporter.record(worker, &cron, at, result).await;
 }

@@ -81,7 +81,7 @@ impl Completion {
 impl Drop for Completion {
     fn drop(&mut self) {
         self.metrics.observe(
-            Some((&self.backend, &self.revision)),
+            Some(self.backend.served(&self.revision)),
             &self.node,
             self.status,
             self.started.elapsed(),

@@ -1,0 +1,40 @@
+//! What every answer of the router is made of: the response body type, and
+//! the `x-isolane-*` headers it sets (and the loop guard it reads). The
+//! proxy and its errors both build answers from these; neither owns them.
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use http_body_util::combinators::UnsyncBoxBody;
+
+/// A boxed error from a body or a transport.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why the router answered as it did: a bounded label (`overloaded`, `no_route`, …).
+pub const REASON_HEADER: &str = "x-isolane-reason";
+/// The node's human-readable detail for a refusal, when it gave one.
+pub const DETAIL_HEADER: &str = "x-isolane-detail";
+/// The node that served the request.
+pub const NODE_HEADER: &str = "x-isolane-node";
+/// The Worker revision that served the request; on a request, the revision
+/// it asks for, when the Worker allows overrides (`split.rs`).
+pub const REVISION_HEADER: &str = isolane_crds::traffic::REVISION_HEADER;
+/// How many times a request has passed through a Worker's `fetch` on its
+/// way here: the engine sets it to one more than the request it runs for on
+/// every outbound fetch (`isolane_engine::HOPS_HEADER`, the same name).
+pub const HOPS_HEADER: &str = "x-isolane-hops";
+/// Requests that looped through Workers more often than this are refused
+/// (508): a Worker fetching itself through the router cannot fan out
+/// without bound.
+pub const MAX_HOPS: u32 = 4;
+/// The request id: the client's, or one the router generated.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The response body type of the router.
+pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// A complete, in-memory response body.
+pub fn full_body(bytes: Bytes) -> ResponseBody {
+    http_body_util::Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
