@@ -1,22 +1,36 @@
-//! `isolane dev`: flags → validated [`DevConfig`] → engine → HTTP server.
+//! `isolane dev`: the cluster's request path in one process. The router's
+//! proxy ([`isolane_router::Proxy`]) matches, splits, places, limits, maps
+//! outcomes to statuses and counts each request exactly as in a cluster, and
+//! hands it to the node's own `Execute` service over the engine in this
+//! process ([`node::InProcessNode`]) instead of a node over gRPC. The
+//! router's server accepts connections; the router's cron loop runs the
+//! schedules; the admin server serves both components' `/metrics`.
 //!
 //! Order matters: the engine starts (and initialises V8) on the main thread
-//! before the tokio runtime spawns its threads, as the engine requires.
+//! before the tokio runtimes spawn their threads, as the engine requires.
 
-mod routes;
-mod scheduled;
-mod server;
+mod node;
+mod project;
+mod reload;
+mod serving;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use isolane_engine::{Engine, EngineConfig, NoopObserver, PoolMode, WorkerBundle};
+use isolane_engine::{Engine, EngineConfig, EngineObserver, PoolMode};
+use isolane_node::{Admission, BundleIndex, NodeMetrics, NodeService};
+use isolane_router::server::RouterWorkers;
+use isolane_router::{Proxy, ProxyConfig, RouterMetrics};
+use isolane_telemetry::{AdminServer, Readiness};
+use tokio_util::sync::CancellationToken;
 
-pub(crate) use routes::Routes;
+pub use project::Source;
 
 #[derive(Debug, Args)]
 pub struct DevArgs {
@@ -30,12 +44,28 @@ pub struct DevArgs {
     /// Port to listen on.
     #[arg(long, default_value_t = 8787, env = "ISOLANE_PORT")]
     port: u16,
-    /// Address to listen on.
+    /// Address to listen on (the admin server too).
     #[arg(long, default_value = "127.0.0.1", env = "ISOLANE_HOST")]
     host: IpAddr,
+    /// Port of the admin server: `/metrics` (the router's and the node's),
+    /// `/ready`, `/live`. 0 picks a free port, printed at start.
+    #[arg(long, default_value_t = 0, env = "ISOLANE_ADMIN_PORT")]
+    admin_port: u16,
     /// A binding for the worker's `env`, as NAME=VALUE (repeatable; single-file mode).
     #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env)]
     env: Vec<(String, String)>,
+    /// CPU time one request may use, in ms (single-file mode; Worker YAMLs give `spec.limits`).
+    #[arg(long, value_name = "MS", default_value_t = isolane_crds::Limits::DEFAULT_CPU_MS, conflicts_with = "workers")]
+    cpu_ms: u32,
+    /// Wall-clock time one request may take, in ms (single-file mode).
+    #[arg(long, value_name = "MS", default_value_t = isolane_crds::Limits::DEFAULT_WALL_MS, conflicts_with = "workers")]
+    wall_ms: u32,
+    /// Memory the worker's isolate may hold, in MiB (single-file mode).
+    #[arg(long = "memory-mib", value_name = "MIB", default_value_t = isolane_crds::Limits::DEFAULT_MEMORY_MIB, conflicts_with = "workers")]
+    memory_mib: u32,
+    /// Outbound `fetch` calls one request may make (single-file mode).
+    #[arg(long, value_name = "N", default_value_t = isolane_crds::Limits::DEFAULT_SUBREQUESTS, conflicts_with = "workers")]
+    subrequests: u32,
     /// Engine threads (0: one per core).
     #[arg(long, default_value_t = 0, env = "ISOLANE_THREADS")]
     threads: usize,
@@ -47,6 +77,9 @@ pub struct DevArgs {
     /// `GET /__scheduled?cron=…` runs it once, any time.
     #[arg(long = "cron", value_name = "SCHEDULE")]
     crons: Vec<String>,
+    /// Do not reload when the script or the Worker folder changes.
+    #[arg(long)]
+    no_reload: bool,
 }
 
 fn parse_env(s: &str) -> Result<(String, String), String> {
@@ -63,78 +96,172 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
 #[derive(Debug)]
 pub struct DevConfig {
     pub listen: SocketAddr,
+    pub admin: SocketAddr,
     pub engine: EngineConfig,
-    pub routes: Routes,
+    pub source: Source,
+    /// The Workers as read at start (a bad one is a usage error then; after
+    /// a reload it is only logged).
+    pub project: project::Project,
+    pub reload: bool,
 }
 
 impl DevConfig {
     pub fn from_args(args: DevArgs) -> anyhow::Result<Self> {
-        let routes = match (&args.script, &args.workers) {
-            (Some(script), _) => {
-                let schedules = args
-                    .crons
-                    .iter()
-                    .map(|expr| isolane_crds::cron::Schedule::parse(expr, None))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Routes::single(single_bundle(script, &args.env)?, schedules)
+        let source = match (args.script, args.workers) {
+            (Some(path), _) => {
+                let limits = isolane_crds::Limits {
+                    cpu_ms: args.cpu_ms,
+                    wall_ms: args.wall_ms,
+                    memory_mib: args.memory_mib,
+                    subrequests: args.subrequests,
+                };
+                limits.validate()?;
+                Source::Script {
+                    path,
+                    env: args.env.into_iter().collect::<BTreeMap<_, _>>(),
+                    limits,
+                    crons: args.crons,
+                }
             }
-            (None, Some(dir)) => Routes::from_dir(dir)?,
+            (None, Some(dir)) => Source::Folder(dir),
             (None, None) => anyhow::bail!("give a worker script or --workers <dir>"),
+        };
+        let project = source.load()?;
+        let threads = match args.threads {
+            0 => std::thread::available_parallelism().map_or(1, NonZeroUsize::get),
+            n => n,
         };
         Ok(Self {
             listen: SocketAddr::new(args.host, args.port),
+            admin: SocketAddr::new(args.host, args.admin_port),
             engine: EngineConfig {
-                threads: args.threads,
+                threads,
                 pool_mode: args.pool_mode,
                 // A developer's own machine: fetch may reach local services
                 // (a node refuses them unless its admin opens them).
                 egress: isolane_engine::EgressConfig::open(),
                 ..EngineConfig::default()
             },
-            routes,
+            source,
+            project,
+            reload: !args.no_reload,
         })
     }
 }
 
-/// The bundle for `isolane dev <file>`: id `dev/<file stem>`.
-fn single_bundle(path: &PathBuf, env: &[(String, String)]) -> anyhow::Result<WorkerBundle> {
-    let script =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let stem = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("worker");
-    let env = env.iter().cloned().collect::<BTreeMap<_, _>>();
-    Ok(WorkerBundle {
-        id: format!("dev/{stem}"),
-        // The operator's revision of the same script, env and default limits.
-        revision: isolane_crds::Bundle::compute_revision(
-            &script,
-            &env,
-            &isolane_crds::Limits::default(),
-        ),
-        script,
-        env,
-        limits: Default::default(),
-        allowed_hosts: Vec::new(),
-    })
-}
+/// HTTP threads: each accepts and serves its connections to the end, as a
+/// router's per-core workers do.
+const HTTP_THREADS: NonZeroUsize = NonZeroUsize::MIN.saturating_add(1);
+
+/// How long in-flight connections get after Ctrl-C.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// How long a request for a revision not loaded yet waits for it (a node's
+/// default `--revision-wait`).
+const REVISION_WAIT: Duration = Duration::from_secs(2);
+
+/// Revisions of a Worker kept after a reload, for requests already routed
+/// to them.
+const REVISIONS_KEPT: usize = 3;
 
 pub fn run(config: DevConfig) -> anyhow::Result<()> {
-    let engine = Engine::start(config.engine.clone(), Arc::new(NoopObserver))
-        .context("starting the engine")?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("isolane-http")
+    let registry = prometheus::Registry::new();
+    let threads = config.engine.threads;
+    let node_metrics = Arc::new(
+        NodeMetrics::register(&registry, threads).context("registering the node's metrics")?,
+    );
+    let observer: Arc<dyn EngineObserver> = node_metrics.clone();
+    let engine = Engine::start(config.engine.clone(), observer).context("starting the engine")?;
+    let control = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("isolane-dev-control")
         .enable_all()
         .build()
-        .context("building the HTTP runtime")?;
-    let served = runtime.block_on(server::serve(
-        config.listen,
-        engine.clone(),
-        Arc::new(config.routes),
-    ));
-    drop(runtime);
+        .context("building the control runtime")?;
+    let served = control.block_on(serve(config, engine.clone(), registry, node_metrics));
+    drop(control);
     engine.shutdown();
     served
 }
+
+async fn serve(
+    config: DevConfig,
+    engine: Engine,
+    registry: prometheus::Registry,
+    node_metrics: Arc<NodeMetrics>,
+) -> anyhow::Result<()> {
+    let threads = engine.threads();
+    let router_metrics = Arc::new(
+        RouterMetrics::register(&registry, MAX_WORKER_SERIES)
+            .context("registering the router's metrics")?,
+    );
+    let bundles = Arc::new(BundleIndex::new(REVISIONS_KEPT));
+    let admission = Admission::new(threads, config.engine.queue_depth, node_metrics.clone());
+    let service = NodeService::new(
+        node::NODE_NAME.to_owned(),
+        engine,
+        bundles.clone(),
+        admission,
+        node_metrics,
+        REVISION_WAIT,
+    );
+    let proxy = Proxy::in_process(
+        ProxyConfig {
+            // The Worker's own wall limit ends a request (up to the CRD's
+            // 300 s), not the router's default deadline.
+            request_timeout: Duration::from_secs(301),
+            test_scheduled: true,
+            ..ProxyConfig::default()
+        },
+        router_metrics.clone(),
+        Arc::new(node::InProcessNode(service)),
+        node::NODE_NAME,
+        u32::try_from(threads).unwrap_or(u32::MAX),
+    );
+    let serving = serving::Serving::new(bundles, proxy.clone());
+    serving.apply(&config.project);
+
+    let admin = AdminServer::new(registry, Readiness::new())
+        .bind(config.admin)
+        .await
+        .context("binding the admin server")?;
+    let listener = isolane_router::server::bind(config.listen)
+        .with_context(|| format!("binding {}", config.listen))?;
+    let local = listener.local_addr().context("reading the bound address")?;
+    tracing::info!(
+        address = %local,
+        url = %format!("http://{local}/"),
+        metrics = %format!("http://{}/metrics", admin.local_addr()),
+        threads,
+        "listening"
+    );
+    let shutdown = CancellationToken::new();
+    let admin = tokio::spawn(admin.serve(shutdown.clone().cancelled_owned()));
+    let cron = tokio::spawn(isolane_router::cron::run_alone(
+        proxy.clone(),
+        isolane_router::cron::Reporter::local(router_metrics),
+        shutdown.clone(),
+    ));
+    if config.reload {
+        let (source, serving, stop) = (config.source.clone(), serving.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            if let Err(error) = reload::run(source, serving, stop).await {
+                tracing::warn!(error = format!("{error:#}"), "changes will not be reloaded");
+            }
+        });
+    }
+    let workers = RouterWorkers::spawn(listener, HTTP_THREADS, proxy, shutdown.clone(), GRACE)
+        .context("starting the HTTP threads")?;
+
+    isolane_telemetry::shutdown_signal().await;
+    tracing::info!("shutting down");
+    shutdown.cancel();
+    tokio::task::spawn_blocking(move || workers.join())
+        .await
+        .context("joining the HTTP threads")?;
+    let _ = tokio::join!(admin, cron);
+    Ok(())
+}
+
+/// Workers with their own series in the router's per-worker metrics.
+const MAX_WORKER_SERIES: usize = 50;

@@ -389,3 +389,208 @@ fn an_invalid_cron_schedule_exits_64() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("invalid cron schedule"), "{stderr}");
 }
+
+/// Polls `path` until its body is `want`, within the deadline; every answer
+/// meanwhile must be a 200 from one of `allowed` (a reload fails nothing).
+async fn until_body(client: &HttpClient, port: u16, path: &str, want: &str, allowed: &[&str]) {
+    let started = Instant::now();
+    loop {
+        let (status, body) = request(client, port, "localhost", path).await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        if body == want {
+            return;
+        }
+        assert!(
+            allowed.contains(&body.as_str()),
+            "unexpected answer {body:?}"
+        );
+        assert!(started.elapsed() < DEADLINE, "never answered {want:?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Saving the script serves the new version without a restart, and no
+/// request fails across the change.
+#[tokio::test]
+async fn dev_reloads_the_script_when_it_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("worker.js");
+    let version =
+        |text: &str| format!("export default {{ fetch() {{ return new Response({text:?}); }} }};");
+    std::fs::write(&script, version("one")).unwrap();
+    let port = free_port();
+    let mut dev = Dev::start(&[script.to_str().unwrap(), "--port", &port.to_string()]);
+    let client = client();
+    assert_eq!(
+        when_ready(&client, &mut dev, port, "localhost", "/").await,
+        (200, "one".to_owned())
+    );
+    std::fs::write(&script, version("two")).unwrap();
+    until_body(&client, port, "/", "two", &["one"]).await;
+    // An editor's save: a new file renamed over the old one.
+    let saved = dir.path().join(".worker.js.swp");
+    std::fs::write(&saved, version("three")).unwrap();
+    std::fs::rename(&saved, &script).unwrap();
+    until_body(&client, port, "/", "three", &["two"]).await;
+    assert!(dev.interrupt().success());
+}
+
+/// In a Worker folder, a change that does not read (invalid YAML) keeps
+/// the Workers served; the next good one is served.
+#[tokio::test]
+async fn dev_keeps_serving_when_a_reloaded_folder_is_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = |text: &str| {
+        format!(
+            "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{name: w, namespace: dev}}\nspec:\n  script: \"export default {{ fetch() {{ return new Response('{text}'); }} }};\"\n  routes: [{{host: localhost}}]\n"
+        )
+    };
+    let file = dir.path().join("w.yaml");
+    std::fs::write(&file, worker("one")).unwrap();
+    let port = free_port();
+    let mut dev = Dev::start(&[
+        "--workers",
+        dir.path().to_str().unwrap(),
+        "--port",
+        &port.to_string(),
+    ]);
+    let client = client();
+    assert_eq!(
+        when_ready(&client, &mut dev, port, "localhost", "/").await,
+        (200, "one".to_owned())
+    );
+    std::fs::write(&file, "kind: Worker\nspec: [not, a, mapping").unwrap();
+    // The broken folder is read (and refused) within the debounce; the old
+    // Worker keeps answering throughout.
+    for _ in 0..20 {
+        assert_eq!(
+            request(&client, port, "localhost", "/").await.unwrap(),
+            (200, "one".to_owned())
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    std::fs::write(&file, worker("two")).unwrap();
+    until_body(&client, port, "/", "two", &["one"]).await;
+    assert!(dev.interrupt().success());
+}
+
+/// `--cpu-ms` and `--memory-mib` set the single file's limits, answered
+/// with the router's statuses and reasons; the same worker's light path
+/// answers before, between and after.
+#[tokio::test]
+async fn dev_limit_flags_bound_the_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hostile.js");
+    std::fs::write(
+        &script,
+        "export default { fetch(request) {
+  const path = new URL(request.url).pathname;
+  if (path === '/spin') { const end = Date.now() + 2000; while (Date.now() < end) {} }
+  if (path === '/hoard') { const keep = []; for (;;) keep.push(new Uint8Array(8 << 20)); }
+  return new Response('light');
+} };",
+    )
+    .unwrap();
+    let port = free_port();
+    let mut dev = Dev::start(&[
+        script.to_str().unwrap(),
+        "--port",
+        &port.to_string(),
+        "--cpu-ms",
+        "20",
+        "--memory-mib",
+        "32",
+    ]);
+    let client = client();
+    assert_eq!(
+        when_ready(&client, &mut dev, port, "localhost", "/").await,
+        (200, "light".to_owned())
+    );
+    for (path, reason) in [("/spin", "cpu_limit"), ("/hoard", "memory_limit")] {
+        let response = client
+            .request(
+                http::Request::builder()
+                    .uri(format!("http://127.0.0.1:{port}{path}"))
+                    .body(Full::new(Bytes::new()))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 503, "{path}");
+        assert_eq!(response.headers()["x-isolane-reason"], reason, "{path}");
+        assert_eq!(
+            request(&client, port, "localhost", "/").await.unwrap(),
+            (200, "light".to_owned())
+        );
+    }
+    assert!(dev.interrupt().success());
+}
+
+#[test]
+fn limits_out_of_bounds_exit_64() {
+    for flags in [
+        ["--memory-mib", "8"],
+        ["--cpu-ms", "0"],
+        ["--cpu-ms", "40000"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_isolane"))
+            .current_dir(repo())
+            .args(["dev", "examples/hello.js"])
+            .args(flags)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(64), "{flags:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("must be between"), "{flags:?}: {stderr}");
+    }
+}
+
+/// `/metrics` on the admin port counts requests as the router and the node
+/// count them in a cluster.
+#[tokio::test]
+async fn dev_serves_the_router_s_and_the_node_s_metrics() {
+    let port = free_port();
+    let admin = free_port();
+    let mut dev = Dev::start(&[
+        "examples/hello.js",
+        "--port",
+        &port.to_string(),
+        "--admin-port",
+        &admin.to_string(),
+    ]);
+    let client = client();
+    when_ready(&client, &mut dev, port, "localhost", "/").await;
+    for _ in 0..3 {
+        request(&client, port, "localhost", "/").await.unwrap();
+    }
+    // Each component counts a request when it has ended there, which may be
+    // just after the client has the whole answer: poll.
+    let value = |metrics: &str, series: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or(0.0)
+    };
+    let router = "isolane_router_requests_total{node=\"local\",status_class=\"2xx\"}";
+    let node = "isolane_node_requests_total{outcome=\"ok\",thread=\"0\"}";
+    let started = Instant::now();
+    let metrics = loop {
+        let (status, metrics) = request(&client, admin, "localhost", "/metrics")
+            .await
+            .unwrap();
+        assert_eq!(status, 200);
+        if value(&metrics, router) >= 4.0 && value(&metrics, node) >= 4.0 {
+            break metrics;
+        }
+        assert!(
+            started.elapsed() < DEADLINE,
+            "requests not counted:\n{metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    assert!(
+        metrics.contains("isolane_router_worker_requests_total{revision="),
+        "{metrics}"
+    );
+    assert!(dev.interrupt().success());
+}

@@ -19,7 +19,7 @@ mod worker;
 
 pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
 pub use condition::{ConditionStatus, ConditionType};
-pub use limits::Limits;
+pub use limits::{LimitError, Limits};
 pub use worker::{
     ConfigMapKeyRef, CronRun, CronStatus, Egress, EnvValueFrom, EnvVar, ReplicaPlacement,
     RevisionStatus, Route, ScriptFrom, SecretKeyRef, TrafficStatus, TrafficTarget, Triggers,

@@ -1,5 +1,7 @@
 //! Per-request limits of a Worker, with their defaults and bounds.
 
+use std::ops::RangeInclusive;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -65,6 +67,59 @@ impl Limits {
     }
 }
 
+/// A limit outside the bounds the CRD's schema allows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LimitError {
+    #[error("{name} must be between {min} and {max}, not {value}")]
+    OutOfRange {
+        name: &'static str,
+        value: u32,
+        min: u32,
+        max: u32,
+    },
+    #[error("cpuMs ({cpu_ms}) must not exceed wallMs ({wall_ms})")]
+    CpuOverWall { cpu_ms: u32, wall_ms: u32 },
+}
+
+impl Limits {
+    /// Bounds of `cpuMs` (the schema's).
+    pub const CPU_MS: RangeInclusive<u32> = 1..=30_000;
+    /// Bounds of `wallMs`.
+    pub const WALL_MS: RangeInclusive<u32> = 1..=300_000;
+    /// Bounds of `memoryMiB`.
+    pub const MEMORY_MIB: RangeInclusive<u32> = 16..=1024;
+    /// Bounds of `subrequests`.
+    pub const SUBREQUESTS: RangeInclusive<u32> = 0..=1000;
+
+    /// Checks the limits as the apiserver does for a Worker (for limits that
+    /// come from elsewhere, such as `isolane dev`'s flags).
+    pub fn validate(&self) -> Result<(), LimitError> {
+        let fields = [
+            ("cpuMs", self.cpu_ms, Self::CPU_MS),
+            ("wallMs", self.wall_ms, Self::WALL_MS),
+            ("memoryMiB", self.memory_mib, Self::MEMORY_MIB),
+            ("subrequests", self.subrequests, Self::SUBREQUESTS),
+        ];
+        for (name, value, range) in fields {
+            if !range.contains(&value) {
+                return Err(LimitError::OutOfRange {
+                    name,
+                    value,
+                    min: *range.start(),
+                    max: *range.end(),
+                });
+            }
+        }
+        if self.cpu_ms > self.wall_ms {
+            return Err(LimitError::CpuOverWall {
+                cpu_ms: self.cpu_ms,
+                wall_ms: self.wall_ms,
+            });
+        }
+        Ok(())
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Self {
@@ -73,5 +128,50 @@ impl Default for Limits {
             memory_mib: Self::DEFAULT_MEMORY_MIB,
             subrequests: Self::DEFAULT_SUBREQUESTS,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bounds `validate` checks are the ones the schema gives the apiserver.
+    #[test]
+    fn validate_checks_the_schema_s_bounds() {
+        let schema = serde_json::to_value(schemars::schema_for!(Limits)).unwrap();
+        for (field, range) in [
+            ("cpuMs", Limits::CPU_MS),
+            ("wallMs", Limits::WALL_MS),
+            ("memoryMiB", Limits::MEMORY_MIB),
+            ("subrequests", Limits::SUBREQUESTS),
+        ] {
+            let property = &schema["properties"][field];
+            assert_eq!(property["minimum"], *range.start(), "{field}");
+            assert_eq!(property["maximum"], *range.end(), "{field}");
+        }
+        assert_eq!(Limits::default().validate(), Ok(()));
+        let too_much = Limits {
+            memory_mib: 2048,
+            ..Limits::default()
+        };
+        assert!(matches!(
+            too_much.validate(),
+            Err(LimitError::OutOfRange {
+                name: "memoryMiB",
+                ..
+            })
+        ));
+        let over_wall = Limits {
+            cpu_ms: 200,
+            wall_ms: 100,
+            ..Limits::default()
+        };
+        assert_eq!(
+            over_wall.validate(),
+            Err(LimitError::CpuOverWall {
+                cpu_ms: 200,
+                wall_ms: 100
+            })
+        );
     }
 }

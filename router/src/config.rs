@@ -350,6 +350,8 @@ impl Args {
                     tls,
                     ..ChannelConfig::default()
                 },
+                // A client must not fire a Worker's ticks in a cluster.
+                test_scheduled: false,
             },
             max_worker_series: self.max_worker_series,
             worker_series_interval: self.worker_series_interval,

@@ -25,6 +25,6 @@ mod table;
 mod tick;
 
 pub use report::Reporter;
-pub use scheduler::{CronConfig, MAX_LATE, run};
+pub use scheduler::{CronConfig, MAX_LATE, run, run_alone};
 pub use table::{CronTable, CronWorker};
 pub use tick::{TickFailure, run_tick};

@@ -288,6 +288,7 @@ impl Error {
         match self {
             Self::NoRoute { host, path } => serde_json::json!({
                 "error": self.to_string(),
+                "reason": self.kind(),
                 "host": host,
                 "path": path,
             }),

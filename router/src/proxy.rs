@@ -26,6 +26,8 @@
 
 mod outgoing;
 mod response;
+mod test_tick;
+mod upstream;
 
 use std::cell::Cell;
 use std::hash::{BuildHasher, RandomState};
@@ -42,14 +44,13 @@ use http_body_util::BodyExt;
 use isolane_membership::NodeMember;
 use isolane_proto::Outcome;
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
-use isolane_proto::runtime::v1::{
-    ExecuteResponse, RequestHead, ResponseHead, ScheduledTick, execute_response,
-};
-use tonic::codec::Streaming;
+use isolane_proto::runtime::v1::{RequestHead, ResponseHead, ScheduledTick};
 use tracing::{debug, info, warn};
 
-pub use outgoing::{MAX_CHUNK, Outgoing};
+pub use outgoing::{FrameStream, MAX_CHUNK, Outgoing};
 pub use response::{BodyError, UpstreamBody};
+pub use test_tick::TEST_SCHEDULED_PATH;
+pub use upstream::{LocalNode, ResponseFrames};
 
 use crate::Error;
 use crate::channels::{self, ChannelConfig};
@@ -102,6 +103,10 @@ pub struct ProxyConfig {
     /// (a node pod being replaced, a fleet restarting), within its deadline;
     /// zero answers 503 at once.
     pub node_wait: Duration,
+    /// Whether `GET /__scheduled` runs the routed Worker's `scheduled`
+    /// handler ([`TEST_SCHEDULED_PATH`]; `isolane dev` only: in a cluster a
+    /// client must not fire ticks).
+    pub test_scheduled: bool,
 }
 
 impl Default for ProxyConfig {
@@ -112,6 +117,7 @@ impl Default for ProxyConfig {
             replay_limit: DEFAULT_REPLAY_LIMIT,
             channel: ChannelConfig::default(),
             node_wait: DEFAULT_NODE_WAIT,
+            test_scheduled: false,
         }
     }
 }
@@ -143,6 +149,9 @@ struct Inner {
     published: ArcSwap<Vec<RoutableWorker>>,
     /// New splits wait for their revisions' prewarms (`prewarm.rs`).
     gate: Mutex<Gate>,
+    /// The node in this process, when the proxy has one (`isolane dev`)
+    /// instead of a fleet reached over gRPC.
+    local: Option<Arc<dyn LocalNode>>,
 }
 
 impl Proxy {
@@ -167,6 +176,38 @@ impl Proxy {
         reservations: Vec<Reservation>,
         trusted_proxies: Vec<ipnet::IpNet>,
     ) -> Self {
+        Self::build(config, metrics, reservations, trusted_proxies, None)
+    }
+
+    /// A proxy whose only node is `node`, in this process, with `threads`
+    /// engine threads (`isolane dev`): requests are matched, split, placed
+    /// on a thread, retried, mapped to a status and counted exactly as in
+    /// the cluster, and handed to the node without a connection.
+    pub fn in_process(
+        config: ProxyConfig,
+        metrics: Arc<RouterMetrics>,
+        node: Arc<dyn LocalNode>,
+        name: &str,
+        threads: u32,
+    ) -> Self {
+        let proxy = Self::build(config, metrics, Vec::new(), Vec::new(), Some(node));
+        proxy.set_members(vec![NodeMember {
+            name: name.to_owned(),
+            endpoints: Vec::new(),
+            threads,
+            draining: false,
+            expires_at: None,
+        }]);
+        proxy
+    }
+
+    fn build(
+        config: ProxyConfig,
+        metrics: Arc<RouterMetrics>,
+        reservations: Vec<Reservation>,
+        trusted_proxies: Vec<ipnet::IpNet>,
+        local: Option<Arc<dyn LocalNode>>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,
@@ -180,6 +221,7 @@ impl Proxy {
                 trusted_proxies,
                 published: ArcSwap::from_pointee(Vec::new()),
                 gate: Mutex::new(Gate::default()),
+                local,
             }),
         }
     }
@@ -405,7 +447,7 @@ impl Proxy {
     }
 
     /// Serves one request.
-    pub async fn handle<B>(&self, request: Request<B>) -> Response<ResponseBody>
+    pub async fn handle<B>(&self, mut request: Request<B>) -> Response<ResponseBody>
     where
         B: Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<BoxError>,
@@ -455,6 +497,12 @@ impl Proxy {
                 return self.answer_error(None, NO_NODE, error, &request_id, started);
             }
         };
+        let test_tick =
+            self.inner.config.test_scheduled && request.uri().path() == TEST_SCHEDULED_PATH;
+        if test_tick {
+            let tick = test_tick::tick(request.uri().query());
+            request.extensions_mut().insert(tick);
+        }
         let call = Call {
             proxy: self.clone(),
             backend: Arc::clone(&backend),
@@ -467,6 +515,7 @@ impl Proxy {
             deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
         };
         match call.run(request).await {
+            Ok(response) if test_tick => test_tick::answer(response).await,
             Ok(response) => response,
             Err((node, error)) => {
                 debug!(
@@ -561,7 +610,8 @@ impl Call {
                     .is_some_and(|a| self.proxy.trusts(a.0.ip())),
             },
         );
-        // A cron tick (`run_tick`): only ever set in process, never from a client.
+        // A cron tick (`run_tick`, or the test URL of a proxy that has
+        // one): never from a client's own request in a cluster.
         head.scheduled = parts.extensions.get::<ScheduledTick>().cloned();
         head.prewarm = parts.extensions.get::<PrewarmRequest>().is_some();
         let mut body =
@@ -681,26 +731,45 @@ impl Call {
         let config = &self.proxy.inner.config;
         let fleet_node = &fleet.nodes()[index];
         let node = fleet_node.member.name.as_str();
-        let endpoint = fleet_node
-            .member
-            .endpoint_for(thread)
-            .ok_or_else(|| Error::NoEndpoint {
-                node: node.to_owned(),
-                thread,
-            })?;
-        let channel = channels::channel(fleet, fleet_node, endpoint, &config.channel)?;
-        let in_flight = fleet.start(index);
         let remaining = self
             .deadline
             .saturating_duration_since(tokio::time::Instant::now());
         head.thread = thread;
         head.deadline_ms = remaining.as_millis().max(1) as u64;
-        // No `grpc-timeout` header: the node bounds the request by
-        // `deadline_ms` and this side by `timeout_at` below, and the header
-        // would cost the node a second timer (and a self-wakeup of its
-        // runtime) per request.
-        let request = tonic::Request::new(body.frames(head));
-        let exchange = exchange(RuntimeClient::new(channel), request, node);
+        let call =
+            match &self.proxy.inner.local {
+                Some(local) => {
+                    let in_flight = fleet.start(index);
+                    let frames = local.execute(body.frames(head));
+                    (in_flight, futures::future::Either::Left(frames))
+                }
+                None => {
+                    let endpoint = fleet_node.member.endpoint_for(thread).ok_or_else(|| {
+                        Error::NoEndpoint {
+                            node: node.to_owned(),
+                            thread,
+                        }
+                    })?;
+                    let channel = channels::channel(fleet, fleet_node, endpoint, &config.channel)?;
+                    let in_flight = fleet.start(index);
+                    // No `grpc-timeout` header: the node bounds the request by
+                    // `deadline_ms` and this side by `timeout_at` below, and the
+                    // header would cost the node a second timer (and a self-wakeup
+                    // of its runtime) per request.
+                    let request = tonic::Request::new(body.frames(head));
+                    (
+                        in_flight,
+                        futures::future::Either::Right(open(RuntimeClient::new(channel), request)),
+                    )
+                }
+            };
+        let (in_flight, opened) = call;
+        let exchange = async {
+            let stream = opened
+                .await
+                .map_err(|status| Error::from_status(node, &status))?;
+            upstream::response_head(stream, node).await
+        };
         let (head, stream) = tokio::time::timeout_at(self.deadline, exchange)
             .await
             .map_err(|_| Error::Deadline {
@@ -714,7 +783,7 @@ impl Call {
         &self,
         node: &str,
         head: ResponseHead,
-        stream: Streaming<ExecuteResponse>,
+        stream: ResponseFrames,
         in_flight: crate::fleet::InFlight,
     ) -> Result<Response<ResponseBody>, Error> {
         let outcome = Outcome::try_from(head.outcome).unwrap_or(Outcome::Unspecified);
@@ -795,28 +864,14 @@ impl Call {
     }
 }
 
-/// Opens the call and waits for the response head.
-async fn exchange(
+/// Opens a gRPC `Execute` call to a node.
+async fn open(
     client: RuntimeClient<tonic::transport::Channel>,
-    request: tonic::Request<outgoing::FrameStream>,
-    node: &str,
-) -> Result<(ResponseHead, Streaming<ExecuteResponse>), Error> {
+    request: tonic::Request<FrameStream>,
+) -> Result<ResponseFrames, tonic::Status> {
     let mut client = client.max_decoding_message_size(MAX_MESSAGE);
-    let mut stream = client
-        .execute(request)
-        .await
-        .map_err(|status| Error::from_status(node, &status))?
-        .into_inner();
-    match stream.message().await {
-        Ok(Some(ExecuteResponse {
-            frame: Some(execute_response::Frame::Head(head)),
-        })) => Ok((head, stream)),
-        Ok(_) => Err(Error::Protocol {
-            node: node.to_owned(),
-            detail: "the first response frame is not a head",
-        }),
-        Err(status) => Err(Error::from_status(node, &status)),
-    }
+    let stream = client.execute(request).await?.into_inner();
+    Ok(Box::pin(stream))
 }
 
 /// `text` as a header value: printable ASCII, at most 256 bytes; `None` if empty.

@@ -18,7 +18,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use http::{HeaderName, HeaderValue, Method, Uri};
 use isolane_engine::{Body, Engine, ExecuteError};
 use isolane_proto::Outcome;
@@ -40,6 +40,10 @@ use stream::{RequestBody, Responder};
 
 /// The response stream of `Execute`.
 pub type ExecuteStream = Pin<Box<dyn Stream<Item = Result<ExecuteResponse, Status>> + Send>>;
+
+/// The request stream of `Execute`: tonic's from the network, or the
+/// router's frames handed over in process (`isolane dev`).
+pub type InboundFrames = Pin<Box<dyn Stream<Item = Result<ExecuteRequest, Status>> + Send>>;
 
 /// Largest gRPC message the node accepts (a request body chunk).
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
@@ -91,17 +95,32 @@ impl NodeService {
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
-    async fn execute(
-        &self,
-        mut inbound: Streaming<ExecuteRequest>,
-    ) -> Result<ExecuteStream, Error> {
+    /// One `Execute` call: its request frames in, its response frames out,
+    /// or the refusal as a gRPC status (counted in the node's metrics). The
+    /// gRPC service and an in-process caller (`isolane dev`) both come here.
+    pub async fn execute_frames(&self, inbound: InboundFrames) -> Result<ExecuteStream, Status> {
+        match self.execute(inbound).await {
+            Ok(stream) => Ok(stream),
+            Err(error) => {
+                let thread = match &error {
+                    Error::Overloaded { thread } => *thread,
+                    _ => usize::MAX,
+                };
+                self.inner.metrics.request(thread, error.kind());
+                tracing::debug!(%error, kind = error.kind(), "execute refused");
+                Err(error.into())
+            }
+        }
+    }
+
+    async fn execute(&self, mut inbound: InboundFrames) -> Result<ExecuteStream, Error> {
         let shared = &self.inner;
-        let head = match inbound.message().await {
-            Ok(Some(ExecuteRequest {
+        let head = match inbound.next().await {
+            Some(Ok(ExecuteRequest {
                 frame: Some(execute_request::Frame::Head(head)),
             })) => head,
-            Ok(_) => return Err(Error::MissingHead),
-            Err(_) => {
+            Some(Ok(_)) | None => return Err(Error::MissingHead),
+            Some(Err(_)) => {
                 return Err(Error::Protocol {
                     detail: "the request stream failed before its head",
                 });
@@ -223,18 +242,9 @@ impl Runtime for NodeService {
         &self,
         request: Request<Streaming<ExecuteRequest>>,
     ) -> Result<Response<ExecuteStream>, Status> {
-        match NodeService::execute(self, request.into_inner()).await {
-            Ok(stream) => Ok(Response::new(stream)),
-            Err(error) => {
-                let thread = match &error {
-                    Error::Overloaded { thread } => *thread,
-                    _ => usize::MAX,
-                };
-                self.inner.metrics.request(thread, error.kind());
-                tracing::debug!(%error, kind = error.kind(), "execute refused");
-                Err(error.into())
-            }
-        }
+        self.execute_frames(Box::pin(request.into_inner()))
+            .await
+            .map(Response::new)
     }
 
     async fn stats(&self, _: Request<StatsRequest>) -> Result<Response<StatsResponse>, Status> {
@@ -248,8 +258,8 @@ impl Runtime for NodeService {
 /// is done (dropping it early could reset the call).
 fn http_request(
     head: &RequestHead,
-    inbound: Streaming<ExecuteRequest>,
-) -> Result<(http::Request<Body>, Option<Streaming<ExecuteRequest>>), Error> {
+    inbound: InboundFrames,
+) -> Result<(http::Request<Body>, Option<InboundFrames>), Error> {
     let method = Method::from_bytes(head.method.as_bytes())
         .map_err(|_| Error::InvalidRequest { field: "method" })?;
     let uri: Uri = head

@@ -19,7 +19,10 @@ use super::manifest::{App, RequestSpec};
 /// answers "timed out", which is a difference like any other).
 const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 
-/// Headers that say how a message travelled, not what it says.
+/// Headers that say how a message travelled, not what it says: HTTP's own,
+/// and those Isolane's router adds to every answer (which node and revision
+/// ran it, and the request id; docs/router.md), as `isolane dev` runs the
+/// router's proxy.
 const TRANSPORT_HEADERS: &[&str] = &[
     "date",
     "server",
@@ -27,6 +30,9 @@ const TRANSPORT_HEADERS: &[&str] = &[
     "keep-alive",
     "transfer-encoding",
     "content-length",
+    "x-isolane-node",
+    "x-isolane-revision",
+    "x-request-id",
 ];
 
 pub type HttpClient = Client<HttpConnector, Full<Bytes>>;

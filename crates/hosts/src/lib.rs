@@ -23,7 +23,7 @@
 
 mod routes;
 
-pub use routes::{RouteIndex, normalize_host, prefix_matches};
+pub use routes::{ANY_HOST, RouteIndex, normalize_host, prefix_matches};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;

@@ -6,7 +6,10 @@
 //! 3. If none matches, the routes of the wildcard one label up
 //!    (`*.example.com` for `api.example.com`, never for `example.com` or
 //!    `a.b.example.com`) are tried the same way.
-//! 4. Nothing matched: no route.
+//! 4. If none matches, the routes of [`ANY_HOST`] (`*`, any host) are tried:
+//!    `isolane dev <script>` serves its one Worker this way. A Worker's
+//!    routes cannot name it (the CRD allows DNS names and `*.` wildcards).
+//! 5. Nothing matched: no route.
 //!
 //! A prefix matches whole path segments: `/api` matches `/api`, `/api/` and
 //! `/api/v1` but not `/apix`; a prefix ending in `/` (such as `/`) matches
@@ -16,12 +19,17 @@
 
 use std::collections::HashMap;
 
+/// The host of routes that answer every host no other route does.
+pub const ANY_HOST: &str = "*";
+
 /// An index from host and path prefix to a value.
 #[derive(Debug, Clone)]
 pub struct RouteIndex<T> {
     exact: HashMap<String, Vec<(String, T)>>,
     /// Keyed by the suffix after `*.`.
     wildcard: HashMap<String, Vec<(String, T)>>,
+    /// The routes of [`ANY_HOST`].
+    any: Vec<(String, T)>,
 }
 
 impl<T> Default for RouteIndex<T> {
@@ -29,6 +37,7 @@ impl<T> Default for RouteIndex<T> {
         Self {
             exact: HashMap::new(),
             wildcard: HashMap::new(),
+            any: Vec::new(),
         }
     }
 }
@@ -40,6 +49,7 @@ impl<T> RouteIndex<T> {
     pub fn insert(&mut self, host: &str, prefix: &str, value: T) -> bool {
         let host = normalize_host(host);
         let routes = match host.strip_prefix("*.") {
+            _ if host == ANY_HOST => &mut self.any,
             Some(suffix) => self.wildcard.entry(suffix.to_owned()).or_default(),
             None => self.exact.entry(host).or_default(),
         };
@@ -65,8 +75,14 @@ impl<T> RouteIndex<T> {
         if let Some(found) = self.exact.get(&host).and_then(|r| first_match(r, path)) {
             return Some(found);
         }
-        let (_, parent) = host.split_once('.')?;
-        first_match(self.wildcard.get(parent)?, path)
+        if let Some(found) = host
+            .split_once('.')
+            .and_then(|(_, parent)| self.wildcard.get(parent))
+            .and_then(|r| first_match(r, path))
+        {
+            return Some(found);
+        }
+        first_match(&self.any, path)
     }
 }
 
@@ -132,6 +148,24 @@ mod tests {
         assert_eq!(at("a.b.example.com", "/v2/users"), None);
         assert_eq!(at("example.com", "/v2/users"), None);
         assert_eq!(at("example.org", "/"), None);
+    }
+
+    #[test]
+    fn any_host_answers_last() {
+        let index = index(&[
+            (ANY_HOST, "/", "any"),
+            ("a.test", "/api", "a"),
+            ("*.b.test", "/", "wild"),
+        ]);
+        let at = |host, path| index.lookup(host, path).copied();
+        assert_eq!(at("a.test", "/api/x"), Some("a"));
+        assert_eq!(at("a.test", "/other"), Some("any"));
+        assert_eq!(at("x.b.test", "/"), Some("wild"));
+        assert_eq!(at("", "/"), Some("any"));
+        assert_eq!(at("localhost:8787", "/anything"), Some("any"));
+        // Only the any-host routes' prefixes match there.
+        let index = super::tests::index(&[(ANY_HOST, "/api", "api")]);
+        assert_eq!(index.lookup("localhost", "/apix"), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Recording a tick: `status.cron` (the router's own server-side-apply field
 //! manager, so the operator's status writes never touch it), the runs
-//! counter, and a Warning event on the Worker when a tick failed.
+//! counter, and a Warning event on the Worker when a tick failed. Without a
+//! cluster (`isolane dev`) the runs counter and the log are all there is.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -10,7 +11,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter as EventReporter};
 use kube::{Api, Client, Resource};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::CronWorker;
 use crate::cron::TickFailure;
@@ -22,9 +23,9 @@ pub const FIELD_MANAGER: &str = "isolane-router-cron";
 /// Writes what ticks did.
 #[derive(Clone)]
 pub struct Reporter {
-    client: Client,
     metrics: Arc<RouterMetrics>,
-    recorder: Recorder,
+    /// Where status and events go; `None` without a cluster.
+    cluster: Option<(Client, Recorder)>,
 }
 
 impl std::fmt::Debug for Reporter {
@@ -48,9 +49,16 @@ impl Reporter {
             },
         );
         Self {
-            client,
             metrics,
-            recorder,
+            cluster: Some((client, recorder)),
+        }
+    }
+
+    /// A reporter that counts and logs runs only (`isolane dev`).
+    pub fn local(metrics: Arc<RouterMetrics>) -> Self {
+        Self {
+            metrics,
+            cluster: None,
         }
     }
 
@@ -67,6 +75,15 @@ impl Reporter {
             Err(failure) => failure.outcome,
         };
         self.metrics.cron_run(outcome);
+        let Some((client, recorder)) = &self.cluster else {
+            match &result {
+                Ok(()) => info!(worker.id = %worker.worker_id, %cron, "ran scheduled event"),
+                Err(failure) => {
+                    warn!(worker.id = %worker.worker_id, %cron, outcome, message = %failure.message, "scheduled event failed")
+                }
+            }
+            return;
+        };
         let Some((namespace, name)) = worker.worker_id.split_once('/') else {
             return;
         };
@@ -93,7 +110,7 @@ impl Reporter {
                 }
             }
         });
-        let api: Api<Worker> = Api::namespaced(self.client.clone(), namespace);
+        let api: Api<Worker> = Api::namespaced(client.clone(), namespace);
         let params = PatchParams::apply(FIELD_MANAGER).force();
         if let Err(error) = api.patch_status(name, &params, &Patch::Apply(&body)).await {
             debug!(worker.id = %worker.worker_id, %error, "could not write status.cron");
@@ -114,7 +131,7 @@ impl Reporter {
                 action: "Scheduled".to_owned(),
                 secondary: None,
             };
-            if let Err(error) = self.recorder.publish(&event, &object.object_ref(&())).await {
+            if let Err(error) = recorder.publish(&event, &object.object_ref(&())).await {
                 debug!(%error, "failed to publish an event");
             }
         }

@@ -51,6 +51,15 @@ pub async fn run(client: Client, proxy: Proxy, config: CronConfig, stop: Cancell
     }
 }
 
+/// Runs the schedules of the proxy's Workers until `stop`, with no Lease:
+/// for a proxy that is the only one (`isolane dev`). Runs are counted and
+/// logged by `reporter`.
+pub async fn run_alone(proxy: Proxy, reporter: Reporter, stop: CancellationToken) {
+    // Always the leader: the sender lives as long as the loop.
+    let (_leader, mut role) = watch::channel(Role::Leader);
+    lead(&proxy, &reporter, &mut role, SystemTime::now(), &stop).await;
+}
+
 /// Runs ticks due after `since` while this router is the leader.
 async fn lead(
     proxy: &Proxy,

@@ -7,16 +7,15 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
-use futures::Stream;
 use http::StatusCode;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http_body::{Body, Frame, SizeHint};
 use isolane_proto::Outcome;
-use isolane_proto::runtime::v1::{ExecuteResponse, Header, execute_response};
+use isolane_proto::runtime::v1::{Header, execute_response};
 use tokio::time::Sleep;
-use tonic::codec::Streaming;
 
 use super::outgoing::is_hop_by_hop;
+use super::upstream::ResponseFrames;
 use crate::error::BoxError;
 use crate::fleet::InFlight;
 use crate::metrics::RouterMetrics;
@@ -96,7 +95,7 @@ impl Drop for Completion {
 /// error, so hyper aborts the client's response instead of ending it as if
 /// complete. Holds the node's in-flight slot until it is finished or dropped.
 pub struct UpstreamBody {
-    stream: Streaming<ExecuteResponse>,
+    stream: ResponseFrames,
     deadline: Pin<Box<Sleep>>,
     /// Bytes still expected, when the node announced a length.
     remaining: Option<u64>,
@@ -155,7 +154,7 @@ impl BodyError {
 impl UpstreamBody {
     /// The body that follows a response head.
     pub fn new(
-        stream: Streaming<ExecuteResponse>,
+        stream: ResponseFrames,
         deadline: tokio::time::Instant,
         body_length: Option<u64>,
         metrics: Arc<RouterMetrics>,
@@ -195,7 +194,7 @@ impl Body for UpstreamBody {
             return Poll::Ready(None);
         }
         loop {
-            let message = match Pin::new(&mut this.stream).poll_next(cx) {
+            let message = match this.stream.as_mut().poll_next(cx) {
                 Poll::Pending => {
                     if this.deadline.as_mut().poll(cx).is_ready() {
                         return this.fail(BodyError::Deadline);

@@ -111,6 +111,7 @@ async fn unknown_host_or_path_is_404_with_a_json_body() {
             json,
             serde_json::json!({
                 "error": "no worker routes this host and path",
+                "reason": "no_route",
                 "host": host.split(':').next().unwrap(),
                 "path": path,
             })

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use futures::Stream;
 use http_body::{Frame, SizeHint};
 use isolane_engine::{Body, BodyError};
 use isolane_proto::Outcome;
@@ -18,9 +17,9 @@ use isolane_proto::runtime::v1::{
     ExecuteRequest, ExecuteResponse, Header, ResponseHead, execute_request,
 };
 use tokio::time::Instant;
-use tonic::{Status, Streaming};
+use tonic::Status;
 
-use super::ExecuteStream;
+use super::{ExecuteStream, InboundFrames};
 use crate::admission::Permit;
 use crate::metrics::NodeMetrics;
 
@@ -41,12 +40,12 @@ pub enum RequestBodyError {
 
 /// The request body, read from `body` frames until `end`.
 pub struct RequestBody {
-    inbound: Streaming<ExecuteRequest>,
+    inbound: InboundFrames,
     ended: bool,
 }
 
 impl RequestBody {
-    pub fn new(inbound: Streaming<ExecuteRequest>) -> Self {
+    pub fn new(inbound: InboundFrames) -> Self {
         Self {
             inbound,
             ended: false,
@@ -66,7 +65,7 @@ impl http_body::Body for RequestBody {
             return Poll::Ready(None);
         }
         loop {
-            let message = match Pin::new(&mut self.inbound).poll_next(cx) {
+            let message = match self.inbound.as_mut().poll_next(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(message) => message,
             };
@@ -136,7 +135,7 @@ pub struct Responder {
     finish: Finish,
     done: bool,
     /// The request stream of a bodyless request, held open until the end.
-    _inbound: Option<Streaming<ExecuteRequest>>,
+    _inbound: Option<InboundFrames>,
 }
 
 enum Next {
@@ -151,7 +150,7 @@ impl Responder {
         permit: Permit,
         metrics: Arc<NodeMetrics>,
         deadline: Option<Instant>,
-        inbound: Option<Streaming<ExecuteRequest>>,
+        inbound: Option<InboundFrames>,
     ) -> Self {
         let thread = permit.thread();
         Self {

@@ -1,0 +1,346 @@
+//! What `isolane dev` serves: one script on every host and path, or every
+//! Worker YAML in a folder. Each Worker becomes the bundle the operator would
+//! write for it (same revision, limits and egress hosts) and the routes the
+//! router would read from it; the router's own route table then matches
+//! requests (the exact host before its wildcard, whole path segments).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use isolane_crds::cron::Schedule;
+use isolane_crds::{Bundle, Limits, Triggers};
+use isolane_hosts::ANY_HOST;
+use isolane_router::routes::RoutableWorker;
+use isolane_router::split::Split;
+use k8s_openapi::jiff::Timestamp;
+use serde::Deserialize as _;
+
+/// Where the Workers come from; read again on every reload.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// One script, served on every host and path as `dev/<file stem>`.
+    Script {
+        path: PathBuf,
+        env: BTreeMap<String, String>,
+        limits: Limits,
+        /// `--cron`, in UTC.
+        crons: Vec<String>,
+    },
+    /// Every `kind: Worker` in the folder's `.yaml`/`.yml` files.
+    Folder(PathBuf),
+}
+
+/// One Worker as `isolane dev` serves it.
+#[derive(Debug, Clone)]
+pub struct DevWorker {
+    /// The bundle the operator would write for it.
+    pub bundle: Bundle,
+    /// `(host, pathPrefix)` pairs.
+    pub routes: Vec<(String, String)>,
+    /// Cron schedules.
+    pub triggers: Option<Triggers>,
+}
+
+/// Everything `isolane dev` serves, read once.
+#[derive(Debug, Clone)]
+pub struct Project {
+    pub workers: Vec<DevWorker>,
+}
+
+/// Why a Worker YAML cannot be served by `isolane dev`.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerFileError {
+    #[error("{file}: Worker {name}: scriptFrom names a ConfigMap key not found in the folder")]
+    ScriptFrom { file: String, name: String },
+    #[error(
+        "{file}: Worker {name}: binding {binding} names a ConfigMap key or Secret stringData key not found in the folder"
+    )]
+    ValueFrom {
+        file: String,
+        name: String,
+        binding: String,
+    },
+    #[error("{file}: Worker {name}: {error}")]
+    Cron {
+        file: String,
+        name: String,
+        error: isolane_crds::cron::ScheduleError,
+    },
+    #[error("{file}: Worker {name} has no routes")]
+    NoRoutes { file: String, name: String },
+    #[error("{dir}: no Worker YAML found")]
+    Empty { dir: String },
+}
+
+impl Source {
+    /// The file or folder to watch for changes.
+    pub fn path(&self) -> &Path {
+        match self {
+            Source::Script { path, .. } | Source::Folder(path) => path,
+        }
+    }
+
+    /// Reads the Workers.
+    pub fn load(&self) -> anyhow::Result<Project> {
+        let workers = match self {
+            Source::Script {
+                path,
+                env,
+                limits,
+                crons,
+            } => vec![script_worker(path, env, limits, crons)?],
+            Source::Folder(dir) => folder_workers(dir)?,
+        };
+        Ok(Project { workers })
+    }
+}
+
+impl Project {
+    /// The Workers as the router's route table reads them. A host and prefix
+    /// claimed twice keeps the first Worker's (files in name order), as the
+    /// router keeps the older Worker's.
+    pub fn routable(&self) -> Vec<RoutableWorker> {
+        self.workers
+            .iter()
+            .enumerate()
+            .map(|(order, worker)| RoutableWorker {
+                worker_id: worker.bundle.worker_id.clone(),
+                split: Split::single(&worker.bundle.revision),
+                created: Timestamp::from_second(i64::try_from(order).unwrap_or(i64::MAX)).ok(),
+                routes: worker.routes.clone(),
+                triggers: worker.triggers.clone(),
+            })
+            .collect()
+    }
+}
+
+/// `isolane dev <file>`: the script on every host and path.
+fn script_worker(
+    path: &Path,
+    env: &BTreeMap<String, String>,
+    limits: &Limits,
+    crons: &[String],
+) -> anyhow::Result<DevWorker> {
+    let script =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    for expr in crons {
+        Schedule::parse(expr, None)?;
+    }
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("worker");
+    Ok(DevWorker {
+        bundle: Bundle::new(
+            format!("dev/{stem}"),
+            script,
+            env.clone(),
+            limits.clone(),
+            Vec::new(),
+        ),
+        routes: vec![(ANY_HOST.to_owned(), "/".to_owned())],
+        triggers: (!crons.is_empty()).then(|| Triggers {
+            crons: crons.to_vec(),
+            time_zone: None,
+        }),
+    })
+}
+
+/// Every `kind: Worker` document in the folder's `.yaml`/`.yml` files.
+/// `scriptFrom` and `valueFrom` resolve against the ConfigMaps (`data`) and
+/// Secrets (`stringData`) in the same folder, as the operator would.
+fn folder_workers(dir: &Path) -> anyhow::Result<Vec<DevWorker>> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    let mut documents = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        for document in serde_yaml::Deserializer::from_str(&text) {
+            let value = serde_yaml::Value::deserialize(document)
+                .with_context(|| format!("{}: invalid YAML", file.display()))?;
+            documents.push((file.clone(), value));
+        }
+    }
+    let sources = Sources::collect(&documents);
+    let mut workers = Vec::new();
+    for (file, value) in documents {
+        if value.get("kind").and_then(|k| k.as_str()) != Some("Worker") {
+            continue;
+        }
+        let worker: isolane_crds::Worker = serde_yaml::from_value(value)
+            .with_context(|| format!("{}: not a valid Worker", file.display()))?;
+        workers.push(dev_worker(&file, worker, &sources)?);
+    }
+    if workers.is_empty() {
+        return Err(WorkerFileError::Empty {
+            dir: dir.display().to_string(),
+        }
+        .into());
+    }
+    Ok(workers)
+}
+
+/// ConfigMap `data` and Secret `stringData` of the folder, by (kind, name, key).
+struct Sources(HashMap<(&'static str, String, String), String>);
+
+impl Sources {
+    fn collect(documents: &[(std::path::PathBuf, serde_yaml::Value)]) -> Self {
+        let mut map = HashMap::new();
+        for (_, doc) in documents {
+            let (kind, field) = match doc.get("kind").and_then(|k| k.as_str()) {
+                Some("ConfigMap") => ("ConfigMap", "data"),
+                Some("Secret") => ("Secret", "stringData"),
+                _ => continue,
+            };
+            let name = doc
+                .get("metadata")
+                .and_then(|m| m.get("name"))
+                .and_then(|n| n.as_str())
+                .unwrap_or_default();
+            let Some(entries) = doc.get(field).and_then(|d| d.as_mapping()) else {
+                continue;
+            };
+            for (key, value) in entries {
+                if let (Some(key), Some(value)) = (key.as_str(), value.as_str()) {
+                    map.insert((kind, name.to_owned(), key.to_owned()), value.to_owned());
+                }
+            }
+        }
+        Self(map)
+    }
+
+    fn get(&self, kind: &'static str, name: &str, key: &str) -> Option<String> {
+        self.0
+            .get(&(kind, name.to_owned(), key.to_owned()))
+            .cloned()
+    }
+}
+
+fn dev_worker(
+    file: &Path,
+    worker: isolane_crds::Worker,
+    sources: &Sources,
+) -> Result<DevWorker, WorkerFileError> {
+    let file = file.display().to_string();
+    let name = worker.metadata.name.clone().unwrap_or_default();
+    let namespace = worker
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".to_owned());
+    let spec = worker.spec;
+    let script = spec.script.or_else(|| {
+        let r = &spec.script_from.as_ref()?.config_map_key_ref;
+        sources.get("ConfigMap", &r.name, &r.key)
+    });
+    let Some(script) = script else {
+        return Err(WorkerFileError::ScriptFrom { file, name });
+    };
+    let mut env = BTreeMap::new();
+    for var in spec.env {
+        let from = var.value_from.as_ref();
+        let value = var.value.clone().or_else(|| {
+            let from = from?;
+            match (&from.secret_key_ref, &from.config_map_key_ref) {
+                (Some(r), _) => sources.get("Secret", &r.name, &r.key),
+                (_, Some(r)) => sources.get("ConfigMap", &r.name, &r.key),
+                _ => None,
+            }
+        });
+        let Some(value) = value else {
+            return Err(WorkerFileError::ValueFrom {
+                file,
+                name,
+                binding: var.name,
+            });
+        };
+        env.insert(var.name, value);
+    }
+    if spec.routes.is_empty() {
+        return Err(WorkerFileError::NoRoutes { file, name });
+    }
+    if let Some(triggers) = &spec.triggers {
+        for expr in &triggers.crons {
+            if let Err(error) = Schedule::parse(expr, triggers.time_zone.as_deref()) {
+                return Err(WorkerFileError::Cron { file, name, error });
+            }
+        }
+    }
+    let allowed_hosts = spec
+        .egress
+        .as_ref()
+        .map(|egress| egress.allowed_hosts.clone())
+        .unwrap_or_default();
+    let bundle = Bundle::new(
+        format!("{namespace}/{name}"),
+        script,
+        env,
+        spec.limits,
+        Vec::new(),
+    )
+    .with_allowed_hosts(allowed_hosts);
+    Ok(DevWorker {
+        bundle,
+        routes: spec
+            .routes
+            .into_iter()
+            .map(|r| (r.host.to_ascii_lowercase(), r.path_prefix))
+            .collect(),
+        triggers: spec.triggers.filter(|t| !t.crons.is_empty()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_gets_the_revision_the_operator_gives_it() {
+        let worker: isolane_crds::Worker = serde_yaml::from_str(
+            "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {name: w, namespace: ns}\nspec:\n  script: 'export default {}'\n  env: [{name: A, value: '1'}]\n  limits: {cpuMs: 20}\n  egress: {allowedHosts: [api.example.com]}\n  routes: [{host: w.test}]\n",
+        )
+        .unwrap();
+        let operator = Bundle::new(
+            "ns/w".into(),
+            "export default {}".into(),
+            BTreeMap::from([("A".to_owned(), "1".to_owned())]),
+            worker.spec.limits.clone(),
+            Vec::new(),
+        )
+        .with_allowed_hosts(vec!["api.example.com".into()]);
+        let dev = dev_worker(Path::new("w.yaml"), worker, &Sources::collect(&[])).unwrap();
+        assert_eq!(dev.bundle.revision, operator.revision);
+        assert_eq!(dev.bundle.limits.cpu_ms, 20);
+        assert_eq!(dev.routes, [("w.test".to_owned(), "/".to_owned())]);
+    }
+
+    #[test]
+    fn earlier_files_win_route_conflicts() {
+        let worker = |id: &str, host: &str, prefix: &str| DevWorker {
+            bundle: Bundle::new(
+                id.into(),
+                String::new(),
+                BTreeMap::new(),
+                Limits::default(),
+                Vec::new(),
+            ),
+            routes: vec![(host.to_owned(), prefix.to_owned())],
+            triggers: None,
+        };
+        // `z/late` sorts after `a/early` by id, but comes first in the folder.
+        let project = Project {
+            workers: vec![
+                worker("z/first", "a.test", "/"),
+                worker("a/second", "a.test", "/"),
+            ],
+        };
+        let routable = project.routable();
+        assert!(routable[0].created < routable[1].created);
+    }
+}

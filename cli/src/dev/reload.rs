@@ -1,0 +1,97 @@
+//! Reload: when the script or a file in the Worker folder changes, read the
+//! Workers again and serve the new revisions, as the operator and router
+//! would roll them out: each changed Worker's new revision is compiled on
+//! its thread (the router's prewarm gate) before it takes requests, and
+//! requests already running finish on the old one. A folder that no longer
+//! reads (a YAML error, a missing file) keeps the Workers served now, with
+//! the error logged.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use notify::RecursiveMode;
+use notify_debouncer_mini::{DebounceEventResult, new_debouncer};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::project::Source;
+use super::serving::Serving;
+
+/// Changes closer together than this are one reload (an editor's save
+/// writes, renames and touches in a burst).
+const DEBOUNCE: Duration = Duration::from_millis(150);
+
+/// Why changes cannot be watched.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot watch {path} for changes")]
+pub struct WatchError {
+    path: String,
+    #[source]
+    source: notify::Error,
+}
+
+/// Reloads `serving` from `source` on every change, until `stop`.
+pub async fn run(
+    source: Source,
+    serving: Serving,
+    stop: CancellationToken,
+) -> Result<(), WatchError> {
+    let (changed, mut changes) = mpsc::unbounded_channel::<()>();
+    let watched = source.path().to_path_buf();
+    let relevant = watched.clone();
+    let mut debouncer = new_debouncer(DEBOUNCE, move |result: DebounceEventResult| {
+        if let Ok(events) = result
+            && events.iter().any(|e| concerns(&relevant, &e.path))
+        {
+            let _ = changed.send(());
+        }
+    })
+    .map_err(|source| watch_error(&watched, source))?;
+    // A script is watched through its folder: editors replace files by
+    // renaming, which a watch on the file itself would lose.
+    let target = match &source {
+        Source::Script { path, .. } => path.parent().filter(|p| !p.as_os_str().is_empty()),
+        Source::Folder(dir) => Some(dir.as_path()),
+    }
+    .unwrap_or(Path::new("."));
+    debouncer
+        .watcher()
+        .watch(target, RecursiveMode::NonRecursive)
+        .map_err(|source| watch_error(&watched, source))?;
+    tracing::info!(path = %watched.display(), "watching for changes");
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return Ok(()),
+            next = changes.recv() => if next.is_none() { return Ok(()) },
+        }
+        // Changes that came meanwhile are this reload's too.
+        while changes.try_recv().is_ok() {}
+        match source.load() {
+            Ok(project) => serving.reload(&project),
+            Err(error) => {
+                tracing::error!(
+                    error = format!("{error:#}"),
+                    "reload failed; still serving the previous Workers"
+                );
+            }
+        }
+    }
+}
+
+/// Whether a change at `changed` concerns the watched script or folder.
+fn concerns(watched: &Path, changed: &Path) -> bool {
+    let name = |p: &Path| p.file_name().map(PathBuf::from);
+    if watched.is_dir() {
+        return changed
+            .extension()
+            .is_some_and(|e| e == "yaml" || e == "yml");
+    }
+    name(watched) == name(changed)
+}
+
+fn watch_error(path: &Path, source: notify::Error) -> WatchError {
+    WatchError {
+        path: path.display().to_string(),
+        source,
+    }
+}
