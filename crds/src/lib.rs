@@ -10,19 +10,21 @@
 //! is the admission webhook's job.
 #![forbid(unsafe_code)]
 
-mod bundle;
 mod condition;
 pub mod cron;
-mod limits;
 pub mod traffic;
 mod worker;
 
-pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
 pub use condition::{ConditionStatus, ConditionType};
-pub use limits::{LimitError, Limits};
+// The Worker's vocabulary without Kubernetes (`isolane-worker`), here too
+// because the resource is made of it.
+pub use isolane_worker::{
+    BUNDLE_KEY, BUNDLE_LABEL, Bundle, BundleSecret, DIGEST_ANNOTATION, LimitError, Limits,
+    REVISION_ANNOTATION, Route, SecretError, WORKER_ID_ANNOTATION,
+};
 pub use worker::{
     ConfigMapKeyRef, CronRun, CronStatus, Egress, EnvValueFrom, EnvVar, ReplicaPlacement,
-    RevisionStatus, Route, ScriptFrom, SecretKeyRef, TrafficStatus, TrafficTarget, Triggers,
+    RevisionStatus, ScriptFrom, SecretKeyRef, TrafficStatus, TrafficTarget, Triggers,
     VersionAffinity, Worker, WorkerSpec, WorkerStatus,
 };
 

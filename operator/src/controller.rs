@@ -20,7 +20,7 @@
 //! the status subresource, skipped when unchanged); *cleanup* deletes the bundle.
 //! Problems the user fixes are conditions, not errors (see [`crate::status`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, TryStreamExt, channel::mpsc};
 use isolane_crds::traffic::{self, TrafficError};
 use isolane_crds::{
-    BUNDLE_KEY, BUNDLE_LABEL, Bundle, ConditionStatus, ConditionType, REVISION_ANNOTATION,
-    ReplicaPlacement, Route, WORKER_ID_ANNOTATION, Worker,
+    BUNDLE_LABEL, Bundle, BundleSecret, ConditionStatus, ConditionType, ReplicaPlacement, Route,
+    WORKER_ID_ANNOTATION, Worker,
 };
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -42,7 +42,6 @@ use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
-use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 use tracing::{Instrument, debug, info, info_span, warn};
 
@@ -60,7 +59,7 @@ use isolane_telemetry::ReadyHandle;
 
 /// Annotation on a bundle Secret: a digest of its whole content (routes
 /// included), so an unchanged bundle is not re-applied.
-pub const DIGEST_ANNOTATION: &str = "isolane.dev/bundle-digest";
+pub use isolane_crds::DIGEST_ANNOTATION;
 
 /// What the reconcile needs.
 pub struct Context {
@@ -470,7 +469,7 @@ async fn apply(
         key.to_string(),
         resolved.script,
         resolved.env,
-        spec.limits.clone(),
+        spec.limits,
         routes.admitted.clone(),
     )
     .with_allowed_hosts(
@@ -585,44 +584,31 @@ fn placement(
         .collect()
 }
 
-/// The bundle Secret of `bundle`'s revision, ready for server-side apply.
+/// The bundle Secret of `bundle`'s revision, ready for server-side apply
+/// (the encoding nodes decode: `isolane_crds::BundleSecret`).
 pub fn bundle_secret(namespace: &str, key: &WorkerKey, bundle: &Bundle) -> Result<Secret, Error> {
-    let json = serde_json::to_vec(bundle).map_err(|source| Error::SerializeBundle {
+    let encoded = BundleSecret::encode(bundle).map_err(|source| Error::SerializeBundle {
         worker_id: key.to_string(),
         source,
     })?;
-    let digest = hex_prefix(&Sha256::digest(&json));
     Ok(Secret {
         metadata: ObjectMeta {
-            name: Some(Bundle::revision_secret_name(
-                &key.namespace,
-                &key.name,
-                &bundle.revision,
-            )),
+            name: Some(encoded.name),
             namespace: Some(namespace.to_owned()),
-            labels: Some(BTreeMap::from([(
-                BUNDLE_LABEL.to_owned(),
-                "true".to_owned(),
-            )])),
-            annotations: Some(BTreeMap::from([
-                (WORKER_ID_ANNOTATION.to_owned(), key.to_string()),
-                (REVISION_ANNOTATION.to_owned(), bundle.revision.clone()),
-                (DIGEST_ANNOTATION.to_owned(), digest),
-            ])),
+            labels: Some(encoded.labels),
+            annotations: Some(encoded.annotations),
             ..ObjectMeta::default()
         },
         type_: Some("Opaque".to_owned()),
-        data: Some(BTreeMap::from([(BUNDLE_KEY.to_owned(), ByteString(json))])),
+        data: Some(
+            encoded
+                .data
+                .into_iter()
+                .map(|(key, value)| (key, ByteString(value)))
+                .collect(),
+        ),
         ..Secret::default()
     })
-}
-
-fn hex_prefix(digest: &[u8]) -> String {
-    digest
-        .iter()
-        .take(8)
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
 }
 
 async fn apply_bundle(context: &Context, key: &WorkerKey, bundle: &Bundle) -> Result<(), Error> {
@@ -909,7 +895,9 @@ pub fn backoff(attempts: u32, conflict: bool) -> Duration {
 
 #[cfg(test)]
 mod tests {
-    use isolane_crds::Limits;
+    use std::collections::BTreeMap;
+
+    use isolane_crds::{BUNDLE_KEY, Limits, REVISION_ANNOTATION};
 
     use super::*;
 

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use isolane_engine::{Limits, WorkerBundle};
+use isolane_engine::WorkerBundle;
 use tokio::sync::watch as channel;
 
 use crate::error::Error;
@@ -292,12 +292,7 @@ pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
         revision: bundle.revision,
         script: bundle.script,
         env: bundle.env,
-        limits: Limits {
-            cpu_ms: u64::from(bundle.limits.cpu_ms),
-            wall_ms: u64::from(bundle.limits.wall_ms),
-            memory_mib: u64::from(bundle.limits.memory_mib),
-            subrequests: bundle.limits.subrequests,
-        },
+        limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,
     }
 }

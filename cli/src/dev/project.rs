@@ -136,7 +136,7 @@ fn script_worker(
             format!("dev/{stem}"),
             script,
             env.clone(),
-            limits.clone(),
+            *limits,
             Vec::new(),
         ),
         routes: vec![(ANY_HOST.to_owned(), "/".to_owned())],
@@ -310,7 +310,7 @@ mod tests {
             "ns/w".into(),
             "export default {}".into(),
             BTreeMap::from([("A".to_owned(), "1".to_owned())]),
-            worker.spec.limits.clone(),
+            worker.spec.limits,
             Vec::new(),
         )
         .with_allowed_hosts(vec!["api.example.com".into()]);

@@ -1,7 +1,6 @@
 //! What the engine runs: a worker's script, bindings and limits.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 /// One immutable revision of a worker, as resolved by the operator (or by
 /// `isolane dev` from a file). Isolates are keyed by `(id, revision)`: a new
@@ -22,43 +21,9 @@ pub struct WorkerBundle {
     pub allowed_hosts: Vec<String>,
 }
 
-/// Per-request (CPU, wall, subrequests) and per-isolate (memory) limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// CPU time one request may use, in milliseconds.
-    pub cpu_ms: u64,
-    /// Wall time from the request's arrival until its response is complete.
-    pub wall_ms: u64,
-    /// Heap limit of the worker's isolate, in MiB.
-    pub memory_mib: u64,
-    /// Outbound `fetch` calls one request may make.
-    pub subrequests: u32,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            cpu_ms: 50,
-            wall_ms: 30_000,
-            memory_mib: 128,
-            subrequests: 50,
-        }
-    }
-}
-
-impl Limits {
-    pub fn cpu(&self) -> Duration {
-        Duration::from_millis(self.cpu_ms)
-    }
-
-    pub fn wall(&self) -> Duration {
-        Duration::from_millis(self.wall_ms)
-    }
-
-    pub fn heap_bytes(&self) -> usize {
-        usize::try_from(self.memory_mib.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)
-    }
-}
+/// Per-request (CPU, wall, subrequests) and per-isolate (memory) limits:
+/// the Worker's own (`isolane-worker`), with the CRD's defaults and bounds.
+pub use isolane_worker::Limits;
 
 impl WorkerBundle {
     /// Whether the worker may fetch from `host` (its `allowed_hosts`; the

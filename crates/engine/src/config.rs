@@ -97,8 +97,8 @@ impl EngineConfig {
     /// `limits.cpu_ms`, clamped to `max_cpu_ms`.
     pub fn cpu_limit_ms(&self, limits: &crate::bundle::Limits) -> u64 {
         match self.max_cpu_ms {
-            0 => limits.cpu_ms,
-            max => limits.cpu_ms.min(max),
+            0 => u64::from(limits.cpu_ms),
+            max => u64::from(limits.cpu_ms).min(max),
         }
     }
 }

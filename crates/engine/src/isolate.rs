@@ -324,10 +324,10 @@ impl WorkerIsolate {
                 limit_ms: thread.config.cpu_limit_ms(&limits),
             },
             TerminationReason::MemoryLimit => ExecuteError::MemoryLimit {
-                limit_mib: limits.memory_mib,
+                limit_mib: u64::from(limits.memory_mib),
             },
             TerminationReason::WallTimeout => ExecuteError::WallTimeout {
-                limit_ms: limits.wall_ms,
+                limit_ms: u64::from(limits.wall_ms),
             },
         };
         tracing::warn!(
@@ -368,7 +368,7 @@ impl WorkerIsolate {
             }
             Err(TurnError::Terminated(reason)) => Err(match reason {
                 TerminationReason::MemoryLimit => ExecuteError::MemoryLimit {
-                    limit_mib: bundle.limits.memory_mib,
+                    limit_mib: u64::from(bundle.limits.memory_mib),
                 },
                 _ => ExecuteError::Script {
                     message: "the worker's top-level code exceeded its startup CPU budget"

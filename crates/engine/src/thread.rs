@@ -357,7 +357,7 @@ fn spares_short(state: &ThreadState) -> bool {
 /// Makes one spare isolate, with the default heap limit (workers with a
 /// lower `memory_mib` use it too; see `Pool::take_spare`).
 fn refill_one(state: &ThreadState) -> bool {
-    let heap = crate::bundle::Limits::default().heap_bytes();
+    let heap = crate::bundle::Limits::default().memory_bytes();
     let made = match WorkerIsolate::create(&state.ctx, heap) {
         Ok(isolate) => match isolate.warm_up() {
             Ok(()) => {
@@ -466,7 +466,7 @@ fn load(
     let ctx = &state.ctx;
     let pooled = ctx.config.pool_mode != PoolMode::Legacy;
     let started = Instant::now();
-    let heap_limit = bundle.limits.heap_bytes();
+    let heap_limit = bundle.limits.memory_bytes();
     let spare = if pooled {
         state.pool.borrow_mut().take_spare(heap_limit)
     } else {
@@ -708,7 +708,7 @@ fn wall_timeout(
         .termination(state.ctx.index, TerminationReason::WallTimeout);
     tracing::warn!(worker.id = %bundle.id, revision = %bundle.revision, thread = state.ctx.index, request.id = isolate.host.request_id(req).as_deref().unwrap_or(""), "wall time limit exceeded");
     let error = || ExecuteError::WallTimeout {
-        limit_ms: bundle.limits.wall_ms,
+        limit_ms: u64::from(bundle.limits.wall_ms),
     };
     isolate.host.fail_request(req, error());
     error()

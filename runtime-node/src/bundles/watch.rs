@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use isolane_crds::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, WORKER_ID_ANNOTATION};
+use isolane_crds::{BUNDLE_KEY, BUNDLE_LABEL, BundleSecret, SecretError};
 use isolane_engine::WorkerBundle;
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -15,75 +15,19 @@ use kube::{Api, ResourceExt};
 use super::{BundleIndex, worker_bundle};
 use crate::metrics::NodeMetrics;
 
-/// Why a bundle Secret cannot be run.
-#[derive(Debug, thiserror::Error)]
-pub enum BundleError {
-    #[error("secret {secret} has no {BUNDLE_KEY} data")]
-    MissingData { secret: String },
-    #[error("secret {secret}: {BUNDLE_KEY} is not a bundle")]
-    InvalidJson {
-        secret: String,
-        #[source]
-        source: serde_json::Error,
-    },
-    #[error("secret {secret}: the bundle has an empty {field}")]
-    EmptyField { secret: String, field: &'static str },
-    #[error("secret {secret} is annotated for worker {annotated} but holds {bundle}")]
-    WorkerIdMismatch {
-        secret: String,
-        annotated: String,
-        bundle: String,
-    },
-}
-
-impl BundleError {
-    /// A bounded label for metrics (`reason`).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            BundleError::MissingData { .. } => "missing_data",
-            BundleError::InvalidJson { .. } => "invalid_json",
-            BundleError::EmptyField { .. } => "empty_field",
-            BundleError::WorkerIdMismatch { .. } => "worker_id_mismatch",
-        }
-    }
-}
+/// Why a bundle Secret cannot be run (the decoding is the vocabulary's,
+/// `isolane_crds::BundleSecret::decode`, the inverse of what the operator
+/// writes).
+pub type BundleError = SecretError;
 
 /// The bundle a Secret holds.
 pub fn parse_secret(secret: &Secret) -> Result<WorkerBundle, BundleError> {
-    let name = secret.name_any();
     let data = secret
         .data
         .as_ref()
         .and_then(|data| data.get(BUNDLE_KEY))
-        .ok_or_else(|| BundleError::MissingData {
-            secret: name.clone(),
-        })?;
-    let bundle: Bundle =
-        serde_json::from_slice(&data.0).map_err(|source| BundleError::InvalidJson {
-            secret: name.clone(),
-            source,
-        })?;
-    for (field, value) in [
-        ("workerId", &bundle.worker_id),
-        ("revision", &bundle.revision),
-        ("script", &bundle.script),
-    ] {
-        if value.is_empty() {
-            return Err(BundleError::EmptyField {
-                secret: name,
-                field,
-            });
-        }
-    }
-    if let Some(annotated) = secret.annotations().get(WORKER_ID_ANNOTATION)
-        && *annotated != bundle.worker_id
-    {
-        return Err(BundleError::WorkerIdMismatch {
-            secret: name,
-            annotated: annotated.clone(),
-            bundle: bundle.worker_id,
-        });
-    }
+        .map(|data| data.0.as_slice());
+    let bundle = BundleSecret::decode(&secret.name_any(), secret.annotations(), data)?;
     Ok(worker_bundle(bundle))
 }
 
@@ -150,6 +94,8 @@ fn checked(secret: &Secret, metrics: &NodeMetrics) -> Option<WorkerBundle> {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+
+    use isolane_crds::{Bundle, WORKER_ID_ANNOTATION};
 
     use k8s_openapi::ByteString;
     use kube::api::ObjectMeta;

@@ -37,7 +37,7 @@ fn bomb() -> Bytes {
     Bytes::from(out)
 }
 
-fn limits(cpu_ms: u64, memory_mib: u64) -> Limits {
+fn limits(cpu_ms: u32, memory_mib: u32) -> Limits {
     Limits {
         cpu_ms,
         wall_ms: 60_000,

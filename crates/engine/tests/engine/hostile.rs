@@ -15,7 +15,7 @@ use isolane_engine::{Body, Engine, ExecuteError, Limits, PoolMode, TerminationRe
 
 use crate::support::*;
 
-fn limits(memory_mib: u64) -> Limits {
+fn limits(memory_mib: u32) -> Limits {
     Limits {
         // Plenty: memory, not CPU, must be what stops these scripts, even in
         // a debug build on a loaded machine.

@@ -13,7 +13,7 @@ fn limits() -> Limits {
     limits_cpu(50)
 }
 
-fn limits_cpu(cpu_ms: u64) -> Limits {
+fn limits_cpu(cpu_ms: u32) -> Limits {
     Limits {
         cpu_ms,
         // Generous: the limit under test must be what stops the script, even on a

@@ -1,13 +1,14 @@
 //! Per-request limits of a Worker, with their defaults and bounds.
 
 use std::ops::RangeInclusive;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Limits applied to every request a Worker serves. Each has a default and
 /// bounds enforced by the apiserver.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
@@ -90,6 +91,21 @@ impl Limits {
     pub const MEMORY_MIB: RangeInclusive<u32> = 16..=1024;
     /// Bounds of `subrequests`.
     pub const SUBREQUESTS: RangeInclusive<u32> = 0..=1000;
+
+    /// [`Limits::cpu_ms`] as a duration.
+    pub fn cpu(&self) -> Duration {
+        Duration::from_millis(u64::from(self.cpu_ms))
+    }
+
+    /// [`Limits::wall_ms`] as a duration.
+    pub fn wall(&self) -> Duration {
+        Duration::from_millis(u64::from(self.wall_ms))
+    }
+
+    /// [`Limits::memory_mib`] in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        usize::try_from(u64::from(self.memory_mib) << 20).unwrap_or(usize::MAX)
+    }
 
     /// Checks the limits as the apiserver does for a Worker (for limits that
     /// come from elsewhere, such as `isolane dev`'s flags).

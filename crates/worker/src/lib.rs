@@ -1,0 +1,26 @@
+//! What a Worker is, without Kubernetes: the vocabulary the operator, the
+//! runtime node, the router and `isolane dev` share.
+//!
+//! - [`Limits`]: per-request limits, their defaults and bounds (the CRD's
+//!   schema is generated from this type, and the engine runs with it).
+//! - [`Bundle`]: a Worker resolved for execution, and its revision (a
+//!   content hash), so the operator and `isolane dev` name the same Worker
+//!   the same way.
+//! - [`BundleSecret`]: how a bundle is written into a Secret by the operator
+//!   and read back by a node, round-trip tested here.
+//! - [`Route`]: a host and path prefix a Worker answers on.
+//!
+//! Kubernetes types stay out: `isolane-crds` wraps these into the `Worker`
+//! resource, the operator and the node turn [`BundleSecret`] into and out of
+//! a `Secret`.
+#![forbid(unsafe_code)]
+
+mod bundle;
+mod limits;
+mod route;
+mod secret;
+
+pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
+pub use limits::{LimitError, Limits};
+pub use route::Route;
+pub use secret::{BundleSecret, DIGEST_ANNOTATION, SecretError};
