@@ -1,57 +1,71 @@
-//! What each [`Outcome`] means to HTTP clients, retries and metrics, in one
-//! place so router and node agree.
+//! The wire's [`Outcome`] and the Worker vocabulary's (`isolane_worker::Outcome`,
+//! which holds the one table of statuses, retries and labels): each converts
+//! to the other, so router, node and engine agree.
 
 use crate::runtime::v1::Outcome;
 
 impl Outcome {
+    /// The outcome in the Worker vocabulary; `None` for `Unspecified` (a
+    /// peer that sent none).
+    pub fn vocabulary(self) -> Option<isolane_worker::Outcome> {
+        use isolane_worker::Outcome as W;
+        Some(match self {
+            Self::Unspecified => return None,
+            Self::Ok => W::Ok,
+            Self::Exception => W::Exception,
+            Self::CpuLimit => W::CpuLimit,
+            Self::MemoryLimit => W::MemoryLimit,
+            Self::WallTimeout => W::WallTimeout,
+            Self::Overloaded => W::Overloaded,
+            Self::Canceled => W::Canceled,
+            Self::UnknownWorker => W::UnknownWorker,
+            Self::RevisionUnavailable => W::RevisionUnavailable,
+            Self::Draining => W::Draining,
+            Self::InvalidThread => W::InvalidThread,
+            Self::SubrequestLimit => W::SubrequestLimit,
+            Self::Internal => W::Internal,
+            Self::Quarantined => W::Quarantined,
+        })
+    }
+
     /// The HTTP status the router answers with, when the outcome is decided
-    /// before the response head reaches the client. `None` for
+    /// before the response head reaches the client (`isolane_worker`'s
+    /// table; `Unspecified` is the node's fault, 500). `None` for
     /// [`Outcome::Ok`]: the worker's own status stands.
     pub fn http_status(self) -> Option<u16> {
-        Some(match self {
-            Self::Ok => return None,
-            Self::UnknownWorker => 404,
-            Self::Exception | Self::Internal | Self::Unspecified => 500,
-            Self::SubrequestLimit | Self::InvalidThread => 502,
-            Self::CpuLimit
-            | Self::MemoryLimit
-            | Self::Overloaded
-            | Self::Draining
-            | Self::Quarantined
-            | Self::RevisionUnavailable => 503,
-            Self::WallTimeout => 504,
-            // nginx's "client closed request": logged, never seen by a client.
-            Self::Canceled => 499,
-        })
+        self.vocabulary().map_or(Some(500), |o| o.http_status())
     }
 
     /// Whether the request never started on this node, so the router may
     /// send it to the next node in the worker's preference order.
     pub fn retry_elsewhere(self) -> bool {
-        matches!(
-            self,
-            Self::Draining | Self::RevisionUnavailable | Self::InvalidThread
-        )
+        self.vocabulary().is_some_and(|o| o.retry_elsewhere())
     }
 
     /// A short, bounded label for metrics and logs (`outcome="cpu_limit"`).
     pub fn label(self) -> &'static str {
-        match self {
-            Self::Unspecified => "unspecified",
-            Self::Ok => "ok",
-            Self::Exception => "exception",
-            Self::CpuLimit => "cpu_limit",
-            Self::MemoryLimit => "memory_limit",
-            Self::WallTimeout => "wall_timeout",
-            Self::Overloaded => "overloaded",
-            Self::Canceled => "canceled",
-            Self::UnknownWorker => "unknown_worker",
-            Self::RevisionUnavailable => "revision_unavailable",
-            Self::Draining => "draining",
-            Self::InvalidThread => "invalid_thread",
-            Self::SubrequestLimit => "subrequest_limit",
-            Self::Internal => "internal",
-            Self::Quarantined => "quarantined",
+        self.vocabulary().map_or("unspecified", |o| o.label())
+    }
+}
+
+impl From<isolane_worker::Outcome> for Outcome {
+    fn from(outcome: isolane_worker::Outcome) -> Self {
+        use isolane_worker::Outcome as W;
+        match outcome {
+            W::Ok => Self::Ok,
+            W::Exception => Self::Exception,
+            W::CpuLimit => Self::CpuLimit,
+            W::MemoryLimit => Self::MemoryLimit,
+            W::WallTimeout => Self::WallTimeout,
+            W::Overloaded => Self::Overloaded,
+            W::Canceled => Self::Canceled,
+            W::UnknownWorker => Self::UnknownWorker,
+            W::RevisionUnavailable => Self::RevisionUnavailable,
+            W::Draining => Self::Draining,
+            W::InvalidThread => Self::InvalidThread,
+            W::SubrequestLimit => Self::SubrequestLimit,
+            W::Internal => Self::Internal,
+            W::Quarantined => Self::Quarantined,
         }
     }
 }
@@ -69,6 +83,15 @@ mod tests {
             let name = outcome.as_str_name().trim_start_matches("OUTCOME_");
             assert_eq!(outcome.label(), name.to_ascii_lowercase());
         }
+    }
+
+    #[test]
+    fn every_outcome_crosses_the_wire_and_back() {
+        for outcome in isolane_worker::Outcome::ALL {
+            assert_eq!(Outcome::from(outcome).vocabulary(), Some(outcome));
+        }
+        assert_eq!(Outcome::Unspecified.vocabulary(), None);
+        assert_eq!(Outcome::Unspecified.http_status(), Some(500));
     }
 
     #[test]

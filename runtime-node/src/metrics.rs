@@ -260,11 +260,11 @@ impl NodeMetrics {
                     in_flight: in_flight.with_label_values(&[l]),
                     engine_seconds: Outcome::ALL
                         .iter()
-                        .map(|o| engine_seconds.with_label_values(&[l, o.as_str()]))
+                        .map(|o| engine_seconds.with_label_values(&[l, o.label()]))
                         .collect(),
                     engine_cpu_seconds: Outcome::ALL
                         .iter()
-                        .map(|o| engine_cpu_seconds.with_label_values(&[l, o.as_str()]))
+                        .map(|o| engine_cpu_seconds.with_label_values(&[l, o.label()]))
                         .collect(),
                     label,
                 }

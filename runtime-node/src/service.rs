@@ -185,17 +185,19 @@ impl NodeService {
             }
             // Details of a script error or exception go to the logs (the
             // engine logged them), never to the client.
-            ExecuteError::Script { .. } => {
-                Ok((Outcome::Exception, "the worker script failed".to_owned()))
-            }
+            ExecuteError::Script { .. } => Ok((
+                error.outcome().into(),
+                "the worker script failed".to_owned(),
+            )),
             ExecuteError::Exception { .. } => Ok((
-                Outcome::Exception,
+                error.outcome().into(),
                 "the worker threw an exception".to_owned(),
             )),
-            ExecuteError::CpuLimit { .. } => Ok((Outcome::CpuLimit, error.to_string())),
-            ExecuteError::MemoryLimit { .. } => Ok((Outcome::MemoryLimit, error.to_string())),
-            ExecuteError::WallTimeout { .. } => Ok((Outcome::WallTimeout, error.to_string())),
-            ExecuteError::Quarantined { .. } => Ok((Outcome::Quarantined, error.to_string())),
+            // The engine's outcome, as the Worker vocabulary maps it.
+            ExecuteError::CpuLimit { .. }
+            | ExecuteError::MemoryLimit { .. }
+            | ExecuteError::WallTimeout { .. }
+            | ExecuteError::Quarantined { .. } => Ok((error.outcome().into(), error.to_string())),
         }
     }
 

@@ -1,66 +1,18 @@
 //! How a request ended, and the errors `execute` returns.
 //!
-//! One enum feeds logs, metrics and HTTP status alike: [`Outcome`]. Every
-//! [`ExecuteError`] maps to exactly one outcome, one status and one reason.
+//! One enum feeds logs, metrics and HTTP status alike: [`Outcome`], the
+//! Worker vocabulary's (`isolane-worker`), shared with the node, the wire and
+//! the router. Every [`ExecuteError`] maps to exactly one outcome, and so to
+//! one status and one reason.
 
 use http::StatusCode;
 
 use crate::body::Body;
 
-/// How a request ended. Bounded: safe as a metric label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// The handler produced a response.
-    Ok,
-    /// The handler threw, rejected, or returned something that is not a Response.
-    Exception,
-    /// The worker script failed to compile or to evaluate, or has no handler.
-    ScriptError,
-    /// The request used more CPU time than `limits.cpu_ms`.
-    CpuLimit,
-    /// The isolate reached its heap limit (`limits.memory_mib`).
-    MemoryLimit,
-    /// The request was not complete within `limits.wall_ms`.
-    WallTimeout,
-    /// The thread's queue was full; retry later.
-    Overloaded,
-    /// The engine shut down, or the isolate was torn down under the request.
-    Canceled,
-    /// The caller named a thread the engine does not have.
-    UnknownThread,
-    /// The worker keeps hitting its limits and is refused for a while.
-    Quarantined,
-}
-
-impl Outcome {
-    pub const ALL: [Outcome; 10] = [
-        Outcome::Ok,
-        Outcome::Exception,
-        Outcome::ScriptError,
-        Outcome::CpuLimit,
-        Outcome::MemoryLimit,
-        Outcome::WallTimeout,
-        Outcome::Overloaded,
-        Outcome::Canceled,
-        Outcome::UnknownThread,
-        Outcome::Quarantined,
-    ];
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::Exception => "exception",
-            Outcome::ScriptError => "script_error",
-            Outcome::CpuLimit => "cpu_limit",
-            Outcome::MemoryLimit => "memory_limit",
-            Outcome::WallTimeout => "wall_timeout",
-            Outcome::Overloaded => "overloaded",
-            Outcome::Canceled => "canceled",
-            Outcome::UnknownThread => "unknown_thread",
-            Outcome::Quarantined => "quarantined",
-        }
-    }
-}
+/// How a request ended: the Worker vocabulary's outcome, whose table gives
+/// the status, the reason and the metric label. [`ExecuteError::outcome`]
+/// is the one place the engine's errors map onto it.
+pub use isolane_worker::Outcome;
 
 /// Why `execute` did not return the worker's response.
 #[derive(Debug, thiserror::Error)]
@@ -88,11 +40,12 @@ pub enum ExecuteError {
 impl ExecuteError {
     pub fn outcome(&self) -> Outcome {
         match self {
-            ExecuteError::UnknownThread { .. } => Outcome::UnknownThread,
+            ExecuteError::UnknownThread { .. } => Outcome::InvalidThread,
             ExecuteError::Overloaded { .. } => Outcome::Overloaded,
             ExecuteError::Canceled { .. } => Outcome::Canceled,
-            ExecuteError::Script { .. } => Outcome::ScriptError,
-            ExecuteError::Exception { .. } => Outcome::Exception,
+            // A script that does not compile is the Worker failing, as a
+            // throw is (its message goes to the logs).
+            ExecuteError::Script { .. } | ExecuteError::Exception { .. } => Outcome::Exception,
             ExecuteError::CpuLimit { .. } => Outcome::CpuLimit,
             ExecuteError::MemoryLimit { .. } => Outcome::MemoryLimit,
             ExecuteError::WallTimeout { .. } => Outcome::WallTimeout,
@@ -100,24 +53,17 @@ impl ExecuteError {
         }
     }
 
-    /// The HTTP status a front end answers with.
+    /// The HTTP status a front end answers with (the outcome's).
     pub fn status(&self) -> StatusCode {
-        match self {
-            ExecuteError::UnknownThread { .. }
-            | ExecuteError::Script { .. }
-            | ExecuteError::Exception { .. } => StatusCode::INTERNAL_SERVER_ERROR,
-            ExecuteError::Overloaded { .. }
-            | ExecuteError::Canceled { .. }
-            | ExecuteError::CpuLimit { .. }
-            | ExecuteError::MemoryLimit { .. }
-            | ExecuteError::Quarantined { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            ExecuteError::WallTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-        }
+        self.outcome()
+            .http_status()
+            .and_then(|status| StatusCode::from_u16(status).ok())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     /// The value of the `x-isolane-reason` header: the outcome's name.
     pub fn reason(&self) -> &'static str {
-        self.outcome().as_str()
+        self.outcome().label()
     }
 
     /// Seconds for a `Retry-After` header, for errors worth retrying.
@@ -220,7 +166,15 @@ mod tests {
                 threads: 2
             }
             .status(),
-            500
+            502
+        );
+        assert_eq!(ExecuteError::Canceled { reason: "x" }.status(), 502);
+        let script = ExecuteError::Script {
+            message: "x".into(),
+        };
+        assert_eq!(
+            (script.status().as_u16(), script.reason()),
+            (500, "exception")
         );
     }
 

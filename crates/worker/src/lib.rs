@@ -9,6 +9,9 @@
 //! - [`BundleSecret`]: how a bundle is written into a Secret by the operator
 //!   and read back by a node, round-trip tested here.
 //! - [`Route`]: a host and path prefix a Worker answers on.
+//! - [`Outcome`]: how a request ended, and the one table from outcome to
+//!   HTTP status, retry and metric label (the engine's errors map onto it,
+//!   the wire's `Outcome` converts to and from it).
 //!
 //! Kubernetes types stay out: `isolane-crds` wraps these into the `Worker`
 //! resource, the operator and the node turn [`BundleSecret`] into and out of
@@ -17,10 +20,12 @@
 
 mod bundle;
 mod limits;
+mod outcome;
 mod route;
 mod secret;
 
 pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
 pub use limits::{LimitError, Limits};
+pub use outcome::Outcome;
 pub use route::Route;
 pub use secret::{BundleSecret, DIGEST_ANNOTATION, SecretError};

@@ -264,7 +264,12 @@ async fn unknown_threads_are_refused() {
             threads: 1
         }
     ));
-    assert_eq!(error.status(), 500);
+    // The Worker vocabulary's `invalid_thread`: the caller's fault, 502 as
+    // the router answers it.
+    assert_eq!(
+        (error.status().as_u16(), error.reason()),
+        (502, "invalid_thread")
+    );
 }
 
 /// `spawn_on` runs a future on the engine thread itself, and that future
