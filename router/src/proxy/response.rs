@@ -94,6 +94,13 @@ impl Drop for Completion {
 /// end (a failed outcome, a broken stream, the router's deadline) is a body
 /// error, so hyper aborts the client's response instead of ending it as if
 /// complete. Holds the node's in-flight slot until it is finished or dropped.
+///
+/// A body of announced length is complete for the client with its last
+/// byte, and hyper stops reading there; the node's `end` frame (its
+/// accounting, its admission permit) is then read at once when it is ready,
+/// or by a small task after the body is dropped. A body dropped before its
+/// last byte (the client went away) is dropped with the call, which cancels
+/// the request on the node.
 pub struct UpstreamBody {
     stream: ResponseFrames,
     deadline: Pin<Box<Sleep>>,
@@ -173,11 +180,58 @@ impl UpstreamBody {
         }
     }
 
+    /// After the last announced byte: reads the `end` frame and the
+    /// stream's close if they are ready, without waiting.
+    fn read_ahead(&mut self, cx: &mut Context<'_>) {
+        while !self.done {
+            match self.stream.as_mut().poll_next(cx) {
+                Poll::Pending => return,
+                Poll::Ready(Some(Ok(message))) => match message.frame {
+                    Some(execute_response::Frame::End(end)) if !self.ended => {
+                        let outcome =
+                            Outcome::try_from(end.outcome).unwrap_or(Outcome::Unspecified);
+                        if outcome != Outcome::Ok {
+                            // Every byte was sent: nothing to abort, but count it.
+                            self.metrics.upstream_error("body_failed");
+                            self.done = true;
+                        }
+                        self.ended = true;
+                    }
+                    Some(execute_response::Frame::Body(chunk)) if chunk.is_empty() => {}
+                    _ => {
+                        self.metrics.upstream_error("protocol");
+                        self.done = true;
+                    }
+                },
+                Poll::Ready(Some(Err(_)) | None) => self.done = true,
+            }
+        }
+    }
+
     fn fail(&mut self, error: BodyError) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         self.done = true;
         self.metrics.upstream_error(error.kind());
         tracing::debug!(%error, "response body aborted");
         Poll::Ready(Some(Err(error.into())))
+    }
+}
+
+impl Drop for UpstreamBody {
+    fn drop(&mut self) {
+        // Every announced byte reached the client, but not yet the node's end
+        // frame: read it in the background so the node sees its request end
+        // (an in-process node's response runs only as far as it is read).
+        if self.done || self.remaining != Some(0) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut stream = std::mem::replace(&mut self.stream, Box::pin(futures::stream::empty()));
+        runtime.spawn(async move {
+            use futures::StreamExt as _;
+            while stream.next().await.is_some() {}
+        });
     }
 }
 
@@ -223,6 +277,9 @@ impl Body for UpstreamBody {
                     }
                     if let Some(remaining) = this.remaining.as_mut() {
                         *remaining = remaining.saturating_sub(chunk.len() as u64);
+                        if *remaining == 0 {
+                            this.read_ahead(cx);
+                        }
                     }
                     return Poll::Ready(Some(Ok(Frame::data(chunk))));
                 }
