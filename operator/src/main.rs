@@ -88,7 +88,8 @@ async fn run(config: Config) -> anyhow::Result<()> {
             Arc::clone(&index),
             webhook_ready,
         ));
-        tokio::spawn(webhook::serve(listener, tls, index, servers.clone()));
+        let edge = isolane_telemetry::edge::Edge::new("webhook", webhook::SHUTDOWN_GRACE);
+        tokio::spawn(webhook::serve(listener, tls, index, edge, servers.clone()));
     }
 
     let (role_tx, mut role) = watch::channel(Role::Unknown);
