@@ -264,40 +264,13 @@ fn plain(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
 
 #[cfg(test)]
 mod tests {
-    use isolane_crds::{Limits, Route, WorkerSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-    use k8s_openapi::jiff::Timestamp;
     use serde_json::json;
 
     use super::*;
 
     fn worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
-        let mut worker = Worker::new(
-            name,
-            WorkerSpec {
-                script: Some(script.to_owned()),
-                script_from: None,
-                env: vec![],
-                routes: hosts
-                    .iter()
-                    .map(|host| Route {
-                        host: (*host).to_owned(),
-                        path_prefix: "/".to_owned(),
-                    })
-                    .collect(),
-                limits: Limits::default(),
-                egress: None,
-                triggers: None,
-                replicas: 1,
-                traffic: Vec::new(),
-                version_affinity: None,
-                allow_revision_override: false,
-                revision_history_limit: 10,
-            },
-        );
-        worker.metadata.namespace = Some("default".into());
-        worker.metadata.creation_timestamp = Some(Time(Timestamp::from_second(1).unwrap()));
-        worker
+        let spec = crate::fixtures::spec(Some(script), hosts);
+        crate::fixtures::worker("default", name, 1, spec)
     }
 
     fn body(operation: &str, object: &Worker, old: Option<&Worker>) -> Vec<u8> {
