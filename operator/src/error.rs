@@ -70,6 +70,9 @@ pub enum Error {
     /// Registering a metric failed (a duplicate name).
     #[error("failed to register metrics")]
     Metrics(#[from] prometheus::Error),
+    /// Binding the admin server failed.
+    #[error("failed to start the admin server")]
+    Admin(#[from] isolane_telemetry::Error),
 }
 
 impl Error {
@@ -94,6 +97,7 @@ impl Error {
             Self::WebhookTls { .. } => "webhook_tls",
             Self::Serve { .. } => "serve",
             Self::Metrics(_) => "metrics",
+            Self::Admin(_) => "admin",
         }
     }
 

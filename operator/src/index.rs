@@ -268,56 +268,35 @@ pub fn references(namespace: &str, spec: &WorkerSpec) -> Vec<ReferenceKey> {
 
 #[cfg(test)]
 mod tests {
-    use isolane_crds::{
-        ConfigMapKeyRef, EnvValueFrom, EnvVar, Limits, Route, ScriptFrom, SecretKeyRef,
-    };
+    use isolane_crds::{ConfigMapKeyRef, EnvValueFrom, EnvVar, ScriptFrom, SecretKeyRef};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use k8s_openapi::jiff::Timestamp;
 
     use super::*;
 
     fn worker(name: &str, created: i64, hosts: &[&str]) -> Worker {
-        let mut worker = Worker::new(
-            name,
-            WorkerSpec {
-                script: None,
-                script_from: Some(ScriptFrom {
-                    config_map_key_ref: ConfigMapKeyRef {
-                        name: format!("{name}-code"),
-                        key: "index.js".into(),
-                    },
-                }),
-                env: vec![EnvVar {
-                    name: "TOKEN".into(),
-                    value: None,
-                    value_from: Some(EnvValueFrom {
-                        secret_key_ref: Some(SecretKeyRef {
-                            name: "shared".into(),
-                            key: "token".into(),
-                        }),
-                        config_map_key_ref: None,
+        let spec = WorkerSpec {
+            script: None,
+            script_from: Some(ScriptFrom {
+                config_map_key_ref: ConfigMapKeyRef {
+                    name: format!("{name}-code"),
+                    key: "index.js".into(),
+                },
+            }),
+            env: vec![EnvVar {
+                name: "TOKEN".into(),
+                value: None,
+                value_from: Some(EnvValueFrom {
+                    secret_key_ref: Some(SecretKeyRef {
+                        name: "shared".into(),
+                        key: "token".into(),
                     }),
-                }],
-                routes: hosts
-                    .iter()
-                    .map(|host| Route {
-                        host: (*host).to_owned(),
-                        path_prefix: "/".into(),
-                    })
-                    .collect(),
-                limits: Limits::default(),
-                egress: None,
-                triggers: None,
-                replicas: 1,
-                traffic: Vec::new(),
-                version_affinity: None,
-                allow_revision_override: false,
-                revision_history_limit: 10,
-            },
-        );
-        worker.metadata.namespace = Some("ns".into());
-        worker.metadata.creation_timestamp = Some(Time(Timestamp::from_second(created).unwrap()));
-        worker
+                    config_map_key_ref: None,
+                }),
+            }],
+            ..crate::fixtures::spec(None, hosts)
+        };
+        crate::fixtures::worker("ns", name, created, spec)
     }
 
     fn secret(name: &str) -> ReferenceKey {

@@ -2,26 +2,38 @@
 //! runtime nodes load, and reports what it made of it in the Worker's status.
 //!
 //! The main type is the [`controller`] (kube-rs `Controller` over Workers in every
-//! namespace, with the `isolane.dev/bundle` finalizer), wrapped in leader
-//! election (`isolane-leader`) so that only one replica acts. Beside it run the validating admission
-//! [`webhook`] (syntax errors and route conflicts rejected at `kubectl apply`) and
-//! the admin server of `isolane-telemetry` (/livez, /readyz, /metrics). `main.rs` composes them from a
-//! validated [`Config`]. Runtime-node Leases are read with the shared
-//! `isolane-membership` crate ([`membership`] watches them) and placed with
-//! `isolane-placement`, exactly as the router does.
+//! namespace, fed by the [`watches`], with the `isolane.dev/bundle` finalizer):
+//! each [`reconcile`] observes, decides with [`plan`] (no I/O) and carries the
+//! plan out with the [`executor`]. [`lifecycle`] wraps it in leader election
+//! (`isolane-leader`) so that only one replica acts, beside the validating
+//! admission [`webhook`] (syntax errors and route conflicts rejected at
+//! `kubectl apply`) and the admin server of `isolane-telemetry` (/livez,
+//! /readyz, /metrics); `main.rs` only parses the flags into a validated
+//! [`Config`], sets up tracing and the runtime, and calls [`lifecycle`].
+//! Runtime-node Leases are read with the shared `isolane-membership` crate
+//! ([`membership`] watches them) and placed with `isolane-placement`, exactly
+//! as the router does.
 #![forbid(unsafe_code)]
 
+pub mod bundle;
 pub mod config;
 pub mod controller;
 mod error;
+pub mod executor;
+#[cfg(test)]
+mod fixtures;
 pub mod index;
+pub mod lifecycle;
 pub mod membership;
 pub mod metrics;
+pub mod plan;
+pub mod reconcile;
 pub mod resolve;
 pub mod revisions;
 pub mod routes;
 pub mod script;
 pub mod status;
+pub mod watches;
 pub mod webhook;
 
 pub use config::{Args, Config};
@@ -31,3 +43,11 @@ pub use error::Error;
 pub const FIELD_MANAGER: &str = "isolane-operator";
 /// The finalizer that guarantees a Worker's bundle is removed before the Worker is.
 pub const FINALIZER: &str = "isolane.dev/bundle";
+
+/// Locks `mutex`, carrying on with its data if a holder panicked (every
+/// lock here guards a cache that stays consistent between statements).
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -159,7 +159,7 @@ fn secret_data(secret: Secret) -> BTreeMap<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use isolane_crds::{ConfigMapKeyRef, EnvValueFrom, EnvVar, Limits, ScriptFrom, SecretKeyRef};
+    use isolane_crds::{ConfigMapKeyRef, EnvValueFrom, EnvVar, ScriptFrom, SecretKeyRef};
 
     use super::*;
 
@@ -190,15 +190,7 @@ mod tests {
                     }),
                 },
             ],
-            routes: Vec::new(),
-            limits: Limits::default(),
-            egress: None,
-            triggers: None,
-            replicas: 1,
-            traffic: Vec::new(),
-            version_affinity: None,
-            allow_revision_override: false,
-            revision_history_limit: 10,
+            ..crate::fixtures::spec(None, &[])
         }
     }
 

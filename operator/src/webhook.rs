@@ -16,6 +16,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -23,9 +24,8 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use isolane_crds::Worker;
+use isolane_telemetry::edge::{self, Edge, Wrapped};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -35,7 +35,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use crate::Error;
 use crate::index::WorkerIndex;
@@ -46,6 +46,9 @@ use isolane_telemetry::ReadyHandle;
 /// The largest AdmissionReview accepted: a 1 MiB script, JSON-escaped, twice
 /// (object and oldObject), with room to spare.
 const MAX_BODY: usize = 8 * 1024 * 1024;
+
+/// How long open admission reviews may take to finish at shutdown.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// The Workers' route claims, as the webhook sees them.
 pub type SharedIndex = Arc<Mutex<WorkerIndex>>;
@@ -196,49 +199,36 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
         })
 }
 
-/// Serves the webhook on `listener` until `shutdown` is cancelled.
+/// Serves the webhook on `listener` until `shutdown` is cancelled, through
+/// the shared accept loop (`isolane_telemetry::edge::serve`): a client that
+/// does not send its first bytes, finish its TLS handshake and then send a
+/// request head each within `edge`'s header-read timeout is dropped.
 pub async fn serve(
     listener: TcpListener,
     tls: TlsAcceptor,
     index: SharedIndex,
+    edge: Edge,
     shutdown: CancellationToken,
 ) {
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, "admission webhook listening");
     }
-    loop {
-        let (stream, peer) = tokio::select! {
-            () = shutdown.cancelled() => return,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    warn!(%error, "webhook accept failed");
-                    continue;
-                }
-            },
-        };
-        let tls = tls.clone();
+    let service = |_peer| {
         let index = Arc::clone(&index);
-        tokio::spawn(async move {
-            let stream = match tls.accept(stream).await {
-                Ok(stream) => stream,
-                Err(error) => {
-                    debug!(%error, %peer, "webhook TLS handshake failed");
-                    return;
-                }
-            };
-            let service = service_fn(move |request| {
-                let index = Arc::clone(&index);
-                async move { Ok::<_, Infallible>(handle(request, &index).await) }
-            });
-            if let Err(error) = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                debug!(%error, %peer, "webhook connection failed");
-            }
-        });
-    }
+        service_fn(move |request| {
+            let index = Arc::clone(&index);
+            async move { Ok::<_, Infallible>(handle(request, &index).await) }
+        })
+    };
+    let handshake = Wrapped(move |stream| tls.accept(stream));
+    edge::serve(
+        listener,
+        edge,
+        handshake,
+        service,
+        shutdown.cancelled_owned(),
+    )
+    .await;
 }
 
 async fn handle(request: Request<Incoming>, index: &Mutex<WorkerIndex>) -> Response<Full<Bytes>> {
@@ -274,40 +264,13 @@ fn plain(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
 
 #[cfg(test)]
 mod tests {
-    use isolane_crds::{Limits, Route, WorkerSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-    use k8s_openapi::jiff::Timestamp;
     use serde_json::json;
 
     use super::*;
 
     fn worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
-        let mut worker = Worker::new(
-            name,
-            WorkerSpec {
-                script: Some(script.to_owned()),
-                script_from: None,
-                env: vec![],
-                routes: hosts
-                    .iter()
-                    .map(|host| Route {
-                        host: (*host).to_owned(),
-                        path_prefix: "/".to_owned(),
-                    })
-                    .collect(),
-                limits: Limits::default(),
-                egress: None,
-                triggers: None,
-                replicas: 1,
-                traffic: Vec::new(),
-                version_affinity: None,
-                allow_revision_override: false,
-                revision_history_limit: 10,
-            },
-        );
-        worker.metadata.namespace = Some("default".into());
-        worker.metadata.creation_timestamp = Some(Time(Timestamp::from_second(1).unwrap()));
-        worker
+        let spec = crate::fixtures::spec(Some(script), hosts);
+        crate::fixtures::worker("default", name, 1, spec)
     }
 
     fn body(operation: &str, object: &Worker, old: Option<&Worker>) -> Vec<u8> {

@@ -15,13 +15,10 @@ use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
-use isolane_telemetry::edge;
+use isolane_telemetry::edge::{self, Edge, Plain};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use crate::proxy::{ClientAddr, Proxy};
 
@@ -36,71 +33,24 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
 }
 
 /// Serves `listener` with `proxy` until `shutdown`, then lets open
-/// connections finish for up to `grace`.
+/// connections finish for up to `grace`. Silent clients cannot hold a
+/// connection open (the shared accept loop, `isolane_telemetry::edge::serve`).
 pub async fn serve(
     listener: TcpListener,
     proxy: Proxy,
     shutdown: CancellationToken,
     grace: Duration,
 ) {
-    // Silent clients cannot hold a connection open (`isolane_telemetry::edge`).
-    let builder = edge::server_builder(HEADER_READ_TIMEOUT);
-    let graceful = GracefulShutdown::new();
-    loop {
-        let (stream, peer) = tokio::select! {
-            () = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // Out of file descriptors and the like: back off, keep serving.
-                    warn!(%error, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    continue;
-                }
-            },
-        };
-        if let Err(error) = stream.set_nodelay(true) {
-            debug!(%error, "cannot set TCP_NODELAY");
-        }
+    let service = |peer: SocketAddr| {
         let proxy = proxy.clone();
-        let builder = builder.clone();
-        let graceful_watch = graceful.watcher();
-        tokio::spawn(async move {
-            if !edge::first_bytes(&stream, HEADER_READ_TIMEOUT).await {
-                debug!(client = %peer, "connection sent nothing; closed");
-                return;
-            }
-            serve_connection(stream, peer, proxy, &builder, graceful_watch).await;
-        });
-    }
-    drop(listener);
-    tokio::select! {
-        () = graceful.shutdown() => debug!("all connections closed"),
-        () = tokio::time::sleep(grace) => warn!(grace = ?grace, "connections still open after the shutdown grace"),
-    }
-}
-
-async fn serve_connection(
-    stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-    proxy: Proxy,
-    builder: &auto::Builder<TokioExecutor>,
-    graceful: hyper_util::server::graceful::Watcher,
-) {
-    {
-        let service = service_fn(move |mut request: hyper::Request<Incoming>| {
+        service_fn(move |mut request: hyper::Request<Incoming>| {
             request.extensions_mut().insert(ClientAddr(peer));
             let proxy = proxy.clone();
             async move { Ok::<_, Infallible>(proxy.handle(request).await) }
-        });
-        let connection = builder
-            .serve_connection(TokioIo::new(stream), service)
-            .into_owned();
-        let connection = graceful.watch(connection);
-        if let Err(error) = connection.await {
-            debug!(%error, client = %peer, "connection ended with an error");
-        }
-    }
+        })
+    };
+    let edge = Edge::new("router", grace);
+    edge::serve(listener, edge, Plain, service, shutdown.cancelled_owned()).await;
 }
 
 /// The router worker threads.

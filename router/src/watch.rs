@@ -8,19 +8,19 @@
 //! watch retries with kube's default backoff while the proxy keeps serving
 //! from the last state it saw.
 //!
-//! Lease expiry produces no event, so the Lease watch also wakes when the
-//! next live Lease would lapse (and at least every [`MAX_RECHECK`]) to
-//! re-evaluate membership against the clock.
+//! The Lease watch is the one the operator uses too
+//! (`isolane_membership::watch`): Lease expiry produces no event, so it also
+//! wakes when the next live Lease would lapse (and at least every
+//! [`MAX_RECHECK`]) to re-evaluate membership against the clock.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use isolane_crds::Worker;
-use isolane_membership::{NODE_LABEL, NodeMember, live_members};
+use isolane_membership::{Members, MembershipObserver};
 use isolane_telemetry::ReadyHandle;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::jiff::Timestamp;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, ResourceExt};
@@ -76,59 +76,25 @@ pub async fn workers(client: Client, namespace: Option<&str>, proxy: Proxy, read
 /// stream ends.
 pub async fn leases(client: Client, namespace: &str, proxy: Proxy, ready: ReadyHandle) {
     let api: Api<Lease> = Api::namespaced(client, namespace);
-    let config = watcher::Config::default().labels(&format!("{NODE_LABEL}=true"));
-    let mut events = watcher::watcher(api, config).default_backoff().boxed();
-    let mut state = Relist::<Lease>::default();
-    let mut last_errors: Vec<String> = Vec::new();
-    loop {
-        let recheck = next_expiry(state.objects.values(), Timestamp::now());
-        tokio::select! {
-            event = events.next() => match event {
-                None => return,
-                Some(Ok(event)) => {
-                    state.apply(event, |lease| (lease.name_any(), lease.clone()));
-                }
-                Some(Err(error)) => {
-                    proxy.metrics().watch_error("leases");
-                    warn!(%error, "lease watch failed; retrying");
-                    continue;
-                }
-            },
-            () = tokio::time::sleep(recheck) => {}
-        }
-        if !state.synced {
-            continue;
-        }
-        let (members, errors) = live_members(state.objects.values(), Timestamp::now());
-        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        if errors != last_errors {
-            for error in &errors {
-                warn!(%error, "ignoring a node lease");
-            }
-            last_errors = errors;
-        }
-        proxy.set_members(members);
-        if !ready.is_ready() {
-            info!(leases = state.objects.len(), "lease watch synced");
-            ready.set_ready();
-        }
-    }
+    isolane_membership::watch::watch(api, MAX_RECHECK, Fleet { proxy, ready }).await;
 }
 
-/// How long until the earliest live Lease among `leases` lapses, capped at
-/// [`MAX_RECHECK`].
-fn next_expiry<'a>(leases: impl Iterator<Item = &'a Lease>, now: Timestamp) -> Duration {
-    leases
-        .filter_map(|lease| NodeMember::from_lease(lease).ok()?.expires_at)
-        .filter_map(|expires| {
-            let ms = expires.as_millisecond() - now.as_millisecond();
-            // +1 ms: wake just after the expiry instant, when `is_live` turns false.
-            u64::try_from(ms)
-                .ok()
-                .map(|ms| Duration::from_millis(ms + 1))
-        })
-        .min()
-        .map_or(MAX_RECHECK, |d| d.min(MAX_RECHECK))
+/// The proxy's fleet, as the Lease watch's observer.
+struct Fleet {
+    proxy: Proxy,
+    ready: ReadyHandle,
+}
+
+impl MembershipObserver for Fleet {
+    fn members(&mut self, members: Members) {
+        self.proxy.set_members(members.live);
+        self.ready.set_ready();
+    }
+
+    fn watch_failed(&mut self, error: &watcher::Error) {
+        self.proxy.metrics().watch_error("leases");
+        warn!(%error, "lease watch failed; retrying");
+    }
 }
 
 fn worker_key(worker: &Worker) -> String {
@@ -193,59 +159,43 @@ impl<T: PartialEq> Relist<T> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration as StdDuration;
-
-    use isolane_membership::node_lease;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
 
     use super::*;
 
-    fn lease(name: &str, seconds: u64, renewed: Timestamp) -> Lease {
-        node_lease(
-            name,
-            "ns",
-            &["http://n:1".to_owned()],
-            1,
-            false,
-            StdDuration::from_secs(seconds),
-            renewed,
-        )
-    }
-
-    #[test]
-    fn rechecks_when_the_next_lease_lapses() {
-        let now = Timestamp::from_second(1_800_000_000).unwrap();
-        let leases = [lease("a", 3, now), lease("b", 2, now)];
-        assert_eq!(next_expiry(leases.iter(), now), Duration::from_millis(2001));
-        let long = [lease("a", 60, now)];
-        assert_eq!(next_expiry(long.iter(), now), MAX_RECHECK);
-        let expired = [lease("a", 1, now)];
-        let later = now
-            .checked_add(k8s_openapi::jiff::SignedDuration::from_secs(5))
-            .unwrap();
-        assert_eq!(next_expiry(expired.iter(), later), MAX_RECHECK);
-        assert_eq!(next_expiry([].iter(), now), MAX_RECHECK);
+    /// An object named `name` holding `value`.
+    fn object(name: &str, value: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                ..ObjectMeta::default()
+            },
+            data: Some([("k".to_owned(), value.to_owned())].into()),
+            ..ConfigMap::default()
+        }
     }
 
     #[test]
     fn a_relist_replaces_everything() {
-        let now = Timestamp::from_second(1_800_000_000).unwrap();
-        let key = |l: &Lease| (l.name_any(), l.clone());
-        let mut state = Relist::<Lease>::default();
+        let key = |o: &ConfigMap| (o.name_any(), o.clone());
+        let mut state = Relist::<ConfigMap>::default();
         assert!(!state.apply(Event::Init, key));
-        assert!(!state.apply(Event::InitApply(lease("a", 10, now)), key));
+        assert!(!state.apply(Event::InitApply(object("a", "1")), key));
         assert!(state.apply(Event::InitDone, key), "the first list counts");
         assert!(state.synced);
-        assert!(state.apply(Event::Apply(lease("b", 10, now)), key));
+        assert!(state.apply(Event::Apply(object("b", "1")), key));
         assert!(
-            !state.apply(Event::Apply(lease("b", 10, now)), key),
+            !state.apply(Event::Apply(object("b", "1")), key),
             "no change"
         );
+        assert!(state.apply(Event::Apply(object("b", "2")), key));
         // A relist that no longer has "a" (deleted while the watch was down).
         state.apply(Event::Init, key);
-        state.apply(Event::InitApply(lease("b", 10, now)), key);
+        state.apply(Event::InitApply(object("b", "2")), key);
         assert!(state.apply(Event::InitDone, key));
         assert_eq!(state.objects.keys().collect::<Vec<_>>(), ["b"]);
-        assert!(state.apply(Event::Delete(lease("b", 10, now)), key));
+        assert!(state.apply(Event::Delete(object("b", "2")), key));
         assert!(state.objects.is_empty());
     }
 }

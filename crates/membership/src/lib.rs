@@ -6,14 +6,20 @@
 //! ([`THREADS_ANNOTATION`]) and whether it is draining ([`DRAINING_ANNOTATION`]).
 //! An expired Lease is a dead node. The node writes its Lease with [`node_lease`];
 //! the operator (for `status.placement`) and the router (for routing) read them
-//! with [`NodeMember::from_lease`] and [`live_members`]. Nothing here does I/O.
+//! with [`NodeMember::from_lease`] and [`live_members`], through the one Lease
+//! watch both use ([`watch`]: a kube-runtime reflector, re-evaluated when the
+//! next Lease would lapse). Only [`watch`] does I/O.
 #![forbid(unsafe_code)]
+
+pub mod watch;
 
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+pub use watch::{Members, MembershipObserver};
 
 /// Label on every runtime node Lease; its value is `"true"`.
 pub const NODE_LABEL: &str = "isolane.dev/runtime-node";
@@ -26,7 +32,7 @@ pub const THREADS_ANNOTATION: &str = "isolane.dev/threads";
 pub const DRAINING_ANNOTATION: &str = "isolane.dev/draining";
 
 /// Why a Lease does not describe a usable node.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum MembershipError {
     /// The Lease has no name.
     #[error("lease has no name")]

@@ -9,16 +9,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::Full;
-use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
+use crate::edge::{Edge, Plain};
 use crate::{Error, Readiness};
 
-/// How long a failed `accept` (say, out of file descriptors) waits before
-/// the next, so the loop does not spin.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// How long shutdown waits for open admin connections to finish.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -158,41 +154,15 @@ impl BoundAdminServer {
         } = self;
         info!(admin.addr = %addr, "admin server listening");
         let server = Arc::new(server);
-        let builder = crate::edge::server_builder(crate::edge::HEADER_READ_TIMEOUT);
-        let graceful = GracefulShutdown::new();
-        let mut shutdown = std::pin::pin!(shutdown);
-        loop {
-            let (io, peer) = tokio::select! {
-                () = &mut shutdown => break,
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        warn!(%error, "admin server cannot accept");
-                        tokio::time::sleep(ACCEPT_BACKOFF).await;
-                        continue;
-                    }
-                },
-            };
-            let server = server.clone();
-            let service = hyper::service::service_fn(move |request| {
+        let service = |_peer| {
+            let server = Arc::clone(&server);
+            hyper::service::service_fn(move |request| {
                 let response = server.respond(&request);
                 async move { Ok::<_, Infallible>(response) }
-            });
-            let connection = builder.serve_connection(TokioIo::new(io), service);
-            let connection = graceful.watch(connection.into_owned());
-            tokio::spawn(async move {
-                if let Err(error) = connection.await {
-                    debug!(%error, %peer, "admin connection ended with an error");
-                }
-            });
-        }
-        drop(listener);
-        if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
-            .await
-            .is_err()
-        {
-            warn!("admin connections still open at shutdown");
-        }
+            })
+        };
+        let edge = Edge::new("admin", DRAIN_TIMEOUT);
+        crate::edge::serve(listener, edge, Plain, service, shutdown).await;
         info!(admin.addr = %addr, "admin server stopped");
     }
 }

@@ -1,14 +1,21 @@
-//! The hardening every HTTP front end shares (the router's ingress,
-//! `isolane dev`, the admin servers): a client must send its first bytes, and
-//! then each request head, within a deadline, and an HTTP/2 connection whose
-//! peer stops answering pings is closed. A silent connection is never held
-//! open.
+//! The hardening every HTTP front end shares (the router's ingress, the
+//! operator's admission webhook, the admin servers): a client must send its
+//! first bytes, and then each request head, within a deadline, and an HTTP/2
+//! connection whose peer stops answering pings is closed. A silent connection
+//! is never held open. [`serve`] is the one accept loop that applies it, to
+//! cleartext connections ([`Plain`]) or wrapped ones ([`Wrapped`], TLS).
+
+mod accept;
+mod primed;
 
 use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpStream;
+
+pub use accept::{Edge, Handshake, Plain, Wrapped, serve};
+pub use primed::Primed;
 
 /// How long a client may take to send its first bytes, and then each request
 /// head (HTTP/1; an idle keep-alive connection included).
@@ -53,31 +60,31 @@ mod tests {
     use std::convert::Infallible;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    /// A server with 300 ms timeouts; returns its address.
-    async fn server() -> std::net::SocketAddr {
+    /// A server with 300 ms timeouts, through [`serve`] and `handshake`;
+    /// returns its address.
+    async fn server_with(handshake: impl Handshake) -> std::net::SocketAddr {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let timeout = Duration::from_millis(300);
-        tokio::spawn(async move {
-            let builder = server_builder(timeout);
-            while let Ok((stream, _)) = listener.accept().await {
-                let builder = builder.clone();
-                tokio::spawn(async move {
-                    if !first_bytes(&stream, timeout).await {
-                        return;
-                    }
-                    let service = hyper::service::service_fn(|_| async {
-                        Ok::<_, Infallible>(hyper::Response::new(http_body_util::Full::new(
-                            bytes::Bytes::from_static(b"ok"),
-                        )))
-                    });
-                    let _ = builder
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
+        let edge = Edge::new("test", Duration::from_secs(1))
+            .with_header_read_timeout(Duration::from_millis(300));
+        tokio::spawn(serve(
+            listener,
+            edge,
+            handshake,
+            |_| {
+                hyper::service::service_fn(|_| async {
+                    Ok::<_, Infallible>(hyper::Response::new(http_body_util::Full::new(
+                        bytes::Bytes::from_static(b"ok"),
+                    )))
+                })
+            },
+            std::future::pending(),
+        ));
         addr
+    }
+
+    async fn server() -> std::net::SocketAddr {
+        server_with(Plain).await
     }
 
     /// Reads until the server closes the connection, within a deadline.
@@ -117,6 +124,34 @@ mod tests {
         let addr = server().await;
         let mut stream = TcpStream::connect(addr).await.unwrap();
         stream.write_all(b"GET / HTTP/1.1\r\nhost:").await.unwrap();
+        assert!(closed_by_server(&mut stream).await);
+    }
+
+    /// A wrapper that passes the stream through as it is.
+    fn unwrapped() -> Wrapped<
+        impl Fn(TcpStream) -> std::future::Ready<std::io::Result<TcpStream>> + Send + Sync + 'static,
+    > {
+        Wrapped(|stream| std::future::ready(Ok(stream)))
+    }
+
+    #[tokio::test]
+    async fn a_wrapped_connection_is_served() {
+        let addr = server_with(unwrapped()).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+        assert!(answer.ends_with("ok"), "{answer}");
+    }
+
+    #[tokio::test]
+    async fn a_silent_wrapped_connection_is_closed() {
+        let addr = server_with(unwrapped()).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
         assert!(closed_by_server(&mut stream).await);
     }
 }

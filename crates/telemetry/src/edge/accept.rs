@@ -1,0 +1,178 @@
+//! The one accept loop of every HTTP front end: the router's ingress, the
+//! operator's admission webhook (over TLS) and the admin servers.
+//!
+//! Each accepted connection must send its first bytes within the
+//! header-read timeout ([`super::first_bytes`]); a wrapped connection (a TLS
+//! handshake, [`Wrapped`]) must finish its handshake and then send its first
+//! bytes within it too; after that, hyper holds each request head to it
+//! ([`super::server_builder`]). On shutdown the loop stops accepting, lets
+//! open connections finish for up to the grace period, and returns.
+
+use std::error::Error as StdError;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::{Body, Incoming};
+use hyper::service::Service;
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tracing::{debug, warn};
+
+use super::primed::Primed;
+
+/// How long a failed `accept` (say, out of file descriptors) waits before
+/// the next, so the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(20);
+
+/// What an accept loop is held to.
+#[derive(Clone, Copy, Debug)]
+pub struct Edge {
+    /// Named in logs (`router`, `webhook`, `admin`).
+    pub server: &'static str,
+    /// How long a client may take to send its first bytes (and finish a
+    /// handshake), and then each request head.
+    pub header_read_timeout: Duration,
+    /// How long open connections may take to finish after shutdown.
+    pub grace: Duration,
+}
+
+impl Edge {
+    /// [`super::HEADER_READ_TIMEOUT`] and `grace`.
+    pub fn new(server: &'static str, grace: Duration) -> Self {
+        Self {
+            server,
+            header_read_timeout: super::HEADER_READ_TIMEOUT,
+            grace,
+        }
+    }
+
+    /// The same, with another header-read timeout (tests that cannot wait 30 s).
+    pub fn with_header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+}
+
+/// How an accepted TCP connection becomes the byte stream HTTP is spoken on.
+pub trait Handshake: Send + Sync + 'static {
+    /// The stream hyper serves.
+    type Io: AsyncRead + AsyncWrite + Send + Unpin + 'static;
+
+    /// The stream of `stream`, or `None` when the client did not get there
+    /// within `timeout` (it is then dropped).
+    fn handshake(
+        &self,
+        stream: TcpStream,
+        timeout: Duration,
+    ) -> impl Future<Output = Option<Self::Io>> + Send;
+}
+
+/// Cleartext HTTP/1.1 and h2c (prior knowledge).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Plain;
+
+impl Handshake for Plain {
+    type Io = TcpStream;
+
+    async fn handshake(&self, stream: TcpStream, timeout: Duration) -> Option<TcpStream> {
+        super::first_bytes(&stream, timeout).await.then_some(stream)
+    }
+}
+
+/// A connection wrapped by `.0` (a TLS acceptor's `accept`): its first
+/// bytes, its handshake and then its first bytes inside the wrapper each
+/// arrive within the timeout.
+#[derive(Clone, Copy, Debug)]
+pub struct Wrapped<F>(pub F);
+
+impl<F, Fut, I> Handshake for Wrapped<F>
+where
+    F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = io::Result<I>> + Send,
+    I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    type Io = Primed<I>;
+
+    async fn handshake(&self, stream: TcpStream, timeout: Duration) -> Option<Primed<I>> {
+        if !super::first_bytes(&stream, timeout).await {
+            return None;
+        }
+        let wrapped = match tokio::time::timeout(timeout, (self.0)(stream)).await {
+            Ok(Ok(wrapped)) => wrapped,
+            Ok(Err(error)) => {
+                debug!(%error, "handshake failed");
+                return None;
+            }
+            Err(_) => {
+                debug!("handshake timed out");
+                return None;
+            }
+        };
+        Primed::first_bytes(wrapped, timeout).await
+    }
+}
+
+/// Serves `listener` until `shutdown` completes: each connection that gets
+/// through `handshake` is served by `service(peer)`, HTTP/1.1 or HTTP/2.
+/// Then open connections get `edge.grace` to finish.
+pub async fn serve<H, M, S, B>(
+    listener: TcpListener,
+    edge: Edge,
+    handshake: H,
+    service: M,
+    shutdown: impl Future<Output = ()>,
+) where
+    H: Handshake,
+    M: Fn(SocketAddr) -> S,
+    S: Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn StdError + Send + Sync>>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
+    let builder = super::server_builder(edge.header_read_timeout);
+    let handshake = std::sync::Arc::new(handshake);
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    warn!(%error, edge.server = edge.server, "accept failed");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            },
+        };
+        if let Err(error) = stream.set_nodelay(true) {
+            debug!(%error, "cannot set TCP_NODELAY");
+        }
+        let service = service(peer);
+        let builder = builder.clone();
+        let handshake = std::sync::Arc::clone(&handshake);
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let Some(io) = handshake.handshake(stream, edge.header_read_timeout).await else {
+                debug!(client = %peer, edge.server = edge.server, "connection sent nothing in time; closed");
+                return;
+            };
+            let connection = builder.serve_connection(TokioIo::new(io), service);
+            if let Err(error) = watcher.watch(connection.into_owned()).await {
+                debug!(%error, client = %peer, edge.server = edge.server, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => debug!(edge.server = edge.server, "all connections closed"),
+        () = tokio::time::sleep(edge.grace) => warn!(grace = ?edge.grace, edge.server = edge.server, "connections still open after the shutdown grace"),
+    }
+}

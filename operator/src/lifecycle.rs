@@ -1,0 +1,238 @@
+//! The operator process, as a library: ports bound, then the admin server,
+//! the webhook, leader election, and the controller while this replica leads.
+//!
+//! [`bind`] binds the admin port and the webhook's (and loads its TLS
+//! material) before anything talks to the API, so bad input fails first.
+//! [`Bound::run`] then runs until `shutdown` is cancelled:
+//!
+//! - every replica serves the admin server and the webhook;
+//! - leader election (`isolane-leader`, or none: the replica leads alone)
+//!   decides who runs the [`controller`]; a leader that loses the Lease stops
+//!   it at once (in-flight reconciles aborted) and becomes a standby;
+//! - on `shutdown` the leader lets in-flight reconciles finish, then releases
+//!   the Lease, and the servers stop.
+//!
+//! `/readyz` turns ready when leader election has read the Lease once and,
+//! on the leader, every watch has listed (a standby has nothing to sync);
+//! with the webhook, its Worker index must have listed too.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use isolane_leader::{LeaderElector, Role};
+use isolane_telemetry::edge::Edge;
+use isolane_telemetry::{AdminServer, BoundAdminServer, Readiness, ReadyHandle};
+use kube::Client;
+use prometheus::Registry;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::config::Config;
+use crate::index::WorkerIndex;
+use crate::metrics::Metrics;
+use crate::{Error, controller, webhook};
+
+/// An operator with its ports bound, not yet running.
+pub struct Bound {
+    config: Config,
+    metrics: Arc<Metrics>,
+    admin: BoundAdminServer,
+    webhook: Option<BoundWebhook>,
+    election_ready: ReadyHandle,
+    controller_ready: ReadyHandle,
+}
+
+struct BoundWebhook {
+    listener: TcpListener,
+    tls: TlsAcceptor,
+    ready: ReadyHandle,
+}
+
+impl std::fmt::Debug for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bound")
+            .field("admin", &self.admin.local_addr())
+            .field("webhook", &self.webhook.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Registers the metrics and readiness components, binds the admin port and
+/// the webhook's, and loads the webhook's TLS material.
+pub async fn bind(config: Config) -> Result<Bound, Error> {
+    let registry = Registry::new();
+    let metrics = Arc::new(Metrics::register(&registry)?);
+    let readiness = Readiness::new();
+    let election_ready = readiness.register("leader-election");
+    let controller_ready = readiness.register("controller");
+    let webhook_ready = config
+        .webhook
+        .as_ref()
+        .map(|_| readiness.register("webhook"));
+    let admin = AdminServer::new(registry, readiness)
+        .bind(config.admin_addr)
+        .await?;
+    let webhook = match (&config.webhook, webhook_ready) {
+        (Some(webhook), Some(ready)) => Some(BoundWebhook {
+            listener: webhook::bind(webhook.addr).await?,
+            tls: webhook::load_tls(&webhook.cert, &webhook.key)?,
+            ready,
+        }),
+        _ => None,
+    };
+    Ok(Bound {
+        config,
+        metrics,
+        admin,
+        webhook,
+        election_ready,
+        controller_ready,
+    })
+}
+
+impl Bound {
+    /// Where the admin server listens.
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin.local_addr()
+    }
+
+    /// Runs the operator through `client` until `shutdown` is cancelled
+    /// (module docs).
+    pub async fn run(self, client: Client, shutdown: CancellationToken) {
+        let Self {
+            config,
+            metrics,
+            admin,
+            webhook,
+            election_ready,
+            controller_ready,
+        } = self;
+        info!(addr = %admin.local_addr(), "admin server listening");
+        let servers = CancellationToken::new();
+        let admin = tokio::spawn(admin.serve(servers.clone().cancelled_owned()));
+        let webhook = webhook.map(|webhook| serve_webhook(webhook, &client, &config, &servers));
+
+        let (role_tx, role) = watch::channel(Role::Unknown);
+        let elector_stop = CancellationToken::new();
+        let elector = match config.leader.clone() {
+            Some(leader) => {
+                info!(identity = %leader.identity, lease = %leader.lease_name, "leader election enabled");
+                let elector = LeaderElector::new(client.clone(), &config.namespace, leader);
+                Some(tokio::spawn(elector.run(role_tx, elector_stop.clone())))
+            }
+            None => {
+                role_tx.send_replace(Role::Leader);
+                None
+            }
+        };
+        let leading = Leading {
+            client,
+            config: &config,
+            metrics: &metrics,
+            election_ready,
+            controller_ready,
+        };
+        leading.follow(role, &shutdown).await;
+
+        info!("shutting down");
+        elector_stop.cancel();
+        if let Some(elector) = elector
+            && let Err(error) = elector.await
+        {
+            warn!(%error, "leader election task failed");
+        }
+        servers.cancel();
+        for (server, task) in [("admin", Some(admin)), ("webhook", webhook)] {
+            if let Some(task) = task
+                && let Err(error) = task.await
+            {
+                warn!(%error, server, "server task failed");
+            }
+        }
+    }
+}
+
+/// Starts the webhook's Worker index and server; returns the server's task.
+fn serve_webhook(
+    webhook: BoundWebhook,
+    client: &Client,
+    config: &Config,
+    servers: &CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    let index = Arc::new(Mutex::new(WorkerIndex::with_reservations(
+        config.reserved_hosts.clone(),
+    )));
+    tokio::spawn(webhook::maintain_index(
+        client.clone(),
+        Arc::clone(&index),
+        webhook.ready,
+    ));
+    let edge = Edge::new("webhook", webhook::SHUTDOWN_GRACE);
+    tokio::spawn(webhook::serve(
+        webhook.listener,
+        webhook.tls,
+        index,
+        edge,
+        servers.clone(),
+    ))
+}
+
+/// What running the controller while leading needs.
+struct Leading<'a> {
+    client: Client,
+    config: &'a Config,
+    metrics: &'a Arc<Metrics>,
+    election_ready: ReadyHandle,
+    controller_ready: ReadyHandle,
+}
+
+impl Leading<'_> {
+    /// Runs the controller whenever `role` says this replica leads, until
+    /// `shutdown` (in-flight reconciles finish) or the election ends.
+    async fn follow(&self, mut role: watch::Receiver<Role>, shutdown: &CancellationToken) {
+        loop {
+            let current = tokio::select! {
+                () = shutdown.cancelled() => return,
+                current = role.wait_for(|role| *role != Role::Unknown) => match current {
+                    Ok(current) => *current,
+                    Err(_) => return,
+                },
+            };
+            self.election_ready.set(true);
+            if current != Role::Leader {
+                // A standby has nothing to sync: it is ready to take over.
+                self.controller_ready.set(true);
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    changed = role.changed() => if changed.is_err() { return },
+                }
+                continue;
+            }
+            info!("leading: starting the controller");
+            self.metrics.set_leader(true);
+            let stopped = shutdown.clone();
+            let running = controller::run(
+                self.client.clone(),
+                self.config,
+                Arc::clone(self.metrics),
+                self.controller_ready.clone(),
+                async move { stopped.cancelled().await },
+            );
+            let lost = role.wait_for(|role| *role != Role::Leader);
+            tokio::select! {
+                () = running => {
+                    self.metrics.set_leader(false);
+                    return;
+                }
+                _ = lost => {
+                    warn!("lost leadership: stopping the controller");
+                    self.metrics.set_leader(false);
+                    self.metrics.forget_all();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,770 @@
+//! What a reconcile decides, without I/O: from a Worker and what was
+//! observed for it ([`Observed`]), the steps that bring the cluster to what
+//! the Worker says ([`Plan`]). [`crate::executor`] carries them out.
+//!
+//! 1. Resolve the script and env from the references read; check the syntax.
+//! 2. Decide the routes (the ones older Workers hold are left out).
+//! 3. Build the bundle of the revision; apply its Secret unless the store
+//!    holds it with the same digest.
+//! 4. Resolve the traffic split and collect old revisions
+//!    ([`crate::revisions`]); delete the Secrets beyond the history once the
+//!    latest is written.
+//! 5. The status and its conditions; a Warning event for each failing
+//!    condition that changed; the status write only when it changed.
+//!
+//! While a reference is missing or the script does not parse, the last good
+//! revision keeps serving: no bundle is written and `status.revision` stays.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use isolane_crds::traffic::{self, TrafficError};
+use isolane_crds::{
+    Bundle, ConditionStatus, ConditionType, ReplicaPlacement, Route, Worker, WorkerStatus,
+};
+use isolane_placement::NodeSet;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::PartialObjectMeta;
+
+use crate::Error;
+use crate::bundle::{bundle_secret, digest};
+use crate::metrics::Outcome;
+use crate::resolve::{self, MissingReference, Sources};
+use crate::revisions::{self, Stored};
+use crate::routes::{Holder, RouteKey, WorkerKey, route_keys};
+use crate::script::{self, ScriptKind, SyntaxError};
+use crate::status::{ConditionUpdate, DesiredStatus, Revisions, Shown, reason};
+
+/// What a reconcile observed for one Worker before deciding.
+#[derive(Clone, Debug)]
+pub struct Observed {
+    /// The ConfigMaps and Secrets the Worker references, as read.
+    pub sources: Sources,
+    /// The routes it declares that other Workers hold, and who holds them.
+    pub lost: Vec<(RouteKey, Holder)>,
+    /// The schedulable runtime nodes.
+    pub nodes: Arc<NodeSet>,
+    /// The bundle Secrets (metadata) in the operator namespace, as the store
+    /// holds them.
+    pub bundles: Vec<Arc<PartialObjectMeta<Secret>>>,
+    /// When the decisions are made.
+    pub now: Timestamp,
+}
+
+/// What stays the same from one reconcile to the next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Namespace of the bundle Secrets.
+    pub namespace: String,
+    /// Requeue of a Worker with a missing reference.
+    pub missing_reference_retry: Duration,
+    /// Periodic re-reconcile.
+    pub resync: Duration,
+}
+
+/// One step of a plan, in the order the executor takes them; it stops at
+/// the first that fails.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// Server-side apply this bundle Secret.
+    ApplyBundle(Secret),
+    /// Delete this bundle Secret (gone already is fine).
+    DeleteBundle(String),
+    /// Set the Worker's condition gauges (`Ready`, `ScriptValid`, `RoutesAdmitted`).
+    RecordConditions([ConditionStatus; 3]),
+    /// Publish a Warning event on the Worker (a failure to publish is not an error).
+    Warn(Warning),
+    /// Server-side apply this status on the status subresource.
+    WriteStatus(DesiredStatus),
+}
+
+/// A Warning event on the Worker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// The failing condition's reason.
+    pub reason: String,
+    /// Its message.
+    pub note: String,
+}
+
+/// What a reconcile of a Worker does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+    /// What the reconcile counts as.
+    pub outcome: Outcome,
+    /// When to reconcile again without an event.
+    pub requeue: Duration,
+}
+
+/// The plan for `worker` (named `key`) given what was `observed`.
+pub fn plan(
+    worker: &Worker,
+    key: &WorkerKey,
+    observed: &Observed,
+    settings: &Settings,
+) -> Result<Plan, Error> {
+    let spec = &worker.spec;
+    let routes = RouteDecision::new(&spec.routes, &observed.lost);
+    let routes_condition = routes.condition();
+    let stored = revisions::stored(key, observed.bundles.iter().map(AsRef::as_ref));
+    let mut shown = Shown {
+        revision: None,
+        url: crate::status::url(&routes.admitted),
+        placement: placement(&observed.nodes, key, spec.replicas),
+        revisions: Revisions::default(),
+    };
+    // The revision being served stays the last good one until a new bundle is written.
+    let served = worker
+        .status
+        .as_ref()
+        .and_then(|status| status.revision.clone());
+
+    let not_ready = |conditions: [ConditionUpdate; 3], mut shown: Shown, requeue| {
+        let rollout = rollout(worker, key, &stored, served.as_deref(), false, observed.now);
+        shown.revision.clone_from(&served);
+        shown.revisions = rollout.revisions;
+        Plan {
+            steps: status_steps(worker, shown, &conditions, observed.now),
+            outcome: Outcome::NotReady,
+            requeue,
+        }
+    };
+    let resolved = match resolve::resolve(&key.namespace, spec, &observed.sources) {
+        Ok(resolved) => resolved,
+        Err(missing) => {
+            let conditions = missing_reference_conditions(&missing, routes_condition);
+            return Ok(not_ready(
+                conditions,
+                shown,
+                settings.missing_reference_retry,
+            ));
+        }
+    };
+    let kind = match script::check(&resolved.script) {
+        Ok(kind) => kind,
+        Err(syntax) => {
+            let conditions = syntax_error_conditions(&syntax, routes_condition);
+            return Ok(not_ready(conditions, shown, settings.resync));
+        }
+    };
+
+    let bundle = Bundle::new(
+        key.to_string(),
+        resolved.script,
+        resolved.env,
+        spec.limits,
+        routes.admitted.clone(),
+    )
+    .with_allowed_hosts(
+        spec.egress
+            .as_ref()
+            .map(|egress| egress.allowed_hosts.clone())
+            .unwrap_or_default(),
+    );
+    let mut steps = Vec::new();
+    let secret = bundle_secret(&settings.namespace, key, &bundle)?;
+    if !is_stored(&secret, &observed.bundles) {
+        steps.push(Step::ApplyBundle(secret));
+    }
+    let rollout = rollout(
+        worker,
+        key,
+        &stored,
+        Some(&bundle.revision),
+        true,
+        observed.now,
+    );
+    steps.extend(rollout.delete.into_iter().map(Step::DeleteBundle));
+
+    let all_lost = routes.declared > 0 && routes.admitted.is_empty();
+    let conditions = serving_conditions(
+        all_lost,
+        &bundle.revision,
+        rollout.unapplied.as_ref(),
+        kind,
+        routes_condition,
+    );
+    shown.revision = Some(bundle.revision.clone());
+    shown.revisions = rollout.revisions;
+    steps.extend(status_steps(worker, shown, &conditions, observed.now));
+    Ok(Plan {
+        steps,
+        outcome: if all_lost {
+            Outcome::NotReady
+        } else {
+            Outcome::Ready
+        },
+        requeue: settings.resync,
+    })
+}
+
+/// The bundle Secrets a deleted Worker leaves behind, to delete: every
+/// revision's, and the one Secret of an operator from before per-revision
+/// Secrets.
+pub fn cleanup(key: &WorkerKey, bundles: &[Arc<PartialObjectMeta<Secret>>]) -> Vec<String> {
+    let mut names: Vec<String> = revisions::stored(key, bundles.iter().map(AsRef::as_ref))
+        .into_iter()
+        .map(|stored| stored.secret)
+        .collect();
+    let legacy = Bundle::secret_name(&key.namespace, &key.name);
+    if !names.contains(&legacy) {
+        names.push(legacy);
+    }
+    names
+}
+
+/// True when the store holds `secret` with the same digest.
+fn is_stored(secret: &Secret, bundles: &[Arc<PartialObjectMeta<Secret>>]) -> bool {
+    let wanted = digest(&secret.metadata);
+    wanted.is_some()
+        && bundles.iter().any(|stored| {
+            stored.metadata.name == secret.metadata.name
+                && stored.metadata.namespace == secret.metadata.namespace
+                && digest(&stored.metadata) == wanted
+        })
+}
+
+/// The status steps: the condition gauges, then — when the status changes —
+/// a Warning for each failing condition that changed and the status write.
+fn status_steps(
+    worker: &Worker,
+    shown: Shown,
+    conditions: &[ConditionUpdate],
+    now: Timestamp,
+) -> Vec<Step> {
+    let current = worker.status.as_ref();
+    let desired = DesiredStatus::new(current, worker.metadata.generation, shown, conditions, now);
+    let statuses = ConditionType::ALL.map(|type_| {
+        conditions
+            .iter()
+            .find(|condition| condition.type_ == type_)
+            .map_or(ConditionStatus::Unknown, |condition| condition.status)
+    });
+    let mut steps = vec![Step::RecordConditions(statuses)];
+    if desired.is_current(current) {
+        return steps;
+    }
+    steps.extend(warnings(current, conditions).map(Step::Warn));
+    steps.push(Step::WriteStatus(desired));
+    steps
+}
+
+/// A Warning for each failing condition whose reason or message changed
+/// since the `current` status (so a Worker stuck on one problem does not
+/// repeat it on every resync).
+fn warnings<'a>(
+    current: Option<&'a WorkerStatus>,
+    conditions: &'a [ConditionUpdate],
+) -> impl Iterator<Item = Warning> + 'a {
+    conditions
+        .iter()
+        .filter(|condition| condition.status == ConditionStatus::False)
+        .filter(move |condition| {
+            !current.is_some_and(|status| {
+                status.conditions.iter().any(|existing| {
+                    existing.type_ == condition.type_.as_str()
+                        && existing.status == condition.status.as_str()
+                        && existing.reason == condition.reason
+                        && existing.message == condition.message
+                })
+            })
+        })
+        // Ready=False repeats the cause already reported by another condition.
+        .filter(|condition| {
+            condition.type_ != ConditionType::Ready
+                || condition.reason == reason::REFERENCE_NOT_FOUND
+        })
+        .map(|condition| Warning {
+            reason: condition.reason.to_owned(),
+            note: condition.message.clone(),
+        })
+}
+
+/// The split and revision history of a reconcile.
+struct Rollout {
+    revisions: Revisions,
+    /// Secrets beyond the history (only once the latest is written).
+    delete: Vec<String>,
+    /// Why `spec.traffic` could not be applied, if it could not.
+    unapplied: Option<TrafficError>,
+}
+
+/// `spec.traffic` resolved against the revisions kept (the previous split
+/// stays, with the reason, when it cannot be), and the Secrets beyond the
+/// history (only once the latest revision is written: `latest_written`).
+fn rollout(
+    worker: &Worker,
+    key: &WorkerKey,
+    stored: &[Stored],
+    latest: Option<&str>,
+    latest_written: bool,
+    now: Timestamp,
+) -> Rollout {
+    let previous = worker
+        .status
+        .as_ref()
+        .map(|status| status.traffic.clone())
+        .unwrap_or_default();
+    let exists =
+        |revision: &str| Some(revision) == latest || stored.iter().any(|s| s.revision == revision);
+    let (traffic, unapplied) = match traffic::resolve(&worker.spec.traffic, latest, exists) {
+        Ok(traffic) => (traffic, None),
+        Err(error) if previous.is_empty() => (
+            traffic::resolve(&[], latest, |_| false).unwrap_or_default(),
+            Some(error),
+        ),
+        Err(error) => (previous.clone(), Some(error)),
+    };
+    let plan = revisions::plan(
+        key,
+        stored,
+        latest,
+        latest_written,
+        &traffic,
+        &worker.spec.traffic,
+        &previous,
+        worker.spec.revision_history_limit,
+        now,
+    );
+    Rollout {
+        revisions: Revisions {
+            traffic,
+            revisions: plan.statuses,
+        },
+        delete: if latest_written {
+            plan.delete
+        } else {
+            Vec::new()
+        },
+        unapplied,
+    }
+}
+
+/// What the plan decided about a Worker's routes.
+struct RouteDecision {
+    admitted: Vec<Route>,
+    lost: Vec<(RouteKey, Holder)>,
+    declared: usize,
+}
+
+impl RouteDecision {
+    /// `routes` without the `lost` ones (and without repeats).
+    fn new(routes: &[Route], lost: &[(RouteKey, Holder)]) -> Self {
+        let declared = route_keys(routes).len();
+        let mut admitted: Vec<Route> = Vec::new();
+        for route in routes {
+            let route_key = RouteKey::from(route);
+            if !lost.iter().any(|(lost, _)| *lost == route_key) && !admitted.contains(route) {
+                admitted.push(route.clone());
+            }
+        }
+        Self {
+            admitted,
+            lost: lost.to_vec(),
+            declared,
+        }
+    }
+
+    fn condition(&self) -> ConditionUpdate {
+        if self.lost.is_empty() {
+            return ConditionUpdate::new(
+                ConditionType::RoutesAdmitted,
+                ConditionStatus::True,
+                reason::ADMITTED,
+                format!(
+                    "{} of {} routes admitted",
+                    self.admitted.len(),
+                    self.declared
+                ),
+            );
+        }
+        let conflicts: Vec<String> = self
+            .lost
+            .iter()
+            .map(|(route, holder)| format!("route {route} {holder}"))
+            .collect();
+        ConditionUpdate::new(
+            ConditionType::RoutesAdmitted,
+            ConditionStatus::False,
+            reason::ROUTE_CONFLICT,
+            conflicts.join("; "),
+        )
+    }
+}
+
+/// The conditions of a Worker whose revision is written.
+fn serving_conditions(
+    all_lost: bool,
+    revision: &str,
+    unapplied: Option<&TrafficError>,
+    kind: ScriptKind,
+    routes: ConditionUpdate,
+) -> [ConditionUpdate; 3] {
+    let ready = if all_lost {
+        ConditionUpdate::new(
+            ConditionType::Ready,
+            ConditionStatus::False,
+            reason::ROUTES_CONFLICTED,
+            "every route of this Worker is held by an older Worker",
+        )
+    } else {
+        ConditionUpdate::new(
+            ConditionType::Ready,
+            ConditionStatus::True,
+            reason::BUNDLE_READY,
+            match unapplied {
+                None => format!("revision {revision} is written"),
+                Some(error) => format!(
+                    "revision {revision} is written; {error}, so the previous split is kept"
+                ),
+            },
+        )
+    };
+    let script_valid = ConditionUpdate::new(
+        ConditionType::ScriptValid,
+        ConditionStatus::True,
+        reason::PARSED,
+        match kind {
+            ScriptKind::Module => "parsed as an ES module",
+            ScriptKind::Script => "parsed as a classic script",
+        },
+    );
+    [ready, script_valid, routes]
+}
+
+fn missing_reference_conditions(
+    missing: &MissingReference,
+    routes: ConditionUpdate,
+) -> [ConditionUpdate; 3] {
+    [
+        ConditionUpdate::new(
+            ConditionType::Ready,
+            ConditionStatus::False,
+            reason::REFERENCE_NOT_FOUND,
+            missing.to_string(),
+        ),
+        ConditionUpdate::new(
+            ConditionType::ScriptValid,
+            ConditionStatus::Unknown,
+            reason::REFERENCE_NOT_FOUND,
+            format!("not checked: {missing}"),
+        ),
+        routes,
+    ]
+}
+
+fn syntax_error_conditions(syntax: &SyntaxError, routes: ConditionUpdate) -> [ConditionUpdate; 3] {
+    [
+        ConditionUpdate::new(
+            ConditionType::Ready,
+            ConditionStatus::False,
+            reason::SYNTAX_ERROR,
+            format!("the script does not parse: {syntax}"),
+        ),
+        ConditionUpdate::new(
+            ConditionType::ScriptValid,
+            ConditionStatus::False,
+            reason::SYNTAX_ERROR,
+            syntax.to_string(),
+        ),
+        routes,
+    ]
+}
+
+/// The replicas' nodes and threads, by the shared placement function.
+fn placement(nodes: &NodeSet, key: &WorkerKey, replicas: i32) -> Vec<ReplicaPlacement> {
+    let replicas = usize::try_from(replicas.max(1)).unwrap_or(1);
+    nodes
+        .place(&key.to_string(), replicas)
+        .into_iter()
+        .map(|assignment| ReplicaPlacement {
+            node: assignment.node,
+            thread: assignment.thread,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use isolane_crds::{ConfigMapKeyRef, REVISION_ANNOTATION, ScriptFrom, WORKER_ID_ANNOTATION};
+    use isolane_placement::Node;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use kube::api::ObjectMeta;
+    use kube::core::PartialObjectMetaExt;
+
+    use super::*;
+    use crate::fixtures;
+
+    const SCRIPT: &str = "export default { fetch() { return new Response('hi') } }";
+
+    fn settings() -> Settings {
+        Settings {
+            namespace: "isolane-system".into(),
+            missing_reference_retry: Duration::from_secs(60),
+            resync: Duration::from_secs(600),
+        }
+    }
+
+    fn now() -> Timestamp {
+        Timestamp::from_second(1_800_000_000).unwrap()
+    }
+
+    fn worker(script: &str, hosts: &[&str]) -> Worker {
+        fixtures::worker("apps", "hello", 1, fixtures::spec(Some(script), hosts))
+    }
+
+    fn key() -> WorkerKey {
+        WorkerKey::new("apps", "hello")
+    }
+
+    fn observed() -> Observed {
+        Observed {
+            sources: Sources::default(),
+            lost: Vec::new(),
+            nodes: Arc::new(NodeSet::new(vec![Node::new("node-1", 2)])),
+            bundles: Vec::new(),
+            now: now(),
+        }
+    }
+
+    /// The store's view of a Secret the executor applied.
+    fn stored(secret: &Secret) -> Arc<PartialObjectMeta<Secret>> {
+        let mut metadata = secret.metadata.clone();
+        metadata.creation_timestamp = Some(Time(now()));
+        Arc::new(metadata.into_response_partial())
+    }
+
+    /// An old revision's Secret, created `age` seconds before [`now`].
+    fn old_revision(revision: &str, age: i64) -> Arc<PartialObjectMeta<Secret>> {
+        let metadata = ObjectMeta {
+            name: Some(Bundle::revision_secret_name("apps", "hello", revision)),
+            namespace: Some("isolane-system".into()),
+            annotations: Some(BTreeMap::from([
+                (WORKER_ID_ANNOTATION.to_owned(), "apps/hello".to_owned()),
+                (REVISION_ANNOTATION.to_owned(), revision.to_owned()),
+            ])),
+            creation_timestamp: Some(Time(
+                now()
+                    .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(age))
+                    .unwrap(),
+            )),
+            ..ObjectMeta::default()
+        };
+        Arc::new(metadata.into_response_partial())
+    }
+
+    fn written_status(plan: &Plan) -> &WorkerStatus {
+        plan.steps
+            .iter()
+            .find_map(|step| match step {
+                Step::WriteStatus(desired) => Some(&desired.status),
+                _ => None,
+            })
+            .expect("the plan writes the status")
+    }
+
+    fn condition<'a>(status: &'a WorkerStatus, type_: &str) -> (&'a str, &'a str) {
+        let condition = status.conditions.iter().find(|c| c.type_ == type_).unwrap();
+        (condition.status.as_str(), condition.reason.as_str())
+    }
+
+    fn applied(plan: &Plan) -> Option<&Secret> {
+        plan.steps.iter().find_map(|step| match step {
+            Step::ApplyBundle(secret) => Some(secret),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn a_new_worker_gets_its_bundle_then_a_ready_status() {
+        let worker = worker(SCRIPT, &["hello.example.com"]);
+        let plan = plan(&worker, &key(), &observed(), &settings()).unwrap();
+        assert_eq!(plan.outcome, Outcome::Ready);
+        assert_eq!(plan.requeue, settings().resync);
+        let secret = applied(&plan).expect("the bundle is applied");
+        assert!(
+            matches!(plan.steps[0], Step::ApplyBundle(_)),
+            "bundle first"
+        );
+        assert!(
+            matches!(plan.steps.last(), Some(Step::WriteStatus(_))),
+            "status last"
+        );
+        let revision = &secret.metadata.annotations.as_ref().unwrap()[REVISION_ANNOTATION];
+        let status = written_status(&plan);
+        assert_eq!(status.revision.as_ref(), Some(revision));
+        assert_eq!(status.url.as_deref(), Some("http://hello.example.com/"));
+        assert_eq!(condition(status, "Ready"), ("True", reason::BUNDLE_READY));
+        assert_eq!(condition(status, "ScriptValid"), ("True", reason::PARSED));
+        assert_eq!(
+            condition(status, "RoutesAdmitted"),
+            ("True", reason::ADMITTED)
+        );
+        assert_eq!(status.placement.len(), 1);
+        assert_eq!(status.placement[0].node, "node-1");
+        assert_eq!(status.revisions.len(), 1);
+        assert_eq!(&status.revisions[0].revision, revision);
+        assert!(
+            plan.steps
+                .contains(&Step::RecordConditions([ConditionStatus::True; 3])),
+            "{:?}",
+            plan.steps
+        );
+    }
+
+    #[test]
+    fn a_current_worker_needs_no_write() {
+        let mut worker = worker(SCRIPT, &["hello.example.com"]);
+        let first = plan(&worker, &key(), &observed(), &settings()).unwrap();
+        let mut observed = observed();
+        observed.bundles.push(stored(applied(&first).unwrap()));
+        worker.status = Some(written_status(&first).clone());
+        let again = plan(&worker, &key(), &observed, &settings()).unwrap();
+        assert_eq!(
+            again.steps,
+            [Step::RecordConditions([ConditionStatus::True; 3])]
+        );
+        assert_eq!(again.outcome, Outcome::Ready);
+    }
+
+    #[test]
+    fn a_syntax_error_keeps_the_served_revision_and_warns() {
+        let good = worker(SCRIPT, &[]);
+        let first = plan(&good, &key(), &observed(), &settings()).unwrap();
+        let served = written_status(&first).clone();
+        let mut broken = worker("export default {\n  fetch() {\n    return 1 +\n  }\n}", &[]);
+        broken.status = Some(served.clone());
+        let mut observed = observed();
+        observed.bundles.push(stored(applied(&first).unwrap()));
+        let plan = plan(&broken, &key(), &observed, &settings()).unwrap();
+        assert_eq!(plan.outcome, Outcome::NotReady);
+        assert!(applied(&plan).is_none(), "no bundle for a broken script");
+        let status = written_status(&plan);
+        assert_eq!(status.revision, served.revision);
+        assert_eq!(condition(status, "Ready"), ("False", reason::SYNTAX_ERROR));
+        assert_eq!(
+            condition(status, "ScriptValid"),
+            ("False", reason::SYNTAX_ERROR)
+        );
+        let warnings: Vec<&Warning> = plan
+            .steps
+            .iter()
+            .filter_map(|step| match step {
+                Step::Warn(warning) => Some(warning),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            warnings.len(),
+            1,
+            "one warning, not Ready's echo: {warnings:?}"
+        );
+        assert_eq!(warnings[0].reason, reason::SYNTAX_ERROR);
+        assert!(
+            warnings[0].note.starts_with("4:3: "),
+            "{}",
+            warnings[0].note
+        );
+    }
+
+    #[test]
+    fn a_missing_reference_is_retried_and_named() {
+        let mut worker = worker(SCRIPT, &[]);
+        worker.spec.script = None;
+        worker.spec.script_from = Some(ScriptFrom {
+            config_map_key_ref: ConfigMapKeyRef {
+                name: "code".into(),
+                key: "main.js".into(),
+            },
+        });
+        let plan = plan(&worker, &key(), &observed(), &settings()).unwrap();
+        assert_eq!(plan.outcome, Outcome::NotReady);
+        assert_eq!(plan.requeue, settings().missing_reference_retry);
+        assert!(applied(&plan).is_none());
+        let status = written_status(&plan);
+        assert_eq!(status.revision, None);
+        assert_eq!(
+            condition(status, "Ready"),
+            ("False", reason::REFERENCE_NOT_FOUND)
+        );
+        assert_eq!(
+            condition(status, "ScriptValid"),
+            ("Unknown", reason::REFERENCE_NOT_FOUND)
+        );
+        assert!(plan.steps.contains(&Step::Warn(Warning {
+            reason: reason::REFERENCE_NOT_FOUND.to_owned(),
+            note: "ConfigMap apps/code not found".to_owned(),
+        })));
+    }
+
+    #[test]
+    fn a_worker_that_lost_every_route_is_not_ready_and_routes_nothing() {
+        let worker = worker(SCRIPT, &["shared.example.com"]);
+        let mut observed = observed();
+        let holder = Holder::OlderWorker(WorkerKey::new("apps", "older"));
+        observed.lost = vec![(RouteKey::from(&worker.spec.routes[0]), holder)];
+        let plan = plan(&worker, &key(), &observed, &settings()).unwrap();
+        assert_eq!(plan.outcome, Outcome::NotReady);
+        let secret = applied(&plan).expect("the bundle is still written");
+        let json = &secret.data.as_ref().unwrap()[isolane_crds::BUNDLE_KEY].0;
+        let bundle: Bundle = serde_json::from_slice(json).unwrap();
+        assert!(bundle.routes.is_empty(), "{:?}", bundle.routes);
+        let status = written_status(&plan);
+        assert_eq!(status.url, None);
+        assert_eq!(
+            condition(status, "Ready"),
+            ("False", reason::ROUTES_CONFLICTED)
+        );
+        assert_eq!(
+            condition(status, "RoutesAdmitted"),
+            ("False", reason::ROUTE_CONFLICT)
+        );
+    }
+
+    #[test]
+    fn old_revisions_beyond_the_history_are_deleted_after_the_new_one_is_written() {
+        let mut worker = worker(SCRIPT, &[]);
+        worker.spec.revision_history_limit = 1;
+        let mut observed = observed();
+        observed.bundles = vec![
+            old_revision("r1", 300),
+            old_revision("r2", 200),
+            old_revision("r3", 100),
+        ];
+        let plan = plan(&worker, &key(), &observed, &settings()).unwrap();
+        let deleted: Vec<&str> = plan
+            .steps
+            .iter()
+            .filter_map(|step| match step {
+                Step::DeleteBundle(name) => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            deleted,
+            [
+                Bundle::revision_secret_name("apps", "hello", "r2"),
+                Bundle::revision_secret_name("apps", "hello", "r1"),
+            ]
+        );
+        let apply = plan
+            .steps
+            .iter()
+            .position(|step| matches!(step, Step::ApplyBundle(_)))
+            .unwrap();
+        let first_delete = plan
+            .steps
+            .iter()
+            .position(|step| matches!(step, Step::DeleteBundle(_)))
+            .unwrap();
+        assert!(
+            apply < first_delete,
+            "deleted only after the new one is written"
+        );
+    }
+}

@@ -1,0 +1,222 @@
+//! The reconcile of one Worker, and its error policy.
+//!
+//! Wrapped in kube's [`finalizer`] with [`FINALIZER`]: *apply* observes
+//! (reads the ConfigMaps and Secrets the Worker references, and snapshots the
+//! route index, the node set and the bundle store), decides
+//! ([`crate::plan::plan`], no I/O) and carries the plan out
+//! ([`Executor::execute`]); *cleanup* deletes every bundle Secret of the
+//! Worker. Problems the user fixes are conditions, not errors (see
+//! [`crate::status`]); API failures are retried with a per-Worker backoff
+//! ([`error_policy`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use isolane_crds::Worker;
+use isolane_placement::NodeSet;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::PartialObjectMeta;
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::runtime::reflector::Store;
+use kube::{Api, Client};
+use tokio::sync::watch;
+use tracing::{Instrument, debug, info_span, warn};
+
+use crate::executor::Executor;
+use crate::index::{WorkerIndex, key_of};
+use crate::metrics::Outcome;
+use crate::plan::{self, Observed, Settings};
+use crate::resolve;
+use crate::routes::{WorkerKey, route_keys};
+use crate::{Error, FINALIZER, lock};
+
+/// What the reconcile reads from and writes with.
+pub struct Context {
+    client: Client,
+    settings: Settings,
+    index: Arc<Mutex<WorkerIndex>>,
+    bundles: Store<PartialObjectMeta<Secret>>,
+    nodes: watch::Receiver<Arc<NodeSet>>,
+    executor: Executor,
+    /// Consecutive failures, by Worker.
+    failures: Mutex<HashMap<WorkerKey, u32>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// Reads references through `client`, route claims from `index`,
+    /// bundles from `bundles`, the node set from `nodes`; writes with `executor`.
+    pub fn new(
+        client: Client,
+        settings: Settings,
+        index: Arc<Mutex<WorkerIndex>>,
+        bundles: Store<PartialObjectMeta<Secret>>,
+        nodes: watch::Receiver<Arc<NodeSet>>,
+        executor: Executor,
+    ) -> Self {
+        Self {
+            client,
+            settings,
+            index,
+            bundles,
+            nodes,
+            executor,
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// Reconciles one Worker (see the module docs); counts it in the metrics.
+pub async fn reconcile(worker: Arc<Worker>, context: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let key = key_of(&worker).ok_or(Error::UnnamedWorker)?;
+    let span = info_span!("reconcile", worker.id = %key);
+    let api: Api<Worker> = Api::namespaced(context.client.clone(), &key.namespace);
+    let outcome = Mutex::new(Outcome::Pending);
+    let result = finalizer(&api, FINALIZER, Arc::clone(&worker), |event| async {
+        let (action, result) = match event {
+            Finalizer::Apply(worker) => apply(&worker, &key, &context).await?,
+            Finalizer::Cleanup(worker) => {
+                (cleanup(&worker, &key, &context).await?, Outcome::Deleted)
+            }
+        };
+        *lock(&outcome) = result;
+        Ok(action)
+    })
+    .instrument(span.clone())
+    .await
+    .map_err(|error| Error::Finalizer(Box::new(error)));
+    let took = started.elapsed();
+    let metrics = context.executor.metrics();
+    match &result {
+        Ok(_) => {
+            lock(&context.failures).remove(&key);
+            let outcome = *lock(&outcome);
+            metrics.reconciled(outcome, None, took);
+            span.in_scope(|| {
+                debug!(
+                    result = outcome.as_str(),
+                    took_ms = took.as_millis(),
+                    "reconciled"
+                )
+            });
+        }
+        Err(error) => {
+            metrics.reconciled(Outcome::Error, Some(error.kind()), took);
+            // One event per run of failures (the error policy counts them), not one per retry.
+            let first_failure = !lock(&context.failures).contains_key(&key);
+            if first_failure {
+                let note = format!("{error} ({}); retrying", error.kind());
+                context
+                    .executor
+                    .warn(&worker, "ReconcileFailed", &note, "Reconcile")
+                    .await;
+            }
+        }
+    }
+    result
+}
+
+/// Observe, plan, execute.
+async fn apply(
+    worker: &Worker,
+    key: &WorkerKey,
+    context: &Context,
+) -> Result<(Action, Outcome), Error> {
+    let observed = observe(worker, key, context).await?;
+    let plan = plan::plan(worker, key, &observed, &context.settings)?;
+    context.executor.execute(worker, key, &plan.steps).await?;
+    Ok((Action::requeue(plan.requeue), plan.outcome))
+}
+
+/// What the plan needs: the references read now, and the caches' state.
+async fn observe(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<Observed, Error> {
+    let sources = resolve::fetch(&context.client, &key.namespace, &worker.spec).await?;
+    let lost = lock(&context.index)
+        .routes()
+        .lost(key, &route_keys(&worker.spec.routes));
+    Ok(Observed {
+        sources,
+        lost,
+        nodes: Arc::clone(&context.nodes.borrow()),
+        bundles: context.bundles.state(),
+        now: Timestamp::now(),
+    })
+}
+
+async fn cleanup(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<Action, Error> {
+    for name in plan::cleanup(key, &context.bundles.state()) {
+        if let Err(error) = context.executor.delete_bundle(key, &name).await {
+            context
+                .executor
+                .warn(worker, "BundleDeleteFailed", &error.to_string(), "Cleanup")
+                .await;
+            return Err(error);
+        }
+    }
+    context.executor.metrics().forget(key);
+    Ok(Action::await_change())
+}
+
+// === error policy ===
+
+/// Retries failed reconciles with a per-Worker exponential backoff: 0.5 s
+/// doubling to 5 min; an optimistic-concurrency conflict (409) is retried after
+/// 100 ms the first three times.
+pub fn error_policy(worker: Arc<Worker>, error: &Error, context: Arc<Context>) -> Action {
+    let Some(key) = key_of(&worker) else {
+        return Action::requeue(Duration::from_secs(60));
+    };
+    let attempts = {
+        let mut failures = lock(&context.failures);
+        let attempts = failures.entry(key.clone()).or_insert(0);
+        *attempts = attempts.saturating_add(1);
+        *attempts
+    };
+    let delay = backoff(attempts, error.is_conflict());
+    warn!(
+        worker.id = %key,
+        error = %error,
+        kind = error.kind(),
+        attempts,
+        retry_ms = delay.as_millis(),
+        "reconcile failed"
+    );
+    Action::requeue(delay)
+}
+
+/// The delay before retry number `attempts` (1-based).
+pub fn backoff(attempts: u32, conflict: bool) -> Duration {
+    if conflict && attempts <= 3 {
+        return Duration::from_millis(100);
+    }
+    let exponent = attempts.saturating_sub(1).min(10);
+    Duration::from_millis(500)
+        .saturating_mul(1 << exponent)
+        .min(Duration::from_secs(300))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        assert_eq!(backoff(1, false), Duration::from_millis(500));
+        assert_eq!(backoff(2, false), Duration::from_secs(1));
+        assert_eq!(backoff(5, false), Duration::from_secs(8));
+        assert_eq!(backoff(30, false), Duration::from_secs(300));
+        assert_eq!(backoff(2, true), Duration::from_millis(100));
+        assert_eq!(backoff(4, true), Duration::from_secs(4));
+    }
+}

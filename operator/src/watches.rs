@@ -1,0 +1,231 @@
+//! The controller's watches, and what each event triggers.
+//!
+//! - Workers in every namespace (the main stream). Each event first updates the
+//!   reflector store, then the [`WorkerIndex`] (references and route claims),
+//!   then — only when generation, finalizers or deletion changed, so status
+//!   writes do not loop — reconciles the Worker. Workers whose route ownership
+//!   the event may have changed are reconciled too ([`Watches::route_changes`]).
+//! - ConfigMaps and Secrets in every namespace, metadata only: an event
+//!   reconciles exactly the Workers the index says read that object
+//!   ([`readers_of`]).
+//! - Bundle Secrets in the operator namespace (metadata, kept in a store): a
+//!   bundle changed or deleted by someone else is rewritten (its owner is
+//!   reconciled); the controller's own writes ([`OwnWrites`]) are dropped. The
+//!   store also lets a reconcile skip re-applying a bundle that is current.
+//! - Runtime-node Leases are watched by [`crate::membership`]; the controller
+//!   reconciles every Worker when the schedulable node set changes.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt, channel::mpsc};
+use isolane_crds::{BUNDLE_LABEL, Worker};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{ObjectMeta, PartialObjectMeta};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use tokio::sync::watch;
+use tracing::info;
+
+use crate::bundle::OwnWrites;
+use crate::index::{ReferenceKey, ReferenceKind, WorkerIndex};
+use crate::lock;
+use crate::routes::WorkerKey;
+
+/// A stream of objects whose event triggers a reconcile.
+pub type Triggers<K> = BoxStream<'static, Result<K, watcher::Error>>;
+
+/// The watches of one controller run, not yet polled.
+pub struct Watches {
+    /// Workers, as the reconcile reads them.
+    pub workers: Store<Worker>,
+    /// Workers whose spec, finalizers or deletion changed.
+    pub worker_triggers: Triggers<Worker>,
+    /// Workers whose route ownership another Worker's event may have changed.
+    pub route_changes: mpsc::UnboundedReceiver<ObjectRef<Worker>>,
+    /// ConfigMaps (metadata) that changed.
+    pub config_maps: Triggers<PartialObjectMeta<ConfigMap>>,
+    /// Secrets (metadata) that changed.
+    pub secrets: Triggers<PartialObjectMeta<Secret>>,
+    /// Bundle Secrets (metadata), as the reconcile reads them.
+    pub bundles: Store<PartialObjectMeta<Secret>>,
+    /// Bundle Secrets changed or deleted by someone else.
+    pub bundle_triggers: Triggers<PartialObjectMeta<Secret>>,
+    /// The bundles this controller wrote.
+    pub own_writes: OwnWrites,
+    config_maps_synced: watch::Receiver<bool>,
+    secrets_synced: watch::Receiver<bool>,
+}
+
+impl Watches {
+    /// The watches through `client`: bundles in `namespace`, the rest in
+    /// every namespace; Worker events update `index`.
+    pub fn new(client: &Client, namespace: &str, index: Arc<Mutex<WorkerIndex>>) -> Self {
+        // Workers: store, then index, then (filtered) reconcile triggers.
+        let (workers, workers_writer) = reflector::store::<Worker>();
+        let (wake, route_changes) = mpsc::unbounded::<ObjectRef<Worker>>();
+        let worker_triggers = watcher(
+            Api::<Worker>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .reflect(workers_writer)
+        .inspect_ok(move |event| {
+            let others = lock(&index).apply_event(event);
+            for other in others {
+                // The receiver lives as long as the controller; a send error only
+                // happens while shutting down.
+                let _ = wake.unbounded_send(object_ref(&other));
+            }
+        })
+        .touched_objects()
+        .predicate_filter(reconcile_trigger, Default::default())
+        .boxed();
+
+        // Referenced ConfigMaps and Secrets, metadata only.
+        let (config_maps, config_maps_synced) = metadata_triggers::<ConfigMap>(client);
+        let (secrets, secrets_synced) = metadata_triggers::<Secret>(client);
+
+        // Bundle Secrets in the operator namespace, metadata kept in a store.
+        // Our own writes come back as events; those are dropped (the Worker was just
+        // reconciled), while changes by others and deletions re-reconcile it.
+        let (bundles, bundles_writer) = reflector::store::<PartialObjectMeta<Secret>>();
+        let own_writes = OwnWrites::default();
+        let own = own_writes.clone();
+        let bundle_triggers = watcher(
+            Api::<PartialObjectMeta<Secret>>::namespaced(client.clone(), namespace),
+            watcher::Config::default().labels(&format!("{BUNDLE_LABEL}=true")),
+        )
+        .default_backoff()
+        .reflect(bundles_writer)
+        .filter_map(move |event| {
+            let trigger = match event {
+                Ok(watcher::Event::Apply(secret) | watcher::Event::InitApply(secret)) => {
+                    (!own.is_own(&secret.metadata)).then_some(Ok(secret))
+                }
+                Ok(watcher::Event::Delete(secret)) => Some(Ok(secret)),
+                Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
+                Err(error) => Some(Err(error)),
+            };
+            futures::future::ready(trigger)
+        })
+        .boxed();
+
+        Self {
+            workers,
+            worker_triggers,
+            route_changes,
+            config_maps,
+            secrets,
+            bundles,
+            bundle_triggers,
+            own_writes,
+            config_maps_synced,
+            secrets_synced,
+        }
+    }
+
+    /// A future that resolves once every watch has listed its objects, with
+    /// `true` (or `false` when a store's writer went away first). The
+    /// streams must be polled meanwhile.
+    pub fn synced(&self) -> impl Future<Output = bool> + Send + 'static {
+        let workers = self.workers.clone();
+        let bundles = self.bundles.clone();
+        let mut config_maps = self.config_maps_synced.clone();
+        let mut secrets = self.secrets_synced.clone();
+        async move {
+            let (workers_ready, bundles_ready, _, _) = futures::join!(
+                workers.wait_until_ready(),
+                bundles.wait_until_ready(),
+                async { config_maps.wait_for(|synced| *synced).await.is_ok() },
+                async { secrets.wait_for(|synced| *synced).await.is_ok() },
+            );
+            let synced = workers_ready.is_ok() && bundles_ready.is_ok();
+            if synced {
+                info!(workers = workers.len(), "controller caches synced");
+            }
+            synced
+        }
+    }
+}
+
+/// Metadata-only triggers for every `K` in the cluster, and whether they
+/// have listed once.
+fn metadata_triggers<K>(client: &Client) -> (Triggers<PartialObjectMeta<K>>, watch::Receiver<bool>)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
+    K: serde::de::DeserializeOwned,
+    PartialObjectMeta<K>: kube::Resource<DynamicType = ()>,
+{
+    let (synced_tx, synced) = watch::channel(false);
+    let triggers = watcher(
+        Api::<PartialObjectMeta<K>>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .inspect_ok(move |event| {
+        if matches!(event, watcher::Event::InitDone) {
+            synced_tx.send_replace(true);
+        }
+    })
+    .touched_objects()
+    .boxed();
+    (triggers, synced)
+}
+
+/// The part of a Worker whose change needs a reconcile: generation (spec),
+/// finalizers and deletion. Status and label updates pass without one.
+pub fn reconcile_trigger(worker: &Worker) -> Option<u64> {
+    let mut hasher = DefaultHasher::new();
+    worker.metadata.generation.hash(&mut hasher);
+    worker.metadata.finalizers.hash(&mut hasher);
+    worker
+        .metadata
+        .deletion_timestamp
+        .is_some()
+        .hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// The Workers `index` says read the ConfigMap or Secret `metadata` names.
+pub fn readers_of(
+    index: &Mutex<WorkerIndex>,
+    kind: ReferenceKind,
+    metadata: &ObjectMeta,
+) -> Vec<ObjectRef<Worker>> {
+    let (Some(namespace), Some(name)) = (&metadata.namespace, &metadata.name) else {
+        return Vec::new();
+    };
+    let reference = ReferenceKey {
+        kind,
+        namespace: namespace.clone(),
+        name: name.clone(),
+    };
+    lock(index)
+        .readers(&reference)
+        .iter()
+        .map(object_ref)
+        .collect()
+}
+
+fn object_ref(key: &WorkerKey) -> ObjectRef<Worker> {
+    ObjectRef::new(&key.name).within(&key.namespace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FINALIZER, fixtures};
+
+    #[test]
+    fn status_updates_do_not_trigger_a_reconcile() {
+        let mut worker = fixtures::worker("ns", "w", 1, fixtures::spec(Some("x"), &[]));
+        let before = reconcile_trigger(&worker);
+        worker.status = Some(isolane_crds::WorkerStatus::default());
+        assert_eq!(reconcile_trigger(&worker), before);
+        worker.metadata.finalizers = Some(vec![FINALIZER.to_owned()]);
+        assert_ne!(reconcile_trigger(&worker), before);
+    }
+}
