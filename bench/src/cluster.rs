@@ -10,9 +10,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use isolane_e2e::cluster::{node_tls_args, router_tls_args};
 use isolane_e2e::operator::OPERATOR_NAMESPACE;
-use isolane_e2e::process::{Process, free_port, wait_until};
 use isolane_e2e::workers::{apply, inline_worker, prepare, wait_ready};
 use isolane_testenv::ControlPlane;
+use isolane_testenv::{Process, free_port, wait_until};
 
 use crate::servers::Server;
 
@@ -65,7 +65,7 @@ pub async fn control_plane_with_operator(
         .await
         .context("starting etcd + kube-apiserver (hack/install-deps.sh builds it)")?;
     prepare(&control_plane, &[NAMESPACE]).await;
-    let admin: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+    let admin: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
     let kubeconfig = control_plane.kubeconfig_path().as_os_str().to_owned();
     let envs: [(&str, &OsStr); 3] = [
         ("KUBECONFIG", &kubeconfig),
@@ -83,7 +83,8 @@ pub async fn control_plane_with_operator(
         ],
         &envs,
         &dir.join("operator.log"),
-    );
+    )
+    .context("starting isolane-operator")?;
     wait_until(
         "isolane-operator /readyz",
         Duration::from_secs(60),
@@ -112,7 +113,7 @@ pub async fn start(
         ("NO_COLOR", OsStr::new("1")),
         ("ISOLANE_LOG", OsStr::new("warn")),
     ];
-    let node_admin = free_port().to_string();
+    let node_admin = free_port()?.to_string();
     let node = Process::spawn(
         "isolane-node",
         &bins.node,
@@ -132,9 +133,10 @@ pub async fn start(
         .chain(node_tls_args(dir)),
         &envs,
         &dir.join("node.log"),
-    );
-    let router_port = free_port();
-    let router_admin = free_port();
+    )
+    .context("starting isolane-node")?;
+    let router_port = free_port()?;
+    let router_admin = free_port()?;
     let router_process = Process::spawn(
         "isolane-router",
         &bins.router,
@@ -151,7 +153,8 @@ pub async fn start(
         .chain(router_tls_args(dir)),
         &envs,
         &dir.join("router.log"),
-    );
+    )
+    .context("starting isolane-router")?;
     let client = control_plane.client();
     apply(&client, NAMESPACE, &inline_worker(name, script, &[host])).await;
     wait_ready(&client, NAMESPACE, name, Duration::from_secs(60)).await;

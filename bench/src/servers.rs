@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use isolane_e2e::process::{Process, free_port};
+use isolane_testenv::{Process, free_port};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -44,7 +44,7 @@ impl Server {
 
 /// Starts `isolane dev <script>` on a free port (logs in `dir`).
 pub fn isolane_dev(bin: &Binaries, script: &Path, dir: &Path, extra: &[&str]) -> Server {
-    let port = free_port();
+    let port = free_port().expect("a free local port");
     let mut args: Vec<String> = vec![
         "dev".into(),
         script.display().to_string(),
@@ -54,7 +54,8 @@ pub fn isolane_dev(bin: &Binaries, script: &Path, dir: &Path, extra: &[&str]) ->
     args.extend(extra.iter().map(|a| (*a).to_owned()));
     let log = dir.join(format!("isolane-dev-{port}.log"));
     let envs: [(&str, &std::ffi::OsStr); 1] = [("ISOLANE_LOG", "warn".as_ref())];
-    let process = Process::spawn("isolane dev", &bin.isolane, &args, &envs, &log);
+    let process = Process::spawn("isolane dev", &bin.isolane, &args, &envs, &log)
+        .expect("isolane dev starts");
     Server {
         name: "isolane dev",
         addr: ([127, 0, 0, 1], port).into(),
@@ -91,7 +92,7 @@ pub fn workerd(bin: &Binaries, config: &Path, dir: &Path) -> anyhow::Result<Serv
     let Some(workerd) = &bin.workerd else {
         bail!("no workerd binary (npm install workerd)");
     };
-    let port = free_port();
+    let port = free_port()?;
     let args = [
         "serve".to_owned(),
         config.display().to_string(),
@@ -99,7 +100,8 @@ pub fn workerd(bin: &Binaries, config: &Path, dir: &Path) -> anyhow::Result<Serv
         format!("http=127.0.0.1:{port}"),
     ];
     let log = dir.join(format!("workerd-{port}.log"));
-    let process = Process::spawn("workerd", workerd, &args, &[], &log);
+    let process =
+        Process::spawn("workerd", workerd, &args, &[], &log).context("starting workerd")?;
     Ok(Server {
         name: "workerd",
         addr: ([127, 0, 0, 1], port).into(),

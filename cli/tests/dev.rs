@@ -2,17 +2,18 @@
 //! over HTTP, stopped with Ctrl-C (SIGINT).
 #![allow(clippy::unwrap_used)]
 
-use std::net::TcpListener;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use isolane_testenv::{Process, wait_until};
+use nix::sys::signal::Signal;
+use tempfile::TempDir;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -21,48 +22,50 @@ fn repo() -> PathBuf {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    isolane_testenv::free_port().unwrap()
 }
 
-/// The running server; SIGINT and reaped on drop.
-struct Dev(Child);
+/// The running server (killed on drop), its log in a directory of its own.
+struct Dev {
+    process: Process,
+    _logs: TempDir,
+}
 
 impl Dev {
+    /// `isolane dev <args…> --threads 1`; arguments that name a file or folder
+    /// of the repository are passed as absolute paths.
     fn start(args: &[&str]) -> Self {
-        let child = Command::new(env!("CARGO_BIN_EXE_isolane"))
-            .current_dir(repo())
-            .arg("dev")
-            .args(args)
-            .args(["--threads", "1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        Dev(child)
+        let mut argv: Vec<OsString> = vec!["dev".into()];
+        argv.extend(args.iter().map(|arg| {
+            let path = repo().join(arg);
+            if path.exists() {
+                path.into_os_string()
+            } else {
+                OsString::from(arg)
+            }
+        }));
+        argv.extend(["--threads".into(), "1".into()]);
+        let logs = tempfile::tempdir().unwrap();
+        let process = Process::spawn(
+            "isolane dev",
+            Path::new(env!("CARGO_BIN_EXE_isolane")),
+            &argv,
+            &[],
+            &logs.path().join("dev.log"),
+        )
+        .unwrap();
+        Dev {
+            process,
+            _logs: logs,
+        }
     }
 
     /// SIGINT, then the exit status within the deadline.
     fn interrupt(mut self) -> std::process::ExitStatus {
-        kill(Pid::from_raw(self.0.id() as i32), Signal::SIGINT).unwrap();
-        let started = Instant::now();
-        loop {
-            if let Some(status) = self.0.try_wait().unwrap() {
-                return status;
-            }
-            assert!(started.elapsed() < DEADLINE, "isolane dev ignored SIGINT");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Dev {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        self.process.signal(Signal::SIGINT).unwrap();
+        self.process
+            .wait_exit(DEADLINE)
+            .expect("isolane dev exits on SIGINT")
     }
 }
 
@@ -98,22 +101,14 @@ async fn when_ready(
     host: &str,
     path: &str,
 ) -> (u16, String) {
-    let started = Instant::now();
-    loop {
-        match request(client, port, host, path).await {
-            Ok(answer) => return answer,
-            Err(error) => {
-                if let Some(status) = dev.0.try_wait().unwrap() {
-                    panic!("isolane dev exited early: {status}");
-                }
-                assert!(
-                    started.elapsed() < DEADLINE,
-                    "isolane dev never answered: {error}"
-                );
-                tokio::time::sleep(Duration::from_millis(25)).await;
-            }
+    wait_until("isolane dev to answer", DEADLINE, || {
+        let exited = dev.process.try_exit();
+        async move {
+            assert!(exited.is_none(), "isolane dev exited early: {exited:?}");
+            request(client, port, host, path).await
         }
-    }
+    })
+    .await
 }
 
 fn client() -> HttpClient {
@@ -222,7 +217,7 @@ export default { fetch(request) {
         when_ready(&client, &mut dev, port, "localhost", "/").await,
         (200, "calm".to_owned())
     );
-    let pid = dev.0.id();
+    let pid = dev.process.pid();
     let before = rss_mib(pid);
     // Each client sends its request and reads only the first bytes of the
     // answer (the head), then stops reading.
@@ -326,16 +321,16 @@ async fn dev_runs_scheduled_handlers_on_schedule_and_on_demand() {
             .collect()
     };
     // Two scheduled ticks, a second apart, each on a whole second.
-    let started = Instant::now();
-    let seen = loop {
+    let seen = wait_until("two scheduled ticks", DEADLINE, || async {
         let (_, body) = request(&client, port, "localhost", "/").await.unwrap();
         let seen = ticks(&body);
         if seen.len() >= 2 {
-            break seen;
+            Ok(seen)
+        } else {
+            Err(format!("so far: {body}"))
         }
-        assert!(started.elapsed() < DEADLINE, "no two ticks: {body}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    })
+    .await;
     assert!(
         seen.iter()
             .all(|(cron, at)| cron == "* * * * * *" && at % 1000 == 0),
@@ -361,20 +356,19 @@ async fn dev_runs_scheduled_handlers_on_schedule_and_on_demand() {
         .iter()
         .filter(|(c, _)| c == "* * * * * *")
         .count();
-    let started = Instant::now();
-    loop {
+    wait_until("a tick after the failure", DEADLINE, || async {
         let (_, body) = request(&client, port, "localhost", "/").await.unwrap();
-        if ticks(&body)
+        let after = ticks(&body)
             .iter()
             .filter(|(c, _)| c == "* * * * * *")
-            .count()
-            > count
-        {
-            break;
+            .count();
+        if after > count {
+            Ok(())
+        } else {
+            Err(format!("the schedule stopped: {body}"))
         }
-        assert!(started.elapsed() < DEADLINE, "the schedule stopped: {body}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
     assert!(dev.interrupt().success());
 }
 

@@ -1,12 +1,10 @@
-//! A throwaway CA and a serving certificate for `127.0.0.1`, for a webhook the
-//! test apiserver calls over HTTPS (`clientConfig.url` + `caBundle`).
+//! A webhook's serving certificate for `127.0.0.1`, from the tests' PKI
+//! ([`isolane_testenv::TestCa`]), for a webhook the test apiserver calls over
+//! HTTPS (`clientConfig.url` + `caBundle`).
 
 use std::path::{Path, PathBuf};
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
+use isolane_testenv::{Leaf, TestCa};
 
 /// PEM files of a serving certificate and the CA that signed it.
 #[derive(Clone, Debug)]
@@ -20,40 +18,24 @@ pub struct ServingCert {
 }
 
 /// Generates a CA and a certificate for `127.0.0.1` and `localhost`, writing the
-/// certificate and key into `dir`.
+/// certificate and key into `dir` (`webhook.crt`, `webhook.key`).
 ///
 /// # Panics
 /// When generation or writing fails.
 pub fn localhost_serving_cert(dir: &Path) -> ServingCert {
-    let ca_key = KeyPair::generate().expect("CA key");
-    let mut ca_params = CertificateParams::default();
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "isolane-e2e-webhook-ca");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca_params.self_signed(&ca_key).expect("CA certificate");
-    let ca = Issuer::new(ca_params, ca_key);
-
-    let key = KeyPair::generate().expect("serving key");
-    let mut params = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-        .expect("serving params");
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "isolane-operator-webhook");
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let cert = params.signed_by(&key, &ca).expect("serving certificate");
-
+    let ca = TestCa::new("isolane-e2e-webhook-ca").expect("a test CA");
+    let cert = ca
+        .issue(Leaf::server(
+            "isolane-operator-webhook",
+            &["127.0.0.1", "localhost"],
+        ))
+        .expect("a serving certificate");
     let cert_path = dir.join("webhook.crt");
     let key_path = dir.join("webhook.key");
-    std::fs::write(&cert_path, cert.pem()).expect("write webhook.crt");
-    std::fs::write(&key_path, key.serialize_pem()).expect("write webhook.key");
+    cert.write(&cert_path, &key_path)
+        .expect("write webhook.crt and webhook.key");
     ServingCert {
-        ca_pem: ca_cert.pem(),
+        ca_pem: ca.cert_pem(),
         cert_path,
         key_path,
     }

@@ -2,8 +2,8 @@
 //! against one control plane.
 //!
 //! [`Node`] and [`Router`] start one `isolane-node` / `isolane-router` each
-//! (binaries from the target directory, see [`crate::process::binary`], or
-//! `ISOLANE_NODE_BIN` / `ISOLANE_ROUTER_BIN`), on free local ports, with their
+//! (the binaries `ISOLANE_NODE_BIN` / `ISOLANE_ROUTER_BIN` name, see
+//! [`crate::process::binary`]), on free local ports, with their
 //! logs in the test's directory. [`Cluster`] composes the operator
 //! ([`crate::operator`]), N nodes and a router, waits until each is ready, and
 //! can add, kill or drain nodes while the test runs. Timings are short
@@ -20,12 +20,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use isolane_testenv::{ControlPlane, GrpcPkiFiles};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 
 use crate::http;
 use crate::operator::{OPERATOR_NAMESPACE, Operator, OperatorOptions};
-use crate::process::{self, Process, wait_until};
+use isolane_testenv::{Process, free_port, wait_until};
+
+use crate::process;
 
 /// Environment variable naming a prebuilt node binary (skips the build).
 pub const NODE_BIN_ENV: &str = "ISOLANE_NODE_BIN";
@@ -97,8 +98,8 @@ impl Node {
     /// Starts a node serving the bundles of the operator's namespace, gRPC on
     /// free ports of 127.0.0.1, logging to `<dir>/<name>.log`.
     pub fn start(cp: &ControlPlane, dir: &Path, options: &NodeOptions) -> Self {
-        let binary = process::binary("isolane-node", "isolane-node", NODE_BIN_ENV);
-        let admin: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
+        let binary = process::binary("isolane-node", NODE_BIN_ENV);
+        let admin: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free local port")).into();
         let mut args: Vec<String> = [
             "--namespace",
             OPERATOR_NAMESPACE,
@@ -115,9 +116,9 @@ impl Node {
             "--max-inflight-per-thread",
             &options.max_inflight_per_thread.to_string(),
             "--lease-duration",
-            &format!("{}s", options.lease_duration.as_secs()),
+            &humantime::format_duration(options.lease_duration).to_string(),
             "--drain-timeout",
-            &format!("{}ms", options.drain_timeout.as_millis()),
+            &humantime::format_duration(options.drain_timeout).to_string(),
             "--admin-addr",
             &admin.to_string(),
         ]
@@ -135,7 +136,8 @@ impl Node {
             ),
         ];
         let log = dir.join(format!("{}.log", options.name));
-        let process = Process::spawn(&options.name, &binary, &args, &envs, &log);
+        let process =
+            Process::spawn(&options.name, &binary, &args, &envs, &log).expect("the node starts");
         Self {
             name: options.name.clone(),
             admin,
@@ -167,9 +169,8 @@ impl Node {
     /// its Lease draining, finishes what is in flight, deletes the Lease and
     /// exits. Returns at once; see [`Process::try_exit`].
     pub fn drain(&self) {
-        let pid = i32::try_from(self.process.pid()).expect("a pid fits an i32");
         // The process may have exited already: then there is nothing to drain.
-        let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        let _ = self.process.signal(Signal::SIGTERM);
     }
 }
 
@@ -242,9 +243,9 @@ impl Router {
     /// operator's namespace, logging to `<dir>/router.log` (or the name in
     /// `options`).
     pub fn start(cp: &ControlPlane, dir: &Path, options: &RouterOptions) -> Self {
-        let binary = process::binary("isolane-router", "isolane-router", ROUTER_BIN_ENV);
-        let listen: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
-        let admin: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
+        let binary = process::binary("isolane-router", ROUTER_BIN_ENV);
+        let listen: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free local port")).into();
+        let admin: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free local port")).into();
         let mut args: Vec<String> = [
             "--listen-addr",
             &listen.to_string(),
@@ -273,7 +274,8 @@ impl Router {
                 "{}.log",
                 options.name.as_deref().unwrap_or("router")
             )),
-        );
+        )
+        .expect("the router starts");
         Self {
             listen,
             admin,

@@ -1,8 +1,8 @@
 //! The container images as `make images` builds them (`hack/build-images.sh`),
 //! from the binaries the other e2e tests run, and what is inside an archive.
 //!
-//! [`build`] links the operator, node and router binaries (built by
-//! [`crate::process::binary`], or named by `ISOLANE_*_BIN`) into a directory
+//! [`build`] links the operator, node and router binaries (named by
+//! `ISOLANE_*_BIN`, see [`crate::process::binary`]) into a directory
 //! under their own names and runs the script on it, so a test gets the same
 //! OCI archives a release gets, from debug binaries. [`Archive`] unpacks one
 //! and follows `index.json` → manifest → config and layer, as a runtime does.
@@ -40,7 +40,7 @@ pub fn build(out: &Path) -> Vec<(String, PathBuf)> {
         .iter()
         .zip([OPERATOR_BIN_ENV, NODE_BIN_ENV, ROUTER_BIN_ENV])
     {
-        let binary = process::binary(image, image, env);
+        let binary = process::binary(image, env);
         let link = bin_dir.join(image);
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&binary, &link).expect("link the binary");

@@ -1,7 +1,8 @@
 //! End-to-end tests against a real kube-apiserver: the whole system, as users run it.
 //!
-//! Helpers, each in a module named for what it does: [`process`] (build and run
-//! the project's binaries, wait on conditions with deadlines), [`operator`] (the
+//! Helpers, each in a module named for what it does: [`process`] (the project's
+//! binaries under test; running them, waiting on conditions with deadlines and
+//! the test PKI are `isolane-testenv`'s), [`operator`] (the
 //! operator as a process), [`workers`] (Workers, bundles and conditions through
 //! the API), [`certs`] (a throwaway CA for webhooks), [`http`] (admin endpoints),
 //! [`images`] (the OCI images `make images` builds, and what is in them);

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
 use crate::ingress::{Ingress, Reply};
-use crate::process::wait_until;
+use isolane_testenv::wait_until;
 
 /// Where a request goes: the `Host` header and the path.
 #[derive(Clone, Debug, PartialEq, Eq)]

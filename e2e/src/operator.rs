@@ -1,7 +1,7 @@
 //! The operator under test, as a real process against a real apiserver.
 //!
-//! The binary is `target/debug/isolane-operator`, built on first use (see
-//! [`crate::process::binary`]) unless `ISOLANE_OPERATOR_BIN` names one. Tests
+//! The binary is the one `ISOLANE_OPERATOR_BIN` names (see
+//! [`crate::process::binary`]). Tests
 //! use short leader-election timings (lease 3 s, renew deadline 2 s, retry
 //! 500 ms) so that failover is measured in seconds.
 
@@ -14,7 +14,9 @@ use isolane_testenv::ControlPlane;
 
 use crate::certs::ServingCert;
 use crate::http;
-use crate::process::{self, Process, wait_until};
+use isolane_testenv::{Process, free_port, wait_until};
+
+use crate::process;
 
 /// Environment variable naming a prebuilt operator binary (skips the build).
 pub const OPERATOR_BIN_ENV: &str = "ISOLANE_OPERATOR_BIN";
@@ -67,9 +69,9 @@ pub struct Operator {
 impl Operator {
     /// Starts an operator for `cp`, logging to `<dir>/<identity>.log`.
     pub fn start(cp: &ControlPlane, dir: &Path, options: &OperatorOptions) -> Self {
-        let binary = process::binary("isolane-operator", "isolane-operator", OPERATOR_BIN_ENV);
-        let admin: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
-        let ms = |duration: Duration| format!("{}ms", duration.as_millis());
+        let binary = process::binary("isolane-operator", OPERATOR_BIN_ENV);
+        let admin: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free local port")).into();
+        let flag = |duration: Duration| humantime::format_duration(duration).to_string();
         let mut args = vec![
             "--namespace".to_owned(),
             OPERATOR_NAMESPACE.to_owned(),
@@ -78,16 +80,16 @@ impl Operator {
             "--identity".to_owned(),
             options.identity.clone(),
             "--lease-duration".to_owned(),
-            ms(options.lease_duration),
+            flag(options.lease_duration),
             "--renew-deadline".to_owned(),
-            ms(options.renew_deadline),
+            flag(options.renew_deadline),
             "--retry-period".to_owned(),
-            ms(options.retry_period),
+            flag(options.retry_period),
             "--membership-interval".to_owned(),
             "500ms".to_owned(),
         ];
         let webhook = options.webhook.as_ref().map(|cert| {
-            let addr: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
+            let addr: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free local port")).into();
             args.extend([
                 "--webhook-addr".to_owned(),
                 addr.to_string(),
@@ -109,7 +111,8 @@ impl Operator {
                 OsStr::new("info,isolane_operator=debug,kube=warn"),
             ),
         ];
-        let process = Process::spawn(&options.identity, &binary, &args, &envs, &log);
+        let process = Process::spawn(&options.identity, &binary, &args, &envs, &log)
+            .expect("the operator starts");
         Self {
             process,
             admin,

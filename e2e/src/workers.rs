@@ -13,7 +13,9 @@ use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 
 use crate::operator::OPERATOR_NAMESPACE;
-use crate::process::{wait_until, workspace_root};
+use isolane_testenv::wait_until;
+
+use crate::process::workspace_root;
 
 /// The field manager tests apply Workers with.
 pub const TEST_MANAGER: &str = "isolane-e2e";

@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use isolane_e2e::process::{wait_until, workspace_root};
+use isolane_e2e::process::workspace_root;
 use isolane_testenv::ControlPlane;
+use isolane_testenv::wait_until;
 use serde::Deserialize as _;
 use serde_yaml::Value;
 

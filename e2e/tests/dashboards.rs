@@ -28,9 +28,10 @@ use isolane_crds::Worker;
 use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions, RouterOptions};
 use isolane_e2e::http;
 use isolane_e2e::operator::OperatorOptions;
-use isolane_e2e::process::{self, Process, wait_until, workspace_root};
+use isolane_e2e::process::workspace_root;
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::ControlPlane;
+use isolane_testenv::{Process, free_port, wait_until};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -484,6 +485,7 @@ fn start_prometheus(dir: &Path, listen: SocketAddr, targets: &[(&str, SocketAddr
         &[],
         &dir.join("prometheus.log"),
     )
+    .expect("prometheus starts")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -542,7 +544,8 @@ async fn every_panel_query_returns_data_from_a_running_system() {
         Arc::clone(&sent),
     );
 
-    let prometheus_addr: SocketAddr = ([127, 0, 0, 1], process::free_port()).into();
+    let prometheus_addr: SocketAddr =
+        ([127, 0, 0, 1], free_port().expect("a free local port")).into();
     let targets = [
         ("isolane-operator", operator.admin),
         ("isolane-node", node_admin),

@@ -3,7 +3,7 @@
 //! deletion; the admission webhook registered with the apiserver.
 //!
 //! Each test starts its own control plane and operator. The operator binary is
-//! built on first use (`ISOLANE_OPERATOR_BIN` skips that).
+//! named by `ISOLANE_OPERATOR_BIN` (`make test-only` sets it).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -11,12 +11,12 @@ use std::time::Duration;
 use isolane_crds::{ConfigMapKeyRef, EnvValueFrom, EnvVar, ScriptFrom, SecretKeyRef, Worker};
 use isolane_e2e::certs;
 use isolane_e2e::operator::{OPERATOR_NAMESPACE, Operator, OperatorOptions};
-use isolane_e2e::process::wait_until;
 use isolane_e2e::workers::{
     apply, bundle, condition, has_condition, hello_script, inline_worker, prepare,
     wait_bundle_gone, wait_for_bundle, wait_for_worker, wait_ready,
 };
 use isolane_testenv::ControlPlane;
+use isolane_testenv::wait_until;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};

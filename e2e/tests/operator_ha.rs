@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use isolane_crds::Worker;
 use isolane_e2e::operator::{OPERATOR_NAMESPACE, Operator, OperatorOptions};
-use isolane_e2e::process::wait_until;
 use isolane_e2e::workers::{
     apply, bundle, has_condition, hello_script, inline_worker, prepare, wait_bundle_gone,
     wait_ready,
 };
 use isolane_testenv::ControlPlane;
+use isolane_testenv::wait_until;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, ListParams};

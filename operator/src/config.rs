@@ -321,6 +321,6 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
         assert!(parse_duration("fast").is_err());
-        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("5x").is_err());
     }
 }

@@ -7,42 +7,23 @@
 // Test helpers outside `#[test]` functions panic on purpose too.
 #![allow(clippy::unwrap_used)]
 
-use std::future::Future;
 use std::time::Duration;
 
 use isolane_crds::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, Worker, WorkerStatus};
 use isolane_operator::config::Config;
 use isolane_operator::lifecycle;
+use isolane_testenv::wait_until;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 const APPS: &str = "apps";
 const SYSTEM: &str = "isolane-system";
 const HOST: &str = "hello.apps.test";
 const WAIT: Duration = Duration::from_secs(30);
-
-/// Polls `probe` until it returns `Some`, failing the test after [`WAIT`].
-async fn eventually<T, Fut>(what: &str, mut probe: impl FnMut() -> Fut) -> T
-where
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {WAIT:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 fn config() -> Config {
     Config {
@@ -103,7 +84,7 @@ async fn a_worker_becomes_a_bundle_and_a_ready_status_and_a_new_script_a_new_rev
     let client = cp.client();
     let workers: Api<Worker> = Api::namespaced(client.clone(), APPS);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), SYSTEM);
-    eventually("the Worker CRD to be served", || async {
+    wait_until("the Worker CRD to be served", WAIT, || async {
         workers.list(&ListParams::default().limit(1)).await.ok()
     })
     .await;
@@ -131,7 +112,7 @@ async fn a_worker_becomes_a_bundle_and_a_ready_status_and_a_new_script_a_new_rev
         .create(&PostParams::default(), &worker(first))
         .await
         .unwrap();
-    let status = eventually("the Worker to be Ready", || async {
+    let status = wait_until("the Worker to be Ready", WAIT, || async {
         ready_status(&workers.get("hello").await.unwrap(), None)
     })
     .await;
@@ -174,7 +155,7 @@ async fn a_worker_becomes_a_bundle_and_a_ready_status_and_a_new_script_a_new_rev
         )
         .await
         .unwrap();
-    let status = eventually("the new revision", || async {
+    let status = wait_until("the new revision", WAIT, || async {
         ready_status(&workers.get("hello").await.unwrap(), Some(&r1))
     })
     .await;
@@ -202,7 +183,7 @@ async fn a_worker_becomes_a_bundle_and_a_ready_status_and_a_new_script_a_new_rev
         .delete("hello", &DeleteParams::default())
         .await
         .unwrap();
-    eventually("the Worker and its bundles to go", || async {
+    wait_until("the Worker and its bundles to go", WAIT, || async {
         let gone = workers.get_opt("hello").await.unwrap().is_none();
         let bundles = secrets
             .list(&ListParams::default().labels(&format!("{BUNDLE_LABEL}=true")))

@@ -501,7 +501,7 @@ mod tests {
             assert_eq!(error.kind(), kind, "{args:?}: {error}");
         }
         assert!(Args::try_parse_from(["isolane-node", "--pool-mode", "nope"]).is_err());
-        assert!(Args::try_parse_from(["isolane-node", "--lease-duration", "5d"]).is_err());
+        assert!(Args::try_parse_from(["isolane-node", "--lease-duration", "5x"]).is_err());
     }
 
     #[test]

@@ -4,11 +4,10 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::fs::File;
-use std::net::{SocketAddr, TcpListener};
-use std::os::unix::process::CommandExt as _;
+use std::ffi::OsStr;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,6 +15,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use isolane_testenv::{Process, wait_until};
 
 use super::answer::HttpClient;
 use super::manifest::App;
@@ -27,85 +27,60 @@ const START_DEADLINE: Duration = Duration::from_secs(60);
 const COMPATIBILITY_DATE: &str = "2025-11-01";
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    isolane_testenv::free_port().unwrap()
 }
 
-/// A server process; killed (its whole process group) when dropped.
+/// A server process; killed (its whole process group) when dropped, and
+/// when the test process dies.
 pub struct Server {
     pub name: &'static str,
-    child: Child,
-    pub log: PathBuf,
+    process: Process,
 }
 
 impl Server {
-    fn spawn(name: &'static str, command: &mut Command, log: PathBuf) -> Self {
-        let out = File::create(&log).unwrap();
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .process_group(0)
-            .spawn()
+    fn spawn(
+        name: &'static str,
+        program: &Path,
+        args: &[&OsStr],
+        envs: &[(&str, &OsStr)],
+        log: &Path,
+    ) -> Self {
+        let process = Process::spawn(name, program, args, envs, log)
             .unwrap_or_else(|e| panic!("starting {name}: {e}"));
-        Self { name, child, log }
+        Self { name, process }
     }
 
     /// Waits until `addr` answers any HTTP response, failing fast with the
     /// log when the process exits.
     pub async fn wait_answering(&mut self, client: &HttpClient, addr: SocketAddr, host: &str) {
-        let started = Instant::now();
-        loop {
-            let request = http::Request::builder()
-                .uri(format!("http://{addr}/"))
-                .header(http::header::HOST, host)
-                .body(Full::new(Bytes::new()))
-                .unwrap();
-            if let Ok(Ok(response)) =
-                tokio::time::timeout(Duration::from_secs(5), client.request(request)).await
-            {
-                let _ = response.into_body().collect().await;
-                return;
+        let name = self.name;
+        let what = format!("{name} to answer on {addr}");
+        let process = &mut self.process;
+        wait_until(&what, START_DEADLINE, || {
+            let exited = process.try_exit().map(|status| {
+                let log = process.log_path().display().to_string();
+                (status, log, process.log())
+            });
+            async move {
+                if let Some((status, path, log)) = exited {
+                    panic!("{name} exited ({status}) before answering; log {path}:\n{log}");
+                }
+                let request = http::Request::builder()
+                    .uri(format!("http://{addr}/"))
+                    .header(http::header::HOST, host)
+                    .body(Full::new(Bytes::new()))
+                    .unwrap();
+                match tokio::time::timeout(Duration::from_secs(5), client.request(request)).await {
+                    Ok(Ok(response)) => {
+                        let _ = response.into_body().collect().await;
+                        true
+                    }
+                    _ => false,
+                }
             }
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!(
-                    "{} exited ({status}) before answering; log {}:\n{}",
-                    self.name,
-                    self.log.display(),
-                    std::fs::read_to_string(&self.log).unwrap_or_default()
-                );
-            }
-            assert!(
-                started.elapsed() < START_DEADLINE,
-                "{} never answered on {addr}; log {}",
-                self.name,
-                self.log.display()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        })
+        .await;
     }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-        let _ = self.child.wait();
-    }
-}
-
-/// `program`, started through `setpriv --pdeathsig KILL` (util-linux, from
-/// hack/install-deps.sh) so that it dies with the test process even when
-/// the test is killed before its `Drop` runs.
-fn guarded(program: &Path) -> Command {
-    let mut command = Command::new("setpriv");
-    command.args(["--pdeathsig", "KILL", "--"]).arg(program);
-    command
 }
 
 /// `node compat/bundle.mjs <out>`: one bundled ES module per app.
@@ -162,15 +137,21 @@ pub fn isolane_dev(
         .unwrap();
     }
     let port = free_port();
+    let port_arg = port.to_string();
     let server = Server::spawn(
         "isolane dev",
-        guarded(bin)
-            .arg("dev")
-            .arg("--workers")
-            .arg(&workers)
-            .args(["--port", &port.to_string(), "--threads", "1"])
-            .env("ISOLANE_LOG", "warn"),
-        dir.join("isolane-dev.log"),
+        bin,
+        &[
+            "dev".as_ref(),
+            "--workers".as_ref(),
+            workers.as_os_str(),
+            "--port".as_ref(),
+            port_arg.as_ref(),
+            "--threads".as_ref(),
+            "1".as_ref(),
+        ],
+        &[("ISOLANE_LOG", "warn".as_ref())],
+        &dir.join("isolane-dev.log"),
     );
     (server, SocketAddr::from(([127, 0, 0, 1], port)))
 }
@@ -244,8 +225,10 @@ pub fn workerd(
     std::fs::write(&path, config).unwrap();
     let server = Server::spawn(
         "workerd",
-        guarded(bin).arg("serve").arg(&path).arg("--verbose"),
-        dir.join("workerd.log"),
+        bin,
+        &["serve".as_ref(), path.as_os_str(), "--verbose".as_ref()],
+        &[],
+        &dir.join("workerd.log"),
     );
     (server, addrs)
 }

@@ -86,9 +86,8 @@ impl ExecuteError {
             other => other.to_string(),
         };
         let body = format!(
-            "{{\"error\":{},\"reason\":\"{}\"}}\n",
-            json_string(&message),
-            self.reason()
+            "{}\n",
+            serde_json::json!({ "error": message, "reason": self.reason() })
         );
         let mut response = http::Response::new(Body::from(body));
         *response.status_mut() = self.status();
@@ -107,22 +106,6 @@ impl ExecuteError {
 
 /// The header naming why the engine (not the worker) answered.
 pub const REASON_HEADER: &str = "x-isolane-reason";
-
-fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
 
 /// Why the engine could not start.
 #[derive(Debug, thiserror::Error)]
@@ -179,7 +162,20 @@ mod tests {
     }
 
     #[test]
-    fn json_strings_are_escaped() {
-        assert_eq!(json_string("a\"b\\\n"), "\"a\\\"b\\\\\\n\"");
+    fn the_error_body_is_json_with_the_message_and_reason() {
+        let error = ExecuteError::UnknownThread {
+            thread: 9,
+            threads: 2,
+        };
+        let body = error.to_response().into_body();
+        let bytes = futures::executor::block_on(http_body_util::BodyExt::collect(body))
+            .unwrap()
+            .to_bytes();
+        assert!(bytes.ends_with(b"}\n"), "{bytes:?}");
+        let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({ "error": error.to_string(), "reason": "unknown_thread" })
+        );
     }
 }

@@ -145,12 +145,14 @@ impl EngineObserver for LastCpu {
 
 /// `Ok(passed)` for `200 {"passed":N,"failed":[],…}`, else a description.
 fn check(status: u16, text: &str) -> Result<u64, String> {
-    let passed = text
-        .strip_prefix("{\"passed\":")
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse::<u64>().ok());
-    match passed {
-        Some(n) if status == 200 && text.contains("\"failed\":[]") => Ok(n),
+    let answer: Option<serde_json::Value> = serde_json::from_str(text).ok();
+    let passed = answer.as_ref().and_then(|a| a["passed"].as_u64());
+    let failed = answer
+        .as_ref()
+        .and_then(|a| a["failed"].as_array())
+        .map(Vec::len);
+    match (passed, failed) {
+        (Some(n), Some(0)) if status == 200 => Ok(n),
         _ => Err(format!("status {status}: {text}")),
     }
 }
@@ -222,20 +224,6 @@ async fn read_request(stream: &mut TcpStream) -> Option<Incoming> {
     })
 }
 
-fn json_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 async fn respond(
     stream: &mut TcpStream,
     status: u16,
@@ -275,18 +263,20 @@ async fn serve(mut stream: TcpStream) {
     let head_only = req.method == "HEAD";
     match path {
         "/echo" => {
-            let headers: Vec<String> = req
+            // A repeated header keeps its last value, as JSON.parse of the
+            // object would.
+            let headers: serde_json::Map<String, serde_json::Value> = req
                 .headers
                 .iter()
-                .map(|(k, v)| format!("{}:{}", json_string(k), json_string(v)))
+                .map(|(k, v)| (k.clone(), v.clone().into()))
                 .collect();
-            let body = format!(
-                "{{\"method\":{},\"url\":{},\"headers\":{{{}}},\"body\":{}}}",
-                json_string(&req.method),
-                json_string(&req.target),
-                headers.join(","),
-                json_string(&String::from_utf8_lossy(&req.body))
-            );
+            let body = serde_json::json!({
+                "method": req.method,
+                "url": req.target,
+                "headers": headers,
+                "body": String::from_utf8_lossy(&req.body),
+            })
+            .to_string();
             respond(
                 &mut stream,
                 200,

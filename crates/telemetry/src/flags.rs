@@ -2,25 +2,34 @@
 
 use std::time::Duration;
 
-/// Parses `1500ms`, `15s`, `2m`, `1h`, or a bare number of seconds; fractions are
-/// allowed (`1.5s`). For `clap`'s `value_parser`.
+/// Parses a duration as [`humantime`] does (`1500ms`, `15s`, `2m`, `1h`,
+/// `1.5s`, `1m 30s`, `2min`, `1d`…), or as the flags always accepted: a bare
+/// number of seconds (`3`, `0.5`), or one decimal number with `ms`, `s`, `m`
+/// or `h` (`.5s`). For `clap`'s `value_parser`.
 pub fn parse_duration(value: &str) -> Result<Duration, String> {
     let value = value.trim();
-    let split = value
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(value.len());
-    let (number, unit) = value.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("{value:?} is not a duration such as 15s or 500ms"))?;
-    let seconds = match unit {
-        "ms" => number / 1000.0,
-        "" | "s" => number,
-        "m" => number * 60.0,
-        "h" => number * 3600.0,
-        _ => return Err(format!("{value:?} has an unknown unit (use ms, s, m or h)")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|error| format!("{value:?}: {error}"))
+    humantime::parse_duration(value).or_else(|error| {
+        decimal(value)
+            .ok_or_else(|| format!("{value:?} is not a duration such as 15s or 500ms: {error}"))
+    })
+}
+
+/// One decimal number of seconds, or of the unit after it (`ms`, `s`, `m`, `h`).
+fn decimal(value: &str) -> Option<Duration> {
+    let (number, scale) = [
+        ("ms", 1e-3),
+        ("s", 1.0),
+        ("m", 60.0),
+        ("h", 3600.0),
+        ("", 1.0),
+    ]
+    .into_iter()
+    .find_map(|(unit, scale)| Some((value.strip_suffix(unit)?, scale)))?;
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    let number: f64 = number.parse().ok()?;
+    Duration::try_from_secs_f64(number * scale).ok()
 }
 
 /// Whether `value` is a DNS label (RFC 1123): what a namespace name must be.
@@ -51,9 +60,30 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
         assert_eq!(parse_duration(" 3 "), Ok(Duration::from_secs(3)));
-        for bad in ["fast", "5d", "", "-1s", "1e9999s"] {
+        assert_eq!(parse_duration("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration(".5s"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5.m"), Ok(Duration::from_secs(300)));
+        // humantime's syntax too: several units, long names, days.
+        assert_eq!(parse_duration("1m 30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2min"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1d"), Ok(Duration::from_secs(86_400)));
+        for bad in [
+            "fast",
+            "5x",
+            "",
+            "-1s",
+            "1e9999s",
+            "1..5s",
+            "9".repeat(400).as_str(),
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad:?}");
         }
+        let error = parse_duration("5x").unwrap_err();
+        assert!(
+            error.contains("\"5x\" is not a duration such as 15s or 500ms")
+                && error.contains("unknown time unit \"x\""),
+            "{error}"
+        );
     }
 
     #[test]

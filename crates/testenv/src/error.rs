@@ -28,7 +28,7 @@ pub enum Error {
     EtcdNotFound { searched: String },
 
     #[error(
-        "setpriv (util-linux) not found on PATH: it ties etcd and kube-apiserver to the test process"
+        "setpriv (util-linux) not found on PATH: it ties the processes a test starts to the test process"
     )]
     SetprivNotFound,
 
@@ -68,9 +68,9 @@ pub enum Error {
     #[error("failed to reserve a free port on 127.0.0.1")]
     FreePort(#[source] io::Error),
 
-    #[error("failed to start {component}")]
+    #[error("failed to start {name}")]
     Spawn {
-        component: Component,
+        name: String,
         #[source]
         source: io::Error,
     },

@@ -9,6 +9,10 @@
 //! their path printed. With `ISOLANE_TEST_KUBECONFIG` set, it uses that existing
 //! cluster instead and starts nothing.
 //!
+//! Without a cluster, it is also the tests' support: [`wait_until`] (the one
+//! deadline poll), [`Process`] (the one process supervisor) and the test PKI
+//! ([`TestCa`]).
+//!
 //! There is no scheduler, controller-manager or kubelet: objects are stored and
 //! validated (CRDs, webhooks, RBAC, leases), but Deployments never get Pods and
 //! namespaces get no `default` ServiceAccount. The operator, router, node and e2e
@@ -26,6 +30,7 @@
 #![forbid(unsafe_code)]
 
 mod config;
+mod deadline;
 mod error;
 mod kubeconfig;
 mod local;
@@ -47,11 +52,12 @@ pub use config::{
     Config, DEFAULT_READY_TIMEOUT, ENV_CACHE_DIR, ENV_ETCD, ENV_KEEP_TEST_LOGS, ENV_KUBE_APISERVER,
     ENV_TEST_KUBECONFIG, KUBE_VERSION,
 };
+pub use deadline::{Probe, wait_until, wait_until_blocking};
 pub use error::Error;
 pub use node::host::leftovers as node_leftovers;
 pub use node::{BRIDGE, CGROUP_ROOT, NODE_IP, NODE_NAME, NodeConfig, POD_SUBNET};
-pub use pki::{GrpcPkiFiles, write_grpc as write_grpc_pki};
-pub use process::Component;
+pub use pki::{GrpcPkiFiles, Leaf, TestCa, TestCert, Usage, write_grpc as write_grpc_pki};
+pub use process::{Component, Process, free_port};
 
 use local::LocalCluster;
 

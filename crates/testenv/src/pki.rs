@@ -1,8 +1,11 @@
-//! A throwaway PKI for one control plane: a CA, the apiserver's serving
-//! certificate, an admin client certificate and the service-account signing key.
+//! The tests' one PKI: [`TestCa`], a throwaway certificate authority that
+//! issues server and client certificates ([`Leaf`]), and the sets built from
+//! it — one control plane's (a CA, the apiserver's serving certificate, an
+//! admin client certificate, the service-account signing key) and the
+//! router↔node mTLS set ([`write_grpc`]).
 //!
 //! Keys are ECDSA P-256 (rcgen's default), written as PKCS#8 PEM, which the
-//! apiserver, kubectl and kube-rs (rustls) all read.
+//! apiserver, kubectl, kube-rs and the project's binaries (rustls) all read.
 
 use std::path::{Path, PathBuf};
 
@@ -66,102 +69,186 @@ impl GrpcPkiFiles {
     }
 }
 
+// === impl TestCa ===
+
+/// A throwaway certificate authority (ECDSA P-256) that issues test certificates.
+pub struct TestCa {
+    cert: rcgen::Certificate,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl std::fmt::Debug for TestCa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestCa").finish_non_exhaustive()
+    }
+}
+
+/// What a leaf certificate is for (its extended key usage).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Usage {
+    /// A TLS server (`serverAuth`).
+    Server,
+    /// A TLS client (`clientAuth`).
+    Client,
+}
+
+/// The subject of a leaf certificate that [`TestCa::issue`] signs.
+#[derive(Clone, Copy, Debug)]
+pub struct Leaf<'a> {
+    pub common_name: &'a str,
+    /// The subject's organisation (Kubernetes reads it as the user's group).
+    pub organization: Option<&'a str>,
+    /// Subject alternative names: DNS names or IP addresses.
+    pub names: &'a [&'a str],
+    pub usage: Usage,
+}
+
+impl<'a> Leaf<'a> {
+    /// A server certificate for `names`.
+    pub fn server(common_name: &'a str, names: &'a [&'a str]) -> Self {
+        Self {
+            common_name,
+            organization: None,
+            names,
+            usage: Usage::Server,
+        }
+    }
+
+    /// A client certificate for `common_name`.
+    pub fn client(common_name: &'a str) -> Self {
+        Self {
+            common_name,
+            organization: None,
+            names: &[],
+            usage: Usage::Client,
+        }
+    }
+}
+
+/// A certificate that [`TestCa::issue`] signed, and its private key.
+#[derive(Clone, Debug)]
+pub struct TestCert {
+    pub cert_pem: String,
+    pub cert_der: Vec<u8>,
+    /// PKCS#8.
+    pub key_pem: String,
+    /// PKCS#8.
+    pub key_der: Vec<u8>,
+}
+
+impl TestCert {
+    /// Writes the certificate and the key as PEM files.
+    pub fn write(&self, cert: &Path, key: &Path) -> Result<(), Error> {
+        write_file(cert, &self.cert_pem)?;
+        write_file(key, &self.key_pem)
+    }
+}
+
+impl TestCa {
+    /// A new CA whose subject is `CN=<common_name>`.
+    pub fn new(common_name: &str) -> Result<Self, Error> {
+        let ca_key = generate_key("ca")?;
+        let mut ca_params = CertificateParams::default();
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let cert = ca_params.self_signed(&ca_key).map_err(cert_error("ca"))?;
+        Ok(Self {
+            cert,
+            issuer: Issuer::new(ca_params, ca_key),
+        })
+    }
+
+    /// The CA certificate, PEM (a trust bundle; a `caBundle` once base64-encoded).
+    pub fn cert_pem(&self) -> String {
+        self.cert.pem()
+    }
+
+    /// Signs a new certificate, with a new key, for `leaf`.
+    pub fn issue(&self, leaf: Leaf<'_>) -> Result<TestCert, Error> {
+        let what = match leaf.usage {
+            Usage::Server => "server",
+            Usage::Client => "client",
+        };
+        let key = generate_key(what)?;
+        let names: Vec<String> = leaf.names.iter().map(|name| (*name).to_owned()).collect();
+        let mut params = CertificateParams::new(names).map_err(cert_error(what))?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, leaf.common_name);
+        if let Some(organization) = leaf.organization {
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, organization);
+        }
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![match leaf.usage {
+            Usage::Server => ExtendedKeyUsagePurpose::ServerAuth,
+            Usage::Client => ExtendedKeyUsagePurpose::ClientAuth,
+        }];
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .map_err(cert_error(what))?;
+        Ok(TestCert {
+            cert_pem: cert.pem(),
+            cert_der: cert.der().to_vec(),
+            key_pem: key.serialize_pem(),
+            key_der: key.serialize_der(),
+        })
+    }
+}
+
 /// Generates a router↔node PKI (its own CA) and writes it into `dir`; the CA
 /// is written last, so its presence means the set is complete.
 pub fn write_grpc(dir: &Path) -> Result<GrpcPkiFiles, Error> {
-    let (ca_cert, ca) = new_ca("isolane-grpc-test-ca")?;
+    let ca = TestCa::new("isolane-grpc-test-ca")?;
     let files = GrpcPkiFiles::in_dir(dir);
-    for (name, usage, cert, key) in [
-        (
-            "isolane-node",
-            ExtendedKeyUsagePurpose::ServerAuth,
-            &files.node_cert,
-            &files.node_key,
-        ),
-        (
-            "isolane-router",
-            ExtendedKeyUsagePurpose::ClientAuth,
-            &files.router_cert,
-            &files.router_key,
-        ),
-        (
-            "isolane-impostor",
-            ExtendedKeyUsagePurpose::ClientAuth,
-            &files.impostor_cert,
-            &files.impostor_key,
-        ),
+    let node = Leaf::server("isolane-node", &["isolane-node"]);
+    let router = Leaf {
+        names: &["isolane-router"],
+        ..Leaf::client("isolane-router")
+    };
+    let impostor = Leaf {
+        names: &["isolane-impostor"],
+        ..Leaf::client("isolane-impostor")
+    };
+    for (leaf, cert, key) in [
+        (node, &files.node_cert, &files.node_key),
+        (router, &files.router_cert, &files.router_key),
+        (impostor, &files.impostor_cert, &files.impostor_key),
     ] {
-        let leaf_key = generate_key("grpc")?;
-        let mut params =
-            CertificateParams::new(vec![name.to_owned()]).map_err(cert_error("grpc"))?;
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![usage];
-        let leaf = params
-            .signed_by(&leaf_key, &ca)
-            .map_err(cert_error("grpc"))?;
-        write_file(cert, &leaf.pem())?;
-        write_file(key, &leaf_key.serialize_pem())?;
+        ca.issue(leaf)?.write(cert, key)?;
     }
-    write_file(&files.ca_cert, &ca_cert.pem())?;
+    write_file(&files.ca_cert, &ca.cert_pem())?;
     Ok(files)
-}
-
-fn new_ca(name: &str) -> Result<(rcgen::Certificate, Issuer<'static, KeyPair>), Error> {
-    let ca_key = generate_key("ca")?;
-    let mut ca_params = CertificateParams::default();
-    ca_params.distinguished_name.push(DnType::CommonName, name);
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca_params.self_signed(&ca_key).map_err(cert_error("ca"))?;
-    Ok((ca_cert, Issuer::new(ca_params, ca_key)))
 }
 
 /// Generates the PKI and writes it into `dir`.
 pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
-    let (ca_cert, ca) = new_ca("isolane-test-ca")?;
-
-    let serving_key = generate_key("serving")?;
-    let sans: Vec<String> = [
-        "127.0.0.1",
-        "localhost",
-        crate::node::NODE_IP,
-        KUBERNETES_SERVICE_IP,
-        "kubernetes",
-        "kubernetes.default",
-        "kubernetes.default.svc",
-        "kubernetes.default.svc.cluster.local",
-    ]
-    .into_iter()
-    .map(str::to_owned)
-    .collect();
-    let mut serving_params = CertificateParams::new(sans).map_err(cert_error("serving"))?;
-    serving_params
-        .distinguished_name
-        .push(DnType::CommonName, "kube-apiserver");
-    serving_params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    serving_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let serving_cert = serving_params
-        .signed_by(&serving_key, &ca)
-        .map_err(cert_error("serving"))?;
-
-    let admin_key = generate_key("admin")?;
-    let mut admin_params = CertificateParams::default();
-    admin_params
-        .distinguished_name
-        .push(DnType::CommonName, ADMIN_USER);
-    admin_params
-        .distinguished_name
-        .push(DnType::OrganizationName, ADMIN_GROUP);
-    admin_params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    admin_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    let admin_cert = admin_params
-        .signed_by(&admin_key, &ca)
-        .map_err(cert_error("admin"))?;
+    let ca = TestCa::new("isolane-test-ca")?;
+    let serving = ca.issue(Leaf::server(
+        "kube-apiserver",
+        &[
+            "127.0.0.1",
+            "localhost",
+            crate::node::NODE_IP,
+            KUBERNETES_SERVICE_IP,
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local",
+        ],
+    ))?;
+    let admin = ca.issue(Leaf {
+        organization: Some(ADMIN_GROUP),
+        ..Leaf::client(ADMIN_USER)
+    })?;
 
     let service_account_key = generate_key("service-account")?;
 
@@ -174,11 +261,9 @@ pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
         service_account_key: dir.join("service-account.key"),
         service_account_public_key: dir.join("service-account.pub"),
     };
-    write_file(&files.ca_cert, &ca_cert.pem())?;
-    write_file(&files.serving_cert, &serving_cert.pem())?;
-    write_file(&files.serving_key, &serving_key.serialize_pem())?;
-    write_file(&files.admin_cert, &admin_cert.pem())?;
-    write_file(&files.admin_key, &admin_key.serialize_pem())?;
+    write_file(&files.ca_cert, &ca.cert_pem())?;
+    serving.write(&files.serving_cert, &files.serving_key)?;
+    admin.write(&files.admin_cert, &files.admin_key)?;
     write_file(
         &files.service_account_key,
         &service_account_key.serialize_pem(),

@@ -1,12 +1,15 @@
-//! Running etcd and kube-apiserver so that they never outlive the test process.
+//! Running processes — etcd, kube-apiserver, the project's binaries under test,
+//! Prometheus — so that they never outlive the test process: [`Process`], the
+//! one process supervisor of the tests (the control plane's parts are
+//! `Supervised`: a `Process` whose early exit is an [`Error`]).
 //!
 //! Three layers, because a test process can end in three ways:
-//! - **The test returns or panics:** [`Supervised`]'s `Drop` kills the process
+//! - **The test returns or panics:** [`Process`]'s `Drop` kills the process
 //!   group and reaps the child.
 //! - **The test process is killed** (SIGKILL, a CI timeout, Ctrl-C): no `Drop`
 //!   runs. Each child is started through `setpriv --pdeathsig KILL` (util-linux,
-//!   always on Debian), which sets `PR_SET_PDEATHSIG` and then execs etcd or
-//!   kube-apiserver in place, so the kernel kills them when their parent dies.
+//!   always on Debian), which sets `PR_SET_PDEATHSIG` and then execs the
+//!   program in place, so the kernel kills them when their parent dies.
 //!   This keeps the crate free of `unsafe` (a `pre_exec` hook calling `prctl`
 //!   would need it; the workspace allows `unsafe` only in the engine).
 //! - **The spawning thread ends:** `PR_SET_PDEATHSIG` fires when the *thread*
@@ -21,22 +24,24 @@
 //! Left open: if the test process dies in the microseconds between `fork` and
 //! `setpriv`'s `prctl`, the child is orphaned.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc;
+use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use tracing::{debug, info, warn};
 
 use crate::Error;
 use crate::config::find_on_path;
+use crate::deadline::poll_blocking;
 
 /// Which part of the control plane a process is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,29 +69,46 @@ impl fmt::Display for Component {
     }
 }
 
-/// A child process that is killed when this value is dropped or the test process dies.
+/// A process a test started: its output goes to a log file, and it dies with
+/// this value and with the test process (see the module docs). When a test
+/// panics while it runs, dropping it prints its log's last lines.
 #[derive(Debug)]
-pub(crate) struct Supervised {
-    component: Component,
+pub struct Process {
+    name: String,
     child: Child,
     log: PathBuf,
-    reaped: bool,
+    exited: Option<ExitStatus>,
+    /// Print the log's tail when dropped during a panic.
+    pub(crate) tail_on_panic: bool,
 }
 
-impl Supervised {
-    /// Starts `program args…` with stdout and stderr appended to `log`.
-    pub(crate) fn spawn(
-        component: Component,
+impl Process {
+    /// Starts `program args…` with `envs` added to the environment, and stdout
+    /// and stderr appended to `log`. `name` names it in messages.
+    pub fn spawn<I, S>(
+        name: &str,
         program: &Path,
-        args: &[OsString],
+        args: I,
+        envs: &[(&str, &OsStr)],
         log: &Path,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         let setpriv = find_on_path("setpriv").ok_or(Error::SetprivNotFound)?;
-        let spawn_error = |source| Error::Spawn { component, source };
-        let stdout = File::create(log).map_err(|source| Error::WriteFile {
-            path: log.to_owned(),
+        let spawn_error = |source| Error::Spawn {
+            name: name.to_owned(),
             source,
-        })?;
+        };
+        let stdout = File::options()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|source| Error::WriteFile {
+                path: log.to_owned(),
+                source,
+            })?;
         let stderr = stdout.try_clone().map_err(spawn_error)?;
 
         let mut command = Command::new(setpriv);
@@ -98,36 +120,167 @@ impl Supervised {
             .stdout(stdout)
             .stderr(stderr)
             .process_group(0);
+        for (key, value) in envs {
+            command.env(key, value);
+        }
         let child = spawn_on_spawner_thread(command).map_err(spawn_error)?;
-        info!(component = %component, pid = child.id(), log = %log.display(), "started");
+        info!(process = name, pid = child.id(), log = %log.display(), "started");
         Ok(Self {
-            component,
+            name: name.to_owned(),
             child,
             log: log.to_owned(),
-            reaped: false,
+            exited: None,
+            tail_on_panic: true,
         })
     }
 
-    pub(crate) fn pid(&self) -> u32 {
+    /// The process id (setpriv execs in place, so it is the program's).
+    pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The log file.
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// The log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The last `lines` lines of the log (read from its last 64 KiB).
+    pub fn log_tail(&self, lines: usize) -> String {
+        log_tail(&self.log, lines)
+    }
+
+    /// The exit status, if it has exited (reaping it).
+    pub fn try_exit(&mut self) -> Option<ExitStatus> {
+        if self.exited.is_none() {
+            self.exited = self.child.try_wait().ok().flatten();
+        }
+        self.exited
+    }
+
+    /// Peak resident set size so far (`VmHWM`), in KiB; `None` once it has exited.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+
+    /// Sends `signal` to the process (not its group), unless it was reaped
+    /// (then its pid may be another process's).
+    pub fn signal(&self, signal: Signal) -> nix::Result<()> {
+        if self.exited.is_some() {
+            return Ok(());
+        }
+        kill(self.nix_pid(), signal)
+    }
+
+    /// SIGKILL to the process group, then reap.
+    pub fn kill(&mut self) {
+        if self.try_exit().is_some() {
+            return;
+        }
+        if let Err(error) = killpg(self.nix_pid(), Signal::SIGKILL) {
+            debug!(process = %self.name, pid = self.pid(), %error, "killpg failed, killing the process");
+            let _ = self.child.kill();
+        }
+        match self.child.wait() {
+            Ok(status) => {
+                debug!(process = %self.name, pid = self.pid(), %status, "stopped");
+                self.exited = Some(status);
+            }
+            Err(error) => warn!(process = %self.name, pid = self.pid(), %error, "failed to reap"),
+        }
+    }
+
+    /// SIGTERM, then wait up to `grace` for the exit; SIGKILL after that.
+    /// Returns the exit status if it exited by itself.
+    pub fn terminate(&mut self, grace: Duration) -> Option<ExitStatus> {
+        if let Some(status) = self.try_exit() {
+            return Some(status);
+        }
+        let _ = kill(self.nix_pid(), Signal::SIGTERM);
+        if let Some(status) = self.wait_exit(grace) {
+            return Some(status);
+        }
+        warn!(process = %self.name, grace_ms = grace.as_millis(), "ignored SIGTERM; killing it");
+        self.kill();
+        None
+    }
+
+    /// Waits up to `timeout` for the process to exit by itself.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        poll_blocking(timeout, || self.try_exit()).ok()
+    }
+
+    fn nix_pid(&self) -> Pid {
+        Pid::from_raw(i32::try_from(self.pid()).unwrap_or(i32::MAX))
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+        if self.tail_on_panic && std::thread::panicking() {
+            eprintln!(
+                "--- last lines of {} ({}) ---\n{}",
+                self.name,
+                self.log.display(),
+                self.log_tail(60)
+            );
+        }
+    }
+}
+
+/// A free local TCP port (bound, then released: another process may take it
+/// first, which is good enough for a test).
+pub fn free_port() -> std::io::Result<u16> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+}
+
+// === impl Supervised ===
+
+/// A part of the control plane: a [`Process`] whose early exit is an [`Error`].
+#[derive(Debug)]
+pub(crate) struct Supervised {
+    component: Component,
+    process: Process,
+}
+
+impl Supervised {
+    /// Starts `program args…` with stdout and stderr appended to `log`.
+    pub(crate) fn spawn(
+        component: Component,
+        program: &Path,
+        args: &[OsString],
+        log: &Path,
+    ) -> Result<Self, Error> {
+        let mut process = Process::spawn(&component.to_string(), program, args, &[], log)?;
+        // The control plane keeps its whole log directory when a test fails.
+        process.tail_on_panic = false;
+        Ok(Self { component, process })
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.process.pid()
     }
 
     /// `Ok` while the process runs; [`Error::ExitedEarly`] with its log's tail once it has exited.
     pub(crate) fn check_running(&mut self) -> Result<(), Error> {
-        match self.child.try_wait() {
-            Ok(None) => Ok(()),
-            Ok(Some(status)) => {
-                self.reaped = true;
-                Err(Error::ExitedEarly {
-                    component: self.component,
-                    status,
-                    log: self.log.clone(),
-                    tail: log_tail(&self.log),
-                })
-            }
-            Err(source) => Err(Error::Spawn {
+        match self.process.try_exit() {
+            None => Ok(()),
+            Some(status) => Err(Error::ExitedEarly {
                 component: self.component,
-                source,
+                status,
+                log: self.process.log_path().to_owned(),
+                tail: self.process.log_tail(40),
             }),
         }
     }
@@ -135,32 +288,7 @@ impl Supervised {
     /// Kills the process group with SIGKILL and reaps the child. Nothing here
     /// needs a graceful shutdown: the data is thrown away.
     pub(crate) fn kill(&mut self) {
-        if self.reaped {
-            return;
-        }
-        let pid = self.child.id();
-        match i32::try_from(pid) {
-            Ok(raw) => {
-                if let Err(error) = killpg(Pid::from_raw(raw), Signal::SIGKILL) {
-                    debug!(component = %self.component, pid, %error, "killpg failed, killing the process");
-                    let _ = self.child.kill();
-                }
-            }
-            Err(_) => {
-                let _ = self.child.kill();
-            }
-        }
-        match self.child.wait() {
-            Ok(status) => debug!(component = %self.component, pid, %status, "stopped"),
-            Err(error) => warn!(component = %self.component, pid, %error, "failed to reap"),
-        }
-        self.reaped = true;
-    }
-}
-
-impl Drop for Supervised {
-    fn drop(&mut self) {
-        self.kill();
+        self.process.kill();
     }
 }
 
@@ -188,9 +316,9 @@ fn spawn_on_spawner_thread(command: Command) -> io::Result<Child> {
     response.recv().map_err(|_| unavailable())?
 }
 
-/// The last lines of a log, for error messages.
-fn log_tail(log: &Path) -> String {
-    const TAIL_BYTES: u64 = 4096;
+/// The last `lines` lines of a log, read from its last 64 KiB.
+fn log_tail(log: &Path, lines: usize) -> String {
+    const TAIL_BYTES: u64 = 64 * 1024;
     let read = || -> io::Result<String> {
         let mut file = File::open(log)?;
         let len = file.metadata()?.len();
@@ -199,5 +327,56 @@ fn log_tail(log: &Path) -> String {
         file.read_to_end(&mut bytes)?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     };
-    read().unwrap_or_else(|error| format!("(could not read {}: {error})", log.display()))
+    match read() {
+        Ok(text) => {
+            let all: Vec<&str> = text.lines().collect();
+            all[all.len().saturating_sub(lines)..].join("\n")
+        }
+        Err(error) => format!("(could not read {}: {error})", log.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    fn sh(dir: &Path, script: &str) -> Process {
+        let log = dir.join("sh.log");
+        Process::spawn("sh", Path::new("/bin/sh"), ["-c", script], &[], &log).unwrap()
+    }
+
+    #[test]
+    fn logs_output_and_reports_the_exit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut process = sh(dir.path(), "echo one; echo two >&2; exit 3");
+        let status = process.wait_exit(Duration::from_secs(30)).unwrap();
+        assert_eq!(status.code(), Some(3));
+        assert_eq!(process.log_tail(1), "two");
+        assert_eq!(process.log(), "one\ntwo\n");
+    }
+
+    #[test]
+    fn terminate_sends_sigterm_and_reports_the_exit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut process = sh(dir.path(), "exec sleep 600");
+        assert_eq!(process.try_exit(), None);
+        let status = process.terminate(Duration::from_secs(30)).unwrap();
+        assert_eq!(status.signal(), Some(Signal::SIGTERM as i32));
+    }
+
+    #[test]
+    fn drop_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let process = sh(dir.path(), "sleep 600 & echo $!; wait");
+        let child_pid =
+            crate::wait_until_blocking("the child's pid", Duration::from_secs(30), || {
+                process.log().trim().parse::<i32>().ok()
+            });
+        drop(process);
+        crate::wait_until_blocking("the group's child to die", Duration::from_secs(30), || {
+            kill(Pid::from_raw(child_pid), None).is_err()
+        });
+    }
 }

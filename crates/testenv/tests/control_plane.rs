@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use isolane_testenv::{ControlPlane, KUBE_VERSION};
+use isolane_testenv::{ControlPlane, KUBE_VERSION, wait_until_blocking};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, PostParams};
 
@@ -35,22 +35,22 @@ fn is_control_plane_process(pid: u32) -> bool {
 }
 
 fn wait_until_gone(pids: &[u32]) {
-    let deadline = Instant::now() + GONE_DEADLINE;
-    loop {
-        let alive: Vec<u32> = pids
-            .iter()
-            .copied()
-            .filter(|&pid| is_control_plane_process(pid))
-            .collect();
-        if alive.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "still running after {GONE_DEADLINE:?}: {alive:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until_blocking(
+        "the control plane's processes to die",
+        GONE_DEADLINE,
+        || {
+            let alive: Vec<u32> = pids
+                .iter()
+                .copied()
+                .filter(|&pid| is_control_plane_process(pid))
+                .collect();
+            if alive.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("still running: {alive:?}"))
+            }
+        },
+    );
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use isolane_testenv::{Config, ControlPlane, NodeConfig};
+use isolane_testenv::{Config, ControlPlane, NodeConfig, wait_until};
 use k8s_openapi::api::core::v1::Pod;
 
 const PAUSE: &str = "isolane.test/isolane-pause:node-test";
@@ -95,20 +95,16 @@ async fn node_runs_a_pod_and_leaves_nothing_behind() {
     assert!(child.wait().unwrap().success());
 
     let pods = kube::Api::<Pod>::namespaced(cp.client(), "default");
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let ip = loop {
+    let ip = wait_until("the pod to run", Duration::from_secs(90), || async {
         let pod = pods.get("sleeper").await.expect("get pod");
         let status = pod.status.unwrap_or_default();
         if status.phase.as_deref() == Some("Running") {
-            break status.pod_ip.expect("a running pod has an IP");
+            Ok(status.pod_ip.expect("a running pod has an IP"))
+        } else {
+            Err(format!("not running: {:?}", status.conditions))
         }
-        assert!(
-            Instant::now() < deadline,
-            "pod not running: {:?}",
-            status.conditions
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
+    })
+    .await;
     eprintln!("pod running at {ip} after {:?}", started.elapsed());
     assert!(ip.starts_with("10.87.0."), "{ip}");
 

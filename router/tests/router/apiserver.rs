@@ -15,7 +15,9 @@ use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 
 use crate::fake_node::FakeNode;
-use crate::support::{control_plane_with_workers, eventually, get, header, proxy};
+use isolane_testenv::wait_until;
+
+use crate::support::{control_plane_with_workers, get, header, proxy};
 
 const APPS: &str = "apps";
 const NODES: &str = "isolane-system";
@@ -57,7 +59,10 @@ async fn routes_a_ready_worker_to_a_leased_node_from_the_apiserver() {
         let (client, proxy) = (client.clone(), proxy.clone());
         async move { watch::leases(client, NODES, proxy, leases_ready).await }
     });
-    eventually(WAIT, "both watches to sync", || readiness.is_ready()).await;
+    wait_until("both watches to sync", WAIT, || async {
+        readiness.is_ready()
+    })
+    .await;
 
     // A Worker without status is not routable.
     let worker: Worker = serde_json::from_value(serde_json::json!({
@@ -98,7 +103,7 @@ async fn routes_a_ready_worker_to_a_leased_node_from_the_apiserver() {
         Timestamp::now(),
     );
     leases.create(&PostParams::default(), &lease).await.unwrap();
-    eventually(WAIT, "the route and the node", || {
+    wait_until("the route and the node", WAIT, || async {
         proxy.routes().lookup(HOST, "/").is_some() && proxy.fleet().contains("node-1")
     })
     .await;
@@ -124,7 +129,7 @@ async fn routes_a_ready_worker_to_a_leased_node_from_the_apiserver() {
         )
         .await
         .unwrap();
-    eventually(WAIT, "revision rev-2", || {
+    wait_until("revision rev-2", WAIT, || async {
         proxy
             .routes()
             .lookup(HOST, "/")
@@ -139,7 +144,7 @@ async fn routes_a_ready_worker_to_a_leased_node_from_the_apiserver() {
         )
         .await
         .unwrap();
-    eventually(WAIT, "the route to go", || {
+    wait_until("the route to go", WAIT, || async {
         proxy.routes().lookup(HOST, "/").is_none()
     })
     .await;
@@ -156,10 +161,15 @@ async fn routes_a_ready_worker_to_a_leased_node_from_the_apiserver() {
         Timestamp::now(),
     );
     leases.create(&PostParams::default(), &short).await.unwrap();
-    eventually(WAIT, "node-2 to join", || proxy.fleet().contains("node-2")).await;
-    eventually(Duration::from_secs(4), "node-2's lease to lapse", || {
-        !proxy.fleet().contains("node-2")
+    wait_until("node-2 to join", WAIT, || async {
+        proxy.fleet().contains("node-2")
     })
+    .await;
+    wait_until(
+        "node-2's lease to lapse",
+        Duration::from_secs(4),
+        || async { !proxy.fleet().contains("node-2") },
+    )
     .await;
     assert!(proxy.fleet().contains("node-1"));
 }

@@ -2,7 +2,8 @@
 //! composition (watches, admin server, router workers) against a real
 //! apiserver, ending with a graceful SIGTERM.
 
-use std::process::Stdio;
+use std::ffi::OsStr;
+use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,6 +14,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use isolane_crds::Worker;
 use isolane_membership::node_lease;
+use isolane_testenv::{Process, free_port, wait_until};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
@@ -57,14 +59,6 @@ async fn invalid_configuration_exits_64_before_binding() {
     assert!(String::from_utf8_lossy(&help.stdout).contains("--request-timeout"));
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 async fn get(
     client: &Client<HttpConnector, Full<Bytes>>,
     url: &str,
@@ -84,15 +78,6 @@ async fn get(
         parts.headers,
         body.collect().await.ok()?.to_bytes(),
     ))
-}
-
-/// Kills the child if the test fails before it exits.
-struct Child(tokio::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.start_kill();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -138,32 +123,35 @@ async fn the_binary_routes_from_the_apiserver_and_stops_on_sigterm() {
         .await
         .unwrap();
 
-    let (listen, admin) = (free_port(), free_port());
-    let child = tokio::process::Command::new(BIN)
-        .env("KUBECONFIG", cp.kubeconfig_path())
-        .env("ISOLANE_LISTEN_ADDR", format!("127.0.0.1:{listen}"))
-        .env("ISOLANE_ADMIN_ADDR", format!("127.0.0.1:{admin}"))
-        .env("ISOLANE_ROUTER_WORKERS", "2")
-        .env("ISOLANE_SHUTDOWN_GRACE", "2s")
+    let (listen, admin) = (free_port().unwrap(), free_port().unwrap());
+    let (listen_addr, admin_addr) = (format!("127.0.0.1:{listen}"), format!("127.0.0.1:{admin}"));
+    let logs = tempfile::tempdir().unwrap();
+    let envs: [(&str, &OsStr); 6] = [
+        ("KUBECONFIG", cp.kubeconfig_path().as_os_str()),
+        ("ISOLANE_LISTEN_ADDR", listen_addr.as_ref()),
+        ("ISOLANE_ADMIN_ADDR", admin_addr.as_ref()),
+        ("ISOLANE_ROUTER_WORKERS", "2".as_ref()),
+        ("ISOLANE_SHUTDOWN_GRACE", "2s".as_ref()),
         // No node answers in this test; mTLS is covered by the node's and e2e tests.
-        .env("ISOLANE_INSECURE_GRPC", "true")
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut child = Child(child);
+        ("ISOLANE_INSECURE_GRPC", "true".as_ref()),
+    ];
+    let mut child = Process::spawn(
+        "isolane-router",
+        Path::new(BIN),
+        [] as [&str; 0],
+        &envs,
+        &logs.path().join("router.log"),
+    )
+    .unwrap();
     let http: Client<HttpConnector, Full<Bytes>> =
         Client::builder(TokioExecutor::new()).build_http();
 
     // Ready once both watches have synced.
     let ready = format!("http://127.0.0.1:{admin}/ready");
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some((StatusCode::OK, _, _)) = get(&http, &ready, None).await {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never ready");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until("the router to be ready", WAIT, || async {
+        matches!(get(&http, &ready, None).await, Some((StatusCode::OK, _, _)))
+    })
+    .await;
     let url = format!("http://127.0.0.1:{listen}/anything");
     let (status, headers, _) = get(&http, &url, Some("hello.test")).await.unwrap();
     assert_eq!(status, StatusCode::OK);
@@ -181,16 +169,8 @@ async fn the_binary_routes_from_the_apiserver_and_stops_on_sigterm() {
     assert!(text.contains("isolane_router_live_nodes 1"), "{text}");
 
     drop(http);
-    let pid = child.0.id().unwrap().to_string();
-    let killed = tokio::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .await
-        .unwrap();
-    assert!(killed.success());
-    let status = tokio::time::timeout(Duration::from_secs(10), child.0.wait())
-        .await
-        .expect("exits within 10 s of SIGTERM")
-        .unwrap();
+    let status = child
+        .terminate(Duration::from_secs(10))
+        .expect("exits within 10 s of SIGTERM");
     assert!(status.success(), "{status:?}");
 }

@@ -12,10 +12,11 @@ use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use isolane_placement::thread_for;
 use isolane_router::ProxyConfig;
+use isolane_testenv::wait_until;
 
 use crate::fake_node::{FakeNode, crashing_member, dead_member};
 use crate::support::{
-    body, eventually, get, header, label_values, proxy, request, sample, worker, worker_preferring,
+    body, get, header, label_values, proxy, request, sample, worker, worker_preferring,
 };
 
 const HOST: &str = "app.example.test";
@@ -435,7 +436,7 @@ async fn a_request_that_finds_no_node_waits_for_one_to_join() {
         async move { proxy.handle(get(HOST, "/", &[])).await }
     });
     // The request is held, not refused, while there is no node.
-    eventually(Duration::from_secs(10), "the request to wait", || {
+    wait_until("the request to wait", Duration::from_secs(10), || async {
         sample(&registry, "isolane_router_node_waiting", &[]) == Some(1.0)
     })
     .await;
@@ -475,9 +476,11 @@ async fn a_request_refused_by_the_only_node_waits_for_its_replacement() {
                 .await
         }
     });
-    eventually(Duration::from_secs(10), "the old node to refuse it", || {
-        sample(&registry, "isolane_router_node_waiting", &[]) == Some(1.0)
-    })
+    wait_until(
+        "the old node to refuse it",
+        Duration::from_secs(10),
+        || async { sample(&registry, "isolane_router_node_waiting", &[]) == Some(1.0) },
+    )
     .await;
     assert_eq!(old.executes(), 1);
     proxy.set_members(vec![new.member(2)]);
@@ -585,10 +588,10 @@ async fn a_hot_worker_overflows_to_its_next_candidate_node() {
             tokio::spawn(async move { proxy.handle(get(HOST, "/", &[("x-fake", "hold")])).await })
         })
         .collect();
-    eventually(
-        Duration::from_secs(10),
+    wait_until(
         "every request to reach a node",
-        || nodes.iter().map(FakeNode::executes).sum::<usize>() == REQUESTS,
+        Duration::from_secs(10),
+        || async { nodes.iter().map(FakeNode::executes).sum::<usize>() == REQUESTS },
     )
     .await;
     let per_node: HashMap<&str, usize> = nodes

@@ -71,18 +71,6 @@ pub fn worker_preferring(proxy: &Proxy, node: &str) -> String {
         .expect("some worker prefers every node")
 }
 
-/// Waits until `condition` holds, failing the test after `within`.
-pub async fn eventually(within: Duration, what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + within;
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {within:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 /// The registry in the text exposition format.
 pub fn exposition(registry: &Registry) -> String {
     let mut text = String::new();
@@ -139,13 +127,11 @@ pub async fn control_plane_with_workers(namespaces: &[&str]) -> isolane_testenv:
     }
     // The CRD is served once it is established.
     let workers: kube::Api<isolane_crds::Worker> = kube::Api::all(cp.client());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while workers.list(&ListParams::default().limit(1)).await.is_err() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "Worker CRD never served"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    isolane_testenv::wait_until(
+        "the Worker CRD to be served",
+        Duration::from_secs(20),
+        || async { workers.list(&ListParams::default().limit(1)).await },
+    )
+    .await;
     cp
 }

@@ -3,19 +3,21 @@
 //! new revision served after a Secret update, and the drain on SIGTERM.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use isolane_crds::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
 use isolane_membership::{NODE_LABEL, NodeMember};
 use isolane_proto::runtime::v1::ExecuteRequest;
+use isolane_testenv::{Process, wait_until};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -24,7 +26,6 @@ use crate::support::*;
 const NAMESPACE: &str = "isolane-node-test";
 const NODE: &str = "node-a";
 const WAIT: Duration = Duration::from_secs(30);
-const POLL: Duration = Duration::from_millis(50);
 
 fn bundle_secret(name: &str, script: &str) -> (Secret, Bundle) {
     let bundle = Bundle::new(
@@ -69,16 +70,6 @@ async fn apply(secrets: &Api<Secret>, secret: &Secret) {
         .unwrap();
 }
 
-/// Kills the node if the test fails half-way.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn the_binary_serves_bundles_from_secrets_holds_a_lease_and_drains() {
     let cp = isolane_testenv::ControlPlane::start().await.unwrap();
@@ -101,37 +92,44 @@ async fn the_binary_serves_bundles_from_secrets_holds_a_lease_and_drains() {
     )]));
     apply(&secrets, &broken).await;
 
-    let mut node = Child(
-        std::process::Command::new(env!("CARGO_BIN_EXE_isolane-node"))
-            .env("KUBECONFIG", cp.kubeconfig_path())
-            .env("ISOLANE_LOG", "info,isolane_node=debug")
-            .args(["--namespace", NAMESPACE, "--node-name", NODE])
-            .args(["--grpc-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"])
+    let logs = tempfile::tempdir().unwrap();
+    let mut node = Process::spawn(
+        "isolane-node",
+        Path::new(env!("CARGO_BIN_EXE_isolane-node")),
+        [
+            "--namespace",
+            NAMESPACE,
+            "--node-name",
+            NODE,
+            "--grpc-addr",
+            "127.0.0.1:0",
+            "--admin-addr",
+            "127.0.0.1:0",
             // mTLS is covered by `mtls`; this test is about bundles and the Lease.
-            .arg("--insecure-grpc")
-            .args([
-                "--threads",
-                "2",
-                "--pin-threads",
-                "false",
-                "--spare-isolates",
-                "1",
-            ])
-            .args([
-                "--listeners",
-                "per-thread",
-                "--lease-duration",
-                "3s",
-                "--drain-timeout",
-                "20s",
-            ])
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+            "--insecure-grpc",
+            "--threads",
+            "2",
+            "--pin-threads",
+            "false",
+            "--spare-isolates",
+            "1",
+            "--listeners",
+            "per-thread",
+            "--lease-duration",
+            "3s",
+            "--drain-timeout",
+            "20s",
+        ],
+        &[
+            ("KUBECONFIG", cp.kubeconfig_path().as_os_str()),
+            ("ISOLANE_LOG", OsStr::new("info,isolane_node=debug")),
+        ],
+        &logs.path().join("node.log"),
+    )
+    .unwrap();
 
     // The Lease appears, listing one endpoint per thread.
-    let lease = eventually(WAIT, POLL, "the node's lease", || {
+    let lease = wait_until("the node's lease", WAIT, || {
         let leases = leases.clone();
         async move { leases.get_opt(NODE).await.unwrap() }
     })
@@ -165,7 +163,7 @@ async fn the_binary_serves_bundles_from_secrets_holds_a_lease_and_drains() {
 
     // The Lease is renewed (every second for a 3 s lease).
     let first_renewal = lease.spec.as_ref().unwrap().renew_time.clone().unwrap();
-    eventually(WAIT, POLL, "a lease renewal", || {
+    wait_until("a lease renewal", WAIT, || {
         let leases = leases.clone();
         let first = first_renewal.clone();
         async move {
@@ -223,8 +221,8 @@ async fn the_binary_serves_bundles_from_secrets_holds_a_lease_and_drains() {
     let admin = stats_until_in_flight(&mut thread1).await;
     assert_eq!(admin, 1);
 
-    kill(Pid::from_raw(node.0.id() as i32), Signal::SIGTERM).unwrap();
-    eventually(WAIT, POLL, "the lease to say draining", || {
+    node.signal(Signal::SIGTERM).unwrap();
+    wait_until("the lease to say draining", WAIT, || {
         let leases = leases.clone();
         async move {
             let lease = leases.get(NODE).await.unwrap();
@@ -245,13 +243,13 @@ async fn the_binary_serves_bundles_from_secrets_holds_a_lease_and_drains() {
     let answer = in_flight.await.unwrap().unwrap();
     assert_eq!(answer.text(), "got 4");
 
-    eventually(WAIT, POLL, "the lease to be deleted", || {
+    wait_until("the lease to be deleted", WAIT, || {
         let leases = leases.clone();
         async move { leases.get_opt(NODE).await.unwrap().is_none().then_some(()) }
     })
     .await;
-    let status = eventually(WAIT, POLL, "the node to exit", || {
-        let status = node.0.try_wait().unwrap();
+    let status = wait_until("the node to exit", WAIT, || {
+        let status = node.try_exit();
         async move { status }
     })
     .await;
@@ -264,7 +262,7 @@ async fn stats_until_in_flight(
         tonic::transport::Channel,
     >,
 ) -> u32 {
-    eventually(WAIT, POLL, "a request in flight", || {
+    wait_until("a request in flight", WAIT, || {
         let mut client = client.clone();
         async move {
             let stats = client

@@ -11,6 +11,8 @@ use isolane_proto::runtime::v1::{ExecuteRequest, StatsRequest, execute_response:
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
+use isolane_testenv::wait_until;
+
 use crate::support::*;
 
 #[tokio::test]
@@ -150,15 +152,10 @@ async fn a_revision_that_arrives_while_waiting_is_served() {
             async move { call(&mut client, head("GET", "demo/hello", "r2", 0), &[]).await },
         );
     // Deploy only once the request is waiting for r2.
-    eventually(
-        Duration::from_secs(5),
-        Duration::from_millis(5),
-        "the request to wait",
-        || {
-            let waiting = node.admission.in_flight(0) == 1;
-            async move { waiting.then_some(()) }
-        },
-    )
+    wait_until("the request to wait", Duration::from_secs(5), || {
+        let waiting = node.admission.in_flight(0) == 1;
+        async move { waiting.then_some(()) }
+    })
     .await;
     node.deploy(
         "demo/hello",
@@ -217,10 +214,9 @@ async fn overload_is_resource_exhausted() {
             collect(responses).await
         })
     };
-    eventually(
-        Duration::from_secs(5),
-        Duration::from_millis(5),
+    wait_until(
         "the first request in flight",
+        Duration::from_secs(5),
         || {
             let busy = node.admission.in_flight(0) == 1;
             async move { busy.then_some(()) }
@@ -242,15 +238,10 @@ async fn overload_is_resource_exhausted() {
         node.metrics_text()
             .contains(r#"isolane_node_rejections_total{reason="overloaded",thread="0"} 1"#)
     );
-    eventually(
-        Duration::from_secs(5),
-        Duration::from_millis(5),
-        "the slot to free",
-        || {
-            let free = node.admission.in_flight(0) == 0;
-            async move { free.then_some(()) }
-        },
-    )
+    wait_until("the slot to free", Duration::from_secs(5), || {
+        let free = node.admission.in_flight(0) == 0;
+        async move { free.then_some(()) }
+    })
     .await;
     let again = call(&mut client, head("POST", "demo/waits", "r1", 0), &[b"q"])
         .await
@@ -333,15 +324,10 @@ async fn the_head_deadline_is_honoured() {
     assert_eq!(answer.head.status, 504);
     assert_eq!(answer.head.outcome(), Outcome::WallTimeout);
     assert!(started.elapsed() < Duration::from_secs(5));
-    eventually(
-        Duration::from_secs(5),
-        Duration::from_millis(5),
-        "the slot to free",
-        || {
-            let free = node.admission.in_flight(0) == 0;
-            async move { free.then_some(()) }
-        },
-    )
+    wait_until("the slot to free", Duration::from_secs(5), || {
+        let free = node.admission.in_flight(0) == 0;
+        async move { free.then_some(()) }
+    })
     .await;
 }
 
@@ -432,16 +418,11 @@ async fn a_never_settling_worker_gets_its_share_of_slots_and_frees_them() {
             })
         })
         .collect();
-    eventually(
-        Duration::from_secs(30),
-        Duration::from_millis(5),
-        "the excess refused",
-        || {
-            let refused = callers.iter().filter(|c| c.is_finished()).count() == 12 - share
-                && node.admission.in_flight(0) == share;
-            async move { refused.then_some(()) }
-        },
-    )
+    wait_until("the excess refused", Duration::from_secs(30), || {
+        let refused = callers.iter().filter(|c| c.is_finished()).count() == 12 - share
+            && node.admission.in_flight(0) == share;
+        async move { refused.then_some(()) }
+    })
     .await;
     assert!(
         node.metrics_text().contains(&format!(
@@ -458,15 +439,10 @@ async fn a_never_settling_worker_gets_its_share_of_slots_and_frees_them() {
     for caller in &callers {
         caller.abort();
     }
-    eventually(
-        Duration::from_secs(30),
-        Duration::from_millis(5),
-        "every slot free",
-        || {
-            let free = node.admission.in_flight(0) == 0;
-            async move { free.then_some(()) }
-        },
-    )
+    wait_until("every slot free", Duration::from_secs(30), || {
+        let free = node.admission.in_flight(0) == 0;
+        async move { free.then_some(()) }
+    })
     .await;
     assert!(
         node.metrics_text()

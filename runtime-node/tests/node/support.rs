@@ -253,30 +253,6 @@ pub async fn next_frame(responses: &mut Streaming<ExecuteResponse>) -> Out {
         .expect("every frame is set")
 }
 
-/// Waits for `condition` to hold, checking every `every`, failing after `within`.
-pub async fn eventually<F, Fut, T>(
-    within: Duration,
-    every: Duration,
-    what: &str,
-    mut condition: F,
-) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        if let Some(value) = condition().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {within:?} waiting for {what}"
-        );
-        tokio::time::sleep(every).await;
-    }
-}
-
 pub const HELLO: &str = "export default { fetch(request, env) {
     return new Response('hello from ' + new URL(request.url).pathname + ' ' + request.headers.get('x-test'),
         { headers: { 'x-worker': 'hello' } });

@@ -64,7 +64,7 @@ pub(super) fn random_uuid(
     }
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let hex = hex::encode(b);
     let uuid = format!(
         "{}-{}-{}-{}-{}",
         &hex[0..8],

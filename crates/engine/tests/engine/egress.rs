@@ -13,7 +13,7 @@ use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use isolane_engine::{EgressConfig, EngineConfig, PoolMode};
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use isolane_testenv::{Leaf, TestCa};
 use tokio::net::TcpListener;
 
 use crate::support::*;
@@ -191,19 +191,8 @@ struct TlsServer {
 }
 
 async fn tls_server(names: &[&str]) -> TlsServer {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::default();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let ca = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let params =
-        CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>()).unwrap();
-    let cert = params.signed_by(&key, &ca).unwrap();
+    let ca = TestCa::new("isolane-egress-test-ca").unwrap();
+    let cert = ca.issue(Leaf::server("egress-test", names)).unwrap();
     let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -211,8 +200,8 @@ async fn tls_server(names: &[&str]) -> TlsServer {
     .unwrap()
     .with_no_client_auth()
     .with_single_cert(
-        vec![cert.der().clone()],
-        rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
+        vec![cert.cert_der.into()],
+        rustls::pki_types::PrivateKeyDer::try_from(cert.key_der).unwrap(),
     )
     .unwrap();
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -249,7 +238,7 @@ async fn tls_server(names: &[&str]) -> TlsServer {
     });
     TlsServer {
         addr,
-        ca_pem: ca_cert.pem(),
+        ca_pem: ca.cert_pem(),
         alpn,
     }
 }

@@ -8,18 +8,11 @@ use std::time::Duration;
 
 use isolane_engine::{EngineConfig, ExecuteError, Limits, Outcome, PoolMode};
 
+use isolane_testenv::wait_until;
+
 use crate::support::*;
 
 const DEADLINE: Duration = Duration::from_secs(60);
-
-/// Waits until `check` holds, within the deadline.
-async fn until(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
 
 fn count(recorder: &Recorder, outcome: Outcome) -> usize {
     recorder
@@ -73,7 +66,7 @@ async fn a_never_settling_worker_gets_its_share_of_slots_and_no_more() {
         }));
     }
     // Everything past the share is refused at once, as overloaded.
-    until("the tarpit's excess refused", || {
+    wait_until("the tarpit's excess refused", DEADLINE, || async {
         count(&recorder, Outcome::Overloaded) == 600 - share
     })
     .await;
@@ -91,7 +84,7 @@ async fn a_never_settling_worker_gets_its_share_of_slots_and_no_more() {
     for client in &clients {
         client.abort();
     }
-    until("the tarpit's requests canceled", || {
+    wait_until("the tarpit's requests canceled", DEADLINE, || async {
         count(&recorder, Outcome::Canceled) == share
     })
     .await;
@@ -109,7 +102,7 @@ async fn a_never_settling_worker_gets_its_share_of_slots_and_no_more() {
             tokio::spawn(async move { engine.execute(0, tarpit, get("/")).await })
         })
         .collect();
-    until("one more than the share refused", || {
+    wait_until("one more than the share refused", DEADLINE, || async {
         count(&recorder, Outcome::Overloaded) == overloaded + 1
             && again.iter().filter(|c| c.is_finished()).count() == 1
     })

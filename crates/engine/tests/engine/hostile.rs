@@ -301,23 +301,17 @@ async fn a_lying_content_length_is_never_written_past() {
 /// The CPU time of the first finished request whose outcome is `outcome`,
 /// once the engine has reported it (it does so after the body ended).
 async fn cpu_of(recorder: &Recorder, outcome: isolane_engine::Outcome) -> Duration {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
+    let what = format!("a {outcome:?} request to be reported");
+    isolane_testenv::wait_until(&what, Duration::from_secs(30), || async {
         let at = recorder
             .outcomes
             .lock()
             .unwrap()
             .iter()
             .position(|o| *o == outcome);
-        if let Some(cpu) = at.and_then(|i| recorder.cpu.lock().unwrap().get(i).copied()) {
-            return cpu;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no {outcome:?} request was reported"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+        at.and_then(|i| recorder.cpu.lock().unwrap().get(i).copied())
+    })
+    .await
 }
 
 /// `crypto.subtle.digest` of a large buffer stops at the CPU limit instead

@@ -88,18 +88,16 @@ async fn wait_for(
     path: &str,
     want: &str,
 ) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    let what = format!("{path} to answer {want:?}");
+    isolane_testenv::wait_until(&what, Duration::from_secs(10), || async {
         let (_, got) = run(engine, 0, worker, path).await;
         if got == want {
-            return;
+            Ok(())
+        } else {
+            Err(format!("it answers {got:?}"))
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{path} still answers {got:?}, expected {want:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
 }
 
 const ABORT_WATCH: &str = "let seen = 'not yet';
