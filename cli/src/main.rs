@@ -9,6 +9,13 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use isolane_telemetry::{EXIT_USAGE, LogFormat, init_tracing, parse_args};
 
+/// mimalloc instead of the system allocator: the request path (router
+/// proxy, node service, engine host) allocates small, short-lived objects
+/// on every request, where glibc's malloc spent about a tenth of the CPU
+/// time of a warm request in profiles.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Isolane: JavaScript workers on Kubernetes.
 #[derive(Debug, Parser)]
 #[command(name = "isolane", version, about)]
