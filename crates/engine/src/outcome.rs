@@ -175,7 +175,7 @@ mod tests {
         let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(
             json,
-            serde_json::json!({ "error": error.to_string(), "reason": "unknown_thread" })
+            serde_json::json!({ "error": error.to_string(), "reason": "invalid_thread" })
         );
     }
 }
