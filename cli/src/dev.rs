@@ -127,15 +127,11 @@ impl DevConfig {
             (None, None) => anyhow::bail!("give a worker script or --workers <dir>"),
         };
         let project = source.load()?;
-        let threads = match args.threads {
-            0 => std::thread::available_parallelism().map_or(1, NonZeroUsize::get),
-            n => n,
-        };
         Ok(Self {
             listen: SocketAddr::new(args.host, args.port),
             admin: SocketAddr::new(args.host, args.admin_port),
             engine: EngineConfig {
-                threads,
+                threads: args.threads,
                 pool_mode: args.pool_mode,
                 // A developer's own machine: fetch may reach local services
                 // (a node refuses them unless its admin opens them).
@@ -166,7 +162,7 @@ const REVISIONS_KEPT: usize = 3;
 
 pub fn run(config: DevConfig) -> anyhow::Result<()> {
     let registry = prometheus::Registry::new();
-    let threads = config.engine.threads;
+    let threads = config.engine.resolved_threads();
     let node_metrics = Arc::new(
         NodeMetrics::register(&registry, threads).context("registering the node's metrics")?,
     );

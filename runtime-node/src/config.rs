@@ -338,11 +338,11 @@ impl Args {
                 min_secs: 3,
             });
         }
-        let threads = if self.threads == 0 {
-            core_affinity::get_core_ids().map_or(1, |cores| cores.len().max(1))
-        } else {
-            self.threads
-        };
+        let threads = EngineConfig {
+            threads: self.threads,
+            ..EngineConfig::default()
+        }
+        .resolved_threads();
         if self.listeners == ListenerMode::PerThread
             && self.grpc_addr.port() != 0
             && usize::from(self.grpc_addr.port()) + threads - 1 > usize::from(u16::MAX)

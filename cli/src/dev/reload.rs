@@ -38,10 +38,14 @@ pub async fn run(
 ) -> Result<(), WatchError> {
     let (changed, mut changes) = mpsc::unbounded_channel::<()>();
     let watched = source.path().to_path_buf();
-    let relevant = watched.clone();
+    // A folder's Worker YAMLs, or the script's own file name.
+    let script = match &source {
+        Source::Script { path, .. } => Some(path.file_name().map(PathBuf::from)),
+        Source::Folder(_) => None,
+    };
     let mut debouncer = new_debouncer(DEBOUNCE, move |result: DebounceEventResult| {
         if let Ok(events) = result
-            && events.iter().any(|e| concerns(&relevant, &e.path))
+            && events.iter().any(|e| concerns(script.as_ref(), &e.path))
         {
             let _ = changed.send(());
         }
@@ -78,15 +82,15 @@ pub async fn run(
     }
 }
 
-/// Whether a change at `changed` concerns the watched script or folder.
-fn concerns(watched: &Path, changed: &Path) -> bool {
-    let name = |p: &Path| p.file_name().map(PathBuf::from);
-    if watched.is_dir() {
-        return changed
+/// Whether a change at `changed` concerns the script (its file name) or,
+/// for a folder (`None`), its Worker YAMLs.
+fn concerns(script: Option<&Option<PathBuf>>, changed: &Path) -> bool {
+    match script {
+        Some(name) => changed.file_name().map(PathBuf::from) == *name,
+        None => changed
             .extension()
-            .is_some_and(|e| e == "yaml" || e == "yml");
+            .is_some_and(|e| e == "yaml" || e == "yml"),
     }
-    name(watched) == name(changed)
 }
 
 fn watch_error(path: &Path, source: notify::Error) -> WatchError {

@@ -93,6 +93,14 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
+    /// Engine threads: `threads`, or one per core when it is 0.
+    pub fn resolved_threads(&self) -> usize {
+        match self.threads {
+            0 => core_affinity::get_core_ids().map_or(1, |cores| cores.len().max(1)),
+            threads => threads,
+        }
+    }
+
     /// The CPU limit a request of a worker with `limits` runs with:
     /// `limits.cpu_ms`, clamped to `max_cpu_ms`.
     pub fn cpu_limit_ms(&self, limits: &crate::bundle::Limits) -> u64 {

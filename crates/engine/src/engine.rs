@@ -61,11 +61,7 @@ impl Engine {
         platform::init();
         let snapshot = snapshot::blob()?;
         let cores = core_affinity::get_core_ids().unwrap_or_default();
-        let threads = if config.threads == 0 {
-            cores.len().max(1)
-        } else {
-            config.threads
-        };
+        let threads = config.resolved_threads();
         let mut config = config;
         config.threads = threads;
 

@@ -11,7 +11,7 @@ use http::StatusCode;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http_body::{Body, Frame, SizeHint};
 use isolane_proto::Outcome;
-use isolane_proto::runtime::v1::{Header, execute_response};
+use isolane_proto::runtime::v1::{Header, ResponseEnd, execute_response};
 use tokio::time::Sleep;
 
 use super::outgoing::is_hop_by_hop;
@@ -180,6 +180,21 @@ impl UpstreamBody {
         }
     }
 
+    /// The node's `end` frame: the body failed unless its outcome is OK;
+    /// after an OK one the stream is read on to the gRPC trailers, so the
+    /// call ends cleanly rather than being reset by the router.
+    fn end(&mut self, end: ResponseEnd) -> Result<(), BodyError> {
+        let outcome = Outcome::try_from(end.outcome).unwrap_or(Outcome::Unspecified);
+        if outcome != Outcome::Ok {
+            return Err(BodyError::Failed {
+                outcome,
+                reason: end.reason,
+            });
+        }
+        self.ended = true;
+        Ok(())
+    }
+
     /// After the last announced byte: reads the `end` frame and the
     /// stream's close if they are ready, without waiting.
     fn read_ahead(&mut self, cx: &mut Context<'_>) {
@@ -188,14 +203,11 @@ impl UpstreamBody {
                 Poll::Pending => return,
                 Poll::Ready(Some(Ok(message))) => match message.frame {
                     Some(execute_response::Frame::End(end)) if !self.ended => {
-                        let outcome =
-                            Outcome::try_from(end.outcome).unwrap_or(Outcome::Unspecified);
-                        if outcome != Outcome::Ok {
+                        if let Err(error) = self.end(end) {
                             // Every byte was sent: nothing to abort, but count it.
-                            self.metrics.upstream_error("body_failed");
+                            self.metrics.upstream_error(error.kind());
                             self.done = true;
                         }
-                        self.ended = true;
                     }
                     Some(execute_response::Frame::Body(chunk)) if chunk.is_empty() => {}
                     _ => {
@@ -284,16 +296,9 @@ impl Body for UpstreamBody {
                     return Poll::Ready(Some(Ok(Frame::data(chunk))));
                 }
                 Some(execute_response::Frame::End(end)) if !this.ended => {
-                    let outcome = Outcome::try_from(end.outcome).unwrap_or(Outcome::Unspecified);
-                    if outcome != Outcome::Ok {
-                        return this.fail(BodyError::Failed {
-                            outcome,
-                            reason: end.reason,
-                        });
+                    if let Err(error) = this.end(end) {
+                        return this.fail(error);
                     }
-                    // Read on to the gRPC trailers so the call ends cleanly
-                    // rather than being reset by the router.
-                    this.ended = true;
                 }
                 _ => return this.fail(BodyError::Protocol("unexpected frame in the body")),
             }
