@@ -557,6 +557,22 @@ async fn dev_serves_the_router_s_and_the_node_s_metrics() {
     for _ in 0..3 {
         request(&client, port, "localhost", "/").await.unwrap();
     }
+    // HEAD answers have no body for anyone to read: still counted as `ok`,
+    // not as canceled.
+    for _ in 0..2 {
+        let head = http::Request::head(format!("http://127.0.0.1:{port}/"))
+            .header(http::header::HOST, "localhost")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let response = client.request(head).await.unwrap();
+        assert_eq!(response.status(), 200);
+        // The Worker's length, though no body is sent.
+        assert!(
+            response
+                .headers()
+                .contains_key(http::header::CONTENT_LENGTH)
+        );
+    }
     // Each component counts a request when it has ended there, which may be
     // just after the client has the whole answer: poll.
     let value = |metrics: &str, series: &str| -> f64 {
@@ -573,7 +589,7 @@ async fn dev_serves_the_router_s_and_the_node_s_metrics() {
             .await
             .unwrap();
         assert_eq!(status, 200);
-        if value(&metrics, router) >= 4.0 && value(&metrics, node) >= 4.0 {
+        if value(&metrics, router) >= 6.0 && value(&metrics, node) >= 6.0 {
             break metrics;
         }
         assert!(
@@ -584,6 +600,10 @@ async fn dev_serves_the_router_s_and_the_node_s_metrics() {
     };
     assert!(
         metrics.contains("isolane_router_worker_requests_total{revision="),
+        "{metrics}"
+    );
+    assert!(
+        !metrics.contains("isolane_node_requests_total{outcome=\"canceled\""),
         "{metrics}"
     );
     assert!(dev.interrupt().success());

@@ -6,12 +6,15 @@
 //! holds the Rust generated from it by tonic and prost — committed under
 //! `src/gen/`, checked against the `.proto` by `tests/generated.rs`, and
 //! regenerated with `cargo run -p isolane-proto --example protogen` — plus a
-//! few hand-written helpers ([`frame`], [`outcome`], and [`mtls`], the
-//! router↔node mutual TLS both sides configure). The router composes the
+//! few hand-written helpers: [`call`], one call in HTTP terms and the only
+//! code that encodes it as frames (an in-process node takes it as it is);
+//! [`frame`]; [`outcome`]; and [`mtls`], the router↔node mutual TLS both
+//! sides configure. The router composes the
 //! [`runtime::v1::runtime_client::RuntimeClient`]; runtime nodes implement
 //! [`runtime::v1::runtime_server::Runtime`] and serve [`health`] beside it.
 #![forbid(unsafe_code)]
 
+pub mod call;
 pub mod frame;
 pub mod mtls;
 pub mod outcome;

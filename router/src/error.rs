@@ -14,7 +14,7 @@
 //! | node refused: other outcome (unknown worker 404, limits 503/504, …) | [`Outcome::http_status`] | |
 //! | node unreachable or the call failed (`UNAVAILABLE`, …) | 502 | |
 //! | router deadline (`--request-timeout`) passed, or gRPC `DEADLINE_EXCEEDED` | 504 | |
-//! | the client's request body failed | 400 | |
+//! | the client's request body failed, or its host is not a URL authority | 400 | |
 //!
 //! Every error response carries `x-isolane-reason` (a bounded label, the
 //! same as `kind`) and a JSON body with a human-readable `error`.
@@ -147,6 +147,14 @@ pub enum Error {
         timeout: Duration,
     },
 
+    /// The request's host cannot be a URL's authority, so no Worker can be
+    /// given its URL.
+    #[error("the request's host {host:?} is not a valid URL authority")]
+    InvalidHost {
+        /// The host as the client sent it.
+        host: String,
+    },
+
     /// Reading the client's request body failed.
     #[error("reading the request body failed: {source}")]
     RequestBody {
@@ -177,6 +185,7 @@ impl Error {
             Self::Protocol { .. } => "protocol",
             Self::Deadline { .. } => "deadline",
             Self::RequestBody { .. } => "request_body",
+            Self::InvalidHost { .. } => "invalid_host",
             Self::Quarantined { .. } => "quarantined",
             Self::Loop { .. } => "loop_detected",
         }
@@ -260,7 +269,7 @@ impl Error {
                 _ => StatusCode::BAD_GATEWAY,
             },
             Self::Deadline { .. } => StatusCode::GATEWAY_TIMEOUT,
-            Self::RequestBody { .. } => StatusCode::BAD_REQUEST,
+            Self::RequestBody { .. } | Self::InvalidHost { .. } => StatusCode::BAD_REQUEST,
         }
     }
 

@@ -37,20 +37,22 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
+use futures::future::Either;
 use http::header::{HOST, HeaderValue, RETRY_AFTER};
 use http::{Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
 use isolane_membership::NodeMember;
 use isolane_proto::Outcome;
+use isolane_proto::call::{Answer, Call};
+use isolane_proto::runtime::v1::ScheduledTick;
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
-use isolane_proto::runtime::v1::{RequestHead, ResponseHead, ScheduledTick};
 use tracing::{debug, info, warn};
 
 pub use outgoing::{FrameStream, MAX_CHUNK, Outgoing};
 pub use response::{BodyError, UpstreamBody};
 pub use test_tick::TEST_SCHEDULED_PATH;
-pub use upstream::{LocalNode, ResponseFrames};
+pub use upstream::{CallBody, LocalNode, ResponseFrames};
 
 use crate::Error;
 use crate::channels::{self, ChannelConfig};
@@ -62,16 +64,14 @@ use crate::prewarm::{Gate, PrewarmRequest, Target};
 use crate::routes::{Backend, RoutableWorker, RouteTable, normalize_host};
 use crate::split::{Revision, Split};
 use isolane_hosts::Reservation;
-use outgoing::{HeadContext, request_head, valid_request_id};
-use response::{Completion, response_headers};
+use outgoing::{HeadContext, call_for, valid_request_id};
+use response::{Completion, strip_hop_by_hop};
+use upstream::Source;
 
 pub use crate::answer::{
     DETAIL_HEADER, HOPS_HEADER, MAX_HOPS, NODE_HEADER, REASON_HEADER, REQUEST_ID_HEADER,
     REVISION_HEADER, ResponseBody, full_body,
 };
-
-/// The largest response message accepted from a node (body chunks are far smaller).
-const MAX_MESSAGE: usize = 16 * 1024 * 1024;
 
 /// Default largest request body kept for a retry.
 pub const DEFAULT_REPLAY_LIMIT: usize = 64 * 1024;
@@ -355,18 +355,17 @@ impl Proxy {
             split: Split::single(revision),
             slot: self.inner.metrics.workers.slot(worker_id),
         });
-        let call = Call {
+        let trip = Trip {
             proxy: self.clone(),
             backend,
             revision: Revision::from(revision),
             request_id: next_request_id(),
-            add_request_id: false,
             host: host.to_owned(),
             started: Instant::now(),
             deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
             record,
         };
-        call.run(request).await.map_err(|(_, error)| error)
+        trip.run(request).await.map_err(|(_, error)| error)
     }
 
     fn publish(&self, workers: Vec<RoutableWorker>) {
@@ -453,13 +452,13 @@ impl Proxy {
         B::Error: Into<BoxError>,
     {
         let started = Instant::now();
-        let (request_id, generated) = match request
+        let request_id = match request
             .headers()
             .get(REQUEST_ID_HEADER)
             .and_then(valid_request_id)
         {
-            Some(id) => (id.to_owned(), false),
-            None => (next_request_id(), true),
+            Some(id) => id.to_owned(),
+            None => next_request_id(),
         };
         let hops = request
             .headers()
@@ -503,18 +502,17 @@ impl Proxy {
             let tick = test_tick::tick(request.uri().query());
             request.extensions_mut().insert(tick);
         }
-        let call = Call {
+        let trip = Trip {
             proxy: self.clone(),
             backend: Arc::clone(&backend),
             revision: revision.clone(),
             record: true,
             request_id: request_id.clone(),
-            add_request_id: generated,
             host,
             started,
             deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
         };
-        match call.run(request).await {
+        match trip.run(request).await {
             Ok(response) if test_tick => test_tick::answer(response).await,
             Ok(response) => response,
             Err((node, error)) => {
@@ -570,7 +568,7 @@ impl Proxy {
 }
 
 /// One request's trip through the fleet.
-struct Call {
+struct Trip {
     proxy: Proxy,
     backend: Arc<Backend>,
     /// The revision this request runs (the split chose it).
@@ -578,7 +576,6 @@ struct Call {
     /// Whether the request counts in the request metrics (a prewarm does not).
     record: bool,
     request_id: String,
-    add_request_id: bool,
     host: String,
     started: Instant,
     deadline: tokio::time::Instant,
@@ -587,7 +584,7 @@ struct Call {
 /// A failed request: the node it failed on (or [`NO_NODE`]) and why.
 type Failure = (String, Error);
 
-impl Call {
+impl Trip {
     async fn run<B>(&self, request: Request<B>) -> Result<Response<ResponseBody>, Failure>
     where
         B: Body<Data = Bytes> + Send + Unpin + 'static,
@@ -595,25 +592,27 @@ impl Call {
     {
         let config = &self.proxy.inner.config;
         let (parts, body) = request.into_parts();
-        let mut head = request_head(
-            &parts,
-            &HeadContext {
-                host: &self.host,
-                worker_id: &self.backend.worker_id,
-                revision: &self.revision,
-                request_id: &self.request_id,
-                add_request_id: self.add_request_id,
-                client_ip: parts.extensions.get::<ClientAddr>().map(|a| a.0.ip()),
-                trusted: parts
-                    .extensions
-                    .get::<ClientAddr>()
-                    .is_some_and(|a| self.proxy.trusts(a.0.ip())),
-            },
-        );
+        let context = HeadContext {
+            host: &self.host,
+            worker_id: &self.backend.worker_id,
+            revision: &self.revision,
+            request_id: &self.request_id,
+            client_ip: parts.extensions.get::<ClientAddr>().map(|a| a.0.ip()),
+            trusted: parts
+                .extensions
+                .get::<ClientAddr>()
+                .is_some_and(|a| self.proxy.trusts(a.0.ip())),
+        };
+        let mut call = call_for(&parts, &context).map_err(|invalid| {
+            (
+                NO_NODE.to_owned(),
+                Error::InvalidHost { host: invalid.host },
+            )
+        })?;
         // A cron tick (`run_tick`, or the test URL of a proxy that has
         // one): never from a client's own request in a cluster.
-        head.scheduled = parts.extensions.get::<ScheduledTick>().cloned();
-        head.prewarm = parts.extensions.get::<PrewarmRequest>().is_some();
+        call.scheduled = parts.extensions.get::<ScheduledTick>().cloned();
+        call.prewarm = parts.extensions.get::<PrewarmRequest>().is_some();
         let mut body =
             tokio::time::timeout_at(self.deadline, Outgoing::prepare(body, config.replay_limit))
                 .await
@@ -672,7 +671,7 @@ impl Call {
             let node = fleet.nodes()[pick.index].member.name.clone();
             attempts += 1;
             let error = match self
-                .attempt(&fleet, pick.index, pick.thread, head.clone(), &mut body)
+                .attempt(&fleet, pick.index, pick.thread, call.clone(), &mut body)
                 .await
             {
                 Ok(response) => return Ok(response),
@@ -721,7 +720,7 @@ impl Call {
         fleet: &Fleet,
         index: usize,
         thread: u32,
-        mut head: RequestHead,
+        mut call: Call,
         body: &mut Outgoing<B>,
     ) -> Result<Response<ResponseBody>, Error>
     where
@@ -734,14 +733,17 @@ impl Call {
         let remaining = self
             .deadline
             .saturating_duration_since(tokio::time::Instant::now());
-        head.thread = thread;
-        head.deadline_ms = remaining.as_millis().max(1) as u64;
-        let call =
+        call.thread = thread;
+        call.deadline_ms = remaining.as_millis().max(1) as u64;
+        let (in_flight, exchange) =
             match &self.proxy.inner.local {
                 Some(local) => {
                     let in_flight = fleet.start(index);
-                    let frames = local.execute(body.frames(head));
-                    (in_flight, futures::future::Either::Left(frames))
+                    let body = body.body();
+                    (
+                        in_flight,
+                        Either::Left(upstream::call_local(local.as_ref(), call, body, node)),
+                    )
                 }
                 None => {
                     let endpoint = fleet_node.member.endpoint_for(thread).ok_or_else(|| {
@@ -756,42 +758,36 @@ impl Call {
                     // `deadline_ms` and this side by `timeout_at` below, and the
                     // header would cost the node a second timer (and a self-wakeup
                     // of its runtime) per request.
-                    let request = tonic::Request::new(body.frames(head));
+                    let request = tonic::Request::new(body.frames(call.encode()));
+                    let client = RuntimeClient::new(channel);
                     (
                         in_flight,
-                        futures::future::Either::Right(open(RuntimeClient::new(channel), request)),
+                        Either::Right(upstream::call_grpc(client, request, node)),
                     )
                 }
             };
-        let (in_flight, opened) = call;
-        let exchange = async {
-            let stream = opened
-                .await
-                .map_err(|status| Error::from_status(node, &status))?;
-            upstream::response_head(stream, node).await
-        };
-        let (head, stream) = tokio::time::timeout_at(self.deadline, exchange)
+        let (answer, source) = tokio::time::timeout_at(self.deadline, exchange)
             .await
             .map_err(|_| Error::Deadline {
                 timeout: config.request_timeout,
             })??;
-        self.respond(node, head, stream, in_flight)
+        self.respond(node, answer, source, in_flight)
     }
 
     /// The client's response for a node's head, or the refusal to retry.
     fn respond(
         &self,
         node: &str,
-        head: ResponseHead,
-        stream: ResponseFrames,
+        answer: Answer,
+        source: Source,
         in_flight: crate::fleet::InFlight,
     ) -> Result<Response<ResponseBody>, Error> {
-        let outcome = Outcome::try_from(head.outcome).unwrap_or(Outcome::Unspecified);
+        let outcome = answer.outcome;
         let refusal = (outcome != Outcome::Ok).then(|| Error::Refused {
             node: node.to_owned(),
             outcome,
-            detail: head.reason.clone(),
-            retry_after: head
+            detail: answer.reason.clone(),
+            retry_after: answer
                 .retry_after_ms
                 .map(|ms| Duration::from_millis(u64::from(ms))),
         });
@@ -801,13 +797,7 @@ impl Call {
         };
         let status = match &refusal {
             Some(error) => error.status(),
-            None => u16::try_from(head.status)
-                .ok()
-                .and_then(|s| StatusCode::from_u16(s).ok())
-                .ok_or_else(|| Error::Protocol {
-                    node: node.to_owned(),
-                    detail: "the response status is not an HTTP status",
-                })?,
+            None => answer.status,
         };
         let metrics = Arc::clone(&self.proxy.inner.metrics);
         let completion = self.record.then(|| {
@@ -821,21 +811,23 @@ impl Call {
             )
         });
         let body = UpstreamBody::new(
-            stream,
+            source,
             self.deadline,
-            head.body_length,
+            answer.body_length,
             Arc::clone(&metrics),
             in_flight,
             completion,
         );
         let mut response = Response::new(body.boxed_unsync());
         *response.status_mut() = status;
-        *response.headers_mut() = response_headers(&head.headers);
+        let mut headers = answer.headers;
+        strip_hop_by_hop(&mut headers);
+        *response.headers_mut() = headers;
         let headers = response.headers_mut();
         if let Some(error) = &refusal {
             metrics.upstream_error(error.kind());
             headers.insert(REASON_HEADER, HeaderValue::from_static(error.kind()));
-            if let Some(detail) = header_text(&head.reason) {
+            if let Some(detail) = header_text(&answer.reason) {
                 headers.insert(DETAIL_HEADER, detail);
             }
             if let Some(seconds) = error.retry_after() {
@@ -862,16 +854,6 @@ impl Call {
             },
         )
     }
-}
-
-/// Opens a gRPC `Execute` call to a node.
-async fn open(
-    client: RuntimeClient<tonic::transport::Channel>,
-    request: tonic::Request<FrameStream>,
-) -> Result<ResponseFrames, tonic::Status> {
-    let mut client = client.max_decoding_message_size(MAX_MESSAGE);
-    let stream = client.execute(request).await?.into_inner();
-    Ok(Box::pin(stream))
 }
 
 /// `text` as a header value: printable ASCII, at most 256 bytes; `None` if empty.

@@ -37,4 +37,6 @@ pub use listeners::{BindError, Health, Listeners, Serving};
 pub use membership::{FIELD_MANAGER, Heartbeat};
 pub use metrics::NodeMetrics;
 pub use node::{Node, RunningNode, StartError};
-pub use service::{ExecuteStream, InboundFrames, MAX_CHUNK_BYTES, MAX_MESSAGE_BYTES, NodeService};
+pub use service::{
+    Answered, ExecuteStream, InboundFrames, MAX_CHUNK_BYTES, MAX_MESSAGE_BYTES, NodeService,
+};

@@ -1,17 +1,22 @@
-//! [`NodeService`]: the `isolane.runtime.v1.Runtime` gRPC service.
+//! [`NodeService`]: the `isolane.runtime.v1.Runtime` gRPC service, and the
+//! node's one way of running a call ([`NodeService::call`]).
 //!
-//! `Execute` reads the request head, admits the request on the thread the
-//! router chose ([`Admission`]), finds the bundle ([`BundleIndex`], waiting
-//! briefly for a revision not seen yet), and runs it on that engine thread.
-//! The request body streams from the gRPC stream into the engine's [`Body`]
-//! as the worker reads it, and the response body streams back chunk by chunk
-//! (`service/stream.rs`); neither is buffered whole.
+//! A call (`isolane_proto::call::Call`) is admitted on the thread the router
+//! chose ([`Admission`]), finds its bundle ([`BundleIndex`], waiting briefly
+//! for a revision not seen yet) and runs on that engine thread; its answer's
+//! body ([`Answered`]) counts the call when it ends. `Execute` decodes the
+//! call from its frames and encodes the answer as frames
+//! (`service/stream.rs`): the request body streams from the gRPC stream into
+//! the engine's [`Body`] as the worker reads it, and the response body back
+//! chunk by chunk; neither is buffered whole. A router in the same process
+//! (`isolane dev`) calls [`NodeService::call`] directly, with no frames.
 //!
 //! Failures before the worker runs are gRPC statuses (`error.rs`). A worker
 //! that ran and threw or hit a limit is an OK stream whose head carries the
 //! outcome, the status (500, 503, 504) and a reason, followed by the
 //! engine's small JSON error page.
 
+mod answered;
 mod stream;
 
 use std::pin::Pin;
@@ -19,13 +24,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use http::{HeaderName, HeaderValue, Method, Uri};
+use http::Method;
 use isolane_engine::{Body, Engine, ExecuteError};
 use isolane_proto::Outcome;
+use isolane_proto::call::{Answer, Call};
 use isolane_proto::runtime::v1::runtime_server::{Runtime, RuntimeServer};
 use isolane_proto::runtime::v1::{
-    ExecuteRequest, ExecuteResponse, LoadedBundle, RequestHead, StatsRequest, StatsResponse,
-    ThreadStats, execute_request,
+    ExecuteRequest, ExecuteResponse, LoadedBundle, StatsRequest, StatsResponse, ThreadStats,
+    execute_request,
 };
 use tokio::time::Instant;
 use tonic::{Request, Response, Status, Streaming};
@@ -35,8 +41,9 @@ use crate::bundles::BundleIndex;
 use crate::error::Error;
 use crate::metrics::NodeMetrics;
 
+pub use answered::Answered;
 pub use stream::MAX_CHUNK_BYTES;
-use stream::{RequestBody, Responder};
+use stream::{Frames, RequestBody};
 
 /// The response stream of `Execute`.
 pub type ExecuteStream = Pin<Box<dyn Stream<Item = Result<ExecuteResponse, Status>> + Send>>;
@@ -95,42 +102,68 @@ impl NodeService {
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
-    /// One `Execute` call: its request frames in, its response frames out,
-    /// or the refusal as a gRPC status (counted in the node's metrics). The
-    /// gRPC service and an in-process caller (`isolane dev`) both come here.
-    pub async fn execute_frames(&self, inbound: InboundFrames) -> Result<ExecuteStream, Status> {
-        match self.execute(inbound).await {
-            Ok(stream) => Ok(stream),
-            Err(error) => {
-                let thread = match &error {
-                    Error::Overloaded { thread } => *thread,
-                    _ => usize::MAX,
-                };
-                self.inner.metrics.request(thread, error.kind());
-                tracing::debug!(%error, kind = error.kind(), "execute refused");
-                Err(error.into())
-            }
-        }
-    }
-
-    async fn execute(&self, mut inbound: InboundFrames) -> Result<ExecuteStream, Error> {
-        let shared = &self.inner;
+    /// One `Execute` call from the wire: its request frames in, its
+    /// response frames out, or the refusal as a gRPC status.
+    pub async fn execute_frames(
+        &self,
+        mut inbound: InboundFrames,
+    ) -> Result<ExecuteStream, Status> {
         let head = match inbound.next().await {
             Some(Ok(ExecuteRequest {
                 frame: Some(execute_request::Frame::Head(head)),
             })) => head,
-            Some(Ok(_)) | None => return Err(Error::MissingHead),
+            Some(Ok(_)) | None => return Err(self.refused(Error::MissingHead).into()),
             Some(Err(_)) => {
-                return Err(Error::Protocol {
+                let error = Error::Protocol {
                     detail: "the request stream failed before its head",
-                });
+                };
+                return Err(self.refused(error).into());
             }
         };
-        let permit = shared.admission.admit(head.thread)?;
+        let call = Call::decode(head).map_err(|invalid| {
+            self.refused(Error::InvalidRequest {
+                field: invalid.field,
+            })
+        })?;
+        // A bodyless request's stream is held, unread, until the response
+        // is done: dropping it early could reset the call.
+        let (body, idle) = if call.bodyless() {
+            (Body::empty(), Some(inbound))
+        } else {
+            (Body::wrap(RequestBody::new(inbound)), None)
+        };
+        let (answer, body) = self.call(call, body).await?;
+        Ok(Frames::new(&answer, body, idle).into_stream())
+    }
+
+    /// Runs one call: admits it on its thread, finds its bundle, runs it on
+    /// the engine and answers with the head and the body (counted in the
+    /// node's metrics when it ends), or refuses it (counted now). The gRPC
+    /// service and a router in this process (`isolane dev`) both come here.
+    pub async fn call(&self, call: Call, body: Body) -> Result<(Answer, Answered), Error> {
+        self.run(call, body)
+            .await
+            .map_err(|error| self.refused(error))
+    }
+
+    /// Counts and logs a refusal.
+    fn refused(&self, error: Error) -> Error {
+        let thread = match &error {
+            Error::Overloaded { thread } => *thread,
+            _ => usize::MAX,
+        };
+        self.inner.metrics.request(thread, error.kind());
+        tracing::debug!(%error, kind = error.kind(), "execute refused");
+        error
+    }
+
+    async fn run(&self, call: Call, body: Body) -> Result<(Answer, Answered), Error> {
+        let shared = &self.inner;
+        let permit = shared.admission.admit(call.thread)?;
         let thread = permit.thread();
         let received = Instant::now();
         let deadline =
-            (head.deadline_ms > 0).then(|| received + Duration::from_millis(head.deadline_ms));
+            (call.deadline_ms > 0).then(|| received + Duration::from_millis(call.deadline_ms));
         let wait = deadline.map_or(shared.revision_wait, |d| {
             shared
                 .revision_wait
@@ -138,29 +171,54 @@ impl NodeService {
         });
         let bundle = shared
             .bundles
-            .resolve(&head.worker_id, &head.revision, wait)
+            .resolve(&call.worker_id, &call.revision, wait)
             .await?;
-        tracing::debug!(worker.id = %head.worker_id, revision = %bundle.revision, thread, request.id = %head.request_id, "execute");
-        let (request, idle_inbound) = http_request(&head, inbound)?;
-        let execute = shared.engine.execute(thread, bundle, request);
+        tracing::debug!(worker.id = %call.worker_id, revision = %bundle.revision, thread, request.id = %call.request_id, "execute");
+        let head_only = call.request.method() == Method::HEAD;
+        let deadline_ms = call.deadline_ms;
+        let (worker_id, request_id) = (call.worker_id.clone(), call.request_id.clone());
+        let execute = shared
+            .engine
+            .execute(thread, bundle, engine_request(call, body));
         let result = match deadline {
             Some(deadline) => tokio::time::timeout_at(deadline, execute)
                 .await
                 .unwrap_or(Err(ExecuteError::WallTimeout {
-                    limit_ms: head.deadline_ms,
+                    limit_ms: deadline_ms,
                 })),
             None => execute.await,
         };
-        let mut responder = Responder::new(permit, shared.metrics.clone(), deadline, idle_inbound);
-        match result {
-            Ok(response) => responder.start(response, Outcome::Ok, String::new()),
+        let (response, outcome, reason) = match result {
+            Ok(response) => (response, Outcome::Ok, String::new()),
             Err(error) => {
                 let (outcome, reason) = self.engine_failure(&error)?;
-                tracing::debug!(worker.id = %head.worker_id, thread, request.id = %head.request_id, outcome = outcome.label(), "worker failed");
-                responder.start(error.to_response(), outcome, reason);
+                tracing::debug!(worker.id = %worker_id, thread, request.id = %request_id, outcome = outcome.label(), "worker failed");
+                (error.to_response(), outcome, reason)
             }
-        }
-        Ok(responder.into_stream())
+        };
+        let (parts, body) = response.into_parts();
+        let answer = Answer {
+            status: parts.status,
+            // The engine's error page says how long to wait (quarantine).
+            retry_after_ms: (outcome != Outcome::Ok)
+                .then(|| parts.headers.get(http::header::RETRY_AFTER))
+                .flatten()
+                .and_then(|v| v.to_str().ok()?.parse::<u32>().ok())
+                .map(|secs| secs.saturating_mul(1000)),
+            headers: parts.headers,
+            outcome,
+            reason,
+            body_length: http_body::Body::size_hint(&body).exact(),
+        };
+        let body = Answered::new(
+            body,
+            outcome,
+            permit,
+            shared.metrics.clone(),
+            deadline,
+            head_only,
+        );
+        Ok((answer, body))
     }
 
     /// How an engine error is answered: a refusal (gRPC status), or the
@@ -254,62 +312,21 @@ impl Runtime for NodeService {
     }
 }
 
-/// The engine's request for a head. Bodies of GET and HEAD requests, and of
-/// requests that say they have none, are empty without waiting for the
-/// stream's end; the stream is returned then, to be held until the response
-/// is done (dropping it early could reset the call).
-fn http_request(
-    head: &RequestHead,
-    inbound: InboundFrames,
-) -> Result<(http::Request<Body>, Option<InboundFrames>), Error> {
-    let method = Method::from_bytes(head.method.as_bytes())
-        .map_err(|_| Error::InvalidRequest { field: "method" })?;
-    let uri: Uri = head
-        .url
-        .parse()
-        .map_err(|_| Error::InvalidRequest { field: "url" })?;
-    if uri.scheme().is_none() || uri.authority().is_none() {
-        return Err(Error::InvalidRequest { field: "url" });
-    }
-    let bodyless = method == Method::GET || method == Method::HEAD || head.body_length == Some(0);
-    let mut request = http::Request::new(Body::empty());
-    *request.method_mut() = method;
-    *request.uri_mut() = uri;
-    let headers = request.headers_mut();
-    headers.reserve(head.headers.len() + 1);
-    for header in &head.headers {
-        let name =
-            HeaderName::from_bytes(header.name.as_bytes()).map_err(|_| Error::InvalidRequest {
-                field: "header name",
-            })?;
-        let value = HeaderValue::from_maybe_shared(header.value.clone()).map_err(|_| {
-            Error::InvalidRequest {
-                field: "header value",
-            }
-        })?;
-        headers.append(name, value);
-    }
-    if !head.request_id.is_empty()
-        && !headers.contains_key("x-request-id")
-        && let Ok(value) = HeaderValue::from_str(&head.request_id)
-    {
-        headers.insert("x-request-id", value);
-    }
-    if let Some(tick) = &head.scheduled {
+/// The engine's request for a call: its body is `body`, unless the call
+/// has none to read.
+fn engine_request(call: Call, body: Body) -> http::Request<Body> {
+    let body = if call.bodyless() { Body::empty() } else { body };
+    let mut request = call.request.map(|()| body);
+    if let Some(tick) = call.scheduled {
         request
             .extensions_mut()
             .insert(isolane_engine::ScheduledEvent {
-                cron: tick.cron.clone(),
+                cron: tick.cron,
                 scheduled_time_ms: tick.scheduled_time_ms,
             });
     }
-    if head.prewarm {
+    if call.prewarm {
         request.extensions_mut().insert(isolane_engine::Prewarm);
     }
-    if bodyless {
-        Ok((request, Some(inbound)))
-    } else {
-        *request.body_mut() = Body::wrap(RequestBody::new(inbound));
-        Ok((request, None))
-    }
+    request
 }

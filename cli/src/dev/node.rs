@@ -1,28 +1,36 @@
-//! The runtime node of `isolane dev`, in process: the node's own `Execute`
-//! service (admission per thread, the bundle index, outcome mapping, node
-//! metrics) over the engine, handed the proxy's frames without a
-//! connection.
+//! The runtime node of `isolane dev`, in process: the node's own call path
+//! (admission per thread, the bundle index, outcome mapping, node metrics)
+//! over the engine, handed the proxy's calls as they are — no connection,
+//! no frames.
 
-use futures::StreamExt as _;
 use futures::future::BoxFuture;
+use isolane_engine::Body;
 use isolane_node::NodeService;
-use isolane_router::proxy::{FrameStream, LocalNode, ResponseFrames};
+use isolane_proto::call::{Answer, AnswerBody, Call};
+use isolane_router::proxy::{CallBody, LocalNode};
 
 /// The node's name in `x-isolane-node` and the metrics.
 pub const NODE_NAME: &str = "local";
 
-/// [`NodeService`] as the proxy's [`LocalNode`]. Its response frames are
-/// produced as the proxy reads them (the proxy reads a finished body's end
-/// frame too: `UpstreamBody`).
+/// [`NodeService`] as the proxy's [`LocalNode`].
 #[derive(Debug, Clone)]
 pub struct InProcessNode(pub NodeService);
 
 impl LocalNode for InProcessNode {
-    fn execute(
+    fn call(
         &self,
-        frames: FrameStream,
-    ) -> BoxFuture<'static, Result<ResponseFrames, tonic::Status>> {
+        call: Call,
+        body: CallBody,
+    ) -> BoxFuture<'static, Result<(Answer, AnswerBody), tonic::Status>> {
         let service = self.0.clone();
-        Box::pin(async move { service.execute_frames(Box::pin(frames.map(Ok))).await })
+        let body = if call.bodyless() {
+            Body::empty()
+        } else {
+            Body::wrap(body)
+        };
+        Box::pin(async move {
+            let (answer, body) = service.call(call, body).await?;
+            Ok((answer, Box::pin(body) as AnswerBody))
+        })
     }
 }

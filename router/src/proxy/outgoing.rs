@@ -5,12 +5,17 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
+use http::Uri;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::request::Parts;
-use http_body::Body;
-use http_body_util::BodyExt;
-use isolane_proto::runtime::v1::{ExecuteRequest, Header, RequestHead};
+use http::uri::{PathAndQuery, Scheme};
+use http_body::{Body, Frame};
+use http_body_util::{BodyExt, BodyStream, StreamBody};
+use isolane_proto::call::Call;
+use isolane_proto::runtime::v1::{ExecuteRequest, RequestHead};
 
+use super::upstream::CallBody;
+use crate::answer::REQUEST_ID_HEADER;
 use crate::error::BoxError;
 
 /// The largest body chunk sent in one message; bigger frames are split so a
@@ -131,6 +136,35 @@ where
             Self::Taken => FrameStream(Box::pin(head)),
         }
     }
+
+    /// The body of one attempt on a node in this process, as it is: kept
+    /// chunks are shared, not copied; a streaming body is moved out.
+    pub fn body(&mut self) -> CallBody {
+        match std::mem::replace(self, Self::Taken) {
+            Self::Replayable(chunks) => {
+                let body = if chunks.is_empty() {
+                    http_body_util::Empty::new()
+                        .map_err(|never| match never {})
+                        .boxed_unsync()
+                } else {
+                    let frames = chunks.clone().into_iter().map(|c| Ok(Frame::data(c)));
+                    StreamBody::new(futures::stream::iter(frames)).boxed_unsync()
+                };
+                *self = Self::Replayable(chunks);
+                body
+            }
+            Self::Streaming { prefix, rest } => {
+                let prefix = prefix.into_iter().map(|c| Ok(Frame::data(c)));
+                let rest = BodyStream::new(rest.map_err(Into::into));
+                StreamBody::new(futures::stream::iter(prefix).chain(rest)).boxed_unsync()
+            }
+            // As over gRPC: the body was sent once and cannot be sent again.
+            Self::Taken => {
+                let taken: BoxError = "the request body was already sent".into();
+                StreamBody::new(futures::stream::iter([Err(taken)])).boxed_unsync()
+            }
+        }
+    }
 }
 
 /// The frames of the rest of a body, then the end marker. If the client's
@@ -197,7 +231,7 @@ pub fn is_hop_by_hop(name: &HeaderName, headers: &HeaderMap) -> bool {
             .any(|listed| listed.trim().eq_ignore_ascii_case(name.as_str()))
 }
 
-/// What the router adds to the head beyond the request itself.
+/// What the router adds to the request beyond what the client sent.
 #[derive(Debug)]
 pub struct HeadContext<'a> {
     /// The host as the client sent it (with port).
@@ -206,10 +240,9 @@ pub struct HeadContext<'a> {
     pub worker_id: &'a str,
     /// Revision to run.
     pub revision: &'a str,
-    /// The request id (the client's `x-request-id`, or one generated).
+    /// The request id (the client's `x-request-id`, or one generated): the
+    /// Worker sees it as `x-request-id`.
     pub request_id: &'a str,
-    /// Whether `request_id` was generated here and must be added as a header.
-    pub add_request_id: bool,
     /// The client's address, appended to `x-forwarded-for`.
     pub client_ip: Option<std::net::IpAddr>,
     /// Whether the client is a trusted proxy (`--trusted-proxies`): only then
@@ -217,18 +250,49 @@ pub struct HeadContext<'a> {
     pub trusted: bool,
 }
 
-/// The request head for the node (thread and deadline filled in per attempt).
-pub fn request_head(parts: &Parts, context: &HeadContext<'_>) -> RequestHead {
+/// The client's request names no host a URL can carry.
+#[derive(Debug, thiserror::Error)]
+#[error("the request's host {host:?} cannot be a URL's authority")]
+pub struct InvalidHost {
+    /// The host as the client sent it.
+    pub host: String,
+}
+
+/// What the Worker sees of a client's request, and which Worker and
+/// revision run it (thread and deadline are filled in per attempt). The one
+/// place that decides it, for a node over gRPC and one in this process alike.
+pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, InvalidHost> {
     let forwarded_https = context.trusted
         && parts
             .headers
             .get("x-forwarded-proto")
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
-    let scheme = if forwarded_https { "https" } else { "http" };
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let url = format!("{scheme}://{}{path}", context.host);
-    let mut headers: Vec<Header> = Vec::with_capacity(parts.headers.len() + 3);
-    let mut forwarded_for: Option<Bytes> = None;
+    let scheme = if forwarded_https {
+        Scheme::HTTPS
+    } else {
+        Scheme::HTTP
+    };
+    let invalid = || InvalidHost {
+        host: context.host.to_owned(),
+    };
+    let path = parts
+        .uri
+        .path_and_query()
+        .cloned()
+        .unwrap_or_else(|| PathAndQuery::from_static("/"));
+    let uri = Uri::builder()
+        .scheme(scheme)
+        .authority(context.host)
+        .path_and_query(path)
+        .build()
+        .map_err(|_| invalid())?;
+    let host = HeaderValue::from_str(context.host).map_err(|_| invalid())?;
+    let mut request = http::Request::new(());
+    *request.method_mut() = parts.method.clone();
+    *request.uri_mut() = uri;
+    let headers = request.headers_mut();
+    headers.reserve(parts.headers.len() + 3);
+    let mut forwarded_for: Option<Vec<u8>> = None;
     for (name, value) in &parts.headers {
         if is_hop_by_hop(name, &parts.headers) {
             continue;
@@ -248,40 +312,41 @@ pub fn request_head(parts: &Parts, context: &HeadContext<'_>) -> RequestHead {
             continue;
         }
         if name.as_str() == "x-forwarded-for" {
-            forwarded_for = Some(match forwarded_for {
-                Some(prev) => [prev.as_ref(), b", ", value.as_bytes()].concat().into(),
-                None => Bytes::copy_from_slice(value.as_bytes()),
-            });
+            let list = forwarded_for.get_or_insert_with(Vec::new);
+            if !list.is_empty() {
+                list.extend_from_slice(b", ");
+            }
+            list.extend_from_slice(value.as_bytes());
             continue;
         }
-        headers.push(Header::new(
-            name.as_str(),
-            Bytes::copy_from_slice(value.as_bytes()),
-        ));
+        headers.append(name.clone(), value.clone());
     }
-    if !context.host.is_empty() {
-        headers.push(Header::new("host", context.host.to_owned()));
-    }
-    if context.add_request_id {
-        headers.push(Header::new("x-request-id", context.request_id.to_owned()));
+    headers.insert(header::HOST, host);
+    if headers
+        .get(REQUEST_ID_HEADER)
+        .is_none_or(|v| v.as_bytes() != context.request_id.as_bytes())
+        && let Ok(id) = HeaderValue::from_str(context.request_id)
+    {
+        headers.insert(REQUEST_ID_HEADER, id);
     }
     let forwarded_for = match (forwarded_for, context.client_ip) {
-        (Some(prev), Some(ip)) => Some(format!("{}, {ip}", String::from_utf8_lossy(&prev)).into()),
-        (None, Some(ip)) => Some(Bytes::from(ip.to_string())),
-        (prev, None) => prev,
+        (Some(mut list), Some(ip)) => {
+            list.extend_from_slice(format!(", {ip}").as_bytes());
+            Some(list)
+        }
+        (None, Some(ip)) => Some(ip.to_string().into_bytes()),
+        (list, None) => list,
     };
-    if let Some(value) = forwarded_for {
-        headers.push(Header::new("x-forwarded-for", value));
+    if let Some(value) = forwarded_for.and_then(|v| HeaderValue::from_bytes(&v).ok()) {
+        headers.insert("x-forwarded-for", value);
     }
     let body_length = parts
         .headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    RequestHead {
-        method: parts.method.as_str().to_owned(),
-        url,
-        headers,
+    Ok(Call {
+        request,
         worker_id: context.worker_id.to_owned(),
         revision: context.revision.to_owned(),
         thread: 0,
@@ -290,7 +355,7 @@ pub fn request_head(parts: &Parts, context: &HeadContext<'_>) -> RequestHead {
         body_length,
         scheduled: None,
         prewarm: false,
-    }
+    })
 }
 
 /// A request header value, if it is a usable request id (1–128 visible ASCII).
@@ -384,18 +449,19 @@ mod tests {
             .body(())
             .unwrap();
         let (parts, ()) = request.into_parts();
-        let head = request_head(
+        let head = call_for(
             &parts,
             &HeadContext {
                 host: "api.test:8080",
                 worker_id: "ns/w",
                 revision: "r1",
                 request_id: "abc",
-                add_request_id: true,
                 client_ip: Some("192.0.2.7".parse().unwrap()),
                 trusted: true,
             },
-        );
+        )
+        .unwrap()
+        .encode();
         assert_eq!(head.url, "http://api.test:8080/a/b?c=d");
         assert_eq!(head.body_length, Some(12));
         let names: Vec<(&str, &[u8])> = head
@@ -417,18 +483,55 @@ mod tests {
 
     fn head_for(request: http::Request<()>, host: &str, trusted: bool) -> RequestHead {
         let (parts, ()) = request.into_parts();
-        request_head(
+        call_for(
             &parts,
             &HeadContext {
                 host,
                 worker_id: "ns/w",
                 revision: "r1",
                 request_id: "abc",
-                add_request_id: false,
                 client_ip: Some("192.0.2.7".parse().unwrap()),
                 trusted,
             },
         )
+        .unwrap()
+        .encode()
+    }
+
+    #[test]
+    fn the_worker_sees_the_request_id_once() {
+        // A client's id that was not usable is replaced by the router's.
+        let request = http::Request::builder()
+            .uri("/")
+            .header("x-request-id", "not usable")
+            .body(())
+            .unwrap();
+        let head = head_for(request, "api.test", false);
+        assert_eq!(header_values(&head, "x-request-id"), [b"abc"]);
+        // A router's own request (a cron tick) carries it too.
+        let request = http::Request::builder().uri("/").body(()).unwrap();
+        let head = head_for(request, "api.test", false);
+        assert_eq!(header_values(&head, "x-request-id"), [b"abc"]);
+    }
+
+    #[test]
+    fn a_host_that_is_no_authority_is_refused() {
+        for host in ["", "a b", "a/b"] {
+            let (parts, ()) = http::Request::builder()
+                .uri("/")
+                .body(())
+                .unwrap()
+                .into_parts();
+            let context = HeadContext {
+                host,
+                worker_id: "ns/w",
+                revision: "r1",
+                request_id: "abc",
+                client_ip: None,
+                trusted: false,
+            };
+            assert_eq!(call_for(&parts, &context).unwrap_err().host, host);
+        }
     }
 
     fn header_values<'a>(head: &'a RequestHead, name: &str) -> Vec<&'a [u8]> {

@@ -8,41 +8,49 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::StatusCode;
-use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::header::{HeaderMap, HeaderName};
 use http_body::{Body, Frame, SizeHint};
 use isolane_proto::Outcome;
-use isolane_proto::runtime::v1::{Header, ResponseEnd, execute_response};
+use isolane_proto::call::Failed;
+use isolane_proto::runtime::v1::{ResponseEnd, execute_response};
 use tokio::time::Sleep;
 
 use super::outgoing::is_hop_by_hop;
-use super::upstream::ResponseFrames;
+use super::upstream::Source;
 use crate::error::BoxError;
 use crate::fleet::InFlight;
 use crate::metrics::RouterMetrics;
 use crate::routes::Backend;
 
-/// The node's response headers as an HTTP header map, without hop-by-hop
-/// headers or anything that is not a valid header.
-pub fn response_headers(headers: &[Header]) -> HeaderMap {
-    let mut map = HeaderMap::with_capacity(headers.len() + 4);
-    for header in headers {
-        let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(header.name.as_bytes()),
-            HeaderValue::from_maybe_shared(header.value.clone()),
-        ) else {
-            continue;
-        };
-        map.append(name, value);
+/// Removes hop-by-hop headers from a node's answer: they describe the
+/// node's connection, not the client's.
+pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    // Most answers have none: look before allocating.
+    if !headers.keys().any(|name| is_hop_by_hop(name, headers)) {
+        return;
     }
-    let hop: Vec<HeaderName> = map
+    let hop: Vec<HeaderName> = headers
         .keys()
-        .filter(|name| is_hop_by_hop(name, &map))
+        .filter(|name| is_hop_by_hop(name, headers))
         .cloned()
         .collect();
     for name in hop {
-        map.remove(name);
+        headers.remove(name);
     }
-    map
+}
+
+/// A node's `end` frame: the body failed unless its outcome is OK; after an
+/// OK one the stream is read on to the gRPC trailers, so the call ends
+/// cleanly rather than being reset by the router.
+fn end_frame(end: ResponseEnd) -> Result<(), BodyError> {
+    let outcome = Outcome::try_from(end.outcome).unwrap_or(Outcome::Unspecified);
+    if outcome != Outcome::Ok {
+        return Err(BodyError::Failed {
+            outcome,
+            reason: end.reason,
+        });
+    }
+    Ok(())
 }
 
 /// Records a request's metrics when the response body is finished or dropped.
@@ -88,7 +96,7 @@ impl Drop for Completion {
     }
 }
 
-/// A response body streamed from a node.
+/// A response body streamed from a node, over gRPC or in this process.
 ///
 /// Ends cleanly only on the node's `end` frame with `OUTCOME_OK`; any other
 /// end (a failed outcome, a broken stream, the router's deadline) is a body
@@ -96,14 +104,17 @@ impl Drop for Completion {
 /// complete. Holds the node's in-flight slot until it is finished or dropped.
 ///
 /// A body of announced length is complete for the client with its last
-/// byte, and hyper stops reading there; the node's `end` frame (its
-/// accounting, its admission permit) is then read at once when it is ready,
-/// or by a small task after the body is dropped. A body dropped before its
-/// last byte (the client went away) is dropped with the call, which cancels
-/// the request on the node.
+/// byte, and hyper stops reading there; over gRPC the node's `end` frame
+/// (its accounting, its admission permit) is then read at once when it is
+/// ready, or by a small task after the body is dropped (a node in this
+/// process counts such a body as complete when it is dropped). A body
+/// dropped before its last byte (the client went away) is dropped with the
+/// call, which cancels the request on the node.
 pub struct UpstreamBody {
-    stream: ResponseFrames,
-    deadline: Pin<Box<Sleep>>,
+    source: Source,
+    deadline: tokio::time::Instant,
+    /// The deadline's timer, made the first time the body waits.
+    sleep: Option<Pin<Box<Sleep>>>,
     /// Bytes still expected, when the node announced a length.
     remaining: Option<u64>,
     /// The `end` frame was seen; waiting for the gRPC trailers.
@@ -161,7 +172,7 @@ impl BodyError {
 impl UpstreamBody {
     /// The body that follows a response head.
     pub fn new(
-        stream: ResponseFrames,
+        source: Source,
         deadline: tokio::time::Instant,
         body_length: Option<u64>,
         metrics: Arc<RouterMetrics>,
@@ -169,8 +180,9 @@ impl UpstreamBody {
         completion: Option<Completion>,
     ) -> Self {
         Self {
-            stream,
-            deadline: Box::pin(tokio::time::sleep_until(deadline)),
+            source,
+            deadline,
+            sleep: None,
             remaining: body_length,
             ended: false,
             done: false,
@@ -180,30 +192,21 @@ impl UpstreamBody {
         }
     }
 
-    /// The node's `end` frame: the body failed unless its outcome is OK;
-    /// after an OK one the stream is read on to the gRPC trailers, so the
-    /// call ends cleanly rather than being reset by the router.
-    fn end(&mut self, end: ResponseEnd) -> Result<(), BodyError> {
-        let outcome = Outcome::try_from(end.outcome).unwrap_or(Outcome::Unspecified);
-        if outcome != Outcome::Ok {
-            return Err(BodyError::Failed {
-                outcome,
-                reason: end.reason,
-            });
-        }
-        self.ended = true;
-        Ok(())
-    }
-
     /// After the last announced byte: reads the `end` frame and the
     /// stream's close if they are ready, without waiting.
     fn read_ahead(&mut self, cx: &mut Context<'_>) {
+        let Source::Frames(stream) = &mut self.source else {
+            // A node in this process counts a body read to its announced
+            // length as complete when it is dropped.
+            return;
+        };
         while !self.done {
-            match self.stream.as_mut().poll_next(cx) {
+            match stream.as_mut().poll_next(cx) {
                 Poll::Pending => return,
                 Poll::Ready(Some(Ok(message))) => match message.frame {
                     Some(execute_response::Frame::End(end)) if !self.ended => {
-                        if let Err(error) = self.end(end) {
+                        self.ended = true;
+                        if let Err(error) = end_frame(end) {
                             // Every byte was sent: nothing to abort, but count it.
                             self.metrics.upstream_error(error.kind());
                             self.done = true;
@@ -220,6 +223,40 @@ impl UpstreamBody {
         }
     }
 
+    /// Whether the router's deadline has passed (arming its timer the first
+    /// time the body waits).
+    fn deadline_passed(&mut self, cx: &mut Context<'_>) -> bool {
+        let deadline = self.deadline;
+        let sleep = self
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        sleep.as_mut().poll(cx).is_ready()
+    }
+
+    /// The next frame of a body from a node in this process.
+    fn poll_local(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let Source::Local(body) = &mut self.source else {
+            return Poll::Ready(None);
+        };
+        match body.as_mut().poll_frame(cx) {
+            Poll::Pending if self.deadline_passed(cx) => self.fail(BodyError::Deadline),
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(None) => {
+                self.done = true;
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(Err(Failed { outcome, reason }))) => {
+                self.fail(BodyError::Failed { outcome, reason })
+            }
+            Poll::Ready(Some(Ok(frame))) => {
+                if let (Some(remaining), Some(data)) = (self.remaining.as_mut(), frame.data_ref()) {
+                    *remaining = remaining.saturating_sub(data.len() as u64);
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+        }
+    }
+
     fn fail(&mut self, error: BodyError) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         self.done = true;
         self.metrics.upstream_error(error.kind());
@@ -231,15 +268,17 @@ impl UpstreamBody {
 impl Drop for UpstreamBody {
     fn drop(&mut self) {
         // Every announced byte reached the client, but not yet the node's end
-        // frame: read it in the background so the node sees its request end
-        // (an in-process node's response runs only as far as it is read).
+        // frame: read it in the background so the node sees its request end.
         if self.done || self.remaining != Some(0) {
             return;
         }
+        let Source::Frames(stream) = &mut self.source else {
+            return;
+        };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let mut stream = std::mem::replace(&mut self.stream, Box::pin(futures::stream::empty()));
+        let mut stream = std::mem::replace(stream, Box::pin(futures::stream::empty()));
         runtime.spawn(async move {
             use futures::StreamExt as _;
             while stream.next().await.is_some() {}
@@ -259,10 +298,13 @@ impl Body for UpstreamBody {
         if this.done {
             return Poll::Ready(None);
         }
+        let Source::Frames(stream) = &mut this.source else {
+            return this.poll_local(cx);
+        };
         loop {
-            let message = match this.stream.as_mut().poll_next(cx) {
+            let message = match stream.as_mut().poll_next(cx) {
                 Poll::Pending => {
-                    if this.deadline.as_mut().poll(cx).is_ready() {
+                    if this.deadline_passed(cx) {
                         return this.fail(BodyError::Deadline);
                     }
                     return Poll::Pending;
@@ -296,9 +338,10 @@ impl Body for UpstreamBody {
                     return Poll::Ready(Some(Ok(Frame::data(chunk))));
                 }
                 Some(execute_response::Frame::End(end)) if !this.ended => {
-                    if let Err(error) = this.end(end) {
+                    if let Err(error) = end_frame(end) {
                         return this.fail(error);
                     }
+                    this.ended = true;
                 }
                 _ => return this.fail(BodyError::Protocol("unexpected frame in the body")),
             }

@@ -1,45 +1,96 @@
 //! Where a call goes: a node over gRPC (the cluster), or a node served in
-//! this process (`isolane dev`). Both speak the same frames: the request's
-//! head, body and end in, the response's head, body and end out, so the
-//! proxy places, retries, maps outcomes and counts the same way for both.
+//! this process (`isolane dev`). Both take the same [`Call`] and give the
+//! same [`Answer`], so the proxy places, retries, maps outcomes and counts
+//! the same way for both; only the gRPC way encodes them as frames.
 
 use std::fmt::Debug;
 use std::pin::Pin;
 
+use bytes::Bytes;
 use futures::Stream;
 use futures::future::BoxFuture;
-use isolane_proto::runtime::v1::{ExecuteResponse, ResponseHead, execute_response};
+use http_body_util::combinators::UnsyncBoxBody;
+use isolane_proto::call::{Answer, AnswerBody, Call};
+use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
+use isolane_proto::runtime::v1::{ExecuteResponse, execute_response};
 use tonic::Status;
 
 use super::outgoing::FrameStream;
 use crate::Error;
+use crate::error::BoxError;
 
-/// The response frames of one call.
+/// The response frames of one gRPC call.
 pub type ResponseFrames = Pin<Box<dyn Stream<Item = Result<ExecuteResponse, Status>> + Send>>;
 
-/// A runtime node in this process: the proxy hands it a call's request
-/// frames directly, without a connection (`isolane dev` runs the node's
-/// service this way). It answers as the node's gRPC service does: a refusal
-/// is a gRPC status, anything else a stream starting with the head.
+/// A call's request body, as handed to a node in this process.
+pub type CallBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// The largest response message accepted from a node (body chunks are far smaller).
+const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+
+/// A runtime node in this process: the proxy hands it a call as it is,
+/// without a connection or frames (`isolane dev` runs the node's service
+/// this way). It answers as the node's gRPC service does: a refusal is a
+/// gRPC status, anything else an answer and its body.
 pub trait LocalNode: Debug + Send + Sync + 'static {
     /// Runs one call.
-    fn execute(&self, frames: FrameStream) -> BoxFuture<'static, Result<ResponseFrames, Status>>;
+    fn call(
+        &self,
+        call: Call,
+        body: CallBody,
+    ) -> BoxFuture<'static, Result<(Answer, AnswerBody), Status>>;
 }
 
-/// Reads the response head, the first frame of every answer.
-pub(super) async fn response_head(
-    mut stream: ResponseFrames,
+/// An answer's body, as it comes from the node.
+pub enum Source {
+    /// The rest of a gRPC call's response frames.
+    Frames(ResponseFrames),
+    /// The body a node in this process gave.
+    Local(AnswerBody),
+}
+
+/// Runs `call` on a node in this process.
+pub(super) async fn call_local(
+    local: &dyn LocalNode,
+    call: Call,
+    body: CallBody,
     node: &str,
-) -> Result<(ResponseHead, ResponseFrames), Error> {
+) -> Result<(Answer, Source), Error> {
+    let (answer, body) = local
+        .call(call, body)
+        .await
+        .map_err(|status| Error::from_status(node, &status))?;
+    Ok((answer, Source::Local(body)))
+}
+
+/// Runs a call over gRPC: opens `Execute` with its frames and reads the
+/// answer from the first response frame.
+pub(super) async fn call_grpc(
+    client: RuntimeClient<tonic::transport::Channel>,
+    request: tonic::Request<FrameStream>,
+    node: &str,
+) -> Result<(Answer, Source), Error> {
     use futures::StreamExt as _;
-    match stream.next().await {
+    let mut client = client.max_decoding_message_size(MAX_MESSAGE);
+    let mut stream: ResponseFrames = match client.execute(request).await {
+        Ok(response) => Box::pin(response.into_inner()),
+        Err(status) => return Err(Error::from_status(node, &status)),
+    };
+    let head = match stream.next().await {
         Some(Ok(ExecuteResponse {
             frame: Some(execute_response::Frame::Head(head)),
-        })) => Ok((head, stream)),
-        Some(Ok(_)) | None => Err(Error::Protocol {
-            node: node.to_owned(),
-            detail: "the first response frame is not a head",
-        }),
-        Some(Err(status)) => Err(Error::from_status(node, &status)),
-    }
+        })) => head,
+        Some(Ok(_)) | None => {
+            return Err(Error::Protocol {
+                node: node.to_owned(),
+                detail: "the first response frame is not a head",
+            });
+        }
+        Some(Err(status)) => return Err(Error::from_status(node, &status)),
+    };
+    let answer = Answer::decode(head).map_err(|_| Error::Protocol {
+        node: node.to_owned(),
+        detail: "the response status is not an HTTP status",
+    })?;
+    Ok((answer, Source::Frames(stream)))
 }
