@@ -28,11 +28,11 @@ use crate::thread::ThreadCtx;
 /// Handles into the context that every turn needs. `v8::Global`s: they must
 /// be dropped before the isolate is disposed (see `Drop for WorkerIsolate`).
 pub(crate) struct Globals {
-    pub(crate) context: v8::Global<v8::Context>,
-    pub(crate) internal: v8::Global<v8::Object>,
-    pub(crate) handle_request: v8::Global<v8::Function>,
-    pub(crate) timer_fired: v8::Global<v8::Function>,
-    pub(crate) request_aborted: v8::Global<v8::Function>,
+    context: v8::Global<v8::Context>,
+    internal: v8::Global<v8::Object>,
+    handle_request: v8::Global<v8::Function>,
+    timer_fired: v8::Global<v8::Function>,
+    request_aborted: v8::Global<v8::Function>,
 }
 
 struct Inner {
@@ -245,7 +245,8 @@ impl WorkerIsolate {
                 Ok(value)
             } else {
                 let (exception, message, stack) = (tc.exception(), tc.message(), tc.stack_trace());
-                Err(script::describe(tc, exception, message, stack))
+                let (message, stack) = script::describe(tc, exception, message, stack);
+                Err(TurnError::Threw { message, stack })
             }
         };
         drop(entered);
@@ -355,7 +356,7 @@ impl WorkerIsolate {
             });
         }
         let env = self.turn(0, |scope, globals, _| {
-            script::evaluate(scope, globals, &bundle)
+            script::evaluate(scope, &globals.internal, &bundle)
         });
         match env {
             Ok(env) => {
