@@ -23,7 +23,7 @@ use crate::memory::Memory;
 use crate::observer::TerminationReason;
 use crate::outcome::ExecuteError;
 use crate::script;
-use crate::thread::ThreadCtx;
+use crate::thread_ctx::ThreadCtx;
 
 /// Handles into the context that every turn needs. `v8::Global`s: they must
 /// be dropped before the isolate is disposed (see `Drop for WorkerIsolate`).

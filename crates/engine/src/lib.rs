@@ -24,6 +24,7 @@ mod engine;
 mod fairness;
 mod host;
 mod isolate;
+mod job;
 mod limits;
 mod memory;
 mod observer;
@@ -37,6 +38,7 @@ mod scheduled;
 mod script;
 mod snapshot;
 mod thread;
+mod thread_ctx;
 mod watchdog;
 
 pub use body::{Body, BodyClosed, BodyError, BodySender};

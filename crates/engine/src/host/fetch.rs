@@ -283,7 +283,7 @@ fn connection_headers(headers: &mut HeaderMap, method: &Method, body_len: Option
 
 /// Refuses a URL whose host is an IP address the egress policy refuses
 /// (the WHATWG parser has turned every spelling of it into one address).
-fn check_literal(thread: &crate::thread::ThreadCtx, url: &url::Url) -> Result<(), String> {
+fn check_literal(thread: &crate::thread_ctx::ThreadCtx, url: &url::Url) -> Result<(), String> {
     let address = match url.host() {
         Some(url::Host::Ipv4(ip)) => std::net::IpAddr::V4(ip),
         Some(url::Host::Ipv6(ip)) => std::net::IpAddr::V6(ip),
