@@ -17,6 +17,7 @@ mod handle;
 mod html_rewriter;
 mod io;
 mod memory;
+pub(crate) mod rejection;
 mod respond;
 pub(crate) mod state;
 mod text;

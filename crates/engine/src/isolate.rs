@@ -96,7 +96,7 @@ impl WorkerIsolate {
         // Entered on this thread by `Isolate::new`; exited at the end.
         let mut isolate = v8::Isolate::new(params);
         isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
-        isolate.set_promise_reject_callback(crate::rejection::promise_reject);
+        isolate.set_promise_reject_callback(host::rejection::promise_reject);
         isolate.set_capture_stack_trace_for_uncaught_exceptions(true, 16);
         // No Wasm code (see js/20_memory.js): its memory escapes the budget.
         isolate.set_allow_wasm_code_generation_callback(refuse_wasm);
@@ -231,7 +231,7 @@ impl WorkerIsolate {
             if tc.has_terminated() {
                 self.host.rejections.clear();
             } else {
-                crate::rejection::report(tc, &self.host);
+                host::rejection::report(tc, &self.host);
             }
             let fired = thread.watchdog.disarm();
             let heap_hit = self.memory.take_hit();

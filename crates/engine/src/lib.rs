@@ -33,7 +33,6 @@ mod platform;
 mod pool;
 mod prewarm;
 mod quarantine;
-mod rejection;
 mod scheduled;
 mod script;
 mod snapshot;

@@ -21,8 +21,9 @@ use crate::bundle::WorkerBundle;
 use crate::isolate::WorkerIsolate;
 use crate::memory::Memory;
 use crate::outcome::{ExecuteError, Outcome};
-use crate::rejection::Rejections;
 use crate::thread_ctx::ThreadCtx;
+
+use super::rejection::Rejections;
 
 /// CPU budget for evaluating a worker's top-level code (no request yet).
 pub(crate) const STARTUP_CPU: Duration = Duration::from_millis(500);
