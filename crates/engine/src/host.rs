@@ -26,7 +26,7 @@ mod url;
 mod url_pattern;
 
 pub(crate) use html_rewriter::Rewriters;
-pub(crate) use state::{HostState, Settlement};
+pub(crate) use state::{HostState, IsolateTurns, Settlement};
 
 use v8::MapFnTo;
 

@@ -15,6 +15,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch}
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::config::{EngineConfig, PoolMode};
+use crate::host::IsolateTurns;
 use crate::isolate::{TurnError, WorkerIsolate};
 use crate::job::Job;
 use crate::limits::CpuClock;
