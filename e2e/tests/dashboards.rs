@@ -347,18 +347,6 @@ fn start_traffic(
     });
 }
 
-fn percent_encode(value: &str) -> String {
-    value
-        .bytes()
-        .map(|byte| match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (byte as char).to_string()
-            }
-            _ => format!("%{byte:02X}"),
-        })
-        .collect()
-}
-
 /// `GET path` on Prometheus's HTTP API, parsed.
 async fn prometheus_api(prometheus: SocketAddr, path: &str) -> Option<Value> {
     let response = http::get(prometheus, path).await?;
@@ -367,7 +355,10 @@ async fn prometheus_api(prometheus: SocketAddr, path: &str) -> Option<Value> {
 
 /// The instant-query result of `query`, or the API's error.
 async fn query(prometheus: SocketAddr, query: &str) -> Result<Vec<Value>, String> {
-    let path = format!("/api/v1/query?query={}", percent_encode(query));
+    let params = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("query", query)
+        .finish();
+    let path = format!("/api/v1/query?{params}");
     let body = prometheus_api(prometheus, &path).await.ok_or("no answer")?;
     if body["status"] != "success" {
         return Err(format!("{}: {}", body["errorType"], body["error"]));

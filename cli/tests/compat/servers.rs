@@ -316,7 +316,7 @@ async fn echo(request: http::Request<Incoming>, base: &str) -> http::Response<Fu
         "/json/a" | "/json/b" => reply(
             200,
             "application/json",
-            format!("{{\"name\":\"{}\"}}", &path[6..]),
+            serde_json::json!({ "name": &path[6..] }).to_string(),
         ),
         "/html" => reply(
             200,

@@ -9,9 +9,11 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::config::EngineConfig;
+use crate::job::Job;
 use crate::observer::EngineObserver;
 use crate::outcome::{EngineError, ExecuteError};
-use crate::thread::{self, EngineShared, Job, ThreadStart};
+use crate::thread::{self, ThreadStart};
+use crate::thread_ctx::EngineShared;
 use crate::{platform, snapshot};
 
 /// The running engine: N pinned threads, each with its own isolate pool.

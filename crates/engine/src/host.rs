@@ -17,6 +17,7 @@ mod handle;
 mod html_rewriter;
 mod io;
 mod memory;
+pub(crate) mod rejection;
 mod respond;
 pub(crate) mod state;
 mod text;
@@ -25,7 +26,7 @@ mod url;
 mod url_pattern;
 
 pub(crate) use html_rewriter::Rewriters;
-pub(crate) use state::{HostState, Settlement};
+pub(crate) use state::{HostState, IsolateTurns, Settlement};
 
 use v8::MapFnTo;
 

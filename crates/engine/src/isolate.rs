@@ -14,25 +14,25 @@ use std::cell::{Cell, RefCell};
 use std::mem::ManuallyDrop;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::bundle::WorkerBundle;
-use crate::host::{self, HostState, Settlement};
+use crate::host::{self, HostState, IsolateTurns, Settlement};
 use crate::limits::thread_cpu_now;
 use crate::memory::Memory;
 use crate::observer::TerminationReason;
 use crate::outcome::ExecuteError;
 use crate::script;
-use crate::thread::ThreadCtx;
+use crate::thread_ctx::ThreadCtx;
 
 /// Handles into the context that every turn needs. `v8::Global`s: they must
 /// be dropped before the isolate is disposed (see `Drop for WorkerIsolate`).
 pub(crate) struct Globals {
-    pub(crate) context: v8::Global<v8::Context>,
-    pub(crate) internal: v8::Global<v8::Object>,
-    pub(crate) handle_request: v8::Global<v8::Function>,
-    pub(crate) timer_fired: v8::Global<v8::Function>,
-    pub(crate) request_aborted: v8::Global<v8::Function>,
+    context: v8::Global<v8::Context>,
+    internal: v8::Global<v8::Object>,
+    handle_request: v8::Global<v8::Function>,
+    timer_fired: v8::Global<v8::Function>,
+    request_aborted: v8::Global<v8::Function>,
 }
 
 struct Inner {
@@ -96,7 +96,7 @@ impl WorkerIsolate {
         // Entered on this thread by `Isolate::new`; exited at the end.
         let mut isolate = v8::Isolate::new(params);
         isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
-        isolate.set_promise_reject_callback(crate::rejection::promise_reject);
+        isolate.set_promise_reject_callback(host::rejection::promise_reject);
         isolate.set_capture_stack_trace_for_uncaught_exceptions(true, 16);
         // No Wasm code (see js/20_memory.js): its memory escapes the budget.
         isolate.set_allow_wasm_code_generation_callback(refuse_wasm);
@@ -104,7 +104,7 @@ impl WorkerIsolate {
         memory.install_heap_callback(&mut isolate);
         // On error the isolate is dropped while still entered, as rusty_v8 wants.
         let globals = init_context(&mut isolate)?;
-        let worker = Rc::new_cyclic(|me| {
+        let worker = Rc::<WorkerIsolate>::new_cyclic(|me| {
             let host = Rc::new(HostState::new(thread.clone(), me.clone(), memory.clone()));
             isolate.set_slot(host.clone());
             // SAFETY: `Isolate::new` entered this isolate on this thread and
@@ -231,7 +231,7 @@ impl WorkerIsolate {
             if tc.has_terminated() {
                 self.host.rejections.clear();
             } else {
-                crate::rejection::report(tc, &self.host);
+                host::rejection::report(tc, &self.host);
             }
             let fired = thread.watchdog.disarm();
             let heap_hit = self.memory.take_hit();
@@ -245,7 +245,8 @@ impl WorkerIsolate {
                 Ok(value)
             } else {
                 let (exception, message, stack) = (tc.exception(), tc.message(), tc.stack_trace());
-                Err(script::describe(tc, exception, message, stack))
+                let (message, stack) = script::describe(tc, exception, message, stack);
+                Err(TurnError::Threw { message, stack })
             }
         };
         drop(entered);
@@ -271,30 +272,11 @@ impl WorkerIsolate {
         outcome
     }
 
-    /// Charges CPU time spent off this thread for request `ctx` (an
-    /// offloaded Web Crypto job, `host/crypto/offload.rs`). Past the
-    /// request's CPU limit the request ends as `cpu_limit` and the isolate is
-    /// condemned, as if a turn had run that long; returns whether the
-    /// request may go on.
-    pub(crate) fn charge_offloaded_cpu(&self, ctx: u32, cpu: std::time::Duration) -> bool {
-        let remaining = self.host.cpu_remaining(ctx);
-        self.host.add_cpu(ctx, cpu);
-        if !self.host.request_live(ctx) || cpu <= remaining {
-            return true;
-        }
-        self.condemn(
-            ctx,
-            TerminationReason::CpuLimit,
-            cpu.saturating_sub(remaining),
-        );
-        false
-    }
-
     /// A limit stopped this isolate: fail the request that ran, cancel the
     /// others, and refuse further turns. The pool discards it. `overrun` is
     /// the CPU time the turn kept running past the limit: a strike against
     /// the worker (see `quarantine.rs`).
-    fn condemn(&self, ctx: u32, reason: TerminationReason, overrun: std::time::Duration) {
+    fn condemn(&self, ctx: u32, reason: TerminationReason, overrun: Duration) {
         if self.condemned.replace(Some(reason)).is_some() {
             return;
         }
@@ -355,7 +337,7 @@ impl WorkerIsolate {
             });
         }
         let env = self.turn(0, |scope, globals, _| {
-            script::evaluate(scope, globals, &bundle)
+            script::evaluate(scope, &globals.internal, &bundle)
         });
         match env {
             Ok(env) => {
@@ -437,8 +419,43 @@ impl WorkerIsolate {
         })
     }
 
-    /// Settles the promise of a finished op, in a turn charged to its request.
-    pub(crate) fn settle(&self, op: u32, settlement: Settlement) {
+    fn log_async_error(&self, ctx: u32, result: Result<(), TurnError>) {
+        if let Err(TurnError::Threw { message, stack }) = result {
+            tracing::warn!(
+                worker.id = self.host.worker_id(),
+                revision = self.host.revision(),
+                thread = self.host.thread.index,
+                request.id = self.host.request_id(ctx).as_deref().unwrap_or(""),
+                error = %message,
+                %stack,
+                "uncaught exception in a callback"
+            );
+        }
+    }
+}
+
+// === impl IsolateTurns for WorkerIsolate ===
+
+impl IsolateTurns for WorkerIsolate {
+    fn host(&self) -> &HostState {
+        &self.host
+    }
+
+    fn charge_offloaded_cpu(&self, ctx: u32, cpu: Duration) -> bool {
+        let remaining = self.host.cpu_remaining(ctx);
+        self.host.add_cpu(ctx, cpu);
+        if !self.host.request_live(ctx) || cpu <= remaining {
+            return true;
+        }
+        self.condemn(
+            ctx,
+            TerminationReason::CpuLimit,
+            cpu.saturating_sub(remaining),
+        );
+        false
+    }
+
+    fn settle(&self, op: u32, settlement: Settlement) {
         let Some(ctx) = self.host.op_ctx(op) else {
             return;
         };
@@ -454,8 +471,7 @@ impl WorkerIsolate {
         self.log_async_error(ctx, result);
     }
 
-    /// A timer armed with `host.timerStart` is due.
-    pub(crate) fn fire_timer(&self, id: u32) {
+    fn fire_timer(&self, id: u32) {
         let Some(ctx) = self.host.fire_timer(id) else {
             return;
         };
@@ -468,9 +484,7 @@ impl WorkerIsolate {
         self.log_async_error(ctx, result);
     }
 
-    /// The client went away before the response was complete:
-    /// `internal.requestAborted(ctxId)` aborts the request's signal.
-    pub(crate) fn request_aborted(&self, ctx: u32) {
+    fn request_aborted(&self, ctx: u32) {
         if !self.host.request_live(ctx) {
             return;
         }
@@ -481,20 +495,6 @@ impl WorkerIsolate {
             function.call(scope, receiver.into(), &[id]).map(|_| ())
         });
         self.log_async_error(ctx, result);
-    }
-
-    fn log_async_error(&self, ctx: u32, result: Result<(), TurnError>) {
-        if let Err(TurnError::Threw { message, stack }) = result {
-            tracing::warn!(
-                worker.id = self.host.worker_id(),
-                revision = self.host.revision(),
-                thread = self.host.thread.index,
-                request.id = self.host.request_id(ctx).as_deref().unwrap_or(""),
-                error = %message,
-                %stack,
-                "uncaught exception in a callback"
-            );
-        }
     }
 }
 

@@ -3,7 +3,6 @@
 
 use crate::bundle::WorkerBundle;
 use crate::host;
-use crate::isolate::{Globals, TurnError};
 use crate::snapshot::script_origin;
 
 /// Whether `source` is an ES module: it has a top-level `import` or `export`
@@ -21,14 +20,15 @@ pub(crate) fn is_module(source: &str) -> bool {
     })
 }
 
-/// Evaluates the worker and hands its handler to the runtime; returns `env`.
-/// Runs inside a turn; `None` means a JS exception is pending.
+/// Evaluates the worker and hands its handler to the runtime's `internal`
+/// object; returns `env`. Runs inside a turn; `None` means a JS exception is
+/// pending.
 pub(crate) fn evaluate(
     scope: &mut v8::PinScope<'_, '_>,
-    globals: &Globals,
+    internal: &v8::Global<v8::Object>,
     bundle: &WorkerBundle,
 ) -> Option<v8::Global<v8::Object>> {
-    let internal = v8::Local::new(scope, &globals.internal);
+    let internal = v8::Local::new(scope, internal);
     let name = host::js_string(scope, &format!("worker:{}", bundle.id))?;
     let source = v8::String::new(scope, &bundle.script)?;
     let module = is_module(&bundle.script) || {
@@ -127,7 +127,7 @@ pub(crate) fn describe(
     exception: Option<v8::Local<'_, v8::Value>>,
     message: Option<v8::Local<'_, v8::Message>>,
     stack: Option<v8::Local<'_, v8::Value>>,
-) -> TurnError {
+) -> (String, String) {
     let text = exception.map_or_else(
         || "unknown error".to_owned(),
         |e| e.to_rust_string_lossy(scope),
@@ -148,7 +148,7 @@ pub(crate) fn describe(
     let stack = stack
         .map(|s| s.to_rust_string_lossy(scope))
         .unwrap_or_default();
-    TurnError::Threw { message, stack }
+    (message, stack)
 }
 
 #[cfg(test)]

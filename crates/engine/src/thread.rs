@@ -6,9 +6,8 @@
 //! lock is taken on the request path in `pinned` and `legacy` modes.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
@@ -16,12 +15,15 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch}
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::config::{EngineConfig, PoolMode};
+use crate::host::IsolateTurns;
 use crate::isolate::{TurnError, WorkerIsolate};
+use crate::job::Job;
 use crate::limits::CpuClock;
 use crate::observer::{EngineObserver, EvictionReason, TerminationReason};
 use crate::outcome::{ExecuteError, Outcome};
 use crate::pool::{Evicted, Pool};
 use crate::quarantine::Quarantine;
+use crate::thread_ctx::{EngineShared, ThreadCtx};
 use crate::watchdog::Watchdog;
 
 /// How long a shutting-down thread waits for requests in flight.
@@ -31,51 +33,6 @@ const DRAIN: Duration = Duration::from_secs(10);
 /// before it makes another spare (~4 ms of CPU that a request arriving
 /// meanwhile would wait behind).
 const REFILL_QUIET: Duration = Duration::from_millis(2);
-
-pub(crate) type Reply = oneshot::Sender<Result<http::Response<Body>, ExecuteError>>;
-
-/// One request for a thread.
-pub(crate) struct Job {
-    pub(crate) bundle: Arc<WorkerBundle>,
-    pub(crate) request: http::Request<Body>,
-    pub(crate) reply: Reply,
-    /// Already handed over by another thread (shared mode): run it here.
-    pub(crate) forwarded: bool,
-}
-
-/// What all threads share. Only `shared` mode touches the directory.
-pub(crate) struct EngineShared {
-    pub(crate) senders: Vec<mpsc::Sender<Job>>,
-    /// Each thread's tokio runtime, set once the thread started (see
-    /// `Engine::spawn_on`).
-    pub(crate) runtimes: Vec<std::sync::OnceLock<tokio::runtime::Handle>>,
-    /// Shared mode: which thread holds each worker's isolate.
-    pub(crate) directory: Mutex<HashMap<String, usize>>,
-    /// Each thread's long turns, for moving a hog's neighbours elsewhere.
-    pub(crate) loads: crate::fairness::Loads,
-    /// Where `fetch` may connect.
-    pub(crate) egress: Arc<crate::egress::EgressPolicy>,
-    /// The roots outbound TLS trusts.
-    pub(crate) roots: rustls::RootCertStore,
-    /// The Cache API's entries, every namespace's (keyed by it).
-    pub(crate) cache: crate::cache::HttpCache,
-}
-
-/// What the isolates of one thread need from it (no pool: isolates hold an
-/// `Rc` of this, and the pool holds isolates).
-pub(crate) struct ThreadCtx {
-    pub(crate) index: usize,
-    /// What all threads share (their loads; see `fairness.rs`).
-    pub(crate) shared: Arc<EngineShared>,
-    pub(crate) observer: Arc<dyn EngineObserver>,
-    pub(crate) config: EngineConfig,
-    /// Outbound `fetch`: HTTPS and HTTP, pooled, through the egress policy.
-    pub(crate) client: crate::egress::FetchClient,
-    pub(crate) watchdog: Watchdog,
-    pub(crate) snapshot: &'static [u8],
-    /// Workers refused for a while (borrowed briefly, never across an await).
-    pub(crate) quarantine: RefCell<Quarantine>,
-}
 
 struct ThreadState {
     ctx: Rc<ThreadCtx>,

@@ -9,6 +9,7 @@ pub(crate) mod handles;
 pub(crate) mod key;
 pub(crate) mod offload;
 pub(crate) mod ops;
+mod params;
 pub(crate) mod subtle;
 
 use sha1::Sha1;

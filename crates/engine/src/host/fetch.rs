@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 
 use super::state::FetchHead;
-use super::{HostState, Settlement, arg_string, header_map, new_promise, view_bytes};
+use super::{HostState, IsolateTurns, Settlement, arg_string, header_map, new_promise, view_bytes};
 use crate::body::Body;
 
 /// How long one hop may take to answer with its response head: connection,
@@ -86,18 +86,14 @@ pub(super) fn fetch(
 
 /// Sends the request, following redirects as `redirect` says; every hop
 /// takes one of the request's subrequests.
-async fn run(
-    me: &std::rc::Weak<crate::isolate::WorkerIsolate>,
-    ctx: u32,
-    mut outbound: Outbound,
-) -> Settlement {
+async fn run(me: &std::rc::Weak<dyn IsolateTurns>, ctx: u32, mut outbound: Outbound) -> Settlement {
     let mut redirected = false;
     for hop in 0..=MAX_REDIRECTS {
         let client = {
             let Some(isolate) = me.upgrade() else {
                 return Settlement::Undefined;
             };
-            let host = &isolate.host;
+            let host = isolate.host();
             let limit = host.worker.get().map_or(0, |w| w.limits.subrequests);
             if hop > 0
                 && let Err(limit) = host.take_subrequest(ctx, limit)
@@ -171,7 +167,7 @@ async fn run(
         let body_id = if http_body::Body::is_end_stream(&body) {
             0
         } else {
-            isolate.host.register_body(ctx, Body::wrap(body))
+            isolate.host().register_body(ctx, Body::wrap(body))
         };
         return Settlement::Fetch(FetchHead {
             status: parts.status.as_u16(),
@@ -283,7 +279,7 @@ fn connection_headers(headers: &mut HeaderMap, method: &Method, body_len: Option
 
 /// Refuses a URL whose host is an IP address the egress policy refuses
 /// (the WHATWG parser has turned every spelling of it into one address).
-fn check_literal(thread: &crate::thread::ThreadCtx, url: &url::Url) -> Result<(), String> {
+fn check_literal(thread: &crate::thread_ctx::ThreadCtx, url: &url::Url) -> Result<(), String> {
     let address = match url.host() {
         Some(url::Host::Ipv4(ip)) => std::net::IpAddr::V4(ip),
         Some(url::Host::Ipv6(ip)) => std::net::IpAddr::V6(ip),

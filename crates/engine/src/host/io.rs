@@ -32,15 +32,15 @@ pub(super) fn body_read(
         };
         let settlement = match chunk {
             Some(Ok(bytes)) => {
-                isolate.host.return_body(id, body);
+                isolate.host().return_body(id, body);
                 Settlement::Chunk(bytes.to_vec())
             }
             None => {
-                isolate.host.drop_body(id);
+                isolate.host().drop_body(id);
                 Settlement::Null
             }
             Some(Err(error)) => {
-                isolate.host.drop_body(id);
+                isolate.host().drop_body(id);
                 Settlement::TypeError(format!("body stream broken: {error}"))
             }
         };

@@ -6,7 +6,9 @@ use http::{HeaderName, HeaderValue, StatusCode};
 use tokio::sync::mpsc;
 
 use super::state::WriteOp;
-use super::{HostState, Settlement, arg_string, arg_u32, header_pairs, new_promise, view_bytes};
+use super::{
+    HostState, IsolateTurns, Settlement, arg_string, arg_u32, header_pairs, new_promise, view_bytes,
+};
 use crate::body::{Body, BodySender};
 use crate::outcome::ExecuteError;
 
@@ -97,7 +99,7 @@ const TOO_LONG: &str = "the response body is longer than its Content-Length";
 /// are never sent, and a body longer or shorter than declared ends with an
 /// error, so the front end closes the connection instead of framing a lie.
 async fn write_body(
-    me: std::rc::Weak<crate::isolate::WorkerIsolate>,
+    me: std::rc::Weak<dyn IsolateTurns>,
     ctx: u32,
     mut rx: mpsc::UnboundedReceiver<WriteOp>,
     sender: BodySender,
@@ -119,7 +121,7 @@ async fn write_body(
                 // nothing more of it runs.
                 if let Some(isolate) = me.upgrade() {
                     isolate.request_aborted(ctx);
-                    isolate.host.fail_request(ctx, ExecuteError::Canceled {
+                    isolate.host().fail_request(ctx, ExecuteError::Canceled {
                         reason: "the client went away",
                     });
                 }

@@ -18,11 +18,11 @@ use tokio::task::AbortHandle;
 
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
-use crate::isolate::WorkerIsolate;
 use crate::memory::Memory;
 use crate::outcome::{ExecuteError, Outcome};
-use crate::rejection::Rejections;
-use crate::thread::ThreadCtx;
+use crate::thread_ctx::ThreadCtx;
+
+use super::rejection::Rejections;
 
 /// CPU budget for evaluating a worker's top-level code (no request yet).
 pub(crate) const STARTUP_CPU: Duration = Duration::from_millis(500);
@@ -116,11 +116,38 @@ impl Hasher for IdHasher {
     }
 }
 
+/// The isolate a [`HostState`] belongs to, as its host tasks see it. Host
+/// callbacks never start a turn; a task they spawned gets back into
+/// JavaScript, once its I/O is done, only through these. `WorkerIsolate`
+/// implements it: the host names its isolate only through this trait, so
+/// it does not depend on the isolate that holds it.
+pub(crate) trait IsolateTurns {
+    /// The isolate's host state.
+    fn host(&self) -> &HostState;
+
+    /// Charges CPU time spent off this thread for request `ctx` (an
+    /// offloaded Web Crypto job, `host/crypto/offload.rs`). Past the
+    /// request's CPU limit the request ends as `cpu_limit` and the isolate is
+    /// condemned, as if a turn had run that long; returns whether the
+    /// request may go on.
+    fn charge_offloaded_cpu(&self, ctx: u32, cpu: Duration) -> bool;
+
+    /// Settles the promise of a finished op, in a turn charged to its request.
+    fn settle(&self, op: u32, settlement: Settlement);
+
+    /// A timer armed with `host.timerStart` is due.
+    fn fire_timer(&self, id: u32);
+
+    /// The client went away before the response was complete:
+    /// `internal.requestAborted(ctxId)` aborts the request's signal.
+    fn request_aborted(&self, ctx: u32);
+}
+
 pub(crate) struct HostState {
     pub(crate) thread: Rc<ThreadCtx>,
     pub(crate) worker: OnceCell<Arc<WorkerBundle>>,
     /// Back to the isolate, for tasks that settle promises later.
-    pub(crate) me: Weak<WorkerIsolate>,
+    pub(crate) me: Weak<dyn IsolateTurns>,
     /// The isolate's memory budget: host-made buffers are charged to it.
     pub(crate) memory: Arc<Memory>,
     now_ms: Cell<f64>,
@@ -141,7 +168,11 @@ pub(crate) struct HostState {
 }
 
 impl HostState {
-    pub(crate) fn new(thread: Rc<ThreadCtx>, me: Weak<WorkerIsolate>, memory: Arc<Memory>) -> Self {
+    pub(crate) fn new(
+        thread: Rc<ThreadCtx>,
+        me: Weak<dyn IsolateTurns>,
+        memory: Arc<Memory>,
+    ) -> Self {
         let crypto = super::crypto::handles::Handles::new(memory.clone());
         let codecs = super::codec::Codecs::new(memory.clone());
         Self {

@@ -79,22 +79,10 @@ const PROBE: &str = "export default { async fetch(request) {
 } };";
 
 fn probe_path(urls: &[String]) -> String {
-    let query: Vec<String> = urls
-        .iter()
-        .map(|u| format!("u={}", url_encode(u)))
-        .collect();
-    format!("/?{}", query.join("&"))
-}
-
-fn url_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(urls.iter().map(|u| ("u", u)))
+        .finish();
+    format!("/?{query}")
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use rsa::traits::PublicKeyParts;
 
 use super::key::{EcPublic, Key};
-use super::ops::Params;
+use super::params::Params;
 
 /// `Some(valid)` when `ring` handles this verification, `None` otherwise.
 pub(crate) fn verify(

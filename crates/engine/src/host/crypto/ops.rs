@@ -3,8 +3,6 @@
 //! algorithm, checked the key's algorithm and usages; this file checks what
 //! only the material can tell (key type, sizes) and calls the RustCrypto crates.
 
-use std::rc::Rc;
-
 use aes_gcm::aead::consts::{U12, U16, U32, U64};
 use aes_gcm::aead::{AeadInPlace, KeyInit};
 use cbc::cipher::block_padding::Pkcs7;
@@ -17,6 +15,7 @@ use sha2::{Digest, Sha256, Sha384, Sha512};
 
 use super::error::{CryptoError, Result};
 use super::key::{EcPrivate, EcPublic, Key, with_curve};
+use super::params::Params;
 
 /// PBKDF2 iterations above this are refused (`NotSupportedError`), as on
 /// Cloudflare's Workers.
@@ -25,25 +24,6 @@ pub(crate) const PBKDF2_MAX_ITERATIONS: u32 = 100_000;
 /// Output blocks × iterations one PBKDF2 call may cost (8 blocks, 256 bytes
 /// of SHA-256 output, at the iteration cap): about half a second of CPU.
 const PBKDF2_MAX_WORK: u64 = 8 * PBKDF2_MAX_ITERATIONS as u64;
-
-/// Algorithm parameters, already normalised by the runtime's JavaScript.
-#[derive(Default)]
-pub(crate) struct Params {
-    pub(crate) hash: Option<String>,
-    pub(crate) salt_length: Option<usize>,
-    pub(crate) iv: Option<Vec<u8>>,
-    pub(crate) additional_data: Option<Vec<u8>>,
-    pub(crate) tag_length: Option<usize>,
-    pub(crate) counter: Option<Vec<u8>>,
-    /// AES-CTR: bits of the counter block that count.
-    pub(crate) length: Option<usize>,
-    pub(crate) label: Option<Vec<u8>>,
-    pub(crate) salt: Option<Vec<u8>>,
-    pub(crate) info: Option<Vec<u8>>,
-    pub(crate) iterations: Option<u32>,
-    /// ECDH/X25519: the peer's public key.
-    pub(crate) public: Option<Rc<Key>>,
-}
 
 /// Runs `$body` with `$h` bound to the hash type `params.hash` names.
 macro_rules! with_hash {

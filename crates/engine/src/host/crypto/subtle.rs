@@ -11,7 +11,8 @@ use super::formats::{self, Exported, Generated, KeyData, Kind};
 use super::handles::Item;
 use super::key::Key;
 use super::offload::{self, Offloaded};
-use super::ops::{self, Params};
+use super::ops;
+use super::params::Params;
 use crate::host::{
     HostState, arg_string, array_buffer, js_string, throw_type_error, u8_array, view_bytes,
 };

@@ -13,7 +13,7 @@
 
 use std::cell::{Cell, RefCell};
 
-use crate::host::HostState;
+use super::HostState;
 
 /// At most this many rejections are noted per turn; past it they are only
 /// counted (a worker rejecting millions of promises in one turn must not

@@ -1,0 +1,55 @@
+//! What the isolates of an engine thread reach through it: [`ThreadCtx`],
+//! the thread's own observer, config, outbound client, watchdog and
+//! quarantine, and through it [`EngineShared`], what all threads share.
+//!
+//! Apart from `thread.rs` (the thread's loop, its pool and its requests) so
+//! that isolates and host functions depend on this, not on the thread that
+//! runs them: the thread holds the pool, the pool holds isolates, and each
+//! isolate holds an `Rc<ThreadCtx>`. Thread affinity: a `ThreadCtx` is made
+//! by its thread and never leaves it (`Rc`); `EngineShared` is `Arc`.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use crate::config::EngineConfig;
+use crate::job::Job;
+use crate::observer::EngineObserver;
+use crate::quarantine::Quarantine;
+use crate::watchdog::Watchdog;
+
+/// What all threads share. Only `shared` mode touches the directory.
+pub(crate) struct EngineShared {
+    pub(crate) senders: Vec<mpsc::Sender<Job>>,
+    /// Each thread's tokio runtime, set once the thread started (see
+    /// `Engine::spawn_on`).
+    pub(crate) runtimes: Vec<std::sync::OnceLock<tokio::runtime::Handle>>,
+    /// Shared mode: which thread holds each worker's isolate.
+    pub(crate) directory: Mutex<HashMap<String, usize>>,
+    /// Each thread's long turns, for moving a hog's neighbours elsewhere.
+    pub(crate) loads: crate::fairness::Loads,
+    /// Where `fetch` may connect.
+    pub(crate) egress: Arc<crate::egress::EgressPolicy>,
+    /// The roots outbound TLS trusts.
+    pub(crate) roots: rustls::RootCertStore,
+    /// The Cache API's entries, every namespace's (keyed by it).
+    pub(crate) cache: crate::cache::HttpCache,
+}
+
+/// What the isolates of one thread need from it (no pool: isolates hold an
+/// `Rc` of this, and the pool holds isolates).
+pub(crate) struct ThreadCtx {
+    pub(crate) index: usize,
+    /// What all threads share (their loads; see `fairness.rs`).
+    pub(crate) shared: Arc<EngineShared>,
+    pub(crate) observer: Arc<dyn EngineObserver>,
+    pub(crate) config: EngineConfig,
+    /// Outbound `fetch`: HTTPS and HTTP, pooled, through the egress policy.
+    pub(crate) client: crate::egress::FetchClient,
+    pub(crate) watchdog: Watchdog,
+    pub(crate) snapshot: &'static [u8],
+    /// Workers refused for a while (borrowed briefly, never across an await).
+    pub(crate) quarantine: RefCell<Quarantine>,
+}
