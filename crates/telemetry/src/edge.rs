@@ -120,6 +120,32 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_half_sent_http2_preface_is_cut() {
+        let addr = server().await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(b"PRI * HTTP/2.0\r\n").await.unwrap();
+        assert!(closed_by_server(&mut stream).await);
+    }
+
+    #[tokio::test]
+    async fn an_h2c_client_is_served() {
+        let addr = server().await;
+        let stream = TcpStream::connect(addr).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http2::handshake(
+            TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(stream),
+        )
+        .await
+        .unwrap();
+        tokio::spawn(connection);
+        let request = hyper::Request::get("http://x/")
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+    }
+
+    #[tokio::test]
     async fn a_half_sent_head_is_cut() {
         let addr = server().await;
         let mut stream = TcpStream::connect(addr).await.unwrap();

@@ -1,10 +1,10 @@
 //! The one accept loop of every HTTP front end: the router's ingress, the
 //! operator's admission webhook (over TLS) and the admin servers.
 //!
-//! Each accepted connection must send its first bytes within the
-//! header-read timeout ([`super::first_bytes`]); a wrapped connection (a TLS
-//! handshake, [`Wrapped`]) must finish its handshake and then send its first
-//! bytes within it too; after that, hyper holds each request head to it
+//! Each accepted connection must send its first bytes, as many as tell
+//! HTTP/1 from HTTP/2, within the header-read timeout ([`Primed`]); a
+//! wrapped connection (a TLS handshake, [`Wrapped`]) must finish its
+//! handshake and then send those bytes within it too; after that, hyper holds each request head to it
 //! ([`super::server_builder`]). On shutdown the loop stops accepting, lets
 //! open connections finish for up to the grace period, and returns.
 
@@ -72,15 +72,16 @@ pub trait Handshake: Send + Sync + 'static {
     ) -> impl Future<Output = Option<Self::Io>> + Send;
 }
 
-/// Cleartext HTTP/1.1 and h2c (prior knowledge).
+/// Cleartext HTTP/1.1 and h2c (prior knowledge): the client's first bytes,
+/// as many as tell which, arrive within the timeout.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Plain;
 
 impl Handshake for Plain {
-    type Io = TcpStream;
+    type Io = Primed<TcpStream>;
 
-    async fn handshake(&self, stream: TcpStream, timeout: Duration) -> Option<TcpStream> {
-        super::first_bytes(&stream, timeout).await.then_some(stream)
+    async fn handshake(&self, stream: TcpStream, timeout: Duration) -> Option<Primed<TcpStream>> {
+        Primed::first_bytes(stream, timeout).await
     }
 }
 
