@@ -592,27 +592,8 @@ impl Trip {
     {
         let config = &self.proxy.inner.config;
         let (parts, body) = request.into_parts();
-        let context = HeadContext {
-            host: &self.host,
-            worker_id: &self.backend.worker_id,
-            revision: &self.revision,
-            request_id: &self.request_id,
-            client_ip: parts.extensions.get::<ClientAddr>().map(|a| a.0.ip()),
-            trusted: parts
-                .extensions
-                .get::<ClientAddr>()
-                .is_some_and(|a| self.proxy.trusts(a.0.ip())),
-        };
-        let mut call = call_for(&parts, &context).map_err(|invalid| {
-            (
-                NO_NODE.to_owned(),
-                Error::InvalidHost { host: invalid.host },
-            )
-        })?;
-        // A cron tick (`run_tick`, or the test URL of a proxy that has
-        // one): never from a client's own request in a cluster.
-        call.scheduled = parts.extensions.get::<ScheduledTick>().cloned();
-        call.prewarm = parts.extensions.get::<PrewarmRequest>().is_some();
+        // Built once; only a retry builds it again.
+        let mut first_call = Some(self.call(&parts)?);
         let mut body =
             tokio::time::timeout_at(self.deadline, Outgoing::prepare(body, config.replay_limit))
                 .await
@@ -668,15 +649,19 @@ impl Trip {
                 );
                 self.proxy.inner.metrics.retry(error.kind());
             }
-            let node = fleet.nodes()[pick.index].member.name.clone();
             attempts += 1;
+            let call = match first_call.take() {
+                Some(call) => call,
+                None => self.call(&parts)?,
+            };
             let error = match self
-                .attempt(&fleet, pick.index, pick.thread, call.clone(), &mut body)
+                .attempt(&fleet, pick.index, pick.thread, call, &mut body)
                 .await
             {
                 Ok(response) => return Ok(response),
                 Err(error) => error,
             };
+            let node = fleet.nodes()[pick.index].member.name.clone();
             if error.ejects_node() {
                 fleet.eject(pick.index);
                 warn!(%node, %error, "node unreachable; skipping it for new requests briefly");
@@ -712,6 +697,32 @@ impl Trip {
             tried.push(pick.index);
             refused = Some((node, error));
         }
+    }
+
+    /// What the node is asked to run for the client's request `parts`.
+    fn call(&self, parts: &http::request::Parts) -> Result<Call, Failure> {
+        let context = HeadContext {
+            host: &self.host,
+            worker_id: &self.backend.worker_id,
+            revision: &self.revision,
+            request_id: &self.request_id,
+            client_ip: parts.extensions.get::<ClientAddr>().map(|a| a.0.ip()),
+            trusted: parts
+                .extensions
+                .get::<ClientAddr>()
+                .is_some_and(|a| self.proxy.trusts(a.0.ip())),
+        };
+        let mut call = call_for(parts, &context).map_err(|invalid| {
+            (
+                NO_NODE.to_owned(),
+                Error::InvalidHost { host: invalid.host },
+            )
+        })?;
+        // A cron tick (`run_tick`, or the test URL of a proxy that has
+        // one): never from a client's own request in a cluster.
+        call.scheduled = parts.extensions.get::<ScheduledTick>().cloned();
+        call.prewarm = parts.extensions.get::<PrewarmRequest>().is_some();
+        Ok(call)
     }
 
     /// One call to one node: `Err` before the response head is decided.

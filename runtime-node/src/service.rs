@@ -176,10 +176,8 @@ impl NodeService {
         tracing::debug!(worker.id = %call.worker_id, revision = %bundle.revision, thread, request.id = %call.request_id, "execute");
         let head_only = call.request.method() == Method::HEAD;
         let deadline_ms = call.deadline_ms;
-        let (worker_id, request_id) = (call.worker_id.clone(), call.request_id.clone());
-        let execute = shared
-            .engine
-            .execute(thread, bundle, engine_request(call, body));
+        let (request, worker_id, request_id) = engine_request(call, body);
+        let execute = shared.engine.execute(thread, bundle, request);
         let result = match deadline {
             Some(deadline) => tokio::time::timeout_at(deadline, execute)
                 .await
@@ -312,12 +310,20 @@ impl Runtime for NodeService {
     }
 }
 
-/// The engine's request for a call: its body is `body`, unless the call
-/// has none to read.
-fn engine_request(call: Call, body: Body) -> http::Request<Body> {
+/// The engine's request for a call (its body is `body`, unless the call has
+/// none to read), and the call's worker and request ids, for logs.
+fn engine_request(call: Call, body: Body) -> (http::Request<Body>, String, String) {
     let body = if call.bodyless() { Body::empty() } else { body };
-    let mut request = call.request.map(|()| body);
-    if let Some(tick) = call.scheduled {
+    let Call {
+        request,
+        worker_id,
+        request_id,
+        scheduled,
+        prewarm,
+        ..
+    } = call;
+    let mut request = request.map(|()| body);
+    if let Some(tick) = scheduled {
         request
             .extensions_mut()
             .insert(isolane_engine::ScheduledEvent {
@@ -325,8 +331,8 @@ fn engine_request(call: Call, body: Body) -> http::Request<Body> {
                 scheduled_time_ms: tick.scheduled_time_ms,
             });
     }
-    if call.prewarm {
+    if prewarm {
         request.extensions_mut().insert(isolane_engine::Prewarm);
     }
-    request
+    (request, worker_id, request_id)
 }

@@ -218,11 +218,16 @@ const HOP_BY_HOP: &[HeaderName] = &[
     header::PROXY_AUTHORIZATION,
 ];
 
-/// Whether `name` is hop-by-hop here, including names listed in `Connection`.
-pub fn is_hop_by_hop(name: &HeaderName, headers: &HeaderMap) -> bool {
+/// Whether `name` is hop-by-hop whatever the message says.
+pub fn is_always_hop_by_hop(name: &HeaderName) -> bool {
     HOP_BY_HOP.contains(name)
         || name.as_str() == "keep-alive"
         || name.as_str() == "proxy-connection"
+}
+
+/// Whether `name` is hop-by-hop here, including names listed in `Connection`.
+pub fn is_hop_by_hop(name: &HeaderName, headers: &HeaderMap) -> bool {
+    is_always_hop_by_hop(name)
         || headers
             .get_all(header::CONNECTION)
             .iter()

@@ -15,7 +15,7 @@ use isolane_proto::call::Failed;
 use isolane_proto::runtime::v1::{ResponseEnd, execute_response};
 use tokio::time::Sleep;
 
-use super::outgoing::is_hop_by_hop;
+use super::outgoing::{is_always_hop_by_hop, is_hop_by_hop};
 use super::upstream::Source;
 use crate::error::BoxError;
 use crate::fleet::InFlight;
@@ -25,8 +25,10 @@ use crate::routes::Backend;
 /// Removes hop-by-hop headers from a node's answer: they describe the
 /// node's connection, not the client's.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    // Most answers have none: look before allocating.
-    if !headers.keys().any(|name| is_hop_by_hop(name, headers)) {
+    // Most answers have none, and no `Connection` header naming more: look
+    // before allocating.
+    let names_more = headers.contains_key(http::header::CONNECTION);
+    if !names_more && !headers.keys().any(is_always_hop_by_hop) {
         return;
     }
     let hop: Vec<HeaderName> = headers
@@ -358,5 +360,42 @@ impl Body for UpstreamBody {
             _ if self.done => SizeHint::with_exact(0),
             _ => SizeHint::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, http::HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn hop_by_hop_headers_and_those_connection_names_are_stripped() {
+        let mut plain = headers(&[("content-type", "text/plain"), ("x-a", "1")]);
+        let before = plain.clone();
+        strip_hop_by_hop(&mut plain);
+        assert_eq!(plain, before);
+
+        let mut fixed = headers(&[
+            ("keep-alive", "5"),
+            ("transfer-encoding", "chunked"),
+            ("x-a", "1"),
+        ]);
+        strip_hop_by_hop(&mut fixed);
+        assert_eq!(fixed, headers(&[("x-a", "1")]));
+
+        let mut named = headers(&[
+            ("connection", "x-private, close"),
+            ("x-private", "1"),
+            ("x-a", "1"),
+        ]);
+        strip_hop_by_hop(&mut named);
+        assert_eq!(named, headers(&[("x-a", "1")]));
     }
 }
