@@ -38,18 +38,19 @@ impl CronTable {
                     .filter_map(|expr| {
                         Schedule::parse(expr, triggers.time_zone.as_deref())
                             .inspect_err(|error| {
-                                warn!(worker.id = %w.worker_id, %error, "cron schedule ignored");
+                                warn!(worker.id = %w.key(), %error, "cron schedule ignored");
                             })
                             .ok()
                     })
                     .collect();
                 let host = w
+                    .claim
                     .routes
                     .first()
-                    .map(|(host, _)| host.replace('*', "cron"))
+                    .map(|route| route.host.replace('*', "cron"))
                     .unwrap_or_else(|| "scheduled.invalid".to_owned());
                 (!schedules.is_empty()).then(|| CronWorker {
-                    worker_id: w.worker_id.clone(),
+                    worker_id: w.worker_id(),
                     revision: w.split.main_revision().to_owned(),
                     host,
                     schedules,
