@@ -200,11 +200,13 @@ impl WorkerIndex {
     fn others_on(&self, key: &WorkerKey, routes: &[Route]) -> Vec<WorkerKey> {
         let mut others = BTreeSet::new();
         for route in routes {
-            others.extend(self.routes.claimants(route).filter(|k| *k != key).cloned());
-            // Other namespaces on an overlapping host: the host rule may
-            // have moved for them too.
-            others.extend(self.routes.overlapping(&key.namespace, &route.host));
+            // Everyone on an overlapping host, whatever the prefix or the
+            // namespace: the host rule may have moved for them (a namespace's
+            // claim on a host is as old as its oldest Worker there), and the
+            // age rule for those on the same route.
+            others.extend(self.routes.on_overlapping_hosts(&route.host));
         }
+        others.remove(key);
         others.into_iter().collect()
     }
 }
@@ -333,6 +335,35 @@ mod tests {
             index.routes().owner(&Route::new("x", "/")),
             Some(&WorkerKey::new("ns", "new"))
         );
+    }
+
+    #[test]
+    fn a_change_wakes_every_worker_on_an_overlapping_host() {
+        let mut index = WorkerIndex::default();
+        let mut first = worker("first", 1, &["h.example"]);
+        first.spec.routes[0].path_prefix = "/x".into();
+        let mut second = worker("second", 3, &["h.example"]);
+        second.spec.routes[0].path_prefix = "/y".into();
+        let other = crate::fixtures::worker(
+            "other",
+            "site",
+            2,
+            crate::fixtures::spec(None, &["*.example"]),
+        );
+        index.apply_event(&watcher::Event::Apply(first.clone()));
+        index.apply_event(&watcher::Event::Apply(second));
+        index.apply_event(&watcher::Event::Apply(other));
+        let second = WorkerKey::new("ns", "second");
+        assert!(index.routes().ownership().lost(&second).is_empty());
+        // Without ns/first, namespace ns claims h.example from second 3 on,
+        // after other/site's wildcard: ns/second loses its route, though it
+        // shares no host + prefix with ns/first.
+        let affected = index.apply_event(&watcher::Event::Delete(first));
+        assert_eq!(
+            affected,
+            vec![second.clone(), WorkerKey::new("other", "site")]
+        );
+        assert_eq!(index.routes().ownership().lost(&second).len(), 1);
     }
 
     #[test]

@@ -81,17 +81,14 @@ impl RouteTable {
         self.ownership().owner(route)
     }
 
-    /// The Workers of other namespaces claiming a host that overlaps `host`.
-    pub fn overlapping(&self, namespace: &str, host: &str) -> Vec<WorkerKey> {
+    /// The Workers claiming a host that overlaps `host` (any prefix, any
+    /// namespace): whose decision may change when a claim on `host` does,
+    /// as the host's owner and its age are decided per host.
+    pub fn on_overlapping_hosts(&self, host: &str) -> Vec<WorkerKey> {
         let mut keys: BTreeSet<WorkerKey> = BTreeSet::new();
         for (route, claimants) in &self.by_route {
             if overlap(&route.host, host) {
-                keys.extend(
-                    claimants
-                        .iter()
-                        .filter(|key| key.namespace != namespace)
-                        .cloned(),
-                );
+                keys.extend(claimants.iter().cloned());
             }
         }
         keys.into_iter().collect()
