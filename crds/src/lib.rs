@@ -10,6 +10,7 @@
 //! is the admission webhook's job.
 #![forbid(unsafe_code)]
 
+mod claim;
 mod condition;
 pub mod cron;
 pub mod traffic;

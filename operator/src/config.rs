@@ -117,7 +117,7 @@ pub struct Args {
     /// (`*.example.com=team-a` reserves every host under example.com);
     /// repeat the flag or separate with commas. The router takes the same.
     #[arg(long = "reserved-host", env = ENV_RESERVED_HOSTS, value_delimiter = ',')]
-    pub reserved_hosts: Vec<isolane_hosts::Reservation>,
+    pub reserved_hosts: Vec<isolane_worker::Reservation>,
 }
 
 /// Why the flags do not make a valid configuration.
@@ -196,7 +196,7 @@ pub struct Config {
     /// Periodic re-reconcile.
     pub resync: Duration,
     /// Hosts reserved for namespaces.
-    pub reserved_hosts: Vec<isolane_hosts::Reservation>,
+    pub reserved_hosts: Vec<isolane_worker::Reservation>,
 }
 
 impl Args {

@@ -15,11 +15,11 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use isolane_crds::{Worker, WorkerSpec};
-use kube::ResourceExt;
+use isolane_crds::{Route, Worker, WorkerSpec};
+use isolane_worker::{Claim, Reservation};
 use kube::runtime::watcher;
 
-use crate::routes::{Claimant, RouteKey, RouteTable, WorkerKey, route_keys};
+use crate::routes::{RouteTable, WorkerKey};
 
 /// The kind of an object a Worker reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,9 +53,8 @@ pub struct ReferenceKey {
 
 #[derive(Debug)]
 struct Entry {
-    claimant: Claimant,
+    claim: Claim,
     references: Vec<ReferenceKey>,
-    routes: Vec<RouteKey>,
 }
 
 /// References and route claims of every Worker the watch has seen.
@@ -70,7 +69,7 @@ pub struct WorkerIndex {
 
 impl WorkerIndex {
     /// An empty index whose route table honours `reservations`.
-    pub fn with_reservations(reservations: Vec<isolane_hosts::Reservation>) -> Self {
+    pub fn with_reservations(reservations: Vec<Reservation>) -> Self {
         Self {
             routes: RouteTable::with_reservations(reservations),
             ..Self::default()
@@ -85,12 +84,12 @@ impl WorkerIndex {
             watcher::Event::Apply(worker) => self.upsert(worker),
             watcher::Event::InitApply(worker) => {
                 let affected = self.upsert(worker);
-                if let (Some(seen), Some(key)) = (self.relisting.as_mut(), key_of(worker)) {
+                if let (Some(seen), Some(key)) = (self.relisting.as_mut(), worker.key()) {
                     seen.insert(key);
                 }
                 affected
             }
-            watcher::Event::Delete(worker) => match key_of(worker) {
+            watcher::Event::Delete(worker) => match worker.key() {
                 Some(key) => self.remove(&key),
                 None => Vec::new(),
             },
@@ -119,35 +118,21 @@ impl WorkerIndex {
 
     /// Records (or replaces) what `worker` references and claims.
     pub fn upsert(&mut self, worker: &Worker) -> Vec<WorkerKey> {
-        let Some(key) = key_of(worker) else {
+        let Some(claim) = worker.claim() else {
             return Vec::new();
         };
-        let deleting = worker.metadata.deletion_timestamp.is_some();
-        let claimant = Claimant::new(
-            key.clone(),
-            worker
-                .metadata
-                .creation_timestamp
-                .as_ref()
-                .map(|time| time.0),
-        );
-        let (references, routes) = if deleting {
-            (Vec::new(), Vec::new())
+        let key = claim.worker.clone();
+        let references = if worker.metadata.deletion_timestamp.is_some() {
+            Vec::new()
         } else {
-            (
-                references(&key.namespace, &worker.spec),
-                route_keys(&worker.spec.routes),
-            )
+            references(&key.namespace, &worker.spec)
         };
         let old = self.entries.remove(&key);
-        let unchanged_routes = old
-            .as_ref()
-            .is_some_and(|old| old.routes == routes && old.claimant == claimant);
-        let mut touched: Vec<RouteKey> = Vec::new();
+        let unchanged_routes = old.as_ref().is_some_and(|old| old.claim == claim);
+        let mut touched: Vec<Route> = Vec::new();
         if let Some(old) = old {
             self.forget_references(&key, &old.references);
-            self.routes.release(&old.claimant, &old.routes);
-            touched.extend(old.routes);
+            touched.extend(old.claim.routes);
         }
         for reference in &references {
             self.readers
@@ -155,16 +140,12 @@ impl WorkerIndex {
                 .or_default()
                 .insert(key.clone());
         }
-        self.routes.claim(&claimant, &routes);
-        touched.extend(routes.iter().cloned());
-        self.entries.insert(
-            key.clone(),
-            Entry {
-                claimant,
-                references,
-                routes,
-            },
-        );
+        touched.extend(claim.routes.iter().cloned());
+        if !unchanged_routes {
+            self.routes.set(claim.clone());
+        }
+        self.entries
+            .insert(key.clone(), Entry { claim, references });
         if unchanged_routes {
             Vec::new()
         } else {
@@ -178,8 +159,8 @@ impl WorkerIndex {
             return Vec::new();
         };
         self.forget_references(key, &old.references);
-        self.routes.release(&old.claimant, &old.routes);
-        self.others_on(key, &old.routes)
+        self.routes.remove(key);
+        self.others_on(key, &old.claim.routes)
     }
 
     /// The Workers that read `reference`.
@@ -216,24 +197,18 @@ impl WorkerIndex {
         }
     }
 
-    fn others_on(&self, key: &WorkerKey, routes: &[RouteKey]) -> Vec<WorkerKey> {
+    fn others_on(&self, key: &WorkerKey, routes: &[Route]) -> Vec<WorkerKey> {
         let mut others = BTreeSet::new();
         for route in routes {
-            others.extend(self.routes.claimants(route).filter(|k| *k != key).cloned());
-            // Other namespaces on an overlapping host: the host rule may
-            // have moved for them too.
-            others.extend(self.routes.overlapping(&key.namespace, &route.host));
+            // Everyone on an overlapping host, whatever the prefix or the
+            // namespace: the host rule may have moved for them (a namespace's
+            // claim on a host is as old as its oldest Worker there), and the
+            // age rule for those on the same route.
+            others.extend(self.routes.on_overlapping_hosts(&route.host));
         }
+        others.remove(key);
         others.into_iter().collect()
     }
-}
-
-/// The key of a Worker read from the API.
-pub fn key_of(worker: &Worker) -> Option<WorkerKey> {
-    Some(WorkerKey::new(
-        worker.namespace()?,
-        worker.metadata.name.clone()?,
-    ))
 }
 
 /// The ConfigMaps and Secrets a Worker spec reads, in `namespace`.
@@ -357,12 +332,38 @@ mod tests {
             vec![WorkerKey::new("ns", "new")]
         );
         assert_eq!(
-            index.routes().owner(&RouteKey {
-                host: "x".into(),
-                path_prefix: "/".into()
-            }),
+            index.routes().owner(&Route::new("x", "/")),
             Some(&WorkerKey::new("ns", "new"))
         );
+    }
+
+    #[test]
+    fn a_change_wakes_every_worker_on_an_overlapping_host() {
+        let mut index = WorkerIndex::default();
+        let mut first = worker("first", 1, &["h.example"]);
+        first.spec.routes[0].path_prefix = "/x".into();
+        let mut second = worker("second", 3, &["h.example"]);
+        second.spec.routes[0].path_prefix = "/y".into();
+        let other = crate::fixtures::worker(
+            "other",
+            "site",
+            2,
+            crate::fixtures::spec(None, &["*.example"]),
+        );
+        index.apply_event(&watcher::Event::Apply(first.clone()));
+        index.apply_event(&watcher::Event::Apply(second));
+        index.apply_event(&watcher::Event::Apply(other));
+        let second = WorkerKey::new("ns", "second");
+        assert!(index.routes().ownership().lost(&second).is_empty());
+        // Without ns/first, namespace ns claims h.example from second 3 on,
+        // after other/site's wildcard: ns/second loses its route, though it
+        // shares no host + prefix with ns/first.
+        let affected = index.apply_event(&watcher::Event::Delete(first));
+        assert_eq!(
+            affected,
+            vec![second.clone(), WorkerKey::new("other", "site")]
+        );
+        assert_eq!(index.routes().ownership().lost(&second).len(), 1);
     }
 
     #[test]

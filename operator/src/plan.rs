@@ -32,7 +32,7 @@ use crate::bundle::{bundle_secret, digest};
 use crate::metrics::Outcome;
 use crate::resolve::{self, MissingReference, Sources};
 use crate::revisions::{self, Stored};
-use crate::routes::{Holder, RouteKey, WorkerKey, route_keys};
+use crate::routes::{Holder, WorkerKey};
 use crate::script::{self, ScriptKind, SyntaxError};
 use crate::status::{ConditionUpdate, DesiredStatus, Revisions, Shown, reason};
 
@@ -42,7 +42,7 @@ pub struct Observed {
     /// The ConfigMaps and Secrets the Worker references, as read.
     pub sources: Sources,
     /// The routes it declares that other Workers hold, and who holds them.
-    pub lost: Vec<(RouteKey, Holder)>,
+    pub lost: Vec<(Route, Holder)>,
     /// The schedulable runtime nodes.
     pub nodes: Arc<NodeSet>,
     /// The bundle Secrets (metadata) in the operator namespace, as the store
@@ -346,18 +346,17 @@ fn rollout(
 /// What the plan decided about a Worker's routes.
 struct RouteDecision {
     admitted: Vec<Route>,
-    lost: Vec<(RouteKey, Holder)>,
+    lost: Vec<(Route, Holder)>,
     declared: usize,
 }
 
 impl RouteDecision {
     /// `routes` without the `lost` ones (and without repeats).
-    fn new(routes: &[Route], lost: &[(RouteKey, Holder)]) -> Self {
-        let declared = route_keys(routes).len();
+    fn new(routes: &[Route], lost: &[(Route, Holder)]) -> Self {
+        let declared = Route::distinct(routes).len();
         let mut admitted: Vec<Route> = Vec::new();
         for route in routes {
-            let route_key = RouteKey::from(route);
-            if !lost.iter().any(|(lost, _)| *lost == route_key) && !admitted.contains(route) {
+            if !lost.iter().any(|(lost, _)| lost == route) && !admitted.contains(route) {
                 admitted.push(route.clone());
             }
         }
@@ -707,7 +706,7 @@ mod tests {
         let worker = worker(SCRIPT, &["shared.example.com"]);
         let mut observed = observed();
         let holder = Holder::OlderWorker(WorkerKey::new("apps", "older"));
-        observed.lost = vec![(RouteKey::from(&worker.spec.routes[0]), holder)];
+        observed.lost = vec![(worker.spec.routes[0].clone(), holder)];
         let plan = plan(&worker, &key(), &observed, &settings()).unwrap();
         assert_eq!(plan.outcome, Outcome::NotReady);
         let secret = applied(&plan).expect("the bundle is still written");

@@ -26,11 +26,11 @@ use tokio::sync::watch;
 use tracing::{Instrument, debug, info_span, warn};
 
 use crate::executor::Executor;
-use crate::index::{WorkerIndex, key_of};
+use crate::index::WorkerIndex;
 use crate::metrics::Outcome;
 use crate::plan::{self, Observed, Settings};
 use crate::resolve;
-use crate::routes::{WorkerKey, route_keys};
+use crate::routes::WorkerKey;
 use crate::{Error, FINALIZER, lock};
 
 /// What the reconcile reads from and writes with.
@@ -79,7 +79,7 @@ impl Context {
 /// Reconciles one Worker (see the module docs); counts it in the metrics.
 pub async fn reconcile(worker: Arc<Worker>, context: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
-    let key = key_of(&worker).ok_or(Error::UnnamedWorker)?;
+    let key = worker.key().ok_or(Error::UnnamedWorker)?;
     let span = info_span!("reconcile", worker.id = %key);
     let api: Api<Worker> = Api::namespaced(context.client.clone(), &key.namespace);
     let outcome = Mutex::new(Outcome::Pending);
@@ -142,9 +142,10 @@ async fn apply(
 /// What the plan needs: the references read now, and the caches' state.
 async fn observe(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<Observed, Error> {
     let sources = resolve::fetch(&context.client, &key.namespace, &worker.spec).await?;
-    let lost = lock(&context.index)
-        .routes()
-        .lost(key, &route_keys(&worker.spec.routes));
+    let lost = worker
+        .claim()
+        .map(|claim| lock(&context.index).routes().lost(&claim))
+        .unwrap_or_default();
     Ok(Observed {
         sources,
         lost,
@@ -174,7 +175,7 @@ async fn cleanup(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<
 /// doubling to 5 min; an optimistic-concurrency conflict (409) is retried after
 /// 100 ms the first three times.
 pub fn error_policy(worker: Arc<Worker>, error: &Error, context: Arc<Context>) -> Action {
-    let Some(key) = key_of(&worker) else {
+    let Some(key) = worker.key() else {
         return Action::requeue(Duration::from_secs(60));
     };
     let attempts = {

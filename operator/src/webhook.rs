@@ -2,7 +2,9 @@
 //! schema cannot see.
 //!
 //! - an inline `spec.script` that does not parse (the message says `line:column`);
-//! - a route (host + pathPrefix) already claimed by another Worker. On update,
+//! - a route (host + pathPrefix) that would take a route or a host from
+//!   another Worker (`RouteTable::held_by_others`, the ownership rule with the
+//!   Worker under review as the youngest claimant). On update,
 //!   only routes the Worker did not have before are checked, so a Worker that
 //!   lost a route in a race can still be edited.
 //!
@@ -24,7 +26,7 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use isolane_crds::Worker;
+use isolane_crds::{Route, Worker};
 use isolane_telemetry::edge::{self, Edge, Wrapped};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
@@ -39,7 +41,7 @@ use tracing::{debug, info};
 
 use crate::Error;
 use crate::index::WorkerIndex;
-use crate::routes::{WorkerKey, route_keys};
+use crate::routes::{Holder, WorkerKey};
 use crate::script;
 use isolane_telemetry::ReadyHandle;
 
@@ -115,14 +117,24 @@ pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Resu
     let before = request
         .old_object
         .as_ref()
-        .map(|old| route_keys(&old.spec.routes))
+        .map(|old| old.spec.routes.clone())
         .unwrap_or_default();
-    let added: Vec<_> = route_keys(&worker.spec.routes)
+    let added: Vec<Route> = Route::distinct(&worker.spec.routes)
         .into_iter()
         .filter(|route| !before.contains(route))
         .collect();
-    for (route, holder) in index.routes().held_by_others(&key, &added) {
-        problems.push(format!("spec.routes: route {route} {holder}"));
+    for (route, holder) in index
+        .routes()
+        .held_by_others(&key, &worker.spec.routes, &added)
+    {
+        match holder {
+            // Not necessarily older: the Worker under review counts as the
+            // youngest.
+            Holder::OlderWorker(other) => problems.push(format!(
+                "spec.routes: route {route} is already claimed by Worker {other}"
+            )),
+            host => problems.push(format!("spec.routes: route {route} {host}")),
+        }
     }
     if problems.is_empty() {
         Ok(())

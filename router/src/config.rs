@@ -11,8 +11,8 @@ use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use clap::Parser;
-use isolane_hosts::Reservation;
 use isolane_telemetry::{AdminArgs, LogFormat};
+use isolane_worker::Reservation;
 
 use crate::channels::ChannelConfig;
 use crate::proxy::{DEFAULT_REPLAY_LIMIT, ProxyConfig};

@@ -108,7 +108,7 @@ impl RouterMetrics {
         )?;
         let route_conflicts = IntGauge::new(
             "isolane_router_route_conflicts",
-            "Routes (host and path prefix) claimed by more than one Worker; the older keeps it.",
+            "Claimed routes (a Worker's host and path prefix) the ownership rule does not admit: held by an older Worker, another namespace or a reservation.",
         )?;
         let retries = IntCounterVec::new(
             Opts::new(

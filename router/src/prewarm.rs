@@ -47,23 +47,27 @@ impl Gate {
     ) -> (Vec<RoutableWorker>, Vec<Target>) {
         self.latest = workers.clone();
         // Forget revisions no Worker keeps any more.
-        self.warmed.retain(|(id, revision)| {
-            workers
-                .iter()
-                .any(|w| w.worker_id == *id && w.split.serving().any(|r| r == revision))
-        });
+        let serving: HashSet<Target> = workers
+            .iter()
+            .flat_map(|w| {
+                let id = w.worker_id();
+                w.split.serving().map(move |r| (id.clone(), r.to_owned()))
+            })
+            .collect();
+        self.warmed.retain(|target| serving.contains(target));
         let mut start = Vec::new();
         let publish = workers
             .into_iter()
             .map(|worker| {
-                let Some(old) = current.backend(&worker.worker_id).filter(|_| gate) else {
+                let id = worker.worker_id();
+                let Some(old) = current.backend(&id).filter(|_| gate) else {
                     return worker;
                 };
                 let cold: Vec<Target> = worker
                     .split
                     .serving()
                     .filter(|r| !old.split.serving().any(|s| s == *r))
-                    .map(|r| (worker.worker_id.clone(), r.to_owned()))
+                    .map(|r| (id.clone(), r.to_owned()))
                     .filter(|target| !self.warmed.contains(target))
                     .collect();
                 if cold.is_empty() {
@@ -100,10 +104,12 @@ mod tests {
 
     fn worker(revision: &str) -> RoutableWorker {
         RoutableWorker {
-            worker_id: "ns/w".into(),
+            claim: isolane_worker::Claim {
+                worker: isolane_worker::WorkerKey::new("ns", "w"),
+                since: None,
+                routes: vec![isolane_worker::Route::new("w.test", "/")],
+            },
             split: Split::single(revision),
-            created: None,
-            routes: vec![("w.test".into(), "/".into())],
             triggers: None,
         }
     }

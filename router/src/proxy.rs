@@ -63,7 +63,7 @@ use crate::metrics::{NO_NODE, RouterMetrics};
 use crate::prewarm::{Gate, PrewarmRequest, Target};
 use crate::routes::{Backend, RoutableWorker, RouteTable, normalize_host};
 use crate::split::{Revision, Split};
-use isolane_hosts::Reservation;
+use isolane_worker::{Claim, Reservation};
 use outgoing::{HeadContext, call_for, valid_request_id};
 use response::{Completion, strip_hop_by_hop};
 use upstream::Source;
@@ -147,6 +147,9 @@ struct Inner {
     /// The Workers of the route table now (the cron scheduler reads their
     /// schedules).
     published: ArcSwap<Vec<RoutableWorker>>,
+    /// The claims of Workers requests cannot go to yet: they hold routes
+    /// all the same (`routes.rs`). Written under the gate's lock.
+    claimants: ArcSwap<Vec<Claim>>,
     /// New splits wait for their revisions' prewarms (`prewarm.rs`).
     gate: Mutex<Gate>,
     /// The node in this process, when the proxy has one (`isolane dev`)
@@ -220,6 +223,7 @@ impl Proxy {
                 reservations,
                 trusted_proxies,
                 published: ArcSwap::from_pointee(Vec::new()),
+                claimants: ArcSwap::from_pointee(Vec::new()),
                 gate: Mutex::new(Gate::default()),
                 local,
             }),
@@ -265,8 +269,16 @@ impl Proxy {
     /// yet keeps its current shares until that revision is prewarmed
     /// (`prewarm.rs`).
     pub fn set_workers(&self, workers: Vec<RoutableWorker>) {
+        self.set_claims(workers, Vec::new());
+    }
+
+    /// [`Proxy::set_workers`], with the claims of the Workers requests
+    /// cannot go to yet (not Ready, or no revision): routes they hold are
+    /// served to nobody.
+    pub fn set_claims(&self, workers: Vec<RoutableWorker>, claimants: Vec<Claim>) {
         let gate = !self.fleet().is_empty() && tokio::runtime::Handle::try_current().is_ok();
         let mut state = self.inner.gate.lock().unwrap_or_else(|e| e.into_inner());
+        self.inner.claimants.store(Arc::new(claimants));
         let (publish, start) = state.admit(workers, &self.routes(), gate);
         // Published under the gate's lock, so a prewarm ending meanwhile
         // cannot publish an older list after this one.
@@ -371,13 +383,15 @@ impl Proxy {
     fn publish(&self, workers: Vec<RoutableWorker>) {
         self.inner.published.store(Arc::new(workers.clone()));
         let metrics = &self.inner.metrics;
-        let (table, conflicts) = RouteTable::build_with(workers, &self.inner.reservations, |id| {
-            metrics.workers.slot(id)
-        });
+        let claimants = self.inner.claimants.load();
+        let (table, conflicts) =
+            RouteTable::build_with(workers, &claimants, &self.inner.reservations, |id| {
+                metrics.workers.slot(id)
+            });
         for c in &conflicts {
             debug!(
-                host = %c.host, path_prefix = %c.path_prefix, winner = %c.winner,
-                loser = %c.loser, "route claimed by two workers; the older keeps it"
+                worker.id = %c.worker, route = %c.route, holder = %c.holder,
+                "route not admitted; not served for this worker"
             );
         }
         metrics.route_conflicts.set(conflicts.len() as i64);

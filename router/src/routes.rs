@@ -1,27 +1,24 @@
 //! The route table: which Worker answers a host and path.
 //!
-//! Built from the routable Workers (status has a revision and `Ready=True`) each
-//! time the watch sees a change, then published as an immutable snapshot that
-//! every request reads without a lock. The lookup rules (exact host before
-//! its one-label wildcard, longest whole-segment prefix first) are
-//! `isolane_hosts::RouteIndex`'s, shared with `isolane dev`; nothing matched
-//! is a 404 at the proxy. When two Workers claim the same host and prefix (a conflict
-//! the operator reports on the newer one), the older Worker keeps the route —
-//! ties broken by worker id — so every router replica agrees.
-//!
-//! Hosts belong to namespaces: a Worker's route on a host that another
-//! namespace holds (the same host, or a wildcard overlapping it) or that is
-//! reserved for another namespace is not served, whatever the webhook let
-//! through. The rule is `isolane_hosts::decide`, the one the operator uses.
-//! Workers being deleted claim nothing.
+//! Built each time the watch sees a change, then published as an immutable
+//! snapshot that every request reads without a lock. Which Worker holds a
+//! route is the one ownership rule, `isolane_worker::decide`, the operator's
+//! too (a host belongs to one namespace, reserved hosts to theirs; within a
+//! namespace the oldest Worker keeps a host + prefix, ties by
+//! `namespace/name`), applied to the same claims: every Worker not being
+//! deleted claims its routes, Ready or not. The table then indexes the
+//! admitted routes of the Workers it can send requests to (Ready, with a
+//! revision): a route an older Worker holds while it is not Ready is not
+//! served to a younger claimant, just as the operator's `RoutesAdmitted`
+//! says. The lookup rules (exact host before its one-label wildcard,
+//! longest whole-segment prefix first) are `isolane_worker::RouteIndex`'s,
+//! shared with `isolane dev`; nothing matched is a 404 at the proxy.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use isolane_crds::{ConditionStatus, ConditionType, Worker};
-pub use isolane_hosts::normalize_host;
-use isolane_hosts::{Claim, Owners, Reservation, RouteIndex};
-use k8s_openapi::jiff::Timestamp;
+pub use isolane_worker::normalize_host;
+use isolane_worker::{Claim, Holder, Reservation, Route, RouteIndex, WorkerKey, decide};
 
 use crate::metrics::{Served, WorkerSlot};
 use crate::split::Split;
@@ -51,24 +48,18 @@ impl Backend {
 /// A Worker the router may send requests to, before it is indexed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RoutableWorker {
-    /// `namespace/name`.
-    pub worker_id: String,
+    /// The Worker, its age and its routes.
+    pub claim: Claim,
     /// The revisions its requests run.
     pub split: Split,
-    /// When the Worker was created; older Workers win route conflicts.
-    pub created: Option<Timestamp>,
-    /// `(host, pathPrefix)` pairs from the spec.
-    pub routes: Vec<(String, String)>,
     /// Cron schedules from the spec (`spec.triggers`).
     pub triggers: Option<isolane_crds::Triggers>,
 }
 
 impl RoutableWorker {
     /// The routable view of `worker`, or `None` while it has no revision, is not
-    /// `Ready=True`, or lacks a name or namespace.
+    /// `Ready=True`, is being deleted, or lacks a name or namespace.
     pub fn from_worker(worker: &Worker) -> Option<Self> {
-        let namespace = worker.metadata.namespace.as_deref()?;
-        let name = worker.metadata.name.as_deref()?;
         let status = worker.status.as_ref()?;
         let split = Split::from_worker(worker)?;
         let ready = status.conditions.iter().any(|c| {
@@ -78,58 +69,61 @@ impl RoutableWorker {
             return None;
         }
         Some(Self {
-            worker_id: format!("{namespace}/{name}"),
+            claim: worker.claim()?,
             split,
-            created: worker.metadata.creation_timestamp.as_ref().map(|t| t.0),
-            routes: worker
-                .spec
-                .routes
-                .iter()
-                .map(|r| (r.host.clone(), r.path_prefix.clone()))
-                .collect(),
             triggers: worker.spec.triggers.clone().filter(|t| !t.crons.is_empty()),
         })
     }
+
+    /// The Worker.
+    pub fn key(&self) -> &WorkerKey {
+        &self.claim.worker
+    }
+
+    /// `namespace/name`, as in metrics and logs.
+    pub fn worker_id(&self) -> String {
+        self.claim.worker.to_string()
+    }
 }
 
-/// A route that lost a conflict: `loser` also claims `host` + `path_prefix`,
-/// which `winner` keeps.
+/// What the router makes of a Worker it watches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Watched {
+    /// Requests may go to it.
+    Routable(RoutableWorker),
+    /// It claims routes (so it may hold them) but cannot be sent requests
+    /// yet: not Ready, or no revision.
+    Claimant(Claim),
+    /// Being deleted, or without a name: it claims nothing.
+    Ignored,
+}
+
+impl Watched {
+    /// What `worker` is to the route table.
+    pub fn from_worker(worker: &Worker) -> Self {
+        if let Some(routable) = RoutableWorker::from_worker(worker) {
+            return Self::Routable(routable);
+        }
+        match worker.claim() {
+            Some(claim) if !claim.routes.is_empty() => Self::Claimant(claim),
+            _ => Self::Ignored,
+        }
+    }
+}
+
+/// A claimed route the table does not serve for `worker`: `holder` holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Conflict {
-    /// The contested host.
-    pub host: String,
-    /// The contested prefix.
-    pub path_prefix: String,
-    /// The worker that keeps the route.
-    pub winner: String,
-    /// The worker whose claim is ignored.
-    pub loser: String,
-}
-
-/// The namespace of a `namespace/name` worker id.
-fn namespace_of(worker_id: &str) -> &str {
-    worker_id
-        .split_once('/')
-        .map_or("", |(namespace, _)| namespace)
-}
-
-/// Which namespace may serve each host the Workers claim.
-fn host_owners(workers: &[RoutableWorker], reservations: &[Reservation]) -> Owners {
-    let claims = workers.iter().flat_map(|worker| {
-        let (namespace, name) = worker.worker_id.split_once('/').unwrap_or(("", ""));
-        let since = worker.created.map(|t| t.as_nanosecond());
-        worker.routes.iter().map(move |(host, _)| Claim {
-            namespace: namespace.to_owned(),
-            host: normalize_host(host),
-            since,
-            worker: name.to_owned(),
-        })
-    });
-    isolane_hosts::decide(claims, reservations)
+    /// The Worker whose claim is not admitted.
+    pub worker: WorkerKey,
+    /// The route it claims.
+    pub route: Route,
+    /// Who holds it.
+    pub holder: Holder,
 }
 
 /// An immutable index from host and path to [`Backend`] (the matching
-/// rules are `isolane_hosts::RouteIndex`'s).
+/// rules are `isolane_worker::RouteIndex`'s).
 #[derive(Debug, Default)]
 pub struct RouteTable {
     index: RouteIndex<Arc<Backend>>,
@@ -138,69 +132,56 @@ pub struct RouteTable {
 
 impl RouteTable {
     /// Indexes `workers`, giving each its metrics slot from `slot`; returns the
-    /// table and the conflicts it resolved.
+    /// table and the claims it did not admit. Every Worker claims its routes
+    /// (`isolane dev`, tests).
     pub fn build(
         workers: Vec<RoutableWorker>,
         slot: impl FnMut(&str) -> Arc<WorkerSlot>,
     ) -> (Self, Vec<Conflict>) {
-        Self::build_with(workers, &[], slot)
+        Self::build_with(workers, &[], &[], slot)
     }
 
-    /// [`RouteTable::build`], with hosts reserved for namespaces.
+    /// [`RouteTable::build`], with the claims of Workers requests cannot go
+    /// to yet (`claimants`: they hold what the rule gives them, unserved)
+    /// and hosts reserved for namespaces.
     pub fn build_with(
         mut workers: Vec<RoutableWorker>,
+        claimants: &[Claim],
         reservations: &[Reservation],
         mut slot: impl FnMut(&str) -> Arc<WorkerSlot>,
     ) -> (Self, Vec<Conflict>) {
-        let owners = host_owners(&workers, reservations);
-        // Oldest first (no timestamp sorts last), then by id: the first claim wins.
-        workers.sort_by(|a, b| {
-            let age = match (a.created, b.created) {
-                (Some(x), Some(y)) => x.cmp(&y),
-                (Some(_), None) => std::cmp::Ordering::Less,
-                (None, Some(_)) => std::cmp::Ordering::Greater,
-                (None, None) => std::cmp::Ordering::Equal,
-            };
-            age.then_with(|| a.worker_id.cmp(&b.worker_id))
-        });
+        let claims = workers.iter().map(|w| w.claim.clone());
+        let ownership = decide(claims.chain(claimants.iter().cloned()), reservations);
+        // A stable order, whatever the watch's.
+        workers.sort_by(|a, b| a.key().cmp(b.key()));
         let mut table = Self::default();
-        let mut claimed: HashMap<(String, String), String> = HashMap::new();
-        let mut conflicts = Vec::new();
         for worker in workers {
             let backend = Arc::new(Backend {
-                slot: slot(&worker.worker_id),
-                worker_id: worker.worker_id,
+                slot: slot(&worker.worker_id()),
+                worker_id: worker.worker_id(),
                 split: worker.split,
             });
-            let namespace = namespace_of(&backend.worker_id);
-            for (host, prefix) in worker.routes {
-                let host = normalize_host(&host);
-                if let Err(owner) = owners.check(namespace, &host) {
-                    conflicts.push(Conflict {
-                        host,
-                        path_prefix: prefix,
-                        winner: owner.to_string(),
-                        loser: backend.worker_id.clone(),
-                    });
-                    continue;
+            for (route, holder) in ownership.routes(&worker.claim.worker) {
+                if holder.is_none() {
+                    // `false` only for a route the Worker itself declares
+                    // twice, spelled differently.
+                    table
+                        .index
+                        .insert(&route.host, &route.path_prefix, Arc::clone(&backend));
                 }
-                let key = (host.clone(), prefix.clone());
-                if let Some(winner) = claimed.get(&key) {
-                    if *winner != backend.worker_id {
-                        conflicts.push(Conflict {
-                            host,
-                            path_prefix: prefix,
-                            winner: winner.clone(),
-                            loser: backend.worker_id.clone(),
-                        });
-                    }
-                    continue;
-                }
-                claimed.insert(key, backend.worker_id.clone());
-                table.index.insert(&host, &prefix, Arc::clone(&backend));
             }
             table.backends.push(backend);
         }
+        let conflicts = ownership
+            .decisions()
+            .filter_map(|(worker, route, holder)| {
+                Some(Conflict {
+                    worker: worker.clone(),
+                    route: route.clone(),
+                    holder: holder?.clone(),
+                })
+            })
+            .collect();
         (table, conflicts)
     }
 
@@ -210,7 +191,7 @@ impl RouteTable {
         self.index.lookup(host, path)
     }
 
-    /// Every routable Worker in the table, oldest first.
+    /// Every routable Worker in the table, by `namespace/name`.
     pub fn backends(&self) -> &[Arc<Backend>] {
         &self.backends
     }
@@ -234,16 +215,23 @@ impl RouteTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use isolane_crds::{WorkerSpec, WorkerStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+    use k8s_openapi::jiff::Timestamp;
 
-    fn worker(id: &str, created: i64, routes: &[(&str, &str)]) -> RoutableWorker {
+    fn claim(id: &str, created: i128, routes: &[(&str, &str)]) -> Claim {
+        let (namespace, name) = id.split_once('/').unwrap();
+        Claim {
+            worker: WorkerKey::new(namespace, name),
+            since: Some(created),
+            routes: routes.iter().map(|(h, p)| Route::new(*h, *p)).collect(),
+        }
+    }
+
+    fn worker(id: &str, created: i128, routes: &[(&str, &str)]) -> RoutableWorker {
         RoutableWorker {
-            worker_id: id.to_owned(),
+            claim: claim(id, created, routes),
             split: Split::single(&format!("rev-{id}")),
-            created: Some(Timestamp::from_second(created).unwrap()),
-            routes: routes
-                .iter()
-                .map(|(h, p)| ((*h).to_owned(), (*p).to_owned()))
-                .collect(),
             triggers: None,
         }
     }
@@ -326,10 +314,9 @@ mod tests {
         assert_eq!(
             conflicts,
             vec![Conflict {
-                host: "a.test".into(),
-                path_prefix: "/".into(),
-                winner: "ns/older".into(),
-                loser: "ns/newer".into(),
+                worker: WorkerKey::new("ns", "newer"),
+                route: Route::new("a.test", "/"),
+                holder: Holder::OlderWorker(WorkerKey::new("ns", "older")),
             }]
         );
         // Same age: the smaller worker id wins, whatever the input order.
@@ -345,6 +332,34 @@ mod tests {
     }
 
     #[test]
+    fn an_older_worker_that_is_not_ready_holds_its_routes_unserved() {
+        let younger = worker("ns/younger", 20, &[("a.test", "/"), ("a.test", "/own")]);
+        let broken = claim("ns/broken", 10, &[("a.test", "/")]);
+        let (t, conflicts) = RouteTable::build_with(
+            vec![younger.clone()],
+            std::slice::from_ref(&broken),
+            &[],
+            |_| Arc::default(),
+        );
+        // The operator reports the younger one's route as held by ns/broken:
+        // the router does not serve it there either.
+        assert_eq!(id(&t, "a.test", "/"), None);
+        assert_eq!(id(&t, "a.test", "/own"), Some("ns/younger"));
+        assert_eq!(
+            conflicts,
+            vec![Conflict {
+                worker: younger.key().clone(),
+                route: Route::new("a.test", "/"),
+                holder: Holder::OlderWorker(broken.worker.clone()),
+            }]
+        );
+        // Once the older one is deleted (it claims nothing), the route is served.
+        let (t, conflicts) = RouteTable::build_with(vec![younger], &[], &[], |_| Arc::default());
+        assert_eq!(id(&t, "a.test", "/"), Some("ns/younger"));
+        assert!(conflicts.is_empty());
+    }
+
+    #[test]
     fn unknown_host_or_path_has_no_route() {
         let t = table(vec![worker("ns/a", 1, &[("a.test", "/api")])]);
         assert_eq!(id(&t, "b.test", "/api"), None);
@@ -354,57 +369,56 @@ mod tests {
         assert!(table(Vec::new()).lookup("a.test", "/").is_none());
     }
 
-    #[test]
-    fn only_ready_workers_with_a_revision_are_routable() {
-        use isolane_crds::{Route, WorkerSpec, WorkerStatus};
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+    /// A Worker in namespace `ns`, created at second 1, routed on a.test/x.
+    fn resource() -> Worker {
         let spec: WorkerSpec = serde_json::from_value(serde_json::json!({
             "script": "export default {}",
             "routes": [{"host": "a.test", "pathPrefix": "/x"}],
         }))
         .unwrap();
-        assert_eq!(
-            spec.routes,
-            vec![Route {
-                host: "a.test".into(),
-                path_prefix: "/x".into()
-            }]
-        );
         let mut w = Worker::new("hello", spec);
         w.metadata.namespace = Some("ns".into());
-        assert!(RoutableWorker::from_worker(&w).is_none());
-        let ready = |status: &str| Condition {
-            type_: "Ready".into(),
-            status: status.into(),
-            reason: "Test".into(),
-            message: String::new(),
-            last_transition_time: Time(Timestamp::UNIX_EPOCH),
-            observed_generation: None,
-        };
-        w.status = Some(WorkerStatus {
-            revision: Some("r1".into()),
-            conditions: vec![ready("False")],
+        w.metadata.creation_timestamp = Some(Time(Timestamp::from_second(1).unwrap()));
+        w
+    }
+
+    fn status(revision: Option<&str>, ready: &str) -> WorkerStatus {
+        WorkerStatus {
+            revision: revision.map(str::to_owned),
+            conditions: vec![Condition {
+                type_: "Ready".into(),
+                status: ready.into(),
+                reason: "Test".into(),
+                message: String::new(),
+                last_transition_time: Time(Timestamp::UNIX_EPOCH),
+                observed_generation: None,
+            }],
             ..WorkerStatus::default()
-        });
+        }
+    }
+
+    #[test]
+    fn only_ready_workers_with_a_revision_are_routable_but_all_claim() {
+        let mut w = resource();
+        let claimant = Watched::Claimant(w.claim().unwrap());
         assert!(RoutableWorker::from_worker(&w).is_none());
-        w.status = Some(WorkerStatus {
-            revision: None,
-            conditions: vec![ready("True")],
-            ..WorkerStatus::default()
-        });
-        assert!(RoutableWorker::from_worker(&w).is_none());
-        w.status = Some(WorkerStatus {
-            revision: Some("r1".into()),
-            conditions: vec![ready("True")],
-            ..WorkerStatus::default()
-        });
+        assert_eq!(Watched::from_worker(&w), claimant);
+        for (revision, ready) in [(Some("r1"), "False"), (None, "True")] {
+            w.status = Some(status(revision, ready));
+            assert!(RoutableWorker::from_worker(&w).is_none());
+            assert_eq!(Watched::from_worker(&w), claimant);
+        }
+        w.status = Some(status(Some("r1"), "True"));
         let r = RoutableWorker::from_worker(&w).unwrap();
-        assert_eq!(r.worker_id, "ns/hello");
+        assert_eq!(r.worker_id(), "ns/hello");
         assert_eq!(r.split.serving().collect::<Vec<_>>(), ["r1"]);
-        assert_eq!(r.routes, vec![("a.test".to_owned(), "/x".to_owned())]);
+        assert_eq!(r.claim.routes, [Route::new("a.test", "/x")]);
+        assert_eq!(r.claim.since, Some(1_000_000_000));
+        assert_eq!(Watched::from_worker(&w), Watched::Routable(r));
         // Being deleted: it claims nothing.
         w.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
         assert!(RoutableWorker::from_worker(&w).is_none());
+        assert_eq!(Watched::from_worker(&w), Watched::Ignored);
     }
 
     #[test]
@@ -427,10 +441,12 @@ mod tests {
         assert_eq!(id(&t, "other.example", "/"), None);
         assert_eq!(id(&t, "a.example", "/"), Some("a/own"));
         assert_eq!(conflicts.len(), 2, "{conflicts:?}");
-        assert!(
-            conflicts.iter().all(|c| c.loser == "a/thief"
-                && c.winner.contains("belongs to namespace b (Worker b/site)"))
-        );
+        assert!(conflicts.iter().all(|c| {
+            c.worker.to_string() == "a/thief"
+                && c.holder
+                    .to_string()
+                    .contains("belongs to namespace b (Worker b/site)")
+        }));
     }
 
     #[test]
@@ -441,6 +457,7 @@ mod tests {
                 worker("team-b/early", 1, &[("x.corp.example", "/")]),
                 worker("team-a/app", 2, &[("y.corp.example", "/")]),
             ],
+            &[],
             &reservations,
             |_| Arc::default(),
         );

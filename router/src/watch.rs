@@ -1,5 +1,6 @@
-//! Kubernetes watches that feed the proxy: Workers become the route table,
-//! node Leases become the fleet.
+//! Kubernetes watches that feed the proxy: Workers become the route table
+//! (the routable ones, and the claims of those not Ready yet, which hold
+//! routes all the same), node Leases become the fleet.
 //!
 //! Both follow kube's watcher protocol: after a (re)list (`Init` … `InitDone`)
 //! the local state is replaced wholesale, so objects deleted while the watch
@@ -27,7 +28,8 @@ use kube::{Api, Client, ResourceExt};
 use tracing::{debug, info, warn};
 
 use crate::Proxy;
-use crate::routes::RoutableWorker;
+use crate::routes::{RoutableWorker, Watched};
+use isolane_worker::Claim;
 
 /// The longest the Lease watch goes without re-checking expiry.
 pub const MAX_RECHECK: Duration = Duration::from_secs(5);
@@ -42,7 +44,7 @@ pub async fn workers(client: Client, namespace: Option<&str>, proxy: Proxy, read
     let mut events = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
-    let mut state = Relist::<Option<RoutableWorker>>::default();
+    let mut state = Relist::<Watched>::default();
     while let Some(first) = events.next().await {
         // Apply everything already waiting before rebuilding the table once.
         let mut changed = false;
@@ -50,8 +52,7 @@ pub async fn workers(client: Client, namespace: Option<&str>, proxy: Proxy, read
         while let Some(event) = next {
             match event {
                 Ok(event) => {
-                    changed |=
-                        state.apply(event, |w| (worker_key(w), RoutableWorker::from_worker(w)));
+                    changed |= state.apply(event, |w| (worker_key(w), Watched::from_worker(w)));
                 }
                 Err(error) => {
                     proxy.metrics().watch_error("workers");
@@ -61,9 +62,21 @@ pub async fn workers(client: Client, namespace: Option<&str>, proxy: Proxy, read
             next = events.next().now_or_never().flatten();
         }
         if changed && state.synced {
-            let routable: Vec<RoutableWorker> = state.objects.values().flatten().cloned().collect();
-            debug!(routable = routable.len(), "route table rebuilt");
-            proxy.set_workers(routable);
+            let mut routable: Vec<RoutableWorker> = Vec::new();
+            let mut claimants: Vec<Claim> = Vec::new();
+            for watched in state.objects.values() {
+                match watched {
+                    Watched::Routable(worker) => routable.push(worker.clone()),
+                    Watched::Claimant(claim) => claimants.push(claim.clone()),
+                    Watched::Ignored => {}
+                }
+            }
+            debug!(
+                routable = routable.len(),
+                claimants = claimants.len(),
+                "route table rebuilt"
+            );
+            proxy.set_claims(routable, claimants);
             if !ready.is_ready() {
                 info!(workers = state.objects.len(), "worker watch synced");
                 ready.set_ready();

@@ -10,10 +10,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use isolane_crds::cron::Schedule;
 use isolane_crds::{Bundle, Limits, Triggers};
-use isolane_hosts::ANY_HOST;
 use isolane_router::routes::RoutableWorker;
 use isolane_router::split::Split;
-use k8s_openapi::jiff::Timestamp;
+use isolane_worker::{ANY_HOST, Claim, Route, WorkerKey};
 use serde::Deserialize as _;
 
 /// Where the Workers come from; read again on every reload.
@@ -34,10 +33,12 @@ pub enum Source {
 /// One Worker as `isolane dev` serves it.
 #[derive(Debug, Clone)]
 pub struct DevWorker {
+    /// The Worker (`dev/<file stem>` for a script).
+    pub key: WorkerKey,
     /// The bundle the operator would write for it.
     pub bundle: Bundle,
-    /// `(host, pathPrefix)` pairs.
-    pub routes: Vec<(String, String)>,
+    /// Its routes, as declared.
+    pub routes: Vec<Route>,
     /// Cron schedules.
     pub triggers: Option<Triggers>,
 }
@@ -105,10 +106,13 @@ impl Project {
             .iter()
             .enumerate()
             .map(|(order, worker)| RoutableWorker {
-                worker_id: worker.bundle.worker_id.clone(),
+                claim: Claim {
+                    worker: worker.key.clone(),
+                    // Files in name order: the first is the oldest.
+                    since: i128::try_from(order).ok(),
+                    routes: worker.routes.clone(),
+                },
                 split: Split::single(&worker.bundle.revision),
-                created: Timestamp::from_second(i64::try_from(order).unwrap_or(i64::MAX)).ok(),
-                routes: worker.routes.clone(),
                 triggers: worker.triggers.clone(),
             })
             .collect()
@@ -131,15 +135,11 @@ fn script_worker(
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("worker");
+    let key = WorkerKey::new("dev", stem);
     Ok(DevWorker {
-        bundle: Bundle::new(
-            format!("dev/{stem}"),
-            script,
-            env.clone(),
-            *limits,
-            Vec::new(),
-        ),
-        routes: vec![(ANY_HOST.to_owned(), "/".to_owned())],
+        bundle: Bundle::new(key.to_string(), script, env.clone(), *limits, Vec::new()),
+        key,
+        routes: vec![Route::new(ANY_HOST, "/")],
         triggers: (!crons.is_empty()).then(|| Triggers {
             crons: crons.to_vec(),
             time_zone: None,
@@ -277,21 +277,13 @@ fn dev_worker(
         .as_ref()
         .map(|egress| egress.allowed_hosts.clone())
         .unwrap_or_default();
-    let bundle = Bundle::new(
-        format!("{namespace}/{name}"),
-        script,
-        env,
-        spec.limits,
-        Vec::new(),
-    )
-    .with_allowed_hosts(allowed_hosts);
+    let key = WorkerKey::new(namespace, name);
+    let bundle = Bundle::new(key.to_string(), script, env, spec.limits, Vec::new())
+        .with_allowed_hosts(allowed_hosts);
     Ok(DevWorker {
+        key,
         bundle,
-        routes: spec
-            .routes
-            .into_iter()
-            .map(|r| (r.host.to_ascii_lowercase(), r.path_prefix))
-            .collect(),
+        routes: spec.routes,
         triggers: spec.triggers.filter(|t| !t.crons.is_empty()),
     })
 }
@@ -317,12 +309,14 @@ mod tests {
         let dev = dev_worker(Path::new("w.yaml"), worker, &Sources::collect(&[])).unwrap();
         assert_eq!(dev.bundle.revision, operator.revision);
         assert_eq!(dev.bundle.limits.cpu_ms, 20);
-        assert_eq!(dev.routes, [("w.test".to_owned(), "/".to_owned())]);
+        assert_eq!(dev.key, WorkerKey::new("ns", "w"));
+        assert_eq!(dev.routes, [Route::new("w.test", "/")]);
     }
 
     #[test]
     fn earlier_files_win_route_conflicts() {
         let worker = |id: &str, host: &str, prefix: &str| DevWorker {
+            key: WorkerKey::new(id.split_once('/').unwrap().0, id.split_once('/').unwrap().1),
             bundle: Bundle::new(
                 id.into(),
                 String::new(),
@@ -330,7 +324,7 @@ mod tests {
                 Limits::default(),
                 Vec::new(),
             ),
-            routes: vec![(host.to_owned(), prefix.to_owned())],
+            routes: vec![Route::new(host, prefix)],
             triggers: None,
         };
         // `z/late` sorts after `a/early` by id, but comes first in the folder.
@@ -341,6 +335,10 @@ mod tests {
             ],
         };
         let routable = project.routable();
-        assert!(routable[0].created < routable[1].created);
+        assert!(routable[0].claim.since < routable[1].claim.since);
+        let (table, _) =
+            isolane_router::routes::RouteTable::build(routable, |_| std::sync::Arc::default());
+        let served = table.lookup("a.test", "/").map(|b| b.worker_id.as_str());
+        assert_eq!(served, Some("z/first"));
     }
 }

@@ -54,8 +54,7 @@ impl Serving {
             .iter()
             .filter(|w| {
                 !before.iter().any(|old| {
-                    old.worker_id == w.bundle.worker_id
-                        && old.split.main_revision() == w.bundle.revision
+                    *old.key() == w.key && old.split.main_revision() == w.bundle.revision
                 })
             })
             .count();

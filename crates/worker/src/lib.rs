@@ -1,6 +1,7 @@
 //! What a Worker is, without Kubernetes: the vocabulary the operator, the
 //! runtime node, the router and `isolane dev` share.
 //!
+//! - [`WorkerKey`]: a Worker by namespace and name.
 //! - [`Limits`]: per-request limits, their defaults and bounds (the CRD's
 //!   schema is generated from this type, and the engine runs with it).
 //! - [`Bundle`]: a Worker resolved for execution, and its revision (a
@@ -8,7 +9,12 @@
 //!   the same way.
 //! - [`BundleSecret`]: how a bundle is written into a Secret by the operator
 //!   and read back by a node, round-trip tested here.
-//! - [`Route`]: a host and path prefix a Worker answers on.
+//! - [`Route`]: a host and path prefix a Worker answers on; [`RouteIndex`]:
+//!   which route answers a request (the router and `isolane dev`).
+//! - [`decide`]: route ownership, the one rule for which Worker holds a
+//!   route several claim (a host belongs to one namespace, then the oldest
+//!   Worker keeps a host + prefix), used by the operator's status and
+//!   webhook and the router's route table; property-tested here.
 //! - [`Outcome`]: how a request ended, and the one table from outcome to
 //!   HTTP status, retry and metric label (the engine's errors map onto it,
 //!   the wire's `Outcome` converts to and from it).
@@ -19,13 +25,19 @@
 #![forbid(unsafe_code)]
 
 mod bundle;
+mod key;
 mod limits;
 mod outcome;
+mod ownership;
 mod route;
 mod secret;
 
 pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
+pub use key::WorkerKey;
 pub use limits::{LimitError, Limits};
 pub use outcome::Outcome;
-pub use route::Route;
+pub use ownership::{
+    Claim, Holder, Ownership, ParseReservationError, Reservation, decide, overlap,
+};
+pub use route::{ANY_HOST, Route, RouteIndex, normalize_host, prefix_matches};
 pub use secret::{BundleSecret, DIGEST_ANNOTATION, SecretError};

@@ -77,16 +77,14 @@ impl Reporter {
         self.metrics.cron_run(outcome);
         let Some((client, recorder)) = &self.cluster else {
             match &result {
-                Ok(()) => info!(worker.id = %worker.worker_id, %cron, "ran scheduled event"),
+                Ok(()) => info!(worker.id = %worker.key, %cron, "ran scheduled event"),
                 Err(failure) => {
-                    warn!(worker.id = %worker.worker_id, %cron, outcome, message = %failure.message, "scheduled event failed")
+                    warn!(worker.id = %worker.key, %cron, outcome, message = %failure.message, "scheduled event failed")
                 }
             }
             return;
         };
-        let Some((namespace, name)) = worker.worker_id.split_once('/') else {
-            return;
-        };
+        let (namespace, name) = (&worker.key.namespace, &worker.key.name);
         let now = SystemTime::now();
         let next = worker
             .schedules
@@ -113,10 +111,10 @@ impl Reporter {
         let api: Api<Worker> = Api::namespaced(client.clone(), namespace);
         let params = PatchParams::apply(FIELD_MANAGER).force();
         if let Err(error) = api.patch_status(name, &params, &Patch::Apply(&body)).await {
-            debug!(worker.id = %worker.worker_id, %error, "could not write status.cron");
+            debug!(worker.id = %worker.key, %error, "could not write status.cron");
         }
         if let Err(failure) = result {
-            warn!(worker.id = %worker.worker_id, %cron, outcome, message = %failure.message, "cron tick failed");
+            warn!(worker.id = %worker.key, %cron, outcome, message = %failure.message, "cron tick failed");
             let Ok(object) = api.get(name).await else {
                 return;
             };

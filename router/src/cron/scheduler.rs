@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use isolane_leader::{LeaderConfig, LeaderElector, Role};
 use isolane_proto::runtime::v1::ScheduledTick;
+use isolane_worker::WorkerKey;
 use kube::Client;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -69,7 +70,7 @@ async fn lead(
     stop: &CancellationToken,
 ) {
     // Per (worker, schedule): the last tick run, or when leadership began.
-    let mut cursors: HashMap<(String, String), SystemTime> = HashMap::new();
+    let mut cursors: HashMap<(WorkerKey, String), SystemTime> = HashMap::new();
     // The schedules, parsed again only when the published Workers change.
     let mut parsed: Option<(Arc<Vec<RoutableWorker>>, CronTable)> = None;
     loop {
@@ -90,7 +91,7 @@ async fn lead(
         let mut seen = HashSet::new();
         for worker in table.workers() {
             for schedule in &worker.schedules {
-                let key = (worker.worker_id.clone(), schedule.expr().to_owned());
+                let key = (worker.key.clone(), schedule.expr().to_owned());
                 let cursor = *cursors.entry(key.clone()).or_insert(since);
                 seen.insert(key.clone());
                 let Some(next) = schedule.next_after(cursor) else {
@@ -102,7 +103,7 @@ async fn lead(
                 }
                 cursors.insert(key, next);
                 if now.duration_since(next).unwrap_or_default() > MAX_LATE {
-                    warn!(worker.id = %worker.worker_id, cron = schedule.expr(), "cron tick skipped: found too late");
+                    warn!(worker.id = %worker.key, cron = schedule.expr(), "cron tick skipped: found too late");
                     proxy.metrics().cron_run("missed");
                     continue;
                 }
@@ -142,7 +143,7 @@ async fn fire(
     at: SystemTime,
 ) {
     let scheduled_time_ms = isolane_crds::cron::unix_millis(at);
-    debug!(worker.id = %worker.worker_id, %cron, scheduled_time_ms, "cron tick");
+    debug!(worker.id = %worker.key, %cron, scheduled_time_ms, "cron tick");
     let tick = ScheduledTick {
         cron: cron.clone(),
         scheduled_time_ms,

@@ -1,6 +1,7 @@
 //! The Workers with cron schedules, as the Worker watch last saw them.
 
 use isolane_crds::cron::Schedule;
+use isolane_worker::WorkerKey;
 use tracing::warn;
 
 use crate::routes::RoutableWorker;
@@ -8,8 +9,8 @@ use crate::routes::RoutableWorker;
 /// One Worker's schedules.
 #[derive(Debug, Clone)]
 pub struct CronWorker {
-    /// `namespace/name`.
-    pub worker_id: String,
+    /// The Worker.
+    pub key: WorkerKey,
     /// The revision a tick runs: the one with the largest share of traffic.
     pub revision: String,
     /// The host its ticks are addressed to (its first route's, for logs).
@@ -38,18 +39,19 @@ impl CronTable {
                     .filter_map(|expr| {
                         Schedule::parse(expr, triggers.time_zone.as_deref())
                             .inspect_err(|error| {
-                                warn!(worker.id = %w.worker_id, %error, "cron schedule ignored");
+                                warn!(worker.id = %w.key(), %error, "cron schedule ignored");
                             })
                             .ok()
                     })
                     .collect();
                 let host = w
+                    .claim
                     .routes
                     .first()
-                    .map(|(host, _)| host.replace('*', "cron"))
+                    .map(|route| route.host.replace('*', "cron"))
                     .unwrap_or_else(|| "scheduled.invalid".to_owned());
                 (!schedules.is_empty()).then(|| CronWorker {
-                    worker_id: w.worker_id.clone(),
+                    key: w.key().clone(),
                     revision: w.split.main_revision().to_owned(),
                     host,
                     schedules,

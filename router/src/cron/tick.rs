@@ -39,7 +39,7 @@ pub async fn run_tick(
         })?;
     let response = proxy
         .send_internal(
-            &worker.worker_id,
+            &worker.key.to_string(),
             &worker.revision,
             &worker.host,
             request,

@@ -26,7 +26,9 @@ async fn serves_http1_and_h2c_on_one_port_from_router_workers() {
     proxy.set_members(vec![node.member(2)]);
     // Routed by IP too: HTTP/1.1 sends it as Host, HTTP/2 as :authority.
     let mut app = worker("ns/app", "r7", HOST, "/");
-    app.routes.push(("127.0.0.1".to_owned(), "/".to_owned()));
+    app.claim
+        .routes
+        .push(isolane_worker::Route::new("127.0.0.1", "/"));
     proxy.set_workers(vec![app]);
 
     let listener = server::bind("127.0.0.1:0".parse().unwrap()).unwrap();

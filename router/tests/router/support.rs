@@ -9,6 +9,7 @@ use http_body_util::{BodyExt, Full};
 use isolane_router::metrics::RouterMetrics;
 use isolane_router::routes::RoutableWorker;
 use isolane_router::{Proxy, ProxyConfig, ResponseBody};
+use isolane_worker::{Claim, Route, WorkerKey};
 use prometheus::Registry;
 
 /// A proxy with its own registry.
@@ -20,11 +21,14 @@ pub fn proxy(config: ProxyConfig, max_worker_series: usize) -> (Proxy, Registry)
 
 /// A routable worker `id` at `revision`, answering `host` under `prefix`.
 pub fn worker(id: &str, revision: &str, host: &str, prefix: &str) -> RoutableWorker {
+    let (namespace, name) = id.split_once('/').expect("an id is namespace/name");
     RoutableWorker {
-        worker_id: id.to_owned(),
+        claim: Claim {
+            worker: WorkerKey::new(namespace, name),
+            since: None,
+            routes: vec![Route::new(host, prefix)],
+        },
         split: isolane_router::split::Split::single(revision),
-        created: None,
-        routes: vec![(host.to_owned(), prefix.to_owned())],
         triggers: None,
     }
 }

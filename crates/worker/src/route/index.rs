@@ -1,5 +1,7 @@
 //! Route matching: which route answers a request's host and path. One
-//! implementation for the router's route table and `isolane dev`.
+//! implementation for the router's route table and `isolane dev` (which
+//! runs the router's table). Which Worker may hold a route is decided
+//! before, by [`crate::decide`].
 //!
 //! 1. The host is normalised: lower case, port and a trailing dot removed.
 //! 2. The routes of the exact host are tried, longest `pathPrefix` first.
@@ -108,7 +110,13 @@ pub fn normalize_host(host: &str) -> String {
             _ => host,
         }
     };
-    without_port.trim_end_matches('.').to_ascii_lowercase()
+    normalize_name(without_port)
+}
+
+/// A host name without port, as in routes and reservations: lower case,
+/// without a trailing dot.
+pub(crate) fn normalize_name(name: &str) -> String {
+    name.trim_end_matches('.').to_ascii_lowercase()
 }
 
 /// Whether `prefix` matches `path` on a segment boundary.
