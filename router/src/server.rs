@@ -2,9 +2,12 @@
 //! HTTP/2 (prior knowledge) on one port.
 //!
 //! [`RouterWorkers::spawn`] starts one OS thread per worker, each with its own
-//! single-threaded tokio runtime that accepts from the shared listening socket
-//! and serves its connections to completion, so a request is parsed, routed
-//! and proxied on one core, over that core's own HTTP/2 connections to nodes
+//! tokio runtime, and one accept loop, which hands each new connection to the
+//! workers in turn, so connections
+//! are spread evenly (threads each accepting from a shared socket are not:
+//! under a burst of connects one can take them all). Each worker serves its
+//! connections to completion, so a request is parsed, routed and proxied on
+//! one core, over that core's own HTTP/2 connections to nodes
 //! ([`crate::channels`]), with no hand-off between threads. [`serve`] is one
 //! worker's loop, also usable on its own in any runtime (tests, `isolane dev`).
 
@@ -41,6 +44,11 @@ pub async fn serve(
     shutdown: CancellationToken,
     grace: Duration,
 ) {
+    serve_on(listener, proxy, shutdown, Edge::new("router", grace)).await;
+}
+
+/// [`serve`], held to `edge` (which may spread connections over runtimes).
+async fn serve_on(listener: TcpListener, proxy: Proxy, shutdown: CancellationToken, edge: Edge) {
     let service = |peer: SocketAddr| {
         let proxy = proxy.clone();
         service_fn(move |mut request: hyper::Request<Incoming>| {
@@ -49,14 +57,16 @@ pub async fn serve(
             async move { Ok::<_, Infallible>(proxy.handle(request).await) }
         })
     };
-    let edge = Edge::new("router", grace);
     edge::serve(listener, edge, Plain, service, shutdown.cancelled_owned()).await;
 }
 
 /// The router worker threads.
 #[derive(Debug)]
 pub struct RouterWorkers {
-    threads: Vec<std::thread::JoinHandle<()>>,
+    /// The thread running the accept loop.
+    accept: std::thread::JoinHandle<()>,
+    /// One runtime per worker, each with one thread.
+    runtimes: Vec<tokio::runtime::Runtime>,
 }
 
 impl RouterWorkers {
@@ -69,38 +79,48 @@ impl RouterWorkers {
         grace: Duration,
     ) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
-        let mut threads = Vec::with_capacity(workers.get());
-        for index in 0..workers.get() {
-            let listener = listener.try_clone()?;
-            let proxy = proxy.clone();
-            let shutdown = shutdown.clone();
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            let thread = std::thread::Builder::new()
-                .name(format!("isolane-router-{index}"))
-                .spawn(move || {
-                    runtime.block_on(async move {
-                        match TcpListener::from_std(listener) {
-                            Ok(listener) => serve(listener, proxy, shutdown, grace).await,
-                            Err(error) => {
-                                warn!(%error, thread = index, "cannot register the listener")
-                            }
-                        }
-                    });
-                })?;
-            threads.push(thread);
-        }
+        // One thread each. A multi-thread runtime of one worker rather than
+        // a current-thread one: its thread is woken only when it sleeps,
+        // where a current-thread runtime writes to its own eventfd each
+        // time a task arms an earlier timer (hyper's header-read timer, once
+        // per request).
+        let runtimes = (0..workers.get())
+            .map(|index| {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name(format!("isolane-router-{index}"))
+                    .enable_all()
+                    .build()
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        // One accept loop hands each connection to the workers in turn
+        // (`Edge::spread_over`); each worker serves its connections to the end.
+        let edge = Edge::new("router", grace)
+            .spread_over(runtimes.iter().map(|r| r.handle().clone()).collect());
+        let handle = runtimes
+            .first()
+            .map(|r| r.handle().clone())
+            .ok_or_else(|| std::io::Error::other("no router worker"))?;
+        let accept = std::thread::Builder::new()
+            .name("isolane-router-accept".to_owned())
+            .spawn(move || {
+                handle.block_on(async move {
+                    match TcpListener::from_std(listener) {
+                        Ok(listener) => serve_on(listener, proxy, shutdown, edge).await,
+                        Err(error) => warn!(%error, "cannot register the listener"),
+                    }
+                })
+            })?;
         info!(%addr, workers = workers.get(), "router listening");
-        Ok(Self { threads })
+        Ok(Self { accept, runtimes })
     }
 
-    /// Waits for every worker thread to finish (after shutdown). Blocking.
+    /// Waits for the accept loop to finish (after shutdown, with open
+    /// connections drained), then stops the workers. Blocking.
     pub fn join(self) {
-        for thread in self.threads {
-            if thread.join().is_err() {
-                warn!("a router worker thread panicked");
-            }
+        if self.accept.join().is_err() {
+            warn!("the router's accept thread panicked");
         }
+        drop(self.runtimes);
     }
 }

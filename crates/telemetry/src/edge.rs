@@ -153,6 +153,65 @@ mod tests {
         assert!(closed_by_server(&mut stream).await);
     }
 
+    #[tokio::test]
+    async fn connections_are_spread_over_runtimes_in_turn() {
+        // Two worker runtimes, each on a thread named for it, kept running
+        // until the test ends.
+        let stop = tokio_util::sync::CancellationToken::new();
+        let mut handles = Vec::new();
+        let mut threads = Vec::new();
+        for index in 0..2 {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            handles.push(runtime.handle().clone());
+            let stop = stop.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("spread-{index}"))
+                    .spawn(move || runtime.block_on(stop.cancelled()))
+                    .unwrap(),
+            );
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let edge = Edge::new("test", Duration::from_secs(1)).spread_over(handles);
+        tokio::spawn(serve(
+            listener,
+            edge,
+            Plain,
+            |_| {
+                hyper::service::service_fn(|_| async {
+                    let thread = std::thread::current().name().unwrap_or("?").to_owned();
+                    Ok::<_, Infallible>(hyper::Response::new(http_body_util::Full::new(
+                        bytes::Bytes::from(thread),
+                    )))
+                })
+            },
+            std::future::pending(),
+        ));
+        let mut served_on = std::collections::BTreeMap::<String, usize>::new();
+        for _ in 0..8 {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream
+                .write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).await.unwrap();
+            let thread = answer.rsplit("\r\n").next().unwrap().to_owned();
+            *served_on.entry(thread).or_default() += 1;
+        }
+        let expected: std::collections::BTreeMap<String, usize> =
+            [("spread-0".to_owned(), 4), ("spread-1".to_owned(), 4)].into();
+        assert_eq!(served_on, expected);
+        stop.cancel();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+    }
+
     /// A wrapper that passes the stream through as it is.
     fn unwrapped() -> Wrapped<
         impl Fn(TcpStream) -> std::future::Ready<std::io::Result<TcpStream>> + Send + Sync + 'static,

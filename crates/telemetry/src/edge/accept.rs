@@ -12,6 +12,7 @@ use std::error::Error as StdError;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Request, Response};
@@ -21,6 +22,7 @@ use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Handle;
 use tracing::{debug, warn};
 
 use super::primed::Primed;
@@ -30,7 +32,7 @@ use super::primed::Primed;
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(20);
 
 /// What an accept loop is held to.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Edge {
     /// Named in logs (`router`, `webhook`, `admin`).
     pub server: &'static str,
@@ -39,6 +41,9 @@ pub struct Edge {
     pub header_read_timeout: Duration,
     /// How long open connections may take to finish after shutdown.
     pub grace: Duration,
+    /// The runtimes accepted connections are served on, in turn; none: the
+    /// accept loop's own.
+    spread: Arc<[Handle]>,
 }
 
 impl Edge {
@@ -48,7 +53,19 @@ impl Edge {
             server,
             header_read_timeout: super::HEADER_READ_TIMEOUT,
             grace,
+            spread: Arc::from([]),
         }
+    }
+
+    /// The same, serving each accepted connection on the next of `runtimes`
+    /// in turn: one accept loop for a server's per-core threads (each a
+    /// current-thread runtime), so connections are spread evenly over them.
+    /// Threads sharing one listener each with an accept loop of its own are
+    /// not: whichever wakes first takes the connection, and under a burst of
+    /// connects one thread can end up with every connection.
+    pub fn spread_over(mut self, runtimes: Vec<Handle>) -> Self {
+        self.spread = runtimes.into();
+        self
     }
 
     /// The same, with another header-read timeout (tests that cannot wait 30 s).
@@ -138,9 +155,10 @@ pub async fn serve<H, M, S, B>(
     B::Error: Into<Box<dyn StdError + Send + Sync>>,
 {
     let builder = super::server_builder(edge.header_read_timeout);
-    let handshake = std::sync::Arc::new(handshake);
+    let handshake = Arc::new(handshake);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
+    let mut turn = 0usize;
     loop {
         let (stream, peer) = tokio::select! {
             () = &mut shutdown => break,
@@ -158,18 +176,37 @@ pub async fn serve<H, M, S, B>(
         }
         let service = service(peer);
         let builder = builder.clone();
-        let handshake = std::sync::Arc::clone(&handshake);
+        let handshake = Arc::clone(&handshake);
         let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let Some(io) = handshake.handshake(stream, edge.header_read_timeout).await else {
-                debug!(client = %peer, edge.server = edge.server, "connection sent nothing in time; closed");
+        let (server, timeout) = (edge.server, edge.header_read_timeout);
+        let connection = move |stream: TcpStream| async move {
+            let Some(io) = handshake.handshake(stream, timeout).await else {
+                debug!(client = %peer, edge.server = server, "connection sent nothing in time; closed");
                 return;
             };
             let connection = builder.serve_connection(TokioIo::new(io), service);
             if let Err(error) = watcher.watch(connection.into_owned()).await {
-                debug!(%error, client = %peer, edge.server = edge.server, "connection ended with an error");
+                debug!(%error, client = %peer, edge.server = server, "connection ended with an error");
             }
-        });
+        };
+        let Some(runtime) = edge.spread.get(turn % edge.spread.len().max(1)) else {
+            tokio::spawn(connection(stream));
+            continue;
+        };
+        // Moved to `runtime`'s reactor, so its readiness wakes that thread
+        // alone, not this one as well.
+        match stream.into_std() {
+            Ok(stream) => drop(runtime.spawn(async move {
+                match TcpStream::from_std(stream) {
+                    Ok(stream) => connection(stream).await,
+                    Err(error) => {
+                        debug!(%error, edge.server = server, "cannot register a connection")
+                    }
+                }
+            })),
+            Err(error) => debug!(%error, edge.server = edge.server, "cannot move a connection"),
+        }
+        turn = turn.wrapping_add(1);
     }
     drop(listener);
     tokio::select! {
