@@ -1,8 +1,8 @@
 //! [`Answered`]: a response on its way out of the node, whichever way it
 //! travels (gRPC frames, or handed to a router in this process). It streams
 //! the engine's body, ends it at the router's deadline, and counts the call
-//! in `isolane_node_requests_total` exactly once while holding its
-//! admission permit until then.
+//! in `isolane_node_requests_total` exactly once, holding its admission
+//! permit until it is dropped.
 
 use std::future::Future as _;
 use std::pin::Pin;
@@ -39,8 +39,13 @@ pub struct Answered {
     head_only: bool,
     metrics: Arc<NodeMetrics>,
     thread: usize,
-    /// Held until the call is counted.
-    permit: Option<Permit>,
+    /// Whether the call has been counted.
+    counted: bool,
+    /// Held until this body is dropped — over gRPC, until the response
+    /// stream is done with, end frame included — so a draining node does not
+    /// see the call finished (and close its server) before its last frames
+    /// went out.
+    _permit: Permit,
 }
 
 impl Answered {
@@ -63,14 +68,16 @@ impl Answered {
             head_only,
             metrics,
             thread: permit.thread(),
-            permit: Some(permit),
+            counted: false,
+            _permit: permit,
         }
     }
 
-    /// Counts the call as `outcome`, releases the Worker's body (and its
-    /// writer) and the permit.
+    /// Counts the call as `outcome` and releases the Worker's body (and its
+    /// writer).
     fn finish(&mut self, outcome: Outcome) {
-        if self.permit.take().is_some() {
+        if !self.counted {
+            self.counted = true;
             self.metrics.request(self.thread, outcome.label());
         }
         self.body = Body::empty();
@@ -82,7 +89,7 @@ impl Answered {
     }
 
     fn done(&self) -> bool {
-        self.permit.is_none()
+        self.counted
     }
 
     /// Whether the router's deadline has passed (arming its timer the first
