@@ -107,24 +107,24 @@ mod tests {
         assert!(closed_by_server(&mut stream).await);
     }
 
-    #[tokio::test]
-    async fn an_idle_keep_alive_connection_is_closed() {
+    /// Whether the server closes a connection that sent `bytes` and then
+    /// nothing more.
+    async fn closed_after(bytes: &[u8]) -> bool {
         let addr = server().await;
         let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream
-            .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await
-            .unwrap();
+        stream.write_all(bytes).await.unwrap();
+        closed_by_server(&mut stream).await
+    }
+
+    #[tokio::test]
+    async fn an_idle_keep_alive_connection_is_closed() {
         // The answer arrives, then the connection idles and is closed.
-        assert!(closed_by_server(&mut stream).await);
+        assert!(closed_after(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n").await);
     }
 
     #[tokio::test]
     async fn a_half_sent_http2_preface_is_cut() {
-        let addr = server().await;
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream.write_all(b"PRI * HTTP/2.0\r\n").await.unwrap();
-        assert!(closed_by_server(&mut stream).await);
+        assert!(closed_after(b"PRI * HTTP/2.0\r\n").await);
     }
 
     #[tokio::test]
@@ -147,10 +147,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_half_sent_head_is_cut() {
-        let addr = server().await;
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream.write_all(b"GET / HTTP/1.1\r\nhost:").await.unwrap();
-        assert!(closed_by_server(&mut stream).await);
+        assert!(closed_after(b"GET / HTTP/1.1\r\nhost:").await);
     }
 
     #[tokio::test]
