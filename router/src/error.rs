@@ -84,9 +84,10 @@ pub enum Error {
         node: String,
         /// What tonic reported.
         message: String,
-        /// The node refused the connection: the request never reached it
-        /// (it has exited, as a replaced node pod does), so it cannot have
-        /// been what the node died of.
+        /// The node refused the connection, or answered that it did not
+        /// start the request (draining): the request never ran there (the
+        /// node has exited, as a replaced node pod does, or is leaving), so
+        /// it cannot have been what the node died of.
         refused: bool,
     },
 
@@ -197,10 +198,13 @@ impl Error {
         let message = status.message().to_owned();
         let refused = connection_refused(status);
         match status.code() {
+            // A status the node sent itself (draining) carries no transport
+            // error: the node said it never started the request, so the
+            // request was not lost with it either.
             tonic::Code::Unavailable => Self::NodeUnavailable {
                 node,
                 message,
-                refused,
+                refused: refused || !connection_broke(status),
             },
             // tonic reports a connection that broke mid-call (the node died or
             // reset it) as UNKNOWN with the transport error as its source; a
@@ -359,6 +363,19 @@ fn connection_broke(status: &tonic::Status) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_that_says_it_is_draining_lost_nothing() {
+        let draining = Error::from_status("n", &tonic::Status::unavailable("the node is draining"));
+        assert!(draining.retry_elsewhere());
+        assert!(draining.ejects_node());
+        assert!(!draining.lost_with_node());
+        // A call whose connection broke under it was lost with the node.
+        let broke = tonic::Status::from_error(Box::new(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        )));
+        assert!(Error::from_status("n", &broke).lost_with_node());
+    }
 
     #[test]
     fn statuses_and_reasons() {
