@@ -16,6 +16,8 @@
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
+# ISOLANE_BENCH_BASELINE=<an older isolane binary> adds it to the warm rounds
+# (before and after a change, in one interleaved run);
 # CARGO_TARGET_DIR is honoured.
 set -euo pipefail
 
@@ -26,7 +28,7 @@ quick=false
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=true ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $arg" >&2; exit 64 ;;
   esac
 done
@@ -133,7 +135,12 @@ step() {
   echo "bench: $name took $((SECONDS - t0)) s" >&2
 }
 
-step warm 300 "$bench" warm "${common[@]}" --isolane "$bin/isolane" "${workerd_args[@]}" "${http[@]}"
+baseline_args=()
+if [ -n "${ISOLANE_BENCH_BASELINE:-}" ]; then
+  baseline_args=(--baseline "$ISOLANE_BENCH_BASELINE")
+fi
+step warm 400 "$bench" warm "${common[@]}" --isolane "$bin/isolane" "${workerd_args[@]}" \
+  "${baseline_args[@]}" "${http[@]}"
 if $needs_apiserver; then
   step distributed 420 "$bench" distributed "${common[@]}" --isolane "$bin/isolane" \
     "${workerd_args[@]}" --bin-dir "$bin" "${http[@]}"

@@ -66,6 +66,11 @@ struct Http {
     /// The worker script both sides serve.
     #[arg(long, default_value = "examples/hello.js")]
     script: PathBuf,
+    /// Another `isolane` binary (an older build) measured in the same
+    /// interleaved rounds, so a change is shown before and after
+    /// (warm only).
+    #[arg(long)]
+    baseline: Option<PathBuf>,
     /// wrk connections, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
     connections: Vec<usize>,
@@ -323,8 +328,23 @@ async fn warm_section(common: &Common, http: &Http) -> anyhow::Result<Section> {
     let workerd = servers::workerd(&bins, &config, &common.work)?;
     isolane.wait_ok(Duration::from_secs(60)).await?;
     workerd.wait_ok(Duration::from_secs(60)).await?;
+    let baseline = match &http.baseline {
+        Some(bin) => {
+            let bins = Binaries {
+                isolane: bin.clone(),
+                workerd: None,
+            };
+            let mut server = servers::isolane_dev(&bins, &http.script, &common.work, &[]);
+            server.name = "isolane dev (baseline)";
+            server.wait_ok(Duration::from_secs(60)).await?;
+            Some(server)
+        }
+        None => None,
+    };
     let plan = warm_plan(http);
-    let measured = warm::measure(&[&isolane, &workerd], &plan).await?;
+    let mut under_load = vec![&isolane, &workerd];
+    under_load.extend(baseline.as_ref());
+    let measured = warm::measure(&under_load, &plan).await?;
     let mut markdown = format!(
         "## 1. Warm hello world: `isolane dev` vs workerd\n\n\
          `{}` served by `isolane dev` (engine threads = cores, pinned pool, its HTTP server on 2 \
@@ -336,7 +356,15 @@ async fn warm_section(common: &Common, http: &Http) -> anyhow::Result<Section> {
         plan.rounds,
         http.secs
     );
-    markdown.push_str(&measured.table(&[1]));
+    if let Some(bin) = &http.baseline {
+        markdown.push_str(&format!(
+            "`isolane dev (baseline)` is another build (`{}`) under the same load in the same \
+             interleaved rounds.\n\n",
+            bin.display()
+        ));
+    }
+    let against: &[usize] = if baseline.is_some() { &[1, 2] } else { &[1] };
+    markdown.push_str(&measured.table(against));
     markdown.push('\n');
     let targets = vec![measured.ratio_target(
         "warm hello through `isolane dev` ≥ 1.5× workerd's throughput",
