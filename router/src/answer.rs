@@ -29,6 +29,21 @@ pub const MAX_HOPS: u32 = 4;
 /// The request id: the client's, or one the router generated.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
+/// The names above as header names, for inserting: a `&str` name is parsed
+/// and copied into a new allocation on every insert, these are not.
+pub(crate) mod name {
+    use http::HeaderName;
+
+    /// [`super::NODE_HEADER`].
+    pub const NODE: HeaderName = HeaderName::from_static(super::NODE_HEADER);
+    /// [`super::REVISION_HEADER`].
+    pub const REVISION: HeaderName = HeaderName::from_static(super::REVISION_HEADER);
+    /// [`super::REQUEST_ID_HEADER`].
+    pub const REQUEST_ID: HeaderName = HeaderName::from_static(super::REQUEST_ID_HEADER);
+    /// `x-forwarded-for`.
+    pub const FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+}
+
 /// The response body type of the router.
 pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 

@@ -113,8 +113,7 @@ impl Fleet {
             .iter()
             .map(|n| n.state.in_flight.load(Ordering::Relaxed))
             .collect();
-        let now = self.now_ms();
-        let usable = |i: &usize| !exclude.contains(i) && !self.is_ejected(*i, now);
+        let usable = |i: &usize| !exclude.contains(i) && !self.is_ejected(*i);
         let index = match self.set.choose_bounded(worker_id, &loads, c) {
             Some(first) if usable(&first) => first,
             _ => {
@@ -165,12 +164,13 @@ impl Fleet {
             .map_or(0, |n| n.state.in_flight.load(Ordering::Relaxed))
     }
 
-    fn is_ejected(&self, index: usize, now_ms: u64) -> bool {
-        self.nodes[index]
+    fn is_ejected(&self, index: usize) -> bool {
+        let until = self.nodes[index]
             .state
             .ejected_until_ms
-            .load(Ordering::Relaxed)
-            > now_ms
+            .load(Ordering::Relaxed);
+        // A node never ejected needs no clock read.
+        until > 0 && until > self.now_ms()
     }
 
     fn now_ms(&self) -> u64 {

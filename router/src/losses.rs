@@ -65,6 +65,12 @@ pub struct NodeLosses {
 
 impl NodeLosses {
     /// How long `worker` stays quarantined, if it is now.
+    /// Whether any request was ever lost with a node: when not, nothing
+    /// is quarantined and a caller need not read the clock.
+    pub fn any(&self) -> bool {
+        self.any.load(Ordering::Relaxed)
+    }
+
     pub fn quarantined(&self, worker: &str, now: Instant) -> Option<Duration> {
         if !self.any.load(Ordering::Relaxed) {
             return None;

@@ -22,7 +22,8 @@
 //!    body back, aborting the client's response if the node's body fails.
 //!
 //! The whole exchange runs under one deadline (`--request-timeout`), which
-//! the node also receives as `deadline_ms`.
+//! a node reached over gRPC also receives as `deadline_ms` (a node in this
+//! process is bounded by the proxy alone).
 
 mod outgoing;
 mod response;
@@ -55,6 +56,7 @@ pub use test_tick::TEST_SCHEDULED_PATH;
 pub use upstream::{CallBody, LocalNode, ResponseFrames};
 
 use crate::Error;
+use crate::answer::name;
 use crate::channels::{self, ChannelConfig};
 use crate::error::BoxError;
 use crate::fleet::{Fleet, FleetBuilder, placement_moves};
@@ -368,7 +370,7 @@ impl Proxy {
             slot: self.inner.metrics.workers.slot(worker_id),
         });
         let trip = Trip {
-            proxy: self.clone(),
+            proxy: self,
             backend,
             revision: Revision::from(revision),
             request_id: next_request_id(),
@@ -439,22 +441,23 @@ impl Proxy {
         true
     }
 
-    /// Waits until the fleet changes after `changes` last saw it, or until
-    /// `until`; returns whether it changed.
-    async fn fleet_changed(
-        &self,
-        changes: &mut tokio::sync::watch::Receiver<u64>,
-        until: tokio::time::Instant,
-    ) -> bool {
+    /// Waits until the fleet is no longer `seen`, or until `until`; returns
+    /// whether it changed. Only a request that found no node subscribes to
+    /// changes, so the others touch nothing shared for it.
+    async fn fleet_changed(&self, seen: &Fleet, until: tokio::time::Instant) -> bool {
         if until <= tokio::time::Instant::now() {
             return false;
         }
+        // Subscribe before comparing, so a change in between wakes the wait
+        // (`set_members` stores the fleet, then bumps the counter).
+        let mut changes = self.inner.fleet_changes.subscribe();
         let metrics = &self.inner.metrics;
         let _waiting = metrics.node_waiting();
-        let changed = matches!(
-            tokio::time::timeout_at(until, changes.changed()).await,
-            Ok(Ok(()))
-        );
+        let changed = self.inner.fleet.load().generation() != seen.generation()
+            || matches!(
+                tokio::time::timeout_at(until, changes.changed()).await,
+                Ok(Ok(()))
+            );
         metrics.node_wait(if changed { "node" } else { "timeout" });
         changed
     }
@@ -517,19 +520,25 @@ impl Proxy {
             request.extensions_mut().insert(tick);
         }
         let trip = Trip {
-            proxy: self.clone(),
-            backend: Arc::clone(&backend),
-            revision: revision.clone(),
+            proxy: self,
+            backend,
+            revision,
             record: true,
-            request_id: request_id.clone(),
+            request_id,
             host,
             started,
-            deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
+            deadline: tokio::time::Instant::from_std(started) + self.inner.config.request_timeout,
         };
         match trip.run(request).await {
             Ok(response) if test_tick => test_tick::answer(response).await,
             Ok(response) => response,
             Err((node, error)) => {
+                let Trip {
+                    backend,
+                    revision,
+                    request_id,
+                    ..
+                } = trip;
                 debug!(
                     request.id = %request_id, worker.id = %backend.worker_id,
                     %revision, %node, %error, "request failed"
@@ -559,16 +568,16 @@ impl Proxy {
         let mut response = Response::from(error);
         let headers = response.headers_mut();
         if let Ok(id) = HeaderValue::from_str(request_id) {
-            headers.insert(REQUEST_ID_HEADER, id);
+            headers.insert(name::REQUEST_ID, id);
         }
         if let Some((_, revision)) = backend {
             if let Ok(revision) = HeaderValue::from_str(revision) {
-                headers.insert(REVISION_HEADER, revision);
+                headers.insert(name::REVISION, revision);
             }
             if node != NO_NODE
                 && let Ok(node) = HeaderValue::from_str(node)
             {
-                headers.insert(NODE_HEADER, node);
+                headers.insert(name::NODE, node);
             }
         }
         self.inner.metrics.observe(
@@ -582,8 +591,8 @@ impl Proxy {
 }
 
 /// One request's trip through the fleet.
-struct Trip {
-    proxy: Proxy,
+struct Trip<'p> {
+    proxy: &'p Proxy,
     backend: Arc<Backend>,
     /// The revision this request runs (the split chose it).
     revision: Revision,
@@ -598,7 +607,7 @@ struct Trip {
 /// A failed request: the node it failed on (or [`NO_NODE`]) and why.
 type Failure = (String, Error);
 
-impl Trip {
+impl Trip<'_> {
     async fn run<B>(&self, request: Request<B>) -> Result<Response<ResponseBody>, Failure>
     where
         B: Body<Data = Bytes> + Send + Unpin + 'static,
@@ -615,7 +624,11 @@ impl Trip {
                 .map_err(|source| (NO_NODE.to_owned(), Error::RequestBody { source }))?;
         let losses = &self.proxy.inner.losses;
         let worker_id = &self.backend.worker_id;
-        if let Some(retry_after) = losses.quarantined(worker_id, Instant::now()) {
+        if let Some(retry_after) = losses
+            .any()
+            .then(|| losses.quarantined(worker_id, Instant::now()))
+            .flatten()
+        {
             return Err((
                 NO_NODE.to_owned(),
                 Error::Quarantined {
@@ -624,8 +637,6 @@ impl Trip {
                 },
             ));
         }
-        // Subscribe before reading the fleet, so a change in between wakes a wait.
-        let mut fleet_changes = self.proxy.inner.fleet_changes.subscribe();
         let mut fleet = self.proxy.fleet();
         let wait_until = self
             .deadline
@@ -638,11 +649,7 @@ impl Trip {
             let Some(pick) = fleet.pick(&self.backend.worker_id, config.load_factor, &tried) else {
                 // No candidate left: wait (bounded) for the fleet to change,
                 // as while the only node pod is replaced.
-                if self
-                    .proxy
-                    .fleet_changed(&mut fleet_changes, wait_until)
-                    .await
-                {
+                if self.proxy.fleet_changed(&fleet, wait_until).await {
                     fleet = self.proxy.fleet();
                     tried.clear();
                     continue;
@@ -755,13 +762,12 @@ impl Trip {
         let config = &self.proxy.inner.config;
         let fleet_node = &fleet.nodes()[index];
         let node = fleet_node.member.name.as_str();
-        let remaining = self
-            .deadline
-            .saturating_duration_since(tokio::time::Instant::now());
         call.thread = thread;
-        call.deadline_ms = remaining.as_millis().max(1) as u64;
         let (in_flight, exchange) =
             match &self.proxy.inner.local {
+                // A node in this process gets no deadline of its own: the
+                // `timeout_at` below and the body's deadline bound it, and
+                // dropping its future cancels it, so it arms no timer.
                 Some(local) => {
                     let in_flight = fleet.start(index);
                     let body = body.body();
@@ -771,6 +777,10 @@ impl Trip {
                     )
                 }
                 None => {
+                    let remaining = self
+                        .deadline
+                        .saturating_duration_since(tokio::time::Instant::now());
+                    call.deadline_ms = remaining.as_millis().max(1) as u64;
                     let endpoint = fleet_node.member.endpoint_for(thread).ok_or_else(|| {
                         Error::NoEndpoint {
                             node: node.to_owned(),
@@ -785,9 +795,12 @@ impl Trip {
                     // of its runtime) per request.
                     let request = tonic::Request::new(body.frames(call.encode()));
                     let client = RuntimeClient::new(channel);
+                    // Boxed: tonic's call future is several times the size
+                    // of the in-process one, and unboxed it would size (and
+                    // be moved with) every request's future.
                     (
                         in_flight,
-                        Either::Right(upstream::call_grpc(client, request, node)),
+                        Either::Right(Box::pin(upstream::call_grpc(client, request, node))),
                     )
                 }
             };
@@ -860,13 +873,13 @@ impl Trip {
             }
         }
         if let Ok(value) = HeaderValue::from_str(node) {
-            headers.insert(NODE_HEADER, value);
+            headers.insert(name::NODE, value);
         }
         if let Ok(value) = HeaderValue::from_str(&self.revision) {
-            headers.insert(REVISION_HEADER, value);
+            headers.insert(name::REVISION, value);
         }
         if let Ok(value) = HeaderValue::from_str(&self.request_id) {
-            headers.insert(REQUEST_ID_HEADER, value);
+            headers.insert(name::REQUEST_ID, value);
         }
         Ok(response)
     }
@@ -914,7 +927,7 @@ fn next_request_id() -> String {
         ids.set((seed, count.wrapping_add(1)));
         seed.wrapping_add(count)
     });
-    format!("{:016x}", mix(n))
+    hex::encode(mix(n).to_be_bytes())
 }
 
 /// A bijective 64-bit mixer (splitmix64's finaliser): distinct inputs give distinct ids.

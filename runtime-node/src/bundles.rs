@@ -160,8 +160,12 @@ impl BundleIndex {
         revision: &str,
         wait: Duration,
     ) -> Result<Arc<WorkerBundle>, Error> {
-        // Subscribe before looking, so a change between the look and the
-        // wait still wakes us.
+        // The common case touches nothing shared but the snapshot.
+        if let Some(bundle) = self.get(worker_id, revision) {
+            return Ok(bundle);
+        }
+        // Subscribe before looking again, so a change between the look and
+        // the wait still wakes us.
         let mut changes = self.changes.subscribe();
         if let Some(bundle) = self.get(worker_id, revision) {
             return Ok(bundle);

@@ -6,6 +6,7 @@
 //! each thread are resolved once, at start, so the engine's calls on the
 //! request path are an index and an atomic add.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use isolane_engine::{EngineObserver, EvictionReason, Outcome, TerminationReason};
@@ -62,6 +63,11 @@ struct ThreadMetrics {
     live_isolates: IntGauge,
     heap_bytes: IntGauge,
     in_flight: IntGauge,
+    /// `isolane_node_requests_total` of this thread, indexed like
+    /// `Outcome::ALL`: each series is made on its first request (so only
+    /// outcomes that happened are exported) and then counted without a
+    /// label lookup.
+    requests: Vec<OnceLock<IntCounter>>,
     /// Indexed like `Outcome::ALL`.
     engine_seconds: Vec<Histogram>,
     engine_cpu_seconds: Vec<Histogram>,
@@ -258,6 +264,7 @@ impl NodeMetrics {
                     live_isolates: live_isolates.with_label_values(&[l]),
                     heap_bytes: heap_bytes.with_label_values(&[l]),
                     in_flight: in_flight.with_label_values(&[l]),
+                    requests: Outcome::ALL.iter().map(|_| OnceLock::new()).collect(),
                     engine_seconds: Outcome::ALL
                         .iter()
                         .map(|o| engine_seconds.with_label_values(&[l, o.label()]))
@@ -297,9 +304,19 @@ impl NodeMetrics {
 
     /// An Execute call ended with `outcome` (a bounded label).
     pub fn request(&self, thread: usize, outcome: &str) {
-        self.requests
-            .with_label_values(&[self.thread_label(thread), outcome])
-            .inc();
+        let cached = self.threads.get(thread).and_then(|t| {
+            let i = Outcome::ALL.iter().position(|o| o.label() == outcome)?;
+            Some((t, t.requests.get(i)?))
+        });
+        match cached {
+            Some((t, series)) => series
+                .get_or_init(|| self.requests.with_label_values(&[&t.label, outcome]))
+                .inc(),
+            None => self
+                .requests
+                .with_label_values(&[self.thread_label(thread), outcome])
+                .inc(),
+        }
     }
 
     /// A request refused before it ran (`overloaded`, `draining`, …).

@@ -161,14 +161,11 @@ impl NodeService {
         let shared = &self.inner;
         let permit = shared.admission.admit(call.thread)?;
         let thread = permit.thread();
-        let received = Instant::now();
-        let deadline =
-            (call.deadline_ms > 0).then(|| received + Duration::from_millis(call.deadline_ms));
-        let wait = deadline.map_or(shared.revision_wait, |d| {
-            shared
-                .revision_wait
-                .min(d.saturating_duration_since(received))
-        });
+        // No deadline (a router in this process bounds the call itself):
+        // no clock read, no timer.
+        let deadline_in = (call.deadline_ms > 0).then(|| Duration::from_millis(call.deadline_ms));
+        let deadline = deadline_in.map(|d| Instant::now() + d);
+        let wait = deadline_in.map_or(shared.revision_wait, |d| shared.revision_wait.min(d));
         let bundle = shared
             .bundles
             .resolve(&call.worker_id, &call.revision, wait)

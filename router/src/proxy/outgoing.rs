@@ -15,7 +15,7 @@ use isolane_proto::call::Call;
 use isolane_proto::runtime::v1::{ExecuteRequest, RequestHead};
 
 use super::upstream::CallBody;
-use crate::answer::REQUEST_ID_HEADER;
+use crate::answer::{REQUEST_ID_HEADER, name};
 use crate::error::BoxError;
 
 /// The largest body chunk sent in one message; bigger frames are split so a
@@ -298,8 +298,11 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
     let headers = request.headers_mut();
     headers.reserve(parts.headers.len() + 3);
     let mut forwarded_for: Option<Vec<u8>> = None;
+    // Most requests have no `Connection` header naming more hop-by-hop
+    // headers: then no header needs looking it up.
+    let names_more = parts.headers.contains_key(header::CONNECTION);
     for (name, value) in &parts.headers {
-        if is_hop_by_hop(name, &parts.headers) {
+        if is_always_hop_by_hop(name) || (names_more && is_hop_by_hop(name, &parts.headers)) {
             continue;
         }
         // The Worker sees the host the request was routed by (for an
@@ -332,7 +335,7 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
         .is_none_or(|v| v.as_bytes() != context.request_id.as_bytes())
         && let Ok(id) = HeaderValue::from_str(context.request_id)
     {
-        headers.insert(REQUEST_ID_HEADER, id);
+        headers.insert(name::REQUEST_ID, id);
     }
     let forwarded_for = match (forwarded_for, context.client_ip) {
         (Some(mut list), Some(ip)) => {
@@ -343,7 +346,7 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
         (list, None) => list,
     };
     if let Some(value) = forwarded_for.and_then(|v| HeaderValue::from_bytes(&v).ok()) {
-        headers.insert("x-forwarded-for", value);
+        headers.insert(name::FORWARDED_FOR, value);
     }
     let body_length = parts
         .headers
