@@ -18,6 +18,8 @@
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
 # ISOLANE_BENCH_BASELINE=<an older isolane binary> adds it to the warm rounds
 # (before and after a change, in one interleaved run);
+# ISOLANE_BENCH_ROUNDS=N sets the rounds of the warm and distributed steps
+# (default 3; --quick: 1);
 # CARGO_TARGET_DIR is honoured.
 set -euo pipefail
 
@@ -107,7 +109,7 @@ if $quick; then
   neighbours=(--rounds 1 --secs 1)
   operator=(--counts 200 --deadline 120)
 else
-  http=(--connections 1,16,64 --rounds 3 --secs 5)
+  http=(--connections 1,16,64 --rounds ${ISOLANE_BENCH_ROUNDS:-3} --secs 5)
   cold=(--workers 200 --starts 10)
   pool=(--rounds 5 --secs 2)
   density=(--idle 1000 --distinct 10000 --secs 10)
