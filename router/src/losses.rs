@@ -64,13 +64,16 @@ pub struct NodeLosses {
 }
 
 impl NodeLosses {
-    /// How long `worker` stays quarantined, if it is now.
-    /// Whether any request was ever lost with a node: when not, nothing
-    /// is quarantined and a caller need not read the clock.
-    pub fn any(&self) -> bool {
-        self.any.load(Ordering::Relaxed)
+    /// [`quarantined`](Self::quarantined) at the current time, reading the
+    /// clock only when some request was ever lost (the request path's call).
+    pub fn quarantined_now(&self, worker: &str) -> Option<Duration> {
+        if !self.any.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.quarantined(worker, Instant::now())
     }
 
+    /// How long `worker` stays quarantined at `now`, if it is.
     pub fn quarantined(&self, worker: &str, now: Instant) -> Option<Duration> {
         if !self.any.load(Ordering::Relaxed) {
             return None;

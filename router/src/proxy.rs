@@ -624,11 +624,7 @@ impl Trip<'_> {
                 .map_err(|source| (NO_NODE.to_owned(), Error::RequestBody { source }))?;
         let losses = &self.proxy.inner.losses;
         let worker_id = &self.backend.worker_id;
-        if let Some(retry_after) = losses
-            .any()
-            .then(|| losses.quarantined(worker_id, Instant::now()))
-            .flatten()
-        {
+        if let Some(retry_after) = losses.quarantined_now(worker_id) {
             return Err((
                 NO_NODE.to_owned(),
                 Error::Quarantined {
