@@ -29,8 +29,9 @@ pub const MAX_HOPS: u32 = 4;
 /// The request id: the client's, or one the router generated.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
-/// The names above as header names, for inserting: a `&str` name is parsed
-/// and copied into a new allocation on every insert, these are not.
+/// The names above as header names, for inserting and looking up: a `&str`
+/// name is parsed on every use (and copied into a new allocation on every
+/// insert), these are not.
 pub(crate) mod name {
     use http::HeaderName;
 
@@ -40,6 +41,8 @@ pub(crate) mod name {
     pub const REVISION: HeaderName = HeaderName::from_static(super::REVISION_HEADER);
     /// [`super::REQUEST_ID_HEADER`].
     pub const REQUEST_ID: HeaderName = HeaderName::from_static(super::REQUEST_ID_HEADER);
+    /// [`super::HOPS_HEADER`].
+    pub const HOPS: HeaderName = HeaderName::from_static(super::HOPS_HEADER);
     /// `x-forwarded-for`.
     pub const FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 }

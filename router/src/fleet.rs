@@ -19,8 +19,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use http::HeaderValue;
 use isolane_membership::NodeMember;
 use isolane_placement::{Node, NodeSet, thread_for};
+
+use crate::metrics::NodeSeries;
 
 /// How long a node that failed a connection is skipped by new requests.
 pub const EJECT_FOR: Duration = Duration::from_secs(2);
@@ -34,12 +37,27 @@ pub struct FleetNode {
 }
 
 /// Per-node state shared by every snapshot that contains the node.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct NodeState {
     /// Requests sent to the node and not yet finished.
     in_flight: AtomicU64,
     /// Milliseconds since the fleet's epoch until which the node is skipped.
     ejected_until_ms: AtomicU64,
+    /// The node's name as `x-isolane-node` carries it.
+    header: Option<HeaderValue>,
+    /// The node's request metrics, resolved once.
+    series: NodeSeries,
+}
+
+impl NodeState {
+    fn new(name: &str) -> Self {
+        Self {
+            in_flight: AtomicU64::new(0),
+            ejected_until_ms: AtomicU64::new(0),
+            header: HeaderValue::from_str(name).ok(),
+            series: NodeSeries::new(name),
+        }
+    }
 }
 
 /// An immutable view of the live, non-draining nodes.
@@ -185,6 +203,18 @@ pub struct InFlight {
     state: Arc<NodeState>,
 }
 
+impl InFlight {
+    /// The node's request metrics.
+    pub fn series(&self) -> &NodeSeries {
+        &self.state.series
+    }
+
+    /// The node's name as `x-isolane-node` carries it.
+    pub fn node_header(&self) -> Option<&HeaderValue> {
+        self.state.header.as_ref()
+    }
+}
+
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.state.in_flight.fetch_sub(1, Ordering::Relaxed);
@@ -238,7 +268,11 @@ impl FleetBuilder {
             .iter()
             .filter_map(|n| members.iter().find(|m| m.name == n.name))
             .map(|member| FleetNode {
-                state: Arc::clone(self.states.entry(member.name.clone()).or_default()),
+                state: Arc::clone(
+                    self.states
+                        .entry(member.name.clone())
+                        .or_insert_with(|| Arc::new(NodeState::new(&member.name))),
+                ),
                 member: member.clone(),
             })
             .collect();

@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use http::StatusCode;
@@ -230,6 +230,27 @@ impl RouterMetrics {
         self.duration
             .with_label_values(&[class, node])
             .observe(seconds);
+        self.observe_worker(served, class, seconds);
+    }
+
+    /// [`RouterMetrics::observe`] for a request a node of the fleet
+    /// answered, whose series `node` keeps.
+    pub fn observe_node(
+        &self,
+        served: Option<Served<'_>>,
+        node: &NodeSeries,
+        status: StatusCode,
+        elapsed: Duration,
+    ) {
+        let index = class_index(status);
+        let seconds = elapsed.as_secs_f64();
+        let (requests, duration) = node.of_class(self, index);
+        requests.inc();
+        duration.observe(seconds);
+        self.observe_worker(served, STATUS_CLASSES[index], seconds);
+    }
+
+    fn observe_worker(&self, served: Option<Served<'_>>, class: &'static str, seconds: f64) {
         if let Some(Served {
             worker_id,
             slot,
@@ -290,14 +311,53 @@ impl RouterMetrics {
     }
 }
 
+/// The values of the `status_class` label.
+const STATUS_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
 /// `"2xx"` and friends.
 pub fn status_class(status: StatusCode) -> &'static str {
+    STATUS_CLASSES[class_index(status)]
+}
+
+/// The index of `status`'s class in [`STATUS_CLASSES`].
+fn class_index(status: StatusCode) -> usize {
     match status.as_u16() {
-        100..=199 => "1xx",
-        200..=299 => "2xx",
-        300..=399 => "3xx",
-        400..=499 => "4xx",
-        _ => "5xx",
+        100..=199 => 0,
+        200..=299 => 1,
+        300..=399 => 2,
+        400..=499 => 3,
+        _ => 4,
+    }
+}
+
+/// One node's `isolane_router_requests_total` counter and latency histogram
+/// per status class, each looked up in its vector the first time a request
+/// of that class ends there and kept (node series are never removed), so a
+/// request is counted without a lookup. Only classes that happened appear.
+#[derive(Debug)]
+pub struct NodeSeries {
+    node: String,
+    classes: [OnceLock<(IntCounter, Histogram)>; 5],
+}
+
+impl NodeSeries {
+    /// The series of node `node`, none resolved yet.
+    pub fn new(node: &str) -> Self {
+        Self {
+            node: node.to_owned(),
+            classes: Default::default(),
+        }
+    }
+
+    /// The series of class `index` ([`class_index`]).
+    fn of_class(&self, metrics: &RouterMetrics, index: usize) -> &(IntCounter, Histogram) {
+        self.classes[index].get_or_init(|| {
+            let labels = [STATUS_CLASSES[index], self.node.as_str()];
+            (
+                metrics.requests.with_label_values(&labels),
+                metrics.duration.with_label_values(&labels),
+            )
+        })
     }
 }
 

@@ -25,13 +25,13 @@
 //! a node reached over gRPC also receives as `deadline_ms` (a node in this
 //! process is bounded by the proxy alone).
 
+mod client;
 mod outgoing;
+mod request_id;
 mod response;
 mod test_tick;
 mod upstream;
 
-use std::cell::Cell;
-use std::hash::{BuildHasher, RandomState};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -50,7 +50,9 @@ use isolane_proto::runtime::v1::ScheduledTick;
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
 use tracing::{debug, info, warn};
 
+pub use client::Client;
 pub use outgoing::{FrameStream, MAX_CHUNK, Outgoing};
+pub use request_id::RequestId;
 pub use response::{BodyError, UpstreamBody};
 pub use test_tick::TEST_SCHEDULED_PATH;
 pub use upstream::{CallBody, LocalNode, ResponseFrames};
@@ -66,7 +68,7 @@ use crate::prewarm::{Gate, PrewarmRequest, Target};
 use crate::routes::{Backend, RoutableWorker, RouteTable, normalize_host};
 use crate::split::{Revision, Split};
 use isolane_worker::{Claim, Reservation};
-use outgoing::{HeadContext, call_for, valid_request_id};
+use outgoing::{HeadContext, call_for};
 use response::{Completion, strip_hop_by_hop};
 use upstream::Source;
 
@@ -84,10 +86,6 @@ pub const DEFAULT_NODE_WAIT: Duration = Duration::from_secs(10);
 /// Calls one request may make to nodes: the first, one retry on the next
 /// candidate, and one more after the fleet changed while it waited.
 const MAX_ATTEMPTS: u32 = 3;
-
-/// The client's address, set as a request extension by the server.
-#[derive(Clone, Copy, Debug)]
-pub struct ClientAddr(pub SocketAddr);
 
 /// How the proxy treats requests.
 #[derive(Clone, Debug)]
@@ -260,6 +258,12 @@ impl Proxy {
             .any(|net| net.contains(&peer))
     }
 
+    /// The client at `peer`, as its requests describe it to the Worker:
+    /// worked out once, when its connection is accepted.
+    pub fn client(&self, peer: SocketAddr) -> Client {
+        Client::new(peer.ip(), self.trusts(peer.ip()))
+    }
+
     /// The Workers of the route table now, as published (new splits only
     /// once prewarmed).
     pub fn published(&self) -> Arc<Vec<RoutableWorker>> {
@@ -373,7 +377,8 @@ impl Proxy {
             proxy: self,
             backend,
             revision: Revision::from(revision),
-            request_id: next_request_id(),
+            request_id: RequestId::new(),
+            client: None,
             host: host.to_owned(),
             started: Instant::now(),
             deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
@@ -462,24 +467,30 @@ impl Proxy {
         changed
     }
 
-    /// Serves one request.
-    pub async fn handle<B>(&self, mut request: Request<B>) -> Response<ResponseBody>
+    /// Serves one request from a client whose address is not known.
+    pub async fn handle<B>(&self, request: Request<B>) -> Response<ResponseBody>
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<BoxError>,
+    {
+        self.handle_from(request, None).await
+    }
+
+    /// Serves one request from `client` ([`Proxy::client`]).
+    pub async fn handle_from<B>(
+        &self,
+        mut request: Request<B>,
+        client: Option<&Client>,
+    ) -> Response<ResponseBody>
     where
         B: Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<BoxError>,
     {
         let started = Instant::now();
-        let request_id = match request
-            .headers()
-            .get(REQUEST_ID_HEADER)
-            .and_then(valid_request_id)
-        {
-            Some(id) => id.to_owned(),
-            None => next_request_id(),
-        };
+        let request_id = RequestId::from_client(request.headers().get(name::REQUEST_ID));
         let hops = request
             .headers()
-            .get(HOPS_HEADER)
+            .get(name::HOPS)
             .and_then(|v| v.to_str().ok()?.trim().parse::<u32>().ok())
             .unwrap_or(0);
         if hops > MAX_HOPS {
@@ -525,6 +536,7 @@ impl Proxy {
             revision,
             record: true,
             request_id,
+            client,
             host,
             started,
             deadline: tokio::time::Instant::from_std(started) + self.inner.config.request_timeout,
@@ -559,7 +571,7 @@ impl Proxy {
         backend: Option<(&Arc<Backend>, &str)>,
         node: &str,
         error: Error,
-        request_id: &str,
+        request_id: &RequestId,
         started: Instant,
     ) -> Response<ResponseBody> {
         if !matches!(error, Error::NoRoute { .. }) {
@@ -567,8 +579,8 @@ impl Proxy {
         }
         let mut response = Response::from(error);
         let headers = response.headers_mut();
-        if let Ok(id) = HeaderValue::from_str(request_id) {
-            headers.insert(name::REQUEST_ID, id);
+        if let Some(id) = request_id.header() {
+            headers.insert(name::REQUEST_ID, id.clone());
         }
         if let Some((_, revision)) = backend {
             if let Ok(revision) = HeaderValue::from_str(revision) {
@@ -598,7 +610,9 @@ struct Trip<'p> {
     revision: Revision,
     /// Whether the request counts in the request metrics (a prewarm does not).
     record: bool,
-    request_id: String,
+    request_id: RequestId,
+    /// The client, for a client's request (`None` for the router's own).
+    client: Option<&'p Client>,
     host: String,
     started: Instant,
     deadline: tokio::time::Instant,
@@ -723,11 +737,7 @@ impl Trip<'_> {
             worker_id: &self.backend.worker_id,
             revision: &self.revision,
             request_id: &self.request_id,
-            client_ip: parts.extensions.get::<ClientAddr>().map(|a| a.0.ip()),
-            trusted: parts
-                .extensions
-                .get::<ClientAddr>()
-                .is_some_and(|a| self.proxy.trusts(a.0.ip())),
+            client: self.client,
         };
         let mut call = call_for(parts, &context).map_err(|invalid| {
             (
@@ -834,22 +844,24 @@ impl Trip<'_> {
             None => answer.status,
         };
         let metrics = Arc::clone(&self.proxy.inner.metrics);
-        let completion = self.record.then(|| {
-            Completion::new(
+        let node_header = in_flight.node_header().cloned();
+        let completion = if self.record {
+            Completion::counted(
+                in_flight,
                 Arc::clone(&metrics),
                 Arc::clone(&self.backend),
                 Revision::clone(&self.revision),
-                node.to_owned(),
                 status,
                 self.started,
             )
-        });
+        } else {
+            Completion::uncounted(in_flight)
+        };
         let body = UpstreamBody::new(
             source,
             self.deadline,
             answer.body_length,
             Arc::clone(&metrics),
-            in_flight,
             completion,
         );
         let mut response = Response::new(body.boxed_unsync());
@@ -868,14 +880,14 @@ impl Trip<'_> {
                 headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
             }
         }
-        if let Ok(value) = HeaderValue::from_str(node) {
+        if let Some(value) = node_header {
             headers.insert(name::NODE, value);
         }
         if let Ok(value) = HeaderValue::from_str(&self.revision) {
             headers.insert(name::REVISION, value);
         }
-        if let Ok(value) = HeaderValue::from_str(&self.request_id) {
-            headers.insert(name::REQUEST_ID, value);
+        if let Some(id) = self.request_id.header() {
+            headers.insert(name::REQUEST_ID, id.clone());
         }
         Ok(response)
     }
@@ -910,42 +922,9 @@ fn header_text(text: &str) -> Option<HeaderValue> {
     HeaderValue::from_str(cleaned).ok()
 }
 
-thread_local! {
-    /// Per-thread request-id state: a random seed and a counter, so ids are
-    /// unique without a shared atomic.
-    static REQUEST_IDS: Cell<(u64, u64)> = Cell::new((RandomState::new().hash_one(std::thread::current().id()), 0));
-}
-
-/// A new 16-hex-digit request id.
-fn next_request_id() -> String {
-    let n = REQUEST_IDS.with(|ids| {
-        let (seed, count) = ids.get();
-        ids.set((seed, count.wrapping_add(1)));
-        seed.wrapping_add(count)
-    });
-    hex::encode(mix(n).to_be_bytes())
-}
-
-/// A bijective 64-bit mixer (splitmix64's finaliser): distinct inputs give distinct ids.
-fn mix(mut x: u64) -> u64 {
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn request_ids_are_distinct() {
-        let ids: std::collections::HashSet<String> =
-            (0..10_000).map(|_| next_request_id()).collect();
-        assert_eq!(ids.len(), 10_000);
-        assert!(ids.iter().all(|id| id.len() == 16));
-    }
 
     /// The server spawns `handle`'s future on a multi-connection executor.
     #[test]

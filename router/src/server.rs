@@ -14,6 +14,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::body::Incoming;
@@ -23,7 +24,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::proxy::{ClientAddr, Proxy};
+use crate::proxy::Proxy;
 
 /// How long a client may take to send its first bytes and each request head.
 pub const HEADER_READ_TIMEOUT: Duration = edge::HEADER_READ_TIMEOUT;
@@ -50,11 +51,14 @@ pub async fn serve(
 /// [`serve`], held to `edge` (which may spread connections over runtimes).
 async fn serve_on(listener: TcpListener, proxy: Proxy, shutdown: CancellationToken, edge: Edge) {
     let service = |peer: SocketAddr| {
+        // What the requests of this connection say about their client is
+        // worked out once, here.
+        let client = Arc::new(proxy.client(peer));
         let proxy = proxy.clone();
-        service_fn(move |mut request: hyper::Request<Incoming>| {
-            request.extensions_mut().insert(ClientAddr(peer));
+        service_fn(move |request: hyper::Request<Incoming>| {
             let proxy = proxy.clone();
-            async move { Ok::<_, Infallible>(proxy.handle(request).await) }
+            let client = Arc::clone(&client);
+            async move { Ok::<_, Infallible>(proxy.handle_from(request, Some(&client)).await) }
         })
     };
     edge::serve(listener, edge, Plain, service, shutdown.cancelled_owned()).await;

@@ -14,8 +14,10 @@ use http_body_util::{BodyExt, BodyStream, StreamBody};
 use isolane_proto::call::Call;
 use isolane_proto::runtime::v1::{ExecuteRequest, RequestHead};
 
+use super::client::Client;
+use super::request_id::RequestId;
 use super::upstream::CallBody;
-use crate::answer::{REQUEST_ID_HEADER, name};
+use crate::answer::name;
 use crate::error::BoxError;
 
 /// The largest body chunk sent in one message; bigger frames are split so a
@@ -247,12 +249,11 @@ pub struct HeadContext<'a> {
     pub revision: &'a str,
     /// The request id (the client's `x-request-id`, or one generated): the
     /// Worker sees it as `x-request-id`.
-    pub request_id: &'a str,
-    /// The client's address, appended to `x-forwarded-for`.
-    pub client_ip: Option<std::net::IpAddr>,
-    /// Whether the client is a trusted proxy (`--trusted-proxies`): only then
-    /// are its `x-forwarded-for` and `x-forwarded-proto` kept.
-    pub trusted: bool,
+    pub request_id: &'a RequestId,
+    /// The client: its address is appended to `x-forwarded-for`; only a
+    /// trusted proxy's (`--trusted-proxies`) `x-forwarded-for` and
+    /// `x-forwarded-proto` are kept. `None` for the router's own requests.
+    pub client: Option<&'a Client>,
 }
 
 /// The client's request names no host a URL can carry.
@@ -267,7 +268,8 @@ pub struct InvalidHost {
 /// revision run it (thread and deadline are filled in per attempt). The one
 /// place that decides it, for a node over gRPC and one in this process alike.
 pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, InvalidHost> {
-    let forwarded_https = context.trusted
+    let trusted = context.client.is_some_and(Client::trusted);
+    let forwarded_https = trusted
         && parts
             .headers
             .get("x-forwarded-proto")
@@ -307,11 +309,13 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
         }
         // The Worker sees the host the request was routed by (for an
         // absolute-form request line, its authority, not the Host header).
-        if name == header::HOST {
+        // The request id is the router's to set (the client's, when usable,
+        // is the one set).
+        if name == header::HOST || name == name::REQUEST_ID {
             continue;
         }
         // What an untrusted client says about where it came from is dropped.
-        if !context.trusted
+        if !trusted
             && matches!(
                 name.as_str(),
                 "x-forwarded-for" | "x-forwarded-proto" | "x-forwarded-host" | "forwarded"
@@ -330,22 +334,20 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
         headers.append(name.clone(), value.clone());
     }
     headers.insert(header::HOST, host);
-    if headers
-        .get(REQUEST_ID_HEADER)
-        .is_none_or(|v| v.as_bytes() != context.request_id.as_bytes())
-        && let Ok(id) = HeaderValue::from_str(context.request_id)
-    {
-        headers.insert(name::REQUEST_ID, id);
+    if let Some(id) = context.request_id.header() {
+        headers.insert(name::REQUEST_ID, id.clone());
     }
-    let forwarded_for = match (forwarded_for, context.client_ip) {
-        (Some(mut list), Some(ip)) => {
-            list.extend_from_slice(format!(", {ip}").as_bytes());
-            Some(list)
+    let forwarded_for = match (forwarded_for, context.client) {
+        (Some(mut list), Some(client)) => {
+            list.extend_from_slice(b", ");
+            list.extend_from_slice(client.forwarded().as_bytes());
+            HeaderValue::from_bytes(&list).ok()
         }
-        (None, Some(ip)) => Some(ip.to_string().into_bytes()),
-        (list, None) => list,
+        (None, Some(client)) => Some(client.forwarded().clone()),
+        (Some(list), None) => HeaderValue::from_bytes(&list).ok(),
+        (None, None) => None,
     };
-    if let Some(value) = forwarded_for.and_then(|v| HeaderValue::from_bytes(&v).ok()) {
+    if let Some(value) = forwarded_for {
         headers.insert(name::FORWARDED_FOR, value);
     }
     let body_length = parts
@@ -358,18 +360,12 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
         worker_id: context.worker_id.to_owned(),
         revision: context.revision.to_owned(),
         thread: 0,
-        request_id: context.request_id.to_owned(),
+        request_id: context.request_id.as_str().to_owned(),
         deadline_ms: 0,
         body_length,
         scheduled: None,
         prewarm: false,
     })
-}
-
-/// A request header value, if it is a usable request id (1–128 visible ASCII).
-pub fn valid_request_id(value: &HeaderValue) -> Option<&str> {
-    let s = value.to_str().ok()?;
-    (!s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_graphic())).then_some(s)
 }
 
 #[cfg(test)]
@@ -463,9 +459,8 @@ mod tests {
                 host: "api.test:8080",
                 worker_id: "ns/w",
                 revision: "r1",
-                request_id: "abc",
-                client_ip: Some("192.0.2.7".parse().unwrap()),
-                trusted: true,
+                request_id: &id(),
+                client: Some(&client(true)),
             },
         )
         .unwrap()
@@ -489,6 +484,14 @@ mod tests {
         );
     }
 
+    fn id() -> RequestId {
+        RequestId::from_client(Some(&HeaderValue::from_static("abc")))
+    }
+
+    fn client(trusted: bool) -> Client {
+        Client::new("192.0.2.7".parse().unwrap(), trusted)
+    }
+
     fn head_for(request: http::Request<()>, host: &str, trusted: bool) -> RequestHead {
         let (parts, ()) = request.into_parts();
         call_for(
@@ -497,9 +500,8 @@ mod tests {
                 host,
                 worker_id: "ns/w",
                 revision: "r1",
-                request_id: "abc",
-                client_ip: Some("192.0.2.7".parse().unwrap()),
-                trusted,
+                request_id: &id(),
+                client: Some(&client(trusted)),
             },
         )
         .unwrap()
@@ -534,9 +536,8 @@ mod tests {
                 host,
                 worker_id: "ns/w",
                 revision: "r1",
-                request_id: "abc",
-                client_ip: None,
-                trusted: false,
+                request_id: &id(),
+                client: None,
             };
             assert_eq!(call_for(&parts, &context).unwrap_err().host, host);
         }

@@ -55,46 +55,67 @@ fn end_frame(end: ResponseEnd) -> Result<(), BodyError> {
     Ok(())
 }
 
-/// Records a request's metrics when the response body is finished or dropped.
+/// What a response holds until its body is finished or dropped: the
+/// node's in-flight slot, and the request's record in the metrics (none for
+/// a request that does not count, such as a prewarm), written then.
 #[derive(Debug)]
 pub struct Completion {
+    in_flight: InFlight,
+    record: Option<Record>,
+}
+
+#[derive(Debug)]
+struct Record {
     metrics: Arc<RouterMetrics>,
     backend: Arc<Backend>,
     revision: crate::split::Revision,
-    node: String,
     status: StatusCode,
     started: Instant,
 }
 
 impl Completion {
-    /// A record for a response with `status` from `node`.
-    pub fn new(
+    /// A request answered with `status` by the node of `in_flight`, counted
+    /// when it completes.
+    pub fn counted(
+        in_flight: InFlight,
         metrics: Arc<RouterMetrics>,
         backend: Arc<Backend>,
         revision: crate::split::Revision,
-        node: String,
         status: StatusCode,
         started: Instant,
     ) -> Self {
         Self {
-            metrics,
-            backend,
-            revision,
-            node,
-            status,
-            started,
+            in_flight,
+            record: Some(Record {
+                metrics,
+                backend,
+                revision,
+                status,
+                started,
+            }),
+        }
+    }
+
+    /// A request that holds its node's in-flight slot and is not counted.
+    pub fn uncounted(in_flight: InFlight) -> Self {
+        Self {
+            in_flight,
+            record: None,
         }
     }
 }
 
 impl Drop for Completion {
     fn drop(&mut self) {
-        self.metrics.observe(
-            Some(self.backend.served(&self.revision)),
-            &self.node,
-            self.status,
-            self.started.elapsed(),
-        );
+        // Counted before the in-flight slot (a field) is released.
+        if let Some(record) = &self.record {
+            record.metrics.observe_node(
+                Some(record.backend.served(&record.revision)),
+                self.in_flight.series(),
+                record.status,
+                record.started.elapsed(),
+            );
+        }
     }
 }
 
@@ -123,8 +144,7 @@ pub struct UpstreamBody {
     ended: bool,
     done: bool,
     metrics: Arc<RouterMetrics>,
-    _in_flight: InFlight,
-    _completion: Option<Completion>,
+    _completion: Completion,
 }
 
 impl std::fmt::Debug for UpstreamBody {
@@ -178,8 +198,7 @@ impl UpstreamBody {
         deadline: tokio::time::Instant,
         body_length: Option<u64>,
         metrics: Arc<RouterMetrics>,
-        in_flight: InFlight,
-        completion: Option<Completion>,
+        completion: Completion,
     ) -> Self {
         Self {
             source,
@@ -189,7 +208,6 @@ impl UpstreamBody {
             ended: false,
             done: false,
             metrics,
-            _in_flight: in_flight,
             _completion: completion,
         }
     }

@@ -19,6 +19,7 @@
 //! percent-decoded); the query is not part of the path. The first value
 //! inserted for a host and prefix keeps it.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// The host of routes that answer every host no other route does.
@@ -73,8 +74,12 @@ impl<T> RouteIndex<T> {
     /// The value for a request to `host` (as in the Host header or
     /// `:authority`, port allowed) and `path`.
     pub fn lookup(&self, host: &str, path: &str) -> Option<&T> {
-        let host = normalize_host(host);
-        if let Some(found) = self.exact.get(&host).and_then(|r| first_match(r, path)) {
+        let host = host_key(host);
+        if let Some(found) = self
+            .exact
+            .get(host.as_ref())
+            .and_then(|r| first_match(r, path))
+        {
             return Some(found);
         }
         if let Some(found) = host
@@ -98,6 +103,12 @@ fn first_match<'a, T>(routes: &'a [(String, T)], path: &str) -> Option<&'a T> {
 /// Lower case, without port or trailing dot. Bracketed IPv6 literals keep
 /// their brackets.
 pub fn normalize_host(host: &str) -> String {
+    host_key(host).into_owned()
+}
+
+/// [`normalize_host`], borrowing `host` when it is normal already (as
+/// nearly every request's is), so a lookup allocates nothing.
+fn host_key(host: &str) -> Cow<'_, str> {
     let host = host.trim();
     let without_port = if host.starts_with('[') {
         match host.find(']') {
@@ -110,13 +121,23 @@ pub fn normalize_host(host: &str) -> String {
             _ => host,
         }
     };
-    normalize_name(without_port)
+    name_key(without_port)
 }
 
 /// A host name without port, as in routes and reservations: lower case,
 /// without a trailing dot.
 pub(crate) fn normalize_name(name: &str) -> String {
-    name.trim_end_matches('.').to_ascii_lowercase()
+    name_key(name).into_owned()
+}
+
+/// [`normalize_name`], borrowing `name` when it is normal already.
+fn name_key(name: &str) -> Cow<'_, str> {
+    let name = name.trim_end_matches('.');
+    if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(name.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(name)
+    }
 }
 
 /// Whether `prefix` matches `path` on a segment boundary.

@@ -1,0 +1,52 @@
+//! The client at the other end of a connection, as each of its requests
+//! tells the Worker about it: its address for `x-forwarded-for`, and whether
+//! it is a trusted proxy whose own forwarding headers are kept. Worked out
+//! once per connection ([`crate::Proxy::client`]), not once per request.
+
+use std::net::IpAddr;
+
+use http::HeaderValue;
+
+/// A connection's client.
+#[derive(Clone, Debug)]
+pub struct Client {
+    /// The address as `x-forwarded-for` carries it.
+    forwarded: HeaderValue,
+    /// Whether it is a trusted proxy (`--trusted-proxies`).
+    trusted: bool,
+}
+
+impl Client {
+    /// The client at `ip`; `trusted`: whether its forwarding headers are kept.
+    pub fn new(ip: IpAddr, trusted: bool) -> Self {
+        let forwarded = HeaderValue::from_str(&ip.to_string())
+            // An address's text is digits, dots, colons and hex letters.
+            .unwrap_or_else(|_| HeaderValue::from_static("unknown"));
+        Self { forwarded, trusted }
+    }
+
+    /// The address as `x-forwarded-for` carries it.
+    pub fn forwarded(&self) -> &HeaderValue {
+        &self.forwarded
+    }
+
+    /// Whether the client is a trusted proxy.
+    pub fn trusted(&self) -> bool {
+        self.trusted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_families_are_written_as_forwarded_for_carries_them() {
+        let v4 = Client::new("192.0.2.7".parse().unwrap(), false);
+        assert_eq!(v4.forwarded(), "192.0.2.7");
+        assert!(!v4.trusted());
+        let v6 = Client::new("2001:db8::1".parse().unwrap(), true);
+        assert_eq!(v6.forwarded(), "2001:db8::1");
+        assert!(v6.trusted());
+    }
+}
