@@ -111,16 +111,20 @@ class Headers {
     // Every [name, value] pair, uncombined, for the host.
     internal.headersList = (h) => {
       const out = [];
-      for (const [name, values] of h.#map) for (const v of values) out.push([name, v]);
+      for (const [name, values] of h.#map) for (const v of values) out.push(name, v);
       return out;
     };
-    // Fill from a host list of [name, value] pairs without validation (trusted).
+    // Fill from a host list of strings, [name, value, name, value, …] (the
+    // flat form every header list crossing the host boundary has), without
+    // validation (trusted): the host's names are lower-case already (an http
+    // HeaderName is), so every caller's list is, and none is lowered here.
     internal.headersFromList = (list, guard) => {
       const h = new Headers();
-      for (const [name, value] of list) {
-        const key = String(name).toLowerCase();
-        const values = h.#map.get(key);
-        if (values) values.push(String(value)); else h.#map.set(key, [String(value)]);
+      for (let i = 0; i + 1 < list.length; i += 2) {
+        const name = list[i];
+        const value = list[i + 1];
+        const values = h.#map.get(name);
+        if (values) values.push(value); else h.#map.set(name, [value]);
       }
       h.#guard = guard;
       return h;

@@ -91,7 +91,7 @@ class Response {
     if (!REDIRECT_STATUS.has(code)) throw new RangeError(`${code} is not a redirect status.`);
     const r = new Response(kHost);
     r.#status = code;
-    r.#headers = internal.headersFromList([['location', parsed[0]]], 'immutable');
+    r.#headers = internal.headersFromList(['location', parsed[0]], 'immutable');
     return r;
   }
 

@@ -65,7 +65,7 @@ function fetchDataURL(url) {
   try {
     const [type, bytes] = host.dataUrl(url);
     return Promise.resolve(internal.responseFromHost({
-      status: 200, statusText: 'OK', headers: [['content-type', type]], bodyId: 0, bytes, url, redirected: false,
+      status: 200, statusText: 'OK', headers: ['content-type', type], bodyId: 0, bytes, url, redirected: false,
     }));
   } catch (e) {
     return Promise.reject(e);

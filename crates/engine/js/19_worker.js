@@ -253,10 +253,11 @@ function toChunk(value) {
 function declareLength(list, stream) {
   const length = internal.streamExpectedLength(stream);
   if (length < 0) return;
-  for (let i = list.length - 1; i >= 0; i--) {
-    if (list[i][0] === 'content-length') list.splice(i, 1);
+  // `list` is flat: [name, value, …].
+  for (let i = list.length - 2; i >= 0; i -= 2) {
+    if (list[i] === 'content-length') list.splice(i, 2);
   }
-  list.push(['content-length', String(length)]);
+  list.push('content-length', String(length));
 }
 
 // `headOnly`: the request was HEAD, so the answer is the head alone, complete
@@ -437,7 +438,7 @@ internal.warmUp = function warmUp() {
       return new Response('warm', { headers: { 'content-type': 'text/plain; charset=utf-8' } });
     },
   };
-  const headers = [['host', 'warm.up'], ['accept', '*/*'], ['user-agent', 'isolane-warm-up']];
+  const headers = ['host', 'warm.up', 'accept', '*/*', 'user-agent', 'isolane-warm-up'];
   for (const path of ['/', '/json?q=1', '/status']) {
     runRequest(handler, 0, 'GET', `http://warm.up${path}`, headers, 0, {});
   }

@@ -38,7 +38,7 @@ class Cache {
     const hit = host.cacheMatch(this.#name, key.url, key.headers);
     if (hit === null) return undefined;
     const [status, statusText, headers, body] = hit;
-    return new Response(body, { status, statusText, headers });
+    return new Response(body, { status, statusText, headers: internal.headersFromList(headers, 'none') });
   }
 
   async put(request, response) {

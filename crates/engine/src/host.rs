@@ -225,7 +225,8 @@ pub(crate) fn js_string<'s>(
     v8::String::new(scope, s).map(Into::into)
 }
 
-/// `[[name, value], …]` from JS.
+/// A header list from JS: `[name, value, name, value, …]` (flat, as every
+/// header list crossing the host boundary is: one array, not one per header).
 pub(crate) fn header_pairs(
     scope: &mut v8::PinScope<'_, '_>,
     value: v8::Local<'_, v8::Value>,
@@ -233,15 +234,13 @@ pub(crate) fn header_pairs(
     let Ok(array) = v8::Local::<v8::Array>::try_from(value) else {
         return Vec::new();
     };
-    let mut pairs = Vec::with_capacity(array.length() as usize);
-    for i in 0..array.length() {
-        let Some(pair) = array.get_index(scope, i) else {
-            continue;
-        };
-        let Ok(pair) = v8::Local::<v8::Array>::try_from(pair) else {
-            continue;
-        };
-        let (Some(name), Some(value)) = (pair.get_index(scope, 0), pair.get_index(scope, 1)) else {
+    let count = array.length() / 2;
+    let mut pairs = Vec::with_capacity(count as usize);
+    for i in 0..count {
+        let (Some(name), Some(value)) = (
+            array.get_index(scope, 2 * i),
+            array.get_index(scope, 2 * i + 1),
+        ) else {
             continue;
         };
         pairs.push((
@@ -252,8 +251,8 @@ pub(crate) fn header_pairs(
     pairs
 }
 
-/// `[[name, value], …]` from JS as a header map; `Err` names the first
-/// pair that is not a valid header.
+/// A header list from JS ([`header_pairs`]) as a header map; `Err` names
+/// the first pair that is not a valid header.
 pub(crate) fn header_map(
     scope: &mut v8::PinScope<'_, '_>,
     value: v8::Local<'_, v8::Value>,
@@ -272,17 +271,33 @@ pub(crate) fn header_map(
     Ok(headers)
 }
 
-/// `[[name, value], …]` to JS.
+/// A header list to JS: `[name, value, name, value, …]` ([`header_pairs`]).
 pub(crate) fn header_array<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     headers: &http::HeaderMap,
 ) -> v8::Local<'s, v8::Array> {
-    let mut items = Vec::with_capacity(headers.len());
+    let mut items = Vec::with_capacity(2 * headers.len());
     for (name, value) in headers {
-        let name = js_string(scope, name.as_str());
-        let value = js_string(scope, &String::from_utf8_lossy(value.as_bytes()));
+        // Names are internalized: JS keys a `Headers` map by them, and V8
+        // looks up an internalized key without first finding it in the
+        // string table (the common names are there after the first request).
+        let name = v8::String::new_from_one_byte(
+            scope,
+            name.as_str().as_bytes(),
+            v8::NewStringType::Internalized,
+        )
+        .map(Into::into);
+        // A visible-ASCII value (nearly all) needs no UTF-8 decoding.
+        let value = match value.to_str() {
+            Ok(text) => {
+                v8::String::new_from_one_byte(scope, text.as_bytes(), v8::NewStringType::Normal)
+                    .map(Into::into)
+            }
+            Err(_) => js_string(scope, &String::from_utf8_lossy(value.as_bytes())),
+        };
         if let (Some(name), Some(value)) = (name, value) {
-            items.push(v8::Array::new_with_elements(scope, &[name, value]).into());
+            items.push(name);
+            items.push(value);
         }
     }
     v8::Array::new_with_elements(scope, &items)
