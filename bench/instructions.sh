@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Instructions per warm request of `isolane dev`, per thread, counted by
+# valgrind's callgrind: a noise-free measure of the warm path's own work,
+# for changes too small for the wrk ratios of `bench/run.sh` on a shared
+# machine (they move ±15 % between rounds; these do not move at all).
+#
+#   bench/instructions.sh BIN [BASELINE_BIN] [REQUESTS]
+#
+# Serves examples/hello.js (through a Worker folder whose CPU limit allows
+# valgrind's slowdown) under callgrind, sends 1000 keep-alive requests with
+# curl to warm up, then counts REQUESTS (default 2000) more, one at a time.
+# Prints instructions per request for the HTTP (router) threads, the engine
+# threads and in all; with BASELINE_BIN, the same for it and the ratios.
+# Kernel time (the sockets, the wake-ups) is not counted. Needs valgrind
+# (apt-get install valgrind) and curl.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+requests=${3:-2000}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/workers"
+{
+  printf 'apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: { name: hello, namespace: dev }\n'
+  printf 'spec:\n  routes: [{ host: bench.local }]\n  limits: { cpuMs: 30000, wallMs: 300000 }\n  script: |\n'
+  sed 's/^/    /' examples/hello.js
+} > "$work/workers/hello.yaml"
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# count NAME BIN: prints "http engine total" instructions per request.
+count() {
+  local name=$1 bin=$2 port pid
+  port=$(free_port)
+  ISOLANE_LOG=warn valgrind --tool=callgrind --smc-check=all-non-file --separate-threads=yes \
+    --instr-atstart=no --callgrind-out-file="$work/$name.out" \
+    "$bin" dev --workers "$work/workers" --port "$port" > "$work/$name.log" 2>&1 &
+  pid=$!
+  local url="http://127.0.0.1:$port/"
+  for _ in $(seq 600); do
+    curl -sf -m 2 -H 'Host: bench.local' "$url" > /dev/null && break
+    sleep 0.2
+  done
+  curl -s -H 'Host: bench.local' -o /dev/null "$url?i=[10000-10999]"
+  callgrind_control -i on "$pid" > /dev/null
+  local ok
+  ok=$(curl -s -H 'Host: bench.local' -o /dev/null -w '%{http_code}\n' \
+    "$url?i=[10000-$((10000 + requests - 1))]" | grep -c '^200$' || true)
+  callgrind_control -i off "$pid" > /dev/null
+  callgrind_control -d "$pid" > /dev/null
+  kill "$pid"
+  wait "$pid" 2> /dev/null || true
+  if [ "$ok" != "$requests" ]; then
+    echo "instructions: $name answered $ok of $requests requests with 200 (log: $work/$name.log)" >&2
+    exit 1
+  fi
+  local http=0 engine=0 total=0 file n
+  for file in "$work/$name.out".1-*; do
+    n=$(awk '/^totals:/ { print $2; exit }' "$file")
+    total=$((total + n))
+    if grep -q 'isolane_engine::thread::serve' "$file"; then
+      engine=$((engine + n))
+    elif grep -q 'hyper::proto::h1::dispatch' "$file"; then
+      http=$((http + n))
+    fi
+  done
+  echo "$((http / requests)) $((engine / requests)) $((total / requests))"
+}
+
+read -r http engine total < <(count new "$1")
+printf '%-10s %12s %12s %12s\n' build 'http/req' 'engine/req' 'total/req'
+printf '%-10s %12d %12d %12d\n' new "$http" "$engine" "$total"
+if [ -n "${2:-}" ]; then
+  read -r bhttp bengine btotal < <(count baseline "$2")
+  printf '%-10s %12d %12d %12d\n' baseline "$bhttp" "$bengine" "$btotal"
+  awk -v a="$http" -v b="$bhttp" -v c="$engine" -v d="$bengine" -v e="$total" -v f="$btotal" \
+    'BEGIN { printf "%-10s %11.2fx %11.2fx %11.2fx\n", "new/base", a / b, c / d, e / f }'
+fi
