@@ -225,12 +225,14 @@ impl RouterMetrics {
         elapsed: Duration,
     ) {
         let class = status_class(status);
-        let seconds = elapsed.as_secs_f64();
-        self.requests.with_label_values(&[class, node]).inc();
-        self.duration
-            .with_label_values(&[class, node])
-            .observe(seconds);
-        self.observe_worker(served, class, seconds);
+        let labels = [class, node];
+        self.record(
+            &self.requests.with_label_values(&labels),
+            &self.duration.with_label_values(&labels),
+            served,
+            class,
+            elapsed,
+        );
     }
 
     /// [`RouterMetrics::observe`] for a request a node of the fleet
@@ -243,14 +245,22 @@ impl RouterMetrics {
         elapsed: Duration,
     ) {
         let index = class_index(status);
-        let seconds = elapsed.as_secs_f64();
         let (requests, duration) = node.of_class(self, index);
-        requests.inc();
-        duration.observe(seconds);
-        self.observe_worker(served, STATUS_CLASSES[index], seconds);
+        self.record(requests, duration, served, STATUS_CLASSES[index], elapsed);
     }
 
-    fn observe_worker(&self, served: Option<Served<'_>>, class: &'static str, seconds: f64) {
+    /// Counts a request in the node's series given, and in its Worker's.
+    fn record(
+        &self,
+        requests: &IntCounter,
+        duration: &Histogram,
+        served: Option<Served<'_>>,
+        class: &'static str,
+        elapsed: Duration,
+    ) {
+        let seconds = elapsed.as_secs_f64();
+        requests.inc();
+        duration.observe(seconds);
         if let Some(Served {
             worker_id,
             slot,
