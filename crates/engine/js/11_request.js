@@ -65,6 +65,9 @@ function normalizeMethod(m) {
 class Request {
   #method = 'GET';
   #url;
+  // A Headers, or (an incoming request's, until first read) the host's
+  // header block, `name\0value\0…`: many workers never read their request's
+  // headers, and the map is built only for those that do (Request.#headersOf).
   #headers;
   #body = null;
   #signal;
@@ -117,7 +120,7 @@ class Request {
     if (opts.headers !== undefined) {
       this.#headers = new Headers(opts.headers);
     } else if (inputReq !== null) {
-      this.#headers = internal.headersCopy(inputReq.#headers, 'none');
+      this.#headers = internal.headersCopy(Request.#headersOf(inputReq), 'none');
     } else {
       this.#headers = new Headers();
     }
@@ -139,9 +142,15 @@ class Request {
     if (!internal.isObject(self) || !(#url in self)) throw new TypeError('Illegal invocation');
   }
 
+  static #headersOf(r) {
+    const h = r.#headers;
+    if (typeof h !== 'string') return h;
+    return (r.#headers = internal.headersFromList(h.split('\0'), 'immutable'));
+  }
+
   get method() { Request.#check(this); return this.#method; }
   get url() { Request.#check(this); return this.#url; }
-  get headers() { Request.#check(this); return this.#headers; }
+  get headers() { Request.#check(this); return Request.#headersOf(this); }
   get redirect() { Request.#check(this); return this.#redirect; }
   get signal() { Request.#check(this); return this.#signal; }
   get cf() { Request.#check(this); return this.#cf; }
@@ -154,7 +163,8 @@ class Request {
     const r = new Request(kHost);
     r.#method = this.#method;
     r.#url = this.#url;
-    r.#headers = internal.headersCopy(this.#headers, internal.headersGuard(this.#headers));
+    const headers = Request.#headersOf(this);
+    r.#headers = internal.headersCopy(headers, internal.headersGuard(headers));
     r.#body = this.#body === null ? null : this.#body.clone();
     r.#signal = this.#signal;
     r.#redirect = this.#redirect;
@@ -164,18 +174,19 @@ class Request {
 
   static {
     internal.isRequest = (v) => internal.isObject(v) && #url in v;
-    internal.requestParts = (r) => ({ method: r.#method, url: r.#url, headers: r.#headers, body: r.#body, signal: r.#signal, redirect: r.#redirect });
+    internal.requestSignal = (r) => r.#signal;
+    internal.requestParts = (r) => ({ method: r.#method, url: r.#url, headers: Request.#headersOf(r), body: r.#body, signal: r.#signal, redirect: r.#redirect });
     // An incoming request: headers immutable, body streamed from the host.
-    internal.requestFromHost = (method, url, headerList, bodyId) => {
+    internal.requestFromHost = (method, url, headerBlock, bodyId) => {
       const r = new Request(kHost);
       r.#method = method;
       r.#url = url;
-      r.#headers = internal.headersFromList(headerList, 'immutable');
+      r.#headers = headerBlock;
       r.#body = bodyId ? internal.newBodyFromStream(internal.streamFromHostBody(bodyId)) : null;
       r.#signal = internal.newAbortSignal();
       return r;
     };
-    internal.installBody(Request, (self) => { Request.#check(self); return self.#body; }, (self) => self.#headers);
+    internal.installBody(Request, (self) => { Request.#check(self); return self.#body; }, (self) => Request.#headersOf(self));
   }
 }
 internal.enumerableMembers(Request, ['method', 'url', 'headers', 'redirect', 'signal', 'cf', 'integrity', 'keepalive', 'clone']);

@@ -360,7 +360,7 @@ function runRequest(handler, ctxId, method, url, headers, bodyId, env) {
   let responsePromise;
   try {
     const request = internal.requestFromHost(method, url, headers, bodyId);
-    state.signal = internal.requestParts(request).signal;
+    state.signal = internal.requestSignal(request);
     active.set(ctxId, state);
     if (internal.isObject(env)) Object.freeze(env);
     if (handler !== null) {
@@ -438,7 +438,7 @@ internal.warmUp = function warmUp() {
       return new Response('warm', { headers: { 'content-type': 'text/plain; charset=utf-8' } });
     },
   };
-  const headers = ['host', 'warm.up', 'accept', '*/*', 'user-agent', 'isolane-warm-up'];
+  const headers = 'host\0warm.up\0accept\0*/*\0user-agent\0isolane-warm-up';
   for (const path of ['/', '/json?q=1', '/status']) {
     runRequest(handler, 0, 'GET', `http://warm.up${path}`, headers, 0, {});
   }

@@ -14,6 +14,7 @@ mod data_url;
 mod fetch;
 mod form_data;
 mod handle;
+mod headers;
 mod html_rewriter;
 mod io;
 mod memory;
@@ -25,6 +26,7 @@ mod timers;
 mod url;
 mod url_pattern;
 
+pub(crate) use headers::{HeaderNames, header_array, header_block, header_map, lenient_header_map};
 pub(crate) use html_rewriter::Rewriters;
 pub(crate) use state::{HostState, IsolateTurns, Settlement};
 
@@ -223,84 +225,6 @@ pub(crate) fn js_string<'s>(
     s: &str,
 ) -> Option<v8::Local<'s, v8::Value>> {
     v8::String::new(scope, s).map(Into::into)
-}
-
-/// A header list from JS: `[name, value, name, value, …]` (flat, as every
-/// header list crossing the host boundary is: one array, not one per header).
-pub(crate) fn header_pairs(
-    scope: &mut v8::PinScope<'_, '_>,
-    value: v8::Local<'_, v8::Value>,
-) -> Vec<(String, String)> {
-    let Ok(array) = v8::Local::<v8::Array>::try_from(value) else {
-        return Vec::new();
-    };
-    let count = array.length() / 2;
-    let mut pairs = Vec::with_capacity(count as usize);
-    for i in 0..count {
-        let (Some(name), Some(value)) = (
-            array.get_index(scope, 2 * i),
-            array.get_index(scope, 2 * i + 1),
-        ) else {
-            continue;
-        };
-        pairs.push((
-            name.to_rust_string_lossy(scope),
-            value.to_rust_string_lossy(scope),
-        ));
-    }
-    pairs
-}
-
-/// A header list from JS ([`header_pairs`]) as a header map; `Err` names
-/// the first pair that is not a valid header.
-pub(crate) fn header_map(
-    scope: &mut v8::PinScope<'_, '_>,
-    value: v8::Local<'_, v8::Value>,
-) -> Result<http::HeaderMap, String> {
-    let pairs = header_pairs(scope, value);
-    let mut headers = http::HeaderMap::with_capacity(pairs.len());
-    for (name, value) in pairs {
-        let (Ok(name), Ok(value)) = (
-            http::HeaderName::from_bytes(name.as_bytes()),
-            http::HeaderValue::from_str(&value),
-        ) else {
-            return Err(format!("invalid header {name:?}"));
-        };
-        headers.append(name, value);
-    }
-    Ok(headers)
-}
-
-/// A header list to JS: `[name, value, name, value, …]` ([`header_pairs`]).
-pub(crate) fn header_array<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    headers: &http::HeaderMap,
-) -> v8::Local<'s, v8::Array> {
-    let mut items = Vec::with_capacity(2 * headers.len());
-    for (name, value) in headers {
-        // Names are internalized: JS keys a `Headers` map by them, and V8
-        // looks up an internalized key without first finding it in the
-        // string table (the common names are there after the first request).
-        let name = v8::String::new_from_one_byte(
-            scope,
-            name.as_str().as_bytes(),
-            v8::NewStringType::Internalized,
-        )
-        .map(Into::into);
-        // A visible-ASCII value (nearly all) needs no UTF-8 decoding.
-        let value = match value.to_str() {
-            Ok(text) => {
-                v8::String::new_from_one_byte(scope, text.as_bytes(), v8::NewStringType::Normal)
-                    .map(Into::into)
-            }
-            Err(_) => js_string(scope, &String::from_utf8_lossy(value.as_bytes())),
-        };
-        if let (Some(name), Some(value)) = (name, value) {
-            items.push(name);
-            items.push(value);
-        }
-    }
-    v8::Array::new_with_elements(scope, &items)
 }
 
 /// A pending promise whose resolver the host keeps until its op settles.

@@ -385,7 +385,7 @@ impl WorkerIsolate {
                 v8::Integer::new_from_unsigned(scope, ctx).into(),
                 host::js_string(scope, parts.method.as_str())?,
                 host::js_string(scope, url)?,
-                host::header_array(scope, &parts.headers).into(),
+                host::header_block(scope, &parts.headers)?.into(),
                 v8::Integer::new_from_unsigned(scope, body_id).into(),
                 env,
                 match tick {

@@ -293,7 +293,7 @@ function createRuntime(opts = {}) {
     const donePromise = new Promise((resolve) => { record.resolve = resolve; });
     requests.set(ctxId, record);
     const envObj = vm.runInContext(`(${JSON.stringify(env || {})})`, ctx);
-    internal.handleRequest(ctxId, method, url, arr(headers.map(arr)), bodyId, envObj);
+    internal.handleRequest(ctxId, method, url, headers.flat().join('\0'), bodyId, envObj);
     let timer;
     const timeout = new Promise((resolve) => { timer = setTimeout(() => { record.timedOut = true; resolve(); }, timeoutMs); });
     return Promise.race([donePromise, timeout]).then(() => {

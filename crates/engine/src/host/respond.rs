@@ -2,12 +2,13 @@
 //! worker's answer to one request.
 
 use http::header::CONTENT_LENGTH;
-use http::{HeaderName, HeaderValue, StatusCode};
+use http::{HeaderValue, StatusCode};
 use tokio::sync::mpsc;
 
 use super::state::WriteOp;
 use super::{
-    HostState, IsolateTurns, Settlement, arg_string, arg_u32, header_pairs, new_promise, view_bytes,
+    HostState, IsolateTurns, Settlement, arg_string, arg_u32, lenient_header_map, new_promise,
+    view_bytes,
 };
 use crate::body::{Body, BodySender};
 use crate::outcome::ExecuteError;
@@ -30,15 +31,7 @@ pub(super) fn respond(
         super::throw_type_error(scope, "respond: invalid status");
         return;
     };
-    let mut headers = http::HeaderMap::new();
-    for (name, value) in header_pairs(scope, args.get(3)) {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(&value),
-        ) {
-            headers.append(name, value);
-        }
-    }
+    let mut headers = lenient_header_map(scope, args.get(3));
     let body_arg = args.get(4);
     let body = if body_arg.is_true() {
         let capacity = host.thread.config.body_channel_chunks;

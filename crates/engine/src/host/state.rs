@@ -165,6 +165,8 @@ pub(crate) struct HostState {
     pub(crate) crypto: super::crypto::handles::Handles,
     /// Compression streams and legacy-encoding text decoders (`host/codec.rs`).
     pub(crate) codecs: super::codec::Codecs,
+    /// Header names made as V8 strings (`host/headers.rs`).
+    pub(crate) header_names: super::HeaderNames,
 }
 
 impl HostState {
@@ -191,6 +193,7 @@ impl HostState {
             rewriters: super::Rewriters::default(),
             crypto,
             codecs,
+            header_names: super::HeaderNames::default(),
         }
     }
 
