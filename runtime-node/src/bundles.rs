@@ -12,11 +12,13 @@
 
 mod watch;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+// Looked up per request: foldhash (seeded per process) rather than SipHash.
+use foldhash::HashMap;
 use isolane_engine::WorkerBundle;
 use tokio::sync::watch as channel;
 

@@ -39,9 +39,11 @@ impl RequestId {
         });
         let mut digits = [0u8; 16];
         // 8 bytes are 16 hex digits: the slice is always the right size.
-        let text = match hex::encode_to_slice(mix(n).to_be_bytes(), &mut digits) {
-            Ok(()) => String::from_utf8_lossy(&digits).into_owned(),
-            Err(_) => format!("{:016x}", mix(n)),
+        let encoded = hex::encode_to_slice(mix(n).to_be_bytes(), &mut digits).is_ok();
+        // Hex digits are ASCII: the check does not fail.
+        let text = match std::str::from_utf8(&digits) {
+            Ok(text) if encoded => text.to_owned(),
+            _ => format!("{:016x}", mix(n)),
         };
         Self {
             value: HeaderValue::from_str(&text).ok(),

@@ -20,7 +20,9 @@
 //! inserted for a host and prefix keeps it.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+
+// Looked up per request: foldhash (seeded per process) rather than SipHash.
+use foldhash::HashMap;
 
 /// The host of routes that answer every host no other route does.
 pub const ANY_HOST: &str = "*";
@@ -38,8 +40,8 @@ pub struct RouteIndex<T> {
 impl<T> Default for RouteIndex<T> {
     fn default() -> Self {
         Self {
-            exact: HashMap::new(),
-            wildcard: HashMap::new(),
+            exact: HashMap::default(),
+            wildcard: HashMap::default(),
             any: Vec::new(),
         }
     }
