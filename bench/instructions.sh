@@ -7,8 +7,9 @@
 #   bench/instructions.sh BIN [BASELINE_BIN] [REQUESTS]
 #
 # Serves examples/hello.js (through a Worker folder whose CPU limit allows
-# valgrind's slowdown) under callgrind, sends 1000 keep-alive requests with
-# curl to warm up, then counts REQUESTS (default 2000) more, one at a time.
+# valgrind's slowdown) under callgrind, sends WARMUP (default 5000; V8's
+# optimizing compiles of the request path are done by then) keep-alive
+# requests with curl, then counts REQUESTS (default 2000) more, one at a time.
 # Prints instructions per request for the HTTP (router) threads, the engine
 # threads and in all; with BASELINE_BIN, the same for it and the ratios.
 # Kernel time (the sockets, the wake-ups) is not counted. Needs valgrind
@@ -17,6 +18,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 requests=${3:-2000}
+warmup=${WARMUP:-5000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/workers"
@@ -43,7 +45,7 @@ count() {
     curl -sf -m 2 -H 'Host: bench.local' "$url" > /dev/null && break
     sleep 0.2
   done
-  curl -s -H 'Host: bench.local' -o /dev/null "$url?i=[10000-10999]"
+  curl -s -H 'Host: bench.local' -o /dev/null "$url?i=[10000-$((10000 + warmup - 1))]"
   callgrind_control -i on "$pid" > /dev/null
   local ok
   ok=$(curl -s -H 'Host: bench.local' -o /dev/null -w '%{http_code}\n' \
