@@ -124,30 +124,29 @@ pub(crate) fn header_block<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     headers: &HeaderMap,
 ) -> Option<v8::Local<'s, v8::String>> {
-    // Visible ASCII (nearly always): the bytes are the string.
-    if headers.values().all(|value| value.to_str().is_ok()) {
-        let mut block = Vec::with_capacity(64 * headers.len());
-        for (name, value) in headers {
-            if !block.is_empty() {
-                block.push(0);
-            }
-            block.extend_from_slice(name.as_str().as_bytes());
-            block.push(0);
-            block.extend_from_slice(value.as_bytes());
-        }
-        return v8::String::new_from_one_byte(scope, &block, v8::NewStringType::Normal);
-    }
-    // Other bytes in a value are read as UTF-8 (lossy), as `header_array` does.
-    let mut block = String::new();
+    let mut block = Vec::with_capacity(64 * headers.len());
+    // Visible ASCII (nearly always): the bytes are the string. Other bytes
+    // in a value are read as UTF-8 (lossy), as `header_array` does.
+    let mut ascii = true;
     for (name, value) in headers {
         if !block.is_empty() {
-            block.push('\0');
+            block.push(0);
         }
-        block.push_str(name.as_str());
-        block.push('\0');
-        block.push_str(&String::from_utf8_lossy(value.as_bytes()));
+        block.extend_from_slice(name.as_str().as_bytes());
+        block.push(0);
+        match value.to_str() {
+            Ok(text) => block.extend_from_slice(text.as_bytes()),
+            Err(_) => {
+                ascii = false;
+                block.extend_from_slice(String::from_utf8_lossy(value.as_bytes()).as_bytes());
+            }
+        }
     }
-    v8::String::new(scope, &block)
+    if ascii {
+        v8::String::new_from_one_byte(scope, &block, v8::NewStringType::Normal)
+    } else {
+        v8::String::new_from_utf8(scope, &block, v8::NewStringType::Normal)
+    }
 }
 
 /// The header names this isolate has made, as internalized V8 strings, so a

@@ -329,3 +329,45 @@ async fn timers_due_together_fire_in_deadline_order() {
     assert_eq!(status, 200, "{body}");
     assert!(body.starts_with("1,10,20,30 "), "{body}");
 }
+
+/// The request's headers as the Worker reads them, built only on first read
+/// (HOST.md `handleRequest`): every header in order, repeated names kept
+/// apart, a non-ASCII value as UTF-8, none at all, and a request kept from
+/// an earlier request read after that request ended.
+#[tokio::test]
+async fn request_headers_read_as_sent_whenever_they_are_read() {
+    const ECHO: &str = "let kept = null;
+        export default { fetch(request) {
+          const path = new URL(request.url).pathname;
+          if (path === '/keep') { kept = request; return new Response('kept'); }
+          const source = path === '/kept' ? kept : request;
+          const seen = [...source.headers].map(([n, v]) => n + '=' + v).join(';');
+          return new Response(seen + '|' + source.headers.get('x-name'));
+        } };";
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let echo = bundle("t/headers", ECHO);
+    let request = |path: &str| {
+        http::Request::builder()
+            .uri(format!("http://example.test{path}"))
+            .header("accept", "*/*")
+            .header(
+                "x-name",
+                http::HeaderValue::from_bytes("café".as_bytes()).unwrap(),
+            )
+            .header("x-many", "a")
+            .header("x-many", "b")
+            .body(isolane_engine::Body::empty())
+            .unwrap()
+    };
+    let expected = "accept=*/*;x-many=a, b;x-name=café|café".to_owned();
+    assert_eq!(
+        text(engine.execute(0, echo.clone(), request("/")).await).await,
+        (200, expected.clone())
+    );
+    assert_eq!(run(&engine, 0, &echo, "/").await, (200, "|null".to_owned()));
+    assert_eq!(
+        text(engine.execute(0, echo.clone(), request("/keep")).await).await,
+        (200, "kept".to_owned())
+    );
+    assert_eq!(run(&engine, 0, &echo, "/kept").await, (200, expected));
+}
