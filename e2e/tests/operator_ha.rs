@@ -1,8 +1,9 @@
 //! The operator's availability against a real kube-apiserver: killed mid-way and
 //! restarted it converges with nothing lost (a Worker deleted while it was down
 //! is cleaned up); two replicas elect exactly one leader, and the standby takes
-//! over within the lease duration after the leader is SIGKILLed; SIGTERM exits
-//! cleanly and hands the Lease over at once.
+//! over once the SIGKILLed leader's Lease has expired, never before; SIGTERM
+//! exits cleanly and releases the Lease. How long each takeover took is
+//! printed, not asserted: on a shared machine it measures the load.
 
 use std::time::{Duration, Instant};
 
@@ -15,7 +16,7 @@ use isolane_e2e::workers::{
 };
 use isolane_testenv::ControlPlane;
 use isolane_testenv::wait_until;
-use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client};
@@ -30,14 +31,17 @@ fn init_tracing() {
         .try_init();
 }
 
-async fn holder(client: &Client) -> Option<String> {
+async fn leader_lease(client: &Client) -> Option<LeaseSpec> {
     let leases: Api<Lease> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
     leases
         .get_opt("isolane-operator-leader")
         .await
         .ok()??
-        .spec?
-        .holder_identity
+        .spec
+}
+
+async fn holder(client: &Client) -> Option<String> {
+    leader_lease(client).await?.holder_identity
 }
 
 /// Every Worker in `NS` is Ready at its current generation and its newest
@@ -227,6 +231,11 @@ async fn two_operators_elect_one_leader_and_fail_over() {
     } else {
         (b, a)
     };
+    // The leader's last renewal is at or after this one.
+    let renewed_before_kill = leader_lease(&client)
+        .await
+        .and_then(|spec| spec.renew_time)
+        .expect("the leader has renewed its Lease");
     leader.process.kill();
     let killed = Instant::now();
     wait_until("the standby to take over", STEP, || async {
@@ -239,14 +248,20 @@ async fn two_operators_elect_one_leader_and_fail_over() {
         failover.as_secs_f64(),
         lease_duration
     );
+    let taken = leader_lease(&client).await.expect("the leader Lease");
     assert_eq!(
-        holder(&client).await.as_deref(),
+        taken.holder_identity.as_deref(),
         Some(standby.identity.as_str())
     );
-    // Polling adds up to 50 ms; allow one retry period on a loaded machine.
+    // Never before the dead leader's Lease had expired. How soon after is a
+    // matter of load (the time above is printed, not asserted: it measures the
+    // machine as much as the election).
+    let acquired = taken.acquire_time.expect("a taken Lease has an acquire time");
+    let expired = renewed_before_kill.0 + lease_duration;
     assert!(
-        failover <= lease_duration + Duration::from_millis(500),
-        "failover took {failover:?}, lease duration {lease_duration:?}"
+        acquired.0 >= expired,
+        "the standby took the Lease at {} before it expired at {expired}",
+        acquired.0
     );
     apply(
         &client,
@@ -276,15 +291,23 @@ async fn two_operators_elect_one_leader_and_fail_over() {
         "SIGTERM exits cleanly: {status:?}\n{}",
         leader.process.log_tail(20)
     );
+    // Released, not left to expire: once the process has exited the Lease no
+    // longer names it (it is free, or already taken). Had it not been released,
+    // it would name the dead replica until the standby took it over after
+    // expiry, a lease duration later.
+    let after_exit = leader_lease(&client).await.expect("the leader Lease");
+    assert_ne!(
+        after_exit.holder_identity.as_deref(),
+        Some(leader.identity.as_str()),
+        "the Lease is released on SIGTERM"
+    );
     wait_until("the restarted replica to take over", STEP, || async {
         restarted.is_leader().await.then_some(())
     })
     .await;
-    let handover = stopping.elapsed();
-    eprintln!("handover after SIGTERM: {:.2}s", handover.as_secs_f64());
-    assert!(
-        handover < lease_duration,
-        "released, not expired: {handover:?}"
+    eprintln!(
+        "handover after SIGTERM: {:.2}s (lease duration {lease_duration:?})",
+        stopping.elapsed().as_secs_f64()
     );
     apply(
         &client,

@@ -65,6 +65,7 @@ pub async fn run(
 
     let watches = Watches::new(&client, &config.namespace, Arc::clone(&index));
     let synced = watches.synced();
+    let (caches_synced_tx, caches_synced) = watch::channel(false);
     let executor = Executor::new(
         client.clone(),
         config.namespace.clone(),
@@ -83,6 +84,7 @@ pub async fn run(
         watches.bundles.clone(),
         nodes,
         executor,
+        caches_synced,
     ));
 
     let config_map_index = Arc::clone(&index);
@@ -117,6 +119,7 @@ pub async fn run(
         });
     let synced = async {
         if synced.await {
+            caches_synced_tx.send_replace(true);
             ready.set(true);
         }
         futures::future::pending::<()>().await;

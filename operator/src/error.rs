@@ -34,6 +34,16 @@ pub enum Error {
         #[source]
         source: Box<kube::Error>,
     },
+    /// Listing the bundle Secrets failed.
+    #[error("failed to list the bundle Secrets in {namespace}")]
+    ListBundles {
+        namespace: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// The controller stopped before its caches had synced.
+    #[error("the controller stopped before its caches synced")]
+    NotSynced,
     /// Writing a Worker's status failed.
     #[error("failed to patch the status of Worker {worker_id}")]
     PatchStatus {
@@ -82,6 +92,8 @@ impl Error {
             Self::GetReference { .. } => "get_reference",
             Self::ApplyBundle { .. } => "apply_bundle",
             Self::DeleteBundle { .. } => "delete_bundle",
+            Self::ListBundles { .. } => "list_bundles",
+            Self::NotSynced => "not_synced",
             Self::PatchStatus { .. } => "patch_status",
             Self::SerializeBundle { .. } => "serialize_bundle",
             Self::UnnamedWorker => "unnamed_worker",
@@ -111,6 +123,7 @@ impl Error {
             Self::GetReference { source, .. }
             | Self::ApplyBundle { source, .. }
             | Self::DeleteBundle { source, .. }
+            | Self::ListBundles { source, .. }
             | Self::PatchStatus { source, .. } => conflict(source.as_ref()),
             Self::Finalizer(error) => match error.as_ref() {
                 finalizer::Error::ApplyFailed(inner) | finalizer::Error::CleanupFailed(inner) => {

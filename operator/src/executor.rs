@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use isolane_crds::Worker;
+use isolane_crds::{BUNDLE_LABEL, Worker};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::{DeleteParams, ListParams, PartialObjectMeta, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource};
 use tracing::{debug, info};
@@ -113,6 +113,22 @@ impl Executor {
             .and_then(|annotations| annotations.get(isolane_crds::REVISION_ANNOTATION));
         info!(worker.id = %key, revision = revision.map_or("", String::as_str), secret = %name, "bundle written");
         Ok(())
+    }
+
+    /// Every bundle Secret as the API holds it now (metadata only): what a
+    /// deletion must clean up is read here, not from the watch's cache, which
+    /// may not have caught up (e.g. just after the operator started).
+    pub async fn list_bundles(&self) -> Result<Vec<PartialObjectMeta<Secret>>, Error> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
+        let params = ListParams::default().labels(&format!("{BUNDLE_LABEL}=true"));
+        let list = api
+            .list_metadata(&params)
+            .await
+            .map_err(|source| Error::ListBundles {
+                namespace: self.namespace.clone(),
+                source: Box::new(source),
+            })?;
+        Ok(list.items)
     }
 
     /// Deletes one bundle Secret (gone already is fine).

@@ -204,8 +204,11 @@ pub fn plan(
 /// The bundle Secrets a deleted Worker leaves behind, to delete: every
 /// revision's, and the one Secret of an operator from before per-revision
 /// Secrets.
-pub fn cleanup(key: &WorkerKey, bundles: &[Arc<PartialObjectMeta<Secret>>]) -> Vec<String> {
-    let mut names: Vec<String> = revisions::stored(key, bundles.iter().map(AsRef::as_ref))
+pub fn cleanup<'a>(
+    key: &WorkerKey,
+    bundles: impl IntoIterator<Item = &'a PartialObjectMeta<Secret>>,
+) -> Vec<String> {
+    let mut names: Vec<String> = revisions::stored(key, bundles)
         .into_iter()
         .map(|stored| stored.secret)
         .collect();

@@ -1,11 +1,18 @@
 //! The reconcile of one Worker, and its error policy.
 //!
+//! No reconcile starts before every watch has listed once (`synced`): kube's
+//! controller waits for the Worker store only, and a decision made from a
+//! bundle store or route index still filling up is wrong (a Worker deleted
+//! while the operator was down lost its finalizer with its bundles left
+//! behind, for ever).
+//!
 //! Wrapped in kube's [`finalizer`] with [`FINALIZER`]: *apply* observes
 //! (reads the ConfigMaps and Secrets the Worker references, and snapshots the
 //! route index, the node set and the bundle store), decides
 //! ([`crate::plan::plan`], no I/O) and carries the plan out
 //! ([`Executor::execute`]); *cleanup* deletes every bundle Secret of the
-//! Worker. Problems the user fixes are conditions, not errors (see
+//! Worker, as listed from the API at that moment (the finalizer goes once
+//! it returns, so nothing may be missed). Problems the user fixes are conditions, not errors (see
 //! [`crate::status`]); API failures are retried with a per-Worker backoff
 //! ([`error_policy`]).
 
@@ -41,6 +48,8 @@ pub struct Context {
     bundles: Store<PartialObjectMeta<Secret>>,
     nodes: watch::Receiver<Arc<NodeSet>>,
     executor: Executor,
+    /// Turns true once every watch has listed once.
+    synced: watch::Receiver<bool>,
     /// Consecutive failures, by Worker.
     failures: Mutex<HashMap<WorkerKey, u32>>,
 }
@@ -55,7 +64,8 @@ impl std::fmt::Debug for Context {
 
 impl Context {
     /// Reads references through `client`, route claims from `index`,
-    /// bundles from `bundles`, the node set from `nodes`; writes with `executor`.
+    /// bundles from `bundles`, the node set from `nodes`; writes with
+    /// `executor`; reconciles wait for `synced` to turn true.
     pub fn new(
         client: Client,
         settings: Settings,
@@ -63,6 +73,7 @@ impl Context {
         bundles: Store<PartialObjectMeta<Secret>>,
         nodes: watch::Receiver<Arc<NodeSet>>,
         executor: Executor,
+        synced: watch::Receiver<bool>,
     ) -> Self {
         Self {
             client,
@@ -71,15 +82,27 @@ impl Context {
             bundles,
             nodes,
             executor,
+            synced,
             failures: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Waits until every watch has listed once.
+    async fn caches_synced(&self) -> Result<(), Error> {
+        let mut synced = self.synced.clone();
+        synced
+            .wait_for(|synced| *synced)
+            .await
+            .map(|_| ())
+            .map_err(|_| Error::NotSynced)
     }
 }
 
 /// Reconciles one Worker (see the module docs); counts it in the metrics.
 pub async fn reconcile(worker: Arc<Worker>, context: Arc<Context>) -> Result<Action, Error> {
-    let started = Instant::now();
     let key = worker.key().ok_or(Error::UnnamedWorker)?;
+    context.caches_synced().await?;
+    let started = Instant::now();
     let span = info_span!("reconcile", worker.id = %key);
     let api: Api<Worker> = Api::namespaced(context.client.clone(), &key.namespace);
     let outcome = Mutex::new(Outcome::Pending);
@@ -156,7 +179,8 @@ async fn observe(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<
 }
 
 async fn cleanup(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<Action, Error> {
-    for name in plan::cleanup(key, &context.bundles.state()) {
+    let bundles = context.executor.list_bundles().await?;
+    for name in plan::cleanup(key, &bundles) {
         if let Err(error) = context.executor.delete_bundle(key, &name).await {
             context
                 .executor
