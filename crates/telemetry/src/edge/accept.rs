@@ -14,6 +14,7 @@ use std::error::Error as StdError;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -212,36 +213,19 @@ pub async fn serve<H, M, S, B>(
             let activity = Arc::new(Activity::default());
             let service = Tracked::new(service, Arc::clone(&activity));
             let connection = builder.serve_connection(TokioIo::new(io), service);
-            let mut connection = std::pin::pin!(connection);
-            let closed = tokio::select! {
-                ended = connection.as_mut() => Some(ended),
-                _ = closing.changed() => None,
-                () = activity.idle(idle) => {
-                    debug!(client = %peer, edge.server = server, "connection idle; closing");
-                    None
-                }
-            };
-            let ended = match closed {
-                Some(ended) => ended,
-                None => {
-                    connection.as_mut().graceful_shutdown();
-                    // What is in flight may finish (a shutdown's grace
-                    // bounds it); an idle connection gets the header-read
-                    // timeout to say goodbye, not a peer's whim.
-                    let finish = activity.idle(timeout);
-                    tokio::select! {
-                        ended = connection.as_mut() => ended,
-                        () = finish => {
-                            debug!(client = %peer, edge.server = server, "connection did not close in time; dropped");
-                            return;
-                        }
-                    }
-                }
-            };
-            if let Err(error) = ended {
+            let connection = std::pin::pin!(connection);
+            let ended = drive(
+                connection,
+                |connection| connection.graceful_shutdown(),
+                &activity,
+                &mut closing,
+                (idle, timeout),
+                (peer, server),
+            )
+            .await;
+            if let Some(Err(error)) = ended {
                 debug!(%error, client = %peer, edge.server = server, "connection ended with an error");
             }
-            drop(closing);
         };
         let Some(runtime) = edge.spread.get(turn % edge.spread.len().max(1)) else {
             tokio::spawn(connection(stream));
@@ -267,5 +251,39 @@ pub async fn serve<H, M, S, B>(
     tokio::select! {
         () = closing.closed() => debug!(edge.server = edge.server, "all connections closed"),
         () = tokio::time::sleep(edge.grace) => warn!(grace = ?edge.grace, edge.server = edge.server, "connections still open after the shutdown grace"),
+    }
+}
+
+/// Drives `connection` to its end (`None`: it was dropped). When `closing`
+/// says the server is shutting down, or no request has been in flight for
+/// `idle`, it is asked to close gracefully (`graceful_shutdown`: HTTP/2
+/// sends GOAWAY); what is in flight may finish (a shutdown's grace bounds
+/// it), and once nothing has been for `linger` it is dropped if still open,
+/// so a peer cannot hold a closing connection open either.
+async fn drive<C, E>(
+    mut connection: Pin<&mut C>,
+    graceful_shutdown: impl FnOnce(Pin<&mut C>),
+    activity: &Activity,
+    closing: &mut watch::Receiver<()>,
+    (idle, linger): (Duration, Duration),
+    (peer, server): (SocketAddr, &'static str),
+) -> Option<Result<(), E>>
+where
+    C: Future<Output = Result<(), E>>,
+{
+    tokio::select! {
+        ended = connection.as_mut() => return Some(ended),
+        _ = closing.changed() => {}
+        () = activity.idle(idle) => {
+            debug!(client = %peer, edge.server = server, "connection idle; closing");
+        }
+    }
+    graceful_shutdown(connection.as_mut());
+    tokio::select! {
+        ended = connection => Some(ended),
+        () = activity.idle(linger) => {
+            debug!(client = %peer, edge.server = server, "connection did not close in time; dropped");
+            None
+        }
     }
 }
