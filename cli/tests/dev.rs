@@ -608,3 +608,53 @@ async fn dev_serves_the_router_s_and_the_node_s_metrics() {
     );
     assert!(dev.interrupt().success());
 }
+
+/// A client on loopback forging where it came from and its request id, over
+/// HTTP/1.1 and h2c: the Worker sees the connection's address and the id
+/// `isolane dev` made (it trusts no proxy).
+#[tokio::test]
+async fn dev_workers_see_the_real_client_address_and_a_fresh_request_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("echo.js");
+    std::fs::write(
+        &script,
+        "export default { fetch(request) {
+            const names = ['cf-connecting-ip', 'true-client-ip', 'x-real-ip', 'x-request-id'];
+            return new Response(names.map(n => n + '=' + request.headers.get(n)).join('\\n'));
+        } };",
+    )
+    .unwrap();
+    let port = free_port();
+    let mut dev = Dev::start(&[script.to_str().unwrap(), "--port", &port.to_string()]);
+    let http1 = client();
+    when_ready(&http1, &mut dev, port, "localhost", "/").await;
+    let http2: HttpClient = Client::builder(TokioExecutor::new())
+        .http2_only(true)
+        .build_http();
+    for client in [&http1, &http2] {
+        let request = http::Request::builder()
+            .uri(format!("http://127.0.0.1:{port}/"))
+            .header("cf-connecting-ip", "10.1.1.1")
+            .header("true-client-ip", "10.2.2.2")
+            .header("x-real-ip", "10.3.3.3")
+            .header("x-request-id", "forged-id-1")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let response = client.request(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        let id = response.headers()["x-request-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_ne!(id, "forged-id-1");
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(
+            String::from_utf8_lossy(&body),
+            format!(
+                "cf-connecting-ip=127.0.0.1\ntrue-client-ip=127.0.0.1\n\
+                 x-real-ip=127.0.0.1\nx-request-id={id}"
+            )
+        );
+    }
+    assert!(dev.interrupt().success());
+}

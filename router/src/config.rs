@@ -130,9 +130,10 @@ pub struct Args {
     #[arg(long = "reserved-host", env = ENV_RESERVED_HOSTS, value_delimiter = ',')]
     pub reserved_hosts: Vec<Reservation>,
 
-    /// Peers (CIDRs) whose `X-Forwarded-For` and `X-Forwarded-Proto` are kept:
-    /// the load balancer or ingress in front of the router. From anyone else
-    /// they are replaced by the peer's address and the connection's scheme.
+    /// Peers (CIDRs) whose `X-Forwarded-*`, `Forwarded`, `CF-Connecting-IP`,
+    /// `True-Client-IP`, `X-Real-IP` and `X-Request-Id` are kept: the load
+    /// balancer or ingress in front of the router. From anyone else they are
+    /// replaced by the peer's address, the connection's scheme and a new id.
     #[arg(long, env = ENV_TRUSTED_PROXIES, value_delimiter = ',')]
     pub trusted_proxies: Vec<ipnet::IpNet>,
 

@@ -467,7 +467,9 @@ impl Proxy {
         changed
     }
 
-    /// Serves one request from a client whose address is not known.
+    /// Serves one request from a client whose address is not known, and
+    /// so is not trusted: its request id and what it says about where it
+    /// came from are not kept.
     pub async fn handle<B>(&self, request: Request<B>) -> Response<ResponseBody>
     where
         B: Body<Data = Bytes> + Send + Unpin + 'static,
@@ -487,7 +489,15 @@ impl Proxy {
         B::Error: Into<BoxError>,
     {
         let started = Instant::now();
-        let request_id = RequestId::from_client(request.headers().get(name::REQUEST_ID));
+        // A request id is a trusted proxy's to give (it ties the Worker's
+        // logs to the proxy's); anyone else's could be forged to collide
+        // with another request's, and a new one is made.
+        let request_id = match client {
+            Some(client) if client.trusted() => {
+                RequestId::from_client(request.headers().get(name::REQUEST_ID))
+            }
+            _ => RequestId::new(),
+        };
         let hops = request
             .headers()
             .get(name::HOPS)

@@ -5,10 +5,22 @@
 //! unspecified, link-local (so the cloud metadata service at
 //! 169.254.169.254), private (RFC 1918, IPv6 unique-local), CGNAT
 //! (100.64.0.0/10), multicast, broadcast, documentation, benchmarking and
-//! reserved ranges, the IPv4-mapped and -compatible IPv6 forms of all of
-//! them, and whatever the node adds (`EgressConfig::deny`: its own
-//! addresses, the cluster's pod and service ranges). The node may open
+//! reserved ranges, and whatever the node adds (`EgressConfig::deny`: its
+//! own addresses, the cluster's pod and service ranges). The node may open
 //! specific destinations (`EgressConfig::allow`).
+//!
+//! IPv6 addresses that embed an IPv4 address: an IPv4-mapped one
+//! (`::ffff:a.b.c.d`) is that IPv4 address (a dual-stack socket connects to
+//! it), so the IPv4 policy decides. Every other form is refused outright,
+//! whatever IPv4 address it embeds ([`Refusal::EmbeddedIpv4`]): IPv4-compatible
+//! `::/96`, IPv4-translated `::ffff:0:0:0/96`, NAT64 `64:ff9b::/96` and
+//! `64:ff9b:1::/48`, 6to4 `2002::/16`, Teredo `2001::/32` and ISATAP interface
+//! ids (`…:0:5efe:a.b.c.d`, `…:200:5efe:a.b.c.d`). Each reaches its IPv4
+//! address through a translator, relay or tunnel (a cluster's NAT64 gateway
+//! reaches private addresses as readily as public ones) whose far side the
+//! node cannot see, so the destination cannot be shown to be public, and
+//! only public destinations are reached by default. A node may still open
+//! them (`EgressConfig::allow`).
 //!
 //! The check is on the *resolved* address of every connection: the client's
 //! resolver drops refused addresses (a name that resolves to loopback, DNS
@@ -76,6 +88,9 @@ pub enum Refusal {
     Broadcast,
     Documentation,
     Reserved,
+    /// An IPv6 form that embeds an IPv4 address and reaches it through a
+    /// translator or tunnel (NAT64, 6to4, Teredo, ISATAP, IPv4-compatible).
+    EmbeddedIpv4,
     /// On the node's deny list.
     Denied,
 }
@@ -92,6 +107,7 @@ impl Refusal {
             Refusal::Broadcast => "broadcast",
             Refusal::Documentation => "documentation",
             Refusal::Reserved => "reserved",
+            Refusal::EmbeddedIpv4 => "embedded_ipv4",
             Refusal::Denied => "denied",
         }
     }
@@ -107,6 +123,9 @@ impl Refusal {
             Refusal::Broadcast => "broadcast address",
             Refusal::Documentation => "documentation address",
             Refusal::Reserved => "reserved address",
+            Refusal::EmbeddedIpv4 => {
+                "IPv6 address embedding an IPv4 address (NAT64, 6to4, Teredo, ISATAP)"
+            }
             Refusal::Denied => "address denied by the node",
         }
     }
@@ -152,30 +171,33 @@ impl EgressPolicy {
     }
 }
 
-/// An IPv4 address written as IPv6 (`::ffff:a.b.c.d`, `::a.b.c.d`) is that
-/// IPv4 address.
+/// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) is that IPv4 address: a
+/// dual-stack socket connects to it. (The other forms that embed one are
+/// refused whole, [`embeds_ipv4`].)
 fn canonical(address: IpAddr) -> IpAddr {
     match address {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let s = v6.segments();
-                if s[..6] == [0, 0, 0, 0, 0, 0] && !(s[6] == 0 && s[7] <= 1) {
-                    IpAddr::V4(v4_of(s[6], s[7]))
-                } else {
-                    address
-                }
-            }
-        },
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
         v4 => v4,
     }
 }
 
-/// The IPv4 address in two IPv6 segments.
-fn v4_of(high: u16, low: u16) -> Ipv4Addr {
-    let [a, b] = high.to_be_bytes();
-    let [c, d] = low.to_be_bytes();
-    Ipv4Addr::new(a, b, c, d)
+/// Whether `ip` (not IPv4-mapped) embeds an IPv4 address that a translator,
+/// relay or tunnel would carry it to.
+fn embeds_ipv4(ip: Ipv6Addr) -> bool {
+    let s = ip.segments();
+    // IPv4-compatible ::/96 (deprecated; `::` and `::1` are classified before).
+    s[..6] == [0; 6]
+        // IPv4-translated ::ffff:0:0:0/96 (SIIT).
+        || (s[..4] == [0; 4] && s[4] == 0xffff && s[5] == 0)
+        // NAT64: the well-known prefix 64:ff9b::/96 and the local-use 64:ff9b:1::/48.
+        || (s[0] == 0x64 && s[1] == 0xff9b && (s[2..6] == [0; 4] || s[2] == 1))
+        // 6to4 2002::/16.
+        || s[0] == 0x2002
+        // Teredo 2001::/32 (server and obfuscated client address inside).
+        || (s[0] == 0x2001 && s[1] == 0)
+        // ISATAP interface id, under any prefix: 0:5efe or 200:5efe (the
+        // universal/local bit set), then the IPv4 address.
+        || ((s[4] & 0xfdff) == 0 && s[5] == 0x5efe)
 }
 
 /// The reason a non-public address is refused, `None` for public ones.
@@ -224,13 +246,12 @@ fn classify(address: IpAddr) -> Option<Refusal> {
                 Some(Refusal::Multicast)
             } else if s[0] == 0x2001 && s[1] == 0x0db8 {
                 Some(Refusal::Documentation)
+            } else if embeds_ipv4(ip) {
+                Some(Refusal::EmbeddedIpv4)
             } else if (s[0] & 0xe000) != 0x2000 {
-                // Everything outside global unicast 2000::/3 (NAT64 64:ff9b::/96,
-                // discard 100::/64, …) could reach an internal address.
+                // Everything else outside global unicast 2000::/3 (discard
+                // 100::/64, …) could reach an internal address.
                 Some(Refusal::Reserved)
-            } else if s[0] == 0x2002 {
-                // 6to4 embeds an IPv4 address: check that one.
-                classify(IpAddr::V4(v4_of(s[1], s[2])))
             } else {
                 None
             }
@@ -406,15 +427,93 @@ mod tests {
             ("2001:db8::1", "documentation"),
             ("::ffff:127.0.0.1", "loopback"),
             ("::ffff:169.254.169.254", "link_local"),
-            ("::127.0.0.1", "loopback"),
-            ("64:ff9b::7f00:1", "reserved"),
-            ("2002:7f00:1::", "loopback"),
+            ("::ffff:10.1.2.3", "private"),
+            ("100::1", "reserved"),
+            ("64:ff9c::7f00:1", "reserved"),
         ] {
             assert_eq!(refused(&policy, ip), Some(reason), "{ip}");
         }
-        for ip in ["1.1.1.1", "8.8.8.8", "2606:4700::1111", "100.128.0.1"] {
+        for ip in [
+            "1.1.1.1",
+            "8.8.8.8",
+            "2606:4700::1111",
+            "100.128.0.1",
+            "::ffff:8.8.8.8",
+            // Near the embedding forms, but none of them.
+            "2001:1::1",
+            "2001:4860:4860::8888",
+            "2003::7f00:1",
+            "2a00:1450::1:5efe:7f00:1",
+        ] {
             assert_eq!(refused(&policy, ip), None, "{ip}");
         }
+    }
+
+    /// Every IPv6 form that embeds an IPv4 address other than the mapped
+    /// one, written as an attacker would to reach `v4`.
+    fn embeddings(v4: Ipv4Addr) -> Vec<String> {
+        let [a, b, c, d] = v4.octets();
+        let (high, low) = (u16::from_be_bytes([a, b]), u16::from_be_bytes([c, d]));
+        vec![
+            format!("::{v4}"),
+            format!("::ffff:0:{v4}"),
+            format!("64:ff9b::{v4}"),
+            format!("64:ff9b:1::{v4}"),
+            format!("64:ff9b:1:abcd::{v4}"),
+            format!("2002:{high:x}:{low:x}::"),
+            format!("2002:{high:x}:{low:x}:1::1"),
+            // Teredo: the server's address, then the client's, obfuscated.
+            format!("2001:0:{high:x}:{low:x}::"),
+            format!("2001:0:4136:e378:8000:63bf:{:x}:{:x}", !high, !low),
+            format!("2001::{:x}:{:x}", !high, !low),
+            format!("fe80::5efe:{v4}"),
+            format!("2001:db9::5efe:{v4}"),
+            format!("2606:4700::200:5efe:{v4}"),
+        ]
+    }
+
+    #[test]
+    fn every_ipv6_form_embedding_an_ipv4_address_is_refused() {
+        let policy = EgressPolicy::default();
+        let internal = [
+            "127.0.0.1",
+            "10.0.0.1",
+            "172.16.0.1",
+            "192.168.0.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.1.2.3",
+        ];
+        // A public IPv4 address too: the relay or gateway in between decides
+        // where the connection ends, not the address.
+        for v4 in internal.iter().chain(&["8.8.8.8"]) {
+            for ip in embeddings(v4.parse().unwrap()) {
+                let reason = refused(&policy, &ip);
+                // A link-local ISATAP address is refused as link-local.
+                let expected = if ip.starts_with("fe80:") {
+                    "link_local"
+                } else {
+                    "embedded_ipv4"
+                };
+                assert_eq!(reason, Some(expected), "{ip} (embeds {v4})");
+            }
+        }
+        // The message names what was refused.
+        let error = policy
+            .check("2001::80ff:fffe".parse().unwrap())
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "fetch to 2001::80ff:fffe refused by the egress policy: IPv6 address embedding \
+             an IPv4 address (NAT64, 6to4, Teredo, ISATAP)"
+        );
+        // A node may open a range, as any other.
+        let open = EgressPolicy::new(&EgressConfig {
+            allow: vec!["64:ff9b::/96".parse().unwrap()],
+            ..EgressConfig::default()
+        });
+        assert_eq!(refused(&open, "64:ff9b::808:808"), None);
+        assert_eq!(refused(&open, "2002:808:808::"), Some("embedded_ipv4"));
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! The hardening every HTTP front end shares (the router's ingress, the
 //! operator's admission webhook, the admin servers): a client must send its
-//! first bytes, and then each request head, within a deadline, and an HTTP/2
-//! connection whose peer stops answering pings is closed. A silent connection
-//! is never held open. [`serve`] is the one accept loop that applies it, to
+//! first bytes, and then each request head, within a deadline; an HTTP/2
+//! connection whose peer stops answering pings is closed; and a connection
+//! with no request in flight for the idle timeout is closed gracefully, pings
+//! answered or not. A silent connection is never held open. [`serve`] is the one accept loop that applies it, to
 //! cleartext connections ([`Plain`]) or wrapped ones ([`Wrapped`], TLS).
 
 mod accept;
+mod idle;
 mod primed;
 
 use std::time::Duration;
@@ -25,9 +27,19 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// connection is closed if one is not answered within as long.
 pub const H2_KEEP_ALIVE: Duration = Duration::from_secs(20);
 
-/// An HTTP/1.1 + h2c server builder with the timeouts above
-/// (`header_read_timeout` for tests that cannot wait 30 s).
-pub fn server_builder(header_read_timeout: Duration) -> auto::Builder<TokioExecutor> {
+/// How long a connection, HTTP/1 or HTTP/2, may have no request in flight
+/// before it is closed gracefully (as long as an idle HTTP/1 keep-alive
+/// connection gets to send its next request head).
+pub const IDLE_TIMEOUT: Duration = HEADER_READ_TIMEOUT;
+
+/// An HTTP/1.1 + h2c server builder with the header-read timeout and
+/// HTTP/2 ping interval given ([`HEADER_READ_TIMEOUT`] and
+/// [`H2_KEEP_ALIVE`], or shorter for tests); a ping is answered within
+/// [`H2_KEEP_ALIVE`] or the connection is closed.
+pub fn server_builder(
+    header_read_timeout: Duration,
+    ping_interval: Duration,
+) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // A timer makes hyper enforce the HTTP/1 header-read timeout and lets
     // HTTP/2 keep-alive pings run.
@@ -38,7 +50,7 @@ pub fn server_builder(header_read_timeout: Duration) -> auto::Builder<TokioExecu
     builder
         .http2()
         .timer(TokioTimer::new())
-        .keep_alive_interval(Some(H2_KEEP_ALIVE))
+        .keep_alive_interval(Some(ping_interval))
         .keep_alive_timeout(H2_KEEP_ALIVE);
     builder
 }
@@ -143,6 +155,109 @@ mod tests {
             .unwrap();
         let response = sender.send_request(request).await.unwrap();
         assert_eq!(response.status(), 200);
+    }
+
+    /// An h2c client's connection to a server whose idle timeout is
+    /// `IDLE` and which pings every `PING`, serving `service`; the
+    /// connection's task ends when the server closes it.
+    async fn h2c_client<S, F>(
+        service: S,
+    ) -> (
+        hyper::client::conn::http2::SendRequest<http_body_util::Empty<bytes::Bytes>>,
+        tokio::task::JoinHandle<hyper::Result<()>>,
+    )
+    where
+        S: Fn(hyper::Request<hyper::body::Incoming>) -> F + Clone + Send + Sync + 'static,
+        F: std::future::Future<
+                Output = Result<hyper::Response<http_body_util::Full<bytes::Bytes>>, Infallible>,
+            > + Send
+            + 'static,
+    {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let edge = Edge::new("test", Duration::from_secs(1))
+            .with_idle_timeout(IDLE)
+            .with_ping_interval(PING);
+        tokio::spawn(serve(
+            listener,
+            edge,
+            Plain,
+            move |_| hyper::service::service_fn(service.clone()),
+            std::future::pending(),
+        ));
+        let stream = TcpStream::connect(addr).await.unwrap();
+        // hyper's client answers the server's pings while its connection
+        // task runs, and sends none of its own.
+        let (sender, connection) = hyper::client::conn::http2::handshake(
+            TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(stream),
+        )
+        .await
+        .unwrap();
+        (sender, tokio::spawn(connection))
+    }
+
+    const IDLE: Duration = Duration::from_millis(600);
+    const PING: Duration = Duration::from_millis(50);
+
+    async fn ok(
+        _: hyper::Request<hyper::body::Incoming>,
+    ) -> Result<hyper::Response<http_body_util::Full<bytes::Bytes>>, Infallible> {
+        Ok(hyper::Response::new(http_body_util::Full::new(
+            bytes::Bytes::from_static(b"ok"),
+        )))
+    }
+
+    /// Waits for the server to close `connection`, within a deadline:
+    /// whether it closed cleanly (GOAWAY), and after how long.
+    async fn closed_within(
+        connection: tokio::task::JoinHandle<hyper::Result<()>>,
+        deadline: Duration,
+    ) -> Option<(bool, Duration)> {
+        let start = tokio::time::Instant::now();
+        let ended = tokio::time::timeout(deadline, connection).await.ok()?;
+        Some((ended.unwrap().is_ok(), start.elapsed()))
+    }
+
+    #[tokio::test]
+    async fn an_idle_h2c_connection_answering_pings_is_closed() {
+        let (_sender, connection) = h2c_client(ok).await;
+        // Pinged every 50 ms and answering, it would stay open for ever.
+        let (clean, after) = closed_within(connection, Duration::from_secs(10))
+            .await
+            .expect("an idle h2c connection was held open");
+        assert!(clean, "closed without GOAWAY");
+        assert!(
+            after >= IDLE - PING,
+            "closed after {after:?}, before the idle timeout"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_h2c_connection_is_idle_only_once_its_requests_end() {
+        let (release, released) = tokio::sync::watch::channel(false);
+        let slow = move |request| {
+            let mut released = released.clone();
+            async move {
+                let _ = released.wait_for(|r| *r).await;
+                ok(request).await
+            }
+        };
+        let (mut sender, connection) = h2c_client(slow).await;
+        let request = hyper::Request::get("http://x/")
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let response = tokio::spawn(sender.send_request(request));
+        // A request in flight for three idle timeouts: the connection stays.
+        tokio::time::sleep(IDLE * 3).await;
+        assert!(!connection.is_finished(), "closed with a request in flight");
+        release.send_replace(true);
+        assert_eq!(response.await.unwrap().unwrap().status(), 200);
+        let (clean, after) = closed_within(connection, Duration::from_secs(10))
+            .await
+            .expect("held open after its request ended");
+        assert!(clean, "closed without GOAWAY");
+        assert!(after >= IDLE - PING, "closed after {after:?}");
     }
 
     #[tokio::test]

@@ -247,13 +247,41 @@ pub struct HeadContext<'a> {
     pub worker_id: &'a str,
     /// Revision to run.
     pub revision: &'a str,
-    /// The request id (the client's `x-request-id`, or one generated): the
-    /// Worker sees it as `x-request-id`.
+    /// The request id (a trusted proxy's `x-request-id`, or one generated):
+    /// the Worker sees it as `x-request-id`.
     pub request_id: &'a RequestId,
     /// The client: its address is appended to `x-forwarded-for`; only a
-    /// trusted proxy's (`--trusted-proxies`) `x-forwarded-for` and
-    /// `x-forwarded-proto` are kept. `None` for the router's own requests.
+    /// trusted proxy's (`--trusted-proxies`) headers saying where the
+    /// request came from ([`says_where_from`]) are kept, anyone else's are
+    /// dropped and [`CLIENT_ADDRESS`] set to its address. `None` for the
+    /// router's own requests and callers whose address is not known.
     pub client: Option<&'a Client>,
+}
+
+/// The headers in which the client's address reaches a Worker under the
+/// names Cloudflare and common proxies give it: from an untrusted client,
+/// each is its connection's address (so a Worker that reads
+/// `cf-connecting-ip`, as on Cloudflare, gets the truth); from a trusted
+/// proxy, what the proxy sent.
+pub const CLIENT_ADDRESS: [HeaderName; 3] = [
+    HeaderName::from_static("cf-connecting-ip"),
+    HeaderName::from_static("true-client-ip"),
+    HeaderName::from_static("x-real-ip"),
+];
+
+/// Whether `name` is a header in which a client says where the request came
+/// from (its address, scheme or host): kept only from a trusted proxy.
+pub fn says_where_from(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "x-forwarded-for"
+            | "x-forwarded-proto"
+            | "x-forwarded-host"
+            | "forwarded"
+            | "cf-connecting-ip"
+            | "true-client-ip"
+            | "x-real-ip"
+    )
 }
 
 /// The client's request names no host a URL can carry.
@@ -298,7 +326,7 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
     *request.method_mut() = parts.method.clone();
     *request.uri_mut() = uri;
     let headers = request.headers_mut();
-    headers.reserve(parts.headers.len() + 3);
+    headers.reserve(parts.headers.len() + 3 + CLIENT_ADDRESS.len());
     let mut forwarded_for: Option<Vec<u8>> = None;
     // Most requests have no `Connection` header naming more hop-by-hop
     // headers: then no header needs looking it up.
@@ -315,12 +343,7 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
             continue;
         }
         // What an untrusted client says about where it came from is dropped.
-        if !trusted
-            && matches!(
-                name.as_str(),
-                "x-forwarded-for" | "x-forwarded-proto" | "x-forwarded-host" | "forwarded"
-            )
-        {
+        if !trusted && says_where_from(name) {
             continue;
         }
         if name.as_str() == "x-forwarded-for" {
@@ -336,6 +359,11 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
     headers.insert(header::HOST, host);
     if let Some(id) = context.request_id.header() {
         headers.insert(name::REQUEST_ID, id.clone());
+    }
+    if let (false, Some(client)) = (trusted, context.client) {
+        for name in CLIENT_ADDRESS {
+            headers.insert(name, client.forwarded().clone());
+        }
     }
     let forwarded_for = match (forwarded_for, context.client) {
         (Some(mut list), Some(client)) => {
@@ -575,6 +603,49 @@ mod tests {
             header_values(&head, "x-forwarded-for"),
             [b"10.0.0.1, 192.0.2.7"]
         );
+    }
+
+    #[test]
+    fn an_untrusted_client_cannot_say_which_address_it_has() {
+        let request = || {
+            http::Request::builder()
+                .uri("/")
+                .header("cf-connecting-ip", "10.9.9.9")
+                .header("True-Client-IP", "10.9.9.8")
+                .header("x-real-ip", "10.9.9.7")
+                .header("x-real-ip", "10.9.9.6")
+                .body(())
+                .unwrap()
+        };
+        // Replaced by the connection's address, once each.
+        let head = head_for(request(), "api.test", false);
+        for name in ["cf-connecting-ip", "true-client-ip", "x-real-ip"] {
+            assert_eq!(header_values(&head, name), [b"192.0.2.7"], "{name}");
+        }
+        // A trusted proxy's are kept as it sent them, and none added.
+        let head = head_for(request(), "api.test", true);
+        assert_eq!(header_values(&head, "cf-connecting-ip"), [b"10.9.9.9"]);
+        assert_eq!(header_values(&head, "true-client-ip"), [b"10.9.9.8"]);
+        assert_eq!(
+            header_values(&head, "x-real-ip"),
+            [b"10.9.9.7".as_slice(), b"10.9.9.6"]
+        );
+        let plain = http::Request::builder().uri("/").body(()).unwrap();
+        let head = head_for(plain, "api.test", true);
+        assert!(header_values(&head, "cf-connecting-ip").is_empty());
+        // A caller whose address is not known gets none of them.
+        let (parts, ()) = request().into_parts();
+        let context = HeadContext {
+            host: "api.test",
+            worker_id: "ns/w",
+            revision: "r1",
+            request_id: &id(),
+            client: None,
+        };
+        let head = call_for(&parts, &context).unwrap().encode();
+        for name in ["cf-connecting-ip", "true-client-ip", "x-real-ip"] {
+            assert!(header_values(&head, name).is_empty(), "{name}");
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! A request's id: the client's `x-request-id` when it is usable, otherwise
-//! one made here. Kept as text (logs, the call to the node) and as a header
+//! A request's id: a trusted proxy's `x-request-id` when it is usable,
+//! otherwise one made here. Kept as text (logs, the call to the node) and as a header
 //! value (the Worker's request, the client's response), each made once per
 //! request rather than once per use.
 

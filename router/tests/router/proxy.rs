@@ -67,12 +67,24 @@ async fn routes_by_host_and_path_and_carries_worker_revision_and_thread() {
     assert_eq!(header(&response, "x-echo-worker"), Some("ns/wild"));
     // Metrics are recorded when the response body is done (or dropped).
     drop(response);
-    // A client's request id is kept.
+    // A trusted proxy's request id is kept.
+    let trusted = isolane_router::proxy::Client::new("192.0.2.1".parse().unwrap(), true);
     let response = proxy
-        .handle(get(HOST, "/", &[("x-request-id", "client-id-1")]))
+        .handle_from(
+            get(HOST, "/", &[("x-request-id", "client-id-1")]),
+            Some(&trusted),
+        )
         .await;
     assert_eq!(header(&response, "x-request-id"), Some("client-id-1"));
     assert_eq!(header(&response, "x-echo-request-id"), Some("client-id-1"));
+    drop(response);
+    // Anyone else's is replaced by a new one.
+    let response = proxy
+        .handle(get(HOST, "/", &[("x-request-id", "client-id-1")]))
+        .await;
+    let id = header(&response, "x-request-id").unwrap().to_owned();
+    assert_ne!(id, "client-id-1");
+    assert_eq!(header(&response, "x-echo-request-id"), Some(id.as_str()));
     drop(response);
 
     assert_eq!(
@@ -81,7 +93,7 @@ async fn routes_by_host_and_path_and_carries_worker_revision_and_thread() {
             "isolane_router_requests_total",
             &[("status_class", "2xx"), ("node", "node-a")]
         ),
-        Some(4.0)
+        Some(5.0)
     );
     assert_eq!(
         sample(
@@ -89,13 +101,13 @@ async fn routes_by_host_and_path_and_carries_worker_revision_and_thread() {
             "isolane_router_request_duration_seconds_count",
             &[("status_class", "2xx"), ("node", "node-a")]
         ),
-        Some(4.0)
+        Some(5.0)
     );
     assert_eq!(
         sample(&registry, "isolane_router_live_nodes", &[]),
         Some(1.0)
     );
-    assert_eq!(node.executes(), 4);
+    assert_eq!(node.executes(), 5);
 }
 
 #[tokio::test]

@@ -17,6 +17,14 @@ use tokio_util::sync::CancellationToken;
 use crate::fake_node::FakeNode;
 use crate::support::{proxy, worker};
 
+/// What a client says about itself, forged.
+const FORGED: [(&str, &str); 4] = [
+    ("cf-connecting-ip", "10.1.1.1"),
+    ("true-client-ip", "10.2.2.2"),
+    ("x-real-ip", "10.3.3.3"),
+    ("x-request-id", "forged-id-1"),
+];
+
 const HOST: &str = "app.example.test";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -86,4 +94,101 @@ async fn serves_http1_and_h2c_on_one_port_from_router_workers() {
         tokio::net::TcpStream::connect(addr).await.is_err(),
         "closed after shutdown"
     );
+}
+
+/// Sends `FORGED` over HTTP/1.1 and over h2c to a router on a real socket
+/// that trusts `trusted`; returns, per request, the response's
+/// `x-request-id` and the headers the Worker saw (the node's request head).
+async fn forged_requests(trusted: Vec<ipnet::IpNet>) -> Vec<(String, Vec<(String, String)>)> {
+    let node = FakeNode::start("node-a").await;
+    let metrics = std::sync::Arc::new(
+        isolane_router::RouterMetrics::register(&prometheus::Registry::new(), 50).unwrap(),
+    );
+    let proxy =
+        isolane_router::Proxy::with_policy(ProxyConfig::default(), metrics, Vec::new(), trusted);
+    proxy.set_members(vec![node.member(1)]);
+    // HTTP/2 routes by :authority, the address.
+    proxy.set_workers(vec![worker("ns/app", "r1", "127.0.0.1", "/")]);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let shutdown = CancellationToken::new();
+    let served = tokio::spawn(server::serve(
+        listener,
+        proxy,
+        shutdown.clone(),
+        Duration::from_secs(5),
+    ));
+    let http1: Client<HttpConnector, Full<Bytes>> =
+        Client::builder(TokioExecutor::new()).build_http();
+    let http2: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new())
+        .http2_only(true)
+        .build_http();
+    let mut ids = Vec::new();
+    for client in [&http1, &http2] {
+        let mut request = Request::builder().uri(format!("http://{addr}/"));
+        for (name, value) in FORGED {
+            request = request.header(name, value);
+        }
+        let response = client
+            .request(request.body(Full::new(Bytes::new())).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        ids.push(
+            response.headers()["x-request-id"]
+                .to_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    drop((http1, http2));
+    shutdown.cancel();
+    served.await.unwrap();
+    let heads = node.heads();
+    assert_eq!(heads.len(), 2);
+    ids.into_iter()
+        .zip(heads)
+        .map(|(id, head)| {
+            let seen = head
+                .headers
+                .iter()
+                .filter(|h| FORGED.iter().any(|(name, _)| h.name == *name))
+                .map(|h| (h.name.clone(), String::from_utf8(h.value.to_vec()).unwrap()))
+                .collect();
+            (id, seen)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_untrusted_client_cannot_forge_its_address_or_request_id() {
+    for (id, mut seen) in forged_requests(Vec::new()).await {
+        assert_ne!(id, "forged-id-1");
+        seen.sort();
+        let mut expected: Vec<(String, String)> = [
+            ("x-request-id", id.as_str()),
+            ("cf-connecting-ip", "127.0.0.1"),
+            ("true-client-ip", "127.0.0.1"),
+            ("x-real-ip", "127.0.0.1"),
+        ]
+        .iter()
+        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+        .collect();
+        expected.sort();
+        assert_eq!(seen, expected);
+    }
+}
+
+#[tokio::test]
+async fn a_trusted_proxy_s_client_address_and_request_id_are_kept() {
+    for (id, mut seen) in forged_requests(vec!["127.0.0.0/8".parse().unwrap()]).await {
+        assert_eq!(id, "forged-id-1");
+        seen.sort();
+        let mut expected: Vec<(String, String)> = FORGED
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect();
+        expected.sort();
+        assert_eq!(seen, expected);
+    }
 }

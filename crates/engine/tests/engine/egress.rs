@@ -106,10 +106,22 @@ async fn loopback_in_every_spelling_is_refused_and_never_connected() {
     .iter()
     .map(|host| format!("http://{host}:{port}/secret"))
     .collect();
+    let lines = refused(&engine, &urls, &accepted).await;
+    assert!(lines[0].contains("127.0.0.1") && lines[0].ends_with("loopback address"));
+    assert!(lines[5].ends_with("unspecified address"), "{}", lines[5]);
+}
+
+/// What the probe Worker says of each of `urls`: every fetch refused by
+/// the egress policy, and none connected (`accepted` counts connections).
+async fn refused(
+    engine: &isolane_engine::Engine,
+    urls: &[String],
+    accepted: &AtomicUsize,
+) -> Vec<String> {
     let probe = bundle("t/probe", PROBE);
-    let (status, body) = run(&engine, 0, &probe, &probe_path(&urls)).await;
+    let (status, body) = run(engine, 0, &probe, &probe_path(urls)).await;
     assert_eq!(status, 200);
-    let lines: Vec<&str> = body.lines().collect();
+    let lines: Vec<String> = body.lines().map(str::to_owned).collect();
     assert_eq!(lines.len(), urls.len(), "{body}");
     for (url, line) in urls.iter().zip(&lines) {
         assert!(
@@ -118,13 +130,43 @@ async fn loopback_in_every_spelling_is_refused_and_never_connected() {
             "{url}: {line}"
         );
     }
-    assert!(lines[0].contains("127.0.0.1") && lines[0].ends_with("loopback address"));
-    assert!(lines[5].ends_with("unspecified address"), "{}", lines[5]);
     assert_eq!(
         accepted.load(Ordering::SeqCst),
         0,
         "a refused fetch connected"
     );
+    lines
+}
+
+#[tokio::test]
+async fn ipv6_forms_embedding_loopback_are_refused_and_never_connected() {
+    let (target, accepted) = server("127.0.0.1", None).await;
+    let port = target.port();
+    let (engine, _recorder) = engine_with_egress(EgressConfig::default());
+    // 127.0.0.1 (7f00:0001) inside Teredo (as the server, and as the
+    // client: obfuscated, 80ff:fffe), 6to4, NAT64, ISATAP and the
+    // IPv4-compatible form.
+    let urls: Vec<String> = [
+        "[2001:0:7f00:1::]",
+        "[2001:0:4136:e378:8000:63bf:80ff:fffe]",
+        "[2002:7f00:1::]",
+        "[64:ff9b::127.0.0.1]",
+        "[64:ff9b:1::7f00:1]",
+        "[2606:4700::5efe:127.0.0.1]",
+        "[::127.0.0.1]",
+    ]
+    .iter()
+    .map(|host| format!("http://{host}:{port}/secret"))
+    .collect();
+    for (url, line) in urls.iter().zip(refused(&engine, &urls, &accepted).await) {
+        assert!(
+            line.ends_with(
+                "refused by the egress policy: IPv6 address embedding an IPv4 \
+                 address (NAT64, 6to4, Teredo, ISATAP)"
+            ),
+            "{url}: {line}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -136,6 +178,12 @@ async fn a_node_opens_a_destination_and_redirects_are_checked_at_every_hop() {
         Some(format!("http://127.0.0.1:{}/", secret.port())),
     )
     .await;
+    // The same, to the secret's Teredo form.
+    let (teredo_bouncer, teredo_bouncer_accepts) = server(
+        "127.0.0.2",
+        Some(format!("http://[2001:0:7f00:1::]:{}/", secret.port())),
+    )
+    .await;
     let (engine, _recorder) = engine_with_egress(EgressConfig {
         allow: vec!["127.0.0.2/32".parse().unwrap()],
         ..EgressConfig::default()
@@ -145,6 +193,7 @@ async fn a_node_opens_a_destination_and_redirects_are_checked_at_every_hop() {
         format!("http://{open}/"),
         format!("http://{bouncer}/"),
         format!("http://{secret}/"),
+        format!("http://{teredo_bouncer}/"),
     ];
     let (status, body) = run(&engine, 0, &probe, &probe_path(&urls)).await;
     assert_eq!(status, 200);
@@ -158,10 +207,14 @@ async fn a_node_opens_a_destination_and_redirects_are_checked_at_every_hop() {
         lines[2].contains("refused by the egress policy: loopback address"),
         "{body}"
     );
+    assert!(
+        lines[3].contains("refused by the egress policy: IPv6 address embedding"),
+        "{body}"
+    );
     assert_eq!(
-        bouncer_accepts.load(Ordering::SeqCst),
-        1,
-        "the first hop was allowed"
+        bouncer_accepts.load(Ordering::SeqCst) + teredo_bouncer_accepts.load(Ordering::SeqCst),
+        2,
+        "the first hops were allowed"
     );
     assert_eq!(
         secret_accepts.load(Ordering::SeqCst),

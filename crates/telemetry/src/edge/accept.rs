@@ -5,13 +5,16 @@
 //! HTTP/1 from HTTP/2, within the header-read timeout ([`Primed`]); a
 //! wrapped connection (a TLS handshake, [`Wrapped`]) must finish its
 //! handshake and then send those bytes within it too; after that, hyper holds each request head to it
-//! ([`super::server_builder`]). On shutdown the loop stops accepting, lets
-//! open connections finish for up to the grace period, and returns.
+//! ([`super::server_builder`]), and a connection with no request in flight
+//! for the idle timeout is closed gracefully, HTTP/2 included
+//! ([`super::idle`]). On shutdown the loop stops accepting, lets open
+//! connections finish for up to the grace period, and returns.
 
 use std::error::Error as StdError;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,12 +22,13 @@ use http::{Request, Response};
 use hyper::body::{Body, Incoming};
 use hyper::service::Service;
 use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Handle;
+use tokio::sync::watch;
 use tracing::{debug, warn};
 
+use super::idle::{Activity, Tracked};
 use super::primed::Primed;
 
 /// How long a failed `accept` (say, out of file descriptors) waits before
@@ -39,6 +43,12 @@ pub struct Edge {
     /// How long a client may take to send its first bytes (and finish a
     /// handshake), and then each request head.
     pub header_read_timeout: Duration,
+    /// How long a connection may go with no request in flight before it is
+    /// closed (HTTP/2: GOAWAY), pings answered or not.
+    pub idle_timeout: Duration,
+    /// How often an idle HTTP/2 connection is pinged (the peer has
+    /// [`super::H2_KEEP_ALIVE`] to answer).
+    pub ping_interval: Duration,
     /// How long open connections may take to finish after shutdown.
     pub grace: Duration,
     /// The runtimes accepted connections are served on, in turn; none: the
@@ -52,6 +62,8 @@ impl Edge {
         Self {
             server,
             header_read_timeout: super::HEADER_READ_TIMEOUT,
+            idle_timeout: super::IDLE_TIMEOUT,
+            ping_interval: super::H2_KEEP_ALIVE,
             grace,
             spread: Arc::from([]),
         }
@@ -71,6 +83,18 @@ impl Edge {
     /// The same, with another header-read timeout (tests that cannot wait 30 s).
     pub fn with_header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
+        self
+    }
+
+    /// The same, with another idle timeout (tests that cannot wait 30 s).
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// The same, pinging idle HTTP/2 connections this often (tests).
+    pub fn with_ping_interval(mut self, interval: Duration) -> Self {
+        self.ping_interval = interval;
         self
     }
 }
@@ -154,9 +178,11 @@ pub async fn serve<H, M, S, B>(
     B::Data: Send,
     B::Error: Into<Box<dyn StdError + Send + Sync>>,
 {
-    let builder = super::server_builder(edge.header_read_timeout);
+    let builder = super::server_builder(edge.header_read_timeout, edge.ping_interval);
     let handshake = Arc::new(handshake);
-    let graceful = GracefulShutdown::new();
+    // Shutdown, told to every connection; each holds a receiver until it
+    // ends, so the sender sees when all have.
+    let closing = watch::Sender::new(());
     let mut shutdown = std::pin::pin!(shutdown);
     let mut turn = 0usize;
     loop {
@@ -177,15 +203,27 @@ pub async fn serve<H, M, S, B>(
         let service = service(peer);
         let builder = builder.clone();
         let handshake = Arc::clone(&handshake);
-        let watcher = graceful.watcher();
-        let (server, timeout) = (edge.server, edge.header_read_timeout);
+        let mut closing = closing.subscribe();
+        let (server, timeout, idle) = (edge.server, edge.header_read_timeout, edge.idle_timeout);
         let connection = move |stream: TcpStream| async move {
             let Some(io) = handshake.handshake(stream, timeout).await else {
                 debug!(client = %peer, edge.server = server, "connection sent nothing in time; closed");
                 return;
             };
+            let activity = Arc::new(Activity::default());
+            let service = Tracked::new(service, Arc::clone(&activity));
             let connection = builder.serve_connection(TokioIo::new(io), service);
-            if let Err(error) = watcher.watch(connection.into_owned()).await {
+            let connection = std::pin::pin!(connection);
+            let ended = drive(
+                connection,
+                |connection| connection.graceful_shutdown(),
+                &activity,
+                &mut closing,
+                (idle, timeout),
+                (peer, server),
+            )
+            .await;
+            if let Some(Err(error)) = ended {
                 debug!(%error, client = %peer, edge.server = server, "connection ended with an error");
             }
         };
@@ -209,8 +247,43 @@ pub async fn serve<H, M, S, B>(
         turn = turn.wrapping_add(1);
     }
     drop(listener);
+    closing.send_replace(());
     tokio::select! {
-        () = graceful.shutdown() => debug!(edge.server = edge.server, "all connections closed"),
+        () = closing.closed() => debug!(edge.server = edge.server, "all connections closed"),
         () = tokio::time::sleep(edge.grace) => warn!(grace = ?edge.grace, edge.server = edge.server, "connections still open after the shutdown grace"),
+    }
+}
+
+/// Drives `connection` to its end (`None`: it was dropped). When `closing`
+/// says the server is shutting down, or no request has been in flight for
+/// `idle`, it is asked to close gracefully (`graceful_shutdown`: HTTP/2
+/// sends GOAWAY); what is in flight may finish (a shutdown's grace bounds
+/// it), and once nothing has been for `linger` it is dropped if still open,
+/// so a peer cannot hold a closing connection open either.
+async fn drive<C, E>(
+    mut connection: Pin<&mut C>,
+    graceful_shutdown: impl FnOnce(Pin<&mut C>),
+    activity: &Activity,
+    closing: &mut watch::Receiver<()>,
+    (idle, linger): (Duration, Duration),
+    (peer, server): (SocketAddr, &'static str),
+) -> Option<Result<(), E>>
+where
+    C: Future<Output = Result<(), E>>,
+{
+    tokio::select! {
+        ended = connection.as_mut() => return Some(ended),
+        _ = closing.changed() => {}
+        () = activity.idle(idle) => {
+            debug!(client = %peer, edge.server = server, "connection idle; closing");
+        }
+    }
+    graceful_shutdown(connection.as_mut());
+    tokio::select! {
+        ended = connection => Some(ended),
+        () = activity.idle(linger) => {
+            debug!(client = %peer, edge.server = server, "connection did not close in time; dropped");
+            None
+        }
     }
 }
