@@ -2,23 +2,27 @@
 //! namespace, fed by [`crate::watches`] and [`crate::membership`], running
 //! [`crate::reconcile`] with its error policy.
 //!
-//! [`run`] starts the runtime-node watch first (reconciles should see the
-//! node set from the start), then the other watches and the controller;
-//! readiness turns true once every watch has listed.
+//! [`run`] starts the host-owner watch first (no decision without the
+//! recorded owners, `owners.rs`), then the runtime-node watch (reconciles
+//! should see the node set from the start), then the other watches and the
+//! controller; readiness turns true once every watch has listed, and then
+//! the host-owner recorder starts.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use futures::channel::mpsc;
+use isolane_crds::Worker;
 use isolane_placement::NodeSet;
 use isolane_telemetry::ReadyHandle;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::PartialObjectMeta;
 use kube::runtime::Controller;
 use kube::runtime::controller;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tracing::{debug, info, warn};
 
 use crate::bundle::bundle_owner;
@@ -27,9 +31,11 @@ use crate::executor::Executor;
 use crate::index::{ReferenceKind, WorkerIndex};
 use crate::membership;
 use crate::metrics::Metrics;
+use crate::owners::{self, Recorder};
 use crate::plan::Settings;
 use crate::reconcile::{Context, error_policy, reconcile};
-use crate::watches::{Watches, readers_of};
+use crate::routes::WorkerKey;
+use crate::watches::{Watches, object_ref, readers_of};
 
 /// Runs the controller until `shutdown` resolves (in-flight reconciles finish)
 /// or the returned future is dropped (they are aborted: leadership was lost).
@@ -46,6 +52,29 @@ pub async fn run(
         config.reserved_hosts.clone(),
     )));
 
+    // Recorded host owners before any Worker: a decision without them could
+    // hand a redeploying namespace's host to another (`owners.rs`).
+    let (wake, owner_changes) = mpsc::unbounded::<ObjectRef<Worker>>();
+    let wake_on = move |keys: Vec<WorkerKey>| {
+        for key in keys {
+            // The receiver lives as long as the controller.
+            let _ = wake.unbounded_send(object_ref(&key));
+        }
+    };
+    let owners_api = Api::<ConfigMap>::namespaced(client.clone(), &config.namespace);
+    let (owners_synced_tx, mut owners_synced) = watch::channel(false);
+    let owners_watch = owners::watch(
+        owners_api.clone(),
+        Arc::clone(&index),
+        wake_on.clone(),
+        owners_synced_tx,
+    );
+    tokio::pin!(owners_watch);
+    tokio::select! {
+        () = &mut owners_watch => return,
+        _ = owners_synced.wait_for(|synced| *synced) => {}
+    }
+
     // Runtime nodes first: reconciles should see the node set from the start.
     let (nodes_tx, nodes) = watch::channel(Arc::new(NodeSet::new(Vec::new())));
     let (membership_synced_tx, mut membership_synced) = watch::channel(false);
@@ -60,10 +89,23 @@ pub async fn run(
     tokio::pin!(membership);
     tokio::select! {
         () = &mut membership => return,
+        () = &mut owners_watch => return,
         _ = membership_synced.wait_for(|synced| *synced) => {}
     }
 
-    let watches = Watches::new(&client, &config.namespace, Arc::clone(&index));
+    let claims_changed = Arc::new(Notify::new());
+    let watches = Watches::new(
+        &client,
+        &config.namespace,
+        Arc::clone(&index),
+        Arc::clone(&claims_changed),
+    );
+    let recorder = Recorder {
+        api: owners_api,
+        namespace: config.namespace.clone(),
+        index: Arc::clone(&index),
+        grace: config.host_release_grace,
+    };
     let synced = watches.synced();
     let executor = Executor::new(
         client.clone(),
@@ -107,6 +149,7 @@ pub async fn run(
             |object: PartialObjectMeta<Secret>| bundle_owner(&object.metadata),
         )
         .reconcile_on(watches.route_changes)
+        .reconcile_on(owner_changes)
         .reconcile_all_on(nodes_changed)
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, context)
@@ -115,9 +158,11 @@ pub async fn run(
                 debug!(%error, "controller event");
             }
         });
+    // Host owners are recorded only from a complete view of the claims.
     let synced = async {
         if synced.await {
             ready.set(true);
+            recorder.run(claims_changed, wake_on).await;
         }
         futures::future::pending::<()>().await;
     };
@@ -126,6 +171,7 @@ pub async fn run(
     tokio::select! {
         () = controller => info!("controller stopped"),
         () = membership => warn!("membership watch ended"),
+        () = owners_watch => warn!("host-owner watch ended"),
         () = synced => {}
     }
 }

@@ -16,7 +16,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use isolane_crds::{Route, Worker, WorkerSpec};
-use isolane_worker::{Claim, Reservation};
+use isolane_worker::{Claim, HostOwner, Reservation};
 use kube::runtime::watcher;
 
 use crate::routes::{RouteTable, WorkerKey};
@@ -151,6 +151,17 @@ impl WorkerIndex {
         } else {
             self.others_on(&key, &touched)
         }
+    }
+
+    /// Replaces the recorded host owners; returns the Workers whose route
+    /// ownership may have changed (those on a host overlapping one whose
+    /// record changed), to reconcile.
+    pub fn set_owners(&mut self, owners: Vec<HostOwner>) -> Vec<WorkerKey> {
+        let mut affected = BTreeSet::new();
+        for host in self.routes.set_owners(owners) {
+            affected.extend(self.routes.on_overlapping_hosts(&host));
+        }
+        affected.into_iter().collect()
     }
 
     /// Forgets a Worker.
