@@ -13,14 +13,12 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use futures::channel::mpsc;
-use isolane_crds::Worker;
 use isolane_placement::NodeSet;
 use isolane_telemetry::ReadyHandle;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::PartialObjectMeta;
 use kube::runtime::Controller;
 use kube::runtime::controller;
-use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client};
 use tokio::sync::{Notify, watch};
 use tracing::{debug, info, warn};
@@ -31,11 +29,10 @@ use crate::executor::Executor;
 use crate::index::{ReferenceKind, WorkerIndex};
 use crate::membership;
 use crate::metrics::Metrics;
-use crate::owners::{self, Recorder};
+use crate::owners;
 use crate::plan::Settings;
 use crate::reconcile::{Context, error_policy, reconcile};
-use crate::routes::WorkerKey;
-use crate::watches::{Watches, object_ref, readers_of};
+use crate::watches::{Watches, readers_of};
 
 /// Runs the controller until `shutdown` resolves (in-flight reconciles finish)
 /// or the returned future is dropped (they are aborted: leadership was lost).
@@ -54,20 +51,17 @@ pub async fn run(
 
     // Recorded host owners before any Worker: a decision without them could
     // hand a redeploying namespace's host to another (`owners.rs`).
-    let (wake, owner_changes) = mpsc::unbounded::<ObjectRef<Worker>>();
-    let wake_on = move |keys: Vec<WorkerKey>| {
-        for key in keys {
-            // The receiver lives as long as the controller.
-            let _ = wake.unbounded_send(object_ref(&key));
-        }
-    };
-    let owners_api = Api::<ConfigMap>::namespaced(client.clone(), &config.namespace);
-    let (owners_synced_tx, mut owners_synced) = watch::channel(false);
-    let owners_watch = owners::watch(
-        owners_api.clone(),
-        Arc::clone(&index),
-        wake_on.clone(),
-        owners_synced_tx,
+    let owners::ForController {
+        watch: owners_watch,
+        synced: mut owners_synced,
+        changes: owner_changes,
+        wake,
+        recorder,
+    } = owners::for_controller(
+        &client,
+        &config.namespace,
+        config.host_release_grace,
+        &index,
     );
     tokio::pin!(owners_watch);
     tokio::select! {
@@ -100,12 +94,6 @@ pub async fn run(
         Arc::clone(&index),
         Arc::clone(&claims_changed),
     );
-    let recorder = Recorder {
-        api: owners_api,
-        namespace: config.namespace.clone(),
-        index: Arc::clone(&index),
-        grace: config.host_release_grace,
-    };
     let synced = watches.synced();
     let executor = Executor::new(
         client.clone(),
@@ -162,7 +150,9 @@ pub async fn run(
     let synced = async {
         if synced.await {
             ready.set(true);
-            recorder.run(claims_changed, wake_on).await;
+            recorder
+                .run(claims_changed, move |keys| wake.workers(keys))
+                .await;
         }
         futures::future::pending::<()>().await;
     };
