@@ -378,6 +378,34 @@ mod tests {
     }
 
     #[test]
+    fn a_changed_host_owner_wakes_the_workers_on_overlapping_hosts() {
+        let mut index = WorkerIndex::default();
+        let squat = crate::fixtures::worker(
+            "a",
+            "squat",
+            1,
+            crate::fixtures::spec(None, &["*.parent.test"]),
+        );
+        index.apply_event(&watcher::Event::Apply(squat));
+        index.apply_event(&watcher::Event::Apply(worker("far", 2, &["other.test"])));
+        let squat = WorkerKey::new("a", "squat");
+        assert!(index.routes().ownership().lost(&squat).is_empty());
+        // h.parent.test is recorded as ns's (no Worker of ns claims it now):
+        // the wildcard over it is refused, and only its Worker is woken.
+        let owner = HostOwner {
+            host: "h.parent.test".into(),
+            namespace: "ns".into(),
+            since: 0,
+            released: Some(5),
+        };
+        assert_eq!(index.set_owners(vec![owner.clone()]), [squat.clone()]);
+        assert_eq!(index.routes().ownership().lost(&squat).len(), 1);
+        assert!(index.set_owners(vec![owner]).is_empty(), "no change");
+        assert_eq!(index.set_owners(Vec::new()), [squat.clone()]);
+        assert!(index.routes().ownership().lost(&squat).is_empty());
+    }
+
+    #[test]
     fn a_relist_forgets_workers_that_vanished() {
         let mut index = WorkerIndex::default();
         index.apply_event(&watcher::Event::Apply(worker("gone", 1, &["x"])));
