@@ -398,10 +398,13 @@ mod tests {
             since: 0,
             released: Some(5),
         };
-        assert_eq!(index.set_owners(vec![owner.clone()]), [squat.clone()]);
+        assert_eq!(
+            index.set_owners(vec![owner.clone()]),
+            std::slice::from_ref(&squat)
+        );
         assert_eq!(index.routes().ownership().lost(&squat).len(), 1);
         assert!(index.set_owners(vec![owner]).is_empty(), "no change");
-        assert_eq!(index.set_owners(Vec::new()), [squat.clone()]);
+        assert_eq!(index.set_owners(Vec::new()), std::slice::from_ref(&squat));
         assert!(index.routes().ownership().lost(&squat).is_empty());
     }
 
