@@ -13,10 +13,15 @@
 mod claim;
 mod condition;
 pub mod cron;
+mod host_owner;
 pub mod traffic;
 mod worker;
 
 pub use condition::{ConditionStatus, ConditionType};
+pub use host_owner::{
+    HOST_OWNER_LABEL, HostOwnerError, OWNER_NAMESPACE_LABEL, host_owner_config_map,
+    host_owner_from, host_owner_name,
+};
 // The Worker's vocabulary without Kubernetes (`isolane-worker`), here too
 // because the resource is made of it.
 pub use isolane_worker::{

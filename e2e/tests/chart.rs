@@ -734,6 +734,7 @@ async fn helm_install_upgrade_and_uninstall_against_a_real_apiserver() {
         ),
         ("isolane-node", "list", "workers.isolane.dev", ns, false),
         ("isolane-node", "list", "configmaps", ns, false),
+        ("isolane-node", "update", "configmaps", ns, false),
         ("isolane-router", "watch", "workers.isolane.dev", None, true),
         (
             "isolane-router",
@@ -809,7 +810,26 @@ async fn helm_install_upgrade_and_uninstall_against_a_real_apiserver() {
             Some("default"),
             true,
         ),
-        ("isolane-operator", "create", "configmaps", ns, false),
+        // Host-owner records (docs/operator.md): the operator writes them in
+        // its namespace only; the router reads them there; nodes neither.
+        ("isolane-operator", "create", "configmaps", ns, true),
+        ("isolane-operator", "delete", "configmaps", ns, true),
+        (
+            "isolane-operator",
+            "create",
+            "configmaps",
+            Some("default"),
+            false,
+        ),
+        ("isolane-router", "watch", "configmaps", ns, true),
+        ("isolane-router", "create", "configmaps", ns, false),
+        (
+            "isolane-router",
+            "list",
+            "configmaps",
+            Some("default"),
+            false,
+        ),
     ];
     let wrong: Vec<String> = checks
         .iter()

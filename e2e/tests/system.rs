@@ -20,6 +20,10 @@
 //!   ArrayBuffers answer 500 / 503 with their reason while healthy Workers on
 //!   the same node and threads keep answering 200, and the node stays up.
 //!
+//! - `takeover::a_redeploy_keeps_its_host_from_other_namespaces`: another
+//!   namespace's squatter and wildcard on a host never get it while its
+//!   owner replaces its Worker, in either order (issue 28).
+//!
 //! Each test has its own control plane and processes; they run one at a time
 //! ([`SERIAL`]), since two cores cannot host several fleets at once. Every wait
 //! has a deadline and every request loop a bound; the numbers measured are
@@ -45,6 +49,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tempfile::TempDir;
 use tokio::sync::{Mutex, MutexGuard};
 
+#[path = "system/takeover.rs"]
+mod takeover;
+
 /// Namespace of the tests' Workers.
 const NAMESPACE: &str = "demo";
 /// Deadline for anything the system does on its own (Ready, served, placed).
@@ -67,10 +74,18 @@ struct System {
 impl System {
     /// Starts a control plane and `nodes` nodes behind the router.
     async fn start(nodes: usize) -> Self {
+        Self::start_in(nodes, &[]).await
+    }
+
+    /// [`System::start`], with namespaces `others` beside [`NAMESPACE`].
+    async fn start_in(nodes: usize, others: &[&str]) -> Self {
         let serial = SERIAL.lock().await;
         let started = Instant::now();
         let cp = ControlPlane::start().await.expect("control plane starts");
-        workers::prepare(&cp, &[NAMESPACE]).await;
+        let namespaces: Vec<&str> = std::iter::once(NAMESPACE)
+            .chain(others.iter().copied())
+            .collect();
+        workers::prepare(&cp, &namespaces).await;
         let dir = tempfile::tempdir().expect("temp dir");
         let options = ClusterOptions {
             nodes,

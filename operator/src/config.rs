@@ -43,6 +43,8 @@ pub const ENV_MISSING_REFERENCE_RETRY: &str = "ISOLANE_MISSING_REFERENCE_RETRY";
 pub const ENV_RESYNC: &str = "ISOLANE_RESYNC";
 /// Env var for `--reserved-host` (comma-separated).
 pub const ENV_RESERVED_HOSTS: &str = "ISOLANE_RESERVED_HOSTS";
+/// How long a host stays its namespace's after its last Worker on it goes.
+pub const ENV_HOST_RELEASE_GRACE: &str = "ISOLANE_HOST_RELEASE_GRACE";
 
 /// The operator's flags.
 #[derive(Clone, Debug, Parser)]
@@ -118,6 +120,12 @@ pub struct Args {
     /// repeat the flag or separate with commas. The router takes the same.
     #[arg(long = "reserved-host", env = ENV_RESERVED_HOSTS, value_delimiter = ',')]
     pub reserved_hosts: Vec<isolane_worker::Reservation>,
+
+    /// How long a host stays its namespace's after the last of its Workers
+    /// claiming it goes (e.g. 24h): no other namespace gets it meanwhile,
+    /// unless an admin releases it (docs/operator.md).
+    #[arg(long, env = ENV_HOST_RELEASE_GRACE, default_value = "24h", value_parser = parse_duration)]
+    pub host_release_grace: Duration,
 }
 
 /// Why the flags do not make a valid configuration.
@@ -197,6 +205,8 @@ pub struct Config {
     pub resync: Duration,
     /// Hosts reserved for namespaces.
     pub reserved_hosts: Vec<isolane_worker::Reservation>,
+    /// How long a host stays held after its namespace's last claim goes.
+    pub host_release_grace: Duration,
 }
 
 impl Args {
@@ -229,6 +239,7 @@ impl Args {
             ("membership-interval", self.membership_interval),
             ("missing-reference-retry", self.missing_reference_retry),
             ("resync", self.resync),
+            ("host-release-grace", self.host_release_grace),
         ] {
             if value.is_zero() {
                 return Err(ConfigError::ZeroDuration(name));
@@ -257,6 +268,7 @@ impl Args {
             missing_reference_retry: self.missing_reference_retry,
             resync: self.resync,
             reserved_hosts: self.reserved_hosts.clone(),
+            host_release_grace: self.host_release_grace,
         })
     }
 }
@@ -280,6 +292,7 @@ mod tests {
         assert_eq!(leader.lease_name, "isolane-operator-leader");
         assert_eq!(leader.lease_duration, Duration::from_secs(15));
         assert_eq!(leader.retry_period, Duration::from_secs(5));
+        assert_eq!(config.host_release_grace, Duration::from_secs(24 * 3600));
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //! namespace, fed by [`crate::watches`] and [`crate::membership`], running
 //! [`crate::reconcile`] with its error policy.
 //!
-//! [`run`] starts the runtime-node watch first (reconciles should see the
-//! node set from the start), then the other watches and the controller;
-//! readiness turns true once every watch has listed.
+//! [`run`] starts the host-owner watch first (no decision without the
+//! recorded owners, `owners.rs`), then the runtime-node watch (reconciles
+//! should see the node set from the start), then the other watches and the
+//! controller; readiness turns true once every watch has listed, and then
+//! the host-owner recorder starts.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -18,7 +20,7 @@ use kube::api::PartialObjectMeta;
 use kube::runtime::Controller;
 use kube::runtime::controller;
 use kube::{Api, Client};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tracing::{debug, info, warn};
 
 use crate::bundle::bundle_owner;
@@ -27,6 +29,7 @@ use crate::executor::Executor;
 use crate::index::{ReferenceKind, WorkerIndex};
 use crate::membership;
 use crate::metrics::Metrics;
+use crate::owners;
 use crate::plan::Settings;
 use crate::reconcile::{Context, error_policy, reconcile};
 use crate::watches::{Watches, readers_of};
@@ -46,6 +49,26 @@ pub async fn run(
         config.reserved_hosts.clone(),
     )));
 
+    // Recorded host owners before any Worker: a decision without them could
+    // hand a redeploying namespace's host to another (`owners.rs`).
+    let owners::ForController {
+        watch: owners_watch,
+        synced: mut owners_synced,
+        changes: owner_changes,
+        wake,
+        recorder,
+    } = owners::for_controller(
+        &client,
+        &config.namespace,
+        config.host_release_grace,
+        &index,
+    );
+    tokio::pin!(owners_watch);
+    tokio::select! {
+        () = &mut owners_watch => return,
+        _ = owners_synced.wait_for(|synced| *synced) => {}
+    }
+
     // Runtime nodes first: reconciles should see the node set from the start.
     let (nodes_tx, nodes) = watch::channel(Arc::new(NodeSet::new(Vec::new())));
     let (membership_synced_tx, mut membership_synced) = watch::channel(false);
@@ -60,10 +83,17 @@ pub async fn run(
     tokio::pin!(membership);
     tokio::select! {
         () = &mut membership => return,
+        () = &mut owners_watch => return,
         _ = membership_synced.wait_for(|synced| *synced) => {}
     }
 
-    let watches = Watches::new(&client, &config.namespace, Arc::clone(&index));
+    let claims_changed = Arc::new(Notify::new());
+    let watches = Watches::new(
+        &client,
+        &config.namespace,
+        Arc::clone(&index),
+        Arc::clone(&claims_changed),
+    );
     let synced = watches.synced();
     let (caches_synced_tx, caches_synced) = watch::channel(false);
     let executor = Executor::new(
@@ -109,6 +139,7 @@ pub async fn run(
             |object: PartialObjectMeta<Secret>| bundle_owner(&object.metadata),
         )
         .reconcile_on(watches.route_changes)
+        .reconcile_on(owner_changes)
         .reconcile_all_on(nodes_changed)
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, context)
@@ -117,10 +148,14 @@ pub async fn run(
                 debug!(%error, "controller event");
             }
         });
+    // Host owners are recorded only from a complete view of the claims.
     let synced = async {
         if synced.await {
             caches_synced_tx.send_replace(true);
             ready.set(true);
+            recorder
+                .run(claims_changed, move |keys| wake.workers(keys))
+                .await;
         }
         futures::future::pending::<()>().await;
     };
@@ -129,6 +164,7 @@ pub async fn run(
     tokio::select! {
         () = controller => info!("controller stopped"),
         () = membership => warn!("membership watch ended"),
+        () = owners_watch => warn!("host-owner watch ended"),
         () = synced => {}
     }
 }

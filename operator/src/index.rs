@@ -16,7 +16,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use isolane_crds::{Route, Worker, WorkerSpec};
-use isolane_worker::{Claim, Reservation};
+use isolane_worker::{Claim, HostOwner, Reservation};
 use kube::runtime::watcher;
 
 use crate::routes::{RouteTable, WorkerKey};
@@ -151,6 +151,17 @@ impl WorkerIndex {
         } else {
             self.others_on(&key, &touched)
         }
+    }
+
+    /// Replaces the recorded host owners; returns the Workers whose route
+    /// ownership may have changed (those on a host overlapping one whose
+    /// record changed), to reconcile.
+    pub fn set_owners(&mut self, owners: Vec<HostOwner>) -> Vec<WorkerKey> {
+        let mut affected = BTreeSet::new();
+        for host in self.routes.set_owners(owners) {
+            affected.extend(self.routes.on_overlapping_hosts(&host));
+        }
+        affected.into_iter().collect()
     }
 
     /// Forgets a Worker.
@@ -364,6 +375,37 @@ mod tests {
             vec![second.clone(), WorkerKey::new("other", "site")]
         );
         assert_eq!(index.routes().ownership().lost(&second).len(), 1);
+    }
+
+    #[test]
+    fn a_changed_host_owner_wakes_the_workers_on_overlapping_hosts() {
+        let mut index = WorkerIndex::default();
+        let squat = crate::fixtures::worker(
+            "a",
+            "squat",
+            1,
+            crate::fixtures::spec(None, &["*.parent.test"]),
+        );
+        index.apply_event(&watcher::Event::Apply(squat));
+        index.apply_event(&watcher::Event::Apply(worker("far", 2, &["other.test"])));
+        let squat = WorkerKey::new("a", "squat");
+        assert!(index.routes().ownership().lost(&squat).is_empty());
+        // h.parent.test is recorded as ns's (no Worker of ns claims it now):
+        // the wildcard over it is refused, and only its Worker is woken.
+        let owner = HostOwner {
+            host: "h.parent.test".into(),
+            namespace: "ns".into(),
+            since: 0,
+            released: Some(5),
+        };
+        assert_eq!(
+            index.set_owners(vec![owner.clone()]),
+            std::slice::from_ref(&squat)
+        );
+        assert_eq!(index.routes().ownership().lost(&squat).len(), 1);
+        assert!(index.set_owners(vec![owner]).is_empty(), "no change");
+        assert_eq!(index.set_owners(Vec::new()), std::slice::from_ref(&squat));
+        assert!(index.routes().ownership().lost(&squat).is_empty());
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod index;
 pub mod lifecycle;
 pub mod membership;
 pub mod metrics;
+pub mod owners;
 pub mod plan;
 pub mod reconcile;
 pub mod resolve;

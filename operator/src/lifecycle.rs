@@ -165,11 +165,11 @@ fn serve_webhook(
     let index = Arc::new(Mutex::new(WorkerIndex::with_reservations(
         config.reserved_hosts.clone(),
     )));
-    tokio::spawn(webhook::maintain_index(
-        client.clone(),
-        Arc::clone(&index),
-        webhook.ready,
-    ));
+    let (client, namespace) = (client.clone(), config.namespace.clone());
+    let (maintained, ready) = (Arc::clone(&index), webhook.ready);
+    tokio::spawn(async move {
+        webhook::maintain_index(client, &namespace, maintained, ready).await;
+    });
     let edge = Edge::new("webhook", webhook::SHUTDOWN_GRACE);
     tokio::spawn(webhook::serve(
         webhook.listener,

@@ -7,12 +7,14 @@
 //!
 //! Workers being deleted claim nothing (the index records no routes for
 //! them), so their routes pass to the next claimant as soon as deletion
-//! starts. Every other Worker claims its routes, Ready or not.
+//! starts — within their namespace: a host recorded as the namespace's
+//! (`owners.rs`) stays its own. Every other Worker claims its routes, Ready
+//! or not.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
 
-use isolane_worker::{Claim, Ownership, Reservation, Route, decide, overlap};
+use isolane_worker::{Claim, HostOwner, Ownership, Reservation, Route, decide, overlap};
 pub use isolane_worker::{Holder, WorkerKey};
 
 /// The claims of every Worker, and the decision over them.
@@ -23,6 +25,8 @@ pub struct RouteTable {
     by_route: HashMap<Route, BTreeSet<WorkerKey>>,
     /// Hosts reserved for namespaces (`--reserved-host`).
     reservations: Vec<Reservation>,
+    /// Hosts recorded as namespaces' (`owners.rs`).
+    owners: Vec<HostOwner>,
     /// The decision over `claims`, made when first asked after a change
     /// (a relist changes every claim before anyone asks).
     decided: OnceLock<Ownership>,
@@ -65,10 +69,38 @@ impl RouteTable {
         }
     }
 
+    /// Replaces the recorded host owners; returns the hosts whose record
+    /// changed (came, went, or changed hands).
+    pub fn set_owners(&mut self, mut owners: Vec<HostOwner>) -> Vec<String> {
+        owners.sort();
+        if owners == self.owners {
+            return Vec::new();
+        }
+        let before: BTreeSet<&HostOwner> = self.owners.iter().collect();
+        let after: BTreeSet<&HostOwner> = owners.iter().collect();
+        let changed: BTreeSet<String> = before
+            .symmetric_difference(&after)
+            .map(|owner| owner.host.clone())
+            .collect();
+        self.owners = owners;
+        self.decided = OnceLock::new();
+        changed.into_iter().collect()
+    }
+
+    /// The recorded host owners.
+    pub fn owners(&self) -> &[HostOwner] {
+        &self.owners
+    }
+
     /// The decision over every recorded claim.
     pub fn ownership(&self) -> &Ownership {
-        self.decided
-            .get_or_init(|| decide(self.claims.values().cloned(), &self.reservations))
+        self.decided.get_or_init(|| {
+            decide(
+                self.claims.values().cloned(),
+                &self.reservations,
+                &self.owners,
+            )
+        })
     }
 
     /// The Workers claiming `route`, by key.
@@ -138,7 +170,7 @@ impl RouteTable {
             .values()
             .filter(|other| other.worker != worker)
             .cloned();
-        decide(others.chain([claim]), &self.reservations)
+        decide(others.chain([claim]), &self.reservations, &self.owners)
     }
 }
 

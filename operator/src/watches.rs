@@ -4,7 +4,8 @@
 //!   reflector store, then the [`WorkerIndex`] (references and route claims),
 //!   then — only when generation, finalizers or deletion changed, so status
 //!   writes do not loop — reconciles the Worker. Workers whose route ownership
-//!   the event may have changed are reconciled too ([`Watches::route_changes`]).
+//!   the event may have changed are reconciled too ([`Watches::route_changes`]),
+//!   and the host-owner recorder (`owners.rs`) is told the claims changed.
 //! - ConfigMaps and Secrets in every namespace, metadata only: an event
 //!   reconciles exactly the Workers the index says read that object
 //!   ([`readers_of`]).
@@ -26,7 +27,7 @@ use kube::api::{ObjectMeta, PartialObjectMeta};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tracing::info;
 
 use crate::bundle::OwnWrites;
@@ -62,7 +63,12 @@ pub struct Watches {
 impl Watches {
     /// The watches through `client`: bundles in `namespace`, the rest in
     /// every namespace; Worker events update `index`.
-    pub fn new(client: &Client, namespace: &str, index: Arc<Mutex<WorkerIndex>>) -> Self {
+    pub fn new(
+        client: &Client,
+        namespace: &str,
+        index: Arc<Mutex<WorkerIndex>>,
+        claims_changed: Arc<Notify>,
+    ) -> Self {
         // Workers: store, then index, then (filtered) reconcile triggers.
         let (workers, workers_writer) = reflector::store::<Worker>();
         let (wake, route_changes) = mpsc::unbounded::<ObjectRef<Worker>>();
@@ -74,6 +80,8 @@ impl Watches {
         .reflect(workers_writer)
         .inspect_ok(move |event| {
             let others = lock(&index).apply_event(event);
+            // The host-owner recorder decides again (`owners.rs`).
+            claims_changed.notify_one();
             for other in others {
                 // The receiver lives as long as the controller; a send error only
                 // happens while shutting down.
@@ -210,7 +218,7 @@ pub fn readers_of(
         .collect()
 }
 
-fn object_ref(key: &WorkerKey) -> ObjectRef<Worker> {
+pub(crate) fn object_ref(key: &WorkerKey) -> ObjectRef<Worker> {
     ObjectRef::new(&key.name).within(&key.namespace)
 }
 

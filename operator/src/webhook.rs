@@ -55,25 +55,46 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// The Workers' route claims, as the webhook sees them.
 pub type SharedIndex = Arc<Mutex<WorkerIndex>>;
 
-/// Keeps `index` up to date from a watch on Workers in every namespace; `ready`
-/// turns true after the first full list. Runs until the watch ends.
-pub async fn maintain_index(client: Client, index: SharedIndex, ready: ReadyHandle) {
-    let events = watcher(Api::<Worker>::all(client), watcher::Config::default()).default_backoff();
-    tokio::pin!(events);
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(event) => {
-                let done = matches!(event, watcher::Event::InitDone);
-                index
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .apply_event(&event);
-                if done {
-                    ready.set(true);
+/// Keeps `index` up to date from a watch on Workers in every namespace and
+/// one on the host-owner records in `namespace` (the operator's,
+/// `owners.rs`); `ready` turns true once both have listed. Runs until a
+/// watch ends.
+pub async fn maintain_index(
+    client: Client,
+    namespace: &str,
+    index: SharedIndex,
+    ready: ReadyHandle,
+) {
+    let (owners_synced_tx, mut owners_synced) = tokio::sync::watch::channel(false);
+    let owners = crate::owners::watch(
+        Api::namespaced(client.clone(), namespace),
+        Arc::clone(&index),
+        |_| {},
+        owners_synced_tx,
+    );
+    let workers = async {
+        let events =
+            watcher(Api::<Worker>::all(client), watcher::Config::default()).default_backoff();
+        tokio::pin!(events);
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) => {
+                    let done = matches!(event, watcher::Event::InitDone);
+                    index
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .apply_event(&event);
+                    if done && owners_synced.wait_for(|synced| *synced).await.is_ok() {
+                        ready.set(true);
+                    }
                 }
+                Err(error) => debug!(%error, "webhook Worker watch error"),
             }
-            Err(error) => debug!(%error, "webhook Worker watch error"),
         }
+    };
+    tokio::select! {
+        () = owners => {}
+        () = workers => {}
     }
 }
 

@@ -36,6 +36,7 @@ fn config() -> Config {
         missing_reference_retry: Duration::from_secs(60),
         resync: Duration::from_secs(600),
         reserved_hosts: Vec::new(),
+        host_release_grace: std::time::Duration::from_secs(24 * 3600),
     }
 }
 

@@ -83,7 +83,8 @@ pub struct Args {
     #[arg(long, env = ENV_WATCH_NAMESPACE)]
     pub watch_namespace: Option<String>,
 
-    /// Namespace of the runtime-node Leases.
+    /// Namespace of the runtime-node Leases and of the operator's
+    /// host-owner records (the operator's namespace).
     #[arg(long, env = ENV_NODES_NAMESPACE, default_value = DEFAULT_NODES_NAMESPACE)]
     pub nodes_namespace: String,
 

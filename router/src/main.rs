@@ -53,6 +53,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             .context("registering metrics")?,
     );
     let readiness = Readiness::new();
+    let owners_ready = readiness.register("host-owners");
     let workers_ready = readiness.register("workers");
     let leases_ready = readiness.register("leases");
     let proxy = Proxy::with_policy(
@@ -74,10 +75,25 @@ async fn serve(config: Config) -> anyhow::Result<()> {
 
     let shutdown = CancellationToken::new();
     tokio::spawn(admin.serve(shutdown.clone().cancelled_owned()));
+    // The host owners the operator records live in its namespace, the
+    // nodes' (they read its bundles there). No route table before they are
+    // read: it could hand a redeploying namespace's host to another.
+    let (owners_synced_tx, mut owners_synced) = tokio::sync::watch::channel(false);
+    tokio::spawn({
+        let (client, proxy) = (client.clone(), proxy.clone());
+        let namespace = config.nodes_namespace.clone();
+        async move {
+            watch::host_owners(client, &namespace, proxy, owners_ready, owners_synced_tx).await;
+        }
+    });
     tokio::spawn({
         let (client, proxy) = (client.clone(), proxy.clone());
         let namespace = config.watch_namespace.clone();
-        async move { watch::workers(client, namespace.as_deref(), proxy, workers_ready).await }
+        async move {
+            if owners_synced.wait_for(|synced| *synced).await.is_ok() {
+                watch::workers(client, namespace.as_deref(), proxy, workers_ready).await;
+            }
+        }
     });
     tokio::spawn({
         let (client, proxy) = (client.clone(), proxy.clone());

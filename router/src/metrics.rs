@@ -305,7 +305,8 @@ impl RouterMetrics {
         self.upstream_errors.with_label_values(&[kind]).inc();
     }
 
-    /// Counts a watch error on `resource` (`workers` or `leases`).
+    /// Counts a watch error on `resource` (`workers`, `leases` or
+    /// `host_owners`).
     pub fn watch_error(&self, resource: &'static str) {
         self.watch_errors.with_label_values(&[resource]).inc();
     }

@@ -67,7 +67,7 @@ use crate::metrics::{NO_NODE, RouterMetrics};
 use crate::prewarm::{Gate, PrewarmRequest, Target};
 use crate::routes::{Backend, RoutableWorker, RouteTable, normalize_host};
 use crate::split::{Revision, Split};
-use isolane_worker::{Claim, Reservation};
+use isolane_worker::{Claim, HostOwner, Reservation};
 use outgoing::{HeadContext, call_for};
 use response::{Completion, strip_hop_by_hop};
 use upstream::Source;
@@ -142,6 +142,9 @@ struct Inner {
     losses: NodeLosses,
     /// Hosts reserved for namespaces (`--reserved-host`).
     reservations: Vec<Reservation>,
+    /// Hosts recorded as namespaces' by the operator (`watch::host_owners`).
+    /// Written under the gate's lock.
+    owners: ArcSwap<Vec<HostOwner>>,
     /// Peers whose forwarding headers are kept (`--trusted-proxies`).
     trusted_proxies: Vec<ipnet::IpNet>,
     /// The Workers of the route table now (the cron scheduler reads their
@@ -221,6 +224,7 @@ impl Proxy {
                 metrics,
                 losses: NodeLosses::default(),
                 reservations,
+                owners: ArcSwap::from_pointee(Vec::new()),
                 trusted_proxies,
                 published: ArcSwap::from_pointee(Vec::new()),
                 claimants: ArcSwap::from_pointee(Vec::new()),
@@ -291,6 +295,15 @@ impl Proxy {
         self.publish(publish);
         drop(state);
         self.start_prewarms(start);
+    }
+
+    /// Replaces the host owners the operator recorded, and the route table
+    /// with one that honours them.
+    pub fn set_owners(&self, owners: Vec<HostOwner>) {
+        let state = self.inner.gate.lock().unwrap_or_else(|e| e.into_inner());
+        self.inner.owners.store(Arc::new(owners));
+        self.publish(self.published().as_ref().clone());
+        drop(state);
     }
 
     /// Spawns one task per prewarm, each publishing the table again when done.
@@ -391,10 +404,14 @@ impl Proxy {
         self.inner.published.store(Arc::new(workers.clone()));
         let metrics = &self.inner.metrics;
         let claimants = self.inner.claimants.load();
-        let (table, conflicts) =
-            RouteTable::build_with(workers, &claimants, &self.inner.reservations, |id| {
-                metrics.workers.slot(id)
-            });
+        let owners = self.inner.owners.load();
+        let (table, conflicts) = RouteTable::build_with(
+            workers,
+            &claimants,
+            &self.inner.reservations,
+            &owners,
+            |id| metrics.workers.slot(id),
+        );
         for c in &conflicts {
             debug!(
                 worker.id = %c.worker, route = %c.route, holder = %c.holder,

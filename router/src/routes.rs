@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use isolane_crds::{ConditionStatus, ConditionType, Worker};
 pub use isolane_worker::normalize_host;
-use isolane_worker::{Claim, Holder, Reservation, Route, RouteIndex, WorkerKey, decide};
+use isolane_worker::{Claim, Holder, HostOwner, Reservation, Route, RouteIndex, WorkerKey, decide};
 
 use crate::metrics::{Served, WorkerSlot};
 use crate::split::Split;
@@ -138,20 +138,26 @@ impl RouteTable {
         workers: Vec<RoutableWorker>,
         slot: impl FnMut(&str) -> Arc<WorkerSlot>,
     ) -> (Self, Vec<Conflict>) {
-        Self::build_with(workers, &[], &[], slot)
+        Self::build_with(workers, &[], &[], &[], slot)
     }
 
     /// [`RouteTable::build`], with the claims of Workers requests cannot go
     /// to yet (`claimants`: they hold what the rule gives them, unserved)
-    /// and hosts reserved for namespaces.
+    /// hosts reserved for namespaces, and hosts the operator recorded as
+    /// namespaces' (`owners`).
     pub fn build_with(
         mut workers: Vec<RoutableWorker>,
         claimants: &[Claim],
         reservations: &[Reservation],
+        owners: &[HostOwner],
         mut slot: impl FnMut(&str) -> Arc<WorkerSlot>,
     ) -> (Self, Vec<Conflict>) {
         let claims = workers.iter().map(|w| w.claim.clone());
-        let ownership = decide(claims.chain(claimants.iter().cloned()), reservations);
+        let ownership = decide(
+            claims.chain(claimants.iter().cloned()),
+            reservations,
+            owners,
+        );
         // A stable order, whatever the watch's.
         workers.sort_by(|a, b| a.key().cmp(b.key()));
         let mut table = Self::default();
@@ -339,6 +345,7 @@ mod tests {
             vec![younger.clone()],
             std::slice::from_ref(&broken),
             &[],
+            &[],
             |_| Arc::default(),
         );
         // The operator reports the younger one's route as held by ns/broken:
@@ -354,7 +361,8 @@ mod tests {
             }]
         );
         // Once the older one is deleted (it claims nothing), the route is served.
-        let (t, conflicts) = RouteTable::build_with(vec![younger], &[], &[], |_| Arc::default());
+        let (t, conflicts) =
+            RouteTable::build_with(vec![younger], &[], &[], &[], |_| Arc::default());
         assert_eq!(id(&t, "a.test", "/"), Some("ns/younger"));
         assert!(conflicts.is_empty());
     }
@@ -459,9 +467,38 @@ mod tests {
             ],
             &[],
             &reservations,
+            &[],
             |_| Arc::default(),
         );
         assert_eq!(id(&t, "x.corp.example", "/"), None);
         assert_eq!(id(&t, "y.corp.example", "/"), Some("team-a/app"));
+    }
+
+    #[test]
+    fn a_recorded_host_is_served_to_its_namespace_after_a_redeploy() {
+        // b's new Worker is younger than a's squatter and wildcard; b's
+        // host is recorded as b's: b is served, a never.
+        let owners = [HostOwner {
+            host: "victim.example".into(),
+            namespace: "b".into(),
+            since: 1,
+            released: None,
+        }];
+        let squatters = || {
+            vec![
+                worker("a/squat", 10, &[("victim.example", "/")]),
+                worker("a/wild", 11, &[("*.example", "/")]),
+            ]
+        };
+        let mut workers = squatters();
+        workers.push(worker("b/site-v2", 20, &[("victim.example", "/")]));
+        let (t, _) = RouteTable::build_with(workers, &[], &[], &owners, |_| Arc::default());
+        assert_eq!(id(&t, "victim.example", "/"), Some("b/site-v2"));
+        assert_eq!(id(&t, "other.example", "/"), None);
+        // Between b's delete and its re-create: held for b, nobody served.
+        let (t, conflicts) =
+            RouteTable::build_with(squatters(), &[], &[], &owners, |_| Arc::default());
+        assert_eq!(id(&t, "victim.example", "/"), None);
+        assert_eq!(conflicts.len(), 2, "{conflicts:?}");
     }
 }

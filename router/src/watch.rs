@@ -1,6 +1,7 @@
 //! Kubernetes watches that feed the proxy: Workers become the route table
 //! (the routable ones, and the claims of those not Ready yet, which hold
-//! routes all the same), node Leases become the fleet.
+//! routes all the same), with the host owners the operator records
+//! ([`host_owners`]); node Leases become the fleet.
 //!
 //! Both follow kube's watcher protocol: after a (re)list (`Init` … `InitDone`)
 //! the local state is replaced wholesale, so objects deleted while the watch
@@ -18,10 +19,12 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
-use isolane_crds::Worker;
+use isolane_crds::{HOST_OWNER_LABEL, Worker, host_owner_from};
 use isolane_membership::{Members, MembershipObserver};
 use isolane_telemetry::ReadyHandle;
+use isolane_worker::HostOwner;
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, ResourceExt};
@@ -80,6 +83,49 @@ pub async fn workers(client: Client, namespace: Option<&str>, proxy: Proxy, read
             if !ready.is_ready() {
                 info!(workers = state.objects.len(), "worker watch synced");
                 ready.set_ready();
+            }
+        }
+    }
+}
+
+/// Watches the host owners the operator records (ConfigMaps labelled
+/// `isolane.dev/host-owner=true` in `namespace`, the operator's) into the
+/// proxy's route table until the watch stream ends; `synced` turns true
+/// after the first list. Without them a host whose namespace is redeploying
+/// could go to another namespace's waiting claim, so the Worker watch
+/// publishes nothing before they are read (`main.rs`).
+pub async fn host_owners(
+    client: Client,
+    namespace: &str,
+    proxy: Proxy,
+    ready: ReadyHandle,
+    synced: tokio::sync::watch::Sender<bool>,
+) {
+    let api: Api<ConfigMap> = Api::namespaced(client, namespace);
+    let config = watcher::Config::default().labels(&format!("{HOST_OWNER_LABEL}=true"));
+    let mut events = watcher::watcher(api, config).default_backoff().boxed();
+    let mut state = Relist::<Option<HostOwner>>::default();
+    let read = |config_map: &ConfigMap| {
+        let owner = host_owner_from(config_map)
+            .inspect_err(|error| warn!(%error, kind = error.kind(), "ignoring a host-owner record"))
+            .ok();
+        (config_map.name_any(), owner)
+    };
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(event) => {
+                if state.apply(event, read) && state.synced {
+                    let owners: Vec<HostOwner> =
+                        state.objects.values().flatten().cloned().collect();
+                    debug!(owners = owners.len(), "host owners changed");
+                    proxy.set_owners(owners);
+                    synced.send_replace(true);
+                    ready.set_ready();
+                }
+            }
+            Err(error) => {
+                proxy.metrics().watch_error("host_owners");
+                warn!(%error, "host-owner watch failed; retrying");
             }
         }
     }

@@ -15,6 +15,8 @@
 //!   route several claim (a host belongs to one namespace, then the oldest
 //!   Worker keeps a host + prefix), used by the operator's status and
 //!   webhook and the router's route table; property-tested here.
+//!   [`HostOwner`]: a host recorded as a namespace's, so that it stays its
+//!   own across redeploys ([`next_owners`], the operator's bookkeeping).
 //! - [`Outcome`]: how a request ended, and the one table from outcome to
 //!   HTTP status, retry and metric label (the engine's errors map onto it,
 //!   the wire's `Outcome` converts to and from it).
@@ -37,7 +39,8 @@ pub use key::WorkerKey;
 pub use limits::{LimitError, Limits};
 pub use outcome::Outcome;
 pub use ownership::{
-    Claim, Holder, Ownership, ParseReservationError, Reservation, decide, overlap,
+    Claim, Holder, HostOwner, Ownership, ParseReservationError, Reservation, decide, next_owners,
+    overlap,
 };
 pub use route::{ANY_HOST, Route, RouteIndex, normalize_host, prefix_matches};
 pub use secret::{BundleSecret, DIGEST_ANNOTATION, SecretError};

@@ -6,8 +6,11 @@
 //! Two steps, in order:
 //! 1. **A host belongs to one namespace** (`ownership/hosts.rs`): a host —
 //!    every path under it, and any wildcard that covers it — is served by
-//!    Workers of at most one namespace, the one whose claim on it is oldest
-//!    (its oldest Worker's creation time, then the namespace name). Another
+//!    Workers of at most one namespace: the one [recorded](HostOwner) as its
+//!    owner (`ownership/owners.rs`: a host admitted to a namespace stays its
+//!    own while any of its Workers claims it, and for a grace period after
+//!    the last one goes), else the one whose claim on it is oldest (its
+//!    oldest Worker's creation time, then the namespace name). Another
 //!    namespace's claim on an overlapping host (equal, or a wildcard and a
 //!    host one label under it), or one on a host the platform admin
 //!    [reserved](Reservation) for another namespace, is not admitted.
@@ -20,12 +23,14 @@
 //! known one.
 
 mod hosts;
+mod owners;
 mod reservation;
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 pub use hosts::overlap;
+pub use owners::{HostOwner, next_owners};
 pub use reservation::{ParseReservationError, Reservation};
 
 use crate::{Route, WorkerKey, normalize_host};
@@ -54,6 +59,10 @@ pub enum Holder {
     Namespace { worker: WorkerKey, host: String },
     /// The host is reserved for another namespace.
     Reserved(Reservation),
+    /// The host is recorded as another namespace's, `namespace`, which no
+    /// longer claims it: held for it until the grace period ends or an
+    /// admin releases it. `host` overlaps the claimed host.
+    Held { namespace: String, host: String },
 }
 
 /// Completes "route `r` …", as in `RoutesAdmitted`'s message.
@@ -70,6 +79,10 @@ impl fmt::Display for Holder {
                 f,
                 "is not admitted: host {} is reserved for namespace {}",
                 reservation.host, reservation.namespace
+            ),
+            Holder::Held { namespace, host } => write!(
+                f,
+                "is not admitted: host {host} is held for namespace {namespace}, its owner, until released"
             ),
         }
     }
@@ -99,6 +112,9 @@ pub struct Ownership {
     workers: BTreeMap<WorkerKey, Vec<(Route, Option<Holder>)>>,
     /// Normalised (host, prefix) → the Worker admitted on it.
     owners: BTreeMap<(String, String), WorkerKey>,
+    /// (namespace, normalised host pattern) claimed → `None` if admitted,
+    /// else who holds the host.
+    hosts: hosts::HostDecisions,
 }
 
 impl Ownership {
@@ -133,6 +149,22 @@ impl Ownership {
             .map(|(worker, route, _)| (worker, route))
     }
 
+    /// Whether `namespace`'s claim on the (normalised) host pattern `host`
+    /// was admitted: some Worker of it claims the host, and it holds it.
+    pub fn host_admitted(&self, namespace: &str, host: &str) -> bool {
+        self.hosts
+            .get(&(namespace.to_owned(), host.to_owned()))
+            .is_some_and(Option::is_none)
+    }
+
+    /// Every (namespace, normalised host pattern) admitted to a claim.
+    pub fn admitted_hosts(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.hosts
+            .iter()
+            .filter(|(_, holder)| holder.is_none())
+            .map(|((namespace, host), _)| (namespace.as_str(), host.as_str()))
+    }
+
     /// The Worker admitted on `route` (its host normalised), if any.
     pub fn owner(&self, route: &Route) -> Option<&WorkerKey> {
         self.owners
@@ -144,8 +176,13 @@ impl Ownership {
 /// Worker, and none for Workers being deleted (their routes pass on as soon
 /// as deletion starts); a second claim with the same key adds its routes to
 /// the first's and keeps the older time. `reservations`: hosts reserved for
-/// namespaces. The result does not depend on the order of either.
-pub fn decide(claims: impl IntoIterator<Item = Claim>, reservations: &[Reservation]) -> Ownership {
+/// namespaces; `owners`: hosts recorded as namespaces' (`next_owners`). The
+/// result does not depend on the order of any of them.
+pub fn decide(
+    claims: impl IntoIterator<Item = Claim>,
+    reservations: &[Reservation],
+    owners: &[HostOwner],
+) -> Ownership {
     let claims = merge(claims);
     let host_claims = claims.iter().flat_map(|(worker, (age, routes))| {
         routes.iter().map(|route| hosts::HostClaim {
@@ -154,7 +191,7 @@ pub fn decide(claims: impl IntoIterator<Item = Claim>, reservations: &[Reservati
             host: normalize_host(&route.host),
         })
     });
-    let hosts = hosts::decide(host_claims, reservations);
+    let hosts = hosts::decide(host_claims, reservations, owners);
     let host_holder = |worker: &WorkerKey, route: &Route| {
         hosts
             .get(&(worker.namespace.clone(), normalize_host(&route.host)))
@@ -202,7 +239,11 @@ pub fn decide(claims: impl IntoIterator<Item = Claim>, reservations: &[Reservati
         .into_iter()
         .map(|(route, (_, worker))| (route, worker.clone()))
         .collect();
-    Ownership { workers, owners }
+    Ownership {
+        workers,
+        owners,
+        hosts,
+    }
 }
 
 /// One entry per Worker: its age and distinct routes.
@@ -254,7 +295,7 @@ mod tests {
             claim("a/a", None, &r),
             claim("a/old", Some(10), &r),
         ];
-        let ownership = decide(claims.clone(), &[]);
+        let ownership = decide(claims.clone(), &[], &[]);
         // a/old and a/twin are as old; a/old sorts first.
         assert_eq!(
             ownership.owner(&Route::new("a.example.com", "/")),
@@ -268,7 +309,7 @@ mod tests {
         }
         assert!(ownership.lost(&key("a/old")).is_empty());
         // Without the older ones, the unknown age loses to any known one.
-        let ownership = decide([claims[0].clone(), claims[2].clone()], &[]);
+        let ownership = decide([claims[0].clone(), claims[2].clone()], &[], &[]);
         assert_eq!(
             ownership.owner(&Route::new("A.example.com.", "/")),
             Some(&key("a/new"))
@@ -285,6 +326,7 @@ mod tests {
                 claim("c/other", Some(4), &[("other.example", "/")]),
                 claim("b/login", Some(5), &[("login.victim.example", "/")]),
             ],
+            &[],
             &[],
         );
         assert!(ownership.lost(&key("b/site")).is_empty());
@@ -320,6 +362,7 @@ mod tests {
                 claim("a/first", Some(10), &[("a.example.com", "/x")]),
             ],
             &[],
+            &[],
         );
         assert_eq!(
             lost(&ownership, "z/old"),
@@ -345,6 +388,7 @@ mod tests {
                 claim("team-b/own", Some(5), &[("corpexample.com", "/")]),
             ],
             &reservations,
+            &[],
         );
         assert_eq!(ownership.lost(&key("team-b/x")).len(), 1);
         assert_eq!(ownership.lost(&key("team-b/wild")).len(), 1);
@@ -366,6 +410,7 @@ mod tests {
                 Some(1),
                 &[("b.test", "/"), ("a.test", "/"), ("b.test", "/")],
             )],
+            &[],
             &[],
         );
         let routes: Vec<_> = ownership.admitted().map(|(_, r)| r.to_string()).collect();

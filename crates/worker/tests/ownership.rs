@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use isolane_worker::{
-    Claim, Holder, Ownership, Reservation, Route, WorkerKey, decide, normalize_host, overlap,
+    Claim, Holder, HostOwner, Ownership, Reservation, Route, WorkerKey, decide, normalize_host,
+    overlap,
 };
 use proptest::prelude::*;
 
@@ -68,6 +69,20 @@ fn reservations() -> impl Strategy<Value = Vec<Reservation>> {
     })
 }
 
+/// Recorded owners, possibly overlapping one another (an admin's edits).
+fn owners() -> impl Strategy<Value = Vec<HostOwner>> {
+    prop::collection::vec((0..NAMESPACES.len(), 0..HOSTS.len(), 0i128..20), 0..3).prop_map(|raw| {
+        raw.into_iter()
+            .map(|(ns, host, since)| HostOwner {
+                host: normalize_host(HOSTS[host]),
+                namespace: NAMESPACES[ns].to_owned(),
+                since,
+                released: None,
+            })
+            .collect()
+    })
+}
+
 /// Every admitted (Worker, normalised host, prefix).
 fn admitted(ownership: &Ownership) -> Vec<(WorkerKey, String, String)> {
     ownership
@@ -99,23 +114,25 @@ fn age(claim: &Claim) -> (bool, Option<i128>, &WorkerKey) {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
-    /// The order claims and reservations arrive in changes nothing.
+    /// The order claims, reservations and records arrive in changes nothing.
     #[test]
     fn order_does_not_matter(
         (claims, shuffled) in claims().prop_flat_map(|c| (Just(c.clone()), Just(c).prop_shuffle())),
         (reservations, shuffled_reservations) in
             reservations().prop_flat_map(|r| (Just(r.clone()), Just(r).prop_shuffle())),
+        (owners, shuffled_owners) in
+            owners().prop_flat_map(|o| (Just(o.clone()), Just(o).prop_shuffle())),
     ) {
         prop_assert_eq!(
-            decide(claims, &reservations),
-            decide(shuffled, &shuffled_reservations)
+            decide(claims, &reservations, &owners),
+            decide(shuffled, &shuffled_reservations, &shuffled_owners)
         );
     }
 
     /// Every claimed route is decided once, admitted or with a holder.
     #[test]
     fn every_route_is_decided(claims in claims(), reservations in reservations()) {
-        let ownership = decide(claims.clone(), &reservations);
+        let ownership = decide(claims.clone(), &reservations, &[]);
         for claim in &claims {
             prop_assert_eq!(
                 ownership.routes(&claim.worker).len(),
@@ -128,7 +145,7 @@ proptest! {
     /// and `owner` names it.
     #[test]
     fn a_route_is_admitted_to_one_worker_at_most(claims in claims(), reservations in reservations()) {
-        let ownership = decide(claims, &reservations);
+        let ownership = decide(claims, &reservations, &[]);
         let mut owners: BTreeMap<(String, String), BTreeSet<WorkerKey>> = BTreeMap::new();
         for (worker, host, prefix) in admitted(&ownership) {
             owners.entry((host, prefix)).or_default().insert(worker);
@@ -146,8 +163,12 @@ proptest! {
     /// it) are admitted to one namespace at most, and a reserved host to
     /// its namespace only.
     #[test]
-    fn a_host_is_admitted_to_one_namespace_at_most(claims in claims(), reservations in reservations()) {
-        let ok = admitted(&decide(claims, &reservations));
+    fn a_host_is_admitted_to_one_namespace_at_most(
+        claims in claims(),
+        reservations in reservations(),
+        owners in owners(),
+    ) {
+        let ok = admitted(&decide(claims, &reservations, &owners));
         for (a, host_a, _) in &ok {
             for (b, host_b, _) in &ok {
                 prop_assert!(a.namespace == b.namespace || !overlap(host_a, host_b),
@@ -165,8 +186,12 @@ proptest! {
     /// Worker of another namespace on an overlapping host, or a reservation
     /// for another namespace covering the host.
     #[test]
-    fn refusals_name_who_holds_the_route(claims in claims(), reservations in reservations()) {
-        let ownership = decide(claims.clone(), &reservations);
+    fn refusals_name_who_holds_the_route(
+        claims in claims(),
+        reservations in reservations(),
+        owners in owners(),
+    ) {
+        let ownership = decide(claims.clone(), &reservations, &owners);
         let ok = admitted(&ownership);
         let by_key: BTreeMap<&WorkerKey, &Claim> = claims.iter().map(|c| (&c.worker, c)).collect();
         for (worker, route, holder) in ownership.decisions() {
@@ -181,11 +206,23 @@ proptest! {
                 Some(Holder::Namespace { worker: other, host: theirs }) => {
                     prop_assert!(other.namespace != worker.namespace);
                     prop_assert!(overlap(theirs, &host));
-                    prop_assert!(ok.iter().any(|(w, h, _)| w.namespace == other.namespace && h == theirs));
+                    // Admitted, or recorded and claimed (maybe under
+                    // prefixes an older Worker of its namespace holds).
+                    prop_assert!(
+                        ok.iter().any(|(w, h, _)| w.namespace == other.namespace && h == theirs)
+                            || owners.iter().any(|o| o.namespace == other.namespace && o.host == *theirs)
+                    );
                 }
                 Some(Holder::Reserved(reservation)) => {
                     prop_assert!(reservation.namespace != worker.namespace);
                     prop_assert!(reservations.contains(reservation) && reservation.covers(&host));
+                }
+                Some(Holder::Held { namespace, host: theirs }) => {
+                    // A record of another namespace no Worker of it claims.
+                    prop_assert!(*namespace != worker.namespace);
+                    prop_assert!(overlap(theirs, &host));
+                    prop_assert!(owners.iter().any(|o| o.namespace == *namespace && o.host == *theirs));
+                    prop_assert!(!ok.iter().any(|(w, h, _)| w.namespace == *namespace && h == theirs));
                 }
             }
         }
@@ -200,13 +237,13 @@ proptest! {
         routes in prop::collection::vec((0..HOSTS.len(), 0..PREFIXES.len()), 1..4),
         ns in 0..NAMESPACES.len(),
     ) {
-        let before = decide(claims.clone(), &reservations);
+        let before = decide(claims.clone(), &reservations, &[]);
         let newcomer = Claim {
             worker: WorkerKey::new(NAMESPACES[ns], "newcomer"),
             since: Some(since),
             routes: routes.into_iter().map(|(h, p)| Route::new(HOSTS[h], PREFIXES[p])).collect(),
         };
-        let after = decide(claims.iter().cloned().chain([newcomer]), &reservations);
+        let after = decide(claims.iter().cloned().chain([newcomer]), &reservations, &[]);
         let older: BTreeSet<&WorkerKey> = claims
             .iter()
             .filter(|c| c.since.is_some_and(|s| s < since))
@@ -221,10 +258,10 @@ proptest! {
     /// Removing a Worker that won nothing changes no other decision.
     #[test]
     fn a_claim_that_won_nothing_changes_nothing(claims in claims(), reservations in reservations()) {
-        let all = decide(claims.clone(), &reservations);
+        let all = decide(claims.clone(), &reservations, &[]);
         for loser in claims.iter().filter(|c| all.routes(&c.worker).iter().all(|(_, h)| h.is_some())) {
             let rest = claims.iter().filter(|c| c.worker != loser.worker).cloned();
-            let without = decide(rest, &reservations);
+            let without = decide(rest, &reservations, &[]);
             prop_assert_eq!(decisions(&all, &loser.worker), decisions(&without, &loser.worker));
         }
     }
@@ -232,7 +269,7 @@ proptest! {
     /// A claim on a host nobody else touches is admitted and changes nothing.
     #[test]
     fn an_unrelated_claim_is_admitted_and_changes_nothing(claims in claims(), reservations in reservations()) {
-        let before = decide(claims.clone(), &reservations);
+        let before = decide(claims.clone(), &reservations, &[]);
         let stranger = WorkerKey::new("d", "stranger");
         let after = decide(
             claims.into_iter().chain([Claim {
@@ -241,6 +278,7 @@ proptest! {
                 routes: vec![Route::new("unrelated.test", "/")],
             }]),
             &reservations,
+            &[],
         );
         prop_assert_eq!(decisions(&before, &stranger), decisions(&after, &stranger));
         prop_assert!(after.lost(&stranger).is_empty());
