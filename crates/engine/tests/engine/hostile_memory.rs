@@ -1,7 +1,8 @@
 //! A hostile worker against `memoryMiB` by every way of making memory that
 //! it could find: V8's own `ArrayBuffer` constructor reached through a
 //! prototype chain, a stack trace or a subclass, resizable buffers grown
-//! after they were made, cloned and transferred. What is measured is the
+//! after they were made, cloned and transferred; and the Cache API filled
+//! with entries whose requests carry big headers. What is measured is the
 //! process's resident memory (this test binary's `VmRSS`), not the engine's
 //! own counters, with a benign worker on the same thread checked before,
 //! during and after.
@@ -118,4 +119,80 @@ async fn the_native_constructor_never_reaches_worker_code() {
         run(&engine, 0, &probe, "/").await,
         (200, "true 0 true,true,true true true undefined".to_owned())
     );
+}
+
+/// Puts whose requests carry a 256 KiB header, `count` per request, keyed
+/// `/{n}`; `?vary` makes the response vary on that header (so the store
+/// must keep it); `/first` answers whether key 0 is still stored.
+const CACHE_FILLER: &str = r#"
+export default {
+  async fetch(request) {
+    const url = new URL(request.url);
+    const from = Number(url.searchParams.get('from') ?? 0);
+    const pad = 'h'.repeat(256 << 10);
+    const headers = { 'cache-control': 'max-age=600' };
+    if (url.searchParams.has('vary')) headers.vary = 'x-pad';
+    if (url.pathname === '/first') {
+      const hit = await caches.default.match(new Request('https://filler.example/0', { headers: { 'x-pad': pad } }));
+      return new Response(hit ? 'hit' : 'miss');
+    }
+    for (let n = from; n < from + 20; n++) {
+      const key = new Request('https://filler.example/' + n, { headers: { 'x-pad': pad } });
+      await caches.default.put(key, new Response('', { headers }));
+    }
+    return new Response('ok');
+  }
+};
+"#;
+
+/// 2,000 entries each put with a 256 KiB request header (500 MiB of
+/// headers) under the default 32 MiB namespace share: the process grows by
+/// about the share, not by the headers. A header the response does not vary
+/// on is not kept at all (the entries all stay); one it varies on is, and
+/// counts, so the oldest entries are evicted. Another namespace's entry
+/// stays. This once took a node from 51 MiB to 3 GiB with nothing evicted.
+#[tokio::test]
+async fn cache_entries_with_big_request_headers_stay_within_the_share() {
+    let (engine, _recorder) = engine(1, PoolMode::Pinned);
+    let neighbour = bundle("bystander/hello", HELLO);
+    let victim = Arc::new(bundle_with(
+        "victim/filler",
+        CACHE_FILLER,
+        memory_limits(128),
+        &[],
+    ));
+    assert_eq!(run(&engine, 0, &victim, "/?vary").await.0, 200);
+    neighbour_ok(&engine, &neighbour).await;
+    let before = rss_mib();
+    for (name, query, oldest) in [("plain", "", "hit"), ("varied", "vary&", "miss")] {
+        let filler = Arc::new(bundle_with(
+            &format!("hog-{name}/filler"),
+            CACHE_FILLER,
+            memory_limits(128),
+            &[],
+        ));
+        for round in 0..50 {
+            let path = format!("/?{query}from={}", round * 20);
+            assert_eq!(
+                run(&engine, 0, &filler, &path).await,
+                (200, "ok".to_owned())
+            );
+            if round % 10 == 0 {
+                neighbour_ok(&engine, &neighbour).await;
+            }
+        }
+        let first = format!("/first?{query}");
+        assert_eq!(
+            run(&engine, 0, &filler, &first).await,
+            (200, oldest.to_owned()),
+            "{name}: the oldest entry"
+        );
+    }
+    neighbour_ok(&engine, &neighbour).await;
+    assert_eq!(
+        run(&engine, 0, &victim, "/first?vary").await,
+        (200, "hit".to_owned())
+    );
+    let grew = rss_mib().saturating_sub(before);
+    assert!(grew < 160, "RSS grew by {grew} MiB");
 }
