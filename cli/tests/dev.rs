@@ -608,3 +608,74 @@ async fn dev_serves_the_router_s_and_the_node_s_metrics() {
     );
     assert!(dev.interrupt().success());
 }
+
+/// A Worker hoarding 32 MiB per request in resizable buffers made with V8's
+/// own `ArrayBuffer` constructor (found on a buffer's prototype chain), 60
+/// requests under `--memory-mib 64`: it ends at `memory_limit` (or
+/// quarantined) and `isolane dev` grows by a few limits' worth, not by the
+/// hoard (the same attack once grew it to 4.1 GiB in 127 requests, all
+/// answered 200). The Worker's light path answers before, during and after.
+#[tokio::test]
+async fn dev_holds_a_hoard_of_native_resizable_buffers_to_the_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hoard.js");
+    std::fs::write(
+        &script,
+        "export default { fetch(request) {
+  if (new URL(request.url).pathname !== '/hoard') return new Response('light');
+  const Native = Object.getPrototypeOf(new Uint8Array(1).buffer).constructor;
+  const buffer = new Native(0, { maxByteLength: 32 << 20 });
+  buffer.resize(32 << 20);
+  new Uint8Array(buffer).fill(1);
+  (globalThis.keep ??= []).push(buffer);
+  return new Response(String(keep.length));
+} };",
+    )
+    .unwrap();
+    let port = free_port();
+    let mut dev = Dev::start(&[
+        script.to_str().unwrap(),
+        "--port",
+        &port.to_string(),
+        "--memory-mib",
+        "64",
+    ]);
+    let client = client();
+    assert_eq!(
+        when_ready(&client, &mut dev, port, "localhost", "/").await,
+        (200, "light".to_owned())
+    );
+    let pid = dev.process.pid();
+    let before = rss_mib(pid);
+    let (mut ok, mut refused) = (0, 0);
+    for i in 0..60 {
+        let (status, body) = request(&client, port, "localhost", "/hoard").await.unwrap();
+        match status {
+            200 => {
+                ok += 1;
+                let kept: u32 = body.parse().unwrap();
+                assert!(kept <= 2, "kept {kept} × 32 MiB under 64 MiB");
+            }
+            503 => refused += 1,
+            other => panic!("request {i}: {other} {body}"),
+        }
+        if i % 10 == 0 {
+            assert_eq!(
+                request(&client, port, "localhost", "/").await.unwrap(),
+                (200, "light".to_owned())
+            );
+        }
+    }
+    let after = rss_mib(pid);
+    eprintln!(
+        "MEASURED 60 native resizable hoards of 32 MiB under 64 MiB: {ok} answered, {refused} refused; isolane dev RSS {before} → {after} MiB"
+    );
+    assert!(refused > 0, "never stopped: {ok} answered");
+    let grew = after.saturating_sub(before);
+    assert!(grew < 384, "isolane dev grew by {grew} MiB");
+    assert_eq!(
+        request(&client, port, "localhost", "/").await.unwrap(),
+        (200, "light".to_owned())
+    );
+    assert!(dev.interrupt().success());
+}
