@@ -116,6 +116,75 @@ internal.reserveCloned = function reserveCloned(value) {
   }
 };
 
+// Builtins that make a string or fill an array of any size in one step V8
+// cannot interrupt: asked for more than the worker's memory has room for,
+// they end at `memory_limit` before they start (host.memoryCheck), instead
+// of taking hundreds of MiB past the limit (the near-heap-limit grant) and
+// holding the thread for seconds. The wrappers convert their arguments
+// themselves and pass the natives primitives (and `fill` an explicit
+// range within the one checked), so what was checked is what is made.
+const HUGE = 1 << 20;
+const nativeRepeat = String.prototype.repeat;
+const nativePadStart = String.prototype.padStart;
+const nativePadEnd = String.prototype.padEnd;
+const nativeFill = Array.prototype.fill;
+const { max, min } = Math;
+
+function toIntegerOrInfinity(value) {
+  const number = +value;
+  return number !== number ? 0 : trunc(number);
+}
+
+function coercibleString(value, method) {
+  if (value === null || value === undefined) {
+    throw new TypeError(`String.prototype.${method} called on null or undefined`);
+  }
+  return `${value}`;
+}
+
+function redefine(target, name, method) {
+  Object.defineProperty(target, name, { value: method, writable: true, enumerable: false, configurable: true });
+}
+
+redefine(String.prototype, 'repeat', {
+  repeat(count) {
+    const string = coercibleString(this, 'repeat');
+    const times = +count;
+    const size = string.length * times;
+    if (size > HUGE && size !== Infinity) host.memoryCheck(size);
+    return apply(nativeRepeat, string, [times]);
+  },
+}.repeat);
+
+for (const [name, native] of [['padStart', nativePadStart], ['padEnd', nativePadEnd]]) {
+  redefine(String.prototype, name, {
+    [name](maxLength, ...fill) {
+      const string = coercibleString(this, name);
+      const length = +maxLength;
+      const filler = fill[0] === undefined ? undefined : `${fill[0]}`;
+      if (length > HUGE && filler !== '') host.memoryCheck(length);
+      return apply(native, string, filler === undefined ? [length] : [length, filler]);
+    },
+  }[name]);
+}
+
+redefine(Array.prototype, 'fill', {
+  fill(value, ...range) {
+    if (this === null || this === undefined) {
+      throw new TypeError('Array.prototype.fill called on null or undefined');
+    }
+    const object = Object(this);
+    const length = min(max(toIntegerOrInfinity(object.length), 0), Number.MAX_SAFE_INTEGER);
+    const start = toIntegerOrInfinity(range[0]);
+    const from = start < 0 ? max(length + start, 0) : min(start, length);
+    const end = range[1] === undefined ? length : toIntegerOrInfinity(range[1]);
+    const to = end < 0 ? max(length + end, 0) : min(end, length);
+    // At least 4 bytes an element (compressed pointers).
+    if ((to - from) * 4 > HUGE) host.memoryCheck((to - from) * 4);
+    return apply(nativeFill, object, [value, from, to]);
+  },
+}.fill);
+
 const WASM_REFUSED = 'WebAssembly is not available on Isolane: Wasm memory cannot yet be held to the worker\'s memory limit.';
 
 // What the worker sees as `WebAssembly`, built once into the snapshot.

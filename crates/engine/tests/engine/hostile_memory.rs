@@ -121,6 +121,49 @@ async fn the_native_constructor_never_reaches_worker_code() {
     );
 }
 
+/// Builtins that make a huge string or fill a huge array in one step V8
+/// cannot interrupt end at `memory_limit` before they start, when what they
+/// were asked for cannot fit: a 512 MiB string under 64 MiB once answered
+/// 200 (a rope) or took the process 512 MiB–1 GiB past the limit when
+/// flattened or copied out, and `new Array(2**26).fill(0)` took 1.1 GiB and
+/// seconds of the thread. Stopped before they start, they never run on past
+/// the limit, so a second request is not refused as a quarantined repeat
+/// offender but ends at the limit again; a neighbour answers between.
+#[tokio::test]
+async fn huge_strings_and_fills_end_at_the_limit_before_they_start() {
+    let (engine, _recorder) = engine(1, PoolMode::Pinned);
+    let neighbour = bundle("t/neighbour", HELLO);
+    let attacks = [
+        "String('x'.repeat(2**29 - 24).length)",
+        "String('x'.repeat(2**29 - 24).charCodeAt(7))",
+        "'x'.repeat(2**29 - 24)",
+        "String(''.padEnd(2**29 - 24, 'ab').length)",
+        "String(String.prototype.repeat.call({ toString() { return 'xy'; } }, 2**28).length)",
+        "String(new Array(2**26).fill(0).length)",
+        "String(Array.prototype.fill.call({ length: 2**26 }, 0).length)",
+    ];
+    for (i, attack) in attacks.iter().enumerate() {
+        let bad = Arc::new(bundle_with(
+            &format!("t/huge-{i}"),
+            &format!("export default {{ fetch() {{ return new Response({attack}); }} }};"),
+            memory_limits(64),
+            &[],
+        ));
+        for round in 0..2 {
+            let error = engine
+                .execute(0, bad.clone(), get("/"))
+                .await
+                .map(|r| r.status())
+                .unwrap_err();
+            assert!(
+                matches!(error, ExecuteError::MemoryLimit { limit_mib: 64 }),
+                "{attack} (round {round}): {error:?}"
+            );
+            neighbour_ok(&engine, &neighbour).await;
+        }
+    }
+}
+
 /// Puts whose requests carry a 256 KiB header, `count` per request, keyed
 /// `/{n}`; `?vary` makes the response vary on that header (so the store
 /// must keep it); `/first` answers whether key 0 is still stored.
