@@ -613,14 +613,12 @@ async fn dev_serves_the_router_s_and_the_node_s_metrics() {
 /// own `ArrayBuffer` constructor (found on a buffer's prototype chain), 60
 /// requests under `--memory-mib 64`: it ends at `memory_limit` (or
 /// quarantined) and `isolane dev` grows by a few limits' worth, not by the
-/// hoard (the same attack once grew it to 4.1 GiB in 127 requests, all
-/// answered 200). The Worker's light path answers before, during and after.
+/// hoard (main answered all 60 with 200 and grew from 62 to 1,991 MiB here;
+/// 4.1 GiB in 127 requests when it was reported). The Worker's light path
+/// answers before, during and after.
 #[tokio::test]
 async fn dev_holds_a_hoard_of_native_resizable_buffers_to_the_memory_limit() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("hoard.js");
-    std::fs::write(
-        &script,
+    let (_dir, dev, client, port) = dev_serving(
         "export default { fetch(request) {
   if (new URL(request.url).pathname !== '/hoard') return new Response('light');
   const Native = Object.getPrototypeOf(new Uint8Array(1).buffer).constructor;
@@ -630,21 +628,10 @@ async fn dev_holds_a_hoard_of_native_resizable_buffers_to_the_memory_limit() {
   (globalThis.keep ??= []).push(buffer);
   return new Response(String(keep.length));
 } };",
+        &["--memory-mib", "64"],
+        ("/", "light"),
     )
-    .unwrap();
-    let port = free_port();
-    let mut dev = Dev::start(&[
-        script.to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-        "--memory-mib",
-        "64",
-    ]);
-    let client = client();
-    assert_eq!(
-        when_ready(&client, &mut dev, port, "localhost", "/").await,
-        (200, "light".to_owned())
-    );
+    .await;
     let pid = dev.process.pid();
     let before = rss_mib(pid);
     let (mut ok, mut refused) = (0, 0);
@@ -678,4 +665,70 @@ async fn dev_holds_a_hoard_of_native_resizable_buffers_to_the_memory_limit() {
         (200, "light".to_owned())
     );
     assert!(dev.interrupt().success());
+}
+
+/// 2,000 `cache.put`s whose requests carry a 256 KiB header, then 2,000
+/// more whose responses vary on it (so it is kept): `isolane dev` grows by
+/// about the namespace's cache share (32 MiB by default), not by the
+/// headers (main grew from 83 to 1,100 MiB here).
+#[tokio::test]
+async fn dev_cache_puts_with_big_request_headers_stay_within_the_share() {
+    let (_dir, dev, client, port) = dev_serving(
+        "export default { async fetch(request) {
+  const url = new URL(request.url);
+  const from = Number(url.searchParams.get('from') ?? 0);
+  const pad = 'h'.repeat(256 << 10);
+  const headers = { 'cache-control': 'max-age=600' };
+  if (url.searchParams.has('vary')) headers.vary = 'x-pad';
+  for (let n = from; n < from + 20; n++) {
+    const key = new Request('https://filler.example/' + n, { headers: { 'x-pad': pad } });
+    await caches.default.put(key, new Response('', { headers }));
+  }
+  return new Response('ok');
+} };",
+        &["--cpu-ms", "5000"],
+        ("/?from=100000", "ok"),
+    )
+    .await;
+    let pid = dev.process.pid();
+    let before = rss_mib(pid);
+    for query in ["", "vary&"] {
+        for round in 0..100 {
+            let path = format!("/?{query}from={}", 5000 * query.len() + round * 20);
+            assert_eq!(
+                request(&client, port, "localhost", &path).await.unwrap(),
+                (200, "ok".to_owned())
+            );
+        }
+    }
+    let after = rss_mib(pid);
+    eprintln!(
+        "MEASURED 4,000 cache.put with 256 KiB request headers: isolane dev RSS {before} → {after} MiB"
+    );
+    let grew = after.saturating_sub(before);
+    assert!(grew < 160, "isolane dev grew by {grew} MiB");
+    assert!(dev.interrupt().success());
+}
+
+/// `isolane dev` serving the one-file Worker `source` with `flags`, once it
+/// answers `ready` (path, body): its folder, the server, a client, the port.
+async fn dev_serving(
+    source: &str,
+    flags: &[&str],
+    ready: (&str, &str),
+) -> (TempDir, Dev, HttpClient, u16) {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("worker.js");
+    std::fs::write(&script, source).unwrap();
+    let port = free_port();
+    let port_arg = port.to_string();
+    let mut args = vec![script.to_str().unwrap(), "--port", &port_arg];
+    args.extend_from_slice(flags);
+    let mut dev = Dev::start(&args);
+    let client = client();
+    assert_eq!(
+        when_ready(&client, &mut dev, port, "localhost", ready.0).await,
+        (200, ready.1.to_owned())
+    );
+    (dir, dev, client, port)
 }
