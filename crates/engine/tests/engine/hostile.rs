@@ -390,7 +390,7 @@ async fn repeat_offenders_are_quarantined() {
     let neighbour = bundle("t/neighbour", HELLO);
     let poison = Arc::new(bundle_with(
         "t/poison",
-        "export default { fetch() { const x = 'a'.repeat(2**22).replace(/a/g, 'a'.repeat(64)); return new Response(String(x.length)); } };",
+        "export default { fetch() { const x = new Array(3 * 2**23).fill(0.5); return new Response(String(x.length)); } };",
         Limits {
             cpu_ms: 1_000,
             ..memory_limits(128)
