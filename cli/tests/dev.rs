@@ -658,3 +658,127 @@ async fn dev_workers_see_the_real_client_address_and_a_fresh_request_id() {
     }
     assert!(dev.interrupt().success());
 }
+
+/// A Worker hoarding 32 MiB per request in resizable buffers made with V8's
+/// own `ArrayBuffer` constructor (found on a buffer's prototype chain), 60
+/// requests under `--memory-mib 64`: it ends at `memory_limit` (or
+/// quarantined) and `isolane dev` grows by a few limits' worth, not by the
+/// hoard (main answered all 60 with 200 and grew from 62 to 1,991 MiB here;
+/// 4.1 GiB in 127 requests when it was reported). The Worker's light path
+/// answers before, during and after.
+#[tokio::test]
+async fn dev_holds_a_hoard_of_native_resizable_buffers_to_the_memory_limit() {
+    let (_dir, dev, client, port) = dev_serving(
+        "export default { fetch(request) {
+  if (new URL(request.url).pathname !== '/hoard') return new Response('light');
+  const Native = Object.getPrototypeOf(new Uint8Array(1).buffer).constructor;
+  const buffer = new Native(0, { maxByteLength: 32 << 20 });
+  buffer.resize(32 << 20);
+  new Uint8Array(buffer).fill(1);
+  (globalThis.keep ??= []).push(buffer);
+  return new Response(String(keep.length));
+} };",
+        &["--memory-mib", "64"],
+        ("/", "light"),
+    )
+    .await;
+    let pid = dev.process.pid();
+    let before = rss_mib(pid);
+    let (mut ok, mut refused) = (0, 0);
+    for i in 0..60 {
+        let (status, body) = request(&client, port, "localhost", "/hoard").await.unwrap();
+        match status {
+            200 => {
+                ok += 1;
+                let kept: u32 = body.parse().unwrap();
+                assert!(kept <= 2, "kept {kept} × 32 MiB under 64 MiB");
+            }
+            503 => refused += 1,
+            other => panic!("request {i}: {other} {body}"),
+        }
+        if i % 10 == 0 {
+            assert_eq!(
+                request(&client, port, "localhost", "/").await.unwrap(),
+                (200, "light".to_owned())
+            );
+        }
+    }
+    let after = rss_mib(pid);
+    eprintln!(
+        "MEASURED 60 native resizable hoards of 32 MiB under 64 MiB: {ok} answered, {refused} refused; isolane dev RSS {before} → {after} MiB"
+    );
+    assert!(refused > 0, "never stopped: {ok} answered");
+    let grew = after.saturating_sub(before);
+    assert!(grew < 384, "isolane dev grew by {grew} MiB");
+    assert_eq!(
+        request(&client, port, "localhost", "/").await.unwrap(),
+        (200, "light".to_owned())
+    );
+    assert!(dev.interrupt().success());
+}
+
+/// 2,000 `cache.put`s whose requests carry a 256 KiB header, then 2,000
+/// more whose responses vary on it (so it is kept): `isolane dev` grows by
+/// about the namespace's cache share (32 MiB by default), not by the
+/// headers (main grew from 83 to 1,100 MiB here).
+#[tokio::test]
+async fn dev_cache_puts_with_big_request_headers_stay_within_the_share() {
+    let (_dir, dev, client, port) = dev_serving(
+        "export default { async fetch(request) {
+  const url = new URL(request.url);
+  const from = Number(url.searchParams.get('from') ?? 0);
+  const pad = 'h'.repeat(256 << 10);
+  const headers = { 'cache-control': 'max-age=600' };
+  if (url.searchParams.has('vary')) headers.vary = 'x-pad';
+  for (let n = from; n < from + 20; n++) {
+    const key = new Request('https://filler.example/' + n, { headers: { 'x-pad': pad } });
+    await caches.default.put(key, new Response('', { headers }));
+  }
+  return new Response('ok');
+} };",
+        &["--cpu-ms", "5000"],
+        ("/?from=100000", "ok"),
+    )
+    .await;
+    let pid = dev.process.pid();
+    let before = rss_mib(pid);
+    for query in ["", "vary&"] {
+        for round in 0..100 {
+            let path = format!("/?{query}from={}", 5000 * query.len() + round * 20);
+            assert_eq!(
+                request(&client, port, "localhost", &path).await.unwrap(),
+                (200, "ok".to_owned())
+            );
+        }
+    }
+    let after = rss_mib(pid);
+    eprintln!(
+        "MEASURED 4,000 cache.put with 256 KiB request headers: isolane dev RSS {before} → {after} MiB"
+    );
+    let grew = after.saturating_sub(before);
+    assert!(grew < 160, "isolane dev grew by {grew} MiB");
+    assert!(dev.interrupt().success());
+}
+
+/// `isolane dev` serving the one-file Worker `source` with `flags`, once it
+/// answers `ready` (path, body): its folder, the server, a client, the port.
+async fn dev_serving(
+    source: &str,
+    flags: &[&str],
+    ready: (&str, &str),
+) -> (TempDir, Dev, HttpClient, u16) {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("worker.js");
+    std::fs::write(&script, source).unwrap();
+    let port = free_port();
+    let port_arg = port.to_string();
+    let mut args = vec![script.to_str().unwrap(), "--port", &port_arg];
+    args.extend_from_slice(flags);
+    let mut dev = Dev::start(&args);
+    let client = client();
+    assert_eq!(
+        when_ready(&client, &mut dev, port, "localhost", ready.0).await,
+        (200, ready.1.to_owned())
+    );
+    (dir, dev, client, port)
+}

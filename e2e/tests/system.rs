@@ -846,7 +846,7 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
     // abort the whole node (V8's "Reached heap limit").
     let mut poison = inline_worker(
         "poison",
-        "export default { fetch() { const x = new Array(2**26).fill(0); return new Response(String(x.length)); } };\n",
+        "export default { fetch() { const x = new Array(3 * 2**23).fill(0.5); return new Response(String(x.length)); } };\n",
         &["poison.test"],
     );
     poison.spec.limits.cpu_ms = 1000;
@@ -891,8 +891,10 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
             ("thrower.test", 500, None),
             ("spinner.test", 503, Some("cpu_limit")),
             ("bomber.test", 503, Some("memory_limit")),
-            // Its `fill` runs on seconds past the limit (V8 cannot stop
-            // it): quarantined at once, so it costs its thread that once.
+            // Its `fill` of doubles (192 MiB; the runtime's check before
+            // `fill` counts 4 bytes an element, so it lets 96 MiB through)
+            // runs on past the limit where V8 cannot stop it: quarantined
+            // at once, so it costs its thread that once.
             (
                 "poison.test",
                 503,

@@ -372,6 +372,7 @@ impl Args {
             cache: isolane_engine::CacheConfig {
                 capacity_bytes: self.cache_mib.saturating_mul(1 << 20),
                 namespace_bytes: self.cache_namespace_mib.saturating_mul(1 << 20),
+                ..isolane_engine::CacheConfig::default()
             },
             egress: isolane_engine::EgressConfig {
                 allow: self.egress_allow.clone(),

@@ -51,6 +51,8 @@ function structuredClone(value, options = undefined) {
     }
     throw e;
   }
+  // A resizable buffer in the copy reserved address space of its own.
+  internal.reserveCloned(result);
   // the copy is taken; detach the transferred buffers as a transfer would
   for (const t of transfer) if (typeof t.transfer === 'function') t.transfer();
   return result;

@@ -4,8 +4,11 @@
 //! (`caches.default` or `caches.open(name)`) and the request URL, so a tenant
 //! can only ever reach its own namespace's entries, whatever URL it asks for.
 //! Under one key, one entry per `Vary` variant. The store is bounded in bytes
-//! (least recently used first out), and each namespace in a share of it, so
-//! one tenant filling its share evicts only its own entries.
+//! (least recently used first out), and each namespace in a share of it and
+//! in a number of entries, so one tenant filling its share evicts only its
+//! own entries. An entry's bytes are everything it holds: body, response
+//! headers, the request headers and URL its policy keeps, and a fixed
+//! overhead (`policy::ENTRY_OVERHEAD`).
 //!
 //! What may be stored and for how long is `policy.rs`; how a hit answers a
 //! conditional or range request is `conditional.rs`.
@@ -32,6 +35,8 @@ pub struct CacheConfig {
     /// Bytes one namespace's entries may hold together; also the largest
     /// single entry. 0: a quarter of `capacity_bytes`.
     pub namespace_bytes: usize,
+    /// Entries (variants) one namespace may hold together.
+    pub namespace_entries: usize,
 }
 
 impl Default for CacheConfig {
@@ -39,6 +44,7 @@ impl Default for CacheConfig {
         Self {
             capacity_bytes: 128 << 20,
             namespace_bytes: 0,
+            namespace_entries: 16_384,
         }
     }
 }
@@ -82,7 +88,14 @@ struct Variant {
 struct Store {
     entries: lru::LruCache<CacheKey, Vec<Variant>>,
     bytes: usize,
-    by_namespace: HashMap<String, usize>,
+    by_namespace: HashMap<String, Usage>,
+}
+
+/// What one namespace holds.
+#[derive(Debug, Default, Clone, Copy)]
+struct Usage {
+    bytes: usize,
+    variants: usize,
 }
 
 /// The node's cache.
@@ -145,12 +158,13 @@ impl HttpCache {
         let mut store = self.lock();
         let namespace = key.namespace.clone();
         // The variant this request would match is replaced; others stay.
-        let mut freed = 0;
+        let (mut freed, mut replaced) = (0, 0);
         if let Some(variants) = store.entries.get_mut(&key) {
             variants.retain(|old| {
                 let same = varies_alike(&old.policy, request, now);
                 if same {
                     freed += old.size;
+                    replaced += 1;
                 }
                 !same
             });
@@ -160,8 +174,13 @@ impl HttpCache {
         }
         store.bytes = store.bytes + size - freed;
         let used = store.by_namespace.entry(namespace.clone()).or_default();
-        *used = *used + size - freed;
-        store.evict(&namespace, self.config.namespace_share());
+        used.bytes = used.bytes + size - freed;
+        used.variants = used.variants + 1 - replaced;
+        store.evict(
+            &namespace,
+            self.config.namespace_share(),
+            self.config.namespace_entries.max(1),
+        );
         store.evict_all(self.config.capacity_bytes);
         Ok(())
     }
@@ -176,11 +195,12 @@ impl HttpCache {
     ) -> Option<Answer> {
         let mut store = self.lock();
         let variants = store.entries.get_mut(key)?;
-        let mut expired = 0;
+        let (mut expired, mut gone) = (0, 0);
         variants.retain(|v| {
             let fresh = v.expires > now;
             if !fresh {
                 expired += v.size;
+                gone += 1;
             }
             fresh
         });
@@ -189,8 +209,8 @@ impl HttpCache {
             .find(|v| varies_alike(&v.policy, request, now))
             .map(|v| conditional::answer(v.status, &v.status_text, &v.headers, &v.body, request));
         let empty = variants.is_empty();
-        if expired > 0 {
-            store.release(&key.namespace, expired);
+        if gone > 0 {
+            store.release(&key.namespace, expired, gone);
         }
         if empty {
             store.entries.pop(key);
@@ -203,8 +223,7 @@ impl HttpCache {
         let mut store = self.lock();
         match store.entries.pop(key) {
             Some(variants) => {
-                let size = variants.iter().map(|v| v.size).sum();
-                store.release(&key.namespace, size);
+                store.release_all(&key.namespace, &variants);
                 !variants.is_empty()
             }
             None => false,
@@ -215,8 +234,15 @@ impl HttpCache {
     #[cfg(test)]
     pub(crate) fn usage(&self, namespace: &str) -> (usize, usize) {
         let store = self.lock();
-        let mine = store.by_namespace.get(namespace).copied().unwrap_or(0);
+        let mine = store.by_namespace.get(namespace).map_or(0, |u| u.bytes);
         (store.bytes, mine)
+    }
+
+    /// Entries (variants) `namespace` holds.
+    #[cfg(test)]
+    pub(crate) fn entries(&self, namespace: &str) -> usize {
+        let store = self.lock();
+        store.by_namespace.get(namespace).map_or(0, |u| u.variants)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Store> {
@@ -229,19 +255,32 @@ impl HttpCache {
 }
 
 impl Store {
-    fn release(&mut self, namespace: &str, size: usize) {
+    fn release(&mut self, namespace: &str, size: usize, variants: usize) {
         self.bytes = self.bytes.saturating_sub(size);
         if let Some(used) = self.by_namespace.get_mut(namespace) {
-            *used = used.saturating_sub(size);
-            if *used == 0 {
+            used.bytes = used.bytes.saturating_sub(size);
+            used.variants = used.variants.saturating_sub(variants);
+            if used.variants == 0 {
                 self.by_namespace.remove(namespace);
             }
         }
     }
 
-    /// Least recently used keys of `namespace` out until it fits `share`.
-    fn evict(&mut self, namespace: &str, share: usize) {
-        while self.by_namespace.get(namespace).copied().unwrap_or(0) > share {
+    fn release_all(&mut self, namespace: &str, variants: &[Variant]) {
+        let size = variants.iter().map(|v| v.size).sum();
+        self.release(namespace, size, variants.len());
+    }
+
+    /// Least recently used keys of `namespace` out until it fits `share`
+    /// bytes and `most` entries.
+    fn evict(&mut self, namespace: &str, share: usize, most: usize) {
+        let over = |store: &Self| {
+            store
+                .by_namespace
+                .get(namespace)
+                .is_some_and(|u| u.bytes > share || u.variants > most)
+        };
+        while over(self) {
             let oldest = self
                 .entries
                 .iter()
@@ -250,8 +289,7 @@ impl Store {
                 .map(|(key, _)| key.clone());
             let Some(oldest) = oldest else { break };
             if let Some(variants) = self.entries.pop(&oldest) {
-                let size = variants.iter().map(|v| v.size).sum();
-                self.release(namespace, size);
+                self.release_all(namespace, &variants);
             }
         }
     }
@@ -262,8 +300,7 @@ impl Store {
             let Some((key, variants)) = self.entries.pop_lru() else {
                 break;
             };
-            let size = variants.iter().map(|v| v.size).sum();
-            self.release(&key.namespace, size);
+            self.release_all(&key.namespace, &variants);
         }
     }
 }

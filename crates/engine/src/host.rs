@@ -59,6 +59,7 @@ fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
         ("fail", respond::fail.map_fn_to()),
         ("requestDone", respond::request_done.map_fn_to()),
         ("memoryReserve", memory::memory_reserve.map_fn_to()),
+        ("memoryCheck", memory::memory_check.map_fn_to()),
         ("cachePut", cache::cache_put.map_fn_to()),
         ("cacheMatch", cache::cache_match.map_fn_to()),
         ("cacheDelete", cache::cache_delete.map_fn_to()),
@@ -171,14 +172,29 @@ pub(crate) fn throw_type_error(scope: &mut v8::PinScope<'_, '_>, message: &str) 
     }
 }
 
-/// Argument `i` as a Rust string (JS `String(value)` semantics).
+/// Argument `i` as a Rust string (JS `String(value)` semantics). A string
+/// longer than the isolate's memory has room for is not copied (nor
+/// flattened by V8 first, which would take as much again): the isolate is
+/// terminated at its memory limit and the caller gets an empty string.
 pub(crate) fn arg_string(
     scope: &mut v8::PinScope<'_, '_>,
     args: &v8::FunctionCallbackArguments<'_>,
     i: i32,
 ) -> String {
-    args.get(i).to_rust_string_lossy(scope)
+    let value = args.get(i);
+    if let Ok(string) = v8::Local::<v8::String>::try_from(value) {
+        let length = string.length();
+        // At least a byte per unit is copied; small ones always fit.
+        if length > HUGE_STRING && !memory::fits(scope, length) {
+            return String::new();
+        }
+    }
+    value.to_rust_string_lossy(scope)
 }
+
+/// Strings at least this long are checked against the memory limit before
+/// they are copied out of V8 (`arg_string`).
+const HUGE_STRING: usize = 1 << 20;
 
 /// Argument `i` as a u32 id (0 when not a number).
 pub(crate) fn arg_u32(

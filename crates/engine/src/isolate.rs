@@ -100,8 +100,9 @@ impl WorkerIsolate {
         isolate.set_capture_stack_trace_for_uncaught_exceptions(true, 16);
         // No Wasm code (see js/20_memory.js): its memory escapes the budget.
         isolate.set_allow_wasm_code_generation_callback(refuse_wasm);
-        memory.attach(isolate.thread_safe_handle());
+        memory.attach(&mut isolate);
         memory.install_heap_callback(&mut isolate);
+        memory.install_gc_callback(&mut isolate);
         // On error the isolate is dropped while still entered, as rusty_v8 wants.
         let globals = init_context(&mut isolate)?;
         let worker = Rc::<WorkerIsolate>::new_cyclic(|me| {
@@ -232,6 +233,9 @@ impl WorkerIsolate {
                 self.host.rejections.clear();
             } else {
                 host::rejection::report(tc, &self.host);
+                // Memory V8 took without the allocator (resizable buffers)
+                // counts too; over the limit this marks the hit.
+                self.memory.measure_external();
             }
             let fired = thread.watchdog.disarm();
             let heap_hit = self.memory.take_hit();
@@ -502,6 +506,8 @@ impl Drop for WorkerIsolate {
     fn drop(&mut self) {
         // Promise resolvers and pending tasks first: they refer into the heap.
         self.host.clear();
+        // The allocator outlives the isolate while backing stores live.
+        self.memory.detach();
         let inner = self.inner.get_mut();
         inner.globals = None;
         inner.env = None;

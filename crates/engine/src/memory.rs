@@ -14,6 +14,22 @@
 //!   limit is refused, and the isolate is terminated and discarded just like
 //!   at the heap limit.
 //!
+//! - memory V8 takes without asking the allocator (a resizable
+//!   ArrayBuffer commits pages from its own reservation as it grows, and
+//!   V8 makes such buffers for the `ArrayBuffer` constructor however a
+//!   worker reaches it, for `structuredClone` and for `transfer`): V8
+//!   counts it in its own external-memory figure, so whatever that figure
+//!   holds beyond what the allocator and the host charged is counted too
+//!   ([`Memory::measure_external`]): after every turn, after every garbage
+//!   collection (growing such a buffer makes V8 collect) and on every
+//!   allocator call. Over the limit the turn is terminated like at the heap
+//!   limit.
+//!
+//! Reservations (address space, not memory) are bounded apart
+//! ([`Memory::reserve`]): each resizable buffer's `maxByteLength`, rounded
+//! up to pages and at least [`MIN_RESERVATION`], for the life of the
+//! isolate, at most the limit in all.
+//!
 //! The pool's heap budget, its eviction and the thread's memory gauge use
 //! [`Memory::used`] (heap + off-heap), so they count what the limit counts.
 //!
@@ -25,7 +41,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -39,12 +55,26 @@ use bytes::Bytes;
 /// isolate is discarded.
 const HEAP_GRACE: usize = 2 << 30;
 
+/// The least a resizable ArrayBuffer's reservation is charged: each is a
+/// mapping of its own, and a process has a bounded number of them
+/// (`vm.max_map_count`, 65530 by default), so a worker making empty ones by
+/// the thousand must reach its limit long before the process runs out.
+pub(crate) const MIN_RESERVATION: usize = 64 << 10;
+
 /// The memory of one isolate.
 pub(crate) struct Memory {
     /// `memory_mib` in bytes; lowered once for a spare given to a worker.
     limit: AtomicUsize,
     /// Bytes of live off-heap allocations charged to this isolate.
     external: AtomicUsize,
+    /// The part of `external` that V8 also counts in its external memory
+    /// (allocator allocations and host-made backing stores).
+    in_v8: AtomicUsize,
+    /// What V8's external memory held beyond `in_v8` when last measured:
+    /// memory V8 took without the allocator (resizable buffers' pages).
+    untracked: AtomicUsize,
+    /// Address space reserved for resizable buffers (`reserve`).
+    reserved: AtomicUsize,
     /// JS heap in use when it was last measured (`note_heap`).
     heap: AtomicUsize,
     /// A limit was hit since the last `take_hit`.
@@ -55,6 +85,10 @@ pub(crate) struct Memory {
     hit_cpu_ns: AtomicU64,
     /// Set once the isolate exists (the allocator is made before it).
     handle: OnceLock<v8::IsolateHandle>,
+    /// The isolate itself, for reading V8's external memory from the
+    /// allocator (`measure_external`); null until `attach`, and again once
+    /// the isolate is being disposed (`detach`).
+    isolate: AtomicPtr<c_void>,
 }
 
 /// An off-heap allocation the budget refused.
@@ -68,10 +102,14 @@ impl Memory {
         Arc::new(Self {
             limit: AtomicUsize::new(limit),
             external: AtomicUsize::new(0),
+            in_v8: AtomicUsize::new(0),
+            untracked: AtomicUsize::new(0),
+            reserved: AtomicUsize::new(0),
             heap: AtomicUsize::new(0),
             hit: AtomicBool::new(false),
             hit_cpu_ns: AtomicU64::new(0),
             handle: OnceLock::new(),
+            isolate: AtomicPtr::new(std::ptr::null_mut()),
         })
     }
 
@@ -86,9 +124,25 @@ impl Memory {
         unsafe { v8::new_rust_allocator(handle, &ALLOCATOR) }
     }
 
-    /// Called once the isolate exists: lets a refusal stop its JavaScript.
-    pub(crate) fn attach(&self, handle: v8::IsolateHandle) {
-        let _ = self.handle.set(handle);
+    /// Called once the isolate exists: lets a refusal stop its JavaScript
+    /// and the allocator read V8's external memory.
+    pub(crate) fn attach(&self, isolate: &mut v8::Isolate) {
+        let _ = self.handle.set(isolate.thread_safe_handle());
+        // SAFETY: only the address is kept; it is dereferenced (in
+        // `measure_external`) while the isolate lives, until `detach`.
+        // `UnsafeRawIsolatePtr` is a `repr(transparent)` raw pointer.
+        let raw = unsafe {
+            std::mem::transmute::<v8::UnsafeRawIsolatePtr, *mut c_void>(
+                isolate.as_raw_isolate_ptr(),
+            )
+        };
+        self.isolate.store(raw, Ordering::Release);
+    }
+
+    /// Called before the isolate is disposed: the allocator (which V8 keeps
+    /// for as long as a backing store lives) stops reading from it.
+    pub(crate) fn detach(&self) {
+        self.isolate.store(std::ptr::null_mut(), Ordering::Release);
     }
 
     pub(crate) fn limit(&self) -> usize {
@@ -109,11 +163,66 @@ impl Memory {
         self.heap.store(used, Ordering::Relaxed);
     }
 
-    /// Heap (as last measured) plus off-heap bytes.
+    /// Heap (as last measured) plus off-heap bytes, V8's own included.
     pub(crate) fn used(&self) -> usize {
         self.heap
             .load(Ordering::Relaxed)
             .saturating_add(self.external())
+            .saturating_add(self.untracked.load(Ordering::Relaxed))
+    }
+
+    /// Reads V8's external memory now (through the attached isolate, on the
+    /// thread that runs it), keeps what it holds beyond the charged bytes,
+    /// and stops the isolate's JavaScript when that takes it past its limit.
+    /// Whether it is within the limit.
+    pub(crate) fn measure_external(&self) -> bool {
+        let isolate = self.isolate.load(Ordering::Acquire);
+        if isolate.is_null() {
+            return true;
+        }
+        // SAFETY: `isolate` was stored by `attach` from a live isolate and is
+        // cleared by `detach` before that isolate is disposed; V8 calls the
+        // allocator and GC callbacks on the thread that runs the isolate,
+        // where nothing else uses it at the same moment. Adjusting by 0 only
+        // reads V8's counter (`Heap::UpdateExternalMemory` returns at once).
+        let total = unsafe {
+            let mut raw = std::mem::transmute::<*mut c_void, v8::UnsafeRawIsolatePtr>(isolate);
+            v8::Isolate::ref_from_raw_isolate_ptr_mut_unchecked(&mut raw)
+                .adjust_amount_of_external_allocated_memory(0)
+        };
+        self.note_external(usize::try_from(total).unwrap_or(0))
+    }
+
+    /// Records V8's external memory figure `total`: see `measure_external`.
+    fn note_external(&self, total: usize) -> bool {
+        let untracked = total.saturating_sub(self.in_v8.load(Ordering::Relaxed));
+        self.untracked.store(untracked, Ordering::Relaxed);
+        if self.used() > self.limit() {
+            self.limit_hit();
+            return false;
+        }
+        true
+    }
+
+    /// Charges a resizable buffer's reservation of `len` bytes (rounded up
+    /// to pages, at least [`MIN_RESERVATION`]) for the life of the isolate,
+    /// or refuses it (and stops the isolate's JavaScript) when the isolate's
+    /// reservations would pass its limit.
+    pub(crate) fn reserve(&self, len: usize) -> Result<(), OverLimit> {
+        let len = len
+            .checked_next_multiple_of(4096)
+            .unwrap_or(usize::MAX)
+            .max(MIN_RESERVATION);
+        let limit = self.limit();
+        let granted = self
+            .reserved
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                v.checked_add(len).filter(|&next| next <= limit)
+            });
+        granted.map(|_| ()).map_err(|_| {
+            self.limit_hit();
+            OverLimit
+        })
     }
 
     /// Whether a limit was hit since the last call.
@@ -132,7 +241,10 @@ impl Memory {
     /// JavaScript) when they would take it past its limit.
     pub(crate) fn charge(&self, len: usize) -> Result<(), OverLimit> {
         let limit = self.limit();
-        let heap = self.heap.load(Ordering::Relaxed);
+        let heap = self
+            .heap
+            .load(Ordering::Relaxed)
+            .saturating_add(self.untracked.load(Ordering::Relaxed));
         let mut current = self.external.load(Ordering::Relaxed);
         loop {
             let next = current.saturating_add(len);
@@ -150,6 +262,23 @@ impl Memory {
                 Err(actual) => current = actual,
             }
         }
+    }
+
+    /// Charges `len` bytes that V8 will count in its external memory too.
+    fn charge_in_v8(&self, len: usize) -> Result<(), OverLimit> {
+        self.charge(len)?;
+        self.in_v8.fetch_add(len, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Gives back `len` bytes charged by `charge_in_v8`.
+    fn release_in_v8(&self, len: usize) {
+        let _ = self
+            .in_v8
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_sub(len))
+            });
+        self.release(len);
     }
 
     /// Gives back `len` bytes charged earlier.
@@ -187,6 +316,16 @@ impl Memory {
         isolate.add_near_heap_limit_callback(near_heap_limit, data);
     }
 
+    /// Registers the GC epilogue callback that measures V8's external memory
+    /// after every collection (`measure_external`), with `self` as its data,
+    /// kept alive like for `install_heap_callback`.
+    pub(crate) fn install_gc_callback(&self, isolate: &mut v8::Isolate) {
+        let data = std::ptr::from_ref::<Memory>(self)
+            .cast_mut()
+            .cast::<c_void>();
+        isolate.add_gc_epilogue_callback(after_gc, data, v8::GCType::kGCTypeAll);
+    }
+
     /// Sets the isolate's heap limit to `limit` and keeps the callback
     /// installed (see `WorkerIsolate::lower_heap_limit`).
     pub(crate) fn reinstall_heap_callback(&self, isolate: &mut v8::Isolate, limit: usize) {
@@ -201,10 +340,11 @@ impl Memory {
         bytes: Vec<u8>,
     ) -> Result<v8::UniqueRef<v8::BackingStore>, OverLimit> {
         let len = bytes.len();
-        self.charge(len)?;
+        self.charge_in_v8(len)?;
         let owned = Box::new(OwnedBytes {
             bytes,
             memory: self.clone(),
+            in_v8: true,
         });
         let data = owned.bytes.as_ptr().cast_mut().cast::<c_void>();
         let owner = Box::into_raw(owned).cast::<c_void>();
@@ -226,6 +366,7 @@ impl Memory {
         Ok(Bytes::from_owner(OwnedBytes {
             bytes,
             memory: self.clone(),
+            in_v8: false,
         }))
     }
 }
@@ -238,7 +379,11 @@ impl AsRef<[u8]> for OwnedBytes {
 
 impl Drop for OwnedBytes {
     fn drop(&mut self) {
-        self.memory.release(self.bytes.len());
+        if self.in_v8 {
+            self.memory.release_in_v8(self.bytes.len());
+        } else {
+            self.memory.release(self.bytes.len());
+        }
     }
 }
 
@@ -246,6 +391,8 @@ impl Drop for OwnedBytes {
 struct OwnedBytes {
     bytes: Vec<u8>,
     memory: Arc<Memory>,
+    /// Made into a backing store: V8 counts it in its external memory.
+    in_v8: bool,
 }
 
 unsafe extern "C" fn free_owned(_data: *mut c_void, _len: usize, owner: *mut c_void) {
@@ -265,6 +412,19 @@ unsafe extern "C" fn near_heap_limit(data: *mut c_void, current: usize, _initial
     current.saturating_add(HEAP_GRACE)
 }
 
+/// After a collection: memory V8 took without the allocator is counted.
+unsafe extern "C" fn after_gc(
+    _isolate: v8::UnsafeRawIsolatePtr,
+    _type: v8::GCType,
+    _flags: v8::GCCallbackFlags,
+    data: *mut c_void,
+) {
+    // SAFETY: `data` is the `Memory` registered in `install_gc_callback`,
+    // kept alive by the isolate's owner until the isolate is disposed.
+    let memory = unsafe { &*data.cast::<Memory>() };
+    memory.measure_external();
+}
+
 // === the ArrayBuffer allocator ===
 
 static ALLOCATOR: v8::RustAllocatorVtable<Memory> = v8::RustAllocatorVtable {
@@ -275,26 +435,26 @@ static ALLOCATOR: v8::RustAllocatorVtable<Memory> = v8::RustAllocatorVtable {
 };
 
 unsafe extern "C" fn allocate(memory: &Memory, len: usize) -> *mut c_void {
-    if memory.charge(len).is_err() {
+    if !memory.measure_external() || memory.charge_in_v8(len).is_err() {
         return std::ptr::null_mut();
     }
     // SAFETY: plain C allocation; at least one byte so that a zero-length
     // buffer still gets a unique, freeable pointer.
     let ptr = unsafe { libc::calloc(len.max(1), 1) };
     if ptr.is_null() {
-        memory.release(len);
+        memory.release_in_v8(len);
     }
     ptr
 }
 
 unsafe extern "C" fn allocate_uninitialized(memory: &Memory, len: usize) -> *mut c_void {
-    if memory.charge(len).is_err() {
+    if !memory.measure_external() || memory.charge_in_v8(len).is_err() {
         return std::ptr::null_mut();
     }
     // SAFETY: as in `allocate`; V8 initialises the bytes itself.
     let ptr = unsafe { libc::malloc(len.max(1)) };
     if ptr.is_null() {
-        memory.release(len);
+        memory.release_in_v8(len);
     }
     ptr
 }
@@ -303,7 +463,7 @@ unsafe extern "C" fn free(memory: &Memory, data: *mut c_void, len: usize) {
     // SAFETY: `data` came from `allocate`/`allocate_uninitialized` (V8 frees
     // only what this allocator gave it), with the same `len`.
     unsafe { libc::free(data) };
-    memory.release(len);
+    memory.release_in_v8(len);
 }
 
 unsafe extern "C" fn drop_allocator(memory: *const Memory) {

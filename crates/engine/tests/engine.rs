@@ -25,6 +25,8 @@ mod form_data;
 mod globals;
 #[path = "engine/hostile.rs"]
 mod hostile;
+#[path = "engine/hostile_memory.rs"]
+mod hostile_memory;
 #[path = "engine/html_rewriter.rs"]
 mod html_rewriter;
 #[path = "engine/limits.rs"]

@@ -9,7 +9,7 @@
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use http::header::{CACHE_CONTROL, EXPIRES, HOST, SET_COOKIE};
+use http::header::{AUTHORIZATION, CACHE_CONTROL, EXPIRES, HOST, PRAGMA, SET_COOKIE, VARY};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use http_cache_semantics::{CacheOptions, CachePolicy};
 
@@ -38,17 +38,33 @@ pub(super) struct Admitted {
     pub(super) headers: HeaderMap,
     pub(super) body: Bytes,
     pub(super) expires: SystemTime,
+    /// Bytes the policy holds (headers and URL).
+    pub(super) in_policy: usize,
 }
 
+/// What an entry costs beyond the bytes it names (the policy, the maps'
+/// slots, allocation rounding), so that empty entries count too.
+pub(super) const ENTRY_OVERHEAD: usize = 512;
+
 impl Admitted {
+    /// Bytes this entry holds: its body, its response headers, what the
+    /// policy keeps (its own copy of the response headers, the request
+    /// headers it reads and the URL), its status text, and
+    /// [`ENTRY_OVERHEAD`].
     pub(super) fn size(&self) -> usize {
-        let headers: usize = self
-            .headers
-            .iter()
-            .map(|(name, value)| name.as_str().len() + value.len())
-            .sum();
-        self.body.len() + headers + self.status_text.len()
+        self.body.len()
+            + header_bytes(&self.headers)
+            + self.in_policy
+            + self.status_text.len()
+            + ENTRY_OVERHEAD
     }
+}
+
+fn header_bytes(headers: &HeaderMap) -> usize {
+    headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum()
 }
 
 /// Freshness by RFC 9111 only: no heuristic from `Last-Modified` (a
@@ -61,8 +77,34 @@ fn options() -> CacheOptions {
     }
 }
 
-/// The request a policy is made with and probed by: its URL and headers,
-/// without `Host` (the cache key is the URL, whatever Host said).
+/// The request a policy is made with: its URL and the headers the policy
+/// reads (`Cache-Control`, `Pragma`, `Authorization` and those the response
+/// `Vary`s on); the rest would only take room in the store.
+fn kept_request(request: &CacheRequest, response: &HeaderMap) -> http::Request<()> {
+    let varied: Vec<String> = response
+        .get_all(VARY)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|name| name.trim().to_ascii_lowercase())
+        .collect();
+    let mut probe = http::Request::new(());
+    *probe.uri_mut() = request.uri.clone();
+    let headers = probe.headers_mut();
+    for (name, value) in &request.headers {
+        let kept = *name == CACHE_CONTROL
+            || *name == PRAGMA
+            || *name == AUTHORIZATION
+            || varied.iter().any(|v| v == name.as_str());
+        if kept && *name != HOST {
+            headers.append(name.clone(), value.clone());
+        }
+    }
+    probe
+}
+
+/// The request a policy is probed with: its URL and headers, without
+/// `Host` (the cache key is the URL, whatever Host said).
 pub(super) fn probe(request: &CacheRequest) -> http::Request<()> {
     let mut probe = http::Request::new(());
     *probe.uri_mut() = request.uri.clone();
@@ -106,7 +148,10 @@ pub(super) fn admit(
     let mut parts = http::Response::new(());
     *parts.status_mut() = status;
     *parts.headers_mut() = judged;
-    let policy = CachePolicy::new_options(&probe(request), &parts, now, options());
+    let kept = kept_request(request, &headers);
+    let in_policy =
+        header_bytes(kept.headers()) + kept.uri().to_string().len() + header_bytes(parts.headers());
+    let policy = CachePolicy::new_options(&kept, &parts, now, options());
     if !policy.is_storable() {
         return Err(Refusal::NotStorable);
     }
@@ -121,6 +166,7 @@ pub(super) fn admit(
         headers,
         body,
         expires: now + ttl,
+        in_policy,
     })
 }
 

@@ -294,6 +294,7 @@ fn one_namespace_filling_its_share_evicts_only_its_own() {
     let cache = HttpCache::new(CacheConfig {
         capacity_bytes: 64 << 10,
         namespace_bytes: 16 << 10,
+        ..CacheConfig::default()
     });
     let now = SystemTime::now();
     let body = "x".repeat(1 << 10);
@@ -339,5 +340,86 @@ fn one_namespace_filling_its_share_evicts_only_its_own() {
     assert_eq!(
         cache.put(key("hog", URL), &request(URL, &[]), huge, now),
         Err(Refusal::TooLarge)
+    );
+}
+
+/// What an attacker once filled a node with: entries whose request carried
+/// a 256 KiB header (that the policy kept), each counted as next to
+/// nothing. Now every byte an entry holds counts, the namespace stays
+/// within its share whatever the requests carry, and a neighbour's
+/// entries stay.
+#[test]
+fn request_headers_count_and_keep_a_namespace_within_its_share() {
+    let cache = HttpCache::new(CacheConfig {
+        capacity_bytes: 8 << 20,
+        namespace_bytes: 2 << 20,
+        ..CacheConfig::default()
+    });
+    let now = SystemTime::now();
+    let big = "h".repeat(256 << 10);
+    assert_eq!(
+        cache.put(
+            key("victim", URL),
+            &request(URL, &[]),
+            response(200, &[("cache-control", "max-age=60")], "kept"),
+            now,
+        ),
+        Ok(())
+    );
+    for i in 0..200 {
+        let url = format!("https://example.com/{i}");
+        // Varied on, so the policy must keep it: it counts.
+        let put = cache.put(
+            key("hog", &url),
+            &request(&url, &[("x-pad", &big)]),
+            response(
+                200,
+                &[("cache-control", "max-age=60"), ("vary", "x-pad")],
+                "",
+            ),
+            now,
+        );
+        assert_eq!(put, Ok(()), "{i}");
+        let (total, hog) = cache.usage("hog");
+        assert!(hog <= 2 << 20, "{i}: the hog holds {hog} bytes");
+        assert!(total <= 8 << 20, "{i}: the store holds {total} bytes");
+    }
+    // Each entry holds more than its header: at most 7 of them fit 2 MiB.
+    assert!(cache.entries("hog") <= 8, "{}", cache.entries("hog"));
+    assert!(
+        cache
+            .lookup(&key("victim", URL), &request(URL, &[]), now)
+            .is_some()
+    );
+}
+
+/// A namespace holds at most `namespace_entries` entries, however small.
+#[test]
+fn a_namespace_holds_a_bounded_number_of_entries() {
+    let cache = HttpCache::new(CacheConfig {
+        capacity_bytes: 64 << 20,
+        namespace_bytes: 64 << 20,
+        namespace_entries: 100,
+    });
+    let now = SystemTime::now();
+    for i in 0..1000 {
+        let url = format!("https://example.com/{i}");
+        let put = cache.put(
+            key("hog", &url),
+            &request(&url, &[("x-unread", "not kept")]),
+            response(200, &[("cache-control", "max-age=60")], ""),
+            now,
+        );
+        assert_eq!(put, Ok(()), "{i}");
+    }
+    assert_eq!(cache.entries("hog"), 100);
+    let (_, hog) = cache.usage("hog");
+    // Empty entries still cost their overhead.
+    assert!(hog >= 100 * policy::ENTRY_OVERHEAD, "{hog}");
+    let newest = "https://example.com/999";
+    assert!(
+        cache
+            .lookup(&key("hog", newest), &request(newest, &[]), now)
+            .is_some()
     );
 }

@@ -163,6 +163,7 @@ async fn a_tenant_cannot_read_or_flush_another_namespace() {
         cache: CacheConfig {
             capacity_bytes: 1 << 20,
             namespace_bytes: 256 << 10,
+            ..CacheConfig::default()
         },
         ..EngineConfig::default()
     });

@@ -11,43 +11,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use isolane_engine::{Body, Engine, ExecuteError, Limits, PoolMode, TerminationReason};
+use isolane_engine::{Body, ExecuteError, Limits, PoolMode, TerminationReason};
 
 use crate::support::*;
-
-fn limits(memory_mib: u32) -> Limits {
-    Limits {
-        // Plenty: memory, not CPU, must be what stops these scripts, even in
-        // a debug build on a loaded machine.
-        cpu_ms: 20_000,
-        wall_ms: 60_000,
-        memory_mib,
-        subrequests: 50,
-    }
-}
-
-async fn neighbour_ok(engine: &Engine, neighbour: &Arc<isolane_engine::WorkerBundle>) {
-    assert_eq!(
-        run(engine, 0, neighbour, "/").await,
-        (200, "hello".to_owned())
-    );
-}
-
-/// Resident memory of this process, in MiB (Linux).
-fn rss_mib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .unwrap()
-        .to_owned();
-    let kib: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap();
-    kib / 1024
-}
 
 /// Each of these once aborted the process with V8's "Reached heap limit":
 /// one allocation far past the limit, made in a single step.
@@ -78,7 +44,7 @@ async fn single_huge_allocations_end_the_request_not_the_process() {
             &script,
             Limits {
                 memory_mib: Limits::default().memory_mib,
-                ..limits(128)
+                ..memory_limits(128)
             },
             &[],
         ));
@@ -134,7 +100,7 @@ async fn memory_off_the_js_heap_counts_against_the_limit() {
         let bad = Arc::new(bundle_with(
             &format!("t/hoard-{i}"),
             &script,
-            limits(64),
+            memory_limits(64),
             &[],
         ));
         neighbour_ok(&engine, &neighbour).await;
@@ -183,7 +149,7 @@ async fn a_body_read_whole_is_bounded_by_the_memory_limit() {
     let bad = Arc::new(bundle_with(
         "t/reader",
         "export default { async fetch(request) { const b = await request.arrayBuffer(); return new Response(String(b.byteLength)); } };",
-        limits(128),
+        memory_limits(128),
         &[],
     ));
     let (tx, body) = Body::channel(4);
@@ -226,7 +192,7 @@ async fn a_slow_reader_holds_only_small_slices() {
             const chunk = new Uint8Array(16 << 20);
             return new Response(new ReadableStream({ pull(c) { c.enqueue(chunk); } }));
         } };",
-        limits(128),
+        memory_limits(128),
         &[],
     ));
     let response = engine.execute(0, bad, get("/")).await.unwrap();
@@ -327,7 +293,7 @@ async fn a_long_digest_is_cut_at_the_cpu_limit() {
         } };";
     let generous = Limits {
         cpu_ms: 60_000,
-        ..limits(256)
+        ..memory_limits(256)
     };
     // The whole digest, measured in this run, for comparison.
     let full = Arc::new(bundle_with("t/digest-full", script, generous, &[]));
@@ -371,7 +337,7 @@ async fn reservations_count_and_wasm_is_refused() {
             keep.push(buffer);
             return new Response(String(keep.length));
         } };",
-        limits(64),
+        memory_limits(64),
         &[],
     ));
     let mut kept = 0;
@@ -424,10 +390,10 @@ async fn repeat_offenders_are_quarantined() {
     let neighbour = bundle("t/neighbour", HELLO);
     let poison = Arc::new(bundle_with(
         "t/poison",
-        "export default { fetch() { const x = new Array(2**26).fill(0); return new Response(String(x.length)); } };",
+        "export default { fetch() { const x = new Array(3 * 2**23).fill(0.5); return new Response(String(x.length)); } };",
         Limits {
             cpu_ms: 1_000,
-            ..limits(128)
+            ..memory_limits(128)
         },
         &[],
     ));
@@ -465,7 +431,7 @@ async fn repeat_offenders_are_quarantined() {
         "export default { fetch(request) { if (new URL(request.url).pathname === '/ok') return new Response('ok'); for (;;) {} } };",
         Limits {
             cpu_ms: 20,
-            ..limits(64)
+            ..memory_limits(64)
         },
         &[],
     ));

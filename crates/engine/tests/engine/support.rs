@@ -84,6 +84,41 @@ pub async fn run(
     text(engine.execute(thread, bundle.clone(), get(path)).await).await
 }
 
+/// Resident memory of this process, in MiB (Linux).
+pub fn rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .unwrap()
+        .to_owned();
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kib / 1024
+}
+
+/// Limits where memory, not CPU, must be what stops a script, even in a
+/// debug build on a loaded machine.
+pub fn memory_limits(memory_mib: u32) -> Limits {
+    Limits {
+        cpu_ms: 20_000,
+        wall_ms: 60_000,
+        memory_mib,
+        subrequests: 50,
+    }
+}
+
+/// The benign neighbour (`HELLO`) answers on thread 0.
+pub async fn neighbour_ok(engine: &Engine, neighbour: &Arc<WorkerBundle>) {
+    assert_eq!(
+        run(engine, 0, neighbour, "/").await,
+        (200, "hello".to_owned())
+    );
+}
+
 pub const HELLO: &str = "export default { fetch() { return new Response('hello'); } };";
 
 /// Counts what the engine reports.
