@@ -25,7 +25,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Handle;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tracing::{debug, warn};
 
 use super::idle::{Activity, Tracked};
@@ -203,7 +203,7 @@ pub async fn serve<H, M, S, B>(
         let service = service(peer);
         let builder = builder.clone();
         let handshake = Arc::clone(&handshake);
-        let mut closing = closing.subscribe();
+        let closing = closing.subscribe();
         let (server, timeout, idle) = (edge.server, edge.header_read_timeout, edge.idle_timeout);
         let connection = move |stream: TcpStream| async move {
             let Some(io) = handshake.handshake(stream, timeout).await else {
@@ -214,17 +214,33 @@ pub async fn serve<H, M, S, B>(
             let service = Tracked::new(service, Arc::clone(&activity));
             let connection = builder.serve_connection(TokioIo::new(io), service);
             let connection = std::pin::pin!(connection);
+            // The watchdog runs beside the connection, so a request's wake-ups
+            // poll the connection and a oneshot, not the watchdog's timer.
+            let (close, close_asked) = oneshot::channel();
+            let watchdog = tokio::spawn(watch_idle(
+                Arc::clone(&activity),
+                closing,
+                idle,
+                (peer, server),
+                close,
+            ));
             let ended = drive(
                 connection,
                 |connection| connection.graceful_shutdown(),
+                close_asked,
                 &activity,
-                &mut closing,
-                (idle, timeout),
-                (peer, server),
+                timeout,
             )
             .await;
-            if let Some(Err(error)) = ended {
-                debug!(%error, client = %peer, edge.server = server, "connection ended with an error");
+            watchdog.abort();
+            match ended {
+                Some(Err(error)) => {
+                    debug!(%error, client = %peer, edge.server = server, "connection ended with an error")
+                }
+                None => {
+                    debug!(client = %peer, edge.server = server, "connection did not close in time; dropped")
+                }
+                Some(Ok(())) => {}
             }
         };
         let Some(runtime) = edge.spread.get(turn % edge.spread.len().max(1)) else {
@@ -254,36 +270,53 @@ pub async fn serve<H, M, S, B>(
     }
 }
 
-/// Drives `connection` to its end (`None`: it was dropped). When `closing`
-/// says the server is shutting down, or no request has been in flight for
-/// `idle`, it is asked to close gracefully (`graceful_shutdown`: HTTP/2
-/// sends GOAWAY); what is in flight may finish (a shutdown's grace bounds
-/// it), and once nothing has been for `linger` it is dropped if still open,
-/// so a peer cannot hold a closing connection open either.
-async fn drive<C, E>(
-    mut connection: Pin<&mut C>,
-    graceful_shutdown: impl FnOnce(Pin<&mut C>),
-    activity: &Activity,
-    closing: &mut watch::Receiver<()>,
-    (idle, linger): (Duration, Duration),
+/// Asks for a connection to close (`close`) when `closing` says the server
+/// is shutting down, or when no request has been in flight for `idle`. The
+/// connection task aborts it when the connection ends; until then it holds
+/// `closing`, so the server sees the connection open.
+async fn watch_idle(
+    activity: Arc<Activity>,
+    mut closing: watch::Receiver<()>,
+    idle: Duration,
     (peer, server): (SocketAddr, &'static str),
-) -> Option<Result<(), E>>
-where
-    C: Future<Output = Result<(), E>>,
-{
+    close: oneshot::Sender<()>,
+) {
     tokio::select! {
-        ended = connection.as_mut() => return Some(ended),
         _ = closing.changed() => {}
         () = activity.idle(idle) => {
             debug!(client = %peer, edge.server = server, "connection idle; closing");
         }
     }
+    let _ = close.send(());
+    // Held until the connection ends (and this is aborted).
+    std::future::pending::<()>().await;
+}
+
+/// Drives `connection` to its end (`None`: it was dropped). When
+/// `close_asked` fires, it is asked to close gracefully
+/// (`graceful_shutdown`: HTTP/2 sends GOAWAY); what is in flight may finish
+/// (a shutdown's grace bounds it), and once nothing has been for `linger`
+/// it is dropped if still open, so a peer cannot hold a closing connection
+/// open either.
+async fn drive<C, E>(
+    mut connection: Pin<&mut C>,
+    graceful_shutdown: impl FnOnce(Pin<&mut C>),
+    close_asked: oneshot::Receiver<()>,
+    activity: &Activity,
+    linger: Duration,
+) -> Option<Result<(), E>>
+where
+    C: Future<Output = Result<(), E>>,
+{
+    tokio::select! {
+        biased;
+        ended = connection.as_mut() => return Some(ended),
+        _ = close_asked => {}
+    }
     graceful_shutdown(connection.as_mut());
     tokio::select! {
+        biased;
         ended = connection => Some(ended),
-        () = activity.idle(linger) => {
-            debug!(client = %peer, edge.server = server, "connection did not close in time; dropped");
-            None
-        }
+        () = activity.idle(linger) => None,
     }
 }
