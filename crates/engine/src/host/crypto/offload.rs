@@ -1,33 +1,33 @@
 //! Expensive Web Crypto work (RSA key generation, PBKDF2) off the isolate's
-//! thread, charged to the request that asked for it.
+//! thread, charged to the request that asked for it, admitted fairly.
 //!
 //! Expected flow: the host function checks its parameters, returns a pending
 //! promise and queues the work; a local task waits for this isolate's one
-//! offload slot and one of the process's slots, runs the work on tokio's
-//! blocking pool, reads that thread's CPU clock around it, and back on the
-//! isolate's thread charges the time to the request. Within the budget the
-//! promise settles in a turn of its own; past it the request ends as
-//! `cpu_limit` like a JavaScript loop would (the isolate is discarded).
+//! offload slot, then for a slot of the engine's [`Pool`] (shared out per
+//! namespace, then per Worker: `pool.rs`). Admitted, back on the isolate's
+//! thread, it checks that the request has CPU time left (none: the
+//! request ends as `cpu_limit` without running the work), runs the work on
+//! tokio's blocking pool, reads that thread's CPU clock around it, and back
+//! on the isolate's thread charges the time to the request. Within the budget the promise settles in a turn
+//! of its own; past it the request ends as `cpu_limit` like a JavaScript
+//! loop would (the isolate is discarded).
 //!
 //! Guarantees: the isolate's thread never runs the work, so its neighbours
 //! keep answering; one isolate runs at most one such job at a time (a loop
-//! of unawaited calls queues, it does not take more cores); the process
-//! runs at most one per core at once.
+//! of unawaited calls queues, it does not take more cores); the engine runs
+//! at most one per core, at most half of them for one namespace.
 //!
 //! Caveats: a job that started is not interrupted (the RustCrypto calls have
 //! no cancellation point): the request can overrun its CPU limit by at most
-//! one job (an RSA-4096 generation, or one bounded PBKDF2 call). A job whose
-//! request ended first (the worker answered without awaiting it) still runs
-//! to its end, holding its isolate's slot, and its CPU time is charged to
-//! nobody: at most one such job per isolate at a time.
+//! one job. The CPU of a job whose request ended first (the worker answered
+//! without awaiting it) is charged to nobody; the job runs to its end.
 
-use std::sync::{Arc, LazyLock};
-
-use tokio::sync::Semaphore;
+use std::time::Duration;
 
 use super::error::{CryptoError, Result};
 use super::formats::Generated;
-use crate::host::{HostState, Settlement, new_promise};
+use super::pool::{Pool, Tenant};
+use crate::host::{HostState, IsolateTurns, Settlement, new_promise};
 use crate::limits::thread_cpu_now;
 
 /// What an offloaded job hands back.
@@ -35,13 +35,6 @@ pub(crate) enum Offloaded {
     Bytes(Vec<u8>),
     Generated(Box<Generated>),
 }
-
-/// Jobs running at once in the whole process: one per core.
-static SLOTS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
-    Arc::new(Semaphore::new(
-        std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
-    ))
-});
 
 /// Returns a promise for `work`'s result and queues it (see the module docs).
 pub(crate) fn spawn(
@@ -61,37 +54,57 @@ pub(crate) fn spawn(
     let op = host.add_op(ctx, resolver);
     let me = host.me.clone();
     let isolate_slot = host.crypto.offload.clone();
+    let pool: Pool = host.thread.shared.crypto.clone();
+    let tenant = Tenant::of(host.worker.get().map_or("", |w| w.id.as_str()));
     let task = tokio::task::spawn_local(async move {
         let Ok(mine) = isolate_slot.acquire_owned().await else {
             return;
         };
-        let Ok(process) = SLOTS.clone().acquire_owned().await else {
+        let permit = pool.admit(&tenant).await;
+        // Admitted: the request's turns may have spent its CPU meanwhile.
+        let Some(isolate) = me.upgrade() else {
             return;
         };
+        if isolate.host().cpu_remaining(ctx).is_zero() {
+            // Past the limit already: end the request, run nothing.
+            isolate.charge_offloaded_cpu(ctx, Duration::from_nanos(1));
+            return;
+        }
+        drop(isolate);
         // The slots go with the job, not with this task: if the request ends
-        // (and this task is aborted) the job still holds them until it is
-        // done, so an isolate never has two running.
+        // (and this task is aborted) the job still holds them until it has
+        // ended, so an isolate never has two running.
         let joined = tokio::task::spawn_blocking(move || {
             let start = thread_cpu_now();
             let result = work();
             let cpu = thread_cpu_now().saturating_sub(start);
-            drop((mine, process));
+            drop((mine, permit));
             (result, cpu)
         })
         .await;
-        let Some(isolate) = me.upgrade() else {
-            return;
-        };
-        let (result, cpu) = match joined {
-            Ok(done) => done,
-            Err(_) => (
-                Err(CryptoError::operation("The operation failed")),
-                Default::default(),
-            ),
-        };
-        if isolate.charge_offloaded_cpu(ctx, cpu) {
-            isolate.settle(op, Settlement::Crypto(Box::new(result)));
-        }
+        finish(&me, ctx, op, joined);
     });
     host.set_op_task(op, task.abort_handle());
+}
+
+/// Charges a finished job to its request and settles its promise.
+fn finish(
+    me: &std::rc::Weak<dyn IsolateTurns>,
+    ctx: u32,
+    op: u32,
+    joined: std::result::Result<(Result<Offloaded>, Duration), tokio::task::JoinError>,
+) {
+    let Some(isolate) = me.upgrade() else {
+        return;
+    };
+    let (result, cpu) = match joined {
+        Ok(done) => done,
+        Err(_) => (
+            Err(CryptoError::operation("The operation failed")),
+            Duration::ZERO,
+        ),
+    };
+    if isolate.charge_offloaded_cpu(ctx, cpu) {
+        isolate.settle(op, Settlement::Crypto(Box::new(result)));
+    }
 }
