@@ -1,11 +1,12 @@
 //! The Web Crypto offload pool against hostile Workers: a namespace that
 //! floods it with RSA-4096 key generations cannot queue another namespace's
-//! PBKDF2 behind its flood.
+//! PBKDF2 behind its flood, and a key generation stops at its request's CPU
+//! limit instead of running on to its end.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use isolane_engine::{Limits, PoolMode, WorkerBundle};
+use isolane_engine::{ExecuteError, Limits, WorkerBundle};
 use isolane_testenv::wait_until;
 
 use crate::support::*;
@@ -32,6 +33,16 @@ const VICTIM: &str = "export default { async fetch() {
 } };";
 
 const RFC_6070_C4096: &str = "4b007901b765489abead49d926f721d065a429c1";
+
+/// The CPU time of the `index`th finished request, once the engine has
+/// reported it (it does so after the response).
+async fn reported_cpu(recorder: &Recorder, index: usize) -> Duration {
+    let what = format!("request {index} to be reported");
+    wait_until(&what, Duration::from_secs(30), || async {
+        recorder.cpu.lock().unwrap().get(index).copied()
+    })
+    .await
+}
 
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
@@ -61,7 +72,7 @@ async fn flood_counts(engine: &isolane_engine::Engine, flood: &[Arc<WorkerBundle
 /// finished calls, not time, are what is compared.
 #[tokio::test]
 async fn a_keygen_flood_does_not_queue_another_namespaces_pbkdf2() {
-    let (engine, _) = engine(1, PoolMode::Pinned);
+    let (engine, _) = uncapped_engine();
     let slots = cores().max(2);
     let workers = 2 * slots + 4;
     let limits = Limits {
@@ -92,7 +103,13 @@ async fn a_keygen_flood_does_not_queue_another_namespaces_pbkdf2() {
         || async { flood_counts(&engine, &flood).await.0 >= every },
     )
     .await;
-    let victim = Arc::new(bundle_with("victim/pbkdf2", VICTIM, limits, &[]));
+    // A wall limit (a minute; the PBKDF2 takes milliseconds) so that a
+    // victim queued behind the flood fails instead of waiting for it.
+    let victim_limits = Limits {
+        wall_ms: 60_000,
+        ..limits
+    };
+    let victim = Arc::new(bundle_with("victim/pbkdf2", VICTIM, victim_limits, &[]));
     let queued_ahead = (workers - slots + 1) as u64;
     for _ in 0..3 {
         let (_, before) = flood_counts(&engine, &flood).await;
@@ -110,4 +127,54 @@ async fn a_keygen_flood_does_not_queue_another_namespaces_pbkdf2() {
     }
     assert!(attacks.try_join_next().is_none(), "the flood ended early");
     attacks.abort_all();
+}
+
+/// A Worker generating RSA-4096 keys under a 20 ms CPU limit ends as
+/// `cpu_limit`, having used far less CPU than one whole generation: the
+/// generation stops at the limit. Compared with the least CPU three whole
+/// generations took in the same run (a generation's cost varies from one
+/// key to the next; a stopped one costs the limit and one step).
+#[tokio::test]
+async fn a_key_generation_stops_at_the_cpu_limit() {
+    let (engine, recorder) = uncapped_engine();
+    let one = "export default { async fetch() {
+        await crypto.subtle.generateKey({ name: 'RSA-PSS', modulusLength: 4096,
+          publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' }, false, ['sign']);
+        return new Response('made');
+      } };";
+    let whole = Arc::new(bundle_with(
+        "t/keygen-whole",
+        one,
+        Limits {
+            cpu_ms: 600_000,
+            wall_ms: 600_000,
+            ..Limits::default()
+        },
+        &[],
+    ));
+    let mut least = Duration::MAX;
+    for i in 0..3 {
+        assert_eq!(run(&engine, 0, &whole, "/").await, (200, "made".to_owned()));
+        least = least.min(reported_cpu(&recorder, i).await);
+    }
+    let limited = Arc::new(bundle_with(
+        "t/keygen-limited",
+        one,
+        Limits {
+            cpu_ms: 20,
+            wall_ms: 600_000,
+            ..Limits::default()
+        },
+        &[],
+    ));
+    let error = engine.execute(0, limited, get("/")).await.unwrap_err();
+    assert!(
+        matches!(error, ExecuteError::CpuLimit { limit_ms: 20 }),
+        "{error:?}"
+    );
+    let cut = reported_cpu(&recorder, 3).await;
+    assert!(
+        cut < least / 2,
+        "a stopped generation used {cut:?}; a whole one at least {least:?}"
+    );
 }

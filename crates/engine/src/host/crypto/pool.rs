@@ -18,7 +18,9 @@
 //! Assumptions: each isolate has at most one job waiting or running at a
 //! time (`offload.rs`), so the queues are bounded by the live isolates.
 //!
-//! Caveats: a job cannot be preempted: it holds its slot until it ends.
+//! Caveats: a job cannot be preempted; how long it holds its slot is bounded
+//! by its request's CPU limit (RSA key generation stops there, `aws_lc.rs`)
+//! or by the size of one call (PBKDF2, `ops.rs`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
