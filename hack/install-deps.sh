@@ -56,7 +56,9 @@ without_service_starts() { # command...
 
 # Process tools the test harness uses: setpriv (util-linux) ties etcd and
 # kube-apiserver to the test process; flock (util-linux) serialises builds.
-# g++ builds the engine's URL parser (the ada-url crate compiles its C++).
+# g++ builds the engine's URL parser (the ada-url crate compiles its C++);
+# its gcc builds AWS-LC for Web Crypto's RSA (aws-lc-sys, by the cc crate:
+# no cmake, Go, nasm or clang needed on x86_64/aarch64 Linux).
 # jq, tar and gzip write the OCI image archives (hack/build-images.sh).
 deps_base() {
     install_packages ca-certificates util-linux openssl g++ jq tar gzip

@@ -391,8 +391,8 @@ function hostParams(algorithm, s) {
 // The host checks these again; here they only make the error come first.
 function checkRsaParameters(algorithm) {
   const { modulusLength } = algorithm;
-  if (modulusLength < 1024 || modulusLength > 4096 || modulusLength % 8 !== 0) {
-    throw domError('OperationError', 'modulusLength must be a multiple of 8 from 1024 to 4096');
+  if (modulusLength < 1024 || modulusLength > 4096 || modulusLength % 128 !== 0) {
+    throw domError('OperationError', 'modulusLength must be a multiple of 128 from 1024 to 4096');
   }
   const e = algorithm.publicExponent;
   let start = 0;

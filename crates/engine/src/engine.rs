@@ -78,6 +78,7 @@ impl Engine {
             egress: Arc::new(crate::egress::EgressPolicy::new(&config.egress)),
             roots,
             cache: crate::cache::HttpCache::new(config.cache),
+            crypto: crate::host::crypto::pool::Pool::for_cores(),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut handles = Vec::with_capacity(threads);

@@ -9,7 +9,7 @@
 mod cache;
 mod clone;
 pub(crate) mod codec;
-mod crypto;
+pub(crate) mod crypto;
 mod data_url;
 mod fetch;
 mod form_data;

@@ -36,6 +36,9 @@ pub(crate) struct EngineShared {
     pub(crate) roots: rustls::RootCertStore,
     /// The Cache API's entries, every namespace's (keyed by it).
     pub(crate) cache: crate::cache::HttpCache,
+    /// Slots for expensive Web Crypto jobs, shared out per namespace
+    /// (`host/crypto/pool.rs`).
+    pub(crate) crypto: crate::host::crypto::pool::Pool,
 }
 
 /// What the isolates of one thread need from it (no pool: isolates hold an

@@ -15,6 +15,8 @@ mod cache;
 mod codecs;
 #[path = "engine/crypto.rs"]
 mod crypto;
+#[path = "engine/crypto_pool.rs"]
+mod crypto_pool;
 #[path = "engine/egress.rs"]
 mod egress;
 #[path = "engine/fairness.rs"]

@@ -2,6 +2,7 @@
 //! Crypto (`crypto.subtle` keys and operations, `DigestStream`,
 //! `timingSafeEqual`) is in the modules below.
 
+mod aws_lc;
 pub(crate) mod error;
 mod fast_verify;
 pub(crate) mod formats;
@@ -10,6 +11,7 @@ pub(crate) mod key;
 pub(crate) mod offload;
 pub(crate) mod ops;
 mod params;
+pub(crate) mod pool;
 pub(crate) mod subtle;
 
 use sha1::Sha1;

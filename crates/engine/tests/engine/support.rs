@@ -25,6 +25,20 @@ pub fn engine(threads: usize, mode: PoolMode) -> (Engine, Arc<Recorder>) {
     })
 }
 
+/// One pinned-mode engine thread without the engine's default 5 s cap on
+/// every request's CPU, for tests whose debug-build work (RSA-4096
+/// generation, 200 000 key imports) can take longer on a busy machine.
+pub fn uncapped_engine() -> (Engine, Arc<Recorder>) {
+    engine_with(EngineConfig {
+        threads: 1,
+        pin_threads: false,
+        pool_mode: PoolMode::Pinned,
+        max_cpu_ms: 0,
+        egress: EgressConfig::open(),
+        ..EngineConfig::default()
+    })
+}
+
 pub fn engine_with(config: EngineConfig) -> (Engine, Arc<Recorder>) {
     let recorder = Arc::new(Recorder::default());
     let engine = Engine::start(config, recorder.clone()).expect("engine starts");

@@ -13,7 +13,8 @@ use spki::der::{Decode, Encode};
 use zeroize::Zeroizing;
 
 use super::error::{CryptoError, Result};
-use super::key::{Curve, EcPrivate, EcPublic, Key, with_curve};
+use super::key::{Curve, EcPrivate, EcPublic, Key, RsaPrivate, with_curve};
+use super::offload::Stop;
 
 /// id-X25519 (RFC 8410).
 const X25519_OID: spki::ObjectIdentifier = spki::ObjectIdentifier::new_unwrap("1.3.101.110");
@@ -76,7 +77,7 @@ pub(crate) fn import(kind: Kind, format: &str, data: KeyData) -> Result<Key> {
                 use rsa::pkcs8::DecodePrivateKey;
                 let key = RsaPrivateKey::from_pkcs8_der(&bytes)
                     .map_err(|e| CryptoError::data(format!("Invalid RSA PKCS#8 key: {e}")))?;
-                Ok(Key::RsaPrivate(Box::new(key)))
+                Ok(Key::RsaPrivate(Box::new(RsaPrivate::new(key))))
             }
             (Kind::Rsa, "spki") => {
                 use rsa::pkcs8::DecodePublicKey;
@@ -279,7 +280,7 @@ fn import_jwk(kind: Kind, jwk: &Jwk) -> Result<Key> {
             };
             let key = RsaPrivateKey::from_components(n, e, d, primes)
                 .map_err(|e| CryptoError::data(format!("Invalid RSA JWK: {e}")))?;
-            Ok(Key::RsaPrivate(Box::new(key)))
+            Ok(Key::RsaPrivate(Box::new(RsaPrivate::new(key))))
         }
         Kind::Ec(curve) => {
             jwk.expect("kty", "EC")?;
@@ -617,9 +618,10 @@ pub(crate) fn generate_pair(kind: Kind) -> Result<Generated> {
 
 /// Checks RSA generation parameters (cheap; done before any work is queued).
 pub(crate) fn rsa_parameters(bits: usize, exponent: &[u8]) -> Result<BigUint> {
-    if !(RSA_MIN_BITS..=RSA_MAX_BITS).contains(&bits) || !bits.is_multiple_of(8) {
+    // Multiples of 128 only, as workerd (BoringSSL) and AWS-LC generate.
+    if !(RSA_MIN_BITS..=RSA_MAX_BITS).contains(&bits) || !bits.is_multiple_of(128) {
         return Err(CryptoError::operation(format!(
-            "modulusLength must be a multiple of 8 from {RSA_MIN_BITS} to {RSA_MAX_BITS}"
+            "modulusLength must be a multiple of 128 from {RSA_MIN_BITS} to {RSA_MAX_BITS}"
         )));
     }
     let e = BigUint::from_bytes_be(exponent);
@@ -631,11 +633,19 @@ pub(crate) fn rsa_parameters(bits: usize, exponent: &[u8]) -> Result<BigUint> {
     Ok(e)
 }
 
-/// Generates an RSA key pair: slow (hundreds of ms for 4096 bits), so it
-/// runs off the isolate's thread (see `offload.rs`).
-pub(crate) fn generate_rsa(bits: usize, e: &BigUint) -> Result<Generated> {
-    let private = RsaPrivateKey::new_with_exp(&mut OsRng, bits, e)
+/// Generates an RSA key pair with AWS-LC: slow (hundreds of ms for 4096
+/// bits), so it runs off the isolate's thread (see `offload.rs`), and stops
+/// when `stop` says so. `bits` passed [`rsa_parameters`].
+pub(crate) fn generate_rsa(bits: usize, e: &BigUint, stop: &Stop) -> Result<Generated> {
+    use rsa::pkcs1::DecodeRsaPrivateKey;
+    let exponent = if *e == BigUint::from(3u32) { 3 } else { 65_537 };
+    let der = super::aws_lc::generate(bits, exponent, stop)?;
+    let parts = RsaPrivateKey::from_pkcs1_der(&der)
         .map_err(|e| CryptoError::operation(format!("RSA key generation failed: {e}")))?;
+    let signer = (bits >= super::aws_lc::SIGNING_MIN_BITS)
+        .then(|| super::aws_lc::signer(&der))
+        .flatten();
+    let private = RsaPrivate::with_signer(parts, signer);
     let public = private.to_public_key();
     Ok(Generated::Pair(
         Key::RsaPublic(Box::new(public)),

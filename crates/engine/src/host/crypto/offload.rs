@@ -1,33 +1,39 @@
 //! Expensive Web Crypto work (RSA key generation, PBKDF2) off the isolate's
-//! thread, charged to the request that asked for it.
+//! thread, charged to the request that asked for it, admitted fairly.
 //!
 //! Expected flow: the host function checks its parameters, returns a pending
 //! promise and queues the work; a local task waits for this isolate's one
-//! offload slot and one of the process's slots, runs the work on tokio's
-//! blocking pool, reads that thread's CPU clock around it, and back on the
-//! isolate's thread charges the time to the request. Within the budget the
-//! promise settles in a turn of its own; past it the request ends as
-//! `cpu_limit` like a JavaScript loop would (the isolate is discarded).
+//! offload slot, then for a slot of the engine's [`Pool`] (shared out per
+//! namespace, then per Worker: `pool.rs`). Admitted, back on the isolate's
+//! thread, it reads how much CPU time the request has left (none: the
+//! request ends as `cpu_limit` without running the work), runs the work on
+//! tokio's blocking pool with a [`Stop`] for that budget, reads that
+//! thread's CPU clock around it, and back on the isolate's thread charges
+//! the time to the request. Within the budget the promise settles in a turn
+//! of its own; past it the request ends as `cpu_limit` like a JavaScript
+//! loop would (the isolate is discarded).
 //!
 //! Guarantees: the isolate's thread never runs the work, so its neighbours
 //! keep answering; one isolate runs at most one such job at a time (a loop
-//! of unawaited calls queues, it does not take more cores); the process
-//! runs at most one per core at once.
+//! of unawaited calls queues, it does not take more cores); the engine runs
+//! at most one per core, at most half of them for one namespace; RSA key
+//! generation stops within milliseconds once its request's CPU budget is
+//! spent or its request is gone (it asks its [`Stop`] between steps).
 //!
-//! Caveats: a job that started is not interrupted (the RustCrypto calls have
-//! no cancellation point): the request can overrun its CPU limit by at most
-//! one job (an RSA-4096 generation, or one bounded PBKDF2 call). A job whose
-//! request ended first (the worker answered without awaiting it) still runs
-//! to its end, holding its isolate's slot, and its CPU time is charged to
-//! nobody: at most one such job per isolate at a time.
+//! Caveats: PBKDF2 cannot be stopped once started (the `pbkdf2` crate has
+//! no step to stop at): its request can overrun its CPU limit by one call,
+//! which is bounded (`ops.rs`, at most ~0.5 s). The CPU of a job whose
+//! request ended first (the worker answered without awaiting it) is charged
+//! to nobody; a key generation stops at once then, a PBKDF2 call runs out.
 
-use std::sync::{Arc, LazyLock};
-
-use tokio::sync::Semaphore;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use super::error::{CryptoError, Result};
 use super::formats::Generated;
-use crate::host::{HostState, Settlement, new_promise};
+use super::pool::{Pool, Tenant};
+use crate::host::{HostState, IsolateTurns, Settlement, new_promise};
 use crate::limits::thread_cpu_now;
 
 /// What an offloaded job hands back.
@@ -36,18 +42,54 @@ pub(crate) enum Offloaded {
     Generated(Box<Generated>),
 }
 
-/// Jobs running at once in the whole process: one per core.
-static SLOTS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
-    Arc::new(Semaphore::new(
-        std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
-    ))
-});
+/// When an offloaded job must stop: its request is gone, or the job has
+/// used the CPU time its request had left when it started. Asked from the
+/// job's own thread; cheap (an atomic load and a thread CPU clock read) and
+/// never panics (AWS-LC calls it through C frames).
+pub(crate) struct Stop {
+    gone: Arc<AtomicBool>,
+    start: Duration,
+    budget: Duration,
+}
+
+impl Stop {
+    /// Starts counting now, on the job's thread.
+    fn new(gone: Arc<AtomicBool>, budget: Duration) -> Self {
+        Self {
+            gone,
+            start: thread_cpu_now(),
+            budget,
+        }
+    }
+
+    /// Whether the job should stop now.
+    pub(crate) fn now(&self) -> bool {
+        self.gone.load(Ordering::Relaxed)
+            || thread_cpu_now().saturating_sub(self.start) > self.budget
+    }
+
+    /// A stop for tests: fired from the start (`gone`) or after `budget`.
+    #[cfg(test)]
+    pub(crate) fn for_test(gone: bool, budget: Duration) -> Self {
+        Self::new(Arc::new(AtomicBool::new(gone)), budget)
+    }
+}
+
+/// Tells a running job its request is gone when the task waiting for it is
+/// dropped (the request ended, its ops aborted).
+struct GoneOnDrop(Arc<AtomicBool>);
+
+impl Drop for GoneOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
 
 /// Returns a promise for `work`'s result and queues it (see the module docs).
 pub(crate) fn spawn(
     scope: &mut v8::PinScope<'_, '_>,
     mut rv: v8::ReturnValue<'_, v8::Value>,
-    work: impl FnOnce() -> Result<Offloaded> + Send + 'static,
+    work: impl FnOnce(&Stop) -> Result<Offloaded> + Send + 'static,
 ) {
     let Some(host) = HostState::get(scope) else {
         return;
@@ -61,37 +103,61 @@ pub(crate) fn spawn(
     let op = host.add_op(ctx, resolver);
     let me = host.me.clone();
     let isolate_slot = host.crypto.offload.clone();
+    let pool: Pool = host.thread.shared.crypto.clone();
+    let tenant = Tenant::of(host.worker.get().map_or("", |w| w.id.as_str()));
     let task = tokio::task::spawn_local(async move {
         let Ok(mine) = isolate_slot.acquire_owned().await else {
             return;
         };
-        let Ok(process) = SLOTS.clone().acquire_owned().await else {
-            return;
-        };
-        // The slots go with the job, not with this task: if the request ends
-        // (and this task is aborted) the job still holds them until it is
-        // done, so an isolate never has two running.
-        let joined = tokio::task::spawn_blocking(move || {
-            let start = thread_cpu_now();
-            let result = work();
-            let cpu = thread_cpu_now().saturating_sub(start);
-            drop((mine, process));
-            (result, cpu)
-        })
-        .await;
+        let permit = pool.admit(&tenant).await;
+        // Admitted: what the request may still spend, read now (its turns
+        // may have used some while this job waited).
         let Some(isolate) = me.upgrade() else {
             return;
         };
-        let (result, cpu) = match joined {
-            Ok(done) => done,
-            Err(_) => (
-                Err(CryptoError::operation("The operation failed")),
-                Default::default(),
-            ),
-        };
-        if isolate.charge_offloaded_cpu(ctx, cpu) {
-            isolate.settle(op, Settlement::Crypto(Box::new(result)));
+        let budget = isolate.host().cpu_remaining(ctx);
+        if budget.is_zero() {
+            // Past the limit already: end the request, run nothing.
+            isolate.charge_offloaded_cpu(ctx, Duration::from_nanos(1));
+            return;
         }
+        drop(isolate);
+        let gone = Arc::new(AtomicBool::new(false));
+        let _gone_on_drop = GoneOnDrop(gone.clone());
+        // The slots go with the job, not with this task: if the request ends
+        // (and this task is aborted) the job still holds them until it has
+        // stopped, so an isolate never has two running.
+        let joined = tokio::task::spawn_blocking(move || {
+            let stop = Stop::new(gone, budget);
+            let result = work(&stop);
+            let cpu = thread_cpu_now().saturating_sub(stop.start);
+            drop((mine, permit));
+            (result, cpu)
+        })
+        .await;
+        finish(&me, ctx, op, joined);
     });
     host.set_op_task(op, task.abort_handle());
+}
+
+/// Charges a finished job to its request and settles its promise.
+fn finish(
+    me: &std::rc::Weak<dyn IsolateTurns>,
+    ctx: u32,
+    op: u32,
+    joined: std::result::Result<(Result<Offloaded>, Duration), tokio::task::JoinError>,
+) {
+    let Some(isolate) = me.upgrade() else {
+        return;
+    };
+    let (result, cpu) = match joined {
+        Ok(done) => done,
+        Err(_) => (
+            Err(CryptoError::operation("The operation failed")),
+            Duration::ZERO,
+        ),
+    };
+    if isolate.charge_offloaded_cpu(ctx, cpu) {
+        isolate.settle(op, Settlement::Crypto(Box::new(result)));
+    }
 }

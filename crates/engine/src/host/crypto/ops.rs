@@ -1,7 +1,8 @@
 //! sign/verify, encrypt/decrypt (and AES-KW wrap/unwrap), deriveBits: the
 //! operations on key material. The JavaScript side has already normalised the
 //! algorithm, checked the key's algorithm and usages; this file checks what
-//! only the material can tell (key type, sizes) and calls the RustCrypto crates.
+//! only the material can tell (key type, sizes) and calls the RustCrypto crates
+//! (and AWS-LC for RSA signatures, `aws_lc.rs`).
 
 use aes_gcm::aead::consts::{U12, U16, U32, U64};
 use aes_gcm::aead::{AeadInPlace, KeyInit};
@@ -13,6 +14,7 @@ use rand_core::OsRng;
 use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha384, Sha512};
 
+use super::aws_lc;
 use super::error::{CryptoError, Result};
 use super::key::{EcPrivate, EcPublic, Key, with_curve};
 use super::params::Params;
@@ -87,6 +89,15 @@ fn secret(key: &Key) -> Result<&[u8]> {
 // === sign / verify ===
 
 pub(crate) fn sign(algorithm: &str, key: &Key, params: &Params, data: &[u8]) -> Result<Vec<u8>> {
+    // RSA signing goes to AWS-LC where it can (`aws_lc.rs`): 3× faster and
+    // constant time; the rest, below, to the `rsa` crate.
+    if let Key::RsaPrivate(k) = key
+        && let Some(hash) = params.hash.as_deref()
+        && let Some(encoding) = aws_lc::encoding(algorithm, hash, params.salt_length)
+        && let Some(signer) = k.signer()
+    {
+        return aws_lc::sign(signer, encoding, data);
+    }
     match (algorithm, key) {
         ("HMAC", Key::Secret(k)) => with_hash!(hash_name(params)?, |H| {
             let mut mac = <hmac::Hmac<H> as Mac>::new_from_slice(k)

@@ -250,8 +250,8 @@ pub(in crate::host) fn generate_key(
         let exponent = view_bytes(args.get(3)).unwrap_or_default();
         let bits = size.map_or(0, |n| n as usize);
         match formats::rsa_parameters(bits, &exponent) {
-            Ok(e) => offload::spawn(scope, rv, move || {
-                formats::generate_rsa(bits, &e).map(|g| Offloaded::Generated(Box::new(g)))
+            Ok(e) => offload::spawn(scope, rv, move |stop| {
+                formats::generate_rsa(bits, &e, stop).map(|g| Offloaded::Generated(Box::new(g)))
             }),
             Err(error) => throw(scope, &error),
         }
@@ -357,9 +357,11 @@ pub(in crate::host) fn derive_bits(
             ))
         })();
         match prepared {
-            Ok((password, salt, hash, iterations, bytes)) => offload::spawn(scope, rv, move || {
-                ops::pbkdf2(&hash, &password, &salt, iterations, bytes).map(Offloaded::Bytes)
-            }),
+            Ok((password, salt, hash, iterations, bytes)) => {
+                offload::spawn(scope, rv, move |_stop| {
+                    ops::pbkdf2(&hash, &password, &salt, iterations, bytes).map(Offloaded::Bytes)
+                })
+            }
             Err(error) => throw(scope, &error),
         }
         return;
