@@ -168,14 +168,6 @@ fn invalid_workers() -> Vec<Invalid> {
             expect: &["spec.limits.memoryMiB", "less than or equal to 1024"],
         },
         Invalid {
-            what: "cpuMs above wallMs",
-            spec: "SCRIPT\n  limits: {cpuMs: 2000, wallMs: 1000}",
-            expect: &[
-                "spec.limits.cpuMs",
-                "limits.cpuMs must not exceed limits.wallMs",
-            ],
-        },
-        Invalid {
             what: "route host not a DNS name",
             spec: "SCRIPT\n  routes: [{host: Bad_Host.example.com}]",
             expect: &["spec.routes[0].host", "must be a lower-case DNS name"],
