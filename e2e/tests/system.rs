@@ -47,6 +47,8 @@ use tokio::sync::{Mutex, MutexGuard};
 
 /// Namespace of the tests' Workers.
 const NAMESPACE: &str = "demo";
+/// Another tenant, for Workers that fail beside `NAMESPACE`'s.
+const HOSTILE: &str = "hostile";
 /// Deadline for anything the system does on its own (Ready, served, placed).
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -70,7 +72,7 @@ impl System {
         let serial = SERIAL.lock().await;
         let started = Instant::now();
         let cp = ControlPlane::start().await.expect("control plane starts");
-        workers::prepare(&cp, &[NAMESPACE]).await;
+        workers::prepare(&cp, &[NAMESPACE, HOSTILE]).await;
         let dir = tempfile::tempdir().expect("temp dir");
         let options = ClusterOptions {
             nodes,
@@ -99,14 +101,28 @@ impl System {
 
     /// `kubectl apply -f` of `workers` from a file named `file`.
     async fn kubectl_apply(&self, file: &str, workers: &[Worker]) {
+        self.kubectl_apply_in(NAMESPACE, file, workers).await;
+    }
+
+    /// [`kubectl_apply`](Self::kubectl_apply) into `namespace`.
+    async fn kubectl_apply_in(&self, namespace: &str, file: &str, workers: &[Worker]) {
         let path = self.dir.path().join(file);
-        kubectl::apply_workers(&self.cp, &path, NAMESPACE, workers).await;
+        kubectl::apply_workers(&self.cp, &path, namespace, workers).await;
     }
 
     /// Waits until every Worker of `names` is Ready for its generation and
     /// placed; returns them by name.
     async fn wait_ready_and_placed(&self, names: &[String]) -> BTreeMap<String, Worker> {
-        let api = self.workers_api();
+        self.wait_ready_and_placed_in(NAMESPACE, names).await
+    }
+
+    /// [`wait_ready_and_placed`](Self::wait_ready_and_placed) in `namespace`.
+    async fn wait_ready_and_placed_in(
+        &self,
+        namespace: &str,
+        names: &[String],
+    ) -> BTreeMap<String, Worker> {
+        let api: Api<Worker> = Api::namespaced(self.cp.client(), namespace);
         let names: BTreeSet<&String> = names.iter().collect();
         wait_until(
             &format!("{} Workers to be Ready and placed", names.len()),
@@ -835,6 +851,8 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
         &["poison.test"],
     );
     poison.spec.limits.cpu_ms = 1000;
+    // Shorter than the penalty its overrun earns: refused, not kept waiting.
+    poison.spec.limits.wall_ms = 2000;
     // Memory off the JS heap: ArrayBuffers count against memoryMiB too.
     let mut hoarder = inline_worker(
         "hoarder",
@@ -843,11 +861,18 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
     );
     hoarder.spec.limits.cpu_ms = 1000;
     hoarder.spec.limits.memory_mib = 32;
+    // The failing Workers are another tenant's: penalties and slot shares
+    // are by namespace.
     let healthy = fleet("ok", 8);
-    let mut all = vec![thrower, spinner, bomber, poison, hoarder];
-    all.extend(healthy.iter().cloned());
-    system.kubectl_apply("failing.yaml", &all).await;
-    let placed = system.wait_ready_and_placed(&names(&all)).await;
+    let failing = vec![thrower, spinner, bomber, poison, hoarder];
+    system
+        .kubectl_apply_in(HOSTILE, "failing.yaml", &failing)
+        .await;
+    system.kubectl_apply("healthy.yaml", &healthy).await;
+    let mut placed = system
+        .wait_ready_and_placed_in(HOSTILE, &names(&failing))
+        .await;
+    placed.extend(system.wait_ready_and_placed(&names(&healthy)).await);
     system.wait_all_served(&healthy).await;
     // Each failing Worker has a healthy neighbour on its node and thread.
     let thread_of = |name: &str| placement(&placed[name])[0].clone();
@@ -877,7 +902,8 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
             ("spinner.test", 503, Some("cpu_limit")),
             ("bomber.test", 503, Some("memory_limit")),
             // Its `fill` runs on seconds past the limit (V8 cannot stop
-            // it): quarantined at once, so it costs its thread that once.
+            // it): its namespace is penalized on that thread at once, for
+            // longer than its wall limit, so it costs its thread that once.
             (
                 "poison.test",
                 503,
