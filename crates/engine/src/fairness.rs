@@ -84,24 +84,20 @@ impl Loads {
             .max(1)
     }
 
-    /// Thread `thread` just ran a turn of `cpu` for `namespace`, ending at
-    /// `cpu_now` of the thread's CPU clock. (A blank isolate's warm-up has
-    /// no worker and marks nothing.)
+    /// Thread `thread` just ran a turn of `cpu` for the namespace `key`
+    /// ([`tenant_key`]), ending at `cpu_now` of the thread's CPU clock. (A
+    /// blank isolate's warm-up has no worker, `None`, and marks nothing.)
     pub(crate) fn turn_ended(
         &self,
         thread: usize,
-        namespace: &str,
+        key: Option<u64>,
         cpu: Duration,
         cpu_now: Duration,
     ) {
-        if namespace.is_empty() {
-            return;
-        }
-        let Some(load) = self.threads.get(thread) else {
+        let (Some(key), Some(load)) = (key, self.threads.get(thread)) else {
             return;
         };
         let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        let key = tenant_key(namespace);
         if cpu >= LONG_TURN {
             self.mark(load, key);
         }
@@ -187,20 +183,20 @@ mod tests {
     fn neighbours_of_a_hog_move_and_the_hog_stays() {
         let loads = Loads::new(3);
         assert_eq!(loads.choose(0, "victim"), 0);
-        loads.turn_ended(0, "victim", LONG_TURN / 2, C);
+        loads.turn_ended(0, Some(tenant_key("victim")), LONG_TURN / 2, C);
         assert_eq!(loads.choose(0, "victim"), 0, "short turns mark nothing");
-        loads.turn_ended(0, "hog", LONG_TURN, C);
+        loads.turn_ended(0, Some(tenant_key("hog")), LONG_TURN, C);
         assert_eq!(loads.choose(0, "hog"), 0);
         let moved = loads.choose(0, "victim");
         assert_ne!(moved, 0);
         // Thread 1 gets a hog too: the victim goes to the clear one.
-        loads.turn_ended(1, "other-hog", LONG_TURN, C);
+        loads.turn_ended(1, Some(tenant_key("other-hog")), LONG_TURN, C);
         assert_eq!(loads.choose(0, "victim"), 2);
         // Every thread busy: stay.
-        loads.turn_ended(2, "third-hog", LONG_TURN, C);
+        loads.turn_ended(2, Some(tenant_key("third-hog")), LONG_TURN, C);
         assert_eq!(loads.choose(0, "victim"), 0);
         // Unless one is busy with the victim's own namespace.
-        loads.turn_ended(1, "victim", LONG_TURN, C);
+        loads.turn_ended(1, Some(tenant_key("victim")), LONG_TURN, C);
         assert_eq!(loads.choose(0, "victim"), 1);
         // Another thread's victim is unaffected by thread 0's hog.
         assert_eq!(Loads::new(2).choose(1, "victim"), 1);
@@ -214,9 +210,14 @@ mod tests {
         // The hog's short turns, with a neighbour's tiny ones between.
         while cpu < WINDOW * 2 {
             cpu += turn;
-            loads.turn_ended(0, "hog", turn, cpu);
+            loads.turn_ended(0, Some(tenant_key("hog")), turn, cpu);
             cpu += Duration::from_micros(50);
-            loads.turn_ended(0, "victim", Duration::from_micros(50), cpu);
+            loads.turn_ended(
+                0,
+                Some(tenant_key("victim")),
+                Duration::from_micros(50),
+                cpu,
+            );
         }
         assert_eq!(loads.choose(0, "hog"), 0);
         assert_eq!(loads.choose(0, "victim"), 1);
@@ -226,7 +227,7 @@ mod tests {
         while cpu < WINDOW * 2 {
             for ns in ["a", "b"] {
                 cpu += Duration::from_millis(1);
-                loads.turn_ended(0, ns, Duration::from_millis(1), cpu);
+                loads.turn_ended(0, Some(tenant_key(ns)), Duration::from_millis(1), cpu);
             }
         }
         assert_eq!(loads.choose(0, "a"), 0);

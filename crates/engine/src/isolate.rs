@@ -10,7 +10,7 @@
 //! turn (and for its disposal) — at most one isolate is entered on a thread at
 //! any time, never across an `.await`, and any drop order is sound.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::mem::ManuallyDrop;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -55,6 +55,8 @@ pub(crate) struct WorkerIsolate {
     /// (near-heap-limit callback) until the isolate is disposed in `Drop`,
     /// before any field drops; its allocator holds an `Arc` of its own.
     memory: Arc<Memory>,
+    /// Its worker's namespace as `fairness.rs` keys it, once loaded.
+    tenant_key: OnceCell<u64>,
 }
 
 /// Why a turn did not complete normally.
@@ -121,6 +123,7 @@ impl WorkerIsolate {
                 condemned: Cell::new(None),
                 heap_limit: Cell::new(heap_limit),
                 memory,
+                tenant_key: OnceCell::new(),
             }
         });
         Ok(worker)
@@ -259,12 +262,19 @@ impl WorkerIsolate {
         let cpu_end = thread_cpu_now();
         let used = cpu_end.saturating_sub(cpu_start);
         self.host.add_cpu(ctx, used);
-        let namespace = crate::bundle::namespace_of(self.host.worker_id());
-        thread
-            .shared
-            .loads
-            .turn_ended(thread.index, namespace, used, cpu_end);
-        thread.schedule.borrow_mut().charge(namespace, used);
+        if let Some(worker) = self.worker() {
+            let key = *self
+                .tenant_key
+                .get_or_init(|| crate::fairness::tenant_key(worker.namespace()));
+            thread
+                .shared
+                .loads
+                .turn_ended(thread.index, Some(key), used, cpu_end);
+            thread
+                .schedule
+                .borrow_mut()
+                .charge(worker.namespace(), used);
+        }
         let hit_cpu = self.memory.take_hit_cpu();
         if let Err(TurnError::Terminated(reason)) = &outcome {
             // When the limit was reached, counted from the turn's start.

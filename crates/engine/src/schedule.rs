@@ -31,7 +31,6 @@
 //! Per engine thread, like the isolates; borrowed briefly, never across an
 //! await.
 
-use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -49,6 +48,10 @@ pub(crate) const PENALTY: u32 = 4;
 
 /// The longest penalty.
 pub(crate) const LONGEST: Duration = Duration::from_secs(60);
+
+/// Namespaces remembered before the idle ones are forgotten (a warm request
+/// of a namespace seen lately allocates nothing).
+const KEPT_IDLE: usize = 64;
 
 /// One namespace on one thread.
 #[derive(Default)]
@@ -100,9 +103,14 @@ impl Schedule {
         now: Instant,
     ) -> Result<(), (Box<Job>, Refusal)> {
         let (clock, seq) = (self.clock, self.seq);
-        let tenant = match self.tenants.entry(Box::from(job.bundle.namespace())) {
-            Entry::Occupied(entry) => entry.into_mut(),
-            Entry::Vacant(entry) => entry.insert(Tenant::default()),
+        let namespace = job.bundle.namespace();
+        if !self.tenants.contains_key(namespace) && self.tenants.len() >= KEPT_IDLE {
+            // Forget the idle ones (they come back at the clock anyway).
+            self.tenants.retain(|_, t| !t.idle(now));
+        }
+        let tenant = match self.tenants.get_mut(namespace) {
+            Some(tenant) => tenant,
+            None => self.tenants.entry(Box::from(namespace)).or_default(),
         };
         if tenant.queue.len() + tenant.in_flight >= share.max(1) {
             return Err((Box::new(job), Refusal::Full));
@@ -169,15 +177,11 @@ impl Schedule {
     }
 
     /// One of `namespace`'s requests ended.
-    pub(crate) fn finished(&mut self, namespace: &str, now: Instant) {
+    pub(crate) fn finished(&mut self, namespace: &str) {
         let Some(tenant) = self.tenants.get_mut(namespace) else {
             return;
         };
         tenant.in_flight = tenant.in_flight.saturating_sub(1);
-        if tenant.idle(now) {
-            // Coming back starts at the clock anyway (`admit`).
-            self.tenants.remove(namespace);
-        }
     }
 
     /// A turn of `namespace` ran `overrun` past its limit. Returns the
@@ -257,7 +261,7 @@ mod tests {
         admit(&mut s, "web/n", 16).unwrap();
         assert_eq!(next_id(&mut s).as_deref(), Some("web/n"));
         s.charge("web", Duration::from_micros(100));
-        s.finished("web", Instant::now());
+        s.finished("web");
         assert_eq!(next_id(&mut s).as_deref(), Some("hog/a"));
         s.charge("hog", Duration::from_millis(4));
         // Back from idle: at the clock, still ahead of the hog.

@@ -529,11 +529,7 @@ impl Drop for InFlight<'_> {
 async fn serve(state: Rc<ThreadState>, job: Job, permit: OwnedSemaphorePermit) {
     let bundle = job.bundle.clone();
     serve_request(&state, job, permit).await;
-    state
-        .ctx
-        .schedule
-        .borrow_mut()
-        .finished(bundle.namespace(), Instant::now());
+    state.ctx.schedule.borrow_mut().finished(bundle.namespace());
 }
 
 async fn serve_request(state: &Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) {
