@@ -180,7 +180,10 @@ async fn a_limit_does_not_cancel_the_other_requests_in_the_isolate() {
         "export default { async fetch(request) {
             const url = new URL(request.url);
             if (url.pathname === '/spin') { for (;;) {} }
-            await new Promise((resolve) => setTimeout(resolve, 200));
+            if (url.pathname === '/waiting') return new Response(String(globalThis.waiting ?? 0));
+            globalThis.waiting = (globalThis.waiting ?? 0) + 1;
+            await new Promise((resolve) => setTimeout(resolve, 1000));
+            globalThis.waiting -= 1;
             return new Response('done');
         } };",
         Limits {
@@ -200,6 +203,11 @@ async fn a_limit_does_not_cancel_the_other_requests_in_the_isolate() {
             tokio::spawn(async move { run(&engine, 0, &worker, "/wait").await })
         })
         .collect();
+    // All eight are in the isolate when another request hits the limit.
+    wait_until("the requests in flight", DEADLINE, || async {
+        run(&engine, 0, &worker, "/waiting").await.1 == "8"
+    })
+    .await;
     let error = engine
         .execute(0, worker.clone(), get("/spin"))
         .await
