@@ -49,6 +49,8 @@ use tokio::sync::{Mutex, MutexGuard};
 const NAMESPACE: &str = "demo";
 /// Another tenant, for Workers that fail beside `NAMESPACE`'s.
 const HOSTILE: &str = "hostile";
+/// A third tenant, whose penalty must not reach the other two.
+const POISONER: &str = "poisoner";
 /// Deadline for anything the system does on its own (Ready, served, placed).
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -72,7 +74,7 @@ impl System {
         let serial = SERIAL.lock().await;
         let started = Instant::now();
         let cp = ControlPlane::start().await.expect("control plane starts");
-        workers::prepare(&cp, &[NAMESPACE, HOSTILE]).await;
+        workers::prepare(&cp, &[NAMESPACE, HOSTILE, POISONER]).await;
         let dir = tempfile::tempdir().expect("temp dir");
         let options = ClusterOptions {
             nodes,
@@ -861,17 +863,26 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
     );
     hoarder.spec.limits.cpu_ms = 1000;
     hoarder.spec.limits.memory_mib = 32;
-    // The failing Workers are another tenant's: penalties and slot shares
-    // are by namespace.
+    // The failing Workers are other tenants': penalties and slot shares are
+    // by namespace. The poison's penalty delays its own namespace's Workers
+    // on its thread, so it has one of its own.
     let healthy = fleet("ok", 8);
-    let failing = vec![thrower, spinner, bomber, poison, hoarder];
+    let failing = vec![thrower, spinner, bomber, hoarder];
     system
         .kubectl_apply_in(HOSTILE, "failing.yaml", &failing)
+        .await;
+    system
+        .kubectl_apply_in(POISONER, "poison.yaml", std::slice::from_ref(&poison))
         .await;
     system.kubectl_apply("healthy.yaml", &healthy).await;
     let mut placed = system
         .wait_ready_and_placed_in(HOSTILE, &names(&failing))
         .await;
+    placed.extend(
+        system
+            .wait_ready_and_placed_in(POISONER, &names(std::slice::from_ref(&poison)))
+            .await,
+    );
     placed.extend(system.wait_ready_and_placed(&names(&healthy)).await);
     system.wait_all_served(&healthy).await;
     // Each failing Worker has a healthy neighbour on its node and thread.
