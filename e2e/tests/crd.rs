@@ -111,7 +111,7 @@ async fn example_workers_are_accepted() {
         ],
     );
     let limits: serde_json::Value = serde_json::from_str(&limits).expect("limits are JSON");
-    assert_eq!(limits["cpuMs"], 50);
+    assert_eq!(limits["cpuMs"], 30000);
     assert_eq!(limits["wallMs"], 30000);
     assert_eq!(limits["memoryMiB"], 128);
     assert_eq!(limits["subrequests"], 50);
