@@ -54,6 +54,10 @@ mod takeover;
 
 /// Namespace of the tests' Workers.
 const NAMESPACE: &str = "demo";
+/// Another tenant, for Workers that fail beside `NAMESPACE`'s.
+const HOSTILE: &str = "hostile";
+/// A third tenant, whose penalty must not reach the other two.
+const POISONER: &str = "poisoner";
 /// Deadline for anything the system does on its own (Ready, served, placed).
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -82,7 +86,8 @@ impl System {
         let serial = SERIAL.lock().await;
         let started = Instant::now();
         let cp = ControlPlane::start().await.expect("control plane starts");
-        let namespaces: Vec<&str> = std::iter::once(NAMESPACE)
+        let namespaces: Vec<&str> = [NAMESPACE, HOSTILE, POISONER]
+            .into_iter()
             .chain(others.iter().copied())
             .collect();
         workers::prepare(&cp, &namespaces).await;
@@ -114,14 +119,28 @@ impl System {
 
     /// `kubectl apply -f` of `workers` from a file named `file`.
     async fn kubectl_apply(&self, file: &str, workers: &[Worker]) {
+        self.kubectl_apply_in(NAMESPACE, file, workers).await;
+    }
+
+    /// [`kubectl_apply`](Self::kubectl_apply) into `namespace`.
+    async fn kubectl_apply_in(&self, namespace: &str, file: &str, workers: &[Worker]) {
         let path = self.dir.path().join(file);
-        kubectl::apply_workers(&self.cp, &path, NAMESPACE, workers).await;
+        kubectl::apply_workers(&self.cp, &path, namespace, workers).await;
     }
 
     /// Waits until every Worker of `names` is Ready for its generation and
     /// placed; returns them by name.
     async fn wait_ready_and_placed(&self, names: &[String]) -> BTreeMap<String, Worker> {
-        let api = self.workers_api();
+        self.wait_ready_and_placed_in(NAMESPACE, names).await
+    }
+
+    /// [`wait_ready_and_placed`](Self::wait_ready_and_placed) in `namespace`.
+    async fn wait_ready_and_placed_in(
+        &self,
+        namespace: &str,
+        names: &[String],
+    ) -> BTreeMap<String, Worker> {
+        let api: Api<Worker> = Api::namespaced(self.cp.client(), namespace);
         let names: BTreeSet<&String> = names.iter().collect();
         wait_until(
             &format!("{} Workers to be Ready and placed", names.len()),
@@ -850,6 +869,8 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
         &["poison.test"],
     );
     poison.spec.limits.cpu_ms = 1000;
+    // Shorter than the penalty its overrun earns: refused, not kept waiting.
+    poison.spec.limits.wall_ms = 2000;
     // Memory off the JS heap: ArrayBuffers count against memoryMiB too.
     let mut hoarder = inline_worker(
         "hoarder",
@@ -858,11 +879,27 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
     );
     hoarder.spec.limits.cpu_ms = 1000;
     hoarder.spec.limits.memory_mib = 32;
+    // The failing Workers are other tenants': penalties and slot shares are
+    // by namespace. The poison's penalty delays its own namespace's Workers
+    // on its thread, so it has one of its own.
     let healthy = fleet("ok", 8);
-    let mut all = vec![thrower, spinner, bomber, poison, hoarder];
-    all.extend(healthy.iter().cloned());
-    system.kubectl_apply("failing.yaml", &all).await;
-    let placed = system.wait_ready_and_placed(&names(&all)).await;
+    let failing = vec![thrower, spinner, bomber, hoarder];
+    system
+        .kubectl_apply_in(HOSTILE, "failing.yaml", &failing)
+        .await;
+    system
+        .kubectl_apply_in(POISONER, "poison.yaml", std::slice::from_ref(&poison))
+        .await;
+    system.kubectl_apply("healthy.yaml", &healthy).await;
+    let mut placed = system
+        .wait_ready_and_placed_in(HOSTILE, &names(&failing))
+        .await;
+    placed.extend(
+        system
+            .wait_ready_and_placed_in(POISONER, &names(std::slice::from_ref(&poison)))
+            .await,
+    );
+    placed.extend(system.wait_ready_and_placed(&names(&healthy)).await);
     system.wait_all_served(&healthy).await;
     // Each failing Worker has a healthy neighbour on its node and thread.
     let thread_of = |name: &str| placement(&placed[name])[0].clone();
@@ -893,8 +930,9 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
             ("bomber.test", 503, Some("memory_limit")),
             // Its `fill` of doubles (192 MiB; the runtime's check before
             // `fill` counts 4 bytes an element, so it lets 96 MiB through)
-            // runs on past the limit where V8 cannot stop it: quarantined
-            // at once, so it costs its thread that once.
+            // runs on past the limit where V8 cannot stop it: its namespace
+            // is penalized on that thread at once, for longer than its wall
+            // limit, so it costs its thread that once.
             (
                 "poison.test",
                 503,

@@ -39,6 +39,8 @@ pub const MAX_INFLIGHT_ENV: &str = "ISOLANE_MAX_INFLIGHT_PER_THREAD";
 pub const WORKER_SLOTS_ENV: &str = "ISOLANE_WORKER_SLOTS";
 /// Env var for `--max-cpu-ms`.
 pub const MAX_CPU_MS_ENV: &str = "ISOLANE_MAX_CPU_MS";
+/// `--max-request-body-mib`.
+pub const MAX_REQUEST_BODY_MIB_ENV: &str = "ISOLANE_MAX_REQUEST_BODY_MIB";
 /// Env var for `--cache-mib`.
 pub const CACHE_MIB_ENV: &str = "ISOLANE_CACHE_MIB";
 /// Env var for `--cache-namespace-mib`.
@@ -149,9 +151,10 @@ pub struct Args {
     #[arg(long, env = MAX_INFLIGHT_ENV, default_value_t = 256)]
     pub max_inflight_per_thread: usize,
 
-    /// Requests one Worker may have in flight per thread; past it its
-    /// requests are refused (overloaded) while other Workers' still run.
-    /// 0: a quarter of `--max-inflight-per-thread`.
+    /// Requests one namespace (all its Workers together) may have queued or
+    /// in flight per thread; past it its requests are refused (overloaded)
+    /// while other namespaces' still run. 0: a quarter of
+    /// `--max-inflight-per-thread`.
     #[arg(long, env = WORKER_SLOTS_ENV, default_value_t = 0)]
     pub worker_slots: usize,
 
@@ -159,6 +162,11 @@ pub struct Args {
     /// `limits.cpuMs` asks for (one turn holds its thread that long). 0: no cap.
     #[arg(long, env = MAX_CPU_MS_ENV, default_value_t = 5_000)]
     pub max_cpu_ms: u64,
+
+    /// The largest request body a client may send, in MiB; a larger one is
+    /// answered 413 (that request's failure, never the Worker's). 0: no cap.
+    #[arg(long, env = MAX_REQUEST_BODY_MIB_ENV, default_value_t = 100)]
+    pub max_request_body_mib: u64,
 
     /// Memory the Cache API's entries (every Worker's, `caches.default` and
     /// `caches.open`) may hold on this node, in MiB; least recently used out.
@@ -369,6 +377,7 @@ impl Args {
             spare_isolates: self.spare_isolates,
             worker_slots: self.worker_slots,
             max_cpu_ms: self.max_cpu_ms,
+            max_request_body_bytes: self.max_request_body_mib.saturating_mul(1 << 20),
             cache: isolane_engine::CacheConfig {
                 capacity_bytes: self.cache_mib.saturating_mul(1 << 20),
                 namespace_bytes: self.cache_namespace_mib.saturating_mul(1 << 20),

@@ -26,6 +26,15 @@ pub struct WorkerBundle {
 pub use isolane_worker::Limits;
 
 impl WorkerBundle {
+    /// The worker's namespace: `id` up to its first `/` (`namespace/name`,
+    /// [`isolane_worker::WorkerKey`]'s form), or the whole id when it has
+    /// none. The tenant that slots, CPU shares and penalties are counted
+    /// by (`schedule.rs`), so that spreading work over many Workers of one
+    /// namespace gains nothing.
+    pub fn namespace(&self) -> &str {
+        namespace_of(&self.id)
+    }
+
     /// Whether the worker may fetch from `host` (its `allowed_hosts`; the
     /// engine's egress policy applies on top).
     pub fn may_fetch(&self, host: &str) -> bool {
@@ -58,4 +67,9 @@ impl WorkerBundle {
             allowed_hosts: Vec::new(),
         }
     }
+}
+
+/// The namespace part of a worker id (see [`WorkerBundle::namespace`]).
+pub(crate) fn namespace_of(id: &str) -> &str {
+    id.split_once('/').map_or(id, |(namespace, _)| namespace)
 }

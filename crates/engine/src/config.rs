@@ -56,6 +56,9 @@ impl FromStr for PoolMode {
     }
 }
 
+/// The default cap on a request's body: 100 MiB.
+pub const DEFAULT_MAX_REQUEST_BODY_BYTES: u64 = 100 << 20;
+
 /// Engine configuration. `Default` gives one thread per core in the affinity
 /// mask, pinned, with the pinned pool.
 #[derive(Debug, Clone)]
@@ -78,14 +81,20 @@ pub struct EngineConfig {
     pub spare_isolates: usize,
     /// Chunks buffered between a streaming response and its reader.
     pub body_channel_chunks: usize,
-    /// Requests one worker may have in flight on one thread; past it its
-    /// requests are refused (`Overloaded`) while other workers' still run.
-    /// 0: a quarter of `queue_depth`.
+    /// Requests one namespace (all its workers together) may have queued or
+    /// in flight on one thread; past it its requests are refused
+    /// (`Overloaded`) while other namespaces' still run. 0: a quarter of
+    /// `queue_depth`.
     pub worker_slots: usize,
     /// The most CPU time a request may use, whatever its worker asks for
     /// (`limits.cpu_ms` is clamped to it): one turn holds its thread for
     /// that long. 0: no cap.
     pub max_cpu_ms: u64,
+    /// The largest request body a client may send, in bytes (0: no cap).
+    /// A larger one is answered `413` (`body_cap.rs`): the request's
+    /// failure, never the Worker's. Cloudflare's is 100 MB on its Free and
+    /// Pro plans.
+    pub max_request_body_bytes: u64,
     /// Where `fetch` may connect, and the extra CAs it trusts.
     pub egress: crate::egress::EgressConfig,
     /// The Cache API's store, shared by the engine's threads.
@@ -124,6 +133,7 @@ impl Default for EngineConfig {
             body_channel_chunks: 4,
             worker_slots: 0,
             max_cpu_ms: 5_000,
+            max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
             egress: crate::egress::EgressConfig::default(),
             cache: crate::cache::CacheConfig::default(),
         }

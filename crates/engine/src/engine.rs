@@ -181,8 +181,9 @@ impl Engine {
 
     /// Runs `request` on engine thread `thread` with `bundle`'s worker.
     /// Which thread serves a worker is the caller's choice (placement),
-    /// except while another worker keeps that thread busy with long turns:
-    /// then the request runs on a thread clear of them (`fairness.rs`).
+    /// except while another namespace keeps that thread busy: then the
+    /// request runs on a thread clear of it (`fairness.rs`). On its thread
+    /// it waits in its namespace's queue (`schedule.rs`).
     /// A request carrying a [`crate::ScheduledEvent`] extension runs the
     /// worker's `scheduled` handler for that cron tick instead of `fetch`.
     pub async fn execute(
@@ -195,9 +196,9 @@ impl Engine {
         if thread >= threads {
             return Err(ExecuteError::UnknownThread { thread, threads });
         }
-        // Another worker keeps this thread busy with long turns: run there
-        // instead (see `fairness.rs`).
-        let thread = self.inner.shared.loads.choose(thread, &bundle.id);
+        // Another namespace keeps this thread busy: run elsewhere instead
+        // (see `fairness.rs`).
+        let thread = self.inner.shared.loads.choose(thread, bundle.namespace());
         let Some(sender) = self.inner.shared.senders.get(thread) else {
             return Err(ExecuteError::UnknownThread { thread, threads });
         };

@@ -10,7 +10,7 @@
 //! turn (and for its disposal) — at most one isolate is entered on a thread at
 //! any time, never across an `.await`, and any drop order is sound.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::mem::ManuallyDrop;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -55,6 +55,8 @@ pub(crate) struct WorkerIsolate {
     /// (near-heap-limit callback) until the isolate is disposed in `Drop`,
     /// before any field drops; its allocator holds an `Arc` of its own.
     memory: Arc<Memory>,
+    /// Its worker's namespace as `fairness.rs` keys it, once loaded.
+    tenant_key: OnceCell<u64>,
 }
 
 /// Why a turn did not complete normally.
@@ -122,6 +124,7 @@ impl WorkerIsolate {
                 condemned: Cell::new(None),
                 heap_limit: Cell::new(heap_limit),
                 memory,
+                tenant_key: OnceCell::new(),
             }
         });
         Ok(worker)
@@ -185,7 +188,9 @@ impl WorkerIsolate {
             Option<&v8::Global<v8::Object>>,
         ) -> Option<R>,
     ) -> Result<R, TurnError> {
-        if self.condemned.get().is_some() {
+        // A retired isolate (a limit stopped one of its turns) still runs
+        // the turns of the requests already in it, never a new one.
+        if self.condemned.get().is_some() && !self.host.request_live(ctx) {
             return Err(TurnError::Condemned);
         }
         let mut inner = self.inner.borrow_mut();
@@ -239,6 +244,9 @@ impl WorkerIsolate {
             }
             let fired = thread.watchdog.disarm();
             let heap_hit = self.memory.take_hit();
+            if heap_hit || fired.is_some() || tc.has_terminated() {
+                self.recover(tc, heap_hit);
+            }
             if heap_hit {
                 Err(TurnError::Terminated(TerminationReason::MemoryLimit))
             } else if let Some(reason) = fired {
@@ -255,12 +263,22 @@ impl WorkerIsolate {
         };
         drop(entered);
         drop(inner);
-        let used = thread_cpu_now().saturating_sub(cpu_start);
+        let cpu_end = thread_cpu_now();
+        let used = cpu_end.saturating_sub(cpu_start);
         self.host.add_cpu(ctx, used);
-        thread
-            .shared
-            .loads
-            .turn_ended(thread.index, self.host.worker_id(), used);
+        if let Some(worker) = self.worker() {
+            let key = *self
+                .tenant_key
+                .get_or_init(|| crate::fairness::tenant_key(worker.namespace()));
+            thread
+                .shared
+                .loads
+                .turn_ended(thread.index, Some(key), used, cpu_end);
+            thread
+                .schedule
+                .borrow_mut()
+                .charge(worker.namespace(), used);
+        }
         let hit_cpu = self.memory.take_hit_cpu();
         if let Err(TurnError::Terminated(reason)) = &outcome {
             // When the limit was reached, counted from the turn's start.
@@ -276,33 +294,39 @@ impl WorkerIsolate {
         outcome
     }
 
-    /// A limit stopped this isolate: fail the request that ran, cancel the
-    /// others, and refuse further turns. The pool discards it. `overrun` is
-    /// the CPU time the turn kept running past the limit: a strike against
-    /// the worker (see `quarantine.rs`).
+    /// After a turn stopped by a limit (or one the watchdog stopped just as
+    /// it ended): the isolate runs on for the other requests already in it,
+    /// so the termination is cancelled and, after the memory limit, the
+    /// garbage of the stopped turn is collected and the heap limit, raised
+    /// to let the termination unwind (`memory.rs`), is put back.
+    fn recover(&self, isolate: &mut v8::Isolate, heap_hit: bool) {
+        isolate.cancel_terminate_execution();
+        if heap_hit {
+            isolate.low_memory_notification();
+            self.memory
+                .reinstall_heap_callback(isolate, self.heap_limit.get());
+        }
+    }
+
+    /// A limit stopped request `ctx`: it fails alone, as `reason`. When the
+    /// limit stopped JavaScript (`retire`), the isolate takes no new
+    /// requests (the stopped turn may have left the worker's own state half
+    /// updated): the pool drops it, and the requests already in it finish.
+    /// `overrun` is the CPU time the turn kept running past the limit,
+    /// holding the thread from everyone: past `schedule::OVERRUN` its
+    /// namespace is penalized (see `schedule.rs`).
     fn condemn(&self, ctx: u32, reason: TerminationReason, overrun: Duration) {
-        if self.condemned.replace(Some(reason)).is_some() {
-            return;
+        self.fail_at_limit(ctx, reason, overrun, true);
+    }
+
+    fn fail_at_limit(&self, ctx: u32, reason: TerminationReason, overrun: Duration, retire: bool) {
+        if retire {
+            self.condemned.set(Some(reason));
         }
         let thread = &self.host.thread;
         thread.observer.termination(thread.index, reason);
-        if reason != TerminationReason::WallTimeout {
-            let quarantined = thread.quarantine.borrow_mut().strike(
-                self.host.worker_id(),
-                overrun,
-                Instant::now(),
-            );
-            if let Some(length) = quarantined {
-                thread.observer.quarantined(thread.index);
-                tracing::warn!(
-                    worker.id = self.host.worker_id(),
-                    revision = self.host.revision(),
-                    thread = thread.index,
-                    overrun_ms = overrun.as_millis() as u64,
-                    quarantine_s = length.as_secs(),
-                    "the worker keeps hitting its limits; refusing its requests for a while"
-                );
-            }
+        if retire && reason != TerminationReason::WallTimeout {
+            self.penalize(overrun);
         }
         let limits = self.worker().map(|w| w.limits).unwrap_or_default();
         let error = match reason {
@@ -322,12 +346,31 @@ impl WorkerIsolate {
             thread = thread.index,
             request.id = self.host.request_id(ctx).as_deref().unwrap_or(""),
             reason = reason.as_str(),
-            "terminated the worker's JavaScript; discarding its isolate"
+            retire,
+            "a limit stopped the request"
         );
         self.host.fail_request(ctx, error);
-        self.host.fail_all(|| ExecuteError::Canceled {
-            reason: "another request terminated the isolate",
-        });
+    }
+
+    /// The turn overran its limit on this thread: its namespace waits.
+    fn penalize(&self, overrun: Duration) {
+        let thread = &self.host.thread;
+        let namespace = crate::bundle::namespace_of(self.host.worker_id());
+        let penalty = thread
+            .schedule
+            .borrow_mut()
+            .overran(namespace, overrun, Instant::now());
+        if let Some(length) = penalty {
+            thread.observer.quarantined(thread.index);
+            tracing::warn!(
+                worker.id = self.host.worker_id(),
+                revision = self.host.revision(),
+                thread = thread.index,
+                overrun_ms = u64::try_from(overrun.as_millis()).unwrap_or(u64::MAX),
+                penalty_ms = u64::try_from(length.as_millis()).unwrap_or(u64::MAX),
+                "a turn ran on past its limit; its namespace waits on this thread"
+            );
+        }
     }
 
     /// Loads a worker into this blank isolate: compile, evaluate, find the
@@ -451,11 +494,9 @@ impl IsolateTurns for WorkerIsolate {
         if !self.host.request_live(ctx) || cpu <= remaining {
             return true;
         }
-        self.condemn(
-            ctx,
-            TerminationReason::CpuLimit,
-            cpu.saturating_sub(remaining),
-        );
+        // Off this thread: no JavaScript was stopped and no neighbour here
+        // waited, so the request fails alone and the isolate stays.
+        self.fail_at_limit(ctx, TerminationReason::CpuLimit, Duration::ZERO, false);
         false
     }
 

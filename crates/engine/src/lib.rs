@@ -16,6 +16,7 @@
 #![allow(unsafe_code)]
 
 mod body;
+mod body_cap;
 mod bundle;
 mod cache;
 mod config;
@@ -32,7 +33,7 @@ mod outcome;
 mod platform;
 mod pool;
 mod prewarm;
-mod quarantine;
+mod schedule;
 mod scheduled;
 mod script;
 mod snapshot;
@@ -43,7 +44,7 @@ mod watchdog;
 pub use body::{Body, BodyClosed, BodyError, BodySender};
 pub use bundle::{Limits, WorkerBundle};
 pub use cache::CacheConfig;
-pub use config::{EngineConfig, ParsePoolModeError, PoolMode};
+pub use config::{DEFAULT_MAX_REQUEST_BODY_BYTES, EngineConfig, ParsePoolModeError, PoolMode};
 pub use egress::{EgressConfig, EgressRefused, Refusal, TlsConfigError};
 pub use engine::Engine;
 pub use observer::{EngineObserver, EvictionReason, NoopObserver, TerminationReason};

@@ -75,7 +75,8 @@ pub trait EngineObserver: Send + Sync {
     ) {
     }
     fn termination(&self, _thread: usize, _reason: TerminationReason) {}
-    /// A worker was quarantined (see `quarantine.rs`).
+    /// A namespace was penalized on a thread for a turn that ran long past
+    /// its limit (see `schedule.rs`).
     fn quarantined(&self, _thread: usize) {}
     /// The egress policy refused a worker's `fetch` (see `egress.rs`).
     fn egress_refused(&self, _thread: usize, _reason: crate::egress::Refusal) {}

@@ -85,23 +85,35 @@ impl ExecuteError {
             }
             other => other.to_string(),
         };
-        let body = format!(
-            "{}\n",
-            serde_json::json!({ "error": message, "reason": self.reason() })
-        );
-        let mut response = http::Response::new(Body::from(body));
-        *response.status_mut() = self.status();
-        let headers = response.headers_mut();
-        headers.insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/json"),
-        );
-        headers.insert(REASON_HEADER, http::HeaderValue::from_static(self.reason()));
-        if let Some(secs) = self.retry_after() {
-            headers.insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
-        }
-        response
+        error_response(self.status(), &message, self.reason(), self.retry_after())
     }
+}
+
+/// A response the engine answers itself (not the worker): a small JSON
+/// body with the message and reason, `x-isolane-reason`, and `Retry-After`
+/// when it is worth retrying.
+pub(crate) fn error_response(
+    status: StatusCode,
+    message: &str,
+    reason: &'static str,
+    retry_after: Option<u32>,
+) -> http::Response<Body> {
+    let body = format!(
+        "{}\n",
+        serde_json::json!({ "error": message, "reason": reason })
+    );
+    let mut response = http::Response::new(Body::from(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    headers.insert(REASON_HEADER, http::HeaderValue::from_static(reason));
+    if let Some(secs) = retry_after {
+        headers.insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
+    }
+    response
 }
 
 /// The header naming why the engine (not the worker) answered.

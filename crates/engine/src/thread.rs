@@ -22,7 +22,7 @@ use crate::limits::CpuClock;
 use crate::observer::{EngineObserver, EvictionReason, TerminationReason};
 use crate::outcome::{ExecuteError, Outcome};
 use crate::pool::{Evicted, Pool};
-use crate::quarantine::Quarantine;
+use crate::schedule::{Refusal, Schedule};
 use crate::thread_ctx::{EngineShared, ThreadCtx};
 use crate::watchdog::Watchdog;
 
@@ -117,7 +117,7 @@ pub(crate) fn run(start: ThreadStart) {
         watchdog,
         snapshot,
         config: config.clone(),
-        quarantine: RefCell::new(Quarantine::default()),
+        schedule: RefCell::new(Schedule::default()),
     });
     let state = Rc::new(ThreadState {
         pool: RefCell::new(Pool::new(
@@ -159,6 +159,33 @@ async fn serve_jobs(
     let _ = ready.send(Ok(()));
     let permits = Arc::new(Semaphore::new(state.ctx.config.queue_depth.max(1)));
     loop {
+        // Every request that arrived goes to its namespace's queue (or is
+        // refused) before the next one to start is chosen (`schedule.rs`).
+        while let Ok(job) = jobs.try_recv() {
+            receive(&state, job);
+        }
+        // Bound requests in flight too: while they are all busy, new ones
+        // wait in their queues, and once a namespace's share is full, or
+        // the channel is, `execute` fails fast.
+        if let Ok(permit) = permits.clone().try_acquire_owned() {
+            let job = state.ctx.schedule.borrow_mut().next(Instant::now());
+            if let Some(job) = job {
+                tokio::task::spawn_local(serve(state.clone(), job, permit));
+                // Others wait: let this one's first turn, and the turns
+                // already due, run before choosing again.
+                if !state.ctx.schedule.borrow().is_empty() {
+                    tokio::task::yield_now().await;
+                }
+                continue;
+            }
+        }
+        let waiting = !state.ctx.schedule.borrow().is_empty();
+        let release_at = state
+            .ctx
+            .schedule
+            .borrow()
+            .next_release()
+            .map(tokio::time::Instant::from_std);
         // Spares are refilled here, off every request's critical path: one
         // isolate at a time, only once the tasks already runnable had their
         // turn, no request waits in the queue, none is in flight (its timers
@@ -167,7 +194,7 @@ async fn serve_jobs(
         // unless no spare is left, when the next new worker would pay for
         // one anyway.
         let mut refill_at = None;
-        if spares_short(&state) && jobs.is_empty() && refill_now(&state) {
+        if spares_short(&state) && jobs.is_empty() && !waiting && refill_now(&state) {
             let due = refill_due(&state);
             if due > Instant::now() {
                 refill_at = Some(tokio::time::Instant::from_std(due));
@@ -182,34 +209,27 @@ async fn serve_jobs(
                 continue;
             }
         }
-        // Bound requests in flight too: while they are all busy, new ones
-        // wait in the channel, and once it is full `execute` fails fast.
-        let permit = tokio::select! {
+        tokio::select! {
             biased;
             _ = shutdown.changed() => break,
-            permit = permits.clone().acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break,
-            },
-            () = sleep_until(refill_at) => continue,
-        };
-        let job = tokio::select! {
-            biased;
-            _ = shutdown.changed() => break,
+            // A slot came free for a request that waits.
+            permit = permits.clone().acquire_owned(), if waiting && permits.available_permits() == 0 => {
+                if permit.is_err() {
+                    break;
+                }
+            }
             job = jobs.recv() => match job {
-                Some(job) => job,
+                Some(job) => receive(&state, job),
                 None => break,
             },
+            // A penalty ended (`schedule.rs`).
+            () = sleep_until(release_at) => {}
             // A request used a spare, or the last request in flight ended,
             // or the thread has been quiet long enough: back to the top to
             // refill when idle.
-            () = state.spare_taken.notified() => continue,
-            () = state.idle.notified(), if spares_short(&state) => continue,
-            () = sleep_until(refill_at) => continue,
-        };
-        state.last_activity.set(Instant::now());
-        if let Some(job) = forward_if_shared(&state, job) {
-            tokio::task::spawn_local(serve(state.clone(), job, permit));
+            () = state.spare_taken.notified() => {}
+            () = state.idle.notified(), if spares_short(&state) => {}
+            () = sleep_until(refill_at) => {}
         }
     }
     jobs.close();
@@ -227,6 +247,34 @@ async fn serve_jobs(
             break;
         }
     }
+}
+
+/// A request arrived: queued for its namespace, or refused at once when
+/// the namespace has used its share of the thread's slots or is penalized
+/// for longer than the request may wait (`schedule.rs`).
+fn receive(state: &ThreadState, job: Job) {
+    let now = Instant::now();
+    state.last_activity.set(now);
+    let Some(job) = forward_if_shared(state, job) else {
+        return;
+    };
+    let share = worker_slots(&state.ctx.config);
+    let admitted = state.ctx.schedule.borrow_mut().admit(job, share, now);
+    let Err((job, refusal)) = admitted else {
+        return;
+    };
+    let ctx = &state.ctx;
+    let error = match refusal {
+        Refusal::Full => ExecuteError::Overloaded { thread: ctx.index },
+        Refusal::Held { remaining } => ExecuteError::Quarantined {
+            retry_after_secs: u32::try_from(remaining.as_millis().div_ceil(1000).max(1))
+                .unwrap_or(u32::MAX),
+        },
+    };
+    tracing::debug!(worker.id = %job.bundle.id, thread = ctx.index, reason = error.reason(), "refused: the namespace has used its share of the thread");
+    ctx.observer
+        .request_finished(ctx.index, error.outcome(), Duration::ZERO, Duration::ZERO);
+    let _ = job.reply.send(Err(error));
 }
 
 /// Shared mode: consult the engine-wide directory (the global lock) and hand
@@ -477,9 +525,15 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// One request, from job to finished body.
-async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) {
-    let _in_flight = InFlight::new(&state);
+/// One request, from job to finished body; then its namespace's slot is free.
+async fn serve(state: Rc<ThreadState>, job: Job, permit: OwnedSemaphorePermit) {
+    let bundle = job.bundle.clone();
+    serve_request(&state, job, permit).await;
+    state.ctx.schedule.borrow_mut().finished(bundle.namespace());
+}
+
+async fn serve_request(state: &Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) {
+    let _in_flight = InFlight::new(state);
     let started = Instant::now();
     let ctx = &state.ctx;
     let Job {
@@ -490,33 +544,26 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
     } = job;
     let deadline = started + bundle.limits.wall();
     let (parts, body) = request.into_parts();
-    let request_id = request_id(&state, &parts);
+    let request_id = request_id(state, &parts);
     tracing::debug!(worker.id = %bundle.id, revision = %bundle.revision, thread = ctx.index, request.id = %request_id, method = %parts.method, uri = %parts.uri, "request");
 
-    let quarantined = ctx.quarantine.borrow().remaining(&bundle.id, started);
-    if let Some(wait) = quarantined {
-        let error = ExecuteError::Quarantined {
-            retry_after_secs: u32::try_from(wait.as_millis().div_ceil(1000).max(1))
-                .unwrap_or(u32::MAX),
-        };
-        ctx.observer.request_finished(
-            ctx.index,
-            error.outcome(),
-            started.elapsed(),
-            Duration::ZERO,
-        );
-        let _ = reply.send(Err(error));
-        return;
-    }
     if parts.extensions.get::<crate::Prewarm>().is_some() {
-        let result = prewarm(&state, &bundle);
+        let result = prewarm(state, &bundle);
         if let Err(error) = &result {
             tracing::warn!(worker.id = %bundle.id, revision = %bundle.revision, thread = ctx.index, request.id = %request_id, %error, "prewarm failed");
         }
         let _ = reply.send(result);
         return;
     }
-    let isolate = match acquire(&state, &bundle) {
+    let body_limit = ctx.config.max_request_body_bytes;
+    if crate::body_cap::declared_over(&parts.headers, body_limit) {
+        tracing::debug!(worker.id = %bundle.id, thread = ctx.index, request.id = %request_id, "the request body is over the cap");
+        ctx.observer
+            .request_finished(ctx.index, Outcome::Ok, started.elapsed(), Duration::ZERO);
+        let _ = reply.send(Ok(crate::body_cap::response(body_limit)));
+        return;
+    }
+    let isolate = match acquire(state, &bundle) {
         Ok(isolate) => isolate,
         Err(error) => {
             tracing::warn!(worker.id = %bundle.id, revision = %bundle.revision, thread = ctx.index, request.id = %request_id, %error, "worker unavailable");
@@ -530,19 +577,6 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
             return;
         }
     };
-    // Each worker gets a bounded share of the thread's request slots.
-    if isolate.host.requests_in_flight() >= worker_slots(&ctx.config) {
-        let error = ExecuteError::Overloaded { thread: ctx.index };
-        tracing::debug!(worker.id = %bundle.id, thread = ctx.index, request.id = %request_id, "the worker has used its share of the thread's slots");
-        ctx.observer.request_finished(
-            ctx.index,
-            error.outcome(),
-            started.elapsed(),
-            Duration::ZERO,
-        );
-        let _ = reply.send(Err(error));
-        return;
-    }
     let (head_tx, head_rx) = oneshot::channel();
     let (done_tx, done_rx) = oneshot::channel();
     let host = &isolate.host;
@@ -554,9 +588,12 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         deadline,
         incoming_hops(&parts.headers),
     );
+    let mut tripped = None;
     let body_id = if http_body::Body::is_end_stream(&body) {
         0
     } else {
+        let (body, cap) = crate::body_cap::cap(body, body_limit);
+        tripped = Some(cap);
         host.register_body(req, body)
     };
     match isolate.handle_request(req, &parts, &request_url(&parts), body_id) {
@@ -598,7 +635,15 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         Ok(Err(_)) => Err(ExecuteError::Canceled {
             reason: "the worker never answered",
         }),
-        Err(_) => Err(wall_timeout(&state, &isolate, req, &bundle)),
+        Err(_) => Err(wall_timeout(state, &isolate, req, &bundle)),
+    };
+    // The client's body broke at the cap and the worker did not answer by
+    // itself: the answer is the 413 (`body_cap.rs`).
+    let result = match result {
+        Err(_) if tripped.as_ref().is_some_and(|t| t.get()) => {
+            Ok(crate::body_cap::response(body_limit))
+        }
+        result => result,
     };
     let answered = result.is_ok();
     if let Err(error) = &result {
@@ -611,13 +656,10 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
             .await
             .is_err()
     {
-        wall_timeout(&state, &isolate, req, &bundle);
+        wall_timeout(state, &isolate, req, &bundle);
     }
     let (cpu, failure) = host.finish_request(req);
     let outcome = failure.unwrap_or(Outcome::Ok);
-    if outcome == Outcome::Ok {
-        ctx.quarantine.borrow_mut().success(&bundle.id);
-    }
     ctx.observer
         .request_finished(ctx.index, outcome, started.elapsed(), cpu);
 
@@ -627,9 +669,9 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
             .pool
             .borrow_mut()
             .release(&bundle, &isolate, &mut evicted);
-        report_evictions(&state, evicted);
+        report_evictions(state, evicted);
         drop(isolate);
-        report_gauges(&state);
+        report_gauges(state);
     }
 }
 
@@ -641,8 +683,8 @@ fn incoming_hops(headers: &http::HeaderMap) -> u32 {
         .unwrap_or(0)
 }
 
-/// Requests one worker may have in flight on a thread: `worker_slots`, or
-/// a quarter of the thread's slots.
+/// Requests one namespace may have queued or in flight on a thread:
+/// `worker_slots`, or a quarter of the thread's slots.
 fn worker_slots(config: &EngineConfig) -> usize {
     match config.worker_slots {
         0 => (config.queue_depth / 4).max(1),

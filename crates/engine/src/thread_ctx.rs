@@ -1,6 +1,6 @@
 //! What the isolates of an engine thread reach through it: [`ThreadCtx`],
 //! the thread's own observer, config, outbound client, watchdog and
-//! quarantine, and through it [`EngineShared`], what all threads share.
+//! schedule, and through it [`EngineShared`], what all threads share.
 //!
 //! Apart from `thread.rs` (the thread's loop, its pool and its requests) so
 //! that isolates and host functions depend on this, not on the thread that
@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use crate::config::EngineConfig;
 use crate::job::Job;
 use crate::observer::EngineObserver;
-use crate::quarantine::Quarantine;
+use crate::schedule::Schedule;
 use crate::watchdog::Watchdog;
 
 /// What all threads share. Only `shared` mode touches the directory.
@@ -53,6 +53,7 @@ pub(crate) struct ThreadCtx {
     pub(crate) client: crate::egress::FetchClient,
     pub(crate) watchdog: Watchdog,
     pub(crate) snapshot: &'static [u8],
-    /// Workers refused for a while (borrowed briefly, never across an await).
-    pub(crate) quarantine: RefCell<Quarantine>,
+    /// The requests waiting and in flight, by namespace, with their CPU
+    /// shares and penalties (borrowed briefly, never across an await).
+    pub(crate) schedule: RefCell<Schedule>,
 }

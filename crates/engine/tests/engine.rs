@@ -47,6 +47,8 @@ mod service_worker;
 mod signal;
 #[path = "engine/streaming.rs"]
 mod streaming;
+#[path = "engine/tenants.rs"]
+mod tenants;
 #[path = "engine/url.rs"]
 mod url;
 #[path = "engine/url_pattern.rs"]

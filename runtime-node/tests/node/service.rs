@@ -7,7 +7,9 @@ use bytes::Bytes;
 use isolane_engine::Limits;
 use isolane_node::ListenerMode;
 use isolane_proto::Outcome;
-use isolane_proto::runtime::v1::{ExecuteRequest, StatsRequest, execute_response::Frame as Out};
+use isolane_proto::runtime::v1::{
+    ExecuteRequest, Header, StatsRequest, execute_response::Frame as Out,
+};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -312,6 +314,57 @@ async fn a_cpu_limit_is_a_503_head_with_its_reason() {
     );
 }
 
+/// An anonymous client, through the node's gRPC service: requests to a
+/// Worker's expensive route that each end at the CPU limit, many in a row,
+/// and bodies declared over the node's cap; each fails alone (503
+/// `cpu_limit`, 413 `body_too_large`), and the same Worker's cheap route
+/// answers after every one of them (once, three in a row quarantined it).
+#[tokio::test]
+async fn limits_fail_the_request_never_the_worker() {
+    let node = start(Shape::default());
+    node.deploy_with(
+        "shop/app",
+        "r1",
+        "export default { fetch(request) {
+            if (new URL(request.url).pathname === '/heavy') { for (;;) {} }
+            return new Response('ok');
+        } };",
+        Limits {
+            cpu_ms: 20,
+            ..Limits::default()
+        },
+    );
+    let mut client = node.client(0).await;
+    let route = |path: &str| {
+        let mut head = head("POST", "shop/app", "r1", 0);
+        head.url = format!("https://worker.example{path}");
+        head
+    };
+    for _ in 0..6 {
+        let heavy = call(&mut client, route("/heavy"), &[]).await.unwrap();
+        assert_eq!(heavy.head.status, 503);
+        assert_eq!(
+            heavy.header("x-isolane-reason").as_deref(),
+            Some("cpu_limit")
+        );
+        let mut oversized = route("/cheap");
+        oversized
+            .headers
+            .push(Header::new("content-length", (200u64 << 20).to_string()));
+        let oversized = call(&mut client, oversized, &[]).await.unwrap();
+        assert_eq!(oversized.head.status, 413);
+        assert_eq!(
+            oversized.header("x-isolane-reason").as_deref(),
+            Some("body_too_large")
+        );
+        let cheap = call(&mut client, route("/cheap"), &[]).await.unwrap();
+        assert_eq!(
+            (cheap.head.status, cheap.body.as_slice()),
+            (200, &b"ok"[..])
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_head_deadline_is_honoured() {
     let node = start(Shape::default());
@@ -388,9 +441,9 @@ async fn per_thread_listeners_each_serve_their_thread() {
     );
 }
 
-/// A Worker that never answers, called by more clients than its share of a
-/// thread's slots: the excess is refused as overloaded, a bystander on the
-/// same thread is served, the in-flight gauge says what is in flight, and
+/// A Worker that never answers, called by more clients than its namespace's
+/// share of a thread's slots: the excess is refused as overloaded, a
+/// bystander of another namespace on the same thread is served, the in-flight gauge says what is in flight, and
 /// when the callers go away every slot is free again at once.
 #[tokio::test]
 async fn a_never_settling_worker_gets_its_share_of_slots_and_frees_them() {
@@ -405,7 +458,7 @@ async fn a_never_settling_worker_gets_its_share_of_slots_and_frees_them() {
         "export default { fetch() { return new Promise(() => {}); } };",
     );
     node.deploy(
-        "demo/hello",
+        "web/hello",
         "r1",
         "export default { fetch() { return new Response('hello'); } };",
     );
@@ -432,7 +485,7 @@ async fn a_never_settling_worker_gets_its_share_of_slots_and_frees_them() {
         node.metrics_text()
     );
     let mut bystander = client.clone();
-    let answer = call(&mut bystander, head("GET", "demo/hello", "r1", 0), &[])
+    let answer = call(&mut bystander, head("GET", "web/hello", "r1", 0), &[])
         .await
         .unwrap();
     assert_eq!(answer.text(), "hello");

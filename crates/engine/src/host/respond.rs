@@ -109,15 +109,7 @@ async fn write_body(
                 if length == Some(0) {
                     continue;
                 }
-                // The client went away mid-body: abort the request's signal,
-                // then cancel the request, so its slot is free at once and
-                // nothing more of it runs.
-                if let Some(isolate) = me.upgrade() {
-                    isolate.request_aborted(ctx);
-                    isolate.host().fail_request(ctx, ExecuteError::Canceled {
-                        reason: "the client went away",
-                    });
-                }
+                reader_gone(&me, ctx);
                 continue;
             }
         };
@@ -141,7 +133,16 @@ async fn write_body(
                 let settlement = match sender.send(bytes).await {
                     Ok(()) if over => Settlement::TypeError(TOO_LONG.to_owned()),
                     Ok(()) => Settlement::Undefined,
-                    Err(_) => Settlement::TypeError("the response's reader went away".to_owned()),
+                    Err(_) => {
+                        // Found gone by this chunk rather than by `closed`
+                        // (both were ready): the same, before the chunk's
+                        // promise rejects.
+                        if !told {
+                            told = true;
+                            reader_gone(&me, ctx);
+                        }
+                        Settlement::TypeError("the response's reader went away".to_owned())
+                    }
                 };
                 if let Some(isolate) = me.upgrade() {
                     isolate.settle(op, settlement);
@@ -166,6 +167,20 @@ async fn write_body(
                 return;
             }
         }
+    }
+}
+
+/// The client went away mid-body: abort the request's signal, then cancel
+/// the request, so its slot is free at once and nothing more of it runs.
+fn reader_gone(me: &std::rc::Weak<dyn IsolateTurns>, ctx: u32) {
+    if let Some(isolate) = me.upgrade() {
+        isolate.request_aborted(ctx);
+        isolate.host().fail_request(
+            ctx,
+            ExecuteError::Canceled {
+                reason: "the client went away",
+            },
+        );
     }
 }
 

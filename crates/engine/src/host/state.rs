@@ -127,9 +127,9 @@ pub(crate) trait IsolateTurns {
 
     /// Charges CPU time spent off this thread for request `ctx` (an
     /// offloaded Web Crypto job, `host/crypto/offload.rs`). Past the
-    /// request's CPU limit the request ends as `cpu_limit` and the isolate is
-    /// condemned, as if a turn had run that long; returns whether the
-    /// request may go on.
+    /// request's CPU limit the request ends as `cpu_limit`, alone (the
+    /// isolate stays: none of its JavaScript was stopped); returns whether
+    /// the request may go on.
     fn charge_offloaded_cpu(&self, ctx: u32, cpu: Duration) -> bool;
 
     /// Settles the promise of a finished op, in a turn charged to its request.
@@ -274,11 +274,6 @@ impl HostState {
             },
         );
         id
-    }
-
-    /// Requests in flight in this isolate.
-    pub(crate) fn requests_in_flight(&self) -> usize {
-        self.requests.borrow().len()
     }
 
     /// The hop count outbound fetches of request `ctx` carry.

@@ -39,7 +39,7 @@ async fn a_never_settling_worker_gets_its_share_of_slots_and_no_more() {
         ..EngineConfig::default()
     });
     let share = 256 / 4;
-    let neighbour = bundle("t/neighbour", HELLO);
+    let neighbour = bundle("web/neighbour", HELLO);
     assert_eq!(
         run(&engine, 0, &neighbour, "/").await,
         (200, "hello".to_owned())
@@ -68,6 +68,7 @@ async fn a_never_settling_worker_gets_its_share_of_slots_and_no_more() {
     // Everything past the share is refused at once, as overloaded.
     wait_until("the tarpit's excess refused", DEADLINE, || async {
         count(&recorder, Outcome::Overloaded) == 600 - share
+            && clients.iter().filter(|c| c.is_finished()).count() >= 600 - share
     })
     .await;
     let refused = clients.iter().filter(|c| c.is_finished()).count();
@@ -131,7 +132,7 @@ async fn a_cpu_hog_s_neighbours_are_served_by_another_thread() {
         },
         &[],
     ));
-    let neighbour = bundle("t/neighbour", HELLO);
+    let neighbour = bundle("web/neighbour", HELLO);
     // Before: the neighbour's isolate is on thread 0, where it is placed.
     assert_eq!(
         run(&engine, 0, &neighbour, "/").await,

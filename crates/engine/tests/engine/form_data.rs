@@ -92,7 +92,10 @@ async fn half_a_million_parts_end_in_a_limit() {
     let parser = Arc::new(bundle_with(
         "t/form-data-many-parts",
         MANY_PARTS,
-        Limits::default(),
+        Limits {
+            cpu_ms: 50,
+            ..Limits::default()
+        },
         &[],
     ));
     assert_eq!(

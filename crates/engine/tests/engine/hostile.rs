@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use isolane_engine::{Body, ExecuteError, Limits, PoolMode, TerminationReason};
+use isolane_engine::{
+    Body, Engine, EngineConfig, ExecuteError, Limits, PoolMode, TerminationReason,
+};
 
 use crate::support::*;
 
@@ -20,7 +22,7 @@ use crate::support::*;
 #[tokio::test]
 async fn single_huge_allocations_end_the_request_not_the_process() {
     let (engine, recorder) = engine(1, PoolMode::Pinned);
-    let neighbour = bundle("t/neighbour", HELLO);
+    let neighbour = bundle("web/neighbour", HELLO);
     neighbour_ok(&engine, &neighbour).await;
     // (attack, whether it may end as a stack overflow rather than memory: a
     // 16 M-argument spread does not fit the stack, a RangeError the worker
@@ -83,7 +85,7 @@ async fn single_huge_allocations_end_the_request_not_the_process() {
 #[tokio::test]
 async fn memory_off_the_js_heap_counts_against_the_limit() {
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
-    let neighbour = bundle("t/neighbour", HELLO);
+    let neighbour = bundle("web/neighbour", HELLO);
     let kinds = [
         "new ArrayBuffer(8 << 20)",
         "new Float64Array(1 << 20)",
@@ -143,8 +145,15 @@ async fn memory_off_the_js_heap_counts_against_the_limit() {
 /// limit: stopped at the limit, long before the upload ends.
 #[tokio::test]
 async fn a_body_read_whole_is_bounded_by_the_memory_limit() {
-    let (engine, _recorder) = engine(1, PoolMode::Pinned);
-    let neighbour = bundle("t/neighbour", HELLO);
+    // No body cap: the memory limit, not the engine's 413, must stop it.
+    let (engine, _recorder) = engine_with(EngineConfig {
+        threads: 1,
+        pin_threads: false,
+        spare_isolates: 1,
+        max_request_body_bytes: 0,
+        ..EngineConfig::default()
+    });
+    let neighbour = bundle("web/neighbour", HELLO);
     neighbour_ok(&engine, &neighbour).await;
     let bad = Arc::new(bundle_with(
         "t/reader",
@@ -185,7 +194,7 @@ async fn a_body_read_whole_is_bounded_by_the_memory_limit() {
 #[tokio::test]
 async fn a_slow_reader_holds_only_small_slices() {
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
-    let neighbour = bundle("t/neighbour", HELLO);
+    let neighbour = bundle("web/neighbour", HELLO);
     let bad = Arc::new(bundle_with(
         "t/firehose",
         "export default { fetch() {
@@ -285,7 +294,7 @@ async fn cpu_of(recorder: &Recorder, outcome: isolane_engine::Outcome) -> Durati
 #[tokio::test]
 async fn a_long_digest_is_cut_at_the_cpu_limit() {
     let (engine, recorder) = engine(1, PoolMode::Pinned);
-    let neighbour = bundle("t/neighbour", HELLO);
+    let neighbour = bundle("web/neighbour", HELLO);
     let script = "const data = new Uint8Array(96 << 20);
         export default { async fetch() {
             await crypto.subtle.digest('SHA-256', data);
@@ -327,7 +336,7 @@ async fn a_long_digest_is_cut_at_the_cpu_limit() {
 #[tokio::test]
 async fn reservations_count_and_wasm_is_refused() {
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
-    let neighbour = bundle("t/neighbour", HELLO);
+    let neighbour = bundle("web/neighbour", HELLO);
     let hoard = Arc::new(bundle_with(
         "t/resizable",
         "export default { fetch() {
@@ -382,17 +391,21 @@ async fn reservations_count_and_wasm_is_refused() {
 }
 
 /// A worker whose turn ran on long past its limit (a builtin V8 cannot
-/// interrupt) is quarantined at once; one that keeps hitting its limits is
-/// quarantined after a few strikes; a success in between forgives.
+/// interrupt) held the thread from everyone: its namespace waits on that
+/// thread for a multiple of the overrun, and a request that could not wait
+/// that long is refused as quarantined. Limits reached promptly are each
+/// that request's failure alone, however many in a row.
 #[tokio::test]
-async fn repeat_offenders_are_quarantined() {
+async fn only_an_overrun_past_the_limit_is_penalized() {
     let (engine, recorder) = engine(1, PoolMode::Pinned);
-    let neighbour = bundle("t/neighbour", HELLO);
+    let neighbour = bundle("web/neighbour", HELLO);
     let poison = Arc::new(bundle_with(
         "t/poison",
         "export default { fetch() { const x = new Array(3 * 2**23).fill(0.5); return new Response(String(x.length)); } };",
         Limits {
             cpu_ms: 1_000,
+            // Shorter than the penalty: refused rather than kept waiting.
+            wall_ms: 2_000,
             ..memory_limits(128)
         },
         &[],
@@ -410,24 +423,18 @@ async fn repeat_offenders_are_quarantined() {
         .execute(0, poison.clone(), get("/"))
         .await
         .unwrap_err();
-    assert!(
-        matches!(
-            refused,
-            ExecuteError::Quarantined {
-                retry_after_secs: 10
-            }
-        ),
-        "{refused:?}"
-    );
+    let ExecuteError::Quarantined { retry_after_secs } = refused else {
+        panic!("{refused:?}");
+    };
+    assert!(retry_after_secs >= 2, "{retry_after_secs}");
     let response = refused.to_response();
     assert_eq!(response.status(), 503);
     assert_eq!(response.headers()["x-isolane-reason"], "quarantined");
-    assert_eq!(response.headers()["retry-after"], "10");
     neighbour_ok(&engine, &neighbour).await;
 
-    // Stopped promptly each time: quarantined on the third strike in a row.
+    // Stopped promptly each time: never penalized, whatever the count.
     let spinner = Arc::new(bundle_with(
-        "t/spinner",
+        "spin/spinner",
         "export default { fetch(request) { if (new URL(request.url).pathname === '/ok') return new Response('ok'); for (;;) {} } };",
         Limits {
             cpu_ms: 20,
@@ -435,40 +442,22 @@ async fn repeat_offenders_are_quarantined() {
         },
         &[],
     ));
-    let cpu_limit = |e: &ExecuteError| matches!(e, ExecuteError::CpuLimit { .. });
-    for _ in 0..2 {
+    for _ in 0..6 {
         let error = engine
             .execute(0, spinner.clone(), get("/"))
             .await
             .unwrap_err();
-        assert!(cpu_limit(&error), "{error:?}");
+        assert!(matches!(error, ExecuteError::CpuLimit { .. }), "{error:?}");
     }
-    // A success forgives the strikes so far.
     assert_eq!(
         run(&engine, 0, &spinner, "/ok").await,
         (200, "ok".to_owned())
     );
-    for _ in 0..3 {
-        let error = engine
-            .execute(0, spinner.clone(), get("/"))
-            .await
-            .unwrap_err();
-        assert!(cpu_limit(&error), "{error:?}");
-    }
-    let refused = engine
-        .execute(0, spinner.clone(), get("/ok"))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(refused, ExecuteError::Quarantined { .. }),
-        "{refused:?}"
-    );
     neighbour_ok(&engine, &neighbour).await;
-    assert!(
-        recorder
-            .outcomes
-            .lock()
-            .unwrap()
-            .contains(&isolane_engine::Outcome::Quarantined)
-    );
+    let outcomes = recorder.outcomes.lock().unwrap().clone();
+    let quarantined = outcomes
+        .iter()
+        .filter(|o| **o == isolane_engine::Outcome::Quarantined)
+        .count();
+    assert_eq!(quarantined, 1, "{outcomes:?}");
 }

@@ -1,0 +1,294 @@
+//! [`Schedule`]: which request an engine thread starts next, by namespace.
+//!
+//! The tenant is the Kubernetes namespace, not the Worker: one namespace's
+//! Workers share one queue, one slot share and one CPU account per thread,
+//! so spreading work over many Workers gains nothing.
+//!
+//! - **Slots.** A namespace may have at most `worker_slots` requests queued
+//!   or in flight on one thread; past it, only its requests are refused
+//!   (`Overloaded`), at once.
+//! - **CPU share.** Requests wait in per-namespace queues and the thread
+//!   starts the one of the namespace with the least virtual time: the CPU
+//!   its turns used, measured (every turn, also a request's later ones, is
+//!   charged). A namespace that comes back from idle starts at the current
+//!   virtual time, so it cannot bank credit, and a neighbour that asks
+//!   rarely goes before a namespace that floods. A turn cannot be
+//!   preempted, so this orders *starts*: a neighbour waits for at most the
+//!   turn that is running, plus the turns already under way.
+//! - **Penalty for overruns.** A turn that kept running more than
+//!   [`OVERRUN`] past its request's CPU or memory limit (a builtin V8 cannot
+//!   interrupt) held the thread from everyone. Its namespace's next requests
+//!   on this thread wait for [`PENALTY`] times that overrun (at most
+//!   [`LONGEST`]); one whose wall limit ends before the wait would is
+//!   refused at once as `Quarantined`, with `Retry-After`. The wait is
+//!   proportional to the harm proven, is never a strike count, and a
+//!   request that stops at its limit promptly (a loop, an allocation, a big
+//!   body) costs its namespace nothing but its own failure. Whoever makes a
+//!   turn overrun — the Worker's code, or a client whose input the Worker
+//!   feeds to such a builtin — delays only that namespace, on that thread,
+//!   for a time bounded by what the overrun already cost the thread.
+//!
+//! Per engine thread, like the isolates; borrowed briefly, never across an
+//! await.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use crate::job::Job;
+
+/// CPU time a stopped turn may keep running past its limit before its
+/// namespace is penalized. An interruptible turn stops within microseconds;
+/// this leaves room for the garbage collection that termination may run.
+pub(crate) const OVERRUN: Duration = Duration::from_millis(100);
+
+/// How many times an overrun its namespace waits afterwards: the thread's
+/// other tenants get at least this share of it back (4: a namespace that
+/// overruns again and again holds the thread at most a fifth of the time).
+pub(crate) const PENALTY: u32 = 4;
+
+/// The longest penalty.
+pub(crate) const LONGEST: Duration = Duration::from_secs(60);
+
+/// Namespaces remembered before the idle ones are forgotten (a warm request
+/// of a namespace seen lately allocates nothing).
+const KEPT_IDLE: usize = 64;
+
+/// One namespace on one thread.
+#[derive(Default)]
+struct Tenant {
+    queue: VecDeque<Job>,
+    in_flight: usize,
+    /// CPU time charged (ns), on the thread's virtual clock.
+    vtime: u64,
+    /// When it became active (ties go to the earlier).
+    since: u64,
+    /// Its requests wait until then (an overrun's penalty).
+    held_until: Option<Instant>,
+}
+
+impl Tenant {
+    fn idle(&self, now: Instant) -> bool {
+        self.queue.is_empty()
+            && self.in_flight == 0
+            && self.held_until.is_none_or(|until| until <= now)
+    }
+}
+
+/// Why a request was not queued.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Its namespace has all its slots on this thread.
+    Full,
+    /// Its namespace is penalized for longer than the request may wait.
+    Held { remaining: Duration },
+}
+
+/// The requests of one thread, by namespace.
+#[derive(Default)]
+pub(crate) struct Schedule {
+    tenants: HashMap<Box<str>, Tenant>,
+    /// The virtual time of the last request started.
+    clock: u64,
+    /// Activations so far (for ties).
+    seq: u64,
+    queued: usize,
+}
+
+impl Schedule {
+    /// Queues `job` for its namespace, or gives it back with why not.
+    pub(crate) fn admit(
+        &mut self,
+        job: Job,
+        share: usize,
+        now: Instant,
+    ) -> Result<(), (Box<Job>, Refusal)> {
+        let (clock, seq) = (self.clock, self.seq);
+        let namespace = job.bundle.namespace();
+        if !self.tenants.contains_key(namespace) && self.tenants.len() >= KEPT_IDLE {
+            // Forget the idle ones (they come back at the clock anyway).
+            self.tenants.retain(|_, t| !t.idle(now));
+        }
+        let tenant = match self.tenants.get_mut(namespace) {
+            Some(tenant) => tenant,
+            None => self.tenants.entry(Box::from(namespace)).or_default(),
+        };
+        if tenant.queue.len() + tenant.in_flight >= share.max(1) {
+            return Err((Box::new(job), Refusal::Full));
+        }
+        if let Some(until) = tenant.held_until.filter(|until| *until > now) {
+            let remaining = until - now;
+            if remaining >= job.bundle.limits.wall() {
+                return Err((Box::new(job), Refusal::Held { remaining }));
+            }
+        }
+        if tenant.queue.is_empty() && tenant.in_flight == 0 {
+            // Back from idle: no credit for the time away.
+            tenant.vtime = tenant.vtime.max(clock);
+            tenant.since = seq;
+            self.seq += 1;
+        }
+        tenant.queue.push_back(job);
+        self.queued += 1;
+        Ok(())
+    }
+
+    /// Whether any request waits (held or not).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queued == 0
+    }
+
+    /// The request to start now: the oldest of the namespace with the least
+    /// virtual time among those not held. It counts as in flight until
+    /// [`finished`](Self::finished).
+    pub(crate) fn next(&mut self, now: Instant) -> Option<Job> {
+        if self.queued == 0 {
+            return None;
+        }
+        let tenant = self
+            .tenants
+            .values_mut()
+            .filter(|t| !t.queue.is_empty() && t.held_until.is_none_or(|until| until <= now))
+            .min_by_key(|t| (t.vtime, t.since))?;
+        let job = tenant.queue.pop_front()?;
+        tenant.in_flight += 1;
+        self.clock = self.clock.max(tenant.vtime);
+        self.queued -= 1;
+        Some(job)
+    }
+
+    /// When the earliest penalty of a namespace with requests waiting ends.
+    pub(crate) fn next_release(&self) -> Option<Instant> {
+        if self.queued == 0 {
+            return None;
+        }
+        self.tenants
+            .values()
+            .filter(|t| !t.queue.is_empty())
+            .filter_map(|t| t.held_until)
+            .min()
+    }
+
+    /// `namespace`'s turn used `cpu`.
+    pub(crate) fn charge(&mut self, namespace: &str, cpu: Duration) {
+        if let Some(tenant) = self.tenants.get_mut(namespace) {
+            let ns = u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX);
+            tenant.vtime = tenant.vtime.saturating_add(ns);
+        }
+    }
+
+    /// One of `namespace`'s requests ended.
+    pub(crate) fn finished(&mut self, namespace: &str) {
+        let Some(tenant) = self.tenants.get_mut(namespace) else {
+            return;
+        };
+        tenant.in_flight = tenant.in_flight.saturating_sub(1);
+    }
+
+    /// A turn of `namespace` ran `overrun` past its limit. Returns the
+    /// penalty this starts, if the overrun was long enough for one.
+    pub(crate) fn overran(
+        &mut self,
+        namespace: &str,
+        overrun: Duration,
+        now: Instant,
+    ) -> Option<Duration> {
+        if overrun <= OVERRUN {
+            return None;
+        }
+        let length = overrun.saturating_mul(PENALTY).min(LONGEST);
+        let tenant = self.tenants.entry(Box::from(namespace)).or_default();
+        let until = now + length;
+        tenant.held_until = Some(tenant.held_until.map_or(until, |held| held.max(until)));
+        Some(length)
+    }
+
+    /// How long `namespace` is held now, if it is.
+    #[cfg(test)]
+    fn held(&self, namespace: &str, now: Instant) -> Option<Duration> {
+        let until = self.tenants.get(namespace)?.held_until?;
+        (until > now).then(|| until - now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::body::Body;
+    use crate::bundle::WorkerBundle;
+
+    fn job(id: &str) -> Job {
+        let (reply, _) = tokio::sync::oneshot::channel();
+        Job {
+            bundle: Arc::new(WorkerBundle::new(id, "r1", "")),
+            request: http::Request::new(Body::empty()),
+            reply,
+            forwarded: false,
+        }
+    }
+
+    fn admit(s: &mut Schedule, id: &str, share: usize) -> Result<(), Refusal> {
+        s.admit(job(id), share, Instant::now()).map_err(|(_, r)| r)
+    }
+
+    fn next_id(s: &mut Schedule) -> Option<String> {
+        s.next(Instant::now()).map(|j| j.bundle.id.clone())
+    }
+
+    #[test]
+    fn slots_are_shared_by_namespace_not_by_worker() {
+        let mut s = Schedule::default();
+        for i in 0..4 {
+            assert_eq!(admit(&mut s, &format!("hog/w{i}"), 4), Ok(()));
+        }
+        assert_eq!(admit(&mut s, "hog/w9", 4), Err(Refusal::Full));
+        assert_eq!(admit(&mut s, "other/w", 4), Ok(()));
+        // In flight counts too, until finished.
+        assert!(next_id(&mut s).is_some());
+        assert_eq!(admit(&mut s, "hog/w5", 4), Err(Refusal::Full));
+    }
+
+    #[test]
+    fn the_namespace_that_used_less_cpu_starts_first() {
+        let mut s = Schedule::default();
+        for _ in 0..3 {
+            admit(&mut s, "hog/a", 16).unwrap();
+        }
+        assert_eq!(next_id(&mut s).as_deref(), Some("hog/a"));
+        s.charge("hog", Duration::from_millis(4));
+        // A neighbour arriving behind the hog's queue goes first.
+        admit(&mut s, "web/n", 16).unwrap();
+        assert_eq!(next_id(&mut s).as_deref(), Some("web/n"));
+        s.charge("web", Duration::from_micros(100));
+        s.finished("web");
+        assert_eq!(next_id(&mut s).as_deref(), Some("hog/a"));
+        s.charge("hog", Duration::from_millis(4));
+        // Back from idle: at the clock, still ahead of the hog.
+        admit(&mut s, "web/n", 16).unwrap();
+        assert_eq!(next_id(&mut s).as_deref(), Some("web/n"));
+        assert_eq!(next_id(&mut s).as_deref(), Some("hog/a"));
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn only_an_overrun_holds_and_only_its_namespace() {
+        let mut s = Schedule::default();
+        let now = Instant::now();
+        assert_eq!(s.overran("hog", OVERRUN, now), None);
+        let overrun = Duration::from_secs(2);
+        assert_eq!(s.overran("hog", overrun, now), Some(overrun * PENALTY));
+        assert_eq!(s.held("hog", now), Some(overrun * PENALTY));
+        assert_eq!(s.held("web", now), None);
+        admit(&mut s, "hog/a", 16).unwrap();
+        admit(&mut s, "web/n", 16).unwrap();
+        assert_eq!(next_id(&mut s).as_deref(), Some("web/n"));
+        assert_eq!(next_id(&mut s), None, "the hog waits");
+        assert_eq!(s.next_release(), Some(now + overrun * PENALTY));
+        assert!(s.next(now + overrun * PENALTY).is_some());
+        // A request that could not wait that long is refused.
+        s.overran("hog", Duration::from_secs(30), now);
+        let held = s.admit(job("hog/a"), 16, now).map_err(|(_, r)| r);
+        assert_eq!(held, Err(Refusal::Held { remaining: LONGEST }));
+    }
+}
