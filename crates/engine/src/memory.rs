@@ -81,7 +81,7 @@ pub(crate) struct Memory {
     hit: AtomicBool,
     /// The engine thread's CPU time (ns) when the limit was first hit, 0 if
     /// not since the last `take_hit_cpu`: how long a builtin ran on past the
-    /// limit decides quarantine (`quarantine.rs`).
+    /// limit decides its penalty (`schedule.rs`).
     hit_cpu_ns: AtomicU64,
     /// Set once the isolate exists (the allocator is made before it).
     handle: OnceLock<v8::IsolateHandle>,

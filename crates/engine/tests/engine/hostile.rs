@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use isolane_engine::{
-    Body, Engine, EngineConfig, ExecuteError, Limits, PoolMode, TerminationReason,
+    Body, EngineConfig, ExecuteError, Limits, PoolMode, TerminationReason,
 };
 
 use crate::support::*;
