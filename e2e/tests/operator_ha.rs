@@ -33,11 +33,7 @@ fn init_tracing() {
 
 async fn leader_lease(client: &Client) -> Option<LeaseSpec> {
     let leases: Api<Lease> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
-    leases
-        .get_opt("isolane-operator-leader")
-        .await
-        .ok()??
-        .spec
+    leases.get_opt("isolane-operator-leader").await.ok()??.spec
 }
 
 async fn holder(client: &Client) -> Option<String> {
@@ -256,7 +252,9 @@ async fn two_operators_elect_one_leader_and_fail_over() {
     // Never before the dead leader's Lease had expired. How soon after is a
     // matter of load (the time above is printed, not asserted: it measures the
     // machine as much as the election).
-    let acquired = taken.acquire_time.expect("a taken Lease has an acquire time");
+    let acquired = taken
+        .acquire_time
+        .expect("a taken Lease has an acquire time");
     let expired = renewed_before_kill.0 + lease_duration;
     assert!(
         acquired.0 >= expired,

@@ -11,9 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use isolane_engine::{
-    Body, EngineConfig, ExecuteError, Limits, PoolMode, TerminationReason,
-};
+use isolane_engine::{Body, EngineConfig, ExecuteError, Limits, PoolMode, TerminationReason};
 
 use crate::support::*;
 
