@@ -262,7 +262,10 @@ pub struct HeadContext<'a> {
 /// names Cloudflare and common proxies give it: from an untrusted client,
 /// each is its connection's address (so a Worker that reads
 /// `cf-connecting-ip`, as on Cloudflare, gets the truth); from a trusted
-/// proxy, what the proxy sent.
+/// proxy, what the proxy sent. The first is always set, as Cloudflare sets
+/// it; the others (which Cloudflare does not add by default) replace what a
+/// client sent, and are not added when it sent none: one header more per
+/// request, not three.
 pub const CLIENT_ADDRESS: [HeaderName; 3] = [
     HeaderName::from_static("cf-connecting-ip"),
     HeaderName::from_static("true-client-ip"),
@@ -328,6 +331,9 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
     let headers = request.headers_mut();
     headers.reserve(parts.headers.len() + 3 + CLIENT_ADDRESS.len());
     let mut forwarded_for: Option<Vec<u8>> = None;
+    // Which of `CLIENT_ADDRESS` an untrusted client sent (the first is set
+    // in any case).
+    let mut claimed = [true, false, false];
     // Most requests have no `Connection` header naming more hop-by-hop
     // headers: then no header needs looking it up.
     let names_more = parts.headers.contains_key(header::CONNECTION);
@@ -344,6 +350,9 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
         }
         // What an untrusted client says about where it came from is dropped.
         if !trusted && says_where_from(name) {
+            if let Some(i) = CLIENT_ADDRESS.iter().position(|known| known == name) {
+                claimed[i] = true;
+            }
             continue;
         }
         if name.as_str() == "x-forwarded-for" {
@@ -361,8 +370,10 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
         headers.insert(name::REQUEST_ID, id.clone());
     }
     if let (false, Some(client)) = (trusted, context.client) {
-        for name in CLIENT_ADDRESS {
-            headers.insert(name, client.forwarded().clone());
+        for (name, claimed) in CLIENT_ADDRESS.into_iter().zip(claimed) {
+            if claimed {
+                headers.insert(name, client.forwarded().clone());
+            }
         }
     }
     let forwarded_for = match (forwarded_for, context.client) {
@@ -622,6 +633,13 @@ mod tests {
         for name in ["cf-connecting-ip", "true-client-ip", "x-real-ip"] {
             assert_eq!(header_values(&head, name), [b"192.0.2.7"], "{name}");
         }
+        // A client that sent none gets `cf-connecting-ip` alone, as on
+        // Cloudflare.
+        let plain = || http::Request::builder().uri("/").body(()).unwrap();
+        let head = head_for(plain(), "api.test", false);
+        assert_eq!(header_values(&head, "cf-connecting-ip"), [b"192.0.2.7"]);
+        assert!(header_values(&head, "true-client-ip").is_empty());
+        assert!(header_values(&head, "x-real-ip").is_empty());
         // A trusted proxy's are kept as it sent them, and none added.
         let head = head_for(request(), "api.test", true);
         assert_eq!(header_values(&head, "cf-connecting-ip"), [b"10.9.9.9"]);
@@ -630,8 +648,7 @@ mod tests {
             header_values(&head, "x-real-ip"),
             [b"10.9.9.7".as_slice(), b"10.9.9.6"]
         );
-        let plain = http::Request::builder().uri("/").body(()).unwrap();
-        let head = head_for(plain, "api.test", true);
+        let head = head_for(plain(), "api.test", true);
         assert!(header_values(&head, "cf-connecting-ip").is_empty());
         // A caller whose address is not known gets none of them.
         let (parts, ()) = request().into_parts();
