@@ -192,6 +192,11 @@ async fn serve(
             .context("registering the router's metrics")?,
     );
     let bundles = Arc::new(BundleIndex::new(REVISIONS_KEPT));
+    // A Worker removed from the project leaves the engine at once.
+    tokio::spawn(isolane_node::retire_deleted(
+        bundles.clone(),
+        engine.clone(),
+    ));
     let admission = Admission::new(threads, config.engine.queue_depth, node_metrics.clone());
     let service = NodeService::new(
         node::NODE_NAME.to_owned(),

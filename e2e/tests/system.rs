@@ -865,12 +865,14 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
     // abort the whole node (V8's "Reached heap limit").
     let mut poison = inline_worker(
         "poison",
-        "export default { fetch() { const x = new Array(3 * 2**23).fill(0.5); return new Response(String(x.length)); } };\n",
+        "export default { fetch() { const x = new Array(2**25).fill(0.5); return new Response(String(x.length)); } };\n",
         &["poison.test"],
     );
     poison.spec.limits.cpu_ms = 1000;
-    // Shorter than the penalty its overrun earns: refused, not kept waiting.
-    poison.spec.limits.wall_ms = 2000;
+    poison.spec.limits.memory_mib = 192;
+    // Shorter than any penalty (4 × an overrun of over 100 ms): refused,
+    // not kept waiting.
+    poison.spec.limits.wall_ms = 400;
     // Memory off the JS heap: ArrayBuffers count against memoryMiB too.
     let mut hoarder = inline_worker(
         "hoarder",
@@ -923,40 +925,47 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
         .load_until(&healthy, 2, "100 healthy answers", 100)
         .await;
     // (host, status, x-isolane-reason)
-    let expectations = |round: usize| {
+    let expectations = || {
         [
             ("thrower.test", 500, None),
             ("spinner.test", 503, Some("cpu_limit")),
             ("bomber.test", 503, Some("memory_limit")),
-            // Its `fill` of doubles (192 MiB; the runtime's check before
-            // `fill` counts 4 bytes an element, so it lets 96 MiB through)
-            // runs on past the limit where V8 cannot stop it: its namespace
-            // is penalized on that thread at once, for longer than its wall
-            // limit, so it costs its thread that once.
-            (
-                "poison.test",
-                503,
-                Some(if round == 0 {
-                    "memory_limit"
-                } else {
-                    "quarantined"
-                }),
-            ),
+            // Its `fill` (the runtime's check before `fill` counts 4 bytes
+            // an element, 128 MiB here, and lets it start; V8 takes far
+            // more) runs on past the limit where V8 cannot stop it. Whether
+            // that overrun is long enough for a penalty (then `quarantined`:
+            // refused, its wall limit being shorter) depends on the
+            // machine; the penalty itself is held to its rule by the
+            // engine's tests (`hostile.rs`, `tenants.rs`). Here what counts
+            // is that it fails alone, and its neighbours do not.
+            ("poison.test", 503, None),
             ("hoarder.test", 503, Some("memory_limit")),
         ]
     };
     let ingress = system.ingress();
     let mut took = BTreeMap::<&str, Vec<f64>>::new();
     for round in 0..3 {
-        for (host, status, reason) in expectations(round) {
+        for (host, status, reason) in expectations() {
             let started = Instant::now();
             let reply = ingress.get(host, "/").await.expect("a reply");
             took.entry(host).or_default().push(ms(started.elapsed()));
             assert_eq!(reply.status, status, "{host} round {round}: {reply:?}");
+            if host == "poison.test" {
+                let reason = reply.reason.as_deref();
+                let expected: &[&str] = if round == 0 {
+                    &["memory_limit"]
+                } else {
+                    &["memory_limit", "quarantined"]
+                };
+                assert!(
+                    reason.is_some_and(|r| expected.contains(&r)),
+                    "{host} round {round}: {reply:?}"
+                );
+            }
             if let Some(reason) = reason {
                 assert_eq!(reply.reason.as_deref(), Some(reason), "{host}: {reply:?}");
             }
-            if reason == Some("quarantined") {
+            if reply.reason.as_deref() == Some("quarantined") {
                 assert!(
                     reply
                         .retry_after

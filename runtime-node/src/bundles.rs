@@ -218,6 +218,17 @@ impl BundleIndex {
         loaded
     }
 
+    /// The worker ids held now.
+    pub fn worker_ids(&self) -> std::collections::BTreeSet<String> {
+        self.snapshot.load().workers.keys().cloned().collect()
+    }
+
+    /// Changes from now on: the receiver sees every change made after this
+    /// call (`changed()`).
+    pub fn subscribe(&self) -> channel::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
     /// (workers, revisions) held.
     pub fn counts(&self) -> (usize, usize) {
         let snapshot = self.snapshot.load();

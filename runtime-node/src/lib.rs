@@ -21,6 +21,7 @@ mod listeners;
 mod membership;
 mod metrics;
 mod node;
+mod retire;
 mod service;
 
 pub use admission::{Admission, Permit};
@@ -37,6 +38,7 @@ pub use listeners::{BindError, Health, Listeners, Serving};
 pub use membership::{FIELD_MANAGER, Heartbeat};
 pub use metrics::NodeMetrics;
 pub use node::{Node, RunningNode, StartError};
+pub use retire::retire_deleted;
 pub use service::{
     Answered, ExecuteStream, InboundFrames, MAX_CHUNK_BYTES, MAX_MESSAGE_BYTES, NodeService,
 };

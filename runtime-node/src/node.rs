@@ -95,6 +95,8 @@ pub struct RunningNode {
     stop_grpc: CancellationToken,
     stop_admin: CancellationToken,
     watch: JoinHandle<()>,
+    /// Drops deleted Workers' isolates (`retire.rs`).
+    retire: JoinHandle<()>,
     admin: JoinHandle<()>,
 }
 
@@ -137,6 +139,11 @@ impl Node {
             config.namespace.clone(),
             bundles.clone(),
             metrics.clone(),
+        ));
+
+        let retire = tokio::spawn(crate::retire::retire_deleted(
+            bundles.clone(),
+            engine.clone(),
         ));
 
         let threads = config.threads();
@@ -202,6 +209,7 @@ impl Node {
             stop_grpc,
             stop_admin,
             watch,
+            retire,
             admin,
         })
     }
@@ -300,6 +308,7 @@ impl RunningNode {
             tracing::info!(%node, "lease deleted");
         }
         self.watch.abort();
+        self.retire.abort();
         self.stop_admin.cancel();
         let _ = self.admin.await;
         tracing::info!(%node, "drained");

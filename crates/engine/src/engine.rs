@@ -78,7 +78,7 @@ impl Engine {
             egress: Arc::new(crate::egress::EgressPolicy::new(&config.egress)),
             roots,
             cache: crate::cache::HttpCache::new(config.cache),
-            crypto: crate::host::crypto::pool::Pool::for_cores(),
+            crypto: crate::crypto_pool::Pool::for_cores(),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut handles = Vec::with_capacity(threads);
@@ -227,6 +227,29 @@ impl Engine {
         response.await.unwrap_or(Err(ExecuteError::Canceled {
             reason: "the engine dropped the request",
         }))
+    }
+
+    /// Drops worker `worker_id`'s warm isolates on every thread: it was
+    /// deleted (see `retire.rs`). Returns once every thread has the job
+    /// queued (it waits for room in a full queue); a thread drops them when
+    /// it takes the job, ahead of any scheduling.
+    pub async fn retire(&self, worker_id: &str) {
+        let bundle = crate::retire::bundle(worker_id);
+        for sender in &self.inner.shared.senders {
+            let mut request = http::Request::new(Body::empty());
+            request.extensions_mut().insert(crate::retire::Retire);
+            let (reply, _) = oneshot::channel();
+            let job = Job {
+                bundle: Arc::clone(&bundle),
+                request,
+                reply,
+                forwarded: true,
+            };
+            // Closed: the engine is shutting down and drops every isolate.
+            if sender.send(job).await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Stops taking requests, lets those in flight finish (bounded), drops

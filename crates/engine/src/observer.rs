@@ -19,6 +19,8 @@ pub enum EvictionReason {
     Terminated,
     /// The engine shut down.
     Shutdown,
+    /// The worker is gone (deleted): [`crate::Engine::retire`].
+    Retired,
 }
 
 impl EvictionReason {
@@ -29,6 +31,7 @@ impl EvictionReason {
             EvictionReason::RevisionReplaced => "revision_replaced",
             EvictionReason::Terminated => "terminated",
             EvictionReason::Shutdown => "shutdown",
+            EvictionReason::Retired => "retired",
         }
     }
 }

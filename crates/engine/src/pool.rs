@@ -168,6 +168,17 @@ impl Pool {
         }
     }
 
+    /// Forgets every warm revision of worker `id` (it was deleted); returns
+    /// how many.
+    pub(crate) fn remove_worker(&mut self, id: &str) -> usize {
+        let removed = self
+            .entries
+            .remove(id)
+            .map_or(0, |revisions| revisions.len());
+        self.len -= removed;
+        removed
+    }
+
     fn remove(&mut self, id: &str, revision: &str) {
         let Some(revisions) = self.entries.get_mut(id) else {
             return;

@@ -253,6 +253,15 @@ async fn serve_jobs(
 /// the namespace has used its share of the thread's slots or is penalized
 /// for longer than the request may wait (`schedule.rs`).
 fn receive(state: &ThreadState, job: Job) {
+    if job
+        .request
+        .extensions()
+        .get::<crate::retire::Retire>()
+        .is_some()
+    {
+        retire(state, &job.bundle.id);
+        return;
+    }
     let now = Instant::now();
     state.last_activity.set(now);
     let Some(job) = forward_if_shared(state, job) else {
@@ -414,6 +423,28 @@ fn report_evictions(state: &ThreadState, evicted: Vec<Evicted>) {
                 directory.remove(&id);
             }
         }
+    }
+}
+
+/// A deleted worker (`retire.rs`): its warm isolates leave the pool, and
+/// the shared mode's directory forgets where it ran.
+fn retire(state: &ThreadState, worker_id: &str) {
+    let removed = state.pool.borrow_mut().remove_worker(worker_id);
+    if state.ctx.config.pool_mode == PoolMode::Shared {
+        state
+            .shared
+            .directory
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(worker_id);
+    }
+    if removed > 0 {
+        tracing::debug!(worker.id = %worker_id, thread = state.ctx.index, isolates = removed, "retired a deleted worker's isolates");
+        report_evictions(
+            state,
+            vec![(worker_id.to_owned(), EvictionReason::Retired); removed],
+        );
+        report_gauges(state);
     }
 }
 

@@ -37,8 +37,8 @@ pub(crate) struct EngineShared {
     /// The Cache API's entries, every namespace's (keyed by it).
     pub(crate) cache: crate::cache::HttpCache,
     /// Slots for expensive Web Crypto jobs, shared out per namespace
-    /// (`host/crypto/pool.rs`).
-    pub(crate) crypto: crate::host::crypto::pool::Pool,
+    /// (`crypto_pool.rs`).
+    pub(crate) crypto: crate::crypto_pool::Pool,
 }
 
 /// What the isolates of one thread need from it (no pool: isolates hold an

@@ -132,7 +132,7 @@ mod tests {
         assert_eq!(bundle.id, "a/b");
         assert_eq!(bundle.revision.len(), 16);
         assert_eq!(bundle.env["K"], "v");
-        assert_eq!(bundle.limits.cpu_ms, 50);
+        assert_eq!(bundle.limits.cpu_ms, 30_000);
     }
 
     #[test]

@@ -11,7 +11,6 @@ pub(crate) mod key;
 pub(crate) mod offload;
 pub(crate) mod ops;
 mod params;
-pub(crate) mod pool;
 pub(crate) mod subtle;
 
 use sha1::Sha1;

@@ -371,3 +371,37 @@ async fn request_headers_read_as_sent_whenever_they_are_read() {
     );
     assert_eq!(run(&engine, 0, &echo, "/kept").await, (200, expected));
 }
+
+/// A deleted worker (`Engine::retire`) leaves every thread's pool at once,
+/// all its revisions; its neighbour stays warm, and the worker, deployed
+/// again, starts cold.
+#[tokio::test]
+async fn a_retired_worker_leaves_every_thread_and_its_neighbour_stays_warm() {
+    let (engine, recorder) = engine(2, PoolMode::Pinned);
+    let v = revisions(2);
+    let stay = bundle(
+        "u/stay",
+        "export default { fetch() { return new Response('stay'); } };",
+    );
+    assert_eq!(run(&engine, 0, &v[0], "/").await.1, "v1");
+    assert_eq!(run(&engine, 0, &v[1], "/").await.1, "v2");
+    assert_eq!(run(&engine, 1, &v[0], "/").await.1, "v1");
+    for thread in 0..2 {
+        assert_eq!(run(&engine, thread, &stay, "/").await.1, "stay");
+    }
+    let misses = recorder.misses.load(Ordering::Relaxed);
+    assert!(recorder.evictions.lock().unwrap().is_empty());
+
+    engine.retire("t/rev").await;
+    // Each thread takes its jobs in order: these come after the retirement.
+    for thread in 0..2 {
+        assert_eq!(run(&engine, thread, &stay, "/").await.1, "stay");
+    }
+    assert_eq!(recorder.misses.load(Ordering::Relaxed), misses, "stay warm");
+    assert_eq!(
+        recorder.evictions.lock().unwrap().clone(),
+        vec![isolane_engine::EvictionReason::Retired; 3]
+    );
+    assert_eq!(run(&engine, 0, &v[0], "/").await.1, "v1");
+    assert_eq!(recorder.misses.load(Ordering::Relaxed), misses + 1);
+}

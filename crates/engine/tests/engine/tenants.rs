@@ -234,11 +234,11 @@ async fn rotating_workers_of_one_namespace_gains_nothing() {
         .map(|i| {
             Arc::new(bundle_with(
                 &format!("hog/w{i}"),
-                "export default { fetch() { const x = new Array(2**26).fill(0); return new Response(String(x.length)); } };",
+                crate::hostile::POISON,
                 Limits {
                     cpu_ms: 1_000,
-                    wall_ms: 2_000,
-                    memory_mib: 128,
+                    wall_ms: 400,
+                    memory_mib: crate::hostile::POISON_MIB,
                     subrequests: 50,
                 },
                 &[],

@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use super::error::{CryptoError, Result};
 use super::formats::Generated;
-use super::pool::{Pool, Tenant};
+use crate::crypto_pool::{Pool, Tenant};
 use crate::host::{HostState, IsolateTurns, Settlement, new_promise};
 use crate::limits::thread_cpu_now;
 
