@@ -760,6 +760,82 @@ async fn dev_cache_puts_with_big_request_headers_stay_within_the_share() {
     assert!(dev.interrupt().success());
 }
 
+/// A Worker holding 96 MiB in resizable buffers, deleted from the folder:
+/// `isolane dev` gives the memory back at once (`Engine::retire` drops its
+/// isolates), and the Worker beside it keeps answering. (Before, the
+/// isolate stayed in its thread's pool until the pool evicted it.)
+#[tokio::test]
+async fn dev_gives_a_deleted_worker_s_memory_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = |name: &str, host: &str, memory: u32, script: &str| {
+        format!(
+            "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{name: {name}, namespace: {name}}}\nspec:\n  routes: [{{host: {host}}}]\n  limits: {{memoryMiB: {memory}}}\n  script: |\n    {script}\n"
+        )
+    };
+    std::fs::write(
+        dir.path().join("hello.yaml"),
+        worker(
+            "hello",
+            "hello.local",
+            64,
+            "export default { fetch() { return new Response('hello'); } };",
+        ),
+    )
+    .unwrap();
+    let hoard = dir.path().join("hoard.yaml");
+    std::fs::write(
+        &hoard,
+        worker(
+            "hoard",
+            "hoard.local",
+            128,
+            "export default { fetch() { const b = new ArrayBuffer(0, { maxByteLength: 24 << 20 }); b.resize(24 << 20); new Uint8Array(b).fill(7); (globalThis.keep ??= []).push(b); return new Response(String(keep.length)); } };",
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut dev = Dev::start(&[
+        "--workers",
+        dir.path().to_str().unwrap(),
+        "--port",
+        &port.to_string(),
+    ]);
+    let client = client();
+    assert_eq!(
+        when_ready(&client, &mut dev, port, "hello.local", "/").await,
+        (200, "hello".to_owned())
+    );
+    let pid = dev.process.pid();
+    for kept in 1..=4 {
+        assert_eq!(
+            request(&client, port, "hoard.local", "/").await.unwrap(),
+            (200, kept.to_string())
+        );
+    }
+    let hoarded = rss_mib(pid);
+    std::fs::remove_file(&hoard).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut now = hoarded;
+    while std::time::Instant::now() < deadline {
+        now = rss_mib(pid);
+        let gone = request(&client, port, "hoard.local", "/").await.unwrap().0 == 404;
+        if gone && now + 64 <= hoarded {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eprintln!("MEASURED a deleted Worker's 96 MiB: isolane dev RSS {hoarded} → {now} MiB");
+    assert!(
+        now + 64 <= hoarded,
+        "RSS {hoarded} → {now} MiB after the delete"
+    );
+    assert_eq!(
+        request(&client, port, "hello.local", "/").await.unwrap(),
+        (200, "hello".to_owned())
+    );
+    assert!(dev.interrupt().success());
+}
+
 /// `isolane dev` serving the one-file Worker `source` with `flags`, once it
 /// answers `ready` (path, body): its folder, the server, a client, the port.
 async fn dev_serving(
