@@ -30,14 +30,7 @@ fn count(recorder: &Recorder, outcome: Outcome) -> usize {
 /// and the slots are free.
 #[tokio::test]
 async fn a_never_settling_worker_gets_its_share_of_slots_and_no_more() {
-    let (engine, recorder) = engine_with(EngineConfig {
-        threads: 1,
-        pin_threads: false,
-        pool_mode: PoolMode::Pinned,
-        spare_isolates: 1,
-        queue_depth: 256,
-        ..EngineConfig::default()
-    });
+    let (engine, recorder) = slots_engine();
     let share = 256 / 4;
     let neighbour = bundle("web/neighbour", HELLO);
     assert_eq!(

@@ -39,6 +39,19 @@ pub fn uncapped_engine() -> (Engine, Arc<Recorder>) {
     })
 }
 
+/// One unpinned thread with 256 request slots (so a namespace's share is
+/// 64) and one spare: the engine the slot-share tests fill.
+pub fn slots_engine() -> (Engine, Arc<Recorder>) {
+    engine_with(EngineConfig {
+        threads: 1,
+        pin_threads: false,
+        pool_mode: PoolMode::Pinned,
+        spare_isolates: 1,
+        queue_depth: 256,
+        ..EngineConfig::default()
+    })
+}
+
 pub fn engine_with(config: EngineConfig) -> (Engine, Arc<Recorder>) {
     let recorder = Arc::new(Recorder::default());
     let engine = Engine::start(config, recorder.clone()).expect("engine starts");

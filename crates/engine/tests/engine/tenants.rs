@@ -324,14 +324,7 @@ async fn a_flood_of_short_turns_queues_behind_a_bystander() {
 /// another namespace is never refused.
 #[tokio::test]
 async fn six_workers_of_one_namespace_share_one_slot_share() {
-    let (engine, recorder) = engine_with(EngineConfig {
-        threads: 1,
-        pin_threads: false,
-        pool_mode: PoolMode::Pinned,
-        spare_isolates: 1,
-        queue_depth: 256,
-        ..EngineConfig::default()
-    });
+    let (engine, recorder) = slots_engine();
     let share = 256 / 4;
     let bystander = bundle("web/bystander", HELLO);
     let tarpits: Vec<_> = (0..6)
