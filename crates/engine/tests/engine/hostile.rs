@@ -388,13 +388,21 @@ async fn reservations_count_and_wasm_is_refused() {
     neighbour_ok(&engine, &neighbour).await;
 }
 
-/// An uninterruptible builtin that runs on well past its limit: the check
-/// before `fill` counts 4 bytes an element (128 MiB here, under the limit),
-/// V8 takes far more for it, and fills on after the heap limit stops the
-/// turn (a second or more; 192 MiB of doubles was not always 100 ms).
-pub const POISON: &str = "export default { fetch() { const x = new Array(2**25).fill(0.5); return new Response(String(x.length)); } };";
-/// The memory limit `POISON` runs under.
-pub const POISON_MIB: u32 = 192;
+/// An uninterruptible builtin that runs on well past its limit:
+/// `JSON.parse` of a 32 MiB array text checks for termination only when it
+/// is done (about 0.2–0.5 s here), long after the 20 ms CPU limit.
+pub const POISON: &str = "export default { fetch() { const x = JSON.parse('[' + '0,'.repeat(2**24) + '0]'); return new Response(String(x.length)); } };";
+
+/// The limits `POISON` runs under: its wall limit is shorter than any
+/// penalty (4 × an overrun of over 100 ms), so a penalized request is
+/// refused rather than kept waiting.
+pub fn poison_limits() -> Limits {
+    Limits {
+        cpu_ms: 20,
+        wall_ms: 400,
+        ..memory_limits(256)
+    }
+}
 
 /// A worker whose turn ran on long past its limit (a builtin V8 cannot
 /// interrupt) held the thread from everyone: its namespace waits on that
@@ -405,24 +413,16 @@ pub const POISON_MIB: u32 = 192;
 async fn only_an_overrun_past_the_limit_is_penalized() {
     let (engine, recorder) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
-    let poison = Arc::new(bundle_with(
-        "t/poison",
-        POISON,
-        Limits {
-            cpu_ms: 1_000,
-            // Shorter than any penalty (4 × an overrun of over 100 ms):
-            // refused rather than kept waiting.
-            wall_ms: 400,
-            ..memory_limits(POISON_MIB)
-        },
-        &[],
-    ));
+    let poison = Arc::new(bundle_with("t/poison", POISON, poison_limits(), &[]));
     let first = engine
         .execute(0, poison.clone(), get("/"))
         .await
         .unwrap_err();
     assert!(
-        matches!(first, ExecuteError::MemoryLimit { .. }),
+        matches!(
+            first,
+            ExecuteError::CpuLimit { .. } | ExecuteError::MemoryLimit { .. }
+        ),
         "{first:?}"
     );
     neighbour_ok(&engine, &neighbour).await;

@@ -141,6 +141,16 @@ async fn huge_strings_and_fills_end_at_the_limit_before_they_start() {
         "String(String.prototype.repeat.call({ toString() { return 'xy'; } }, 2**28).length)",
         "String(new Array(2**26).fill(0).length)",
         "String(Array.prototype.fill.call({ length: 2**26 }, 0).length)",
+        // 96 MiB of unboxed doubles (8 bytes an element, not 4).
+        "String(new Array(3 * 2**22).fill(0.5).length)",
+        // 256 MiB built in one step from a 1 MiB string: once answered 200.
+        "String('a'.repeat(2**20).replace(/a/g, 'b'.repeat(256)).length)",
+        "String('a'.repeat(2**20).replaceAll('a', 'b'.repeat(256)).length)",
+        "String('a'.repeat(2**20).replace(/a/g, '$&'.repeat(128)).length)",
+        "String('a'.repeat(2**16).replace(/a/g, () => 'b'.repeat(2**12)).length)",
+        "String(new Array(2**20).join('b'.repeat(256)).length)",
+        "String(new Array(2**16).fill('b'.repeat(2**12)).join('').length)",
+        "String('a'.repeat(2**24).split('').length)",
     ];
     for (i, attack) in attacks.iter().enumerate() {
         let bad = Arc::new(bundle_with(
@@ -238,4 +248,44 @@ async fn cache_entries_with_big_request_headers_stay_within_the_share() {
     );
     let grew = rss_mib().saturating_sub(before);
     assert!(grew < 160, "RSS grew by {grew} MiB");
+}
+
+/// The counted road a huge global replace takes (a replacement made per
+/// match, in JavaScript) gives what the native gives: every `$` pattern of
+/// ECMAScript's GetSubstitution, checked on a string long enough for that
+/// road against the same replacement done piecewise on a short one.
+#[tokio::test]
+async fn a_counted_replace_answers_as_the_native_does() {
+    let (engine, _recorder) = engine(1, PoolMode::Pinned);
+    let checker = Arc::new(bundle_with(
+        "t/replace",
+        r#"export default { fetch() {
+            const unit = 'ab-cd_12|';
+            const big = unit.repeat(2**14);
+            const cases = [
+              [/(?<l>[a-z])([a-z])/g, '[$2$1$&$$$<l>$<none>$0$10$3$9$x$]'],
+              [/(\d)/g, '<$01$1$11>'],
+              [/-/g, '$'],
+              [/\|/g, () => '!'],
+              [/(z)?c/g, '[$1]'],
+              ['_', '$&$&'],
+            ];
+            const failures = [];
+            for (const [pattern, replacement] of cases) {
+              const method = typeof pattern === 'string' ? 'replaceAll' : 'replace';
+              const got = big[method](pattern, replacement);
+              const want = unit[method](pattern, replacement).repeat(2**14);
+              if (got !== want) failures.push(`${pattern} ${replacement}: ${got.slice(0, 60)}`);
+            }
+            // $` and $' see the whole string, not a piece of it.
+            const edge = 'x'.repeat(2**12) + 'ab';
+            const got = edge.replace(/a/g, "[$`|$']");
+            const want = 'x'.repeat(2**12) + '[' + 'x'.repeat(2**12) + '|b]b';
+            if (got !== want) failures.push('prefix/suffix');
+            return new Response(failures.join('\n') || 'ok');
+        } };"#,
+        memory_limits(128),
+        &[],
+    ));
+    assert_eq!(run(&engine, 0, &checker, "/").await, (200, "ok".to_owned()));
 }

@@ -235,12 +235,7 @@ async fn rotating_workers_of_one_namespace_gains_nothing() {
             Arc::new(bundle_with(
                 &format!("hog/w{i}"),
                 crate::hostile::POISON,
-                Limits {
-                    cpu_ms: 1_000,
-                    wall_ms: 400,
-                    memory_mib: crate::hostile::POISON_MIB,
-                    subrequests: 50,
-                },
+                crate::hostile::poison_limits(),
                 &[],
             ))
         })
