@@ -71,5 +71,9 @@ impl WorkerBundle {
 
 /// The namespace part of a worker id (see [`WorkerBundle::namespace`]).
 pub(crate) fn namespace_of(id: &str) -> &str {
-    id.split_once('/').map_or(id, |(namespace, _)| namespace)
+    // A byte scan: on every request's path, and names are short.
+    match id.bytes().position(|b| b == b'/') {
+        Some(slash) => &id[..slash],
+        None => id,
+    }
 }

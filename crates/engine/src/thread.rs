@@ -162,7 +162,8 @@ async fn serve_jobs(
         // Every request that arrived goes to its namespace's queue (or is
         // refused) before the next one to start is chosen (`schedule.rs`).
         while let Ok(job) = jobs.try_recv() {
-            receive(&state, job);
+            let alone = jobs.is_empty();
+            receive(&state, job, alone.then_some(&permits));
         }
         // Bound requests in flight too: while they are all busy, new ones
         // wait in their queues, and once a namespace's share is full, or
@@ -219,7 +220,7 @@ async fn serve_jobs(
                 }
             }
             job = jobs.recv() => match job {
-                Some(job) => receive(&state, job),
+                Some(job) => receive(&state, job, jobs.is_empty().then_some(&permits)),
                 None => break,
             },
             // A penalty ended (`schedule.rs`).
@@ -251,8 +252,10 @@ async fn serve_jobs(
 
 /// A request arrived: queued for its namespace, or refused at once when
 /// the namespace has used its share of the thread's slots or is penalized
-/// for longer than the request may wait (`schedule.rs`).
-fn receive(state: &ThreadState, job: Job) {
+/// for longer than the request may wait (`schedule.rs`). With `permits`
+/// (no other request arrived with it), started at once when nothing is
+/// queued and a slot is free: it is the one the schedule would choose.
+fn receive(state: &Rc<ThreadState>, job: Job, permits: Option<&Arc<Semaphore>>) {
     if job
         .request
         .extensions()
@@ -268,9 +271,22 @@ fn receive(state: &ThreadState, job: Job) {
         return;
     };
     let share = worker_slots(&state.ctx.config);
-    let admitted = state.ctx.schedule.borrow_mut().admit(job, share, now);
-    let Err((job, refusal)) = admitted else {
-        return;
+    let permit = permits.and_then(|p| p.clone().try_acquire_owned().ok());
+    let admitted = state
+        .ctx
+        .schedule
+        .borrow_mut()
+        .admit(job, share, now, permit.is_some());
+    let (job, refusal) = match admitted {
+        Ok(Some(job)) => {
+            // Only ever with a permit (`can_start`).
+            if let Some(permit) = permit {
+                tokio::task::spawn_local(serve(state.clone(), job, permit));
+            }
+            return;
+        }
+        Ok(None) => return,
+        Err(refused) => refused,
     };
     let ctx = &state.ctx;
     let error = match refusal {
@@ -556,14 +572,29 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// One request, from job to finished body; then its namespace's slot is free.
-async fn serve(state: Rc<ThreadState>, job: Job, permit: OwnedSemaphorePermit) {
-    let bundle = job.bundle.clone();
-    serve_request(&state, job, permit).await;
-    state.ctx.schedule.borrow_mut().finished(bundle.namespace());
+/// Frees its namespace's slot when the request ends, however it ends.
+struct Slot<'a> {
+    state: &'a ThreadState,
+    bundle: Arc<WorkerBundle>,
 }
 
-async fn serve_request(state: &Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) {
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.state
+            .ctx
+            .schedule
+            .borrow_mut()
+            .finished(self.bundle.namespace());
+    }
+}
+
+/// One request, from job to finished body; then its namespace's slot is free.
+async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) {
+    let state = &state;
+    let _slot = Slot {
+        state,
+        bundle: job.bundle.clone(),
+    };
     let _in_flight = InFlight::new(state);
     let started = Instant::now();
     let ctx = &state.ctx;
