@@ -60,7 +60,12 @@ fn build() -> Result<Vec<u8>, String> {
         let global = context.global(scope);
         let key = v8::String::new(scope, "__host").ok_or("allocating a string")?;
         global.set(scope, key.into(), host_object.into());
-        for (name, source) in RUNTIME_JS {
+        for (unit, name) in host::js_files() {
+            let source = RUNTIME_JS
+                .iter()
+                .find(|(file, _)| *file == name)
+                .map(|(_, source)| *source)
+                .ok_or_else(|| format!("the host unit {unit} names {name}, not in js/"))?;
             evaluate(scope, name, source)?;
         }
         warm_up(scope, global)?;
