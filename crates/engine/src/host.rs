@@ -194,3 +194,6 @@ pub(crate) fn new_promise<'s>(
     let promise = resolver.get_promise(scope);
     Some((resolver, promise))
 }
+
+#[cfg(test)]
+mod tests;

@@ -137,3 +137,18 @@ pub(crate) fn script_origin<'s>(
         scope, resource, 0, 0, false, 0, None, false, false, module, None,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_units_claim_every_runtime_file_once_in_file_name_order() {
+        let claimed: Vec<&str> = host::js_files().map(|(_, file)| file).collect();
+        assert_eq!(
+            claimed,
+            runtime_files(),
+            "the units' JavaScript, in unit order, must be exactly js/'s NN_* files in name order"
+        );
+    }
+}
