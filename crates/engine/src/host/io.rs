@@ -7,7 +7,8 @@ use super::unit::Unit;
 use super::{HostState, Settlement, new_promise};
 
 /// ReadableStream, WritableStream, TransformStream and their kin; incoming
-/// bodies are read through them.
+/// bodies are read through them. `08_streams.js` is the folder
+/// `js/08_streams/`, its parts joined (`build.rs`, and its README).
 pub(super) fn unit() -> Unit {
     Unit::new("streams")
         .js(&["08_streams.js"])
