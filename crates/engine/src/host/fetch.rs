@@ -7,6 +7,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 
 use std::rc::Rc;
 
+use super::error::HostError;
 use super::state::FetchHead;
 use super::unit::Unit;
 use super::{HeaderNames, HostState, IsolateTurns, Settlement, data_url, header_map, new_promise};
@@ -89,8 +90,7 @@ fn fetch<'s>(
             outbound
         }
         Err(message) => {
-            if let Some(message) = v8::String::new(scope, &message) {
-                let error = v8::Exception::type_error(scope, message);
+            if let Some(error) = HostError::type_error(message).to_js(scope) {
                 resolver.reject(scope, error);
             }
             return Some(promise);

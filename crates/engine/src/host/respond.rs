@@ -218,10 +218,8 @@ fn response_write<'s>(
         .is_some_and(|writer| writer.send(WriteOp::Chunk(bytes, op)).is_ok());
     if !sent && let Some((_, resolver)) = host.take_op(op) {
         let resolver = v8::Local::new(scope, resolver);
-        if let Some(message) =
-            v8::String::new(scope, "responseWrite: the response is not streaming")
-        {
-            let error = v8::Exception::type_error(scope, message);
+        let error = HostError::type_error("responseWrite: the response is not streaming");
+        if let Some(error) = error.to_js(scope) {
             resolver.reject(scope, error);
         }
     }

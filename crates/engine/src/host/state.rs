@@ -22,6 +22,7 @@ use crate::memory::Memory;
 use crate::outcome::{ExecuteError, Outcome};
 use crate::thread_ctx::ThreadCtx;
 
+use super::error::HostError;
 use super::handle::Handles;
 use super::rejection::Rejections;
 use super::unit::UnitStates;
@@ -61,6 +62,7 @@ pub(crate) enum Settlement {
     /// A body chunk: `{ chunk: Uint8Array }` (see [`holder`]).
     Chunk(Vec<u8>),
     Fetch(FetchHead),
+    /// Rejects with a `TypeError` (a [`HostError`] of that class).
     TypeError(String),
     /// An offloaded Web Crypto job (`host/crypto/offload.rs`).
     Crypto(Box<super::crypto::subtle::OffloadResult>),
@@ -569,10 +571,9 @@ impl Settlement {
             }
             Settlement::Fetch(head) => Ok(head.into_js(scope)),
             Settlement::Crypto(result) => super::crypto::subtle::offloaded_js(scope, *result),
-            Settlement::TypeError(message) => {
-                let message = v8::String::new(scope, &message).ok_or(undefined)?;
-                Err(v8::Exception::type_error(scope, message))
-            }
+            Settlement::TypeError(message) => Err(HostError::type_error(message)
+                .to_js(scope)
+                .ok_or(undefined)?),
         }
     }
 }
