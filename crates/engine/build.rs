@@ -1,6 +1,9 @@
 //! Collects the runtime's JavaScript (`js/NN_*.js`, in file-name order) into
-//! `$OUT_DIR/runtime_js.rs` so the engine embeds it. The snapshot itself is
-//! built at `Engine::start` (see `src/snapshot.rs` for why not here).
+//! `$OUT_DIR/runtime_js.rs` so the engine embeds it. A folder `js/NN_name/`
+//! is one runtime file, `NN_name.js`: its `*.js` parts joined in name order
+//! (one script, one scope; `js/08_streams/` is the streams standard split at
+//! its sections). The snapshot itself is built at `Engine::start` (see
+//! `src/snapshot.rs` for why not here).
 
 use std::env;
 use std::fs;
@@ -13,7 +16,7 @@ fn main() {
     let files = runtime_files(&js);
     // The set is complete when its last file, 99_finalize.js, is there: it
     // hides the host object from worker code.
-    if !files.iter().any(|f| f.ends_with("99_finalize.js")) {
+    if !files.iter().any(|(name, _)| name == "99_finalize.js") {
         panic!(
             "{} has no 99_finalize.js: the runtime's JavaScript is incomplete",
             js.display()
@@ -22,15 +25,15 @@ fn main() {
     let mut out =
         String::from("/// The runtime's JavaScript, in evaluation order: (file name, source).\n");
     out.push_str("pub(crate) static RUNTIME_JS: &[(&str, &str)] = &[\n");
-    for path in &files {
-        println!("cargo:rerun-if-changed={}", path.display());
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
+    for (name, parts) in &files {
+        let mut sources = Vec::new();
+        for part in parts {
+            println!("cargo:rerun-if-changed={}", part.display());
+            sources.push(format!("include_str!({:?})", part.display().to_string()));
+        }
         out.push_str(&format!(
-            "    ({name:?}, include_str!({:?})),\n",
-            path.display().to_string()
+            "    ({name:?}, concat!({})),\n",
+            sources.join(", ")
         ));
     }
     out.push_str("];\n");
@@ -40,26 +43,45 @@ fn main() {
     }
 }
 
-/// `NN_name.js` files directly in `dir`, sorted by name.
-fn runtime_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| {
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
+/// The runtime files directly in `dir`, sorted by name: each `NN_name.js`
+/// file (one part) and each `NN_name/` folder (its `*.js` parts, sorted).
+fn runtime_files(dir: &Path) -> Vec<(String, Vec<PathBuf>)> {
+    let mut files: Vec<(String, Vec<PathBuf>)> = entries(dir)
+        .into_iter()
+        .filter_map(|path| {
+            let name = path.file_name()?.to_str()?.to_owned();
             let bytes = name.as_bytes();
-            name.ends_with(".js")
-                && bytes.len() > 3
+            let numbered = bytes.len() > 3
                 && bytes[0].is_ascii_digit()
                 && bytes[1].is_ascii_digit()
-                && bytes[2] == b'_'
+                && bytes[2] == b'_';
+            if !numbered {
+                return None;
+            }
+            if path.is_dir() {
+                let mut parts: Vec<PathBuf> = entries(&path)
+                    .into_iter()
+                    .filter(|p| p.extension().is_some_and(|e| e == "js"))
+                    .collect();
+                parts.sort();
+                println!("cargo:rerun-if-changed={}", path.display());
+                Some((format!("{name}.js"), parts))
+            } else if name.ends_with(".js") {
+                Some((name, vec![path]))
+            } else {
+                None
+            }
         })
         .collect();
     files.sort();
     files
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .collect()
 }

@@ -14,30 +14,8 @@ function domError(name, message) {
   return new internal.DOMException(message, name);
 }
 
-// The host throws TypeErrors named for the DOMException the spec wants
-// ("DataError: ..."); anything else stays what it is.
-const HOST_ERROR = /^(NotSupportedError|DataError|InvalidAccessError|OperationError|SyntaxError|QuotaExceededError): ([\s\S]*)$/;
-function fromHost(e) {
-  if (e instanceof TypeError) {
-    const m = HOST_ERROR.exec(e.message);
-    if (m !== null) return domError(m[1], m[2]);
-  }
-  return e;
-}
-function callHost(f) {
-  try {
-    return f();
-  } catch (e) {
-    throw fromHost(e);
-  }
-}
-async function awaitHost(promise) {
-  try {
-    return await promise;
-  } catch (e) {
-    throw fromHost(e);
-  }
-}
+// The host throws its errors as the class the spec wants: a DOMException
+// (`DataError`, `NotSupportedError`, …) or a TypeError (HOST.md).
 
 // === algorithm names and normalisation (Web Crypto §18.4) ===
 
@@ -339,7 +317,7 @@ function importNormalized(format, keyData, algorithm, extractable, usages) {
     checkJwk(keyData, algorithm, extractable, usages, expect);
     data = JSON.stringify(keyData);
   }
-  const [handle, info] = callHost(() => host.cryptoImportKey(hostKind(name), algorithm.namedCurve ?? '', format, data));
+  const [handle, info] = host.cryptoImportKey(hostKind(name), algorithm.namedCurve ?? '', format, data);
   if (info.type !== type) throw domError('DataError', `Expected a ${type} key.`);
   if (AES.includes(name)) {
     if (![128, 192, 256].includes(info.length)) throw domError('DataError', 'An AES key is 128, 192 or 256 bits.');
@@ -363,7 +341,7 @@ function importNormalized(format, keyData, algorithm, extractable, usages) {
 function exportNormalized(format, key) {
   const s = slots(key);
   if (!s.extractable) throw domError('InvalidAccessError', 'The key is not extractable.');
-  const out = callHost(() => host.cryptoExportKey(s.handle, format));
+  const out = host.cryptoExportKey(s.handle, format);
   if (format !== 'jwk') return out.buffer;
   const jwk = JSON.parse(out);
   const alg = s.algorithm.name === 'Ed25519' ? 'Ed25519' : jwkAlg(s.algorithm);
@@ -421,11 +399,11 @@ async function deriveNormalized(algorithm, s, length) {
     if (p.algorithm.name !== algorithm.name) throw domError('InvalidAccessError', 'The public key is for another algorithm.');
     if (p.algorithm.namedCurve !== s.algorithm.namedCurve) throw domError('InvalidAccessError', 'The keys are on different curves.');
   }
-  return awaitHost(callHost(() => host.cryptoDeriveBits(algorithm.name, s.handle, hostParams(algorithm, s), length)));
+  return host.cryptoDeriveBits(algorithm.name, s.handle, hostParams(algorithm, s), length);
 }
 
 function encryptOp(algorithm, s, data, encrypt) {
-  return callHost(() => host.cryptoCipher(algorithm.name, s.handle, hostParams(algorithm, s), data, encrypt));
+  return host.cryptoCipher(algorithm.name, s.handle, hostParams(algorithm, s), data, encrypt);
 }
 
 function bytesArg(value, what) {
@@ -469,7 +447,7 @@ class SubtleCrypto {
     const bytes = bytesArg(data, "Failed to execute 'digest' on 'SubtleCrypto': parameter 2");
     const { name } = normalize('digest', algorithm);
     await undefined; // in parallel
-    return callHost(() => host.digest(name, bytes));
+    return host.digest(name, bytes);
   }
 
   async sign(algorithm, key, data) {
@@ -479,7 +457,7 @@ class SubtleCrypto {
     const bytes = bytesArg(data, 'data');
     await undefined; // in parallel
     checkOp(alg, s, 'sign');
-    return callHost(() => host.cryptoSign(alg.name, s.handle, hostParams(alg, s), bytes));
+    return host.cryptoSign(alg.name, s.handle, hostParams(alg, s), bytes);
   }
 
   async verify(algorithm, key, signature, data) {
@@ -490,7 +468,7 @@ class SubtleCrypto {
     const bytes = bytesArg(data, 'data');
     await undefined; // in parallel
     checkOp(alg, s, 'verify');
-    return callHost(() => host.cryptoVerify(alg.name, s.handle, hostParams(alg, s), sig, bytes));
+    return host.cryptoVerify(alg.name, s.handle, hostParams(alg, s), sig, bytes);
   }
 
   async encrypt(algorithm, key, data) {
@@ -537,7 +515,7 @@ class SubtleCrypto {
     if (isSecretAlgorithm(name)) {
       checkUsages(usages, allowedUsages(name, 'secret'));
       if (usages.length === 0) throw domError('SyntaxError', 'The usages must not be empty.');
-      const [handle, info] = callHost(() => host.cryptoGenerateKey('secret', '', Math.ceil(bits / 8)));
+      const [handle, info] = host.cryptoGenerateKey('secret', '', Math.ceil(bits / 8));
       info.length = bits;
       return newKey(handle, 'secret', extractable, keyAlgorithm(alg, info), usages);
     }
@@ -545,7 +523,7 @@ class SubtleCrypto {
     const publicUsages = usages.filter((u) => allowedUsages(name, 'public').includes(u));
     const privateUsages = usages.filter((u) => allowedUsages(name, 'private').includes(u));
     if (privateUsages.length === 0) throw domError('SyntaxError', 'The usages must not be empty.');
-    const pair = await awaitHost(callHost(() => host.cryptoGenerateKey(hostKind(name), alg.namedCurve ?? '', alg.modulusLength ?? 0, alg.publicExponent)));
+    const pair = await host.cryptoGenerateKey(hostKind(name), alg.namedCurve ?? '', alg.modulusLength ?? 0, alg.publicExponent);
     const [[publicHandle, publicInfo], [privateHandle, privateInfo]] = pair;
     return {
       publicKey: newKey(publicHandle, 'public', true, keyAlgorithm(alg, publicInfo), publicUsages),
@@ -660,7 +638,7 @@ class DigestStream extends WritableStream {
   constructor(algorithm) {
     internal.requireArgs(arguments.length, 1, "Failed to construct 'DigestStream'");
     const { name } = normalize('digest', algorithm);
-    const handle = callHost(() => host.digestStreamNew(name));
+    const handle = host.digestStreamNew(name);
     let resolve, reject;
     const digest = new Promise((res, rej) => { resolve = res; reject = rej; });
     // Nobody may ever look at the digest of an aborted stream.

@@ -106,9 +106,10 @@ impl WorkerIsolate {
         memory.install_heap_callback(&mut isolate);
         memory.install_gc_callback(&mut isolate);
         // On error the isolate is dropped while still entered, as rusty_v8 wants.
-        let globals = init_context(&mut isolate)?;
+        let (globals, dom_exception) = init_context(&mut isolate)?;
         let worker = Rc::<WorkerIsolate>::new_cyclic(|me| {
             let host = Rc::new(HostState::new(thread.clone(), me.clone(), memory.clone()));
+            host.set_dom_exception(dom_exception);
             isolate.set_slot(host.clone());
             // SAFETY: `Isolate::new` entered this isolate on this thread and
             // nothing entered another since; exiting restores the previous
@@ -594,8 +595,11 @@ impl Drop for Entered {
 }
 
 /// Makes the context, disables code generation from strings, and takes the
-/// runtime's `internal` object out of the global scope.
-fn init_context(isolate: &mut v8::OwnedIsolate) -> Result<Globals, CreateError> {
+/// runtime's `internal` object out of the global scope; also returns the
+/// runtime's `DOMException` constructor, for the host's errors.
+fn init_context(
+    isolate: &mut v8::OwnedIsolate,
+) -> Result<(Globals, v8::Global<v8::Function>), CreateError> {
     // Handle scope for the setup only; what lasts becomes `Globals`.
     v8::scope!(let scope, isolate);
     // From the snapshot's default context: the runtime JS is already there.
@@ -615,6 +619,7 @@ fn init_context(isolate: &mut v8::OwnedIsolate) -> Result<Globals, CreateError> 
     let handle_request = function(scope, internal, "handleRequest")?;
     let timer_fired = function(scope, internal, "timerFired")?;
     let request_aborted = function(scope, internal, "requestAborted")?;
+    let dom_exception = function(scope, internal, "DOMException")?;
     // V8 adds `WebAssembly` to each context made from the snapshot: replace
     // it with the refusing one (js/20_memory.js) before any worker code runs.
     let refuse_wasm = function(scope, internal, "refuseWebAssembly")?;
@@ -623,13 +628,14 @@ fn init_context(isolate: &mut v8::OwnedIsolate) -> Result<Globals, CreateError> 
         .ok_or(CreateError::Runtime {
             what: "internal.refuseWebAssembly",
         })?;
-    Ok(Globals {
+    let globals = Globals {
         context: v8::Global::new(scope, context),
         internal: v8::Global::new(scope, internal),
         handle_request: v8::Global::new(scope, handle_request),
         timer_fired: v8::Global::new(scope, timer_fired),
         request_aborted: v8::Global::new(scope, request_aborted),
-    })
+    };
+    Ok((globals, v8::Global::new(scope, dom_exception)))
 }
 
 fn function<'s>(
@@ -652,6 +658,7 @@ fn name_of(name: &'static str) -> &'static str {
         "timerFired" => "internal.timerFired",
         "requestAborted" => "internal.requestAborted",
         "refuseWebAssembly" => "internal.refuseWebAssembly",
+        "DOMException" => "internal.DOMException",
         _ => "an internal function",
     }
 }

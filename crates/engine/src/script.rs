@@ -3,6 +3,7 @@
 
 use crate::bundle::WorkerBundle;
 use crate::host;
+use crate::host::error::HostError;
 use crate::snapshot::script_origin;
 
 /// Whether `source` is an ES module: it has a top-level `import` or `export`
@@ -98,7 +99,7 @@ fn call<'s>(
     let key = host::js_string(scope, name)?;
     let function = object.get(scope, key)?;
     let Ok(function) = v8::Local::<v8::Function>::try_from(function) else {
-        host::throw_type_error(scope, &format!("the runtime has no internal.{name}"));
+        HostError::type_error(format!("the runtime has no internal.{name}")).throw(scope);
         return None;
     };
     function.call(scope, object.into(), args)
@@ -117,7 +118,7 @@ fn no_imports<'s>(
         "Cannot resolve import {:?}: workers are single files",
         specifier.to_rust_string_lossy(scope)
     );
-    host::throw_type_error(scope, &message);
+    HostError::type_error(message).throw(scope);
     None
 }
 

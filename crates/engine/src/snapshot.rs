@@ -60,7 +60,12 @@ fn build() -> Result<Vec<u8>, String> {
         let global = context.global(scope);
         let key = v8::String::new(scope, "__host").ok_or("allocating a string")?;
         global.set(scope, key.into(), host_object.into());
-        for (name, source) in RUNTIME_JS {
+        for (unit, name) in host::js_files() {
+            let source = RUNTIME_JS
+                .iter()
+                .find(|(file, _)| *file == name)
+                .map(|(_, source)| *source)
+                .ok_or_else(|| format!("the host unit {unit} names {name}, not in js/"))?;
             evaluate(scope, name, source)?;
         }
         warm_up(scope, global)?;
@@ -131,4 +136,19 @@ pub(crate) fn script_origin<'s>(
     v8::ScriptOrigin::new(
         scope, resource, 0, 0, false, 0, None, false, false, module, None,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_units_claim_every_runtime_file_once_in_file_name_order() {
+        let claimed: Vec<&str> = host::js_files().map(|(_, file)| file).collect();
+        assert_eq!(
+            claimed,
+            runtime_files(),
+            "the units' JavaScript, in unit order, must be exactly js/'s NN_* files in name order"
+        );
+    }
 }

@@ -7,16 +7,43 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use http::StatusCode;
 
-use super::{
-    HostState, arg_string, header_array, header_map, js_string, throw_type_error, u8_array,
-};
+use std::rc::Rc;
+
+use super::error::{HostError, HostResult};
+use super::unit::Unit;
+use super::{HostState, header_array, header_map, js_string, u8_array};
 use crate::cache::{CacheKey, CacheRequest, CacheResponse};
 
-/// The key for (`cache`, `url`) in the calling worker's namespace, and the
-/// request as the cache sees it. `Err`: a message for a TypeError.
+/// `caches.default` and `caches.open`: the Cache API.
+pub(super) fn unit() -> Unit {
+    Unit::new("cache")
+        .js(&["22_cache.js"])
+        .function("cachePut", cache_put)
+        .function("cacheMatch", cache_match)
+        .function("cacheDelete", cache_delete)
+}
+
+/// What names a cache entry, as JavaScript passes it: the cache's name
+/// (`None` for `caches.default`), the URL and the request's headers.
+struct Target<'s> {
+    cache: Option<String>,
+    url: String,
+    headers: v8::Local<'s, v8::Value>,
+}
+
+/// The key for a [`Target`] in the calling worker's namespace, and the
+/// request as the cache sees it; `Err` is a TypeError.
 fn key_and_request(
     scope: &mut v8::PinScope<'_, '_>,
-    args: &v8::FunctionCallbackArguments<'_>,
+    target: Target<'_>,
+    host: &HostState,
+) -> HostResult<(CacheKey, CacheRequest)> {
+    key_and_request_of(scope, target, host).map_err(HostError::type_error)
+}
+
+fn key_and_request_of(
+    scope: &mut v8::PinScope<'_, '_>,
+    target: Target<'_>,
     host: &HostState,
 ) -> Result<(CacheKey, CacheRequest), String> {
     let worker = host.worker.get().ok_or("no worker")?;
@@ -25,12 +52,8 @@ fn key_and_request(
         .split_once('/')
         .map_or(worker.id.as_str(), |(namespace, _)| namespace)
         .to_owned();
-    let cache = match args.get(0) {
-        name if name.is_null_or_undefined() => None,
-        name => Some(name.to_rust_string_lossy(scope)),
-    };
-    let mut url = url::Url::parse(&arg_string(scope, args, 1))
-        .map_err(|_| "Cache: invalid URL".to_owned())?;
+    let cache = target.cache;
+    let mut url = url::Url::parse(&target.url).map_err(|_| "Cache: invalid URL".to_owned())?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!(
             "Cache: only http and https URLs can be cached, not {}:",
@@ -42,7 +65,7 @@ fn key_and_request(
         .as_str()
         .parse()
         .map_err(|_| "Cache: invalid URL".to_owned())?;
-    let headers = header_map(scope, args.get(2))?;
+    let headers = header_map(scope, target.headers)?;
     Ok((
         CacheKey {
             namespace,
@@ -53,35 +76,34 @@ fn key_and_request(
     ))
 }
 
+host_fn! {
 /// `cachePut(cache, url, requestHeaders, status, statusText, headers, u8)`
 /// → whether it was stored.
-pub(super) fn cache_put(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
+fn cache_put<'s>(
+    scope,
+    host: Rc<HostState>,
+    cache: Option<String>,
+    url: String,
+    request_headers: v8::Local<'s, v8::Value>,
+    status: v8::Local<'s, v8::Value>,
+    status_text: String,
+    headers: v8::Local<'s, v8::Value>,
+    body: v8::Local<'s, v8::Value>,
+) -> HostResult<bool> {
+    let target = Target {
+        cache,
+        url,
+        headers: request_headers,
     };
-    let (key, request) = match key_and_request(scope, &args, &host) {
-        Ok(parsed) => parsed,
-        Err(message) => return throw_type_error(scope, &message),
-    };
-    let status = args
-        .get(3)
+    let (key, request) = key_and_request(scope, target, &host)?;
+    let status = status
         .uint32_value(scope)
         .and_then(|s| u16::try_from(s).ok())
-        .and_then(|s| StatusCode::from_u16(s).ok());
-    let Some(status) = status else {
-        return throw_type_error(scope, "Cache.put: invalid status");
-    };
-    let status_text = arg_string(scope, &args, 4);
-    let headers = match header_map(scope, args.get(5)) {
-        Ok(headers) => headers,
-        Err(message) => return throw_type_error(scope, &message),
-    };
-    let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(args.get(6)) else {
-        return throw_type_error(scope, "Cache.put: body must be a Uint8Array");
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .ok_or_else(|| HostError::type_error("Cache.put: invalid status"))?;
+    let headers = header_map(scope, headers).map_err(HostError::type_error)?;
+    let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(body) else {
+        return Err(HostError::type_error("Cache.put: body must be a Uint8Array"));
     };
     let mut body = vec![0; view.byte_length()];
     view.copy_contents(&mut body);
@@ -105,35 +127,33 @@ pub(super) fn cache_put(
             "cache.put not stored"
         );
     }
-    rv.set(v8::Boolean::new(scope, stored.is_ok()).into());
+    Ok(stored.is_ok())
+}
 }
 
+host_fn! {
 /// `cacheMatch(cache, url, requestHeaders)` →
 /// `[status, statusText, headers, u8 | null]` or `null`.
-pub(super) fn cache_match(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    rv.set(v8::null(scope).into());
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let (key, request) = match key_and_request(scope, &args, &host) {
-        Ok(parsed) => parsed,
-        Err(message) => return throw_type_error(scope, &message),
-    };
+fn cache_match<'s>(
+    scope,
+    host: Rc<HostState>,
+    cache: Option<String>,
+    url: String,
+    headers: v8::Local<'s, v8::Value>,
+) -> HostResult<v8::Local<'s, v8::Value>> {
+    let null = v8::null(scope).into();
+    let (key, request) = key_and_request(scope, Target { cache, url, headers }, &host)?;
     let Some(answer) = host
         .thread
         .shared
         .cache
         .lookup(&key, &request, SystemTime::now())
     else {
-        return;
+        return Ok(null);
     };
     let status = v8::Integer::new(scope, i32::from(answer.status.as_u16())).into();
     let Some(status_text) = js_string(scope, &answer.status_text) else {
-        return;
+        return Ok(null);
     };
     let headers = header_array(scope, &answer.headers).into();
     let body = match answer.body {
@@ -141,27 +161,25 @@ pub(super) fn cache_match(
         // isolate is being terminated and nothing is returned.
         Some(bytes) => match u8_array(scope, bytes.to_vec()) {
             Some(array) => array.into(),
-            None => return,
+            None => return Ok(null),
         },
-        None => v8::null(scope).into(),
+        None => null,
     };
     let result = v8::Array::new_with_elements(scope, &[status, status_text, headers, body]);
-    rv.set(result.into());
+    Ok(result.into())
+}
 }
 
+host_fn! {
 /// `cacheDelete(cache, url, requestHeaders)` → whether something was removed.
-pub(super) fn cache_delete(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let (key, _) = match key_and_request(scope, &args, &host) {
-        Ok(parsed) => parsed,
-        Err(message) => return throw_type_error(scope, &message),
-    };
-    let removed = host.thread.shared.cache.delete(&key);
-    rv.set(v8::Boolean::new(scope, removed).into());
+fn cache_delete<'s>(
+    scope,
+    host: Rc<HostState>,
+    cache: Option<String>,
+    url: String,
+    headers: v8::Local<'s, v8::Value>,
+) -> HostResult<bool> {
+    let (key, _) = key_and_request(scope, Target { cache, url, headers }, &host)?;
+    Ok(host.thread.shared.cache.delete(&key))
+}
 }

@@ -2,10 +2,18 @@
 
 use v8::{ValueDeserializerHelper, ValueSerializerHelper};
 
-use super::throw_type_error;
+use super::error::{ErrorClass, HostError};
+use super::unit::Unit;
+
+/// `structuredClone`.
+pub(super) fn unit() -> Unit {
+    Unit::new("structured_clone")
+        .js(&["18_structured_clone.js"])
+        .function("structuredClone", structured_clone)
+}
 
 /// Serializer/deserializer delegate: no host objects, no shared memory; a
-/// value V8 cannot clone becomes the TypeError HOST.md asks for.
+/// value V8 cannot clone becomes the `DataCloneError` HOST.md asks for.
 struct Cloner;
 
 impl v8::ValueSerializerImpl for Cloner {
@@ -14,35 +22,33 @@ impl v8::ValueSerializerImpl for Cloner {
         scope: &mut v8::PinScope<'s, '_>,
         message: v8::Local<'s, v8::String>,
     ) {
-        let message = format!("DataCloneError: {}", message.to_rust_string_lossy(scope));
-        throw_type_error(scope, &message);
+        let message = message.to_rust_string_lossy(scope);
+        HostError::new(ErrorClass::DataClone, message).throw(scope);
     }
 }
 
 impl v8::ValueDeserializerImpl for Cloner {}
 
+host_fn! {
 /// `structuredClone(value)`.
-pub(super) fn structured_clone(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let value = args.get(0);
+fn structured_clone<'s>(
+    scope,
+    value: v8::Local<'s, v8::Value>,
+) -> Option<v8::Local<'s, v8::Value>> {
     let context = scope.get_current_context();
     let data = {
         let serializer = v8::ValueSerializer::new(scope, Box::new(Cloner));
         serializer.write_header();
         // `None` or `Some(false)`: the delegate already threw.
         if serializer.write_value(context, value) != Some(true) {
-            return;
+            return None;
         }
         serializer.release()
     };
     let deserializer = v8::ValueDeserializer::new(scope, Box::new(Cloner), &data);
     if deserializer.read_header(context) != Some(true) {
-        return;
+        return None;
     }
-    if let Some(copy) = deserializer.read_value(context) {
-        rv.set(copy);
-    }
+    deserializer.read_value(context)
+}
 }

@@ -6,63 +6,104 @@ mod aws_lc;
 pub(crate) mod error;
 mod fast_verify;
 pub(crate) mod formats;
-pub(crate) mod handles;
 pub(crate) mod key;
 pub(crate) mod offload;
 pub(crate) mod ops;
 mod params;
 pub(crate) mod subtle;
 
+use std::rc::Rc;
+use std::sync::Arc;
+
 use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha384, Sha512};
 
-use super::{HostState, arg_string, throw_type_error};
+use super::error::{ErrorClass, HostError, HostResult};
+use super::unit::Unit;
+use super::{HostState, array_buffer};
+
+/// Web Crypto: `crypto.getRandomValues`/`randomUUID`, `crypto.subtle`,
+/// `CryptoKey`, `crypto.DigestStream`. Keys and hashers live in the
+/// isolate's handle table; the unit's state is its offload slot.
+pub(super) fn unit() -> Unit {
+    Unit::new("crypto")
+        .js(&["14_crypto.js"])
+        .function("randomFill", random_fill)
+        .function("randomUUID", random_uuid)
+        .function("digest", digest)
+        .function("cryptoImportKey", subtle::import_key)
+        .function("cryptoExportKey", subtle::export_key)
+        .function("cryptoGenerateKey", subtle::generate_key)
+        .function("cryptoSign", subtle::sign)
+        .function("cryptoVerify", subtle::verify)
+        .function("cryptoCipher", subtle::cipher)
+        .function("cryptoDeriveBits", subtle::derive_bits)
+        .function("digestStreamNew", subtle::digest_stream_new)
+        .function("digestStreamWrite", subtle::digest_stream_write)
+        .function("digestStreamEnd", subtle::digest_stream_end)
+        .function("timingSafeEqual", subtle::timing_safe_equal)
+        .state::<CryptoState>()
+}
+
+/// The crypto unit's per-isolate state.
+pub(crate) struct CryptoState {
+    /// One expensive operation at a time per isolate (see `offload.rs`).
+    pub(crate) offload: Arc<tokio::sync::Semaphore>,
+}
+
+impl Default for CryptoState {
+    fn default() -> Self {
+        Self {
+            offload: Arc::new(tokio::sync::Semaphore::new(1)),
+        }
+    }
+}
 
 const MAX_RANDOM_BYTES: usize = 65_536;
 
+host_fn! {
 /// `randomFill(u8)`: fills the view in place and returns it.
-pub(super) fn random_fill(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(args.get(0)) else {
-        throw_type_error(scope, "randomFill: argument must be an integer TypedArray");
-        return;
+fn random_fill<'s>(
+    _scope,
+    array: v8::Local<'s, v8::Value>,
+) -> HostResult<v8::Local<'s, v8::Value>> {
+    let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(array) else {
+        return Err(HostError::type_error(
+            "randomFill: argument must be an integer TypedArray",
+        ));
     };
     let len = view.byte_length();
     if len > MAX_RANDOM_BYTES {
-        throw_type_error(
-            scope,
-            &format!(
-                "QuotaExceededError: The ArrayBufferView's byte length ({len}) exceeds the number of bytes of entropy available via this API ({MAX_RANDOM_BYTES})"
+        return Err(HostError::new(
+            ErrorClass::QuotaExceeded,
+            format!(
+                "The ArrayBufferView's byte length ({len}) exceeds the number of bytes of entropy available via this API ({MAX_RANDOM_BYTES})"
             ),
-        );
-        return;
+        ));
     }
     let mut bytes = vec![0u8; len];
     if getrandom::fill(&mut bytes).is_err() {
-        throw_type_error(scope, "randomFill: the system's random source failed");
-        return;
+        return Err(HostError::type_error(
+            "randomFill: the system's random source failed",
+        ));
     }
     if len > 0 {
         // SAFETY: `data()` points at the view's first byte and the view is
         // `len` bytes long; no JS runs while this callback holds the thread.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), view.data().cast::<u8>(), len) };
     }
-    rv.set(args.get(0));
+    Ok(array)
+}
 }
 
+host_fn! {
 /// `randomUUID()`: an RFC 9562 version 4 UUID.
-pub(super) fn random_uuid(
-    scope: &mut v8::PinScope<'_, '_>,
-    _args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
+fn random_uuid<'s>(scope) -> HostResult<Option<v8::Local<'s, v8::String>>> {
     let mut b = [0u8; 16];
     if getrandom::fill(&mut b).is_err() {
-        throw_type_error(scope, "randomUUID: the system's random source failed");
-        return;
+        return Err(HostError::type_error(
+            "randomUUID: the system's random source failed",
+        ));
     }
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
@@ -75,31 +116,27 @@ pub(super) fn random_uuid(
         &hex[16..20],
         &hex[20..32]
     );
-    if let Some(s) = v8::String::new(scope, &uuid) {
-        rv.set(s.into());
-    }
+    Ok(v8::String::new(scope, &uuid))
+}
 }
 
 /// Bytes hashed between two looks at the watchdog: ~1 ms of SHA-256.
 const DIGEST_STEP: usize = 1 << 20;
 
+host_fn! {
 /// `digest(algorithm, u8)` → ArrayBuffer.
 ///
 /// Hashes the view in place, in steps, and stops as soon as the watchdog has
 /// terminated the turn (the request ran out of CPU time): a digest of a huge
 /// buffer costs at most one step more than the worker's CPU limit.
-pub(super) fn digest(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let algorithm = arg_string(scope, &args, 0);
-    let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(args.get(1)) else {
-        throw_type_error(scope, "digest: data must be a BufferSource");
-        return;
-    };
-    let Some(host) = HostState::get(scope) else {
-        return;
+fn digest<'s>(
+    scope,
+    algorithm: String,
+    data: v8::Local<'s, v8::Value>,
+    host: Rc<HostState>,
+) -> HostResult<Option<v8::Local<'s, v8::ArrayBuffer>>> {
+    let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(data) else {
+        return Err(HostError::type_error("digest: data must be a BufferSource"));
     };
     let len = view.byte_length();
     let data: &[u8] = if len == 0 {
@@ -119,17 +156,14 @@ pub(super) fn digest(
         "SHA-512" => hash_in_steps::<Sha512>(data, stopped),
         "MD5" => hash_in_steps::<md5::Md5>(data, stopped),
         other => {
-            throw_type_error(scope, &format!("digest: unsupported algorithm {other}"));
-            return;
+            return Err(HostError::type_error(format!(
+                "digest: unsupported algorithm {other}"
+            )));
         }
     };
     // `None`: the turn was terminated; V8 unwinds it on return.
-    let Some(hash) = hash else {
-        return;
-    };
-    if let Some(buffer) = super::array_buffer(scope, hash) {
-        rv.set(buffer.into());
-    }
+    Ok(hash.and_then(|hash| array_buffer(scope, hash)))
+}
 }
 
 /// The digest of `data`, or `None` if `stopped` said so between two steps.

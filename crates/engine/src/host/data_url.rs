@@ -6,33 +6,30 @@
 
 use data_url::DataUrl;
 
-use super::{js_string, throw_type_error, u8_array};
+use super::error::{HostError, HostResult};
+use super::{js_string, u8_array};
 
 /// The longest `data:` URL `fetch()` decodes, in bytes of its (ASCII)
 /// serialisation. The decoding runs on the isolate's thread in one go.
 pub(crate) const MAX_DATA_URL_LEN: usize = 16 << 20;
 
+host_fn! {
 /// `dataUrl(href)` → `[mimeType, Uint8Array]`; throws TypeError for a URL
 /// that is too long or that the processor refuses (no comma, bad base64).
-pub(super) fn data_url(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(href) = args.get(0).to_string(scope) else {
-        return;
+pub(super) fn data_url<'s>(
+    scope,
+    href: v8::Local<'s, v8::Value>,
+) -> HostResult<Option<v8::Local<'s, v8::Array>>> {
+    let Some(href) = href.to_string(scope) else {
+        return Ok(None);
     };
     // An href is ASCII (the URL parser percent-encoded the rest), so its
     // UTF-16 length is its byte length: checked before it is copied out.
     if href.length() > MAX_DATA_URL_LEN {
-        throw_type_error(
-            scope,
-            &format!(
-                "fetch failed: a data: URL may be at most {MAX_DATA_URL_LEN} bytes long, this one is {}",
-                href.length()
-            ),
-        );
-        return;
+        return Err(HostError::type_error(format!(
+            "fetch failed: a data: URL may be at most {MAX_DATA_URL_LEN} bytes long, this one is {}",
+            href.length()
+        )));
     }
     let href = href.to_rust_string_lossy(scope);
     let decoded = match DataUrl::process(&href) {
@@ -45,21 +42,20 @@ pub(super) fn data_url(
     let (mime, body) = match decoded {
         Ok(decoded) => decoded,
         Err(reason) => {
-            throw_type_error(
-                scope,
-                &format!("fetch failed: invalid data: URL ({reason})"),
-            );
-            return;
+            return Err(HostError::type_error(format!(
+                "fetch failed: invalid data: URL ({reason})"
+            )));
         }
     };
     // Over the memory budget: the isolate is being terminated, nothing to do.
     let Some(bytes) = u8_array(scope, body) else {
-        return;
+        return Ok(None);
     };
     let Some(mime) = js_string(scope, &mime) else {
-        return;
+        return Ok(None);
     };
-    rv.set(v8::Array::new_with_elements(scope, &[mime, bytes.into()]).into());
+    Ok(Some(v8::Array::new_with_elements(scope, &[mime, bytes.into()])))
+}
 }
 
 #[cfg(test)]

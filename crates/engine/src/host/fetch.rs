@@ -5,9 +5,35 @@
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 
+use std::rc::Rc;
+
+use super::error::HostError;
 use super::state::FetchHead;
-use super::{HostState, IsolateTurns, Settlement, arg_string, header_map, new_promise, view_bytes};
+use super::unit::Unit;
+use super::{HeaderNames, HostState, IsolateTurns, Settlement, data_url, header_map, new_promise};
 use crate::body::Body;
+
+/// `Headers`, with nothing native of its own: header lists cross the
+/// boundary flat (`headers.rs`).
+pub(super) fn headers() -> Unit {
+    Unit::new("headers").js(&["07_headers.js"])
+}
+
+/// Blob, Request, Response and `fetch`; each isolate keeps the header names
+/// it has made as V8 strings (`HeaderNames`).
+pub(super) fn unit() -> Unit {
+    Unit::new("fetch")
+        .js(&[
+            "09_blob.js",
+            "10_body.js",
+            "11_request.js",
+            "12_response.js",
+            "13_fetch.js",
+        ])
+        .function("fetch", fetch)
+        .function("dataUrl", data_url::data_url)
+        .state::<HeaderNames>()
+}
 
 /// How long one hop may take to answer with its response head: connection,
 /// TLS handshake and headers (the body then streams within the request's
@@ -34,19 +60,18 @@ struct Outbound {
     redirect: Redirect,
 }
 
+host_fn! {
 /// `fetch(method, url, headers, body, redirect)` → Promise.
-pub(super) fn fetch(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let Some((resolver, promise)) = new_promise(scope) else {
-        return;
-    };
-    rv.set(promise.into());
+fn fetch<'s>(
+    scope,
+    host: Rc<HostState>,
+    method: String,
+    url: String,
+    headers: v8::Local<'s, v8::Value>,
+    body: Option<Vec<u8>>,
+    redirect: v8::Local<'s, v8::Value>,
+) -> Option<v8::Local<'s, v8::Promise>> {
+    let (resolver, promise) = new_promise(scope)?;
     let ctx = host.current();
     // The first hop's subrequest is taken now, so a fetch over the limit is
     // refused at once; redirects take theirs as they happen.
@@ -54,7 +79,7 @@ pub(super) fn fetch(
     let outbound = host
         .take_subrequest(ctx, limit)
         .map_err(too_many)
-        .and_then(|()| parse(scope, &args));
+        .and_then(|()| parse(scope, method, url, headers, body, redirect));
     let outbound = match outbound {
         Ok(mut outbound) => {
             // Set by the engine, whatever the worker wrote.
@@ -65,11 +90,10 @@ pub(super) fn fetch(
             outbound
         }
         Err(message) => {
-            if let Some(message) = v8::String::new(scope, &message) {
-                let error = v8::Exception::type_error(scope, message);
+            if let Some(error) = HostError::type_error(message).to_js(scope) {
                 resolver.reject(scope, error);
             }
-            return;
+            return Some(promise);
         }
     };
     let resolver = v8::Global::new(scope, resolver);
@@ -82,6 +106,8 @@ pub(super) fn fetch(
         }
     });
     host.set_op_task(op, task.abort_handle());
+    Some(promise)
+}
 }
 
 /// Sends the request, following redirects as `redirect` says; every hop
@@ -304,13 +330,15 @@ fn uri(url: &url::Url) -> Result<http::Uri, String> {
 
 fn parse(
     scope: &mut v8::PinScope<'_, '_>,
-    args: &v8::FunctionCallbackArguments<'_>,
+    method: String,
+    url: String,
+    headers: v8::Local<'_, v8::Value>,
+    body: Option<Vec<u8>>,
+    redirect: v8::Local<'_, v8::Value>,
 ) -> Result<Outbound, String> {
-    let method = arg_string(scope, args, 0);
-    let url = arg_string(scope, args, 1);
-    let headers = header_map(scope, args.get(2))?;
-    let body = view_bytes(args.get(3)).map(Bytes::from);
-    let redirect = match args.get(4) {
+    let headers = header_map(scope, headers)?;
+    let body = body.map(Bytes::from);
+    let redirect = match redirect {
         mode if mode.is_undefined() => Redirect::Follow,
         mode => match mode.to_rust_string_lossy(scope).as_str() {
             "follow" => Redirect::Follow,

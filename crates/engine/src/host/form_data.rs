@@ -20,7 +20,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::FutureExt;
 
-use super::{HostState, js_string, throw_type_error, u8_array};
+use super::error::{HostError, HostResult};
+use super::unit::Unit;
+use super::{HostState, js_string, u8_array};
 use crate::memory::{Memory, OverLimit};
 
 /// Why a body could not be read as form data (thrown as a TypeError).
@@ -162,39 +164,45 @@ impl Drop for Reservation {
     }
 }
 
+/// `FormData`, and `formData()` of a body.
+pub(super) fn unit() -> Unit {
+    Unit::new("form_data")
+        .js(&["24_form_data.js"])
+        .function("formDataParse", form_data_parse)
+}
+
+fn type_error(error: FormDataError) -> HostError {
+    HostError::type_error(error.to_string())
+}
+
+host_fn! {
 /// `formDataParse(u8, contentType)` → `null` for a urlencoded body (JS
 /// parses it), else the entries of a multipart body: `[name, string]` or
 /// `[name, u8, filename, type]`. Throws TypeError for another type or a
 /// malformed body.
-pub(super) fn form_data_parse(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let content_type = args.get(1).to_rust_string_lossy(scope);
-    let boundary = match form_kind(&content_type) {
-        Ok(FormKind::UrlEncoded) => {
-            rv.set(v8::null(scope).into());
-            return;
-        }
-        Ok(FormKind::Multipart(boundary)) => boundary,
-        Err(error) => {
-            throw_type_error(scope, &error.to_string());
-            return;
-        }
+fn form_data_parse<'s>(
+    scope,
+    body: v8::Local<'s, v8::Value>,
+    content_type: v8::Local<'s, v8::Value>,
+) -> HostResult<Option<v8::Local<'s, v8::Value>>> {
+    let content_type = content_type.to_rust_string_lossy(scope);
+    let boundary = match form_kind(&content_type).map_err(type_error)? {
+        FormKind::UrlEncoded => return Ok(Some(v8::null(scope).into())),
+        FormKind::Multipart(boundary) => boundary,
     };
-    let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(args.get(0)) else {
-        throw_type_error(scope, "formDataParse: the body must be a Uint8Array");
-        return;
+    let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(body) else {
+        return Err(HostError::type_error(
+            "formDataParse: the body must be a Uint8Array",
+        ));
     };
     let Some(host) = HostState::get(scope) else {
-        return;
+        return Ok(None);
     };
     // The copy handed to multer and multer's own buffer. Over the limit the
     // isolate is being terminated and nothing is returned.
     let Ok(_reservation) = Reservation::new(&host.memory, view.byte_length().saturating_mul(2))
     else {
-        return;
+        return Ok(None);
     };
     let mut body = vec![0; view.byte_length()];
     view.copy_contents(&mut body);
@@ -204,29 +212,25 @@ pub(super) fn form_data_parse(
     loop {
         if host.thread.watchdog.has_fired() {
             // The turn was terminated; V8 unwinds it on return.
-            return;
+            return Ok(None);
         }
-        let part = match parts.next_part() {
-            Ok(Some(part)) => part,
-            Ok(None) => break,
-            Err(error) => {
-                throw_type_error(scope, &error.to_string());
-                return;
-            }
+        let Some(part) = parts.next_part().map_err(type_error)? else {
+            break;
         };
         // A handle scope per part: a body of a million tiny parts must not
         // hold millions of handles (V8's handle blocks are not charged).
         v8::scope!(let inner, scope);
         let Some(entry) = part_value(inner, part) else {
             // Over the memory limit: the isolate is being terminated.
-            return;
+            return Ok(None);
         };
         if entries.set_index(inner, index, entry.into()).is_none() {
-            return;
+            return Ok(None);
         }
         index += 1;
     }
-    rv.set(entries.into());
+    Ok(Some(entries.into()))
+}
 }
 
 /// One entry as JS: `[name, string]` or `[name, u8, filename, type]`.

@@ -96,10 +96,11 @@ pub(crate) fn header_array<'s>(
     headers: &HeaderMap,
 ) -> v8::Local<'s, v8::Array> {
     let host = HostState::get(scope);
+    let names = host.as_ref().and_then(|h| h.state::<HeaderNames>());
     let mut items = Vec::with_capacity(2 * headers.len());
     for (name, value) in headers {
-        let name = match &host {
-            Some(host) => host.header_names.get(scope, name),
+        let name = match names {
+            Some(names) => names.get(scope, name),
             None => HeaderNames::make(scope, name),
         };
         let value = match value.to_str() {

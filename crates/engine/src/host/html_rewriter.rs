@@ -10,112 +10,91 @@
 
 mod session;
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::rc::Rc;
 
 use encoding_rs::Encoding;
 use lol_html::html_content::ContentType;
 use lol_html::{AsciiCompatibleEncoding, Selector};
 
 use self::session::{Call, Input, Op, OpResult, Place, Registration, STACK_SIZE, Session, Yield};
-use super::{HostState, arg_string, arg_u32, js_string, throw_type_error, u8_array, view_bytes};
-use crate::memory::Memory;
+use super::error::{HostError, HostResult};
+use super::handle::Owner;
+use super::unit::Unit;
+use super::{HostState, js_string, u8_array, value_string};
 
 /// The most lol_html may buffer for one rewrite (a token split across input
 /// chunks: a start tag with its attributes, a comment, a doctype); a larger
 /// one fails the rewrite.
 pub(crate) const BUFFER_LIMIT: usize = 1024 * 1024;
 
-/// The rewrites in flight in one isolate.
-#[derive(Default)]
-pub(crate) struct Rewriters {
-    sessions: RefCell<HashMap<u32, Entry>>,
-    next: Cell<u32>,
+/// `HTMLRewriter`.
+pub(super) fn unit() -> Unit {
+    Unit::new("html_rewriter")
+        .js(&["23_html_rewriter.js"])
+        .function("htmlRewriterSelector", html_rewriter_selector)
+        .function("htmlRewriterStart", html_rewriter_start)
+        .function("htmlRewriterWrite", html_rewriter_write)
+        .function("htmlRewriterEnd", html_rewriter_end)
+        .function("htmlRewriterContinue", html_rewriter_continue)
+        .function("htmlRewriterOp", html_rewriter_op)
+        .function("htmlRewriterFree", html_rewriter_free)
 }
 
-struct Entry {
-    ctx: u32,
+/// A rewrite in flight, as the isolate's handle table holds it (owned by
+/// the request that started it). The table charges its stack and buffer
+/// limit, and the inserted content not yet emitted (`pending`).
+struct Rewrite {
     session: Session,
-    memory: Arc<Memory>,
-    /// Bytes charged for the session itself (stack and buffer limit).
-    fixed: usize,
     /// Bytes charged for inserted content not yet emitted.
     pending: usize,
 }
 
-impl Drop for Entry {
-    fn drop(&mut self) {
-        self.memory.release(self.fixed + self.pending);
-    }
-}
-
-impl Rewriters {
-    /// Ends the sessions of request `ctx` (every session when `None`).
-    pub(crate) fn drop_for(&self, ctx: Option<u32>) {
-        let ended: Vec<Entry> = {
-            let mut sessions = self.sessions.borrow_mut();
-            let ids: Vec<u32> = sessions
-                .iter()
-                .filter(|(_, e)| ctx.is_none_or(|c| c == e.ctx))
-                .map(|(id, _)| *id)
-                .collect();
-            ids.into_iter()
-                .filter_map(|id| sessions.remove(&id))
-                .collect()
-        };
-        // Dropped outside the borrow: unwinding a suspended coroutine runs
-        // lol_html's destructors.
-        drop(ended);
-    }
-
-    /// Resumes session `id` with `input`, and takes the output produced so
-    /// far when `drain` (an operation leaves it for the next step: what a
-    /// `DocumentEnd.append` writes goes straight to the output).
-    fn resume(&self, id: u32, input: Input, drain: bool) -> Result<(Yield, Vec<u8>), Step> {
-        let mut sessions = self.sessions.borrow_mut();
-        let Some(entry) = sessions.get_mut(&id) else {
-            return Err(Step::Failed(
-                "HTMLRewriter: this rewrite has ended".to_owned(),
-            ));
-        };
-        let result = entry.session.resume(input);
+/// Resumes rewrite `id` with `input`, and takes the output produced so far
+/// when `drain` (an operation leaves it for the next step: what a
+/// `DocumentEnd.append` writes goes straight to the output).
+fn resume(host: &HostState, id: u32, input: Input, drain: bool) -> Result<(Yield, Vec<u8>), Step> {
+    let stepped = host.handles.with(id, |rewrite: &mut Rewrite| {
+        let result = rewrite.session.resume(input);
         let output = if drain || result.is_err() {
-            entry.session.take_output()
+            rewrite.session.take_output()
         } else {
             Vec::new()
         };
-        if !output.is_empty() {
-            // What was inserted has been emitted (or dropped with its token).
-            entry.memory.release(entry.pending);
-            entry.pending = 0;
-        }
-        match result {
-            Ok(value) => Ok((value, output)),
-            Err(end) => {
-                let entry = sessions.remove(&id);
-                drop(sessions);
-                drop(entry);
-                Err(match end {
-                    Ok(()) => Step::Finished(output),
-                    Err(message) => Step::Failed(message),
-                })
-            }
-        }
-    }
-
-    /// Charges `len` bytes of inserted content to session `id`.
-    fn charge_pending(&self, id: u32, len: usize) -> bool {
-        let mut sessions = self.sessions.borrow_mut();
-        let Some(entry) = sessions.get_mut(&id) else {
-            return true;
+        // What was inserted has been emitted (or dropped with its token).
+        let emitted = if output.is_empty() {
+            0
+        } else {
+            std::mem::take(&mut rewrite.pending)
         };
-        if entry.memory.charge(len).is_err() {
-            return false;
+        (result, output, emitted)
+    });
+    let Some((result, output, emitted)) = stepped else {
+        return Err(Step::Failed(
+            "HTMLRewriter: this rewrite has ended".to_owned(),
+        ));
+    };
+    host.handles.release(id, emitted);
+    match result {
+        Ok(value) => Ok((value, output)),
+        Err(end) => {
+            host.handles.remove(id);
+            Err(match end {
+                Ok(()) => Step::Finished(output),
+                Err(message) => Step::Failed(message),
+            })
         }
-        entry.pending += len;
-        true
     }
+}
+
+/// Charges `len` bytes of inserted content to rewrite `id`; false over the
+/// memory limit.
+fn charge_pending(host: &HostState, id: u32, len: usize) -> bool {
+    if !host.handles.charge(id, len) {
+        return false;
+    }
+    host.handles
+        .with(id, |rewrite: &mut Rewrite| rewrite.pending += len);
+    true
 }
 
 /// How a resume ended the session.
@@ -216,71 +195,47 @@ fn parse_selector(text: &str) -> Result<Selector, String> {
         .map_err(|e| format!("HTMLRewriter: invalid selector {text:?}: {e}"))
 }
 
+host_fn! {
 /// `htmlRewriterSelector(selector)`: throws TypeError unless lol_html
 /// supports `selector`.
-pub(super) fn html_rewriter_selector(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    _rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let text = arg_string(scope, &args, 0);
-    if let Err(message) = parse_selector(&text) {
-        throw_type_error(scope, &message);
-    }
+fn html_rewriter_selector<'s>(_scope, text: String) -> HostResult<()> {
+    parse_selector(&text)
+        .map(drop)
+        .map_err(HostError::type_error)
+}
 }
 
+host_fn! {
 /// `htmlRewriterStart(registrations, charset)` → session id. Each registration is
 /// `[0, selector, element, comments, text]` or `[1, doctype, comments,
 /// text, end]` (booleans: which handlers exist).
-pub(super) fn html_rewriter_start(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let registrations = match read_registrations(scope, args.get(0)) {
-        Ok(registrations) => registrations,
-        Err(message) => {
-            throw_type_error(scope, &message);
-            return;
-        }
-    };
-    let encoding = match read_encoding(scope, args.get(1)) {
-        Ok(encoding) => encoding,
-        Err(message) => {
-            throw_type_error(scope, &message);
-            return;
-        }
-    };
+fn html_rewriter_start<'s>(
+    scope,
+    host: Rc<HostState>,
+    registrations: v8::Local<'s, v8::Value>,
+    charset: v8::Local<'s, v8::Value>,
+) -> HostResult<Option<v8::Local<'s, v8::Integer>>> {
+    let registrations = read_registrations(scope, registrations).map_err(HostError::type_error)?;
+    let encoding = read_encoding(scope, charset).map_err(HostError::type_error)?;
     let fixed = STACK_SIZE + BUFFER_LIMIT;
-    // Over the limit the isolate is being terminated (see `memory.rs`).
-    if host.memory.charge(fixed).is_err() {
-        return;
+    // Over the limit the isolate is being terminated (see `memory.rs`):
+    // checked before the coroutine's stack is allocated, charged by the
+    // handle table once the session exists (nothing runs in between).
+    if !super::memory::fits(scope, fixed) {
+        return Ok(None);
     }
-    let session = match Session::new(registrations, BUFFER_LIMIT, encoding) {
-        Ok(session) => session,
-        Err(error) => {
-            host.memory.release(fixed);
-            throw_type_error(scope, &error.to_string());
-            return;
-        }
+    let session = Session::new(registrations, BUFFER_LIMIT, encoding)
+        .map_err(|error| HostError::type_error(error.to_string()))?;
+    let rewrite = Rewrite {
+        session,
+        pending: 0,
     };
-    let rewriters = &host.rewriters;
-    let id = rewriters.next.get().wrapping_add(1).max(1);
-    rewriters.next.set(id);
-    rewriters.sessions.borrow_mut().insert(
-        id,
-        Entry {
-            ctx: host.current(),
-            session,
-            memory: host.memory.clone(),
-            fixed,
-            pending: 0,
-        },
-    );
-    rv.set(v8::Integer::new_from_unsigned(scope, id).into());
+    let owner = Owner::request(host.current());
+    let Some(id) = host.handles.insert(rewrite, fixed, owner) else {
+        return Ok(None);
+    };
+    Ok(Some(v8::Integer::new_from_unsigned(scope, id)))
+}
 }
 
 /// The document's encoding from a `charset` label (`null`: UTF-8). An
@@ -357,79 +312,68 @@ fn read_registrations(
     Ok(registrations)
 }
 
+host_fn! {
 /// `htmlRewriterWrite(id, u8)` → `[output, call]`.
-pub(super) fn html_rewriter_write(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let id = arg_u32(scope, &args, 0);
-    let bytes = view_bytes(args.get(1)).unwrap_or_default();
-    step(scope, rv, id, Input::Write(bytes));
+fn html_rewriter_write<'s>(
+    scope,
+    host: Rc<HostState>,
+    id: u32,
+    bytes: Option<Vec<u8>>,
+) -> HostResult<Option<v8::Local<'s, v8::Array>>> {
+    step(scope, &host, id, Input::Write(bytes.unwrap_or_default()))
+}
 }
 
+host_fn! {
 /// `htmlRewriterEnd(id)` → `[output, call]`; `call` null: the rewrite is done.
-pub(super) fn html_rewriter_end(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let id = arg_u32(scope, &args, 0);
-    step(scope, rv, id, Input::End);
+fn html_rewriter_end<'s>(
+    scope,
+    host: Rc<HostState>,
+    id: u32,
+) -> HostResult<Option<v8::Local<'s, v8::Array>>> {
+    step(scope, &host, id, Input::End)
+}
 }
 
+host_fn! {
 /// `htmlRewriterContinue(id, error)` → `[output, call]`: the handler of the
 /// last call finished (`error` null) or failed (its message).
-pub(super) fn html_rewriter_continue(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let id = arg_u32(scope, &args, 0);
-    let error = args.get(1);
-    let input = if error.is_null_or_undefined() {
-        Input::Continue
-    } else {
-        Input::Fail(error.to_rust_string_lossy(scope))
+fn html_rewriter_continue<'s>(
+    scope,
+    host: Rc<HostState>,
+    id: u32,
+    error: Option<String>,
+) -> HostResult<Option<v8::Local<'s, v8::Array>>> {
+    let input = match error {
+        None => Input::Continue,
+        Some(message) => Input::Fail(message),
     };
-    step(scope, rv, id, input);
+    step(scope, &host, id, input)
+}
 }
 
+host_fn! {
 /// `htmlRewriterFree(id)`: the rewrite is abandoned.
-pub(super) fn html_rewriter_free(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    _rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let id = arg_u32(scope, &args, 0);
-    if let Some(host) = HostState::get(scope) {
-        let entry = host.rewriters.sessions.borrow_mut().remove(&id);
-        drop(entry);
-    }
+fn html_rewriter_free<'s>(_scope, host: Rc<HostState>, id: u32) {
+    host.handles.remove(id);
+}
 }
 
 /// Resumes a session until it wants input, calls a handler, or ends.
-fn step(
-    scope: &mut v8::PinScope<'_, '_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
+fn step<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    host: &HostState,
     id: u32,
     input: Input,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let (call, output) = match host.rewriters.resume(id, input, true) {
+) -> HostResult<Option<v8::Local<'s, v8::Array>>> {
+    let (call, output) = match resume(host, id, input, true) {
         Ok((Yield::Call(call), output)) => (Some(call), output),
         Ok((Yield::NeedInput, output)) | Err(Step::Finished(output)) => (None, output),
         Ok((Yield::Done(_), _)) => {
-            host.rewriters.drop_for_id(id);
-            throw_type_error(scope, "HTMLRewriter: out-of-order call");
-            return;
+            host.handles.remove(id);
+            return Err(HostError::type_error("HTMLRewriter: out-of-order call"));
         }
-        Err(Step::Failed(message)) => {
-            throw_type_error(scope, &message);
-            return;
-        }
+        Err(Step::Failed(message)) => return Err(HostError::type_error(message)),
     };
     let output: v8::Local<v8::Value> = if output.is_empty() {
         v8::null(scope).into()
@@ -437,24 +381,17 @@ fn step(
         match u8_array(scope, output) {
             Some(array) => array.into(),
             // Over the memory limit: the isolate is being terminated.
-            None => return,
+            None => return Ok(None),
         }
     };
     let call: v8::Local<v8::Value> = match call {
         None => v8::null(scope).into(),
         Some(call) => match call_to_js(scope, call) {
             Some(call) => call,
-            None => return,
+            None => return Ok(None),
         },
     };
-    rv.set(v8::Array::new_with_elements(scope, &[output, call]).into());
-}
-
-impl Rewriters {
-    fn drop_for_id(&self, id: u32) {
-        let entry = self.sessions.borrow_mut().remove(&id);
-        drop(entry);
-    }
+    Ok(Some(v8::Array::new_with_elements(scope, &[output, call])))
 }
 
 fn call_to_js<'s>(
@@ -510,77 +447,75 @@ fn call_to_js<'s>(
     Some(v8::Array::new_with_elements(scope, &items).into())
 }
 
+host_fn! {
 /// `htmlRewriterOp(id, op, a, b)` → the operation's result, applied to the
 /// token whose handler is running; throws TypeError when it fails.
-pub(super) fn html_rewriter_op(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let id = arg_u32(scope, &args, 0);
-    let name = arg_string(scope, &args, 1);
-    let Some(op) = read_op(scope, &args, &name) else {
-        throw_type_error(
-            scope,
-            &format!("htmlRewriterOp: unknown operation {name:?}"),
-        );
-        return;
+fn html_rewriter_op<'s>(
+    scope,
+    host: Rc<HostState>,
+    id: u32,
+    name: String,
+    a: v8::Local<'s, v8::Value>,
+    b: v8::Local<'s, v8::Value>,
+) -> HostResult<Option<v8::Local<'s, v8::Value>>> {
+    let Some(op) = read_op(scope, &name, a, b) else {
+        return Err(HostError::type_error(format!(
+            "htmlRewriterOp: unknown operation {name:?}"
+        )));
     };
     if let Op::Insert(_, content, _) = &op
-        && !host.rewriters.charge_pending(id, content.len())
+        && !charge_pending(&host, id, content.len())
     {
         // Over the memory limit: the isolate is being terminated.
-        return;
+        return Ok(None);
     }
-    let result = match host.rewriters.resume(id, Input::Op(op), false) {
+    let result = match resume(&host, id, Input::Op(op), false) {
         Ok((Yield::Done(result), _)) => result,
         Ok(_) => {
-            host.rewriters.drop_for_id(id);
+            host.handles.remove(id);
             OpResult::Error("HTMLRewriter: this content token is no longer valid".to_owned())
         }
         Err(Step::Finished(_)) => OpResult::Error("HTMLRewriter: the rewrite has ended".to_owned()),
         Err(Step::Failed(message)) => OpResult::Error(message),
     };
-    match result {
-        OpResult::Nothing => rv.set_undefined(),
-        OpResult::Bool(b) => rv.set_bool(b),
-        OpResult::Text(s) => {
-            if let Some(s) = js_string(scope, &s) {
-                rv.set(s);
-            }
-        }
-        OpResult::MaybeText(None) => rv.set_null(),
-        OpResult::MaybeText(Some(s)) => {
-            if let Some(s) = js_string(scope, &s) {
-                rv.set(s);
-            }
-        }
+    op_result_js(scope, result)
+}
+}
+
+/// An operation's result for JavaScript.
+fn op_result_js<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    result: OpResult,
+) -> HostResult<Option<v8::Local<'s, v8::Value>>> {
+    Ok(match result {
+        OpResult::Nothing => Some(v8::undefined(scope).into()),
+        OpResult::Bool(b) => Some(v8::Boolean::new(scope, b).into()),
+        OpResult::Text(s) | OpResult::MaybeText(Some(s)) => js_string(scope, &s),
+        OpResult::MaybeText(None) => Some(v8::null(scope).into()),
         OpResult::Pairs(pairs) => {
             let mut items = Vec::with_capacity(pairs.len());
             for (name, value) in pairs {
                 let (Some(name), Some(value)) = (js_string(scope, &name), js_string(scope, &value))
                 else {
-                    return;
+                    return Ok(None);
                 };
                 items.push(v8::Array::new_with_elements(scope, &[name, value]).into());
             }
-            rv.set(v8::Array::new_with_elements(scope, &items).into());
+            Some(v8::Array::new_with_elements(scope, &items).into())
         }
-        OpResult::Error(message) => throw_type_error(scope, &message),
-    }
+        OpResult::Error(message) => return Err(HostError::type_error(message)),
+    })
 }
 
 fn read_op(
     scope: &mut v8::PinScope<'_, '_>,
-    args: &v8::FunctionCallbackArguments<'_>,
     name: &str,
+    a_value: v8::Local<'_, v8::Value>,
+    b_value: v8::Local<'_, v8::Value>,
 ) -> Option<Op> {
-    let a = |scope: &mut v8::PinScope<'_, '_>| arg_string(scope, args, 2);
+    let a = |scope: &mut v8::PinScope<'_, '_>| value_string(scope, a_value);
     let kind = |scope: &mut v8::PinScope<'_, '_>| {
-        if args.get(3).boolean_value(scope) {
+        if b_value.boolean_value(scope) {
             ContentType::Html
         } else {
             ContentType::Text
@@ -597,7 +532,7 @@ fn read_op(
         "hasAttribute" => Some(Op::HasAttribute(a(scope))),
         "setAttribute" => {
             let name = a(scope);
-            let value = arg_string(scope, args, 3);
+            let value = value_string(scope, b_value);
             Some(Op::SetAttribute(name, value))
         }
         "removeAttribute" => Some(Op::RemoveAttribute(a(scope))),
@@ -613,7 +548,7 @@ fn read_op(
         "setInnerContent" => insert(scope, Place::Inner),
         "remove" => Some(Op::Remove),
         "removeAndKeepContent" => Some(Op::RemoveAndKeepContent),
-        "onEndTag" => Some(Op::OnEndTag(arg_u32(scope, args, 2))),
+        "onEndTag" => Some(Op::OnEndTag(a_value.uint32_value(scope).unwrap_or(0))),
         "setText" => Some(Op::SetText(a(scope))),
         "setName" => Some(Op::SetName(a(scope))),
         _ => None,

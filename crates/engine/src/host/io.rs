@@ -1,26 +1,30 @@
 //! `host.bodyRead` / `host.bodyCancel`: incoming body streams (the request's
 //! body, fetch responses' bodies), read one chunk per call.
 
-use super::{HostState, Settlement, arg_u32, new_promise};
+use std::rc::Rc;
 
-pub(super) fn body_read(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let id = arg_u32(scope, &args, 0);
-    let Some((resolver, promise)) = new_promise(scope) else {
-        return;
-    };
-    rv.set(promise.into());
+use super::unit::Unit;
+use super::{HostState, Settlement, new_promise};
+
+/// ReadableStream, WritableStream, TransformStream and their kin; incoming
+/// bodies are read through them. `08_streams.js` is the folder
+/// `js/08_streams/`, its parts joined (`build.rs`, and its README).
+pub(super) fn unit() -> Unit {
+    Unit::new("streams")
+        .js(&["08_streams.js"])
+        .function("bodyRead", body_read)
+        .function("bodyCancel", body_cancel)
+}
+
+host_fn! {
+/// `bodyRead(bodyId)` → Promise of `{chunk}` or null.
+fn body_read<'s>(scope, host: Rc<HostState>, id: u32) -> Option<v8::Local<'s, v8::Promise>> {
+    let (resolver, promise) = new_promise(scope)?;
     let Some(mut body) = host.take_body(id) else {
         // Unknown (finished or canceled) bodies read as ended.
         let null = v8::null(scope).into();
         resolver.resolve(scope, null);
-        return;
+        return Some(promise);
     };
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(host.current(), resolver);
@@ -47,15 +51,13 @@ pub(super) fn body_read(
         isolate.settle(op, settlement);
     });
     host.set_op_task(op, task.abort_handle());
+    Some(promise)
+}
 }
 
-pub(super) fn body_cancel(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    _rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let id = arg_u32(scope, &args, 0);
-    if let Some(host) = HostState::get(scope) {
-        host.drop_body(id);
-    }
+host_fn! {
+/// `bodyCancel(bodyId)`.
+fn body_cancel<'s>(_scope, host: Rc<HostState>, id: u32) {
+    host.drop_body(id);
+}
 }

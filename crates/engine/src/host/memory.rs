@@ -3,56 +3,58 @@
 //! worker's limit (`Memory::reserve`). The pages such a buffer commits as
 //! it grows are counted apart, from V8's own figure (`Memory::measure_external`).
 
-use super::HostState;
+use std::rc::Rc;
 
+use super::HostState;
+use super::error::{HostError, HostResult};
+use super::unit::Unit;
+
+/// The memory budget's JavaScript side: resizable ArrayBuffers, the checks
+/// before large builtins, and the refusal of WebAssembly.
+pub(super) fn unit() -> Unit {
+    Unit::new("memory")
+        .js(&["20_memory.js"])
+        .function("memoryReserve", memory_reserve)
+        .function("memoryCheck", memory_check)
+}
+
+fn over_limit() -> HostError {
+    HostError::range_error("memory limit exceeded")
+}
+
+host_fn! {
 /// `memoryReserve(bytes)`: reserves `bytes` for the life of the isolate.
 /// Over the limit the isolate is terminated (see `memory.rs`) and a
 /// RangeError is thrown for the (already unwinding) caller.
-pub(super) fn memory_reserve(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    _rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let requested = args.get(0).number_value(scope).unwrap_or(0.0);
+fn memory_reserve<'s>(_scope, host: Rc<HostState>, requested: f64) -> HostResult<()> {
     // Not a valid length: V8 itself throws for it next.
     if !requested.is_finite() || requested < 0.0 {
-        return;
+        return Ok(());
     }
     // `as` saturates: anything past usize is over every limit.
     let bytes = requested as usize;
-    if host.memory.reserve(bytes).is_err()
-        && let Some(message) = v8::String::new(scope, "memory limit exceeded")
-    {
-        let error = v8::Exception::range_error(scope, message);
-        scope.throw_exception(error);
-    }
+    host.memory.reserve(bytes).map_err(|_| over_limit())
+}
 }
 
+host_fn! {
 /// `memoryCheck(bytes)`: whether `bytes` more would still fit the isolate's
 /// limit, asked by the runtime before a builtin that makes that much in one
 /// step V8 cannot interrupt (`String.prototype.repeat`, `Array.prototype.fill`
 /// over a huge range). Charges nothing. When they would not fit, the
 /// isolate is terminated (`memory_limit`) before the builtin starts, and a
 /// RangeError is thrown for the (already unwinding) caller.
-pub(super) fn memory_check(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    _rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let requested = args.get(0).number_value(scope).unwrap_or(0.0);
+fn memory_check<'s>(scope, requested: f64) -> HostResult<()> {
     if !requested.is_finite() || requested <= 0.0 {
-        return;
+        return Ok(());
     }
     // `as` saturates: anything past usize is over every limit.
-    if !fits(scope, requested as usize)
-        && let Some(message) = v8::String::new(scope, "memory limit exceeded")
-    {
-        let error = v8::Exception::range_error(scope, message);
-        scope.throw_exception(error);
+    if fits(scope, requested as usize) {
+        Ok(())
+    } else {
+        Err(over_limit())
     }
+}
 }
 
 /// Whether `bytes` more fit the isolate's limit now; when not, its

@@ -5,34 +5,46 @@ use http::header::CONTENT_LENGTH;
 use http::{HeaderValue, StatusCode};
 use tokio::sync::mpsc;
 
+use std::rc::Rc;
+
+use super::error::{HostError, HostResult};
 use super::state::WriteOp;
-use super::{
-    HostState, IsolateTurns, Settlement, arg_string, arg_u32, lenient_header_map, new_promise,
-    view_bytes,
-};
+use super::unit::Unit;
+use super::{HostState, IsolateTurns, Settlement, lenient_header_map, new_promise, view_bytes};
 use crate::body::{Body, BodySender};
 use crate::outcome::ExecuteError;
 
+/// The worker: its handlers (`fetch`, `scheduled`, service-worker events),
+/// `ctx.waitUntil`, and its answer to each request.
+pub(super) fn unit() -> Unit {
+    Unit::new("worker")
+        .js(&["19_worker.js"])
+        .function("respond", respond)
+        .function("responseWrite", response_write)
+        .function("responseEnd", response_end)
+        .function("fail", fail)
+        .function("requestDone", request_done)
+}
+
+host_fn! {
 /// `respond(ctxId, status, statusText, headers, body)`.
-pub(super) fn respond(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    _rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let ctx = arg_u32(scope, &args, 0);
-    let status = args.get(1).uint32_value(scope).unwrap_or(200);
+fn respond<'s>(
+    scope,
+    host: Rc<HostState>,
+    ctx: u32,
+    status: v8::Local<'s, v8::Value>,
+    _status_text: v8::Local<'s, v8::Value>,
+    headers: v8::Local<'s, v8::Value>,
+    body_arg: v8::Local<'s, v8::Value>,
+) -> HostResult<()> {
+    let status = status.uint32_value(scope).unwrap_or(200);
     let Some(status) = u16::try_from(status)
         .ok()
         .and_then(|s| StatusCode::from_u16(s).ok())
     else {
-        super::throw_type_error(scope, "respond: invalid status");
-        return;
+        return Err(HostError::type_error("respond: invalid status"));
     };
-    let mut headers = lenient_header_map(scope, args.get(3));
-    let body_arg = args.get(4);
+    let mut headers = lenient_header_map(scope, headers);
     let body = if body_arg.is_true() {
         let capacity = host.thread.config.body_channel_chunks;
         let (sender, body) = Body::channel(capacity);
@@ -53,7 +65,7 @@ pub(super) fn respond(
             match host.memory.charged_bytes(bytes) {
                 Ok(bytes) => Body::from(bytes),
                 // Over the memory limit: the turn is being terminated.
-                Err(_) => return,
+                Err(_) => return Ok(()),
             }
         }
     } else {
@@ -63,6 +75,8 @@ pub(super) fn respond(
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     host.send_head(ctx, response);
+    Ok(())
+}
 }
 
 /// The `Content-Length` a streamed response declared, if one valid one.
@@ -184,26 +198,19 @@ fn reader_gone(me: &std::rc::Weak<dyn IsolateTurns>, ctx: u32) {
     }
 }
 
+host_fn! {
 /// `responseWrite(ctxId, u8)` → Promise.
-pub(super) fn response_write(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let ctx = arg_u32(scope, &args, 0);
-    let bytes = view_bytes(args.get(1)).unwrap_or_default();
+fn response_write<'s>(
+    scope,
+    host: Rc<HostState>,
+    ctx: u32,
+    bytes: Option<Vec<u8>>,
+) -> Option<v8::Local<'s, v8::Promise>> {
+    let bytes = bytes.unwrap_or_default();
     // Charged until the reader has taken it (see `Memory::charged_bytes`).
-    let Ok(bytes) = host.memory.charged_bytes(bytes) else {
-        // Over the memory limit: the turn is being terminated.
-        return;
-    };
-    let Some((resolver, promise)) = new_promise(scope) else {
-        return;
-    };
-    rv.set(promise.into());
+    // Over the memory limit the turn is being terminated.
+    let bytes = host.memory.charged_bytes(bytes).ok()?;
+    let (resolver, promise) = new_promise(scope)?;
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(ctx, resolver);
     let sent = host
@@ -211,44 +218,27 @@ pub(super) fn response_write(
         .is_some_and(|writer| writer.send(WriteOp::Chunk(bytes, op)).is_ok());
     if !sent && let Some((_, resolver)) = host.take_op(op) {
         let resolver = v8::Local::new(scope, resolver);
-        if let Some(message) =
-            v8::String::new(scope, "responseWrite: the response is not streaming")
-        {
-            let error = v8::Exception::type_error(scope, message);
+        let error = HostError::type_error("responseWrite: the response is not streaming");
+        if let Some(error) = error.to_js(scope) {
             resolver.reject(scope, error);
         }
     }
+    Some(promise)
+}
 }
 
+host_fn! {
 /// `responseEnd(ctxId, errorMessage)`.
-pub(super) fn response_end(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    _rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let ctx = arg_u32(scope, &args, 0);
-    let error = args.get(1);
-    let error = (!error.is_null_or_undefined()).then(|| error.to_rust_string_lossy(scope));
+fn response_end<'s>(_scope, host: Rc<HostState>, ctx: u32, error: Option<String>) {
     if let Some(writer) = host.writer(ctx) {
         let _ = writer.send(WriteOp::End(error));
     }
 }
+}
 
+host_fn! {
 /// `fail(ctxId, message, stack)`: 500 if no head was sent; the stack is logged.
-pub(super) fn fail(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    _rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let ctx = arg_u32(scope, &args, 0);
-    let message = arg_string(scope, &args, 1);
-    let stack = arg_string(scope, &args, 2);
+fn fail<'s>(_scope, host: Rc<HostState>, ctx: u32, message: String, stack: String) {
     let request_id = host.request_id(ctx);
     tracing::error!(
         worker.id = host.worker_id(),
@@ -261,15 +251,11 @@ pub(super) fn fail(
     );
     host.fail_request(ctx, ExecuteError::Exception { message });
 }
+}
 
+host_fn! {
 /// `requestDone(ctxId)`.
-pub(super) fn request_done(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    _rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let ctx = arg_u32(scope, &args, 0);
-    if let Some(host) = HostState::get(scope) {
-        host.request_done(ctx);
-    }
+fn request_done<'s>(_scope, host: Rc<HostState>, ctx: u32) {
+    host.request_done(ctx);
+}
 }

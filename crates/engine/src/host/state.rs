@@ -22,7 +22,10 @@ use crate::memory::Memory;
 use crate::outcome::{ExecuteError, Outcome};
 use crate::thread_ctx::ThreadCtx;
 
+use super::error::HostError;
+use super::handle::Handles;
 use super::rejection::Rejections;
+use super::unit::UnitStates;
 
 /// CPU budget for evaluating a worker's top-level code (no request yet).
 pub(crate) const STARTUP_CPU: Duration = Duration::from_millis(500);
@@ -59,6 +62,7 @@ pub(crate) enum Settlement {
     /// A body chunk: `{ chunk: Uint8Array }` (see [`holder`]).
     Chunk(Vec<u8>),
     Fetch(FetchHead),
+    /// Rejects with a `TypeError` (a [`HostError`] of that class).
     TypeError(String),
     /// An offloaded Web Crypto job (`host/crypto/offload.rs`).
     Crypto(Box<super::crypto::subtle::OffloadResult>),
@@ -94,10 +98,10 @@ struct Timer {
 
 /// Maps keyed by the ids this state hands out (sequential `u32`s, never
 /// chosen by a client): the id is its own hash, no SipHash on every lookup.
-type IdMap<T> = HashMap<u32, T, BuildHasherDefault<IdHasher>>;
+pub(crate) type IdMap<T> = HashMap<u32, T, BuildHasherDefault<IdHasher>>;
 
 #[derive(Default)]
-struct IdHasher(u64);
+pub(crate) struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
@@ -159,14 +163,14 @@ pub(crate) struct HostState {
     timers: RefCell<IdMap<Timer>>,
     /// Promises rejected without a handler in the current turn.
     pub(crate) rejections: Rejections,
-    /// HTMLRewriter sessions in flight, by request.
-    pub(crate) rewriters: super::Rewriters,
-    /// Web Crypto keys and hashers of this isolate (`host/crypto/handles.rs`).
-    pub(crate) crypto: super::crypto::handles::Handles,
-    /// Compression streams and legacy-encoding text decoders (`host/codec.rs`).
-    pub(crate) codecs: super::codec::Codecs,
-    /// Header names made as V8 strings (`host/headers.rs`).
-    pub(crate) header_names: super::HeaderNames,
+    /// Native resources JavaScript holds: keys, hashers, codecs, rewrites
+    /// (`host/handle.rs`).
+    pub(crate) handles: Handles,
+    /// The Web API units' own state (`host/unit.rs`).
+    units: UnitStates,
+    /// The runtime's `DOMException` constructor, for host errors of a
+    /// DOMException class (`host/error.rs`); dropped by [`Self::clear`].
+    dom_exception: RefCell<Option<v8::Global<v8::Function>>>,
 }
 
 impl HostState {
@@ -175,8 +179,7 @@ impl HostState {
         me: Weak<dyn IsolateTurns>,
         memory: Arc<Memory>,
     ) -> Self {
-        let crypto = super::crypto::handles::Handles::new(memory.clone());
-        let codecs = super::codec::Codecs::new(memory.clone());
+        let handles = Handles::new(memory.clone());
         Self {
             thread,
             worker: OnceCell::new(),
@@ -190,11 +193,29 @@ impl HostState {
             ops: RefCell::default(),
             timers: RefCell::default(),
             rejections: Rejections::default(),
-            rewriters: super::Rewriters::default(),
-            crypto,
-            codecs,
-            header_names: super::HeaderNames::default(),
+            handles,
+            units: UnitStates::new(super::units()),
+            dom_exception: RefCell::default(),
         }
+    }
+
+    /// The state a unit declared (`Unit::state`); `None` if none did.
+    pub(crate) fn state<T: 'static>(&self) -> Option<&T> {
+        self.units.get::<T>()
+    }
+
+    /// Keeps the runtime's `DOMException` constructor (at isolate creation).
+    pub(crate) fn set_dom_exception(&self, constructor: v8::Global<v8::Function>) {
+        *self.dom_exception.borrow_mut() = Some(constructor);
+    }
+
+    /// The runtime's `DOMException` constructor, in `scope`.
+    pub(crate) fn dom_exception<'s>(
+        &self,
+        scope: &mut v8::PinScope<'s, '_>,
+    ) -> Option<v8::Local<'s, v8::Function>> {
+        let constructor = self.dom_exception.try_borrow().ok()?;
+        constructor.as_ref().map(|c| v8::Local::new(scope, c))
     }
 
     /// The state of the isolate `scope` belongs to.
@@ -429,8 +450,7 @@ impl HostState {
         for timer in timers {
             timer.task.abort();
         }
-        self.rewriters.drop_for(ctx);
-        self.codecs.drop_for(ctx);
+        self.handles.drop_for(ctx);
         self.bodies
             .borrow_mut()
             .retain(|_, (owner, _)| !matches(*owner));
@@ -444,6 +464,7 @@ impl HostState {
         });
         self.requests.borrow_mut().clear();
         self.rejections.clear();
+        self.dom_exception.borrow_mut().take();
     }
 
     // --- bodies ---
@@ -550,10 +571,9 @@ impl Settlement {
             }
             Settlement::Fetch(head) => Ok(head.into_js(scope)),
             Settlement::Crypto(result) => super::crypto::subtle::offloaded_js(scope, *result),
-            Settlement::TypeError(message) => {
-                let message = v8::String::new(scope, &message).ok_or(undefined)?;
-                Err(v8::Exception::type_error(scope, message))
-            }
+            Settlement::TypeError(message) => Err(HostError::type_error(message)
+                .to_js(scope)
+                .ok_or(undefined)?),
         }
     }
 }

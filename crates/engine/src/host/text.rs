@@ -1,18 +1,41 @@
-//! `host.log`, `host.now` and the UTF-8 codecs behind TextEncoder/TextDecoder.
+//! `host.log`, `host.now` and the UTF-8 codecs behind TextEncoder/TextDecoder;
+//! the units `console`, `clock` and `encoding` (with the legacy decoders of
+//! `codec/text.rs`).
 
-use super::{HostState, arg_string, throw_type_error, u8_array, view_bytes};
+use std::rc::Rc;
 
+use super::error::{HostError, HostResult};
+use super::unit::Unit;
+use super::{HostState, codec, u8_array};
+
+/// TextEncoder, TextDecoder (UTF-8 here, the legacy encodings in
+/// `codec/text.rs`), atob/btoa.
+pub(super) fn encoding() -> Unit {
+    Unit::new("encoding")
+        .js(&["04_encoding.js", "05_base64.js"])
+        .function("utf8Encode", utf8_encode)
+        .function("utf8EncodeInto", utf8_encode_into)
+        .function("utf8Decode", utf8_decode)
+        .function("encodingForLabel", codec::encoding_for_label)
+        .function("textDecoderNew", codec::text_decoder_new)
+        .function("textDecode", codec::text_decode)
+}
+
+/// `performance.now`, `Date.now` and `new Date()` on the coarse clock.
+pub(super) fn clock() -> Unit {
+    Unit::new("clock").js(&["16_clock.js"]).function("now", now)
+}
+
+/// `console`, to structured logs.
+pub(super) fn console() -> Unit {
+    Unit::new("console")
+        .js(&["17_console.js"])
+        .function("log", log)
+}
+
+host_fn! {
 /// `log(level, message)`: a structured event tagged with worker and request.
-pub(super) fn log(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    _rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let level = arg_string(scope, &args, 0);
-    let message = arg_string(scope, &args, 1);
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
+fn log<'s>(_scope, level: String, message: String, host: Rc<HostState>) {
     let request_id = host.request_id(host.current());
     let request_id = request_id.as_deref().unwrap_or("");
     let worker = host.worker_id();
@@ -33,39 +56,34 @@ pub(super) fn log(
         }
     }
 }
-
-/// `now()`: the coarse clock (advances only at I/O boundaries).
-pub(super) fn now(
-    scope: &mut v8::PinScope<'_, '_>,
-    _args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let ms = HostState::get(scope).map_or(0.0, |h| h.now_ms());
-    rv.set(v8::Number::new(scope, ms).into());
 }
 
+host_fn! {
+/// `now()`: the coarse clock (advances only at I/O boundaries); 0 at
+/// snapshot time.
+fn now<'s>(scope) -> f64 {
+    HostState::get(scope).map_or(0.0, |h| h.now_ms())
+}
+}
+
+host_fn! {
 /// `utf8Encode(string)`: lone surrogates become U+FFFD.
-pub(super) fn utf8_encode(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let s = arg_string(scope, &args, 0);
-    if let Some(array) = u8_array(scope, s.into_bytes()) {
-        rv.set(array.into());
-    }
+fn utf8_encode<'s>(scope, s: String) -> Option<v8::Local<'s, v8::Uint8Array>> {
+    u8_array(scope, s.into_bytes())
+}
 }
 
+host_fn! {
 /// `utf8EncodeInto(string, u8)` → `[read, written]`.
-pub(super) fn utf8_encode_into(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let s = arg_string(scope, &args, 0);
-    let Ok(dest) = v8::Local::<v8::Uint8Array>::try_from(args.get(1)) else {
-        throw_type_error(scope, "utf8EncodeInto: destination must be a Uint8Array");
-        return;
+fn utf8_encode_into<'s>(
+    scope,
+    s: String,
+    dest: v8::Local<'s, v8::Value>,
+) -> HostResult<v8::Local<'s, v8::Array>> {
+    let Ok(dest) = v8::Local::<v8::Uint8Array>::try_from(dest) else {
+        return Err(HostError::type_error(
+            "utf8EncodeInto: destination must be a Uint8Array",
+        ));
     };
     let capacity = dest.byte_length();
     let (mut read, mut written) = (0usize, 0usize);
@@ -89,21 +107,21 @@ pub(super) fn utf8_encode_into(
     }
     let read = v8::Number::new(scope, read as f64).into();
     let written = v8::Number::new(scope, written as f64).into();
-    rv.set(v8::Array::new_with_elements(scope, &[read, written]).into());
+    Ok(v8::Array::new_with_elements(scope, &[read, written]))
+}
 }
 
+host_fn! {
 /// `utf8Decode(u8, fatal, ignoreBOM)`.
-pub(super) fn utf8_decode(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(bytes) = view_bytes(args.get(0)) else {
-        throw_type_error(scope, "utf8Decode: input must be a BufferSource");
-        return;
+fn utf8_decode<'s>(
+    scope,
+    bytes: Option<Vec<u8>>,
+    fatal: bool,
+    ignore_bom: bool,
+) -> HostResult<Option<v8::Local<'s, v8::String>>> {
+    let Some(bytes) = bytes else {
+        return Err(HostError::type_error("utf8Decode: input must be a BufferSource"));
     };
-    let fatal = args.get(1).boolean_value(scope);
-    let ignore_bom = args.get(2).boolean_value(scope);
     let mut input: &[u8] = &bytes;
     if !ignore_bom {
         input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
@@ -112,14 +130,14 @@ pub(super) fn utf8_decode(
         match std::str::from_utf8(input) {
             Ok(s) => std::borrow::Cow::Borrowed(s),
             Err(_) => {
-                throw_type_error(scope, "The encoded data was not valid for encoding utf-8");
-                return;
+                return Err(HostError::type_error(
+                    "The encoded data was not valid for encoding utf-8",
+                ));
             }
         }
     } else {
         String::from_utf8_lossy(input)
     };
-    if let Some(s) = v8::String::new(scope, &text) {
-        rv.set(s.into());
-    }
+    Ok(v8::String::new(scope, &text))
+}
 }

@@ -2,23 +2,26 @@
 //! tokio runtime. A due timer settles in a turn of its own
 //! (`WorkerIsolate::fire_timer` → `internal.timerFired(id)`).
 
+use std::rc::Rc;
 use std::time::Duration;
 
-use super::{HostState, arg_u32};
+use super::HostState;
+use super::unit::Unit;
+
+/// setTimeout, setInterval and their clears.
+pub(super) fn unit() -> Unit {
+    Unit::new("timers")
+        .js(&["15_timers.js"])
+        .function("timerStart", timer_start)
+        .function("timerCancel", timer_cancel)
+}
 
 /// Longest delay honoured (about 24.8 days, as browsers clamp).
 const MAX_DELAY_MS: f64 = 2_147_483_647.0;
 
-pub(super) fn timer_start(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    _rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let id = arg_u32(scope, &args, 0);
-    let delay = args.get(1).number_value(scope).unwrap_or(0.0);
+host_fn! {
+/// `timerStart(id, delayMs)`.
+fn timer_start<'s>(_scope, host: Rc<HostState>, id: u32, delay: f64) {
     let delay = if delay.is_finite() {
         delay.clamp(0.0, MAX_DELAY_MS)
     } else {
@@ -35,14 +38,11 @@ pub(super) fn timer_start(
     });
     host.add_timer(id, ctx, task.abort_handle());
 }
+}
 
-pub(super) fn timer_cancel(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    _rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let id = arg_u32(scope, &args, 0);
-    if let Some(host) = HostState::get(scope) {
-        host.cancel_timer(id);
-    }
+host_fn! {
+/// `timerCancel(id)`.
+fn timer_cancel<'s>(_scope, host: Rc<HostState>, id: u32) {
+    host.cancel_timer(id);
+}
 }

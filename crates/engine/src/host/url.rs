@@ -6,7 +6,17 @@
 
 use ada_url::Url;
 
-use super::{arg_string, js_string, throw_type_error};
+use super::error::{HostError, HostResult};
+use super::js_string;
+use super::unit::Unit;
+
+/// `URL` and `URLSearchParams`.
+pub(super) fn unit() -> Unit {
+    Unit::new("url")
+        .js(&["06_url.js"])
+        .function("urlParse", url_parse)
+        .function("urlSet", url_set)
+}
 
 /// The component array of HOST.md, in order.
 fn components(url: &Url) -> [String; 11] {
@@ -33,44 +43,36 @@ fn to_js<'s>(scope: &mut v8::PinScope<'s, '_>, url: &Url) -> Option<v8::Local<'s
     Some(v8::Array::new_with_elements(scope, &items).into())
 }
 
+host_fn! {
 /// `urlParse(input, base?)` → component array or `null`.
-pub(super) fn url_parse(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let input = arg_string(scope, &args, 0);
-    let base = args.get(1);
-    let base = (!base.is_null_or_undefined()).then(|| base.to_rust_string_lossy(scope));
+fn url_parse<'s>(scope, input: String, base: Option<String>) -> v8::Local<'s, v8::Value> {
     match Url::parse(input.as_str(), base.as_deref())
         .ok()
         .and_then(|url| to_js(scope, &url))
     {
-        Some(array) => rv.set(array),
-        None => rv.set_null(),
+        Some(array) => array,
+        None => v8::null(scope).into(),
     }
 }
+}
 
+host_fn! {
 /// `urlSet(href, part, value)` → the new component array.
-pub(super) fn url_set(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let href = arg_string(scope, &args, 0);
-    let part = arg_string(scope, &args, 1);
-    let value = arg_string(scope, &args, 2);
+fn url_set<'s>(
+    scope,
+    href: String,
+    part: String,
+    value: String,
+) -> HostResult<Option<v8::Local<'s, v8::Value>>> {
     let Ok(mut url) = Url::parse(href.as_str(), None) else {
-        throw_type_error(scope, &format!("Invalid URL: {href}"));
-        return;
+        return Err(HostError::type_error(format!("Invalid URL: {href}")));
     };
     let value = value.as_str();
     // Setters other than href ignore invalid input, as the standard says.
     let _ = match part.as_str() {
         "href" => {
             if url.set_href(value).is_err() {
-                throw_type_error(scope, &format!("Invalid URL: {value}"));
-                return;
+                return Err(HostError::type_error(format!("Invalid URL: {value}")));
             }
             Ok(())
         }
@@ -90,11 +92,11 @@ pub(super) fn url_set(
             Ok(())
         }
         other => {
-            throw_type_error(scope, &format!("urlSet: unknown part {other:?}"));
-            return;
+            return Err(HostError::type_error(format!(
+                "urlSet: unknown part {other:?}"
+            )));
         }
     };
-    if let Some(array) = to_js(scope, &url) {
-        rv.set(array);
-    }
+    Ok(to_js(scope, &url))
+}
 }

@@ -11,7 +11,17 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use urlpattern::quirks::{self, EcmaRegexp, StringOrInit, UrlPatternComponent, UrlPatternInit};
 use urlpattern::{RegexSyntax, UrlPatternOptions};
 
-use super::{js_string, throw_type_error};
+use super::error::{HostError, HostResult};
+use super::js_string;
+use super::unit::Unit;
+
+/// `URLPattern`.
+pub(super) fn unit() -> Unit {
+    Unit::new("urlpattern")
+        .js(&["21_urlpattern.js"])
+        .function("urlPatternParse", url_pattern_parse)
+        .function("urlPatternMatchInput", url_pattern_match_input)
+}
 
 /// The longest pattern or part of one (in UTF-16 code units) the host
 /// accepts: URL patterns are short, and parsing one, and compiling its
@@ -113,18 +123,20 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, urlpattern::Error>) -> Result<T, Pat
     }
 }
 
+host_fn! {
 /// `urlPatternParse(input, baseURL, ignoreCase)` →
 /// `[hasRegExpGroups, [pattern, regexp, [groupName…]] × 8]`, the components
 /// in the order protocol, username, password, hostname, port, pathname,
 /// search, hash; throws TypeError for an invalid pattern.
-pub(super) fn url_pattern_parse(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let parsed = read_input(scope, args.get(0), MAX_PATTERN).and_then(|input| {
-        let base = read_base(scope, args.get(1))?;
-        let ignore_case = args.get(2).boolean_value(scope);
+fn url_pattern_parse<'s>(
+    scope,
+    input: v8::Local<'s, v8::Value>,
+    base: v8::Local<'s, v8::Value>,
+    ignore_case: v8::Local<'s, v8::Value>,
+) -> HostResult<Option<v8::Local<'s, v8::Array>>> {
+    let parsed = read_input(scope, input, MAX_PATTERN).and_then(|input| {
+        let base = read_base(scope, base)?;
+        let ignore_case = ignore_case.boolean_value(scope);
         guarded(|| {
             let init = quirks::process_construct_pattern_input(input, base.as_deref())?;
             let options = UrlPatternOptions {
@@ -134,13 +146,7 @@ pub(super) fn url_pattern_parse(
             quirks::parse_pattern::<EcmaRegexp>(init, options)
         })
     });
-    let pattern = match parsed {
-        Ok(pattern) => pattern,
-        Err(error) => {
-            throw_type_error(scope, &error.to_string());
-            return;
-        }
-    };
+    let pattern = parsed.map_err(|error| HostError::type_error(error.to_string()))?;
     let components = [
         &pattern.protocol,
         &pattern.username,
@@ -155,11 +161,12 @@ pub(super) fn url_pattern_parse(
     items.push(v8::Boolean::new(scope, pattern.has_regexp_groups).into());
     for component in components {
         let Some(item) = component_to_js(scope, component) else {
-            return;
+            return Ok(None);
         };
         items.push(item);
     }
-    rv.set(v8::Array::new_with_elements(scope, &items).into());
+    Ok(Some(v8::Array::new_with_elements(scope, &items)))
+}
 }
 
 fn component_to_js<'s>(
@@ -176,16 +183,17 @@ fn component_to_js<'s>(
     Some(v8::Array::new_with_elements(scope, &[pattern, regexp, names]).into())
 }
 
+host_fn! {
 /// `urlPatternMatchInput(input, baseURL)` → the eight component strings of
 /// what a pattern is matched against, or `null` when the input is no URL
 /// (no match); throws TypeError for an init dictionary with a separate base.
-pub(super) fn url_pattern_match_input(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let processed = read_input(scope, args.get(0), MAX_INPUT).and_then(|input| {
-        let base = read_base(scope, args.get(1))?;
+fn url_pattern_match_input<'s>(
+    scope,
+    input: v8::Local<'s, v8::Value>,
+    base: v8::Local<'s, v8::Value>,
+) -> HostResult<Option<v8::Local<'s, v8::Value>>> {
+    let processed = read_input(scope, input, MAX_INPUT).and_then(|input| {
+        let base = read_base(scope, base)?;
         guarded(|| {
             Ok(quirks::process_match_input(input, base.as_deref())?
                 .and_then(|(input, _)| quirks::parse_match_input(input)))
@@ -193,14 +201,8 @@ pub(super) fn url_pattern_match_input(
     });
     let input = match processed {
         Ok(Some(input)) => input,
-        Ok(None) => {
-            rv.set_null();
-            return;
-        }
-        Err(error) => {
-            throw_type_error(scope, &error.to_string());
-            return;
-        }
+        Ok(None) => return Ok(Some(v8::null(scope).into())),
+        Err(error) => return Err(HostError::type_error(error.to_string())),
     };
     let parts = [
         &input.protocol,
@@ -215,9 +217,10 @@ pub(super) fn url_pattern_match_input(
     let mut items = Vec::with_capacity(8);
     for part in parts {
         let Some(item) = js_string(scope, part) else {
-            return;
+            return Ok(None);
         };
         items.push(item);
     }
-    rv.set(v8::Array::new_with_elements(scope, &items).into());
+    Ok(Some(v8::Array::new_with_elements(scope, &items).into()))
+}
 }

@@ -5,8 +5,12 @@
 
 use encoding_rs::{Decoder, DecoderResult, Encoding};
 
-use super::{Codec, HostState, arg_string, throw_type_error};
-use crate::host::view_bytes;
+use std::rc::Rc;
+
+use super::TEXT_DECODER_CHARGE;
+use crate::host::HostState;
+use crate::host::error::{HostError, HostResult};
+use crate::host::handle::Owner;
 
 /// The most bytes JavaScript hands over per `textDecode` call (it splits
 /// longer input): the output buffer is sized from it.
@@ -91,97 +95,80 @@ pub(crate) fn lookup(label: &str) -> Option<&'static Encoding> {
     Encoding::for_label_no_replacement(label.as_bytes())
 }
 
+host_fn! {
 /// `encodingForLabel(label)` → the encoding's name in lowercase, or null.
-pub(in crate::host) fn encoding_for_label(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let label = arg_string(scope, &args, 0);
+pub(in crate::host) fn encoding_for_label<'s>(
+    scope,
+    label: String,
+) -> Option<v8::Local<'s, v8::Value>> {
     match lookup(&label) {
         Some(encoding) => {
             let name = encoding.name().to_ascii_lowercase();
-            if let Some(name) = v8::String::new(scope, &name) {
-                rv.set(name.into());
-            }
+            v8::String::new(scope, &name).map(Into::into)
         }
-        None => rv.set_null(),
+        None => Some(v8::null(scope).into()),
     }
 }
+}
 
+host_fn! {
 /// `textDecoderNew(label, ignoreBOM)` → handle (the label JS already checked).
-pub(in crate::host) fn text_decoder_new(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let label = arg_string(scope, &args, 0);
+/// Owned by the isolate: a `TextDecoder` made at the top level serves many
+/// requests.
+pub(in crate::host) fn text_decoder_new<'s>(
+    scope,
+    host: Rc<HostState>,
+    label: String,
+    ignore_bom: bool,
+) -> HostResult<Option<v8::Local<'s, v8::Object>>> {
     let Some(encoding) = lookup(&label) else {
-        throw_type_error(
-            scope,
-            &format!("textDecoderNew: unknown encoding {label:?}"),
-        );
-        return;
+        return Err(HostError::type_error(format!(
+            "textDecoderNew: unknown encoding {label:?}"
+        )));
     };
-    let ignore_bom = args.get(1).boolean_value(scope);
-    let codec = Codec::Text(Box::new(TextDecoder::new(encoding, ignore_bom)));
-    if let Some(handle) = host.codecs.insert(scope, codec, 0) {
-        rv.set(handle.into());
-    }
+    let decoder = TextDecoder::new(encoding, ignore_bom);
+    Ok(host
+        .handles
+        .insert_object(scope, decoder, TEXT_DECODER_CHARGE, Owner::Isolate))
+}
 }
 
+host_fn! {
 /// `textDecode(handle, u8, fatal, last)` → string; throws TypeError for
 /// malformed input when `fatal`. JS hands over at most [`TEXT_STEP`] bytes.
-pub(in crate::host) fn text_decode(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let Some(input) = view_bytes(args.get(1)) else {
-        throw_type_error(scope, "textDecode: input must be a Uint8Array");
-        return;
+pub(in crate::host) fn text_decode<'s>(
+    scope,
+    host: Rc<HostState>,
+    handle: v8::Local<'s, v8::Value>,
+    input: Option<Vec<u8>>,
+    fatal: bool,
+    last: bool,
+) -> HostResult<v8::Local<'s, v8::String>> {
+    let Some(input) = input else {
+        return Err(HostError::type_error("textDecode: input must be a Uint8Array"));
     };
     if input.len() > TEXT_STEP {
-        throw_type_error(scope, "textDecode: input step too long");
-        return;
+        return Err(HostError::type_error("textDecode: input step too long"));
     }
-    let fatal = args.get(2).boolean_value(scope);
-    let last = args.get(3).boolean_value(scope);
-    let result = host.codecs.with(scope, args.get(0), |codec| match codec {
-        Codec::Text(decoder) => Some(decoder.decode(&input, fatal, last)),
-        _ => None,
-    });
-    let units = match result.flatten() {
+    let result = host
+        .handles
+        .with_handle(scope, handle, |decoder: &mut TextDecoder| {
+            decoder
+                .decode(&input, fatal, last)
+                .map_err(|Malformed| decoder.encoding.name().to_ascii_lowercase())
+        });
+    let units = match result {
         Some(Ok(units)) => units,
-        Some(Err(Malformed)) => {
-            let name = host
-                .codecs
-                .with(scope, args.get(0), |codec| match codec {
-                    Codec::Text(decoder) => decoder.encoding.name().to_ascii_lowercase(),
-                    _ => String::new(),
-                })
-                .unwrap_or_default();
-            throw_type_error(
-                scope,
-                &format!("The encoded data was not valid for encoding {name}"),
-            );
-            return;
+        Some(Err(name)) => {
+            return Err(HostError::type_error(format!(
+                "The encoded data was not valid for encoding {name}"
+            )));
         }
-        None => {
-            throw_type_error(scope, "textDecode: not a TextDecoder");
-            return;
-        }
+        None => return Err(HostError::type_error("textDecode: not a TextDecoder")),
     };
-    match v8::String::new_from_two_byte(scope, &units, v8::NewStringType::Normal) {
-        Some(text) => rv.set(text.into()),
-        None => throw_type_error(scope, "textDecode: the decoded string is too long"),
-    }
+    v8::String::new_from_two_byte(scope, &units, v8::NewStringType::Normal)
+        .ok_or_else(|| HostError::type_error("textDecode: the decoded string is too long"))
+}
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! [`CryptoError`]: why a Web Crypto operation failed, named for the
 //! `DOMException` (or `TypeError`) the Web Crypto spec throws for it.
 
-/// A failed Web Crypto step. The host throws it as a `TypeError` whose
-/// message starts with the DOMException name (`"DataError: …"`); the runtime's
-/// JavaScript turns that into a real `DOMException` (a plain `TypeError` stays
-/// one).
+use crate::host::error::{ErrorClass, HostError};
+
+/// A failed Web Crypto step. The host throws it as the `DOMException` it is
+/// named for (a `TypeError` for [`CryptoError::Type`]): see `From` below.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CryptoError {
     /// The algorithm, curve, format or parameter value is not implemented.
@@ -43,3 +43,16 @@ impl CryptoError {
 }
 
 pub(crate) type Result<T> = std::result::Result<T, CryptoError>;
+
+impl From<CryptoError> for HostError {
+    fn from(error: CryptoError) -> Self {
+        let (class, message) = match error {
+            CryptoError::NotSupported(m) => (ErrorClass::NotSupported, m),
+            CryptoError::Data(m) => (ErrorClass::Data, m),
+            CryptoError::InvalidAccess(m) => (ErrorClass::InvalidAccess, m),
+            CryptoError::Operation(m) => (ErrorClass::Operation, m),
+            CryptoError::Type(m) => (ErrorClass::Type, m),
+        };
+        HostError::new(class, message)
+    }
+}

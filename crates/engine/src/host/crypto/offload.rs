@@ -33,6 +33,7 @@ use std::time::Duration;
 use super::error::{CryptoError, Result};
 use super::formats::Generated;
 use crate::crypto_pool::{Pool, Tenant};
+use crate::host::crypto::CryptoState;
 use crate::host::{HostState, IsolateTurns, Settlement, new_promise};
 use crate::limits::thread_cpu_now;
 
@@ -86,23 +87,17 @@ impl Drop for GoneOnDrop {
 }
 
 /// Returns a promise for `work`'s result and queues it (see the module docs).
-pub(crate) fn spawn(
-    scope: &mut v8::PinScope<'_, '_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
+pub(crate) fn spawn<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
     work: impl FnOnce(&Stop) -> Result<Offloaded> + Send + 'static,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    let Some((resolver, promise)) = new_promise(scope) else {
-        return;
-    };
-    rv.set(promise.into());
+) -> Option<v8::Local<'s, v8::Promise>> {
+    let host = HostState::get(scope)?;
+    let isolate_slot = host.state::<CryptoState>()?.offload.clone();
+    let (resolver, promise) = new_promise(scope)?;
     let resolver = v8::Global::new(scope, resolver);
     let ctx = host.current();
     let op = host.add_op(ctx, resolver);
     let me = host.me.clone();
-    let isolate_slot = host.crypto.offload.clone();
     let pool: Pool = host.thread.shared.crypto.clone();
     let tenant = Tenant::of(host.worker.get().map_or("", |w| w.id.as_str()));
     let task = tokio::task::spawn_local(async move {
@@ -138,6 +133,7 @@ pub(crate) fn spawn(
         finish(&me, ctx, op, joined);
     });
     host.set_op_task(op, task.abort_handle());
+    Some(promise)
 }
 
 /// Charges a finished job to its request and settles its promise.

@@ -1,37 +1,57 @@
 //! The `host.crypto*` functions behind `crypto.subtle` (see HOST.md): thin
 //! V8 glue from arguments to `formats.rs` / `ops.rs` and back. Errors are
-//! thrown as `TypeError`s named for their DOMException (see `error.rs`).
+//! thrown as the DOMException they are named for (see `error.rs`).
+//!
+//! Keys (`Rc<Key>`) and `DigestStream` hashers (`Hasher`) live in the
+//! isolate's handle table (`host/handle.rs`), charged to its memory budget.
 
 use std::rc::Rc;
 
+use sha2::digest::DynDigest;
 use zeroize::Zeroizing;
 
 use super::error::{CryptoError, Result};
 use super::formats::{self, Exported, Generated, KeyData, Kind};
-use super::handles::Item;
 use super::key::Key;
 use super::offload::{self, Offloaded};
 use super::ops;
 use super::params::Params;
-use crate::host::{
-    HostState, arg_string, array_buffer, js_string, throw_type_error, u8_array, view_bytes,
-};
+use crate::host::error::HostResult;
+use crate::host::handle::Owner;
+use crate::host::{HostState, array_buffer, js_string, u8_array, view_bytes};
 
 /// Largest key data `importKey` reads (an RSA-4096 JWK is ~3.3 KiB).
 const MAX_KEY_DATA: usize = 64 * 1024;
 
-fn throw(scope: &mut v8::PinScope<'_, '_>, error: &CryptoError) {
-    throw_type_error(scope, &error.to_string());
-}
+/// Charge for a hasher's state.
+const HASHER_CHARGE: usize = 512;
+
+/// A `DigestStream`'s state, as the handle table holds it.
+type Hasher = Box<dyn DynDigest>;
+
+/// A JS value from a body that may have run out of memory (`None`: the
+/// isolate is being terminated) or failed.
+type Answer<'s> = HostResult<Option<v8::Local<'s, v8::Value>>>;
 
 fn key_arg(
     scope: &mut v8::PinScope<'_, '_>,
     host: &HostState,
     value: v8::Local<'_, v8::Value>,
 ) -> Result<Rc<Key>> {
-    host.crypto
-        .key(scope, value)
+    host.handles
+        .with_handle(scope, value, |key: &mut Rc<Key>| key.clone())
         .ok_or_else(|| CryptoError::Type("not a CryptoKey of this isolate".to_owned()))
+}
+
+/// The key a handle names and an operation's parameters.
+fn operands(
+    scope: &mut v8::PinScope<'_, '_>,
+    host: &HostState,
+    handle: v8::Local<'_, v8::Value>,
+    params: v8::Local<'_, v8::Value>,
+) -> Result<(Rc<Key>, Params)> {
+    let key = key_arg(scope, host, handle)?;
+    Ok((key, params_arg(scope, host, params)?))
 }
 
 fn bytes_arg(value: v8::Local<'_, v8::Value>, what: &str) -> Result<Vec<u8>> {
@@ -45,7 +65,10 @@ fn key_js<'s>(
     key: Key,
 ) -> Option<v8::Local<'s, v8::Value>> {
     let info = key.info();
-    let handle = host.crypto.insert(scope, Item::Key(Rc::new(key)))?;
+    let charge = key.size_estimate();
+    let handle = host
+        .handles
+        .insert_object(scope, Rc::new(key), charge, Owner::Isolate)?;
     let object = v8::Object::new(scope);
     let kind = js_string(scope, info.kind)?;
     set(scope, object, "type", kind);
@@ -108,8 +131,8 @@ pub(crate) fn offloaded_js<'s>(
         Ok(Offloaded::Bytes(bytes)) => array_buffer(scope, bytes).map(Into::into),
         Ok(Offloaded::Generated(generated)) => generated_js(scope, *generated),
         Err(error) => {
-            let message = v8::String::new(scope, &error.to_string()).ok_or(undefined)?;
-            return Err(v8::Exception::type_error(scope, message));
+            let error = crate::host::error::HostError::from(error);
+            return Err(error.to_js(scope).ok_or(undefined)?);
         }
     };
     value.ok_or(undefined)
@@ -174,277 +197,246 @@ fn member<'s>(
         .filter(|v| !v.is_null_or_undefined())
 }
 
-/// Runs a host function body; a `CryptoError` is thrown.
-fn run<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-    body: impl FnOnce(&mut v8::PinScope<'s, '_>, &HostState) -> Result<Option<v8::Local<'s, v8::Value>>>,
-) {
-    let Some(host) = HostState::get(scope) else {
-        return;
-    };
-    match body(scope, &host) {
-        Ok(Some(value)) => rv.set(value),
-        // Over the memory limit: the turn is being terminated.
-        Ok(None) => {}
-        Err(error) => throw(scope, &error),
-    }
-}
-
+host_fn! {
 /// `cryptoImportKey(kind, curve, format, data)` → `[handle, info]`.
-pub(in crate::host) fn import_key(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    run(scope, rv, |scope, host| {
-        let kind = Kind::parse(&arg_string(scope, &args, 0), &arg_string(scope, &args, 1))?;
-        let format = arg_string(scope, &args, 2);
-        let data = if format == "jwk" {
-            let text = Zeroizing::new(arg_string(scope, &args, 3));
-            if text.len() > MAX_KEY_DATA {
-                return Err(CryptoError::data("The key data is too large"));
-            }
-            KeyData::Jwk(text)
-        } else {
-            let bytes = Zeroizing::new(bytes_arg(args.get(3), "keyData")?);
-            if bytes.len() > MAX_KEY_DATA {
-                return Err(CryptoError::data("The key data is too large"));
-            }
-            KeyData::Bytes(bytes)
-        };
-        let key = formats::import(kind, &format, data)?;
-        Ok(key_js(scope, host, key))
-    });
+pub(in crate::host) fn import_key<'s>(
+    scope,
+    host: Rc<HostState>,
+    kind: String,
+    curve: String,
+    format: String,
+    data: v8::Local<'s, v8::Value>,
+) -> Answer<'s> {
+    let kind = Kind::parse(&kind, &curve)?;
+    let data = if format == "jwk" {
+        let text = Zeroizing::new(data.to_rust_string_lossy(scope));
+        if text.len() > MAX_KEY_DATA {
+            return Err(CryptoError::data("The key data is too large").into());
+        }
+        KeyData::Jwk(text)
+    } else {
+        let bytes = Zeroizing::new(bytes_arg(data, "keyData")?);
+        if bytes.len() > MAX_KEY_DATA {
+            return Err(CryptoError::data("The key data is too large").into());
+        }
+        KeyData::Bytes(bytes)
+    };
+    let key = formats::import(kind, &format, data)?;
+    Ok(key_js(scope, &host, key))
+}
 }
 
+host_fn! {
 /// `cryptoExportKey(handle, format)` → Uint8Array, or JWK JSON text.
-pub(in crate::host) fn export_key(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    run(scope, rv, |scope, host| {
-        let key = key_arg(scope, host, args.get(0))?;
-        let format = arg_string(scope, &args, 1);
-        Ok(match formats::export(&key, &format)? {
-            Exported::Bytes(bytes) => u8_array(scope, bytes.to_vec()).map(Into::into),
-            Exported::Jwk(text) => js_string(scope, &text),
-        })
-    });
+pub(in crate::host) fn export_key<'s>(
+    scope,
+    host: Rc<HostState>,
+    handle: v8::Local<'s, v8::Value>,
+    format: String,
+) -> Answer<'s> {
+    let key = key_arg(scope, &host, handle)?;
+    Ok(match formats::export(&key, &format)? {
+        Exported::Bytes(bytes) => u8_array(scope, bytes.to_vec()).map(Into::into),
+        Exported::Jwk(text) => js_string(scope, &text),
+    })
+}
 }
 
+host_fn! {
 /// `cryptoGenerateKey(kind, curve, size, exponent)`: `size` is the length
-/// in bytes of a secret key, or the RSA modulus in bits.
-pub(in crate::host) fn generate_key(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let kind = Kind::parse(&arg_string(scope, &args, 0), &arg_string(scope, &args, 1));
-    let size = args
-        .get(2)
+/// in bytes of a secret key, or the RSA modulus in bits. RSA runs off the
+/// thread and answers a Promise.
+pub(in crate::host) fn generate_key<'s>(
+    scope,
+    kind: String,
+    curve: String,
+    size: v8::Local<'s, v8::Value>,
+    exponent: Option<Vec<u8>>,
+) -> Answer<'s> {
+    let kind = Kind::parse(&kind, &curve);
+    let size = size
         .number_value(scope)
         .filter(|n| n.is_finite() && *n >= 0.0);
     if let Ok(Kind::Rsa) = kind {
-        let exponent = view_bytes(args.get(3)).unwrap_or_default();
+        let exponent = exponent.unwrap_or_default();
         let bits = size.map_or(0, |n| n as usize);
-        match formats::rsa_parameters(bits, &exponent) {
-            Ok(e) => offload::spawn(scope, rv, move |stop| {
-                formats::generate_rsa(bits, &e, stop).map(|g| Offloaded::Generated(Box::new(g)))
-            }),
-            Err(error) => throw(scope, &error),
-        }
-        return;
+        let e = formats::rsa_parameters(bits, &exponent)?;
+        let promise = offload::spawn(scope, move |stop| {
+            formats::generate_rsa(bits, &e, stop).map(|g| Offloaded::Generated(Box::new(g)))
+        });
+        return Ok(promise.map(Into::into));
     }
-    run(scope, rv, |scope, _| {
-        let generated = match kind? {
-            Kind::Secret => {
-                let bytes = size.map_or(0, |n| n as usize);
-                if bytes == 0 || bytes > 1024 {
-                    return Err(CryptoError::operation("Invalid key length"));
-                }
-                formats::generate_secret(bytes)?
+    if HostState::get(scope).is_none() {
+        return Ok(None);
+    }
+    let generated = match kind? {
+        Kind::Secret => {
+            let bytes = size.map_or(0, |n| n as usize);
+            if bytes == 0 || bytes > 1024 {
+                return Err(CryptoError::operation("Invalid key length").into());
             }
-            kind => formats::generate_pair(kind)?,
-        };
-        Ok(generated_js(scope, generated))
-    });
+            formats::generate_secret(bytes)?
+        }
+        kind => formats::generate_pair(kind)?,
+    };
+    Ok(generated_js(scope, generated))
+}
 }
 
+host_fn! {
 /// `cryptoSign(algorithm, handle, params, data)` → ArrayBuffer.
-pub(in crate::host) fn sign(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    run(scope, rv, |scope, host| {
-        let algorithm = arg_string(scope, &args, 0);
-        let key = key_arg(scope, host, args.get(1))?;
-        let params = params_arg(scope, host, args.get(2))?;
-        let data = bytes_arg(args.get(3), "data")?;
-        let signature = ops::sign(&algorithm, &key, &params, &data)?;
-        Ok(array_buffer(scope, signature).map(Into::into))
-    });
+pub(in crate::host) fn sign<'s>(
+    scope,
+    host: Rc<HostState>,
+    algorithm: String,
+    handle: v8::Local<'s, v8::Value>,
+    params: v8::Local<'s, v8::Value>,
+    data: v8::Local<'s, v8::Value>,
+) -> Answer<'s> {
+    let (key, params) = operands(scope, &host, handle, params)?;
+    let data = bytes_arg(data, "data")?;
+    let signature = ops::sign(&algorithm, &key, &params, &data)?;
+    Ok(array_buffer(scope, signature).map(Into::into))
+}
 }
 
+host_fn! {
 /// `cryptoVerify(algorithm, handle, params, signature, data)` → boolean.
-pub(in crate::host) fn verify(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    run(scope, rv, |scope, host| {
-        let algorithm = arg_string(scope, &args, 0);
-        let key = key_arg(scope, host, args.get(1))?;
-        let params = params_arg(scope, host, args.get(2))?;
-        let signature = bytes_arg(args.get(3), "signature")?;
-        let data = bytes_arg(args.get(4), "data")?;
-        let ok = ops::verify(&algorithm, &key, &params, &signature, &data)?;
-        Ok(Some(v8::Boolean::new(scope, ok).into()))
-    });
+pub(in crate::host) fn verify<'s>(
+    scope,
+    host: Rc<HostState>,
+    algorithm: String,
+    handle: v8::Local<'s, v8::Value>,
+    params: v8::Local<'s, v8::Value>,
+    signature: v8::Local<'s, v8::Value>,
+    data: v8::Local<'s, v8::Value>,
+) -> HostResult<bool> {
+    let (key, params) = operands(scope, &host, handle, params)?;
+    let signature = bytes_arg(signature, "signature")?;
+    let data = bytes_arg(data, "data")?;
+    Ok(ops::verify(&algorithm, &key, &params, &signature, &data)?)
+}
 }
 
+host_fn! {
 /// `cryptoCipher(algorithm, handle, params, data, encrypt)` → ArrayBuffer
 /// (`AES-KW`: wrap when `encrypt`, else unwrap).
-pub(in crate::host) fn cipher(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    run(scope, rv, |scope, host| {
-        let algorithm = arg_string(scope, &args, 0);
-        let key = key_arg(scope, host, args.get(1))?;
-        let params = params_arg(scope, host, args.get(2))?;
-        let data = bytes_arg(args.get(3), "data")?;
-        let encrypt = args.get(4).boolean_value(scope);
-        let out = ops::cipher(&algorithm, &key, &params, &data, encrypt)?;
-        Ok(array_buffer(scope, out).map(Into::into))
-    });
+pub(in crate::host) fn cipher<'s>(
+    scope,
+    host: Rc<HostState>,
+    algorithm: String,
+    handle: v8::Local<'s, v8::Value>,
+    params: v8::Local<'s, v8::Value>,
+    data: v8::Local<'s, v8::Value>,
+    encrypt: bool,
+) -> Answer<'s> {
+    let (key, params) = operands(scope, &host, handle, params)?;
+    let data = bytes_arg(data, "data")?;
+    let out = ops::cipher(&algorithm, &key, &params, &data, encrypt)?;
+    Ok(array_buffer(scope, out).map(Into::into))
+}
 }
 
+host_fn! {
 /// `cryptoDeriveBits(algorithm, handle, params, length)` → ArrayBuffer, or a
 /// Promise of one for PBKDF2 (run off the thread, see `offload.rs`).
-pub(in crate::host) fn derive_bits(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let algorithm = arg_string(scope, &args, 0);
-    let length = args
-        .get(3)
+pub(in crate::host) fn derive_bits<'s>(
+    scope,
+    algorithm: String,
+    handle: v8::Local<'s, v8::Value>,
+    params: v8::Local<'s, v8::Value>,
+    length: v8::Local<'s, v8::Value>,
+    host: Rc<HostState>,
+) -> Answer<'s> {
+    let length = length
         .number_value(scope)
-        .filter(|n| n.is_finite() && *n >= 0.0 && !args.get(3).is_null_or_undefined())
+        .filter(|n| n.is_finite() && *n >= 0.0 && !length.is_null_or_undefined())
         .map(|n| n as usize);
+    let (key, params) = operands(scope, &host, handle, params)?;
     if algorithm == "PBKDF2" {
-        let Some(host) = HostState::get(scope) else {
-            return;
+        let (bytes, iterations) = ops::pbkdf2_check(&params, length)?;
+        let Key::Secret(password) = &*key else {
+            return Err(CryptoError::access("PBKDF2 needs a secret key").into());
         };
-        let prepared = (|| {
-            let key = key_arg(scope, &host, args.get(1))?;
-            let params = params_arg(scope, &host, args.get(2))?;
-            let (bytes, iterations) = ops::pbkdf2_check(&params, length)?;
-            let Key::Secret(password) = &*key else {
-                return Err(CryptoError::access("PBKDF2 needs a secret key"));
-            };
-            let hash = params.hash.clone().unwrap_or_default();
-            Ok((
-                password.clone(),
-                params.salt.unwrap_or_default(),
-                hash,
-                iterations,
-                bytes,
-            ))
-        })();
-        match prepared {
-            Ok((password, salt, hash, iterations, bytes)) => {
-                offload::spawn(scope, rv, move |_stop| {
-                    ops::pbkdf2(&hash, &password, &salt, iterations, bytes).map(Offloaded::Bytes)
-                })
-            }
-            Err(error) => throw(scope, &error),
-        }
-        return;
+        let password = password.clone();
+        let hash = params.hash.clone().unwrap_or_default();
+        let salt = params.salt.unwrap_or_default();
+        let promise = offload::spawn(scope, move |_stop| {
+            ops::pbkdf2(&hash, &password, &salt, iterations, bytes).map(Offloaded::Bytes)
+        });
+        return Ok(promise.map(Into::into));
     }
-    run(scope, rv, |scope, host| {
-        let key = key_arg(scope, host, args.get(1))?;
-        let params = params_arg(scope, host, args.get(2))?;
-        let bits = ops::derive(&algorithm, &key, &params, length)?;
-        Ok(array_buffer(scope, bits).map(Into::into))
-    });
+    let bits = ops::derive(&algorithm, &key, &params, length)?;
+    Ok(array_buffer(scope, bits).map(Into::into))
+}
 }
 
+host_fn! {
 /// `digestStreamNew(algorithm)` → handle.
-pub(in crate::host) fn digest_stream_new(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    run(scope, rv, |scope, host| {
-        let algorithm = arg_string(scope, &args, 0);
-        let hasher = ops::new_hasher(&algorithm)
-            .ok_or_else(|| CryptoError::not_supported(format!("Unrecognized name: {algorithm}")))?;
-        Ok(host
-            .crypto
-            .insert(scope, Item::Hasher(hasher))
-            .map(Into::into))
-    });
+pub(in crate::host) fn digest_stream_new<'s>(
+    scope,
+    host: Rc<HostState>,
+    algorithm: String,
+) -> HostResult<Option<v8::Local<'s, v8::Object>>> {
+    let hasher: Hasher = ops::new_hasher(&algorithm)
+        .ok_or_else(|| CryptoError::not_supported(format!("Unrecognized name: {algorithm}")))?;
+    Ok(host
+        .handles
+        .insert_object(scope, hasher, HASHER_CHARGE, Owner::Isolate))
+}
 }
 
+host_fn! {
 /// `digestStreamWrite(handle, u8)`: hashes one chunk.
-pub(in crate::host) fn digest_stream_write(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    run(scope, rv, |scope, host| {
-        let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(args.get(1)) else {
-            return Err(CryptoError::Type(
-                "digestStreamWrite: chunk must be a Uint8Array".to_owned(),
-            ));
-        };
-        let mut chunk = vec![0; view.byte_length()];
-        view.copy_contents(&mut chunk);
-        host.crypto
-            .with_hasher(scope, args.get(0), |h| h.update(&chunk))
-            .ok_or_else(|| CryptoError::Type("digestStreamWrite: not a DigestStream".to_owned()))?;
-        Ok(None)
-    });
+pub(in crate::host) fn digest_stream_write<'s>(
+    scope,
+    host: Rc<HostState>,
+    handle: v8::Local<'s, v8::Value>,
+    chunk: Option<Vec<u8>>,
+) -> HostResult<()> {
+    let Some(chunk) = chunk else {
+        return Err(CryptoError::Type(
+            "digestStreamWrite: chunk must be a Uint8Array".to_owned(),
+        )
+        .into());
+    };
+    host.handles
+        .with_handle(scope, handle, |h: &mut Hasher| h.update(&chunk))
+        .ok_or_else(|| CryptoError::Type("digestStreamWrite: not a DigestStream".to_owned()))?;
+    Ok(())
+}
 }
 
+host_fn! {
 /// `digestStreamEnd(handle)` → ArrayBuffer; the handle is spent.
-pub(in crate::host) fn digest_stream_end(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    run(scope, rv, |scope, host| {
-        let hash = host
-            .crypto
-            .with_hasher(scope, args.get(0), |h| h.finalize_reset().to_vec())
-            .ok_or_else(|| CryptoError::Type("digestStreamEnd: not a DigestStream".to_owned()))?;
-        host.crypto.remove(scope, args.get(0));
-        Ok(array_buffer(scope, hash).map(Into::into))
-    });
+pub(in crate::host) fn digest_stream_end<'s>(
+    scope,
+    host: Rc<HostState>,
+    handle: v8::Local<'s, v8::Value>,
+) -> HostResult<Option<v8::Local<'s, v8::ArrayBuffer>>> {
+    let hash = host
+        .handles
+        .with_handle(scope, handle, |h: &mut Hasher| h.finalize_reset().to_vec())
+        .ok_or_else(|| CryptoError::Type("digestStreamEnd: not a DigestStream".to_owned()))?;
+    host.handles.remove_handle(scope, handle);
+    Ok(array_buffer(scope, hash))
+}
 }
 
+host_fn! {
 /// `timingSafeEqual(a, b)` → boolean, in time independent of the contents
 /// (`subtle`); JS has checked both are views of the same length.
-pub(in crate::host) fn timing_safe_equal(
-    scope: &mut v8::PinScope<'_, '_>,
-    args: v8::FunctionCallbackArguments<'_>,
-    rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    run(scope, rv, |scope, _| {
-        use subtle::ConstantTimeEq;
-        let a = bytes_arg(args.get(0), "a")?;
-        let b = bytes_arg(args.get(1), "b")?;
-        if a.len() != b.len() {
-            return Err(CryptoError::Type(
-                "timingSafeEqual: the lengths differ".to_owned(),
-            ));
-        }
-        let equal = bool::from(a.ct_eq(&b));
-        Ok(Some(v8::Boolean::new(scope, equal).into()))
-    });
+pub(in crate::host) fn timing_safe_equal<'s>(
+    _scope,
+    a: v8::Local<'s, v8::Value>,
+    b: v8::Local<'s, v8::Value>,
+) -> HostResult<bool> {
+    use subtle::ConstantTimeEq;
+    let a = bytes_arg(a, "a")?;
+    let b = bytes_arg(b, "b")?;
+    if a.len() != b.len() {
+        return Err(CryptoError::Type("timingSafeEqual: the lengths differ".to_owned()).into());
+    }
+    Ok(bool::from(a.ct_eq(&b)))
+}
 }

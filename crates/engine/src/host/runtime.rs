@@ -1,0 +1,21 @@
+//! The units of the runtime itself, with no host functions of their own:
+//! what the Web API families stand on, and what closes the runtime off
+//! before any worker code runs.
+
+use super::unit::Unit;
+
+/// The `internal` object and the base of every other file: DOMException,
+/// Event and EventTarget, AbortController and AbortSignal.
+pub(super) fn base() -> Unit {
+    Unit::new("base").js(&[
+        "00_internal.js",
+        "01_dom_exception.js",
+        "02_event.js",
+        "03_abort.js",
+    ])
+}
+
+/// Runs last: hides the host object from worker code (HOST.md).
+pub(super) fn finalize() -> Unit {
+    Unit::new("finalize").js(&["99_finalize.js"])
+}

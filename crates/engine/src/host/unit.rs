@@ -1,0 +1,77 @@
+//! [`Unit`]: one Web API family as the engine registers it — its host
+//! functions, its JavaScript files and its per-isolate state, declared in one
+//! place (as deno's `extension!`). `host.rs` lists the units; everything else
+//! (the `host` object, the snapshot's external references and JavaScript,
+//! each isolate's state) is made from that list.
+//!
+//! A unit's state is any `Default` type, made once per isolate and found by
+//! its type: `host.state::<T>()` (see [`UnitStates`]).
+
+use std::any::{Any, TypeId};
+
+/// One Web API family.
+pub(crate) struct Unit {
+    /// For diagnostics and tests.
+    pub(crate) name: &'static str,
+    /// Its files in `js/`, in evaluation order.
+    pub(crate) js: &'static [&'static str],
+    /// `(name on host, callback)`, in registration order.
+    pub(crate) functions: Vec<(&'static str, v8::FunctionCallback)>,
+    /// Makes its per-isolate state.
+    pub(crate) state: Option<MakeState>,
+}
+
+/// Makes a unit's state for a new isolate: its type and the value.
+pub(crate) type MakeState = fn() -> (TypeId, Box<dyn Any>);
+
+impl Unit {
+    pub(crate) fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            js: &[],
+            functions: Vec::new(),
+            state: None,
+        }
+    }
+
+    /// Its JavaScript files (`NN_name.js` in `js/`), in evaluation order.
+    pub(crate) fn js(mut self, files: &'static [&'static str]) -> Self {
+        self.js = files;
+        self
+    }
+
+    /// A host function, `host.<name>` in JavaScript (see HOST.md).
+    pub(crate) fn function(
+        mut self,
+        name: &'static str,
+        callback: impl v8::MapFnTo<v8::FunctionCallback>,
+    ) -> Self {
+        self.functions.push((name, callback.map_fn_to()));
+        self
+    }
+
+    /// Its per-isolate state: a `T::default()` in every isolate.
+    pub(crate) fn state<T: Default + 'static>(mut self) -> Self {
+        self.state = Some(|| (TypeId::of::<T>(), Box::new(T::default())));
+        self
+    }
+}
+
+/// The units' per-isolate states, found by type. A handful of entries, so a
+/// scan beats hashing.
+pub(crate) struct UnitStates(Vec<(TypeId, Box<dyn Any>)>);
+
+impl UnitStates {
+    pub(crate) fn new(units: &[Unit]) -> Self {
+        Self(units.iter().filter_map(|u| u.state).map(|f| f()).collect())
+    }
+
+    /// The state of type `T`; `None` when no unit declares one.
+    pub(crate) fn get<T: 'static>(&self) -> Option<&T> {
+        let id = TypeId::of::<T>();
+        self.0
+            .iter()
+            .find(|(t, _)| *t == id)
+            .and_then(|(_, state)| state.downcast_ref())
+    }
+}

@@ -1,0 +1,86 @@
+//! Argument and value helpers the host modules share: strings and bytes out
+//! of V8 (bounded by the memory limit), charged buffers and promises into it.
+
+use super::HostState;
+use super::memory;
+
+/// Argument `i` as a Rust string (JS `String(value)` semantics). A string
+/// longer than the isolate's memory has room for is not copied (nor
+/// flattened by V8 first, which would take as much again): the isolate is
+/// terminated at its memory limit and the caller gets an empty string.
+pub(crate) fn arg_string(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: &v8::FunctionCallbackArguments<'_>,
+    i: i32,
+) -> String {
+    value_string(scope, args.get(i))
+}
+
+/// `value` as a Rust string, as [`arg_string`] makes it.
+pub(crate) fn value_string(
+    scope: &mut v8::PinScope<'_, '_>,
+    value: v8::Local<'_, v8::Value>,
+) -> String {
+    if let Ok(string) = v8::Local::<v8::String>::try_from(value) {
+        let length = string.length();
+        // At least a byte per unit is copied; small ones always fit.
+        if length > HUGE_STRING && !memory::fits(scope, length) {
+            return String::new();
+        }
+    }
+    value.to_rust_string_lossy(scope)
+}
+
+/// Strings at least this long are checked against the memory limit before
+/// they are copied out of V8 (`arg_string`).
+const HUGE_STRING: usize = 1 << 20;
+
+/// The bytes of an ArrayBufferView (a copy).
+pub(crate) fn view_bytes(value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
+    let view = v8::Local::<v8::ArrayBufferView>::try_from(value).ok()?;
+    let mut bytes = vec![0; view.byte_length()];
+    view.copy_contents(&mut bytes);
+    Some(bytes)
+}
+
+/// A new ArrayBuffer owning `bytes` (no copy), charged to the isolate's
+/// memory budget. `None` over the limit: the isolate is then being
+/// terminated (see `memory.rs`), and nothing is allocated.
+pub(crate) fn array_buffer<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    bytes: Vec<u8>,
+) -> Option<v8::Local<'s, v8::ArrayBuffer>> {
+    let host = HostState::get(scope)?;
+    let store = host.memory.backing_store(bytes).ok()?.make_shared();
+    Some(v8::ArrayBuffer::with_backing_store(scope, &store))
+}
+
+/// A new Uint8Array owning `bytes` (no copy); see [`array_buffer`].
+pub(crate) fn u8_array<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    bytes: Vec<u8>,
+) -> Option<v8::Local<'s, v8::Uint8Array>> {
+    let len = bytes.len();
+    let buffer = array_buffer(scope, bytes)?;
+    v8::Uint8Array::new(scope, buffer, 0, len)
+}
+
+/// A JS string from Rust.
+pub(crate) fn js_string<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    s: &str,
+) -> Option<v8::Local<'s, v8::Value>> {
+    v8::String::new(scope, s).map(Into::into)
+}
+
+/// A pending promise whose resolver the host keeps until its op settles.
+pub(crate) fn new_promise<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+) -> Option<(
+    v8::Local<'s, v8::PromiseResolver>,
+    v8::Local<'s, v8::Promise>,
+)> {
+    let resolver = v8::PromiseResolver::new(scope)?;
+    let promise = resolver.get_promise(scope);
+    Some((resolver, promise))
+}
