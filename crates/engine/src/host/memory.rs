@@ -13,7 +13,7 @@ use super::unit::Unit;
 /// before large builtins, and the refusal of WebAssembly.
 pub(super) fn unit() -> Unit {
     Unit::new("memory")
-        .js(&["20_memory.js"])
+        .js(&["20_memory.js", "20_uninterruptible.js"])
         .function("memoryReserve", memory_reserve)
         .function("memoryCheck", memory_check)
 }
