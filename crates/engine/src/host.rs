@@ -28,6 +28,7 @@ mod url_pattern;
 
 pub(crate) use headers::{HeaderNames, header_array, header_block, header_map, lenient_header_map};
 pub(crate) use html_rewriter::Rewriters;
+pub(crate) use memory::fits as memory_fits;
 pub(crate) use state::{HostState, IsolateTurns, Settlement};
 
 use v8::MapFnTo;
@@ -134,6 +135,7 @@ fn table() -> Vec<(&'static str, v8::FunctionCallback)> {
         ("encodingForLabel", codec::encoding_for_label.map_fn_to()),
         ("textDecoderNew", codec::text_decoder_new.map_fn_to()),
         ("textDecode", codec::text_decode.map_fn_to()),
+        ("memoryLimit", memory::memory_limit.map_fn_to()),
     ]
 }
 

@@ -61,9 +61,26 @@ pub(crate) fn fits(scope: &mut v8::PinScope<'_, '_>, bytes: usize) -> bool {
     let Some(host) = HostState::get(scope) else {
         return true;
     };
+    // V8's own figure first: it holds what grew without the allocator
+    // (Wasm memories, resizable buffers) since the last measure.
+    if !host.memory.measure_external() {
+        return false;
+    }
     let fits = host.memory.charge(bytes).is_ok();
     if fits {
         host.memory.release(bytes);
     }
     fits
+}
+
+/// `memoryLimit()`: the isolate's memory limit in bytes (the runtime
+/// bounds what a Wasm memory may reserve by it, js/25_wasm.js).
+pub(super) fn memory_limit(
+    scope: &mut v8::PinScope<'_, '_>,
+    _args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    if let Some(host) = HostState::get(scope) {
+        rv.set_double(host.memory.limit() as f64);
+    }
 }
