@@ -232,3 +232,52 @@ async fn wasm_is_compiled_only_from_the_bundle() {
         )
     );
 }
+
+/// The rewrite moves function indices (the runtime's grow functions are
+/// imported first): calls, tables, `ref.func`, the start function, exports
+/// and imported functions must all still reach the same functions.
+#[tokio::test]
+async fn rewritten_wasm_keeps_every_function_reference() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let wasm = wat::parse_str(
+        r#"(module
+            (import "env" "base" (func $base (result i32)))
+            (memory (export "memory") 1)
+            (table 2 funcref)
+            (elem (i32.const 0) $seven $eight)
+            (type $nullary (func (result i32)))
+            (global $f (mut funcref) (ref.func $eight))
+            (func $seven (result i32) i32.const 7)
+            (func $eight (result i32) i32.const 8)
+            (func $init
+              (i32.store (i32.const 0) (call $base)))
+            (start $init)
+            (func (export "pick") (param i32) (result i32)
+              (call_indirect (type $nullary) (local.get 0)))
+            (func (export "stored") (result i32)
+              (i32.load (i32.const 0)))
+            (func (export "grow") (result i32)
+              (memory.grow (i32.const 2)))
+            (func (export "size") (result i32) memory.size))"#,
+    )
+    .unwrap();
+    let worker = modules_bundle(
+        "t/references",
+        vec![
+            es(
+                "main.js",
+                "import m from './refs.wasm';
+                 export default { fetch() {
+                     const { exports: e } = new WebAssembly.Instance(m, { env: { base: () => 100 } });
+                     return new Response([e.pick(0), e.pick(1), e.stored(), e.grow(), e.size(),
+                         e.memory.buffer.byteLength / 65536, e.memory instanceof WebAssembly.Memory].join(' '));
+                 } };",
+            ),
+            Module::new("refs.wasm", ModuleKind::CompiledWasm, wasm),
+        ],
+    );
+    assert_eq!(
+        run(&engine, 0, &worker, "/").await,
+        (200, "7 8 100 1 3 3 true".to_owned())
+    );
+}
