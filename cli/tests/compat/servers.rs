@@ -136,22 +136,28 @@ pub fn isolane_dev(
         )
         .unwrap();
     }
+    spawn_dev(
+        bin,
+        &["--workers".as_ref(), workers.as_os_str()],
+        &dir.join("isolane-dev.log"),
+    )
+}
+
+/// `isolane dev <what…> --port <free> --threads 1`, logging warnings.
+fn spawn_dev(bin: &Path, what: &[&OsStr], log: &Path) -> (Server, SocketAddr) {
     let port = free_port();
     let port_arg = port.to_string();
+    let mut args: Vec<&OsStr> = vec!["dev".as_ref()];
+    args.extend_from_slice(what);
+    for arg in ["--port", port_arg.as_str(), "--threads", "1"] {
+        args.push(OsStr::new(arg));
+    }
     let server = Server::spawn(
         "isolane dev",
         bin,
-        &[
-            "dev".as_ref(),
-            "--workers".as_ref(),
-            workers.as_os_str(),
-            "--port".as_ref(),
-            port_arg.as_ref(),
-            "--threads".as_ref(),
-            "1".as_ref(),
-        ],
+        &args,
         &[("ISOLANE_LOG", "warn".as_ref())],
-        &dir.join("isolane-dev.log"),
+        log,
     );
     (server, SocketAddr::from(([127, 0, 0, 1], port)))
 }
@@ -267,23 +273,7 @@ pub fn workerd_example_bundle(bin: &Path, example: &Path, dir: &Path) -> (Server
 
 /// `isolane dev <main>`: a Worker from its main module's file.
 pub fn isolane_dev_file(bin: &Path, main: &Path, dir: &Path) -> (Server, SocketAddr) {
-    let port = free_port();
-    let port_arg = port.to_string();
-    let server = Server::spawn(
-        "isolane dev",
-        bin,
-        &[
-            "dev".as_ref(),
-            main.as_os_str(),
-            "--port".as_ref(),
-            port_arg.as_ref(),
-            "--threads".as_ref(),
-            "1".as_ref(),
-        ],
-        &[],
-        &dir.join("isolane-dev-file.log"),
-    );
-    (server, SocketAddr::from(([127, 0, 0, 1], port)))
+    spawn_dev(bin, &[main.as_os_str()], &dir.join("isolane-dev-file.log"))
 }
 
 // === the echo server ===
