@@ -131,7 +131,8 @@ async fn a_declared_maximum_stops_growth_without_ending_the_request() {
     );
 }
 
-/// The JS API: a memory made bigger than the limit, and `grow` in a loop.
+/// The JS API: a memory made bigger than the limit, `grow` in a loop, a
+/// hoard of memories, a table of ten million entries.
 #[tokio::test]
 async fn js_memories_are_held_to_the_limit() {
     let (engine, _) = engine(1, PoolMode::Pinned);
@@ -145,6 +146,11 @@ async fn js_memories_are_held_to_the_limit() {
         (
             "t/js-many",
             "globalThis.keep = []; for (;;) keep.push(new WebAssembly.Memory({ initial: 16 }));",
+        ),
+        // A huge table lives on the JS heap: the heap limit ends it.
+        (
+            "t/js-table",
+            "const t = new WebAssembly.Table({ initial: 10000000, element: 'anyfunc' }); t.grow(1)",
         ),
     ] {
         let hog = modules_bundle(
