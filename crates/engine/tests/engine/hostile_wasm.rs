@@ -103,7 +103,15 @@ async fn growing_inside_wasm_past_the_limit_ends_the_request() {
     let sampler = PeakRss::start();
     for (round, step) in [1, 16, 1000].into_iter().enumerate() {
         let hog = grow_worker(&format!("t/grow{round}"), "1", 64);
-        let result = engine.execute(0, hog, get(&format!("/?step={step}"))).await;
+        // The neighbour asks while the hog runs, on the same thread.
+        let started = std::time::Instant::now();
+        let (result, ()) = tokio::join!(
+            engine.execute(0, hog, get(&format!("/?step={step}"))),
+            neighbour_ok(&engine, &neighbour)
+        );
+        let waited = started.elapsed();
+        eprintln!("step {step}: the neighbour answered within {waited:?}");
+        assert!(waited < std::time::Duration::from_secs(5), "{waited:?}");
         assert!(
             matches!(result, Err(ExecuteError::MemoryLimit { limit_mib: 64 })),
             "step {step}: {:?}",
@@ -128,6 +136,13 @@ async fn a_declared_maximum_stops_growth_without_ending_the_request() {
     assert_eq!(
         run(&engine, 0, &worker, "/?step=3").await,
         (200, "40".to_owned())
+    );
+    // Half the limit a page at a time: each grow counts the memory once,
+    // not every size it passed through (512 grows, 32 MiB under 64 MiB).
+    let worker = grow_worker("t/half", "1 512", 64);
+    assert_eq!(
+        run(&engine, 0, &worker, "/?step=1").await,
+        (200, "512".to_owned())
     );
 }
 
