@@ -40,6 +40,56 @@ struct AppResult {
     broken_reference: Vec<String>,
 }
 
+/// The example (examples/bundle: main.js imports ./add.wasm and
+/// ./greeting.txt) answers the same from `isolane dev main.js` as from
+/// workerd given the same modules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bundle_of_modules_answers_as_on_workerd() {
+    let compat = compat_dir();
+    let workerd_bin = servers::workerd_binary(&compat);
+    assert!(
+        workerd_bin.is_file(),
+        "{} is missing: run hack/install-deps.sh",
+        workerd_bin.display()
+    );
+    let example = compat.join("../examples/bundle");
+    let dir = tempfile::tempdir().unwrap();
+    let (mut workerd, workerd_addr) =
+        servers::workerd_example_bundle(&workerd_bin, &example, dir.path());
+    let (mut isolane, isolane_addr) = servers::isolane_dev_file(
+        Path::new(env!("CARGO_BIN_EXE_isolane")),
+        &example.join("main.js"),
+        dir.path(),
+    );
+    let client = answer::client();
+    workerd
+        .wait_answering(&client, workerd_addr, "localhost")
+        .await;
+    isolane
+        .wait_answering(&client, isolane_addr, "localhost")
+        .await;
+    let mut bodies = Vec::new();
+    for addr in [workerd_addr, isolane_addr] {
+        let request = http::Request::builder()
+            .uri(format!("http://{addr}/"))
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .unwrap();
+        let response = client.request(request).await.unwrap();
+        let status = response.status().as_u16();
+        let body = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        bodies.push((status, String::from_utf8_lossy(&body).into_owned()));
+    }
+    assert_eq!(
+        bodies[0],
+        (200, "42 hello from a text module".to_owned()),
+        "workerd"
+    );
+    assert_eq!(bodies[1], bodies[0], "isolane dev against workerd");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_apps_answer_as_on_workerd() {
     let compat = compat_dir();

@@ -125,6 +125,73 @@ async fn dev_serves_hello_and_stops_on_ctrl_c() {
     assert!(dev.interrupt().success());
 }
 
+/// The example, from its main module's imports and from wrangler's
+/// `--outdir` folder (its additional modules named by content hash, a
+/// README beside them); a change to an imported module reloads.
+#[tokio::test]
+async fn dev_serves_a_bundle_of_modules_from_a_file_or_wrangler_s_folder() {
+    let port = free_port();
+    let mut dev = Dev::start(&["examples/bundle/main.js", "--port", &port.to_string()]);
+    let client = client();
+    let answer = (200, "42 hello from a text module".to_owned());
+    assert_eq!(
+        when_ready(&client, &mut dev, port, "localhost", "/").await,
+        answer
+    );
+    assert!(dev.interrupt().success());
+
+    let out = tempfile::tempdir().unwrap();
+    let example = repo().join("examples/bundle");
+    let main = std::fs::read_to_string(example.join("main.js")).unwrap();
+    std::fs::write(
+        out.path().join("index.js"),
+        main.replace("./add.wasm", "./3f2a-add.wasm"),
+    )
+    .unwrap();
+    std::fs::copy(example.join("add.wasm"), out.path().join("3f2a-add.wasm")).unwrap();
+    std::fs::copy(
+        example.join("greeting.txt"),
+        out.path().join("greeting.txt"),
+    )
+    .unwrap();
+    std::fs::write(out.path().join("README.md"), "built output").unwrap();
+    let port = free_port();
+    let mut dev = Dev::start(&[out.path().to_str().unwrap(), "--port", &port.to_string()]);
+    assert_eq!(
+        when_ready(&client, &mut dev, port, "localhost", "/").await,
+        answer
+    );
+    std::fs::write(out.path().join("greeting.txt"), "changed").unwrap();
+    until_body(
+        &client,
+        port,
+        "/",
+        "42 changed",
+        &["42 hello from a text module"],
+    )
+    .await;
+    assert!(dev.interrupt().success());
+}
+
+/// An import of a file that is not there: a usage error naming it.
+#[test]
+fn a_missing_import_exits_64_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("main.js"),
+        "import './gone.js'; export default {};",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_isolane"))
+        .args(["dev", dir.path().join("main.js").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(64));
+    let log = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("import \"./gone.js\" names no file"), "{log}");
+}
+
 #[tokio::test]
 async fn dev_routes_worker_yaml_by_host_and_prefix() {
     let dir = tempfile::tempdir().unwrap();

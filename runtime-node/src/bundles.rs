@@ -308,6 +308,7 @@ pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
         id: bundle.worker_id,
         revision: bundle.revision,
         script: bundle.script,
+        modules: bundle.modules.map(std::sync::Arc::new),
         env: bundle.env,
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use crate::bundle::Code;
 use anyhow::Context as _;
 use isolane_crds::cron::Schedule;
 use isolane_crds::{Bundle, Limits, Triggers};
@@ -18,7 +19,8 @@ use serde::Deserialize as _;
 /// Where the Workers come from; read again on every reload.
 #[derive(Debug, Clone)]
 pub enum Source {
-    /// One script, served on every host and path as `dev/<file stem>`.
+    /// One script and the modules it imports, or wrangler's output folder
+    /// (`crate::bundle`), served on every host and path as `dev/<stem>`.
     Script {
         path: PathBuf,
         env: BTreeMap<String, String>,
@@ -126,8 +128,7 @@ fn script_worker(
     limits: &Limits,
     crons: &[String],
 ) -> anyhow::Result<DevWorker> {
-    let script =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let code = crate::bundle::load(path)?;
     for expr in crons {
         Schedule::parse(expr, None)?;
     }
@@ -137,7 +138,19 @@ fn script_worker(
         .unwrap_or("worker");
     let key = WorkerKey::new("dev", stem);
     Ok(DevWorker {
-        bundle: Bundle::new(key.to_string(), script, env.clone(), *limits, Vec::new()),
+        bundle: match code {
+            Code::Script(script) => {
+                Bundle::new(key.to_string(), script, env.clone(), *limits, Vec::new())
+            }
+            Code::Modules(modules) => Bundle::new(
+                key.to_string(),
+                String::new(),
+                env.clone(),
+                *limits,
+                Vec::new(),
+            )
+            .with_modules(modules),
+        },
         key,
         routes: vec![Route::new(ANY_HOST, "/")],
         triggers: (!crons.is_empty()).then(|| Triggers {

@@ -53,14 +53,16 @@ pub async fn run(
     .map_err(|source| watch_error(&watched, source))?;
     // A script is watched through its folder: editors replace files by
     // renaming, which a watch on the file itself would lose.
-    let target = match &source {
-        Source::Script { path, .. } => path.parent().filter(|p| !p.as_os_str().is_empty()),
-        Source::Folder(dir) => Some(dir.as_path()),
-    }
-    .unwrap_or(Path::new("."));
+    // wrangler's output folder is watched whole (its modules may be in
+    // subfolders).
+    let (target, mode) = match &source {
+        Source::Script { path, .. } if path.is_dir() => (path.as_path(), RecursiveMode::Recursive),
+        Source::Script { path, .. } => (crate::bundle::root(path), RecursiveMode::NonRecursive),
+        Source::Folder(dir) => (dir.as_path(), RecursiveMode::NonRecursive),
+    };
     debouncer
         .watcher()
-        .watch(target, RecursiveMode::NonRecursive)
+        .watch(target, mode)
         .map_err(|source| watch_error(&watched, source))?;
     tracing::info!(path = %watched.display(), "watching for changes");
     loop {
@@ -82,11 +84,16 @@ pub async fn run(
     }
 }
 
-/// Whether a change at `changed` concerns the script (its file name) or,
+/// Whether a change at `changed` concerns the script (its file name or a
+/// module's) or,
 /// for a folder (`None`), its Worker YAMLs.
 fn concerns(script: Option<&Option<PathBuf>>, changed: &Path) -> bool {
     match script {
-        Some(name) => changed.file_name().map(PathBuf::from) == *name,
+        // The script itself, or any file a module rule types (an import).
+        Some(name) => {
+            changed.file_name().map(PathBuf::from) == *name
+                || isolane_worker::ModuleKind::from_path(&changed.to_string_lossy()).is_some()
+        }
         None => changed
             .extension()
             .is_some_and(|e| e == "yaml" || e == "yml"),

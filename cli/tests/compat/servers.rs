@@ -136,22 +136,28 @@ pub fn isolane_dev(
         )
         .unwrap();
     }
+    spawn_dev(
+        bin,
+        &["--workers".as_ref(), workers.as_os_str()],
+        &dir.join("isolane-dev.log"),
+    )
+}
+
+/// `isolane dev <what…> --port <free> --threads 1`, logging warnings.
+fn spawn_dev(bin: &Path, what: &[&OsStr], log: &Path) -> (Server, SocketAddr) {
     let port = free_port();
     let port_arg = port.to_string();
+    let mut args: Vec<&OsStr> = vec!["dev".as_ref()];
+    args.extend_from_slice(what);
+    for arg in ["--port", port_arg.as_str(), "--threads", "1"] {
+        args.push(OsStr::new(arg));
+    }
     let server = Server::spawn(
         "isolane dev",
         bin,
-        &[
-            "dev".as_ref(),
-            "--workers".as_ref(),
-            workers.as_os_str(),
-            "--port".as_ref(),
-            port_arg.as_ref(),
-            "--threads".as_ref(),
-            "1".as_ref(),
-        ],
+        &args,
         &[("ISOLANE_LOG", "warn".as_ref())],
-        &dir.join("isolane-dev.log"),
+        log,
     );
     (server, SocketAddr::from(([127, 0, 0, 1], port)))
 }
@@ -231,6 +237,43 @@ pub fn workerd(
         &dir.join("workerd.log"),
     );
     (server, addrs)
+}
+
+/// workerd serving the modules of `example` (`examples/bundle`: main.js,
+/// add.wasm, greeting.txt) as wrangler would upload them.
+pub fn workerd_example_bundle(bin: &Path, example: &Path, dir: &Path) -> (Server, SocketAddr) {
+    for file in ["main.js", "add.wasm", "greeting.txt"] {
+        std::fs::copy(example.join(file), dir.join(file)).unwrap();
+    }
+    let port = free_port();
+    let config = format!(
+        "using Workerd = import \"/workerd/workerd.capnp\";\n\
+         const config :Workerd.Config = (\n\
+           services = [(name = \"main\", worker = .w)],\n\
+           sockets = [(name = \"http\", address = \"127.0.0.1:{port}\", http = (), service = \"main\")],\n\
+         );\n\
+         const w :Workerd.Worker = (\n\
+           modules = [(name = \"main.js\", esModule = embed \"main.js\"),\n\
+                      (name = \"add.wasm\", wasm = embed \"add.wasm\"),\n\
+                      (name = \"greeting.txt\", text = embed \"greeting.txt\")],\n\
+           compatibilityDate = \"{COMPATIBILITY_DATE}\",\n\
+         );\n"
+    );
+    let path = dir.join("workerd-bundle.capnp");
+    std::fs::write(&path, config).unwrap();
+    let server = Server::spawn(
+        "workerd",
+        bin,
+        &["serve".as_ref(), path.as_os_str()],
+        &[],
+        &dir.join("workerd-bundle.log"),
+    );
+    (server, SocketAddr::from(([127, 0, 0, 1], port)))
+}
+
+/// `isolane dev <main>`: a Worker from its main module's file.
+pub fn isolane_dev_file(bin: &Path, main: &Path, dir: &Path) -> (Server, SocketAddr) {
+    spawn_dev(bin, &[main.as_os_str()], &dir.join("isolane-dev-file.log"))
 }
 
 // === the echo server ===

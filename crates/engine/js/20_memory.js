@@ -13,11 +13,7 @@
 //   object, so no worker code (a getter, a `valueOf`, a proxy as
 //   `newTarget`) runs inside it, where a stack trace could hand it out;
 //   `structuredClone` reserves for the resizable buffers it makes;
-// - WebAssembly is refused at once, with a clear error: a Wasm memory grows
-//   from Wasm code, outside any accounting, and asynchronous compilation
-//   needs V8 platform tasks that the engine does not run. The engine also
-//   refuses Wasm code generation itself (isolate.rs), whatever a worker
-//   finds to call.
+// - Wasm memories are held to the limit by 25_wasm.js.
 'use strict';
 
 const NativeArrayBuffer = ArrayBuffer;
@@ -116,33 +112,3 @@ internal.reserveCloned = function reserveCloned(value) {
   }
 };
 
-const WASM_REFUSED = 'WebAssembly is not available on Isolane: Wasm memory cannot yet be held to the worker\'s memory limit.';
-
-// What the worker sees as `WebAssembly`, built once into the snapshot.
-const refusedWasm = {};
-function wasmRefusal() {
-  return new refusedWasm.CompileError(WASM_REFUSED);
-}
-for (const name of ['compile', 'instantiate', 'compileStreaming', 'instantiateStreaming']) {
-  refusedWasm[name] = { [name]() { return Promise.reject(wasmRefusal()); } }[name];
-}
-refusedWasm.validate = function validate() { return false; };
-for (const name of ['Module', 'Instance', 'Memory', 'Table', 'Global', 'Tag', 'Exception']) {
-  refusedWasm[name] = { [name]: class { constructor() { throw wasmRefusal(); } } }[name];
-}
-refusedWasm.CompileError = Error;
-Object.defineProperty(refusedWasm, Symbol.toStringTag, { value: 'WebAssembly', configurable: true });
-
-// V8 adds `WebAssembly` to each context as it is made from the snapshot,
-// so the engine calls this once per new context (isolate.rs): the real
-// one's error classes are kept, everything else refuses.
-internal.refuseWebAssembly = function refuseWebAssembly() {
-  const wasm = globalThis.WebAssembly;
-  if (!internal.isObject(wasm) || wasm === refusedWasm) return;
-  refusedWasm.CompileError = wasm.CompileError;
-  refusedWasm.LinkError = wasm.LinkError;
-  refusedWasm.RuntimeError = wasm.RuntimeError;
-  internal.defineGlobal('WebAssembly', refusedWasm);
-};
-// Compiled now, into the snapshot (which has no WebAssembly: a no-op).
-internal.refuseWebAssembly();

@@ -1,6 +1,9 @@
 //! What the engine runs: a worker's script, bindings and limits.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub use isolane_worker::{Module, ModuleKind, Modules};
 
 /// One immutable revision of a worker, as resolved by the operator (or by
 /// `isolane dev` from a file). Isolates are keyed by `(id, revision)`: a new
@@ -11,8 +14,13 @@ pub struct WorkerBundle {
     pub id: String,
     /// Content hash of the bundle.
     pub revision: String,
-    /// ES module (`export default { fetch }`) or service-worker script.
+    /// ES module (`export default { fetch }`) or service-worker script;
+    /// unused when the worker has `modules`.
     pub script: String,
+    /// The worker's modules, when it is more than one script: run from
+    /// their main module (`modules.rs`). Shared by every isolate of the
+    /// revision.
+    pub modules: Option<Arc<Modules>>,
     /// Bindings exposed to the handler as `env` (strings only).
     pub env: BTreeMap<String, String>,
     pub limits: Limits,
@@ -62,10 +70,24 @@ impl WorkerBundle {
             id: id.into(),
             revision: revision.into(),
             script: script.into(),
+            modules: None,
             env: BTreeMap::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
         }
+    }
+}
+
+impl WorkerBundle {
+    /// A bundle of `modules` with default limits and no bindings.
+    pub fn from_modules(
+        id: impl Into<String>,
+        revision: impl Into<String>,
+        modules: Modules,
+    ) -> Self {
+        let mut bundle = Self::new(id, revision, "");
+        bundle.modules = Some(Arc::new(modules));
+        bundle
     }
 }
 

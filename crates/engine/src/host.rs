@@ -42,7 +42,9 @@ mod value;
 
 use std::sync::OnceLock;
 
+pub(crate) use error::throw_type_error;
 pub(crate) use headers::{HeaderNames, header_array, header_block, header_map, lenient_header_map};
+pub(crate) use memory::fits as memory_fits;
 pub(crate) use state::{HostState, IsolateTurns, Settlement};
 pub(crate) use unit::Unit;
 pub(crate) use value::{
@@ -74,6 +76,7 @@ fn families() -> Vec<Unit> {
         html_rewriter::unit(),
         codec::unit(),
         form_data::unit(),
+        memory::wasm(),
         runtime::finalize(),
     ]
 }

@@ -100,7 +100,10 @@ impl WorkerIsolate {
         isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
         isolate.set_promise_reject_callback(host::rejection::promise_reject);
         isolate.set_capture_stack_trace_for_uncaught_exceptions(true, 16);
-        // No Wasm code (see js/20_memory.js): its memory escapes the budget.
+        // No Wasm compiled from bytes at run time (`WebAssembly.compile`,
+        // `new WebAssembly.Module(bytes)`), as on Cloudflare: Wasm comes
+        // only from the bundle's modules, which the engine compiles itself
+        // after rewriting their memories (modules/wasm.rs).
         isolate.set_allow_wasm_code_generation_callback(refuse_wasm);
         memory.attach(&mut isolate);
         memory.install_heap_callback(&mut isolate);
@@ -560,12 +563,14 @@ impl Drop for WorkerIsolate {
         unsafe {
             inner.isolate.enter();
             inner.isolate.remove_slot::<Rc<HostState>>();
+            crate::modules::forget(&mut inner.isolate);
             ManuallyDrop::drop(&mut inner.isolate);
         }
     }
 }
 
-/// V8 asks before compiling Wasm: never.
+/// V8 asks before compiling Wasm from JavaScript: never (the engine's own
+/// compile of a bundle module does not ask).
 unsafe extern "C" fn refuse_wasm(
     _context: v8::Local<v8::Context>,
     _source: v8::Local<v8::String>,
@@ -620,13 +625,14 @@ fn init_context(
     let timer_fired = function(scope, internal, "timerFired")?;
     let request_aborted = function(scope, internal, "requestAborted")?;
     let dom_exception = function(scope, internal, "DOMException")?;
-    // V8 adds `WebAssembly` to each context made from the snapshot: replace
-    // it with the refusing one (js/20_memory.js) before any worker code runs.
-    let refuse_wasm = function(scope, internal, "refuseWebAssembly")?;
-    refuse_wasm
+    // V8 adds `WebAssembly` to each context made from the snapshot: wrap
+    // it (js/25_wasm.js: memories held to the limit) before any worker
+    // code runs.
+    let install_wasm = function(scope, internal, "installWebAssembly")?;
+    install_wasm
         .call(scope, internal.into(), &[])
         .ok_or(CreateError::Runtime {
-            what: "internal.refuseWebAssembly",
+            what: "internal.installWebAssembly",
         })?;
     let globals = Globals {
         context: v8::Global::new(scope, context),
@@ -657,7 +663,7 @@ fn name_of(name: &'static str) -> &'static str {
         "handleRequest" => "internal.handleRequest",
         "timerFired" => "internal.timerFired",
         "requestAborted" => "internal.requestAborted",
-        "refuseWebAssembly" => "internal.refuseWebAssembly",
+        "installWebAssembly" => "internal.installWebAssembly",
         "DOMException" => "internal.DOMException",
         _ => "an internal function",
     }

@@ -19,6 +19,7 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         id: worker_id.to_owned(),
         revision: String::new(),
         script: String::new(),
+        modules: None,
         env: Default::default(),
         limits: Limits::default(),
         allowed_hosts: Vec::new(),

@@ -29,6 +29,11 @@ pub(crate) fn evaluate(
     internal: &v8::Global<v8::Object>,
     bundle: &WorkerBundle,
 ) -> Option<v8::Global<v8::Object>> {
+    if let Some(modules) = &bundle.modules {
+        let module = crate::modules::load(scope, internal, modules)?;
+        let internal = v8::Local::new(scope, internal);
+        return run_module(scope, internal, bundle, module);
+    }
     let internal = v8::Local::new(scope, internal);
     let name = host::js_string(scope, &format!("worker:{}", bundle.id))?;
     let source = v8::String::new(scope, &bundle.script)?;
@@ -52,25 +57,43 @@ pub(crate) fn evaluate(
         if !module.instantiate_module(scope, no_imports)? {
             return None;
         }
-        module.evaluate(scope)?;
-        // Top-level await settles here (or never: then the handler check fails).
-        scope.perform_microtask_checkpoint();
-        if module.get_status() == v8::ModuleStatus::Errored {
-            let exception = module.get_exception();
-            scope.throw_exception(exception);
-            return None;
-        }
-        let namespace = module.get_module_namespace();
-        call(scope, internal, "setModule", &[namespace])?;
-    } else {
-        // A service worker has no `env` argument: its bindings are globals,
-        // there before its first line runs (as on Cloudflare).
-        let global = scope.get_current_context().global(scope);
-        define_bindings(scope, global, bundle)?;
-        let origin = script_origin(scope, name, false);
-        v8::Script::compile(scope, source, Some(&origin))?.run(scope)?;
-        call(scope, internal, "checkServiceWorker", &[])?;
+        return run_module(scope, internal, bundle, module);
     }
+    // A service worker has no `env` argument: its bindings are globals,
+    // there before its first line runs (as on Cloudflare).
+    let global = scope.get_current_context().global(scope);
+    define_bindings(scope, global, bundle)?;
+    let origin = script_origin(scope, name, false);
+    v8::Script::compile(scope, source, Some(&origin))?.run(scope)?;
+    call(scope, internal, "checkServiceWorker", &[])?;
+    make_env(scope, bundle)
+}
+
+/// Evaluates an instantiated module worker and hands its namespace to the
+/// runtime; returns `env`.
+fn run_module<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    internal: v8::Local<'s, v8::Object>,
+    bundle: &WorkerBundle,
+    module: v8::Local<'s, v8::Module>,
+) -> Option<v8::Global<v8::Object>> {
+    module.evaluate(scope)?;
+    // Top-level await settles here (or never: then the handler check fails).
+    scope.perform_microtask_checkpoint();
+    if module.get_status() == v8::ModuleStatus::Errored {
+        let exception = module.get_exception();
+        scope.throw_exception(exception);
+        return None;
+    }
+    let namespace = module.get_module_namespace();
+    call(scope, internal, "setModule", &[namespace])?;
+    make_env(scope, bundle)
+}
+
+fn make_env(
+    scope: &mut v8::PinScope<'_, '_>,
+    bundle: &WorkerBundle,
+) -> Option<v8::Global<v8::Object>> {
     let env = v8::Object::new(scope);
     define_bindings(scope, env, bundle)?;
     Some(v8::Global::new(scope, env))
@@ -105,7 +128,8 @@ fn call<'s>(
     function.call(scope, object.into(), args)
 }
 
-/// Workers are single files: any static import fails to resolve.
+/// A single-script worker imports nothing: any static import fails to
+/// resolve (a worker of many modules has `modules`).
 fn no_imports<'s>(
     context: v8::Local<'s, v8::Context>,
     specifier: v8::Local<'s, v8::String>,
@@ -115,7 +139,7 @@ fn no_imports<'s>(
     // SAFETY: V8 calls this with a live context, inside a handle scope.
     v8::callback_scope!(unsafe scope, context);
     let message = format!(
-        "Cannot resolve import {:?}: workers are single files",
+        "Cannot resolve import {:?}: this worker is a single script (give it as modules to import)",
         specifier.to_rust_string_lossy(scope)
     );
     HostError::type_error(message).throw(scope);
@@ -133,14 +157,16 @@ pub(crate) fn describe(
         || "unknown error".to_owned(),
         |e| e.to_rust_string_lossy(scope),
     );
-    let location = message.map(|m| {
+    // A message with no position (an error thrown while modules resolve)
+    // has no location: V8 gives its column as -1 then.
+    let location = message.and_then(|m| {
         let resource = m
             .get_script_resource_name(scope)
             .map(|r| r.to_rust_string_lossy(scope))
             .unwrap_or_default();
         let line = m.get_line_number(scope).unwrap_or(0);
-        let column = m.get_start_column() + 1;
-        format!("{resource}:{line}:{column}")
+        let column = m.get_start_column().checked_add(1)?;
+        Some(format!("{resource}:{line}:{column}"))
     });
     let message = match location {
         Some(location) => format!("{text} ({location})"),

@@ -29,12 +29,16 @@ mod globals;
 mod hostile;
 #[path = "engine/hostile_memory.rs"]
 mod hostile_memory;
+#[path = "engine/hostile_wasm.rs"]
+mod hostile_wasm;
 #[path = "engine/html_rewriter.rs"]
 mod html_rewriter;
 #[path = "engine/limits.rs"]
 mod limits;
 #[path = "engine/logs.rs"]
 mod logs;
+#[path = "engine/modules.rs"]
+mod modules;
 #[path = "engine/pool_modes.rs"]
 mod pool_modes;
 #[path = "engine/rejections.rs"]

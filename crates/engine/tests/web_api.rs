@@ -65,6 +65,7 @@ async fn run_all() {
             id: format!("web-api-{name}"),
             revision: "r1".to_owned(),
             script,
+            modules: None,
             env: BTreeMap::from([
                 ("TARGET".to_owned(), target.clone()),
                 ("SUITE".to_owned(), name.clone()),

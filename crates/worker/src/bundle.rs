@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::{Limits, Route};
+use crate::{Limits, Modules, Route};
 
 /// Label on every bundle Secret; its value is `"true"`.
 pub const BUNDLE_LABEL: &str = "isolane.dev/bundle";
@@ -29,8 +29,13 @@ pub struct Bundle {
     pub worker_id: String,
     /// Content hash of `script`, `env` and `limits` (see [`Bundle::compute_revision`]).
     pub revision: String,
-    /// The resolved script source.
+    /// The resolved script source; with [`Bundle::modules`], the main
+    /// module's source (what a node that predates modules would run).
     pub script: String,
+    /// The Worker's modules when it is more than one script (see
+    /// [`crate::Modules`]); part of the revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modules: Option<Modules>,
     /// Resolved bindings, secrets included.
     pub env: BTreeMap<String, String>,
     /// Per-request limits.
@@ -57,6 +62,7 @@ impl Bundle {
             worker_id,
             revision,
             script,
+            modules: None,
             env,
             limits,
             routes,
@@ -64,12 +70,42 @@ impl Bundle {
         }
     }
 
+    /// The same bundle made of `modules` (its `script` becomes the main
+    /// module's source); the modules are part of the revision.
+    pub fn with_modules(mut self, modules: Modules) -> Self {
+        self.script = modules.main().text().unwrap_or_default().to_owned();
+        self.modules = Some(modules);
+        self.revision = self.revision_now();
+        self
+    }
+
+    /// The revision of this bundle as it is now.
+    fn revision_now(&self) -> String {
+        let base =
+            Self::compute_revision_with(&self.script, &self.env, &self.limits, &self.allowed_hosts);
+        let Some(modules) = &self.modules else {
+            return base;
+        };
+        let mut hash = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            hash.update((bytes.len() as u64).to_le_bytes());
+            hash.update(bytes);
+        };
+        field(base.as_bytes());
+        field(modules.main_name().as_bytes());
+        for module in modules.iter() {
+            field(module.name.as_bytes());
+            field(module.kind.as_str().as_bytes());
+            field(&module.content);
+        }
+        hex::encode(&hash.finalize()[..8])
+    }
+
     /// The same bundle with `spec.egress.allowedHosts`, which is part of the
     /// revision (an isolate runs with the hosts of its revision).
     pub fn with_allowed_hosts(mut self, allowed_hosts: Vec<String>) -> Self {
-        self.revision =
-            Self::compute_revision_with(&self.script, &self.env, &self.limits, &allowed_hosts);
         self.allowed_hosts = allowed_hosts;
+        self.revision = self.revision_now();
         self
     }
 
@@ -187,6 +223,40 @@ mod tests {
             base,
             Bundle::compute_revision("s", &env3, &Limits::default())
         );
+    }
+
+    #[test]
+    fn modules_are_part_of_the_revision() {
+        use crate::{Module, ModuleKind};
+        let modules = |text: &str| {
+            Modules::new(
+                "main.js",
+                vec![
+                    Module::new("main.js", ModuleKind::ESModule, "import t from './t.txt'"),
+                    Module::new("t.txt", ModuleKind::Text, text),
+                ],
+            )
+            .expect("valid")
+        };
+        let plain = Bundle::new(
+            "a/b".into(),
+            "import t from './t.txt'".into(),
+            BTreeMap::new(),
+            Limits::default(),
+            Vec::new(),
+        );
+        let one = plain.clone().with_modules(modules("one"));
+        let two = plain.clone().with_modules(modules("two"));
+        assert_eq!(one.script, plain.script);
+        assert_ne!(one.revision, plain.revision);
+        assert_ne!(one.revision, two.revision);
+        assert_eq!(
+            one.revision,
+            plain.clone().with_modules(modules("one")).revision
+        );
+        let hosts = one.clone().with_allowed_hosts(vec!["x.test".into()]);
+        assert_ne!(hosts.revision, one.revision);
+        assert!(hosts.modules.is_some());
     }
 
     #[test]

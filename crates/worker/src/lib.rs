@@ -7,6 +7,8 @@
 //! - [`Bundle`]: a Worker resolved for execution, and its revision (a
 //!   content hash), so the operator and `isolane dev` name the same Worker
 //!   the same way.
+//! - [`Modules`]: a Worker's code as named modules of wrangler's types
+//!   ([`ModuleKind`]) with a main one, and how imports resolve in it.
 //! - [`BundleSecret`]: how a bundle is written into a Secret by the operator
 //!   and read back by a node, round-trip tested here.
 //! - [`Route`]: a host and path prefix a Worker answers on; [`RouteIndex`]:
@@ -29,6 +31,7 @@
 mod bundle;
 mod key;
 mod limits;
+mod module;
 mod outcome;
 mod ownership;
 mod route;
@@ -37,6 +40,7 @@ mod secret;
 pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
 pub use key::WorkerKey;
 pub use limits::{LimitError, Limits};
+pub use module::{Module, ModuleKind, Modules, ModulesError, resolve_name};
 pub use outcome::Outcome;
 pub use ownership::{
     Claim, Holder, HostOwner, Ownership, ParseReservationError, Reservation, decide, next_owners,

@@ -101,7 +101,8 @@ impl BundleSecret {
             ("revision", &bundle.revision),
             ("script", &bundle.script),
         ] {
-            if value.is_empty() {
+            // A bundle of modules runs its main module, not `script`.
+            if value.is_empty() && !(field == "script" && bundle.modules.is_some()) {
                 return Err(SecretError::EmptyField {
                     secret: name.to_owned(),
                     field,
@@ -158,6 +159,41 @@ mod tests {
             prop_assert!(secret.name.len() <= 253);
             prop_assert_eq!(decode(&secret).unwrap(), bundle);
         }
+    }
+
+    #[test]
+    fn a_bundle_of_modules_round_trips_and_a_broken_one_is_refused() {
+        use crate::{Module, ModuleKind, Modules};
+        let modules = Modules::new(
+            "main.js",
+            vec![
+                Module::new("main.js", ModuleKind::ESModule, "import w from './a.wasm';"),
+                Module::new(
+                    "a.wasm",
+                    ModuleKind::CompiledWasm,
+                    vec![0, 97, 115, 109, 1, 0, 0, 0],
+                ),
+            ],
+        )
+        .unwrap();
+        let bundle = Bundle::new(
+            "ns/w".into(),
+            String::new(),
+            BTreeMap::new(),
+            Limits::default(),
+            Vec::new(),
+        )
+        .with_modules(modules);
+        let secret = BundleSecret::encode(&bundle).unwrap();
+        assert_eq!(decode(&secret).unwrap(), bundle);
+        let mut broken = secret.clone();
+        let json = String::from_utf8(secret.data[BUNDLE_KEY].clone()).unwrap();
+        broken.data.insert(
+            BUNDLE_KEY.into(),
+            json.replace(r#""main":"main.js""#, r#""main":"gone.js""#)
+                .into_bytes(),
+        );
+        assert_eq!(decode(&broken).unwrap_err().kind(), "invalid_json");
     }
 
     #[test]

@@ -134,6 +134,7 @@ impl TestNode {
             id: id.into(),
             revision: revision.into(),
             script: script.into(),
+            modules: None,
             env: BTreeMap::new(),
             limits,
             allowed_hosts: Vec::new(),

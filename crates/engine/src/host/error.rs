@@ -109,3 +109,9 @@ impl HostError {
         }
     }
 }
+
+/// Throws a `TypeError` with `message` in `scope` (for callbacks that are
+/// not host functions: the module loader's).
+pub(crate) fn throw_type_error(scope: &mut v8::PinScope<'_, '_>, message: &str) {
+    HostError::type_error(message).throw(scope);
+}

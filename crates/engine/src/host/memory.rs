@@ -10,12 +10,19 @@ use super::error::{HostError, HostResult};
 use super::unit::Unit;
 
 /// The memory budget's JavaScript side: resizable ArrayBuffers, the checks
-/// before large builtins, and the refusal of WebAssembly.
+/// before large builtins.
 pub(super) fn unit() -> Unit {
     Unit::new("memory")
         .js(&["20_memory.js", "20_uninterruptible.js"])
         .function("memoryReserve", memory_reserve)
         .function("memoryCheck", memory_check)
+}
+
+/// WebAssembly, its memories made and grown only within the limit.
+pub(super) fn wasm() -> Unit {
+    Unit::new("wasm")
+        .js(&["25_wasm.js"])
+        .function("memoryLimit", memory_limit)
 }
 
 fn over_limit() -> HostError {
@@ -63,9 +70,22 @@ pub(crate) fn fits(scope: &mut v8::PinScope<'_, '_>, bytes: usize) -> bool {
     let Some(host) = HostState::get(scope) else {
         return true;
     };
+    // V8's own figure first: it holds what grew without the allocator
+    // (Wasm memories, resizable buffers) since the last measure.
+    if !host.memory.measure_external() {
+        return false;
+    }
     let fits = host.memory.charge(bytes).is_ok();
     if fits {
         host.memory.release(bytes);
     }
     fits
+}
+
+host_fn! {
+/// `memoryLimit()`: the isolate's memory limit in bytes (the runtime
+/// bounds what a Wasm memory may reserve by it, js/25_wasm.js).
+fn memory_limit<'s>(_scope, host: Rc<HostState>) -> f64 {
+    host.memory.limit() as f64
+}
 }

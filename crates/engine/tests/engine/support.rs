@@ -70,6 +70,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         id: id.to_owned(),
         revision: format!("r{}", REVISION.fetch_add(1, Ordering::Relaxed)),
         script: script.to_owned(),
+        modules: None,
         env: env
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))

@@ -1,0 +1,195 @@
+// 25_wasm.js — WebAssembly, with its memories held to the worker's memory
+// limit (docs/engine.md, "WebAssembly").
+//
+// - Wasm is compiled only from the bundle's CompiledWasm modules, by the
+//   engine (src/modules.rs); compiling from bytes at run time
+//   (`WebAssembly.compile`, `new WebAssembly.Module(bytes)`,
+//   `WebAssembly.instantiate(bytes)`) is refused by V8 on the engine's word
+//   (isolate.rs), as on Cloudflare.
+// - The engine rewrites each module (src/modules/wasm.rs) so that the
+//   memories it defines are imported from `isolane:memory` and each
+//   `memory.grow` calls `isolane:memory` `grow<i>`: `wasmModule` below
+//   records, per module, what to give it. `Instance` and `instantiate`
+//   supply those imports; every memory is made by `checkedMemory` and
+//   grows only through `checkedGrow`, which asks the host first
+//   (`host.memoryCheck`: V8's own figure of what the isolate holds, Wasm
+//   memories included, plus the growth must fit the limit, or the request
+//   ends `memory_limit` before the memory grows).
+// - A memory's maximum is capped at the limit, so that V8 reserves no more
+//   address space than the limit for it.
+// - Shared and 64-bit memories are refused; `toResizableBuffer` (whose
+//   `resize` would grow a memory behind the check) is removed.
+'use strict';
+
+{
+  const PAGE = 65536;
+  const MAX_PAGES = 65536;
+  const { apply, construct, setPrototypeOf, ownKeys } = Reflect;
+  const { trunc, min, max } = Math;
+  const RUNTIME = 'isolane:memory';
+
+  // Module → its memories, as the engine describes them when it compiles a
+  // bundle module: [importModule, importName, initial, maximum] each, the
+  // import undefined for a memory the module defines.
+  const described = new WeakMap();
+  internal.wasmModule = function wasmModule(module, memories) {
+    described.set(module, memories);
+  };
+
+  function toPages(value, what) {
+    const number = trunc(+value);
+    if (!(number >= 0 && number <= MAX_PAGES)) {
+      throw new TypeError(`WebAssembly.Memory(): Property '${what}': value ${value} is not a valid number of pages`);
+    }
+    return number;
+  }
+
+  let installed = false;
+
+  // V8 adds `WebAssembly` to each context made from the snapshot: the
+  // engine calls this once per new context, before any worker code.
+  internal.installWebAssembly = function installWebAssembly() {
+    const wasm = globalThis.WebAssembly;
+    if (installed || !internal.isObject(wasm)) return;
+    installed = true;
+    const NativeMemory = wasm.Memory;
+    const NativeInstance = wasm.Instance;
+    const NativeModule = wasm.Module;
+    const nativeGrow = NativeMemory.prototype.grow;
+    const nativeInstantiate = wasm.instantiate;
+    const nativeImports = NativeModule.imports;
+
+    // A new memory of `initial` pages, its maximum capped at the limit.
+    function checkedMemory(initial, maximum) {
+      if (initial > 0) host.memoryCheck(initial * PAGE);
+      const limitPages = trunc(host.memoryLimit() / PAGE);
+      const cap = min(maximum === undefined ? MAX_PAGES : maximum, max(initial, limitPages));
+      return new NativeMemory({ initial, maximum: cap });
+    }
+
+    // Grows `memory` by `pages` once the host agreed (past the limit the
+    // request ends there); V8's own refusal (past the maximum) throws.
+    function checkedGrow(memory, pages) {
+      if (pages > 0) host.memoryCheck(pages * PAGE);
+      return apply(nativeGrow, memory, [pages]);
+    }
+
+    const MemoryConstructor = new Proxy(NativeMemory, {
+      construct(target, args, newTarget) {
+        const descriptor = args[0];
+        if (!internal.isObject(descriptor)) {
+          throw new TypeError('WebAssembly.Memory(): Argument 0 must be a memory descriptor');
+        }
+        const address = descriptor.address;
+        if (address !== undefined && `${address}` !== 'i32') {
+          throw new TypeError('WebAssembly.Memory(): 64-bit memories are not supported on Isolane');
+        }
+        const initialValue = descriptor.initial;
+        const initial = toPages(initialValue === undefined ? descriptor.minimum : initialValue, 'initial');
+        const maximumValue = descriptor.maximum;
+        const maximum = maximumValue === undefined ? undefined : toPages(maximumValue, 'maximum');
+        if (descriptor.shared) {
+          throw new TypeError('WebAssembly.Memory(): shared memories are not available on Isolane');
+        }
+        if (maximum !== undefined && maximum < initial) {
+          throw new RangeError('WebAssembly.Memory(): Property \'maximum\': value is below \'initial\'');
+        }
+        const memory = checkedMemory(initial, maximum);
+        const proto = newTarget === MemoryConstructor ? undefined : newTarget.prototype;
+        if (internal.isObject(proto)) setPrototypeOf(memory, proto);
+        return memory;
+      },
+    });
+
+    const memoryProto = NativeMemory.prototype;
+    Object.defineProperty(memoryProto, 'grow', {
+      value: {
+        grow(delta) {
+          const pages = toPages(delta, 'delta');
+          return checkedGrow(this, pages);
+        },
+      }.grow,
+      writable: true, enumerable: false, configurable: true,
+    });
+    delete memoryProto.toResizableBuffer;
+
+    // The worker's imports plus the runtime's for `module`.
+    function withRuntimeImports(module, imports) {
+      const memories = described.get(module);
+      if (memories === undefined) {
+        throw new TypeError('WebAssembly.Instance(): only modules of the worker\'s bundle can be instantiated');
+      }
+      if (memories.length === 0 || (imports !== undefined && !internal.isObject(imports))) return imports;
+      const own = { __proto__: null };
+      for (let i = 0; i < memories.length; i++) {
+        const [importModule, importName, initial, maximum] = memories[i];
+        let memory;
+        if (importModule === undefined) {
+          memory = checkedMemory(initial, maximum);
+          own[`memory${i}`] = memory;
+        } else {
+          const namespace = imports === undefined ? undefined : imports[importModule];
+          memory = internal.isObject(namespace) ? namespace[importName] : undefined;
+        }
+        // `memory.grow` in Wasm: the old size in pages, or -1.
+        own[`grow${i}`] = (delta) => {
+          const pages = delta >>> 0;
+          if (pages > MAX_PAGES) return -1;
+          try {
+            return checkedGrow(memory, pages);
+          } catch (error) {
+            if (error instanceof RangeError) return -1;
+            throw error;
+          }
+        };
+      }
+      const merged = { __proto__: null };
+      if (imports !== undefined) {
+        for (const key of ownKeys(imports)) merged[key] = imports[key];
+      }
+      merged[RUNTIME] = own;
+      return merged;
+    }
+
+    const InstanceConstructor = new Proxy(NativeInstance, {
+      construct(target, args, newTarget) {
+        const module = args[0];
+        const imports = withRuntimeImports(module, args[1]);
+        return construct(target, [module, imports], newTarget === InstanceConstructor ? target : newTarget);
+      },
+    });
+
+    function isModule(value) {
+      return internal.isObject(value) && described.has(value);
+    }
+
+    const instantiate = {
+      instantiate(source, imports) {
+        // From bytes: V8 refuses (code generation is the engine's alone).
+        if (!isModule(source)) return apply(nativeInstantiate, wasm, [source, imports]);
+        try {
+          return Promise.resolve(new InstanceConstructor(source, imports));
+        } catch (error) {
+          return Promise.reject(error);
+        }
+      },
+    }.instantiate;
+
+    const imports = {
+      imports(module) {
+        const list = apply(nativeImports, NativeModule, [module]);
+        return list.filter((entry) => entry.module !== RUNTIME);
+      },
+    }.imports;
+
+    const define = (target, name, value) => Object.defineProperty(target, name, {
+      value, writable: true, enumerable: false, configurable: true,
+    });
+    define(wasm, 'Memory', MemoryConstructor);
+    define(memoryProto, 'constructor', MemoryConstructor);
+    define(wasm, 'Instance', InstanceConstructor);
+    define(NativeInstance.prototype, 'constructor', InstanceConstructor);
+    define(wasm, 'instantiate', instantiate);
+    define(NativeModule, 'imports', imports);
+  };
+}
