@@ -171,7 +171,7 @@ async fn serve_jobs(
         if let Ok(permit) = permits.clone().try_acquire_owned() {
             let job = state.ctx.schedule.borrow_mut().next(Instant::now());
             if let Some(job) = job {
-                tokio::task::spawn_local(serve(state.clone(), job, permit));
+                start(&state, job, permit);
                 // Others wait: let this one's first turn, and the turns
                 // already due, run before choosing again.
                 if !state.ctx.schedule.borrow().is_empty() {
@@ -281,7 +281,7 @@ fn receive(state: &Rc<ThreadState>, job: Job, permits: Option<&Arc<Semaphore>>) 
         Ok(Some(job)) => {
             // Only ever with a permit (`can_start`).
             if let Some(permit) = permit {
-                tokio::task::spawn_local(serve(state.clone(), job, permit));
+                start(state, job, permit);
             }
             return;
         }
@@ -570,6 +570,13 @@ impl Drop for InFlight<'_> {
             self.0.idle.notify_waiters();
         }
     }
+}
+
+/// Starts serving `job` as a task of its own. The request's future is
+/// boxed once here: it is kilobytes (every await of the request path), and
+/// unboxed it was copied whole into `spawn_local` and again into the task.
+fn start(state: &Rc<ThreadState>, job: Job, permit: OwnedSemaphorePermit) {
+    tokio::task::spawn_local(Box::pin(serve(state.clone(), job, permit)));
 }
 
 /// Frees its namespace's slot when the request ends, however it ends.
