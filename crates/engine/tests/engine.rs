@@ -39,6 +39,8 @@ mod limits;
 mod logs;
 #[path = "engine/modules.rs"]
 mod modules;
+#[path = "engine/node_buffer.rs"]
+mod node_buffer;
 #[path = "engine/pool_modes.rs"]
 mod pool_modes;
 #[path = "engine/rejections.rs"]
