@@ -79,6 +79,8 @@ fn families() -> Vec<Unit> {
         form_data::unit(),
         memory::wasm(),
         node::buffer(),
+        node::events(),
+        node::async_hooks(),
         runtime::finalize(),
     ]
 }

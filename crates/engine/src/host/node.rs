@@ -3,6 +3,7 @@
 //! functions it calls. Which ones a Worker may import is its compatibility
 //! settings' business (docs/nodejs.md).
 
+mod async_hooks;
 mod buffer;
 
 use super::unit::Unit;
@@ -15,3 +16,16 @@ pub(super) fn buffer() -> Unit {
         .function("bufferToString", buffer::to_string)
 }
 
+/// `node:events`: EventEmitter (JavaScript only).
+pub(super) fn events() -> Unit {
+    Unit::new("node:events").node_module("events", include_str!("../../js/node/events.js"))
+}
+
+/// `node:async_hooks`: AsyncLocalStorage and AsyncResource on V8's
+/// continuation-preserved embedder data.
+pub(super) fn async_hooks() -> Unit {
+    Unit::new("node:async_hooks")
+        .node_module("async_hooks", include_str!("../../js/node/async_hooks.js"))
+        .function("asyncContextGet", async_hooks::context_get)
+        .function("asyncContextSet", async_hooks::context_set)
+}

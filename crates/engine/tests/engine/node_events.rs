@@ -1,0 +1,111 @@
+//! `node:events` and `node:async_hooks`; each answer is what Node 20 prints
+//! for the same code.
+
+use isolane_engine::NodeCompat;
+
+use crate::node_buffer::answer;
+
+#[tokio::test]
+async fn event_emitter_behaves_as_in_node() {
+    let out = answer(
+        NodeCompat::V1,
+        "import EventEmitter, { once, errorMonitor, EventEmitter as EE2 } from 'node:events';",
+        r#"
+        const r = [];
+        r.push(EventEmitter === EE2, typeof once);
+        const e = new EventEmitter();
+        const seen = [];
+        e.on('x', (a, b) => seen.push('on' + a + b));
+        e.prependListener('x', () => seen.push('first'));
+        e.once('x', () => seen.push('once'));
+        r.push(e.emit('x', 1, 2), e.emit('x', 3, 4), e.emit('nothing'), seen.join(','));
+        r.push(e.listenerCount('x'), e.eventNames().join('|'));
+        const names = [];
+        e.on('newListener', (n) => names.push(n));
+        e.on('removeListener', (n) => names.push('-' + n));
+        const f = () => {};
+        e.on('y', f); e.off('y', f);
+        r.push(names.join(','));
+        try { e.emit('error', new Error('boom')); } catch (err) { r.push(err.message); }
+        try { e.emit('error', 'str'); } catch (err) { r.push(err.code); }
+        let monitored = 0; e.on(errorMonitor, () => monitored++); e.on('error', () => {});
+        e.emit('error', new Error('x')); r.push(monitored);
+        const p = once(e, 'done'); e.emit('done', 'a', 'b'); r.push((await p).join('+'));
+        const q = once(e, 'never'); e.emit('error', new Error('bad'));
+        try { await q; } catch (err) { r.push('rejected ' + err.message); }
+        class Sub extends EventEmitter {} const s = new Sub(); let got; s.on('z', function () { got = this === s; }); s.emit('z'); r.push(got);
+        e.removeAllListeners('x'); r.push(e.listenerCount('x'), e.getMaxListeners(), EventEmitter.defaultMaxListeners);
+        const ac = new AbortController(); const w = once(e, 'w', { signal: ac.signal }); ac.abort();
+        try { await w; } catch (err) { r.push(err.name); }
+        return r.join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        "true function true true false first,on12,once,first,on34 2 x removeListener,y,-y boom \
+         ERR_UNHANDLED_ERROR 1 a+b rejected bad true 0 10 10 AbortError"
+    );
+}
+
+#[tokio::test]
+async fn async_local_storage_follows_promises_and_timers() {
+    let out = answer(
+        NodeCompat::V1,
+        "import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';",
+        r#"
+        const als = new AsyncLocalStorage();
+        const other = new AsyncLocalStorage();
+        const r = [];
+        r.push(String(als.getStore()));
+        const inner = await als.run('A', async () => {
+          const seen = [als.getStore()];
+          await null; seen.push(als.getStore());
+          await new Promise((res) => setTimeout(res, 1)); seen.push(als.getStore());
+          const t = await new Promise((res) => setTimeout(() => res(als.getStore()), 1)); seen.push(t);
+          seen.push(await Promise.resolve().then(() => als.getStore()));
+          other.run('B', () => seen.push(als.getStore() + other.getStore()));
+          seen.push(String(other.getStore()));
+          als.exit(() => seen.push(String(als.getStore())));
+          const q = new Promise((res) => queueMicrotask(() => res(als.getStore()))); seen.push(await q);
+          return seen.join(',');
+        });
+        r.push(inner, String(als.getStore()));
+        const resource = als.run('R', () => new AsyncResource('t'));
+        r.push(resource.runInAsyncScope(() => als.getStore()));
+        const bound = als.run('bound', () => AsyncLocalStorage.bind(() => als.getStore()));
+        r.push(bound());
+        const snap = als.run('snap', () => AsyncLocalStorage.snapshot());
+        r.push(snap(() => als.getStore()));
+        const both = await Promise.all([als.run(1, async () => { await new Promise((res) => setTimeout(res, 5)); return als.getStore(); }), als.run(2, async () => { await null; return als.getStore(); })]);
+        r.push(both.join('|'));
+        return r.join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        "undefined A,A,A,A,A,AB,undefined,undefined,A undefined R bound snap 1|2"
+    );
+}
+
+/// `nodejs_als` alone gives async_hooks; enterWith does not leak into the
+/// next request on the same isolate.
+#[tokio::test]
+async fn async_hooks_load_under_nodejs_als_and_requests_start_clean() {
+    use crate::support::*;
+    let (engine, _) = engine(1, isolane_engine::PoolMode::Pinned);
+    let source = "import { AsyncLocalStorage } from 'node:async_hooks';
+        const als = new AsyncLocalStorage();
+        let n = 0;
+        export default { fetch() { const before = String(als.getStore()); als.enterWith(++n); return new Response(before); } };";
+    let worker = crate::node_buffer::node_worker("t/als", source, NodeCompat::Als);
+    assert_eq!(
+        run(&engine, 0, &worker, "/").await,
+        (200, "undefined".to_owned())
+    );
+    assert_eq!(
+        run(&engine, 0, &worker, "/").await,
+        (200, "undefined".to_owned())
+    );
+}
