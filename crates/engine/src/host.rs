@@ -81,6 +81,9 @@ fn families() -> Vec<Unit> {
         node::buffer(),
         node::events(),
         node::async_hooks(),
+        node::path(),
+        node::string_decoder(),
+        node::querystring(),
         runtime::finalize(),
     ]
 }

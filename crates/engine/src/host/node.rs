@@ -29,3 +29,24 @@ pub(super) fn async_hooks() -> Unit {
         .function("asyncContextGet", async_hooks::context_get)
         .function("asyncContextSet", async_hooks::context_set)
 }
+
+/// `node:path` and `node:path/posix`: POSIX paths (JavaScript only).
+pub(super) fn path() -> Unit {
+    Unit::new("node:path")
+        .node_module("path", include_str!("../../js/node/path.js"))
+        .node_module("path/posix", "module.exports = require('node:path').posix;")
+}
+
+/// `node:string_decoder`: StringDecoder over `node:buffer`.
+pub(super) fn string_decoder() -> Unit {
+    Unit::new("node:string_decoder").node_module(
+        "string_decoder",
+        include_str!("../../js/node/string_decoder.js"),
+    )
+}
+
+/// `node:querystring`: parse and stringify (JavaScript only).
+pub(super) fn querystring() -> Unit {
+    Unit::new("node:querystring")
+        .node_module("querystring", include_str!("../../js/node/querystring.js"))
+}

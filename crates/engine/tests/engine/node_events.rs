@@ -109,3 +109,33 @@ async fn async_hooks_load_under_nodejs_als_and_requests_start_clean() {
         (200, "undefined".to_owned())
     );
 }
+
+/// `node:path` (and `path/posix`), `node:string_decoder`,
+/// `node:querystring`; answers as Node 20's.
+#[tokio::test]
+async fn path_string_decoder_and_querystring_behave_as_in_node() {
+    let out = answer(
+        NodeCompat::V2,
+        "import path from 'node:path'; import { basename } from 'path/posix';
+         import { StringDecoder } from 'node:string_decoder'; import qs from 'querystring';",
+        r#"
+        const r = [];
+        r.push(path.join('/a/b', '../c', 'd.txt'), path.resolve('x', '../y'), path.relative('/a/b/c', '/a/d'));
+        r.push(path.normalize('a//b/./c/..'), path.dirname('/a/b/'), basename('/x/y.tar.gz', '.gz'), path.extname('.profile'));
+        r.push(JSON.stringify(path.parse('/home/u/f.txt')), path.format({ dir: '/a', name: 'b', ext: 'js' }), path.sep, path.posix === path);
+        const d = new StringDecoder('utf8'); const euro = Buffer.from('€');
+        r.push(JSON.stringify(d.write(euro.subarray(0, 2))), d.write(euro.subarray(2)), JSON.stringify(d.write(Buffer.from([0xf0])) + d.end()));
+        const u = new StringDecoder('utf16le'); r.push(u.write(Buffer.from([0x61])) + u.write(Buffer.from([0x00, 0x62])) + u.end(Buffer.from([0x00])));
+        r.push(JSON.stringify(qs.parse('a=1&b=x%20y+z&a=2&c')), qs.stringify({ a: [1, 2], b: "x y!", c: null }), qs.escape('ä&'), qs.unescape('%41%zz'));
+        return r.join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        "/a/c/d.txt /y ../../d a/b /a y.tar  \
+         {\"root\":\"/\",\"dir\":\"/home/u\",\"base\":\"f.txt\",\"ext\":\".txt\",\"name\":\"f\"} /a/b.js / true \
+         \"\" € \"\u{fffd}\" ab \
+         {\"a\":[\"1\",\"2\"],\"b\":\"x y z\",\"c\":\"\"} a=1&a=2&b=x%20y!&c= %C3%A4%26 A%zz"
+    );
+}
