@@ -84,6 +84,7 @@ fn families() -> Vec<Unit> {
         node::path(),
         node::string_decoder(),
         node::querystring(),
+        node::util(),
         runtime::finalize(),
     ]
 }

@@ -50,3 +50,8 @@ pub(super) fn querystring() -> Unit {
     Unit::new("node:querystring")
         .node_module("querystring", include_str!("../../js/node/querystring.js"))
 }
+
+/// `node:util`: format, inspect, promisify, types, ... (JavaScript only).
+pub(super) fn util() -> Unit {
+    Unit::new("node:util").node_module("util", include_str!("../../js/node/util.js"))
+}

@@ -139,3 +139,33 @@ async fn path_string_decoder_and_querystring_behave_as_in_node() {
          {\"a\":[\"1\",\"2\"],\"b\":\"x y z\",\"c\":\"\"} a=1&a=2&b=x%20y!&c= %C3%A4%26 A%zz"
     );
 }
+
+/// `node:util`; answers as Node 20's.
+#[tokio::test]
+async fn util_behaves_as_in_node() {
+    let out = answer(
+        NodeCompat::V1,
+        "import util from 'node:util';",
+        r#"
+const r = [];
+r.push(util.format('%s=%d %j', 'a', 1, { b: 2 }), util.format('%s %o', 'x'), util.format('a', 1, 'b', { c: [1] }), util.format('%i%%', 42.9));
+r.push(util.inspect({ a: [1, 'x'] }), util.inspect('s'), util.inspect([]), util.inspect({}), util.inspect(new Map([['k', 1]])), util.inspect(new Set([1])));
+r.push(util.inspect({ a: { b: { c: { d: 1 } } } }), util.inspect(function foo() {}), util.inspect(() => {}), util.inspect(class A {}), util.inspect(-0), util.inspect(10n), util.inspect(null));
+r.push(util.inspect({ 'a-b': 1, [Symbol('s')]: 2 }), util.inspect(new Uint8Array([1, 2])), util.inspect(Object.create(null)), util.inspect([undefined, null]));
+const o = { x: 1 }; o.self = o; r.push(util.inspect(o));
+r.push(util.types.isUint8Array(new Uint8Array()), util.types.isPromise(Promise.resolve()), util.types.isDate(new Date()), util.types.isRegExp(/x/), util.types.isAsyncFunction(async () => {}), util.types.isTypedArray(new DataView(new ArrayBuffer(1))));
+const p = util.promisify((a, cb) => cb(null, a + 1)); r.push(await p(1));
+const bad = util.promisify((cb) => cb(new Error('no'))); try { await bad(); } catch (e) { r.push(e.message); }
+const cbd = util.callbackify(async (x) => x * 2); r.push(await new Promise((res) => cbd(4, (e, v) => res(v))));
+function A() {} function B() {} util.inherits(A, B); r.push(new A() instanceof B, A.super_ === B);
+r.push(util.isDeepStrictEqual({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] }), util.isDeepStrictEqual([1], ['1']));
+
+        return r.join(' | ');
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        r#"a=1 {"b":2} | x %o | a 1 b { c: [ 1 ] } | 42% | { a: [ 1, 'x' ] } | 's' | [] | {} | Map(1) { 'k' => 1 } | Set(1) { 1 } | { a: { b: { c: [Object] } } } | [Function: foo] | [Function (anonymous)] | [class A] | -0 | 10n | null | { 'a-b': 1, [Symbol(s)]: 2 } | Uint8Array(2) [ 1, 2 ] | [Object: null prototype] {} | [ undefined, null ] | <ref *1> { x: 1, self: [Circular *1] } | true | true | true | true | true | false | 2 | no | 8 | true | true | true | false"#
+    );
+}
