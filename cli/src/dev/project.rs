@@ -362,6 +362,26 @@ mod tests {
     }
 
     #[test]
+    fn compatibility_fields_reach_the_bundle_and_unknown_flags_are_refused() {
+        let yaml = |flags: &str| -> isolane_crds::Worker {
+            serde_yaml::from_str(&format!(
+                "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{name: w, namespace: ns}}\nspec:\n  script: 'export default {{}}'\n  compatibilityDate: '2026-08-04'\n  compatibilityFlags: [{flags}]\n  routes: [{{host: w.test}}]\n"
+            ))
+            .unwrap()
+        };
+        let sources = Sources::collect(&[]);
+        let dev = dev_worker(Path::new("w.yaml"), yaml("no_nodejs_compat_v2"), &sources).unwrap();
+        assert_eq!(dev.bundle.compatibility_date.as_deref(), Some("2026-08-04"));
+        assert_eq!(dev.bundle.node_compat(), Ok(isolane_worker::NodeCompat::V1));
+        let error = dev_worker(Path::new("w.yaml"), yaml("nodejs_compt"), &sources).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.starts_with("w.yaml: Worker w: unknown compatibility flag \"nodejs_compt\"; known flags: nodejs_compat"),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn earlier_files_win_route_conflicts() {
         let worker = |id: &str, host: &str, prefix: &str| DevWorker {
             key: WorkerKey::new(id.split_once('/').unwrap().0, id.split_once('/').unwrap().1),
