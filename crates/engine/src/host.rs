@@ -85,6 +85,9 @@ fn families() -> Vec<Unit> {
         node::string_decoder(),
         node::querystring(),
         node::util(),
+        node::process(),
+        node::url(),
+        node::diagnostics_channel(),
         runtime::finalize(),
     ]
 }

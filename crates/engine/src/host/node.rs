@@ -55,3 +55,22 @@ pub(super) fn querystring() -> Unit {
 pub(super) fn util() -> Unit {
     Unit::new("node:util").node_module("util", include_str!("../../js/node/util.js"))
 }
+
+/// `node:process`: workerd's `process` (JavaScript only); the `process`
+/// global under nodejs_compat_v2.
+pub(super) fn process() -> Unit {
+    Unit::new("node:process").node_module("process", include_str!("../../js/node/process.js"))
+}
+
+/// `node:url`: WHATWG URL, file: URL helpers, legacy parse/format/resolve.
+pub(super) fn url() -> Unit {
+    Unit::new("node:url").node_module("url", include_str!("../../js/node/url.js"))
+}
+
+/// `node:diagnostics_channel`: channels and tracing channels.
+pub(super) fn diagnostics_channel() -> Unit {
+    Unit::new("node:diagnostics_channel").node_module(
+        "diagnostics_channel",
+        include_str!("../../js/node/diagnostics_channel.js"),
+    )
+}

@@ -180,35 +180,44 @@ fn require_builtin(
     }
 }
 
-/// The `Buffer` global of `nodejs_compat_v2`: `node:buffer`'s `Buffer`,
-/// loaded when a Worker first reads it (a lazy data property, so a Worker
-/// that never does pays nothing).
+/// The globals of `nodejs_compat_v2`: `Buffer` (`node:buffer`'s) and
+/// `process` (`node:process`), loaded when a Worker first reads them (lazy
+/// data properties, so a Worker that never does pays nothing).
 pub(crate) fn define_globals(scope: &mut v8::PinScope<'_, '_>, compat: NodeCompat) -> Option<()> {
     if !compat.bare_names() {
         return Some(());
     }
     let global = scope.get_current_context().global(scope);
-    let key = v8::String::new(scope, "Buffer")?;
-    global.set_lazy_data_property(scope, key.into(), buffer_global)?;
+    for name in ["Buffer", "process"] {
+        let key = v8::String::new(scope, name)?;
+        global.set_lazy_data_property(scope, key.into(), lazy_global)?;
+    }
     Some(())
 }
 
-fn buffer_global(
+fn lazy_global(
     scope: &mut v8::PinScope<'_, '_>,
-    _key: v8::Local<'_, v8::Name>,
+    key: v8::Local<'_, v8::Name>,
     _args: v8::PropertyCallbackArguments<'_>,
     mut rv: v8::ReturnValue<'_, v8::Value>,
 ) {
     let Some(registry) = Registry::get(scope) else {
         return;
     };
-    let Some(exports) = exports(scope, &registry, "node:buffer") else {
+    let name = key.to_rust_string_lossy(scope);
+    let module = if name == "Buffer" {
+        "node:buffer"
+    } else {
+        "node:process"
+    };
+    let Some(exports) = exports(scope, &registry, module) else {
         return;
     };
+    if module == "node:process" {
+        rv.set(exports);
+        return;
+    }
     let Ok(exports) = v8::Local::<v8::Object>::try_from(exports) else {
-        return;
-    };
-    let Some(key) = v8::String::new(scope, "Buffer") else {
         return;
     };
     if let Some(buffer) = exports.get(scope, key.into()) {

@@ -169,3 +169,33 @@ r.push(util.isDeepStrictEqual({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] }), util.
         r#"a=1 {"b":2} | x %o | a 1 b { c: [ 1 ] } | 42% | { a: [ 1, 'x' ] } | 's' | [] | {} | Map(1) { 'k' => 1 } | Set(1) { 1 } | { a: { b: { c: [Object] } } } | [Function: foo] | [Function (anonymous)] | [class A] | -0 | 10n | null | { 'a-b': 1, [Symbol(s)]: 2 } | Uint8Array(2) [ 1, 2 ] | [Object: null prototype] {} | [ undefined, null ] | <ref *1> { x: 1, self: [Circular *1] } | true | true | true | true | true | false | 2 | no | 8 | true | true | true | false"#
     );
 }
+
+/// `node:url` and `node:diagnostics_channel` answer as Node 20's;
+/// `node:process` as workerd's (its version, platform, cwd), and under v2
+/// it is the `process` global.
+#[tokio::test]
+async fn url_diagnostics_channel_and_process() {
+    let out = answer(
+        NodeCompat::V2,
+        "import url from 'node:url'; import dc from 'node:diagnostics_channel'; import proc from 'node:process';",
+        r#"
+const r = [];
+r.push(url.fileURLToPath('file:///a/b%20c'), url.pathToFileURL('/x/y z#?').href, url.format({ protocol: 'http', host: 'x.test', pathname: '/p', query: { a: 1 } }));
+r.push(url.format(new URL('https://u:p@x.test/a?b#c'), { auth: false, fragment: false }), url.resolve('/one/two/three', 'four'), url.resolve('http://example.com/', '/one'));
+const p = url.parse('https://user:pw@host.test:8080/p/a?x=1#h', true);
+r.push(p.protocol, p.auth, p.host, p.port, p.hostname, p.hash, p.search, JSON.stringify(p.query), p.pathname, p.path, p.href);
+let got = []; const fn = (m, n) => got.push(n + ':' + m); dc.subscribe('ch', fn); dc.channel('ch').publish(5); r.push(dc.hasSubscribers('ch'), dc.unsubscribe('ch', fn), dc.hasSubscribers('ch'), got.join());
+const tc = dc.tracingChannel('op'); const ev = []; tc.subscribe({ start: () => ev.push('start'), end: () => ev.push('end'), asyncStart: () => ev.push('as'), asyncEnd: () => ev.push('ae'), error: () => ev.push('err') });
+r.push(tc.traceSync(() => 7), await tc.tracePromise(async () => 8), ev.join());
+
+        const ticks = []; process.nextTick(() => ticks.push('tick')); await null; await null;
+        r.push(process.version, process.platform, process.cwd(), typeof process.env, ticks.join(), process === proc);
+        return r.join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        r#"/a/b c file:///x/y%20z%23%3F http://x.test/p?a=1 https://x.test/a?b /one/two/four http://example.com/one https: user:pw host.test:8080 8080 host.test #h ?x=1 {"x":"1"} /p/a /p/a?x=1 https://user:pw@host.test:8080/p/a?x=1#h true true false ch:5 7 8 start,end,start,end,as,ae v22.23.4 linux /bundle object tick true"#
+    );
+}
