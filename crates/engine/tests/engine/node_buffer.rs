@@ -170,3 +170,30 @@ async fn buffer_api_behaves_as_in_node() {
          3 2 e26162 010001 08 true true false number"
     );
 }
+
+/// A huge Buffer is refused like any ArrayBuffer past the memory limit:
+/// a RangeError (or the isolate's memory_limit), never an abort.
+#[tokio::test]
+async fn a_huge_buffer_is_refused_not_fatal() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let source = "import { Buffer } from 'node:buffer';
+        export default { fetch() {
+          try { const b = Buffer.alloc(2 ** 31); return new Response('allocated ' + b.length); }
+          catch (e) { return new Response(e.name); }
+        } };";
+    let worker = node_worker("t/huge", source, NodeCompat::V1);
+    let result = engine.execute(0, worker, get("/")).await;
+    match result {
+        Ok(response) => {
+            let (status, body) = text(Ok(response)).await;
+            assert_eq!((status, body.as_str()), (200, "RangeError"));
+        }
+        Err(error) => assert!(format!("{error:?}").contains("Memory"), "{error:?}"),
+    }
+    // The thread still answers.
+    let ok = bundle(
+        "t/after",
+        "export default { fetch() { return new Response('ok'); } };",
+    );
+    assert_eq!(run(&engine, 0, &ok, "/").await, (200, "ok".to_owned()));
+}
