@@ -77,6 +77,20 @@ pub struct DevArgs {
     /// `GET /__scheduled?cron=…` runs it once, any time.
     #[arg(long = "cron", value_name = "SCHEDULE")]
     crons: Vec<String>,
+    /// The compatibility date, YYYY-MM-DD (single-file mode; Worker YAMLs
+    /// give `spec.compatibilityDate`): it turns on what workerd turns on
+    /// from that date, Node.js compatibility from 2026-08-04.
+    #[arg(long, value_name = "YYYY-MM-DD", conflicts_with = "workers")]
+    compatibility_date: Option<String>,
+    /// Compatibility flags, comma-separated or repeated (single-file mode),
+    /// e.g. `nodejs_compat`; see docs/nodejs.md.
+    #[arg(
+        long,
+        value_name = "FLAG",
+        value_delimiter = ',',
+        conflicts_with = "workers"
+    )]
+    compatibility_flags: Vec<String>,
     /// Do not reload when the script or the Worker folder changes.
     #[arg(long)]
     no_reload: bool,
@@ -116,11 +130,17 @@ impl DevConfig {
                     subrequests: args.subrequests,
                 };
                 limits.validate()?;
+                let compatibility = project::Compatibility {
+                    date: args.compatibility_date,
+                    flags: args.compatibility_flags,
+                };
+                compatibility.check()?;
                 Source::Script {
                     path,
                     env: args.env.into_iter().collect::<BTreeMap<_, _>>(),
                     limits,
                     crons: args.crons,
+                    compatibility,
                 }
             }
             (None, Some(dir)) => Source::Folder(dir),

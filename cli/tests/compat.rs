@@ -70,17 +70,7 @@ async fn a_bundle_of_modules_answers_as_on_workerd() {
         .await;
     let mut bodies = Vec::new();
     for addr in [workerd_addr, isolane_addr] {
-        let request = http::Request::builder()
-            .uri(format!("http://{addr}/"))
-            .body(http_body_util::Full::new(bytes::Bytes::new()))
-            .unwrap();
-        let response = client.request(request).await.unwrap();
-        let status = response.status().as_u16();
-        let body = http_body_util::BodyExt::collect(response.into_body())
-            .await
-            .unwrap()
-            .to_bytes();
-        bodies.push((status, String::from_utf8_lossy(&body).into_owned()));
+        bodies.push(get(&client, addr).await);
     }
     assert_eq!(
         bodies[0],
@@ -89,6 +79,81 @@ async fn a_bundle_of_modules_answers_as_on_workerd() {
     );
     assert_eq!(bodies[1], bodies[0], "isolane dev against workerd");
 }
+
+/// `GET /` of `addr`: status and body.
+async fn get(client: &answer::HttpClient, addr: SocketAddr) -> (u16, String) {
+    let request = http::Request::builder()
+        .uri(format!("http://{addr}/"))
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let body = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// Issue 30's Node.js compatibility checks (`compat/node`: 32 checks over
+/// buffer, events, async_hooks, util, path, querystring, string_decoder,
+/// crypto, zlib, stream, assert, process, diagnostics_channel, url): all
+/// pass on workerd with `nodejs_compat`; on Isolane at least the ones that
+/// pass today (the floor rises as modules land; docs/nodejs.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_compat_checks_against_workerd() {
+    const ISOLANE_FLOOR: usize = NODE_CHECKS_PASSING;
+    let compat = compat_dir();
+    let workerd_bin = servers::workerd_binary(&compat);
+    assert!(
+        workerd_bin.is_file(),
+        "{} is missing: run hack/install-deps.sh",
+        workerd_bin.display()
+    );
+    let checks = compat.join("node");
+    let dir = tempfile::tempdir().unwrap();
+    let (mut workerd, workerd_addr) =
+        servers::workerd_node_checks(&workerd_bin, &checks, dir.path());
+    let (mut isolane, isolane_addr) = servers::isolane_dev_file_with(
+        Path::new(env!("CARGO_BIN_EXE_isolane")),
+        &checks.join("main.js"),
+        &[
+            "--compatibility-flags",
+            "nodejs_compat",
+            "--compatibility-date",
+            "2025-11-01",
+        ],
+        dir.path(),
+    );
+    let client = answer::client();
+    workerd
+        .wait_answering(&client, workerd_addr, "localhost")
+        .await;
+    isolane
+        .wait_answering(&client, isolane_addr, "localhost")
+        .await;
+    let (workerd_status, workerd_body) = get(&client, workerd_addr).await;
+    let (isolane_status, isolane_body) = get(&client, isolane_addr).await;
+    eprintln!("workerd: {workerd_body}\nisolane: {isolane_body}");
+    assert_eq!(workerd_status, 200, "{workerd_body}");
+    assert!(
+        workerd_body.starts_with("32/32\n"),
+        "workerd: {workerd_body}"
+    );
+    assert_eq!(isolane_status, 200, "{isolane_body}");
+    let passed: usize = isolane_body
+        .split('/')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        passed >= ISOLANE_FLOOR,
+        "isolane passes {passed}/32, fewer than {ISOLANE_FLOOR}:\n{isolane_body}"
+    );
+}
+
+/// How many of `compat/node`'s 32 checks Isolane passes now.
+const NODE_CHECKS_PASSING: usize = 23;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_apps_answer_as_on_workerd() {

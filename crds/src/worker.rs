@@ -104,6 +104,21 @@ pub struct WorkerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub triggers: Option<Triggers>,
 
+    /// The date whose Workers runtime behaviour this Worker expects, `YYYY-MM-DD`:
+    /// it turns on what workerd turns on from that date (Node.js compatibility
+    /// from 2026-08-04). Unset: before every date. See docs/nodejs.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"))]
+    pub compatibility_date: Option<String>,
+
+    /// Behaviours turned on or off whatever the date, with workerd's names:
+    /// `nodejs_compat`, `no_nodejs_compat`, `nodejs_compat_v2`,
+    /// `no_nodejs_compat_v2`, `nodejs_als`, `no_nodejs_als`. Any other flag
+    /// is refused. See docs/nodejs.md.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub compatibility_flags: Vec<String>,
+
     /// On how many runtime nodes a hot Worker may be placed (1 to 64, default 1).
     #[serde(default = "default_replicas")]
     #[schemars(range(min = 1, max = 64))]

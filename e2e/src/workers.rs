@@ -65,6 +65,8 @@ pub fn inline_worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
             limits: Limits::default(),
             egress: None,
             triggers: None,
+            compatibility_date: None,
+            compatibility_flags: Vec::new(),
             replicas: 1,
             traffic: Vec::new(),
             version_affinity: None,

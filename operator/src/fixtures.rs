@@ -21,6 +21,8 @@ pub fn spec(script: Option<&str>, hosts: &[&str]) -> WorkerSpec {
         limits: Limits::default(),
         egress: None,
         triggers: None,
+        compatibility_date: None,
+        compatibility_flags: Vec::new(),
         replicas: 1,
         traffic: Vec::new(),
         version_affinity: None,

@@ -33,7 +33,7 @@ use crate::metrics::Outcome;
 use crate::resolve::{self, MissingReference, Sources};
 use crate::revisions::{self, Stored};
 use crate::routes::{Holder, WorkerKey};
-use crate::script::{self, ScriptKind, SyntaxError};
+use crate::script::{self, ScriptKind};
 use crate::status::{ConditionUpdate, DesiredStatus, Revisions, Shown, reason};
 
 /// What a reconcile observed for one Worker before deciding.
@@ -146,10 +146,29 @@ pub fn plan(
     let kind = match script::check(&resolved.script) {
         Ok(kind) => kind,
         Err(syntax) => {
-            let conditions = syntax_error_conditions(&syntax, routes_condition);
+            let conditions = invalid_conditions(
+                reason::SYNTAX_ERROR,
+                format!("the script does not parse: {syntax}"),
+                syntax.to_string(),
+                routes_condition,
+            );
             return Ok(not_ready(conditions, shown, settings.resync));
         }
     };
+    // The webhook refuses bad settings; a Worker applied without it is
+    // refused here, before any bundle is written.
+    if let Err(error) = isolane_worker::compat::resolve(
+        spec.compatibility_date.as_deref(),
+        &spec.compatibility_flags,
+    ) {
+        let conditions = invalid_conditions(
+            reason::INVALID_COMPATIBILITY,
+            format!("the compatibility settings are refused: {error}"),
+            error.to_string(),
+            routes_condition,
+        );
+        return Ok(not_ready(conditions, shown, settings.resync));
+    }
 
     let bundle = Bundle::new(
         key.to_string(),
@@ -163,6 +182,10 @@ pub fn plan(
             .as_ref()
             .map(|egress| egress.allowed_hosts.clone())
             .unwrap_or_default(),
+    )
+    .with_compatibility(
+        spec.compatibility_date.clone(),
+        spec.compatibility_flags.clone(),
     );
     let mut steps = Vec::new();
     let secret = bundle_secret(&settings.namespace, key, &bundle)?;
@@ -458,19 +481,25 @@ fn missing_reference_conditions(
     ]
 }
 
-fn syntax_error_conditions(syntax: &SyntaxError, routes: ConditionUpdate) -> [ConditionUpdate; 3] {
+/// ScriptValid=False for `reason`: `summary` on Ready, `detail` on ScriptValid.
+fn invalid_conditions(
+    reason: &'static str,
+    summary: String,
+    detail: String,
+    routes: ConditionUpdate,
+) -> [ConditionUpdate; 3] {
     [
         ConditionUpdate::new(
             ConditionType::Ready,
             ConditionStatus::False,
-            reason::SYNTAX_ERROR,
-            format!("the script does not parse: {syntax}"),
+            reason,
+            summary,
         ),
         ConditionUpdate::new(
             ConditionType::ScriptValid,
             ConditionStatus::False,
-            reason::SYNTAX_ERROR,
-            syntax.to_string(),
+            reason,
+            detail,
         ),
         routes,
     ]

@@ -7,9 +7,9 @@
 //! | type | status | reason |
 //! | --- | --- | --- |
 //! | `Ready` | True | [`reason::BUNDLE_READY`] |
-//! | `Ready` | False | [`reason::REFERENCE_NOT_FOUND`], [`reason::SYNTAX_ERROR`], [`reason::ROUTES_CONFLICTED`] |
+//! | `Ready` | False | [`reason::REFERENCE_NOT_FOUND`], [`reason::SYNTAX_ERROR`], [`reason::INVALID_COMPATIBILITY`], [`reason::ROUTES_CONFLICTED`] |
 //! | `ScriptValid` | True | [`reason::PARSED`] |
-//! | `ScriptValid` | False | [`reason::SYNTAX_ERROR`] |
+//! | `ScriptValid` | False | [`reason::SYNTAX_ERROR`], [`reason::INVALID_COMPATIBILITY`] |
 //! | `ScriptValid` | Unknown | [`reason::REFERENCE_NOT_FOUND`] |
 //! | `RoutesAdmitted` | True | [`reason::ADMITTED`] |
 //! | `RoutesAdmitted` | False | [`reason::ROUTE_CONFLICT`] |
@@ -29,6 +29,9 @@ pub mod reason {
     pub const REFERENCE_NOT_FOUND: &str = "ReferenceNotFound";
     /// The script does not parse; the message says `line:column: message`.
     pub const SYNTAX_ERROR: &str = "SyntaxError";
+    /// `spec.compatibilityDate` or `spec.compatibilityFlags` is refused
+    /// (an unknown flag: the message lists the known ones).
+    pub const INVALID_COMPATIBILITY: &str = "InvalidCompatibility";
     /// Ready=False: every route of the Worker is held by an older Worker.
     pub const ROUTES_CONFLICTED: &str = "RoutesConflicted";
     /// ScriptValid=True.

@@ -115,6 +115,16 @@ pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Resu
     {
         problems.push(format!("spec.script: syntax error at {syntax}"));
     }
+    if let Err(error) = isolane_worker::compat::resolve(
+        worker.spec.compatibility_date.as_deref(),
+        &worker.spec.compatibility_flags,
+    ) {
+        let field = match error {
+            isolane_worker::CompatError::InvalidDate { .. } => "spec.compatibilityDate",
+            _ => "spec.compatibilityFlags",
+        };
+        problems.push(format!("{field}: {error}"));
+    }
     if let Some(triggers) = &worker.spec.triggers {
         for (i, expr) in triggers.crons.iter().enumerate() {
             if let Err(error) =
@@ -382,6 +392,30 @@ mod tests {
             crons: vec!["0 9 * * MON-FRI".into()],
             time_zone: Some("Europe/Paris".into()),
         });
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        assert!(allowed, "{message}");
+    }
+
+    #[test]
+    fn rejects_unknown_compatibility_flags_naming_the_known_ones() {
+        let index = WorkerIndex::default();
+        let mut w = worker("compat", "export default {}", &[]);
+        w.spec.compatibility_date = Some("2026-08-04".into());
+        w.spec.compatibility_flags = vec!["nodejs_compat".into(), "nodejs_compta".into()];
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        assert!(!allowed);
+        assert!(
+            message.starts_with(
+                "spec.compatibilityFlags: unknown compatibility flag \"nodejs_compta\"; known flags: nodejs_compat, no_nodejs_compat"
+            ),
+            "{message}"
+        );
+        w.spec.compatibility_flags = vec!["nodejs_compat".into()];
+        w.spec.compatibility_date = Some("2026-8-4".into());
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        assert!(!allowed);
+        assert!(message.starts_with("spec.compatibilityDate: "), "{message}");
+        w.spec.compatibility_date = Some("2026-08-04".into());
         let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
         assert!(allowed, "{message}");
     }

@@ -304,6 +304,9 @@ impl Snapshot {
 
 /// The engine's view of a bundle from its Secret.
 pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
+    // The operator (and `isolane dev`) refuse bad settings before a bundle
+    // is written; one that slipped through runs without Node.js modules.
+    let node_compat = bundle.node_compat().unwrap_or_default();
     WorkerBundle {
         id: bundle.worker_id,
         revision: bundle.revision,
@@ -312,6 +315,7 @@ pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
         env: bundle.env,
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,
+        node_compat,
     }
 }
 

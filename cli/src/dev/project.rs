@@ -27,9 +27,26 @@ pub enum Source {
         limits: Limits,
         /// `--cron`, in UTC.
         crons: Vec<String>,
+        /// `--compatibility-date` and `--compatibility-flags`, checked.
+        compatibility: Compatibility,
     },
     /// Every `kind: Worker` in the folder's `.yaml`/`.yml` files.
     Folder(PathBuf),
+}
+
+/// A Worker's compatibility date and flags, as written (the fields of a
+/// Worker YAML, or `isolane dev`'s flags for one script).
+#[derive(Debug, Clone, Default)]
+pub struct Compatibility {
+    pub date: Option<String>,
+    pub flags: Vec<String>,
+}
+
+impl Compatibility {
+    /// Checks the settings as the operator's webhook does.
+    pub fn check(&self) -> Result<(), isolane_worker::CompatError> {
+        isolane_worker::compat::resolve(self.date.as_deref(), &self.flags).map(|_| ())
+    }
 }
 
 /// One Worker as `isolane dev` serves it.
@@ -70,6 +87,12 @@ pub enum WorkerFileError {
         name: String,
         error: isolane_crds::cron::ScheduleError,
     },
+    #[error("{file}: Worker {name}: {error}")]
+    Compatibility {
+        file: String,
+        name: String,
+        error: isolane_worker::CompatError,
+    },
     #[error("{file}: Worker {name} has no routes")]
     NoRoutes { file: String, name: String },
     #[error("{dir}: no Worker YAML found")]
@@ -92,7 +115,8 @@ impl Source {
                 env,
                 limits,
                 crons,
-            } => vec![script_worker(path, env, limits, crons)?],
+                compatibility,
+            } => vec![script_worker(path, env, limits, crons, compatibility)?],
             Source::Folder(dir) => folder_workers(dir)?,
         };
         Ok(Project { workers })
@@ -127,7 +151,9 @@ fn script_worker(
     env: &BTreeMap<String, String>,
     limits: &Limits,
     crons: &[String],
+    compatibility: &Compatibility,
 ) -> anyhow::Result<DevWorker> {
+    compatibility.check()?;
     let code = crate::bundle::load(path)?;
     for expr in crons {
         Schedule::parse(expr, None)?;
@@ -150,7 +176,8 @@ fn script_worker(
                 Vec::new(),
             )
             .with_modules(modules),
-        },
+        }
+        .with_compatibility(compatibility.date.clone(), compatibility.flags.clone()),
         key,
         routes: vec![Route::new(ANY_HOST, "/")],
         triggers: (!crons.is_empty()).then(|| Triggers {
@@ -290,9 +317,17 @@ fn dev_worker(
         .as_ref()
         .map(|egress| egress.allowed_hosts.clone())
         .unwrap_or_default();
+    let compatibility = Compatibility {
+        date: spec.compatibility_date,
+        flags: spec.compatibility_flags,
+    };
+    if let Err(error) = compatibility.check() {
+        return Err(WorkerFileError::Compatibility { file, name, error });
+    }
     let key = WorkerKey::new(namespace, name);
     let bundle = Bundle::new(key.to_string(), script, env, spec.limits, Vec::new())
-        .with_allowed_hosts(allowed_hosts);
+        .with_allowed_hosts(allowed_hosts)
+        .with_compatibility(compatibility.date, compatibility.flags);
     Ok(DevWorker {
         key,
         bundle,
@@ -324,6 +359,26 @@ mod tests {
         assert_eq!(dev.bundle.limits.cpu_ms, 20);
         assert_eq!(dev.key, WorkerKey::new("ns", "w"));
         assert_eq!(dev.routes, [Route::new("w.test", "/")]);
+    }
+
+    #[test]
+    fn compatibility_fields_reach_the_bundle_and_unknown_flags_are_refused() {
+        let yaml = |flags: &str| -> isolane_crds::Worker {
+            serde_yaml::from_str(&format!(
+                "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{name: w, namespace: ns}}\nspec:\n  script: 'export default {{}}'\n  compatibilityDate: '2026-08-04'\n  compatibilityFlags: [{flags}]\n  routes: [{{host: w.test}}]\n"
+            ))
+            .unwrap()
+        };
+        let sources = Sources::collect(&[]);
+        let dev = dev_worker(Path::new("w.yaml"), yaml("no_nodejs_compat_v2"), &sources).unwrap();
+        assert_eq!(dev.bundle.compatibility_date.as_deref(), Some("2026-08-04"));
+        assert_eq!(dev.bundle.node_compat(), Ok(isolane_worker::NodeCompat::V1));
+        let error = dev_worker(Path::new("w.yaml"), yaml("nodejs_compt"), &sources).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.starts_with("w.yaml: Worker w: unknown compatibility flag \"nodejs_compt\"; known flags: nodejs_compat"),
+            "{message}"
+        );
     }
 
     #[test]

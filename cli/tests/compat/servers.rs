@@ -242,9 +242,37 @@ pub fn workerd(
 /// workerd serving the modules of `example` (`examples/bundle`: main.js,
 /// add.wasm, greeting.txt) as wrangler would upload them.
 pub fn workerd_example_bundle(bin: &Path, example: &Path, dir: &Path) -> (Server, SocketAddr) {
-    for file in ["main.js", "add.wasm", "greeting.txt"] {
-        std::fs::copy(example.join(file), dir.join(file)).unwrap();
+    let modules = [
+        ("main.js", "esModule"),
+        ("add.wasm", "wasm"),
+        ("greeting.txt", "text"),
+    ];
+    workerd_modules(bin, example, &modules, "", dir)
+}
+
+/// workerd serving `compat/node` (main.js and checks.cjs, the Node.js
+/// compatibility checks) with `nodejs_compat`.
+pub fn workerd_node_checks(bin: &Path, checks: &Path, dir: &Path) -> (Server, SocketAddr) {
+    let modules = [("main.js", "esModule"), ("checks.cjs", "commonJsModule")];
+    let flags = "compatibilityFlags = [\"nodejs_compat\"],";
+    workerd_modules(bin, checks, &modules, flags, dir)
+}
+
+/// workerd serving one Worker of `modules` ((file in `from`, capnp type)),
+/// the first its main, with `extra` capnp fields of the Worker.
+fn workerd_modules(
+    bin: &Path,
+    from: &Path,
+    modules: &[(&str, &str)],
+    extra: &str,
+    dir: &Path,
+) -> (Server, SocketAddr) {
+    let mut list = Vec::new();
+    for (file, kind) in modules {
+        std::fs::copy(from.join(file), dir.join(file)).unwrap();
+        list.push(format!("(name = \"{file}\", {kind} = embed \"{file}\")"));
     }
+    let list = list.join(", ");
     let port = free_port();
     let config = format!(
         "using Workerd = import \"/workerd/workerd.capnp\";\n\
@@ -253,10 +281,9 @@ pub fn workerd_example_bundle(bin: &Path, example: &Path, dir: &Path) -> (Server
            sockets = [(name = \"http\", address = \"127.0.0.1:{port}\", http = (), service = \"main\")],\n\
          );\n\
          const w :Workerd.Worker = (\n\
-           modules = [(name = \"main.js\", esModule = embed \"main.js\"),\n\
-                      (name = \"add.wasm\", wasm = embed \"add.wasm\"),\n\
-                      (name = \"greeting.txt\", text = embed \"greeting.txt\")],\n\
+           modules = [{list}],\n\
            compatibilityDate = \"{COMPATIBILITY_DATE}\",\n\
+           {extra}\n\
          );\n"
     );
     let path = dir.join("workerd-bundle.capnp");
@@ -269,6 +296,18 @@ pub fn workerd_example_bundle(bin: &Path, example: &Path, dir: &Path) -> (Server
         &dir.join("workerd-bundle.log"),
     );
     (server, SocketAddr::from(([127, 0, 0, 1], port)))
+}
+
+/// `isolane dev <main> <args…>`.
+pub fn isolane_dev_file_with(
+    bin: &Path,
+    main: &Path,
+    args: &[&str],
+    dir: &Path,
+) -> (Server, SocketAddr) {
+    let mut what: Vec<&OsStr> = vec![main.as_os_str()];
+    what.extend(args.iter().map(OsStr::new));
+    spawn_dev(bin, &what, &dir.join("isolane-dev-file.log"))
 }
 
 /// `isolane dev <main>`: a Worker from its main module's file.

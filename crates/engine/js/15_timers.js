@@ -18,7 +18,10 @@ function start(callback, delay, args, repeat) {
   }
   const id = nextId++;
   const d = toDelay(delay);
-  timers.set(id, { callback, args, delay: d, repeat });
+  // node:async_hooks, once loaded, has the callback run in the
+  // AsyncLocalStorage frame it was scheduled in.
+  const frame = internal.asyncContext?.get();
+  timers.set(id, { callback, args, delay: d, repeat, frame });
   host.timerStart(id, d);
   return id;
 }
@@ -44,7 +47,9 @@ internal.timerFired = function timerFired(id) {
   if (t === undefined) return;
   if (!t.repeat) timers.delete(id);
   try {
-    Reflect.apply(t.callback, globalThis, t.args);
+    const asyncContext = internal.asyncContext;
+    if (asyncContext === undefined) Reflect.apply(t.callback, globalThis, t.args);
+    else asyncContext.run(t.frame, t.callback, globalThis, t.args);
   } catch (e) {
     internal.reportError(e);
   }

@@ -416,6 +416,9 @@ function runScheduled(handler, ctxId, cron, scheduledTime, env) {
 }
 
 internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env, scheduled = null) {
+  // A request starts outside every AsyncLocalStorage (enterWith does not
+  // leak into the next one).
+  internal.asyncContext?.set(undefined);
   if (scheduled !== null) return runScheduled(moduleHandler, ctxId, scheduled[0], scheduled[1], env);
   return runRequest(moduleHandler, ctxId, method, url, headers, bodyId, env);
 };

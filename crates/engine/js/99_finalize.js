@@ -6,6 +6,10 @@
 // slot before any worker code runs.
 'use strict';
 
+// Node's built-ins are not in the snapshot: they load when a Worker first
+// imports one (src/modules/node.rs) and reach the host through `internal`,
+// which worker code never sees.
+internal.host = host;
 delete globalThis.__host;
 delete Atomics.wait;
 delete Atomics.waitAsync;

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use isolane_worker::{Module, ModuleKind, Modules};
+pub use isolane_worker::{Module, ModuleKind, Modules, NodeCompat};
 
 /// One immutable revision of a worker, as resolved by the operator (or by
 /// `isolane dev` from a file). Isolates are keyed by `(id, revision)`: a new
@@ -27,6 +27,9 @@ pub struct WorkerBundle {
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
     pub allowed_hosts: Vec<String>,
+    /// What the Worker's compatibility date and flags turn on: whether its
+    /// modules may import Node's (`node:buffer`, ...; `modules.rs`).
+    pub node_compat: NodeCompat,
 }
 
 /// Per-request (CPU, wall, subrequests) and per-isolate (memory) limits:
@@ -74,6 +77,7 @@ impl WorkerBundle {
             env: BTreeMap::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
+            node_compat: NodeCompat::Off,
         }
     }
 }

@@ -29,6 +29,7 @@ mod headers;
 mod html_rewriter;
 mod io;
 mod memory;
+mod node;
 pub(crate) mod rejection;
 mod respond;
 mod runtime;
@@ -77,6 +78,16 @@ fn families() -> Vec<Unit> {
         codec::unit(),
         form_data::unit(),
         memory::wasm(),
+        node::buffer(),
+        node::events(),
+        node::async_hooks(),
+        node::path(),
+        node::string_decoder(),
+        node::querystring(),
+        node::util(),
+        node::process(),
+        node::url(),
+        node::diagnostics_channel(),
         runtime::finalize(),
     ]
 }
@@ -100,6 +111,15 @@ pub(crate) fn js_files() -> impl Iterator<Item = (&'static str, &'static str)> {
     units()
         .iter()
         .flat_map(|unit| unit.js.iter().map(|file| (unit.name, *file)))
+}
+
+/// The source of Node built-in `node:<name>`, if a unit provides it.
+pub(crate) fn node_source(name: &str) -> Option<&'static str> {
+    units()
+        .iter()
+        .flat_map(|unit| unit.node.iter())
+        .find(|(n, _)| *n == name)
+        .map(|(_, source)| *source)
 }
 
 /// The external references every isolate (and the snapshot creator) is made

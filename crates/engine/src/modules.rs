@@ -13,12 +13,17 @@
 //!   of `(exports, require, module, __filename, __dirname)`; their
 //!   `module.exports` is their default export and what `require` returns.
 //!
+//! - Node's built-ins (`node:buffer`) load as the Worker's compatibility
+//!   settings allow, as synthetic modules made from their exports
+//!   (`modules/node.rs`).
+//!
 //! Per isolate, a [`Registry`] in an isolate slot keeps what was made (by
 //! name) for the resolve and evaluation callbacks, which V8 calls without
 //! data of ours, and for `require` calls after load. It holds V8 globals,
 //! so the isolate's owner removes it before disposing the isolate.
 
 mod commonjs;
+mod node;
 pub(crate) mod wasm;
 
 use std::cell::RefCell;
@@ -26,7 +31,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use isolane_worker::{ModuleKind, Modules};
+use isolane_worker::{ModuleKind, Modules, NodeCompat};
 
 use crate::host;
 use crate::snapshot::script_origin;
@@ -34,6 +39,8 @@ use crate::snapshot::script_origin;
 /// What one isolate made of its bundle's modules.
 pub(crate) struct Registry {
     modules: Arc<Modules>,
+    /// Which of Node's built-ins the Worker may import.
+    node: NodeCompat,
     /// The runtime's `internal` object (`internal.wasmModule`).
     internal: v8::Global<v8::Object>,
     state: RefCell<State>,
@@ -59,9 +66,11 @@ pub(crate) fn load<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     internal: &v8::Global<v8::Object>,
     modules: &Arc<Modules>,
+    node: NodeCompat,
 ) -> Option<v8::Local<'s, v8::Module>> {
     let registry = Rc::new(Registry {
         modules: modules.clone(),
+        node,
         internal: internal.clone(),
         state: RefCell::new(State::default()),
     });
@@ -72,15 +81,16 @@ pub(crate) fn load<'s>(
         if registry.state.borrow().compiled.contains_key(&name) {
             continue;
         }
+        if name.starts_with(node::PREFIX) {
+            node::compile(scope, &registry, &name)?;
+            continue;
+        }
         let module = compile(scope, &registry, &name)?;
         for specifier in requests(scope, module) {
-            let Some(target) = registry.modules.resolve(&name, &specifier) else {
-                throw_unresolved(scope, &specifier, &name);
-                return None;
-            };
-            pending.push(target.name.clone());
+            pending.push(registry.target(scope, &name, &specifier)?);
         }
     }
+    node::define_globals(scope, node)?;
     let main = registry.module(scope, &main)?;
     if !main.instantiate_module(scope, resolve)? {
         return None;
@@ -98,6 +108,37 @@ pub(crate) fn forget(isolate: &mut v8::Isolate) {
 impl Registry {
     fn get(scope: &mut v8::PinScope<'_, '_>) -> Option<Rc<Registry>> {
         scope.get_slot::<RegistrySlot>().cloned()
+    }
+
+    /// The name of the module `specifier` names from `referrer`: a
+    /// bundle's module, or one of Node's built-ins. `None`: a TypeError
+    /// saying why is thrown.
+    fn target(
+        &self,
+        scope: &mut v8::PinScope<'_, '_>,
+        referrer: &str,
+        specifier: &str,
+    ) -> Option<String> {
+        let builtin = || node::builtin(specifier, self.node);
+        let found = match specifier.starts_with(node::PREFIX) {
+            true => builtin(),
+            false => match self.modules.resolve(referrer, specifier) {
+                Some(module) => Some(Ok(module.name.clone())),
+                None => builtin(),
+            },
+        };
+        match found {
+            Some(Ok(name)) => Some(name),
+            Some(Err(refusal)) => {
+                let message = node::refusal_message(&refusal, specifier, referrer);
+                host::throw_type_error(scope, &message);
+                None
+            }
+            None => {
+                throw_unresolved(scope, specifier, referrer);
+                None
+            }
+        }
     }
 
     fn module<'s>(
@@ -228,11 +269,8 @@ fn resolve<'s>(
     };
     let specifier = specifier.to_rust_string_lossy(scope);
     let referrer = registry.name_of(scope, referrer).unwrap_or_default();
-    let target = registry
-        .modules
-        .resolve(&referrer, &specifier)
-        .map(|m| m.name.clone());
-    match target.and_then(|name| registry.module(scope, &name)) {
+    let name = registry.target(scope, &referrer, &specifier)?;
+    match registry.module(scope, &name) {
         Some(module) => Some(module),
         None => {
             throw_unresolved(scope, &specifier, &referrer);
@@ -254,9 +292,13 @@ fn evaluate_synthetic<'s>(
         host::throw_type_error(scope, "internal: a module the registry does not know");
         return None;
     };
-    let value = default_export(scope, &registry, &name)?;
-    let default = v8::String::new(scope, "default")?;
-    module.set_synthetic_module_export(scope, default, value)?;
+    if name.starts_with(node::PREFIX) {
+        node::set_exports(scope, &registry, &name, module)?;
+    } else {
+        let value = default_export(scope, &registry, &name)?;
+        let default = v8::String::new(scope, "default")?;
+        module.set_synthetic_module_export(scope, default, value)?;
+    }
     // With top-level await, module evaluation answers a promise.
     let resolver = v8::PromiseResolver::new(scope)?;
     let undefined = v8::undefined(scope);
@@ -270,6 +312,9 @@ fn default_export<'s>(
     registry: &Registry,
     name: &str,
 ) -> Option<v8::Local<'s, v8::Value>> {
+    if name.starts_with(node::PREFIX) {
+        return node::exports(scope, registry, name);
+    }
     let modules = registry.modules.clone();
     let module = modules.get(name)?;
     if module.kind == ModuleKind::CommonJS {

@@ -23,5 +23,6 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         env: Default::default(),
         limits: Limits::default(),
         allowed_hosts: Vec::new(),
+        node_compat: Default::default(),
     })
 }

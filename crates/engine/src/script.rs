@@ -1,7 +1,7 @@
 //! Worker scripts: ES module or service-worker detection, evaluation,
 //! exceptions as text.
 
-use crate::bundle::WorkerBundle;
+use crate::bundle::{Module, ModuleKind, Modules, NodeCompat, WorkerBundle};
 use crate::host;
 use crate::host::error::HostError;
 use crate::snapshot::script_origin;
@@ -30,7 +30,7 @@ pub(crate) fn evaluate(
     bundle: &WorkerBundle,
 ) -> Option<v8::Global<v8::Object>> {
     if let Some(modules) = &bundle.modules {
-        let module = crate::modules::load(scope, internal, modules)?;
+        let module = crate::modules::load(scope, internal, modules, bundle.node_compat)?;
         let internal = v8::Local::new(scope, internal);
         return run_module(scope, internal, bundle, module);
     }
@@ -50,6 +50,18 @@ pub(crate) fn evaluate(
                 .is_some_and(|m| m.contains("'export'") || m.contains("import statement")),
         }
     };
+    if module && bundle.node_compat != NodeCompat::Off {
+        // It may import Node's built-ins: a graph of one module.
+        let one = Module::new("worker.js", ModuleKind::ESModule, bundle.script.as_bytes());
+        let Ok(modules) = Modules::new("worker.js", vec![one]) else {
+            HostError::type_error("internal: a worker of one module").throw(scope);
+            return None;
+        };
+        let modules = std::sync::Arc::new(modules);
+        let global = v8::Global::new(scope, internal);
+        let module = crate::modules::load(scope, &global, &modules, bundle.node_compat)?;
+        return run_module(scope, internal, bundle, module);
+    }
     if module {
         let origin = script_origin(scope, name, true);
         let mut source = v8::script_compiler::Source::new(source, Some(&origin));
@@ -138,10 +150,17 @@ fn no_imports<'s>(
 ) -> Option<v8::Local<'s, v8::Module>> {
     // SAFETY: V8 calls this with a live context, inside a handle scope.
     v8::callback_scope!(unsafe scope, context);
-    let message = format!(
-        "Cannot resolve import {:?}: this worker is a single script (give it as modules to import)",
-        specifier.to_rust_string_lossy(scope)
-    );
+    let specifier = specifier.to_rust_string_lossy(scope);
+    let message = if specifier.starts_with("node:") {
+        format!(
+            "Cannot load {specifier:?}: Node.js modules need the nodejs_compat compatibility \
+             flag (or a compatibility date from 2026-08-04)"
+        )
+    } else {
+        format!(
+            "Cannot resolve import {specifier:?}: this worker is a single script (give it as modules to import)"
+        )
+    };
     HostError::type_error(message).throw(scope);
     None
 }

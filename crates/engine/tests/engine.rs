@@ -39,6 +39,10 @@ mod limits;
 mod logs;
 #[path = "engine/modules.rs"]
 mod modules;
+#[path = "engine/node_buffer.rs"]
+mod node_buffer;
+#[path = "engine/node_events.rs"]
+mod node_events;
 #[path = "engine/pool_modes.rs"]
 mod pool_modes;
 #[path = "engine/rejections.rs"]

@@ -80,6 +80,7 @@ async fn run_all() {
                 ..Limits::default()
             },
             allowed_hosts: Vec::new(),
+            node_compat: Default::default(),
         });
         let request = http::Request::builder()
             .method("POST")

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::compat::{self, CompatError, NodeCompat};
 use crate::{Limits, Modules, Route};
 
 /// Label on every bundle Secret; its value is `"true"`.
@@ -46,6 +47,12 @@ pub struct Bundle {
     /// `spec.egress.allowedHosts`: when not empty, the only hosts `fetch` reaches.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_hosts: Vec<String>,
+    /// `spec.compatibilityDate`, as written (see [`crate::compat`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compatibility_date: Option<String>,
+    /// `spec.compatibilityFlags`, as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compatibility_flags: Vec<String>,
 }
 
 impl Bundle {
@@ -67,6 +74,8 @@ impl Bundle {
             limits,
             routes,
             allowed_hosts: Vec::new(),
+            compatibility_date: None,
+            compatibility_flags: Vec::new(),
         }
     }
 
@@ -83,22 +92,56 @@ impl Bundle {
     fn revision_now(&self) -> String {
         let base =
             Self::compute_revision_with(&self.script, &self.env, &self.limits, &self.allowed_hosts);
-        let Some(modules) = &self.modules else {
+        let compat = self.compatibility_date.is_some() || !self.compatibility_flags.is_empty();
+        if self.modules.is_none() && !compat {
+            // Revisions of Workers without either stay what they were.
             return base;
-        };
+        }
         let mut hash = Sha256::new();
         let mut field = |bytes: &[u8]| {
             hash.update((bytes.len() as u64).to_le_bytes());
             hash.update(bytes);
         };
         field(base.as_bytes());
-        field(modules.main_name().as_bytes());
-        for module in modules.iter() {
-            field(module.name.as_bytes());
-            field(module.kind.as_str().as_bytes());
-            field(&module.content);
+        if let Some(modules) = &self.modules {
+            field(modules.main_name().as_bytes());
+            for module in modules.iter() {
+                field(module.name.as_bytes());
+                field(module.kind.as_str().as_bytes());
+                field(&module.content);
+            }
+        }
+        if compat {
+            field(b"compatibility-date");
+            field(
+                self.compatibility_date
+                    .as_deref()
+                    .unwrap_or_default()
+                    .as_bytes(),
+            );
+            for flag in &self.compatibility_flags {
+                field(b"compatibility-flag");
+                field(flag.as_bytes());
+            }
         }
         hex::encode(&hash.finalize()[..8])
+    }
+
+    /// The same bundle with compatibility settings (`spec.compatibilityDate`
+    /// and `spec.compatibilityFlags`), which are part of the revision.
+    pub fn with_compatibility(mut self, date: Option<String>, flags: Vec<String>) -> Self {
+        self.compatibility_date = date;
+        self.compatibility_flags = flags;
+        self.revision = self.revision_now();
+        self
+    }
+
+    /// What the bundle's compatibility settings turn on.
+    pub fn node_compat(&self) -> Result<NodeCompat, CompatError> {
+        compat::resolve(
+            self.compatibility_date.as_deref(),
+            &self.compatibility_flags,
+        )
     }
 
     /// The same bundle with `spec.egress.allowedHosts`, which is part of the
@@ -257,6 +300,19 @@ mod tests {
         let hosts = one.clone().with_allowed_hosts(vec!["x.test".into()]);
         assert_ne!(hosts.revision, one.revision);
         assert!(hosts.modules.is_some());
+        let dated = one
+            .clone()
+            .with_compatibility(Some("2026-08-04".into()), Vec::new());
+        assert_ne!(dated.revision, one.revision);
+        let flagged = plain
+            .clone()
+            .with_compatibility(None, vec!["nodejs_compat".into()]);
+        assert_ne!(flagged.revision, plain.revision);
+        assert_eq!(flagged.node_compat(), Ok(NodeCompat::V1));
+        assert_eq!(
+            plain.clone().with_compatibility(None, Vec::new()).revision,
+            plain.revision
+        );
     }
 
     #[test]

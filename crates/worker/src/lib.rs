@@ -7,6 +7,8 @@
 //! - [`Bundle`]: a Worker resolved for execution, and its revision (a
 //!   content hash), so the operator and `isolane dev` name the same Worker
 //!   the same way.
+//! - [`compat`]: compatibility dates and flags (workerd's names and rules)
+//!   and what they turn on ([`NodeCompat`]).
 //! - [`Modules`]: a Worker's code as named modules of wrangler's types
 //!   ([`ModuleKind`]) with a main one, and how imports resolve in it.
 //! - [`BundleSecret`]: how a bundle is written into a Secret by the operator
@@ -29,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 mod bundle;
+pub mod compat;
 mod key;
 mod limits;
 mod module;
@@ -38,6 +41,7 @@ mod route;
 mod secret;
 
 pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
+pub use compat::{CompatError, NodeCompat};
 pub use key::WorkerKey;
 pub use limits::{LimitError, Limits};
 pub use module::{Module, ModuleKind, Modules, ModulesError, resolve_name};

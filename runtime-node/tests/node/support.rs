@@ -138,6 +138,7 @@ impl TestNode {
             env: BTreeMap::new(),
             limits,
             allowed_hosts: Vec::new(),
+            node_compat: Default::default(),
         };
         self.bundles.insert(&format!("secret-{id}"), bundle.clone());
         bundle

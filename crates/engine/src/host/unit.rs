@@ -19,6 +19,10 @@ pub(crate) struct Unit {
     pub(crate) functions: Vec<(&'static str, v8::FunctionCallback)>,
     /// Makes its per-isolate state.
     pub(crate) state: Option<MakeState>,
+    /// Node built-ins it provides: (name without `node:`, source). Not in
+    /// the snapshot: compiled when a Worker first imports one
+    /// (`modules/node.rs`).
+    pub(crate) node: Vec<(&'static str, &'static str)>,
 }
 
 /// Makes a unit's state for a new isolate: its type and the value.
@@ -31,6 +35,7 @@ impl Unit {
             js: &[],
             functions: Vec::new(),
             state: None,
+            node: Vec::new(),
         }
     }
 
@@ -47,6 +52,13 @@ impl Unit {
         callback: impl v8::MapFnTo<v8::FunctionCallback>,
     ) -> Self {
         self.functions.push((name, callback.map_fn_to()));
+        self
+    }
+
+    /// A Node built-in, `node:<name>`, whose source (in `js/node/`) runs as
+    /// `function (host, internal, require, module, exports)`.
+    pub(crate) fn node_module(mut self, name: &'static str, source: &'static str) -> Self {
+        self.node.push((name, source));
         self
     }
 

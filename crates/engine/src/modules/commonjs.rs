@@ -18,10 +18,8 @@ pub(super) fn exports<'s>(
     registry: &Registry,
     name: &str,
 ) -> Option<v8::Local<'s, v8::Value>> {
-    let known = registry.state.borrow().values.get(name).cloned();
-    if let Some(module) = known {
-        let module = v8::Local::new(scope, module);
-        return module_exports(scope, module);
+    if let Some(known) = ran(scope, registry, name) {
+        return known;
     }
     let source = registry.modules.get(name)?.content.clone();
     // One line with the wrapper's head, so the module's lines keep their numbers.
@@ -34,17 +32,7 @@ pub(super) fn exports<'s>(
     let function = v8::Script::compile(scope, code, Some(&origin))?.run(scope)?;
     let function = v8::Local::<v8::Function>::try_from(function).ok()?;
 
-    let module = v8::Object::new(scope);
-    let exports = v8::Object::new(scope);
-    let key = v8::String::new(scope, "exports")?;
-    module.set(scope, key.into(), exports.into())?;
-    let module_value: v8::Local<v8::Value> = module.into();
-    let global = v8::Global::new(scope, module_value);
-    registry
-        .state
-        .borrow_mut()
-        .values
-        .insert(name.to_owned(), global);
+    let (module_value, exports) = new_module(scope, registry, name)?;
 
     let require = v8::Function::builder(require).data(resource).build(scope)?;
     let folder = name.rsplit_once('/').map_or("", |(folder, _)| folder);
@@ -64,7 +52,40 @@ pub(super) fn exports<'s>(
     module_exports(scope, module_value)
 }
 
-fn module_exports<'s>(
+/// A `module` object with empty `exports` for module `name`, registered
+/// before the module runs (so that a cycle sees its partial exports).
+pub(super) fn new_module<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    registry: &Registry,
+    name: &str,
+) -> Option<(v8::Local<'s, v8::Value>, v8::Local<'s, v8::Object>)> {
+    let module = v8::Object::new(scope);
+    let exports = v8::Object::new(scope);
+    let key = v8::String::new(scope, "exports")?;
+    module.set(scope, key.into(), exports.into())?;
+    let module: v8::Local<v8::Value> = module.into();
+    let global = v8::Global::new(scope, module);
+    registry
+        .state
+        .borrow_mut()
+        .values
+        .insert(name.to_owned(), global);
+    Some((module, exports))
+}
+
+/// `Some(module.exports)` of module `name` when it has run (or is
+/// running: a cycle); `None` when it has not started.
+pub(super) fn ran<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    registry: &Registry,
+    name: &str,
+) -> Option<Option<v8::Local<'s, v8::Value>>> {
+    let module = registry.state.borrow().values.get(name).cloned()?;
+    let module = v8::Local::new(scope, module);
+    Some(module_exports(scope, module))
+}
+
+pub(super) fn module_exports<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     module: v8::Local<'s, v8::Value>,
 ) -> Option<v8::Local<'s, v8::Value>> {
@@ -84,6 +105,26 @@ fn require(
     };
     let referrer = args.data().to_rust_string_lossy(scope);
     let specifier = args.get(0).to_rust_string_lossy(scope);
+    if registry.modules.resolve(&referrer, &specifier).is_none()
+        || specifier.starts_with(super::node::PREFIX)
+    {
+        // Not the bundle's: one of Node's built-ins, or an error saying
+        // why not.
+        match super::node::builtin(&specifier, registry.node) {
+            Some(Ok(name)) => {
+                if let Some(value) = default_export(scope, &registry, &name) {
+                    rv.set(value);
+                }
+                return;
+            }
+            Some(Err(refusal)) => {
+                let message = super::node::refusal_message(&refusal, &specifier, &referrer);
+                host::throw_type_error(scope, &message);
+                return;
+            }
+            None => {}
+        }
+    }
     let Some(target) = registry.modules.resolve(&referrer, &specifier) else {
         host::throw_type_error(
             scope,

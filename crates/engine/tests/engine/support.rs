@@ -77,6 +77,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
             .collect::<BTreeMap<_, _>>(),
         limits,
         allowed_hosts: Vec::new(),
+        node_compat: Default::default(),
     }
 }
 

@@ -1,0 +1,148 @@
+// node:url — the WHATWG URL and URLSearchParams (the runtime's own), the
+// file: URL helpers, and the legacy `parse`/`format`/`resolve` built on the
+// WHATWG parser (their common uses, not every quirk of Node's legacy
+// parser). Runs as function (host, internal, require, module, exports).
+
+function invalidArg(name, expected, value) {
+  const error = new TypeError(`The "${name}" argument must be ${expected}. Received ${typeof value}`);
+  error.code = 'ERR_INVALID_ARG_TYPE';
+  return error;
+}
+
+function fileURLToPath(input) {
+  const url = typeof input === 'string' ? new URL(input) : input;
+  if (!(url instanceof URL)) throw invalidArg('path', 'of type string or an instance of URL', input);
+  if (url.protocol !== 'file:') {
+    const error = new TypeError('The URL must be of scheme file');
+    error.code = 'ERR_INVALID_URL_SCHEME';
+    throw error;
+  }
+  if (url.hostname !== '') {
+    const error = new TypeError('File URL host must be "localhost" or empty on linux');
+    error.code = 'ERR_INVALID_FILE_URL_HOST';
+    throw error;
+  }
+  if (/%2f/i.test(url.pathname)) {
+    const error = new TypeError('File URL path must not include encoded / characters');
+    error.code = 'ERR_INVALID_FILE_URL_PATH';
+    throw error;
+  }
+  return decodeURIComponent(url.pathname);
+}
+
+function pathToFileURL(path) {
+  if (typeof path !== 'string') throw invalidArg('path', 'of type string', path);
+  const absolute = require('node:path').resolve(path);
+  const trailing = path.endsWith('/') && !absolute.endsWith('/') ? '/' : '';
+  const url = new URL('file://');
+  url.pathname = (absolute + trailing).replace(/%/g, '%25').replace(/\?/g, '%3F').replace(/#/g, '%23');
+  return url;
+}
+
+function Url() {
+  this.protocol = null; this.slashes = null; this.auth = null; this.host = null; this.port = null;
+  this.hostname = null; this.hash = null; this.search = null; this.query = null;
+  this.pathname = null; this.path = null; this.href = null;
+}
+
+// The legacy parse, from the WHATWG parse of the same text.
+function parse(text, parseQueryString = false) {
+  if (typeof text !== 'string') throw invalidArg('url', 'of type string', text);
+  const out = new Url();
+  let url;
+  try {
+    url = new URL(text);
+  } catch {
+    // A relative reference: only path, search and hash.
+    const [beforeHash, hash] = text.split(/#(.*)/s);
+    const [pathname, search] = beforeHash.split(/\?(.*)/s);
+    out.pathname = pathname || null;
+    out.search = search !== undefined ? `?${search}` : null;
+    out.hash = hash !== undefined ? `#${hash}` : null;
+  }
+  if (url) {
+    out.protocol = url.protocol;
+    out.slashes = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) || null;
+    out.auth = url.username ? decodeURIComponent(url.username + (url.password ? `:${url.password}` : '')) : null;
+    out.host = url.host || null;
+    out.port = url.port || null;
+    out.hostname = url.hostname || null;
+    out.hash = url.hash || null;
+    out.search = url.search || (text.includes('?') ? '?' : null);
+    out.pathname = url.pathname || null;
+  }
+  out.query = out.search ? out.search.slice(1) : null;
+  if (parseQueryString) out.query = require('node:querystring').parse(out.query ?? '');
+  out.path = (out.pathname ?? '') + (out.search ?? '') || null;
+  out.href = url ? url.href : text;
+  return out;
+}
+
+function format(input, options) {
+  if (typeof input === 'string') input = parse(input);
+  if (input instanceof URL) {
+    const url = new URL(input.href);
+    if (options?.fragment === false) url.hash = '';
+    if (options?.search === false) url.search = '';
+    if (options?.auth === false) { url.username = ''; url.password = ''; }
+    return url.href;
+  }
+  if (input === null || typeof input !== 'object') throw invalidArg('urlObject', 'one of type object or string', input);
+  let protocol = input.protocol || '';
+  if (protocol && !protocol.endsWith(':')) protocol += ':';
+  const auth = input.auth ? `${encodeURIComponent(input.auth).replace(/%3A/i, ':')}@` : '';
+  let host = '';
+  if (input.host) host = auth + input.host;
+  else if (input.hostname) host = auth + (input.hostname.includes(':') ? `[${input.hostname}]` : input.hostname) + (input.port ? `:${input.port}` : '');
+  let pathname = input.pathname || '';
+  let search = input.search || '';
+  if (!search && input.query && typeof input.query === 'object') {
+    const query = require('node:querystring').stringify(input.query);
+    if (query) search = `?${query}`;
+  } else if (!search && typeof input.query === 'string' && input.query) search = `?${input.query}`;
+  if (search && !search.startsWith('?')) search = `?${search}`;
+  let hash = input.hash || '';
+  if (hash && !hash.startsWith('#')) hash = `#${hash}`;
+  const special = /^(https?|ftp|gopher|file|wss?):$/.test(protocol);
+  if (input.slashes || (special && host !== '') || (protocol === 'file:' && host === '')) {
+    host = `//${host}`;
+    if (pathname && !pathname.startsWith('/')) pathname = `/${pathname}`;
+  }
+  pathname = pathname.replace(/[?#]/g, encodeURIComponent);
+  search = search.replace(/#/g, '%23');
+  return `${protocol}${host}${pathname}${search}${hash}`;
+}
+
+function resolve(from, to) {
+  return new URL(to, new URL(from, 'resolve://')).href.replace(/^resolve:\/\/\/?/, from.startsWith('/') ? '/' : '');
+}
+
+function urlToHttpOptions(url) {
+  return {
+    protocol: url.protocol,
+    hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
+    hash: url.hash,
+    search: url.search,
+    pathname: url.pathname,
+    path: `${url.pathname || ''}${url.search || ''}`,
+    href: url.href,
+    ...(url.port !== '' ? { port: Number(url.port) } : {}),
+    ...(url.username || url.password ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` } : {}),
+  };
+}
+
+module.exports = {
+  URL: globalThis.URL,
+  URLSearchParams: globalThis.URLSearchParams,
+  Url,
+  parse,
+  format,
+  resolve,
+  resolveObject: (from, to) => parse(resolve(from, to)),
+  fileURLToPath,
+  pathToFileURL,
+  toPathIfFileURL: (value) => (value instanceof URL ? fileURLToPath(value) : value),
+  urlToHttpOptions,
+  domainToASCII: (domain) => { try { return new URL(`ws://${domain}`).hostname; } catch { return ''; } },
+  domainToUnicode: (domain) => String(domain),
+};

@@ -1,0 +1,76 @@
+//! Node's built-in modules, one unit each: the module's JavaScript
+//! (`js/node/<name>.js`, loaded lazily, see `modules/node.rs`) and the host
+//! functions it calls. Which ones a Worker may import is its compatibility
+//! settings' business (docs/nodejs.md).
+
+mod async_hooks;
+mod buffer;
+
+use super::unit::Unit;
+
+/// `node:buffer`: `Buffer` and its encodings.
+pub(super) fn buffer() -> Unit {
+    Unit::new("node:buffer")
+        .node_module("buffer", include_str!("../../js/node/buffer.js"))
+        .function("bufferFromString", buffer::from_string)
+        .function("bufferToString", buffer::to_string)
+}
+
+/// `node:events`: EventEmitter (JavaScript only).
+pub(super) fn events() -> Unit {
+    Unit::new("node:events").node_module("events", include_str!("../../js/node/events.js"))
+}
+
+/// `node:async_hooks`: AsyncLocalStorage and AsyncResource on V8's
+/// continuation-preserved embedder data.
+pub(super) fn async_hooks() -> Unit {
+    Unit::new("node:async_hooks")
+        .node_module("async_hooks", include_str!("../../js/node/async_hooks.js"))
+        .function("asyncContextGet", async_hooks::context_get)
+        .function("asyncContextSet", async_hooks::context_set)
+}
+
+/// `node:path` and `node:path/posix`: POSIX paths (JavaScript only).
+pub(super) fn path() -> Unit {
+    Unit::new("node:path")
+        .node_module("path", include_str!("../../js/node/path.js"))
+        .node_module("path/posix", "module.exports = require('node:path').posix;")
+}
+
+/// `node:string_decoder`: StringDecoder over `node:buffer`.
+pub(super) fn string_decoder() -> Unit {
+    Unit::new("node:string_decoder").node_module(
+        "string_decoder",
+        include_str!("../../js/node/string_decoder.js"),
+    )
+}
+
+/// `node:querystring`: parse and stringify (JavaScript only).
+pub(super) fn querystring() -> Unit {
+    Unit::new("node:querystring")
+        .node_module("querystring", include_str!("../../js/node/querystring.js"))
+}
+
+/// `node:util`: format, inspect, promisify, types, ... (JavaScript only).
+pub(super) fn util() -> Unit {
+    Unit::new("node:util").node_module("util", include_str!("../../js/node/util.js"))
+}
+
+/// `node:process`: workerd's `process` (JavaScript only); the `process`
+/// global under nodejs_compat_v2.
+pub(super) fn process() -> Unit {
+    Unit::new("node:process").node_module("process", include_str!("../../js/node/process.js"))
+}
+
+/// `node:url`: WHATWG URL, file: URL helpers, legacy parse/format/resolve.
+pub(super) fn url() -> Unit {
+    Unit::new("node:url").node_module("url", include_str!("../../js/node/url.js"))
+}
+
+/// `node:diagnostics_channel`: channels and tracing channels.
+pub(super) fn diagnostics_channel() -> Unit {
+    Unit::new("node:diagnostics_channel").node_module(
+        "diagnostics_channel",
+        include_str!("../../js/node/diagnostics_channel.js"),
+    )
+}

@@ -1,0 +1,226 @@
+//! Node's built-in modules (`node:buffer`, ...) in a bundle's graph, as the
+//! Worker's compatibility settings allow them ([`NodeCompat`]).
+//!
+//! A built-in is JavaScript a host unit declares (`Unit::node_module`),
+//! kept out of the startup snapshot: it is compiled the first time the
+//! isolate imports or requires it, so a Worker that uses none pays nothing.
+//! It runs once per isolate as `function (host, internal, require, module,
+//! exports)`; its `module.exports` is what `require` returns, and an ES
+//! import sees it as a synthetic module whose exports are its properties
+//! (and `default`, the object itself), as Node and workerd give them.
+
+use isolane_worker::NodeCompat;
+
+use super::Registry;
+use crate::host;
+use crate::snapshot::script_origin;
+
+/// The prefix every built-in's module name has in the registry.
+pub(super) const PREFIX: &str = "node:";
+
+/// Why a specifier that names a built-in does not load.
+pub(super) enum Refusal {
+    /// Node.js compatibility is off for this Worker.
+    Off,
+    /// `node:<name>` is no module Isolane has.
+    Unknown,
+}
+
+/// The registry name (`node:buffer`) of the built-in `specifier` names, if
+/// it names one: `node:<name>` always, a bare `<name>` only when the
+/// settings allow bare names (a bundle's own module of that name wins,
+/// the caller looks there first).
+pub(super) fn builtin(specifier: &str, compat: NodeCompat) -> Option<Result<String, Refusal>> {
+    let (name, prefixed) = match specifier.strip_prefix(PREFIX) {
+        Some(name) => (name, true),
+        None => (specifier, false),
+    };
+    let known = host::node_source(name).is_some();
+    if !prefixed {
+        return (known && compat.bare_names()).then(|| Ok(format!("{PREFIX}{name}")));
+    }
+    let allowed = if name == "async_hooks" {
+        compat.async_hooks()
+    } else {
+        compat.modules()
+    };
+    Some(match (known, allowed) {
+        (_, false) => Err(Refusal::Off),
+        (false, true) => Err(Refusal::Unknown),
+        (true, true) => Ok(specifier.to_owned()),
+    })
+}
+
+/// The message for a refused built-in.
+pub(super) fn refusal_message(refusal: &Refusal, specifier: &str, referrer: &str) -> String {
+    match refusal {
+        Refusal::Off => format!(
+            "Cannot load {specifier:?} imported by {referrer:?}: Node.js modules need the \
+             nodejs_compat compatibility flag (or a compatibility date from 2026-08-04)"
+        ),
+        Refusal::Unknown => format!("No such module {specifier:?} (imported by {referrer:?})"),
+    }
+}
+
+/// Makes the synthetic module of built-in `name` (`node:buffer`), running
+/// the built-in to learn its exports.
+pub(super) fn compile<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    registry: &Registry,
+    name: &str,
+) -> Option<v8::Local<'s, v8::Module>> {
+    let exports = exports(scope, registry, name)?;
+    let mut names = vec![v8::String::new(scope, "default")?];
+    if let Ok(object) = v8::Local::<v8::Object>::try_from(exports) {
+        let keys = object.get_own_property_names(scope, Default::default())?;
+        for i in 0..keys.length() {
+            let key = keys.get_index(scope, i)?;
+            if let Ok(key) = v8::Local::<v8::String>::try_from(key)
+                && key.to_rust_string_lossy(scope) != "default"
+            {
+                names.push(key);
+            }
+        }
+    }
+    let resource = v8::String::new(scope, name)?;
+    let module =
+        v8::Module::create_synthetic_module(scope, resource, &names, super::evaluate_synthetic);
+    registry.remember(scope, name, module);
+    Some(module)
+}
+
+/// Sets every export of built-in `name`'s synthetic module.
+pub(super) fn set_exports(
+    scope: &mut v8::PinScope<'_, '_>,
+    registry: &Registry,
+    name: &str,
+    module: v8::Local<'_, v8::Module>,
+) -> Option<()> {
+    let exports = exports(scope, registry, name)?;
+    let default = v8::String::new(scope, "default")?;
+    module.set_synthetic_module_export(scope, default, exports)?;
+    let Ok(object) = v8::Local::<v8::Object>::try_from(exports) else {
+        return Some(());
+    };
+    let keys = object.get_own_property_names(scope, Default::default())?;
+    for i in 0..keys.length() {
+        let key = keys.get_index(scope, i)?;
+        let Ok(key) = v8::Local::<v8::String>::try_from(key) else {
+            continue;
+        };
+        if key.to_rust_string_lossy(scope) == "default" {
+            continue;
+        }
+        let value = object.get(scope, key.into())?;
+        module.set_synthetic_module_export(scope, key, value)?;
+    }
+    Some(())
+}
+
+/// `module.exports` of built-in `name` (`node:buffer`), running it first
+/// if it has not run in this isolate.
+pub(super) fn exports<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    registry: &Registry,
+    name: &str,
+) -> Option<v8::Local<'s, v8::Value>> {
+    if let Some(known) = super::commonjs::ran(scope, registry, name) {
+        return known;
+    }
+    let Some(source) = name.strip_prefix(PREFIX).and_then(host::node_source) else {
+        host::throw_type_error(scope, &format!("No such module {name:?}"));
+        return None;
+    };
+    let wrapped = format!(
+        "(function (host, internal, require, module, exports) {{ 'use strict'; {source}\n}})"
+    );
+    let code = v8::String::new(scope, &wrapped)?;
+    let resource = host::js_string(scope, name)?;
+    let origin = script_origin(scope, resource, false);
+    let function = v8::Script::compile(scope, code, Some(&origin))?.run(scope)?;
+    let function = v8::Local::<v8::Function>::try_from(function).ok()?;
+    let (module_value, exports) = super::commonjs::new_module(scope, registry, name)?;
+    let internal = v8::Local::new(scope, &registry.internal);
+    let host_key = v8::String::new(scope, "host")?;
+    let host_object = internal.get(scope, host_key.into())?;
+    let require = v8::Function::builder(require_builtin).build(scope)?;
+    let undefined = v8::undefined(scope).into();
+    function.call(
+        scope,
+        undefined,
+        &[
+            host_object,
+            internal.into(),
+            require.into(),
+            module_value,
+            exports.into(),
+        ],
+    )?;
+    super::commonjs::module_exports(scope, module_value)
+}
+
+/// `require('node:<name>')` inside a built-in: another built-in, whatever
+/// the Worker's settings (they decide what the Worker imports, not what
+/// a built-in is made of).
+fn require_builtin(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(registry) = Registry::get(scope) else {
+        return;
+    };
+    let specifier = args.get(0).to_rust_string_lossy(scope);
+    let name = match specifier.strip_prefix(PREFIX) {
+        Some(_) => specifier,
+        None => format!("{PREFIX}{specifier}"),
+    };
+    if let Some(value) = exports(scope, &registry, &name) {
+        rv.set(value);
+    }
+}
+
+/// The globals of `nodejs_compat_v2`: `Buffer` (`node:buffer`'s) and
+/// `process` (`node:process`), loaded when a Worker first reads them (lazy
+/// data properties, so a Worker that never does pays nothing).
+pub(crate) fn define_globals(scope: &mut v8::PinScope<'_, '_>, compat: NodeCompat) -> Option<()> {
+    if !compat.bare_names() {
+        return Some(());
+    }
+    let global = scope.get_current_context().global(scope);
+    for name in ["Buffer", "process"] {
+        let key = v8::String::new(scope, name)?;
+        global.set_lazy_data_property(scope, key.into(), lazy_global)?;
+    }
+    Some(())
+}
+
+fn lazy_global(
+    scope: &mut v8::PinScope<'_, '_>,
+    key: v8::Local<'_, v8::Name>,
+    _args: v8::PropertyCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(registry) = Registry::get(scope) else {
+        return;
+    };
+    let name = key.to_rust_string_lossy(scope);
+    let module = if name == "Buffer" {
+        "node:buffer"
+    } else {
+        "node:process"
+    };
+    let Some(exports) = exports(scope, &registry, module) else {
+        return;
+    };
+    if module == "node:process" {
+        rv.set(exports);
+        return;
+    }
+    let Ok(exports) = v8::Local::<v8::Object>::try_from(exports) else {
+        return;
+    };
+    if let Some(buffer) = exports.get(scope, key.into()) {
+        rv.set(buffer);
+    }
+}

@@ -1,0 +1,278 @@
+//! Compatibility settings: a Worker's `compatibilityDate` and
+//! `compatibilityFlags`, with workerd's names and rules
+//! (`src/workerd/io/compatibility-date.capnp`), and what they turn on.
+//!
+//! A date turns on every behaviour workerd enables from that date; a flag
+//! turns one on (`nodejs_compat`) or off (`no_nodejs_compat`) whatever the
+//! date. Only the flags in [`FLAGS`] are honoured; any other is refused with
+//! the list of known ones, so a Worker never runs believing it has a
+//! behaviour it does not. docs/nodejs.md lists them for users.
+
+use std::fmt;
+
+use thiserror::Error;
+
+/// The date from which workerd turns Node.js compatibility (and its v2
+/// form) on without a flag.
+pub const NODE_COMPAT_DATE: Date = Date(2026, 8, 4);
+
+/// The date after which `nodejs_compat` implies `nodejs_compat_v2`.
+pub const NODE_COMPAT_V2_IMPLIED_DATE: Date = Date(2024, 9, 23);
+
+/// What a Worker's settings turn on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum NodeCompat {
+    /// No Node.js modules: `node:` imports fail to load (today's default).
+    #[default]
+    Off,
+    /// Only `node:async_hooks` (`nodejs_als`).
+    Als,
+    /// `node:` modules, imported with their `node:` prefix only
+    /// (`nodejs_compat` before 2024-09-23).
+    V1,
+    /// `node:` modules with or without the prefix, and the `Buffer` global
+    /// (`nodejs_compat_v2`, implied by `nodejs_compat` from 2024-09-23, on
+    /// by default from 2026-08-04).
+    V2,
+}
+
+impl NodeCompat {
+    /// Whether `node:` modules other than `async_hooks` load.
+    pub fn modules(self) -> bool {
+        matches!(self, NodeCompat::V1 | NodeCompat::V2)
+    }
+
+    /// Whether Node's built-ins may be named without `node:` (`buffer`).
+    pub fn bare_names(self) -> bool {
+        self == NodeCompat::V2
+    }
+
+    /// Whether `node:async_hooks` loads.
+    pub fn async_hooks(self) -> bool {
+        self != NodeCompat::Off
+    }
+}
+
+/// A compatibility date, `YYYY-MM-DD`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Date(pub u16, pub u8, pub u8);
+
+impl Date {
+    /// Parses `YYYY-MM-DD` (workerd's form).
+    pub fn parse(text: &str) -> Result<Self, CompatError> {
+        let invalid = || CompatError::InvalidDate {
+            date: text.to_owned(),
+        };
+        let mut parts = text.split('-');
+        let (Some(y), Some(m), Some(d), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(invalid());
+        };
+        let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(y, 4) || !digits(m, 2) || !digits(d, 2) {
+            return Err(invalid());
+        }
+        let (Ok(year), Ok(month), Ok(day)) = (y.parse(), m.parse(), d.parse()) else {
+            return Err(invalid());
+        };
+        if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+            return Err(invalid());
+        }
+        Ok(Date(year, month, day))
+    }
+}
+
+impl fmt::Display for Date {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04}-{:02}-{:02}", self.0, self.1, self.2)
+    }
+}
+
+/// A behaviour a flag switches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Feature {
+    NodeCompat,
+    NodeCompatV2,
+    NodeAls,
+}
+
+/// Every flag honoured: (name, the behaviour, on or off).
+pub const FLAGS: &[(&str, &str)] = &[
+    (
+        "nodejs_compat",
+        "Node.js modules (node:buffer, node:events, ...)",
+    ),
+    ("no_nodejs_compat", "turns nodejs_compat off"),
+    (
+        "nodejs_compat_v2",
+        "nodejs_compat, with bare names (buffer) and the Buffer global",
+    ),
+    ("no_nodejs_compat_v2", "turns nodejs_compat_v2 off"),
+    ("nodejs_als", "node:async_hooks alone"),
+    ("no_nodejs_als", "turns nodejs_als off"),
+];
+
+fn flag(name: &str) -> Option<(Feature, bool)> {
+    Some(match name {
+        "nodejs_compat" => (Feature::NodeCompat, true),
+        "no_nodejs_compat" => (Feature::NodeCompat, false),
+        "nodejs_compat_v2" => (Feature::NodeCompatV2, true),
+        "no_nodejs_compat_v2" => (Feature::NodeCompatV2, false),
+        "nodejs_als" => (Feature::NodeAls, true),
+        "no_nodejs_als" => (Feature::NodeAls, false),
+        _ => return None,
+    })
+}
+
+/// Why compatibility settings are refused.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum CompatError {
+    #[error("compatibility date {date:?} is not a date of the form YYYY-MM-DD")]
+    InvalidDate { date: String },
+    #[error("unknown compatibility flag {flag:?}; known flags: {}", known())]
+    UnknownFlag { flag: String },
+    #[error("compatibility flags {on:?} and {off:?} contradict each other")]
+    Contradictory { on: String, off: String },
+}
+
+impl CompatError {
+    /// A bounded label for metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CompatError::InvalidDate { .. } => "invalid_date",
+            CompatError::UnknownFlag { .. } => "unknown_flag",
+            CompatError::Contradictory { .. } => "contradictory_flags",
+        }
+    }
+}
+
+fn known() -> String {
+    FLAGS
+        .iter()
+        .map(|(name, _)| *name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What `date` (none: before every date) and `flags` turn on, as workerd
+/// decides it; an unknown or contradictory flag, or a malformed date, is an
+/// error.
+pub fn resolve(date: Option<&str>, flags: &[String]) -> Result<NodeCompat, CompatError> {
+    let date = date.map(Date::parse).transpose()?;
+    let mut set: Vec<(Feature, bool, &str)> = Vec::with_capacity(flags.len());
+    for name in flags {
+        let Some((feature, on)) = flag(name) else {
+            return Err(CompatError::UnknownFlag { flag: name.clone() });
+        };
+        if let Some((_, _, other)) = set.iter().find(|(f, o, _)| *f == feature && *o != on) {
+            let (on, off) = if on {
+                (name.as_str(), *other)
+            } else {
+                (*other, name.as_str())
+            };
+            return Err(CompatError::Contradictory {
+                on: on.to_owned(),
+                off: off.to_owned(),
+            });
+        }
+        set.push((feature, on, name));
+    }
+    let explicit = |feature| {
+        set.iter()
+            .find(|(f, _, _)| *f == feature)
+            .map(|(_, on, _)| *on)
+    };
+    let from = |since: Date| date.is_some_and(|d| d >= since);
+    let node = explicit(Feature::NodeCompat).unwrap_or(from(NODE_COMPAT_DATE));
+    let v2 = explicit(Feature::NodeCompatV2)
+        .unwrap_or(from(NODE_COMPAT_DATE) || (node && from(NODE_COMPAT_V2_IMPLIED_DATE)));
+    let als = explicit(Feature::NodeAls).unwrap_or(false);
+    Ok(if v2 {
+        NodeCompat::V2
+    } else if node {
+        NodeCompat::V1
+    } else if als {
+        NodeCompat::Als
+    } else {
+        NodeCompat::Off
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_date_turns_node_compat_on_from_2026_08_04() {
+        assert_eq!(resolve(None, &[]), Ok(NodeCompat::Off));
+        assert_eq!(resolve(Some("2026-08-03"), &[]), Ok(NodeCompat::Off));
+        assert_eq!(resolve(Some("2026-08-04"), &[]), Ok(NodeCompat::V2));
+        assert_eq!(
+            resolve(Some("2026-09-01"), &flags(&["no_nodejs_compat_v2"])),
+            Ok(NodeCompat::V1)
+        );
+        assert_eq!(
+            resolve(
+                Some("2026-09-01"),
+                &flags(&["no_nodejs_compat", "no_nodejs_compat_v2"])
+            ),
+            Ok(NodeCompat::Off)
+        );
+    }
+
+    #[test]
+    fn nodejs_compat_implies_v2_after_2024_09_23() {
+        let on = flags(&["nodejs_compat"]);
+        assert_eq!(resolve(Some("2024-09-22"), &on), Ok(NodeCompat::V1));
+        assert_eq!(resolve(Some("2024-09-23"), &on), Ok(NodeCompat::V2));
+        assert_eq!(resolve(None, &on), Ok(NodeCompat::V1));
+        assert_eq!(
+            resolve(Some("2024-01-01"), &flags(&["nodejs_compat_v2"])),
+            Ok(NodeCompat::V2)
+        );
+        assert_eq!(
+            resolve(Some("2024-01-01"), &flags(&["nodejs_als"])),
+            Ok(NodeCompat::Als)
+        );
+    }
+
+    #[test]
+    fn unknown_and_contradictory_flags_and_bad_dates_are_refused() {
+        let error = resolve(None, &flags(&["nodejs_compatt"])).unwrap_err();
+        assert_eq!(error.kind(), "unknown_flag");
+        let message = error.to_string();
+        assert!(message.contains("\"nodejs_compatt\""), "{message}");
+        assert!(
+            message.contains("nodejs_compat, no_nodejs_compat"),
+            "{message}"
+        );
+        assert_eq!(
+            resolve(None, &flags(&["nodejs_compat", "no_nodejs_compat"])),
+            Err(CompatError::Contradictory {
+                on: "nodejs_compat".into(),
+                off: "no_nodejs_compat".into()
+            })
+        );
+        for bad in [
+            "2026-8-4",
+            "2026-13-01",
+            "2026-01-32",
+            "yesterday",
+            "2026-01-01-01",
+        ] {
+            assert!(
+                matches!(
+                    resolve(Some(bad), &[]),
+                    Err(CompatError::InvalidDate { .. })
+                ),
+                "{bad}"
+            );
+        }
+        assert_eq!(Date::parse("2026-08-04").unwrap().to_string(), "2026-08-04");
+    }
+}
