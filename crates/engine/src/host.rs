@@ -32,6 +32,7 @@ mod memory;
 pub(crate) mod rejection;
 mod respond;
 mod runtime;
+pub(crate) mod socket;
 pub(crate) mod state;
 mod text;
 mod timers;
@@ -77,6 +78,7 @@ fn families() -> Vec<Unit> {
         codec::unit(),
         form_data::unit(),
         memory::wasm(),
+        socket::unit(),
         runtime::finalize(),
     ]
 }

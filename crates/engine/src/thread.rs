@@ -713,12 +713,8 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
     }
     let _ = reply.send(result);
     // The rest: a streamed body, then `ctx.waitUntil` work, within the wall limit.
-    if answered
-        && tokio::time::timeout_at(deadline.into(), done_rx)
-            .await
-            .is_err()
-    {
-        wall_timeout(state, &isolate, req, &bundle);
+    if answered {
+        wait_done(state, &isolate, req, &bundle, deadline, done_rx).await;
     }
     let (cpu, failure) = host.finish_request(req);
     let outcome = failure.unwrap_or(Outcome::Ok);
@@ -735,6 +731,31 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         drop(isolate);
         report_gauges(state);
     }
+}
+
+/// Waits for the rest of an answered request: a streamed body, then
+/// `ctx.waitUntil` work, within the wall limit; past it, as long as an open
+/// WebSocket holds the request (each of its events has its own wall time,
+/// `HostState::top_up`, and the socket its idle timeout).
+async fn wait_done(
+    state: &ThreadState,
+    isolate: &Rc<WorkerIsolate>,
+    req: u32,
+    bundle: &Arc<WorkerBundle>,
+    deadline: Instant,
+    mut done_rx: oneshot::Receiver<()>,
+) {
+    if tokio::time::timeout_at(deadline.into(), &mut done_rx)
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    if isolate.host.held(req) {
+        let _ = done_rx.await;
+        return;
+    }
+    wall_timeout(state, isolate, req, bundle);
 }
 
 /// How many times the request passed through a worker's `fetch` already.

@@ -57,3 +57,5 @@ mod tenants;
 mod url;
 #[path = "engine/url_pattern.rs"]
 mod url_pattern;
+#[path = "engine/websocket.rs"]
+mod websocket;
