@@ -57,9 +57,10 @@ const CLOSED = 3;
 function checkClose(code, reason) {
   if (code !== undefined) {
     code = internal.toNumber(code) & 0xffff;
-    if (code !== 1000 && (code < 3000 || code > 4999)) {
-      throw new internal.DOMException(`The close code must be 1000 or in the range 3000 to 4999; got ${code}.`, 'InvalidAccessError');
-    }
+    // workerd's rule: 1000-1014 but the three never sent on the wire, or
+    // 3000-4999.
+    const valid = (code >= 1000 && code <= 1014 && (code < 1004 || code > 1006)) || (code >= 3000 && code <= 4999);
+    if (!valid) throw new TypeError(`Invalid WebSocket close code: ${code}.`);
   }
   reason = reason === undefined ? '' : internal.toUSVString(reason);
   if (host.utf8Encode(reason).byteLength > 123) {

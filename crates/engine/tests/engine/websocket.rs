@@ -252,7 +252,7 @@ export default {
     let threw = '';
     try { a.send('late'); } catch (err) { threw = err.message; }
     let badCode = '';
-    try { b.close(1001); } catch (err) { badCode = err.name; }
+    try { b.close(1005); } catch (err) { badCode = err.name; }
     let unaccepted = '';
     try { new WebSocketPair()[0].send('x'); } catch (err) { unaccepted = err.message; }
     let status = '';
@@ -267,6 +267,35 @@ export default {
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         body,
-        r#"{"got":["one","1,2,3","2,1"],"code":4000,"reason":"end","clean":true,"threw":"Can't call WebSocket send() after close().","badCode":"InvalidAccessError","unaccepted":"You must call accept() on this WebSocket before sending messages.","status":"RangeError","ready":3,"binaryType":"arraybuffer","globals":["function","function","function"]}"#
+        r#"{"got":["one","1,2,3","2,1"],"code":4000,"reason":"end","clean":true,"threw":"Can't call WebSocket send() after close().","badCode":"TypeError","unaccepted":"You must call accept() on this WebSocket before sending messages.","status":"RangeError","ready":3,"binaryType":"arraybuffer","globals":["function","function","function"]}"#
     );
+}
+
+/// Open sockets hold no request slots: many more than a namespace's share
+/// of slots (64 of 256 here) stay open, and plain requests still run.
+#[tokio::test]
+async fn open_sockets_do_not_hold_request_slots() {
+    let engine = engine_with(EngineConfig {
+        threads: 1,
+        pin_threads: false,
+        pool_mode: PoolMode::Pinned,
+        spare_isolates: 1,
+        queue_depth: 256,
+        websocket: WebSocketConfig {
+            max_sockets_per_worker: 200,
+            ..WebSocketConfig::default()
+        },
+        ..EngineConfig::default()
+    })
+    .0;
+    let echo = bundle("web/echo-slots", ECHO);
+    let mut ends = Vec::new();
+    for _ in 0..150 {
+        ends.push(open(&engine, &echo).await);
+    }
+    assert_eq!(run(&engine, 0, &echo, "/").await.0, 426);
+    for end in &mut ends {
+        end.to_worker.send(text("hi")).await.unwrap();
+        assert_eq!(next(end).await, Some(text("hi")));
+    }
 }
