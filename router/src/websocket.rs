@@ -35,6 +35,9 @@ use crate::answer::full_body;
 use crate::proxy::{Client, Proxy};
 use crate::{BoxError, ResponseBody};
 
+/// The chunk the client's connection is read in.
+const READ_BUFFER: usize = 4 << 10;
+
 /// On a request the front end will upgrade if its Worker accepts: the call
 /// keeps its `Upgrade: websocket` header for the Worker to see.
 #[derive(Debug, Clone, Copy)]
@@ -117,7 +120,13 @@ where
         max_message_bytes,
         write_timeout,
     } = channels;
+    // Small buffers: an idle socket holds them for its life (tungstenite's
+    // defaults are 128 KiB each way); a message is written and flushed
+    // before the next is taken, so the write buffer holds at most one.
     let config = WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(0)
+        .max_write_buffer_size(max_message_bytes.saturating_mul(2).max(READ_BUFFER))
         .max_message_size(Some(max_message_bytes))
         .max_frame_size(Some(max_message_bytes));
     let mut ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
