@@ -16,7 +16,6 @@ use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
@@ -230,7 +229,15 @@ fn web_socket_send<'s>(
         SocketMessage::Text(value_string(scope, data))
     } else {
         let bytes = view_bytes(data).unwrap_or_default();
-        SocketMessage::Binary(Bytes::from(bytes))
+        if bytes.len() > config.max_message_bytes {
+            return Err(too_big(config.max_message_bytes));
+        }
+        // Charged to the Worker's memory until the front end took it.
+        // Over the limit the turn is being terminated.
+        match host.memory.charged_bytes(bytes) {
+            Ok(bytes) => SocketMessage::Binary(bytes),
+            Err(_) => return Ok(()),
+        }
     };
     if message.len() > config.max_message_bytes {
         return Err(too_big(config.max_message_bytes));
