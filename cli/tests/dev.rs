@@ -2,8 +2,6 @@
 //! over HTTP, stopped with Ctrl-C (SIGINT).
 #![allow(clippy::unwrap_used)]
 
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -11,63 +9,12 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use isolane_testenv::{Process, wait_until};
-use nix::sys::signal::Signal;
+use isolane_testenv::wait_until;
 use tempfile::TempDir;
 
-const DEADLINE: Duration = Duration::from_secs(60);
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn free_port() -> u16 {
-    isolane_testenv::free_port().unwrap()
-}
-
-/// The running server (killed on drop), its log in a directory of its own.
-struct Dev {
-    process: Process,
-    _logs: TempDir,
-}
-
-impl Dev {
-    /// `isolane dev <args…> --threads 1`; arguments that name a file or folder
-    /// of the repository are passed as absolute paths.
-    fn start(args: &[&str]) -> Self {
-        let mut argv: Vec<OsString> = vec!["dev".into()];
-        argv.extend(args.iter().map(|arg| {
-            let path = repo().join(arg);
-            if path.exists() {
-                path.into_os_string()
-            } else {
-                OsString::from(arg)
-            }
-        }));
-        argv.extend(["--threads".into(), "1".into()]);
-        let logs = tempfile::tempdir().unwrap();
-        let process = Process::spawn(
-            "isolane dev",
-            Path::new(env!("CARGO_BIN_EXE_isolane")),
-            &argv,
-            &[],
-            &logs.path().join("dev.log"),
-        )
-        .unwrap();
-        Dev {
-            process,
-            _logs: logs,
-        }
-    }
-
-    /// SIGINT, then the exit status within the deadline.
-    fn interrupt(mut self) -> std::process::ExitStatus {
-        self.process.signal(Signal::SIGINT).unwrap();
-        self.process
-            .wait_exit(DEADLINE)
-            .expect("isolane dev exits on SIGINT")
-    }
-}
+#[path = "support/dev.rs"]
+mod support;
+use support::{DEADLINE, Dev, free_port, repo};
 
 type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
 

@@ -135,6 +135,8 @@ pub struct Answer {
     pub retry_after_ms: Option<u32>,
     /// The body's exact length, when known.
     pub body_length: Option<u64>,
+    /// A `101`'s WebSocket (in process only: not on the wire yet).
+    pub upgrade: Option<crate::socket::Upgrade>,
 }
 
 /// Why a response head from the wire is not an answer.
@@ -198,6 +200,7 @@ impl Answer {
             reason: head.reason,
             retry_after_ms: head.retry_after_ms,
             body_length: head.body_length,
+            upgrade: None,
         })
     }
 }
@@ -305,6 +308,7 @@ mod tests {
             reason: "why".to_owned(),
             retry_after_ms: Some(3000),
             body_length: Some(7),
+            upgrade: None,
         };
         let back = Answer::decode(answer.encode()).unwrap();
         assert_eq!(back.encode(), answer.encode());

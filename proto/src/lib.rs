@@ -18,6 +18,7 @@ pub mod call;
 pub mod frame;
 pub mod mtls;
 pub mod outcome;
+pub mod socket;
 
 /// The `isolane.runtime` protobuf packages.
 pub mod runtime {

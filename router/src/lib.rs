@@ -27,6 +27,7 @@ pub mod routes;
 pub mod server;
 pub mod split;
 pub mod watch;
+pub mod websocket;
 
 pub use error::{BoxError, Error};
 pub use metrics::RouterMetrics;

@@ -776,6 +776,21 @@ impl Trip<'_> {
         // one): never from a client's own request in a cluster.
         call.scheduled = parts.extensions.get::<ScheduledTick>().cloned();
         call.prewarm = parts.extensions.get::<PrewarmRequest>().is_some();
+        // A WebSocket handshake the front end will complete if the Worker
+        // accepts: the Worker sees it asked for (hop-by-hop headers are
+        // otherwise never forwarded).
+        if parts
+            .extensions
+            .get::<crate::websocket::ClientUpgrade>()
+            .is_some()
+        {
+            let headers = call.request.headers_mut();
+            headers.insert(http::header::UPGRADE, HeaderValue::from_static("websocket"));
+            headers.insert(
+                http::header::CONNECTION,
+                HeaderValue::from_static("Upgrade"),
+            );
+        }
         Ok(call)
     }
 
@@ -893,6 +908,9 @@ impl Trip<'_> {
         );
         let mut response = Response::new(body.boxed_unsync());
         *response.status_mut() = status;
+        if let Some(upgrade) = answer.upgrade {
+            response.extensions_mut().insert(upgrade);
+        }
         let mut headers = answer.headers;
         strip_hop_by_hop(&mut headers);
         *response.headers_mut() = headers;

@@ -58,7 +58,7 @@ async fn serve_on(listener: TcpListener, proxy: Proxy, shutdown: CancellationTok
         service_fn(move |request: hyper::Request<Incoming>| {
             let proxy = proxy.clone();
             let client = Arc::clone(&client);
-            async move { Ok::<_, Infallible>(proxy.handle_from(request, Some(&client)).await) }
+            async move { Ok::<_, Infallible>(crate::websocket::handle(&proxy, request, &client).await) }
         })
     };
     edge::serve(listener, edge, Plain, service, shutdown.cancelled_owned()).await;

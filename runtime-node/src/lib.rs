@@ -23,6 +23,7 @@ mod metrics;
 mod node;
 mod retire;
 mod service;
+mod socket;
 
 pub use admission::{Admission, Permit};
 pub use bundles::{BundleError, BundleIndex, Loaded, parse_secret, watch_bundles, worker_bundle};

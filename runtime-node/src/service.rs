@@ -204,6 +204,11 @@ impl NodeService {
             outcome,
             reason,
             body_length: http_body::Body::size_hint(&body).exact(),
+            upgrade: parts
+                .extensions
+                .get::<isolane_engine::WebSocketUpgrade>()
+                .and_then(isolane_engine::WebSocketUpgrade::take)
+                .map(crate::socket::bridge),
         };
         let body = Answered::new(
             body,

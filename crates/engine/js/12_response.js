@@ -20,12 +20,20 @@ class Response {
   #body = null;
   #url = '';
   #redirected = false;
+  #webSocket = null;
 
   constructor(body = null, init = undefined) {
     if (body === kHost) return;
     const opts = internal.toDictionary(init, 'ResponseInit');
     const status = opts.status === undefined ? 200 : toStatus(opts.status);
-    if (status < 200 || status > 599) {
+    // A WebSocket handshake (workerd): status 101 with the client end of a
+    // WebSocketPair (26_websocket.js), and only then.
+    const webSocket = opts.webSocket ?? null;
+    if (webSocket !== null) {
+      if (!internal.isWebSocket(webSocket)) throw new TypeError("Failed to construct 'Response': member webSocket is not of type WebSocket.");
+      if (status !== 101) throw new RangeError('Responses with a webSocket must have status 101.');
+      this.#webSocket = webSocket;
+    } else if (status < 200 || status > 599) {
       throw new RangeError('Responses may only be constructed with status codes in the range 200 to 599, inclusive.');
     }
     let statusText = '';
@@ -57,7 +65,7 @@ class Response {
   get ok() { Response.#check(this); return this.#status >= 200 && this.#status <= 299; }
   get statusText() { Response.#check(this); return this.#statusText; }
   get headers() { Response.#check(this); return this.#headers; }
-  get webSocket() { Response.#check(this); return null; }
+  get webSocket() { Response.#check(this); return this.#webSocket; }
   get cf() { Response.#check(this); return undefined; }
 
   clone() {
@@ -109,7 +117,7 @@ class Response {
 
   static {
     internal.isResponse = (v) => internal.isObject(v) && #status in v;
-    internal.responseParts = (r) => ({ type: r.#type, status: r.#status, statusText: r.#statusText, headers: r.#headers, body: r.#body });
+    internal.responseParts = (r) => ({ type: r.#type, status: r.#status, statusText: r.#statusText, headers: r.#headers, body: r.#body, webSocket: r.#webSocket });
     // A response from host.fetch: headers immutable, body streamed from the host.
     // A fetch's answer: `res` as host.fetch resolves it (HOST.md), or for a
     // data: URL the same shape with the whole body in `bytes`.

@@ -269,12 +269,16 @@ async function sendResponse(ctxId, response, headOnly) {
     fail(ctxId, new TypeError(`The fetch handler returned ${describe(response)} instead of a Response.`));
     return;
   }
-  const { type, status, statusText, headers, body } = internal.responseParts(response);
+  const { type, status, statusText, headers, body, webSocket } = internal.responseParts(response);
   if (type === 'error') {
     fail(ctxId, new TypeError('The fetch handler returned an error response (Response.error()).'));
     return;
   }
   const list = internal.headersList(headers);
+  if (webSocket !== null) {
+    internal.webSocketRespond(ctxId, webSocket, list);
+    return;
+  }
   if (body === null) {
     host.respond(ctxId, status, statusText, list, null);
     return;

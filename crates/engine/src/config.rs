@@ -99,6 +99,9 @@ pub struct EngineConfig {
     pub egress: crate::egress::EgressConfig,
     /// The Cache API's store, shared by the engine's threads.
     pub cache: crate::cache::CacheConfig,
+    /// WebSocket limits: message size, buffering, idle timeout, sockets
+    /// per Worker per thread (`socket.rs`).
+    pub websocket: crate::socket::WebSocketConfig,
 }
 
 impl EngineConfig {
@@ -136,6 +139,7 @@ impl Default for EngineConfig {
             max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
             egress: crate::egress::EgressConfig::default(),
             cache: crate::cache::CacheConfig::default(),
+            websocket: crate::socket::WebSocketConfig::default(),
         }
     }
 }

@@ -33,6 +33,7 @@ mod node;
 pub(crate) mod rejection;
 mod respond;
 mod runtime;
+pub(crate) mod socket;
 pub(crate) mod state;
 mod text;
 mod timers;
@@ -78,6 +79,7 @@ fn families() -> Vec<Unit> {
         codec::unit(),
         form_data::unit(),
         memory::wasm(),
+        socket::unit(),
         node::buffer(),
         node::events(),
         node::async_hooks(),

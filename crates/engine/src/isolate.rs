@@ -23,6 +23,7 @@ use crate::memory::Memory;
 use crate::observer::TerminationReason;
 use crate::outcome::ExecuteError;
 use crate::script;
+use crate::socket::SocketMessage;
 use crate::thread_ctx::ThreadCtx;
 
 /// Handles into the context that every turn needs. `v8::Global`s: they must
@@ -544,6 +545,52 @@ impl IsolateTurns for WorkerIsolate {
             function.call(scope, receiver.into(), &[id]).map(|_| ())
         });
         self.log_async_error(ctx, result);
+    }
+
+    fn socket_event(&self, ctx: u32, socket: u32, message: SocketMessage) {
+        if !self.host.request_live(ctx) {
+            return;
+        }
+        let wall = self.worker().map(|w| w.limits.wall()).unwrap_or_default();
+        self.host.top_up(ctx, wall);
+        let result = self.deliver(ctx, socket, message);
+        self.log_async_error(ctx, result);
+    }
+}
+
+impl WorkerIsolate {
+    /// `internal.webSocketEvent(id, kind, data, code, reason)`: kind 0 text,
+    /// 1 binary (a Uint8Array, charged to the Worker), 2 close.
+    fn deliver(&self, ctx: u32, socket: u32, message: SocketMessage) -> Result<(), TurnError> {
+        self.turn(ctx, |scope, globals, _| {
+            let internal = v8::Local::new(scope, &globals.internal);
+            let key = v8::String::new(scope, "webSocketEvent")?;
+            let function =
+                v8::Local::<v8::Function>::try_from(internal.get(scope, key.into())?).ok()?;
+            let undefined: v8::Local<v8::Value> = v8::undefined(scope).into();
+            let (kind, data, code, reason) = match message {
+                SocketMessage::Text(text) => (0, host::js_string(scope, &text)?, 0, undefined),
+                SocketMessage::Binary(bytes) => (
+                    1,
+                    host::u8_array(scope, bytes.to_vec())?.into(),
+                    0,
+                    undefined,
+                ),
+                SocketMessage::Close(frame) => {
+                    let (code, reason) =
+                        frame.map_or((1005, String::new()), |f| (f.code, f.reason));
+                    (2, undefined, code, host::js_string(scope, &reason)?)
+                }
+            };
+            let args = [
+                v8::Integer::new_from_unsigned(scope, socket).into(),
+                v8::Integer::new(scope, kind).into(),
+                data,
+                v8::Integer::new(scope, i32::from(code)).into(),
+                reason,
+            ];
+            function.call(scope, internal.into(), &args).map(|_| ())
+        })
     }
 }
 

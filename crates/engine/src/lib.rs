@@ -40,6 +40,7 @@ mod schedule;
 mod scheduled;
 mod script;
 mod snapshot;
+mod socket;
 mod thread;
 mod thread_ctx;
 mod watchdog;
@@ -55,6 +56,10 @@ pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};
 pub use prewarm::Prewarm;
 pub use scheduled::ScheduledEvent;
 pub use snapshot::runtime_files;
+pub use socket::{
+    CloseFrame, DEFAULT_MAX_MESSAGE_BYTES, SocketEnd, SocketMessage, WebSocketConfig,
+    WebSocketUpgrade,
+};
 
 /// The header every outbound `fetch` carries: one more than the request it
 /// runs for (0 when absent), so a front end can refuse a request that loops

@@ -719,29 +719,100 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         tracing::debug!(worker.id = %bundle.id, thread = ctx.index, request.id = %request_id, reason = error.reason(), "request failed");
     }
     let _ = reply.send(result);
-    // The rest: a streamed body, then `ctx.waitUntil` work, within the wall limit.
-    if answered
-        && tokio::time::timeout_at(deadline.into(), done_rx)
-            .await
-            .is_err()
-    {
-        wall_timeout(state, &isolate, req, &bundle);
+    let socket = answered && host.held(req);
+    let rest = Rest {
+        isolate,
+        req,
+        bundle,
+        started,
+        deadline,
+        answered,
+    };
+    if socket {
+        // A WebSocket: the request lives on as long as its socket, but no
+        // longer holds a slot of its namespace (nor the drain at shutdown):
+        // its sockets are capped by `max_sockets_per_worker` instead.
+        let state = Rc::clone(state);
+        tokio::task::spawn_local(async move { rest.finish(&state, done_rx).await });
+        return;
     }
-    let (cpu, failure) = host.finish_request(req);
-    let outcome = failure.unwrap_or(Outcome::Ok);
-    ctx.observer
-        .request_finished(ctx.index, outcome, started.elapsed(), cpu);
+    rest.finish(state, done_rx).await;
+}
 
+/// What is left of a request once it was answered.
+struct Rest {
+    isolate: Rc<WorkerIsolate>,
+    req: u32,
+    bundle: Arc<WorkerBundle>,
+    started: Instant,
+    deadline: Instant,
+    /// Whether a response went out (else there is nothing to wait for).
+    answered: bool,
+}
+
+impl Rest {
+    /// The rest: a streamed body, then `ctx.waitUntil` work, within the wall
+    /// limit (or an open WebSocket); then the request is forgotten and the
+    /// isolate goes back to the pool.
+    async fn finish(self, state: &ThreadState, done_rx: oneshot::Receiver<()>) {
+        let Rest {
+            isolate,
+            req,
+            bundle,
+            started,
+            deadline,
+            answered,
+        } = self;
+        let ctx = &state.ctx;
+        if answered {
+            wait_done(state, &isolate, req, &bundle, deadline, done_rx).await;
+        }
+        let (cpu, failure) = isolate.host.finish_request(req);
+        let outcome = failure.unwrap_or(Outcome::Ok);
+        ctx.observer
+            .request_finished(ctx.index, outcome, started.elapsed(), cpu);
+        release(state, &bundle, isolate);
+    }
+}
+
+/// The request is done with `isolate`: back to the pool.
+fn release(state: &ThreadState, bundle: &Arc<WorkerBundle>, isolate: Rc<WorkerIsolate>) {
+    let ctx = &state.ctx;
     if ctx.config.pool_mode != PoolMode::Legacy {
         let mut evicted = Vec::new();
         state
             .pool
             .borrow_mut()
-            .release(&bundle, &isolate, &mut evicted);
+            .release(bundle, &isolate, &mut evicted);
         report_evictions(state, evicted);
         drop(isolate);
         report_gauges(state);
     }
+}
+
+/// Waits for the rest of an answered request: a streamed body, then
+/// `ctx.waitUntil` work, within the wall limit; past it, as long as an open
+/// WebSocket holds the request (each of its events has its own wall time,
+/// `HostState::top_up`, and the socket its idle timeout).
+async fn wait_done(
+    state: &ThreadState,
+    isolate: &Rc<WorkerIsolate>,
+    req: u32,
+    bundle: &Arc<WorkerBundle>,
+    deadline: Instant,
+    mut done_rx: oneshot::Receiver<()>,
+) {
+    if tokio::time::timeout_at(deadline.into(), &mut done_rx)
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    if isolate.host.held(req) {
+        let _ = done_rx.await;
+        return;
+    }
+    wall_timeout(state, isolate, req, bundle);
 }
 
 /// How many times the request passed through a worker's `fetch` already.

@@ -61,3 +61,5 @@ mod tenants;
 mod url;
 #[path = "engine/url_pattern.rs"]
 mod url_pattern;
+#[path = "engine/websocket.rs"]
+mod websocket;

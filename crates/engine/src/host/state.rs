@@ -47,6 +47,11 @@ pub(crate) struct RequestCtx {
     /// `x-isolane-hops` of the incoming request: its outbound fetches carry
     /// one more (`HOPS_HEADER`).
     hops: u32,
+    /// What keeps the request open past its `requestDone` (its open
+    /// WebSockets, `host/socket.rs`).
+    holds: u32,
+    /// `requestDone` came while held: done when the last hold goes.
+    done_wanted: bool,
 }
 
 /// A step of a streamed response body, in order, for its writer task.
@@ -145,6 +150,10 @@ pub(crate) trait IsolateTurns {
     /// The client went away before the response was complete:
     /// `internal.requestAborted(ctxId)` aborts the request's signal.
     fn request_aborted(&self, ctx: u32);
+
+    /// A message (or the close) of WebSocket `socket` for request `ctx`:
+    /// one turn, with the request's budgets topped up.
+    fn socket_event(&self, ctx: u32, socket: u32, message: crate::socket::SocketMessage);
 }
 
 pub(crate) struct HostState {
@@ -292,6 +301,8 @@ impl HostState {
                 subrequests: 0,
                 failure: None,
                 hops,
+                holds: 0,
+                done_wanted: false,
             },
         );
         id
@@ -400,15 +411,57 @@ impl HostState {
         self.abort_tasks(None);
     }
 
-    /// `requestDone`: the worker finished everything for the request.
+    /// `requestDone`: the worker finished everything for the request
+    /// (done later if something holds it open).
     pub(crate) fn request_done(&self, ctx: u32) {
-        let done = self
-            .requests
-            .borrow_mut()
-            .get_mut(&ctx)
-            .and_then(|r| r.done.take());
+        let done = self.requests.borrow_mut().get_mut(&ctx).and_then(|r| {
+            if r.holds > 0 {
+                r.done_wanted = true;
+                return None;
+            }
+            r.done.take()
+        });
         if let Some(done) = done {
             let _ = done.send(());
+        }
+    }
+
+    /// Keeps request `ctx` open past its `requestDone` (an open WebSocket).
+    pub(crate) fn hold(&self, ctx: u32) {
+        if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
+            r.holds += 1;
+        }
+    }
+
+    /// Lets go of one hold; the request is done if it said so meanwhile.
+    pub(crate) fn release_hold(&self, ctx: u32) {
+        let done = self.requests.borrow_mut().get_mut(&ctx).and_then(|r| {
+            r.holds = r.holds.saturating_sub(1);
+            if r.holds == 0 && r.done_wanted {
+                return r.done.take();
+            }
+            None
+        });
+        if let Some(done) = done {
+            let _ = done.send(());
+        }
+    }
+
+    /// Whether something holds request `ctx` open (no wall limit then:
+    /// each event gets its own, see [`Self::top_up`]).
+    pub(crate) fn held(&self, ctx: u32) -> bool {
+        self.requests
+            .borrow()
+            .get(&ctx)
+            .is_some_and(|r| r.holds > 0)
+    }
+
+    /// A new event for request `ctx` (a WebSocket message): a fresh CPU
+    /// budget and wall time for it, as Cloudflare tops up per event.
+    pub(crate) fn top_up(&self, ctx: u32, wall: Duration) {
+        if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
+            r.cpu = Duration::ZERO;
+            r.deadline = Instant::now() + wall;
         }
     }
 
@@ -451,6 +504,9 @@ impl HostState {
             timer.task.abort();
         }
         self.handles.drop_for(ctx);
+        if let Some(sockets) = self.state::<super::socket::Sockets>() {
+            sockets.drop_for(self.worker_id(), ctx);
+        }
         self.bodies
             .borrow_mut()
             .retain(|_, (owner, _)| !matches(*owner));

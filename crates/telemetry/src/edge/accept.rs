@@ -212,7 +212,9 @@ pub async fn serve<H, M, S, B>(
             };
             let activity = Arc::new(Activity::default());
             let service = Tracked::new(service, Arc::clone(&activity));
-            let connection = builder.serve_connection(TokioIo::new(io), service);
+            // With upgrades: a front end may take the connection over (a
+            // WebSocket, `isolane_router::websocket`).
+            let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
             let connection = std::pin::pin!(connection);
             // The watchdog runs beside the connection, so a request's wake-ups
             // poll the connection and a oneshot, not the watchdog's timer.

@@ -1,0 +1,240 @@
+// 26_websocket.js — WebSocketPair, WebSocket, MessageEvent and CloseEvent,
+// as workerd has them (src/workerd/api/web-socket.h). A pair's two ends talk
+// to each other in this isolate until the Worker answers a request with
+// `new Response(null, { status: 101, webSocket: client })`: then the server
+// end talks to the front end through the host (host/socket.rs), and the
+// engine calls internal.webSocketEvent(id, kind, data, code, reason) for each
+// message from the client, one turn each. Outbound sockets (`new
+// WebSocket(url)`, fetch with Upgrade) are not here yet.
+'use strict';
+
+const kCreate = Symbol('create');
+const byHostId = new Map(); // host socket id -> the server end
+
+class MessageEvent extends Event {
+  #data;
+  constructor(type, eventInitDict = undefined) {
+    internal.requireArgs(arguments.length, 1, "Failed to construct 'MessageEvent'");
+    const init = internal.toDictionary(eventInitDict, 'MessageEventInit');
+    super(type, init);
+    this.#data = init.data === undefined ? null : init.data;
+  }
+  get data() {
+    if (!internal.isObject(this) || !(#data in this)) throw new TypeError('Illegal invocation');
+    return this.#data;
+  }
+}
+internal.enumerableMembers(MessageEvent, ['data']);
+internal.setToStringTag(MessageEvent.prototype, 'MessageEvent');
+
+class CloseEvent extends Event {
+  #code;
+  #reason;
+  #wasClean;
+  constructor(type, eventInitDict = undefined) {
+    internal.requireArgs(arguments.length, 1, "Failed to construct 'CloseEvent'");
+    const init = internal.toDictionary(eventInitDict, 'CloseEventInit');
+    super(type, init);
+    this.#code = init.code === undefined ? 0 : internal.toNumber(init.code) & 0xffff;
+    this.#reason = init.reason === undefined ? '' : internal.toUSVString(init.reason);
+    this.#wasClean = Boolean(init.wasClean);
+  }
+  static #check(self) {
+    if (!internal.isObject(self) || !(#code in self)) throw new TypeError('Illegal invocation');
+  }
+  get code() { CloseEvent.#check(this); return this.#code; }
+  get reason() { CloseEvent.#check(this); return this.#reason; }
+  get wasClean() { CloseEvent.#check(this); return this.#wasClean; }
+}
+internal.enumerableMembers(CloseEvent, ['code', 'reason', 'wasClean']);
+internal.setToStringTag(CloseEvent.prototype, 'CloseEvent');
+
+const CONNECTING = 0;
+const OPEN = 1;
+const CLOSING = 2;
+const CLOSED = 3;
+
+function checkClose(code, reason) {
+  if (code !== undefined) {
+    code = internal.toNumber(code) & 0xffff;
+    // workerd's rule: 1000-1014 but the three never sent on the wire, or
+    // 3000-4999.
+    const valid = (code >= 1000 && code <= 1014 && (code < 1004 || code > 1006)) || (code >= 3000 && code <= 4999);
+    if (!valid) throw new TypeError(`Invalid WebSocket close code: ${code}.`);
+  }
+  reason = reason === undefined ? '' : internal.toUSVString(reason);
+  if (host.utf8Encode(reason).byteLength > 123) {
+    throw new internal.DOMException('The close reason must be at most 123 bytes of UTF-8.', 'SyntaxError');
+  }
+  return [code, reason];
+}
+
+class WebSocket extends EventTarget {
+  #peer = null; // the other end of a pair, while it is in this isolate
+  #hostId = 0; // the host socket this end speaks through, once answered
+  #handedOver = false; // the client end went to the front end
+  #accepted = false;
+  #queue = []; // events that came before accept()
+  #state = OPEN;
+  #binaryType = 'arraybuffer';
+  #closeSent = false;
+
+  constructor(url = undefined, protocols = undefined, key = undefined) {
+    super();
+    if (key !== kCreate) {
+      throw new TypeError('Outbound WebSockets (new WebSocket(url)) are not supported yet; use WebSocketPair to accept one.');
+    }
+  }
+
+  static #check(self) {
+    if (!internal.isObject(self) || !(#state in self)) throw new TypeError('Illegal invocation');
+  }
+
+  get readyState() { WebSocket.#check(this); return this.#state; }
+  get url() { WebSocket.#check(this); return null; }
+  get protocol() { WebSocket.#check(this); return null; }
+  get extensions() { WebSocket.#check(this); return null; }
+  get binaryType() { WebSocket.#check(this); return this.#binaryType; }
+  set binaryType(value) {
+    WebSocket.#check(this);
+    if (value === 'arraybuffer' || value === 'blob') this.#binaryType = value;
+  }
+
+  accept() {
+    WebSocket.#check(this);
+    if (this.#handedOver) throw new TypeError('This WebSocket was handed to the client in a Response; use the other end of its pair.');
+    if (this.#accepted) return;
+    this.#accepted = true;
+    const queued = this.#queue;
+    this.#queue = [];
+    if (queued.length > 0) queueMicrotask(() => { for (const e of queued) this.#dispatch(e); });
+  }
+
+  send(message) {
+    WebSocket.#check(this);
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'send' on 'WebSocket'");
+    if (!this.#accepted) throw new TypeError('You must call accept() on this WebSocket before sending messages.');
+    if (this.#closeSent || this.#state === CLOSED) throw new TypeError("Can't call WebSocket send() after close().");
+    let text = null;
+    let bytes = null;
+    if (typeof message === 'string') text = message;
+    else {
+      bytes = internal.bufferSourceView(message);
+      if (bytes === null) text = internal.toUSVString(message);
+    }
+    if (this.#hostId !== 0) {
+      host.webSocketSend(this.#hostId, text ?? bytes, text !== null);
+      return;
+    }
+    const peer = this.#peer;
+    if (peer === null) return;
+    // A copy: the sender may change its buffer after send() returns.
+    const data = text ?? new Uint8Array(bytes).buffer;
+    queueMicrotask(() => peer.#receive(0, data));
+  }
+
+  close(code = undefined, reason = undefined) {
+    WebSocket.#check(this);
+    if (this.#handedOver) throw new TypeError('This WebSocket was handed to the client in a Response; use the other end of its pair.');
+    [code, reason] = checkClose(code, reason);
+    if (this.#closeSent || this.#state === CLOSED) return;
+    this.#closeSent = true;
+    this.#state = CLOSING;
+    if (this.#hostId !== 0) {
+      host.webSocketClose(this.#hostId, code ?? 0, reason);
+      return;
+    }
+    const peer = this.#peer;
+    if (peer !== null) queueMicrotask(() => peer.#receive(2, null, code ?? 1005, reason));
+  }
+
+  // A message (kind 0, `data` a string or an ArrayBuffer) or the close
+  // (kind 2) for this end.
+  #receive(kind, data, code = 0, reason = '') {
+    if (this.#state === CLOSED) return;
+    let event;
+    if (kind === 2) {
+      this.#state = CLOSED;
+      if (this.#hostId !== 0) byHostId.delete(this.#hostId);
+      event = new CloseEvent('close', { code, reason, wasClean: code !== 1006 });
+    } else {
+      if (typeof data !== 'string' && this.#binaryType === 'blob') data = new Blob([data]);
+      event = new MessageEvent('message', { data });
+    }
+    if (this.#accepted) this.#dispatch(event);
+    else this.#queue.push(event);
+  }
+
+  #dispatch(event) {
+    internal.dispatchTrusted(this, event, internal.reportError);
+    if (event.type === 'close' && event.code === 1006) {
+      internal.dispatchTrusted(this, new ErrorEvent('error', { message: event.reason }), internal.reportError);
+    }
+  }
+
+  static {
+    internal.isWebSocket = (v) => internal.isObject(v) && #state in v;
+    internal.newWebSocketPair = () => {
+      const client = new WebSocket(undefined, undefined, kCreate);
+      const server = new WebSocket(undefined, undefined, kCreate);
+      client.#peer = server;
+      server.#peer = client;
+      return [client, server];
+    };
+    // The Worker answered request `ctxId` with `client`: the host takes the
+    // client end, and the server end speaks to the front end from now on.
+    internal.webSocketRespond = (ctxId, client, list) => {
+      if (client.#handedOver || client.#accepted || client.#peer === null) {
+        throw new TypeError('The webSocket of a 101 response must be the unaccepted client end of a WebSocketPair.');
+      }
+      const server = client.#peer;
+      const id = host.webSocketRespond(ctxId, list);
+      if (!id) return;
+      client.#handedOver = true;
+      client.#peer = null;
+      server.#peer = null;
+      server.#hostId = id;
+      byHostId.set(id, server);
+      // What the server end sent before the answer goes first.
+      for (const event of client.#queue) {
+        if (event.type === 'message') {
+          const data = event.data;
+          if (typeof data === 'string') host.webSocketSend(id, data, true);
+          else host.webSocketSend(id, new Uint8Array(data), false);
+        } else {
+          host.webSocketClose(id, event.code === 1005 ? 0 : event.code, event.reason);
+        }
+      }
+      client.#queue = [];
+    };
+    internal.webSocketEvent = (id, kind, data, code, reason) => {
+      const socket = byHostId.get(id);
+      if (socket === undefined) return;
+      if (kind === 1) {
+        // The host's Uint8Array owns its whole buffer.
+        data = data.buffer;
+      }
+      socket.#receive(kind === 2 ? 2 : 0, data, code, reason);
+    };
+  }
+}
+internal.enumerableMembers(WebSocket, ['readyState', 'url', 'protocol', 'extensions', 'binaryType', 'accept', 'send', 'close']);
+internal.setToStringTag(WebSocket.prototype, 'WebSocket');
+for (const [name, value] of [['CONNECTING', CONNECTING], ['OPEN', OPEN], ['CLOSING', CLOSING], ['CLOSED', CLOSED]]) {
+  Object.defineProperty(WebSocket, name, { value, enumerable: true });
+  Object.defineProperty(WebSocket.prototype, name, { value, enumerable: true });
+}
+
+class WebSocketPair {
+  constructor() {
+    const [client, server] = internal.newWebSocketPair();
+    Object.defineProperty(this, 0, { value: client, enumerable: true });
+    Object.defineProperty(this, 1, { value: server, enumerable: true });
+  }
+}
+internal.setToStringTag(WebSocketPair.prototype, 'WebSocketPair');
+
+internal.defineGlobal('WebSocket', WebSocket);
+internal.defineGlobal('WebSocketPair', WebSocketPair);
+internal.defineGlobal('MessageEvent', MessageEvent);
+internal.defineGlobal('CloseEvent', CloseEvent);

@@ -1,0 +1,368 @@
+//! The `websocket` unit: `WebSocketPair`, `WebSocket` and the `101`
+//! response that hands a pair's client end to the front end
+//! (js/26_websocket.js), and the host side of that hand-over.
+//!
+//! One socket is one [`Entry`] in the isolate's [`Sockets`], owned by the
+//! request whose response carried it: that request stays open (a hold on
+//! it, `HostState::hold`) until the socket closes, and everything of the
+//! socket goes with the request however it ends (`Sockets::drop_for`, from
+//! `HostState::finish_request`) — a limit that stops the Worker closes its
+//! sockets with it. Messages from the client arrive on a task of their own
+//! ([`pump`]); each runs as one turn with the request's CPU and wall budget
+//! topped up (`IsolateTurns::socket_event`), as Cloudflare tops up per event.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::{Rc, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use super::error::{HostError, HostResult};
+use super::state::IdMap;
+use super::unit::Unit;
+use super::{HostState, IsolateTurns, lenient_header_map, value_string, view_bytes};
+use crate::outcome::ExecuteError;
+use crate::socket::{CloseFrame, SocketEnd, SocketMessage, WebSocketUpgrade};
+
+pub(super) fn unit() -> Unit {
+    Unit::new("websocket")
+        .js(&["26_websocket.js"])
+        .function("webSocketRespond", web_socket_respond)
+        .function("webSocketSend", web_socket_send)
+        .function("webSocketClose", web_socket_close)
+        .state::<Sockets>()
+}
+
+/// Close codes the engine uses of its own.
+pub(crate) mod code {
+    /// The peer went away without a close frame (never sent on the wire).
+    pub(crate) const ABNORMAL: u16 = 1006;
+    /// Idle for too long.
+    pub(crate) const GOING_AWAY: u16 = 1001;
+}
+
+/// One open socket, seen from the Worker.
+struct Entry {
+    ctx: u32,
+    /// To the front end; dropped (the channel ends) when the socket is
+    /// dropped abnormally.
+    out: mpsc::Sender<SocketMessage>,
+    /// The task delivering the client's messages.
+    pump: Option<AbortHandle>,
+    /// When a message last crossed either way (the idle timeout).
+    active: Cell<Instant>,
+    /// The Worker sent its close frame.
+    closed: Cell<bool>,
+}
+
+/// The isolate's open sockets (the unit's state).
+#[derive(Default)]
+pub(crate) struct Sockets {
+    open: RefCell<IdMap<Entry>>,
+    next: Cell<u32>,
+}
+
+thread_local! {
+    /// Open sockets per worker on this engine thread (isolates never leave
+    /// their thread, so this is exactly "per Worker per thread").
+    static PER_WORKER: RefCell<HashMap<String, usize>> = RefCell::default();
+}
+
+fn count_socket(worker: &str, delta: isize) -> usize {
+    PER_WORKER.with(|map| {
+        let mut map = map.borrow_mut();
+        let n = map.entry(worker.to_owned()).or_default();
+        *n = n.saturating_add_signed(delta);
+        let now = *n;
+        if now == 0 {
+            map.remove(worker);
+        }
+        now
+    })
+}
+
+/// Open sockets of `worker` on this thread (for tests and gauges).
+pub(crate) fn open_sockets(worker: &str) -> usize {
+    PER_WORKER.with(|map| map.borrow().get(worker).copied().unwrap_or(0))
+}
+
+impl Sockets {
+    fn insert(&self, entry: Entry) -> u32 {
+        let id = self.next.get().wrapping_add(1).max(1);
+        self.next.set(id);
+        self.open.borrow_mut().insert(id, entry);
+        id
+    }
+
+    fn out(&self, id: u32) -> Option<(mpsc::Sender<SocketMessage>, bool)> {
+        let open = self.open.borrow();
+        let entry = open.get(&id)?;
+        entry.active.set(Instant::now());
+        Some((entry.out.clone(), entry.closed.get()))
+    }
+
+    fn mark_closed(&self, id: u32) {
+        if let Some(entry) = self.open.borrow().get(&id) {
+            entry.closed.set(true);
+        }
+    }
+
+    fn idle_since(&self, id: u32) -> Option<Instant> {
+        self.open.borrow().get(&id).map(|e| e.active.get())
+    }
+
+    fn set_pump(&self, id: u32, task: AbortHandle) {
+        if let Some(entry) = self.open.borrow_mut().get_mut(&id) {
+            entry.pump = Some(task);
+        }
+    }
+
+    /// Forgets socket `id` (it closed or broke); its count goes.
+    fn take(&self, worker: &str, id: u32) -> Option<Entry> {
+        let entry = self.open.borrow_mut().remove(&id)?;
+        count_socket(worker, -1);
+        Some(entry)
+    }
+
+    /// Drops every socket of request `ctx` (all when `None`): the request
+    /// ended, so its sockets end too — the front end sees the channel end
+    /// without a close frame and closes the client with 1011.
+    pub(crate) fn drop_for(&self, worker: &str, ctx: Option<u32>) {
+        let gone: Vec<Entry> = {
+            let mut open = self.open.borrow_mut();
+            let ids: Vec<u32> = open
+                .iter()
+                .filter(|(_, e)| ctx.is_none_or(|c| c == e.ctx))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter().filter_map(|id| open.remove(&id)).collect()
+        };
+        for entry in gone {
+            count_socket(worker, -1);
+            if let Some(pump) = entry.pump {
+                pump.abort();
+            }
+        }
+    }
+}
+
+fn sockets(host: &HostState) -> HostResult<&Sockets> {
+    host.state::<Sockets>()
+        .ok_or_else(|| HostError::type_error("WebSockets are not available"))
+}
+
+host_fn! {
+/// `webSocketRespond(ctxId, headers)` → socket id: answers request
+/// `ctxId` with `101` and the front end's end of a new socket.
+fn web_socket_respond<'s>(
+    scope,
+    host: Rc<HostState>,
+    ctx: u32,
+    headers: v8::Local<'s, v8::Value>,
+) -> HostResult<f64> {
+    let config = host.thread.config.websocket;
+    let sockets = sockets(&host)?;
+    if !host.request_live(ctx) {
+        return Err(HostError::type_error("The request has already ended."));
+    }
+    let worker = host.worker_id().to_owned();
+    if open_sockets(&worker) >= config.max_sockets_per_worker {
+        tracing::warn!(worker.id = %worker, thread = host.thread.index, limit = config.max_sockets_per_worker, "too many WebSockets");
+        host.fail_request(ctx, ExecuteError::Overloaded { thread: host.thread.index });
+        return Ok(0.0);
+    }
+    let headers = lenient_header_map(scope, headers);
+    let capacity = config.buffered_messages.max(1);
+    let (to_worker, from_client) = mpsc::channel(capacity);
+    let (out, from_worker) = mpsc::channel(capacity);
+    count_socket(&worker, 1);
+    let id = sockets.insert(Entry {
+        ctx,
+        out,
+        pump: None,
+        active: Cell::new(Instant::now()),
+        closed: Cell::new(false),
+    });
+    host.hold(ctx);
+    let task = tokio::task::spawn_local(pump(host.me.clone(), ctx, id, from_client, config.idle_timeout));
+    sockets.set_pump(id, task.abort_handle());
+    let mut response = http::Response::new(crate::Body::empty());
+    *response.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
+    *response.headers_mut() = headers;
+    response.extensions_mut().insert(WebSocketUpgrade::new(SocketEnd {
+        to_worker,
+        from_worker,
+        config,
+    }));
+    host.send_head(ctx, response);
+    Ok(f64::from(id))
+}
+}
+
+host_fn! {
+/// `webSocketSend(id, data, isText)`: a string (text) or a Uint8Array
+/// (binary) to the client.
+fn web_socket_send<'s>(
+    scope,
+    host: Rc<HostState>,
+    id: u32,
+    data: v8::Local<'s, v8::Value>,
+    text: bool,
+) -> HostResult<()> {
+    let config = host.thread.config.websocket;
+    let sockets = sockets(&host)?;
+    let Some((out, closed)) = sockets.out(id) else {
+        // Closed meanwhile (the client went away): dropped, as workerd does.
+        return Ok(());
+    };
+    if closed {
+        return Err(HostError::type_error("Can't call WebSocket send() after close()."));
+    }
+    let message = if text {
+        let length = v8::Local::<v8::String>::try_from(data).map_or(0, |s| s.length());
+        // A UTF-16 unit takes at least one byte of UTF-8.
+        if length > config.max_message_bytes {
+            return Err(too_big(config.max_message_bytes));
+        }
+        SocketMessage::Text(value_string(scope, data))
+    } else {
+        let bytes = view_bytes(data).unwrap_or_default();
+        if bytes.len() > config.max_message_bytes {
+            return Err(too_big(config.max_message_bytes));
+        }
+        // Charged to the Worker's memory until the front end took it.
+        // Over the limit the turn is being terminated.
+        match host.memory.charged_bytes(bytes) {
+            Ok(bytes) => SocketMessage::Binary(bytes),
+            Err(_) => return Ok(()),
+        }
+    };
+    if message.len() > config.max_message_bytes {
+        return Err(too_big(config.max_message_bytes));
+    }
+    if let Err(error) = out.try_send(message) {
+        // The client does not read: its queue is full. Closing beats
+        // growing memory without bound (1011 at the front end).
+        let reason = match error {
+            mpsc::error::TrySendError::Full(_) => "the client is not reading",
+            mpsc::error::TrySendError::Closed(_) => "the client went away",
+        };
+        tracing::debug!(worker.id = host.worker_id(), thread = host.thread.index, socket = id, reason, "WebSocket dropped");
+        drop_abnormally(&host, sockets, id, reason);
+    }
+    Ok(())
+}
+}
+
+fn too_big(limit: usize) -> HostError {
+    HostError::range_error(format!(
+        "The WebSocket message is larger than the limit of {limit} bytes."
+    ))
+}
+
+/// Ends socket `id` without a close handshake: the front end closes the
+/// client with 1011, the Worker hears `close` with 1006 in a turn of its own.
+fn drop_abnormally(host: &HostState, sockets: &Sockets, id: u32, reason: &'static str) {
+    let Some(entry) = sockets.take(host.worker_id(), id) else {
+        return;
+    };
+    // Possibly the task this runs in (a `send` in a message handler): it
+    // stops at its next await.
+    if let Some(pump) = entry.pump {
+        pump.abort();
+    }
+    let ctx = entry.ctx;
+    let me = host.me.clone();
+    tokio::task::spawn_local(async move {
+        if let Some(isolate) = me.upgrade() {
+            isolate.socket_event(ctx, id, abnormal(reason));
+            isolate.host().release_hold(ctx);
+        }
+    });
+}
+
+fn abnormal(reason: &str) -> SocketMessage {
+    SocketMessage::Close(Some(CloseFrame {
+        code: code::ABNORMAL,
+        reason: reason.to_owned(),
+    }))
+}
+
+host_fn! {
+/// `webSocketClose(id, code, reason)`: the Worker's close frame (code 0:
+/// none).
+fn web_socket_close<'s>(_scope, host: Rc<HostState>, id: u32, code: u32, reason: String) -> HostResult<()> {
+    let sockets = sockets(&host)?;
+    let Some((out, closed)) = sockets.out(id) else {
+        return Ok(());
+    };
+    if closed {
+        return Ok(());
+    }
+    sockets.mark_closed(id);
+    let frame = u16::try_from(code)
+        .ok()
+        .filter(|c| *c != 0)
+        .map(|code| CloseFrame { code, reason });
+    if out.try_send(SocketMessage::Close(frame)).is_err() {
+        drop_abnormally(&host, sockets, id, "the client is not reading");
+    }
+    Ok(())
+}
+}
+
+/// Delivers the client's messages to the Worker, one turn each, until the
+/// socket closes; closes it when idle for `idle`.
+async fn pump(
+    me: Weak<dyn IsolateTurns>,
+    ctx: u32,
+    id: u32,
+    mut from_client: mpsc::Receiver<SocketMessage>,
+    idle: Duration,
+) {
+    loop {
+        let next = tokio::time::timeout(idle, from_client.recv()).await;
+        let Some(isolate) = me.upgrade() else {
+            return;
+        };
+        let host = isolate.host();
+        let Some(sockets) = host.state::<Sockets>() else {
+            return;
+        };
+        let message = match next {
+            Ok(Some(message)) => message,
+            Ok(None) => abnormal("the client went away"),
+            Err(_) => {
+                let since = sockets.idle_since(id).unwrap_or_else(Instant::now);
+                if since.elapsed() < idle {
+                    continue;
+                }
+                let frame = CloseFrame {
+                    code: code::GOING_AWAY,
+                    reason: "idle timeout".to_owned(),
+                };
+                if let Some((out, _)) = sockets.out(id) {
+                    let _ = out.try_send(SocketMessage::Close(Some(frame.clone())));
+                }
+                SocketMessage::Close(Some(frame))
+            }
+        };
+        let closing = matches!(message, SocketMessage::Close(_));
+        if let Some(entry) = sockets.open.borrow().get(&id) {
+            entry.active.set(Instant::now());
+        }
+        if closing {
+            // Forgotten first: the Worker's `close()` in its handler is
+            // then a no-op (the front end answers the client's close).
+            let Some(entry) = sockets.take(host.worker_id(), id) else {
+                return;
+            };
+            isolate.socket_event(ctx, id, message);
+            host.release_hold(entry.ctx);
+            return;
+        }
+        isolate.socket_event(ctx, id, message);
+    }
+}

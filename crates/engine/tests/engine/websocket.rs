@@ -1,0 +1,301 @@
+//! WebSockets through the engine: `WebSocketPair`, a `101` response whose
+//! `WebSocketUpgrade` the test drives as a front end would, and the limits —
+//! each hostile worker beside a benign neighbour on the same thread.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use isolane_engine::{
+    CloseFrame, Engine, EngineConfig, PoolMode, SocketEnd, SocketMessage, WebSocketConfig,
+    WebSocketUpgrade, WorkerBundle,
+};
+
+use crate::support::*;
+
+const ECHO: &str = r#"
+export default {
+  fetch(request) {
+    if (request.headers.get('upgrade') !== 'websocket') return new Response('not a socket', { status: 426 });
+    const [client, server] = Object.values(new WebSocketPair());
+    server.accept();
+    server.addEventListener('message', (event) => {
+      if (event.data === 'burn') { for (;;) {} }
+      if (event.data === 'spin') { let x = 0; for (let i = 0; i < 2e6; i++) x += i; server.send('spun'); return; }
+      if (event.data === 'flood') { for (let i = 0; i < 100; i++) server.send('x'.repeat(1000)); return; }
+      if (event.data === 'huge') { try { server.send('x'.repeat(2 << 20)); } catch (e) { server.send(e.name); } return; }
+      if (event.data === 'bye') { server.close(1000, 'bye'); return; }
+      server.send(event.data);
+    });
+    server.addEventListener('close', (event) => {
+      if (event.code !== 1006) server.close(event.code === 1005 ? 1000 : event.code, 'closing');
+    });
+    return new Response(null, { status: 101, webSocket: client });
+  },
+};
+"#;
+
+fn upgrade_request() -> http::Request<isolane_engine::Body> {
+    let mut request = get("/ws");
+    request
+        .headers_mut()
+        .insert("upgrade", http::HeaderValue::from_static("websocket"));
+    request
+}
+
+async fn open(engine: &Engine, bundle: &Arc<WorkerBundle>) -> SocketEnd {
+    let response = engine
+        .execute(0, bundle.clone(), upgrade_request())
+        .await
+        .expect("a response");
+    assert_eq!(response.status(), 101);
+    response
+        .extensions()
+        .get::<WebSocketUpgrade>()
+        .expect("the socket rides on the response")
+        .take()
+        .expect("taken once")
+}
+
+async fn next(end: &mut SocketEnd) -> Option<SocketMessage> {
+    tokio::time::timeout(Duration::from_secs(20), end.from_worker.recv())
+        .await
+        .expect("the worker answers in time")
+}
+
+fn text(s: &str) -> SocketMessage {
+    SocketMessage::Text(s.to_owned())
+}
+
+fn ws_engine(websocket: WebSocketConfig) -> Engine {
+    engine_with(EngineConfig {
+        threads: 1,
+        pin_threads: false,
+        pool_mode: PoolMode::Pinned,
+        spare_isolates: 1,
+        websocket,
+        ..EngineConfig::default()
+    })
+    .0
+}
+
+#[tokio::test]
+async fn echoes_text_and_binary_and_keeps_close_codes() {
+    let engine = ws_engine(WebSocketConfig::default());
+    let echo = bundle("web/echo", ECHO);
+    let mut end = open(&engine, &echo).await;
+    for i in 0..20 {
+        end.to_worker.send(text(&format!("m{i}"))).await.unwrap();
+        assert_eq!(next(&mut end).await, Some(text(&format!("m{i}"))));
+        let bytes = Bytes::from(vec![i as u8; 3 + i]);
+        end.to_worker
+            .send(SocketMessage::Binary(bytes.clone()))
+            .await
+            .unwrap();
+        assert_eq!(next(&mut end).await, Some(SocketMessage::Binary(bytes)));
+    }
+    // The client closes with 4001: the worker answers with the same code.
+    end.to_worker
+        .send(SocketMessage::Close(Some(CloseFrame {
+            code: 4001,
+            reason: "done".to_owned(),
+        })))
+        .await
+        .unwrap();
+    // The worker's close went after the socket was forgotten: the front
+    // end answers the client's close itself; the channel ends.
+    assert_eq!(next(&mut end).await, None);
+    // The worker's own close, with its code.
+    let mut end = open(&engine, &echo).await;
+    end.to_worker.send(text("bye")).await.unwrap();
+    assert_eq!(
+        next(&mut end).await,
+        Some(SocketMessage::Close(Some(CloseFrame {
+            code: 1000,
+            reason: "bye".to_owned()
+        })))
+    );
+    // Plain HTTP still works on the same worker.
+    assert_eq!(run(&engine, 0, &echo, "/").await.0, 426);
+}
+
+#[tokio::test]
+async fn each_message_has_its_own_cpu_budget() {
+    let engine = ws_engine(WebSocketConfig::default());
+    // 50 ms per event by default; many messages of a few ms each add up to
+    // far more than one request's budget, and all are answered.
+    let echo = bundle("web/echo-cpu", ECHO);
+    let neighbour = bundle("web/neighbour", HELLO);
+    let mut end = open(&engine, &echo).await;
+    for _ in 0..30 {
+        end.to_worker.send(text("spin")).await.unwrap();
+        assert_eq!(next(&mut end).await, Some(text("spun")));
+    }
+    // A message that never ends is stopped at its limit: the socket ends
+    // (the channel closes without a close frame: 1011 at the front end),
+    // the neighbour runs on.
+    end.to_worker.send(text("burn")).await.unwrap();
+    assert_eq!(next(&mut end).await, None);
+    neighbour_ok(&engine, &neighbour).await;
+}
+
+#[tokio::test]
+async fn messages_over_the_cap_are_refused() {
+    let engine = ws_engine(WebSocketConfig::default());
+    let echo = bundle("web/echo-cap", ECHO);
+    let mut end = open(&engine, &echo).await;
+    end.to_worker.send(text("huge")).await.unwrap();
+    assert_eq!(next(&mut end).await, Some(text("RangeError")));
+    end.to_worker.send(text("still here")).await.unwrap();
+    assert_eq!(next(&mut end).await, Some(text("still here")));
+}
+
+#[tokio::test]
+async fn a_client_that_never_reads_is_dropped_not_buffered() {
+    let engine = ws_engine(WebSocketConfig {
+        buffered_messages: 8,
+        ..WebSocketConfig::default()
+    });
+    let echo = bundle("web/echo-flood", ECHO);
+    let neighbour = bundle("web/neighbour", HELLO);
+    let mut end = open(&engine, &echo).await;
+    // 100 sends into a queue of 8 that nobody reads.
+    end.to_worker.send(text("flood")).await.unwrap();
+    // Read only once the worker is done with the socket (it dropped it).
+    tokio::time::timeout(Duration::from_secs(20), end.to_worker.closed())
+        .await
+        .expect("the socket is dropped");
+    let mut got = 0;
+    while let Some(message) = next(&mut end).await {
+        assert_eq!(message.len(), 1000);
+        got += 1;
+    }
+    assert_eq!(got, 8, "at most the queue's worth was held");
+    neighbour_ok(&engine, &neighbour).await;
+    // Its benign neighbour socket on the same worker still echoes.
+    let mut other = open(&engine, &echo).await;
+    other.to_worker.send(text("hi")).await.unwrap();
+    assert_eq!(next(&mut other).await, Some(text("hi")));
+}
+
+#[tokio::test]
+async fn idle_sockets_are_closed() {
+    let engine = ws_engine(WebSocketConfig {
+        idle_timeout: Duration::from_millis(300),
+        ..WebSocketConfig::default()
+    });
+    let echo = bundle("web/echo-idle", ECHO);
+    let mut end = open(&engine, &echo).await;
+    end.to_worker.send(text("hi")).await.unwrap();
+    assert_eq!(next(&mut end).await, Some(text("hi")));
+    assert_eq!(
+        next(&mut end).await,
+        Some(SocketMessage::Close(Some(CloseFrame {
+            code: 1001,
+            reason: "idle timeout".to_owned()
+        })))
+    );
+}
+
+#[tokio::test]
+async fn sockets_per_worker_are_capped() {
+    let engine = ws_engine(WebSocketConfig {
+        max_sockets_per_worker: 3,
+        ..WebSocketConfig::default()
+    });
+    let echo = bundle("web/echo-many", ECHO);
+    let other = bundle("web/echo-other", ECHO);
+    let mut ends = Vec::new();
+    for _ in 0..3 {
+        ends.push(open(&engine, &echo).await);
+    }
+    let refused = engine.execute(0, echo.clone(), upgrade_request()).await;
+    assert!(refused.is_err(), "the fourth socket is refused");
+    // Another worker on the same thread is not charged for them.
+    let mut end = open(&engine, &other).await;
+    end.to_worker.send(text("hi")).await.unwrap();
+    assert_eq!(next(&mut end).await, Some(text("hi")));
+    // Closing one frees its place.
+    let closing = ends.pop().unwrap();
+    drop(closing);
+    let mut again = None;
+    for _ in 0..100 {
+        if let Ok(response) = engine.execute(0, echo.clone(), upgrade_request()).await {
+            again = response.extensions().get::<WebSocketUpgrade>().cloned();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(again.is_some(), "a closed socket frees its place");
+}
+
+#[tokio::test]
+async fn pairs_talk_inside_the_isolate() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let worker = bundle(
+        "web/pair",
+        r#"
+export default {
+  async fetch() {
+    const pair = new WebSocketPair();
+    const [a, b] = [pair[0], pair[1]];
+    const got = [];
+    const closed = new Promise((resolve) => b.addEventListener('close', (e) => resolve(e)));
+    b.addEventListener('message', (e) => got.push(typeof e.data === 'string' ? e.data : new Uint8Array(e.data).join(',')));
+    b.accept();
+    a.accept();
+    a.send('one');
+    a.send(new Uint8Array([1, 2, 3]));
+    a.send(new Uint16Array([258]).buffer);
+    a.close(4000, 'end');
+    const e = await closed;
+    let threw = '';
+    try { a.send('late'); } catch (err) { threw = err.message; }
+    let badCode = '';
+    try { b.close(1005); } catch (err) { badCode = err.name; }
+    let unaccepted = '';
+    try { new WebSocketPair()[0].send('x'); } catch (err) { unaccepted = err.message; }
+    let status = '';
+    try { new Response(null, { status: 200, webSocket: a }); } catch (err) { status = err.name; }
+    return Response.json({ got, code: e.code, reason: e.reason, clean: e.wasClean, threw, badCode, unaccepted, status,
+      ready: b.readyState, binaryType: b.binaryType, globals: [typeof WebSocket, typeof MessageEvent, typeof CloseEvent] });
+  },
+};
+"#,
+    );
+    let (status, body) = run(&engine, 0, &worker, "/").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        r#"{"got":["one","1,2,3","2,1"],"code":4000,"reason":"end","clean":true,"threw":"Can't call WebSocket send() after close().","badCode":"TypeError","unaccepted":"You must call accept() on this WebSocket before sending messages.","status":"RangeError","ready":3,"binaryType":"arraybuffer","globals":["function","function","function"]}"#
+    );
+}
+
+/// Open sockets hold no request slots: many more than a namespace's share
+/// of slots (64 of 256 here) stay open, and plain requests still run.
+#[tokio::test]
+async fn open_sockets_do_not_hold_request_slots() {
+    let engine = engine_with(EngineConfig {
+        threads: 1,
+        pin_threads: false,
+        pool_mode: PoolMode::Pinned,
+        spare_isolates: 1,
+        queue_depth: 256,
+        websocket: WebSocketConfig {
+            max_sockets_per_worker: 200,
+            ..WebSocketConfig::default()
+        },
+        ..EngineConfig::default()
+    })
+    .0;
+    let echo = bundle("web/echo-slots", ECHO);
+    let mut ends = Vec::new();
+    for _ in 0..150 {
+        ends.push(open(&engine, &echo).await);
+    }
+    assert_eq!(run(&engine, 0, &echo, "/").await.0, 426);
+    for end in &mut ends {
+        end.to_worker.send(text("hi")).await.unwrap();
+        assert_eq!(next(end).await, Some(text("hi")));
+    }
+}
