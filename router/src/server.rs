@@ -58,7 +58,16 @@ async fn serve_on(listener: TcpListener, proxy: Proxy, shutdown: CancellationTok
         service_fn(move |request: hyper::Request<Incoming>| {
             let proxy = proxy.clone();
             let client = Arc::clone(&client);
-            async move { Ok::<_, Infallible>(crate::websocket::handle(&proxy, request, &client).await) }
+            async move {
+                // The upgrade's future is boxed: a plain request's future
+                // stays the size of the proxy's own.
+                let response = if crate::websocket::is_upgrade(&request) {
+                    Box::pin(crate::websocket::handle(&proxy, request, &client)).await
+                } else {
+                    proxy.handle_from(request, Some(&client)).await
+                };
+                Ok::<_, Infallible>(response)
+            }
         })
     };
     edge::serve(listener, edge, Plain, service, shutdown.cancelled_owned()).await;
