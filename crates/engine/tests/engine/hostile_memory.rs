@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use isolane_engine::{ExecuteError, PoolMode};
+use isolane_engine::{Body, ExecuteError, PoolMode};
 
 use crate::support::*;
 
@@ -288,4 +288,51 @@ async fn a_counted_replace_answers_as_the_native_does() {
         &[],
     ));
     assert_eq!(run(&engine, 0, &checker, "/").await, (200, "ok".to_owned()));
+}
+
+/// Who can trigger the counted replace: an anonymous client, by posting a
+/// body a benign Worker escapes (`&` to `&amp;` and friends, each `a` to
+/// 64 bytes here). Its request ends at `memory_limit` alone, and again the
+/// next time: stopped before the big allocation, it overran nothing, so
+/// the Worker is never penalized and its other route answers throughout.
+#[tokio::test]
+async fn a_client_s_body_fed_to_replace_fails_that_request_alone() {
+    let (engine, _recorder) = engine(1, PoolMode::Pinned);
+    let escaper = Arc::new(bundle_with(
+        "shop/escaper",
+        r#"export default { async fetch(request) {
+            if (request.method !== 'POST') return new Response('cheap');
+            const text = await request.text();
+            return new Response(String(text.replace(/a/g, '&'.repeat(64)).length));
+        } };"#,
+        memory_limits(64),
+        &[],
+    ));
+    assert_eq!(
+        run(&engine, 0, &escaper, "/").await,
+        (200, "cheap".to_owned())
+    );
+    // A small body is escaped as usual.
+    let small = engine
+        .execute(0, escaper.clone(), post("/", Body::from("aa")))
+        .await
+        .expect("a small body");
+    assert_eq!(small.status(), 200);
+    for round in 0..3 {
+        // 4 MiB in, 256 MiB out.
+        let body = Body::from(vec![b'a'; 4 << 20]);
+        let error = engine
+            .execute(0, escaper.clone(), post("/", body))
+            .await
+            .map(|r| r.status())
+            .unwrap_err();
+        assert!(
+            matches!(error, ExecuteError::MemoryLimit { limit_mib: 64 }),
+            "round {round}: {error:?}"
+        );
+        assert_eq!(
+            run(&engine, 0, &escaper, "/").await,
+            (200, "cheap".to_owned())
+        );
+    }
 }
