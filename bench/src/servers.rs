@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use isolane_testenv::{Process, free_port};
+use isolane_testenv::{Process, free_port, workerd};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -65,26 +65,15 @@ pub fn isolane_dev(bin: &Binaries, script: &Path, dir: &Path, extra: &[&str]) ->
 }
 
 /// Writes a workerd config serving `script` as an ES module on an HTTP
-/// socket, returning the config path.
+/// socket named `main` (moved to a free port by [`workerd`]), returning the
+/// config path.
 pub fn workerd_config(script: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     std::fs::copy(script, dir.join("worker.js"))
         .with_context(|| format!("copying {}", script.display()))?;
-    let config = dir.join("config.capnp");
-    std::fs::write(
-        &config,
-        r#"using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [(name = "main", worker = .worker)],
-  sockets = [(name = "http", address = "127.0.0.1:8080", http = (), service = "main")],
-);
-const worker :Workerd.Worker = (
-  modules = [(name = "worker.js", esModule = embed "worker.js")],
-  compatibilityDate = "2024-09-23",
-);
-"#,
-    )?;
-    Ok(config)
+    let address = ([127, 0, 0, 1], 8080).into();
+    let service = workerd::Service::module("main", "worker.js", "2024-09-23", address);
+    Ok(workerd::write_config(dir, "config.capnp", &[service])?)
 }
 
 /// Starts `workerd serve` with `config` on a free port.
@@ -93,15 +82,12 @@ pub fn workerd(bin: &Binaries, config: &Path, dir: &Path) -> anyhow::Result<Serv
         bail!("no workerd binary (npm install workerd)");
     };
     let port = free_port()?;
-    let args = [
-        "serve".to_owned(),
-        config.display().to_string(),
-        "--socket-addr".to_owned(),
-        format!("http=127.0.0.1:{port}"),
+    let extra = [
+        "--socket-addr".into(),
+        format!("main=127.0.0.1:{port}").into(),
     ];
     let log = dir.join(format!("workerd-{port}.log"));
-    let process =
-        Process::spawn("workerd", workerd, &args, &[], &log).context("starting workerd")?;
+    let process = workerd::serve(workerd, config, &extra, &log).context("starting workerd")?;
     Ok(Server {
         name: "workerd",
         addr: ([127, 0, 0, 1], port).into(),

@@ -64,7 +64,7 @@ fn client() -> HttpClient {
 
 #[tokio::test]
 async fn dev_serves_hello_and_stops_on_ctrl_c() {
-    let port = free_port();
+    let port = free_port().unwrap();
     let mut dev = Dev::start(&["examples/hello.js", "--port", &port.to_string()]);
     let client = client();
     let (status, body) = when_ready(&client, &mut dev, port, "localhost", "/").await;
@@ -77,7 +77,7 @@ async fn dev_serves_hello_and_stops_on_ctrl_c() {
 /// README beside them); a change to an imported module reloads.
 #[tokio::test]
 async fn dev_serves_a_bundle_of_modules_from_a_file_or_wrangler_s_folder() {
-    let port = free_port();
+    let port = free_port().unwrap();
     let mut dev = Dev::start(&["examples/bundle/main.js", "--port", &port.to_string()]);
     let client = client();
     let answer = (200, "42 hello from a text module".to_owned());
@@ -102,7 +102,7 @@ async fn dev_serves_a_bundle_of_modules_from_a_file_or_wrangler_s_folder() {
     )
     .unwrap();
     std::fs::write(out.path().join("README.md"), "built output").unwrap();
-    let port = free_port();
+    let port = free_port().unwrap();
     let mut dev = Dev::start(&[out.path().to_str().unwrap(), "--port", &port.to_string()]);
     assert_eq!(
         when_ready(&client, &mut dev, port, "localhost", "/").await,
@@ -161,7 +161,7 @@ spec:
 "#,
     )
     .unwrap();
-    let port = free_port();
+    let port = free_port().unwrap();
     let workers = dir.path().to_str().unwrap().to_owned();
     let mut dev = Dev::start(&["--workers", &workers, "--port", &port.to_string()]);
     let client = client();
@@ -224,7 +224,7 @@ export default { fetch(request) {
 } };",
     )
     .unwrap();
-    let port = free_port();
+    let port = free_port().unwrap();
     let mut dev = Dev::start(&[script.to_str().unwrap(), "--port", &port.to_string()]);
     let client = client();
     assert_eq!(
@@ -289,7 +289,7 @@ export default { fetch(request) {
 /// router does; one below the bound is served.
 #[tokio::test]
 async fn dev_refuses_a_request_that_loops_through_workers() {
-    let port = free_port();
+    let port = free_port().unwrap();
     let mut dev = Dev::start(&["examples/hello.js", "--port", &port.to_string()]);
     let client = client();
     when_ready(&client, &mut dev, port, "localhost", "/").await;
@@ -313,7 +313,7 @@ async fn dev_refuses_a_request_that_loops_through_workers() {
 /// a 500 that does not stop the next tick.
 #[tokio::test]
 async fn dev_runs_scheduled_handlers_on_schedule_and_on_demand() {
-    let port = free_port();
+    let port = free_port().unwrap();
     let mut dev = Dev::start(&[
         "examples/cron.js",
         "--port",
@@ -426,7 +426,7 @@ async fn dev_reloads_the_script_when_it_changes() {
     let version =
         |text: &str| format!("export default {{ fetch() {{ return new Response({text:?}); }} }};");
     std::fs::write(&script, version("one")).unwrap();
-    let port = free_port();
+    let port = free_port().unwrap();
     let mut dev = Dev::start(&[script.to_str().unwrap(), "--port", &port.to_string()]);
     let client = client();
     assert_eq!(
@@ -455,7 +455,7 @@ async fn dev_keeps_serving_when_a_reloaded_folder_is_invalid() {
     };
     let file = dir.path().join("w.yaml");
     std::fs::write(&file, worker("one")).unwrap();
-    let port = free_port();
+    let port = free_port().unwrap();
     let mut dev = Dev::start(&[
         "--workers",
         dir.path().to_str().unwrap(),
@@ -499,7 +499,7 @@ async fn dev_limit_flags_bound_the_worker() {
 } };",
     )
     .unwrap();
-    let port = free_port();
+    let port = free_port().unwrap();
     let mut dev = Dev::start(&[
         script.to_str().unwrap(),
         "--port",
@@ -557,8 +557,8 @@ fn limits_out_of_bounds_exit_64() {
 /// count them in a cluster.
 #[tokio::test]
 async fn dev_serves_the_router_s_and_the_node_s_metrics() {
-    let port = free_port();
-    let admin = free_port();
+    let port = free_port().unwrap();
+    let admin = free_port().unwrap();
     let mut dev = Dev::start(&[
         "examples/hello.js",
         "--port",
@@ -638,7 +638,7 @@ async fn dev_workers_see_the_real_client_address_and_a_fresh_request_id() {
         } };",
     )
     .unwrap();
-    let port = free_port();
+    let port = free_port().unwrap();
     let mut dev = Dev::start(&[script.to_str().unwrap(), "--port", &port.to_string()]);
     let http1 = client();
     when_ready(&http1, &mut dev, port, "localhost", "/").await;
@@ -807,7 +807,7 @@ async fn dev_gives_a_deleted_worker_s_memory_back() {
         ),
     )
     .unwrap();
-    let port = free_port();
+    let port = free_port().unwrap();
     let mut dev = Dev::start(&[
         "--workers",
         dir.path().to_str().unwrap(),
@@ -860,7 +860,7 @@ async fn dev_serving(
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("worker.js");
     std::fs::write(&script, source).unwrap();
-    let port = free_port();
+    let port = free_port().unwrap();
     let port_arg = port.to_string();
     let mut args = vec![script.to_str().unwrap(), "--port", &port_arg];
     args.extend_from_slice(flags);

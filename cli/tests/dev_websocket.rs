@@ -103,7 +103,7 @@ async fn echo_client(port: u16, client: usize) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_echo_worker_echoes_every_message_of_50_clients() {
-    let port = free_port();
+    let port = free_port().unwrap();
     let (dev, mut first) = started(port).await;
     // Pings are answered; close codes are kept.
     first
@@ -142,7 +142,7 @@ async fn the_echo_worker_echoes_every_message_of_50_clients() {
 
 #[tokio::test]
 async fn a_message_over_the_cap_closes_its_socket_with_1009_not_its_neighbour() {
-    let port = free_port();
+    let port = free_port().unwrap();
     let (dev, mut neighbour) = started(port).await;
     let mut hostile = connect(port).await.unwrap();
     // 1 MiB is the cap; one byte more.
@@ -189,7 +189,7 @@ async fn a_client_that_never_reads_cannot_grow_memory() {
 };"#,
     )
     .unwrap();
-    let port = free_port();
+    let port = free_port().unwrap();
     let (dev, mut neighbour) = started_with(
         script.to_str().unwrap(),
         port,
@@ -234,7 +234,7 @@ async fn a_client_that_never_reads_cannot_grow_memory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sockets_cost_little_memory() {
     const IDLE: usize = 1000;
-    let port = free_port();
+    let port = free_port().unwrap();
     let (dev, _first) = started_with(
         "examples/websocket-echo.js",
         port,

@@ -77,6 +77,12 @@ pub use crate::answer::{
     REVISION_HEADER, ResponseBody, full_body,
 };
 
+/// On a request the front end will upgrade if its Worker accepts (the
+/// WebSocket front end marks it): the call keeps its `Upgrade: websocket`
+/// header for the Worker to see.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientUpgrade;
+
 /// Default largest request body kept for a retry.
 pub const DEFAULT_REPLAY_LIMIT: usize = 64 * 1024;
 
@@ -779,11 +785,7 @@ impl Trip<'_> {
         // A WebSocket handshake the front end will complete if the Worker
         // accepts: the Worker sees it asked for (hop-by-hop headers are
         // otherwise never forwarded).
-        if parts
-            .extensions
-            .get::<crate::websocket::ClientUpgrade>()
-            .is_some()
-        {
+        if parts.extensions.get::<ClientUpgrade>().is_some() {
             let headers = call.request.headers_mut();
             headers.insert(http::header::UPGRADE, HeaderValue::from_static("websocket"));
             headers.insert(

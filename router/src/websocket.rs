@@ -32,16 +32,11 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tracing::debug;
 
 use crate::answer::full_body;
-use crate::proxy::{Client, Proxy};
+use crate::proxy::{Client, ClientUpgrade, Proxy};
 use crate::{BoxError, ResponseBody};
 
 /// The chunk the client's connection is read in.
 const READ_BUFFER: usize = 4 << 10;
-
-/// On a request the front end will upgrade if its Worker accepts: the call
-/// keeps its `Upgrade: websocket` header for the Worker to see.
-#[derive(Debug, Clone, Copy)]
-pub struct ClientUpgrade;
 
 /// Whether `request` asks for a WebSocket (RFC 6455 §4.1, HTTP/1.1).
 pub fn is_upgrade<B>(request: &Request<B>) -> bool {

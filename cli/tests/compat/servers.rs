@@ -15,7 +15,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use isolane_testenv::{Process, wait_until};
+use isolane_testenv::workerd::{self, ModuleKind};
+use isolane_testenv::{Process, free_port, wait_until};
 
 use super::answer::HttpClient;
 use super::manifest::App;
@@ -25,10 +26,6 @@ const START_DEADLINE: Duration = Duration::from_secs(60);
 
 /// workerd's compatibility date: recent, so its defaults are today's.
 const COMPATIBILITY_DATE: &str = "2025-11-01";
-
-pub fn free_port() -> u16 {
-    isolane_testenv::free_port().unwrap()
-}
 
 /// A server process; killed (its whole process group) when dropped, and
 /// when the test process dies.
@@ -145,7 +142,7 @@ pub fn isolane_dev(
 
 /// `isolane dev <what…> --port <free> --threads 1`, logging warnings.
 fn spawn_dev(bin: &Path, what: &[&OsStr], log: &Path) -> (Server, SocketAddr) {
-    let port = free_port();
+    let port = free_port().unwrap();
     let port_arg = port.to_string();
     let mut args: Vec<&OsStr> = vec!["dev".as_ref()];
     args.extend_from_slice(what);
@@ -164,13 +161,7 @@ fn spawn_dev(bin: &Path, what: &[&OsStr], log: &Path) -> (Server, SocketAddr) {
 
 /// The workerd binary the npm package `workerd` installed.
 pub fn workerd_binary(compat: &Path) -> PathBuf {
-    let arch = match std::env::consts::ARCH {
-        "aarch64" => "arm64",
-        _ => "64",
-    };
-    compat.join(format!(
-        "node_modules/@cloudflare/workerd-linux-{arch}/bin/workerd"
-    ))
+    workerd::binary(compat)
 }
 
 /// `workerd serve` of a generated config: a service and a socket per app,
@@ -183,59 +174,38 @@ pub fn workerd(
     dir: &Path,
 ) -> (Server, BTreeMap<String, SocketAddr>) {
     let mut services = Vec::new();
-    let mut sockets = Vec::new();
-    let mut workers = String::new();
     let mut addrs = BTreeMap::new();
-    for (i, app) in apps.iter().enumerate() {
+    for app in apps {
         // capnp resolves an absolute embed path against its import path:
         // name the bundle relative to the config file instead.
         let file = bundles
             .strip_prefix(dir)
             .expect("bundles live in the run's folder")
-            .join(format!("{}.js", app.name));
-        let module = if app.service_worker() {
-            format!(
-                "serviceWorkerScript = embed {:?}",
-                file.display().to_string()
-            )
-        } else {
-            format!(
-                "modules = [(name = \"worker.js\", esModule = embed {:?})]",
-                file.display().to_string()
-            )
-        };
-        let bindings: Vec<String> = app
-            .env(upstream)
-            .into_iter()
-            .map(|(name, value)| format!("(name = {name:?}, text = {value:?})"))
-            .collect();
-        workers.push_str(&format!(
-            "const w{i} :Workerd.Worker = (\n  {module},\n  bindings = [{}],\n  compatibilityDate = \"{COMPATIBILITY_DATE}\",\n  globalOutbound = \"net\",\n);\n",
-            bindings.join(", ")
-        ));
-        services.push(format!("(name = {:?}, worker = .w{i})", app.name));
-        let port = free_port();
-        sockets.push(format!(
-            "(name = {:?}, address = \"127.0.0.1:{port}\", http = (), service = {:?})",
-            app.name, app.name
-        ));
-        addrs.insert(app.name.clone(), SocketAddr::from(([127, 0, 0, 1], port)));
+            .join(format!("{}.js", app.name))
+            .display()
+            .to_string();
+        let address = SocketAddr::from(([127, 0, 0, 1], free_port().unwrap()));
+        let mut service = workerd::Service::module(&app.name, &file, COMPATIBILITY_DATE, address);
+        if app.service_worker() {
+            service.code = workerd::Code::ServiceWorker(file);
+        }
+        service.bindings = app.env(upstream).into_iter().collect();
+        service.network = true;
+        addrs.insert(app.name.clone(), address);
+        services.push(service);
     }
-    services.push(r#"(name = "net", network = (allow = ["public", "private", "local"]))"#.into());
-    let config = format!(
-        "using Workerd = import \"/workerd/workerd.capnp\";\nconst config :Workerd.Config = (\n  services = [\n    {}\n  ],\n  sockets = [\n    {}\n  ],\n);\n{workers}",
-        services.join(",\n    "),
-        sockets.join(",\n    ")
-    );
-    let path = dir.join("workerd.capnp");
-    std::fs::write(&path, config).unwrap();
-    let server = Server::spawn(
-        "workerd",
+    let config = workerd::write_config(dir, "workerd.capnp", &services).unwrap();
+    let process = workerd::serve(
         bin,
-        &["serve".as_ref(), path.as_os_str(), "--verbose".as_ref()],
-        &[],
+        &config,
+        &["--verbose".into()],
         &dir.join("workerd.log"),
-    );
+    )
+    .unwrap_or_else(|e| panic!("starting workerd: {e}"));
+    let server = Server {
+        name: "workerd",
+        process,
+    };
     (server, addrs)
 }
 
@@ -243,59 +213,52 @@ pub fn workerd(
 /// add.wasm, greeting.txt) as wrangler would upload them.
 pub fn workerd_example_bundle(bin: &Path, example: &Path, dir: &Path) -> (Server, SocketAddr) {
     let modules = [
-        ("main.js", "esModule"),
-        ("add.wasm", "wasm"),
-        ("greeting.txt", "text"),
+        ("main.js", ModuleKind::EsModule),
+        ("add.wasm", ModuleKind::Wasm),
+        ("greeting.txt", ModuleKind::Text),
     ];
-    workerd_modules(bin, example, &modules, "", dir)
+    workerd_modules(bin, example, &modules, &[], dir)
 }
 
 /// workerd serving `compat/node` (main.js and checks.cjs, the Node.js
 /// compatibility checks) with `nodejs_compat`.
 pub fn workerd_node_checks(bin: &Path, checks: &Path, dir: &Path) -> (Server, SocketAddr) {
-    let modules = [("main.js", "esModule"), ("checks.cjs", "commonJsModule")];
-    let flags = "compatibilityFlags = [\"nodejs_compat\"],";
-    workerd_modules(bin, checks, &modules, flags, dir)
+    let modules = [
+        ("main.js", ModuleKind::EsModule),
+        ("checks.cjs", ModuleKind::CommonJs),
+    ];
+    workerd_modules(bin, checks, &modules, &["nodejs_compat"], dir)
 }
 
-/// workerd serving one Worker of `modules` ((file in `from`, capnp type)),
-/// the first its main, with `extra` capnp fields of the Worker.
+/// workerd serving one Worker of `modules` ((file in `from`, kind)), the
+/// first its main, with compatibility `flags`.
 fn workerd_modules(
     bin: &Path,
     from: &Path,
-    modules: &[(&str, &str)],
-    extra: &str,
+    modules: &[(&str, ModuleKind)],
+    flags: &[&str],
     dir: &Path,
 ) -> (Server, SocketAddr) {
-    let mut list = Vec::new();
-    for (file, kind) in modules {
+    for (file, _) in modules {
         std::fs::copy(from.join(file), dir.join(file)).unwrap();
-        list.push(format!("(name = \"{file}\", {kind} = embed \"{file}\")"));
     }
-    let list = list.join(", ");
-    let port = free_port();
-    let config = format!(
-        "using Workerd = import \"/workerd/workerd.capnp\";\n\
-         const config :Workerd.Config = (\n\
-           services = [(name = \"main\", worker = .w)],\n\
-           sockets = [(name = \"http\", address = \"127.0.0.1:{port}\", http = (), service = \"main\")],\n\
-         );\n\
-         const w :Workerd.Worker = (\n\
-           modules = [{list}],\n\
-           compatibilityDate = \"{COMPATIBILITY_DATE}\",\n\
-           {extra}\n\
-         );\n"
+    let address = SocketAddr::from(([127, 0, 0, 1], free_port().unwrap()));
+    let mut service = workerd::Service::module("main", "", COMPATIBILITY_DATE, address);
+    service.code = workerd::Code::Modules(
+        modules
+            .iter()
+            .map(|(file, kind)| ((*file).to_owned(), *kind))
+            .collect(),
     );
-    let path = dir.join("workerd-bundle.capnp");
-    std::fs::write(&path, config).unwrap();
-    let server = Server::spawn(
-        "workerd",
-        bin,
-        &["serve".as_ref(), path.as_os_str()],
-        &[],
-        &dir.join("workerd-bundle.log"),
-    );
-    (server, SocketAddr::from(([127, 0, 0, 1], port)))
+    service.compatibility_flags = flags.iter().map(|f| (*f).to_owned()).collect();
+    let config = workerd::write_config(dir, "workerd-bundle.capnp", &[service]).unwrap();
+    let process = workerd::serve(bin, &config, &[], &dir.join("workerd-bundle.log"))
+        .unwrap_or_else(|e| panic!("starting workerd: {e}"));
+    let server = Server {
+        name: "workerd",
+        process,
+    };
+    (server, address)
 }
 
 /// `isolane dev <main> <args…>`.

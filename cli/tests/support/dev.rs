@@ -17,9 +17,7 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-pub fn free_port() -> u16 {
-    isolane_testenv::free_port().unwrap()
-}
+pub use isolane_testenv::free_port;
 
 /// The running server (killed on drop), its log in a directory of its own.
 pub struct Dev {

@@ -45,7 +45,7 @@ pub struct Config {
     pub ready_timeout: Duration,
     /// Also run a whole node (controllers, containerd, kubelet, kube-proxy)
     /// with these images; needs root. Ignored on an existing cluster.
-    pub node: Option<crate::NodeConfig>,
+    pub node: Option<NodeConfig>,
 }
 
 impl Default for Config {
@@ -139,6 +139,16 @@ pub(crate) fn find_on_path(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
+}
+
+/// What the node runs: images to load into containerd before the kubelet starts.
+#[derive(Clone, Debug, Default)]
+pub struct NodeConfig {
+    /// OCI image archives (`make images`) imported into containerd.
+    pub images: Vec<PathBuf>,
+    /// The pod sandbox image, which must be one of `images`
+    /// (`hack/build-images.sh` builds `isolane-pause`).
+    pub pause_image: String,
 }
 
 #[cfg(test)]

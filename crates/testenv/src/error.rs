@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use crate::process::Component;
+use crate::component::Component;
 
 /// Why a control plane could not be started or used.
 #[derive(Debug, thiserror::Error)]

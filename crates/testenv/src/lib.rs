@@ -29,14 +29,17 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod component;
 mod config;
 mod deadline;
 mod error;
 mod kubeconfig;
 mod local;
+mod network;
 mod node;
 mod pki;
 mod process;
+pub mod workerd;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -48,16 +51,18 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ObjectMeta, PostParams};
 use tracing::{info, warn};
 
+pub use component::Component;
+pub use config::NodeConfig;
 pub use config::{
     Config, DEFAULT_READY_TIMEOUT, ENV_CACHE_DIR, ENV_ETCD, ENV_KEEP_TEST_LOGS, ENV_KUBE_APISERVER,
     ENV_TEST_KUBECONFIG, KUBE_VERSION,
 };
 pub use deadline::{Probe, wait_until, wait_until_blocking};
 pub use error::Error;
+pub use network::{BRIDGE, CGROUP_ROOT, NODE_IP, NODE_NAME, POD_SUBNET};
 pub use node::host::leftovers as node_leftovers;
-pub use node::{BRIDGE, CGROUP_ROOT, NODE_IP, NODE_NAME, NodeConfig, POD_SUBNET};
 pub use pki::{GrpcPkiFiles, Leaf, TestCa, TestCert, Usage, write_grpc as write_grpc_pki};
-pub use process::{Component, Process, free_port};
+pub use process::{Process, free_port};
 
 use local::LocalCluster;
 

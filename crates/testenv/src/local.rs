@@ -2,7 +2,6 @@
 //! when asked a whole node beside them (`node.rs`).
 
 use std::ffi::OsString;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -14,10 +13,11 @@ use kube::client::ConfigExt;
 use tempfile::TempDir;
 use tracing::{debug, info, warn};
 
+use crate::component::Component;
 use crate::config::Config;
 use crate::node::{LocalNode, NODE_IP, NodeHost};
 use crate::pki::{self, PkiFiles};
-use crate::process::{Component, Supervised};
+use crate::process::Supervised;
 use crate::{Error, kubeconfig};
 
 /// Ports are picked by binding `:0` and releasing; another process may take one
@@ -78,7 +78,8 @@ impl LocalCluster {
             .map_err(Error::TempDir)?;
         let etcd_data = dir.path().join(ETCD_DATA);
         let pki = pki::write(dir.path())?;
-        let [etcd_client_port, etcd_peer_port, apiserver_port] = free_ports()?;
+        let [etcd_client_port, etcd_peer_port, apiserver_port] =
+            crate::process::free_ports().map_err(Error::FreePort)?;
         // With a node, the apiserver listens on the node's bridge, which pods reach.
         let node_host = match &config.node {
             Some(_) => Some(NodeHost::prepare(dir.path(), config)?),
@@ -257,19 +258,6 @@ impl<C: Connect + Clone + Send + Sync + 'static> ReadyzProbe<C> {
             Err(_) => Err(format!("/readyz took longer than {timeout:?}")),
         }
     }
-}
-
-/// Distinct free ports on 127.0.0.1: all are held until all are picked.
-pub(crate) fn free_ports<const N: usize>() -> Result<[u16; N], Error> {
-    let listeners = (0..N)
-        .map(|_| TcpListener::bind(("127.0.0.1", 0)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(Error::FreePort)?;
-    let mut ports = [0; N];
-    for (port, listener) in ports.iter_mut().zip(&listeners) {
-        *port = listener.local_addr().map_err(Error::FreePort)?.port();
-    }
-    Ok(ports)
 }
 
 fn etcd_args(data_dir: &Path, client_url: &str, peer_port: u16) -> Vec<OsString> {

@@ -24,37 +24,18 @@ use k8s_openapi::api::core::v1::Node;
 use tracing::{debug, info};
 
 use crate::Error;
-use crate::config::Config;
+use crate::component::Component;
+use crate::config::{Config, NodeConfig};
+pub use crate::network::{BRIDGE, CGROUP_ROOT, NODE_IP, NODE_NAME, POD_SUBNET};
+pub(crate) use crate::network::{POD_PREFIX_LEN, POD_RANGE_START};
 use crate::pki::PkiFiles;
-use crate::process::{Component, Supervised};
+use crate::process::Supervised;
 use files::NodeDirs;
 
-/// The node's name (the kubelet's `--hostname-override`, kube-proxy's).
-pub const NODE_NAME: &str = "isolane-test-node";
-/// The node's address, on its bridge; the apiserver listens there too.
-pub const NODE_IP: &str = "10.87.0.1";
-/// The pods' network: one bridge, host-local addresses.
-pub const POD_SUBNET: &str = "10.87.0.0/24";
-pub(crate) const POD_PREFIX_LEN: u8 = 24;
-const POD_RANGE_START: &str = "10.87.0.10";
-/// The bridge's interface name.
-pub const BRIDGE: &str = "isolane0";
-/// Every pod's cgroup parent, in each cgroup hierarchy.
-pub const CGROUP_ROOT: &str = "/isolane-test-node";
 /// How long the node gets to report Ready on a loaded machine.
 const NODE_READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// containerd's namespace for Kubernetes (the CRI plugin's).
 const CRI_NAMESPACE: &str = "k8s.io";
-
-/// What the node runs: images to load into containerd before the kubelet starts.
-#[derive(Clone, Debug, Default)]
-pub struct NodeConfig {
-    /// OCI image archives (`make images`) imported into containerd.
-    pub images: Vec<PathBuf>,
-    /// The pod sandbox image, which must be one of `images`
-    /// (`hack/build-images.sh` builds `isolane-pause`).
-    pub pause_image: String,
-}
 
 /// The machine-wide lock and the bridge, made before the apiserver starts
 /// (it listens on the bridge's address); dropping it removes all the host
@@ -150,7 +131,7 @@ impl LocalNode {
             proxy_metrics,
             kcm_port,
             scheduler_port,
-        ] = crate::local::free_ports()?;
+        ] = crate::process::free_ports().map_err(Error::FreePort)?;
         write(
             &dirs.kubelet_config,
             &files::kubelet(&dirs, kubelet_port, &node_dir.join("pod-logs")),

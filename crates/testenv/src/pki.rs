@@ -237,7 +237,7 @@ pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
         &[
             "127.0.0.1",
             "localhost",
-            crate::node::NODE_IP,
+            crate::network::NODE_IP,
             KUBERNETES_SERVICE_IP,
             "kubernetes",
             "kubernetes.default",

@@ -25,7 +25,6 @@
 //! `setpriv`'s `prctl`, the child is orphaned.
 
 use std::ffi::{OsStr, OsString};
-use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
@@ -40,34 +39,9 @@ use nix::unistd::Pid;
 use tracing::{debug, info, warn};
 
 use crate::Error;
+use crate::component::Component;
 use crate::config::find_on_path;
 use crate::deadline::poll_blocking;
-
-/// Which part of the control plane a process is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Component {
-    Etcd,
-    KubeApiserver,
-    KubeControllerManager,
-    KubeScheduler,
-    Containerd,
-    Kubelet,
-    KubeProxy,
-}
-
-impl fmt::Display for Component {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Etcd => "etcd",
-            Self::KubeApiserver => "kube-apiserver",
-            Self::KubeControllerManager => "kube-controller-manager",
-            Self::KubeScheduler => "kube-scheduler",
-            Self::Containerd => "containerd",
-            Self::Kubelet => "kubelet",
-            Self::KubeProxy => "kube-proxy",
-        })
-    }
-}
 
 /// A process a test started: its output goes to a log file, and it dies with
 /// this value and with the test process (see the module docs). When a test
@@ -240,9 +214,19 @@ impl Drop for Process {
 /// A free local TCP port (bound, then released: another process may take it
 /// first, which is good enough for a test).
 pub fn free_port() -> std::io::Result<u16> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
+    free_ports::<1>().map(|[port]| port)
+}
+
+/// Distinct free ports on 127.0.0.1: all are held until all are picked.
+pub(crate) fn free_ports<const N: usize>() -> std::io::Result<[u16; N]> {
+    let listeners = (0..N)
+        .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ports = [0; N];
+    for (port, listener) in ports.iter_mut().zip(&listeners) {
+        *port = listener.local_addr()?.port();
+    }
+    Ok(ports)
 }
 
 // === impl Supervised ===

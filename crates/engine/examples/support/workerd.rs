@@ -5,11 +5,12 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use isolane_testenv::{Process, free_port, workerd};
+
 pub struct Workerd {
-    child: Child,
+    _process: Process,
     dir: PathBuf,
     pub port: u16,
 }
@@ -21,32 +22,16 @@ impl Workerd {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("worker.js"), script).unwrap();
         // A port that was free a moment ago (workerd binds it itself).
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .unwrap();
-        std::fs::write(
-            dir.join("config.capnp"),
-            format!(
-                r#"using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [(name = "main", worker = .worker)],
-  sockets = [(name = "http", address = "127.0.0.1:{port}", http = (), service = "main")],
-);
-const worker :Workerd.Worker = (
-  modules = [(name = "worker.js", esModule = embed "worker.js")],
-  compatibilityDate = "2024-09-23",
-);
-"#
-            ),
-        )
-        .unwrap();
-        let child = Command::new(bin)
-            .arg("serve")
-            .arg(dir.join("config.capnp"))
-            .spawn()
-            .unwrap();
-        let workerd = Workerd { child, dir, port };
+        let port = free_port().unwrap();
+        let address = ([127, 0, 0, 1], port).into();
+        let service = workerd::Service::module("main", "worker.js", "2024-09-23", address);
+        let config = workerd::write_config(&dir, "config.capnp", &[service]).unwrap();
+        let process = workerd::serve(bin, &config, &[], &dir.join("workerd.log")).unwrap();
+        let workerd = Workerd {
+            _process: process,
+            dir,
+            port,
+        };
         let deadline = Instant::now() + Duration::from_secs(30);
         while workerd.request("GET", ready_path, "").is_none() {
             assert!(Instant::now() < deadline, "workerd did not start");
@@ -82,8 +67,6 @@ const worker :Workerd.Worker = (
 
 impl Drop for Workerd {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

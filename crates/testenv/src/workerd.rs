@@ -1,0 +1,172 @@
+//! workerd, the behavioural peer: its config written from a description of
+//! the Workers it serves, and `workerd serve` started as a [`Process`].
+//!
+//! The binary comes from the npm package `workerd` (`npm install` in the
+//! folder that needs it). Each [`Service`] is one Worker with a socket of its
+//! own on 127.0.0.1; the config is Cap'n Proto text, as workerd's own
+//! `workerd.capnp` schema defines it.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Process};
+
+/// How workerd reads one module (the field of its `Worker.Module`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModuleKind {
+    EsModule,
+    CommonJs,
+    Text,
+    Data,
+    Wasm,
+    Json,
+}
+
+impl ModuleKind {
+    fn field(self) -> &'static str {
+        match self {
+            Self::EsModule => "esModule",
+            Self::CommonJs => "commonJsModule",
+            Self::Text => "text",
+            Self::Data => "data",
+            Self::Wasm => "wasm",
+            Self::Json => "json",
+        }
+    }
+}
+
+/// A Worker's code: its modules (the first is the main one), or one
+/// service-worker script. Each names a file relative to the config's folder.
+#[derive(Debug, Clone)]
+pub enum Code {
+    Modules(Vec<(String, ModuleKind)>),
+    ServiceWorker(String),
+}
+
+/// One Worker and the socket that serves it.
+#[derive(Debug, Clone)]
+pub struct Service {
+    /// The service's name, also its socket's (for `--socket-addr name=…`).
+    pub name: String,
+    pub code: Code,
+    /// Text bindings.
+    pub bindings: Vec<(String, String)>,
+    pub compatibility_date: String,
+    pub compatibility_flags: Vec<String>,
+    /// Subrequests may reach public, private and loopback addresses.
+    pub network: bool,
+    pub address: SocketAddr,
+}
+
+impl Service {
+    /// An ES-module Worker of one file on `address`.
+    pub fn module(name: &str, file: &str, date: &str, address: SocketAddr) -> Self {
+        Self {
+            name: name.to_owned(),
+            code: Code::Modules(vec![(file.to_owned(), ModuleKind::EsModule)]),
+            bindings: Vec::new(),
+            compatibility_date: date.to_owned(),
+            compatibility_flags: Vec::new(),
+            network: false,
+            address,
+        }
+    }
+}
+
+/// The config of every service, as Cap'n Proto text.
+pub fn render(services: &[Service]) -> String {
+    let mut names = Vec::new();
+    let mut sockets = Vec::new();
+    let mut workers = String::new();
+    for (i, service) in services.iter().enumerate() {
+        names.push(format!("(name = {:?}, worker = .w{i})", service.name));
+        sockets.push(format!(
+            "(name = {:?}, address = \"{}\", http = (), service = {:?})",
+            service.name, service.address, service.name
+        ));
+        let _ = write!(
+            workers,
+            "const w{i} :Workerd.Worker = (\n{});\n",
+            worker(service)
+        );
+    }
+    if services.iter().any(|s| s.network) {
+        names.push(r#"(name = "net", network = (allow = ["public", "private", "local"]))"#.into());
+    }
+    format!(
+        "using Workerd = import \"/workerd/workerd.capnp\";\n\
+         const config :Workerd.Config = (\n  services = [\n    {}\n  ],\n  sockets = [\n    {}\n  ],\n);\n{workers}",
+        names.join(",\n    "),
+        sockets.join(",\n    ")
+    )
+}
+
+/// The fields of one `Workerd.Worker`.
+fn worker(service: &Service) -> String {
+    let mut fields = String::new();
+    match &service.code {
+        Code::Modules(modules) => {
+            let list: Vec<String> = modules
+                .iter()
+                .map(|(file, kind)| format!("(name = {file:?}, {} = embed {file:?})", kind.field()))
+                .collect();
+            let _ = writeln!(fields, "  modules = [{}],", list.join(", "));
+        }
+        Code::ServiceWorker(file) => {
+            let _ = writeln!(fields, "  serviceWorkerScript = embed {file:?},");
+        }
+    }
+    let bindings: Vec<String> = service
+        .bindings
+        .iter()
+        .map(|(name, value)| format!("(name = {name:?}, text = {value:?})"))
+        .collect();
+    let _ = writeln!(fields, "  bindings = [{}],", bindings.join(", "));
+    let _ = writeln!(
+        fields,
+        "  compatibilityDate = {:?},",
+        service.compatibility_date
+    );
+    let flags: Vec<String> = service
+        .compatibility_flags
+        .iter()
+        .map(|f| format!("{f:?}"))
+        .collect();
+    let _ = writeln!(fields, "  compatibilityFlags = [{}],", flags.join(", "));
+    if service.network {
+        let _ = writeln!(fields, "  globalOutbound = \"net\",");
+    }
+    fields
+}
+
+/// Writes the config to `dir/name` (module files are named relative to
+/// `dir`) and returns its path.
+pub fn write_config(dir: &Path, name: &str, services: &[Service]) -> Result<PathBuf, Error> {
+    let path = dir.join(name);
+    std::fs::write(&path, render(services)).map_err(|source| Error::WriteFile {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(path)
+}
+
+/// The native binary the npm package `workerd` installed under `npm_dir`.
+pub fn binary(npm_dir: &Path) -> PathBuf {
+    let arch = match std::env::consts::ARCH {
+        "aarch64" => "arm64",
+        _ => "64",
+    };
+    npm_dir.join(format!(
+        "node_modules/@cloudflare/workerd-linux-{arch}/bin/workerd"
+    ))
+}
+
+/// `workerd serve <config> <extra…>`, its output in `log`; `extra` may move
+/// a socket (`--socket-addr name=127.0.0.1:port`).
+pub fn serve(bin: &Path, config: &Path, extra: &[OsString], log: &Path) -> Result<Process, Error> {
+    let mut args: Vec<OsString> = vec!["serve".into(), config.into()];
+    args.extend(extra.iter().cloned());
+    Process::spawn("workerd", bin, &args, &[], log)
+}
