@@ -1,0 +1,187 @@
+//! The workspace's shape, held by tests (issue #29): no source file over
+//! 1,000 lines, few product functions of 60 lines or more, no import circle
+//! inside any crate, and one implementation of what tests share.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use isolane_shape::{
+    Function, Graph, Workspace, circles, files_with, functions, module_graph, rust_files,
+};
+
+/// The longest a source file may be.
+const MAX_FILE_LINES: usize = 1000;
+
+/// A product function this long or longer is a long one.
+const LONG_FUNCTION: usize = 60;
+
+/// How many long product functions there may be. The goal is 20; this only
+/// ever goes down.
+const MAX_LONG_FUNCTIONS: usize = 43;
+
+/// Packages that are not product code: test support, the end-to-end tests,
+/// the benchmarks and this checker.
+const NOT_PRODUCT: &[&str] = &[
+    "isolane-testenv",
+    "isolane-e2e",
+    "isolane-bench",
+    "isolane-shape",
+];
+
+fn workspace() -> &'static Workspace {
+    static WORKSPACE: OnceLock<Workspace> = OnceLock::new();
+    WORKSPACE.get_or_init(|| {
+        Workspace::read(Path::new(env!("CARGO_MANIFEST_DIR"))).expect("reading the workspace")
+    })
+}
+
+/// Every Rust file of every member: sources, tests, examples, build scripts.
+fn all_rust_files() -> Vec<PathBuf> {
+    let ws = workspace();
+    ws.members
+        .iter()
+        .flat_map(|m| rust_files(&m.dir).expect("listing a member's files"))
+        .collect()
+}
+
+#[test]
+fn no_source_file_is_over_1000_lines() {
+    let ws = workspace();
+    let source = |path: &Path| {
+        path.extension()
+            .is_some_and(|e| e == "rs" || e == "js" || e == "mjs")
+    };
+    let mut read = 0;
+    let mut long = Vec::new();
+    for member in &ws.members {
+        for file in files_with(&member.dir, &source).expect("listing a member's files") {
+            let text = std::fs::read_to_string(&file).expect("reading a source file");
+            read += 1;
+            let lines = text.lines().count();
+            if lines > MAX_FILE_LINES {
+                long.push(format!(
+                    "  {} ({lines} lines)",
+                    ws.relative(&file).display()
+                ));
+            }
+        }
+    }
+    assert!(
+        read > 100,
+        "too few files read ({read}): the walk proves nothing"
+    );
+    assert!(
+        long.is_empty(),
+        "source files over {MAX_FILE_LINES} lines; split them at their seams:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn few_product_functions_are_60_lines_or_more() {
+    let ws = workspace();
+    let mut all: Vec<Function> = Vec::new();
+    for member in ws
+        .members
+        .iter()
+        .filter(|m| !NOT_PRODUCT.contains(&m.name.as_str()))
+    {
+        let sources = rust_files(&member.dir.join("src")).expect("listing sources");
+        // Generated code (`proto/src/gen`) is not written by hand.
+        for file in sources
+            .iter()
+            .filter(|f| !f.components().any(|c| c.as_os_str() == "gen"))
+        {
+            all.extend(functions(file).expect("reading a source file"));
+        }
+    }
+    assert!(all.len() > 500, "too few functions read ({})", all.len());
+    let mut long: Vec<&Function> = all.iter().filter(|f| f.lines >= LONG_FUNCTION).collect();
+    long.sort_by_key(|f| std::cmp::Reverse(f.lines));
+    let list: Vec<String> = long
+        .iter()
+        .map(|f| {
+            format!(
+                "  {:>4} {} ({}:{})",
+                f.lines,
+                f.name,
+                ws.relative(&f.file).display(),
+                f.line
+            )
+        })
+        .collect();
+    println!(
+        "{} product functions of {LONG_FUNCTION} lines or more:\n{}",
+        long.len(),
+        list.join("\n")
+    );
+    assert!(
+        long.len() <= MAX_LONG_FUNCTIONS,
+        "{} product functions of {LONG_FUNCTION} lines or more (at most {MAX_LONG_FUNCTIONS}); \
+         give the new ones named steps:\n{}",
+        long.len(),
+        list.join("\n")
+    );
+}
+
+#[test]
+fn no_crate_has_an_import_circle() {
+    let ws = workspace();
+    let mut problems = Vec::new();
+    let mut engine: Option<Graph> = None;
+    for member in &ws.members {
+        let graph = module_graph(&member.dir.join("src")).expect("reading a crate's modules");
+        for circle in circles(&graph) {
+            problems.push(format!("  {}: {}", member.name, circle.join(", ")));
+        }
+        if member.name == "isolane-engine" {
+            engine = Some(graph);
+        }
+    }
+    // The parse must have found something, or the test proves nothing.
+    let engine = engine.expect("the engine is a member");
+    assert!(engine.len() > 10, "too few engine modules read: {engine:?}");
+    assert!(
+        engine.values().map(|uses| uses.len()).sum::<usize>() > 20,
+        "too few edges: {engine:?}"
+    );
+    assert!(
+        problems.is_empty(),
+        "import circles; give each shared idea one owner:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn tests_share_one_free_port() {
+    let found: Vec<String> = all_rust_files()
+        .iter()
+        .flat_map(|file| functions(file).expect("reading a file"))
+        .filter(|f| f.name == "free_port" || f.name.ends_with("::free_port"))
+        .map(|f| format!("  {}:{}", workspace().relative(&f.file).display(), f.line))
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "one free_port, in testenv; found:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn workerd_is_launched_from_one_place() {
+    let found: Vec<String> = all_rust_files()
+        .iter()
+        .filter(|file| {
+            std::fs::read_to_string(file)
+                .is_ok_and(|text| text.contains(concat!("/workerd/", "workerd.capnp")))
+        })
+        .map(|file| format!("  {}", workspace().relative(file).display()))
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "one workerd launcher, in testenv; found:\n{}",
+        found.join("\n")
+    );
+}
