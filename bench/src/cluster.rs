@@ -8,10 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use isolane_e2e::cluster::{node_tls_args, router_tls_args};
-use isolane_e2e::operator::OPERATOR_NAMESPACE;
-use isolane_e2e::workers::{apply, inline_worker, prepare, wait_ready};
 use isolane_testenv::ControlPlane;
+use isolane_testenv::grpc_tls::{node_tls_args, router_tls_args};
+use isolane_testenv::workers::{OPERATOR_NAMESPACE, apply, inline_worker, prepare, wait_ready};
 use isolane_testenv::{Process, free_port, wait_until};
 
 use crate::servers::Server;
@@ -89,7 +88,7 @@ pub async fn control_plane_with_operator(
         "isolane-operator /readyz",
         Duration::from_secs(60),
         || async {
-            let response = isolane_e2e::http::get(admin, "/readyz").await?;
+            let response = isolane_testenv::http_probe::get(admin, "/readyz").await?;
             (response.status == 200).then_some(())
         },
     )

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use isolane_crds::Worker;
-use isolane_e2e::workers::{apply, has_condition, hello_script, inline_worker};
+use isolane_testenv::workers::{apply, has_condition, hello_script, inline_worker};
 use kube::Api;
 use kube::api::ListParams;
 

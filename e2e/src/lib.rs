@@ -14,11 +14,11 @@
 
 pub mod certs;
 pub mod cluster;
-pub mod http;
 pub mod images;
 pub mod ingress;
 pub mod kubectl;
 pub mod load;
 pub mod operator;
 pub mod process;
-pub mod workers;
+pub use isolane_testenv::http_probe as http;
+pub use isolane_testenv::workers;

@@ -20,8 +20,7 @@ use crate::process;
 
 /// Environment variable naming a prebuilt operator binary (skips the build).
 pub const OPERATOR_BIN_ENV: &str = "ISOLANE_OPERATOR_BIN";
-/// The operator's namespace in the tests (bundles, leader Lease, node Leases).
-pub const OPERATOR_NAMESPACE: &str = "isolane-system";
+pub use isolane_testenv::workers::OPERATOR_NAMESPACE;
 
 /// How to start an operator.
 #[derive(Clone, Debug)]

@@ -7,13 +7,9 @@
 //! `isolane-testenv` ([`isolane_testenv::Process`],
 //! [`isolane_testenv::wait_until`], [`isolane_testenv::free_port`]).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// The workspace root (the parent of `e2e/`).
-pub fn workspace_root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().unwrap_or(manifest).to_path_buf()
-}
+pub use isolane_testenv::workspace_root;
 
 /// Where cargo puts build products: `$CARGO_TARGET_DIR`, else `<workspace>/target`.
 pub fn target_dir() -> PathBuf {

@@ -11,7 +11,11 @@
 //!
 //! Without a cluster, it is also the tests' support: [`wait_until`] (the one
 //! deadline poll), [`Process`] (the one process supervisor) and the test PKI
-//! ([`TestCa`]).
+//! ([`TestCa`]). What the e2e tests and the benchmarks share lives here too:
+//! [`workers`] (Workers, bundles and conditions through the API),
+//! [`grpc_tls`] (the router↔node PKI as flags), [`http_probe`] (a GET for
+//! admin endpoints) and [`workerd`] (the behavioural peer, launched from one
+//! place).
 //!
 //! There is no scheduler, controller-manager or kubelet: objects are stored and
 //! validated (CRDs, webhooks, RBAC, leases), but Deployments never get Pods and
@@ -33,6 +37,8 @@ mod component;
 mod config;
 mod deadline;
 mod error;
+pub mod grpc_tls;
+pub mod http_probe;
 mod kubeconfig;
 mod local;
 mod network;
@@ -40,6 +46,7 @@ mod node;
 mod pki;
 mod process;
 pub mod workerd;
+pub mod workers;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -65,6 +72,16 @@ pub use pki::{GrpcPkiFiles, Leaf, TestCa, TestCert, Usage, write_grpc as write_g
 pub use process::{Process, free_port};
 
 use local::LocalCluster;
+
+/// The workspace root (two levels above this crate's folder).
+pub fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .nth(2)
+        .unwrap_or(manifest)
+        .to_path_buf()
+}
 
 /// A Kubernetes API server for a test: started here, or an existing cluster.
 pub struct ControlPlane {

@@ -5,17 +5,16 @@ use std::time::Duration;
 use isolane_crds::{
     BUNDLE_KEY, BUNDLE_LABEL, Bundle, Limits, Route, WORKER_ID_ANNOTATION, Worker, WorkerSpec,
 };
-use isolane_testenv::ControlPlane;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 
-use crate::operator::OPERATOR_NAMESPACE;
-use isolane_testenv::wait_until;
+use crate::{ControlPlane, wait_until, workspace_root};
 
-use crate::process::workspace_root;
+/// The operator's namespace in the tests (bundles, leader Lease, node Leases).
+pub const OPERATOR_NAMESPACE: &str = "isolane-system";
 
 /// The field manager tests apply Workers with.
 pub const TEST_MANAGER: &str = "isolane-e2e";
