@@ -17,12 +17,15 @@
 //! connections whose client presented the router's certificate reach gRPC.
 
 use std::net::{SocketAddr, TcpListener};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use isolane_proto::health::pb::health_server::HealthServer;
 use isolane_proto::health::server::HealthService;
-use tokio::io::{AsyncRead, AsyncWrite};
+use isolane_telemetry::edge::{self, Handshake as _, Primed, Wrapped};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Server;
@@ -215,47 +218,78 @@ where
         .await
 }
 
-/// Accepts TCP connections on `listener` and yields those that complete the
-/// TLS handshake; each handshake runs in its own task on the current runtime
-/// (so a slow or hostile client delays nobody else) and is refused after
-/// [`HANDSHAKE_TIMEOUT`].
+/// Accepts TCP connections on `listener` (with the edge's backoff on accept
+/// errors) and yields those that get through the edge's handshake: first
+/// bytes, the TLS handshake, then the HTTP/2 preface, each within
+/// [`HANDSHAKE_TIMEOUT`]. Each handshake runs in its own task on the current
+/// runtime, so a slow or hostile client delays nobody else.
 fn tls_incoming(
     listener: tokio::net::TcpListener,
     acceptor: TlsAcceptor,
     shutdown: CancellationToken,
-) -> impl futures::Stream<Item = std::io::Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>>
-{
+) -> impl futures::Stream<Item = std::io::Result<TlsConnection>> {
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let handshake = Arc::new(Wrapped(move |stream| acceptor.accept(stream)));
     tokio::spawn(async move {
         loop {
-            let accepted = tokio::select! {
+            let (stream, peer) = tokio::select! {
                 _ = shutdown.cancelled() => return,
-                accepted = listener.accept() => accepted,
-            };
-            let (stream, peer) = match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // Per-connection errors (e.g. the peer reset before accept).
-                    tracing::debug!(%error, "accept failed");
-                    continue;
-                }
+                accepted = edge::accept(&listener, "grpc") => accepted,
             };
             let _ = stream.set_nodelay(true);
-            let (acceptor, tx) = (acceptor.clone(), tx.clone());
+            let (handshake, tx) = (Arc::clone(&handshake), tx.clone());
             tokio::spawn(async move {
-                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(tls)) => {
-                        let _ = tx.send(Ok(tls)).await;
+                match handshake.handshake(stream, HANDSHAKE_TIMEOUT).await {
+                    Some(io) => {
+                        let _ = tx.send(Ok(TlsConnection(io))).await;
                     }
-                    Ok(Err(error)) => {
-                        tracing::info!(%peer, %error, "gRPC client refused: TLS handshake failed");
-                    }
-                    Err(_) => tracing::info!(%peer, "gRPC client refused: TLS handshake timed out"),
+                    None => tracing::info!(
+                        %peer,
+                        "gRPC client refused: no TLS handshake and HTTP/2 preface within {HANDSHAKE_TIMEOUT:?}"
+                    ),
                 }
             });
         }
     });
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+/// A router's connection after the TLS handshake (and its first bytes,
+/// replayed to gRPC).
+pub struct TlsConnection(Primed<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>);
+
+impl Connected for TlsConnection {
+    type ConnectInfo = ();
+
+    fn connect_info(&self) -> Self::ConnectInfo {}
+}
+
+impl AsyncRead for TlsConnection {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for TlsConnection {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
 }
 
 // === impl Serving ===

@@ -159,6 +159,21 @@ where
     }
 }
 
+/// The next connection on `listener`. An accept error (out of file
+/// descriptors, a peer gone before it was accepted) is logged and retried
+/// after [`ACCEPT_BACKOFF`], so one that persists never spins the thread.
+pub async fn accept(listener: &TcpListener, server: &'static str) -> (TcpStream, SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(accepted) => return accepted,
+            Err(error) => {
+                warn!(%error, edge.server = server, "accept failed");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+            }
+        }
+    }
+}
+
 /// Serves `listener` until `shutdown` completes: each connection that gets
 /// through `handshake` is served by `service(peer)`, HTTP/1.1 or HTTP/2.
 /// Then open connections get `edge.grace` to finish.
@@ -188,14 +203,7 @@ pub async fn serve<H, M, S, B>(
     loop {
         let (stream, peer) = tokio::select! {
             () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    warn!(%error, edge.server = edge.server, "accept failed");
-                    tokio::time::sleep(ACCEPT_BACKOFF).await;
-                    continue;
-                }
-            },
+            accepted = accept(&listener, edge.server) => accepted,
         };
         if let Err(error) = stream.set_nodelay(true) {
             debug!(%error, "cannot set TCP_NODELAY");
