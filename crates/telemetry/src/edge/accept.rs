@@ -208,68 +208,20 @@ pub async fn serve<H, M, S, B>(
         if let Err(error) = stream.set_nodelay(true) {
             debug!(%error, "cannot set TCP_NODELAY");
         }
+        let connection = Connection {
+            builder: builder.clone(),
+            handshake: Arc::clone(&handshake),
+            closing: closing.subscribe(),
+            peer,
+            server: edge.server,
+            timeout: edge.header_read_timeout,
+            idle: edge.idle_timeout,
+        };
         let service = service(peer);
-        let builder = builder.clone();
-        let handshake = Arc::clone(&handshake);
-        let closing = closing.subscribe();
-        let (server, timeout, idle) = (edge.server, edge.header_read_timeout, edge.idle_timeout);
-        let connection = move |stream: TcpStream| async move {
-            let Some(io) = handshake.handshake(stream, timeout).await else {
-                debug!(client = %peer, edge.server = server, "connection sent nothing in time; closed");
-                return;
-            };
-            let activity = Arc::new(Activity::default());
-            let service = Tracked::new(service, Arc::clone(&activity));
-            // With upgrades: a front end may take the connection over (a
-            // WebSocket, `isolane_router::websocket`).
-            let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
-            let connection = std::pin::pin!(connection);
-            // The watchdog runs beside the connection, so a request's wake-ups
-            // poll the connection and a oneshot, not the watchdog's timer.
-            let (close, close_asked) = oneshot::channel();
-            let watchdog = tokio::spawn(watch_idle(
-                Arc::clone(&activity),
-                closing,
-                idle,
-                (peer, server),
-                close,
-            ));
-            let ended = drive(
-                connection,
-                |connection| connection.graceful_shutdown(),
-                close_asked,
-                &activity,
-                timeout,
-            )
-            .await;
-            watchdog.abort();
-            match ended {
-                Some(Err(error)) => {
-                    debug!(%error, client = %peer, edge.server = server, "connection ended with an error")
-                }
-                None => {
-                    debug!(client = %peer, edge.server = server, "connection did not close in time; dropped")
-                }
-                Some(Ok(())) => {}
-            }
-        };
-        let Some(runtime) = edge.spread.get(turn % edge.spread.len().max(1)) else {
-            tokio::spawn(connection(stream));
-            continue;
-        };
-        // Moved to `runtime`'s reactor, so its readiness wakes that thread
-        // alone, not this one as well.
-        match stream.into_std() {
-            Ok(stream) => drop(runtime.spawn(async move {
-                match TcpStream::from_std(stream) {
-                    Ok(stream) => connection(stream).await,
-                    Err(error) => {
-                        debug!(%error, edge.server = server, "cannot register a connection")
-                    }
-                }
-            })),
-            Err(error) => debug!(%error, edge.server = edge.server, "cannot move a connection"),
-        }
+        let runtime = edge.spread.get(turn % edge.spread.len().max(1));
+        spawn_on(runtime, stream, edge.server, move |stream| {
+            connection.serve(stream, service)
+        });
         turn = turn.wrapping_add(1);
     }
     drop(listener);
@@ -277,6 +229,96 @@ pub async fn serve<H, M, S, B>(
     tokio::select! {
         () = closing.closed() => debug!(edge.server = edge.server, "all connections closed"),
         () = tokio::time::sleep(edge.grace) => warn!(grace = ?edge.grace, edge.server = edge.server, "connections still open after the shutdown grace"),
+    }
+}
+
+/// Runs `serve(stream)` on `runtime` (moving the socket to its reactor, so
+/// the connection's readiness wakes that thread alone), or on this one.
+fn spawn_on<F, Fut>(runtime: Option<&Handle>, stream: TcpStream, server: &'static str, serve: F)
+where
+    F: FnOnce(TcpStream) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let Some(runtime) = runtime else {
+        tokio::spawn(serve(stream));
+        return;
+    };
+    match stream.into_std() {
+        Ok(stream) => drop(runtime.spawn(async move {
+            match TcpStream::from_std(stream) {
+                Ok(stream) => serve(stream).await,
+                Err(error) => debug!(%error, edge.server = server, "cannot register a connection"),
+            }
+        })),
+        Err(error) => debug!(%error, edge.server = server, "cannot move a connection"),
+    }
+}
+
+/// One accepted connection and what serving it is held to.
+struct Connection<H> {
+    builder: hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
+    handshake: Arc<H>,
+    /// Held until the connection ends (see [`watch_idle`]).
+    closing: watch::Receiver<()>,
+    peer: SocketAddr,
+    server: &'static str,
+    timeout: Duration,
+    idle: Duration,
+}
+
+impl<H: Handshake> Connection<H> {
+    /// The handshake, then HTTP until the connection ends, closes idle, or
+    /// is told to close by shutdown.
+    async fn serve<S, B>(self, stream: TcpStream, service: S)
+    where
+        S: Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Into<Box<dyn StdError + Send + Sync>>,
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let (peer, server) = (self.peer, self.server);
+        let Some(io) = self.handshake.handshake(stream, self.timeout).await else {
+            debug!(client = %peer, edge.server = server, "connection sent nothing in time; closed");
+            return;
+        };
+        let activity = Arc::new(Activity::default());
+        let service = Tracked::new(service, Arc::clone(&activity));
+        // With upgrades: a front end may take the connection over (a
+        // WebSocket, `isolane_router::websocket`).
+        let connection = self
+            .builder
+            .serve_connection_with_upgrades(TokioIo::new(io), service);
+        let connection = std::pin::pin!(connection);
+        // The watchdog runs beside the connection, so a request's wake-ups
+        // poll the connection and a oneshot, not the watchdog's timer.
+        let (close, close_asked) = oneshot::channel();
+        let watchdog = tokio::spawn(watch_idle(
+            Arc::clone(&activity),
+            self.closing,
+            self.idle,
+            (peer, server),
+            close,
+        ));
+        let ended = drive(
+            connection,
+            |connection| connection.graceful_shutdown(),
+            close_asked,
+            &activity,
+            self.timeout,
+        )
+        .await;
+        watchdog.abort();
+        match ended {
+            Some(Err(error)) => {
+                debug!(%error, client = %peer, edge.server = server, "connection ended with an error")
+            }
+            None => {
+                debug!(client = %peer, edge.server = server, "connection did not close in time; dropped")
+            }
+            Some(Ok(())) => {}
+        }
     }
 }
 
