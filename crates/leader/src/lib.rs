@@ -223,58 +223,81 @@ impl LeaderElector {
                 }
             };
             let now = Instant::now();
-            let (next, mut wait) = match attempt {
-                Ok(None) => {
-                    last_renewal = Some(started);
-                    (Role::Leader, self.config.retry_period)
-                }
-                Ok(Some(expires_in)) => {
-                    last_renewal = None;
-                    // Wake at the holder's expiry if that comes before the next retry.
-                    let wait = self
-                        .config
-                        .retry_period
-                        .min(expires_in + Duration::from_millis(50));
-                    (Role::Standby, wait)
-                }
-                Err(error) => {
-                    let keep = last_renewal.is_some_and(|renewed| {
-                        now.duration_since(renewed) < self.config.renew_deadline
-                    });
-                    warn!(%error, kind = error.kind(), still_leader = keep, "leader election round failed");
-                    if keep {
-                        (Role::Leader, self.config.retry_period / 2)
-                    } else {
-                        last_renewal = None;
-                        (Role::Standby, self.config.retry_period)
-                    }
-                }
-            };
+            let (next, mut wait) = self.after_round(attempt, started, now, &mut last_renewal);
             if let Some(renewed) = last_renewal {
                 // Never sleep past the renew deadline.
                 let left = (renewed + self.config.renew_deadline).saturating_duration_since(now);
                 wait = wait.min(left);
             }
-            role.send_if_modified(|current| {
-                if *current == next {
-                    return false;
-                }
-                info!(identity = %self.config.identity, role = ?next, "leader election role changed");
-                *current = next;
-                true
-            });
+            self.publish(&role, next);
             tokio::select! {
                 () = stop.cancelled() => break,
                 () = tokio::time::sleep(wait) => {}
             }
         }
-        if *role.borrow() == Role::Leader {
-            role.send_replace(Role::Standby);
-            match tokio::time::timeout(self.config.retry_period, self.release()).await {
-                Ok(Ok(())) => info!(identity = %self.config.identity, "released the leader Lease"),
-                Ok(Err(error)) => warn!(%error, "failed to release the leader Lease"),
-                Err(_) => warn!("timed out releasing the leader Lease"),
+        self.step_down(&role).await;
+    }
+
+    /// The role a round's `attempt` (started at `started`) leaves us in, and
+    /// how long to wait before the next; `last_renewal` is kept up to date.
+    fn after_round(
+        &self,
+        attempt: Result<Option<Duration>, ElectionError>,
+        started: Instant,
+        now: Instant,
+        last_renewal: &mut Option<Instant>,
+    ) -> (Role, Duration) {
+        match attempt {
+            Ok(None) => {
+                *last_renewal = Some(started);
+                (Role::Leader, self.config.retry_period)
             }
+            Ok(Some(expires_in)) => {
+                *last_renewal = None;
+                // Wake at the holder's expiry if that comes before the next retry.
+                let wait = self
+                    .config
+                    .retry_period
+                    .min(expires_in + Duration::from_millis(50));
+                (Role::Standby, wait)
+            }
+            Err(error) => {
+                let keep = last_renewal.is_some_and(|renewed| {
+                    now.duration_since(renewed) < self.config.renew_deadline
+                });
+                warn!(%error, kind = error.kind(), still_leader = keep, "leader election round failed");
+                if keep {
+                    (Role::Leader, self.config.retry_period / 2)
+                } else {
+                    *last_renewal = None;
+                    (Role::Standby, self.config.retry_period)
+                }
+            }
+        }
+    }
+
+    /// Publishes `next` on `role` when it changed.
+    fn publish(&self, role: &watch::Sender<Role>, next: Role) {
+        role.send_if_modified(|current| {
+            if *current == next {
+                return false;
+            }
+            info!(identity = %self.config.identity, role = ?next, "leader election role changed");
+            *current = next;
+            true
+        });
+    }
+
+    /// On stopping: a leader becomes a standby and releases its Lease.
+    async fn step_down(&self, role: &watch::Sender<Role>) {
+        if *role.borrow() != Role::Leader {
+            return;
+        }
+        role.send_replace(Role::Standby);
+        match tokio::time::timeout(self.config.retry_period, self.release()).await {
+            Ok(Ok(())) => info!(identity = %self.config.identity, "released the leader Lease"),
+            Ok(Err(error)) => warn!(%error, "failed to release the leader Lease"),
+            Err(_) => warn!("timed out releasing the leader Lease"),
         }
     }
 

@@ -94,6 +94,38 @@ pub struct NodeMember {
     pub expires_at: Option<Timestamp>,
 }
 
+/// The threads annotation: a positive count.
+fn parse_threads(lease: &str, text: &str) -> Result<u32, MembershipError> {
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|t| *t > 0)
+        .ok_or_else(|| MembershipError::InvalidThreads {
+            lease: lease.to_owned(),
+            value: text.to_owned(),
+        })
+}
+
+/// The endpoints annotation: a comma-separated list, blanks dropped.
+fn parse_endpoints(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// When the Lease runs out: its last renewal (or acquisition) plus its
+/// duration.
+fn expiry(lease: &Lease) -> Option<Timestamp> {
+    let spec = lease.spec.as_ref()?;
+    let renewed = spec.renew_time.as_ref().or(spec.acquire_time.as_ref())?.0;
+    let duration = spec.lease_duration_seconds.unwrap_or(0);
+    renewed
+        .checked_add(SignedDuration::from_secs(i64::from(duration)))
+        .ok()
+}
+
 impl NodeMember {
     /// Reads a node Lease.
     pub fn from_lease(lease: &Lease) -> Result<Self, MembershipError> {
@@ -103,37 +135,16 @@ impl NodeMember {
             .clone()
             .ok_or(MembershipError::MissingName)?;
         let annotation = |key: &'static str| {
-            lease
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(key))
+            let value = lease.metadata.annotations.as_ref().and_then(|a| a.get(key));
+            value
                 .map(String::as_str)
+                .ok_or_else(|| MembershipError::MissingAnnotation {
+                    lease: name.clone(),
+                    annotation: key,
+                })
         };
-        let threads_text =
-            annotation(THREADS_ANNOTATION).ok_or_else(|| MembershipError::MissingAnnotation {
-                lease: name.clone(),
-                annotation: THREADS_ANNOTATION,
-            })?;
-        let threads = threads_text
-            .trim()
-            .parse::<u32>()
-            .ok()
-            .filter(|t| *t > 0)
-            .ok_or_else(|| MembershipError::InvalidThreads {
-                lease: name.clone(),
-                value: threads_text.to_owned(),
-            })?;
-        let endpoints: Vec<String> = annotation(ENDPOINT_ANNOTATION)
-            .ok_or_else(|| MembershipError::MissingAnnotation {
-                lease: name.clone(),
-                annotation: ENDPOINT_ANNOTATION,
-            })?
-            .split(',')
-            .map(str::trim)
-            .filter(|e| !e.is_empty())
-            .map(str::to_owned)
-            .collect();
+        let threads = parse_threads(&name, annotation(THREADS_ANNOTATION)?)?;
+        let endpoints = parse_endpoints(annotation(ENDPOINT_ANNOTATION)?);
         if endpoints.len() != 1 && endpoints.len() != threads as usize {
             return Err(MembershipError::EndpointCount {
                 lease: name,
@@ -141,22 +152,13 @@ impl NodeMember {
                 threads,
             });
         }
-        let draining = annotation(DRAINING_ANNOTATION) == Some("true");
-        let spec = lease.spec.as_ref();
-        let renewed = spec
-            .and_then(|s| s.renew_time.as_ref().or(s.acquire_time.as_ref()))
-            .map(|t| t.0);
-        let duration = spec.and_then(|s| s.lease_duration_seconds).unwrap_or(0);
-        let expires_at = renewed.and_then(|r| {
-            r.checked_add(SignedDuration::from_secs(i64::from(duration)))
-                .ok()
-        });
+        let draining = annotation(DRAINING_ANNOTATION).ok() == Some("true");
         Ok(Self {
             name,
             endpoints,
             threads,
             draining,
-            expires_at,
+            expires_at: expiry(lease),
         })
     }
 
