@@ -199,23 +199,7 @@ pub fn decide(
             .flatten()
     };
 
-    // Within a namespace: the oldest Worker whose host was admitted keeps
-    // each host + prefix (other namespaces' claims on it were refused).
-    let mut owners: BTreeMap<(String, String), (Age, &WorkerKey)> = BTreeMap::new();
-    for (worker, (age, routes)) in &claims {
-        for route in routes {
-            if host_holder(worker, route).is_some() {
-                continue;
-            }
-            let key = (normalize_host(&route.host), route.path_prefix.clone());
-            let candidate = (*age, worker);
-            owners
-                .entry(key)
-                .and_modify(|owner| *owner = (*owner).min(candidate))
-                .or_insert(candidate);
-        }
-    }
-
+    let owners = oldest_per_route(&claims, &host_holder);
     let workers = claims
         .iter()
         .map(|(worker, (_, routes))| {
@@ -244,6 +228,30 @@ pub fn decide(
         owners,
         hosts,
     }
+}
+
+/// Within a namespace: the oldest Worker whose host was admitted keeps
+/// each host + prefix (other namespaces' claims on it were refused, and
+/// `host_holder` names who holds them).
+fn oldest_per_route<'a>(
+    claims: &'a BTreeMap<WorkerKey, (Age, Vec<Route>)>,
+    host_holder: &impl Fn(&WorkerKey, &Route) -> Option<Holder>,
+) -> BTreeMap<(String, String), (Age, &'a WorkerKey)> {
+    let mut owners: BTreeMap<(String, String), (Age, &WorkerKey)> = BTreeMap::new();
+    for (worker, (age, routes)) in claims {
+        for route in routes {
+            if host_holder(worker, route).is_some() {
+                continue;
+            }
+            let key = (normalize_host(&route.host), route.path_prefix.clone());
+            let candidate = (*age, worker);
+            owners
+                .entry(key)
+                .and_modify(|owner| *owner = (*owner).min(candidate))
+                .or_insert(candidate);
+        }
+    }
+    owners
 }
 
 /// One entry per Worker: its age and distinct routes.
