@@ -47,38 +47,9 @@ pub(super) fn answer(
     if status == StatusCode::OK
         && let Some(range) = request.headers.typed_get::<Range>()
     {
-        let len = body.len() as u64;
-        let ranges: Vec<(u64, u64)> = range
-            .satisfiable_ranges(len)
-            .filter_map(|(start, end)| bounds(start, end, len))
-            .collect();
-        match ranges.as_slice() {
-            [] => {
-                out.typed_insert(ContentRange::unsatisfied_bytes(len));
-                out.remove(CONTENT_LENGTH);
-                return Answer {
-                    status: StatusCode::RANGE_NOT_SATISFIABLE,
-                    status_text: String::new(),
-                    headers: out,
-                    body: Some(Bytes::new()),
-                };
-            }
-            [(from, to)] => {
-                if let Ok(content_range) = ContentRange::bytes(*from..=*to, len) {
-                    out.typed_insert(content_range);
-                    out.remove(CONTENT_LENGTH);
-                    let (from, to) = (*from as usize, *to as usize);
-                    return Answer {
-                        status: StatusCode::PARTIAL_CONTENT,
-                        status_text: String::new(),
-                        headers: out,
-                        body: Some(body.slice(from..=to)),
-                    };
-                }
-            }
-            // Several ranges: the whole response (a server may answer a
-            // multi-range request with the full representation).
-            _ => {}
+        match ranged(&range, out, body) {
+            Ok(answer) => return answer,
+            Err(whole) => out = whole,
         }
     }
     out.remove(CONTENT_RANGE);
@@ -87,6 +58,44 @@ pub(super) fn answer(
         status_text: status_text.to_owned(),
         headers: out,
         body: Some(body.clone()),
+    }
+}
+
+/// The answer to a `Range` request: 416 when no range can be served, 206
+/// for one range; `Err(out)` (the headers back) when the whole response is
+/// the answer (several ranges: a server may send the full representation).
+fn ranged(range: &Range, mut out: HeaderMap, body: &Bytes) -> Result<Answer, HeaderMap> {
+    let len = body.len() as u64;
+    let ranges: Vec<(u64, u64)> = range
+        .satisfiable_ranges(len)
+        .filter_map(|(start, end)| bounds(start, end, len))
+        .collect();
+    match ranges.as_slice() {
+        [] => {
+            out.typed_insert(ContentRange::unsatisfied_bytes(len));
+            out.remove(CONTENT_LENGTH);
+            Ok(Answer {
+                status: StatusCode::RANGE_NOT_SATISFIABLE,
+                status_text: String::new(),
+                headers: out,
+                body: Some(Bytes::new()),
+            })
+        }
+        [(from, to)] => {
+            let Ok(content_range) = ContentRange::bytes(*from..=*to, len) else {
+                return Err(out);
+            };
+            out.typed_insert(content_range);
+            out.remove(CONTENT_LENGTH);
+            let (from, to) = (*from as usize, *to as usize);
+            Ok(Answer {
+                status: StatusCode::PARTIAL_CONTENT,
+                status_text: String::new(),
+                headers: out,
+                body: Some(body.slice(from..=to)),
+            })
+        }
+        _ => Err(out),
     }
 }
 

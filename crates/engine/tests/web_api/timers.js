@@ -44,24 +44,30 @@ export default suite(async () => {
     eq(n, 3, 'stopped after clearInterval');
   });
   await test('nested intervals and timeouts', async () => {
+    // Waits on what happened, not on a clock: each inner interval clears
+    // itself on its second tick, and the test goes on when both have.
     const log = [];
     await new Promise((resolve) => {
       let outer = 0;
+      let finished = 0;
       const o = setInterval(() => {
-        outer++;
+        const n = ++outer;
         let inner = 0;
         const i = setInterval(() => {
-          log.push(`${outer}.${++inner}`);
-          if (inner === 2) clearInterval(i);
+          log.push(`${n}.${++inner}`);
+          if (inner === 2) {
+            clearInterval(i);
+            if (++finished === 2) resolve();
+          }
         }, 1);
-        if (outer === 2) {
-          clearInterval(o);
-          setTimeout(resolve, 30);
-        }
+        if (n === 2) clearInterval(o);
       }, 5);
     });
+    // A cleared 1 ms interval would tick again before this 10 ms timeout.
+    await new Promise((resolve) => setTimeout(resolve, 10));
     deepEq(log.filter((x) => x.startsWith('1.')), ['1.1', '1.2']);
     deepEq(log.filter((x) => x.startsWith('2.')), ['2.1', '2.2']);
+    eq(log.length, 4, 'no interval ticks after it is cleared');
   });
   await test('clearTimeout and clearInterval are interchangeable', async () => {
     let n = 0;

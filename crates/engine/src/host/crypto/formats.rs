@@ -73,66 +73,90 @@ pub(crate) fn import(kind: Kind, format: &str, data: KeyData) -> Result<Key> {
         }
         KeyData::Bytes(bytes) => match (kind, format) {
             (Kind::Secret, "raw") => Ok(Key::Secret(bytes)),
-            (Kind::Rsa, "pkcs8") => {
-                use rsa::pkcs8::DecodePrivateKey;
-                let key = RsaPrivateKey::from_pkcs8_der(&bytes)
-                    .map_err(|e| CryptoError::data(format!("Invalid RSA PKCS#8 key: {e}")))?;
-                Ok(Key::RsaPrivate(Box::new(RsaPrivate::new(key))))
-            }
-            (Kind::Rsa, "spki") => {
-                use rsa::pkcs8::DecodePublicKey;
-                let key = RsaPublicKey::from_public_key_der(&bytes)
-                    .map_err(|e| CryptoError::data(format!("Invalid RSA SPKI key: {e}")))?;
-                Ok(Key::RsaPublic(Box::new(key)))
-            }
             (Kind::Ec(curve), "raw") => ec_public_from_sec1(curve, &bytes),
-            (Kind::Ec(curve), "pkcs8") => {
-                let key = match curve {
-                    Curve::P256 => ec_pkcs8::<p256::NistP256>(&bytes).map(EcPrivate::P256),
-                    Curve::P384 => ec_pkcs8::<p384::NistP384>(&bytes).map(EcPrivate::P384),
-                    Curve::P521 => ec_pkcs8::<p521::NistP521>(&bytes).map(EcPrivate::P521),
-                }?;
-                Ok(Key::EcPrivate(key))
-            }
-            (Kind::Ec(curve), "spki") => {
-                let key = match curve {
-                    Curve::P256 => ec_spki::<p256::NistP256>(&bytes).map(EcPublic::P256),
-                    Curve::P384 => ec_spki::<p384::NistP384>(&bytes).map(EcPublic::P384),
-                    Curve::P521 => ec_spki::<p521::NistP521>(&bytes).map(EcPublic::P521),
-                }?;
-                Ok(Key::EcPublic(key))
-            }
             (Kind::Ed25519, "raw") => ed25519_public(&bytes),
-            (Kind::Ed25519, "pkcs8") => {
-                use ed25519_dalek::pkcs8::DecodePrivateKey;
-                let key = ed25519_dalek::SigningKey::from_pkcs8_der(&bytes)
-                    .map_err(|e| CryptoError::data(format!("Invalid Ed25519 PKCS#8 key: {e}")))?;
-                Ok(Key::Ed25519Private(Box::new(key)))
-            }
-            (Kind::Ed25519, "spki") => {
-                use ed25519_dalek::pkcs8::DecodePublicKey;
-                let key = ed25519_dalek::VerifyingKey::from_public_key_der(&bytes)
-                    .map_err(|e| CryptoError::data(format!("Invalid Ed25519 SPKI key: {e}")))?;
-                Ok(Key::Ed25519Public(key))
-            }
             (Kind::X25519, "raw") => x25519_public(&bytes),
-            (Kind::X25519, "pkcs8") => x25519_pkcs8(&bytes),
-            (Kind::X25519, "spki") => {
-                let info = spki::SubjectPublicKeyInfoRef::from_der(&bytes)
-                    .map_err(|e| CryptoError::data(format!("Invalid X25519 SPKI key: {e}")))?;
-                if info.algorithm.oid != X25519_OID {
-                    return Err(CryptoError::data("The SPKI is not an X25519 key"));
-                }
-                let raw = info
-                    .subject_public_key
-                    .as_bytes()
-                    .ok_or_else(|| CryptoError::data("Invalid X25519 SPKI key"))?;
-                x25519_public(raw)
+            (Kind::Rsa | Kind::Ec(_) | Kind::Ed25519 | Kind::X25519, "pkcs8") => {
+                import_pkcs8(kind, &bytes)
+            }
+            (Kind::Rsa | Kind::Ec(_) | Kind::Ed25519 | Kind::X25519, "spki") => {
+                import_spki(kind, &bytes)
             }
             (_, format) => Err(CryptoError::not_supported(format!(
                 "Unsupported key format for this algorithm: {format}"
             ))),
         },
+    }
+}
+
+/// A private key from PKCS#8 DER (`kind` is not `Secret`).
+fn import_pkcs8(kind: Kind, bytes: &[u8]) -> Result<Key> {
+    match kind {
+        Kind::Rsa => {
+            use rsa::pkcs8::DecodePrivateKey;
+            let key = RsaPrivateKey::from_pkcs8_der(bytes)
+                .map_err(|e| CryptoError::data(format!("Invalid RSA PKCS#8 key: {e}")))?;
+            Ok(Key::RsaPrivate(Box::new(RsaPrivate::new(key))))
+        }
+        Kind::Ec(curve) => {
+            let key = match curve {
+                Curve::P256 => ec_pkcs8::<p256::NistP256>(bytes).map(EcPrivate::P256),
+                Curve::P384 => ec_pkcs8::<p384::NistP384>(bytes).map(EcPrivate::P384),
+                Curve::P521 => ec_pkcs8::<p521::NistP521>(bytes).map(EcPrivate::P521),
+            }?;
+            Ok(Key::EcPrivate(key))
+        }
+        Kind::Ed25519 => {
+            use ed25519_dalek::pkcs8::DecodePrivateKey;
+            let key = ed25519_dalek::SigningKey::from_pkcs8_der(bytes)
+                .map_err(|e| CryptoError::data(format!("Invalid Ed25519 PKCS#8 key: {e}")))?;
+            Ok(Key::Ed25519Private(Box::new(key)))
+        }
+        Kind::X25519 => x25519_pkcs8(bytes),
+        Kind::Secret => Err(CryptoError::not_supported(
+            "Unsupported key format for this algorithm: pkcs8",
+        )),
+    }
+}
+
+/// A public key from SubjectPublicKeyInfo DER (`kind` is not `Secret`).
+fn import_spki(kind: Kind, bytes: &[u8]) -> Result<Key> {
+    match kind {
+        Kind::Rsa => {
+            use rsa::pkcs8::DecodePublicKey;
+            let key = RsaPublicKey::from_public_key_der(bytes)
+                .map_err(|e| CryptoError::data(format!("Invalid RSA SPKI key: {e}")))?;
+            Ok(Key::RsaPublic(Box::new(key)))
+        }
+        Kind::Ec(curve) => {
+            let key = match curve {
+                Curve::P256 => ec_spki::<p256::NistP256>(bytes).map(EcPublic::P256),
+                Curve::P384 => ec_spki::<p384::NistP384>(bytes).map(EcPublic::P384),
+                Curve::P521 => ec_spki::<p521::NistP521>(bytes).map(EcPublic::P521),
+            }?;
+            Ok(Key::EcPublic(key))
+        }
+        Kind::Ed25519 => {
+            use ed25519_dalek::pkcs8::DecodePublicKey;
+            let key = ed25519_dalek::VerifyingKey::from_public_key_der(bytes)
+                .map_err(|e| CryptoError::data(format!("Invalid Ed25519 SPKI key: {e}")))?;
+            Ok(Key::Ed25519Public(key))
+        }
+        Kind::X25519 => {
+            let info = spki::SubjectPublicKeyInfoRef::from_der(bytes)
+                .map_err(|e| CryptoError::data(format!("Invalid X25519 SPKI key: {e}")))?;
+            if info.algorithm.oid != X25519_OID {
+                return Err(CryptoError::data("The SPKI is not an X25519 key"));
+            }
+            let raw = info
+                .subject_public_key
+                .as_bytes()
+                .ok_or_else(|| CryptoError::data("Invalid X25519 SPKI key"))?;
+            x25519_public(raw)
+        }
+        Kind::Secret => Err(CryptoError::not_supported(
+            "Unsupported key format for this algorithm: spki",
+        )),
     }
 }
 
@@ -260,89 +284,91 @@ fn import_jwk(kind: Kind, jwk: &Jwk) -> Result<Key> {
             jwk.expect("kty", "oct")?;
             Ok(Key::Secret(jwk.bytes("k")?))
         }
-        Kind::Rsa => {
-            jwk.expect("kty", "RSA")?;
-            let n = jwk.biguint("n")?;
-            let e = jwk.biguint("e")?;
-            if !jwk.has("d") {
-                let key = RsaPublicKey::new(n, e)
-                    .map_err(|e| CryptoError::data(format!("Invalid RSA JWK: {e}")))?;
-                return Ok(Key::RsaPublic(Box::new(key)));
-            }
-            if n.bits() > RSA_MAX_BITS {
-                return Err(CryptoError::data("RSA modulus too large"));
-            }
-            let d = jwk.biguint("d")?;
-            let primes = if jwk.has("p") {
-                vec![jwk.biguint("p")?, jwk.biguint("q")?]
-            } else {
-                Vec::new()
-            };
-            let key = RsaPrivateKey::from_components(n, e, d, primes)
-                .map_err(|e| CryptoError::data(format!("Invalid RSA JWK: {e}")))?;
-            Ok(Key::RsaPrivate(Box::new(RsaPrivate::new(key))))
-        }
-        Kind::Ec(curve) => {
-            jwk.expect("kty", "EC")?;
-            jwk.expect("crv", curve.name())?;
-            let (x, y) = (jwk.bytes("x")?, jwk.bytes("y")?);
-            let size = curve.field_bytes();
-            if x.len() != size || y.len() != size {
-                return Err(CryptoError::data(
-                    "Invalid EC JWK: x or y has the wrong length",
-                ));
-            }
-            let mut point = Vec::with_capacity(1 + 2 * size);
-            point.push(4);
-            point.extend_from_slice(&x);
-            point.extend_from_slice(&y);
-            let Key::EcPublic(public) = ec_public_from_sec1(curve, &point)? else {
-                return Err(CryptoError::data("Invalid EC JWK"));
-            };
-            if !jwk.has("d") {
-                return Ok(Key::EcPublic(public));
-            }
-            let private = ec_private_from_scalar(curve, &jwk.bytes("d")?)?;
-            if !ec_public_eq(&private.public(), &public) {
-                return Err(CryptoError::data(
-                    "Invalid EC JWK: d does not match x and y",
-                ));
-            }
-            Ok(Key::EcPrivate(private))
-        }
-        Kind::Ed25519 | Kind::X25519 => {
-            let curve = if kind == Kind::Ed25519 {
-                "Ed25519"
-            } else {
-                "X25519"
-            };
-            jwk.expect("kty", "OKP")?;
-            jwk.expect("crv", curve)?;
-            let x = jwk.bytes("x")?;
-            if !jwk.has("d") {
-                return if kind == Kind::Ed25519 {
-                    ed25519_public(&x)
-                } else {
-                    x25519_public(&x)
-                };
-            }
-            let d = jwk.bytes("d")?;
-            let private = if kind == Kind::Ed25519 {
-                let raw: [u8; 32] = d
-                    .as_slice()
-                    .try_into()
-                    .map_err(|_| CryptoError::data("An Ed25519 private key is 32 bytes"))?;
-                Key::Ed25519Private(Box::new(ed25519_dalek::SigningKey::from_bytes(&raw)))
-            } else {
-                x25519_private(&d)?
-            };
-            let public = public_of(&private).and_then(|k| export_raw_public(&k).ok());
-            if public.as_deref() != Some(x.as_slice()) {
-                return Err(CryptoError::data("Invalid OKP JWK: d does not match x"));
-            }
-            Ok(private)
-        }
+        Kind::Rsa => rsa_from_jwk(jwk),
+        Kind::Ec(curve) => ec_from_jwk(curve, jwk),
+        Kind::Ed25519 | Kind::X25519 => okp_from_jwk(kind == Kind::Ed25519, jwk),
     }
+}
+
+fn rsa_from_jwk(jwk: &Jwk) -> Result<Key> {
+    jwk.expect("kty", "RSA")?;
+    let n = jwk.biguint("n")?;
+    let e = jwk.biguint("e")?;
+    if !jwk.has("d") {
+        let key = RsaPublicKey::new(n, e)
+            .map_err(|e| CryptoError::data(format!("Invalid RSA JWK: {e}")))?;
+        return Ok(Key::RsaPublic(Box::new(key)));
+    }
+    if n.bits() > RSA_MAX_BITS {
+        return Err(CryptoError::data("RSA modulus too large"));
+    }
+    let d = jwk.biguint("d")?;
+    let primes = if jwk.has("p") {
+        vec![jwk.biguint("p")?, jwk.biguint("q")?]
+    } else {
+        Vec::new()
+    };
+    let key = RsaPrivateKey::from_components(n, e, d, primes)
+        .map_err(|e| CryptoError::data(format!("Invalid RSA JWK: {e}")))?;
+    Ok(Key::RsaPrivate(Box::new(RsaPrivate::new(key))))
+}
+
+fn ec_from_jwk(curve: Curve, jwk: &Jwk) -> Result<Key> {
+    jwk.expect("kty", "EC")?;
+    jwk.expect("crv", curve.name())?;
+    let (x, y) = (jwk.bytes("x")?, jwk.bytes("y")?);
+    let size = curve.field_bytes();
+    if x.len() != size || y.len() != size {
+        return Err(CryptoError::data(
+            "Invalid EC JWK: x or y has the wrong length",
+        ));
+    }
+    let mut point = Vec::with_capacity(1 + 2 * size);
+    point.push(4);
+    point.extend_from_slice(&x);
+    point.extend_from_slice(&y);
+    let Key::EcPublic(public) = ec_public_from_sec1(curve, &point)? else {
+        return Err(CryptoError::data("Invalid EC JWK"));
+    };
+    if !jwk.has("d") {
+        return Ok(Key::EcPublic(public));
+    }
+    let private = ec_private_from_scalar(curve, &jwk.bytes("d")?)?;
+    if !ec_public_eq(&private.public(), &public) {
+        return Err(CryptoError::data(
+            "Invalid EC JWK: d does not match x and y",
+        ));
+    }
+    Ok(Key::EcPrivate(private))
+}
+
+/// An OKP key: Ed25519 when `ed25519`, else X25519.
+fn okp_from_jwk(ed25519: bool, jwk: &Jwk) -> Result<Key> {
+    jwk.expect("kty", "OKP")?;
+    jwk.expect("crv", if ed25519 { "Ed25519" } else { "X25519" })?;
+    let x = jwk.bytes("x")?;
+    if !jwk.has("d") {
+        return if ed25519 {
+            ed25519_public(&x)
+        } else {
+            x25519_public(&x)
+        };
+    }
+    let d = jwk.bytes("d")?;
+    let private = if ed25519 {
+        let raw: [u8; 32] = d
+            .as_slice()
+            .try_into()
+            .map_err(|_| CryptoError::data("An Ed25519 private key is 32 bytes"))?;
+        Key::Ed25519Private(Box::new(ed25519_dalek::SigningKey::from_bytes(&raw)))
+    } else {
+        x25519_private(&d)?
+    };
+    let public = public_of(&private).and_then(|k| export_raw_public(&k).ok());
+    if public.as_deref() != Some(x.as_slice()) {
+        return Err(CryptoError::data("Invalid OKP JWK: d does not match x"));
+    }
+    Ok(private)
 }
 
 fn ec_public_eq(a: &EcPublic, b: &EcPublic) -> bool {
@@ -375,9 +401,6 @@ pub(crate) enum Exported {
 }
 
 pub(crate) fn export(key: &Key, format: &str) -> Result<Exported> {
-    let wrong = || CryptoError::access(format!("This key cannot be exported as {format}"));
-    let der_error =
-        |e: &dyn std::fmt::Display| CryptoError::operation(format!("Encoding the key failed: {e}"));
     let bytes = match (format, key) {
         ("jwk", key) => {
             let mut jwk = export_jwk(key)?;
@@ -387,11 +410,32 @@ pub(crate) fn export(key: &Key, format: &str) -> Result<Exported> {
             }
             return Ok(Exported::Jwk(text));
         }
-        ("raw", Key::Secret(bytes)) => bytes.clone(),
+        ("raw", Key::Secret(bytes)) => Some(bytes.clone()),
         ("raw", public @ (Key::EcPublic(_) | Key::Ed25519Public(_) | Key::X25519Public(_))) => {
-            Zeroizing::new(export_raw_public(public)?)
+            Some(Zeroizing::new(export_raw_public(public)?))
         }
-        ("pkcs8", Key::RsaPrivate(k)) => {
+        ("raw", _) => None,
+        ("pkcs8", key) => export_pkcs8(key)?,
+        ("spki", key) => export_spki(key)?,
+        (other, _) => {
+            return Err(CryptoError::not_supported(format!(
+                "Unsupported key format: {other}"
+            )));
+        }
+    };
+    bytes
+        .map(Exported::Bytes)
+        .ok_or_else(|| CryptoError::access(format!("This key cannot be exported as {format}")))
+}
+
+fn der_error(e: &dyn std::fmt::Display) -> CryptoError {
+    CryptoError::operation(format!("Encoding the key failed: {e}"))
+}
+
+/// A private key as PKCS#8 DER; `None` for a key that has no such form.
+fn export_pkcs8(key: &Key) -> Result<Option<Zeroizing<Vec<u8>>>> {
+    Ok(Some(match key {
+        Key::RsaPrivate(k) => {
             use rsa::pkcs8::EncodePrivateKey;
             Zeroizing::new(
                 k.to_pkcs8_der()
@@ -400,7 +444,7 @@ pub(crate) fn export(key: &Key, format: &str) -> Result<Exported> {
                     .to_vec(),
             )
         }
-        ("pkcs8", Key::EcPrivate(k)) => with_curve!(EcPrivate, k, |k, c| {
+        Key::EcPrivate(k) => with_curve!(EcPrivate, k, |k, c| {
             use c::pkcs8::EncodePrivateKey;
             Zeroizing::new(
                 k.to_pkcs8_der()
@@ -409,7 +453,7 @@ pub(crate) fn export(key: &Key, format: &str) -> Result<Exported> {
                     .to_vec(),
             )
         }),
-        ("pkcs8", Key::Ed25519Private(k)) => {
+        Key::Ed25519Private(k) => {
             use ed25519_dalek::pkcs8::EncodePrivateKey;
             // Without the public key (PKCS#8 v1), as other runtimes export it.
             let pair = ed25519_dalek::pkcs8::KeypairBytes {
@@ -423,7 +467,7 @@ pub(crate) fn export(key: &Key, format: &str) -> Result<Exported> {
                     .to_vec(),
             )
         }
-        ("pkcs8", Key::X25519Private(k)) => {
+        Key::X25519Private(k) => {
             let secret = Zeroizing::new(k.to_bytes());
             let inner = OctetStringRef::new(secret.as_slice())
                 .and_then(|o| o.to_der())
@@ -438,7 +482,15 @@ pub(crate) fn export(key: &Key, format: &str) -> Result<Exported> {
             );
             Zeroizing::new(info.to_der().map_err(|e| der_error(&e))?)
         }
-        ("spki", Key::RsaPublic(k)) => {
+        _ => return Ok(None),
+    }))
+}
+
+/// A public key as SubjectPublicKeyInfo DER; `None` for a key that has no
+/// such form.
+fn export_spki(key: &Key) -> Result<Option<Zeroizing<Vec<u8>>>> {
+    Ok(Some(match key {
+        Key::RsaPublic(k) => {
             use rsa::pkcs8::EncodePublicKey;
             Zeroizing::new(
                 k.to_public_key_der()
@@ -447,7 +499,7 @@ pub(crate) fn export(key: &Key, format: &str) -> Result<Exported> {
                     .to_vec(),
             )
         }
-        ("spki", Key::EcPublic(k)) => with_curve!(EcPublic, k, |k, c| {
+        Key::EcPublic(k) => with_curve!(EcPublic, k, |k, c| {
             use c::pkcs8::EncodePublicKey;
             Zeroizing::new(
                 k.to_public_key_der()
@@ -456,7 +508,7 @@ pub(crate) fn export(key: &Key, format: &str) -> Result<Exported> {
                     .to_vec(),
             )
         }),
-        ("spki", Key::Ed25519Public(k)) => {
+        Key::Ed25519Public(k) => {
             use ed25519_dalek::pkcs8::EncodePublicKey;
             Zeroizing::new(
                 k.to_public_key_der()
@@ -465,7 +517,7 @@ pub(crate) fn export(key: &Key, format: &str) -> Result<Exported> {
                     .to_vec(),
             )
         }
-        ("spki", Key::X25519Public(k)) => {
+        Key::X25519Public(k) => {
             let info = spki::SubjectPublicKeyInfoRef {
                 algorithm: spki::AlgorithmIdentifierRef {
                     oid: X25519_OID,
@@ -476,14 +528,8 @@ pub(crate) fn export(key: &Key, format: &str) -> Result<Exported> {
             };
             Zeroizing::new(info.to_der().map_err(|e| der_error(&e))?)
         }
-        ("raw" | "pkcs8" | "spki", _) => return Err(wrong()),
-        (other, _) => {
-            return Err(CryptoError::not_supported(format!(
-                "Unsupported key format: {other}"
-            )));
-        }
-    };
-    Ok(Exported::Bytes(bytes))
+        _ => return Ok(None),
+    }))
 }
 
 fn export_raw_public(key: &Key) -> Result<Vec<u8>> {

@@ -448,82 +448,9 @@ pub(crate) fn derive(
     length: Option<usize>,
 ) -> Result<Vec<u8>> {
     let bits = match algorithm {
-        "HKDF" => {
-            let length =
-                length.ok_or_else(|| CryptoError::operation("HKDF: length is required"))?;
-            if !length.is_multiple_of(8) {
-                return Err(CryptoError::operation(
-                    "HKDF: length must be a multiple of 8",
-                ));
-            }
-            let salt = params.salt.as_deref().unwrap_or_default();
-            let info = params.info.as_deref().unwrap_or_default();
-            // RFC 5869: at most 255 blocks of the hash (checked before allocating).
-            if length / 8 > 255 * 64 {
-                return Err(CryptoError::operation(
-                    "HKDF: length too large for the hash",
-                ));
-            }
-            let mut out = vec![0u8; length / 8];
-            with_hash!(hash_name(params)?, |H| {
-                hkdf::Hkdf::<H>::new(Some(salt), secret(key)?)
-                    .expand(info, &mut out)
-                    .map_err(|_| CryptoError::operation("HKDF: length too large for the hash"))
-            })?;
-            return Ok(out);
-        }
-        "ECDH" => {
-            let (Key::EcPrivate(private), Some(Key::EcPublic(public))) =
-                (key, params.public.as_deref())
-            else {
-                return Err(CryptoError::access(
-                    "ECDH needs an EC private key and an EC public key",
-                ));
-            };
-            if private.curve() != public.curve() {
-                return Err(CryptoError::access(
-                    "ECDH: the keys are on different curves",
-                ));
-            }
-            match (private, public) {
-                (EcPrivate::P256(s), EcPublic::P256(p)) => {
-                    p256::ecdh::diffie_hellman(s.to_nonzero_scalar(), p.as_affine())
-                        .raw_secret_bytes()
-                        .to_vec()
-                }
-                (EcPrivate::P384(s), EcPublic::P384(p)) => {
-                    p384::ecdh::diffie_hellman(s.to_nonzero_scalar(), p.as_affine())
-                        .raw_secret_bytes()
-                        .to_vec()
-                }
-                (EcPrivate::P521(s), EcPublic::P521(p)) => {
-                    p521::ecdh::diffie_hellman(s.to_nonzero_scalar(), p.as_affine())
-                        .raw_secret_bytes()
-                        .to_vec()
-                }
-                _ => {
-                    return Err(CryptoError::access(
-                        "ECDH: the keys are on different curves",
-                    ));
-                }
-            }
-        }
-        "X25519" => {
-            let (Key::X25519Private(private), Some(Key::X25519Public(public))) =
-                (key, params.public.as_deref())
-            else {
-                return Err(CryptoError::access(
-                    "X25519 needs an X25519 private key and public key",
-                ));
-            };
-            let shared = private.diffie_hellman(public);
-            if !shared.was_contributory() {
-                return Err(CryptoError::operation(
-                    "X25519: the shared secret is all zero",
-                ));
-            }
-            shared.as_bytes().to_vec()
-        }
+        "HKDF" => return hkdf_bits(key, params, length),
+        "ECDH" => ecdh_bits(key, params)?,
+        "X25519" => x25519_bits(key, params)?,
         other => {
             return Err(CryptoError::not_supported(format!(
                 "Unsupported algorithm: {other}"
@@ -531,6 +458,83 @@ pub(crate) fn derive(
         }
     };
     truncate_bits(bits, length)
+}
+
+/// HKDF (RFC 5869): `length` bits, a multiple of 8, of at most 255 blocks.
+fn hkdf_bits(key: &Key, params: &Params, length: Option<usize>) -> Result<Vec<u8>> {
+    let length = length.ok_or_else(|| CryptoError::operation("HKDF: length is required"))?;
+    if !length.is_multiple_of(8) {
+        return Err(CryptoError::operation(
+            "HKDF: length must be a multiple of 8",
+        ));
+    }
+    let salt = params.salt.as_deref().unwrap_or_default();
+    let info = params.info.as_deref().unwrap_or_default();
+    // RFC 5869: at most 255 blocks of the hash (checked before allocating).
+    if length / 8 > 255 * 64 {
+        return Err(CryptoError::operation(
+            "HKDF: length too large for the hash",
+        ));
+    }
+    let mut out = vec![0u8; length / 8];
+    with_hash!(hash_name(params)?, |H| {
+        hkdf::Hkdf::<H>::new(Some(salt), secret(key)?)
+            .expand(info, &mut out)
+            .map_err(|_| CryptoError::operation("HKDF: length too large for the hash"))
+    })?;
+    Ok(out)
+}
+
+/// ECDH between an EC private key and the `public` parameter, same curve.
+fn ecdh_bits(key: &Key, params: &Params) -> Result<Vec<u8>> {
+    let (Key::EcPrivate(private), Some(Key::EcPublic(public))) = (key, params.public.as_deref())
+    else {
+        return Err(CryptoError::access(
+            "ECDH needs an EC private key and an EC public key",
+        ));
+    };
+    let shared = match (private, public) {
+        (EcPrivate::P256(s), EcPublic::P256(p)) => {
+            p256::ecdh::diffie_hellman(s.to_nonzero_scalar(), p.as_affine())
+                .raw_secret_bytes()
+                .to_vec()
+        }
+        (EcPrivate::P384(s), EcPublic::P384(p)) => {
+            p384::ecdh::diffie_hellman(s.to_nonzero_scalar(), p.as_affine())
+                .raw_secret_bytes()
+                .to_vec()
+        }
+        (EcPrivate::P521(s), EcPublic::P521(p)) => {
+            p521::ecdh::diffie_hellman(s.to_nonzero_scalar(), p.as_affine())
+                .raw_secret_bytes()
+                .to_vec()
+        }
+        _ => {
+            return Err(CryptoError::access(
+                "ECDH: the keys are on different curves",
+            ));
+        }
+    };
+    Ok(shared)
+}
+
+/// X25519 between a private key and the `public` parameter; an all-zero
+/// (non-contributory) secret is refused.
+fn x25519_bits(key: &Key, params: &Params) -> Result<Vec<u8>> {
+    let (Key::X25519Private(private), Some(Key::X25519Public(public))) =
+        (key, params.public.as_deref())
+    else {
+        return Err(CryptoError::access(
+            "X25519 needs an X25519 private key and public key",
+        ));
+    };
+    let shared = private.diffie_hellman(public);
+    if !shared.was_contributory() {
+        return Err(CryptoError::operation(
+            "X25519: the shared secret is all zero",
+        ));
+    }
+    Ok(shared.as_bytes().to_vec())
 }
 
 /// The first `length` bits of `bits` (all when `None`).

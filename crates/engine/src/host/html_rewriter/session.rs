@@ -280,25 +280,7 @@ fn settings(
                 comments,
                 text,
             } => {
-                let mut handlers = ElementContentHandlers::default();
-                if element {
-                    let b = bridge.clone();
-                    handlers = handlers.element(move |el: &mut Element<'_, '_>| {
-                        handle(
-                            &b,
-                            Call::Element { handler: index },
-                            &mut ElementToken { el, bridge: &b },
-                        )
-                    });
-                }
-                if comments {
-                    let b = bridge.clone();
-                    handlers = handlers.comments(move |c: &mut Comment<'_>| comment(&b, index, c));
-                }
-                if text {
-                    let b = bridge.clone();
-                    handlers = handlers.text(move |t: &mut TextChunk<'_>| text_chunk(&b, index, t));
-                }
+                let handlers = element_handlers(bridge, index, element, comments, text);
                 settings = settings
                     .append_element_content_handler((std::borrow::Cow::Owned(selector), handlers));
             }
@@ -308,38 +290,79 @@ fn settings(
                 text,
                 end,
             } => {
-                let mut handlers = DocumentContentHandlers::default();
-                if doctype {
-                    let b = bridge.clone();
-                    handlers = handlers.doctype(move |d: &mut Doctype<'_>| {
-                        let call = Call::Doctype {
-                            handler: index,
-                            name: d.name(),
-                            public_id: d.public_id(),
-                            system_id: d.system_id(),
-                        };
-                        handle(&b, call, d)
-                    });
-                }
-                if comments {
-                    let b = bridge.clone();
-                    handlers = handlers.comments(move |c: &mut Comment<'_>| comment(&b, index, c));
-                }
-                if text {
-                    let b = bridge.clone();
-                    handlers = handlers.text(move |t: &mut TextChunk<'_>| text_chunk(&b, index, t));
-                }
-                if end {
-                    let b = bridge.clone();
-                    handlers = handlers.end(move |e: &mut DocumentEnd<'_>| {
-                        handle(&b, Call::DocumentEnd { handler: index }, e)
-                    });
-                }
+                let handlers = document_handlers(bridge, index, [doctype, comments, text, end]);
                 settings = settings.append_document_content_handler(handlers);
             }
         }
     }
     settings
+}
+
+/// The handlers of an element registration (`index`): those it asked for.
+fn element_handlers(
+    bridge: &Rc<Bridge>,
+    index: u32,
+    element: bool,
+    comments: bool,
+    text: bool,
+) -> ElementContentHandlers<'static> {
+    let mut handlers = ElementContentHandlers::default();
+    if element {
+        let b = bridge.clone();
+        handlers = handlers.element(move |el: &mut Element<'_, '_>| {
+            handle(
+                &b,
+                Call::Element { handler: index },
+                &mut ElementToken { el, bridge: &b },
+            )
+        });
+    }
+    if comments {
+        let b = bridge.clone();
+        handlers = handlers.comments(move |c: &mut Comment<'_>| comment(&b, index, c));
+    }
+    if text {
+        let b = bridge.clone();
+        handlers = handlers.text(move |t: &mut TextChunk<'_>| text_chunk(&b, index, t));
+    }
+    handlers
+}
+
+/// The handlers of a document registration (`index`): those it asked for,
+/// `[doctype, comments, text, end]`.
+fn document_handlers(
+    bridge: &Rc<Bridge>,
+    index: u32,
+    [doctype, comments, text, end]: [bool; 4],
+) -> DocumentContentHandlers<'static> {
+    let mut handlers = DocumentContentHandlers::default();
+    if doctype {
+        let b = bridge.clone();
+        handlers = handlers.doctype(move |d: &mut Doctype<'_>| {
+            let call = Call::Doctype {
+                handler: index,
+                name: d.name(),
+                public_id: d.public_id(),
+                system_id: d.system_id(),
+            };
+            handle(&b, call, d)
+        });
+    }
+    if comments {
+        let b = bridge.clone();
+        handlers = handlers.comments(move |c: &mut Comment<'_>| comment(&b, index, c));
+    }
+    if text {
+        let b = bridge.clone();
+        handlers = handlers.text(move |t: &mut TextChunk<'_>| text_chunk(&b, index, t));
+    }
+    if end {
+        let b = bridge.clone();
+        handlers = handlers.end(move |e: &mut DocumentEnd<'_>| {
+            handle(&b, Call::DocumentEnd { handler: index }, e)
+        });
+    }
+    handlers
 }
 
 fn comment(bridge: &Rc<Bridge>, handler: u32, c: &mut Comment<'_>) -> HandlerResult {
@@ -438,14 +461,7 @@ impl Token for ElementToken<'_, '_, '_> {
             Op::SelfClosing => OpResult::Bool(el.is_self_closing()),
             Op::CanHaveContent => OpResult::Bool(el.can_have_content()),
             Op::Insert(place, content, kind) => {
-                match place {
-                    Place::Before => el.before(&content, kind),
-                    Place::After => el.after(&content, kind),
-                    Place::Prepend => el.prepend(&content, kind),
-                    Place::Append => el.append(&content, kind),
-                    Place::Replace => el.replace(&content, kind),
-                    Place::Inner => el.set_inner_content(&content, kind),
-                }
+                insert(el, place, &content, kind);
                 OpResult::Nothing
             }
             Op::Remove => {
@@ -456,22 +472,37 @@ impl Token for ElementToken<'_, '_, '_> {
                 el.remove_and_keep_content();
                 OpResult::Nothing
             }
-            Op::OnEndTag(tag) => {
-                let bridge = self.bridge.clone();
-                let handler = Box::new(move |end: &mut EndTag<'_>| {
-                    let call = Call::EndTag {
-                        tag,
-                        name: end.name(),
-                    };
-                    handle(&bridge, call, end)
-                });
-                match el.on_end_tag(handler) {
-                    Ok(()) => OpResult::Nothing,
-                    Err(e) => OpResult::Error(format!("HTMLRewriter: {e}")),
-                }
-            }
+            Op::OnEndTag(tag) => on_end_tag(el, self.bridge, tag),
             Op::SetText(_) | Op::SetName(_) => unsupported(),
         }
+    }
+}
+
+/// Inserts `content` at `place` relative to (or inside) `el`.
+fn insert(el: &mut Element<'_, '_>, place: Place, content: &str, kind: ContentType) {
+    match place {
+        Place::Before => el.before(content, kind),
+        Place::After => el.after(content, kind),
+        Place::Prepend => el.prepend(content, kind),
+        Place::Append => el.append(content, kind),
+        Place::Replace => el.replace(content, kind),
+        Place::Inner => el.set_inner_content(content, kind),
+    }
+}
+
+/// Runs end-tag handler `tag` through `bridge` when `el`'s end tag comes.
+fn on_end_tag(el: &mut Element<'_, '_>, bridge: &Rc<Bridge>, tag: u32) -> OpResult {
+    let bridge = bridge.clone();
+    let handler = Box::new(move |end: &mut EndTag<'_>| {
+        let call = Call::EndTag {
+            tag,
+            name: end.name(),
+        };
+        handle(&bridge, call, end)
+    });
+    match el.on_end_tag(handler) {
+        Ok(()) => OpResult::Nothing,
+        Err(e) => OpResult::Error(format!("HTMLRewriter: {e}")),
     }
 }
 
