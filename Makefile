@@ -1,7 +1,7 @@
 # The single entry point for building and testing Isolane; CI runs `make test`.
 #
 #   make dev      build and serve examples/hello.js on http://127.0.0.1:8787
-#   make test     install what the tests need, then fmt, clippy and every test
+#   make test     install what the tests need, then fmt, clippy, cargo-deny and every test
 #   make images   the images as OCI archives in target/images (no Docker daemon)
 #
 # The `v8` crate builds offline against ../shared/v8 when that folder exists
@@ -13,7 +13,7 @@ CARGO := hack/cargo.sh
 WORKER ?= examples/hello.js
 PORT ?= 8787
 
-.PHONY: dev deps build images fmt-check clippy crds deploy-render test test-only bench wpt
+.PHONY: dev deps build images fmt-check clippy deny crds deploy-render test test-only bench wpt
 
 dev:
 	$(CARGO) run --release -p isolane -- dev $(WORKER) --port $(PORT)
@@ -37,6 +37,10 @@ fmt-check:
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# The dependency policy (deny.toml): licenses, crates.io only, no wildcards.
+deny:
+	cargo deny --offline check licenses bans sources
+
 # Regenerate the CRD YAML from the Rust types (a test fails when it is stale).
 crds:
 	$(CARGO) run -q -p isolane-crds --bin crdgen -- --write
@@ -46,7 +50,7 @@ crds:
 deploy-render:
 	deploy/render.sh
 
-test: deps fmt-check clippy test-only
+test: deps fmt-check clippy deny test-only
 
 # The e2e tests run the binaries built here (they would otherwise build each
 # one with `-p`, whose feature set differs from the workspace build's).

@@ -196,6 +196,17 @@ deps_compat() {
     log "compat: node $(node --version), $("${dir}/node_modules/.bin/esbuild" --version | sed 's/^/esbuild /'), $("${dir}/node_modules/.bin/workerd" --version)"
 }
 
+# cargo-deny, for the dependency policy in deny.toml (`make deny`): built
+# from crates.io once, kept in cargo's bin folder.
+CARGO_DENY_VERSION=0.20.2
+deps_cargo_deny() {
+    if cargo deny --version 2>/dev/null | grep -qx "cargo-deny ${CARGO_DENY_VERSION}"; then
+        return
+    fi
+    log "cargo install cargo-deny ${CARGO_DENY_VERSION}"
+    cargo install cargo-deny --version "${CARGO_DENY_VERSION}" --locked
+}
+
 main() {
     [[ "$(id -u)" == 0 ]] || { log "run as root"; exit 1; }
     deps_base
@@ -208,6 +219,7 @@ main() {
     deps_prometheus
     deps_compat
     deps_containers
+    deps_cargo_deny
     log "done"
 }
 
