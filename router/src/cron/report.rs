@@ -84,54 +84,74 @@ impl Reporter {
             }
             return;
         };
-        let (namespace, name) = (&worker.key.namespace, &worker.key.name);
-        let now = SystemTime::now();
-        let next = worker
-            .schedules
-            .iter()
-            .filter_map(|s| s.next_after(now))
-            .min();
-        let message = result.as_ref().err().map(|f| f.message.clone());
-        let body = serde_json::json!({
-            "apiVersion": "isolane.dev/v1alpha1",
-            "kind": "Worker",
-            "status": {
-                "cron": {
-                    "lastRun": {
-                        "cron": cron,
-                        "scheduledTime": rfc3339(at),
-                        "finishedTime": rfc3339(now),
-                        "outcome": outcome,
-                        "message": message,
-                    },
-                    "nextTick": next.map(rfc3339),
-                }
-            }
-        });
-        let api: Api<Worker> = Api::namespaced(client.clone(), namespace);
+        let api: Api<Worker> = Api::namespaced(client.clone(), &worker.key.namespace);
+        let message = result.as_ref().err().map(|f| f.message.as_str());
+        let body = status_patch(worker, cron, at, outcome, message);
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        if let Err(error) = api.patch_status(name, &params, &Patch::Apply(&body)).await {
+        if let Err(error) = api
+            .patch_status(&worker.key.name, &params, &Patch::Apply(&body))
+            .await
+        {
             debug!(worker.id = %worker.key, %error, "could not write status.cron");
         }
         if let Err(failure) = result {
             warn!(worker.id = %worker.key, %cron, outcome, message = %failure.message, "cron tick failed");
-            let Ok(object) = api.get(name).await else {
-                return;
-            };
-            let event = Event {
-                type_: EventType::Warning,
-                reason: "CronFailed".to_owned(),
-                note: Some(format!(
-                    "the tick of {cron:?} due {} failed: {outcome}: {}",
-                    rfc3339(at),
-                    failure.message
-                )),
-                action: "Scheduled".to_owned(),
-                secondary: None,
-            };
-            if let Err(error) = recorder.publish(&event, &object.object_ref(&())).await {
-                debug!(%error, "failed to publish an event");
+            let note = format!(
+                "the tick of {cron:?} due {} failed: {outcome}: {}",
+                rfc3339(at),
+                failure.message
+            );
+            publish_failure(&api, recorder, &worker.key.name, note).await;
+        }
+    }
+}
+
+/// `status.cron` after the tick of `cron` due `at`: its outcome, and the
+/// Worker's next tick.
+fn status_patch(
+    worker: &CronWorker,
+    cron: &str,
+    at: SystemTime,
+    outcome: &str,
+    message: Option<&str>,
+) -> serde_json::Value {
+    let now = SystemTime::now();
+    let next = worker
+        .schedules
+        .iter()
+        .filter_map(|s| s.next_after(now))
+        .min();
+    serde_json::json!({
+        "apiVersion": "isolane.dev/v1alpha1",
+        "kind": "Worker",
+        "status": {
+            "cron": {
+                "lastRun": {
+                    "cron": cron,
+                    "scheduledTime": rfc3339(at),
+                    "finishedTime": rfc3339(now),
+                    "outcome": outcome,
+                    "message": message,
+                },
+                "nextTick": next.map(rfc3339),
             }
         }
+    })
+}
+
+/// A `CronFailed` Warning Event on the Worker `name`.
+async fn publish_failure(api: &Api<Worker>, recorder: &Recorder, name: &str, note: String) {
+    let Ok(object) = api.get(name).await else {
+        return;
+    };
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "CronFailed".to_owned(),
+        note: Some(note),
+        action: "Scheduled".to_owned(),
+        secondary: None,
+    };
+    if let Err(error) = recorder.publish(&event, &object.object_ref(&())).await {
+        debug!(%error, "failed to publish an event");
     }
 }

@@ -86,32 +86,7 @@ async fn lead(
             }
         };
         let now = SystemTime::now();
-        let mut earliest = now + RECHECK;
-        let mut due = Vec::new();
-        let mut seen = HashSet::new();
-        for worker in table.workers() {
-            for schedule in &worker.schedules {
-                let key = (worker.key.clone(), schedule.expr().to_owned());
-                let cursor = *cursors.entry(key.clone()).or_insert(since);
-                seen.insert(key.clone());
-                let Some(next) = schedule.next_after(cursor) else {
-                    continue;
-                };
-                if next > now {
-                    earliest = earliest.min(next);
-                    continue;
-                }
-                cursors.insert(key, next);
-                if now.duration_since(next).unwrap_or_default() > MAX_LATE {
-                    warn!(worker.id = %worker.key, cron = schedule.expr(), "cron tick skipped: found too late");
-                    proxy.metrics().cron_run("missed");
-                    continue;
-                }
-                due.push((worker.clone(), schedule.expr().to_owned(), next));
-            }
-        }
-        // Schedules (or Workers) that are gone start afresh if they return.
-        cursors.retain(|key, _| seen.contains(key));
+        let (due, earliest) = due_ticks(table, &mut cursors, since, now, proxy);
         let fired = !due.is_empty();
         for (worker, cron, at) in due {
             let (proxy, reporter) = (proxy.clone(), reporter.clone());
@@ -132,6 +107,46 @@ async fn lead(
             () = tokio::time::sleep(wait) => {}
         }
     }
+}
+
+/// The ticks of `table` due by `now` (each schedule's cursor moved to its
+/// tick; one found later than [`MAX_LATE`] is skipped and counted), and
+/// when the next one comes due (at most [`RECHECK`] away). A schedule
+/// seen for the first time counts from `since`; cursors of schedules that
+/// are gone are dropped, so they start afresh if they return.
+fn due_ticks(
+    table: &CronTable,
+    cursors: &mut HashMap<(WorkerKey, String), SystemTime>,
+    since: SystemTime,
+    now: SystemTime,
+    proxy: &Proxy,
+) -> (Vec<(CronWorker, String, SystemTime)>, SystemTime) {
+    let mut earliest = now + RECHECK;
+    let mut due = Vec::new();
+    let mut seen = HashSet::new();
+    for worker in table.workers() {
+        for schedule in &worker.schedules {
+            let key = (worker.key.clone(), schedule.expr().to_owned());
+            let cursor = *cursors.entry(key.clone()).or_insert(since);
+            seen.insert(key.clone());
+            let Some(next) = schedule.next_after(cursor) else {
+                continue;
+            };
+            if next > now {
+                earliest = earliest.min(next);
+                continue;
+            }
+            cursors.insert(key, next);
+            if now.duration_since(next).unwrap_or_default() > MAX_LATE {
+                warn!(worker.id = %worker.key, cron = schedule.expr(), "cron tick skipped: found too late");
+                proxy.metrics().cron_run("missed");
+                continue;
+            }
+            due.push((worker.clone(), schedule.expr().to_owned(), next));
+        }
+    }
+    cursors.retain(|key, _| seen.contains(key));
+    (due, earliest)
 }
 
 /// Runs one tick and records it.
