@@ -29,6 +29,7 @@ mod client;
 mod outgoing;
 mod request_id;
 mod response;
+mod socket;
 mod test_tick;
 mod upstream;
 
@@ -107,6 +108,8 @@ pub struct ProxyConfig {
     /// handler ([`TEST_SCHEDULED_PATH`]; `isolane dev` only: in a cluster a
     /// client must not fire ticks).
     pub test_scheduled: bool,
+    /// How clients' WebSockets are held at this edge.
+    pub websocket: crate::websocket::SocketLimits,
 }
 
 impl Default for ProxyConfig {
@@ -118,6 +121,7 @@ impl Default for ProxyConfig {
             channel: ChannelConfig::default(),
             node_wait: DEFAULT_NODE_WAIT,
             test_scheduled: false,
+            websocket: crate::websocket::SocketLimits::default(),
         }
     }
 }
@@ -158,6 +162,8 @@ struct Inner {
     /// The node in this process, when the proxy has one (`isolane dev`)
     /// instead of a fleet reached over gRPC.
     local: Option<Arc<dyn LocalNode>>,
+    /// The clients' open WebSockets (closed with 1012 on shutdown).
+    sockets: crate::websocket::Sockets,
 }
 
 impl Proxy {
@@ -230,8 +236,14 @@ impl Proxy {
                 claimants: ArcSwap::from_pointee(Vec::new()),
                 gate: Mutex::new(Gate::default()),
                 local,
+                sockets: crate::websocket::Sockets::default(),
             }),
         }
+    }
+
+    /// The clients' open WebSockets.
+    pub fn sockets(&self) -> &crate::websocket::Sockets {
+        &self.inner.sockets
     }
 
     /// The proxy's settings.
@@ -656,8 +668,14 @@ impl Trip<'_> {
     {
         let config = &self.proxy.inner.config;
         let (parts, body) = request.into_parts();
+        // A WebSocket handshake the front end will complete if the Worker
+        // accepts.
+        let upgrade = parts
+            .extensions
+            .get::<crate::websocket::ClientUpgrade>()
+            .is_some();
         // Built once; only a retry builds it again.
-        let mut first_call = Some(self.call(&parts)?);
+        let mut first_call = Some(self.call(&parts, upgrade)?);
         let mut body =
             tokio::time::timeout_at(self.deadline, Outgoing::prepare(body, config.replay_limit))
                 .await
@@ -710,10 +728,10 @@ impl Trip<'_> {
             attempts += 1;
             let call = match first_call.take() {
                 Some(call) => call,
-                None => self.call(&parts)?,
+                None => self.call(&parts, upgrade)?,
             };
             let error = match self
-                .attempt(&fleet, pick.index, pick.thread, call, &mut body)
+                .attempt(&fleet, pick.index, pick.thread, call, &mut body, upgrade)
                 .await
             {
                 Ok(response) => return Ok(response),
@@ -758,7 +776,7 @@ impl Trip<'_> {
     }
 
     /// What the node is asked to run for the client's request `parts`.
-    fn call(&self, parts: &http::request::Parts) -> Result<Call, Failure> {
+    fn call(&self, parts: &http::request::Parts, upgrade: bool) -> Result<Call, Failure> {
         let context = HeadContext {
             host: &self.host,
             worker_id: &self.backend.worker_id,
@@ -776,14 +794,9 @@ impl Trip<'_> {
         // one): never from a client's own request in a cluster.
         call.scheduled = parts.extensions.get::<ScheduledTick>().cloned();
         call.prewarm = parts.extensions.get::<PrewarmRequest>().is_some();
-        // A WebSocket handshake the front end will complete if the Worker
-        // accepts: the Worker sees it asked for (hop-by-hop headers are
-        // otherwise never forwarded).
-        if parts
-            .extensions
-            .get::<crate::websocket::ClientUpgrade>()
-            .is_some()
-        {
+        // The Worker sees a WebSocket handshake asked for (hop-by-hop
+        // headers are otherwise never forwarded).
+        if upgrade {
             let headers = call.request.headers_mut();
             headers.insert(http::header::UPGRADE, HeaderValue::from_static("websocket"));
             headers.insert(
@@ -802,6 +815,7 @@ impl Trip<'_> {
         thread: u32,
         mut call: Call,
         body: &mut Outgoing<B>,
+        upgrade: bool,
     ) -> Result<Response<ResponseBody>, Error>
     where
         B: Body<Data = Bytes> + Send + Unpin + 'static,
@@ -811,6 +825,9 @@ impl Trip<'_> {
         let fleet_node = &fleet.nodes()[index];
         let node = fleet_node.member.name.as_str();
         call.thread = thread;
+        // The client's side of a WebSocket the call may open (gRPC only: a
+        // node in this process hands its socket over as it is).
+        let mut opening = None;
         let (in_flight, exchange) =
             match &self.proxy.inner.local {
                 // A node in this process gets no deadline of its own: the
@@ -841,7 +858,13 @@ impl Trip<'_> {
                     // `deadline_ms` and this side by `timeout_at` below, and the
                     // header would cost the node a second timer (and a self-wakeup
                     // of its runtime) per request.
-                    let request = tonic::Request::new(body.frames(call.encode()));
+                    let mut frames = body.frames(call.encode());
+                    if upgrade {
+                        let (with_socket, socket) = socket::request_frames(frames);
+                        frames = with_socket;
+                        opening = Some(socket);
+                    }
+                    let request = tonic::Request::new(frames);
                     let client = RuntimeClient::new(channel);
                     // Boxed: tonic's call future is several times the size
                     // of the in-process one, and unboxed it would size (and
@@ -852,11 +875,22 @@ impl Trip<'_> {
                     )
                 }
             };
-        let (answer, source) = tokio::time::timeout_at(self.deadline, exchange)
+        let (mut answer, mut source) = tokio::time::timeout_at(self.deadline, exchange)
             .await
             .map_err(|_| Error::Deadline {
                 timeout: config.request_timeout,
             })??;
+        if let Some(opening) = opening
+            && answer.status == StatusCode::SWITCHING_PROTOCOLS
+            && answer.outcome == Outcome::Ok
+            && let Source::Frames(frames) = source
+        {
+            // The call now carries the socket; the 101 has no body.
+            answer.upgrade = Some(opening.open(frames, config.websocket));
+            source = Source::Local(Box::pin(
+                http_body_util::Empty::new().map_err(|never| match never {}),
+            ));
+        }
         self.respond(node, answer, source, in_flight)
     }
 
@@ -910,6 +944,9 @@ impl Trip<'_> {
         *response.status_mut() = status;
         if let Some(upgrade) = answer.upgrade {
             response.extensions_mut().insert(upgrade);
+            response
+                .extensions_mut()
+                .insert(metrics.socket_series(self.backend.served(&self.revision)));
         }
         let mut headers = answer.headers;
         strip_hop_by_hop(&mut headers);

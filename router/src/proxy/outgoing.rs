@@ -42,6 +42,13 @@ impl Stream for FrameStream {
     }
 }
 
+impl FrameStream {
+    /// These frames, then `rest`'s.
+    pub fn then(self, rest: impl Stream<Item = ExecuteRequest> + Send + 'static) -> Self {
+        Self(Box::pin(self.0.chain(rest)))
+    }
+}
+
 impl std::fmt::Debug for FrameStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("FrameStream")

@@ -1,0 +1,90 @@
+//! A WebSocket to a node over gRPC, from the router's side: the handshake's
+//! `Execute` call stays open after a 101, and its frames become the same
+//! channels ([`SocketChannels`]) a node in this process hands over, so the
+//! front end (`websocket.rs`) pumps both alike.
+//!
+//! Bounded both ways, and never stalling the HTTP/2 connection the call
+//! shares with other requests: the client's messages wait in a channel of
+//! [`SOCKET_BUFFER`] (while it is full the front end stops reading the
+//! client), sent as HTTP/2 flow control lets them; the Worker's are read off
+//! the call at once into another, and when a client that does not read has
+//! let it fill, the socket is dropped (1011 to the client, 1006 to the
+//! Worker), as the engine drops it when its own queue fills.
+
+use futures::StreamExt as _;
+use isolane_proto::runtime::v1::{ExecuteRequest, ExecuteResponse, execute_response};
+use isolane_proto::socket::{SocketChannels, SocketMessage, Upgrade};
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
+
+use super::outgoing::FrameStream;
+use super::upstream::ResponseFrames;
+use crate::websocket::SocketLimits;
+
+/// Messages buffered each way per socket at the router (the engine's own
+/// per-socket buffer).
+pub const SOCKET_BUFFER: usize = 16;
+
+/// The client's side of a socket that may open on a call.
+#[derive(Debug)]
+pub struct Opening {
+    to_worker: mpsc::Sender<SocketMessage>,
+}
+
+/// `frames` (a handshake's head and `end`), then the client's messages once
+/// the socket opens; the call's request stream ends when the
+/// [`Opening`] (or the socket made of it) is dropped.
+pub fn request_frames(frames: FrameStream) -> (FrameStream, Opening) {
+    let (to_worker, mut from_client) = mpsc::channel::<SocketMessage>(SOCKET_BUFFER);
+    let messages =
+        futures::stream::poll_fn(move |cx| from_client.poll_recv(cx)).map(ExecuteRequest::socket);
+    (frames.then(messages), Opening { to_worker })
+}
+
+impl Opening {
+    /// The socket of a call answered `101`, whose remaining response frames
+    /// are `frames`.
+    pub fn open(self, frames: ResponseFrames, limits: SocketLimits) -> Upgrade {
+        let (to_client, from_worker) = mpsc::channel(SOCKET_BUFFER);
+        tokio::spawn(worker_messages(frames, to_client));
+        Upgrade::new(SocketChannels {
+            to_worker: self.to_worker,
+            from_worker,
+            max_message_bytes: limits.max_message_bytes,
+            write_timeout: limits.write_timeout,
+        })
+    }
+}
+
+/// Moves the Worker's messages off the call until it ends, the front end
+/// goes, or the front end's client has let [`SOCKET_BUFFER`] of them wait.
+/// Returning drops the call (cancelling it on the node) and `to_client`
+/// (without a close: 1011 to the client).
+async fn worker_messages(mut frames: ResponseFrames, to_client: mpsc::Sender<SocketMessage>) {
+    loop {
+        let frame = tokio::select! {
+            frame = frames.next() => frame,
+            () = to_client.closed() => return,
+        };
+        let message = match frame {
+            Some(Ok(ExecuteResponse {
+                frame: Some(execute_response::Frame::Socket(frame)),
+            })) => frame.into_message(),
+            // Frames this router does not know.
+            Some(Ok(ExecuteResponse {
+                frame: None | Some(execute_response::Frame::Body(_)),
+            })) => None,
+            // The end, a second head, the node gone.
+            Some(Ok(_) | Err(_)) | None => return,
+        };
+        let Some(message) = message else { continue };
+        match to_client.try_send(message) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                tracing::debug!("a WebSocket client does not read; dropping its socket");
+                return;
+            }
+            Err(TrySendError::Closed(_)) => return,
+        }
+    }
+}
