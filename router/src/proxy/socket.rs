@@ -11,6 +11,8 @@
 //! let it fill, the socket is dropped (1011 to the client, 1006 to the
 //! Worker), as the engine drops it when its own queue fills.
 
+use std::time::Duration;
+
 use futures::StreamExt as _;
 use isolane_proto::runtime::v1::{ExecuteRequest, ExecuteResponse, execute_response};
 use isolane_proto::socket::{SocketChannels, SocketMessage, Upgrade};
@@ -24,6 +26,11 @@ use crate::websocket::SocketLimits;
 /// Messages buffered each way per socket at the router (the engine's own
 /// per-socket buffer).
 pub const SOCKET_BUFFER: usize = 16;
+
+/// How long a call whose client has gone is kept, so the client's close
+/// (or the end of its messages) reaches the Worker before the call is
+/// dropped.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// The client's side of a socket that may open on a call.
 #[derive(Debug)]
@@ -64,7 +71,13 @@ async fn worker_messages(mut frames: ResponseFrames, to_client: mpsc::Sender<Soc
     loop {
         let frame = tokio::select! {
             frame = frames.next() => frame,
-            () = to_client.closed() => return,
+            () = to_client.closed() => {
+                // The front end is done (the client closed or left): the
+                // call ends once the Worker has seen it, within a bound.
+                let rest = async { while let Some(Ok(_)) = frames.next().await {} };
+                let _ = tokio::time::timeout(CLOSE_GRACE, rest).await;
+                return;
+            }
         };
         let message = match frame {
             Some(Ok(ExecuteResponse {
