@@ -10,7 +10,7 @@ use clap::Args;
 pub struct WebSocketArgs {
     /// The largest WebSocket message either side may send, in KiB
     /// (Cloudflare's: 1024); a client's larger one closes its socket with 1009.
-    #[arg(long, value_name = "KIB", default_value_t = 1024, env = "ISOLANE_WEBSOCKET_MAX_MESSAGE_KIB", value_parser = clap::value_parser!(u32).range(1..=(64 << 10)))]
+    #[arg(long, value_name = "KIB", default_value_t = 1024, env = "ISOLANE_WEBSOCKET_MAX_MESSAGE_KIB", value_parser = clap::value_parser!(u32).range(1..=(8 << 10)))]
     pub websocket_max_message_kib: u32,
     /// Messages buffered each way per socket; a client that lets its queue
     /// fill is dropped (1011) rather than buffered for.
