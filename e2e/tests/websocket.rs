@@ -10,8 +10,10 @@
 //!   (another namespace, same node and thread) that floods a client that
 //!   does not read each lose their own socket while a benign socket keeps
 //!   echoing before, during and after.
-//! - [`a_killed_node_closes_its_sockets`]: SIGKILL of the node mid-socket;
-//!   the client gets a close (1011), not a hang; the time is printed.
+//! - [`a_killed_node_closes_its_sockets`]: one client can hold a Worker's
+//!   whole socket budget on a thread (128; no per-client share), freed when
+//!   it leaves; then SIGKILL of the node mid-socket: the client gets a close
+//!   (1011), not a hang; the time is printed.
 //! - [`drain_and_router_shutdown_close_sockets_with_1012`]: SIGTERM of the
 //!   socket's node gives its client 1012 and a reconnect reaches the other
 //!   node; SIGTERM of the router gives its open socket 1012 and the router
@@ -366,8 +368,33 @@ async fn echo_close_limits_and_a_flood_beside_a_benign_socket() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_node_closes_its_sockets() {
     let mut system = System::start(1, 100).await;
-    let (mut socket, node) = connect(system.ingress(), "echo.test").await.unwrap();
+    let ingress = system.ingress();
+    let (mut socket, node) = connect(ingress, "echo.test").await.unwrap();
     assert!(echoes(&mut socket, "before the kill").await);
+
+    // What one anonymous client can hold: sockets up to the Worker's
+    // budget on the thread (there is no per-client share yet), refused
+    // past it with 503; freed as soon as that client leaves.
+    let mut held = Vec::new();
+    let refusal = loop {
+        match connect(ingress, "echo.test").await {
+            Ok((socket, _)) if held.len() < 200 => held.push(socket),
+            Ok(_) => break "none".to_owned(),
+            Err(error) => break error,
+        }
+    };
+    eprintln!(
+        "one client held {} sockets beside the first, then: {refusal}",
+        held.len()
+    );
+    assert_eq!(held.len(), 127, "the budget is the Worker's 128 per thread");
+    assert!(refusal.contains("503"), "{refusal}");
+    assert!(echoes(&mut socket, "while the budget is spent").await);
+    drop(held);
+    let (mut freed, _) = connect_within(ingress, "echo.test", SETTLE).await;
+    assert!(echoes(&mut freed, "once the hoarder left").await);
+    drop(freed);
+
     let killed = Instant::now();
     system.cluster.node_mut(&node).process.kill();
     let code = close_code(&mut socket).await.map(|c| c.0);
