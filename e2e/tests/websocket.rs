@@ -2,7 +2,7 @@
 //! mutual-TLS gRPC channel (issue 33): a real WebSocket client, a real
 //! router, real nodes and real V8.
 //!
-//! - [`echo_close_limits_and_a_flood_beside_a_benign_socket`]: 1,000
+//! - [`echo_close_limits_and_a_flood_beside_a_benign_socket`] — 1,000
 //!   messages echoed; a Worker's close reaches the client with its code and
 //!   reason, a client's close reaches the Worker's `close` listener; the
 //!   1 MiB cap (1009) and the idle timeout (1001) hold through the router;
@@ -10,11 +10,11 @@
 //!   (another namespace, same node and thread) that floods a client that
 //!   does not read each lose their own socket while a benign socket keeps
 //!   echoing before, during and after.
-//! - [`a_killed_node_closes_its_sockets`]: one client can hold a Worker's
+//! - [`a_killed_node_closes_its_sockets`] — one client can hold a Worker's
 //!   whole socket budget on a thread (128; no per-client share), freed when
 //!   it leaves; then SIGKILL of the node mid-socket: the client gets a close
 //!   (1011), not a hang; the time is printed.
-//! - [`drain_and_router_shutdown_close_sockets_with_1012`]: SIGTERM of the
+//! - [`drain_and_router_shutdown_close_sockets_with_1012`] — SIGTERM of the
 //!   socket's node gives its client 1012 and a reconnect reaches the other
 //!   node; SIGTERM of the router gives its open socket 1012 and the router
 //!   exits within its grace.

@@ -428,6 +428,7 @@ mod tests {
                 Some(F::Head(_)) => "head".to_owned(),
                 Some(F::Body(b)) => format!("body{}", b.len()),
                 Some(F::End(_)) => "end".to_owned(),
+                Some(F::Socket(_)) => "socket".to_owned(),
                 None => "none".to_owned(),
             })
             .collect()
