@@ -40,23 +40,17 @@ pub(crate) fn bridge(
     let counters = Arc::new(counters);
     let (client_tx, mut client_rx) = mpsc::channel::<socket::SocketMessage>(HANDOFF);
     let (worker_tx, worker_rx) = mpsc::channel::<socket::SocketMessage>(HANDOFF);
+    // The drain's close to the Worker is sent by the task below, after the
+    // client's: a weak handle, so the Worker's channel still ends (1006)
+    // when the client goes.
+    let to_worker_on_drain = to_worker.downgrade();
     tokio::spawn({
-        let (drain, counters) = (drain.clone(), Arc::clone(&counters));
+        let counters = Arc::clone(&counters);
         async move {
-            loop {
-                tokio::select! {
-                    message = client_rx.recv() => {
-                        let Some(message) = message else { return };
-                        counters.to_worker();
-                        if to_worker.send(to_engine(message)).await.is_err() {
-                            return;
-                        }
-                    }
-                    () = drain.cancelled() => {
-                        let restart = to_engine(socket::SocketMessage::restart());
-                        let _ = tokio::time::timeout(CLOSE_WAIT, to_worker.send(restart)).await;
-                        return;
-                    }
+            while let Some(message) = client_rx.recv().await {
+                counters.to_worker();
+                if to_worker.send(to_engine(message)).await.is_err() {
+                    return;
                 }
             }
         }
@@ -64,17 +58,22 @@ pub(crate) fn bridge(
     tokio::spawn(async move {
         loop {
             tokio::select! {
+                biased;
+                () = drain.cancelled() => {
+                    let restart = socket::SocketMessage::restart();
+                    let _ = tokio::time::timeout(CLOSE_WAIT, worker_tx.send(restart)).await;
+                    if let Some(to_worker) = to_worker_on_drain.upgrade() {
+                        let restart = to_engine(socket::SocketMessage::restart());
+                        let _ = tokio::time::timeout(CLOSE_WAIT, to_worker.send(restart)).await;
+                    }
+                    return;
+                }
                 message = from_worker.recv() => {
                     let Some(message) = message else { return };
                     counters.to_client();
                     if worker_tx.send(to_call(message)).await.is_err() {
                         return;
                     }
-                }
-                () = drain.cancelled() => {
-                    let restart = socket::SocketMessage::restart();
-                    let _ = tokio::time::timeout(CLOSE_WAIT, worker_tx.send(restart)).await;
-                    return;
                 }
             }
         }
