@@ -5,7 +5,7 @@ use prost::bytes::Bytes;
 
 use crate::runtime::v1::{
     BodyEnd, ExecuteRequest, ExecuteResponse, Header, Outcome, RequestHead, ResponseEnd,
-    ResponseHead, SocketFrame, execute_request, execute_response,
+    ResponseHead, SocketAck, SocketFrame, execute_request, execute_response,
 };
 use crate::socket::SocketMessage;
 
@@ -74,6 +74,14 @@ impl ExecuteResponse {
     pub fn socket(message: SocketMessage) -> Self {
         Self {
             frame: Some(execute_response::Frame::Socket(SocketFrame::from(message))),
+        }
+    }
+
+    /// After a 101 head: the node took `messages` more of the client's
+    /// messages.
+    pub fn socket_ack(messages: u32) -> Self {
+        Self {
+            frame: Some(execute_response::Frame::SocketAck(SocketAck { messages })),
         }
     }
 

@@ -15,6 +15,11 @@ use tokio::sync::mpsc;
 
 use crate::runtime::v1::{SocketClose, SocketFrame, socket_frame};
 
+/// Client messages the router may have sent on a call that the node has not
+/// acknowledged (`SocketAck`): the node reads them all at once, so the
+/// call never leaves data unread on its shared HTTP/2 connection.
+pub const UNACKNOWLEDGED: usize = 16;
+
 /// The close code a socket gets when its node or router restarts or
 /// drains (RFC 6455 §7.4.1's registry: service restart).
 pub const SERVICE_RESTART: u16 = 1012;

@@ -139,7 +139,7 @@ pub struct BodyEnd {}
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ExecuteResponse {
-    #[prost(oneof = "execute_response::Frame", tags = "1, 2, 3, 4")]
+    #[prost(oneof = "execute_response::Frame", tags = "1, 2, 3, 4, 5")]
     pub frame: ::core::option::Option<execute_response::Frame>,
 }
 /// Nested message and enum types in `ExecuteResponse`.
@@ -161,7 +161,20 @@ pub mod execute_response {
         /// (1011 to the client).
         #[prost(message, tag = "4")]
         Socket(super::SocketFrame),
+        /// After a 101 head: the node took more of the client's messages off
+        /// the call. The router keeps at most 16 of them unacknowledged, so the
+        /// node reads every `socket` frame at once and never leaves data unread
+        /// on the HTTP/2 connection the call shares with other requests.
+        #[prost(message, tag = "5")]
+        SocketAck(super::SocketAck),
     }
+}
+/// Client messages the node has taken since its last acknowledgement.
+#[allow(clippy::all)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SocketAck {
+    #[prost(uint32, tag = "1")]
+    pub messages: u32,
 }
 /// Everything about the response except its body.
 #[allow(clippy::all)]

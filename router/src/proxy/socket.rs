@@ -6,18 +6,21 @@
 //! Bounded both ways, and never stalling the HTTP/2 connection the call
 //! shares with other requests: the client's messages wait in a channel of
 //! [`SOCKET_BUFFER`] (while it is full the front end stops reading the
-//! client), sent as HTTP/2 flow control lets them; the Worker's are read off
-//! the call at once into another, and when a client that does not read has
-//! let it fill, the socket is dropped (1011 to the client, 1006 to the
-//! Worker), as the engine drops it when its own queue fills.
+//! client), and go out only while fewer than [`UNACKNOWLEDGED`] are
+//! unacknowledged by the node (which reads them all at once); the Worker's
+//! are read off the call at once into another, and when a client that does
+//! not read has let it fill, the socket is dropped (1011 to the client, 1006
+//! to the Worker), as the engine drops it when its own queue fills.
 
 use std::time::Duration;
 
 use futures::StreamExt as _;
 use isolane_proto::runtime::v1::{ExecuteRequest, ExecuteResponse, execute_response};
-use isolane_proto::socket::{SocketChannels, SocketMessage, Upgrade};
-use tokio::sync::mpsc;
+use std::sync::Arc;
+
+use isolane_proto::socket::{SocketChannels, SocketMessage, UNACKNOWLEDGED, Upgrade};
 use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{Semaphore, mpsc};
 
 use super::outgoing::FrameStream;
 use super::upstream::ResponseFrames;
@@ -36,16 +39,26 @@ const CLOSE_GRACE: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub struct Opening {
     to_worker: mpsc::Sender<SocketMessage>,
+    /// Client messages that may go out before the node acknowledges more.
+    credit: Arc<Semaphore>,
 }
 
 /// `frames` (a handshake's head and `end`), then the client's messages once
-/// the socket opens; the call's request stream ends when the
-/// [`Opening`] (or the socket made of it) is dropped.
+/// the socket opens, each within the node's credit; the call's request
+/// stream ends when the [`Opening`] (or the socket made of it) is dropped.
 pub fn request_frames(frames: FrameStream) -> (FrameStream, Opening) {
-    let (to_worker, mut from_client) = mpsc::channel::<SocketMessage>(SOCKET_BUFFER);
-    let messages =
-        futures::stream::poll_fn(move |cx| from_client.poll_recv(cx)).map(ExecuteRequest::socket);
-    (frames.then(messages), Opening { to_worker })
+    let (to_worker, from_client) = mpsc::channel::<SocketMessage>(SOCKET_BUFFER);
+    let credit = Arc::new(Semaphore::new(UNACKNOWLEDGED));
+    let messages = futures::stream::unfold(
+        (from_client, Arc::clone(&credit)),
+        |(mut from_client, credit)| async move {
+            // Spent here, given back by the node's acknowledgements.
+            credit.acquire().await.ok()?.forget();
+            let message = from_client.recv().await?;
+            Some((ExecuteRequest::socket(message), (from_client, credit)))
+        },
+    );
+    (frames.then(messages), Opening { to_worker, credit })
 }
 
 impl Opening {
@@ -53,7 +66,7 @@ impl Opening {
     /// are `frames`.
     pub fn open(self, frames: ResponseFrames, limits: SocketLimits) -> Upgrade {
         let (to_client, from_worker) = mpsc::channel(SOCKET_BUFFER);
-        tokio::spawn(worker_messages(frames, to_client));
+        tokio::spawn(worker_messages(frames, to_client, self.credit));
         Upgrade::new(SocketChannels {
             to_worker: self.to_worker,
             from_worker,
@@ -67,7 +80,11 @@ impl Opening {
 /// goes, or the front end's client has let [`SOCKET_BUFFER`] of them wait.
 /// Returning drops the call (cancelling it on the node) and `to_client`
 /// (without a close: 1011 to the client).
-async fn worker_messages(mut frames: ResponseFrames, to_client: mpsc::Sender<SocketMessage>) {
+async fn worker_messages(
+    mut frames: ResponseFrames,
+    to_client: mpsc::Sender<SocketMessage>,
+    credit: Arc<Semaphore>,
+) {
     loop {
         let frame = tokio::select! {
             frame = frames.next() => frame,
@@ -83,6 +100,14 @@ async fn worker_messages(mut frames: ResponseFrames, to_client: mpsc::Sender<Soc
             Some(Ok(ExecuteResponse {
                 frame: Some(execute_response::Frame::Socket(frame)),
             })) => frame.into_message(),
+            Some(Ok(ExecuteResponse {
+                frame: Some(execute_response::Frame::SocketAck(ack)),
+            })) => {
+                // Never more than was spent: a node's excess is ignored.
+                let spent = UNACKNOWLEDGED.saturating_sub(credit.available_permits());
+                credit.add_permits((ack.messages as usize).min(spent));
+                None
+            }
             // Frames this router does not know.
             Some(Ok(ExecuteResponse {
                 frame: None | Some(execute_response::Frame::Body(_)),

@@ -4,21 +4,35 @@
 //! last message (without a close before it, the router closes the client
 //! with 1011).
 //!
-//! Bounded both ways: a client's message is read off the call only when the
-//! Worker's queue has room (HTTP/2 flow control holds the router back), and
-//! the Worker's messages are pulled by tonic as the router takes them (the
-//! router takes them at once and drops a socket whose client does not
-//! read); the engine's own queues are the buffer.
+//! Bounded both ways without ever leaving data unread on the HTTP/2
+//! connection the call shares with other requests: the client's messages are
+//! read off the call at once into a queue, and each one the Worker's queue
+//! takes is acknowledged (`socket_ack`); the router sends at most
+//! [`UNACKNOWLEDGED`] before an acknowledgement, so a Worker slower than its
+//! client holds back only its own client (the router stops reading it). The
+//! Worker's messages are pulled by tonic as the router takes them (at once:
+//! the router drops a socket whose client does not read).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use futures::StreamExt as _;
 use http_body_util::BodyExt as _;
 use isolane_proto::Outcome;
 use isolane_proto::runtime::v1::{ExecuteRequest, ExecuteResponse, ResponseHead, execute_request};
-use isolane_proto::socket::{SocketChannels, SocketMessage};
-use tokio::sync::mpsc;
+use isolane_proto::socket::{SocketChannels, SocketMessage, UNACKNOWLEDGED};
+use tokio::sync::{Notify, mpsc};
 
 use super::answered::Answered;
 use super::{ExecuteStream, InboundFrames};
+
+/// The client's messages the Worker's queue took, not yet acknowledged.
+#[derive(Debug, Default)]
+struct Taken {
+    count: AtomicU32,
+    changed: Notify,
+}
 
 /// The response frames of an answer that opened `channels`; the client's
 /// messages are read from `inbound` on a task of their own.
@@ -33,11 +47,13 @@ pub fn socket_frames(
         from_worker,
         ..
     } = channels;
-    tokio::spawn(client_messages(inbound, to_worker));
+    let taken = Arc::new(Taken::default());
+    tokio::spawn(client_messages(inbound, to_worker, Arc::clone(&taken)));
     let outbound = Outbound {
         head: Some(head),
         body: Some(body),
         from_worker,
+        taken,
         done: false,
     };
     Box::pin(futures::stream::unfold(outbound, |mut out| async move {
@@ -47,19 +63,41 @@ pub fn socket_frames(
 }
 
 /// Moves the client's messages from the call to the Worker until either
-/// ends. Dropping `to_worker` without a close is an abnormal close (1006 to
-/// the Worker).
-async fn client_messages(mut inbound: InboundFrames, to_worker: mpsc::Sender<SocketMessage>) {
-    while let Some(Ok(ExecuteRequest { frame })) = inbound.next().await {
-        let Some(execute_request::Frame::Socket(frame)) = frame else {
-            // The handshake's `end`, or a frame this node does not know.
-            continue;
-        };
-        let Some(message) = frame.into_message() else {
-            continue;
-        };
-        if to_worker.send(message).await.is_err() {
-            return;
+/// ends, counting each the Worker's queue takes in `taken`. Dropping
+/// `to_worker` without a close is an abnormal close (1006 to the Worker).
+async fn client_messages(
+    mut inbound: InboundFrames,
+    to_worker: mpsc::Sender<SocketMessage>,
+    taken: Arc<Taken>,
+) {
+    let mut queue: VecDeque<SocketMessage> = VecDeque::new();
+    let mut reading = true;
+    loop {
+        tokio::select! {
+            // A router that sends more than it may is read no further
+            // until the Worker catches up.
+            frame = inbound.next(), if reading && queue.len() < UNACKNOWLEDGED => {
+                let Some(Ok(ExecuteRequest { frame })) = frame else {
+                    reading = false;
+                    continue;
+                };
+                // The handshake's `end`, and frames this node does not know,
+                // are skipped.
+                if let Some(execute_request::Frame::Socket(frame)) = frame
+                    && let Some(message) = frame.into_message()
+                {
+                    queue.push_back(message);
+                }
+            }
+            permit = to_worker.reserve(), if !queue.is_empty() => {
+                let (Ok(permit), Some(message)) = (permit, queue.pop_front()) else {
+                    return;
+                };
+                permit.send(message);
+                taken.count.fetch_add(1, Ordering::Relaxed);
+                taken.changed.notify_one();
+            }
+            else => return,
         }
     }
 }
@@ -71,6 +109,7 @@ struct Outbound {
     /// request slot).
     body: Option<Answered>,
     from_worker: mpsc::Receiver<SocketMessage>,
+    taken: Arc<Taken>,
     done: bool,
 }
 
@@ -85,11 +124,22 @@ impl Outbound {
         if let Some(mut body) = self.body.take() {
             while let Some(Ok(_)) = body.frame().await {}
         }
-        match self.from_worker.recv().await {
-            Some(message) => Some(ExecuteResponse::socket(message)),
-            None => {
-                self.done = true;
-                Some(ExecuteResponse::end(Outcome::Ok, String::new(), 0))
+        loop {
+            let taken = self.taken.count.swap(0, Ordering::Relaxed);
+            if taken > 0 {
+                return Some(ExecuteResponse::socket_ack(taken));
+            }
+            tokio::select! {
+                message = self.from_worker.recv() => {
+                    return match message {
+                        Some(message) => Some(ExecuteResponse::socket(message)),
+                        None => {
+                            self.done = true;
+                            Some(ExecuteResponse::end(Outcome::Ok, String::new(), 0))
+                        }
+                    };
+                }
+                () = self.taken.changed.notified() => {}
             }
         }
     }

@@ -3,6 +3,7 @@
 //! both ways; a Worker that refuses answers as to any request; the node's
 //! drain closes open sockets with 1012 both ways.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use isolane_proto::Outcome;
@@ -59,13 +60,25 @@ async fn open(
     (tx, responses)
 }
 
+/// The next frame, acknowledgements skipped (counted in `ACKED`).
 async fn next(responses: &mut Streaming<ExecuteResponse>) -> Option<Out> {
-    tokio::time::timeout(Duration::from_secs(30), responses.message())
-        .await
-        .expect("a frame in time")
-        .unwrap()
-        .map(|m| m.frame.expect("every frame is set"))
+    loop {
+        let frame = tokio::time::timeout(Duration::from_secs(30), responses.message())
+            .await
+            .expect("a frame in time")
+            .unwrap()
+            .map(|m| m.frame.expect("every frame is set"))?;
+        match frame {
+            Out::SocketAck(ack) => {
+                ACKED.fetch_add(ack.messages, Ordering::Relaxed);
+            }
+            frame => return Some(frame),
+        }
+    }
 }
+
+/// Client messages the node acknowledged, over every call of this module.
+static ACKED: AtomicU32 = AtomicU32::new(0);
 
 async fn next_message(responses: &mut Streaming<ExecuteResponse>) -> Option<SocketMessage> {
     match next(responses).await? {
@@ -106,6 +119,8 @@ async fn messages_and_closes_travel_as_socket_frames() {
         send(&tx, message.clone()).await;
         assert_eq!(next_message(&mut responses).await, Some(message));
     }
+    // Every message was acknowledged (the router's credit comes back).
+    assert!(ACKED.load(Ordering::Relaxed) >= 99);
     let metrics = node.metrics_text();
     assert!(
         metrics.contains(r#"isolane_node_websockets_open{thread="0"} 1"#),
