@@ -419,7 +419,11 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         (
             "isolane-node",
             [
-                &["runtime-node/src/config.rs", "proto/src/mtls.rs"][..],
+                &[
+                    "runtime-node/src/config.rs",
+                    "runtime-node/src/config/websocket.rs",
+                    "proto/src/mtls.rs",
+                ][..],
                 &telemetry,
             ]
             .concat(),

@@ -135,7 +135,8 @@ pub struct Answer {
     pub retry_after_ms: Option<u32>,
     /// The body's exact length, when known.
     pub body_length: Option<u64>,
-    /// A `101`'s WebSocket (in process only: not on the wire yet).
+    /// A `101`'s WebSocket: handed over in process, or made from the
+    /// call's `socket` frames over gRPC.
     pub upgrade: Option<crate::socket::Upgrade>,
 }
 

@@ -5,8 +5,9 @@ use prost::bytes::Bytes;
 
 use crate::runtime::v1::{
     BodyEnd, ExecuteRequest, ExecuteResponse, Header, Outcome, RequestHead, ResponseEnd,
-    ResponseHead, execute_request, execute_response,
+    ResponseHead, SocketAck, SocketFrame, execute_request, execute_response,
 };
+use crate::socket::SocketMessage;
 
 // === impl Header ===
 
@@ -43,6 +44,13 @@ impl ExecuteRequest {
             frame: Some(execute_request::Frame::End(BodyEnd {})),
         }
     }
+
+    /// A WebSocket message from the client, after a 101 answer.
+    pub fn socket(message: SocketMessage) -> Self {
+        Self {
+            frame: Some(execute_request::Frame::Socket(SocketFrame::from(message))),
+        }
+    }
 }
 
 // === impl ExecuteResponse ===
@@ -59,6 +67,21 @@ impl ExecuteResponse {
     pub fn body(chunk: impl Into<Bytes>) -> Self {
         Self {
             frame: Some(execute_response::Frame::Body(chunk.into())),
+        }
+    }
+
+    /// A WebSocket message from the Worker, after a 101 head.
+    pub fn socket(message: SocketMessage) -> Self {
+        Self {
+            frame: Some(execute_response::Frame::Socket(SocketFrame::from(message))),
+        }
+    }
+
+    /// After a 101 head: the node took `messages` more of the client's
+    /// messages.
+    pub fn socket_ack(messages: u32) -> Self {
+        Self {
+            frame: Some(execute_response::Frame::SocketAck(SocketAck { messages })),
         }
     }
 

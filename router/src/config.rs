@@ -354,6 +354,7 @@ impl Args {
                 },
                 // A client must not fire a Worker's ticks in a cluster.
                 test_scheduled: false,
+                websocket: crate::sockets::SocketLimits::default(),
             },
             max_worker_series: self.max_worker_series,
             worker_series_interval: self.worker_series_interval,

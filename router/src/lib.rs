@@ -25,6 +25,7 @@ pub mod prewarm;
 pub mod proxy;
 pub mod routes;
 pub mod server;
+pub mod sockets;
 pub mod split;
 pub mod watch;
 pub mod websocket;

@@ -60,6 +60,7 @@ pub struct RouterMetrics {
     cron_runs: IntCounterVec,
     pub(crate) cron_leader: IntGauge,
     prewarms: IntCounterVec,
+    websockets_open: IntGauge,
     /// Which workers have their own series.
     pub workers: WorkerSeries,
 }
@@ -97,6 +98,17 @@ impl RouterMetrics {
             )
             .buckets(REQUEST_BUCKETS.to_vec()),
             &["worker"],
+        )?;
+        let websockets_open = IntGauge::new(
+            "isolane_router_websockets_open",
+            "WebSockets open between clients and Workers through this router.",
+        )?;
+        let websocket_messages = IntCounterVec::new(
+            Opts::new(
+                "isolane_router_websocket_messages_total",
+                "WebSocket messages by Worker (the busiest, or other) and direction: from the client (to_worker) or to it (to_client).",
+            ),
+            &["worker", "direction"],
         )?;
         let live_nodes = IntGauge::new(
             "isolane_router_live_nodes",
@@ -172,6 +184,8 @@ impl RouterMetrics {
         registry.register(Box::new(worker_requests.clone()))?;
         registry.register(Box::new(worker_duration.clone()))?;
         registry.register(Box::new(live_nodes.clone()))?;
+        registry.register(Box::new(websockets_open.clone()))?;
+        registry.register(Box::new(websocket_messages.clone()))?;
         registry.register(Box::new(routable_workers.clone()))?;
         registry.register(Box::new(route_conflicts.clone()))?;
         registry.register(Box::new(retries.clone()))?;
@@ -185,7 +199,9 @@ impl RouterMetrics {
                 max_worker_series,
                 worker_requests.clone(),
                 worker_duration.clone(),
+                websocket_messages,
             ),
+            websockets_open,
             requests,
             duration,
             worker_requests,
@@ -203,6 +219,18 @@ impl RouterMetrics {
             cron_leader,
             prewarms,
         })
+    }
+
+    /// The series one WebSocket to `served`'s Worker counts in (its
+    /// `worker` label chosen now, as for a request).
+    pub fn socket_series(&self, served: Served<'_>) -> SocketSeries {
+        let worker = self.workers.label(served.worker_id, served.slot);
+        let messages = &self.workers.socket_messages;
+        SocketSeries {
+            open: self.websockets_open.clone(),
+            to_worker: messages.with_label_values(&[worker, "to_worker"]),
+            to_client: messages.with_label_values(&[worker, "to_client"]),
+        }
     }
 
     /// Counts one prewarm by outcome (`ok`, `failed`).
@@ -407,16 +435,23 @@ pub struct WorkerSeries {
     slots: Mutex<HashMap<String, Arc<WorkerSlot>>>,
     requests: IntCounterVec,
     duration: HistogramVec,
+    socket_messages: IntCounterVec,
 }
 
 impl WorkerSeries {
-    fn new(max: usize, requests: IntCounterVec, duration: HistogramVec) -> Self {
+    fn new(
+        max: usize,
+        requests: IntCounterVec,
+        duration: HistogramVec,
+        socket_messages: IntCounterVec,
+    ) -> Self {
         Self {
             max,
             tracked: AtomicUsize::new(0),
             slots: Mutex::new(HashMap::new()),
             requests,
             duration,
+            socket_messages,
         }
     }
 
@@ -489,6 +524,7 @@ impl WorkerSeries {
         for series in [
             labelled_workers(&self.requests),
             labelled_workers(&self.duration),
+            labelled_workers(&self.socket_messages),
         ] {
             for worker in series {
                 if worker != OTHER_WORKER && !keep.contains(worker.as_str()) {
@@ -506,6 +542,11 @@ impl WorkerSeries {
     fn remove(&self, worker: &str) {
         self.remove_requests(|w, _| w == worker);
         let _ = self.duration.remove_label_values(&[worker]);
+        for direction in ["to_worker", "to_client"] {
+            let _ = self
+                .socket_messages
+                .remove_label_values(&[worker, direction]);
+        }
     }
 
     /// Drops the request series of revisions `keep` says no longer run
@@ -547,6 +588,17 @@ fn labelled_workers(vec: &impl Collector) -> HashSet<String> {
         .filter(|label| label.name() == "worker")
         .map(|label| label.value().to_owned())
         .collect()
+}
+
+/// The series of one WebSocket: the open gauge (raised while its pump
+/// runs) and its Worker's message counters, resolved once. A socket whose
+/// Worker drops out of the busiest keeps counting in series no longer
+/// exported.
+#[derive(Clone, Debug)]
+pub struct SocketSeries {
+    pub open: IntGauge,
+    pub to_worker: IntCounter,
+    pub to_client: IntCounter,
 }
 
 /// A request waiting for a node, counted in `isolane_router_node_waiting`

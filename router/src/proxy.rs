@@ -29,7 +29,9 @@ mod client;
 mod outgoing;
 mod request_id;
 mod response;
+mod socket;
 mod test_tick;
+mod trip;
 mod upstream;
 
 use std::net::SocketAddr;
@@ -70,18 +72,13 @@ use crate::split::{Revision, Split};
 use isolane_worker::{Claim, HostOwner, Reservation};
 use outgoing::{HeadContext, call_for};
 use response::{Completion, strip_hop_by_hop};
+use trip::Trip;
 use upstream::Source;
 
 pub use crate::answer::{
     DETAIL_HEADER, HOPS_HEADER, MAX_HOPS, NODE_HEADER, REASON_HEADER, REQUEST_ID_HEADER,
     REVISION_HEADER, ResponseBody, full_body,
 };
-
-/// On a request the front end will upgrade if its Worker accepts (the
-/// WebSocket front end marks it): the call keeps its `Upgrade: websocket`
-/// header for the Worker to see.
-#[derive(Debug, Clone, Copy)]
-pub struct ClientUpgrade;
 
 /// Default largest request body kept for a retry.
 pub const DEFAULT_REPLAY_LIMIT: usize = 64 * 1024;
@@ -113,6 +110,8 @@ pub struct ProxyConfig {
     /// handler ([`TEST_SCHEDULED_PATH`]; `isolane dev` only: in a cluster a
     /// client must not fire ticks).
     pub test_scheduled: bool,
+    /// How clients' WebSockets are held at this edge.
+    pub websocket: crate::sockets::SocketLimits,
 }
 
 impl Default for ProxyConfig {
@@ -124,6 +123,7 @@ impl Default for ProxyConfig {
             channel: ChannelConfig::default(),
             node_wait: DEFAULT_NODE_WAIT,
             test_scheduled: false,
+            websocket: crate::sockets::SocketLimits::default(),
         }
     }
 }
@@ -164,6 +164,8 @@ struct Inner {
     /// The node in this process, when the proxy has one (`isolane dev`)
     /// instead of a fleet reached over gRPC.
     local: Option<Arc<dyn LocalNode>>,
+    /// The clients' open WebSockets (closed with 1012 on shutdown).
+    sockets: crate::sockets::Sockets,
 }
 
 impl Proxy {
@@ -236,8 +238,14 @@ impl Proxy {
                 claimants: ArcSwap::from_pointee(Vec::new()),
                 gate: Mutex::new(Gate::default()),
                 local,
+                sockets: crate::sockets::Sockets::default(),
             }),
         }
+    }
+
+    /// The clients' open WebSockets.
+    pub fn sockets(&self) -> &crate::sockets::Sockets {
+        &self.inner.sockets
     }
 
     /// The proxy's settings.
@@ -635,340 +643,6 @@ impl Proxy {
     }
 }
 
-/// One request's trip through the fleet.
-struct Trip<'p> {
-    proxy: &'p Proxy,
-    backend: Arc<Backend>,
-    /// The revision this request runs (the split chose it).
-    revision: Revision,
-    /// Whether the request counts in the request metrics (a prewarm does not).
-    record: bool,
-    request_id: RequestId,
-    /// The client, for a client's request (`None` for the router's own).
-    client: Option<&'p Client>,
-    host: String,
-    started: Instant,
-    deadline: tokio::time::Instant,
-}
-
-/// A failed request: the node it failed on (or [`NO_NODE`]) and why.
-type Failure = (String, Error);
-
-impl Trip<'_> {
-    async fn run<B>(&self, request: Request<B>) -> Result<Response<ResponseBody>, Failure>
-    where
-        B: Body<Data = Bytes> + Send + Unpin + 'static,
-        B::Error: Into<BoxError>,
-    {
-        let config = &self.proxy.inner.config;
-        let (parts, body) = request.into_parts();
-        // Built once; only a retry builds it again.
-        let mut first_call = Some(self.call(&parts)?);
-        let mut body =
-            tokio::time::timeout_at(self.deadline, Outgoing::prepare(body, config.replay_limit))
-                .await
-                .map_err(|_| self.deadline_failure(NO_NODE))?
-                .map_err(|source| (NO_NODE.to_owned(), Error::RequestBody { source }))?;
-        let losses = &self.proxy.inner.losses;
-        let worker_id = &self.backend.worker_id;
-        if let Some(retry_after) = losses.quarantined_now(worker_id) {
-            return Err((
-                NO_NODE.to_owned(),
-                Error::Quarantined {
-                    worker_id: worker_id.clone(),
-                    retry_after,
-                },
-            ));
-        }
-        let mut fleet = self.proxy.fleet();
-        let wait_until = self
-            .deadline
-            .min(tokio::time::Instant::from_std(self.started) + config.node_wait);
-        let mut tried: Vec<usize> = Vec::new();
-        let mut attempts = 0u32;
-        // The error that made the request look for another node, if any.
-        let mut refused: Option<Failure> = None;
-        loop {
-            let Some(pick) = fleet.pick(&self.backend.worker_id, config.load_factor, &tried) else {
-                // No candidate left: wait (bounded) for the fleet to change,
-                // as while the only node pod is replaced.
-                if self.proxy.fleet_changed(&fleet, wait_until).await {
-                    fleet = self.proxy.fleet();
-                    tried.clear();
-                    continue;
-                }
-                return Err(refused.unwrap_or_else(|| {
-                    (
-                        NO_NODE.to_owned(),
-                        Error::NoLiveNode {
-                            worker_id: self.backend.worker_id.clone(),
-                        },
-                    )
-                }));
-            };
-            if let Some((node, error)) = &refused {
-                debug!(
-                    request.id = %self.request_id, worker.id = %self.backend.worker_id,
-                    %node, %error, "retrying on another node"
-                );
-                self.proxy.inner.metrics.retry(error.kind());
-            }
-            attempts += 1;
-            let call = match first_call.take() {
-                Some(call) => call,
-                None => self.call(&parts)?,
-            };
-            let error = match self
-                .attempt(&fleet, pick.index, pick.thread, call, &mut body)
-                .await
-            {
-                Ok(response) => return Ok(response),
-                Err(error) => error,
-            };
-            let node = fleet.nodes()[pick.index].member.name.clone();
-            if error.ejects_node() {
-                fleet.eject(pick.index);
-                warn!(%node, %error, "node unreachable; skipping it for new requests briefly");
-            }
-            if error.lost_with_node() {
-                // Lost with its node: the second node lost under the same
-                // Worker quarantines it (it may be what kills them). A node
-                // that refused the connection never had the request.
-                if let Verdict::Quarantined(retry_after) =
-                    losses.lost(worker_id, &node, Instant::now())
-                {
-                    warn!(
-                        worker.id = %worker_id, %node, quarantine_s = retry_after.as_secs(),
-                        "a second node was lost under this worker's requests; refusing it for a while"
-                    );
-                    self.proxy.inner.metrics.upstream_error(error.kind());
-                    return Err((
-                        node,
-                        Error::Quarantined {
-                            worker_id: worker_id.clone(),
-                            retry_after,
-                        },
-                    ));
-                }
-            }
-            // Another node (or the same one after the fleet changed) may
-            // serve it when this one never started it and the body was kept.
-            let retry = attempts < MAX_ATTEMPTS && error.retry_elsewhere() && body.is_replayable();
-            if !retry {
-                return Err((node, error));
-            }
-            self.proxy.inner.metrics.upstream_error(error.kind());
-            tried.push(pick.index);
-            refused = Some((node, error));
-        }
-    }
-
-    /// What the node is asked to run for the client's request `parts`.
-    fn call(&self, parts: &http::request::Parts) -> Result<Call, Failure> {
-        let context = HeadContext {
-            host: &self.host,
-            worker_id: &self.backend.worker_id,
-            revision: &self.revision,
-            request_id: &self.request_id,
-            client: self.client,
-        };
-        let mut call = call_for(parts, &context).map_err(|invalid| {
-            (
-                NO_NODE.to_owned(),
-                Error::InvalidHost { host: invalid.host },
-            )
-        })?;
-        // A cron tick (`run_tick`, or the test URL of a proxy that has
-        // one): never from a client's own request in a cluster.
-        call.scheduled = parts.extensions.get::<ScheduledTick>().cloned();
-        call.prewarm = parts.extensions.get::<PrewarmRequest>().is_some();
-        // A WebSocket handshake the front end will complete if the Worker
-        // accepts: the Worker sees it asked for (hop-by-hop headers are
-        // otherwise never forwarded).
-        if parts.extensions.get::<ClientUpgrade>().is_some() {
-            let headers = call.request.headers_mut();
-            headers.insert(http::header::UPGRADE, HeaderValue::from_static("websocket"));
-            headers.insert(
-                http::header::CONNECTION,
-                HeaderValue::from_static("Upgrade"),
-            );
-        }
-        Ok(call)
-    }
-
-    /// One call to one node: `Err` before the response head is decided.
-    async fn attempt<B>(
-        &self,
-        fleet: &Fleet,
-        index: usize,
-        thread: u32,
-        mut call: Call,
-        body: &mut Outgoing<B>,
-    ) -> Result<Response<ResponseBody>, Error>
-    where
-        B: Body<Data = Bytes> + Send + Unpin + 'static,
-        B::Error: Into<BoxError>,
-    {
-        let config = &self.proxy.inner.config;
-        let fleet_node = &fleet.nodes()[index];
-        let node = fleet_node.member.name.as_str();
-        call.thread = thread;
-        let (in_flight, exchange) =
-            match &self.proxy.inner.local {
-                // A node in this process gets no deadline of its own: the
-                // `timeout_at` below and the body's deadline bound it, and
-                // dropping its future cancels it, so it arms no timer.
-                Some(local) => {
-                    let in_flight = fleet.start(index);
-                    let body = body.body();
-                    (
-                        in_flight,
-                        Either::Left(upstream::call_local(local.as_ref(), call, body, node)),
-                    )
-                }
-                None => {
-                    let remaining = self
-                        .deadline
-                        .saturating_duration_since(tokio::time::Instant::now());
-                    call.deadline_ms = remaining.as_millis().max(1) as u64;
-                    let endpoint = fleet_node.member.endpoint_for(thread).ok_or_else(|| {
-                        Error::NoEndpoint {
-                            node: node.to_owned(),
-                            thread,
-                        }
-                    })?;
-                    let channel = channels::channel(fleet, fleet_node, endpoint, &config.channel)?;
-                    let in_flight = fleet.start(index);
-                    // No `grpc-timeout` header: the node bounds the request by
-                    // `deadline_ms` and this side by `timeout_at` below, and the
-                    // header would cost the node a second timer (and a self-wakeup
-                    // of its runtime) per request.
-                    let request = tonic::Request::new(body.frames(call.encode()));
-                    let client = RuntimeClient::new(channel);
-                    // Boxed: tonic's call future is several times the size
-                    // of the in-process one, and unboxed it would size (and
-                    // be moved with) every request's future.
-                    (
-                        in_flight,
-                        Either::Right(Box::pin(upstream::call_grpc(client, request, node))),
-                    )
-                }
-            };
-        let (answer, source) = tokio::time::timeout_at(self.deadline, exchange)
-            .await
-            .map_err(|_| Error::Deadline {
-                timeout: config.request_timeout,
-            })??;
-        self.respond(node, answer, source, in_flight)
-    }
-
-    /// The client's response for a node's head, or the refusal to retry.
-    fn respond(
-        &self,
-        node: &str,
-        answer: Answer,
-        source: Source,
-        in_flight: crate::fleet::InFlight,
-    ) -> Result<Response<ResponseBody>, Error> {
-        let outcome = answer.outcome;
-        let refusal = (outcome != Outcome::Ok).then(|| Error::Refused {
-            node: node.to_owned(),
-            outcome,
-            detail: answer.reason.clone(),
-            retry_after: answer
-                .retry_after_ms
-                .map(|ms| Duration::from_millis(u64::from(ms))),
-        });
-        let refusal = match refusal {
-            Some(error) if error.retry_elsewhere() => return Err(error),
-            other => other,
-        };
-        let status = match &refusal {
-            Some(error) => error.status(),
-            None => answer.status,
-        };
-        let metrics = Arc::clone(&self.proxy.inner.metrics);
-        let node_header = in_flight.node_header().cloned();
-        let completion = if self.record {
-            Completion::counted(
-                in_flight,
-                Arc::clone(&metrics),
-                Arc::clone(&self.backend),
-                Revision::clone(&self.revision),
-                status,
-                self.started,
-            )
-        } else {
-            Completion::uncounted(in_flight)
-        };
-        let body = UpstreamBody::new(
-            source,
-            self.deadline,
-            answer.body_length,
-            Arc::clone(&metrics),
-            completion,
-        );
-        let mut response = Response::new(body.boxed_unsync());
-        *response.status_mut() = status;
-        if let Some(upgrade) = answer.upgrade {
-            response.extensions_mut().insert(upgrade);
-        }
-        let mut headers = answer.headers;
-        strip_hop_by_hop(&mut headers);
-        *response.headers_mut() = headers;
-        let headers = response.headers_mut();
-        if let Some(error) = &refusal {
-            metrics.upstream_error(error.kind());
-            headers.insert(REASON_HEADER, HeaderValue::from_static(error.kind()));
-            if let Some(detail) = header_text(&answer.reason) {
-                headers.insert(DETAIL_HEADER, detail);
-            }
-            if let Some(seconds) = error.retry_after() {
-                headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
-            }
-        }
-        if let Some(value) = node_header {
-            headers.insert(name::NODE, value);
-        }
-        if let Ok(value) = HeaderValue::from_str(&self.revision) {
-            headers.insert(name::REVISION, value);
-        }
-        if let Some(id) = self.request_id.header() {
-            headers.insert(name::REQUEST_ID, id.clone());
-        }
-        Ok(response)
-    }
-
-    fn deadline_failure(&self, node: &str) -> Failure {
-        (
-            node.to_owned(),
-            Error::Deadline {
-                timeout: self.proxy.inner.config.request_timeout,
-            },
-        )
-    }
-}
-
-/// `text` as a header value: printable ASCII, at most 256 bytes; `None` if empty.
-fn header_text(text: &str) -> Option<HeaderValue> {
-    let cleaned: String = text
-        .chars()
-        .map(|c| {
-            if c.is_ascii_graphic() || c == ' ' {
-                c
-            } else {
-                '?'
-            }
-        })
-        .take(256)
-        .collect();
-    let cleaned = cleaned.trim();
-    if cleaned.is_empty() {
-        return None;
-    }
-    HeaderValue::from_str(cleaned).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -982,11 +656,5 @@ mod tests {
         let proxy = Proxy::new(ProxyConfig::default(), metrics);
         let request = Request::new(http_body_util::Full::new(Bytes::new()));
         assert_send(&proxy.handle(request));
-    }
-
-    #[test]
-    fn header_text_is_sanitised() {
-        assert_eq!(header_text("  "), None);
-        assert_eq!(header_text("cpu 50ms\n").unwrap(), "cpu 50ms?");
     }
 }

@@ -45,11 +45,27 @@ pub async fn serve(
     shutdown: CancellationToken,
     grace: Duration,
 ) {
-    serve_on(listener, proxy, shutdown, Edge::new("router", grace)).await;
+    serve_on(listener, proxy, shutdown, Edge::new("router", grace), grace).await;
 }
 
 /// [`serve`], held to `edge` (which may spread connections over runtimes).
-async fn serve_on(listener: TcpListener, proxy: Proxy, shutdown: CancellationToken, edge: Edge) {
+/// On `shutdown`, open WebSockets are closed with 1012 (service restart)
+/// at once, and waited for within `grace` as connections are.
+async fn serve_on(
+    listener: TcpListener,
+    proxy: Proxy,
+    shutdown: CancellationToken,
+    edge: Edge,
+    grace: Duration,
+) {
+    let sockets = proxy.sockets().clone();
+    let closing = {
+        let shutdown = shutdown.clone();
+        async move {
+            shutdown.cancelled().await;
+            sockets.close_all(grace).await;
+        }
+    };
     let service = |peer: SocketAddr| {
         // What the requests of this connection say about their client is
         // worked out once, here.
@@ -70,7 +86,8 @@ async fn serve_on(listener: TcpListener, proxy: Proxy, shutdown: CancellationTok
             }
         })
     };
-    edge::serve(listener, edge, Plain, service, shutdown.cancelled_owned()).await;
+    let serving = edge::serve(listener, edge, Plain, service, shutdown.cancelled_owned());
+    tokio::join!(serving, closing);
 }
 
 /// The router worker threads.
@@ -119,7 +136,7 @@ impl RouterWorkers {
             .spawn(move || {
                 handle.block_on(async move {
                     match TcpListener::from_std(listener) {
-                        Ok(listener) => serve_on(listener, proxy, shutdown, edge).await,
+                        Ok(listener) => serve_on(listener, proxy, shutdown, edge, grace).await,
                         Err(error) => warn!(%error, "cannot register the listener"),
                     }
                 })

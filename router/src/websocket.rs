@@ -13,8 +13,12 @@
 //! stalls only its own writes, for at most the write timeout, and its
 //! Worker drops the socket (1011) rather than buffer more.
 //!
-//! Not here yet: HTTP/2 extended CONNECT (RFC 8441), and answers from nodes
-//! over gRPC (their `101` has no socket yet: the client gets a 502).
+//! The socket comes the same way from a node in this process and from one
+//! over gRPC (`proxy/socket.rs` turns the `Execute` call's frames into the
+//! same channels). When the router shuts down ([`crate::sockets::Sockets::close_all`]),
+//! every open socket gets a close with 1012 (service restart), both ways.
+//!
+//! Not here yet: HTTP/2 extended CONNECT (RFC 8441).
 
 use std::time::Duration;
 
@@ -24,15 +28,19 @@ use http::header::{CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, UPGRADE}
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body::Body;
 use hyper_util::rt::TokioIo;
-use isolane_proto::socket::{SocketChannels, SocketMessage, Upgrade};
+use isolane_proto::socket::{SocketChannels, SocketMessage, Upgrade, restart_frame};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_util::sync::CancellationToken;
+
 use tracing::debug;
 
 use crate::answer::full_body;
-use crate::proxy::{Client, ClientUpgrade, Proxy};
+use crate::metrics::SocketSeries;
+use crate::proxy::{Client, Proxy};
+use crate::sockets::ClientUpgrade;
 use crate::{BoxError, ResponseBody};
 
 /// The chunk the client's connection is read in.
@@ -80,6 +88,7 @@ where
         .extensions()
         .get::<Upgrade>()
         .and_then(Upgrade::take);
+    let series = response.extensions_mut().remove::<SocketSeries>();
     let (Some(channels), Some(key)) = (channels, key) else {
         debug!("a 101 answer without a socket");
         let mut refused = Response::new(full_body(Bytes::from_static(
@@ -95,9 +104,19 @@ where
     if let Ok(accept) = HeaderValue::from_str(&accept) {
         headers.insert(SEC_WEBSOCKET_ACCEPT, accept);
     }
-    tokio::spawn(async move {
+    let sockets = proxy.sockets();
+    let closing = sockets.closing.clone();
+    sockets.tasks.spawn(async move {
         match on_upgrade.await {
-            Ok(upgraded) => pump(TokioIo::new(upgraded), channels).await,
+            Ok(upgraded) => {
+                if let Some(series) = &series {
+                    series.open.inc();
+                }
+                pump(TokioIo::new(upgraded), channels, closing, series.as_ref()).await;
+                if let Some(series) = &series {
+                    series.open.dec();
+                }
+            }
             Err(error) => debug!(%error, "the client's upgrade failed"),
         }
     });
@@ -105,9 +124,14 @@ where
 }
 
 /// Moves messages between the client's connection `io` and the Worker's
-/// `channels` until either side closes.
-pub async fn pump<S>(io: S, channels: SocketChannels)
-where
+/// `channels` until either side closes, or `closing` (the router shuts
+/// down: 1012 both ways), counting them in `series`.
+pub async fn pump<S>(
+    io: S,
+    channels: SocketChannels,
+    closing: CancellationToken,
+    series: Option<&SocketSeries>,
+) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     let SocketChannels {
@@ -129,10 +153,18 @@ where
     let mut reading = true;
     loop {
         tokio::select! {
+            () = closing.cancelled() => {
+                let _ = to_worker.try_send(SocketMessage::restart());
+                let _ = send(&mut ws, close_message(Some(restart_frame())), write_timeout).await;
+                return;
+            }
             message = ws.next(), if reading && to_worker.capacity() > 0 => {
                 match inbound(message) {
                     Inbound::Message(message) => {
                         let close = matches!(message, SocketMessage::Close(_));
+                        if let Some(series) = series {
+                            series.to_worker.inc();
+                        }
                         // Room was checked: this sender is the only one.
                         if to_worker.try_send(message).is_err() {
                             reading = false;
@@ -169,7 +201,10 @@ where
                     let _ = send(&mut ws, close_message(Some(frame)), write_timeout).await;
                     return;
                 };
-                let closing = matches!(message, SocketMessage::Close(_));
+                let closed = matches!(message, SocketMessage::Close(_));
+                if let Some(series) = series {
+                    series.to_client.inc();
+                }
                 let message = match message {
                     SocketMessage::Text(text) => Message::text(text),
                     SocketMessage::Binary(bytes) => Message::binary(bytes),
@@ -178,7 +213,7 @@ where
                 if !send(&mut ws, message, write_timeout).await {
                     return;
                 }
-                if closing && !reading {
+                if closed && !reading {
                     return;
                 }
             }

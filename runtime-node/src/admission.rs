@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
 use crate::metrics::NodeMetrics;
@@ -25,6 +26,8 @@ pub struct Admission {
     slots: Vec<Slot>,
     max_per_thread: usize,
     draining: AtomicBool,
+    /// Cancelled when the drain starts: open WebSockets close with 1012.
+    drain_started: CancellationToken,
     /// Requests in flight on all threads, for the drain.
     total: AtomicUsize,
     idle: Notify,
@@ -47,6 +50,7 @@ impl Admission {
             slots: (0..threads).map(|_| Slot::default()).collect(),
             max_per_thread,
             draining: AtomicBool::new(false),
+            drain_started: CancellationToken::new(),
             total: AtomicUsize::new(0),
             idle: Notify::new(),
             metrics,
@@ -101,7 +105,14 @@ impl Admission {
     /// From now on, new requests are refused with [`Error::Draining`].
     pub fn start_draining(&self) {
         self.draining.store(true, Ordering::Release);
+        self.drain_started.cancel();
         self.metrics.set_draining(true);
+    }
+
+    /// Cancelled once the drain starts (what open WebSockets wait on, to
+    /// close with 1012).
+    pub fn drain_signal(&self) -> CancellationToken {
+        self.drain_started.clone()
     }
 
     pub fn is_draining(&self) -> bool {

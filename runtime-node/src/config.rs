@@ -11,6 +11,9 @@ use isolane_engine::{EngineConfig, PoolMode};
 use isolane_proto::mtls::{GrpcSecurity, MtlsArgs, MtlsArgsError, MtlsError};
 use isolane_telemetry::AdminArgs;
 
+mod websocket;
+pub use websocket::WebSocketArgs;
+
 /// Env var for `--namespace`.
 pub const NAMESPACE_ENV: &str = "ISOLANE_NAMESPACE";
 /// Env var for `--node-name`.
@@ -218,6 +221,9 @@ pub struct Args {
 
     #[command(flatten)]
     pub admin: AdminArgs,
+
+    #[command(flatten)]
+    pub websocket: WebSocketArgs,
 }
 
 /// A validated configuration. Tests build these directly.
@@ -383,6 +389,7 @@ impl Args {
                 namespace_bytes: self.cache_namespace_mib.saturating_mul(1 << 20),
                 ..isolane_engine::CacheConfig::default()
             },
+            websocket: self.websocket.config(),
             egress: isolane_engine::EgressConfig {
                 allow: self.egress_allow.clone(),
                 deny: self.egress_deny.clone(),

@@ -32,7 +32,7 @@ pub use config::{
     DEFAULT_NAMESPACE, DRAIN_TIMEOUT_ENV, GRPC_ADDR_ENV, HEAP_BUDGET_MIB_ENV,
     ISOLATES_PER_THREAD_ENV, LEASE_DURATION_ENV, LISTENERS_ENV, ListenerMode, MAX_INFLIGHT_ENV,
     NAMESPACE_ENV, NODE_NAME_ENV, PIN_THREADS_ENV, POOL_MODE_ENV, REVISION_WAIT_ENV,
-    SPARE_ISOLATES_ENV, THREADS_ENV, parse_duration,
+    SPARE_ISOLATES_ENV, THREADS_ENV, WebSocketArgs, parse_duration,
 };
 pub use error::Error;
 pub use listeners::{BindError, Health, Listeners, Serving};

@@ -47,6 +47,32 @@ pub struct NodeMetrics {
     bundle_watch_errors: IntCounter,
     lease_renewals: IntCounterVec,
     draining: IntGauge,
+    websockets_open: IntGaugeVec,
+    websocket_messages: IntCounterVec,
+}
+
+/// One open WebSocket's handles, resolved once when it opens.
+#[derive(Debug)]
+pub struct SocketCounters {
+    open: IntGauge,
+    to_worker: IntCounter,
+    to_client: IntCounter,
+}
+
+impl SocketCounters {
+    pub fn to_worker(&self) {
+        self.to_worker.inc();
+    }
+
+    pub fn to_client(&self) {
+        self.to_client.inc();
+    }
+}
+
+impl Drop for SocketCounters {
+    fn drop(&mut self) {
+        self.open.dec();
+    }
 }
 
 /// One thread's pre-resolved handles.
@@ -248,6 +274,18 @@ impl NodeMetrics {
             "1 while the node drains before exiting.",
         )?;
         r.register(Box::new(draining.clone()))?;
+        let websockets_open = gauge(
+            r,
+            "isolane_node_websockets_open",
+            "WebSockets open between Workers on this thread and their clients.",
+            &["thread"],
+        )?;
+        let websocket_messages = counter(
+            r,
+            "isolane_node_websocket_messages_total",
+            "WebSocket messages by direction: from a client to its Worker (to_worker) or back (to_client).",
+            &["thread", "direction"],
+        )?;
 
         let threads = (0..threads)
             .map(|thread| {
@@ -292,6 +330,8 @@ impl NodeMetrics {
             bundle_watch_errors,
             lease_renewals,
             draining,
+            websockets_open,
+            websocket_messages,
         })
     }
 
@@ -368,6 +408,22 @@ impl NodeMetrics {
 
     pub fn set_draining(&self, draining: bool) {
         self.draining.set(i64::from(draining));
+    }
+
+    /// A WebSocket opened on `thread`: counted open until the handles drop.
+    pub fn socket_opened(&self, thread: usize) -> SocketCounters {
+        let label = self.thread_label(thread);
+        let open = self.websockets_open.with_label_values(&[label]);
+        open.inc();
+        SocketCounters {
+            open,
+            to_worker: self
+                .websocket_messages
+                .with_label_values(&[label, "to_worker"]),
+            to_client: self
+                .websocket_messages
+                .with_label_values(&[label, "to_client"]),
+        }
     }
 }
 

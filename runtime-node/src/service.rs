@@ -17,6 +17,7 @@
 //! engine's small JSON error page.
 
 mod answered;
+mod socket_frames;
 mod stream;
 
 use std::pin::Pin;
@@ -132,8 +133,20 @@ impl NodeService {
         } else {
             (Body::wrap(RequestBody::new(inbound)), None)
         };
-        let (answer, body) = self.call(call, body).await?;
-        Ok(Frames::new(&answer, body, idle).into_stream())
+        let (mut answer, body) = self.call(call, body).await?;
+        // A WebSocket stays on this call: its messages follow the head.
+        let channels = answer.upgrade.take().and_then(|u| u.take());
+        match (channels, idle) {
+            (Some(channels), Some(inbound)) => Ok(socket_frames::socket_frames(
+                answer.encode(),
+                body,
+                channels,
+                inbound,
+            )),
+            // A socket for a request whose stream carries its body cannot
+            // be reached: dropped (1006 to the Worker).
+            (_, idle) => Ok(Frames::new(&answer, body, idle).into_stream()),
+        }
     }
 
     /// Runs one call: admits it on its thread, finds its bundle, runs it on
@@ -208,7 +221,13 @@ impl NodeService {
                 .extensions
                 .get::<isolane_engine::WebSocketUpgrade>()
                 .and_then(isolane_engine::WebSocketUpgrade::take)
-                .map(crate::socket::bridge),
+                .map(|end| {
+                    crate::socket::bridge(
+                        end,
+                        shared.admission.drain_signal(),
+                        shared.metrics.socket_opened(thread),
+                    )
+                }),
         };
         let body = Answered::new(
             body,

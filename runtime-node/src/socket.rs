@@ -1,37 +1,80 @@
 //! A Worker's WebSocket from the engine's end ([`isolane_engine::SocketEnd`])
 //! to the call's ([`isolane_proto::socket::SocketChannels`]): two small
 //! forwarding tasks, each ending when either side goes (which the other side
-//! sees as its channel ending). Over gRPC these tasks are where the
-//! bidirectional stream's frames will be read and written.
+//! sees as its channel ending), counting the socket and its messages. When
+//! the node's drain starts, both ends get a close with 1012 (service
+//! restart), so the client reconnects to the Worker's next placement. A
+//! router in this process pumps the call's end itself; over gRPC it becomes
+//! the call's `socket` frames (`service/socket_frames.rs`).
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use isolane_engine::{CloseFrame, SocketEnd, SocketMessage};
 use isolane_proto::socket::{self, SocketChannels, Upgrade};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::SocketCounters;
 
 /// Each way, one message in flight between the two channels: the engine's
 /// own queues are the buffer.
 const HANDOFF: usize = 1;
 
-/// The call's end of `end`.
-pub(crate) fn bridge(end: SocketEnd) -> Upgrade {
+/// How long the drain's close may wait for room in a full queue; past it
+/// the channel is dropped (1006 to the Worker, 1011 to the client).
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
+/// The call's end of `end`, closed with 1012 both ways when `drain` is
+/// cancelled.
+pub(crate) fn bridge(
+    end: SocketEnd,
+    drain: CancellationToken,
+    counters: SocketCounters,
+) -> Upgrade {
     let SocketEnd {
         to_worker,
         mut from_worker,
         config,
     } = end;
+    let counters = Arc::new(counters);
     let (client_tx, mut client_rx) = mpsc::channel::<socket::SocketMessage>(HANDOFF);
     let (worker_tx, worker_rx) = mpsc::channel::<socket::SocketMessage>(HANDOFF);
-    tokio::spawn(async move {
-        while let Some(message) = client_rx.recv().await {
-            if to_worker.send(to_engine(message)).await.is_err() {
-                return;
+    // The drain's close to the Worker is sent by the task below, after the
+    // client's: a weak handle, so the Worker's channel still ends (1006)
+    // when the client goes.
+    let to_worker_on_drain = to_worker.downgrade();
+    tokio::spawn({
+        let counters = Arc::clone(&counters);
+        async move {
+            while let Some(message) = client_rx.recv().await {
+                counters.to_worker();
+                if to_worker.send(to_engine(message)).await.is_err() {
+                    return;
+                }
             }
         }
     });
     tokio::spawn(async move {
-        while let Some(message) = from_worker.recv().await {
-            if worker_tx.send(to_call(message)).await.is_err() {
-                return;
+        loop {
+            tokio::select! {
+                biased;
+                () = drain.cancelled() => {
+                    let restart = socket::SocketMessage::restart();
+                    let _ = tokio::time::timeout(CLOSE_WAIT, worker_tx.send(restart)).await;
+                    if let Some(to_worker) = to_worker_on_drain.upgrade() {
+                        let restart = to_engine(socket::SocketMessage::restart());
+                        let _ = tokio::time::timeout(CLOSE_WAIT, to_worker.send(restart)).await;
+                    }
+                    return;
+                }
+                message = from_worker.recv() => {
+                    let Some(message) = message else { return };
+                    counters.to_client();
+                    if worker_tx.send(to_call(message)).await.is_err() {
+                        return;
+                    }
+                }
             }
         }
     });

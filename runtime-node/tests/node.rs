@@ -6,6 +6,8 @@
 //! - `apiserver`: the `isolane-node` binary against a real kube-apiserver
 //!   (isolane-testenv): bundle Secrets in, Lease out, drain on SIGTERM;
 //! - `mtls`: a node serving mutual TLS refuses every client but the router;
+//! - `socket`: a Worker's WebSocket as the service's socket frames, and
+//!   the drain closing it with 1012;
 //! - `bench`: the listener-mode measurement behind docs/node.md (ignored;
 //!   run it with `--release -- --ignored --nocapture bench`).
 
@@ -23,3 +25,5 @@ mod bench;
 mod mtls;
 #[path = "node/service.rs"]
 mod service;
+#[path = "node/socket.rs"]
+mod socket;

@@ -4,8 +4,9 @@
 //! ([`WebSocketConfig`]).
 //!
 //! The engine never sees frames or the connection: the front end (the
-//! router's server, `isolane dev`; later a node's gRPC stream) upgrades the
-//! client's connection, reads and writes frames with a WebSocket crate, and
+//! router's server, in `isolane dev`'s process or across the node's gRPC
+//! call, where the node carries these messages) upgrades the client's
+//! connection, reads and writes frames with a WebSocket crate, and
 //! moves whole messages over the two bounded channels here. Each message
 //! that reaches the Worker runs as a turn of its own with a fresh CPU budget
 //! (`host/socket.rs`).

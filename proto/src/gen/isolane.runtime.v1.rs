@@ -3,7 +3,7 @@
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ExecuteRequest {
-    #[prost(oneof = "execute_request::Frame", tags = "1, 2, 3")]
+    #[prost(oneof = "execute_request::Frame", tags = "1, 2, 3, 4")]
     pub frame: ::core::option::Option<execute_request::Frame>,
 }
 /// Nested message and enum types in `ExecuteRequest`.
@@ -21,7 +21,44 @@ pub mod execute_request {
         /// carried a truncated body, which the worker sees as an aborted read.
         #[prost(message, tag = "3")]
         End(super::BodyEnd),
+        /// After a 101 answer: a message from the client to the Worker's socket.
+        /// The stream ending without a close is an abnormal close (1006 to the
+        /// Worker).
+        #[prost(message, tag = "4")]
+        Socket(super::SocketFrame),
     }
+}
+/// One whole WebSocket message (frames, pings and pongs stay at the router's
+/// edge).
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SocketFrame {
+    #[prost(oneof = "socket_frame::Message", tags = "1, 2, 3")]
+    pub message: ::core::option::Option<socket_frame::Message>,
+}
+/// Nested message and enum types in `SocketFrame`.
+pub mod socket_frame {
+    #[allow(clippy::all)]
+    #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
+    pub enum Message {
+        #[prost(string, tag = "1")]
+        Text(::prost::alloc::string::String),
+        #[prost(bytes, tag = "2")]
+        Binary(::prost::bytes::Bytes),
+        #[prost(message, tag = "3")]
+        Close(super::SocketClose),
+    }
+}
+/// A close message.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SocketClose {
+    /// The close code; absent when the close carried none (1005 to the peer).
+    #[prost(uint32, optional, tag = "1")]
+    pub code: ::core::option::Option<u32>,
+    /// At most 123 bytes of UTF-8.
+    #[prost(string, tag = "2")]
+    pub reason: ::prost::alloc::string::String,
 }
 /// An HTTP header. Repeated names are kept in order, as received.
 #[allow(clippy::all)]
@@ -102,7 +139,7 @@ pub struct BodyEnd {}
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ExecuteResponse {
-    #[prost(oneof = "execute_response::Frame", tags = "1, 2, 3")]
+    #[prost(oneof = "execute_response::Frame", tags = "1, 2, 3, 4, 5")]
     pub frame: ::core::option::Option<execute_response::Frame>,
 }
 /// Nested message and enum types in `ExecuteResponse`.
@@ -119,7 +156,25 @@ pub mod execute_response {
         /// Last message: how the request finished.
         #[prost(message, tag = "3")]
         End(super::ResponseEnd),
+        /// After a 101 head: a message from the Worker's socket to the client.
+        /// `end` without a close before it means the Worker dropped the socket
+        /// (1011 to the client).
+        #[prost(message, tag = "4")]
+        Socket(super::SocketFrame),
+        /// After a 101 head: the node took more of the client's messages off
+        /// the call. The router keeps at most 16 of them unacknowledged, so the
+        /// node reads every `socket` frame at once and never leaves data unread
+        /// on the HTTP/2 connection the call shares with other requests.
+        #[prost(message, tag = "5")]
+        SocketAck(super::SocketAck),
     }
+}
+/// Client messages the node has taken since its last acknowledgement.
+#[allow(clippy::all)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SocketAck {
+    #[prost(uint32, tag = "1")]
+    pub messages: u32,
 }
 /// Everything about the response except its body.
 #[allow(clippy::all)]
@@ -402,6 +457,12 @@ pub mod runtime_client {
         /// then `end`. The node may answer (even completely) before the request body
         /// has ended, e.g. to refuse a request it cannot serve. Cancelling the call
         /// (the router's client went away) cancels the request on the node.
+        ///
+        /// A WebSocket travels on the same call: the router sends the handshake's
+        /// head (with `upgrade: websocket`) and `end`; when the Worker accepts, the
+        /// node answers a 101 head and the call stays open, each side sending
+        /// `socket` frames (whole messages) until it closes; the node's `end`
+        /// follows its last one. A Worker that refuses answers as to any request.
         pub async fn execute(
             &mut self,
             request: impl tonic::IntoStreamingRequest<Message = super::ExecuteRequest>,
@@ -476,6 +537,12 @@ pub mod runtime_server {
         /// then `end`. The node may answer (even completely) before the request body
         /// has ended, e.g. to refuse a request it cannot serve. Cancelling the call
         /// (the router's client went away) cancels the request on the node.
+        ///
+        /// A WebSocket travels on the same call: the router sends the handshake's
+        /// head (with `upgrade: websocket`) and `end`; when the Worker accepts, the
+        /// node answers a 101 head and the call stays open, each side sending
+        /// `socket` frames (whole messages) until it closes; the node's `end`
+        /// follows its last one. A Worker that refuses answers as to any request.
         async fn execute(
             &self,
             request: tonic::Request<tonic::Streaming<super::ExecuteRequest>>,

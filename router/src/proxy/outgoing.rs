@@ -42,6 +42,13 @@ impl Stream for FrameStream {
     }
 }
 
+impl FrameStream {
+    /// These frames, then `rest`'s.
+    pub fn then(self, rest: impl Stream<Item = ExecuteRequest> + Send + 'static) -> Self {
+        Self(Box::pin(self.0.chain(rest)))
+    }
+}
+
 impl std::fmt::Debug for FrameStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("FrameStream")
@@ -421,6 +428,7 @@ mod tests {
                 Some(F::Head(_)) => "head".to_owned(),
                 Some(F::Body(b)) => format!("body{}", b.len()),
                 Some(F::End(_)) => "end".to_owned(),
+                Some(F::Socket(_)) => "socket".to_owned(),
                 None => "none".to_owned(),
             })
             .collect()

@@ -89,8 +89,9 @@ impl http_body::Body for RequestBody {
                     self.ended = true;
                     return Poll::Ready(Some(Err(RequestBodyError::SecondHead)));
                 }
-                // A frame from a newer peer that this node does not know.
-                None => continue,
+                // WebSocket messages belong to a 101's call, not a body; a
+                // frame from a newer peer that this node does not know.
+                Some(execute_request::Frame::Socket(_)) | None => continue,
             }
         }
     }

@@ -231,6 +231,9 @@ pub async fn collect(mut responses: Streaming<ExecuteResponse>) -> Result<Answer
                 assert!(head.is_some(), "the head comes first");
                 body.extend_from_slice(&chunk);
             }
+            Out::Socket(_) | Out::SocketAck(_) => {
+                panic!("a socket frame on a call that opened no socket")
+            }
             Out::End(end) => {
                 assert!(responses.message().await?.is_none(), "end is last");
                 return Ok(Answer {

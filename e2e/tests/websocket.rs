@@ -1,0 +1,475 @@
+//! WebSockets through the router to a node in another process, over the
+//! mutual-TLS gRPC channel (issue 33): a real WebSocket client, a real
+//! router, real nodes and real V8.
+//!
+//! - [`echo_close_limits_and_a_flood_beside_a_benign_socket`] — 1,000
+//!   messages echoed; a Worker's close reaches the client with its code and
+//!   reason, a client's close reaches the Worker's `close` listener; the
+//!   1 MiB cap (1009) and the idle timeout (1001) hold through the router;
+//!   a hostile client that floods without reading and a hostile Worker
+//!   (another namespace, same node and thread) that floods a client that
+//!   does not read each lose their own socket while a benign socket keeps
+//!   echoing before, during and after.
+//! - [`a_killed_node_closes_its_sockets`] — one client can hold a Worker's
+//!   whole socket budget on a thread (128; no per-client share), freed when
+//!   it leaves; then SIGKILL of the node mid-socket: the client gets a close
+//!   (1011), not a hang; the time is printed.
+//! - [`drain_and_router_shutdown_close_sockets_with_1012`] — SIGTERM of the
+//!   socket's node gives its client 1012 and a reconnect reaches the other
+//!   node; SIGTERM of the router gives its open socket 1012 and the router
+//!   exits within its grace.
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::{SinkExt as _, StreamExt as _};
+use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions, RouterOptions};
+use isolane_e2e::ingress::Ingress;
+use isolane_e2e::kubectl;
+use isolane_e2e::workers::{self, inline_worker};
+use isolane_testenv::{ControlPlane, wait_until};
+use tempfile::TempDir;
+use tokio::net::TcpStream;
+use tokio::sync::{Mutex, MutexGuard};
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
+const NAMESPACE: &str = "demo";
+const HOSTILE: &str = "hostile";
+/// Deadline for anything the system does on its own.
+const SETTLE: Duration = Duration::from_secs(60);
+/// How long a client waits for any one answer or close.
+const ANSWER: Duration = Duration::from_secs(30);
+
+/// One fleet at a time in this test binary.
+static SERIAL: Mutex<()> = Mutex::const_new(());
+
+/// The echo Worker of docs/websockets.md, and a few commands: `close-me`
+/// closes with 4000 "bye", `flood` sends 2,000 × 64 KiB at once; the last
+/// close it saw is at `/last-close`.
+const ECHO: &str = r#"
+let lastClose = 'none';
+export default {
+  fetch(request) {
+    if (new URL(request.url).pathname === '/last-close') return new Response(lastClose);
+    if (request.headers.get('upgrade') !== 'websocket') return new Response('expected a WebSocket', { status: 426 });
+    const [client, server] = Object.values(new WebSocketPair());
+    server.accept();
+    server.addEventListener('message', (event) => {
+      if (event.data === 'close-me') return server.close(4000, 'bye');
+      if (event.data === 'flood') {
+        const chunk = 'x'.repeat(64 * 1024);
+        try { for (let i = 0; i < 2000; i++) server.send(chunk); } catch (e) {}
+        return;
+      }
+      server.send(event.data);
+    });
+    server.addEventListener('close', (event) => { lastClose = `${event.code} ${event.reason}`; });
+    return new Response(null, { status: 101, webSocket: client });
+  },
+};
+"#;
+
+type Socket = WebSocketStream<TcpStream>;
+
+struct System {
+    cluster: Cluster,
+    _cp: ControlPlane,
+    dir: TempDir,
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl System {
+    /// `nodes` nodes of one thread each (every Worker on the same thread),
+    /// sockets idle for `idle_secs` closed; the echo Worker as
+    /// `demo/echo` on `echo.test` and `hostile/flood` on `flood.test`.
+    async fn start(nodes: usize, idle_secs: u32) -> Self {
+        let serial = SERIAL.lock().await;
+        let cp = ControlPlane::start().await.expect("control plane starts");
+        workers::prepare(&cp, &[NAMESPACE, HOSTILE]).await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let options = ClusterOptions {
+            nodes,
+            node: NodeOptions {
+                threads: 1,
+                extra_args: vec!["--websocket-idle-secs".to_owned(), idle_secs.to_string()],
+                ..NodeOptions::default()
+            },
+            router: RouterOptions {
+                extra_args: vec!["--shutdown-grace".to_owned(), "5s".to_owned()],
+                ..RouterOptions::default()
+            },
+            ..ClusterOptions::default()
+        };
+        let cluster = Cluster::start(&cp, dir.path(), options).await;
+        let system = Self {
+            cluster,
+            _cp: cp,
+            dir,
+            _serial: serial,
+        };
+        let path = system.dir.path().join("echo.yaml");
+        kubectl::apply_workers(
+            &system._cp,
+            &path,
+            NAMESPACE,
+            &[inline_worker("echo", ECHO, &["echo.test"])],
+        )
+        .await;
+        let path = system.dir.path().join("flood.yaml");
+        kubectl::apply_workers(
+            &system._cp,
+            &path,
+            HOSTILE,
+            &[inline_worker("flood", ECHO, &["flood.test"])],
+        )
+        .await;
+        for host in ["echo.test", "flood.test"] {
+            connect_within(system.ingress(), host, SETTLE).await;
+        }
+        system
+    }
+
+    fn ingress(&self) -> SocketAddr {
+        self.cluster.ingress()
+    }
+}
+
+/// A socket to `host`'s Worker through the router at `ingress`, and the
+/// node that serves it.
+async fn connect(ingress: SocketAddr, host: &str) -> Result<(Socket, String), String> {
+    let tcp = TcpStream::connect(ingress)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (socket, response) = tokio_tungstenite::client_async(format!("ws://{host}/"), tcp)
+        .await
+        .map_err(|e| e.to_string())?;
+    let node = response
+        .headers()
+        .get("x-isolane-node")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    Ok((socket, node))
+}
+
+async fn connect_within(ingress: SocketAddr, host: &str, within: Duration) -> (Socket, String) {
+    wait_until(&format!("a WebSocket to {host}"), within, || async {
+        connect(ingress, host).await.ok()
+    })
+    .await
+}
+
+/// The next data or close message (pongs skipped); `None` when the
+/// connection ended without one.
+async fn next(socket: &mut Socket) -> Option<Message> {
+    loop {
+        let message = tokio::time::timeout(ANSWER, socket.next())
+            .await
+            .expect("an answer in time")?;
+        match message {
+            Ok(Message::Pong(_) | Message::Ping(_)) => continue,
+            Ok(message) => return Some(message),
+            Err(_) => return None,
+        }
+    }
+}
+
+/// The close frame the socket gets next, skipping data messages.
+async fn close_code(socket: &mut Socket) -> Option<(u16, String)> {
+    loop {
+        match next(socket).await? {
+            Message::Close(frame) => {
+                return frame.map(|f| (u16::from(f.code), f.reason.to_string()));
+            }
+            _ => continue,
+        }
+    }
+}
+
+/// Sends `text` and expects it back.
+async fn echoes(socket: &mut Socket, text: &str) -> bool {
+    if socket.send(Message::text(text)).await.is_err() {
+        return false;
+    }
+    matches!(next(socket).await, Some(Message::Text(t)) if t.as_str() == text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_close_limits_and_a_flood_beside_a_benign_socket() {
+    let system = System::start(1, 5).await;
+    let ingress = system.ingress();
+    let (mut benign, node) = connect(ingress, "echo.test").await.unwrap();
+    assert!(!node.is_empty(), "the 101 names its node");
+
+    // 1,000 messages, text and binary in turn, each echoed.
+    let started = Instant::now();
+    let mut echoed = 0;
+    for i in 0..1000usize {
+        let message = if i % 2 == 0 {
+            Message::text(format!("message {i}"))
+        } else {
+            Message::binary(Bytes::from(vec![i as u8; 1 + i * 10]))
+        };
+        benign.send(message.clone()).await.unwrap();
+        if next(&mut benign).await == Some(message) {
+            echoed += 1;
+        }
+    }
+    let elapsed = started.elapsed();
+    eprintln!(
+        "1000 round trips through the router to the node: {echoed} echoed in {:.2}s ({:.2} ms each)",
+        elapsed.as_secs_f64(),
+        elapsed.as_secs_f64() * 1000.0 / 1000.0
+    );
+    assert_eq!(echoed, 1000);
+    let open = system
+        .cluster
+        .router
+        .metric("isolane_router_websockets_open")
+        .await;
+    let open_on_node = system.cluster.nodes[0]
+        .metric_sum("isolane_node_websockets_open", "thread=\"0\"")
+        .await;
+    eprintln!("open sockets: router {open:?}, node {open_on_node:?}");
+    assert_eq!(open, Some(1.0));
+    assert_eq!(open_on_node, Some(1.0));
+
+    // The Worker closes: the client gets its code and reason.
+    let (mut closing, _) = connect(ingress, "echo.test").await.unwrap();
+    closing.send(Message::text("close-me")).await.unwrap();
+    assert_eq!(
+        close_code(&mut closing).await,
+        Some((4000, "bye".to_owned()))
+    );
+
+    // The client closes: the Worker's `close` listener sees its code.
+    let (mut leaving, _) = connect(ingress, "echo.test").await.unwrap();
+    leaving
+        .close(Some(CloseFrame {
+            code: CloseCode::from(4001),
+            reason: "client bye".into(),
+        }))
+        .await
+        .unwrap();
+    wait_until("the Worker to see the client's close", SETTLE, || async {
+        let reply = Ingress::new(ingress)
+            .get("echo.test", "/last-close")
+            .await
+            .ok()?;
+        (reply.body == "4001 client bye").then_some(())
+    })
+    .await;
+
+    // A message over 1 MiB: 1009 from the router, the benign socket on.
+    // (The router may close before it has read the rest: the send can
+    // fail, the close frame is still there to read.)
+    let (mut big, _) = connect(ingress, "echo.test").await.unwrap();
+    let _ = big
+        .send(Message::binary(Bytes::from(vec![0u8; (1 << 20) + 1])))
+        .await;
+    assert_eq!(close_code(&mut big).await.map(|c| c.0), Some(1009));
+    assert!(echoes(&mut benign, "after the big message").await);
+    // A message at the cap crosses router and node whole, both ways.
+    let whole = Message::binary(Bytes::from(vec![8u8; 1 << 20]));
+    benign.send(whole.clone()).await.unwrap();
+    assert_eq!(next(&mut benign).await, Some(whole));
+
+    // A hostile client floods the benign Worker without reading its echoes;
+    // a hostile Worker floods a client that does not read. Each loses its
+    // own socket; the benign socket echoes throughout.
+    let (mut flooding_client, _) = connect(ingress, "echo.test").await.unwrap();
+    let (mut flooded, _) = connect(ingress, "flood.test").await.unwrap();
+    flooded.send(Message::text("flood")).await.unwrap();
+    let chunk = "y".repeat(64 * 1024);
+    let flood = tokio::spawn(async move {
+        let mut sent = 0usize;
+        for _ in 0..2000 {
+            let send = flooding_client.send(Message::text(chunk.as_str()));
+            match tokio::time::timeout(Duration::from_secs(5), send).await {
+                Ok(Ok(())) => sent += 1,
+                _ => break,
+            }
+        }
+        (sent, flooding_client)
+    });
+    let mut during = 0;
+    for i in 0..50 {
+        assert!(
+            echoes(&mut benign, &format!("during the flood {i}")).await,
+            "benign echo {i} during the flood"
+        );
+        during += 1;
+    }
+    let (sent, mut flooding_client) = flood.await.unwrap();
+    eprintln!(
+        "hostile client sent {sent} × 64 KiB without reading; benign echoed {during} meanwhile"
+    );
+    // Neither hostile socket is served for ever: the flooded client, once it
+    // reads, finds its socket dropped (1011) after at most the buffers.
+    let mut received = 0usize;
+    let flooded_close = loop {
+        match next(&mut flooded).await {
+            Some(Message::Close(frame)) => break frame.map(|f| u16::from(f.code)),
+            Some(_) => received += 1,
+            None => break None,
+        }
+    };
+    eprintln!("the flooded client got {received} of 2000 messages, then close {flooded_close:?}");
+    assert!(
+        received < 2000,
+        "a client that did not read was buffered for: {received}"
+    );
+    assert_eq!(flooded_close, Some(1011));
+    let mut echoed_back = 0usize;
+    let flooding_close = loop {
+        match next(&mut flooding_client).await {
+            Some(Message::Close(frame)) => break frame.map(|f| u16::from(f.code)),
+            Some(_) => echoed_back += 1,
+            None => break None,
+        }
+    };
+    eprintln!("the flooding client read {echoed_back} echoes back, then close {flooding_close:?}");
+    assert!(echoes(&mut benign, "after the flood").await);
+
+    // Idle for longer than the node's 5 s: 1001 (the benign socket too,
+    // once it idles as long).
+    let (mut idle, _) = connect(ingress, "echo.test").await.unwrap();
+    let idled = Instant::now();
+    assert_eq!(close_code(&mut idle).await.map(|c| c.0), Some(1001));
+    eprintln!(
+        "an idle socket closed after {:.1}s",
+        idled.elapsed().as_secs_f64()
+    );
+
+    // Metrics on both sides.
+    let router_messages = system
+        .cluster
+        .router
+        .metric_sum(
+            "isolane_router_websocket_messages_total",
+            "direction=\"to_worker\"",
+        )
+        .await
+        .unwrap_or(0.0);
+    let node_messages = system.cluster.nodes[0]
+        .metric_sum(
+            "isolane_node_websocket_messages_total",
+            "direction=\"to_client\"",
+        )
+        .await
+        .unwrap_or(0.0);
+    eprintln!(
+        "messages counted: router to_worker {router_messages}, node to_client {node_messages}"
+    );
+    assert!(router_messages >= 1000.0 && node_messages >= 1000.0);
+    drop(benign);
+    system.cluster.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_node_closes_its_sockets() {
+    let mut system = System::start(1, 100).await;
+    let ingress = system.ingress();
+    let (mut socket, node) = connect(ingress, "echo.test").await.unwrap();
+    assert!(echoes(&mut socket, "before the kill").await);
+
+    // What one anonymous client can hold: sockets up to the Worker's
+    // budget on the thread (there is no per-client share yet), refused
+    // past it with 503; freed as soon as that client leaves.
+    let mut held = Vec::new();
+    let refusal = loop {
+        match connect(ingress, "echo.test").await {
+            Ok((socket, _)) if held.len() < 200 => held.push(socket),
+            Ok(_) => break "none".to_owned(),
+            Err(error) => break error,
+        }
+    };
+    eprintln!(
+        "one client held {} sockets beside the first, then: {refusal}",
+        held.len()
+    );
+    assert_eq!(held.len(), 127, "the budget is the Worker's 128 per thread");
+    assert!(refusal.contains("503"), "{refusal}");
+    assert!(echoes(&mut socket, "while the budget is spent").await);
+    drop(held);
+    let (mut freed, _) = connect_within(ingress, "echo.test", SETTLE).await;
+    assert!(echoes(&mut freed, "once the hoarder left").await);
+    drop(freed);
+
+    let killed = Instant::now();
+    system.cluster.node_mut(&node).process.kill();
+    let code = close_code(&mut socket).await.map(|c| c.0);
+    let after = killed.elapsed();
+    eprintln!(
+        "SIGKILL of the node: the client got close {code:?} after {:.0} ms",
+        after.as_secs_f64() * 1000.0
+    );
+    assert_eq!(code, Some(1011));
+    system.cluster.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drain_and_router_shutdown_close_sockets_with_1012() {
+    let mut system = System::start(2, 100).await;
+    let ingress = system.ingress();
+    let (mut socket, node) = connect(ingress, "echo.test").await.unwrap();
+    assert!(echoes(&mut socket, "before the drain").await);
+    let drained = Instant::now();
+    system.cluster.node_mut(&node).drain();
+    let code = close_code(&mut socket).await;
+    eprintln!(
+        "SIGTERM of the node: the client got close {code:?} after {:.0} ms",
+        drained.elapsed().as_secs_f64() * 1000.0
+    );
+    assert_eq!(code.map(|c| c.0), Some(1012));
+    // A reconnect reaches the other node.
+    let (mut again, other) = wait_until("a reconnect on the other node", SETTLE, || async {
+        let (socket, served_by) = connect(ingress, "echo.test").await.ok()?;
+        (served_by != node).then_some((socket, served_by))
+    })
+    .await;
+    assert!(echoes(&mut again, "after the drain").await);
+    eprintln!(
+        "reconnected to {other} after {:.1}s",
+        drained.elapsed().as_secs_f64()
+    );
+    let status =
+        tokio::task::block_in_place(|| system.cluster.node_mut(&node).process.wait_exit(SETTLE));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the drained node exits 0: {status:?}"
+    );
+
+    // The router stops: its open socket gets 1012, and it exits in its grace.
+    let stopping = Instant::now();
+    system
+        .cluster
+        .router
+        .process
+        .signal(nix::sys::signal::Signal::SIGTERM)
+        .unwrap();
+    let code = close_code(&mut again).await;
+    eprintln!(
+        "SIGTERM of the router: the client got close {code:?} after {:.0} ms",
+        stopping.elapsed().as_secs_f64() * 1000.0
+    );
+    assert_eq!(code.map(|c| c.0), Some(1012));
+    let status = tokio::task::block_in_place(|| {
+        system
+            .cluster
+            .router
+            .process
+            .wait_exit(Duration::from_secs(15))
+    });
+    eprintln!(
+        "the router exited after {:.1}s: {status:?}",
+        stopping.elapsed().as_secs_f64()
+    );
+    assert!(status.is_some(), "the router exits within its grace");
+    system.cluster.shutdown();
+}

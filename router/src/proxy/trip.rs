@@ -1,0 +1,382 @@
+//! One request's trip through the fleet: the call the Worker sees, each
+//! attempt on a node (retries on another when the first fails before an
+//! answer), and the response the client gets.
+
+use super::*;
+
+/// One request's trip through the fleet.
+pub(super) struct Trip<'p> {
+    pub(super) proxy: &'p Proxy,
+    pub(super) backend: Arc<Backend>,
+    /// The revision this request runs (the split chose it).
+    pub(super) revision: Revision,
+    /// Whether the request counts in the request metrics (a prewarm does not).
+    pub(super) record: bool,
+    pub(super) request_id: RequestId,
+    /// The client, for a client's request (`None` for the router's own).
+    pub(super) client: Option<&'p Client>,
+    pub(super) host: String,
+    pub(super) started: Instant,
+    pub(super) deadline: tokio::time::Instant,
+}
+
+/// A failed request: the node it failed on (or [`NO_NODE`]) and why.
+pub(super) type Failure = (String, Error);
+
+impl Trip<'_> {
+    pub(super) async fn run<B>(
+        &self,
+        request: Request<B>,
+    ) -> Result<Response<ResponseBody>, Failure>
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let config = &self.proxy.inner.config;
+        let (parts, body) = request.into_parts();
+        // A WebSocket handshake the front end will complete if the Worker
+        // accepts.
+        let upgrade = parts
+            .extensions
+            .get::<crate::sockets::ClientUpgrade>()
+            .is_some();
+        // Built once; only a retry builds it again.
+        let mut first_call = Some(self.call(&parts, upgrade)?);
+        let mut body =
+            tokio::time::timeout_at(self.deadline, Outgoing::prepare(body, config.replay_limit))
+                .await
+                .map_err(|_| self.deadline_failure(NO_NODE))?
+                .map_err(|source| (NO_NODE.to_owned(), Error::RequestBody { source }))?;
+        let losses = &self.proxy.inner.losses;
+        let worker_id = &self.backend.worker_id;
+        if let Some(retry_after) = losses.quarantined_now(worker_id) {
+            return Err((
+                NO_NODE.to_owned(),
+                Error::Quarantined {
+                    worker_id: worker_id.clone(),
+                    retry_after,
+                },
+            ));
+        }
+        let mut fleet = self.proxy.fleet();
+        let wait_until = self
+            .deadline
+            .min(tokio::time::Instant::from_std(self.started) + config.node_wait);
+        let mut tried: Vec<usize> = Vec::new();
+        let mut attempts = 0u32;
+        // The error that made the request look for another node, if any.
+        let mut refused: Option<Failure> = None;
+        loop {
+            let Some(pick) = fleet.pick(&self.backend.worker_id, config.load_factor, &tried) else {
+                // No candidate left: wait (bounded) for the fleet to change,
+                // as while the only node pod is replaced.
+                if self.proxy.fleet_changed(&fleet, wait_until).await {
+                    fleet = self.proxy.fleet();
+                    tried.clear();
+                    continue;
+                }
+                return Err(refused.unwrap_or_else(|| {
+                    (
+                        NO_NODE.to_owned(),
+                        Error::NoLiveNode {
+                            worker_id: self.backend.worker_id.clone(),
+                        },
+                    )
+                }));
+            };
+            if let Some((node, error)) = &refused {
+                debug!(
+                    request.id = %self.request_id, worker.id = %self.backend.worker_id,
+                    %node, %error, "retrying on another node"
+                );
+                self.proxy.inner.metrics.retry(error.kind());
+            }
+            attempts += 1;
+            let call = match first_call.take() {
+                Some(call) => call,
+                None => self.call(&parts, upgrade)?,
+            };
+            let error = match self
+                .attempt(&fleet, pick.index, pick.thread, call, &mut body, upgrade)
+                .await
+            {
+                Ok(response) => return Ok(response),
+                Err(error) => error,
+            };
+            let node = fleet.nodes()[pick.index].member.name.clone();
+            if error.ejects_node() {
+                fleet.eject(pick.index);
+                warn!(%node, %error, "node unreachable; skipping it for new requests briefly");
+            }
+            if error.lost_with_node() {
+                // Lost with its node: the second node lost under the same
+                // Worker quarantines it (it may be what kills them). A node
+                // that refused the connection never had the request.
+                if let Verdict::Quarantined(retry_after) =
+                    losses.lost(worker_id, &node, Instant::now())
+                {
+                    warn!(
+                        worker.id = %worker_id, %node, quarantine_s = retry_after.as_secs(),
+                        "a second node was lost under this worker's requests; refusing it for a while"
+                    );
+                    self.proxy.inner.metrics.upstream_error(error.kind());
+                    return Err((
+                        node,
+                        Error::Quarantined {
+                            worker_id: worker_id.clone(),
+                            retry_after,
+                        },
+                    ));
+                }
+            }
+            // Another node (or the same one after the fleet changed) may
+            // serve it when this one never started it and the body was kept.
+            let retry = attempts < MAX_ATTEMPTS && error.retry_elsewhere() && body.is_replayable();
+            if !retry {
+                return Err((node, error));
+            }
+            self.proxy.inner.metrics.upstream_error(error.kind());
+            tried.push(pick.index);
+            refused = Some((node, error));
+        }
+    }
+
+    /// What the node is asked to run for the client's request `parts`.
+    fn call(&self, parts: &http::request::Parts, upgrade: bool) -> Result<Call, Failure> {
+        let context = HeadContext {
+            host: &self.host,
+            worker_id: &self.backend.worker_id,
+            revision: &self.revision,
+            request_id: &self.request_id,
+            client: self.client,
+        };
+        let mut call = call_for(parts, &context).map_err(|invalid| {
+            (
+                NO_NODE.to_owned(),
+                Error::InvalidHost { host: invalid.host },
+            )
+        })?;
+        // A cron tick (`run_tick`, or the test URL of a proxy that has
+        // one): never from a client's own request in a cluster.
+        call.scheduled = parts.extensions.get::<ScheduledTick>().cloned();
+        call.prewarm = parts.extensions.get::<PrewarmRequest>().is_some();
+        // The Worker sees a WebSocket handshake asked for (hop-by-hop
+        // headers are otherwise never forwarded).
+        if upgrade {
+            let headers = call.request.headers_mut();
+            headers.insert(http::header::UPGRADE, HeaderValue::from_static("websocket"));
+            headers.insert(
+                http::header::CONNECTION,
+                HeaderValue::from_static("Upgrade"),
+            );
+        }
+        Ok(call)
+    }
+
+    /// One call to one node: `Err` before the response head is decided.
+    async fn attempt<B>(
+        &self,
+        fleet: &Fleet,
+        index: usize,
+        thread: u32,
+        mut call: Call,
+        body: &mut Outgoing<B>,
+        upgrade: bool,
+    ) -> Result<Response<ResponseBody>, Error>
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let config = &self.proxy.inner.config;
+        let fleet_node = &fleet.nodes()[index];
+        let node = fleet_node.member.name.as_str();
+        call.thread = thread;
+        // The client's side of a WebSocket the call may open (gRPC only: a
+        // node in this process hands its socket over as it is).
+        let mut opening = None;
+        let (in_flight, exchange) =
+            match &self.proxy.inner.local {
+                // A node in this process gets no deadline of its own: the
+                // `timeout_at` below and the body's deadline bound it, and
+                // dropping its future cancels it, so it arms no timer.
+                Some(local) => {
+                    let in_flight = fleet.start(index);
+                    let body = body.body();
+                    (
+                        in_flight,
+                        Either::Left(upstream::call_local(local.as_ref(), call, body, node)),
+                    )
+                }
+                None => {
+                    let remaining = self
+                        .deadline
+                        .saturating_duration_since(tokio::time::Instant::now());
+                    call.deadline_ms = remaining.as_millis().max(1) as u64;
+                    let endpoint = fleet_node.member.endpoint_for(thread).ok_or_else(|| {
+                        Error::NoEndpoint {
+                            node: node.to_owned(),
+                            thread,
+                        }
+                    })?;
+                    let channel = channels::channel(fleet, fleet_node, endpoint, &config.channel)?;
+                    let in_flight = fleet.start(index);
+                    // No `grpc-timeout` header: the node bounds the request by
+                    // `deadline_ms` and this side by `timeout_at` below, and the
+                    // header would cost the node a second timer (and a self-wakeup
+                    // of its runtime) per request.
+                    let mut frames = body.frames(call.encode());
+                    if upgrade {
+                        let (with_socket, socket) = socket::request_frames(frames);
+                        frames = with_socket;
+                        opening = Some(socket);
+                    }
+                    let request = tonic::Request::new(frames);
+                    let client = RuntimeClient::new(channel);
+                    // Boxed: tonic's call future is several times the size
+                    // of the in-process one, and unboxed it would size (and
+                    // be moved with) every request's future.
+                    (
+                        in_flight,
+                        Either::Right(Box::pin(upstream::call_grpc(client, request, node))),
+                    )
+                }
+            };
+        let (mut answer, mut source) = tokio::time::timeout_at(self.deadline, exchange)
+            .await
+            .map_err(|_| Error::Deadline {
+                timeout: config.request_timeout,
+            })??;
+        if let Some(opening) = opening
+            && answer.status == StatusCode::SWITCHING_PROTOCOLS
+            && answer.outcome == Outcome::Ok
+            && let Source::Frames(frames) = source
+        {
+            // The call now carries the socket; the 101 has no body.
+            answer.upgrade = Some(opening.open(frames, config.websocket));
+            source = Source::Local(Box::pin(
+                http_body_util::Empty::new().map_err(|never| match never {}),
+            ));
+        }
+        self.respond(node, answer, source, in_flight)
+    }
+
+    /// The client's response for a node's head, or the refusal to retry.
+    fn respond(
+        &self,
+        node: &str,
+        answer: Answer,
+        source: Source,
+        in_flight: crate::fleet::InFlight,
+    ) -> Result<Response<ResponseBody>, Error> {
+        let outcome = answer.outcome;
+        let refusal = (outcome != Outcome::Ok).then(|| Error::Refused {
+            node: node.to_owned(),
+            outcome,
+            detail: answer.reason.clone(),
+            retry_after: answer
+                .retry_after_ms
+                .map(|ms| Duration::from_millis(u64::from(ms))),
+        });
+        let refusal = match refusal {
+            Some(error) if error.retry_elsewhere() => return Err(error),
+            other => other,
+        };
+        let status = match &refusal {
+            Some(error) => error.status(),
+            None => answer.status,
+        };
+        let metrics = Arc::clone(&self.proxy.inner.metrics);
+        let node_header = in_flight.node_header().cloned();
+        let completion = if self.record {
+            Completion::counted(
+                in_flight,
+                Arc::clone(&metrics),
+                Arc::clone(&self.backend),
+                Revision::clone(&self.revision),
+                status,
+                self.started,
+            )
+        } else {
+            Completion::uncounted(in_flight)
+        };
+        let body = UpstreamBody::new(
+            source,
+            self.deadline,
+            answer.body_length,
+            Arc::clone(&metrics),
+            completion,
+        );
+        let mut response = Response::new(body.boxed_unsync());
+        *response.status_mut() = status;
+        if let Some(upgrade) = answer.upgrade {
+            response.extensions_mut().insert(upgrade);
+            response
+                .extensions_mut()
+                .insert(metrics.socket_series(self.backend.served(&self.revision)));
+        }
+        let mut headers = answer.headers;
+        strip_hop_by_hop(&mut headers);
+        *response.headers_mut() = headers;
+        let headers = response.headers_mut();
+        if let Some(error) = &refusal {
+            metrics.upstream_error(error.kind());
+            headers.insert(REASON_HEADER, HeaderValue::from_static(error.kind()));
+            if let Some(detail) = header_text(&answer.reason) {
+                headers.insert(DETAIL_HEADER, detail);
+            }
+            if let Some(seconds) = error.retry_after() {
+                headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+            }
+        }
+        if let Some(value) = node_header {
+            headers.insert(name::NODE, value);
+        }
+        if let Ok(value) = HeaderValue::from_str(&self.revision) {
+            headers.insert(name::REVISION, value);
+        }
+        if let Some(id) = self.request_id.header() {
+            headers.insert(name::REQUEST_ID, id.clone());
+        }
+        Ok(response)
+    }
+
+    fn deadline_failure(&self, node: &str) -> Failure {
+        (
+            node.to_owned(),
+            Error::Deadline {
+                timeout: self.proxy.inner.config.request_timeout,
+            },
+        )
+    }
+}
+
+/// `text` as a header value: printable ASCII, at most 256 bytes; `None` if empty.
+fn header_text(text: &str) -> Option<HeaderValue> {
+    let cleaned: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .take(256)
+        .collect();
+    let cleaned = cleaned.trim();
+    if cleaned.is_empty() {
+        return None;
+    }
+    HeaderValue::from_str(cleaned).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_text_is_sanitised() {
+        assert_eq!(header_text("  "), None);
+        assert_eq!(header_text("cpu 50ms\n").unwrap(), "cpu 50ms?");
+    }
+}
