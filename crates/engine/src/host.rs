@@ -90,6 +90,11 @@ fn families() -> Vec<Unit> {
         node::process(),
         node::url(),
         node::diagnostics_channel(),
+        node::crypto(),
+        node::zlib(),
+        node::stream(),
+        node::assert(),
+        node::timers(),
         runtime::finalize(),
     ]
 }

@@ -5,6 +5,7 @@
 
 mod async_hooks;
 mod buffer;
+mod crypto;
 
 use super::unit::Unit;
 
@@ -51,9 +52,12 @@ pub(super) fn querystring() -> Unit {
         .node_module("querystring", include_str!("../../js/node/querystring.js"))
 }
 
-/// `node:util`: format, inspect, promisify, types, ... (JavaScript only).
+/// `node:util` and `node:util/types`: format, inspect, promisify, types,
+/// ... (JavaScript only).
 pub(super) fn util() -> Unit {
-    Unit::new("node:util").node_module("util", include_str!("../../js/node/util.js"))
+    Unit::new("node:util")
+        .node_module("util", include_str!("../../js/node/util.js"))
+        .node_module("util/types", "module.exports = require('node:util').types;")
 }
 
 /// `node:process`: workerd's `process` (JavaScript only); the `process`
@@ -73,4 +77,57 @@ pub(super) fn diagnostics_channel() -> Unit {
         "diagnostics_channel",
         include_str!("../../js/node/diagnostics_channel.js"),
     )
+}
+
+/// `node:crypto`: hashes, HMAC, random values, PBKDF2 and `webcrypto`, on
+/// the crypto unit's hashers and crates (`host/node/crypto.rs`).
+pub(super) fn crypto() -> Unit {
+    Unit::new("node:crypto")
+        .node_module("crypto", include_str!("../../js/node/crypto.js"))
+        .function("hmacNew", crypto::hmac_new)
+        .function("digestCopy", crypto::digest_copy)
+        .function("pbkdf2Sync", crypto::pbkdf2_sync)
+}
+
+/// `node:zlib`: gzip, deflate and raw deflate, sync, callback and stream
+/// forms, on the compression unit's codecs (JavaScript only).
+pub(super) fn zlib() -> Unit {
+    Unit::new("node:zlib").node_module("zlib", include_str!("../../js/node/zlib.js"))
+}
+
+/// `node:stream` and its parts: `stream/promises`, `stream/web`,
+/// `stream/consumers` (JavaScript only).
+pub(super) fn stream() -> Unit {
+    Unit::new("node:stream")
+        .node_module("stream", include_str!("../../js/node/stream.js"))
+        .node_module(
+            "stream/promises",
+            "module.exports = require('node:stream').promises;",
+        )
+        .node_module("stream/web", include_str!("../../js/node/stream_web.js"))
+        .node_module(
+            "stream/consumers",
+            include_str!("../../js/node/stream_consumers.js"),
+        )
+}
+
+/// `node:assert` and `node:assert/strict` (JavaScript only).
+pub(super) fn assert() -> Unit {
+    Unit::new("node:assert")
+        .node_module("assert", include_str!("../../js/node/assert.js"))
+        .node_module(
+            "assert/strict",
+            "module.exports = require('node:assert').strict;",
+        )
+}
+
+/// `node:timers` and `node:timers/promises` over the runtime's timers
+/// (JavaScript only).
+pub(super) fn timers() -> Unit {
+    Unit::new("node:timers")
+        .node_module("timers", include_str!("../../js/node/timers.js"))
+        .node_module(
+            "timers/promises",
+            "module.exports = require('node:timers').promises;",
+        )
 }

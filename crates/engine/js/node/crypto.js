@@ -1,0 +1,298 @@
+// node:crypto — Node's hashing, HMAC, random and PBKDF2 functions on the
+// runtime's Web Crypto: hashers are the crypto unit's (`digestStream*`,
+// `hmacNew`, `digestCopy`), randomness is `randomFill`, `pbkdf2` runs off
+// the isolate's thread as SubtleCrypto's deriveBits does, `pbkdf2Sync`
+// under the same bound on one call's work. Runs as function (host,
+// internal, require, module, exports).
+
+const { Buffer } = require('node:buffer');
+
+// Node's names (any case, `RSA-` prefixed too) to Web Crypto's.
+const HASHES = { md5: 'MD5', sha1: 'SHA-1', sha256: 'SHA-256', sha384: 'SHA-384', sha512: 'SHA-512' };
+// Larger updates are hashed in steps, so the CPU limit can stop between them.
+const STEP = 1 << 20;
+// randomFill's most bytes per call.
+const ENTROPY_STEP = 65536;
+
+function codedError(Class, code, message) {
+  const error = new Class(message);
+  error.code = code;
+  return error;
+}
+
+function invalidArgType(name, expected, value) {
+  const got = value === null ? 'null' : typeof value;
+  return codedError(TypeError, 'ERR_INVALID_ARG_TYPE', `The "${name}" argument must be ${expected}. Received ${got}`);
+}
+
+function hashName(algorithm) {
+  if (typeof algorithm !== 'string') throw invalidArgType('algorithm', 'of type string', algorithm);
+  const key = algorithm.toLowerCase().replace(/^rsa-/, '').replace('-', '');
+  const name = HASHES[key];
+  if (name === undefined) throw codedError(Error, 'ERR_CRYPTO_INVALID_DIGEST', `Digest method not supported`);
+  return name;
+}
+
+// A string (in `encoding`), ArrayBuffer or view as a Uint8Array.
+function bytes(data, name, encoding) {
+  if (typeof data === 'string') return Buffer.from(data, encoding);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  if (data instanceof ArrayBuffer || data instanceof SharedArrayBuffer) return new Uint8Array(data);
+  throw invalidArgType(name, 'of type string or an instance of Buffer, TypedArray, DataView or ArrayBuffer', data);
+}
+
+function encode(arrayBuffer, encoding) {
+  const buffer = Buffer.from(arrayBuffer);
+  return encoding === undefined || encoding === 'buffer' ? buffer : buffer.toString(encoding);
+}
+
+// What Hash and Hmac share: a hasher handle, written in steps, finished once.
+class Hasher {
+  #handle;
+  #done = false;
+  #finalized;
+
+  constructor(handle, finalized) {
+    this.#handle = handle;
+    this.#finalized = finalized;
+  }
+
+  _handle() {
+    if (this.#done) throw codedError(Error, this.#finalized, 'Digest already called');
+    return this.#handle;
+  }
+
+  update(data, encoding) {
+    const view = bytes(data, 'data', encoding);
+    const handle = this._handle();
+    for (let at = 0; at < view.length; at += STEP) {
+      host.digestStreamWrite(handle, view.subarray(at, at + STEP));
+    }
+    return this;
+  }
+
+  digest(encoding) {
+    const handle = this._handle();
+    this.#done = true;
+    return encode(host.digestStreamEnd(handle), encoding);
+  }
+}
+
+class Hash extends Hasher {
+  constructor(algorithm, options, handle) {
+    super(handle ?? host.digestStreamNew(hashName(algorithm)), 'ERR_CRYPTO_HASH_FINALIZED');
+  }
+
+  copy() {
+    return new Hash(undefined, undefined, host.digestCopy(this._handle()));
+  }
+}
+
+class Hmac extends Hasher {
+  constructor(algorithm, key, options) {
+    const name = hashName(algorithm);
+    if (key instanceof KeyObject) key = key.export();
+    super(host.hmacNew(name, bytes(key, 'key', options && options.encoding)), 'ERR_CRYPTO_HASH_FINALIZED');
+  }
+}
+
+// A secret key (`createSecretKey`): Node's KeyObject for symmetric keys.
+class KeyObject {
+  #key;
+  constructor(key) { this.#key = Buffer.from(key); }
+  get type() { return 'secret'; }
+  get symmetricKeySize() { return this.#key.length; }
+  export() { return Buffer.from(this.#key); }
+  equals(other) { return other instanceof KeyObject && timingSafeEqual(this.#key, other.export()); }
+}
+
+function createSecretKey(key, encoding) {
+  return new KeyObject(bytes(key, 'key', encoding));
+}
+
+function createHash(algorithm, options) {
+  return new Hash(algorithm, options);
+}
+
+function createHmac(algorithm, key, options) {
+  return new Hmac(algorithm, key, options);
+}
+
+// crypto.hash(algorithm, data, outputEncoding = 'hex'): one-shot.
+function hash(algorithm, data, outputEncoding = 'hex') {
+  return createHash(algorithm).update(data).digest(outputEncoding);
+}
+
+function checkSize(size, name, max) {
+  if (typeof size !== 'number') throw invalidArgType(name, 'of type number', size);
+  if (!Number.isInteger(size) || size < 0 || size > max) {
+    throw codedError(RangeError, 'ERR_OUT_OF_RANGE', `The value of "${name}" is out of range. It must be >= 0 && <= ${max}. Received ${size}`);
+  }
+}
+
+function fill(view) {
+  for (let at = 0; at < view.length; at += ENTROPY_STEP) {
+    host.randomFill(view.subarray(at, at + ENTROPY_STEP));
+  }
+  return view;
+}
+
+// Calls `callback(error, value)` in a later microtask, as Node calls back
+// after its thread pool.
+function later(callback, work) {
+  let value;
+  let error = null;
+  try { value = work(); } catch (e) { error = e; }
+  queueMicrotask(() => callback(error, value));
+}
+
+function randomBytes(size, callback) {
+  checkSize(size, 'size', 2 ** 31 - 1);
+  const make = () => { const out = Buffer.alloc(size); fill(out); return out; };
+  if (callback === undefined) return make();
+  if (typeof callback !== 'function') throw invalidArgType('callback', 'of type function', callback);
+  later(callback, make);
+  return undefined;
+}
+
+function fillRange(buffer, offset, size) {
+  const view = bytes(buffer, 'buf');
+  offset = offset === undefined ? 0 : offset;
+  checkSize(offset, 'offset', view.length);
+  size = size === undefined ? view.length - offset : size;
+  checkSize(size, 'size', view.length - offset);
+  fill(view.subarray(offset, offset + size));
+  return buffer;
+}
+
+function randomFillSync(buffer, offset, size) {
+  return fillRange(buffer, offset, size);
+}
+
+function randomFill(buffer, offset, size, callback) {
+  if (typeof offset === 'function') { callback = offset; offset = undefined; }
+  else if (typeof size === 'function') { callback = size; size = undefined; }
+  if (typeof callback !== 'function') throw invalidArgType('callback', 'of type function', callback);
+  later(callback, () => fillRange(buffer, offset, size));
+}
+
+// randomInt([min,] max[, callback]): uniform over [min, max), by rejecting
+// the random 48-bit values that would bias it.
+function randomInt(min, max, callback) {
+  if (typeof max === 'function' || max === undefined) { callback = max; max = min; min = 0; }
+  if (!Number.isSafeInteger(min)) throw invalidArgType('min', 'a safe integer', min);
+  if (!Number.isSafeInteger(max)) throw invalidArgType('max', 'a safe integer', max);
+  const range = max - min;
+  if (!(range > 0) || range > 2 ** 48) {
+    throw codedError(RangeError, 'ERR_OUT_OF_RANGE', `The value of "max" is out of range. It must be greater than the value of "min" (${min}) and its distance to it at most 2^48. Received ${max}`);
+  }
+  const pick = () => {
+    const limit = 2 ** 48 - (2 ** 48 % range);
+    const six = new Uint8Array(6);
+    for (;;) {
+      fill(six);
+      const x = six[0] * 2 ** 40 + six[1] * 2 ** 32 + ((six[2] << 24) >>> 0) + (six[3] << 16) + (six[4] << 8) + six[5];
+      if (x < limit) return min + (x % range);
+    }
+  };
+  if (callback === undefined) return pick();
+  if (typeof callback !== 'function') throw invalidArgType('callback', 'of type function', callback);
+  later(callback, pick);
+  return undefined;
+}
+
+function timingSafeEqual(a, b) {
+  const x = bytes(a, 'buf1');
+  const y = bytes(b, 'buf2');
+  if (x.length !== y.length) {
+    throw codedError(RangeError, 'ERR_CRYPTO_TIMING_SAFE_EQUAL_LENGTH', 'Input buffers must have the same byte length');
+  }
+  return host.timingSafeEqual(x, y);
+}
+
+function pbkdf2Args(password, salt, iterations, keylen, digest) {
+  const pw = bytes(password, 'password');
+  const s = bytes(salt, 'salt');
+  if (typeof iterations !== 'number') throw invalidArgType('iterations', 'of type number', iterations);
+  checkSize(iterations, 'iterations', 2 ** 31 - 1);
+  if (iterations < 1) throw codedError(RangeError, 'ERR_OUT_OF_RANGE', `The value of "iterations" is out of range. It must be >= 1. Received ${iterations}`);
+  checkSize(keylen, 'keylen', 2 ** 31 - 1);
+  if (typeof digest !== 'string') throw invalidArgType('digest', 'of type string', digest);
+  const name = hashName(digest);
+  if (name === 'MD5') throw codedError(TypeError, 'ERR_CRYPTO_INVALID_DIGEST', `Invalid digest: ${digest}`);
+  return [name, pw, s];
+}
+
+function pbkdf2Sync(password, salt, iterations, keylen, digest) {
+  const [name, pw, s] = pbkdf2Args(password, salt, iterations, keylen, digest);
+  if (keylen === 0) return Buffer.alloc(0);
+  return Buffer.from(host.pbkdf2Sync(name, pw, s, iterations, keylen));
+}
+
+// Off the isolate's thread, as SubtleCrypto's deriveBits runs it.
+function pbkdf2(password, salt, iterations, keylen, digest, callback) {
+  if (typeof digest === 'function') { callback = digest; digest = undefined; }
+  if (typeof callback !== 'function') throw invalidArgType('callback', 'of type function', callback);
+  const [name, pw, s] = pbkdf2Args(password, salt, iterations, keylen, digest);
+  if (keylen === 0) { queueMicrotask(() => callback(null, Buffer.alloc(0))); return; }
+  const subtle = globalThis.crypto.subtle;
+  subtle.importKey('raw', pw, 'PBKDF2', false, ['deriveBits'])
+    .then((key) => subtle.deriveBits({ name: 'PBKDF2', hash: name, salt: s, iterations }, key, keylen * 8))
+    .then((bits) => callback(null, Buffer.from(bits)), (error) => callback(error));
+}
+
+function getHashes() {
+  return ['md5', 'sha1', 'sha256', 'sha384', 'sha512'];
+}
+
+function notImplemented(name) {
+  return function () {
+    throw codedError(Error, 'ERR_METHOD_NOT_IMPLEMENTED', `crypto.${name} is not implemented on Isolane yet`);
+  };
+}
+
+const webcrypto = globalThis.crypto;
+
+module.exports = {
+  createHash,
+  createHmac,
+  hash,
+  Hash,
+  Hmac,
+  KeyObject,
+  createSecretKey,
+  randomBytes,
+  pseudoRandomBytes: randomBytes,
+  randomFill,
+  randomFillSync,
+  randomInt,
+  randomUUID: () => host.randomUUID(),
+  getRandomValues: (array) => webcrypto.getRandomValues(array),
+  timingSafeEqual,
+  pbkdf2,
+  pbkdf2Sync,
+  getHashes,
+  getCiphers: () => [],
+  getCurves: () => [],
+  getFips: () => 0,
+  setFips: notImplemented('setFips'),
+  constants: {},
+  webcrypto,
+  subtle: webcrypto.subtle,
+  createCipheriv: notImplemented('createCipheriv'),
+  createDecipheriv: notImplemented('createDecipheriv'),
+  createSign: notImplemented('createSign'),
+  createVerify: notImplemented('createVerify'),
+  sign: notImplemented('sign'),
+  verify: notImplemented('verify'),
+  scrypt: notImplemented('scrypt'),
+  scryptSync: notImplemented('scryptSync'),
+  hkdf: notImplemented('hkdf'),
+  hkdfSync: notImplemented('hkdfSync'),
+  generateKeyPair: notImplemented('generateKeyPair'),
+  generateKeyPairSync: notImplemented('generateKeyPairSync'),
+  createPrivateKey: notImplemented('createPrivateKey'),
+  createPublicKey: notImplemented('createPublicKey'),
+  createDiffieHellman: notImplemented('createDiffieHellman'),
+  createECDH: notImplemented('createECDH'),
+};

@@ -1,0 +1,115 @@
+//! `node:crypto`: each answer is what Node 20 prints for the same code; and
+//! a hostile Worker hashing or deriving without end meets the CPU limit
+//! while a neighbour on the same thread answers.
+
+use std::sync::Arc;
+
+use isolane_engine::{ExecuteError, Limits, NodeCompat, PoolMode};
+
+use crate::node_buffer::{answer, node_worker};
+use crate::support::*;
+
+#[tokio::test]
+async fn hashes_hmac_random_and_pbkdf2_answer_as_in_node() {
+    let out = answer(
+        NodeCompat::V1,
+        "import crypto from 'node:crypto'; import { Buffer } from 'node:buffer';",
+        r#"
+        const r = [];
+        r.push(crypto.createHash('sha256').update('abc').digest('hex'));
+        r.push(crypto.createHash('md5').update('a').update(Buffer.from('bc')).digest('base64'));
+        r.push(crypto.createHash('sha1').update('abc').digest('hex'));
+        r.push(crypto.createHash('SHA384').update('').digest('hex').slice(0, 16));
+        r.push(crypto.createHash('sha512').update('abc', 'utf8').digest().length);
+        const h = crypto.createHash('sha256').update('ab'); const c = h.copy(); h.update('c'); r.push(h.digest('hex').slice(0, 8), c.digest('hex').slice(0, 8));
+        try { h.digest(); } catch (e) { r.push(e.code); }
+        try { crypto.createHash('nope'); } catch (e) { r.push(e.message); }
+        r.push(crypto.createHmac('sha256', 'key').update('The quick brown fox jumps over the lazy dog').digest('hex'));
+        r.push(crypto.createHmac('md5', Buffer.from('k')).update('m').digest('base64'));
+        r.push(crypto.randomBytes(100000).length, crypto.randomUUID().length, /^[0-9a-f-]{36}$/.test(crypto.randomUUID()));
+        const ints = Array.from({ length: 200 }, () => crypto.randomInt(3, 7)); r.push(Math.min(...ints) >= 3 && Math.max(...ints) < 7);
+        r.push(crypto.timingSafeEqual(Buffer.from('ab'), Buffer.from('ab')), crypto.timingSafeEqual(Buffer.from('ab'), Buffer.from('ac')));
+        try { crypto.timingSafeEqual(Buffer.from('a'), Buffer.from('ab')); } catch (e) { r.push(e.code); }
+        r.push(crypto.pbkdf2Sync('password', 'salt', 1, 20, 'sha1').toString('hex'));
+        r.push(await new Promise((res, rej) => crypto.pbkdf2('password', 'salt', 2, 32, 'sha256', (e, k) => (e ? rej(e) : res(k.toString('hex'))))));
+        r.push(crypto.getRandomValues(new Uint8Array(4)).length, typeof crypto.webcrypto.subtle.digest, crypto.subtle === crypto.webcrypto.subtle);
+        r.push(await new Promise((res) => crypto.randomBytes(8, (e, b) => res(b.length))));
+        r.push(crypto.hash('sha1', 'abc'));
+        return r.join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad kAFQmDzST7DWlj99KOF/cg== \
+         a9993e364706816aba3e25717850c26c9cd0d89d 38b060a751ac9638 64 ba7816bf fb8e20fc \
+         ERR_CRYPTO_HASH_FINALIZED Digest method not supported \
+         f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8 7X5yTTqRVUqqIEMEHZxTBQ== \
+         100000 36 true true true false ERR_CRYPTO_TIMING_SAFE_EQUAL_LENGTH \
+         0c60c80f961f0e71f3a9b524af6012062fe037a6 \
+         ae4d0c95af6b46d32d0adff928f06dd02a303f8ef3c251dfd6e2d85a95474c43 4 function true 8 \
+         a9993e364706816aba3e25717850c26c9cd0d89d"
+    );
+}
+
+/// PBKDF2 work is bounded per call as Web Crypto's is; the message says so.
+#[tokio::test]
+async fn pbkdf2_past_the_bound_is_refused_clearly() {
+    let out = answer(
+        NodeCompat::V1,
+        "import crypto from 'node:crypto';",
+        r#"
+        const r = [];
+        try { crypto.pbkdf2Sync('p', 's', 1e9, 32, 'sha256'); } catch (e) { r.push(e.name, e.message); }
+        r.push(await new Promise((res) => crypto.pbkdf2('p', 's', 1e9, 32, 'sha256', (e) => res(e && e.name))));
+        return r.join(' | ');
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        "NotSupportedError | Pbkdf2 failed: iteration counts above 100000 are not supported \
+         (requested 1000000000) | NotSupportedError"
+    );
+}
+
+/// A Worker that hashes (a growing createHash update loop, a huge single
+/// update) or derives (pbkdf2Sync at the bound, in a loop) without end is
+/// stopped at its CPU limit; a benign Worker on the same thread answers
+/// before, while the attack runs and after.
+#[tokio::test]
+async fn endless_hashing_and_pbkdf2_end_at_the_cpu_limit() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let engine = Arc::new(engine);
+    let neighbour = bundle("web/neighbour", HELLO);
+    let attacks = [
+        "const h = crypto.createHash('sha256'); const chunk = new Uint8Array(1 << 20); for (;;) h.update(chunk);",
+        "crypto.createHash('sha512').update(new Uint8Array(1 << 28));",
+        "for (;;) crypto.createHmac('sha1', 'k').update('x'.repeat(1 << 16)).digest();",
+        "for (;;) crypto.pbkdf2Sync('p', 's', 100000, 32, 'sha512');",
+    ];
+    for (i, attack) in attacks.iter().enumerate() {
+        neighbour_ok(&engine, &neighbour).await;
+        let script = format!(
+            "import crypto from 'node:crypto';\nexport default {{ fetch() {{ {attack} return new Response('never'); }} }};"
+        );
+        let mut hostile = (*node_worker(&format!("t/hash-{i}"), &script, NodeCompat::V1)).clone();
+        hostile.limits = Limits {
+            cpu_ms: 200,
+            ..memory_limits(512)
+        };
+        let hostile = Arc::new(hostile);
+        let attacking = {
+            let engine = engine.clone();
+            tokio::spawn(async move { engine.execute(0, hostile, get("/")).await })
+        };
+        // While it runs: the neighbour's request waits its turn, then answers.
+        neighbour_ok(&engine, &neighbour).await;
+        let error = attacking.await.unwrap().unwrap_err();
+        assert!(
+            matches!(error, ExecuteError::CpuLimit { limit_ms: 200 }),
+            "{attack}: {error:?}"
+        );
+        neighbour_ok(&engine, &neighbour).await;
+    }
+}
