@@ -80,6 +80,7 @@ fn families() -> Vec<Unit> {
         form_data::unit(),
         memory::wasm(),
         socket::unit(),
+        node::internal_errors(),
         node::buffer(),
         node::events(),
         node::async_hooks(),
@@ -95,6 +96,14 @@ fn families() -> Vec<Unit> {
         node::stream(),
         node::assert(),
         node::timers(),
+        node::console(),
+        node::os(),
+        node::module(),
+        node::fs(),
+        node::http(),
+        node::net(),
+        node::dns(),
+        node::vm(),
         runtime::finalize(),
     ]
 }

@@ -45,6 +45,8 @@ mod node_buffer;
 mod node_crypto;
 #[path = "engine/node_events.rs"]
 mod node_events;
+#[path = "engine/node_imports.rs"]
+mod node_imports;
 #[path = "engine/node_stream.rs"]
 mod node_stream;
 #[path = "engine/pool_modes.rs"]

@@ -5,6 +5,7 @@
 // module, exports).
 
 const { inspect, isDeepStrictEqual } = require('node:util');
+const { invalidArgType } = require('node:internal/errors');
 
 class AssertionError extends Error {
   constructor(options) {
@@ -123,11 +124,7 @@ function notDeepStrictEqual(actual, expected, message) {
   if (isDeepStrictEqual(actual, expected)) fail({ message, actual, expected, operator: 'notDeepStrictEqual' }, notDeepStrictEqual);
 }
 
-function invalidArg(name, expected, value) {
-  const error = new TypeError(`The "${name}" argument must be ${expected}. Received ${value === null ? 'null' : typeof value}`);
-  error.code = 'ERR_INVALID_ARG_TYPE';
-  return error;
-}
+const invalidArg = invalidArgType;
 
 // Whether `error` is what `expected` (a class, a validator, a RegExp, an
 // object of properties or an Error) describes; fails the assertion if not.

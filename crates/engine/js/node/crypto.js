@@ -6,6 +6,7 @@
 // internal, require, module, exports).
 
 const { Buffer } = require('node:buffer');
+const { codedError, invalidArgType, notImplemented: missing } = require('node:internal/errors');
 
 // Node's names (any case, `RSA-` prefixed too) to Web Crypto's.
 const HASHES = { md5: 'MD5', sha1: 'SHA-1', sha256: 'SHA-256', sha384: 'SHA-384', sha512: 'SHA-512' };
@@ -13,17 +14,6 @@ const HASHES = { md5: 'MD5', sha1: 'SHA-1', sha256: 'SHA-256', sha384: 'SHA-384'
 const STEP = 1 << 20;
 // randomFill's most bytes per call.
 const ENTROPY_STEP = 65536;
-
-function codedError(Class, code, message) {
-  const error = new Class(message);
-  error.code = code;
-  return error;
-}
-
-function invalidArgType(name, expected, value) {
-  const got = value === null ? 'null' : typeof value;
-  return codedError(TypeError, 'ERR_INVALID_ARG_TYPE', `The "${name}" argument must be ${expected}. Received ${got}`);
-}
 
 function hashName(algorithm) {
   if (typeof algorithm !== 'string') throw invalidArgType('algorithm', 'of type string', algorithm);
@@ -245,11 +235,7 @@ function getHashes() {
   return ['md5', 'sha1', 'sha256', 'sha384', 'sha512'];
 }
 
-function notImplemented(name) {
-  return function () {
-    throw codedError(Error, 'ERR_METHOD_NOT_IMPLEMENTED', `crypto.${name} is not implemented on Isolane yet`);
-  };
-}
+const notImplemented = (name) => missing(`crypto.${name}`);
 
 const webcrypto = globalThis.crypto;
 

@@ -8,15 +8,11 @@
 
 const EventEmitter = require('node:events');
 const { Buffer } = require('node:buffer');
+const { codedError } = require('node:internal/errors');
 
 let defaultHighWaterMark = 16 * 1024;
 const OBJECT_HIGH_WATER_MARK = 16;
 
-function codedError(Class, code, message) {
-  const error = new Class(message);
-  error.code = code;
-  return error;
-}
 
 const later = (fn) => queueMicrotask(fn);
 

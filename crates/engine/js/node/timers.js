@@ -10,11 +10,9 @@ const cancel = globalThis.clearTimeout;
 const repeat = globalThis.setInterval;
 const cancelRepeat = globalThis.clearInterval;
 
-function invalidCallback(callback) {
-  const error = new TypeError(`The "callback" argument must be of type function. Received ${callback === null ? 'null' : typeof callback}`);
-  error.code = 'ERR_INVALID_ARG_TYPE';
-  return error;
-}
+const { invalidArgType } = require('node:internal/errors');
+
+const invalidCallback = (callback) => invalidArgType('callback', 'of type function', callback);
 
 class Timeout {
   #id;

@@ -8,6 +8,7 @@
 // function (host, internal, require, module, exports).
 
 const { Buffer, kMaxLength } = require('node:buffer');
+const { codedError, invalidArgType, notImplemented: missing } = require('node:internal/errors');
 
 const constants = Object.freeze({
   Z_NO_FLUSH: 0, Z_PARTIAL_FLUSH: 1, Z_SYNC_FLUSH: 2, Z_FULL_FLUSH: 3, Z_FINISH: 4, Z_BLOCK: 5,
@@ -21,30 +22,21 @@ const constants = Object.freeze({
   Z_DEFAULT_CHUNK: 16384,
 });
 
-function invalidArgType(name, value) {
-  const error = new TypeError(`The "${name}" argument must be of type string or an instance of Buffer, TypedArray, DataView or ArrayBuffer. Received ${value === null ? 'null' : typeof value}`);
-  error.code = 'ERR_INVALID_ARG_TYPE';
-  return error;
-}
-
 function inputBytes(data) {
   if (typeof data === 'string') return Buffer.from(data);
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  throw invalidArgType('buffer', data);
+  throw invalidArgType('buffer', 'of type string or an instance of Buffer, TypedArray, DataView or ArrayBuffer', data);
 }
 
 function dataError(message) {
-  const error = new Error(message);
-  error.code = 'Z_DATA_ERROR';
+  const error = codedError(Error, 'Z_DATA_ERROR', message);
   error.errno = constants.Z_DATA_ERROR;
   return error;
 }
 
 function tooLarge(max) {
-  const error = new RangeError(`Cannot create a Buffer larger than ${max} bytes`);
-  error.code = 'ERR_BUFFER_TOO_LARGE';
-  return error;
+  return codedError(RangeError, 'ERR_BUFFER_TOO_LARGE', `Cannot create a Buffer larger than ${max} bytes`);
 }
 
 // A codec on one handle: `write` feeds input, `end` flushes; both hand each
@@ -120,13 +112,7 @@ const KINDS = {
   unzip: ['decompress', 'auto'],
 };
 
-function notImplemented(name) {
-  return function () {
-    const error = new Error(`zlib.${name} is not implemented on Isolane yet`);
-    error.code = 'ERR_METHOD_NOT_IMPLEMENTED';
-    throw error;
-  };
-}
+const notImplemented = (name) => missing(`zlib.${name}`);
 
 const zlib = { constants, codes: { Z_OK: 0, Z_STREAM_END: 1, Z_NEED_DICT: 2, Z_DATA_ERROR: -3 } };
 Object.assign(zlib, constants);
@@ -137,11 +123,7 @@ for (const [name, [kind, format]] of Object.entries(KINDS)) {
   // The callback form answers in a later microtask.
   zlib[name] = (data, options, callback) => {
     if (typeof options === 'function') { callback = options; options = undefined; }
-    if (typeof callback !== 'function') {
-      const error = new TypeError('The "callback" argument must be of type function');
-      error.code = 'ERR_INVALID_ARG_TYPE';
-      throw error;
-    }
+    if (typeof callback !== 'function') throw invalidArgType('callback', 'of type function', callback);
     let result;
     let failure = null;
     try { result = sync(data, options); } catch (e) { failure = e; }

@@ -9,6 +9,15 @@ mod crypto;
 
 use super::unit::Unit;
 
+/// `node:internal/errors`: Node's coded errors and the "not implemented"
+/// stubs the other node modules share (hidden from Workers).
+pub(super) fn internal_errors() -> Unit {
+    Unit::new("node:internal/errors").node_module(
+        "internal/errors",
+        include_str!("../../js/node/internal_errors.js"),
+    )
+}
+
 /// `node:buffer`: `Buffer` and its encodings.
 pub(super) fn buffer() -> Unit {
     Unit::new("node:buffer")
@@ -36,6 +45,7 @@ pub(super) fn path() -> Unit {
     Unit::new("node:path")
         .node_module("path", include_str!("../../js/node/path.js"))
         .node_module("path/posix", "module.exports = require('node:path').posix;")
+        .node_module("path/win32", "module.exports = require('node:path').win32;")
 }
 
 /// `node:string_decoder`: StringDecoder over `node:buffer`.
@@ -58,6 +68,7 @@ pub(super) fn util() -> Unit {
     Unit::new("node:util")
         .node_module("util", include_str!("../../js/node/util.js"))
         .node_module("util/types", "module.exports = require('node:util').types;")
+        .node_module("sys", "module.exports = require('node:util');")
 }
 
 /// `node:process`: workerd's `process` (JavaScript only); the `process`
@@ -130,4 +141,67 @@ pub(super) fn timers() -> Unit {
             "timers/promises",
             "module.exports = require('node:timers').promises;",
         )
+}
+
+/// `node:console`: the runtime's console under Node's module name.
+pub(super) fn console() -> Unit {
+    Unit::new("node:console").node_module("console", "module.exports = globalThis.console;")
+}
+
+/// `node:os` and the legacy `node:constants` (JavaScript only).
+pub(super) fn os() -> Unit {
+    Unit::new("node:os")
+        .node_module("os", include_str!("../../js/node/os.js"))
+        .node_module(
+            "constants",
+            "const os = require('node:os').constants; module.exports = { ...os.dlopen, ...os.errno, \
+             ...os.priority, ...os.signals, ...require('node:fs').constants };",
+        )
+}
+
+/// `node:module`: createRequire for built-ins, builtinModules, isBuiltin.
+pub(super) fn module() -> Unit {
+    Unit::new("node:module").node_module("module", include_str!("../../js/node/module.js"))
+}
+
+/// `node:fs` and `node:fs/promises`: importable, functions not implemented.
+pub(super) fn fs() -> Unit {
+    Unit::new("node:fs")
+        .node_module("fs", include_str!("../../js/node/fs.js"))
+        .node_module(
+            "fs/promises",
+            "module.exports = require('node:fs').promises;",
+        )
+}
+
+/// `node:http`, `node:https`, `node:http2`: importable, Agent and data;
+/// clients and servers not implemented.
+pub(super) fn http() -> Unit {
+    Unit::new("node:http")
+        .node_module("http", include_str!("../../js/node/http.js"))
+        .node_module("https", include_str!("../../js/node/https.js"))
+        .node_module("http2", include_str!("../../js/node/http2.js"))
+}
+
+/// `node:net` (isIP and friends) and `node:tls`: importable, sockets not
+/// implemented.
+pub(super) fn net() -> Unit {
+    Unit::new("node:net")
+        .node_module("net", include_str!("../../js/node/net.js"))
+        .node_module("tls", include_str!("../../js/node/tls.js"))
+}
+
+/// `node:dns` and `node:dns/promises`: importable, lookups not implemented.
+pub(super) fn dns() -> Unit {
+    Unit::new("node:dns")
+        .node_module("dns", include_str!("../../js/node/dns.js"))
+        .node_module(
+            "dns/promises",
+            "module.exports = require('node:dns').promises;",
+        )
+}
+
+/// `node:vm`: importable, nothing compiles at run time.
+pub(super) fn vm() -> Unit {
+    Unit::new("node:vm").node_module("vm", include_str!("../../js/node/vm.js"))
 }
