@@ -1,6 +1,7 @@
 //! `node:stream` (and `stream/promises`, `stream/web`, `stream/consumers`),
 //! `node:zlib`, `node:assert`, `node:timers` and `node:util/types`: each
-//! answer is what Node 20 prints for the same code.
+//! answer is what Node 20 prints for the same code; and a zlib bomb ends at
+//! the memory limit.
 
 use isolane_engine::NodeCompat;
 
@@ -110,4 +111,56 @@ async fn zlib_assert_timers_and_util_types_behave_as_in_node() {
          mine false RangeError true true slept imm function true false arg AbortError 3 \
          true true true false"
     );
+}
+
+/// A zlib bomb (64 MiB of zeros in 64 KiB of gzip), inflated whole by
+/// gunzipSync or through a createGunzip stream by a Worker that keeps every
+/// chunk, ends at the Worker's memory limit; a benign Worker on the same
+/// thread answers before, while the attack runs and after.
+#[tokio::test]
+async fn a_zlib_bomb_ends_at_the_memory_limit() {
+    use std::io::Write as _;
+    use std::sync::Arc;
+
+    use base64::Engine as _;
+    use isolane_engine::{ExecuteError, PoolMode};
+
+    use crate::node_buffer::node_worker;
+    use crate::support::*;
+
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..64 {
+        gzip.write_all(&zeros).unwrap();
+    }
+    let bomb = base64::engine::general_purpose::STANDARD.encode(gzip.finish().unwrap());
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let engine = Arc::new(engine);
+    let neighbour = bundle("web/neighbour", HELLO);
+    let attacks = [
+        "const out = zlib.gunzipSync(bomb); return new Response(String(out.length));",
+        "const kept = []; await new Promise((resolve, reject) => Readable.from([bomb]).pipe(zlib.createGunzip()).on('data', (c) => kept.push(c)).on('end', resolve).on('error', reject)); return new Response(String(kept.length));",
+    ];
+    for (i, attack) in attacks.iter().enumerate() {
+        neighbour_ok(&engine, &neighbour).await;
+        let script = format!(
+            "import zlib from 'node:zlib'; import {{ Readable }} from 'node:stream'; import {{ Buffer }} from 'node:buffer';\n\
+             const bomb = Buffer.from('{bomb}', 'base64');\n\
+             export default {{ async fetch() {{ {attack} }} }};"
+        );
+        let mut hostile = (*node_worker(&format!("t/bomb-{i}"), &script, NodeCompat::V1)).clone();
+        hostile.limits = memory_limits(32);
+        let hostile = Arc::new(hostile);
+        let attacking = {
+            let engine = engine.clone();
+            tokio::spawn(async move { engine.execute(0, hostile, get("/")).await })
+        };
+        neighbour_ok(&engine, &neighbour).await;
+        let error = attacking.await.unwrap().unwrap_err();
+        assert!(
+            matches!(error, ExecuteError::MemoryLimit { limit_mib: 32 }),
+            "{attack}: {error:?}"
+        );
+        neighbour_ok(&engine, &neighbour).await;
+    }
 }
