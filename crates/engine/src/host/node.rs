@@ -6,6 +6,7 @@
 mod async_hooks;
 mod buffer;
 mod crypto;
+mod process;
 
 use super::unit::Unit;
 
@@ -71,10 +72,13 @@ pub(super) fn util() -> Unit {
         .node_module("sys", "module.exports = require('node:util');")
 }
 
-/// `node:process`: workerd's `process` (JavaScript only); the `process`
-/// global under nodejs_compat_v2.
+/// `node:process`: workerd's `process`, its `env` from the Worker's text
+/// bindings when its settings say so; the `process` global under
+/// nodejs_compat_v2.
 pub(super) fn process() -> Unit {
-    Unit::new("node:process").node_module("process", include_str!("../../js/node/process.js"))
+    Unit::new("node:process")
+        .node_module("process", include_str!("../../js/node/process.js"))
+        .function("processEnv", process::process_env)
 }
 
 /// `node:url`: WHATWG URL, file: URL helpers, legacy parse/format/resolve.

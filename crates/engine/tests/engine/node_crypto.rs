@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use isolane_engine::{ExecuteError, Limits, NodeCompat, PoolMode};
+use isolane_engine::{Engine, ExecuteError, Limits, NodeCompat, PoolMode, WorkerBundle};
 
 use crate::node_buffer::{answer, node_worker};
 use crate::support::*;
@@ -89,7 +89,6 @@ async fn endless_hashing_and_pbkdf2_end_at_the_cpu_limit() {
         "for (;;) crypto.pbkdf2Sync('p', 's', 100000, 32, 'sha512');",
     ];
     for (i, attack) in attacks.iter().enumerate() {
-        neighbour_ok(&engine, &neighbour).await;
         let script = format!(
             "import crypto from 'node:crypto';\nexport default {{ fetch() {{ {attack} return new Response('never'); }} }};"
         );
@@ -98,18 +97,33 @@ async fn endless_hashing_and_pbkdf2_end_at_the_cpu_limit() {
             cpu_ms: 200,
             ..memory_limits(512)
         };
-        let hostile = Arc::new(hostile);
-        let attacking = {
-            let engine = engine.clone();
-            tokio::spawn(async move { engine.execute(0, hostile, get("/")).await })
-        };
-        // While it runs: the neighbour's request waits its turn, then answers.
-        neighbour_ok(&engine, &neighbour).await;
-        let error = attacking.await.unwrap().unwrap_err();
+        let error = attack_beside(&engine, &neighbour, hostile).await;
         assert!(
             matches!(error, ExecuteError::CpuLimit { limit_ms: 200 }),
             "{attack}: {error:?}"
         );
-        neighbour_ok(&engine, &neighbour).await;
     }
+}
+
+/// Runs `hostile` on thread 0 of `engine` while the benign `neighbour`
+/// answers there before, during (its request waits its turn) and after;
+/// how the hostile request failed.
+pub async fn attack_beside(
+    engine: &Arc<Engine>,
+    neighbour: &Arc<WorkerBundle>,
+    hostile: WorkerBundle,
+) -> ExecuteError {
+    neighbour_ok(engine, neighbour).await;
+    let attacking = {
+        let engine = engine.clone();
+        let hostile = Arc::new(hostile);
+        tokio::spawn(async move { engine.execute(0, hostile, get("/")).await })
+    };
+    neighbour_ok(engine, neighbour).await;
+    let error = match attacking.await.unwrap() {
+        Err(error) => error,
+        Ok(response) => panic!("the attack answered {}", response.status()),
+    };
+    neighbour_ok(engine, neighbour).await;
+    error
 }

@@ -84,3 +84,36 @@ async fn internal_parts_are_not_importable() {
         "{message}"
     );
 }
+
+/// `process.env` holds the Worker's text bindings when its settings say so
+/// (`WorkerBundle::process_env`), and is empty otherwise.
+#[tokio::test]
+async fn process_env_holds_text_bindings_when_the_settings_say_so() {
+    use std::sync::Arc;
+
+    use isolane_engine::PoolMode;
+
+    use crate::support::*;
+
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let source = "import process from 'node:process';\n\
+                  export default { fetch(request, env) { return new Response(JSON.stringify(process.env) + ' ' + (process.env.GREETING === env.GREETING)); } };";
+    for (populate, expected) in [
+        (
+            true,
+            r#"{"API_URL":"https://x.test","GREETING":"hello"} true"#,
+        ),
+        (false, "{} false"),
+    ] {
+        let mut bundle = bundle_with(
+            &format!("t/env-{populate}"),
+            source,
+            memory_limits(128),
+            &[("GREETING", "hello"), ("API_URL", "https://x.test")],
+        );
+        bundle.node_compat = NodeCompat::V2;
+        bundle.process_env = populate;
+        let (status, text) = run(&engine, 0, &Arc::new(bundle), "/").await;
+        assert_eq!((status, text.as_str()), (200, expected));
+    }
+}

@@ -126,6 +126,7 @@ async fn a_zlib_bomb_ends_at_the_memory_limit() {
     use isolane_engine::{ExecuteError, PoolMode};
 
     use crate::node_buffer::node_worker;
+    use crate::node_crypto::attack_beside;
     use crate::support::*;
 
     let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
@@ -142,7 +143,6 @@ async fn a_zlib_bomb_ends_at_the_memory_limit() {
         "const kept = []; await new Promise((resolve, reject) => Readable.from([bomb]).pipe(zlib.createGunzip()).on('data', (c) => kept.push(c)).on('end', resolve).on('error', reject)); return new Response(String(kept.length));",
     ];
     for (i, attack) in attacks.iter().enumerate() {
-        neighbour_ok(&engine, &neighbour).await;
         let script = format!(
             "import zlib from 'node:zlib'; import {{ Readable }} from 'node:stream'; import {{ Buffer }} from 'node:buffer';\n\
              const bomb = Buffer.from('{bomb}', 'base64');\n\
@@ -150,17 +150,10 @@ async fn a_zlib_bomb_ends_at_the_memory_limit() {
         );
         let mut hostile = (*node_worker(&format!("t/bomb-{i}"), &script, NodeCompat::V1)).clone();
         hostile.limits = memory_limits(32);
-        let hostile = Arc::new(hostile);
-        let attacking = {
-            let engine = engine.clone();
-            tokio::spawn(async move { engine.execute(0, hostile, get("/")).await })
-        };
-        neighbour_ok(&engine, &neighbour).await;
-        let error = attacking.await.unwrap().unwrap_err();
+        let error = attack_beside(&engine, &neighbour, hostile).await;
         assert!(
             matches!(error, ExecuteError::MemoryLimit { limit_mib: 32 }),
             "{attack}: {error:?}"
         );
-        neighbour_ok(&engine, &neighbour).await;
     }
 }
