@@ -1,4 +1,5 @@
-// node:crypto — Node's hashing, HMAC, random and PBKDF2 functions on the
+// node:crypto — Node's hashing, HMAC, random, PBKDF2 and AES cipher
+// (`crypto_cipher.js`) functions on the
 // runtime's Web Crypto: hashers are the crypto unit's (`digestStream*`,
 // `hmacNew`, `digestCopy`), randomness is `randomFill`, `pbkdf2` runs off
 // the isolate's thread as SubtleCrypto's deriveBits does, `pbkdf2Sync`
@@ -7,6 +8,7 @@
 
 const { Buffer } = require('node:buffer');
 const { codedError, invalidArgType, notImplemented: missing } = require('node:internal/errors');
+const cipher = require('node:internal/crypto_cipher');
 
 // Node's names (any case, `RSA-` prefixed too) to Web Crypto's.
 const HASHES = { md5: 'MD5', sha1: 'SHA-1', sha256: 'SHA-256', sha384: 'SHA-384', sha512: 'SHA-512' };
@@ -258,15 +260,17 @@ module.exports = {
   pbkdf2,
   pbkdf2Sync,
   getHashes,
-  getCiphers: () => [],
+  getCiphers: () => [...cipher.CIPHERS],
   getCurves: () => [],
   getFips: () => 0,
   setFips: notImplemented('setFips'),
   constants: {},
   webcrypto,
   subtle: webcrypto.subtle,
-  createCipheriv: notImplemented('createCipheriv'),
-  createDecipheriv: notImplemented('createDecipheriv'),
+  createCipheriv: cipher.createCipheriv,
+  createDecipheriv: cipher.createDecipheriv,
+  Cipheriv: cipher.Cipheriv,
+  Decipheriv: cipher.Decipheriv,
   createSign: notImplemented('createSign'),
   createVerify: notImplemented('createVerify'),
   sign: notImplemented('sign'),

@@ -94,11 +94,16 @@ pub(super) fn diagnostics_channel() -> Unit {
     )
 }
 
-/// `node:crypto`: hashes, HMAC, random values, PBKDF2 and `webcrypto`, on
-/// the crypto unit's hashers and crates (`host/node/crypto.rs`).
+/// `node:crypto`: hashes, HMAC, random values, PBKDF2, AES ciphers and
+/// `webcrypto`, on the crypto unit's hashers, keys and crates
+/// (`host/node/crypto.rs`).
 pub(super) fn crypto() -> Unit {
     Unit::new("node:crypto")
         .node_module("crypto", include_str!("../../js/node/crypto.js"))
+        .node_module(
+            "internal/crypto_cipher",
+            include_str!("../../js/node/crypto_cipher.js"),
+        )
         .function("hmacNew", crypto::hmac_new)
         .function("digestCopy", crypto::digest_copy)
         .function("pbkdf2Sync", crypto::pbkdf2_sync)

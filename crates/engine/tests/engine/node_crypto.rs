@@ -52,6 +52,39 @@ async fn hashes_hmac_random_and_pbkdf2_answer_as_in_node() {
     );
 }
 
+/// AES in CBC, CTR and GCM modes through createCipheriv/createDecipheriv.
+#[tokio::test]
+async fn aes_ciphers_answer_as_in_node() {
+    let out = answer(
+        NodeCompat::V1,
+        "import crypto from 'node:crypto'; import { Buffer } from 'node:buffer';",
+        r#"
+        const r = [];
+        const key = Buffer.alloc(32, 7), iv = Buffer.alloc(16, 1), iv12 = Buffer.alloc(12, 2);
+        const c1 = crypto.createCipheriv('aes-256-cbc', key, iv); const enc = c1.update('hello world, cipher me', 'utf8', 'base64') + c1.final('base64'); r.push(enc);
+        const d1 = crypto.createDecipheriv('aes-256-cbc', key, iv); r.push(d1.update(enc, 'base64', 'utf8') + d1.final('utf8'));
+        const c2 = crypto.createCipheriv('aes-128-ctr', key.subarray(0, 16), iv); r.push(Buffer.concat([c2.update('counter'), c2.final()]).toString('hex'));
+        const c3 = crypto.createCipheriv('aes-256-gcm', key, iv12); c3.setAAD(Buffer.from('aad')); const ct = Buffer.concat([c3.update('secret', 'utf8'), c3.final()]); const tag = c3.getAuthTag(); r.push(ct.toString('hex'), tag.toString('hex'));
+        const d3 = crypto.createDecipheriv('aes-256-gcm', key, iv12); d3.setAAD(Buffer.from('aad')); d3.setAuthTag(tag); r.push(d3.update(ct, undefined, 'utf8') + d3.final('utf8'));
+        const d4 = crypto.createDecipheriv('aes-256-gcm', key, iv12); d4.setAuthTag(Buffer.alloc(16)); d4.update(ct); try { d4.final(); } catch (e) { r.push(e.message); }
+        try { crypto.createCipheriv('aes-256-cbc', Buffer.alloc(5), iv); } catch (e) { r.push(e.code, e.message); }
+        try { crypto.createCipheriv('aes-256-cbc', key, Buffer.alloc(3)); } catch (e) { r.push(e.code); }
+        try { crypto.createCipheriv('nope-128', key, iv); } catch (e) { r.push(e.code); }
+        const d5 = crypto.createDecipheriv('aes-256-cbc', Buffer.alloc(32, 8), iv); d5.update(enc, 'base64'); try { d5.final(); } catch (e) { r.push(e.message.includes('bad decrypt')); }
+        r.push(crypto.getCiphers().includes('aes-256-gcm'));
+        return r.join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        "WqwJD8n/EWdkuMklzLH4kgTcSjiN2FmhTn9fhnHVEvk= hello world, cipher me 39409ded4486aa \
+         69d18a753e9f 516132feab2283ba4fe4042f2a86dc59 secret \
+         Unsupported state or unable to authenticate data ERR_CRYPTO_INVALID_KEYLEN \
+         Invalid key length ERR_CRYPTO_INVALID_IV ERR_CRYPTO_UNKNOWN_CIPHER true true"
+    );
+}
+
 /// PBKDF2 work is bounded per call as Web Crypto's is; the message says so.
 #[tokio::test]
 async fn pbkdf2_past_the_bound_is_refused_clearly() {
