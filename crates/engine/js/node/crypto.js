@@ -1,4 +1,4 @@
-// node:crypto — Node's hashing, HMAC, random, PBKDF2 and AES cipher
+// node:crypto — Node's hashing, HMAC, random, PBKDF2, HKDF and AES cipher
 // (`crypto_cipher.js`) functions on the
 // runtime's Web Crypto: hashers are the crypto unit's (`digestStream*`,
 // `hmacNew`, `digestCopy`), randomness is `randomFill`, `pbkdf2` runs off
@@ -233,6 +233,29 @@ function pbkdf2(password, salt, iterations, keylen, digest, callback) {
     .then((bits) => callback(null, Buffer.from(bits)), (error) => callback(error));
 }
 
+const HASH_BYTES = { 'SHA-1': 20, 'SHA-256': 32, 'SHA-384': 48, 'SHA-512': 64 };
+
+// HKDF (RFC 5869) by Web Crypto's deriveBits; an ArrayBuffer, as in Node.
+function hkdfSync(digest, ikm, salt, info, keylen) {
+  const name = hashName(digest);
+  const size = HASH_BYTES[name];
+  if (size === undefined) throw codedError(TypeError, 'ERR_CRYPTO_INVALID_DIGEST', `Invalid digest: ${digest}`);
+  const key = ikm instanceof KeyObject ? ikm.export() : bytes(ikm, 'ikm');
+  const s = bytes(salt, 'salt');
+  const i = bytes(info, 'info');
+  if (i.length > 1024) throw codedError(RangeError, 'ERR_OUT_OF_RANGE', `The value of "info" is out of range. It must be <= 1024. Received ${i.length}`);
+  checkSize(keylen, 'keylen', 2 ** 31 - 1);
+  if (keylen > 255 * size) throw codedError(RangeError, 'ERR_CRYPTO_INVALID_KEYLEN', 'Invalid key length');
+  if (keylen === 0) return new ArrayBuffer(0);
+  const [handle] = host.cryptoImportKey('secret', '', 'raw', new Uint8Array(key));
+  return host.cryptoDeriveBits('HKDF', handle, { hash: name, salt: new Uint8Array(s), info: new Uint8Array(i) }, keylen * 8);
+}
+
+function hkdf(digest, ikm, salt, info, keylen, callback) {
+  if (typeof callback !== 'function') throw invalidArgType('callback', 'of type function', callback);
+  later(callback, () => hkdfSync(digest, ikm, salt, info, keylen));
+}
+
 function getHashes() {
   return ['md5', 'sha1', 'sha256', 'sha384', 'sha512'];
 }
@@ -277,8 +300,8 @@ module.exports = {
   verify: notImplemented('verify'),
   scrypt: notImplemented('scrypt'),
   scryptSync: notImplemented('scryptSync'),
-  hkdf: notImplemented('hkdf'),
-  hkdfSync: notImplemented('hkdfSync'),
+  hkdf,
+  hkdfSync,
   generateKeyPair: notImplemented('generateKeyPair'),
   generateKeyPairSync: notImplemented('generateKeyPairSync'),
   createPrivateKey: notImplemented('createPrivateKey'),

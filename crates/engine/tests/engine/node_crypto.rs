@@ -85,6 +85,29 @@ async fn aes_ciphers_answer_as_in_node() {
     );
 }
 
+/// HKDF: RFC 5869's first test case, and Node's answers.
+#[tokio::test]
+async fn hkdf_answers_as_in_node() {
+    let out = answer(
+        NodeCompat::V1,
+        "import crypto from 'node:crypto'; import { Buffer } from 'node:buffer';",
+        r#"
+        const r = [];
+        const ikm = Buffer.alloc(22, 0x0b), salt = Buffer.from('000102030405060708090a0b0c', 'hex'), info = Buffer.from('f0f1f2f3f4f5f6f7f8f9', 'hex');
+        const okm = crypto.hkdfSync('sha256', ikm, salt, info, 42); r.push(okm instanceof ArrayBuffer, Buffer.from(okm).toString('hex'));
+        r.push(await new Promise((res) => crypto.hkdf('sha512', 'key', 'salt', 'info', 16, (e, k) => res(Buffer.from(k).toString('hex')))));
+        try { crypto.hkdfSync('sha1', 'k', 's', 'i', 255 * 20 + 1); } catch (e) { r.push(e.code); }
+        return r.join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        "true 3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865 \
+         24156e2c35525baaf3d0fbb92b734c80 ERR_CRYPTO_INVALID_KEYLEN"
+    );
+}
+
 /// PBKDF2 work is bounded per call as Web Crypto's is; the message says so.
 #[tokio::test]
 async fn pbkdf2_past_the_bound_is_refused_clearly() {
