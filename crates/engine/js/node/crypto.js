@@ -1,4 +1,4 @@
-// node:crypto — Node's hashing, HMAC, random, PBKDF2, HKDF and AES cipher
+// node:crypto — Node's hashing, HMAC, random, PBKDF2, HKDF, scrypt and AES cipher
 // (`crypto_cipher.js`) functions on the
 // runtime's Web Crypto: hashers are the crypto unit's (`digestStream*`,
 // `hmacNew`, `digestCopy`), randomness is `randomFill`, `pbkdf2` runs off
@@ -233,6 +233,37 @@ function pbkdf2(password, salt, iterations, keylen, digest, callback) {
     .then((bits) => callback(null, Buffer.from(bits)), (error) => callback(error));
 }
 
+// scrypt's options, checked as Node checks them; [log2 N, r, p].
+function scryptParams(options = {}) {
+  const pick = (a, b, fallback) => options[a] ?? options[b] ?? fallback;
+  const N = pick('N', 'cost', 16384);
+  const r = pick('r', 'blockSize', 8);
+  const p = pick('p', 'parallelization', 1);
+  const maxmem = options.maxmem ?? 32 * 1024 * 1024;
+  const invalid = (why) => codedError(RangeError, 'ERR_CRYPTO_INVALID_SCRYPT_PARAMS', `Invalid scrypt params: ${why}`);
+  for (const [name, value] of [['N', N], ['r', r], ['p', p]]) {
+    if (!Number.isSafeInteger(value) || value < 1) throw invalid(`${name} must be a positive integer`);
+  }
+  if (N < 2 || (N & (N - 1)) !== 0 || N > 2 ** 31) throw invalid('N must be a power of two greater than 1');
+  if (128 * N * r > maxmem) throw invalid('memory limit exceeded');
+  return [Math.log2(N), r, p];
+}
+
+function scryptSync(password, salt, keylen, options) {
+  const pw = bytes(password, 'password');
+  const s = bytes(salt, 'salt');
+  checkSize(keylen, 'keylen', 2 ** 31 - 1);
+  const [logN, r, p] = scryptParams(options);
+  if (keylen === 0) return Buffer.alloc(0);
+  return Buffer.from(host.scryptSync(new Uint8Array(pw), new Uint8Array(s), logN, r, p, keylen));
+}
+
+function scrypt(password, salt, keylen, options, callback) {
+  if (typeof options === 'function') { callback = options; options = undefined; }
+  if (typeof callback !== 'function') throw invalidArgType('callback', 'of type function', callback);
+  later(callback, () => scryptSync(password, salt, keylen, options));
+}
+
 const HASH_BYTES = { 'SHA-1': 20, 'SHA-256': 32, 'SHA-384': 48, 'SHA-512': 64 };
 
 // HKDF (RFC 5869) by Web Crypto's deriveBits; an ArrayBuffer, as in Node.
@@ -298,8 +329,8 @@ module.exports = {
   createVerify: notImplemented('createVerify'),
   sign: notImplemented('sign'),
   verify: notImplemented('verify'),
-  scrypt: notImplemented('scrypt'),
-  scryptSync: notImplemented('scryptSync'),
+  scrypt,
+  scryptSync,
   hkdf,
   hkdfSync,
   generateKeyPair: notImplemented('generateKeyPair'),

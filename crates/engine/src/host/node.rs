@@ -107,6 +107,7 @@ pub(super) fn crypto() -> Unit {
         .function("hmacNew", crypto::hmac_new)
         .function("digestCopy", crypto::digest_copy)
         .function("pbkdf2Sync", crypto::pbkdf2_sync)
+        .function("scryptSync", crypto::scrypt_sync)
 }
 
 /// `node:zlib`: gzip, deflate and raw deflate, sync, callback and stream

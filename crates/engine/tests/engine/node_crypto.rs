@@ -108,6 +108,52 @@ async fn hkdf_answers_as_in_node() {
     );
 }
 
+/// scrypt: RFC 7914's first vector, and Node's answers; one call's work is
+/// bounded (N × r × p at most 2^20) with a message saying so.
+#[tokio::test]
+async fn scrypt_answers_as_in_node() {
+    let out = answer(
+        NodeCompat::V1,
+        "import crypto from 'node:crypto'; import { Buffer } from 'node:buffer';",
+        r#"
+        const r = [];
+        r.push(crypto.scryptSync('password', 'salt', 32).toString('hex'));
+        r.push(crypto.scryptSync('', '', 64, { N: 16, r: 1, p: 1 }).toString('hex').slice(0, 32));
+        r.push(await new Promise((res) => crypto.scrypt('pw', 'NaCl', 16, { cost: 1024, blockSize: 8, parallelization: 2 }, (e, k) => res(k.toString('base64')))));
+        try { crypto.scryptSync('p', 's', 16, { N: 1000 }); } catch (e) { r.push(e.code); }
+        try { crypto.scryptSync('p', 's', 16, { N: 2 ** 20 }); } catch (e) { r.push(e.code); }
+        try { crypto.scryptSync('p', 's', 16, { N: 2 ** 18, r: 8, maxmem: 2 ** 30 }); } catch (e) { r.push(e.name + ': ' + e.message); }
+        return r.join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        "745731af4484f323968969eda289aeee005b5903ac561e64a5aca121797bf773 \
+         77d6576238657b203b19ca42c18a0497 EHf+E3TtuC7AUEUrp6FWkg== \
+         ERR_CRYPTO_INVALID_SCRYPT_PARAMS ERR_CRYPTO_INVALID_SCRYPT_PARAMS \
+         RangeError: scrypt: N × r × p above 1048576 is not supported"
+    );
+}
+
+/// scrypt whose working memory (128 × N × r) is more than the Worker may
+/// have ends at its memory limit, before the work starts.
+#[tokio::test]
+async fn scrypt_past_the_memory_limit_ends_there() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let engine = Arc::new(engine);
+    let neighbour = bundle("web/neighbour", HELLO);
+    let script = "import crypto from 'node:crypto';\n\
+        export default { fetch() { crypto.scryptSync('p', 's', 16, { N: 2 ** 20, r: 1, maxmem: 2 ** 31 }); return new Response('never'); } };";
+    let mut hostile = (*node_worker("t/scrypt-memory", script, NodeCompat::V1)).clone();
+    hostile.limits = memory_limits(32);
+    let error = attack_beside(&engine, &neighbour, hostile).await;
+    assert!(
+        matches!(error, ExecuteError::MemoryLimit { limit_mib: 32 }),
+        "{error:?}"
+    );
+}
+
 /// PBKDF2 work is bounded per call as Web Crypto's is; the message says so.
 #[tokio::test]
 async fn pbkdf2_past_the_bound_is_refused_clearly() {
@@ -130,9 +176,9 @@ async fn pbkdf2_past_the_bound_is_refused_clearly() {
 }
 
 /// A Worker that hashes (a growing createHash update loop, a huge single
-/// update) or derives (pbkdf2Sync at the bound, in a loop) without end is
-/// stopped at its CPU limit; a benign Worker on the same thread answers
-/// before, while the attack runs and after.
+/// update) or derives (pbkdf2Sync or scryptSync at their bounds, in a loop)
+/// without end is stopped at its CPU limit; a benign Worker on the same
+/// thread answers before, while the attack runs and after.
 #[tokio::test]
 async fn endless_hashing_and_pbkdf2_end_at_the_cpu_limit() {
     let (engine, _) = engine(1, PoolMode::Pinned);
@@ -143,6 +189,7 @@ async fn endless_hashing_and_pbkdf2_end_at_the_cpu_limit() {
         "crypto.createHash('sha512').update(new Uint8Array(1 << 28));",
         "for (;;) crypto.createHmac('sha1', 'k').update('x'.repeat(1 << 16)).digest();",
         "for (;;) crypto.pbkdf2Sync('p', 's', 100000, 32, 'sha512');",
+        "for (;;) crypto.scryptSync('p', 's', 32, { N: 2 ** 14, r: 8, p: 8 });",
     ];
     for (i, attack) in attacks.iter().enumerate() {
         let script = format!(
