@@ -154,6 +154,28 @@ async fn scrypt_past_the_memory_limit_ends_there() {
     );
 }
 
+/// Hash and Hmac are streams too: written, piped into, read.
+#[tokio::test]
+async fn hashes_are_streams_as_in_node() {
+    let out = answer(
+        NodeCompat::V1,
+        "import crypto from 'node:crypto'; import { Readable } from 'node:stream'; import { pipeline } from 'node:stream/promises';",
+        r#"
+        const r = [];
+        const h = crypto.createHash('sha256'); h.setEncoding('hex'); h.write('ab'); h.end('c'); await new Promise((res) => h.on('readable', res)); r.push(h.read());
+        r.push(await new Promise((res) => Readable.from(['a', 'b', 'c']).pipe(crypto.createHash('md5')).on('data', (d) => res(d.toString('hex')))));
+        const m = crypto.createHmac('sha1', 'k'); await pipeline(Readable.from(['x']), m); r.push(m.read().toString('base64'));
+        return r.join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad \
+         900150983cd24fb0d6963f7d28e17f72 ywATH87GAqj8hEE6KnAVTYwGoNI="
+    );
+}
+
 /// PBKDF2 work is bounded per call as Web Crypto's is; the message says so.
 #[tokio::test]
 async fn pbkdf2_past_the_bound_is_refused_clearly() {
