@@ -153,7 +153,7 @@ async fn node_compat_checks_against_workerd() {
 }
 
 /// How many of `compat/node`'s 32 checks Isolane passes now.
-const NODE_CHECKS_PASSING: usize = 23;
+const NODE_CHECKS_PASSING: usize = 32;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_apps_answer_as_on_workerd() {

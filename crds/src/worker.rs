@@ -113,8 +113,10 @@ pub struct WorkerSpec {
 
     /// Behaviours turned on or off whatever the date, with workerd's names:
     /// `nodejs_compat`, `no_nodejs_compat`, `nodejs_compat_v2`,
-    /// `no_nodejs_compat_v2`, `nodejs_als`, `no_nodejs_als`. Any other flag
-    /// is refused. See docs/nodejs.md.
+    /// `no_nodejs_compat_v2`, `nodejs_als`, `no_nodejs_als`,
+    /// `nodejs_compat_populate_process_env`,
+    /// `nodejs_compat_do_not_populate_process_env`. Any other flag is
+    /// refused. See docs/nodejs.md.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
     pub compatibility_flags: Vec<String>,

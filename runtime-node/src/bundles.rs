@@ -307,6 +307,7 @@ pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
     // The operator (and `isolane dev`) refuse bad settings before a bundle
     // is written; one that slipped through runs without Node.js modules.
     let node_compat = bundle.node_compat().unwrap_or_default();
+    let process_env = bundle.process_env().unwrap_or_default();
     WorkerBundle {
         id: bundle.worker_id,
         revision: bundle.revision,
@@ -316,6 +317,7 @@ pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,
         node_compat,
+        process_env,
     }
 }
 
@@ -413,5 +415,30 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(error.kind(), "unknown_worker");
+    }
+
+    /// The Worker's compatibility settings reach the engine: Node.js
+    /// modules, and whether `process.env` holds its text bindings.
+    #[test]
+    fn compatibility_settings_reach_the_engine() {
+        let plain = isolane_crds::Bundle::new(
+            "a/w".into(),
+            "export default {}".into(),
+            Default::default(),
+            Default::default(),
+            Vec::new(),
+        );
+        let engine = worker_bundle(plain.clone());
+        assert_eq!(
+            (engine.node_compat, engine.process_env),
+            (isolane_engine::NodeCompat::Off, false)
+        );
+        let node =
+            plain.with_compatibility(Some("2025-11-01".into()), vec!["nodejs_compat".into()]);
+        let engine = worker_bundle(node);
+        assert_eq!(
+            (engine.node_compat, engine.process_env),
+            (isolane_engine::NodeCompat::V2, true)
+        );
     }
 }

@@ -30,6 +30,9 @@ pub struct WorkerBundle {
     /// What the Worker's compatibility date and flags turn on: whether its
     /// modules may import Node's (`node:buffer`, ...; `modules.rs`).
     pub node_compat: NodeCompat,
+    /// Whether `node:process`' `env` holds the bindings of `env`
+    /// (`nodejs_compat_populate_process_env`, docs/nodejs.md).
+    pub process_env: bool,
 }
 
 /// Per-request (CPU, wall, subrequests) and per-isolate (memory) limits:
@@ -78,6 +81,7 @@ impl WorkerBundle {
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
             node_compat: NodeCompat::Off,
+            process_env: false,
         }
     }
 }

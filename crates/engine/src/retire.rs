@@ -24,5 +24,6 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         limits: Limits::default(),
         allowed_hosts: Vec::new(),
         node_compat: Default::default(),
+        process_env: false,
     })
 }

@@ -41,8 +41,14 @@ mod logs;
 mod modules;
 #[path = "engine/node_buffer.rs"]
 mod node_buffer;
+#[path = "engine/node_crypto.rs"]
+mod node_crypto;
 #[path = "engine/node_events.rs"]
 mod node_events;
+#[path = "engine/node_imports.rs"]
+mod node_imports;
+#[path = "engine/node_stream.rs"]
+mod node_stream;
 #[path = "engine/pool_modes.rs"]
 mod pool_modes;
 #[path = "engine/rejections.rs"]

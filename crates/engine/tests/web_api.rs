@@ -81,6 +81,7 @@ async fn run_all() {
             },
             allowed_hosts: Vec::new(),
             node_compat: Default::default(),
+            process_env: false,
         });
         let request = http::Request::builder()
             .method("POST")

@@ -144,6 +144,15 @@ impl Bundle {
         )
     }
 
+    /// Whether its compatibility settings fill `process.env` with its text
+    /// bindings.
+    pub fn process_env(&self) -> Result<bool, CompatError> {
+        compat::process_env(
+            self.compatibility_date.as_deref(),
+            &self.compatibility_flags,
+        )
+    }
+
     /// The same bundle with `spec.egress.allowedHosts`, which is part of the
     /// revision (an isolate runs with the hosts of its revision).
     pub fn with_allowed_hosts(mut self, allowed_hosts: Vec<String>) -> Self {

@@ -19,6 +19,10 @@ pub const NODE_COMPAT_DATE: Date = Date(2026, 8, 4);
 /// The date after which `nodejs_compat` implies `nodejs_compat_v2`.
 pub const NODE_COMPAT_V2_IMPLIED_DATE: Date = Date(2024, 9, 23);
 
+/// The date from which Node.js compatibility implies
+/// `nodejs_compat_populate_process_env`.
+pub const PROCESS_ENV_IMPLIED_DATE: Date = Date(2025, 4, 1);
+
 /// What a Worker's settings turn on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum NodeCompat {
@@ -95,6 +99,7 @@ enum Feature {
     NodeCompat,
     NodeCompatV2,
     NodeAls,
+    ProcessEnv,
 }
 
 /// Every flag honoured: (name, the behaviour, on or off).
@@ -111,6 +116,14 @@ pub const FLAGS: &[(&str, &str)] = &[
     ("no_nodejs_compat_v2", "turns nodejs_compat_v2 off"),
     ("nodejs_als", "node:async_hooks alone"),
     ("no_nodejs_als", "turns nodejs_als off"),
+    (
+        "nodejs_compat_populate_process_env",
+        "process.env holds the Worker's text bindings",
+    ),
+    (
+        "nodejs_compat_do_not_populate_process_env",
+        "turns nodejs_compat_populate_process_env off",
+    ),
 ];
 
 fn flag(name: &str) -> Option<(Feature, bool)> {
@@ -121,6 +134,8 @@ fn flag(name: &str) -> Option<(Feature, bool)> {
         "no_nodejs_compat_v2" => (Feature::NodeCompatV2, false),
         "nodejs_als" => (Feature::NodeAls, true),
         "no_nodejs_als" => (Feature::NodeAls, false),
+        "nodejs_compat_populate_process_env" => (Feature::ProcessEnv, true),
+        "nodejs_compat_do_not_populate_process_env" => (Feature::ProcessEnv, false),
         _ => return None,
     })
 }
@@ -159,6 +174,19 @@ fn known() -> String {
 /// decides it; an unknown or contradictory flag, or a malformed date, is an
 /// error.
 pub fn resolve(date: Option<&str>, flags: &[String]) -> Result<NodeCompat, CompatError> {
+    settings(date, flags).map(|(node, _)| node)
+}
+
+/// Whether `process.env` holds the Worker's text bindings: with Node.js
+/// compatibility on, `nodejs_compat_populate_process_env` or a date from
+/// 2025-04-01 (workerd's `populateProcessEnv`); the same errors as
+/// [`resolve`].
+pub fn process_env(date: Option<&str>, flags: &[String]) -> Result<bool, CompatError> {
+    settings(date, flags).map(|(_, env)| env)
+}
+
+/// [`resolve`]'s answer and [`process_env`]'s.
+fn settings(date: Option<&str>, flags: &[String]) -> Result<(NodeCompat, bool), CompatError> {
     let date = date.map(Date::parse).transpose()?;
     let mut set: Vec<(Feature, bool, &str)> = Vec::with_capacity(flags.len());
     for name in flags {
@@ -188,7 +216,8 @@ pub fn resolve(date: Option<&str>, flags: &[String]) -> Result<NodeCompat, Compa
     let v2 = explicit(Feature::NodeCompatV2)
         .unwrap_or(from(NODE_COMPAT_DATE) || (node && from(NODE_COMPAT_V2_IMPLIED_DATE)));
     let als = explicit(Feature::NodeAls).unwrap_or(false);
-    Ok(if v2 {
+    let env = node && explicit(Feature::ProcessEnv).unwrap_or(from(PROCESS_ENV_IMPLIED_DATE));
+    let compat = if v2 {
         NodeCompat::V2
     } else if node {
         NodeCompat::V1
@@ -196,7 +225,8 @@ pub fn resolve(date: Option<&str>, flags: &[String]) -> Result<NodeCompat, Compa
         NodeCompat::Als
     } else {
         NodeCompat::Off
-    })
+    };
+    Ok((compat, env))
 }
 
 #[cfg(test)]
@@ -239,6 +269,22 @@ mod tests {
             resolve(Some("2024-01-01"), &flags(&["nodejs_als"])),
             Ok(NodeCompat::Als)
         );
+    }
+
+    #[test]
+    fn node_compat_from_2025_04_01_populates_process_env() {
+        let on = flags(&["nodejs_compat"]);
+        assert_eq!(process_env(Some("2025-03-31"), &on), Ok(false));
+        assert_eq!(process_env(Some("2025-04-01"), &on), Ok(true));
+        assert_eq!(process_env(Some("2026-08-04"), &[]), Ok(true));
+        assert_eq!(process_env(Some("2025-11-01"), &[]), Ok(false));
+        let asked = flags(&["nodejs_compat", "nodejs_compat_populate_process_env"]);
+        assert_eq!(process_env(None, &asked), Ok(true));
+        let refused = flags(&["nodejs_compat", "nodejs_compat_do_not_populate_process_env"]);
+        assert_eq!(process_env(Some("2026-01-01"), &refused), Ok(false));
+        // Without Node.js compatibility there is no process to fill.
+        let alone = flags(&["nodejs_compat_populate_process_env"]);
+        assert_eq!(process_env(Some("2026-01-01"), &alone), Ok(false));
     }
 
     #[test]

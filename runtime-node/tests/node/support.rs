@@ -139,6 +139,7 @@ impl TestNode {
             limits,
             allowed_hosts: Vec::new(),
             node_compat: Default::default(),
+            process_env: false,
         };
         self.bundles.insert(&format!("secret-{id}"), bundle.clone());
         bundle

@@ -1,5 +1,6 @@
 // node:process — the parts of Node's `process` workerd has: an
-// EventEmitter with nextTick (a microtask), env, version(s) (workerd's),
+// EventEmitter with nextTick (a microtask), env (the Worker's text bindings
+// under nodejs_compat_populate_process_env), version(s) (workerd's),
 // platform, arch, cwd ('/bundle', as workerd), hrtime, emitWarning,
 // memoryUsage; exit and the like throw "not implemented". The `process`
 // global under nodejs_compat_v2 is this object. Runs as function (host,
@@ -42,7 +43,7 @@ Object.assign(process, {
   execArgv: [],
   pid: 1,
   ppid: 0,
-  env: {},
+  env: host.processEnv(),
   release: { name: 'node' },
   features: {},
   exitCode: undefined,

@@ -9,7 +9,7 @@ pub(crate) mod formats;
 pub(crate) mod key;
 pub(crate) mod offload;
 pub(crate) mod ops;
-mod params;
+pub(crate) mod params;
 pub(crate) mod subtle;
 
 use std::rc::Rc;

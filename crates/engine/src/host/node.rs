@@ -5,8 +5,19 @@
 
 mod async_hooks;
 mod buffer;
+mod crypto;
+mod process;
 
 use super::unit::Unit;
+
+/// `node:internal/errors`: Node's coded errors and the "not implemented"
+/// stubs the other node modules share (hidden from Workers).
+pub(super) fn internal_errors() -> Unit {
+    Unit::new("node:internal/errors").node_module(
+        "internal/errors",
+        include_str!("../../js/node/internal_errors.js"),
+    )
+}
 
 /// `node:buffer`: `Buffer` and its encodings.
 pub(super) fn buffer() -> Unit {
@@ -35,6 +46,7 @@ pub(super) fn path() -> Unit {
     Unit::new("node:path")
         .node_module("path", include_str!("../../js/node/path.js"))
         .node_module("path/posix", "module.exports = require('node:path').posix;")
+        .node_module("path/win32", "module.exports = require('node:path').win32;")
 }
 
 /// `node:string_decoder`: StringDecoder over `node:buffer`.
@@ -51,15 +63,22 @@ pub(super) fn querystring() -> Unit {
         .node_module("querystring", include_str!("../../js/node/querystring.js"))
 }
 
-/// `node:util`: format, inspect, promisify, types, ... (JavaScript only).
+/// `node:util` and `node:util/types`: format, inspect, promisify, types,
+/// ... (JavaScript only).
 pub(super) fn util() -> Unit {
-    Unit::new("node:util").node_module("util", include_str!("../../js/node/util.js"))
+    Unit::new("node:util")
+        .node_module("util", include_str!("../../js/node/util.js"))
+        .node_module("util/types", "module.exports = require('node:util').types;")
+        .node_module("sys", "module.exports = require('node:util');")
 }
 
-/// `node:process`: workerd's `process` (JavaScript only); the `process`
-/// global under nodejs_compat_v2.
+/// `node:process`: workerd's `process`, its `env` from the Worker's text
+/// bindings when its settings say so; the `process` global under
+/// nodejs_compat_v2.
 pub(super) fn process() -> Unit {
-    Unit::new("node:process").node_module("process", include_str!("../../js/node/process.js"))
+    Unit::new("node:process")
+        .node_module("process", include_str!("../../js/node/process.js"))
+        .function("processEnv", process::process_env)
 }
 
 /// `node:url`: WHATWG URL, file: URL helpers, legacy parse/format/resolve.
@@ -73,4 +92,126 @@ pub(super) fn diagnostics_channel() -> Unit {
         "diagnostics_channel",
         include_str!("../../js/node/diagnostics_channel.js"),
     )
+}
+
+/// `node:crypto`: hashes, HMAC, random values, PBKDF2, AES ciphers and
+/// `webcrypto`, on the crypto unit's hashers, keys and crates
+/// (`host/node/crypto.rs`).
+pub(super) fn crypto() -> Unit {
+    Unit::new("node:crypto")
+        .node_module("crypto", include_str!("../../js/node/crypto.js"))
+        .node_module(
+            "internal/crypto_cipher",
+            include_str!("../../js/node/crypto_cipher.js"),
+        )
+        .function("hmacNew", crypto::hmac_new)
+        .function("digestCopy", crypto::digest_copy)
+        .function("pbkdf2Sync", crypto::pbkdf2_sync)
+        .function("scryptSync", crypto::scrypt_sync)
+}
+
+/// `node:zlib`: gzip, deflate and raw deflate, sync, callback and stream
+/// forms, on the compression unit's codecs (JavaScript only).
+pub(super) fn zlib() -> Unit {
+    Unit::new("node:zlib").node_module("zlib", include_str!("../../js/node/zlib.js"))
+}
+
+/// `node:stream` and its parts: `stream/promises`, `stream/web`,
+/// `stream/consumers` (JavaScript only).
+pub(super) fn stream() -> Unit {
+    Unit::new("node:stream")
+        .node_module("stream", include_str!("../../js/node/stream.js"))
+        .node_module(
+            "stream/promises",
+            "module.exports = require('node:stream').promises;",
+        )
+        .node_module("stream/web", include_str!("../../js/node/stream_web.js"))
+        .node_module(
+            "stream/consumers",
+            include_str!("../../js/node/stream_consumers.js"),
+        )
+}
+
+/// `node:assert` and `node:assert/strict` (JavaScript only).
+pub(super) fn assert() -> Unit {
+    Unit::new("node:assert")
+        .node_module("assert", include_str!("../../js/node/assert.js"))
+        .node_module(
+            "assert/strict",
+            "module.exports = require('node:assert').strict;",
+        )
+}
+
+/// `node:timers` and `node:timers/promises` over the runtime's timers
+/// (JavaScript only).
+pub(super) fn timers() -> Unit {
+    Unit::new("node:timers")
+        .node_module("timers", include_str!("../../js/node/timers.js"))
+        .node_module(
+            "timers/promises",
+            "module.exports = require('node:timers').promises;",
+        )
+}
+
+/// `node:console`: the runtime's console under Node's module name.
+pub(super) fn console() -> Unit {
+    Unit::new("node:console").node_module("console", "module.exports = globalThis.console;")
+}
+
+/// `node:os` and the legacy `node:constants` (JavaScript only).
+pub(super) fn os() -> Unit {
+    Unit::new("node:os")
+        .node_module("os", include_str!("../../js/node/os.js"))
+        .node_module(
+            "constants",
+            "const os = require('node:os').constants; module.exports = { ...os.dlopen, ...os.errno, \
+             ...os.priority, ...os.signals, ...require('node:fs').constants };",
+        )
+}
+
+/// `node:module`: createRequire for built-ins, builtinModules, isBuiltin.
+pub(super) fn module() -> Unit {
+    Unit::new("node:module").node_module("module", include_str!("../../js/node/module.js"))
+}
+
+/// `node:fs` and `node:fs/promises`: importable, functions not implemented.
+pub(super) fn fs() -> Unit {
+    Unit::new("node:fs")
+        .node_module("fs", include_str!("../../js/node/fs.js"))
+        .node_module(
+            "fs/promises",
+            "module.exports = require('node:fs').promises;",
+        )
+}
+
+/// `node:http`, `node:https`, `node:http2`: importable, Agent and data;
+/// clients and servers not implemented.
+pub(super) fn http() -> Unit {
+    Unit::new("node:http")
+        .node_module("http", include_str!("../../js/node/http.js"))
+        .node_module("https", include_str!("../../js/node/https.js"))
+        .node_module("http2", include_str!("../../js/node/http2.js"))
+}
+
+/// `node:net` (isIP and friends) and `node:tls`: importable, sockets not
+/// implemented.
+pub(super) fn net() -> Unit {
+    Unit::new("node:net")
+        .node_module("net", include_str!("../../js/node/net.js"))
+        .node_module("tls", include_str!("../../js/node/tls.js"))
+}
+
+/// `node:dns` and `node:dns/promises`: importable, lookups not implemented.
+pub(super) fn dns() -> Unit {
+    Unit::new("node:dns")
+        .node_module("dns", include_str!("../../js/node/dns.js"))
+        .node_module(
+            "dns/promises",
+            "module.exports = require('node:dns').promises;",
+        )
+}
+
+/// `node:vm`: importable, nothing compiles at run time.
+pub(super) fn vm() -> Unit {
+    Unit::new("node:vm").node_module("vm", include_str!("../../js/node/vm.js"))
 }

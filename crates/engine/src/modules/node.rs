@@ -35,7 +35,8 @@ pub(super) fn builtin(specifier: &str, compat: NodeCompat) -> Option<Result<Stri
         Some(name) => (name, true),
         None => (specifier, false),
     };
-    let known = host::node_source(name).is_some();
+    // `internal/` built-ins are the others' parts, not Node's modules.
+    let known = !name.starts_with("internal/") && host::node_source(name).is_some();
     if !prefixed {
         return (known && compat.bare_names()).then(|| Ok(format!("{PREFIX}{name}")));
     }

@@ -78,6 +78,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         limits,
         allowed_hosts: Vec::new(),
         node_compat: Default::default(),
+        process_env: false,
     }
 }
 

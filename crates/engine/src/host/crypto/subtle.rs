@@ -24,10 +24,10 @@ use crate::host::{HostState, array_buffer, js_string, u8_array, view_bytes};
 const MAX_KEY_DATA: usize = 64 * 1024;
 
 /// Charge for a hasher's state.
-const HASHER_CHARGE: usize = 512;
+pub(in crate::host) const HASHER_CHARGE: usize = 512;
 
 /// A `DigestStream`'s state, as the handle table holds it.
-type Hasher = Box<dyn DynDigest>;
+pub(in crate::host) type Hasher = Box<dyn DynDigest>;
 
 /// A JS value from a body that may have run out of memory (`None`: the
 /// isolate is being terminated) or failed.

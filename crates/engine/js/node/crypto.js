@@ -1,0 +1,368 @@
+// node:crypto — Node's hashing, HMAC, random, PBKDF2, HKDF, scrypt and AES cipher
+// (`crypto_cipher.js`) functions on the
+// runtime's Web Crypto: hashers are the crypto unit's (`digestStream*`,
+// `hmacNew`, `digestCopy`), randomness is `randomFill`, `pbkdf2` runs off
+// the isolate's thread as SubtleCrypto's deriveBits does, `pbkdf2Sync`
+// under the same bound on one call's work. Runs as function (host,
+// internal, require, module, exports).
+
+const { Buffer } = require('node:buffer');
+const { codedError, invalidArgType, notImplemented: missing } = require('node:internal/errors');
+const cipher = require('node:internal/crypto_cipher');
+
+// Node's names (any case, `RSA-` prefixed too) to Web Crypto's.
+const HASHES = { md5: 'MD5', sha1: 'SHA-1', sha256: 'SHA-256', sha384: 'SHA-384', sha512: 'SHA-512' };
+// Larger updates are hashed in steps, so the CPU limit can stop between them.
+const STEP = 1 << 20;
+// randomFill's most bytes per call.
+const ENTROPY_STEP = 65536;
+
+function hashName(algorithm) {
+  if (typeof algorithm !== 'string') throw invalidArgType('algorithm', 'of type string', algorithm);
+  const key = algorithm.toLowerCase().replace(/^rsa-/, '').replace('-', '');
+  const name = HASHES[key];
+  if (name === undefined) throw codedError(Error, 'ERR_CRYPTO_INVALID_DIGEST', `Digest method not supported`);
+  return name;
+}
+
+// A string (in `encoding`), ArrayBuffer or view as a Uint8Array.
+function bytes(data, name, encoding) {
+  if (typeof data === 'string') return Buffer.from(data, encoding);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  if (data instanceof ArrayBuffer || data instanceof SharedArrayBuffer) return new Uint8Array(data);
+  throw invalidArgType(name, 'of type string or an instance of Buffer, TypedArray, DataView or ArrayBuffer', data);
+}
+
+function encode(arrayBuffer, encoding) {
+  const buffer = Buffer.from(arrayBuffer);
+  return encoding === undefined || encoding === 'buffer' ? buffer : buffer.toString(encoding);
+}
+
+// What Hash and Hmac share: a hasher handle, written in steps, finished once.
+class Hasher {
+  #handle;
+  #done = false;
+  #finalized;
+  #stream;
+
+  constructor(handle, finalized) {
+    this.#handle = handle;
+    this.#finalized = finalized;
+  }
+
+  _handle() {
+    if (this.#done) throw codedError(Error, this.#finalized, 'Digest already called');
+    return this.#handle;
+  }
+
+  update(data, encoding) {
+    const view = bytes(data, 'data', encoding);
+    const handle = this._handle();
+    for (let at = 0; at < view.length; at += STEP) {
+      host.digestStreamWrite(handle, view.subarray(at, at + STEP));
+    }
+    return this;
+  }
+
+  digest(encoding) {
+    const handle = this._handle();
+    this.#done = true;
+    return encode(host.digestStreamEnd(handle), encoding);
+  }
+
+  // A Hash or Hmac is a stream too (the data written, the digest read): a
+  // node:stream Transform, made when a stream method is first used.
+  _stream() {
+    if (this.#stream === undefined) {
+      const { Transform } = require('node:stream');
+      const hasher = this;
+      this.#stream = new Transform({
+        transform(chunk, encoding, callback) { hasher.update(chunk, encoding); callback(); },
+        flush(callback) { callback(null, hasher.digest()); },
+      });
+    }
+    return this.#stream;
+  }
+}
+
+for (const name of [
+  'write', 'end', 'read', 'pipe', 'unpipe', 'on', 'once', 'off', 'addListener', 'removeListener',
+  'removeAllListeners', 'emit', 'setEncoding', 'pause', 'resume', 'destroy', Symbol.asyncIterator,
+]) {
+  Hasher.prototype[name] = function (...args) {
+    const stream = this._stream();
+    const result = stream[name](...args);
+    return result === stream ? this : result;
+  };
+}
+
+class Hash extends Hasher {
+  constructor(algorithm, options, handle) {
+    super(handle ?? host.digestStreamNew(hashName(algorithm)), 'ERR_CRYPTO_HASH_FINALIZED');
+  }
+
+  copy() {
+    return new Hash(undefined, undefined, host.digestCopy(this._handle()));
+  }
+}
+
+class Hmac extends Hasher {
+  constructor(algorithm, key, options) {
+    const name = hashName(algorithm);
+    if (key instanceof KeyObject) key = key.export();
+    super(host.hmacNew(name, bytes(key, 'key', options && options.encoding)), 'ERR_CRYPTO_HASH_FINALIZED');
+  }
+}
+
+// A secret key (`createSecretKey`): Node's KeyObject for symmetric keys.
+class KeyObject {
+  #key;
+  constructor(key) { this.#key = Buffer.from(key); }
+  get type() { return 'secret'; }
+  get symmetricKeySize() { return this.#key.length; }
+  export() { return Buffer.from(this.#key); }
+  equals(other) { return other instanceof KeyObject && timingSafeEqual(this.#key, other.export()); }
+}
+
+function createSecretKey(key, encoding) {
+  return new KeyObject(bytes(key, 'key', encoding));
+}
+
+function createHash(algorithm, options) {
+  return new Hash(algorithm, options);
+}
+
+function createHmac(algorithm, key, options) {
+  return new Hmac(algorithm, key, options);
+}
+
+// crypto.hash(algorithm, data, outputEncoding = 'hex'): one-shot.
+function hash(algorithm, data, outputEncoding = 'hex') {
+  return createHash(algorithm).update(data).digest(outputEncoding);
+}
+
+function checkSize(size, name, max) {
+  if (typeof size !== 'number') throw invalidArgType(name, 'of type number', size);
+  if (!Number.isInteger(size) || size < 0 || size > max) {
+    throw codedError(RangeError, 'ERR_OUT_OF_RANGE', `The value of "${name}" is out of range. It must be >= 0 && <= ${max}. Received ${size}`);
+  }
+}
+
+function fill(view) {
+  for (let at = 0; at < view.length; at += ENTROPY_STEP) {
+    host.randomFill(view.subarray(at, at + ENTROPY_STEP));
+  }
+  return view;
+}
+
+// Calls `callback(error, value)` in a later microtask, as Node calls back
+// after its thread pool.
+function later(callback, work) {
+  let value;
+  let error = null;
+  try { value = work(); } catch (e) { error = e; }
+  queueMicrotask(() => callback(error, value));
+}
+
+function randomBytes(size, callback) {
+  checkSize(size, 'size', 2 ** 31 - 1);
+  const make = () => { const out = Buffer.alloc(size); fill(out); return out; };
+  if (callback === undefined) return make();
+  if (typeof callback !== 'function') throw invalidArgType('callback', 'of type function', callback);
+  later(callback, make);
+  return undefined;
+}
+
+function fillRange(buffer, offset, size) {
+  const view = bytes(buffer, 'buf');
+  offset = offset === undefined ? 0 : offset;
+  checkSize(offset, 'offset', view.length);
+  size = size === undefined ? view.length - offset : size;
+  checkSize(size, 'size', view.length - offset);
+  fill(view.subarray(offset, offset + size));
+  return buffer;
+}
+
+function randomFillSync(buffer, offset, size) {
+  return fillRange(buffer, offset, size);
+}
+
+function randomFill(buffer, offset, size, callback) {
+  if (typeof offset === 'function') { callback = offset; offset = undefined; }
+  else if (typeof size === 'function') { callback = size; size = undefined; }
+  if (typeof callback !== 'function') throw invalidArgType('callback', 'of type function', callback);
+  later(callback, () => fillRange(buffer, offset, size));
+}
+
+// randomInt([min,] max[, callback]): uniform over [min, max), by rejecting
+// the random 48-bit values that would bias it.
+function randomInt(min, max, callback) {
+  if (typeof max === 'function' || max === undefined) { callback = max; max = min; min = 0; }
+  if (!Number.isSafeInteger(min)) throw invalidArgType('min', 'a safe integer', min);
+  if (!Number.isSafeInteger(max)) throw invalidArgType('max', 'a safe integer', max);
+  const range = max - min;
+  if (!(range > 0) || range > 2 ** 48) {
+    throw codedError(RangeError, 'ERR_OUT_OF_RANGE', `The value of "max" is out of range. It must be greater than the value of "min" (${min}) and its distance to it at most 2^48. Received ${max}`);
+  }
+  const pick = () => {
+    const limit = 2 ** 48 - (2 ** 48 % range);
+    const six = new Uint8Array(6);
+    for (;;) {
+      fill(six);
+      const x = six[0] * 2 ** 40 + six[1] * 2 ** 32 + ((six[2] << 24) >>> 0) + (six[3] << 16) + (six[4] << 8) + six[5];
+      if (x < limit) return min + (x % range);
+    }
+  };
+  if (callback === undefined) return pick();
+  if (typeof callback !== 'function') throw invalidArgType('callback', 'of type function', callback);
+  later(callback, pick);
+  return undefined;
+}
+
+function timingSafeEqual(a, b) {
+  const x = bytes(a, 'buf1');
+  const y = bytes(b, 'buf2');
+  if (x.length !== y.length) {
+    throw codedError(RangeError, 'ERR_CRYPTO_TIMING_SAFE_EQUAL_LENGTH', 'Input buffers must have the same byte length');
+  }
+  return host.timingSafeEqual(x, y);
+}
+
+function pbkdf2Args(password, salt, iterations, keylen, digest) {
+  const pw = bytes(password, 'password');
+  const s = bytes(salt, 'salt');
+  if (typeof iterations !== 'number') throw invalidArgType('iterations', 'of type number', iterations);
+  checkSize(iterations, 'iterations', 2 ** 31 - 1);
+  if (iterations < 1) throw codedError(RangeError, 'ERR_OUT_OF_RANGE', `The value of "iterations" is out of range. It must be >= 1. Received ${iterations}`);
+  checkSize(keylen, 'keylen', 2 ** 31 - 1);
+  if (typeof digest !== 'string') throw invalidArgType('digest', 'of type string', digest);
+  const name = hashName(digest);
+  if (name === 'MD5') throw codedError(TypeError, 'ERR_CRYPTO_INVALID_DIGEST', `Invalid digest: ${digest}`);
+  return [name, pw, s];
+}
+
+function pbkdf2Sync(password, salt, iterations, keylen, digest) {
+  const [name, pw, s] = pbkdf2Args(password, salt, iterations, keylen, digest);
+  if (keylen === 0) return Buffer.alloc(0);
+  return Buffer.from(host.pbkdf2Sync(name, pw, s, iterations, keylen));
+}
+
+// Off the isolate's thread, as SubtleCrypto's deriveBits runs it.
+function pbkdf2(password, salt, iterations, keylen, digest, callback) {
+  if (typeof digest === 'function') { callback = digest; digest = undefined; }
+  if (typeof callback !== 'function') throw invalidArgType('callback', 'of type function', callback);
+  const [name, pw, s] = pbkdf2Args(password, salt, iterations, keylen, digest);
+  if (keylen === 0) { queueMicrotask(() => callback(null, Buffer.alloc(0))); return; }
+  const subtle = globalThis.crypto.subtle;
+  subtle.importKey('raw', pw, 'PBKDF2', false, ['deriveBits'])
+    .then((key) => subtle.deriveBits({ name: 'PBKDF2', hash: name, salt: s, iterations }, key, keylen * 8))
+    .then((bits) => callback(null, Buffer.from(bits)), (error) => callback(error));
+}
+
+// scrypt's options, checked as Node checks them; [log2 N, r, p].
+function scryptParams(options = {}) {
+  const pick = (a, b, fallback) => options[a] ?? options[b] ?? fallback;
+  const N = pick('N', 'cost', 16384);
+  const r = pick('r', 'blockSize', 8);
+  const p = pick('p', 'parallelization', 1);
+  const maxmem = options.maxmem ?? 32 * 1024 * 1024;
+  const invalid = (why) => codedError(RangeError, 'ERR_CRYPTO_INVALID_SCRYPT_PARAMS', `Invalid scrypt params: ${why}`);
+  for (const [name, value] of [['N', N], ['r', r], ['p', p]]) {
+    if (!Number.isSafeInteger(value) || value < 1) throw invalid(`${name} must be a positive integer`);
+  }
+  if (N < 2 || (N & (N - 1)) !== 0 || N > 2 ** 31) throw invalid('N must be a power of two greater than 1');
+  if (128 * N * r > maxmem) throw invalid('memory limit exceeded');
+  return [Math.log2(N), r, p];
+}
+
+function scryptSync(password, salt, keylen, options) {
+  const pw = bytes(password, 'password');
+  const s = bytes(salt, 'salt');
+  checkSize(keylen, 'keylen', 2 ** 31 - 1);
+  const [logN, r, p] = scryptParams(options);
+  if (keylen === 0) return Buffer.alloc(0);
+  return Buffer.from(host.scryptSync(new Uint8Array(pw), new Uint8Array(s), logN, r, p, keylen));
+}
+
+function scrypt(password, salt, keylen, options, callback) {
+  if (typeof options === 'function') { callback = options; options = undefined; }
+  if (typeof callback !== 'function') throw invalidArgType('callback', 'of type function', callback);
+  later(callback, () => scryptSync(password, salt, keylen, options));
+}
+
+const HASH_BYTES = { 'SHA-1': 20, 'SHA-256': 32, 'SHA-384': 48, 'SHA-512': 64 };
+
+// HKDF (RFC 5869) by Web Crypto's deriveBits; an ArrayBuffer, as in Node.
+function hkdfSync(digest, ikm, salt, info, keylen) {
+  const name = hashName(digest);
+  const size = HASH_BYTES[name];
+  if (size === undefined) throw codedError(TypeError, 'ERR_CRYPTO_INVALID_DIGEST', `Invalid digest: ${digest}`);
+  const key = ikm instanceof KeyObject ? ikm.export() : bytes(ikm, 'ikm');
+  const s = bytes(salt, 'salt');
+  const i = bytes(info, 'info');
+  if (i.length > 1024) throw codedError(RangeError, 'ERR_OUT_OF_RANGE', `The value of "info" is out of range. It must be <= 1024. Received ${i.length}`);
+  checkSize(keylen, 'keylen', 2 ** 31 - 1);
+  if (keylen > 255 * size) throw codedError(RangeError, 'ERR_CRYPTO_INVALID_KEYLEN', 'Invalid key length');
+  if (keylen === 0) return new ArrayBuffer(0);
+  const [handle] = host.cryptoImportKey('secret', '', 'raw', new Uint8Array(key));
+  return host.cryptoDeriveBits('HKDF', handle, { hash: name, salt: new Uint8Array(s), info: new Uint8Array(i) }, keylen * 8);
+}
+
+function hkdf(digest, ikm, salt, info, keylen, callback) {
+  if (typeof callback !== 'function') throw invalidArgType('callback', 'of type function', callback);
+  later(callback, () => hkdfSync(digest, ikm, salt, info, keylen));
+}
+
+function getHashes() {
+  return ['md5', 'sha1', 'sha256', 'sha384', 'sha512'];
+}
+
+const notImplemented = (name) => missing(`crypto.${name}`);
+
+const webcrypto = globalThis.crypto;
+
+module.exports = {
+  createHash,
+  createHmac,
+  hash,
+  Hash,
+  Hmac,
+  KeyObject,
+  createSecretKey,
+  randomBytes,
+  pseudoRandomBytes: randomBytes,
+  randomFill,
+  randomFillSync,
+  randomInt,
+  randomUUID: () => host.randomUUID(),
+  getRandomValues: (array) => webcrypto.getRandomValues(array),
+  timingSafeEqual,
+  pbkdf2,
+  pbkdf2Sync,
+  getHashes,
+  getCiphers: () => [...cipher.CIPHERS],
+  getCurves: () => [],
+  getFips: () => 0,
+  setFips: notImplemented('setFips'),
+  constants: {},
+  webcrypto,
+  subtle: webcrypto.subtle,
+  createCipheriv: cipher.createCipheriv,
+  createDecipheriv: cipher.createDecipheriv,
+  Cipheriv: cipher.Cipheriv,
+  Decipheriv: cipher.Decipheriv,
+  createSign: notImplemented('createSign'),
+  createVerify: notImplemented('createVerify'),
+  sign: notImplemented('sign'),
+  verify: notImplemented('verify'),
+  scrypt,
+  scryptSync,
+  hkdf,
+  hkdfSync,
+  generateKeyPair: notImplemented('generateKeyPair'),
+  generateKeyPairSync: notImplemented('generateKeyPairSync'),
+  createPrivateKey: notImplemented('createPrivateKey'),
+  createPublicKey: notImplemented('createPublicKey'),
+  createDiffieHellman: notImplemented('createDiffieHellman'),
+  createECDH: notImplemented('createECDH'),
+};

@@ -1,0 +1,50 @@
+// node:internal/errors — Node's coded errors as the node modules share them
+// (not importable by Workers: `modules/node.rs` hides `internal/`). Runs as
+// function (host, internal, require, module, exports).
+
+function codedError(Class, code, message) {
+  const error = new Class(message);
+  error.code = code;
+  return error;
+}
+
+function describe(value) {
+  if (value === null) return 'null';
+  if (typeof value === 'function') return `function ${value.name}`;
+  if (typeof value === 'object') return value.constructor && value.constructor.name ? `an instance of ${value.constructor.name}` : 'an object';
+  return `type ${typeof value} (${String(value).slice(0, 25)})`;
+}
+
+function invalidArgType(name, expected, value) {
+  return codedError(TypeError, 'ERR_INVALID_ARG_TYPE', `The "${name}" argument must be ${expected}. Received ${describe(value)}`);
+}
+
+// A function that throws "<what> is not implemented": what workerd does for
+// the parts of Node a Worker cannot have, so that code that only imports
+// them loads.
+function notImplemented(what) {
+  return function () {
+    throw codedError(Error, 'ERR_METHOD_NOT_IMPLEMENTED', `${what} is not implemented on Isolane`);
+  };
+}
+
+// `{ name: notImplemented(`${prefix}.${name}`) }` for each name; with
+// `promises`, functions that reject instead of throwing.
+function stubs(prefix, names, promises = false) {
+  const out = {};
+  for (const name of names) {
+    const fail = notImplemented(`${prefix}.${name}`);
+    out[name] = promises ? async () => fail() : fail;
+  }
+  return out;
+}
+
+// A class that can be named and extended but not constructed.
+function stubClass(what) {
+  const fail = notImplemented(what);
+  return class {
+    constructor() { fail(); }
+  };
+}
+
+module.exports = { codedError, invalidArgType, notImplemented, stubs, stubClass };

@@ -1,0 +1,49 @@
+// node:module — createRequire gives a require for Node's built-ins (the
+// Worker's own modules are imported, not required from a path, here);
+// builtinModules and isBuiltin list what this runtime has. Runs as
+// function (host, internal, require, module, exports).
+
+const { codedError, notImplemented } = require('node:internal/errors');
+
+// Node's built-ins a Worker may require (the ones this runtime has).
+const builtinModules = Object.freeze([
+  'assert', 'assert/strict', 'async_hooks', 'buffer', 'console', 'constants', 'crypto',
+  'diagnostics_channel', 'dns', 'dns/promises', 'events', 'fs', 'fs/promises', 'http', 'http2', 'https',
+  'module', 'net', 'os', 'path', 'path/posix', 'path/win32', 'process', 'querystring', 'stream',
+  'stream/consumers', 'stream/promises', 'stream/web', 'string_decoder', 'sys', 'timers',
+  'timers/promises', 'tls', 'url', 'util', 'util/types', 'vm', 'zlib',
+]);
+
+function isBuiltin(name) {
+  return typeof name === 'string' && builtinModules.includes(name.startsWith('node:') ? name.slice(5) : name);
+}
+
+function createRequire(filename) {
+  if (typeof filename !== 'string' && !(filename instanceof URL)) {
+    throw codedError(TypeError, 'ERR_INVALID_ARG_VALUE', "The argument 'filename' must be a file URL object, file URL string, or absolute path string.");
+  }
+  const required = (id) => {
+    if (!isBuiltin(id)) {
+      throw codedError(Error, 'MODULE_NOT_FOUND', `Cannot find module '${id}': createRequire here reaches Node's built-ins only`);
+    }
+    return require(id.startsWith('node:') ? id : `node:${id}`);
+  };
+  required.resolve = (id) => {
+    if (!isBuiltin(id)) throw codedError(Error, 'MODULE_NOT_FOUND', `Cannot find module '${id}'`);
+    return id.startsWith('node:') ? id : `node:${id}`;
+  };
+  required.cache = Object.create(null);
+  return required;
+}
+
+class Module {
+  static createRequire = createRequire;
+  static builtinModules = builtinModules;
+  static isBuiltin = isBuiltin;
+  static register = notImplemented('module.register');
+  static syncBuiltinESMExports() {}
+  static findSourceMap() { return undefined; }
+}
+Module.Module = Module;
+
+module.exports = Module;
