@@ -1,0 +1,156 @@
+//! State that stays: the store behind Workers' KV bindings (issue 32).
+//!
+//! [`Store`] is the one handle the engine and `isolane dev` hold: cheap to
+//! clone, shared by every engine thread. Every entry is keyed by a
+//! [`KvScope`] — the Worker's Kubernetes namespace and the KV namespace's
+//! name — and its key, so a Worker of one Kubernetes namespace never reaches
+//! another's data, whatever names it uses: the scope comes from the Worker's
+//! id and its bundle, never from JavaScript.
+//!
+//! Backends: [`Store::open_sqlite`], an SQLite file (`isolane dev`'s
+//! `.isolane/state`). The work runs on tokio's blocking pool, never on the
+//! calling (engine) thread. PostgreSQL for clusters, and Durable Objects'
+//! storage (a scope of their own beside [`KvScope`]), come next.
+//!
+//! Limits are Cloudflare's ([`kv::limits`]), checked here with Cloudflare's
+//! messages so that every caller refuses the same inputs the same way.
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod kv;
+mod sqlite;
+
+pub use error::StoreError;
+pub use kv::{KvEntry, KvError, KvKey, KvList, KvListOptions, KvScope, KvWrite};
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sqlite::Sqlite;
+
+/// The store: a handle on one backend, shared by every engine thread.
+#[derive(Clone, Debug)]
+pub struct Store {
+    backend: Backend,
+}
+
+#[derive(Clone, Debug)]
+enum Backend {
+    Sqlite(Arc<Sqlite>),
+}
+
+/// The file name of the SQLite database inside a state folder.
+pub const SQLITE_FILE: &str = "isolane.sqlite3";
+
+impl Store {
+    /// Opens (creating it and the folder when missing) the SQLite store in
+    /// `dir` ([`SQLITE_FILE`]).
+    pub fn open_sqlite(dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::Folder {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        let sqlite = Sqlite::open(&dir.join(SQLITE_FILE))?;
+        Ok(Self {
+            backend: Backend::Sqlite(Arc::new(sqlite)),
+        })
+    }
+
+    /// The live entry under `key`, or `None`. `admit(len)` is asked with
+    /// the value's size before it is read; `false` ends the read with
+    /// [`StoreError::Refused`] (the caller's memory budget said no).
+    pub async fn kv_get(
+        &self,
+        scope: KvScope,
+        key: String,
+        admit: impl FnOnce(usize) -> bool + Send + 'static,
+    ) -> Result<Option<KvEntry>, StoreError> {
+        self.blocking(move |db, now| db.get(&scope, &key, now, admit))
+            .await
+    }
+
+    /// Writes `write` under its key (checked against Cloudflare's limits
+    /// first).
+    pub async fn kv_put(&self, scope: KvScope, write: KvWrite) -> Result<(), StoreError> {
+        self.blocking(move |db, now| {
+            write.check(now)?;
+            db.put(&scope, &write, now)
+        })
+        .await
+    }
+
+    /// Removes `key` (nothing happens when there is none).
+    pub async fn kv_delete(&self, scope: KvScope, key: String) -> Result<(), StoreError> {
+        self.blocking(move |db, _| {
+            kv::limits::check_key("DELETE", &key)?;
+            db.delete(&scope, &key)
+        })
+        .await
+    }
+
+    /// The live keys in order, as `options` asks.
+    pub async fn kv_list(
+        &self,
+        scope: KvScope,
+        options: KvListOptions,
+    ) -> Result<KvList, StoreError> {
+        self.blocking(move |db, now| db.list(&scope, &options, now))
+            .await
+    }
+
+    /// Runs `work` on tokio's blocking pool with the current time.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Sqlite, u64) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let Backend::Sqlite(db) = &self.backend;
+        let db = db.clone();
+        tokio::task::spawn_blocking(move || work(&db, now_secs()))
+            .await
+            .map_err(|_| StoreError::Gone)?
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_store_runs_its_work_off_the_calling_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(&dir.path().join("state")).unwrap();
+        let scope = KvScope::new("ns", "kv");
+        let write = KvWrite {
+            key: "k".into(),
+            value: b"v".to_vec(),
+            metadata: None,
+            expiration: None,
+            expiration_ttl: None,
+        };
+        store.kv_put(scope.clone(), write).await.unwrap();
+        let caller = std::thread::current().id();
+        let entry = store
+            .kv_get(scope.clone(), "k".into(), move |_| {
+                std::thread::current().id() != caller
+            })
+            .await
+            .unwrap();
+        assert_eq!(entry.map(|e| e.value), Some(b"v".to_vec()));
+        let list = store
+            .kv_list(scope.clone(), KvListOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(list.keys.len(), 1);
+        store.kv_delete(scope.clone(), "k".into()).await.unwrap();
+        let error = store.kv_delete(scope, String::new()).await.unwrap_err();
+        assert_eq!(error.to_string(), "Key name cannot be empty.");
+    }
+}
