@@ -28,6 +28,7 @@ pub(crate) mod handle;
 mod headers;
 mod html_rewriter;
 mod io;
+mod kv;
 mod memory;
 mod node;
 pub(crate) mod rejection;
@@ -90,6 +91,7 @@ fn families() -> Vec<Unit> {
         node::process(),
         node::url(),
         node::diagnostics_channel(),
+        kv::unit(),
         runtime::finalize(),
     ]
 }
