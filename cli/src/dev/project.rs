@@ -24,6 +24,8 @@ pub enum Source {
     Script {
         path: PathBuf,
         env: BTreeMap<String, String>,
+        /// `--kv`: KV namespace bindings.
+        kv: Vec<isolane_worker::Binding>,
         limits: Limits,
         /// `--cron`, in UTC.
         crons: Vec<String>,
@@ -119,10 +121,17 @@ impl Source {
             Source::Script {
                 path,
                 env,
+                kv,
                 limits,
                 crons,
                 compatibility,
-            } => vec![script_worker(path, env, limits, crons, compatibility)?],
+            } => vec![script_worker(
+                path,
+                (env, kv),
+                limits,
+                crons,
+                compatibility,
+            )?],
             Source::Folder(dir) => folder_workers(dir)?,
         };
         Ok(Project { workers })
@@ -151,15 +160,17 @@ impl Project {
     }
 }
 
-/// `isolane dev <file>`: the script on every host and path.
+/// `isolane dev <file>`: the script on every host and path, with its
+/// `--env` and `--kv` bindings.
 fn script_worker(
     path: &Path,
-    env: &BTreeMap<String, String>,
+    (env, kv): (&BTreeMap<String, String>, &Vec<isolane_worker::Binding>),
     limits: &Limits,
     crons: &[String],
     compatibility: &Compatibility,
 ) -> anyhow::Result<DevWorker> {
     compatibility.check()?;
+    isolane_worker::check_bindings(env.keys().map(String::as_str), kv)?;
     let code = crate::bundle::load(path)?;
     for expr in crons {
         Schedule::parse(expr, None)?;
@@ -183,7 +194,8 @@ fn script_worker(
             )
             .with_modules(modules),
         }
-        .with_compatibility(compatibility.date.clone(), compatibility.flags.clone()),
+        .with_compatibility(compatibility.date.clone(), compatibility.flags.clone())
+        .with_bindings(kv.clone()),
         key,
         routes: vec![Route::new(ANY_HOST, "/")],
         triggers: (!crons.is_empty()).then(|| Triggers {

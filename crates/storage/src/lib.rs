@@ -7,7 +7,7 @@
 //! another's data, whatever names it uses: the scope comes from the Worker's
 //! id and its bundle, never from JavaScript.
 //!
-//! Backends: [`Store::open_sqlite`], an SQLite file (`isolane dev`'s
+//! Backends: [`Store::sqlite`], an SQLite file (`isolane dev`'s
 //! `.isolane/state`). The work runs on tokio's blocking pool, never on the
 //! calling (engine) thread. PostgreSQL for clusters, and Durable Objects'
 //! storage (a scope of their own beside [`KvScope`]), come next.
@@ -23,8 +23,8 @@ mod sqlite;
 pub use error::StoreError;
 pub use kv::{KvEntry, KvError, KvKey, KvList, KvListOptions, KvScope, KvWrite};
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sqlite::Sqlite;
@@ -37,24 +37,55 @@ pub struct Store {
 
 #[derive(Clone, Debug)]
 enum Backend {
-    Sqlite(Arc<Sqlite>),
+    Sqlite(Arc<SqliteFolder>),
+}
+
+/// An SQLite store opened on first use (so a process that never touches
+/// KV never makes the folder).
+#[derive(Debug)]
+struct SqliteFolder {
+    dir: PathBuf,
+    db: OnceLock<Sqlite>,
+}
+
+impl SqliteFolder {
+    /// The database, opened (and the folder made) the first time.
+    fn get(&self) -> Result<&Sqlite, StoreError> {
+        if let Some(db) = self.db.get() {
+            return Ok(db);
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|source| StoreError::Folder {
+            path: self.dir.display().to_string(),
+            source,
+        })?;
+        let db = Sqlite::open(&self.dir.join(SQLITE_FILE))?;
+        // Two first uses at once: one connection wins, the other is closed.
+        Ok(self.db.get_or_init(|| db))
+    }
 }
 
 /// The file name of the SQLite database inside a state folder.
 pub const SQLITE_FILE: &str = "isolane.sqlite3";
 
 impl Store {
-    /// Opens (creating it and the folder when missing) the SQLite store in
-    /// `dir` ([`SQLITE_FILE`]).
+    /// The SQLite store in `dir` ([`SQLITE_FILE`]), opened — the folder
+    /// and the file made when missing — on first use; a failure to open is
+    /// that operation's error, and the next one tries again.
+    pub fn sqlite(dir: &Path) -> Self {
+        Self {
+            backend: Backend::Sqlite(Arc::new(SqliteFolder {
+                dir: dir.to_owned(),
+                db: OnceLock::new(),
+            })),
+        }
+    }
+
+    /// [`Store::sqlite`], opened now.
     pub fn open_sqlite(dir: &Path) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(dir).map_err(|source| StoreError::Folder {
-            path: dir.display().to_string(),
-            source,
-        })?;
-        let sqlite = Sqlite::open(&dir.join(SQLITE_FILE))?;
-        Ok(Self {
-            backend: Backend::Sqlite(Arc::new(sqlite)),
-        })
+        let store = Self::sqlite(dir);
+        let Backend::Sqlite(folder) = &store.backend;
+        folder.get()?;
+        Ok(store)
     }
 
     /// The live entry under `key`, or `None`. `admit(len)` is asked with
@@ -104,9 +135,9 @@ impl Store {
         &self,
         work: impl FnOnce(&Sqlite, u64) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let Backend::Sqlite(db) = &self.backend;
-        let db = db.clone();
-        tokio::task::spawn_blocking(move || work(&db, now_secs()))
+        let Backend::Sqlite(folder) = &self.backend;
+        let folder = folder.clone();
+        tokio::task::spawn_blocking(move || work(folder.get()?, now_secs()))
             .await
             .map_err(|_| StoreError::Gone)?
     }
@@ -126,7 +157,9 @@ mod tests {
     #[tokio::test]
     async fn the_store_runs_its_work_off_the_calling_thread() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_sqlite(&dir.path().join("state")).unwrap();
+        let state = dir.path().join("state");
+        let store = Store::sqlite(&state);
+        assert!(!state.exists(), "made on first use only");
         let scope = KvScope::new("ns", "kv");
         let write = KvWrite {
             key: "k".into(),
