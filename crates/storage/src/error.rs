@@ -20,6 +20,8 @@ pub enum StoreError {
     },
     #[error("the database failed: {0}")]
     Database(#[from] rusqlite::Error),
+    #[error("PostgreSQL failed: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
     #[error("a stored cursor or metadata is not valid")]
     Corrupt,
     #[error("the store's worker thread is gone")]
@@ -33,7 +35,7 @@ impl StoreError {
             StoreError::Kv(_) => "invalid",
             StoreError::Refused { .. } => "refused",
             StoreError::Folder { .. } => "folder",
-            StoreError::Database(_) => "database",
+            StoreError::Database(_) | StoreError::Postgres(_) => "database",
             StoreError::Corrupt => "corrupt",
             StoreError::Gone => "gone",
         }

@@ -105,3 +105,88 @@ pub(crate) fn cursor_key(cursor: &str) -> Result<String, KvError> {
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .ok_or(KvError::InvalidCursor)
 }
+
+/// A list as a range query: the keys after `start` (from it when
+/// `inclusive`), below `end` when there is one, at most `fetch` of them —
+/// one more than the page, to know whether another follows. Every
+/// backend runs this one query and pages its rows with [`ListQuery::page`].
+pub(crate) struct ListQuery {
+    pub(crate) start: Vec<u8>,
+    pub(crate) inclusive: bool,
+    pub(crate) end: Option<Vec<u8>>,
+    pub(crate) limit: usize,
+    pub(crate) fetch: i64,
+}
+
+impl ListQuery {
+    pub(crate) fn new(options: &KvListOptions) -> Result<Self, KvError> {
+        let limit = options
+            .limit
+            .unwrap_or(limits::MAX_LIST_KEYS)
+            .clamp(1, limits::MAX_LIST_KEYS);
+        let prefix = options.prefix.as_bytes();
+        let (start, inclusive) = match options.cursor.as_deref() {
+            Some(cursor) if !cursor.is_empty() => (cursor_key(cursor)?.into_bytes(), false),
+            _ => (prefix.to_vec(), true),
+        };
+        Ok(Self {
+            start,
+            inclusive,
+            end: prefix_end(prefix),
+            limit,
+            fetch: i64::try_from(limit + 1).unwrap_or(i64::MAX),
+        })
+    }
+
+    /// The page of `rows` (key, expiration, metadata), in key order.
+    pub(crate) fn page(
+        &self,
+        rows: impl IntoIterator<Item = (Vec<u8>, Option<u64>, Option<String>)>,
+    ) -> Result<KvList, crate::StoreError> {
+        let mut keys = Vec::with_capacity(self.limit.min(64));
+        let mut more = false;
+        for (key, expiration, metadata) in rows {
+            if keys.len() == self.limit {
+                more = true;
+                break;
+            }
+            let name = String::from_utf8(key).map_err(|_| crate::StoreError::Corrupt)?;
+            keys.push(KvKey {
+                name,
+                expiration,
+                metadata,
+            });
+        }
+        let cursor = more
+            .then(|| keys.last().map(|key: &KvKey| cursor_after(&key.name)))
+            .flatten();
+        Ok(KvList {
+            keys,
+            list_complete: !more,
+            cursor,
+        })
+    }
+}
+
+/// The smallest byte string greater than every string starting with
+/// `prefix`, or `None` when there is none (all `0xff`, or empty).
+pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// An expiration as a database stores it (seconds, at most `i64::MAX`).
+pub(crate) fn stored(expiration: Option<u64>) -> Option<i64> {
+    expiration.map(|at| i64::try_from(at).unwrap_or(i64::MAX))
+}
+
+/// An expiration as a database stored it.
+pub(crate) fn expiration_of(stored: Option<i64>) -> Option<u64> {
+    stored.and_then(|at| u64::try_from(at).ok())
+}

@@ -8,9 +8,11 @@
 //! id and its bundle, never from JavaScript.
 //!
 //! Backends: [`Store::sqlite`], an SQLite file (`isolane dev`'s
-//! `.isolane/state`). The work runs on tokio's blocking pool, never on the
-//! calling (engine) thread. PostgreSQL for clusters, and Durable Objects'
-//! storage (a scope of their own beside [`KvScope`]), come next.
+//! `.isolane/state`), whose work runs on tokio's blocking pool, never on the
+//! calling (engine) thread; [`Store::connect_postgres`], PostgreSQL, whose
+//! queries are pipelined over one connection (not wired into the runtime
+//! node yet). Durable Objects' storage (a scope of its own beside
+//! [`KvScope`]) comes next.
 //!
 //! Limits are Cloudflare's ([`kv::limits`]), checked here with Cloudflare's
 //! messages so that every caller refuses the same inputs the same way.
@@ -18,6 +20,7 @@
 
 mod error;
 pub mod kv;
+mod postgres;
 mod sqlite;
 
 pub use error::StoreError;
@@ -38,6 +41,7 @@ pub struct Store {
 #[derive(Clone, Debug)]
 enum Backend {
     Sqlite(Arc<SqliteFolder>),
+    Postgres(Arc<postgres::Postgres>),
 }
 
 /// An SQLite store opened on first use (so a process that never touches
@@ -80,11 +84,23 @@ impl Store {
         }
     }
 
+    /// A PostgreSQL store (or any Postgres-wire database) at `config`, a
+    /// libpq connection string or URL, with the schema made if missing.
+    /// Its connection runs on the calling tokio runtime, which must outlive
+    /// the store's use.
+    pub async fn connect_postgres(config: &str) -> Result<Self, StoreError> {
+        let postgres = postgres::Postgres::connect(config).await?;
+        Ok(Self {
+            backend: Backend::Postgres(Arc::new(postgres)),
+        })
+    }
+
     /// [`Store::sqlite`], opened now.
     pub fn open_sqlite(dir: &Path) -> Result<Self, StoreError> {
         let store = Self::sqlite(dir);
-        let Backend::Sqlite(folder) = &store.backend;
-        folder.get()?;
+        if let Backend::Sqlite(folder) = &store.backend {
+            folder.get()?;
+        }
         Ok(store)
     }
 
@@ -97,27 +113,32 @@ impl Store {
         key: String,
         admit: impl FnOnce(usize) -> bool + Send + 'static,
     ) -> Result<Option<KvEntry>, StoreError> {
-        self.blocking(move |db, now| db.get(&scope, &key, now, admit))
-            .await
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, now| db.get(&scope, &key, now, admit)).await
+            }
+            Backend::Postgres(db) => db.get(&scope, &key, now_secs(), admit).await,
+        }
     }
 
     /// Writes `write` under its key (checked against Cloudflare's limits
-    /// first).
+    /// first: a refused write writes nothing).
     pub async fn kv_put(&self, scope: KvScope, write: KvWrite) -> Result<(), StoreError> {
-        self.blocking(move |db, now| {
-            write.check(now)?;
-            db.put(&scope, &write, now)
-        })
-        .await
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, now| db.put(&scope, &write, now)).await
+            }
+            Backend::Postgres(db) => db.put(&scope, &write, now_secs()).await,
+        }
     }
 
     /// Removes `key` (nothing happens when there is none).
     pub async fn kv_delete(&self, scope: KvScope, key: String) -> Result<(), StoreError> {
-        self.blocking(move |db, _| {
-            kv::limits::check_key("DELETE", &key)?;
-            db.delete(&scope, &key)
-        })
-        .await
+        kv::limits::check_key("DELETE", &key)?;
+        match &self.backend {
+            Backend::Sqlite(folder) => blocking(folder, move |db, _| db.delete(&scope, &key)).await,
+            Backend::Postgres(db) => db.delete(&scope, &key).await,
+        }
     }
 
     /// The live keys in order, as `options` asks.
@@ -126,21 +147,25 @@ impl Store {
         scope: KvScope,
         options: KvListOptions,
     ) -> Result<KvList, StoreError> {
-        self.blocking(move |db, now| db.list(&scope, &options, now))
-            .await
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, now| db.list(&scope, &options, now)).await
+            }
+            Backend::Postgres(db) => db.list(&scope, &options, now_secs()).await,
+        }
     }
+}
 
-    /// Runs `work` on tokio's blocking pool with the current time.
-    async fn blocking<T: Send + 'static>(
-        &self,
-        work: impl FnOnce(&Sqlite, u64) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        let Backend::Sqlite(folder) = &self.backend;
-        let folder = folder.clone();
-        tokio::task::spawn_blocking(move || work(folder.get()?, now_secs()))
-            .await
-            .map_err(|_| StoreError::Gone)?
-    }
+/// Runs `work` on tokio's blocking pool with the SQLite database (opened
+/// on first use) and the current time.
+async fn blocking<T: Send + 'static>(
+    folder: &Arc<SqliteFolder>,
+    work: impl FnOnce(&Sqlite, u64) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    let folder = folder.clone();
+    tokio::task::spawn_blocking(move || work(folder.get()?, now_secs()))
+        .await
+        .map_err(|_| StoreError::Gone)?
 }
 
 /// Seconds since the Unix epoch.

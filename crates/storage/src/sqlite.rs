@@ -12,7 +12,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use crate::StoreError;
-use crate::kv::{self, KvEntry, KvKey, KvList, KvListOptions, KvScope, KvWrite, limits};
+use crate::kv::{
+    self, KvEntry, KvList, KvListOptions, KvScope, KvWrite, expiration_of, limits, stored,
+};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS kv (
@@ -34,28 +36,6 @@ impl std::fmt::Debug for Sqlite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sqlite").finish_non_exhaustive()
     }
-}
-
-/// An expiration as SQLite stores it (seconds, at most `i64::MAX`).
-fn stored(expiration: Option<u64>) -> Option<i64> {
-    expiration.map(|at| i64::try_from(at).unwrap_or(i64::MAX))
-}
-
-fn expiration_of(stored: Option<i64>) -> Option<u64> {
-    stored.and_then(|at| u64::try_from(at).ok())
-}
-
-/// The smallest byte string greater than every string starting with
-/// `prefix`, or `None` when there is none (all `0xff`).
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
 }
 
 impl Sqlite {
@@ -154,20 +134,7 @@ impl Sqlite {
         options: &KvListOptions,
         now: u64,
     ) -> Result<KvList, StoreError> {
-        let limit = options
-            .limit
-            .unwrap_or(limits::MAX_LIST_KEYS)
-            .clamp(1, limits::MAX_LIST_KEYS);
-        let after = match &options.cursor {
-            Some(cursor) if !cursor.is_empty() => Some(kv::cursor_key(cursor)?.into_bytes()),
-            _ => None,
-        };
-        let prefix = options.prefix.as_bytes();
-        // Keys after the cursor (or from the prefix on), below the end of
-        // the prefix's range; one more than the page, to know whether
-        // another follows.
-        let start = after.unwrap_or_else(|| prefix.to_vec());
-        let end = prefix_end(prefix);
+        let query = kv::ListQuery::new(options)?;
         let db = self.lock();
         let mut statement = db.prepare_cached(
             "SELECT key, expiration, metadata FROM kv
@@ -177,49 +144,21 @@ impl Sqlite {
                AND (expiration IS NULL OR expiration > ?5)
              ORDER BY key LIMIT ?7",
         )?;
-        let inclusive = options.cursor.as_deref().is_none_or(str::is_empty);
-        let rows = statement.query_map(
-            params![
-                scope.namespace,
-                scope.kv,
-                start,
-                end,
-                stored(Some(now)),
-                inclusive,
-                i64::try_from(limit + 1).unwrap_or(i64::MAX)
-            ],
-            |row| {
-                let key: Vec<u8> = row.get(0)?;
-                Ok((
-                    key,
-                    expiration_of(row.get(1)?),
-                    row.get::<_, Option<String>>(2)?,
-                ))
-            },
-        )?;
-        let mut keys = Vec::with_capacity(limit.min(64));
-        let mut more = false;
-        for row in rows {
-            let (key, expiration, metadata) = row?;
-            if keys.len() == limit {
-                more = true;
-                break;
-            }
-            let name = String::from_utf8(key).map_err(|_| StoreError::Corrupt)?;
-            keys.push(KvKey {
-                name,
-                expiration,
-                metadata,
-            });
-        }
-        let cursor = more
-            .then(|| keys.last().map(|key| kv::cursor_after(&key.name)))
-            .flatten();
-        Ok(KvList {
-            keys,
-            list_complete: !more,
-            cursor,
-        })
+        let rows = statement
+            .query_map(
+                params![
+                    scope.namespace,
+                    scope.kv,
+                    query.start,
+                    query.end,
+                    stored(Some(now)),
+                    query.inclusive,
+                    query.fetch
+                ],
+                |row| Ok((row.get(0)?, expiration_of(row.get(1)?), row.get(2)?)),
+            )?
+            .collect::<Result<Vec<_>, _>>()?;
+        query.page(rows)
     }
 }
 

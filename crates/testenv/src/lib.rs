@@ -10,8 +10,8 @@
 //! cluster instead and starts nothing.
 //!
 //! Without a cluster, it is also the tests' support: [`wait_until`] (the one
-//! deadline poll), [`Process`] (the one process supervisor) and the test PKI
-//! ([`TestCa`]).
+//! deadline poll), [`Process`] (the one process supervisor), the test PKI
+//! ([`TestCa`]) and a throwaway PostgreSQL server ([`Postgres`]).
 //!
 //! There is no scheduler, controller-manager or kubelet: objects are stored and
 //! validated (CRDs, webhooks, RBAC, leases), but Deployments never get Pods and
@@ -36,6 +36,7 @@ mod kubeconfig;
 mod local;
 mod node;
 mod pki;
+mod postgres;
 mod process;
 
 use std::ffi::OsStr;
@@ -57,6 +58,7 @@ pub use error::Error;
 pub use node::host::leftovers as node_leftovers;
 pub use node::{BRIDGE, CGROUP_ROOT, NODE_IP, NODE_NAME, NodeConfig, POD_SUBNET};
 pub use pki::{GrpcPkiFiles, Leaf, TestCa, TestCert, Usage, write_grpc as write_grpc_pki};
+pub use postgres::Postgres;
 pub use process::{Component, Process, free_port};
 
 use local::LocalCluster;

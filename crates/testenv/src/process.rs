@@ -53,6 +53,7 @@ pub enum Component {
     Containerd,
     Kubelet,
     KubeProxy,
+    Postgres,
 }
 
 impl fmt::Display for Component {
@@ -65,6 +66,7 @@ impl fmt::Display for Component {
             Self::Containerd => "containerd",
             Self::Kubelet => "kubelet",
             Self::KubeProxy => "kube-proxy",
+            Self::Postgres => "postgres",
         })
     }
 }

@@ -181,6 +181,7 @@ fn bad_writes_are_refused_and_lose_nothing() {
 
 #[test]
 fn prefix_ends_are_the_next_byte_string() {
+    use crate::kv::prefix_end;
     assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
     assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
     assert_eq!(prefix_end(b"\xff\xff"), None);
