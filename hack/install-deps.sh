@@ -100,6 +100,24 @@ deps_etcd() {
     log "$(/usr/bin/etcd --version | head -n1)"
 }
 
+# PostgreSQL from Debian (/usr/lib/postgresql/<version>/bin): the storage
+# tests start their own server (isolane_testenv::Postgres) on a free port
+# with a data directory of their own, so the package's service is kept from
+# starting and disabled.
+deps_postgres() {
+    if ! is_installed postgresql; then
+        without_service_starts install_packages postgresql
+    fi
+    if command -v systemctl >/dev/null; then
+        local now=()
+        [[ -d /run/systemd/system ]] && now=(--now)
+        systemctl disable "${now[@]}" postgresql.service >/dev/null 2>&1 || true
+    fi
+    local bin
+    bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)"
+    log "$("${bin}/postgres" --version)"
+}
+
 # Go builds kube-apiserver (and kubectl if missing). k8s.io/kubernetes v1.33
 # needs Go >= 1.24; Debian bookworm's golang is older, so use the machine's Go.
 deps_go() {
@@ -211,6 +229,7 @@ main() {
     [[ "$(id -u)" == 0 ]] || { log "run as root"; exit 1; }
     deps_base
     deps_etcd
+    deps_postgres
     deps_go
     deps_kube_apiserver
     deps_kube_node

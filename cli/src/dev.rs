@@ -54,6 +54,11 @@ pub struct DevArgs {
     /// A binding for the worker's `env`, as NAME=VALUE (repeatable; single-file mode).
     #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env)]
     env: Vec<(String, String)>,
+    /// A KV namespace binding, as BINDING or BINDING=NAMESPACE (the
+    /// namespace named as the binding when not given; repeatable;
+    /// single-file mode: Worker YAMLs give `spec.bindings`).
+    #[arg(long = "kv", value_name = "BINDING[=NAMESPACE]", value_parser = parse_kv, conflicts_with = "workers")]
+    kv: Vec<isolane_worker::Binding>,
     /// CPU time one request may use, in ms (single-file mode; Worker YAMLs give `spec.limits`).
     #[arg(long, value_name = "MS", default_value_t = isolane_crds::Limits::DEFAULT_CPU_MS, conflicts_with = "workers")]
     cpu_ms: u32,
@@ -94,8 +99,25 @@ pub struct DevArgs {
     /// Do not reload when the script or the Worker folder changes.
     #[arg(long)]
     no_reload: bool,
+    /// Where KV namespaces keep their data (an SQLite file, made on first
+    /// use), like wrangler's `--persist-to`; kept across restarts.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = ".isolane/state",
+        env = "ISOLANE_STATE"
+    )]
+    state: PathBuf,
     #[command(flatten)]
     websocket: isolane_node::WebSocketArgs,
+}
+
+fn parse_kv(s: &str) -> Result<isolane_worker::Binding, String> {
+    let (name, namespace) = s.split_once('=').unwrap_or((s, s));
+    let binding = isolane_worker::Binding::kv(name, namespace);
+    isolane_worker::check_bindings([], std::slice::from_ref(&binding))
+        .map_err(|error| error.to_string())?;
+    Ok(binding)
 }
 
 fn parse_env(s: &str) -> Result<(String, String), String> {
@@ -140,6 +162,7 @@ impl DevConfig {
                 Source::Script {
                     path,
                     env: args.env.into_iter().collect::<BTreeMap<_, _>>(),
+                    kv: args.kv,
                     limits,
                     crons: args.crons,
                     compatibility,
@@ -159,6 +182,7 @@ impl DevConfig {
                 // (a node refuses them unless its admin opens them).
                 egress: isolane_engine::EgressConfig::open(),
                 websocket: args.websocket.config(),
+                store: Some(isolane_storage::Store::sqlite(&args.state)),
                 ..EngineConfig::default()
             },
             source,

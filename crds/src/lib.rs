@@ -25,8 +25,8 @@ pub use host_owner::{
 // The Worker's vocabulary without Kubernetes (`isolane-worker`), here too
 // because the resource is made of it.
 pub use isolane_worker::{
-    BUNDLE_KEY, BUNDLE_LABEL, Bundle, BundleSecret, DIGEST_ANNOTATION, LimitError, Limits,
-    REVISION_ANNOTATION, Route, SecretError, WORKER_ID_ANNOTATION,
+    BUNDLE_KEY, BUNDLE_LABEL, Binding, BindingError, Bundle, BundleSecret, DIGEST_ANNOTATION,
+    LimitError, Limits, REVISION_ANNOTATION, Route, SecretError, WORKER_ID_ANNOTATION,
 };
 pub use worker::{
     ConfigMapKeyRef, CronRun, CronStatus, Egress, EnvValueFrom, EnvVar, ReplicaPlacement,

@@ -5,7 +5,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{Limits, Route};
+use crate::{Binding, Limits, Route};
 
 /// A JavaScript worker: a `fetch` handler served from warm V8 isolates on the
 /// Isolane runtime nodes, reachable on its routes through the router.
@@ -80,6 +80,15 @@ pub struct WorkerSpec {
     #[schemars(length(max = 128))]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub env: Vec<EnvVar>,
+
+    /// Bindings to resources, in the handler's `env` beside the plain ones:
+    /// `{name, kvNamespace}` binds a KV namespace (`env.NAME.get(key)`, ...).
+    /// A KV namespace's data belongs to the Worker's Kubernetes namespace.
+    /// Names are unique across `env` and `bindings`. See docs/state.md.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub bindings: Vec<Binding>,
 
     /// The host and path prefixes this Worker answers on. A host, every path under it
     /// and every wildcard over it belong to one namespace (the one that claimed it

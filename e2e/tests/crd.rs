@@ -261,6 +261,20 @@ fn invalid_workers() -> Vec<Invalid> {
             ],
         },
         Invalid {
+            what: "a binding named as no JavaScript identifier",
+            spec: "SCRIPT\n  bindings: [{name: my-kv, kvNamespace: cache}]",
+            expect: &["spec.bindings[0].name"],
+        },
+        Invalid {
+            what: "a binding of no supported kind",
+            spec: "SCRIPT\n  bindings: [{name: COUNTER}]",
+            expect: &[
+                "spec.bindings[0]",
+                "a binding needs kvNamespace: <name>",
+                "Durable Object bindings are not supported yet",
+            ],
+        },
+        Invalid {
             what: "limits of the wrong type",
             spec: "SCRIPT\n  limits: {cpuMs: fast}",
             expect: &["spec.limits.cpuMs", "integer"],

@@ -11,6 +11,7 @@ pub fn spec(script: Option<&str>, hosts: &[&str]) -> WorkerSpec {
         script: script.map(str::to_owned),
         script_from: None,
         env: vec![],
+        bindings: vec![],
         routes: hosts
             .iter()
             .map(|host| Route {

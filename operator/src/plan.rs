@@ -170,6 +170,18 @@ pub fn plan(
         return Ok(not_ready(conditions, shown, settings.resync));
     }
 
+    if let Err(error) =
+        isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
+    {
+        let conditions = invalid_conditions(
+            reason::INVALID_BINDINGS,
+            format!("the bindings are refused: {error}"),
+            error.to_string(),
+            routes_condition,
+        );
+        return Ok(not_ready(conditions, shown, settings.resync));
+    }
+
     let bundle = Bundle::new(
         key.to_string(),
         resolved.script,
@@ -186,7 +198,8 @@ pub fn plan(
     .with_compatibility(
         spec.compatibility_date.clone(),
         spec.compatibility_flags.clone(),
-    );
+    )
+    .with_bindings(spec.bindings.clone());
     let mut steps = Vec::new();
     let secret = bundle_secret(&settings.namespace, key, &bundle)?;
     if !is_stored(&secret, &observed.bundles) {

@@ -7,9 +7,9 @@
 //! | type | status | reason |
 //! | --- | --- | --- |
 //! | `Ready` | True | [`reason::BUNDLE_READY`] |
-//! | `Ready` | False | [`reason::REFERENCE_NOT_FOUND`], [`reason::SYNTAX_ERROR`], [`reason::INVALID_COMPATIBILITY`], [`reason::ROUTES_CONFLICTED`] |
+//! | `Ready` | False | [`reason::REFERENCE_NOT_FOUND`], [`reason::SYNTAX_ERROR`], [`reason::INVALID_COMPATIBILITY`], [`reason::INVALID_BINDINGS`], [`reason::ROUTES_CONFLICTED`] |
 //! | `ScriptValid` | True | [`reason::PARSED`] |
-//! | `ScriptValid` | False | [`reason::SYNTAX_ERROR`], [`reason::INVALID_COMPATIBILITY`] |
+//! | `ScriptValid` | False | [`reason::SYNTAX_ERROR`], [`reason::INVALID_COMPATIBILITY`], [`reason::INVALID_BINDINGS`] |
 //! | `ScriptValid` | Unknown | [`reason::REFERENCE_NOT_FOUND`] |
 //! | `RoutesAdmitted` | True | [`reason::ADMITTED`] |
 //! | `RoutesAdmitted` | False | [`reason::ROUTE_CONFLICT`] |
@@ -32,6 +32,8 @@ pub mod reason {
     /// `spec.compatibilityDate` or `spec.compatibilityFlags` is refused
     /// (an unknown flag: the message lists the known ones).
     pub const INVALID_COMPATIBILITY: &str = "InvalidCompatibility";
+    /// `spec.bindings` are refused (`isolane_worker::check_bindings`).
+    pub const INVALID_BINDINGS: &str = "InvalidBindings";
     /// Ready=False: every route of the Worker is held by an older Worker.
     pub const ROUTES_CONFLICTED: &str = "RoutesConflicted";
     /// ScriptValid=True.

@@ -314,6 +314,11 @@ pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
         script: bundle.script,
         modules: bundle.modules.map(std::sync::Arc::new),
         env: bundle.env,
+        kv: bundle
+            .bindings
+            .into_iter()
+            .filter_map(|binding| Some((binding.name, binding.kv_namespace?)))
+            .collect(),
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,
         node_compat,

@@ -24,6 +24,8 @@ pub enum Source {
     Script {
         path: PathBuf,
         env: BTreeMap<String, String>,
+        /// `--kv`: KV namespace bindings.
+        kv: Vec<isolane_worker::Binding>,
         limits: Limits,
         /// `--cron`, in UTC.
         crons: Vec<String>,
@@ -93,6 +95,12 @@ pub enum WorkerFileError {
         name: String,
         error: isolane_worker::CompatError,
     },
+    #[error("{file}: Worker {name}: spec.bindings: {error}")]
+    Bindings {
+        file: String,
+        name: String,
+        error: isolane_worker::BindingError,
+    },
     #[error("{file}: Worker {name} has no routes")]
     NoRoutes { file: String, name: String },
     #[error("{dir}: no Worker YAML found")]
@@ -113,10 +121,17 @@ impl Source {
             Source::Script {
                 path,
                 env,
+                kv,
                 limits,
                 crons,
                 compatibility,
-            } => vec![script_worker(path, env, limits, crons, compatibility)?],
+            } => vec![script_worker(
+                path,
+                (env, kv),
+                limits,
+                crons,
+                compatibility,
+            )?],
             Source::Folder(dir) => folder_workers(dir)?,
         };
         Ok(Project { workers })
@@ -145,15 +160,17 @@ impl Project {
     }
 }
 
-/// `isolane dev <file>`: the script on every host and path.
+/// `isolane dev <file>`: the script on every host and path, with its
+/// `--env` and `--kv` bindings.
 fn script_worker(
     path: &Path,
-    env: &BTreeMap<String, String>,
+    (env, kv): (&BTreeMap<String, String>, &Vec<isolane_worker::Binding>),
     limits: &Limits,
     crons: &[String],
     compatibility: &Compatibility,
 ) -> anyhow::Result<DevWorker> {
     compatibility.check()?;
+    isolane_worker::check_bindings(env.keys().map(String::as_str), kv)?;
     let code = crate::bundle::load(path)?;
     for expr in crons {
         Schedule::parse(expr, None)?;
@@ -177,7 +194,8 @@ fn script_worker(
             )
             .with_modules(modules),
         }
-        .with_compatibility(compatibility.date.clone(), compatibility.flags.clone()),
+        .with_compatibility(compatibility.date.clone(), compatibility.flags.clone())
+        .with_bindings(kv.clone()),
         key,
         routes: vec![Route::new(ANY_HOST, "/")],
         triggers: (!crons.is_empty()).then(|| Triggers {
@@ -282,6 +300,11 @@ fn dev_worker(
     let Some(script) = script else {
         return Err(WorkerFileError::ScriptFrom { file, name });
     };
+    if let Err(error) =
+        isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
+    {
+        return Err(WorkerFileError::Bindings { file, name, error });
+    }
     let mut env = BTreeMap::new();
     for var in spec.env {
         let from = var.value_from.as_ref();
@@ -327,7 +350,8 @@ fn dev_worker(
     let key = WorkerKey::new(namespace, name);
     let bundle = Bundle::new(key.to_string(), script, env, spec.limits, Vec::new())
         .with_allowed_hosts(allowed_hosts)
-        .with_compatibility(compatibility.date, compatibility.flags);
+        .with_compatibility(compatibility.date, compatibility.flags)
+        .with_bindings(spec.bindings);
     Ok(DevWorker {
         key,
         bundle,
@@ -379,6 +403,48 @@ mod tests {
             message.starts_with("w.yaml: Worker w: unknown compatibility flag \"nodejs_compt\"; known flags: nodejs_compat"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn bindings_reach_the_bundle_and_bad_ones_are_refused() {
+        let yaml = |bindings: &str| -> isolane_crds::Worker {
+            serde_yaml::from_str(&format!(
+                "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{name: w, namespace: ns}}\nspec:\n  script: 'export default {{}}'\n  env: [{{name: A, value: '1'}}]\n  bindings: [{bindings}]\n  routes: [{{host: w.test}}]\n"
+            ))
+            .unwrap()
+        };
+        let sources = Sources::collect(&[]);
+        let dev = dev_worker(
+            Path::new("w.yaml"),
+            yaml("{name: KV, kvNamespace: cache}"),
+            &sources,
+        )
+        .unwrap();
+        assert_eq!(
+            dev.bundle.bindings,
+            [isolane_worker::Binding::kv("KV", "cache")]
+        );
+        for (bad, says) in [
+            (
+                "{name: A, kvNamespace: cache}",
+                "binding name \"A\" is used twice",
+            ),
+            (
+                "{name: COUNTER, durableObject: {className: C}}",
+                "not supported yet",
+            ),
+            (
+                "{name: KV, kvNamespace: 'a b'}",
+                "KV namespace name \"a b\" is invalid",
+            ),
+        ] {
+            let error = dev_worker(Path::new("w.yaml"), yaml(bad), &sources).unwrap_err();
+            let message = error.to_string();
+            assert!(
+                message.starts_with("w.yaml: Worker w: spec.bindings: ") && message.contains(says),
+                "{message}"
+            );
+        }
     }
 
     #[test]

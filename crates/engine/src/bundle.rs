@@ -23,6 +23,10 @@ pub struct WorkerBundle {
     pub modules: Option<Arc<Modules>>,
     /// Bindings exposed to the handler as `env` (strings only).
     pub env: BTreeMap<String, String>,
+    /// KV namespace bindings: binding name (`env.NAME`) to the KV
+    /// namespace's name, whose data is the worker's namespace's
+    /// ([`WorkerBundle::namespace`]; `host/kv.rs`).
+    pub kv: BTreeMap<String, String>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
@@ -78,6 +82,7 @@ impl WorkerBundle {
             script: script.into(),
             modules: None,
             env: BTreeMap::new(),
+            kv: BTreeMap::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
             node_compat: NodeCompat::Off,

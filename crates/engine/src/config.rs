@@ -102,6 +102,9 @@ pub struct EngineConfig {
     /// WebSocket limits: message size, buffering, idle timeout, sockets
     /// per Worker per thread (`socket.rs`).
     pub websocket: crate::socket::WebSocketConfig,
+    /// Where KV bindings read and write (`host/kv.rs`); `None`: a KV
+    /// operation fails with an Error saying the node has no store.
+    pub store: Option<isolane_storage::Store>,
 }
 
 impl EngineConfig {
@@ -140,6 +143,7 @@ impl Default for EngineConfig {
             egress: crate::egress::EgressConfig::default(),
             cache: crate::cache::CacheConfig::default(),
             websocket: crate::socket::WebSocketConfig::default(),
+            store: None,
         }
     }
 }

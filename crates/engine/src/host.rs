@@ -28,6 +28,7 @@ pub(crate) mod handle;
 mod headers;
 mod html_rewriter;
 mod io;
+mod kv;
 mod memory;
 mod node;
 pub(crate) mod rejection;
@@ -104,6 +105,7 @@ fn families() -> Vec<Unit> {
         node::net(),
         node::dns(),
         node::vm(),
+        kv::unit(),
         runtime::finalize(),
     ]
 }

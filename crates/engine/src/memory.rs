@@ -472,6 +472,33 @@ unsafe extern "C" fn drop_allocator(memory: *const Memory) {
     drop(unsafe { Arc::from_raw(memory) });
 }
 
+/// Off-heap bytes charged to a worker's budget until dropped (host work
+/// that holds a copy outside V8: a form body being parsed, a KV value on
+/// its way to or from the store). `Send`: it may be dropped on another
+/// thread.
+pub(crate) struct Reservation {
+    memory: Arc<Memory>,
+    len: usize,
+}
+
+impl Reservation {
+    /// Charges `len` bytes, or refuses them (the isolate is then being
+    /// terminated at its memory limit).
+    pub(crate) fn new(memory: &Arc<Memory>, len: usize) -> Result<Self, OverLimit> {
+        memory.charge(len)?;
+        Ok(Self {
+            memory: memory.clone(),
+            len,
+        })
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.memory.release(self.len);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

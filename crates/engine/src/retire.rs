@@ -21,6 +21,7 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         script: String::new(),
         modules: None,
         env: Default::default(),
+        kv: Default::default(),
         limits: Limits::default(),
         allowed_hosts: Vec::new(),
         node_compat: Default::default(),

@@ -74,11 +74,11 @@ pub(crate) fn evaluate(
     // A service worker has no `env` argument: its bindings are globals,
     // there before its first line runs (as on Cloudflare).
     let global = scope.get_current_context().global(scope);
-    define_bindings(scope, global, bundle)?;
+    define_bindings(scope, internal, global, bundle)?;
     let origin = script_origin(scope, name, false);
     v8::Script::compile(scope, source, Some(&origin))?.run(scope)?;
     call(scope, internal, "checkServiceWorker", &[])?;
-    make_env(scope, bundle)
+    make_env(scope, internal, bundle)
 }
 
 /// Evaluates an instantiated module worker and hands its namespace to the
@@ -99,28 +99,37 @@ fn run_module<'s>(
     }
     let namespace = module.get_module_namespace();
     call(scope, internal, "setModule", &[namespace])?;
-    make_env(scope, bundle)
+    make_env(scope, internal, bundle)
 }
 
-fn make_env(
-    scope: &mut v8::PinScope<'_, '_>,
+fn make_env<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    internal: v8::Local<'s, v8::Object>,
     bundle: &WorkerBundle,
 ) -> Option<v8::Global<v8::Object>> {
     let env = v8::Object::new(scope);
-    define_bindings(scope, env, bundle)?;
+    define_bindings(scope, internal, env, bundle)?;
     Some(v8::Global::new(scope, env))
 }
 
-/// Sets each of the worker's bindings as a property of `target`.
-fn define_bindings(
-    scope: &mut v8::PinScope<'_, '_>,
-    target: v8::Local<'_, v8::Object>,
+/// Sets each of the worker's bindings as a property of `target`: the
+/// plain ones as strings, each KV namespace binding as the runtime's
+/// `KVNamespace` for it (`internal.kvNamespace(name)`, `js/27_kv.js`).
+fn define_bindings<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    internal: v8::Local<'s, v8::Object>,
+    target: v8::Local<'s, v8::Object>,
     bundle: &WorkerBundle,
 ) -> Option<()> {
     for (key, value) in &bundle.env {
         let key = host::js_string(scope, key)?;
         let value = host::js_string(scope, value)?;
         target.set(scope, key, value)?;
+    }
+    for binding in bundle.kv.keys() {
+        let name = host::js_string(scope, binding)?;
+        let namespace = call(scope, internal, "kvNamespace", &[name])?;
+        target.set(scope, name, namespace)?;
     }
     Some(())
 }

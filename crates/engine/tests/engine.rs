@@ -33,6 +33,8 @@ mod hostile_memory;
 mod hostile_wasm;
 #[path = "engine/html_rewriter.rs"]
 mod html_rewriter;
+#[path = "engine/kv.rs"]
+mod kv;
 #[path = "engine/limits.rs"]
 mod limits;
 #[path = "engine/logs.rs"]

@@ -74,6 +74,7 @@ async fn run_all() {
             // debug build: fetch.js decodes a 16 MiB data: URL, compression.js
             // inflates megabytes): the default 50 ms would make them fail. fetch.js makes more than the default 50
             // subrequests. Limits have their own tests (tests/engine).
+            kv: Default::default(),
             limits: Limits {
                 cpu_ms: 5_000,
                 subrequests: 100,

@@ -11,6 +11,7 @@ pub enum Component {
     Containerd,
     Kubelet,
     KubeProxy,
+    Postgres,
 }
 
 impl fmt::Display for Component {
@@ -23,6 +24,7 @@ impl fmt::Display for Component {
             Self::Containerd => "containerd",
             Self::Kubelet => "kubelet",
             Self::KubeProxy => "kube-proxy",
+            Self::Postgres => "postgres",
         })
     }
 }

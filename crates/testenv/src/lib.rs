@@ -11,7 +11,8 @@
 //!
 //! Without a cluster, it is also the tests' support: [`wait_until`] (the one
 //! deadline poll), [`Process`] (the one process supervisor) and the test PKI
-//! ([`TestCa`]). What the e2e tests and the benchmarks share lives here too:
+//! ([`TestCa`]) and a throwaway PostgreSQL server ([`Postgres`]). What the e2e
+//! tests and the benchmarks share lives here too:
 //! [`workers`] (Workers, bundles and conditions through the API),
 //! [`grpc_tls`] (the router↔node PKI as flags), [`http_probe`] (a GET for
 //! admin endpoints) and [`workerd`] (the behavioural peer, launched from one
@@ -44,6 +45,7 @@ mod local;
 mod network;
 mod node;
 mod pki;
+mod postgres;
 mod process;
 pub mod workerd;
 pub mod workers;
@@ -69,6 +71,7 @@ pub use error::Error;
 pub use network::{BRIDGE, CGROUP_ROOT, NODE_IP, NODE_NAME, POD_SUBNET};
 pub use node::host::leftovers as node_leftovers;
 pub use pki::{GrpcPkiFiles, Leaf, TestCa, TestCert, Usage, write_grpc as write_grpc_pki};
+pub use postgres::Postgres;
 pub use process::{Process, free_port};
 
 use local::LocalCluster;

@@ -54,6 +54,7 @@ pub fn inline_worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
             script: Some(script.to_owned()),
             script_from: None,
             env: Vec::new(),
+            bindings: Vec::new(),
             routes: hosts
                 .iter()
                 .map(|host| Route {

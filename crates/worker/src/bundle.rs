@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::Binding;
 use crate::compat::{self, CompatError, NodeCompat};
 use crate::{Limits, Modules, Route};
 
@@ -53,6 +54,10 @@ pub struct Bundle {
     /// `spec.compatibilityFlags`, as written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compatibility_flags: Vec<String>,
+    /// `spec.bindings`: KV namespaces by binding name (checked by
+    /// [`crate::check_bindings`]); part of the revision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bindings: Vec<Binding>,
 }
 
 impl Bundle {
@@ -76,6 +81,7 @@ impl Bundle {
             allowed_hosts: Vec::new(),
             compatibility_date: None,
             compatibility_flags: Vec::new(),
+            bindings: Vec::new(),
         }
     }
 
@@ -93,7 +99,7 @@ impl Bundle {
         let base =
             Self::compute_revision_with(&self.script, &self.env, &self.limits, &self.allowed_hosts);
         let compat = self.compatibility_date.is_some() || !self.compatibility_flags.is_empty();
-        if self.modules.is_none() && !compat {
+        if self.modules.is_none() && !compat && self.bindings.is_empty() {
             // Revisions of Workers without either stay what they were.
             return base;
         }
@@ -124,7 +130,28 @@ impl Bundle {
                 field(flag.as_bytes());
             }
         }
+        for binding in &self.bindings {
+            field(b"binding");
+            field(binding.name.as_bytes());
+            field(b"kv-namespace");
+            field(
+                binding
+                    .kv_namespace
+                    .as_deref()
+                    .unwrap_or_default()
+                    .as_bytes(),
+            );
+        }
         hex::encode(&hash.finalize()[..8])
+    }
+
+    /// The same bundle with `spec.bindings` (sorted by name), which are
+    /// part of the revision.
+    pub fn with_bindings(mut self, mut bindings: Vec<Binding>) -> Self {
+        bindings.sort();
+        self.bindings = bindings;
+        self.revision = self.revision_now();
+        self
     }
 
     /// The same bundle with compatibility settings (`spec.compatibilityDate`
@@ -320,6 +347,21 @@ mod tests {
         assert_eq!(flagged.node_compat(), Ok(NodeCompat::V1));
         assert_eq!(
             plain.clone().with_compatibility(None, Vec::new()).revision,
+            plain.revision
+        );
+        let kv = plain
+            .clone()
+            .with_bindings(vec![crate::Binding::kv("KV", "a")]);
+        assert_ne!(kv.revision, plain.revision);
+        assert_ne!(
+            kv.revision,
+            plain
+                .clone()
+                .with_bindings(vec![crate::Binding::kv("KV", "b")])
+                .revision
+        );
+        assert_eq!(
+            plain.clone().with_bindings(Vec::new()).revision,
             plain.revision
         );
     }

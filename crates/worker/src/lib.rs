@@ -7,6 +7,8 @@
 //! - [`Bundle`]: a Worker resolved for execution, and its revision (a
 //!   content hash), so the operator and `isolane dev` name the same Worker
 //!   the same way.
+//! - [`Binding`]: a Worker's bindings to resources (KV namespaces), and
+//!   the rule that checks them ([`check_bindings`]).
 //! - [`compat`]: compatibility dates and flags (workerd's names and rules)
 //!   and what they turn on ([`NodeCompat`]).
 //! - [`Modules`]: a Worker's code as named modules of wrangler's types
@@ -30,6 +32,7 @@
 //! a `Secret`.
 #![forbid(unsafe_code)]
 
+mod binding;
 mod bundle;
 pub mod compat;
 mod key;
@@ -40,6 +43,10 @@ mod ownership;
 mod route;
 mod secret;
 
+pub use binding::{
+    BINDING_NAME_PATTERN, Binding, BindingError, KV_NAMESPACE_PATTERN, check as check_bindings,
+    is_kv_namespace,
+};
 pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
 pub use compat::{CompatError, NodeCompat};
 pub use key::WorkerKey;

@@ -136,6 +136,7 @@ impl TestNode {
             script: script.into(),
             modules: None,
             env: BTreeMap::new(),
+            kv: BTreeMap::new(),
             limits,
             allowed_hosts: Vec::new(),
             node_compat: Default::default(),

@@ -12,6 +12,8 @@ use super::HostState;
 /// The JS class a [`HostError`] becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ErrorClass {
+    /// A plain `Error` (what workerd throws for a failed KV operation).
+    Error,
     /// A `TypeError`.
     Type,
     /// A `RangeError`.
@@ -29,6 +31,7 @@ impl ErrorClass {
     /// The class's JS name (the `DOMException`'s `name`).
     pub(crate) fn name(self) -> &'static str {
         match self {
+            Self::Error => "Error",
             Self::Type => "TypeError",
             Self::Range => "RangeError",
             Self::Data => "DataError",
@@ -85,6 +88,7 @@ impl HostError {
     ) -> Option<v8::Local<'s, v8::Value>> {
         let message = v8::String::new(scope, &self.message)?;
         match self.class {
+            ErrorClass::Error => Some(v8::Exception::error(scope, message)),
             ErrorClass::Type => Some(v8::Exception::type_error(scope, message)),
             ErrorClass::Range => Some(v8::Exception::range_error(scope, message)),
             class => match HostState::get(scope).and_then(|h| h.dom_exception(scope)) {

@@ -15,7 +15,6 @@
 //! length, and the watchdog is checked between parts.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::FutureExt;
@@ -23,7 +22,7 @@ use futures::FutureExt;
 use super::error::{HostError, HostResult};
 use super::unit::Unit;
 use super::{HostState, js_string, u8_array};
-use crate::memory::{Memory, OverLimit};
+use crate::memory::Reservation;
 
 /// Why a body could not be read as form data (thrown as a TypeError).
 #[derive(Debug, thiserror::Error)]
@@ -139,28 +138,6 @@ impl Parts {
                 bytes: bytes.to_vec(),
             },
         }))
-    }
-}
-
-/// Off-heap bytes charged to a worker's budget until dropped.
-struct Reservation {
-    memory: Arc<Memory>,
-    len: usize,
-}
-
-impl Reservation {
-    fn new(memory: &Arc<Memory>, len: usize) -> Result<Self, OverLimit> {
-        memory.charge(len)?;
-        Ok(Self {
-            memory: memory.clone(),
-            len,
-        })
-    }
-}
-
-impl Drop for Reservation {
-    fn drop(&mut self) {
-        self.memory.release(self.len);
     }
 }
 

@@ -71,6 +71,8 @@ pub(crate) enum Settlement {
     TypeError(String),
     /// An offloaded Web Crypto job (`host/crypto/offload.rs`).
     Crypto(Box<super::crypto::subtle::OffloadResult>),
+    /// A KV operation's answer (`host/kv.rs`).
+    Kv(Box<super::kv::Settled>),
 }
 
 /// The head of an outbound fetch's response.
@@ -627,6 +629,7 @@ impl Settlement {
             }
             Settlement::Fetch(head) => Ok(head.into_js(scope)),
             Settlement::Crypto(result) => super::crypto::subtle::offloaded_js(scope, *result),
+            Settlement::Kv(settled) => super::kv::settled_js(scope, *settled),
             Settlement::TypeError(message) => Err(HostError::type_error(message)
                 .to_js(scope)
                 .ok_or(undefined)?),
@@ -657,12 +660,12 @@ impl FetchHead {
 /// looks up `then` on the value, and on an ordinary object (or a Uint8Array)
 /// that lookup reaches `Object.prototype`, where a worker can put a `then`
 /// that injects what it likes into the runtime's reads.
-fn holder<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Object> {
+pub(super) fn holder<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Object> {
     let null = v8::null(scope).into();
     v8::Object::with_prototype_and_properties(scope, null, &[], &[])
 }
 
-fn set(
+pub(super) fn set(
     scope: &mut v8::PinScope<'_, '_>,
     object: v8::Local<'_, v8::Object>,
     key: &str,

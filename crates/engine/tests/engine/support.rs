@@ -75,6 +75,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect::<BTreeMap<_, _>>(),
+        kv: Default::default(),
         limits,
         allowed_hosts: Vec::new(),
         node_compat: Default::default(),

@@ -1,0 +1,49 @@
+//! What a store operation can fail with.
+
+use crate::kv::{CorruptKey, KvError};
+
+/// A store operation's failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The input breaks one of Cloudflare's KV rules; the message is
+    /// Cloudflare's (see [`KvError`]).
+    #[error(transparent)]
+    Kv(#[from] KvError),
+    /// The caller's `admit` refused a value of this size (its memory
+    /// budget is spent).
+    #[error("a value of {len} bytes was refused by the caller's memory budget")]
+    Refused { len: usize },
+    #[error("cannot create the state folder {path}: {source}")]
+    Folder {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("the database failed: {0}")]
+    Database(#[from] rusqlite::Error),
+    #[error("PostgreSQL failed: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    #[error("a stored cursor or metadata is not valid")]
+    Corrupt,
+    #[error("the store's worker thread is gone")]
+    Gone,
+}
+
+impl StoreError {
+    /// A bounded name for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StoreError::Kv(_) => "invalid",
+            StoreError::Refused { .. } => "refused",
+            StoreError::Folder { .. } => "folder",
+            StoreError::Database(_) | StoreError::Postgres(_) => "database",
+            StoreError::Corrupt => "corrupt",
+            StoreError::Gone => "gone",
+        }
+    }
+}
+
+impl From<CorruptKey> for StoreError {
+    fn from(_: CorruptKey) -> Self {
+        StoreError::Corrupt
+    }
+}

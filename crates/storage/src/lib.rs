@@ -1,0 +1,214 @@
+//! State that stays: the store behind Workers' KV bindings (issue 32).
+//!
+//! [`Store`] is the one handle the engine and `isolane dev` hold: cheap to
+//! clone, shared by every engine thread. Every entry is keyed by a
+//! [`KvScope`] — the Worker's Kubernetes namespace and the KV namespace's
+//! name — and its key, so a Worker of one Kubernetes namespace never reaches
+//! another's data, whatever names it uses: the scope comes from the Worker's
+//! id and its bundle, never from JavaScript.
+//!
+//! Backends: [`Store::sqlite`], an SQLite file (`isolane dev`'s
+//! `.isolane/state`), whose work runs on tokio's blocking pool, never on the
+//! calling (engine) thread; [`Store::connect_postgres`], PostgreSQL, whose
+//! queries are pipelined over one connection (not wired into the runtime
+//! node yet). Durable Objects' storage (a scope of its own beside
+//! [`KvScope`]) comes next.
+//!
+//! Limits are Cloudflare's ([`kv::limits`]), checked here with Cloudflare's
+//! messages so that every caller refuses the same inputs the same way.
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod kv;
+mod postgres;
+mod sqlite;
+
+pub use error::StoreError;
+pub use kv::{KvEntry, KvError, KvKey, KvList, KvListOptions, KvScope, KvWrite};
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sqlite::Sqlite;
+
+/// The store: a handle on one backend, shared by every engine thread.
+#[derive(Clone, Debug)]
+pub struct Store {
+    backend: Backend,
+}
+
+#[derive(Clone, Debug)]
+enum Backend {
+    Sqlite(Arc<SqliteFolder>),
+    Postgres(Arc<postgres::Postgres>),
+}
+
+/// An SQLite store opened on first use (so a process that never touches
+/// KV never makes the folder).
+#[derive(Debug)]
+struct SqliteFolder {
+    dir: PathBuf,
+    db: OnceLock<Sqlite>,
+}
+
+impl SqliteFolder {
+    /// The database, opened (and the folder made) the first time.
+    fn get(&self) -> Result<&Sqlite, StoreError> {
+        if let Some(db) = self.db.get() {
+            return Ok(db);
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|source| StoreError::Folder {
+            path: self.dir.display().to_string(),
+            source,
+        })?;
+        let db = Sqlite::open(&self.dir.join(SQLITE_FILE))?;
+        // Two first uses at once: one connection wins, the other is closed.
+        Ok(self.db.get_or_init(|| db))
+    }
+}
+
+/// The file name of the SQLite database inside a state folder.
+pub const SQLITE_FILE: &str = "isolane.sqlite3";
+
+impl Store {
+    /// The SQLite store in `dir` ([`SQLITE_FILE`]), opened — the folder
+    /// and the file made when missing — on first use; a failure to open is
+    /// that operation's error, and the next one tries again.
+    pub fn sqlite(dir: &Path) -> Self {
+        Self {
+            backend: Backend::Sqlite(Arc::new(SqliteFolder {
+                dir: dir.to_owned(),
+                db: OnceLock::new(),
+            })),
+        }
+    }
+
+    /// A PostgreSQL store (or any Postgres-wire database) at `config`, a
+    /// libpq connection string or URL, with the schema made if missing.
+    /// Its connection runs on the calling tokio runtime, which must outlive
+    /// the store's use.
+    pub async fn connect_postgres(config: &str) -> Result<Self, StoreError> {
+        let postgres = postgres::Postgres::connect(config).await?;
+        Ok(Self {
+            backend: Backend::Postgres(Arc::new(postgres)),
+        })
+    }
+
+    /// [`Store::sqlite`], opened now.
+    pub fn open_sqlite(dir: &Path) -> Result<Self, StoreError> {
+        let store = Self::sqlite(dir);
+        if let Backend::Sqlite(folder) = &store.backend {
+            folder.get()?;
+        }
+        Ok(store)
+    }
+
+    /// The live entry under `key`, or `None`. `admit(len)` is asked with
+    /// the value's size before it is read; `false` ends the read with
+    /// [`StoreError::Refused`] (the caller's memory budget said no).
+    pub async fn kv_get(
+        &self,
+        scope: KvScope,
+        key: String,
+        admit: impl FnOnce(usize) -> bool + Send + 'static,
+    ) -> Result<Option<KvEntry>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, now| db.get(&scope, &key, now, admit)).await
+            }
+            Backend::Postgres(db) => db.get(&scope, &key, now_secs(), admit).await,
+        }
+    }
+
+    /// Writes `write` under its key (checked against Cloudflare's limits
+    /// first: a refused write writes nothing).
+    pub async fn kv_put(&self, scope: KvScope, write: KvWrite) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, now| db.put(&scope, &write, now)).await
+            }
+            Backend::Postgres(db) => db.put(&scope, &write, now_secs()).await,
+        }
+    }
+
+    /// Removes `key` (nothing happens when there is none).
+    pub async fn kv_delete(&self, scope: KvScope, key: String) -> Result<(), StoreError> {
+        kv::limits::check_key("DELETE", &key)?;
+        match &self.backend {
+            Backend::Sqlite(folder) => blocking(folder, move |db, _| db.delete(&scope, &key)).await,
+            Backend::Postgres(db) => db.delete(&scope, &key).await,
+        }
+    }
+
+    /// The live keys in order, as `options` asks.
+    pub async fn kv_list(
+        &self,
+        scope: KvScope,
+        options: KvListOptions,
+    ) -> Result<KvList, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, now| db.list(&scope, &options, now)).await
+            }
+            Backend::Postgres(db) => db.list(&scope, &options, now_secs()).await,
+        }
+    }
+}
+
+/// Runs `work` on tokio's blocking pool with the SQLite database (opened
+/// on first use) and the current time.
+async fn blocking<T: Send + 'static>(
+    folder: &Arc<SqliteFolder>,
+    work: impl FnOnce(&Sqlite, u64) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    let folder = folder.clone();
+    tokio::task::spawn_blocking(move || work(folder.get()?, now_secs()))
+        .await
+        .map_err(|_| StoreError::Gone)?
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_store_runs_its_work_off_the_calling_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let store = Store::sqlite(&state);
+        assert!(!state.exists(), "made on first use only");
+        let scope = KvScope::new("ns", "kv");
+        let write = KvWrite {
+            key: "k".into(),
+            value: b"v".to_vec(),
+            metadata: None,
+            expiration: None,
+            expiration_ttl: None,
+        };
+        store.kv_put(scope.clone(), write).await.unwrap();
+        let caller = std::thread::current().id();
+        let entry = store
+            .kv_get(scope.clone(), "k".into(), move |_| {
+                std::thread::current().id() != caller
+            })
+            .await
+            .unwrap();
+        assert_eq!(entry.map(|e| e.value), Some(b"v".to_vec()));
+        let list = store
+            .kv_list(scope.clone(), KvListOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(list.keys.len(), 1);
+        store.kv_delete(scope.clone(), "k".into()).await.unwrap();
+        let error = store.kv_delete(scope, String::new()).await.unwrap_err();
+        assert_eq!(error.to_string(), "Key name cannot be empty.");
+    }
+}

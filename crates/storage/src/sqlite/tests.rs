@@ -1,0 +1,189 @@
+use super::*;
+
+const NOW: u64 = 1_800_000_000;
+
+fn open(dir: &Path) -> Sqlite {
+    Sqlite::open(&dir.join("db.sqlite3")).unwrap()
+}
+
+fn write(key: &str, value: &str) -> KvWrite {
+    KvWrite {
+        key: key.into(),
+        value: value.as_bytes().to_vec(),
+        metadata: None,
+        expiration: None,
+        expiration_ttl: None,
+    }
+}
+
+fn names(list: &KvList) -> Vec<&str> {
+    list.keys.iter().map(|k| k.name.as_str()).collect()
+}
+
+#[test]
+fn put_get_delete_with_metadata_and_expiration() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let scope = KvScope::new("team-a", "cache");
+    let mut w = write("k", "v");
+    w.metadata = Some(r#"{"n":1}"#.into());
+    w.expiration_ttl = Some(120.0);
+    db.put(&scope, &w, NOW).unwrap();
+    let entry = db.get(&scope, "k", NOW, |_| true).unwrap().unwrap();
+    assert_eq!(entry.value, b"v");
+    assert_eq!(entry.metadata.as_deref(), Some(r#"{"n":1}"#));
+    assert_eq!(entry.expiration, Some(NOW + 120));
+    // Expired: invisible to reads and lists.
+    assert_eq!(db.get(&scope, "k", NOW + 120, |_| true).unwrap(), None);
+    db.put(&scope, &write("k2", "v"), NOW).unwrap();
+    let mut w3 = write("k3", "v");
+    w3.expiration = Some((NOW + 60) as f64);
+    db.put(&scope, &w3, NOW).unwrap();
+    let list = db
+        .list(&scope, &KvListOptions::default(), NOW + 60)
+        .unwrap();
+    assert_eq!(names(&list), ["k2"]);
+    db.delete(&scope, "k2").unwrap();
+    assert_eq!(db.get(&scope, "k2", NOW, |_| true).unwrap(), None);
+    // Refused by the caller's budget: nothing read.
+    let refused = db.get(&scope, "k3", NOW, |len| len < 1).unwrap_err();
+    assert!(
+        matches!(refused, StoreError::Refused { len: 1 }),
+        "{refused}"
+    );
+}
+
+#[test]
+fn one_kubernetes_namespace_never_sees_anothers_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let a = KvScope::new("team-a", "shared");
+    let b = KvScope::new("team-b", "shared");
+    // Names that would collide if scope and key were simply joined.
+    let c = KvScope::new("team-a/shared", "x");
+    db.put(&a, &write("k", "a"), NOW).unwrap();
+    db.put(&b, &write("k", "b"), NOW).unwrap();
+    assert_eq!(db.get(&a, "k", NOW, |_| true).unwrap().unwrap().value, b"a");
+    assert_eq!(db.get(&b, "k", NOW, |_| true).unwrap().unwrap().value, b"b");
+    assert_eq!(db.get(&c, "k", NOW, |_| true).unwrap(), None);
+    db.delete(&b, "k").unwrap();
+    assert_eq!(db.get(&a, "k", NOW, |_| true).unwrap().unwrap().value, b"a");
+    assert_eq!(
+        names(&db.list(&b, &KvListOptions::default(), NOW).unwrap()),
+        Vec::<&str>::new()
+    );
+    assert_eq!(
+        names(&db.list(&c, &KvListOptions::default(), NOW).unwrap()),
+        Vec::<&str>::new()
+    );
+    // A cursor made in one scope lists only the other scope's own keys.
+    for key in ["a1", "a2", "a3"] {
+        db.put(&a, &write(key, "v"), NOW).unwrap();
+    }
+    let page = db
+        .list(
+            &a,
+            &KvListOptions {
+                limit: Some(1),
+                ..Default::default()
+            },
+            NOW,
+        )
+        .unwrap();
+    let other = db
+        .list(
+            &b,
+            &KvListOptions {
+                cursor: page.cursor,
+                ..Default::default()
+            },
+            NOW,
+        )
+        .unwrap();
+    assert!(other.keys.is_empty());
+}
+
+#[test]
+fn lists_page_in_byte_order_within_a_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let scope = KvScope::new("ns", "kv");
+    for key in [
+        "user:2", "user:10", "user:1", "users", "user;", "a", "\u{e9}",
+    ] {
+        db.put(&scope, &write(key, "v"), NOW).unwrap();
+    }
+    let all = db.list(&scope, &KvListOptions::default(), NOW).unwrap();
+    assert_eq!(
+        names(&all),
+        [
+            "a", "user:1", "user:10", "user:2", "user;", "users", "\u{e9}"
+        ]
+    );
+    assert!(all.list_complete && all.cursor.is_none());
+    let mut options = KvListOptions {
+        prefix: "user:".into(),
+        limit: Some(2),
+        cursor: None,
+    };
+    let first = db.list(&scope, &options, NOW).unwrap();
+    assert_eq!(names(&first), ["user:1", "user:10"]);
+    assert!(!first.list_complete);
+    options.cursor = first.cursor.clone();
+    let second = db.list(&scope, &options, NOW).unwrap();
+    assert_eq!(names(&second), ["user:2"]);
+    assert!(second.list_complete && second.cursor.is_none());
+    options.cursor = Some("not a cursor!".into());
+    assert!(matches!(
+        db.list(&scope, &options, NOW),
+        Err(StoreError::Kv(kv::KvError::InvalidCursor))
+    ));
+}
+
+#[test]
+fn entries_survive_reopening_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let scope = KvScope::new("ns", "kv");
+    open(dir.path())
+        .put(&scope, &write("k", "kept"), NOW)
+        .unwrap();
+    let again = open(dir.path());
+    assert_eq!(
+        again
+            .get(&scope, "k", NOW, |_| true)
+            .unwrap()
+            .unwrap()
+            .value,
+        b"kept"
+    );
+}
+
+#[test]
+fn bad_writes_are_refused_and_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let scope = KvScope::new("ns", "kv");
+    db.put(&scope, &write("k", "old"), NOW).unwrap();
+    let mut bad = write("k", "new");
+    bad.metadata = Some("x".repeat(1025));
+    assert!(matches!(
+        db.put(&scope, &bad, NOW),
+        Err(StoreError::Kv(kv::KvError::MetadataTooLarge { len: 1025 }))
+    ));
+    let mut bad = write("k", "new");
+    bad.expiration_ttl = Some(30.0);
+    assert!(db.put(&scope, &bad, NOW).is_err());
+    assert_eq!(
+        db.get(&scope, "k", NOW, |_| true).unwrap().unwrap().value,
+        b"old"
+    );
+}
+
+#[test]
+fn prefix_ends_are_the_next_byte_string() {
+    use crate::kv::prefix_end;
+    assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
+    assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
+    assert_eq!(prefix_end(b"\xff\xff"), None);
+    assert_eq!(prefix_end(b""), None);
+}

@@ -1,0 +1,182 @@
+//! A throwaway PostgreSQL server for tests: Debian's `postgresql`
+//! (hack/install-deps.sh; its own service is kept from starting), a data
+//! directory of its own made by `initdb`, listening on a free port of
+//! 127.0.0.1 with trust authentication, killed on drop (`Process`).
+//!
+//! PostgreSQL refuses to run as root: as root (CI), `initdb` and the server
+//! run as `nobody` through `setpriv`, the data directory theirs.
+
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::Error;
+use crate::component::Component;
+use crate::config::find_on_path;
+use crate::process::{Process, free_port};
+
+/// Where Debian installs each PostgreSQL version's programs.
+const DEBIAN_ROOT: &str = "/usr/lib/postgresql";
+/// `nobody`/`nogroup`, which run the server when the tests run as root.
+const NOBODY: u32 = 65534;
+/// How long the server may take to accept connections.
+const READY_WITHIN: Duration = Duration::from_secs(30);
+
+/// A running PostgreSQL server.
+pub struct Postgres {
+    process: Process,
+    port: u16,
+    _dir: TempDir,
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres")
+            .field("port", &self.port)
+            .finish()
+    }
+}
+
+impl Postgres {
+    /// Makes a data directory and starts the server on it; returns once it
+    /// accepts connections.
+    pub fn start() -> Result<Self, Error> {
+        let bin = bin_dir()?;
+        let dir = tempfile::tempdir().map_err(Error::TempDir)?;
+        let data = dir.path().join("data");
+        let log = dir.path().join("postgres.log");
+        let as_root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+        if as_root {
+            std::os::unix::fs::chown(dir.path(), Some(NOBODY), Some(NOBODY)).map_err(|source| {
+                Error::WriteFile {
+                    path: dir.path().to_owned(),
+                    source,
+                }
+            })?;
+        }
+        let as_server = |program: &Path| -> Result<Command, Error> {
+            if !as_root {
+                return Ok(Command::new(program));
+            }
+            let setpriv = find_on_path("setpriv").ok_or(Error::SetprivNotFound)?;
+            let mut command = Command::new(setpriv);
+            command
+                .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+                .args(["--pdeathsig", "KILL", "--"])
+                .arg(program);
+            Ok(command)
+        };
+        let initdb = as_server(&bin.join("initdb"))?
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ])
+            .output()
+            .map_err(|source| Error::Spawn {
+                name: "initdb".to_owned(),
+                source,
+            })?;
+        if !initdb.status.success() {
+            return Err(Error::HostCommand {
+                command: "initdb".to_owned(),
+                detail: String::from_utf8_lossy(&initdb.stderr).into_owned(),
+            });
+        }
+        let port = free_port().map_err(Error::FreePort)?;
+        let server = as_server(&bin.join("postgres"))?;
+        let mut args: Vec<std::ffi::OsString> = server.get_args().map(ToOwned::to_owned).collect();
+        args.extend([
+            "-D".into(),
+            data.into_os_string(),
+            "-p".into(),
+            port.to_string().into(),
+            "-h".into(),
+            "127.0.0.1".into(),
+            // The socket directory: the test's own, not /run/postgresql.
+            "-k".into(),
+            dir.path().as_os_str().to_owned(),
+            // Throwaway data: no fsync.
+            "-F".into(),
+        ]);
+        let mut process =
+            Process::spawn("postgres", Path::new(server.get_program()), args, &[], &log)?;
+        // Polled until ready, the server exits, or the deadline passes.
+        let deadline = Instant::now() + READY_WITHIN;
+        loop {
+            if let Some(status) = process.try_exit() {
+                return Err(Error::ExitedEarly {
+                    component: Component::Postgres,
+                    status,
+                    tail: process.log_tail(40),
+                    log,
+                });
+            }
+            let up = process
+                .log()
+                .contains("database system is ready to accept connections")
+                && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+            if up {
+                return Ok(Self {
+                    process,
+                    port,
+                    _dir: dir,
+                });
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::NodeNotReady {
+                    what: "postgres",
+                    timeout: READY_WITHIN,
+                    detail: process.log_tail(40),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The port it listens on, on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A libpq connection string for the `postgres` database as `postgres`.
+    pub fn connection_string(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres",
+            self.port
+        )
+    }
+
+    /// The server's process.
+    pub fn process(&self) -> &Process {
+        &self.process
+    }
+}
+
+/// The newest installed version's `bin` folder.
+fn bin_dir() -> Result<PathBuf, Error> {
+    let not_found = || Error::BinaryNotFound {
+        name: "postgres",
+        path: PathBuf::from(DEBIAN_ROOT),
+    };
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir(DEBIAN_ROOT)
+        .map_err(|_| not_found())?
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse().ok()?;
+            let bin = entry.path().join("bin");
+            bin.join("postgres").is_file().then_some((version, bin))
+        })
+        .collect();
+    versions.sort();
+    versions.pop().map(|(_, bin)| bin).ok_or_else(not_found)
+}

@@ -1,0 +1,176 @@
+//! A Worker's bindings to resources (`spec.bindings`): each a name in the
+//! handler's `env` and what it stands for. Only KV namespaces exist yet
+//! (`{name, kvNamespace}`, wrangler's `kv_namespaces`); Durable Object
+//! bindings come later (issue 32) and are refused until then.
+//!
+//! The schema (names, lengths) is checked by the apiserver; [`check`] is
+//! the rule that needs the whole spec (names unique across `env` and
+//! `bindings`), run by the operator's webhook, the controller and
+//! `isolane dev` alike.
+
+use std::collections::BTreeSet;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The pattern of a binding's name: a JavaScript identifier made of ASCII
+/// letters, digits and `_` (the same as an `env` name's).
+pub const BINDING_NAME_PATTERN: &str = r"^[A-Za-z_][A-Za-z0-9_]*$";
+
+/// The pattern of a KV namespace's name: 1 to 63 letters, digits, `-`, `_`
+/// or `.`, starting with a letter or digit.
+pub const KV_NAMESPACE_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$";
+
+/// One binding in the handler's `env`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "has(self.kvNamespace)",
+        "message": "a binding needs kvNamespace: <name> (the only kind of binding supported yet; Durable Object bindings are not supported yet)"
+    }
+]))]
+pub struct Binding {
+    /// The binding's name as the handler sees it (`env.NAME`): a JavaScript
+    /// identifier made of letters, digits and `_`, not starting with a
+    /// digit; unique across `env` and `bindings`.
+    #[schemars(
+        length(min = 1, max = 128),
+        regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$")
+    )]
+    pub name: String,
+
+    /// The KV namespace the binding reads and writes, by name (1 to 63
+    /// letters, digits, `-`, `_`, `.`). Its data belongs to the Worker's
+    /// Kubernetes namespace: Workers of one namespace binding the same name
+    /// share it, a Worker of another namespace never sees it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 63),
+        regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+    )]
+    pub kv_namespace: Option<String>,
+}
+
+impl Binding {
+    /// A KV namespace binding.
+    pub fn kv(name: impl Into<String>, namespace: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            kv_namespace: Some(namespace.into()),
+        }
+    }
+}
+
+/// Why a Worker's bindings are refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BindingError {
+    #[error(
+        "binding name {name:?} is not a JavaScript identifier (letters, digits and _, not starting with a digit, at most 128)"
+    )]
+    InvalidName { name: String },
+    #[error("binding name {name:?} is used twice (names are unique across env and bindings)")]
+    Duplicate { name: String },
+    #[error(
+        "binding {name:?}: KV namespace name {namespace:?} is invalid (1 to 63 letters, digits, -, _ or ., starting with a letter or digit)"
+    )]
+    InvalidNamespace { name: String, namespace: String },
+    #[error(
+        "binding {name:?} has no kvNamespace: KV namespaces are the only kind of binding supported yet (Durable Object bindings are not supported yet)"
+    )]
+    Unsupported { name: String },
+}
+
+/// Checks `bindings` beside the `env` names: identifiers, names unique
+/// across both, KV namespace names valid, every binding of a supported kind.
+pub fn check<'a>(
+    env_names: impl IntoIterator<Item = &'a str>,
+    bindings: &[Binding],
+) -> Result<(), BindingError> {
+    let mut seen: BTreeSet<&str> = env_names.into_iter().collect();
+    for binding in bindings {
+        if !is_identifier(&binding.name) {
+            return Err(BindingError::InvalidName {
+                name: binding.name.clone(),
+            });
+        }
+        if !seen.insert(&binding.name) {
+            return Err(BindingError::Duplicate {
+                name: binding.name.clone(),
+            });
+        }
+        let Some(namespace) = &binding.kv_namespace else {
+            return Err(BindingError::Unsupported {
+                name: binding.name.clone(),
+            });
+        };
+        if !is_kv_namespace(namespace) {
+            return Err(BindingError::InvalidNamespace {
+                name: binding.name.clone(),
+                namespace: namespace.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// [`BINDING_NAME_PATTERN`], at most 128 characters.
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 128
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// [`KV_NAMESPACE_PATTERN`].
+pub fn is_kv_namespace(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 63
+        && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_identifiers_unique_across_env_and_bindings() {
+        let ok = [Binding::kv("KV", "cache"), Binding::kv("_b2", "a.b-c_d")];
+        assert_eq!(check(["API_KEY"], &ok), Ok(()));
+        for bad in ["2KV", "my-kv", "", "a b", "ü"] {
+            assert_eq!(
+                check([], &[Binding::kv(bad, "x")]),
+                Err(BindingError::InvalidName { name: bad.into() })
+            );
+        }
+        assert_eq!(
+            check(["KV"], &[Binding::kv("KV", "x")]),
+            Err(BindingError::Duplicate { name: "KV".into() })
+        );
+        assert_eq!(
+            check([], &[Binding::kv("A", "x"), Binding::kv("A", "y")]),
+            Err(BindingError::Duplicate { name: "A".into() })
+        );
+    }
+
+    #[test]
+    fn namespace_names_and_kinds_are_checked() {
+        for bad in ["", "-x", ".x", "a/b", "a b", &"n".repeat(64)] {
+            let error = check([], &[Binding::kv("KV", bad)]).unwrap_err();
+            assert!(
+                matches!(error, BindingError::InvalidNamespace { .. }),
+                "{bad}"
+            );
+        }
+        assert!(is_kv_namespace(&"n".repeat(63)));
+        let none = Binding {
+            name: "DO".into(),
+            kv_namespace: None,
+        };
+        let error = check([], &[none]).unwrap_err();
+        assert!(error.to_string().contains("not supported yet"), "{error}");
+    }
+}
