@@ -9,7 +9,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use isolane_crds::{ConditionStatus, ConditionType};
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use isolane_telemetry::Metric;
+use prometheus::{Histogram, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 
 use crate::routes::WorkerKey;
 
@@ -46,6 +47,41 @@ impl Outcome {
     }
 }
 
+const RECONCILES: Metric = Metric::new(
+    "isolane_operator_reconciles_total",
+    "Worker reconciles, by result.",
+    &["result"],
+);
+const RECONCILE_ERRORS: Metric = Metric::new(
+    "isolane_operator_reconcile_errors_total",
+    "Failed Worker reconciles, by error kind.",
+    &["kind"],
+);
+const RECONCILE_DURATION: Metric = Metric::new(
+    "isolane_operator_reconcile_duration_seconds",
+    "Time taken by one Worker reconcile.",
+    &[],
+);
+const WORKERS: Metric = Metric::new(
+    "isolane_operator_workers",
+    "Workers reconciled by this operator, by condition and status.",
+    &["condition", "status"],
+);
+const LEADER: Metric = Metric::new(
+    "isolane_operator_leader",
+    "1 while this replica holds the leader Lease and runs the controller.",
+    &[],
+);
+
+/// Every metric of the operator (docs/metrics.md lists each).
+pub const ALL: &[Metric] = &[
+    RECONCILES,
+    RECONCILE_ERRORS,
+    RECONCILE_DURATION,
+    WORKERS,
+    LEADER,
+];
+
 /// The operator's metrics.
 #[derive(Debug)]
 pub struct Metrics {
@@ -60,43 +96,11 @@ pub struct Metrics {
 impl Metrics {
     /// Creates the metrics and registers them in `registry`.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
-        let reconciles = IntCounterVec::new(
-            Opts::new(
-                "isolane_operator_reconciles_total",
-                "Worker reconciles, by result.",
-            ),
-            &["result"],
-        )?;
-        let reconcile_errors = IntCounterVec::new(
-            Opts::new(
-                "isolane_operator_reconcile_errors_total",
-                "Failed Worker reconciles, by error kind.",
-            ),
-            &["kind"],
-        )?;
-        let reconcile_duration = Histogram::with_opts(
-            HistogramOpts::new(
-                "isolane_operator_reconcile_duration_seconds",
-                "Time taken by one Worker reconcile.",
-            )
-            .buckets(RECONCILE_BUCKETS.to_vec()),
-        )?;
-        let workers = IntGaugeVec::new(
-            Opts::new(
-                "isolane_operator_workers",
-                "Workers reconciled by this operator, by condition and status.",
-            ),
-            &["condition", "status"],
-        )?;
-        let leader = IntGauge::new(
-            "isolane_operator_leader",
-            "1 while this replica holds the leader Lease and runs the controller.",
-        )?;
-        registry.register(Box::new(reconciles.clone()))?;
-        registry.register(Box::new(reconcile_errors.clone()))?;
-        registry.register(Box::new(reconcile_duration.clone()))?;
-        registry.register(Box::new(workers.clone()))?;
-        registry.register(Box::new(leader.clone()))?;
+        let reconciles = RECONCILES.counter_vec(registry)?;
+        let reconcile_errors = RECONCILE_ERRORS.counter_vec(registry)?;
+        let reconcile_duration = RECONCILE_DURATION.histogram(registry, &RECONCILE_BUCKETS)?;
+        let workers = WORKERS.gauge_vec(registry)?;
+        let leader = LEADER.gauge(registry)?;
         for outcome in [
             Outcome::Ready,
             Outcome::NotReady,
@@ -194,6 +198,16 @@ mod tests {
     use prometheus::{Encoder, TextEncoder};
 
     use super::*;
+
+    /// The table is what registers, and docs/metrics.md lists all of it.
+    #[test]
+    fn the_table_registers_and_is_documented() {
+        let registry = Registry::new();
+        let _metrics = Metrics::register(&registry).unwrap();
+        assert_eq!(isolane_telemetry::unregistered(ALL, &registry), [""; 0]);
+        let docs = include_str!("../../docs/metrics.md");
+        assert_eq!(isolane_telemetry::undocumented(ALL, docs), [""; 0]);
+    }
 
     fn gauge(metrics: &Metrics, condition: &str, status: &str) -> i64 {
         metrics

@@ -12,10 +12,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use http::StatusCode;
+use isolane_telemetry::Metric;
 use prometheus::core::Collector;
-use prometheus::{
-    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
-};
+use prometheus::{Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, Registry};
 
 /// Request latency buckets: 50 µs to 30 s (the project's request domain).
 pub const REQUEST_BUCKETS: &[f64] = &[
@@ -40,6 +39,136 @@ pub struct Served<'a> {
 
 /// The `node` label value of requests that never reached a node.
 pub const NO_NODE: &str = "none";
+
+const REQUESTS: Metric = Metric::new(
+    "isolane_router_requests_total",
+    "HTTP requests answered, by status class and the node that served them (none: never reached a node).",
+    &["status_class", "node"],
+);
+
+const DURATION: Metric = Metric::new(
+    "isolane_router_request_duration_seconds",
+    "From the request head to the end of the response body, by status class and node.",
+    &["status_class", "node"],
+);
+
+const WORKER_REQUESTS: Metric = Metric::new(
+    "isolane_router_worker_requests_total",
+    "HTTP requests routed to a Worker, by the revision that ran them (its traffic split), for the busiest Workers (the rest under worker=\"other\", revision=\"other\").",
+    &["worker", "revision", "status_class"],
+);
+
+const WORKER_DURATION: Metric = Metric::new(
+    "isolane_router_worker_request_duration_seconds",
+    "Request latency per Worker, for the busiest Workers (the rest under worker=\"other\").",
+    &["worker"],
+);
+
+const WEBSOCKETS_OPEN: Metric = Metric::new(
+    "isolane_router_websockets_open",
+    "WebSockets open between clients and Workers through this router.",
+    &[],
+);
+
+const WEBSOCKET_MESSAGES: Metric = Metric::new(
+    "isolane_router_websocket_messages_total",
+    "WebSocket messages by Worker (the busiest, or other) and direction: from the client (to_worker) or to it (to_client).",
+    &["worker", "direction"],
+);
+
+const LIVE_NODES: Metric = Metric::new(
+    "isolane_router_live_nodes",
+    "Runtime nodes with a live, non-draining Lease.",
+    &[],
+);
+
+const ROUTABLE_WORKERS: Metric = Metric::new(
+    "isolane_router_routable_workers",
+    "Workers with a revision and Ready=True in the route table.",
+    &[],
+);
+
+const ROUTE_CONFLICTS: Metric = Metric::new(
+    "isolane_router_route_conflicts",
+    "Claimed routes (a Worker's host and path prefix) the ownership rule does not admit: held by an older Worker, another namespace or a reservation.",
+    &[],
+);
+
+const RETRIES: Metric = Metric::new(
+    "isolane_router_retries_total",
+    "Requests retried on the next candidate node, by reason.",
+    &["reason"],
+);
+
+const PLACEMENT_MOVES: Metric = Metric::new(
+    "isolane_router_placement_moves_total",
+    "Routable Workers whose first-choice node changed when membership changed.",
+    &[],
+);
+
+const NODE_WAITS: Metric = Metric::new(
+    "isolane_router_node_waits_total",
+    "Requests that found no live node and waited for the fleet to change (--node-wait), by how the wait ended: a node came (node) or the wait ran out (timeout).",
+    &["outcome"],
+);
+
+const NODE_WAITING: Metric = Metric::new(
+    "isolane_router_node_waiting",
+    "Requests waiting now for a live node to join (--node-wait).",
+    &[],
+);
+
+const UPSTREAM_ERRORS: Metric = Metric::new(
+    "isolane_router_upstream_errors_total",
+    "Requests that failed or were refused, by error kind.",
+    &["kind"],
+);
+
+const WATCH_ERRORS: Metric = Metric::new(
+    "isolane_router_watch_errors_total",
+    "Errors from the Kubernetes watches (they retry with backoff), by resource.",
+    &["resource"],
+);
+
+const CRON_RUNS: Metric = Metric::new(
+    "isolane_router_cron_runs_total",
+    "Cron ticks this router ran, by outcome (ok, exception, cpu_limit, …; missed: due while this router could not run it, skipped).",
+    &["outcome"],
+);
+
+const CRON_LEADER: Metric = Metric::new(
+    "isolane_router_cron_leader",
+    "1 while this router holds the cron Lease and runs every Worker's schedules.",
+    &[],
+);
+
+const PREWARMS: Metric = Metric::new(
+    "isolane_router_prewarms_total",
+    "Revisions this router had compiled where they will run before shifting traffic to them, by outcome (ok; failed: the shift went ahead anyway).",
+    &["outcome"],
+);
+
+/// Every metric of the router (docs/metrics.md lists each).
+pub const ALL: &[Metric] = &[
+    REQUESTS,
+    DURATION,
+    WORKER_REQUESTS,
+    WORKER_DURATION,
+    WEBSOCKETS_OPEN,
+    WEBSOCKET_MESSAGES,
+    LIVE_NODES,
+    ROUTABLE_WORKERS,
+    ROUTE_CONFLICTS,
+    RETRIES,
+    PLACEMENT_MOVES,
+    NODE_WAITS,
+    NODE_WAITING,
+    UPSTREAM_ERRORS,
+    WATCH_ERRORS,
+    CRON_RUNS,
+    CRON_LEADER,
+    PREWARMS,
+];
 
 /// The router's metrics.
 #[derive(Debug)]
@@ -69,131 +198,24 @@ impl RouterMetrics {
     /// Creates the metrics and registers them on `registry`, allowing at most
     /// `max_worker_series` workers their own series.
     pub fn register(registry: &Registry, max_worker_series: usize) -> prometheus::Result<Self> {
-        let requests = IntCounterVec::new(
-            Opts::new(
-                "isolane_router_requests_total",
-                "HTTP requests answered, by status class and the node that served them (none: never reached a node).",
-            ),
-            &["status_class", "node"],
-        )?;
-        let duration = HistogramVec::new(
-            HistogramOpts::new(
-                "isolane_router_request_duration_seconds",
-                "From the request head to the end of the response body, by status class and node.",
-            )
-            .buckets(REQUEST_BUCKETS.to_vec()),
-            &["status_class", "node"],
-        )?;
-        let worker_requests = IntCounterVec::new(
-            Opts::new(
-                "isolane_router_worker_requests_total",
-                "HTTP requests routed to a Worker, by the revision that ran them (its traffic split), for the busiest Workers (the rest under worker=\"other\", revision=\"other\").",
-            ),
-            &["worker", "revision", "status_class"],
-        )?;
-        let worker_duration = HistogramVec::new(
-            HistogramOpts::new(
-                "isolane_router_worker_request_duration_seconds",
-                "Request latency per Worker, for the busiest Workers (the rest under worker=\"other\").",
-            )
-            .buckets(REQUEST_BUCKETS.to_vec()),
-            &["worker"],
-        )?;
-        let websockets_open = IntGauge::new(
-            "isolane_router_websockets_open",
-            "WebSockets open between clients and Workers through this router.",
-        )?;
-        let websocket_messages = IntCounterVec::new(
-            Opts::new(
-                "isolane_router_websocket_messages_total",
-                "WebSocket messages by Worker (the busiest, or other) and direction: from the client (to_worker) or to it (to_client).",
-            ),
-            &["worker", "direction"],
-        )?;
-        let live_nodes = IntGauge::new(
-            "isolane_router_live_nodes",
-            "Runtime nodes with a live, non-draining Lease.",
-        )?;
-        let routable_workers = IntGauge::new(
-            "isolane_router_routable_workers",
-            "Workers with a revision and Ready=True in the route table.",
-        )?;
-        let route_conflicts = IntGauge::new(
-            "isolane_router_route_conflicts",
-            "Claimed routes (a Worker's host and path prefix) the ownership rule does not admit: held by an older Worker, another namespace or a reservation.",
-        )?;
-        let retries = IntCounterVec::new(
-            Opts::new(
-                "isolane_router_retries_total",
-                "Requests retried on the next candidate node, by reason.",
-            ),
-            &["reason"],
-        )?;
-        let placement_moves = IntCounter::new(
-            "isolane_router_placement_moves_total",
-            "Routable Workers whose first-choice node changed when membership changed.",
-        )?;
-        let node_waits = IntCounterVec::new(
-            Opts::new(
-                "isolane_router_node_waits_total",
-                "Requests that found no live node and waited for the fleet to change (--node-wait), by how the wait ended: a node came (node) or the wait ran out (timeout).",
-            ),
-            &["outcome"],
-        )?;
-        let node_waiting = IntGauge::new(
-            "isolane_router_node_waiting",
-            "Requests waiting now for a live node to join (--node-wait).",
-        )?;
-        let upstream_errors = IntCounterVec::new(
-            Opts::new(
-                "isolane_router_upstream_errors_total",
-                "Requests that failed or were refused, by error kind.",
-            ),
-            &["kind"],
-        )?;
-        let watch_errors = IntCounterVec::new(
-            Opts::new(
-                "isolane_router_watch_errors_total",
-                "Errors from the Kubernetes watches (they retry with backoff), by resource.",
-            ),
-            &["resource"],
-        )?;
-        let cron_runs = IntCounterVec::new(
-            Opts::new(
-                "isolane_router_cron_runs_total",
-                "Cron ticks this router ran, by outcome (ok, exception, cpu_limit, …; missed: due while this router could not run it, skipped).",
-            ),
-            &["outcome"],
-        )?;
-        let cron_leader = IntGauge::new(
-            "isolane_router_cron_leader",
-            "1 while this router holds the cron Lease and runs every Worker's schedules.",
-        )?;
-        let prewarms = IntCounterVec::new(
-            Opts::new(
-                "isolane_router_prewarms_total",
-                "Revisions this router had compiled where they will run before shifting traffic to them, by outcome (ok; failed: the shift went ahead anyway).",
-            ),
-            &["outcome"],
-        )?;
-        registry.register(Box::new(prewarms.clone()))?;
-        registry.register(Box::new(cron_runs.clone()))?;
-        registry.register(Box::new(cron_leader.clone()))?;
-        registry.register(Box::new(requests.clone()))?;
-        registry.register(Box::new(duration.clone()))?;
-        registry.register(Box::new(worker_requests.clone()))?;
-        registry.register(Box::new(worker_duration.clone()))?;
-        registry.register(Box::new(live_nodes.clone()))?;
-        registry.register(Box::new(websockets_open.clone()))?;
-        registry.register(Box::new(websocket_messages.clone()))?;
-        registry.register(Box::new(routable_workers.clone()))?;
-        registry.register(Box::new(route_conflicts.clone()))?;
-        registry.register(Box::new(retries.clone()))?;
-        registry.register(Box::new(placement_moves.clone()))?;
-        registry.register(Box::new(node_waits.clone()))?;
-        registry.register(Box::new(node_waiting.clone()))?;
-        registry.register(Box::new(upstream_errors.clone()))?;
-        registry.register(Box::new(watch_errors.clone()))?;
+        let requests = REQUESTS.counter_vec(registry)?;
+        let duration = DURATION.histogram_vec(registry, REQUEST_BUCKETS)?;
+        let worker_requests = WORKER_REQUESTS.counter_vec(registry)?;
+        let worker_duration = WORKER_DURATION.histogram_vec(registry, REQUEST_BUCKETS)?;
+        let websockets_open = WEBSOCKETS_OPEN.gauge(registry)?;
+        let websocket_messages = WEBSOCKET_MESSAGES.counter_vec(registry)?;
+        let live_nodes = LIVE_NODES.gauge(registry)?;
+        let routable_workers = ROUTABLE_WORKERS.gauge(registry)?;
+        let route_conflicts = ROUTE_CONFLICTS.gauge(registry)?;
+        let retries = RETRIES.counter_vec(registry)?;
+        let placement_moves = PLACEMENT_MOVES.counter(registry)?;
+        let node_waits = NODE_WAITS.counter_vec(registry)?;
+        let node_waiting = NODE_WAITING.gauge(registry)?;
+        let upstream_errors = UPSTREAM_ERRORS.counter_vec(registry)?;
+        let watch_errors = WATCH_ERRORS.counter_vec(registry)?;
+        let cron_runs = CRON_RUNS.counter_vec(registry)?;
+        let cron_leader = CRON_LEADER.gauge(registry)?;
+        let prewarms = PREWARMS.counter_vec(registry)?;
         Ok(Self {
             workers: WorkerSeries::new(
                 max_worker_series,
@@ -608,5 +630,20 @@ pub struct NodeWaiting<'a>(&'a IntGauge);
 impl Drop for NodeWaiting<'_> {
     fn drop(&mut self) {
         self.0.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table is what registers, and docs/metrics.md lists all of it.
+    #[test]
+    fn the_table_registers_and_is_documented() {
+        let registry = Registry::new();
+        let _metrics = RouterMetrics::register(&registry, 4).unwrap();
+        assert_eq!(isolane_telemetry::unregistered(ALL, &registry), [""; 0]);
+        let docs = include_str!("../../docs/metrics.md");
+        assert_eq!(isolane_telemetry::undocumented(ALL, docs), [""; 0]);
     }
 }

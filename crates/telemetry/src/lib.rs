@@ -17,6 +17,7 @@ pub mod edge;
 mod error;
 mod flags;
 mod logging;
+mod metric;
 mod process;
 mod readiness;
 
@@ -25,5 +26,6 @@ pub use args::{ADMIN_ADDR_ENV, AdminArgs, DEFAULT_ADMIN_ADDR, LOG_FORMAT_ENV};
 pub use error::Error;
 pub use flags::{is_dns_label, is_dns_subdomain, parse_duration};
 pub use logging::{LOG_ENV, LogFormat, RUST_LOG_ENV, init_tracing};
+pub use metric::{Metric, undocumented, unregistered};
 pub use process::{EXIT_USAGE, parse_args, shutdown_signal, usage_error};
 pub use readiness::{Readiness, ReadyHandle};
