@@ -39,7 +39,7 @@ clippy:
 
 # The dependency policy (deny.toml): licenses, crates.io only, no wildcards.
 deny:
-	cargo deny --offline check licenses bans sources
+	cargo deny check licenses bans sources
 
 # Regenerate the CRD YAML from the Rust types (a test fails when it is stale).
 crds:
