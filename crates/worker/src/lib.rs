@@ -24,6 +24,8 @@
 //! - [`Outcome`]: how a request ended, and the one table from outcome to
 //!   HTTP status, retry and metric label (the engine's errors map onto it,
 //!   the wire's `Outcome` converts to and from it).
+//! - [`TailEvent`]: one invocation as a tail shows it, and [`TailFormat`],
+//!   the one way `isolane dev` and `isolane tail` print it.
 //!
 //! Kubernetes types stay out: `isolane-crds` wraps these into the `Worker`
 //! resource, the operator and the node turn [`BundleSecret`] into and out of
@@ -39,6 +41,7 @@ mod outcome;
 mod ownership;
 mod route;
 mod secret;
+mod tail;
 
 pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
 pub use compat::{CompatError, NodeCompat};
@@ -52,3 +55,4 @@ pub use ownership::{
 };
 pub use route::{ANY_HOST, Route, RouteIndex, normalize_host, prefix_matches};
 pub use secret::{BundleSecret, DIGEST_ANNOTATION, SecretError};
+pub use tail::{Exception, LogLine, ParseTailFormatError, TailEvent, TailFormat};
