@@ -38,6 +38,8 @@ pub struct NodeMetrics {
     terminations: IntCounterVec,
     quarantines: IntCounterVec,
     egress_refused: IntCounterVec,
+    log_lines_dropped: IntCounterVec,
+    tail_events_dropped: IntCounter,
     requests: IntCounterVec,
     rejections: IntCounterVec,
     bundles: IntGauge,
@@ -192,6 +194,17 @@ impl NodeMetrics {
             "Workers' fetch calls refused by the egress policy, by reason.",
             &["reason"],
         )?;
+        let log_lines_dropped = counter(
+            r,
+            "isolane_node_log_lines_dropped_total",
+            "Tailed Workers' console lines dropped over a log budget, by budget (invocation or rate).",
+            &["reason"],
+        )?;
+        let tail_events_dropped = IntCounter::new(
+            "isolane_node_tail_events_dropped_total",
+            "Invocation events dropped for tail readers that read too slowly.",
+        )?;
+        r.register(Box::new(tail_events_dropped.clone()))?;
         let requests = counter(
             r,
             "isolane_node_requests_total",
@@ -283,6 +296,8 @@ impl NodeMetrics {
             terminations,
             quarantines,
             egress_refused,
+            log_lines_dropped,
+            tail_events_dropped,
             requests,
             rejections,
             bundles,
@@ -444,6 +459,16 @@ impl EngineObserver for NodeMetrics {
         self.egress_refused
             .with_label_values(&[reason.as_str()])
             .inc();
+    }
+
+    fn log_lines_dropped(&self, _thread: usize, reason: isolane_engine::LogDropReason, lines: u64) {
+        self.log_lines_dropped
+            .with_label_values(&[reason.as_str()])
+            .inc_by(lines);
+    }
+
+    fn tail_events_dropped(&self, events: u64) {
+        self.tail_events_dropped.inc_by(events);
     }
 
     fn quarantined(&self, thread: usize) {
