@@ -31,7 +31,7 @@ impl Watch {
         parts: &http::request::Parts,
         request_id: &Arc<str>,
         host: Option<(&HostState, u32)>,
-    ) -> Option<Watch> {
+    ) -> Option<Box<Watch>> {
         if !ctx.shared.tail.watching(&bundle.id) {
             return None;
         }
@@ -40,7 +40,8 @@ impl Watch {
         {
             logs.watch(req);
         }
-        Some(Watch {
+        // Boxed: a request that nobody tails carries one null pointer.
+        Some(Box::new(Watch {
             started_ms: epoch_ms(),
             request_id: request_id.clone(),
             method: parts.method.to_string(),
@@ -48,7 +49,7 @@ impl Watch {
                 .uri
                 .path_and_query()
                 .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned()),
-        })
+        }))
     }
 
     /// The invocation is done: its event goes to the tails.

@@ -762,7 +762,7 @@ struct Rest {
     /// Whether a response went out (else there is nothing to wait for).
     answered: bool,
     /// Someone tails the Worker: the invocation's event (`invocation.rs`).
-    watch: Option<Watch>,
+    watch: Option<Box<Watch>>,
     /// The status answered, for the event.
     status: u16,
 }
