@@ -179,6 +179,24 @@ async fn a_slow_reader_drops_events_and_requests_never_wait() {
     );
 }
 
+/// A Worker has at most `MAX_TAILS_PER_WORKER` tails open on an engine; a
+/// tail that closes frees its place; other Workers' tails are not counted.
+#[tokio::test]
+async fn a_worker_s_tails_are_bounded() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let mut open: Vec<_> = (0..isolane_engine::MAX_TAILS_PER_WORKER)
+        .map(|_| engine.tail(Some("tenant-a/popular")).unwrap())
+        .collect();
+    let refused = engine.tail(Some("tenant-a/popular")).unwrap_err();
+    assert!(
+        refused.to_string().contains("already has 10 tails"),
+        "{refused}"
+    );
+    assert!(engine.tail(Some("tenant-b/other")).is_ok());
+    open.pop();
+    assert!(engine.tail(Some("tenant-a/popular")).is_ok());
+}
+
 const FLOOD: &str = "export default { fetch(request) {
     const kib = 'x'.repeat(1024);
     for (let i = 0; i < 1024; i++) console.log(i, kib);
