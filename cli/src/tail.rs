@@ -202,7 +202,7 @@ impl Filter {
             Some(_) => event.outcome != "ok" && event.outcome != "canceled",
             None => true,
         };
-        let method = self.methods.is_empty() || self.methods.iter().any(|m| *m == event.method);
+        let method = self.methods.is_empty() || self.methods.contains(&event.method);
         let search = self.search.as_deref().is_none_or(|s| {
             event.logs.iter().any(|l| l.message.contains(s))
                 || event

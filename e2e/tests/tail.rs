@@ -112,14 +112,16 @@ async fn reader(cp: &ControlPlane, namespace: &str) -> String {
 
 /// The control plane's kubeconfig with its user replaced by `token`.
 fn kubeconfig_with(cp: &ControlPlane, token: &str, path: &Path) {
-    let mut config = kube::config::Kubeconfig::read_from(cp.kubeconfig_path()).unwrap();
+    let mut config =
+        kube::config::Kubeconfig::read_from(cp.kubeconfig_path()).expect("the admin kubeconfig");
     for user in &mut config.auth_infos {
         user.auth_info = Some(kube::config::AuthInfo {
             token: Some(token.to_owned().into()),
             ..kube::config::AuthInfo::default()
         });
     }
-    std::fs::write(path, serde_yaml::to_string(&config).unwrap()).unwrap();
+    let yaml = serde_yaml::to_string(&config).expect("a kubeconfig as YAML");
+    std::fs::write(path, yaml).expect("write the tenant kubeconfig");
 }
 
 fn tail_args(worker: &str, namespace: &str, endpoint: SocketAddr) -> Vec<String> {
@@ -162,7 +164,7 @@ async fn a_tenant_tails_its_own_worker_across_nodes_and_not_another_namespaces()
     let cp = ControlPlane::start().await.expect("control plane starts");
     workers::prepare(&cp, &["tenant-a", "tenant-b"]).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let tail_addr: SocketAddr = ([127, 0, 0, 1], free_port().unwrap()).into();
+    let tail_addr: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free port")).into();
     let options = ClusterOptions {
         nodes: 2,
         router: RouterOptions {
@@ -234,7 +236,10 @@ async fn a_tenant_tails_its_own_worker_across_nodes_and_not_another_namespaces()
     .await;
     let mut nodes_used = BTreeSet::new();
     for i in 0..10 {
-        let reply = ingress.get("a.test", &format!("/first/{i}")).await.unwrap();
+        let reply = ingress
+            .get("a.test", &format!("/first/{i}"))
+            .await
+            .expect("an answer");
         assert_eq!(reply.status, 200, "{reply:?}");
         nodes_used.extend(reply.node);
     }

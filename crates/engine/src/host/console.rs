@@ -61,9 +61,9 @@ fn log<'s>(_scope, level: String, message: String, host: Rc<HostState>) {
     let ctx = host.current();
     // Top-level code (no request): kept for the next invocation's event
     // when someone tails the Worker now.
-    if !logs.is_watched(ctx)
-        && !(ctx == 0 && host.thread.shared.tail.watching(host.worker_id()))
-    {
+    let kept = logs.is_watched(ctx)
+        || (ctx == 0 && host.thread.shared.tail.watching(host.worker_id()));
+    if !kept {
         return;
     }
     let level = match level.as_str() {
