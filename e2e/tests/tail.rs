@@ -260,9 +260,36 @@ async fn a_tenant_tails_its_own_worker_across_nodes_and_not_another_namespaces()
         .await;
         second.extend(node);
     }
-    let want: Vec<String> = (0..10)
-        .map(|i| format!("/first/{i}"))
-        .chain((0..10).map(|i| format!("/second/{i}")))
+    // A node joins while the tail is open: the router tails it too (it
+    // looks for new nodes every 2 s), and once the serving node drains,
+    // the Worker's invocations there show.
+    let joined = cluster.add_node(&cp).await;
+    wait_until("the open tail to reach the new node", SETTLE, || {
+        let log = cluster.node_mut(&joined).process.log();
+        async move { log.contains("tail opened").then_some(()) }
+    })
+    .await;
+    let serving = second
+        .first()
+        .cloned()
+        .expect("the second batch was served");
+    cluster.node_mut(&serving).drain();
+    let mut third = Vec::new();
+    for i in 0..10 {
+        let path = format!("/third/{i}");
+        let node = wait_until("a request to be served", SETTLE, || {
+            let (ingress, path) = (ingress.clone(), path.clone());
+            async move {
+                let reply = ingress.get("a.test", &path).await.ok()?;
+                (reply.status == 200).then_some(reply.node)
+            }
+        })
+        .await;
+        third.extend(node);
+    }
+    let want: Vec<String> = ["first", "second", "third"]
+        .iter()
+        .flat_map(|batch| (0..10).map(move |i| format!("/{batch}/{i}")))
         .collect();
     let seen = wait_until("every invocation in the tail", SETTLE, || {
         let (log, want) = (log.clone(), want.clone());
@@ -276,7 +303,7 @@ async fn a_tenant_tails_its_own_worker_across_nodes_and_not_another_namespaces()
     .await;
     let nodes: BTreeSet<&String> = want.iter().flat_map(|url| &seen[url]).collect();
     println!(
-        "tail: {} invocations from nodes {nodes:?} (served by {nodes_used:?} then {second:?})",
+        "tail: {} invocations from nodes {nodes:?} (served by {nodes_used:?}, then {second:?}, then {third:?})",
         want.len()
     );
     for url in &want {
@@ -284,9 +311,10 @@ async fn a_tenant_tails_its_own_worker_across_nodes_and_not_another_namespaces()
     }
     assert_eq!(
         nodes.len(),
-        2,
-        "the tail shows both nodes' invocations: {nodes:?}"
+        3,
+        "the tail shows every node's invocations: {nodes:?}"
     );
+    assert!(nodes.contains(&joined), "{nodes:?}");
     tail.kill();
     cluster.shutdown();
 }

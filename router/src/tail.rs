@@ -12,13 +12,15 @@
 //! Guarantees: nothing here buffers events beyond HTTP/2 flow control; a
 //! client that reads slowly makes the nodes drop events for it (each node's
 //! queue is bounded), which arrive as `{"dropped_events":N,"node":…}` lines;
-//! requests never wait. Caveat: the nodes are those live when the tail
-//! opened; a node that joins later is not tailed until the tail reopens.
+//! requests never wait. A node that joins while a tail is open is tailed
+//! from the next fleet check (every 2 s): its earlier invocations are not.
 
 pub mod access;
 
+use std::collections::HashSet;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -35,6 +37,7 @@ use tracing::{debug, info, warn};
 
 use crate::Proxy;
 use crate::channels;
+use crate::fleet::{Fleet, FleetNode};
 
 /// The path prefix of the tail endpoint.
 pub const PATH: &str = "/v1/tail/";
@@ -128,29 +131,88 @@ fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(isolane_telemetry::is_dns_label)
 }
 
-/// Every live node's tail of `worker_id`, merged as JSON lines.
+/// How often an open tail looks for nodes that joined the fleet.
+const REFRESH: Duration = Duration::from_secs(2);
+
+/// Lines relayed ahead of a slow client (then the nodes' queues fill and
+/// they drop, counting).
+const RELAY: usize = 64;
+
+/// Every live node's tail of `worker_id`, merged as JSON lines: the nodes
+/// live now, and those that join while the tail is open (the fleet is
+/// checked every [`REFRESH`]). The relay ends when the client goes away,
+/// which cancels the nodes' calls.
 fn fan_in(proxy: &Proxy, worker_id: &str) -> impl Stream<Item = Bytes> + Send + 'static {
-    let fleet = proxy.fleet();
-    let config = proxy.config().channel.clone();
-    let tails: Vec<_> = fleet
-        .nodes()
-        .iter()
-        .filter_map(|node| {
-            let endpoint = node.member.endpoint_for(0)?;
-            match channels::channel(&fleet, node, endpoint, &config) {
-                Ok(channel) => Some(node_tail(
-                    RuntimeClient::new(channel),
-                    worker_id.to_owned(),
-                    node.member.name.clone(),
-                )),
-                Err(error) => {
-                    warn!(node = %node.member.name, %error, "tail: no channel to the node");
-                    None
+    let (lines, relayed) = tokio::sync::mpsc::channel(RELAY);
+    let (proxy, worker_id) = (proxy.clone(), worker_id.to_owned());
+    tokio::spawn(async move {
+        let mut tailed: HashSet<String> = HashSet::new();
+        let mut tails = futures::stream::SelectAll::new();
+        let mut generation = None;
+        let mut every = tokio::time::interval(REFRESH);
+        loop {
+            tokio::select! {
+                () = lines.closed() => return,
+                _ = every.tick() => {
+                    let fleet = proxy.fleet();
+                    if generation == Some(fleet.generation()) {
+                        continue;
+                    }
+                    generation = Some(fleet.generation());
+                    for node in fleet.nodes() {
+                        if tailed.contains(&node.member.name) {
+                            continue;
+                        }
+                        if let Some(tail) = open_node(&proxy, &fleet, node, &worker_id) {
+                            tailed.insert(node.member.name.clone());
+                            tails.push(tail);
+                        }
+                    }
                 }
+                Some((node, line)) = tails.next(), if !tails.is_empty() => match line {
+                    Some(line) => {
+                        if lines.send(line).await.is_err() {
+                            return;
+                        }
+                    }
+                    // That node's tail ended (it left, or restarts): tail it
+                    // again if it comes back.
+                    None => {
+                        tailed.remove(&node);
+                    }
+                },
             }
-        })
-        .collect();
-    futures::stream::select_all(tails)
+        }
+    });
+    futures::stream::unfold(relayed, |mut relayed| async move {
+        relayed.recv().await.map(|line| (line, relayed))
+    })
+}
+
+type NodeLines = std::pin::Pin<Box<dyn Stream<Item = (String, Option<Bytes>)> + Send>>;
+
+/// `node`'s tail of `worker_id`, its lines tagged with its name, then one
+/// `None` when it ends.
+fn open_node(proxy: &Proxy, fleet: &Fleet, node: &FleetNode, worker_id: &str) -> Option<NodeLines> {
+    let endpoint = node.member.endpoint_for(0)?;
+    let channel = match channels::channel(fleet, node, endpoint, &proxy.config().channel) {
+        Ok(channel) => channel,
+        Err(error) => {
+            warn!(node = %node.member.name, %error, "tail: no channel to the node");
+            return None;
+        }
+    };
+    let name = node.member.name.clone();
+    let lines = node_tail(
+        RuntimeClient::new(channel),
+        worker_id.to_owned(),
+        name.clone(),
+    );
+    let tagged = lines
+        .map(Some)
+        .chain(futures::stream::once(async { None }))
+        .map(move |line| (name.clone(), line));
+    Some(tagged.boxed())
 }
 
 /// One node's tail as JSON lines; ends when the node ends it.

@@ -25,6 +25,8 @@ pub(super) fn open(engine: &Engine, node: &str, worker_id: &str) -> Result<TailS
     let subscription = engine
         .tail(Some(worker_id))
         .map_err(|error| Status::resource_exhausted(error.to_string()))?;
+    // One line per tail (at most MAX_TAILS_PER_WORKER open per Worker).
+    tracing::info!(worker.id = %worker_id, "tail opened");
     let node = node.to_owned();
     let frames = futures::stream::unfold(subscription, move |mut subscription| {
         let node = node.clone();
