@@ -159,6 +159,25 @@ fn seen(log: &Path) -> BTreeMap<String, Vec<String>> {
     seen
 }
 
+/// `GET /{name}/0` … `/{name}/9` of tenant-a's Worker, each sent until it
+/// is answered 200 (a node may be draining); the nodes that served them.
+async fn batch(ingress: &Ingress, name: &str) -> Vec<String> {
+    let mut nodes = Vec::new();
+    for i in 0..10 {
+        let path = format!("/{name}/{i}");
+        let node = wait_until("a request to be served", SETTLE, || {
+            let (ingress, path) = (ingress.clone(), path.clone());
+            async move {
+                let reply = ingress.get("a.test", &path).await.ok()?;
+                (reply.status == 200).then_some(reply.node)
+            }
+        })
+        .await;
+        nodes.extend(node);
+    }
+    nodes
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_tails_its_own_worker_across_nodes_and_not_another_namespaces() {
     let cp = ControlPlane::start().await.expect("control plane starts");
@@ -234,32 +253,12 @@ async fn a_tenant_tails_its_own_worker_across_nodes_and_not_another_namespaces()
         }
     })
     .await;
-    let mut nodes_used = BTreeSet::new();
-    for i in 0..10 {
-        let reply = ingress
-            .get("a.test", &format!("/first/{i}"))
-            .await
-            .expect("an answer");
-        assert_eq!(reply.status, 200, "{reply:?}");
-        nodes_used.extend(reply.node);
-    }
+    let first = batch(&ingress, "first").await;
     // The node serving it drains: the Worker moves to the other node, and
     // the tail (open on both) shows those invocations too.
-    let first = nodes_used.iter().next().cloned().expect("a node served");
-    cluster.node_mut(&first).drain();
-    let mut second = Vec::new();
-    for i in 0..10 {
-        let path = format!("/second/{i}");
-        let node = wait_until("a request to be served", SETTLE, || {
-            let (ingress, path) = (ingress.clone(), path.clone());
-            async move {
-                let reply = ingress.get("a.test", &path).await.ok()?;
-                (reply.status == 200).then_some(reply.node)
-            }
-        })
-        .await;
-        second.extend(node);
-    }
+    let serving = first.first().cloned().expect("the first batch was served");
+    cluster.node_mut(&serving).drain();
+    let second = batch(&ingress, "second").await;
     // A node joins while the tail is open: the router tails it too (it
     // looks for new nodes every 2 s), and once the serving node drains,
     // the Worker's invocations there show.
@@ -274,19 +273,7 @@ async fn a_tenant_tails_its_own_worker_across_nodes_and_not_another_namespaces()
         .cloned()
         .expect("the second batch was served");
     cluster.node_mut(&serving).drain();
-    let mut third = Vec::new();
-    for i in 0..10 {
-        let path = format!("/third/{i}");
-        let node = wait_until("a request to be served", SETTLE, || {
-            let (ingress, path) = (ingress.clone(), path.clone());
-            async move {
-                let reply = ingress.get("a.test", &path).await.ok()?;
-                (reply.status == 200).then_some(reply.node)
-            }
-        })
-        .await;
-        third.extend(node);
-    }
+    let third = batch(&ingress, "third").await;
     let want: Vec<String> = ["first", "second", "third"]
         .iter()
         .flat_map(|batch| (0..10).map(move |i| format!("/{batch}/{i}")))
@@ -303,7 +290,7 @@ async fn a_tenant_tails_its_own_worker_across_nodes_and_not_another_namespaces()
     .await;
     let nodes: BTreeSet<&String> = want.iter().flat_map(|url| &seen[url]).collect();
     println!(
-        "tail: {} invocations from nodes {nodes:?} (served by {nodes_used:?}, then {second:?}, then {third:?})",
+        "tail: {} invocations from nodes {nodes:?} (served by {first:?}, then {second:?}, then {third:?})",
         want.len()
     );
     for url in &want {
