@@ -166,8 +166,12 @@ fn pretty(event: &TailEvent) -> String {
     }
     for exception in &event.exceptions {
         let _ = writeln!(out, "  ✘ {}: {}", exception.name, exception.message);
+        // The Worker's frames; the runtime's own (`isolane:…`) say nothing
+        // to its author.
         for frame in exception.stack.lines().skip(1) {
-            let _ = writeln!(out, "    {}", frame.trim_start());
+            if !frame.contains("(isolane:") && !frame.trim_start().starts_with("at isolane:") {
+                let _ = writeln!(out, "    {}", frame.trim_start());
+            }
         }
     }
     if event.dropped_lines > 0 {
@@ -215,6 +219,26 @@ mod tests {
         assert_eq!(
             text,
             "[default/hello] GET /path?q=1 200 1.2ms cpu 0.3ms\n  (warn) a\n    b\n  (3 lines dropped: over the log budget)\n"
+        );
+    }
+
+    #[test]
+    fn pretty_shows_the_worker_s_frames_only() {
+        let mut e = event();
+        e.logs.clear();
+        e.dropped_lines = 0;
+        e.exceptions.push(Exception {
+            name: "TypeError".into(),
+            message: "it broke".into(),
+            stack: "TypeError: it broke\n    at Object.fetch (worker:dev/hello:5:32)\n    at runRequest (isolane:19_worker.js:373:49)".into(),
+            timestamp_ms: 1,
+        });
+        let text = TailFormat::Pretty.render(&e);
+        assert!(
+            text.ends_with(
+                "  ✘ TypeError: it broke\n    at Object.fetch (worker:dev/hello:5:32)\n"
+            ),
+            "{text}"
         );
     }
 
