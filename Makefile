@@ -60,6 +60,7 @@ test-only:
 	ISOLANE_OPERATOR_BIN=$(abspath $(BIN_DIR)/isolane-operator) \
 	ISOLANE_NODE_BIN=$(abspath $(BIN_DIR)/isolane-node) \
 	ISOLANE_ROUTER_BIN=$(abspath $(BIN_DIR)/isolane-router) \
+	ISOLANE_BIN=$(abspath $(BIN_DIR)/isolane) \
 	$(CARGO) test --workspace --no-fail-fast
 
 bench:

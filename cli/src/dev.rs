@@ -13,6 +13,7 @@ mod node;
 mod project;
 mod reload;
 mod serving;
+mod tail;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -28,6 +29,7 @@ use isolane_node::{Admission, BundleIndex, NodeMetrics, NodeService};
 use isolane_router::server::RouterWorkers;
 use isolane_router::{Proxy, ProxyConfig, RouterMetrics};
 use isolane_telemetry::{AdminServer, Readiness};
+use isolane_worker::TailFormat;
 use tokio_util::sync::CancellationToken;
 
 pub use project::Source;
@@ -108,6 +110,18 @@ pub struct DevArgs {
         env = "ISOLANE_STATE"
     )]
     state: PathBuf,
+    /// How the Workers' invocations and console lines are printed on
+    /// stdout (`isolane tail`'s output): `pretty` or `json` (one object a line).
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        default_value = "pretty",
+        env = "ISOLANE_TAIL_FORMAT"
+    )]
+    tail_format: TailFormat,
+    /// Do not print the Workers' invocations and console lines.
+    #[arg(long, env = "ISOLANE_NO_TAIL")]
+    no_tail: bool,
     #[command(flatten)]
     websocket: isolane_node::WebSocketArgs,
 }
@@ -141,6 +155,8 @@ pub struct DevConfig {
     /// a reload it is only logged).
     pub project: project::Project,
     pub reload: bool,
+    /// How the Workers' invocations are printed; `None`: not at all.
+    pub tail: Option<TailFormat>,
 }
 
 impl DevConfig {
@@ -188,6 +204,7 @@ impl DevConfig {
             source,
             project,
             reload: !args.no_reload,
+            tail: (!args.no_tail).then_some(args.tail_format),
         })
     }
 }
@@ -238,6 +255,10 @@ async fn serve(
         RouterMetrics::register(&registry, MAX_WORKER_SERIES)
             .context("registering the router's metrics")?,
     );
+    // The Workers' invocations and console lines, on stdout.
+    if let Some(format) = config.tail {
+        tail::spawn(&engine, format).context("tailing the Workers")?;
+    }
     let bundles = Arc::new(BundleIndex::new(REVISIONS_KEPT));
     // A Worker removed from the project leaves the engine at once.
     tokio::spawn(isolane_node::retire_deleted(

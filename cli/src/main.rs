@@ -4,6 +4,7 @@
 
 mod bundle;
 mod dev;
+mod tail;
 
 use std::process::ExitCode;
 
@@ -32,6 +33,9 @@ struct Cli {
 enum Command {
     /// Serve a worker file (or a folder of Worker YAML) on a local port.
     Dev(dev::DevArgs),
+    /// Stream a Worker's invocations and console lines from a cluster, with
+    /// your kubeconfig's credentials (docs/tail.md).
+    Tail(tail::TailArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +46,25 @@ fn main() -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     }
     match cli.command {
+        Command::Tail(args) => {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(error) => {
+                    tracing::error!(%error, "could not start");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match runtime.block_on(tail::run(args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("isolane tail: {error:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Dev(args) => {
             let config = match dev::DevConfig::from_args(args) {
                 Ok(config) => config,

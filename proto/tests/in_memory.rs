@@ -9,7 +9,8 @@ use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
 use isolane_proto::runtime::v1::runtime_server::{Runtime, RuntimeServer};
 use isolane_proto::runtime::v1::{
     ExecuteRequest, ExecuteResponse, Header, RequestHead, ResponseHead, StatsRequest,
-    StatsResponse, ThreadStats, execute_request::Frame as In, execute_response::Frame as Out,
+    StatsResponse, TailFrame, TailRequest, ThreadStats, execute_request::Frame as In,
+    execute_response::Frame as Out,
 };
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -89,6 +90,12 @@ impl Runtime for Echo {
             }],
             ..Default::default()
         }))
+    }
+
+    type TailStream = Pin<Box<dyn Stream<Item = Result<TailFrame, Status>> + Send>>;
+
+    async fn tail(&self, _: Request<TailRequest>) -> Result<Response<Self::TailStream>, Status> {
+        Err(Status::unimplemented("no tails here"))
     }
 }
 

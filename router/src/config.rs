@@ -59,6 +59,9 @@ pub const ENV_IDENTITY: &str = "ISOLANE_IDENTITY";
 /// Env var for `--reserved-host` (comma-separated).
 pub const ENV_RESERVED_HOSTS: &str = "ISOLANE_RESERVED_HOSTS";
 
+/// Env var for `--tail-addr`.
+pub const ENV_TAIL_ADDR: &str = "ISOLANE_TAIL_ADDR";
+
 /// The namespace of runtime-node Leases unless told otherwise.
 pub const DEFAULT_NODES_NAMESPACE: &str = "isolane-system";
 
@@ -73,6 +76,12 @@ pub struct Args {
     /// Address of the HTTP ingress (HTTP/1.1 and cleartext HTTP/2).
     #[arg(long, env = ENV_LISTEN_ADDR, default_value = "0.0.0.0:8080")]
     pub listen_addr: SocketAddr,
+
+    /// Address of the tail endpoint (`isolane tail`, docs/tail.md), which
+    /// streams a Worker's invocations to callers Kubernetes allows `get` on
+    /// `workers/tail` in its namespace; unset: no tail endpoint.
+    #[arg(long, env = ENV_TAIL_ADDR)]
+    pub tail_addr: Option<SocketAddr>,
 
     /// Router worker threads, each with its own event loop and its own
     /// HTTP/2 connections to nodes; 0 means one per available core.
@@ -242,6 +251,8 @@ pub struct Config {
     pub listen_addr: SocketAddr,
     /// Address of the admin server.
     pub admin_addr: SocketAddr,
+    /// Address of the tail endpoint, if any.
+    pub tail_addr: Option<SocketAddr>,
     /// Log line format.
     pub log_format: LogFormat,
     /// Router worker threads.
@@ -338,6 +349,7 @@ impl Args {
         Ok(Config {
             listen_addr: self.listen_addr,
             admin_addr: self.admin.admin_addr,
+            tail_addr: self.tail_addr,
             log_format: self.admin.log_format,
             workers,
             watch_namespace: self.watch_namespace.clone(),

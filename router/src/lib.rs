@@ -11,6 +11,8 @@
 //! function, composed by the `isolane-router` binary (with the watches and the
 //! admin server) and usable on its own, with routes and nodes set directly
 //! (`isolane dev`, tests). `docs/router.md` covers flags, rules and metrics.
+//! [`tail`] serves `isolane tail`: a Worker's invocations from every node,
+//! to callers Kubernetes authorises (docs/tail.md).
 #![forbid(unsafe_code)]
 
 mod answer;
@@ -27,6 +29,7 @@ pub mod routes;
 pub mod server;
 pub mod sockets;
 pub mod split;
+pub mod tail;
 pub mod watch;
 pub mod websocket;
 

@@ -75,6 +75,18 @@ async fn serve(config: Config) -> anyhow::Result<()> {
 
     let shutdown = CancellationToken::new();
     tokio::spawn(admin.serve(shutdown.clone().cancelled_owned()));
+    if let Some(addr) = config.tail_addr {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding the tail endpoint on {addr}"))?;
+        info!(address = %addr, "tail endpoint listening");
+        tokio::spawn(isolane_router::tail::serve(
+            listener,
+            proxy.clone(),
+            client.clone(),
+            shutdown.clone(),
+        ));
+    }
     // The host owners the operator records live in its namespace, the
     // nodes' (they read its bundles there). No route table before they are
     // read: it could hand a redeploying namespace's host to another.

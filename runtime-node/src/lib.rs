@@ -37,7 +37,7 @@ pub use config::{
 pub use error::Error;
 pub use listeners::{BindError, Health, Listeners, Serving};
 pub use membership::{FIELD_MANAGER, Heartbeat};
-pub use metrics::NodeMetrics;
+pub use metrics::{ALL as METRICS, NodeMetrics};
 pub use node::{Node, RunningNode, StartError};
 pub use retire::retire_deleted;
 pub use service::{

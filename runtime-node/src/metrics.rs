@@ -10,10 +10,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use isolane_engine::{EngineObserver, EvictionReason, Outcome, TerminationReason};
-use prometheus::{
-    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry,
-};
+use isolane_telemetry::Metric;
+use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 
 /// Isolate creation: 0.1 ms to 1 s.
 const CREATION_BUCKETS: &[f64] = &[
@@ -38,6 +36,8 @@ pub struct NodeMetrics {
     terminations: IntCounterVec,
     quarantines: IntCounterVec,
     egress_refused: IntCounterVec,
+    log_lines_dropped: IntCounterVec,
+    tail_events_dropped: IntCounter,
     requests: IntCounterVec,
     rejections: IntCounterVec,
     bundles: IntGauge,
@@ -99,195 +99,208 @@ struct ThreadMetrics {
     engine_cpu_seconds: Vec<Histogram>,
 }
 
-fn counter(
-    registry: &Registry,
-    name: &str,
-    help: &str,
-    labels: &[&str],
-) -> prometheus::Result<IntCounterVec> {
-    let metric = IntCounterVec::new(Opts::new(name, help), labels)?;
-    registry.register(Box::new(metric.clone()))?;
-    Ok(metric)
-}
+const CACHE: Metric = Metric::new(
+    "isolane_node_isolate_cache_lookups_total",
+    "Isolate cache lookups by result (hit or miss).",
+    &["thread", "result"],
+);
 
-fn gauge(
-    registry: &Registry,
-    name: &str,
-    help: &str,
-    labels: &[&str],
-) -> prometheus::Result<IntGaugeVec> {
-    let metric = IntGaugeVec::new(Opts::new(name, help), labels)?;
-    registry.register(Box::new(metric.clone()))?;
-    Ok(metric)
-}
+const PREWARMS: Metric = Metric::new(
+    "isolane_node_prewarms_total",
+    "Prewarms a router sent before shifting traffic to a revision, by result: the revision was warm already (warm) or was compiled (compiled).",
+    &["thread", "result"],
+);
 
-fn histogram(
-    registry: &Registry,
-    name: &str,
-    help: &str,
-    buckets: &[f64],
-    labels: &[&str],
-) -> prometheus::Result<HistogramVec> {
-    let metric = HistogramVec::new(
-        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
-        labels,
-    )?;
-    registry.register(Box::new(metric.clone()))?;
-    Ok(metric)
-}
+const CREATIONS: Metric = Metric::new(
+    "isolane_node_isolate_creations_total",
+    "Isolates made ready for a worker, from a spare or new.",
+    &["thread", "source"],
+);
 
-// === impl NodeMetrics ===
+const CREATION_SECONDS: Metric = Metric::new(
+    "isolane_node_isolate_creation_seconds",
+    "Time to make an isolate ready for a worker.",
+    &["thread"],
+);
 
-impl NodeMetrics {
-    /// Registers every metric in `registry` (the process's one registry),
-    /// with handles for `threads` threads.
-    pub fn register(registry: &Registry, threads: usize) -> prometheus::Result<Self> {
-        let r = registry;
-        let cache = counter(
-            r,
-            "isolane_node_isolate_cache_lookups_total",
-            "Isolate cache lookups by result (hit or miss).",
-            &["thread", "result"],
-        )?;
-        let prewarms = counter(
-            r,
-            "isolane_node_prewarms_total",
-            "Prewarms a router sent before shifting traffic to a revision, by result: the revision was warm already (warm) or was compiled (compiled).",
-            &["thread", "result"],
-        )?;
-        let creations = counter(
-            r,
-            "isolane_node_isolate_creations_total",
-            "Isolates made ready for a worker, from a spare or new.",
-            &["thread", "source"],
-        )?;
-        let creation_seconds = histogram(
-            r,
-            "isolane_node_isolate_creation_seconds",
-            "Time to make an isolate ready for a worker.",
-            CREATION_BUCKETS,
-            &["thread"],
-        )?;
-        let evictions = counter(
-            r,
-            "isolane_node_isolate_evictions_total",
-            "Warm isolates evicted, by reason.",
-            &["thread", "reason"],
-        )?;
-        let live_isolates = gauge(
-            r,
-            "isolane_node_live_isolates",
-            "Isolates alive on the thread (warm and spare).",
-            &["thread"],
-        )?;
-        let heap_bytes = gauge(
-            r,
-            "isolane_node_isolate_heap_bytes",
-            "Memory held by the thread's isolates: V8 heap, ArrayBuffers and unsent response bytes.",
-            &["thread"],
-        )?;
-        let engine_seconds = histogram(
-            r,
-            "isolane_node_request_duration_seconds",
-            "Wall time of a request on its engine thread, until its body ended.",
-            REQUEST_BUCKETS,
-            &["thread", "outcome"],
-        )?;
-        let engine_cpu_seconds = histogram(
-            r,
-            "isolane_node_request_cpu_seconds",
-            "CPU time a request used.",
-            CPU_BUCKETS,
-            &["thread", "outcome"],
-        )?;
-        let terminations = counter(
-            r,
-            "isolane_node_terminations_total",
-            "Worker JavaScript stopped by a limit, by reason.",
-            &["thread", "reason"],
-        )?;
-        let quarantines = counter(
-            r,
-            "isolane_node_quarantines_total",
-            "Workers refused for a while because they keep exceeding their limits.",
-            &["thread"],
-        )?;
-        let egress_refused = counter(
-            r,
-            "isolane_node_egress_refused_total",
-            "Workers' fetch calls refused by the egress policy, by reason.",
-            &["reason"],
-        )?;
-        let requests = counter(
-            r,
-            "isolane_node_requests_total",
-            "Execute calls by how they ended (outcome).",
-            &["thread", "outcome"],
-        )?;
-        let rejections = counter(
-            r,
-            "isolane_node_rejections_total",
-            "Requests refused before running, by reason.",
-            &["thread", "reason"],
-        )?;
-        let in_flight = gauge(
-            r,
-            "isolane_node_in_flight_requests",
-            "Requests in flight on the thread, bodies included.",
-            &["thread"],
-        )?;
-        let bundles = IntGauge::new(
-            "isolane_node_bundles",
-            "Workers the node holds a bundle for.",
-        )?;
-        r.register(Box::new(bundles.clone()))?;
-        let bundle_revisions = IntGauge::new(
-            "isolane_node_bundle_revisions",
-            "Worker revisions the node holds.",
-        )?;
-        r.register(Box::new(bundle_revisions.clone()))?;
-        let bundle_events = counter(
-            r,
-            "isolane_node_bundle_events_total",
-            "Bundle Secrets applied or deleted.",
-            &["event"],
-        )?;
-        let bundle_errors = counter(
-            r,
-            "isolane_node_bundle_errors_total",
-            "Malformed bundle Secrets ignored, by reason.",
-            &["reason"],
-        )?;
-        let bundle_watch_errors = IntCounter::new(
-            "isolane_node_bundle_watch_errors_total",
-            "Errors of the bundle Secret watch (retried).",
-        )?;
-        r.register(Box::new(bundle_watch_errors.clone()))?;
-        let lease_renewals = counter(
-            r,
-            "isolane_node_lease_renewals_total",
-            "Lease writes by result (ok or error).",
-            &["result"],
-        )?;
-        let draining = IntGauge::new(
-            "isolane_node_draining",
-            "1 while the node drains before exiting.",
-        )?;
-        r.register(Box::new(draining.clone()))?;
-        let websockets_open = gauge(
-            r,
-            "isolane_node_websockets_open",
-            "WebSockets open between Workers on this thread and their clients.",
-            &["thread"],
-        )?;
-        let websocket_messages = counter(
-            r,
-            "isolane_node_websocket_messages_total",
-            "WebSocket messages by direction: from a client to its Worker (to_worker) or back (to_client).",
-            &["thread", "direction"],
-        )?;
+const EVICTIONS: Metric = Metric::new(
+    "isolane_node_isolate_evictions_total",
+    "Warm isolates evicted, by reason.",
+    &["thread", "reason"],
+);
 
-        let threads = (0..threads)
+const LIVE_ISOLATES: Metric = Metric::new(
+    "isolane_node_live_isolates",
+    "Isolates alive on the thread (warm and spare).",
+    &["thread"],
+);
+
+const HEAP_BYTES: Metric = Metric::new(
+    "isolane_node_isolate_heap_bytes",
+    "Memory held by the thread's isolates: V8 heap, ArrayBuffers and unsent response bytes.",
+    &["thread"],
+);
+
+const ENGINE_SECONDS: Metric = Metric::new(
+    "isolane_node_request_duration_seconds",
+    "Wall time of a request on its engine thread, until its body ended.",
+    &["thread", "outcome"],
+);
+
+const ENGINE_CPU_SECONDS: Metric = Metric::new(
+    "isolane_node_request_cpu_seconds",
+    "CPU time a request used.",
+    &["thread", "outcome"],
+);
+
+const TERMINATIONS: Metric = Metric::new(
+    "isolane_node_terminations_total",
+    "Worker JavaScript stopped by a limit, by reason.",
+    &["thread", "reason"],
+);
+
+const QUARANTINES: Metric = Metric::new(
+    "isolane_node_quarantines_total",
+    "Workers refused for a while because they keep exceeding their limits.",
+    &["thread"],
+);
+
+const EGRESS_REFUSED: Metric = Metric::new(
+    "isolane_node_egress_refused_total",
+    "Workers' fetch calls refused by the egress policy, by reason.",
+    &["reason"],
+);
+
+const LOG_LINES_DROPPED: Metric = Metric::new(
+    "isolane_node_log_lines_dropped_total",
+    "Tailed Workers' console lines dropped over a log budget, by budget (invocation or rate).",
+    &["reason"],
+);
+
+const REQUESTS: Metric = Metric::new(
+    "isolane_node_requests_total",
+    "Execute calls by how they ended (outcome).",
+    &["thread", "outcome"],
+);
+
+const REJECTIONS: Metric = Metric::new(
+    "isolane_node_rejections_total",
+    "Requests refused before running, by reason.",
+    &["thread", "reason"],
+);
+
+const IN_FLIGHT: Metric = Metric::new(
+    "isolane_node_in_flight_requests",
+    "Requests in flight on the thread, bodies included.",
+    &["thread"],
+);
+
+const BUNDLE_EVENTS: Metric = Metric::new(
+    "isolane_node_bundle_events_total",
+    "Bundle Secrets applied or deleted.",
+    &["event"],
+);
+
+const BUNDLE_ERRORS: Metric = Metric::new(
+    "isolane_node_bundle_errors_total",
+    "Malformed bundle Secrets ignored, by reason.",
+    &["reason"],
+);
+
+const LEASE_RENEWALS: Metric = Metric::new(
+    "isolane_node_lease_renewals_total",
+    "Lease writes by result (ok or error).",
+    &["result"],
+);
+
+const WEBSOCKETS_OPEN: Metric = Metric::new(
+    "isolane_node_websockets_open",
+    "WebSockets open between Workers on this thread and their clients.",
+    &["thread"],
+);
+
+const WEBSOCKET_MESSAGES: Metric = Metric::new(
+    "isolane_node_websocket_messages_total",
+    "WebSocket messages by direction: from a client to its Worker (to_worker) or back (to_client).",
+    &["thread", "direction"],
+);
+
+const TAIL_EVENTS_DROPPED: Metric = Metric::new(
+    "isolane_node_tail_events_dropped_total",
+    "Invocation events dropped for tail readers that read too slowly.",
+    &[],
+);
+
+const BUNDLES: Metric = Metric::new(
+    "isolane_node_bundles",
+    "Workers the node holds a bundle for.",
+    &[],
+);
+
+const BUNDLE_REVISIONS: Metric = Metric::new(
+    "isolane_node_bundle_revisions",
+    "Worker revisions the node holds.",
+    &[],
+);
+
+const BUNDLE_WATCH_ERRORS: Metric = Metric::new(
+    "isolane_node_bundle_watch_errors_total",
+    "Errors of the bundle Secret watch (retried).",
+    &[],
+);
+
+const DRAINING: Metric = Metric::new(
+    "isolane_node_draining",
+    "1 while the node drains before exiting.",
+    &[],
+);
+
+/// Every metric of the node (docs/metrics.md lists each).
+pub const ALL: &[Metric] = &[
+    CACHE,
+    PREWARMS,
+    CREATIONS,
+    CREATION_SECONDS,
+    EVICTIONS,
+    LIVE_ISOLATES,
+    HEAP_BYTES,
+    ENGINE_SECONDS,
+    ENGINE_CPU_SECONDS,
+    TERMINATIONS,
+    QUARANTINES,
+    EGRESS_REFUSED,
+    LOG_LINES_DROPPED,
+    REQUESTS,
+    REJECTIONS,
+    IN_FLIGHT,
+    BUNDLE_EVENTS,
+    BUNDLE_ERRORS,
+    LEASE_RENEWALS,
+    WEBSOCKETS_OPEN,
+    WEBSOCKET_MESSAGES,
+    TAIL_EVENTS_DROPPED,
+    BUNDLES,
+    BUNDLE_REVISIONS,
+    BUNDLE_WATCH_ERRORS,
+    DRAINING,
+];
+
+// === impl ThreadMetrics ===
+
+impl ThreadMetrics {
+    /// Registers the per-thread families in `registry`, and resolves each
+    /// of `threads` threads' handles once.
+    fn register(registry: &Registry, threads: usize) -> prometheus::Result<Vec<Self>> {
+        let cache = CACHE.counter_vec(registry)?;
+        let prewarms = PREWARMS.counter_vec(registry)?;
+        let creations = CREATIONS.counter_vec(registry)?;
+        let creation_seconds = CREATION_SECONDS.histogram_vec(registry, CREATION_BUCKETS)?;
+        let live_isolates = LIVE_ISOLATES.gauge_vec(registry)?;
+        let heap_bytes = HEAP_BYTES.gauge_vec(registry)?;
+        let engine_seconds = ENGINE_SECONDS.histogram_vec(registry, REQUEST_BUCKETS)?;
+        let engine_cpu_seconds = ENGINE_CPU_SECONDS.histogram_vec(registry, CPU_BUCKETS)?;
+        let in_flight = IN_FLIGHT.gauge_vec(registry)?;
+        Ok((0..threads)
             .map(|thread| {
                 let label = thread.to_string();
                 let l = label.as_str();
@@ -314,13 +327,43 @@ impl NodeMetrics {
                     label,
                 }
             })
-            .collect();
+            .collect())
+    }
+}
+
+// === impl NodeMetrics ===
+
+impl NodeMetrics {
+    /// Registers every metric in `registry` (the process's one registry),
+    /// with handles for `threads` threads.
+    pub fn register(registry: &Registry, threads: usize) -> prometheus::Result<Self> {
+        let evictions = EVICTIONS.counter_vec(registry)?;
+        let terminations = TERMINATIONS.counter_vec(registry)?;
+        let quarantines = QUARANTINES.counter_vec(registry)?;
+        let egress_refused = EGRESS_REFUSED.counter_vec(registry)?;
+        let log_lines_dropped = LOG_LINES_DROPPED.counter_vec(registry)?;
+        let tail_events_dropped = TAIL_EVENTS_DROPPED.counter(registry)?;
+        let requests = REQUESTS.counter_vec(registry)?;
+        let rejections = REJECTIONS.counter_vec(registry)?;
+        let bundles = BUNDLES.gauge(registry)?;
+        let bundle_revisions = BUNDLE_REVISIONS.gauge(registry)?;
+        let bundle_events = BUNDLE_EVENTS.counter_vec(registry)?;
+        let bundle_errors = BUNDLE_ERRORS.counter_vec(registry)?;
+        let bundle_watch_errors = BUNDLE_WATCH_ERRORS.counter(registry)?;
+        let lease_renewals = LEASE_RENEWALS.counter_vec(registry)?;
+        let draining = DRAINING.gauge(registry)?;
+        let websockets_open = WEBSOCKETS_OPEN.gauge_vec(registry)?;
+        let websocket_messages = WEBSOCKET_MESSAGES.counter_vec(registry)?;
+
+        let threads = ThreadMetrics::register(registry, threads)?;
         Ok(Self {
             threads,
             evictions,
             terminations,
             quarantines,
             egress_refused,
+            log_lines_dropped,
+            tail_events_dropped,
             requests,
             rejections,
             bundles,
@@ -502,6 +545,16 @@ impl EngineObserver for NodeMetrics {
             .inc();
     }
 
+    fn log_lines_dropped(&self, _thread: usize, reason: isolane_engine::LogDropReason, lines: u64) {
+        self.log_lines_dropped
+            .with_label_values(&[reason.as_str()])
+            .inc_by(lines);
+    }
+
+    fn tail_events_dropped(&self, events: u64) {
+        self.tail_events_dropped.inc_by(events);
+    }
+
     fn quarantined(&self, thread: usize) {
         self.quarantines
             .with_label_values(&[self.thread_label(thread)])
@@ -512,6 +565,16 @@ impl EngineObserver for NodeMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table is what registers, and docs/metrics.md lists all of it.
+    #[test]
+    fn the_table_registers_and_is_documented() {
+        let registry = Registry::new();
+        let _metrics = NodeMetrics::register(&registry, 2).unwrap();
+        assert_eq!(isolane_telemetry::unregistered(ALL, &registry), [""; 0]);
+        let docs = include_str!("../../docs/metrics.md");
+        assert_eq!(isolane_telemetry::undocumented(ALL, docs), [""; 0]);
+    }
 
     #[test]
     fn the_observer_feeds_bounded_series() {

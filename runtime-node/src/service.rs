@@ -19,6 +19,7 @@
 mod answered;
 mod socket_frames;
 mod stream;
+mod tail;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -31,8 +32,8 @@ use isolane_proto::Outcome;
 use isolane_proto::call::{Answer, Call};
 use isolane_proto::runtime::v1::runtime_server::{Runtime, RuntimeServer};
 use isolane_proto::runtime::v1::{
-    ExecuteRequest, ExecuteResponse, LoadedBundle, StatsRequest, StatsResponse, ThreadStats,
-    execute_request,
+    ExecuteRequest, ExecuteResponse, LoadedBundle, StatsRequest, StatsResponse, TailRequest,
+    ThreadStats, execute_request,
 };
 use tokio::time::Instant;
 use tonic::{Request, Response, Status, Streaming};
@@ -328,6 +329,16 @@ impl Runtime for NodeService {
 
     async fn stats(&self, _: Request<StatsRequest>) -> Result<Response<StatsResponse>, Status> {
         Ok(Response::new(self.stats_now()))
+    }
+
+    type TailStream = tail::TailStream;
+
+    async fn tail(
+        &self,
+        request: Request<TailRequest>,
+    ) -> Result<Response<Self::TailStream>, Status> {
+        let worker_id = request.into_inner().worker_id;
+        tail::open(&self.inner.engine, &self.inner.node, &worker_id).map(Response::new)
     }
 }
 

@@ -11,6 +11,12 @@ use tempfile::TempDir;
 
 use std::time::Duration;
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use isolane_testenv::wait_until;
+
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
 pub fn repo() -> PathBuf {
@@ -61,4 +67,50 @@ impl Dev {
             .wait_exit(DEADLINE)
             .expect("isolane dev exits on SIGINT")
     }
+}
+
+pub type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+
+pub async fn request(
+    client: &HttpClient,
+    port: u16,
+    host: &str,
+    path: &str,
+) -> Result<(u16, String), String> {
+    let request = http::Request::builder()
+        .uri(format!("http://127.0.0.1:{port}{path}"))
+        .header(http::header::HOST, host)
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = client.request(request).await.map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// Retries until the server answers (it is starting), within the deadline.
+pub async fn when_ready(
+    client: &HttpClient,
+    dev: &mut Dev,
+    port: u16,
+    host: &str,
+    path: &str,
+) -> (u16, String) {
+    wait_until("isolane dev to answer", DEADLINE, || {
+        let exited = dev.process.try_exit();
+        async move {
+            assert!(exited.is_none(), "isolane dev exited early: {exited:?}");
+            request(client, port, host, path).await
+        }
+    })
+    .await
+}
+
+pub fn client() -> HttpClient {
+    Client::builder(TokioExecutor::new()).build_http()
 }

@@ -114,8 +114,21 @@ internal.formatError = function formatError(e) {
     return '[unprintable error]';
   }
 };
+// It is the invocation's exception (its tail's `exceptions`), not a console line.
 internal.reportError = function reportError(e) {
-  host.log('error', 'Uncaught ' + internal.formatError(e));
+  let message;
+  let stack = '';
+  try {
+    if (e instanceof Error) {
+      message = `${e.name}: ${e.message}`;
+      if (typeof e.stack === 'string') stack = e.stack;
+    } else {
+      message = 'Uncaught ' + internal.formatError(e);
+    }
+  } catch {
+    message = 'Uncaught exception';
+  }
+  host.exception(message, stack);
 };
 
 // Iterators over a live list of pairs, for Headers and URLSearchParams

@@ -5,7 +5,12 @@
 const MAX_DEPTH = 2;
 const MAX_ITEMS = 100;
 const MAX_STRING = 10000;        // one inspected string value
-const MAX_MESSAGE = 64 * 1024;   // one log line
+const MAX_MESSAGE = 16 * 1024;   // one log line (the host cuts at 16 KiB too)
+// Characters one console call may inspect: past it every value prints as
+// '…', so a giant object costs a bounded amount of CPU and memory to format
+// (nested output counts once per level, so this is a few MAX_MESSAGEs).
+const INSPECT_BUDGET = 4 * MAX_MESSAGE;
+let budget = INSPECT_BUDGET;
 
 const typedArrayTag = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag).get;
 const objectToString = Object.prototype.toString;
@@ -94,6 +99,13 @@ function findInspector(obj) {
 }
 
 function inspect(value, depth = MAX_DEPTH, seen = [], nested = false) {
+  if (budget <= 0) return '…';
+  const s = inspectValue(value, depth, seen, nested);
+  budget -= s.length;
+  return s;
+}
+
+function inspectValue(value, depth, seen, nested) {
   if (!internal.isObject(value)) return formatPrimitive(value, nested);
   if (seen.includes(value)) return '[Circular]';
 
@@ -260,6 +272,7 @@ function inspectTop(v) {
 
 // Node-style util.format: %s %d %i %f %j %o %O %c %%.
 function format(args) {
+  budget = INSPECT_BUDGET;
   if (args.length === 0) return '';
   const first = args[0];
   let out = '';
@@ -335,9 +348,12 @@ function format(args) {
   return out;
 }
 
-internal.inspect = inspectTop;
+internal.inspect = (v) => {
+  budget = INSPECT_BUDGET;
+  return inspectTop(v);
+};
 internal.format = format;
-internal.formatError = (e) => (internal.isObject(e) && (e instanceof Error || internal.isDOMException(e)) ? errorString(e) : inspectTop(e));
+internal.formatError = (e) => (internal.isObject(e) && (e instanceof Error || internal.isDOMException(e)) ? errorString(e) : internal.inspect(e));
 
 let groupIndent = '';
 const counts = new Map();
@@ -361,14 +377,14 @@ function stackBelow(fn) {
 }
 
 const consoleObject = {
-  log(...args) { emit('info', format(args)); },
+  log(...args) { emit('log', format(args)); },
   info(...args) { emit('info', format(args)); },
   debug(...args) { emit('debug', format(args)); },
   warn(...args) { emit('warn', format(args)); },
   error(...args) { emit('error', format(args)); },
-  dir(item = undefined) { emit('info', inspectTop(item)); },
-  dirxml(...args) { emit('info', format(args)); },
-  table(...args) { emit('info', format(args)); },
+  dir(item = undefined) { emit('log', internal.inspect(item)); },
+  dirxml(...args) { emit('log', format(args)); },
+  table(...args) { emit('log', format(args)); },
   trace(...args) {
     const msg = format(args);
     const stack = stackBelow(consoleObject.trace);
@@ -384,7 +400,7 @@ const consoleObject = {
     label = internal.toDOMString(label);
     const n = (counts.get(label) ?? 0) + 1;
     counts.set(label, n);
-    emit('info', `${label}: ${n}`);
+    emit('log', `${label}: ${n}`);
   },
   countReset(label = 'default') {
     label = internal.toDOMString(label);
@@ -392,7 +408,7 @@ const consoleObject = {
     else emit('warn', `Count for '${label}' does not exist`);
   },
   group(...args) {
-    if (args.length > 0) emit('info', format(args));
+    if (args.length > 0) emit('log', format(args));
     groupIndent += '  ';
   },
   groupCollapsed(...args) { consoleObject.group(...args); },
@@ -407,14 +423,14 @@ const consoleObject = {
     const t = timersByLabel.get(label);
     if (t === undefined) { emit('warn', `Timer '${label}' does not exist`); return; }
     const extra = data.length ? ' ' + format(data) : '';
-    emit('info', `${label}: ${host.now() - t}ms${extra}`);
+    emit('log', `${label}: ${host.now() - t}ms${extra}`);
   },
   timeEnd(label = 'default') {
     label = internal.toDOMString(label);
     const t = timersByLabel.get(label);
     if (t === undefined) { emit('warn', `Timer '${label}' does not exist`); return; }
     timersByLabel.delete(label);
-    emit('info', `${label}: ${host.now() - t}ms`);
+    emit('log', `${label}: ${host.now() - t}ms`);
   },
 };
 internal.setToStringTag(consoleObject, 'console');

@@ -79,6 +79,7 @@ impl Engine {
             roots,
             cache: crate::cache::HttpCache::new(config.cache),
             crypto: crate::crypto_pool::Pool::for_cores(),
+            tail: Arc::new(crate::tail::Tail::new(observer.clone())),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut handles = Vec::with_capacity(threads);
@@ -177,6 +178,14 @@ impl Engine {
             .filter(|_| !*self.inner.shutdown.borrow())
             .ok_or(EngineError::NoSuchThread { thread })?;
         Ok(handle.spawn(future))
+    }
+
+    /// Tails `worker`'s invocations (`None`: every Worker's) on this
+    /// engine: one [`crate::TailEvent`] per invocation that starts from now
+    /// on, until the subscription is dropped. Never slows requests: a slow
+    /// reader loses events and reads a note of how many (`tail.rs`).
+    pub fn tail(&self, worker: Option<&str>) -> Result<crate::TailSubscription, crate::TailError> {
+        self.inner.shared.tail.subscribe(worker)
     }
 
     /// Runs `request` on engine thread `thread` with `bundle`'s worker.

@@ -19,6 +19,7 @@ mod op;
 mod cache;
 mod clone;
 pub(crate) mod codec;
+pub(crate) mod console;
 pub(crate) mod crypto;
 mod data_url;
 pub(crate) mod error;
@@ -70,7 +71,7 @@ fn families() -> Vec<Unit> {
         crypto::unit(),
         timers::unit(),
         text::clock(),
-        text::console(),
+        console::unit(),
         clone::unit(),
         respond::unit(),
         memory::unit(),

@@ -397,7 +397,13 @@ impl WorkerIsolate {
                 Ok(())
             }
             Err(TurnError::Threw { message, stack }) => {
-                tracing::warn!(worker.id = %bundle.id, revision = %bundle.revision, %stack, "worker script failed");
+                crate::host::console::report_exception(
+                    &self.host,
+                    0,
+                    "worker script failed",
+                    &message,
+                    &stack,
+                );
                 Err(ExecuteError::Script { message })
             }
             Err(TurnError::Terminated(reason)) => Err(match reason {
@@ -473,14 +479,12 @@ impl WorkerIsolate {
 
     fn log_async_error(&self, ctx: u32, result: Result<(), TurnError>) {
         if let Err(TurnError::Threw { message, stack }) = result {
-            tracing::warn!(
-                worker.id = self.host.worker_id(),
-                revision = self.host.revision(),
-                thread = self.host.thread.index,
-                request.id = self.host.request_id(ctx).as_deref().unwrap_or(""),
-                error = %message,
-                %stack,
-                "uncaught exception in a callback"
+            crate::host::console::report_exception(
+                &self.host,
+                ctx,
+                "uncaught exception in a callback",
+                &message,
+                &stack,
             );
         }
     }

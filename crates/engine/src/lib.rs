@@ -25,11 +25,13 @@ mod egress;
 mod engine;
 mod fairness;
 mod host;
+mod invocation;
 mod isolate;
 mod job;
 mod limits;
 mod memory;
 mod modules;
+mod node_log;
 mod observer;
 mod outcome;
 mod platform;
@@ -41,6 +43,7 @@ mod scheduled;
 mod script;
 mod snapshot;
 mod socket;
+mod tail;
 mod thread;
 mod thread_ctx;
 mod watchdog;
@@ -51,7 +54,13 @@ pub use cache::CacheConfig;
 pub use config::{DEFAULT_MAX_REQUEST_BODY_BYTES, EngineConfig, ParsePoolModeError, PoolMode};
 pub use egress::{EgressConfig, EgressRefused, Refusal, TlsConfigError};
 pub use engine::Engine;
-pub use observer::{EngineObserver, EvictionReason, NoopObserver, TerminationReason};
+pub use host::console::{
+    BYTES_PER_INVOCATION, BYTES_PER_SECOND, LINES_PER_INVOCATION, LINES_PER_SECOND, MAX_LINE_BYTES,
+};
+pub use node_log::NODE_LOG_PER_SECOND;
+pub use observer::{
+    EngineObserver, EvictionReason, LogDropReason, NoopObserver, TerminationReason,
+};
 pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};
 pub use prewarm::Prewarm;
 pub use scheduled::ScheduledEvent;
@@ -59,6 +68,10 @@ pub use snapshot::runtime_files;
 pub use socket::{
     CloseFrame, DEFAULT_MAX_MESSAGE_BYTES, SocketEnd, SocketMessage, WebSocketConfig,
     WebSocketUpgrade,
+};
+pub use tail::{
+    Exception, LogLine, MAX_TAILS_PER_WORKER, QUEUE as TAIL_QUEUE, TailError, TailEvent, TailItem,
+    TailSubscription,
 };
 
 /// The header every outbound `fetch` carries: one more than the request it

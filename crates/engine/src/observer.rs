@@ -54,6 +54,24 @@ impl TerminationReason {
     }
 }
 
+/// Which log budget dropped a Worker's console line (`host/console.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LogDropReason {
+    /// Over the lines or bytes one invocation keeps.
+    Invocation,
+    /// Over the lines or bytes a Worker keeps per second on a thread.
+    Rate,
+}
+
+impl LogDropReason {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LogDropReason::Invocation => "invocation",
+            LogDropReason::Rate => "rate",
+        }
+    }
+}
+
 /// Receives the engine's measurements. Called on engine threads, on the
 /// request path: implementations must be cheap and must not block.
 pub trait EngineObserver: Send + Sync {
@@ -83,6 +101,12 @@ pub trait EngineObserver: Send + Sync {
     fn quarantined(&self, _thread: usize) {}
     /// The egress policy refused a worker's `fetch` (see `egress.rs`).
     fn egress_refused(&self, _thread: usize, _reason: crate::egress::Refusal) {}
+    /// A tailed Worker's console lines went over a log budget and were
+    /// dropped (`host/console.rs`).
+    fn log_lines_dropped(&self, _thread: usize, _reason: LogDropReason, _lines: u64) {}
+    /// Tail events were dropped for a subscriber that read too slowly
+    /// (`tail.rs`). Called on the publishing thread.
+    fn tail_events_dropped(&self, _events: u64) {}
 }
 
 /// An observer that ignores everything.

@@ -16,6 +16,7 @@ use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::config::{EngineConfig, PoolMode};
 use crate::host::IsolateTurns;
+use crate::invocation::Watch;
 use crate::isolate::{TurnError, WorkerIsolate};
 use crate::job::Job;
 use crate::limits::CpuClock;
@@ -118,6 +119,7 @@ pub(crate) fn run(start: ThreadStart) {
         snapshot,
         config: config.clone(),
         schedule: RefCell::new(Schedule::default()),
+        node_log: Default::default(),
     });
     let state = Rc::new(ThreadState {
         pool: RefCell::new(Pool::new(
@@ -636,6 +638,9 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         Ok(isolate) => isolate,
         Err(error) => {
             tracing::warn!(worker.id = %bundle.id, revision = %bundle.revision, thread = ctx.index, request.id = %request_id, %error, "worker unavailable");
+            if let Some(watch) = Watch::begin(ctx, &bundle, &parts, &request_id, None) {
+                watch.failed(ctx, &bundle, &error, started.elapsed());
+            }
             ctx.observer.request_finished(
                 ctx.index,
                 error.outcome(),
@@ -657,6 +662,8 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         deadline,
         incoming_hops(&parts.headers),
     );
+    // Someone tails this Worker: its console lines are kept for its event.
+    let watch = Watch::begin(ctx, &bundle, &parts, &request_id, Some((host, req)));
     let mut tripped = None;
     let body_id = if http_body::Body::is_end_stream(&body) {
         0
@@ -668,7 +675,7 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
     match isolate.handle_request(req, &parts, &request_url(&parts), body_id) {
         Ok(()) | Err(TurnError::Terminated(_)) => {}
         Err(TurnError::Threw { message, stack }) => {
-            tracing::error!(worker.id = %bundle.id, revision = %bundle.revision, thread = ctx.index, request.id = %request_id, error = %message, %stack, "handler threw");
+            crate::host::console::report_exception(host, req, "handler threw", &message, &stack);
             host.fail_request(req, ExecuteError::Exception { message });
         }
         Err(TurnError::Condemned) => host.fail_request(
@@ -715,6 +722,10 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         result => result,
     };
     let answered = result.is_ok();
+    let status = match &result {
+        Ok(response) => response.status().as_u16(),
+        Err(error) => error.status().as_u16(),
+    };
     if let Err(error) = &result {
         tracing::debug!(worker.id = %bundle.id, thread = ctx.index, request.id = %request_id, reason = error.reason(), "request failed");
     }
@@ -727,6 +738,8 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         started,
         deadline,
         answered,
+        watch,
+        status,
     };
     if socket {
         // A WebSocket: the request lives on as long as its socket, but no
@@ -748,6 +761,10 @@ struct Rest {
     deadline: Instant,
     /// Whether a response went out (else there is nothing to wait for).
     answered: bool,
+    /// Someone tails the Worker: the invocation's event (`invocation.rs`).
+    watch: Option<Box<Watch>>,
+    /// The status answered, for the event.
+    status: u16,
 }
 
 impl Rest {
@@ -762,6 +779,8 @@ impl Rest {
             started,
             deadline,
             answered,
+            watch,
+            status,
         } = self;
         let ctx = &state.ctx;
         if answered {
@@ -769,8 +788,11 @@ impl Rest {
         }
         let (cpu, failure) = isolate.host.finish_request(req);
         let outcome = failure.unwrap_or(Outcome::Ok);
-        ctx.observer
-            .request_finished(ctx.index, outcome, started.elapsed(), cpu);
+        let wall = started.elapsed();
+        ctx.observer.request_finished(ctx.index, outcome, wall, cpu);
+        if let Some(watch) = watch {
+            watch.end(ctx, &bundle, &isolate.host, req, outcome, status, wall, cpu);
+        }
         release(state, &bundle, isolate);
     }
 }

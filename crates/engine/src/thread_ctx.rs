@@ -39,6 +39,8 @@ pub(crate) struct EngineShared {
     /// Slots for expensive Web Crypto jobs, shared out per namespace
     /// (`crypto_pool.rs`).
     pub(crate) crypto: crate::crypto_pool::Pool,
+    /// Invocation events for whoever tails a Worker (`tail.rs`).
+    pub(crate) tail: Arc<crate::tail::Tail>,
 }
 
 /// What the isolates of one thread need from it (no pool: isolates hold an
@@ -56,4 +58,7 @@ pub(crate) struct ThreadCtx {
     /// The requests waiting and in flight, by namespace, with their CPU
     /// shares and penalties (borrowed briefly, never across an await).
     pub(crate) schedule: RefCell<Schedule>,
+    /// Bounds what this thread's Workers write to the node's log
+    /// (`node_log.rs`).
+    pub(crate) node_log: crate::node_log::NodeLogGate,
 }

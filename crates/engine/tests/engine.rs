@@ -63,6 +63,8 @@ mod service_worker;
 mod signal;
 #[path = "engine/streaming.rs"]
 mod streaming;
+#[path = "engine/tail.rs"]
+mod tail;
 #[path = "engine/tenants.rs"]
 mod tenants;
 #[path = "engine/url.rs"]

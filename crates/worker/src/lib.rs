@@ -26,6 +26,8 @@
 //! - [`Outcome`]: how a request ended, and the one table from outcome to
 //!   HTTP status, retry and metric label (the engine's errors map onto it,
 //!   the wire's `Outcome` converts to and from it).
+//! - [`TailEvent`]: one invocation as a tail shows it, and [`TailFormat`],
+//!   the one way `isolane dev` and `isolane tail` print it.
 //!
 //! Kubernetes types stay out: `isolane-crds` wraps these into the `Worker`
 //! resource, the operator and the node turn [`BundleSecret`] into and out of
@@ -42,6 +44,7 @@ mod outcome;
 mod ownership;
 mod route;
 mod secret;
+mod tail;
 
 pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, KV_NAMESPACE_PATTERN, check as check_bindings,
@@ -59,3 +62,4 @@ pub use ownership::{
 };
 pub use route::{ANY_HOST, Route, RouteIndex, normalize_host, prefix_matches};
 pub use secret::{BundleSecret, DIGEST_ANNOTATION, SecretError};
+pub use tail::{Exception, LogLine, ParseTailFormatError, TailEvent, TailFormat};

@@ -220,6 +220,33 @@ pub struct ResponseEnd {
     pub cpu_time_us: u64,
 }
 #[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct TailRequest {
+    /// `namespace/name`.
+    #[prost(string, tag = "1")]
+    pub worker_id: ::prost::alloc::string::String,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct TailFrame {
+    #[prost(oneof = "tail_frame::Frame", tags = "1, 2")]
+    pub frame: ::core::option::Option<tail_frame::Frame>,
+}
+/// Nested message and enum types in `TailFrame`.
+pub mod tail_frame {
+    #[allow(clippy::all)]
+    #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
+    pub enum Frame {
+        /// One invocation: the JSON of `isolane_worker::TailEvent` (docs/tail.md),
+        /// its `node` set to this node's name.
+        #[prost(bytes, tag = "1")]
+        EventJson(::prost::bytes::Bytes),
+        /// This many events were dropped for this stream: it was read too slowly.
+        #[prost(uint64, tag = "2")]
+        Dropped(u64),
+    }
+}
+#[allow(clippy::all)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct StatsRequest {}
 /// A snapshot of a node.
@@ -509,6 +536,35 @@ pub mod runtime_client {
                 .insert(GrpcMethod::new("isolane.runtime.v1.Runtime", "Stats"));
             self.inner.unary(req, path, codec).await
         }
+        /// A live stream of one worker's invocations on this node (its tail),
+        /// from now until the call is cancelled. Never slows requests: events the
+        /// caller does not take in time are dropped and counted in a frame.
+        /// The caller (the router) has authorised the tail; nodes take calls only
+        /// from the router (mutual TLS).
+        pub async fn tail(
+            &mut self,
+            request: impl tonic::IntoRequest<super::TailRequest>,
+        ) -> std::result::Result<
+            tonic::Response<tonic::codec::Streaming<super::TailFrame>>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/isolane.runtime.v1.Runtime/Tail",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("isolane.runtime.v1.Runtime", "Tail"));
+            self.inner.server_streaming(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -552,6 +608,21 @@ pub mod runtime_server {
             &self,
             request: tonic::Request<super::StatsRequest>,
         ) -> std::result::Result<tonic::Response<super::StatsResponse>, tonic::Status>;
+        /// Server streaming response type for the Tail method.
+        type TailStream: tonic::codegen::tokio_stream::Stream<
+                Item = std::result::Result<super::TailFrame, tonic::Status>,
+            >
+            + std::marker::Send
+            + 'static;
+        /// A live stream of one worker's invocations on this node (its tail),
+        /// from now until the call is cancelled. Never slows requests: events the
+        /// caller does not take in time are dropped and counted in a frame.
+        /// The caller (the router) has authorised the tail; nodes take calls only
+        /// from the router (mutual TLS).
+        async fn tail(
+            &self,
+            request: tonic::Request<super::TailRequest>,
+        ) -> std::result::Result<tonic::Response<Self::TailStream>, tonic::Status>;
     }
     /// A runtime node's service.
     #[derive(Debug)]
@@ -717,6 +788,52 @@ pub mod runtime_server {
                                 max_encoding_message_size,
                             );
                         let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/isolane.runtime.v1.Runtime/Tail" => {
+                    #[allow(non_camel_case_types)]
+                    struct TailSvc<T: Runtime>(pub Arc<T>);
+                    impl<
+                        T: Runtime,
+                    > tonic::server::ServerStreamingService<super::TailRequest>
+                    for TailSvc<T> {
+                        type Response = super::TailFrame;
+                        type ResponseStream = T::TailStream;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::ResponseStream>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::TailRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Runtime>::tail(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = TailSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.server_streaming(method, req).await;
                         Ok(res)
                     };
                     Box::pin(fut)

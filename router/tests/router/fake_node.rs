@@ -30,7 +30,7 @@ use isolane_proto::Outcome;
 use isolane_proto::runtime::v1::runtime_server::{Runtime, RuntimeServer};
 use isolane_proto::runtime::v1::{
     ExecuteRequest, ExecuteResponse, Header, RequestHead, ResponseHead, StatsRequest,
-    StatsResponse, execute_request,
+    StatsResponse, TailFrame, TailRequest, execute_request,
 };
 use tokio::sync::{oneshot, watch};
 use tonic::transport::server::TcpIncoming;
@@ -291,5 +291,11 @@ impl Runtime for Fake {
             node: self.0.name.clone(),
             ..StatsResponse::default()
         }))
+    }
+
+    type TailStream = Pin<Box<dyn Stream<Item = Result<TailFrame, Status>> + Send>>;
+
+    async fn tail(&self, _: Request<TailRequest>) -> Result<Response<Self::TailStream>, Status> {
+        Err(Status::unimplemented("no tails here"))
     }
 }

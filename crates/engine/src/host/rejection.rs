@@ -117,15 +117,7 @@ pub(crate) fn report(scope: &mut v8::PinScope<'_, '_>, host: &HostState) {
             }
             None => String::new(),
         };
-        let request_id = host.request_id(ctx);
-        tracing::warn!(
-            worker.id = host.worker_id(),
-            revision = host.revision(),
-            thread = host.thread.index,
-            request.id = request_id.as_deref().unwrap_or(""),
-            reason = %reason,
-            "unhandled promise rejection"
-        );
+        super::console::report_exception(host, ctx, "unhandled promise rejection", &reason, "");
     }
     if untracked > 0 {
         tracing::warn!(

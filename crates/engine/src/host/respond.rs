@@ -239,16 +239,7 @@ fn response_end<'s>(_scope, host: Rc<HostState>, ctx: u32, error: Option<String>
 host_fn! {
 /// `fail(ctxId, message, stack)`: 500 if no head was sent; the stack is logged.
 fn fail<'s>(_scope, host: Rc<HostState>, ctx: u32, message: String, stack: String) {
-    let request_id = host.request_id(ctx);
-    tracing::error!(
-        worker.id = host.worker_id(),
-        revision = host.revision(),
-        thread = host.thread.index,
-        request.id = request_id.as_deref().unwrap_or(""),
-        error = %message,
-        stack = %stack,
-        "worker failed the request"
-    );
+    super::console::report_exception(&host, ctx, "worker failed the request", &message, &stack);
     host.fail_request(ctx, ExecuteError::Exception { message });
 }
 }

@@ -1,8 +1,6 @@
-//! `host.log`, `host.now` and the UTF-8 codecs behind TextEncoder/TextDecoder;
-//! the units `console`, `clock` and `encoding` (with the legacy decoders of
+//! `host.now` and the UTF-8 codecs behind TextEncoder/TextDecoder;
+//! the units `clock` and `encoding` (with the legacy decoders of
 //! `codec/text.rs`).
-
-use std::rc::Rc;
 
 use super::error::{HostError, HostResult};
 use super::unit::Unit;
@@ -24,38 +22,6 @@ pub(super) fn encoding() -> Unit {
 /// `performance.now`, `Date.now` and `new Date()` on the coarse clock.
 pub(super) fn clock() -> Unit {
     Unit::new("clock").js(&["16_clock.js"]).function("now", now)
-}
-
-/// `console`, to structured logs.
-pub(super) fn console() -> Unit {
-    Unit::new("console")
-        .js(&["17_console.js"])
-        .function("log", log)
-}
-
-host_fn! {
-/// `log(level, message)`: a structured event tagged with worker and request.
-fn log<'s>(_scope, level: String, message: String, host: Rc<HostState>) {
-    let request_id = host.request_id(host.current());
-    let request_id = request_id.as_deref().unwrap_or("");
-    let worker = host.worker_id();
-    let revision = host.revision();
-    let thread = host.thread.index;
-    match level.as_str() {
-        "error" => {
-            tracing::error!(target: "isolane::worker", thread = thread, worker.id = worker, revision = revision, request.id = request_id, "{message}")
-        }
-        "warn" => {
-            tracing::warn!(target: "isolane::worker", thread = thread, worker.id = worker, revision = revision, request.id = request_id, "{message}")
-        }
-        "debug" => {
-            tracing::debug!(target: "isolane::worker", thread = thread, worker.id = worker, revision = revision, request.id = request_id, "{message}")
-        }
-        _ => {
-            tracing::info!(target: "isolane::worker", thread = thread, worker.id = worker, revision = revision, request.id = request_id, "{message}")
-        }
-    }
-}
 }
 
 host_fn! {

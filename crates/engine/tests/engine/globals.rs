@@ -1,14 +1,13 @@
 //! Globals whose effect is outside JavaScript: `reportError` logs what no
-//! `error` listener handled, as an uncaught exception.
+//! `error` listener handled, as an uncaught exception (a console error in
+//! the invocation's tail, as workerd prints it).
 
-use isolane_engine::PoolMode;
+use isolane_engine::{PoolMode, TailItem};
 
-use crate::logs;
 use crate::support::*;
 
 #[tokio::test]
 async fn report_error_logs_unless_a_listener_handles_it() {
-    logs::capture();
     let (engine, _) = engine(1, PoolMode::Pinned);
     let worker = bundle(
         "t/report-error",
@@ -24,16 +23,24 @@ async fn report_error_logs_unless_a_listener_handles_it() {
             return new Response('ok');
         } };",
     );
+    let mut tail = engine.tail(Some(&worker.id)).unwrap();
     assert_eq!(run(&engine, 0, &worker, "/handled").await.0, 200);
     assert_eq!(run(&engine, 0, &worker, "/").await.0, 200);
-    let errors: Vec<String> = logs::for_worker(&worker.id)
-        .into_iter()
-        .filter(|e| e.level == tracing::Level::ERROR)
-        .map(|e| e.message)
-        .collect();
+    let mut errors = Vec::new();
+    for _ in 0..2 {
+        let Some(TailItem::Event(event)) = tail.next().await else {
+            panic!("an event per request");
+        };
+        errors.extend(
+            event
+                .exceptions
+                .iter()
+                .map(|e| format!("{}: {}", e.name, e.message)),
+        );
+    }
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(
-        errors[0].starts_with("Uncaught RangeError: nobody handled this"),
+        errors[0].starts_with("RangeError: nobody handled this"),
         "{errors:?}"
     );
 }

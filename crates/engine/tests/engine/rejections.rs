@@ -49,7 +49,7 @@ async fn only_rejections_unhandled_after_the_checkpoint_are_reported() {
     assert!(
         reported[0]
             .fields
-            .contains("reason=RangeError: nobody listens"),
+            .contains("error=RangeError: nobody listens"),
         "{reported:#?}"
     );
     assert_eq!(rejections(&late.id).len(), 0, "{:#?}", rejections(&late.id));

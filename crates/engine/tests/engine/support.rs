@@ -1,7 +1,7 @@
 //! Shared helpers: one engine per test, requests, bodies.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use isolane_engine::{
     Body, EgressConfig, Engine, EngineConfig, EngineObserver, EvictionReason, ExecuteError, Limits,
-    Outcome, PoolMode, TerminationReason, WorkerBundle,
+    LogDropReason, Outcome, PoolMode, TerminationReason, WorkerBundle,
 };
 
 /// An engine with `threads` threads, unpinned (tests share two cores).
@@ -168,6 +168,10 @@ pub struct Recorder {
     pub terminations: Mutex<Vec<TerminationReason>>,
     pub outcomes: Mutex<Vec<Outcome>>,
     pub cpu: Mutex<Vec<Duration>>,
+    /// Console lines dropped over a log budget, by budget.
+    pub log_dropped: Mutex<Vec<(LogDropReason, u64)>>,
+    /// Tail events dropped for slow readers.
+    pub tail_dropped: AtomicU64,
 }
 
 impl EngineObserver for Recorder {
@@ -204,5 +208,11 @@ impl EngineObserver for Recorder {
     }
     fn termination(&self, _thread: usize, reason: TerminationReason) {
         self.terminations.lock().unwrap().push(reason);
+    }
+    fn log_lines_dropped(&self, _thread: usize, reason: LogDropReason, lines: u64) {
+        self.log_dropped.lock().unwrap().push((reason, lines));
+    }
+    fn tail_events_dropped(&self, events: u64) {
+        self.tail_dropped.fetch_add(events, Ordering::Relaxed);
     }
 }

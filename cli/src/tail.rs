@@ -1,0 +1,292 @@
+//! `isolane tail <worker>`: a Worker's invocations, live, from a cluster.
+//!
+//! The command reads the caller's own kubeconfig (its current context, or
+//! `--context`), sends that user's bearer token to the router's tail
+//! endpoint (`--endpoint`), which asks Kubernetes whether the user may `get`
+//! `workers/tail` in the namespace and then fans in the Worker's events from
+//! every node (`isolane_router::tail`). Events print as `isolane dev` prints
+//! them ([`TailFormat`]); the filters apply here.
+
+use std::hash::{Hash, Hasher};
+
+use anyhow::Context as _;
+use bytes::Bytes;
+use clap::Args;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+use isolane_worker::{TailEvent, TailFormat};
+use secrecy::ExposeSecret;
+use tokio::io::AsyncWriteExt;
+
+#[derive(Debug, Args)]
+pub struct TailArgs {
+    /// The Worker's name.
+    worker: String,
+    /// Its namespace (default: the kubeconfig context's, else `default`).
+    #[arg(short = 'n', long)]
+    namespace: Option<String>,
+    /// The router's tail endpoint, e.g. http://isolane-router-tail:8081.
+    #[arg(long, env = "ISOLANE_TAIL_ENDPOINT")]
+    endpoint: String,
+    /// The kubeconfig context whose user's token is sent (default: current).
+    #[arg(long)]
+    context: Option<String>,
+    /// `pretty` or `json` (one object a line).
+    #[arg(long, default_value = "pretty")]
+    format: TailFormat,
+    /// Only invocations that ended `ok`, or with an `error` (an exception or
+    /// a limit), or `canceled`.
+    #[arg(long, value_parser = ["ok", "error", "canceled"])]
+    status: Option<String>,
+    /// Only these HTTP methods (repeatable).
+    #[arg(long = "method")]
+    methods: Vec<String>,
+    /// Show this fraction of invocations (0 < R ≤ 1), chosen by request id.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_rate)]
+    sampling_rate: f64,
+    /// Only invocations whose console lines or exceptions contain this text.
+    #[arg(long)]
+    search: Option<String>,
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let rate: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if rate > 0.0 && rate <= 1.0 {
+        Ok(rate)
+    } else {
+        Err("the sampling rate must be in (0, 1]".to_owned())
+    }
+}
+
+/// The longest line kept from the endpoint (an event is at most ~130 KiB
+/// of console text, plus exceptions).
+const MAX_LINE: usize = 4 << 20;
+
+/// Why `isolane tail` stopped.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(String);
+
+pub async fn run(args: TailArgs) -> anyhow::Result<()> {
+    let options = kube::config::KubeConfigOptions {
+        context: args.context.clone(),
+        ..Default::default()
+    };
+    let config = kube::Config::from_kubeconfig(&options)
+        .await
+        .context("reading your kubeconfig")?;
+    let token = bearer_token(&config.auth_info)?;
+    let namespace = args
+        .namespace
+        .clone()
+        .unwrap_or_else(|| config.default_namespace.clone());
+    let uri: http::Uri = format!(
+        "{}/v1/tail/{namespace}/{}",
+        args.endpoint.trim_end_matches('/'),
+        args.worker
+    )
+    .parse()
+    .context("the tail endpoint is not a URL")?;
+    if uri.scheme_str() != Some("http") {
+        anyhow::bail!("the tail endpoint must be an http:// URL (put TLS in front of it)");
+    }
+    let authority = uri
+        .authority()
+        .context("the tail endpoint has no host")?
+        .clone();
+    let port = authority.port_u16().unwrap_or(80);
+    let stream = tokio::net::TcpStream::connect((authority.host(), port))
+        .await
+        .with_context(|| format!("connecting to {authority}"))?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .context("talking to the tail endpoint")?;
+    tokio::spawn(connection);
+    let request = http::Request::get(uri)
+        .header(http::header::HOST, authority.as_str())
+        .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Empty::<Bytes>::new())
+        .context("building the request")?;
+    let response = sender
+        .send_request(request)
+        .await
+        .context("the tail endpoint did not answer")?;
+    let status = response.status();
+    let mut body = response.into_body();
+    if !status.is_success() {
+        let bytes = body
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let message = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
+            .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
+        return Err(Refused(format!("tail refused ({status}): {message}")).into());
+    }
+    let filter = Filter::from(&args);
+    let mut out = tokio::io::stdout();
+    let mut pending: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.context("the tail stream broke")?.into_data() else {
+            continue;
+        };
+        pending.extend_from_slice(&data);
+        while let Some(at) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=at).collect();
+            if let Some(text) = filter.print(args.format, &line) {
+                out.write_all(text.as_bytes()).await?;
+                out.flush().await?;
+            }
+        }
+        if pending.len() > MAX_LINE {
+            pending.clear();
+        }
+    }
+    Ok(())
+}
+
+/// The user's bearer token from the kubeconfig.
+fn bearer_token(auth: &kube::config::AuthInfo) -> anyhow::Result<String> {
+    if let Some(token) = &auth.token {
+        return Ok(token.expose_secret().to_owned());
+    }
+    if let Some(file) = &auth.token_file {
+        return std::fs::read_to_string(file)
+            .map(|t| t.trim().to_owned())
+            .with_context(|| format!("reading the token file {file}"));
+    }
+    anyhow::bail!(
+        "your kubeconfig's user has no bearer token (a token or tokenFile): isolane tail sends it to the platform, which checks it with a TokenReview"
+    )
+}
+
+struct Filter {
+    status: Option<String>,
+    methods: Vec<String>,
+    rate: f64,
+    search: Option<String>,
+}
+
+impl From<&TailArgs> for Filter {
+    fn from(args: &TailArgs) -> Self {
+        Self {
+            status: args.status.clone(),
+            methods: args
+                .methods
+                .iter()
+                .map(|m| m.to_ascii_uppercase())
+                .collect(),
+            rate: args.sampling_rate,
+            search: args.search.clone(),
+        }
+    }
+}
+
+impl Filter {
+    /// What to print for one line from the endpoint, if anything.
+    fn print(&self, format: TailFormat, line: &[u8]) -> Option<String> {
+        let value: serde_json::Value = serde_json::from_slice(line).ok()?;
+        if let Some(n) = value.get("dropped_events").and_then(|n| n.as_u64()) {
+            return Some(format.dropped(n));
+        }
+        let event: TailEvent = serde_json::from_value(value).ok()?;
+        self.keeps(&event).then(|| format.render(&event))
+    }
+
+    fn keeps(&self, event: &TailEvent) -> bool {
+        let status = match self.status.as_deref() {
+            Some("ok") => event.outcome == "ok",
+            Some("canceled") => event.outcome == "canceled",
+            Some(_) => event.outcome != "ok" && event.outcome != "canceled",
+            None => true,
+        };
+        let method = self.methods.is_empty() || self.methods.contains(&event.method);
+        let search = self.search.as_deref().is_none_or(|s| {
+            event.logs.iter().any(|l| l.message.contains(s))
+                || event
+                    .exceptions
+                    .iter()
+                    .any(|e| e.message.contains(s) || e.name.contains(s))
+        });
+        status && method && search && self.sampled(&event.request_id)
+    }
+
+    fn sampled(&self, request_id: &str) -> bool {
+        if self.rate >= 1.0 {
+            return true;
+        }
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        request_id.hash(&mut hasher);
+        (hasher.finish() as f64 / u64::MAX as f64) < self.rate
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(outcome: &str, method: &str, line: &str) -> Vec<u8> {
+        let mut json = serde_json::to_vec(&TailEvent {
+            worker: "a/w".into(),
+            namespace: "a".into(),
+            revision: "r".into(),
+            node: "n".into(),
+            thread: 0,
+            request_id: "1".into(),
+            outcome: outcome.into(),
+            status: 200,
+            method: method.into(),
+            url: "/".into(),
+            timestamp_ms: 0,
+            wall_ms: 1.0,
+            cpu_ms: 1.0,
+            logs: vec![isolane_worker::LogLine {
+                level: "log".into(),
+                message: line.into(),
+                timestamp_ms: 0,
+            }],
+            exceptions: vec![],
+            dropped_lines: 0,
+        })
+        .unwrap();
+        json.push(b'\n');
+        json
+    }
+
+    #[test]
+    fn filters_by_status_method_and_search() {
+        let filter = Filter {
+            status: Some("error".into()),
+            methods: vec!["POST".into()],
+            rate: 1.0,
+            search: Some("needle".into()),
+        };
+        let pretty = TailFormat::Pretty;
+        assert!(
+            filter
+                .print(pretty, &event("exception", "POST", "a needle"))
+                .is_some()
+        );
+        assert!(
+            filter
+                .print(pretty, &event("ok", "POST", "a needle"))
+                .is_none()
+        );
+        assert!(
+            filter
+                .print(pretty, &event("exception", "GET", "a needle"))
+                .is_none()
+        );
+        assert!(
+            filter
+                .print(pretty, &event("exception", "POST", "hay"))
+                .is_none()
+        );
+        assert_eq!(
+            filter.print(pretty, b"{\"dropped_events\":3,\"node\":\"n\"}\n"),
+            Some(pretty.dropped(3))
+        );
+    }
+}
