@@ -19,8 +19,8 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use isolane_edge::Edge;
 use isolane_leader::{LeaderElector, Role};
-use isolane_telemetry::edge::Edge;
 use isolane_telemetry::{AdminServer, BoundAdminServer, Readiness, ReadyHandle};
 use kube::Client;
 use prometheus::Registry;

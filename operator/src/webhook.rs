@@ -29,7 +29,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use isolane_crds::{Route, Worker};
-use isolane_telemetry::edge::{self, Edge, Wrapped};
+use isolane_edge::{self as edge, Edge, Wrapped};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -263,7 +263,7 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
 }
 
 /// Serves the webhook on `listener` until `shutdown` is cancelled, through
-/// the shared accept loop (`isolane_telemetry::edge::serve`): a client that
+/// the shared accept loop (`isolane_edge::serve`): a client that
 /// does not send its first bytes, finish its TLS handshake and then send a
 /// request head each within `edge`'s header-read timeout is dropped.
 pub async fn serve(

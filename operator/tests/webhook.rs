@@ -9,9 +9,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use isolane_edge::Edge;
 use isolane_operator::index::WorkerIndex;
 use isolane_operator::webhook;
-use isolane_telemetry::edge::Edge;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};

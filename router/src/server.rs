@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use isolane_telemetry::edge::{self, Edge, Plain};
+use isolane_edge::{self as edge, Edge, Plain};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -38,7 +38,7 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
 
 /// Serves `listener` with `proxy` until `shutdown`, then lets open
 /// connections finish for up to `grace`. Silent clients cannot hold a
-/// connection open (the shared accept loop, `isolane_telemetry::edge::serve`).
+/// connection open (the shared accept loop, `isolane_edge::serve`).
 pub async fn serve(
     listener: TcpListener,
     proxy: Proxy,

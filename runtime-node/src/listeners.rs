@@ -22,9 +22,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use isolane_edge::{self as edge, Handshake as _, Primed, Wrapped};
 use isolane_proto::health::pb::health_server::HealthServer;
 use isolane_proto::health::server::HealthService;
-use isolane_telemetry::edge::{self, Handshake as _, Primed, Wrapped};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;

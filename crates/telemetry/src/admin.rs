@@ -12,8 +12,8 @@ use http_body_util::Full;
 use tokio::net::TcpListener;
 use tracing::{info, warn};
 
-use crate::edge::{Edge, Plain};
 use crate::{Error, Readiness};
+use isolane_edge::{Edge, Plain};
 
 /// How long shutdown waits for open admin connections to finish.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -162,7 +162,7 @@ impl BoundAdminServer {
             })
         };
         let edge = Edge::new("admin", DRAIN_TIMEOUT);
-        crate::edge::serve(listener, edge, Plain, service, shutdown).await;
+        isolane_edge::serve(listener, edge, Plain, service, shutdown).await;
         info!(admin.addr = %addr, "admin server stopped");
     }
 }

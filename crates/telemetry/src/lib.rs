@@ -13,7 +13,6 @@
 
 mod admin;
 mod args;
-pub mod edge;
 mod error;
 mod flags;
 mod logging;

@@ -5,9 +5,9 @@
 //! HTTP/1 from HTTP/2, within the header-read timeout ([`Primed`]); a
 //! wrapped connection (a TLS handshake, [`Wrapped`]) must finish its
 //! handshake and then send those bytes within it too; after that, hyper holds each request head to it
-//! ([`super::server_builder`]), and a connection with no request in flight
+//! ([`crate::server_builder`]), and a connection with no request in flight
 //! for the idle timeout is closed gracefully, HTTP/2 included
-//! ([`super::idle`]). On shutdown the loop stops accepting, lets open
+//! ([`crate::idle`]). On shutdown the loop stops accepting, lets open
 //! connections finish for up to the grace period, and returns.
 
 use std::error::Error as StdError;
@@ -28,8 +28,8 @@ use tokio::runtime::Handle;
 use tokio::sync::{oneshot, watch};
 use tracing::{debug, warn};
 
-use super::idle::{Activity, Tracked};
-use super::primed::Primed;
+use crate::idle::{Activity, Tracked};
+use crate::primed::Primed;
 
 /// How long a failed `accept` (say, out of file descriptors) waits before
 /// the next, so the loop does not spin.
@@ -47,7 +47,7 @@ pub struct Edge {
     /// closed (HTTP/2: GOAWAY), pings answered or not.
     pub idle_timeout: Duration,
     /// How often an idle HTTP/2 connection is pinged (the peer has
-    /// [`super::H2_KEEP_ALIVE`] to answer).
+    /// [`crate::H2_KEEP_ALIVE`] to answer).
     pub ping_interval: Duration,
     /// How long open connections may take to finish after shutdown.
     pub grace: Duration,
@@ -57,13 +57,13 @@ pub struct Edge {
 }
 
 impl Edge {
-    /// [`super::HEADER_READ_TIMEOUT`] and `grace`.
+    /// [`crate::HEADER_READ_TIMEOUT`] and `grace`.
     pub fn new(server: &'static str, grace: Duration) -> Self {
         Self {
             server,
-            header_read_timeout: super::HEADER_READ_TIMEOUT,
-            idle_timeout: super::IDLE_TIMEOUT,
-            ping_interval: super::H2_KEEP_ALIVE,
+            header_read_timeout: crate::HEADER_READ_TIMEOUT,
+            idle_timeout: crate::IDLE_TIMEOUT,
+            ping_interval: crate::H2_KEEP_ALIVE,
             grace,
             spread: Arc::from([]),
         }
@@ -141,7 +141,7 @@ where
     type Io = Primed<I>;
 
     async fn handshake(&self, stream: TcpStream, timeout: Duration) -> Option<Primed<I>> {
-        if !super::first_bytes(&stream, timeout).await {
+        if !crate::first_bytes(&stream, timeout).await {
             return None;
         }
         let wrapped = match tokio::time::timeout(timeout, (self.0)(stream)).await {
@@ -193,7 +193,7 @@ pub async fn serve<H, M, S, B>(
     B::Data: Send,
     B::Error: Into<Box<dyn StdError + Send + Sync>>,
 {
-    let builder = super::server_builder(edge.header_read_timeout, edge.ping_interval);
+    let builder = crate::server_builder(edge.header_read_timeout, edge.ping_interval);
     let handshake = Arc::new(handshake);
     // Shutdown, told to every connection; each holds a receiver until it
     // ends, so the sender sees when all have.
