@@ -278,8 +278,9 @@ pub struct Config {
 }
 
 impl Args {
-    /// Checks the flags and resolves defaults (such as the worker count).
-    pub fn validate(&self) -> Result<Config, ConfigError> {
+    /// The flags that stand alone: durations above zero, the load factor,
+    /// namespace names, and the listen and admin addresses apart.
+    fn check_values(&self) -> Result<(), ConfigError> {
         for (flag, value) in [
             ("request-timeout", self.request_timeout),
             ("connect-timeout", self.connect_timeout),
@@ -311,14 +312,12 @@ impl Args {
                 addr: self.listen_addr,
             });
         }
-        let security = |reason: String| ConfigError::GrpcSecurity { reason };
-        let tls = match self.grpc_tls.clone().validate() {
-            Ok(GrpcSecurity::Mtls(files)) => {
-                Some(mtls::client_config(&files).map_err(|e| security(e.to_string()))?)
-            }
-            Ok(GrpcSecurity::Insecure) => None,
-            Err(error) => return Err(security(error.to_string())),
-        };
+        Ok(())
+    }
+
+    /// The cron scheduler's election, with `--cron`: retry < renew <
+    /// lease, and a lease of a second or more.
+    fn cron_config(&self) -> Result<Option<crate::cron::CronConfig>, ConfigError> {
         let (retry, renew, lease) = (
             self.cron_retry_period,
             self.cron_renew_deadline,
@@ -331,7 +330,7 @@ impl Args {
                 lease,
             });
         }
-        let cron = self.cron.then(|| crate::cron::CronConfig {
+        Ok(self.cron.then(|| crate::cron::CronConfig {
             leader: isolane_leader::LeaderConfig {
                 lease_name: self.cron_lease.clone(),
                 identity: self
@@ -343,7 +342,21 @@ impl Args {
                 retry_period: retry,
             },
             namespace: self.nodes_namespace.clone(),
-        });
+        }))
+    }
+
+    /// Checks the flags and resolves defaults (such as the worker count).
+    pub fn validate(&self) -> Result<Config, ConfigError> {
+        self.check_values()?;
+        let security = |reason: String| ConfigError::GrpcSecurity { reason };
+        let tls = match self.grpc_tls.clone().validate() {
+            Ok(GrpcSecurity::Mtls(files)) => {
+                Some(mtls::client_config(&files).map_err(|e| security(e.to_string()))?)
+            }
+            Ok(GrpcSecurity::Insecure) => None,
+            Err(error) => return Err(security(error.to_string())),
+        };
+        let cron = self.cron_config()?;
         let workers = NonZeroUsize::new(self.workers)
             .unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
         Ok(Config {
