@@ -210,6 +210,20 @@ pub struct Config {
 }
 
 impl Args {
+    /// The admission webhook's server: an address needs its certificate
+    /// and key.
+    fn webhook(&self) -> Result<Option<WebhookConfig>, ConfigError> {
+        match (&self.webhook_addr, &self.webhook_cert, &self.webhook_key) {
+            (None, _, _) => Ok(None),
+            (Some(addr), Some(cert), Some(key)) => Ok(Some(WebhookConfig {
+                addr: *addr,
+                cert: cert.clone(),
+                key: key.clone(),
+            })),
+            (Some(_), _, _) => Err(ConfigError::WebhookTls),
+        }
+    }
+
     /// Validates the flags into a [`Config`].
     pub fn validate(&self) -> Result<Config, ConfigError> {
         if !is_dns_label(&self.namespace) {
@@ -218,15 +232,7 @@ impl Args {
         if !is_dns_subdomain(&self.leader_lease) {
             return Err(ConfigError::LeaseName(self.leader_lease.clone()));
         }
-        let webhook = match (&self.webhook_addr, &self.webhook_cert, &self.webhook_key) {
-            (None, _, _) => None,
-            (Some(addr), Some(cert), Some(key)) => Some(WebhookConfig {
-                addr: *addr,
-                cert: cert.clone(),
-                key: key.clone(),
-            }),
-            (Some(_), _, _) => return Err(ConfigError::WebhookTls),
-        };
+        let webhook = self.webhook()?;
         let (retry, renew, lease) = (self.retry_period, self.renew_deadline, self.lease_duration);
         if retry.is_zero() || retry >= renew || renew >= lease || lease < Duration::from_secs(1) {
             return Err(ConfigError::LeaderTimings {

@@ -20,7 +20,8 @@ use std::time::Duration;
 
 use isolane_crds::traffic::{self, TrafficError};
 use isolane_crds::{
-    Bundle, ConditionStatus, ConditionType, ReplicaPlacement, Route, Worker, WorkerStatus,
+    Bundle, ConditionStatus, ConditionType, ReplicaPlacement, Route, Worker, WorkerSpec,
+    WorkerStatus,
 };
 use isolane_placement::NodeSet;
 use k8s_openapi::api::core::v1::Secret;
@@ -143,63 +144,14 @@ pub fn plan(
             ));
         }
     };
-    let kind = match script::check(&resolved.script) {
+    let kind = match admit(spec, &resolved.script) {
         Ok(kind) => kind,
-        Err(syntax) => {
-            let conditions = invalid_conditions(
-                reason::SYNTAX_ERROR,
-                format!("the script does not parse: {syntax}"),
-                syntax.to_string(),
-                routes_condition,
-            );
+        Err((reason, message, detail)) => {
+            let conditions = invalid_conditions(reason, message, detail, routes_condition);
             return Ok(not_ready(conditions, shown, settings.resync));
         }
     };
-    // The webhook refuses bad settings; a Worker applied without it is
-    // refused here, before any bundle is written.
-    if let Err(error) = isolane_worker::compat::resolve(
-        spec.compatibility_date.as_deref(),
-        &spec.compatibility_flags,
-    ) {
-        let conditions = invalid_conditions(
-            reason::INVALID_COMPATIBILITY,
-            format!("the compatibility settings are refused: {error}"),
-            error.to_string(),
-            routes_condition,
-        );
-        return Ok(not_ready(conditions, shown, settings.resync));
-    }
-
-    if let Err(error) =
-        isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
-    {
-        let conditions = invalid_conditions(
-            reason::INVALID_BINDINGS,
-            format!("the bindings are refused: {error}"),
-            error.to_string(),
-            routes_condition,
-        );
-        return Ok(not_ready(conditions, shown, settings.resync));
-    }
-
-    let bundle = Bundle::new(
-        key.to_string(),
-        resolved.script,
-        resolved.env,
-        spec.limits,
-        routes.admitted.clone(),
-    )
-    .with_allowed_hosts(
-        spec.egress
-            .as_ref()
-            .map(|egress| egress.allowed_hosts.clone())
-            .unwrap_or_default(),
-    )
-    .with_compatibility(
-        spec.compatibility_date.clone(),
-        spec.compatibility_flags.clone(),
-    )
-    .with_bindings(spec.bindings.clone());
+    let bundle = bundle_of(key, resolved, spec, routes.admitted.clone());
     let mut steps = Vec::new();
     let secret = bundle_secret(&settings.namespace, key, &bundle)?;
     if !is_stored(&secret, &observed.bundles) {
@@ -235,6 +187,68 @@ pub fn plan(
         },
         requeue: settings.resync,
     })
+}
+
+/// The script's kind, or why the Worker cannot become a bundle: its
+/// condition reason, message and detail. The webhook refuses bad settings
+/// already; a Worker applied without it is refused here, before any bundle
+/// is written.
+fn admit(spec: &WorkerSpec, script: &str) -> Result<ScriptKind, (&'static str, String, String)> {
+    let kind = script::check(script).map_err(|syntax| {
+        (
+            reason::SYNTAX_ERROR,
+            format!("the script does not parse: {syntax}"),
+            syntax.to_string(),
+        )
+    })?;
+    isolane_worker::compat::resolve(
+        spec.compatibility_date.as_deref(),
+        &spec.compatibility_flags,
+    )
+    .map_err(|error| {
+        (
+            reason::INVALID_COMPATIBILITY,
+            format!("the compatibility settings are refused: {error}"),
+            error.to_string(),
+        )
+    })?;
+    isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
+        .map_err(|error| {
+            (
+                reason::INVALID_BINDINGS,
+                format!("the bindings are refused: {error}"),
+                error.to_string(),
+            )
+        })?;
+    Ok(kind)
+}
+
+/// The bundle of `key`'s spec with its resolved script and env, serving
+/// the `admitted` routes.
+fn bundle_of(
+    key: &WorkerKey,
+    resolved: resolve::Resolved,
+    spec: &WorkerSpec,
+    admitted: Vec<Route>,
+) -> Bundle {
+    Bundle::new(
+        key.to_string(),
+        resolved.script,
+        resolved.env,
+        spec.limits,
+        admitted,
+    )
+    .with_allowed_hosts(
+        spec.egress
+            .as_ref()
+            .map(|egress| egress.allowed_hosts.clone())
+            .unwrap_or_default(),
+    )
+    .with_compatibility(
+        spec.compatibility_date.clone(),
+        spec.compatibility_flags.clone(),
+    )
+    .with_bindings(spec.bindings.clone())
 }
 
 /// The bundle Secrets a deleted Worker leaves behind, to delete: every
