@@ -13,6 +13,7 @@ use anyhow::Context as _;
 use bytes::Bytes;
 use clap::Args;
 use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use isolane_worker::{TailEvent, TailFormat};
 use secrecy::ExposeSecret;
@@ -87,6 +88,17 @@ pub async fn run(args: TailArgs) -> anyhow::Result<()> {
     )
     .parse()
     .context("the tail endpoint is not a URL")?;
+    let response = open(uri, &token).await?;
+    let status = response.status();
+    let body = response.into_body();
+    if !status.is_success() {
+        return Err(refusal(status, body).await.into());
+    }
+    print_events(body, &args).await
+}
+
+/// `GET uri` with the bearer `token`, over HTTP/1.1: the response head.
+async fn open(uri: http::Uri, token: &str) -> anyhow::Result<http::Response<Incoming>> {
     if uri.scheme_str() != Some("http") {
         anyhow::bail!("the tail endpoint must be an http:// URL (put TLS in front of it)");
     }
@@ -107,25 +119,29 @@ pub async fn run(args: TailArgs) -> anyhow::Result<()> {
         .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
         .body(Empty::<Bytes>::new())
         .context("building the request")?;
-    let response = sender
+    sender
         .send_request(request)
         .await
-        .context("the tail endpoint did not answer")?;
-    let status = response.status();
-    let mut body = response.into_body();
-    if !status.is_success() {
-        let bytes = body
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let message = serde_json::from_slice::<serde_json::Value>(&bytes)
-            .ok()
-            .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
-            .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
-        return Err(Refused(format!("tail refused ({status}): {message}")).into());
-    }
-    let filter = Filter::from(&args);
+        .context("the tail endpoint did not answer")
+}
+
+/// Why the endpoint refused: its JSON `error`, else its body as text.
+async fn refusal(status: http::StatusCode, body: Incoming) -> Refused {
+    let bytes = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let message = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
+    Refused(format!("tail refused ({status}): {message}"))
+}
+
+/// Prints the stream's events, one a line, as `args` filter and format them.
+async fn print_events(mut body: Incoming, args: &TailArgs) -> anyhow::Result<()> {
+    let filter = Filter::from(args);
     let mut out = tokio::io::stdout();
     let mut pending: Vec<u8> = Vec::new();
     while let Some(frame) = body.frame().await {
