@@ -60,6 +60,75 @@ pub struct Watches {
     secrets_synced: watch::Receiver<bool>,
 }
 
+/// Workers: store, then index, then (filtered) reconcile triggers; and the
+/// Workers whose route ownership another Worker's event may have changed.
+fn worker_watch(
+    client: &Client,
+    index: Arc<Mutex<WorkerIndex>>,
+    claims_changed: Arc<Notify>,
+) -> (
+    Store<Worker>,
+    Triggers<Worker>,
+    mpsc::UnboundedReceiver<ObjectRef<Worker>>,
+) {
+    let (workers, workers_writer) = reflector::store::<Worker>();
+    let (wake, route_changes) = mpsc::unbounded::<ObjectRef<Worker>>();
+    let triggers = watcher(
+        Api::<Worker>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(workers_writer)
+    .inspect_ok(move |event| {
+        let others = lock(&index).apply_event(event);
+        // The host-owner recorder decides again (`owners.rs`).
+        claims_changed.notify_one();
+        for other in others {
+            // The receiver lives as long as the controller; a send error only
+            // happens while shutting down.
+            let _ = wake.unbounded_send(object_ref(&other));
+        }
+    })
+    .touched_objects()
+    .predicate_filter(reconcile_trigger, Default::default())
+    .boxed();
+    (workers, triggers, route_changes)
+}
+
+/// Bundle Secrets in the operator namespace, metadata kept in a store.
+/// Our own writes (`own`) come back as events; those are dropped (the Worker
+/// was just reconciled), while changes by others and deletions re-reconcile
+/// it.
+fn bundle_watch(
+    client: &Client,
+    namespace: &str,
+    own: OwnWrites,
+) -> (
+    Store<PartialObjectMeta<Secret>>,
+    Triggers<PartialObjectMeta<Secret>>,
+) {
+    let (bundles, bundles_writer) = reflector::store::<PartialObjectMeta<Secret>>();
+    let triggers = watcher(
+        Api::<PartialObjectMeta<Secret>>::namespaced(client.clone(), namespace),
+        watcher::Config::default().labels(&format!("{BUNDLE_LABEL}=true")),
+    )
+    .default_backoff()
+    .reflect(bundles_writer)
+    .filter_map(move |event| {
+        let trigger = match event {
+            Ok(watcher::Event::Apply(secret) | watcher::Event::InitApply(secret)) => {
+                (!own.is_own(&secret.metadata)).then_some(Ok(secret))
+            }
+            Ok(watcher::Event::Delete(secret)) => Some(Ok(secret)),
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
+            Err(error) => Some(Err(error)),
+        };
+        futures::future::ready(trigger)
+    })
+    .boxed();
+    (bundles, triggers)
+}
+
 impl Watches {
     /// The watches through `client`: bundles in `namespace`, the rest in
     /// every namespace; Worker events update `index`.
@@ -69,57 +138,12 @@ impl Watches {
         index: Arc<Mutex<WorkerIndex>>,
         claims_changed: Arc<Notify>,
     ) -> Self {
-        // Workers: store, then index, then (filtered) reconcile triggers.
-        let (workers, workers_writer) = reflector::store::<Worker>();
-        let (wake, route_changes) = mpsc::unbounded::<ObjectRef<Worker>>();
-        let worker_triggers = watcher(
-            Api::<Worker>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .default_backoff()
-        .reflect(workers_writer)
-        .inspect_ok(move |event| {
-            let others = lock(&index).apply_event(event);
-            // The host-owner recorder decides again (`owners.rs`).
-            claims_changed.notify_one();
-            for other in others {
-                // The receiver lives as long as the controller; a send error only
-                // happens while shutting down.
-                let _ = wake.unbounded_send(object_ref(&other));
-            }
-        })
-        .touched_objects()
-        .predicate_filter(reconcile_trigger, Default::default())
-        .boxed();
-
+        let (workers, worker_triggers, route_changes) = worker_watch(client, index, claims_changed);
         // Referenced ConfigMaps and Secrets, metadata only.
         let (config_maps, config_maps_synced) = metadata_triggers::<ConfigMap>(client);
         let (secrets, secrets_synced) = metadata_triggers::<Secret>(client);
-
-        // Bundle Secrets in the operator namespace, metadata kept in a store.
-        // Our own writes come back as events; those are dropped (the Worker was just
-        // reconciled), while changes by others and deletions re-reconcile it.
-        let (bundles, bundles_writer) = reflector::store::<PartialObjectMeta<Secret>>();
         let own_writes = OwnWrites::default();
-        let own = own_writes.clone();
-        let bundle_triggers = watcher(
-            Api::<PartialObjectMeta<Secret>>::namespaced(client.clone(), namespace),
-            watcher::Config::default().labels(&format!("{BUNDLE_LABEL}=true")),
-        )
-        .default_backoff()
-        .reflect(bundles_writer)
-        .filter_map(move |event| {
-            let trigger = match event {
-                Ok(watcher::Event::Apply(secret) | watcher::Event::InitApply(secret)) => {
-                    (!own.is_own(&secret.metadata)).then_some(Ok(secret))
-                }
-                Ok(watcher::Event::Delete(secret)) => Some(Ok(secret)),
-                Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
-                Err(error) => Some(Err(error)),
-            };
-            futures::future::ready(trigger)
-        })
-        .boxed();
+        let (bundles, bundle_triggers) = bundle_watch(client, namespace, own_writes.clone());
 
         Self {
             workers,
