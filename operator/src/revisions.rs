@@ -101,26 +101,22 @@ pub fn plan(
         .chain(pinned.iter().copied())
         .collect();
     let legacy = Bundle::secret_name(&key.namespace, &key.name);
-    let mut others = usize::try_from(limit.max(1)).unwrap_or(1);
-    let mut kept: Vec<&Stored> = Vec::new();
-    let mut delete = Vec::new();
-    for secret in stored {
-        let duplicate = kept.iter().any(|k| k.revision == secret.revision);
-        if secret.secret == legacy && (latest_written || duplicate) {
-            delete.push(secret.secret.clone());
-            continue;
-        }
-        if duplicate {
-            delete.push(secret.secret.clone());
-        } else if needed.contains(secret.revision.as_str()) {
-            kept.push(secret);
-        } else if others > 0 {
-            others -= 1;
-            kept.push(secret);
-        } else {
-            delete.push(secret.secret.clone());
-        }
-    }
+    let (kept, delete) = keep(stored, &needed, &legacy, latest_written, limit);
+    let statuses = statuses(kept, latest, latest_written, &pinned, traffic, now);
+    Plan { delete, statuses }
+}
+
+/// `status.revisions`: the latest (when just written and not stored yet),
+/// the kept Secrets, and pinned revisions whose Secret is gone (not ready),
+/// each with its share of `traffic`.
+fn statuses(
+    kept: Vec<&Stored>,
+    latest: Option<&str>,
+    latest_written: bool,
+    pinned: &BTreeSet<&str>,
+    traffic: &[TrafficStatus],
+    now: Timestamp,
+) -> Vec<RevisionStatus> {
     let share = |revision: &str| -> i32 {
         traffic
             .iter()
@@ -151,7 +147,7 @@ pub fn plan(
     }
     // A pinned revision without a Secret (deleted by someone) is listed as
     // not ready, so the split that names it stays valid and visible.
-    for revision in pinned {
+    for revision in pinned.iter().copied() {
         if !statuses.iter().any(|s| s.revision == revision) {
             statuses.push(RevisionStatus {
                 revision: revision.to_owned(),
@@ -161,7 +157,41 @@ pub fn plan(
             });
         }
     }
-    Plan { delete, statuses }
+    statuses
+}
+
+/// Splits `stored` into the Secrets kept, in order, and the names to
+/// delete: duplicates of a revision go, the pre-revision `legacy` Secret
+/// goes once the latest is written, the `needed` revisions stay, and up to
+/// `limit` (at least one) others stay besides.
+fn keep<'a>(
+    stored: &'a [Stored],
+    needed: &BTreeSet<&str>,
+    legacy: &str,
+    latest_written: bool,
+    limit: i32,
+) -> (Vec<&'a Stored>, Vec<String>) {
+    let mut others = usize::try_from(limit.max(1)).unwrap_or(1);
+    let mut kept: Vec<&Stored> = Vec::new();
+    let mut delete = Vec::new();
+    for secret in stored {
+        let duplicate = kept.iter().any(|k| k.revision == secret.revision);
+        if secret.secret == legacy && (latest_written || duplicate) {
+            delete.push(secret.secret.clone());
+            continue;
+        }
+        if duplicate {
+            delete.push(secret.secret.clone());
+        } else if needed.contains(secret.revision.as_str()) {
+            kept.push(secret);
+        } else if others > 0 {
+            others -= 1;
+            kept.push(secret);
+        } else {
+            delete.push(secret.secret.clone());
+        }
+    }
+    (kept, delete)
 }
 
 #[cfg(test)]
