@@ -28,7 +28,7 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use isolane_crds::{Route, Worker};
+use isolane_crds::{Route, Worker, WorkerSpec};
 use isolane_edge::{self as edge, Edge, Wrapped};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
@@ -111,15 +111,27 @@ pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Resu
     if worker.metadata.deletion_timestamp.is_some() {
         return Ok(());
     }
+    let mut problems = spec_problems(&worker.spec);
+    problems.extend(route_problems(request, worker, index));
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// What is wrong in `spec` by itself: the script's syntax, the
+/// compatibility settings, the bindings, the cron schedules.
+fn spec_problems(spec: &WorkerSpec) -> Vec<String> {
     let mut problems = Vec::new();
-    if let Some(source) = &worker.spec.script
+    if let Some(source) = &spec.script
         && let Err(syntax) = script::check(source)
     {
         problems.push(format!("spec.script: syntax error at {syntax}"));
     }
     if let Err(error) = isolane_worker::compat::resolve(
-        worker.spec.compatibility_date.as_deref(),
-        &worker.spec.compatibility_flags,
+        spec.compatibility_date.as_deref(),
+        &spec.compatibility_flags,
     ) {
         let field = match error {
             isolane_worker::CompatError::InvalidDate { .. } => "spec.compatibilityDate",
@@ -127,13 +139,12 @@ pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Resu
         };
         problems.push(format!("{field}: {error}"));
     }
-    if let Err(error) = isolane_worker::check_bindings(
-        worker.spec.env.iter().map(|var| var.name.as_str()),
-        &worker.spec.bindings,
-    ) {
+    if let Err(error) =
+        isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
+    {
         problems.push(format!("spec.bindings: {error}"));
     }
-    if let Some(triggers) = &worker.spec.triggers {
+    if let Some(triggers) = &spec.triggers {
         for (i, expr) in triggers.crons.iter().enumerate() {
             if let Err(error) =
                 isolane_crds::cron::Schedule::parse(expr, triggers.time_zone.as_deref())
@@ -142,6 +153,17 @@ pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Resu
             }
         }
     }
+    problems
+}
+
+/// The routes this Worker adds that another Worker, namespace or
+/// reservation holds.
+fn route_problems(
+    request: &AdmissionRequest<Worker>,
+    worker: &Worker,
+    index: &WorkerIndex,
+) -> Vec<String> {
+    let mut problems = Vec::new();
     let namespace = request
         .namespace
         .clone()
@@ -175,11 +197,7 @@ pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Resu
             host => problems.push(format!("spec.routes: route {route} {host}")),
         }
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("; "))
-    }
+    problems
 }
 
 /// What `kubectl apply` prints for an accepted Worker that will not work
