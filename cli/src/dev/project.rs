@@ -280,33 +280,30 @@ impl Sources {
     }
 }
 
-fn dev_worker(
-    file: &Path,
-    worker: isolane_crds::Worker,
-    sources: &Sources,
-) -> Result<DevWorker, WorkerFileError> {
-    let file = file.display().to_string();
-    let name = worker.metadata.name.clone().unwrap_or_default();
-    let namespace = worker
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".to_owned());
-    let spec = worker.spec;
-    let script = spec.script.or_else(|| {
+/// The Worker's script: inline, or from the folder's ConfigMap.
+fn script_of(spec: &isolane_crds::WorkerSpec, sources: &Sources) -> Option<String> {
+    spec.script.clone().or_else(|| {
         let r = &spec.script_from.as_ref()?.config_map_key_ref;
         sources.get("ConfigMap", &r.name, &r.key)
-    });
-    let Some(script) = script else {
-        return Err(WorkerFileError::ScriptFrom { file, name });
-    };
-    if let Err(error) =
-        isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
-    {
-        return Err(WorkerFileError::Bindings { file, name, error });
+    })
+}
+
+/// Every cron schedule of `triggers` parses in its time zone.
+fn check_crons(triggers: &Triggers) -> Result<(), isolane_crds::cron::ScheduleError> {
+    for expr in &triggers.crons {
+        Schedule::parse(expr, triggers.time_zone.as_deref())?;
     }
+    Ok(())
+}
+
+/// The Worker's env with each `valueFrom` read from the folder's Secrets
+/// and ConfigMaps; `Err` names the first variable that has no value.
+fn resolve_env(
+    vars: Vec<isolane_crds::EnvVar>,
+    sources: &Sources,
+) -> Result<BTreeMap<String, String>, String> {
     let mut env = BTreeMap::new();
-    for var in spec.env {
+    for var in vars {
         let from = var.value_from.as_ref();
         let value = var.value.clone().or_else(|| {
             let from = from?;
@@ -317,29 +314,51 @@ fn dev_worker(
             }
         });
         let Some(value) = value else {
-            return Err(WorkerFileError::ValueFrom {
-                file,
-                name,
-                binding: var.name,
-            });
+            return Err(var.name);
         };
         env.insert(var.name, value);
     }
+    Ok(env)
+}
+
+fn dev_worker(
+    file: &Path,
+    worker: isolane_crds::Worker,
+    sources: &Sources,
+) -> Result<DevWorker, WorkerFileError> {
+    let file = file.display().to_string();
+    let name = worker.metadata.name.unwrap_or_default();
+    let namespace = worker
+        .metadata
+        .namespace
+        .unwrap_or_else(|| "default".into());
+    let spec = worker.spec;
+    let Some(script) = script_of(&spec, sources) else {
+        return Err(WorkerFileError::ScriptFrom { file, name });
+    };
+    if let Err(error) =
+        isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
+    {
+        return Err(WorkerFileError::Bindings { file, name, error });
+    }
+    let env = match resolve_env(spec.env, sources) {
+        Ok(env) => env,
+        Err(binding) => {
+            return Err(WorkerFileError::ValueFrom {
+                file,
+                name,
+                binding,
+            });
+        }
+    };
     if spec.routes.is_empty() {
         return Err(WorkerFileError::NoRoutes { file, name });
     }
-    if let Some(triggers) = &spec.triggers {
-        for expr in &triggers.crons {
-            if let Err(error) = Schedule::parse(expr, triggers.time_zone.as_deref()) {
-                return Err(WorkerFileError::Cron { file, name, error });
-            }
-        }
+    if let Some(triggers) = &spec.triggers
+        && let Err(error) = check_crons(triggers)
+    {
+        return Err(WorkerFileError::Cron { file, name, error });
     }
-    let allowed_hosts = spec
-        .egress
-        .as_ref()
-        .map(|egress| egress.allowed_hosts.clone())
-        .unwrap_or_default();
     let compatibility = Compatibility {
         date: spec.compatibility_date,
         flags: spec.compatibility_flags,
@@ -348,8 +367,9 @@ fn dev_worker(
         return Err(WorkerFileError::Compatibility { file, name, error });
     }
     let key = WorkerKey::new(namespace, name);
+    let egress = spec.egress.map(|egress| egress.allowed_hosts);
     let bundle = Bundle::new(key.to_string(), script, env, spec.limits, Vec::new())
-        .with_allowed_hosts(allowed_hosts)
+        .with_allowed_hosts(egress.unwrap_or_default())
         .with_compatibility(compatibility.date, compatibility.flags)
         .with_bindings(spec.bindings);
     Ok(DevWorker {
