@@ -14,6 +14,7 @@ mod claim;
 mod condition;
 pub mod cron;
 mod host_owner;
+mod resolve;
 pub mod traffic;
 mod worker;
 
@@ -22,6 +23,7 @@ pub use host_owner::{
     HOST_OWNER_LABEL, HostOwnerError, OWNER_NAMESPACE_LABEL, host_owner_config_map,
     host_owner_from, host_owner_name,
 };
+pub use resolve::{KeyReference, ObjectKind, Resolved, resolve};
 // The Worker's vocabulary without Kubernetes (`isolane-worker`), here too
 // because the resource is made of it.
 pub use isolane_worker::{

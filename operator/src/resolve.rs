@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use isolane_crds::WorkerSpec;
+use isolane_crds::{ObjectKind, WorkerSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::{Api, Client};
 
@@ -18,14 +18,7 @@ use crate::index::{ReferenceKey, ReferenceKind, references};
 /// The data of the referenced objects that exist, by reference.
 pub type Sources = HashMap<ReferenceKey, BTreeMap<String, String>>;
 
-/// A Worker's script and env with every reference resolved.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Resolved {
-    /// The script source.
-    pub script: String,
-    /// The env bindings, by name.
-    pub env: BTreeMap<String, String>,
-}
+pub use isolane_crds::Resolved;
 
 /// A reference that could not be resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,52 +78,32 @@ pub async fn fetch(client: &Client, namespace: &str, spec: &WorkerSpec) -> Resul
     Ok(sources)
 }
 
-/// Resolves `spec` against `sources`: the first missing reference, in spec order
-/// (script first, then env), is reported.
+/// Resolves `spec` against `sources` ([`isolane_crds::resolve`]): the first
+/// missing reference, in spec order (script first, then env), is reported.
 pub fn resolve(
     namespace: &str,
     spec: &WorkerSpec,
     sources: &Sources,
 ) -> Result<Resolved, MissingReference> {
-    let lookup = |kind, name: &str, key: &str| -> Result<String, MissingReference> {
+    isolane_crds::resolve(spec, |reference| {
         let object = ReferenceKey {
-            kind,
+            kind: match reference.kind {
+                ObjectKind::ConfigMap => ReferenceKind::ConfigMap,
+                ObjectKind::Secret => ReferenceKind::Secret,
+            },
             namespace: namespace.to_owned(),
-            name: name.to_owned(),
+            name: reference.name.to_owned(),
         };
         let Some(data) = sources.get(&object) else {
             return Err(MissingReference { object, key: None });
         };
-        data.get(key).cloned().ok_or_else(|| MissingReference {
-            object,
-            key: Some(key.to_owned()),
-        })
-    };
-    let script = match (&spec.script, &spec.script_from) {
-        (Some(script), _) => script.clone(),
-        (None, Some(from)) => lookup(
-            ReferenceKind::ConfigMap,
-            &from.config_map_key_ref.name,
-            &from.config_map_key_ref.key,
-        )?,
-        // The CRD's CEL rule makes this unreachable; an empty script is what a
-        // Worker with neither would run.
-        (None, None) => String::new(),
-    };
-    let mut env = BTreeMap::new();
-    for var in &spec.env {
-        let value = match (&var.value, &var.value_from) {
-            (_, Some(from)) => match (&from.secret_key_ref, &from.config_map_key_ref) {
-                (Some(secret), _) => lookup(ReferenceKind::Secret, &secret.name, &secret.key)?,
-                (None, Some(map)) => lookup(ReferenceKind::ConfigMap, &map.name, &map.key)?,
-                (None, None) => String::new(),
-            },
-            (Some(value), None) => value.clone(),
-            (None, None) => String::new(),
-        };
-        env.insert(var.name.clone(), value);
-    }
-    Ok(Resolved { script, env })
+        data.get(reference.key)
+            .cloned()
+            .ok_or_else(|| MissingReference {
+                object,
+                key: Some(reference.key.to_owned()),
+            })
+    })
 }
 
 fn config_map_data(config_map: ConfigMap) -> BTreeMap<String, String> {

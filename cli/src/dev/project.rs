@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::bundle::Code;
 use anyhow::Context as _;
 use isolane_crds::cron::Schedule;
-use isolane_crds::{Bundle, Limits, Triggers};
+use isolane_crds::{Bundle, Limits, ObjectKind, Triggers};
 use isolane_router::routes::RoutableWorker;
 use isolane_router::split::Split;
 use isolane_worker::{ANY_HOST, Claim, Route, WorkerKey};
@@ -73,16 +73,16 @@ pub struct Project {
 /// Why a Worker YAML cannot be served by `isolane dev`.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerFileError {
-    #[error("{file}: Worker {name}: scriptFrom names a ConfigMap key not found in the folder")]
-    ScriptFrom { file: String, name: String },
     #[error(
-        "{file}: Worker {name}: binding {binding} names a ConfigMap key or Secret stringData key not found in the folder"
+        "{file}: Worker {name}: {reference} is not in the folder (a ConfigMap's data or a Secret's stringData)"
     )]
-    ValueFrom {
+    Missing {
         file: String,
         name: String,
-        binding: String,
+        reference: String,
     },
+    #[error("{file}: Worker {name}: neither spec.script nor spec.scriptFrom is set")]
+    NoScript { file: String, name: String },
     #[error("{file}: Worker {name}: {error}")]
     Cron {
         file: String,
@@ -280,11 +280,20 @@ impl Sources {
     }
 }
 
-/// The Worker's script: inline, or from the folder's ConfigMap.
-fn script_of(spec: &isolane_crds::WorkerSpec, sources: &Sources) -> Option<String> {
-    spec.script.clone().or_else(|| {
-        let r = &spec.script_from.as_ref()?.config_map_key_ref;
-        sources.get("ConfigMap", &r.name, &r.key)
+/// The Worker's script and env ([`isolane_crds::resolve`]) from the
+/// folder's ConfigMaps and Secrets; `Err` names the first missing key.
+fn resolve(
+    spec: &isolane_crds::WorkerSpec,
+    sources: &Sources,
+) -> Result<isolane_crds::Resolved, String> {
+    isolane_crds::resolve(spec, |reference| {
+        let kind = match reference.kind {
+            ObjectKind::ConfigMap => "ConfigMap",
+            ObjectKind::Secret => "Secret",
+        };
+        let (object, key) = (reference.name, reference.key);
+        let missing = || format!("{kind} {object} key {key}");
+        sources.get(kind, object, key).ok_or_else(missing)
     })
 }
 
@@ -294,31 +303,6 @@ fn check_crons(triggers: &Triggers) -> Result<(), isolane_crds::cron::ScheduleEr
         Schedule::parse(expr, triggers.time_zone.as_deref())?;
     }
     Ok(())
-}
-
-/// The Worker's env with each `valueFrom` read from the folder's Secrets
-/// and ConfigMaps; `Err` names the first variable that has no value.
-fn resolve_env(
-    vars: Vec<isolane_crds::EnvVar>,
-    sources: &Sources,
-) -> Result<BTreeMap<String, String>, String> {
-    let mut env = BTreeMap::new();
-    for var in vars {
-        let from = var.value_from.as_ref();
-        let value = var.value.clone().or_else(|| {
-            let from = from?;
-            match (&from.secret_key_ref, &from.config_map_key_ref) {
-                (Some(r), _) => sources.get("Secret", &r.name, &r.key),
-                (_, Some(r)) => sources.get("ConfigMap", &r.name, &r.key),
-                _ => None,
-            }
-        });
-        let Some(value) = value else {
-            return Err(var.name);
-        };
-        env.insert(var.name, value);
-    }
-    Ok(env)
 }
 
 fn dev_worker(
@@ -333,24 +317,25 @@ fn dev_worker(
         .namespace
         .unwrap_or_else(|| "default".into());
     let spec = worker.spec;
-    let Some(script) = script_of(&spec, sources) else {
-        return Err(WorkerFileError::ScriptFrom { file, name });
+    if spec.script.is_none() && spec.script_from.is_none() {
+        return Err(WorkerFileError::NoScript { file, name });
+    }
+    let resolved = resolve(&spec, sources);
+    let (script, env) = match resolved {
+        Ok(resolved) => (resolved.script, resolved.env),
+        Err(reference) => {
+            return Err(WorkerFileError::Missing {
+                file,
+                name,
+                reference,
+            });
+        }
     };
     if let Err(error) =
         isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
     {
         return Err(WorkerFileError::Bindings { file, name, error });
     }
-    let env = match resolve_env(spec.env, sources) {
-        Ok(env) => env,
-        Err(binding) => {
-            return Err(WorkerFileError::ValueFrom {
-                file,
-                name,
-                binding,
-            });
-        }
-    };
     if spec.routes.is_empty() {
         return Err(WorkerFileError::NoRoutes { file, name });
     }
