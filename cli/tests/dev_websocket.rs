@@ -4,16 +4,17 @@
 //! neighbour socket.
 #![allow(clippy::unwrap_used)]
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use futures::{SinkExt as _, StreamExt as _};
 use isolane_testenv::wait_until;
-use tokio::net::TcpStream;
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use tokio::net::{TcpSocket, TcpStream};
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{self, Message};
 
 #[path = "support/dev.rs"]
 mod support;
@@ -25,15 +26,48 @@ const CLIENTS: usize = 50;
 const MESSAGES: usize = 20;
 
 async fn connect(port: u16) -> Result<Socket, String> {
-    let tcp = TcpStream::connect(("127.0.0.1", port))
+    connect_from(port, [127, 0, 0, 1])
         .await
-        .map_err(|e| e.to_string())?;
-    let (socket, response) =
-        tokio_tungstenite::client_async(format!("ws://127.0.0.1:{port}/"), tcp)
-            .await
-            .map_err(|e| e.to_string())?;
-    assert_eq!(response.status(), 101);
-    Ok(socket)
+        .map_err(|e| e.to_string())
+}
+
+/// A socket from the loopback address `from` (each is a client of its own).
+async fn connect_from(port: u16, from: [u8; 4]) -> Result<Socket, UpgradeError> {
+    let tcp = TcpSocket::new_v4().map_err(|e| UpgradeError::Io(e.to_string()))?;
+    tcp.bind((Ipv4Addr::from(from), 0).into())
+        .map_err(|e| UpgradeError::Io(e.to_string()))?;
+    let tcp = tcp
+        .connect((Ipv4Addr::LOCALHOST, port).into())
+        .await
+        .map_err(|e| UpgradeError::Io(e.to_string()))?;
+    match tokio_tungstenite::client_async(format!("ws://127.0.0.1:{port}/"), tcp).await {
+        Ok((socket, response)) => {
+            assert_eq!(response.status(), 101);
+            Ok(socket)
+        }
+        Err(tungstenite::Error::Http(response)) => Err(UpgradeError::Refused(
+            response.status().as_u16(),
+            String::from_utf8_lossy(response.body().as_deref().unwrap_or_default()).into_owned(),
+        )),
+        Err(error) => Err(UpgradeError::Io(error.to_string())),
+    }
+}
+
+/// Why an upgrade did not give a socket.
+#[derive(Debug)]
+enum UpgradeError {
+    /// Answered with this status and body.
+    Refused(u16, String),
+    Io(String),
+}
+
+impl std::fmt::Display for UpgradeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UpgradeError::Refused(status, body) => write!(f, "{status}: {body}"),
+            UpgradeError::Io(error) => f.write_str(error),
+        }
+    }
 }
 
 async fn started(port: u16) -> (Dev, Socket) {
@@ -84,7 +118,8 @@ async fn next(socket: &mut Socket) -> Option<Message> {
 /// One client: MESSAGES messages, text and binary in turn; how many came
 /// back as sent.
 async fn echo_client(port: u16, client: usize) -> usize {
-    let mut socket = connect(port).await.unwrap();
+    let from = [127, 0, 1, u8::try_from(client % 250).unwrap() + 1];
+    let mut socket = connect_from(port, from).await.unwrap();
     let mut echoed = 0;
     for i in 0..MESSAGES {
         let message = if i % 2 == 0 {
@@ -238,7 +273,12 @@ async fn idle_sockets_cost_little_memory() {
     let (dev, _first) = started_with(
         "examples/websocket-echo.js",
         port,
-        &["--websocket-max-sockets", "2000"],
+        &[
+            "--websocket-max-sockets",
+            "2000",
+            "--websocket-max-sockets-per-client",
+            "2000",
+        ],
     )
     .await;
     let before = rss_kib(&dev);
@@ -254,5 +294,85 @@ async fn idle_sockets_cost_little_memory() {
     let per_socket = after.saturating_sub(before) as f64 / IDLE as f64;
     println!("{IDLE} idle sockets: rss {before} -> {after} KiB, {per_socket:.1} KiB each");
     assert!(per_socket < 100.0, "{per_socket:.1} KiB per idle socket");
+    assert!(dev.interrupt().success());
+}
+
+/// One client (an address) holds at most its share of the Worker's sockets
+/// (16 by default): past it its upgrades get 429 while another client
+/// still connects and is echoed, before, during and after; the Worker's
+/// budget (128 per thread) still holds across many clients (503).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_gets_its_share_of_a_workers_sockets_and_no_more() {
+    const SHARE: usize = 16;
+    const BUDGET: usize = 128;
+    let port = free_port().unwrap();
+    let (dev, mut benign) = started(port).await;
+    let echoes = |socket: &'static str| Message::text(socket);
+    benign.send(echoes("before")).await.unwrap();
+    assert_eq!(next(&mut benign).await, Some(echoes("before")));
+    let hostile = [127, 0, 0, 66];
+    let mut hoard = Vec::new();
+    for _ in 0..SHARE {
+        hoard.push(connect_from(port, hostile).await.unwrap());
+    }
+    for _ in 0..5 {
+        match connect_from(port, hostile).await {
+            Err(UpgradeError::Refused(429, body)) => {
+                assert!(body.contains("16 WebSockets open to this Worker"), "{body}");
+            }
+            other => panic!(
+                "the hostile client is over its share: {:?}",
+                other.map(|_| ())
+            ),
+        }
+    }
+    // During: the benign client talks and opens more sockets.
+    benign.send(echoes("during")).await.unwrap();
+    assert_eq!(next(&mut benign).await, Some(echoes("during")));
+    let mut second = connect(port).await.unwrap();
+    second.send(echoes("second")).await.unwrap();
+    assert_eq!(next(&mut second).await, Some(echoes("second")));
+    for socket in &mut hoard {
+        socket.send(echoes("hoarded")).await.unwrap();
+        assert_eq!(next(socket).await, Some(echoes("hoarded")));
+    }
+    // Many clients together still meet the Worker's budget: 503 past it.
+    let mut open = hoard.len() + 2;
+    let mut crowd = Vec::new();
+    let refusal = 'fill: {
+        for client in 1..=u8::try_from(BUDGET).unwrap() {
+            for _ in 0..SHARE {
+                match connect_from(port, [127, 0, 2, client]).await {
+                    Ok(socket) => {
+                        crowd.push(socket);
+                        open += 1;
+                    }
+                    Err(error) => break 'fill error,
+                }
+            }
+        }
+        panic!("the budget never filled");
+    };
+    assert_eq!(open, BUDGET, "{refusal:?}");
+    assert!(
+        matches!(refusal, UpgradeError::Refused(503, _)),
+        "{refusal:?}"
+    );
+    println!(
+        "budget: {open} sockets open from {} clients, then {refusal:?}",
+        2 + crowd.len().div_ceil(SHARE)
+    );
+    // After: the hostile client leaves; the benign one connects again.
+    drop(hoard);
+    let mut again = wait_until("a freed place", DEADLINE, || async move {
+        connect_from(port, [127, 0, 0, 1])
+            .await
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    again.send(echoes("after")).await.unwrap();
+    assert_eq!(next(&mut again).await, Some(echoes("after")));
+    benign.send(echoes("after")).await.unwrap();
+    assert_eq!(next(&mut benign).await, Some(echoes("after")));
     assert!(dev.interrupt().success());
 }

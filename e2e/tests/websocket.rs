@@ -10,9 +10,10 @@
 //!   (another namespace, same node and thread) that floods a client that
 //!   does not read each lose their own socket while a benign socket keeps
 //!   echoing before, during and after.
-//! - [`a_killed_node_closes_its_sockets`] — one client can hold a Worker's
-//!   whole socket budget on a thread (128; no per-client share), freed when
-//!   it leaves; then SIGKILL of the node mid-socket: the client gets a close
+//! - [`a_killed_node_closes_its_sockets`] — one client (an address) holds
+//!   at most its share of a Worker's sockets on a thread (16, then 429) while
+//!   another still connects; many clients together meet the Worker's budget
+//!   (128, then 503), freed when they leave; then SIGKILL of the node mid-socket: the client gets a close
 //!   (1011), not a hang; the time is printed.
 //! - [`drain_and_router_shutdown_close_sockets_with_1012`] — SIGTERM of the
 //!   socket's node gives its client 1012 and a reconnect reaches the other
@@ -20,7 +21,7 @@
 //!   exits within its grace.
 #![allow(clippy::unwrap_used)]
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -31,7 +32,7 @@ use isolane_e2e::kubectl;
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::{ControlPlane, wait_until};
 use tempfile::TempDir;
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{Mutex, MutexGuard};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -142,9 +143,19 @@ impl System {
 /// A socket to `host`'s Worker through the router at `ingress`, and the
 /// node that serves it.
 async fn connect(ingress: SocketAddr, host: &str) -> Result<(Socket, String), String> {
-    let tcp = TcpStream::connect(ingress)
-        .await
+    connect_from(ingress, host, [127, 0, 0, 1]).await
+}
+
+/// As [`connect`], from the loopback address `from` (a client of its own).
+async fn connect_from(
+    ingress: SocketAddr,
+    host: &str,
+    from: [u8; 4],
+) -> Result<(Socket, String), String> {
+    let tcp = TcpSocket::new_v4().map_err(|e| e.to_string())?;
+    tcp.bind((Ipv4Addr::from(from), 0).into())
         .map_err(|e| e.to_string())?;
+    let tcp = tcp.connect(ingress).await.map_err(|e| e.to_string())?;
     let (socket, response) = tokio_tungstenite::client_async(format!("ws://{host}/"), tcp)
         .await
         .map_err(|e| e.to_string())?;
@@ -378,27 +389,55 @@ async fn a_killed_node_closes_its_sockets() {
     let (mut socket, node) = connect(ingress, "echo.test").await.unwrap();
     assert!(echoes(&mut socket, "before the kill").await);
 
-    // What one anonymous client can hold: sockets up to the Worker's
-    // budget on the thread (there is no per-client share yet), refused
-    // past it with 503; freed as soon as that client leaves.
+    // What one anonymous client can hold: its share of the Worker's
+    // sockets on the thread (16), refused past it with 429, while the
+    // first client still talks and connects.
+    let hostile = [127, 0, 0, 66];
     let mut held = Vec::new();
     let refusal = loop {
-        match connect(ingress, "echo.test").await {
+        match connect_from(ingress, "echo.test", hostile).await {
             Ok((socket, _)) if held.len() < 200 => held.push(socket),
             Ok(_) => break "none".to_owned(),
             Err(error) => break error,
         }
     };
-    eprintln!(
-        "one client held {} sockets beside the first, then: {refusal}",
-        held.len()
+    eprintln!("one client held {} sockets, then: {refusal}", held.len());
+    assert_eq!(
+        held.len(),
+        16,
+        "a client's share is 16 per Worker per thread"
     );
-    assert_eq!(held.len(), 127, "the budget is the Worker's 128 per thread");
+    assert!(refusal.contains("429"), "{refusal}");
+    assert!(echoes(&mut socket, "while the hoarder is at its share").await);
+    let (mut second, _) = connect(ingress, "echo.test").await.unwrap();
+    assert!(echoes(&mut second, "a second socket of the first client").await);
+    for hoarded in &mut held {
+        assert!(echoes(hoarded, "hoarded").await);
+    }
+    // Many clients together still meet the Worker's budget (128): 503.
+    let mut crowd = Vec::new();
+    let refusal = 'fill: {
+        for client in 1..=128u8 {
+            for _ in 0..16 {
+                match connect_from(ingress, "echo.test", [127, 0, 3, client]).await {
+                    Ok((socket, _)) => crowd.push(socket),
+                    Err(error) => break 'fill error,
+                }
+            }
+        }
+        "none".to_owned()
+    };
+    let open = 2 + held.len() + crowd.len();
+    eprintln!(
+        "{open} sockets open from {} clients, then: {refusal}",
+        2 + crowd.len().div_ceil(16)
+    );
+    assert_eq!(open, 128, "the budget is the Worker's 128 per thread");
     assert!(refusal.contains("503"), "{refusal}");
     assert!(echoes(&mut socket, "while the budget is spent").await);
-    drop(held);
+    drop((held, crowd, second));
     let (mut freed, _) = connect_within(ingress, "echo.test", SETTLE).await;
-    assert!(echoes(&mut freed, "once the hoarder left").await);
+    assert!(echoes(&mut freed, "once the hoarders left").await);
     drop(freed);
 
     let killed = Instant::now();

@@ -36,6 +36,7 @@ pub(crate) mod rejection;
 mod respond;
 mod runtime;
 pub(crate) mod socket;
+pub(crate) mod socket_count;
 pub(crate) mod state;
 mod text;
 mod timers;

@@ -51,6 +51,12 @@ pub struct WebSocketConfig {
     /// Worker's `new Response(null, { status: 101, webSocket })` fails the
     /// request (503 at the front end).
     pub max_sockets_per_worker: usize,
+    /// Open sockets one client (by the address the front end vouches for)
+    /// may hold of one Worker on one engine thread: its share of
+    /// `max_sockets_per_worker`, so that one client cannot lock the
+    /// Worker's other clients out. Past it that client's upgrade is
+    /// answered 429 while others still get sockets.
+    pub max_sockets_per_client: usize,
 }
 
 impl Default for WebSocketConfig {
@@ -60,6 +66,7 @@ impl Default for WebSocketConfig {
             buffered_messages: 16,
             idle_timeout: Duration::from_secs(100),
             max_sockets_per_worker: 128,
+            max_sockets_per_client: 16,
         }
     }
 }

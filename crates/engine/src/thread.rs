@@ -662,6 +662,13 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         deadline,
         incoming_hops(&parts.headers),
     );
+    // A WebSocket handshake: its client's share of the Worker's sockets
+    // (`host/socket_count.rs`). Plain requests look up one header more.
+    if parts.headers.contains_key(http::header::UPGRADE)
+        && let Some(client) = parts.headers.get(crate::host::socket_count::CLIENT_HEADER)
+    {
+        host.set_client(req, client.clone());
+    }
     // Someone tails this Worker: its console lines are kept for its event.
     let watch = Watch::begin(ctx, &bundle, &parts, &request_id, Some((host, req)));
     let mut tripped = None;

@@ -22,6 +22,11 @@ pub struct WebSocketArgs {
     /// Open sockets one Worker may hold per engine thread.
     #[arg(long, value_name = "N", default_value_t = 128, env = "ISOLANE_WEBSOCKET_MAX_SOCKETS", value_parser = clap::value_parser!(u32).range(1..))]
     pub websocket_max_sockets: u32,
+    /// Open sockets one client (by address) may hold of one Worker per
+    /// engine thread, its share of `--websocket-max-sockets`; past it that
+    /// client's upgrade is answered 429 while others still get sockets.
+    #[arg(long, value_name = "N", default_value_t = 16, env = "ISOLANE_WEBSOCKET_MAX_SOCKETS_PER_CLIENT", value_parser = clap::value_parser!(u32).range(1..))]
+    pub websocket_max_sockets_per_client: u32,
 }
 
 impl WebSocketArgs {
@@ -32,6 +37,7 @@ impl WebSocketArgs {
             buffered_messages: to_usize(self.websocket_buffered_messages),
             idle_timeout: Duration::from_secs(u64::from(self.websocket_idle_secs)),
             max_sockets_per_worker: to_usize(self.websocket_max_sockets),
+            max_sockets_per_client: to_usize(self.websocket_max_sockets_per_client),
         }
     }
 }

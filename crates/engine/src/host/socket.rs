@@ -12,7 +12,6 @@
 //! topped up (`IsolateTurns::socket_event`), as Cloudflare tops up per event.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 use std::time::{Duration, Instant};
 
@@ -20,10 +19,11 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::error::{HostError, HostResult};
+use super::socket_count::{self, Refused, Slot};
 use super::state::IdMap;
 use super::unit::Unit;
 use super::{HostState, IsolateTurns, lenient_header_map, value_string, view_bytes};
-use crate::outcome::ExecuteError;
+use crate::outcome::{ExecuteError, error_response};
 use crate::socket::{CloseFrame, SocketEnd, SocketMessage, WebSocketUpgrade};
 
 pub(super) fn unit() -> Unit {
@@ -55,6 +55,8 @@ struct Entry {
     active: Cell<Instant>,
     /// The Worker sent its close frame.
     closed: Cell<bool>,
+    /// Its place in the Worker's and its client's counts.
+    _slot: Slot,
 }
 
 /// The isolate's open sockets (the unit's state).
@@ -62,30 +64,6 @@ struct Entry {
 pub(crate) struct Sockets {
     open: RefCell<IdMap<Entry>>,
     next: Cell<u32>,
-}
-
-thread_local! {
-    /// Open sockets per worker on this engine thread (isolates never leave
-    /// their thread, so this is exactly "per Worker per thread").
-    static PER_WORKER: RefCell<HashMap<String, usize>> = RefCell::default();
-}
-
-fn count_socket(worker: &str, delta: isize) -> usize {
-    PER_WORKER.with(|map| {
-        let mut map = map.borrow_mut();
-        let n = map.entry(worker.to_owned()).or_default();
-        *n = n.saturating_add_signed(delta);
-        let now = *n;
-        if now == 0 {
-            map.remove(worker);
-        }
-        now
-    })
-}
-
-/// Open sockets of `worker` on this thread (for tests and gauges).
-pub(crate) fn open_sockets(worker: &str) -> usize {
-    PER_WORKER.with(|map| map.borrow().get(worker).copied().unwrap_or(0))
 }
 
 impl Sockets {
@@ -120,16 +98,14 @@ impl Sockets {
     }
 
     /// Forgets socket `id` (it closed or broke); its count goes.
-    fn take(&self, worker: &str, id: u32) -> Option<Entry> {
-        let entry = self.open.borrow_mut().remove(&id)?;
-        count_socket(worker, -1);
-        Some(entry)
+    fn take(&self, id: u32) -> Option<Entry> {
+        self.open.borrow_mut().remove(&id)
     }
 
     /// Drops every socket of request `ctx` (all when `None`): the request
     /// ended, so its sockets end too — the front end sees the channel end
     /// without a close frame and closes the client with 1011.
-    pub(crate) fn drop_for(&self, worker: &str, ctx: Option<u32>) {
+    pub(crate) fn drop_for(&self, ctx: Option<u32>) {
         let gone: Vec<Entry> = {
             let mut open = self.open.borrow_mut();
             let ids: Vec<u32> = open
@@ -140,7 +116,6 @@ impl Sockets {
             ids.into_iter().filter_map(|id| open.remove(&id)).collect()
         };
         for entry in gone {
-            count_socket(worker, -1);
             if let Some(pump) = entry.pump {
                 pump.abort();
             }
@@ -167,23 +142,32 @@ fn web_socket_respond<'s>(
     if !host.request_live(ctx) {
         return Err(HostError::type_error("The request has already ended."));
     }
-    let worker = host.worker_id().to_owned();
-    if open_sockets(&worker) >= config.max_sockets_per_worker {
-        tracing::warn!(worker.id = %worker, thread = host.thread.index, limit = config.max_sockets_per_worker, "too many WebSockets");
-        host.fail_request(ctx, ExecuteError::Overloaded { thread: host.thread.index });
-        return Ok(0.0);
-    }
+    let worker = host.worker_id();
+    let client = host.client(ctx);
+    let slot = match socket_count::open(worker, client.as_ref(), &config) {
+        Ok(slot) => slot,
+        Err(Refused::Worker { limit }) => {
+            tracing::warn!(worker.id = %worker, thread = host.thread.index, limit, "too many WebSockets");
+            host.fail_request(ctx, ExecuteError::Overloaded { thread: host.thread.index });
+            return Ok(0.0);
+        }
+        Err(Refused::Client { limit }) => {
+            tracing::debug!(worker.id = %worker, thread = host.thread.index, limit, client = ?client, "too many WebSockets of one client");
+            host.answer_request(ctx, client_refusal(limit));
+            return Ok(0.0);
+        }
+    };
     let headers = lenient_header_map(scope, headers);
     let capacity = config.buffered_messages.max(1);
     let (to_worker, from_client) = mpsc::channel(capacity);
     let (out, from_worker) = mpsc::channel(capacity);
-    count_socket(&worker, 1);
     let id = sockets.insert(Entry {
         ctx,
         out,
         pump: None,
         active: Cell::new(Instant::now()),
         closed: Cell::new(false),
+        _slot: slot,
     });
     host.hold(ctx);
     let task = tokio::task::spawn_local(pump(host.me.clone(), ctx, id, from_client, config.idle_timeout));
@@ -256,6 +240,20 @@ fn web_socket_send<'s>(
 }
 }
 
+/// The answer to a client over its share of a Worker's sockets: 429, said
+/// by the engine (not the Worker), as a JSON body with `x-isolane-reason`.
+fn client_refusal(limit: usize) -> http::Response<crate::Body> {
+    let message = format!(
+        "this client already has {limit} WebSockets open to this Worker (its share); close one first"
+    );
+    error_response(
+        http::StatusCode::TOO_MANY_REQUESTS,
+        &message,
+        "client_websockets",
+        Some(1),
+    )
+}
+
 fn too_big(limit: usize) -> HostError {
     HostError::range_error(format!(
         "The WebSocket message is larger than the limit of {limit} bytes."
@@ -265,7 +263,7 @@ fn too_big(limit: usize) -> HostError {
 /// Ends socket `id` without a close handshake: the front end closes the
 /// client with 1011, the Worker hears `close` with 1006 in a turn of its own.
 fn drop_abnormally(host: &HostState, sockets: &Sockets, id: u32, reason: &'static str) {
-    let Some(entry) = sockets.take(host.worker_id(), id) else {
+    let Some(entry) = sockets.take(id) else {
         return;
     };
     // Possibly the task this runs in (a `send` in a message handler): it
@@ -356,7 +354,7 @@ async fn pump(
         if closing {
             // Forgotten first: the Worker's `close()` in its handler is
             // then a no-op (the front end answers the client's close).
-            let Some(entry) = sockets.take(host.worker_id(), id) else {
+            let Some(entry) = sockets.take(id) else {
                 return;
             };
             isolate.socket_event(ctx, id, message);

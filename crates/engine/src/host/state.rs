@@ -52,6 +52,9 @@ pub(crate) struct RequestCtx {
     holds: u32,
     /// `requestDone` came while held: done when the last hold goes.
     done_wanted: bool,
+    /// The client's address, kept only for a WebSocket handshake (its
+    /// share of the Worker's sockets, `host/socket_count.rs`).
+    client: Option<http::HeaderValue>,
 }
 
 /// A step of a streamed response body, in order, for its writer task.
@@ -305,6 +308,7 @@ impl HostState {
                 hops,
                 holds: 0,
                 done_wanted: false,
+                client: None,
             },
         );
         id
@@ -379,6 +383,40 @@ impl HostState {
             .borrow()
             .get(&ctx)
             .and_then(|r| r.writer.clone())
+    }
+
+    /// Names the client of request `ctx` (a WebSocket handshake's).
+    pub(crate) fn set_client(&self, ctx: u32, client: http::HeaderValue) {
+        if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
+            r.client = Some(client);
+        }
+    }
+
+    /// The client of request `ctx`, if it was named.
+    pub(crate) fn client(&self, ctx: u32) -> Option<http::HeaderValue> {
+        self.requests
+            .borrow()
+            .get(&ctx)
+            .and_then(|r| r.client.clone())
+    }
+
+    /// Ends the request with an answer of the engine's own that is no
+    /// failure of the Worker's (a refusal, e.g. a client over its share of
+    /// the Worker's sockets), if no head was sent yet.
+    pub(crate) fn answer_request(&self, ctx: u32, response: http::Response<Body>) {
+        let (head, done) = {
+            let mut requests = self.requests.borrow_mut();
+            let Some(r) = requests.get_mut(&ctx) else {
+                return;
+            };
+            (r.head.take(), r.done.take())
+        };
+        if let Some(head) = head {
+            let _ = head.send(Ok(response));
+        }
+        if let Some(done) = done {
+            let _ = done.send(());
+        }
     }
 
     /// Ends the request with `error`: as the head if none was sent yet, else
@@ -507,7 +545,7 @@ impl HostState {
         }
         self.handles.drop_for(ctx);
         if let Some(sockets) = self.state::<super::socket::Sockets>() {
-            sockets.drop_for(self.worker_id(), ctx);
+            sockets.drop_for(ctx);
         }
         self.bodies
             .borrow_mut()

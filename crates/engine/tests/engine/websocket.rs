@@ -230,6 +230,107 @@ async fn sockets_per_worker_are_capped() {
     assert!(again.is_some(), "a closed socket frees its place");
 }
 
+fn upgrade_from(client: &'static str) -> http::Request<isolane_engine::Body> {
+    let mut request = upgrade_request();
+    request
+        .headers_mut()
+        .insert("cf-connecting-ip", http::HeaderValue::from_static(client));
+    request
+}
+
+async fn echoes(end: &mut SocketEnd, message: &str) {
+    end.to_worker.send(text(message)).await.unwrap();
+    assert_eq!(next(end).await, Some(text(message)));
+}
+
+/// One client (by the address the front end vouches for) holds at most its
+/// share of a Worker's sockets: past it its upgrades get 429 while another
+/// client still opens sockets and is echoed, before, during and after; the
+/// Worker's budget still holds across many clients.
+#[tokio::test]
+async fn one_client_is_capped_at_its_share_of_a_workers_sockets() {
+    let engine = ws_engine(WebSocketConfig {
+        max_sockets_per_worker: 6,
+        max_sockets_per_client: 2,
+        ..WebSocketConfig::default()
+    });
+    let echo = bundle("web/echo-shared", ECHO);
+    let open_from = |client: &'static str| {
+        let (engine, echo) = (&engine, echo.clone());
+        async move {
+            let response = engine.execute(0, echo, upgrade_from(client)).await;
+            response.map(|r| {
+                (
+                    r.status(),
+                    r.extensions()
+                        .get::<WebSocketUpgrade>()
+                        .and_then(WebSocketUpgrade::take),
+                    r,
+                )
+            })
+        }
+    };
+    let (status, benign, _) = open_from("192.0.2.2").await.unwrap();
+    assert_eq!(status, 101);
+    let mut benign = benign.unwrap();
+    echoes(&mut benign, "before").await;
+    let mut hoard = Vec::new();
+    for _ in 0..2 {
+        let (status, end, _) = open_from("192.0.2.66").await.unwrap();
+        assert_eq!(status, 101);
+        hoard.push(end.unwrap());
+    }
+    for _ in 0..5 {
+        let (status, end, response) = open_from("192.0.2.66").await.unwrap();
+        assert_eq!(status, 429, "the hostile client is over its share");
+        assert!(end.is_none());
+        assert_eq!(response.headers()["x-isolane-reason"], "client_websockets");
+        let body = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        let body = String::from_utf8_lossy(&body);
+        assert!(body.contains("2 WebSockets open to this Worker"), "{body}");
+    }
+    // During: the benign client still talks and opens another socket.
+    echoes(&mut benign, "during").await;
+    let (status, second, _) = open_from("192.0.2.2").await.unwrap();
+    assert_eq!(status, 101);
+    let mut second = second.unwrap();
+    echoes(&mut second, "second").await;
+    for end in &mut hoard {
+        echoes(end, "hoarded").await;
+    }
+    // The Worker's budget (6) still holds across clients: 4 open, 2 more
+    // from new clients, then 503 for anyone.
+    let mut others = Vec::new();
+    for client in ["192.0.2.10", "192.0.2.11"] {
+        let (status, end, _) = open_from(client).await.unwrap();
+        assert_eq!(status, 101);
+        others.push(end.unwrap());
+    }
+    let full = open_from("192.0.2.12").await;
+    assert!(
+        matches!(full, Err(isolane_engine::ExecuteError::Overloaded { .. })),
+        "the budget is full"
+    );
+    // After: the hostile client leaves; its places go back to the Worker.
+    hoard.clear();
+    let mut reopened = None;
+    for _ in 0..100 {
+        if let Ok((101, end, _)) = open_from("192.0.2.12")
+            .await
+            .map(|(s, e, r)| (s.as_u16(), e, r))
+        {
+            reopened = end;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(reopened.is_some(), "closed sockets free their places");
+    echoes(&mut benign, "after").await;
+}
+
 #[tokio::test]
 async fn pairs_talk_inside_the_isolate() {
     let (engine, _) = engine(1, PoolMode::Pinned);
