@@ -36,7 +36,9 @@ free_port() {
 count() {
   local name=$1 bin=$2 port pid
   port=$(free_port)
-  ISOLANE_LOG=warn valgrind --tool=callgrind --smc-check=all-non-file --separate-threads=yes \
+  # ISOLANE_NO_TAIL: the request path itself, not isolane dev printing each
+  # invocation on stdout (older binaries ignore it).
+  ISOLANE_LOG=warn ISOLANE_NO_TAIL=true valgrind --tool=callgrind --smc-check=all-non-file --separate-threads=yes \
     --instr-atstart=no --callgrind-out-file="$work/$name.out" \
     "$bin" dev --workers "$work/workers" --port "$port" > "$work/$name.log" 2>&1 &
   pid=$!
