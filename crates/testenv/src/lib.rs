@@ -45,6 +45,7 @@ mod local;
 mod network;
 mod node;
 mod pki;
+mod port;
 mod postgres;
 mod process;
 pub mod workerd;
@@ -71,8 +72,9 @@ pub use error::Error;
 pub use network::{BRIDGE, CGROUP_ROOT, NODE_IP, NODE_NAME, POD_SUBNET};
 pub use node::host::leftovers as node_leftovers;
 pub use pki::{GrpcPkiFiles, Leaf, TestCa, TestCert, Usage, write_grpc as write_grpc_pki};
+pub use port::free_port;
 pub use postgres::Postgres;
-pub use process::{Process, free_port};
+pub use process::Process;
 
 use local::LocalCluster;
 

@@ -79,7 +79,7 @@ impl LocalCluster {
         let etcd_data = dir.path().join(ETCD_DATA);
         let pki = pki::write(dir.path())?;
         let [etcd_client_port, etcd_peer_port, apiserver_port] =
-            crate::process::free_ports().map_err(Error::FreePort)?;
+            crate::port::free_ports().map_err(Error::FreePort)?;
         // With a node, the apiserver listens on the node's bridge, which pods reach.
         let node_host = match &config.node {
             Some(_) => Some(NodeHost::prepare(dir.path(), config)?),

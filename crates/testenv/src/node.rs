@@ -131,7 +131,7 @@ impl LocalNode {
             proxy_metrics,
             kcm_port,
             scheduler_port,
-        ] = crate::process::free_ports().map_err(Error::FreePort)?;
+        ] = crate::port::free_ports().map_err(Error::FreePort)?;
         write(
             &dirs.kubelet_config,
             &files::kubelet(&dirs, kubelet_port, &node_dir.join("pod-logs")),

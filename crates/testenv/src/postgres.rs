@@ -16,7 +16,8 @@ use tempfile::TempDir;
 use crate::Error;
 use crate::component::Component;
 use crate::config::find_on_path;
-use crate::process::{Process, free_port};
+use crate::port::free_port;
+use crate::process::Process;
 
 /// Where Debian installs each PostgreSQL version's programs.
 const DEBIAN_ROOT: &str = "/usr/lib/postgresql";

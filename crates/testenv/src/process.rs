@@ -211,24 +211,6 @@ impl Drop for Process {
     }
 }
 
-/// A free local TCP port (bound, then released: another process may take it
-/// first, which is good enough for a test).
-pub fn free_port() -> std::io::Result<u16> {
-    free_ports::<1>().map(|[port]| port)
-}
-
-/// Distinct free ports on 127.0.0.1: all are held until all are picked.
-pub(crate) fn free_ports<const N: usize>() -> std::io::Result<[u16; N]> {
-    let listeners = (0..N)
-        .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut ports = [0; N];
-    for (port, listener) in ports.iter_mut().zip(&listeners) {
-        *port = listener.local_addr()?.port();
-    }
-    Ok(ports)
-}
-
 // === impl Supervised ===
 
 /// A part of the control plane: a [`Process`] whose early exit is an [`Error`].
