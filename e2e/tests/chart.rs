@@ -404,6 +404,10 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         "node.config.fetchExtraCa=/etc/isolane/ca.pem",
         "--set",
         "router.config.trustedProxies=10.0.0.0/8",
+        "--set",
+        "storage.postgres.existingSecret=kv-database",
+        "--set",
+        "storage.postgres.caConfigMap=kv-database-ca",
     ]));
     // Each binary flattens telemetry's shared admin flags (ISOLANE_ADMIN_ADDR,
     // ISOLANE_LOG_FORMAT) and reads ISOLANE_LOG in its init_tracing.
@@ -414,7 +418,14 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
     let cases = [
         (
             "isolane-operator",
-            [&["operator/src/config.rs"][..], &telemetry].concat(),
+            [
+                &[
+                    "operator/src/config.rs",
+                    "crates/storage/src/postgres/settings.rs",
+                ][..],
+                &telemetry,
+            ]
+            .concat(),
         ),
         (
             "isolane-node",
@@ -422,6 +433,7 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
                 &[
                     "runtime-node/src/config.rs",
                     "runtime-node/src/config/websocket.rs",
+                    "crates/storage/src/postgres/settings.rs",
                     "proto/src/mtls.rs",
                 ][..],
                 &telemetry,

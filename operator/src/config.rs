@@ -126,6 +126,11 @@ pub struct Args {
     /// unless an admin releases it (docs/operator.md).
     #[arg(long, env = ENV_HOST_RELEASE_GRACE, default_value = "24h", value_parser = parse_duration)]
     pub host_release_grace: Duration,
+
+    /// The KV store's database: the operator applies its schema migrations
+    /// at start (runtime nodes only check them).
+    #[command(flatten)]
+    pub storage: isolane_storage::PostgresArgs,
 }
 
 /// Why the flags do not make a valid configuration.
@@ -207,6 +212,8 @@ pub struct Config {
     pub reserved_hosts: Vec<isolane_worker::Reservation>,
     /// How long a host stays held after its namespace's last claim goes.
     pub host_release_grace: Duration,
+    /// The KV store, whose schema the operator migrates at start.
+    pub storage: Option<isolane_storage::PostgresSettings>,
 }
 
 impl Args {
@@ -275,6 +282,7 @@ impl Args {
             resync: self.resync,
             reserved_hosts: self.reserved_hosts.clone(),
             host_release_grace: self.host_release_grace,
+            storage: self.storage.settings(),
         })
     }
 }

@@ -34,6 +34,7 @@ pub mod revisions;
 pub mod routes;
 pub mod script;
 pub mod status;
+pub mod storage;
 pub mod watches;
 pub mod webhook;
 

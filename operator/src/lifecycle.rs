@@ -175,6 +175,7 @@ fn serve_webhook(
         webhook.listener,
         webhook.tls,
         index,
+        config.storage.is_some(),
         edge,
         servers.clone(),
     ))

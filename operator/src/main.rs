@@ -47,6 +47,7 @@ fn main() -> ExitCode {
 }
 
 async fn run(config: Config) -> anyhow::Result<()> {
+    let storage = config.storage.clone();
     // Ports and TLS material first: bad input fails before the API is involved.
     let operator = lifecycle::bind(config).await?;
     let client = kube::Client::try_default()
@@ -54,6 +55,12 @@ async fn run(config: Config) -> anyhow::Result<()> {
         .context("failed to configure the Kubernetes client")?;
     let shutdown = CancellationToken::new();
     tokio::spawn(signal_shutdown(shutdown.clone()));
+    if let Some(settings) = storage {
+        tokio::spawn(isolane_operator::storage::migrate(
+            settings,
+            shutdown.clone(),
+        ));
+    }
     operator.run(client, shutdown).await;
     Ok(())
 }

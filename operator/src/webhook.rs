@@ -201,16 +201,18 @@ fn route_problems(
 }
 
 /// What `kubectl apply` prints for an accepted Worker that will not work
-/// as a user would expect: KV bindings, whose store runtime nodes do not
-/// have yet (docs/state.md).
-fn warnings(worker: &Worker) -> Option<String> {
-    (!worker.spec.bindings.is_empty()).then(|| {
-        "spec.bindings: KV namespaces work in isolane dev only for now; on runtime nodes a KV operation throws until the cluster store lands (docs/state.md)".to_owned()
+/// as a user would expect: KV bindings in a cluster given no store
+/// (`kv_store`: the operator, like the nodes, was given the chart's
+/// `storage.postgres`; docs/state.md).
+fn warnings(worker: &Worker, kv_store: bool) -> Option<String> {
+    (!kv_store && !worker.spec.bindings.is_empty()).then(|| {
+        "spec.bindings: this cluster has no KV store configured (the chart's storage.postgres); on runtime nodes a KV operation throws (docs/state.md)".to_owned()
     })
 }
 
-/// Answers one AdmissionReview body.
-pub fn review(body: &[u8], index: &WorkerIndex) -> AdmissionReview<DynamicObject> {
+/// Answers one AdmissionReview body; `kv_store`: whether the cluster has a
+/// store for KV bindings.
+pub fn review(body: &[u8], index: &WorkerIndex, kv_store: bool) -> AdmissionReview<DynamicObject> {
     let review: AdmissionReview<Worker> = match serde_json::from_slice(body) {
         Ok(review) => review,
         Err(error) => {
@@ -226,7 +228,11 @@ pub fn review(body: &[u8], index: &WorkerIndex) -> AdmissionReview<DynamicObject
         }
     };
     let mut response = AdmissionResponse::from(&request);
-    if let Some(warning) = request.object.as_ref().and_then(warnings) {
+    if let Some(warning) = request
+        .object
+        .as_ref()
+        .and_then(|worker| warnings(worker, kv_store))
+    {
         response.warnings = Some(vec![warning]);
     }
     match validate(&request, index) {
@@ -288,6 +294,7 @@ pub async fn serve(
     listener: TcpListener,
     tls: TlsAcceptor,
     index: SharedIndex,
+    kv_store: bool,
     edge: Edge,
     shutdown: CancellationToken,
 ) {
@@ -298,7 +305,7 @@ pub async fn serve(
         let index = Arc::clone(&index);
         service_fn(move |request| {
             let index = Arc::clone(&index);
-            async move { Ok::<_, Infallible>(handle(request, &index).await) }
+            async move { Ok::<_, Infallible>(handle(request, &index, kv_store).await) }
         })
     };
     let handshake = Wrapped(move |stream| tls.accept(stream));
@@ -312,7 +319,11 @@ pub async fn serve(
     .await;
 }
 
-async fn handle(request: Request<Incoming>, index: &Mutex<WorkerIndex>) -> Response<Full<Bytes>> {
+async fn handle(
+    request: Request<Incoming>,
+    index: &Mutex<WorkerIndex>,
+    kv_store: bool,
+) -> Response<Full<Bytes>> {
     if request.method() != Method::POST {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "POST an AdmissionReview\n");
     }
@@ -322,7 +333,7 @@ async fn handle(request: Request<Incoming>, index: &Mutex<WorkerIndex>) -> Respo
     };
     let answer = {
         let index = index.lock().unwrap_or_else(PoisonError::into_inner);
-        review(&body, &index)
+        review(&body, &index, kv_store)
     };
     match serde_json::to_vec(&answer) {
         Ok(json) => {
@@ -387,7 +398,7 @@ mod tests {
             "export default {\n  fetch() {\n    return 1 +\n  }\n}",
             &[],
         );
-        let (allowed, message) = verdict(&review(&body("CREATE", &bad, None), &index));
+        let (allowed, message) = verdict(&review(&body("CREATE", &bad, None), &index, false));
         assert!(!allowed);
         assert!(
             message.starts_with("spec.script: syntax error at 4:3: "),
@@ -398,7 +409,7 @@ mod tests {
             "export default { fetch() { return new Response('ok') } }",
             &[],
         );
-        let (allowed, _) = verdict(&review(&body("CREATE", &good, None), &index));
+        let (allowed, _) = verdict(&review(&body("CREATE", &good, None), &index, false));
         assert!(allowed);
     }
 
@@ -410,7 +421,7 @@ mod tests {
             crons: vec!["*/5 * * * *".into(), "0 25 * * *".into()],
             time_zone: None,
         });
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
         assert!(!allowed);
         assert!(
             message.starts_with("spec.triggers.crons[1]: invalid cron schedule \"0 25 * * *\""),
@@ -420,7 +431,7 @@ mod tests {
             crons: vec!["0 9 * * MON-FRI".into()],
             time_zone: Some("Europe/Nowhere".into()),
         });
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
         assert!(!allowed);
         assert!(
             message.contains("unknown time zone \"Europe/Nowhere\""),
@@ -430,7 +441,7 @@ mod tests {
             crons: vec!["0 9 * * MON-FRI".into()],
             time_zone: Some("Europe/Paris".into()),
         });
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
         assert!(allowed, "{message}");
     }
 
@@ -440,7 +451,7 @@ mod tests {
         let mut w = worker("compat", "export default {}", &[]);
         w.spec.compatibility_date = Some("2026-08-04".into());
         w.spec.compatibility_flags = vec!["nodejs_compat".into(), "nodejs_compta".into()];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
         assert!(!allowed);
         assert!(
             message.starts_with(
@@ -450,11 +461,11 @@ mod tests {
         );
         w.spec.compatibility_flags = vec!["nodejs_compat".into()];
         w.spec.compatibility_date = Some("2026-8-4".into());
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
         assert!(!allowed);
         assert!(message.starts_with("spec.compatibilityDate: "), "{message}");
         w.spec.compatibility_date = Some("2026-08-04".into());
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
         assert!(allowed, "{message}");
     }
 
@@ -469,21 +480,21 @@ mod tests {
             value_from: None,
         }];
         w.spec.bindings = vec![Binding::kv("CACHE", "cache")];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
         assert!(!allowed);
         assert_eq!(
             message,
             "spec.bindings: binding name \"CACHE\" is used twice (names are unique across env and bindings)"
         );
         w.spec.bindings = vec![Binding::kv("my-kv", "cache")];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
         assert!(!allowed);
         assert!(
             message.contains("is not a JavaScript identifier"),
             "{message}"
         );
         w.spec.bindings = vec![Binding::kv("KV", "a/b")];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index));
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
         assert!(!allowed);
         assert!(
             message.contains("KV namespace name \"a/b\" is invalid"),
@@ -514,7 +525,7 @@ mod tests {
             }
         }))
         .unwrap();
-        let (allowed, message) = verdict(&review(&review_body, &index));
+        let (allowed, message) = verdict(&review(&review_body, &index, false));
         assert!(!allowed);
         assert!(
             message.contains("binding \"COUNTER\" has no kvNamespace")
@@ -525,15 +536,18 @@ mod tests {
             Binding::kv("KV", "cache"),
             Binding::kv("SESSIONS", "sessions"),
         ];
-        let answer = review(&body("CREATE", &w, None), &index);
+        let answer = review(&body("CREATE", &w, None), &index, false);
         let (allowed, message) = verdict(&answer);
         assert!(allowed, "{message}");
-        // Accepted, with a word on what does not work in a cluster yet.
+        // Accepted, with a word on what does not work without a store.
         let warnings = answer.response.unwrap().warnings.unwrap_or_default();
         assert!(
-            warnings.len() == 1 && warnings[0].contains("isolane dev only for now"),
+            warnings.len() == 1 && warnings[0].contains("no KV store configured"),
             "{warnings:?}"
         );
+        // With a store, nothing to say.
+        let answer = review(&body("CREATE", &w, None), &index, true);
+        assert_eq!(answer.response.unwrap().warnings, None);
     }
 
     #[test]
@@ -541,24 +555,28 @@ mod tests {
         let mut index = WorkerIndex::default();
         index.upsert(&worker("owner", "1", &["a.example.com"]));
         let claimer = worker("claimer", "1", &["a.example.com"]);
-        let (allowed, message) = verdict(&review(&body("CREATE", &claimer, None), &index));
+        let (allowed, message) = verdict(&review(&body("CREATE", &claimer, None), &index, false));
         assert!(!allowed);
         assert_eq!(
             message,
             "spec.routes: route a.example.com/ is already claimed by Worker default/owner"
         );
         // An update that keeps a conflicting route it already had is allowed.
-        let (allowed, _) = verdict(&review(&body("UPDATE", &claimer, Some(&claimer)), &index));
+        let (allowed, _) = verdict(&review(
+            &body("UPDATE", &claimer, Some(&claimer)),
+            &index,
+            false,
+        ));
         assert!(allowed);
         // The owner itself may re-apply.
         let owner = worker("owner", "2", &["a.example.com"]);
-        let (allowed, _) = verdict(&review(&body("UPDATE", &owner, None), &index));
+        let (allowed, _) = verdict(&review(&body("UPDATE", &owner, None), &index, false));
         assert!(allowed);
     }
 
     #[test]
     fn garbage_is_answered_not_dropped() {
-        let review = review(b"{", &WorkerIndex::default());
+        let review = review(b"{", &WorkerIndex::default(), false);
         let (allowed, message) = verdict(&review);
         assert!(!allowed);
         assert!(message.contains("invalid AdmissionReview"), "{message}");

@@ -52,6 +52,7 @@ async fn webhook() -> Webhook {
         listener,
         acceptor,
         index,
+        false,
         edge,
         stop.clone(),
     ));

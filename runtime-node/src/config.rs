@@ -48,6 +48,8 @@ pub const MAX_REQUEST_BODY_MIB_ENV: &str = "ISOLANE_MAX_REQUEST_BODY_MIB";
 pub const CACHE_MIB_ENV: &str = "ISOLANE_CACHE_MIB";
 /// Env var for `--cache-namespace-mib`.
 pub const CACHE_NAMESPACE_MIB_ENV: &str = "ISOLANE_CACHE_NAMESPACE_MIB";
+/// Env var for `--kv-cache-mib`.
+pub const KV_CACHE_MIB_ENV: &str = "ISOLANE_KV_CACHE_MIB";
 /// Env var for `--egress-allow` (comma-separated CIDRs).
 pub const EGRESS_ALLOW_ENV: &str = "ISOLANE_EGRESS_ALLOW";
 /// Env var for `--egress-deny` (comma-separated CIDRs).
@@ -182,6 +184,13 @@ pub struct Args {
     #[arg(long, env = CACHE_NAMESPACE_MIB_ENV, default_value_t = 0)]
     pub cache_namespace_mib: usize,
 
+    /// Memory for KV's hot keys on this node, in MiB (each Kubernetes
+    /// namespace in a quarter): a read is answered from it for up to its
+    /// `cacheTtl` (60 s by default), as on Cloudflare. 0: every read goes
+    /// to the database.
+    #[arg(long, env = KV_CACHE_MIB_ENV, default_value_t = 64)]
+    pub kv_cache_mib: usize,
+
     /// Destinations Workers' `fetch` may reach although the default egress
     /// policy refuses them (loopback, private, link-local …), as CIDRs, e.g.
     /// `10.20.0.0/16`; repeat or separate with commas.
@@ -224,6 +233,9 @@ pub struct Args {
 
     #[command(flatten)]
     pub websocket: WebSocketArgs,
+
+    #[command(flatten)]
+    pub storage: isolane_storage::PostgresArgs,
 }
 
 /// A validated configuration. Tests build these directly.
@@ -271,6 +283,8 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    #[error("--storage-postgres-*: {0}")]
+    Storage(#[from] isolane_storage::StoreError),
     #[error(transparent)]
     GrpcSecurity(#[from] MtlsArgsError),
     #[error("router↔node TLS: {0}")]
@@ -288,6 +302,7 @@ impl ConfigError {
             ConfigError::InvalidAdvertiseHost { .. } => "invalid_advertise_host",
             ConfigError::PortRange { .. } => "port_range",
             ConfigError::ExtraCa { .. } => "extra_ca",
+            ConfigError::Storage(_) => "storage",
             ConfigError::GrpcSecurity(_) => "grpc_security",
             ConfigError::Tls(_) => "tls",
         }
@@ -390,6 +405,13 @@ impl Args {
                 ..isolane_engine::CacheConfig::default()
             },
             websocket: self.websocket.config(),
+            store: self
+                .storage
+                .settings()
+                .as_ref()
+                .map(isolane_storage::Store::postgres)
+                .transpose()?
+                .map(|store| store.with_kv_cache(self.kv_cache_mib.saturating_mul(1 << 20))),
             egress: isolane_engine::EgressConfig {
                 allow: self.egress_allow.clone(),
                 deny: self.egress_deny.clone(),
@@ -581,8 +603,28 @@ mod tests {
             isolane_proto::mtls::TLS_CA_ENV,
             isolane_proto::mtls::INSECURE_ENV,
             isolane_telemetry::ADMIN_ADDR_ENV,
+            isolane_storage::POSTGRES_URL_ENV,
         ] {
             assert!(help.contains(env), "{env} missing from --help");
         }
+    }
+
+    #[test]
+    fn a_store_only_when_a_database_is_named() {
+        assert!(parse(&[]).unwrap().engine.store.is_none());
+        let config = parse(&["--storage-postgres-url", "postgres://kv@db.example/isolane"]);
+        assert!(config.unwrap().engine.store.is_some());
+        let error = parse(&[
+            "--storage-postgres-url",
+            "postgres://kv@db/x?sslmode=nonsense",
+        ]);
+        assert!(matches!(error, Err(ConfigError::Storage(_))), "{error:?}");
+        let error = parse(&[
+            "--storage-postgres-url",
+            "host=db",
+            "--storage-postgres-ca-file",
+            "/nonexistent/ca.pem",
+        ]);
+        assert!(matches!(error, Err(ConfigError::Storage(_))), "{error:?}");
     }
 }

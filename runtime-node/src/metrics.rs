@@ -36,6 +36,7 @@ pub struct NodeMetrics {
     terminations: IntCounterVec,
     quarantines: IntCounterVec,
     egress_refused: IntCounterVec,
+    kv_operations: IntCounterVec,
     log_lines_dropped: IntCounterVec,
     tail_events_dropped: IntCounter,
     requests: IntCounterVec,
@@ -165,6 +166,12 @@ const QUARANTINES: Metric = Metric::new(
     &["thread"],
 );
 
+const KV_OPERATIONS: Metric = Metric::new(
+    "isolane_node_kv_operations_total",
+    "Workers' KV operations that reached the store, by operation and result (cached: a read answered from the node's hot-key cache).",
+    &["op", "result"],
+);
+
 const EGRESS_REFUSED: Metric = Metric::new(
     "isolane_node_egress_refused_total",
     "Workers' fetch calls refused by the egress policy, by reason.",
@@ -269,6 +276,7 @@ pub const ALL: &[Metric] = &[
     TERMINATIONS,
     QUARANTINES,
     EGRESS_REFUSED,
+    KV_OPERATIONS,
     LOG_LINES_DROPPED,
     REQUESTS,
     REJECTIONS,
@@ -341,6 +349,7 @@ impl NodeMetrics {
         let terminations = TERMINATIONS.counter_vec(registry)?;
         let quarantines = QUARANTINES.counter_vec(registry)?;
         let egress_refused = EGRESS_REFUSED.counter_vec(registry)?;
+        let kv_operations = KV_OPERATIONS.counter_vec(registry)?;
         let log_lines_dropped = LOG_LINES_DROPPED.counter_vec(registry)?;
         let tail_events_dropped = TAIL_EVENTS_DROPPED.counter(registry)?;
         let requests = REQUESTS.counter_vec(registry)?;
@@ -362,6 +371,7 @@ impl NodeMetrics {
             terminations,
             quarantines,
             egress_refused,
+            kv_operations,
             log_lines_dropped,
             tail_events_dropped,
             requests,
@@ -536,6 +546,12 @@ impl EngineObserver for NodeMetrics {
     fn termination(&self, thread: usize, reason: TerminationReason) {
         self.terminations
             .with_label_values(&[self.thread_label(thread), reason.as_str()])
+            .inc();
+    }
+
+    fn kv_operation(&self, op: isolane_engine::KvOp, result: isolane_engine::KvResult) {
+        self.kv_operations
+            .with_label_values(&[op.as_str(), result.as_str()])
             .inc();
     }
 

@@ -111,6 +111,7 @@ maxCpuMs: ISOLANE_MAX_CPU_MS
 maxRequestBodyMib: ISOLANE_MAX_REQUEST_BODY_MIB
 cacheMib: ISOLANE_CACHE_MIB
 cacheNamespaceMib: ISOLANE_CACHE_NAMESPACE_MIB
+kvCacheMib: ISOLANE_KV_CACHE_MIB
 egressAllow: ISOLANE_EGRESS_ALLOW
 egressDeny: ISOLANE_EGRESS_DENY
 fetchExtraCa: ISOLANE_FETCH_EXTRA_CA
@@ -265,6 +266,45 @@ readinessProbe:
 {{- end }}
 
 {{/* The router↔node mTLS environment (ISOLANE_GRPC_TLS_*, ISOLANE_INSECURE_GRPC). Call with $. */}}
+{{/*
+The KV store's database for the operator (which migrates its schema) and the
+nodes: the connection string from a Secret, never from values.
+*/}}
+{{- define "isolane.storageEnv" -}}
+{{- with .Values.storage.postgres }}
+{{- if .existingSecret }}
+- name: ISOLANE_STORAGE_POSTGRES_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret | quote }}
+      key: {{ .key | quote }}
+- name: ISOLANE_STORAGE_POSTGRES_POOL
+  value: {{ .pool | quote }}
+{{- if .caConfigMap }}
+- name: ISOLANE_STORAGE_POSTGRES_CA_FILE
+  value: /etc/isolane/storage-ca/ca.crt
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The database server's CA (storage.postgres.caConfigMap), as a mount and a volume. */}}
+{{- define "isolane.storageCaMount" -}}
+{{- if and .Values.storage.postgres.existingSecret .Values.storage.postgres.caConfigMap }}
+- name: storage-ca
+  mountPath: /etc/isolane/storage-ca
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "isolane.storageCaVolume" -}}
+{{- if and .Values.storage.postgres.existingSecret .Values.storage.postgres.caConfigMap }}
+- name: storage-ca
+  configMap:
+    name: {{ .Values.storage.postgres.caConfigMap | quote }}
+{{- end }}
+{{- end }}
+
 {{- define "isolane.grpcTlsEnv" -}}
 - name: ISOLANE_INSECURE_GRPC
   value: {{ .Values.grpcTls.insecure | quote }}

@@ -6,7 +6,8 @@
 //! Under one key, one entry per `Vary` variant. The store is bounded in bytes
 //! (least recently used first out), and each namespace in a share of it and
 //! in a number of entries, so one tenant filling its share evicts only its
-//! own entries. An entry's bytes are everything it holds: body, response
+//! own entries (`isolane_storage::lru::SharedLru`, the same bounded map as
+//! KV's hot keys). An entry's bytes are everything it holds: body, response
 //! headers, the request headers and URL its policy keeps, and a fixed
 //! overhead (`policy::ENTRY_OVERHEAD`).
 //!
@@ -16,13 +17,13 @@
 mod conditional;
 mod policy;
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use http_cache_semantics::{BeforeRequest, CachePolicy};
+use isolane_storage::lru::{Bounds, Namespaced, SharedLru, Usage};
 
 pub(crate) use conditional::Answer;
 pub(crate) use policy::Refusal;
@@ -68,6 +69,12 @@ pub(crate) struct CacheKey {
     pub(crate) url: String,
 }
 
+impl Namespaced for CacheKey {
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+}
+
 impl CacheKey {
     fn size(&self) -> usize {
         self.namespace.len() + self.cache.as_ref().map_or(0, String::len) + self.url.len()
@@ -85,23 +92,11 @@ struct Variant {
     size: usize,
 }
 
-struct Store {
-    entries: lru::LruCache<CacheKey, Vec<Variant>>,
-    bytes: usize,
-    by_namespace: HashMap<String, Usage>,
-}
-
-/// What one namespace holds.
-#[derive(Debug, Default, Clone, Copy)]
-struct Usage {
-    bytes: usize,
-    variants: usize,
-}
-
 /// The node's cache.
 pub(crate) struct HttpCache {
     config: CacheConfig,
-    store: Mutex<Store>,
+    /// Each key's variants; an entry's units are its variants.
+    store: Mutex<SharedLru<CacheKey, Vec<Variant>>>,
 }
 
 /// A request as the cache sees it: its URL and headers (the method is
@@ -121,13 +116,14 @@ pub(crate) struct CacheResponse {
 
 impl HttpCache {
     pub(crate) fn new(config: CacheConfig) -> Self {
+        let bounds = Bounds {
+            capacity_bytes: config.capacity_bytes,
+            namespace_bytes: config.namespace_share(),
+            namespace_units: config.namespace_entries.max(1),
+        };
         Self {
             config,
-            store: Mutex::new(Store {
-                entries: lru::LruCache::unbounded(),
-                bytes: 0,
-                by_namespace: HashMap::new(),
-            }),
+            store: Mutex::new(SharedLru::new(bounds)),
         }
     }
 
@@ -156,32 +152,23 @@ impl HttpCache {
             expires: stored.expires,
         };
         let mut store = self.lock();
-        let namespace = key.namespace.clone();
         // The variant this request would match is replaced; others stay.
-        let (mut freed, mut replaced) = (0, 0);
-        if let Some(variants) = store.entries.get_mut(&key) {
-            variants.retain(|old| {
-                let same = varies_alike(&old.policy, request, now);
-                if same {
-                    freed += old.size;
-                    replaced += 1;
-                }
-                !same
-            });
-            variants.push(variant);
-        } else {
-            store.entries.put(key, vec![variant]);
+        let mut pending = Some(variant);
+        store.update(&key, |variants| {
+            variants.retain(|old| !varies_alike(&old.policy, request, now));
+            variants.extend(pending.take());
+            (usage(variants), ())
+        });
+        if let Some(variant) = pending {
+            store.insert(
+                key,
+                vec![variant],
+                Usage {
+                    bytes: size,
+                    units: 1,
+                },
+            );
         }
-        store.bytes = store.bytes + size - freed;
-        let used = store.by_namespace.entry(namespace.clone()).or_default();
-        used.bytes = used.bytes + size - freed;
-        used.variants = used.variants + 1 - replaced;
-        store.evict(
-            &namespace,
-            self.config.namespace_share(),
-            self.config.namespace_entries.max(1),
-        );
-        store.evict_all(self.config.capacity_bytes);
         Ok(())
     }
 
@@ -194,58 +181,41 @@ impl HttpCache {
         now: SystemTime,
     ) -> Option<Answer> {
         let mut store = self.lock();
-        let variants = store.entries.get_mut(key)?;
-        let (mut expired, mut gone) = (0, 0);
-        variants.retain(|v| {
-            let fresh = v.expires > now;
-            if !fresh {
-                expired += v.size;
-                gone += 1;
-            }
-            fresh
-        });
-        let hit = variants
-            .iter()
-            .find(|v| varies_alike(&v.policy, request, now))
-            .map(|v| conditional::answer(v.status, &v.status_text, &v.headers, &v.body, request));
-        let empty = variants.is_empty();
-        if gone > 0 {
-            store.release(&key.namespace, expired, gone);
-        }
-        if empty {
-            store.entries.pop(key);
-        }
-        hit
+        store
+            .update(key, |variants| {
+                variants.retain(|v| v.expires > now);
+                let hit = variants
+                    .iter()
+                    .find(|v| varies_alike(&v.policy, request, now))
+                    .map(|v| {
+                        conditional::answer(v.status, &v.status_text, &v.headers, &v.body, request)
+                    });
+                (usage(variants), hit)
+            })
+            .flatten()
     }
 
     /// Removes every variant stored under `key`; whether there was one.
     pub(crate) fn delete(&self, key: &CacheKey) -> bool {
-        let mut store = self.lock();
-        match store.entries.pop(key) {
-            Some(variants) => {
-                store.release_all(&key.namespace, &variants);
-                !variants.is_empty()
-            }
-            None => false,
-        }
+        self.lock()
+            .remove(key)
+            .is_some_and(|variants| !variants.is_empty())
     }
 
     /// Bytes held, in all and by `namespace`.
     #[cfg(test)]
     pub(crate) fn usage(&self, namespace: &str) -> (usize, usize) {
-        let store = self.lock();
-        let mine = store.by_namespace.get(namespace).map_or(0, |u| u.bytes);
-        (store.bytes, mine)
+        let (all, mine) = self.lock().usage(namespace);
+        (all, mine.bytes)
     }
 
     /// Entries (variants) `namespace` holds.
     #[cfg(test)]
     pub(crate) fn entries(&self, namespace: &str) -> usize {
-        let store = self.lock();
-        store.by_namespace.get(namespace).map_or(0, |u| u.variants)
+        self.lock().usage(namespace).1.units
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Store> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SharedLru<CacheKey, Vec<Variant>>> {
         // A panic while holding the lock cannot leave the store inconsistent
         // in a way that matters more than losing the cache: keep serving.
         self.store
@@ -254,54 +224,11 @@ impl HttpCache {
     }
 }
 
-impl Store {
-    fn release(&mut self, namespace: &str, size: usize, variants: usize) {
-        self.bytes = self.bytes.saturating_sub(size);
-        if let Some(used) = self.by_namespace.get_mut(namespace) {
-            used.bytes = used.bytes.saturating_sub(size);
-            used.variants = used.variants.saturating_sub(variants);
-            if used.variants == 0 {
-                self.by_namespace.remove(namespace);
-            }
-        }
-    }
-
-    fn release_all(&mut self, namespace: &str, variants: &[Variant]) {
-        let size = variants.iter().map(|v| v.size).sum();
-        self.release(namespace, size, variants.len());
-    }
-
-    /// Least recently used keys of `namespace` out until it fits `share`
-    /// bytes and `most` entries.
-    fn evict(&mut self, namespace: &str, share: usize, most: usize) {
-        let over = |store: &Self| {
-            store
-                .by_namespace
-                .get(namespace)
-                .is_some_and(|u| u.bytes > share || u.variants > most)
-        };
-        while over(self) {
-            let oldest = self
-                .entries
-                .iter()
-                .rev()
-                .find(|(key, _)| key.namespace == namespace)
-                .map(|(key, _)| key.clone());
-            let Some(oldest) = oldest else { break };
-            if let Some(variants) = self.entries.pop(&oldest) {
-                self.release_all(namespace, &variants);
-            }
-        }
-    }
-
-    /// Least recently used keys (anyone's) out until all fit `capacity`.
-    fn evict_all(&mut self, capacity: usize) {
-        while self.bytes > capacity {
-            let Some((key, variants)) = self.entries.pop_lru() else {
-                break;
-            };
-            self.release_all(&key.namespace, &variants);
-        }
+/// What `variants` hold together.
+fn usage(variants: &[Variant]) -> Usage {
+    Usage {
+        bytes: variants.iter().map(|v| v.size).sum(),
+        units: variants.len(),
     }
 }
 

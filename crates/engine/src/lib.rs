@@ -59,7 +59,7 @@ pub use host::console::{
 };
 pub use node_log::NODE_LOG_PER_SECOND;
 pub use observer::{
-    EngineObserver, EvictionReason, LogDropReason, NoopObserver, TerminationReason,
+    EngineObserver, EvictionReason, KvOp, KvResult, LogDropReason, NoopObserver, TerminationReason,
 };
 pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};
 pub use prewarm::Prewarm;

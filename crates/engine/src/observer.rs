@@ -72,6 +72,50 @@ impl LogDropReason {
     }
 }
 
+/// A KV operation (`host/kv.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KvOp {
+    Get,
+    Put,
+    Delete,
+    List,
+}
+
+impl KvOp {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            KvOp::Get => "get",
+            KvOp::Put => "put",
+            KvOp::Delete => "delete",
+            KvOp::List => "list",
+        }
+    }
+}
+
+/// How a KV operation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KvResult {
+    /// Done by the store.
+    Ok,
+    /// A read answered from the node's hot-key cache.
+    Cached,
+    /// Refused by Cloudflare's limits or the Worker's memory.
+    Invalid,
+    /// The store failed (unreachable, its schema missing, …).
+    Failed,
+}
+
+impl KvResult {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            KvResult::Ok => "ok",
+            KvResult::Cached => "cached",
+            KvResult::Invalid => "invalid",
+            KvResult::Failed => "failed",
+        }
+    }
+}
+
 /// Receives the engine's measurements. Called on engine threads, on the
 /// request path: implementations must be cheap and must not block.
 pub trait EngineObserver: Send + Sync {
@@ -107,6 +151,9 @@ pub trait EngineObserver: Send + Sync {
     /// Tail events were dropped for a subscriber that read too slowly
     /// (`tail.rs`). Called on the publishing thread.
     fn tail_events_dropped(&self, _events: u64) {}
+    /// A KV operation that reached the store ended (called on the engine
+    /// thread of the Worker that asked, as its promise settles).
+    fn kv_operation(&self, _op: KvOp, _result: KvResult) {}
 }
 
 /// An observer that ignores everything.

@@ -22,6 +22,16 @@ pub enum StoreError {
     Database(#[from] rusqlite::Error),
     #[error("PostgreSQL failed: {0}")]
     Postgres(#[from] tokio_postgres::Error),
+    #[error("no PostgreSQL connection: {0}")]
+    Pool(#[from] deadpool_postgres::PoolError),
+    #[error("the storage settings: {0}")]
+    Settings(String),
+    /// The database's schema is older than this build needs: the operator
+    /// (which owns migrations) has not run against it.
+    #[error(
+        "the database's schema is at version {found}, this build needs {want}: the operator applies migrations at start (is it given --storage-postgres-url?)"
+    )]
+    Schema { found: i32, want: i32 },
     #[error("a stored cursor or metadata is not valid")]
     Corrupt,
     #[error("the store's worker thread is gone")]
@@ -36,6 +46,9 @@ impl StoreError {
             StoreError::Refused { .. } => "refused",
             StoreError::Folder { .. } => "folder",
             StoreError::Database(_) | StoreError::Postgres(_) => "database",
+            StoreError::Pool(_) => "unavailable",
+            StoreError::Settings(_) => "settings",
+            StoreError::Schema { .. } => "schema",
             StoreError::Corrupt => "corrupt",
             StoreError::Gone => "gone",
         }

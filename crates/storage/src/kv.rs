@@ -1,7 +1,11 @@
 //! Workers KV's data model: what an entry is, what a write and a list ask
 //! for, and where an entry lives ([`KvScope`]).
 
+mod cache;
 pub mod limits;
+
+pub use cache::DEFAULT_CACHE_TTL;
+pub(crate) use cache::KvCache;
 
 pub use limits::KvError;
 

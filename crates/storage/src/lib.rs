@@ -9,10 +9,10 @@
 //!
 //! Backends: [`Store::sqlite`], an SQLite file (`isolane dev`'s
 //! `.isolane/state`), whose work runs on tokio's blocking pool, never on the
-//! calling (engine) thread; [`Store::connect_postgres`], PostgreSQL, whose
-//! queries are pipelined over one connection (not wired into the runtime
-//! node yet). Durable Objects' storage (a scope of its own beside
-//! [`KvScope`]) comes next.
+//! calling (engine) thread; [`Store::postgres`], PostgreSQL (a runtime
+//! node's, and the operator's [`migrate`]), on a pool of connections that
+//! run on a small runtime of the store's own. Durable Objects' storage (a
+//! scope of its own beside [`KvScope`]) comes next.
 //!
 //! Limits are Cloudflare's ([`kv::limits`]), checked here with Cloudflare's
 //! messages so that every caller refuses the same inputs the same way.
@@ -20,11 +20,15 @@
 
 mod error;
 pub mod kv;
+pub mod lru;
 mod postgres;
 mod sqlite;
 
 pub use error::StoreError;
-pub use kv::{KvEntry, KvError, KvKey, KvList, KvListOptions, KvScope, KvWrite};
+pub use kv::{DEFAULT_CACHE_TTL, KvEntry, KvError, KvKey, KvList, KvListOptions, KvScope, KvWrite};
+#[cfg(feature = "cli")]
+pub use postgres::PostgresArgs;
+pub use postgres::{POSTGRES_URL_ENV, PostgresSettings, SCHEMA_VERSION};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -36,6 +40,15 @@ use sqlite::Sqlite;
 #[derive(Clone, Debug)]
 pub struct Store {
     backend: Backend,
+    /// Hot keys, when this process keeps them (a runtime node).
+    cache: Option<Arc<kv::KvCache>>,
+}
+
+/// A read: the entry, and whether this node's cache answered it.
+#[derive(Debug)]
+pub struct KvRead {
+    pub entry: Option<KvEntry>,
+    pub cached: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -81,18 +94,26 @@ impl Store {
                 dir: dir.to_owned(),
                 db: OnceLock::new(),
             })),
+            cache: None,
         }
     }
 
-    /// A PostgreSQL store (or any Postgres-wire database) at `config`, a
-    /// libpq connection string or URL, with the schema made if missing.
-    /// Its connection runs on the calling tokio runtime, which must outlive
-    /// the store's use.
-    pub async fn connect_postgres(config: &str) -> Result<Self, StoreError> {
-        let postgres = postgres::Postgres::connect(config).await?;
+    /// A PostgreSQL store (or any Postgres-wire database) as `settings`
+    /// say. Nothing is connected yet: the first operation connects, and
+    /// checks that the schema is current (see [`migrate`]); a database that
+    /// is down fails operations, not this.
+    pub fn postgres(settings: &PostgresSettings) -> Result<Self, StoreError> {
         Ok(Self {
-            backend: Backend::Postgres(Arc::new(postgres)),
+            backend: Backend::Postgres(Arc::new(postgres::Postgres::new(settings)?)),
+            cache: None,
         })
+    }
+
+    /// The store with a cache of hot keys of `bytes` on this node
+    /// (Cloudflare's consistency: see [`kv::DEFAULT_CACHE_TTL`]); 0: none.
+    pub fn with_kv_cache(mut self, bytes: usize) -> Self {
+        self.cache = (bytes > 0).then(|| Arc::new(kv::KvCache::new(bytes)));
+        self
     }
 
     /// [`Store::sqlite`], opened now.
@@ -104,10 +125,48 @@ impl Store {
         Ok(store)
     }
 
-    /// The live entry under `key`, or `None`. `admit(len)` is asked with
-    /// the value's size before it is read; `false` ends the read with
-    /// [`StoreError::Refused`] (the caller's memory budget said no).
+    /// The live entry under `key`, or `None`: from this node's cache when
+    /// it was fetched within `cache_ttl` ([`kv::DEFAULT_CACHE_TTL`] when
+    /// `None`). `admit(len)` is asked with the value's size before it is
+    /// read; `false` ends the read with [`StoreError::Refused`] (the
+    /// caller's memory budget said no).
     pub async fn kv_get(
+        &self,
+        scope: KvScope,
+        key: String,
+        cache_ttl: Option<std::time::Duration>,
+        admit: impl FnOnce(usize) -> bool + Send + 'static,
+    ) -> Result<KvRead, StoreError> {
+        kv::limits::check_key("GET", &key)?;
+        let Some(cache) = &self.cache else {
+            let entry = self.read(scope, key, admit).await?;
+            return Ok(KvRead {
+                entry,
+                cached: false,
+            });
+        };
+        let ttl = cache_ttl.unwrap_or(kv::DEFAULT_CACHE_TTL);
+        if let Some(entry) = cache.lookup(&scope, &key, ttl, now_secs()) {
+            let len = entry.as_ref().map_or(0, |e| e.value.len());
+            if !admit(len) {
+                return Err(StoreError::Refused { len });
+            }
+            return Ok(KvRead {
+                entry,
+                cached: true,
+            });
+        }
+        let writes = cache.writes();
+        let entry = self.read(scope.clone(), key.clone(), admit).await?;
+        cache.fill(&scope, &key, entry.as_ref(), writes);
+        Ok(KvRead {
+            entry,
+            cached: false,
+        })
+    }
+
+    /// [`Store::kv_get`] from the backend.
+    async fn read(
         &self,
         scope: KvScope,
         key: String,
@@ -117,28 +176,47 @@ impl Store {
             Backend::Sqlite(folder) => {
                 blocking(folder, move |db, now| db.get(&scope, &key, now, admit)).await
             }
-            Backend::Postgres(db) => db.get(&scope, &key, now_secs(), admit).await,
+            Backend::Postgres(db) => db.get(scope, key, now_secs(), admit).await,
         }
     }
 
     /// Writes `write` under its key (checked against Cloudflare's limits
     /// first: a refused write writes nothing).
     pub async fn kv_put(&self, scope: KvScope, write: KvWrite) -> Result<(), StoreError> {
-        match &self.backend {
+        let forget = self
+            .cache
+            .clone()
+            .map(|c| (c, scope.clone(), write.key.clone()));
+        if let Some((cache, scope, key)) = &forget {
+            cache.forget(scope, key);
+        }
+        let done = match &self.backend {
             Backend::Sqlite(folder) => {
                 blocking(folder, move |db, now| db.put(&scope, &write, now)).await
             }
-            Backend::Postgres(db) => db.put(&scope, &write, now_secs()).await,
+            Backend::Postgres(db) => db.put(scope, write, now_secs()).await,
+        };
+        if let Some((cache, scope, key)) = &forget {
+            cache.forget(scope, key);
         }
+        done
     }
 
     /// Removes `key` (nothing happens when there is none).
     pub async fn kv_delete(&self, scope: KvScope, key: String) -> Result<(), StoreError> {
         kv::limits::check_key("DELETE", &key)?;
-        match &self.backend {
-            Backend::Sqlite(folder) => blocking(folder, move |db, _| db.delete(&scope, &key)).await,
-            Backend::Postgres(db) => db.delete(&scope, &key).await,
+        let forget = self.cache.clone().map(|c| (c, scope.clone(), key.clone()));
+        if let Some((cache, scope, key)) = &forget {
+            cache.forget(scope, key);
         }
+        let done = match &self.backend {
+            Backend::Sqlite(folder) => blocking(folder, move |db, _| db.delete(&scope, &key)).await,
+            Backend::Postgres(db) => db.delete(scope, key).await,
+        };
+        if let Some((cache, scope, key)) = &forget {
+            cache.forget(scope, key);
+        }
+        done
     }
 
     /// The live keys in order, as `options` asks.
@@ -151,9 +229,16 @@ impl Store {
             Backend::Sqlite(folder) => {
                 blocking(folder, move |db, now| db.list(&scope, &options, now)).await
             }
-            Backend::Postgres(db) => db.list(&scope, &options, now_secs()).await,
+            Backend::Postgres(db) => db.list(scope, options, now_secs()).await,
         }
     }
+}
+
+/// Applies the PostgreSQL schema's missing migrations, each once, under an
+/// advisory lock (several callers at once are safe): in a cluster, the
+/// operator's job at start. The version the database is at afterwards.
+pub async fn migrate(settings: &PostgresSettings) -> Result<i32, StoreError> {
+    postgres::migrate(settings).await
 }
 
 /// Runs `work` on tokio's blocking pool with the SQLite database (opened
@@ -196,12 +281,12 @@ mod tests {
         store.kv_put(scope.clone(), write).await.unwrap();
         let caller = std::thread::current().id();
         let entry = store
-            .kv_get(scope.clone(), "k".into(), move |_| {
+            .kv_get(scope.clone(), "k".into(), None, move |_| {
                 std::thread::current().id() != caller
             })
             .await
             .unwrap();
-        assert_eq!(entry.map(|e| e.value), Some(b"v".to_vec()));
+        assert_eq!(entry.entry.map(|e| e.value), Some(b"v".to_vec()));
         let list = store
             .kv_list(scope.clone(), KvListOptions::default())
             .await

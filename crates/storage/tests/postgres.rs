@@ -4,7 +4,9 @@
 //! across connections, and operations pipelined over one connection.
 #![allow(clippy::unwrap_used)]
 
-use isolane_storage::{KvListOptions, KvScope, KvWrite, Store, StoreError};
+use isolane_storage::{
+    KvListOptions, KvScope, KvWrite, PostgresSettings, SCHEMA_VERSION, Store, StoreError,
+};
 use isolane_testenv::Postgres;
 
 fn write(key: &str, value: &str) -> KvWrite {
@@ -19,9 +21,10 @@ fn write(key: &str, value: &str) -> KvWrite {
 
 async fn value(store: &Store, scope: &KvScope, key: &str) -> Option<String> {
     store
-        .kv_get(scope.clone(), key.into(), |_| true)
+        .kv_get(scope.clone(), key.into(), None, |_| true)
         .await
         .unwrap()
+        .entry
         .map(|entry| String::from_utf8(entry.value).unwrap())
 }
 
@@ -33,9 +36,32 @@ async fn names(store: &Store, scope: &KvScope, options: KvListOptions) -> Vec<St
 #[tokio::test]
 async fn kv_on_a_real_postgresql() {
     let server = Postgres::start().unwrap();
-    let store = Store::connect_postgres(&server.connection_string())
-        .await
-        .unwrap();
+    let settings = PostgresSettings::new(server.connection_string());
+    let store = Store::postgres(&settings).unwrap();
+
+    // Before the operator's migrations, operations fail with a clear error.
+    let early = store
+        .kv_get(KvScope::new("team-a", "shared"), "k".into(), None, |_| true)
+        .await;
+    assert!(
+        matches!(
+            early,
+            Err(StoreError::Schema {
+                found: 0,
+                want: SCHEMA_VERSION
+            })
+        ),
+        "{early:?}"
+    );
+    // Two operators migrating at once apply each migration once.
+    let (one, two) = tokio::join!(
+        isolane_storage::migrate(&settings),
+        isolane_storage::migrate(&settings)
+    );
+    assert_eq!(
+        (one.unwrap(), two.unwrap()),
+        (SCHEMA_VERSION, SCHEMA_VERSION)
+    );
     let a = KvScope::new("team-a", "shared");
     let b = KvScope::new("team-b", "shared");
 
@@ -45,9 +71,10 @@ async fn kv_on_a_real_postgresql() {
     w.expiration_ttl = Some(3600.0);
     store.kv_put(a.clone(), w).await.unwrap();
     let entry = store
-        .kv_get(a.clone(), "k".into(), |_| true)
+        .kv_get(a.clone(), "k".into(), None, |_| true)
         .await
         .unwrap()
+        .entry
         .unwrap();
     assert_eq!(entry.value, b"v1");
     assert_eq!(entry.metadata.as_deref(), Some(r#"{"n":1}"#));
@@ -101,10 +128,12 @@ async fn kv_on_a_real_postgresql() {
         Err(StoreError::Kv(_))
     ));
     assert_eq!(value(&store, &a, "k").await.as_deref(), Some("v1"));
-    let refused = store.kv_get(a.clone(), "k".into(), |len| len < 2).await;
+    let refused = store
+        .kv_get(a.clone(), "k".into(), None, |len| len < 2)
+        .await;
     assert!(matches!(refused, Err(StoreError::Refused { len: 2 })));
 
-    // Many operations at once over the one connection.
+    // Many operations at once over the pool.
     let puts = (0..50).map(|i| store.kv_put(a.clone(), write(&format!("p{i:02}"), "v")));
     for put in futures::future::join_all(puts).await {
         put.unwrap();
@@ -120,10 +149,93 @@ async fn kv_on_a_real_postgresql() {
     .await;
     assert_eq!(listed.len(), 50);
 
-    // Another connection (a restarted process) sees it all.
-    let again = Store::connect_postgres(&server.connection_string())
-        .await
-        .unwrap();
+    // Another store (a restarted process) sees it all.
+    let again = Store::postgres(&settings).unwrap();
     assert_eq!(value(&again, &a, "k").await.as_deref(), Some("v1"));
     assert_eq!(value(&again, &b, "k").await, None);
+
+    // The server ends every connection (a failover, an admin): the pool
+    // makes new ones and the next operation works.
+    let (admin, connection) =
+        tokio_postgres::connect(&server.connection_string(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE pid <> pg_backend_pid() AND datname = current_database()",
+            &[],
+        )
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let read = store.kv_get(a.clone(), "k".into(), None, |_| true).await;
+        match read {
+            Ok(read) => {
+                assert_eq!(read.entry.map(|e| e.value), Some(b"v1".to_vec()));
+                break;
+            }
+            // An operation already holding a dying connection may fail once.
+            Err(error) if std::time::Instant::now() < deadline => {
+                eprintln!("after the terminate: {error}");
+            }
+            Err(error) => panic!("the store did not reconnect: {error}"),
+        }
+    }
+}
+
+/// Two nodes, each with its hot-key cache, on one database: Cloudflare's
+/// consistency. The node that wrote reads its write at once; the other
+/// answers from its cache until the read's TTL passes, then sees it.
+#[tokio::test]
+async fn hot_keys_read_your_writes_here_and_within_the_ttl_elsewhere() {
+    use std::time::{Duration, Instant};
+    let server = Postgres::start().unwrap();
+    let settings = PostgresSettings::new(server.connection_string());
+    isolane_storage::migrate(&settings).await.unwrap();
+    let here = Store::postgres(&settings).unwrap().with_kv_cache(1 << 20);
+    let there = Store::postgres(&settings).unwrap().with_kv_cache(1 << 20);
+    let scope = KvScope::new("team-a", "kv");
+    let read = |store: &Store, ttl: Duration| {
+        let (store, scope) = (store.clone(), scope.clone());
+        async move {
+            let read = store
+                .kv_get(scope, "k".into(), Some(ttl), |_| true)
+                .await
+                .unwrap();
+            let value = read.entry.map(|e| String::from_utf8(e.value).unwrap());
+            (value, read.cached)
+        }
+    };
+    let long = Duration::from_secs(60);
+    here.kv_put(scope.clone(), write("k", "v1")).await.unwrap();
+    assert_eq!(read(&there, long).await, (Some("v1".into()), false));
+    assert_eq!(read(&there, long).await, (Some("v1".into()), true));
+    assert_eq!(read(&here, long).await, (Some("v1".into()), false));
+
+    here.kv_put(scope.clone(), write("k", "v2")).await.unwrap();
+    // Read-your-writes where the write happened.
+    assert_eq!(read(&here, long).await, (Some("v2".into()), false));
+    // Elsewhere: the cached value within the TTL ...
+    assert_eq!(read(&there, long).await, (Some("v1".into()), true));
+    // ... and the new one once a read's TTL has passed.
+    let short = Duration::from_millis(200);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (value, _) = read(&there, short).await;
+        if value.as_deref() == Some("v2") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the other node never saw the write"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A delete here is seen here at once; absence is cached too.
+    here.kv_delete(scope.clone(), "k".into()).await.unwrap();
+    assert_eq!(read(&here, long).await, (None, false));
+    assert_eq!(read(&here, long).await, (None, true));
 }

@@ -16,6 +16,7 @@
 
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use isolane_storage::kv::limits;
 use isolane_storage::{KvEntry, KvError, KvList, KvListOptions, KvScope, KvWrite, StoreError};
@@ -25,6 +26,7 @@ use super::state::{holder, set};
 use super::unit::Unit;
 use super::{HostState, Settlement, js_string, new_promise, u8_array};
 use crate::memory::Reservation;
+use crate::observer::{KvOp, KvResult};
 
 /// KV operations of one isolate in flight at once; more wait their turn
 /// (Cloudflare lets a Worker have six connections open at once).
@@ -57,12 +59,24 @@ impl Default for KvState {
 
 /// What a KV op settles with.
 pub(crate) enum Settled {
-    /// `kvGet`: the entry (or none), its value still charged to the budget.
-    Entry(Option<KvEntry>, Option<Reservation>),
+    /// `kvGet`: the entry (or none), its value still charged to the
+    /// budget, and whether the node's cache answered.
+    Entry(Option<KvEntry>, Option<Reservation>, bool),
     /// `kvPut`, `kvDelete`.
     Done,
     List(KvList),
-    Failed(HostError),
+    Failed(HostError, KvResult),
+}
+
+impl Settled {
+    /// How the operation ended, for the observer.
+    fn result(&self) -> KvResult {
+        match self {
+            Settled::Entry(_, _, true) => KvResult::Cached,
+            Settled::Entry(..) | Settled::Done | Settled::List(_) => KvResult::Ok,
+            Settled::Failed(_, result) => *result,
+        }
+    }
 }
 
 impl From<KvError> for HostError {
@@ -77,16 +91,20 @@ impl From<KvError> for HostError {
 }
 
 fn failed(error: StoreError) -> Settled {
-    Settled::Failed(match error {
-        StoreError::Kv(error) => error.into(),
-        StoreError::Refused { .. } => HostError::range_error(
-            "KV GET failed: the value does not fit the Worker's memory limit",
+    match error {
+        StoreError::Kv(error) => Settled::Failed(error.into(), KvResult::Invalid),
+        StoreError::Refused { .. } => Settled::Failed(
+            HostError::range_error(
+                "KV GET failed: the value does not fit the Worker's memory limit",
+            ),
+            KvResult::Invalid,
         ),
         other => {
             tracing::warn!(error = %other, kind = other.kind(), "KV operation failed");
-            HostError::new(ErrorClass::Error, format!("KV operation failed: {other}"))
+            let error = HostError::new(ErrorClass::Error, format!("KV operation failed: {other}"));
+            Settled::Failed(error, KvResult::Failed)
         }
-    })
+    }
 }
 
 /// The store and the scope of `binding` for the calling Worker.
@@ -122,6 +140,7 @@ fn number(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> 
 fn spawn<'s, F>(
     scope: &mut v8::PinScope<'s, '_>,
     host: &HostState,
+    kind: KvOp,
     early: Result<F, HostError>,
 ) -> Option<v8::Local<'s, v8::Promise>>
 where
@@ -142,11 +161,13 @@ where
     let ctx = host.current();
     let op = host.add_op(ctx, resolver);
     let me = host.me.clone();
+    let observer = host.thread.observer.clone();
     let task = tokio::task::spawn_local(async move {
         let Ok(_slot) = slots.acquire_owned().await else {
             return;
         };
         let settled = work.await;
+        observer.kv_operation(kind, settled.result());
         if let Some(isolate) = me.upgrade() {
             isolate.settle(op, Settlement::Kv(Box::new(settled)));
         }
@@ -165,6 +186,7 @@ fn kv_get<'s>(
     cache_ttl: v8::Local<'s, v8::Value>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let cache_ttl = number(scope, cache_ttl);
+    let ttl = cache_ttl.and_then(|secs| Duration::try_from_secs_f64(secs).ok());
     let early = limits::check_key("GET", &key)
         .and_then(|()| limits::check_cache_ttl(cache_ttl))
         .map_err(HostError::from)
@@ -184,16 +206,16 @@ fn kv_get<'s>(
                     }
                     Err(_) => false,
                 };
-                match store.kv_get(kv, key, admit).await {
-                    Ok(entry) => {
+                match store.kv_get(kv, key, ttl, admit).await {
+                    Ok(read) => {
                         let charge = held.lock().unwrap_or_else(PoisonError::into_inner).take();
-                        Settled::Entry(entry, charge)
+                        Settled::Entry(read.entry, charge, read.cached)
                     }
                     Err(error) => failed(error),
                 }
             }
         });
-    spawn(scope, &host, early)
+    spawn(scope, &host, KvOp::Get, early)
 }
 }
 
@@ -248,7 +270,7 @@ fn kv_put<'s>(
             Err(error) => failed(error),
         }
     });
-    spawn(scope, &host, early)
+    spawn(scope, &host, KvOp::Put, early)
 }
 }
 
@@ -269,7 +291,7 @@ fn kv_delete<'s>(
                 Err(error) => failed(error),
             }
         });
-    spawn(scope, &host, early)
+    spawn(scope, &host, KvOp::Delete, early)
 }
 }
 
@@ -299,7 +321,7 @@ fn kv_list<'s>(
                 Err(error) => failed(error),
             }
         });
-    spawn(scope, &host, early)
+    spawn(scope, &host, KvOp::List, early)
 }
 }
 
@@ -321,9 +343,9 @@ pub(super) fn settled_js<'s>(
     let undefined: v8::Local<'s, v8::Value> = v8::undefined(scope).into();
     match settled {
         Settled::Done => Ok(undefined),
-        Settled::Failed(error) => Err(error.to_js(scope).ok_or(undefined)?),
-        Settled::Entry(None, _) => Ok(v8::null(scope).into()),
-        Settled::Entry(Some(entry), charge) => {
+        Settled::Failed(error, _) => Err(error.to_js(scope).ok_or(undefined)?),
+        Settled::Entry(None, ..) => Ok(v8::null(scope).into()),
+        Settled::Entry(Some(entry), charge, _) => {
             // The ArrayBuffer takes over the value's charge.
             drop(charge);
             let value = u8_array(scope, entry.value).ok_or(undefined)?;
