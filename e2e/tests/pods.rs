@@ -3,7 +3,7 @@
 //! containerd, `helm install` with the chart's own probes, security context
 //! and RBAC, every pod Ready, the webhook answering `kubectl apply`, a Worker
 //! answering HTTP through the router's Service (its ClusterIP, through
-//! kube-proxy's rules), the leading operator pod deleted and the other replica
+//! kube-proxy's rules), a WebSocket echoed through it, the leading operator pod deleted and the other replica
 //! taking over (a Worker applied after that answers too), `helm upgrade`
 //! rolling the node DaemonSet (surge) and the router under steady load with
 //! no failed request, the only node pod deleted under load with no failed
@@ -118,6 +118,52 @@ fn named_worker(name: &str, host: &str, script: &str) -> String {
     format!(
         "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  routes:\n    - host: {host}\n  script: |\n{script}"
     )
+}
+
+/// The WebSocket echo Worker of docs/websockets.md.
+const ECHO: &str = "export default {\n  fetch(request) {\n    const [client, server] = Object.values(new WebSocketPair());\n    server.accept();\n    server.addEventListener('message', (event) => server.send(event.data));\n    return new Response(null, { status: 101, webSocket: client });\n  },\n};";
+
+/// A WebSocket through the router's Service to a node pod and back: text
+/// and binary messages echoed in order, and a clean close.
+async fn echo_through_the_service(kubeconfig: &Path, address: SocketAddr) {
+    use futures::{SinkExt as _, StreamExt as _};
+    use tokio_tungstenite::tungstenite::Message;
+    let host = "echo.pods.test";
+    let output = run(
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["apply", "-f", "-"]),
+        Some(&named_worker("echo", host, ECHO)),
+    );
+    assert!(output.status.success(), "kubectl apply: {}", text(&output));
+    let (mut socket, _) = wait_until(
+        "a WebSocket through the Service",
+        Duration::from_secs(90),
+        || async {
+            let tcp = tokio::net::TcpStream::connect(address).await.ok()?;
+            tokio_tungstenite::client_async(format!("ws://{host}/"), tcp)
+                .await
+                .ok()
+        },
+    )
+    .await;
+    for i in 0..50 {
+        let message = if i % 2 == 0 {
+            Message::text(format!("message {i}"))
+        } else {
+            Message::binary(vec![i; 1024])
+        };
+        socket.send(message.clone()).await.expect("send");
+        let echoed = tokio::time::timeout(Duration::from_secs(30), socket.next())
+            .await
+            .expect("an echo in time")
+            .expect("the socket is open")
+            .expect("a message");
+        assert_eq!(echoed, message, "message {i}");
+    }
+    socket.close(None).await.expect("close");
+    eprintln!("50 WebSocket messages echoed through the router's Service");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -252,6 +298,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
         "from helm install to the first 200 through the Service: {:?}",
         installed.elapsed()
     );
+    echo_through_the_service(&kubeconfig, address).await;
 
     // The leading operator pod goes away; the other replica takes the Lease
     // and reconciles a Worker applied after that.

@@ -200,6 +200,10 @@ async fn serve_one(
     }
 }
 
+/// How often the node pings each router connection, and how long a ping may
+/// go unanswered before the connection is closed.
+const GRPC_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(10);
+
 async fn serve_incoming<IO, IE>(
     incoming: impl futures::Stream<Item = Result<IO, IE>>,
     service: NodeService,
@@ -212,6 +216,11 @@ where
     IE: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     Server::builder()
+        // A router that vanished without closing its connection (a
+        // partition, a frozen process) is found by its unanswered pings, and
+        // its calls (WebSockets among them) end instead of staying half open.
+        .http2_keepalive_interval(Some(GRPC_KEEPALIVE))
+        .http2_keepalive_timeout(Some(GRPC_KEEPALIVE))
         .add_service(health)
         .add_service(service.into_server())
         .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())
