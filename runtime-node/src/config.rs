@@ -50,6 +50,8 @@ pub const CACHE_MIB_ENV: &str = "ISOLANE_CACHE_MIB";
 pub const CACHE_NAMESPACE_MIB_ENV: &str = "ISOLANE_CACHE_NAMESPACE_MIB";
 /// Env var for `--kv-cache-mib`.
 pub const KV_CACHE_MIB_ENV: &str = "ISOLANE_KV_CACHE_MIB";
+/// Env var for `--kv-namespace-max-mib`.
+pub const KV_NAMESPACE_MAX_MIB_ENV: &str = "ISOLANE_KV_NAMESPACE_MAX_MIB";
 /// Env var for `--egress-allow` (comma-separated CIDRs).
 pub const EGRESS_ALLOW_ENV: &str = "ISOLANE_EGRESS_ALLOW";
 /// Env var for `--egress-deny` (comma-separated CIDRs).
@@ -190,6 +192,13 @@ pub struct Args {
     /// to the database.
     #[arg(long, env = KV_CACHE_MIB_ENV, default_value_t = 64)]
     pub kv_cache_mib: usize,
+
+    /// The KV storage one Kubernetes namespace may hold (keys, values and
+    /// metadata of all its KV namespaces), in MiB: a write that grows it
+    /// past this is refused (413); shrinking writes and deletes still go
+    /// through. 0: no quota.
+    #[arg(long, env = KV_NAMESPACE_MAX_MIB_ENV, default_value_t = 1024)]
+    pub kv_namespace_max_mib: u64,
 
     /// Destinations Workers' `fetch` may reach although the default egress
     /// policy refuses them (loopback, private, link-local …), as CIDRs, e.g.
@@ -411,7 +420,7 @@ impl Args {
                 .as_ref()
                 .map(isolane_storage::Store::postgres)
                 .transpose()?
-                .map(|store| store.with_kv_cache(self.kv_cache_mib.saturating_mul(1 << 20))),
+                .map(|store| kv_limits(store, self.kv_cache_mib, self.kv_namespace_max_mib)),
             egress: isolane_engine::EgressConfig {
                 allow: self.egress_allow.clone(),
                 deny: self.egress_deny.clone(),
@@ -442,6 +451,19 @@ impl Args {
             admin_addr: self.admin.admin_addr,
             grpc_security,
         })
+    }
+}
+
+/// The store with the node's KV cache and namespace quota.
+fn kv_limits(
+    store: isolane_storage::Store,
+    cache_mib: usize,
+    namespace_max_mib: u64,
+) -> isolane_storage::Store {
+    let store = store.with_kv_cache(cache_mib.saturating_mul(1 << 20));
+    match namespace_max_mib {
+        0 => store,
+        mib => store.with_namespace_quota(mib.saturating_mul(1 << 20)),
     }
 }
 

@@ -41,6 +41,13 @@ pub struct KvEntry {
     pub expiration: Option<u64>,
 }
 
+/// Whether `write` stores more than the entry it replaces, of `old` bytes
+/// (key, value and metadata; `None`: there was none).
+pub(crate) fn grows(write: &KvWrite, old: Option<i64>) -> bool {
+    let new = write.key.len() + write.value.len() + write.metadata.as_ref().map_or(0, String::len);
+    i64::try_from(new).map_or(true, |new| old.is_none_or(|old| new > old))
+}
+
 /// A `put`, as the Worker asked for it (checked by the store with
 /// [`KvWrite::check`] before anything is written).
 #[derive(Clone, Debug, PartialEq)]

@@ -42,6 +42,8 @@ pub struct Store {
     backend: Backend,
     /// Hot keys, when this process keeps them (a runtime node).
     cache: Option<Arc<kv::KvCache>>,
+    /// Bytes one Kubernetes namespace may store, when bounded.
+    quota: Option<u64>,
 }
 
 /// A read: the entry, and whether this node's cache answered it.
@@ -95,6 +97,7 @@ impl Store {
                 db: OnceLock::new(),
             })),
             cache: None,
+            quota: None,
         }
     }
 
@@ -106,7 +109,17 @@ impl Store {
         Ok(Self {
             backend: Backend::Postgres(Arc::new(postgres::Postgres::new(settings)?)),
             cache: None,
+            quota: None,
         })
+    }
+
+    /// The store with a quota: a write that grows what a Kubernetes
+    /// namespace stores (keys, values, metadata) past `bytes` is refused
+    /// with [`KvError::QuotaExceeded`]; shrinking writes and deletes still
+    /// go through.
+    pub fn with_namespace_quota(mut self, bytes: u64) -> Self {
+        self.quota = Some(bytes);
+        self
     }
 
     /// The store with a cache of hot keys of `bytes` on this node
@@ -192,9 +205,10 @@ impl Store {
         }
         let done = match &self.backend {
             Backend::Sqlite(folder) => {
-                blocking(folder, move |db, now| db.put(&scope, &write, now)).await
+                let quota = self.quota;
+                blocking(folder, move |db, now| db.put(&scope, &write, now, quota)).await
             }
-            Backend::Postgres(db) => db.put(scope, write, now_secs()).await,
+            Backend::Postgres(db) => db.put(scope, write, now_secs(), self.quota).await,
         };
         if let Some((cache, scope, key)) = &forget {
             cache.forget(scope, key);

@@ -159,27 +159,11 @@ impl Postgres {
         scope: KvScope,
         write: KvWrite,
         now: u64,
+        quota: Option<u64>,
     ) -> Result<(), StoreError> {
         let expiration = write.check(now)?;
-        self.run(move |client| async move {
-            client
-                .execute(
-                    "INSERT INTO kv (namespace, kv, key, value, metadata, expiration) VALUES ($1, $2, $3, $4, $5, $6)
-                     ON CONFLICT (namespace, kv, key) DO UPDATE SET value = excluded.value,
-                         metadata = excluded.metadata, expiration = excluded.expiration",
-                    &[
-                        &scope.namespace,
-                        &scope.kv,
-                        &write.key.as_bytes(),
-                        &write.value,
-                        &write.metadata,
-                        &stored(expiration),
-                    ],
-                )
-                .await?;
-            Ok(())
-        })
-        .await
+        self.run(move |client| put(client, scope, write, expiration, quota))
+            .await
     }
 
     pub(crate) async fn delete(&self, scope: KvScope, key: String) -> Result<(), StoreError> {
@@ -205,6 +189,50 @@ impl Postgres {
         self.run(move |client| async move { list(&client, &scope, query, now).await })
             .await
     }
+}
+
+/// Writes `write` in one transaction; with a `quota`, a write that grows
+/// what the namespace stores past it is rolled back and refused.
+async fn put(
+    mut client: Object,
+    scope: KvScope,
+    write: KvWrite,
+    expiration: Option<u64>,
+    quota: Option<u64>,
+) -> Result<(), StoreError> {
+    let tx = client.transaction().await?;
+    let key = write.key.as_bytes();
+    let old: Option<i32> = tx
+        .query_opt(
+            "SELECT octet_length(key) + octet_length(value) + coalesce(octet_length(metadata), 0)
+             FROM kv WHERE namespace = $1 AND kv = $2 AND key = $3 FOR UPDATE",
+            &[&scope.namespace, &scope.kv, &key],
+        )
+        .await?
+        .map(|row| row.try_get(0))
+        .transpose()?;
+    tx.execute(
+        "INSERT INTO kv (namespace, kv, key, value, metadata, expiration) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (namespace, kv, key) DO UPDATE SET value = excluded.value,
+             metadata = excluded.metadata, expiration = excluded.expiration",
+        &[&scope.namespace, &scope.kv, &key, &write.value, &write.metadata, &stored(expiration)],
+    )
+    .await?;
+    if let Some(quota) = quota.filter(|_| kv::grows(&write, old.map(i64::from))) {
+        let used: i64 = tx
+            .query_one(
+                "SELECT bytes FROM kv_usage WHERE namespace = $1",
+                &[&scope.namespace],
+            )
+            .await?
+            .try_get(0)?;
+        if u64::try_from(used).unwrap_or(0) > quota {
+            // Dropping the transaction rolls the write back.
+            return Err(kv::KvError::QuotaExceeded { quota }.into());
+        }
+    }
+    tx.commit().await?;
+    Ok(())
 }
 
 /// The live entry under `key`: its size asked of `admit` before its value

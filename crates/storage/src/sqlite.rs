@@ -26,6 +26,31 @@ CREATE TABLE IF NOT EXISTS kv (
     expiration INTEGER,
     PRIMARY KEY (namespace, kv, key)
 ) WITHOUT ROWID;
+-- Bytes each Kubernetes namespace stores (keys, values, metadata), kept by
+-- triggers on every path that changes kv.
+CREATE TABLE IF NOT EXISTS kv_usage (
+    namespace TEXT PRIMARY KEY,
+    bytes INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS kv_usage_insert AFTER INSERT ON kv BEGIN
+    INSERT OR IGNORE INTO kv_usage (namespace, bytes) VALUES (NEW.namespace, 0);
+    UPDATE kv_usage SET bytes = bytes + length(NEW.key) + length(NEW.value)
+        + coalesce(length(CAST(NEW.metadata AS BLOB)), 0) WHERE namespace = NEW.namespace;
+END;
+CREATE TRIGGER IF NOT EXISTS kv_usage_update AFTER UPDATE ON kv BEGIN
+    UPDATE kv_usage SET bytes = bytes
+        - length(OLD.key) - length(OLD.value) - coalesce(length(CAST(OLD.metadata AS BLOB)), 0)
+        + length(NEW.key) + length(NEW.value) + coalesce(length(CAST(NEW.metadata AS BLOB)), 0)
+        WHERE namespace = NEW.namespace;
+END;
+CREATE TRIGGER IF NOT EXISTS kv_usage_delete AFTER DELETE ON kv BEGIN
+    UPDATE kv_usage SET bytes = bytes - length(OLD.key) - length(OLD.value)
+        - coalesce(length(CAST(OLD.metadata AS BLOB)), 0) WHERE namespace = OLD.namespace;
+END;
+-- A file written before the usage table: count what it holds, once.
+INSERT OR IGNORE INTO kv_usage (namespace, bytes)
+    SELECT namespace, sum(length(key) + length(value) + coalesce(length(CAST(metadata AS BLOB)), 0))
+    FROM kv GROUP BY namespace;
 ";
 
 pub(crate) struct Sqlite {
@@ -102,9 +127,27 @@ impl Sqlite {
         Ok(entry)
     }
 
-    pub(crate) fn put(&self, scope: &KvScope, write: &KvWrite, now: u64) -> Result<(), StoreError> {
+    /// Writes `write`; with a `quota`, a write that grows what the
+    /// namespace stores past it is refused and undone.
+    pub(crate) fn put(
+        &self,
+        scope: &KvScope,
+        write: &KvWrite,
+        now: u64,
+        quota: Option<u64>,
+    ) -> Result<(), StoreError> {
         let expiration = write.check(now)?;
-        self.lock().execute(
+        let mut db = self.lock();
+        let tx = db.transaction()?;
+        let old: Option<i64> = tx
+            .query_row(
+                "SELECT length(key) + length(value) + coalesce(length(CAST(metadata AS BLOB)), 0)
+                 FROM kv WHERE namespace = ?1 AND kv = ?2 AND key = ?3",
+                params![scope.namespace, scope.kv, write.key.as_bytes()],
+                |row| row.get(0),
+            )
+            .optional()?;
+        tx.execute(
             "INSERT INTO kv (namespace, kv, key, value, metadata, expiration) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (namespace, kv, key) DO UPDATE SET value = excluded.value,
                  metadata = excluded.metadata, expiration = excluded.expiration",
@@ -117,7 +160,33 @@ impl Sqlite {
                 stored(expiration)
             ],
         )?;
+        if let Some(quota) = quota.filter(|_| kv::grows(write, old)) {
+            let used: i64 = tx.query_row(
+                "SELECT bytes FROM kv_usage WHERE namespace = ?1",
+                params![scope.namespace],
+                |row| row.get(0),
+            )?;
+            if u64::try_from(used).unwrap_or(0) > quota {
+                // Dropping the transaction rolls the write back.
+                return Err(kv::KvError::QuotaExceeded { quota }.into());
+            }
+        }
+        tx.commit()?;
         Ok(())
+    }
+
+    /// Bytes `namespace` stores (keys, values, metadata).
+    #[cfg(test)]
+    pub(crate) fn usage(&self, namespace: &str) -> Result<i64, StoreError> {
+        let used = self
+            .lock()
+            .query_row(
+                "SELECT bytes FROM kv_usage WHERE namespace = ?1",
+                params![namespace],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(used.unwrap_or(0))
     }
 
     pub(crate) fn delete(&self, scope: &KvScope, key: &str) -> Result<(), StoreError> {

@@ -239,3 +239,45 @@ async fn hot_keys_read_your_writes_here_and_within_the_ttl_elsewhere() {
     assert_eq!(read(&here, long).await, (None, false));
     assert_eq!(read(&here, long).await, (None, true));
 }
+
+/// A quota per Kubernetes namespace under concurrent writes: exactly what
+/// fits is stored, growth past it is refused, shrinking and deleting still
+/// work, and another namespace keeps its own room.
+#[tokio::test]
+async fn a_namespace_quota_holds_under_concurrent_writes() {
+    let server = Postgres::start().unwrap();
+    let settings = PostgresSettings::new(server.connection_string());
+    isolane_storage::migrate(&settings).await.unwrap();
+    let store = Store::postgres(&settings)
+        .unwrap()
+        .with_namespace_quota(100);
+    let (a, b) = (KvScope::new("team-a", "kv"), KvScope::new("team-b", "kv"));
+    // 30 writes of 10 bytes each (3-byte key, 7-byte value) at once.
+    let puts = (0..30).map(|i| store.kv_put(a.clone(), write(&format!("k{i:02}"), "xxxxxxx")));
+    let results = futures::future::join_all(puts).await;
+    let stored = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(stored, 10, "{results:?}");
+    for refused in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert!(
+            refused
+                .to_string()
+                .contains("quota of 100 bytes is used up"),
+            "{refused}"
+        );
+    }
+    let listed = names(&store, &a, KvListOptions::default()).await;
+    assert_eq!(listed.len(), 10);
+    // Full: growth refused; shrinking, then growth within the room freed.
+    let first = listed[0].clone();
+    assert!(store.kv_put(a.clone(), write("new", "")).await.is_err());
+    store.kv_put(a.clone(), write(&first, "x")).await.unwrap();
+    store.kv_put(a.clone(), write("new", "123")).await.unwrap();
+    store.kv_delete(a.clone(), first).await.unwrap();
+    store.kv_put(a.clone(), write("more", "")).await.unwrap();
+    // Another namespace has its own 100 bytes.
+    store
+        .kv_put(b.clone(), write("k", &"z".repeat(99)))
+        .await
+        .unwrap();
+    assert!(store.kv_put(b, write("j", "")).await.is_err());
+}

@@ -3,9 +3,9 @@
 //! metadata and expiry, list by prefix and cursor, delete), Cloudflare's
 //! limits refused with Cloudflare's errors (a streamed value refused as it
 //! passes 25 MiB), one Kubernetes namespace never reading another's data,
-//! and hostile workers (one hoarding 8 MiB values, one listing without end)
-//! held to their own limits while a benign worker on the same thread keeps
-//! answering.
+//! and hostile workers (one hoarding 8 MiB values, one listing without end,
+//! one filling its namespace's storage quota) held to their own limits while
+//! a benign worker on the same thread keeps answering.
 
 use std::sync::Arc;
 
@@ -354,4 +354,65 @@ async fn a_worker_listing_without_end_is_stopped_by_its_own_limits() {
     println!("the reader answered {during} times while the lister ran");
     assert!(during > 0);
     assert_eq!(case(&engine, &reader, 1).await, "\"calm\"");
+}
+
+/// Writes 256 KiB values under new keys until a write throws; answers how
+/// many were stored and the error.
+const FILLER: &str = r#"
+export default {
+  async fetch(request, env) {
+    const value = new Uint8Array(256 << 10);
+    let stored = 0;
+    try {
+      for (;;) {
+        await env.KV.put('k' + stored, value);
+        stored += 1;
+      }
+    } catch (e) {
+      return new Response(`${stored} stored, then ${e.constructor.name}: ${e.message}`);
+    }
+  }
+};
+"#;
+
+/// A namespace filling its storage quota is refused with a clear error; a
+/// Worker of another namespace on the same thread writes and reads its own
+/// entries before, during and after.
+#[tokio::test]
+async fn a_worker_filling_its_namespace_meets_the_quota_and_its_neighbour_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, _) = engine_with(EngineConfig {
+        threads: 1,
+        pin_threads: false,
+        pool_mode: PoolMode::Pinned,
+        spare_isolates: 1,
+        store: Some(
+            Store::open_sqlite(dir.path())
+                .unwrap()
+                .with_namespace_quota(1 << 20),
+        ),
+        ..EngineConfig::default()
+    });
+    let neighbour = kv_bundle(
+        "calm/notes",
+        &runner(&["await KV.put('note', 'kept'); return await KV.get('note')"]),
+        Default::default(),
+    );
+    let filler = kv_bundle("greedy/filler", FILLER, Default::default());
+    assert_eq!(case(&engine, &neighbour, 0).await, "\"kept\"");
+    let attack = {
+        let (engine, filler) = (engine.clone(), filler.clone());
+        tokio::spawn(async move { run(&engine, 0, &filler, "/").await })
+    };
+    assert_eq!(case(&engine, &neighbour, 0).await, "\"kept\"");
+    let (status, body) = attack.await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        "3 stored, then Error: KV PUT failed: 413 The namespace's KV storage quota of 1048576 bytes is used up; delete entries or shrink values first."
+    );
+    // Again: rewriting the same entries does not grow what it stores, and
+    // the next new key meets the quota.
+    assert_eq!(run(&engine, 0, &filler, "/").await.1, body);
+    assert_eq!(case(&engine, &neighbour, 0).await, "\"kept\"");
 }

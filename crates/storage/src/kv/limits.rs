@@ -27,6 +27,13 @@ pub enum KvError {
     KeyTooLong { method: &'static str, len: usize },
     #[error("KV PUT failed: 413 Value length of {len} exceeds limit of {MAX_VALUE_BYTES}.")]
     ValueTooLarge { len: usize },
+    /// The Worker's Kubernetes namespace stores its quota already (the
+    /// node's `--kv-namespace-max-mib`); a write that does not grow what it
+    /// stores, and a delete, still go through.
+    #[error(
+        "KV PUT failed: 413 The namespace's KV storage quota of {quota} bytes is used up; delete entries or shrink values first."
+    )]
+    QuotaExceeded { quota: u64 },
     #[error("KV PUT failed: 413 Metadata length of {len} exceeds limit of {MAX_METADATA_BYTES}.")]
     MetadataTooLarge { len: usize },
     #[error(

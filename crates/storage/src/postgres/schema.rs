@@ -12,11 +12,12 @@ use tokio_postgres::error::SqlState;
 use crate::StoreError;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Each migration: its version and its SQL.
-const MIGRATIONS: &[(i32, &str)] = &[(
-    1,
+const MIGRATIONS: &[(i32, &str)] = &[
+    (
+        1,
     // `IF NOT EXISTS`: databases made before migrations were numbered
     // already have this table.
     "CREATE TABLE IF NOT EXISTS kv (
@@ -28,7 +29,39 @@ const MIGRATIONS: &[(i32, &str)] = &[(
         expiration BIGINT,
         PRIMARY KEY (namespace, kv, key)
     );",
-)];
+    ),
+    (
+        2,
+        // Bytes each Kubernetes namespace stores (keys, values, metadata),
+        // kept by a trigger on every path that changes kv; the table is
+        // locked while what it holds already is counted.
+        "LOCK TABLE kv IN SHARE ROW EXCLUSIVE MODE;
+    CREATE TABLE kv_usage (
+        namespace TEXT PRIMARY KEY,
+        bytes BIGINT NOT NULL
+    );
+    CREATE FUNCTION kv_usage_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('UPDATE', 'DELETE') THEN
+            UPDATE kv_usage SET bytes = bytes - octet_length(OLD.key) - octet_length(OLD.value)
+                - coalesce(octet_length(OLD.metadata), 0)
+            WHERE namespace = OLD.namespace;
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            INSERT INTO kv_usage (namespace, bytes)
+            VALUES (NEW.namespace, octet_length(NEW.key) + octet_length(NEW.value)
+                + coalesce(octet_length(NEW.metadata), 0))
+            ON CONFLICT (namespace) DO UPDATE SET bytes = kv_usage.bytes + excluded.bytes;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER kv_usage AFTER INSERT OR UPDATE OR DELETE ON kv
+        FOR EACH ROW EXECUTE FUNCTION kv_usage_count();
+    INSERT INTO kv_usage (namespace, bytes)
+        SELECT namespace, sum(octet_length(key) + octet_length(value) + coalesce(octet_length(metadata), 0))
+        FROM kv GROUP BY namespace;",
+    ),
+];
 
 /// The advisory lock migrations run under ("ISOLANE" and a 1).
 const LOCK: i64 = 0x0049_534f_4c41_4e45;
