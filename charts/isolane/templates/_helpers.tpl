@@ -281,7 +281,7 @@ nodes: the connection string from a Secret, never from values.
       key: {{ .key | quote }}
 - name: ISOLANE_STORAGE_POSTGRES_POOL
   value: {{ .pool | quote }}
-{{- if .caConfigMap }}
+{{- if or .caConfigMap .caSecret }}
 - name: ISOLANE_STORAGE_POSTGRES_CA_FILE
   value: /etc/isolane/storage-ca/ca.crt
 {{- end }}
@@ -289,20 +289,30 @@ nodes: the connection string from a Secret, never from values.
 {{- end }}
 {{- end }}
 
-{{/* The database server's CA (storage.postgres.caConfigMap), as a mount and a volume. */}}
+{{/* The database server's CA (storage.postgres.caConfigMap or caSecret), as a mount and a volume. */}}
 {{- define "isolane.storageCaMount" -}}
-{{- if and .Values.storage.postgres.existingSecret .Values.storage.postgres.caConfigMap }}
+{{- with .Values.storage.postgres }}
+{{- if and .existingSecret (or .caConfigMap .caSecret) }}
 - name: storage-ca
   mountPath: /etc/isolane/storage-ca
   readOnly: true
 {{- end }}
 {{- end }}
+{{- end }}
 
 {{- define "isolane.storageCaVolume" -}}
-{{- if and .Values.storage.postgres.existingSecret .Values.storage.postgres.caConfigMap }}
+{{- with .Values.storage.postgres }}
+{{- if and .existingSecret .caConfigMap }}
 - name: storage-ca
   configMap:
-    name: {{ .Values.storage.postgres.caConfigMap | quote }}
+    name: {{ .caConfigMap | quote }}
+    items: [{ key: ca.crt, path: ca.crt }]
+{{- else if and .existingSecret .caSecret }}
+- name: storage-ca
+  secret:
+    secretName: {{ .caSecret | quote }}
+    items: [{ key: ca.crt, path: ca.crt }]
+{{- end }}
 {{- end }}
 {{- end }}
 
