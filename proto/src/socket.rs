@@ -21,6 +21,20 @@ use crate::runtime::v1::{SocketClose, SocketFrame, socket_frame};
 /// call never leaves data unread on its shared HTTP/2 connection.
 pub const UNACKNOWLEDGED: usize = 16;
 
+/// The HTTP/2 connection window of the router↔node channel, both ways.
+/// Sockets fill the channel with small DATA frames (a message, an
+/// acknowledgement), and h2 allows a connection only so much framing
+/// overhead of received, not yet read frames: half its connection window
+/// (32 KiB at HTTP/2's default 64 KiB window), past which it sends GOAWAY
+/// (ENHANCE_YOUR_CALM, "too_many_data_frames") and every call on the
+/// connection fails. With the default, 500 sockets echoing at once through
+/// one router and one node thread lost their connection; 16 MiB allows
+/// about 33,000 small frames waiting.
+pub const CONNECTION_WINDOW: u32 = 16 << 20;
+/// The HTTP/2 stream window of one call on that channel (a request body,
+/// a socket's messages).
+pub const STREAM_WINDOW: u32 = 1 << 20;
+
 /// The close code a socket gets when its node or router restarts or
 /// drains (RFC 6455 §7.4.1's registry: service restart).
 pub const SERVICE_RESTART: u16 = 1012;

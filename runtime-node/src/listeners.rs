@@ -212,6 +212,9 @@ where
     IE: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     Server::builder()
+        // The router's sockets send small DATA frames (isolane_proto::socket::CONNECTION_WINDOW).
+        .initial_connection_window_size(isolane_proto::socket::CONNECTION_WINDOW)
+        .initial_stream_window_size(isolane_proto::socket::STREAM_WINDOW)
         .add_service(health)
         .add_service(service.into_server())
         .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())
