@@ -328,7 +328,7 @@ async fn socket_client(router: SocketAddr, round: u64) -> bool {
             socket.send(message.clone()).await.ok()?;
             (socket.next().await?.ok()? == message).then_some(())?;
         }
-        if round % 2 == 0 {
+        if round.is_multiple_of(2) {
             let normal = tokio_tungstenite::tungstenite::protocol::CloseFrame {
                 code: tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode::Normal,
                 reason: "done".into(),

@@ -164,7 +164,7 @@ const PER_CLIENT: usize = 4;
 
 /// Client `i`'s `m`th message: text and binary in turn.
 fn message(i: usize, m: usize) -> Message {
-    if m % 2 == 0 {
+    if m.is_multiple_of(2) {
         Message::text(format!("client {i} message {m}"))
     } else {
         Message::binary(Bytes::from(vec![(i + m) as u8; 1 + i % 700]))

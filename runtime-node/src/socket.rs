@@ -71,9 +71,7 @@ pub(crate) fn bridge(
                 }
                 message = from_worker.recv() => {
                     let Some(message) = message else { return };
-                    let message = to_call(message);
-                    counters.to_client(&message);
-                    if worker_tx.send(message).await.is_err() {
+                    if worker_tx.send(counted(&counters, message)).await.is_err() {
                         return;
                     }
                 }
@@ -86,6 +84,13 @@ pub(crate) fn bridge(
         max_message_bytes: config.max_message_bytes,
         write_timeout: config.idle_timeout,
     })
+}
+
+/// `message` for the call, counted as one to the client.
+fn counted(counters: &SocketCounters, message: SocketMessage) -> socket::SocketMessage {
+    let message = to_call(message);
+    counters.to_client(&message);
+    message
 }
 
 fn to_engine(message: socket::SocketMessage) -> SocketMessage {
