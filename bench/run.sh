@@ -12,7 +12,7 @@
 # and shown as "not measured"; the others still run.
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
-# (warm distributed cold pool density placement operator neighbours);
+# (warm distributed cold pool density placement operator neighbours websocket);
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
@@ -108,6 +108,7 @@ if $quick; then
   density=(--idle 200 --distinct 10000 --secs 3)
   neighbours=(--rounds 1 --secs 1)
   operator=(--counts 200 --deadline 120)
+  websocket=(--sockets 1,100,1000 --messages 5 --rounds 1 --idle 1000)
 else
   http=(--connections 1,16,64 --rounds ${ISOLANE_BENCH_ROUNDS:-3} --secs 5)
   cold=(--workers 200 --starts 10)
@@ -115,9 +116,12 @@ else
   density=(--idle 1000 --distinct 10000 --secs 10)
   neighbours=(--rounds 3 --secs 2)
   operator=(--counts 1000,5000 --deadline 300)
+  # 10,000 idle sockets hold 10,000 descriptors in the bench and as many in
+  # the router: `ulimit -n` must allow it (the step fails and says so if not).
+  websocket=(--sockets 1,100,1000 --messages 20 --rounds 3 --idle 10000)
 fi
 
-only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours}"
+only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket}"
 wants() { [[ " $only " == *" $1 "* ]]; }
 common=(--results "$results" --work "$work")
 bench="$bin/isolane-bench"
@@ -158,6 +162,10 @@ if wants placement; then
   else
     echo "bench: placement_bench failed (see $work/placement.log)" >&2
   fi
+fi
+if $needs_apiserver; then
+  step websocket 900 "$bench" websocket "${common[@]}" --isolane "$bin/isolane" \
+    "${workerd_args[@]}" --bin-dir "$bin" "${websocket[@]}"
 fi
 if $needs_apiserver; then
   step operator 900 "$bench" operator "${common[@]}" --bin-dir "$bin" "${operator[@]}"

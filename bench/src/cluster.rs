@@ -22,7 +22,7 @@ pub const NAMESPACE: &str = "bench";
 pub struct Cluster {
     // Dropped in reverse order of start: router, node, operator, control plane.
     pub router: Server,
-    _node: Process,
+    pub node: Process,
     _operator: Process,
     _control_plane: ControlPlane,
 }
@@ -105,6 +105,18 @@ pub async fn start(
     script: &str,
     host: &str,
 ) -> anyhow::Result<Cluster> {
+    start_with(bins, dir, name, script, host, &[]).await
+}
+
+/// [`start`], with `node_args` added to the node's flags.
+pub async fn start_with(
+    bins: &ClusterBinaries,
+    dir: &Path,
+    name: &str,
+    script: &str,
+    host: &str,
+    node_args: &[&str],
+) -> anyhow::Result<Cluster> {
     let (control_plane, operator) = control_plane_with_operator(&bins.operator, dir).await?;
     let kubeconfig = control_plane.kubeconfig_path().as_os_str().to_owned();
     let envs: [(&str, &OsStr); 3] = [
@@ -129,7 +141,8 @@ pub async fn start(
         .map(str::to_owned)
         .into_iter()
         // Router↔node mTLS, as deployed.
-        .chain(node_tls_args(dir)),
+        .chain(node_tls_args(dir))
+        .chain(node_args.iter().map(|a| (*a).to_owned())),
         &envs,
         &dir.join("node.log"),
     )
@@ -167,7 +180,7 @@ pub async fn start(
     router.wait_ok(Duration::from_secs(60)).await?;
     Ok(Cluster {
         router,
-        _node: node,
+        node,
         _operator: operator,
         _control_plane: control_plane,
     })

@@ -24,6 +24,7 @@ mod servers;
 mod stats;
 mod upstream;
 mod warm;
+mod websocket;
 mod wrk;
 
 use std::path::PathBuf;
@@ -171,6 +172,29 @@ enum Command {
         #[arg(long, default_value_t = 2.0)]
         secs: f64,
     },
+    /// 9. WebSockets: echo round trips vs workerd, idle sockets on a node.
+    Websocket {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long)]
+        isolane: PathBuf,
+        #[arg(long)]
+        workerd: Option<PathBuf>,
+        /// Folder with `isolane-operator`, `isolane-node` and `isolane-router`.
+        #[arg(long, default_value = "target/release")]
+        bin_dir: PathBuf,
+        /// Socket counts, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,100,1000")]
+        sockets: Vec<usize>,
+        /// Messages per socket per round.
+        #[arg(long, default_value_t = 20)]
+        messages: usize,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Idle sockets opened on the node for the memory measure.
+        #[arg(long, default_value_t = 10_000)]
+        idle: usize,
+    },
     /// Assemble docs/benchmarks.md from the results folder.
     Report {
         #[arg(long)]
@@ -285,6 +309,32 @@ fn main() -> anyhow::Result<()> {
             };
             let section = runtime()?.block_on(neighbours::run(&plan, &engines))?;
             section.write(&common.results, "8-neighbours")
+        }
+        Command::Websocket {
+            common,
+            isolane,
+            workerd,
+            bin_dir,
+            sockets,
+            messages,
+            rounds,
+            idle,
+        } => {
+            std::fs::create_dir_all(&common.work)?;
+            let plan = websocket::Plan {
+                sockets,
+                messages,
+                rounds,
+            };
+            let setup = websocket::Setup {
+                bins: &Binaries { isolane, workerd },
+                cluster: &cluster::ClusterBinaries::in_dir(&bin_dir)?,
+                work: &common.work,
+                plan: &plan,
+                idle,
+            };
+            let section = runtime()?.block_on(websocket::section(&setup))?;
+            section.write(&common.results, "9-websocket")
         }
         Command::Report {
             results,

@@ -104,6 +104,10 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("6-placement", "6. Placement"),
     ("7-operator", "7. Operator: Workers to Ready"),
     ("8-neighbours", "8. Neighbours of a CPU hog"),
+    (
+        "9-websocket",
+        "9. WebSockets: echo round trips and idle sockets",
+    ),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.

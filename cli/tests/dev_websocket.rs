@@ -6,6 +6,7 @@
 
 use bytes::Bytes;
 use futures::{SinkExt as _, StreamExt as _};
+use isolane_testenv::http_probe::metric_sum;
 use isolane_testenv::wait_until;
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -139,7 +140,14 @@ async fn echo_client(port: u16, client: usize) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_echo_worker_echoes_every_message_of_50_clients() {
     let port = free_port().unwrap();
-    let (dev, mut first) = started(port).await;
+    let admin = free_port().unwrap();
+    let admin_arg = admin.to_string();
+    let (dev, mut first) = started_with(
+        "examples/websocket-echo.js",
+        port,
+        &["--admin-port", &admin_arg],
+    )
+    .await;
     // Pings are answered; close codes are kept.
     first
         .send(Message::Ping(Bytes::from_static(b"hi")))
@@ -172,7 +180,48 @@ async fn the_echo_worker_echoes_every_message_of_50_clients() {
     }
     println!("echoed {echoed}/{}", CLIENTS * MESSAGES);
     assert_eq!(echoed, CLIENTS * MESSAGES);
+    sockets_counted(([127, 0, 0, 1], admin).into()).await;
     assert!(dev.interrupt().success());
+}
+
+/// The router's and the node's metrics of the 50 clients: each client's
+/// binary messages were 10,010 bytes each way; the first client closed
+/// with 4001 and the others without a code (1005): 51 closes as `other`.
+async fn sockets_counted(admin: std::net::SocketAddr) {
+    let binary = (CLIENTS * 10_010) as f64;
+    for (name, label, least) in [
+        ("isolane_router_websocket_bytes_total", "to_worker", binary),
+        ("isolane_router_websocket_bytes_total", "to_client", binary),
+        ("isolane_node_websocket_bytes_total", "to_worker", binary),
+        ("isolane_node_websocket_bytes_total", "to_client", binary),
+        (
+            "isolane_router_websocket_messages_total",
+            "to_client",
+            1000.0,
+        ),
+    ] {
+        let label = format!("direction=\"{label}\"");
+        let value = metric_sum(admin, name, &label).await;
+        println!("{name}{{{label}}} {value:?}");
+        assert!(value >= Some(least), "{name} {label}: {value:?}");
+    }
+    wait_until("51 closes counted as other", DEADLINE, || async {
+        let router = metric_sum(
+            admin,
+            "isolane_router_websocket_closes_total",
+            "code=\"other\"",
+        )
+        .await?;
+        let node = metric_sum(
+            admin,
+            "isolane_node_websocket_closes_total",
+            "code=\"other\"",
+        )
+        .await?;
+        println!("closes as other: router {router}, node {node}");
+        (router >= 51.0 && node >= 51.0).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]

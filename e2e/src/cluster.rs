@@ -155,14 +155,14 @@ impl Node {
     pub async fn in_flight(&self) -> Option<f64> {
         let response = http::get(self.admin, "/metrics").await?;
         (response.status == 200)
-            .then(|| sum_series(&response.body, "isolane_node_in_flight_requests"))
+            .then(|| http::sum_series(&response.body, "isolane_node_in_flight_requests"))
     }
 
     /// The sum of the node's series of metric `name` whose labels include
     /// every comma-separated part of `label` (e.g. `result="miss"`; empty:
     /// every series).
     pub async fn metric_sum(&self, name: &str, label: &str) -> Option<f64> {
-        metric_sum(self.admin, name, label).await
+        http::metric_sum(self.admin, name, label).await
     }
 
     /// Sends SIGTERM, as Kubernetes does before removing a pod: the node marks
@@ -260,7 +260,7 @@ impl Router {
     /// The sum of the router's series of metric `name` whose labels include
     /// every comma-separated part of `label` (e.g. `outcome="ok"`).
     pub async fn metric_sum(&self, name: &str, label: &str) -> Option<f64> {
-        metric_sum(self.admin, name, label).await
+        http::metric_sum(self.admin, name, label).await
     }
 
     /// Live, non-draining nodes as the router sees them (`isolane_router_live_nodes`).
@@ -270,38 +270,6 @@ impl Router {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         Some(nodes as usize)
     }
-}
-
-/// The sum of the series of metric `name` on the admin server at `admin`
-/// whose label text contains every comma-separated part of `label`.
-async fn metric_sum(admin: SocketAddr, name: &str, label: &str) -> Option<f64> {
-    let response = http::get(admin, "/metrics").await?;
-    (response.status == 200).then(|| {
-        let matching: String = response
-            .body
-            .lines()
-            .filter(|line| {
-                line.starts_with(name) && label.split(',').all(|part| line.contains(part))
-            })
-            .map(|line| format!("{line}\n"))
-            .collect();
-        sum_series(&matching, name)
-    })
-}
-
-/// The sum of every series of metric `name` (all label values) in an exposition.
-fn sum_series(exposition: &str, name: &str) -> f64 {
-    exposition
-        .lines()
-        .filter_map(|line| {
-            let rest = line.strip_prefix(name)?;
-            let value = match rest.strip_prefix('{') {
-                Some(labelled) => labelled.split_once("} ")?.1,
-                None => rest.strip_prefix(' ')?,
-            };
-            value.trim().parse::<f64>().ok()
-        })
-        .sum()
 }
 
 /// Polls `/readyz` of `process` on `admin` until 200.
@@ -441,17 +409,5 @@ impl Cluster {
         for node in &mut self.nodes {
             node.process.terminate(grace);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sums_a_metric_over_its_labels() {
-        let text = "# TYPE x gauge\nx{thread=\"0\"} 2\nx{thread=\"1\"} 3\nx_other 7\ny 1\n";
-        assert!((sum_series(text, "x") - 5.0).abs() < f64::EPSILON);
-        assert!((sum_series(text, "x_other") - 7.0).abs() < f64::EPSILON);
     }
 }

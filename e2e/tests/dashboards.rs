@@ -8,7 +8,8 @@
 //!   runtime node and the router run as processes (from the target directory,
 //!   built if needed) against a real kube-apiserver, with Workers applied and
 //!   traffic sent, including Workers that throw, burn CPU past their limit and
-//!   overload a thread; each component's /metrics passes `promtool check
+//!   overload a thread, and WebSocket clients of an echo Worker (messages
+//!   both ways, text and binary, and closes); each component's /metrics passes `promtool check
 //!   metrics`; a real Prometheus scrapes the three admin ports and evaluates the
 //!   alert rules; every panel query must return data (a non-NaN sample) through
 //!   Prometheus's HTTP API before a deadline, and every alert rule must evaluate
@@ -229,7 +230,15 @@ fn dashboards_query_only_metrics_the_binaries_export() {
         ),
         (
             "workers",
-            &["Requests per second", "Error ratio (5xx)", "Latency p99"],
+            &[
+                "Requests per second",
+                "Error ratio (5xx)",
+                "Latency p99",
+                "WebSockets open",
+                "WebSocket messages per second",
+                "WebSocket bytes per second",
+                "WebSocket closes by code",
+            ],
         ),
         (
             "nodes",
@@ -241,6 +250,7 @@ fn dashboards_query_only_metrics_the_binaries_export() {
                 "CPU time per thread",
                 "Terminations by reason",
                 "Queue rejections by reason",
+                "WebSockets open per thread",
             ],
         ),
         (
@@ -286,6 +296,8 @@ fn test_workers() -> Vec<Worker> {
         ),
         // 503: burns past its 5 ms CPU limit (a termination, and an eviction).
         worker("burn", "export default { fetch() { for (;;) {} } };\n", 5),
+        // Echoes WebSocket messages (the WebSockets row).
+        worker("socket", SOCKET_ECHO, 50),
         // Holds its thread's in-flight slots, so a burst is refused (overloaded).
         worker(
             "slow",
@@ -293,6 +305,43 @@ fn test_workers() -> Vec<Worker> {
             50,
         ),
     ]
+}
+
+/// The echo Worker of docs/websockets.md.
+const SOCKET_ECHO: &str = "export default { fetch(request) { if (request.headers.get('upgrade') !== 'websocket') return new Response('expected a WebSocket', { status: 426 }); const [client, server] = Object.values(new WebSocketPair()); server.accept(); server.addEventListener('message', (event) => server.send(event.data)); return new Response(null, { status: 101, webSocket: client }); } };\n";
+
+/// One WebSocket client of `socket.test`: a text and a binary message
+/// echoed, then a close with 1000, or every other round the connection
+/// dropped without one (1006); whether both came back.
+async fn socket_client(router: SocketAddr, round: u64) -> bool {
+    use futures::{SinkExt as _, StreamExt as _};
+    use tokio_tungstenite::tungstenite::Message;
+    let exchange = async {
+        let tcp = TcpStream::connect(router).await.ok()?;
+        let (mut socket, _) = tokio_tungstenite::client_async("ws://socket.test/", tcp)
+            .await
+            .ok()?;
+        for message in [
+            Message::text(format!("round {round}")),
+            Message::binary(vec![7u8; 512]),
+        ] {
+            socket.send(message.clone()).await.ok()?;
+            (socket.next().await?.ok()? == message).then_some(())?;
+        }
+        if round.is_multiple_of(2) {
+            let normal = tokio_tungstenite::tungstenite::protocol::CloseFrame {
+                code: tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode::Normal,
+                reason: "done".into(),
+            };
+            socket.close(Some(normal)).await.ok()?;
+        }
+        Some(())
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .ok()
+        .flatten()
+        .is_some()
 }
 
 /// `GET /` with `Host: host` through the router; the status, or `None` when the
@@ -337,6 +386,7 @@ fn start_traffic(
                 get_host(router, host).await;
                 sent.fetch_add(1, Ordering::Relaxed);
             }
+            socket_client(router, round).await;
             let burst: Vec<_> = (0..8)
                 .map(|_| tokio::spawn(get_host(router, "slow.test")))
                 .collect();

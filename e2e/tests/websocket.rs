@@ -378,6 +378,49 @@ async fn echo_close_limits_and_a_flood_beside_a_benign_socket() {
         "messages counted: router to_worker {router_messages}, node to_client {node_messages}"
     );
     assert!(router_messages >= 1000.0 && node_messages >= 1000.0);
+    // The 1,000 round trips alone were 2,500,500 binary bytes each way.
+    for direction in ["to_worker", "to_client"] {
+        let label = format!("direction=\"{direction}\"");
+        let router_bytes = system
+            .cluster
+            .router
+            .metric_sum("isolane_router_websocket_bytes_total", &label)
+            .await;
+        let node_bytes = system.cluster.nodes[0]
+            .metric_sum("isolane_node_websocket_bytes_total", &label)
+            .await;
+        eprintln!("bytes {direction}: router {router_bytes:?}, node {node_bytes:?}");
+        assert!(router_bytes >= Some(2_500_500.0) && node_bytes >= Some(2_500_500.0));
+    }
+    // Each close above, by code: 4000 and 4001 are `other`, the cap's
+    // 1009, the dropped socket's 1011 (1006 on the node: no close frame
+    // reached it), the idle timeout's 1001.
+    let closes = [
+        ("other", 2.0, 2.0),
+        ("1009", 1.0, 1.0),
+        ("1011", 1.0, 0.0),
+        ("1006", 0.0, 1.0),
+        ("1001", 1.0, 1.0),
+    ];
+    wait_until("the closes to be counted", SETTLE, || async {
+        for (code, on_router, on_node) in closes {
+            let label = format!("code=\"{code}\"");
+            let router = system
+                .cluster
+                .router
+                .metric_sum("isolane_router_websocket_closes_total", &label)
+                .await
+                .unwrap_or(0.0);
+            let node = system.cluster.nodes[0]
+                .metric_sum("isolane_node_websocket_closes_total", &label)
+                .await
+                .unwrap_or(0.0);
+            eprintln!("closes {code}: router {router}, node {node}");
+            (router >= on_router && node >= on_node).then_some(())?;
+        }
+        Some(())
+    })
+    .await;
     drop(benign);
     system.cluster.shutdown();
 }

@@ -8,6 +8,7 @@
 //! handshake, each [`SocketMessage`] one `socket` frame ([`SocketFrame`]);
 //! the front end does not change.
 
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -19,6 +20,20 @@ use crate::runtime::v1::{SocketClose, SocketFrame, socket_frame};
 /// acknowledged (`SocketAck`): the node reads them all at once, so the
 /// call never leaves data unread on its shared HTTP/2 connection.
 pub const UNACKNOWLEDGED: usize = 16;
+
+/// The HTTP/2 connection window of the router↔node channel, both ways.
+/// Sockets fill the channel with small DATA frames (a message, an
+/// acknowledgement), and h2 allows a connection only so much framing
+/// overhead of received, not yet read frames: half its connection window
+/// (32 KiB at HTTP/2's default 64 KiB window), past which it sends GOAWAY
+/// (ENHANCE_YOUR_CALM, "too_many_data_frames") and every call on the
+/// connection fails. With the default, 500 sockets echoing at once through
+/// one router and one node thread lost their connection; 16 MiB allows
+/// about 33,000 small frames waiting.
+pub const CONNECTION_WINDOW: u32 = 16 << 20;
+/// The HTTP/2 stream window of one call on that channel (a request body,
+/// a socket's messages).
+pub const STREAM_WINDOW: u32 = 1 << 20;
 
 /// The close code a socket gets when its node or router restarts or
 /// drains (RFC 6455 §7.4.1's registry: service restart).
@@ -33,10 +48,78 @@ pub fn restart_frame() -> (u16, String) {
     (SERVICE_RESTART, "service restart".to_owned())
 }
 
+/// The code of a close frame without one (RFC 6455 §7.4.1: no status).
+pub const NO_STATUS: u16 = 1005;
+/// The code of a socket that ended without any close frame (RFC 6455
+/// §7.4.1: abnormal closure).
+pub const ABNORMAL: u16 = 1006;
+
+/// The `code` label values of the closes metrics: the codes an operator
+/// acts on, each its own; every other code is `other` (a bounded label).
+pub const CLOSE_LABELS: [&str; 8] = [
+    "1000", "1001", "1006", "1008", "1009", "1011", "1012", "other",
+];
+
+/// The `code` label of a socket that closed with `code`.
+pub fn close_label(code: u16) -> &'static str {
+    CLOSE_LABELS
+        .iter()
+        .find(|label| label.parse() == Ok(code))
+        .copied()
+        .unwrap_or("other")
+}
+
 impl SocketMessage {
     /// The close both ends of a socket get when its node or router restarts.
     pub fn restart() -> Self {
         SocketMessage::Close(Some(restart_frame()))
+    }
+
+    /// The payload's bytes (a text's UTF-8); 0 for a close.
+    pub fn payload_len(&self) -> usize {
+        match self {
+            SocketMessage::Text(text) => text.len(),
+            SocketMessage::Binary(bytes) => bytes.len(),
+            SocketMessage::Close(_) => 0,
+        }
+    }
+
+    /// The code a close carries ([`NO_STATUS`] when none); `None` for data.
+    pub fn close_code(&self) -> Option<u16> {
+        match self {
+            SocketMessage::Close(frame) => Some(frame.as_ref().map_or(NO_STATUS, |f| f.0)),
+            _ => None,
+        }
+    }
+}
+
+/// How one socket ended, for its metrics: the code of the first close that
+/// went either way (or that this side sent on its own), and [`ABNORMAL`]
+/// when none did. Shared by the tasks that move the socket's messages.
+#[derive(Debug, Default)]
+pub struct FirstClose(AtomicU16);
+
+impl FirstClose {
+    /// Keeps `code` if no close was seen before.
+    pub fn closed(&self, code: u16) {
+        let _ = self
+            .0
+            .compare_exchange(0, code.max(1), Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Keeps `message`'s code when it is the socket's first close.
+    pub fn see(&self, message: &SocketMessage) {
+        if let Some(code) = message.close_code() {
+            self.closed(code);
+        }
+    }
+
+    /// The socket's close code so far.
+    pub fn code(&self) -> u16 {
+        match self.0.load(Ordering::Relaxed) {
+            0 => ABNORMAL,
+            code => code,
+        }
     }
 }
 
@@ -119,6 +202,29 @@ impl Upgrade {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_socket_ends_with_its_first_close_labelled_in_a_bounded_set() {
+        let first = FirstClose::default();
+        assert_eq!(first.code(), ABNORMAL);
+        first.see(&SocketMessage::Text("hi".to_owned()));
+        assert_eq!(first.code(), ABNORMAL);
+        first.see(&SocketMessage::Close(None));
+        first.see(&SocketMessage::restart());
+        first.closed(1000);
+        assert_eq!(first.code(), NO_STATUS);
+        assert_eq!(close_label(first.code()), "other");
+        for (code, label) in [
+            (1000, "1000"),
+            (1012, "1012"),
+            (4000, "other"),
+            (0, "other"),
+        ] {
+            assert_eq!(close_label(code), label);
+        }
+        assert_eq!(SocketMessage::Text("héllo".to_owned()).payload_len(), 6);
+        assert_eq!(SocketMessage::restart().payload_len(), 0);
+    }
 
     #[test]
     fn messages_round_trip_through_frames() {

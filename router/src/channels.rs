@@ -123,7 +123,10 @@ fn connect_lazy(endpoint: &str, config: &ChannelConfig) -> Option<Channel> {
         .connect_timeout(config.connect_timeout)
         .http2_keep_alive_interval(config.keepalive)
         .keep_alive_while_idle(true)
-        .http2_adaptive_window(true);
+        // Fixed windows rather than adaptive ones: h2's budget for small
+        // DATA frames follows the connection window (see CONNECTION_WINDOW).
+        .initial_connection_window_size(isolane_proto::socket::CONNECTION_WINDOW)
+        .initial_stream_window_size(isolane_proto::socket::STREAM_WINDOW);
     let tls = match &config.tls {
         Some(tls) => Some(NodeTls {
             connector: TlsConnector::from(tls.clone()),

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use http::StatusCode;
+use isolane_proto::socket::{CLOSE_LABELS, FirstClose, SocketMessage, close_label};
 use isolane_telemetry::Metric;
 use prometheus::core::Collector;
 use prometheus::{Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, Registry};
@@ -74,6 +75,18 @@ const WEBSOCKET_MESSAGES: Metric = Metric::new(
     "isolane_router_websocket_messages_total",
     "WebSocket messages by Worker (the busiest, or other) and direction: from the client (to_worker) or to it (to_client).",
     &["worker", "direction"],
+);
+
+const WEBSOCKET_BYTES: Metric = Metric::new(
+    "isolane_router_websocket_bytes_total",
+    "WebSocket payload bytes (text as UTF-8, binary; frame headers and closes not counted) by Worker (the busiest, or other) and direction (to_worker, to_client).",
+    &["worker", "direction"],
+);
+
+const WEBSOCKET_CLOSES: Metric = Metric::new(
+    "isolane_router_websocket_closes_total",
+    "WebSockets ended, by Worker (the busiest, or other) and the code of their first close either way (1000, 1001, 1006: no close frame, 1008, 1009, 1011, 1012, or other).",
+    &["worker", "code"],
 );
 
 const LIVE_NODES: Metric = Metric::new(
@@ -156,6 +169,8 @@ pub const ALL: &[Metric] = &[
     WORKER_DURATION,
     WEBSOCKETS_OPEN,
     WEBSOCKET_MESSAGES,
+    WEBSOCKET_BYTES,
+    WEBSOCKET_CLOSES,
     LIVE_NODES,
     ROUTABLE_WORKERS,
     ROUTE_CONFLICTS,
@@ -203,7 +218,11 @@ impl RouterMetrics {
         let worker_requests = WORKER_REQUESTS.counter_vec(registry)?;
         let worker_duration = WORKER_DURATION.histogram_vec(registry, REQUEST_BUCKETS)?;
         let websockets_open = WEBSOCKETS_OPEN.gauge(registry)?;
-        let websocket_messages = WEBSOCKET_MESSAGES.counter_vec(registry)?;
+        let sockets = SocketVecs {
+            messages: WEBSOCKET_MESSAGES.counter_vec(registry)?,
+            bytes: WEBSOCKET_BYTES.counter_vec(registry)?,
+            closes: WEBSOCKET_CLOSES.counter_vec(registry)?,
+        };
         let live_nodes = LIVE_NODES.gauge(registry)?;
         let routable_workers = ROUTABLE_WORKERS.gauge(registry)?;
         let route_conflicts = ROUTE_CONFLICTS.gauge(registry)?;
@@ -221,7 +240,7 @@ impl RouterMetrics {
                 max_worker_series,
                 worker_requests.clone(),
                 worker_duration.clone(),
-                websocket_messages,
+                sockets,
             ),
             websockets_open,
             requests,
@@ -247,11 +266,18 @@ impl RouterMetrics {
     /// `worker` label chosen now, as for a request).
     pub fn socket_series(&self, served: Served<'_>) -> SocketSeries {
         let worker = self.workers.label(served.worker_id, served.slot);
-        let messages = &self.workers.socket_messages;
+        let vecs = &self.workers.sockets;
+        let way = |direction| Way {
+            messages: vecs.messages.with_label_values(&[worker, direction]),
+            bytes: vecs.bytes.with_label_values(&[worker, direction]),
+        };
         SocketSeries {
             open: self.websockets_open.clone(),
-            to_worker: messages.with_label_values(&[worker, "to_worker"]),
-            to_client: messages.with_label_values(&[worker, "to_client"]),
+            to_worker: way("to_worker"),
+            to_client: way("to_client"),
+            closes: vecs.closes.clone(),
+            worker: worker.to_owned(),
+            first_close: Arc::new(FirstClose::default()),
         }
     }
 
@@ -457,7 +483,15 @@ pub struct WorkerSeries {
     slots: Mutex<HashMap<String, Arc<WorkerSlot>>>,
     requests: IntCounterVec,
     duration: HistogramVec,
-    socket_messages: IntCounterVec,
+    sockets: SocketVecs,
+}
+
+/// The per-Worker WebSocket families.
+#[derive(Debug)]
+struct SocketVecs {
+    messages: IntCounterVec,
+    bytes: IntCounterVec,
+    closes: IntCounterVec,
 }
 
 impl WorkerSeries {
@@ -465,7 +499,7 @@ impl WorkerSeries {
         max: usize,
         requests: IntCounterVec,
         duration: HistogramVec,
-        socket_messages: IntCounterVec,
+        sockets: SocketVecs,
     ) -> Self {
         Self {
             max,
@@ -473,7 +507,7 @@ impl WorkerSeries {
             slots: Mutex::new(HashMap::new()),
             requests,
             duration,
-            socket_messages,
+            sockets,
         }
     }
 
@@ -546,7 +580,9 @@ impl WorkerSeries {
         for series in [
             labelled_workers(&self.requests),
             labelled_workers(&self.duration),
-            labelled_workers(&self.socket_messages),
+            labelled_workers(&self.sockets.messages),
+            labelled_workers(&self.sockets.bytes),
+            labelled_workers(&self.sockets.closes),
         ] {
             for worker in series {
                 if worker != OTHER_WORKER && !keep.contains(worker.as_str()) {
@@ -566,8 +602,13 @@ impl WorkerSeries {
         let _ = self.duration.remove_label_values(&[worker]);
         for direction in ["to_worker", "to_client"] {
             let _ = self
-                .socket_messages
+                .sockets
+                .messages
                 .remove_label_values(&[worker, direction]);
+            let _ = self.sockets.bytes.remove_label_values(&[worker, direction]);
+        }
+        for code in CLOSE_LABELS {
+            let _ = self.sockets.closes.remove_label_values(&[worker, code]);
         }
     }
 
@@ -613,14 +654,59 @@ fn labelled_workers(vec: &impl Collector) -> HashSet<String> {
 }
 
 /// The series of one WebSocket: the open gauge (raised while its pump
-/// runs) and its Worker's message counters, resolved once. A socket whose
-/// Worker drops out of the busiest keeps counting in series no longer
-/// exported.
+/// runs) and its Worker's message and byte counters, resolved once, and
+/// its close counted when it ends ([`SocketSeries::ended`]). A socket
+/// whose Worker drops out of the busiest keeps counting in series no
+/// longer exported.
 #[derive(Clone, Debug)]
 pub struct SocketSeries {
     pub open: IntGauge,
-    pub to_worker: IntCounter,
-    pub to_client: IntCounter,
+    to_worker: Way,
+    to_client: Way,
+    closes: IntCounterVec,
+    worker: String,
+    first_close: Arc<FirstClose>,
+}
+
+/// One direction's counters.
+#[derive(Clone, Debug)]
+struct Way {
+    messages: IntCounter,
+    bytes: IntCounter,
+}
+
+impl Way {
+    fn count(&self, message: &SocketMessage) {
+        self.messages.inc();
+        self.bytes.inc_by(message.payload_len() as u64);
+    }
+}
+
+impl SocketSeries {
+    /// A message from the client went to the Worker.
+    pub fn to_worker(&self, message: &SocketMessage) {
+        self.to_worker.count(message);
+        self.first_close.see(message);
+    }
+
+    /// A message from the Worker went to the client.
+    pub fn to_client(&self, message: &SocketMessage) {
+        self.to_client.count(message);
+        self.first_close.see(message);
+    }
+
+    /// The front end closed the socket itself with `code` (a limit, a
+    /// shutdown, a Worker that dropped it), unless a close went before.
+    pub fn closed(&self, code: u16) {
+        self.first_close.closed(code);
+    }
+
+    /// The socket ended: counts its close by code (1006 when no close
+    /// frame went either way).
+    pub fn ended(&self) {
+        let code = close_label(self.first_close.code());
+        self.closes.with_label_values(&[&self.worker, code]).inc();
+    }
 }
 
 /// A request waiting for a node, counted in `isolane_router_node_waiting`

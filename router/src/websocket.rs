@@ -28,7 +28,9 @@ use http::header::{CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, UPGRADE}
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body::Body;
 use hyper_util::rt::TokioIo;
-use isolane_proto::socket::{SocketChannels, SocketMessage, Upgrade, restart_frame};
+use isolane_proto::socket::{
+    SERVICE_RESTART, SocketChannels, SocketMessage, Upgrade, restart_frame,
+};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
@@ -115,6 +117,7 @@ where
                 pump(TokioIo::new(upgraded), channels, closing, series.as_ref()).await;
                 if let Some(series) = &series {
                     series.open.dec();
+                    series.ended();
                 }
             }
             Err(error) => debug!(%error, "the client's upgrade failed"),
@@ -154,6 +157,9 @@ pub async fn pump<S>(
     loop {
         tokio::select! {
             () = closing.cancelled() => {
+                if let Some(series) = series {
+                    series.closed(SERVICE_RESTART);
+                }
                 let _ = to_worker.try_send(SocketMessage::restart());
                 let _ = send(&mut ws, close_message(Some(restart_frame())), write_timeout).await;
                 return;
@@ -163,7 +169,7 @@ pub async fn pump<S>(
                     Inbound::Message(message) => {
                         let close = matches!(message, SocketMessage::Close(_));
                         if let Some(series) = series {
-                            series.to_worker.inc();
+                            series.to_worker(&message);
                         }
                         // Room was checked: this sender is the only one.
                         if to_worker.try_send(message).is_err() {
@@ -180,6 +186,9 @@ pub async fn pump<S>(
                     Inbound::Skip => {}
                     Inbound::TooBig => {
                         let frame = (u16::from(CloseCode::Size), "message too big".to_owned());
+                        if let Some(series) = series {
+                            series.closed(frame.0);
+                        }
                         let _ = to_worker.try_send(SocketMessage::Close(Some(frame.clone())));
                         let _ = send(&mut ws, close_message(Some(frame)), write_timeout).await;
                         return;
@@ -198,12 +207,15 @@ pub async fn pump<S>(
                     // Dropped by the Worker (a limit, or this client did
                     // not read): 1011.
                     let frame = (u16::from(CloseCode::Error), "the Worker dropped the socket".to_owned());
+                    if let Some(series) = series {
+                        series.closed(frame.0);
+                    }
                     let _ = send(&mut ws, close_message(Some(frame)), write_timeout).await;
                     return;
                 };
                 let closed = matches!(message, SocketMessage::Close(_));
                 if let Some(series) = series {
-                    series.to_client.inc();
+                    series.to_client(&message);
                 }
                 let message = match message {
                     SocketMessage::Text(text) => Message::text(text),

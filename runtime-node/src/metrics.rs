@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use isolane_engine::{EngineObserver, EvictionReason, Outcome, TerminationReason};
+use isolane_proto::socket::{FirstClose, SocketMessage, close_label};
 use isolane_telemetry::Metric;
 use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 
@@ -50,29 +51,54 @@ pub struct NodeMetrics {
     draining: IntGauge,
     websockets_open: IntGaugeVec,
     websocket_messages: IntCounterVec,
+    websocket_bytes: IntCounterVec,
+    websocket_closes: IntCounterVec,
 }
 
-/// One open WebSocket's handles, resolved once when it opens.
+/// One open WebSocket's handles, resolved once when it opens; when they
+/// drop, the socket is counted closed with its first close's code.
 #[derive(Debug)]
 pub struct SocketCounters {
     open: IntGauge,
-    to_worker: IntCounter,
-    to_client: IntCounter,
+    to_worker: (IntCounter, IntCounter),
+    to_client: (IntCounter, IntCounter),
+    first_close: FirstClose,
+    /// The closes family: the series is chosen when the socket ends.
+    closes: IntCounterVec,
+    thread: String,
 }
 
 impl SocketCounters {
-    pub fn to_worker(&self) {
-        self.to_worker.inc();
+    /// A client's message went to the Worker.
+    pub fn to_worker(&self, message: &SocketMessage) {
+        count(&self.to_worker, message);
+        self.first_close.see(message);
     }
 
-    pub fn to_client(&self) {
-        self.to_client.inc();
+    /// A Worker's message went to the client.
+    pub fn to_client(&self, message: &SocketMessage) {
+        count(&self.to_client, message);
+        self.first_close.see(message);
     }
+
+    /// The node closed the socket itself with `code` (its drain), unless a
+    /// close went before.
+    pub fn closed(&self, code: u16) {
+        self.first_close.closed(code);
+    }
+}
+
+/// Counts one message and its payload bytes.
+fn count((messages, bytes): &(IntCounter, IntCounter), message: &SocketMessage) {
+    messages.inc();
+    bytes.inc_by(message.payload_len() as u64);
 }
 
 impl Drop for SocketCounters {
     fn drop(&mut self) {
         self.open.dec();
+        let code = close_label(self.first_close.code());
+        self.closes.with_label_values(&[&self.thread, code]).inc();
     }
 }
 
@@ -232,6 +258,18 @@ const WEBSOCKET_MESSAGES: Metric = Metric::new(
     &["thread", "direction"],
 );
 
+const WEBSOCKET_BYTES: Metric = Metric::new(
+    "isolane_node_websocket_bytes_total",
+    "WebSocket payload bytes (text as UTF-8, binary; closes not counted) by direction: to_worker or to_client.",
+    &["thread", "direction"],
+);
+
+const WEBSOCKET_CLOSES: Metric = Metric::new(
+    "isolane_node_websocket_closes_total",
+    "WebSockets ended, by the code of their first close either way (1000, 1001, 1006: no close frame, 1008, 1009, 1011, 1012, or other).",
+    &["thread", "code"],
+);
+
 const TAIL_EVENTS_DROPPED: Metric = Metric::new(
     "isolane_node_tail_events_dropped_total",
     "Invocation events dropped for tail readers that read too slowly.",
@@ -286,6 +324,8 @@ pub const ALL: &[Metric] = &[
     LEASE_RENEWALS,
     WEBSOCKETS_OPEN,
     WEBSOCKET_MESSAGES,
+    WEBSOCKET_BYTES,
+    WEBSOCKET_CLOSES,
     TAIL_EVENTS_DROPPED,
     BUNDLES,
     BUNDLE_REVISIONS,
@@ -363,6 +403,8 @@ impl NodeMetrics {
         let draining = DRAINING.gauge(registry)?;
         let websockets_open = WEBSOCKETS_OPEN.gauge_vec(registry)?;
         let websocket_messages = WEBSOCKET_MESSAGES.counter_vec(registry)?;
+        let websocket_bytes = WEBSOCKET_BYTES.counter_vec(registry)?;
+        let websocket_closes = WEBSOCKET_CLOSES.counter_vec(registry)?;
 
         let threads = ThreadMetrics::register(registry, threads)?;
         Ok(Self {
@@ -385,6 +427,8 @@ impl NodeMetrics {
             draining,
             websockets_open,
             websocket_messages,
+            websocket_bytes,
+            websocket_closes,
         })
     }
 
@@ -468,14 +512,20 @@ impl NodeMetrics {
         let label = self.thread_label(thread);
         let open = self.websockets_open.with_label_values(&[label]);
         open.inc();
+        let way = |direction| {
+            (
+                self.websocket_messages
+                    .with_label_values(&[label, direction]),
+                self.websocket_bytes.with_label_values(&[label, direction]),
+            )
+        };
         SocketCounters {
             open,
-            to_worker: self
-                .websocket_messages
-                .with_label_values(&[label, "to_worker"]),
-            to_client: self
-                .websocket_messages
-                .with_label_values(&[label, "to_client"]),
+            to_worker: way("to_worker"),
+            to_client: way("to_client"),
+            first_close: FirstClose::default(),
+            closes: self.websocket_closes.clone(),
+            thread: label.to_owned(),
         }
     }
 }

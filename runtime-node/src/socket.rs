@@ -48,7 +48,7 @@ pub(crate) fn bridge(
         let counters = Arc::clone(&counters);
         async move {
             while let Some(message) = client_rx.recv().await {
-                counters.to_worker();
+                counters.to_worker(&message);
                 if to_worker.send(to_engine(message)).await.is_err() {
                     return;
                 }
@@ -60,6 +60,7 @@ pub(crate) fn bridge(
             tokio::select! {
                 biased;
                 () = drain.cancelled() => {
+                    counters.closed(socket::SERVICE_RESTART);
                     let restart = socket::SocketMessage::restart();
                     let _ = tokio::time::timeout(CLOSE_WAIT, worker_tx.send(restart)).await;
                     if let Some(to_worker) = to_worker_on_drain.upgrade() {
@@ -70,8 +71,7 @@ pub(crate) fn bridge(
                 }
                 message = from_worker.recv() => {
                     let Some(message) = message else { return };
-                    counters.to_client();
-                    if worker_tx.send(to_call(message)).await.is_err() {
+                    if worker_tx.send(counted(&counters, message)).await.is_err() {
                         return;
                     }
                 }
@@ -84,6 +84,13 @@ pub(crate) fn bridge(
         max_message_bytes: config.max_message_bytes,
         write_timeout: config.idle_timeout,
     })
+}
+
+/// `message` for the call, counted as one to the client.
+fn counted(counters: &SocketCounters, message: SocketMessage) -> socket::SocketMessage {
+    let message = to_call(message);
+    counters.to_client(&message);
+    message
 }
 
 fn to_engine(message: socket::SocketMessage) -> SocketMessage {

@@ -78,6 +78,38 @@ pub fn metric(exposition: &str, series: &str) -> Option<f64> {
     })
 }
 
+/// The sum of the series of metric `name` on the admin server at `admin`
+/// whose label text contains every comma-separated part of `label`.
+pub async fn metric_sum(admin: SocketAddr, name: &str, label: &str) -> Option<f64> {
+    let response = get(admin, "/metrics").await?;
+    (response.status == 200).then(|| {
+        let matching: String = response
+            .body
+            .lines()
+            .filter(|line| {
+                line.starts_with(name) && label.split(',').all(|part| line.contains(part))
+            })
+            .map(|line| format!("{line}\n"))
+            .collect();
+        sum_series(&matching, name)
+    })
+}
+
+/// The sum of every series of metric `name` (all label values) in an exposition.
+pub fn sum_series(exposition: &str, name: &str) -> f64 {
+    exposition
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(name)?;
+            let value = match rest.strip_prefix('{') {
+                Some(labelled) => labelled.split_once("} ")?.1,
+                None => rest.strip_prefix(' ')?,
+            };
+            value.trim().parse::<f64>().ok()
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +124,13 @@ mod tests {
             parse(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
                 .unwrap();
         assert_eq!(chunked.body, "abcde");
+    }
+
+    #[test]
+    fn sums_a_metric_over_its_labels() {
+        let text = "# TYPE x gauge\nx{thread=\"0\"} 2\nx{thread=\"1\"} 3\nx_other 7\ny 1\n";
+        assert!((sum_series(text, "x") - 5.0).abs() < f64::EPSILON);
+        assert!((sum_series(text, "x_other") - 7.0).abs() < f64::EPSILON);
     }
 
     #[test]
