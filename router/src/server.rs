@@ -49,8 +49,9 @@ pub async fn serve(
 }
 
 /// [`serve`], held to `edge` (which may spread connections over runtimes).
-/// On `shutdown`, open WebSockets are closed with 1012 (service restart)
-/// at once, and waited for within `grace` as connections are.
+/// On `shutdown`, open WebSockets work on for the proxy's
+/// `websocket.drain_grace`, are then closed with 1012 (service restart), and
+/// waited for within `grace` as connections are.
 async fn serve_on(
     listener: TcpListener,
     proxy: Proxy,
@@ -59,11 +60,12 @@ async fn serve_on(
     grace: Duration,
 ) {
     let sockets = proxy.sockets().clone();
+    let drain_grace = proxy.config().websocket.drain_grace;
     let closing = {
         let shutdown = shutdown.clone();
         async move {
             shutdown.cancelled().await;
-            sockets.close_all(grace).await;
+            sockets.close_all(drain_grace, grace).await;
         }
     };
     let service = |peer: SocketAddr| {

@@ -2,8 +2,9 @@
 //! to the call's ([`isolane_proto::socket::SocketChannels`]): two small
 //! forwarding tasks, each ending when either side goes (which the other side
 //! sees as its channel ending), counting the socket and its messages. When
-//! the node's drain starts, both ends get a close with 1012 (service
-//! restart), so the client reconnects to the Worker's next placement. A
+//! the node's drain closes its sockets (its WebSocket grace over), both ends
+//! get a close with 1012 (service restart), so the client reconnects to the
+//! Worker's next placement. A
 //! router in this process pumps the call's end itself; over gRPC it becomes
 //! the call's `socket` frames (`service/socket_frames.rs`).
 
@@ -14,6 +15,7 @@ use isolane_engine::{CloseFrame, SocketEnd, SocketMessage};
 use isolane_proto::socket::{self, SocketChannels, Upgrade};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use crate::metrics::SocketCounters;
 
@@ -26,10 +28,12 @@ const HANDOFF: usize = 1;
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
 /// The call's end of `end`, closed with 1012 both ways when `drain` is
-/// cancelled.
+/// cancelled; `place` (the drain's count of open sockets) is held until
+/// the socket ends.
 pub(crate) fn bridge(
     end: SocketEnd,
     drain: CancellationToken,
+    place: TaskTrackerToken,
     counters: SocketCounters,
 ) -> Upgrade {
     let SocketEnd {
@@ -56,6 +60,7 @@ pub(crate) fn bridge(
         }
     });
     tokio::spawn(async move {
+        let _place = place;
         loop {
             tokio::select! {
                 biased;
