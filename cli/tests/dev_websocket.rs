@@ -376,3 +376,44 @@ async fn one_client_gets_its_share_of_a_workers_sockets_and_no_more() {
     assert_eq!(next(&mut benign).await, Some(echoes("after")));
     assert!(dev.interrupt().success());
 }
+
+/// An HTTP/2 client's WebSocket (RFC 8441 extended CONNECT, answered 200):
+/// the same Worker and the same echoes as over HTTP/1.1, beside an
+/// HTTP/1.1 socket.
+#[tokio::test]
+async fn a_websocket_over_http2_extended_connect_echoes() {
+    use isolane_testenv::h2_websocket;
+    let port = free_port().unwrap();
+    let (dev, mut h1) = started(port).await;
+    let addr = (Ipv4Addr::LOCALHOST, port).into();
+    let mut h2 = h2_websocket::connect(addr, &format!("127.0.0.1:{port}"), "/")
+        .await
+        .unwrap();
+    for i in 0..20usize {
+        let message = if i % 2 == 0 {
+            Message::text(format!("over h2 {i}"))
+        } else {
+            Message::binary(Bytes::from(vec![i as u8; 1 + i * 100]))
+        };
+        h2.send(message.clone()).await.unwrap();
+        let echoed = tokio::time::timeout(Duration::from_secs(30), h2.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(echoed, message);
+        h1.send(Message::text("over h1")).await.unwrap();
+        assert_eq!(next(&mut h1).await, Some(Message::text("over h1")));
+    }
+    h2.send(Message::Close(Some(CloseFrame {
+        code: CloseCode::from(4001),
+        reason: "done".into(),
+    })))
+    .await
+    .unwrap();
+    match tokio::time::timeout(Duration::from_secs(30), h2.next()).await {
+        Ok(Some(Ok(Message::Close(Some(frame))))) => assert_eq!(u16::from(frame.code), 4001),
+        other => panic!("expected the close echoed, got {other:?}"),
+    }
+    assert!(dev.interrupt().success());
+}

@@ -15,6 +15,9 @@
 //!   another still connects; many clients together meet the Worker's budget
 //!   (128, then 503), freed when they leave; then SIGKILL of the node mid-socket: the client gets a close
 //!   (1011), not a hang; the time is printed.
+//! - [`an_http2_client_opens_a_websocket_with_extended_connect`] — RFC 8441
+//!   through the router: 200 messages echoed on an HTTP/2 stream, the
+//!   Worker's close with its code and reason.
 //! - [`drain_and_router_shutdown_close_sockets_with_1012_after_their_grace`]
 //!   — SIGTERM of the socket's node: new sockets reach the other node at
 //!   once, the open one still echoes during the node's WebSocket grace,
@@ -474,6 +477,50 @@ async fn a_killed_node_closes_its_sockets() {
         after.as_secs_f64() * 1000.0
     );
     assert_eq!(code, Some(1011));
+    system.cluster.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_client_opens_a_websocket_with_extended_connect() {
+    use isolane_testenv::h2_websocket;
+    let system = System::start(1, 100).await;
+    let ingress = system.ingress();
+    let mut h2 = h2_websocket::connect(ingress, "echo.test", "/")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut echoed = 0;
+    for i in 0..200usize {
+        let message = if i % 2 == 0 {
+            Message::text(format!("over h2 {i}"))
+        } else {
+            Message::binary(Bytes::from(vec![i as u8; 1 + i * 10]))
+        };
+        h2.send(message.clone()).await.unwrap();
+        let answer = tokio::time::timeout(ANSWER, h2.next()).await.unwrap();
+        if matches!(answer, Some(Ok(m)) if m == message) {
+            echoed += 1;
+        }
+    }
+    eprintln!(
+        "200 round trips over an HTTP/2 extended CONNECT through the router: {echoed} echoed in {:.2}s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(echoed, 200);
+    // The Worker's close reaches the h2 client with its code and reason.
+    h2.send(Message::text("close-me")).await.unwrap();
+    match tokio::time::timeout(ANSWER, h2.next()).await.unwrap() {
+        Some(Ok(Message::Close(Some(frame)))) => {
+            assert_eq!(
+                (u16::from(frame.code), frame.reason.as_str()),
+                (4000, "bye")
+            );
+        }
+        other => panic!("expected the Worker's close, got {other:?}"),
+    }
+    // An HTTP/1.1 socket beside it works as before.
+    let (mut h1, _) = connect(ingress, "echo.test").await.unwrap();
+    assert!(echoes(&mut h1, "over h1").await);
     system.cluster.shutdown();
 }
 

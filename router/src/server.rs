@@ -45,7 +45,8 @@ pub async fn serve(
     shutdown: CancellationToken,
     grace: Duration,
 ) {
-    serve_on(listener, proxy, shutdown, Edge::new("router", grace), grace).await;
+    let edge = Edge::new("router", grace).with_connect_protocol();
+    serve_on(listener, proxy, shutdown, edge, grace).await;
 }
 
 /// [`serve`], held to `edge` (which may spread connections over runtimes).
@@ -128,6 +129,7 @@ impl RouterWorkers {
         // One accept loop hands each connection to the workers in turn
         // (`Edge::spread_over`); each worker serves its connections to the end.
         let edge = Edge::new("router", grace)
+            .with_connect_protocol()
             .spread_over(runtimes.iter().map(|r| r.handle().clone()).collect());
         let handle = runtimes
             .first()

@@ -39,6 +39,7 @@ mod config;
 mod deadline;
 mod error;
 pub mod grpc_tls;
+pub mod h2_websocket;
 pub mod http_probe;
 mod kubeconfig;
 mod local;
