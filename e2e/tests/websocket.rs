@@ -55,8 +55,9 @@ const ANSWER: Duration = Duration::from_secs(30);
 static SERIAL: Mutex<()> = Mutex::const_new(());
 
 /// The echo Worker of docs/websockets.md, and a few commands: `close-me`
-/// closes with 4000 "bye", `flood` sends 2,000 × 64 KiB at once; the last
-/// close it saw is at `/last-close`.
+/// closes with 4000 "bye", `flood` sends 2,000 × 64 KiB at once,
+/// `handshake` answers with the handshake's method and headers as the
+/// Worker saw them; the last close it saw is at `/last-close`.
 const ECHO: &str = r#"
 let lastClose = 'none';
 export default {
@@ -64,9 +65,12 @@ export default {
     if (new URL(request.url).pathname === '/last-close') return new Response(lastClose);
     if (request.headers.get('upgrade') !== 'websocket') return new Response('expected a WebSocket', { status: 426 });
     const [client, server] = Object.values(new WebSocketPair());
+    const h = request.headers;
+    const handshake = `${request.method} ${h.get('upgrade')} ${h.get('connection')} ${h.get('sec-websocket-version')} key:${h.has('sec-websocket-key')}`;
     server.accept();
     server.addEventListener('message', (event) => {
       if (event.data === 'close-me') return server.close(4000, 'bye');
+      if (event.data === 'handshake') return server.send(handshake);
       if (event.data === 'flood') {
         const chunk = 'x'.repeat(64 * 1024);
         try { for (let i = 0; i < 2000; i++) server.send(chunk); } catch (e) {}
@@ -488,6 +492,13 @@ async fn an_http2_client_opens_a_websocket_with_extended_connect() {
     let mut h2 = h2_websocket::connect(ingress, "echo.test", "/")
         .await
         .unwrap();
+    // The Worker saw the handshake as from HTTP/1.1.
+    h2.send(Message::text("handshake")).await.unwrap();
+    let seen = tokio::time::timeout(ANSWER, h2.next()).await.unwrap();
+    assert!(
+        matches!(&seen, Some(Ok(Message::Text(t))) if t.as_str() == "GET websocket Upgrade 13 key:true"),
+        "{seen:?}"
+    );
     let started = Instant::now();
     let mut echoed = 0;
     for i in 0..200usize {

@@ -7,9 +7,9 @@
 //!
 //! An HTTP/2 extended CONNECT (RFC 8441: `:method CONNECT`, `:protocol
 //! websocket`) takes the same path: the Worker sees a `GET` with
-//! `Upgrade: websocket`, as from HTTP/1.1 (without `Sec-WebSocket-Key`,
-//! which RFC 8441 drops), and answers `101`; the client gets `200` and
-//! the frames travel on that HTTP/2 stream.
+//! `Upgrade: websocket`, as from HTTP/1.1 (with a `Sec-WebSocket-Key` made
+//! here, as RFC 8441 drops it), and answers `101`; the client gets `200`
+//! and the frames travel on that HTTP/2 stream.
 //!
 //! What is kept: text and binary messages, close codes and reasons both
 //! ways; pings are answered by the WebSocket layer. What is bounded: a
@@ -29,7 +29,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt as _, StreamExt as _};
-use http::header::{CONNECTION, CONTENT_LENGTH, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, UPGRADE};
+use http::header::{
+    CONNECTION, CONTENT_LENGTH, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_VERSION,
+    UPGRADE,
+};
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body::Body;
 use hyper_util::rt::TokioIo;
@@ -94,18 +97,7 @@ where
     B: Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: Into<BoxError>,
 {
-    let handshake = if is_http1_upgrade(&request) {
-        match request.headers().get(SEC_WEBSOCKET_KEY) {
-            Some(key) => Handshake::Http1 { key: key.clone() },
-            None => return proxy.handle_from(request, Some(client)).await,
-        }
-    } else if is_extended_connect(&request) {
-        // The Worker sees the handshake as from HTTP/1.1: a GET asking for
-        // an upgrade (the proxy adds the `Upgrade` header).
-        *request.method_mut() = http::Method::GET;
-        request.extensions_mut().remove::<hyper::ext::Protocol>();
-        Handshake::ExtendedConnect
-    } else {
+    let Some(handshake) = Handshake::of(&mut request) else {
         return proxy.handle_from(request, Some(client)).await;
     };
     let on_upgrade = hyper::upgrade::on(&mut request);
@@ -158,7 +150,34 @@ enum Handshake {
     ExtendedConnect,
 }
 
+// === impl Handshake ===
+
 impl Handshake {
+    /// How `request` asks for a WebSocket, if it does. An extended CONNECT
+    /// becomes what the Worker sees from HTTP/1.1: a GET asking for an
+    /// upgrade (the proxy adds `Upgrade` and `Connection`), with a key and
+    /// version of its own, as proxies that translate one into the other do.
+    fn of<B>(request: &mut Request<B>) -> Option<Self> {
+        if is_http1_upgrade(request) {
+            let key = request.headers().get(SEC_WEBSOCKET_KEY)?.clone();
+            return Some(Handshake::Http1 { key });
+        }
+        if !is_extended_connect(request) {
+            return None;
+        }
+        *request.method_mut() = http::Method::GET;
+        request.extensions_mut().remove::<hyper::ext::Protocol>();
+        let key = tungstenite::handshake::client::generate_key();
+        let headers = request.headers_mut();
+        if let Ok(key) = HeaderValue::from_str(&key) {
+            headers.insert(SEC_WEBSOCKET_KEY, key);
+        }
+        headers
+            .entry(SEC_WEBSOCKET_VERSION)
+            .or_insert(HeaderValue::from_static("13"));
+        Some(Handshake::ExtendedConnect)
+    }
+
     /// The Worker's `101` as the client's answer: a `101` with the
     /// upgrade's headers on HTTP/1.1, a `200` with no body on HTTP/2 (the
     /// stream goes on as the socket).

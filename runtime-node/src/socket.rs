@@ -64,15 +64,7 @@ pub(crate) fn bridge(
         loop {
             tokio::select! {
                 biased;
-                () = drain.cancelled() => {
-                    let restart = socket::SocketMessage::restart();
-                    let _ = tokio::time::timeout(CLOSE_WAIT, worker_tx.send(restart)).await;
-                    if let Some(to_worker) = to_worker_on_drain.upgrade() {
-                        let restart = to_engine(socket::SocketMessage::restart());
-                        let _ = tokio::time::timeout(CLOSE_WAIT, to_worker.send(restart)).await;
-                    }
-                    return;
-                }
+                () = drain.cancelled() => return restart(&worker_tx, &to_worker_on_drain).await,
                 message = from_worker.recv() => {
                     let Some(message) = message else { return };
                     counters.to_client();
@@ -89,6 +81,20 @@ pub(crate) fn bridge(
         max_message_bytes: config.max_message_bytes,
         write_timeout: config.idle_timeout,
     })
+}
+
+/// The drain's close (1012), to the client first, then to the Worker if
+/// its channel is still there.
+async fn restart(
+    to_client: &mpsc::Sender<socket::SocketMessage>,
+    to_worker: &mpsc::WeakSender<SocketMessage>,
+) {
+    let close = socket::SocketMessage::restart();
+    let _ = tokio::time::timeout(CLOSE_WAIT, to_client.send(close)).await;
+    if let Some(to_worker) = to_worker.upgrade() {
+        let close = to_engine(socket::SocketMessage::restart());
+        let _ = tokio::time::timeout(CLOSE_WAIT, to_worker.send(close)).await;
+    }
 }
 
 fn to_engine(message: socket::SocketMessage) -> SocketMessage {
