@@ -417,3 +417,66 @@ async fn a_websocket_over_http2_extended_connect_echoes() {
     }
     assert!(dev.interrupt().success());
 }
+
+/// Many WebSockets as streams of one HTTP/2 connection are one client's:
+/// its share (16) opens and echoes, the next stream is answered 429, an
+/// HTTP/1.1 client beside it is echoed before, during and after, and the
+/// places come back when the streams go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_http2_connection_gets_its_clients_share_of_sockets_and_no_more() {
+    use isolane_testenv::h2_websocket::{H2Connection, H2SocketError};
+    const SHARE: usize = 16;
+    let port = free_port().unwrap();
+    let (dev, mut benign) = started(port).await;
+    let authority = format!("127.0.0.1:{port}");
+    benign.send(Message::text("before")).await.unwrap();
+    assert_eq!(next(&mut benign).await, Some(Message::text("before")));
+    let addr = (Ipv4Addr::LOCALHOST, port).into();
+    let mut connection = H2Connection::open(addr, Ipv4Addr::new(127, 0, 0, 77).into())
+        .await
+        .unwrap();
+    let mut streams = Vec::new();
+    for _ in 0..SHARE {
+        streams.push(connection.socket(&authority, "/").await.unwrap());
+    }
+    match connection.socket(&authority, "/").await {
+        Err(H2SocketError::Refused { status }) => assert_eq!(status, 429),
+        other => panic!(
+            "the connection's client is over its share: {:?}",
+            other.map(|_| ())
+        ),
+    }
+    // During: every stream and the neighbour are echoed.
+    for (i, stream) in streams.iter_mut().enumerate() {
+        let message = Message::text(format!("stream {i}"));
+        stream.send(message.clone()).await.unwrap();
+        let echoed = tokio::time::timeout(Duration::from_secs(30), stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(echoed, message);
+    }
+    benign.send(Message::text("during")).await.unwrap();
+    assert_eq!(next(&mut benign).await, Some(Message::text("during")));
+    // After: the streams go, and their places with them.
+    drop(streams);
+    let mut again = wait_until("a freed place on the connection", DEADLINE, || {
+        let (mut connection, authority) = (connection.clone(), authority.clone());
+        async move {
+            let opened = connection.socket(&authority, "/").await;
+            opened.map_err(|e| e.to_string())
+        }
+    })
+    .await;
+    again.send(Message::text("after")).await.unwrap();
+    let echoed = tokio::time::timeout(Duration::from_secs(30), again.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(echoed, Message::text("after"));
+    benign.send(Message::text("after")).await.unwrap();
+    assert_eq!(next(&mut benign).await, Some(Message::text("after")));
+    assert!(dev.interrupt().success());
+}

@@ -4,7 +4,7 @@
 //! (tokio-tungstenite over hyper's upgraded stream).
 
 use std::future::Future as _;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
@@ -12,9 +12,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Method, Request, StatusCode, Version};
 use http_body_util::Empty;
+use hyper::client::conn::http2::SendRequest;
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use tokio::net::TcpStream;
+use tokio::net::TcpSocket;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
@@ -40,50 +41,85 @@ pub enum H2SocketError {
 }
 
 /// Opens a WebSocket to `http://{authority}{path}` through the h2c server
-/// at `addr`; `Err(Refused)` carries the status of an answer other than 200.
+/// at `addr`, on a connection of its own; `Err(Refused)` carries the
+/// status of an answer other than 200.
 pub async fn connect(
     addr: SocketAddr,
     authority: &str,
     path: &str,
 ) -> Result<H2Socket, H2SocketError> {
-    let tcp = TcpStream::connect(addr).await?;
-    let (mut sender, mut connection) =
-        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp)).await?;
-    // The server allows extended CONNECT in its first SETTINGS: drive the
-    // connection until it has read them.
-    let settings = std::future::poll_fn(|cx| {
-        if Pin::new(&mut connection).poll(cx).is_ready() {
-            return Poll::Ready(false);
-        }
-        if connection.is_extended_connect_protocol_enabled() {
-            Poll::Ready(true)
+    let from = if addr.is_ipv4() {
+        IpAddr::from(Ipv4Addr::LOCALHOST)
+    } else {
+        IpAddr::from(Ipv6Addr::LOCALHOST)
+    };
+    H2Connection::open(addr, from)
+        .await?
+        .socket(authority, path)
+        .await
+}
+
+/// One h2c connection, on which any number of WebSockets open as streams
+/// (a clone opens them on the same connection).
+#[derive(Debug, Clone)]
+pub struct H2Connection {
+    sender: SendRequest<Empty<Bytes>>,
+}
+
+impl H2Connection {
+    /// Connects to `addr` from the local address `from` (a client of its
+    /// own, by address), once the server allows extended CONNECT.
+    pub async fn open(addr: SocketAddr, from: IpAddr) -> Result<Self, H2SocketError> {
+        let tcp = if from.is_ipv4() {
+            TcpSocket::new_v4()?
         } else {
-            Poll::Pending
-        }
-    });
-    if !matches!(
-        tokio::time::timeout(SETTINGS_WAIT, settings).await,
-        Ok(true)
-    ) {
-        return Err(H2SocketError::NotEnabled);
-    }
-    tokio::spawn(connection);
-    sender.ready().await?;
-    let mut request = Request::builder()
-        .method(Method::CONNECT)
-        .version(Version::HTTP_2)
-        .uri(format!("http://{authority}{path}"))
-        .header("sec-websocket-version", "13")
-        .body(Empty::<Bytes>::new())?;
-    request
-        .extensions_mut()
-        .insert(hyper::ext::Protocol::from_static("websocket"));
-    let mut response = sender.send_request(request).await?;
-    if response.status() != StatusCode::OK {
-        return Err(H2SocketError::Refused {
-            status: response.status(),
+            TcpSocket::new_v6()?
+        };
+        tcp.bind(SocketAddr::new(from, 0))?;
+        let tcp = tcp.connect(addr).await?;
+        let (sender, mut connection) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp)).await?;
+        // The server allows extended CONNECT in its first SETTINGS: drive
+        // the connection until it has read them.
+        let settings = std::future::poll_fn(|cx| {
+            if Pin::new(&mut connection).poll(cx).is_ready() {
+                return Poll::Ready(false);
+            }
+            if connection.is_extended_connect_protocol_enabled() {
+                Poll::Ready(true)
+            } else {
+                Poll::Pending
+            }
         });
+        if !matches!(
+            tokio::time::timeout(SETTINGS_WAIT, settings).await,
+            Ok(true)
+        ) {
+            return Err(H2SocketError::NotEnabled);
+        }
+        tokio::spawn(connection);
+        Ok(Self { sender })
     }
-    let upgraded = hyper::upgrade::on(&mut response).await?;
-    Ok(WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Client, None).await)
+
+    /// Opens a WebSocket to `http://{authority}{path}` as a new stream.
+    pub async fn socket(&mut self, authority: &str, path: &str) -> Result<H2Socket, H2SocketError> {
+        self.sender.ready().await?;
+        let mut request = Request::builder()
+            .method(Method::CONNECT)
+            .version(Version::HTTP_2)
+            .uri(format!("http://{authority}{path}"))
+            .header("sec-websocket-version", "13")
+            .body(Empty::<Bytes>::new())?;
+        request
+            .extensions_mut()
+            .insert(hyper::ext::Protocol::from_static("websocket"));
+        let mut response = self.sender.send_request(request).await?;
+        if response.status() != StatusCode::OK {
+            return Err(H2SocketError::Refused {
+                status: response.status(),
+            });
+        }
+        let upgraded = hyper::upgrade::on(&mut response).await?;
+        Ok(WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Client, None).await)
+    }
 }
