@@ -101,8 +101,12 @@ fn rss_kib(dev: &Dev) -> u64 {
         .unwrap()
 }
 
-/// The next data message (pongs skipped), within a deadline.
-async fn next(socket: &mut Socket) -> Option<Message> {
+/// The next data message (pongs skipped), within a deadline, over
+/// HTTP/1.1 or HTTP/2.
+async fn next<S>(socket: &mut WebSocketStream<S>) -> Option<Message>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     loop {
         let message = tokio::time::timeout(Duration::from_secs(30), socket.next())
             .await
@@ -396,12 +400,7 @@ async fn a_websocket_over_http2_extended_connect_echoes() {
             Message::binary(Bytes::from(vec![i as u8; 1 + i * 100]))
         };
         h2.send(message.clone()).await.unwrap();
-        let echoed = tokio::time::timeout(Duration::from_secs(30), h2.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        assert_eq!(echoed, message);
+        assert_eq!(next(&mut h2).await, Some(message));
         h1.send(Message::text("over h1")).await.unwrap();
         assert_eq!(next(&mut h1).await, Some(Message::text("over h1")));
     }
@@ -450,12 +449,7 @@ async fn one_http2_connection_gets_its_clients_share_of_sockets_and_no_more() {
     for (i, stream) in streams.iter_mut().enumerate() {
         let message = Message::text(format!("stream {i}"));
         stream.send(message.clone()).await.unwrap();
-        let echoed = tokio::time::timeout(Duration::from_secs(30), stream.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        assert_eq!(echoed, message);
+        assert_eq!(next(stream).await, Some(message));
     }
     benign.send(Message::text("during")).await.unwrap();
     assert_eq!(next(&mut benign).await, Some(Message::text("during")));
@@ -470,12 +464,7 @@ async fn one_http2_connection_gets_its_clients_share_of_sockets_and_no_more() {
     })
     .await;
     again.send(Message::text("after")).await.unwrap();
-    let echoed = tokio::time::timeout(Duration::from_secs(30), again.next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(echoed, Message::text("after"));
+    assert_eq!(next(&mut again).await, Some(Message::text("after")));
     benign.send(Message::text("after")).await.unwrap();
     assert_eq!(next(&mut benign).await, Some(Message::text("after")));
     assert!(dev.interrupt().success());
