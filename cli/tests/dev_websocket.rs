@@ -102,8 +102,12 @@ fn rss_kib(dev: &Dev) -> u64 {
         .unwrap()
 }
 
-/// The next data message (pongs skipped), within a deadline.
-async fn next(socket: &mut Socket) -> Option<Message> {
+/// The next data message (pongs skipped), within a deadline, over
+/// HTTP/1.1 or HTTP/2.
+async fn next<S>(socket: &mut WebSocketStream<S>) -> Option<Message>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     loop {
         let message = tokio::time::timeout(Duration::from_secs(30), socket.next())
             .await
@@ -423,5 +427,94 @@ async fn one_client_gets_its_share_of_a_workers_sockets_and_no_more() {
     assert_eq!(next(&mut again).await, Some(echoes("after")));
     benign.send(echoes("after")).await.unwrap();
     assert_eq!(next(&mut benign).await, Some(echoes("after")));
+    assert!(dev.interrupt().success());
+}
+
+/// An HTTP/2 client's WebSocket (RFC 8441 extended CONNECT, answered 200):
+/// the same Worker and the same echoes as over HTTP/1.1, beside an
+/// HTTP/1.1 socket.
+#[tokio::test]
+async fn a_websocket_over_http2_extended_connect_echoes() {
+    use isolane_testenv::h2_websocket;
+    let port = free_port().unwrap();
+    let (dev, mut h1) = started(port).await;
+    let addr = (Ipv4Addr::LOCALHOST, port).into();
+    let mut h2 = h2_websocket::connect(addr, &format!("127.0.0.1:{port}"), "/")
+        .await
+        .unwrap();
+    for i in 0..20usize {
+        let message = if i % 2 == 0 {
+            Message::text(format!("over h2 {i}"))
+        } else {
+            Message::binary(Bytes::from(vec![i as u8; 1 + i * 100]))
+        };
+        h2.send(message.clone()).await.unwrap();
+        assert_eq!(next(&mut h2).await, Some(message));
+        h1.send(Message::text("over h1")).await.unwrap();
+        assert_eq!(next(&mut h1).await, Some(Message::text("over h1")));
+    }
+    h2.send(Message::Close(Some(CloseFrame {
+        code: CloseCode::from(4001),
+        reason: "done".into(),
+    })))
+    .await
+    .unwrap();
+    match tokio::time::timeout(Duration::from_secs(30), h2.next()).await {
+        Ok(Some(Ok(Message::Close(Some(frame))))) => assert_eq!(u16::from(frame.code), 4001),
+        other => panic!("expected the close echoed, got {other:?}"),
+    }
+    assert!(dev.interrupt().success());
+}
+
+/// Many WebSockets as streams of one HTTP/2 connection are one client's:
+/// its share (16) opens and echoes, the next stream is answered 429, an
+/// HTTP/1.1 client beside it is echoed before, during and after, and the
+/// places come back when the streams go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_http2_connection_gets_its_clients_share_of_sockets_and_no_more() {
+    use isolane_testenv::h2_websocket::{H2Connection, H2SocketError};
+    const SHARE: usize = 16;
+    let port = free_port().unwrap();
+    let (dev, mut benign) = started(port).await;
+    let authority = format!("127.0.0.1:{port}");
+    benign.send(Message::text("before")).await.unwrap();
+    assert_eq!(next(&mut benign).await, Some(Message::text("before")));
+    let addr = (Ipv4Addr::LOCALHOST, port).into();
+    let mut connection = H2Connection::open(addr, Ipv4Addr::new(127, 0, 0, 77).into())
+        .await
+        .unwrap();
+    let mut streams = Vec::new();
+    for _ in 0..SHARE {
+        streams.push(connection.socket(&authority, "/").await.unwrap());
+    }
+    match connection.socket(&authority, "/").await {
+        Err(H2SocketError::Refused { status }) => assert_eq!(status, 429),
+        other => panic!(
+            "the connection's client is over its share: {:?}",
+            other.map(|_| ())
+        ),
+    }
+    // During: every stream and the neighbour are echoed.
+    for (i, stream) in streams.iter_mut().enumerate() {
+        let message = Message::text(format!("stream {i}"));
+        stream.send(message.clone()).await.unwrap();
+        assert_eq!(next(stream).await, Some(message));
+    }
+    benign.send(Message::text("during")).await.unwrap();
+    assert_eq!(next(&mut benign).await, Some(Message::text("during")));
+    // After: the streams go, and their places with them.
+    drop(streams);
+    let mut again = wait_until("a freed place on the connection", DEADLINE, || {
+        let (mut connection, authority) = (connection.clone(), authority.clone());
+        async move {
+            let opened = connection.socket(&authority, "/").await;
+            opened.map_err(|e| e.to_string())
+        }
+    })
+    .await;
+    again.send(Message::text("after")).await.unwrap();
+    assert_eq!(next(&mut again).await, Some(Message::text("after")));
+    benign.send(Message::text("after")).await.unwrap();
+    assert_eq!(next(&mut benign).await, Some(Message::text("after")));
     assert!(dev.interrupt().success());
 }

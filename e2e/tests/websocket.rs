@@ -15,10 +15,15 @@
 //!   another still connects; many clients together meet the Worker's budget
 //!   (128, then 503), freed when they leave; then SIGKILL of the node mid-socket: the client gets a close
 //!   (1011), not a hang; the time is printed.
-//! - [`drain_and_router_shutdown_close_sockets_with_1012`] — SIGTERM of the
-//!   socket's node gives its client 1012 and a reconnect reaches the other
-//!   node; SIGTERM of the router gives its open socket 1012 and the router
-//!   exits within its grace.
+//! - [`an_http2_client_opens_a_websocket_with_extended_connect`] — RFC 8441
+//!   through the router: 200 messages echoed on an HTTP/2 stream, the
+//!   Worker's close with its code and reason.
+//! - [`drain_and_router_shutdown_close_sockets_with_1012_after_their_grace`]
+//!   — SIGTERM of the socket's node: new sockets reach the other node at
+//!   once, the open one still echoes during the node's WebSocket grace,
+//!   then gets 1012, and a reconnect works; SIGTERM of the router: no new
+//!   connection, the open socket still echoes during the router's grace,
+//!   then gets 1012, and the router exits.
 #![allow(clippy::unwrap_used)]
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -50,8 +55,9 @@ const ANSWER: Duration = Duration::from_secs(30);
 static SERIAL: Mutex<()> = Mutex::const_new(());
 
 /// The echo Worker of docs/websockets.md, and a few commands: `close-me`
-/// closes with 4000 "bye", `flood` sends 2,000 × 64 KiB at once; the last
-/// close it saw is at `/last-close`.
+/// closes with 4000 "bye", `flood` sends 2,000 × 64 KiB at once,
+/// `handshake` answers with the handshake's method and headers as the
+/// Worker saw them; the last close it saw is at `/last-close`.
 const ECHO: &str = r#"
 let lastClose = 'none';
 export default {
@@ -59,9 +65,12 @@ export default {
     if (new URL(request.url).pathname === '/last-close') return new Response(lastClose);
     if (request.headers.get('upgrade') !== 'websocket') return new Response('expected a WebSocket', { status: 426 });
     const [client, server] = Object.values(new WebSocketPair());
+    const h = request.headers;
+    const handshake = `${request.method} ${h.get('upgrade')} ${h.get('connection')} ${h.get('sec-websocket-version')} key:${h.has('sec-websocket-key')}`;
     server.accept();
     server.addEventListener('message', (event) => {
       if (event.data === 'close-me') return server.close(4000, 'bye');
+      if (event.data === 'handshake') return server.send(handshake);
       if (event.data === 'flood') {
         const chunk = 'x'.repeat(64 * 1024);
         try { for (let i = 0; i < 2000; i++) server.send(chunk); } catch (e) {}
@@ -89,7 +98,19 @@ impl System {
     /// sockets idle for `idle_secs` closed; the echo Worker as
     /// `demo/echo` on `echo.test` and `hostile/flood` on `flood.test`.
     async fn start(nodes: usize, idle_secs: u32) -> Self {
+        Self::start_graced(nodes, idle_secs, Duration::ZERO, Duration::ZERO).await
+    }
+
+    /// [`System::start`] with the nodes' and the router's
+    /// `--websocket-drain-grace` (the nodes' drain 10 s longer).
+    async fn start_graced(
+        nodes: usize,
+        idle_secs: u32,
+        node_grace: Duration,
+        router_grace: Duration,
+    ) -> Self {
         let serial = SERIAL.lock().await;
+        let duration = |d: Duration| humantime::format_duration(d).to_string();
         let cp = ControlPlane::start().await.expect("control plane starts");
         workers::prepare(&cp, &[NAMESPACE, HOSTILE]).await;
         let dir = tempfile::tempdir().expect("temp dir");
@@ -97,11 +118,22 @@ impl System {
             nodes,
             node: NodeOptions {
                 threads: 1,
-                extra_args: vec!["--websocket-idle-secs".to_owned(), idle_secs.to_string()],
+                drain_timeout: node_grace + Duration::from_secs(10),
+                extra_args: vec![
+                    "--websocket-idle-secs".to_owned(),
+                    idle_secs.to_string(),
+                    "--websocket-drain-grace".to_owned(),
+                    duration(node_grace),
+                ],
                 ..NodeOptions::default()
             },
             router: RouterOptions {
-                extra_args: vec!["--shutdown-grace".to_owned(), "5s".to_owned()],
+                extra_args: vec![
+                    "--shutdown-grace".to_owned(),
+                    "5s".to_owned(),
+                    "--websocket-drain-grace".to_owned(),
+                    duration(router_grace),
+                ],
                 ..RouterOptions::default()
             },
             ..ClusterOptions::default()
@@ -496,30 +528,91 @@ async fn a_killed_node_closes_its_sockets() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn drain_and_router_shutdown_close_sockets_with_1012() {
-    let mut system = System::start(2, 100).await;
+async fn an_http2_client_opens_a_websocket_with_extended_connect() {
+    use isolane_testenv::h2_websocket;
+    let system = System::start(1, 100).await;
+    let ingress = system.ingress();
+    let mut h2 = h2_websocket::connect(ingress, "echo.test", "/")
+        .await
+        .unwrap();
+    // The Worker saw the handshake as from HTTP/1.1.
+    h2.send(Message::text("handshake")).await.unwrap();
+    let seen = tokio::time::timeout(ANSWER, h2.next()).await.unwrap();
+    assert!(
+        matches!(&seen, Some(Ok(Message::Text(t))) if t.as_str() == "GET websocket Upgrade 13 key:true"),
+        "{seen:?}"
+    );
+    let started = Instant::now();
+    let mut echoed = 0;
+    for i in 0..200usize {
+        let message = if i % 2 == 0 {
+            Message::text(format!("over h2 {i}"))
+        } else {
+            Message::binary(Bytes::from(vec![i as u8; 1 + i * 10]))
+        };
+        h2.send(message.clone()).await.unwrap();
+        let answer = tokio::time::timeout(ANSWER, h2.next()).await.unwrap();
+        if matches!(answer, Some(Ok(m)) if m == message) {
+            echoed += 1;
+        }
+    }
+    eprintln!(
+        "200 round trips over an HTTP/2 extended CONNECT through the router: {echoed} echoed in {:.2}s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(echoed, 200);
+    // The Worker's close reaches the h2 client with its code and reason.
+    h2.send(Message::text("close-me")).await.unwrap();
+    match tokio::time::timeout(ANSWER, h2.next()).await.unwrap() {
+        Some(Ok(Message::Close(Some(frame)))) => {
+            assert_eq!(
+                (u16::from(frame.code), frame.reason.as_str()),
+                (4000, "bye")
+            );
+        }
+        other => panic!("expected the Worker's close, got {other:?}"),
+    }
+    // An HTTP/1.1 socket beside it works as before.
+    let (mut h1, _) = connect(ingress, "echo.test").await.unwrap();
+    assert!(echoes(&mut h1, "over h1").await);
+    system.cluster.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drain_and_router_shutdown_close_sockets_with_1012_after_their_grace() {
+    // Graces long enough that "during the grace" holds on a slow machine;
+    // the test waits on conditions, never on them.
+    let mut system =
+        System::start_graced(2, 100, Duration::from_secs(15), Duration::from_secs(10)).await;
     let ingress = system.ingress();
     let (mut socket, node) = connect(ingress, "echo.test").await.unwrap();
     assert!(echoes(&mut socket, "before the drain").await);
     let drained = Instant::now();
     system.cluster.node_mut(&node).drain();
-    let code = close_code(&mut socket).await;
-    eprintln!(
-        "SIGTERM of the node: the client got close {code:?} after {:.0} ms",
-        drained.elapsed().as_secs_f64() * 1000.0
-    );
-    assert_eq!(code.map(|c| c.0), Some(1012));
-    // A reconnect reaches the other node.
-    let (mut again, other) = wait_until("a reconnect on the other node", SETTLE, || async {
+    // New upgrades go to the Worker's next placement at once…
+    let (mut again, other) = wait_until("a new socket on the other node", SETTLE, || async {
         let (socket, served_by) = connect(ingress, "echo.test").await.ok()?;
         (served_by != node).then_some((socket, served_by))
     })
     .await;
-    assert!(echoes(&mut again, "after the drain").await);
     eprintln!(
-        "reconnected to {other} after {:.1}s",
+        "SIGTERM of the node: a new socket reached {other} after {:.1}s",
         drained.elapsed().as_secs_f64()
     );
+    assert!(echoes(&mut again, "on the next placement").await);
+    // …while the draining node's socket works on through its grace…
+    assert!(echoes(&mut socket, "during the grace").await);
+    // …and then closes with 1012.
+    let code = close_code(&mut socket).await;
+    eprintln!(
+        "the client got close {code:?} {:.1}s after the SIGTERM (grace 15 s)",
+        drained.elapsed().as_secs_f64()
+    );
+    assert_eq!(code.map(|c| c.0), Some(1012));
+    let (mut reconnected, served_by) = connect(ingress, "echo.test").await.unwrap();
+    assert_eq!(served_by, other);
+    assert!(echoes(&mut reconnected, "after the drain").await);
+    drop(reconnected);
     let status =
         tokio::task::block_in_place(|| system.cluster.node_mut(&node).process.wait_exit(SETTLE));
     assert!(
@@ -527,7 +620,8 @@ async fn drain_and_router_shutdown_close_sockets_with_1012() {
         "the drained node exits 0: {status:?}"
     );
 
-    // The router stops: its open socket gets 1012, and it exits in its grace.
+    // The router stops: it takes no new connection, its open socket works
+    // on through its grace, then gets 1012, and the router exits.
     let stopping = Instant::now();
     system
         .cluster
@@ -535,10 +629,16 @@ async fn drain_and_router_shutdown_close_sockets_with_1012() {
         .process
         .signal(nix::sys::signal::Signal::SIGTERM)
         .unwrap();
+    wait_until("the router refusing new sockets", SETTLE, || async {
+        let attempt = tokio::time::timeout(Duration::from_secs(5), connect(ingress, "echo.test"));
+        (!matches!(attempt.await, Ok(Ok(_)))).then_some(())
+    })
+    .await;
+    assert!(echoes(&mut again, "during the router's grace").await);
     let code = close_code(&mut again).await;
     eprintln!(
-        "SIGTERM of the router: the client got close {code:?} after {:.0} ms",
-        stopping.elapsed().as_secs_f64() * 1000.0
+        "SIGTERM of the router: the client got close {code:?} after {:.1}s (grace 10 s)",
+        stopping.elapsed().as_secs_f64()
     );
     assert_eq!(code.map(|c| c.0), Some(1012));
     let status = tokio::task::block_in_place(|| {
@@ -546,12 +646,12 @@ async fn drain_and_router_shutdown_close_sockets_with_1012() {
             .cluster
             .router
             .process
-            .wait_exit(Duration::from_secs(15))
+            .wait_exit(Duration::from_secs(30))
     });
     eprintln!(
         "the router exited after {:.1}s: {status:?}",
         stopping.elapsed().as_secs_f64()
     );
-    assert!(status.is_some(), "the router exits within its grace");
+    assert!(status.is_some(), "the router exits within its graces");
     system.cluster.shutdown();
 }

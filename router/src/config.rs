@@ -40,6 +40,8 @@ pub const ENV_MAX_WORKER_SERIES: &str = "ISOLANE_MAX_WORKER_SERIES";
 pub const ENV_WORKER_SERIES_INTERVAL: &str = "ISOLANE_WORKER_SERIES_INTERVAL";
 /// How long open connections may finish after SIGTERM.
 pub const ENV_SHUTDOWN_GRACE: &str = "ISOLANE_SHUTDOWN_GRACE";
+/// `--websocket-drain-grace`.
+pub const ENV_WEBSOCKET_DRAIN_GRACE: &str = "ISOLANE_WEBSOCKET_DRAIN_GRACE";
 /// How long a request waits for a live node when there is none.
 pub const ENV_NODE_WAIT: &str = "ISOLANE_NODE_WAIT";
 /// Env var for `--trusted-proxies` (comma-separated CIDRs).
@@ -127,6 +129,12 @@ pub struct Args {
     /// How long open connections may finish after SIGTERM or SIGINT.
     #[arg(long, env = ENV_SHUTDOWN_GRACE, default_value = "10s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
+
+    /// How long, after SIGTERM or SIGINT, clients' open WebSockets keep
+    /// working before they close with 1012 (then they get
+    /// `--shutdown-grace` for their closes).
+    #[arg(long, env = ENV_WEBSOCKET_DRAIN_GRACE, default_value = "10s", value_parser = parse_duration)]
+    pub websocket_drain_grace: Duration,
 
     /// How long a request that finds no live node (a node pod being
     /// replaced, the fleet restarting) waits for one, within its
@@ -379,7 +387,10 @@ impl Args {
                 },
                 // A client must not fire a Worker's ticks in a cluster.
                 test_scheduled: false,
-                websocket: crate::sockets::SocketLimits::default(),
+                websocket: crate::sockets::SocketLimits {
+                    drain_grace: self.websocket_drain_grace,
+                    ..crate::sockets::SocketLimits::default()
+                },
             },
             max_worker_series: self.max_worker_series,
             worker_series_interval: self.worker_series_interval,
@@ -411,6 +422,7 @@ mod tests {
         assert_eq!(config.proxy.replay_limit, 64 * 1024);
         assert_eq!(config.proxy.load_factor, 1.25);
         assert_eq!(config.max_worker_series, 50);
+        assert_eq!(config.proxy.websocket.drain_grace, Duration::from_secs(10));
         assert!(config.workers.get() >= 1);
     }
 

@@ -45,12 +45,14 @@ pub async fn serve(
     shutdown: CancellationToken,
     grace: Duration,
 ) {
-    serve_on(listener, proxy, shutdown, Edge::new("router", grace), grace).await;
+    let edge = Edge::new("router", grace).with_connect_protocol();
+    serve_on(listener, proxy, shutdown, edge, grace).await;
 }
 
 /// [`serve`], held to `edge` (which may spread connections over runtimes).
-/// On `shutdown`, open WebSockets are closed with 1012 (service restart)
-/// at once, and waited for within `grace` as connections are.
+/// On `shutdown`, open WebSockets work on for the proxy's
+/// `websocket.drain_grace`, are then closed with 1012 (service restart), and
+/// waited for within `grace` as connections are.
 async fn serve_on(
     listener: TcpListener,
     proxy: Proxy,
@@ -59,11 +61,12 @@ async fn serve_on(
     grace: Duration,
 ) {
     let sockets = proxy.sockets().clone();
+    let drain_grace = proxy.config().websocket.drain_grace;
     let closing = {
         let shutdown = shutdown.clone();
         async move {
             shutdown.cancelled().await;
-            sockets.close_all(grace).await;
+            sockets.close_all(drain_grace, grace).await;
         }
     };
     let service = |peer: SocketAddr| {
@@ -126,6 +129,7 @@ impl RouterWorkers {
         // One accept loop hands each connection to the workers in turn
         // (`Edge::spread_over`); each worker serves its connections to the end.
         let edge = Edge::new("router", grace)
+            .with_connect_protocol()
             .spread_over(runtimes.iter().map(|r| r.handle().clone()).collect());
         let handle = runtimes
             .first()

@@ -17,14 +17,19 @@ pub struct SocketLimits {
     pub max_message_bytes: usize,
     /// How long a write to the client may wait (a client that never reads).
     pub write_timeout: Duration,
+    /// How long, once the router stops, open sockets keep working before
+    /// they close with 1012 (`--websocket-drain-grace`).
+    pub drain_grace: Duration,
 }
 
 impl Default for SocketLimits {
-    /// Cloudflare's 1 MiB message, the engine's 100 s idle timeout.
+    /// Cloudflare's 1 MiB message, the engine's 100 s idle timeout; at a
+    /// stop, sockets close at once (`isolane dev`, tests).
     fn default() -> Self {
         Self {
             max_message_bytes: 1 << 20,
             write_timeout: Duration::from_secs(100),
+            drain_grace: Duration::ZERO,
         }
     }
 }
@@ -38,11 +43,22 @@ pub struct Sockets {
 }
 
 impl Sockets {
-    /// Closes every open socket with 1012 and waits, up to `grace`, for
-    /// their pumps to end. Sockets opened after this are closed at once.
-    pub async fn close_all(&self, grace: Duration) {
-        self.closing.cancel();
+    /// Lets open sockets work on for up to `drain_grace` (or until none is
+    /// left), then closes the rest with 1012 and waits, up to `grace`, for
+    /// their pumps to end. Sockets opened after the grace are closed at once.
+    pub async fn close_all(&self, drain_grace: Duration, grace: Duration) {
         self.tasks.close();
+        if tokio::time::timeout(drain_grace, self.tasks.wait())
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        debug!(
+            open = self.tasks.len(),
+            "WebSocket grace over: closing with 1012"
+        );
+        self.closing.cancel();
         if tokio::time::timeout(grace, self.tasks.wait())
             .await
             .is_err()

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::{TaskTracker, task_tracker::TaskTrackerToken};
 
 use crate::error::Error;
 use crate::metrics::NodeMetrics;
@@ -26,8 +27,12 @@ pub struct Admission {
     slots: Vec<Slot>,
     max_per_thread: usize,
     draining: AtomicBool,
-    /// Cancelled when the drain starts: open WebSockets close with 1012.
-    drain_started: CancellationToken,
+    /// Cancelled when the drain's WebSocket grace ends: open WebSockets
+    /// close with 1012.
+    sockets_closing: CancellationToken,
+    /// The open WebSockets, one token each, so the drain can tell when the
+    /// last has gone.
+    sockets: TaskTracker,
     /// Requests in flight on all threads, for the drain.
     total: AtomicUsize,
     idle: Notify,
@@ -50,7 +55,8 @@ impl Admission {
             slots: (0..threads).map(|_| Slot::default()).collect(),
             max_per_thread,
             draining: AtomicBool::new(false),
-            drain_started: CancellationToken::new(),
+            sockets_closing: CancellationToken::new(),
+            sockets: TaskTracker::new(),
             total: AtomicUsize::new(0),
             idle: Notify::new(),
             metrics,
@@ -102,17 +108,41 @@ impl Admission {
         self.total.load(Ordering::Acquire)
     }
 
-    /// From now on, new requests are refused with [`Error::Draining`].
+    /// From now on, new requests (and so new WebSockets) are refused with
+    /// [`Error::Draining`]; open WebSockets keep working until
+    /// [`Admission::close_sockets`].
     pub fn start_draining(&self) {
         self.draining.store(true, Ordering::Release);
-        self.drain_started.cancel();
+        self.sockets.close();
         self.metrics.set_draining(true);
     }
 
-    /// Cancelled once the drain starts (what open WebSockets wait on, to
-    /// close with 1012).
-    pub fn drain_signal(&self) -> CancellationToken {
-        self.drain_started.clone()
+    /// Cancelled by [`Admission::close_sockets`] (what open WebSockets wait
+    /// on, to close with 1012).
+    pub fn sockets_closing(&self) -> CancellationToken {
+        self.sockets_closing.clone()
+    }
+
+    /// A WebSocket's place among the open ones, held for its life.
+    pub fn socket_opened(&self) -> TaskTrackerToken {
+        self.sockets.token()
+    }
+
+    /// WebSockets open now.
+    pub fn open_sockets(&self) -> usize {
+        self.sockets.len()
+    }
+
+    /// Waits, once draining, until every WebSocket has gone or `deadline`
+    /// passes. Returns how many are still open.
+    pub async fn wait_sockets(&self, deadline: tokio::time::Instant) -> usize {
+        let _ = tokio::time::timeout_at(deadline, self.sockets.wait()).await;
+        self.sockets.len()
+    }
+
+    /// Closes every open WebSocket with 1012 (service restart), both ways.
+    pub fn close_sockets(&self) {
+        self.sockets_closing.cancel();
     }
 
     pub fn is_draining(&self) -> bool {

@@ -62,6 +62,8 @@ pub const FETCH_EXTRA_CA_ENV: &str = "ISOLANE_FETCH_EXTRA_CA";
 pub const LEASE_DURATION_ENV: &str = "ISOLANE_LEASE_DURATION";
 /// Env var for `--drain-timeout`.
 pub const DRAIN_TIMEOUT_ENV: &str = "ISOLANE_DRAIN_TIMEOUT";
+/// Env var for `--websocket-drain-grace`.
+pub const WEBSOCKET_DRAIN_GRACE_ENV: &str = "ISOLANE_WEBSOCKET_DRAIN_GRACE";
 /// Env var for `--revision-wait`.
 pub const REVISION_WAIT_ENV: &str = "ISOLANE_REVISION_WAIT";
 /// Env var for `--bundle-revisions`.
@@ -224,6 +226,12 @@ pub struct Args {
     #[arg(long, env = DRAIN_TIMEOUT_ENV, default_value = "30s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
 
+    /// How long, after SIGTERM, open WebSockets keep working (new upgrades
+    /// go to the Worker's next placement) before they close with 1012; at
+    /// most `--drain-timeout`.
+    #[arg(long, env = WEBSOCKET_DRAIN_GRACE_ENV, default_value = "10s", value_parser = parse_duration)]
+    pub websocket_drain_grace: Duration,
+
     /// How long a request for a revision the node has not seen yet waits for
     /// the bundle watch before failing with NOT_FOUND.
     #[arg(long, env = REVISION_WAIT_ENV, default_value = "2s", value_parser = parse_duration)]
@@ -260,6 +268,8 @@ pub struct Config {
     pub max_inflight_per_thread: usize,
     pub lease_duration: Duration,
     pub drain_timeout: Duration,
+    /// How long open WebSockets keep working once the drain starts.
+    pub websocket_drain_grace: Duration,
     pub revision_wait: Duration,
     pub bundle_revisions: usize,
     pub admin_addr: SocketAddr,
@@ -446,6 +456,8 @@ impl Args {
             max_inflight_per_thread: self.max_inflight_per_thread,
             lease_duration: self.lease_duration,
             drain_timeout: self.drain_timeout,
+            // Within the drain: a longer grace is cut to it.
+            websocket_drain_grace: self.websocket_drain_grace.min(self.drain_timeout),
             revision_wait: self.revision_wait,
             bundle_revisions: self.bundle_revisions,
             admin_addr: self.admin.admin_addr,
@@ -517,6 +529,7 @@ mod tests {
         assert_eq!(config.lease_duration, Duration::from_secs(10));
         assert_eq!(config.renew_interval(), Duration::from_secs(10) / 3);
         assert_eq!(config.revision_wait, Duration::from_secs(2));
+        assert_eq!(config.websocket_drain_grace, Duration::from_secs(10));
     }
 
     #[test]
@@ -543,6 +556,8 @@ mod tests {
         assert!(config.threads() >= 1);
         assert_eq!(config.lease_duration, Duration::from_secs(6));
         assert_eq!(config.drain_timeout, Duration::from_millis(1500));
+        // The sockets' grace (10 s by default) is cut to the drain's.
+        assert_eq!(config.websocket_drain_grace, Duration::from_millis(1500));
     }
 
     #[test]
@@ -618,6 +633,7 @@ mod tests {
             MAX_INFLIGHT_ENV,
             LEASE_DURATION_ENV,
             DRAIN_TIMEOUT_ENV,
+            WEBSOCKET_DRAIN_GRACE_ENV,
             REVISION_WAIT_ENV,
             BUNDLE_REVISIONS_ENV,
             isolane_proto::mtls::TLS_CERT_ENV,

@@ -10,6 +10,9 @@
 //!    gRPC health `NOT_SERVING`, `/ready` 503;
 //! 2. rewrite the Lease with `draining=true` (routers stop choosing the node);
 //! 3. wait for requests in flight, bodies included, up to `--drain-timeout`;
+//!    open WebSockets keep working meanwhile, for up to
+//!    `--websocket-drain-grace` from the start of the drain (new upgrades go
+//!    to the Worker's next placement), then close with 1012;
 //! 4. stop the gRPC servers;
 //! 5. delete the Lease;
 //! 6. stop the watch and the admin server. The caller then shuts the engine down.
@@ -37,6 +40,8 @@ use crate::service::NodeService;
 
 /// How long stopping the gRPC servers may take once nothing is in flight.
 const SERVER_STOP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the 1012 closes of the drain's last WebSockets may take to go out.
+const SOCKETS_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Wait between failed first Lease writes.
 const LEASE_RETRY: Duration = Duration::from_secs(1);
 
@@ -279,7 +284,8 @@ impl RunningNode {
     /// The drain sequence (see the module docs).
     pub async fn drain(mut self) {
         let node = self.config.node_name.clone();
-        tracing::info!(%node, in_flight = self.admission.total_in_flight(), "draining");
+        tracing::info!(%node, in_flight = self.admission.total_in_flight(), sockets = self.admission.open_sockets(), "draining");
+        let sockets_deadline = tokio::time::Instant::now() + self.config.websocket_drain_grace;
         self.admission.start_draining();
         self.health
             .set_not_serving::<RuntimeServer<NodeService>>()
@@ -297,6 +303,7 @@ impl RunningNode {
         if left > 0 {
             tracing::warn!(%node, in_flight = left, timeout = ?self.config.drain_timeout, "drain timeout: abandoning requests in flight");
         }
+        self.close_sockets(sockets_deadline).await;
         self.stop_grpc.cancel();
         if tokio::time::timeout(SERVER_STOP_TIMEOUT, self.serving.join())
             .await
@@ -312,5 +319,22 @@ impl RunningNode {
         self.stop_admin.cancel();
         let _ = self.admin.await;
         tracing::info!(%node, "drained");
+    }
+
+    /// Lets open WebSockets work on until `deadline` (or until none is
+    /// left), then closes the rest with 1012 and waits briefly for the
+    /// closes to go out.
+    async fn close_sockets(&self, deadline: tokio::time::Instant) {
+        let node = &self.config.node_name;
+        let open = self.admission.wait_sockets(deadline).await;
+        self.admission.close_sockets();
+        if open > 0 {
+            tracing::info!(%node, sockets = open, "WebSocket grace over: closing with 1012");
+            let closed = tokio::time::Instant::now() + SOCKETS_CLOSE_TIMEOUT;
+            let left = self.admission.wait_sockets(closed).await;
+            if left > 0 {
+                tracing::warn!(%node, sockets = left, "WebSockets still closing");
+            }
+        }
     }
 }

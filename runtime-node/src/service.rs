@@ -225,7 +225,8 @@ impl NodeService {
                 .map(|end| {
                     crate::socket::bridge(
                         end,
-                        shared.admission.drain_signal(),
+                        shared.admission.sockets_closing(),
+                        shared.admission.socket_opened(),
                         shared.metrics.socket_opened(thread),
                     )
                 }),

@@ -2,8 +2,9 @@
 //! to the call's ([`isolane_proto::socket::SocketChannels`]): two small
 //! forwarding tasks, each ending when either side goes (which the other side
 //! sees as its channel ending), counting the socket and its messages. When
-//! the node's drain starts, both ends get a close with 1012 (service
-//! restart), so the client reconnects to the Worker's next placement. A
+//! the node's drain closes its sockets (its WebSocket grace over), both ends
+//! get a close with 1012 (service restart), so the client reconnects to the
+//! Worker's next placement. A
 //! router in this process pumps the call's end itself; over gRPC it becomes
 //! the call's `socket` frames (`service/socket_frames.rs`).
 
@@ -14,6 +15,7 @@ use isolane_engine::{CloseFrame, SocketEnd, SocketMessage};
 use isolane_proto::socket::{self, SocketChannels, Upgrade};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use crate::metrics::SocketCounters;
 
@@ -26,10 +28,12 @@ const HANDOFF: usize = 1;
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
 /// The call's end of `end`, closed with 1012 both ways when `drain` is
-/// cancelled.
+/// cancelled; `place` (the drain's count of open sockets) is held until
+/// the socket ends.
 pub(crate) fn bridge(
     end: SocketEnd,
     drain: CancellationToken,
+    place: TaskTrackerToken,
     counters: SocketCounters,
 ) -> Upgrade {
     let SocketEnd {
@@ -56,18 +60,13 @@ pub(crate) fn bridge(
         }
     });
     tokio::spawn(async move {
+        let _place = place;
         loop {
             tokio::select! {
                 biased;
                 () = drain.cancelled() => {
                     counters.closed(socket::SERVICE_RESTART);
-                    let restart = socket::SocketMessage::restart();
-                    let _ = tokio::time::timeout(CLOSE_WAIT, worker_tx.send(restart)).await;
-                    if let Some(to_worker) = to_worker_on_drain.upgrade() {
-                        let restart = to_engine(socket::SocketMessage::restart());
-                        let _ = tokio::time::timeout(CLOSE_WAIT, to_worker.send(restart)).await;
-                    }
-                    return;
+                    return restart(&worker_tx, &to_worker_on_drain).await;
                 }
                 message = from_worker.recv() => {
                     let Some(message) = message else { return };
@@ -91,6 +90,20 @@ fn counted(counters: &SocketCounters, message: SocketMessage) -> socket::SocketM
     let message = to_call(message);
     counters.to_client(&message);
     message
+}
+
+/// The drain's close (1012), to the client first, then to the Worker if
+/// its channel is still there.
+async fn restart(
+    to_client: &mpsc::Sender<socket::SocketMessage>,
+    to_worker: &mpsc::WeakSender<SocketMessage>,
+) {
+    let close = socket::SocketMessage::restart();
+    let _ = tokio::time::timeout(CLOSE_WAIT, to_client.send(close)).await;
+    if let Some(to_worker) = to_worker.upgrade() {
+        let close = to_engine(socket::SocketMessage::restart());
+        let _ = tokio::time::timeout(CLOSE_WAIT, to_worker.send(close)).await;
+    }
 }
 
 fn to_engine(message: socket::SocketMessage) -> SocketMessage {

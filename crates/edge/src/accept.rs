@@ -51,6 +51,9 @@ pub struct Edge {
     pub ping_interval: Duration,
     /// How long open connections may take to finish after shutdown.
     pub grace: Duration,
+    /// Whether HTTP/2 clients may open extended CONNECT streams (RFC 8441:
+    /// WebSockets over HTTP/2).
+    pub connect_protocol: bool,
     /// The runtimes accepted connections are served on, in turn; none: the
     /// accept loop's own.
     spread: Arc<[Handle]>,
@@ -65,8 +68,16 @@ impl Edge {
             idle_timeout: crate::IDLE_TIMEOUT,
             ping_interval: crate::H2_KEEP_ALIVE,
             grace,
+            connect_protocol: false,
             spread: Arc::from([]),
         }
+    }
+
+    /// The same, letting HTTP/2 clients open extended CONNECT streams
+    /// (`:protocol`, RFC 8441), as WebSockets over HTTP/2 need.
+    pub fn with_connect_protocol(mut self) -> Self {
+        self.connect_protocol = true;
+        self
     }
 
     /// The same, serving each accepted connection on the next of `runtimes`
@@ -193,7 +204,10 @@ pub async fn serve<H, M, S, B>(
     B::Data: Send,
     B::Error: Into<Box<dyn StdError + Send + Sync>>,
 {
-    let builder = crate::server_builder(edge.header_read_timeout, edge.ping_interval);
+    let mut builder = crate::server_builder(edge.header_read_timeout, edge.ping_interval);
+    if edge.connect_protocol {
+        builder.http2().enable_connect_protocol();
+    }
     let handshake = Arc::new(handshake);
     // Shutdown, told to every connection; each holds a receiver until it
     // ends, so the sender sees when all have.

@@ -9,6 +9,10 @@
 //! [`Activity`]); [`Activity::idle`] resolves once none has been for the
 //! timeout. HTTP/1 connections go through it too, where it closes what
 //! hyper's header-read timeout would close anyway.
+//!
+//! An HTTP/2 CONNECT stream (a WebSocket over HTTP/2, RFC 8441) outlives
+//! its response: such a request carries a [`Tunnel`], and the connection
+//! counts as busy for as long as the front end keeps it.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -17,7 +21,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{Request, Response};
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::{Body, Frame, SizeHint};
 use hyper::service::Service;
 use pin_project_lite::pin_project;
 use tokio::time::MissedTickBehavior;
@@ -83,6 +87,15 @@ impl Drop for InFlight {
     }
 }
 
+/// A CONNECT request's stream, on the request's extensions: its connection
+/// is not idle while this (or a clone) lives. A front end that goes on
+/// using the stream after the response (an HTTP/2 WebSocket) keeps it
+/// until it is done.
+#[derive(Debug, Clone)]
+pub struct Tunnel {
+    _in_flight: Arc<InFlight>,
+}
+
 // === impl Tracked ===
 
 /// A connection's service, counting its requests in [`Activity`].
@@ -98,15 +111,21 @@ impl<S> Tracked<S> {
     }
 }
 
-impl<S, B> Service<Request<Incoming>> for Tracked<S>
+impl<S, B, R> Service<Request<R>> for Tracked<S>
 where
-    S: Service<Request<Incoming>, Response = Response<B>>,
+    S: Service<Request<R>, Response = Response<B>>,
 {
     type Response = Response<TrackedBody<B>>;
     type Error = S::Error;
     type Future = TrackedFuture<S::Future>;
 
-    fn call(&self, request: Request<Incoming>) -> Self::Future {
+    fn call(&self, mut request: Request<R>) -> Self::Future {
+        if request.method() == http::Method::CONNECT {
+            let tunnel = Tunnel {
+                _in_flight: Arc::new(InFlight::start(&self.activity)),
+            };
+            request.extensions_mut().insert(tunnel);
+        }
         TrackedFuture {
             in_flight: Some(InFlight::start(&self.activity)),
             inner: self.inner.call(request),
@@ -215,5 +234,41 @@ mod tests {
         assert!(!idle.is_finished());
         idle.await.unwrap();
         assert!(start.elapsed() >= timeout * 4, "{:?}", start.elapsed());
+    }
+
+    #[tokio::test]
+    async fn a_connect_stream_is_in_flight_while_its_tunnel_lives() {
+        use http_body_util::BodyExt as _;
+        let activity = Arc::new(Activity::default());
+        let kept = Arc::new(std::sync::Mutex::new(None));
+        let service = Tracked::new(
+            hyper::service::service_fn({
+                let kept = Arc::clone(&kept);
+                move |mut request: Request<http_body_util::Empty<bytes::Bytes>>| {
+                    *kept.lock().unwrap() = request.extensions_mut().remove::<Tunnel>();
+                    async {
+                        Ok::<_, std::convert::Infallible>(Response::new(http_body_util::Empty::<
+                            bytes::Bytes,
+                        >::new(
+                        )))
+                    }
+                }
+            }),
+            Arc::clone(&activity),
+        );
+        let in_flight = || activity.in_flight.load(Ordering::Relaxed);
+        for (method, tunnel) in [(http::Method::GET, false), (http::Method::CONNECT, true)] {
+            let request = Request::builder()
+                .method(method)
+                .body(http_body_util::Empty::new())
+                .unwrap();
+            let response = service.call(request).await.unwrap();
+            response.into_body().collect().await.unwrap();
+            // The response is done: only a CONNECT's stream is still busy.
+            assert_eq!(kept.lock().unwrap().is_some(), tunnel);
+            assert_eq!(in_flight(), usize::from(tunnel));
+        }
+        kept.lock().unwrap().take();
+        assert_eq!(in_flight(), 0);
     }
 }

@@ -17,6 +17,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpStream;
 
 pub use accept::{Edge, Handshake, Plain, Wrapped, accept, serve};
+pub use idle::Tunnel;
 pub use primed::Primed;
 
 /// How long a client may take to send its first bytes, and then each request

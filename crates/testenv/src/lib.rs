@@ -15,8 +15,8 @@
 //! tests and the benchmarks share lives here too:
 //! [`workers`] (Workers, bundles and conditions through the API),
 //! [`grpc_tls`] (the router↔node PKI as flags), [`http_probe`] (a GET for
-//! admin endpoints) and [`workerd`] (the behavioural peer, launched from one
-//! place).
+//! admin endpoints), [`h2_websocket`] (a WebSocket over HTTP/2, RFC 8441)
+//! and [`workerd`] (the behavioural peer, launched from one place).
 //!
 //! There is no scheduler, controller-manager or kubelet: objects are stored and
 //! validated (CRDs, webhooks, RBAC, leases), but Deployments never get Pods and
@@ -39,6 +39,7 @@ mod config;
 mod deadline;
 mod error;
 pub mod grpc_tls;
+pub mod h2_websocket;
 pub mod http_probe;
 mod kubeconfig;
 mod local;

@@ -171,13 +171,22 @@ async fn a_refused_upgrade_is_an_ordinary_answer() {
 }
 
 #[tokio::test]
-async fn the_drain_closes_open_sockets_with_1012() {
+async fn the_drain_closes_open_sockets_with_1012_after_its_grace() {
     let node = start(Shape::default());
     node.deploy("demo/echo", "r1", ECHO);
     let (tx, mut responses) = opened(&node).await;
     send(&tx, text("before")).await;
     assert_eq!(next_message(&mut responses).await, Some(text("before")));
+    assert_eq!(node.admission.open_sockets(), 1);
+    // The drain refuses new requests, but the open socket works on.
     node.admission.start_draining();
+    send(&tx, text("during the grace")).await;
+    assert_eq!(
+        next_message(&mut responses).await,
+        Some(text("during the grace"))
+    );
+    // The grace is over.
+    node.admission.close_sockets();
     assert_eq!(
         next_message(&mut responses).await,
         Some(SocketMessage::restart())
@@ -185,4 +194,6 @@ async fn the_drain_closes_open_sockets_with_1012() {
     let Some(Out::End(_)) = next(&mut responses).await else {
         panic!("the end follows the restart");
     };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    assert_eq!(node.admission.wait_sockets(deadline).await, 0);
 }
