@@ -348,7 +348,9 @@ async fn ack_client(
             acks.next += 1;
         }
         let close = match (gone, next(&mut socket).await) {
-            (false, Some(Message::Text(text))) => {
+            // An ack may still arrive after a send failed (the socket is
+            // closing): take it, and read on to the close.
+            (_, Some(Message::Text(text))) => {
                 acks.acknowledge(text.as_str(), &total);
                 continue;
             }
