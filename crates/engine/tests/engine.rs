@@ -45,6 +45,8 @@ mod modules;
 mod node_buffer;
 #[path = "engine/node_crypto.rs"]
 mod node_crypto;
+#[path = "engine/node_crypto_keys.rs"]
+mod node_crypto_keys;
 #[path = "engine/node_events.rs"]
 mod node_events;
 #[path = "engine/node_imports.rs"]

@@ -6,6 +6,7 @@
 mod async_hooks;
 mod buffer;
 mod crypto;
+mod crypto_keys;
 mod process;
 
 use super::unit::Unit;
@@ -94,9 +95,9 @@ pub(super) fn diagnostics_channel() -> Unit {
     )
 }
 
-/// `node:crypto`: hashes, HMAC, random values, PBKDF2, AES ciphers and
-/// `webcrypto`, on the crypto unit's hashers, keys and crates
-/// (`host/node/crypto.rs`).
+/// `node:crypto`: hashes, HMAC, random values, PBKDF2, AES ciphers, key
+/// objects, signatures and `webcrypto`, on the crypto unit's hashers, keys
+/// and crates (`host/node/crypto.rs`, `host/node/crypto_keys.rs`).
 pub(super) fn crypto() -> Unit {
     Unit::new("node:crypto")
         .node_module("crypto", include_str!("../../js/node/crypto.js"))
@@ -108,6 +109,15 @@ pub(super) fn crypto() -> Unit {
         .function("digestCopy", crypto::digest_copy)
         .function("pbkdf2Sync", crypto::pbkdf2_sync)
         .function("scryptSync", crypto::scrypt_sync)
+        .node_module(
+            "internal/crypto_keys",
+            include_str!("../../js/node/crypto_keys.js"),
+        )
+        .function("nodeKeyImport", crypto_keys::key_import)
+        .function("nodeKeyPublic", crypto_keys::key_public)
+        .function("nodeKeyExport", crypto_keys::key_export)
+        .function("nodeRsaGenerateSync", crypto_keys::rsa_generate_sync)
+        .function("nodeEcdsaSignature", crypto_keys::ecdsa_signature)
 }
 
 /// `node:zlib`: gzip, deflate and raw deflate, sync, callback and stream
