@@ -53,6 +53,8 @@ mod node_events;
 mod node_imports;
 #[path = "engine/node_stream.rs"]
 mod node_stream;
+#[path = "engine/node_zlib.rs"]
+mod node_zlib;
 #[path = "engine/pool_modes.rs"]
 mod pool_modes;
 #[path = "engine/rejections.rs"]

@@ -8,6 +8,7 @@ mod buffer;
 mod crypto;
 mod crypto_keys;
 mod process;
+mod zlib;
 
 use super::unit::Unit;
 
@@ -120,10 +121,12 @@ pub(super) fn crypto() -> Unit {
         .function("nodeEcdsaSignature", crypto_keys::ecdsa_signature)
 }
 
-/// `node:zlib`: gzip, deflate and raw deflate, sync, callback and stream
-/// forms, on the compression unit's codecs (JavaScript only).
+/// `node:zlib`: gzip, deflate, raw deflate and brotli, sync, callback and
+/// stream forms, on the compression unit's codecs; `crc32`.
 pub(super) fn zlib() -> Unit {
-    Unit::new("node:zlib").node_module("zlib", include_str!("../../js/node/zlib.js"))
+    Unit::new("node:zlib")
+        .node_module("zlib", include_str!("../../js/node/zlib.js"))
+        .function("zlibCrc32", zlib::crc32)
 }
 
 /// `node:stream` and its parts: `stream/promises`, `stream/web`,
