@@ -197,11 +197,16 @@ pub(super) fn fs() -> Unit {
         )
 }
 
-/// `node:http`, `node:https`, `node:http2`: importable, Agent and data;
-/// clients and servers not implemented.
+/// `node:http`, `node:https`: Agent, data and the client over the Worker's
+/// fetch (`http_client.js`); `node:http2` importable; servers not
+/// implemented.
 pub(super) fn http() -> Unit {
     Unit::new("node:http")
         .node_module("http", include_str!("../../js/node/http.js"))
+        .node_module(
+            "internal/http_client",
+            include_str!("../../js/node/http_client.js"),
+        )
         .node_module("https", include_str!("../../js/node/https.js"))
         .node_module("http2", include_str!("../../js/node/http2.js"))
 }
