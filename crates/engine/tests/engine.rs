@@ -49,6 +49,8 @@ mod node_crypto;
 mod node_crypto_keys;
 #[path = "engine/node_events.rs"]
 mod node_events;
+#[path = "engine/node_fs.rs"]
+mod node_fs;
 #[path = "engine/node_http.rs"]
 mod node_http;
 #[path = "engine/node_imports.rs"]

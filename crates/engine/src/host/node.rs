@@ -7,6 +7,7 @@ mod async_hooks;
 mod buffer;
 mod crypto;
 mod crypto_keys;
+mod fs;
 mod process;
 mod zlib;
 
@@ -187,10 +188,14 @@ pub(super) fn module() -> Unit {
     Unit::new("node:module").node_module("module", include_str!("../../js/node/module.js"))
 }
 
-/// `node:fs` and `node:fs/promises`: importable, functions not implemented.
+/// `node:fs` and `node:fs/promises`: workerd's in-memory file system
+/// (`/bundle` the Worker's modules, read-only; `/tmp` per request; `/dev`).
 pub(super) fn fs() -> Unit {
     Unit::new("node:fs")
         .node_module("fs", include_str!("../../js/node/fs.js"))
+        .function("fsContext", fs::context)
+        .function("fsBundleList", fs::bundle_list)
+        .function("fsBundleRead", fs::bundle_read)
         .node_module(
             "fs/promises",
             "module.exports = require('node:fs').promises;",

@@ -65,8 +65,8 @@ async fn importable_only_modules_say_not_implemented() {
     .await;
     assert_eq!(
         out,
-        "ERR_METHOD_NOT_IMPLEMENTED | fs.readFileSync is not implemented on Isolane | \
-         ERR_METHOD_NOT_IMPLEMENTED | 64 | Not Found | true | true | true | \
+        "ENOENT | ENOENT: no such file or directory, open '/x' | \
+         ENOENT | 64 | Not Found | true | true | true | \
          http.createServer is not implemented on Isolane | 4 | 6 | 6 | 0 | 0 | false | \
          ERR_METHOD_NOT_IMPLEMENTED | ERR_METHOD_NOT_IMPLEMENTED | linux | true | 15 | /tmp/ | \
          ERR_METHOD_NOT_IMPLEMENTED | / | true | true | false | MODULE_NOT_FOUND | 2 | 0 | true"
