@@ -115,7 +115,7 @@ module.exports = function keys({ hashName, bytes, later }) {
       if (!encodings.includes(type)) {
         throw codedError(TypeError, 'ERR_INVALID_ARG_VALUE', `The property 'options.type' is invalid. Received '${type}'`);
       }
-      const out = host.nodeKeyExport(s.handle, format, type);
+      const out = host.nodeKeyExport(s.handle, format, type, s.asym === 'rsa-pss');
       return format === 'pem' ? out : Buffer.from(out);
     }
 
@@ -127,7 +127,7 @@ module.exports = function keys({ hashName, bytes, later }) {
       if (a.type === 'secret') {
         return a.secret.length === b.secret.length && host.timingSafeEqual(a.secret, b.secret);
       }
-      const der = (s) => host.nodeKeyExport(s.handle, 'der', s.type === 'public' ? 'spki' : 'pkcs8');
+      const der = (s) => host.nodeKeyExport(s.handle, 'der', s.type === 'public' ? 'spki' : 'pkcs8', false);
       const x = der(a);
       const y = der(b);
       return x.length === y.length && host.timingSafeEqual(x, y);

@@ -3,8 +3,9 @@
 // `/tmp` is writable and each request's own (`fsContext` says which request
 // a call belongs to), dropped when the request ends; `/dev` has null, zero,
 // random and full. File bytes are Uint8Arrays, so they count against the
-// Worker's memory limit. Path-based calls in sync, callback and promise
-// forms; file descriptors, streams, links and watching throw "not
+// Worker's memory limit. Path calls in sync, callback and promise forms;
+// file descriptors (open/read/write/close, dropped with their request) and
+// read/write streams; links, watching and FileHandles throw "not
 // implemented". Runs as function (host, internal, require, module, exports).
 
 const { Buffer } = require('node:buffer');
@@ -356,11 +357,166 @@ function realpathSync(path) {
   return existing(path, 'realpath')[1];
 }
 
+// === file descriptors and streams ===
+
+// Open files by descriptor: {node, path, position, read, write, append, ctx}.
+const fds = new Map();
+let nextFd = 3;
+internal.requestEndHooks.add((ctx) => {
+  for (const [fd, open] of fds) if (open.ctx === ctx) fds.delete(fd);
+});
+
+const FLAGS = {
+  r: [true, false], rs: [true, false], 'r+': [true, true], 'rs+': [true, true],
+  w: [false, true], wx: [false, true], 'w+': [true, true], 'wx+': [true, true],
+  a: [false, true], ax: [false, true], 'a+': [true, true], 'ax+': [true, true],
+};
+
+function openSync(path, flags = 'r') {
+  const [absolute, segments] = resolve(path);
+  const mode = FLAGS[flags];
+  if (mode === undefined) throw codedError(TypeError, 'ERR_INVALID_ARG_VALUE', `The argument 'flags' is invalid. Received '${flags}'`);
+  let node = lookup(segments, 'open', absolute);
+  if (node === undefined && flags.startsWith('r')) throw fsError('ENOENT', 'open', absolute);
+  if (node !== undefined && flags.includes('x')) throw fsError('EEXIST', 'open', absolute);
+  if (node !== undefined && node.type === 'dir' && mode[1]) throw fsError('EISDIR', 'open', absolute);
+  if (mode[1] && node?.type !== 'dev') {
+    const parent = parentFor(segments, 'open', absolute);
+    if (node === undefined || flags.startsWith('w')) {
+      node = file(new Uint8Array(0));
+      parent.children.set(segments[segments.length - 1], node);
+    }
+  } else if (node.bundled !== undefined) {
+    node = { ...node, data: contents(node, 'open', absolute) };
+  }
+  const fd = nextFd++;
+  fds.set(fd, { node, path: absolute, position: 0, read: mode[0], write: mode[1], append: flags.startsWith('a'), ctx: host.fsContext() });
+  return fd;
+}
+
+function openFile(fd, syscall) {
+  const open = fds.get(fd);
+  if (open === undefined) throw Object.assign(new Error(`EBADF: bad file descriptor, ${syscall}`), { errno: -9, code: 'EBADF', syscall });
+  return open;
+}
+
+// readSync(fd, buffer, offset?, length?, position?) or (fd, buffer, {…}).
+function readSync(fd, buffer, offset = 0, length, position = null) {
+  if (offset !== null && typeof offset === 'object') ({ offset = 0, length, position = null } = offset);
+  const open = openFile(fd, 'read');
+  if (open.node.type === 'dir') throw fsError('EISDIR', 'read', open.path);
+  const target = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  length ??= target.length - offset;
+  const at = position ?? open.position;
+  const { node } = open;
+  let count;
+  if (node.type === 'dev') {
+    count = node.name === 'null' ? 0 : Math.min(length, 65536);
+    const span = target.subarray(offset, offset + count);
+    if (node.name === 'random') globalThis.crypto.getRandomValues(span);
+    else span.fill(0);
+  } else {
+    const source = node.data.subarray(at, at + length);
+    target.set(source, offset);
+    count = source.length;
+  }
+  if (position === null) open.position += count;
+  return count;
+}
+
+// writeSync(fd, buffer, offset?, length?, position?) or (fd, string,
+// position?, encoding?).
+function writeSync(fd, data, offset, length, position = null) {
+  const open = openFile(fd, 'write');
+  if (!open.write) throw Object.assign(new Error('EBADF: bad file descriptor, write'), { errno: -9, code: 'EBADF', syscall: 'write' });
+  let bytes;
+  if (typeof data === 'string') {
+    bytes = Buffer.from(data, typeof length === 'string' ? length : 'utf8');
+    position = typeof offset === 'number' ? offset : null;
+  } else {
+    const view = dataBytes(data);
+    const start = offset ?? 0;
+    bytes = view.subarray(start, start + (length ?? view.length - start));
+  }
+  const { node } = open;
+  if (node.type === 'dev') {
+    if (node.name === 'full') throw fsError('ENOSPC', 'write', open.path);
+    return bytes.length;
+  }
+  const at = open.append ? node.data.length : (position ?? open.position);
+  if (at + bytes.length > node.data.length) {
+    const grown = new Uint8Array(at + bytes.length);
+    grown.set(node.data);
+    node.data = grown;
+  }
+  node.data.set(bytes, at);
+  node.mtime = Date.now();
+  if (position === null) open.position = at + bytes.length;
+  return bytes.length;
+}
+
+const closeSync = (fd) => { openFile(fd, 'close'); fds.delete(fd); };
+const fstatSync = (fd) => new Stats(openFile(fd, 'fstat').node);
+const fsyncSync = (fd) => { openFile(fd, 'fsync'); };
+function ftruncateSync(fd, len = 0) {
+  const open = openFile(fd, 'ftruncate');
+  const data = new Uint8Array(len);
+  data.set(open.node.data.subarray(0, len));
+  open.node.data = data;
+}
+
+// A Readable of a file's bytes (`start`, `end` inclusive, `highWaterMark`).
+function createReadStream(path, options = {}) {
+  const { Readable } = require('node:stream');
+  const opts = typeof options === 'string' ? { encoding: options } : options;
+  const [node, absolute] = existing(path, 'open');
+  const bytes = contents(node, 'read', absolute);
+  const start = opts.start ?? 0;
+  const end = Math.min(opts.end ?? Infinity, bytes.length - 1);
+  const step = opts.highWaterMark ?? 65536;
+  let at = start;
+  const stream = new Readable({
+    encoding: opts.encoding,
+    highWaterMark: step,
+    read() {
+      if (at > end) { this.push(null); return; }
+      const chunk = Buffer.from(bytes.slice(at, Math.min(at + step, end + 1)));
+      at += chunk.length;
+      this.push(chunk);
+    },
+  });
+  stream.path = absolute;
+  return stream;
+}
+
+// A Writable into a file (`flags` `w` or `a`).
+function createWriteStream(path, options = {}) {
+  const { Writable } = require('node:stream');
+  const opts = typeof options === 'string' ? { encoding: options } : options;
+  const fd = openSync(path, opts.flags ?? 'w');
+  const stream = new Writable({
+    write(chunk, encoding, callback) {
+      try {
+        stream.bytesWritten += writeSync(fd, typeof chunk === 'string' ? Buffer.from(chunk, encoding) : chunk);
+        callback();
+      } catch (e) {
+        callback(e);
+      }
+    },
+    final(callback) { closeSync(fd); callback(); },
+  });
+  stream.path = resolve(path)[0];
+  stream.bytesWritten = 0;
+  return stream;
+}
+
 const SYNC = {
   access: accessSync, appendFile: appendFileSync, copyFile: copyFileSync,
   lstat: statSync, mkdir: mkdirSync, mkdtemp: mkdtempSync, readdir: readdirSync,
   readFile: readFileSync, realpath: realpathSync, rename: renameSync, rm: rmSync, rmdir: rmdirSync,
   stat: statSync, truncate: truncateSync, unlink: unlinkSync, writeFile: writeFileSync,
+  open: openSync, close: closeSync, read: readSync, write: writeSync, fstat: fstatSync,
+  fsync: fsyncSync, fdatasync: fsyncSync, ftruncate: ftruncateSync,
 };
 realpathSync.native = realpathSync;
 
@@ -377,13 +533,10 @@ function callbackForm(sync) {
 }
 
 const NOT_THERE = [
-  'chmod', 'chown', 'cp', 'lchown', 'link', 'lutimes', 'open', 'opendir', 'readlink', 'statfs', 'symlink',
+  'chmod', 'chown', 'cp', 'lchown', 'link', 'lutimes', 'opendir', 'readlink', 'statfs', 'symlink',
   'utimes', 'glob',
 ];
-const FD_ONLY = [
-  'close', 'fchmod', 'fchown', 'fdatasync', 'fstat', 'fsync', 'ftruncate', 'futimes', 'read', 'readv',
-  'write', 'writev',
-];
+const FD_ONLY = ['fchmod', 'fchown', 'futimes', 'readv', 'writev'];
 
 const promises = { constants, ...stubs('fs.promises', NOT_THERE, true) };
 const fs = {
@@ -394,7 +547,9 @@ const fs = {
   ...stubs('fs', NOT_THERE.map((name) => `${name}Sync`)),
   ...stubs('fs', FD_ONLY),
   ...stubs('fs', FD_ONLY.map((name) => `${name}Sync`)),
-  ...stubs('fs', ['createReadStream', 'createWriteStream', 'watch', 'watchFile', 'unwatchFile']),
+  ...stubs('fs', ['watch', 'watchFile', 'unwatchFile']),
+  createReadStream,
+  createWriteStream,
   existsSync,
   exists: (path, callback) => { const found = existsSync(path); queueMicrotask(() => callback(found)); },
   Stats,
@@ -403,10 +558,13 @@ const fs = {
   ReadStream: stubClass('fs.ReadStream'),
   WriteStream: stubClass('fs.WriteStream'),
 };
+const FD_CALLS = ['open', 'close', 'read', 'write', 'fstat', 'fsync', 'fdatasync', 'ftruncate'];
 for (const [name, sync] of Object.entries(SYNC)) {
   fs[`${name}Sync`] = sync;
   fs[name] = callbackForm(sync);
-  promises[name] = async (...args) => sync(...args);
+  // fs/promises' open gives a FileHandle, not there yet.
+  if (!FD_CALLS.includes(name)) promises[name] = async (...args) => sync(...args);
 }
+promises.open = stubs('fs.promises', ['open'], true).open;
 
 module.exports = fs;

@@ -120,6 +120,9 @@ async fn generated_keys_sign_derive_and_meet_web_crypto() {
           const sig = crypto.sign(algorithm, data, privateKey);
           r.push(`${privateKey.asymmetricKeyType}:${crypto.verify(algorithm, data, publicKey, sig)}:${crypto.verify(algorithm, data, privateKey, sig)}`);
         }
+        const pss = crypto.generateKeyPairSync('rsa-pss', { modulusLength: 1024 });
+        const pssPem = pss.publicKey.export({ type: 'spki', format: 'pem' });
+        r.push(crypto.createPublicKey(pssPem).asymmetricKeyType, crypto.createPrivateKey(pss.privateKey.export({ type: 'pkcs8', format: 'pem' })).asymmetricKeyType);
         const pem = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256', publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
         r.push(pem.publicKey.startsWith('-----BEGIN PUBLIC KEY-----\n'), pem.privateKey.endsWith('-----END PRIVATE KEY-----\n'));
         const a = crypto.generateKeyPairSync('x25519');
@@ -142,14 +145,24 @@ async fn generated_keys_sign_derive_and_meet_web_crypto() {
         r.push(Buffer.from(await crypto.subtle.sign('HMAC', hmac, data)).equals(crypto.createHmac('sha256', secret).update(data).digest()));
         r.push(secret.export({ format: 'jwk' }).k, crypto.generateKeySync('aes', { length: 256 }).symmetricKeySize);
         try { crypto.generateKeyPairSync('rsa', { modulusLength: 8192 }); } catch (e) { r.push(e.name); }
+        r.push(JSON.stringify({ pss: pssPem }));
         return r.join(' ');
         "#,
     )
     .await;
+    let (out, pss) = out.split_at(out.find('{').expect("the RSA-PSS key"));
+    // Node reads our RSA-PSS key as one.
+    let script =
+        format!("console.log(require('crypto').createPublicKey({pss}.pss).asymmetricKeyType)");
+    let output = std::process::Command::new("node")
+        .args(["-e", &script])
+        .output()
+        .expect("node runs (the test compares with Node)");
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "rsa-pss");
     assert_eq!(
-        out,
+        out.trim_end(),
         "rsa:true:true rsa-pss:true:true ec:true:true ec:true:true ed25519:true:true \
-         true true true 65 true 32 2048 3 x private ed25519 true public Ed25519 true true \
+         rsa-pss rsa-pss true true true 65 true 32 2048 3 x private ed25519 true public Ed25519 true true \
          MDEyMzQ1Njc4OWFiY2RlZg 32 OperationError"
     );
 }

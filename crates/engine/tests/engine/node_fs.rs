@@ -21,7 +21,8 @@ const NODE: &str = "false | /tmp/isolane-fs-check |  | hello world | 11 | aGVsbG
     b,one.txt | b:true,one.txt:false | false | hello world | a,a/b,a/b/two.txt,three.txt | ENOENT/open/-2 | \
     EEXIST/mkdir/-17 | ENOTEMPTY/rmdir/-39 | EISDIR/read/-21 | EISDIR/unlink/-21 | EEXIST/open/-17 | \
     ENOTDIR/scandir/-20 | EEXIST/copyfile/-17 | ENOENT: no such file or directory, open '/tmp/isolane-fs-check/missing' | \
-    hell | hello world | ENOENT | a,p.txt,three.txt | promised | ENOENT | 0 | true | ENOSPC | false | ";
+    hell | hello world | ENOENT | a,p.txt,three.txt | promised | ENOENT | 0 | true | ENOSPC | \
+    6 | 2 | 6 | aXYdef | 6 | EBADF | 4 | 0000 | ne/,t/wo/ | false | ";
 
 #[tokio::test]
 async fn tmp_files_answer_as_in_node() {

@@ -27,5 +27,14 @@ r.push(await new Promise((res) => fs.stat(`${T}/zz`, (e) => res(e.code))));
 fs.writeFileSync('/dev/null', 'gone');
 r.push(fs.readFileSync('/dev/null').length, fs.statSync('/dev/null').isCharacterDevice());
 try { fs.writeFileSync('/dev/full', 'x'); } catch (e) { r.push(e.code); }
+const fd = fs.openSync(`${T}/fd.txt`, 'w+');
+r.push(fs.writeSync(fd, 'abcdef'), fs.writeSync(fd, Buffer.from('XY'), 0, 2, 1));
+const got = Buffer.alloc(10);
+r.push(fs.readSync(fd, got, 0, 10, 0), got.toString('utf8', 0, 6), fs.fstatSync(fd).size);
+fs.closeSync(fd);
+try { fs.closeSync(fd); } catch (e) { r.push(e.code); }
+const z = fs.openSync('/dev/zero', 'r'); const zb = Buffer.alloc(4, 1); r.push(fs.readSync(z, zb), zb.join('')); fs.closeSync(z);
+await new Promise((res, rej) => { const w = fs.createWriteStream(`${T}/s.txt`); w.on('finish', res).on('error', rej); w.write('one,'); w.end('two'); });
+r.push(await new Promise((res, rej) => { let t = ''; fs.createReadStream(`${T}/s.txt`, { encoding: 'utf8', start: 1, highWaterMark: 2 }).on('data', (c) => { t += c + '/'; }).on('end', () => res(t)).on('error', rej); }));
 fs.rmSync(T, { recursive: true });
 r.push(fs.existsSync(T), fs.rmSync(`${T}/x`, { force: true }));

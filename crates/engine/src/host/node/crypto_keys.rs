@@ -239,8 +239,37 @@ pub(super) fn key_public<'s>(
 }
 }
 
-/// The key as DER of `encoding`.
-fn export_der(key: &Key, encoding: &str) -> Result<Zeroizing<Vec<u8>>> {
+/// An RSA key as PKCS#8 or SPKI DER under `id-RSASSA-PSS` without
+/// parameters (how Node writes an `rsa-pss` key made without them).
+fn export_pss(key: &Key, encoding: &str) -> Result<Zeroizing<Vec<u8>>> {
+    use spki::der::Encode;
+    let failed =
+        |e: &dyn std::fmt::Display| CryptoError::operation(format!("Encoding the key failed: {e}"));
+    let algorithm = spki::AlgorithmIdentifierRef {
+        oid: RSA_PSS,
+        parameters: None,
+    };
+    let inner = export_der(key, "pkcs1", false)?;
+    let der = match (encoding, key) {
+        ("pkcs8", Key::RsaPrivate(_)) => pkcs8::PrivateKeyInfo::new(algorithm, &inner).to_der(),
+        ("spki", Key::RsaPublic(_)) => {
+            let bits = spki::der::asn1::BitStringRef::from_bytes(&inner).map_err(|e| failed(&e))?;
+            spki::SubjectPublicKeyInfoRef {
+                algorithm,
+                subject_public_key: bits,
+            }
+            .to_der()
+        }
+        _ => return export_der(key, encoding, false),
+    };
+    der.map(Zeroizing::new).map_err(|e| failed(&e))
+}
+
+/// The key as DER of `encoding` (`pss`: an RSA-PSS key, see [`export_pss`]).
+fn export_der(key: &Key, encoding: &str, pss: bool) -> Result<Zeroizing<Vec<u8>>> {
+    if pss {
+        return export_pss(key, encoding);
+    }
     let failed =
         |e: &dyn std::fmt::Display| CryptoError::operation(format!("Encoding the key failed: {e}"));
     match (encoding, key) {
@@ -282,18 +311,19 @@ fn pem_label(encoding: &str, private: bool) -> &'static str {
 }
 
 host_fn! {
-/// `nodeKeyExport(handle, format, encoding)` → PEM text (`format` `pem`) or
-/// a Uint8Array of DER (`der`), in `encoding` (`pkcs8`, `spki`, `pkcs1`,
-/// `sec1`).
+/// `nodeKeyExport(handle, format, encoding, pss)` → PEM text (`format`
+/// `pem`) or a Uint8Array of DER (`der`), in `encoding` (`pkcs8`, `spki`,
+/// `pkcs1`, `sec1`); `pss`: an `rsa-pss` key, named `id-RSASSA-PSS`.
 pub(super) fn key_export<'s>(
     scope,
     host: Rc<HostState>,
     handle: v8::Local<'s, v8::Value>,
     format: String,
     encoding: String,
+    pss: bool,
 ) -> Answer<'s> {
     let key = key_arg(scope, &host, handle)?;
-    let der = export_der(&key, &encoding)?;
+    let der = export_der(&key, &encoding, pss)?;
     if format == "pem" {
         let label = pem_label(&encoding, key.kind() == "private");
         let text = pem_rfc7468::encode_string(label, pem_rfc7468::LineEnding::LF, &der)
