@@ -1,6 +1,7 @@
 //! `node:zlib`'s brotli, `crc32` and `level`: answers compared with what
 //! Node 20 prints for the same code (Node's brotli output decompressed here,
-//! ours decompressed by `node`); and a brotli bomb ends at the memory limit.
+//! ours decompressed by `node`); a brotli bomb ends at the memory limit and
+//! endless brotli compression at the CPU limit.
 
 use std::sync::Arc;
 
@@ -86,6 +87,41 @@ async fn a_brotli_bomb_ends_at_the_memory_limit() {
         let error = attack_beside(&engine, &neighbour, hostile).await;
         assert!(
             matches!(error, ExecuteError::MemoryLimit { limit_mib: 64 }),
+            "{attack}: {error:?}"
+        );
+    }
+}
+
+/// A Worker compressing with brotli's slowest settings without end (one
+/// call on 4 MiB, or a loop of calls) ends at its CPU limit: each step
+/// reads at most 64 KiB, and the limit stops it between steps; a neighbour
+/// on the same thread answers before, during and after.
+#[tokio::test]
+async fn endless_brotli_compression_ends_at_the_cpu_limit() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let engine = Arc::new(engine);
+    let neighbour = bundle("web/neighbour", HELLO);
+    let attacks = [
+        "zlib.brotliCompressSync(data);",
+        "for (;;) zlib.brotliCompressSync(data.subarray(0, 1 << 16));",
+    ];
+    for (i, attack) in attacks.iter().enumerate() {
+        let script = format!(
+            "import zlib from 'node:zlib';\n\
+             const data = new Uint8Array(4 << 20).map((_, i) => (i * 2654435761) >>> 24);\n\
+             export default {{ fetch() {{ {attack} return new Response('never'); }} }};"
+        );
+        let mut hostile =
+            (*node_worker(&format!("t/brotli-cpu-{i}"), &script, NodeCompat::V1)).clone();
+        hostile.limits = isolane_engine::Limits {
+            cpu_ms: 200,
+            ..memory_limits(256)
+        };
+        let started = std::time::Instant::now();
+        let error = attack_beside(&engine, &neighbour, hostile).await;
+        println!("brotli attack {i}: ended after {:?}", started.elapsed());
+        assert!(
+            matches!(error, ExecuteError::CpuLimit { limit_ms: 200 }),
             "{attack}: {error:?}"
         );
     }
