@@ -4,9 +4,9 @@
 // a call belongs to), dropped when the request ends; `/dev` has null, zero,
 // random and full. File bytes are Uint8Arrays, so they count against the
 // Worker's memory limit. Path calls in sync, callback and promise forms;
-// file descriptors (open/read/write/close, dropped with their request) and
-// read/write streams; links, watching and FileHandles throw "not
-// implemented". Runs as function (host, internal, require, module, exports).
+// file descriptors (open/read/write/close, dropped with their request),
+// fs/promises' FileHandle, and read/write streams; links and watching throw
+// "not implemented". Runs as function (host, internal, require, module, exports).
 
 const { Buffer } = require('node:buffer');
 const { codedError, invalidArgType, stubs, stubClass } = require('node:internal/errors');
@@ -510,6 +510,45 @@ function createWriteStream(path, options = {}) {
   return stream;
 }
 
+// fs/promises' open: a FileHandle on a descriptor.
+class FileHandle {
+  constructor(fd) { this.fd = fd; }
+
+  async read(buffer, offset, length, position) {
+    const bytesRead = readSync(this.fd, buffer, offset, length, position);
+    return { bytesRead, buffer };
+  }
+
+  async write(data, ...rest) {
+    const bytesWritten = writeSync(this.fd, data, ...rest);
+    return { bytesWritten, buffer: data };
+  }
+
+  async readFile(options) {
+    const open = openFile(this.fd, 'read');
+    const buffer = Buffer.from(open.node.data.slice(open.position));
+    open.position = open.node.data.length;
+    const encoding = encodingOf(options);
+    return encoding && encoding !== 'buffer' ? buffer.toString(encoding) : buffer;
+  }
+
+  async writeFile(data, options) { writeSync(this.fd, dataBytes(data, options)); }
+
+  async appendFile(data, options) { writeSync(this.fd, dataBytes(data, options)); }
+
+  async stat() { return fstatSync(this.fd); }
+
+  async truncate(len) { ftruncateSync(this.fd, len); }
+
+  async sync() {}
+
+  async datasync() {}
+
+  async close() { if (fds.has(this.fd)) closeSync(this.fd); }
+
+  async [Symbol.asyncDispose]() { await this.close(); }
+}
+
 const SYNC = {
   access: accessSync, appendFile: appendFileSync, copyFile: copyFileSync,
   lstat: statSync, mkdir: mkdirSync, mkdtemp: mkdtempSync, readdir: readdirSync,
@@ -562,9 +601,9 @@ const FD_CALLS = ['open', 'close', 'read', 'write', 'fstat', 'fsync', 'fdatasync
 for (const [name, sync] of Object.entries(SYNC)) {
   fs[`${name}Sync`] = sync;
   fs[name] = callbackForm(sync);
-  // fs/promises' open gives a FileHandle, not there yet.
+  // fs/promises' open gives a FileHandle (below); the others have no promise form.
   if (!FD_CALLS.includes(name)) promises[name] = async (...args) => sync(...args);
 }
-promises.open = stubs('fs.promises', ['open'], true).open;
+promises.open = async (path, flags, mode) => new FileHandle(openSync(path, flags, mode));
 
 module.exports = fs;

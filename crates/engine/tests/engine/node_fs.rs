@@ -22,7 +22,7 @@ const NODE: &str = "false | /tmp/isolane-fs-check |  | hello world | 11 | aGVsbG
     EEXIST/mkdir/-17 | ENOTEMPTY/rmdir/-39 | EISDIR/read/-21 | EISDIR/unlink/-21 | EEXIST/open/-17 | \
     ENOTDIR/scandir/-20 | EEXIST/copyfile/-17 | ENOENT: no such file or directory, open '/tmp/isolane-fs-check/missing' | \
     hell | hello world | ENOENT | a,p.txt,three.txt | promised | ENOENT | 0 | true | ENOSPC | \
-    6 | 2 | 6 | aXYdef | 6 | EBADF | 4 | 0000 | ne/,t/wo/ | false | ";
+    6 | 2 | 6 | aXYdef | 6 | EBADF | 4 | 0000 | ne/,t/wo/ | 11 | 11 | 4 | text | handle text | false | ";
 
 #[tokio::test]
 async fn tmp_files_answer_as_in_node() {

@@ -36,5 +36,10 @@ try { fs.closeSync(fd); } catch (e) { r.push(e.code); }
 const z = fs.openSync('/dev/zero', 'r'); const zb = Buffer.alloc(4, 1); r.push(fs.readSync(z, zb), zb.join('')); fs.closeSync(z);
 await new Promise((res, rej) => { const w = fs.createWriteStream(`${T}/s.txt`); w.on('finish', res).on('error', rej); w.write('one,'); w.end('two'); });
 r.push(await new Promise((res, rej) => { let t = ''; fs.createReadStream(`${T}/s.txt`, { encoding: 'utf8', start: 1, highWaterMark: 2 }).on('data', (c) => { t += c + '/'; }).on('end', () => res(t)).on('error', rej); }));
+const handle = await fsp.open(`${T}/h.txt`, 'w+');
+r.push((await handle.write('handle text')).bytesWritten, (await handle.stat()).size);
+const hb = Buffer.alloc(6); r.push((await handle.read(hb, 0, 6, 7)).bytesRead, hb.toString('utf8', 0, 4));
+await handle.close();
+r.push(await fsp.readFile(`${T}/h.txt`, 'utf8'));
 fs.rmSync(T, { recursive: true });
 r.push(fs.existsSync(T), fs.rmSync(`${T}/x`, { force: true }));
