@@ -705,6 +705,13 @@ Object.defineProperty(Crypto.prototype, 'DigestStream', { value: DigestStream, w
 internal.enumerableMembers(Crypto, ['subtle', 'getRandomValues', 'randomUUID']);
 internal.setToStringTag(Crypto.prototype, 'Crypto');
 
+// node:crypto's KeyObject shares a CryptoKey's key material (KeyObject.from,
+// keyObject.toCryptoKey): the handle of a CryptoKey, and a CryptoKey for a
+// handle (`info` as host.cryptoImportKey answers it).
+internal.cryptoKeySlots = (key) => requireKey(key, 'key');
+internal.newCryptoKey = (handle, info, algorithm, extractable, usages) =>
+  newKey(handle, info.type, extractable, keyAlgorithm(algorithm, info), toUsages(usages));
+
 internal.defineGlobal('crypto', new Crypto(kCreate));
 internal.defineGlobal('Crypto', Crypto);
 internal.defineGlobal('SubtleCrypto', SubtleCrypto);

@@ -15,6 +15,8 @@ function newRequestState(ctxId) {
 }
 // Requests in flight by ctxId, for internal.requestAborted.
 const active = new Map();
+// Called with a request's id once it is over (node:fs drops its /tmp).
+internal.requestEndHooks = new Set();
 function addWaitUntil(state, promise) {
   // handled right away, so a rejection is logged once and never "unhandled"
   const p = Promise.resolve(promise);
@@ -352,6 +354,7 @@ function finish(state, reported) {
     .then(() => {
       state.finished = true;
       if (active.get(ctxId) === state) active.delete(ctxId);
+      for (const hook of internal.requestEndHooks) hook(ctxId);
       host.requestDone(ctxId);
     })
     .then(undefined, (e) => internal.reportError(e));

@@ -26,8 +26,9 @@ struct Shared {
     wake: Condvar,
     /// Set with `State::fired`, readable without the lock: long native calls
     /// (`has_fired`) poll it between steps, since V8's termination only
-    /// takes effect once control returns to JavaScript.
-    fired: AtomicBool,
+    /// takes effect once control returns to JavaScript; shared with native
+    /// work that polls it off the V8 API (`fired_flag`).
+    fired: Arc<AtomicBool>,
 }
 
 #[derive(Default)]
@@ -67,7 +68,7 @@ impl Watchdog {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
-            fired: AtomicBool::new(false),
+            fired: Arc::new(AtomicBool::new(false)),
         });
         let thread_shared = shared.clone();
         let thread = std::thread::Builder::new()
@@ -107,6 +108,12 @@ impl Watchdog {
     /// doing long native work checks this between steps and stops.
     pub(crate) fn has_fired(&self) -> bool {
         self.shared.fired.load(Ordering::Relaxed)
+    }
+
+    /// The flag `has_fired` reads, for native work on the engine thread that
+    /// asks it through a plain flag (RSA key generation's `Stop`).
+    pub(crate) fn fired_flag(&self) -> Arc<AtomicBool> {
+        self.shared.fired.clone()
     }
 
     /// Disarms; returns why it terminated the turn, if it did.

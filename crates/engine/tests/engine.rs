@@ -45,12 +45,20 @@ mod modules;
 mod node_buffer;
 #[path = "engine/node_crypto.rs"]
 mod node_crypto;
+#[path = "engine/node_crypto_keys.rs"]
+mod node_crypto_keys;
 #[path = "engine/node_events.rs"]
 mod node_events;
+#[path = "engine/node_fs.rs"]
+mod node_fs;
+#[path = "engine/node_http.rs"]
+mod node_http;
 #[path = "engine/node_imports.rs"]
 mod node_imports;
 #[path = "engine/node_stream.rs"]
 mod node_stream;
+#[path = "engine/node_zlib.rs"]
+mod node_zlib;
 #[path = "engine/pool_modes.rs"]
 mod pool_modes;
 #[path = "engine/rejections.rs"]

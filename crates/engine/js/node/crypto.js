@@ -1,5 +1,5 @@
-// node:crypto — Node's hashing, HMAC, random, PBKDF2, HKDF, scrypt and AES cipher
-// (`crypto_cipher.js`) functions on the
+// node:crypto — Node's hashing, HMAC, random, PBKDF2, HKDF, scrypt, AES cipher
+// (`crypto_cipher.js`) and key (`crypto_keys.js`) functions on the
 // runtime's Web Crypto: hashers are the crypto unit's (`digestStream*`,
 // `hmacNew`, `digestCopy`), randomness is `randomFill`, `pbkdf2` runs off
 // the isolate's thread as SubtleCrypto's deriveBits does, `pbkdf2Sync`
@@ -112,20 +112,6 @@ class Hmac extends Hasher {
     if (key instanceof KeyObject) key = key.export();
     super(host.hmacNew(name, bytes(key, 'key', options && options.encoding)), 'ERR_CRYPTO_HASH_FINALIZED');
   }
-}
-
-// A secret key (`createSecretKey`): Node's KeyObject for symmetric keys.
-class KeyObject {
-  #key;
-  constructor(key) { this.#key = Buffer.from(key); }
-  get type() { return 'secret'; }
-  get symmetricKeySize() { return this.#key.length; }
-  export() { return Buffer.from(this.#key); }
-  equals(other) { return other instanceof KeyObject && timingSafeEqual(this.#key, other.export()); }
-}
-
-function createSecretKey(key, encoding) {
-  return new KeyObject(bytes(key, 'key', encoding));
 }
 
 function createHash(algorithm, options) {
@@ -319,6 +305,9 @@ function getHashes() {
 
 const notImplemented = (name) => missing(`crypto.${name}`);
 
+const keys = require('node:internal/crypto_keys')({ hashName, bytes, later });
+const { KeyObject } = keys;
+
 const webcrypto = globalThis.crypto;
 
 module.exports = {
@@ -328,7 +317,24 @@ module.exports = {
   Hash,
   Hmac,
   KeyObject,
-  createSecretKey,
+  createSecretKey: keys.createSecretKey,
+  createPublicKey: keys.createPublicKey,
+  createPrivateKey: keys.createPrivateKey,
+  generateKeyPair: keys.generateKeyPair,
+  generateKeyPairSync: keys.generateKeyPairSync,
+  generateKey: keys.generateKey,
+  generateKeySync: keys.generateKeySync,
+  sign: keys.sign,
+  verify: keys.verify,
+  createSign: keys.createSign,
+  createVerify: keys.createVerify,
+  Sign: keys.Sign,
+  Verify: keys.Verify,
+  publicEncrypt: keys.publicEncrypt,
+  privateDecrypt: keys.privateDecrypt,
+  diffieHellman: keys.diffieHellman,
+  createECDH: keys.createECDH,
+  ECDH: keys.ECDH,
   randomBytes,
   pseudoRandomBytes: randomBytes,
   randomFill,
@@ -341,28 +347,19 @@ module.exports = {
   pbkdf2Sync,
   getHashes,
   getCiphers: () => [...cipher.CIPHERS],
-  getCurves: () => [],
+  getCurves: keys.getCurves,
   getFips: () => 0,
   setFips: notImplemented('setFips'),
-  constants: {},
+  constants: keys.constants,
   webcrypto,
   subtle: webcrypto.subtle,
   createCipheriv: cipher.createCipheriv,
   createDecipheriv: cipher.createDecipheriv,
   Cipheriv: cipher.Cipheriv,
   Decipheriv: cipher.Decipheriv,
-  createSign: notImplemented('createSign'),
-  createVerify: notImplemented('createVerify'),
-  sign: notImplemented('sign'),
-  verify: notImplemented('verify'),
   scrypt,
   scryptSync,
   hkdf,
   hkdfSync,
-  generateKeyPair: notImplemented('generateKeyPair'),
-  generateKeyPairSync: notImplemented('generateKeyPairSync'),
-  createPrivateKey: notImplemented('createPrivateKey'),
-  createPublicKey: notImplemented('createPublicKey'),
   createDiffieHellman: notImplemented('createDiffieHellman'),
-  createECDH: notImplemented('createECDH'),
 };

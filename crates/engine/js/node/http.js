@@ -1,10 +1,12 @@
-// node:http — importable; its data (STATUS_CODES, METHODS) and an Agent a
-// package can make at load, but no client or server yet: request, get and
-// createServer throw "not implemented". Runs as function (host, internal,
-// require, module, exports).
+// node:http — its data (STATUS_CODES, METHODS), an Agent (it holds its
+// options; requests go through the Worker's fetch, `http_client.js`), and
+// the client: request, get, ClientRequest, IncomingMessage. No server, as in
+// workerd without its server flags: createServer throws "not implemented".
+// Runs as function (host, internal, require, module, exports).
 
 const EventEmitter = require('node:events');
-const { notImplemented, stubClass } = require('node:internal/errors');
+const { notImplemented, stubClass, codedError } = require('node:internal/errors');
+const client = require('node:internal/http_client');
 
 const STATUS_CODES = {
   100: 'Continue', 101: 'Switching Protocols', 102: 'Processing', 103: 'Early Hints',
@@ -32,10 +34,12 @@ const METHODS = [
   'UNBIND', 'UNLINK', 'UNLOCK', 'UNSUBSCRIBE',
 ];
 
-// Holds its options; makes no connections (there is no client yet).
+// Holds its options; makes no connections (requests are fetches).
 class Agent extends EventEmitter {
   constructor(options = {}) {
     super();
+    this.protocol = 'http:';
+    this.defaultPort = 80;
     this.options = { ...options };
     this.keepAlive = !!options.keepAlive;
     this.maxSockets = options.maxSockets ?? Infinity;
@@ -48,21 +52,31 @@ class Agent extends EventEmitter {
   destroy() {}
 }
 
+const globalAgent = new Agent();
+
+function validateHeaderName(name) {
+  new client.OutgoingMessage().setHeader(name, '');
+}
+
+function validateHeaderValue(name, value) {
+  if (value === undefined) throw codedError(TypeError, 'ERR_HTTP_INVALID_HEADER_VALUE', `Invalid value "${value}" for header "${name}"`);
+  new client.OutgoingMessage().setHeader('x', value);
+}
+
 module.exports = {
   STATUS_CODES,
   METHODS,
   Agent,
-  globalAgent: new Agent(),
+  globalAgent,
   maxHeaderSize: 16384,
-  request: notImplemented('http.request'),
-  get: notImplemented('http.get'),
+  ...client.requester(globalAgent),
   createServer: notImplemented('http.createServer'),
   Server: stubClass('http.Server'),
-  ClientRequest: stubClass('http.ClientRequest'),
-  IncomingMessage: stubClass('http.IncomingMessage'),
-  OutgoingMessage: stubClass('http.OutgoingMessage'),
+  ClientRequest: client.ClientRequest,
+  IncomingMessage: client.IncomingMessage,
+  OutgoingMessage: client.OutgoingMessage,
   ServerResponse: stubClass('http.ServerResponse'),
-  validateHeaderName: notImplemented('http.validateHeaderName'),
-  validateHeaderValue: notImplemented('http.validateHeaderValue'),
-  setMaxIdleHTTPParsers: notImplemented('http.setMaxIdleHTTPParsers'),
+  validateHeaderName,
+  validateHeaderValue,
+  setMaxIdleHTTPParsers: () => {},
 };

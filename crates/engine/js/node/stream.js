@@ -88,13 +88,13 @@ function ReadableState(options, stream, isDuplex) {
   this.decoder = null;
   this.encoding = null;
   this.pipes = [];
-  if (options.encoding) stream.setEncoding(options.encoding);
 }
 
 function Readable(options = {}) {
   if (!(this instanceof Readable)) return new Readable(options);
   Stream.call(this, options);
   this._readableState = new ReadableState(options, this, this instanceof Duplex);
+  if (options.encoding) this.setEncoding(options.encoding);
   if (typeof options.read === 'function') this._read = options.read;
   if (typeof options.destroy === 'function') this._destroy = options.destroy;
   if (options.signal) addAbortSignal(options.signal, this);

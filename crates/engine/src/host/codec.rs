@@ -1,5 +1,6 @@
 //! `host.compression*` and `host.textDecoder*`: the streaming codecs behind
 //! `CompressionStream`/`DecompressionStream` (flate2, `codec/flate.rs`) and
+//! `node:zlib` (those, and brotli: the `brotli` crate, `codec/brotli.rs`), and
 //! the legacy encodings of `TextDecoder` (encoding_rs, `codec/text.rs`).
 //!
 //! Each codec lives in the isolate's handle table (`host/handle.rs`), named
@@ -15,11 +16,13 @@
 //! the rest, between steps the watchdog can stop it, and each step's output
 //! is a charged buffer before the next is made.
 
+mod brotli;
 mod flate;
 mod text;
 
 use std::rc::Rc;
 
+use self::brotli::{BrotliCompressor, BrotliDecompressor};
 use self::flate::{Compressor, Decompressor, Format};
 use super::error::{HostError, HostResult};
 use super::handle::Owner;
@@ -58,6 +61,66 @@ const TEXT_DECODER_CHARGE: usize = 1024;
 enum Flate {
     Compress(Box<Compressor>),
     Decompress(Box<Decompressor>),
+    BrotliCompress(Box<BrotliCompressor>),
+    BrotliDecompress(Box<BrotliDecompressor>),
+}
+
+impl Flate {
+    /// A codec for `kind` and `format`, and what it is charged; `level` is
+    /// zlib's level or brotli's quality, `window` brotli's `lgwin`.
+    fn new(
+        kind: &str,
+        format: &str,
+        level: Option<u32>,
+        window: Option<u32>,
+    ) -> HostResult<(Self, usize)> {
+        let compress = kind == "compress";
+        if format == "brotli" {
+            if !compress {
+                let codec = Self::BrotliDecompress(Box::new(BrotliDecompressor::new()));
+                return Ok((codec, brotli::DECOMPRESSOR_CHARGE));
+            }
+            let (quality, lgwin) = brotli::parameters(level, window).ok_or_else(|| {
+                HostError::range_error("brotli: quality must be 0-11 and lgwin 10-24")
+            })?;
+            let codec = Self::BrotliCompress(Box::new(BrotliCompressor::new(quality, lgwin)));
+            return Ok((codec, brotli::compressor_charge(quality, lgwin)));
+        }
+        let Some(format) = Format::parse(format) else {
+            return Err(HostError::type_error(format!(
+                "Unsupported compression format: '{format}'"
+            )));
+        };
+        Ok(if compress {
+            let codec = Self::Compress(Box::new(Compressor::with_level(format, level)));
+            (codec, COMPRESSOR_CHARGE)
+        } else {
+            (
+                Self::Decompress(Box::new(Decompressor::new(format))),
+                DECOMPRESSOR_CHARGE,
+            )
+        })
+    }
+
+    /// One step over the start of `input` (see `compressionWrite`).
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, flate::CodecError> {
+        match self {
+            Self::Compress(c) => c.step(input, false, out, OUTPUT_STEP),
+            Self::Decompress(d) => d.step(input, out, OUTPUT_STEP),
+            Self::BrotliCompress(c) => c.step(input, false, out, OUTPUT_STEP),
+            Self::BrotliDecompress(d) => d.step(input, out, OUTPUT_STEP),
+        }
+    }
+
+    /// The input has ended (see `compressionEnd`).
+    fn end(&mut self, out: &mut Vec<u8>) -> Result<(), flate::CodecError> {
+        match self {
+            Self::Compress(c) => c.step(&[], true, out, OUTPUT_STEP).map(drop),
+            Self::Decompress(d) => d.finish(),
+            Self::BrotliCompress(c) => c.step(&[], true, out, OUTPUT_STEP).map(drop),
+            Self::BrotliDecompress(d) => d.finish(),
+        }
+    }
 }
 
 const ENDED: &str = "the compression stream has ended: it belonged to a request that is over";
@@ -85,26 +148,25 @@ fn output<'s>(scope: &mut v8::PinScope<'s, '_>, out: Vec<u8>) -> Option<v8::Loca
 // === host functions ===
 
 host_fn! {
-/// `compressionNew(kind, format)` → handle: `kind` `"compress"` or
-/// `"decompress"`, `format` one of the Compression Standard's (JS checked it).
+/// `compressionNew(kind, format, level, window)` → handle: `kind`
+/// `"compress"` or `"decompress"`, `format` one of the Compression
+/// Standard's (JS checked it) or `brotli` (node:zlib); `level` zlib's level
+/// or brotli's quality, `window` brotli's lgwin (undefined: the defaults).
 fn compression_new<'s>(
     scope,
     host: Rc<HostState>,
     kind: String,
     name: String,
+    level: v8::Local<'s, v8::Value>,
+    window: v8::Local<'s, v8::Value>,
 ) -> HostResult<Option<v8::Local<'s, v8::Object>>> {
-    let Some(format) = Format::parse(&name) else {
-        return Err(HostError::type_error(format!(
-            "Unsupported compression format: '{name}'"
-        )));
+    let number = |v: v8::Local<'s, v8::Value>| {
+        v.number_value(scope)
+            .filter(|n| !v.is_null_or_undefined() && n.is_finite() && *n >= 0.0)
+            .map(|n| n as u32)
     };
-    let (codec, charge) = if kind == "compress" {
-        let codec = Flate::Compress(Box::new(Compressor::new(format)));
-        (codec, COMPRESSOR_CHARGE)
-    } else {
-        let codec = Flate::Decompress(Box::new(Decompressor::new(format)));
-        (codec, DECOMPRESSOR_CHARGE)
-    };
+    let (level, window) = (number(level), number(window));
+    let (codec, charge) = Flate::new(&kind, &name, level, window)?;
     let owner = Owner::request(host.current());
     Ok(host.handles.insert_object(scope, codec, charge, owner))
 }
@@ -124,10 +186,7 @@ fn compression_write<'s>(
     let mut out = Vec::new();
     let result = host
         .handles
-        .with_handle(scope, handle, |codec: &mut Flate| match codec {
-            Flate::Compress(c) => c.step(&input, false, &mut out, OUTPUT_STEP),
-            Flate::Decompress(d) => d.step(&input, &mut out, OUTPUT_STEP),
-        });
+        .with_handle(scope, handle, |codec: &mut Flate| codec.write(&input, &mut out));
     let consumed = match result {
         Some(Ok(consumed)) => consumed,
         Some(Err(error)) => return Err(HostError::type_error(error.to_string())),
@@ -153,10 +212,7 @@ fn compression_end<'s>(
     let mut out = Vec::new();
     let result = host
         .handles
-        .with_handle(scope, handle, |codec: &mut Flate| match codec {
-            Flate::Compress(c) => c.step(&[], true, &mut out, OUTPUT_STEP).map(drop),
-            Flate::Decompress(d) => d.finish(),
-        });
+        .with_handle(scope, handle, |codec: &mut Flate| codec.end(&mut out));
     match result {
         Some(Ok(())) => Ok(output(scope, out)),
         Some(Err(error)) => Err(HostError::type_error(error.to_string())),

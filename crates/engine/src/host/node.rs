@@ -6,7 +6,10 @@
 mod async_hooks;
 mod buffer;
 mod crypto;
+mod crypto_keys;
+mod fs;
 mod process;
+mod zlib;
 
 use super::unit::Unit;
 
@@ -94,9 +97,9 @@ pub(super) fn diagnostics_channel() -> Unit {
     )
 }
 
-/// `node:crypto`: hashes, HMAC, random values, PBKDF2, AES ciphers and
-/// `webcrypto`, on the crypto unit's hashers, keys and crates
-/// (`host/node/crypto.rs`).
+/// `node:crypto`: hashes, HMAC, random values, PBKDF2, AES ciphers, key
+/// objects, signatures and `webcrypto`, on the crypto unit's hashers, keys
+/// and crates (`host/node/crypto.rs`, `host/node/crypto_keys.rs`).
 pub(super) fn crypto() -> Unit {
     Unit::new("node:crypto")
         .node_module("crypto", include_str!("../../js/node/crypto.js"))
@@ -108,12 +111,23 @@ pub(super) fn crypto() -> Unit {
         .function("digestCopy", crypto::digest_copy)
         .function("pbkdf2Sync", crypto::pbkdf2_sync)
         .function("scryptSync", crypto::scrypt_sync)
+        .node_module(
+            "internal/crypto_keys",
+            include_str!("../../js/node/crypto_keys.js"),
+        )
+        .function("nodeKeyImport", crypto_keys::key_import)
+        .function("nodeKeyPublic", crypto_keys::key_public)
+        .function("nodeKeyExport", crypto_keys::key_export)
+        .function("nodeRsaGenerateSync", crypto_keys::rsa_generate_sync)
+        .function("nodeEcdsaSignature", crypto_keys::ecdsa_signature)
 }
 
-/// `node:zlib`: gzip, deflate and raw deflate, sync, callback and stream
-/// forms, on the compression unit's codecs (JavaScript only).
+/// `node:zlib`: gzip, deflate, raw deflate and brotli, sync, callback and
+/// stream forms, on the compression unit's codecs; `crc32`.
 pub(super) fn zlib() -> Unit {
-    Unit::new("node:zlib").node_module("zlib", include_str!("../../js/node/zlib.js"))
+    Unit::new("node:zlib")
+        .node_module("zlib", include_str!("../../js/node/zlib.js"))
+        .function("zlibCrc32", zlib::crc32)
 }
 
 /// `node:stream` and its parts: `stream/promises`, `stream/web`,
@@ -174,21 +188,30 @@ pub(super) fn module() -> Unit {
     Unit::new("node:module").node_module("module", include_str!("../../js/node/module.js"))
 }
 
-/// `node:fs` and `node:fs/promises`: importable, functions not implemented.
+/// `node:fs` and `node:fs/promises`: workerd's in-memory file system
+/// (`/bundle` the Worker's modules, read-only; `/tmp` per request; `/dev`).
 pub(super) fn fs() -> Unit {
     Unit::new("node:fs")
         .node_module("fs", include_str!("../../js/node/fs.js"))
+        .function("fsContext", fs::context)
+        .function("fsBundleList", fs::bundle_list)
+        .function("fsBundleRead", fs::bundle_read)
         .node_module(
             "fs/promises",
             "module.exports = require('node:fs').promises;",
         )
 }
 
-/// `node:http`, `node:https`, `node:http2`: importable, Agent and data;
-/// clients and servers not implemented.
+/// `node:http`, `node:https`: Agent, data and the client over the Worker's
+/// fetch (`http_client.js`); `node:http2` importable; servers not
+/// implemented.
 pub(super) fn http() -> Unit {
     Unit::new("node:http")
         .node_module("http", include_str!("../../js/node/http.js"))
+        .node_module(
+            "internal/http_client",
+            include_str!("../../js/node/http_client.js"),
+        )
         .node_module("https", include_str!("../../js/node/https.js"))
         .node_module("http2", include_str!("../../js/node/http2.js"))
 }

@@ -59,8 +59,14 @@ pub(crate) struct Compressor {
 }
 
 impl Compressor {
+    #[cfg(test)]
     pub(crate) fn new(format: Format) -> Self {
-        let level = Compression::default();
+        Self::with_level(format, None)
+    }
+
+    /// A compressor at zlib's `level` (0–9; `None`: zlib's default, 6).
+    pub(crate) fn with_level(format: Format, level: Option<u32>) -> Self {
+        let level = level.map_or_else(Compression::default, |l| Compression::new(l.min(9)));
         let z = match format {
             // zlib's header: no name, no time, the OS byte of the build
             // (3, Unix, on the platforms Isolane and workerd run on).

@@ -69,6 +69,13 @@ impl Stop {
             || thread_cpu_now().saturating_sub(self.start) > self.budget
     }
 
+    /// A stop for work on the isolate's own thread (a synchronous call):
+    /// when the watchdog has terminated the turn (`fired`, its flag) or
+    /// `budget` of this thread's CPU time has gone.
+    pub(crate) fn on_thread(fired: Arc<AtomicBool>, budget: Duration) -> Self {
+        Self::new(fired, budget)
+    }
+
     /// A stop for tests: fired from the start (`gone`) or after `budget`.
     #[cfg(test)]
     pub(crate) fn for_test(gone: bool, budget: Duration) -> Self {

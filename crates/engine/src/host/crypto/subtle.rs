@@ -33,7 +33,7 @@ pub(in crate::host) type Hasher = Box<dyn DynDigest>;
 /// isolate is being terminated) or failed.
 type Answer<'s> = HostResult<Option<v8::Local<'s, v8::Value>>>;
 
-fn key_arg(
+pub(crate) fn key_arg(
     scope: &mut v8::PinScope<'_, '_>,
     host: &HostState,
     value: v8::Local<'_, v8::Value>,
@@ -54,12 +54,12 @@ fn operands(
     Ok((key, params_arg(scope, host, params)?))
 }
 
-fn bytes_arg(value: v8::Local<'_, v8::Value>, what: &str) -> Result<Vec<u8>> {
+pub(crate) fn bytes_arg(value: v8::Local<'_, v8::Value>, what: &str) -> Result<Vec<u8>> {
     view_bytes(value).ok_or_else(|| CryptoError::Type(format!("{what} must be a Uint8Array")))
 }
 
 /// `[handle, info]` for a new key.
-fn key_js<'s>(
+pub(crate) fn key_js<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     host: &HostState,
     key: Key,
