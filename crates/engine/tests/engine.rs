@@ -49,6 +49,8 @@ mod node_crypto;
 mod node_events;
 #[path = "engine/node_imports.rs"]
 mod node_imports;
+#[path = "engine/node_require.rs"]
+mod node_require;
 #[path = "engine/node_stream.rs"]
 mod node_stream;
 #[path = "engine/pool_modes.rs"]
