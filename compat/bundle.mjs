@@ -1,11 +1,14 @@
 // Bundles every app in apps/ the way wrangler bundles a Worker: one ES module,
 // esbuild, platform neutral with the workerd/worker/browser conditions, target
 // es2022. Used by cli/tests/compat.rs: `node compat/bundle.mjs <out dir>`
-// writes <out dir>/<app>.js for each apps/<app>.{js,ts,tsx}.
+// writes <out dir>/<app>.js for each apps/<app>.{js,ts,tsx}. An app whose
+// apps/<app>.json lists the `nodejs_compat` flag is bundled as wrangler
+// bundles with it (see nodeBuiltins in lib/wrangler.mjs).
 import { build } from "esbuild";
-import { readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join, parse } from "node:path";
 import { fileURLToPath } from "node:url";
+import { nodeBuiltins } from "./lib/wrangler.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const out = process.argv[2];
@@ -13,6 +16,14 @@ if (!out) {
   console.error("usage: node bundle.mjs <out dir>");
   process.exit(64);
 }
+/** Whether apps/<name>.json asks for Node.js compatibility. */
+function nodeCompat(name) {
+  const manifest = join(here, "apps", `${name}.json`);
+  if (!existsSync(manifest)) return false;
+  const flags = JSON.parse(readFileSync(manifest, "utf8")).compatibilityFlags ?? [];
+  return flags.includes("nodejs_compat");
+}
+
 const apps = readdirSync(join(here, "apps")).filter((f) => /^[a-z0-9-]+\.(js|ts|tsx)$/.test(f));
 await Promise.all(
   apps.map((file) =>
@@ -28,6 +39,7 @@ await Promise.all(
       jsx: "automatic",
       jsxImportSource: "hono/jsx",
       logLevel: "warning",
+      plugins: nodeCompat(parse(file).name) ? [nodeBuiltins()] : [],
     }),
   ),
 );

@@ -24,6 +24,12 @@ pub struct Manifest {
     /// Headers left out of the comparison for this app (beyond the transport ones).
     #[serde(default)]
     pub ignore_headers: Vec<String>,
+    /// Compatibility flags (wrangler's names, e.g. `nodejs_compat`), the
+    /// same on both servers; `compat/bundle.mjs` bundles an app with
+    /// `nodejs_compat` as wrangler does (built-ins external, their
+    /// `require`s turned into imports).
+    #[serde(default)]
+    pub compatibility_flags: Vec<String>,
     pub requests: Vec<RequestSpec>,
 }
 
