@@ -73,7 +73,7 @@ function events(emitter) {
   return emitter._events;
 }
 
-function addListener(target, type, listener, prepend) {
+function addTo(target, type, listener, prepend) {
   checkListener(listener);
   const all = events(target);
   if (all.newListener !== undefined) {
@@ -99,9 +99,9 @@ function addListener(target, type, listener, prepend) {
   return target;
 }
 
-proto.addListener = function addListener_(type, listener) { return addListener(this, type, listener, false); };
+proto.addListener = function addListener(type, listener) { return addTo(this, type, listener, false); };
 proto.on = proto.addListener;
-proto.prependListener = function prependListener(type, listener) { return addListener(this, type, listener, true); };
+proto.prependListener = function prependListener(type, listener) { return addTo(this, type, listener, true); };
 
 function onceWrapper(target, type, listener) {
   const state = { fired: false, target, type, listener };
