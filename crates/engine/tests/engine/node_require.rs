@@ -68,7 +68,12 @@ async fn wrangler_bundles_require_builtins_through_imports() {
         (200, "aGk= 2 true 61626364".to_owned())
     );
     // Bare names are v2's: under v1 the bundle does not load, and says why.
-    let message = load_error(node_worker("t/wrangler-v1", &wrangler_bundle(), NodeCompat::V1)).await;
+    let message = load_error(node_worker(
+        "t/wrangler-v1",
+        &wrangler_bundle(),
+        NodeCompat::V1,
+    ))
+    .await;
     assert!(message.contains("events"), "{message}");
 }
 
