@@ -8,7 +8,7 @@ import { build } from "esbuild";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join, parse } from "node:path";
 import { fileURLToPath } from "node:url";
-import { nodeBuiltins } from "./lib/wrangler.mjs";
+import { nodeBuiltins, workerBundle } from "./lib/wrangler.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const out = process.argv[2];
@@ -30,12 +30,7 @@ await Promise.all(
     build({
       entryPoints: [join(here, "apps", file)],
       outfile: join(out, `${parse(file).name}.js`),
-      bundle: true,
-      format: "esm",
-      platform: "neutral",
-      mainFields: ["browser", "module", "main"],
-      conditions: ["workerd", "worker", "browser"],
-      target: "es2022",
+      ...workerBundle,
       jsx: "automatic",
       jsxImportSource: "hono/jsx",
       logLevel: "warning",

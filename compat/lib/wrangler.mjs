@@ -8,6 +8,17 @@
 // not, so those fail to load on both runtimes alike.
 import { builtinModules } from "node:module";
 
+/** esbuild's options as wrangler sets them for a Worker: one ES module,
+ * platform neutral, the workerd/worker/browser conditions, target es2022. */
+export const workerBundle = {
+  bundle: true,
+  format: "esm",
+  platform: "neutral",
+  mainFields: ["browser", "module", "main"],
+  conditions: ["workerd", "worker", "browser"],
+  target: "es2022",
+};
+
 const NAMESPACE = "node-built-in-modules";
 const escape = (name) => name.replace(/[/\\^$*+?.()|[\]{}]/g, "\\$&");
 const filter = new RegExp(`^(node:.+|${builtinModules.map(escape).join("|")})$`);

@@ -13,7 +13,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { nodeBuiltins } from "../lib/wrangler.mjs";
+import { nodeBuiltins, workerBundle } from "../lib/wrangler.mjs";
 import { freePorts, serveIsolane, serveWorkerd } from "../sweep/servers.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
@@ -70,12 +70,7 @@ export default {
   await build({
     stdin: { contents, resolveDir: dirname(testFile), sourcefile: "worker.js" },
     outfile: out,
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    mainFields: ["browser", "module", "main"],
-    conditions: ["workerd", "worker", "browser"],
-    target: "es2022",
+    ...workerBundle,
     logLevel: "error",
     plugins: [redirect(suite, packageDir), nodeBuiltins()],
   });
