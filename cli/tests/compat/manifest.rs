@@ -1,4 +1,5 @@
-//! An app of the suite: `compat/apps/<name>.{js,ts,tsx}` (the Worker) and
+//! An app of the suite: `compat/apps/<name>.{js,ts,tsx}` (the Worker, or a
+//! folder `compat/apps/<name>/` a framework builds) and
 //! `compat/apps/<name>.json` (its bindings, normalisation rules and requests).
 
 use std::collections::BTreeMap;
@@ -115,10 +116,12 @@ pub fn load(apps: &Path) -> Vec<App> {
         let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
             continue;
         };
+        // A file app, or a folder app that compat/bundle.mjs builds with
+        // its framework (apps/<name>/react-router.config.ts).
         let is_source = matches!(
             path.extension().and_then(|e| e.to_str()),
             Some("js" | "ts" | "tsx")
-        );
+        ) || path.join("react-router.config.ts").is_file();
         if !is_source {
             continue;
         }
