@@ -9,7 +9,7 @@
 use isolane_engine::{Module, ModuleKind, NodeCompat, PoolMode};
 
 use crate::modules::es;
-use crate::node_buffer::{load_error, node_modules, node_worker};
+use crate::node_buffer::{answer, load_error, node_modules, node_worker};
 use crate::support::*;
 
 /// esbuild's helpers for CommonJS code in an ES-module bundle, as it emits
@@ -130,4 +130,23 @@ async fn commonjs_modules_require_builtins_by_both_names_under_v2() {
     );
     let message = load_error(node_modules("t/cjs-v1", modules(), NodeCompat::V1)).await;
     assert!(message.contains("events"), "{message}");
+}
+
+/// The Node globals npm code reads under v2, as workerd has them (probed):
+/// `global` is the global object (graceful-fs, and so fs-extra, reads it
+/// at load), `setImmediate`/`clearImmediate` are `node:timers`'; v1 has
+/// none of them.
+#[tokio::test]
+async fn v2_has_nodes_global_and_immediates() {
+    let body = r#"
+        if (typeof global === 'undefined') return 'none ' + typeof setImmediate;
+        const ran = await new Promise((resolve) => setImmediate((x) => resolve(x), 'ran'));
+        const cleared = setImmediate(() => { throw new Error('cleared immediate ran'); });
+        clearImmediate(cleared);
+        return [global === globalThis, ran, typeof clearImmediate].join(' ');
+    "#;
+    let v2 = answer(NodeCompat::V2, "", body).await;
+    assert_eq!(v2, "true ran function");
+    let v1 = answer(NodeCompat::V1, "", body).await;
+    assert_eq!(v1, "none undefined");
 }
