@@ -150,3 +150,29 @@ async fn v2_has_nodes_global_and_immediates() {
     let v1 = answer(NodeCompat::V1, "", body).await;
     assert_eq!(v1, "none undefined");
 }
+
+/// What the import sweep found npm packages read at load, as workerd has
+/// it: `process.stdout.isTTY` (ora, chalk's kin), `events.addAbortListener`
+/// (got).
+#[tokio::test]
+async fn process_stdio_and_add_abort_listener() {
+    let out = answer(
+        NodeCompat::V2,
+        "import { addAbortListener } from 'node:events';",
+        r#"
+        process.stdout.write('to the log\n');
+        const r = [process.stdout.isTTY, process.stderr.fd, process.stdin.isTTY];
+        const controller = new AbortController();
+        const seen = [];
+        addAbortListener(controller.signal, () => seen.push('aborted'));
+        controller.abort();
+        const done = new AbortController();
+        done.abort();
+        await new Promise((resolve) => addAbortListener(done.signal, resolve));
+        try { addAbortListener({}, () => {}); } catch (e) { seen.push(e.code); }
+        return [...r, ...seen].join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(out, "false 2 false aborted ERR_INVALID_ARG_TYPE");
+}
