@@ -9,7 +9,9 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync, openSync } from "node:f
 import { join, relative } from "node:path";
 
 const ANSWER_TIMEOUT_MS = 30_000;
-const START_TIMEOUT_MS = 120_000;
+// isolane dev reads every Worker YAML (hundreds of MB for the sweep) before
+// it answers; a debug build takes minutes.
+const START_TIMEOUT_MS = 900_000;
 
 export async function freePorts(count) {
   const servers = await Promise.all(
@@ -148,6 +150,11 @@ export async function serveWorkerd(bin, cache, packages, ports, date) {
       }
       return;
     }
+    // A port taken since it was picked (other processes share the
+    // machine): pick another and start again.
+    const taken = [...readFileSync(log, "utf8").matchAll(/Socket "(p\d+)": bind\(\): Address already in use/g)].map((m) => m[1]);
+    for (const id of taken) live.get(id).port = (await freePorts(1))[0];
+    if (taken.length > 0) continue;
     const failed = refused(log, live);
     if (failed.size === 0) throw new Error(`workerd exited without naming a Worker; see ${log}`);
     console.error(`workerd refused ${failed.size} Worker(s) at start; starting it again without them`);
