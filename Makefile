@@ -77,7 +77,7 @@ wpt:
 # compat/sweep/.cache), so it is not part of `make test`.
 sweep:
 	$(CARGO) build -p isolane
-	node compat/sweep/run.mjs --markdown compat/sweep/results.md
+	node compat/sweep/run.mjs --markdown compat/sweep/.cache/results.md
 
 # Node's own tests of events, path, querystring and url as npm packages ship
 # them, run as Workers on isolane dev and workerd; downloads the packages.
