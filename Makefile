@@ -13,7 +13,7 @@ CARGO := hack/cargo.sh
 WORKER ?= examples/hello.js
 PORT ?= 8787
 
-.PHONY: dev deps build images fmt-check clippy deny crds deploy-render test test-only bench wpt
+.PHONY: dev deps build images fmt-check clippy deny crds deploy-render test test-only bench wpt sweep node-tests
 
 dev:
 	$(CARGO) run --release -p isolane -- dev $(WORKER) --port $(PORT)
@@ -70,3 +70,17 @@ bench:
 # local WPT checkout (WPT_DIR=…), so it is not part of `make test`.
 wpt:
 	bench/wpt/run.sh
+
+# Issue 30's import sweep: the 300 most depended-upon npm packages, each
+# bundled as wrangler would and imported by a Worker on isolane dev and on
+# workerd. Downloads every package from the npm registry (hundreds of MB into
+# compat/sweep/.cache), so it is not part of `make test`.
+sweep:
+	$(CARGO) build -p isolane
+	node compat/sweep/run.mjs --markdown compat/sweep/.cache/results.md
+
+# Node's own tests of events, path, querystring and url as npm packages ship
+# them, run as Workers on isolane dev and workerd; downloads the packages.
+node-tests:
+	$(CARGO) build -p isolane
+	node compat/nodetests/run.mjs

@@ -1,4 +1,5 @@
-//! An app of the suite: `compat/apps/<name>.{js,ts,tsx}` (the Worker) and
+//! An app of the suite: `compat/apps/<name>.{js,ts,tsx}` (the Worker, or a
+//! folder `compat/apps/<name>/` a framework builds) and
 //! `compat/apps/<name>.json` (its bindings, normalisation rules and requests).
 
 use std::collections::BTreeMap;
@@ -24,6 +25,12 @@ pub struct Manifest {
     /// Headers left out of the comparison for this app (beyond the transport ones).
     #[serde(default)]
     pub ignore_headers: Vec<String>,
+    /// Compatibility flags (wrangler's names, e.g. `nodejs_compat`), the
+    /// same on both servers; `compat/bundle.mjs` bundles an app with
+    /// `nodejs_compat` as wrangler does (built-ins external, their
+    /// `require`s turned into imports).
+    #[serde(default)]
+    pub compatibility_flags: Vec<String>,
     pub requests: Vec<RequestSpec>,
 }
 
@@ -109,10 +116,12 @@ pub fn load(apps: &Path) -> Vec<App> {
         let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
             continue;
         };
+        // A file app, or a folder app that compat/bundle.mjs builds with
+        // its framework (apps/<name>/react-router.config.ts).
         let is_source = matches!(
             path.extension().and_then(|e| e.to_str()),
             Some("js" | "ts" | "tsx")
-        );
+        ) || path.join("react-router.config.ts").is_file();
         if !is_source {
             continue;
         }

@@ -124,6 +124,8 @@ pub fn isolane_dev(
                 "routes": [{ "host": app.host() }],
                 "env": env,
                 "limits": { "cpuMs": 2000 },
+                "compatibilityDate": COMPATIBILITY_DATE,
+                "compatibilityFlags": app.manifest.compatibility_flags,
                 "script": script,
             },
         });
@@ -190,6 +192,7 @@ pub fn workerd(
             service.code = workerd::Code::ServiceWorker(file);
         }
         service.bindings = app.env(upstream).into_iter().collect();
+        service.compatibility_flags = app.manifest.compatibility_flags.clone();
         service.network = true;
         addrs.insert(app.name.clone(), address);
         services.push(service);

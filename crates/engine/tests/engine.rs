@@ -55,6 +55,8 @@ mod node_fs;
 mod node_http;
 #[path = "engine/node_imports.rs"]
 mod node_imports;
+#[path = "engine/node_require.rs"]
+mod node_require;
 #[path = "engine/node_stream.rs"]
 mod node_stream;
 #[path = "engine/node_zlib.rs"]

@@ -2,7 +2,7 @@
 // called synchronously in order, `once`, `prepend*`, 'newListener' and
 // 'removeListener' events, an 'error' event without a listener thrown,
 // `errorMonitor`, and the static helpers `once`, `getEventListeners`,
-// `listenerCount`. Runs as function (host, internal, require, module,
+// `listenerCount`, `addAbortListener`. Runs as function (host, internal, require, module,
 // exports).
 
 const kCapture = Symbol('kCapture');
@@ -73,7 +73,7 @@ function events(emitter) {
   return emitter._events;
 }
 
-function addListener(target, type, listener, prepend) {
+function addTo(target, type, listener, prepend) {
   checkListener(listener);
   const all = events(target);
   if (all.newListener !== undefined) {
@@ -99,9 +99,9 @@ function addListener(target, type, listener, prepend) {
   return target;
 }
 
-proto.addListener = function addListener_(type, listener) { return addListener(this, type, listener, false); };
+proto.addListener = function addListener(type, listener) { return addTo(this, type, listener, false); };
 proto.on = proto.addListener;
-proto.prependListener = function prependListener(type, listener) { return addListener(this, type, listener, true); };
+proto.prependListener = function prependListener(type, listener) { return addTo(this, type, listener, true); };
 
 function onceWrapper(target, type, listener) {
   const state = { fired: false, target, type, listener };
@@ -266,6 +266,23 @@ function listenerCount(emitter, type) {
   return emitter.listenerCount(type);
 }
 
+// Listens once to `signal`'s abort (at once, in a microtask, when it has
+// already aborted); the returned object's dispose removes the listener.
+function addAbortListener(signal, listener) {
+  if (signal === null || typeof signal !== 'object' || typeof signal.addEventListener !== 'function') {
+    throw invalidArg('signal', 'an instance of AbortSignal', signal);
+  }
+  if (typeof listener !== 'function') throw invalidArg('listener', 'of type function', listener);
+  let remove = () => {};
+  if (signal.aborted) {
+    queueMicrotask(() => listener());
+  } else {
+    signal.addEventListener('abort', listener, { once: true });
+    remove = () => signal.removeEventListener('abort', listener);
+  }
+  return { __proto__: null, [Symbol.dispose ?? Symbol.for('nodejs.dispose')]: remove };
+}
+
 function setMaxListeners(n = defaultMaxListeners, ...targets) {
   if (targets.length === 0) EventEmitter.defaultMaxListeners = n;
   for (const target of targets) target.setMaxListeners?.(n);
@@ -278,6 +295,7 @@ EventEmitter.captureRejectionSymbol = Symbol.for('nodejs.rejection');
 EventEmitter.getEventListeners = getEventListeners;
 EventEmitter.listenerCount = listenerCount;
 EventEmitter.setMaxListeners = setMaxListeners;
+EventEmitter.addAbortListener = addAbortListener;
 EventEmitter.usingDomains = false;
 Object.defineProperty(EventEmitter, 'captureRejections', { value: false, writable: true, enumerable: true });
 

@@ -2,7 +2,8 @@
 // EventEmitter with nextTick (a microtask), env (the Worker's text bindings
 // under nodejs_compat_populate_process_env), version(s) (workerd's),
 // platform, arch, cwd ('/bundle', as workerd), hrtime, emitWarning,
-// memoryUsage; exit and the like throw "not implemented". The `process`
+// memoryUsage, stdout/stderr (to the console) and an empty stdin; exit and
+// the like throw "not implemented". The `process`
 // global under nodejs_compat_v2 is this object. Runs as function (host,
 // internal, require, module, exports).
 
@@ -72,5 +73,34 @@ Object.assign(process, {
   getBuiltinModule: (name) => require(name.startsWith('node:') ? name : `node:${name}`),
 });
 process.memoryUsage.rss = () => 0;
+
+// stdout and stderr: Writables whose text goes to console.log/console.error
+// (a Worker's logs); stdin: an empty Readable; none is a TTY. Made (with
+// node:stream) when first read.
+function stdio(name, make) {
+  let stream;
+  Object.defineProperty(process, name, {
+    configurable: true,
+    enumerable: true,
+    get: () => (stream ??= make()),
+  });
+}
+function writer(fd, log) {
+  const { Writable } = require('node:stream');
+  const stream = new Writable({
+    write(chunk, encoding, done) {
+      const text = typeof chunk === 'string' ? chunk : new TextDecoder().decode(chunk);
+      log(text.endsWith('\n') ? text.slice(0, -1) : text);
+      done();
+    },
+  });
+  return Object.assign(stream, { fd, isTTY: false });
+}
+stdio('stdout', () => writer(1, (text) => console.log(text)));
+stdio('stderr', () => writer(2, (text) => console.error(text)));
+stdio('stdin', () => {
+  const { Readable } = require('node:stream');
+  return Object.assign(Readable.from([]), { fd: 0, isTTY: false });
+});
 
 module.exports = process;

@@ -181,15 +181,19 @@ fn require_builtin(
     }
 }
 
-/// The globals of `nodejs_compat_v2`: `Buffer` (`node:buffer`'s) and
-/// `process` (`node:process`), loaded when a Worker first reads them (lazy
-/// data properties, so a Worker that never does pays nothing).
+/// The globals of `nodejs_compat_v2`, as workerd has them: `global` (the
+/// global object itself), and `Buffer` (`node:buffer`'s), `process`
+/// (`node:process`), `setImmediate` and `clearImmediate` (`node:timers`'),
+/// loaded when a Worker first reads them (lazy data properties, so a
+/// Worker that never does pays nothing).
 pub(crate) fn define_globals(scope: &mut v8::PinScope<'_, '_>, compat: NodeCompat) -> Option<()> {
     if !compat.bare_names() {
         return Some(());
     }
     let global = scope.get_current_context().global(scope);
-    for name in ["Buffer", "process"] {
+    let key = v8::String::new(scope, "global")?;
+    global.set(scope, key.into(), global.into())?;
+    for name in ["Buffer", "process", "setImmediate", "clearImmediate"] {
         let key = v8::String::new(scope, name)?;
         global.set_lazy_data_property(scope, key.into(), lazy_global)?;
     }
@@ -206,10 +210,10 @@ fn lazy_global(
         return;
     };
     let name = key.to_rust_string_lossy(scope);
-    let module = if name == "Buffer" {
-        "node:buffer"
-    } else {
-        "node:process"
+    let module = match name.as_str() {
+        "Buffer" => "node:buffer",
+        "process" => "node:process",
+        _ => "node:timers",
     };
     let Some(exports) = exports(scope, &registry, module) else {
         return;
@@ -221,7 +225,7 @@ fn lazy_global(
     let Ok(exports) = v8::Local::<v8::Object>::try_from(exports) else {
         return;
     };
-    if let Some(buffer) = exports.get(scope, key.into()) {
-        rv.set(buffer);
+    if let Some(value) = exports.get(scope, key.into()) {
+        rv.set(value);
     }
 }

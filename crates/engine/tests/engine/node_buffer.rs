@@ -15,7 +15,7 @@ pub fn node_worker(id: &str, source: &str, compat: NodeCompat) -> Arc<WorkerBund
 }
 
 /// `modules` with `compat`.
-fn node_modules(id: &str, modules: Vec<Module>, compat: NodeCompat) -> Arc<WorkerBundle> {
+pub fn node_modules(id: &str, modules: Vec<Module>, compat: NodeCompat) -> Arc<WorkerBundle> {
     let mut bundle = (*modules_bundle(id, modules)).clone();
     bundle.node_compat = compat;
     Arc::new(bundle)

@@ -199,3 +199,21 @@ r.push(tc.traceSync(() => 7), await tc.tracePromise(async () => 8), ev.join());
         r#"/a/b c file:///x/y%20z%23%3F http://x.test/p?a=1 https://x.test/a?b /one/two/four http://example.com/one https: user:pw host.test:8080 8080 host.test #h ?x=1 {"x":"1"} /p/a /p/a?x=1 https://user:pw@host.test:8080/p/a?x=1#h true true false ch:5 7 8 start,end,start,end,as,ae v22.23.4 linux /bundle object tick true"#
     );
 }
+
+/// Node's test-event-emitter-method-names: every method's `name` is its
+/// own, and `on`/`off` are `addListener`/`removeListener`.
+#[tokio::test]
+async fn emitter_methods_have_their_node_names() {
+    let out = answer(
+        NodeCompat::V1,
+        "import { EventEmitter } from 'node:events';",
+        r#"
+        const E = EventEmitter.prototype;
+        const wrong = Object.getOwnPropertyNames(E)
+          .filter((n) => !['constructor', 'on', 'off'].includes(n) && typeof E[n] === 'function' && E[n].name !== n);
+        return [E.on === E.addListener, E.off === E.removeListener, wrong.join(',') || 'none'].join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(out, "true true none");
+}
