@@ -308,6 +308,7 @@ pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
     // is written; one that slipped through runs without Node.js modules.
     let node_compat = bundle.node_compat().unwrap_or_default();
     let process_env = bundle.process_env().unwrap_or_default();
+    let eval_at_startup = bundle.eval_at_startup().unwrap_or_default();
     WorkerBundle {
         id: bundle.worker_id,
         revision: bundle.revision,
@@ -323,6 +324,7 @@ pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
         allowed_hosts: bundle.allowed_hosts,
         node_compat,
         process_env,
+        eval_at_startup,
     }
 }
 

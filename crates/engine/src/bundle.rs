@@ -37,6 +37,9 @@ pub struct WorkerBundle {
     /// Whether `node:process`' `env` holds the bindings of `env`
     /// (`nodejs_compat_populate_process_env`, docs/nodejs.md).
     pub process_env: bool,
+    /// Whether the top-level code may use `eval` and `new Function`
+    /// (`allow_eval_during_startup`; requests never may).
+    pub eval_at_startup: bool,
 }
 
 /// Per-request (CPU, wall, subrequests) and per-isolate (memory) limits:
@@ -87,6 +90,7 @@ impl WorkerBundle {
             allowed_hosts: Vec::new(),
             node_compat: NodeCompat::Off,
             process_env: false,
+            eval_at_startup: false,
         }
     }
 }

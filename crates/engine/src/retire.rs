@@ -26,5 +26,6 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         allowed_hosts: Vec::new(),
         node_compat: Default::default(),
         process_env: false,
+        eval_at_startup: false,
     })
 }

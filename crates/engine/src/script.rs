@@ -23,14 +23,18 @@ pub(crate) fn is_module(source: &str) -> bool {
 
 /// Evaluates the worker and hands its handler to the runtime's `internal`
 /// object; returns `env`. Runs inside a turn; `None` means a JS exception is
-/// pending. As in workerd, the top-level code may generate code from
-/// strings (`eval`, `new Function`: template engines and validators
-/// compile at load); requests may not (the context refuses it again here).
+/// pending. As in workerd with `allow_eval_during_startup` (on from
+/// 2025-06-01), the top-level code may generate code from strings (`eval`,
+/// `new Function`: template engines and validators compile at load);
+/// requests may not (the context refuses it again here).
 pub(crate) fn evaluate(
     scope: &mut v8::PinScope<'_, '_>,
     internal: &v8::Global<v8::Object>,
     bundle: &WorkerBundle,
 ) -> Option<v8::Global<v8::Object>> {
+    if !bundle.eval_at_startup {
+        return evaluate_top_level(scope, internal, bundle);
+    }
     let context = scope.get_current_context();
     context.set_allow_generation_from_strings(true);
     let env = evaluate_top_level(scope, internal, bundle);

@@ -83,6 +83,7 @@ async fn run_all() {
             allowed_hosts: Vec::new(),
             node_compat: Default::default(),
             process_env: false,
+            eval_at_startup: false,
         });
         let request = http::Request::builder()
             .method("POST")

@@ -180,6 +180,15 @@ impl Bundle {
         )
     }
 
+    /// Whether its compatibility settings let its top-level code generate
+    /// code from strings (`allow_eval_during_startup`).
+    pub fn eval_at_startup(&self) -> Result<bool, CompatError> {
+        compat::eval_at_startup(
+            self.compatibility_date.as_deref(),
+            &self.compatibility_flags,
+        )
+    }
+
     /// The same bundle with `spec.egress.allowedHosts`, which is part of the
     /// revision (an isolate runs with the hosts of its revision).
     pub fn with_allowed_hosts(mut self, allowed_hosts: Vec<String>) -> Self {

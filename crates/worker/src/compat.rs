@@ -23,6 +23,10 @@ pub const NODE_COMPAT_V2_IMPLIED_DATE: Date = Date(2024, 9, 23);
 /// `nodejs_compat_populate_process_env`.
 pub const PROCESS_ENV_IMPLIED_DATE: Date = Date(2025, 4, 1);
 
+/// The date from which workerd lets a Worker's top-level code generate
+/// code from strings (`allow_eval_during_startup`).
+pub const EVAL_AT_STARTUP_DATE: Date = Date(2025, 6, 1);
+
 /// What a Worker's settings turn on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum NodeCompat {
@@ -100,6 +104,7 @@ enum Feature {
     NodeCompatV2,
     NodeAls,
     ProcessEnv,
+    EvalAtStartup,
 }
 
 /// Every flag honoured: (name, the behaviour, on or off).
@@ -124,6 +129,14 @@ pub const FLAGS: &[(&str, &str)] = &[
         "nodejs_compat_do_not_populate_process_env",
         "turns nodejs_compat_populate_process_env off",
     ),
+    (
+        "allow_eval_during_startup",
+        "eval and new Function in the Worker's top-level code (never in requests)",
+    ),
+    (
+        "disallow_eval_during_startup",
+        "turns allow_eval_during_startup off",
+    ),
 ];
 
 fn flag(name: &str) -> Option<(Feature, bool)> {
@@ -136,6 +149,8 @@ fn flag(name: &str) -> Option<(Feature, bool)> {
         "no_nodejs_als" => (Feature::NodeAls, false),
         "nodejs_compat_populate_process_env" => (Feature::ProcessEnv, true),
         "nodejs_compat_do_not_populate_process_env" => (Feature::ProcessEnv, false),
+        "allow_eval_during_startup" => (Feature::EvalAtStartup, true),
+        "disallow_eval_during_startup" => (Feature::EvalAtStartup, false),
         _ => return None,
     })
 }
@@ -174,7 +189,7 @@ fn known() -> String {
 /// decides it; an unknown or contradictory flag, or a malformed date, is an
 /// error.
 pub fn resolve(date: Option<&str>, flags: &[String]) -> Result<NodeCompat, CompatError> {
-    settings(date, flags).map(|(node, _)| node)
+    settings(date, flags).map(|s| s.node)
 }
 
 /// Whether `process.env` holds the Worker's text bindings: with Node.js
@@ -182,11 +197,25 @@ pub fn resolve(date: Option<&str>, flags: &[String]) -> Result<NodeCompat, Compa
 /// 2025-04-01 (workerd's `populateProcessEnv`); the same errors as
 /// [`resolve`].
 pub fn process_env(date: Option<&str>, flags: &[String]) -> Result<bool, CompatError> {
-    settings(date, flags).map(|(_, env)| env)
+    settings(date, flags).map(|s| s.process_env)
 }
 
-/// [`resolve`]'s answer and [`process_env`]'s.
-fn settings(date: Option<&str>, flags: &[String]) -> Result<(NodeCompat, bool), CompatError> {
+/// Whether the Worker's top-level code may use `eval` and `new Function`
+/// (requests never may): `allow_eval_during_startup`, on from 2025-06-01
+/// as in workerd; the same errors as [`resolve`].
+pub fn eval_at_startup(date: Option<&str>, flags: &[String]) -> Result<bool, CompatError> {
+    settings(date, flags).map(|s| s.eval_at_startup)
+}
+
+/// Everything the settings decide.
+struct Settings {
+    node: NodeCompat,
+    process_env: bool,
+    eval_at_startup: bool,
+}
+
+/// [`resolve`]'s, [`process_env`]'s and [`eval_at_startup`]'s answers.
+fn settings(date: Option<&str>, flags: &[String]) -> Result<Settings, CompatError> {
     let date = date.map(Date::parse).transpose()?;
     let mut set: Vec<(Feature, bool, &str)> = Vec::with_capacity(flags.len());
     for name in flags {
@@ -226,7 +255,11 @@ fn settings(date: Option<&str>, flags: &[String]) -> Result<(NodeCompat, bool), 
     } else {
         NodeCompat::Off
     };
-    Ok((compat, env))
+    Ok(Settings {
+        node: compat,
+        process_env: env,
+        eval_at_startup: explicit(Feature::EvalAtStartup).unwrap_or(from(EVAL_AT_STARTUP_DATE)),
+    })
 }
 
 #[cfg(test)]
@@ -253,6 +286,17 @@ mod tests {
             ),
             Ok(NodeCompat::Off)
         );
+    }
+
+    #[test]
+    fn eval_during_startup_from_2025_06_01_or_by_flag() {
+        assert_eq!(eval_at_startup(None, &[]), Ok(false));
+        assert_eq!(eval_at_startup(Some("2025-05-31"), &[]), Ok(false));
+        assert_eq!(eval_at_startup(Some("2025-06-01"), &[]), Ok(true));
+        let allow = flags(&["allow_eval_during_startup"]);
+        assert_eq!(eval_at_startup(Some("2024-01-01"), &allow), Ok(true));
+        let disallow = flags(&["disallow_eval_during_startup"]);
+        assert_eq!(eval_at_startup(Some("2026-01-01"), &disallow), Ok(false));
     }
 
     #[test]

@@ -141,6 +141,7 @@ impl TestNode {
             allowed_hosts: Vec::new(),
             node_compat: Default::default(),
             process_env: false,
+            eval_at_startup: false,
         };
         self.bundles.insert(&format!("secret-{id}"), bundle.clone());
         bundle

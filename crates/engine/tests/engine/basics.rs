@@ -129,24 +129,35 @@ async fn a_broken_script_is_a_script_error() {
     assert_eq!(error.status(), 500);
 }
 
-/// As in workerd (probed): top-level code may generate code from strings
-/// (ejs, ajv and Angular's compiler do at load), a request may not, not even
-/// through a function the top level kept.
+/// As in workerd (probed) with `allow_eval_during_startup` (on from
+/// 2025-06-01): top-level code may generate code from strings (ejs, ajv and
+/// Angular's compiler do at load), a request may not, not even through a
+/// function the top level kept. Without the flag, not even at load.
 #[tokio::test]
 async fn code_generation_from_strings_only_at_load() {
     let (engine, _) = engine(1, PoolMode::Pinned);
-    let eval = bundle(
-        "t/eval",
-        "const twice = new Function('a', 'return a * 2'); const early = eval('1+1'); const kept = (s) => eval(s);
+    let source = "const twice = new Function('a', 'return a * 2'); const early = eval('1+1'); const kept = (s) => eval(s);
          export default { fetch() { const r = [twice(21), early];
            try { r.push(String(eval('1+1'))); } catch (e) { r.push(e.name); }
            try { r.push(String(kept('2+2'))); } catch (e) { r.push(e.name); }
            try { r.push(String(new Function('return 3')())); } catch (e) { r.push(e.name); }
-           return new Response(r.join(' ')); } };",
-    );
+           return new Response(r.join(' ')); } };";
+    let mut allowed = (*bundle("t/eval", source)).clone();
+    allowed.eval_at_startup = true;
     assert_eq!(
-        run(&engine, 0, &eval, "/").await.1,
+        run(&engine, 0, &std::sync::Arc::new(allowed), "/").await.1,
         "42 2 EvalError EvalError EvalError"
+    );
+    let refused = bundle(
+        "t/eval-old",
+        "export default { fetch() { let r; try { r = String(eval('1+1')); } catch (e) { r = e.name; } return new Response(r); } };",
+    );
+    assert_eq!(run(&engine, 0, &refused, "/").await.1, "EvalError");
+    let at_load = bundle("t/eval-load", source);
+    let error = engine.execute(0, at_load, get("/")).await.unwrap_err();
+    assert!(
+        matches!(error, ExecuteError::Script { ref message } if message.contains("EvalError")),
+        "eval at load without allow_eval_during_startup: {error:?}"
     );
 }
 

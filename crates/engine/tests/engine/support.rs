@@ -80,6 +80,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         allowed_hosts: Vec::new(),
         node_compat: Default::default(),
         process_env: false,
+        eval_at_startup: false,
     }
 }
 
