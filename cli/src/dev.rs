@@ -280,6 +280,11 @@ async fn serve(
             // 300 s), not the router's default deadline.
             request_timeout: Duration::from_secs(301),
             test_scheduled: true,
+            // One cap both ways: `--websocket-max-message-kib`.
+            websocket: isolane_router::sockets::SocketLimits {
+                max_message_bytes: config.engine.websocket.max_message_bytes,
+                ..isolane_router::sockets::SocketLimits::default()
+            },
             ..ProxyConfig::default()
         },
         router_metrics.clone(),

@@ -230,19 +230,26 @@ async fn sockets_counted(admin: std::net::SocketAddr) {
 
 #[tokio::test]
 async fn a_message_over_the_cap_closes_its_socket_with_1009_not_its_neighbour() {
+    // Cloudflare's 1 MiB by default, and the flag's cap both ways.
+    over_the_cap(&[], 1 << 20).await;
+    over_the_cap(&["--websocket-max-message-kib", "4"], 4 << 10).await;
+}
+
+/// With `extra` flags, a client's message of `cap` bytes is echoed and one
+/// byte more closes that socket with 1009, while a neighbour echoes on.
+async fn over_the_cap(extra: &[&str], cap: usize) {
     let port = free_port().unwrap();
-    let (dev, mut neighbour) = started(port).await;
+    let (dev, mut neighbour) = started_with("examples/websocket-echo.js", port, extra).await;
     let mut hostile = connect(port).await.unwrap();
-    // 1 MiB is the cap; one byte more.
-    let huge = Message::binary(Bytes::from(vec![7u8; (1 << 20) + 1]));
+    let huge = Message::binary(Bytes::from(vec![7u8; cap + 1]));
     let _ = hostile.send(huge).await;
     match next(&mut hostile).await {
         Some(Message::Close(Some(frame))) => assert_eq!(frame.code, CloseCode::Size),
-        other => panic!("expected a 1009 close, got {other:?}"),
+        other => panic!("expected a 1009 close at {cap} + 1 bytes, got {other:?}"),
     }
     // A message at the cap is echoed, and the neighbour never noticed.
     let mut at_cap = connect(port).await.unwrap();
-    let whole = Message::binary(Bytes::from(vec![8u8; 1 << 20]));
+    let whole = Message::binary(Bytes::from(vec![8u8; cap]));
     at_cap.send(whole.clone()).await.unwrap();
     assert_eq!(next(&mut at_cap).await, Some(whole));
     neighbour.send(Message::text("still here")).await.unwrap();

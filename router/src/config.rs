@@ -42,6 +42,8 @@ pub const ENV_WORKER_SERIES_INTERVAL: &str = "ISOLANE_WORKER_SERIES_INTERVAL";
 pub const ENV_SHUTDOWN_GRACE: &str = "ISOLANE_SHUTDOWN_GRACE";
 /// `--websocket-drain-grace`.
 pub const ENV_WEBSOCKET_DRAIN_GRACE: &str = "ISOLANE_WEBSOCKET_DRAIN_GRACE";
+/// Env var for `--websocket-max-message-kib`.
+pub const ENV_WEBSOCKET_MAX_MESSAGE_KIB: &str = "ISOLANE_WEBSOCKET_MAX_MESSAGE_KIB";
 /// How long a request waits for a live node when there is none.
 pub const ENV_NODE_WAIT: &str = "ISOLANE_NODE_WAIT";
 /// Env var for `--trusted-proxies` (comma-separated CIDRs).
@@ -135,6 +137,12 @@ pub struct Args {
     /// `--shutdown-grace` for their closes).
     #[arg(long, env = ENV_WEBSOCKET_DRAIN_GRACE, default_value = "10s", value_parser = parse_duration)]
     pub websocket_drain_grace: Duration,
+
+    /// The largest WebSocket message a client may send, in KiB (Cloudflare's:
+    /// 1024); a larger one closes its socket with 1009. The node holds the
+    /// Worker's own messages to its `--websocket-max-message-kib`.
+    #[arg(long, env = ENV_WEBSOCKET_MAX_MESSAGE_KIB, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=(8 << 10)))]
+    pub websocket_max_message_kib: u32,
 
     /// How long a request that finds no live node (a node pod being
     /// replaced, the fleet restarting) waits for one, within its
@@ -389,6 +397,9 @@ impl Args {
                 test_scheduled: false,
                 websocket: crate::sockets::SocketLimits {
                     drain_grace: self.websocket_drain_grace,
+                    max_message_bytes: usize::try_from(self.websocket_max_message_kib)
+                        .unwrap_or(usize::MAX)
+                        .saturating_mul(1 << 10),
                     ..crate::sockets::SocketLimits::default()
                 },
             },
