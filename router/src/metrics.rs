@@ -83,6 +83,12 @@ const WEBSOCKET_BYTES: Metric = Metric::new(
     &["worker", "direction"],
 );
 
+const WEBSOCKET_OPENS: Metric = Metric::new(
+    "isolane_router_websocket_opens_total",
+    "WebSockets opened, by Worker (the busiest, or other); less isolane_router_websocket_closes_total of the same Worker, the sockets it has open.",
+    &["worker"],
+);
+
 const WEBSOCKET_CLOSES: Metric = Metric::new(
     "isolane_router_websocket_closes_total",
     "WebSockets ended, by Worker (the busiest, or other) and the code of their first close either way (1000, 1001, 1006: no close frame, 1008, 1009, 1011, 1012, or other).",
@@ -170,6 +176,7 @@ pub const ALL: &[Metric] = &[
     WEBSOCKETS_OPEN,
     WEBSOCKET_MESSAGES,
     WEBSOCKET_BYTES,
+    WEBSOCKET_OPENS,
     WEBSOCKET_CLOSES,
     LIVE_NODES,
     ROUTABLE_WORKERS,
@@ -219,6 +226,7 @@ impl RouterMetrics {
         let worker_duration = WORKER_DURATION.histogram_vec(registry, REQUEST_BUCKETS)?;
         let websockets_open = WEBSOCKETS_OPEN.gauge(registry)?;
         let sockets = SocketVecs {
+            opens: WEBSOCKET_OPENS.counter_vec(registry)?,
             messages: WEBSOCKET_MESSAGES.counter_vec(registry)?,
             bytes: WEBSOCKET_BYTES.counter_vec(registry)?,
             closes: WEBSOCKET_CLOSES.counter_vec(registry)?,
@@ -273,6 +281,7 @@ impl RouterMetrics {
         };
         SocketSeries {
             open: self.websockets_open.clone(),
+            opens: vecs.opens.with_label_values(&[worker]),
             to_worker: way("to_worker"),
             to_client: way("to_client"),
             closes: vecs.closes.clone(),
@@ -489,6 +498,7 @@ pub struct WorkerSeries {
 /// The per-Worker WebSocket families.
 #[derive(Debug)]
 struct SocketVecs {
+    opens: IntCounterVec,
     messages: IntCounterVec,
     bytes: IntCounterVec,
     closes: IntCounterVec,
@@ -580,6 +590,7 @@ impl WorkerSeries {
         for series in [
             labelled_workers(&self.requests),
             labelled_workers(&self.duration),
+            labelled_workers(&self.sockets.opens),
             labelled_workers(&self.sockets.messages),
             labelled_workers(&self.sockets.bytes),
             labelled_workers(&self.sockets.closes),
@@ -600,6 +611,7 @@ impl WorkerSeries {
     fn remove(&self, worker: &str) {
         self.remove_requests(|w, _| w == worker);
         let _ = self.duration.remove_label_values(&[worker]);
+        let _ = self.sockets.opens.remove_label_values(&[worker]);
         for direction in ["to_worker", "to_client"] {
             let _ = self
                 .sockets
@@ -661,6 +673,7 @@ fn labelled_workers(vec: &impl Collector) -> HashSet<String> {
 #[derive(Clone, Debug)]
 pub struct SocketSeries {
     pub open: IntGauge,
+    opens: IntCounter,
     to_worker: Way,
     to_client: Way,
     closes: IntCounterVec,
@@ -683,6 +696,12 @@ impl Way {
 }
 
 impl SocketSeries {
+    /// The socket is open: counted in the gauge and in its Worker's opens.
+    pub fn opened(&self) {
+        self.open.inc();
+        self.opens.inc();
+    }
+
     /// A message from the client went to the Worker.
     pub fn to_worker(&self, message: &SocketMessage) {
         self.to_worker.count(message);

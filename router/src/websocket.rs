@@ -131,7 +131,7 @@ where
         match on_upgrade.await {
             Ok(upgraded) => {
                 if let Some(series) = &series {
-                    series.open.inc();
+                    series.opened();
                 }
                 pump(TokioIo::new(upgraded), channels, closing, series.as_ref()).await;
                 if let Some(series) = &series {
