@@ -4,8 +4,10 @@
 // `new Response(null, { status: 101, webSocket: client })`: then the server
 // end talks to the front end through the host (host/socket.rs), and the
 // engine calls internal.webSocketEvent(id, kind, data, code, reason) for each
-// message from the client, one turn each. Outbound sockets (`new
-// WebSocket(url)`, fetch with Upgrade) are not here yet.
+// message from the client, one turn each. Outbound sockets: fetch with
+// `Upgrade: websocket` resolves to a 101 whose `webSocket` speaks through
+// the host the same way (host/ws_connect.rs), and `new WebSocket(url)` is
+// built on that handshake, as in workerd.
 'use strict';
 
 const kCreate = Symbol('create');
@@ -69,6 +71,43 @@ function checkClose(code, reason) {
   return [code, reason];
 }
 
+// `new WebSocket(url, protocols)`'s arguments (WHATWG WebSockets): the URL
+// (http and https become ws and wss; no fragment) and the subprotocols
+// (tokens, no repeats).
+function checkConnect(url, protocols) {
+  let parsed;
+  try {
+    parsed = new URL(internal.toUSVString(url));
+  } catch {
+    throw new internal.DOMException(`Failed to construct 'WebSocket': The URL '${url}' is invalid.`, 'SyntaxError');
+  }
+  if (parsed.protocol === 'http:') parsed.protocol = 'ws:';
+  else if (parsed.protocol === 'https:') parsed.protocol = 'wss:';
+  if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:') {
+    throw new internal.DOMException(`Failed to construct 'WebSocket': The URL's scheme must be either 'http', 'https', 'ws', or 'wss'. '${parsed.protocol}' is not allowed.`, 'SyntaxError');
+  }
+  if (parsed.hash !== '') {
+    throw new internal.DOMException("Failed to construct 'WebSocket': The URL contains a fragment identifier.", 'SyntaxError');
+  }
+  let list = [];
+  if (protocols !== undefined) {
+    list = typeof protocols === 'string' ? [protocols] : Array.from(protocols, (p) => internal.toUSVString(p));
+  }
+  const token = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+  for (const [i, p] of list.entries()) {
+    if (!token.test(p) || list.indexOf(p) !== i) {
+      throw new internal.DOMException(`Failed to construct 'WebSocket': The subprotocol '${p}' is invalid or repeated.`, 'SyntaxError');
+    }
+  }
+  return [parsed.href, list];
+}
+
+// The value of header `name` in a flat `[name, value, …]` list.
+function headerOf(list, name) {
+  for (let i = 0; i < list.length; i += 2) if (list[i] === name) return list[i + 1];
+  return null;
+}
+
 class WebSocket extends EventTarget {
   #peer = null; // the other end of a pair, while it is in this isolate
   #hostId = 0; // the host socket this end speaks through, once answered
@@ -78,12 +117,62 @@ class WebSocket extends EventTarget {
   #state = OPEN;
   #binaryType = 'arraybuffer';
   #closeSent = false;
+  #closeCode = 0; // close() while connecting: sent once open
+  #closeReason = '';
+  #url = null;
+  #protocol = null;
 
   constructor(url = undefined, protocols = undefined, key = undefined) {
     super();
-    if (key !== kCreate) {
-      throw new TypeError('Outbound WebSockets (new WebSocket(url)) are not supported yet; use WebSocketPair to accept one.');
+    if (key === kCreate) return;
+    internal.requireArgs(arguments.length, 1, "Failed to construct 'WebSocket'");
+    const [href, list] = checkConnect(url, protocols);
+    this.#url = href;
+    this.#protocol = '';
+    this.#state = CONNECTING;
+    this.#accepted = true;
+    this.#connect(href, list);
+  }
+
+  // `new WebSocket(url)`: the handshake through the host's fetch path, then
+  // `open` (or `error` and `close` with 1006).
+  async #connect(href, list) {
+    let id = 0;
+    let failure = 'WebSocket connection failed';
+    try {
+      const headers = list.length > 0 ? ['sec-websocket-protocol', list.join(', ')] : [];
+      const res = await host.webSocketConnect(href, headers);
+      id = res.webSocket;
+      if (!id) {
+        if (res.bodyId) host.bodyCancel(res.bodyId);
+        failure = `WebSocket connection failed: the server answered ${res.status}`;
+      } else {
+        const chosen = headerOf(res.headers, 'sec-websocket-protocol') ?? '';
+        if (chosen === '' ? false : !list.includes(chosen)) {
+          host.webSocketClose(id, 1002, 'unrequested subprotocol');
+          failure = `WebSocket connection failed: the server chose the subprotocol ${chosen}, which was not requested`;
+          id = 0;
+        } else {
+          this.#protocol = chosen;
+        }
+      }
+    } catch (e) {
+      failure = e?.message ?? String(e);
     }
+    if (!id) {
+      this.#state = CLOSED;
+      internal.dispatchTrusted(this, new ErrorEvent('error', { message: failure }), internal.reportError);
+      internal.dispatchTrusted(this, new CloseEvent('close', { code: 1006, reason: failure, wasClean: false }), internal.reportError);
+      return;
+    }
+    this.#hostId = id;
+    byHostId.set(id, this);
+    if (this.#closeSent) {
+      host.webSocketClose(id, this.#closeCode, this.#closeReason);
+      return;
+    }
+    this.#state = OPEN;
+    internal.dispatchTrusted(this, new Event('open'), internal.reportError);
   }
 
   static #check(self) {
@@ -91,8 +180,8 @@ class WebSocket extends EventTarget {
   }
 
   get readyState() { WebSocket.#check(this); return this.#state; }
-  get url() { WebSocket.#check(this); return null; }
-  get protocol() { WebSocket.#check(this); return null; }
+  get url() { WebSocket.#check(this); return this.#url; }
+  get protocol() { WebSocket.#check(this); return this.#protocol; }
   get extensions() { WebSocket.#check(this); return null; }
   get binaryType() { WebSocket.#check(this); return this.#binaryType; }
   set binaryType(value) {
@@ -113,6 +202,7 @@ class WebSocket extends EventTarget {
   send(message) {
     WebSocket.#check(this);
     internal.requireArgs(arguments.length, 1, "Failed to execute 'send' on 'WebSocket'");
+    if (this.#state === CONNECTING) throw new internal.DOMException("Failed to execute 'send' on 'WebSocket': Still in CONNECTING state.", 'InvalidStateError');
     if (!this.#accepted) throw new TypeError('You must call accept() on this WebSocket before sending messages.');
     if (this.#closeSent || this.#state === CLOSED) throw new TypeError("Can't call WebSocket send() after close().");
     let text = null;
@@ -140,6 +230,8 @@ class WebSocket extends EventTarget {
     if (this.#closeSent || this.#state === CLOSED) return;
     this.#closeSent = true;
     this.#state = CLOSING;
+    this.#closeCode = code ?? 0;
+    this.#closeReason = reason;
     if (this.#hostId !== 0) {
       host.webSocketClose(this.#hostId, code ?? 0, reason);
       return;
@@ -206,6 +298,15 @@ class WebSocket extends EventTarget {
         }
       }
       client.#queue = [];
+    };
+    // The `webSocket` of a fetch's 101 (host/ws_connect.rs): open, to be
+    // accepted, speaking through host socket `id`.
+    internal.outboundWebSocket = (id, url) => {
+      const socket = new WebSocket(undefined, undefined, kCreate);
+      socket.#hostId = id;
+      socket.#url = url;
+      byHostId.set(id, socket);
+      return socket;
     };
     internal.webSocketEvent = (id, kind, data, code, reason) => {
       const socket = byHostId.get(id);
