@@ -117,8 +117,6 @@ class WebSocket extends EventTarget {
   #state = OPEN;
   #binaryType = 'arraybuffer';
   #closeSent = false;
-  #closeCode = 0; // close() while connecting: sent once open
-  #closeReason = '';
   #url = null;
   #protocol = null;
 
@@ -135,7 +133,8 @@ class WebSocket extends EventTarget {
   }
 
   // `new WebSocket(url)`: the handshake through the host's fetch path, then
-  // `open` (or `error` and `close` with 1006).
+  // `open` (or, as in workerd, `error` with the failure and `close` with
+  // 1006). A close() while connecting fails the connection (WHATWG).
   async #connect(href, list) {
     let id = 0;
     let failure = 'WebSocket connection failed';
@@ -145,7 +144,11 @@ class WebSocket extends EventTarget {
       id = res.webSocket;
       if (!id) {
         if (res.bodyId) host.bodyCancel(res.bodyId);
-        failure = `WebSocket connection failed: the server answered ${res.status}`;
+        failure = 'Failed to establish the WebSocket connection: expected server to reply with HTTP status code 101 (switching protocols), but received ' + res.status + ' instead.';
+      } else if (this.#closeSent) {
+        host.webSocketClose(id, 1000, '');
+        failure = 'Called close before connection was established.';
+        id = 0;
       } else {
         const chosen = headerOf(res.headers, 'sec-websocket-protocol') ?? '';
         if (chosen === '' ? false : !list.includes(chosen)) {
@@ -162,15 +165,11 @@ class WebSocket extends EventTarget {
     if (!id) {
       this.#state = CLOSED;
       internal.dispatchTrusted(this, new ErrorEvent('error', { message: failure }), internal.reportError);
-      internal.dispatchTrusted(this, new CloseEvent('close', { code: 1006, reason: failure, wasClean: false }), internal.reportError);
+      internal.dispatchTrusted(this, new CloseEvent('close', { code: 1006, reason: 'Failed to establish websocket connection', wasClean: false }), internal.reportError);
       return;
     }
     this.#hostId = id;
     byHostId.set(id, this);
-    if (this.#closeSent) {
-      host.webSocketClose(id, this.#closeCode, this.#closeReason);
-      return;
-    }
     this.#state = OPEN;
     internal.dispatchTrusted(this, new Event('open'), internal.reportError);
   }
@@ -192,6 +191,7 @@ class WebSocket extends EventTarget {
   accept() {
     WebSocket.#check(this);
     if (this.#handedOver) throw new TypeError('This WebSocket was handed to the client in a Response; use the other end of its pair.');
+    if (this.#state === CONNECTING) throw new TypeError("Websockets obtained from the 'new WebSocket()' constructor cannot call accept");
     if (this.#accepted) return;
     this.#accepted = true;
     const queued = this.#queue;
@@ -230,8 +230,6 @@ class WebSocket extends EventTarget {
     if (this.#closeSent || this.#state === CLOSED) return;
     this.#closeSent = true;
     this.#state = CLOSING;
-    this.#closeCode = code ?? 0;
-    this.#closeReason = reason;
     if (this.#hostId !== 0) {
       host.webSocketClose(this.#hostId, code ?? 0, reason);
       return;

@@ -347,7 +347,8 @@ pub(crate) enum Versions {
     /// HTTP/1.1 and HTTP/2 (by ALPN over TLS): `fetch`.
     All,
     /// HTTP/1.1 only: a WebSocket handshake, which needs a connection of its
-    /// own to upgrade (RFC 6455); over TLS, ALPN offers `http/1.1` alone.
+    /// own to upgrade (RFC 6455); over TLS no ALPN is offered (hyper-rustls
+    /// sends none for HTTP/1.1 alone), so the server speaks HTTP/1.1.
     Http1,
 }
 

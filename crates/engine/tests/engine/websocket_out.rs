@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use futures::{SinkExt as _, StreamExt as _};
 use isolane_engine::{EgressConfig, Engine, EngineConfig, PoolMode, WebSocketConfig};
+use isolane_testenv::{Leaf, TestCa};
 use isolane_worker::Limits;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 
 use crate::support::*;
 
@@ -18,11 +20,16 @@ use crate::support::*;
 struct Counts {
     accepted: AtomicUsize,
     open: AtomicUsize,
+    alpn: std::sync::Mutex<Vec<String>>,
 }
 
 /// A WebSocket echo server on loopback: every text and binary message
-/// comes back; a close is answered with the same code.
-async fn echo_server() -> (std::net::SocketAddr, Arc<Counts>) {
+/// comes back; a close is answered with the same code; the first
+/// subprotocol offered is chosen. With `tls`, over TLS offering HTTP/2 and
+/// HTTP/1.1 by ALPN (the protocol each connection negotiated is recorded).
+async fn echo_server(
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) -> (std::net::SocketAddr, Arc<Counts>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let counts = Arc::new(Counts::default());
@@ -30,15 +37,21 @@ async fn echo_server() -> (std::net::SocketAddr, Arc<Counts>) {
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             let counts = server_counts.clone();
+            let tls = tls.clone();
             counts.accepted.fetch_add(1, Ordering::SeqCst);
             counts.open.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
-                if let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await {
-                    while let Some(Ok(message)) = ws.next().await {
-                        if (message.is_text() || message.is_binary())
-                            && ws.send(message).await.is_err()
-                        {
-                            break;
+                match tls {
+                    None => echo(stream).await,
+                    Some(acceptor) => {
+                        if let Ok(stream) = acceptor.accept(stream).await {
+                            let alpn = stream.get_ref().1.alpn_protocol().unwrap_or_default();
+                            counts
+                                .alpn
+                                .lock()
+                                .unwrap()
+                                .push(String::from_utf8_lossy(alpn).into_owned());
+                            echo(stream).await;
                         }
                     }
                 }
@@ -47,6 +60,80 @@ async fn echo_server() -> (std::net::SocketAddr, Arc<Counts>) {
         }
     });
     (addr, counts)
+}
+
+async fn echo<S>(stream: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let Ok(mut ws) = tokio_tungstenite::accept_hdr_async(stream, choose_protocol).await else {
+        return;
+    };
+    while let Some(Ok(message)) = ws.next().await {
+        if (message.is_text() || message.is_binary()) && ws.send(message).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// The handshake's answer: the first subprotocol offered, if any.
+// The callback's type is tungstenite's (its error is a whole response).
+#[allow(clippy::result_large_err)]
+fn choose_protocol(request: &Request, mut response: Response) -> Result<Response, ErrorResponse> {
+    let offered = request
+        .headers()
+        .get("sec-websocket-protocol")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .map(|p| p.trim().to_owned());
+    if let Some(first) = offered {
+        response
+            .headers_mut()
+            .insert("sec-websocket-protocol", first.parse().unwrap());
+    }
+    Ok(response)
+}
+
+/// A TLS acceptor for 127.0.0.1 offering HTTP/2 and HTTP/1.1, and the PEM
+/// of its CA.
+fn tls_acceptor() -> (tokio_rustls::TlsAcceptor, String) {
+    let ca = TestCa::new("isolane-ws-test-ca").unwrap();
+    let cert = ca.issue(Leaf::server("ws-test", &["127.0.0.1"])).unwrap();
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![cert.cert_der.into()],
+        rustls::pki_types::PrivateKeyDer::try_from(cert.key_der).unwrap(),
+    )
+    .unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    (
+        tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        ca.cert_pem(),
+    )
+}
+
+/// A plain HTTP server that answers every request 404, whatever it asks.
+async fn not_found_server() -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+                let mut buffer = [0u8; 4096];
+                let _ = stream.read(&mut buffer).await;
+                let _ = stream
+                    .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 4\r\nconnection: close\r\n\r\nnope")
+                    .await;
+            });
+        }
+    });
+    addr
 }
 
 fn out_engine(egress: EgressConfig, websocket: WebSocketConfig) -> Engine {
@@ -75,7 +162,8 @@ fn path_to(url: &str) -> String {
 const CLIENT: &str = r#"
 export default { async fetch(request) {
   const url = new URL(request.url).searchParams.get('u');
-  const ws = new WebSocket(url);
+  const protocols = new URL(request.url).searchParams.getAll('p');
+  const ws = new WebSocket(url, protocols);
   const seen = ['state ' + ws.readyState];
   return await new Promise((resolve) => {
     ws.addEventListener('open', () => {
@@ -124,7 +212,7 @@ export default { async fetch(request) {
 
 #[tokio::test]
 async fn new_websocket_echoes_through_the_engine() {
-    let (addr, counts) = echo_server().await;
+    let (addr, counts) = echo_server(None).await;
     let engine = out_engine(EgressConfig::open(), WebSocketConfig::default());
     let client = bundle("out/client", CLIENT);
     let url = format!("ws://{addr}/chat");
@@ -139,7 +227,7 @@ async fn new_websocket_echoes_through_the_engine() {
 
 #[tokio::test]
 async fn fetch_with_upgrade_gives_a_socket_to_accept() {
-    let (addr, _counts) = echo_server().await;
+    let (addr, _counts) = echo_server(None).await;
     let engine = out_engine(EgressConfig::open(), WebSocketConfig::default());
     let worker = bundle("out/fetch", FETCH_UPGRADE);
     let (status, body) = run(&engine, 0, &worker, &path_to(&format!("http://{addr}/"))).await;
@@ -152,7 +240,7 @@ async fn fetch_with_upgrade_gives_a_socket_to_accept() {
 
 #[tokio::test]
 async fn the_egress_policy_refuses_a_socket_with_an_error_not_a_crash() {
-    let (addr, counts) = echo_server().await;
+    let (addr, counts) = echo_server(None).await;
     // The default policy: loopback is refused.
     let engine = out_engine(EgressConfig::default(), WebSocketConfig::default());
     let client = bundle("out/refused", CLIENT);
@@ -203,7 +291,7 @@ export default { async fetch(request) {
 
 #[tokio::test]
 async fn each_socket_takes_a_subrequest() {
-    let (addr, counts) = echo_server().await;
+    let (addr, counts) = echo_server(None).await;
     let engine = out_engine(EgressConfig::open(), WebSocketConfig::default());
     let limits = Limits {
         subrequests: 3,
@@ -235,7 +323,7 @@ export default { async fetch(request) {
 
 #[tokio::test]
 async fn a_hoarder_stops_at_its_socket_limit_beside_a_neighbour() {
-    let (addr, counts) = echo_server().await;
+    let (addr, counts) = echo_server(None).await;
     let engine = out_engine(
         EgressConfig::open(),
         WebSocketConfig {
@@ -276,4 +364,80 @@ async fn a_hoarder_stops_at_its_socket_limit_beside_a_neighbour() {
     neighbour_echoes().await;
     let (_, body) = run(&engine, 0, &hoarder, &path).await;
     assert!(body.starts_with("8 WebSocket refused"), "{body}");
+}
+
+#[tokio::test]
+async fn wss_upgrades_on_http1_where_the_server_offers_http2() {
+    let (acceptor, ca_pem) = tls_acceptor();
+    let (addr, counts) = echo_server(Some(acceptor)).await;
+    let engine = out_engine(
+        EgressConfig {
+            extra_ca_pem: Some(ca_pem.into_bytes()),
+            ..EgressConfig::open()
+        },
+        WebSocketConfig::default(),
+    );
+    let client = bundle("out/wss", CLIENT);
+    let url = format!("wss://{addr}/");
+    let path = format!("{}&p=chat&p=v2", path_to(&url));
+    let (_, body) = run(&engine, 0, &client, &path).await;
+    assert_eq!(
+        body,
+        format!("state 0\nopen 1 \"chat\"\nhello\nbytes 1,2,3\nclose 4000 done 3\n{url}")
+    );
+    let worker = bundle("out/wss-fetch", FETCH_UPGRADE);
+    let (_, body) = run(&engine, 0, &worker, &path_to(&format!("https://{addr}/"))).await;
+    assert_eq!(body, "101\nping\nclose 1000");
+    // The handshake's client offers no ALPN (hyper-rustls's HTTP/1.1-only
+    // connector), so the server, which prefers h2, speaks HTTP/1.1.
+    assert_eq!(*counts.alpn.lock().unwrap(), ["", ""]);
+}
+
+#[tokio::test]
+async fn a_server_that_does_not_switch_gives_its_response_or_an_error() {
+    let addr = not_found_server().await;
+    let engine = out_engine(EgressConfig::open(), WebSocketConfig::default());
+    let worker = bundle("out/404-fetch", FETCH_UPGRADE);
+    let (_, body) = run(&engine, 0, &worker, &path_to(&format!("http://{addr}/"))).await;
+    assert_eq!(body, "no socket: 404");
+    let client = bundle("out/404", CLIENT);
+    let (_, body) = run(&engine, 0, &client, &path_to(&format!("ws://{addr}/"))).await;
+    assert_eq!(
+        body,
+        format!(
+            "state 0\nerror Failed to establish the WebSocket connection: expected server to reply \
+             with HTTP status code 101 (switching protocols), but received 404 instead.\n\
+             close 1006 Failed to establish websocket connection 3\nws://{addr}/"
+        )
+    );
+}
+
+/// `new WebSocket` in every way the constructor refuses, and a close while
+/// connecting.
+const CONSTRUCTOR: &str = r#"
+export default { async fetch(request) {
+  const url = new URL(request.url).searchParams.get('u');
+  const out = [];
+  for (const [u, p] of [['ftp://x/', undefined], [url + '#f', undefined], ['::', undefined], [url, ['a', 'a']], [url, 'a b']]) {
+    try { new WebSocket(u, p); out.push('made'); } catch (e) { out.push(e.name); }
+  }
+  const ws = new WebSocket(url);
+  try { ws.send('early'); } catch (e) { out.push(e.name); }
+  ws.close();
+  out.push('state ' + ws.readyState);
+  await new Promise((resolve) => ws.addEventListener('close', (e) => { out.push('close ' + e.code); resolve(); }));
+  return new Response(out.join(' '));
+} };
+"#;
+
+#[tokio::test]
+async fn the_constructor_checks_its_arguments_and_close_while_connecting_fails_it() {
+    let (addr, _counts) = echo_server(None).await;
+    let engine = out_engine(EgressConfig::open(), WebSocketConfig::default());
+    let worker = bundle("out/constructor", CONSTRUCTOR);
+    let (_, body) = run(&engine, 0, &worker, &path_to(&format!("ws://{addr}/"))).await;
+    assert_eq!(
+        body,
+        "SyntaxError SyntaxError SyntaxError SyntaxError SyntaxError InvalidStateError state 2 close 1006"
+    );
 }
