@@ -96,6 +96,10 @@ fn prepare(
         .as_str()
         .parse()
         .map_err(|_| format!("invalid URL {:?}", url.as_str()))?;
+    if !host.request_live(ctx) {
+        // The Worker's global scope, or a request that has ended.
+        return Err("WebSocket: a socket can only be opened while handling a request".to_owned());
+    }
     let limit = host.worker.get().map_or(0, |w| w.limits.subrequests);
     host.take_subrequest(ctx, limit).map_err(too_many)?;
     check_hop(host, &url)?;
