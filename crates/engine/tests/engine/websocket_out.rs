@@ -11,6 +11,7 @@ use futures::{SinkExt as _, StreamExt as _};
 use isolane_engine::{EgressConfig, Engine, EngineConfig, PoolMode, WebSocketConfig};
 use isolane_testenv::{Leaf, TestCa};
 use isolane_worker::Limits;
+use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 
 use crate::support::*;
@@ -21,6 +22,8 @@ struct Counts {
     accepted: AtomicUsize,
     open: AtomicUsize,
     alpn: std::sync::Mutex<Vec<String>>,
+    /// The close codes clients sent.
+    closes: std::sync::Mutex<Vec<u16>>,
 }
 
 /// A WebSocket echo server on loopback: every text and binary message
@@ -42,7 +45,7 @@ async fn echo_server(
             counts.open.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
                 match tls {
-                    None => echo(stream).await,
+                    None => echo(stream, &counts).await,
                     Some(acceptor) => {
                         if let Ok(stream) = acceptor.accept(stream).await {
                             let alpn = stream.get_ref().1.alpn_protocol().unwrap_or_default();
@@ -51,7 +54,7 @@ async fn echo_server(
                                 .lock()
                                 .unwrap()
                                 .push(String::from_utf8_lossy(alpn).into_owned());
-                            echo(stream).await;
+                            echo(stream, &counts).await;
                         }
                     }
                 }
@@ -62,7 +65,7 @@ async fn echo_server(
     (addr, counts)
 }
 
-async fn echo<S>(stream: S)
+async fn echo<S>(stream: S, counts: &Counts)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
@@ -70,7 +73,17 @@ where
         return;
     };
     while let Some(Ok(message)) = ws.next().await {
-        if (message.is_text() || message.is_binary()) && ws.send(message).await.is_err() {
+        let message = match message {
+            Message::Close(frame) => {
+                let code = frame.map_or(1005, |f| u16::from(f.code));
+                counts.closes.lock().unwrap().push(code);
+                continue;
+            }
+            Message::Text(text) if text.as_str() == "huge" => Message::text("x".repeat(2 << 20)),
+            Message::Text(_) | Message::Binary(_) => message,
+            _ => continue,
+        };
+        if ws.send(message).await.is_err() {
             break;
         }
     }
@@ -440,4 +453,79 @@ async fn the_constructor_checks_its_arguments_and_close_while_connecting_fails_i
         body,
         "SyntaxError SyntaxError SyntaxError SyntaxError SyntaxError InvalidStateError state 2 close 1006"
     );
+}
+
+/// Sends `m` once open and answers with how the socket closed; a message
+/// `burn` back from the server spins past the CPU limit.
+const ONE_MESSAGE: &str = r#"
+export default { async fetch(request) {
+  const params = new URL(request.url).searchParams;
+  const ws = new WebSocket(params.get('u'));
+  return await new Promise((resolve) => {
+    ws.addEventListener('open', () => ws.send(params.get('m')));
+    ws.addEventListener('message', (e) => { if (e.data === 'burn') for (;;) {} });
+    ws.addEventListener('error', (e) => resolve(new Response('error ' + e.message)));
+    ws.addEventListener('close', (e) => resolve(new Response('close ' + e.code + ' ' + e.reason)));
+  });
+} };
+"#;
+
+#[tokio::test]
+async fn an_outbound_socket_has_the_limits_of_an_accepted_one() {
+    let (addr, counts) = echo_server(None).await;
+    let engine = out_engine(EgressConfig::open(), WebSocketConfig::default());
+    let worker = bundle("out/limits", ONE_MESSAGE);
+    let neighbour = bundle("out/neighbour", HELLO);
+    let url = format!("ws://{addr}/");
+    // A message over the cap (1 MiB) from the server: 1009, both ways.
+    let (_, body) = run(&engine, 0, &worker, &format!("{}&m=huge", path_to(&url))).await;
+    assert_eq!(body, "close 1009 message too big");
+    neighbour_ok(&engine, &neighbour).await;
+    // A turn past its CPU limit ends the request and its socket: the
+    // server hears 1011, the neighbour runs on.
+    let response = engine
+        .execute(0, worker.clone(), get(&format!("{}&m=burn", path_to(&url))))
+        .await;
+    assert!(response.is_err() || response.unwrap().status() != 200);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !counts.closes.lock().unwrap().contains(&1011) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server hears 1011"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    neighbour_ok(&engine, &neighbour).await;
+}
+
+#[tokio::test]
+async fn allowed_hosts_and_the_global_scope_are_checked() {
+    let (addr, counts) = echo_server(None).await;
+    let engine = out_engine(EgressConfig::open(), WebSocketConfig::default());
+    let mut narrowed = bundle_with("out/narrowed", ONE_MESSAGE, Limits::default(), &[]);
+    narrowed.allowed_hosts = vec!["example.com".to_owned()];
+    let narrowed = Arc::new(narrowed);
+    let (_, body) = run(
+        &engine,
+        0,
+        &narrowed,
+        &format!("{}&m=hi", path_to(&format!("ws://{addr}/"))),
+    )
+    .await;
+    assert_eq!(
+        body,
+        "error fetch to 127.0.0.1 refused: the host is not in the Worker's egress.allowedHosts"
+    );
+    let global = bundle(
+        "out/global",
+        "let seen = 'pending';
+         new WebSocket('ws://127.0.0.1:1/').addEventListener('error', (e) => { seen = e.message; });
+         export default { fetch() { return new Response(seen); } };",
+    );
+    let (_, body) = run(&engine, 0, &global, "/").await;
+    assert_eq!(
+        body,
+        "WebSocket: a socket can only be opened while handling a request"
+    );
+    assert_eq!(counts.accepted.load(Ordering::SeqCst), 0);
 }
