@@ -119,6 +119,7 @@ class WebSocket extends EventTarget {
   #closeSent = false;
   #url = null;
   #protocol = null;
+  #constructed = false; // by `new WebSocket(url)`
 
   constructor(url = undefined, protocols = undefined, key = undefined) {
     super();
@@ -127,6 +128,7 @@ class WebSocket extends EventTarget {
     const [href, list] = checkConnect(url, protocols);
     this.#url = href;
     this.#protocol = '';
+    this.#constructed = true;
     this.#state = CONNECTING;
     this.#accepted = true;
     this.#connect(href, list);
@@ -274,6 +276,13 @@ class WebSocket extends EventTarget {
     // The Worker answered request `ctxId` with `client`: the host takes the
     // client end, and the server end speaks to the front end from now on.
     internal.webSocketRespond = (ctxId, client, list) => {
+      if (client.#hostId !== 0 && client.#url !== null && !client.#accepted && !client.#handedOver) {
+        coupleOutbound(ctxId, client, list);
+        return;
+      }
+      if (client.#constructed) {
+        throw new TypeError("Can't return WebSocket in a Response if it was created with `new WebSocket()`");
+      }
       if (client.#handedOver || client.#accepted || client.#peer === null) {
         throw new TypeError('The webSocket of a 101 response must be the unaccepted client end of a WebSocketPair.');
       }
@@ -305,6 +314,41 @@ class WebSocket extends EventTarget {
       socket.#url = url;
       byHostId.set(id, socket);
       return socket;
+    };
+    // A fetch's socket returned in a 101 (a proxy, as workerd allows): the
+    // client's socket is a new pair's end, and every message and close is
+    // passed on between the two in this isolate, one turn each way.
+    const coupleOutbound = (ctxId, outbound, list) => {
+      const [front, server] = internal.newWebSocketPair();
+      internal.webSocketRespond(ctxId, front, list);
+      if (server.#hostId === 0) {
+        // Refused (the socket limit): the server's socket goes too.
+        host.webSocketClose(outbound.#hostId, 1011, 'refused');
+        return;
+      }
+      for (const end of [outbound, server]) {
+        end.#binaryType = 'arraybuffer';
+        end.accept();
+      }
+      outbound.#handedOver = true;
+      passOn(outbound, server);
+      passOn(server, outbound);
+    };
+    const passOn = (from, to) => {
+      from.addEventListener('message', (event) => {
+        if (to.#closeSent || to.#state === CLOSED) return;
+        const data = event.data;
+        if (typeof data === 'string') host.webSocketSend(to.#hostId, data, true);
+        else host.webSocketSend(to.#hostId, new Uint8Array(data), false);
+      });
+      from.addEventListener('close', (event) => {
+        if (to.#closeSent || to.#state === CLOSED) return;
+        to.#closeSent = true;
+        to.#state = CLOSING;
+        // 1005 (no code) goes as none; 1006 (the peer vanished) as 1011.
+        const code = event.code === 1005 ? 0 : event.code === 1006 ? 1011 : event.code;
+        host.webSocketClose(to.#hostId, code, code === 0 ? '' : event.reason);
+      });
     };
     internal.webSocketEvent = (id, kind, data, code, reason) => {
       const socket = byHostId.get(id);

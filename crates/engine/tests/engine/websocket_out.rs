@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::{SinkExt as _, StreamExt as _};
-use isolane_engine::{EgressConfig, Engine, EngineConfig, PoolMode, WebSocketConfig};
+use isolane_engine::{
+    CloseFrame, EgressConfig, Engine, EngineConfig, PoolMode, SocketMessage, WebSocketConfig,
+};
 use isolane_testenv::{Leaf, TestCa};
 use isolane_worker::Limits;
 use tokio_tungstenite::tungstenite::Message;
@@ -528,4 +530,81 @@ async fn allowed_hosts_and_the_global_scope_are_checked() {
         "WebSocket: a socket can only be opened while handling a request"
     );
     assert_eq!(counts.accepted.load(Ordering::SeqCst), 0);
+}
+
+/// A proxy: the client's upgrade goes on to the origin, and the origin's
+/// `101` (its `webSocket`) is the answer.
+const PROXY: &str = r#"
+export default { fetch(request, env) {
+  return fetch(env.ORIGIN, { headers: request.headers });
+} };
+"#;
+
+#[tokio::test]
+async fn a_fetched_socket_returned_in_a_101_is_passed_on_both_ways() {
+    let (addr, counts) = echo_server(None).await;
+    let engine = out_engine(EgressConfig::open(), WebSocketConfig::default());
+    let origin = format!("http://{addr}/");
+    let proxy = Arc::new(bundle_with(
+        "out/proxy",
+        PROXY,
+        Limits::default(),
+        &[("ORIGIN", &origin)],
+    ));
+    let mut request = get("/ws");
+    request
+        .headers_mut()
+        .insert("upgrade", http::HeaderValue::from_static("websocket"));
+    let response = engine.execute(0, proxy.clone(), request).await.unwrap();
+    assert_eq!(response.status(), 101);
+    let mut end = response
+        .extensions()
+        .get::<isolane_engine::WebSocketUpgrade>()
+        .expect("the socket rides on the response")
+        .take()
+        .expect("taken once");
+    for i in 0..10u8 {
+        let message = SocketMessage::Text(format!("m{i}"));
+        end.to_worker.send(message.clone()).await.unwrap();
+        assert_eq!(next(&mut end).await, Some(message));
+        let binary = SocketMessage::Binary(bytes::Bytes::from(vec![i; 5]));
+        end.to_worker.send(binary.clone()).await.unwrap();
+        assert_eq!(next(&mut end).await, Some(binary));
+    }
+    // The client's close reaches the origin with its code.
+    end.to_worker
+        .send(SocketMessage::Close(Some(CloseFrame {
+            code: 4001,
+            reason: "done".to_owned(),
+        })))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !counts.closes.lock().unwrap().contains(&4001) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the origin hears 4001"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A `new WebSocket` cannot be returned (workerd's rule too).
+    let direct = bundle(
+        "out/direct",
+        &format!(
+            "export default {{ fetch() {{ return new Response(null, {{ status: 101, webSocket: new WebSocket('ws://{addr}/') }}); }} }};"
+        ),
+    );
+    let error = engine.execute(0, direct, get("/")).await.unwrap_err();
+    assert!(
+        error.to_string().contains(
+            "Can't return WebSocket in a Response if it was created with `new WebSocket()`"
+        ),
+        "{error}"
+    );
+}
+
+async fn next(end: &mut isolane_engine::SocketEnd) -> Option<SocketMessage> {
+    tokio::time::timeout(Duration::from_secs(20), end.from_worker.recv())
+        .await
+        .expect("an answer in time")
 }
