@@ -608,3 +608,35 @@ async fn next(end: &mut isolane_engine::SocketEnd) -> Option<SocketMessage> {
         .await
         .expect("an answer in time")
 }
+
+/// `n` round trips on one `new WebSocket`, text and binary in turn.
+const ROUND_TRIPS: &str = r#"
+export default { async fetch(request) {
+  const params = new URL(request.url).searchParams;
+  const n = Number(params.get('n'));
+  const ws = new WebSocket(params.get('u'));
+  let echoed = 0;
+  return await new Promise((resolve) => {
+    const next = () => ws.send(echoed % 2 ? new Uint8Array(64) : 'x'.repeat(64));
+    ws.addEventListener('open', next);
+    ws.addEventListener('message', () => { if (++echoed === n) ws.close(1000); else next(); });
+    ws.addEventListener('close', () => resolve(new Response(String(echoed))));
+  });
+} };
+"#;
+
+/// Prints the time of 1,000 round trips (a number, not an assertion).
+#[tokio::test]
+async fn round_trips_are_measured() {
+    let (addr, _counts) = echo_server(None).await;
+    let engine = out_engine(EgressConfig::open(), WebSocketConfig::default());
+    let worker = bundle("out/round-trips", ROUND_TRIPS);
+    let path = format!("{}&n=1000", path_to(&format!("ws://{addr}/")));
+    let started = std::time::Instant::now();
+    let (_, body) = run(&engine, 0, &worker, &path).await;
+    assert_eq!(body, "1000");
+    println!(
+        "1000 outbound round trips (new WebSocket, loopback echo): {:?}",
+        started.elapsed()
+    );
+}
