@@ -10,6 +10,10 @@
 //! sockets with it. Messages from the client arrive on a task of their own
 //! ([`pump`]); each runs as one turn with the request's CPU and wall budget
 //! topped up (`IsolateTurns::socket_event`), as Cloudflare tops up per event.
+//!
+//! An outbound socket (`host/ws_connect.rs`) is an [`Entry`] too, made by
+//! [`open_entry`] like an accepted one; its peer is a server, reached by the
+//! engine's own client (`host/ws_client.rs`) instead of the front end.
 
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};

@@ -149,12 +149,13 @@ async fn connect(
         Ok(response) => response,
         Err(settlement) => return settlement,
     };
-    let head = |parts: &http::response::Parts, body_id, web_socket| FetchHead {
-        status: parts.status.as_u16(),
-        status_text: parts.status.canonical_reason().unwrap_or("").to_owned(),
-        headers: parts.headers.clone(),
+    let status = response.status();
+    let head = |headers, body_id, web_socket| FetchHead {
+        status: status.as_u16(),
+        status_text: status.canonical_reason().unwrap_or("").to_owned(),
+        headers,
         body_id,
-        url: url.clone(),
+        url,
         redirected: false,
         web_socket,
     };
@@ -168,13 +169,12 @@ async fn connect(
         } else {
             isolate.host().register_body(ctx, Body::wrap(body))
         };
-        return Settlement::Fetch(head(&parts, body_id, 0));
+        return Settlement::Fetch(head(parts.headers, body_id, 0));
     }
     if let Err(message) = check_accept(response.headers(), &key) {
         return Settlement::TypeError(message);
     }
-    let (parts, body) = response.into_parts();
-    let response = http::Response::from_parts(parts.clone(), body);
+    let headers = response.headers().clone();
     let upgraded = match hyper::upgrade::on(response).await {
         Ok(upgraded) => upgraded,
         Err(error) => return Settlement::TypeError(format!("WebSocket failed: {error}")),
@@ -191,7 +191,7 @@ async fn connect(
     }
     let (id, end) = open_entry(host, sockets, ctx, slot);
     tokio::task::spawn_local(super::ws_client::run(TokioIo::new(upgraded), end));
-    Settlement::Fetch(head(&parts, 0, id))
+    Settlement::Fetch(head(headers, 0, id))
 }
 
 /// Sends the handshake on the thread's HTTP/1.1 client, within the time a
