@@ -38,7 +38,12 @@ function fetch(input, init = undefined) {
       bytes = box.bytes;
     }
     if (settled) return;
-    const res = await host.fetch(method, url, internal.headersList(headers), bytes, redirect);
+    // A WebSocket handshake (workerd): the host's fetch path on an HTTP/1.1
+    // connection; a 101 comes with `webSocket`, to accept().
+    const upgrade = headers.get('upgrade');
+    const res = upgrade !== null && upgrade.toLowerCase() === 'websocket'
+      ? await host.webSocketConnect(url, internal.headersList(headers))
+      : await host.fetch(method, url, internal.headersList(headers), bytes, redirect);
     if (settled) {
       if (res.bodyId) host.bodyCancel(res.bodyId);
       return;

@@ -278,7 +278,13 @@ async function sendResponse(ctxId, response, headOnly) {
   }
   const list = internal.headersList(headers);
   if (webSocket !== null) {
-    internal.webSocketRespond(ctxId, webSocket, list);
+    // A socket that cannot be handed over (accepted, from `new WebSocket`)
+    // fails the request, as a handler's throw would.
+    try {
+      internal.webSocketRespond(ctxId, webSocket, list);
+    } catch (e) {
+      fail(ctxId, e);
+    }
     return;
   }
   if (body === null) {

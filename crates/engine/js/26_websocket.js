@@ -4,8 +4,10 @@
 // `new Response(null, { status: 101, webSocket: client })`: then the server
 // end talks to the front end through the host (host/socket.rs), and the
 // engine calls internal.webSocketEvent(id, kind, data, code, reason) for each
-// message from the client, one turn each. Outbound sockets (`new
-// WebSocket(url)`, fetch with Upgrade) are not here yet.
+// message from the client, one turn each. Outbound sockets: fetch with
+// `Upgrade: websocket` resolves to a 101 whose `webSocket` speaks through
+// the host the same way (host/ws_connect.rs), and `new WebSocket(url)` is
+// built on that handshake, as in workerd.
 'use strict';
 
 const kCreate = Symbol('create');
@@ -69,6 +71,43 @@ function checkClose(code, reason) {
   return [code, reason];
 }
 
+// `new WebSocket(url, protocols)`'s arguments (WHATWG WebSockets): the URL
+// (http and https become ws and wss; no fragment) and the subprotocols
+// (tokens, no repeats).
+function checkConnect(url, protocols) {
+  let parsed;
+  try {
+    parsed = new URL(internal.toUSVString(url));
+  } catch {
+    throw new internal.DOMException(`Failed to construct 'WebSocket': The URL '${url}' is invalid.`, 'SyntaxError');
+  }
+  if (parsed.protocol === 'http:') parsed.protocol = 'ws:';
+  else if (parsed.protocol === 'https:') parsed.protocol = 'wss:';
+  if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:') {
+    throw new internal.DOMException(`Failed to construct 'WebSocket': The URL's scheme must be either 'http', 'https', 'ws', or 'wss'. '${parsed.protocol}' is not allowed.`, 'SyntaxError');
+  }
+  if (parsed.hash !== '') {
+    throw new internal.DOMException("Failed to construct 'WebSocket': The URL contains a fragment identifier.", 'SyntaxError');
+  }
+  let list = [];
+  if (protocols !== undefined) {
+    list = typeof protocols === 'string' ? [protocols] : Array.from(protocols, (p) => internal.toUSVString(p));
+  }
+  const token = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+  for (const [i, p] of list.entries()) {
+    if (!token.test(p) || list.indexOf(p) !== i) {
+      throw new internal.DOMException(`Failed to construct 'WebSocket': The subprotocol '${p}' is invalid or repeated.`, 'SyntaxError');
+    }
+  }
+  return [parsed.href, list];
+}
+
+// The value of header `name` in a flat `[name, value, …]` list.
+function headerOf(list, name) {
+  for (let i = 0; i < list.length; i += 2) if (list[i] === name) return list[i + 1];
+  return null;
+}
+
 class WebSocket extends EventTarget {
   #peer = null; // the other end of a pair, while it is in this isolate
   #hostId = 0; // the host socket this end speaks through, once answered
@@ -78,12 +117,63 @@ class WebSocket extends EventTarget {
   #state = OPEN;
   #binaryType = 'arraybuffer';
   #closeSent = false;
+  #url = null;
+  #protocol = null;
+  #constructed = false; // by `new WebSocket(url)`
 
   constructor(url = undefined, protocols = undefined, key = undefined) {
     super();
-    if (key !== kCreate) {
-      throw new TypeError('Outbound WebSockets (new WebSocket(url)) are not supported yet; use WebSocketPair to accept one.');
+    if (key === kCreate) return;
+    internal.requireArgs(arguments.length, 1, "Failed to construct 'WebSocket'");
+    const [href, list] = checkConnect(url, protocols);
+    this.#url = href;
+    this.#protocol = '';
+    this.#constructed = true;
+    this.#state = CONNECTING;
+    this.#accepted = true;
+    this.#connect(href, list);
+  }
+
+  // `new WebSocket(url)`: the handshake through the host's fetch path, then
+  // `open` (or, as in workerd, `error` with the failure and `close` with
+  // 1006). A close() while connecting fails the connection (WHATWG).
+  async #connect(href, list) {
+    let id = 0;
+    let failure = 'WebSocket connection failed';
+    try {
+      const headers = list.length > 0 ? ['sec-websocket-protocol', list.join(', ')] : [];
+      const res = await host.webSocketConnect(href, headers);
+      id = res.webSocket;
+      if (!id) {
+        if (res.bodyId) host.bodyCancel(res.bodyId);
+        failure = 'Failed to establish the WebSocket connection: expected server to reply with HTTP status code 101 (switching protocols), but received ' + res.status + ' instead.';
+      } else if (this.#closeSent) {
+        host.webSocketClose(id, 1000, '');
+        failure = 'Called close before connection was established.';
+        id = 0;
+      } else {
+        const chosen = headerOf(res.headers, 'sec-websocket-protocol') ?? '';
+        if (chosen === '' ? false : !list.includes(chosen)) {
+          host.webSocketClose(id, 1002, 'unrequested subprotocol');
+          failure = `WebSocket connection failed: the server chose the subprotocol ${chosen}, which was not requested`;
+          id = 0;
+        } else {
+          this.#protocol = chosen;
+        }
+      }
+    } catch (e) {
+      failure = e?.message ?? String(e);
     }
+    if (!id) {
+      this.#state = CLOSED;
+      internal.dispatchTrusted(this, new ErrorEvent('error', { message: failure }), internal.reportError);
+      internal.dispatchTrusted(this, new CloseEvent('close', { code: 1006, reason: 'Failed to establish websocket connection', wasClean: false }), internal.reportError);
+      return;
+    }
+    this.#hostId = id;
+    byHostId.set(id, this);
+    this.#state = OPEN;
+    internal.dispatchTrusted(this, new Event('open'), internal.reportError);
   }
 
   static #check(self) {
@@ -91,8 +181,8 @@ class WebSocket extends EventTarget {
   }
 
   get readyState() { WebSocket.#check(this); return this.#state; }
-  get url() { WebSocket.#check(this); return null; }
-  get protocol() { WebSocket.#check(this); return null; }
+  get url() { WebSocket.#check(this); return this.#url; }
+  get protocol() { WebSocket.#check(this); return this.#protocol; }
   get extensions() { WebSocket.#check(this); return null; }
   get binaryType() { WebSocket.#check(this); return this.#binaryType; }
   set binaryType(value) {
@@ -103,6 +193,7 @@ class WebSocket extends EventTarget {
   accept() {
     WebSocket.#check(this);
     if (this.#handedOver) throw new TypeError('This WebSocket was handed to the client in a Response; use the other end of its pair.');
+    if (this.#state === CONNECTING) throw new TypeError("Websockets obtained from the 'new WebSocket()' constructor cannot call accept");
     if (this.#accepted) return;
     this.#accepted = true;
     const queued = this.#queue;
@@ -113,6 +204,7 @@ class WebSocket extends EventTarget {
   send(message) {
     WebSocket.#check(this);
     internal.requireArgs(arguments.length, 1, "Failed to execute 'send' on 'WebSocket'");
+    if (this.#state === CONNECTING) throw new internal.DOMException("Failed to execute 'send' on 'WebSocket': Still in CONNECTING state.", 'InvalidStateError');
     if (!this.#accepted) throw new TypeError('You must call accept() on this WebSocket before sending messages.');
     if (this.#closeSent || this.#state === CLOSED) throw new TypeError("Can't call WebSocket send() after close().");
     let text = null;
@@ -184,6 +276,13 @@ class WebSocket extends EventTarget {
     // The Worker answered request `ctxId` with `client`: the host takes the
     // client end, and the server end speaks to the front end from now on.
     internal.webSocketRespond = (ctxId, client, list) => {
+      if (client.#hostId !== 0 && client.#url !== null && !client.#accepted && !client.#handedOver) {
+        coupleOutbound(ctxId, client, list);
+        return;
+      }
+      if (client.#constructed) {
+        throw new TypeError("Can't return WebSocket in a Response if it was created with `new WebSocket()`");
+      }
       if (client.#handedOver || client.#accepted || client.#peer === null) {
         throw new TypeError('The webSocket of a 101 response must be the unaccepted client end of a WebSocketPair.');
       }
@@ -206,6 +305,50 @@ class WebSocket extends EventTarget {
         }
       }
       client.#queue = [];
+    };
+    // The `webSocket` of a fetch's 101 (host/ws_connect.rs): open, to be
+    // accepted, speaking through host socket `id`.
+    internal.outboundWebSocket = (id, url) => {
+      const socket = new WebSocket(undefined, undefined, kCreate);
+      socket.#hostId = id;
+      socket.#url = url;
+      byHostId.set(id, socket);
+      return socket;
+    };
+    // A fetch's socket returned in a 101 (a proxy, as workerd allows): the
+    // client's socket is a new pair's end, and every message and close is
+    // passed on between the two in this isolate, one turn each way.
+    const coupleOutbound = (ctxId, outbound, list) => {
+      const [front, server] = internal.newWebSocketPair();
+      internal.webSocketRespond(ctxId, front, list);
+      if (server.#hostId === 0) {
+        // Refused (the socket limit): the server's socket goes too.
+        host.webSocketClose(outbound.#hostId, 1011, 'refused');
+        return;
+      }
+      for (const end of [outbound, server]) {
+        end.#binaryType = 'arraybuffer';
+        end.accept();
+      }
+      outbound.#handedOver = true;
+      passOn(outbound, server);
+      passOn(server, outbound);
+    };
+    const passOn = (from, to) => {
+      from.addEventListener('message', (event) => {
+        if (to.#closeSent || to.#state === CLOSED) return;
+        const data = event.data;
+        if (typeof data === 'string') host.webSocketSend(to.#hostId, data, true);
+        else host.webSocketSend(to.#hostId, new Uint8Array(data), false);
+      });
+      from.addEventListener('close', (event) => {
+        if (to.#closeSent || to.#state === CLOSED) return;
+        to.#closeSent = true;
+        to.#state = CLOSING;
+        // 1005 (no code) goes as none; 1006 (the peer vanished) as 1011.
+        const code = event.code === 1005 ? 0 : event.code === 1006 ? 1011 : event.code;
+        host.webSocketClose(to.#hostId, code, code === 0 ? '' : event.reason);
+      });
     };
     internal.webSocketEvent = (id, kind, data, code, reason) => {
       const socket = byHostId.get(id);

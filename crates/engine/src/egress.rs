@@ -341,8 +341,23 @@ pub(crate) fn roots(config: &EgressConfig) -> Result<rustls::RootCertStore, TlsC
     Ok(roots)
 }
 
+/// Which HTTP versions a client offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Versions {
+    /// HTTP/1.1 and HTTP/2 (by ALPN over TLS): `fetch`.
+    All,
+    /// HTTP/1.1 only: a WebSocket handshake, which needs a connection of its
+    /// own to upgrade (RFC 6455); over TLS no ALPN is offered (hyper-rustls
+    /// sends none for HTTP/1.1 alone), so the server speaks HTTP/1.1.
+    Http1,
+}
+
 /// Builds one thread's client.
-pub(crate) fn client(policy: Arc<EgressPolicy>, roots: rustls::RootCertStore) -> FetchClient {
+pub(crate) fn client(
+    policy: Arc<EgressPolicy>,
+    roots: rustls::RootCertStore,
+    versions: Versions,
+) -> FetchClient {
     let mut http = HttpConnector::new_with_resolver(PolicyResolver { policy });
     http.enforce_http(false);
     http.set_connect_timeout(Some(CONNECT_TIMEOUT));
@@ -364,9 +379,11 @@ pub(crate) fn client(policy: Arc<EgressPolicy>, roots: rustls::RootCertStore) ->
     };
     let https = HttpsConnectorBuilder::new()
         .with_tls_config(tls)
-        .https_or_http()
-        .enable_all_versions()
-        .wrap_connector(http);
+        .https_or_http();
+    let https = match versions {
+        Versions::All => https.enable_all_versions().wrap_connector(http),
+        Versions::Http1 => https.enable_http1().wrap_connector(http),
+    };
     Client::builder(TokioExecutor::new()).build(https)
 }
 

@@ -44,6 +44,8 @@ mod unit;
 mod url;
 mod url_pattern;
 mod value;
+mod ws_client;
+mod ws_connect;
 
 use std::sync::OnceLock;
 

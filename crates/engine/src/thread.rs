@@ -114,7 +114,16 @@ pub(crate) fn run(start: ThreadStart) {
         index,
         shared: shared.clone(),
         observer,
-        client: crate::egress::client(shared.egress.clone(), shared.roots.clone()),
+        client: crate::egress::client(
+            shared.egress.clone(),
+            shared.roots.clone(),
+            crate::egress::Versions::All,
+        ),
+        upgrade_client: crate::egress::client(
+            shared.egress.clone(),
+            shared.roots.clone(),
+            crate::egress::Versions::Http1,
+        ),
         watchdog,
         snapshot,
         config: config.clone(),

@@ -53,6 +53,8 @@ pub(crate) struct ThreadCtx {
     pub(crate) config: EngineConfig,
     /// Outbound `fetch`: HTTPS and HTTP, pooled, through the egress policy.
     pub(crate) client: crate::egress::FetchClient,
+    /// Outbound WebSocket handshakes: the same client, HTTP/1.1 only.
+    pub(crate) upgrade_client: crate::egress::FetchClient,
     pub(crate) watchdog: Watchdog,
     pub(crate) snapshot: &'static [u8],
     /// The requests waiting and in flight, by namespace, with their CPU

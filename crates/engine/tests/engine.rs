@@ -83,3 +83,5 @@ mod url;
 mod url_pattern;
 #[path = "engine/websocket.rs"]
 mod websocket;
+#[path = "engine/websocket_out.rs"]
+mod websocket_out;

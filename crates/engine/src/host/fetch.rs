@@ -38,7 +38,7 @@ pub(super) fn unit() -> Unit {
 /// How long one hop may take to answer with its response head: connection,
 /// TLS handshake and headers (the body then streams within the request's
 /// wall limit).
-const HEADERS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+pub(super) const HEADERS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Redirects followed at most, as the Fetch Standard says.
 const MAX_REDIRECTS: usize = 20;
@@ -126,19 +126,7 @@ async fn run(me: &std::rc::Weak<dyn IsolateTurns>, ctx: u32, mut outbound: Outbo
             {
                 return Settlement::TypeError(too_many(limit));
             }
-            // The worker's own narrowing (`spec.egress.allowedHosts`), on
-            // every hop.
-            if let Some(worker) = host.worker.get()
-                && !worker.may_fetch(outbound.url.host_str().unwrap_or(""))
-            {
-                return Settlement::TypeError(format!(
-                    "fetch to {} refused: the host is not in the Worker's egress.allowedHosts",
-                    outbound.url.host_str().unwrap_or("")
-                ));
-            }
-            // An IP literal is connected to without resolving: check it
-            // here, on every hop (names are checked by the resolver).
-            if let Err(refused) = check_literal(&host.thread, &outbound.url) {
+            if let Err(refused) = check_hop(host, &outbound.url) {
                 return Settlement::TypeError(refused);
             }
             (host.thread.client.clone(), host.thread.clone())
@@ -157,15 +145,7 @@ async fn run(me: &std::rc::Weak<dyn IsolateTurns>, ctx: u32, mut outbound: Outbo
                 ));
             }
             Ok(Ok(response)) => response,
-            Ok(Err(error)) => {
-                return Settlement::TypeError(match crate::egress::refusal_in(&error) {
-                    Some(refused) => {
-                        thread.observer.egress_refused(thread.index, refused.reason);
-                        refused.to_string()
-                    }
-                    None => format!("fetch failed: {error}"),
-                });
-            }
+            Ok(Err(error)) => return Settlement::TypeError(failure(&thread, &error)),
         };
         let location = redirect_location(&outbound.url, &response);
         if let Some(location) = location
@@ -202,12 +182,44 @@ async fn run(me: &std::rc::Weak<dyn IsolateTurns>, ctx: u32, mut outbound: Outbo
             body_id,
             url: outbound.url.into(),
             redirected,
+            web_socket: 0,
         });
     }
     Settlement::TypeError(format!("fetch failed: more than {MAX_REDIRECTS} redirects"))
 }
 
-fn too_many(limit: u32) -> String {
+/// The checks of every hop before it connects: the Worker's own narrowing
+/// (`spec.egress.allowedHosts`), and an IP literal against the egress
+/// policy (it is connected to without resolving; names are checked by the
+/// resolver).
+pub(super) fn check_hop(host: &HostState, url: &url::Url) -> Result<(), String> {
+    if let Some(worker) = host.worker.get()
+        && !worker.may_fetch(url.host_str().unwrap_or(""))
+    {
+        return Err(format!(
+            "fetch to {} refused: the host is not in the Worker's egress.allowedHosts",
+            url.host_str().unwrap_or("")
+        ));
+    }
+    check_literal(&host.thread, url)
+}
+
+/// The TypeError message of a request the client could not send: the
+/// egress policy's refusal (counted) or the network error.
+pub(super) fn failure(
+    thread: &crate::thread_ctx::ThreadCtx,
+    error: &hyper_util::client::legacy::Error,
+) -> String {
+    match crate::egress::refusal_in(error) {
+        Some(refused) => {
+            thread.observer.egress_refused(thread.index, refused.reason);
+            refused.to_string()
+        }
+        None => format!("fetch failed: {error}"),
+    }
+}
+
+pub(super) fn too_many(limit: u32) -> String {
     format!(
         "Too many subrequests: a request may make at most {limit} fetch calls (each redirect counts as one)"
     )
@@ -291,7 +303,11 @@ const CONNECTION_HEADERS: [HeaderName; 7] = [
 /// Drops the [`CONNECTION_HEADERS`] and sets `Content-Length`: the body's
 /// length (the body is whole), or 0 for a POST or PUT without a body (Fetch
 /// Standard, HTTP-network-or-cache fetch).
-fn connection_headers(headers: &mut HeaderMap, method: &Method, body_len: Option<usize>) {
+pub(super) fn connection_headers(
+    headers: &mut HeaderMap,
+    method: &Method,
+    body_len: Option<usize>,
+) {
     for name in CONNECTION_HEADERS {
         headers.remove(name);
     }

@@ -10,6 +10,10 @@
 //! sockets with it. Messages from the client arrive on a task of their own
 //! ([`pump`]); each runs as one turn with the request's CPU and wall budget
 //! topped up (`IsolateTurns::socket_event`), as Cloudflare tops up per event.
+//!
+//! An outbound socket (`host/ws_connect.rs`) is an [`Entry`] too, made by
+//! [`open_entry`] like an accepted one; its peer is a server, reached by the
+//! engine's own client (`host/ws_client.rs`) instead of the front end.
 
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -32,6 +36,7 @@ pub(super) fn unit() -> Unit {
         .function("webSocketRespond", web_socket_respond)
         .function("webSocketSend", web_socket_send)
         .function("webSocketClose", web_socket_close)
+        .function("webSocketConnect", super::ws_connect::web_socket_connect)
         .state::<Sockets>()
 }
 
@@ -123,7 +128,7 @@ impl Sockets {
     }
 }
 
-fn sockets(host: &HostState) -> HostResult<&Sockets> {
+pub(super) fn sockets(host: &HostState) -> HostResult<&Sockets> {
     host.state::<Sockets>()
         .ok_or_else(|| HostError::type_error("WebSockets are not available"))
 }
@@ -158,6 +163,28 @@ fn web_socket_respond<'s>(
         }
     };
     let headers = lenient_header_map(scope, headers);
+    let (id, end) = open_entry(&host, sockets, ctx, slot);
+    let mut response = http::Response::new(crate::Body::empty());
+    *response.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
+    *response.headers_mut() = headers;
+    response.extensions_mut().insert(WebSocketUpgrade::new(end));
+    host.send_head(ctx, response);
+    Ok(f64::from(id))
+}
+}
+
+/// A new socket of request `ctx` in its place `slot`: the Worker's
+/// [`Entry`] (the request held open until it closes, the peer's messages
+/// delivered one turn each by [`pump`]) and the peer's end of its channels,
+/// for the front end (an accepted socket) or the engine's own client
+/// (`host/ws_client.rs`, an outbound one).
+pub(super) fn open_entry(
+    host: &HostState,
+    sockets: &Sockets,
+    ctx: u32,
+    slot: Slot,
+) -> (u32, SocketEnd) {
+    let config = host.thread.config.websocket;
     let capacity = config.buffered_messages.max(1);
     let (to_worker, from_client) = mpsc::channel(capacity);
     let (out, from_worker) = mpsc::channel(capacity);
@@ -170,19 +197,20 @@ fn web_socket_respond<'s>(
         _slot: slot,
     });
     host.hold(ctx);
-    let task = tokio::task::spawn_local(pump(host.me.clone(), ctx, id, from_client, config.idle_timeout));
+    let task = tokio::task::spawn_local(pump(
+        host.me.clone(),
+        ctx,
+        id,
+        from_client,
+        config.idle_timeout,
+    ));
     sockets.set_pump(id, task.abort_handle());
-    let mut response = http::Response::new(crate::Body::empty());
-    *response.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
-    *response.headers_mut() = headers;
-    response.extensions_mut().insert(WebSocketUpgrade::new(SocketEnd {
+    let end = SocketEnd {
         to_worker,
         from_worker,
         config,
-    }));
-    host.send_head(ctx, response);
-    Ok(f64::from(id))
-}
+    };
+    (id, end)
 }
 
 host_fn! {

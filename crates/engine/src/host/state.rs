@@ -88,6 +88,9 @@ pub(crate) struct FetchHead {
     pub(crate) url: String,
     /// Whether a redirect was followed.
     pub(crate) redirected: bool,
+    /// The WebSocket of a `101` answer to a handshake (`host/ws_connect.rs`),
+    /// 0 for none.
+    pub(crate) web_socket: u32,
 }
 
 enum BodySlot {
@@ -690,6 +693,8 @@ impl FetchHead {
         set(scope, object, "url", url);
         let redirected = v8::Boolean::new(scope, self.redirected).into();
         set(scope, object, "redirected", Some(redirected));
+        let web_socket = v8::Integer::new_from_unsigned(scope, self.web_socket).into();
+        set(scope, object, "webSocket", Some(web_socket));
         object.into()
     }
 }

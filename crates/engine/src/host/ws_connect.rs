@@ -1,0 +1,237 @@
+//! Outbound WebSockets: `fetch(url, { headers: { Upgrade: 'websocket' } })`
+//! and `new WebSocket(url)` (js/26_websocket.js builds the second on the
+//! first, as workerd does) send their handshake here.
+//!
+//! It takes `fetch`'s own path (`host/fetch.rs`): one of the request's
+//! subrequests, the Worker's `egress.allowedHosts`, IP literals checked
+//! against the egress policy and every resolved name through the policy's
+//! resolver, rustls — on the thread's HTTP/1.1-only variant of the same
+//! client (`egress::Versions::Http1`), since a connection that upgrades
+//! cannot be an HTTP/2 one. A handshake is one hop: a redirect is answered
+//! as it is. The `101` (its `Sec-WebSocket-Accept` checked) is taken with
+//! `hyper::upgrade::on`, and the socket is an [`Entry`](super::socket) like
+//! an accepted one — the same queues, memory charge, idle timeout and count
+//! of the Worker's sockets (its place is taken before connecting) — whose
+//! far end is the engine's own client (`host/ws_client.rs`).
+
+use std::rc::{Rc, Weak};
+
+use http::{HeaderName, HeaderValue, header};
+use hyper_util::rt::TokioIo;
+use tokio_tungstenite::tungstenite::handshake::client::generate_key;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+
+use super::error::HostError;
+use super::fetch::{HEADERS_TIMEOUT, check_hop, connection_headers, failure, too_many};
+use super::socket::{open_entry, sockets};
+use super::socket_count::{self, Refused, Slot};
+use super::state::FetchHead;
+use super::{HostState, IsolateTurns, Settlement, header_map, new_promise};
+use crate::body::Body;
+
+/// Headers of the handshake the engine writes itself (RFC 6455 §4.1),
+/// whatever the Worker put in its request. Extensions are not offered
+/// (no permessage-deflate).
+const HANDSHAKE_HEADERS: [HeaderName; 4] = [
+    header::SEC_WEBSOCKET_KEY,
+    header::SEC_WEBSOCKET_VERSION,
+    header::SEC_WEBSOCKET_ACCEPT,
+    header::SEC_WEBSOCKET_EXTENSIONS,
+];
+
+host_fn! {
+/// `webSocketConnect(url, headers)` → Promise of a fetch's answer, with
+/// `webSocket` the id of the new socket when the server answered `101`.
+pub(super) fn web_socket_connect<'s>(
+    scope,
+    host: Rc<HostState>,
+    url: String,
+    headers: v8::Local<'s, v8::Value>,
+) -> Option<v8::Local<'s, v8::Promise>> {
+    let (resolver, promise) = new_promise(scope)?;
+    let ctx = host.current();
+    let handshake = header_map(scope, headers).and_then(|headers| prepare(&host, ctx, &url, headers));
+    let (request, key, slot) = match handshake {
+        Ok(handshake) => handshake,
+        Err(message) => {
+            if let Some(error) = HostError::type_error(message).to_js(scope) {
+                resolver.reject(scope, error);
+            }
+            return Some(promise);
+        }
+    };
+    let resolver = v8::Global::new(scope, resolver);
+    let op = host.add_op(ctx, resolver);
+    let me = host.me.clone();
+    let task = tokio::task::spawn_local(async move {
+        let settlement = connect(&me, ctx, request, key, slot).await;
+        if let Some(isolate) = me.upgrade() {
+            isolate.settle(op, settlement);
+        }
+    });
+    host.set_op_task(op, task.abort_handle());
+    Some(promise)
+}
+}
+
+/// The handshake request for `url`, checked and counted: a subrequest
+/// taken, the hop's egress checks passed, a place among the Worker's
+/// sockets held.
+fn prepare(
+    host: &HostState,
+    ctx: u32,
+    url: &str,
+    mut headers: http::HeaderMap,
+) -> Result<(http::Request<Body>, String, Slot), String> {
+    let mut url = url::Url::parse(url).map_err(|_| format!("invalid URL {url:?}"))?;
+    let scheme = match url.scheme() {
+        "ws" | "http" => "http",
+        "wss" | "https" => "https",
+        other => return Err(format!("WebSocket: unsupported URL scheme {other:?}")),
+    };
+    // Between special schemes this cannot fail.
+    let _ = url.set_scheme(scheme);
+    url.set_fragment(None);
+    let uri: http::Uri = url
+        .as_str()
+        .parse()
+        .map_err(|_| format!("invalid URL {:?}", url.as_str()))?;
+    if !host.request_live(ctx) {
+        // The Worker's global scope, or a request that has ended.
+        return Err("WebSocket: a socket can only be opened while handling a request".to_owned());
+    }
+    let limit = host.worker.get().map_or(0, |w| w.limits.subrequests);
+    host.take_subrequest(ctx, limit).map_err(too_many)?;
+    check_hop(host, &url)?;
+    let config = host.thread.config.websocket;
+    let slot = match socket_count::open(host.worker_id(), None, &config) {
+        Ok(slot) => slot,
+        Err(Refused::Worker { limit } | Refused::Client { limit }) => {
+            return Err(format!(
+                "WebSocket refused: this Worker already has {limit} WebSockets open (its limit per engine thread)"
+            ));
+        }
+    };
+    connection_headers(&mut headers, &http::Method::GET, None);
+    for name in HANDSHAKE_HEADERS {
+        headers.remove(name);
+    }
+    let key = generate_key();
+    let value = HeaderValue::from_str(&key).map_err(|_| "WebSocket: invalid key".to_owned())?;
+    headers.insert(header::SEC_WEBSOCKET_KEY, value);
+    headers.insert(
+        header::SEC_WEBSOCKET_VERSION,
+        HeaderValue::from_static("13"),
+    );
+    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    headers.insert(
+        HeaderName::from_static(crate::HOPS_HEADER),
+        HeaderValue::from(host.outbound_hops(ctx)),
+    );
+    let mut request = http::Request::new(Body::empty());
+    *request.uri_mut() = uri;
+    *request.headers_mut() = headers;
+    Ok((request, key, slot))
+}
+
+/// Sends the handshake and settles the Worker's promise: a socket on `101`,
+/// the response as it is otherwise.
+async fn connect(
+    me: &Weak<dyn IsolateTurns>,
+    ctx: u32,
+    request: http::Request<Body>,
+    key: String,
+    slot: Slot,
+) -> Settlement {
+    let url = request.uri().to_string();
+    let response = match send(me, request).await {
+        Ok(response) => response,
+        Err(settlement) => return settlement,
+    };
+    let status = response.status();
+    let head = |headers, body_id, web_socket| FetchHead {
+        status: status.as_u16(),
+        status_text: status.canonical_reason().unwrap_or("").to_owned(),
+        headers,
+        body_id,
+        url,
+        redirected: false,
+        web_socket,
+    };
+    if response.status() != http::StatusCode::SWITCHING_PROTOCOLS {
+        let Some(isolate) = me.upgrade() else {
+            return Settlement::Undefined;
+        };
+        let (parts, body) = response.into_parts();
+        let body_id = if http_body::Body::is_end_stream(&body) {
+            0
+        } else {
+            isolate.host().register_body(ctx, Body::wrap(body))
+        };
+        return Settlement::Fetch(head(parts.headers, body_id, 0));
+    }
+    if let Err(message) = check_accept(response.headers(), &key) {
+        return Settlement::TypeError(message);
+    }
+    let headers = response.headers().clone();
+    let upgraded = match hyper::upgrade::on(response).await {
+        Ok(upgraded) => upgraded,
+        Err(error) => return Settlement::TypeError(format!("WebSocket failed: {error}")),
+    };
+    let Some(isolate) = me.upgrade() else {
+        return Settlement::Undefined;
+    };
+    let host = isolate.host();
+    let Ok(sockets) = sockets(host) else {
+        return Settlement::TypeError("WebSockets are not available".to_owned());
+    };
+    if !host.request_live(ctx) {
+        return Settlement::Undefined;
+    }
+    let (id, end) = open_entry(host, sockets, ctx, slot);
+    tokio::task::spawn_local(super::ws_client::run(TokioIo::new(upgraded), end));
+    Settlement::Fetch(head(headers, 0, id))
+}
+
+/// Sends the handshake on the thread's HTTP/1.1 client, within the time a
+/// fetch's hop has for its response head.
+async fn send(
+    me: &Weak<dyn IsolateTurns>,
+    request: http::Request<Body>,
+) -> Result<http::Response<hyper::body::Incoming>, Settlement> {
+    let Some(thread) = me.upgrade().map(|i| i.host().thread.clone()) else {
+        return Err(Settlement::Undefined);
+    };
+    let host_name = request.uri().host().unwrap_or("").to_owned();
+    let sent = tokio::time::timeout(HEADERS_TIMEOUT, thread.upgrade_client.request(request)).await;
+    match sent {
+        Err(_) => Err(Settlement::TypeError(format!(
+            "WebSocket failed: no response from {host_name} within {} s",
+            HEADERS_TIMEOUT.as_secs()
+        ))),
+        Ok(Err(error)) => Err(Settlement::TypeError(failure(&thread, &error))),
+        Ok(Ok(response)) => Ok(response),
+    }
+}
+
+/// The server's `101` must prove it read this handshake (RFC 6455 §4.1):
+/// `Upgrade: websocket` and the accept value of our key.
+fn check_accept(headers: &http::HeaderMap, key: &str) -> Result<(), String> {
+    let upgrade = headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    if !upgrade {
+        return Err(
+            "WebSocket failed: the server's 101 does not say Upgrade: websocket".to_owned(),
+        );
+    }
+    let expected = derive_accept_key(key.as_bytes());
+    match headers.get(header::SEC_WEBSOCKET_ACCEPT) {
+        Some(accept) if accept.as_bytes() == expected.as_bytes() => Ok(()),
+        _ => Err(
+            "WebSocket failed: the server's Sec-WebSocket-Accept does not match the key".to_owned(),
+        ),
+    }
+}
