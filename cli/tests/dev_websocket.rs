@@ -525,3 +525,52 @@ async fn one_http2_connection_gets_its_clients_share_of_sockets_and_no_more() {
     assert_eq!(next(&mut benign).await, Some(Message::text("after")));
     assert!(dev.interrupt().success());
 }
+
+/// A Worker that opens `new WebSocket(?upstream)`, sends one message and
+/// answers with the reply.
+const OUTBOUND: &str = r#"
+export default {
+  async fetch(request) {
+    const upstream = new URL(request.url).searchParams.get('upstream');
+    const ws = new WebSocket(upstream);
+    const reply = await new Promise((resolve, reject) => {
+      ws.addEventListener('open', () => ws.send('hello upstream'));
+      ws.addEventListener('message', (event) => { resolve(event.data); ws.close(1000, 'done'); });
+      ws.addEventListener('error', () => reject(new Error('the upstream socket failed')));
+    });
+    return new Response(`upstream said: ${reply}`);
+  },
+};
+"#;
+
+/// An outbound WebSocket from a Worker served by `isolane dev` (the
+/// process, not the engine alone) to an echo server the test runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_opens_a_websocket_to_an_upstream() {
+    let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = upstream.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = upstream.accept().await {
+            tokio::spawn(async move {
+                let Ok(mut socket) = tokio_tungstenite::accept_async(tcp).await else {
+                    return;
+                };
+                while let Some(Ok(message)) = socket.next().await {
+                    if message.is_text() || message.is_binary() {
+                        let _ = socket.send(message).await;
+                    }
+                }
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("outbound.js");
+    std::fs::write(&script, OUTBOUND).unwrap();
+    let port = free_port().unwrap();
+    let port_arg = port.to_string();
+    let mut dev = Dev::start(&[script.to_str().unwrap(), "--port", &port_arg]);
+    let path = format!("/?upstream=ws://{address}/");
+    let answer = support::when_ready(&support::client(), &mut dev, port, "localhost", &path).await;
+    assert_eq!(answer, (200, "upstream said: hello upstream".to_owned()));
+    assert!(dev.interrupt().success());
+}
