@@ -172,6 +172,7 @@ class WebSocket extends EventTarget {
     }
     this.#hostId = id;
     byHostId.set(id, this);
+    host.webSocketAccepted(id);
     this.#state = OPEN;
     internal.dispatchTrusted(this, new Event('open'), internal.reportError);
   }
@@ -196,6 +197,8 @@ class WebSocket extends EventTarget {
     if (this.#state === CONNECTING) throw new TypeError("Websockets obtained from the 'new WebSocket()' constructor cannot call accept");
     if (this.#accepted) return;
     this.#accepted = true;
+    // The host delivers this socket's messages only from now on.
+    if (this.#hostId !== 0) host.webSocketAccepted(this.#hostId);
     const queued = this.#queue;
     this.#queue = [];
     if (queued.length > 0) queueMicrotask(() => { for (const e of queued) this.#dispatch(e); });
@@ -294,6 +297,7 @@ class WebSocket extends EventTarget {
       server.#peer = null;
       server.#hostId = id;
       byHostId.set(id, server);
+      if (server.#accepted) host.webSocketAccepted(id);
       // What the server end sent before the answer goes first.
       for (const event of client.#queue) {
         if (event.type === 'message') {

@@ -36,6 +36,7 @@ pub(super) fn unit() -> Unit {
         .function("webSocketRespond", web_socket_respond)
         .function("webSocketSend", web_socket_send)
         .function("webSocketClose", web_socket_close)
+        .function("webSocketAccepted", web_socket_accepted)
         .function("webSocketConnect", super::ws_connect::web_socket_connect)
         .state::<Sockets>()
 }
@@ -60,6 +61,8 @@ struct Entry {
     active: Cell<Instant>,
     /// The Worker sent its close frame.
     closed: Cell<bool>,
+    /// Opened when the Worker accepts its end; the pump waits on it.
+    accepted: Rc<tokio::sync::Notify>,
     /// Its place in the Worker's and its client's counts.
     _slot: Slot,
 }
@@ -188,12 +191,14 @@ pub(super) fn open_entry(
     let capacity = config.buffered_messages.max(1);
     let (to_worker, from_client) = mpsc::channel(capacity);
     let (out, from_worker) = mpsc::channel(capacity);
+    let accepted = Rc::new(tokio::sync::Notify::new());
     let id = sockets.insert(Entry {
         ctx,
         out,
         pump: None,
         active: Cell::new(Instant::now()),
         closed: Cell::new(false),
+        accepted: accepted.clone(),
         _slot: slot,
     });
     host.hold(ctx);
@@ -201,7 +206,7 @@ pub(super) fn open_entry(
         host.me.clone(),
         ctx,
         id,
-        from_client,
+        (from_client, accepted),
         config.idle_timeout,
     ));
     sockets.set_pump(id, task.abort_handle());
@@ -211,6 +216,17 @@ pub(super) fn open_entry(
         config,
     };
     (id, end)
+}
+
+host_fn! {
+/// `webSocketAccepted(id)`: the Worker accepted its end; its client's
+/// messages flow from now on.
+fn web_socket_accepted<'s>(_scope, host: Rc<HostState>, id: u32) -> HostResult<()> {
+    if let Some(entry) = sockets(&host)?.open.borrow().get(&id) {
+        entry.accepted.notify_one();
+    }
+    Ok(())
+}
 }
 
 host_fn! {
@@ -339,17 +355,34 @@ fn web_socket_close<'s>(_scope, host: Rc<HostState>, id: u32, code: u32, reason:
 }
 }
 
+/// The client's next message, taken only once the Worker has accepted
+/// (`waiting` holds the gate until then); `Err` after `idle` of either wait.
+async fn next_message(
+    waiting: &mut Option<Rc<tokio::sync::Notify>>,
+    from_client: &mut mpsc::Receiver<SocketMessage>,
+    idle: Duration,
+) -> Result<Option<SocketMessage>, tokio::time::error::Elapsed> {
+    if let Some(gate) = waiting {
+        tokio::time::timeout(idle, gate.notified()).await?;
+        *waiting = None;
+    }
+    tokio::time::timeout(idle, from_client.recv()).await
+}
+
 /// Delivers the client's messages to the Worker, one turn each, until the
 /// socket closes; closes it when idle for `idle`.
 async fn pump(
     me: Weak<dyn IsolateTurns>,
     ctx: u32,
     id: u32,
-    mut from_client: mpsc::Receiver<SocketMessage>,
+    (mut from_client, accepted): (mpsc::Receiver<SocketMessage>, Rc<tokio::sync::Notify>),
     idle: Duration,
 ) {
+    // Nothing is taken from the client before the Worker accepts: past the
+    // channel's few messages, the client is not read (idle: closed).
+    let mut waiting = Some(accepted);
     loop {
-        let next = tokio::time::timeout(idle, from_client.recv()).await;
+        let next = next_message(&mut waiting, &mut from_client, idle).await;
         let Some(isolate) = me.upgrade() else {
             return;
         };

@@ -401,3 +401,64 @@ async fn open_sockets_do_not_hold_request_slots() {
         assert_eq!(next(end).await, Some(text("hi")));
     }
 }
+
+/// Hands its client end over and accepts the server end only after
+/// `?after=` ms (never without it); then echoes.
+const LATE: &str = r#"
+export default {
+  fetch(request) {
+    const after = new URL(request.url).searchParams.get('after');
+    const [client, server] = Object.values(new WebSocketPair());
+    server.addEventListener('message', (event) => server.send(event.data));
+    if (after !== null) setTimeout(() => server.accept(), Number(after));
+    return new Response(null, { status: 101, webSocket: client });
+  },
+};
+"#;
+
+/// Before the Worker accepts, nothing is taken from the client: its
+/// messages stop at the socket's queue (back-pressure to the front end),
+/// never piling up in the Worker's heap; once accepted they arrive in order.
+#[tokio::test]
+async fn a_client_is_not_read_before_the_worker_accepts() {
+    let engine = ws_engine(WebSocketConfig {
+        buffered_messages: 4,
+        ..WebSocketConfig::default()
+    });
+    let late = bundle("web/late", LATE);
+    let mut request = upgrade_request();
+    *request.uri_mut() = "http://example.test/ws".parse().unwrap();
+    let response = engine.execute(0, late.clone(), request).await.unwrap();
+    let never = response
+        .extensions()
+        .get::<WebSocketUpgrade>()
+        .and_then(WebSocketUpgrade::take)
+        .unwrap();
+    // The queue holds 4; the fifth waits for room that never comes.
+    for i in 0..4 {
+        never.to_worker.try_send(text(&format!("m{i}"))).unwrap();
+    }
+    let blocked =
+        tokio::time::timeout(Duration::from_millis(500), never.to_worker.send(text("m4")));
+    assert!(
+        blocked.await.is_err(),
+        "a fifth message was taken before accept()"
+    );
+
+    let mut request = upgrade_request();
+    *request.uri_mut() = "http://example.test/ws?after=300".parse().unwrap();
+    let response = engine.execute(0, late, request).await.unwrap();
+    let mut later = response
+        .extensions()
+        .get::<WebSocketUpgrade>()
+        .and_then(WebSocketUpgrade::take)
+        .unwrap();
+    for i in 0..4 {
+        later.to_worker.try_send(text(&format!("m{i}"))).unwrap();
+    }
+    // Accepted after 300 ms: the queue drains, in order, and more flows.
+    later.to_worker.send(text("m4")).await.unwrap();
+    for i in 0..5 {
+        assert_eq!(next(&mut later).await, Some(text(&format!("m{i}"))));
+    }
+}
