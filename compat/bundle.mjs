@@ -6,8 +6,9 @@
 // bundles with it (see nodeBuiltins in lib/wrangler.mjs).
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
-import { join, parse } from "node:path";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { join, parse, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { nodeBuiltins, workerBundle } from "./lib/wrangler.mjs";
 
@@ -57,9 +58,65 @@ function reactRouterApps() {
   });
 }
 
+/** Every file of a folder app's source, skipping its build output. */
+function sourceFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name))
+    .filter((f) => !/(^|\/)(\.next|\.open-next|node_modules)\//.test(relative(dir, f)))
+    .sort();
+}
+
+/** A digest of a folder app's source and compat's lockfile: the build is
+ * redone only when it changes. */
+function sourceDigest(dir) {
+  const hash = createHash("sha256").update(readFileSync(join(here, "package-lock.json")));
+  for (const file of sourceFiles(dir)) hash.update(relative(dir, file)).update("\0").update(readFileSync(file));
+  return hash.digest("hex");
+}
+
+/** apps/<name>/ with an open-next.config.ts: a Next.js app, built in place
+ * by `opennextjs-cloudflare build` (`next build`, then OpenNext's Worker in
+ * .open-next/; about a minute on two cores, redone only when the source or
+ * the lockfile changed), then .open-next/worker.js bundled as wrangler
+ * bundles it, with unenv's polyfills. */
+function nextApps() {
+  const dirs = readdirSync(join(here, "apps"), { withFileTypes: true }).filter(
+    (d) => d.isDirectory() && existsSync(join(here, "apps", d.name, "open-next.config.ts")),
+  );
+  return dirs.map((d) => {
+    const app = join(here, "apps", d.name);
+    const stamp = join(app, ".open-next/.isolane-source-sha256");
+    const digest = sourceDigest(app);
+    if (!existsSync(stamp) || readFileSync(stamp, "utf8") !== digest) {
+      const cli = join(here, "node_modules/@opennextjs/cloudflare/dist/cli/index.js");
+      try {
+        execFileSync(process.execPath, [cli, "build"], {
+          cwd: app,
+          env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", CI: "1" },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+      } catch (e) {
+        throw new Error(`opennextjs-cloudflare build in ${app} failed:\n${e.stdout}\n${e.stderr}`);
+      }
+      writeFileSync(stamp, digest);
+    }
+    return build({
+      entryPoints: [join(app, ".open-next/worker.js")],
+      outfile: join(out, `${d.name}.js`),
+      ...workerBundle,
+      external: ["cloudflare:*"],
+      define: { "process.env.NODE_ENV": '"production"' },
+      logLevel: "warning",
+      plugins: [nodeBuiltins({ unenv: true })],
+    });
+  });
+}
+
 const apps = readdirSync(join(here, "apps")).filter((f) => /^[a-z0-9-]+\.(js|ts|tsx)$/.test(f));
 await Promise.all([
   ...reactRouterApps(),
+  ...nextApps(),
   ...apps.map((file) =>
     build({
       entryPoints: [join(here, "apps", file)],

@@ -117,11 +117,14 @@ pub fn load(apps: &Path) -> Vec<App> {
             continue;
         };
         // A file app, or a folder app that compat/bundle.mjs builds with
-        // its framework (apps/<name>/react-router.config.ts).
+        // its framework (apps/<name>/react-router.config.ts, or
+        // open-next.config.ts for Next.js).
         let is_source = matches!(
             path.extension().and_then(|e| e.to_str()),
             Some("js" | "ts" | "tsx")
-        ) || path.join("react-router.config.ts").is_file();
+        ) || ["react-router.config.ts", "open-next.config.ts"]
+            .iter()
+            .any(|config| path.join(config).is_file());
         if !is_source {
             continue;
         }

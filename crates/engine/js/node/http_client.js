@@ -84,13 +84,19 @@ class OutgoingMessage extends Writable {
   flushHeaders() {}
 }
 
-// A response as a Readable: its body read from the fetch Response as the
+// Marks the client's use of an IncomingMessage: the answer to its fetch.
+const RESPONSE = Symbol('response');
+
+// An incoming message as Node makes one, `new IncomingMessage(socket)`
+// (frameworks subclass it to hand a request to Node-style code), and the
+// client's answer: a Readable of the fetch Response's body, read as the
 // reader asks.
 class IncomingMessage extends Readable {
   #reader = null;
 
-  constructor(response) {
+  constructor(socket) {
     super();
+    this.socket = socket ?? null;
     this.httpVersion = '1.1';
     this.httpVersionMajor = 1;
     this.httpVersionMinor = 1;
@@ -100,11 +106,16 @@ class IncomingMessage extends Readable {
     this.method = null;
     this.trailers = {};
     this.rawTrailers = [];
-    this.statusCode = response ? response.status : null;
-    this.statusMessage = response ? response.statusText : null;
+    this.statusCode = null;
+    this.statusMessage = null;
     this.headers = {};
     this.rawHeaders = [];
-    if (response === undefined) return;
+  }
+
+  // The client's answer: the fetch Response's status, headers and body.
+  [RESPONSE](response) {
+    this.statusCode = response.status;
+    this.statusMessage = response.statusText;
     for (const [name, value] of response.headers) {
       if (name === 'set-cookie') continue;
       this.headers[name] = value;
@@ -116,6 +127,7 @@ class IncomingMessage extends Readable {
       for (const cookie of cookies) this.rawHeaders.push('set-cookie', cookie);
     }
     this.#reader = response.body === null ? null : response.body.getReader();
+    return this;
   }
 
   get headersDistinct() {
@@ -240,7 +252,7 @@ class ClientRequest extends OutgoingMessage {
       signal: this.#controller.signal,
     }).then((response) => {
       if (this.destroyed) return;
-      this.res = new IncomingMessage(response);
+      this.res = new IncomingMessage()[RESPONSE](response);
       this.res.req = this;
       if (!this.emit('response', this.res)) this.res.resume();
       this.res.on('end', () => { this.#clearTimer(); this.emit('close'); });

@@ -143,6 +143,36 @@ async fn http_requests_go_through_fetch_as_in_node() {
     );
 }
 
+/// `new IncomingMessage(socket)` as Node has it: frameworks (Next.js on
+/// OpenNext) subclass it to hand a request to Node-style code, with a
+/// socket-like object and their own `_read`.
+#[tokio::test]
+async fn incoming_message_takes_a_socket_as_in_node() {
+    let engine = loopback_engine();
+    let body = r#"
+        class Req extends http.IncomingMessage {
+          constructor(body) {
+            super({ encrypted: true, remoteAddress: '10.0.0.1', destroyed: true });
+            Object.assign(this, { method: 'POST', url: '/x', headers: { a: '1' } });
+            this._read = () => { this.push(body); this.push(null); };
+          }
+        }
+        const m = new Req('hi');
+        let got = '';
+        for await (const chunk of m) got += chunk;
+        r.push(m.socket.remoteAddress, String(m.statusCode), m.method, m.url, m.headers.a, got, m instanceof http.IncomingMessage, m.rawHeaders.length);
+        "#;
+    let (status, out) = run(
+        &engine,
+        0,
+        &worker("t/incoming", body, Limits::default()),
+        "/?base=http://127.0.0.1:1",
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(out, "10.0.0.1 | null | POST | /x | 1 | hi | true | 0");
+}
+
 /// node:http's requests are the Worker's subrequests: past its limit the
 /// request errors as a fetch would.
 #[tokio::test]
