@@ -333,8 +333,26 @@ async function sendResponse(ctxId, response, headOnly) {
 
 // ---- the engine's hooks ----
 
+// A default export extending `cloudflare:workers`' WorkerEntrypoint: each
+// request (or tick) gets a new instance made with `(ctx, env)`, as in workerd.
+function entrypointHandler(Entrypoint) {
+  const handler = {};
+  const proto = Entrypoint.prototype;
+  if (typeof proto.fetch === 'function') {
+    handler.fetch = (request, env, ctx) => new Entrypoint(ctx, env).fetch(request);
+  }
+  if (typeof proto.scheduled === 'function') {
+    handler.scheduled = (controller, env, ctx) => new Entrypoint(ctx, env).scheduled(controller);
+  }
+  return handler;
+}
+
 internal.setModule = function setModule(namespace) {
-  const def = namespace.default;
+  let def = namespace.default;
+  if (typeof def === 'function' && internal.WorkerEntrypoint !== undefined &&
+      def.prototype instanceof internal.WorkerEntrypoint) {
+    def = entrypointHandler(def);
+  }
   if (def === undefined) {
     throw new TypeError('The worker module has no default export; expected `export default { async fetch(request, env, ctx) { … } }`.');
   }

@@ -18,6 +18,7 @@ mod op;
 
 mod cache;
 mod clone;
+mod cloudflare;
 pub(crate) mod codec;
 pub(crate) mod console;
 pub(crate) mod crypto;
@@ -110,6 +111,7 @@ fn families() -> Vec<Unit> {
         node::dns(),
         node::vm(),
         kv::unit(),
+        cloudflare::workers(),
         runtime::finalize(),
     ]
 }

@@ -81,7 +81,7 @@ pub(crate) fn load<'s>(
         if registry.state.borrow().compiled.contains_key(&name) {
             continue;
         }
-        if name.starts_with(node::PREFIX) {
+        if node::is_builtin(&name) {
             node::compile(scope, &registry, &name)?;
             continue;
         }
@@ -120,7 +120,7 @@ impl Registry {
         specifier: &str,
     ) -> Option<String> {
         let builtin = || node::builtin(specifier, self.node);
-        let found = match specifier.starts_with(node::PREFIX) {
+        let found = match node::is_builtin(specifier) {
             true => builtin(),
             false => match self.modules.resolve(referrer, specifier) {
                 Some(module) => Some(Ok(module.name.clone())),
@@ -292,7 +292,7 @@ fn evaluate_synthetic<'s>(
         host::throw_type_error(scope, "internal: a module the registry does not know");
         return None;
     };
-    if name.starts_with(node::PREFIX) {
+    if node::is_builtin(&name) {
         node::set_exports(scope, &registry, &name, module)?;
     } else {
         let value = default_export(scope, &registry, &name)?;
@@ -312,7 +312,7 @@ fn default_export<'s>(
     registry: &Registry,
     name: &str,
 ) -> Option<v8::Local<'s, v8::Value>> {
-    if name.starts_with(node::PREFIX) {
+    if node::is_builtin(name) {
         return node::exports(scope, registry, name);
     }
     let modules = registry.modules.clone();

@@ -68,8 +68,9 @@ fn evaluate_top_level(
                 .is_some_and(|m| m.contains("'export'") || m.contains("import statement")),
         }
     };
-    if module && bundle.node_compat != NodeCompat::Off {
-        // It may import Node's built-ins: a graph of one module.
+    // It may import Node's built-ins (as its settings allow) or Cloudflare's
+    // (whatever they are): a graph of one module.
+    if module && (bundle.node_compat != NodeCompat::Off || bundle.script.contains("cloudflare:")) {
         let one = Module::new("worker.js", ModuleKind::ESModule, bundle.script.as_bytes());
         let Ok(modules) = Modules::new("worker.js", vec![one]) else {
             HostError::type_error("internal: a worker of one module").throw(scope);

@@ -15,8 +15,26 @@ use super::Registry;
 use crate::host;
 use crate::snapshot::script_origin;
 
-/// The prefix every built-in's module name has in the registry.
+/// The prefix every Node built-in's module name has in the registry.
 pub(super) const PREFIX: &str = "node:";
+/// The prefix of Cloudflare's built-ins (`cloudflare:workers`), named in
+/// full by their unit and loaded whatever the compatibility settings.
+const CLOUDFLARE: &str = "cloudflare:";
+
+/// Whether `name` names a built-in (Node's or Cloudflare's) rather than a
+/// module of the bundle.
+pub(super) fn is_builtin(name: &str) -> bool {
+    name.starts_with(PREFIX) || name.starts_with(CLOUDFLARE)
+}
+
+/// The JavaScript of built-in `name` (`node:buffer`, `cloudflare:workers`).
+fn source(name: &str) -> Option<&'static str> {
+    match name.strip_prefix(PREFIX) {
+        Some(node) => host::node_source(node),
+        None if name.starts_with(CLOUDFLARE) => host::node_source(name),
+        None => None,
+    }
+}
 
 /// Why a specifier that names a built-in does not load.
 pub(super) enum Refusal {
@@ -31,6 +49,12 @@ pub(super) enum Refusal {
 /// settings allow bare names (a bundle's own module of that name wins,
 /// the caller looks there first).
 pub(super) fn builtin(specifier: &str, compat: NodeCompat) -> Option<Result<String, Refusal>> {
+    if specifier.starts_with(CLOUDFLARE) {
+        return Some(match source(specifier) {
+            Some(_) => Ok(specifier.to_owned()),
+            None => Err(Refusal::Unknown),
+        });
+    }
     let (name, prefixed) = match specifier.strip_prefix(PREFIX) {
         Some(name) => (name, true),
         None => (specifier, false),
@@ -128,7 +152,7 @@ pub(super) fn exports<'s>(
     if let Some(known) = super::commonjs::ran(scope, registry, name) {
         return known;
     }
-    let Some(source) = name.strip_prefix(PREFIX).and_then(host::node_source) else {
+    let Some(source) = source(name) else {
         host::throw_type_error(scope, &format!("No such module {name:?}"));
         return None;
     };
@@ -172,9 +196,9 @@ fn require_builtin(
         return;
     };
     let specifier = args.get(0).to_rust_string_lossy(scope);
-    let name = match specifier.strip_prefix(PREFIX) {
-        Some(_) => specifier,
-        None => format!("{PREFIX}{specifier}"),
+    let name = match is_builtin(&specifier) {
+        true => specifier,
+        false => format!("{PREFIX}{specifier}"),
     };
     if let Some(value) = exports(scope, &registry, &name) {
         rv.set(value);

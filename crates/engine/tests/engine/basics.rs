@@ -427,3 +427,45 @@ async fn a_retired_worker_leaves_every_thread_and_its_neighbour_stays_warm() {
     assert_eq!(run(&engine, 0, &v[0], "/").await.1, "v1");
     assert_eq!(recorder.misses.load(Ordering::Relaxed), misses + 1);
 }
+
+/// `cloudflare:workers`, whatever the compatibility settings: a default
+/// export extending `WorkerEntrypoint` gets a new instance per request with
+/// `this.env` and `this.ctx`, and a `DurableObject` subclass loads.
+#[tokio::test]
+async fn cloudflare_workers_entrypoints() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let source = "import { WorkerEntrypoint, DurableObject, RpcTarget } from 'cloudflare:workers';
+        export class Counter extends DurableObject { }
+        let made = 0;
+        export default class extends WorkerEntrypoint {
+          constructor(ctx, env) { super(ctx, env); made += 1; }
+          async fetch(request) {
+            this.ctx.waitUntil(Promise.resolve());
+            return new Response([new URL(request.url).pathname, this.env.WHO, made,
+              typeof Counter, new RpcTarget() instanceof RpcTarget].join(' '));
+          }
+        }";
+    let worker = Arc::new(bundle_with(
+        "cf/entry",
+        source,
+        Default::default(),
+        &[("WHO", "me")],
+    ));
+    assert_eq!(
+        run(&engine, 0, &worker, "/a").await.1,
+        "/a me 1 function true"
+    );
+    assert_eq!(
+        run(&engine, 0, &worker, "/b").await.1,
+        "/b me 2 function true"
+    );
+    let unknown = bundle(
+        "cf/unknown",
+        "import { x } from 'cloudflare:nope'; export default { fetch() { return new Response(x); } };",
+    );
+    let error = engine.execute(0, unknown, get("/")).await.unwrap_err();
+    assert!(
+        matches!(error, ExecuteError::Script { ref message } if message.contains("cloudflare:nope")),
+        "{error:?}"
+    );
+}

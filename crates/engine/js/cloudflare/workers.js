@@ -1,0 +1,37 @@
+// `cloudflare:workers` (workerd's module of the same name): the base
+// classes a Worker extends. A default export that extends
+// `WorkerEntrypoint` is a class-based Worker: each request gets a new
+// instance, made with `(ctx, env)` (its `this.ctx`, `this.env`), whose
+// `fetch(request)` or `scheduled(controller)` answers (19_worker.js).
+// `DurableObject` is the base of Durable Object classes; Isolane has no
+// Durable Object bindings yet (a Worker asking for one is refused when it is
+// applied), so a class extending it loads, and is never instantiated.
+
+class WorkerEntrypoint {
+  constructor(ctx, env) {
+    this.ctx = ctx;
+    this.env = env;
+  }
+}
+
+class DurableObject {
+  constructor(ctx, env) {
+    this.ctx = ctx;
+    this.env = env;
+  }
+}
+
+class WorkflowEntrypoint {
+  constructor(ctx, env) {
+    this.ctx = ctx;
+    this.env = env;
+  }
+}
+
+// Objects of a class extending `RpcTarget` are passed by reference over
+// RPC on Cloudflare; without RPC here, it is only a base class.
+class RpcTarget {}
+
+internal.WorkerEntrypoint = WorkerEntrypoint;
+
+module.exports = { WorkerEntrypoint, DurableObject, WorkflowEntrypoint, RpcTarget };

@@ -1,0 +1,15 @@
+//! The `cloudflare:` built-in modules (js/cloudflare/): `cloudflare:workers`,
+//! the base classes a Worker extends (`WorkerEntrypoint`, `DurableObject`,
+//! `WorkflowEntrypoint`, `RpcTarget`). Loaded like Node's built-ins, lazily
+//! and outside the snapshot (`modules/node.rs`), whatever the Worker's
+//! compatibility settings, as in workerd.
+
+use super::unit::Unit;
+
+/// `cloudflare:workers`.
+pub(super) fn workers() -> Unit {
+    Unit::new("cloudflare:workers").node_module(
+        "cloudflare:workers",
+        include_str!("../../js/cloudflare/workers.js"),
+    )
+}
