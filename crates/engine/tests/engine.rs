@@ -27,8 +27,6 @@ mod form_data;
 mod globals;
 #[path = "engine/hostile.rs"]
 mod hostile;
-#[path = "engine/hostile_memory.rs"]
-mod hostile_memory;
 #[path = "engine/hostile_wasm.rs"]
 mod hostile_wasm;
 #[path = "engine/html_rewriter.rs"]
