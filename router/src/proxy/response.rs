@@ -333,6 +333,14 @@ impl Body for UpstreamBody {
                     this.done = true;
                     return Poll::Ready(None);
                 }
+                // Every announced byte went out: the client has its answer,
+                // and an error now would only make hyper drop a connection
+                // the client already reuses. Counted, not passed on.
+                Poll::Ready(Some(Err(_)) | None) if this.remaining == Some(0) => {
+                    this.metrics.upstream_error("body_stream");
+                    this.done = true;
+                    return Poll::Ready(None);
+                }
                 Poll::Ready(None) => {
                     return this.fail(BodyError::Protocol("stream closed before its end frame"));
                 }
@@ -369,7 +377,9 @@ impl Body for UpstreamBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.done
+        // Past the last announced byte the client's message is complete; the
+        // `end` frame is read ahead, or after the body is dropped (`Drop`).
+        self.done || self.remaining == Some(0)
     }
 
     fn size_hint(&self) -> SizeHint {
