@@ -243,6 +243,31 @@ impl UpstreamBody {
         }
     }
 
+    /// The node's stream ended (`status`: with an error) before the body did.
+    fn stream_closed(
+        &mut self,
+        status: Option<tonic::Status>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        // After the `end` frame the body was complete: a reset while waiting
+        // for the trailers does not matter.
+        if self.ended {
+            self.done = true;
+            return Poll::Ready(None);
+        }
+        // Every announced byte went out: the client has its answer, and an
+        // error now would only make hyper drop a connection the client
+        // already reuses. Counted, not passed on.
+        if self.remaining == Some(0) {
+            self.metrics.upstream_error("body_stream");
+            self.done = true;
+            return Poll::Ready(None);
+        }
+        match status {
+            Some(status) => self.fail(BodyError::Stream(status)),
+            None => self.fail(BodyError::Protocol("stream closed before its end frame")),
+        }
+    }
+
     /// Whether the router's deadline has passed (arming its timer the first
     /// time the body waits).
     fn deadline_passed(&mut self, cx: &mut Context<'_>) -> bool {
@@ -329,27 +354,8 @@ impl Body for UpstreamBody {
                     }
                     return Poll::Pending;
                 }
-                Poll::Ready(None) if this.ended => {
-                    this.done = true;
-                    return Poll::Ready(None);
-                }
-                // Every announced byte went out: the client has its answer,
-                // and an error now would only make hyper drop a connection
-                // the client already reuses. Counted, not passed on.
-                Poll::Ready(Some(Err(_)) | None) if this.remaining == Some(0) => {
-                    this.metrics.upstream_error("body_stream");
-                    this.done = true;
-                    return Poll::Ready(None);
-                }
-                Poll::Ready(None) => {
-                    return this.fail(BodyError::Protocol("stream closed before its end frame"));
-                }
-                // The body was complete; a reset while waiting for trailers does not matter.
-                Poll::Ready(Some(Err(_))) if this.ended => {
-                    this.done = true;
-                    return Poll::Ready(None);
-                }
-                Poll::Ready(Some(Err(status))) => return this.fail(BodyError::Stream(status)),
+                Poll::Ready(None) => return this.stream_closed(None),
+                Poll::Ready(Some(Err(status))) => return this.stream_closed(Some(status)),
                 Poll::Ready(Some(Ok(message))) => message,
             };
             match message.frame {
