@@ -20,5 +20,6 @@ pub mod kubectl;
 pub mod load;
 pub mod operator;
 pub mod process;
+pub mod websocket;
 pub use isolane_testenv::http_probe as http;
 pub use isolane_testenv::workers;

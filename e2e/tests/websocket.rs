@@ -26,7 +26,7 @@
 //!   then gets 1012, and the router exits.
 #![allow(clippy::unwrap_used)]
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -34,12 +34,11 @@ use futures::{SinkExt as _, StreamExt as _};
 use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions, RouterOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::kubectl;
+use isolane_e2e::websocket::{Socket, connect_from};
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::{ControlPlane, wait_until};
 use tempfile::TempDir;
-use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{Mutex, MutexGuard};
-use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -83,8 +82,6 @@ export default {
   },
 };
 "#;
-
-type Socket = WebSocketStream<TcpStream>;
 
 struct System {
     cluster: Cluster,
@@ -176,28 +173,6 @@ impl System {
 /// node that serves it.
 async fn connect(ingress: SocketAddr, host: &str) -> Result<(Socket, String), String> {
     connect_from(ingress, host, [127, 0, 0, 1]).await
-}
-
-/// As [`connect`], from the loopback address `from` (a client of its own).
-async fn connect_from(
-    ingress: SocketAddr,
-    host: &str,
-    from: [u8; 4],
-) -> Result<(Socket, String), String> {
-    let tcp = TcpSocket::new_v4().map_err(|e| e.to_string())?;
-    tcp.bind((Ipv4Addr::from(from), 0).into())
-        .map_err(|e| e.to_string())?;
-    let tcp = tcp.connect(ingress).await.map_err(|e| e.to_string())?;
-    let (socket, response) = tokio_tungstenite::client_async(format!("ws://{host}/"), tcp)
-        .await
-        .map_err(|e| e.to_string())?;
-    let node = response
-        .headers()
-        .get("x-isolane-node")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    Ok((socket, node))
 }
 
 async fn connect_within(ingress: SocketAddr, host: &str, within: Duration) -> (Socket, String) {

@@ -19,7 +19,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -28,12 +28,11 @@ use bytes::Bytes;
 use futures::{SinkExt as _, StreamExt as _};
 use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions};
 use isolane_e2e::kubectl;
+use isolane_e2e::websocket::{Socket, connect_from};
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::{ControlPlane, wait_until};
 use tempfile::TempDir;
-use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{Semaphore, watch};
-use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
 const NAMESPACE: &str = "demo";
@@ -72,8 +71,6 @@ export default {
 };
 "#;
 
-type Socket = WebSocketStream<TcpStream>;
-
 /// A fleet of `nodes` nodes of one thread each with `node_args`, the echo
 /// Worker on `echo.test` and the acknowledging one on `acks.test`.
 async fn start(nodes: usize, node_args: &[&str]) -> (Cluster, ControlPlane, TempDir) {
@@ -98,34 +95,13 @@ async fn start(nodes: usize, node_args: &[&str]) -> (Cluster, ControlPlane, Temp
     kubectl::apply_workers(&cp, &path, NAMESPACE, &workers).await;
     for host in ["echo.test", "acks.test"] {
         wait_until(&format!("a WebSocket to {host}"), SETTLE, || async {
-            connect(cluster.ingress(), host, [127, 0, 0, 1]).await.ok()
+            connect_from(cluster.ingress(), host, [127, 0, 0, 1])
+                .await
+                .ok()
         })
         .await;
     }
     (cluster, cp, dir)
-}
-
-/// A socket to `host`'s Worker through the router at `ingress` from the
-/// loopback address `from`, and the node that serves it.
-async fn connect(
-    ingress: SocketAddr,
-    host: &str,
-    from: [u8; 4],
-) -> Result<(Socket, String), String> {
-    let tcp = TcpSocket::new_v4().map_err(|e| e.to_string())?;
-    tcp.bind((Ipv4Addr::from(from), 0).into())
-        .map_err(|e| e.to_string())?;
-    let tcp = tcp.connect(ingress).await.map_err(|e| e.to_string())?;
-    let (socket, response) = tokio_tungstenite::client_async(format!("ws://{host}/"), tcp)
-        .await
-        .map_err(|e| e.to_string())?;
-    let node = response
-        .headers()
-        .get("x-isolane-node")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    Ok((socket, node))
 }
 
 /// Client `i`'s own loopback address (127.1.0.1 onwards).
@@ -212,7 +188,7 @@ async fn the_echo_worker_answers_1000_concurrent_clients() {
             let handshakes = Arc::clone(&handshakes);
             tokio::spawn(async move {
                 let _permit = handshakes.acquire().await.unwrap();
-                connect(ingress, "echo.test", address(i)).await
+                connect_from(ingress, "echo.test", address(i)).await
             })
         })
         .collect();
@@ -323,7 +299,7 @@ async fn ack_client(
     mut drained: watch::Receiver<Option<String>>,
 ) -> Acks {
     let mut acks = Acks::default();
-    let (mut socket, node) = connect(ingress, "acks.test", address(client))
+    let (mut socket, node) = connect_from(ingress, "acks.test", address(client))
         .await
         .unwrap();
     acks.nodes.push(node);
@@ -363,7 +339,9 @@ async fn ack_client(
         // Reconnect (to whichever node the router picks now) and send again
         // what was not acknowledged, then 10 more.
         let (again, node) = wait_until("a reconnect", SETTLE, || async {
-            connect(ingress, "acks.test", address(client)).await.ok()
+            connect_from(ingress, "acks.test", address(client))
+                .await
+                .ok()
         })
         .await;
         socket = again;
