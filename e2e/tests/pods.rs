@@ -243,13 +243,26 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
     }
 
     // The webhook answers: a script that does not parse is refused at apply time.
-    let output = run(
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["apply", "-f", "-"]),
-        Some(&worker("export default { fetch( }")),
-    );
+    // Its pod being Ready does not make its Service reachable at once: the
+    // EndpointSlice and then kube-proxy's rules follow it (CI saw "connection
+    // refused" from the apiserver's call right after every pod was Ready), so
+    // wait for the webhook itself to answer.
+    let output = wait_until(
+        "the admission webhook to be reachable through its Service",
+        Duration::from_secs(60),
+        || {
+            let output = run(
+                Command::new("kubectl")
+                    .arg("--kubeconfig")
+                    .arg(&kubeconfig)
+                    .args(["apply", "-f", "-"]),
+                Some(&worker("export default { fetch( }")),
+            );
+            let unreachable = text(&output).contains("failed calling webhook");
+            async move { (!unreachable).then_some(output) }
+        },
+    )
+    .await;
     assert!(!output.status.success(), "a broken script was admitted");
     assert!(
         text(&output).contains("admission webhook"),
