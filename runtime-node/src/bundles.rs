@@ -306,9 +306,7 @@ impl Snapshot {
 pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
     // The operator (and `isolane dev`) refuse bad settings before a bundle
     // is written; one that slipped through runs without Node.js modules.
-    let node_compat = bundle.node_compat().unwrap_or_default();
-    let process_env = bundle.process_env().unwrap_or_default();
-    let eval_at_startup = bundle.eval_at_startup().unwrap_or_default();
+    let compat = bundle.compat().unwrap_or_default();
     WorkerBundle {
         id: bundle.worker_id,
         revision: bundle.revision,
@@ -322,9 +320,7 @@ pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
             .collect(),
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,
-        node_compat,
-        process_env,
-        eval_at_startup,
+        compat,
     }
 }
 
@@ -436,16 +432,17 @@ mod tests {
             Vec::new(),
         );
         let engine = worker_bundle(plain.clone());
-        assert_eq!(
-            (engine.node_compat, engine.process_env),
-            (isolane_engine::NodeCompat::Off, false)
-        );
+        assert_eq!(engine.compat, isolane_engine::Compat::default());
         let node =
             plain.with_compatibility(Some("2025-11-01".into()), vec!["nodejs_compat".into()]);
         let engine = worker_bundle(node);
         assert_eq!(
-            (engine.node_compat, engine.process_env),
-            (isolane_engine::NodeCompat::V2, true)
+            (
+                engine.compat.node,
+                engine.compat.process_env,
+                engine.compat.message_channel
+            ),
+            (isolane_engine::NodeCompat::V2, true, true)
         );
     }
 }

@@ -401,7 +401,10 @@ mod tests {
         let sources = Sources::collect(&[]);
         let dev = dev_worker(Path::new("w.yaml"), yaml("no_nodejs_compat_v2"), &sources).unwrap();
         assert_eq!(dev.bundle.compatibility_date.as_deref(), Some("2026-08-04"));
-        assert_eq!(dev.bundle.node_compat(), Ok(isolane_worker::NodeCompat::V1));
+        assert_eq!(
+            dev.bundle.compat().map(|c| c.node),
+            Ok(isolane_worker::NodeCompat::V1)
+        );
         let error = dev_worker(Path::new("w.yaml"), yaml("nodejs_compt"), &sources).unwrap_err();
         let message = error.to_string();
         assert!(

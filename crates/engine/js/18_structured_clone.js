@@ -51,4 +51,5 @@ function structuredClone(value, options = undefined) {
   return result;
 }
 
+internal.structuredClone = structuredClone;
 internal.defineGlobal('structuredClone', structuredClone);

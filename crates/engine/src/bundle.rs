@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use isolane_worker::{Module, ModuleKind, Modules, NodeCompat};
+pub use isolane_worker::{Compat, Module, ModuleKind, Modules, NodeCompat};
 
 /// One immutable revision of a worker, as resolved by the operator (or by
 /// `isolane dev` from a file). Isolates are keyed by `(id, revision)`: a new
@@ -32,14 +32,10 @@ pub struct WorkerBundle {
     /// names, or `*.example.com` for every host under example.com.
     pub allowed_hosts: Vec<String>,
     /// What the Worker's compatibility date and flags turn on: whether its
-    /// modules may import Node's (`node:buffer`, ...; `modules.rs`).
-    pub node_compat: NodeCompat,
-    /// Whether `node:process`' `env` holds the bindings of `env`
-    /// (`nodejs_compat_populate_process_env`, docs/nodejs.md).
-    pub process_env: bool,
-    /// Whether the top-level code may use `eval` and `new Function`
-    /// (`allow_eval_during_startup`; requests never may).
-    pub eval_at_startup: bool,
+    /// modules may import Node's (`node:buffer`, ...; `modules.rs`), what
+    /// `process.env` holds, whether its top-level code may `eval`, which
+    /// globals it sees (docs/nodejs.md lists the flags).
+    pub compat: Compat,
 }
 
 /// Per-request (CPU, wall, subrequests) and per-isolate (memory) limits:
@@ -88,9 +84,7 @@ impl WorkerBundle {
             kv: BTreeMap::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
-            node_compat: NodeCompat::Off,
-            process_env: false,
-            eval_at_startup: false,
+            compat: Compat::default(),
         }
     }
 }

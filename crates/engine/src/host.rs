@@ -32,6 +32,7 @@ mod html_rewriter;
 mod io;
 mod kv;
 mod memory;
+mod message_channel;
 mod node;
 pub(crate) mod rejection;
 mod respond;
@@ -49,6 +50,8 @@ mod ws_client;
 mod ws_connect;
 
 use std::sync::OnceLock;
+
+use crate::bundle::Compat;
 
 pub(crate) use error::throw_type_error;
 pub(crate) use headers::{HeaderNames, header_array, header_block, header_map, lenient_header_map};
@@ -111,6 +114,7 @@ fn families() -> Vec<Unit> {
         node::dns(),
         node::vm(),
         kv::unit(),
+        message_channel::unit(),
         cloudflare::workers(),
         runtime::finalize(),
     ]
@@ -135,6 +139,23 @@ pub(crate) fn js_files() -> impl Iterator<Item = (&'static str, &'static str)> {
     units()
         .iter()
         .flat_map(|unit| unit.js.iter().map(|file| (unit.name, *file)))
+}
+
+/// Deletes the globals that the Worker's compatibility settings do not
+/// expose (each unit's gates). Runs before the Worker's own code; `None`
+/// means a JS exception is pending.
+pub(crate) fn hide_gated_globals(scope: &mut v8::PinScope<'_, '_>, compat: &Compat) -> Option<()> {
+    let global = scope.get_current_context().global(scope);
+    let hidden = units()
+        .iter()
+        .flat_map(|unit| unit.gated.iter())
+        .filter(|(_, gate)| !gate(compat))
+        .flat_map(|(names, _)| names.iter());
+    for name in hidden {
+        let key = v8::String::new(scope, name)?;
+        global.delete(scope, key.into())?;
+    }
+    Some(())
 }
 
 /// The source of Node built-in `node:<name>`, if a unit provides it.

@@ -49,7 +49,7 @@ mod thread_ctx;
 mod watchdog;
 
 pub use body::{Body, BodyClosed, BodyError, BodySender};
-pub use bundle::{Limits, Module, ModuleKind, Modules, NodeCompat, WorkerBundle};
+pub use bundle::{Compat, Limits, Module, ModuleKind, Modules, NodeCompat, WorkerBundle};
 pub use cache::CacheConfig;
 pub use config::{DEFAULT_MAX_REQUEST_BODY_BYTES, EngineConfig, ParsePoolModeError, PoolMode};
 pub use egress::{EgressConfig, EgressRefused, Refusal, TlsConfigError};

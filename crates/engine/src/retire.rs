@@ -24,8 +24,6 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         kv: Default::default(),
         limits: Limits::default(),
         allowed_hosts: Vec::new(),
-        node_compat: Default::default(),
-        process_env: false,
-        eval_at_startup: false,
+        compat: Default::default(),
     })
 }

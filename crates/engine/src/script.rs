@@ -32,7 +32,8 @@ pub(crate) fn evaluate(
     internal: &v8::Global<v8::Object>,
     bundle: &WorkerBundle,
 ) -> Option<v8::Global<v8::Object>> {
-    if !bundle.eval_at_startup {
+    host::hide_gated_globals(scope, &bundle.compat)?;
+    if !bundle.compat.eval_at_startup {
         return evaluate_top_level(scope, internal, bundle);
     }
     let context = scope.get_current_context();
@@ -48,7 +49,7 @@ fn evaluate_top_level(
     bundle: &WorkerBundle,
 ) -> Option<v8::Global<v8::Object>> {
     if let Some(modules) = &bundle.modules {
-        let module = crate::modules::load(scope, internal, modules, bundle.node_compat)?;
+        let module = crate::modules::load(scope, internal, modules, bundle.compat.node)?;
         let internal = v8::Local::new(scope, internal);
         return run_module(scope, internal, bundle, module);
     }
@@ -70,7 +71,7 @@ fn evaluate_top_level(
     };
     // It may import Node's built-ins (as its settings allow) or Cloudflare's
     // (whatever they are): a graph of one module.
-    if module && (bundle.node_compat != NodeCompat::Off || bundle.script.contains("cloudflare:")) {
+    if module && (bundle.compat.node != NodeCompat::Off || bundle.script.contains("cloudflare:")) {
         let one = Module::new("worker.js", ModuleKind::ESModule, bundle.script.as_bytes());
         let Ok(modules) = Modules::new("worker.js", vec![one]) else {
             HostError::type_error("internal: a worker of one module").throw(scope);
@@ -78,7 +79,7 @@ fn evaluate_top_level(
         };
         let modules = std::sync::Arc::new(modules);
         let global = v8::Global::new(scope, internal);
-        let module = crate::modules::load(scope, &global, &modules, bundle.node_compat)?;
+        let module = crate::modules::load(scope, &global, &modules, bundle.compat.node)?;
         return run_module(scope, internal, bundle, module);
     }
     if module {

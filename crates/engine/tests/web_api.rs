@@ -81,9 +81,11 @@ async fn run_all() {
                 ..Limits::default()
             },
             allowed_hosts: Vec::new(),
-            node_compat: Default::default(),
-            process_env: false,
-            eval_at_startup: false,
+            // Today's globals (MessageChannel is there from 2025-08-15).
+            compat: isolane_engine::Compat {
+                message_channel: true,
+                ..Default::default()
+            },
         });
         let request = http::Request::builder()
             .method("POST")

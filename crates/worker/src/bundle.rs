@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::Binding;
-use crate::compat::{self, CompatError, NodeCompat};
+use crate::compat::{Compat, CompatError};
 use crate::{Limits, Modules, Route};
 
 /// Label on every bundle Secret; its value is `"true"`.
@@ -164,26 +164,8 @@ impl Bundle {
     }
 
     /// What the bundle's compatibility settings turn on.
-    pub fn node_compat(&self) -> Result<NodeCompat, CompatError> {
-        compat::resolve(
-            self.compatibility_date.as_deref(),
-            &self.compatibility_flags,
-        )
-    }
-
-    /// Whether its compatibility settings fill `process.env` with its text
-    /// bindings.
-    pub fn process_env(&self) -> Result<bool, CompatError> {
-        compat::process_env(
-            self.compatibility_date.as_deref(),
-            &self.compatibility_flags,
-        )
-    }
-
-    /// Whether its compatibility settings let its top-level code generate
-    /// code from strings (`allow_eval_during_startup`).
-    pub fn eval_at_startup(&self) -> Result<bool, CompatError> {
-        compat::eval_at_startup(
+    pub fn compat(&self) -> Result<Compat, CompatError> {
+        Compat::from_settings(
             self.compatibility_date.as_deref(),
             &self.compatibility_flags,
         )
@@ -353,7 +335,7 @@ mod tests {
             .clone()
             .with_compatibility(None, vec!["nodejs_compat".into()]);
         assert_ne!(flagged.revision, plain.revision);
-        assert_eq!(flagged.node_compat(), Ok(NodeCompat::V1));
+        assert_eq!(flagged.compat().map(|c| c.node), Ok(crate::NodeCompat::V1));
         assert_eq!(
             plain.clone().with_compatibility(None, Vec::new()).revision,
             plain.revision

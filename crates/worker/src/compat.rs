@@ -27,6 +27,10 @@ pub const PROCESS_ENV_IMPLIED_DATE: Date = Date(2025, 4, 1);
 /// code from strings (`allow_eval_during_startup`).
 pub const EVAL_AT_STARTUP_DATE: Date = Date(2025, 6, 1);
 
+/// The date from which workerd exposes `MessageChannel` and `MessagePort`
+/// as globals (`expose_global_message_channel`).
+pub const MESSAGE_CHANNEL_DATE: Date = Date(2025, 8, 15);
+
 /// What a Worker's settings turn on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum NodeCompat {
@@ -105,6 +109,7 @@ enum Feature {
     NodeAls,
     ProcessEnv,
     EvalAtStartup,
+    MessageChannel,
 }
 
 /// Every flag honoured: (name, the behaviour, on or off).
@@ -137,6 +142,14 @@ pub const FLAGS: &[(&str, &str)] = &[
         "disallow_eval_during_startup",
         "turns allow_eval_during_startup off",
     ),
+    (
+        "expose_global_message_channel",
+        "the MessageChannel and MessagePort globals",
+    ),
+    (
+        "no_expose_global_message_channel",
+        "turns expose_global_message_channel off",
+    ),
 ];
 
 fn flag(name: &str) -> Option<(Feature, bool)> {
@@ -151,6 +164,8 @@ fn flag(name: &str) -> Option<(Feature, bool)> {
         "nodejs_compat_do_not_populate_process_env" => (Feature::ProcessEnv, false),
         "allow_eval_during_startup" => (Feature::EvalAtStartup, true),
         "disallow_eval_during_startup" => (Feature::EvalAtStartup, false),
+        "expose_global_message_channel" => (Feature::MessageChannel, true),
+        "no_expose_global_message_channel" => (Feature::MessageChannel, false),
         _ => return None,
     })
 }
@@ -185,38 +200,71 @@ fn known() -> String {
         .join(", ")
 }
 
-/// What `date` (none: before every date) and `flags` turn on, as workerd
-/// decides it; an unknown or contradictory flag, or a malformed date, is an
-/// error.
+/// Everything a Worker's compatibility date and flags turn on, as workerd
+/// decides it ([`Compat::from_settings`]). The engine takes this one value;
+/// a new flag is one field here and the code that reads it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Compat {
+    /// Node.js modules and globals.
+    pub node: NodeCompat,
+    /// Whether `process.env` holds the Worker's text bindings: with Node.js
+    /// compatibility on, `nodejs_compat_populate_process_env` or a date from
+    /// 2025-04-01 (workerd's `populateProcessEnv`).
+    pub process_env: bool,
+    /// Whether the Worker's top-level code may use `eval` and `new
+    /// Function` (requests never may): `allow_eval_during_startup`, on from
+    /// 2025-06-01.
+    pub eval_at_startup: bool,
+    /// Whether `MessageChannel` and `MessagePort` are globals:
+    /// `expose_global_message_channel`, on from 2025-08-15.
+    pub message_channel: bool,
+}
+
+/// What `date` (none: before every date) and `flags` turn on for Node.js
+/// compatibility; the same errors as [`Compat::from_settings`].
 pub fn resolve(date: Option<&str>, flags: &[String]) -> Result<NodeCompat, CompatError> {
-    settings(date, flags).map(|s| s.node)
+    Compat::from_settings(date, flags).map(|c| c.node)
 }
 
-/// Whether `process.env` holds the Worker's text bindings: with Node.js
-/// compatibility on, `nodejs_compat_populate_process_env` or a date from
-/// 2025-04-01 (workerd's `populateProcessEnv`); the same errors as
-/// [`resolve`].
-pub fn process_env(date: Option<&str>, flags: &[String]) -> Result<bool, CompatError> {
-    settings(date, flags).map(|s| s.process_env)
+impl Compat {
+    /// What `date` (none: before every date) and `flags` turn on; an
+    /// unknown or contradictory flag, or a malformed date, is an error.
+    pub fn from_settings(date: Option<&str>, flags: &[String]) -> Result<Self, CompatError> {
+        let date = date.map(Date::parse).transpose()?;
+        let set = explicit_flags(flags)?;
+        let explicit = |feature| {
+            set.iter()
+                .find(|(f, _, _)| *f == feature)
+                .map(|(_, on, _)| *on)
+        };
+        let from = |since: Date| date.is_some_and(|d| d >= since);
+        let node = explicit(Feature::NodeCompat).unwrap_or(from(NODE_COMPAT_DATE));
+        let v2 = explicit(Feature::NodeCompatV2)
+            .unwrap_or(from(NODE_COMPAT_DATE) || (node && from(NODE_COMPAT_V2_IMPLIED_DATE)));
+        let als = explicit(Feature::NodeAls).unwrap_or(false);
+        let node_compat = if v2 {
+            NodeCompat::V2
+        } else if node {
+            NodeCompat::V1
+        } else if als {
+            NodeCompat::Als
+        } else {
+            NodeCompat::Off
+        };
+        Ok(Self {
+            node: node_compat,
+            process_env: node
+                && explicit(Feature::ProcessEnv).unwrap_or(from(PROCESS_ENV_IMPLIED_DATE)),
+            eval_at_startup: explicit(Feature::EvalAtStartup).unwrap_or(from(EVAL_AT_STARTUP_DATE)),
+            message_channel: explicit(Feature::MessageChannel)
+                .unwrap_or(from(MESSAGE_CHANNEL_DATE)),
+        })
+    }
 }
 
-/// Whether the Worker's top-level code may use `eval` and `new Function`
-/// (requests never may): `allow_eval_during_startup`, on from 2025-06-01
-/// as in workerd; the same errors as [`resolve`].
-pub fn eval_at_startup(date: Option<&str>, flags: &[String]) -> Result<bool, CompatError> {
-    settings(date, flags).map(|s| s.eval_at_startup)
-}
-
-/// Everything the settings decide.
-struct Settings {
-    node: NodeCompat,
-    process_env: bool,
-    eval_at_startup: bool,
-}
-
-/// [`resolve`]'s, [`process_env`]'s and [`eval_at_startup`]'s answers.
-fn settings(date: Option<&str>, flags: &[String]) -> Result<Settings, CompatError> {
-    let date = date.map(Date::parse).transpose()?;
+/// The flags named, each with its feature and whether it turns it on; an
+/// unknown flag, or two that contradict each other, is an error.
+fn explicit_flags(flags: &[String]) -> Result<Vec<(Feature, bool, &str)>, CompatError> {
     let mut set: Vec<(Feature, bool, &str)> = Vec::with_capacity(flags.len());
     for name in flags {
         let Some((feature, on)) = flag(name) else {
@@ -235,31 +283,7 @@ fn settings(date: Option<&str>, flags: &[String]) -> Result<Settings, CompatErro
         }
         set.push((feature, on, name));
     }
-    let explicit = |feature| {
-        set.iter()
-            .find(|(f, _, _)| *f == feature)
-            .map(|(_, on, _)| *on)
-    };
-    let from = |since: Date| date.is_some_and(|d| d >= since);
-    let node = explicit(Feature::NodeCompat).unwrap_or(from(NODE_COMPAT_DATE));
-    let v2 = explicit(Feature::NodeCompatV2)
-        .unwrap_or(from(NODE_COMPAT_DATE) || (node && from(NODE_COMPAT_V2_IMPLIED_DATE)));
-    let als = explicit(Feature::NodeAls).unwrap_or(false);
-    let env = node && explicit(Feature::ProcessEnv).unwrap_or(from(PROCESS_ENV_IMPLIED_DATE));
-    let compat = if v2 {
-        NodeCompat::V2
-    } else if node {
-        NodeCompat::V1
-    } else if als {
-        NodeCompat::Als
-    } else {
-        NodeCompat::Off
-    };
-    Ok(Settings {
-        node: compat,
-        process_env: env,
-        eval_at_startup: explicit(Feature::EvalAtStartup).unwrap_or(from(EVAL_AT_STARTUP_DATE)),
-    })
+    Ok(set)
 }
 
 #[cfg(test)]
@@ -285,6 +309,32 @@ mod tests {
                 &flags(&["no_nodejs_compat", "no_nodejs_compat_v2"])
             ),
             Ok(NodeCompat::Off)
+        );
+    }
+
+    fn eval_at_startup(date: Option<&str>, flags: &[String]) -> Result<bool, CompatError> {
+        Compat::from_settings(date, flags).map(|c| c.eval_at_startup)
+    }
+
+    fn process_env(date: Option<&str>, flags: &[String]) -> Result<bool, CompatError> {
+        Compat::from_settings(date, flags).map(|c| c.process_env)
+    }
+
+    #[test]
+    fn message_channel_from_2025_08_15_or_by_flag() {
+        let channel = |date, names: &[&str]| {
+            Compat::from_settings(date, &flags(names)).map(|c| c.message_channel)
+        };
+        assert_eq!(channel(None, &[]), Ok(false));
+        assert_eq!(channel(Some("2025-08-14"), &[]), Ok(false));
+        assert_eq!(channel(Some("2025-08-15"), &[]), Ok(true));
+        assert_eq!(
+            channel(Some("2024-01-01"), &["expose_global_message_channel"]),
+            Ok(true)
+        );
+        assert_eq!(
+            channel(Some("2026-01-01"), &["no_expose_global_message_channel"]),
+            Ok(false)
         );
     }
 

@@ -51,7 +51,7 @@ pub use binding::{
     is_kv_namespace,
 };
 pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
-pub use compat::{CompatError, NodeCompat};
+pub use compat::{Compat, CompatError, NodeCompat};
 pub use key::WorkerKey;
 pub use limits::{LimitError, Limits};
 pub use module::{Module, ModuleKind, Modules, ModulesError, resolve_name};

@@ -139,9 +139,7 @@ impl TestNode {
             kv: BTreeMap::new(),
             limits,
             allowed_hosts: Vec::new(),
-            node_compat: Default::default(),
-            process_env: false,
-            eval_at_startup: false,
+            compat: Default::default(),
         };
         self.bundles.insert(&format!("secret-{id}"), bundle.clone());
         bundle

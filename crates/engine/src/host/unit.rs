@@ -9,6 +9,8 @@
 
 use std::any::{Any, TypeId};
 
+use crate::bundle::Compat;
+
 /// One Web API family.
 pub(crate) struct Unit {
     /// For diagnostics and tests.
@@ -23,7 +25,14 @@ pub(crate) struct Unit {
     /// the snapshot: compiled when a Worker first imports one
     /// (`modules/node.rs`).
     pub(crate) node: Vec<(&'static str, &'static str)>,
+    /// Globals its JavaScript defines that a Worker sees only when its
+    /// compatibility settings say so; deleted at load otherwise
+    /// ([`super::hide_gated_globals`]).
+    pub(crate) gated: Vec<(&'static [&'static str], Gate)>,
 }
+
+/// Whether a Worker's compatibility settings expose some globals.
+pub(crate) type Gate = fn(&Compat) -> bool;
 
 /// Makes a unit's state for a new isolate: its type and the value.
 pub(crate) type MakeState = fn() -> (TypeId, Box<dyn Any>);
@@ -36,6 +45,7 @@ impl Unit {
             functions: Vec::new(),
             state: None,
             node: Vec::new(),
+            gated: Vec::new(),
         }
     }
 
@@ -59,6 +69,13 @@ impl Unit {
     /// `function (host, internal, require, module, exports)`.
     pub(crate) fn node_module(mut self, name: &'static str, source: &'static str) -> Self {
         self.node.push((name, source));
+        self
+    }
+
+    /// Globals of its JavaScript that a Worker sees only when `gate` says
+    /// its compatibility settings expose them.
+    pub(crate) fn globals_if(mut self, names: &'static [&'static str], gate: Gate) -> Self {
+        self.gated.push((names, gate));
         self
     }
 

@@ -143,7 +143,7 @@ async fn code_generation_from_strings_only_at_load() {
            try { r.push(String(new Function('return 3')())); } catch (e) { r.push(e.name); }
            return new Response(r.join(' ')); } };";
     let mut allowed = (*bundle("t/eval", source)).clone();
-    allowed.eval_at_startup = true;
+    allowed.compat.eval_at_startup = true;
     assert_eq!(
         run(&engine, 0, &std::sync::Arc::new(allowed), "/").await.1,
         "42 2 EvalError EvalError EvalError"

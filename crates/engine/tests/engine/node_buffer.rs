@@ -10,14 +10,14 @@ use crate::support::*;
 /// A one-script module Worker with `compat`.
 pub fn node_worker(id: &str, source: &str, compat: NodeCompat) -> Arc<WorkerBundle> {
     let mut bundle = bundle_with(id, source, memory_limits(128), &[]);
-    bundle.node_compat = compat;
+    bundle.compat.node = compat;
     Arc::new(bundle)
 }
 
 /// `modules` with `compat`.
 pub fn node_modules(id: &str, modules: Vec<Module>, compat: NodeCompat) -> Arc<WorkerBundle> {
     let mut bundle = (*modules_bundle(id, modules)).clone();
-    bundle.node_compat = compat;
+    bundle.compat.node = compat;
     Arc::new(bundle)
 }
 

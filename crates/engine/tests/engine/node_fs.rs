@@ -78,7 +78,7 @@ export default { fetch() {
         ],
     ))
     .clone();
-    bundle.node_compat = NodeCompat::V1;
+    bundle.compat.node = NodeCompat::V1;
     let bundle = Arc::new(bundle);
     let (engine, _) = engine(1, PoolMode::Pinned);
     let first = run(&engine, 0, &bundle, "/").await;

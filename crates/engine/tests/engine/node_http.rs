@@ -84,7 +84,7 @@ fn worker(id: &str, body: &str, limits: Limits) -> Arc<isolane_engine::WorkerBun
          const r = []; {body} return new Response(r.join(' | ')); }} }};"
     );
     let mut bundle = bundle_with(id, &source, limits, &[]);
-    bundle.node_compat = NodeCompat::V1;
+    bundle.compat.node = NodeCompat::V1;
     Arc::new(bundle)
 }
 

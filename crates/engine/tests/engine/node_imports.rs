@@ -86,7 +86,7 @@ async fn internal_parts_are_not_importable() {
 }
 
 /// `process.env` holds the Worker's text bindings when its settings say so
-/// (`WorkerBundle::process_env`), and is empty otherwise.
+/// (`Compat::process_env`), and is empty otherwise.
 #[tokio::test]
 async fn process_env_holds_text_bindings_when_the_settings_say_so() {
     use std::sync::Arc;
@@ -111,8 +111,8 @@ async fn process_env_holds_text_bindings_when_the_settings_say_so() {
             memory_limits(128),
             &[("GREETING", "hello"), ("API_URL", "https://x.test")],
         );
-        bundle.node_compat = NodeCompat::V2;
-        bundle.process_env = populate;
+        bundle.compat.node = NodeCompat::V2;
+        bundle.compat.process_env = populate;
         let (status, text) = run(&engine, 0, &Arc::new(bundle), "/").await;
         assert_eq!((status, text.as_str()), (200, expected));
     }

@@ -78,9 +78,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         kv: Default::default(),
         limits,
         allowed_hosts: Vec::new(),
-        node_compat: Default::default(),
-        process_env: false,
-        eval_at_startup: false,
+        compat: Default::default(),
     }
 }
 

@@ -10,7 +10,7 @@ host_fn! {
 /// settings populate `process.env`, else an empty one.
 pub(super) fn process_env<'s>(scope, host: Rc<HostState>) -> HostResult<Option<v8::Local<'s, v8::Object>>> {
     let env = v8::Object::new(scope);
-    let Some(bundle) = host.worker.get().filter(|b| b.process_env) else {
+    let Some(bundle) = host.worker.get().filter(|b| b.compat.process_env) else {
         return Ok(Some(env));
     };
     for (key, value) in &bundle.env {

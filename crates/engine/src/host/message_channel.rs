@@ -1,0 +1,13 @@
+//! MessageChannel and MessagePort (`js/28_message_channel.js`): JavaScript
+//! only, its globals gated by the Worker's compatibility settings
+//! (`expose_global_message_channel`, on from 2025-08-15 as in workerd).
+
+use super::unit::Unit;
+
+pub(super) fn unit() -> Unit {
+    Unit::new("message_channel")
+        .js(&["28_message_channel.js"])
+        .globals_if(&["MessageChannel", "MessagePort"], |compat| {
+            compat.message_channel
+        })
+}
