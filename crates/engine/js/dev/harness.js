@@ -32,8 +32,18 @@ if (typeof vm.SourceTextModule !== 'function') {
 const JS_DIR = path.resolve(__dirname, '..');
 const SUITE_DIR = path.resolve(__dirname, '../../tests/web_api');
 
+// As build.rs collects them: each `NN_name.js`, and each `NN_name/` folder
+// as one file, its `*.js` parts joined in name order. [name, source] pairs.
 function runtimeFiles() {
-  return fs.readdirSync(JS_DIR).filter((f) => /^\d\d_.*\.js$/.test(f)).sort();
+  return fs.readdirSync(JS_DIR, { withFileTypes: true })
+    .filter((e) => /^\d\d_/.test(e.name) && (e.isDirectory() || e.name.endsWith('.js')))
+    .sort((a, b) => (a.name < b.name ? -1 : 1))
+    .map((e) => {
+      const at = path.join(JS_DIR, e.name);
+      if (!e.isDirectory()) return [e.name, fs.readFileSync(at, 'utf8')];
+      const parts = fs.readdirSync(at).filter((f) => f.endsWith('.js')).sort();
+      return [`${e.name}.js`, parts.map((f) => fs.readFileSync(path.join(at, f), 'utf8')).join('\n')];
+    });
 }
 
 // Request headers host.fetch does not pass on (HOST.md).
@@ -66,6 +76,12 @@ function createRuntime(opts = {}) {
       if (typeof message !== 'string') throw typeError('log message must be a string');
       logs.push([level, message]);
       if (opts.verbose) process.stderr.write(`  [${level}] ${message}\n`);
+    },
+    // An error nobody caught (HOST.md): the engine puts it in the
+    // invocation's tail; here, a log line.
+    exception(message, stack) {
+      logs.push(['error', String(message)]);
+      if (opts.verbose) process.stderr.write(`  [exception] ${message}\n${stack}\n`);
     },
     now() { return Date.now(); },
     utf8Encode(s) { return u8(Buffer.from(String(s).toWellFormed(), 'utf8')); },
@@ -251,8 +267,7 @@ function createRuntime(opts = {}) {
   // structuredClone stand-in, built inside the context so results have its prototypes.
   const clone = vm.runInContext(CLONE_SRC, ctx);
 
-  for (const file of runtimeFiles()) {
-    const src = fs.readFileSync(path.join(JS_DIR, file), 'utf8');
+  for (const [file, src] of runtimeFiles()) {
     const wrapped = `(function (host, internal) {${src}\n})(globalThis.__host, globalThis.__isolane_internal);`;
     vm.runInContext(wrapped, ctx, { filename: file });
   }
