@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use isolane_worker::{ModuleKind, Modules, NodeCompat};
+use isolane_worker::{Compat, ModuleKind, Modules};
 
 use crate::host;
 use crate::snapshot::script_origin;
@@ -40,7 +40,7 @@ use crate::snapshot::script_origin;
 pub(crate) struct Registry {
     modules: Arc<Modules>,
     /// Which of Node's built-ins the Worker may import.
-    node: NodeCompat,
+    compat: Compat,
     /// The runtime's `internal` object (`internal.wasmModule`).
     internal: v8::Global<v8::Object>,
     state: RefCell<State>,
@@ -66,11 +66,11 @@ pub(crate) fn load<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     internal: &v8::Global<v8::Object>,
     modules: &Arc<Modules>,
-    node: NodeCompat,
+    compat: Compat,
 ) -> Option<v8::Local<'s, v8::Module>> {
     let registry = Rc::new(Registry {
         modules: modules.clone(),
-        node,
+        compat,
         internal: internal.clone(),
         state: RefCell::new(State::default()),
     });
@@ -90,7 +90,7 @@ pub(crate) fn load<'s>(
             pending.push(registry.target(scope, &name, &specifier)?);
         }
     }
-    node::define_globals(scope, node)?;
+    node::define_globals(scope, compat.node)?;
     let main = registry.module(scope, &main)?;
     if !main.instantiate_module(scope, resolve)? {
         return None;
@@ -119,7 +119,7 @@ impl Registry {
         referrer: &str,
         specifier: &str,
     ) -> Option<String> {
-        let builtin = || node::builtin(specifier, self.node);
+        let builtin = || node::builtin(specifier, &self.compat);
         let found = match node::is_builtin(specifier) {
             true => builtin(),
             false => match self.modules.resolve(referrer, specifier) {

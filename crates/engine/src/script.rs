@@ -49,7 +49,7 @@ fn evaluate_top_level(
     bundle: &WorkerBundle,
 ) -> Option<v8::Global<v8::Object>> {
     if let Some(modules) = &bundle.modules {
-        let module = crate::modules::load(scope, internal, modules, bundle.compat.node)?;
+        let module = crate::modules::load(scope, internal, modules, bundle.compat)?;
         let internal = v8::Local::new(scope, internal);
         return run_module(scope, internal, bundle, module);
     }
@@ -79,7 +79,7 @@ fn evaluate_top_level(
         };
         let modules = std::sync::Arc::new(modules);
         let global = v8::Global::new(scope, internal);
-        let module = crate::modules::load(scope, &global, &modules, bundle.compat.node)?;
+        let module = crate::modules::load(scope, &global, &modules, bundle.compat)?;
         return run_module(scope, internal, bundle, module);
     }
     if module {

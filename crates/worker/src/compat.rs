@@ -110,6 +110,8 @@ enum Feature {
     ProcessEnv,
     EvalAtStartup,
     MessageChannel,
+    /// One of [`MODULE_GATES`], by index.
+    Module(usize),
 }
 
 /// Every flag honoured: (name, the behaviour, on or off).
@@ -152,6 +154,61 @@ pub const FLAGS: &[(&str, &str)] = &[
     ),
 ];
 
+/// A Node.js module (or a few) that workerd loads only with a flag of its
+/// own, which Node.js compatibility implies from a date
+/// (`impliedByAfterDate(name = "nodeJsCompat", …)` in workerd's
+/// compatibility-date.capnp).
+pub struct ModuleGate {
+    /// The flag that turns the modules on.
+    pub on: &'static str,
+    /// The flag that turns them off.
+    pub off: &'static str,
+    /// From this date Node.js compatibility turns them on.
+    pub since: Date,
+    /// The modules (`node:` names without the prefix).
+    pub modules: &'static [&'static str],
+}
+
+/// Every module gate, as workerd has them.
+pub const MODULE_GATES: [ModuleGate; 6] = [
+    ModuleGate {
+        on: "enable_nodejs_http_modules",
+        off: "disable_nodejs_http_modules",
+        since: Date(2025, 8, 15),
+        modules: &["http", "https"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_http2_module",
+        off: "disable_nodejs_http2_module",
+        since: Date(2025, 9, 1),
+        modules: &["http2"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_fs_module",
+        off: "disable_nodejs_fs_module",
+        since: Date(2025, 9, 15),
+        modules: &["fs", "fs/promises"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_os_module",
+        off: "disable_nodejs_os_module",
+        since: Date(2025, 9, 15),
+        modules: &["os"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_console_module",
+        off: "disable_nodejs_console_module",
+        since: Date(2025, 9, 21),
+        modules: &["console"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_vm_module",
+        off: "disable_nodejs_vm_module",
+        since: Date(2025, 10, 1),
+        modules: &["vm"],
+    },
+];
+
 fn flag(name: &str) -> Option<(Feature, bool)> {
     Some(match name {
         "nodejs_compat" => (Feature::NodeCompat, true),
@@ -166,7 +223,13 @@ fn flag(name: &str) -> Option<(Feature, bool)> {
         "disallow_eval_during_startup" => (Feature::EvalAtStartup, false),
         "expose_global_message_channel" => (Feature::MessageChannel, true),
         "no_expose_global_message_channel" => (Feature::MessageChannel, false),
-        _ => return None,
+        _ => {
+            return MODULE_GATES.iter().enumerate().find_map(|(i, gate)| {
+                (gate.on == name)
+                    .then_some((Feature::Module(i), true))
+                    .or((gate.off == name).then_some((Feature::Module(i), false)))
+            });
+        }
     })
 }
 
@@ -196,6 +259,7 @@ fn known() -> String {
     FLAGS
         .iter()
         .map(|(name, _)| *name)
+        .chain(MODULE_GATES.iter().flat_map(|gate| [gate.on, gate.off]))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -218,6 +282,33 @@ pub struct Compat {
     /// Whether `MessageChannel` and `MessagePort` are globals:
     /// `expose_global_message_channel`, on from 2025-08-15.
     pub message_channel: bool,
+    /// Which [`MODULE_GATES`] are open, by index (with Node.js
+    /// compatibility on: its flag, or a date from the gate's).
+    pub module_gates: [bool; MODULE_GATES.len()],
+}
+
+impl Compat {
+    /// Whether Node built-in `name` (without `node:`) may load as far as
+    /// its own gate goes: `Err` names the flag that would open it.
+    pub fn module_gate(&self, name: &str) -> Result<(), &'static ModuleGate> {
+        match MODULE_GATES
+            .iter()
+            .position(|gate| gate.modules.contains(&name))
+        {
+            Some(i) if !self.module_gates[i] => Err(&MODULE_GATES[i]),
+            _ => Ok(()),
+        }
+    }
+
+    /// Node.js compatibility `node` with every module gate open: what a
+    /// Worker of today's date gets (tests and embedders that set it).
+    pub fn node(node: NodeCompat) -> Self {
+        Self {
+            node,
+            module_gates: [true; MODULE_GATES.len()],
+            ..Self::default()
+        }
+    }
 }
 
 /// What `date` (none: before every date) and `flags` turn on for Node.js
@@ -258,6 +349,10 @@ impl Compat {
             eval_at_startup: explicit(Feature::EvalAtStartup).unwrap_or(from(EVAL_AT_STARTUP_DATE)),
             message_channel: explicit(Feature::MessageChannel)
                 .unwrap_or(from(MESSAGE_CHANNEL_DATE)),
+            module_gates: std::array::from_fn(|i| {
+                node_compat.modules()
+                    && explicit(Feature::Module(i)).unwrap_or(from(MODULE_GATES[i].since))
+            }),
         })
     }
 }
@@ -335,6 +430,44 @@ mod tests {
         assert_eq!(
             channel(Some("2026-01-01"), &["no_expose_global_message_channel"]),
             Ok(false)
+        );
+    }
+
+    #[test]
+    fn node_module_gates_open_with_node_compat_from_their_dates() {
+        let gate = |date, names: &[&str], module| {
+            Compat::from_settings(date, &flags(names)).map(|c| c.module_gate(module).is_ok())
+        };
+        let node = ["nodejs_compat"];
+        assert_eq!(gate(Some("2025-09-14"), &node, "fs"), Ok(false));
+        assert_eq!(gate(Some("2025-09-15"), &node, "fs"), Ok(true));
+        assert_eq!(gate(Some("2025-09-15"), &node, "fs/promises"), Ok(true));
+        assert_eq!(gate(Some("2025-08-14"), &node, "https"), Ok(false));
+        assert_eq!(gate(Some("2025-08-15"), &node, "https"), Ok(true));
+        assert_eq!(gate(Some("2025-09-30"), &node, "vm"), Ok(false));
+        // Modules without a gate load whenever Node.js modules do.
+        assert_eq!(gate(None, &node, "buffer"), Ok(true));
+        // A gate's own flag opens it at any date, never without Node.js.
+        let fs = ["nodejs_compat", "enable_nodejs_fs_module"];
+        assert_eq!(gate(Some("2024-01-01"), &fs, "fs"), Ok(true));
+        assert_eq!(
+            gate(Some("2026-01-01"), &["enable_nodejs_fs_module"], "fs"),
+            Ok(false)
+        );
+        let off = ["nodejs_compat", "disable_nodejs_fs_module"];
+        assert_eq!(gate(Some("2026-01-01"), &off, "fs"), Ok(false));
+        assert_eq!(gate(Some("2026-01-01"), &off, "os"), Ok(true));
+        assert!(matches!(
+            Compat::from_settings(
+                None,
+                &flags(&["enable_nodejs_fs_module", "disable_nodejs_fs_module"])
+            ),
+            Err(CompatError::Contradictory { .. })
+        ));
+        assert_eq!(
+            Compat::from_settings(Some("2024-01-01"), &flags(&node))
+                .map(|c| c.module_gate("fs").err().map(|g| g.on)),
+            Ok(Some("enable_nodejs_fs_module"))
         );
     }
 

@@ -110,7 +110,7 @@ fn require(
     {
         // Not the bundle's: one of Node's built-ins, or an error saying
         // why not.
-        match super::node::builtin(&specifier, registry.node) {
+        match super::node::builtin(&specifier, &registry.compat) {
             Some(Ok(name)) => {
                 if let Some(value) = default_export(scope, &registry, &name) {
                     rv.set(value);

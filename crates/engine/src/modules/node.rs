@@ -9,7 +9,8 @@
 //! import sees it as a synthetic module whose exports are its properties
 //! (and `default`, the object itself), as Node and workerd give them.
 
-use isolane_worker::NodeCompat;
+use isolane_worker::compat::ModuleGate;
+use isolane_worker::{Compat, NodeCompat};
 
 use super::Registry;
 use crate::host;
@@ -42,13 +43,15 @@ pub(super) enum Refusal {
     Off,
     /// `node:<name>` is no module Isolane has.
     Unknown,
+    /// The module has a flag of its own, which the settings leave off.
+    Gated(&'static ModuleGate),
 }
 
 /// The registry name (`node:buffer`) of the built-in `specifier` names, if
 /// it names one: `node:<name>` always, a bare `<name>` only when the
 /// settings allow bare names (a bundle's own module of that name wins,
 /// the caller looks there first).
-pub(super) fn builtin(specifier: &str, compat: NodeCompat) -> Option<Result<String, Refusal>> {
+pub(super) fn builtin(specifier: &str, compat: &Compat) -> Option<Result<String, Refusal>> {
     if specifier.starts_with(CLOUDFLARE) {
         return Some(match source(specifier) {
             Some(_) => Ok(specifier.to_owned()),
@@ -61,18 +64,21 @@ pub(super) fn builtin(specifier: &str, compat: NodeCompat) -> Option<Result<Stri
     };
     // `internal/` built-ins are the others' parts, not Node's modules.
     let known = !name.starts_with("internal/") && host::node_source(name).is_some();
+    let gate = compat.module_gate(name);
     if !prefixed {
-        return (known && compat.bare_names()).then(|| Ok(format!("{PREFIX}{name}")));
+        return (known && compat.node.bare_names() && gate.is_ok())
+            .then(|| Ok(format!("{PREFIX}{name}")));
     }
     let allowed = if name == "async_hooks" {
-        compat.async_hooks()
+        compat.node.async_hooks()
     } else {
-        compat.modules()
+        compat.node.modules()
     };
-    Some(match (known, allowed) {
-        (_, false) => Err(Refusal::Off),
-        (false, true) => Err(Refusal::Unknown),
-        (true, true) => Ok(specifier.to_owned()),
+    Some(match (known, allowed, gate) {
+        (_, false, _) => Err(Refusal::Off),
+        (false, true, _) => Err(Refusal::Unknown),
+        (true, true, Err(gate)) => Err(Refusal::Gated(gate)),
+        (true, true, Ok(())) => Ok(specifier.to_owned()),
     })
 }
 
@@ -84,6 +90,11 @@ pub(super) fn refusal_message(refusal: &Refusal, specifier: &str, referrer: &str
              nodejs_compat compatibility flag (or a compatibility date from 2026-08-04)"
         ),
         Refusal::Unknown => format!("No such module {specifier:?} (imported by {referrer:?})"),
+        Refusal::Gated(gate) => format!(
+            "Cannot load {specifier:?} imported by {referrer:?}: it needs the {} compatibility \
+             flag (or, with Node.js compatibility, a compatibility date from {})",
+            gate.on, gate.since
+        ),
     }
 }
 

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use isolane_engine::{ExecuteError, Module, ModuleKind, NodeCompat, PoolMode, WorkerBundle};
+use isolane_engine::{
+    Compat, ExecuteError, Module, ModuleKind, NodeCompat, PoolMode, WorkerBundle,
+};
 
 use crate::modules::{es, modules_bundle};
 use crate::support::*;
@@ -10,14 +12,19 @@ use crate::support::*;
 /// A one-script module Worker with `compat`.
 pub fn node_worker(id: &str, source: &str, compat: NodeCompat) -> Arc<WorkerBundle> {
     let mut bundle = bundle_with(id, source, memory_limits(128), &[]);
-    bundle.compat.node = compat;
+    bundle.compat = Compat::node(compat);
     Arc::new(bundle)
 }
 
 /// `modules` with `compat`.
 pub fn node_modules(id: &str, modules: Vec<Module>, compat: NodeCompat) -> Arc<WorkerBundle> {
+    node_modules_with(id, modules, Compat::node(compat))
+}
+
+/// A Worker of `modules` with the compatibility settings `compat`.
+pub fn node_modules_with(id: &str, modules: Vec<Module>, compat: Compat) -> Arc<WorkerBundle> {
     let mut bundle = (*modules_bundle(id, modules)).clone();
-    bundle.compat.node = compat;
+    bundle.compat = compat;
     Arc::new(bundle)
 }
 
@@ -72,6 +79,55 @@ async fn node_modules_need_the_flag_and_say_so() {
     // nodejs_als alone: no buffer.
     let message = load_error(node_worker("t/als", source, NodeCompat::Als)).await;
     assert!(message.contains("nodejs_compat"), "{message}");
+}
+
+/// Modules workerd gates behind flags of their own (`node:fs` behind
+/// `enable_nodejs_fs_module`, ...) load only when the Worker's settings
+/// open the gate, whether imported or required, prefixed or bare.
+#[tokio::test]
+async fn gated_modules_need_their_own_flag_and_say_so() {
+    let at = |date: &str, flags: &[&str]| {
+        let flags: Vec<String> = flags.iter().map(|f| (*f).to_owned()).collect();
+        Compat::from_settings(Some(date), &flags).unwrap()
+    };
+    let gated = |id: &str, source: &str, compat: Compat| {
+        let mut bundle = (*bundle(id, source)).clone();
+        bundle.compat = compat;
+        Arc::new(bundle)
+    };
+    let fs = "import { readFileSync } from 'node:fs'; export default { fetch() { return new Response(typeof readFileSync); } };";
+    let early = at("2025-09-14", &["nodejs_compat"]);
+    let message = load_error(gated("t/fs-early", fs, early)).await;
+    assert!(
+        message.contains(r#"Cannot load "node:fs" imported by "worker.js": it needs the enable_nodejs_fs_module compatibility flag (or, with Node.js compatibility, a compatibility date from 2025-09-15)"#),
+        "{message}"
+    );
+    let bare = "import fs from 'fs'; export default {};";
+    let message = load_error(gated("t/fs-bare", bare, early)).await;
+    assert!(message.contains(r#"Cannot resolve "fs""#), "{message}");
+    let required = "const os = require('node:os'); module.exports = {};";
+    let message = load_error(node_modules_with(
+        "t/os-cjs",
+        vec![
+            es("main.js", "import c from './c.cjs'; export default {};"),
+            Module::new("c.cjs", ModuleKind::CommonJS, required),
+        ],
+        early,
+    ))
+    .await;
+    assert!(message.contains("enable_nodejs_os_module"), "{message}");
+    // The flag opens it at an earlier date; the date alone from 2025-09-15.
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    for compat in [
+        at("2025-01-01", &["nodejs_compat", "enable_nodejs_fs_module"]),
+        at("2025-09-15", &["nodejs_compat"]),
+    ] {
+        let worker = gated("t/fs-open", fs, compat);
+        assert_eq!(
+            run(&engine, 0, &worker, "/").await,
+            (200, "function".to_owned())
+        );
+    }
 }
 
 #[tokio::test]

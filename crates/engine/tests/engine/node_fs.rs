@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use isolane_engine::{ExecuteError, Module, ModuleKind, NodeCompat, PoolMode};
+use isolane_engine::{Compat, ExecuteError, Module, ModuleKind, NodeCompat, PoolMode};
 
 use crate::modules::{es, modules_bundle};
 use crate::node_buffer::{answer, node_worker};
@@ -78,7 +78,7 @@ export default { fetch() {
         ],
     ))
     .clone();
-    bundle.compat.node = NodeCompat::V1;
+    bundle.compat = Compat::node(NodeCompat::V1);
     let bundle = Arc::new(bundle);
     let (engine, _) = engine(1, PoolMode::Pinned);
     let first = run(&engine, 0, &bundle, "/").await;

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use isolane_engine::{EgressConfig, EngineConfig, Limits, NodeCompat, PoolMode};
+use isolane_engine::{Compat, EgressConfig, EngineConfig, Limits, NodeCompat, PoolMode};
 use tokio::net::TcpListener;
 
 use crate::support::*;
@@ -84,7 +84,7 @@ fn worker(id: &str, body: &str, limits: Limits) -> Arc<isolane_engine::WorkerBun
          const r = []; {body} return new Response(r.join(' | ')); }} }};"
     );
     let mut bundle = bundle_with(id, &source, limits, &[]);
-    bundle.compat.node = NodeCompat::V1;
+    bundle.compat = Compat::node(NodeCompat::V1);
     Arc::new(bundle)
 }
 

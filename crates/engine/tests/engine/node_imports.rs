@@ -2,7 +2,7 @@
 //! 2025-11-01 with `nodejs_compat`) imports here too; the ones that are
 //! only importable throw a clear "not implemented" when used.
 
-use isolane_engine::NodeCompat;
+use isolane_engine::{Compat, NodeCompat};
 
 use crate::node_buffer::{answer, load_error, node_worker};
 
@@ -111,7 +111,7 @@ async fn process_env_holds_text_bindings_when_the_settings_say_so() {
             memory_limits(128),
             &[("GREETING", "hello"), ("API_URL", "https://x.test")],
         );
-        bundle.compat.node = NodeCompat::V2;
+        bundle.compat = Compat::node(NodeCompat::V2);
         bundle.compat.process_env = populate;
         let (status, text) = run(&engine, 0, &Arc::new(bundle), "/").await;
         assert_eq!((status, text.as_str()), (200, expected));
