@@ -31,6 +31,8 @@ mod hostile;
 mod hostile_wasm;
 #[path = "engine/html_rewriter.rs"]
 mod html_rewriter;
+#[path = "engine/durable_objects.rs"]
+mod durable_objects;
 #[path = "engine/kv.rs"]
 mod kv;
 #[path = "engine/limits.rs"]
