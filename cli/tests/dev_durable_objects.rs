@@ -44,7 +44,7 @@ async fn increment(client: &HttpClient, port: u16, name: &str) -> u32 {
 
 #[tokio::test]
 async fn dev_counter_object_counts_400_concurrent_increments_exactly_and_keeps_them_across_a_restart()
-{
+ {
     let state = tempfile::tempdir().unwrap();
     let state_dir = state.path().join("state");
     let state_arg = state_dir.to_str().unwrap().to_owned();

@@ -528,7 +528,9 @@ mod tests {
         let (allowed, message) = verdict(&review(&review_body, &index, false));
         assert!(!allowed);
         assert!(
-            message.contains("binding \"COUNTER\": durableObject.worker (\"host\") is not supported yet"),
+            message.contains(
+                "binding \"COUNTER\": durableObject.worker (\"host\") is not supported yet"
+            ),
             "{message}"
         );
         w.spec.bindings = vec![

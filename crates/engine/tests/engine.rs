@@ -17,6 +17,8 @@ mod codecs;
 mod crypto;
 #[path = "engine/crypto_pool.rs"]
 mod crypto_pool;
+#[path = "engine/durable_objects.rs"]
+mod durable_objects;
 #[path = "engine/egress.rs"]
 mod egress;
 #[path = "engine/fairness.rs"]
@@ -31,8 +33,6 @@ mod hostile;
 mod hostile_wasm;
 #[path = "engine/html_rewriter.rs"]
 mod html_rewriter;
-#[path = "engine/durable_objects.rs"]
-mod durable_objects;
 #[path = "engine/kv.rs"]
 mod kv;
 #[path = "engine/limits.rs"]

@@ -252,9 +252,15 @@ mod tests {
 
     #[test]
     fn durable_object_bindings_name_a_class_of_this_worker() {
-        assert_eq!(check([], &[Binding::durable_object("COUNTER", "Counter")]), Ok(()));
+        assert_eq!(
+            check([], &[Binding::durable_object("COUNTER", "Counter")]),
+            Ok(())
+        );
         let error = check([], &[Binding::durable_object("C", "my-class")]).unwrap_err();
-        assert!(matches!(error, BindingError::InvalidClass { .. }), "{error}");
+        assert!(
+            matches!(error, BindingError::InvalidClass { .. }),
+            "{error}"
+        );
         let mut other = Binding::durable_object("C", "Counter");
         if let Some(object) = &mut other.durable_object {
             object.worker = Some("host".into());
@@ -263,6 +269,9 @@ mod tests {
         assert!(error.to_string().contains("not supported yet"), "{error}");
         let mut both = Binding::durable_object("C", "Counter");
         both.kv_namespace = Some("x".into());
-        assert_eq!(check([], &[both]), Err(BindingError::Kind { name: "C".into() }));
+        assert_eq!(
+            check([], &[both]),
+            Err(BindingError::Kind { name: "C".into() })
+        );
     }
 }

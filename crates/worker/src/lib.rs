@@ -48,8 +48,7 @@ mod tail;
 
 pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, KV_NAMESPACE_PATTERN,
-    check as check_bindings,
-    is_kv_namespace,
+    check as check_bindings, is_kv_namespace,
 };
 pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
 pub use compat::{CompatError, NodeCompat};

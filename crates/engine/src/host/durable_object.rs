@@ -64,7 +64,12 @@ fn failed(error: StoreError) -> Settled {
 /// The id half that ties `base` to the Worker's namespace and `class`.
 fn tag(namespace: &str, class: &str, base: &[u8]) -> [u8; 16] {
     let mut hash = Sha256::new();
-    for part in [b"isolane-durable-object-id".as_slice(), namespace.as_bytes(), class.as_bytes(), base] {
+    for part in [
+        b"isolane-durable-object-id".as_slice(),
+        namespace.as_bytes(),
+        class.as_bytes(),
+        base,
+    ] {
         hash.update((part.len() as u64).to_le_bytes());
         hash.update(part);
     }
@@ -86,9 +91,10 @@ fn class_of(host: &HostState, binding: &str) -> Result<(String, String), HostErr
         .worker
         .get()
         .ok_or_else(|| HostError::type_error("Durable Objects: no Worker is loaded"))?;
-    let class = worker.durable_objects.get(binding).ok_or_else(|| {
-        HostError::type_error(format!("no Durable Object binding {binding}"))
-    })?;
+    let class = worker
+        .durable_objects
+        .get(binding)
+        .ok_or_else(|| HostError::type_error(format!("no Durable Object binding {binding}")))?;
     Ok((worker.namespace().to_owned(), class.clone()))
 }
 
@@ -207,7 +213,10 @@ fn object_id_valid<'s>(
 }
 
 /// The strings of a JS array.
-fn strings(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> Option<Vec<String>> {
+fn strings(
+    scope: &mut v8::PinScope<'_, '_>,
+    value: v8::Local<'_, v8::Value>,
+) -> Option<Vec<String>> {
     let array = v8::Local::<v8::Array>::try_from(value).ok()?;
     (0..array.length())
         .map(|i| {
@@ -240,11 +249,14 @@ fn object_get<'s>(
 }
 }
 
+/// A write's entries: each key and its value (`None`: deleted).
+type Entries = Vec<(String, Option<Vec<u8>>)>;
+
 /// `[[key, Uint8Array | null], …]` as a write's entries and their size.
 fn entries(
     scope: &mut v8::PinScope<'_, '_>,
     value: v8::Local<'_, v8::Value>,
-) -> Option<(Vec<(String, Option<Vec<u8>>)>, usize)> {
+) -> Option<(Entries, usize)> {
     let array = v8::Local::<v8::Array>::try_from(value).ok()?;
     let mut out = Vec::with_capacity(array.length() as usize);
     let mut size = 0;
@@ -320,7 +332,7 @@ fn object_list<'s>(
         None
     } else {
         let n = limit.number_value(scope).unwrap_or(f64::NAN);
-        if !(n >= 1.0) {
+        if n.is_nan() || n < 1.0 {
             HostError::type_error("list() limit must be a positive number").throw(scope);
             return None;
         }

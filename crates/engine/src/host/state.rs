@@ -619,7 +619,12 @@ impl HostState {
         self.insert_op(ctx, resolver, true)
     }
 
-    fn insert_op(&self, ctx: u32, resolver: v8::Global<v8::PromiseResolver>, detached: bool) -> u32 {
+    fn insert_op(
+        &self,
+        ctx: u32,
+        resolver: v8::Global<v8::PromiseResolver>,
+        detached: bool,
+    ) -> u32 {
         let id = self.next_id();
         self.ops.borrow_mut().insert(
             id,

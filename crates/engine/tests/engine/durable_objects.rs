@@ -83,7 +83,9 @@ async fn a_counter_hit_by_concurrent_requests_counts_exactly_and_outlives_the_en
                 let engine = engine.clone();
                 let worker = worker.clone();
                 let name = if i % 2 == 0 { "a" } else { "b" };
-                tokio::spawn(async move { run(&engine, 0, &worker, &format!("/inc?name={name}")).await })
+                tokio::spawn(
+                    async move { run(&engine, 0, &worker, &format!("/inc?name={name}")).await },
+                )
             })
             .collect();
         let mut answers = Vec::new();
@@ -97,12 +99,21 @@ async fn a_counter_hit_by_concurrent_requests_counts_exactly_and_outlives_the_en
         let expected: Vec<u32> = (1..=100).flat_map(|n| [n, n]).collect();
         assert_eq!(answers, expected);
         let (_, body) = run(&engine, 0, &worker, "/get?name=a").await;
-        assert_eq!(body, r#"{"got":{"n":100,"extra":{"seen":true}},"argAfter":false}"#);
+        assert_eq!(
+            body,
+            r#"{"got":{"n":100,"extra":{"seen":true}},"argAfter":false}"#
+        );
     }
     // A new engine (a restart) reads what the first one acknowledged.
     let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
-    assert_eq!(run(&engine, 0, &worker, "/inc?name=a").await, (200, "101".to_owned()));
-    assert_eq!(run(&engine, 0, &worker, "/inc?name=b").await, (200, "101".to_owned()));
+    assert_eq!(
+        run(&engine, 0, &worker, "/inc?name=a").await,
+        (200, "101".to_owned())
+    );
+    assert_eq!(
+        run(&engine, 0, &worker, "/inc?name=b").await,
+        (200, "101".to_owned())
+    );
 }
 
 /// A worker whose `/?i=N` runs the N-th of `cases` (async function bodies
@@ -146,32 +157,82 @@ async fn ids_stubs_and_storage_behave_as_workerds() {
     // (case, expected answer); cases from 100 on run in the Worker, the
     // others inside object `t`.
     let inside = [
-        ("await storage.put('b', 2); await storage.put({ a: 1, c: { deep: [3] } }); return await storage.get(['a', 'b', 'c', 'x'])",
-         r#"{"map":[["a",1],["b",2],["c",{"deep":[3]}]]}"#),
+        (
+            "await storage.put('b', 2); await storage.put({ a: 1, c: { deep: [3] } }); return await storage.get(['a', 'b', 'c', 'x'])",
+            r#"{"map":[["a",1],["b",2],["c",{"deep":[3]}]]}"#,
+        ),
         ("return await storage.get('c')", r#"{"deep":[3]}"#),
-        ("return [await storage.delete('a'), await storage.delete('a'), await storage.delete(['b', 'x'])]", "[true,false,1]"),
-        ("await storage.put({ 'k:1': 1, 'k:2': 2, 'k:3': 3, 'l': 4 }); return await storage.list({ prefix: 'k:', reverse: true, limit: 2 })",
-         r#"{"map":[["k:3",3],["k:2",2]]}"#),
-        ("return [...(await storage.list({ start: 'k:2', end: 'l' })).keys()]", r#"["k:2","k:3"]"#),
-        ("await storage.transaction(async (txn) => { await txn.put('t', 1); txn.rollback(); }); return await storage.get('t') ?? 'none'", r#""none""#),
-        ("try { await storage.transaction(async (txn) => { await txn.put('t', 1); throw new Error('no'); }); } catch {} return await storage.get('t') ?? 'none'", r#""none""#),
-        ("return await storage.transaction(async (txn) => { await txn.put('t', (await txn.get('k:1')) + 10); return txn.get('t'); })", "11"),
+        (
+            "return [await storage.delete('a'), await storage.delete('a'), await storage.delete(['b', 'x'])]",
+            "[true,false,1]",
+        ),
+        (
+            "await storage.put({ 'k:1': 1, 'k:2': 2, 'k:3': 3, 'l': 4 }); return await storage.list({ prefix: 'k:', reverse: true, limit: 2 })",
+            r#"{"map":[["k:3",3],["k:2",2]]}"#,
+        ),
+        (
+            "return [...(await storage.list({ start: 'k:2', end: 'l' })).keys()]",
+            r#"["k:2","k:3"]"#,
+        ),
+        (
+            "await storage.transaction(async (txn) => { await txn.put('t', 1); txn.rollback(); }); return await storage.get('t') ?? 'none'",
+            r#""none""#,
+        ),
+        (
+            "try { await storage.transaction(async (txn) => { await txn.put('t', 1); throw new Error('no'); }); } catch {} return await storage.get('t') ?? 'none'",
+            r#""none""#,
+        ),
+        (
+            "return await storage.transaction(async (txn) => { await txn.put('t', (await txn.get('k:1')) + 10); return txn.get('t'); })",
+            "11",
+        ),
         ("return await storage.get('t')", "11"),
-        ("await storage.deleteAll(); return [...(await storage.list()).keys()]", "[]"),
-        ("return await storage.put('f', () => 1)", "threw DOMException: () => 1 could not be cloned."),
-        ("return await storage.put('big', 'x'.repeat(200000))", "threw RangeError: Values cannot be larger than 131072 bytes; this one is 200006 bytes once serialized."),
-        ("return await state.blockConcurrencyWhile(async () => 'blocked')", r#""blocked""#),
-        ("return await storage.setAlarm(Date.now() + 1000)", "threw Error: Durable Object alarms are not supported by Isolane yet (issue 32)."),
+        (
+            "await storage.deleteAll(); return [...(await storage.list()).keys()]",
+            "[]",
+        ),
+        (
+            "return await storage.put('f', () => 1)",
+            "threw DOMException: () => 1 could not be cloned.",
+        ),
+        (
+            "return await storage.put('big', 'x'.repeat(200000))",
+            "threw RangeError: Values cannot be larger than 131072 bytes; this one is 200006 bytes once serialized.",
+        ),
+        (
+            "return await state.blockConcurrencyWhile(async () => 'blocked')",
+            r#""blocked""#,
+        ),
+        (
+            "return await storage.setAlarm(Date.now() + 1000)",
+            "threw Error: Durable Object alarms are not supported by Isolane yet (issue 32).",
+        ),
     ];
     let outside = [
-        ("const a = ns.idFromName('x'), b = ns.idFromName('x'); return [a.equals(b), a.toString() === b.toString(), a.name, /^[0-9a-f]{64}$/.test(a.toString())]",
-         r#"[true,true,"x",true]"#),
-        ("const a = ns.newUniqueId(), b = ns.newUniqueId(); return [a.equals(b), a.name, ns.idFromString(a.toString()).equals(a)]",
-         "[false,null,true]"),
-        ("return ns.idFromString('0'.repeat(64))", "threw TypeError: Invalid Durable Object ID: must be 64 hex digits, made by this namespace."),
-        ("return await ns.get(ns.idFromName('t')).nothing()", r#"threw TypeError: The RPC receiver does not implement the method "nothing"."#),
-        ("return await ns.get(ns.idFromName('t')).fetch('http://x/')", "threw TypeError: Handler does not export a fetch() function."),
-        ("return typeof ns.get(ns.idFromName('t')).then", r#""undefined""#),
+        (
+            "const a = ns.idFromName('x'), b = ns.idFromName('x'); return [a.equals(b), a.toString() === b.toString(), a.name, /^[0-9a-f]{64}$/.test(a.toString())]",
+            r#"[true,true,"x",true]"#,
+        ),
+        (
+            "const a = ns.newUniqueId(), b = ns.newUniqueId(); return [a.equals(b), a.name, ns.idFromString(a.toString()).equals(a)]",
+            "[false,null,true]",
+        ),
+        (
+            "return ns.idFromString('0'.repeat(64))",
+            "threw TypeError: Invalid Durable Object ID: must be 64 hex digits, made by this namespace.",
+        ),
+        (
+            "return await ns.get(ns.idFromName('t')).nothing()",
+            r#"threw TypeError: The RPC receiver does not implement the method "nothing"."#,
+        ),
+        (
+            "return await ns.get(ns.idFromName('t')).fetch('http://x/')",
+            "threw TypeError: Handler does not export a fetch() function.",
+        ),
+        (
+            "return typeof ns.get(ns.idFromName('t')).then",
+            r#""undefined""#,
+        ),
     ];
     let mut script_cases: Vec<&str> = inside.iter().map(|(c, _)| *c).collect();
     // Pad so the outside cases sit at 100 and up.
@@ -219,8 +280,14 @@ async fn one_kubernetes_namespace_never_reaches_anothers_objects() {
     for _ in 0..3 {
         run(&engine, 0, &a, "/inc?name=shared").await;
     }
-    assert_eq!(run(&engine, 0, &b, "/inc?name=shared").await, (200, "1".to_owned()));
-    assert_eq!(run(&engine, 0, &a, "/inc?name=shared").await, (200, "4".to_owned()));
+    assert_eq!(
+        run(&engine, 0, &b, "/inc?name=shared").await,
+        (200, "1".to_owned())
+    );
+    assert_eq!(
+        run(&engine, 0, &a, "/inc?name=shared").await,
+        (200, "4".to_owned())
+    );
 }
 
 /// Writes 1 KiB values under new keys without end.
@@ -251,25 +318,41 @@ async fn a_worker_filling_its_storage_quota_is_refused_and_its_neighbour_keeps_c
     let engine = do_engine(store);
     let neighbour = do_bundle("calm/counter", COUNTER, Default::default());
     let filler = do_bundle("greedy/filler", FILLER, Default::default());
-    assert_eq!(run(&engine, 0, &neighbour, "/inc").await, (200, "1".to_owned()));
+    assert_eq!(
+        run(&engine, 0, &neighbour, "/inc").await,
+        (200, "1".to_owned())
+    );
     let attack = {
         let engine = engine.clone();
         let filler = filler.clone();
         tokio::spawn(async move { engine.execute(0, filler, get("/")).await })
     };
-    assert_eq!(run(&engine, 0, &neighbour, "/inc").await, (200, "2".to_owned()));
-    let refused = |result: Result<http::Response<isolane_engine::Body>, ExecuteError>| match result {
+    assert_eq!(
+        run(&engine, 0, &neighbour, "/inc").await,
+        (200, "2".to_owned())
+    );
+    let refused = |result: Result<http::Response<isolane_engine::Body>, ExecuteError>| match result
+    {
         Err(ExecuteError::Exception { message }) => {
-            assert!(message.contains("storage quota of 65536 bytes is used up"), "{message}")
+            assert!(
+                message.contains("storage quota of 65536 bytes is used up"),
+                "{message}"
+            )
         }
         other => panic!("{:?}", other.map(|r| r.status())),
     };
     refused(attack.await.unwrap());
-    assert_eq!(run(&engine, 0, &neighbour, "/inc").await, (200, "3".to_owned()));
+    assert_eq!(
+        run(&engine, 0, &neighbour, "/inc").await,
+        (200, "3".to_owned())
+    );
     // The quota is per namespace: the filler's next write is refused too,
     // and the neighbour still counts.
     refused(engine.execute(0, filler, get("/")).await);
-    assert_eq!(run(&engine, 0, &neighbour, "/inc").await, (200, "4".to_owned()));
+    assert_eq!(
+        run(&engine, 0, &neighbour, "/inc").await,
+        (200, "4".to_owned())
+    );
 }
 
 /// Makes objects without end, each holding a 1 MiB value in its cache.
@@ -301,17 +384,26 @@ async fn a_worker_hoarding_objects_is_held_to_its_own_memory_limit() {
         ..memory_limits(32)
     };
     let hoarder = do_bundle("greedy/hoarder", HOARDER, limits);
-    assert_eq!(run(&engine, 0, &neighbour, "/inc").await, (200, "1".to_owned()));
+    assert_eq!(
+        run(&engine, 0, &neighbour, "/inc").await,
+        (200, "1".to_owned())
+    );
     let attack = {
         let engine = engine.clone();
         let hoarder = hoarder.clone();
         tokio::spawn(async move { engine.execute(0, hoarder, get("/")).await })
     };
-    assert_eq!(run(&engine, 0, &neighbour, "/inc").await, (200, "2".to_owned()));
+    assert_eq!(
+        run(&engine, 0, &neighbour, "/inc").await,
+        (200, "2".to_owned())
+    );
     match attack.await.unwrap() {
         Err(ExecuteError::MemoryLimit { limit_mib: 32 }) => {}
         Ok(response) => panic!("the hoarder answered {}", response.status()),
         Err(error) => panic!("{error:?}"),
     }
-    assert_eq!(run(&engine, 0, &neighbour, "/inc").await, (200, "3".to_owned()));
+    assert_eq!(
+        run(&engine, 0, &neighbour, "/inc").await,
+        (200, "3".to_owned())
+    );
 }

@@ -14,9 +14,13 @@ pub const MAX_KEYS: usize = 128;
 pub enum ObjectError {
     #[error("Keys cannot be larger than {MAX_KEY_BYTES} bytes; this one is {len} bytes.")]
     KeyTooLong { len: usize },
-    #[error("Values cannot be larger than {MAX_VALUE_BYTES} bytes; this one is {len} bytes once serialized.")]
+    #[error(
+        "Values cannot be larger than {MAX_VALUE_BYTES} bytes; this one is {len} bytes once serialized."
+    )]
     ValueTooLarge { len: usize },
-    #[error("Operations on more than {MAX_KEYS} keys at once are not allowed; this one has {count}.")]
+    #[error(
+        "Operations on more than {MAX_KEYS} keys at once are not allowed; this one has {count}."
+    )]
     TooManyKeys { count: usize },
     /// The Worker's Kubernetes namespace stores its quota of object
     /// storage already; a write that does not grow it, and a delete, still

@@ -169,7 +169,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::sqlite(dir.path());
         let scope = ObjectScope::new("ns", "C", "1");
-        store.set_object_alarm(scope.clone(), Some(5)).await.unwrap();
+        store
+            .set_object_alarm(scope.clone(), Some(5))
+            .await
+            .unwrap();
         assert_eq!(store.object_alarm(scope.clone()).await.unwrap(), Some(5));
         let all = store.object_alarms("ns".into(), "C".into()).await.unwrap();
         assert_eq!(all, vec![("1".to_string(), 5)]);

@@ -194,7 +194,9 @@ impl Sqlite {
             "SELECT object, at FROM do_alarm WHERE namespace = ?1 AND class = ?2 ORDER BY at",
         )?;
         let rows = statement
-            .query_map(params![namespace, class], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .query_map(params![namespace, class], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }
