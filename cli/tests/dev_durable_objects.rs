@@ -67,6 +67,7 @@ async fn dev_counter_object_counts_400_concurrent_increments_exactly_and_keeps_t
         when_ready(&client, &mut dev, port, HOST, "/hits/home").await,
         (200, "0\n".to_owned())
     );
+    let started = std::time::Instant::now();
     let increments: Vec<_> = (0..400)
         .map(|_| {
             let client = client.clone();
@@ -77,6 +78,10 @@ async fn dev_counter_object_counts_400_concurrent_increments_exactly_and_keeps_t
     for increment in increments {
         answered.insert(increment.await.unwrap());
     }
+    println!(
+        "400 concurrent increments of one object answered in {} ms",
+        started.elapsed().as_millis()
+    );
     // Each of 1..=400 answered once: no increment lost or doubled.
     assert_eq!(answered, (1..=400).collect::<BTreeSet<u32>>());
     assert_eq!(
