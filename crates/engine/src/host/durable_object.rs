@@ -9,8 +9,8 @@
 //!
 //! Ids are as workerd's: 64 hex digits, 16 bytes that name the object
 //! (random for `newUniqueId`, a hash of the name for `idFromName`) and 16
-//! that tie it to its namespace and class, so `idFromString` refuses an id
-//! of another class. Values are V8-serialized (`host.serialize`) by the
+//! that tie it to its namespace, Worker and class, so `idFromString`
+//! refuses an id of another. Values are V8-serialized (`host.serialize`) by the
 //! caller; each write counts against the Worker's memory while it is
 //! outside V8.
 
@@ -95,7 +95,20 @@ fn class_of(host: &HostState, binding: &str) -> Result<(String, String), HostErr
         .durable_objects
         .get(binding)
         .ok_or_else(|| HostError::type_error(format!("no Durable Object binding {binding}")))?;
-    Ok((worker.namespace().to_owned(), class.clone()))
+    Ok((worker.namespace().to_owned(), hosted(worker, class)))
+}
+
+/// A class as its objects are keyed: `<Worker name>/<class>`, so two
+/// Workers of one namespace that export a class of the same name keep
+/// their objects apart (as Cloudflare's namespaces are per script and
+/// class); the Kubernetes namespace is the scope's own part.
+fn hosted(worker: &crate::bundle::WorkerBundle, class: &str) -> String {
+    let name = worker
+        .id
+        .strip_prefix(worker.namespace())
+        .and_then(|rest| rest.strip_prefix('/'))
+        .unwrap_or(&worker.id);
+    format!("{name}/{class}")
 }
 
 /// The store and the scope of object `id` of `class`, a class the Worker
@@ -120,7 +133,10 @@ fn target(
             "Durable Objects: this node has no store configured",
         )
     })?;
-    Ok((store, ObjectScope::new(worker.namespace(), class, id)))
+    Ok((
+        store,
+        ObjectScope::new(worker.namespace(), hosted(worker, class), id),
+    ))
 }
 
 /// Returns a promise for `work` (rejected at once with `early`'s error).

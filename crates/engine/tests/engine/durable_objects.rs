@@ -2,7 +2,7 @@
 //! makes them, stubs (`fetch` and RPC), `state.storage` (get, put, delete,
 //! list, transaction, deleteAll), `blockConcurrencyWhile`, the input and
 //! output gates under concurrent requests (a counter ends exact), state
-//! that outlives the engine, one Kubernetes namespace never reaching
+//! that outlives the engine, one Kubernetes namespace (or Worker) never reaching
 //! another's objects, and hostile workers (one filling its namespace's
 //! storage quota, one hoarding objects) held to their own limits while a
 //! benign worker on the same thread keeps answering.
@@ -404,6 +404,27 @@ async fn a_worker_hoarding_objects_is_held_to_its_own_memory_limit() {
     }
     assert_eq!(
         run(&engine, 0, &neighbour, "/inc").await,
+        (200, "3".to_owned())
+    );
+}
+
+/// Two Workers of one namespace exporting a class of the same name keep
+/// their objects apart (Cloudflare's namespaces are per script and class).
+#[tokio::test]
+async fn two_workers_exporting_a_class_of_one_name_keep_their_objects_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
+    let one = do_bundle("team-a/one", COUNTER, Default::default());
+    let two = do_bundle("team-a/two", COUNTER, Default::default());
+    for _ in 0..2 {
+        run(&engine, 0, &one, "/inc?name=same").await;
+    }
+    assert_eq!(
+        run(&engine, 0, &two, "/inc?name=same").await,
+        (200, "1".to_owned())
+    );
+    assert_eq!(
+        run(&engine, 0, &one, "/inc?name=same").await,
         (200, "3".to_owned())
     );
 }
