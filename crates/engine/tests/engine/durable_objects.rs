@@ -1,7 +1,8 @@
 //! Durable Objects from workers, on a real SQLite file: ids as workerd
 //! makes them, stubs (`fetch` and RPC), `state.storage` (get, put, delete,
 //! list, transaction, deleteAll), `blockConcurrencyWhile`, the input and
-//! output gates under concurrent requests (a counter ends exact), state
+//! output gates under concurrent requests (a counter ends exact; an answer
+//! comes after its writes are in the store), state
 //! that outlives the engine, one Kubernetes namespace (or Worker) never reaching
 //! another's objects, and hostile workers (one filling its namespace's
 //! storage quota, one hoarding objects) held to their own limits while a
@@ -427,4 +428,33 @@ async fn two_workers_exporting_a_class_of_one_name_keep_their_objects_apart() {
         run(&engine, 0, &one, "/inc?name=same").await,
         (200, "3".to_owned())
     );
+}
+
+/// The output gate: when a stub call's answer arrives, its writes are in
+/// the store (read here through another handle on the same file), though
+/// the object never awaited them.
+#[tokio::test]
+async fn an_answer_comes_after_its_writes_are_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
+    let script = r#"
+export class Counter {
+  constructor(state) { this.state = state; }
+  fetch() {
+    for (let i = 0; i < 50; i++) this.state.storage.put('k' + i, i);
+    return new Response(this.state.id.toString());
+  }
+}
+export default {
+  fetch(request, env) { return env.COUNTER.getByName('gate').fetch(request); }
+};
+"#;
+    let worker = do_bundle("team-a/gate", script, Default::default());
+    let (status, id) = run(&engine, 0, &worker, "/").await;
+    assert_eq!(status, 200, "{id}");
+    let other = Store::open_sqlite(dir.path()).unwrap();
+    let scope = isolane_storage::ObjectScope::new("team-a", "gate/Counter", id);
+    let keys: Vec<String> = (0..50).map(|i| format!("k{i}")).collect();
+    let stored = other.object_get(scope, keys).await.unwrap();
+    assert!(stored.iter().all(Option::is_some), "{stored:?}");
 }
