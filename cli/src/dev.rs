@@ -61,6 +61,11 @@ pub struct DevArgs {
     /// single-file mode: Worker YAMLs give `spec.bindings`).
     #[arg(long = "kv", value_name = "BINDING[=NAMESPACE]", value_parser = parse_kv, conflicts_with = "workers")]
     kv: Vec<isolane_worker::Binding>,
+    /// Bind a Durable Object class the script exports
+    /// (`BINDING=ClassName`; repeatable; single-file mode: Worker YAMLs
+    /// give `spec.bindings` with `durableObject`).
+    #[arg(long = "durable-object", value_name = "BINDING=CLASS", value_parser = parse_durable_object, conflicts_with = "workers")]
+    durable_objects: Vec<isolane_worker::Binding>,
     /// CPU time one request may use, in ms (single-file mode; Worker YAMLs give `spec.limits`).
     #[arg(long, value_name = "MS", default_value_t = isolane_crds::Limits::DEFAULT_CPU_MS, conflicts_with = "workers")]
     cpu_ms: u32,
@@ -101,7 +106,7 @@ pub struct DevArgs {
     /// Do not reload when the script or the Worker folder changes.
     #[arg(long)]
     no_reload: bool,
-    /// Where KV namespaces keep their data (an SQLite file, made on first
+    /// Where KV namespaces and Durable Objects keep their data (an SQLite file, made on first
     /// use), like wrangler's `--persist-to`; kept across restarts.
     #[arg(
         long,
@@ -129,6 +134,16 @@ pub struct DevArgs {
 fn parse_kv(s: &str) -> Result<isolane_worker::Binding, String> {
     let (name, namespace) = s.split_once('=').unwrap_or((s, s));
     let binding = isolane_worker::Binding::kv(name, namespace);
+    isolane_worker::check_bindings([], std::slice::from_ref(&binding))
+        .map_err(|error| error.to_string())?;
+    Ok(binding)
+}
+
+fn parse_durable_object(s: &str) -> Result<isolane_worker::Binding, String> {
+    let (name, class) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?} is not BINDING=ClassName"))?;
+    let binding = isolane_worker::Binding::durable_object(name, class);
     isolane_worker::check_bindings([], std::slice::from_ref(&binding))
         .map_err(|error| error.to_string())?;
     Ok(binding)
@@ -178,7 +193,7 @@ impl DevConfig {
                 Source::Script {
                     path,
                     env: args.env.into_iter().collect::<BTreeMap<_, _>>(),
-                    kv: args.kv,
+                    kv: args.kv.into_iter().chain(args.durable_objects).collect(),
                     limits,
                     crons: args.crons,
                     compatibility,

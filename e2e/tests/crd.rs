@@ -270,8 +270,7 @@ fn invalid_workers() -> Vec<Invalid> {
             spec: "SCRIPT\n  bindings: [{name: COUNTER}]",
             expect: &[
                 "spec.bindings[0]",
-                "a binding needs kvNamespace: <name>",
-                "Durable Object bindings are not supported yet",
+                "a binding needs exactly one of kvNamespace: <name> or durableObject",
             ],
         },
         Invalid {

@@ -518,7 +518,7 @@ mod tests {
                     "metadata": {"name": "kv", "namespace": "default"},
                     "spec": {
                         "script": "export default {}",
-                        "bindings": [{"name": "COUNTER", "durableObject": {"className": "Counter"}}]
+                        "bindings": [{"name": "COUNTER", "durableObject": {"className": "Counter", "worker": "host"}}]
                     }
                 },
                 "dryRun": false,
@@ -528,8 +528,9 @@ mod tests {
         let (allowed, message) = verdict(&review(&review_body, &index, false));
         assert!(!allowed);
         assert!(
-            message.contains("binding \"COUNTER\" has no kvNamespace")
-                && message.contains("Durable Object bindings are not supported yet"),
+            message.contains(
+                "binding \"COUNTER\": durableObject.worker (\"host\") is not supported yet"
+            ),
             "{message}"
         );
         w.spec.bindings = vec![

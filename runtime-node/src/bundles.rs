@@ -315,8 +315,13 @@ pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
         env: bundle.env,
         kv: bundle
             .bindings
+            .iter()
+            .filter_map(|binding| Some((binding.name.clone(), binding.kv_namespace.clone()?)))
+            .collect(),
+        durable_objects: bundle
+            .bindings
             .into_iter()
-            .filter_map(|binding| Some((binding.name, binding.kv_namespace?)))
+            .filter_map(|binding| Some((binding.name, binding.durable_object?.class_name)))
             .collect(),
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,

@@ -198,7 +198,8 @@ pub struct Args {
     /// The KV storage one Kubernetes namespace may hold (keys, values and
     /// metadata of all its KV namespaces), in MiB: a write that grows it
     /// past this is refused (413); shrinking writes and deletes still go
-    /// through. 0: no quota.
+    /// through. The same bound applies, counted apart, to its Durable
+    /// Objects' storage. 0: no quota.
     #[arg(long, env = KV_NAMESPACE_MAX_MIB_ENV, default_value_t = 1024)]
     pub kv_namespace_max_mib: u64,
 

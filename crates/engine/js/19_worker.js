@@ -348,6 +348,8 @@ function entrypointHandler(Entrypoint) {
 }
 
 internal.setModule = function setModule(namespace) {
+  // Durable Object classes are found here by name (28_durable_object.js).
+  internal.moduleNamespace = namespace;
   let def = namespace.default;
   if (typeof def === 'function' && internal.WorkerEntrypoint !== undefined &&
       def.prototype instanceof internal.WorkerEntrypoint) {

@@ -27,6 +27,10 @@ pub struct WorkerBundle {
     /// namespace's name, whose data is the worker's namespace's
     /// ([`WorkerBundle::namespace`]; `host/kv.rs`).
     pub kv: BTreeMap<String, String>,
+    /// Durable Object bindings: binding name (`env.NAME`) to the class the
+    /// Worker exports; its objects run in the Worker's isolate and keep
+    /// their data in the worker's namespace (`host/durable_object.rs`).
+    pub durable_objects: BTreeMap<String, String>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
@@ -82,6 +86,7 @@ impl WorkerBundle {
             modules: None,
             env: BTreeMap::new(),
             kv: BTreeMap::new(),
+            durable_objects: BTreeMap::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
             compat: Compat::default(),

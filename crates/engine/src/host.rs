@@ -23,6 +23,7 @@ pub(crate) mod codec;
 pub(crate) mod console;
 pub(crate) mod crypto;
 mod data_url;
+mod durable_object;
 pub(crate) mod error;
 mod fetch;
 mod form_data;
@@ -114,6 +115,7 @@ fn families() -> Vec<Unit> {
         node::dns(),
         node::vm(),
         kv::unit(),
+        durable_object::unit(),
         message_channel::unit(),
         cloudflare::workers(),
         runtime::finalize(),

@@ -22,6 +22,7 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         modules: None,
         env: Default::default(),
         kv: Default::default(),
+        durable_objects: Default::default(),
         limits: Limits::default(),
         allowed_hosts: Vec::new(),
         compat: Default::default(),

@@ -134,7 +134,9 @@ fn make_env<'s>(
 
 /// Sets each of the worker's bindings as a property of `target`: the
 /// plain ones as strings, each KV namespace binding as the runtime's
-/// `KVNamespace` for it (`internal.kvNamespace(name)`, `js/27_kv.js`).
+/// `KVNamespace` for it (`internal.kvNamespace(name)`, `js/27_kv.js`), each
+/// Durable Object binding as its `DurableObjectNamespace`
+/// (`js/28_durable_object.js`).
 fn define_bindings<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     internal: v8::Local<'s, v8::Object>,
@@ -149,6 +151,19 @@ fn define_bindings<'s>(
     for binding in bundle.kv.keys() {
         let name = host::js_string(scope, binding)?;
         let namespace = call(scope, internal, "kvNamespace", &[name])?;
+        target.set(scope, name, namespace)?;
+    }
+    // Each Durable Object binding: its namespace, whose objects get `env`
+    // (`target`) when they are made; throws when the class is not exported.
+    for (binding, class) in &bundle.durable_objects {
+        let name = host::js_string(scope, binding)?;
+        let class = host::js_string(scope, class)?;
+        let namespace = call(
+            scope,
+            internal,
+            "durableObjectNamespace",
+            &[name, class, target.into()],
+        )?;
         target.set(scope, name, namespace)?;
     }
     Some(())

@@ -75,6 +75,7 @@ async fn run_all() {
             // inflates megabytes): the default 50 ms would make them fail. fetch.js makes more than the default 50
             // subrequests. Limits have their own tests (tests/engine).
             kv: Default::default(),
+            durable_objects: Default::default(),
             limits: Limits {
                 cpu_ms: 5_000,
                 subrequests: 100,

@@ -1,5 +1,6 @@
 //! What a store operation can fail with.
 
+use crate::durable::ObjectError;
 use crate::kv::{CorruptKey, KvError};
 
 /// A store operation's failure.
@@ -9,6 +10,9 @@ pub enum StoreError {
     /// Cloudflare's (see [`KvError`]).
     #[error(transparent)]
     Kv(#[from] KvError),
+    /// The input breaks one of Durable Object storage's rules.
+    #[error(transparent)]
+    Object(#[from] ObjectError),
     /// The caller's `admit` refused a value of this size (its memory
     /// budget is spent).
     #[error("a value of {len} bytes was refused by the caller's memory budget")]
@@ -42,7 +46,7 @@ impl StoreError {
     /// A bounded name for logs and metrics.
     pub fn kind(&self) -> &'static str {
         match self {
-            StoreError::Kv(_) => "invalid",
+            StoreError::Kv(_) | StoreError::Object(_) => "invalid",
             StoreError::Refused { .. } => "refused",
             StoreError::Folder { .. } => "folder",
             StoreError::Database(_) | StoreError::Postgres(_) => "database",

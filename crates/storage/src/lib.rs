@@ -11,19 +11,22 @@
 //! `.isolane/state`), whose work runs on tokio's blocking pool, never on the
 //! calling (engine) thread; [`Store::postgres`], PostgreSQL (a runtime
 //! node's, and the operator's [`migrate`]), on a pool of connections that
-//! run on a small runtime of the store's own. Durable Objects' storage (a
-//! scope of its own beside [`KvScope`]) comes next.
+//! run on a small runtime of the store's own. Durable Objects' storage
+//! ([`durable`]) is a scope of its own beside [`KvScope`]: an object's
+//! keys live under its namespace, class and id ([`ObjectScope`]).
 //!
 //! Limits are Cloudflare's ([`kv::limits`]), checked here with Cloudflare's
 //! messages so that every caller refuses the same inputs the same way.
 #![forbid(unsafe_code)]
 
+pub mod durable;
 mod error;
 pub mod kv;
 pub mod lru;
 mod postgres;
 mod sqlite;
 
+pub use durable::{ObjectError, ObjectList, ObjectScope, ObjectWrite};
 pub use error::StoreError;
 pub use kv::{DEFAULT_CACHE_TTL, KvEntry, KvError, KvKey, KvList, KvListOptions, KvScope, KvWrite};
 #[cfg(feature = "cli")]
@@ -257,7 +260,7 @@ pub async fn migrate(settings: &PostgresSettings) -> Result<i32, StoreError> {
 
 /// Runs `work` on tokio's blocking pool with the SQLite database (opened
 /// on first use) and the current time.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     folder: &Arc<SqliteFolder>,
     work: impl FnOnce(&Sqlite, u64) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, StoreError> {

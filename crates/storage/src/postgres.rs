@@ -9,6 +9,7 @@
 //! The schema is the operator's ([`schema::migrate`]); the backend checks
 //! it once, on its first operation.
 
+mod durable;
 mod schema;
 mod settings;
 
@@ -93,7 +94,7 @@ impl Postgres {
     }
 
     /// Runs `work` with a pooled connection on the backend's runtime.
-    async fn run<T, F>(&self, work: impl FnOnce(Object) -> F) -> Result<T, StoreError>
+    pub(crate) async fn run<T, F>(&self, work: impl FnOnce(Object) -> F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: Future<Output = Result<T, StoreError>> + Send + 'static,

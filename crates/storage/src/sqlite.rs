@@ -70,6 +70,7 @@ impl Sqlite {
         connection.pragma_update(None, "synchronous", "NORMAL")?;
         connection.busy_timeout(std::time::Duration::from_secs(5))?;
         connection.execute_batch(SCHEMA)?;
+        connection.execute_batch(durable::SCHEMA)?;
         Ok(Self {
             connection: Mutex::new(connection),
         })
@@ -230,6 +231,8 @@ impl Sqlite {
         Ok(query.page(rows)?)
     }
 }
+
+mod durable;
 
 #[cfg(test)]
 mod tests;

@@ -281,3 +281,80 @@ async fn a_namespace_quota_holds_under_concurrent_writes() {
         .unwrap();
     assert!(store.kv_put(b, write("j", "")).await.is_err());
 }
+
+fn object_write(entries: &[(&str, Option<&str>)]) -> isolane_storage::ObjectWrite {
+    isolane_storage::ObjectWrite {
+        delete_all: false,
+        entries: entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.map(|v| v.as_bytes().to_vec())))
+            .collect(),
+    }
+}
+
+/// Durable Objects' storage (migration 3): atomic writes, lists in byte
+/// order both ways, deleteAll, alarms, objects of another namespace apart,
+/// and the namespace quota exact under 30 concurrent writes.
+#[tokio::test]
+async fn durable_object_storage_on_a_real_postgresql() {
+    use isolane_storage::{ObjectList, ObjectScope, ObjectWrite};
+    let server = Postgres::start().unwrap();
+    let settings = PostgresSettings::new(server.connection_string());
+    isolane_storage::migrate(&settings).await.unwrap();
+    let store = Store::postgres(&settings).unwrap();
+    let a = ObjectScope::new("team-a", "Counter", "1");
+    let b = ObjectScope::new("team-b", "Counter", "1");
+    let puts = object_write(&[("b", Some("2")), ("a", Some("1")), ("c", Some("3"))]);
+    store.object_write(a.clone(), puts).await.unwrap();
+    let got = store.object_get(b.clone(), vec!["a".into()]).await.unwrap();
+    assert_eq!(got, vec![None], "another namespace sees nothing");
+    let got = store
+        .object_get(a.clone(), vec!["a".into(), "z".into()])
+        .await
+        .unwrap();
+    assert_eq!(got, vec![Some(b"1".to_vec()), None]);
+    let options = ObjectList {
+        reverse: true,
+        limit: Some(2),
+        ..ObjectList::default()
+    };
+    let keys: Vec<String> = store
+        .object_list(a.clone(), options)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(keys, ["c", "b"]);
+    let clear = ObjectWrite {
+        delete_all: true,
+        entries: vec![("d".into(), Some(b"4".to_vec()))],
+    };
+    store.object_write(a.clone(), clear).await.unwrap();
+    let listed = store
+        .object_list(a.clone(), ObjectList::default())
+        .await
+        .unwrap();
+    assert_eq!(listed, vec![("d".to_string(), b"4".to_vec())]);
+    store.set_object_alarm(a.clone(), Some(7)).await.unwrap();
+    assert_eq!(store.object_alarm(a.clone()).await.unwrap(), Some(7));
+    assert_eq!(store.object_alarm(b).await.unwrap(), None);
+
+    let quota = Store::postgres(&settings)
+        .unwrap()
+        .with_namespace_quota(100);
+    let scope = ObjectScope::new("team-q", "C", "1");
+    // 30 writes of 10 bytes each (3-byte key, 7-byte value) at once.
+    let writes = (0..30).map(|i| {
+        let key = format!("k{i:02}");
+        quota.object_write(scope.clone(), object_write(&[(&key, Some("xxxxxxx"))]))
+    });
+    let results = futures::future::join_all(writes).await;
+    let stored = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(stored, 10, "{results:?}");
+    let listed = quota
+        .object_list(scope, ObjectList::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 10);
+}

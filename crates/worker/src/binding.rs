@@ -1,7 +1,9 @@
 //! A Worker's bindings to resources (`spec.bindings`): each a name in the
-//! handler's `env` and what it stands for. Only KV namespaces exist yet
-//! (`{name, kvNamespace}`, wrangler's `kv_namespaces`); Durable Object
-//! bindings come later (issue 32) and are refused until then.
+//! handler's `env` and what it stands for: a KV namespace (`{name,
+//! kvNamespace}`, wrangler's `kv_namespaces`) or a Durable Object class the
+//! Worker exports (`{name, durableObject: {className}}`, wrangler's
+//! `durable_objects.bindings`). A class hosted by another Worker
+//! (`durableObject.worker`) is refused until it is built (issue 32).
 //!
 //! The schema (names, lengths) is checked by the apiserver; [`check`] is
 //! the rule that needs the whole spec (names unique across `env` and
@@ -26,8 +28,8 @@ pub const KV_NAMESPACE_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$";
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "has(self.kvNamespace)",
-        "message": "a binding needs kvNamespace: <name> (the only kind of binding supported yet; Durable Object bindings are not supported yet)"
+        "rule": "has(self.kvNamespace) != has(self.durableObject)",
+        "message": "a binding needs exactly one of kvNamespace: <name> or durableObject: {className: <class>}"
     }
 ]))]
 pub struct Binding {
@@ -50,6 +52,28 @@ pub struct Binding {
         regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
     )]
     pub kv_namespace: Option<String>,
+
+    /// A Durable Object class: `env.NAME` is its namespace
+    /// (`idFromName`, `get`, ...). Its objects' data belongs to the
+    /// Worker's Kubernetes namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable_object: Option<DurableObjectBinding>,
+}
+
+/// `durableObject` of a binding.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DurableObjectBinding {
+    /// The class, as the Worker's main module exports it by name.
+    #[schemars(
+        length(min = 1, max = 128),
+        regex(pattern = r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+    )]
+    pub class_name: String,
+    /// The Worker of the same Kubernetes namespace that hosts the class,
+    /// when it is not this one (not supported yet: refused at apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
 }
 
 impl Binding {
@@ -58,6 +82,20 @@ impl Binding {
         Self {
             name: name.into(),
             kv_namespace: Some(namespace.into()),
+            durable_object: None,
+        }
+    }
+
+    /// A binding to the Durable Object class `class_name` this Worker
+    /// exports.
+    pub fn durable_object(name: impl Into<String>, class_name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            kv_namespace: None,
+            durable_object: Some(DurableObjectBinding {
+                class_name: class_name.into(),
+                worker: None,
+            }),
         }
     }
 }
@@ -75,10 +113,16 @@ pub enum BindingError {
         "binding {name:?}: KV namespace name {namespace:?} is invalid (1 to 63 letters, digits, -, _ or ., starting with a letter or digit)"
     )]
     InvalidNamespace { name: String, namespace: String },
+    #[error("binding {name:?} needs exactly one of kvNamespace or durableObject")]
+    Kind { name: String },
     #[error(
-        "binding {name:?} has no kvNamespace: KV namespaces are the only kind of binding supported yet (Durable Object bindings are not supported yet)"
+        "binding {name:?}: className {class:?} is not a JavaScript identifier (letters, digits, _ and $, not starting with a digit, at most 128)"
     )]
-    Unsupported { name: String },
+    InvalidClass { name: String, class: String },
+    #[error(
+        "binding {name:?}: durableObject.worker ({worker:?}) is not supported yet: a Worker binds only the Durable Object classes it exports itself"
+    )]
+    OtherWorker { name: String, worker: String },
 }
 
 /// Checks `bindings` beside the `env` names: identifiers, names unique
@@ -99,19 +143,50 @@ pub fn check<'a>(
                 name: binding.name.clone(),
             });
         }
-        let Some(namespace) = &binding.kv_namespace else {
-            return Err(BindingError::Unsupported {
-                name: binding.name.clone(),
-            });
-        };
-        if !is_kv_namespace(namespace) {
-            return Err(BindingError::InvalidNamespace {
-                name: binding.name.clone(),
-                namespace: namespace.clone(),
-            });
-        }
+        check_kind(binding)?;
     }
     Ok(())
+}
+
+/// The one kind a binding has, and its fields.
+fn check_kind(binding: &Binding) -> Result<(), BindingError> {
+    let name = || binding.name.clone();
+    match (&binding.kv_namespace, &binding.durable_object) {
+        (Some(namespace), None) if !is_kv_namespace(namespace) => {
+            Err(BindingError::InvalidNamespace {
+                name: name(),
+                namespace: namespace.clone(),
+            })
+        }
+        (Some(_), None) => Ok(()),
+        (None, Some(object)) => {
+            if !is_class_name(&object.class_name) {
+                return Err(BindingError::InvalidClass {
+                    name: name(),
+                    class: object.class_name.clone(),
+                });
+            }
+            match &object.worker {
+                Some(worker) => Err(BindingError::OtherWorker {
+                    name: name(),
+                    worker: worker.clone(),
+                }),
+                None => Ok(()),
+            }
+        }
+        _ => Err(BindingError::Kind { name: name() }),
+    }
+}
+
+/// A JavaScript identifier of ASCII letters, digits, `_` and `$`, at most
+/// 128 characters.
+fn is_class_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 128
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
 }
 
 /// [`BINDING_NAME_PATTERN`], at most 128 characters.
@@ -169,8 +244,34 @@ mod tests {
         let none = Binding {
             name: "DO".into(),
             kv_namespace: None,
+            durable_object: None,
         };
         let error = check([], &[none]).unwrap_err();
+        assert_eq!(error, BindingError::Kind { name: "DO".into() });
+    }
+
+    #[test]
+    fn durable_object_bindings_name_a_class_of_this_worker() {
+        assert_eq!(
+            check([], &[Binding::durable_object("COUNTER", "Counter")]),
+            Ok(())
+        );
+        let error = check([], &[Binding::durable_object("C", "my-class")]).unwrap_err();
+        assert!(
+            matches!(error, BindingError::InvalidClass { .. }),
+            "{error}"
+        );
+        let mut other = Binding::durable_object("C", "Counter");
+        if let Some(object) = &mut other.durable_object {
+            object.worker = Some("host".into());
+        }
+        let error = check([], &[other]).unwrap_err();
         assert!(error.to_string().contains("not supported yet"), "{error}");
+        let mut both = Binding::durable_object("C", "Counter");
+        both.kv_namespace = Some("x".into());
+        assert_eq!(
+            check([], &[both]),
+            Err(BindingError::Kind { name: "C".into() })
+        );
     }
 }

@@ -141,6 +141,11 @@ impl Bundle {
                     .unwrap_or_default()
                     .as_bytes(),
             );
+            if let Some(object) = &binding.durable_object {
+                field(b"durable-object");
+                field(object.class_name.as_bytes());
+                field(object.worker.as_deref().unwrap_or_default().as_bytes());
+            }
         }
         hex::encode(&hash.finalize()[..8])
     }

@@ -47,8 +47,8 @@ mod secret;
 mod tail;
 
 pub use binding::{
-    BINDING_NAME_PATTERN, Binding, BindingError, KV_NAMESPACE_PATTERN, check as check_bindings,
-    is_kv_namespace,
+    BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, KV_NAMESPACE_PATTERN,
+    check as check_bindings, is_kv_namespace,
 };
 pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
 pub use compat::{Compat, CompatError, NodeCompat};

@@ -137,6 +137,7 @@ impl TestNode {
             modules: None,
             env: BTreeMap::new(),
             kv: BTreeMap::new(),
+            durable_objects: BTreeMap::new(),
             limits,
             allowed_hosts: Vec::new(),
             compat: Default::default(),

@@ -3,9 +3,9 @@
 // `WorkerEntrypoint` is a class-based Worker: each request gets a new
 // instance, made with `(ctx, env)` (its `this.ctx`, `this.env`), whose
 // `fetch(request)` or `scheduled(controller)` answers (19_worker.js).
-// `DurableObject` is the base of Durable Object classes; Isolane has no
-// Durable Object bindings yet (a Worker asking for one is refused when it is
-// applied), so a class extending it loads, and is never instantiated.
+// `DurableObject` is the base of Durable Object classes: an object is made
+// with `(state, env)` (28_durable_object.js); RPC calls reach the methods
+// of its own classes, never this base's.
 
 class WorkerEntrypoint {
   constructor(ctx, env) {
@@ -33,5 +33,6 @@ class WorkflowEntrypoint {
 class RpcTarget {}
 
 internal.WorkerEntrypoint = WorkerEntrypoint;
+internal.DurableObjectBase = DurableObject;
 
 module.exports = { WorkerEntrypoint, DurableObject, WorkflowEntrypoint, RpcTarget };

@@ -10,6 +10,8 @@ pub(super) fn unit() -> Unit {
     Unit::new("structured_clone")
         .js(&["18_structured_clone.js"])
         .function("structuredClone", structured_clone)
+        .function("serialize", serialize)
+        .function("deserialize", deserialize)
 }
 
 /// Serializer/deserializer delegate: no host objects, no shared memory; a
@@ -46,6 +48,45 @@ fn structured_clone<'s>(
         serializer.release()
     };
     let deserializer = v8::ValueDeserializer::new(scope, Box::new(Cloner), &data);
+    if deserializer.read_header(context) != Some(true) {
+        return None;
+    }
+    deserializer.read_value(context)
+}
+}
+
+host_fn! {
+/// `serialize(value)` → Uint8Array: V8's serialization of `value` (what a
+/// Durable Object stores), or a `DataCloneError`.
+fn serialize<'s>(
+    scope,
+    value: v8::Local<'s, v8::Value>,
+) -> Option<v8::Local<'s, v8::Uint8Array>> {
+    let context = scope.get_current_context();
+    let data = {
+        let serializer = v8::ValueSerializer::new(scope, Box::new(Cloner));
+        serializer.write_header();
+        if serializer.write_value(context, value) != Some(true) {
+            return None;
+        }
+        serializer.release()
+    };
+    super::u8_array(scope, data)
+}
+}
+
+host_fn! {
+/// `deserialize(bytes)`: the value [`serialize`] made.
+fn deserialize<'s>(
+    scope,
+    bytes: Option<Vec<u8>>,
+) -> Option<v8::Local<'s, v8::Value>> {
+    let Some(bytes) = bytes else {
+        HostError::type_error("deserialize: expected a Uint8Array").throw(scope);
+        return None;
+    };
+    let context = scope.get_current_context();
+    let deserializer = v8::ValueDeserializer::new(scope, Box::new(Cloner), &bytes);
     if deserializer.read_header(context) != Some(true) {
         return None;
     }

@@ -1,4 +1,4 @@
-//! MessageChannel and MessagePort (`js/28_message_channel.js`): JavaScript
+//! MessageChannel and MessagePort (`js/29_message_channel.js`): JavaScript
 //! only, its globals gated by the Worker's compatibility settings
 //! (`expose_global_message_channel`, on from 2025-08-15 as in workerd).
 
@@ -6,7 +6,7 @@ use super::unit::Unit;
 
 pub(super) fn unit() -> Unit {
     Unit::new("message_channel")
-        .js(&["28_message_channel.js"])
+        .js(&["29_message_channel.js"])
         .globals_if(&["MessageChannel", "MessagePort"], |compat| {
             compat.message_channel
         })

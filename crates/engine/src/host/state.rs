@@ -76,6 +76,8 @@ pub(crate) enum Settlement {
     Crypto(Box<super::crypto::subtle::OffloadResult>),
     /// A KV operation's answer (`host/kv.rs`).
     Kv(Box<super::kv::Settled>),
+    /// A Durable Object storage operation's answer (`host/durable_object.rs`).
+    Object(Box<super::durable_object::Settled>),
 }
 
 /// The head of an outbound fetch's response.
@@ -102,6 +104,9 @@ struct Op {
     ctx: u32,
     resolver: v8::Global<v8::PromiseResolver>,
     task: Option<AbortHandle>,
+    /// Outlives its request: a Durable Object's storage op, whose promise
+    /// other requests' events may await (`host/durable_object.rs`).
+    detached: bool,
 }
 
 struct Timer {
@@ -524,7 +529,7 @@ impl HostState {
             let mut map = self.ops.borrow_mut();
             let ids: Vec<u32> = map
                 .iter()
-                .filter(|(_, op)| matches(op.ctx))
+                .filter(|(_, op)| ctx.is_none() || (matches(op.ctx) && !op.detached))
                 .map(|(id, _)| *id)
                 .collect();
             ids.into_iter().filter_map(|id| map.remove(&id)).collect()
@@ -601,6 +606,25 @@ impl HostState {
     // --- pending promises ---
 
     pub(crate) fn add_op(&self, ctx: u32, resolver: v8::Global<v8::PromiseResolver>) -> u32 {
+        self.insert_op(ctx, resolver, false)
+    }
+
+    /// An op that is not dropped when its request ends (only with the
+    /// isolate): it settles in a turn of `ctx` even after `ctx` is done.
+    pub(crate) fn add_detached_op(
+        &self,
+        ctx: u32,
+        resolver: v8::Global<v8::PromiseResolver>,
+    ) -> u32 {
+        self.insert_op(ctx, resolver, true)
+    }
+
+    fn insert_op(
+        &self,
+        ctx: u32,
+        resolver: v8::Global<v8::PromiseResolver>,
+        detached: bool,
+    ) -> u32 {
         let id = self.next_id();
         self.ops.borrow_mut().insert(
             id,
@@ -608,6 +632,7 @@ impl HostState {
                 ctx,
                 resolver,
                 task: None,
+                detached,
             },
         );
         id
@@ -671,6 +696,7 @@ impl Settlement {
             Settlement::Fetch(head) => Ok(head.into_js(scope)),
             Settlement::Crypto(result) => super::crypto::subtle::offloaded_js(scope, *result),
             Settlement::Kv(settled) => super::kv::settled_js(scope, *settled),
+            Settlement::Object(settled) => super::durable_object::settled_js(scope, *settled),
             Settlement::TypeError(message) => Err(HostError::type_error(message)
                 .to_js(scope)
                 .ok_or(undefined)?),

@@ -76,6 +76,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect::<BTreeMap<_, _>>(),
         kv: Default::default(),
+        durable_objects: Default::default(),
         limits,
         allowed_hosts: Vec::new(),
         compat: Default::default(),

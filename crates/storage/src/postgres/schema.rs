@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::StoreError;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Each migration: its version and its SQL.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -60,6 +60,46 @@ const MIGRATIONS: &[(i32, &str)] = &[
     INSERT INTO kv_usage (namespace, bytes)
         SELECT namespace, sum(octet_length(key) + octet_length(value) + coalesce(octet_length(metadata), 0))
         FROM kv GROUP BY namespace;",
+    ),
+    (
+        3,
+        // Durable Objects' storage (one row a key, under namespace, class
+        // and object id), the bytes each namespace stores there (kept by a
+        // trigger, as kv_usage), and each object's alarm.
+        "CREATE TABLE do_storage (
+        namespace TEXT NOT NULL,
+        class TEXT NOT NULL,
+        object TEXT NOT NULL,
+        key BYTEA NOT NULL,
+        value BYTEA NOT NULL,
+        PRIMARY KEY (namespace, class, object, key)
+    );
+    CREATE TABLE do_usage (
+        namespace TEXT PRIMARY KEY,
+        bytes BIGINT NOT NULL
+    );
+    CREATE FUNCTION do_usage_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('UPDATE', 'DELETE') THEN
+            UPDATE do_usage SET bytes = bytes - octet_length(OLD.key) - octet_length(OLD.value)
+            WHERE namespace = OLD.namespace;
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            INSERT INTO do_usage (namespace, bytes)
+            VALUES (NEW.namespace, octet_length(NEW.key) + octet_length(NEW.value))
+            ON CONFLICT (namespace) DO UPDATE SET bytes = do_usage.bytes + excluded.bytes;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER do_usage AFTER INSERT OR UPDATE OR DELETE ON do_storage
+        FOR EACH ROW EXECUTE FUNCTION do_usage_count();
+    CREATE TABLE do_alarm (
+        namespace TEXT NOT NULL,
+        class TEXT NOT NULL,
+        object TEXT NOT NULL,
+        at BIGINT NOT NULL,
+        PRIMARY KEY (namespace, class, object)
+    );",
     ),
 ];
 

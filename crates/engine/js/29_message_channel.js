@@ -1,4 +1,4 @@
-// 28_message_channel.js — MessageChannel and MessagePort (HTML Standard),
+// 29_message_channel.js — MessageChannel and MessagePort (HTML Standard),
 // within one isolate, as workerd has them:
 // - postMessage structured-clones the message at once (a value that cannot
 //   be cloned throws DataCloneError even when the other port is gone), and

@@ -1,0 +1,557 @@
+// 28_durable_object.js — Durable Objects: the DurableObjectNamespace a
+// Worker's Durable Object binding puts in its `env`
+// (`internal.durableObjectNamespace(binding, className, env)`, called by the
+// engine as it builds `env`), its ids and stubs, and each object's state and
+// storage, over host.objectIdFromName/objectNewUniqueId/objectIdValid and
+// host.objectGet/objectWrite/objectList. Objects live in the isolate of
+// the Worker that exports their class, one instance per id; their keys in
+// the Worker's own Kubernetes namespace (the host scopes every operation).
+//
+// Gates, as workerd's:
+// - input gate: while a storage read is in flight, and until the turn
+//   that answers it has run its microtasks, no other event (request, RPC
+//   call) is delivered to the object, so a get-then-put is never
+//   interleaved with another event's;
+// - output gate: a stub call's answer waits until every write made so
+//   far is durable (one atomic write per flush).
+// Values are cached per object (serialized), so a read after a write or a
+// read answers at once.
+'use strict';
+
+const kCreate = Symbol('create');
+
+// ---- ids ----
+
+class DurableObjectId {
+  #id;
+  #name;
+
+  constructor(key = undefined, id = '', name = undefined) {
+    if (key !== kCreate) internal.illegalConstructor();
+    this.#id = id;
+    this.#name = name;
+  }
+
+  toString() { return this.#id; }
+
+  equals(other) {
+    return other instanceof DurableObjectId && other.#id === this.#id;
+  }
+
+  get name() { return this.#name; }
+
+  static idOf(id) { return id.#id; }
+}
+internal.enumerableMembers(DurableObjectId, ['toString', 'equals', 'name']);
+internal.setToStringTag(DurableObjectId.prototype, 'DurableObjectId');
+
+// ---- the input gate ----
+
+class InputGate {
+  #locks = 0;
+  #waiters = [];
+
+  lock() { this.#locks += 1; }
+
+  // Released in a later turn, after this turn's microtasks, so the
+  // continuation of an awaited read runs before another event.
+  unlockLater() {
+    host.objectNextTurn().then(() => this.unlock(), () => this.unlock());
+  }
+
+  // One waiting event at a time: it locks the gate as it starts.
+  unlock() {
+    this.#locks -= 1;
+    if (this.#locks === 0 && this.#waiters.length > 0) this.#waiters.shift()();
+  }
+
+  // Resolves, with the gate locked for the caller, when no lock is held;
+  // the caller unlocks (`unlockLater`).
+  enter() {
+    if (this.#locks === 0 && this.#waiters.length === 0) {
+      this.#locks += 1;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#waiters.push(() => {
+      this.#locks += 1;
+      resolve();
+    }));
+  }
+}
+
+// ---- storage ----
+
+function checkKey(key) {
+  if (typeof key !== 'string') key = String(key);
+  return key;
+}
+
+function keyList(keys, what) {
+  const list = [...keys].map(checkKey);
+  if (list.length > 128) throw new RangeError(`Operations on more than 128 keys at once are not allowed (${what} of ${list.length}).`);
+  return list;
+}
+
+const ABSENT = null;
+
+class DurableObjectStorage {
+  #object;
+  // key → serialized bytes, or null when known absent.
+  #cache = new Map();
+  // Writes not yet handed to the store: key → bytes or null (delete).
+  #pending = new Map();
+  #pendingDeleteAll = false;
+  // After deleteAll: keys not in the cache are known absent.
+  #allKnown = false;
+  // Settles when every write handed over so far is durable.
+  #durable = Promise.resolve();
+  #flushQueued = false;
+
+  constructor(key = undefined, object = null) {
+    if (key !== kCreate) internal.illegalConstructor();
+    this.#object = object;
+  }
+
+  // A read of `keys` missing from the cache, under the input gate.
+  async #load(keys) {
+    const o = this.#object;
+    o.gate.lock();
+    try {
+      const values = await host.objectGet(o.className, o.id, keys);
+      keys.forEach((key, i) => {
+        if (!this.#cache.has(key)) this.#cache.set(key, values[i]);
+      });
+    } finally {
+      o.gate.unlockLater();
+    }
+  }
+
+  #cached(key) {
+    if (this.#cache.has(key)) return this.#cache.get(key);
+    return this.#allKnown ? ABSENT : undefined;
+  }
+
+  async get(keys, options = undefined) {
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'get' on 'DurableObjectStorage'");
+    void options;
+    const many = Array.isArray(keys);
+    const list = many ? keyList(keys, 'get') : [checkKey(keys)];
+    const missing = list.filter((key) => this.#cached(key) === undefined);
+    if (missing.length > 0) await this.#load([...new Set(missing)]);
+    const read = (key) => {
+      const bytes = this.#cached(key);
+      return bytes === undefined || bytes === ABSENT ? undefined : host.deserialize(bytes);
+    };
+    if (!many) return read(list[0]);
+    const out = new Map();
+    for (const key of [...list].sort()) {
+      const value = read(key);
+      if (value !== undefined) out.set(key, value);
+    }
+    return out;
+  }
+
+  // Records writes in the cache now and hands them to the store at the
+  // end of the turn, all of them in one atomic write.
+  #write(entries) {
+    for (const [key, bytes] of entries) {
+      this.#cache.set(key, bytes);
+      this.#pending.set(key, bytes);
+    }
+    this.#queueFlush();
+  }
+
+  #queueFlush() {
+    if (this.#flushQueued) return;
+    this.#flushQueued = true;
+    const o = this.#object;
+    this.#durable = this.#durable.then(() => {
+      this.#flushQueued = false;
+      const entries = [...this.#pending];
+      const deleteAll = this.#pendingDeleteAll;
+      this.#pending = new Map();
+      this.#pendingDeleteAll = false;
+      if (entries.length === 0 && !deleteAll) return undefined;
+      return host.objectWrite(o.className, o.id, entries, deleteAll);
+    }).then(undefined, (e) => {
+      // A failed write breaks the object: its cache no longer matches the
+      // store, so the next event gets a new instance that reads again.
+      o.broken(e);
+      throw e;
+    });
+  }
+
+  put(keyOrEntries, value = undefined, options = undefined) {
+    try {
+      internal.requireArgs(arguments.length, 1, "Failed to execute 'put' on 'DurableObjectStorage'");
+      let entries;
+      if (typeof keyOrEntries === 'string' || arguments.length >= 2 && !internal.isObject(keyOrEntries)) {
+        if (arguments.length < 2) throw new TypeError('put() needs a value.');
+        entries = [[checkKey(keyOrEntries), value]];
+        void options;
+      } else if (internal.isObject(keyOrEntries)) {
+        entries = Object.entries(keyOrEntries);
+        keyList(entries.map(([k]) => k), 'put');
+      } else {
+        throw new TypeError('put() takes a key and a value, or an object of entries.');
+      }
+      const serialized = entries.map(([key, v]) => {
+        if (v === undefined) throw new TypeError('Cannot store undefined in a Durable Object.');
+        const bytes = host.serialize(v);
+        if (bytes.byteLength > 131072) {
+          throw new RangeError(`Values cannot be larger than 131072 bytes; this one is ${bytes.byteLength} bytes once serialized.`);
+        }
+        return [key, bytes];
+      });
+      this.#write(serialized);
+      return Promise.resolve();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  async delete(keys, options = undefined) {
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'delete' on 'DurableObjectStorage'");
+    void options;
+    const many = Array.isArray(keys);
+    const list = many ? keyList(keys, 'delete') : [checkKey(keys)];
+    // Whether each existed, as workerd answers: read what is not cached.
+    const missing = list.filter((key) => this.#cached(key) === undefined);
+    if (missing.length > 0) await this.#load([...new Set(missing)]);
+    let count = 0;
+    for (const key of new Set(list)) {
+      const bytes = this.#cached(key);
+      if (bytes !== undefined && bytes !== ABSENT) count += 1;
+    }
+    this.#write(list.map((key) => [key, ABSENT]));
+    return many ? count : count > 0;
+  }
+
+  async deleteAll(options = undefined) {
+    void options;
+    this.#cache.clear();
+    this.#pending.clear();
+    this.#pendingDeleteAll = true;
+    this.#allKnown = true;
+    this.#queueFlush();
+    await this.#durable;
+  }
+
+  async list(options = undefined) {
+    const o = internal.toDictionary(options, 'list() options');
+    const text = (v) => (v === undefined || v === null ? null : String(v));
+    if (o.limit !== undefined && !(Number(o.limit) >= 1)) throw new RangeError('list() limit must be a positive number.');
+    const object = this.#object;
+    object.gate.lock();
+    try {
+      // Writes made so far go first, so the store answers for them too.
+      await this.sync();
+      const rows = await host.objectList(object.className, object.id, text(o.start), text(o.end),
+        text(o.prefix), o.limit, Boolean(o.reverse));
+      const out = new Map();
+      for (const [key, bytes] of rows) {
+        if (!this.#cache.has(key)) this.#cache.set(key, bytes);
+        out.set(key, host.deserialize(bytes));
+      }
+      return out;
+    } finally {
+      object.gate.unlockLater();
+    }
+  }
+
+  // Runs `closure(txn)`: its writes land together, or none if it throws
+  // or calls `txn.rollback()`.
+  async transaction(closure) {
+    if (typeof closure !== 'function') throw new TypeError('transaction() needs a function.');
+    const txn = new DurableObjectTransaction(kCreate, this);
+    const result = await closure(txn);
+    txn.commit();
+    return result;
+  }
+
+  // Resolves when every write made so far is durable.
+  sync() { return this.#durable.then(() => undefined); }
+
+  // What a transaction commits: serialized entries, as one write.
+  commitEntries(entries) { this.#write(entries); }
+
+  getAlarm() { return Promise.reject(alarmsMissing()); }
+  setAlarm() { return Promise.reject(alarmsMissing()); }
+  deleteAlarm() { return Promise.reject(alarmsMissing()); }
+}
+internal.enumerableMembers(DurableObjectStorage, ['get', 'put', 'delete', 'deleteAll', 'list', 'transaction', 'sync', 'getAlarm', 'setAlarm', 'deleteAlarm']);
+internal.setToStringTag(DurableObjectStorage.prototype, 'DurableObjectStorage');
+
+function alarmsMissing() {
+  return new Error('Durable Object alarms are not supported by Isolane yet (issue 32).');
+}
+
+// A transaction's view: reads see its own writes first; its writes are
+// kept aside until it commits.
+class DurableObjectTransaction {
+  #storage;
+  #writes = new Map();
+  #done = false;
+
+  constructor(key = undefined, storage = null) {
+    if (key !== kCreate) internal.illegalConstructor();
+    this.#storage = storage;
+  }
+
+  #open() {
+    if (this.#done) throw new Error('This transaction has already ended.');
+  }
+
+  async get(keys) {
+    this.#open();
+    const many = Array.isArray(keys);
+    const list = many ? keyList(keys, 'get') : [checkKey(keys)];
+    const stored = await this.#storage.get(list);
+    const read = (key) => {
+      if (this.#writes.has(key)) {
+        const bytes = this.#writes.get(key);
+        return bytes === ABSENT ? undefined : host.deserialize(bytes);
+      }
+      return stored.get(key);
+    };
+    if (!many) return read(list[0]);
+    const out = new Map();
+    for (const key of [...list].sort()) {
+      const value = read(key);
+      if (value !== undefined) out.set(key, value);
+    }
+    return out;
+  }
+
+  async put(keyOrEntries, value = undefined) {
+    this.#open();
+    const entries = typeof keyOrEntries === 'string' ? [[keyOrEntries, value]] : Object.entries(keyOrEntries);
+    for (const [key, v] of entries) {
+      if (v === undefined) throw new TypeError('Cannot store undefined in a Durable Object.');
+      this.#writes.set(checkKey(key), host.serialize(v));
+    }
+  }
+
+  async delete(keys) {
+    this.#open();
+    const many = Array.isArray(keys);
+    const list = many ? keyList(keys, 'delete') : [checkKey(keys)];
+    const before = await this.get(list);
+    for (const key of list) this.#writes.set(key, ABSENT);
+    return many ? before.size : before.size > 0;
+  }
+
+  rollback() {
+    this.#open();
+    this.#writes.clear();
+    this.#done = true;
+  }
+
+  commit() {
+    if (this.#done) return;
+    this.#done = true;
+    if (this.#writes.size > 0) this.#storage.commitEntries([...this.#writes]);
+  }
+}
+internal.enumerableMembers(DurableObjectTransaction, ['get', 'put', 'delete', 'rollback']);
+
+// ---- state and live objects ----
+
+class DurableObjectState {
+  #object;
+
+  constructor(key = undefined, object = null) {
+    if (key !== kCreate) internal.illegalConstructor();
+    this.#object = object;
+    this.id = object.idObject;
+    this.storage = object.storage;
+  }
+
+  // Runs `callback` with no other event delivered to the object until it
+  // settles.
+  async blockConcurrencyWhile(callback) {
+    const gate = this.#object.gate;
+    gate.lock();
+    try {
+      return await callback();
+    } finally {
+      gate.unlockLater();
+    }
+  }
+
+  waitUntil(promise) { Promise.resolve(promise).then(undefined, (e) => internal.reportError(e)); }
+}
+internal.enumerableMembers(DurableObjectState, ['blockConcurrencyWhile', 'waitUntil']);
+internal.setToStringTag(DurableObjectState.prototype, 'DurableObjectState');
+
+// Live objects of this isolate, by class and id.
+const live = new Map();
+
+class LiveObject {
+  constructor(namespace, id) {
+    this.className = namespace.className;
+    this.id = DurableObjectId.idOf(id);
+    this.idObject = id;
+    this.key = `${this.className}:${this.id}`;
+    this.gate = new InputGate();
+    this.storage = new DurableObjectStorage(kCreate, this);
+    this.state = new DurableObjectState(kCreate, this);
+    const Class = namespace.classValue();
+    this.instance = new Class(this.state, namespace.env);
+  }
+
+  broken(error) {
+    if (live.get(this.key) === this) live.delete(this.key);
+    void error;
+  }
+
+  // Runs `call(instance)` once the input gate lets a new event in; its
+  // answer waits for the writes it made (the output gate).
+  async deliver(call) {
+    await this.gate.enter();
+    let pending;
+    try {
+      pending = call(this.instance);
+    } finally {
+      this.gate.unlockLater();
+    }
+    const result = await pending;
+    await this.storage.sync();
+    return result;
+  }
+}
+
+function liveObject(namespace, id) {
+  const key = `${namespace.className}:${DurableObjectId.idOf(id)}`;
+  let object = live.get(key);
+  if (object === undefined) {
+    object = new LiveObject(namespace, id);
+    live.set(key, object);
+  }
+  return object;
+}
+
+// ---- stubs ----
+
+// Methods a stub must not forward (and `then`: a stub is not a thenable).
+const NOT_RPC = new Set(['then', 'constructor', 'fetch', 'alarm', 'webSocketMessage', 'webSocketClose', 'webSocketError']);
+
+function rpcMethod(instance, name) {
+  if (typeof name !== 'string' || NOT_RPC.has(name) || name.startsWith('__')) return undefined;
+  let proto = Object.getPrototypeOf(instance);
+  while (proto !== null && proto !== Object.prototype && proto !== internal.DurableObjectBase?.prototype) {
+    const desc = Object.getOwnPropertyDescriptor(proto, name);
+    if (desc !== undefined) return typeof desc.value === 'function' ? desc.value : undefined;
+    proto = Object.getPrototypeOf(proto);
+  }
+  return undefined;
+}
+
+function makeStub(namespace, id) {
+  const target = {
+    id,
+    name: id.name,
+    fetch(input, init = undefined) {
+      const request = new Request(input, init);
+      const object = liveObject(namespace, id);
+      return object.deliver((instance) => {
+        if (typeof instance.fetch !== 'function') {
+          throw new TypeError('Handler does not export a fetch() function.');
+        }
+        return instance.fetch(request);
+      }).then((response) => {
+        if (!(response instanceof Response)) {
+          throw new TypeError('Incorrect type for Promise: the Promise did not resolve to \'Response\'.');
+        }
+        return response;
+      });
+    },
+  };
+  return new Proxy(target, {
+    get(t, name) {
+      if (name === 'id' || name === 'name' || name === 'fetch') return t[name];
+      if (NOT_RPC.has(name) || typeof name !== 'string') return undefined;
+      return (...args) => {
+        const copied = structuredClone(args);
+        const object = liveObject(namespace, id);
+        return object.deliver((instance) => {
+          const method = rpcMethod(instance, name);
+          if (method === undefined) {
+            throw new TypeError(`The RPC receiver does not implement the method "${name}".`);
+          }
+          return method.apply(instance, copied);
+        }).then((result) => structuredClone(result));
+      };
+    },
+    has(t, name) { return name in t; },
+    set() { return false; },
+  });
+}
+
+// ---- the namespace ----
+
+class DurableObjectNamespace {
+  #binding;
+  #className;
+  #env;
+  #module;
+
+  constructor(key = undefined, binding = '', className = '', env = undefined, module = undefined) {
+    if (key !== kCreate) internal.illegalConstructor();
+    this.#binding = binding;
+    this.#className = className;
+    this.#env = env;
+    this.#module = module;
+  }
+
+  get className() { return this.#className; }
+  get env() { return this.#env; }
+  classValue() { return this.#module[this.#className]; }
+
+  idFromName(name) {
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'idFromName' on 'DurableObjectNamespace'");
+    name = String(name);
+    return new DurableObjectId(kCreate, host.objectIdFromName(this.#binding, name), name);
+  }
+
+  newUniqueId(options = undefined) {
+    void options;
+    return new DurableObjectId(kCreate, host.objectNewUniqueId(this.#binding), undefined);
+  }
+
+  idFromString(id) {
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'idFromString' on 'DurableObjectNamespace'");
+    id = String(id);
+    if (!host.objectIdValid(this.#binding, id)) {
+      throw new TypeError('Invalid Durable Object ID: must be 64 hex digits, made by this namespace.');
+    }
+    return new DurableObjectId(kCreate, id, undefined);
+  }
+
+  get(id, options = undefined) {
+    void options;
+    if (!(id instanceof DurableObjectId)) {
+      throw new TypeError("Failed to execute 'get' on 'DurableObjectNamespace': parameter 1 is not of type 'DurableObjectId'.");
+    }
+    if (!host.objectIdValid(this.#binding, DurableObjectId.idOf(id))) {
+      throw new TypeError('This Durable Object ID belongs to another namespace.');
+    }
+    return makeStub(this, id);
+  }
+
+  getByName(name, options = undefined) {
+    return this.get(this.idFromName(name), options);
+  }
+
+  jurisdiction() { return this; }
+}
+internal.enumerableMembers(DurableObjectNamespace, ['idFromName', 'newUniqueId', 'idFromString', 'get', 'getByName', 'jurisdiction']);
+internal.setToStringTag(DurableObjectNamespace.prototype, 'DurableObjectNamespace');
+
+internal.durableObjectNamespace = (binding, className, env) => {
+  const module = internal.moduleNamespace;
+  if (module === undefined || typeof module[className] !== 'function') {
+    throw new TypeError(`The binding ${binding} names the Durable Object class ${className}, which the Worker's main module does not export (export class ${className} { … }).`);
+  }
+  return new DurableObjectNamespace(kCreate, binding, className, env, module);
+};

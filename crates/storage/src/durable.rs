@@ -1,0 +1,142 @@
+//! Durable Objects' storage (`state.storage`): what an object's data is
+//! keyed by ([`ObjectScope`]), what one write holds ([`ObjectWrite`], applied
+//! in one transaction) and what a list asks for ([`ObjectList`]).
+//!
+//! An object's keys live under its Kubernetes namespace, its class and its
+//! id, so a Worker of another namespace never reaches them: the namespace
+//! and the class come from the Worker's identity and bundle, never from
+//! JavaScript.
+
+pub mod limits;
+mod store;
+
+pub use limits::ObjectError;
+
+/// Where an object's keys live.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ObjectScope {
+    /// The Kubernetes namespace of the hosting Worker.
+    pub namespace: String,
+    /// The object's class, as the binding names it.
+    pub class: String,
+    /// The object's id (64 hex digits).
+    pub id: String,
+}
+
+impl ObjectScope {
+    pub fn new(
+        namespace: impl Into<String>,
+        class: impl Into<String>,
+        id: impl Into<String>,
+    ) -> Self {
+        Self {
+            namespace: namespace.into(),
+            class: class.into(),
+            id: id.into(),
+        }
+    }
+}
+
+/// One atomic write: `delete_all` first (when set), then each key set to
+/// its value (`None`: deleted), in order; all of it or nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectWrite {
+    pub delete_all: bool,
+    pub entries: Vec<(String, Option<Vec<u8>>)>,
+}
+
+impl ObjectWrite {
+    /// Checks every key and value against the limits.
+    pub fn check(&self) -> Result<(), ObjectError> {
+        for (key, value) in &self.entries {
+            limits::check_key(key)?;
+            if let Some(value) = value {
+                limits::check_value(value.len())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `list(options)`: keys in UTF-8 byte order from `start` (inclusive) to
+/// `end` (exclusive), starting with `prefix`, at most `limit`, descending
+/// when `reverse`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectList {
+    pub start: Option<String>,
+    pub end: Option<String>,
+    pub prefix: Option<String>,
+    pub limit: Option<usize>,
+    pub reverse: bool,
+}
+
+/// A list as one range query every backend runs: keys in
+/// `[low, high)`, ordered as `reverse` says, at most `limit`.
+pub(crate) struct Range {
+    pub(crate) low: Vec<u8>,
+    pub(crate) high: Option<Vec<u8>>,
+    pub(crate) limit: i64,
+    pub(crate) reverse: bool,
+}
+
+impl Range {
+    pub(crate) fn new(options: &ObjectList) -> Self {
+        let prefix = options.prefix.as_deref().unwrap_or("").as_bytes();
+        let start = options.start.as_deref().unwrap_or("").as_bytes();
+        let low = prefix.max(start).to_vec();
+        let prefix_end = crate::kv::prefix_end(prefix);
+        let end = options.end.as_ref().map(|e| e.as_bytes().to_vec());
+        let high = match (prefix_end, end) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let limit = options
+            .limit
+            .map_or(i64::MAX, |l| i64::try_from(l).unwrap_or(i64::MAX));
+        Self {
+            low,
+            high,
+            limit,
+            reverse: options.reverse,
+        }
+    }
+}
+
+/// Stored rows as listed entries; a key that is not UTF-8 means the store
+/// holds what this crate did not write.
+pub(crate) fn entries(
+    rows: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Result<Vec<(String, Vec<u8>)>, crate::StoreError> {
+    rows.into_iter()
+        .map(|(key, value)| {
+            String::from_utf8(key)
+                .map(|key| (key, value))
+                .map_err(|_| crate::StoreError::Corrupt)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_is_the_tightest_of_prefix_start_and_end() {
+        let range = Range::new(&ObjectList {
+            prefix: Some("b".into()),
+            start: Some("a".into()),
+            end: Some("bb".into()),
+            ..ObjectList::default()
+        });
+        assert_eq!(range.low, b"b");
+        assert_eq!(range.high.as_deref(), Some(&b"bb"[..]));
+        let range = Range::new(&ObjectList {
+            prefix: Some("b".into()),
+            start: Some("bz".into()),
+            ..ObjectList::default()
+        });
+        assert_eq!(range.low, b"bz");
+        assert_eq!(range.high.as_deref(), Some(&b"c"[..]));
+        assert_eq!(range.limit, i64::MAX);
+    }
+}

@@ -1,0 +1,182 @@
+//! [`Store`]'s Durable Object operations, on either backend.
+
+use crate::durable::{ObjectList, ObjectScope, ObjectWrite, limits};
+use crate::{Backend, Store, StoreError, blocking};
+
+impl Store {
+    /// The values of `keys` (`None` where there is none), in order.
+    pub async fn object_get(
+        &self,
+        scope: ObjectScope,
+        keys: Vec<String>,
+    ) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        limits::check_count(keys.len())?;
+        for key in &keys {
+            limits::check_key(key)?;
+        }
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.object_get(&scope, &keys)).await
+            }
+            Backend::Postgres(db) => db.object_get(scope, keys).await,
+        }
+    }
+
+    /// Applies `write` atomically (checked first: a refused write writes
+    /// nothing); the namespace quota ([`Store::with_namespace_quota`])
+    /// refuses a write that grows what the namespace stores past it.
+    pub async fn object_write(
+        &self,
+        scope: ObjectScope,
+        write: ObjectWrite,
+    ) -> Result<(), StoreError> {
+        write.check()?;
+        let quota = self.quota;
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.object_write(&scope, &write, quota)).await
+            }
+            Backend::Postgres(db) => db.object_write(scope, write, quota).await,
+        }
+    }
+
+    /// The entries `options` asks for, in key order (descending when
+    /// `reverse`).
+    pub async fn object_list(
+        &self,
+        scope: ObjectScope,
+        options: ObjectList,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.object_list(&scope, &options)).await
+            }
+            Backend::Postgres(db) => db.object_list(scope, options).await,
+        }
+    }
+
+    /// The object's alarm, in milliseconds since the Unix epoch.
+    pub async fn object_alarm(&self, scope: ObjectScope) -> Result<Option<i64>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => blocking(folder, move |db, _| db.object_alarm(&scope)).await,
+            Backend::Postgres(db) => db.object_alarm(scope).await,
+        }
+    }
+
+    /// Sets the object's alarm to `at` (ms since the epoch), or deletes it.
+    pub async fn set_object_alarm(
+        &self,
+        scope: ObjectScope,
+        at: Option<i64>,
+    ) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.set_object_alarm(&scope, at)).await
+            }
+            Backend::Postgres(db) => db.set_object_alarm(scope, at).await,
+        }
+    }
+
+    /// Every alarm set for objects of `class` in `namespace`: (id, at),
+    /// soonest first (what a host of the class arms when it starts).
+    pub async fn object_alarms(
+        &self,
+        namespace: String,
+        class: String,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.object_alarms(&namespace, &class)).await
+            }
+            Backend::Postgres(db) => db.object_alarms(namespace, class).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(entries: &[(&str, Option<&str>)]) -> ObjectWrite {
+        ObjectWrite {
+            delete_all: false,
+            entries: entries
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.map(|v| v.as_bytes().to_vec())))
+                .collect(),
+        }
+    }
+
+    #[tokio::test]
+    async fn objects_keep_their_keys_apart_and_list_in_byte_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::sqlite(dir.path());
+        let a = ObjectScope::new("team-a", "Counter", "1");
+        let other_ns = ObjectScope::new("team-b", "Counter", "1");
+        let puts = write(&[("b", Some("2")), ("a", Some("1")), ("c", Some("3"))]);
+        store.object_write(a.clone(), puts).await.unwrap();
+        let got = store
+            .object_get(other_ns.clone(), vec!["a".into()])
+            .await
+            .unwrap();
+        assert_eq!(got, vec![None], "another namespace sees nothing");
+        let got = store
+            .object_get(a.clone(), vec!["a".into(), "z".into()])
+            .await
+            .unwrap();
+        assert_eq!(got, vec![Some(b"1".to_vec()), None]);
+        let options = ObjectList {
+            reverse: true,
+            limit: Some(2),
+            ..ObjectList::default()
+        };
+        let listed = store.object_list(a.clone(), options).await.unwrap();
+        let keys: Vec<_> = listed.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["c", "b"]);
+        let clear = ObjectWrite {
+            delete_all: true,
+            entries: vec![("d".into(), Some(b"4".to_vec()))],
+        };
+        store.object_write(a.clone(), clear).await.unwrap();
+        let listed = store.object_list(a, ObjectList::default()).await.unwrap();
+        assert_eq!(listed, vec![("d".to_string(), b"4".to_vec())]);
+    }
+
+    #[tokio::test]
+    async fn the_quota_refuses_growth_and_lets_shrinking_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::sqlite(dir.path()).with_namespace_quota(10);
+        let scope = ObjectScope::new("ns", "C", "1");
+        store
+            .object_write(scope.clone(), write(&[("k", Some("12345678"))]))
+            .await
+            .unwrap();
+        let error = store
+            .object_write(scope.clone(), write(&[("k2", Some("1")), ("k", None)]))
+            .await;
+        assert!(error.is_ok(), "shrinks overall: {error:?}");
+        let error = store
+            .object_write(scope.clone(), write(&[("big", Some("123456789"))]))
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("quota of 10 bytes"), "{error}");
+        let got = store.object_get(scope, vec!["big".into()]).await.unwrap();
+        assert_eq!(got, vec![None], "a refused write writes nothing");
+    }
+
+    #[tokio::test]
+    async fn alarms_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::sqlite(dir.path());
+        let scope = ObjectScope::new("ns", "C", "1");
+        store
+            .set_object_alarm(scope.clone(), Some(5))
+            .await
+            .unwrap();
+        assert_eq!(store.object_alarm(scope.clone()).await.unwrap(), Some(5));
+        let all = store.object_alarms("ns".into(), "C".into()).await.unwrap();
+        assert_eq!(all, vec![("1".to_string(), 5)]);
+        store.set_object_alarm(scope.clone(), None).await.unwrap();
+        assert_eq!(store.object_alarm(scope).await.unwrap(), None);
+    }
+}

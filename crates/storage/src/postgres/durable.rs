@@ -1,0 +1,190 @@
+//! Durable Objects' storage in PostgreSQL: the same tables and queries as
+//! the SQLite backend's (`do_storage`, `do_usage`, `do_alarm`; migration 3).
+
+use deadpool_postgres::Object;
+
+use super::Postgres;
+use crate::StoreError;
+use crate::durable::{self, ObjectError, ObjectList, ObjectScope, ObjectWrite};
+
+impl Postgres {
+    pub(crate) async fn object_get(
+        &self,
+        scope: ObjectScope,
+        keys: Vec<String>,
+    ) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        self.run(move |client| async move {
+            let mut values = Vec::with_capacity(keys.len());
+            for key in &keys {
+                let row = client
+                    .query_opt(
+                        "SELECT value FROM do_storage WHERE namespace = $1 AND class = $2 AND object = $3 AND key = $4",
+                        &[&scope.namespace, &scope.class, &scope.id, &key.as_bytes()],
+                    )
+                    .await?;
+                values.push(row.map(|row| row.try_get(0)).transpose()?);
+            }
+            Ok(values)
+        })
+        .await
+    }
+
+    pub(crate) async fn object_write(
+        &self,
+        scope: ObjectScope,
+        write: ObjectWrite,
+        quota: Option<u64>,
+    ) -> Result<(), StoreError> {
+        self.run(move |client| write_all(client, scope, write, quota))
+            .await
+    }
+
+    pub(crate) async fn object_list(
+        &self,
+        scope: ObjectScope,
+        options: ObjectList,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let range = durable::Range::new(&options);
+        self.run(move |client| async move {
+            let sql = format!(
+                "SELECT key, value FROM do_storage
+                 WHERE namespace = $1 AND class = $2 AND object = $3
+                   AND key >= $4 AND ($5::BYTEA IS NULL OR key < $5)
+                 ORDER BY key {} LIMIT $6",
+                if range.reverse { "DESC" } else { "ASC" }
+            );
+            let rows = client
+                .query(
+                    &sql,
+                    &[
+                        &scope.namespace,
+                        &scope.class,
+                        &scope.id,
+                        &range.low,
+                        &range.high,
+                        &range.limit,
+                    ],
+                )
+                .await?;
+            let rows = rows
+                .iter()
+                .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+                .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
+            durable::entries(rows)
+        })
+        .await
+    }
+
+    pub(crate) async fn object_alarm(&self, scope: ObjectScope) -> Result<Option<i64>, StoreError> {
+        self.run(move |client| async move {
+            let row = client
+                .query_opt(
+                    "SELECT at FROM do_alarm WHERE namespace = $1 AND class = $2 AND object = $3",
+                    &[&scope.namespace, &scope.class, &scope.id],
+                )
+                .await?;
+            Ok(row.map(|row| row.try_get(0)).transpose()?)
+        })
+        .await
+    }
+
+    pub(crate) async fn set_object_alarm(
+        &self,
+        scope: ObjectScope,
+        at: Option<i64>,
+    ) -> Result<(), StoreError> {
+        self.run(move |client| async move {
+            match at {
+                Some(at) => client
+                    .execute(
+                        "INSERT INTO do_alarm (namespace, class, object, at) VALUES ($1, $2, $3, $4)
+                         ON CONFLICT (namespace, class, object) DO UPDATE SET at = excluded.at",
+                        &[&scope.namespace, &scope.class, &scope.id, &at],
+                    )
+                    .await?,
+                None => client
+                    .execute(
+                        "DELETE FROM do_alarm WHERE namespace = $1 AND class = $2 AND object = $3",
+                        &[&scope.namespace, &scope.class, &scope.id],
+                    )
+                    .await?,
+            };
+            Ok(())
+        })
+        .await
+    }
+
+    pub(crate) async fn object_alarms(
+        &self,
+        namespace: String,
+        class: String,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        self.run(move |client| async move {
+            let rows = client
+                .query(
+                    "SELECT object, at FROM do_alarm WHERE namespace = $1 AND class = $2 ORDER BY at",
+                    &[&namespace, &class],
+                )
+                .await?;
+            Ok(rows
+                .iter()
+                .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+                .collect::<Result<Vec<_>, tokio_postgres::Error>>()?)
+        })
+        .await
+    }
+}
+
+/// Applies `write` in one transaction; with a `quota`, a write that leaves
+/// the namespace storing more than before and more than the quota is
+/// rolled back and refused. The namespace's usage row is locked first, so
+/// concurrent writers of one namespace cannot both pass the check.
+async fn write_all(
+    mut client: Object,
+    scope: ObjectScope,
+    write: ObjectWrite,
+    quota: Option<u64>,
+) -> Result<(), StoreError> {
+    let tx = client.transaction().await?;
+    let usage = "SELECT bytes FROM do_usage WHERE namespace = $1 FOR UPDATE";
+    let before: i64 = match tx.query_opt(usage, &[&scope.namespace]).await? {
+        Some(row) => row.try_get(0)?,
+        None => 0,
+    };
+    if write.delete_all {
+        tx.execute(
+            "DELETE FROM do_storage WHERE namespace = $1 AND class = $2 AND object = $3",
+            &[&scope.namespace, &scope.class, &scope.id],
+        )
+        .await?;
+    }
+    for (key, value) in &write.entries {
+        match value {
+            Some(value) => tx
+                .execute(
+                    "INSERT INTO do_storage (namespace, class, object, key, value) VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (namespace, class, object, key) DO UPDATE SET value = excluded.value",
+                    &[&scope.namespace, &scope.class, &scope.id, &key.as_bytes(), value],
+                )
+                .await?,
+            None => tx
+                .execute(
+                    "DELETE FROM do_storage WHERE namespace = $1 AND class = $2 AND object = $3 AND key = $4",
+                    &[&scope.namespace, &scope.class, &scope.id, &key.as_bytes()],
+                )
+                .await?,
+        };
+    }
+    if let Some(quota) = quota {
+        let after: i64 = match tx.query_opt(usage, &[&scope.namespace]).await? {
+            Some(row) => row.try_get(0)?,
+            None => 0,
+        };
+        if after > before && u64::try_from(after).unwrap_or(0) > quota {
+            // Dropping the transaction rolls the write back.
+            return Err(ObjectError::QuotaExceeded { quota }.into());
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}

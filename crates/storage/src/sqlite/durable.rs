@@ -1,0 +1,203 @@
+//! Durable Objects' storage in SQLite: the `do_storage` table (one row a
+//! key), the bytes each Kubernetes namespace stores (`do_usage`, kept by
+//! triggers), and each object's alarm (`do_alarm`).
+
+use rusqlite::{OptionalExtension as _, params};
+
+use super::Sqlite;
+use crate::StoreError;
+use crate::durable::{self, ObjectError, ObjectList, ObjectScope, ObjectWrite};
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS do_storage (
+    namespace TEXT NOT NULL,
+    class TEXT NOT NULL,
+    object TEXT NOT NULL,
+    key BLOB NOT NULL,
+    value BLOB NOT NULL,
+    PRIMARY KEY (namespace, class, object, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS do_usage (
+    namespace TEXT PRIMARY KEY,
+    bytes INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS do_usage_insert AFTER INSERT ON do_storage BEGIN
+    INSERT OR IGNORE INTO do_usage (namespace, bytes) VALUES (NEW.namespace, 0);
+    UPDATE do_usage SET bytes = bytes + length(NEW.key) + length(NEW.value)
+        WHERE namespace = NEW.namespace;
+END;
+CREATE TRIGGER IF NOT EXISTS do_usage_update AFTER UPDATE ON do_storage BEGIN
+    UPDATE do_usage SET bytes = bytes - length(OLD.key) - length(OLD.value)
+        + length(NEW.key) + length(NEW.value) WHERE namespace = NEW.namespace;
+END;
+CREATE TRIGGER IF NOT EXISTS do_usage_delete AFTER DELETE ON do_storage BEGIN
+    UPDATE do_usage SET bytes = bytes - length(OLD.key) - length(OLD.value)
+        WHERE namespace = OLD.namespace;
+END;
+CREATE TABLE IF NOT EXISTS do_alarm (
+    namespace TEXT NOT NULL,
+    class TEXT NOT NULL,
+    object TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (namespace, class, object)
+) WITHOUT ROWID;
+";
+
+impl Sqlite {
+    pub(crate) fn object_get(
+        &self,
+        scope: &ObjectScope,
+        keys: &[String],
+    ) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        let db = self.lock();
+        let mut statement = db.prepare_cached(
+            "SELECT value FROM do_storage WHERE namespace = ?1 AND class = ?2 AND object = ?3 AND key = ?4",
+        )?;
+        keys.iter()
+            .map(|key| {
+                let value = statement
+                    .query_row(
+                        params![scope.namespace, scope.class, scope.id, key.as_bytes()],
+                        |row| row.get(0),
+                    )
+                    .optional()?;
+                Ok(value)
+            })
+            .collect()
+    }
+
+    /// Applies `write` in one transaction; with a `quota`, a write that
+    /// leaves the namespace storing more than before and more than the
+    /// quota is undone.
+    pub(crate) fn object_write(
+        &self,
+        scope: &ObjectScope,
+        write: &ObjectWrite,
+        quota: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let mut db = self.lock();
+        let tx = db.transaction()?;
+        let usage = |tx: &rusqlite::Transaction<'_>| -> Result<i64, StoreError> {
+            let used: Option<i64> = tx
+                .query_row(
+                    "SELECT bytes FROM do_usage WHERE namespace = ?1",
+                    params![scope.namespace],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            Ok(used.unwrap_or(0))
+        };
+        let before = usage(&tx)?;
+        if write.delete_all {
+            tx.execute(
+                "DELETE FROM do_storage WHERE namespace = ?1 AND class = ?2 AND object = ?3",
+                params![scope.namespace, scope.class, scope.id],
+            )?;
+        }
+        for (key, value) in &write.entries {
+            match value {
+                Some(value) => tx.execute(
+                    "INSERT INTO do_storage (namespace, class, object, key, value) VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (namespace, class, object, key) DO UPDATE SET value = excluded.value",
+                    params![scope.namespace, scope.class, scope.id, key.as_bytes(), value],
+                )?,
+                None => tx.execute(
+                    "DELETE FROM do_storage WHERE namespace = ?1 AND class = ?2 AND object = ?3 AND key = ?4",
+                    params![scope.namespace, scope.class, scope.id, key.as_bytes()],
+                )?,
+            };
+        }
+        if let Some(quota) = quota {
+            let after = usage(&tx)?;
+            if after > before && u64::try_from(after).unwrap_or(0) > quota {
+                // Dropping the transaction rolls the write back.
+                return Err(ObjectError::QuotaExceeded { quota }.into());
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub(crate) fn object_list(
+        &self,
+        scope: &ObjectScope,
+        options: &ObjectList,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let range = durable::Range::new(options);
+        let db = self.lock();
+        let sql = format!(
+            "SELECT key, value FROM do_storage
+             WHERE namespace = ?1 AND class = ?2 AND object = ?3
+               AND key >= ?4 AND (?5 IS NULL OR key < ?5)
+             ORDER BY key {} LIMIT ?6",
+            if range.reverse { "DESC" } else { "ASC" }
+        );
+        let mut statement = db.prepare_cached(&sql)?;
+        let rows = statement
+            .query_map(
+                params![
+                    scope.namespace,
+                    scope.class,
+                    scope.id,
+                    range.low,
+                    range.high,
+                    range.limit
+                ],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?
+            .collect::<Result<Vec<_>, _>>()?;
+        durable::entries(rows)
+    }
+
+    /// The object's alarm, in milliseconds since the epoch.
+    pub(crate) fn object_alarm(&self, scope: &ObjectScope) -> Result<Option<i64>, StoreError> {
+        let at = self
+            .lock()
+            .query_row(
+                "SELECT at FROM do_alarm WHERE namespace = ?1 AND class = ?2 AND object = ?3",
+                params![scope.namespace, scope.class, scope.id],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(at)
+    }
+
+    /// Sets (or, with `None`, deletes) the object's alarm.
+    pub(crate) fn set_object_alarm(
+        &self,
+        scope: &ObjectScope,
+        at: Option<i64>,
+    ) -> Result<(), StoreError> {
+        let db = self.lock();
+        match at {
+            Some(at) => db.execute(
+                "INSERT INTO do_alarm (namespace, class, object, at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (namespace, class, object) DO UPDATE SET at = excluded.at",
+                params![scope.namespace, scope.class, scope.id, at],
+            )?,
+            None => db.execute(
+                "DELETE FROM do_alarm WHERE namespace = ?1 AND class = ?2 AND object = ?3",
+                params![scope.namespace, scope.class, scope.id],
+            )?,
+        };
+        Ok(())
+    }
+
+    /// The alarms of `namespace` and `class`, soonest first.
+    pub(crate) fn object_alarms(
+        &self,
+        namespace: &str,
+        class: &str,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let db = self.lock();
+        let mut statement = db.prepare_cached(
+            "SELECT object, at FROM do_alarm WHERE namespace = ?1 AND class = ?2 ORDER BY at",
+        )?;
+        let rows = statement
+            .query_map(params![namespace, class], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+}
