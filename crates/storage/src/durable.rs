@@ -8,7 +8,6 @@
 //! JavaScript.
 
 pub mod limits;
-mod store;
 
 pub use limits::ObjectError;
 
@@ -100,20 +99,6 @@ impl Range {
             reverse: options.reverse,
         }
     }
-}
-
-/// Stored rows as listed entries; a key that is not UTF-8 means the store
-/// holds what this crate did not write.
-pub(crate) fn entries(
-    rows: Vec<(Vec<u8>, Vec<u8>)>,
-) -> Result<Vec<(String, Vec<u8>)>, crate::StoreError> {
-    rows.into_iter()
-        .map(|(key, value)| {
-            String::from_utf8(key)
-                .map(|key| (key, value))
-                .map_err(|_| crate::StoreError::Corrupt)
-        })
-        .collect()
 }
 
 #[cfg(test)]

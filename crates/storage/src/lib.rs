@@ -23,6 +23,7 @@ pub mod durable;
 mod error;
 pub mod kv;
 pub mod lru;
+mod object_store;
 mod postgres;
 mod sqlite;
 

@@ -70,7 +70,7 @@ impl Postgres {
                 .iter()
                 .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
                 .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
-            durable::entries(rows)
+            crate::object_store::entries(rows)
         })
         .await
     }

@@ -146,7 +146,7 @@ impl Sqlite {
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )?
             .collect::<Result<Vec<_>, _>>()?;
-        durable::entries(rows)
+        crate::object_store::entries(rows)
     }
 
     /// The object's alarm, in milliseconds since the epoch.

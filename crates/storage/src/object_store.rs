@@ -1,4 +1,6 @@
-//! [`Store`]'s Durable Object operations, on either backend.
+//! [`Store`]'s Durable Object operations, on either backend (beside
+//! `durable`, which only names what they take, so that `durable` and the
+//! store's error type do not import each other).
 
 use crate::durable::{ObjectList, ObjectScope, ObjectWrite, limits};
 use crate::{Backend, Store, StoreError, blocking};
@@ -91,6 +93,18 @@ impl Store {
             Backend::Postgres(db) => db.object_alarms(namespace, class).await,
         }
     }
+}
+
+/// Stored rows as listed entries; a key that is not UTF-8 means the store
+/// holds what this crate did not write.
+pub(crate) fn entries(rows: Vec<(Vec<u8>, Vec<u8>)>) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+    rows.into_iter()
+        .map(|(key, value)| {
+            String::from_utf8(key)
+                .map(|key| (key, value))
+                .map_err(|_| StoreError::Corrupt)
+        })
+        .collect()
 }
 
 #[cfg(test)]
