@@ -149,13 +149,13 @@ fn invalid_workers() -> Vec<Invalid> {
             spec: "script: 'x'\n  scriptFrom: {configMapKeyRef: {name: code, key: worker.js}}",
             expect: &[
                 "spec: Invalid value",
-                "exactly one of spec.script or spec.scriptFrom must be set",
+                "exactly one of spec.script or spec.scriptFrom must be set (or spec.bundle)",
             ],
         },
         Invalid {
             what: "neither script nor scriptFrom",
             spec: "routes: [{host: a.example.com}]",
-            expect: &["exactly one of spec.script or spec.scriptFrom must be set"],
+            expect: &["exactly one of spec.script or spec.scriptFrom must be set (or spec.bundle)"],
         },
         Invalid {
             what: "cpuMs below its minimum",

@@ -29,6 +29,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::PartialObjectMeta;
 
 use crate::Error;
+use crate::artifact::ArtifactCheck;
 use crate::bundle::{bundle_secret, digest};
 use crate::metrics::Outcome;
 use crate::resolve::{self, MissingReference, Sources};
@@ -42,6 +43,8 @@ use crate::status::{ConditionUpdate, DesiredStatus, Revisions, Shown, reason};
 pub struct Observed {
     /// The ConfigMaps and Secrets the Worker references, as read.
     pub sources: Sources,
+    /// The verdict on `spec.bundle`, when it has one.
+    pub artifact: Option<ArtifactCheck>,
     /// The routes it declares that other Workers hold, and who holds them.
     pub lost: Vec<(Route, Holder)>,
     /// The schedulable runtime nodes.
@@ -144,14 +147,31 @@ pub fn plan(
             ));
         }
     };
-    let kind = match admit(spec, &resolved.script) {
+    let artifact = match &observed.artifact {
+        None => None,
+        Some(ArtifactCheck::Valid(source)) => Some(source.clone()),
+        Some(ArtifactCheck::Refused { reason, message }) => {
+            let conditions =
+                invalid_conditions(reason, message.clone(), message.clone(), routes_condition);
+            return Ok(not_ready(
+                conditions,
+                shown,
+                settings.missing_reference_retry,
+            ));
+        }
+    };
+    let script = artifact.is_none().then_some(resolved.script.as_str());
+    let kind = match admit(spec, script) {
         Ok(kind) => kind,
         Err((reason, message, detail)) => {
             let conditions = invalid_conditions(reason, message, detail, routes_condition);
             return Ok(not_ready(conditions, shown, settings.resync));
         }
     };
-    let bundle = bundle_of(key, resolved, spec, routes.admitted.clone());
+    let mut bundle = bundle_of(key, resolved, spec, routes.admitted.clone());
+    if let Some(source) = artifact {
+        bundle = bundle.with_artifact(source);
+    }
     let mut steps = Vec::new();
     let secret = bundle_secret(&settings.namespace, key, &bundle)?;
     if !is_stored(&secret, &observed.bundles) {
@@ -192,15 +212,22 @@ pub fn plan(
 /// The script's kind, or why the Worker cannot become a bundle: its
 /// condition reason, message and detail. The webhook refuses bad settings
 /// already; a Worker applied without it is refused here, before any bundle
-/// is written.
-fn admit(spec: &WorkerSpec, script: &str) -> Result<ScriptKind, (&'static str, String, String)> {
-    let kind = script::check(script).map_err(|syntax| {
-        (
-            reason::SYNTAX_ERROR,
-            format!("the script does not parse: {syntax}"),
-            syntax.to_string(),
-        )
-    })?;
+/// is written. A bundle named by digest (`script` is `None`) was parsed
+/// when it was pulled (crate::artifact): its main is an ES module.
+fn admit(
+    spec: &WorkerSpec,
+    script: Option<&str>,
+) -> Result<ScriptKind, (&'static str, String, String)> {
+    let kind = match script {
+        None => ScriptKind::Module,
+        Some(script) => script::check(script).map_err(|syntax| {
+            (
+                reason::SYNTAX_ERROR,
+                format!("the script does not parse: {syntax}"),
+                syntax.to_string(),
+            )
+        })?,
+    };
     isolane_worker::compat::resolve(
         spec.compatibility_date.as_deref(),
         &spec.compatibility_flags,
@@ -582,6 +609,7 @@ mod tests {
 
     fn observed() -> Observed {
         Observed {
+            artifact: None,
             sources: Sources::default(),
             lost: Vec::new(),
             nodes: Arc::new(NodeSet::new(vec![Node::new("node-1", 2)])),

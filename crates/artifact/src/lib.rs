@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 mod cache;
+mod check;
 mod error;
 pub mod layout;
 mod limits;
@@ -27,6 +28,7 @@ mod reference;
 mod registry;
 
 pub use cache::Cache;
+pub use check::check_wasm;
 pub use error::Error;
 pub use layout::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, Packed, pack, unpack};
 pub use limits::ArtifactLimits;
