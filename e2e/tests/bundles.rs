@@ -263,6 +263,7 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
         before,
         "the shift caused a cold start"
     );
+    assert!(prewarms().await > prewarms_before, "v2 was not prewarmed");
     assert_ne!(v1, v2);
 
     // === 3. broken bundles are refused with the reason; v2 keeps serving ===

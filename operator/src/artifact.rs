@@ -27,6 +27,9 @@ use crate::{lock, script};
 /// Verdicts kept; past this, the memory is cleared.
 const REMEMBERED: usize = 1024;
 
+/// A bundle reference and the credentials (user, password) it was pulled with.
+type VerdictKey = (String, Option<(String, String)>);
+
 /// What the operator made of a Worker's `spec.bundle`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ArtifactCheck {
@@ -42,7 +45,7 @@ pub enum ArtifactCheck {
 /// Pulls and checks bundles for the reconciles.
 pub struct ArtifactChecker {
     registry: Registry,
-    verdicts: Mutex<HashMap<(String, Option<(String, String)>), ArtifactCheck>>,
+    verdicts: Mutex<HashMap<VerdictKey, ArtifactCheck>>,
 }
 
 impl std::fmt::Debug for ArtifactChecker {

@@ -68,7 +68,9 @@ impl std::fmt::Debug for Context {
 impl Context {
     /// Reads references through `client`, route claims from `index`,
     /// bundles from `bundles`, the node set from `nodes`; writes with
-    /// `executor`; reconciles wait for `synced` to turn true.
+    /// `executor`; reconciles wait for `synced` to turn true; `spec.bundle`
+    /// is checked with `artifacts`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         client: Client,
         settings: Settings,
