@@ -55,20 +55,7 @@ pub struct PushArgs {
 
 /// Pushes, then prints or applies the Worker.
 pub async fn run(args: PushArgs) -> anyhow::Result<()> {
-    let modules = match bundle::load(&args.path)? {
-        Code::Modules(modules) => modules,
-        Code::Script(script) => {
-            let name = args
-                .path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "main.js".to_owned());
-            Modules::new(
-                name.clone(),
-                vec![Module::new(name, ModuleKind::ESModule, script)],
-            )?
-        }
-    };
+    let modules = modules(&args.path)?;
     let host = args
         .repository
         .split('/')
@@ -114,6 +101,23 @@ pub async fn run(args: PushArgs) -> anyhow::Result<()> {
         print!("{}", serde_yaml::to_string(&worker)?);
     }
     Ok(())
+}
+
+/// The modules at `path`; a single script is one ES module.
+fn modules(path: &std::path::Path) -> anyhow::Result<Modules> {
+    Ok(match bundle::load(path)? {
+        Code::Modules(modules) => modules,
+        Code::Script(script) => {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "main.js".to_owned());
+            Modules::new(
+                name.clone(),
+                vec![Module::new(name, ModuleKind::ESModule, script)],
+            )?
+        }
+    })
 }
 
 /// The repository's last part, as a Worker name.

@@ -78,34 +78,11 @@ impl ArtifactChecker {
             Ok(bundle) => bundle,
             Err(error) => return Ok(Some(refused(&error))),
         };
-        let mut credentials = None;
-        for pull_secret in &spec.bundle_pull_secrets {
-            let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-            let secret = api.get_opt(&pull_secret.name).await.map_err(|source| {
-                crate::Error::GetReference {
-                    kind: "Secret",
-                    namespace: namespace.to_owned(),
-                    name: pull_secret.name.clone(),
-                    source: Box::new(source),
-                }
-            })?;
-            let Some(secret) = secret else {
-                return Ok(Some(ArtifactCheck::Refused {
-                    reason: reason::REFERENCE_NOT_FOUND,
-                    message: format!("pull secret {namespace}/{} not found", pull_secret.name),
-                }));
-            };
-            let json = secret
-                .data
-                .as_ref()
-                .and_then(|data| data.get(".dockerconfigjson"))
-                .map(|json| json.0.as_slice())
-                .unwrap_or_default();
-            if let Some(found) = Credentials::from_docker_config(json, bundle.registry()) {
-                credentials = Some(found);
-                break;
-            }
-        }
+        let credentials = match pull_credentials(client, namespace, spec, bundle.registry()).await?
+        {
+            Ok(credentials) => credentials,
+            Err(refusal) => return Ok(Some(refusal)),
+        };
         let key = (
             bundle.to_string(),
             credentials
@@ -144,6 +121,44 @@ impl ArtifactChecker {
         verdicts.insert(key, verdict.clone());
         Ok(Some(verdict))
     }
+}
+
+/// The credentials of the first pull secret with an entry for `registry`
+/// (none without one), or the refusal when a named secret is missing.
+async fn pull_credentials(
+    client: &Client,
+    namespace: &str,
+    spec: &WorkerSpec,
+    registry: &str,
+) -> Result<Result<Option<Credentials>, ArtifactCheck>, crate::Error> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    for pull_secret in &spec.bundle_pull_secrets {
+        let secret =
+            api.get_opt(&pull_secret.name)
+                .await
+                .map_err(|source| crate::Error::GetReference {
+                    kind: "Secret",
+                    namespace: namespace.to_owned(),
+                    name: pull_secret.name.clone(),
+                    source: Box::new(source),
+                })?;
+        let Some(secret) = secret else {
+            return Ok(Err(ArtifactCheck::Refused {
+                reason: reason::REFERENCE_NOT_FOUND,
+                message: format!("pull secret {namespace}/{} not found", pull_secret.name),
+            }));
+        };
+        let json = secret
+            .data
+            .as_ref()
+            .and_then(|data| data.get(".dockerconfigjson"))
+            .map(|json| json.0.as_slice())
+            .unwrap_or_default();
+        if let Some(found) = Credentials::from_docker_config(json, registry) {
+            return Ok(Ok(Some(found)));
+        }
+    }
+    Ok(Ok(None))
 }
 
 /// The main module parses as a module; the Wasm validates.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::Error;
-use crate::registry::sha256;
+use crate::digest::sha256;
 
 /// A directory of blobs named by digest, at most `max_bytes` in all.
 #[derive(Debug)]

@@ -21,6 +21,7 @@
 
 mod cache;
 mod check;
+mod digest;
 mod error;
 pub mod layout;
 mod limits;

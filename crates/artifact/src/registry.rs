@@ -15,8 +15,8 @@ use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
-use sha2::{Digest, Sha256};
 
+use crate::digest::{sha256, verify};
 use crate::layout::{self, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE};
 use crate::{ArtifactLimits, BundleRef, Cache, Error};
 
@@ -162,20 +162,7 @@ impl Registry {
         let target: Reference = repository
             .parse()
             .map_err(|_| bad("not a registry/repository[:tag] reference"))?;
-        let packed = layout::pack(modules);
-        if packed.layer.len() as u64 > self.limits.compressed_bytes {
-            return Err(Error::TooLarge {
-                reference: repository.to_owned(),
-                what: "the compressed layer",
-                actual: packed.layer.len() as u64,
-                limit: self.limits.compressed_bytes,
-            });
-        }
-        let layer = ImageLayer::new(packed.layer, LAYER_MEDIA_TYPE.to_owned(), None);
-        let config = Config::new(packed.config, CONFIG_MEDIA_TYPE.to_owned(), None);
-        let mut manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
-        manifest.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_owned());
-        manifest.artifact_type = Some(CONFIG_MEDIA_TYPE.to_owned());
+        let (layer, config, manifest) = artifact(modules, repository, &self.limits)?;
         // invariant: a manifest of strings and numbers always serialises.
         let body = serde_json::to_vec(&manifest).expect("invariant: the manifest serialises");
         let digest = sha256(&body);
@@ -221,25 +208,7 @@ impl Registry {
     ) -> Result<Pulled, Error> {
         let reference = bundle.to_string();
         let client = self.client()?;
-        let manifest_bytes = match cache.and_then(|c| c.get(bundle.digest())) {
-            Some(bytes) => bytes,
-            None => {
-                let auth = Credentials::auth(credentials);
-                let (bytes, _) = client
-                    .pull_manifest_raw(bundle.oci(), &auth, &[OCI_IMAGE_MEDIA_TYPE])
-                    .await
-                    .map_err(|e| map_error(&reference, e))?;
-                let bytes = bytes.to_vec();
-                check_size(
-                    &reference,
-                    "the manifest",
-                    bytes.len() as u64,
-                    ArtifactLimits::METADATA_BYTES,
-                )?;
-                verify(&reference, "the manifest", bundle.digest(), &bytes)?;
-                bytes
-            }
-        };
+        let manifest_bytes = self.manifest(&client, bundle, credentials, cache).await?;
         let manifest = parse_manifest(&reference, &manifest_bytes, &self.limits)?;
         let config = self
             .blob(
@@ -272,6 +241,34 @@ impl Registry {
             modules,
             compressed_bytes: layer.len() as u64,
         })
+    }
+
+    /// The manifest's bytes, verified, from the cache or the registry.
+    async fn manifest(
+        &self,
+        client: &Client,
+        bundle: &BundleRef,
+        credentials: Option<&Credentials>,
+        cache: Option<&Cache>,
+    ) -> Result<Vec<u8>, Error> {
+        if let Some(bytes) = cache.and_then(|c| c.get(bundle.digest())) {
+            return Ok(bytes);
+        }
+        let reference = bundle.to_string();
+        let auth = Credentials::auth(credentials);
+        let (bytes, _) = client
+            .pull_manifest_raw(bundle.oci(), &auth, &[OCI_IMAGE_MEDIA_TYPE])
+            .await
+            .map_err(|e| map_error(&reference, e))?;
+        let bytes = bytes.to_vec();
+        check_size(
+            &reference,
+            "the manifest",
+            bytes.len() as u64,
+            ArtifactLimits::METADATA_BYTES,
+        )?;
+        verify(&reference, "the manifest", bundle.digest(), &bytes)?;
+        Ok(bytes)
     }
 
     /// One blob, verified, from the cache or the registry.
@@ -324,6 +321,29 @@ impl Registry {
     }
 }
 
+/// The layer, config and manifest of `modules`' artifact, within `limits`.
+fn artifact(
+    modules: &Modules,
+    repository: &str,
+    limits: &ArtifactLimits,
+) -> Result<(ImageLayer, Config, OciImageManifest), Error> {
+    let packed = layout::pack(modules);
+    if packed.layer.len() as u64 > limits.compressed_bytes {
+        return Err(Error::TooLarge {
+            reference: repository.to_owned(),
+            what: "the compressed layer",
+            actual: packed.layer.len() as u64,
+            limit: limits.compressed_bytes,
+        });
+    }
+    let layer = ImageLayer::new(packed.layer, LAYER_MEDIA_TYPE.to_owned(), None);
+    let config = Config::new(packed.config, CONFIG_MEDIA_TYPE.to_owned(), None);
+    let mut manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
+    manifest.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_owned());
+    manifest.artifact_type = Some(CONFIG_MEDIA_TYPE.to_owned());
+    Ok((layer, config, manifest))
+}
+
 /// The manifest, if it is one of a bundle within the limits.
 fn parse_manifest(
     reference: &str,
@@ -372,23 +392,6 @@ fn check_size(reference: &str, what: &'static str, actual: u64, limit: u64) -> R
             what,
             actual,
             limit,
-        });
-    }
-    Ok(())
-}
-
-pub(crate) fn sha256(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
-}
-
-fn verify(reference: &str, what: &'static str, expected: &str, bytes: &[u8]) -> Result<(), Error> {
-    let actual = sha256(bytes);
-    if actual != expected {
-        return Err(Error::DigestMismatch {
-            reference: reference.to_owned(),
-            what,
-            expected: expected.to_owned(),
-            actual,
         });
     }
     Ok(())
