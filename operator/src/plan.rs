@@ -853,4 +853,67 @@ mod tests {
             "deleted only after the new one is written"
         );
     }
+
+    #[test]
+    fn a_bundle_by_digest_is_written_when_checked_and_refused_with_its_reason() {
+        let reference = format!("registry.example/apps/hello@sha256:{}", "a".repeat(64));
+        let mut spec = fixtures::spec(None, &["hello.example.com"]);
+        spec.bundle = Some(reference.clone());
+        let worker = fixtures::worker("apps", "hello", 1, spec);
+        let source = isolane_crds::ArtifactSource {
+            reference: reference.clone(),
+            username: Some("puller".into()),
+            password: Some("secret".into()),
+        };
+        let valid = Observed {
+            artifact: Some(ArtifactCheck::Valid(source.clone())),
+            ..observed()
+        };
+        let written = plan(&worker, &key(), &valid, &settings()).unwrap();
+        assert_eq!(written.outcome, Outcome::Ready);
+        let secret = applied(&written).expect("the bundle is applied");
+        let data = &secret.data.as_ref().unwrap()[isolane_crds::BUNDLE_KEY].0;
+        let bundle: Bundle = serde_json::from_slice(data).unwrap();
+        assert_eq!(bundle.artifact, Some(source.clone()));
+        assert!(bundle.script.is_empty() && bundle.modules.is_none());
+        // Another digest is another revision; the credentials are not part of it.
+        let other = Bundle::new(
+            bundle.worker_id.clone(),
+            String::new(),
+            Default::default(),
+            bundle.limits,
+            Vec::new(),
+        );
+        let one = other.clone().with_artifact(source.clone());
+        let rotated = other.clone().with_artifact(isolane_crds::ArtifactSource {
+            password: Some("rotated".into()),
+            ..source.clone()
+        });
+        let two = other.with_artifact(isolane_crds::ArtifactSource {
+            reference: reference.replace("@sha256:a", "@sha256:b"),
+            ..source
+        });
+        assert_eq!(one.revision, rotated.revision);
+        assert_ne!(one.revision, two.revision);
+
+        let refused = Observed {
+            artifact: Some(ArtifactCheck::Refused {
+                reason: reason::BUNDLE_INVALID,
+                message: "the bundle is refused (too_large): …".into(),
+            }),
+            ..observed()
+        };
+        let plan = plan(&worker, &key(), &refused, &settings()).unwrap();
+        assert_eq!(plan.outcome, Outcome::NotReady);
+        assert!(
+            applied(&plan).is_none(),
+            "a refused bundle is never written"
+        );
+        assert_eq!(plan.requeue, settings().missing_reference_retry);
+        let status = written_status(&plan);
+        assert_eq!(
+            condition(status, "Ready"),
+            ("False", reason::BUNDLE_INVALID)
+        );
+    }
 }
