@@ -158,6 +158,16 @@ fn invalid_workers() -> Vec<Invalid> {
             expect: &["exactly one of spec.script or spec.scriptFrom must be set (or spec.bundle)"],
         },
         Invalid {
+            what: "a bundle named by tag, not digest",
+            spec: "bundle: registry.example/apps/app:v1",
+            expect: &["spec.bundle", "should match"],
+        },
+        Invalid {
+            what: "a bundle beside an inline script",
+            spec: "SCRIPT\n  bundle: registry.example/apps/app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            expect: &["exactly one of spec.script or spec.scriptFrom must be set (or spec.bundle)"],
+        },
+        Invalid {
             what: "cpuMs below its minimum",
             spec: "SCRIPT\n  limits: {cpuMs: 0}",
             expect: &["spec.limits.cpuMs", "greater than or equal to 1"],
