@@ -214,6 +214,29 @@ deps_compat() {
     log "compat: node $(node --version), $("${dir}/node_modules/.bin/esbuild" --version | sed 's/^/esbuild /'), $("${dir}/node_modules/.bin/workerd" --version)"
 }
 
+# CNCF Distribution's registry v3.1.2, the tests' OCI registry for bundles
+# (isolane_testenv::Registry), built with `go install` from its Go module into
+# the cache as registry-v3.1.2 (about 7 minutes cold, mostly downloading
+# modules; a second run only checks `registry --version`).
+readonly REGISTRY_VERSION="v3.1.2"
+deps_registry() {
+    local bin="${ISOLANE_CACHE_DIR:-${HOME}/.cache/isolane}/bin"
+    local registry="${bin}/registry-${REGISTRY_VERSION}"
+    local module="github.com/distribution/distribution/v3"
+    if ! [[ -x "${registry}" && "$("${registry}" --version 2>/dev/null)" == *" ${REGISTRY_VERSION}" ]]; then
+        log "go install ${module}/cmd/registry@${REGISTRY_VERSION}"
+        local tmp
+        tmp="$(mktemp -d)"
+        mkdir -p "${bin}"
+        GOBIN="${tmp}" GOSUMDB=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 \
+            go install -trimpath -ldflags "-s -w -X ${module}/version.version=${REGISTRY_VERSION}" \
+            "${module}/cmd/registry@${REGISTRY_VERSION}"
+        mv -f "${tmp}/registry" "${registry}"
+        rmdir "${tmp}"
+    fi
+    log "$("${registry}" --version)"
+}
+
 # cargo-deny, for the dependency policy in deny.toml (`make deny`): built
 # from crates.io once, kept in cargo's bin folder.
 CARGO_DENY_VERSION=0.20.2
@@ -235,6 +258,7 @@ main() {
     deps_kube_node
     deps_kubectl
     deps_helm
+    deps_registry
     deps_prometheus
     deps_compat
     deps_containers

@@ -4,6 +4,7 @@
 
 mod bundle;
 mod dev;
+mod push;
 mod tail;
 
 use std::process::ExitCode;
@@ -33,6 +34,10 @@ struct Cli {
 enum Command {
     /// Serve a worker file (or a folder of Worker YAML) on a local port.
     Dev(dev::DevArgs),
+    /// Push a Worker's code (a main module and its imports, or wrangler's
+    /// output folder) to an OCI registry and print the Worker that names
+    /// it by digest (docs/bundles.md).
+    Push(push::PushArgs),
     /// Stream a Worker's invocations and console lines from a cluster, with
     /// your kubeconfig's credentials (docs/tail.md).
     Tail(tail::TailArgs),
@@ -46,25 +51,8 @@ fn main() -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     }
     match cli.command {
-        Command::Tail(args) => {
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime,
-                Err(error) => {
-                    tracing::error!(%error, "could not start");
-                    return ExitCode::FAILURE;
-                }
-            };
-            match runtime.block_on(tail::run(args)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    eprintln!("isolane tail: {error:#}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
+        Command::Push(args) => block_on("push", push::run(args)),
+        Command::Tail(args) => block_on("tail", tail::run(args)),
         Command::Dev(args) => {
             let config = match dev::DevConfig::from_args(args) {
                 Ok(config) => config,
@@ -80,6 +68,31 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+/// Runs a command's future on a current-thread runtime: its errors print
+/// as `isolane <name>: …` and exit 1.
+fn block_on(
+    name: &str,
+    command: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            tracing::error!(%error, "could not start");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("isolane {name}: {error:#}");
+            ExitCode::FAILURE
         }
     }
 }

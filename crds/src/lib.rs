@@ -27,13 +27,14 @@ pub use resolve::{KeyReference, ObjectKind, Resolved, resolve};
 // The Worker's vocabulary without Kubernetes (`isolane-worker`), here too
 // because the resource is made of it.
 pub use isolane_worker::{
-    BUNDLE_KEY, BUNDLE_LABEL, Binding, BindingError, Bundle, BundleSecret, DIGEST_ANNOTATION,
-    LimitError, Limits, REVISION_ANNOTATION, Route, SecretError, WORKER_ID_ANNOTATION,
+    ArtifactSource, BUNDLE_KEY, BUNDLE_LABEL, Binding, BindingError, Bundle, BundleSecret,
+    DIGEST_ANNOTATION, LimitError, Limits, REVISION_ANNOTATION, Route, SecretError,
+    WORKER_ID_ANNOTATION,
 };
 pub use worker::{
-    ConfigMapKeyRef, CronRun, CronStatus, Egress, EnvValueFrom, EnvVar, ReplicaPlacement,
-    RevisionStatus, ScriptFrom, SecretKeyRef, TrafficStatus, TrafficTarget, Triggers,
-    VersionAffinity, Worker, WorkerSpec, WorkerStatus,
+    ConfigMapKeyRef, CronRun, CronStatus, Egress, EnvValueFrom, EnvVar, PullSecretRef,
+    ReplicaPlacement, RevisionStatus, ScriptFrom, SecretKeyRef, TrafficStatus, TrafficTarget,
+    Triggers, VersionAffinity, Worker, WorkerSpec, WorkerStatus,
 };
 
 /// The API group of every Isolane resource.

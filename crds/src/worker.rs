@@ -58,8 +58,8 @@ use crate::{Binding, Limits, Route};
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "has(self.script) != has(self.scriptFrom)",
-        "message": "exactly one of spec.script or spec.scriptFrom must be set"
+        "rule": "[has(self.script), has(self.scriptFrom), has(self.bundle)].filter(x, x).size() == 1",
+        "message": "exactly one of spec.script or spec.scriptFrom must be set (or spec.bundle)"
     }
 ]))]
 pub struct WorkerSpec {
@@ -73,6 +73,24 @@ pub struct WorkerSpec {
     /// Where to read the worker's code from, instead of inline `script`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script_from: Option<ScriptFrom>,
+
+    /// The worker's code as a bundle of modules pushed to an OCI registry
+    /// (`isolane push`), named by digest: `registry.example/ns/app@sha256:<64 hex>`.
+    /// A tag alone is refused, so every node runs the same bytes. Instead of
+    /// `script` and `scriptFrom`. At most 16 MiB compressed and 64 MiB
+    /// uncompressed. See docs/bundles.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512))]
+    #[schemars(regex(pattern = r"^[^@/]+/[^@]+@sha256:[0-9a-f]{64}$"))]
+    pub bundle: Option<String>,
+
+    /// Secrets in the Worker's namespace (type `kubernetes.io/dockerconfigjson`,
+    /// as made by `kubectl create secret docker-registry`) holding credentials
+    /// for `bundle`'s registry; the first with an entry for that registry is
+    /// used. Empty: the bundle is pulled anonymously.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub bundle_pull_secrets: Vec<PullSecretRef>,
 
     /// Bindings exposed to the handler as `env`: each a literal value or a key of a
     /// Secret or ConfigMap in the Worker's namespace. Names are unique.
@@ -256,6 +274,14 @@ pub struct VersionAffinity {
         regex(pattern = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
     )]
     pub cookie: Option<String>,
+}
+
+/// A Secret in the Worker's namespace, by name.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct PullSecretRef {
+    /// Name of the Secret.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
 }
 
 /// A source for the worker's code.

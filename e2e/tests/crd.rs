@@ -149,13 +149,23 @@ fn invalid_workers() -> Vec<Invalid> {
             spec: "script: 'x'\n  scriptFrom: {configMapKeyRef: {name: code, key: worker.js}}",
             expect: &[
                 "spec: Invalid value",
-                "exactly one of spec.script or spec.scriptFrom must be set",
+                "exactly one of spec.script or spec.scriptFrom must be set (or spec.bundle)",
             ],
         },
         Invalid {
             what: "neither script nor scriptFrom",
             spec: "routes: [{host: a.example.com}]",
-            expect: &["exactly one of spec.script or spec.scriptFrom must be set"],
+            expect: &["exactly one of spec.script or spec.scriptFrom must be set (or spec.bundle)"],
+        },
+        Invalid {
+            what: "a bundle named by tag, not digest",
+            spec: "bundle: registry.example/apps/app:v1",
+            expect: &["spec.bundle", "should match"],
+        },
+        Invalid {
+            what: "a bundle beside an inline script",
+            spec: "SCRIPT\n  bundle: registry.example/apps/app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            expect: &["exactly one of spec.script or spec.scriptFrom must be set (or spec.bundle)"],
         },
         Invalid {
             what: "cpuMs below its minimum",

@@ -45,6 +45,8 @@ pub const ENV_RESYNC: &str = "ISOLANE_RESYNC";
 pub const ENV_RESERVED_HOSTS: &str = "ISOLANE_RESERVED_HOSTS";
 /// How long a host stays its namespace's after its last Worker on it goes.
 pub const ENV_HOST_RELEASE_GRACE: &str = "ISOLANE_HOST_RELEASE_GRACE";
+/// Registries (host or host:port) reached over plain HTTP rather than HTTPS.
+pub const ENV_PLAIN_HTTP_REGISTRIES: &str = "ISOLANE_PLAIN_HTTP_REGISTRIES";
 
 /// The operator's flags.
 #[derive(Clone, Debug, Parser)]
@@ -126,6 +128,12 @@ pub struct Args {
     /// unless an admin releases it (docs/operator.md).
     #[arg(long, env = ENV_HOST_RELEASE_GRACE, default_value = "24h", value_parser = parse_duration)]
     pub host_release_grace: Duration,
+
+    /// A registry (host or host:port) whose bundles are pulled over plain
+    /// HTTP rather than HTTPS, for a registry on loopback; repeat the flag
+    /// or separate with commas. Runtime nodes take the same.
+    #[arg(long = "plain-http-registry", env = ENV_PLAIN_HTTP_REGISTRIES, value_delimiter = ',')]
+    pub plain_http_registries: Vec<String>,
 
     /// The KV store's database: the operator applies its schema migrations
     /// at start (runtime nodes only check them).
@@ -214,6 +222,8 @@ pub struct Config {
     pub host_release_grace: Duration,
     /// The KV store, whose schema the operator migrates at start.
     pub storage: Option<isolane_storage::PostgresSettings>,
+    /// Registries reached over plain HTTP.
+    pub plain_http_registries: Vec<String>,
 }
 
 impl Args {
@@ -283,6 +293,7 @@ impl Args {
             reserved_hosts: self.reserved_hosts.clone(),
             host_release_grace: self.host_release_grace,
             storage: self.storage.settings(),
+            plain_http_registries: self.plain_http_registries.clone(),
         })
     }
 }

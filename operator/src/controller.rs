@@ -25,6 +25,7 @@ use kube::{Api, Client};
 use tokio::sync::{Notify, watch};
 use tracing::{debug, info, warn};
 
+use crate::artifact::ArtifactChecker;
 use crate::bundle::bundle_owner;
 use crate::config::Config;
 use crate::executor::Executor;
@@ -85,6 +86,13 @@ pub async fn run(
     );
     let synced = watches.synced();
     let (caches_synced_tx, caches_synced) = watch::channel(false);
+    let artifacts = match ArtifactChecker::new(config.plain_http_registries.clone()) {
+        Ok(artifacts) => Arc::new(artifacts),
+        Err(error) => {
+            warn!(%error, "cannot make the registry client for bundles");
+            return;
+        }
+    };
     let context = context(
         client,
         config,
@@ -93,6 +101,7 @@ pub async fn run(
         nodes.set,
         metrics,
         caches_synced,
+        artifacts,
     );
     let triggers = Triggers {
         owner_changes: owners.changes,
@@ -159,7 +168,9 @@ fn nodes(client: &Client, config: &Config) -> Nodes<impl Future<Output = ()> + u
 }
 
 /// What every reconcile shares: the API, the operator's settings, the
-/// index, the bundle cache, the node set and the executor of its writes.
+/// index, the bundle cache, the node set, the executor of its writes and
+/// the bundle checker.
+#[allow(clippy::too_many_arguments)]
 fn context(
     client: Client,
     config: &Config,
@@ -168,6 +179,7 @@ fn context(
     nodes: watch::Receiver<Arc<NodeSet>>,
     metrics: Arc<Metrics>,
     caches_synced: watch::Receiver<bool>,
+    artifacts: Arc<ArtifactChecker>,
 ) -> Arc<Context> {
     let executor = Executor::new(
         client.clone(),
@@ -188,6 +200,7 @@ fn context(
         nodes,
         executor,
         caches_synced,
+        artifacts,
     ))
 }
 

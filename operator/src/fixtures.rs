@@ -9,6 +9,8 @@ use k8s_openapi::jiff::Timestamp;
 pub fn spec(script: Option<&str>, hosts: &[&str]) -> WorkerSpec {
     WorkerSpec {
         script: script.map(str::to_owned),
+        bundle: None,
+        bundle_pull_secrets: Vec::new(),
         script_from: None,
         env: vec![],
         bindings: vec![],

@@ -263,6 +263,8 @@ mod tests {
     fn worker(name: &str, created: i64, hosts: &[&str]) -> Worker {
         let spec = WorkerSpec {
             script: None,
+            bundle: None,
+            bundle_pull_secrets: Vec::new(),
             script_from: Some(ScriptFrom {
                 config_map_key_ref: ConfigMapKeyRef {
                     name: format!("{name}-code"),

@@ -15,6 +15,7 @@
 //! as the router does.
 #![forbid(unsafe_code)]
 
+pub mod artifact;
 pub mod bundle;
 pub mod config;
 pub mod controller;

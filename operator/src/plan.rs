@@ -29,6 +29,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::PartialObjectMeta;
 
 use crate::Error;
+use crate::artifact::ArtifactCheck;
 use crate::bundle::{bundle_secret, digest};
 use crate::metrics::Outcome;
 use crate::resolve::{self, MissingReference, Sources};
@@ -42,6 +43,8 @@ use crate::status::{ConditionUpdate, DesiredStatus, Revisions, Shown, reason};
 pub struct Observed {
     /// The ConfigMaps and Secrets the Worker references, as read.
     pub sources: Sources,
+    /// The verdict on `spec.bundle`, when it has one.
+    pub artifact: Option<ArtifactCheck>,
     /// The routes it declares that other Workers hold, and who holds them.
     pub lost: Vec<(Route, Holder)>,
     /// The schedulable runtime nodes.
@@ -144,14 +147,31 @@ pub fn plan(
             ));
         }
     };
-    let kind = match admit(spec, &resolved.script) {
+    let artifact = match &observed.artifact {
+        None => None,
+        Some(ArtifactCheck::Valid(source)) => Some(source.clone()),
+        Some(ArtifactCheck::Refused { reason, message }) => {
+            let conditions =
+                invalid_conditions(reason, message.clone(), message.clone(), routes_condition);
+            return Ok(not_ready(
+                conditions,
+                shown,
+                settings.missing_reference_retry,
+            ));
+        }
+    };
+    let script = artifact.is_none().then_some(resolved.script.as_str());
+    let kind = match admit(spec, script) {
         Ok(kind) => kind,
         Err((reason, message, detail)) => {
             let conditions = invalid_conditions(reason, message, detail, routes_condition);
             return Ok(not_ready(conditions, shown, settings.resync));
         }
     };
-    let bundle = bundle_of(key, resolved, spec, routes.admitted.clone());
+    let mut bundle = bundle_of(key, resolved, spec, routes.admitted.clone());
+    if let Some(source) = artifact {
+        bundle = bundle.with_artifact(source);
+    }
     let mut steps = Vec::new();
     let secret = bundle_secret(&settings.namespace, key, &bundle)?;
     if !is_stored(&secret, &observed.bundles) {
@@ -192,15 +212,22 @@ pub fn plan(
 /// The script's kind, or why the Worker cannot become a bundle: its
 /// condition reason, message and detail. The webhook refuses bad settings
 /// already; a Worker applied without it is refused here, before any bundle
-/// is written.
-fn admit(spec: &WorkerSpec, script: &str) -> Result<ScriptKind, (&'static str, String, String)> {
-    let kind = script::check(script).map_err(|syntax| {
-        (
-            reason::SYNTAX_ERROR,
-            format!("the script does not parse: {syntax}"),
-            syntax.to_string(),
-        )
-    })?;
+/// is written. A bundle named by digest (`script` is `None`) was parsed
+/// when it was pulled (crate::artifact): its main is an ES module.
+fn admit(
+    spec: &WorkerSpec,
+    script: Option<&str>,
+) -> Result<ScriptKind, (&'static str, String, String)> {
+    let kind = match script {
+        None => ScriptKind::Module,
+        Some(script) => script::check(script).map_err(|syntax| {
+            (
+                reason::SYNTAX_ERROR,
+                format!("the script does not parse: {syntax}"),
+                syntax.to_string(),
+            )
+        })?,
+    };
     isolane_worker::compat::resolve(
         spec.compatibility_date.as_deref(),
         &spec.compatibility_flags,
@@ -582,6 +609,7 @@ mod tests {
 
     fn observed() -> Observed {
         Observed {
+            artifact: None,
             sources: Sources::default(),
             lost: Vec::new(),
             nodes: Arc::new(NodeSet::new(vec![Node::new("node-1", 2)])),
@@ -823,6 +851,69 @@ mod tests {
         assert!(
             apply < first_delete,
             "deleted only after the new one is written"
+        );
+    }
+
+    #[test]
+    fn a_bundle_by_digest_is_written_when_checked_and_refused_with_its_reason() {
+        let reference = format!("registry.example/apps/hello@sha256:{}", "a".repeat(64));
+        let mut spec = fixtures::spec(None, &["hello.example.com"]);
+        spec.bundle = Some(reference.clone());
+        let worker = fixtures::worker("apps", "hello", 1, spec);
+        let source = isolane_crds::ArtifactSource {
+            reference: reference.clone(),
+            username: Some("puller".into()),
+            password: Some("secret".into()),
+        };
+        let valid = Observed {
+            artifact: Some(ArtifactCheck::Valid(source.clone())),
+            ..observed()
+        };
+        let written = plan(&worker, &key(), &valid, &settings()).unwrap();
+        assert_eq!(written.outcome, Outcome::Ready);
+        let secret = applied(&written).expect("the bundle is applied");
+        let data = &secret.data.as_ref().unwrap()[isolane_crds::BUNDLE_KEY].0;
+        let bundle: Bundle = serde_json::from_slice(data).unwrap();
+        assert_eq!(bundle.artifact, Some(source.clone()));
+        assert!(bundle.script.is_empty() && bundle.modules.is_none());
+        // Another digest is another revision; the credentials are not part of it.
+        let other = Bundle::new(
+            bundle.worker_id.clone(),
+            String::new(),
+            Default::default(),
+            bundle.limits,
+            Vec::new(),
+        );
+        let one = other.clone().with_artifact(source.clone());
+        let rotated = other.clone().with_artifact(isolane_crds::ArtifactSource {
+            password: Some("rotated".into()),
+            ..source.clone()
+        });
+        let two = other.with_artifact(isolane_crds::ArtifactSource {
+            reference: reference.replace("@sha256:a", "@sha256:b"),
+            ..source
+        });
+        assert_eq!(one.revision, rotated.revision);
+        assert_ne!(one.revision, two.revision);
+
+        let refused = Observed {
+            artifact: Some(ArtifactCheck::Refused {
+                reason: reason::BUNDLE_INVALID,
+                message: "the bundle is refused (too_large): …".into(),
+            }),
+            ..observed()
+        };
+        let plan = plan(&worker, &key(), &refused, &settings()).unwrap();
+        assert_eq!(plan.outcome, Outcome::NotReady);
+        assert!(
+            applied(&plan).is_none(),
+            "a refused bundle is never written"
+        );
+        assert_eq!(plan.requeue, settings().missing_reference_retry);
+        let status = written_status(&plan);
+        assert_eq!(
+            condition(status, "Ready"),
+            ("False", reason::BUNDLE_INVALID)
         );
     }
 }

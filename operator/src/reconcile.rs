@@ -32,6 +32,7 @@ use kube::{Api, Client};
 use tokio::sync::watch;
 use tracing::{Instrument, debug, info_span, warn};
 
+use crate::artifact::ArtifactChecker;
 use crate::executor::Executor;
 use crate::index::WorkerIndex;
 use crate::metrics::Outcome;
@@ -52,6 +53,8 @@ pub struct Context {
     synced: watch::Receiver<bool>,
     /// Consecutive failures, by Worker.
     failures: Mutex<HashMap<WorkerKey, u32>>,
+    /// Pulls and checks `spec.bundle`.
+    artifacts: Arc<ArtifactChecker>,
 }
 
 impl std::fmt::Debug for Context {
@@ -65,7 +68,9 @@ impl std::fmt::Debug for Context {
 impl Context {
     /// Reads references through `client`, route claims from `index`,
     /// bundles from `bundles`, the node set from `nodes`; writes with
-    /// `executor`; reconciles wait for `synced` to turn true.
+    /// `executor`; reconciles wait for `synced` to turn true; `spec.bundle`
+    /// is checked with `artifacts`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         client: Client,
         settings: Settings,
@@ -74,6 +79,7 @@ impl Context {
         nodes: watch::Receiver<Arc<NodeSet>>,
         executor: Executor,
         synced: watch::Receiver<bool>,
+        artifacts: Arc<ArtifactChecker>,
     ) -> Self {
         Self {
             client,
@@ -84,6 +90,7 @@ impl Context {
             executor,
             synced,
             failures: Mutex::new(HashMap::new()),
+            artifacts,
         }
     }
 
@@ -165,12 +172,17 @@ async fn apply(
 /// What the plan needs: the references read now, and the caches' state.
 async fn observe(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<Observed, Error> {
     let sources = resolve::fetch(&context.client, &key.namespace, &worker.spec).await?;
+    let artifact = context
+        .artifacts
+        .check(&context.client, &key.namespace, &worker.spec)
+        .await?;
     let lost = worker
         .claim()
         .map(|claim| lock(&context.index).routes().lost(&claim))
         .unwrap_or_default();
     Ok(Observed {
         sources,
+        artifact,
         lost,
         nodes: Arc::clone(&context.nodes.borrow()),
         bundles: context.bundles.state(),

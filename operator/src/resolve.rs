@@ -139,6 +139,8 @@ mod tests {
     fn spec() -> WorkerSpec {
         WorkerSpec {
             script: None,
+            bundle: None,
+            bundle_pull_secrets: Vec::new(),
             script_from: Some(ScriptFrom {
                 config_map_key_ref: ConfigMapKeyRef {
                     name: "code".into(),

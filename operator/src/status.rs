@@ -7,7 +7,7 @@
 //! | type | status | reason |
 //! | --- | --- | --- |
 //! | `Ready` | True | [`reason::BUNDLE_READY`] |
-//! | `Ready` | False | [`reason::REFERENCE_NOT_FOUND`], [`reason::SYNTAX_ERROR`], [`reason::INVALID_COMPATIBILITY`], [`reason::INVALID_BINDINGS`], [`reason::ROUTES_CONFLICTED`] |
+//! | `Ready` | False | [`reason::REFERENCE_NOT_FOUND`], [`reason::SYNTAX_ERROR`], [`reason::INVALID_COMPATIBILITY`], [`reason::INVALID_BINDINGS`], [`reason::BUNDLE_INVALID`], [`reason::ROUTES_CONFLICTED`] |
 //! | `ScriptValid` | True | [`reason::PARSED`] |
 //! | `ScriptValid` | False | [`reason::SYNTAX_ERROR`], [`reason::INVALID_COMPATIBILITY`], [`reason::INVALID_BINDINGS`] |
 //! | `ScriptValid` | Unknown | [`reason::REFERENCE_NOT_FOUND`] |
@@ -34,6 +34,9 @@ pub mod reason {
     pub const INVALID_COMPATIBILITY: &str = "InvalidCompatibility";
     /// `spec.bindings` are refused (`isolane_worker::check_bindings`).
     pub const INVALID_BINDINGS: &str = "InvalidBindings";
+    /// `spec.bundle` cannot be pulled or is not a bundle (too large, a
+    /// digest mismatch, malformed, invalid WebAssembly, unauthorized…).
+    pub const BUNDLE_INVALID: &str = "BundleInvalid";
     /// Ready=False: every route of the Worker is held by an older Worker.
     pub const ROUTES_CONFLICTED: &str = "RoutesConflicted";
     /// ScriptValid=True.

@@ -37,6 +37,7 @@ fn config() -> Config {
         resync: Duration::from_secs(600),
         reserved_hosts: Vec::new(),
         host_release_grace: std::time::Duration::from_secs(24 * 3600),
+        plain_http_registries: Vec::new(),
         storage: None,
     }
 }

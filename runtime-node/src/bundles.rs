@@ -10,6 +10,7 @@
 //! not; only writers take a lock). A request for a revision not seen yet waits on a `watch` channel that
 //! every change bumps — woken by the watch, never polling — up to a bound.
 
+mod pull;
 mod watch;
 
 use std::collections::VecDeque;
@@ -24,6 +25,7 @@ use tokio::sync::watch as channel;
 
 use crate::error::Error;
 
+pub use pull::Puller;
 pub use watch::{BundleError, parse_secret, watch_bundles};
 
 /// Worker id → revisions, and Secret name → worker id (for deletions).

@@ -5,6 +5,7 @@ pub use isolane_telemetry::parse_duration;
 use isolane_telemetry::{is_dns_label, is_dns_subdomain};
 use std::fmt;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use isolane_engine::{EngineConfig, PoolMode};
@@ -68,6 +69,12 @@ pub const WEBSOCKET_DRAIN_GRACE_ENV: &str = "ISOLANE_WEBSOCKET_DRAIN_GRACE";
 pub const REVISION_WAIT_ENV: &str = "ISOLANE_REVISION_WAIT";
 /// Env var for `--bundle-revisions`.
 pub const BUNDLE_REVISIONS_ENV: &str = "ISOLANE_BUNDLE_REVISIONS";
+/// Env var for `--bundle-cache-dir`.
+pub const BUNDLE_CACHE_DIR_ENV: &str = "ISOLANE_BUNDLE_CACHE_DIR";
+/// Env var for `--bundle-cache-mib`.
+pub const BUNDLE_CACHE_MIB_ENV: &str = "ISOLANE_BUNDLE_CACHE_MIB";
+/// Env var for `--plain-http-registry`.
+pub const PLAIN_HTTP_REGISTRIES_ENV: &str = "ISOLANE_PLAIN_HTTP_REGISTRIES";
 
 /// The namespace a node watches for bundles and writes its Lease in.
 pub const DEFAULT_NAMESPACE: &str = "isolane-system";
@@ -243,6 +250,22 @@ pub struct Args {
     #[arg(long, env = BUNDLE_REVISIONS_ENV, default_value_t = 3)]
     pub bundle_revisions: usize,
 
+    /// Where bundles pulled from registries (`spec.bundle`) are kept, by
+    /// digest (default: `isolane-bundles` in the temporary directory).
+    #[arg(long, env = BUNDLE_CACHE_DIR_ENV)]
+    pub bundle_cache_dir: Option<PathBuf>,
+
+    /// At most this many MiB of pulled bundles on disk; the least recently
+    /// used go first.
+    #[arg(long, env = BUNDLE_CACHE_MIB_ENV, default_value_t = 1024)]
+    pub bundle_cache_mib: u64,
+
+    /// A registry (host or host:port) pulled from over plain HTTP rather
+    /// than HTTPS, for a registry on loopback; repeat the flag or separate
+    /// with commas. The operator takes the same.
+    #[arg(long = "plain-http-registry", env = PLAIN_HTTP_REGISTRIES_ENV, value_delimiter = ',')]
+    pub plain_http_registries: Vec<String>,
+
     #[command(flatten)]
     pub grpc_tls: MtlsArgs,
 
@@ -273,9 +296,29 @@ pub struct Config {
     pub websocket_drain_grace: Duration,
     pub revision_wait: Duration,
     pub bundle_revisions: usize,
+    /// Where and how pulled bundles are kept.
+    pub artifacts: ArtifactSettings,
     pub admin_addr: SocketAddr,
     /// mTLS for the gRPC listeners (or plaintext with `--insecure-grpc`).
     pub grpc_security: GrpcSecurity,
+}
+
+/// Bundles named by digest: the disk cache and the registries over HTTP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactSettings {
+    pub cache_dir: PathBuf,
+    pub cache_bytes: u64,
+    pub plain_http: Vec<String>,
+}
+
+impl Default for ArtifactSettings {
+    fn default() -> Self {
+        Self {
+            cache_dir: std::env::temp_dir().join("isolane-bundles"),
+            cache_bytes: 1 << 30,
+            plain_http: Vec::new(),
+        }
+    }
 }
 
 /// Why the flags do not make a configuration.
@@ -461,6 +504,13 @@ impl Args {
             websocket_drain_grace: self.websocket_drain_grace.min(self.drain_timeout),
             revision_wait: self.revision_wait,
             bundle_revisions: self.bundle_revisions,
+            artifacts: ArtifactSettings {
+                cache_dir: self
+                    .bundle_cache_dir
+                    .unwrap_or_else(|| ArtifactSettings::default().cache_dir),
+                cache_bytes: self.bundle_cache_mib.saturating_mul(1 << 20),
+                plain_http: self.plain_http_registries,
+            },
             admin_addr: self.admin.admin_addr,
             grpc_security,
         })
@@ -637,6 +687,9 @@ mod tests {
             WEBSOCKET_DRAIN_GRACE_ENV,
             REVISION_WAIT_ENV,
             BUNDLE_REVISIONS_ENV,
+            BUNDLE_CACHE_DIR_ENV,
+            BUNDLE_CACHE_MIB_ENV,
+            PLAIN_HTTP_REGISTRIES_ENV,
             isolane_proto::mtls::TLS_CERT_ENV,
             isolane_proto::mtls::TLS_KEY_ENV,
             isolane_proto::mtls::TLS_CA_ENV,

@@ -236,7 +236,7 @@ const BUNDLE_EVENTS: Metric = Metric::new(
 
 const BUNDLE_ERRORS: Metric = Metric::new(
     "isolane_node_bundle_errors_total",
-    "Malformed bundle Secrets ignored, by reason.",
+    "Bundle Secrets ignored (malformed, or their artifact could not be pulled), by reason.",
     &["reason"],
 );
 

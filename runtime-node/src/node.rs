@@ -31,7 +31,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::admission::Admission;
-use crate::bundles::{BundleIndex, watch_bundles};
+use crate::bundles::{BundleIndex, Puller, watch_bundles};
 use crate::config::Config;
 use crate::listeners::{BindError, Listeners, Serving};
 use crate::membership::Heartbeat;
@@ -56,6 +56,8 @@ pub enum StartError {
     Serve(#[source] std::io::Error),
     #[error("router↔node TLS")]
     Tls(#[source] mtls::MtlsError),
+    #[error("the registry client for bundles")]
+    Registry(#[source] isolane_artifact::Error),
 }
 
 impl StartError {
@@ -66,6 +68,7 @@ impl StartError {
             StartError::Bind(_) => "bind",
             StartError::Serve(_) => "serve",
             StartError::Tls(_) => "tls",
+            StartError::Registry(_) => "registry",
         }
     }
 }
@@ -139,11 +142,13 @@ impl Node {
         let admin = tokio::spawn(admin.serve(stop_admin.clone().cancelled_owned()));
 
         let bundles = Arc::new(BundleIndex::new(config.bundle_revisions));
+        let puller = Arc::new(Puller::new(&config.artifacts).map_err(StartError::Registry)?);
         let watch = tokio::spawn(watch_bundles(
             client.clone(),
             config.namespace.clone(),
             bundles.clone(),
             metrics.clone(),
+            puller,
         ));
 
         let retire = tokio::spawn(crate::retire::retire_deleted(

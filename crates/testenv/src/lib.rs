@@ -11,7 +11,8 @@
 //!
 //! Without a cluster, it is also the tests' support: [`wait_until`] (the one
 //! deadline poll), [`Process`] (the one process supervisor) and the test PKI
-//! ([`TestCa`]) and a throwaway PostgreSQL server ([`Postgres`]). What the e2e
+//! ([`TestCa`]), a throwaway PostgreSQL server ([`Postgres`]) and an OCI
+//! registry ([`Registry`]). What the e2e
 //! tests and the benchmarks share lives here too:
 //! [`workers`] (Workers, bundles and conditions through the API),
 //! [`grpc_tls`] (the router↔node PKI as flags), [`http_probe`] (a GET for
@@ -49,6 +50,7 @@ mod pki;
 mod port;
 mod postgres;
 mod process;
+mod registry;
 pub mod workerd;
 pub mod workers;
 
@@ -76,6 +78,7 @@ pub use pki::{GrpcPkiFiles, Leaf, TestCa, TestCert, Usage, write_grpc as write_g
 pub use port::free_port;
 pub use postgres::Postgres;
 pub use process::Process;
+pub use registry::{REGISTRY_VERSION, Registry};
 
 use local::LocalCluster;
 

@@ -52,6 +52,8 @@ pub fn inline_worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
         name,
         WorkerSpec {
             script: Some(script.to_owned()),
+            bundle: None,
+            bundle_pull_secrets: Vec::new(),
             script_from: None,
             env: Vec::new(),
             bindings: Vec::new(),

@@ -58,6 +58,34 @@ pub struct Bundle {
     /// [`crate::check_bindings`]); part of the revision.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bindings: Vec<Binding>,
+    /// `spec.bundle`: the Worker's modules are an OCI artifact named by
+    /// digest, which the node pulls (with these credentials), verifies and
+    /// caches; `script` and `modules` are then empty in the Secret. The
+    /// reference is part of the revision; the credentials are not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<ArtifactSource>,
+}
+
+/// Where a bundle's modules are pulled from: a reference by digest, and
+/// the credentials the Worker's pull secret holds for its registry.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactSource {
+    /// `registry/repository@sha256:<hex>`.
+    pub reference: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+}
+
+impl std::fmt::Debug for ArtifactSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArtifactSource")
+            .field("reference", &self.reference)
+            .field("username", &self.username)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Bundle {
@@ -82,7 +110,24 @@ impl Bundle {
             compatibility_date: None,
             compatibility_flags: Vec::new(),
             bindings: Vec::new(),
+            artifact: None,
         }
+    }
+
+    /// The same bundle made of the artifact `source` names (its reference
+    /// is part of the revision, so every digest is a revision of its own).
+    pub fn with_artifact(mut self, source: ArtifactSource) -> Self {
+        self.artifact = Some(source);
+        self.revision = self.revision_now();
+        self
+    }
+
+    /// The bundle with the modules pulled for its artifact, as a node runs
+    /// it (the revision stays the one the operator named).
+    pub fn with_pulled_modules(mut self, modules: Modules) -> Self {
+        self.script = modules.main().text().unwrap_or_default().to_owned();
+        self.modules = Some(modules);
+        self
     }
 
     /// The same bundle made of `modules` (its `script` becomes the main
@@ -99,7 +144,8 @@ impl Bundle {
         let base =
             Self::compute_revision_with(&self.script, &self.env, &self.limits, &self.allowed_hosts);
         let compat = self.compatibility_date.is_some() || !self.compatibility_flags.is_empty();
-        if self.modules.is_none() && !compat && self.bindings.is_empty() {
+        if self.modules.is_none() && !compat && self.bindings.is_empty() && self.artifact.is_none()
+        {
             // Revisions of Workers without either stay what they were.
             return base;
         }
@@ -129,6 +175,10 @@ impl Bundle {
                 field(b"compatibility-flag");
                 field(flag.as_bytes());
             }
+        }
+        if let Some(artifact) = &self.artifact {
+            field(b"artifact");
+            field(artifact.reference.as_bytes());
         }
         for binding in &self.bindings {
             field(b"binding");

@@ -50,7 +50,9 @@ pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, KV_NAMESPACE_PATTERN,
     check as check_bindings, is_kv_namespace,
 };
-pub use bundle::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
+pub use bundle::{
+    ArtifactSource, BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION,
+};
 pub use compat::{Compat, CompatError, NodeCompat};
 pub use key::WorkerKey;
 pub use limits::{LimitError, Limits};

@@ -101,8 +101,10 @@ impl BundleSecret {
             ("revision", &bundle.revision),
             ("script", &bundle.script),
         ] {
-            // A bundle of modules runs its main module, not `script`.
-            if value.is_empty() && !(field == "script" && bundle.modules.is_some()) {
+            // A bundle of modules runs its main module, not `script`; one
+            // named by digest is pulled by the node.
+            let modular = bundle.modules.is_some() || bundle.artifact.is_some();
+            if value.is_empty() && !(field == "script" && modular) {
                 return Err(SecretError::EmptyField {
                     secret: name.to_owned(),
                     field,

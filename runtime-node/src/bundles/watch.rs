@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 
+use super::pull::Puller;
 use super::{BundleIndex, worker_bundle};
 use crate::metrics::NodeMetrics;
 
@@ -32,12 +33,16 @@ pub fn parse_secret(secret: &Secret) -> Result<WorkerBundle, BundleError> {
 }
 
 /// Watches the bundle Secrets of `namespace` into `index` until dropped.
-/// Watch errors are logged and retried with kube's default backoff.
+/// Watch errors are logged and retried with kube's default backoff. A
+/// bundle that names an artifact is pulled (or read from the cache) before
+/// it is added; the watch waits for the pull, bounded by the registry
+/// client's timeouts (docs/bundles.md).
 pub async fn watch_bundles(
     client: kube::Client,
     namespace: String,
     index: Arc<BundleIndex>,
     metrics: Arc<NodeMetrics>,
+    puller: Arc<Puller>,
 ) {
     let api = Api::<Secret>::namespaced(client, &namespace);
     let selector = format!("{BUNDLE_LABEL}=true");
@@ -49,7 +54,7 @@ pub async fn watch_bundles(
         match event {
             Ok(watcher::Event::Init) => relist.clear(),
             Ok(watcher::Event::InitApply(secret)) => {
-                if let Some(bundle) = checked(&secret, &metrics) {
+                if let Some(bundle) = checked(&secret, &metrics, &puller).await {
                     relist.push((secret.name_any(), bundle));
                 }
             }
@@ -59,7 +64,7 @@ pub async fn watch_bundles(
                 index.replace_all(bundles);
             }
             Ok(watcher::Event::Apply(secret)) => {
-                if let Some(bundle) = checked(&secret, &metrics) {
+                if let Some(bundle) = checked(&secret, &metrics, &puller).await {
                     tracing::info!(worker.id = %bundle.id, revision = %bundle.revision, "bundle loaded");
                     metrics.bundle_event("applied");
                     index.insert(&secret.name_any(), bundle);
@@ -80,11 +85,24 @@ pub async fn watch_bundles(
     }
 }
 
-fn checked(secret: &Secret, metrics: &NodeMetrics) -> Option<WorkerBundle> {
-    match parse_secret(secret) {
-        Ok(bundle) => Some(bundle),
+async fn checked(secret: &Secret, metrics: &NodeMetrics, puller: &Puller) -> Option<WorkerBundle> {
+    let data = secret
+        .data
+        .as_ref()
+        .and_then(|data| data.get(BUNDLE_KEY))
+        .map(|data| data.0.as_slice());
+    let bundle = match BundleSecret::decode(&secret.name_any(), secret.annotations(), data) {
+        Ok(bundle) => bundle,
         Err(error) => {
             tracing::warn!(secret = %secret.name_any(), reason = error.kind(), %error, "ignoring a malformed bundle secret");
+            metrics.bundle_error(error.kind());
+            return None;
+        }
+    };
+    match puller.complete(bundle).await {
+        Ok(bundle) => Some(worker_bundle(bundle)),
+        Err(error) => {
+            tracing::warn!(secret = %secret.name_any(), reason = error.kind(), %error, "cannot pull a bundle");
             metrics.bundle_error(error.kind());
             None
         }

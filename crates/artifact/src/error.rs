@@ -1,0 +1,62 @@
+//! What can go wrong with a bundle artifact.
+
+/// Why a bundle artifact cannot be pushed, pulled or loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("bundle reference {reference:?} is refused: {why}")]
+    BadReference {
+        reference: String,
+        why: &'static str,
+    },
+    #[error("the registry refused the credentials for {reference}: {detail}")]
+    Unauthorized { reference: String, detail: String },
+    #[error("bundle {reference} was not found in its registry")]
+    NotFound { reference: String },
+    #[error("the registry of {reference} failed: {detail}")]
+    Registry { reference: String, detail: String },
+    #[error("bundle {reference}: {what} is {actual} bytes, more than the limit of {limit}")]
+    TooLarge {
+        reference: String,
+        what: &'static str,
+        actual: u64,
+        limit: u64,
+    },
+    #[error("bundle {reference}: {what} has digest {actual}, not {expected}")]
+    DigestMismatch {
+        reference: String,
+        what: &'static str,
+        expected: String,
+        actual: String,
+    },
+    #[error("bundle {reference} is not an Isolane bundle: {why}")]
+    Malformed { reference: String, why: String },
+    #[error("the bundle cache at {path}: {source}")]
+    Cache {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// A bounded label for metrics and condition reasons.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::BadReference { .. } => "bad_reference",
+            Error::Unauthorized { .. } => "unauthorized",
+            Error::NotFound { .. } => "not_found",
+            Error::Registry { .. } => "registry",
+            Error::TooLarge { .. } => "too_large",
+            Error::DigestMismatch { .. } => "digest_mismatch",
+            Error::Malformed { .. } => "malformed",
+            Error::Cache { .. } => "cache",
+        }
+    }
+
+    pub(crate) fn malformed(reference: &str, why: impl Into<String>) -> Self {
+        Error::Malformed {
+            reference: reference.to_owned(),
+            why: why.into(),
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! A Worker's bundle as an OCI artifact, named by digest.
+//!
+//! A bundle too large to travel inline (the bundle Secret is capped at
+//! 1 MiB by Kubernetes) is pushed to an OCI registry and named from the
+//! Worker by digest (`spec.bundle`, `registry.example/ns/app@sha256:…`), so
+//! every node runs exactly the same bytes. This crate is that artifact:
+//!
+//! - [`layout`]: what the artifact is made of (its media types, a config
+//!   that lists the modules and their types, one tar+gzip layer of their
+//!   bytes), [`pack`] and the bounded [`unpack`];
+//! - [`BundleRef`]: a reference that must name a digest;
+//! - [`Registry`]: push and a verified, bounded pull over the OCI
+//!   distribution protocol (the `oci-client` crate), with
+//!   [`Credentials`] from a pull secret;
+//! - [`Cache`]: the node's content-addressed, size-bounded disk cache of
+//!   pulled blobs, so a bundle is pulled once per node.
+//!
+//! The operator validates with it, the runtime node pulls with it, and
+//! `isolane push` pushes with it.
+#![forbid(unsafe_code)]
+
+mod cache;
+mod check;
+mod digest;
+mod error;
+pub mod layout;
+mod limits;
+mod reference;
+mod registry;
+
+pub use cache::Cache;
+pub use check::check_wasm;
+pub use error::Error;
+pub use layout::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, Packed, pack, unpack};
+pub use limits::ArtifactLimits;
+pub use reference::BundleRef;
+pub use registry::{Credentials, Pulled, Registry};

@@ -1,0 +1,447 @@
+//! Push and a verified, bounded pull over the OCI distribution protocol.
+//!
+//! Everything pulled is checked before it is used: the manifest's bytes
+//! against the digest the Worker names, then the config and layer against
+//! the digests the manifest names, each read no further than its limit
+//! whatever the registry's headers say.
+
+use std::collections::BTreeMap;
+
+use base64ct::{Base64, Encoding};
+use futures::StreamExt;
+use isolane_worker::Modules;
+use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+
+use crate::digest::{sha256, verify};
+use crate::layout::{self, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE};
+use crate::{ArtifactLimits, BundleRef, Cache, Error};
+
+/// A user name and password for a registry (from a pull secret's
+/// `.dockerconfigjson`, or `isolane push`'s flags).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub username: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("username", &self.username)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Credentials {
+    /// The credentials a `kubernetes.io/dockerconfigjson` Secret's
+    /// `.dockerconfigjson` holds for `registry` (`auths.<registry>` with
+    /// `username`/`password` or `auth`, base64 of `user:password`), if any.
+    pub fn from_docker_config(json: &[u8], registry: &str) -> Option<Self> {
+        #[derive(serde::Deserialize)]
+        struct DockerConfig {
+            #[serde(default)]
+            auths: BTreeMap<String, Entry>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Entry {
+            username: Option<String>,
+            password: Option<String>,
+            auth: Option<String>,
+        }
+        let config: DockerConfig = serde_json::from_slice(json).ok()?;
+        let entry = config.auths.iter().find_map(|(key, entry)| {
+            let host = key
+                .trim_start_matches("https://")
+                .trim_start_matches("http://")
+                .split('/')
+                .next()
+                .unwrap_or_default();
+            (host == registry).then_some(entry)
+        })?;
+        if let (Some(username), Some(password)) = (&entry.username, &entry.password) {
+            return Some(Self {
+                username: username.clone(),
+                password: password.clone(),
+            });
+        }
+        let decoded = Base64::decode_vec(entry.auth.as_deref()?).ok()?;
+        let (username, password) = std::str::from_utf8(&decoded).ok()?.split_once(':')?;
+        Some(Self {
+            username: username.to_owned(),
+            password: password.to_owned(),
+        })
+    }
+
+    fn auth(credentials: Option<&Self>) -> RegistryAuth {
+        match credentials {
+            Some(c) => RegistryAuth::Basic(c.username.clone(), c.password.clone()),
+            None => RegistryAuth::Anonymous,
+        }
+    }
+}
+
+/// A bundle's verified blobs.
+#[derive(Debug, Clone)]
+pub struct Pulled {
+    pub modules: Modules,
+    /// Bytes of the compressed layer.
+    pub compressed_bytes: u64,
+}
+
+/// A client of OCI registries for bundles.
+///
+/// Each push or pull runs on a client of its own: `oci-client` keeps the
+/// first credentials it was given per registry host, and one tenant's pull
+/// secret must never serve another tenant's pull.
+pub struct Registry {
+    plain_http: Vec<String>,
+    limits: ArtifactLimits,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// A client speaking HTTPS to every registry but `plain_http` ones
+    /// (host or host:port, for a registry on loopback in tests and dev).
+    pub fn new(plain_http: Vec<String>, limits: ArtifactLimits) -> Result<Self, Error> {
+        // reqwest is built without a default TLS provider: the project's
+        // is ring. Another part of the process may have installed it already.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let registry = Self { plain_http, limits };
+        registry.client()?;
+        Ok(registry)
+    }
+
+    /// A client with no credentials stored yet.
+    fn client(&self) -> Result<Client, Error> {
+        let config = ClientConfig {
+            protocol: if self.plain_http.is_empty() {
+                ClientProtocol::Https
+            } else {
+                ClientProtocol::HttpsExcept(self.plain_http.clone())
+            },
+            connect_timeout: Some(std::time::Duration::from_secs(10)),
+            read_timeout: Some(std::time::Duration::from_secs(30)),
+            ..ClientConfig::default()
+        };
+        Client::try_from(config).map_err(|error| Error::Registry {
+            reference: String::new(),
+            detail: error.to_string(),
+        })
+    }
+
+    pub fn limits(&self) -> &ArtifactLimits {
+        &self.limits
+    }
+
+    /// Pushes the artifact of `modules` to `repository` (`registry/repo`,
+    /// with an optional `:tag`); returns the name by digest.
+    pub async fn push(
+        &self,
+        repository: &str,
+        modules: &Modules,
+        credentials: Option<&Credentials>,
+    ) -> Result<BundleRef, Error> {
+        let bad = |why| Error::BadReference {
+            reference: repository.to_owned(),
+            why,
+        };
+        if repository.contains('@') {
+            return Err(bad("push to a repository (and tag), not to a digest"));
+        }
+        let target: Reference = repository
+            .parse()
+            .map_err(|_| bad("not a registry/repository[:tag] reference"))?;
+        let (layer, config, manifest) = artifact(modules, repository, &self.limits)?;
+        // invariant: a manifest of strings and numbers always serialises.
+        let body = serde_json::to_vec(&manifest).expect("invariant: the manifest serialises");
+        let digest = sha256(&body);
+        let name = |e| map_error(repository, e);
+        let auth = Credentials::auth(credentials);
+        let client = self.client()?;
+        client
+            .store_auth_if_needed(target.resolve_registry(), &auth)
+            .await;
+        for (data, descriptor) in [
+            (&layer.data, &manifest.layers[0]),
+            (&config.data, &manifest.config),
+        ] {
+            client
+                .push_blob(&target, data.clone(), &descriptor.digest)
+                .await
+                .map_err(name)?;
+        }
+        let by = match target.tag() {
+            Some(_) => target.clone(),
+            None => Reference::with_digest(
+                target.registry().to_owned(),
+                target.repository().to_owned(),
+                digest.clone(),
+            ),
+        };
+        let content_type = http::HeaderValue::from_static(OCI_IMAGE_MEDIA_TYPE);
+        client
+            .push_manifest_raw(&by, body, content_type)
+            .await
+            .map_err(name)?;
+        BundleRef::from_parts(&target, &digest)
+    }
+
+    /// The modules of `bundle`: from `cache` when it holds every blob,
+    /// else pulled (and kept there). Every blob is verified against its
+    /// digest, and read no further than its limit.
+    pub async fn pull(
+        &self,
+        bundle: &BundleRef,
+        credentials: Option<&Credentials>,
+        cache: Option<&Cache>,
+    ) -> Result<Pulled, Error> {
+        let reference = bundle.to_string();
+        let client = self.client()?;
+        let manifest_bytes = self.manifest(&client, bundle, credentials, cache).await?;
+        let manifest = parse_manifest(&reference, &manifest_bytes, &self.limits)?;
+        let config = self
+            .blob(
+                &client,
+                credentials,
+                bundle,
+                "the config",
+                &manifest.config,
+                ArtifactLimits::METADATA_BYTES,
+                cache,
+            )
+            .await?;
+        let layer = self
+            .blob(
+                &client,
+                credentials,
+                bundle,
+                "the compressed layer",
+                &manifest.layers[0],
+                self.limits.compressed_bytes,
+                cache,
+            )
+            .await?;
+        let modules = layout::unpack(&reference, &config, &layer, &self.limits)?;
+        if let Some(cache) = cache {
+            // Kept only once the whole bundle is known good.
+            cache.put(bundle.digest(), &manifest_bytes)?;
+        }
+        Ok(Pulled {
+            modules,
+            compressed_bytes: layer.len() as u64,
+        })
+    }
+
+    /// The manifest's bytes, verified, from the cache or the registry.
+    async fn manifest(
+        &self,
+        client: &Client,
+        bundle: &BundleRef,
+        credentials: Option<&Credentials>,
+        cache: Option<&Cache>,
+    ) -> Result<Vec<u8>, Error> {
+        if let Some(bytes) = cache.and_then(|c| c.get(bundle.digest())) {
+            return Ok(bytes);
+        }
+        let reference = bundle.to_string();
+        let auth = Credentials::auth(credentials);
+        let (bytes, _) = client
+            .pull_manifest_raw(bundle.oci(), &auth, &[OCI_IMAGE_MEDIA_TYPE])
+            .await
+            .map_err(|e| map_error(&reference, e))?;
+        let bytes = bytes.to_vec();
+        check_size(
+            &reference,
+            "the manifest",
+            bytes.len() as u64,
+            ArtifactLimits::METADATA_BYTES,
+        )?;
+        verify(&reference, "the manifest", bundle.digest(), &bytes)?;
+        Ok(bytes)
+    }
+
+    /// One blob, verified, from the cache or the registry.
+    #[allow(clippy::too_many_arguments)]
+    async fn blob(
+        &self,
+        client: &Client,
+        credentials: Option<&Credentials>,
+        bundle: &BundleRef,
+        what: &'static str,
+        descriptor: &OciDescriptor,
+        limit: u64,
+        cache: Option<&Cache>,
+    ) -> Result<Vec<u8>, Error> {
+        let reference = bundle.to_string();
+        if let Some(bytes) = cache.and_then(|c| c.get(&descriptor.digest)) {
+            return Ok(bytes);
+        }
+        check_size(
+            &reference,
+            what,
+            u64::try_from(descriptor.size).unwrap_or(u64::MAX),
+            limit,
+        )?;
+        // A pull whose manifest came from the cache signs in here.
+        client
+            .store_auth_if_needed(bundle.registry(), &Credentials::auth(credentials))
+            .await;
+        let mut stream = client
+            .pull_blob_stream(bundle.oci(), descriptor)
+            .await
+            .map_err(|e| map_error(&reference, e))?;
+        if let Some(length) = stream.content_length {
+            check_size(&reference, what, length, limit)?;
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = stream.stream.next().await {
+            let chunk = chunk.map_err(|error| Error::Registry {
+                reference: reference.clone(),
+                detail: error.to_string(),
+            })?;
+            bytes.extend_from_slice(&chunk);
+            check_size(&reference, what, bytes.len() as u64, limit)?;
+        }
+        verify(&reference, what, &descriptor.digest, &bytes)?;
+        if let Some(cache) = cache {
+            cache.put(&descriptor.digest, &bytes)?;
+        }
+        Ok(bytes)
+    }
+}
+
+/// The layer, config and manifest of `modules`' artifact, within `limits`.
+fn artifact(
+    modules: &Modules,
+    repository: &str,
+    limits: &ArtifactLimits,
+) -> Result<(ImageLayer, Config, OciImageManifest), Error> {
+    let packed = layout::pack(modules);
+    if packed.layer.len() as u64 > limits.compressed_bytes {
+        return Err(Error::TooLarge {
+            reference: repository.to_owned(),
+            what: "the compressed layer",
+            actual: packed.layer.len() as u64,
+            limit: limits.compressed_bytes,
+        });
+    }
+    let layer = ImageLayer::new(packed.layer, LAYER_MEDIA_TYPE.to_owned(), None);
+    let config = Config::new(packed.config, CONFIG_MEDIA_TYPE.to_owned(), None);
+    let mut manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
+    manifest.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_owned());
+    manifest.artifact_type = Some(CONFIG_MEDIA_TYPE.to_owned());
+    Ok((layer, config, manifest))
+}
+
+/// The manifest, if it is one of a bundle within the limits.
+fn parse_manifest(
+    reference: &str,
+    bytes: &[u8],
+    limits: &ArtifactLimits,
+) -> Result<OciImageManifest, Error> {
+    let manifest: OciImageManifest = serde_json::from_slice(bytes)
+        .map_err(|error| Error::malformed(reference, format!("its manifest: {error}")))?;
+    if manifest.config.media_type != CONFIG_MEDIA_TYPE {
+        return Err(Error::malformed(
+            reference,
+            format!(
+                "its config is {:?}, not {CONFIG_MEDIA_TYPE} (push it with `isolane push`)",
+                manifest.config.media_type
+            ),
+        ));
+    }
+    let [layer] = manifest.layers.as_slice() else {
+        return Err(Error::malformed(
+            reference,
+            format!("it has {} layers, not one", manifest.layers.len()),
+        ));
+    };
+    if layer.media_type != LAYER_MEDIA_TYPE {
+        return Err(Error::malformed(
+            reference,
+            format!(
+                "its layer is {:?}, not {LAYER_MEDIA_TYPE}",
+                layer.media_type
+            ),
+        ));
+    }
+    check_size(
+        reference,
+        "the compressed layer",
+        u64::try_from(layer.size).unwrap_or(u64::MAX),
+        limits.compressed_bytes,
+    )?;
+    Ok(manifest)
+}
+
+fn check_size(reference: &str, what: &'static str, actual: u64, limit: u64) -> Result<(), Error> {
+    if actual > limit {
+        return Err(Error::TooLarge {
+            reference: reference.to_owned(),
+            what,
+            actual,
+            limit,
+        });
+    }
+    Ok(())
+}
+
+fn map_error(reference: &str, error: OciDistributionError) -> Error {
+    let reference = reference.to_owned();
+    match error {
+        OciDistributionError::UnauthorizedError { .. }
+        | OciDistributionError::AuthenticationFailure(_) => Error::Unauthorized {
+            reference,
+            detail: error.to_string(),
+        },
+        OciDistributionError::ImageManifestNotFoundError(_) => Error::NotFound { reference },
+        OciDistributionError::RegistryError { ref envelope, .. } => {
+            let codes: Vec<&OciErrorCode> = envelope.errors.iter().map(|e| &e.code).collect();
+            if codes
+                .iter()
+                .any(|c| matches!(c, OciErrorCode::Unauthorized | OciErrorCode::Denied))
+            {
+                Error::Unauthorized {
+                    reference,
+                    detail: error.to_string(),
+                }
+            } else if codes.iter().any(|c| {
+                matches!(
+                    c,
+                    OciErrorCode::ManifestUnknown
+                        | OciErrorCode::BlobUnknown
+                        | OciErrorCode::NameUnknown
+                )
+            }) {
+                Error::NotFound { reference }
+            } else {
+                Error::Registry {
+                    reference,
+                    detail: error.to_string(),
+                }
+            }
+        }
+        OciDistributionError::ServerError {
+            code: 401 | 403, ..
+        } => Error::Unauthorized {
+            reference,
+            detail: error.to_string(),
+        },
+        OciDistributionError::ServerError { code: 404, .. } => Error::NotFound { reference },
+        other => Error::Registry {
+            reference,
+            detail: other.to_string(),
+        },
+    }
+}

@@ -1,0 +1,306 @@
+//! Bundles through a real registry (CNCF Distribution, started by
+//! isolane-testenv with htpasswd auth): push and pull by digest, pull
+//! secrets, the disk cache, and the limits attacked.
+
+#![allow(clippy::unwrap_used)]
+
+use isolane_artifact::{ArtifactLimits, BundleRef, Cache, Credentials, Error, Registry};
+use isolane_testenv::Registry as TestRegistry;
+use isolane_worker::{Module, ModuleKind, Modules};
+
+const MAIN: &str = "import data from './blob.bin'; export default { fetch() { return new Response(String(data.byteLength)); } };";
+
+fn bundle(blob: Vec<u8>) -> Modules {
+    Modules::new(
+        "main.js",
+        vec![
+            Module::new("main.js", ModuleKind::ESModule, MAIN),
+            Module::new("blob.bin", ModuleKind::Data, blob),
+        ],
+    )
+    .unwrap()
+}
+
+fn random(len: usize) -> Vec<u8> {
+    let mut rng = fastrand::Rng::with_seed(7);
+    (0..len).map(|_| rng.u8(..)).collect()
+}
+
+fn start() -> (TestRegistry, Credentials) {
+    let registry = TestRegistry::start("pusher", "s3cret").unwrap();
+    let credentials =
+        Credentials::from_docker_config(registry.docker_config_json().as_bytes(), &registry.host())
+            .unwrap();
+    (registry, credentials)
+}
+
+fn client(limits: ArtifactLimits, registry: &TestRegistry) -> Registry {
+    Registry::new(vec![registry.host()], limits).unwrap()
+}
+
+#[tokio::test]
+async fn an_8_mib_bundle_round_trips_by_digest_and_is_then_served_from_the_cache() {
+    let (registry, credentials) = start();
+    let client = client(ArtifactLimits::default(), &registry);
+    let modules = bundle(random(8 << 20));
+    let pushed = client
+        .push(
+            &format!("{}/ns/app:v1", registry.host()),
+            &modules,
+            Some(&credentials),
+        )
+        .await
+        .unwrap();
+    assert!(pushed.digest().starts_with("sha256:"));
+    // The same modules make the same artifact, so the same name.
+    let again = client
+        .push(
+            &format!("{}/ns/app", registry.host()),
+            &modules,
+            Some(&credentials),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again, pushed);
+
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path(), 64 << 20).unwrap();
+    let pulled = client
+        .pull(&pushed, Some(&credentials), Some(&cache))
+        .await
+        .unwrap();
+    assert_eq!(pulled.modules, modules);
+    assert!(
+        pulled.compressed_bytes > 8 << 20,
+        "random bytes do not compress"
+    );
+    assert!(cache.held_bytes() > 8 << 20);
+
+    // The registry gone, the node still has the bundle.
+    drop(registry);
+    let cached = client.pull(&pushed, None, Some(&cache)).await.unwrap();
+    assert_eq!(cached.modules, modules);
+}
+
+#[tokio::test]
+async fn pulls_without_or_with_wrong_credentials_are_refused_as_unauthorized() {
+    let (registry, credentials) = start();
+    let client = client(ArtifactLimits::default(), &registry);
+    let pushed = client
+        .push(
+            &format!("{}/ns/private", registry.host()),
+            &bundle(vec![1, 2, 3]),
+            Some(&credentials),
+        )
+        .await
+        .unwrap();
+    let wrong = Credentials {
+        username: "pusher".into(),
+        password: "guess".into(),
+    };
+    for credentials in [None, Some(&wrong)] {
+        let error = client.pull(&pushed, credentials, None).await.unwrap_err();
+        assert!(matches!(error, Error::Unauthorized { .. }), "{error}");
+    }
+    let error = client
+        .push(
+            &format!("{}/ns/other", registry.host()),
+            &bundle(vec![1]),
+            Some(&wrong),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::Unauthorized { .. }), "{error}");
+    // The right ones still work after the refusals.
+    client
+        .pull(&pushed, Some(&credentials), None)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_digest_the_registry_does_not_hold_is_not_found() {
+    let (registry, credentials) = start();
+    let client = client(ArtifactLimits::default(), &registry);
+    let pushed = client
+        .push(
+            &format!("{}/ns/app", registry.host()),
+            &bundle(vec![1]),
+            Some(&credentials),
+        )
+        .await
+        .unwrap();
+    let other: BundleRef = format!("{}/ns/app@sha256:{}", registry.host(), "0".repeat(64))
+        .parse()
+        .unwrap();
+    assert_ne!(other.digest(), pushed.digest());
+    let error = client
+        .pull(&other, Some(&credentials), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::NotFound { .. }), "{error}");
+}
+
+#[tokio::test]
+async fn a_cached_blob_whose_bytes_do_not_match_its_digest_is_pulled_again() {
+    let (registry, credentials) = start();
+    let client = client(ArtifactLimits::default(), &registry);
+    let modules = bundle(random(4096));
+    let pushed = client
+        .push(
+            &format!("{}/ns/app", registry.host()),
+            &modules,
+            Some(&credentials),
+        )
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path(), 64 << 20).unwrap();
+    client
+        .pull(&pushed, Some(&credentials), Some(&cache))
+        .await
+        .unwrap();
+    // Every blob on disk is overwritten with other bytes.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        std::fs::write(entry.unwrap().path(), b"tampered").unwrap();
+    }
+    let pulled = client
+        .pull(&pushed, Some(&credentials), Some(&cache))
+        .await
+        .unwrap();
+    assert_eq!(pulled.modules, modules);
+    // Without the registry and with a tampered cache, nothing wrong is loaded.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        std::fs::write(entry.unwrap().path(), b"tampered").unwrap();
+    }
+    drop(registry);
+    let error = client
+        .pull(&pushed, Some(&credentials), Some(&cache))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::Registry { .. }), "{error}");
+}
+
+#[tokio::test]
+async fn an_oversized_layer_is_refused_at_push_and_at_pull() {
+    let (registry, credentials) = start();
+    let strict = client(
+        ArtifactLimits {
+            compressed_bytes: 1 << 20,
+            ..ArtifactLimits::default()
+        },
+        &registry,
+    );
+    let big = bundle(random(2 << 20));
+    let error = strict
+        .push(
+            &format!("{}/ns/big", registry.host()),
+            &big,
+            Some(&credentials),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::TooLarge {
+                what: "the compressed layer",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    // Pushed by a client that allows it, refused by one that does not,
+    // from the manifest's size, before the layer is downloaded.
+    let lenient = client(ArtifactLimits::default(), &registry);
+    let pushed = lenient
+        .push(
+            &format!("{}/ns/big", registry.host()),
+            &big,
+            Some(&credentials),
+        )
+        .await
+        .unwrap();
+    let error = strict
+        .pull(&pushed, Some(&credentials), None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::TooLarge {
+                what: "the compressed layer",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    // The default limits take more than 10 MiB compressed.
+    let eleven = bundle(random(11 << 20));
+    let pushed = lenient
+        .push(
+            &format!("{}/ns/eleven", registry.host()),
+            &eleven,
+            Some(&credentials),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        lenient
+            .pull(&pushed, Some(&credentials), None)
+            .await
+            .unwrap()
+            .modules,
+        eleven
+    );
+}
+
+#[tokio::test]
+async fn a_decompression_bomb_is_refused_after_at_most_the_uncompressed_limit() {
+    let (registry, credentials) = start();
+    let lenient = client(
+        ArtifactLimits {
+            uncompressed_bytes: 1 << 30,
+            ..ArtifactLimits::default()
+        },
+        &registry,
+    );
+    // 96 MiB of zeros: about 100 KiB compressed.
+    let bomb = bundle(vec![0; 96 << 20]);
+    let pushed = lenient
+        .push(
+            &format!("{}/ns/bomb", registry.host()),
+            &bomb,
+            Some(&credentials),
+        )
+        .await
+        .unwrap();
+    drop(bomb);
+    let default = client(ArtifactLimits::default(), &registry);
+    let error = default
+        .pull(&pushed, Some(&credentials), None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::TooLarge { what: "the uncompressed layer", limit, .. } if limit == 64 << 20),
+        "{error}"
+    );
+    // A bundle of 60 MiB uncompressed is within the limit.
+    let big = bundle(vec![0; 60 << 20]);
+    let pushed = default
+        .push(
+            &format!("{}/ns/sixty", registry.host()),
+            &big,
+            Some(&credentials),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        default
+            .pull(&pushed, Some(&credentials), None)
+            .await
+            .unwrap()
+            .modules,
+        big
+    );
+}

@@ -1,0 +1,176 @@
+//! A throwaway OCI registry for tests: CNCF Distribution's `registry`
+//! (built from its Go module by hack/install-deps.sh into the cache as
+//! `bin/registry-<REGISTRY_VERSION>`), storing on a temporary directory,
+//! listening on a free port of 127.0.0.1 over plain HTTP, with htpasswd
+//! (basic) authentication for one user, so pull credentials are exercised.
+//! Killed on drop (`Process`).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::Error;
+use crate::component::Component;
+use crate::port::free_port;
+use crate::process::Process;
+
+/// The version hack/install-deps.sh builds.
+pub const REGISTRY_VERSION: &str = "v3.1.2";
+/// Path of the registry binary (default: the cache's `bin/registry-<version>`).
+pub const ENV_REGISTRY: &str = "ISOLANE_REGISTRY";
+/// How long the registry may take to answer.
+const READY_WITHIN: Duration = Duration::from_secs(30);
+
+/// A running registry.
+pub struct Registry {
+    process: Process,
+    port: u16,
+    username: String,
+    password: String,
+    _dir: TempDir,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("port", &self.port)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// Starts a registry whose one user is `username`:`password`; returns
+    /// once it answers `/v2/`.
+    pub fn start(username: &str, password: &str) -> Result<Self, Error> {
+        let binary = binary()?;
+        let dir = tempfile::tempdir().map_err(Error::TempDir)?;
+        let write = |path: PathBuf, text: String| {
+            std::fs::write(&path, text).map_err(|source| Error::WriteFile { path, source })
+        };
+        let hash = bcrypt::hash(password, 4).map_err(|error| Error::HostCommand {
+            command: "bcrypt".to_owned(),
+            detail: error.to_string(),
+        })?;
+        write(dir.path().join("htpasswd"), format!("{username}:{hash}\n"))?;
+        let port = free_port().map_err(Error::FreePort)?;
+        let config = format!(
+            "version: 0.1\n\
+             log:\n  level: info\n\
+             storage:\n  filesystem:\n    rootdirectory: {root}\n  delete:\n    enabled: true\n\
+             http:\n  addr: 127.0.0.1:{port}\n\
+             auth:\n  htpasswd:\n    realm: isolane-test\n    path: {htpasswd}\n",
+            root = dir.path().join("data").display(),
+            htpasswd = dir.path().join("htpasswd").display(),
+        );
+        let config_path = dir.path().join("config.yml");
+        write(config_path.clone(), config)?;
+        let log = dir.path().join("registry.log");
+        // OpenTelemetry's exporters stay off: nothing to export to.
+        let envs = [("OTEL_TRACES_EXPORTER", "none".as_ref())];
+        let mut process = Process::spawn(
+            "registry",
+            &binary,
+            ["serve".as_ref(), config_path.as_os_str()],
+            &envs,
+            &log,
+        )?;
+        let deadline = Instant::now() + READY_WITHIN;
+        loop {
+            if let Some(status) = process.try_exit() {
+                return Err(Error::ExitedEarly {
+                    component: Component::Registry,
+                    status,
+                    tail: process.log_tail(40),
+                    log,
+                });
+            }
+            if answers(port) {
+                return Ok(Self {
+                    process,
+                    port,
+                    username: username.to_owned(),
+                    password: password.to_owned(),
+                    _dir: dir,
+                });
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::NodeNotReady {
+                    what: "registry",
+                    timeout: READY_WITHIN,
+                    detail: process.log_tail(40),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// `127.0.0.1:<port>`: the registry part of a reference.
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn username(&self) -> &str {
+        &self.username
+    }
+
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+
+    /// A `.dockerconfigjson` holding the user's credentials for this
+    /// registry (the data of a `kubernetes.io/dockerconfigjson` Secret).
+    pub fn docker_config_json(&self) -> String {
+        serde_json::json!({
+            "auths": { self.host(): { "username": self.username, "password": self.password } }
+        })
+        .to_string()
+    }
+
+    /// The registry's process.
+    pub fn process(&self) -> &Process {
+        &self.process
+    }
+}
+
+/// Whether `GET /v2/` gets an HTTP answer (401 without credentials).
+fn answers(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream
+        .write_all(b"GET /v2/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 ")
+}
+
+/// `$ISOLANE_REGISTRY`, else the cache's `bin/registry-<version>`.
+fn binary() -> Result<PathBuf, Error> {
+    if let Some(path) = std::env::var_os(ENV_REGISTRY).filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    let cache = std::env::var_os(crate::ENV_CACHE_DIR)
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache").join("isolane"))
+        })
+        .ok_or(Error::NoCacheDir)?;
+    let path = cache
+        .join("bin")
+        .join(format!("registry-{REGISTRY_VERSION}"));
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(Error::BinaryNotFound {
+            name: "registry",
+            path,
+        })
+    }
+}
