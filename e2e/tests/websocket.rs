@@ -15,6 +15,10 @@
 //!   another still connects; many clients together meet the Worker's budget
 //!   (128, then 503), freed when they leave; then SIGKILL of the node mid-socket: the client gets a close
 //!   (1011), not a hang; the time is printed.
+//! - [`a_worker_on_a_node_opens_a_websocket_to_a_server`] — an outbound
+//!   socket (`new WebSocket`) from a Worker on a node process to a server
+//!   on loopback under the node's egress policy, counted in the node's
+//!   socket metrics (`peer="server"`); a refused one never opens.
 //! - [`an_http2_client_opens_a_websocket_with_extended_connect`] — RFC 8441
 //!   through the router: 200 messages echoed on an HTTP/2 stream, the
 //!   Worker's close with its code and reason.
@@ -83,6 +87,31 @@ export default {
 };
 "#;
 
+/// An outbound WebSocket from a Worker: `new WebSocket(upstream)` with
+/// the `on…` attributes, `n` messages sent one after the other and
+/// echoed, then a close with 1000; answers with what it saw (or the
+/// failure the `error` event carried).
+const DIALER: &str = r#"
+export default {
+  async fetch(request) {
+    const params = new URL(request.url).searchParams;
+    const n = Number(params.get('n') ?? '1');
+    const ws = new WebSocket(params.get('upstream'));
+    const seen = await new Promise((resolve) => {
+      let echoed = 0;
+      ws.onopen = () => ws.send('message 0');
+      ws.onmessage = (event) => {
+        echoed += 1;
+        if (echoed < n) ws.send(`message ${echoed}`);
+        else { ws.close(1000, 'done'); resolve(`echoed ${echoed}`); }
+      };
+      ws.onerror = (event) => resolve(`error ${event.message}`);
+    });
+    return new Response(seen);
+  },
+};
+"#;
+
 struct System {
     cluster: Cluster,
     _cp: ControlPlane,
@@ -117,6 +146,10 @@ impl System {
                 threads: 1,
                 drain_timeout: node_grace + Duration::from_secs(10),
                 extra_args: vec![
+                    // The dialer's upstream: one loopback address allowed
+                    // (the default policy refuses loopback).
+                    "--egress-allow".to_owned(),
+                    "127.0.0.1/32".to_owned(),
                     "--websocket-idle-secs".to_owned(),
                     idle_secs.to_string(),
                     "--websocket-drain-grace".to_owned(),
@@ -147,7 +180,10 @@ impl System {
             &system._cp,
             &path,
             NAMESPACE,
-            &[inline_worker("echo", ECHO, &["echo.test"])],
+            &[
+                inline_worker("echo", ECHO, &["echo.test"]),
+                inline_worker("dialer", DIALER, &["dialer.test"]),
+            ],
         )
         .await;
         let path = system.dir.path().join("flood.yaml");
@@ -429,6 +465,83 @@ async fn echo_close_limits_and_a_flood_beside_a_benign_socket() {
     })
     .await;
     drop(benign);
+    system.cluster.shutdown();
+}
+
+/// A WebSocket server on 127.0.0.1 that echoes every text and binary
+/// message.
+async fn upstream_echo() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(mut socket) = tokio_tungstenite::accept_async(tcp).await else {
+                    return;
+                };
+                while let Some(Ok(message)) = socket.next().await {
+                    if (message.is_text() || message.is_binary())
+                        && socket.send(message).await.is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    address
+}
+
+/// A Worker on a node process opens a WebSocket to a server on loopback
+/// (the node's `--egress-allow 127.0.0.1/32`): 50 messages echoed, counted
+/// in the node's socket metrics as a socket with a server (`peer="server"`,
+/// `to_server` and `to_worker`, its close 1000, none left open); one to
+/// 127.0.0.2, which the egress policy refuses, fails with the policy's
+/// error and is never counted as opened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_on_a_node_opens_a_websocket_to_a_server() {
+    let system = System::start(1, 100).await;
+    let upstream = upstream_echo().await;
+    let ingress = Ingress::new(system.ingress());
+    let path = format!("/?n=50&upstream=ws://{upstream}/");
+    // The first answer once the router knows the Worker.
+    let reply = wait_until("the dialer answers", SETTLE, || async {
+        ingress
+            .get("dialer.test", &path)
+            .await
+            .ok()
+            .filter(|r| r.status != 404)
+    })
+    .await;
+    assert_eq!((reply.status, reply.body.as_str()), (200, "echoed 50"));
+    let node = &system.cluster.nodes[0];
+    wait_until("the outbound socket counted on the node", SETTLE, || async {
+        let sum = |label: &'static str| node.metric_sum("isolane_node_websocket_messages_total", label);
+        let sent = sum("peer=\"server\",direction=\"to_server\"").await?;
+        let received = sum("peer=\"server\",direction=\"to_worker\"").await?;
+        let closed = node
+            .metric_sum("isolane_node_websocket_closes_total", "peer=\"server\",code=\"1000\"")
+            .await?;
+        let open = node
+            .metric_sum("isolane_node_websockets_open", "peer=\"server\"")
+            .await?;
+        eprintln!("outbound on the node: {sent} sent (with the close), {received} received, {closed} closed with 1000, {open} open");
+        (sent >= 51.0 && received >= 50.0 && closed >= 1.0 && open == 0.0).then_some(())
+    })
+    .await;
+    let refused_port = upstream.port();
+    let path = format!("/?upstream=ws://127.0.0.2:{refused_port}/");
+    let reply = ingress.get("dialer.test", &path).await.unwrap();
+    assert_eq!(reply.status, 200);
+    assert!(
+        reply.body.starts_with("error ") && reply.body.contains("refused by the egress policy"),
+        "{}",
+        reply.body
+    );
+    let closes = node
+        .metric_sum("isolane_node_websocket_closes_total", "peer=\"server\"")
+        .await;
+    assert_eq!(closes, Some(1.0), "a refused socket never opened");
     system.cluster.shutdown();
 }
 

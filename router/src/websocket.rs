@@ -25,10 +25,7 @@
 //! open sockets work on for its WebSocket grace, then every one still open
 //! gets a close with 1012 (service restart), both ways.
 
-use std::time::Duration;
-
 use bytes::Bytes;
-use futures::{SinkExt as _, StreamExt as _};
 use http::header::{
     CONNECTION, CONTENT_LENGTH, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_VERSION,
     UPGRADE,
@@ -36,13 +33,9 @@ use http::header::{
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body::Body;
 use hyper_util::rt::TokioIo;
-use isolane_proto::socket::{
-    SERVICE_RESTART, SocketChannels, SocketMessage, Upgrade, restart_frame,
-};
-use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
-use tokio_tungstenite::tungstenite::{self, Message};
+use isolane_edge::websocket::{self, Ends, Role, Side, Whole};
+use isolane_proto::socket::{SocketChannels, SocketMessage, Upgrade};
+use tokio_tungstenite::tungstenite;
 use tokio_util::sync::CancellationToken;
 
 use tracing::debug;
@@ -52,9 +45,6 @@ use crate::metrics::SocketSeries;
 use crate::proxy::{Client, Proxy};
 use crate::sockets::ClientUpgrade;
 use crate::{BoxError, ResponseBody};
-
-/// The chunk the client's connection is read in.
-const READ_BUFFER: usize = 4 << 10;
 
 /// Whether `request` asks for a WebSocket: an HTTP/1.1 upgrade or an
 /// HTTP/2 extended CONNECT.
@@ -210,7 +200,8 @@ impl Handshake {
 
 /// Moves messages between the client's connection `io` and the Worker's
 /// `channels` until either side closes, or `closing` (the router shuts
-/// down: 1012 both ways), counting them in `series`.
+/// down: 1012 both ways), counting them in `series`: the edge's one frame
+/// loop ([`isolane_edge::websocket::pump`]) as the socket's server.
 pub async fn pump<S>(
     io: S,
     channels: SocketChannels,
@@ -221,140 +212,57 @@ pub async fn pump<S>(
 {
     let SocketChannels {
         to_worker,
-        mut from_worker,
+        from_worker,
         max_message_bytes,
         write_timeout,
     } = channels;
-    // Small buffers: an idle socket holds them for its life (tungstenite's
-    // defaults are 128 KiB each way); a message is written and flushed
-    // before the next is taken, so the write buffer holds at most one.
-    let config = WebSocketConfig::default()
-        .read_buffer_size(READ_BUFFER)
-        .write_buffer_size(0)
-        .max_write_buffer_size(max_message_bytes.saturating_mul(2).max(READ_BUFFER))
-        .max_message_size(Some(max_message_bytes))
-        .max_frame_size(Some(max_message_bytes));
-    let mut ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
-    let mut reading = true;
-    loop {
-        tokio::select! {
-            () = closing.cancelled() => {
-                if let Some(series) = series {
-                    series.closed(SERVICE_RESTART);
-                }
-                let _ = to_worker.try_send(SocketMessage::restart());
-                let _ = send(&mut ws, close_message(Some(restart_frame())), write_timeout).await;
-                return;
-            }
-            message = ws.next(), if reading && to_worker.capacity() > 0 => {
-                match inbound(message) {
-                    Inbound::Message(message) => {
-                        let close = matches!(message, SocketMessage::Close(_));
-                        if let Some(series) = series {
-                            series.to_worker(&message);
-                        }
-                        // Room was checked: this sender is the only one.
-                        if to_worker.try_send(message).is_err() {
-                            reading = false;
-                        }
-                        if close {
-                            // tungstenite queued the reply, with the
-                            // client's code: send it, and the handshake is
-                            // done.
-                            let _ = tokio::time::timeout(write_timeout, ws.flush()).await;
-                            return;
-                        }
-                    }
-                    Inbound::Skip => {}
-                    Inbound::TooBig => {
-                        let frame = (u16::from(CloseCode::Size), "message too big".to_owned());
-                        if let Some(series) = series {
-                            series.closed(frame.0);
-                        }
-                        let _ = to_worker.try_send(SocketMessage::Close(Some(frame.clone())));
-                        let _ = send(&mut ws, close_message(Some(frame)), write_timeout).await;
-                        return;
-                    }
-                    Inbound::Gone => return,
-                }
-            }
-            // The Worker's queue was full: wait for room, then read again.
-            permit = to_worker.reserve(), if reading && to_worker.capacity() == 0 => {
-                if permit.is_err() {
-                    reading = false;
-                }
-            }
-            message = from_worker.recv() => {
-                let Some(message) = message else {
-                    // Dropped by the Worker (a limit, or this client did
-                    // not read): 1011.
-                    let frame = (u16::from(CloseCode::Error), "the Worker dropped the socket".to_owned());
-                    if let Some(series) = series {
-                        series.closed(frame.0);
-                    }
-                    let _ = send(&mut ws, close_message(Some(frame)), write_timeout).await;
-                    return;
-                };
-                let closed = matches!(message, SocketMessage::Close(_));
-                if let Some(series) = series {
-                    series.to_client(&message);
-                }
-                let message = match message {
-                    SocketMessage::Text(text) => Message::text(text),
-                    SocketMessage::Binary(bytes) => Message::binary(bytes),
-                    SocketMessage::Close(frame) => close_message(frame),
-                };
-                if !send(&mut ws, message, write_timeout).await {
-                    return;
-                }
-                if closed && !reading {
-                    return;
-                }
-            }
+    let ends = Ends {
+        to_local: to_worker,
+        from_local: from_worker,
+        max_message_bytes,
+        write_timeout,
+    };
+    websocket::pump(io, Role::Server, ends, Some(&closing), &ClientSide(series)).await;
+}
+
+/// A client's socket as the frame loop sees it: the call's messages,
+/// counted in the Worker's series.
+struct ClientSide<'a>(Option<&'a SocketSeries>);
+
+impl Side for ClientSide<'_> {
+    type Message = SocketMessage;
+
+    fn to_whole(message: SocketMessage) -> Whole {
+        match message {
+            SocketMessage::Text(text) => Whole::Text(text),
+            SocketMessage::Binary(bytes) => Whole::Binary(bytes),
+            SocketMessage::Close(frame) => Whole::Close(frame),
         }
     }
-}
 
-enum Inbound {
-    Message(SocketMessage),
-    Skip,
-    TooBig,
-    Gone,
-}
-
-fn inbound(message: Option<Result<Message, tungstenite::Error>>) -> Inbound {
-    match message {
-        Some(Ok(Message::Text(text))) => Inbound::Message(SocketMessage::Text(text.to_string())),
-        Some(Ok(Message::Binary(bytes))) => Inbound::Message(SocketMessage::Binary(bytes)),
-        Some(Ok(Message::Close(frame))) => Inbound::Message(SocketMessage::Close(
-            frame.map(|f| (u16::from(f.code), f.reason.to_string())),
-        )),
-        // Pings are answered by tungstenite itself.
-        Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => Inbound::Skip,
-        Some(Err(tungstenite::Error::Capacity(_))) => Inbound::TooBig,
-        Some(Err(error)) => {
-            debug!(%error, "the client's WebSocket failed");
-            Inbound::Gone
+    fn from_whole(whole: Whole) -> SocketMessage {
+        match whole {
+            Whole::Text(text) => SocketMessage::Text(text),
+            Whole::Binary(bytes) => SocketMessage::Binary(bytes),
+            Whole::Close(frame) => SocketMessage::Close(frame),
         }
-        None => Inbound::Gone,
     }
-}
 
-fn close_message(frame: Option<(u16, String)>) -> Message {
-    Message::Close(frame.map(|(code, reason)| CloseFrame {
-        code: CloseCode::from(code),
-        reason: reason.into(),
-    }))
-}
+    fn inbound(&self, message: &SocketMessage) {
+        if let Some(series) = self.0 {
+            series.to_worker(message);
+        }
+    }
 
-/// Writes one message; false when the client is gone or did not take it
-/// within `timeout` (it does not read: it is not waited for).
-async fn send<S>(ws: &mut WebSocketStream<S>, message: Message, timeout: Duration) -> bool
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
-    matches!(
-        tokio::time::timeout(timeout, ws.send(message)).await,
-        Ok(Ok(()))
-    )
+    fn outbound(&self, message: &SocketMessage) {
+        if let Some(series) = self.0 {
+            series.to_client(message);
+        }
+    }
+
+    fn closed(&self, code: u16) {
+        if let Some(series) = self.0 {
+            series.closed(code);
+        }
+    }
 }

@@ -9,8 +9,11 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use isolane_engine::{EngineObserver, EvictionReason, Outcome, TerminationReason};
-use isolane_proto::socket::{FirstClose, SocketMessage, close_label};
+use isolane_engine::{
+    EngineObserver, EvictionReason, Outcome, SocketMessage as EngineMessage, SocketTally,
+    TerminationReason,
+};
+use isolane_proto::socket::{FirstClose, NO_STATUS, SocketMessage, close_label};
 use isolane_telemetry::Metric;
 use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 
@@ -55,30 +58,72 @@ pub struct NodeMetrics {
     websocket_closes: IntCounterVec,
 }
 
+/// Who a Worker's WebSocket is with: the `peer` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    /// A client opened it and the Worker accepted it.
+    Client,
+    /// The Worker opened it to a server (`fetch` with `Upgrade`, `new
+    /// WebSocket`).
+    Server,
+}
+
+impl Peer {
+    fn label(self) -> &'static str {
+        match self {
+            Peer::Client => "client",
+            Peer::Server => "server",
+        }
+    }
+
+    /// The `direction` of the Worker's messages to this peer.
+    fn outward(self) -> &'static str {
+        match self {
+            Peer::Client => "to_client",
+            Peer::Server => "to_server",
+        }
+    }
+}
+
 /// One open WebSocket's handles, resolved once when it opens; when they
 /// drop, the socket is counted closed with its first close's code.
 #[derive(Debug)]
 pub struct SocketCounters {
     open: IntGauge,
     to_worker: (IntCounter, IntCounter),
-    to_client: (IntCounter, IntCounter),
+    /// The Worker's messages to its peer.
+    outward: (IntCounter, IntCounter),
     first_close: FirstClose,
     /// The closes family: the series is chosen when the socket ends.
     closes: IntCounterVec,
     thread: String,
+    peer: Peer,
 }
 
 impl SocketCounters {
     /// A client's message went to the Worker.
     pub fn to_worker(&self, message: &SocketMessage) {
-        count(&self.to_worker, message);
+        count(&self.to_worker, message.payload_len());
         self.first_close.see(message);
     }
 
     /// A Worker's message went to the client.
     pub fn to_client(&self, message: &SocketMessage) {
-        count(&self.to_client, message);
+        count(&self.outward, message.payload_len());
         self.first_close.see(message);
+    }
+
+    /// A message of an outbound socket, either way.
+    fn engine_message(&self, way: &(IntCounter, IntCounter), message: &EngineMessage) {
+        match message {
+            EngineMessage::Text(text) => count(way, text.len()),
+            EngineMessage::Binary(bytes) => count(way, bytes.len()),
+            EngineMessage::Close(frame) => {
+                count(way, 0);
+                self.first_close
+                    .closed(frame.as_ref().map_or(NO_STATUS, |f| f.code));
+            }
+        }
     }
 
     /// The node closed the socket itself with `code` (its drain), unless a
@@ -89,16 +134,35 @@ impl SocketCounters {
 }
 
 /// Counts one message and its payload bytes.
-fn count((messages, bytes): &(IntCounter, IntCounter), message: &SocketMessage) {
+fn count((messages, bytes): &(IntCounter, IntCounter), payload: usize) {
     messages.inc();
-    bytes.inc_by(message.payload_len() as u64);
+    bytes.inc_by(payload as u64);
 }
 
 impl Drop for SocketCounters {
     fn drop(&mut self) {
         self.open.dec();
         let code = close_label(self.first_close.code());
-        self.closes.with_label_values(&[&self.thread, code]).inc();
+        self.closes
+            .with_label_values(&[&self.thread, self.peer.label(), code])
+            .inc();
+    }
+}
+
+// === impl SocketTally for SocketCounters ===
+
+/// A Worker's outbound socket, counted by the engine's frame loop.
+impl SocketTally for SocketCounters {
+    fn to_worker(&self, message: &EngineMessage) {
+        self.engine_message(&self.to_worker, message);
+    }
+
+    fn to_server(&self, message: &EngineMessage) {
+        self.engine_message(&self.outward, message);
+    }
+
+    fn closed(&self, code: u16) {
+        self.first_close.closed(code);
     }
 }
 
@@ -248,26 +312,26 @@ const LEASE_RENEWALS: Metric = Metric::new(
 
 const WEBSOCKETS_OPEN: Metric = Metric::new(
     "isolane_node_websockets_open",
-    "WebSockets open between Workers on this thread and their clients.",
-    &["thread"],
+    "WebSockets open of Workers on this thread, by peer: their clients (client) or servers they connected to (server).",
+    &["thread", "peer"],
 );
 
 const WEBSOCKET_MESSAGES: Metric = Metric::new(
     "isolane_node_websocket_messages_total",
-    "WebSocket messages by direction: from a client to its Worker (to_worker) or back (to_client).",
-    &["thread", "direction"],
+    "WebSocket messages by peer (client, server) and direction: from the peer to its Worker (to_worker) or back (to_client, to_server).",
+    &["thread", "peer", "direction"],
 );
 
 const WEBSOCKET_BYTES: Metric = Metric::new(
     "isolane_node_websocket_bytes_total",
-    "WebSocket payload bytes (text as UTF-8, binary; closes not counted) by direction: to_worker or to_client.",
-    &["thread", "direction"],
+    "WebSocket payload bytes (text as UTF-8, binary; closes not counted) by peer and direction: to_worker, to_client or to_server.",
+    &["thread", "peer", "direction"],
 );
 
 const WEBSOCKET_CLOSES: Metric = Metric::new(
     "isolane_node_websocket_closes_total",
-    "WebSockets ended, by the code of their first close either way (1000, 1001, 1006: no close frame, 1008, 1009, 1011, 1012, or other).",
-    &["thread", "code"],
+    "WebSockets ended, by peer and the code of their first close either way (1000, 1001, 1006: no close frame, 1008, 1009, 1011, 1012, or other).",
+    &["thread", "peer", "code"],
 );
 
 const TAIL_EVENTS_DROPPED: Metric = Metric::new(
@@ -507,25 +571,29 @@ impl NodeMetrics {
         self.draining.set(i64::from(draining));
     }
 
-    /// A WebSocket opened on `thread`: counted open until the handles drop.
-    pub fn socket_opened(&self, thread: usize) -> SocketCounters {
+    /// A WebSocket with `peer` opened on `thread`: counted open until the
+    /// handles drop.
+    pub fn socket_opened(&self, thread: usize, peer: Peer) -> SocketCounters {
         let label = self.thread_label(thread);
-        let open = self.websockets_open.with_label_values(&[label]);
+        let open = self
+            .websockets_open
+            .with_label_values(&[label, peer.label()]);
         open.inc();
         let way = |direction| {
+            let labels = [label, peer.label(), direction];
             (
-                self.websocket_messages
-                    .with_label_values(&[label, direction]),
-                self.websocket_bytes.with_label_values(&[label, direction]),
+                self.websocket_messages.with_label_values(&labels),
+                self.websocket_bytes.with_label_values(&labels),
             )
         };
         SocketCounters {
             open,
             to_worker: way("to_worker"),
-            to_client: way("to_client"),
+            outward: way(peer.outward()),
             first_close: FirstClose::default(),
             closes: self.websocket_closes.clone(),
             thread: label.to_owned(),
+            peer,
         }
     }
 }
@@ -541,6 +609,10 @@ fn saturating_i64(value: usize) -> i64 {
 // === impl EngineObserver for NodeMetrics ===
 
 impl EngineObserver for NodeMetrics {
+    fn outbound_socket_opened(&self, thread: usize) -> Option<Box<dyn SocketTally>> {
+        Some(Box::new(self.socket_opened(thread, Peer::Server)))
+    }
+
     fn isolate_cache(&self, thread: usize, hit: bool) {
         match self.threads.get(thread) {
             Some(t) if hit => t.cache_hit.inc(),

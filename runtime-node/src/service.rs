@@ -41,7 +41,7 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::admission::Admission;
 use crate::bundles::BundleIndex;
 use crate::error::Error;
-use crate::metrics::NodeMetrics;
+use crate::metrics::{NodeMetrics, Peer};
 
 pub use answered::Answered;
 pub use stream::MAX_CHUNK_BYTES;
@@ -227,7 +227,7 @@ impl NodeService {
                         end,
                         shared.admission.sockets_closing(),
                         shared.admission.socket_opened(),
-                        shared.metrics.socket_opened(thread),
+                        shared.metrics.socket_opened(thread, Peer::Client),
                     )
                 }),
         };

@@ -9,6 +9,7 @@
 mod accept;
 mod idle;
 mod primed;
+pub mod websocket;
 
 use std::time::Duration;
 

@@ -120,6 +120,7 @@ class WebSocket extends EventTarget {
   #url = null;
   #protocol = null;
   #constructed = false; // by `new WebSocket(url)`
+  #handlers = new Map(); // event type → its `on…` attribute's function
 
   constructor(url = undefined, protocols = undefined, key = undefined) {
     super();
@@ -189,6 +190,49 @@ class WebSocket extends EventTarget {
   set binaryType(value) {
     WebSocket.#check(this);
     if (value === 'arraybuffer' || value === 'blob') this.#binaryType = value;
+  }
+
+  // The `on…` event handler attributes (WHATWG HTML's EventHandler, as the
+  // WebSocket standard and workerd have them): one listener per type, added
+  // when a function is first set, which calls whatever is set at the time
+  // (so setting another keeps its place among the listeners); null, or
+  // anything not an object, removes it. A handler returning false cancels
+  // the event.
+  get onopen() { return this.#handler('open'); }
+  set onopen(fn) { this.#setHandler('open', fn); }
+  get onmessage() { return this.#handler('message'); }
+  set onmessage(fn) { this.#setHandler('message', fn); }
+  get onerror() { return this.#handler('error'); }
+  set onerror(fn) { this.#setHandler('error', fn); }
+  get onclose() { return this.#handler('close'); }
+  set onclose(fn) { this.#setHandler('close', fn); }
+
+  #handler(type) {
+    WebSocket.#check(this);
+    return this.#handlers.get(type)?.fn ?? null;
+  }
+
+  #setHandler(type, fn) {
+    WebSocket.#check(this);
+    const set = this.#handlers.get(type);
+    if (!internal.isObject(fn)) {
+      if (set !== undefined) {
+        this.removeEventListener(type, set.listener);
+        this.#handlers.delete(type);
+      }
+      return;
+    }
+    if (set !== undefined) {
+      set.fn = fn;
+      return;
+    }
+    const entry = { fn, listener: null };
+    entry.listener = (event) => {
+      if (typeof entry.fn !== 'function') return;
+      if (entry.fn.call(this, event) === false) event.preventDefault();
+    };
+    this.#handlers.set(type, entry);
+    this.addEventListener(type, entry.listener);
   }
 
   accept() {
@@ -365,7 +409,7 @@ class WebSocket extends EventTarget {
     };
   }
 }
-internal.enumerableMembers(WebSocket, ['readyState', 'url', 'protocol', 'extensions', 'binaryType', 'accept', 'send', 'close']);
+internal.enumerableMembers(WebSocket, ['readyState', 'url', 'protocol', 'extensions', 'binaryType', 'onopen', 'onmessage', 'onerror', 'onclose', 'accept', 'send', 'close']);
 internal.setToStringTag(WebSocket.prototype, 'WebSocket');
 for (const [name, value] of [['CONNECTING', CONNECTING], ['OPEN', OPEN], ['CLOSING', CLOSING], ['CLOSED', CLOSED]]) {
   Object.defineProperty(WebSocket, name, { value, enumerable: true });

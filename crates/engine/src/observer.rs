@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::outcome::Outcome;
+use crate::socket::SocketMessage;
 
 /// Why a warm isolate left its pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -154,6 +155,25 @@ pub trait EngineObserver: Send + Sync {
     /// A KV operation that reached the store ended (called on the engine
     /// thread of the Worker that asked, as its promise settles).
     fn kv_operation(&self, _op: KvOp, _result: KvResult) {}
+    /// A Worker on `thread` opened a WebSocket to a server (`fetch` with
+    /// `Upgrade`, `new WebSocket`): what counts it until it ends (the
+    /// tally is dropped then). Accepted sockets are the front end's to
+    /// count.
+    fn outbound_socket_opened(&self, _thread: usize) -> Option<Box<dyn SocketTally>> {
+        None
+    }
+}
+
+/// Counts one outbound WebSocket from its open until it is dropped (when
+/// the socket ends).
+pub trait SocketTally: Send {
+    /// A message from the server went to the Worker.
+    fn to_worker(&self, message: &SocketMessage);
+    /// A message from the Worker went to the server.
+    fn to_server(&self, message: &SocketMessage);
+    /// The engine closed the socket itself with `code` (1009, 1011), unless
+    /// a close went either way before.
+    fn closed(&self, code: u16);
 }
 
 /// An observer that ignores everything.

@@ -123,11 +123,11 @@ async fn messages_and_closes_travel_as_socket_frames() {
     assert!(ACKED.load(Ordering::Relaxed) >= 99);
     let metrics = node.metrics_text();
     assert!(
-        metrics.contains(r#"isolane_node_websockets_open{thread="0"} 1"#),
+        metrics.contains(r#"isolane_node_websockets_open{peer="client",thread="0"} 1"#),
         "{metrics}"
     );
     assert!(metrics.contains(
-        r#"isolane_node_websocket_messages_total{direction="to_worker",thread="0"} 100"#
+        r#"isolane_node_websocket_messages_total{direction="to_worker",peer="client",thread="0"} 100"#
     ));
     // The Worker closes: its code and reason, then the end.
     send(&tx, text("close-me")).await;

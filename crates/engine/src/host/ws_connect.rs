@@ -190,7 +190,9 @@ async fn connect(
         return Settlement::Undefined;
     }
     let (id, end) = open_entry(host, sockets, ctx, slot);
-    tokio::task::spawn_local(super::ws_client::run(TokioIo::new(upgraded), end));
+    let thread = &host.thread;
+    let tally = thread.observer.outbound_socket_opened(thread.index);
+    tokio::task::spawn_local(super::ws_client::run(TokioIo::new(upgraded), end, tally));
     Settlement::Fetch(head(headers, 0, id))
 }
 

@@ -373,6 +373,69 @@ export default {
     );
 }
 
+/// The `on…` attributes on both ends of a pair: one listener per type,
+/// keeping its place when replaced (the standard's EventHandler), removed
+/// by null, ignoring what is not an object; `this` is the socket.
+#[tokio::test]
+async fn handler_attributes_keep_their_place_and_go_with_null() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let worker = bundle(
+        "web/handlers",
+        r#"
+export default {
+  async fetch() {
+    const [a, b] = Object.values(new WebSocketPair());
+    const got = [];
+    b.onmessage = () => got.push('first');
+    b.addEventListener('message', (e) => got.push('listener ' + e.data));
+    b.onmessage = function (e) { got.push('handler ' + e.data + ' ' + (this === b)); };
+    const closed = new Promise((resolve) => { b.onclose = (e) => resolve(e.code); });
+    b.accept();
+    a.accept();
+    a.send('one');
+    await new Promise((r) => setTimeout(r, 0));
+    b.onmessage = null;
+    const afterNull = b.onmessage;
+    b.onmessage = 'not a function';
+    a.send('two');
+    const code = (a.close(4001, 'x'), await closed);
+    const kept = typeof b.onclose;
+    b.onclose = { handleEvent() {} };
+    return Response.json({ got, afterNull, code, kept, object: typeof b.onclose, other: a.onmessage });
+  },
+};
+"#,
+    );
+    let (status, body) = run(&engine, 0, &worker, "/").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        r#"{"got":["handler one true","listener one","listener two"],"afterNull":null,"code":4001,"kept":"function","object":"object","other":null}"#
+    );
+}
+
+/// An accepted socket answered through `onmessage`, as a front end sees it.
+#[tokio::test]
+async fn onmessage_echoes_through_the_front_end() {
+    let engine = ws_engine(WebSocketConfig::default());
+    let echo = bundle(
+        "web/onmessage",
+        r#"
+export default {
+  fetch() {
+    const [client, server] = Object.values(new WebSocketPair());
+    server.accept();
+    server.onmessage = (event) => server.send('echo ' + event.data);
+    return new Response(null, { status: 101, webSocket: client });
+  },
+};
+"#,
+    );
+    let mut end = open(&engine, &echo).await;
+    end.to_worker.send(text("hi")).await.unwrap();
+    assert_eq!(next(&mut end).await, Some(text("echo hi")));
+}
+
 /// Open sockets hold no request slots: many more than a namespace's share
 /// of slots (64 of 256 here) stay open, and plain requests still run.
 #[tokio::test]

@@ -280,6 +280,48 @@ async fn the_egress_policy_refuses_a_socket_with_an_error_not_a_crash() {
     neighbour_ok(&engine, &neighbour).await;
 }
 
+/// The `on…` attributes instead of `addEventListener`: `new WebSocket(u)`
+/// with `onopen`, `onmessage`, `onerror` and `onclose`, answering with what
+/// it saw and what the attributes read back as.
+const HANDLERS: &str = r#"
+export default { async fetch(request) {
+  const url = new URL(request.url).searchParams.get('u');
+  const ws = new WebSocket(url);
+  const seen = ['unset ' + [ws.onopen, ws.onmessage, ws.onerror, ws.onclose].join(',')];
+  return await new Promise((resolve) => {
+    ws.onopen = function (e) { seen.push('open ' + e.type + ' ' + (this === ws)); ws.send('hello'); };
+    ws.onmessage = (e) => { seen.push('message ' + e.data); ws.close(4000, 'done'); };
+    ws.onerror = (e) => seen.push('error ' + e.message);
+    ws.onclose = (e) => {
+      seen.push('close ' + e.code + ' ' + (typeof ws.onclose) + ' ' + Object.keys(WebSocket.prototype).filter((k) => k.startsWith('on')).join(','));
+      resolve(new Response(seen.join('\n')));
+    };
+  });
+} };
+"#;
+
+#[tokio::test]
+async fn event_handler_attributes_see_open_message_error_and_close() {
+    let (addr, _counts) = echo_server(None).await;
+    let engine = out_engine(EgressConfig::open(), WebSocketConfig::default());
+    let worker = bundle("out/handlers", HANDLERS);
+    let (status, body) = run(&engine, 0, &worker, &path_to(&format!("ws://{addr}/"))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        "unset ,,,\nopen open true\nmessage hello\nclose 4000 function onopen,onmessage,onerror,onclose"
+    );
+    // Refused by the egress policy: `onerror`, then `onclose` with 1006.
+    let refusing = out_engine(EgressConfig::default(), WebSocketConfig::default());
+    let (_, body) = run(&refusing, 0, &worker, &path_to(&format!("ws://{addr}/"))).await;
+    let lines: Vec<&str> = body.lines().collect();
+    assert!(
+        lines[1].starts_with("error ") && lines[1].contains("refused by the egress policy"),
+        "{body}"
+    );
+    assert!(lines[2].starts_with("close 1006 function"), "{body}");
+}
+
 /// Opens sockets with `fetch` + Upgrade, one after the other, keeping each
 /// open, until one fails; answers how many opened and the failure.
 const OPENER: &str = r#"
