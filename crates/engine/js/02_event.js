@@ -219,6 +219,42 @@ class EventTarget {
 internal.enumerableMembers(EventTarget, ['addEventListener', 'removeEventListener', 'dispatchEvent']);
 internal.setToStringTag(EventTarget.prototype, 'EventTarget');
 
+// Event handler attributes (`onmessage`, ...: HTML's EventHandler, as the
+// standards and workerd have them): one listener per target and type,
+// added when a handler is first set, which calls whatever handler is set at
+// the time (so replacing one keeps its place among the listeners); null,
+// or anything not an object, removes it. A handler returning false cancels
+// the event. The listener goes through EventTarget's own methods, whatever
+// a subclass or a Worker did to them.
+const handlers = new WeakMap(); // target -> Map(type -> { fn, listener })
+internal.eventHandler = (target, type) => handlers.get(target)?.get(type)?.fn ?? null;
+internal.setEventHandler = (target, type, fn) => {
+  let byType = handlers.get(target);
+  const set = byType?.get(type);
+  if (!internal.isObject(fn)) {
+    if (set !== undefined) {
+      EventTarget.prototype.removeEventListener.call(target, type, set.listener);
+      byType.delete(type);
+    }
+    return;
+  }
+  if (set !== undefined) {
+    set.fn = fn;
+    return;
+  }
+  if (byType === undefined) {
+    byType = new Map();
+    handlers.set(target, byType);
+  }
+  const entry = { fn, listener: null };
+  entry.listener = (event) => {
+    if (typeof entry.fn !== 'function') return;
+    if (entry.fn.call(target, event) === false) event.preventDefault();
+  };
+  byType.set(type, entry);
+  EventTarget.prototype.addEventListener.call(target, type, entry.listener);
+};
+
 // CustomEvent (DOM Standard): an Event carrying `detail`.
 class CustomEvent extends Event {
   #detail;

@@ -7,7 +7,6 @@ class AbortSignal extends EventTarget {
   #aborted = false;
   #reason = undefined;
   #algorithms = new Set();
-  #onabort = null;
   #dependent = false;
   #sources = [];            // for AbortSignal.any: the signals this one follows (weakly)
   #dependents = [];         // signals made by AbortSignal.any that follow this one (weakly)
@@ -29,12 +28,10 @@ class AbortSignal extends EventTarget {
     if (this.#aborted) throw this.#reason;
   }
 
-  get onabort() { AbortSignal.#check(this); return this.#onabort; }
+  get onabort() { AbortSignal.#check(this); return internal.eventHandler(this, 'abort'); }
   set onabort(fn) {
     AbortSignal.#check(this);
-    if (this.#onabort !== null) this.removeEventListener('abort', this.#onabort);
-    this.#onabort = internal.isObject(fn) ? fn : null;
-    if (this.#onabort !== null) this.addEventListener('abort', this.#onabort);
+    internal.setEventHandler(this, 'abort', fn);
   }
 
   static abort(reason = undefined) {

@@ -120,7 +120,6 @@ class WebSocket extends EventTarget {
   #url = null;
   #protocol = null;
   #constructed = false; // by `new WebSocket(url)`
-  #handlers = new Map(); // event type → its `on…` attribute's function
 
   constructor(url = undefined, protocols = undefined, key = undefined) {
     super();
@@ -192,12 +191,7 @@ class WebSocket extends EventTarget {
     if (value === 'arraybuffer' || value === 'blob') this.#binaryType = value;
   }
 
-  // The `on…` event handler attributes (WHATWG HTML's EventHandler, as the
-  // WebSocket standard and workerd have them): one listener per type, added
-  // when a function is first set, which calls whatever is set at the time
-  // (so setting another keeps its place among the listeners); null, or
-  // anything not an object, removes it. A handler returning false cancels
-  // the event.
+  // The `on…` event handler attributes (internal.setEventHandler).
   get onopen() { return this.#handler('open'); }
   set onopen(fn) { this.#setHandler('open', fn); }
   get onmessage() { return this.#handler('message'); }
@@ -209,30 +203,12 @@ class WebSocket extends EventTarget {
 
   #handler(type) {
     WebSocket.#check(this);
-    return this.#handlers.get(type)?.fn ?? null;
+    return internal.eventHandler(this, type);
   }
 
   #setHandler(type, fn) {
     WebSocket.#check(this);
-    const set = this.#handlers.get(type);
-    if (!internal.isObject(fn)) {
-      if (set !== undefined) {
-        this.removeEventListener(type, set.listener);
-        this.#handlers.delete(type);
-      }
-      return;
-    }
-    if (set !== undefined) {
-      set.fn = fn;
-      return;
-    }
-    const entry = { fn, listener: null };
-    entry.listener = (event) => {
-      if (typeof entry.fn !== 'function') return;
-      if (entry.fn.call(this, event) === false) event.preventDefault();
-    };
-    this.#handlers.set(type, entry);
-    this.addEventListener(type, entry.listener);
+    internal.setEventHandler(this, type, fn);
   }
 
   accept() {

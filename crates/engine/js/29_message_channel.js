@@ -28,7 +28,6 @@ class MessagePort extends EventTarget {
   #other = null;
   #state = PENDING;
   #queue = [];
-  #onmessage = null;
 
   constructor(key = undefined) {
     if (key !== kConstruct) throw new TypeError('Illegal constructor');
@@ -84,17 +83,12 @@ class MessagePort extends EventTarget {
     if (String(type) === 'message') this.#maybePause();
   }
 
-  get onmessage() { MessagePort.#check(this); return this.#onmessage; }
+  get onmessage() { MessagePort.#check(this); return internal.eventHandler(this, 'message'); }
   set onmessage(handler) {
     MessagePort.#check(this);
-    if (this.#onmessage !== null) EventTarget.prototype.removeEventListener.call(this, 'message', this.#onmessage);
-    this.#onmessage = internal.isObject(handler) ? handler : null;
-    if (this.#onmessage === null) {
-      this.#maybePause();
-      return;
-    }
-    EventTarget.prototype.addEventListener.call(this, 'message', this.#onmessage);
-    this.start();
+    internal.setEventHandler(this, 'message', handler);
+    if (internal.eventHandler(this, 'message') === null) this.#maybePause();
+    else this.start();
   }
 
   // With no 'message' listener left, a started port queues again.
