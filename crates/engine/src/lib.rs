@@ -46,6 +46,7 @@ mod socket;
 mod tail;
 mod thread;
 mod thread_ctx;
+mod trace;
 mod watchdog;
 
 pub use body::{Body, BodyClosed, BodyError, BodySender};
@@ -64,6 +65,7 @@ pub use observer::{
 pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};
 pub use prewarm::Prewarm;
 pub use scheduled::ScheduledEvent;
+pub use trace::RequestTrace;
 pub use snapshot::runtime_files;
 pub use socket::{
     CloseFrame, DEFAULT_MAX_MESSAGE_BYTES, SocketEnd, SocketMessage, WebSocketConfig,
