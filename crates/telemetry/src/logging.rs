@@ -60,6 +60,18 @@ pub fn init_tracing(
     let exporter = TraceSettings::from_env(service)?
         .map(|settings| Exporter::start(&settings))
         .transpose()?;
+    subscriber(format, filter, exporter.as_ref().map(Exporter::tracer))
+        .try_init()
+        .map_err(|_| Error::TracingAlreadyInstalled)?;
+    Ok(Telemetry { exporter })
+}
+
+/// Log lines in `format` through `filter`, and the spans to `tracer`.
+fn subscriber(
+    format: LogFormat,
+    filter: EnvFilter,
+    tracer: Option<opentelemetry_sdk::trace::SdkTracer>,
+) -> impl tracing::Subscriber + Send + Sync {
     let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     let lines = match format {
         LogFormat::Plain => lines.boxed(),
@@ -69,9 +81,9 @@ pub fn init_tracing(
             .with_current_span(true)
             .boxed(),
     };
-    let spans = exporter.as_ref().map(|exporter| {
+    let spans = tracer.map(|tracer| {
         tracing_opentelemetry::layer()
-            .with_tracer(exporter.tracer())
+            .with_tracer(tracer)
             .with_tracked_inactivity(false)
             .with_threads(false)
             .with_filter(filter_fn(exported))
@@ -79,9 +91,6 @@ pub fn init_tracing(
     tracing_subscriber::registry()
         .with(lines.with_filter(filter))
         .with(spans)
-        .try_init()
-        .map_err(|_| Error::TracingAlreadyInstalled)?;
-    Ok(Telemetry { exporter })
 }
 
 /// What the trace export sees: Isolane's spans, and its events at `INFO`
@@ -122,6 +131,19 @@ mod tests {
         assert_eq!(f.to_string(), "warn");
         let f = filter(Some(" "), None, "info,isolane=trace").unwrap();
         assert_eq!(f.to_string(), "isolane=trace,info");
+    }
+
+    #[test]
+    fn request_spans_are_enabled_only_with_the_export() {
+        let probe = || tracing::trace_span!("isolane_probe").is_disabled();
+        let off = subscriber(LogFormat::Plain, filter(None, None, "info").unwrap(), None);
+        let disabled = tracing::subscriber::with_default(off, probe);
+        assert!(disabled, "no export: TRACE spans are off");
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+        let tracer = opentelemetry::trace::TracerProvider::tracer(&provider, "t");
+        let on = subscriber(LogFormat::Json, filter(None, None, "info").unwrap(), Some(tracer));
+        let disabled = tracing::subscriber::with_default(on, probe);
+        assert!(!disabled, "with the export: TRACE spans are on");
     }
 
     #[test]

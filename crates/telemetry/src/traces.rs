@@ -249,7 +249,7 @@ impl Exporter {
     }
 
     /// The tracer the `tracing` layer writes spans to.
-    pub(crate) fn tracer(&self) -> opentelemetry_sdk::trace::SdkTracer {
+    pub fn tracer(&self) -> opentelemetry_sdk::trace::SdkTracer {
         self.provider.tracer("isolane")
     }
 }

@@ -12,6 +12,7 @@ pub enum Component {
     Kubelet,
     KubeProxy,
     Postgres,
+    Collector,
 }
 
 impl fmt::Display for Component {
@@ -25,6 +26,7 @@ impl fmt::Display for Component {
             Self::Kubelet => "kubelet",
             Self::KubeProxy => "kube-proxy",
             Self::Postgres => "postgres",
+            Self::Collector => "otelcol",
         })
     }
 }
