@@ -65,7 +65,6 @@ pub use observer::{
 pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};
 pub use prewarm::Prewarm;
 pub use scheduled::ScheduledEvent;
-pub use trace::RequestTrace;
 pub use snapshot::runtime_files;
 pub use socket::{
     CloseFrame, DEFAULT_MAX_MESSAGE_BYTES, SocketEnd, SocketMessage, WebSocketConfig,
@@ -75,6 +74,7 @@ pub use tail::{
     Exception, LogLine, MAX_TAILS_PER_WORKER, QUEUE as TAIL_QUEUE, TailError, TailEvent, TailItem,
     TailSubscription,
 };
+pub use trace::RequestTrace;
 
 /// The header every outbound `fetch` carries: one more than the request it
 /// runs for (0 when absent), so a front end can refuse a request that loops

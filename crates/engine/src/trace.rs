@@ -40,11 +40,15 @@ impl RequestTrace {
     /// The client span of one outbound fetch (each hop of a redirect chain
     /// is one), its context written into `headers` unless the Worker set a
     /// `traceparent` of its own, which is kept.
-    pub(crate) fn subrequest(&self, method: &http::Method, url: &url::Url, headers: &mut HeaderMap) -> Span {
+    pub(crate) fn subrequest(
+        &self,
+        method: &http::Method,
+        url: &url::Url,
+        headers: &mut HeaderMap,
+    ) -> Span {
         let span = tracing::trace_span!(
             parent: &self.span,
             "worker.fetch",
-            otel.name = %method,
             otel.kind = "client",
             http.request.method = %method,
             url.full = url.as_str(),

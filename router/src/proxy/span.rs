@@ -16,7 +16,6 @@ use tracing::field::Empty;
 pub(super) fn request<B>(request: &Request<B>, host: &str) -> Span {
     let span = tracing::trace_span!(
         "router.request",
-        otel.name = %request.method(),
         otel.kind = "server",
         otel.status_code = Empty,
         http.request.method = %request.method(),

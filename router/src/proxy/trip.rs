@@ -69,7 +69,8 @@ impl Trip<'_> {
         let mut refused: Option<Failure> = None;
         loop {
             let placed = {
-                let _placing = tracing::trace_span!("router.place", attempt = attempts + 1).entered();
+                let _placing =
+                    tracing::trace_span!("router.place", attempt = attempts + 1).entered();
                 fleet.pick(&self.backend.worker_id, config.load_factor, &tried)
             };
             let Some(pick) = placed else {
