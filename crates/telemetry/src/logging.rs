@@ -141,7 +141,11 @@ mod tests {
         assert!(disabled, "no export: TRACE spans are off");
         let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
         let tracer = opentelemetry::trace::TracerProvider::tracer(&provider, "t");
-        let on = subscriber(LogFormat::Json, filter(None, None, "info").unwrap(), Some(tracer));
+        let on = subscriber(
+            LogFormat::Json,
+            filter(None, None, "info").unwrap(),
+            Some(tracer),
+        );
         let disabled = tracing::subscriber::with_default(on, probe);
         assert!(!disabled, "with the export: TRACE spans are on");
     }

@@ -351,6 +351,9 @@ mod tests {
         ])
         .unwrap_err();
         assert_eq!(error.kind(), "invalid_trace_setting");
-        assert!(error.to_string().contains(OTEL_EXPORTER_OTLP_PROTOCOL), "{error}");
+        assert!(
+            error.to_string().contains(OTEL_EXPORTER_OTLP_PROTOCOL),
+            "{error}"
+        );
     }
 }

@@ -31,7 +31,9 @@ fn send(settings: &TraceSettings, name: &'static str) -> String {
     tracing::subscriber::with_default(subscriber, || {
         let span = tracing::trace_span!("export.test", test.name = name);
         let incoming = format!("00-{TRACE}-{PARENT}-01");
-        propagation::set_parent_from(&span, |key| (key == "traceparent").then_some(incoming.as_str()));
+        propagation::set_parent_from(&span, |key| {
+            (key == "traceparent").then_some(incoming.as_str())
+        });
         propagation::inject(&span, |key, value| {
             if key == "traceparent" {
                 outgoing = value;
@@ -59,7 +61,10 @@ fn check(collector: &Collector, name: &str, outgoing: &str) {
 #[test]
 fn spans_reach_a_collector_over_grpc_and_http_protobuf() {
     let collector = Collector::start().expect("the collector starts");
-    let grpc = send(&settings(collector.grpc_endpoint(), Transport::Grpc), "grpc");
+    let grpc = send(
+        &settings(collector.grpc_endpoint(), Transport::Grpc),
+        "grpc",
+    );
     check(&collector, "grpc", &grpc);
     let http = send(
         &settings(collector.http_endpoint(), Transport::HttpProtobuf),

@@ -162,7 +162,12 @@ service:
 
 /// The spans of one exported batch (`ExportTraceServiceRequest` as JSON).
 fn spans_of(batch: &Value) -> Vec<ReceivedSpan> {
-    let list = |v: &Value, key: &str| v.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
+    let list = |v: &Value, key: &str| {
+        v.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
     let mut spans = Vec::new();
     for resource in list(batch, "resourceSpans") {
         let service = attributes(resource.get("resource").unwrap_or(&Value::Null))
@@ -170,7 +175,12 @@ fn spans_of(batch: &Value) -> Vec<ReceivedSpan> {
             .unwrap_or_default();
         for scope in list(&resource, "scopeSpans") {
             for span in list(&scope, "spans") {
-                let text = |key: &str| span.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
+                let text = |key: &str| {
+                    span.get(key)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned()
+                };
                 spans.push(ReceivedSpan {
                     service: service.clone(),
                     name: text("name"),
