@@ -107,10 +107,7 @@ impl NodeService {
 
     /// One `Execute` call from the wire: its request frames in, its
     /// response frames out, or the refusal as a gRPC status.
-    pub async fn execute_frames(
-        &self,
-        inbound: InboundFrames,
-    ) -> Result<ExecuteStream, Status> {
+    pub async fn execute_frames(&self, inbound: InboundFrames) -> Result<ExecuteStream, Status> {
         self.execute_in(inbound, span::execute()).await
     }
 
@@ -202,14 +199,17 @@ impl NodeService {
 
     async fn run(&self, call: Call, body: Body) -> Result<(Answer, Answered), Error> {
         let shared = &self.inner;
-        let permit = span::admission(call.thread).in_scope(|| shared.admission.admit(call.thread))?;
+        let permit =
+            span::admission(call.thread).in_scope(|| shared.admission.admit(call.thread))?;
         let thread = permit.thread();
         // No deadline (a router in this process bounds the call itself):
         // no clock read, no timer.
         let deadline_in = (call.deadline_ms > 0).then(|| Duration::from_millis(call.deadline_ms));
         let deadline = deadline_in.map(|d| Instant::now() + d);
         let wait = deadline_in.map_or(shared.revision_wait, |d| shared.revision_wait.min(d));
-        let resolve = shared.bundles.resolve(&call.worker_id, &call.revision, wait);
+        let resolve = shared
+            .bundles
+            .resolve(&call.worker_id, &call.revision, wait);
         let bundle = span::within(resolve, span::bundle()).await?;
         tracing::debug!(worker.id = %call.worker_id, revision = %bundle.revision, thread, request.id = %call.request_id, "execute");
         let head_only = call.request.method() == Method::HEAD;
