@@ -521,12 +521,13 @@ impl Proxy {
         B: Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<BoxError>,
     {
-        let span = span::request(&request, request_host(&request));
+        let host = request_host(&request).to_owned();
+        let span = span::request(&request, &host);
         if span.is_disabled() {
-            return self.serve(request, client, &span).await;
+            return self.serve(request, host, client, &span).await;
         }
         let response = self
-            .serve(request, client, &span)
+            .serve(request, host, client, &span)
             .instrument(span.clone())
             .await;
         span::answered(&span, response.status());
@@ -536,6 +537,7 @@ impl Proxy {
     async fn serve<B>(
         &self,
         mut request: Request<B>,
+        host: String,
         client: Option<&Client>,
         span: &tracing::Span,
     ) -> Response<ResponseBody>
@@ -562,7 +564,6 @@ impl Proxy {
             debug!(request.id = %request_id, hops, "request looped through the router");
             return self.answer_error(None, NO_NODE, Error::Loop { hops }, &request_id, started);
         }
-        let host = request_host(&request).to_owned();
         let routes = self.inner.routes.load();
         let Some(backend) = routes.lookup(&host, request.uri().path()).cloned() else {
             let error = Error::NoRoute {
