@@ -178,6 +178,13 @@ deps_helm() {
     log "helm: $("${helm}" version --short)"
 }
 
+# The OpenTelemetry Collector v0.165.0 (OTLP in, spans to a JSON-lines
+# file out) for the trace tests (isolane_testenv::Collector), built from its
+# Go modules once and cached beside the apiserver (hack/build-otelcol.sh).
+deps_otelcol() {
+    log "otelcol: $("${here}/build-otelcol.sh")"
+}
+
 # Prometheus and promtool 2.42 from Debian. Tests start their own server with
 # their own config, so the package's service is kept from starting and disabled.
 deps_prometheus() {
@@ -259,6 +266,7 @@ main() {
     deps_kubectl
     deps_helm
     deps_registry
+    deps_otelcol
     deps_prometheus
     deps_compat
     deps_containers

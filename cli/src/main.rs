@@ -46,10 +46,14 @@ enum Command {
 fn main() -> ExitCode {
     // A wrong command line exits 64 (EX_USAGE), before any port is bound.
     let cli: Cli = parse_args();
-    if let Err(error) = init_tracing(cli.log_format, "info") {
-        eprintln!("isolane: invalid log settings: {error}");
-        return ExitCode::from(EXIT_USAGE);
-    }
+    // Kept until exit: dropping it sends the last spans (`isolane dev`).
+    let _telemetry = match init_tracing(cli.log_format, "info", "isolane-dev") {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("isolane: invalid log or trace settings: {error}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     match cli.command {
         Command::Push(args) => block_on("push", push::run(args)),
         Command::Tail(args) => block_on("tail", tail::run(args)),

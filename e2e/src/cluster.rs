@@ -55,6 +55,8 @@ pub struct NodeOptions {
     pub drain_timeout: Duration,
     /// More flags.
     pub extra_args: Vec<String>,
+    /// More environment variables (`OTEL_*`).
+    pub extra_env: Vec<(String, String)>,
 }
 
 impl NodeOptions {
@@ -79,6 +81,7 @@ impl Default for NodeOptions {
             lease_duration: Duration::from_secs(3),
             drain_timeout: Duration::from_secs(10),
             extra_args: Vec::new(),
+            extra_env: Vec::new(),
         }
     }
 }
@@ -127,7 +130,7 @@ impl Node {
         .collect();
         args.extend(node_tls_args(dir));
         args.extend(options.extra_args.iter().cloned());
-        let envs: [(&str, &OsStr); 3] = [
+        let mut envs: Vec<(&str, &OsStr)> = vec![
             ("KUBECONFIG", cp.kubeconfig_path().as_os_str()),
             ("NO_COLOR", OsStr::new("1")),
             (
@@ -135,6 +138,7 @@ impl Node {
                 OsStr::new("info,isolane_node=debug,kube=warn"),
             ),
         ];
+        envs.extend(extra_env(&options.extra_env));
         let log = dir.join(format!("{}.log", options.name));
         let process =
             Process::spawn(&options.name, &binary, &args, &envs, &log).expect("the node starts");
@@ -185,6 +189,13 @@ pub struct RouterOptions {
     pub name: Option<String>,
     /// More flags.
     pub extra_args: Vec<String>,
+    /// More environment variables (`OTEL_*`).
+    pub extra_env: Vec<(String, String)>,
+}
+
+/// `(name, value)` pairs as [`Process::spawn`] takes them.
+pub fn extra_env(env: &[(String, String)]) -> impl Iterator<Item = (&str, &OsStr)> {
+    env.iter().map(|(k, v)| (k.as_str(), OsStr::new(v)))
 }
 
 /// A running `isolane-router`.
@@ -219,12 +230,13 @@ impl Router {
         .collect();
         args.extend(router_tls_args(dir));
         args.extend(options.extra_args.iter().cloned());
-        let envs: [(&str, &OsStr); 3] = [
+        let mut envs: Vec<(&str, &OsStr)> = vec![
             ("KUBECONFIG", cp.kubeconfig_path().as_os_str()),
             ("NO_COLOR", OsStr::new("1")),
             // Info only: the router logs each request at debug.
             ("ISOLANE_LOG", OsStr::new("info,kube=warn")),
         ];
+        envs.extend(extra_env(&options.extra_env));
         let process = Process::spawn(
             "isolane-router",
             &binary,

@@ -37,6 +37,8 @@ pub struct OperatorOptions {
     pub retry_period: Duration,
     /// More flags.
     pub extra_args: Vec<String>,
+    /// More environment variables (`OTEL_*`).
+    pub extra_env: Vec<(String, String)>,
 }
 
 impl Default for OperatorOptions {
@@ -48,6 +50,7 @@ impl Default for OperatorOptions {
             renew_deadline: Duration::from_secs(2),
             retry_period: Duration::from_millis(500),
             extra_args: Vec::new(),
+            extra_env: Vec::new(),
         }
     }
 }
@@ -102,7 +105,7 @@ impl Operator {
         args.extend(options.extra_args.iter().cloned());
         let log = dir.join(format!("{}.log", options.identity));
         let kubeconfig = cp.kubeconfig_path().as_os_str();
-        let envs: [(&str, &OsStr); 3] = [
+        let mut envs: Vec<(&str, &OsStr)> = vec![
             ("KUBECONFIG", kubeconfig),
             ("NO_COLOR", OsStr::new("1")),
             (
@@ -110,6 +113,7 @@ impl Operator {
                 OsStr::new("info,isolane_operator=debug,kube=warn"),
             ),
         ];
+        envs.extend(crate::cluster::extra_env(&options.extra_env));
         let process = Process::spawn(&options.identity, &binary, &args, &envs, &log)
             .expect("the operator starts");
         Self {

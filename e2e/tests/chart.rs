@@ -642,3 +642,59 @@ fn deploy_is_rendered_from_the_chart() {
         rendered.keys().collect::<Vec<_>>()
     );
 }
+
+/// The `OTEL_*` variables a workload's container gets (docs/tracing.md).
+fn otel_env(workload: &Value) -> BTreeMap<String, String> {
+    workload["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_sequence()
+        .expect("env")
+        .iter()
+        .filter_map(|entry| {
+            let name = entry["name"].as_str()?;
+            let value = entry["value"].as_str().unwrap_or_default();
+            name.starts_with("OTEL_")
+                .then(|| (name.to_owned(), value.to_owned()))
+        })
+        .collect()
+}
+
+#[test]
+fn tracing_values_set_the_otel_variables_on_every_workload() {
+    let workloads = |objects: &[Value]| -> Vec<(String, BTreeMap<String, String>)> {
+        objects
+            .iter()
+            .filter(|o| matches!(kind(o), "Deployment" | "DaemonSet"))
+            .map(|o| (name(o).to_owned(), otel_env(o)))
+            .collect()
+    };
+    // Off by default: no OTEL_* variable anywhere.
+    for (workload, env) in workloads(&documents(&template(&[]))) {
+        assert!(env.is_empty(), "{workload}: {env:?}");
+    }
+    let on = documents(&template(&[
+        "--set",
+        "tracing.enabled=true",
+        "--set",
+        "tracing.endpoint=http://collector:4318",
+        "--set",
+        "tracing.protocol=http/protobuf",
+        "--set",
+        "tracing.sampler=parentbased_traceidratio",
+        "--set",
+        "tracing.samplerArg=0.25",
+    ]));
+    let on = workloads(&on);
+    assert_eq!(on.len(), 3, "{on:?}");
+    for (workload, env) in on {
+        assert_eq!(env["OTEL_EXPORTER_OTLP_ENDPOINT"], "http://collector:4318");
+        assert_eq!(env["OTEL_EXPORTER_OTLP_PROTOCOL"], "http/protobuf");
+        assert_eq!(env["OTEL_SERVICE_NAME"], workload, "{env:?}");
+        assert_eq!(env["OTEL_TRACES_SAMPLER"], "parentbased_traceidratio");
+        assert_eq!(env["OTEL_TRACES_SAMPLER_ARG"], "0.25");
+    }
+    // Turned on without an endpoint: the chart refuses, naming the value.
+    let output = template_output(&["--set", "tracing.enabled=true"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("tracing.endpoint"), "{stderr}");
+}

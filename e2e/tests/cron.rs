@@ -136,6 +136,7 @@ fn cron_router(identity: &str) -> RouterOptions {
         ]
         .map(str::to_owned)
         .to_vec(),
+        ..RouterOptions::default()
     }
 }
 

@@ -23,10 +23,14 @@ fn main() -> ExitCode {
         Ok(config) => config,
         Err(error) => return usage_error("isolane-operator", error),
     };
-    if let Err(error) = init_tracing(args.admin.log_format, "info") {
-        eprintln!("isolane-operator: invalid log settings: {error}");
-        return ExitCode::from(EXIT_USAGE);
-    }
+    // Kept until exit: dropping it sends the last spans.
+    let _telemetry = match init_tracing(args.admin.log_format, "info", "isolane-operator") {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("isolane-operator: invalid log or trace settings: {error}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -21,10 +21,14 @@ fn main() -> ExitCode {
         Ok(config) => config,
         Err(error) => return usage_error("isolane-router", error),
     };
-    if let Err(error) = init_tracing(config.log_format, "info") {
-        eprintln!("isolane-router: {error}");
-        return ExitCode::from(EXIT_USAGE);
-    }
+    // Kept until exit: dropping it sends the last spans.
+    let _telemetry = match init_tracing(config.log_format, "info", "isolane-router") {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("isolane-router: {error}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     match run(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -30,6 +30,7 @@ mod outgoing;
 mod request_id;
 mod response;
 mod socket;
+mod span;
 mod test_tick;
 mod trip;
 mod upstream;
@@ -50,7 +51,7 @@ use isolane_proto::Outcome;
 use isolane_proto::call::{Answer, Call};
 use isolane_proto::runtime::v1::ScheduledTick;
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
-use tracing::{debug, info, warn};
+use tracing::{Instrument as _, debug, info, warn};
 
 pub use client::Client;
 pub use outgoing::{FrameStream, MAX_CHUNK, Outgoing};
@@ -509,11 +510,36 @@ impl Proxy {
         self.handle_from(request, None).await
     }
 
-    /// Serves one request from `client` ([`Proxy::client`]).
+    /// Serves one request from `client` ([`Proxy::client`]), in its
+    /// `router.request` span when traces are on.
     pub async fn handle_from<B>(
         &self,
-        mut request: Request<B>,
+        request: Request<B>,
         client: Option<&Client>,
+    ) -> Response<ResponseBody>
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let host = request_host(&request).to_owned();
+        let span = span::request(&request, &host);
+        if span.is_disabled() {
+            return self.serve(request, host, client, &span).await;
+        }
+        let response = self
+            .serve(request, host, client, &span)
+            .instrument(span.clone())
+            .await;
+        span::answered(&span, response.status());
+        response
+    }
+
+    async fn serve<B>(
+        &self,
+        mut request: Request<B>,
+        host: String,
+        client: Option<&Client>,
+        span: &tracing::Span,
     ) -> Response<ResponseBody>
     where
         B: Body<Data = Bytes> + Send + Unpin + 'static,
@@ -538,13 +564,6 @@ impl Proxy {
             debug!(request.id = %request_id, hops, "request looped through the router");
             return self.answer_error(None, NO_NODE, Error::Loop { hops }, &request_id, started);
         }
-        let host = request
-            .uri()
-            .authority()
-            .map(|a| a.as_str())
-            .or_else(|| request.headers().get(HOST).and_then(|h| h.to_str().ok()))
-            .unwrap_or_default()
-            .to_owned();
         let routes = self.inner.routes.load();
         let Some(backend) = routes.lookup(&host, request.uri().path()).cloned() else {
             let error = Error::NoRoute {
@@ -565,6 +584,7 @@ impl Proxy {
                 return self.answer_error(None, NO_NODE, error, &request_id, started);
             }
         };
+        span::routed(span, &backend.worker_id, &revision, &request_id);
         let test_tick =
             self.inner.config.test_scheduled && request.uri().path() == TEST_SCHEDULED_PATH;
         if test_tick {
@@ -641,6 +661,16 @@ impl Proxy {
         );
         response
     }
+}
+
+/// The host a request names: its URI's authority, else its `Host` header.
+fn request_host<B>(request: &Request<B>) -> &str {
+    request
+        .uri()
+        .authority()
+        .map(|a| a.as_str())
+        .or_else(|| request.headers().get(HOST).and_then(|h| h.to_str().ok()))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -19,7 +19,15 @@ fn main() -> anyhow::Result<()> {
             std::process::exit(i32::from(EXIT_USAGE));
         }
     };
-    isolane_telemetry::init_tracing(log_format, "info")?;
+    // Kept until exit (after the runtime and engine stop): dropping it
+    // sends the last spans.
+    let _telemetry = match isolane_telemetry::init_tracing(log_format, "info", "isolane-node") {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("isolane-node: invalid log or trace settings: {error}");
+            std::process::exit(i32::from(EXIT_USAGE));
+        }
+    };
 
     let registry = prometheus::Registry::new();
     let metrics = Arc::new(

@@ -18,6 +18,7 @@
 
 mod answered;
 mod socket_frames;
+mod span;
 mod stream;
 mod tail;
 
@@ -106,9 +107,15 @@ impl NodeService {
 
     /// One `Execute` call from the wire: its request frames in, its
     /// response frames out, or the refusal as a gRPC status.
-    pub async fn execute_frames(
+    pub async fn execute_frames(&self, inbound: InboundFrames) -> Result<ExecuteStream, Status> {
+        self.execute_in(inbound, span::execute()).await
+    }
+
+    /// [`Self::execute_frames`] in `span` (the call's `node.execute`).
+    async fn execute_in(
         &self,
         mut inbound: InboundFrames,
+        span: tracing::Span,
     ) -> Result<ExecuteStream, Status> {
         let head = match inbound.next().await {
             Some(Ok(ExecuteRequest {
@@ -134,7 +141,7 @@ impl NodeService {
         } else {
             (Body::wrap(RequestBody::new(inbound)), None)
         };
-        let (mut answer, body) = self.call(call, body).await?;
+        let (mut answer, body) = self.call_in(call, body, span).await?;
         // A WebSocket stays on this call: its messages follow the head.
         let channels = answer.upgrade.take().and_then(|u| u.take());
         match (channels, idle) {
@@ -155,9 +162,28 @@ impl NodeService {
     /// node's metrics when it ends), or refuses it (counted now). The gRPC
     /// service and a router in this process (`isolane dev`) both come here.
     pub async fn call(&self, call: Call, body: Body) -> Result<(Answer, Answered), Error> {
-        self.run(call, body)
-            .await
-            .map_err(|error| self.refused(error))
+        self.call_in(call, body, span::execute()).await
+    }
+
+    /// [`Self::call`] in `span` (the call's `node.execute`).
+    async fn call_in(
+        &self,
+        call: Call,
+        body: Body,
+        span: tracing::Span,
+    ) -> Result<(Answer, Answered), Error> {
+        span::called(&span, &call);
+        let result = span::within(self.run(call, body), span.clone()).await;
+        match result {
+            Ok((answer, body)) => {
+                span::answered(&span, answer.status, answer.outcome.label());
+                Ok((answer, body))
+            }
+            Err(error) => {
+                span::refused(&span, error.kind());
+                Err(self.refused(error))
+            }
+        }
     }
 
     /// Counts and logs a refusal.
@@ -173,22 +199,27 @@ impl NodeService {
 
     async fn run(&self, call: Call, body: Body) -> Result<(Answer, Answered), Error> {
         let shared = &self.inner;
-        let permit = shared.admission.admit(call.thread)?;
+        let permit =
+            span::admission(call.thread).in_scope(|| shared.admission.admit(call.thread))?;
         let thread = permit.thread();
         // No deadline (a router in this process bounds the call itself):
         // no clock read, no timer.
         let deadline_in = (call.deadline_ms > 0).then(|| Duration::from_millis(call.deadline_ms));
         let deadline = deadline_in.map(|d| Instant::now() + d);
         let wait = deadline_in.map_or(shared.revision_wait, |d| shared.revision_wait.min(d));
-        let bundle = shared
+        let resolve = shared
             .bundles
-            .resolve(&call.worker_id, &call.revision, wait)
-            .await?;
+            .resolve(&call.worker_id, &call.revision, wait);
+        let bundle = span::within(resolve, span::bundle()).await?;
         tracing::debug!(worker.id = %call.worker_id, revision = %bundle.revision, thread, request.id = %call.request_id, "execute");
         let head_only = call.request.method() == Method::HEAD;
         let deadline_ms = call.deadline_ms;
-        let (request, worker_id, request_id) = engine_request(call, body);
-        let execute = shared.engine.execute(thread, bundle, request);
+        let (mut request, worker_id, request_id) = engine_request(call, body);
+        let handler = span::handler();
+        if let Some(trace) = span::request_trace(&handler) {
+            request.extensions_mut().insert(trace);
+        }
+        let execute = span::within(shared.engine.execute(thread, bundle, request), handler);
         let result = match deadline {
             Some(deadline) => tokio::time::timeout_at(deadline, execute)
                 .await
@@ -323,7 +354,8 @@ impl Runtime for NodeService {
         &self,
         request: Request<Streaming<ExecuteRequest>>,
     ) -> Result<Response<ExecuteStream>, Status> {
-        self.execute_frames(Box::pin(request.into_inner()))
+        let span = span::execute_from(request.metadata());
+        self.execute_in(Box::pin(request.into_inner()), span)
             .await
             .map(Response::new)
     }

@@ -194,6 +194,32 @@ exponent (YAML numbers arrive as float64). Call with (list $ "operator").
       fieldPath: metadata.namespace
 {{- end }}
 
+{{/* The OTEL_* variables of a component when tracing is on. Call with (list $ "router"). */}}
+{{- define "isolane.otelEnv" -}}
+{{- $root := index . 0 -}}
+{{- $tracing := $root.Values.tracing -}}
+{{- if $tracing.enabled -}}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ required "tracing.endpoint is required when tracing.enabled" $tracing.endpoint | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ $tracing.protocol | quote }}
+- name: OTEL_SERVICE_NAME
+  value: {{ printf "isolane-%s" (index . 1) | quote }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: "k8s.pod.name=$(POD_NAME),k8s.namespace.name=$(POD_NAMESPACE)"
+- name: OTEL_TRACES_SAMPLER
+  value: {{ $tracing.sampler | quote }}
+{{- with $tracing.samplerArg }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ . | quote }}
+{{- end }}
+{{- range $name, $value := $tracing.extraEnv }}
+- name: {{ $name }}
+  value: {{ $value | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Pod-level settings shared by the three workloads. Call with (list $ "operator"). */}}
 {{- define "isolane.podSpecCommon" -}}
 {{- $root := index . 0 }}

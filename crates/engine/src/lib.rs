@@ -46,6 +46,7 @@ mod socket;
 mod tail;
 mod thread;
 mod thread_ctx;
+mod trace;
 mod watchdog;
 
 pub use body::{Body, BodyClosed, BodyError, BodySender};
@@ -74,6 +75,7 @@ pub use tail::{
     Exception, LogLine, MAX_TAILS_PER_WORKER, QUEUE as TAIL_QUEUE, TailError, TailEvent, TailItem,
     TailSubscription,
 };
+pub use trace::RequestTrace;
 
 /// The header every outbound `fetch` carries: one more than the request it
 /// runs for (0 when absent), so a front end can refuse a request that loops

@@ -529,6 +529,8 @@ fn load(
     let ctx = &state.ctx;
     let pooled = ctx.config.pool_mode != PoolMode::Legacy;
     let started = Instant::now();
+    // Under the request's `engine.isolate` span when it is traced.
+    let _cold_start = tracing::trace_span!("engine.cold_start").entered();
     let heap_limit = bundle.limits.memory_bytes();
     let spare = if pooled {
         state.pool.borrow_mut().take_spare(heap_limit)
@@ -643,7 +645,12 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         let _ = reply.send(Ok(crate::body_cap::response(body_limit)));
         return;
     }
-    let isolate = match acquire(state, &bundle) {
+    let trace = parts.extensions.get::<crate::RequestTrace>().cloned();
+    let acquired = match &trace {
+        None => acquire(state, &bundle),
+        Some(trace) => trace.acquire().in_scope(|| acquire(state, &bundle)),
+    };
+    let isolate = match acquired {
         Ok(isolate) => isolate,
         Err(error) => {
             tracing::warn!(worker.id = %bundle.id, revision = %bundle.revision, thread = ctx.index, request.id = %request_id, %error, "worker unavailable");
@@ -671,6 +678,9 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) 
         deadline,
         incoming_hops(&parts.headers),
     );
+    if let Some(trace) = trace {
+        host.set_trace(req, trace);
+    }
     // A WebSocket handshake: its client's share of the Worker's sockets
     // (`host/socket_count.rs`). Plain requests look up one header more.
     if parts.headers.contains_key(http::header::UPGRADE)

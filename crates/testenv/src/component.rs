@@ -13,6 +13,7 @@ pub enum Component {
     KubeProxy,
     Postgres,
     Registry,
+    Collector,
 }
 
 impl fmt::Display for Component {
@@ -27,6 +28,7 @@ impl fmt::Display for Component {
             Self::KubeProxy => "kube-proxy",
             Self::Postgres => "postgres",
             Self::Registry => "registry",
+            Self::Collector => "otelcol",
         })
     }
 }

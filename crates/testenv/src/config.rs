@@ -92,7 +92,12 @@ impl Config {
     /// `<cache>/<name>-<KUBE_VERSION>`, built by `hack/build-apiserver.sh <name>`,
     /// which must exist.
     pub(crate) fn cache_binary(&self, name: &'static str) -> Result<PathBuf, Error> {
-        let path = self.cache_dir()?.join(format!("{name}-{KUBE_VERSION}"));
+        self.cached(name, KUBE_VERSION)
+    }
+
+    /// `<cache>/<name>-<version>`, which must exist.
+    pub(crate) fn cached(&self, name: &'static str, version: &str) -> Result<PathBuf, Error> {
+        let path = self.cache_dir()?.join(format!("{name}-{version}"));
         if path.is_file() {
             Ok(path)
         } else {

@@ -32,7 +32,7 @@ pub enum Error {
     )]
     SetprivNotFound,
 
-    #[error("{path} not found: run hack/install-deps.sh (or hack/build-apiserver.sh {name})")]
+    #[error("{path} not found: run hack/install-deps.sh (it builds {name} into the cache)")]
     BinaryNotFound { name: &'static str, path: PathBuf },
 
     #[error("{program} not found on PATH: run hack/install-deps.sh")]

@@ -35,6 +35,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod collector;
 mod component;
 mod config;
 mod deadline;
@@ -64,6 +65,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ObjectMeta, PostParams};
 use tracing::{info, warn};
 
+pub use collector::Collector;
 pub use component::Component;
 pub use config::NodeConfig;
 pub use config::{

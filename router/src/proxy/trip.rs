@@ -3,6 +3,7 @@
 //! answer), and the response the client gets.
 
 use super::*;
+use tracing::Instrument as _;
 
 /// One request's trip through the fleet.
 pub(super) struct Trip<'p> {
@@ -67,7 +68,12 @@ impl Trip<'_> {
         // The error that made the request look for another node, if any.
         let mut refused: Option<Failure> = None;
         loop {
-            let Some(pick) = fleet.pick(&self.backend.worker_id, config.load_factor, &tried) else {
+            let placed = {
+                let _placing =
+                    tracing::trace_span!("router.place", attempt = attempts + 1).entered();
+                fleet.pick(&self.backend.worker_id, config.load_factor, &tried)
+            };
+            let Some(pick) = placed else {
                 // No candidate left: wait (bounded) for the fleet to change,
                 // as while the only node pod is replaced.
                 if self.proxy.fleet_changed(&fleet, wait_until).await {
@@ -96,10 +102,18 @@ impl Trip<'_> {
                 Some(call) => call,
                 None => self.call(&parts, upgrade)?,
             };
-            let error = match self
-                .attempt(&fleet, pick.index, pick.thread, call, &mut body, upgrade)
-                .await
-            {
+            let node_span = span::attempt(
+                &fleet.nodes()[pick.index].member.name,
+                pick.thread,
+                attempts,
+            );
+            let attempt = self.attempt(&fleet, pick.index, pick.thread, call, &mut body, upgrade);
+            let result = if node_span.is_disabled() {
+                attempt.await
+            } else {
+                attempt.instrument(node_span).await
+            };
+            let error = match result {
                 Ok(response) => return Ok(response),
                 Err(error) => error,
             };
@@ -230,7 +244,8 @@ impl Trip<'_> {
                         frames = with_socket;
                         opening = Some(socket);
                     }
-                    let request = tonic::Request::new(frames);
+                    let mut request = tonic::Request::new(frames);
+                    span::inject_metadata(&mut request);
                     let client = RuntimeClient::new(channel);
                     // Boxed: tonic's call future is several times the size
                     // of the in-process one, and unboxed it would size (and

@@ -99,8 +99,15 @@ fn fetch<'s>(
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(ctx, resolver);
     let me = host.me.clone();
+    let mut outbound = outbound;
+    // Held until the response head (or the failure): the subrequest's span.
+    let span = host.subrequest_span(ctx, &outbound.method, &outbound.url, &mut outbound.headers);
     let task = tokio::task::spawn_local(async move {
         let settlement = run(&me, ctx, outbound).await;
+        if let (Some(span), Settlement::Fetch(head)) = (&span, &settlement) {
+            span.record("http.response.status_code", head.status);
+        }
+        drop(span);
         if let Some(isolate) = me.upgrade() {
             isolate.settle(op, settlement);
         }

@@ -55,6 +55,8 @@ pub(crate) struct RequestCtx {
     /// The client's address, kept only for a WebSocket handshake (its
     /// share of the Worker's sockets, `host/socket_count.rs`).
     client: Option<http::HeaderValue>,
+    /// The request's trace, when it is traced (its subrequests' parent).
+    trace: Option<crate::RequestTrace>,
 }
 
 /// A step of a streamed response body, in order, for its writer task.
@@ -317,9 +319,31 @@ impl HostState {
                 holds: 0,
                 done_wanted: false,
                 client: None,
+                trace: None,
             },
         );
         id
+    }
+
+    /// Traces request `ctx`: its subrequests get spans under `trace`.
+    pub(crate) fn set_trace(&self, ctx: u32, trace: crate::RequestTrace) {
+        if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
+            r.trace = Some(trace);
+        }
+    }
+
+    /// The span of a subrequest of request `ctx`, when it is traced, with
+    /// its `traceparent` written into `headers`.
+    pub(crate) fn subrequest_span(
+        &self,
+        ctx: u32,
+        method: &http::Method,
+        url: &url::Url,
+        headers: &mut http::HeaderMap,
+    ) -> Option<tracing::Span> {
+        let requests = self.requests.borrow();
+        let trace = requests.get(&ctx)?.trace.as_ref()?;
+        Some(trace.subrequest(method, url, headers))
     }
 
     /// The hop count outbound fetches of request `ctx` carry.

@@ -1,0 +1,239 @@
+//! OpenTelemetry traces across the fleet (issue 34, docs/tracing.md): a real
+//! OpenTelemetry Collector (isolane_testenv::Collector), a kube-apiserver,
+//! the operator, a runtime node and the router as processes, each exporting
+//! to the collector: the router and operator over OTLP/gRPC, the node over
+//! OTLP/HTTP (protobuf), so both transports are exercised.
+//!
+//! A client request carrying a W3C `traceparent` gives one trace holding
+//! the router's, the node's, the handler's and the subrequest's spans, each
+//! the child of the one before, with the Worker's namespace, name and
+//! revision; the Worker's subrequest reaches its server with a
+//! `traceparent` naming the subrequest's span.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions, RouterOptions};
+use isolane_e2e::ingress::Ingress;
+use isolane_e2e::operator::OperatorOptions;
+use isolane_e2e::workers::{self, inline_worker};
+use isolane_testenv::collector::ReceivedSpan;
+use isolane_testenv::{Collector, ControlPlane, wait_until};
+
+const SETTLE: Duration = Duration::from_secs(90);
+/// The client's trace and span: the trace every span must join.
+const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+
+/// The `traceparent` headers the subrequest server received.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// A loopback HTTP server recording each request's `traceparent`.
+async fn start_upstream() -> (SocketAddr, Seen) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the upstream server");
+    let addr = listener.local_addr().expect("its address");
+    let seen: Seen = Arc::default();
+    let shared = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let seen = shared.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                    let seen = seen.clone();
+                    async move {
+                        let parent = request
+                            .headers()
+                            .get("traceparent")
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("")
+                            .to_owned();
+                        seen.lock().expect("seen lock").push(parent);
+                        Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::from_static(
+                            b"upstream",
+                        ))))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (addr, seen)
+}
+
+fn otel_env(service: &str, endpoint: &str, protocol: &str) -> Vec<(String, String)> {
+    [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", protocol),
+        ("OTEL_SERVICE_NAME", service),
+        // Short batches, so the test does not wait the default 5 s.
+        ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .to_vec()
+}
+
+/// The one span named `name` in `spans`.
+fn one<'s>(spans: &'s [ReceivedSpan], name: &str) -> &'s ReceivedSpan {
+    let found: Vec<&ReceivedSpan> = spans.iter().filter(|s| s.name == name).collect();
+    assert_eq!(found.len(), 1, "one {name} span in {spans:#?}");
+    found[0]
+}
+
+fn assert_child(child: &ReceivedSpan, parent: &ReceivedSpan) {
+    assert_eq!(
+        child.parent_span_id, parent.span_id,
+        "{} is a child of {}: {child:#?} {parent:#?}",
+        child.name, parent.name
+    );
+}
+
+fn assert_worker(span: &ReceivedSpan, revision: &str) {
+    let attribute = |key: &str| span.attributes.get(key).map(String::as_str);
+    assert_eq!(attribute("worker.namespace"), Some("tenant-a"), "{span:#?}");
+    assert_eq!(attribute("worker.name"), Some("caller"), "{span:#?}");
+    assert_eq!(attribute("worker.id"), Some("tenant-a/caller"), "{span:#?}");
+    assert_eq!(attribute("worker.revision"), Some(revision), "{span:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_traceparent_gives_one_trace_across_router_node_and_subrequest() {
+    let collector = Collector::start().expect("the collector starts");
+    let (upstream, seen) = start_upstream().await;
+    let cp = ControlPlane::start().await.expect("control plane starts");
+    workers::prepare(&cp, &["tenant-a"]).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let grpc = collector.grpc_endpoint();
+    let options = ClusterOptions {
+        nodes: 1,
+        node: NodeOptions {
+            extra_args: vec!["--egress-allow".to_owned(), "127.0.0.1/32".to_owned()],
+            extra_env: otel_env("isolane-node", &collector.http_endpoint(), "http/protobuf"),
+            ..NodeOptions::default()
+        },
+        router: RouterOptions {
+            extra_env: otel_env("isolane-router", &grpc, "grpc"),
+            ..RouterOptions::default()
+        },
+        operator: OperatorOptions {
+            extra_env: otel_env("isolane-operator", &grpc, "grpc"),
+            ..OperatorOptions::default()
+        },
+    };
+    let cluster = Cluster::start(&cp, dir.path(), options).await;
+    let client = cp.client();
+    let script = format!(
+        "export default {{ async fetch(request) {{
+            const answer = await fetch('http://{upstream}/sub');
+            return new Response('called ' + (await answer.text()));
+        }} }};"
+    );
+    workers::apply(
+        &client,
+        "tenant-a",
+        &inline_worker("caller", &script, &["a.test"]),
+    )
+    .await;
+    let ready = workers::wait_ready(&client, "tenant-a", "caller", SETTLE).await;
+    let revision = ready
+        .status
+        .and_then(|s| s.revision)
+        .expect("a ready Worker has a revision");
+    let ingress = Ingress::new(cluster.ingress());
+    // Served once without a trace context (placement settles, the isolate
+    // is made), so the traced request is one attempt on one node.
+    wait_until("the Worker to answer", SETTLE, || {
+        let ingress = ingress.clone();
+        async move {
+            let reply = ingress.get("a.test", "/warm").await.ok()?;
+            (reply.status == 200).then_some(())
+        }
+    })
+    .await;
+    let traceparent = format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01");
+    let reply = ingress
+        .get_with("a.test", "/traced", &[("traceparent", &traceparent)])
+        .await
+        .expect("the traced request is answered");
+    assert_eq!(reply.status, 200, "{reply:?}");
+
+    let names = [
+        "router.request",
+        "router.attempt",
+        "node.execute",
+        "node.handler",
+        "worker.fetch",
+    ];
+    let spans = wait_until("the trace's spans at the collector", SETTLE, || {
+        let spans: Vec<ReceivedSpan> = collector
+            .spans()
+            .into_iter()
+            .filter(|s| s.trace_id == CLIENT_TRACE)
+            .collect();
+        let complete = names.iter().all(|n| spans.iter().any(|s| s.name == *n));
+        async move { complete.then_some(spans) }
+    })
+    .await;
+    let by_service: BTreeMap<&str, Vec<&str>> =
+        spans.iter().fold(BTreeMap::new(), |mut map, span| {
+            map.entry(span.service.as_str())
+                .or_default()
+                .push(span.name.as_str());
+            map
+        });
+    println!("trace {CLIENT_TRACE}: {by_service:?}");
+
+    let request = one(&spans, "router.request");
+    let attempt = one(&spans, "router.attempt");
+    let execute = one(&spans, "node.execute");
+    let handler = one(&spans, "node.handler");
+    let fetch = one(&spans, "worker.fetch");
+    assert_eq!(request.parent_span_id, CLIENT_SPAN, "{request:#?}");
+    assert_child(attempt, request);
+    assert_child(execute, attempt);
+    assert_child(handler, execute);
+    assert_child(fetch, handler);
+    assert_eq!(request.service, "isolane-router");
+    assert_eq!(attempt.service, "isolane-router");
+    assert_eq!(execute.service, "isolane-node");
+    assert_eq!(fetch.service, "isolane-node");
+    assert_eq!(
+        (request.kind, attempt.kind, execute.kind, fetch.kind),
+        (2, 3, 2, 3)
+    );
+    assert_worker(request, &revision);
+    assert_worker(execute, &revision);
+    assert_eq!(request.attributes["http.request.method"], "GET");
+    assert_eq!(request.attributes["http.response.status_code"], "200");
+    assert_eq!(fetch.attributes["http.response.status_code"], "200");
+    assert_eq!(
+        fetch.attributes["url.full"],
+        format!("http://{upstream}/sub")
+    );
+
+    // The subrequest carried the subrequest span's context.
+    let want = format!("00-{CLIENT_TRACE}-{}-01", fetch.span_id);
+    let received = seen.lock().expect("seen lock").clone();
+    assert!(received.contains(&want), "{want} in {received:?}");
+
+    // The operator exports its reconciles too.
+    wait_until("the operator's spans at the collector", SETTLE, || {
+        let found = collector
+            .spans()
+            .iter()
+            .any(|s| s.service == "isolane-operator" && s.name == "reconcile");
+        async move { found.then_some(()) }
+    })
+    .await;
+    cluster.shutdown();
+}
