@@ -138,7 +138,7 @@ impl Node {
                 OsStr::new("info,isolane_node=debug,kube=warn"),
             ),
         ];
-        envs.extend(extra_env(&options.extra_env));
+        envs.extend(process::extra_env(&options.extra_env));
         let log = dir.join(format!("{}.log", options.name));
         let process =
             Process::spawn(&options.name, &binary, &args, &envs, &log).expect("the node starts");
@@ -193,11 +193,6 @@ pub struct RouterOptions {
     pub extra_env: Vec<(String, String)>,
 }
 
-/// `(name, value)` pairs as [`Process::spawn`] takes them.
-pub fn extra_env(env: &[(String, String)]) -> impl Iterator<Item = (&str, &OsStr)> {
-    env.iter().map(|(k, v)| (k.as_str(), OsStr::new(v)))
-}
-
 /// A running `isolane-router`.
 #[derive(Debug)]
 pub struct Router {
@@ -236,7 +231,7 @@ impl Router {
             // Info only: the router logs each request at debug.
             ("ISOLANE_LOG", OsStr::new("info,kube=warn")),
         ];
-        envs.extend(extra_env(&options.extra_env));
+        envs.extend(process::extra_env(&options.extra_env));
         let process = Process::spawn(
             "isolane-router",
             &binary,

@@ -113,7 +113,7 @@ impl Operator {
                 OsStr::new("info,isolane_operator=debug,kube=warn"),
             ),
         ];
-        envs.extend(crate::cluster::extra_env(&options.extra_env));
+        envs.extend(process::extra_env(&options.extra_env));
         let process = Process::spawn(&options.identity, &binary, &args, &envs, &log)
             .expect("the operator starts");
         Self {

@@ -48,3 +48,10 @@ pub fn binary(bin: &str, env: &str) -> PathBuf {
     );
     path
 }
+
+/// `(name, value)` pairs as [`isolane_testenv::Process::spawn`] takes them (the options'
+/// `extra_env` of the operator, the nodes and the router).
+pub fn extra_env(env: &[(String, String)]) -> impl Iterator<Item = (&str, &std::ffi::OsStr)> {
+    env.iter()
+        .map(|(k, v)| (k.as_str(), std::ffi::OsStr::new(v)))
+}
