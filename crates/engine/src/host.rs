@@ -60,7 +60,7 @@ pub(crate) use memory::fits as memory_fits;
 pub(crate) use state::{HostState, IsolateTurns, Settlement};
 pub(crate) use unit::Unit;
 pub(crate) use value::{
-    arg_string, array_buffer, js_string, new_promise, u8_array, value_string, view_bytes,
+    arg_string, array_buffer, begin_op, js_string, new_promise, u8_array, value_string, view_bytes,
 };
 
 /// Every Web API family, in the order their JavaScript is evaluated (the

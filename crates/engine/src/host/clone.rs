@@ -37,22 +37,32 @@ fn structured_clone<'s>(
     scope,
     value: v8::Local<'s, v8::Value>,
 ) -> Option<v8::Local<'s, v8::Value>> {
+    let data = write(scope, value)?;
+    read(scope, &data)
+}
+}
+
+/// V8's serialization of `value`; `None` when the delegate threw (a
+/// DataCloneError is pending).
+fn write(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
     let context = scope.get_current_context();
-    let data = {
-        let serializer = v8::ValueSerializer::new(scope, Box::new(Cloner));
-        serializer.write_header();
-        // `None` or `Some(false)`: the delegate already threw.
-        if serializer.write_value(context, value) != Some(true) {
-            return None;
-        }
-        serializer.release()
-    };
-    let deserializer = v8::ValueDeserializer::new(scope, Box::new(Cloner), &data);
+    let serializer = v8::ValueSerializer::new(scope, Box::new(Cloner));
+    serializer.write_header();
+    // `None` or `Some(false)`: the delegate already threw.
+    if serializer.write_value(context, value) != Some(true) {
+        return None;
+    }
+    Some(serializer.release())
+}
+
+/// The value [`write`] serialized into `data`.
+fn read<'s>(scope: &mut v8::PinScope<'s, '_>, data: &[u8]) -> Option<v8::Local<'s, v8::Value>> {
+    let context = scope.get_current_context();
+    let deserializer = v8::ValueDeserializer::new(scope, Box::new(Cloner), data);
     if deserializer.read_header(context) != Some(true) {
         return None;
     }
     deserializer.read_value(context)
-}
 }
 
 host_fn! {
@@ -62,15 +72,7 @@ fn serialize<'s>(
     scope,
     value: v8::Local<'s, v8::Value>,
 ) -> Option<v8::Local<'s, v8::Uint8Array>> {
-    let context = scope.get_current_context();
-    let data = {
-        let serializer = v8::ValueSerializer::new(scope, Box::new(Cloner));
-        serializer.write_header();
-        if serializer.write_value(context, value) != Some(true) {
-            return None;
-        }
-        serializer.release()
-    };
+    let data = write(scope, value)?;
     super::u8_array(scope, data)
 }
 }
@@ -85,11 +87,6 @@ fn deserialize<'s>(
         HostError::type_error("deserialize: expected a Uint8Array").throw(scope);
         return None;
     };
-    let context = scope.get_current_context();
-    let deserializer = v8::ValueDeserializer::new(scope, Box::new(Cloner), &bytes);
-    if deserializer.read_header(context) != Some(true) {
-        return None;
-    }
-    deserializer.read_value(context)
+    read(scope, &bytes)
 }
 }

@@ -21,7 +21,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::error::{ErrorClass, HostError};
 use super::unit::Unit;
-use super::{HostState, Settlement, js_string, new_promise, u8_array};
+use super::{HostState, Settlement, begin_op, js_string, u8_array};
 use crate::memory::Reservation;
 
 /// `env.NAME` for a Durable Object binding and `state.storage`.
@@ -148,15 +148,9 @@ fn spawn<'s, F>(
 where
     F: Future<Output = Settled> + 'static,
 {
-    let (resolver, promise) = new_promise(scope)?;
-    let work = match early {
-        Ok(work) => work,
-        Err(error) => {
-            if let Some(error) = error.to_js(scope) {
-                resolver.reject(scope, error);
-            }
-            return Some(promise);
-        }
+    let (resolver, promise, work) = match begin_op(scope, early)? {
+        Ok(begun) => begun,
+        Err(rejected) => return Some(rejected),
     };
     let resolver = v8::Global::new(scope, resolver);
     // Detached: an object is shared by requests, and a request may await

@@ -24,7 +24,7 @@ use isolane_storage::{KvEntry, KvError, KvList, KvListOptions, KvScope, KvWrite,
 use super::error::{ErrorClass, HostError};
 use super::state::{holder, set};
 use super::unit::Unit;
-use super::{HostState, Settlement, js_string, new_promise, u8_array};
+use super::{HostState, Settlement, begin_op, js_string, u8_array};
 use crate::memory::Reservation;
 use crate::observer::{KvOp, KvResult};
 
@@ -146,15 +146,9 @@ fn spawn<'s, F>(
 where
     F: Future<Output = Settled> + 'static,
 {
-    let (resolver, promise) = new_promise(scope)?;
-    let work = match early {
-        Ok(work) => work,
-        Err(error) => {
-            if let Some(error) = error.to_js(scope) {
-                resolver.reject(scope, error);
-            }
-            return Some(promise);
-        }
+    let (resolver, promise, work) = match begin_op(scope, early)? {
+        Ok(begun) => begun,
+        Err(rejected) => return Some(rejected),
     };
     let slots = host.state::<KvState>()?.slots.clone();
     let resolver = v8::Global::new(scope, resolver);

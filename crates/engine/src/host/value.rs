@@ -73,6 +73,35 @@ pub(crate) fn js_string<'s>(
     v8::String::new(scope, s).map(Into::into)
 }
 
+/// The promise of an op whose host function checked its arguments into
+/// `early`: `Ok` with the resolver, the promise and the work to run, or
+/// `Err` with a promise already rejected with the argument's error.
+pub(crate) type Begun<'s, F> = Result<
+    (
+        v8::Local<'s, v8::PromiseResolver>,
+        v8::Local<'s, v8::Promise>,
+        F,
+    ),
+    v8::Local<'s, v8::Promise>,
+>;
+
+/// [`Begun`] from `early`.
+pub(crate) fn begin_op<'s, F>(
+    scope: &mut v8::PinScope<'s, '_>,
+    early: Result<F, super::error::HostError>,
+) -> Option<Begun<'s, F>> {
+    let (resolver, promise) = new_promise(scope)?;
+    Some(match early {
+        Ok(work) => Ok((resolver, promise, work)),
+        Err(error) => {
+            if let Some(error) = error.to_js(scope) {
+                resolver.reject(scope, error);
+            }
+            Err(promise)
+        }
+    })
+}
+
 /// A pending promise whose resolver the host keeps until its op settles.
 pub(crate) fn new_promise<'s>(
     scope: &mut v8::PinScope<'s, '_>,
