@@ -438,8 +438,8 @@ mod tests {
                 "binding name \"A\" is used twice",
             ),
             (
-                "{name: COUNTER, durableObject: {className: C}}",
-                "not supported yet",
+                "{name: COUNTER, durableObject: {className: C, worker: other}}",
+                "durableObject.worker (\"other\") is not supported yet",
             ),
             (
                 "{name: KV, kvNamespace: 'a b'}",
