@@ -201,6 +201,11 @@ impl Exporter {
     /// Starts exporting as `settings` say, with the W3C trace-context
     /// propagator installed for [`crate::propagation`].
     pub fn start(settings: &TraceSettings) -> Result<Self, Error> {
+        // The HTTP exporter's reqwest is built without a TLS provider of its
+        // own (the workspace's reqwest has `rustls-no-provider`, for the OCI
+        // client): the project's is ring. Another part of the process may
+        // have installed it already.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let failed = |source: opentelemetry_otlp::ExporterBuildError| Error::TraceExporter {
             endpoint: settings.endpoint.clone(),
             source,
