@@ -27,10 +27,6 @@ mod fairness;
 mod form_data;
 #[path = "engine/globals.rs"]
 mod globals;
-#[path = "engine/hostile.rs"]
-mod hostile;
-#[path = "engine/hostile_wasm.rs"]
-mod hostile_wasm;
 #[path = "engine/html_rewriter.rs"]
 mod html_rewriter;
 #[path = "engine/kv.rs"]

@@ -1,5 +1,6 @@
 //! Hostile memory tests that also bound the process's resident memory
-//! (`tests/engine/hostile_memory.rs`), in a binary of their own: in the
+//! (`tests/engine/hostile.rs`, `hostile_memory.rs`, `hostile_wasm.rs`), in a
+//! binary of their own: in the
 //! `engine` binary, its other tests' attacks (zlib and brotli bombs,
 //! hoarders, key generation) grow the same process at the same time, and
 //! an RSS bound there measures them too (once seen: 176 MiB against 160).
@@ -11,5 +12,9 @@
 #[path = "engine/support.rs"]
 mod support;
 
+#[path = "engine/hostile.rs"]
+mod hostile;
 #[path = "engine/hostile_memory.rs"]
 mod hostile_memory;
+#[path = "engine/hostile_wasm.rs"]
+mod hostile_wasm;

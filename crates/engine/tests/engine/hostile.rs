@@ -389,22 +389,6 @@ async fn reservations_count_and_wasm_is_not_compiled_at_run_time() {
     neighbour_ok(&engine, &neighbour).await;
 }
 
-/// An uninterruptible builtin that runs on well past its limit:
-/// `JSON.parse` of a 32 MiB array text checks for termination only when it
-/// is done (about 0.2–0.5 s here), long after the 20 ms CPU limit.
-pub const POISON: &str = "export default { fetch() { const x = JSON.parse('[' + '0,'.repeat(2**24) + '0]'); return new Response(String(x.length)); } };";
-
-/// The limits `POISON` runs under: its wall limit is shorter than any
-/// penalty (4 × an overrun of over 100 ms), so a penalized request is
-/// refused rather than kept waiting.
-pub fn poison_limits() -> Limits {
-    Limits {
-        cpu_ms: 20,
-        wall_ms: 400,
-        ..memory_limits(256)
-    }
-}
-
 /// A worker whose turn ran on long past its limit (a builtin V8 cannot
 /// interrupt) held the thread from everyone: its namespace waits on that
 /// thread for a multiple of the overrun, and a request that could not wait

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use isolane_engine::{ExecuteError, Module, ModuleKind, PoolMode};
 
-use crate::modules::{es, modules_bundle};
 use crate::support::*;
 
 /// `grow(pages)` grows memory 0 by `pages` at a time until it fails,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use isolane_engine::{ExecuteError, Module, ModuleKind, Modules, PoolMode, WorkerBundle};
+use isolane_engine::{ExecuteError, Module, ModuleKind, PoolMode, WorkerBundle};
 
 use crate::support::*;
 
@@ -14,19 +14,6 @@ pub fn add_wasm() -> Vec<u8> {
             local.get 0 local.get 1 i32.add))"#,
     )
     .unwrap()
-}
-
-/// A bundle of `modules`, the first one its main.
-pub fn modules_bundle(id: &str, modules: Vec<Module>) -> Arc<WorkerBundle> {
-    let main = modules[0].name.clone();
-    let modules = Modules::new(main, modules).expect("a valid bundle");
-    let mut bundle = bundle_with(id, "", memory_limits(128), &[]);
-    bundle.modules = Some(Arc::new(modules));
-    Arc::new(bundle)
-}
-
-pub fn es(name: &str, source: &str) -> Module {
-    Module::new(name, ModuleKind::ESModule, source)
 }
 
 /// The issue's example: main.js imports ./add.wasm and ./greeting.txt.

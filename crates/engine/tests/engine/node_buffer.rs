@@ -6,7 +6,6 @@ use isolane_engine::{
     Compat, ExecuteError, Module, ModuleKind, NodeCompat, PoolMode, WorkerBundle,
 };
 
-use crate::modules::{es, modules_bundle};
 use crate::support::*;
 
 /// A one-script module Worker with `compat`.

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use isolane_engine::{Compat, ExecuteError, Module, ModuleKind, NodeCompat, PoolMode};
 
-use crate::modules::{es, modules_bundle};
 use crate::node_buffer::{answer, node_worker};
 use crate::node_crypto::attack_beside;
 use crate::support::*;

@@ -8,7 +8,6 @@
 
 use isolane_engine::{Module, ModuleKind, NodeCompat, PoolMode};
 
-use crate::modules::es;
 use crate::node_buffer::{answer, load_error, node_modules, node_worker};
 use crate::support::*;
 

@@ -216,3 +216,32 @@ impl EngineObserver for Recorder {
         self.tail_dropped.fetch_add(events, Ordering::Relaxed);
     }
 }
+
+/// A bundle of `modules`, the first one its main.
+pub fn modules_bundle(id: &str, modules: Vec<isolane_engine::Module>) -> Arc<WorkerBundle> {
+    let main = modules[0].name.clone();
+    let modules = isolane_engine::Modules::new(main, modules).expect("a valid bundle");
+    let mut bundle = bundle_with(id, "", memory_limits(128), &[]);
+    bundle.modules = Some(Arc::new(modules));
+    Arc::new(bundle)
+}
+
+pub fn es(name: &str, source: &str) -> isolane_engine::Module {
+    isolane_engine::Module::new(name, isolane_engine::ModuleKind::ESModule, source)
+}
+
+/// An uninterruptible builtin that runs on well past its limit:
+/// `JSON.parse` of a 32 MiB array text checks for termination only when it
+/// is done (about 0.2–0.5 s here), long after the 20 ms CPU limit.
+pub const POISON: &str = "export default { fetch() { const x = JSON.parse('[' + '0,'.repeat(2**24) + '0]'); return new Response(String(x.length)); } };";
+
+/// The limits `POISON` runs under: its wall limit is shorter than any
+/// penalty (4 × an overrun of over 100 ms), so a penalized request is
+/// refused rather than kept waiting.
+pub fn poison_limits() -> Limits {
+    Limits {
+        cpu_ms: 20,
+        wall_ms: 400,
+        ..memory_limits(256)
+    }
+}

@@ -234,8 +234,8 @@ async fn rotating_workers_of_one_namespace_gains_nothing() {
         .map(|i| {
             Arc::new(bundle_with(
                 &format!("hog/w{i}"),
-                crate::hostile::POISON,
-                crate::hostile::poison_limits(),
+                crate::support::POISON,
+                crate::support::poison_limits(),
                 &[],
             ))
         })
