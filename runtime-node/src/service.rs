@@ -22,6 +22,7 @@ mod span;
 mod stream;
 mod tail;
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -107,8 +108,13 @@ impl NodeService {
 
     /// One `Execute` call from the wire: its request frames in, its
     /// response frames out, or the refusal as a gRPC status.
-    pub async fn execute_frames(&self, inbound: InboundFrames) -> Result<ExecuteStream, Status> {
-        self.execute_in(inbound, span::execute()).await
+    pub fn execute_frames(
+        &self,
+        inbound: InboundFrames,
+    ) -> impl Future<Output = Result<ExecuteStream, Status>> + '_ {
+        // Not an async layer of its own: the call's future is large, and
+        // each layer would move it once more per request.
+        self.execute_in(inbound, span::execute())
     }
 
     /// [`Self::execute_frames`] in `span` (the call's `node.execute`).
@@ -161,8 +167,12 @@ impl NodeService {
     /// the engine and answers with the head and the body (counted in the
     /// node's metrics when it ends), or refuses it (counted now). The gRPC
     /// service and a router in this process (`isolane dev`) both come here.
-    pub async fn call(&self, call: Call, body: Body) -> Result<(Answer, Answered), Error> {
-        self.call_in(call, body, span::execute()).await
+    pub fn call(
+        &self,
+        call: Call,
+        body: Body,
+    ) -> impl Future<Output = Result<(Answer, Answered), Error>> + '_ {
+        self.call_in(call, body, span::execute())
     }
 
     /// [`Self::call`] in `span` (the call's `node.execute`).
@@ -173,7 +183,7 @@ impl NodeService {
         span: tracing::Span,
     ) -> Result<(Answer, Answered), Error> {
         span::called(&span, &call);
-        let result = span::within(self.run(call, body), span.clone()).await;
+        let result = self.run(call, body, &span).await;
         match result {
             Ok((answer, body)) => {
                 span::answered(&span, answer.status, answer.outcome.label());
@@ -197,10 +207,18 @@ impl NodeService {
         error
     }
 
-    async fn run(&self, call: Call, body: Body) -> Result<(Answer, Answered), Error> {
+    /// The call itself; its spans are children of `span` (`node.execute`),
+    /// named as parent rather than entered, so that with traces off no
+    /// wrapper moves the call's futures.
+    async fn run(
+        &self,
+        call: Call,
+        body: Body,
+        span: &tracing::Span,
+    ) -> Result<(Answer, Answered), Error> {
         let shared = &self.inner;
         let permit =
-            span::admission(call.thread).in_scope(|| shared.admission.admit(call.thread))?;
+            span::admission(span, call.thread).in_scope(|| shared.admission.admit(call.thread))?;
         let thread = permit.thread();
         // No deadline (a router in this process bounds the call itself):
         // no clock read, no timer.
@@ -210,16 +228,21 @@ impl NodeService {
         let resolve = shared
             .bundles
             .resolve(&call.worker_id, &call.revision, wait);
-        let bundle = span::within(resolve, span::bundle()).await?;
+        let waiting = span::bundle(span);
+        let bundle = resolve.await;
+        drop(waiting);
+        let bundle = bundle?;
         tracing::debug!(worker.id = %call.worker_id, revision = %bundle.revision, thread, request.id = %call.request_id, "execute");
         let head_only = call.request.method() == Method::HEAD;
         let deadline_ms = call.deadline_ms;
         let (mut request, worker_id, request_id) = engine_request(call, body);
-        let handler = span::handler();
+        let handler = span::handler(span);
         if let Some(trace) = span::request_trace(&handler) {
             request.extensions_mut().insert(trace);
         }
-        let execute = span::within(shared.engine.execute(thread, bundle, request), handler);
+        // The handler's span lasts while the engine runs (it is open until
+        // dropped below); the engine's own spans name it as their parent.
+        let execute = shared.engine.execute(thread, bundle, request);
         let result = match deadline {
             Some(deadline) => tokio::time::timeout_at(deadline, execute)
                 .await
@@ -228,6 +251,7 @@ impl NodeService {
                 })),
             None => execute.await,
         };
+        drop(handler);
         let (response, outcome, reason) = match result {
             Ok(response) => (response, Outcome::Ok, String::new()),
             Err(error) => {

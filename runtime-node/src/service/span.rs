@@ -9,14 +9,11 @@
 //! All are `TRACE` spans: with traces off they are disabled where they are
 //! made and nothing else here runs.
 
-use std::future::Future;
-
-use futures::future::Either;
 use isolane_engine::RequestTrace;
 use isolane_proto::call::Call;
 use isolane_telemetry::propagation;
+use tracing::Span;
 use tracing::field::Empty;
-use tracing::{Instrument as _, Span};
 
 /// The server span of one call, before its head is read.
 pub(super) fn execute() -> Span {
@@ -78,19 +75,19 @@ pub(super) fn refused(span: &Span, kind: &'static str) {
     span.record("otel.status_code", "ERROR");
 }
 
-/// The span of admitting a call on its thread.
-pub(super) fn admission(thread: u32) -> Span {
-    tracing::trace_span!("node.admission", node.thread = thread)
+/// The span of admitting a call on its thread, under `call` (`node.execute`).
+pub(super) fn admission(call: &Span, thread: u32) -> Span {
+    tracing::trace_span!(parent: call, "node.admission", node.thread = thread)
 }
 
-/// The span of finding the call's revision.
-pub(super) fn bundle() -> Span {
-    tracing::trace_span!("node.bundle")
+/// The span of finding the call's revision, under `call`.
+pub(super) fn bundle(call: &Span) -> Span {
+    tracing::trace_span!(parent: call, "node.bundle")
 }
 
-/// The span of the Worker's handler, up to its response head.
-pub(super) fn handler() -> Span {
-    tracing::trace_span!("node.handler")
+/// The span of the Worker's handler, up to its response head, under `call`.
+pub(super) fn handler(call: &Span) -> Span {
+    tracing::trace_span!(parent: call, "node.handler")
 }
 
 /// The engine's view of `span`'s trace, when it is traced.
@@ -99,13 +96,4 @@ pub(super) fn request_trace(span: &Span) -> Option<RequestTrace> {
         span: span.clone(),
         inject: propagation::inject_headers,
     })
-}
-
-/// `future` in `span`, or as it is when the span is disabled.
-pub(super) fn within<F: Future>(future: F, span: Span) -> impl Future<Output = F::Output> {
-    if span.is_disabled() {
-        Either::Left(future)
-    } else {
-        Either::Right(future.instrument(span))
-    }
 }
