@@ -150,8 +150,13 @@ async fn a_killed_operator_restarts_and_converges() {
     .await;
 
     // Restart (same identity: it renews its own Lease at once).
+    let restarted = Instant::now();
     let operator = Operator::start(&cp, dir.path(), &options);
     operator.wait_ready(STEP).await;
+    eprintln!(
+        "the restarted operator was ready (every cache listed) {:.1}s after its start",
+        restarted.elapsed().as_secs_f64()
+    );
     let started = Instant::now();
     let total = wait_until("every Worker to converge", STEP, || converged(&client)).await;
     eprintln!(

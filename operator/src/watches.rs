@@ -28,7 +28,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tokio::sync::{Notify, watch};
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::bundle::OwnWrites;
 use crate::index::{ReferenceKey, ReferenceKind, WorkerIndex};
@@ -78,6 +78,7 @@ fn worker_watch(
         watcher::Config::default(),
     )
     .default_backoff()
+    .inspect(observer("workers"))
     .reflect(workers_writer)
     .inspect_ok(move |event| {
         let others = lock(&index).apply_event(event);
@@ -113,6 +114,7 @@ fn bundle_watch(
         watcher::Config::default().labels(&format!("{BUNDLE_LABEL}=true")),
     )
     .default_backoff()
+    .inspect(observer("bundles"))
     .reflect(bundles_writer)
     .filter_map(move |event| {
         let trigger = match event {
@@ -197,6 +199,7 @@ where
         watcher::Config::default(),
     )
     .default_backoff()
+    .inspect(observer(K::plural(&()).into_owned()))
     .inspect_ok(move |event| {
         if matches!(event, watcher::Event::InitDone) {
             synced_tx.send_replace(true);
@@ -205,6 +208,31 @@ where
     .touched_objects()
     .boxed();
     (triggers, synced)
+}
+
+/// What a watch's events say about the watch itself, logged under `watch`:
+/// each failure (the watcher lists or watches again after kube's backoff,
+/// 0.8 s doubling to 30 s, so failures in a row can hold a cache unsynced
+/// for a minute, and the controller only ever saw them at debug level) and
+/// how long its first list took.
+fn observer<K>(
+    watch: impl Into<String>,
+) -> impl FnMut(&Result<watcher::Event<K>, watcher::Error>) + Send + 'static {
+    let watch = watch.into();
+    let started = std::time::Instant::now();
+    let mut failures = 0_u32;
+    let mut listed = false;
+    move |event| match event {
+        Err(error) => {
+            failures += 1;
+            warn!(%watch, %error, failures, "watch failed; retrying after a backoff");
+        }
+        Ok(watcher::Event::InitDone) if !listed => {
+            listed = true;
+            info!(%watch, failures, took_ms = started.elapsed().as_millis(), "watch listed");
+        }
+        Ok(_) => {}
+    }
 }
 
 /// The part of a Worker whose change needs a reconcile: generation (spec),
