@@ -176,6 +176,22 @@ impl Node {
         // The process may have exited already: then there is nothing to drain.
         let _ = self.process.signal(Signal::SIGTERM);
     }
+
+    /// [`drain`](Self::drain), then waits until the node refuses new
+    /// requests (its admission is closed once it has marked its Lease
+    /// draining, or it has exited). The signal is handled asynchronously: on
+    /// a loaded machine a node can still serve whatever is sent right after
+    /// [`drain`](Self::drain) returns.
+    pub async fn drain_and_wait(&mut self, timeout: Duration) {
+        self.drain();
+        let name = self.name.clone();
+        wait_until(&format!("{name} to start draining"), timeout, || {
+            let exited = self.process.try_exit().is_some();
+            let log = self.process.log();
+            async move { (exited || log.contains("lease marked draining")).then_some(()) }
+        })
+        .await;
+    }
 }
 
 pub use isolane_testenv::grpc_tls::{grpc_pki, node_tls_args, router_tls_args};

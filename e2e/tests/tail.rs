@@ -257,7 +257,7 @@ async fn a_tenant_tails_its_own_worker_across_nodes_and_not_another_namespaces()
     // The node serving it drains: the Worker moves to the other node, and
     // the tail (open on both) shows those invocations too.
     let serving = first.first().cloned().expect("the first batch was served");
-    cluster.node_mut(&serving).drain();
+    cluster.node_mut(&serving).drain_and_wait(SETTLE).await;
     let second = batch(&ingress, "second").await;
     // A node joins while the tail is open: the router tails it too (it
     // looks for new nodes every 2 s), and once the serving node drains,
@@ -272,7 +272,7 @@ async fn a_tenant_tails_its_own_worker_across_nodes_and_not_another_namespaces()
         .first()
         .cloned()
         .expect("the second batch was served");
-    cluster.node_mut(&serving).drain();
+    cluster.node_mut(&serving).drain_and_wait(SETTLE).await;
     let third = batch(&ingress, "third").await;
     let want: Vec<String> = ["first", "second", "third"]
         .iter()
