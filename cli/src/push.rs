@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
-use isolane_artifact::{ArtifactLimits, BundleRef, Credentials, Registry};
+use isolane_artifact::{AllowedRegistries, ArtifactLimits, BundleRef, Credentials, Registry};
 use isolane_crds::Worker;
 use isolane_worker::{Module, ModuleKind, Modules};
 use kube::api::{Api, Patch, PatchParams};
@@ -67,7 +67,12 @@ pub async fn run(args: PushArgs) -> anyhow::Result<()> {
     } else {
         Vec::new()
     };
-    let registry = Registry::new(plain_http, ArtifactLimits::default())?;
+    // The user's own machine: any registry they name.
+    let registry = Registry::new(
+        plain_http,
+        AllowedRegistries::Any,
+        ArtifactLimits::default(),
+    )?;
     let credentials = match (args.username, args.password) {
         (Some(username), Some(password)) => Some(Credentials { username, password }),
         _ => None,

@@ -137,9 +137,11 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
     pull_secret(&cp, &registry).await;
     let dir = tempfile::tempdir().expect("temp dir");
     let plain_http = format!("--plain-http-registry={}", registry.host());
+    let allowed = format!("--bundle-registry={}", registry.host());
     let mut node = NodeOptions::named("node-1");
     node.extra_args = vec![
         plain_http.clone(),
+        allowed.clone(),
         format!(
             "--bundle-cache-dir={}",
             dir.path().join("bundle-cache").display()
@@ -149,7 +151,7 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
         nodes: 1,
         node,
         operator: OperatorOptions {
-            extra_args: vec![plain_http],
+            extra_args: vec![plain_http, allowed],
             ..OperatorOptions::default()
         },
         ..ClusterOptions::default()
@@ -307,9 +309,59 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
         .message;
     assert!(message.contains("unauthorized"), "{message}");
 
+    // === 4. a registry the cluster does not list is never contacted ===
+    // (a tenant's spec.bundle would otherwise make the operator and nodes
+    // connect wherever it says: the metadata service, the kubelet, etcd.)
+    let (unlisted, connections) = counting_listener().await;
+    let mut elsewhere = v1_worker.clone();
+    elsewhere.metadata.name = Some("elsewhere".to_owned());
+    elsewhere.spec.routes.clear();
+    let digest = v1_bundle.split_once('@').expect("a digest").1;
+    elsewhere.spec.bundle = Some(format!("{unlisted}/apps/big@{digest}"));
+    workers::apply(&client, NAMESPACE, &elsewhere).await;
+    let refused = wait_for_worker(
+        &client,
+        NAMESPACE,
+        "elsewhere",
+        "to be refused",
+        SETTLE,
+        |w| has_condition(w, "Ready", "False", Some("BundleInvalid")),
+    )
+    .await;
+    let message = &workers::condition(&refused, "Ready")
+        .expect("Ready")
+        .message;
+    assert!(
+        message.contains("is not one this cluster pulls bundles from"),
+        "{message}"
+    );
+    assert_eq!(
+        connections.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the unlisted registry was contacted"
+    );
+
     let reply = ingress.get(HOST, "/").await.expect("v2 still answers");
     assert_eq!(
         (reply.status, reply.body.as_str()),
         (200, expected_v2.as_str())
     );
+}
+
+/// A loopback listener that counts the connections it gets (and closes
+/// them): its `host:port`, and the count.
+async fn counting_listener() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let addr = listener.local_addr().expect("its address");
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = count.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    (addr.to_string(), count)
 }

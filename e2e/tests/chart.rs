@@ -412,6 +412,10 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         "operator.config.plainHttpRegistries=registry.local:5000",
         "--set",
         "node.config.plainHttpRegistries=registry.local:5000",
+        "--set",
+        "operator.config.bundleRegistries=registry.local:5000",
+        "--set",
+        "node.config.bundleRegistries=registry.local:5000",
     ]));
     // Each binary flattens telemetry's shared admin flags (ISOLANE_ADMIN_ADDR,
     // ISOLANE_LOG_FORMAT) and reads ISOLANE_LOG in its init_tracing.

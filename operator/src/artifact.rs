@@ -15,7 +15,9 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use isolane_artifact::{ArtifactLimits, BundleRef, Credentials, Registry, check_wasm};
+use isolane_artifact::{
+    AllowedRegistries, ArtifactLimits, BundleRef, Credentials, Registry, check_wasm,
+};
 use isolane_crds::{ArtifactSource, WorkerSpec};
 use isolane_worker::ModuleKind;
 use k8s_openapi::api::core::v1::Secret;
@@ -55,10 +57,14 @@ impl std::fmt::Debug for ArtifactChecker {
 }
 
 impl ArtifactChecker {
-    /// A checker reaching `plain_http` registries over HTTP, others over HTTPS.
-    pub fn new(plain_http: Vec<String>) -> Result<Self, isolane_artifact::Error> {
+    /// A checker reaching `plain_http` registries over HTTP, others over
+    /// HTTPS, and only `allowed` ones.
+    pub fn new(
+        plain_http: Vec<String>,
+        allowed: AllowedRegistries,
+    ) -> Result<Self, isolane_artifact::Error> {
         Ok(Self {
-            registry: Registry::new(plain_http, ArtifactLimits::default())?,
+            registry: Registry::new(plain_http, allowed, ArtifactLimits::default())?,
             verdicts: Mutex::new(HashMap::new()),
         })
     }
@@ -196,5 +202,6 @@ fn permanent(error: &isolane_artifact::Error) -> bool {
             | isolane_artifact::Error::DigestMismatch { .. }
             | isolane_artifact::Error::Malformed { .. }
             | isolane_artifact::Error::BadReference { .. }
+            | isolane_artifact::Error::RegistryNotAllowed { .. }
     )
 }

@@ -47,6 +47,8 @@ pub const ENV_RESERVED_HOSTS: &str = "ISOLANE_RESERVED_HOSTS";
 pub const ENV_HOST_RELEASE_GRACE: &str = "ISOLANE_HOST_RELEASE_GRACE";
 /// Registries (host or host:port) reached over plain HTTP rather than HTTPS.
 pub const ENV_PLAIN_HTTP_REGISTRIES: &str = "ISOLANE_PLAIN_HTTP_REGISTRIES";
+/// Registries bundles may come from (`--bundle-registry`, comma-separated).
+pub const ENV_BUNDLE_REGISTRIES: &str = "ISOLANE_BUNDLE_REGISTRIES";
 
 /// The operator's flags.
 #[derive(Clone, Debug, Parser)]
@@ -135,6 +137,13 @@ pub struct Args {
     #[arg(long = "plain-http-registry", env = ENV_PLAIN_HTTP_REGISTRIES, value_delimiter = ',')]
     pub plain_http_registries: Vec<String>,
 
+    /// A registry Workers' bundles (`spec.bundle`) may come from: `host`,
+    /// `host:port` or `*.domain`; repeat the flag or separate with commas.
+    /// None listed: a Worker naming a bundle is refused (BundleInvalid), and
+    /// no registry is contacted. Runtime nodes take the same.
+    #[arg(long = "bundle-registry", env = ENV_BUNDLE_REGISTRIES, value_delimiter = ',')]
+    pub bundle_registries: Vec<String>,
+
     /// The KV store's database: the operator applies its schema migrations
     /// at start (runtime nodes only check them).
     #[command(flatten)]
@@ -168,6 +177,9 @@ pub enum ConfigError {
     /// Concurrency of zero would reconcile nothing.
     #[error("--concurrency must be at least 1")]
     Concurrency,
+    /// A `--bundle-registry` entry is malformed.
+    #[error("--bundle-registry {0:?} is not host, host:port or *.domain")]
+    BundleRegistry(String),
 }
 
 impl ConfigError {
@@ -180,6 +192,7 @@ impl ConfigError {
             Self::LeaderTimings { .. } => "leader_timings",
             Self::ZeroDuration(_) => "zero_duration",
             Self::Concurrency => "concurrency",
+            Self::BundleRegistry(_) => "bundle_registry",
         }
     }
 }
@@ -224,6 +237,8 @@ pub struct Config {
     pub storage: Option<isolane_storage::PostgresSettings>,
     /// Registries reached over plain HTTP.
     pub plain_http_registries: Vec<String>,
+    /// Registries bundles may come from.
+    pub bundle_registries: isolane_artifact::AllowedRegistries,
 }
 
 impl Args {
@@ -271,6 +286,15 @@ impl Args {
         if self.concurrency == 0 {
             return Err(ConfigError::Concurrency);
         }
+        let bundle_registries = isolane_artifact::AllowedRegistries::listed(
+            &self.bundle_registries,
+        )
+        .map_err(|error| match error {
+            isolane_artifact::Error::BadAllowedRegistry { entry } => {
+                ConfigError::BundleRegistry(entry)
+            }
+            other => ConfigError::BundleRegistry(other.to_string()),
+        })?;
         let leader = self.leader_election.then(|| LeaderConfig {
             lease_name: self.leader_lease.clone(),
             identity: self
@@ -294,6 +318,7 @@ impl Args {
             host_release_grace: self.host_release_grace,
             storage: self.storage.settings(),
             plain_http_registries: self.plain_http_registries.clone(),
+            bundle_registries,
         })
     }
 }
@@ -322,13 +347,17 @@ mod tests {
 
     #[test]
     fn invalid_settings_are_refused() {
-        let cases: [(&[&str], &str); 6] = [
+        let cases: [(&[&str], &str); 7] = [
             (&["--namespace", "Bad_NS"], "namespace"),
             (&["--leader-lease=-x"], "lease_name"),
             (&["--webhook-addr", "127.0.0.1:8443"], "webhook_tls"),
             (&["--renew-deadline", "20s"], "leader_timings"),
             (&["--resync", "0s"], "zero_duration"),
             (&["--concurrency", "0"], "concurrency"),
+            (
+                &["--bundle-registry", "https://registry.example"],
+                "bundle_registry",
+            ),
         ];
         for (flags, kind) in cases {
             assert_eq!(

@@ -86,7 +86,10 @@ pub async fn run(
     );
     let synced = watches.synced();
     let (caches_synced_tx, caches_synced) = watch::channel(false);
-    let artifacts = match ArtifactChecker::new(config.plain_http_registries.clone()) {
+    let artifacts = match ArtifactChecker::new(
+        config.plain_http_registries.clone(),
+        config.bundle_registries.clone(),
+    ) {
         Ok(artifacts) => Arc::new(artifacts),
         Err(error) => {
             warn!(%error, "cannot make the registry client for bundles");

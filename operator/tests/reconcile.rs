@@ -38,6 +38,7 @@ fn config() -> Config {
         reserved_hosts: Vec::new(),
         host_release_grace: std::time::Duration::from_secs(24 * 3600),
         plain_http_registries: Vec::new(),
+        bundle_registries: isolane_artifact::AllowedRegistries::Listed(Vec::new()),
         storage: None,
     }
 }

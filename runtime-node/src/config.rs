@@ -73,6 +73,9 @@ pub const BUNDLE_REVISIONS_ENV: &str = "ISOLANE_BUNDLE_REVISIONS";
 pub const BUNDLE_CACHE_DIR_ENV: &str = "ISOLANE_BUNDLE_CACHE_DIR";
 /// Env var for `--bundle-cache-mib`.
 pub const BUNDLE_CACHE_MIB_ENV: &str = "ISOLANE_BUNDLE_CACHE_MIB";
+/// Env var for `--bundle-registry`.
+pub const BUNDLE_REGISTRIES_ENV: &str = "ISOLANE_BUNDLE_REGISTRIES";
+
 /// Env var for `--plain-http-registry`.
 pub const PLAIN_HTTP_REGISTRIES_ENV: &str = "ISOLANE_PLAIN_HTTP_REGISTRIES";
 
@@ -266,6 +269,12 @@ pub struct Args {
     #[arg(long = "plain-http-registry", env = PLAIN_HTTP_REGISTRIES_ENV, value_delimiter = ',')]
     pub plain_http_registries: Vec<String>,
 
+    /// A registry bundles may be pulled from (`host`, `host:port` or
+    /// `*.domain`); repeat the flag or separate with commas. None listed: no
+    /// bundle named by `spec.bundle` is pulled. The operator takes the same.
+    #[arg(long = "bundle-registry", env = BUNDLE_REGISTRIES_ENV, value_delimiter = ',')]
+    pub bundle_registries: Vec<String>,
+
     #[command(flatten)]
     pub grpc_tls: MtlsArgs,
 
@@ -309,6 +318,8 @@ pub struct ArtifactSettings {
     pub cache_dir: PathBuf,
     pub cache_bytes: u64,
     pub plain_http: Vec<String>,
+    /// `--bundle-registry` entries (checked when the puller is made).
+    pub allowed: Vec<String>,
 }
 
 impl Default for ArtifactSettings {
@@ -317,6 +328,7 @@ impl Default for ArtifactSettings {
             cache_dir: std::env::temp_dir().join("isolane-bundles"),
             cache_bytes: 1 << 30,
             plain_http: Vec::new(),
+            allowed: Vec::new(),
         }
     }
 }
@@ -510,6 +522,7 @@ impl Args {
                     .unwrap_or_else(|| ArtifactSettings::default().cache_dir),
                 cache_bytes: self.bundle_cache_mib.saturating_mul(1 << 20),
                 plain_http: self.plain_http_registries,
+                allowed: self.bundle_registries,
             },
             admin_addr: self.admin.admin_addr,
             grpc_security,
@@ -690,6 +703,7 @@ mod tests {
             BUNDLE_CACHE_DIR_ENV,
             BUNDLE_CACHE_MIB_ENV,
             PLAIN_HTTP_REGISTRIES_ENV,
+            BUNDLE_REGISTRIES_ENV,
             isolane_proto::mtls::TLS_CERT_ENV,
             isolane_proto::mtls::TLS_KEY_ENV,
             isolane_proto::mtls::TLS_CA_ENV,

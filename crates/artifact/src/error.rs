@@ -10,6 +10,17 @@ pub enum Error {
     },
     #[error("the registry refused the credentials for {reference}: {detail}")]
     Unauthorized { reference: String, detail: String },
+    #[error(
+        "bundle {reference}: registry {registry} is not one this cluster pulls bundles from \
+         (allowed: {allowed}; the admin lists them: --bundle-registry, Helm operator.config and node.config bundleRegistries)"
+    )]
+    RegistryNotAllowed {
+        reference: String,
+        registry: String,
+        allowed: String,
+    },
+    #[error("--bundle-registry {entry:?} is not host, host:port or *.domain")]
+    BadAllowedRegistry { entry: String },
     #[error("bundle {reference} was not found in its registry")]
     NotFound { reference: String },
     #[error("the registry of {reference} failed: {detail}")]
@@ -44,6 +55,8 @@ impl Error {
         match self {
             Error::BadReference { .. } => "bad_reference",
             Error::Unauthorized { .. } => "unauthorized",
+            Error::RegistryNotAllowed { .. } => "registry_not_allowed",
+            Error::BadAllowedRegistry { .. } => "bad_allowed_registry",
             Error::NotFound { .. } => "not_found",
             Error::Registry { .. } => "registry",
             Error::TooLarge { .. } => "too_large",

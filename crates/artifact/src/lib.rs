@@ -9,6 +9,8 @@
 //!   that lists the modules and their types, one tar+gzip layer of their
 //!   bytes), [`pack`] and the bounded [`unpack`];
 //! - [`BundleRef`]: a reference that must name a digest;
+//! - [`AllowedRegistries`]: the registries the cluster's admin lets bundles
+//!   come from;
 //! - [`Registry`]: push and a verified, bounded pull over the OCI
 //!   distribution protocol (the `oci-client` crate), with
 //!   [`Credentials`] from a pull secret;
@@ -19,6 +21,7 @@
 //! `isolane push` pushes with it.
 #![forbid(unsafe_code)]
 
+mod allowed;
 mod cache;
 mod check;
 mod digest;
@@ -28,6 +31,7 @@ mod limits;
 mod reference;
 mod registry;
 
+pub use allowed::AllowedRegistries;
 pub use cache::Cache;
 pub use check::check_wasm;
 pub use error::Error;

@@ -18,7 +18,7 @@ use oci_client::{Client, Reference};
 
 use crate::digest::{sha256, verify};
 use crate::layout::{self, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE};
-use crate::{ArtifactLimits, BundleRef, Cache, Error};
+use crate::{AllowedRegistries, ArtifactLimits, BundleRef, Cache, Error};
 
 /// A user name and password for a registry (from a pull secret's
 /// `.dockerconfigjson`, or `isolane push`'s flags).
@@ -99,6 +99,7 @@ pub struct Pulled {
 /// secret must never serve another tenant's pull.
 pub struct Registry {
     plain_http: Vec<String>,
+    allowed: AllowedRegistries,
     limits: ArtifactLimits,
 }
 
@@ -112,12 +113,21 @@ impl std::fmt::Debug for Registry {
 
 impl Registry {
     /// A client speaking HTTPS to every registry but `plain_http` ones
-    /// (host or host:port, for a registry on loopback in tests and dev).
-    pub fn new(plain_http: Vec<String>, limits: ArtifactLimits) -> Result<Self, Error> {
+    /// (host or host:port, for a registry on loopback in tests and dev),
+    /// pulling only from `allowed` registries.
+    pub fn new(
+        plain_http: Vec<String>,
+        allowed: AllowedRegistries,
+        limits: ArtifactLimits,
+    ) -> Result<Self, Error> {
         // reqwest is built without a default TLS provider: the project's
         // is ring. Another part of the process may have installed it already.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let registry = Self { plain_http, limits };
+        let registry = Self {
+            plain_http,
+            allowed,
+            limits,
+        };
         registry.client()?;
         Ok(registry)
     }
@@ -207,6 +217,10 @@ impl Registry {
         cache: Option<&Cache>,
     ) -> Result<Pulled, Error> {
         let reference = bundle.to_string();
+        // Before any connection: the registry is the tenant's choice.
+        if !self.allowed.permits(bundle.registry()) {
+            return Err(self.allowed.refuse(&reference, bundle.registry()));
+        }
         let client = self.client()?;
         let manifest_bytes = self.manifest(&client, bundle, credentials, cache).await?;
         let manifest = parse_manifest(&reference, &manifest_bytes, &self.limits)?;

@@ -4,7 +4,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-use isolane_artifact::{ArtifactLimits, BundleRef, Cache, Credentials, Error, Registry};
+use isolane_artifact::{
+    AllowedRegistries, ArtifactLimits, BundleRef, Cache, Credentials, Error, Registry,
+};
 use isolane_testenv::Registry as TestRegistry;
 use isolane_worker::{Module, ModuleKind, Modules};
 
@@ -35,7 +37,12 @@ fn start() -> (TestRegistry, Credentials) {
 }
 
 fn client(limits: ArtifactLimits, registry: &TestRegistry) -> Registry {
-    Registry::new(vec![registry.host()], limits).unwrap()
+    Registry::new(
+        vec![registry.host()],
+        AllowedRegistries::listed(&[registry.host()]).unwrap(),
+        limits,
+    )
+    .unwrap()
 }
 
 #[tokio::test]

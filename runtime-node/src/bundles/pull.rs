@@ -4,7 +4,9 @@
 //! content-addressed disk cache and unpacks its modules. The revision stays
 //! the one the operator named; the modules are the artifact's exactly.
 
-use isolane_artifact::{ArtifactLimits, BundleRef, Cache, Credentials, Registry};
+use isolane_artifact::{
+    AllowedRegistries, ArtifactLimits, BundleRef, Cache, Credentials, Registry,
+};
 use isolane_crds::Bundle;
 
 use crate::config::ArtifactSettings;
@@ -28,7 +30,11 @@ impl Puller {
             }
         };
         Ok(Self {
-            registry: Registry::new(settings.plain_http.clone(), ArtifactLimits::default())?,
+            registry: Registry::new(
+                settings.plain_http.clone(),
+                AllowedRegistries::listed(&settings.allowed)?,
+                ArtifactLimits::default(),
+            )?,
             cache,
         })
     }
