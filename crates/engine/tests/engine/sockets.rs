@@ -519,3 +519,42 @@ async fn a_writer_that_never_reads_waits_on_back_pressure_beside_a_neighbour() {
     .await;
     neighbour_checks(&engine, &hello, &echo, addr).await;
 }
+
+/// `import()` of what a bundle leaves external, as pg-cloudflare loads
+/// cloudflare:sockets; a built-in the settings refuse, or a module the
+/// bundle lacks, rejects with the error a static import would throw.
+const DYNAMIC: &str = r#"
+export default { async fetch(request) {
+  const a = new URL(request.url).searchParams.get('a');
+  const { connect } = await import('cloudflare:sockets');
+  const again = await import('cloudflare:sockets');
+  const s = connect(a);
+  const w = s.writable.getWriter();
+  await w.write(new TextEncoder().encode('dynamic'));
+  await w.close();
+  const { value } = await s.readable.getReader().read();
+  const out = [new TextDecoder().decode(value), again.connect === connect];
+  for (const name of ['node:fs', './missing.js']) {
+    await import(name).then(() => out.push('loaded ' + name), (e) => out.push(e.name + ': ' + e.message));
+  }
+  return new Response(out.join('\n'));
+} };
+"#;
+
+#[tokio::test]
+async fn dynamic_import_loads_cloudflare_sockets() {
+    let (addr, _) = echo_server(Mode::Plain).await;
+    let engine = loopback_engine(None, WebSocketConfig::default());
+    let worker = bundle("sockets/dynamic", DYNAMIC);
+    let (status, body) = run(&engine, 0, &worker, &query(&[("a", &addr.to_string())])).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body.lines().collect::<Vec<_>>(),
+        [
+            "dynamic",
+            "true",
+            "TypeError: Cannot load \"node:fs\" imported by \"worker.js\": Node.js modules need the nodejs_compat compatibility flag (or a compatibility date from 2026-08-04)",
+            "TypeError: Cannot resolve \"./missing.js\" imported by \"worker.js\": no module of that name in the bundle",
+        ]
+    );
+}
