@@ -384,20 +384,18 @@ export default { async fetch(request) {
 "#;
 
 /// The benign neighbour: says hello, and echoes through a socket of its own.
-fn neighbour_checks<'a>(
-    engine: &'a Engine,
-    hello: &'a Arc<isolane_engine::WorkerBundle>,
-    echo: &'a Arc<isolane_engine::WorkerBundle>,
+async fn neighbour_checks(
+    engine: &Engine,
+    hello: &Arc<isolane_engine::WorkerBundle>,
+    echo: &Arc<isolane_engine::WorkerBundle>,
     addr: std::net::SocketAddr,
-) -> impl std::future::Future<Output = ()> + 'a {
-    async move {
-        neighbour_ok(engine, hello).await;
-        let (status, body) = run(engine, 0, echo, &query(&[("a", &addr.to_string())])).await;
-        assert_eq!(
-            (status, body.as_str()),
-            (200, "true|off|false|hello world|closed")
-        );
-    }
+) {
+    neighbour_ok(engine, hello).await;
+    let (status, body) = run(engine, 0, echo, &query(&[("a", &addr.to_string())])).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (200, "true|off|false|hello world|closed")
+    );
 }
 
 async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
