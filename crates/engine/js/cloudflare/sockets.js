@@ -121,6 +121,8 @@ class Socket {
     });
     if (result === null) {
       controller.close();
+      // After startTls() the connection is the new socket's.
+      if (this.#startedTls) return;
       this.#readDone = true;
       // Without allowHalfOpen the end of what the peer sends ends the
       // socket, as workerd does.

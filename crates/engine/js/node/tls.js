@@ -1,8 +1,9 @@
 // node:tls as far as workerd has it: connect() and TLSSocket, a node:net
 // Socket whose cloudflare:sockets connection is upgraded with startTls()
-// as soon as it opens (the server's certificate checked for `servername`,
-// else `host`, against the roots fetch trusts). Upgrading a Socket the
-// caller made (`options.socket`), servers, secure contexts and client
+// (the server's certificate checked for `servername`, else `host`, against
+// the roots fetch trusts): as soon as it opens, or, with `options.socket`,
+// a connected node:net Socket of the caller's (STARTTLS), which gives its
+// connection up to the TLSSocket. Servers, secure contexts and client
 // certificates are not implemented. Runs as function (host, internal,
 // require, module, exports).
 
@@ -13,7 +14,6 @@ const notImplementedOption = (name) => codedError(Error, 'ERR_OPTION_NOT_IMPLEME
 
 class TLSSocket extends net.Socket {
   constructor(socket, options = {}) {
-    if (socket) throw notImplementedOption('socket');
     super(options);
     this.encrypted = true;
     this.authorized = false;
@@ -51,32 +51,46 @@ function normalizeArgs(args) {
 
 function connect(...args) {
   const [options, callback] = normalizeArgs(args);
-  if (options.socket) throw notImplementedOption('socket');
   for (const name of ['pfx', 'key', 'cert', 'secureContext']) {
     if (options[name] !== undefined) throw notImplementedOption(name);
   }
   const socket = new TLSSocket(null, options);
   if (callback) socket.once('secureConnect', callback);
-  const host = options.host ?? 'localhost';
+  const plain = options.socket;
+  const host = options.host ?? plain?._host ?? 'localhost';
   const servername = options.servername ?? (net.isIP(host) ? undefined : host);
   socket.servername = servername ?? null;
-  socket.once('connect', () => upgrade(socket, servername ?? host));
+  if (options.timeout) socket.setTimeout(options.timeout);
+  if (plain) {
+    // The caller's Socket gives its connection up once it is open.
+    const take = () => {
+      const handle = plain._handle;
+      if (!handle) return socket.destroy(codedError(Error, 'ERR_SOCKET_CLOSED', 'Socket is closed'));
+      plain._handle = null;
+      socket._peer = plain._peer;
+      socket._host = plain._host;
+      upgrade(socket, handle.socket, servername ?? host);
+    };
+    if (plain.connecting) plain.once('connect', take);
+    else queueMicrotask(take);
+    return socket;
+  }
+  socket.once('connect', () => {
+    const handle = socket._handle;
+    if (handle) upgrade(socket, handle.socket, servername ?? host);
+  });
   // Nothing is read before the upgrade: the TLS handshake needs the
   // connection whole.
   socket.pause();
-  if (options.timeout) socket.setTimeout(options.timeout);
   return socket.connect({ ...options, host });
 }
 
-// Puts TLS over the socket's connection, then tells the caller.
-function upgrade(socket, servername) {
-  const handle = socket._handle;
-  if (!handle) return;
-  handle.reader.releaseLock();
-  handle.writer.releaseLock();
+// Puts TLS over `inner` (a cloudflare:sockets Socket), the socket's from
+// now on, then tells the caller.
+function upgrade(socket, inner, servername) {
   let secured;
   try {
-    secured = handle.socket.startTls({ expectedServerHostname: servername });
+    secured = inner.startTls({ expectedServerHostname: servername });
   } catch (error) {
     socket.destroy(error);
     return;

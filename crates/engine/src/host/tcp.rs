@@ -26,6 +26,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _, ReadHalf, WriteHalf};
+use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 use self::dial::{DialError, Dialed, Io, Target};
@@ -66,6 +67,12 @@ struct Conn {
     write: Option<WriteHalf<Io>>,
     /// The ops holding a half: aborted when the socket is closed.
     busy: Vec<(u32, AbortHandle)>,
+    /// Tells a pending read to give its half back unread (`startTls`).
+    cancel_read: Rc<Notify>,
+    /// A half came back (what `startTls` waits for).
+    returned: Rc<Notify>,
+    /// `startTls` has it: it is no longer the Worker's to close.
+    upgrading: bool,
     remote: SocketAddr,
     local: SocketAddr,
     /// Its place in the Worker's count of sockets.
@@ -103,17 +110,19 @@ impl TcpSockets {
             .clone()
     }
 
-    /// Takes the read half of socket `id`: `Ok(None)` when the socket is
-    /// gone (it reads as ended), `Err` when a read is already under way.
-    fn take_read(&self, id: u32) -> Result<Option<ReadHalf<Io>>, &'static str> {
+    /// Takes the read half of socket `id` and what cancels its read:
+    /// `Ok(None)` when the socket is gone or being upgraded (it reads as
+    /// ended), `Err` when a read is already under way.
+    fn take_read(&self, id: u32) -> Result<Option<Reading>, &'static str> {
         let mut open = self.open.borrow_mut();
-        let Some(conn) = open.get_mut(&id) else {
+        let Some(conn) = open.get_mut(&id).filter(|c| !c.upgrading) else {
             return Ok(None);
         };
-        conn.read
+        let read = conn
+            .read
             .take()
-            .map(Some)
-            .ok_or("a read of this socket is already under way")
+            .ok_or("a read of this socket is already under way")?;
+        Ok(Some((read, conn.cancel_read.clone())))
     }
 
     fn take_write(&self, id: u32) -> Result<WriteHalf<Io>, &'static str> {
@@ -138,14 +147,46 @@ impl TcpSockets {
                 Half::Read(read) => conn.read = Some(read),
                 Half::Write(write) => conn.write = Some(write),
             }
+            conn.returned.notify_one();
         }
     }
 
-    /// Closes socket `id`: its ops stop and its connection is dropped.
+    /// Closes socket `id`: its ops stop and its connection is dropped
+    /// (unless `startTls` took it: it belongs to the new socket).
     fn close(&self, host: &HostState, id: u32) {
-        let conn = self.open.borrow_mut().remove(&id);
+        let mut open = self.open.borrow_mut();
+        if open.get(&id).is_some_and(|c| c.upgrading) {
+            return;
+        }
+        let conn = open.remove(&id);
+        drop(open);
         if let Some(conn) = conn {
             end(host, conn);
+        }
+    }
+
+    /// Marks socket `id` as `startTls`'s: a pending read is told to give
+    /// its half back unread. What `startTls` waits on for the halves.
+    fn begin_upgrade(&self, id: u32) -> Result<(u32, Rc<Notify>), &'static str> {
+        let mut open = self.open.borrow_mut();
+        let conn = open.get_mut(&id).ok_or("the socket is closed")?;
+        if conn.upgrading {
+            return Err("startTls can only be called once");
+        }
+        conn.upgrading = true;
+        if conn.read.is_none() {
+            conn.cancel_read.notify_one();
+        }
+        Ok((conn.ctx, conn.returned.clone()))
+    }
+
+    /// Socket `id` whole, once no op holds a half of it.
+    fn take_for_upgrade(&self, id: u32) -> Upgrade {
+        let mut open = self.open.borrow_mut();
+        match open.get(&id) {
+            None => Upgrade::Gone,
+            Some(c) if c.read.is_none() || c.write.is_none() => Upgrade::Busy,
+            Some(_) => open.remove(&id).map_or(Upgrade::Gone, Upgrade::Ready),
         }
     }
 
@@ -158,9 +199,19 @@ impl TcpSockets {
     }
 }
 
+/// A read half taken for one read, and what cancels that read.
+type Reading = (ReadHalf<Io>, Rc<Notify>);
+
 enum Half {
     Read(ReadHalf<Io>),
     Write(WriteHalf<Io>),
+}
+
+/// Where a socket `startTls` waits for stands.
+enum Upgrade {
+    Ready(Conn),
+    Busy,
+    Gone,
 }
 
 /// Stops a socket's ops (their promises are dropped: the Worker closed it)
@@ -273,6 +324,9 @@ fn opened(host: &HostState, ctx: u32, dialed: Dialed, slot: Slot) -> Settlement 
         read: Some(read),
         write: Some(write),
         busy: Vec::new(),
+        cancel_read: Rc::new(Notify::new()),
+        returned: Rc::new(Notify::new()),
+        upgrading: false,
         remote: dialed.remote,
         local: dialed.local,
         slot,
@@ -300,8 +354,8 @@ fn socket_read<'s>(scope, host: Rc<HostState>, id: u32) -> Option<v8::Local<'s, 
     let read = sockets(&host)
         .map_err(|e| e.to_string())
         .and_then(|s| s.take_read(id).map_err(str::to_owned));
-    let mut read = match read {
-        Ok(Some(read)) => read,
+    let (mut read, cancel) = match read {
+        Ok(Some(taken)) => taken,
         Ok(None) => {
             let null = v8::null(scope).into();
             resolver.resolve(scope, null);
@@ -324,7 +378,12 @@ fn socket_read<'s>(scope, host: Rc<HostState>, id: u32) -> Option<v8::Local<'s, 
     let me = host.me.clone();
     let task = tokio::task::spawn_local(async move {
         let mut buffer = vec![0; READ_CHUNK];
-        let result = read.read(&mut buffer).await;
+        // A read canceled for `startTls` reads as the end of this socket:
+        // its connection goes on in the new one.
+        let result = tokio::select! {
+            result = read.read(&mut buffer) => result,
+            () = cancel.notified() => Ok(0),
+        };
         drop(charge);
         let Some(isolate) = me.upgrade() else {
             return;
@@ -433,7 +492,9 @@ where
 host_fn! {
 /// `socketStartTls(id, serverName)` → Promise of `{id, remoteAddress,
 /// localAddress}`: a new socket, TLS over socket `id`'s connection, whose
-/// certificate must name `serverName`. Socket `id` is gone at once.
+/// certificate must name `serverName`. Socket `id` is the new one's at
+/// once: a pending read of it ends (as the end of its stream), and the
+/// handshake starts when its pending write is done.
 fn socket_start_tls<'s>(
     scope,
     host: Rc<HostState>,
@@ -441,22 +502,13 @@ fn socket_start_tls<'s>(
     server_name: String,
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let (resolver, promise) = new_promise(scope)?;
-    let taken = sockets(&host).map_err(|e| e.to_string()).and_then(|sockets| {
+    let begun = sockets(&host).map_err(|e| e.to_string()).and_then(|sockets| {
         let config = sockets.tls(&host).ok_or("TLS is not available")?;
-        let conn = sockets.open.borrow_mut().remove(&id).ok_or("the socket is closed")?;
-        match (conn.read, conn.write) {
-            (Some(read), Some(write)) if conn.busy.is_empty() => {
-                Ok((config, read.unsplit(write), conn.ctx, conn.remote, conn.local, conn.slot))
-            }
-            _ => {
-                let busy = Conn { read: None, write: None, ..conn };
-                end(&host, busy);
-                Err("startTls: the socket was being read or written".to_owned())
-            }
-        }
+        let (ctx, returned) = sockets.begin_upgrade(id)?;
+        Ok((config, ctx, returned))
     });
-    let (config, io, ctx, remote, local, slot) = match taken {
-        Ok(taken) => taken,
+    let (config, ctx, returned) = match begun {
+        Ok(begun) => begun,
         Err(message) => {
             if let Some(error) = HostError::type_error(message).to_js(scope) {
                 resolver.reject(scope, error);
@@ -468,21 +520,56 @@ fn socket_start_tls<'s>(
     let op = host.add_op(ctx, resolver);
     let me = host.me.clone();
     let task = tokio::task::spawn_local(async move {
-        let target = Target { host: server_name.clone(), port: remote.port() };
-        let secured = dial::handshake(io, config, &server_name, &target).await;
+        let conn = loop {
+            let taken = match me.upgrade() {
+                Some(isolate) => match sockets(isolate.host()) {
+                    Ok(sockets) => sockets.take_for_upgrade(id),
+                    Err(_) => Upgrade::Gone,
+                },
+                None => return,
+            };
+            match taken {
+                Upgrade::Ready(conn) => break Some(conn),
+                Upgrade::Busy => returned.notified().await,
+                Upgrade::Gone => break None,
+            }
+        };
+        let settlement = match conn {
+            Some(conn) => upgrade(conn, config, server_name).await,
+            None => Err(Settlement::TypeError("the socket is closed".to_owned())),
+        };
         let Some(isolate) = me.upgrade() else {
             return;
         };
-        let host = isolate.host();
-        let settlement = match secured {
-            Ok(io) => opened(host, ctx, Dialed { io, remote, local }, slot),
-            Err(error) => failed(host, &error),
+        let settlement = match settlement {
+            Ok((dialed, slot)) => opened(isolate.host(), ctx, dialed, slot),
+            Err(settlement) => settlement,
         };
         isolate.settle(op, settlement);
     });
     host.set_op_task(op, task.abort_handle());
     Some(promise)
 }
+}
+
+/// The TLS handshake over `conn`'s connection (its halves back together).
+async fn upgrade(
+    conn: Conn,
+    config: Arc<rustls::ClientConfig>,
+    server_name: String,
+) -> Result<(Dialed, Slot), Settlement> {
+    let (Some(read), Some(write)) = (conn.read, conn.write) else {
+        return Err(Settlement::TypeError("the socket is closed".to_owned()));
+    };
+    let (remote, local) = (conn.remote, conn.local);
+    let target = Target {
+        host: server_name.clone(),
+        port: remote.port(),
+    };
+    match dial::handshake(read.unsplit(write), config, &server_name, &target).await {
+        Ok(io) => Ok((Dialed { io, remote, local }, conn.slot)),
+        Err(error) => Err(Settlement::TypeError(error.to_string())),
+    }
 }
 
 host_fn! {

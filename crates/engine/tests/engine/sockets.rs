@@ -241,6 +241,12 @@ export default { async fetch(request) {
   out.push(await talk(net.createConnection({ host: '127.0.0.1', port }), 'connect'));
   const secure = tls.connect({ host: '127.0.0.1', port: tport });
   out.push(await talk(secure, 'secureConnect'), secure.encrypted, secure.authorized);
+  // STARTTLS on a Socket of the Worker's own: its reading goes on until
+  // tls.connect takes the connection.
+  const plain = net.connect(Number(p.get('sport')), '127.0.0.1', () => plain.write('STARTTLS\n'));
+  const go = await new Promise((resolve) => plain.once('data', (d) => resolve(d.toString().trim())));
+  const upgraded = tls.connect({ socket: plain, servername: 'sockets.test' });
+  out.push(go, await talk(upgraded, 'secureConnect'), upgraded.authorized);
   out.push(await talk(new net.Socket().connect(25, '127.0.0.1'), 'connect'));
   try { net.createServer(); } catch (e) { out.push(e.code); }
   try { new net.Socket({ fd: 3 }); } catch (e) { out.push(e.code); }
@@ -252,7 +258,8 @@ export default { async fetch(request) {
 async fn node_net_and_tls_talk_over_connect() {
     let (acceptor, ca) = tls_acceptor();
     let (plain, _) = echo_server(Mode::Plain).await;
-    let (tls, _) = echo_server(Mode::Tls(acceptor)).await;
+    let (tls, _) = echo_server(Mode::Tls(acceptor.clone())).await;
+    let (starttls, _) = echo_server(Mode::StartTls(acceptor)).await;
     let engine = loopback_engine(Some(ca), WebSocketConfig::default());
     let mut worker = bundle_with("sockets/node", NODE_ECHO, Limits::default(), &[]);
     worker.compat = Compat::node(NodeCompat::V2);
@@ -260,6 +267,7 @@ async fn node_net_and_tls_talk_over_connect() {
     let path = query(&[
         ("port", &plain.port().to_string()),
         ("tport", &tls.port().to_string()),
+        ("sport", &starttls.port().to_string()),
     ]);
     let (status, body) = run(&engine, 0, &worker, &path).await;
     assert_eq!(status, 200, "{body}");
@@ -268,6 +276,7 @@ async fn node_net_and_tls_talk_over_connect() {
         body,
         format!(
             "4 | true | 0 | {talked} | {talked} | secureConnect,true,end ping pong,close false | true | true | \
+             GO | secureConnect,false,end ping pong,close false | true | \
              error Connections to port 25 are not allowed: send mail through an email service's API.,close true | ERR_METHOD_NOT_IMPLEMENTED | ERR_OPTION_NOT_IMPLEMENTED"
         )
     );
