@@ -48,9 +48,11 @@ fn load<'s>(
     specifier: &str,
 ) -> Option<v8::Local<'s, v8::Value>> {
     let Some(registry) = Registry::get(scope) else {
+        // A Worker of one script that imports nothing statically (and
+        // names no built-in) has no graph to import from.
         host::throw_type_error(
             scope,
-            &format!("import({specifier:?}): a service-worker script cannot import modules"),
+            &format!("Cannot resolve {specifier:?}: no module of that name in the bundle"),
         );
         return None;
     };
