@@ -565,3 +565,49 @@ async fn dynamic_import_loads_cloudflare_sockets() {
         ]
     );
 }
+
+/// Opens a socket, then spins until its CPU limit stops it.
+const SPINNER: &str = r#"
+import { connect } from 'cloudflare:sockets';
+export default { async fetch(request) {
+  const s = connect(new URL(request.url).searchParams.get('a'));
+  await s.opened;
+  for (;;) {}
+} };
+"#;
+
+#[tokio::test]
+async fn a_worker_stopped_at_its_cpu_limit_leaves_no_socket_open() {
+    let (addr, counts) = echo_server(Mode::Plain).await;
+    let engine = loopback_engine(None, WebSocketConfig::default());
+    let spinner = Arc::new(bundle_with(
+        "sockets/spinner",
+        SPINNER,
+        Limits {
+            cpu_ms: 50,
+            ..Limits::default()
+        },
+        &[],
+    ));
+    let hello = bundle("sockets/hello", HELLO);
+    let echo = bundle("sockets/neighbour-echo", CF_ECHO);
+    neighbour_checks(&engine, &hello, &echo, addr).await;
+    let spun = engine
+        .execute(0, spinner, get(&query(&[("a", &addr.to_string())])))
+        .await;
+    assert!(
+        matches!(spun, Err(isolane_engine::ExecuteError::CpuLimit { .. })),
+        "{:?}",
+        spun.map(|r| r.status())
+    );
+    assert_eq!(
+        counts.accepted.load(Ordering::SeqCst),
+        2,
+        "the neighbour's and the spinner's"
+    );
+    wait_for("the spinner's socket closes with it", || {
+        counts.open.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    neighbour_checks(&engine, &hello, &echo, addr).await;
+}
