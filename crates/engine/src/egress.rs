@@ -112,7 +112,7 @@ impl Refusal {
         }
     }
 
-    fn describe(&self) -> &'static str {
+    pub(crate) fn describe(&self) -> &'static str {
         match self {
             Refusal::Loopback => "loopback address",
             Refusal::Unspecified => "unspecified address",
@@ -282,26 +282,36 @@ impl tower_service::Service<Name> for PolicyResolver {
     fn call(&mut self, name: Name) -> Self::Future {
         let policy = self.policy.clone();
         Box::pin(async move {
-            let resolved: Vec<SocketAddr> =
-                tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
-            let mut first_refusal = None;
-            let allowed: Vec<SocketAddr> = resolved
-                .into_iter()
-                .filter(|addr| match policy.check(addr.ip()) {
-                    Ok(()) => true,
-                    Err(refused) => {
-                        first_refusal.get_or_insert(refused);
-                        false
-                    }
-                })
-                .collect();
-            match (allowed.is_empty(), first_refusal) {
-                (true, Some(refused)) => {
-                    Err(io::Error::new(io::ErrorKind::PermissionDenied, refused))
-                }
-                _ => Ok(allowed.into_iter()),
+            let allowed = resolve(&policy, name.as_str(), 0).await?;
+            Ok(allowed.into_iter())
+        })
+    }
+}
+
+/// The addresses of `host` (a name, or an IP literal, which is not looked
+/// up) that `policy` allows, with `port`; a host with none left fails with
+/// [`EgressRefused`] inside the `io::Error`. `fetch`'s resolver and
+/// `connect()`'s sockets (`host/tcp.rs`) both resolve here.
+pub(crate) async fn resolve(
+    policy: &EgressPolicy,
+    host: &str,
+    port: u16,
+) -> io::Result<Vec<SocketAddr>> {
+    let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host, port)).await?.collect();
+    let mut first_refusal = None;
+    let allowed: Vec<SocketAddr> = resolved
+        .into_iter()
+        .filter(|addr| match policy.check(addr.ip()) {
+            Ok(()) => true,
+            Err(refused) => {
+                first_refusal.get_or_insert(refused);
+                false
             }
         })
+        .collect();
+    match (allowed.is_empty(), first_refusal) {
+        (true, Some(refused)) => Err(io::Error::new(io::ErrorKind::PermissionDenied, refused)),
+        _ => Ok(allowed),
     }
 }
 

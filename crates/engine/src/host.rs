@@ -41,6 +41,7 @@ mod runtime;
 pub(crate) mod socket;
 pub(crate) mod socket_count;
 pub(crate) mod state;
+mod tcp;
 mod text;
 mod timers;
 mod unit;
@@ -118,6 +119,7 @@ fn families() -> Vec<Unit> {
         durable_object::unit(),
         message_channel::unit(),
         cloudflare::workers(),
+        tcp::unit(),
         runtime::finalize(),
     ]
 }

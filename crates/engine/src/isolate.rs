@@ -106,6 +106,7 @@ impl WorkerIsolate {
         // only from the bundle's modules, which the engine compiles itself
         // after rewriting their memories (modules/wasm.rs).
         isolate.set_allow_wasm_code_generation_callback(refuse_wasm);
+        isolate.set_host_import_module_dynamically_callback(crate::modules::import_dynamically);
         memory.attach(&mut isolate);
         memory.install_heap_callback(&mut isolate);
         memory.install_gc_callback(&mut isolate);

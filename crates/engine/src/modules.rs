@@ -16,6 +16,8 @@
 //! - Node's built-ins (`node:buffer`) load as the Worker's compatibility
 //!   settings allow, as synthetic modules made from their exports
 //!   (`modules/node.rs`).
+//! - `import()` loads the same way at run time (`modules/dynamic.rs`):
+//!   what a bundle leaves external (`cloudflare:sockets`, a built-in).
 //!
 //! Per isolate, a [`Registry`] in an isolate slot keeps what was made (by
 //! name) for the resolve and evaluation callbacks, which V8 calls without
@@ -23,6 +25,7 @@
 //! so the isolate's owner removes it before disposing the isolate.
 
 mod commonjs;
+mod dynamic;
 mod node;
 pub(crate) mod wasm;
 
@@ -35,6 +38,8 @@ use isolane_worker::{Compat, ModuleKind, Modules};
 
 use crate::host;
 use crate::snapshot::script_origin;
+
+pub(crate) use dynamic::import_dynamically;
 
 /// What one isolate made of its bundle's modules.
 pub(crate) struct Registry {
@@ -76,26 +81,33 @@ pub(crate) fn load<'s>(
     });
     scope.set_slot::<RegistrySlot>(registry.clone());
     let main = modules.main_name().to_owned();
-    let mut pending = vec![main.clone()];
-    while let Some(name) = pending.pop() {
-        if registry.state.borrow().compiled.contains_key(&name) {
-            continue;
-        }
-        if node::is_builtin(&name) {
-            node::compile(scope, &registry, &name)?;
-            continue;
-        }
-        let module = compile(scope, &registry, &name)?;
-        for specifier in requests(scope, module) {
-            pending.push(registry.target(scope, &name, &specifier)?);
-        }
-    }
+    compile_graph(scope, &registry, &main)?;
     node::define_globals(scope, compat.node)?;
     let main = registry.module(scope, &main)?;
     if !main.instantiate_module(scope, resolve)? {
         return None;
     }
     Some(main)
+}
+
+/// Compiles module `root` and every module it imports statically, but for
+/// those made already. `None`: a JS exception is pending.
+fn compile_graph(scope: &mut v8::PinScope<'_, '_>, registry: &Registry, root: &str) -> Option<()> {
+    let mut pending = vec![root.to_owned()];
+    while let Some(name) = pending.pop() {
+        if registry.state.borrow().compiled.contains_key(&name) {
+            continue;
+        }
+        if node::is_builtin(&name) {
+            node::compile(scope, registry, &name)?;
+            continue;
+        }
+        let module = compile(scope, registry, &name)?;
+        for specifier in requests(scope, module) {
+            pending.push(registry.target(scope, &name, &specifier)?);
+        }
+    }
+    Some(())
 }
 
 /// Drops the registry of the isolate `scope` is in (before it is disposed).

@@ -69,6 +69,8 @@ mod scheduled;
 mod service_worker;
 #[path = "engine/signal.rs"]
 mod signal;
+#[path = "engine/sockets.rs"]
+mod sockets;
 #[path = "engine/streaming.rs"]
 mod streaming;
 #[path = "engine/tail.rs"]

@@ -216,8 +216,9 @@ pub(super) fn http() -> Unit {
         .node_module("http2", include_str!("../../js/node/http2.js"))
 }
 
-/// `node:net` (isIP and friends) and `node:tls`: importable, sockets not
-/// implemented.
+/// `node:net` (Socket, connect, isIP and friends) and `node:tls`
+/// (connect, TLSSocket), over `cloudflare:sockets`' `connect()`
+/// (`host/tcp.rs`), as workerd builds them; no servers.
 pub(super) fn net() -> Unit {
     Unit::new("node:net")
         .node_module("net", include_str!("../../js/node/net.js"))

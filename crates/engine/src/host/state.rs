@@ -80,6 +80,8 @@ pub(crate) enum Settlement {
     Kv(Box<super::kv::Settled>),
     /// A Durable Object storage operation's answer (`host/durable_object.rs`).
     Object(Box<super::durable_object::Settled>),
+    /// A `connect()` socket that opened (`host/tcp.rs`).
+    Socket(Box<super::tcp::Opened>),
 }
 
 /// The head of an outbound fetch's response.
@@ -579,6 +581,9 @@ impl HostState {
         if let Some(sockets) = self.state::<super::socket::Sockets>() {
             sockets.drop_for(ctx);
         }
+        if let Some(sockets) = self.state::<super::tcp::TcpSockets>() {
+            sockets.drop_for(ctx);
+        }
         self.bodies
             .borrow_mut()
             .retain(|_, (owner, _)| !matches(*owner));
@@ -721,6 +726,7 @@ impl Settlement {
             Settlement::Crypto(result) => super::crypto::subtle::offloaded_js(scope, *result),
             Settlement::Kv(settled) => super::kv::settled_js(scope, *settled),
             Settlement::Object(settled) => super::durable_object::settled_js(scope, *settled),
+            Settlement::Socket(opened) => Ok(super::tcp::opened_js(scope, *opened)),
             Settlement::TypeError(message) => Err(HostError::type_error(message)
                 .to_js(scope)
                 .ok_or(undefined)?),

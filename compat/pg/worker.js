@@ -1,0 +1,42 @@
+// The real `pg` client (node-postgres) in a Worker: on workerd and Isolane
+// it finds `navigator.userAgent === "Cloudflare-Workers"` and connects
+// through pg-cloudflare, i.e. `connect()` from cloudflare:sockets (imported
+// with `import()`). `?db=` names the database (cli/tests/dev_pg.rs starts
+// one); `?ssl=1` asks for TLS through STARTTLS. Answers what a few
+// queries returned, as JSON.
+import pg from "pg";
+import { Buffer } from "node:buffer";
+
+export default {
+  async fetch(request) {
+    const params = new URL(request.url).searchParams;
+    const client = new pg.Client({ connectionString: params.get("db") });
+    await client.connect();
+    try {
+      const first = await client.query("select 1 + 1 as two, $1::text as echo, version() like $2 as postgres", [
+        "hi",
+        "PostgreSQL%",
+      ]);
+      await client.query("create temp table t (id int primary key, name text)");
+      await client.query("insert into t values ($1, $2), ($3, $4)", [1, "one", 2, "two"]);
+      const names = await client.query("select name from t order by id");
+      let failed;
+      try {
+        await client.query("select * from missing_table");
+      } catch (e) {
+        failed = `${e.code} ${e.message}`;
+      }
+      const bytes = await client.query("select $1::bytea as bytes", [Buffer.from([1, 2, 3])]);
+      const big = await client.query("select repeat('x', 200000) as text");
+      return Response.json({
+        row: first.rows[0],
+        names: names.rows.map((r) => r.name),
+        failed,
+        bytes: [...bytes.rows[0].bytes],
+        big: big.rows[0].text.length,
+      });
+    } finally {
+      await client.end();
+    }
+  },
+};
