@@ -14,6 +14,8 @@ const builtinModules = Object.freeze([
   'timers/promises', 'tls', 'url', 'util', 'util/types', 'vm', 'zlib',
 ]);
 
+// A name in the list, whether or not this Worker's settings open it
+// (createRequire's require says which flag a closed one needs).
 function isBuiltin(name) {
   return typeof name === 'string' && builtinModules.includes(name.startsWith('node:') ? name.slice(5) : name);
 }
@@ -26,7 +28,7 @@ function createRequire(filename) {
     if (!isBuiltin(id)) {
       throw codedError(Error, 'MODULE_NOT_FOUND', `Cannot find module '${id}': createRequire here reaches Node's built-ins only`);
     }
-    return require(id.startsWith('node:') ? id : `node:${id}`);
+    return require.forWorker(id, true);
   };
   required.resolve = (id) => {
     if (!isBuiltin(id)) throw codedError(Error, 'MODULE_NOT_FOUND', `Cannot find module '${id}'`);

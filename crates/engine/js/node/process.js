@@ -70,7 +70,9 @@ Object.assign(process, {
   exit: notImplemented('exit'),
   abort: notImplemented('abort'),
   kill: notImplemented('kill'),
-  getBuiltinModule: (name) => require(name.startsWith('node:') ? name : `node:${name}`),
+  // undefined for what is no built-in this Worker may load (Node's answer
+  // for an unknown id): its module gates hold here too.
+  getBuiltinModule: (name) => require.forWorker(String(name)),
 });
 process.memoryUsage.rss = () => 0;
 

@@ -180,6 +180,9 @@ pub(super) fn exports<'s>(
     let host_key = v8::String::new(scope, "host")?;
     let host_object = internal.get(scope, host_key.into())?;
     let require = v8::Function::builder(require_builtin).build(scope)?;
+    let for_worker = v8::Function::builder(require_for_worker).build(scope)?;
+    let key = v8::String::new(scope, "forWorker")?;
+    require.set(scope, key.into(), for_worker.into())?;
     let undefined = v8::undefined(scope).into();
     function.call(
         scope,
@@ -213,6 +216,39 @@ fn require_builtin(
     };
     if let Some(value) = exports(scope, &registry, &name) {
         rv.set(value);
+    }
+}
+
+/// `require.forWorker(specifier)` inside a built-in: a built-in as the
+/// *Worker* may have it (what `process.getBuiltinModule` and
+/// `module.createRequire` hand out), so the Worker's compatibility settings
+/// and module gates hold there as for its own `require`. Returns `undefined`
+/// for a name that is no built-in the Worker may load, and throws the
+/// refusal's message when asked to (a second argument `true`).
+fn require_for_worker(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(registry) = Registry::get(scope) else {
+        return;
+    };
+    let specifier = args.get(0).to_rust_string_lossy(scope);
+    let prefixed = match is_builtin(&specifier) {
+        true => specifier,
+        false => format!("{PREFIX}{specifier}"),
+    };
+    match builtin(&prefixed, &registry.compat) {
+        Some(Ok(name)) => {
+            if let Some(value) = exports(scope, &registry, &name) {
+                rv.set(value);
+            }
+        }
+        Some(Err(refusal)) if args.get(1).is_true() => {
+            let message = refusal_message(&refusal, &prefixed, "node:module");
+            host::throw_type_error(scope, &message);
+        }
+        Some(Err(_)) | None => rv.set_undefined(),
     }
 }
 

@@ -115,8 +115,27 @@ async fn gated_modules_need_their_own_flag_and_say_so() {
     ))
     .await;
     assert!(message.contains("enable_nodejs_os_module"), "{message}");
-    // The flag opens it at an earlier date; the date alone from 2025-09-15.
+    // process.getBuiltinModule and module.createRequire hold the gate too.
     let (engine, _) = engine(1, PoolMode::Pinned);
+    let reach = "import process from 'node:process'; import { createRequire } from 'node:module';
+        export default { fetch() {
+            let required;
+            try { required = typeof createRequire('/w.js')('fs').readFileSync; }
+            catch (e) { required = e.message; }
+            return new Response(typeof process.getBuiltinModule('fs') + ' | ' + typeof process.getBuiltinModule('node:path') + ' | ' + required);
+        } };";
+    let (status, body) = run(&engine, 0, &gated("t/fs-reach", reach, early), "/").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.starts_with("undefined | object | ") && body.contains("enable_nodejs_fs_module"),
+        "{body}"
+    );
+    let open = at("2025-09-15", &["nodejs_compat"]);
+    assert_eq!(
+        run(&engine, 0, &gated("t/fs-reach-open", reach, open), "/").await,
+        (200, "object | object | function".to_owned())
+    );
+    // The flag opens it at an earlier date; the date alone from 2025-09-15.
     for compat in [
         at("2025-01-01", &["nodejs_compat", "enable_nodejs_fs_module"]),
         at("2025-09-15", &["nodejs_compat"]),
