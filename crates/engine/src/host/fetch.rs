@@ -10,7 +10,7 @@ use std::rc::Rc;
 use super::error::HostError;
 use super::state::FetchHead;
 use super::unit::Unit;
-use super::{HeaderNames, HostState, IsolateTurns, Settlement, data_url, header_map, new_promise};
+use super::{HeaderNames, HostState, IsolateTurns, Settlement, begin_op, data_url, header_map};
 use crate::body::Body;
 
 /// `Headers`, with nothing native of its own: header lists cross the
@@ -71,7 +71,6 @@ fn fetch<'s>(
     body: Option<Vec<u8>>,
     redirect: v8::Local<'s, v8::Value>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
-    let (resolver, promise) = new_promise(scope)?;
     let ctx = host.current();
     // The first hop's subrequest is taken now, so a fetch over the limit is
     // refused at once; redirects take theirs as they happen.
@@ -79,22 +78,19 @@ fn fetch<'s>(
     let outbound = host
         .take_subrequest(ctx, limit)
         .map_err(too_many)
-        .and_then(|()| parse(scope, method, url, headers, body, redirect));
-    let outbound = match outbound {
-        Ok(mut outbound) => {
+        .and_then(|()| parse(scope, method, url, headers, body, redirect))
+        .map(|mut outbound| {
             // Set by the engine, whatever the worker wrote.
             outbound.headers.insert(
                 HeaderName::from_static(crate::HOPS_HEADER),
                 HeaderValue::from(host.outbound_hops(ctx)),
             );
             outbound
-        }
-        Err(message) => {
-            if let Some(error) = HostError::type_error(message).to_js(scope) {
-                resolver.reject(scope, error);
-            }
-            return Some(promise);
-        }
+        })
+        .map_err(HostError::type_error);
+    let (resolver, promise, outbound) = match begin_op(scope, outbound)? {
+        Ok(begun) => begun,
+        Err(promise) => return Some(promise),
     };
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(ctx, resolver);

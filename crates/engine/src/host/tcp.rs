@@ -35,7 +35,7 @@ use super::fetch::too_many;
 use super::socket_count::{self, Refused, Slot};
 use super::state::{IdMap, holder, set};
 use super::unit::Unit;
-use super::{HostState, Settlement, new_promise};
+use super::{HostState, Settlement, begin_op};
 use crate::memory::Reservation;
 
 /// `cloudflare:sockets`, loaded like the Node built-ins (lazily, outside
@@ -253,17 +253,11 @@ fn socket_connect<'s>(
     } else {
         None
     };
-    let Some((resolver, promise)) = new_promise(scope) else {
-        return Ok(None);
-    };
-    let slot = match admit(&host, ctx, &target) {
-        Ok(slot) => slot,
-        Err(message) => {
-            if let Some(error) = HostError::type_error(message).to_js(scope) {
-                resolver.reject(scope, error);
-            }
-            return Ok(Some(promise));
-        }
+    let early = admit(&host, ctx, &target).map_err(HostError::type_error);
+    let (resolver, promise, slot) = match begin_op(scope, early) {
+        Some(Ok(begun)) => begun,
+        Some(Err(promise)) => return Ok(Some(promise)),
+        None => return Ok(None),
     };
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(ctx, resolver);
@@ -350,23 +344,18 @@ host_fn! {
 /// `socketRead(id)` → Promise of `{chunk}` (at most 64 KiB), or null at
 /// the end of the stream (and for a closed socket).
 fn socket_read<'s>(scope, host: Rc<HostState>, id: u32) -> Option<v8::Local<'s, v8::Promise>> {
-    let (resolver, promise) = new_promise(scope)?;
     let read = sockets(&host)
         .map_err(|e| e.to_string())
-        .and_then(|s| s.take_read(id).map_err(str::to_owned));
-    let (mut read, cancel) = match read {
-        Ok(Some(taken)) => taken,
-        Ok(None) => {
+        .and_then(|s| s.take_read(id).map_err(str::to_owned))
+        .map_err(HostError::type_error);
+    let (resolver, promise, (mut read, cancel)) = match begin_op(scope, read)? {
+        Ok((resolver, promise, Some(taken))) => (resolver, promise, taken),
+        Ok((resolver, promise, None)) => {
             let null = v8::null(scope).into();
             resolver.resolve(scope, null);
             return Some(promise);
         }
-        Err(message) => {
-            if let Some(error) = HostError::type_error(message).to_js(scope) {
-                resolver.reject(scope, error);
-            }
-            return Some(promise);
-        }
+        Err(promise) => return Some(promise),
     };
     // The buffer a read fills is the Worker's memory while it waits.
     let Ok(charge) = Reservation::new(&host.memory, READ_CHUNK) else {
@@ -452,18 +441,13 @@ where
     F: FnOnce(WriteHalf<Io>) -> Fut + 'static,
     Fut: std::future::Future<Output = (WriteHalf<Io>, std::io::Result<()>)> + 'static,
 {
-    let (resolver, promise) = new_promise(scope)?;
     let write = sockets(host)
         .map_err(|e| e.to_string())
-        .and_then(|s| s.take_write(id).map_err(str::to_owned));
-    let write = match write {
-        Ok(write) => write,
-        Err(message) => {
-            if let Some(error) = HostError::type_error(message).to_js(scope) {
-                resolver.reject(scope, error);
-            }
-            return Some(promise);
-        }
+        .and_then(|s| s.take_write(id).map_err(str::to_owned))
+        .map_err(HostError::type_error);
+    let (resolver, promise, write) = match begin_op(scope, write)? {
+        Ok(begun) => begun,
+        Err(promise) => return Some(promise),
     };
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(host.current(), resolver);
@@ -501,20 +485,17 @@ fn socket_start_tls<'s>(
     id: u32,
     server_name: String,
 ) -> Option<v8::Local<'s, v8::Promise>> {
-    let (resolver, promise) = new_promise(scope)?;
-    let begun = sockets(&host).map_err(|e| e.to_string()).and_then(|sockets| {
-        let config = sockets.tls(&host).ok_or("TLS is not available")?;
-        let (ctx, returned) = sockets.begin_upgrade(id)?;
-        Ok((config, ctx, returned))
-    });
-    let (config, ctx, returned) = match begun {
+    let begun = sockets(&host)
+        .map_err(|e| e.to_string())
+        .and_then(|sockets| {
+            let config = sockets.tls(&host).ok_or("TLS is not available")?;
+            let (ctx, returned) = sockets.begin_upgrade(id)?;
+            Ok((config, ctx, returned))
+        })
+        .map_err(HostError::type_error);
+    let (resolver, promise, (config, ctx, returned)) = match begin_op(scope, begun)? {
         Ok(begun) => begun,
-        Err(message) => {
-            if let Some(error) = HostError::type_error(message).to_js(scope) {
-                resolver.reject(scope, error);
-            }
-            return Some(promise);
-        }
+        Err(promise) => return Some(promise),
     };
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(ctx, resolver);

@@ -26,7 +26,7 @@ use super::fetch::{HEADERS_TIMEOUT, check_hop, connection_headers, failure, too_
 use super::socket::{open_entry, sockets};
 use super::socket_count::{self, Refused, Slot};
 use super::state::FetchHead;
-use super::{HostState, IsolateTurns, Settlement, header_map, new_promise};
+use super::{HostState, IsolateTurns, Settlement, begin_op, header_map};
 use crate::body::Body;
 
 /// Headers of the handshake the engine writes itself (RFC 6455 §4.1),
@@ -48,17 +48,13 @@ pub(super) fn web_socket_connect<'s>(
     url: String,
     headers: v8::Local<'s, v8::Value>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
-    let (resolver, promise) = new_promise(scope)?;
     let ctx = host.current();
-    let handshake = header_map(scope, headers).and_then(|headers| prepare(&host, ctx, &url, headers));
-    let (request, key, slot) = match handshake {
-        Ok(handshake) => handshake,
-        Err(message) => {
-            if let Some(error) = HostError::type_error(message).to_js(scope) {
-                resolver.reject(scope, error);
-            }
-            return Some(promise);
-        }
+    let handshake = header_map(scope, headers)
+        .and_then(|headers| prepare(&host, ctx, &url, headers))
+        .map_err(HostError::type_error);
+    let (resolver, promise, (request, key, slot)) = match begin_op(scope, handshake)? {
+        Ok(begun) => begun,
+        Err(promise) => return Some(promise),
     };
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(ctx, resolver);
