@@ -4,6 +4,12 @@
 //! (one script, one scope; `js/08_streams/` is the streams standard split at
 //! its sections). The snapshot itself is built at `Engine::start` (see
 //! `src/snapshot.rs` for why not here).
+//!
+//! Also sets `ISOLANE_ENGINE_FINGERPRINT`: a hash of the engine's Rust
+//! sources, `build.rs` and `Cargo.toml`, part of the key of the snapshot's
+//! disk cache (`src/snapshot/cache.rs`): the host functions' order and the
+//! host object the snapshot holds are made by that code, so a blob cached by
+//! another build of it is never used.
 
 use std::env;
 use std::fs;
@@ -14,6 +20,10 @@ fn main() {
     let js = manifest.join("js");
     println!("cargo:rerun-if-changed={}", js.display());
     let files = runtime_files(&js);
+    println!(
+        "cargo:rustc-env=ISOLANE_ENGINE_FINGERPRINT={:016x}",
+        fingerprint(&manifest)
+    );
     // The set is complete when its last file, 99_finalize.js, is there: it
     // hides the host object from worker code.
     if !files.iter().any(|(name, _)| name == "99_finalize.js") {
@@ -22,22 +32,30 @@ fn main() {
             js.display()
         );
     }
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap_or_default());
     let mut out =
         String::from("/// The runtime's JavaScript, in evaluation order: (file name, source).\n");
     out.push_str("pub(crate) static RUNTIME_JS: &[(&str, &str)] = &[\n");
     for (name, parts) in &files {
-        let mut sources = Vec::new();
+        let mut source = String::new();
         for part in parts {
             println!("cargo:rerun-if-changed={}", part.display());
-            sources.push(format!("include_str!({:?})", part.display().to_string()));
+            match fs::read_to_string(part) {
+                Ok(text) => source.push_str(&text),
+                Err(error) => panic!("reading {}: {error}", part.display()),
+            }
+        }
+        let dest = out_dir.join(name);
+        if let Err(error) = fs::write(&dest, &source) {
+            panic!("writing {}: {error}", dest.display());
         }
         out.push_str(&format!(
-            "    ({name:?}, concat!({})),\n",
-            sources.join(", ")
+            "    ({name:?}, include_str!({:?})),\n",
+            dest.display().to_string()
         ));
     }
     out.push_str("];\n");
-    let dest = PathBuf::from(env::var("OUT_DIR").unwrap_or_default()).join("runtime_js.rs");
+    let dest = out_dir.join("runtime_js.rs");
     if let Err(error) = fs::write(&dest, out) {
         panic!("writing {}: {error}", dest.display());
     }
@@ -84,4 +102,38 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
     entries
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .collect()
+}
+
+/// A hash of every file under `src/` (path and bytes, in path order), of
+/// `build.rs` and of `Cargo.toml`. Cargo reruns this script when any of them
+/// changes. Deterministic within one toolchain, which is all the cache key
+/// needs (another toolchain makes another binary, and another key).
+fn fingerprint(manifest: &Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let src = manifest.join("src");
+    println!("cargo:rerun-if-changed={}", src.display());
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=Cargo.toml");
+    let mut paths = vec![manifest.join("build.rs"), manifest.join("Cargo.toml")];
+    let mut folders = vec![src];
+    while let Some(folder) = folders.pop() {
+        for path in entries(&folder) {
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                paths.push(path);
+            }
+        }
+    }
+    paths.sort();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for path in &paths {
+        let relative = path.strip_prefix(manifest).unwrap_or(path);
+        relative.hash(&mut hasher);
+        match fs::read(path) {
+            Ok(bytes) => bytes.hash(&mut hasher),
+            Err(error) => panic!("reading {}: {error}", path.display()),
+        }
+    }
+    hasher.finish()
 }
