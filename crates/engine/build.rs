@@ -46,7 +46,7 @@ fn main() {
             }
         }
         let dest = out_dir.join(name);
-        if let Err(error) = fs::write(&dest, &source) {
+        if let Err(error) = fs::write(&dest, ascii(name, &source)) {
             panic!("writing {}: {error}", dest.display());
         }
         out.push_str(&format!(
@@ -59,6 +59,33 @@ fn main() {
     if let Err(error) = fs::write(&dest, out) {
         panic!("writing {}: {error}", dest.display());
     }
+}
+
+/// `source` with every non-ASCII character written as a `\uXXXX` escape.
+/// Every isolate holds the runtime's sources in its heap (V8 compiles the
+/// functions that did not run at snapshot time from them, lazily), and one
+/// non-ASCII character (an em dash in a comment) makes V8 keep the whole
+/// file as a two-byte string: twice the bytes, in every isolate. The escape
+/// means the same character in a comment, a string or template literal's
+/// value, a regular expression and an identifier; only a template's raw
+/// text (`String.raw`) would differ, and characters outside the BMP are
+/// refused (they would need a surrogate pair).
+fn ascii(name: &str, source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    for (line, text) in source.lines().enumerate() {
+        for c in text.chars() {
+            match u16::try_from(u32::from(c)) {
+                _ if c.is_ascii() => out.push(c),
+                Ok(unit) => out.push_str(&format!("\\u{unit:04x}")),
+                Err(_) => panic!(
+                    "{name}:{}: {c:?} is outside the BMP: write it as an escape",
+                    line + 1
+                ),
+            }
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// The runtime files directly in `dir`, sorted by name: each `NN_name.js`

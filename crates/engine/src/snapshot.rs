@@ -180,6 +180,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_runtime_sources_are_ascii() {
+        // Else V8 keeps the file as a two-byte string in every isolate
+        // (`build.rs`'s `ascii`).
+        for (name, source) in RUNTIME_JS {
+            assert!(source.is_ascii(), "{name} has a non-ASCII character");
+        }
+    }
+
+    #[test]
     fn a_corrupt_cache_file_is_rebuilt_and_rewritten() {
         let dir = tempfile::tempdir().unwrap();
         let key = cache::Key::current();
