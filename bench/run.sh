@@ -17,6 +17,7 @@
 # sections already in it are kept, so a rerun of one step updates the page);
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
 # ISOLANE_BENCH_BASELINE=<an older isolane binary> adds it to the warm rounds
+# and to the cold step's process starts
 # (before and after a change, in one interleaved run);
 # ISOLANE_BENCH_ROUNDS=N sets the rounds of the warm and distributed steps
 # (default 3; --quick: 1);
@@ -151,7 +152,8 @@ if $needs_apiserver; then
   step distributed 420 "$bench" distributed "${common[@]}" --isolane "$bin/isolane" \
     "${workerd_args[@]}" --bin-dir "$bin" "${http[@]}"
 fi
-step cold 300 "$bench" cold "${common[@]}" --isolane "$bin/isolane" "${workerd_args[@]}" "${cold[@]}"
+step cold 300 "$bench" cold "${common[@]}" --isolane "$bin/isolane" "${workerd_args[@]}" \
+  "${baseline_args[@]}" "${cold[@]}"
 step pool 300 "$bench" pool "${common[@]}" "${pool[@]}"
 step density 300 "$bench" density "${common[@]}" "${density[@]}"
 step neighbours 120 "$bench" neighbours "${common[@]}" "${neighbours[@]}"

@@ -97,15 +97,16 @@ async fn idle(plan: &Plan, engines: &Engines) -> anyhow::Result<Section> {
     ]);
     md.push_str(&table.render());
     md.push('\n');
-    let target_bytes = 2.0 * f64::from(1 << 20);
+    // Issue 35's goal (issue 7's was < 2 MiB).
+    let target_bytes = 1.5 * f64::from(1 << 20);
     targets.push(Target::new(
-        "idle isolate < 2 MiB",
+        "idle isolate ≤ 1.5 MiB RSS",
         format!(
             "{:.2} MiB RSS per isolate ({:.0}% of the budget)",
             per_isolate / f64::from(1 << 20),
             per_isolate / target_bytes * 100.0
         ),
-        per_isolate < target_bytes,
+        per_isolate <= target_bytes,
     ));
     Ok(Section {
         markdown: md,

@@ -118,6 +118,10 @@ enum Command {
         /// Process starts per server.
         #[arg(long, default_value_t = 10)]
         starts: usize,
+        /// Another `isolane` binary (an older build) started in the same
+        /// alternating rounds, with no flags beyond the port.
+        #[arg(long)]
+        baseline: Option<PathBuf>,
     },
     /// 4. Pool modes legacy / shared / pinned.
     Pool {
@@ -241,11 +245,16 @@ fn main() -> anyhow::Result<()> {
             script,
             workers,
             starts,
+            baseline,
         } => {
             // Engines first, on the main thread, before any runtime thread.
             let engines = cold::engines()?;
             let bins = Binaries { isolane, workerd };
-            let plan = cold::Plan { workers, starts };
+            let plan = cold::Plan {
+                workers,
+                starts,
+                baseline,
+            };
             let section =
                 runtime()?.block_on(cold::run(&plan, &engines, &bins, &script, &common.work))?;
             section.write(&common.results, "3-cold")

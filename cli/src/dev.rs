@@ -18,7 +18,7 @@ mod tail;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroUsize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -127,8 +127,25 @@ pub struct DevArgs {
     /// Do not print the Workers' invocations and console lines.
     #[arg(long, env = "ISOLANE_NO_TAIL")]
     no_tail: bool,
+    /// Where the engine keeps its startup snapshot between runs, one file
+    /// per build, checked before use (default: `isolane/snapshots` in the
+    /// user's cache folder, `$XDG_CACHE_HOME` or `~/.cache`).
+    #[arg(long, value_name = "DIR", env = isolane_node::SNAPSHOT_CACHE_DIR_ENV)]
+    snapshot_cache_dir: Option<PathBuf>,
+    /// Build the startup snapshot at every start; read and write no cache.
+    #[arg(long, conflicts_with = "snapshot_cache_dir")]
+    no_snapshot_cache: bool,
     #[command(flatten)]
     websocket: isolane_node::WebSocketArgs,
+}
+
+/// `isolane/snapshots` in the user's cache folder, if there is one.
+fn user_snapshot_cache() -> Option<PathBuf> {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|dir| Path::new(dir).is_absolute())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(cache.join("isolane").join("snapshots"))
 }
 
 fn parse_kv(s: &str) -> Result<isolane_worker::Binding, String> {
@@ -214,6 +231,11 @@ impl DevConfig {
                 egress: isolane_engine::EgressConfig::open(),
                 websocket: args.websocket.config(),
                 store: Some(isolane_storage::Store::sqlite(&args.state)),
+                snapshot_cache: if args.no_snapshot_cache {
+                    None
+                } else {
+                    args.snapshot_cache_dir.or_else(user_snapshot_cache)
+                },
                 ..EngineConfig::default()
             },
             source,

@@ -4,6 +4,12 @@
 //! (one script, one scope; `js/08_streams/` is the streams standard split at
 //! its sections). The snapshot itself is built at `Engine::start` (see
 //! `src/snapshot.rs` for why not here).
+//!
+//! Also sets `ISOLANE_ENGINE_FINGERPRINT`: a hash of the engine's Rust
+//! sources, `build.rs` and `Cargo.toml`, part of the key of the snapshot's
+//! disk cache (`src/snapshot/cache.rs`): the host functions' order and the
+//! host object the snapshot holds are made by that code, so a blob cached by
+//! another build of it is never used.
 
 use std::env;
 use std::fs;
@@ -14,6 +20,10 @@ fn main() {
     let js = manifest.join("js");
     println!("cargo:rerun-if-changed={}", js.display());
     let files = runtime_files(&js);
+    println!(
+        "cargo:rustc-env=ISOLANE_ENGINE_FINGERPRINT={:016x}",
+        fingerprint(&manifest)
+    );
     // The set is complete when its last file, 99_finalize.js, is there: it
     // hides the host object from worker code.
     if !files.iter().any(|(name, _)| name == "99_finalize.js") {
@@ -22,25 +32,94 @@ fn main() {
             js.display()
         );
     }
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap_or_default());
     let mut out =
         String::from("/// The runtime's JavaScript, in evaluation order: (file name, source).\n");
     out.push_str("pub(crate) static RUNTIME_JS: &[(&str, &str)] = &[\n");
     for (name, parts) in &files {
-        let mut sources = Vec::new();
+        let mut source = String::new();
         for part in parts {
             println!("cargo:rerun-if-changed={}", part.display());
-            sources.push(format!("include_str!({:?})", part.display().to_string()));
+            match fs::read_to_string(part) {
+                Ok(text) => source.push_str(&text),
+                Err(error) => panic!("reading {}: {error}", part.display()),
+            }
+        }
+        let dest = out_dir.join(name);
+        if let Err(error) = fs::write(&dest, ascii(name, &without_comments(name, &source))) {
+            panic!("writing {}: {error}", dest.display());
         }
         out.push_str(&format!(
-            "    ({name:?}, concat!({})),\n",
-            sources.join(", ")
+            "    ({name:?}, include_str!({:?})),\n",
+            dest.display().to_string()
         ));
     }
     out.push_str("];\n");
-    let dest = PathBuf::from(env::var("OUT_DIR").unwrap_or_default()).join("runtime_js.rs");
+    let dest = out_dir.join("runtime_js.rs");
     if let Err(error) = fs::write(&dest, out) {
         panic!("writing {}: {error}", dest.display());
     }
+}
+
+/// `source` without its comments, parsed by oxc: the runtime's comments
+/// were about a quarter of its bytes, and every isolate holds the sources
+/// (see [`ascii`]). A comment becomes the line breaks it held (so line
+/// numbers in stack traces stay), or a space for a block comment on one
+/// line (so no two tokens join); the blanks before it go with it. A file that does not parse fails the build.
+fn without_comments(name: &str, source: &str) -> String {
+    // Parsed as the engine evaluates it: inside a function.
+    const PREFIX: &str = "(function (host, internal) {";
+    let wrapped = format!("{PREFIX}{source}\n}})");
+    let allocator = oxc_allocator::Allocator::default();
+    let parsed =
+        oxc_parser::Parser::new(&allocator, &wrapped, oxc_span::SourceType::script()).parse();
+    if parsed.panicked || !parsed.diagnostics.is_empty() {
+        panic!("{name} does not parse: {:?}", parsed.diagnostics.first());
+    }
+    let mut out = String::with_capacity(source.len());
+    let mut at = 0;
+    for comment in &parsed.program.comments {
+        let start = comment.span.start as usize - PREFIX.len();
+        let end = comment.span.end as usize - PREFIX.len();
+        // Blanks before a comment are between tokens: they go too.
+        out.push_str(source[at..start].trim_end_matches([' ', '\t']));
+        let breaks = source[start..end].matches('\n').count();
+        if breaks > 0 {
+            out.push_str(&"\n".repeat(breaks));
+        } else if source[start..end].starts_with("/*") {
+            out.push(' ');
+        }
+        at = end;
+    }
+    out.push_str(&source[at..]);
+    out
+}
+
+/// `source` with every non-ASCII character written as a `\uXXXX` escape.
+/// Every isolate holds the runtime's sources in its heap (V8 compiles the
+/// functions that did not run at snapshot time from them, lazily), and one
+/// non-ASCII character (an em dash in a comment) makes V8 keep the whole
+/// file as a two-byte string: twice the bytes, in every isolate. The escape
+/// means the same character in a comment, a string or template literal's
+/// value, a regular expression and an identifier; only a template's raw
+/// text (`String.raw`) would differ, and characters outside the BMP are
+/// refused (they would need a surrogate pair).
+fn ascii(name: &str, source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    for (line, text) in source.lines().enumerate() {
+        for c in text.chars() {
+            match u16::try_from(u32::from(c)) {
+                _ if c.is_ascii() => out.push(c),
+                Ok(unit) => out.push_str(&format!("\\u{unit:04x}")),
+                Err(_) => panic!(
+                    "{name}:{}: {c:?} is outside the BMP: write it as an escape",
+                    line + 1
+                ),
+            }
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// The runtime files directly in `dir`, sorted by name: each `NN_name.js`
@@ -84,4 +163,38 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
     entries
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .collect()
+}
+
+/// A hash of every file under `src/` (path and bytes, in path order), of
+/// `build.rs` and of `Cargo.toml`. Cargo reruns this script when any of them
+/// changes. Deterministic within one toolchain, which is all the cache key
+/// needs (another toolchain makes another binary, and another key).
+fn fingerprint(manifest: &Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let src = manifest.join("src");
+    println!("cargo:rerun-if-changed={}", src.display());
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=Cargo.toml");
+    let mut paths = vec![manifest.join("build.rs"), manifest.join("Cargo.toml")];
+    let mut folders = vec![src];
+    while let Some(folder) = folders.pop() {
+        for path in entries(&folder) {
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                paths.push(path);
+            }
+        }
+    }
+    paths.sort();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for path in &paths {
+        let relative = path.strip_prefix(manifest).unwrap_or(path);
+        relative.hash(&mut hasher);
+        match fs::read(path) {
+            Ok(bytes) => bytes.hash(&mut hasher),
+            Err(error) => panic!("reading {}: {error}", path.display()),
+        }
+    }
+    hasher.finish()
 }

@@ -71,6 +71,8 @@ pub const REVISION_WAIT_ENV: &str = "ISOLANE_REVISION_WAIT";
 pub const BUNDLE_REVISIONS_ENV: &str = "ISOLANE_BUNDLE_REVISIONS";
 /// Env var for `--bundle-cache-dir`.
 pub const BUNDLE_CACHE_DIR_ENV: &str = "ISOLANE_BUNDLE_CACHE_DIR";
+/// Env var for `--snapshot-cache-dir` (`isolane dev` takes it too).
+pub const SNAPSHOT_CACHE_DIR_ENV: &str = "ISOLANE_SNAPSHOT_CACHE_DIR";
 /// Env var for `--bundle-cache-mib`.
 pub const BUNDLE_CACHE_MIB_ENV: &str = "ISOLANE_BUNDLE_CACHE_MIB";
 /// Env var for `--bundle-registry`.
@@ -262,6 +264,13 @@ pub struct Args {
     /// used go first.
     #[arg(long, env = BUNDLE_CACHE_MIB_ENV, default_value_t = 1024)]
     pub bundle_cache_mib: u64,
+
+    /// Where the engine keeps its startup snapshot between restarts, one
+    /// file per build, checked before use (default: `isolane-snapshots` in
+    /// the temporary directory; an `emptyDir` keeps it across container
+    /// restarts).
+    #[arg(long, env = SNAPSHOT_CACHE_DIR_ENV)]
+    pub snapshot_cache_dir: Option<PathBuf>,
 
     /// A registry (host or host:port) pulled from over plain HTTP rather
     /// than HTTPS, for a registry on loopback; repeat the flag or separate
@@ -480,6 +489,11 @@ impl Args {
                 ..isolane_engine::CacheConfig::default()
             },
             websocket: self.websocket.config(),
+            snapshot_cache: Some(
+                self.snapshot_cache_dir
+                    .clone()
+                    .unwrap_or_else(|| std::env::temp_dir().join("isolane-snapshots")),
+            ),
             store: self
                 .storage
                 .settings()
@@ -702,6 +716,7 @@ mod tests {
             BUNDLE_REVISIONS_ENV,
             BUNDLE_CACHE_DIR_ENV,
             BUNDLE_CACHE_MIB_ENV,
+            SNAPSHOT_CACHE_DIR_ENV,
             PLAIN_HTTP_REGISTRIES_ENV,
             BUNDLE_REGISTRIES_ENV,
             isolane_proto::mtls::TLS_CERT_ENV,

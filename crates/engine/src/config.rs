@@ -105,6 +105,11 @@ pub struct EngineConfig {
     /// Where KV bindings read and write (`host/kv.rs`); `None`: a KV
     /// operation fails with an Error saying the node has no store.
     pub store: Option<isolane_storage::Store>,
+    /// A folder for the startup snapshot's disk cache (`snapshot/cache.rs`):
+    /// the first process of a build writes its blob there, the next ones
+    /// read it instead of building it. `None`: built at every start. Only
+    /// the process's first `Engine::start` reads it.
+    pub snapshot_cache: Option<std::path::PathBuf>,
 }
 
 impl EngineConfig {
@@ -144,6 +149,7 @@ impl Default for EngineConfig {
             cache: crate::cache::CacheConfig::default(),
             websocket: crate::socket::WebSocketConfig::default(),
             store: None,
+            snapshot_cache: None,
         }
     }
 }

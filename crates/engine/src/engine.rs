@@ -41,9 +41,9 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// Initialises V8 (once per process), builds the snapshot (once per
-    /// process) and starts the engine threads, each with its spare isolates
-    /// ready. Call it from the main thread, before spawning other threads
+    /// Initialises V8 (once per process), makes the snapshot (once per
+    /// process: from `config.snapshot_cache` when it holds this build's) and starts the engine threads, each with one spare isolate
+    /// ready (the others follow once it is idle). Call it from the main thread, before spawning other threads
     /// that might run JavaScript (see `platform.rs`).
     pub fn start(
         config: EngineConfig,
@@ -61,7 +61,7 @@ impl Engine {
         }
         let roots = crate::egress::roots(&config.egress)?;
         platform::init();
-        let snapshot = snapshot::blob()?;
+        let snapshot = snapshot::blob(config.snapshot_cache.as_deref())?;
         let cores = core_affinity::get_core_ids().unwrap_or_default();
         let threads = config.resolved_threads();
         let mut config = config;

@@ -11,8 +11,9 @@ use std::sync::Once;
 
 static INIT: Once = Once::new();
 
-/// V8 flags for every isolate of the process.
-const FLAGS: &str = "--enable-sharedarraybuffer-per-context";
+/// V8 flags for every isolate of the process (part of the snapshot cache's
+/// key: a flag can change what a blob holds).
+pub(crate) const FLAGS: &str = "--enable-sharedarraybuffer-per-context";
 
 /// Initialises V8 (idempotent). Must run before engine threads exist.
 pub fn init() {

@@ -2,11 +2,16 @@
 //! evaluated, so a new isolate + context costs a deserialisation, not a
 //! compile.
 //!
-//! Built once per process, at the first `Engine::start`, on the calling (main)
+//! Made once per process, at the first `Engine::start`, on the calling (main)
 //! thread, and shared by every engine thread as a leaked `&'static [u8]`.
-//! Building it in `build.rs` would make `build.rs` itself link V8 (a second
-//! 167 MB link on every change to the engine) to save a few milliseconds per
-//! process start (`examples/measure.rs` prints the engine's start time).
+//! With `EngineConfig::snapshot_cache` set (`isolane dev`: the user's cache
+//! folder; a node: `--snapshot-cache-dir`), it is read from the file that
+//! the first process of this build wrote there (`cache.rs`: keyed by the
+//! runtime's sources, the engine's, V8's version and flags; checked before
+//! use, rebuilt and rewritten when it does not check out). Building it in
+//! `build.rs` would make `build.rs` itself link V8 (a second 167 MB link on
+//! every change to the engine); the cache gives the same start-up from the
+//! second start on (`examples/measure.rs` prints the engine's start time).
 //!
 //! Compiled code is kept in the blob (`FunctionCodeHandling::Keep`), after
 //! `internal.warmUp()` ran a few typical requests through the runtime at
@@ -18,19 +23,27 @@
 //! Only what ran is kept: functions that never ran during the build have no
 //! bytecode to keep.
 
+use std::path::Path;
 use std::sync::OnceLock;
 
 use crate::host;
 use crate::outcome::EngineError;
 
+mod cache;
+
 include!(concat!(env!("OUT_DIR"), "/runtime_js.rs"));
 
 static BLOB: OnceLock<Result<&'static [u8], String>> = OnceLock::new();
 
-/// The snapshot blob, built on first use. Call after `platform::init`.
-pub(crate) fn blob() -> Result<&'static [u8], EngineError> {
+/// The snapshot blob, made on first use (from `cache_dir` when it holds this
+/// build's, built otherwise). Call after `platform::init`.
+pub(crate) fn blob(cache_dir: Option<&Path>) -> Result<&'static [u8], EngineError> {
     BLOB.get_or_init(|| {
-        build().map(|bytes| -> &'static [u8] {
+        let bytes = match cache_dir {
+            Some(dir) => load_or_build(dir, &cache::Key::current(), build),
+            None => build(),
+        };
+        bytes.map(|bytes| -> &'static [u8] {
             // Leaked on purpose: every isolate of the process deserialises
             // from it, for as long as the process lives.
             Box::leak(bytes.into_boxed_slice())
@@ -38,6 +51,30 @@ pub(crate) fn blob() -> Result<&'static [u8], EngineError> {
     })
     .clone()
     .map_err(|message| EngineError::Snapshot { message })
+}
+
+/// This build's blob from `dir`, or `build`'s, then written to `dir`. A
+/// cache that cannot be read or written costs a build, never the start.
+fn load_or_build(
+    dir: &Path,
+    key: &cache::Key,
+    build: impl FnOnce() -> Result<Vec<u8>, String>,
+) -> Result<Vec<u8>, String> {
+    match cache::load(dir, key) {
+        Ok(Some(blob)) => {
+            tracing::debug!(dir = %dir.display(), bytes = blob.len(), "snapshot read from the cache");
+            return Ok(blob);
+        }
+        Ok(None) => {}
+        Err(error) => {
+            tracing::warn!(kind = error.kind(), %error, "snapshot cache file rejected; rebuilding it");
+        }
+    }
+    let blob = build()?;
+    if let Err(error) = cache::store(dir, key, &blob) {
+        tracing::warn!(kind = error.kind(), %error, "snapshot cache not written");
+    }
+    Ok(blob)
 }
 
 /// Names of the runtime files, for diagnostics.
@@ -141,6 +178,97 @@ pub(crate) fn script_origin<'s>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_runtime_sources_are_ascii() {
+        // Else V8 keeps the file as a two-byte string in every isolate
+        // (`build.rs`'s `ascii`).
+        for (name, source) in RUNTIME_JS {
+            assert!(source.is_ascii(), "{name} has a non-ASCII character");
+        }
+    }
+
+    #[test]
+    fn the_runtime_sources_keep_their_line_numbers_without_comments() {
+        // `build.rs` drops comments but keeps their line breaks, so a stack
+        // trace's `isolane:NN_file.js:LINE` is the line in js/.
+        let js = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("js");
+        for (name, source) in RUNTIME_JS {
+            let file = js.join(name);
+            let original = if file.is_file() {
+                std::fs::read_to_string(&file).unwrap()
+            } else {
+                let folder = js.join(name.trim_end_matches(".js"));
+                let mut parts: Vec<_> = std::fs::read_dir(&folder)
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "js"))
+                    .collect();
+                parts.sort();
+                parts
+                    .iter()
+                    .map(|p| std::fs::read_to_string(p).unwrap())
+                    .collect()
+            };
+            assert_eq!(
+                source.lines().count(),
+                original.lines().count(),
+                "{name}: lines moved"
+            );
+            assert!(source.len() < original.len(), "{name}: nothing dropped");
+            assert!(!source.contains("// "), "{name}: a comment left");
+        }
+    }
+
+    #[test]
+    fn a_corrupt_cache_file_is_rebuilt_and_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = cache::Key::current();
+        std::fs::write(dir.path().join(key.file_name()), b"ISOLSNAP garbage").unwrap();
+        let blob = load_or_build(dir.path(), &key, || Ok(b"fresh".to_vec())).unwrap();
+        assert_eq!(blob, b"fresh");
+        assert_eq!(
+            cache::load(dir.path(), &key).unwrap().as_deref(),
+            Some(&b"fresh"[..])
+        );
+        // The second start reads it, without building.
+        let blob = load_or_build(dir.path(), &key, || Err("built again".into())).unwrap();
+        assert_eq!(blob, b"fresh");
+    }
+
+    #[test]
+    fn an_unwritable_cache_costs_a_build_not_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where the folder should be.
+        let not_a_dir = dir.path().join("file");
+        std::fs::write(&not_a_dir, b"x").unwrap();
+        let key = cache::Key::current();
+        let blob = load_or_build(&not_a_dir, &key, || Ok(b"built".to_vec())).unwrap();
+        assert_eq!(blob, b"built");
+    }
+
+    #[test]
+    fn the_real_blob_round_trips_through_the_cache_and_makes_a_working_context() {
+        crate::platform::init();
+        let dir = tempfile::tempdir().unwrap();
+        let key = cache::Key::current();
+        let built = load_or_build(dir.path(), &key, build).unwrap();
+        let cached = load_or_build(dir.path(), &key, || Err("built again".into())).unwrap();
+        assert_eq!(built, cached);
+        let blob: &'static [u8] = Box::leak(cached.into_boxed_slice());
+        let params = v8::CreateParams::default()
+            .snapshot_blob(v8::StartupData::from(blob))
+            .external_references(host::external_references().into());
+        let mut isolate = v8::Isolate::new(params);
+        v8::scope!(let scope, &mut isolate);
+        let context = v8::Context::new(scope, Default::default());
+        let scope = &mut v8::ContextScope::new(scope, context);
+        let source = v8::String::new(scope, "typeof __isolane_internal.handleRequest").unwrap();
+        let value = v8::Script::compile(scope, source, None)
+            .and_then(|script| script.run(scope))
+            .unwrap();
+        assert_eq!(value.to_rust_string_lossy(scope), "function");
+    }
 
     #[test]
     fn the_units_claim_every_runtime_file_once_in_file_name_order() {

@@ -166,7 +166,14 @@ async fn serve_jobs(
     mut shutdown: watch::Receiver<bool>,
     ready: std::sync::mpsc::SyncSender<Result<(), String>>,
 ) {
-    refill_spares(&state);
+    // One spare before the thread says it is ready: the first new worker
+    // finds it. The others are made once the thread is idle (the loop
+    // below), not before the process can answer: each costs an isolate
+    // creation (`isolane dev` with 2 threads × 2 spares made 4 of them before
+    // its first answer).
+    if spares_short(&state) {
+        refill_one(&state);
+    }
     let _ = ready.send(Ok(()));
     let permits = Arc::new(Semaphore::new(state.ctx.config.queue_depth.max(1)));
     loop {
@@ -355,15 +362,6 @@ fn forward_if_shared(state: &ThreadState, mut job: Job) -> Option<Job> {
         let _ = job.reply.send(Err(failure));
     }
     None
-}
-
-/// Fills the spares at thread start (not in legacy mode).
-fn refill_spares(state: &ThreadState) {
-    while spares_short(state) {
-        if !refill_one(state) {
-            return;
-        }
-    }
 }
 
 /// Waits until `at`, or forever when there is nothing to wait for.

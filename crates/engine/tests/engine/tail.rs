@@ -330,3 +330,30 @@ async fn a_log_flood_is_dropped_and_the_neighbour_and_node_log_are_fine() {
     assert!(node_lines <= rounds, "{node_lines}");
     assert!(node_log <= node_lines * 2048, "{node_log}");
 }
+
+/// The runtime's non-ASCII text (`build.rs` writes it as `\u` escapes so
+/// each isolate keeps its sources as one-byte strings) reads as before: a
+/// long string is cut with `…`, and a Worker's non-ASCII output is its own.
+#[tokio::test]
+async fn the_runtime_text_is_unchanged_by_its_ascii_sources() {
+    const LONG: &str = "export default { async fetch() {
+        console.log(['x'.repeat(10001)]);
+        console.log('café — ok');
+        return new Response('ok');
+    } };";
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let worker = bundle("tenant-a/long", LONG);
+    let mut tail = engine.tail(Some(&worker.id)).unwrap();
+    assert_eq!(run(&engine, 0, &worker, "/").await.0, 200);
+    let event = next_event(&mut tail).await;
+    let lines: Vec<&str> = event.logs.iter().map(|l| l.message.as_str()).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    // One inspected string is cut at 10,000 characters, then `…`.
+    assert!(
+        lines[0].contains(&format!("{}…'", "x".repeat(10000))),
+        "{}",
+        &lines[0][..40]
+    );
+    assert!(!lines[0].contains(&"x".repeat(10001)));
+    assert_eq!(lines[1], "café — ok");
+}
