@@ -39,10 +39,21 @@ done
   > "$work/bench.log" 2>&1 &
 bench_pid=$!
 
-# The processes' admin ports, from their command lines.
+# This run's callgrind processes (by their output files), and their admin
+# ports from their command lines.
+pid_of() {
+  pgrep -f "callgrind-out-file=$work/$1.out" | head -1
+}
 admin_of() {
-  pgrep -f "callgrind.*$1" | head -1 | xargs -I{} cat /proc/{}/cmdline | tr '\0' '\n' |
-    awk '/^--admin-addr$/ { getline; print; exit }'
+  local pid
+  pid=$(pid_of "$1")
+  [ -n "$pid" ] || return 0
+  tr '\0' '\n' < "/proc/$pid/cmdline" | awk '/^--admin-addr$/ { getline; print; exit }'
+}
+# control ARGS: callgrind_control for this run's two processes only.
+control() {
+  callgrind_control "$@" "$(pid_of isolane-router)" > /dev/null
+  callgrind_control "$@" "$(pid_of isolane-node)" > /dev/null
 }
 metric() {
   curl -sf "http://$1/metrics" | awk -v m="$2" '$1 ~ "^"m"[{ ]" || $1 == m { s += $2 } END { printf "%d\n", s }'
@@ -55,14 +66,16 @@ for _ in $(seq 900); do
 done
 router_admin=$(admin_of isolane-router)
 node_admin=$(admin_of isolane-node)
-callgrind_control -i on > /dev/null
+# More warm-up: the first requests under valgrind still compile.
+sleep "${WARMUP_SECONDS:-20}"
+control -i on
 r0=$(metric "$router_admin" isolane_router_requests_total)
 n0=$(metric "$node_admin" isolane_node_requests_total)
 sleep "$seconds"
 r1=$(metric "$router_admin" isolane_router_requests_total)
 n1=$(metric "$node_admin" isolane_node_requests_total)
-callgrind_control -i off > /dev/null
-callgrind_control -d > /dev/null
+control -i off
+control -d
 sleep 2
 requests=$((r1 - r0))
 echo "requests in the window: router $requests, node $((n1 - n0))" >&2
