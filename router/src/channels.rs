@@ -1,7 +1,7 @@
 //! Per-thread gRPC channels to runtime nodes.
 //!
 //! Each router worker thread keeps its own map from endpoint to
-//! [`tonic::transport::Channel`] (one HTTP/2 connection each) in a
+//! [`NodeChannel`] (one HTTP/2 connection each, `connection.rs`) in a
 //! thread-local, so the request path takes no lock to find a connection and
 //! every core drives its own connections, as the design asks ("per-core workers
 //! with their own HTTP/2 connections beat a shared pool"). Channels are created
@@ -9,7 +9,7 @@
 //! channels of nodes that left the fleet the next time it sees a newer
 //! [`Fleet`] generation.
 //!
-//! The connections coalesce writes ([`Coalesced`]): tonic's HTTP/2 client
+//! The connections coalesce writes ([`Coalesced`], `coalesced.rs`): hyper's HTTP/2 client
 //! sends a request's HEADERS from the connection task and its DATA from a
 //! separate body task, so a plain socket carries one request as two
 //! `writev`s, and the node wakes twice. Deferring a batch's first write by one
@@ -21,25 +21,20 @@
 //! verifies the node's against the platform CA under the fixed name
 //! `isolane-node` (see `isolane_proto::mtls` for why not the pod IP it dials).
 
+mod coalesced;
+mod connection;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::future::Future;
-use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::Uri;
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
-use tokio_rustls::client::TlsStream;
-use tokio_util::either::Either;
-// tonic's re-export of `tower_service::Service`, the trait its connectors implement.
-use tonic::codegen::Service;
-use tonic::transport::{Channel, Endpoint};
+
+pub use coalesced::Coalesced;
+use connection::{Conn, NodeTls};
+pub use connection::{ConnectError, NodeChannel, ResponseFuture};
 
 use crate::Error;
 use crate::fleet::{Fleet, FleetNode};
@@ -69,44 +64,67 @@ impl Default for ChannelConfig {
 #[derive(Default)]
 struct Cache {
     generation: u64,
-    /// Endpoint URI → (node name, channel).
-    channels: HashMap<String, (String, Channel)>,
+    /// Endpoint URI → its node's name and this thread's connection.
+    channels: HashMap<String, Slot>,
+}
+
+struct Slot {
+    node: String,
+    /// The endpoint as parsed, the origin of every call's URI.
+    origin: Uri,
+    conn: Conn,
 }
 
 thread_local! {
     static CHANNELS: RefCell<Cache> = RefCell::new(Cache::default());
 }
 
-/// This thread's channel to `node`'s `endpoint`, created if needed.
+/// This thread's channel to `node`'s `endpoint` and the origin its calls
+/// name, connecting (in the background of the first call) if there is no
+/// open connection or attempt.
 pub fn channel(
     fleet: &Fleet,
     node: &FleetNode,
     endpoint: &str,
     config: &ChannelConfig,
-) -> Result<Channel, Error> {
+) -> Result<(NodeChannel, Uri), Error> {
     CHANNELS.with(|cache| {
         let mut cache = cache.borrow_mut();
         if cache.generation != fleet.generation() {
             cache.generation = fleet.generation();
-            cache.channels.retain(|endpoint, (name, _)| {
+            cache.channels.retain(|endpoint, slot| {
                 fleet
                     .nodes()
                     .iter()
-                    .any(|n| n.member.name == *name && n.member.endpoints.contains(endpoint))
+                    .any(|n| n.member.name == slot.node && n.member.endpoints.contains(endpoint))
             });
         }
-        if let Some((_, channel)) = cache.channels.get(endpoint) {
-            return Ok(channel.clone());
-        }
-        let channel = connect_lazy(endpoint, config).ok_or_else(|| Error::InvalidEndpoint {
+        let invalid = || Error::InvalidEndpoint {
             node: node.member.name.clone(),
             endpoint: endpoint.to_owned(),
-        })?;
+        };
+        if let Some(slot) = cache.channels.get_mut(endpoint) {
+            if let Some(conn) = slot.conn.current() {
+                return Ok((NodeChannel::new(conn.clone()), slot.origin.clone()));
+            }
+            // Closed, or the last attempt failed: this call tries again.
+            let tls = node_tls(config).ok_or_else(invalid)?;
+            slot.conn = Conn::connect(slot.origin.clone(), config, tls);
+            return Ok((NodeChannel::new(slot.conn.clone()), slot.origin.clone()));
+        }
+        let origin = parse_endpoint(endpoint).ok_or_else(invalid)?;
+        let tls = node_tls(config).ok_or_else(invalid)?;
+        let conn = Conn::connect(origin.clone(), config, tls);
+        let channel = NodeChannel::new(conn.clone());
         cache.channels.insert(
             endpoint.to_owned(),
-            (node.member.name.clone(), channel.clone()),
+            Slot {
+                node: node.member.name.clone(),
+                origin: origin.clone(),
+                conn,
+            },
         );
-        Ok(channel)
+        Ok((channel, origin))
     })
 }
 
@@ -115,155 +133,21 @@ pub fn cached() -> usize {
     CHANNELS.with(|cache| cache.borrow().channels.len())
 }
 
-fn connect_lazy(endpoint: &str, config: &ChannelConfig) -> Option<Channel> {
+fn parse_endpoint(endpoint: &str) -> Option<Uri> {
     let uri: Uri = endpoint.parse().ok()?;
     uri.authority()?;
-    // `connect_timeout` applies to the custom connector too (tonic wraps it).
-    let endpoint = Endpoint::from(uri)
-        .connect_timeout(config.connect_timeout)
-        .http2_keep_alive_interval(config.keepalive)
-        .keep_alive_while_idle(true)
-        // Fixed windows rather than adaptive ones: h2's budget for small
-        // DATA frames follows the connection window (see CONNECTION_WINDOW).
-        .initial_connection_window_size(isolane_proto::socket::CONNECTION_WINDOW)
-        .initial_stream_window_size(isolane_proto::socket::STREAM_WINDOW);
-    let tls = match &config.tls {
-        Some(tls) => Some(NodeTls {
-            connector: TlsConnector::from(tls.clone()),
-            name: isolane_proto::mtls::node_server_name().ok()?,
-        }),
-        None => None,
+    Some(uri)
+}
+
+/// The TLS side of a new connection: `Some(None)` for plaintext, `None` if
+/// the node's certificate name cannot be made.
+fn node_tls(config: &ChannelConfig) -> Option<Option<NodeTls>> {
+    let Some(tls) = &config.tls else {
+        return Some(None);
     };
-    Some(endpoint.connect_with_connector_lazy(Connector { tls }))
-}
-
-/// Opens TCP connections to nodes (`TCP_NODELAY`), mutual TLS when
-/// configured, with coalesced writes.
-#[derive(Clone)]
-struct Connector {
-    tls: Option<NodeTls>,
-}
-
-#[derive(Clone)]
-struct NodeTls {
-    connector: TlsConnector,
-    name: rustls::pki_types::ServerName<'static>,
-}
-
-/// A connection to a node: plaintext or TLS.
-type NodeStream = Either<TcpStream, TlsStream<TcpStream>>;
-
-type Connecting = Pin<Box<dyn Future<Output = io::Result<TokioIo<Coalesced<NodeStream>>>> + Send>>;
-
-impl Service<Uri> for Connector {
-    type Response = TokioIo<Coalesced<NodeStream>>;
-    type Error = io::Error;
-    type Future = Connecting;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, uri: Uri) -> Connecting {
-        let tls = self.tls.clone();
-        Box::pin(async move {
-            let invalid = || io::Error::new(io::ErrorKind::InvalidInput, "endpoint without a host");
-            let host = uri.host().ok_or_else(invalid)?;
-            // An IPv6 literal comes bracketed in a URI.
-            let host = host.trim_start_matches('[').trim_end_matches(']');
-            let port = uri.port_u16().unwrap_or(80);
-            let stream = TcpStream::connect((host, port)).await?;
-            stream.set_nodelay(true)?;
-            let stream = match tls {
-                Some(tls) => Either::Right(tls.connector.connect(tls.name, stream).await?),
-                None => Either::Left(stream),
-            };
-            Ok(TokioIo::new(Coalesced::new(stream)))
-        })
-    }
-}
-
-/// A stream whose writes are gathered per scheduler turn.
-///
-/// The first write of a batch (the writes up to a flush) returns `Pending`
-/// and wakes its own task at once: the task runs again after the tasks
-/// already woken on this thread, such as the HTTP/2 body task that was just
-/// given send capacity, so their frames join the same write. The cost is one
-/// extra poll of the connection task per batch, no syscall and no timer.
-#[derive(Debug)]
-pub struct Coalesced<T> {
-    inner: T,
-    /// A batch is open: its first write was already deferred once.
-    open: bool,
-}
-
-impl<T> Coalesced<T> {
-    /// Wraps `inner`.
-    pub fn new(inner: T) -> Self {
-        Self { inner, open: false }
-    }
-
-    /// Whether to defer this write (the first of its batch).
-    fn defer(&mut self, cx: &mut Context<'_>) -> bool {
-        if self.open {
-            return false;
-        }
-        self.open = true;
-        cx.waker().wake_by_ref();
-        true
-    }
-}
-
-impl<T: AsyncRead + Unpin> AsyncRead for Coalesced<T> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesced<T> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        if this.defer(cx) {
-            return Poll::Pending;
-        }
-        Pin::new(&mut this.inner).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        if this.defer(cx) {
-            return Poll::Pending;
-        }
-        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let flushed = Pin::new(&mut this.inner).poll_flush(cx);
-        if flushed.is_ready() {
-            // The batch is out; the next write starts a new one.
-            this.open = false;
-        }
-        flushed
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
+    let name = isolane_proto::mtls::node_server_name().ok()?;
+    Some(Some(NodeTls {
+        connector: TlsConnector::from(tls.clone()),
+        name,
+    }))
 }

@@ -35,6 +35,7 @@ mod test_tick;
 mod trip;
 mod upstream;
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -502,21 +503,25 @@ impl Proxy {
     /// Serves one request from a client whose address is not known, and
     /// so is not trusted: its request id and what it says about where it
     /// came from are not kept.
-    pub async fn handle<B>(&self, request: Request<B>) -> Response<ResponseBody>
+    pub fn handle<B>(&self, request: Request<B>) -> impl Future<Output = Response<ResponseBody>>
     where
         B: Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<BoxError>,
     {
-        self.handle_from(request, None).await
+        self.handle_from(request, None)
     }
 
     /// Serves one request from `client` ([`Proxy::client`]), in its
     /// `router.request` span when traces are on.
-    pub async fn handle_from<B>(
-        &self,
+    ///
+    /// Not an async layer of its own: with traces off it returns the
+    /// request's future as it is (each layer around that large future
+    /// would move it once more per request).
+    pub fn handle_from<'a, B>(
+        &'a self,
         request: Request<B>,
-        client: Option<&Client>,
-    ) -> Response<ResponseBody>
+        client: Option<&'a Client>,
+    ) -> impl Future<Output = Response<ResponseBody>> + 'a
     where
         B: Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<BoxError>,
@@ -524,14 +529,16 @@ impl Proxy {
         let host = request_host(&request).to_owned();
         let span = span::request(&request, &host);
         if span.is_disabled() {
-            return self.serve(request, host, client, &span).await;
+            return Either::Left(self.serve(request, host, client, span));
         }
-        let response = self
-            .serve(request, host, client, &span)
-            .instrument(span.clone())
-            .await;
-        span::answered(&span, response.status());
-        response
+        Either::Right(async move {
+            let response = self
+                .serve(request, host, client, span.clone())
+                .instrument(span.clone())
+                .await;
+            span::answered(&span, response.status());
+            response
+        })
     }
 
     async fn serve<B>(
@@ -539,7 +546,7 @@ impl Proxy {
         mut request: Request<B>,
         host: String,
         client: Option<&Client>,
-        span: &tracing::Span,
+        span: tracing::Span,
     ) -> Response<ResponseBody>
     where
         B: Body<Data = Bytes> + Send + Unpin + 'static,
@@ -584,7 +591,8 @@ impl Proxy {
                 return self.answer_error(None, NO_NODE, error, &request_id, started);
             }
         };
-        span::routed(span, &backend.worker_id, &revision, &request_id);
+        span::routed(&span, &backend.worker_id, &revision, &request_id);
+        drop(span);
         let test_tick =
             self.inner.config.test_scheduled && request.uri().path() == TEST_SCHEDULED_PATH;
         if test_tick {

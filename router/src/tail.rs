@@ -195,7 +195,8 @@ type NodeLines = std::pin::Pin<Box<dyn Stream<Item = (String, Option<Bytes>)> + 
 /// `None` when it ends.
 fn open_node(proxy: &Proxy, fleet: &Fleet, node: &FleetNode, worker_id: &str) -> Option<NodeLines> {
     let endpoint = node.member.endpoint_for(0)?;
-    let channel = match channels::channel(fleet, node, endpoint, &proxy.config().channel) {
+    let (channel, origin) = match channels::channel(fleet, node, endpoint, &proxy.config().channel)
+    {
         Ok(channel) => channel,
         Err(error) => {
             warn!(node = %node.member.name, %error, "tail: no channel to the node");
@@ -204,7 +205,7 @@ fn open_node(proxy: &Proxy, fleet: &Fleet, node: &FleetNode, worker_id: &str) ->
     };
     let name = node.member.name.clone();
     let lines = node_tail(
-        RuntimeClient::new(channel),
+        RuntimeClient::with_origin(channel, origin),
         worker_id.to_owned(),
         name.clone(),
     );
@@ -217,7 +218,7 @@ fn open_node(proxy: &Proxy, fleet: &Fleet, node: &FleetNode, worker_id: &str) ->
 
 /// One node's tail as JSON lines; ends when the node ends it.
 fn node_tail(
-    mut client: RuntimeClient<tonic::transport::Channel>,
+    mut client: RuntimeClient<channels::NodeChannel>,
     worker_id: String,
     node: String,
 ) -> std::pin::Pin<Box<dyn Stream<Item = Bytes> + Send>> {

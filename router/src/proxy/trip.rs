@@ -232,7 +232,8 @@ impl Trip<'_> {
                             thread,
                         }
                     })?;
-                    let channel = channels::channel(fleet, fleet_node, endpoint, &config.channel)?;
+                    let (channel, origin) =
+                        channels::channel(fleet, fleet_node, endpoint, &config.channel)?;
                     let in_flight = fleet.start(index);
                     // No `grpc-timeout` header: the node bounds the request by
                     // `deadline_ms` and this side by `timeout_at` below, and the
@@ -246,7 +247,7 @@ impl Trip<'_> {
                     }
                     let mut request = tonic::Request::new(frames);
                     span::inject_metadata(&mut request);
-                    let client = RuntimeClient::new(channel);
+                    let client = RuntimeClient::with_origin(channel, origin);
                     // Boxed: tonic's call future is several times the size
                     // of the in-process one, and unboxed it would size (and
                     // be moved with) every request's future.

@@ -66,7 +66,7 @@ pub(super) async fn call_local(
 /// Runs a call over gRPC: opens `Execute` with its frames and reads the
 /// answer from the first response frame.
 pub(super) async fn call_grpc(
-    client: RuntimeClient<tonic::transport::Channel>,
+    client: RuntimeClient<crate::channels::NodeChannel>,
     request: tonic::Request<FrameStream>,
     node: &str,
 ) -> Result<(Answer, Source), Error> {
