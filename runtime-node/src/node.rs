@@ -105,6 +105,8 @@ pub struct RunningNode {
     watch: JoinHandle<()>,
     /// Drops deleted Workers' isolates (`retire.rs`).
     retire: JoinHandle<()>,
+    /// Delivers Durable Object alarms (`alarms.rs`), with a store.
+    alarms: Option<JoinHandle<()>>,
     admin: JoinHandle<()>,
 }
 
@@ -155,6 +157,8 @@ impl Node {
             bundles.clone(),
             engine.clone(),
         ));
+
+        let alarms = crate::alarms::spawn_alarms(&engine, bundles.clone());
 
         let threads = config.threads();
         let admission = Admission::new(threads, config.max_inflight_per_thread, metrics.clone());
@@ -220,6 +224,7 @@ impl Node {
             stop_admin,
             watch,
             retire,
+            alarms,
             admin,
         })
     }
@@ -321,6 +326,9 @@ impl RunningNode {
         }
         self.watch.abort();
         self.retire.abort();
+        if let Some(alarms) = &self.alarms {
+            alarms.abort();
+        }
         self.stop_admin.cancel();
         let _ = self.admin.await;
         tracing::info!(%node, "drained");
