@@ -105,8 +105,9 @@ pub struct RunningNode {
     watch: JoinHandle<()>,
     /// Drops deleted Workers' isolates (`retire.rs`).
     retire: JoinHandle<()>,
-    /// Delivers Durable Object alarms (`alarms.rs`), with a store.
-    alarms: Option<JoinHandle<()>>,
+    /// Delivers Durable Object alarms and watches the node Leases for
+    /// them (`alarms.rs`), with a store.
+    alarms: Option<(JoinHandle<()>, JoinHandle<()>)>,
     admin: JoinHandle<()>,
 }
 
@@ -158,7 +159,12 @@ impl Node {
             engine.clone(),
         ));
 
-        let alarms = crate::alarms::spawn_alarms(&engine, bundles.clone());
+        let alarms = crate::alarms::spawn_node_alarms(
+            &engine,
+            bundles.clone(),
+            kube::Api::namespaced(client.clone(), &config.namespace),
+            &config.node_name,
+        );
 
         let threads = config.threads();
         let admission = Admission::new(threads, config.max_inflight_per_thread, metrics.clone());
@@ -326,8 +332,9 @@ impl RunningNode {
         }
         self.watch.abort();
         self.retire.abort();
-        if let Some(alarms) = &self.alarms {
-            alarms.abort();
+        if let Some((runner, leases)) = &self.alarms {
+            runner.abort();
+            leases.abort();
         }
         self.stop_admin.cancel();
         let _ = self.admin.await;

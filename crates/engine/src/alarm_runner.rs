@@ -135,7 +135,7 @@ impl AlarmRunner {
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| millis(d))
+        .map_or(0, millis)
 }
 
 fn millis(duration: Duration) -> i64 {
