@@ -10,7 +10,8 @@
 //! them): the node a single-replica Worker's requests go to. Several
 //! nodes on one database each run the loop; the store's claims give each
 //! due alarm to one process at a time (`isolane_storage::alarm`), and an
-//! alarm a node does not own is left for its owner (its claim lapses).
+//! alarm a node claimed but does not own is given back at once for its
+//! owner.
 //! When a node dies, the ring moves its Workers and their alarms together.
 
 use std::sync::Arc;

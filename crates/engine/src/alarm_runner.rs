@@ -95,10 +95,13 @@ impl AlarmRunner {
             return;
         };
         let worker_id = format!("{}/{worker}", scope.namespace);
-        // Not run here: the claim runs out and a process that runs it
-        // takes the alarm.
+        // Not delivered here: given back at once for the process that
+        // delivers it (holding it would delay the alarm by the claim).
         let Some((bundle, thread)) = self.host.worker(&worker_id) else {
             tracing::debug!(worker.id = %worker_id, "alarms: a due alarm's Worker is not run here");
+            if let Err(error) = self.store.release_alarm(alarm).await {
+                tracing::warn!(%error, "alarms: could not give back an alarm");
+            }
             return;
         };
         let mut request = http::Request::new(Body::empty());

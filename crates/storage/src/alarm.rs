@@ -7,7 +7,8 @@
 //! to another process until the claim runs out, so one process at a time
 //! delivers a given alarm, and a process that dies holding a claim only
 //! delays the alarm by the claim's length. After a delivery the process
-//! settles the alarm ([`Store::alarm_done`], [`Store::alarm_failed`]);
+//! settles the alarm ([`Store::alarm_done`], [`Store::alarm_failed`]), or
+//! gives it back when it does not deliver it ([`Store::release_alarm`]);
 //! setting the alarm again (even from the handler) clears the claim and
 //! the failure count, and a settle for the old time then changes nothing.
 
@@ -74,6 +75,18 @@ impl Store {
         match &self.backend {
             Backend::Sqlite(folder) => blocking(folder, move |db, _| db.alarm_done(&alarm)).await,
             Backend::Postgres(db) => db.alarm_done(alarm).await,
+        }
+    }
+
+    /// `alarm` was claimed by a process that does not deliver it (its
+    /// Worker runs elsewhere): the claim is given up at once, so the
+    /// process that does takes it at its next look.
+    pub async fn release_alarm(&self, alarm: DueAlarm) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.release_alarm(&alarm)).await
+            }
+            Backend::Postgres(db) => db.release_alarm(alarm).await,
         }
     }
 

@@ -103,6 +103,21 @@ impl Postgres {
         .await
     }
 
+    pub(crate) async fn release_alarm(&self, alarm: DueAlarm) -> Result<(), StoreError> {
+        self.run(move |client| async move {
+            let scope = &alarm.scope;
+            client
+                .execute(
+                    "UPDATE do_alarm SET claimed_until = NULL WHERE namespace = $1 AND class = $2
+                     AND object = $3 AND at = $4 AND claimed_until IS NOT NULL",
+                    &[&scope.namespace, &scope.class, &scope.id, &alarm.at],
+                )
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
     pub(crate) async fn alarm_failed(
         &self,
         alarm: DueAlarm,

@@ -122,6 +122,16 @@ impl Sqlite {
         Ok(())
     }
 
+    pub(crate) fn release_alarm(&self, alarm: &DueAlarm) -> Result<(), StoreError> {
+        let scope = &alarm.scope;
+        self.lock().execute(
+            "UPDATE do_alarm SET claimed_until = NULL WHERE namespace = ?1 AND class = ?2
+             AND object = ?3 AND at = ?4 AND claimed_until IS NOT NULL",
+            params![scope.namespace, scope.class, scope.id, alarm.at],
+        )?;
+        Ok(())
+    }
+
     pub(crate) fn alarm_failed(&self, alarm: &DueAlarm, retry_at: i64) -> Result<bool, StoreError> {
         let scope = &alarm.scope;
         let db = self.lock();
