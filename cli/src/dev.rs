@@ -302,6 +302,9 @@ async fn serve(
         bundles.clone(),
         engine.clone(),
     ));
+    // Durable Object alarms kept in `.isolane/state`, delivered while this
+    // runs (the loop ends with the control runtime).
+    let _alarms = isolane_node::spawn_alarms(&engine, bundles.clone());
     let admission = Admission::new(threads, config.engine.queue_depth, node_metrics.clone());
     let service = NodeService::new(
         node::NODE_NAME.to_owned(),

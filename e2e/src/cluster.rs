@@ -334,6 +334,27 @@ impl Default for ClusterOptions {
     }
 }
 
+impl ClusterOptions {
+    /// Two one-thread nodes whose store, and the operator whose schema
+    /// migrations, are the PostgreSQL at `url` (`--storage-postgres-url`).
+    pub fn with_postgres(url: &str) -> Self {
+        let storage = vec!["--storage-postgres-url".to_owned(), url.to_owned()];
+        Self {
+            nodes: 2,
+            node: NodeOptions {
+                threads: 1,
+                extra_args: storage.clone(),
+                ..NodeOptions::default()
+            },
+            operator: OperatorOptions {
+                extra_args: storage,
+                ..OperatorOptions::default()
+            },
+            ..Self::default()
+        }
+    }
+}
+
 /// The operator, the runtime nodes and the router, as processes, each ready.
 #[derive(Debug)]
 pub struct Cluster {

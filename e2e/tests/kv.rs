@@ -18,10 +18,9 @@
 use std::time::Duration;
 
 use isolane_crds::Binding;
-use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions};
+use isolane_e2e::cluster::{Cluster, ClusterOptions};
 use isolane_e2e::ingress::{Ingress, Reply};
 use isolane_e2e::kubectl;
-use isolane_e2e::operator::OperatorOptions;
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::{ControlPlane, Postgres, wait_until};
 
@@ -65,24 +64,10 @@ async fn get(ingress: &Ingress, host: &str, path: &str) -> Reply {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kv_is_kept_in_postgresql_scoped_by_namespace_and_survives_a_drain() {
     let database = Postgres::start().unwrap();
-    let url = database.connection_string();
-    let storage = vec!["--storage-postgres-url".to_owned(), url.clone()];
     let cp = ControlPlane::start().await.expect("control plane starts");
     workers::prepare(&cp, &[TEAM_A, TEAM_B]).await;
     let dir = tempfile::tempdir().unwrap();
-    let options = ClusterOptions {
-        nodes: 2,
-        node: NodeOptions {
-            threads: 1,
-            extra_args: storage.clone(),
-            ..NodeOptions::default()
-        },
-        operator: OperatorOptions {
-            extra_args: storage,
-            ..OperatorOptions::default()
-        },
-        ..ClusterOptions::default()
-    };
+    let options = ClusterOptions::with_postgres(&database.connection_string());
     let mut cluster = Cluster::start(&cp, dir.path(), options).await;
 
     let with_notes = |name: &str, host: &str| {

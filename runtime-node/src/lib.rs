@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 mod admission;
+mod alarms;
 mod bundles;
 mod config;
 mod error;
@@ -26,6 +27,7 @@ mod service;
 mod socket;
 
 pub use admission::{Admission, Permit};
+pub use alarms::spawn_alarms;
 pub use bundles::{BundleError, BundleIndex, Loaded, parse_secret, watch_bundles, worker_bundle};
 pub use config::{
     ADVERTISE_HOST_ENV, Args, BUNDLE_REVISIONS_ENV, Config, ConfigError, DEFAULT_GRPC_ADDR,

@@ -105,6 +105,9 @@ pub struct RunningNode {
     watch: JoinHandle<()>,
     /// Drops deleted Workers' isolates (`retire.rs`).
     retire: JoinHandle<()>,
+    /// Delivers Durable Object alarms and watches the node Leases for
+    /// them (`alarms.rs`), with a store.
+    alarms: Option<(JoinHandle<()>, JoinHandle<()>)>,
     admin: JoinHandle<()>,
 }
 
@@ -155,6 +158,13 @@ impl Node {
             bundles.clone(),
             engine.clone(),
         ));
+
+        let alarms = crate::alarms::spawn_node_alarms(
+            &engine,
+            bundles.clone(),
+            kube::Api::namespaced(client.clone(), &config.namespace),
+            &config.node_name,
+        );
 
         let threads = config.threads();
         let admission = Admission::new(threads, config.max_inflight_per_thread, metrics.clone());
@@ -220,6 +230,7 @@ impl Node {
             stop_admin,
             watch,
             retire,
+            alarms,
             admin,
         })
     }
@@ -321,6 +332,10 @@ impl RunningNode {
         }
         self.watch.abort();
         self.retire.abort();
+        if let Some((runner, leases)) = &self.alarms {
+            runner.abort();
+            leases.abort();
+        }
         self.stop_admin.cancel();
         let _ = self.admin.await;
         tracing::info!(%node, "drained");

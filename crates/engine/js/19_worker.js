@@ -448,11 +448,29 @@ function runScheduled(handler, ctxId, cron, scheduledTime, env) {
     .then(() => host.respond(ctxId, 200, 'OK', [], null), (e) => fail(ctxId, e)));
 }
 
-internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env, scheduled = null) {
+// One Durable Object alarm (`internal.deliverAlarm`, 28_durable_object.js):
+// a bodiless 200 once the object's alarm() and its writes are done.
+function runAlarm(ctxId, className, id, retryCount) {
+  const state = newRequestState(ctxId);
+  state.work = [];
+  let done;
+  try {
+    active.set(ctxId, state);
+    done = Promise.resolve(internal.deliverAlarm(className, id, retryCount));
+  } catch (e) {
+    done = Promise.reject(e);
+  }
+  return finish(state, done
+    .then(() => allWork(state))
+    .then(() => host.respond(ctxId, 200, 'OK', [], null), (e) => fail(ctxId, e)));
+}
+
+internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env, scheduled = null, alarm = null) {
   // A request starts outside every AsyncLocalStorage (enterWith does not
   // leak into the next one).
   internal.asyncContext?.set(undefined);
   if (scheduled !== null) return runScheduled(moduleHandler, ctxId, scheduled[0], scheduled[1], env);
+  if (alarm !== null) return runAlarm(ctxId, alarm[0], alarm[1], alarm[2]);
   return runRequest(moduleHandler, ctxId, method, url, headers, bodyId, env);
 };
 

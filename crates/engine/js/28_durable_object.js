@@ -3,7 +3,8 @@
 // (`internal.durableObjectNamespace(binding, className, env)`, called by the
 // engine as it builds `env`), its ids and stubs, and each object's state and
 // storage, over host.objectIdFromName/objectNewUniqueId/objectIdValid and
-// host.objectGet/objectWrite/objectList. Objects live in the isolate of
+// host.objectGet/objectWrite/objectList and
+// host.objectGetAlarm/objectSetAlarm; internal.deliverAlarm runs an alarm. Objects live in the isolate of
 // the Worker that exports their class, one instance per id; their keys in
 // the Worker's own Kubernetes namespace (the host scopes every operation).
 //
@@ -275,16 +276,52 @@ class DurableObjectStorage {
   // What a transaction commits: serialized entries, as one write.
   commitEntries(entries) { this.#write(entries); }
 
-  getAlarm() { return Promise.reject(alarmsMissing()); }
-  setAlarm() { return Promise.reject(alarmsMissing()); }
-  deleteAlarm() { return Promise.reject(alarmsMissing()); }
+  // The object's alarm (ms since the epoch) or null, after every write
+  // made so far (a setAlarm included) is durable.
+  async getAlarm(options = undefined) {
+    void options;
+    const o = this.#object;
+    await this.sync();
+    return host.objectGetAlarm(o.className, o.id);
+  }
+
+  // One alarm per object: a later setAlarm replaces it. A time in the past
+  // fires as soon as it can.
+  setAlarm(scheduledTime, options = undefined) {
+    try {
+      internal.requireArgs(arguments.length, 1, "Failed to execute 'setAlarm' on 'DurableObjectStorage'");
+      void options;
+      const time = scheduledTime instanceof Date ? scheduledTime.getTime() : Number(scheduledTime);
+      if (!Number.isFinite(time)) throw new TypeError('setAlarm() needs a Date or a number of milliseconds since the epoch.');
+      if (!this.#object.hasAlarmHandler()) {
+        throw new TypeError('Your Durable Object class must have an alarm() handler in order to call setAlarm().');
+      }
+      return this.#alarmWrite(Math.trunc(time));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  deleteAlarm(options = undefined) {
+    void options;
+    return this.#alarmWrite(null);
+  }
+
+  // An alarm write, in order with the object's other writes (the output
+  // gate waits for it as for them).
+  #alarmWrite(time) {
+    const o = this.#object;
+    this.#durable = this.#durable
+      .then(() => host.objectSetAlarm(o.className, o.id, time))
+      .then(undefined, (e) => {
+        o.broken(e);
+        throw e;
+      });
+    return this.sync();
+  }
 }
 internal.enumerableMembers(DurableObjectStorage, ['get', 'put', 'delete', 'deleteAll', 'list', 'transaction', 'sync', 'getAlarm', 'setAlarm', 'deleteAlarm']);
 internal.setToStringTag(DurableObjectStorage.prototype, 'DurableObjectStorage');
-
-function alarmsMissing() {
-  return new Error('Durable Object alarms are not supported by Isolane yet (issue 32).');
-}
 
 // A transaction's view: reads see its own writes first; its writes are
 // kept aside until it commits.
@@ -397,8 +434,11 @@ class LiveObject {
     this.storage = new DurableObjectStorage(kCreate, this);
     this.state = new DurableObjectState(kCreate, this);
     const Class = namespace.classValue();
+    this.Class = Class;
     this.instance = new Class(this.state, namespace.env);
   }
+
+  hasAlarmHandler() { return typeof this.Class?.prototype?.alarm === 'function'; }
 
   broken(error) {
     if (live.get(this.key) === this) live.delete(this.key);
@@ -548,10 +588,32 @@ class DurableObjectNamespace {
 internal.enumerableMembers(DurableObjectNamespace, ['idFromName', 'newUniqueId', 'idFromString', 'get', 'getByName', 'jurisdiction']);
 internal.setToStringTag(DurableObjectNamespace.prototype, 'DurableObjectNamespace');
 
+// The namespace of each bound class, for alarms (which come with no stub).
+const namespaces = new Map();
+
 internal.durableObjectNamespace = (binding, className, env) => {
   const module = internal.moduleNamespace;
   if (module === undefined || typeof module[className] !== 'function') {
     throw new TypeError(`The binding ${binding} names the Durable Object class ${className}, which the Worker's main module does not export (export class ${className} { … }).`);
   }
-  return new DurableObjectNamespace(kCreate, binding, className, env, module);
+  const namespace = new DurableObjectNamespace(kCreate, binding, className, env, module);
+  namespaces.set(className, namespace);
+  return namespace;
+};
+
+// An alarm of object `id` of `className` (the engine's AlarmEvent): the
+// object's alarm({retryCount, isRetry}) as one more event through its
+// input gate; settles once the handler and its writes are done.
+internal.deliverAlarm = (className, id, retryCount) => {
+  const namespace = namespaces.get(className);
+  if (namespace === undefined) {
+    throw new TypeError(`An alarm came for the Durable Object class ${className}, which no binding of this Worker names.`);
+  }
+  const object = liveObject(namespace, new DurableObjectId(kCreate, id, undefined));
+  return object.deliver((instance) => {
+    if (typeof instance.alarm !== 'function') {
+      throw new TypeError(`The Durable Object class ${className} has no alarm() handler.`);
+    }
+    return instance.alarm({ retryCount, isRetry: retryCount > 0 });
+  });
 };

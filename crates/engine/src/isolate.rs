@@ -423,8 +423,10 @@ impl WorkerIsolate {
     }
 
     /// `internal.handleRequest(ctxId, method, url, headers, bodyId, env,
-    /// scheduled)`; `scheduled` is `[cron, scheduledTime]` for a cron tick
-    /// (the request's [`crate::ScheduledEvent`] extension), else `null`.
+    /// scheduled, alarm)`; `scheduled` is `[cron, scheduledTime]` for a cron
+    /// tick (the request's [`crate::ScheduledEvent`] extension), `alarm`
+    /// `[class, id, retryCount]` for a Durable Object alarm
+    /// ([`crate::AlarmEvent`]), else `null`.
     pub(crate) fn handle_request(
         &self,
         ctx: u32,
@@ -433,6 +435,7 @@ impl WorkerIsolate {
         body_id: u32,
     ) -> Result<(), TurnError> {
         let tick = parts.extensions.get::<crate::ScheduledEvent>();
+        let alarm = parts.extensions.get::<crate::AlarmEvent>();
         self.turn(ctx, |scope, globals, env| {
             let function = v8::Local::new(scope, &globals.handle_request);
             let receiver = v8::Local::new(scope, &globals.internal);
@@ -454,6 +457,16 @@ impl WorkerIsolate {
                         #[allow(clippy::cast_precision_loss)]
                         let time = v8::Number::new(scope, tick.scheduled_time_ms as f64).into();
                         v8::Array::new_with_elements(scope, &[cron, time]).into()
+                    }
+                    None => v8::null(scope).into(),
+                },
+                match alarm {
+                    Some(alarm) => {
+                        let class = host::js_string(scope, &alarm.class)?;
+                        let id = host::js_string(scope, &alarm.id)?;
+                        let retries =
+                            v8::Integer::new_from_unsigned(scope, alarm.retry_count).into();
+                        v8::Array::new_with_elements(scope, &[class, id, retries]).into()
                     }
                     None => v8::null(scope).into(),
                 },

@@ -15,6 +15,8 @@
 //! block says why it is sound.
 #![allow(unsafe_code)]
 
+mod alarm;
+mod alarm_runner;
 mod body;
 mod body_cap;
 mod bundle;
@@ -49,6 +51,8 @@ mod thread_ctx;
 mod trace;
 mod watchdog;
 
+pub use alarm::AlarmEvent;
+pub use alarm_runner::{AlarmHost, AlarmRunner};
 pub use body::{Body, BodyClosed, BodyError, BodySender};
 pub use bundle::{Compat, Limits, Module, ModuleKind, Modules, NodeCompat, WorkerBundle};
 pub use cache::CacheConfig;

@@ -17,6 +17,8 @@ mod codecs;
 mod crypto;
 #[path = "engine/crypto_pool.rs"]
 mod crypto_pool;
+#[path = "engine/durable_alarms.rs"]
+mod durable_alarms;
 #[path = "engine/durable_objects.rs"]
 mod durable_objects;
 #[path = "engine/egress.rs"]

@@ -19,6 +19,7 @@
 //! messages so that every caller refuses the same inputs the same way.
 #![forbid(unsafe_code)]
 
+pub mod alarm;
 pub mod durable;
 mod error;
 pub mod kv;
@@ -27,6 +28,7 @@ mod object_store;
 mod postgres;
 mod sqlite;
 
+pub use alarm::{DueAlarm, MAX_ALARM_RETRIES};
 pub use durable::{ObjectError, ObjectList, ObjectScope, ObjectWrite};
 pub use error::StoreError;
 pub use kv::{DEFAULT_CACHE_TTL, KvEntry, KvError, KvKey, KvList, KvListOptions, KvScope, KvWrite};

@@ -56,43 +56,6 @@ impl Store {
             Backend::Postgres(db) => db.object_list(scope, options).await,
         }
     }
-
-    /// The object's alarm, in milliseconds since the Unix epoch.
-    pub async fn object_alarm(&self, scope: ObjectScope) -> Result<Option<i64>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(folder) => blocking(folder, move |db, _| db.object_alarm(&scope)).await,
-            Backend::Postgres(db) => db.object_alarm(scope).await,
-        }
-    }
-
-    /// Sets the object's alarm to `at` (ms since the epoch), or deletes it.
-    pub async fn set_object_alarm(
-        &self,
-        scope: ObjectScope,
-        at: Option<i64>,
-    ) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(folder) => {
-                blocking(folder, move |db, _| db.set_object_alarm(&scope, at)).await
-            }
-            Backend::Postgres(db) => db.set_object_alarm(scope, at).await,
-        }
-    }
-
-    /// Every alarm set for objects of `class` in `namespace`: (id, at),
-    /// soonest first (what a host of the class arms when it starts).
-    pub async fn object_alarms(
-        &self,
-        namespace: String,
-        class: String,
-    ) -> Result<Vec<(String, i64)>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(folder) => {
-                blocking(folder, move |db, _| db.object_alarms(&namespace, &class)).await
-            }
-            Backend::Postgres(db) => db.object_alarms(namespace, class).await,
-        }
-    }
 }
 
 /// Stored rows as listed entries; a key that is not UTF-8 means the store
@@ -176,21 +139,5 @@ mod tests {
         assert!(error.to_string().contains("quota of 10 bytes"), "{error}");
         let got = store.object_get(scope, vec!["big".into()]).await.unwrap();
         assert_eq!(got, vec![None], "a refused write writes nothing");
-    }
-
-    #[tokio::test]
-    async fn alarms_are_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::sqlite(dir.path());
-        let scope = ObjectScope::new("ns", "C", "1");
-        store
-            .set_object_alarm(scope.clone(), Some(5))
-            .await
-            .unwrap();
-        assert_eq!(store.object_alarm(scope.clone()).await.unwrap(), Some(5));
-        let all = store.object_alarms("ns".into(), "C".into()).await.unwrap();
-        assert_eq!(all, vec![("1".to_string(), 5)]);
-        store.set_object_alarm(scope.clone(), None).await.unwrap();
-        assert_eq!(store.object_alarm(scope).await.unwrap(), None);
     }
 }

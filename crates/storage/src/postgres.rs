@@ -9,6 +9,7 @@
 //! The schema is the operator's ([`schema::migrate`]); the backend checks
 //! it once, on its first operation.
 
+mod alarm;
 mod durable;
 mod schema;
 mod settings;

@@ -71,6 +71,7 @@ impl Sqlite {
         connection.busy_timeout(std::time::Duration::from_secs(5))?;
         connection.execute_batch(SCHEMA)?;
         connection.execute_batch(durable::SCHEMA)?;
+        alarm::migrate(&connection)?;
         Ok(Self {
             connection: Mutex::new(connection),
         })
@@ -232,6 +233,7 @@ impl Sqlite {
     }
 }
 
+mod alarm;
 mod durable;
 
 #[cfg(test)]

@@ -358,3 +358,51 @@ async fn durable_object_storage_on_a_real_postgresql() {
         .unwrap();
     assert_eq!(listed.len(), 10);
 }
+
+/// Alarms (migration 4): two processes claiming the same 40 due alarms at
+/// once take each exactly once; a failed delivery comes back at its retry
+/// time with its count, a successful one deletes it.
+#[tokio::test]
+async fn alarm_claims_on_a_real_postgresql_hand_each_alarm_to_one_claimer() {
+    use isolane_storage::ObjectScope;
+    let server = Postgres::start().unwrap();
+    let settings = PostgresSettings::new(server.connection_string());
+    isolane_storage::migrate(&settings).await.unwrap();
+    let one = Store::postgres(&settings).unwrap();
+    let two = Store::postgres(&settings).unwrap();
+    for i in 0..40 {
+        let scope = ObjectScope::new("ns", "w/C", format!("{i:02}"));
+        one.set_object_alarm(scope, Some(100 + i)).await.unwrap();
+    }
+    let mut claimed = Vec::new();
+    for _ in 0..8 {
+        let (a, b) = tokio::join!(
+            one.claim_due_alarms(1_000, 60_000, 5),
+            two.claim_due_alarms(1_000, 60_000, 5)
+        );
+        claimed.extend(a.unwrap());
+        claimed.extend(b.unwrap());
+    }
+    let mut ids: Vec<_> = claimed.iter().map(|a| a.scope.id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(
+        (claimed.len(), ids.len()),
+        (40, 40),
+        "each alarm claimed once"
+    );
+    assert!(
+        one.claim_due_alarms(2_000, 60_000, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let first = claimed.remove(0);
+    assert!(!two.alarm_failed(first.clone(), 70_000).await.unwrap());
+    let again = one.claim_due_alarms(70_000, 80_000, 100).await.unwrap();
+    let retried: Vec<_> = again.iter().filter(|a| a.scope == first.scope).collect();
+    assert_eq!(retried.len(), 1);
+    assert_eq!(retried[0].retries, 1);
+    one.alarm_done(retried[0].clone()).await.unwrap();
+    assert_eq!(one.object_alarm(first.scope).await.unwrap(), None);
+}

@@ -34,6 +34,8 @@ pub(super) fn unit() -> Unit {
         .function("objectGet", object_get)
         .function("objectWrite", object_write)
         .function("objectList", object_list)
+        .function("objectGetAlarm", object_get_alarm)
+        .function("objectSetAlarm", object_set_alarm)
         .function("objectNextTurn", object_next_turn)
 }
 
@@ -41,6 +43,7 @@ pub(super) fn unit() -> Unit {
 pub(crate) enum Settled {
     Values(Vec<Option<Vec<u8>>>),
     Entries(Vec<(String, Vec<u8>)>),
+    Alarm(Option<i64>),
     Done,
     Failed(HostError),
 }
@@ -360,6 +363,57 @@ fn object_list<'s>(
 }
 
 host_fn! {
+/// `objectGetAlarm(class, id)` → Promise of the alarm's time (ms since the
+/// epoch) or null.
+fn object_get_alarm<'s>(
+    scope,
+    host: Rc<HostState>,
+    class: String,
+    id: String,
+) -> Option<v8::Local<'s, v8::Promise>> {
+    let early = target(&host, &class, id).map(|(store, object)| async move {
+        match store.object_alarm(object).await {
+            Ok(at) => Settled::Alarm(at),
+            Err(error) => failed(error),
+        }
+    });
+    spawn(scope, &host, early)
+}
+}
+
+host_fn! {
+/// `objectSetAlarm(class, id, time)` → Promise: sets the object's alarm to
+/// `time` (ms since the epoch), or deletes it when `time` is null.
+fn object_set_alarm<'s>(
+    scope,
+    host: Rc<HostState>,
+    class: String,
+    id: String,
+    time: v8::Local<'s, v8::Value>,
+) -> Option<v8::Local<'s, v8::Promise>> {
+    let at = if time.is_null_or_undefined() {
+        None
+    } else {
+        let ms = time.number_value(scope).unwrap_or(f64::NAN);
+        if !ms.is_finite() {
+            HostError::type_error("setAlarm() needs a finite time").throw(scope);
+            return None;
+        }
+        // Saturates: a time past i64's range is "never" in practice.
+        #[allow(clippy::cast_possible_truncation)]
+        Some(ms as i64)
+    };
+    let early = target(&host, &class, id).map(|(store, object)| async move {
+        match store.set_object_alarm(object, at).await {
+            Ok(()) => Settled::Done,
+            Err(error) => failed(error),
+        }
+    });
+    spawn(scope, &host, early)
+}
+}
+
+host_fn! {
 /// `objectNextTurn()` → Promise settled in a later turn (after this turn's
 /// microtasks), whichever request ends meanwhile: the input gate opens then.
 fn object_next_turn<'s>(
@@ -378,6 +432,10 @@ pub(super) fn settled_js<'s>(
     let undefined: v8::Local<'s, v8::Value> = v8::undefined(scope).into();
     match settled {
         Settled::Done => Ok(undefined),
+        Settled::Alarm(None) => Ok(v8::null(scope).into()),
+        // Milliseconds fit a double exactly until 2^53.
+        #[allow(clippy::cast_precision_loss)]
+        Settled::Alarm(Some(at)) => Ok(v8::Number::new(scope, at as f64).into()),
         Settled::Failed(error) => Err(error.to_js(scope).ok_or(undefined)?),
         Settled::Values(values) => {
             let mut out = Vec::with_capacity(values.len());

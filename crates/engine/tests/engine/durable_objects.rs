@@ -206,7 +206,7 @@ async fn ids_stubs_and_storage_behave_as_workerds() {
         ),
         (
             "return await storage.setAlarm(Date.now() + 1000)",
-            "threw Error: Durable Object alarms are not supported by Isolane yet (issue 32).",
+            "threw TypeError: Your Durable Object class must have an alarm() handler in order to call setAlarm().",
         ),
     ];
     let outside = [

@@ -74,65 +74,6 @@ impl Postgres {
         })
         .await
     }
-
-    pub(crate) async fn object_alarm(&self, scope: ObjectScope) -> Result<Option<i64>, StoreError> {
-        self.run(move |client| async move {
-            let row = client
-                .query_opt(
-                    "SELECT at FROM do_alarm WHERE namespace = $1 AND class = $2 AND object = $3",
-                    &[&scope.namespace, &scope.class, &scope.id],
-                )
-                .await?;
-            Ok(row.map(|row| row.try_get(0)).transpose()?)
-        })
-        .await
-    }
-
-    pub(crate) async fn set_object_alarm(
-        &self,
-        scope: ObjectScope,
-        at: Option<i64>,
-    ) -> Result<(), StoreError> {
-        self.run(move |client| async move {
-            match at {
-                Some(at) => client
-                    .execute(
-                        "INSERT INTO do_alarm (namespace, class, object, at) VALUES ($1, $2, $3, $4)
-                         ON CONFLICT (namespace, class, object) DO UPDATE SET at = excluded.at",
-                        &[&scope.namespace, &scope.class, &scope.id, &at],
-                    )
-                    .await?,
-                None => client
-                    .execute(
-                        "DELETE FROM do_alarm WHERE namespace = $1 AND class = $2 AND object = $3",
-                        &[&scope.namespace, &scope.class, &scope.id],
-                    )
-                    .await?,
-            };
-            Ok(())
-        })
-        .await
-    }
-
-    pub(crate) async fn object_alarms(
-        &self,
-        namespace: String,
-        class: String,
-    ) -> Result<Vec<(String, i64)>, StoreError> {
-        self.run(move |client| async move {
-            let rows = client
-                .query(
-                    "SELECT object, at FROM do_alarm WHERE namespace = $1 AND class = $2 ORDER BY at",
-                    &[&namespace, &class],
-                )
-                .await?;
-            Ok(rows
-                .iter()
-                .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
-                .collect::<Result<Vec<_>, tokio_postgres::Error>>()?)
-        })
-        .await
-    }
 }
 
 /// Applies `write` in one transaction; with a `quota`, a write that leaves

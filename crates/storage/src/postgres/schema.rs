@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::StoreError;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Each migration: its version and its SQL.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -100,6 +100,15 @@ const MIGRATIONS: &[(i32, &str)] = &[
         at BIGINT NOT NULL,
         PRIMARY KEY (namespace, class, object)
     );",
+    ),
+    (
+        4,
+        // Alarm deliveries: a claim (who may deliver it until when, or
+        // when a failed one is retried) and the failures so far; due
+        // alarms are found by time.
+        "ALTER TABLE do_alarm ADD COLUMN claimed_until BIGINT,
+        ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX do_alarm_due ON do_alarm (at);",
     ),
 ];
 

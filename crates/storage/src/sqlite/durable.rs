@@ -34,13 +34,6 @@ CREATE TRIGGER IF NOT EXISTS do_usage_delete AFTER DELETE ON do_storage BEGIN
     UPDATE do_usage SET bytes = bytes - length(OLD.key) - length(OLD.value)
         WHERE namespace = OLD.namespace;
 END;
-CREATE TABLE IF NOT EXISTS do_alarm (
-    namespace TEXT NOT NULL,
-    class TEXT NOT NULL,
-    object TEXT NOT NULL,
-    at INTEGER NOT NULL,
-    PRIMARY KEY (namespace, class, object)
-) WITHOUT ROWID;
 ";
 
 impl Sqlite {
@@ -147,57 +140,5 @@ impl Sqlite {
             )?
             .collect::<Result<Vec<_>, _>>()?;
         crate::object_store::entries(rows)
-    }
-
-    /// The object's alarm, in milliseconds since the epoch.
-    pub(crate) fn object_alarm(&self, scope: &ObjectScope) -> Result<Option<i64>, StoreError> {
-        let at = self
-            .lock()
-            .query_row(
-                "SELECT at FROM do_alarm WHERE namespace = ?1 AND class = ?2 AND object = ?3",
-                params![scope.namespace, scope.class, scope.id],
-                |row| row.get(0),
-            )
-            .optional()?;
-        Ok(at)
-    }
-
-    /// Sets (or, with `None`, deletes) the object's alarm.
-    pub(crate) fn set_object_alarm(
-        &self,
-        scope: &ObjectScope,
-        at: Option<i64>,
-    ) -> Result<(), StoreError> {
-        let db = self.lock();
-        match at {
-            Some(at) => db.execute(
-                "INSERT INTO do_alarm (namespace, class, object, at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (namespace, class, object) DO UPDATE SET at = excluded.at",
-                params![scope.namespace, scope.class, scope.id, at],
-            )?,
-            None => db.execute(
-                "DELETE FROM do_alarm WHERE namespace = ?1 AND class = ?2 AND object = ?3",
-                params![scope.namespace, scope.class, scope.id],
-            )?,
-        };
-        Ok(())
-    }
-
-    /// The alarms of `namespace` and `class`, soonest first.
-    pub(crate) fn object_alarms(
-        &self,
-        namespace: &str,
-        class: &str,
-    ) -> Result<Vec<(String, i64)>, StoreError> {
-        let db = self.lock();
-        let mut statement = db.prepare_cached(
-            "SELECT object, at FROM do_alarm WHERE namespace = ?1 AND class = ?2 ORDER BY at",
-        )?;
-        let rows = statement
-            .query_map(params![namespace, class], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(rows)
     }
 }

@@ -1,0 +1,146 @@
+//! Delivers Durable Object alarms: a loop that claims the store's due
+//! alarms (`isolane_storage::Store::claim_due_alarms`) and runs each as an
+//! [`crate::AlarmEvent`] on the engine, on the thread its Worker runs on.
+//!
+//! workerd's semantics: at least once (a delivery whose process dies is
+//! claimed again once its claim runs out), a failed delivery retried with
+//! exponential backoff (`backoff`, doubling) up to
+//! [`isolane_storage::MAX_ALARM_RETRIES`] times with `alarmInfo.retryCount`,
+//! an alarm set in the past delivered at the next look. Alarms live in the
+//! store, so they outlive the process; the claim makes one process at a
+//! time deliver a given alarm however many run this loop on one store.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use isolane_storage::{DueAlarm, Store};
+use tokio::task::JoinSet;
+
+use crate::{AlarmEvent, Body, Engine, WorkerBundle};
+
+/// Which Workers this process delivers alarms for.
+pub trait AlarmHost: Send + Sync + 'static {
+    /// Worker `worker_id`'s (`<namespace>/<name>`) bundle and the engine
+    /// thread it runs on, when this process runs it.
+    fn worker(&self, worker_id: &str) -> Option<(Arc<WorkerBundle>, usize)>;
+}
+
+/// The alarm loop of one process.
+pub struct AlarmRunner {
+    engine: Engine,
+    store: Store,
+    host: Arc<dyn AlarmHost>,
+    /// How often the store is asked for due alarms.
+    poll: Duration,
+    /// How long a claim holds: longer than a handler may run, and how late
+    /// an alarm whose process died is delivered at worst.
+    lease: Duration,
+    /// The first retry's delay; each next one doubles it (workerd: 2 s).
+    backoff: Duration,
+    /// Deliveries under way at once, at most.
+    in_flight: u32,
+}
+
+impl AlarmRunner {
+    pub fn new(engine: Engine, store: Store, host: Arc<dyn AlarmHost>) -> Self {
+        Self {
+            engine,
+            store,
+            host,
+            poll: Duration::from_millis(250),
+            lease: Duration::from_secs(60),
+            backoff: Duration::from_secs(2),
+            in_flight: 64,
+        }
+    }
+
+    /// Sets how often the store is looked at, how long a claim holds and
+    /// the first retry's delay.
+    #[must_use]
+    pub fn with_timing(mut self, poll: Duration, lease: Duration, backoff: Duration) -> Self {
+        self.poll = poll;
+        self.lease = lease;
+        self.backoff = backoff;
+        self
+    }
+
+    /// Delivers due alarms until the task running it is dropped.
+    pub async fn run(self) {
+        let this = Arc::new(self);
+        let mut deliveries = JoinSet::new();
+        loop {
+            while deliveries.try_join_next().is_some() {}
+            let room = this.in_flight.saturating_sub(deliveries.len() as u32);
+            if room > 0 {
+                let now = now_ms();
+                let until = now.saturating_add(millis(this.lease));
+                match this.store.claim_due_alarms(now, until, room).await {
+                    Ok(due) => {
+                        for alarm in due {
+                            deliveries.spawn(Arc::clone(&this).deliver(alarm));
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "alarms: the store did not answer"),
+                }
+            }
+            tokio::time::sleep(this.poll).await;
+        }
+    }
+
+    /// Runs `alarm` and settles it in the store.
+    async fn deliver(self: Arc<Self>, alarm: DueAlarm) {
+        let scope = &alarm.scope;
+        let Some((worker, class)) = scope.class.split_once('/') else {
+            tracing::warn!(class = %scope.class, "alarms: a stored class names no Worker");
+            return;
+        };
+        let worker_id = format!("{}/{worker}", scope.namespace);
+        // Not delivered here: given back at once for the process that
+        // delivers it (holding it would delay the alarm by the claim).
+        let Some((bundle, thread)) = self.host.worker(&worker_id) else {
+            tracing::debug!(worker.id = %worker_id, "alarms: a due alarm's Worker is not run here");
+            if let Err(error) = self.store.release_alarm(alarm).await {
+                tracing::warn!(%error, "alarms: could not give back an alarm");
+            }
+            return;
+        };
+        let mut request = http::Request::new(Body::empty());
+        request.extensions_mut().insert(AlarmEvent {
+            class: class.to_owned(),
+            id: scope.id.clone(),
+            retry_count: alarm.retries,
+        });
+        let outcome = match self.engine.execute(thread, bundle, request).await {
+            Ok(response) if response.status() == http::StatusCode::OK => Ok(()),
+            Ok(response) => Err(format!("the handler answered {}", response.status())),
+            Err(error) => Err(error.to_string()),
+        };
+        let settled = match outcome {
+            Ok(()) => self.store.alarm_done(alarm.clone()).await.map(|()| false),
+            Err(error) => {
+                let delay = self.backoff.saturating_mul(1 << alarm.retries.min(16));
+                let retry_at = now_ms().saturating_add(millis(delay));
+                tracing::info!(worker.id = %worker_id, object = %scope.id, retries = alarm.retries, %error, "alarms: alarm() failed");
+                self.store.alarm_failed(alarm.clone(), retry_at).await
+            }
+        };
+        match settled {
+            Ok(true) => {
+                tracing::warn!(worker.id = %worker_id, object = %scope.id, "alarms: alarm() failed after every retry; the alarm is dropped");
+            }
+            Ok(false) => {}
+            Err(error) => tracing::warn!(%error, "alarms: could not settle an alarm"),
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, millis)
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,168 @@
+//! [`Store`]'s Durable Object alarms (`storage.setAlarm` and the `alarm()`
+//! handler's deliveries), on either backend.
+//!
+//! One alarm per object: a row (`do_alarm`) with its time, how many times
+//! its handler has failed, and a claim. A process delivering alarms claims
+//! the due ones ([`Store::claim_due_alarms`]): a claimed alarm is not handed
+//! to another process until the claim runs out, so one process at a time
+//! delivers a given alarm, and a process that dies holding a claim only
+//! delays the alarm by the claim's length. After a delivery the process
+//! settles the alarm ([`Store::alarm_done`], [`Store::alarm_failed`]), or
+//! gives it back when it does not deliver it ([`Store::release_alarm`]);
+//! setting the alarm again (even from the handler) clears the claim and
+//! the failure count, and a settle for the old time then changes nothing.
+
+use crate::durable::ObjectScope;
+use crate::{Backend, Store, StoreError, blocking};
+
+/// How many times a failing `alarm()` is retried before the alarm is
+/// dropped (workerd's number).
+pub const MAX_ALARM_RETRIES: u32 = 6;
+
+/// A due alarm this process claimed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DueAlarm {
+    pub scope: ObjectScope,
+    /// When it was set for, in milliseconds since the Unix epoch.
+    pub at: i64,
+    /// How many deliveries of it failed so far (`alarmInfo.retryCount`).
+    pub retries: u32,
+}
+
+impl Store {
+    /// The object's alarm, in milliseconds since the Unix epoch.
+    pub async fn object_alarm(&self, scope: ObjectScope) -> Result<Option<i64>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => blocking(folder, move |db, _| db.object_alarm(&scope)).await,
+            Backend::Postgres(db) => db.object_alarm(scope).await,
+        }
+    }
+
+    /// Sets the object's alarm to `at` (ms since the epoch), unclaimed and
+    /// with no failures, or deletes it.
+    pub async fn set_object_alarm(
+        &self,
+        scope: ObjectScope,
+        at: Option<i64>,
+    ) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.set_object_alarm(&scope, at)).await
+            }
+            Backend::Postgres(db) => db.set_object_alarm(scope, at).await,
+        }
+    }
+
+    /// Claims up to `limit` alarms due at `now` (ms) that no live claim
+    /// holds, soonest first, until `until` (ms).
+    pub async fn claim_due_alarms(
+        &self,
+        now: i64,
+        until: i64,
+        limit: u32,
+    ) -> Result<Vec<DueAlarm>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.claim_due_alarms(now, until, limit)).await
+            }
+            Backend::Postgres(db) => db.claim_due_alarms(now, until, limit).await,
+        }
+    }
+
+    /// The delivery of `alarm` succeeded: the alarm is deleted, unless it
+    /// was set again meanwhile.
+    pub async fn alarm_done(&self, alarm: DueAlarm) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => blocking(folder, move |db, _| db.alarm_done(&alarm)).await,
+            Backend::Postgres(db) => db.alarm_done(alarm).await,
+        }
+    }
+
+    /// `alarm` was claimed by a process that does not deliver it (its
+    /// Worker runs elsewhere): the claim is given up at once, so the
+    /// process that does takes it at its next look.
+    pub async fn release_alarm(&self, alarm: DueAlarm) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.release_alarm(&alarm)).await
+            }
+            Backend::Postgres(db) => db.release_alarm(alarm).await,
+        }
+    }
+
+    /// The delivery of `alarm` failed: it is retried from `retry_at` (ms),
+    /// or dropped after [`MAX_ALARM_RETRIES`] retries (`true`); nothing
+    /// changes when it was set again meanwhile.
+    pub async fn alarm_failed(&self, alarm: DueAlarm, retry_at: i64) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.alarm_failed(&alarm, retry_at)).await
+            }
+            Backend::Postgres(db) => db.alarm_failed(alarm, retry_at).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_alarm_is_claimed_once_retried_then_dropped_or_kept_when_set_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::sqlite(dir.path());
+        let scope = ObjectScope::new("ns", "w/C", "1");
+        store
+            .set_object_alarm(scope.clone(), Some(5))
+            .await
+            .unwrap();
+        assert_eq!(store.object_alarm(scope.clone()).await.unwrap(), Some(5));
+        assert!(store.claim_due_alarms(4, 100, 10).await.unwrap().is_empty());
+        let due = store.claim_due_alarms(5, 100, 10).await.unwrap();
+        assert_eq!(due.len(), 1);
+        assert_eq!((due[0].at, due[0].retries), (5, 0));
+        assert!(
+            store
+                .claim_due_alarms(50, 150, 10)
+                .await
+                .unwrap()
+                .is_empty(),
+            "a live claim keeps it from another process"
+        );
+        // A failure puts it off until its retry time, counting.
+        let mut alarm = due[0].clone();
+        for retry in 1..=MAX_ALARM_RETRIES {
+            assert!(!store.alarm_failed(alarm.clone(), 200).await.unwrap());
+            assert!(
+                store
+                    .claim_due_alarms(199, 300, 10)
+                    .await
+                    .unwrap()
+                    .is_empty()
+            );
+            alarm = store
+                .claim_due_alarms(200, 300, 10)
+                .await
+                .unwrap()
+                .remove(0);
+            assert_eq!(alarm.retries, retry);
+        }
+        assert!(store.alarm_failed(alarm, 400).await.unwrap(), "dropped");
+        assert_eq!(store.object_alarm(scope.clone()).await.unwrap(), None);
+        // Set again during a delivery: the old delivery's end keeps it.
+        store
+            .set_object_alarm(scope.clone(), Some(7))
+            .await
+            .unwrap();
+        let alarm = store.claim_due_alarms(10, 100, 10).await.unwrap().remove(0);
+        store
+            .set_object_alarm(scope.clone(), Some(9))
+            .await
+            .unwrap();
+        store.alarm_done(alarm).await.unwrap();
+        assert_eq!(store.object_alarm(scope.clone()).await.unwrap(), Some(9));
+        let alarm = store.claim_due_alarms(10, 100, 10).await.unwrap().remove(0);
+        store.alarm_done(alarm).await.unwrap();
+        assert_eq!(store.object_alarm(scope).await.unwrap(), None);
+    }
+}

@@ -1,0 +1,161 @@
+//! Durable Object alarms in SQLite (`do_alarm`; see `crate::alarm`).
+
+use rusqlite::{OptionalExtension as _, params};
+
+use super::Sqlite;
+use crate::StoreError;
+use crate::alarm::{DueAlarm, MAX_ALARM_RETRIES};
+use crate::durable::ObjectScope;
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS do_alarm (
+    namespace TEXT NOT NULL,
+    class TEXT NOT NULL,
+    object TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (namespace, class, object)
+) WITHOUT ROWID;
+";
+
+/// Columns added after `do_alarm` first shipped (a state folder made by
+/// an older `isolane dev` gets them when opened).
+const ADDED: [(&str, &str); 2] = [
+    (
+        "claimed_until",
+        "ALTER TABLE do_alarm ADD COLUMN claimed_until INTEGER",
+    ),
+    (
+        "retries",
+        "ALTER TABLE do_alarm ADD COLUMN retries INTEGER NOT NULL DEFAULT 0",
+    ),
+];
+
+/// Creates `do_alarm` or brings an older one up to date.
+pub(super) fn migrate(db: &rusqlite::Connection) -> Result<(), rusqlite::Error> {
+    db.execute_batch(SCHEMA)?;
+    let columns = db
+        .prepare("SELECT name FROM pragma_table_info('do_alarm')")?
+        .query_map([], |row| row.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    for (column, add) in ADDED {
+        if !columns.iter().any(|c| c == column) {
+            db.execute_batch(add)?;
+        }
+    }
+    Ok(())
+}
+
+impl Sqlite {
+    /// The object's alarm, in milliseconds since the epoch.
+    pub(crate) fn object_alarm(&self, scope: &ObjectScope) -> Result<Option<i64>, StoreError> {
+        let at = self
+            .lock()
+            .query_row(
+                "SELECT at FROM do_alarm WHERE namespace = ?1 AND class = ?2 AND object = ?3",
+                params![scope.namespace, scope.class, scope.id],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(at)
+    }
+
+    /// Sets (or, with `None`, deletes) the object's alarm.
+    pub(crate) fn set_object_alarm(
+        &self,
+        scope: &ObjectScope,
+        at: Option<i64>,
+    ) -> Result<(), StoreError> {
+        let db = self.lock();
+        match at {
+            Some(at) => db.execute(
+                "INSERT INTO do_alarm (namespace, class, object, at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (namespace, class, object)
+                 DO UPDATE SET at = excluded.at, claimed_until = NULL, retries = 0",
+                params![scope.namespace, scope.class, scope.id, at],
+            )?,
+            None => db.execute(
+                "DELETE FROM do_alarm WHERE namespace = ?1 AND class = ?2 AND object = ?3",
+                params![scope.namespace, scope.class, scope.id],
+            )?,
+        };
+        Ok(())
+    }
+
+    pub(crate) fn claim_due_alarms(
+        &self,
+        now: i64,
+        until: i64,
+        limit: u32,
+    ) -> Result<Vec<DueAlarm>, StoreError> {
+        let db = self.lock();
+        let rows = db
+            .prepare_cached(
+                "UPDATE do_alarm SET claimed_until = ?2
+                 WHERE (namespace, class, object) IN (
+                     SELECT namespace, class, object FROM do_alarm
+                     WHERE at <= ?1 AND (claimed_until IS NULL OR claimed_until <= ?1)
+                     ORDER BY at LIMIT ?3)
+                 RETURNING namespace, class, object, at, retries",
+            )?
+            .query_map(params![now, until, limit], |row| {
+                Ok(DueAlarm {
+                    scope: ObjectScope::new(
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                    ),
+                    at: row.get(3)?,
+                    retries: row.get(4)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    pub(crate) fn alarm_done(&self, alarm: &DueAlarm) -> Result<(), StoreError> {
+        let scope = &alarm.scope;
+        self.lock().execute(
+            "DELETE FROM do_alarm WHERE namespace = ?1 AND class = ?2 AND object = ?3
+             AND at = ?4 AND claimed_until IS NOT NULL",
+            params![scope.namespace, scope.class, scope.id, alarm.at],
+        )?;
+        Ok(())
+    }
+
+    pub(crate) fn release_alarm(&self, alarm: &DueAlarm) -> Result<(), StoreError> {
+        let scope = &alarm.scope;
+        self.lock().execute(
+            "UPDATE do_alarm SET claimed_until = NULL WHERE namespace = ?1 AND class = ?2
+             AND object = ?3 AND at = ?4 AND claimed_until IS NOT NULL",
+            params![scope.namespace, scope.class, scope.id, alarm.at],
+        )?;
+        Ok(())
+    }
+
+    pub(crate) fn alarm_failed(&self, alarm: &DueAlarm, retry_at: i64) -> Result<bool, StoreError> {
+        let scope = &alarm.scope;
+        let db = self.lock();
+        let retried = db.execute(
+            "UPDATE do_alarm SET retries = retries + 1, claimed_until = ?5
+             WHERE namespace = ?1 AND class = ?2 AND object = ?3
+             AND at = ?4 AND claimed_until IS NOT NULL AND retries < ?6",
+            params![
+                scope.namespace,
+                scope.class,
+                scope.id,
+                alarm.at,
+                retry_at,
+                MAX_ALARM_RETRIES
+            ],
+        )?;
+        if retried > 0 {
+            return Ok(false);
+        }
+        let dropped = db.execute(
+            "DELETE FROM do_alarm WHERE namespace = ?1 AND class = ?2 AND object = ?3
+             AND at = ?4 AND claimed_until IS NOT NULL",
+            params![scope.namespace, scope.class, scope.id, alarm.at],
+        )?;
+        Ok(dropped > 0)
+    }
+}
