@@ -47,6 +47,7 @@ mod tail;
 mod thread;
 mod thread_ctx;
 mod trace;
+pub mod warm_lru;
 mod watchdog;
 
 pub use body::{Body, BodyClosed, BodyError, BodySender};
