@@ -197,8 +197,7 @@ enum Command {
         #[arg(long, default_value_t = 10_000)]
         idle: usize,
     },
-    /// 10. Fleet simulation: warm-hit ratio per node memory budget, with the
-    /// router's placement and the engine's eviction policy.
+    /// 10. Fleet simulation: warm-hit ratio per node memory budget.
     Fleet {
         /// Where the section is written (`10-fleet.md`); without it, printed.
         #[arg(long)]
@@ -254,6 +253,24 @@ enum Command {
         #[arg(long, default_value_t = 0.0)]
         took: f64,
     },
+}
+
+/// This process's arguments as a command line, without `--results <dir>`.
+fn command_line_without_results() -> String {
+    let mut line = "isolane-bench".to_owned();
+    let mut skip = false;
+    for arg in std::env::args().skip(1) {
+        if std::mem::take(&mut skip) || arg.starts_with("--results=") {
+            continue;
+        }
+        if arg == "--results" {
+            skip = true;
+            continue;
+        }
+        line.push(' ');
+        line.push_str(&arg);
+    }
+    line
 }
 
 fn main() -> anyhow::Result<()> {
@@ -357,10 +374,7 @@ fn main() -> anyhow::Result<()> {
                 },
                 density_requests: 12_314,
                 goal_mib,
-                command: std::env::args()
-                    .skip(1)
-                    .filter(|a| !a.starts_with("--results"))
-                    .fold("isolane-bench".to_owned(), |line, a| line + " " + &a),
+                command: command_line_without_results(),
             };
             let section = fleet::section::run(&plan);
             match results {
