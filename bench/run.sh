@@ -110,7 +110,7 @@ if $quick; then
   neighbours=(--rounds 1 --secs 1)
   operator=(--counts 200 --deadline 120)
   websocket=(--sockets 1,100,1000 --messages 5 --rounds 1 --idle 1000)
-  fleet=(--requests 5000000 --warmup 1000000)
+  fleet=(--requests 2000000 --warmup 500000)
 else
   http=(--connections 1,16,64 --rounds ${ISOLANE_BENCH_ROUNDS:-3} --secs 5)
   cold=(--workers 200 --starts 10)

@@ -211,10 +211,10 @@ enum Command {
         #[arg(long, default_value_t = 1.1)]
         zipf: f64,
         /// Requests counted.
-        #[arg(long, default_value_t = 50_000_000)]
+        #[arg(long, default_value_t = 5_000_000)]
         requests: u64,
         /// Requests before counting starts (the pools fill).
-        #[arg(long, default_value_t = 10_000_000)]
+        #[arg(long, default_value_t = 1_000_000)]
         warmup: u64,
         /// What one warm isolate costs, MiB (the measured idle isolate's RSS).
         #[arg(long, default_value_t = 2.28)]
