@@ -13,7 +13,7 @@ CARGO := hack/cargo.sh
 WORKER ?= examples/hello.js
 PORT ?= 8787
 
-.PHONY: dev deps build images fmt-check clippy deny crds deploy-render test test-only bench wpt sweep node-tests
+.PHONY: dev deps build images fmt-check clippy deny crds deploy-render test test-only bench bench-fleet wpt sweep node-tests
 
 dev:
 	$(CARGO) run --release -p isolane -- dev $(WORKER) --port $(PORT)
@@ -65,6 +65,12 @@ test-only:
 
 bench:
 	bench/run.sh
+
+# Issue 35's fleet simulation alone (1 M Workers, 16 nodes, Zipf 1.1, 5 M
+# requests; about 3 minutes in release on 2 shared cores): prints section 10
+# of docs/benchmarks.md.
+bench-fleet:
+	$(CARGO) run --release -q -p isolane-bench -- fleet
 
 # Web Platform Tests on Isolane vs workerd into bench/wpt/results.md; needs a
 # local WPT checkout (WPT_DIR=…), so it is not part of `make test`.

@@ -12,7 +12,8 @@
 # and shown as "not measured"; the others still run.
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
-# (warm distributed cold pool density placement operator neighbours websocket);
+# (warm distributed cold pool density placement operator neighbours websocket
+# fleet);
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
@@ -31,7 +32,7 @@ quick=false
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=true ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $arg" >&2; exit 64 ;;
   esac
 done
@@ -110,6 +111,7 @@ if $quick; then
   neighbours=(--rounds 1 --secs 1)
   operator=(--counts 200 --deadline 120)
   websocket=(--sockets 1,100,1000 --messages 5 --rounds 1 --idle 1000)
+  fleet=(--requests 2000000 --warmup 500000)
 else
   http=(--connections 1,16,64 --rounds ${ISOLANE_BENCH_ROUNDS:-3} --secs 5)
   cold=(--workers 200 --starts 10)
@@ -120,9 +122,10 @@ else
   # 10,000 idle sockets hold 10,000 descriptors in the bench and as many in
   # the router: `ulimit -n` must allow it (the step fails and says so if not).
   websocket=(--sockets 1,100,1000 --messages 20 --rounds 3 --idle 10000)
+  fleet=()
 fi
 
-only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket}"
+only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket fleet}"
 wants() { [[ " $only " == *" $1 "* ]]; }
 common=(--results "$results" --work "$work")
 bench="$bin/isolane-bench"
@@ -172,6 +175,9 @@ fi
 if $needs_apiserver; then
   step operator 900 "$bench" operator "${common[@]}" --bin-dir "$bin" "${operator[@]}"
 fi
+
+# A simulation (no processes, no JavaScript): `make bench-fleet` runs it alone.
+step fleet 600 "$bench" fleet --results "$results" "${fleet[@]}"
 
 report_args=(--results "$results" --out docs/benchmarks.md --started "$started_at"
   --took "$(($(date +%s) - started_s))")

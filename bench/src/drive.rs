@@ -12,6 +12,7 @@ use http_body_util::BodyExt as _;
 use isolane_engine::{Body, Engine, EngineConfig, EngineObserver, PoolMode, WorkerBundle};
 
 use crate::stats::{median, percentile, ratio, us};
+use crate::zipf::{Zipf, unit};
 
 /// Counts what the engine reports: cache hits and misses, isolate creations.
 #[derive(Default)]
@@ -224,40 +225,6 @@ pub async fn drive(engine: &Engine, workers: &[Arc<WorkerBundle>], run: &Run) ->
         elapsed,
         latencies,
         ..RunResult::default()
-    }
-}
-
-/// A uniform draw in [0, 1) from a xorshift state.
-fn unit(state: &mut u64) -> f64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    (*state >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// Zipf(s) over n ranks by inverting the cumulative distribution.
-struct Zipf {
-    cumulative: Vec<f64>,
-}
-
-impl Zipf {
-    fn new(n: usize, s: f64) -> Self {
-        let mut cumulative = Vec::with_capacity(n);
-        let mut total = 0.0;
-        for rank in 1..=n {
-            total += 1.0 / (rank as f64).powf(s);
-            cumulative.push(total);
-        }
-        for c in &mut cumulative {
-            *c /= total;
-        }
-        Self { cumulative }
-    }
-
-    fn sample(&self, u: f64) -> usize {
-        self.cumulative
-            .partition_point(|&c| c < u)
-            .min(self.cumulative.len() - 1)
     }
 }
 

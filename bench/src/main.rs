@@ -14,6 +14,7 @@ mod cluster;
 mod cold;
 mod density;
 mod drive;
+mod fleet;
 mod neighbours;
 mod operator_scale;
 mod placement;
@@ -26,6 +27,7 @@ mod upstream;
 mod warm;
 mod websocket;
 mod wrk;
+mod zipf;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -199,6 +201,47 @@ enum Command {
         #[arg(long, default_value_t = 10_000)]
         idle: usize,
     },
+    /// 10. Fleet simulation: warm-hit ratio per node memory budget.
+    Fleet {
+        /// Where the section is written (`10-fleet.md`); without it, printed.
+        #[arg(long)]
+        results: Option<PathBuf>,
+        #[arg(long, default_value_t = 1_000_000)]
+        workers: usize,
+        #[arg(long, default_value_t = 16)]
+        nodes: usize,
+        #[arg(long, default_value_t = 8)]
+        threads: u32,
+        #[arg(long, default_value_t = 1.1)]
+        zipf: f64,
+        /// Requests counted.
+        #[arg(long, default_value_t = 5_000_000)]
+        requests: u64,
+        /// Requests before counting starts (the pools fill).
+        #[arg(long, default_value_t = 1_000_000)]
+        warmup: u64,
+        /// What one warm isolate costs, MiB (the measured idle isolate's RSS).
+        #[arg(long, default_value_t = 2.28)]
+        isolate_mib: f64,
+        /// Node memory budgets, GiB, comma-separated.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "1,2,4,8,16,32,64,128,256"
+        )]
+        budgets_gib: Vec<u64>,
+        /// A count bound per thread besides memory (none by default).
+        #[arg(long)]
+        isolates_per_thread: Option<usize>,
+        /// Requests in flight per node for the router's load bound (0: none).
+        #[arg(long, default_value_t = 16)]
+        in_flight: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The idle-isolate goal to compare budgets at, MiB.
+        #[arg(long, default_value_t = 1.5)]
+        goal_mib: f64,
+    },
     /// Assemble docs/benchmarks.md from the results folder.
     Report {
         #[arg(long)]
@@ -214,6 +257,24 @@ enum Command {
         #[arg(long, default_value_t = 0.0)]
         took: f64,
     },
+}
+
+/// This process's arguments as a command line, without `--results <dir>`.
+fn command_line_without_results() -> String {
+    let mut line = "isolane-bench".to_owned();
+    let mut skip = false;
+    for arg in std::env::args().skip(1) {
+        if std::mem::take(&mut skip) || arg.starts_with("--results=") {
+            continue;
+        }
+        if arg == "--results" {
+            skip = true;
+            continue;
+        }
+        line.push(' ');
+        line.push_str(&arg);
+    }
+    line
 }
 
 fn main() -> anyhow::Result<()> {
@@ -286,6 +347,52 @@ fn main() -> anyhow::Result<()> {
             let engines = density::engines(&plan)?;
             let section = runtime()?.block_on(density::run(&plan, &engines))?;
             section.write(&common.results, "5-density")
+        }
+        Command::Fleet {
+            results,
+            workers,
+            nodes,
+            threads,
+            zipf,
+            requests,
+            warmup,
+            isolate_mib,
+            budgets_gib,
+            isolates_per_thread,
+            in_flight,
+            seed,
+            goal_mib,
+        } => {
+            anyhow::ensure!(
+                workers > 0 && nodes > 0 && threads > 0 && isolate_mib > 0.0,
+                "workers, nodes, threads and --isolate-mib must be positive"
+            );
+            let plan = fleet::section::Plan {
+                fleet: fleet::Setup {
+                    workers,
+                    nodes,
+                    threads,
+                    zipf,
+                    requests,
+                    warmup,
+                    isolate_bytes: (isolate_mib * f64::from(1 << 20)) as usize,
+                    budgets: budgets_gib.iter().map(|g| g << 30).collect(),
+                    isolates_per_thread,
+                    in_flight,
+                    seed,
+                },
+                density_requests: 12_314,
+                goal_mib,
+                command: command_line_without_results(),
+            };
+            let section = fleet::section::run(&plan);
+            match results {
+                Some(dir) => section.write(&dir, "10-fleet"),
+                None => {
+                    print!("{}", section.markdown);
+                    Ok(())
+                }
+            }
         }
         Command::Placement { common, input } => {
             let output = std::fs::read_to_string(&input)

@@ -108,6 +108,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
         "9-websocket",
         "9. WebSockets: echo round trips and idle sockets",
     ),
+    ("10-fleet", "10. Fleet simulation"),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.

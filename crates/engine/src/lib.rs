@@ -49,6 +49,7 @@ mod tail;
 mod thread;
 mod thread_ctx;
 mod trace;
+pub mod warm_lru;
 mod watchdog;
 
 pub use alarm::AlarmEvent;

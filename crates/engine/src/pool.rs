@@ -7,58 +7,37 @@
 //! forgets an evicted isolate; requests still running in it keep it alive
 //! (`Rc`) until they finish.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::bundle::WorkerBundle;
 use crate::isolate::WorkerIsolate;
 use crate::observer::EvictionReason;
+pub(crate) use crate::warm_lru::Evicted;
+use crate::warm_lru::WarmLru;
 
 /// How often (in requests) a warm isolate's heap size is read again: V8's
 /// heap statistics walk every space (~3.4 K instructions, 7% of a warm hello
 /// request's engine-side cost when read after every request).
 const HEAP_SAMPLE_EVERY: u32 = 16;
 
-/// How many revisions of one worker a thread keeps warm at once. A traffic
-/// split sends a worker's requests to two or three revisions, and a rollback
-/// returns to one that served a moment ago; a fourth evicts the one used
-/// least recently (`revision_replaced`).
-pub(crate) const REVISIONS_PER_WORKER: usize = 3;
-
-struct Entry {
-    revision: String,
+/// What the pool keeps per warm isolate beside the policy's bookkeeping.
+struct Warm {
     isolate: Rc<WorkerIsolate>,
-    last_used: u64,
-    heap_bytes: usize,
     /// Requests released so far.
     releases: u32,
 }
 
-/// An isolate that left the pool, and why.
-pub(crate) type Evicted = (String, EvictionReason);
-
-/// A warm isolate's place: worker id and revision.
-type Slot = (String, String);
-
 pub(crate) struct Pool {
-    capacity: usize,
-    heap_budget: usize,
-    /// Worker id → its warm revisions (one, or a few during a split).
-    entries: HashMap<String, Vec<Entry>>,
-    /// Warm isolates in `entries`.
-    len: usize,
-    tick: u64,
+    /// Which warm isolates stay: `warm_lru.rs`, shared with the fleet
+    /// simulator.
+    warm: WarmLru<Warm>,
     spares: Vec<(Rc<WorkerIsolate>, usize)>,
 }
 
 impl Pool {
     pub(crate) fn new(capacity: usize, heap_budget: usize) -> Self {
         Self {
-            capacity: capacity.max(1),
-            heap_budget,
-            entries: HashMap::new(),
-            len: 0,
-            tick: 0,
+            warm: WarmLru::new(capacity, heap_budget),
             spares: Vec::new(),
         }
     }
@@ -70,62 +49,32 @@ impl Pool {
         bundle: &WorkerBundle,
         evicted: &mut Vec<Evicted>,
     ) -> Option<Rc<WorkerIsolate>> {
-        self.tick += 1;
-        let revisions = self.entries.get_mut(&bundle.id)?;
-        let at = revisions
-            .iter()
-            .position(|e| e.revision == bundle.revision)?;
-        let entry = &mut revisions[at];
-        if entry.isolate.condemned().is_none() {
-            entry.last_used = self.tick;
-            return Some(entry.isolate.clone());
+        let warm = self.warm.get(&bundle.id, &bundle.revision)?;
+        if warm.isolate.condemned().is_none() {
+            return Some(warm.isolate.clone());
         }
-        self.remove(&bundle.id, &bundle.revision);
+        self.warm.remove(&bundle.id, &bundle.revision);
         evicted.push((bundle.id.clone(), EvictionReason::Terminated));
         None
     }
 
     /// Adds a freshly loaded isolate, evicting the least recently used when
     /// full, and the worker's least recently used revision when it has
-    /// [`REVISIONS_PER_WORKER`] warm already.
+    /// [`REVISIONS_PER_WORKER`](crate::warm_lru::REVISIONS_PER_WORKER) warm
+    /// already.
     pub(crate) fn insert(
         &mut self,
         bundle: &WorkerBundle,
         isolate: Rc<WorkerIsolate>,
         evicted: &mut Vec<Evicted>,
     ) {
-        // A revision loaded twice (two requests raced to load it) keeps the newest.
-        self.remove(&bundle.id, &bundle.revision);
-        let oldest_revision = self.entries.get(&bundle.id).and_then(|revisions| {
-            (revisions.len() >= REVISIONS_PER_WORKER)
-                .then(|| revisions.iter().min_by_key(|e| e.last_used))
-                .flatten()
-                .map(|e| e.revision.clone())
-        });
-        if let Some(revision) = oldest_revision {
-            self.remove(&bundle.id, &revision);
-            evicted.push((bundle.id.clone(), EvictionReason::RevisionReplaced));
-        }
-        while self.len >= self.capacity {
-            let Some((id, revision)) = self.lru(None) else {
-                break;
-            };
-            self.remove(&id, &revision);
-            evicted.push((id, EvictionReason::Capacity));
-        }
         let heap_bytes = isolate.memory_used();
-        self.tick += 1;
-        self.entries
-            .entry(bundle.id.clone())
-            .or_default()
-            .push(Entry {
-                revision: bundle.revision.clone(),
-                isolate,
-                last_used: self.tick,
-                heap_bytes,
-                releases: 0,
-            });
-        self.len += 1;
+        let warm = Warm {
+            isolate,
+            releases: 0,
+        };
+        self.warm
+            .insert(&bundle.id, &bundle.revision, warm, heap_bytes, evicted);
     }
 
     /// After a request: drops a condemned isolate, refreshes its heap size
@@ -137,67 +86,32 @@ impl Pool {
         isolate: &Rc<WorkerIsolate>,
         evicted: &mut Vec<Evicted>,
     ) {
-        let Some(entry) = self
-            .entries
-            .get_mut(&bundle.id)
-            .and_then(|revisions| revisions.iter_mut().find(|e| e.revision == bundle.revision))
-        else {
+        let Some(warm) = self.warm.peek_mut(&bundle.id, &bundle.revision) else {
             return;
         };
-        if !Rc::ptr_eq(&entry.isolate, isolate) {
+        if !Rc::ptr_eq(&warm.isolate, isolate) {
             return;
         }
         if isolate.condemned().is_some() {
-            self.remove(&bundle.id, &bundle.revision);
+            self.warm.remove(&bundle.id, &bundle.revision);
             evicted.push((bundle.id.clone(), EvictionReason::Terminated));
             return;
         }
         // The first request's growth counts at once (a thread cycling
         // through many workers is kept within budget), then every so often.
-        entry.releases = entry.releases.wrapping_add(1);
-        if entry.releases != 1 && entry.releases % HEAP_SAMPLE_EVERY != 0 {
+        warm.releases = warm.releases.wrapping_add(1);
+        if warm.releases != 1 && warm.releases % HEAP_SAMPLE_EVERY != 0 {
             return;
         }
-        entry.heap_bytes = isolate.memory_used();
-        while self.heap_bytes() > self.heap_budget {
-            let Some((id, revision)) = self.lru(Some((&bundle.id, &bundle.revision))) else {
-                break;
-            };
-            self.remove(&id, &revision);
-            evicted.push((id, EvictionReason::Memory));
-        }
+        let heap_bytes = isolate.memory_used();
+        self.warm
+            .set_heap_bytes(&bundle.id, &bundle.revision, heap_bytes, evicted);
     }
 
     /// Forgets every warm revision of worker `id` (it was deleted); returns
     /// how many.
     pub(crate) fn remove_worker(&mut self, id: &str) -> usize {
-        let removed = self
-            .entries
-            .remove(id)
-            .map_or(0, |revisions| revisions.len());
-        self.len -= removed;
-        removed
-    }
-
-    fn remove(&mut self, id: &str, revision: &str) {
-        let Some(revisions) = self.entries.get_mut(id) else {
-            return;
-        };
-        let before = revisions.len();
-        revisions.retain(|e| e.revision != revision);
-        self.len -= before - revisions.len();
-        if revisions.is_empty() {
-            self.entries.remove(id);
-        }
-    }
-
-    fn lru(&self, except: Option<(&str, &str)>) -> Option<Slot> {
-        self.entries
-            .iter()
-            .flat_map(|(id, revisions)| revisions.iter().map(move |e| (id, e)))
-            .filter(|(id, e)| except != Some((id.as_str(), e.revision.as_str())))
-            .min_by_key(|(_, e)| e.last_used)
-            .map(|(id, e)| (id.clone(), e.revision.clone()))
+        self.warm.remove_worker(id).len()
     }
 
     /// A blank isolate for a worker whose heap limit is `heap_limit`, if one
@@ -223,23 +137,14 @@ impl Pool {
 
     /// Live isolates (warm + spare) and the heap bytes they last reported.
     pub(crate) fn stats(&self) -> (usize, usize) {
-        let live = self.len + self.spares.len();
-        let heap = self.heap_bytes() + self.spares.iter().map(|(_, h)| h).sum::<usize>();
+        let live = self.warm.len() + self.spares.len();
+        let heap = self.warm.heap_bytes() + self.spares.iter().map(|(_, h)| h).sum::<usize>();
         (live, heap)
-    }
-
-    fn heap_bytes(&self) -> usize {
-        self.entries.values().flatten().map(|e| e.heap_bytes).sum()
     }
 
     /// Empties the pool (shutdown); the caller drops the isolates.
     pub(crate) fn drain(&mut self) -> Vec<Rc<WorkerIsolate>> {
-        self.len = 0;
-        let mut all: Vec<_> = self
-            .entries
-            .drain()
-            .flat_map(|(_, revisions)| revisions.into_iter().map(|e| e.isolate))
-            .collect();
+        let mut all: Vec<_> = self.warm.drain().into_iter().map(|w| w.isolate).collect();
         all.extend(self.spares.drain(..).map(|(s, _)| s));
         all
     }

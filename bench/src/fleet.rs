@@ -1,0 +1,355 @@
+//! Comparison 10: a fleet simulation (issue 35). A Zipf stream of requests
+//! over many Workers, each placed as the router places it (the placement
+//! crate's weighted rendezvous with bounded load for the node, jump hash for
+//! the thread: `Fleet::pick`'s calls) into per-thread warm pools run by the
+//! engine's own eviction policy (`isolane_engine::warm_lru`), once per node
+//! memory budget. Nothing runs JavaScript: an isolate is its byte cost.
+//!
+//! Deterministic for a seed. Budgets are split over the machine's cores;
+//! each core draws the same stream and places each request once for all of
+//! its budgets.
+
+use std::fmt::Write as _;
+
+use isolane_engine::warm_lru::WarmLru;
+use isolane_placement::{DEFAULT_LOAD_FACTOR, Node, NodeSet, thread_for};
+
+use crate::zipf::{Zipf, unit};
+
+/// The revision every simulated Worker runs.
+const REVISION: &str = "1";
+
+/// What to simulate.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub workers: usize,
+    pub nodes: usize,
+    pub threads: u32,
+    pub zipf: f64,
+    /// Requests counted, after `warmup` uncounted ones.
+    pub requests: u64,
+    pub warmup: u64,
+    /// What one warm isolate costs its node.
+    pub isolate_bytes: usize,
+    /// Node memory budgets to compare, bytes (each thread gets its share).
+    pub budgets: Vec<u64>,
+    /// Warm isolates per thread besides the memory bound; `None`: memory only.
+    pub isolates_per_thread: Option<usize>,
+    /// Requests in flight per node, for the router's load bound: each
+    /// request stays in flight for the next `in_flight × nodes` arrivals.
+    /// 0: no load, every request goes to its Worker's first choice.
+    pub in_flight: usize,
+    pub seed: u64,
+}
+
+/// One budget's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub budget: u64,
+    pub requests: u64,
+    pub hits: u64,
+    /// Misses that were their Worker's first request in the whole stream:
+    /// cold in any fleet that has not seen the Worker before.
+    pub first_sightings: u64,
+    /// The lowest warm-hit ratio of any node, and of any thread.
+    pub worst_node: f64,
+    pub worst_thread: f64,
+}
+
+impl Row {
+    pub fn warm(&self) -> f64 {
+        self.hits as f64 / self.requests.max(1) as f64
+    }
+
+    /// The warm ratio without first sightings: what a fleet that had seen
+    /// every Worker before would see if those requests had been warm.
+    pub fn warm_seen(&self) -> f64 {
+        (self.hits + self.first_sightings) as f64 / self.requests.max(1) as f64
+    }
+}
+
+/// The simulation's results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub rows: Vec<Row>,
+    /// Busiest node's (thread's) counted requests over the mean.
+    pub node_imbalance: f64,
+    pub thread_imbalance: f64,
+    /// Requests not sent to their Worker's first-choice node.
+    pub spilled: f64,
+}
+
+/// Where each Worker goes: its id, its thread (the same on every node: the
+/// nodes have equal threads) and its first-choice node, computed once.
+pub struct Placement {
+    set: NodeSet,
+    pub ids: Vec<String>,
+    thread: Vec<u32>,
+    primary: Vec<u32>,
+}
+
+impl Placement {
+    pub fn new(workers: usize, nodes: usize, threads: u32) -> Self {
+        let set = NodeSet::new(
+            (0..nodes)
+                .map(|n| Node::new(format!("node-{n:03}"), threads))
+                .collect(),
+        );
+        // Named as the density comparison names its Workers.
+        let ids: Vec<String> = (0..workers)
+            .map(|i| format!("tenant-{}/worker-{i}", i % 97))
+            .collect();
+        let thread = ids.iter().map(|id| thread_for(id, threads)).collect();
+        let primary = ids
+            .iter()
+            .map(|id| set.primary(id).unwrap_or(0) as u32)
+            .collect();
+        Self {
+            set,
+            ids,
+            thread,
+            primary,
+        }
+    }
+
+    /// The node and thread of `worker` with `loads` in flight per node, as
+    /// the router's `Fleet::pick` chooses them when no node is ejected.
+    pub fn pick(&self, worker: usize, loads: Option<&[u64]>) -> (usize, u32) {
+        let node = match loads {
+            None => self.primary[worker] as usize,
+            Some(loads) => self
+                .set
+                .choose_bounded(&self.ids[worker], loads, DEFAULT_LOAD_FACTOR)
+                .unwrap_or(0),
+        };
+        (node, self.thread[worker])
+    }
+
+    pub fn is_first_choice(&self, worker: usize, node: usize) -> bool {
+        self.primary[worker] as usize == node
+    }
+}
+
+/// Runs the simulation.
+pub fn simulate(setup: &Setup) -> Outcome {
+    let placement = Placement::new(setup.workers, setup.nodes, setup.threads);
+    let zipf = Zipf::new(setup.workers, setup.zipf);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunks: Vec<Vec<u64>> = (0..cores.min(setup.budgets.len()).max(1))
+        .map(|c| {
+            setup
+                .budgets
+                .iter()
+                .skip(c)
+                .step_by(cores)
+                .copied()
+                .collect()
+        })
+        .collect();
+    let parts: Vec<Part> = std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|budgets| scope.spawn(|| run(setup, &placement, &zipf, budgets)))
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    let mut rows: Vec<Row> = parts.iter().flat_map(|p| p.rows.clone()).collect();
+    rows.sort_by_key(|r| r.budget);
+    let first = parts.first();
+    Outcome {
+        rows,
+        node_imbalance: first.map_or(0.0, |p| busiest(&p.node_requests)),
+        thread_imbalance: first.map_or(0.0, |p| busiest(&p.thread_requests)),
+        spilled: first.map_or(0.0, |p| p.spilled as f64 / setup.requests.max(1) as f64),
+    }
+}
+
+/// What one core measured.
+struct Part {
+    rows: Vec<Row>,
+    node_requests: Vec<u64>,
+    thread_requests: Vec<u64>,
+    spilled: u64,
+}
+
+/// One budget's pools (one per node thread) and hit counts.
+struct Pools {
+    budget: u64,
+    pools: Vec<WarmLru<()>>,
+    hits: Vec<u64>,
+    first_sightings: u64,
+}
+
+fn run(setup: &Setup, placement: &Placement, zipf: &Zipf, budgets: &[u64]) -> Part {
+    let threads = setup.threads as usize;
+    let slots = setup.nodes * threads;
+    let capacity = setup.isolates_per_thread.unwrap_or(usize::MAX);
+    let mut all: Vec<Pools> = budgets
+        .iter()
+        .map(|&budget| {
+            let per_thread = usize::try_from(budget / setup.threads as u64).unwrap_or(usize::MAX);
+            Pools {
+                budget,
+                pools: (0..slots)
+                    .map(|_| WarmLru::new(capacity, per_thread))
+                    .collect(),
+                hits: vec![0; slots],
+                first_sightings: 0,
+            }
+        })
+        .collect();
+    let mut requests = vec![0u64; slots];
+    let mut seen = vec![false; setup.workers];
+    let mut spilled = 0u64;
+    let window = setup.in_flight * setup.nodes;
+    let mut loads = vec![0u64; setup.nodes];
+    let mut recent = std::collections::VecDeque::with_capacity(window + 1);
+    let mut evicted = Vec::new();
+    let mut rng = setup.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    for i in 0..setup.warmup + setup.requests {
+        let counted = i >= setup.warmup;
+        let worker = zipf.sample(unit(&mut rng));
+        let (node, thread) = placement.pick(worker, (window > 0).then_some(&loads[..]));
+        if window > 0 {
+            loads[node] += 1;
+            recent.push_back(node);
+            if recent.len() > window
+                && let Some(done) = recent.pop_front()
+            {
+                loads[done] -= 1;
+            }
+        }
+        let slot = node * threads + thread as usize;
+        let first_sighting = !std::mem::replace(&mut seen[worker], true);
+        if counted {
+            requests[slot] += 1;
+            spilled += u64::from(!placement.is_first_choice(worker, node));
+        }
+        let id = &placement.ids[worker];
+        for pools in &mut all {
+            let pool = &mut pools.pools[slot];
+            if pool.get(id, REVISION).is_some() {
+                pools.hits[slot] += u64::from(counted);
+                continue;
+            }
+            pools.first_sightings += u64::from(counted && first_sighting);
+            // Load, then release: an isolate's size never changes here, so
+            // the engine's later heap samples would change nothing.
+            pool.insert(id, REVISION, (), setup.isolate_bytes, &mut evicted);
+            pool.set_heap_bytes(id, REVISION, setup.isolate_bytes, &mut evicted);
+            evicted.clear();
+        }
+    }
+    let node_requests: Vec<u64> = requests
+        .chunks(threads)
+        .map(|node| node.iter().sum())
+        .collect();
+    let rows = all
+        .iter()
+        .map(|pools| {
+            let node_hits: Vec<u64> = pools.hits.chunks(threads).map(|n| n.iter().sum()).collect();
+            Row {
+                budget: pools.budget,
+                requests: setup.requests,
+                hits: pools.hits.iter().sum(),
+                first_sightings: pools.first_sightings,
+                worst_node: worst(&node_hits, &node_requests),
+                worst_thread: worst(&pools.hits, &requests),
+            }
+        })
+        .collect();
+    Part {
+        rows,
+        node_requests,
+        thread_requests: requests,
+        spilled,
+    }
+}
+
+/// The lowest `hits / requests` among entries that had requests.
+fn worst(hits: &[u64], requests: &[u64]) -> f64 {
+    hits.iter()
+        .zip(requests)
+        .filter(|(_, r)| **r > 0)
+        .map(|(h, r)| *h as f64 / *r as f64)
+        .fold(1.0, f64::min)
+}
+
+/// The largest count over the mean.
+fn busiest(counts: &[u64]) -> f64 {
+    let mean = counts.iter().sum::<u64>() as f64 / counts.len().max(1) as f64;
+    counts.iter().copied().max().unwrap_or(0) as f64 / mean.max(f64::MIN_POSITIVE)
+}
+
+const GIB: f64 = (1u64 << 30) as f64;
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// A warm share as a percentage with enough digits to tell 99.9 from 99.99.
+pub fn percent(share: f64) -> String {
+    if share >= 0.999 {
+        format!("{:.3}%", share * 100.0)
+    } else {
+        format!("{:.1}%", share * 100.0)
+    }
+}
+
+/// The Markdown table of `outcome`.
+pub fn table(setup: &Setup, outcome: &Outcome) -> String {
+    let mut table = crate::report::Table::new(&[
+        ">node budget",
+        ">warm isolates per node",
+        ">warm",
+        ">warm, first sightings aside",
+        ">worst node",
+        ">worst thread",
+    ]);
+    for row in &outcome.rows {
+        let per_thread = row.budget / u64::from(setup.threads) / setup.isolate_bytes.max(1) as u64;
+        let per_thread = setup
+            .isolates_per_thread
+            .map_or(per_thread, |cap| per_thread.min(cap as u64));
+        table.row(vec![
+            format!("{} GiB", row.budget as f64 / GIB),
+            (per_thread * u64::from(setup.threads)).to_string(),
+            percent(row.warm()),
+            percent(row.warm_seen()),
+            percent(row.worst_node),
+            percent(row.worst_thread),
+        ]);
+    }
+    let mut md = table.render();
+    let _ = writeln!(
+        md,
+        "\nBusiest node {:.2}× the mean requests, busiest thread {:.2}× the mean; {:.2}% of \
+         requests left their Worker's first-choice node for the load bound.",
+        outcome.node_imbalance,
+        outcome.thread_imbalance,
+        outcome.spilled * 100.0
+    );
+    md
+}
+
+/// A one-line summary of the set-up.
+pub fn describe(setup: &Setup) -> String {
+    format!(
+        "{} Workers, {} nodes × {} threads, Zipf s = {}, {} requests counted after {} \
+         uncounted, {:.2} MiB per warm isolate{}, {} in flight per node, seed {}",
+        setup.workers,
+        setup.nodes,
+        setup.threads,
+        setup.zipf,
+        setup.requests,
+        setup.warmup,
+        setup.isolate_bytes as f64 / MIB,
+        setup
+            .isolates_per_thread
+            .map_or(String::new(), |n| format!(", at most {n} per thread")),
+        setup.in_flight,
+        setup.seed
+    )
+}
+
+pub mod section;
+
+#[cfg(test)]
+mod tests;
