@@ -242,6 +242,18 @@ pub struct Config {
 }
 
 impl Args {
+    /// `--bundle-registry`, each entry checked.
+    fn bundle_registries(&self) -> Result<isolane_artifact::AllowedRegistries, ConfigError> {
+        isolane_artifact::AllowedRegistries::listed(&self.bundle_registries).map_err(|error| {
+            match error {
+                isolane_artifact::Error::BadAllowedRegistry { entry } => {
+                    ConfigError::BundleRegistry(entry)
+                }
+                other => ConfigError::BundleRegistry(other.to_string()),
+            }
+        })
+    }
+
     /// The admission webhook's server: an address needs its certificate
     /// and key.
     fn webhook(&self) -> Result<Option<WebhookConfig>, ConfigError> {
@@ -286,15 +298,7 @@ impl Args {
         if self.concurrency == 0 {
             return Err(ConfigError::Concurrency);
         }
-        let bundle_registries = isolane_artifact::AllowedRegistries::listed(
-            &self.bundle_registries,
-        )
-        .map_err(|error| match error {
-            isolane_artifact::Error::BadAllowedRegistry { entry } => {
-                ConfigError::BundleRegistry(entry)
-            }
-            other => ConfigError::BundleRegistry(other.to_string()),
-        })?;
+        let bundle_registries = self.bundle_registries()?;
         let leader = self.leader_election.then(|| LeaderConfig {
             lease_name: self.leader_lease.clone(),
             identity: self
