@@ -50,7 +50,7 @@ async fn slow_readers_of_four_namespaces_cannot_lock_a_fifth_out_of_a_thread() {
         ..Limits::default()
     };
     for n in 0..HOGS {
-        node.deploy_with(&format!("hog{n}/stream"), "r1", STREAMS_A_LOT, long.clone());
+        node.deploy_with(&format!("hog{n}/stream"), "r1", STREAMS_A_LOT, long);
     }
     node.deploy(
         "web/hello",
