@@ -217,8 +217,8 @@ impl NodeService {
         span: &tracing::Span,
     ) -> Result<(Answer, Answered), Error> {
         let shared = &self.inner;
-        let permit =
-            span::admission(span, call.thread).in_scope(|| shared.admission.admit(call.thread))?;
+        let permit = span::admission(span, call.thread)
+            .in_scope(|| shared.admission.admit(call.thread, &call.worker_id))?;
         let thread = permit.thread();
         // No deadline (a router in this process bounds the call itself):
         // no clock read, no timer.

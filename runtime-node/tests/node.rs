@@ -6,6 +6,8 @@
 //! - `apiserver`: the `isolane-node` binary against a real kube-apiserver
 //!   (isolane-testenv): bundle Secrets in, Lease out, drain on SIGTERM;
 //! - `mtls`: a node serving mutual TLS refuses every client but the router;
+//! - `fairness`: slow readers of several namespaces cannot lock another
+//!   namespace out of a thread (admission by namespace);
 //! - `socket`: a Worker's WebSocket as the service's socket frames, and
 //!   the drain closing it with 1012;
 //! - `bench`: the listener-mode measurement behind docs/node.md (ignored;
@@ -21,6 +23,8 @@ mod support;
 mod apiserver;
 #[path = "node/bench.rs"]
 mod bench;
+#[path = "node/fairness.rs"]
+mod fairness;
 #[path = "node/mtls.rs"]
 mod mtls;
 #[path = "node/service.rs"]

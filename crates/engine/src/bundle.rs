@@ -108,7 +108,7 @@ impl WorkerBundle {
 }
 
 /// The namespace part of a worker id (see [`WorkerBundle::namespace`]).
-pub(crate) fn namespace_of(id: &str) -> &str {
+pub fn namespace_of(id: &str) -> &str {
     // A byte scan: on every request's path, and names are short.
     match id.bytes().position(|b| b == b'/') {
         Some(slash) => &id[..slash],

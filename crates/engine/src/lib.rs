@@ -55,7 +55,9 @@ mod watchdog;
 pub use alarm::AlarmEvent;
 pub use alarm_runner::{AlarmHost, AlarmRunner};
 pub use body::{Body, BodyClosed, BodyError, BodySender};
-pub use bundle::{Compat, Limits, Module, ModuleKind, Modules, NodeCompat, WorkerBundle};
+pub use bundle::{
+    Compat, Limits, Module, ModuleKind, Modules, NodeCompat, WorkerBundle, namespace_of,
+};
 pub use cache::CacheConfig;
 pub use config::{DEFAULT_MAX_REQUEST_BODY_BYTES, EngineConfig, ParsePoolModeError, PoolMode};
 pub use egress::{EgressConfig, EgressRefused, Refusal, TlsConfigError};
@@ -70,6 +72,7 @@ pub use observer::{
 };
 pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};
 pub use prewarm::Prewarm;
+pub use schedule::guaranteed;
 pub use scheduled::ScheduledEvent;
 pub use snapshot::runtime_files;
 pub use socket::{

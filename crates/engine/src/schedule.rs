@@ -7,6 +7,19 @@
 //! - **Slots.** A namespace may have at most `worker_slots` requests queued
 //!   or in flight on one thread; past it, only its requests are refused
 //!   (`Overloaded`), at once.
+//! - **Guarantee.** The thread's slots (`queue_depth` requests in flight)
+//!   are first come, first served, so namespaces whose requests last (a
+//!   slow reader holds its request until its body ends) could fill them
+//!   all. A namespace with fewer than [`guaranteed`] requests in flight on
+//!   the thread starts its next one even then, beyond the slots. Once the
+//!   slots are full, a namespace that holds its guarantee or more starts
+//!   nothing more until slots free: the hogs are capped at what they hold,
+//!   a newcomer always gets its guarantee. Bound: requests started on a
+//!   slot are at most `queue_depth`; those started on the guarantee are at
+//!   most `guaranteed` per namespace (each saw fewer than that of its
+//!   namespace in flight); so a thread has at most `queue_depth +
+//!   guaranteed × namespaces` in flight, namespaces being those with a
+//!   request in flight on it (each also within its `worker_slots`).
 //! - **CPU share.** Requests wait in per-namespace queues and the thread
 //!   starts the one of the namespace with the least virtual time: the CPU
 //!   its turns used, measured (every turn, also a request's later ones, is
@@ -55,6 +68,25 @@ pub(crate) const LONGEST: Duration = Duration::from_secs(60);
 /// of a namespace seen lately allocates nothing).
 const KEPT_IDLE: usize = 64;
 
+/// Requests a namespace may always have in flight on a thread whose
+/// `limit` slots other namespaces hold: a 64th of the limit, at least 4
+/// (never more than the limit). The node's admission gives the same
+/// guarantee in front of the engine.
+pub fn guaranteed(limit: usize) -> usize {
+    (limit / 64).max(4).min(limit.max(1))
+}
+
+/// Whether a request may start now, when nothing of its namespace waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// A slot of the thread is free (and held for it).
+    Slot,
+    /// Every slot is taken: only a namespace under `guarantee` starts.
+    Full { guarantee: usize },
+    /// Not now (other requests arrived with it): queued.
+    Later,
+}
+
 /// One namespace on one thread.
 #[derive(Default)]
 struct Tenant {
@@ -100,15 +132,17 @@ pub(crate) struct Schedule {
 
 impl Schedule {
     /// Queues `job` for its namespace, or gives it back with why not. With
-    /// `can_start` (a slot of the thread is free) and nothing queued, it is
-    /// the one [`next`](Self::next) would choose: it is handed back to
-    /// start now, in flight, without a trip through the queue.
+    /// [`Start::Slot`] (a slot of the thread is free) and nothing queued, it
+    /// is the one [`next`](Self::next) would choose: it is handed back to
+    /// start now, in flight, without a trip through the queue. With
+    /// [`Start::Full`], it is handed back to start beyond the slots when its
+    /// namespace is under its guarantee and has nothing queued.
     pub(crate) fn admit(
         &mut self,
         job: Job,
         share: usize,
         now: Instant,
-        can_start: bool,
+        start: Start,
     ) -> Result<Option<Job>, (Box<Job>, Refusal)> {
         let (clock, seq) = (self.clock, self.seq);
         let namespace = job.bundle.namespace();
@@ -135,7 +169,13 @@ impl Schedule {
             tenant.since = seq;
             self.seq += 1;
         }
-        if can_start && self.queued == 0 && tenant.held_until.is_none_or(|until| until <= now) {
+        let free = tenant.held_until.is_none_or(|until| until <= now);
+        let now_ok = match start {
+            Start::Slot => self.queued == 0,
+            Start::Full { guarantee } => tenant.queue.is_empty() && tenant.in_flight < guarantee,
+            Start::Later => false,
+        };
+        if now_ok && free {
             tenant.in_flight += 1;
             self.clock = self.clock.max(tenant.vtime);
             return Ok(Some(job));
@@ -154,13 +194,24 @@ impl Schedule {
     /// virtual time among those not held. It counts as in flight until
     /// [`finished`](Self::finished).
     pub(crate) fn next(&mut self, now: Instant) -> Option<Job> {
+        self.next_under(now, usize::MAX)
+    }
+
+    /// Like [`next`](Self::next), among the namespaces with fewer than
+    /// `guarantee` requests in flight: the start beyond the thread's slots
+    /// that the guarantee allows (see the module's doc).
+    pub(crate) fn next_under(&mut self, now: Instant, guarantee: usize) -> Option<Job> {
         if self.queued == 0 {
             return None;
         }
         let tenant = self
             .tenants
             .values_mut()
-            .filter(|t| !t.queue.is_empty() && t.held_until.is_none_or(|until| until <= now))
+            .filter(|t| {
+                !t.queue.is_empty()
+                    && t.in_flight < guarantee
+                    && t.held_until.is_none_or(|until| until <= now)
+            })
             .min_by_key(|t| (t.vtime, t.since))?;
         let job = tenant.queue.pop_front()?;
         tenant.in_flight += 1;
@@ -189,12 +240,15 @@ impl Schedule {
         }
     }
 
-    /// One of `namespace`'s requests ended.
-    pub(crate) fn finished(&mut self, namespace: &str) {
+    /// One of `namespace`'s requests ended. Returns whether the namespace
+    /// has requests waiting and is now under `guarantee` (one of them may
+    /// start even while the thread's slots are full).
+    pub(crate) fn finished(&mut self, namespace: &str, guarantee: usize) -> bool {
         let Some(tenant) = self.tenants.get_mut(namespace) else {
-            return;
+            return false;
         };
         tenant.in_flight = tenant.in_flight.saturating_sub(1);
+        !tenant.queue.is_empty() && tenant.in_flight < guarantee
     }
 
     /// A turn of `namespace` ran `overrun` past its limit. Returns the
@@ -242,9 +296,14 @@ mod tests {
     }
 
     fn admit(s: &mut Schedule, id: &str, share: usize) -> Result<(), Refusal> {
-        s.admit(job(id), share, Instant::now(), false)
+        s.admit(job(id), share, Instant::now(), Start::Later)
             .map(|_| ())
             .map_err(|(_, r)| r)
+    }
+
+    fn next_under(s: &mut Schedule, guarantee: usize) -> Option<String> {
+        s.next_under(Instant::now(), guarantee)
+            .map(|j| j.bundle.id.clone())
     }
 
     fn next_id(s: &mut Schedule) -> Option<String> {
@@ -276,7 +335,7 @@ mod tests {
         admit(&mut s, "web/n", 16).unwrap();
         assert_eq!(next_id(&mut s).as_deref(), Some("web/n"));
         s.charge("web", Duration::from_micros(100));
-        s.finished("web");
+        s.finished("web", 4);
         assert_eq!(next_id(&mut s).as_deref(), Some("hog/a"));
         s.charge("hog", Duration::from_millis(4));
         // Back from idle: at the clock, still ahead of the hog.
@@ -304,31 +363,102 @@ mod tests {
         // A request that could not wait that long is refused.
         s.overran("hog", Duration::from_secs(30), now);
         let held = s
-            .admit(job("hog/a"), 16, now, true)
+            .admit(job("hog/a"), 16, now, Start::Slot)
             .map(|_| ())
             .map_err(|(_, r)| r);
         assert_eq!(held, Err(Refusal::Held { remaining: LONGEST }));
+    }
+
+    fn started(s: &mut Schedule, id: &str, start: Start) -> bool {
+        matches!(s.admit(job(id), 64, Instant::now(), start), Ok(Some(_)))
+    }
+
+    #[test]
+    fn a_full_thread_still_starts_a_newcomer_under_its_guarantee() {
+        let mut s = Schedule::default();
+        // Two hogs hold all 8 slots of the thread.
+        for i in 0..8 {
+            assert!(started(&mut s, &format!("hog{}/w", i % 2), Start::Slot));
+        }
+        let full = Start::Full { guarantee: 2 };
+        // The hogs hold more than the guarantee: capped, they only queue.
+        assert!(!started(&mut s, "hog0/w", full));
+        assert_eq!(next_under(&mut s, 2), None);
+        // A newcomer starts its guarantee at once, then queues.
+        assert!(started(&mut s, "web/a", full));
+        assert!(started(&mut s, "web/b", full));
+        assert!(!started(&mut s, "web/c", full));
+        assert_eq!(next_under(&mut s, 2), None);
+        // One of its requests ends: its queued one may start, beyond the
+        // slots still, and the hogs' may not.
+        assert!(s.finished("web", 2));
+        assert_eq!(next_under(&mut s, 2).as_deref(), Some("web/c"));
+        assert!(!s.finished("hog1", 2), "the hog has nothing queued");
+        assert_eq!(next_under(&mut s, 2), None);
+    }
+
+    #[test]
+    fn in_flight_stays_within_the_slots_plus_the_guarantee_per_namespace() {
+        let (slots, guarantee, namespaces) = (8, 2, 6);
+        let mut s = Schedule::default();
+        let mut in_flight = 0;
+        for i in 0..slots {
+            in_flight += usize::from(started(&mut s, &format!("ns{}/w", i % 2), Start::Slot));
+        }
+        assert_eq!(in_flight, slots);
+        // Every namespace asks again and again while the thread is full.
+        for round in 0..10 {
+            for n in 0..namespaces {
+                let full = Start::Full { guarantee };
+                in_flight += usize::from(started(&mut s, &format!("ns{n}/r{round}"), full));
+            }
+            while next_under(&mut s, guarantee).is_some() {
+                in_flight += 1;
+            }
+        }
+        // ns0 and ns1 held 4 each: nothing more; the 4 others 2 each.
+        assert_eq!(in_flight, slots + guarantee * (namespaces - 2));
+        assert!(in_flight <= slots + guarantee * namespaces);
+    }
+
+    #[test]
+    fn the_guarantee_is_a_64th_of_the_limit_at_least_4() {
+        assert_eq!(guaranteed(256), 4);
+        assert_eq!(guaranteed(1024), 16);
+        assert_eq!(guaranteed(2), 2);
+        assert_eq!(guaranteed(0), 1);
     }
 
     #[test]
     fn with_nothing_queued_a_request_starts_at_once_unless_held() {
         let mut s = Schedule::default();
         let now = Instant::now();
-        let started = s.admit(job("web/a"), 4, now, true).map_err(|(_, r)| r);
+        let started = s
+            .admit(job("web/a"), 4, now, Start::Slot)
+            .map_err(|(_, r)| r);
         assert!(matches!(started, Ok(Some(_))));
         assert!(s.is_empty());
         // In flight: it holds a slot until finished.
         for _ in 0..3 {
-            assert!(matches!(s.admit(job("web/a"), 4, now, false), Ok(None)));
+            assert!(matches!(
+                s.admit(job("web/a"), 4, now, Start::Later),
+                Ok(None)
+            ));
         }
-        assert!(s.admit(job("web/a"), 4, now, true).is_err());
-        s.finished("web");
+        assert!(s.admit(job("web/a"), 4, now, Start::Slot).is_err());
+        s.finished("web", 4);
         // Something is queued: a newcomer waits its turn.
-        assert!(matches!(s.admit(job("other/b"), 4, now, true), Ok(None)));
+        assert!(matches!(
+            s.admit(job("other/b"), 4, now, Start::Slot),
+            Ok(None)
+        ));
         // A held namespace never skips its wait.
         let mut s = Schedule::default();
         s.overran("hog", Duration::from_secs(1), now);
-        assert!(matches!(s.admit(job("hog/a"), 4, now, true), Ok(None)));
+        assert!(matches!(
+            s.admit(job("hog/a"), 4, now, Start::Slot),
+            Ok(None)
+        ));
         assert!(s.next(now).is_none());
     }
 }

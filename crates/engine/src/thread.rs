@@ -23,7 +23,7 @@ use crate::limits::CpuClock;
 use crate::observer::{EngineObserver, EvictionReason, TerminationReason};
 use crate::outcome::{ExecuteError, Outcome};
 use crate::pool::{Evicted, Pool};
-use crate::schedule::{Refusal, Schedule};
+use crate::schedule::{Refusal, Schedule, Start};
 use crate::thread_ctx::{EngineShared, ThreadCtx};
 use crate::watchdog::Watchdog;
 
@@ -48,6 +48,11 @@ struct ThreadState {
     refill_failed: Cell<bool>,
     /// When a request last arrived or ended.
     last_activity: Cell<Instant>,
+    /// Requests a namespace may always have in flight, beyond the thread's
+    /// `queue_depth` slots if others hold them (`schedule.rs`).
+    guarantee: usize,
+    /// A namespace with requests waiting fell under its guarantee.
+    under_guarantee: Notify,
 }
 
 /// Everything a thread is started with.
@@ -143,6 +148,8 @@ pub(crate) fn run(start: ThreadStart) {
         spare_taken: Notify::new(),
         refill_failed: Cell::new(false),
         last_activity: Cell::new(Instant::now()),
+        guarantee: crate::schedule::guaranteed(config.queue_depth),
+        under_guarantee: Notify::new(),
     });
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, serve_jobs(state.clone(), jobs, shutdown, ready));
@@ -181,22 +188,28 @@ async fn serve_jobs(
         // refused) before the next one to start is chosen (`schedule.rs`).
         while let Ok(job) = jobs.try_recv() {
             let alone = jobs.is_empty();
-            receive(&state, job, alone.then_some(&permits));
+            receive(&state, job, &permits, alone);
         }
         // Bound requests in flight too: while they are all busy, new ones
-        // wait in their queues, and once a namespace's share is full, or
-        // the channel is, `execute` fails fast.
-        if let Ok(permit) = permits.clone().try_acquire_owned() {
-            let job = state.ctx.schedule.borrow_mut().next(Instant::now());
-            if let Some(job) = job {
-                start(&state, job, permit);
-                // Others wait: let this one's first turn, and the turns
-                // already due, run before choosing again.
-                if !state.ctx.schedule.borrow().is_empty() {
-                    tokio::task::yield_now().await;
-                }
-                continue;
+        // wait in their queues (but a namespace under its guarantee starts
+        // beyond them, `schedule.rs`), and once a namespace's share is
+        // full, or the channel is, `execute` fails fast.
+        let permit = permits.clone().try_acquire_owned().ok();
+        let job = {
+            let mut schedule = state.ctx.schedule.borrow_mut();
+            match permit {
+                Some(_) => schedule.next(Instant::now()),
+                None => schedule.next_under(Instant::now(), state.guarantee),
             }
+        };
+        if let Some(job) = job {
+            start(&state, job, permit);
+            // Others wait: let this one's first turn, and the turns
+            // already due, run before choosing again.
+            if !state.ctx.schedule.borrow().is_empty() {
+                tokio::task::yield_now().await;
+            }
+            continue;
         }
         let waiting = !state.ctx.schedule.borrow().is_empty();
         let release_at = state
@@ -237,8 +250,10 @@ async fn serve_jobs(
                     break;
                 }
             }
+            // A namespace with requests waiting fell under its guarantee.
+            () = state.under_guarantee.notified(), if waiting => {}
             job = jobs.recv() => match job {
-                Some(job) => receive(&state, job, jobs.is_empty().then_some(&permits)),
+                Some(job) => receive(&state, job, &permits, jobs.is_empty()),
                 None => break,
             },
             // A penalty ended (`schedule.rs`).
@@ -270,10 +285,12 @@ async fn serve_jobs(
 
 /// A request arrived: queued for its namespace, or refused at once when
 /// the namespace has used its share of the thread's slots or is penalized
-/// for longer than the request may wait (`schedule.rs`). With `permits`
-/// (no other request arrived with it), started at once when nothing is
-/// queued and a slot is free: it is the one the schedule would choose.
-fn receive(state: &Rc<ThreadState>, job: Job, permits: Option<&Arc<Semaphore>>) {
+/// for longer than the request may wait (`schedule.rs`). When `alone` (no
+/// other request arrived with it), started at once when nothing is queued
+/// and a slot is free: it is the one the schedule would choose. When every
+/// slot is taken, started at once beyond them if its namespace is under
+/// its guarantee.
+fn receive(state: &Rc<ThreadState>, job: Job, permits: &Arc<Semaphore>, alone: bool) {
     if job
         .request
         .extensions()
@@ -289,18 +306,23 @@ fn receive(state: &Rc<ThreadState>, job: Job, permits: Option<&Arc<Semaphore>>) 
         return;
     };
     let share = worker_slots(&state.ctx.config);
-    let permit = permits.and_then(|p| p.clone().try_acquire_owned().ok());
-    let admitted = state
-        .ctx
-        .schedule
-        .borrow_mut()
-        .admit(job, share, now, permit.is_some());
+    let permit = if alone {
+        permits.clone().try_acquire_owned().ok()
+    } else {
+        None
+    };
+    let how = match (&permit, permits.available_permits()) {
+        (Some(_), _) => Start::Slot,
+        (None, 0) => Start::Full {
+            guarantee: state.guarantee,
+        },
+        (None, _) => Start::Later,
+    };
+    let admitted = state.ctx.schedule.borrow_mut().admit(job, share, now, how);
     let (job, refusal) = match admitted {
         Ok(Some(job)) => {
-            // Only ever with a permit (`can_start`).
-            if let Some(permit) = permit {
-                start(state, job, permit);
-            }
+            // With its slot, or beyond the slots on its guarantee.
+            start(state, job, permit);
             return;
         }
         Ok(None) => return,
@@ -586,7 +608,7 @@ impl Drop for InFlight<'_> {
 /// Starts serving `job` as a task of its own. The request's future is
 /// boxed once here: it is kilobytes (every await of the request path), and
 /// unboxed it was copied whole into `spawn_local` and again into the task.
-fn start(state: &Rc<ThreadState>, job: Job, permit: OwnedSemaphorePermit) {
+fn start(state: &Rc<ThreadState>, job: Job, permit: Option<OwnedSemaphorePermit>) {
     tokio::task::spawn_local(Box::pin(serve(state.clone(), job, permit)));
 }
 
@@ -598,16 +620,20 @@ struct Slot<'a> {
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        self.state
+        let state = self.state;
+        let under = state
             .ctx
             .schedule
             .borrow_mut()
-            .finished(self.bundle.namespace());
+            .finished(self.bundle.namespace(), state.guarantee);
+        if under {
+            state.under_guarantee.notify_one();
+        }
     }
 }
 
 /// One request, from job to finished body; then its namespace's slot is free.
-async fn serve(state: Rc<ThreadState>, job: Job, _permit: OwnedSemaphorePermit) {
+async fn serve(state: Rc<ThreadState>, job: Job, _permit: Option<OwnedSemaphorePermit>) {
     let state = &state;
     let _slot = Slot {
         state,
