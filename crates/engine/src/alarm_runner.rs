@@ -30,8 +30,10 @@ pub struct AlarmRunner {
     engine: Engine,
     store: Store,
     host: Arc<dyn AlarmHost>,
-    /// How often the store is asked for due alarms.
+    /// The shortest wait between two looks at the store.
     poll: Duration,
+    /// The longest wait between two looks when no alarm is due sooner.
+    idle: Duration,
     /// How long a claim holds: longer than a handler may run, and how late
     /// an alarm whose process died is delivered at worst.
     lease: Duration,
@@ -47,7 +49,8 @@ impl AlarmRunner {
             engine,
             store,
             host,
-            poll: Duration::from_millis(250),
+            poll: Duration::from_millis(20),
+            idle: Duration::from_secs(1),
             lease: Duration::from_secs(60),
             backoff: Duration::from_secs(2),
             in_flight: 64,
@@ -83,8 +86,34 @@ impl AlarmRunner {
                     Err(error) => tracing::warn!(%error, "alarms: the store did not answer"),
                 }
             }
-            tokio::time::sleep(this.poll).await;
+            let wait = this.until_next(deliveries.len() as u32).await;
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = this.store.alarm_changed() => {}
+            }
         }
+    }
+
+    /// How long to sleep before looking again: until the next alarm can be
+    /// claimed, at least `poll` and at most `idle` (an alarm another process
+    /// set is seen within `idle`; one this process sets wakes the loop). With
+    /// deliveries filling every place, `poll` (one of them ends soon).
+    async fn until_next(&self, running: u32) -> Duration {
+        if running >= self.in_flight {
+            return self.poll;
+        }
+        let next = match self.store.next_alarm_at().await {
+            Ok(next) => next,
+            Err(error) => {
+                tracing::warn!(%error, "alarms: the store did not answer");
+                return self.poll;
+            }
+        };
+        let Some(next) = next else {
+            return self.idle;
+        };
+        let ahead = u64::try_from(next.saturating_sub(now_ms())).unwrap_or(0);
+        Duration::from_millis(ahead).clamp(self.poll, self.idle)
     }
 
     /// Runs `alarm` and settles it in the store.

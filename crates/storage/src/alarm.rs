@@ -50,6 +50,23 @@ impl Store {
                 blocking(folder, move |db, _| db.set_object_alarm(&scope, at)).await
             }
             Backend::Postgres(db) => db.set_object_alarm(scope, at).await,
+        }?;
+        self.alarms_changed.notify_one();
+        Ok(())
+    }
+
+    /// Resolves when this process next sets or deletes an alarm (or at
+    /// once, if it did since the last call).
+    pub async fn alarm_changed(&self) {
+        self.alarms_changed.notified().await;
+    }
+
+    /// The earliest time (ms) at which some alarm can be claimed: its time,
+    /// or the end of the claim that holds it. `None`: no alarm at all.
+    pub async fn next_alarm_at(&self) -> Result<Option<i64>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => blocking(folder, |db, _| db.next_alarm_at()).await,
+            Backend::Postgres(db) => db.next_alarm_at().await,
         }
     }
 
@@ -87,25 +104,53 @@ impl Store {
                 blocking(folder, move |db, _| db.release_alarm(&alarm)).await
             }
             Backend::Postgres(db) => db.release_alarm(alarm).await,
-        }
+        }?;
+        self.alarms_changed.notify_one();
+        Ok(())
     }
 
     /// The delivery of `alarm` failed: it is retried from `retry_at` (ms),
     /// or dropped after [`MAX_ALARM_RETRIES`] retries (`true`); nothing
     /// changes when it was set again meanwhile.
     pub async fn alarm_failed(&self, alarm: DueAlarm, retry_at: i64) -> Result<bool, StoreError> {
-        match &self.backend {
+        let dropped = match &self.backend {
             Backend::Sqlite(folder) => {
                 blocking(folder, move |db, _| db.alarm_failed(&alarm, retry_at)).await
             }
             Backend::Postgres(db) => db.alarm_failed(alarm, retry_at).await,
-        }
+        }?;
+        // Its retry may come before the loop's next look.
+        self.alarms_changed.notify_one();
+        Ok(dropped)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_next_alarm_is_the_earliest_claimable_and_a_set_wakes_the_loop() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::sqlite(dir.path());
+        assert_eq!(store.next_alarm_at().await.unwrap(), None);
+        let (a, b) = (
+            ObjectScope::new("ns", "w/C", "a"),
+            ObjectScope::new("ns", "w/C", "b"),
+        );
+        store.set_object_alarm(a.clone(), Some(30)).await.unwrap();
+        // The set left a wake-up for the loop.
+        tokio::time::timeout(std::time::Duration::from_secs(5), store.alarm_changed())
+            .await
+            .expect("setting an alarm wakes the alarm loop");
+        store.set_object_alarm(b.clone(), Some(10)).await.unwrap();
+        assert_eq!(store.next_alarm_at().await.unwrap(), Some(10));
+        // Claimed until 50: b is claimable again from then, a from 30.
+        assert_eq!(store.claim_due_alarms(10, 50, 1).await.unwrap().len(), 1);
+        assert_eq!(store.next_alarm_at().await.unwrap(), Some(30));
+        store.set_object_alarm(a, None).await.unwrap();
+        assert_eq!(store.next_alarm_at().await.unwrap(), Some(50));
+    }
 
     #[tokio::test]
     async fn an_alarm_is_claimed_once_retried_then_dropped_or_kept_when_set_again() {

@@ -50,6 +50,9 @@ pub struct Store {
     cache: Option<Arc<kv::KvCache>>,
     /// Bytes one Kubernetes namespace may store, when bounded.
     quota: Option<u64>,
+    /// Woken when this process sets or deletes an alarm (the alarm loop
+    /// sleeps until the next one is due, or this).
+    alarms_changed: Arc<tokio::sync::Notify>,
 }
 
 /// A read: the entry, and whether this node's cache answered it.
@@ -104,6 +107,7 @@ impl Store {
             })),
             cache: None,
             quota: None,
+            alarms_changed: Arc::default(),
         }
     }
 
@@ -116,6 +120,7 @@ impl Store {
             backend: Backend::Postgres(Arc::new(postgres::Postgres::new(settings)?)),
             cache: None,
             quota: None,
+            alarms_changed: Arc::default(),
         })
     }
 

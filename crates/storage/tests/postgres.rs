@@ -374,6 +374,7 @@ async fn alarm_claims_on_a_real_postgresql_hand_each_alarm_to_one_claimer() {
         let scope = ObjectScope::new("ns", "w/C", format!("{i:02}"));
         one.set_object_alarm(scope, Some(100 + i)).await.unwrap();
     }
+    assert_eq!(two.next_alarm_at().await.unwrap(), Some(100));
     let mut claimed = Vec::new();
     for _ in 0..8 {
         let (a, b) = tokio::join!(
@@ -398,6 +399,8 @@ async fn alarm_claims_on_a_real_postgresql_hand_each_alarm_to_one_claimer() {
             .is_empty()
     );
     let first = claimed.remove(0);
+    // Every alarm is claimed until 60,000: none can be taken before then.
+    assert_eq!(one.next_alarm_at().await.unwrap(), Some(60_000));
     assert!(!two.alarm_failed(first.clone(), 70_000).await.unwrap());
     let again = one.claim_due_alarms(70_000, 80_000, 100).await.unwrap();
     let retried: Vec<_> = again.iter().filter(|a| a.scope == first.scope).collect();

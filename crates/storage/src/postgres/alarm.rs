@@ -51,6 +51,19 @@ impl Postgres {
         .await
     }
 
+    pub(crate) async fn next_alarm_at(&self) -> Result<Option<i64>, StoreError> {
+        self.run(|client| async move {
+            let row = client
+                .query_one(
+                    "SELECT MIN(GREATEST(at, COALESCE(claimed_until, at))) FROM do_alarm",
+                    &[],
+                )
+                .await?;
+            Ok(row.try_get::<_, Option<i64>>(0)?)
+        })
+        .await
+    }
+
     pub(crate) async fn claim_due_alarms(
         &self,
         now: i64,

@@ -81,6 +81,14 @@ impl Sqlite {
         Ok(())
     }
 
+    pub(crate) fn next_alarm_at(&self) -> Result<Option<i64>, StoreError> {
+        let db = self.lock();
+        let next = db
+            .prepare_cached("SELECT MIN(MAX(at, COALESCE(claimed_until, at))) FROM do_alarm")?
+            .query_row([], |row| row.get::<_, Option<i64>>(0))?;
+        Ok(next)
+    }
+
     pub(crate) fn claim_due_alarms(
         &self,
         now: i64,
