@@ -112,6 +112,21 @@ async fn an_objects_alarm_fires_once_and_fires_after_its_node_dies_with_its_stat
     worker.spec.bindings = vec![Binding::durable_object("COUNTER", "Counter")];
     kubectl::apply_workers(&cp, &dir.path().join("counter.yaml"), TEAM, &[worker]).await;
     let ingress = Ingress::new(cluster.ingress());
+    // Every node has the bundle before the first request: a node that
+    // refused one for want of it would send it to the other node, and the
+    // object would then have an instance (and a cache) on each (one
+    // instance per object in the cluster is not built yet).
+    let loaded = format!("bundle loaded worker.id={TEAM}/counter");
+    wait_until("every node to load the counter Worker", SETTLE, || {
+        let logs: Vec<String> = cluster.nodes.iter().map(|n| n.process.log()).collect();
+        let loaded = &loaded;
+        async move {
+            logs.iter()
+                .all(|log| log.contains(loaded.as_str()))
+                .then_some(())
+        }
+    })
+    .await;
     wait_until("the counter Worker answers", SETTLE, || {
         let ingress = &ingress;
         async move { (ingress.get(HOST, "/state").await.ok()?.status == 200).then_some(()) }
