@@ -281,13 +281,7 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
     broken.metadata.name = Some("broken".to_owned());
     broken.spec.routes.clear();
     workers::apply(&client, NAMESPACE, &broken).await;
-    let refused = wait_for_worker(&client, NAMESPACE, "broken", "to be refused", SETTLE, |w| {
-        has_condition(w, "Ready", "False", Some("BundleInvalid"))
-    })
-    .await;
-    let message = &workers::condition(&refused, "Ready")
-        .expect("Ready")
-        .message;
+    let message = &refused_message(&client, "broken").await;
     assert!(message.contains("bad.wasm"), "{message}");
 
     let mut anonymous = v1_worker.clone();
@@ -295,18 +289,7 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
     anonymous.spec.bundle_pull_secrets.clear();
     anonymous.spec.routes.clear();
     workers::apply(&client, NAMESPACE, &anonymous).await;
-    let refused = wait_for_worker(
-        &client,
-        NAMESPACE,
-        "anonymous",
-        "to be refused",
-        SETTLE,
-        |w| has_condition(w, "Ready", "False", Some("BundleInvalid")),
-    )
-    .await;
-    let message = &workers::condition(&refused, "Ready")
-        .expect("Ready")
-        .message;
+    let message = &refused_message(&client, "anonymous").await;
     assert!(message.contains("unauthorized"), "{message}");
 
     // === 4. a registry the cluster does not list is never contacted ===
@@ -319,18 +302,7 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
     let digest = v1_bundle.split_once('@').expect("a digest").1;
     elsewhere.spec.bundle = Some(format!("{unlisted}/apps/big@{digest}"));
     workers::apply(&client, NAMESPACE, &elsewhere).await;
-    let refused = wait_for_worker(
-        &client,
-        NAMESPACE,
-        "elsewhere",
-        "to be refused",
-        SETTLE,
-        |w| has_condition(w, "Ready", "False", Some("BundleInvalid")),
-    )
-    .await;
-    let message = &workers::condition(&refused, "Ready")
-        .expect("Ready")
-        .message;
+    let message = &refused_message(&client, "elsewhere").await;
     assert!(
         message.contains("is not one this cluster pulls bundles from"),
         "{message}"
@@ -346,6 +318,18 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
         (reply.status, reply.body.as_str()),
         (200, expected_v2.as_str())
     );
+}
+
+/// The `Ready` message of Worker `name` once it is refused `BundleInvalid`.
+async fn refused_message(client: &kube::Client, name: &str) -> String {
+    let refused = wait_for_worker(client, NAMESPACE, name, "to be refused", SETTLE, |w| {
+        has_condition(w, "Ready", "False", Some("BundleInvalid"))
+    })
+    .await;
+    workers::condition(&refused, "Ready")
+        .expect("Ready")
+        .message
+        .clone()
 }
 
 /// A loopback listener that counts the connections it gets (and closes

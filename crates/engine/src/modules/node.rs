@@ -198,6 +198,15 @@ pub(super) fn exports<'s>(
     super::commonjs::module_exports(scope, module_value)
 }
 
+/// A built-in's registry name: `specifier` as it is when it names one
+/// (`node:buffer`, `cloudflare:sockets`), else `node:<specifier>`.
+fn prefixed(specifier: String) -> String {
+    match is_builtin(&specifier) {
+        true => specifier,
+        false => format!("{PREFIX}{specifier}"),
+    }
+}
+
 /// `require('node:<name>')` inside a built-in: another built-in, whatever
 /// the Worker's settings (they decide what the Worker imports, not what
 /// a built-in is made of).
@@ -209,11 +218,7 @@ fn require_builtin(
     let Some(registry) = Registry::get(scope) else {
         return;
     };
-    let specifier = args.get(0).to_rust_string_lossy(scope);
-    let name = match is_builtin(&specifier) {
-        true => specifier,
-        false => format!("{PREFIX}{specifier}"),
-    };
+    let name = prefixed(args.get(0).to_rust_string_lossy(scope));
     if let Some(value) = exports(scope, &registry, &name) {
         rv.set(value);
     }
@@ -233,11 +238,7 @@ fn require_for_worker(
     let Some(registry) = Registry::get(scope) else {
         return;
     };
-    let specifier = args.get(0).to_rust_string_lossy(scope);
-    let prefixed = match is_builtin(&specifier) {
-        true => specifier,
-        false => format!("{PREFIX}{specifier}"),
-    };
+    let prefixed = prefixed(args.get(0).to_rust_string_lossy(scope));
     match builtin(&prefixed, &registry.compat) {
         Some(Ok(name)) => {
             if let Some(value) = exports(scope, &registry, &name) {
