@@ -52,6 +52,7 @@ mod port;
 mod postgres;
 mod process;
 mod registry;
+mod slow_lines;
 pub mod workerd;
 pub mod workers;
 

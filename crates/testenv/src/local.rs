@@ -219,6 +219,14 @@ impl Drop for LocalCluster {
                 "isolane-testenv: kept {}: logs in etcd.log and kube-apiserver.log, kubeconfig in kubeconfig",
                 path.display()
             );
+            if std::thread::panicking() {
+                for log in ["etcd.log", "kube-apiserver.log"] {
+                    eprintln!(
+                        "--- slow or refused requests in {log} ---\n{}",
+                        crate::slow_lines::slow_lines(&path.join(log), 30)
+                    );
+                }
+            }
             warn!(dir = %path.display(), "kept the control plane's logs");
         }
     }
