@@ -253,6 +253,19 @@ async fn echoes(socket: &mut Socket, text: &str) -> bool {
     matches!(next(socket).await, Some(Message::Text(t)) if t.as_str() == text)
 }
 
+/// Reads `socket` until it closes: the data messages it got, and the close
+/// code (`None` when it ended without a close frame).
+async fn read_to_close(mut socket: Socket) -> (usize, Option<u16>) {
+    let mut received = 0usize;
+    loop {
+        match next(&mut socket).await {
+            Some(Message::Close(frame)) => return (received, frame.map(|f| u16::from(f.code))),
+            Some(_) => received += 1,
+            None => return (received, None),
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn echo_close_limits_and_a_flood_beside_a_benign_socket() {
     let system = System::start(1, 5).await;
@@ -359,35 +372,42 @@ async fn echo_close_limits_and_a_flood_beside_a_benign_socket() {
         );
         during += 1;
     }
-    let (sent, mut flooding_client) = flood.await.unwrap();
+    let (sent, flooding_client) = flood.await.unwrap();
     eprintln!(
         "hostile client sent {sent} × 64 KiB without reading; benign echoed {during} meanwhile"
     );
     // Neither hostile socket is served for ever: the flooded client, once it
-    // reads, finds its socket dropped (1011) after at most the buffers.
-    let mut received = 0usize;
-    let flooded_close = loop {
-        match next(&mut flooded).await {
-            Some(Message::Close(frame)) => break frame.map(|f| u16::from(f.code)),
-            Some(_) => received += 1,
-            None => break None,
-        }
-    };
+    // reads, finds its socket dropped (1011) after at most the buffers. Both
+    // are read to their close while the benign socket goes on echoing (it
+    // would otherwise idle past the node's 5 s while they close, and be
+    // closed 1001 as the idle test below expects).
+    let flooded = tokio::spawn(read_to_close(flooded));
+    let flooding = tokio::spawn(read_to_close(flooding_client));
+    let mut meanwhile = 0;
+    while !(flooded.is_finished() && flooding.is_finished()) {
+        assert!(
+            echoes(
+                &mut benign,
+                &format!("while the hostile sockets close {meanwhile}")
+            )
+            .await,
+            "benign echo {meanwhile} while the hostile sockets close"
+        );
+        meanwhile += 1;
+        // Pacing, not a wait: the loop's condition is the tasks' end.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (received, flooded_close) = flooded.await.unwrap();
     eprintln!("the flooded client got {received} of 2000 messages, then close {flooded_close:?}");
     assert!(
         received < 2000,
         "a client that did not read was buffered for: {received}"
     );
     assert_eq!(flooded_close, Some(1011));
-    let mut echoed_back = 0usize;
-    let flooding_close = loop {
-        match next(&mut flooding_client).await {
-            Some(Message::Close(frame)) => break frame.map(|f| u16::from(f.code)),
-            Some(_) => echoed_back += 1,
-            None => break None,
-        }
-    };
-    eprintln!("the flooding client read {echoed_back} echoes back, then close {flooding_close:?}");
+    let (echoed_back, flooding_close) = flooding.await.unwrap();
+    eprintln!(
+        "the flooding client read {echoed_back} echoes back, then close {flooding_close:?}; the benign socket echoed {meanwhile} meanwhile"
+    );
     assert!(echoes(&mut benign, "after the flood").await);
 
     // Idle for longer than the node's 5 s: 1001 (the benign socket too,
