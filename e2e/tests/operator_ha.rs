@@ -88,7 +88,17 @@ async fn a_killed_operator_restarts_and_converges() {
     prepare(&cp, &[NS]).await;
     let client = cp.client();
     let dir = tempfile::tempdir().expect("temp dir");
-    let options = OperatorOptions::default();
+    // The chart's Lease timings, not the short ones the failover test below
+    // needs: this test restarts the same identity, which renews its own
+    // Lease at once, and with a 2 s renew deadline a slow apiserver (a loaded
+    // machine) makes the leader step down and start its controller again,
+    // relisting every cache each time (docs/operator.md, "Leader election").
+    let options = OperatorOptions {
+        lease_duration: Duration::from_secs(15),
+        renew_deadline: Duration::from_secs(10),
+        retry_period: Duration::from_secs(2),
+        ..OperatorOptions::default()
+    };
     let mut operator = Operator::start(&cp, dir.path(), &options);
     operator.wait_ready(STEP).await;
 

@@ -152,6 +152,25 @@ pub fn decide(lease: Option<&Lease>, identity: &str, now: Timestamp) -> Decision
     }
 }
 
+/// How long a round started at `now` may take. A leader must not outlive
+/// its renew deadline waiting on a hung request: what is left of it since
+/// `last_renewal`. A standby has no deadline to keep; it gets the whole renew
+/// deadline, so that a slow apiserver (two requests that take over a retry
+/// period together) still lets it acquire. A round that acquires counts from
+/// its start, so a late answer never stretches the new leader's deadline.
+pub fn round_budget(
+    config: &LeaderConfig,
+    last_renewal: Option<Instant>,
+    now: Instant,
+) -> Duration {
+    match last_renewal {
+        Some(renewed) => (renewed + config.renew_deadline)
+            .saturating_duration_since(now)
+            .max(Duration::from_millis(10)),
+        None => config.renew_deadline,
+    }
+}
+
 /// The spec of a Lease held by `config.identity`, from the previous spec: the
 /// acquire time is kept on renewal, transitions count changes of holder.
 pub fn held_spec(config: &LeaderConfig, previous: Option<LeaseSpec>, now: Timestamp) -> LeaseSpec {
@@ -209,13 +228,7 @@ impl LeaderElector {
         let mut last_renewal: Option<Instant> = None;
         loop {
             let started = Instant::now();
-            // A leader must not outlive its renew deadline waiting on a hung request.
-            let budget = match last_renewal {
-                Some(renewed) => (renewed + self.config.renew_deadline)
-                    .saturating_duration_since(started)
-                    .max(Duration::from_millis(10)),
-                None => self.config.retry_period,
-            };
+            let budget = round_budget(&self.config, last_renewal, started);
             let attempt = tokio::select! {
                 () = stop.cancelled() => break,
                 attempt = tokio::time::timeout(budget, self.round()) => {
@@ -431,6 +444,32 @@ mod tests {
         assert_eq!(
             decide(Some(&lease(Some(""), 100, 15)), "me", at(101)),
             Decision::TakeOver
+        );
+    }
+
+    #[test]
+    fn a_standby_round_may_take_the_renew_deadline_and_a_leader_what_is_left_of_it() {
+        let config = LeaderConfig {
+            lease_name: "lease".into(),
+            identity: "me".into(),
+            lease_duration: Duration::from_secs(3),
+            renew_deadline: Duration::from_secs(2),
+            retry_period: Duration::from_millis(500),
+        };
+        let now = Instant::now();
+        // Not the retry period: two requests of 300 ms each must not time out.
+        assert_eq!(round_budget(&config, None, now), Duration::from_secs(2));
+        let renewed = now
+            .checked_sub(Duration::from_millis(1500))
+            .expect("an instant");
+        assert_eq!(
+            round_budget(&config, Some(renewed), now),
+            Duration::from_millis(500)
+        );
+        let long_ago = now.checked_sub(Duration::from_secs(5)).expect("an instant");
+        assert_eq!(
+            round_budget(&config, Some(long_ago), now),
+            Duration::from_millis(10)
         );
     }
 
