@@ -169,6 +169,43 @@ async fn a_revision_that_arrives_while_waiting_is_served() {
 }
 
 #[tokio::test]
+async fn a_prewarm_waits_for_its_revision_until_its_deadline() {
+    // revision_wait is 200 ms: a request for r2 gives up after that, a
+    // prewarm (a node still pulling r2's bundle) waits until r2 arrives.
+    let node = start(Shape::default());
+    node.deploy("demo/hello", "r1", HELLO);
+    let mut client = node.client(0).await;
+    let mut prewarm = head("GET", "demo/hello", "r2", 0);
+    prewarm.prewarm = true;
+    prewarm.deadline_ms = 30_000;
+    let pending = tokio::spawn(async move { call(&mut client, prewarm, &[]).await });
+    wait_until("the prewarm to wait", Duration::from_secs(5), || {
+        let waiting = node.admission.in_flight(0) == 1;
+        async move { waiting.then_some(()) }
+    })
+    .await;
+    // Past revision_wait (with a margin), the prewarm is still waiting.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(
+        !pending.is_finished(),
+        "the prewarm gave up at revision_wait"
+    );
+    node.deploy(
+        "demo/hello",
+        "r2",
+        "export default { fetch() { return new Response('r2') } };",
+    );
+    let answer = pending.await.unwrap().unwrap();
+    assert_eq!(answer.head.status, 204);
+    // A request for a revision never deployed still gives up at revision_wait.
+    let mut client = node.client(0).await;
+    let mut request = head("GET", "demo/hello", "r3", 0);
+    request.deadline_ms = 30_000;
+    let status = call(&mut client, request, &[]).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound);
+}
+
+#[tokio::test]
 async fn a_thread_out_of_range_is_invalid_argument() {
     let node = start(Shape::default());
     node.deploy("demo/hello", "r1", HELLO);
