@@ -5,13 +5,15 @@
 //! the test PKI are `isolane-testenv`'s), [`operator`] (the
 //! operator as a process), [`workers`] (Workers, bundles and conditions through
 //! the API), [`certs`] (a throwaway CA for webhooks), [`http`] (admin endpoints),
-//! [`images`] (the OCI images `make images` builds, and what is in them);
+//! [`images`] (the OCI images `make images` builds, and what is in them),
+//! [`bundles`] (bundles pushed to a test registry and switched by digest);
 //! for the whole system: [`cluster`] (operator, runtime nodes and router as
 //! processes), [`kubectl`] (Worker manifests applied as a user does),
 //! [`ingress`] (requests through the router) and [`load`] (continuous traffic
 //! and a tally of every request).
 #![forbid(unsafe_code)]
 
+pub mod bundles;
 pub mod certs;
 pub mod cluster;
 pub mod images;

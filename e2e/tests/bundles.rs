@@ -16,117 +16,31 @@
 //!
 //! One node, as in the traffic test. Timing is printed, never asserted.
 
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use isolane_crds::{TrafficTarget, Worker};
+use isolane_e2e::bundles::{
+    self, BLOB_BYTES, PULL_SECRET, Serving, Target, answer, create_pull_secret, revision_of,
+    wait_for_answer, write_bundle,
+};
 use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::operator::OperatorOptions;
-use isolane_e2e::process::binary;
 use isolane_e2e::workers::{self, has_condition, wait_for_worker, wait_ready};
-use isolane_testenv::{ControlPlane, Registry, wait_until};
-use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::Secret;
-use kube::Api;
-use kube::api::{ObjectMeta, PostParams};
+use isolane_testenv::{ControlPlane, Registry};
 
 const NAMESPACE: &str = "apps";
 const HOST: &str = "big.test";
-const PULL_SECRET: &str = "registry-pull";
 const SETTLE: Duration = Duration::from_secs(90);
-const BLOB_BYTES: usize = 8 << 20;
 
-/// A Worker folder: main.js answering `<version> <blob bytes> <greeting>`.
-fn write_bundle(dir: &Path, version: &str, blob: &[u8]) {
-    std::fs::create_dir_all(dir).expect("bundle dir");
-    std::fs::write(
-        dir.join("main.js"),
-        format!(
-            "import blob from './blob.bin';\n\
-             import greeting from './greeting.txt';\n\
-             export default {{ fetch() {{ return new Response(`{version} ${{blob.byteLength}} ${{greeting}}`); }} }};\n"
-        ),
-    )
-    .expect("main.js");
-    std::fs::write(dir.join("blob.bin"), blob).expect("blob.bin");
-    std::fs::write(dir.join("greeting.txt"), "hello from a text module").expect("greeting");
-}
-
-/// `isolane push` of `path`: the Worker it prints.
-fn push(registry: &Registry, path: &Path, repository: &str, pull_secret: Option<&str>) -> Worker {
-    let mut command = Command::new(binary("isolane", "ISOLANE_BIN"));
-    command
-        .arg("push")
-        .arg(path)
-        .args(["--repository", &format!("{}/{repository}", registry.host())])
-        .args([
-            "--name",
-            "big",
-            "-n",
-            NAMESPACE,
-            "--route",
-            HOST,
-            "--plain-http",
-        ])
-        .env("ISOLANE_REGISTRY_USERNAME", registry.username())
-        .env("ISOLANE_REGISTRY_PASSWORD", registry.password());
-    if let Some(secret) = pull_secret {
-        command.args(["--pull-secret", secret]);
-    }
-    let started = Instant::now();
-    let output = command.output().expect("isolane push runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "isolane push failed: {stderr}");
-    println!(
-        "isolane push {repository}: {:.0} ms: {}",
-        started.elapsed().as_secs_f64() * 1000.0,
-        stderr.trim()
-    );
-    serde_yaml::from_slice(&output.stdout).expect("isolane push prints a Worker")
-}
-
-/// Isolate-cache misses of the node so far (each a cold start).
-async fn misses(cluster: &Cluster) -> f64 {
-    cluster.nodes[0]
-        .metric_sum(
-            "isolane_node_isolate_cache_lookups_total",
-            "result=\"miss\"",
-        )
-        .await
-        .expect("node metrics")
-}
-
-fn revision_of(worker: &Worker) -> String {
-    worker
-        .status
-        .as_ref()
-        .and_then(|s| s.revision.clone())
-        .expect("a revision")
-}
-
-async fn pull_secret(cp: &ControlPlane, registry: &Registry) {
-    let secrets: Api<Secret> = Api::namespaced(cp.client(), NAMESPACE);
-    let secret = Secret {
-        metadata: ObjectMeta {
-            name: Some(PULL_SECRET.to_owned()),
-            ..ObjectMeta::default()
-        },
-        type_: Some("kubernetes.io/dockerconfigjson".to_owned()),
-        data: Some(
-            [(
-                ".dockerconfigjson".to_owned(),
-                ByteString(registry.docker_config_json().into_bytes()),
-            )]
-            .into(),
-        ),
-        ..Secret::default()
+/// `isolane push` of `path` as the Worker `big` (or another name later).
+fn push(registry: &Registry, path: &std::path::Path, repository: &str) -> isolane_crds::Worker {
+    let target = Target {
+        name: "big",
+        namespace: NAMESPACE,
+        host: HOST,
+        pull_secret: Some(PULL_SECRET),
     };
-    secrets
-        .create(&PostParams::default(), &secret)
-        .await
-        .expect("create the pull secret");
+    bundles::push(registry, path, repository, target)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,7 +48,8 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
     let cp = ControlPlane::start().await.expect("control plane starts");
     workers::prepare(&cp, &[NAMESPACE]).await;
     let registry = Registry::start("isolane", "pull-me").expect("registry starts");
-    pull_secret(&cp, &registry).await;
+    let client = cp.client();
+    create_pull_secret(&client, NAMESPACE, &registry).await;
     let dir = tempfile::tempdir().expect("temp dir");
     let plain_http = format!("--plain-http-registry={}", registry.host());
     let allowed = format!("--bundle-registry={}", registry.host());
@@ -157,116 +72,43 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
         ..ClusterOptions::default()
     };
     let cluster = Cluster::start(&cp, dir.path(), options).await;
-    let client = cp.client();
     let ingress = Ingress::new(cluster.ingress());
 
     // === 1. push, apply, serve ===
-    let mut rng = fastrand::Rng::with_seed(31);
-    let blob: Vec<u8> = (0..BLOB_BYTES).map(|_| rng.u8(..)).collect();
+    let blob = bundles::blob();
     write_bundle(&dir.path().join("v1"), "v1", &blob);
-    let v1_worker = push(
-        &registry,
-        &dir.path().join("v1"),
-        "apps/big",
-        Some(PULL_SECRET),
-    );
+    let v1_worker = push(&registry, &dir.path().join("v1"), "apps/big");
     let v1_bundle = v1_worker.spec.bundle.clone().expect("spec.bundle");
     assert!(v1_bundle.contains("@sha256:"), "{v1_bundle}");
     let applied = Instant::now();
     workers::apply(&client, NAMESPACE, &v1_worker).await;
     let v1 = revision_of(&wait_ready(&client, NAMESPACE, "big", SETTLE).await);
-    let expected_v1 = format!("v1 {BLOB_BYTES} hello from a text module");
-    wait_until("v1 to answer through the router", SETTLE, || async {
-        let reply = ingress.get(HOST, "/").await.ok()?;
-        (reply.status == 200 && reply.body == expected_v1).then_some(())
-    })
-    .await;
+    let expected_v1 = answer("v1", BLOB_BYTES);
+    wait_for_answer(&ingress, HOST, &expected_v1, SETTLE).await;
     println!(
         "8 MiB bundle: applied to first answer {:.0} ms",
         applied.elapsed().as_secs_f64() * 1000.0
     );
 
-    // === 2. v2 by another digest, prewarmed at 0 %, then shifted ===
+    // === 2. v2 by another digest, prewarmed at 0 %, then switched ===
     write_bundle(&dir.path().join("v2"), "v2", &blob);
-    let mut v2_worker = push(
-        &registry,
-        &dir.path().join("v2"),
-        "apps/big",
-        Some(PULL_SECRET),
-    );
+    let v2_worker = push(&registry, &dir.path().join("v2"), "apps/big");
     assert_ne!(v2_worker.spec.bundle.as_deref(), Some(v1_bundle.as_str()));
-    let pinned = |revision: &str, percent| TrafficTarget {
-        revision: Some(revision.to_owned()),
-        latest_revision: None,
-        percent,
-        tag: None,
+    let serving = Serving {
+        ingress: ingress.clone(),
+        node_admin: cluster.nodes[0].admin,
+        router_admin: cluster.router.admin,
+        settle: SETTLE,
     };
-    let latest = |percent| TrafficTarget {
-        revision: None,
-        latest_revision: Some(true),
-        percent,
-        tag: None,
-    };
-    let prewarms = || async {
-        cluster
-            .router
-            .metric_sum("isolane_router_prewarms_total", "outcome=\"ok\"")
-            .await
-            .unwrap_or_default()
-    };
-    let prewarms_before = prewarms().await;
-    v2_worker.spec.traffic = vec![pinned(&v1, 100)];
-    workers::apply(&client, NAMESPACE, &v2_worker).await;
-    let worker = wait_for_worker(
+    let expected_v2 = answer("v2", BLOB_BYTES);
+    bundles::switch_without_cold_start(
         &client,
-        NAMESPACE,
-        "big",
-        "to hold v2 at 0 %",
-        SETTLE,
-        |w| {
-            has_condition(w, "Ready", "True", None)
-                && w.status.as_ref().is_some_and(|s| {
-                    s.revisions.len() >= 2 && s.revision.as_deref() != Some(v1.as_str())
-                })
-        },
+        &serving,
+        v2_worker,
+        &v1,
+        (&expected_v1, &expected_v2),
     )
     .await;
-    let v2 = revision_of(&worker);
-    let before = misses(&cluster).await;
-    // The router takes the new split only once v2 is compiled where its
-    // requests will go (its prewarm gate; the node pulls the bundle for it).
-    v2_worker.spec.traffic = vec![latest(100)];
-    workers::apply(&client, NAMESPACE, &v2_worker).await;
-    let expected_v2 = format!("v2 {BLOB_BYTES} hello from a text module");
-    let mut failures = Vec::new();
-    let mut served = 0;
-    let shifted = Instant::now();
-    loop {
-        let reply = ingress.get(HOST, "/").await;
-        served += 1;
-        match reply {
-            Ok(reply) if reply.status == 200 && reply.body == expected_v2 => break,
-            Ok(reply) if reply.status == 200 && reply.body == expected_v1 => {}
-            other => failures.push(format!("{other:?}")),
-        }
-        assert!(shifted.elapsed() < SETTLE, "v2 never took the traffic");
-    }
-    println!(
-        "shift v1 -> v2: {served} requests, {:.0} ms, misses before {before}, after {}",
-        shifted.elapsed().as_secs_f64() * 1000.0,
-        misses(&cluster).await
-    );
-    assert!(
-        failures.is_empty(),
-        "requests failed during the shift: {failures:?}"
-    );
-    assert_eq!(
-        misses(&cluster).await,
-        before,
-        "the shift caused a cold start"
-    );
-    assert!(prewarms().await > prewarms_before, "v2 was not prewarmed");
-    assert_ne!(v1, v2);
 
     // === 3. broken bundles are refused with the reason; v2 keeps serving ===
     let broken_dir = dir.path().join("broken");
@@ -277,7 +119,7 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
     )
     .expect("main.js");
     std::fs::write(broken_dir.join("bad.wasm"), b"\0asm\x01\0\0\0garbage").expect("wasm");
-    let mut broken = push(&registry, &broken_dir, "apps/broken", Some(PULL_SECRET));
+    let mut broken = push(&registry, &broken_dir, "apps/broken");
     broken.metadata.name = Some("broken".to_owned());
     broken.spec.routes.clear();
     workers::apply(&client, NAMESPACE, &broken).await;

@@ -3,10 +3,12 @@
 //! containerd, `helm install` with the chart's own probes, security context
 //! and RBAC, every pod Ready, the webhook answering `kubectl apply`, a Worker
 //! answering HTTP through the router's Service (its ClusterIP, through
-//! kube-proxy's rules), a WebSocket echoed through it, the leading operator pod deleted and the other replica
-//! taking over (a Worker applied after that answers too), `helm upgrade`
-//! rolling the node DaemonSet (surge) and the router under steady load with
-//! no failed request, the only node pod deleted under load with no failed
+//! kube-proxy's rules), a WebSocket echoed through it, an 8 MiB bundle
+//! pushed to the test registry and served by digest, then switched to a
+//! second digest with no cold start (`pods/bundle.rs`), the leading
+//! operator pod deleted and the other replica taking over (a Worker applied
+//! after that answers too), `helm upgrade` rolling the node DaemonSet (surge)
+//! and the router under steady load with no failed request, the only node pod deleted under load with no failed
 //! request, and `helm uninstall` leaving no Isolane object.
 //!
 //! Needs root (the node: containerd, a bridge, iptables); see docs/testing.md.
@@ -31,6 +33,9 @@ const RELEASE: &str = "isolane";
 const NAMESPACE: &str = "isolane-system";
 const HOST: &str = "hello.pods.test";
 const LEADER_LEASE: &str = "isolane-operator-leader";
+
+#[path = "pods/bundle.rs"]
+mod bundle;
 
 /// `helm` from PATH, else from the Isolane cache (hack/install-deps.sh).
 fn helm() -> PathBuf {
@@ -185,6 +190,8 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
         .await
         .expect("control plane with a node");
     let kubeconfig = cp.kubeconfig_path().to_owned();
+    // On the node's bridge address, which exists once the node's host is prepared.
+    let registry = bundle::start_registry();
 
     // `helm install --wait`: every Deployment and DaemonSet rolled out, which
     // needs every pod Ready by the chart's own readiness probes.
@@ -203,8 +210,10 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
             .args(["--set", "node.resources.requests.cpu=100m"])
             .args(["--set", "node.resources.requests.memory=128Mi"])
             .args(["--set", "node.config.threads=1"])
-            .args(["--set", "node.config.isolatesPerThread=4"])
+            // hello, echo, after and the bundle's two revisions stay warm.
+            .args(["--set", "node.config.isolatesPerThread=6"])
             .args(["--set", "router.replicas=1"])
+            .args(bundle::helm_values(&registry))
             .args(["--wait", "--timeout", "4m"]),
         None,
     );
@@ -312,6 +321,8 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
         installed.elapsed()
     );
     echo_through_the_service(&kubeconfig, address).await;
+    bundle::pushed_served_and_switched(&cp.client(), &pods, &registry, &ingress, image_dir.path())
+        .await;
 
     // The leading operator pod goes away; the other replica takes the Lease
     // and reconciles a Worker applied after that.
@@ -466,7 +477,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .args([
-                "delete", "workers", "hello", "after", "-n", "default", "--wait",
+                "delete", "workers", "hello", "after", "big", "-n", "default", "--wait",
             ]),
         None,
     );

@@ -246,7 +246,8 @@ pub struct Args {
     pub websocket_drain_grace: Duration,
 
     /// How long a request for a revision the node has not seen yet waits for
-    /// the bundle watch before failing with NOT_FOUND.
+    /// the bundle watch before failing with NOT_FOUND (a router's prewarm
+    /// waits until its deadline).
     #[arg(long, env = REVISION_WAIT_ENV, default_value = "2s", value_parser = parse_duration)]
     pub revision_wait: Duration,
 

@@ -224,7 +224,16 @@ impl NodeService {
         // no clock read, no timer.
         let deadline_in = (call.deadline_ms > 0).then(|| Duration::from_millis(call.deadline_ms));
         let deadline = deadline_in.map(|d| Instant::now() + d);
-        let wait = deadline_in.map_or(shared.revision_wait, |d| shared.revision_wait.min(d));
+        // A client's request waits at most `revision_wait` for a revision
+        // the node has not seen yet. A prewarm waits as long as its deadline
+        // allows: the router sends it as soon as a revision is Ready, which
+        // may be before this node has pulled its bundle by digest, and a
+        // prewarm given up opens the router's gate to a cold start.
+        let wait = match deadline_in {
+            Some(d) if call.prewarm => d,
+            Some(d) => shared.revision_wait.min(d),
+            None => shared.revision_wait,
+        };
         let resolve = shared
             .bundles
             .resolve(&call.worker_id, &call.revision, wait);

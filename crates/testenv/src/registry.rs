@@ -1,10 +1,12 @@
 //! A throwaway OCI registry for tests: CNCF Distribution's `registry`
 //! (built from its Go module by hack/install-deps.sh into the cache as
 //! `bin/registry-<REGISTRY_VERSION>`), storing on a temporary directory,
-//! listening on a free port of 127.0.0.1 over plain HTTP, with htpasswd
-//! (basic) authentication for one user, so pull credentials are exercised.
-//! Killed on drop (`Process`).
+//! listening on a free port of 127.0.0.1 (or of another local address: the
+//! test node's bridge address, which pods reach) over plain HTTP, with
+//! htpasswd (basic) authentication for one user, so pull credentials are
+//! exercised. Killed on drop (`Process`).
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -25,7 +27,7 @@ const READY_WITHIN: Duration = Duration::from_secs(30);
 /// A running registry.
 pub struct Registry {
     process: Process,
-    port: u16,
+    address: SocketAddr,
     username: String,
     password: String,
     _dir: TempDir,
@@ -34,15 +36,21 @@ pub struct Registry {
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Registry")
-            .field("port", &self.port)
+            .field("address", &self.address)
             .finish_non_exhaustive()
     }
 }
 
 impl Registry {
-    /// Starts a registry whose one user is `username`:`password`; returns
-    /// once it answers `/v2/`.
+    /// Starts a registry on 127.0.0.1 whose one user is
+    /// `username`:`password`; returns once it answers `/v2/`.
     pub fn start(username: &str, password: &str) -> Result<Self, Error> {
+        Self::start_on(Ipv4Addr::LOCALHOST.into(), username, password)
+    }
+
+    /// [`start`](Self::start) on a free port of `ip`, a local address: the
+    /// test node's [`crate::NODE_IP`] makes it reachable from pods.
+    pub fn start_on(ip: IpAddr, username: &str, password: &str) -> Result<Self, Error> {
         let binary = binary()?;
         let dir = tempfile::tempdir().map_err(Error::TempDir)?;
         let write = |path: PathBuf, text: String| {
@@ -53,12 +61,14 @@ impl Registry {
             detail: error.to_string(),
         })?;
         write(dir.path().join("htpasswd"), format!("{username}:{hash}\n"))?;
-        let port = free_port().map_err(Error::FreePort)?;
+        // Free on 127.0.0.1, and so on `ip` too unless another test's
+        // server holds it there: the registry then exits, named below.
+        let address = SocketAddr::new(ip, free_port().map_err(Error::FreePort)?);
         let config = format!(
             "version: 0.1\n\
              log:\n  level: info\n\
              storage:\n  filesystem:\n    rootdirectory: {root}\n  delete:\n    enabled: true\n\
-             http:\n  addr: 127.0.0.1:{port}\n\
+             http:\n  addr: {address}\n\
              auth:\n  htpasswd:\n    realm: isolane-test\n    path: {htpasswd}\n",
             root = dir.path().join("data").display(),
             htpasswd = dir.path().join("htpasswd").display(),
@@ -85,10 +95,10 @@ impl Registry {
                     log,
                 });
             }
-            if answers(port) {
+            if answers(address) {
                 return Ok(Self {
                     process,
-                    port,
+                    address,
                     username: username.to_owned(),
                     password: password.to_owned(),
                     _dir: dir,
@@ -105,9 +115,9 @@ impl Registry {
         }
     }
 
-    /// `127.0.0.1:<port>`: the registry part of a reference.
+    /// `<ip>:<port>`: the registry part of a reference.
     pub fn host(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        self.address.to_string()
     }
 
     pub fn username(&self) -> &str {
@@ -134,9 +144,9 @@ impl Registry {
 }
 
 /// Whether `GET /v2/` gets an HTTP answer (401 without credentials).
-fn answers(port: u16) -> bool {
+fn answers(address: SocketAddr) -> bool {
     use std::io::{Read, Write};
-    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+    let Ok(mut stream) = std::net::TcpStream::connect(address) else {
         return false;
     };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));

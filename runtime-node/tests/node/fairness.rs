@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use isolane_engine::Limits;
 use isolane_proto::runtime::v1::{ExecuteRequest, execute_response::Frame as Out};
-use isolane_testenv::wait_until;
 
 use crate::support::*;
 
@@ -81,15 +80,8 @@ async fn slow_readers_of_four_namespaces_cannot_lock_a_fifth_out_of_a_thread() {
             readers.push((client, responses));
         }
     }
-    wait_until(
-        "the thread full of slow readers",
-        Duration::from_secs(30),
-        || {
-            let full = node.admission.in_flight(0) == LIMIT;
-            async move { full.then_some(()) }
-        },
-    )
-    .await;
+    node.wait_in_flight(0, LIMIT, "the thread full of slow readers")
+        .await;
     // The hogs stay capped: one more of theirs is refused.
     let mut client = node.client(0).await;
     let more = call(&mut client, head("GET", "hog0/stream", "r1", 0), &[]).await;
@@ -121,10 +113,6 @@ async fn slow_readers_of_four_namespaces_cannot_lock_a_fifth_out_of_a_thread() {
     );
 
     drop(readers);
-    wait_until("every slot free", Duration::from_secs(30), || {
-        let free = node.admission.in_flight(0) == 0;
-        async move { free.then_some(()) }
-    })
-    .await;
+    node.wait_in_flight(0, 0, "every slot free").await;
     assert_eq!(benign(&node).await.as_deref(), Ok("hello"), "after");
 }

@@ -154,11 +154,7 @@ async fn a_revision_that_arrives_while_waiting_is_served() {
             async move { call(&mut client, head("GET", "demo/hello", "r2", 0), &[]).await },
         );
     // Deploy only once the request is waiting for r2.
-    wait_until("the request to wait", Duration::from_secs(5), || {
-        let waiting = node.admission.in_flight(0) == 1;
-        async move { waiting.then_some(()) }
-    })
-    .await;
+    node.wait_in_flight(0, 1, "the request to wait").await;
     node.deploy(
         "demo/hello",
         "r2",
@@ -166,6 +162,39 @@ async fn a_revision_that_arrives_while_waiting_is_served() {
     );
     let answer = pending.await.unwrap().unwrap();
     assert_eq!(answer.text(), "r2");
+}
+
+#[tokio::test]
+async fn a_prewarm_waits_for_its_revision_until_its_deadline() {
+    // revision_wait is 200 ms: a request for r2 gives up after that, a
+    // prewarm (a node still pulling r2's bundle) waits until r2 arrives.
+    let node = start(Shape::default());
+    node.deploy("demo/hello", "r1", HELLO);
+    let mut client = node.client(0).await;
+    let mut prewarm = head("GET", "demo/hello", "r2", 0);
+    prewarm.prewarm = true;
+    prewarm.deadline_ms = 30_000;
+    let pending = tokio::spawn(async move { call(&mut client, prewarm, &[]).await });
+    node.wait_in_flight(0, 1, "the prewarm to wait").await;
+    // Past revision_wait (with a margin), the prewarm is still waiting.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(
+        !pending.is_finished(),
+        "the prewarm gave up at revision_wait"
+    );
+    node.deploy(
+        "demo/hello",
+        "r2",
+        "export default { fetch() { return new Response('r2') } };",
+    );
+    let answer = pending.await.unwrap().unwrap();
+    assert_eq!(answer.head.status, 204);
+    // A request for a revision never deployed still gives up at revision_wait.
+    let mut client = node.client(0).await;
+    let mut request = head("GET", "demo/hello", "r3", 0);
+    request.deadline_ms = 30_000;
+    let status = call(&mut client, request, &[]).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound);
 }
 
 #[tokio::test]
@@ -216,15 +245,8 @@ async fn overload_is_resource_exhausted() {
             collect(responses).await
         })
     };
-    wait_until(
-        "the first request in flight",
-        Duration::from_secs(5),
-        || {
-            let busy = node.admission.in_flight(0) == 1;
-            async move { busy.then_some(()) }
-        },
-    )
-    .await;
+    node.wait_in_flight(0, 1, "the first request in flight")
+        .await;
     let status = call(&mut client, head("GET", "demo/waits", "r1", 0), &[])
         .await
         .unwrap_err();
@@ -240,11 +262,7 @@ async fn overload_is_resource_exhausted() {
         node.metrics_text()
             .contains(r#"isolane_node_rejections_total{reason="overloaded",thread="0"} 1"#)
     );
-    wait_until("the slot to free", Duration::from_secs(5), || {
-        let free = node.admission.in_flight(0) == 0;
-        async move { free.then_some(()) }
-    })
-    .await;
+    node.wait_in_flight(0, 0, "the slot to free").await;
     let again = call(&mut client, head("POST", "demo/waits", "r1", 0), &[b"q"])
         .await
         .unwrap();
@@ -377,11 +395,7 @@ async fn the_head_deadline_is_honoured() {
     assert_eq!(answer.head.status, 504);
     assert_eq!(answer.head.outcome(), Outcome::WallTimeout);
     assert!(started.elapsed() < Duration::from_secs(5));
-    wait_until("the slot to free", Duration::from_secs(5), || {
-        let free = node.admission.in_flight(0) == 0;
-        async move { free.then_some(()) }
-    })
-    .await;
+    node.wait_in_flight(0, 0, "the slot to free").await;
 }
 
 #[tokio::test]
@@ -492,11 +506,7 @@ async fn a_never_settling_worker_gets_its_share_of_slots_and_frees_them() {
     for caller in &callers {
         caller.abort();
     }
-    wait_until("every slot free", Duration::from_secs(30), || {
-        let free = node.admission.in_flight(0) == 0;
-        async move { free.then_some(()) }
-    })
-    .await;
+    node.wait_in_flight(0, 0, "every slot free").await;
     assert!(
         node.metrics_text()
             .contains(r#"isolane_node_in_flight_requests{thread="0"} 0"#)

@@ -146,6 +146,15 @@ impl TestNode {
         bundle
     }
 
+    /// Waits until exactly `count` requests hold slots of `thread`.
+    pub async fn wait_in_flight(&self, thread: usize, count: usize, what: &str) {
+        isolane_testenv::wait_until(what, Duration::from_secs(30), || {
+            let reached = self.admission.in_flight(thread) == count;
+            async move { reached.then_some(()) }
+        })
+        .await;
+    }
+
     pub fn metrics_text(&self) -> String {
         prometheus::TextEncoder::new()
             .encode_to_string(&self.registry.gather())
