@@ -9,7 +9,7 @@
 //!   built if needed) against a real kube-apiserver, with Workers applied and
 //!   traffic sent, including Workers that throw, burn CPU past their limit and
 //!   overload a thread, and WebSocket clients of an echo Worker (messages
-//!   both ways, text and binary, and closes); each component's /metrics passes `promtool check
+//!   both ways, text and binary, and closes, one socket held open); each component's /metrics passes `promtool check
 //!   metrics`; a real Prometheus scrapes the three admin ports and evaluates the
 //!   alert rules; every panel query must return data (a non-NaN sample) through
 //!   Prometheus's HTTP API before a deadline, and every alert rule must evaluate
@@ -344,6 +344,40 @@ async fn socket_client(router: SocketAddr, round: u64) -> bool {
         .is_some()
 }
 
+type HeldSocket = tokio_tungstenite::WebSocketStream<TcpStream>;
+
+/// A WebSocket to `socket.test`, or `None` when it cannot be opened yet.
+async fn open_socket(router: SocketAddr) -> Option<HeldSocket> {
+    let exchange = async {
+        let tcp = TcpStream::connect(router).await.ok()?;
+        let (socket, _) = tokio_tungstenite::client_async("ws://socket.test/", tcp)
+            .await
+            .ok()?;
+        Some(socket)
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// One message echoed on a held socket (so it never idles out); the socket
+/// while it works, `None` once it does not.
+async fn keep_open(mut socket: HeldSocket, round: u64) -> Option<HeldSocket> {
+    use futures::{SinkExt as _, StreamExt as _};
+    use tokio_tungstenite::tungstenite::Message;
+    let message = Message::text(format!("held {round}"));
+    let exchange = async {
+        socket.send(message.clone()).await.ok()?;
+        (socket.next().await?.ok()? == message).then_some(())
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .ok()
+        .flatten()?;
+    Some(socket)
+}
+
 /// `GET /` with `Host: host` through the router; the status, or `None` when the
 /// connection fails.
 async fn get_host(router: SocketAddr, host: &str) -> Option<u16> {
@@ -374,6 +408,7 @@ fn start_traffic(
 ) {
     tokio::spawn(async move {
         let mut round = 0_u64;
+        let mut held = None;
         while !stop.load(Ordering::Relaxed) {
             round += 1;
             let churn = worker(
@@ -387,6 +422,12 @@ fn start_traffic(
                 sent.fetch_add(1, Ordering::Relaxed);
             }
             socket_client(router, round).await;
+            // One socket open throughout: a Worker has a series in the
+            // per-Worker open gauge only while it has sockets open.
+            held = match held {
+                Some(socket) => keep_open(socket, round).await,
+                None => open_socket(router).await,
+            };
             let burst: Vec<_> = (0..8)
                 .map(|_| tokio::spawn(get_host(router, "slow.test")))
                 .collect();

@@ -302,9 +302,17 @@ async fn echo_close_limits_and_a_flood_beside_a_benign_socket() {
     let open_on_node = system.cluster.nodes[0]
         .metric_sum("isolane_node_websockets_open", "thread=\"0\"")
         .await;
-    eprintln!("open sockets: router {open:?}, node {open_on_node:?}");
+    let open_for_worker = system
+        .cluster
+        .router
+        .metric("isolane_router_worker_websockets_open{worker=\"demo/echo\"}")
+        .await;
+    eprintln!(
+        "open sockets: router {open:?}, node {open_on_node:?}, the Worker {open_for_worker:?}"
+    );
     assert_eq!(open, Some(1.0));
     assert_eq!(open_on_node, Some(1.0));
+    assert_eq!(open_for_worker, Some(1.0));
 
     // The Worker closes: the client gets its code and reason.
     let (mut closing, _) = connect(ingress, "echo.test").await.unwrap();

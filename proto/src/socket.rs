@@ -21,19 +21,41 @@ use crate::runtime::v1::{SocketClose, SocketFrame, socket_frame};
 /// call never leaves data unread on its shared HTTP/2 connection.
 pub const UNACKNOWLEDGED: usize = 16;
 
-/// The HTTP/2 connection window of the router↔node channel, both ways.
-/// Sockets fill the channel with small DATA frames (a message, an
-/// acknowledgement), and h2 allows a connection only so much framing
-/// overhead of received, not yet read frames: half its connection window
-/// (32 KiB at HTTP/2's default 64 KiB window), past which it sends GOAWAY
+/// The HTTP/2 connection window of the router↔node channel, both ways:
+/// HTTP/2's largest (2^31 − 1 bytes), so that no set of streams can hold it
+/// all ([`MAX_STREAMS`]).
+///
+/// Every call of a router thread to a node thread shares one connection,
+/// and data received but not yet read holds its connection's window until
+/// it is read: a response body (or a request body) whose reader is slow
+/// keeps up to [`STREAM_WINDOW`] of it. With a window of 16 MiB and 1 MiB
+/// per stream, 16 anonymous clients that read nothing of a streamed
+/// response held it all, and every other call on the connection, any
+/// namespace's, waited (`e2e/tests/slow_readers.rs`). The window is a
+/// promise, not memory: what is held is at most a stream window per stream.
+///
+/// It also sets h2's budget for the framing overhead of small DATA frames
+/// received and not yet read (half the window), past which h2 sends GOAWAY
 /// (ENHANCE_YOUR_CALM, "too_many_data_frames") and every call on the
-/// connection fails. With the default, 500 sockets echoing at once through
-/// one router and one node thread lost their connection; 16 MiB allows
-/// about 33,000 small frames waiting.
-pub const CONNECTION_WINDOW: u32 = 16 << 20;
-/// The HTTP/2 stream window of one call on that channel (a request body,
-/// a socket's messages).
-pub const STREAM_WINDOW: u32 = 1 << 20;
+/// connection fails. Sockets fill the channel with small frames (a message,
+/// an acknowledgement): at HTTP/2's default 64 KiB window, 500 sockets
+/// echoing at once through one router and one node thread lost their
+/// connection.
+pub const CONNECTION_WINDOW: u32 = (1 << 31) - 1;
+/// The HTTP/2 stream window of one call on that channel (a request or
+/// response body, a socket's messages): what one slow reader can hold of
+/// the connection's window and of its receiver's memory. 128 KiB streams a
+/// body at 128 KiB per round trip (about 1.3 GB/s at loopback's 0.1 ms,
+/// 250 MB/s at 0.5 ms between hosts); a message larger than it (up to the
+/// 1 MiB cap) crosses in several frames as its receiver reads them.
+pub const STREAM_WINDOW: u32 = 128 << 10;
+/// The most calls at once on one router↔node connection (the node's
+/// `SETTINGS_MAX_CONCURRENT_STREAMS`; the router's next calls wait for a
+/// place): 16,382, so that all of them together, each holding its whole
+/// stream window, leave at least a stream window of the connection's free
+/// for the others. Open WebSockets are calls, so this is also the most
+/// sockets one router thread can hold open to one node thread.
+pub const MAX_STREAMS: u32 = CONNECTION_WINDOW / STREAM_WINDOW - 1;
 
 /// The close code a socket gets when its node or router restarts or
 /// drains (RFC 6455 §7.4.1's registry: service restart).

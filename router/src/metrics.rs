@@ -17,6 +17,10 @@ use isolane_telemetry::Metric;
 use prometheus::core::Collector;
 use prometheus::{Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, Registry};
 
+mod open_sockets;
+
+use open_sockets::{OpenCount, OpenSockets, Slots, WORKER_WEBSOCKETS_OPEN};
+
 /// Request latency buckets: 50 µs to 30 s (the project's request domain).
 pub const REQUEST_BUCKETS: &[f64] = &[
     0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -177,6 +181,7 @@ pub const ALL: &[Metric] = &[
     WEBSOCKET_MESSAGES,
     WEBSOCKET_BYTES,
     WEBSOCKET_OPENS,
+    WORKER_WEBSOCKETS_OPEN,
     WEBSOCKET_CLOSES,
     LIVE_NODES,
     ROUTABLE_WORKERS,
@@ -243,13 +248,18 @@ impl RouterMetrics {
         let cron_runs = CRON_RUNS.counter_vec(registry)?;
         let cron_leader = CRON_LEADER.gauge(registry)?;
         let prewarms = PREWARMS.counter_vec(registry)?;
+        let workers = WorkerSeries::new(
+            max_worker_series,
+            worker_requests.clone(),
+            worker_duration.clone(),
+            sockets,
+        );
+        registry.register(Box::new(OpenSockets::new(
+            Arc::clone(&workers.slots),
+            max_worker_series,
+        )?))?;
         Ok(Self {
-            workers: WorkerSeries::new(
-                max_worker_series,
-                worker_requests.clone(),
-                worker_duration.clone(),
-                sockets,
-            ),
+            workers,
             websockets_open,
             requests,
             duration,
@@ -281,6 +291,7 @@ impl RouterMetrics {
         };
         SocketSeries {
             open: self.websockets_open.clone(),
+            worker_open: Arc::clone(&served.slot.open_sockets),
             opens: vecs.opens.with_label_values(&[worker]),
             to_worker: way("to_worker"),
             to_client: way("to_client"),
@@ -468,6 +479,8 @@ pub struct WorkerSlot {
     ranked_hits: AtomicU64,
     /// Whether the worker has its own series.
     tracked: AtomicBool,
+    /// Its WebSockets open now (each socket holds it too).
+    open_sockets: Arc<OpenCount>,
 }
 
 impl WorkerSlot {
@@ -489,7 +502,7 @@ impl WorkerSlot {
 pub struct WorkerSeries {
     max: usize,
     tracked: AtomicUsize,
-    slots: Mutex<HashMap<String, Arc<WorkerSlot>>>,
+    slots: Slots,
     requests: IntCounterVec,
     duration: HistogramVec,
     sockets: SocketVecs,
@@ -514,7 +527,7 @@ impl WorkerSeries {
         Self {
             max,
             tracked: AtomicUsize::new(0),
-            slots: Mutex::new(HashMap::new()),
+            slots: Arc::new(Mutex::new(HashMap::new())),
             requests,
             duration,
             sockets,
@@ -527,10 +540,12 @@ impl WorkerSeries {
         Arc::clone(slots.entry(worker_id.to_owned()).or_default())
     }
 
-    /// Forgets workers that are no longer routable, and their series.
+    /// Forgets workers that are no longer routable, and their series; a
+    /// Worker with WebSockets still open is kept until they close, so its
+    /// open count stays exported.
     pub fn retain(&self, routable: &HashSet<&str>) {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots.retain(|id, _| routable.contains(id.as_str()));
+        slots.retain(|id, slot| routable.contains(id.as_str()) || slot.open_sockets.get() > 0);
         drop(slots);
         self.rerank();
     }
@@ -673,6 +688,8 @@ fn labelled_workers(vec: &impl Collector) -> HashSet<String> {
 #[derive(Clone, Debug)]
 pub struct SocketSeries {
     pub open: IntGauge,
+    /// Its Worker's count in `isolane_router_worker_websockets_open`.
+    worker_open: Arc<OpenCount>,
     opens: IntCounter,
     to_worker: Way,
     to_client: Way,
@@ -699,6 +716,7 @@ impl SocketSeries {
     /// The socket is open: counted in the gauge and in its Worker's opens.
     pub fn opened(&self) {
         self.open.inc();
+        self.worker_open.opened();
         self.opens.inc();
     }
 
@@ -725,6 +743,7 @@ impl SocketSeries {
     pub fn ended(&self) {
         let code = close_label(self.first_close.code());
         self.closes.with_label_values(&[&self.worker, code]).inc();
+        self.worker_open.closed();
     }
 }
 

@@ -221,9 +221,11 @@ where
         // its calls (WebSockets among them) end instead of staying half open.
         .http2_keepalive_interval(Some(GRPC_KEEPALIVE))
         .http2_keepalive_timeout(Some(GRPC_KEEPALIVE))
-        // The router's sockets send small DATA frames (isolane_proto::socket::CONNECTION_WINDOW).
+        // No set of slow readers can hold the whole connection window, and
+        // sockets send small DATA frames (isolane_proto::socket::CONNECTION_WINDOW).
         .initial_connection_window_size(isolane_proto::socket::CONNECTION_WINDOW)
         .initial_stream_window_size(isolane_proto::socket::STREAM_WINDOW)
+        .max_concurrent_streams(isolane_proto::socket::MAX_STREAMS)
         .add_service(health)
         .add_service(service.into_server())
         .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())

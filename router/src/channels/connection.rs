@@ -128,8 +128,9 @@ async fn handshake(
         .timer(TokioTimer::new())
         .keep_alive_interval(config.keepalive)
         .keep_alive_while_idle(true)
-        // Fixed windows rather than adaptive ones: h2's budget for small
-        // DATA frames follows the connection window (see CONNECTION_WINDOW).
+        // Fixed windows rather than adaptive ones: no set of slow readers
+        // may hold the whole connection window, and h2's budget for small
+        // DATA frames follows it (see CONNECTION_WINDOW).
         .initial_connection_window_size(isolane_proto::socket::CONNECTION_WINDOW)
         .initial_stream_window_size(isolane_proto::socket::STREAM_WINDOW);
     let (send, connection) = builder
