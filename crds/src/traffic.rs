@@ -22,7 +22,7 @@ pub const BUCKETS: u32 = 100;
 /// `spec.traffic`, or [`LATEST`]) when the Worker allows overrides. The
 /// router sets the same header on every response to say which revision
 /// answered.
-pub const REVISION_HEADER: &str = "x-isolane-revision";
+pub use isolane_worker::headers::REVISION as REVISION_HEADER;
 
 /// The override value for the latest revision.
 pub const LATEST: &str = "latest";

@@ -9,19 +9,18 @@ use http_body_util::combinators::UnsyncBoxBody;
 /// A boxed error from a body or a transport.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Why the router answered as it did: a bounded label (`overloaded`, `no_route`, …).
-pub const REASON_HEADER: &str = "x-isolane-reason";
 /// The node's human-readable detail for a refusal, when it gave one.
-pub const DETAIL_HEADER: &str = "x-isolane-detail";
+pub use isolane_worker::headers::DETAIL as DETAIL_HEADER;
+/// How many times a request has passed through a Worker's `fetch` on its
+/// way here (the engine sets it on every outbound fetch).
+pub use isolane_worker::headers::HOPS as HOPS_HEADER;
 /// The node that served the request.
-pub const NODE_HEADER: &str = "x-isolane-node";
+pub use isolane_worker::headers::NODE as NODE_HEADER;
+/// Why the router answered as it did: a bounded label (`overloaded`, `no_route`, …).
+pub use isolane_worker::headers::REASON as REASON_HEADER;
 /// The Worker revision that served the request; on a request, the revision
 /// it asks for, when the Worker allows overrides (`split.rs`).
-pub const REVISION_HEADER: &str = isolane_crds::traffic::REVISION_HEADER;
-/// How many times a request has passed through a Worker's `fetch` on its
-/// way here: the engine sets it to one more than the request it runs for on
-/// every outbound fetch (`isolane_engine::HOPS_HEADER`, the same name).
-pub const HOPS_HEADER: &str = "x-isolane-hops";
+pub use isolane_worker::headers::REVISION as REVISION_HEADER;
 /// Requests that looped through Workers more often than this are refused
 /// (508): a Worker fetching itself through the router cannot fan out
 /// without bound.

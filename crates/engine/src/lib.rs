@@ -85,10 +85,8 @@ pub use tail::{
 };
 pub use trace::RequestTrace;
 
-/// The header every outbound `fetch` carries: one more than the request it
-/// runs for (0 when absent), so a front end can refuse a request that loops
-/// through workers (`isolane_router::proxy::HOPS_HEADER`, the same name).
-pub const HOPS_HEADER: &str = "x-isolane-hops";
+/// The header every outbound `fetch` carries ([`isolane_worker::headers::HOPS`]).
+pub use isolane_worker::headers::HOPS as HOPS_HEADER;
 
 /// The version of V8 this engine links.
 pub fn v8_version() -> &'static str {

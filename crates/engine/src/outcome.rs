@@ -117,7 +117,7 @@ pub(crate) fn error_response(
 }
 
 /// The header naming why the engine (not the worker) answered.
-pub const REASON_HEADER: &str = "x-isolane-reason";
+pub use isolane_worker::headers::REASON as REASON_HEADER;
 
 /// Why the engine could not start.
 #[derive(Debug, thiserror::Error)]

@@ -28,6 +28,7 @@
 //!   the wire's `Outcome` converts to and from it).
 //! - [`TailEvent`]: one invocation as a tail shows it, and [`TailFormat`],
 //!   the one way `isolane dev` and `isolane tail` print it.
+//! - [`headers`]: the `x-isolane-*` header names.
 //!
 //! Kubernetes types stay out: `isolane-crds` wraps these into the `Worker`
 //! resource, the operator and the node turn [`BundleSecret`] into and out of
@@ -37,6 +38,7 @@
 mod binding;
 mod bundle;
 pub mod compat;
+pub mod headers;
 mod key;
 mod limits;
 mod module;
