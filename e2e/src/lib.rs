@@ -8,8 +8,9 @@
 //! [`images`] (the OCI images `make images` builds, and what is in them);
 //! for the whole system: [`cluster`] (operator, runtime nodes and router as
 //! processes), [`kubectl`] (Worker manifests applied as a user does),
-//! [`ingress`] (requests through the router) and [`load`] (continuous traffic
-//! and a tally of every request).
+//! [`ingress`] (requests through the router), [`load`] (continuous traffic
+//! and a tally of every request) and [`prometheus`] (a real Prometheus
+//! scraping them).
 #![forbid(unsafe_code)]
 
 pub mod certs;
@@ -20,6 +21,7 @@ pub mod kubectl;
 pub mod load;
 pub mod operator;
 pub mod process;
+pub mod prometheus;
 pub mod websocket;
 pub use isolane_testenv::http_probe as http;
 pub use isolane_testenv::workers;

@@ -9,6 +9,10 @@
 //! the child of the one before, with the Worker's namespace, name and
 //! revision; the Worker's subrequest reaches its server with a
 //! `traceparent` naming the subrequest's span.
+//!
+//! A real Prometheus with exemplar storage scrapes the router and the node
+//! (OpenMetrics, as it asks): the request latency histograms of both carry
+//! the traced request's trace id as an exemplar, the id the collector got.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -23,9 +27,10 @@ use hyper_util::rt::TokioIo;
 use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions, RouterOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::operator::OperatorOptions;
+use isolane_e2e::prometheus::{self, PrometheusOptions};
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::collector::ReceivedSpan;
-use isolane_testenv::{Collector, ControlPlane, wait_until};
+use isolane_testenv::{Collector, ControlPlane, free_port, wait_until};
 
 const SETTLE: Duration = Duration::from_secs(90);
 /// The client's trace and span: the trace every span must join.
@@ -226,6 +231,8 @@ async fn a_client_traceparent_gives_one_trace_across_router_node_and_subrequest(
     let received = seen.lock().expect("seen lock").clone();
     assert!(received.contains(&want), "{want} in {received:?}");
 
+    exemplars_name_the_trace(&cluster, dir.path(), &collector).await;
+
     // The operator exports its reconciles too.
     wait_until("the operator's spans at the collector", SETTLE, || {
         let found = collector
@@ -236,4 +243,44 @@ async fn a_client_traceparent_gives_one_trace_across_router_node_and_subrequest(
     })
     .await;
     cluster.shutdown();
+}
+
+/// Prometheus (exemplar storage on) scrapes the router and the node: each
+/// one's request latency histogram has the traced request's trace id as an
+/// exemplar, a trace the collector holds.
+async fn exemplars_name_the_trace(cluster: &Cluster, dir: &std::path::Path, collector: &Collector) {
+    let listen: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free port")).into();
+    let targets = [
+        ("isolane-router", cluster.router.admin),
+        ("isolane-node", cluster.nodes[0].admin),
+    ];
+    let options = PrometheusOptions {
+        targets: &targets,
+        rules: None,
+        features: &["exemplar-storage"],
+    };
+    let prometheus_dir = dir.join("prometheus");
+    std::fs::create_dir_all(&prometheus_dir).expect("prometheus dir");
+    let mut server = prometheus::start(&prometheus_dir, listen, &options).await;
+    for metric in [
+        "isolane_router_request_duration_seconds_bucket",
+        "isolane_node_request_duration_seconds_bucket",
+    ] {
+        let what = format!("the exemplars of {metric} in Prometheus");
+        let ids = wait_until(&what, SETTLE, || async {
+            let ids = prometheus::exemplar_trace_ids(listen, metric).await.ok()?;
+            ids.iter().any(|id| id == CLIENT_TRACE).then_some(ids)
+        })
+        .await;
+        println!("{metric} exemplars: {ids:?}");
+        // Each exemplar names a trace that reached the collector.
+        let what = format!("the traces of {metric}'s exemplars at the collector");
+        wait_until(&what, SETTLE, || {
+            let traced: Vec<String> = collector.spans().into_iter().map(|s| s.trace_id).collect();
+            let all = ids.iter().all(|id| traced.contains(id));
+            async move { all.then_some(()) }
+        })
+        .await;
+    }
+    server.terminate(Duration::from_secs(10));
 }

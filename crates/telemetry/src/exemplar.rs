@@ -23,6 +23,19 @@ use crate::Metric;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TraceId(opentelemetry::trace::TraceId);
 
+impl TraceId {
+    /// The id's 16 bytes (how the engine, which knows no OpenTelemetry,
+    /// carries it).
+    pub fn to_bytes(self) -> [u8; 16] {
+        self.0.to_bytes()
+    }
+
+    /// The id of 16 bytes.
+    pub fn from_bytes(bytes: [u8; 16]) -> Self {
+        Self(opentelemetry::trace::TraceId::from_bytes(bytes))
+    }
+}
+
 impl std::fmt::Display for TraceId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.0.fmt(f)
@@ -38,8 +51,7 @@ pub fn sampled_trace(span: &tracing::Span) -> Option<TraceId> {
     }
     let context = span.context();
     let span_context = context.span().span_context().clone();
-    (span_context.is_sampled() && span_context.is_valid())
-        .then(|| TraceId(span_context.trace_id()))
+    (span_context.is_sampled() && span_context.is_valid()).then(|| TraceId(span_context.trace_id()))
 }
 
 /// One exemplar: the observed value, its trace, when.
@@ -108,6 +120,11 @@ pub struct HistogramExemplars {
 }
 
 impl HistogramExemplars {
+    /// The set it records in.
+    pub fn exemplars(&self) -> &Exemplars {
+        &self.exemplars
+    }
+
     /// Keeps `trace_id` as the exemplar of the bucket `value` falls in, in
     /// the series of `label_values` (in the metric's label order).
     pub fn record(&self, label_values: &[&str], value: f64, trace_id: TraceId) {

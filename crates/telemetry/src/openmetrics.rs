@@ -30,7 +30,7 @@ pub(crate) fn encode(
     exemplars: &Exemplars,
 ) -> Result<String, std::fmt::Error> {
     let (with, without): (Vec<_>, Vec<_>) = families.into_iter().partition(|family| {
-        family.get_field_type() == MetricType::HISTOGRAM && exemplars.has(family.get_name())
+        family.get_field_type() == MetricType::HISTOGRAM && exemplars.has(family.name())
     });
     let mut registry = prometheus_client::registry::Registry::default();
     registry.register_collector(Box::new(Gathered(without)));
@@ -51,8 +51,8 @@ struct Gathered(Vec<MetricFamily>);
 impl prometheus_client::collector::Collector for Gathered {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         for family in &self.0 {
-            let help = escape_help(family.get_help());
-            let name = family.get_name();
+            let help = escape_help(family.help());
+            let name = family.name();
             // OpenMetrics names a counter's family without its `_total`.
             let (name, kind) = match family.get_field_type() {
                 MetricType::COUNTER => match name.strip_suffix("_total") {
@@ -69,7 +69,7 @@ impl prometheus_client::collector::Collector for Gathered {
                 let labels: Vec<(Cow<'_, str>, Cow<'_, str>)> = metric
                     .get_label()
                     .iter()
-                    .map(|pair| (Cow::from(pair.get_name()), Cow::from(pair.get_value())))
+                    .map(|pair| (Cow::from(pair.name()), Cow::from(pair.value())))
                     .collect();
                 let mut sample = metrics.encode_family(&labels)?;
                 match kind {
@@ -87,7 +87,7 @@ impl prometheus_client::collector::Collector for Gathered {
                         let buckets: Vec<(f64, u64)> = h
                             .get_bucket()
                             .iter()
-                            .map(|b| (b.get_upper_bound(), b.get_cumulative_count()))
+                            .map(|b| (b.upper_bound(), b.cumulative_count()))
                             .chain(std::iter::once((f64::INFINITY, h.get_sample_count())))
                             .collect();
                         // The crate takes counts per bucket, not cumulative.
@@ -132,14 +132,14 @@ fn histogram(
     family: &MetricFamily,
     exemplars: &Exemplars,
 ) -> Result<(), std::fmt::Error> {
-    let name = family.get_name();
-    writeln!(out, "# HELP {name} {}", escape_help(family.get_help()))?;
+    let name = family.name();
+    writeln!(out, "# HELP {name} {}", escape_help(family.help()))?;
     writeln!(out, "# TYPE {name} histogram")?;
     for metric in family.get_metric() {
         let mut labels: SeriesLabels = metric
             .get_label()
             .iter()
-            .map(|p| (p.get_name().to_owned(), p.get_value().to_owned()))
+            .map(|p| (p.name().to_owned(), p.value().to_owned()))
             .collect();
         labels.sort();
         let kept = exemplars.of(name, &labels);
@@ -151,7 +151,7 @@ fn histogram(
         let bounds = h
             .get_bucket()
             .iter()
-            .map(|b| (b.get_upper_bound(), b.get_cumulative_count()))
+            .map(|b| (b.upper_bound(), b.cumulative_count()))
             .chain(std::iter::once((f64::INFINITY, h.get_sample_count())));
         for (i, (bound, count)) in bounds.enumerate() {
             write!(out, "{name}_bucket{{{series}le=\"{}\"}} {count}", le(bound))?;
@@ -236,16 +236,28 @@ mod tests {
             .record(&["a"], 0.05, trace);
         let text = encode(registry.gather(), &exemplars).unwrap();
         assert!(text.contains("# TYPE test_hits counter\n"), "{text}");
-        assert!(text.contains("test_hits_total{result=\"o\\\"k\"} 3\n"), "{text}");
+        assert!(
+            text.contains("test_hits_total{result=\"o\\\"k\"} 3\n"),
+            "{text}"
+        );
         assert!(text.contains("# TYPE test_seconds histogram\n"), "{text}");
         let bucket = format!(
             "test_seconds_bucket{{node=\"a\",le=\"0.1\"}} 1 # {{trace_id=\"{}\"}} 0.05 ",
             "07".repeat(16)
         );
         assert!(text.contains(&bucket), "{text}");
-        assert!(text.contains("test_seconds_bucket{node=\"a\",le=\"1.0\"} 1\n"), "{text}");
-        assert!(text.contains("test_seconds_bucket{node=\"a\",le=\"+Inf\"} 2\n"), "{text}");
-        assert!(text.contains("test_seconds_count{node=\"a\"} 2\n"), "{text}");
+        assert!(
+            text.contains("test_seconds_bucket{node=\"a\",le=\"1.0\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("test_seconds_bucket{node=\"a\",le=\"+Inf\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("test_seconds_count{node=\"a\"} 2\n"),
+            "{text}"
+        );
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
@@ -256,8 +268,17 @@ mod tests {
         latency.with_label_values(&["a"]).observe(0.05);
         latency.with_label_values(&["a"]).observe(2.0);
         let text = encode(registry.gather(), &Exemplars::new()).unwrap();
-        assert!(text.contains("test_seconds_bucket{le=\"1.0\",node=\"a\"} 1\n"), "{text}");
-        assert!(text.contains("test_seconds_bucket{le=\"+Inf\",node=\"a\"} 2\n"), "{text}");
-        assert!(text.contains("test_seconds_count{node=\"a\"} 2\n"), "{text}");
+        assert!(
+            text.contains("test_seconds_bucket{le=\"1.0\",node=\"a\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("test_seconds_bucket{le=\"+Inf\",node=\"a\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("test_seconds_count{node=\"a\"} 2\n"),
+            "{text}"
+        );
     }
 }

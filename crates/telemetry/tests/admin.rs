@@ -109,7 +109,10 @@ async fn metrics_in_openmetrics_format_when_the_scraper_asks() {
     );
     let body = response.into_body().collect().await.unwrap().to_bytes();
     let body = String::from_utf8(body.to_vec()).unwrap();
-    assert!(body.contains("# TYPE isolane_test_requests counter"), "{body}");
+    assert!(
+        body.contains("# TYPE isolane_test_requests counter"),
+        "{body}"
+    );
     assert!(body.contains("isolane_test_requests_total 3"), "{body}");
     assert!(body.ends_with("# EOF\n"), "{body}");
 }
