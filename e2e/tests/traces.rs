@@ -174,9 +174,13 @@ async fn a_client_traceparent_gives_one_trace_across_router_node_and_subrequest(
 
     let names = [
         "router.request",
+        "router.place",
         "router.attempt",
         "node.execute",
+        "node.admission",
+        "node.bundle",
         "node.handler",
+        "engine.isolate",
         "worker.fetch",
     ];
     let spans = wait_until("the trace's spans at the collector", SETTLE, || {
@@ -208,6 +212,35 @@ async fn a_client_traceparent_gives_one_trace_across_router_node_and_subrequest(
     assert_child(execute, attempt);
     assert_child(handler, execute);
     assert_child(fetch, handler);
+    // Placement, admission, the revision's bundle and the isolate: each a
+    // span where it happens. The traced request found its isolate warm.
+    assert_child(one(&spans, "router.place"), request);
+    assert_child(one(&spans, "node.admission"), execute);
+    assert_child(one(&spans, "node.bundle"), execute);
+    let isolate = one(&spans, "engine.isolate");
+    assert_child(isolate, handler);
+    assert!(
+        spans.iter().all(|s| s.name != "engine.cold_start"),
+        "{spans:#?}"
+    );
+    // The first request (the router sampled it, a trace of its own) made
+    // the isolate: its cold start is a child of its isolate span.
+    wait_until(
+        "the first request's cold start at the collector",
+        SETTLE,
+        || {
+            let all = collector.spans();
+            let found = all.iter().any(|cold| {
+                cold.name == "engine.cold_start"
+                    && cold.trace_id != CLIENT_TRACE
+                    && all
+                        .iter()
+                        .any(|s| s.name == "engine.isolate" && s.span_id == cold.parent_span_id)
+            });
+            async move { found.then_some(()) }
+        },
+    )
+    .await;
     assert_eq!(request.service, "isolane-router");
     assert_eq!(attempt.service, "isolane-router");
     assert_eq!(execute.service, "isolane-node");
