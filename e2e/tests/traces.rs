@@ -8,7 +8,7 @@
 //! the router's, the node's, the handler's and the subrequest's spans, each
 //! the child of the one before, with the Worker's namespace, name and
 //! revision; the Worker's subrequest reaches its server with a
-//! `traceparent` naming the subrequest's span.
+//! `traceparent` naming the subrequest's span, and the client's `tracestate`.
 //!
 //! A real Prometheus with exemplar storage scrapes the router and the node
 //! (OpenMetrics, as it asks): the request latency histograms of both carry
@@ -36,11 +36,14 @@ const SETTLE: Duration = Duration::from_secs(90);
 /// The client's trace and span: the trace every span must join.
 const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+/// The client's vendor trace state, which goes along with the context.
+const CLIENT_STATE: &str = "vendor=opaque-1";
 
-/// The `traceparent` headers the subrequest server received.
-type Seen = Arc<Mutex<Vec<String>>>;
+/// The `traceparent` and `tracestate` headers the subrequest server received.
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
-/// A loopback HTTP server recording each request's `traceparent`.
+/// A loopback HTTP server recording each request's `traceparent` and
+/// `tracestate`.
 async fn start_upstream() -> (SocketAddr, Seen) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -55,13 +58,16 @@ async fn start_upstream() -> (SocketAddr, Seen) {
                 let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
                     let seen = seen.clone();
                     async move {
-                        let parent = request
-                            .headers()
-                            .get("traceparent")
-                            .and_then(|v| v.to_str().ok())
-                            .unwrap_or("")
-                            .to_owned();
-                        seen.lock().expect("seen lock").push(parent);
+                        let header = |name: &str| {
+                            request
+                                .headers()
+                                .get(name)
+                                .and_then(|v| v.to_str().ok())
+                                .unwrap_or("")
+                                .to_owned()
+                        };
+                        let context = (header("traceparent"), header("tracestate"));
+                        seen.lock().expect("seen lock").push(context);
                         Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::from_static(
                             b"upstream",
                         ))))
@@ -167,7 +173,11 @@ async fn a_client_traceparent_gives_one_trace_across_router_node_and_subrequest(
     .await;
     let traceparent = format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01");
     let reply = ingress
-        .get_with("a.test", "/traced", &[("traceparent", &traceparent)])
+        .get_with(
+            "a.test",
+            "/traced",
+            &[("traceparent", &traceparent), ("tracestate", CLIENT_STATE)],
+        )
         .await
         .expect("the traced request is answered");
     assert_eq!(reply.status, 200, "{reply:?}");
@@ -259,10 +269,14 @@ async fn a_client_traceparent_gives_one_trace_across_router_node_and_subrequest(
         format!("http://{upstream}/sub")
     );
 
-    // The subrequest carried the subrequest span's context.
-    let want = format!("00-{CLIENT_TRACE}-{}-01", fetch.span_id);
+    // The subrequest carried the subrequest span's context, and the
+    // client's trace state.
+    let want = (
+        format!("00-{CLIENT_TRACE}-{}-01", fetch.span_id),
+        CLIENT_STATE.to_owned(),
+    );
     let received = seen.lock().expect("seen lock").clone();
-    assert!(received.contains(&want), "{want} in {received:?}");
+    assert!(received.contains(&want), "{want:?} in {received:?}");
 
     exemplars_name_the_trace(&cluster, dir.path(), &collector).await;
 
