@@ -288,9 +288,12 @@ async fn serve(
     node_metrics: Arc<NodeMetrics>,
 ) -> anyhow::Result<()> {
     let threads = engine.threads();
+    // The router's and the node's latency exemplars, in one set.
+    let exemplars = node_metrics.exemplars().clone();
     let router_metrics = Arc::new(
         RouterMetrics::register(&registry, MAX_WORKER_SERIES)
-            .context("registering the router's metrics")?,
+            .context("registering the router's metrics")?
+            .with_exemplars(&exemplars),
     );
     // The Workers' invocations and console lines, on stdout.
     if let Some(format) = config.tail {
@@ -336,6 +339,7 @@ async fn serve(
     serving.apply(&config.project);
 
     let admin = AdminServer::new(registry, Readiness::new())
+        .with_exemplars(exemplars)
         .bind(config.admin)
         .await
         .context("binding the admin server")?;

@@ -272,6 +272,29 @@ mod tests {
     }
 
     #[test]
+    fn the_sampling_rate_keeps_that_share_of_request_ids_and_always_the_same() {
+        let filter = |rate| Filter {
+            status: None,
+            methods: vec![],
+            rate,
+            search: None,
+        };
+        let ids: Vec<String> = (0..2000).map(|i| format!("req-{i}")).collect();
+        let kept = |rate| ids.iter().filter(|id| filter(rate).sampled(id)).count();
+        assert_eq!(kept(1.0), 2000);
+        let tenth = kept(0.1);
+        assert!((100..=300).contains(&tenth), "{tenth} of 2000 at 0.1");
+        let half = kept(0.5);
+        assert!((800..=1200).contains(&half), "{half} of 2000 at 0.5");
+        // A request is in or out whoever tails it (the same hash every time),
+        // and what a lower rate keeps a higher one keeps too.
+        for id in &ids {
+            assert_eq!(filter(0.5).sampled(id), filter(0.5).sampled(id));
+            assert!(!filter(0.1).sampled(id) || filter(0.5).sampled(id));
+        }
+    }
+
+    #[test]
     fn filters_by_status_method_and_search() {
         let filter = Filter {
             status: Some("error".into()),

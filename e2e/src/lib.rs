@@ -9,8 +9,9 @@
 //! [`bundles`] (bundles pushed to a test registry and switched by digest);
 //! for the whole system: [`cluster`] (operator, runtime nodes and router as
 //! processes), [`kubectl`] (Worker manifests applied as a user does),
-//! [`ingress`] (requests through the router) and [`load`] (continuous traffic
-//! and a tally of every request).
+//! [`ingress`] (requests through the router), [`load`] (continuous traffic
+//! and a tally of every request) and [`prometheus`] (a real Prometheus
+//! scraping them).
 #![forbid(unsafe_code)]
 
 pub mod bundles;
@@ -22,6 +23,7 @@ pub mod kubectl;
 pub mod load;
 pub mod operator;
 pub mod process;
+pub mod prometheus;
 pub mod websocket;
 pub use isolane_testenv::http_probe as http;
 pub use isolane_testenv::workers;

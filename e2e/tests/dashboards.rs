@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,9 +30,10 @@ use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions, RouterOptions};
 use isolane_e2e::http;
 use isolane_e2e::operator::OperatorOptions;
 use isolane_e2e::process::workspace_root;
+use isolane_e2e::prometheus::{self, PrometheusOptions, query};
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::ControlPlane;
-use isolane_testenv::{Process, free_port, wait_until};
+use isolane_testenv::{free_port, wait_until};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -40,6 +41,11 @@ use tokio::net::TcpStream;
 const DASHBOARDS: [&str; 4] = ["overview", "workers", "nodes", "operator"];
 /// Namespace of the test's Workers.
 const NAMESPACE: &str = "demo";
+/// The histograms that carry trace exemplars.
+const EXEMPLAR_HISTOGRAMS: [&str; 2] = [
+    "isolane_router_request_duration_seconds_bucket",
+    "isolane_node_request_duration_seconds_bucket",
+];
 
 // === dashboards, statically ===
 
@@ -159,6 +165,7 @@ fn dashboards_query_only_metrics_the_binaries_export() {
                 && v["query"] == "prometheus"),
             "{name}: the data source is not a template variable"
         );
+        let mut exemplar_panels = 0;
         for panel in dashboard["panels"].as_array().expect("panels") {
             if panel["type"] == "row" {
                 continue;
@@ -179,7 +186,22 @@ fn dashboards_query_only_metrics_the_binaries_export() {
                     target["datasource"]["uid"], "${datasource}",
                     "{name}: {title}"
                 );
+                // The histograms with exemplars show them (docs/metrics.md).
+                let expr = target["expr"].as_str().unwrap_or("");
+                if EXEMPLAR_HISTOGRAMS.iter().any(|h| expr.contains(h)) {
+                    assert_eq!(target["exemplar"], true, "{name}: {title} shows exemplars");
+                    exemplar_panels += 1;
+                }
             }
+        }
+        // Where exemplars show, their traces open in an optional Tempo.
+        if exemplar_panels > 0 {
+            assert!(
+                variables.iter().any(|v| v["name"] == "tempo"
+                    && v["type"] == "datasource"
+                    && v["query"] == "tempo"),
+                "{name}: no tempo data source variable"
+            );
         }
     }
     let mut unknown = Vec::new();
@@ -438,28 +460,6 @@ fn start_traffic(
     });
 }
 
-/// `GET path` on Prometheus's HTTP API, parsed.
-async fn prometheus_api(prometheus: SocketAddr, path: &str) -> Option<Value> {
-    let response = http::get(prometheus, path).await?;
-    serde_json::from_str(&response.body).ok()
-}
-
-/// The instant-query result of `query`, or the API's error.
-async fn query(prometheus: SocketAddr, query: &str) -> Result<Vec<Value>, String> {
-    let params = url::form_urlencoded::Serializer::new(String::new())
-        .append_pair("query", query)
-        .finish();
-    let path = format!("/api/v1/query?{params}");
-    let body = prometheus_api(prometheus, &path).await.ok_or("no answer")?;
-    if body["status"] != "success" {
-        return Err(format!("{}: {}", body["errorType"], body["error"]));
-    }
-    Ok(body["data"]["result"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default())
-}
-
 /// Whether a vector result has at least one sample that is a number.
 fn has_number(result: &[Value]) -> bool {
     result.iter().any(|sample| {
@@ -539,37 +539,6 @@ fn cluster_options() -> ClusterOptions {
     }
 }
 
-/// Prometheus scraping the three admin ports every second and evaluating the alert rules.
-fn start_prometheus(dir: &Path, listen: SocketAddr, targets: &[(&str, SocketAddr)]) -> Process {
-    let rules = workspace_root().join("deploy/alerts/isolane.rules.yaml");
-    let mut config = format!(
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nscrape_configs:\n",
-        rules.display()
-    );
-    for (job, addr) in targets {
-        config.push_str(&format!(
-            "  - job_name: {job}\n    static_configs:\n      - targets: ['{addr}']\n"
-        ));
-    }
-    let config_path = dir.join("prometheus.yml");
-    std::fs::write(&config_path, config).expect("write prometheus.yml");
-    let args = [
-        format!("--config.file={}", config_path.display()),
-        format!("--storage.tsdb.path={}", dir.join("tsdb").display()),
-        format!("--web.listen-address={listen}"),
-        "--log.level=warn".to_owned(),
-    ];
-    Process::spawn(
-        "prometheus",
-        // setpriv finds it on PATH (Debian: /usr/bin/prometheus).
-        Path::new("prometheus"),
-        args,
-        &[],
-        &dir.join("prometheus.log"),
-    )
-    .expect("prometheus starts")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_panel_query_returns_data_from_a_running_system() {
     let cp = ControlPlane::start().await.expect("control plane starts");
@@ -635,16 +604,15 @@ async fn every_panel_query_returns_data_from_a_running_system() {
     ];
     let prometheus_dir = dir.path().join("prometheus");
     std::fs::create_dir_all(&prometheus_dir).expect("prometheus dir");
-    let mut prometheus = start_prometheus(&prometheus_dir, prometheus_addr, &targets);
-    wait_until("Prometheus to be ready", Duration::from_secs(60), || {
-        let exited = prometheus.try_exit();
-        async move {
-            assert!(exited.is_none(), "prometheus exited: {exited:?}");
-            let response = http::get(prometheus_addr, "/-/ready").await?;
-            (response.status == 200).then_some(())
-        }
-    })
-    .await;
+    // Prometheus evaluates the alert rules too.
+    let rules = workspace_root().join("deploy/alerts/isolane.rules.yaml");
+    let options = PrometheusOptions {
+        targets: &targets,
+        rules: Some(&rules),
+        features: &[],
+    };
+    let mut prometheus_process =
+        prometheus::start(&prometheus_dir, prometheus_addr, &options).await;
     wait_until(
         "the three targets to be up",
         Duration::from_secs(60),
@@ -714,7 +682,7 @@ async fn every_panel_query_returns_data_from_a_running_system() {
         "every alert rule to have been evaluated without error",
         Duration::from_secs(30),
         || async {
-            let rules = prometheus_api(prometheus_addr, "/api/v1/rules").await?;
+            let rules = prometheus::api(prometheus_addr, "/api/v1/rules").await?;
             let rules: Vec<&Value> = rules["data"]["groups"]
                 .as_array()?
                 .iter()
@@ -730,6 +698,6 @@ async fn every_panel_query_returns_data_from_a_running_system() {
     .await;
 
     stop.store(true, Ordering::Relaxed);
-    prometheus.terminate(Duration::from_secs(10));
+    prometheus_process.terminate(Duration::from_secs(10));
     cluster.shutdown();
 }

@@ -8,7 +8,11 @@
 //! the router's, the node's, the handler's and the subrequest's spans, each
 //! the child of the one before, with the Worker's namespace, name and
 //! revision; the Worker's subrequest reaches its server with a
-//! `traceparent` naming the subrequest's span.
+//! `traceparent` naming the subrequest's span, and the client's `tracestate`.
+//!
+//! A real Prometheus with exemplar storage scrapes the router and the node
+//! (OpenMetrics, as it asks): the request latency histograms of both carry
+//! the traced request's trace id as an exemplar, the id the collector got.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -23,19 +27,23 @@ use hyper_util::rt::TokioIo;
 use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions, RouterOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::operator::OperatorOptions;
+use isolane_e2e::prometheus::{self, PrometheusOptions};
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::collector::ReceivedSpan;
-use isolane_testenv::{Collector, ControlPlane, wait_until};
+use isolane_testenv::{Collector, ControlPlane, free_port, wait_until};
 
 const SETTLE: Duration = Duration::from_secs(90);
 /// The client's trace and span: the trace every span must join.
 const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+/// The client's vendor trace state, which goes along with the context.
+const CLIENT_STATE: &str = "vendor=opaque-1";
 
-/// The `traceparent` headers the subrequest server received.
-type Seen = Arc<Mutex<Vec<String>>>;
+/// The `traceparent` and `tracestate` headers the subrequest server received.
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
-/// A loopback HTTP server recording each request's `traceparent`.
+/// A loopback HTTP server recording each request's `traceparent` and
+/// `tracestate`.
 async fn start_upstream() -> (SocketAddr, Seen) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -50,13 +58,16 @@ async fn start_upstream() -> (SocketAddr, Seen) {
                 let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
                     let seen = seen.clone();
                     async move {
-                        let parent = request
-                            .headers()
-                            .get("traceparent")
-                            .and_then(|v| v.to_str().ok())
-                            .unwrap_or("")
-                            .to_owned();
-                        seen.lock().expect("seen lock").push(parent);
+                        let header = |name: &str| {
+                            request
+                                .headers()
+                                .get(name)
+                                .and_then(|v| v.to_str().ok())
+                                .unwrap_or("")
+                                .to_owned()
+                        };
+                        let context = (header("traceparent"), header("tracestate"));
+                        seen.lock().expect("seen lock").push(context);
                         Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::from_static(
                             b"upstream",
                         ))))
@@ -162,16 +173,24 @@ async fn a_client_traceparent_gives_one_trace_across_router_node_and_subrequest(
     .await;
     let traceparent = format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01");
     let reply = ingress
-        .get_with("a.test", "/traced", &[("traceparent", &traceparent)])
+        .get_with(
+            "a.test",
+            "/traced",
+            &[("traceparent", &traceparent), ("tracestate", CLIENT_STATE)],
+        )
         .await
         .expect("the traced request is answered");
     assert_eq!(reply.status, 200, "{reply:?}");
 
     let names = [
         "router.request",
+        "router.place",
         "router.attempt",
         "node.execute",
+        "node.admission",
+        "node.bundle",
         "node.handler",
+        "engine.isolate",
         "worker.fetch",
     ];
     let spans = wait_until("the trace's spans at the collector", SETTLE, || {
@@ -203,6 +222,35 @@ async fn a_client_traceparent_gives_one_trace_across_router_node_and_subrequest(
     assert_child(execute, attempt);
     assert_child(handler, execute);
     assert_child(fetch, handler);
+    // Placement, admission, the revision's bundle and the isolate: each a
+    // span where it happens. The traced request found its isolate warm.
+    assert_child(one(&spans, "router.place"), request);
+    assert_child(one(&spans, "node.admission"), execute);
+    assert_child(one(&spans, "node.bundle"), execute);
+    let isolate = one(&spans, "engine.isolate");
+    assert_child(isolate, handler);
+    assert!(
+        spans.iter().all(|s| s.name != "engine.cold_start"),
+        "{spans:#?}"
+    );
+    // The first request (the router sampled it, a trace of its own) made
+    // the isolate: its cold start is a child of its isolate span.
+    wait_until(
+        "the first request's cold start at the collector",
+        SETTLE,
+        || {
+            let all = collector.spans();
+            let found = all.iter().any(|cold| {
+                cold.name == "engine.cold_start"
+                    && cold.trace_id != CLIENT_TRACE
+                    && all
+                        .iter()
+                        .any(|s| s.name == "engine.isolate" && s.span_id == cold.parent_span_id)
+            });
+            async move { found.then_some(()) }
+        },
+    )
+    .await;
     assert_eq!(request.service, "isolane-router");
     assert_eq!(attempt.service, "isolane-router");
     assert_eq!(execute.service, "isolane-node");
@@ -221,10 +269,16 @@ async fn a_client_traceparent_gives_one_trace_across_router_node_and_subrequest(
         format!("http://{upstream}/sub")
     );
 
-    // The subrequest carried the subrequest span's context.
-    let want = format!("00-{CLIENT_TRACE}-{}-01", fetch.span_id);
+    // The subrequest carried the subrequest span's context, and the
+    // client's trace state.
+    let want = (
+        format!("00-{CLIENT_TRACE}-{}-01", fetch.span_id),
+        CLIENT_STATE.to_owned(),
+    );
     let received = seen.lock().expect("seen lock").clone();
-    assert!(received.contains(&want), "{want} in {received:?}");
+    assert!(received.contains(&want), "{want:?} in {received:?}");
+
+    exemplars_name_the_trace(&cluster, dir.path(), &collector).await;
 
     // The operator exports its reconciles too.
     wait_until("the operator's spans at the collector", SETTLE, || {
@@ -236,4 +290,44 @@ async fn a_client_traceparent_gives_one_trace_across_router_node_and_subrequest(
     })
     .await;
     cluster.shutdown();
+}
+
+/// Prometheus (exemplar storage on) scrapes the router and the node: each
+/// one's request latency histogram has the traced request's trace id as an
+/// exemplar, a trace the collector holds.
+async fn exemplars_name_the_trace(cluster: &Cluster, dir: &std::path::Path, collector: &Collector) {
+    let listen: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free port")).into();
+    let targets = [
+        ("isolane-router", cluster.router.admin),
+        ("isolane-node", cluster.nodes[0].admin),
+    ];
+    let options = PrometheusOptions {
+        targets: &targets,
+        rules: None,
+        features: &["exemplar-storage"],
+    };
+    let prometheus_dir = dir.join("prometheus");
+    std::fs::create_dir_all(&prometheus_dir).expect("prometheus dir");
+    let mut server = prometheus::start(&prometheus_dir, listen, &options).await;
+    for metric in [
+        "isolane_router_request_duration_seconds_bucket",
+        "isolane_node_request_duration_seconds_bucket",
+    ] {
+        let what = format!("the exemplars of {metric} in Prometheus");
+        let ids = wait_until(&what, SETTLE, || async {
+            let ids = prometheus::exemplar_trace_ids(listen, metric).await.ok()?;
+            ids.iter().any(|id| id == CLIENT_TRACE).then_some(ids)
+        })
+        .await;
+        println!("{metric} exemplars: {ids:?}");
+        // Each exemplar names a trace that reached the collector.
+        let what = format!("the traces of {metric}'s exemplars at the collector");
+        wait_until(&what, SETTLE, || {
+            let traced: Vec<String> = collector.spans().into_iter().map(|s| s.trace_id).collect();
+            let all = ids.iter().all(|id| traced.contains(id));
+            async move { all.then_some(()) }
+        })
+        .await;
+    }
+    server.terminate(Duration::from_secs(10));
 }

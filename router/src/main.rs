@@ -71,6 +71,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .context("configuring the Kubernetes client")?;
 
     let admin = AdminServer::new(registry, readiness)
+        .with_exemplars(metrics.exemplars().clone())
         .bind(config.admin_addr)
         .await
         .context("binding the admin server")?;

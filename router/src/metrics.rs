@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use http::StatusCode;
 use isolane_proto::socket::{CLOSE_LABELS, FirstClose, SocketMessage, close_label};
-use isolane_telemetry::Metric;
+use isolane_telemetry::{Exemplars, HistogramExemplars, Metric, TraceId};
 use prometheus::core::Collector;
 use prometheus::{Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, Registry};
 
@@ -202,6 +202,8 @@ pub const ALL: &[Metric] = &[
 pub struct RouterMetrics {
     requests: IntCounterVec,
     duration: HistogramVec,
+    /// `duration`'s exemplars: the trace of a sampled request per bucket.
+    duration_exemplars: HistogramExemplars,
     worker_requests: IntCounterVec,
     worker_duration: HistogramVec,
     pub(crate) live_nodes: IntGauge,
@@ -263,6 +265,7 @@ impl RouterMetrics {
             websockets_open,
             requests,
             duration,
+            duration_exemplars: Exemplars::new().histogram(DURATION, REQUEST_BUCKETS),
             worker_requests,
             worker_duration,
             live_nodes,
@@ -301,6 +304,20 @@ impl RouterMetrics {
         }
     }
 
+    /// Keeps the exemplars of the latency histogram in `exemplars` (a set
+    /// another component's metrics share, as in `isolane dev`), instead of
+    /// a set of its own.
+    pub fn with_exemplars(mut self, exemplars: &Exemplars) -> Self {
+        self.duration_exemplars = exemplars.histogram(DURATION, REQUEST_BUCKETS);
+        self
+    }
+
+    /// The exemplars of the latency histogram, for the admin server's
+    /// OpenMetrics exposition.
+    pub fn exemplars(&self) -> &Exemplars {
+        self.duration_exemplars.exemplars()
+    }
+
     /// Counts one prewarm by outcome (`ok`, `failed`).
     pub fn prewarm(&self, outcome: &'static str) {
         self.prewarms.with_label_values(&[outcome]).inc();
@@ -313,12 +330,15 @@ impl RouterMetrics {
 
     /// Records one answered request, and the Worker and revision it ran when
     /// it reached one.
+    /// `trace` is the request's when it is sampled: the latency bucket's
+    /// exemplar.
     pub fn observe(
         &self,
         served: Option<Served<'_>>,
         node: &str,
         status: StatusCode,
         elapsed: Duration,
+        trace: Option<TraceId>,
     ) {
         let class = status_class(status);
         let labels = [class, node];
@@ -329,6 +349,10 @@ impl RouterMetrics {
             class,
             elapsed,
         );
+        if let Some(trace) = trace {
+            let seconds = elapsed.as_secs_f64();
+            self.duration_exemplars.record(&labels, seconds, trace);
+        }
     }
 
     /// [`RouterMetrics::observe`] for a request a node of the fleet
@@ -339,10 +363,17 @@ impl RouterMetrics {
         node: &NodeSeries,
         status: StatusCode,
         elapsed: Duration,
+        trace: Option<TraceId>,
     ) {
         let index = class_index(status);
         let (requests, duration) = node.of_class(self, index);
-        self.record(requests, duration, served, STATUS_CLASSES[index], elapsed);
+        let class = STATUS_CLASSES[index];
+        self.record(requests, duration, served, class, elapsed);
+        if let Some(trace) = trace {
+            let labels = [class, node.node.as_str()];
+            let seconds = elapsed.as_secs_f64();
+            self.duration_exemplars.record(&labels, seconds, trace);
+        }
     }
 
     /// Counts a request in the node's series given, and in its Worker's.

@@ -411,6 +411,7 @@ impl Proxy {
             started: Instant::now(),
             deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
             record,
+            trace: None,
         };
         trip.run(request).await.map_err(|(_, error)| error)
     }
@@ -551,6 +552,7 @@ impl Proxy {
         B::Error: Into<BoxError>,
     {
         let started = Instant::now();
+        let trace = isolane_telemetry::sampled_trace(span);
         // A request id is a trusted proxy's to give (it ties the Worker's
         // logs to the proxy's); anyone else's could be forged to collide
         // with another request's, and a new one is made.
@@ -567,7 +569,14 @@ impl Proxy {
             .unwrap_or(0);
         if hops > MAX_HOPS {
             debug!(request.id = %request_id, hops, "request looped through the router");
-            return self.answer_error(None, NO_NODE, Error::Loop { hops }, &request_id, started);
+            return self.answer_error(
+                None,
+                NO_NODE,
+                Error::Loop { hops },
+                &request_id,
+                started,
+                trace,
+            );
         }
         let routes = self.inner.routes.load();
         let Some(backend) = routes.lookup(&host, request.uri().path()).cloned() else {
@@ -576,7 +585,7 @@ impl Proxy {
                 path: request.uri().path().to_owned(),
             };
             debug!(request.id = %request_id, %host, "no route");
-            return self.answer_error(None, NO_NODE, error, &request_id, started);
+            return self.answer_error(None, NO_NODE, error, &request_id, started, trace);
         };
         drop(routes);
         let revision = match backend.split.choose(&backend.worker_id, request.headers()) {
@@ -586,7 +595,7 @@ impl Proxy {
                     worker_id: backend.worker_id.clone(),
                     revision: unknown.0,
                 };
-                return self.answer_error(None, NO_NODE, error, &request_id, started);
+                return self.answer_error(None, NO_NODE, error, &request_id, started, trace);
             }
         };
         span::routed(span, &backend.worker_id, &revision, &request_id);
@@ -606,6 +615,7 @@ impl Proxy {
             host,
             started,
             deadline: tokio::time::Instant::from_std(started) + self.inner.config.request_timeout,
+            trace,
         };
         match trip.run(request).await {
             Ok(response) if test_tick => test_tick::answer(response).await,
@@ -627,6 +637,7 @@ impl Proxy {
                     error,
                     &request_id,
                     started,
+                    trace,
                 )
             }
         }
@@ -639,6 +650,7 @@ impl Proxy {
         error: Error,
         request_id: &RequestId,
         started: Instant,
+        trace: Option<isolane_telemetry::TraceId>,
     ) -> Response<ResponseBody> {
         if !matches!(error, Error::NoRoute { .. }) {
             self.inner.metrics.upstream_error(error.kind());
@@ -663,6 +675,7 @@ impl Proxy {
             node,
             response.status(),
             started.elapsed(),
+            trace,
         );
         response
     }

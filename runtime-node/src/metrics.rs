@@ -14,7 +14,7 @@ use isolane_engine::{
     TerminationReason,
 };
 use isolane_proto::socket::{FirstClose, NO_STATUS, SocketMessage, close_label};
-use isolane_telemetry::Metric;
+use isolane_telemetry::{Exemplars, HistogramExemplars, Metric, TraceId};
 use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 
 /// Isolate creation: 0.1 ms to 1 s.
@@ -36,6 +36,9 @@ const CPU_BUCKETS: &[f64] = &[
 #[derive(Debug)]
 pub struct NodeMetrics {
     threads: Vec<ThreadMetrics>,
+    /// `isolane_node_request_duration_seconds`'s exemplars: the trace of a
+    /// sampled request per bucket.
+    engine_exemplars: HistogramExemplars,
     evictions: IntCounterVec,
     terminations: IntCounterVec,
     quarantines: IntCounterVec,
@@ -473,6 +476,7 @@ impl NodeMetrics {
         let threads = ThreadMetrics::register(registry, threads)?;
         Ok(Self {
             threads,
+            engine_exemplars: Exemplars::new().histogram(ENGINE_SECONDS, REQUEST_BUCKETS),
             evictions,
             terminations,
             quarantines,
@@ -494,6 +498,13 @@ impl NodeMetrics {
             websocket_bytes,
             websocket_closes,
         })
+    }
+
+    /// The exemplars of the request latency histogram, for the admin
+    /// server's OpenMetrics exposition (and for `isolane dev`'s router
+    /// metrics to share).
+    pub fn exemplars(&self) -> &Exemplars {
+        self.engine_exemplars.exemplars()
     }
 
     /// The `thread` label: the index for threads the node has, else `invalid`.
@@ -663,6 +674,19 @@ impl EngineObserver for NodeMetrics {
                 h.observe(cpu.as_secs_f64());
             }
         }
+    }
+
+    fn request_exemplar(
+        &self,
+        thread: usize,
+        outcome: Outcome,
+        duration: Duration,
+        trace: [u8; 16],
+    ) {
+        let labels = [self.thread_label(thread), outcome.label()];
+        let trace = TraceId::from_bytes(trace);
+        self.engine_exemplars
+            .record(&labels, duration.as_secs_f64(), trace);
     }
 
     fn termination(&self, thread: usize, reason: TerminationReason) {

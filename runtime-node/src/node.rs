@@ -138,6 +138,7 @@ impl Node {
         let lease_ready = readiness.register("lease");
 
         let admin = AdminServer::new(registry, readiness)
+            .with_exemplars(metrics.exemplars().clone())
             .bind(config.admin_addr)
             .await?;
         let admin_addr = admin.local_addr();

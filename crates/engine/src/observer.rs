@@ -140,6 +140,17 @@ pub trait EngineObserver: Send + Sync {
         _cpu: Duration,
     ) {
     }
+    /// A sampled request (its [`crate::RequestTrace`] named its trace id)
+    /// finished, after [`EngineObserver::request_finished`]: the trace is
+    /// an exemplar of its wall time. Never called for an untraced request.
+    fn request_exemplar(
+        &self,
+        _thread: usize,
+        _outcome: Outcome,
+        _duration: Duration,
+        _trace_id: [u8; 16],
+    ) {
+    }
     fn termination(&self, _thread: usize, _reason: TerminationReason) {}
     /// A namespace was penalized on a thread for a turn that ran long past
     /// its limit (see `schedule.rs`).

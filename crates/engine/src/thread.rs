@@ -702,6 +702,7 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: Option<OwnedSemaphoreP
         deadline,
         incoming_hops(&parts.headers),
     );
+    let exemplar = trace.as_ref().and_then(|trace| trace.sampled_trace_id);
     if let Some(trace) = trace {
         host.set_trace(req, trace);
     }
@@ -790,6 +791,7 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: Option<OwnedSemaphoreP
         answered,
         watch,
         status,
+        exemplar,
     };
     if socket {
         // A WebSocket: the request lives on as long as its socket, but no
@@ -815,6 +817,8 @@ struct Rest {
     watch: Option<Box<Watch>>,
     /// The status answered, for the event.
     status: u16,
+    /// The request's sampled trace id: its wall time's exemplar.
+    exemplar: Option<[u8; 16]>,
 }
 
 impl Rest {
@@ -831,6 +835,7 @@ impl Rest {
             answered,
             watch,
             status,
+            exemplar,
         } = self;
         let ctx = &state.ctx;
         if answered {
@@ -840,6 +845,10 @@ impl Rest {
         let outcome = failure.unwrap_or(Outcome::Ok);
         let wall = started.elapsed();
         ctx.observer.request_finished(ctx.index, outcome, wall, cpu);
+        if let Some(trace_id) = exemplar {
+            ctx.observer
+                .request_exemplar(ctx.index, outcome, wall, trace_id);
+        }
         if let Some(watch) = watch {
             watch.end(ctx, &bundle, &isolate.host, req, outcome, status, wall, cpu);
         }

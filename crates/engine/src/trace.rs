@@ -18,6 +18,10 @@ pub struct RequestTrace {
     /// Writes the `traceparent` (and `tracestate`) that make a span the
     /// parent of an outgoing request.
     pub inject: fn(&Span, &mut HeaderMap),
+    /// The trace's id when it is sampled (exported): the engine reports it
+    /// with the request's wall time ([`crate::EngineObserver::request_exemplar`]),
+    /// an exemplar of the latency histogram.
+    pub sampled_trace_id: Option<[u8; 16]>,
 }
 
 impl std::fmt::Debug for RequestTrace {

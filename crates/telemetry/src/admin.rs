@@ -12,7 +12,7 @@ use http_body_util::Full;
 use tokio::net::TcpListener;
 use tracing::{info, warn};
 
-use crate::{Error, Readiness};
+use crate::{Error, Exemplars, Readiness, openmetrics};
 use isolane_edge::{Edge, Plain};
 
 /// How long shutdown waits for open admin connections to finish.
@@ -23,7 +23,10 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// - `GET /live`, `/livez`: 200 while the process serves at all.
 /// - `GET /ready`, `/readyz`: 200 when [`Readiness`] is ready, otherwise 503
 ///   naming the components that are not.
-/// - `GET /metrics`: the registry in the Prometheus text format.
+/// - `GET /metrics`: the registry in the Prometheus text format, or in the
+///   OpenMetrics one, with the [`Exemplars`] of its histograms, when the
+///   scraper's `Accept` names `application/openmetrics-text` (Prometheus's
+///   does, unless told otherwise by `scrape_protocols`).
 ///
 /// [`AdminServer::respond`] is the whole application as a function (tests
 /// call it without a socket); [`AdminServer::bind`] and
@@ -32,6 +35,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct AdminServer {
     registry: prometheus::Registry,
     readiness: Readiness,
+    exemplars: Exemplars,
 }
 
 /// An [`AdminServer`] listening on its port, not yet serving.
@@ -51,7 +55,15 @@ impl AdminServer {
         Self {
             registry,
             readiness,
+            exemplars: Exemplars::new(),
         }
+    }
+
+    /// Writes `exemplars` beside the registry's histograms in the
+    /// OpenMetrics exposition.
+    pub fn with_exemplars(mut self, exemplars: Exemplars) -> Self {
+        self.exemplars = exemplars;
+        self
     }
 
     /// The response to `request`.
@@ -70,6 +82,7 @@ impl AdminServer {
         match path {
             "/live" | "/livez" => text(StatusCode::OK, "live\n"),
             "/ready" | "/readyz" => self.ready(),
+            _ if wants_openmetrics(request.headers()) => self.openmetrics(),
             _ => self.metrics(),
         }
     }
@@ -124,7 +137,37 @@ impl AdminServer {
             }
         }
     }
+
+    fn openmetrics(&self) -> Response<Full<Bytes>> {
+        match openmetrics::encode(self.registry.gather(), &self.exemplars) {
+            Ok(body) => {
+                let mut response = text(StatusCode::OK, body);
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    header::HeaderValue::from_static(openmetrics::CONTENT_TYPE),
+                );
+                response
+            }
+            Err(error) => {
+                warn!(%error, "cannot encode metrics");
+                text(StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics\n")
+            }
+        }
+    }
 }
+
+/// Whether `Accept` names the OpenMetrics text format at all (a scraper
+/// lists it only when it can read it).
+fn wants_openmetrics(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.contains(OPENMETRICS_TYPE))
+}
+
+/// The media type of the OpenMetrics text format.
+const OPENMETRICS_TYPE: &str = "application/openmetrics-text";
 
 fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(body.into()));

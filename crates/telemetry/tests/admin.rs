@@ -89,6 +89,35 @@ async fn metrics_in_text_format() {
 }
 
 #[tokio::test]
+async fn metrics_in_openmetrics_format_when_the_scraper_asks() {
+    let (server, _, counter) = server();
+    counter.inc_by(3);
+    let mut request = request(Method::GET, "/metrics");
+    request.headers_mut().insert(
+        header::ACCEPT,
+        header::HeaderValue::from_static(
+            "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4",
+        ),
+    );
+    let response = server.respond(&request);
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        response.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text; version=1.0.0"),
+    );
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let body = String::from_utf8(body.to_vec()).unwrap();
+    assert!(
+        body.contains("# TYPE isolane_test_requests counter"),
+        "{body}"
+    );
+    assert!(body.contains("isolane_test_requests_total 3"), "{body}");
+    assert!(body.ends_with("# EOF\n"), "{body}");
+}
+
+#[tokio::test]
 async fn unknown_paths_and_methods() {
     let (server, _, _) = server();
     assert_eq!(

@@ -71,11 +71,14 @@ struct Record {
     revision: crate::split::Revision,
     status: StatusCode,
     started: Instant,
+    /// The request's trace when sampled: the latency bucket's exemplar.
+    trace: Option<isolane_telemetry::TraceId>,
 }
 
 impl Completion {
     /// A request answered with `status` by the node of `in_flight`, counted
-    /// when it completes.
+    /// when it completes (with `trace`, a sampled request's, as the
+    /// latency's exemplar).
     pub fn counted(
         in_flight: InFlight,
         metrics: Arc<RouterMetrics>,
@@ -83,6 +86,7 @@ impl Completion {
         revision: crate::split::Revision,
         status: StatusCode,
         started: Instant,
+        trace: Option<isolane_telemetry::TraceId>,
     ) -> Self {
         Self {
             in_flight,
@@ -92,6 +96,7 @@ impl Completion {
                 revision,
                 status,
                 started,
+                trace,
             }),
         }
     }
@@ -114,6 +119,7 @@ impl Drop for Completion {
                 self.in_flight.series(),
                 record.status,
                 record.started.elapsed(),
+                record.trace,
             );
         }
     }

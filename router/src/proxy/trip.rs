@@ -19,6 +19,8 @@ pub(super) struct Trip<'p> {
     pub(super) host: String,
     pub(super) started: Instant,
     pub(super) deadline: tokio::time::Instant,
+    /// The request's trace when it is sampled (the latency's exemplar).
+    pub(super) trace: Option<isolane_telemetry::TraceId>,
 }
 
 /// A failed request: the node it failed on (or [`NO_NODE`]) and why.
@@ -311,6 +313,7 @@ impl Trip<'_> {
                 Revision::clone(&self.revision),
                 status,
                 self.started,
+                self.trace,
             )
         } else {
             Completion::uncounted(in_flight)

@@ -95,5 +95,6 @@ pub(super) fn request_trace(span: &Span) -> Option<RequestTrace> {
     (!span.is_disabled()).then(|| RequestTrace {
         span: span.clone(),
         inject: propagation::inject_headers,
+        sampled_trace_id: isolane_telemetry::sampled_trace(span).map(|id| id.to_bytes()),
     })
 }

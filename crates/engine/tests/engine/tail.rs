@@ -250,6 +250,14 @@ async fn a_log_flood_is_dropped_and_the_neighbour_and_node_log_are_fine() {
     let mut giant_tail = engine.tail(Some(&giant.id)).unwrap();
 
     neighbour_ok(&engine, &neighbour).await;
+    // The neighbour's latency alone, to compare with its latency beside
+    // the flood (printed, not asserted: machines are noisy).
+    let mut before = Vec::new();
+    for _ in 0..50 {
+        let sent = Instant::now();
+        neighbour_ok(&engine, &neighbour).await;
+        before.push(sent.elapsed());
+    }
     let started = Instant::now();
     let rounds = 8;
     let flooding = {
@@ -261,11 +269,13 @@ async fn a_log_flood_is_dropped_and_the_neighbour_and_node_log_are_fine() {
             }
         })
     };
-    let mut during = 0;
+    let mut beside = Vec::new();
     while !flooding.is_finished() {
+        let sent = Instant::now();
         neighbour_ok(&engine, &neighbour).await;
-        during += 1;
+        beside.push(sent.elapsed());
     }
+    let during = beside.len();
     flooding.await.unwrap();
     assert_eq!(
         run(&engine, 0, &giant, "/").await,
@@ -321,6 +331,13 @@ async fn a_log_flood_is_dropped_and_the_neighbour_and_node_log_are_fine() {
         elapsed.as_secs_f64(),
         kept_bytes / 1024
     );
+    println!(
+        "log flood: the neighbour's latency alone p50 {:.2} ms, p99 {:.2} ms; beside the flood p50 {:.2} ms, p99 {:.2} ms",
+        millis(&mut before, 0.5),
+        millis(&mut before, 0.99),
+        millis(&mut beside, 0.5),
+        millis(&mut beside, 0.99),
+    );
     assert!(
         !console_in_node_log,
         "console lines never reach the node's log"
@@ -329,6 +346,13 @@ async fn a_log_flood_is_dropped_and_the_neighbour_and_node_log_are_fine() {
     // and at most NODE_LOG_PER_SECOND a second.
     assert!(node_lines <= rounds, "{node_lines}");
     assert!(node_log <= node_lines * 2048, "{node_log}");
+}
+
+/// The `q` quantile of `times`, in milliseconds (0 for none).
+fn millis(times: &mut [Duration], q: f64) -> f64 {
+    times.sort();
+    let index = ((times.len() as f64 * q).ceil() as usize).saturating_sub(1);
+    times.get(index).map_or(0.0, |t| t.as_secs_f64() * 1000.0)
 }
 
 /// The runtime's non-ASCII text (`build.rs` writes it as `\u` escapes so
