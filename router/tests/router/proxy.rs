@@ -264,7 +264,13 @@ async fn a_replayable_request_is_retried_once_on_the_next_node() {
 #[tokio::test]
 async fn a_worker_lost_with_two_nodes_is_quarantined() {
     let live = FakeNode::start("live").await;
-    let (proxy, registry) = proxy(ProxyConfig::default(), 50);
+    // No wait for the nodes' crash records (these fake nodes never publish
+    // one): a suspect is refused at once.
+    let no_wait = ProxyConfig {
+        node_wait: Duration::ZERO,
+        ..ProxyConfig::default()
+    };
+    let (proxy, registry) = proxy(no_wait, 50);
     proxy.set_members(vec![
         crashing_member("dead-a", 2).await,
         crashing_member("dead-b", 2).await,
