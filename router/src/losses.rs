@@ -96,6 +96,24 @@ struct Loss {
     judged: Judged,
 }
 
+impl Loss {
+    /// Judges this loss by `crash`, `worker`'s, if it covers it; whether it
+    /// did.
+    fn judge(&mut self, worker: &str, crash: &CrashRecord) -> bool {
+        let covered = self.judged == Judged::Pending
+            && self.wall_ms <= crash.found_ms.saturating_add(CLOCK_SKEW_MS)
+            && self.wall_ms.saturating_add(CLOCK_SKEW_MS) >= crash.started_ms;
+        if covered {
+            self.judged = if crash.clears(worker) {
+                Judged::Cleared
+            } else {
+                Judged::InTurn
+            };
+        }
+        covered
+    }
+}
+
 #[derive(Debug, Default)]
 struct Record {
     /// At most one per node, the latest.
@@ -132,8 +150,9 @@ pub enum Verdict {
 #[derive(Debug)]
 pub struct NodeLosses {
     records: Mutex<HashMap<String, Record>>,
-    /// The crash record last applied per node (its `found_ms`).
-    applied: Mutex<HashMap<String, u64>>,
+    /// The crash record last applied per node, for losses reported after
+    /// it arrived.
+    applied: Mutex<HashMap<String, CrashRecord>>,
     /// Whether any record exists: the request path skips the lock otherwise.
     any: AtomicBool,
     /// Bumped after each crash record applied, for suspects' requests waiting.
@@ -207,12 +226,22 @@ impl NodeLosses {
             .retain(|l| l.node != node && now.duration_since(l.at) < WINDOW);
         // A new loss on a node is a new death (or the same one, not judged
         // yet): the record of an earlier process does not judge it.
-        record.losses.push(Loss {
+        let mut loss = Loss {
             node: node.to_owned(),
             at: now,
             wall_ms,
             judged: Judged::Pending,
-        });
+        };
+        // Reported after the node's record came (the error surfaced late).
+        if let Some(crash) = self
+            .applied
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(node)
+        {
+            loss.judge(worker, crash);
+        }
+        record.losses.push(loss);
         if record.suspect_nodes() < 2 {
             return Verdict::Replay;
         }
@@ -233,27 +262,17 @@ impl NodeLosses {
     pub fn crash(&self, node: &str, crash: &CrashRecord, now: Instant) -> Vec<String> {
         {
             let mut applied = self.applied.lock().unwrap_or_else(|p| p.into_inner());
-            if applied.get(node) == Some(&crash.found_ms) {
+            if applied.get(node) == Some(crash) {
                 return Vec::new();
             }
-            applied.insert(node.to_owned(), crash.found_ms);
+            applied.insert(node.to_owned(), crash.clone());
         }
         let mut lifted = Vec::new();
         let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
         for (worker, record) in records.iter_mut() {
             let mut judged_any = false;
-            for loss in record.losses.iter_mut().filter(|l| {
-                l.node == node
-                    && l.judged == Judged::Pending
-                    && l.wall_ms <= crash.found_ms.saturating_add(CLOCK_SKEW_MS)
-                    && l.wall_ms.saturating_add(CLOCK_SKEW_MS) >= crash.started_ms
-            }) {
-                loss.judged = if crash.clears(worker) {
-                    Judged::Cleared
-                } else {
-                    Judged::InTurn
-                };
-                judged_any = true;
+            for loss in record.losses.iter_mut().filter(|l| l.node == node) {
+                judged_any |= loss.judge(worker, crash);
             }
             let Some((length, until)) = record.quarantine.filter(|_| judged_any) else {
                 continue;
@@ -371,6 +390,9 @@ mod tests {
         assert_eq!(losses.lost("w", "a", now, 100), Verdict::Replay);
         assert!(losses.crash("a", &record(&[], 2_000), now).is_empty());
         assert_eq!(losses.lost("w", "b", now, 3_000), Verdict::Replay);
+        // A loss reported after the record came is judged by it too.
+        assert_eq!(losses.lost("late", "a", now, 1_500), Verdict::Replay);
+        assert_eq!(losses.lost("late", "b", now, 3_000), Verdict::Replay);
         // A Worker shown in a turn still counts.
         assert_eq!(losses.lost("x", "c", now, 100), Verdict::Replay);
         losses.crash("c", &record(&["x"], 2_000), now);
