@@ -128,7 +128,9 @@ async fn crash_records_free_a_bystander_and_keep_the_poison_quarantined() {
     }
 
     // The bystander is served; the poison, shown in a turn on both dead
-    // nodes, is refused without reaching a node.
+    // nodes, is refused without reaching a node. Without the records this
+    // cannot be: both were quarantined at the same loss for the same 10 s,
+    // so while the poison is still refused the bystander would be too.
     let served = system.wait_served(&by_host, "/", by).await;
     eprintln!("{by} served again after the restarts: {served:?}");
     let refused = ingress.get("poison.test", "/").await.expect("a reply");
