@@ -461,6 +461,10 @@ impl Proxy {
                         .losses
                         .crash(&member.name, crash, std::time::Instant::now());
                 if !lifted.is_empty() {
+                    self.inner
+                        .metrics
+                        .quarantines_lifted
+                        .inc_by(lifted.len() as u64);
                     info!(
                         node = %member.name, workers = ?lifted,
                         "a crash record shows these workers were not in a turn; quarantine lifted"

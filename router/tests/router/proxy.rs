@@ -377,6 +377,10 @@ async fn a_suspect_waits_for_the_crash_records_and_is_served_when_they_clear_it(
     // And the Worker is not quarantined.
     let response = proxy.handle(get(HOST, "/", &[])).await;
     assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        sample(&registry, "isolane_router_quarantines_lifted_total", &[]),
+        Some(1.0)
+    );
 }
 
 /// A node that refuses connections never had the request (a node pod that
