@@ -37,7 +37,14 @@
 //! A Worker shown in a turn on both nodes stays quarantined, its period
 //! counted again from the second record. A record with unreadable slots
 //! clears nobody; a node that never comes back sends none, and the
-//! quarantine simply runs out.
+//! quarantine simply runs out. A loss reported after its node's record
+//! arrived is judged by that record at once. Each lift is counted in
+//! `isolane_router_quarantines_lifted_total`.
+//!
+//! Left open: the record names every Worker in a turn on *any* thread when
+//! the process died, so a Worker that happened to be running on another
+//! thread at both deaths (a very busy one, while a poison on a neighbouring
+//! thread kills the node twice) stays a suspect with the poison.
 //!
 //! **Meanwhile.** The record arrives only once the dead node has restarted
 //! (seconds for a container restart). Until then the suspects are treated
