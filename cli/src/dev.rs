@@ -189,6 +189,9 @@ pub struct DevConfig {
     pub reload: bool,
     /// How the Workers' invocations are printed; `None`: not at all.
     pub tail: Option<TailFormat>,
+    /// Where the turn map is kept (`--state`), as a node keeps it: a crash
+    /// says at the next start which Worker was running.
+    pub state: PathBuf,
 }
 
 impl DevConfig {
@@ -242,6 +245,7 @@ impl DevConfig {
             project,
             reload: !args.no_reload,
             tail: (!args.no_tail).then_some(args.tail_format),
+            state: args.state,
         })
     }
 }
@@ -261,9 +265,11 @@ const REVISION_WAIT: Duration = Duration::from_secs(2);
 /// to them.
 const REVISIONS_KEPT: usize = 3;
 
-pub fn run(config: DevConfig) -> anyhow::Result<()> {
+pub fn run(mut config: DevConfig) -> anyhow::Result<()> {
     let registry = prometheus::Registry::new();
     let threads = config.engine.resolved_threads();
+    let turn_map = open_turn_map(&config.state, threads);
+    config.engine.turn_map = turn_map.clone();
     let node_metrics = Arc::new(
         NodeMetrics::register(&registry, threads).context("registering the node's metrics")?,
     );
@@ -278,7 +284,30 @@ pub fn run(config: DevConfig) -> anyhow::Result<()> {
     let served = control.block_on(serve(config, engine.clone(), registry, node_metrics));
     drop(control);
     engine.shutdown();
+    if let Some(map) = turn_map {
+        map.close_clean();
+    }
     served
+}
+
+/// The turn map in `state` (`isolane_engine::TurnMap`): a previous run that
+/// crashed is reported with the Workers that were in a turn.
+fn open_turn_map(state: &std::path::Path, threads: usize) -> Option<Arc<isolane_engine::TurnMap>> {
+    let path = isolane_turnmap::path_in(state, "dev");
+    let started = isolane_membership::crash::unix_ms();
+    match isolane_engine::TurnMap::open(&path, threads, started) {
+        Ok((map, isolane_engine::Previous::Run(run))) => {
+            if run.crashed() {
+                tracing::warn!(in_turn = ?run.in_turn, "the previous isolane dev crashed; these workers were in a turn");
+            }
+            Some(map)
+        }
+        Ok((map, _)) => Some(map),
+        Err(error) => {
+            tracing::warn!(%error, "no turn map");
+            None
+        }
+    }
 }
 
 async fn serve(

@@ -93,6 +93,9 @@ pub struct Node {
     pub name: String,
     /// Its admin address (/live, /ready, /metrics).
     pub admin: SocketAddr,
+    /// Its `--state-dir` (`<dir>/state`, the same for a node started again
+    /// under its name, as a pod's `emptyDir` is).
+    pub state_dir: PathBuf,
     /// The process.
     pub process: Process,
 }
@@ -128,6 +131,8 @@ impl Node {
         .into_iter()
         .map(str::to_owned)
         .collect();
+        let state_dir = dir.join("state");
+        args.extend(["--state-dir".to_owned(), state_dir.display().to_string()]);
         args.extend(node_tls_args(dir));
         args.extend(options.extra_args.iter().cloned());
         let mut envs: Vec<(&str, &OsStr)> = vec![
@@ -145,8 +150,17 @@ impl Node {
         Self {
             name: options.name.clone(),
             admin,
+            state_dir,
             process,
         }
+    }
+
+    /// Its turn map as the file reads now (`isolane_turnmap`): which
+    /// Worker is in a JavaScript turn on each thread; `None` when there is
+    /// no readable map.
+    pub fn turn_map(&self) -> Option<isolane_turnmap::PreviousRun> {
+        let path = isolane_turnmap::path_in(&self.state_dir, &self.name);
+        isolane_turnmap::parse(&std::fs::read(path).ok()?).ok()
     }
 
     /// Waits until `/readyz` answers 200 (bundles listed, Lease written);
@@ -428,6 +442,21 @@ impl Cluster {
         node.wait_ready(READY_TIMEOUT).await;
         self.nodes.push(node);
         options.name
+    }
+
+    /// Starts node `name` again (after it was killed) with the same flags
+    /// and state directory; waits until it is ready.
+    ///
+    /// # Panics
+    /// When there is no such node or it does not become ready.
+    pub async fn restart_node(&mut self, cp: &ControlPlane, name: &str) {
+        let options = NodeOptions {
+            name: name.to_owned(),
+            ..self.options.node.clone()
+        };
+        let mut node = Node::start(cp, &self.dir, &options);
+        node.wait_ready(READY_TIMEOUT).await;
+        *self.node_mut(name) = node;
     }
 
     /// Waits until the router counts `count` live, non-draining nodes.

@@ -20,6 +20,10 @@
 //!   ArrayBuffers answer 500 / 503 with their reason while healthy Workers on
 //!   the same node and threads keep answering 200, and the node stays up.
 //!
+//! - `culprit::crash_records_free_a_bystander_and_keep_the_poison_quarantined`:
+//!   two nodes SIGKILLed in a poison Worker's turn with a bystander's request
+//!   in flight on both; after they restart, their crash records free the
+//!   bystander and keep the poison quarantined.
 //! - `takeover::a_redeploy_keeps_its_host_from_other_namespaces`: another
 //!   namespace's squatter and wildcard on a host never get it while its
 //!   owner replaces its Worker, in either order (issue 28).
@@ -49,6 +53,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tempfile::TempDir;
 use tokio::sync::{Mutex, MutexGuard};
 
+#[path = "system/culprit.rs"]
+mod culprit;
 #[path = "system/takeover.rs"]
 mod takeover;
 
@@ -81,8 +87,31 @@ impl System {
         Self::start_in(nodes, &[]).await
     }
 
+    /// [`System::start`], every node started with `args` too.
+    async fn start_with_node_args(nodes: usize, args: &[&str]) -> Self {
+        let mut options = ClusterOptions {
+            nodes,
+            ..ClusterOptions::default()
+        };
+        options
+            .node
+            .extra_args
+            .extend(args.iter().map(|arg| (*arg).to_owned()));
+        Self::start_options(options, &[]).await
+    }
+
     /// [`System::start`], with namespaces `others` beside [`NAMESPACE`].
     async fn start_in(nodes: usize, others: &[&str]) -> Self {
+        let options = ClusterOptions {
+            nodes,
+            ..ClusterOptions::default()
+        };
+        Self::start_options(options, others).await
+    }
+
+    /// A system of `options`, with namespaces `others` beside [`NAMESPACE`].
+    async fn start_options(options: ClusterOptions, others: &[&str]) -> Self {
+        let nodes = options.nodes;
         let serial = SERIAL.lock().await;
         let started = Instant::now();
         let cp = ControlPlane::start().await.expect("control plane starts");
@@ -92,10 +121,6 @@ impl System {
             .collect();
         workers::prepare(&cp, &namespaces).await;
         let dir = tempfile::tempdir().expect("temp dir");
-        let options = ClusterOptions {
-            nodes,
-            ..ClusterOptions::default()
-        };
         let cluster = Cluster::start(&cp, dir.path(), options).await;
         eprintln!(
             "system up: control plane, operator, {nodes} node(s), router in {:.1}s",

@@ -324,6 +324,7 @@ mod tests {
             threads,
             draining: false,
             expires_at: None,
+            crash: None,
         }
     }
 

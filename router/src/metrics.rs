@@ -129,6 +129,12 @@ const PLACEMENT_MOVES: Metric = Metric::new(
     &[],
 );
 
+const QUARANTINES_LIFTED: Metric = Metric::new(
+    "isolane_router_quarantines_lifted_total",
+    "Quarantines of Workers lifted because a restarted node's crash record showed the Worker was not in a JavaScript turn when the node died.",
+    &[],
+);
+
 const NODE_WAITS: Metric = Metric::new(
     "isolane_router_node_waits_total",
     "Requests that found no live node and waited for the fleet to change (--node-wait), by how the wait ended: a node came (node) or the wait ran out (timeout).",
@@ -188,6 +194,7 @@ pub const ALL: &[Metric] = &[
     ROUTE_CONFLICTS,
     RETRIES,
     PLACEMENT_MOVES,
+    QUARANTINES_LIFTED,
     NODE_WAITS,
     NODE_WAITING,
     UPSTREAM_ERRORS,
@@ -211,6 +218,8 @@ pub struct RouterMetrics {
     pub(crate) route_conflicts: IntGauge,
     retries: IntCounterVec,
     pub(crate) placement_moves: IntCounter,
+    /// Quarantines lifted by crash records (`losses.rs`).
+    pub(crate) quarantines_lifted: IntCounter,
     node_waits: IntCounterVec,
     node_waiting: IntGauge,
     upstream_errors: IntCounterVec,
@@ -243,6 +252,7 @@ impl RouterMetrics {
         let route_conflicts = ROUTE_CONFLICTS.gauge(registry)?;
         let retries = RETRIES.counter_vec(registry)?;
         let placement_moves = PLACEMENT_MOVES.counter(registry)?;
+        let quarantines_lifted = QUARANTINES_LIFTED.counter(registry)?;
         let node_waits = NODE_WAITS.counter_vec(registry)?;
         let node_waiting = NODE_WAITING.gauge(registry)?;
         let upstream_errors = UPSTREAM_ERRORS.counter_vec(registry)?;
@@ -273,6 +283,7 @@ impl RouterMetrics {
             route_conflicts,
             retries,
             placement_moves,
+            quarantines_lifted,
             node_waits,
             node_waiting,
             upstream_errors,

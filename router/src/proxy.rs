@@ -212,6 +212,7 @@ impl Proxy {
             threads,
             draining: false,
             expires_at: None,
+            crash: None,
         }]);
         proxy
     }
@@ -453,6 +454,25 @@ impl Proxy {
     /// Replaces the fleet with `members` (live, non-draining); returns whether
     /// the nodes changed.
     pub fn set_members(&self, members: Vec<NodeMember>) -> bool {
+        // A restarted node's crash record judges the losses on it.
+        for member in &members {
+            if let Some(crash) = &member.crash {
+                let lifted =
+                    self.inner
+                        .losses
+                        .crash(&member.name, crash, std::time::Instant::now());
+                if !lifted.is_empty() {
+                    self.inner
+                        .metrics
+                        .quarantines_lifted
+                        .inc_by(lifted.len() as u64);
+                    info!(
+                        node = %member.name, workers = ?lifted,
+                        "a crash record shows these workers were not in a turn; quarantine lifted"
+                    );
+                }
+            }
+        }
         let mut builder = self.inner.builder.lock().unwrap_or_else(|e| e.into_inner());
         let Some(fleet) = builder.update(members) else {
             return false;

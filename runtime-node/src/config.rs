@@ -73,6 +73,8 @@ pub const BUNDLE_REVISIONS_ENV: &str = "ISOLANE_BUNDLE_REVISIONS";
 pub const BUNDLE_CACHE_DIR_ENV: &str = "ISOLANE_BUNDLE_CACHE_DIR";
 /// Env var for `--snapshot-cache-dir` (`isolane dev` takes it too).
 pub const SNAPSHOT_CACHE_DIR_ENV: &str = "ISOLANE_SNAPSHOT_CACHE_DIR";
+/// Env var for `--state-dir`.
+pub const STATE_DIR_ENV: &str = "ISOLANE_STATE_DIR";
 /// Env var for `--bundle-cache-mib`.
 pub const BUNDLE_CACHE_MIB_ENV: &str = "ISOLANE_BUNDLE_CACHE_MIB";
 /// Env var for `--bundle-registry`.
@@ -273,6 +275,13 @@ pub struct Args {
     #[arg(long, env = SNAPSHOT_CACHE_DIR_ENV)]
     pub snapshot_cache_dir: Option<PathBuf>,
 
+    /// Where the node keeps its turn map (`turns-<node name>.map`: which
+    /// Worker is in a JavaScript turn on each engine thread), read after a
+    /// crash by the next process (default: `isolane-state` in the temporary
+    /// directory; an `emptyDir` keeps it across container restarts).
+    #[arg(long, env = STATE_DIR_ENV)]
+    pub state_dir: Option<PathBuf>,
+
     /// A registry (host or host:port) pulled from over plain HTTP rather
     /// than HTTPS, for a registry on loopback; repeat the flag or separate
     /// with commas. The operator takes the same.
@@ -320,6 +329,11 @@ pub struct Config {
     pub admin_addr: SocketAddr,
     /// mTLS for the gRPC listeners (or plaintext with `--insecure-grpc`).
     pub grpc_security: GrpcSecurity,
+    /// Where the turn map is kept (`crash.rs`).
+    pub state_dir: PathBuf,
+    /// What the previous process on `state_dir` left, when it crashed: set
+    /// by `crash::open_turn_map`, published on the Lease.
+    pub previous_crash: Option<isolane_membership::CrashRecord>,
 }
 
 /// Bundles named by digest: the disk cache and the registries over HTTP.
@@ -541,6 +555,10 @@ impl Args {
             },
             admin_addr: self.admin.admin_addr,
             grpc_security,
+            state_dir: self
+                .state_dir
+                .unwrap_or_else(|| std::env::temp_dir().join("isolane-state")),
+            previous_crash: None,
         })
     }
 }

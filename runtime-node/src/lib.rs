@@ -17,6 +17,7 @@ mod admission;
 mod alarms;
 mod bundles;
 mod config;
+mod crash;
 mod error;
 mod listeners;
 mod membership;
@@ -34,9 +35,10 @@ pub use config::{
     DEFAULT_NAMESPACE, DRAIN_TIMEOUT_ENV, GRPC_ADDR_ENV, HEAP_BUDGET_MIB_ENV,
     ISOLATES_PER_THREAD_ENV, LEASE_DURATION_ENV, LISTENERS_ENV, ListenerMode, MAX_INFLIGHT_ENV,
     NAMESPACE_ENV, NODE_NAME_ENV, PIN_THREADS_ENV, POOL_MODE_ENV, REVISION_WAIT_ENV,
-    SNAPSHOT_CACHE_DIR_ENV, SPARE_ISOLATES_ENV, THREADS_ENV, WEBSOCKET_DRAIN_GRACE_ENV,
-    WebSocketArgs, parse_duration,
+    SNAPSHOT_CACHE_DIR_ENV, SPARE_ISOLATES_ENV, STATE_DIR_ENV, THREADS_ENV,
+    WEBSOCKET_DRAIN_GRACE_ENV, WebSocketArgs, parse_duration,
 };
+pub use crash::open_turn_map;
 pub use error::Error;
 pub use listeners::{BindError, Health, Listeners, Serving};
 pub use membership::{FIELD_MANAGER, Heartbeat};

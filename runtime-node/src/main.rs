@@ -12,7 +12,7 @@ use isolane_telemetry::{EXIT_USAGE, parse_args, shutdown_signal};
 fn main() -> anyhow::Result<()> {
     let args: Args = parse_args();
     let log_format = args.admin.log_format;
-    let config = match args.validate() {
+    let mut config = match args.validate() {
         Ok(config) => config,
         Err(error) => {
             let _ = isolane_telemetry::usage_error("isolane-node", error);
@@ -33,6 +33,8 @@ fn main() -> anyhow::Result<()> {
     let metrics = Arc::new(
         NodeMetrics::register(&registry, config.threads()).context("registering metrics")?,
     );
+    // Before the engine's threads exist: they write its slots.
+    let turn_map = isolane_node::open_turn_map(&mut config);
     // V8 is initialised here, on the main thread, before any other thread
     // exists (the tokio runtime comes next).
     let observer: Arc<dyn EngineObserver> = metrics.clone();
@@ -62,6 +64,10 @@ fn main() -> anyhow::Result<()> {
     });
     drop(runtime);
     engine.shutdown();
+    // Stopped in order: the next process reports no crash.
+    if let Some(map) = turn_map {
+        map.close_clean();
+    }
     result?;
     tracing::info!("exiting");
     Ok(())

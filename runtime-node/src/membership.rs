@@ -1,12 +1,13 @@
 //! The node's Lease: written with `isolane_membership::node_lease` by
 //! server-side apply (create or update in one call), renewed every third of
 //! its duration, rewritten at once with `draining=true` when the node starts
-//! to drain, and deleted as the node leaves.
+//! to drain, and deleted as the node leaves. After a crash of the node's
+//! previous process, every write carries its crash record (`crash.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use isolane_membership::node_lease;
+use isolane_membership::{CrashRecord, node_lease, with_crash};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
@@ -28,6 +29,8 @@ pub struct Heartbeat {
     threads: u32,
     duration: Duration,
     metrics: Arc<NodeMetrics>,
+    /// The previous process's crash record, on every write of this one.
+    crash: Option<CrashRecord>,
 }
 
 impl std::fmt::Debug for Heartbeat {
@@ -61,7 +64,14 @@ impl Heartbeat {
             threads,
             duration,
             metrics,
+            crash: None,
         }
+    }
+
+    /// Publishes `crash` (the previous process's) with every write.
+    pub fn with_crash(mut self, crash: Option<CrashRecord>) -> Self {
+        self.crash = crash;
+        self
     }
 
     /// Creates or renews the Lease, stamped now.
@@ -75,6 +85,10 @@ impl Heartbeat {
             self.duration,
             Timestamp::now(),
         );
+        let lease = match &self.crash {
+            Some(crash) => with_crash(lease, crash),
+            None => lease,
+        };
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let result = self
             .api

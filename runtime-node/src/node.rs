@@ -211,7 +211,8 @@ impl Node {
             u32::try_from(threads).unwrap_or(u32::MAX),
             config.lease_duration,
             metrics,
-        );
+        )
+        .with_crash(config.previous_crash.clone());
         Ok(RunningNode {
             config,
             bundles,

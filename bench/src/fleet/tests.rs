@@ -11,6 +11,7 @@ fn members(nodes: usize, threads: u32) -> Vec<NodeMember> {
             threads,
             draining: false,
             expires_at: None,
+            crash: None,
         })
         .collect()
 }

@@ -110,6 +110,9 @@ pub struct EngineConfig {
     /// read it instead of building it. `None`: built at every start. Only
     /// the process's first `Engine::start` reads it.
     pub snapshot_cache: Option<std::path::PathBuf>,
+    /// Where each thread records the Worker in a JavaScript turn
+    /// (`turn_map.rs`); `None`: not recorded. Thread `i` takes slot `i`.
+    pub turn_map: Option<std::sync::Arc<crate::turn_map::TurnMap>>,
 }
 
 impl EngineConfig {
@@ -150,6 +153,7 @@ impl Default for EngineConfig {
             websocket: crate::socket::WebSocketConfig::default(),
             store: None,
             snapshot_cache: None,
+            turn_map: None,
         }
     }
 }

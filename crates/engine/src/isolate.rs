@@ -210,6 +210,11 @@ impl WorkerIsolate {
         };
         let thread = &self.host.thread;
         self.host.set_current(ctx);
+        // Recorded before any JavaScript runs, cleared once none does: a
+        // crash between the two is this Worker's turn (`turn_map.rs`).
+        if let Some(slot) = &thread.turn_slot {
+            slot.enter(self.host.worker_id());
+        }
         self.host.tick_clock();
         let cpu_start = thread_cpu_now();
         let deadline = self
@@ -269,6 +274,9 @@ impl WorkerIsolate {
         };
         drop(entered);
         drop(inner);
+        if let Some(slot) = &thread.turn_slot {
+            slot.leave();
+        }
         let cpu_end = thread_cpu_now();
         let used = cpu_end.saturating_sub(cpu_start);
         self.host.add_cpu(ctx, used);

@@ -49,6 +49,7 @@ mod tail;
 mod thread;
 mod thread_ctx;
 mod trace;
+mod turn_map;
 pub mod warm_lru;
 mod watchdog;
 
@@ -84,6 +85,7 @@ pub use tail::{
     TailSubscription,
 };
 pub use trace::RequestTrace;
+pub use turn_map::{Previous, TurnMap, TurnMapError};
 
 /// The header every outbound `fetch` carries ([`isolane_worker::headers::HOPS`]).
 pub use isolane_worker::headers::HOPS as HOPS_HEADER;

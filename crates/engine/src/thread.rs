@@ -134,6 +134,7 @@ pub(crate) fn run(start: ThreadStart) {
         config: config.clone(),
         schedule: RefCell::new(Schedule::default()),
         node_log: Default::default(),
+        turn_slot: config.turn_map.as_ref().and_then(|map| map.slot(index)),
     });
     let state = Rc::new(ThreadState {
         pool: RefCell::new(Pool::new(

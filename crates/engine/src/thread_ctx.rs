@@ -63,4 +63,6 @@ pub(crate) struct ThreadCtx {
     /// Bounds what this thread's Workers write to the node's log
     /// (`node_log.rs`).
     pub(crate) node_log: crate::node_log::NodeLogGate,
+    /// This thread's slot in the turn map, when the node keeps one.
+    pub(crate) turn_slot: Option<crate::turn_map::TurnSlot>,
 }

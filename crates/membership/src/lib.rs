@@ -3,7 +3,9 @@
 //! Each runtime node holds one Lease in its namespace, labelled
 //! [`NODE_LABEL`]`=true`, renewed well inside its duration, with annotations for its
 //! gRPC endpoint(s) ([`ENDPOINT_ANNOTATION`]), its pinned thread count
-//! ([`THREADS_ANNOTATION`]) and whether it is draining ([`DRAINING_ANNOTATION`]).
+//! ([`THREADS_ANNOTATION`]), whether it is draining ([`DRAINING_ANNOTATION`])
+//! and, after a crash of its previous process, which Workers were in a turn
+//! then ([`CRASH_ANNOTATION`], a [`CrashRecord`]).
 //! An expired Lease is a dead node. The node writes its Lease with [`node_lease`];
 //! the operator (for `status.placement`) and the router (for routing) read them
 //! with [`NodeMember::from_lease`] and [`live_members`], through the one Lease
@@ -11,6 +13,7 @@
 //! next Lease would lapse). Only [`watch`] does I/O.
 #![forbid(unsafe_code)]
 
+pub mod crash;
 pub mod watch;
 
 use std::time::Duration;
@@ -19,6 +22,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
+pub use crash::{CRASH_ANNOTATION, CrashRecord, with_crash};
 pub use watch::{Members, MembershipObserver};
 
 /// Label on every runtime node Lease; its value is `"true"`.
@@ -92,6 +96,9 @@ pub struct NodeMember {
     pub draining: bool,
     /// When the Lease lapses unless renewed; `None` when it was never renewed.
     pub expires_at: Option<Timestamp>,
+    /// The node's previous process crashed: who was in a turn then. A
+    /// record that does not parse is left out (the node stays usable).
+    pub crash: Option<CrashRecord>,
 }
 
 /// The threads annotation: a positive count.
@@ -153,12 +160,16 @@ impl NodeMember {
             });
         }
         let draining = annotation(DRAINING_ANNOTATION).ok() == Some("true");
+        let crash = annotation(CRASH_ANNOTATION)
+            .ok()
+            .and_then(CrashRecord::decode);
         Ok(Self {
             name,
             endpoints,
             threads,
             draining,
             expires_at: expiry(lease),
+            crash,
         })
     }
 

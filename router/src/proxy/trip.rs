@@ -52,19 +52,15 @@ impl Trip<'_> {
                 .map_err(|source| (NO_NODE.to_owned(), Error::RequestBody { source }))?;
         let losses = &self.proxy.inner.losses;
         let worker_id = &self.backend.worker_id;
-        if let Some(retry_after) = losses.quarantined_now(worker_id) {
-            return Err((
-                NO_NODE.to_owned(),
-                Error::Quarantined {
-                    worker_id: worker_id.clone(),
-                    retry_after,
-                },
-            ));
-        }
-        let mut fleet = self.proxy.fleet();
         let wait_until = self
             .deadline
             .min(tokio::time::Instant::from_std(self.started) + config.node_wait);
+        if losses.quarantined_now(worker_id).is_some() {
+            self.unquarantined(wait_until)
+                .await
+                .map_err(|retry_after| self.quarantined(NO_NODE.to_owned(), retry_after))?;
+        }
+        let mut fleet = self.proxy.fleet();
         let mut tried: Vec<usize> = Vec::new();
         let mut attempts = 0u32;
         // The error that made the request look for another node, if any.
@@ -128,21 +124,30 @@ impl Trip<'_> {
                 // Lost with its node: the second node lost under the same
                 // Worker quarantines it (it may be what kills them). A node
                 // that refused the connection never had the request.
-                if let Verdict::Quarantined(retry_after) =
-                    losses.lost(worker_id, &node, Instant::now())
-                {
+                if let Verdict::Quarantined(retry_after) = losses.lost(
+                    worker_id,
+                    &node,
+                    Instant::now(),
+                    isolane_membership::crash::unix_ms(),
+                ) {
                     warn!(
                         worker.id = %worker_id, %node, quarantine_s = retry_after.as_secs(),
                         "a second node was lost under this worker's requests; refusing it for a while"
                     );
                     self.proxy.inner.metrics.upstream_error(error.kind());
-                    return Err((
-                        node,
-                        Error::Quarantined {
-                            worker_id: worker_id.clone(),
-                            retry_after,
-                        },
-                    ));
+                    // Not replayed unless the nodes' crash records clear
+                    // the Worker first (then it was not what killed them).
+                    let replayable =
+                        attempts < MAX_ATTEMPTS && error.retry_elsewhere() && body.is_replayable();
+                    if !replayable {
+                        return Err(self.quarantined(node, retry_after));
+                    }
+                    if let Err(retry_after) = self.unquarantined(wait_until).await {
+                        return Err(self.quarantined(node, retry_after));
+                    }
+                    tried.push(pick.index);
+                    refused = Some((node, error));
+                    continue;
                 }
             }
             // Another node (or the same one after the fleet changed) may
@@ -155,6 +160,42 @@ impl Trip<'_> {
             tried.push(pick.index);
             refused = Some((node, error));
         }
+    }
+
+    /// `Ok` once the Worker is not quarantined: at once, or when a crash
+    /// record lifts its quarantine before `until` (a suspect's request
+    /// waits for the records while one may still come: `losses.rs`);
+    /// otherwise how long the quarantine has left.
+    async fn unquarantined(&self, until: tokio::time::Instant) -> Result<(), Duration> {
+        let losses = &self.proxy.inner.losses;
+        let worker_id = &self.backend.worker_id;
+        loop {
+            // Subscribed before checking, so a record in between wakes it.
+            let mut changes = losses.subscribe();
+            let Some(retry_after) = losses.quarantined_now(worker_id) else {
+                return Ok(());
+            };
+            if !losses.awaiting_records(worker_id) || tokio::time::Instant::now() >= until {
+                return Err(retry_after);
+            }
+            match tokio::time::timeout_at(until, changes.changed()).await {
+                Ok(Ok(())) => {}
+                // Timed out: the check above answers with what is left.
+                Err(_) => {}
+                Ok(Err(_)) => return Err(retry_after),
+            }
+        }
+    }
+
+    /// The failure of a request refused because its Worker is quarantined.
+    fn quarantined(&self, node: String, retry_after: Duration) -> Failure {
+        (
+            node,
+            Error::Quarantined {
+                worker_id: self.backend.worker_id.clone(),
+                retry_after,
+            },
+        )
     }
 
     /// What the node is asked to run for the client's request `parts`.

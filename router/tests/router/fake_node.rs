@@ -121,6 +121,7 @@ fn member_at(name: &str, addr: SocketAddr, threads: u32) -> NodeMember {
         threads,
         draining: false,
         expires_at: None,
+        crash: None,
     }
 }
 

@@ -264,26 +264,19 @@ async fn a_replayable_request_is_retried_once_on_the_next_node() {
 #[tokio::test]
 async fn a_worker_lost_with_two_nodes_is_quarantined() {
     let live = FakeNode::start("live").await;
-    let (proxy, registry) = proxy(ProxyConfig::default(), 50);
+    // No wait for the nodes' crash records (these fake nodes never publish
+    // one): a suspect is refused at once.
+    let no_wait = ProxyConfig {
+        node_wait: Duration::ZERO,
+        ..ProxyConfig::default()
+    };
+    let (proxy, registry) = proxy(no_wait, 50);
     proxy.set_members(vec![
         crashing_member("dead-a", 2).await,
         crashing_member("dead-b", 2).await,
         live.member(2),
     ]);
-    // A worker whose first two choices are the dead nodes.
-    let fleet = proxy.fleet();
-    let config = ProxyConfig::default();
-    let id = (0..10_000)
-        .map(|i| format!("ns/w{i}"))
-        .find(|id| {
-            let Some(first) = fleet.pick(id, config.load_factor, &[]) else {
-                return false;
-            };
-            let second = fleet.pick(id, config.load_factor, &[first.index]);
-            let name = |i: usize| fleet.nodes()[i].member.name.clone();
-            name(first.index) == "dead-a" && second.is_some_and(|s| name(s.index) == "dead-b")
-        })
-        .expect("some worker prefers dead-a, then dead-b");
+    let id = worker_preferring_dead_a_then_b(&proxy);
     let bystander = worker_preferring(&proxy, "live");
     proxy.set_workers(vec![
         worker(&id, "r1", HOST, "/"),
@@ -312,6 +305,81 @@ async fn a_worker_lost_with_two_nodes_is_quarantined() {
             &[("kind", "node_unavailable")]
         )
         .is_some()
+    );
+}
+
+/// A worker whose first two choices are the nodes `dead-a`, then `dead-b`.
+fn worker_preferring_dead_a_then_b(proxy: &isolane_router::Proxy) -> String {
+    let fleet = proxy.fleet();
+    let config = ProxyConfig::default();
+    (0..10_000)
+        .map(|i| format!("ns/w{i}"))
+        .find(|id| {
+            let Some(first) = fleet.pick(id, config.load_factor, &[]) else {
+                return false;
+            };
+            let second = fleet.pick(id, config.load_factor, &[first.index]);
+            let name = |i: usize| fleet.nodes()[i].member.name.clone();
+            name(first.index) == "dead-a" && second.is_some_and(|s| name(s.index) == "dead-b")
+        })
+        .expect("some worker prefers dead-a, then dead-b")
+}
+
+/// A Worker lost with two nodes is a suspect: its request waits for the
+/// dead nodes' crash records, and once one shows the Worker was not in a
+/// turn there, the request is replayed on a live node and served.
+#[tokio::test]
+async fn a_suspect_waits_for_the_crash_records_and_is_served_when_they_clear_it() {
+    let live = FakeNode::start("live").await;
+    let (proxy, registry) = proxy(ProxyConfig::default(), 50);
+    let (dead_a, dead_b) = (
+        crashing_member("dead-a", 2).await,
+        crashing_member("dead-b", 2).await,
+    );
+    proxy.set_members(vec![dead_a.clone(), dead_b.clone(), live.member(2)]);
+    let id = worker_preferring_dead_a_then_b(&proxy);
+    proxy.set_workers(vec![worker(&id, "r1", HOST, "/")]);
+
+    let request = tokio::spawn({
+        let proxy = proxy.clone();
+        async move { proxy.handle(get(HOST, "/", &[])).await }
+    });
+    // Lost with both nodes (two upstream errors), now waiting.
+    wait_until(
+        "the request lost with both dead nodes",
+        Duration::from_secs(10),
+        || async {
+            (sample(&registry, "isolane_router_upstream_errors_total", &[])? >= 2.0).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(live.executes(), 0);
+    // dead-a restarted and says someone else was in a turn when it died.
+    let found_ms = isolane_membership::crash::unix_ms() + 100;
+    let record = isolane_membership::CrashRecord {
+        started_ms: 0,
+        found_ms,
+        in_turn: vec!["other/poison".to_owned()],
+        unreadable: 0,
+    };
+    proxy.set_members(vec![
+        isolane_membership::NodeMember {
+            crash: Some(record),
+            ..dead_a
+        },
+        dead_b,
+        live.member(2),
+    ]);
+    let response = request.await.expect("the request");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(header(&response, "x-isolane-node"), Some("live"));
+    assert_eq!(live.executes(), 1);
+    // And the Worker is not quarantined.
+    let response = proxy.handle(get(HOST, "/", &[])).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        sample(&registry, "isolane_router_quarantines_lifted_total", &[]),
+        Some(1.0)
     );
 }
 
