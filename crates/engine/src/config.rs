@@ -110,6 +110,10 @@ pub struct EngineConfig {
     /// read it instead of building it. `None`: built at every start. Only
     /// the process's first `Engine::start` reads it.
     pub snapshot_cache: Option<std::path::PathBuf>,
+    /// Where big ES modules' V8 code caches are kept (`code_cache.rs`):
+    /// the first isolate to compile a module writes its cache, the next
+    /// ones (other threads, later processes) compile from it. `None`: none.
+    pub code_cache: Option<crate::code_cache::CodeCacheConfig>,
 }
 
 impl EngineConfig {
@@ -150,6 +154,7 @@ impl Default for EngineConfig {
             websocket: crate::socket::WebSocketConfig::default(),
             store: None,
             snapshot_cache: None,
+            code_cache: None,
         }
     }
 }

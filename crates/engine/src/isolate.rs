@@ -58,6 +58,8 @@ pub(crate) struct WorkerIsolate {
     memory: Arc<Memory>,
     /// Its worker's namespace as `fairness.rs` keys it, once loaded.
     tenant_key: OnceCell<u64>,
+    /// Its modules' code caches are to be made after its first request.
+    code_cache_owed: Cell<bool>,
 }
 
 /// Why a turn did not complete normally.
@@ -129,6 +131,7 @@ impl WorkerIsolate {
                 host,
                 condemned: Cell::new(None),
                 heap_limit: Cell::new(heap_limit),
+                code_cache_owed: Cell::new(false),
                 memory,
                 tenant_key: OnceCell::new(),
             }
@@ -389,12 +392,16 @@ impl WorkerIsolate {
                 message: "internal: isolate already holds a worker".to_owned(),
             });
         }
+        let code_cache = self.host.thread.shared.code_cache.clone();
         let env = self.turn(0, |scope, globals, _| {
-            script::evaluate(scope, &globals.internal, &bundle)
+            script::evaluate(scope, &globals.internal, &bundle, code_cache.as_ref())
         });
         match env {
             Ok(env) => {
-                self.inner.borrow_mut().env = Some(env);
+                let mut inner = self.inner.borrow_mut();
+                inner.env = Some(env);
+                let owed = crate::modules::owes_code_caches(&inner.isolate);
+                self.code_cache_owed.set(owed);
                 Ok(())
             }
             Err(TurnError::Threw { message, stack }) => {
@@ -473,6 +480,18 @@ impl WorkerIsolate {
             ];
             function.call(scope, receiver.into(), &args).map(|_| ())
         })
+    }
+
+    /// Makes the code caches of its modules compiled without one
+    /// (`code_cache.rs`), once: after its first request is over, off that
+    /// request's path. Every other call is one flag read.
+    pub(crate) fn make_owed_code_caches(&self) {
+        if self.code_cache_owed.take() {
+            let _ = self.turn(0, |scope, _, _| {
+                crate::modules::make_code_caches(scope);
+                Some(())
+            });
+        }
     }
 
     /// Runs `internal.warmUp()` in this isolate (a spare, before any worker
