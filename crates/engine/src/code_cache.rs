@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, mpsc};
 
 use crate::checked_file::{self, Key, Kind};
+use crate::observer::{CodeCacheEvent, EngineObserver};
 
 const KIND: Kind = Kind {
     magic: b"ISOLCODE",
@@ -85,6 +86,7 @@ pub(crate) struct CodeCache {
     claimed: Mutex<HashSet<Key>>,
     writes: Mutex<mpsc::SyncSender<(Key, Vec<u8>)>>,
     stats: Counters,
+    observer: std::sync::Arc<dyn EngineObserver>,
 }
 
 #[derive(Default)]
@@ -106,13 +108,17 @@ pub(crate) struct Lookup {
 
 impl CodeCache {
     /// The cache in `config.dir`, with its writer thread.
-    pub(crate) fn start(config: &CodeCacheConfig) -> std::io::Result<std::sync::Arc<CodeCache>> {
+    pub(crate) fn start(
+        config: &CodeCacheConfig,
+        observer: std::sync::Arc<dyn EngineObserver>,
+    ) -> std::io::Result<std::sync::Arc<CodeCache>> {
         let (writes, queued) = mpsc::sync_channel::<(Key, Vec<u8>)>(QUEUE);
         let cache = std::sync::Arc::new(CodeCache {
             dir: config.dir.clone(),
             claimed: Mutex::new(HashSet::new()),
             writes: Mutex::new(writes),
             stats: Counters::default(),
+            observer,
         });
         let weak = std::sync::Arc::downgrade(&cache);
         let dir = config.dir.clone();
@@ -127,11 +133,11 @@ impl CodeCache {
                     let Some(cache) = weak.upgrade() else { break };
                     match result {
                         Ok(()) => {
-                            cache.stats.written.fetch_add(1, Ordering::Relaxed);
+                            cache.count(&cache.stats.written, CodeCacheEvent::Written);
                             tracing::debug!(bytes = bytes.len(), "code cache written");
                         }
                         Err(error) => {
-                            cache.stats.write_failures.fetch_add(1, Ordering::Relaxed);
+                            cache.count(&cache.stats.write_failures, CodeCacheEvent::WriteFailed);
                             tracing::warn!(kind = error.kind(), %error, "code cache not written");
                         }
                     }
@@ -155,7 +161,7 @@ impl CodeCache {
         let bytes = match checked_file::load(&self.dir, &KIND, &key) {
             Ok(bytes) => bytes,
             Err(error) => {
-                self.stats.invalid.fetch_add(1, Ordering::Relaxed);
+                self.count(&self.stats.invalid, CodeCacheEvent::Invalid);
                 tracing::warn!(kind = error.kind(), %error, "code cache file not used; remaking it");
                 None
             }
@@ -166,13 +172,13 @@ impl CodeCache {
     /// V8 compiled from the cache file (`rejected`: it refused it).
     pub(crate) fn consumed(&self, key: &Key, rejected: bool) {
         if rejected {
-            self.stats.rejected.fetch_add(1, Ordering::Relaxed);
+            self.count(&self.stats.rejected, CodeCacheEvent::Rejected);
             tracing::warn!(
                 file = %key.file_name(&KIND),
                 "V8 rejected a code cache file; remaking it"
             );
         } else {
-            self.stats.consumed.fetch_add(1, Ordering::Relaxed);
+            self.count(&self.stats.consumed, CodeCacheEvent::Consumed);
         }
     }
 
@@ -193,8 +199,13 @@ impl CodeCache {
             Err(_) => false,
         };
         if !sent {
-            self.stats.write_failures.fetch_add(1, Ordering::Relaxed);
+            self.count(&self.stats.write_failures, CodeCacheEvent::WriteFailed);
         }
+    }
+
+    fn count(&self, counter: &AtomicU64, event: CodeCacheEvent) {
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.observer.code_cache(event);
     }
 
     pub(crate) fn stats(&self) -> CodeCacheStats {

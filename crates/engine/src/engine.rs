@@ -81,7 +81,7 @@ impl Engine {
             crypto: crate::crypto_pool::Pool::for_cores(),
             tail: Arc::new(crate::tail::Tail::new(observer.clone())),
             code_cache: config.code_cache.as_ref().and_then(|code_cache| {
-                crate::code_cache::CodeCache::start(code_cache)
+                crate::code_cache::CodeCache::start(code_cache, observer.clone())
                     .inspect_err(|error| {
                         tracing::warn!(%error, "no code cache: its writer thread did not start");
                     })

@@ -484,14 +484,29 @@ impl WorkerIsolate {
 
     /// Makes the code caches of its modules compiled without one
     /// (`code_cache.rs`), once: after its first request is over, off that
-    /// request's path. Every other call is one flag read.
+    /// request's path. Every other call is one flag read. No JavaScript
+    /// runs (V8 serialises what it compiled), so it is no turn: no limit
+    /// applies and the Worker is charged nothing, as for its compile.
     pub(crate) fn make_owed_code_caches(&self) {
-        if self.code_cache_owed.take() {
-            let _ = self.turn(0, |scope, _, _| {
-                crate::modules::make_code_caches(scope);
-                Some(())
-            });
+        if !self.code_cache_owed.take() || self.condemned.get().is_some() {
+            return;
         }
+        let mut inner = self.inner.borrow_mut();
+        let Inner {
+            globals, isolate, ..
+        } = &mut *inner;
+        let Some(globals) = globals.as_ref() else {
+            return;
+        };
+        let isolate: &mut v8::OwnedIsolate = isolate;
+        let entered = Entered::new(isolate);
+        {
+            v8::scope!(let scope, isolate);
+            let context = v8::Local::new(scope, &globals.context);
+            let scope = &mut v8::ContextScope::new(scope, context);
+            crate::modules::make_code_caches(scope);
+        }
+        drop(entered);
     }
 
     /// Runs `internal.warmUp()` in this isolate (a spare, before any worker

@@ -70,8 +70,8 @@ pub use host::console::{
 };
 pub use node_log::NODE_LOG_PER_SECOND;
 pub use observer::{
-    EngineObserver, EvictionReason, KvOp, KvResult, LogDropReason, NoopObserver, SocketTally,
-    TerminationReason,
+    CodeCacheEvent, EngineObserver, EvictionReason, KvOp, KvResult, LogDropReason, NoopObserver,
+    SocketTally, TerminationReason,
 };
 pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};
 pub use prewarm::Prewarm;

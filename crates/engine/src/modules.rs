@@ -270,11 +270,9 @@ fn compile_es<'s>(
         }
     };
     // Read before evaluation: V8 gives it only for a module not yet run.
-    if cache.claim(&lookup.key) {
-        let unbound = v8::Global::new(scope, module.get_unbound_module_script(scope));
-        let mut state = registry.state.borrow_mut();
-        state.uncached.push((lookup.key, unbound));
-    }
+    let unbound = v8::Global::new(scope, module.get_unbound_module_script(scope));
+    let mut state = registry.state.borrow_mut();
+    state.uncached.push((lookup.key, unbound));
     Some(module)
 }
 
@@ -297,7 +295,8 @@ pub(crate) fn make_code_caches(scope: &mut v8::PinScope<'_, '_>) {
         return;
     };
     let uncached = std::mem::take(&mut registry.state.borrow_mut().uncached);
-    for (key, unbound) in uncached {
+    // One isolate of the process makes each (the first to get here).
+    for (key, unbound) in uncached.into_iter().filter(|(key, _)| cache.claim(key)) {
         let unbound = v8::Local::new(scope, unbound);
         if let Some(data) = unbound.create_code_cache() {
             cache.produced(key, data.to_vec());
