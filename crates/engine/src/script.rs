@@ -75,8 +75,15 @@ fn evaluate_top_level(
         }
     };
     // It may import Node's built-ins (as its settings allow) or Cloudflare's
-    // (whatever they are): a graph of one module.
-    if module && (bundle.compat.node != NodeCompat::Off || bundle.script.contains("cloudflare:")) {
+    // (whatever they are), or be big enough for the code cache: a graph of
+    // one module.
+    let cacheable =
+        code_cache.is_some() && bundle.script.len() >= crate::code_cache::MIN_SOURCE_BYTES;
+    if module
+        && (bundle.compat.node != NodeCompat::Off
+            || bundle.script.contains("cloudflare:")
+            || cacheable)
+    {
         let one = Module::new("worker.js", ModuleKind::ESModule, bundle.script.as_bytes());
         let Ok(modules) = Modules::new("worker.js", vec![one]) else {
             HostError::type_error("internal: a worker of one module").throw(scope);

@@ -116,6 +116,19 @@ async fn a_second_thread_and_a_fresh_engine_compile_from_the_cache() {
     assert_eq!(files, 1);
 }
 
+#[tokio::test]
+async fn a_big_single_script_worker_is_cached_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = big_module(64 << 10);
+    let engine = cached_engine(dir.path(), 2);
+    let script = bundle("t/script", &source);
+    let (status, answer) = run(&engine, 0, &script, "/").await;
+    assert_eq!(status, 200);
+    once_written(&engine, 1).await;
+    assert_eq!(run(&engine, 1, &script, "/").await, (200, answer));
+    assert_eq!(engine.code_cache_stats().consumed, 1);
+}
+
 /// Loads `source` in a fresh engine on `dir`, beside a benign neighbour
 /// on the same thread checked before and after, and returns its answer
 /// and the stats once the rewrite is written.
