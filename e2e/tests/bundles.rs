@@ -9,7 +9,9 @@
 //!    with the namespace's pull secret; applied, it serves through the router;
 //! 2. v2 is pushed (another digest) and applied with v1 pinned at 100 %,
 //!    then shifted to 100 %: the router prewarms it first, no request fails
-//!    and the node counts no isolate-cache miss during the shift;
+//!    and the node counts no isolate-cache miss during the shift; v1's
+//!    lib/big.js (the same in v2) left its V8 code cache beside the bundles,
+//!    and v2 compiles it from there;
 //! 3. a bundle with a broken Wasm module, and one pulled without the pull
 //!    secret, are refused by the operator (Ready=False, BundleInvalid, with
 //!    the reason) while the served Worker keeps answering.
@@ -38,7 +40,9 @@ const PULL_SECRET: &str = "registry-pull";
 const SETTLE: Duration = Duration::from_secs(90);
 const BLOB_BYTES: usize = 8 << 20;
 
-/// A Worker folder: main.js answering `<version> <blob bytes> <greeting>`.
+/// A Worker folder: main.js answering `<version> <blob bytes> <greeting>`,
+/// importing lib/big.js, a JavaScript module big enough for the code cache and
+/// the same in every version.
 fn write_bundle(dir: &Path, version: &str, blob: &[u8]) {
     std::fs::create_dir_all(dir).expect("bundle dir");
     std::fs::write(
@@ -46,10 +50,23 @@ fn write_bundle(dir: &Path, version: &str, blob: &[u8]) {
         format!(
             "import blob from './blob.bin';\n\
              import greeting from './greeting.txt';\n\
+             import {{ total }} from './lib/big.js';\n\
+             total();\n\
              export default {{ fetch() {{ return new Response(`{version} ${{blob.byteLength}} ${{greeting}}`); }} }};\n"
         ),
     )
     .expect("main.js");
+    let lib: String = (0..1000)
+        .map(|i| format!("function f{i}(x) {{ let s = {i}; for (let j = 0; j < x; j++) s = (s * 31 + j) % 1000003; return s; }}\n"))
+        .chain(["export const total = () => [f1, f500, f999].reduce((sum, f) => sum + f(3), 0);\n".to_owned()])
+        .collect();
+    // The engine caches modules of 32 KiB and more (MIN_SOURCE_BYTES).
+    assert!(
+        lib.len() >= 32 << 10,
+        "lib/big.js is big enough to be cached"
+    );
+    std::fs::create_dir_all(dir.join("lib")).expect("lib dir");
+    std::fs::write(dir.join("lib").join("big.js"), lib).expect("lib/big.js");
     std::fs::write(dir.join("blob.bin"), blob).expect("blob.bin");
     std::fs::write(dir.join("greeting.txt"), "hello from a text module").expect("greeting");
 }
@@ -85,6 +102,17 @@ fn push(registry: &Registry, path: &Path, repository: &str, pull_secret: Option<
         stderr.trim()
     );
     serde_yaml::from_slice(&output.stdout).expect("isolane push prints a Worker")
+}
+
+/// The node's code cache files with `event` so far.
+async fn code_cache(cluster: &Cluster, event: &str) -> f64 {
+    cluster.nodes[0]
+        .metric_sum(
+            "isolane_node_code_cache_total",
+            &format!("event=\"{event}\""),
+        )
+        .await
+        .unwrap_or_default()
 }
 
 /// Isolate-cache misses of the node so far (each a cold start).
@@ -185,6 +213,19 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
         "8 MiB bundle: applied to first answer {:.0} ms",
         applied.elapsed().as_secs_f64() * 1000.0
     );
+    // lib/big.js's code cache is made after its first request, beside the
+    // bundle; v2 below has the same lib/big.js, so it compiles from it.
+    wait_until("lib/big.js's code cache to be written", SETTLE, || async {
+        (code_cache(&cluster, "written").await >= 1.0).then_some(())
+    })
+    .await;
+    assert!(
+        std::fs::read_dir(dir.path().join("bundle-cache"))
+            .expect("bundle cache")
+            .flatten()
+            .any(|entry| entry.file_name().to_string_lossy().starts_with("code-")),
+        "a code-*.bin file beside the bundles"
+    );
 
     // === 2. v2 by another digest, prewarmed at 0 %, then shifted ===
     write_bundle(&dir.path().join("v2"), "v2", &blob);
@@ -267,6 +308,12 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
     );
     assert!(prewarms().await > prewarms_before, "v2 was not prewarmed");
     assert_ne!(v1, v2);
+    assert!(
+        code_cache(&cluster, "consumed").await >= 1.0,
+        "v2 compiled lib/big.js from the code cache v1 made"
+    );
+    assert_eq!(code_cache(&cluster, "rejected").await, 0.0);
+    assert_eq!(code_cache(&cluster, "invalid").await, 0.0);
 
     // === 3. broken bundles are refused with the reason; v2 keeps serving ===
     let broken_dir = dir.path().join("broken");
