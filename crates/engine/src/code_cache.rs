@@ -16,7 +16,9 @@
 //! - Made on the isolate's thread once the module's top-level code has run
 //!   (so the functions it ran are compiled and in the cache), at most once
 //!   per key per process; written by one writer thread, off the request
-//!   path. A full queue drops the write (the next load makes it again).
+//!   path. A full queue (8 caches, 64 MiB) drops the write, and the next
+//!   isolate to load the module makes it again; a failed write is not
+//!   retried before the process restarts.
 //! - Nothing stays in memory: the bytes read are dropped after the compile,
 //!   the bytes made after the write. The folder is bounded
 //!   ([`CodeCacheConfig::max_bytes`], oldest files first).
@@ -40,6 +42,11 @@ pub const MIN_SOURCE_BYTES: usize = 32 << 10;
 
 /// Writes waiting for the writer thread at most.
 const QUEUE: usize = 8;
+
+/// Bytes of caches waiting for the writer thread at most: past it a cache
+/// is dropped (the next load makes it again), so a burst of big modules
+/// holds no more than this in memory.
+const QUEUED_BYTES: usize = 64 << 20;
 
 /// Where code caches go, and how much of them is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +92,8 @@ pub(crate) struct CodeCache {
     /// Keys made (or being made) by this process: each at most once.
     claimed: Mutex<HashSet<Key>>,
     writes: Mutex<mpsc::SyncSender<(Key, Vec<u8>)>>,
+    /// Bytes handed to the writer and not yet written.
+    queued_bytes: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     stats: Counters,
     observer: std::sync::Arc<dyn EngineObserver>,
 }
@@ -117,12 +126,14 @@ impl CodeCache {
             dir: config.dir.clone(),
             claimed: Mutex::new(HashSet::new()),
             writes: Mutex::new(writes),
+            queued_bytes: Default::default(),
             stats: Counters::default(),
             observer,
         });
         let weak = std::sync::Arc::downgrade(&cache);
         let dir = config.dir.clone();
         let max_bytes = config.max_bytes;
+        let queued_bytes = cache.queued_bytes.clone();
         std::thread::Builder::new()
             .name("isolane-code-cache".to_owned())
             .spawn(move || {
@@ -130,6 +141,7 @@ impl CodeCache {
                 for (key, bytes) in queued {
                     let result = checked_file::store(&dir, &KIND, &key, &bytes);
                     checked_file::trim(&dir, &KIND, max_bytes);
+                    queued_bytes.fetch_sub(bytes.len(), Ordering::Relaxed);
                     let Some(cache) = weak.upgrade() else { break };
                     match result {
                         Ok(()) => {
@@ -194,10 +206,24 @@ impl CodeCache {
     /// Hands a made cache to the writer thread.
     pub(crate) fn produced(&self, key: Key, bytes: Vec<u8>) {
         self.stats.produced.fetch_add(1, Ordering::Relaxed);
-        let sent = match self.writes.lock() {
-            Ok(writes) => writes.try_send((key, bytes)).is_ok(),
-            Err(_) => false,
-        };
+        let len = bytes.len();
+        let queued = self.queued_bytes.fetch_add(len, Ordering::Relaxed);
+        let sent = queued.saturating_add(len) <= QUEUED_BYTES
+            && match self.writes.lock() {
+                Ok(writes) => writes.try_send((key, bytes)).is_ok(),
+                Err(_) => false,
+            };
+        if !sent {
+            self.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+            // Another isolate may make it again later.
+            if let Ok(mut claimed) = self.claimed.lock() {
+                claimed.remove(&key);
+            }
+            tracing::warn!(
+                bytes = len,
+                "code cache not written: the writer's queue is full"
+            );
+        }
         if !sent {
             self.count(&self.stats.write_failures, CodeCacheEvent::WriteFailed);
         }
@@ -248,6 +274,30 @@ pub fn code_cache_file_name(source: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_burst_past_the_queued_bytes_is_dropped_not_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let observer = std::sync::Arc::new(crate::observer::NoopObserver);
+        let cache = CodeCache::start(&CodeCacheConfig::new(dir.path()), observer).unwrap();
+        let key = key_of("13.0", "--flag", 7, b"source");
+        cache.produced(key, vec![0; QUEUED_BYTES + 1]);
+        let stats = cache.stats();
+        assert_eq!((stats.produced, stats.write_failures), (1, 1));
+        assert_eq!(cache.queued_bytes.load(Ordering::Relaxed), 0);
+        assert!(cache.claim(&key), "given up, so made again by the next");
+        // One that fits is written.
+        cache.produced(key, vec![1; 1000]);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while cache.stats().written == 0 {
+            assert!(std::time::Instant::now() < deadline, "never written");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(
+            checked_file::load(dir.path(), &KIND, &key).unwrap(),
+            Some(vec![1; 1000])
+        );
+    }
 
     #[test]
     fn another_source_v8_or_flag_is_another_key() {
