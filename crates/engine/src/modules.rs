@@ -62,8 +62,8 @@ struct State {
     names: HashMap<i32, Vec<(v8::Global<v8::Module>, String)>>,
     /// The default export of each non-ES module made so far.
     values: HashMap<String, v8::Global<v8::Value>>,
-    /// Modules whose code cache this isolate makes once their top-level
-    /// code has run ([`make_code_caches`]).
+    /// Modules compiled without a code cache V8 accepted: this isolate
+    /// makes theirs after its first request ([`make_code_caches`]).
     uncached: Vec<(
         crate::checked_file::Key,
         v8::Global<v8::UnboundModuleScript>,
