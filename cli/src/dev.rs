@@ -128,11 +128,13 @@ pub struct DevArgs {
     #[arg(long, env = "ISOLANE_NO_TAIL")]
     no_tail: bool,
     /// Where the engine keeps its startup snapshot between runs, one file
-    /// per build, checked before use (default: `isolane/snapshots` in the
-    /// user's cache folder, `$XDG_CACHE_HOME` or `~/.cache`).
+    /// per build, checked before use, and big modules' V8 code caches (in
+    /// its `code/` folder) (default: `isolane/snapshots` in the user's
+    /// cache folder, `$XDG_CACHE_HOME` or `~/.cache`).
     #[arg(long, value_name = "DIR", env = isolane_node::SNAPSHOT_CACHE_DIR_ENV)]
     snapshot_cache_dir: Option<PathBuf>,
-    /// Build the startup snapshot at every start; read and write no cache.
+    /// Build the startup snapshot at every start and compile every module
+    /// from its source; read and write no cache.
     #[arg(long, conflicts_with = "snapshot_cache_dir")]
     no_snapshot_cache: bool,
     #[command(flatten)]
@@ -223,6 +225,11 @@ impl DevConfig {
             (None, None) => anyhow::bail!("give a worker script or --workers <dir>"),
         };
         let project = source.load()?;
+        let snapshot_cache = if args.no_snapshot_cache {
+            None
+        } else {
+            args.snapshot_cache_dir.or_else(user_snapshot_cache)
+        };
         Ok(Self {
             listen: SocketAddr::new(args.host, args.port),
             admin: SocketAddr::new(args.host, args.admin_port),
@@ -234,11 +241,10 @@ impl DevConfig {
                 egress: isolane_engine::EgressConfig::open(),
                 websocket: args.websocket.config(),
                 store: Some(isolane_storage::Store::sqlite(&args.state)),
-                snapshot_cache: if args.no_snapshot_cache {
-                    None
-                } else {
-                    args.snapshot_cache_dir.or_else(user_snapshot_cache)
-                },
+                snapshot_cache: snapshot_cache.clone(),
+                // Big modules' V8 code caches, in `code/` of the same folder.
+                code_cache: snapshot_cache
+                    .map(|dir| isolane_engine::CodeCacheConfig::new(dir.join("code"))),
                 ..EngineConfig::default()
             },
             source,

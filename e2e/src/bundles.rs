@@ -35,7 +35,9 @@ pub fn blob() -> Vec<u8> {
     (0..BLOB_BYTES).map(|_| rng.u8(..)).collect()
 }
 
-/// A Worker folder: main.js answering [`answer`]`(version, blob.len())`.
+/// A Worker folder: main.js answering [`answer`]`(version, blob.len())`,
+/// importing lib/big.js, a JavaScript module big enough for the engine's
+/// code cache (32 KiB and more) and the same in every version.
 pub fn write_bundle(dir: &Path, version: &str, blob: &[u8]) {
     std::fs::create_dir_all(dir).expect("bundle dir");
     std::fs::write(
@@ -43,10 +45,19 @@ pub fn write_bundle(dir: &Path, version: &str, blob: &[u8]) {
         format!(
             "import blob from './blob.bin';\n\
              import greeting from './greeting.txt';\n\
+             import {{ total }} from './lib/big.js';\n\
+             total();\n\
              export default {{ fetch() {{ return new Response(`{version} ${{blob.byteLength}} ${{greeting}}`); }} }};\n"
         ),
     )
     .expect("main.js");
+    let lib: String = (0..1000)
+        .map(|i| format!("function f{i}(x) {{ let s = {i}; for (let j = 0; j < x; j++) s = (s * 31 + j) % 1000003; return s; }}\n"))
+        .chain(["export const total = () => [f1, f500, f999].reduce((sum, f) => sum + f(3), 0);\n".to_owned()])
+        .collect();
+    assert!(lib.len() >= 32 << 10, "lib/big.js is big enough to be cached");
+    std::fs::create_dir_all(dir.join("lib")).expect("lib dir");
+    std::fs::write(dir.join("lib").join("big.js"), lib).expect("lib/big.js");
     std::fs::write(dir.join("blob.bin"), blob).expect("blob.bin");
     std::fs::write(dir.join("greeting.txt"), "hello from a text module").expect("greeting");
 }

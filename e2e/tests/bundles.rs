@@ -9,7 +9,8 @@
 //!    with the namespace's pull secret; applied, it serves through the router;
 //! 2. v2 is pushed (another digest) and applied with v1 pinned at 100 %,
 //!    then shifted to 100 %: the router prewarms it first, no request fails
-//!    and the node counts no isolate-cache miss during the shift;
+//!    and the node counts no isolate-cache miss during the shift; v2
+//!    compiles lib/big.js from the code cache v1 left beside the bundles;
 //! 3. a bundle with a broken Wasm module, and one pulled without the pull
 //!    secret, are refused by the operator (Ready=False, BundleInvalid, with
 //!    the reason) while the served Worker keeps answering.
@@ -26,7 +27,7 @@ use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::operator::OperatorOptions;
 use isolane_e2e::workers::{self, has_condition, wait_for_worker, wait_ready};
-use isolane_testenv::{ControlPlane, Registry};
+use isolane_testenv::{ControlPlane, Registry, wait_until};
 
 const NAMESPACE: &str = "apps";
 const HOST: &str = "big.test";
@@ -89,6 +90,19 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
         "8 MiB bundle: applied to first answer {:.0} ms",
         applied.elapsed().as_secs_f64() * 1000.0
     );
+    // lib/big.js's code cache is made after its first request, beside the
+    // bundle; v2 below has the same lib/big.js, so it compiles from it.
+    wait_until("lib/big.js's code cache to be written", SETTLE, || async {
+        (code_cache(&cluster, "written").await >= 1.0).then_some(())
+    })
+    .await;
+    assert!(
+        std::fs::read_dir(dir.path().join("bundle-cache"))
+            .expect("bundle cache")
+            .flatten()
+            .any(|entry| entry.file_name().to_string_lossy().starts_with("code-")),
+        "a code-*.bin file beside the bundles"
+    );
 
     // === 2. v2 by another digest, prewarmed at 0 %, then switched ===
     write_bundle(&dir.path().join("v2"), "v2", &blob);
@@ -109,6 +123,12 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
         (&expected_v1, &expected_v2),
     )
     .await;
+    assert!(
+        code_cache(&cluster, "consumed").await >= 1.0,
+        "v2 compiled lib/big.js from the code cache v1 made"
+    );
+    assert_eq!(code_cache(&cluster, "rejected").await, 0.0);
+    assert_eq!(code_cache(&cluster, "invalid").await, 0.0);
 
     // === 3. broken bundles are refused with the reason; v2 keeps serving ===
     let broken_dir = dir.path().join("broken");
@@ -160,6 +180,17 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
         (reply.status, reply.body.as_str()),
         (200, expected_v2.as_str())
     );
+}
+
+/// The node's code cache files with `event` so far.
+async fn code_cache(cluster: &Cluster, event: &str) -> f64 {
+    cluster.nodes[0]
+        .metric_sum(
+            "isolane_node_code_cache_total",
+            &format!("event=\"{event}\""),
+        )
+        .await
+        .unwrap_or_default()
 }
 
 /// The `Ready` message of Worker `name` once it is refused `BundleInvalid`.

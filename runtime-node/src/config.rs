@@ -77,6 +77,8 @@ pub const SNAPSHOT_CACHE_DIR_ENV: &str = "ISOLANE_SNAPSHOT_CACHE_DIR";
 pub const STATE_DIR_ENV: &str = "ISOLANE_STATE_DIR";
 /// Env var for `--bundle-cache-mib`.
 pub const BUNDLE_CACHE_MIB_ENV: &str = "ISOLANE_BUNDLE_CACHE_MIB";
+/// Env var for `--code-cache-mib`.
+pub const CODE_CACHE_MIB_ENV: &str = "ISOLANE_CODE_CACHE_MIB";
 /// Env var for `--bundle-registry`.
 pub const BUNDLE_REGISTRIES_ENV: &str = "ISOLANE_BUNDLE_REGISTRIES";
 
@@ -267,6 +269,13 @@ pub struct Args {
     /// used go first.
     #[arg(long, env = BUNDLE_CACHE_MIB_ENV, default_value_t = 1024)]
     pub bundle_cache_mib: u64,
+
+    /// At most this many MiB of V8 code caches of big modules, kept in the
+    /// bundle cache folder beside the bundles (`code-*.bin`), so another
+    /// thread, or this node after a restart, compiles a big bundle from
+    /// its cache; the oldest go first. 0: no code cache.
+    #[arg(long, env = CODE_CACHE_MIB_ENV, default_value_t = 256)]
+    pub code_cache_mib: u64,
 
     /// Where the engine keeps its startup snapshot between restarts, one
     /// file per build, checked before use (default: `isolane-snapshots` in
@@ -485,6 +494,9 @@ impl Args {
             // Unreadable or mismatched files are a configuration error (64).
             isolane_proto::mtls::server_config(files)?;
         }
+        let bundle_cache_dir = self
+            .bundle_cache_dir
+            .unwrap_or_else(|| ArtifactSettings::default().cache_dir);
         let engine = EngineConfig {
             threads,
             pin_threads: self.pin_threads,
@@ -509,6 +521,10 @@ impl Args {
                     .clone()
                     .unwrap_or_else(|| std::env::temp_dir().join("isolane-snapshots")),
             ),
+            code_cache: (self.code_cache_mib > 0).then(|| isolane_engine::CodeCacheConfig {
+                dir: bundle_cache_dir.clone(),
+                max_bytes: self.code_cache_mib.saturating_mul(1 << 20),
+            }),
             store: self
                 .storage
                 .settings()
@@ -546,9 +562,7 @@ impl Args {
             revision_wait: self.revision_wait,
             bundle_revisions: self.bundle_revisions,
             artifacts: ArtifactSettings {
-                cache_dir: self
-                    .bundle_cache_dir
-                    .unwrap_or_else(|| ArtifactSettings::default().cache_dir),
+                cache_dir: bundle_cache_dir,
                 cache_bytes: self.bundle_cache_mib.saturating_mul(1 << 20),
                 plain_http: self.plain_http_registries,
                 allowed: self.bundle_registries,
@@ -735,6 +749,7 @@ mod tests {
             BUNDLE_REVISIONS_ENV,
             BUNDLE_CACHE_DIR_ENV,
             BUNDLE_CACHE_MIB_ENV,
+            CODE_CACHE_MIB_ENV,
             SNAPSHOT_CACHE_DIR_ENV,
             PLAIN_HTTP_REGISTRIES_ENV,
             BUNDLE_REGISTRIES_ENV,
@@ -747,6 +762,17 @@ mod tests {
         ] {
             assert!(help.contains(env), "{env} missing from --help");
         }
+    }
+
+    #[test]
+    fn the_code_cache_sits_beside_the_bundles_unless_turned_off() {
+        let config = parse(&["--bundle-cache-dir", "/var/cache/b"]).unwrap();
+        let code_cache = config.engine.code_cache.expect("on by default");
+        assert_eq!(code_cache.dir, PathBuf::from("/var/cache/b"));
+        assert_eq!(code_cache.max_bytes, 256 << 20);
+        assert_eq!(config.artifacts.cache_dir, PathBuf::from("/var/cache/b"));
+        let off = parse(&["--code-cache-mib", "0"]).unwrap();
+        assert!(off.engine.code_cache.is_none());
     }
 
     #[test]

@@ -46,6 +46,7 @@ pub struct NodeMetrics {
     kv_operations: IntCounterVec,
     log_lines_dropped: IntCounterVec,
     tail_events_dropped: IntCounter,
+    code_cache: IntCounterVec,
     requests: IntCounterVec,
     rejections: IntCounterVec,
     bundles: IntGauge,
@@ -343,6 +344,12 @@ const TAIL_EVENTS_DROPPED: Metric = Metric::new(
     &[],
 );
 
+const CODE_CACHE: Metric = Metric::new(
+    "isolane_node_code_cache_total",
+    "Big modules' V8 code cache files by event: consumed (compiled from it), rejected (refused by V8), invalid (failed its checks), written, write_failed.",
+    &["event"],
+);
+
 const BUNDLES: Metric = Metric::new(
     "isolane_node_bundles",
     "Workers the node holds a bundle for.",
@@ -394,6 +401,7 @@ pub const ALL: &[Metric] = &[
     WEBSOCKET_BYTES,
     WEBSOCKET_CLOSES,
     TAIL_EVENTS_DROPPED,
+    CODE_CACHE,
     BUNDLES,
     BUNDLE_REVISIONS,
     BUNDLE_WATCH_ERRORS,
@@ -459,6 +467,7 @@ impl NodeMetrics {
         let kv_operations = KV_OPERATIONS.counter_vec(registry)?;
         let log_lines_dropped = LOG_LINES_DROPPED.counter_vec(registry)?;
         let tail_events_dropped = TAIL_EVENTS_DROPPED.counter(registry)?;
+        let code_cache = CODE_CACHE.counter_vec(registry)?;
         let requests = REQUESTS.counter_vec(registry)?;
         let rejections = REJECTIONS.counter_vec(registry)?;
         let bundles = BUNDLES.gauge(registry)?;
@@ -484,6 +493,7 @@ impl NodeMetrics {
             kv_operations,
             log_lines_dropped,
             tail_events_dropped,
+            code_cache,
             requests,
             rejections,
             bundles,
@@ -715,6 +725,10 @@ impl EngineObserver for NodeMetrics {
 
     fn tail_events_dropped(&self, events: u64) {
         self.tail_events_dropped.inc_by(events);
+    }
+
+    fn code_cache(&self, event: isolane_engine::CodeCacheEvent) {
+        self.code_cache.with_label_values(&[event.as_str()]).inc();
     }
 
     fn quarantined(&self, thread: usize) {

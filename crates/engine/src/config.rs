@@ -113,6 +113,10 @@ pub struct EngineConfig {
     /// Where each thread records the Worker in a JavaScript turn
     /// (`turn_map.rs`); `None`: not recorded. Thread `i` takes slot `i`.
     pub turn_map: Option<std::sync::Arc<crate::turn_map::TurnMap>>,
+    /// Where big ES modules' V8 code caches are kept (`code_cache.rs`):
+    /// the first isolate to compile a module writes its cache, the next
+    /// ones (other threads, later processes) compile from it. `None`: none.
+    pub code_cache: Option<crate::code_cache::CodeCacheConfig>,
 }
 
 impl EngineConfig {
@@ -154,6 +158,7 @@ impl Default for EngineConfig {
             store: None,
             snapshot_cache: None,
             turn_map: None,
+            code_cache: None,
         }
     }
 }

@@ -80,6 +80,13 @@ impl Engine {
             cache: crate::cache::HttpCache::new(config.cache),
             crypto: crate::crypto_pool::Pool::for_cores(),
             tail: Arc::new(crate::tail::Tail::new(observer.clone())),
+            code_cache: config.code_cache.as_ref().and_then(|code_cache| {
+                crate::code_cache::CodeCache::start(code_cache, observer.clone())
+                    .inspect_err(|error| {
+                        tracing::warn!(%error, "no code cache: its writer thread did not start");
+                    })
+                    .ok()
+            }),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut handles = Vec::with_capacity(threads);
@@ -142,6 +149,16 @@ impl Engine {
             "engine started"
         );
         Ok(engine)
+    }
+
+    /// What the modules' code cache did so far (zeros without one).
+    pub fn code_cache_stats(&self) -> crate::code_cache::CodeCacheStats {
+        self.inner
+            .shared
+            .code_cache
+            .as_ref()
+            .map(|cache| cache.stats())
+            .unwrap_or_default()
     }
 
     /// Number of engine threads.

@@ -58,6 +58,8 @@ pub(crate) struct WorkerIsolate {
     memory: Arc<Memory>,
     /// Its worker's namespace as `fairness.rs` keys it, once loaded.
     tenant_key: OnceCell<u64>,
+    /// Its modules' code caches are to be made after its first request.
+    code_cache_owed: Cell<bool>,
 }
 
 /// Why a turn did not complete normally.
@@ -129,6 +131,7 @@ impl WorkerIsolate {
                 host,
                 condemned: Cell::new(None),
                 heap_limit: Cell::new(heap_limit),
+                code_cache_owed: Cell::new(false),
                 memory,
                 tenant_key: OnceCell::new(),
             }
@@ -397,12 +400,16 @@ impl WorkerIsolate {
                 message: "internal: isolate already holds a worker".to_owned(),
             });
         }
+        let code_cache = self.host.thread.shared.code_cache.clone();
         let env = self.turn(0, |scope, globals, _| {
-            script::evaluate(scope, &globals.internal, &bundle)
+            script::evaluate(scope, &globals.internal, &bundle, code_cache.as_ref())
         });
         match env {
             Ok(env) => {
-                self.inner.borrow_mut().env = Some(env);
+                let mut inner = self.inner.borrow_mut();
+                inner.env = Some(env);
+                let owed = crate::modules::owes_code_caches(&inner.isolate);
+                self.code_cache_owed.set(owed);
                 Ok(())
             }
             Err(TurnError::Threw { message, stack }) => {
@@ -481,6 +488,33 @@ impl WorkerIsolate {
             ];
             function.call(scope, receiver.into(), &args).map(|_| ())
         })
+    }
+
+    /// Makes the code caches of its modules compiled without one
+    /// (`code_cache.rs`), once: after its first request is over, off that
+    /// request's path. Every other call is one flag read. No JavaScript
+    /// runs (V8 serialises what it compiled), so it is no turn: no limit
+    /// applies and the Worker is charged nothing, as for its compile.
+    pub(crate) fn make_owed_code_caches(&self) {
+        if !self.code_cache_owed.take() || self.condemned.get().is_some() {
+            return;
+        }
+        let mut inner = self.inner.borrow_mut();
+        let Inner {
+            globals, isolate, ..
+        } = &mut *inner;
+        let Some(globals) = globals.as_ref() else {
+            return;
+        };
+        let isolate: &mut v8::OwnedIsolate = isolate;
+        let entered = Entered::new(isolate);
+        {
+            v8::scope!(let scope, isolate);
+            let context = v8::Local::new(scope, &globals.context);
+            let scope = &mut v8::ContextScope::new(scope, context);
+            crate::modules::make_code_caches(scope);
+        }
+        drop(entered);
     }
 
     /// Runs `internal.warmUp()` in this isolate (a spare, before any worker

@@ -21,6 +21,8 @@ mod body;
 mod body_cap;
 mod bundle;
 mod cache;
+mod checked_file;
+mod code_cache;
 mod config;
 mod crypto_pool;
 mod egress;
@@ -60,6 +62,7 @@ pub use bundle::{
     Compat, Limits, Module, ModuleKind, Modules, NodeCompat, WorkerBundle, namespace_of,
 };
 pub use cache::CacheConfig;
+pub use code_cache::{CodeCacheConfig, CodeCacheStats, MIN_SOURCE_BYTES, code_cache_file_name};
 pub use config::{DEFAULT_MAX_REQUEST_BODY_BYTES, EngineConfig, ParsePoolModeError, PoolMode};
 pub use egress::{EgressConfig, EgressRefused, Refusal, TlsConfigError};
 pub use engine::Engine;
@@ -68,8 +71,8 @@ pub use host::console::{
 };
 pub use node_log::NODE_LOG_PER_SECOND;
 pub use observer::{
-    EngineObserver, EvictionReason, KvOp, KvResult, LogDropReason, NoopObserver, SocketTally,
-    TerminationReason,
+    CodeCacheEvent, EngineObserver, EvictionReason, KvOp, KvResult, LogDropReason, NoopObserver,
+    SocketTally, TerminationReason,
 };
 pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};
 pub use prewarm::Prewarm;

@@ -36,6 +36,7 @@ use std::sync::Arc;
 
 use isolane_worker::{Compat, ModuleKind, Modules};
 
+use crate::code_cache::CodeCache;
 use crate::host;
 use crate::snapshot::script_origin;
 
@@ -48,6 +49,8 @@ pub(crate) struct Registry {
     compat: Compat,
     /// The runtime's `internal` object (`internal.wasmModule`).
     internal: v8::Global<v8::Object>,
+    /// The engine's code cache, if it has one.
+    code_cache: Option<Arc<CodeCache>>,
     state: RefCell<State>,
 }
 
@@ -59,6 +62,12 @@ struct State {
     names: HashMap<i32, Vec<(v8::Global<v8::Module>, String)>>,
     /// The default export of each non-ES module made so far.
     values: HashMap<String, v8::Global<v8::Value>>,
+    /// Modules compiled without a code cache V8 accepted: this isolate
+    /// makes theirs after its first request ([`make_code_caches`]).
+    uncached: Vec<(
+        crate::checked_file::Key,
+        v8::Global<v8::UnboundModuleScript>,
+    )>,
 }
 
 /// The isolate slot's type.
@@ -72,11 +81,13 @@ pub(crate) fn load<'s>(
     internal: &v8::Global<v8::Object>,
     modules: &Arc<Modules>,
     compat: Compat,
+    code_cache: Option<&Arc<CodeCache>>,
 ) -> Option<v8::Local<'s, v8::Module>> {
     let registry = Rc::new(Registry {
         modules: modules.clone(),
         compat,
         internal: internal.clone(),
+        code_cache: code_cache.cloned(),
         state: RefCell::new(State::default()),
     });
     scope.set_slot::<RegistrySlot>(registry.clone());
@@ -208,14 +219,89 @@ fn compile<'s>(
     let compiled = if module.kind == ModuleKind::ESModule {
         let source = text(scope, &module.content)?;
         let origin = script_origin(scope, resource.into(), true);
-        let mut source = v8::script_compiler::Source::new(source, Some(&origin));
-        v8::script_compiler::compile_module(scope, &mut source)?
+        compile_es(scope, registry, source, &origin, &module.content)?
     } else {
         let default = v8::String::new(scope, "default")?;
         v8::Module::create_synthetic_module(scope, resource, &[default], evaluate_synthetic)
     };
     registry.remember(scope, name, compiled);
     Some(compiled)
+}
+
+/// Compiles an ES module of `bytes` (its text `source`), from its code
+/// cache file when V8 accepts it (`code_cache.rs`); marks it for a cache
+/// of its own when there was none or V8 refused it.
+fn compile_es<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    registry: &Registry,
+    source: v8::Local<'s, v8::String>,
+    origin: &v8::ScriptOrigin<'s>,
+    bytes: &[u8],
+) -> Option<v8::Local<'s, v8::Module>> {
+    use v8::script_compiler::{CachedData, CompileOptions, NoCacheReason, Source};
+    let cached = registry
+        .code_cache
+        .as_ref()
+        .and_then(|cache| Some((cache, cache.lookup(bytes)?)));
+    let Some((cache, lookup)) = cached else {
+        let mut source = Source::new(source, Some(origin));
+        return v8::script_compiler::compile_module(scope, &mut source);
+    };
+    let module = match &lookup.bytes {
+        Some(data) => {
+            let mut source =
+                Source::new_with_cached_data(source, Some(origin), CachedData::new(data));
+            let module = v8::script_compiler::compile_module2(
+                scope,
+                &mut source,
+                CompileOptions::ConsumeCodeCache,
+                NoCacheReason::NoReason,
+            )?;
+            let rejected = source.get_cached_data().is_none_or(|data| data.rejected());
+            cache.consumed(&lookup.key, rejected);
+            if !rejected {
+                return Some(module);
+            }
+            module
+        }
+        None => {
+            let mut source = Source::new(source, Some(origin));
+            v8::script_compiler::compile_module(scope, &mut source)?
+        }
+    };
+    // Read before evaluation: V8 gives it only for a module not yet run.
+    let unbound = v8::Global::new(scope, module.get_unbound_module_script(scope));
+    let mut state = registry.state.borrow_mut();
+    state.uncached.push((lookup.key, unbound));
+    Some(module)
+}
+
+/// Whether the isolate owes code caches ([`make_code_caches`]).
+pub(crate) fn owes_code_caches(isolate: &v8::Isolate) -> bool {
+    isolate
+        .get_slot::<RegistrySlot>()
+        .is_some_and(|registry| !registry.state.borrow().uncached.is_empty())
+}
+
+/// Makes the code caches this isolate owes (modules compiled without one)
+/// and hands them to the writer. Called after its first request (so the
+/// functions its top-level code and that request ran are compiled, and in
+/// the cache), once the request is over.
+pub(crate) fn make_code_caches(scope: &mut v8::PinScope<'_, '_>) {
+    let Some(registry) = Registry::get(scope) else {
+        return;
+    };
+    let Some(cache) = &registry.code_cache else {
+        return;
+    };
+    let uncached = std::mem::take(&mut registry.state.borrow_mut().uncached);
+    // One isolate of the process makes each (the first to get here).
+    for (key, unbound) in uncached.into_iter().filter(|(key, _)| cache.claim(key)) {
+        let unbound = v8::Local::new(scope, unbound);
+        if let Some(data) = unbound.create_code_cache() {
+            cache.produced(key, data.to_vec());
+        }
+    }
 }
 
 /// The specifiers module `module` imports statically.

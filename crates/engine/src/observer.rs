@@ -73,6 +73,33 @@ impl LogDropReason {
     }
 }
 
+/// What became of a big module's code cache (`code_cache.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CodeCacheEvent {
+    /// V8 compiled the module from its cache file.
+    Consumed,
+    /// V8 refused a cache file (another V8, other flags, another source).
+    Rejected,
+    /// A cache file failed its checks (corrupt, truncated, another key).
+    Invalid,
+    /// A cache file was written.
+    Written,
+    /// A cache was not written (an I/O error, or the writer's queue full).
+    WriteFailed,
+}
+
+impl CodeCacheEvent {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CodeCacheEvent::Consumed => "consumed",
+            CodeCacheEvent::Rejected => "rejected",
+            CodeCacheEvent::Invalid => "invalid",
+            CodeCacheEvent::Written => "written",
+            CodeCacheEvent::WriteFailed => "write_failed",
+        }
+    }
+}
+
 /// A KV operation (`host/kv.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KvOp {
@@ -166,6 +193,8 @@ pub trait EngineObserver: Send + Sync {
     /// A KV operation that reached the store ended (called on the engine
     /// thread of the Worker that asked, as its promise settles).
     fn kv_operation(&self, _op: KvOp, _result: KvResult) {}
+    /// The modules' code cache did `event` (`code_cache.rs`).
+    fn code_cache(&self, _event: CodeCacheEvent) {}
     /// A Worker on `thread` opened a WebSocket to a server (`fetch` with
     /// `Upgrade`, `new WebSocket`): what counts it until it ends (the
     /// tally is dropped then). Accepted sockets are the front end's to

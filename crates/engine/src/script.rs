@@ -1,7 +1,10 @@
 //! Worker scripts: ES module or service-worker detection, evaluation,
 //! exceptions as text.
 
+use std::sync::Arc;
+
 use crate::bundle::{Module, ModuleKind, Modules, NodeCompat, WorkerBundle};
+use crate::code_cache::CodeCache;
 use crate::host;
 use crate::host::error::HostError;
 use crate::snapshot::script_origin;
@@ -31,14 +34,15 @@ pub(crate) fn evaluate(
     scope: &mut v8::PinScope<'_, '_>,
     internal: &v8::Global<v8::Object>,
     bundle: &WorkerBundle,
+    code_cache: Option<&Arc<CodeCache>>,
 ) -> Option<v8::Global<v8::Object>> {
     host::hide_gated_globals(scope, &bundle.compat)?;
     if !bundle.compat.eval_at_startup {
-        return evaluate_top_level(scope, internal, bundle);
+        return evaluate_top_level(scope, internal, bundle, code_cache);
     }
     let context = scope.get_current_context();
     context.set_allow_generation_from_strings(true);
-    let env = evaluate_top_level(scope, internal, bundle);
+    let env = evaluate_top_level(scope, internal, bundle, code_cache);
     context.set_allow_generation_from_strings(false);
     env
 }
@@ -47,9 +51,10 @@ fn evaluate_top_level(
     scope: &mut v8::PinScope<'_, '_>,
     internal: &v8::Global<v8::Object>,
     bundle: &WorkerBundle,
+    code_cache: Option<&Arc<CodeCache>>,
 ) -> Option<v8::Global<v8::Object>> {
     if let Some(modules) = &bundle.modules {
-        let module = crate::modules::load(scope, internal, modules, bundle.compat)?;
+        let module = crate::modules::load(scope, internal, modules, bundle.compat, code_cache)?;
         let internal = v8::Local::new(scope, internal);
         return run_module(scope, internal, bundle, module);
     }
@@ -70,16 +75,23 @@ fn evaluate_top_level(
         }
     };
     // It may import Node's built-ins (as its settings allow) or Cloudflare's
-    // (whatever they are): a graph of one module.
-    if module && (bundle.compat.node != NodeCompat::Off || bundle.script.contains("cloudflare:")) {
+    // (whatever they are), or be big enough for the code cache: a graph of
+    // one module.
+    let cacheable =
+        code_cache.is_some() && bundle.script.len() >= crate::code_cache::MIN_SOURCE_BYTES;
+    if module
+        && (bundle.compat.node != NodeCompat::Off
+            || bundle.script.contains("cloudflare:")
+            || cacheable)
+    {
         let one = Module::new("worker.js", ModuleKind::ESModule, bundle.script.as_bytes());
         let Ok(modules) = Modules::new("worker.js", vec![one]) else {
             HostError::type_error("internal: a worker of one module").throw(scope);
             return None;
         };
-        let modules = std::sync::Arc::new(modules);
+        let modules = Arc::new(modules);
         let global = v8::Global::new(scope, internal);
-        let module = crate::modules::load(scope, &global, &modules, bundle.compat)?;
+        let module = crate::modules::load(scope, &global, &modules, bundle.compat, code_cache)?;
         return run_module(scope, internal, bundle, module);
     }
     if module {

@@ -40,7 +40,7 @@ static BLOB: OnceLock<Result<&'static [u8], String>> = OnceLock::new();
 pub(crate) fn blob(cache_dir: Option<&Path>) -> Result<&'static [u8], EngineError> {
     BLOB.get_or_init(|| {
         let bytes = match cache_dir {
-            Some(dir) => load_or_build(dir, &cache::Key::current(), build),
+            Some(dir) => load_or_build(dir, &cache::current_key(), build),
             None => build(),
         };
         bytes.map(|bytes| -> &'static [u8] {
@@ -57,7 +57,7 @@ pub(crate) fn blob(cache_dir: Option<&Path>) -> Result<&'static [u8], EngineErro
 /// cache that cannot be read or written costs a build, never the start.
 fn load_or_build(
     dir: &Path,
-    key: &cache::Key,
+    key: &crate::checked_file::Key,
     build: impl FnOnce() -> Result<Vec<u8>, String>,
 ) -> Result<Vec<u8>, String> {
     match cache::load(dir, key) {
@@ -223,8 +223,8 @@ mod tests {
     #[test]
     fn a_corrupt_cache_file_is_rebuilt_and_rewritten() {
         let dir = tempfile::tempdir().unwrap();
-        let key = cache::Key::current();
-        std::fs::write(dir.path().join(key.file_name()), b"ISOLSNAP garbage").unwrap();
+        let key = cache::current_key();
+        std::fs::write(dir.path().join(cache::file_name(&key)), b"ISOLSNAP garbage").unwrap();
         let blob = load_or_build(dir.path(), &key, || Ok(b"fresh".to_vec())).unwrap();
         assert_eq!(blob, b"fresh");
         assert_eq!(
@@ -242,7 +242,7 @@ mod tests {
         // A file where the folder should be.
         let not_a_dir = dir.path().join("file");
         std::fs::write(&not_a_dir, b"x").unwrap();
-        let key = cache::Key::current();
+        let key = cache::current_key();
         let blob = load_or_build(&not_a_dir, &key, || Ok(b"built".to_vec())).unwrap();
         assert_eq!(blob, b"built");
     }
@@ -251,7 +251,7 @@ mod tests {
     fn the_real_blob_round_trips_through_the_cache_and_makes_a_working_context() {
         crate::platform::init();
         let dir = tempfile::tempdir().unwrap();
-        let key = cache::Key::current();
+        let key = cache::current_key();
         let built = load_or_build(dir.path(), &key, build).unwrap();
         let cached = load_or_build(dir.path(), &key, || Err("built again".into())).unwrap();
         assert_eq!(built, cached);

@@ -842,6 +842,7 @@ impl Rest {
         if answered {
             wait_done(state, &isolate, req, &bundle, deadline, done_rx).await;
         }
+        isolate.make_owed_code_caches();
         let (cpu, failure) = isolate.host.finish_request(req);
         let outcome = failure.unwrap_or(Outcome::Ok);
         let wall = started.elapsed();

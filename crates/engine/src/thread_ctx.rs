@@ -41,6 +41,8 @@ pub(crate) struct EngineShared {
     pub(crate) crypto: crate::crypto_pool::Pool,
     /// Invocation events for whoever tails a Worker (`tail.rs`).
     pub(crate) tail: Arc<crate::tail::Tail>,
+    /// The modules' code cache on disk (`code_cache.rs`), if configured.
+    pub(crate) code_cache: Option<Arc<crate::code_cache::CodeCache>>,
 }
 
 /// What the isolates of one thread need from it (no pool: isolates hold an

@@ -11,6 +11,8 @@ mod support;
 mod basics;
 #[path = "engine/cache.rs"]
 mod cache;
+#[path = "engine/code_cache.rs"]
+mod code_cache;
 #[path = "engine/codecs.rs"]
 mod codecs;
 #[path = "engine/crypto.rs"]

@@ -1,19 +1,25 @@
 use super::*;
 
+const KIND: Kind = Kind {
+    magic: b"ISOLTEST",
+    prefix: "test-",
+    what: "test file",
+};
+
 fn key(fingerprint: &str) -> Key {
-    Key::of(fingerprint, "13.0", "--flag", &[("00_a.js", "1;")])
+    Key::of([fingerprint.as_bytes(), &b"13.0"[..]])
 }
 
 fn stored(blob: &[u8]) -> (tempfile::TempDir, Key, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let key = key("build-a");
-    store(dir.path(), &key, blob).unwrap();
-    let path = dir.path().join(key.file_name());
+    store(dir.path(), &KIND, &key, blob).unwrap();
+    let path = dir.path().join(key.file_name(&KIND));
     (dir, key, path)
 }
 
 fn rejected(dir: &Path, key: &Key) -> &'static str {
-    match load(dir, key) {
+    match load(dir, &KIND, key) {
         Err(CacheError::Invalid { reason, .. }) => reason,
         other => panic!("expected a rejection, got {other:?}"),
     }
@@ -23,7 +29,7 @@ fn rejected(dir: &Path, key: &Key) -> &'static str {
 fn a_stored_blob_loads_back() {
     let (dir, key, _) = stored(b"blob bytes");
     assert_eq!(
-        load(dir.path(), &key).unwrap().as_deref(),
+        load(dir.path(), &KIND, &key).unwrap().as_deref(),
         Some(&b"blob bytes"[..])
     );
 }
@@ -31,20 +37,19 @@ fn a_stored_blob_loads_back() {
 #[test]
 fn no_file_is_no_blob() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(load(dir.path(), &key("x")).unwrap().is_none());
+    assert!(load(dir.path(), &KIND, &key("x")).unwrap().is_none());
 }
 
 #[test]
-fn the_key_covers_every_input() {
-    let base = Key::of("f", "v", "flags", &[("a.js", "1")]);
-    assert_ne!(base, Key::of("g", "v", "flags", &[("a.js", "1")]));
-    assert_ne!(base, Key::of("f", "w", "flags", &[("a.js", "1")]));
-    assert_ne!(base, Key::of("f", "v", "other", &[("a.js", "1")]));
-    assert_ne!(base, Key::of("f", "v", "flags", &[("a.js", "2")]));
-    assert_ne!(base, Key::of("f", "v", "flags", &[("b.js", "1")]));
-    // Bytes moved between fields are another key.
-    assert_ne!(base, Key::of("f", "v", "flag", &[("sa.js", "1")]));
-    assert_eq!(base, Key::of("f", "v", "flags", &[("a.js", "1")]));
+fn bytes_moved_between_fields_are_another_key() {
+    assert_ne!(
+        Key::of([&b"ab"[..], &b"c"[..]]),
+        Key::of([&b"a"[..], &b"bc"[..]])
+    );
+    assert_eq!(
+        Key::of([&b"ab"[..], &b"c"[..]]),
+        Key::of([&b"ab"[..], &b"c"[..]])
+    );
 }
 
 #[test]
@@ -53,7 +58,7 @@ fn a_file_from_another_build_is_not_used() {
     // Another build's file under this build's name (copied, or a
     // collision of the name's half of the key).
     let other = key("build-b");
-    fs::rename(&path, dir.path().join(other.file_name())).unwrap();
+    fs::rename(&path, dir.path().join(other.file_name(&KIND))).unwrap();
     assert_eq!(rejected(dir.path(), &other), "made by another build");
 }
 
@@ -87,7 +92,7 @@ fn a_wrong_magic_or_format_is_caught() {
     let mut other = bytes.clone();
     other[0] = b'X';
     fs::write(&path, &other).unwrap();
-    assert_eq!(rejected(dir.path(), &key), "no snapshot magic");
+    assert_eq!(rejected(dir.path(), &key), "another magic");
     let mut other = bytes;
     other[8] ^= 1;
     fs::write(&path, &other).unwrap();
@@ -95,17 +100,52 @@ fn a_wrong_magic_or_format_is_caught() {
 }
 
 #[test]
-fn a_store_replaces_other_builds_files_and_leaves_no_temporary() {
+fn remove_others_keeps_one_key_and_other_kinds_and_leaves_no_temporary() {
     let dir = tempfile::tempdir().unwrap();
     let old = key("old");
-    store(dir.path(), &old, b"old").unwrap();
+    store(dir.path(), &KIND, &old, b"old").unwrap();
     fs::write(dir.path().join("unrelated.txt"), b"kept").unwrap();
     let new = key("new");
-    store(dir.path(), &new, b"new").unwrap();
-    let mut names: Vec<String> = fs::read_dir(dir.path())
+    store(dir.path(), &KIND, &new, b"new").unwrap();
+    remove_others(dir.path(), &KIND, &new);
+    assert_eq!(
+        names(dir.path()),
+        vec![new.file_name(&KIND), "unrelated.txt".to_owned()]
+    );
+}
+
+#[test]
+fn trim_removes_the_oldest_files_beyond_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys: Vec<Key> = (0..3).map(|i| key(&i.to_string())).collect();
+    for (i, key) in keys.iter().enumerate() {
+        store(dir.path(), &KIND, key, &[0; 100]).unwrap();
+        let path = dir.path().join(key.file_name(&KIND));
+        let written = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000 + i as u64);
+        fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(written)
+            .unwrap();
+    }
+    fs::write(dir.path().join("sha256-other"), [0; 1000]).unwrap();
+    // Each file is 100 bytes and its header: room for two.
+    trim(dir.path(), &KIND, 2 * (100 + HEADER as u64));
+    let mut left = vec![
+        keys[1].file_name(&KIND),
+        keys[2].file_name(&KIND),
+        "sha256-other".to_owned(),
+    ];
+    left.sort();
+    assert_eq!(names(dir.path()), left);
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     names.sort();
-    assert_eq!(names, vec![new.file_name(), "unrelated.txt".to_owned()]);
+    names
 }
