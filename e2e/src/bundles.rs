@@ -55,7 +55,10 @@ pub fn write_bundle(dir: &Path, version: &str, blob: &[u8]) {
         .map(|i| format!("function f{i}(x) {{ let s = {i}; for (let j = 0; j < x; j++) s = (s * 31 + j) % 1000003; return s; }}\n"))
         .chain(["export const total = () => [f1, f500, f999].reduce((sum, f) => sum + f(3), 0);\n".to_owned()])
         .collect();
-    assert!(lib.len() >= 32 << 10, "lib/big.js is big enough to be cached");
+    assert!(
+        lib.len() >= 32 << 10,
+        "lib/big.js is big enough to be cached"
+    );
     std::fs::create_dir_all(dir.join("lib")).expect("lib dir");
     std::fs::write(dir.join("lib").join("big.js"), lib).expect("lib/big.js");
     std::fs::write(dir.join("blob.bin"), blob).expect("blob.bin");
