@@ -40,18 +40,37 @@ fn main() -> anyhow::Result<()> {
     let observer: Arc<dyn EngineObserver> = metrics.clone();
     let engine = Engine::start(config.engine.clone(), observer).context("starting the engine")?;
 
+    let result = run_node(config, engine.clone(), metrics, registry);
+    engine.shutdown();
+    // Stopped in order: the next process reports no crash.
+    if let Some(map) = turn_map {
+        map.close_clean();
+    }
+    result?;
+    tracing::info!("exiting");
+    Ok(())
+}
+
+/// Runs the node on a tokio runtime until SIGTERM or SIGINT, and drops the
+/// runtime before the engine stops.
+fn run_node(
+    config: isolane_node::Config,
+    engine: Engine,
+    metrics: Arc<NodeMetrics>,
+    registry: prometheus::Registry,
+) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("isolane-node")
         .build()
         .context("building the tokio runtime")?;
-    let result = runtime.block_on(async {
+    runtime.block_on(async {
         let client = kube::Client::try_default()
             .await
             .context("connecting to the Kubernetes API")?;
         let node = Node {
             config,
-            engine: engine.clone(),
+            engine,
             metrics,
             registry,
             client,
@@ -61,14 +80,5 @@ fn main() -> anyhow::Result<()> {
         })
         .await
         .context("running the node")
-    });
-    drop(runtime);
-    engine.shutdown();
-    // Stopped in order: the next process reports no crash.
-    if let Some(map) = turn_map {
-        map.close_clean();
-    }
-    result?;
-    tracing::info!("exiting");
-    Ok(())
+    })
 }

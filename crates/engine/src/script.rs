@@ -61,19 +61,7 @@ fn evaluate_top_level(
     let internal = v8::Local::new(scope, internal);
     let name = host::js_string(scope, &format!("worker:{}", bundle.id))?;
     let source = v8::String::new(scope, &bundle.script)?;
-    let module = is_module(&bundle.script) || {
-        // The line heuristic missed it (`let n = 0; export default …`): let
-        // V8 decide. A classic compile that trips on import/export is a module.
-        let origin = script_origin(scope, name, false);
-        v8::tc_scope!(let tc, scope);
-        match v8::Script::compile(tc, source, Some(&origin)) {
-            Some(_) => false,
-            None => tc
-                .exception()
-                .map(|e| e.to_rust_string_lossy(tc))
-                .is_some_and(|m| m.contains("'export'") || m.contains("import statement")),
-        }
-    };
+    let module = is_module(&bundle.script) || compiles_as_module_only(scope, name, source);
     // It may import Node's built-ins (as its settings allow) or Cloudflare's
     // (whatever they are), or be big enough for the code cache: a graph of
     // one module.
@@ -111,6 +99,25 @@ fn evaluate_top_level(
     v8::Script::compile(scope, source, Some(&origin))?.run(scope)?;
     call(scope, internal, "checkServiceWorker", &[])?;
     make_env(scope, internal, bundle)
+}
+
+/// Whether a script the line heuristic took for classic
+/// (`let n = 0; export default …`) is a module: V8 decides, and a classic
+/// compile that trips on import/export is one.
+fn compiles_as_module_only<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    name: v8::Local<'s, v8::Value>,
+    source: v8::Local<'s, v8::String>,
+) -> bool {
+    let origin = script_origin(scope, name, false);
+    v8::tc_scope!(let tc, scope);
+    match v8::Script::compile(tc, source, Some(&origin)) {
+        Some(_) => false,
+        None => tc
+            .exception()
+            .map(|e| e.to_rust_string_lossy(tc))
+            .is_some_and(|m| m.contains("'export'") || m.contains("import statement")),
+    }
 }
 
 /// Evaluates an instantiated module worker and hands its namespace to the

@@ -15,8 +15,8 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::UNIX_EPOCH;
 
-use prometheus::proto::{MetricFamily, MetricType};
-use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus::proto::{Metric, MetricFamily, MetricType};
+use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType as OmType;
 
 use crate::exemplar::{Exemplar, Exemplars, SeriesLabels};
@@ -71,46 +71,56 @@ impl prometheus_client::collector::Collector for Gathered {
                     .iter()
                     .map(|pair| (Cow::from(pair.name()), Cow::from(pair.value())))
                     .collect();
-                let mut sample = metrics.encode_family(&labels)?;
-                match kind {
-                    OmType::Counter => {
-                        let value = metric.get_counter().get_value();
-                        // Integer counters (all of Isolane's) print as integers.
-                        if value.fract() == 0.0 && (0.0..9.0e15).contains(&value) {
-                            sample.encode_counter::<NoLabelSet, _, f64>(&(value as u64), None)?;
-                        } else {
-                            sample.encode_counter::<NoLabelSet, _, f64>(&value, None)?;
-                        }
-                    }
-                    OmType::Histogram => {
-                        let h = metric.get_histogram();
-                        let buckets: Vec<(f64, u64)> = h
-                            .get_bucket()
-                            .iter()
-                            .map(|b| (b.upper_bound(), b.cumulative_count()))
-                            .chain(std::iter::once((f64::INFINITY, h.get_sample_count())))
-                            .collect();
-                        // The crate takes counts per bucket, not cumulative.
-                        let per_bucket = per_bucket(&buckets);
-                        sample.encode_histogram::<NoLabelSet>(
-                            h.get_sample_sum(),
-                            h.get_sample_count(),
-                            &per_bucket,
-                            None,
-                        )?;
-                    }
-                    _ => {
-                        let value = match family.get_field_type() {
-                            MetricType::COUNTER => metric.get_counter().get_value(),
-                            _ => metric.get_gauge().get_value(),
-                        };
-                        sample.encode_gauge(&value)?;
-                    }
-                }
+                encode_sample(metrics.encode_family(&labels)?, kind, family, metric)?;
             }
         }
         Ok(())
     }
+}
+
+/// One sample of `family` as OpenMetrics `kind`.
+fn encode_sample(
+    mut sample: MetricEncoder<'_>,
+    kind: OmType,
+    family: &MetricFamily,
+    metric: &Metric,
+) -> Result<(), std::fmt::Error> {
+    match kind {
+        OmType::Counter => {
+            let value = metric.get_counter().get_value();
+            // Integer counters (all of Isolane's) print as integers.
+            if value.fract() == 0.0 && (0.0..9.0e15).contains(&value) {
+                sample.encode_counter::<NoLabelSet, _, f64>(&(value as u64), None)?;
+            } else {
+                sample.encode_counter::<NoLabelSet, _, f64>(&value, None)?;
+            }
+        }
+        OmType::Histogram => {
+            let h = metric.get_histogram();
+            let buckets: Vec<(f64, u64)> = h
+                .get_bucket()
+                .iter()
+                .map(|b| (b.upper_bound(), b.cumulative_count()))
+                .chain(std::iter::once((f64::INFINITY, h.get_sample_count())))
+                .collect();
+            // The crate takes counts per bucket, not cumulative.
+            let per_bucket = per_bucket(&buckets);
+            sample.encode_histogram::<NoLabelSet>(
+                h.get_sample_sum(),
+                h.get_sample_count(),
+                &per_bucket,
+                None,
+            )?;
+        }
+        _ => {
+            let value = match family.get_field_type() {
+                MetricType::COUNTER => metric.get_counter().get_value(),
+                _ => metric.get_gauge().get_value(),
+            };
+            sample.encode_gauge(&value)?;
+        }
+    }
+    Ok(())
 }
 
 /// Cumulative bucket counts to counts per bucket.
