@@ -24,22 +24,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use futures::{SinkExt as _, StreamExt as _};
+use futures::SinkExt as _;
 use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions};
 use isolane_e2e::kubectl;
-use isolane_e2e::websocket::{Socket, connect_from};
+use isolane_e2e::websocket::{self, connect_from, next, open_files_limit, percentiles};
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::{ControlPlane, wait_until};
 use tempfile::TempDir;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::Message;
 
 const NAMESPACE: &str = "demo";
 /// Deadline for anything the system does on its own.
 const SETTLE: Duration = Duration::from_secs(60);
-/// How long a client waits for any one answer or close.
-const ANSWER: Duration = Duration::from_secs(60);
 
 /// The echo Worker of docs/websockets.md.
 const ECHO: &str = r#"
@@ -110,64 +107,8 @@ fn address(i: usize) -> [u8; 4] {
     [127, 1, high, low]
 }
 
-/// The next data or close message (pings and pongs skipped); `None` when
-/// the connection ended without one.
-async fn next(socket: &mut Socket) -> Option<Message> {
-    loop {
-        let message = tokio::time::timeout(ANSWER, socket.next())
-            .await
-            .expect("an answer in time")?;
-        match message {
-            Ok(Message::Pong(_) | Message::Ping(_)) => continue,
-            Ok(message) => return Some(message),
-            Err(_) => return None,
-        }
-    }
-}
-
-/// The soft limit on open files of this process (its children inherit it).
-fn open_files_limit() -> u64 {
-    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
-    limits
-        .lines()
-        .find(|line| line.starts_with("Max open files"))
-        .and_then(|line| line.split_whitespace().nth(3)?.parse().ok())
-        .unwrap_or(u64::MAX)
-}
-
 const CLIENTS: usize = 1000;
 const PER_CLIENT: usize = 4;
-
-/// Client `i`'s `m`th message: text and binary in turn.
-fn message(i: usize, m: usize) -> Message {
-    if m.is_multiple_of(2) {
-        Message::text(format!("client {i} message {m}"))
-    } else {
-        Message::binary(Bytes::from(vec![(i + m) as u8; 1 + i % 700]))
-    }
-}
-
-/// Sends each message of client `i` and waits for its echo; the round
-/// trips that came back as sent.
-async fn echo_all(i: usize, mut socket: Socket) -> Vec<Duration> {
-    let mut trips = Vec::new();
-    for m in 0..PER_CLIENT {
-        let sent = message(i, m);
-        let started = Instant::now();
-        if let Err(error) = socket.send(sent.clone()).await {
-            panic!("client {i}: {error}, after {:?}", next(&mut socket).await);
-        }
-        match next(&mut socket).await {
-            Some(echo) if echo == sent => trips.push(started.elapsed()),
-            other => {
-                eprintln!("client {i} message {m}: {other:?}");
-                return trips;
-            }
-        }
-    }
-    let _ = socket.close(None).await;
-    trips
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_echo_worker_answers_1000_concurrent_clients() {
@@ -179,25 +120,15 @@ async fn the_echo_worker_answers_1000_concurrent_clients() {
     let (cluster, _cp, _dir) = start(1, &["--websocket-max-sockets", "1024"]).await;
     let ingress = cluster.ingress();
 
-    // All 1,000 open at once, 16 handshakes at a time (a handshake is a
-    // request: the node admits 64 in flight per thread).
+    // All 1,000 open at once.
     let started = Instant::now();
-    let handshakes = Arc::new(Semaphore::new(16));
-    let opening: Vec<_> = (0..CLIENTS)
-        .map(|i| {
-            let handshakes = Arc::clone(&handshakes);
-            tokio::spawn(async move {
-                let _permit = handshakes.acquire().await.unwrap();
-                connect_from(ingress, "echo.test", address(i)).await
-            })
-        })
-        .collect();
     let mut sockets = Vec::new();
-    for (i, opened) in opening.into_iter().enumerate() {
-        let (socket, _) = opened
-            .await
-            .unwrap()
-            .unwrap_or_else(|e| panic!("client {i}: {e}"));
+    for (i, opened) in websocket::open_all(ingress, "echo.test", CLIENTS, address)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        let (socket, _) = opened.unwrap_or_else(|e| panic!("client {i}: {e}"));
         sockets.push(socket);
     }
     eprintln!(
@@ -215,26 +146,16 @@ async fn the_echo_worker_answers_1000_concurrent_clients() {
     .await;
 
     let started = Instant::now();
-    let clients: Vec<_> = sockets
-        .into_iter()
-        .enumerate()
-        .map(|(i, socket)| tokio::spawn(echo_all(i, socket)))
-        .collect();
-    let mut trips = Vec::new();
-    for client in clients {
-        trips.extend(client.await.unwrap());
-    }
-    trips.sort();
-    let quantile = |q: f64| trips[((trips.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e3;
+    let (mut trips, open) = websocket::echo_all(sockets, PER_CLIENT).await;
     eprintln!(
-        "{} of {} messages echoed in {:.1}s; round trip p50 {:.1} ms, p99 {:.1} ms",
+        "{} of {} messages echoed in {:.1}s; round trip {}",
         trips.len(),
         CLIENTS * PER_CLIENT,
         started.elapsed().as_secs_f64(),
-        quantile(0.5),
-        quantile(0.99)
+        percentiles(&mut trips)
     );
     assert_eq!(trips.len(), CLIENTS * PER_CLIENT);
+    websocket::close_all(open).await;
     wait_until("every socket to be closed", SETTLE, || async {
         let open = cluster
             .router
