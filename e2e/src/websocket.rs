@@ -2,6 +2,8 @@
 //! socket ([`connect_from`]), many opened at once ([`open_all`]) and the
 //! echo round trips of many clients at once ([`echo_all`]).
 
+pub mod acks;
+
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -145,6 +145,18 @@ fn named_worker(name: &str, host: &str, script: &str) -> String {
     )
 }
 
+/// `kubectl apply` of `manifest`, which must succeed.
+fn apply(kubeconfig: &Path, manifest: &str) {
+    let output = run(
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["apply", "-f", "-"]),
+        Some(manifest),
+    );
+    assert!(output.status.success(), "kubectl apply: {}", text(&output));
+}
+
 /// The WebSocket echo Worker of docs/websockets.md.
 const ECHO: &str = "export default {\n  fetch(request) {\n    const [client, server] = Object.values(new WebSocketPair());\n    server.accept();\n    server.addEventListener('message', (event) => server.send(event.data));\n    return new Response(null, { status: 101, webSocket: client });\n  },\n};";
 
@@ -154,14 +166,7 @@ async fn echo_through_the_service(kubeconfig: &Path, address: SocketAddr) {
     use futures::{SinkExt as _, StreamExt as _};
     use tokio_tungstenite::tungstenite::Message;
     let host = "echo.pods.test";
-    let output = run(
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .args(["apply", "-f", "-"]),
-        Some(&named_worker("echo", host, ECHO)),
-    );
-    assert!(output.status.success(), "kubectl apply: {}", text(&output));
+    apply(kubeconfig, &named_worker("echo", host, ECHO));
     let (mut socket, _) = wait_until(
         "a WebSocket through the Service",
         Duration::from_secs(90),

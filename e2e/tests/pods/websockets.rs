@@ -5,7 +5,10 @@
 //! every echo checked; then, while all 1,000 stream on, the node pod that
 //! serves them is deleted: each socket closes with 1012 once the node's
 //! drain grace is over, and each client reconnects (to the DaemonSet's new
-//! node pod) and has 4 more messages echoed.
+//! node pod) and has 4 more messages echoed. In the same drain 20 clients
+//! of the acknowledging Worker (`isolane_e2e::websocket::acks`) send
+//! numbered messages: those on the node get 1012, reconnect and send again
+//! what was not acknowledged, and no message is lost.
 //!
 //! The chart's per-thread caps would refuse this by design (128 sockets of
 //! a Worker, 16 of them per client: these clients all reach the router from
@@ -19,16 +22,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use isolane_e2e::websocket::{
-    self, ANY, Echoed, HANDSHAKES, Socket, connect_from, open_files_limit, percentiles,
+    self, ANY, Echoed, HANDSHAKES, Socket, acks, connect_from, open_files_limit, percentiles,
 };
 use isolane_testenv::wait_until;
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::Semaphore;
 
-use super::{delete_pod, only_node_pod};
+use super::{apply, delete_pod, named_worker, only_node_pod};
 
 /// The echo Worker's host (`echo_through_the_service` applies it).
 const HOST: &str = "echo.pods.test";
+/// The acknowledging Worker's host.
+const ACKS_HOST: &str = "acks.pods.test";
+const ACK_CLIENTS: usize = 20;
 const CLIENTS: usize = 1000;
 const PER_CLIENT: usize = 4;
 /// The pause between a streaming client's round trips.
@@ -122,6 +128,13 @@ pub async fn thousand_clients_and_a_drain(
          pods inherit the node's limit), not {limit}"
     );
     let old_node = only_node_pod(pods).await;
+    apply(kubeconfig, &named_worker("acks", ACKS_HOST, acks::WORKER));
+    wait_until(
+        "a WebSocket to the acknowledging Worker",
+        REPLACED,
+        || async { connect_from(address, ACKS_HOST, ANY).await.ok() },
+    )
+    .await;
 
     let started = Instant::now();
     let mut sockets = Vec::new();
@@ -169,13 +182,17 @@ pub async fn thousand_clients_and_a_drain(
         (streaming.load(Ordering::Relaxed) == CLIENTS).then_some(())
     })
     .await;
+    let ack_run = acks::Run::start(address, ACKS_HOST, ACK_CLIENTS, |_| ANY);
+    ack_run.half_acknowledged(REPLACED).await;
     let deleted = Instant::now();
     delete_pod(kubeconfig, &old_node);
+    ack_run.drained(&old_node);
     let mut drained = Vec::new();
     for client in clients {
         drained.push(client.await.expect("a client's task"));
     }
     let all_back = deleted.elapsed();
+    let acknowledged = ack_run.check(&old_node).await;
     for (i, client) in drained.iter().enumerate() {
         assert_eq!(client.code, Some(1012), "client {i}");
         assert_ne!(
@@ -200,4 +217,5 @@ pub async fn thousand_clients_and_a_drain(
         percentiles(&mut reconnects),
         percentiles(&mut trips)
     );
+    eprintln!("acknowledgement protocol across the node pod's delete: {acknowledged}");
 }
