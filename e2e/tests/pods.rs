@@ -9,7 +9,9 @@
 //! operator pod deleted and the other replica taking over (a Worker applied
 //! after that answers too), `helm upgrade` rolling the node DaemonSet (surge)
 //! and the router under steady load with no failed request, the only node pod deleted under load with no failed
-//! request, and `helm uninstall` leaving no Isolane object.
+//! request, 1,000 WebSocket clients echoed through the Service and their node
+//! pod deleted mid-stream: each socket closed 1012 and reconnected
+//! (`pods/websockets.rs`), and `helm uninstall` leaving no Isolane object.
 //!
 //! Needs root (the node: containerd, a bridge, iptables); see docs/testing.md.
 
@@ -36,6 +38,8 @@ const LEADER_LEASE: &str = "isolane-operator-leader";
 
 #[path = "pods/bundle.rs"]
 mod bundle;
+#[path = "pods/websockets.rs"]
+mod websockets;
 
 /// `helm` from PATH, else from the Isolane cache (hack/install-deps.sh).
 fn helm() -> PathBuf {
@@ -98,6 +102,22 @@ fn delete_pod(kubeconfig: &Path, pod: &str) {
     );
 }
 
+/// The name of the only node pod once it is Ready (a replaced one may
+/// still be stopping: this waits for it to be gone).
+async fn only_node_pod(pods: &kube::Api<Pod>) -> String {
+    wait_until("one node pod, Ready", Duration::from_secs(90), || async {
+        let list = pods
+            .list(&ListParams::default().labels("app.kubernetes.io/component=node"))
+            .await
+            .ok()?;
+        match list.items.as_slice() {
+            [pod] if is_ready(pod) => pod.metadata.name.clone(),
+            _ => None,
+        }
+    })
+    .await
+}
+
 /// Whether the pod's Ready condition is true.
 fn is_ready(pod: &Pod) -> bool {
     pod.status
@@ -125,6 +145,18 @@ fn named_worker(name: &str, host: &str, script: &str) -> String {
     )
 }
 
+/// `kubectl apply` of `manifest`, which must succeed.
+fn apply(kubeconfig: &Path, manifest: &str) {
+    let output = run(
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["apply", "-f", "-"]),
+        Some(manifest),
+    );
+    assert!(output.status.success(), "kubectl apply: {}", text(&output));
+}
+
 /// The WebSocket echo Worker of docs/websockets.md.
 const ECHO: &str = "export default {\n  fetch(request) {\n    const [client, server] = Object.values(new WebSocketPair());\n    server.accept();\n    server.addEventListener('message', (event) => server.send(event.data));\n    return new Response(null, { status: 101, webSocket: client });\n  },\n};";
 
@@ -134,14 +166,7 @@ async fn echo_through_the_service(kubeconfig: &Path, address: SocketAddr) {
     use futures::{SinkExt as _, StreamExt as _};
     use tokio_tungstenite::tungstenite::Message;
     let host = "echo.pods.test";
-    let output = run(
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .args(["apply", "-f", "-"]),
-        Some(&named_worker("echo", host, ECHO)),
-    );
-    assert!(output.status.success(), "kubectl apply: {}", text(&output));
+    apply(kubeconfig, &named_worker("echo", host, ECHO));
     let (mut socket, _) = wait_until(
         "a WebSocket through the Service",
         Duration::from_secs(90),
@@ -214,6 +239,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
             .args(["--set", "node.config.isolatesPerThread=6"])
             .args(["--set", "router.replicas=1"])
             .args(bundle::helm_values(&registry))
+            .args(websockets::helm_values())
             .args(["--wait", "--timeout", "4m"]),
         None,
     );
@@ -420,20 +446,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
     // refusing them, and retries only the ones a draining node refused before
     // starting them.
     // The surge's old pod may still be stopping: wait for the one left.
-    let old_node = wait_until("one node pod, Ready", Duration::from_secs(90), || {
-        let pods = pods.clone();
-        async move {
-            let list = pods
-                .list(&ListParams::default().labels("app.kubernetes.io/component=node"))
-                .await
-                .ok()?;
-            match list.items.as_slice() {
-                [pod] if is_ready(pod) => pod.metadata.name.clone(),
-                _ => None,
-            }
-        }
-    })
-    .await;
+    let old_node = only_node_pod(&pods).await;
     let load = steady_load(address).await;
     let deleted = Instant::now();
     delete_pod(&kubeconfig, &old_node);
@@ -471,6 +484,9 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
         "{} requests failed while the node pod was replaced: {failures:?}",
         failures.len()
     );
+
+    // 1,000 WebSocket clients, then their node pod deleted mid-stream.
+    websockets::thousand_clients_and_a_drain(&kubeconfig, &pods, address).await;
 
     let output = run(
         Command::new("kubectl")
