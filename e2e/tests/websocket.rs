@@ -314,6 +314,24 @@ async fn echo_close_limits_and_a_flood_beside_a_benign_socket() {
     assert_eq!(open_on_node, Some(1.0));
     assert_eq!(open_for_worker, Some(1.0));
 
+    // A client's ping through the router is answered with its payload, and
+    // the socket echoes on.
+    let payload = Bytes::from_static(b"a ping through the router");
+    benign.send(Message::Ping(payload.clone())).await.unwrap();
+    let pong = tokio::time::timeout(ANSWER, async {
+        loop {
+            match benign.next().await {
+                Some(Ok(Message::Pong(data))) => break Some(data),
+                Some(Ok(_)) => continue,
+                _ => break None,
+            }
+        }
+    })
+    .await
+    .expect("a pong in time");
+    assert_eq!(pong, Some(payload));
+    assert!(echoes(&mut benign, "after the ping").await);
+
     // The Worker closes: the client gets its code and reason.
     let (mut closing, _) = connect(ingress, "echo.test").await.unwrap();
     closing.send(Message::text("close-me")).await.unwrap();
