@@ -161,15 +161,18 @@ async fn kill_in_poison_turn(system: &mut System, bystander: &str, killed: Optio
         SETTLE,
         move || async move {
             for node in nodes {
+                // The scrape first: the map is read last, with no wait
+                // between it and the kill, so a bystander request that starts
+                // its turn meanwhile cannot slip in (one did, in a CI run).
+                if !node.in_flight().await.is_some_and(|n| n >= 2.0) {
+                    continue;
+                }
                 let Some(map) = node.turn_map() else {
                     continue;
                 };
                 let poison_running = map.in_turn.iter().any(|w| w == POISON);
                 let bystander_running = map.in_turn.iter().any(|w| w == bystander);
-                if poison_running
-                    && !bystander_running
-                    && node.in_flight().await.is_some_and(|n| n >= 2.0)
-                {
+                if poison_running && !bystander_running {
                     return Some(node.name.clone());
                 }
             }
