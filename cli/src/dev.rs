@@ -137,6 +137,11 @@ pub struct DevArgs {
     /// from its source; read and write no cache.
     #[arg(long, conflicts_with = "snapshot_cache_dir")]
     no_snapshot_cache: bool,
+    /// A PEM bundle of CA certificates that Workers' TLS (HTTPS `fetch`,
+    /// WebSockets, `connect()` and `startTls()`) trusts besides the public
+    /// web PKI roots, as a node's `--fetch-extra-ca`.
+    #[arg(long, value_name = "PEM", env = "ISOLANE_FETCH_EXTRA_CA")]
+    fetch_extra_ca: Option<PathBuf>,
     #[command(flatten)]
     websocket: isolane_node::WebSocketArgs,
 }
@@ -225,6 +230,13 @@ impl DevConfig {
             (None, None) => anyhow::bail!("give a worker script or --workers <dir>"),
         };
         let project = source.load()?;
+        let extra_ca_pem = match &args.fetch_extra_ca {
+            Some(path) => Some(
+                std::fs::read(path)
+                    .with_context(|| format!("--fetch-extra-ca {}", path.display()))?,
+            ),
+            None => None,
+        };
         let snapshot_cache = if args.no_snapshot_cache {
             None
         } else {
@@ -238,7 +250,10 @@ impl DevConfig {
                 pool_mode: args.pool_mode,
                 // A developer's own machine: fetch may reach local services
                 // (a node refuses them unless its admin opens them).
-                egress: isolane_engine::EgressConfig::open(),
+                egress: isolane_engine::EgressConfig {
+                    extra_ca_pem,
+                    ..isolane_engine::EgressConfig::open()
+                },
                 websocket: args.websocket.config(),
                 store: Some(isolane_storage::Store::sqlite(&args.state)),
                 snapshot_cache: snapshot_cache.clone(),

@@ -3,6 +3,12 @@
 //! directory of its own made by `initdb`, listening on a free port of
 //! 127.0.0.1 with trust authentication, killed on drop (`Process`).
 //!
+//! It also serves TLS (`ssl=on`; a client that asks for it with an
+//! SSLRequest gets it, one that does not stays in plain text): its
+//! certificate, for `127.0.0.1` and `localhost`, is signed by a throwaway
+//! [`TestCa`] whose certificate [`Postgres::ca_pem`] gives, for the client
+//! to trust.
+//!
 //! PostgreSQL refuses to run as root: as root (CI), `initdb` and the server
 //! run as `nobody` through `setpriv`, the data directory theirs.
 
@@ -13,11 +19,12 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use crate::Error;
 use crate::component::Component;
 use crate::config::find_on_path;
+use crate::pki::{Leaf, TestCa};
 use crate::port::free_port;
 use crate::process::Process;
+use crate::{Error, TestCert};
 
 /// Where Debian installs each PostgreSQL version's programs.
 const DEBIAN_ROOT: &str = "/usr/lib/postgresql";
@@ -30,6 +37,7 @@ const READY_WITHIN: Duration = Duration::from_secs(30);
 pub struct Postgres {
     process: Process,
     port: u16,
+    ca_pem: String,
     _dir: TempDir,
 }
 
@@ -93,6 +101,9 @@ impl Postgres {
                 detail: String::from_utf8_lossy(&initdb.stderr).into_owned(),
             });
         }
+        let ca = TestCa::new("isolane-postgres-test-ca")?;
+        let cert = ca.issue(Leaf::server("postgres", &["127.0.0.1", "localhost"]))?;
+        let (cert_file, key_file) = write_server_cert(dir.path(), &cert, as_root)?;
         let port = free_port().map_err(Error::FreePort)?;
         let server = as_server(&bin.join("postgres"))?;
         let mut args: Vec<std::ffi::OsString> = server.get_args().map(ToOwned::to_owned).collect();
@@ -108,6 +119,12 @@ impl Postgres {
             dir.path().as_os_str().to_owned(),
             // Throwaway data: no fsync.
             "-F".into(),
+            "-c".into(),
+            "ssl=on".into(),
+            "-c".into(),
+            setting("ssl_cert_file", &cert_file),
+            "-c".into(),
+            setting("ssl_key_file", &key_file),
         ]);
         let mut process =
             Process::spawn("postgres", Path::new(server.get_program()), args, &[], &log)?;
@@ -130,6 +147,7 @@ impl Postgres {
                 return Ok(Self {
                     process,
                     port,
+                    ca_pem: ca.cert_pem(),
                     _dir: dir,
                 });
             }
@@ -157,10 +175,48 @@ impl Postgres {
         )
     }
 
+    /// The PEM certificate of the CA that signed the server's TLS
+    /// certificate (for `127.0.0.1` and `localhost`).
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
     /// The server's process.
     pub fn process(&self) -> &Process {
         &self.process
     }
+}
+
+/// `name=path`, a `-c` setting.
+fn setting(name: &str, path: &Path) -> std::ffi::OsString {
+    let mut setting = std::ffi::OsString::from(format!("{name}="));
+    setting.push(path);
+    setting
+}
+
+/// Writes the server's certificate and key into `dir`. PostgreSQL refuses a
+/// key that its group or others may read, or that another user owns: the key
+/// is 0600, and the server's (`nobody`'s) when it runs as `nobody`.
+fn write_server_cert(
+    dir: &Path,
+    cert: &TestCert,
+    as_root: bool,
+) -> Result<(PathBuf, PathBuf), Error> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let cert_file = dir.join("server.crt");
+    let key_file = dir.join("server.key");
+    cert.write(&cert_file, &key_file)?;
+    let written = |source| Error::WriteFile {
+        path: key_file.clone(),
+        source,
+    };
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).map_err(written)?;
+    if as_root {
+        for file in [&cert_file, &key_file] {
+            std::os::unix::fs::chown(file, Some(NOBODY), Some(NOBODY)).map_err(written)?;
+        }
+    }
+    Ok((cert_file, key_file))
 }
 
 /// The newest installed version's `bin` folder.

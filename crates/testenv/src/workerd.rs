@@ -57,6 +57,9 @@ pub struct Service {
     pub compatibility_flags: Vec<String>,
     /// Subrequests may reach public, private and loopback addresses.
     pub network: bool,
+    /// PEM certificates the network trusts for TLS besides the system's
+    /// roots (its `tlsOptions.trustedCertificates`), with `network`.
+    pub trusted_certificates: Vec<String>,
     pub address: SocketAddr,
 }
 
@@ -70,6 +73,7 @@ impl Service {
             compatibility_date: date.to_owned(),
             compatibility_flags: Vec::new(),
             network: false,
+            trusted_certificates: Vec::new(),
             address,
         }
     }
@@ -93,7 +97,15 @@ pub fn render(services: &[Service]) -> String {
         );
     }
     if services.iter().any(|s| s.network) {
-        names.push(r#"(name = "net", network = (allow = ["public", "private", "local"]))"#.into());
+        let trusted: Vec<String> = services
+            .iter()
+            .flat_map(|s| &s.trusted_certificates)
+            .map(|pem| format!("{pem:?}"))
+            .collect();
+        names.push(format!(
+            r#"(name = "net", network = (allow = ["public", "private", "local"], tlsOptions = (trustedCertificates = [{}])))"#,
+            trusted.join(", ")
+        ));
     }
     format!(
         "using Workerd = import \"/workerd/workerd.capnp\";\n\
