@@ -1,5 +1,6 @@
 // node:crypto — Node's hashing, HMAC, random, PBKDF2, HKDF, scrypt, AES cipher
-// (`crypto_cipher.js`) and key (`crypto_keys.js`) functions on the
+// (`crypto_cipher.js`), key (`crypto_keys.js`) and certificate
+// (`crypto_x509.js`) functions on the
 // runtime's Web Crypto: hashers are the crypto unit's (`digestStream*`,
 // `hmacNew`, `digestCopy`), randomness is `randomFill`, `pbkdf2` runs off
 // the isolate's thread as SubtleCrypto's deriveBits does, `pbkdf2Sync`
@@ -307,6 +308,7 @@ const notImplemented = (name) => missing(`crypto.${name}`);
 
 const keys = require('node:internal/crypto_keys')({ hashName, bytes, later });
 const { KeyObject } = keys;
+const { X509Certificate } = require('node:internal/crypto_x509')({ ...keys, createHash });
 
 const webcrypto = globalThis.crypto;
 
@@ -317,6 +319,7 @@ module.exports = {
   Hash,
   Hmac,
   KeyObject,
+  X509Certificate,
   createSecretKey: keys.createSecretKey,
   createPublicKey: keys.createPublicKey,
   createPrivateKey: keys.createPrivateKey,

@@ -7,6 +7,7 @@ mod async_hooks;
 mod buffer;
 mod crypto;
 mod crypto_keys;
+mod crypto_x509;
 mod fs;
 mod process;
 mod zlib;
@@ -98,7 +99,7 @@ pub(super) fn diagnostics_channel() -> Unit {
 }
 
 /// `node:crypto`: hashes, HMAC, random values, PBKDF2, AES ciphers, key
-/// objects, signatures and `webcrypto`, on the crypto unit's hashers, keys
+/// objects, signatures, X.509 certificates and `webcrypto`, on the crypto unit's hashers, keys
 /// and crates (`host/node/crypto.rs`, `host/node/crypto_keys.rs`).
 pub(super) fn crypto() -> Unit {
     Unit::new("node:crypto")
@@ -120,6 +121,13 @@ pub(super) fn crypto() -> Unit {
         .function("nodeKeyExport", crypto_keys::key_export)
         .function("nodeRsaGenerateSync", crypto_keys::rsa_generate_sync)
         .function("nodeEcdsaSignature", crypto_keys::ecdsa_signature)
+        .node_module(
+            "internal/crypto_x509",
+            include_str!("../../js/node/crypto_x509.js"),
+        )
+        .function("nodeX509Parse", crypto_x509::x509_parse)
+        .function("nodeX509Check", crypto_x509::x509_check)
+        .function("nodeX509Issued", crypto_x509::x509_issued)
 }
 
 /// `node:zlib`: gzip, deflate, raw deflate and brotli, sync, callback and

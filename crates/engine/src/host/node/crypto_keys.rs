@@ -147,6 +147,8 @@ fn pem_encoding(label: &str) -> Result<(&'static str, bool)> {
         "RSA PRIVATE KEY" => ("pkcs1", true),
         "RSA PUBLIC KEY" => ("pkcs1", false),
         "EC PRIVATE KEY" => ("sec1", true),
+        // A certificate's public key, as Node reads it (`createPublicKey`).
+        "CERTIFICATE" => ("spki", false),
         "ENCRYPTED PRIVATE KEY" => {
             return Err(CryptoError::not_supported(
                 "Encrypted private keys (a passphrase) are not supported",
@@ -209,6 +211,11 @@ pub(super) fn key_import<'s>(
         let (label, der) = pem_rfc7468::decode_vec(text.trim().as_bytes())
             .map_err(|e| CryptoError::data(format!("Invalid PEM: {e}")))?;
         let (encoding, holds_private) = pem_encoding(label)?;
+        let der = if label == "CERTIFICATE" {
+            super::crypto_x509::parse(&der)?.public_key().raw.to_vec()
+        } else {
+            der
+        };
         (Zeroizing::new(der), encoding.to_owned(), holds_private)
     } else {
         let holds_private = encoding != "spki" && (encoding != "pkcs1" || private);
