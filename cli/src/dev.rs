@@ -142,6 +142,11 @@ pub struct DevArgs {
     /// web PKI roots, as a node's `--fetch-extra-ca`.
     #[arg(long, value_name = "PEM", env = "ISOLANE_FETCH_EXTRA_CA")]
     fetch_extra_ca: Option<PathBuf>,
+    /// The DNS-over-HTTPS server (its JSON API) `node:dns` asks, through
+    /// the Workers' own `fetch`, as a node's `--dns-over-https` (default:
+    /// workerd's, https://cloudflare-dns.com/dns-query).
+    #[arg(long, value_name = "URL", env = isolane_node::DNS_OVER_HTTPS_ENV, value_parser = isolane_node::parse_dns_over_https)]
+    dns_over_https: Option<String>,
     #[command(flatten)]
     websocket: isolane_node::WebSocketArgs,
 }
@@ -252,6 +257,7 @@ impl DevConfig {
                 // (a node refuses them unless its admin opens them).
                 egress: isolane_engine::EgressConfig {
                     extra_ca_pem,
+                    dns_over_https: args.dns_over_https,
                     ..isolane_engine::EgressConfig::open()
                 },
                 websocket: args.websocket.config(),

@@ -403,6 +403,8 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         "--set",
         "node.config.fetchExtraCa=/etc/isolane/ca.pem",
         "--set",
+        "node.config.dnsOverHttps=https://dns.example/dns-query",
+        "--set",
         "router.config.trustedProxies=10.0.0.0/8",
         "--set",
         "storage.postgres.existingSecret=kv-database",

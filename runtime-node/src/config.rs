@@ -59,6 +59,20 @@ pub const EGRESS_ALLOW_ENV: &str = "ISOLANE_EGRESS_ALLOW";
 pub const EGRESS_DENY_ENV: &str = "ISOLANE_EGRESS_DENY";
 /// Env var for `--fetch-extra-ca`.
 pub const FETCH_EXTRA_CA_ENV: &str = "ISOLANE_FETCH_EXTRA_CA";
+/// Env var for `--dns-over-https`.
+pub const DNS_OVER_HTTPS_ENV: &str = "ISOLANE_DNS_OVER_HTTPS";
+
+/// A DNS-over-HTTPS server's URL (`--dns-over-https`): `https://` or
+/// `http://` with a host.
+pub fn parse_dns_over_https(value: &str) -> Result<String, String> {
+    let uri: http::Uri = value
+        .parse()
+        .map_err(|error| format!("{value:?} is not a URL: {error}"))?;
+    match (uri.scheme_str(), uri.host()) {
+        (Some("https" | "http"), Some(_)) => Ok(value.to_owned()),
+        _ => Err(format!("{value:?} is not an https:// or http:// URL")),
+    }
+}
 /// Env var for `--lease-duration`.
 pub const LEASE_DURATION_ENV: &str = "ISOLANE_LEASE_DURATION";
 /// Env var for `--drain-timeout`.
@@ -234,6 +248,12 @@ pub struct Args {
     /// the public web PKI roots.
     #[arg(long, env = FETCH_EXTRA_CA_ENV)]
     pub fetch_extra_ca: Option<std::path::PathBuf>,
+
+    /// The DNS-over-HTTPS server (its JSON API, `application/dns-json`)
+    /// `node:dns` asks, through the Workers' own `fetch`
+    /// (default: workerd's, https://cloudflare-dns.com/dns-query).
+    #[arg(long, env = DNS_OVER_HTTPS_ENV, value_parser = parse_dns_over_https)]
+    pub dns_over_https: Option<String>,
 
     /// Lease duration (renewed every third of it), e.g. `10s`.
     #[arg(long, env = LEASE_DURATION_ENV, default_value = "10s", value_parser = parse_duration)]
@@ -544,6 +564,7 @@ impl Args {
                     }
                     None => None,
                 },
+                dns_over_https: self.dns_over_https.clone(),
             },
             ..EngineConfig::default()
         };

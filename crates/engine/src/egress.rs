@@ -60,7 +60,13 @@ pub struct EgressConfig {
     pub deny: Vec<IpNet>,
     /// PEM certificates trusted besides the public web PKI roots.
     pub extra_ca_pem: Option<Vec<u8>>,
+    /// The DNS-over-HTTPS server `node:dns` asks (its JSON API), through
+    /// the Worker's own `fetch`; `None`: workerd's, [`DEFAULT_DNS_OVER_HTTPS`].
+    pub dns_over_https: Option<String>,
 }
+
+/// The DNS-over-HTTPS server workerd's `node:dns` asks.
+pub const DEFAULT_DNS_OVER_HTTPS: &str = "https://cloudflare-dns.com/dns-query";
 
 impl EgressConfig {
     /// A policy that opens every destination (`isolane dev` on a developer's
@@ -144,6 +150,7 @@ pub struct EgressRefused {
 pub(crate) struct EgressPolicy {
     allow: Vec<IpNet>,
     deny: Vec<IpNet>,
+    dns_over_https: Option<String>,
 }
 
 impl EgressPolicy {
@@ -151,7 +158,15 @@ impl EgressPolicy {
         Self {
             allow: config.allow.clone(),
             deny: config.deny.clone(),
+            dns_over_https: config.dns_over_https.clone(),
         }
+    }
+
+    /// The DNS-over-HTTPS server `node:dns` asks.
+    pub(crate) fn dns_over_https(&self) -> &str {
+        self.dns_over_https
+            .as_deref()
+            .unwrap_or(DEFAULT_DNS_OVER_HTTPS)
     }
 
     /// Whether `fetch` may connect to `address`.
@@ -548,7 +563,7 @@ mod tests {
         let policy = EgressPolicy::new(&EgressConfig {
             allow: vec!["127.0.0.2/32".parse().unwrap()],
             deny: vec!["8.8.8.0/24".parse().unwrap()],
-            extra_ca_pem: None,
+            ..EgressConfig::default()
         });
         assert_eq!(refused(&policy, "127.0.0.2"), None);
         assert_eq!(refused(&policy, "127.0.0.1"), Some("loopback"));

@@ -60,6 +60,16 @@ impl Engine {
             });
         }
         let roots = crate::egress::roots(&config.egress)?;
+        if let Some(server) = &config.egress.dns_over_https {
+            let url = url::Url::parse(server).map_err(|_| EngineError::InvalidConfig {
+                field: "dns_over_https",
+            })?;
+            if !matches!(url.scheme(), "https" | "http") {
+                return Err(EngineError::InvalidConfig {
+                    field: "dns_over_https",
+                });
+            }
+        }
         platform::init();
         let snapshot = snapshot::blob(config.snapshot_cache.as_deref())?;
         let cores = core_affinity::get_core_ids().unwrap_or_default();

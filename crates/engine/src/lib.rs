@@ -64,7 +64,7 @@ pub use bundle::{
 pub use cache::CacheConfig;
 pub use code_cache::{CodeCacheConfig, CodeCacheStats, MIN_SOURCE_BYTES, code_cache_file_name};
 pub use config::{DEFAULT_MAX_REQUEST_BODY_BYTES, EngineConfig, ParsePoolModeError, PoolMode};
-pub use egress::{EgressConfig, EgressRefused, Refusal, TlsConfigError};
+pub use egress::{DEFAULT_DNS_OVER_HTTPS, EgressConfig, EgressRefused, Refusal, TlsConfigError};
 pub use engine::Engine;
 pub use host::console::{
     BYTES_PER_INVOCATION, BYTES_PER_SECOND, LINES_PER_INVOCATION, LINES_PER_SECOND, MAX_LINE_BYTES,

@@ -49,6 +49,8 @@ mod node_buffer;
 mod node_crypto;
 #[path = "engine/node_crypto_keys.rs"]
 mod node_crypto_keys;
+#[path = "engine/node_dns.rs"]
+mod node_dns;
 #[path = "engine/node_events.rs"]
 mod node_events;
 #[path = "engine/node_fs.rs"]

@@ -8,6 +8,7 @@ mod buffer;
 mod crypto;
 mod crypto_keys;
 mod crypto_x509;
+mod dns;
 mod fs;
 mod process;
 mod zlib;
@@ -233,10 +234,12 @@ pub(super) fn net() -> Unit {
         .node_module("tls", include_str!("../../js/node/tls.js"))
 }
 
-/// `node:dns` and `node:dns/promises`: importable, lookups not implemented.
+/// `node:dns` and `node:dns/promises`: lookups and queries over
+/// DNS-over-HTTPS, the Worker's own fetches to the node's server.
 pub(super) fn dns() -> Unit {
     Unit::new("node:dns")
         .node_module("dns", include_str!("../../js/node/dns.js"))
+        .function("nodeDnsServer", dns::server)
         .node_module(
             "dns/promises",
             "module.exports = require('node:dns').promises;",
