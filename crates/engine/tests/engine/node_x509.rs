@@ -1,7 +1,8 @@
 //! `node:crypto`'s X509Certificate against Node's own answers for the same
 //! certificates (`node_x509_vectors.json`, written by
 //! `node_x509_vectors.mjs`: certificates the `openssl` command made, and
-//! what Node 20's X509Certificate printed for them); a hostile Worker
+//! what Node 20's X509Certificate printed for them, by
+//! `node_x509_describe.mjs`, which the Worker runs too); a hostile Worker
 //! keeping certificates without end meets its memory limit, and one parsing
 //! without end its CPU limit, while a neighbour on the same thread answers.
 
@@ -16,38 +17,12 @@ use crate::support::*;
 /// Node's certificates and answers (see the module docs).
 const VECTORS: &str = include_str!("node_x509_vectors.json");
 
-/// What the vectors' `expected` holds, computed in a Worker, as JSON.
-const DESCRIBE: &str = r#"
-    const { X509Certificate, createPrivateKey } = crypto;
-    const describe = (x) => ({
-      subject: x.subject, issuer: x.issuer, subjectAltName: x.subjectAltName ?? null, infoAccess: x.infoAccess ?? null,
-      validFrom: x.validFrom, validTo: x.validTo, serialNumber: x.serialNumber,
-      fingerprint: x.fingerprint, fingerprint256: x.fingerprint256, fingerprint512: x.fingerprint512,
-      ca: x.ca, keyUsage: x.keyUsage ?? null, raw: x.raw.toString('base64'),
-      publicKeyType: x.publicKey.asymmetricKeyType, publicKeySpki: x.publicKey.export({ type: 'spki', format: 'pem' }),
-      pem: x.toString(), json: x.toJSON(),
-    });
-    const ca = new X509Certificate(V.ca);
-    const leaf = new X509Certificate(V.leaf);
-    const ed = new X509Certificate(Buffer.from(V.ed));
-    const c = (v) => v ?? null;
-    return JSON.stringify({
-      ca: describe(ca),
-      leaf: describe(leaf),
-      ed: describe(ed),
-      host: ['www.example.com', 'WWW.Example.com', 'x.api.example.com', 'a.b.api.example.com', 'api.example.com', 'example.com', 'other.com', 'www.example.com.'].map((h) => c(leaf.checkHost(h))),
-      hostNoWildcards: c(leaf.checkHost('x.api.example.com', { wildcards: false })),
-      hostSubjectAlways: c(leaf.checkHost('www.example.com', { subject: 'always' })),
-      hostEd: [c(ed.checkHost('ed.example.org')), c(ed.checkHost('ed.example.org', { subject: 'never' })), c(ed.checkHost('x.example.org'))],
-      email: [c(leaf.checkEmail('ops@example.com')), c(leaf.checkEmail('OPS@EXAMPLE.COM')), c(leaf.checkEmail('ops@EXAMPLE.com')), c(leaf.checkEmail('admin@example.com')), c(leaf.checkEmail('admin@example.com', { subject: 'always' }))],
-      emailEd: [c(ed.checkEmail('me@ed.example.org')), c(ed.checkEmail('me@ed.example.org', { subject: 'never' }))],
-      ip: [c(leaf.checkIP('127.0.0.1')), c(leaf.checkIP('::1')), c(leaf.checkIP('0:0:0:0:0:0:0:1')), c(leaf.checkIP('127.0.0.2'))],
-      verify: [leaf.verify(ca.publicKey), leaf.verify(leaf.publicKey), ca.verify(ca.publicKey), ed.verify(ed.publicKey), ca.verify(ed.publicKey)],
-      issued: [leaf.checkIssued(ca), ca.checkIssued(ca), leaf.checkIssued(leaf), ed.checkIssued(ed), ca.checkIssued(leaf)],
-      big: [new X509Certificate(V.big).raw.length, new X509Certificate(V.big).checkHost('host-999.big.example.com') ?? null],
-      privateKey: [leaf.checkPrivateKey(createPrivateKey(V.leafKey)), leaf.checkPrivateKey(createPrivateKey(V.caKey)), ca.checkPrivateKey(createPrivateKey(V.caKey))],
-    });
-"#;
+/// What the vectors' `expected` holds (`node_x509_describe.mjs`, the same
+/// function Node ran), computed in a Worker, as JSON.
+fn describe() -> String {
+    let function = include_str!("node_x509_describe.mjs").replace("export function", "function");
+    format!("{function}\nreturn JSON.stringify(describeAll(crypto, Buffer, V));")
+}
 
 async fn run_x509(body: &str) -> String {
     let imports = format!(
@@ -58,7 +33,7 @@ async fn run_x509(body: &str) -> String {
 
 #[tokio::test]
 async fn certificates_read_as_node_reads_them() {
-    let out = run_x509(DESCRIBE).await;
+    let out = run_x509(&describe()).await;
     let ours: serde_json::Value = serde_json::from_str(&out).unwrap();
     let vectors: serde_json::Value = serde_json::from_str(VECTORS).unwrap();
     let node = &vectors["expected"];

@@ -84,7 +84,7 @@ pub(super) fn der_of(data: &[u8]) -> Result<Vec<u8>> {
         .find(end_marker)
         .map(|at| start + at + end_marker.len())
         .ok_or_else(|| CryptoError::data("Invalid certificate: no PEM end line"))?;
-    let (label, der) = pem_rfc7468::decode_vec(text[start..end].as_bytes())
+    let (label, der) = pem_rfc7468::decode_vec(&text.as_bytes()[start..end])
         .map_err(|e| CryptoError::data(format!("Invalid certificate PEM: {e}")))?;
     if label != "CERTIFICATE" {
         return Err(CryptoError::data("Invalid certificate PEM"));
@@ -95,7 +95,7 @@ pub(super) fn der_of(data: &[u8]) -> Result<Vec<u8>> {
 /// A parsed certificate, borrowed from its DER.
 pub(super) fn parse(der: &[u8]) -> Result<X509Certificate<'_>> {
     match X509Certificate::from_der(der) {
-        Ok((rest, cert)) if rest.is_empty() => Ok(cert),
+        Ok(([], cert)) => Ok(cert),
         Ok(_) => Err(CryptoError::data(
             "Invalid certificate: bytes after its end",
         )),
@@ -374,7 +374,7 @@ pub(super) struct HostRules {
     pub single_label_subdomains: bool,
 }
 
-fn subject_values<'a>(cert: &'a X509Certificate<'_>, oid: &str) -> Vec<String> {
+fn subject_values(cert: &X509Certificate<'_>, oid: &str) -> Vec<String> {
     cert.subject()
         .iter_attributes()
         .filter(|attr| attr.attr_type().to_id_string() == oid)
