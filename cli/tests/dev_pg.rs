@@ -162,10 +162,11 @@ async fn pg_queries_postgres_over_starttls() {
     let with_ca = format!("/?{db}");
     let client = client();
 
-    // Not trusted: the handshake fails.
+    // Not trusted: the handshake fails, for the certificate.
     let (mut dev, port) = serve(&bundle, &[]);
     let (status, body) = when_ready(&client, &mut dev, port, "localhost", &require).await;
-    assert_eq!(status, 500, "{body}");
+    assert_eq!(status, 502, "{body}");
+    assert!(body.to_lowercase().contains("certificate"), "{body}");
     assert!(dev.interrupt().success());
 
     let (mut dev, port) = serve(&bundle, &["--fetch-extra-ca", ca.to_str().unwrap()]);

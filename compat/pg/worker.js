@@ -5,7 +5,8 @@
 // one). `?ssl=require` asks for TLS through STARTTLS with `sslmode=require`
 // in the connection string; a POST's body is a CA certificate (PEM), given
 // as `ssl: { ca }` (the runtime's trusted roots decide either way: Workers'
-// `startTls()` takes no CA). Answers what a few queries returned, as JSON.
+// `startTls()` takes no CA). Answers what a few queries returned, as JSON;
+// 502 with the reason when the connection cannot be made.
 import pg from "pg";
 import { Buffer } from "node:buffer";
 
@@ -17,7 +18,12 @@ export default {
     const options = { connectionString: db.href };
     if (request.method === "POST") options.ssl = { ca: await request.text() };
     const client = new pg.Client(options);
-    await client.connect();
+    try {
+      await client.connect();
+    } catch (e) {
+      // Refused (the TLS handshake, say): 502 with the reason.
+      return new Response(`connect failed: ${e?.message ?? e}`, { status: 502 });
+    }
     try {
       const first = await client.query("select 1 + 1 as two, $1::text as echo, version() like $2 as postgres", [
         "hi",
