@@ -124,6 +124,8 @@ await Promise.all([
       ...workerBundle,
       jsx: "automatic",
       jsxImportSource: "hono/jsx",
+      // The runtime's own modules, as wrangler leaves them.
+      external: ["cloudflare:*"],
       logLevel: "warning",
       plugins: nodeCompat(parse(file).name) ? [nodeBuiltins()] : [],
     }),

@@ -119,6 +119,7 @@ fn families() -> Vec<Unit> {
         durable_object::unit(),
         message_channel::unit(),
         cloudflare::workers(),
+        cloudflare::node(),
         tcp::unit(),
         runtime::finalize(),
     ]

@@ -57,6 +57,8 @@ mod node_events;
 mod node_fs;
 #[path = "engine/node_http.rs"]
 mod node_http;
+#[path = "engine/node_http_server.rs"]
+mod node_http_server;
 #[path = "engine/node_imports.rs"]
 mod node_imports;
 #[path = "engine/node_require.rs"]

@@ -30,6 +30,10 @@ pub const EVAL_AT_STARTUP_DATE: Date = Date(2025, 6, 1);
 /// The date from which workerd exposes `MessageChannel` and `MessagePort`
 /// as globals (`expose_global_message_channel`).
 pub const MESSAGE_CHANNEL_DATE: Date = Date(2025, 8, 15);
+/// From this date `node:http` (when its module gate is open) has its
+/// server (`enable_nodejs_http_server_modules`, implied by
+/// `enable_nodejs_http_modules` after it in workerd).
+pub const HTTP_SERVER_IMPLIED_DATE: Date = Date(2025, 9, 1);
 
 /// What a Worker's settings turn on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -110,6 +114,7 @@ enum Feature {
     ProcessEnv,
     EvalAtStartup,
     MessageChannel,
+    HttpServer,
     /// One of [`MODULE_GATES`], by index.
     Module(usize),
 }
@@ -152,6 +157,14 @@ pub const FLAGS: &[(&str, &str)] = &[
         "no_expose_global_message_channel",
         "turns expose_global_message_channel off",
     ),
+    (
+        "enable_nodejs_http_server_modules",
+        "node:http's server (createServer), reached through cloudflare:node's httpServerHandler",
+    ),
+    (
+        "disable_nodejs_http_server_modules",
+        "turns enable_nodejs_http_server_modules off",
+    ),
 ];
 
 /// A Node.js module (or a few) that workerd loads only with a flag of its
@@ -168,6 +181,9 @@ pub struct ModuleGate {
     /// The modules (`node:` names without the prefix).
     pub modules: &'static [&'static str],
 }
+
+/// The index of `node:http`'s gate in [`MODULE_GATES`].
+const HTTP_GATE: usize = 0;
 
 /// Every module gate, as workerd has them.
 pub const MODULE_GATES: [ModuleGate; 6] = [
@@ -223,6 +239,8 @@ fn flag(name: &str) -> Option<(Feature, bool)> {
         "disallow_eval_during_startup" => (Feature::EvalAtStartup, false),
         "expose_global_message_channel" => (Feature::MessageChannel, true),
         "no_expose_global_message_channel" => (Feature::MessageChannel, false),
+        "enable_nodejs_http_server_modules" => (Feature::HttpServer, true),
+        "disable_nodejs_http_server_modules" => (Feature::HttpServer, false),
         _ => {
             return MODULE_GATES.iter().enumerate().find_map(|(i, gate)| {
                 (gate.on == name)
@@ -282,6 +300,9 @@ pub struct Compat {
     /// Whether `MessageChannel` and `MessagePort` are globals:
     /// `expose_global_message_channel`, on from 2025-08-15.
     pub message_channel: bool,
+    /// Whether `node:http` has its server: `enable_nodejs_http_server_modules`,
+    /// implied by `node:http`'s own gate from 2025-09-01 (workerd's rule).
+    pub http_server: bool,
     /// Which [`MODULE_GATES`] are open, by index (with Node.js
     /// compatibility on: its flag, or a date from the gate's).
     pub module_gates: [bool; MODULE_GATES.len()],
@@ -342,6 +363,10 @@ impl Compat {
         } else {
             NodeCompat::Off
         };
+        let module_gates: [bool; MODULE_GATES.len()] = std::array::from_fn(|i| {
+            node_compat.modules()
+                && explicit(Feature::Module(i)).unwrap_or(from(MODULE_GATES[i].since))
+        });
         Ok(Self {
             node: node_compat,
             process_env: node
@@ -349,10 +374,9 @@ impl Compat {
             eval_at_startup: explicit(Feature::EvalAtStartup).unwrap_or(from(EVAL_AT_STARTUP_DATE)),
             message_channel: explicit(Feature::MessageChannel)
                 .unwrap_or(from(MESSAGE_CHANNEL_DATE)),
-            module_gates: std::array::from_fn(|i| {
-                node_compat.modules()
-                    && explicit(Feature::Module(i)).unwrap_or(from(MODULE_GATES[i].since))
-            }),
+            module_gates,
+            http_server: module_gates[HTTP_GATE]
+                && explicit(Feature::HttpServer).unwrap_or(from(HTTP_SERVER_IMPLIED_DATE)),
         })
     }
 }
@@ -429,6 +453,39 @@ mod tests {
         );
         assert_eq!(
             channel(Some("2026-01-01"), &["no_expose_global_message_channel"]),
+            Ok(false)
+        );
+    }
+
+    #[test]
+    fn http_server_with_node_http_from_2025_09_01_or_by_flag() {
+        assert!(MODULE_GATES[HTTP_GATE].modules.contains(&"http"));
+        let server = |date, names: &[&str]| {
+            Compat::from_settings(date, &flags(names)).map(|c| c.http_server)
+        };
+        assert_eq!(server(Some("2025-09-01"), &[]), Ok(false));
+        assert_eq!(server(Some("2025-08-31"), &["nodejs_compat"]), Ok(false));
+        assert_eq!(server(Some("2025-09-01"), &["nodejs_compat"]), Ok(true));
+        assert_eq!(
+            server(
+                Some("2025-08-20"),
+                &["nodejs_compat", "enable_nodejs_http_server_modules"]
+            ),
+            Ok(true)
+        );
+        assert_eq!(
+            server(
+                Some("2026-01-01"),
+                &["nodejs_compat", "disable_nodejs_http_server_modules"]
+            ),
+            Ok(false)
+        );
+        // No server without node:http itself.
+        assert_eq!(
+            server(
+                Some("2026-01-01"),
+                &["nodejs_compat", "disable_nodejs_http_modules"]
+            ),
             Ok(false)
         );
     }

@@ -1,12 +1,14 @@
 // node:http — its data (STATUS_CODES, METHODS), an Agent (it holds its
 // options; requests go through the Worker's fetch, `http_client.js`), and
-// the client: request, get, ClientRequest, IncomingMessage. No server, as in
-// workerd without its server flags: createServer throws "not implemented".
+// the client: request, get, ClientRequest, IncomingMessage; the server
+// (createServer, Server, ServerResponse: `http_server.js`) as workerd has it
+// under enable_nodejs_http_server_modules, else they throw "not implemented".
 // Runs as function (host, internal, require, module, exports).
 
 const EventEmitter = require('node:events');
-const { notImplemented, stubClass, codedError } = require('node:internal/errors');
+const { codedError } = require('node:internal/errors');
 const client = require('node:internal/http_client');
+const server = require('node:internal/http_server');
 
 const STATUS_CODES = {
   100: 'Continue', 101: 'Switching Protocols', 102: 'Processing', 103: 'Early Hints',
@@ -70,12 +72,12 @@ module.exports = {
   globalAgent,
   maxHeaderSize: 16384,
   ...client.requester(globalAgent),
-  createServer: notImplemented('http.createServer'),
-  Server: stubClass('http.Server'),
+  createServer: server.createServer,
+  Server: server.Server,
   ClientRequest: client.ClientRequest,
   IncomingMessage: client.IncomingMessage,
   OutgoingMessage: client.OutgoingMessage,
-  ServerResponse: stubClass('http.ServerResponse'),
+  ServerResponse: server.ServerResponse,
   validateHeaderName,
   validateHeaderValue,
   setMaxIdleHTTPParsers: () => {},

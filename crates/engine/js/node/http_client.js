@@ -86,6 +86,8 @@ class OutgoingMessage extends Writable {
 
 // Marks the client's use of an IncomingMessage: the answer to its fetch.
 const RESPONSE = Symbol('response');
+// Marks the server's: the Worker's request (`http_server.js`).
+const REQUEST = Symbol('request');
 
 // An incoming message as Node makes one, `new IncomingMessage(socket)`
 // (frameworks subclass it to hand a request to Node-style code), and the
@@ -127,6 +129,21 @@ class IncomingMessage extends Readable {
       for (const cookie of cookies) this.rawHeaders.push('set-cookie', cookie);
     }
     this.#reader = response.body === null ? null : response.body.getReader();
+    return this;
+  }
+
+  // The server's request: the Worker's Request, its method, path, headers
+  // (`host` once, as Node has it) and body.
+  [REQUEST](request) {
+    const url = new URL(request.url);
+    this.method = request.method;
+    this.url = url.pathname + url.search;
+    for (const [name, value] of request.headers) {
+      const one = name === 'host' ? value.split(', ', 1)[0] : value;
+      this.headers[name] = one;
+      this.rawHeaders.push(name, one);
+    }
+    this.#reader = request.body === null ? null : request.body.getReader();
     return this;
   }
 
@@ -312,4 +329,4 @@ function requester(defaultAgent) {
   return { request, get };
 }
 
-module.exports = { OutgoingMessage, IncomingMessage, ClientRequest, requester };
+module.exports = { OutgoingMessage, IncomingMessage, ClientRequest, requester, REQUEST };

@@ -10,6 +10,7 @@ mod crypto_keys;
 mod crypto_x509;
 mod dns;
 mod fs;
+mod http;
 mod process;
 mod zlib;
 
@@ -212,8 +213,9 @@ pub(super) fn fs() -> Unit {
 }
 
 /// `node:http`, `node:https`: Agent, data and the client over the Worker's
-/// fetch (`http_client.js`); `node:http2` importable; servers not
-/// implemented.
+/// fetch (`http_client.js`); `node:http`'s server under its flag
+/// (`http_server.js`, served through `cloudflare:node`); `node:http2`
+/// importable.
 pub(super) fn http() -> Unit {
     Unit::new("node:http")
         .node_module("http", include_str!("../../js/node/http.js"))
@@ -221,6 +223,11 @@ pub(super) fn http() -> Unit {
             "internal/http_client",
             include_str!("../../js/node/http_client.js"),
         )
+        .node_module(
+            "internal/http_server",
+            include_str!("../../js/node/http_server.js"),
+        )
+        .function("nodeHttpServer", http::server_enabled)
         .node_module("https", include_str!("../../js/node/https.js"))
         .node_module("http2", include_str!("../../js/node/http2.js"))
 }
