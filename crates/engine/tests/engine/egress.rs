@@ -52,7 +52,7 @@ async fn server(ip: &str, redirect: Option<String>) -> (SocketAddr, Arc<AtomicUs
     (addr, accepted)
 }
 
-fn engine_with_egress(egress: EgressConfig) -> (isolane_engine::Engine, Arc<Recorder>) {
+pub fn engine_with_egress(egress: EgressConfig) -> (isolane_engine::Engine, Arc<Recorder>) {
     engine_with(EngineConfig {
         threads: 1,
         pin_threads: false,

@@ -13,10 +13,11 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use isolane_engine::{Compat, EgressConfig, EngineConfig, Limits, NodeCompat, PoolMode};
+use isolane_engine::{Compat, EgressConfig, EngineConfig, Limits, NodeCompat};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
+use crate::egress::engine_with_egress;
 use crate::support::*;
 
 /// The JSON API's answer for `name` and `type`: the table's records, or
@@ -117,21 +118,15 @@ async fn doh_server() -> (SocketAddr, Arc<AtomicUsize>) {
 /// An engine whose `node:dns` asks `server`; the egress policy opens
 /// loopback only when `open`.
 fn dns_engine(server: SocketAddr, open: bool) -> isolane_engine::Engine {
-    engine_with(EngineConfig {
-        threads: 1,
-        pin_threads: false,
-        pool_mode: PoolMode::Pinned,
-        spare_isolates: 1,
-        egress: EgressConfig {
-            allow: if open {
-                vec!["127.0.0.1/32".parse().unwrap()]
-            } else {
-                Vec::new()
-            },
-            dns_over_https: Some(format!("http://{server}/dns-query")),
-            ..EgressConfig::default()
-        },
-        ..EngineConfig::default()
+    let allow = if open {
+        vec!["127.0.0.1/32".parse().unwrap()]
+    } else {
+        Vec::new()
+    };
+    engine_with_egress(EgressConfig {
+        allow,
+        dns_over_https: Some(format!("http://{server}/dns-query")),
+        ..EgressConfig::default()
     })
     .0
 }
