@@ -143,8 +143,8 @@ async fn requests_reach_the_listener_and_its_response_answers() {
 #[tokio::test]
 async fn without_the_flag_the_server_is_not_implemented() {
     let (engine, _) = engine(1, PoolMode::Pinned);
-    let source = "import http from 'node:http';\nexport default { fetch() { const r = []; \
-                  for (const f of [() => http.createServer(), () => new http.Server(), () => new http.ServerResponse({})]) \
+    let source = "import http from 'node:http'; import https from 'node:https';\nexport default { fetch() { const r = []; \
+                  for (const f of [() => http.createServer(), () => new http.Server(), () => new http.ServerResponse({}), () => https.createServer()]) \
                   { try { f(); r.push('made'); } catch (e) { r.push(e.code); } } return new Response(r.join(' ')); } };";
     let (status, out) = run(
         &engine,
@@ -157,7 +157,7 @@ async fn without_the_flag_the_server_is_not_implemented() {
         (status, out.as_str()),
         (
             200,
-            "ERR_METHOD_NOT_IMPLEMENTED ERR_METHOD_NOT_IMPLEMENTED ERR_METHOD_NOT_IMPLEMENTED"
+            "ERR_METHOD_NOT_IMPLEMENTED ERR_METHOD_NOT_IMPLEMENTED ERR_METHOD_NOT_IMPLEMENTED ERR_METHOD_NOT_IMPLEMENTED"
         )
     );
     // A handler for a port nobody listens on fails the request, saying so.
@@ -168,4 +168,23 @@ async fn without_the_flag_the_server_is_not_implemented() {
         matches!(&error, Some(ExecuteError::Exception { message }) if message.contains("No HTTP server is listening on port 9")),
         "{error:?}"
     );
+}
+
+/// `https.createServer` is node:http's server (TLS is the front end's): its
+/// key and certificate options are taken and unused; `httpServerHandler`
+/// also takes the listening Server itself.
+#[tokio::test]
+async fn https_servers_serve_the_same_way() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let source = "import https from 'node:https'; import { httpServerHandler } from 'cloudflare:node';\n\
+                  const s = https.createServer({ key: 'k', cert: 'c' }, (req, res) => res.end(`tls ${req.url} ${s instanceof https.Server}`));\n\
+                  s.listen(8443);\nexport default httpServerHandler(s);";
+    let (status, out) = run(
+        &engine,
+        0,
+        &server_worker("t/https-server", source, true),
+        "/x",
+    )
+    .await;
+    assert_eq!((status, out.as_str()), (200, "tls /x true"));
 }
