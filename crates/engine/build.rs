@@ -15,6 +15,13 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// Each file is a function `(function (host, internal) { … })` (HOST.md),
+/// which the engine calls at snapshot time (or, in a lazy unit, on first
+/// use). The start shares the file's first line, so line numbers in stack
+/// traces stay the lines in `js/`.
+const WRAP_START: &str = "(function (host, internal) { ";
+const WRAP_END: &str = "\n})";
+
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
     let js = manifest.join("js");
@@ -33,9 +40,15 @@ fn main() {
         );
     }
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap_or_default());
-    let mut out =
-        String::from("/// The runtime's JavaScript, in evaluation order: (file name, source).\n");
-    out.push_str("pub(crate) static RUNTIME_JS: &[(&str, &str)] = &[\n");
+    let mut out = String::from(
+        "/// The runtime's JavaScript, in evaluation order: (file name, source\n\
+         /// wrapped as HOST.md says, an external string V8 reads in place).\n",
+    );
+    out.push_str(&format!(
+        "#[cfg(test)]\npub(crate) const WRAP_START: &str = {WRAP_START:?};\n\
+         #[cfg(test)]\npub(crate) const WRAP_END: &str = {WRAP_END:?};\n"
+    ));
+    out.push_str("pub(crate) static RUNTIME_JS: &[(&str, v8::OneByteConst)] = &[\n");
     for (name, parts) in &files {
         let mut source = String::new();
         for part in parts {
@@ -46,11 +59,12 @@ fn main() {
             }
         }
         let dest = out_dir.join(name);
-        if let Err(error) = fs::write(&dest, ascii(name, &without_comments(name, &source))) {
+        let text = ascii(name, &without_comments(name, &source));
+        if let Err(error) = fs::write(&dest, format!("{WRAP_START}{text}{WRAP_END}")) {
             panic!("writing {}: {error}", dest.display());
         }
         out.push_str(&format!(
-            "    ({name:?}, include_str!({:?})),\n",
+            "    ({name:?}, v8::String::create_external_onebyte_const(include_bytes!({:?}))),\n",
             dest.display().to_string()
         ));
     }
