@@ -76,8 +76,7 @@ fn main() {
 }
 
 /// `source` without its comments, parsed by oxc: the runtime's comments
-/// were about a quarter of its bytes, and every isolate holds the sources
-/// (see [`ascii`]). A comment becomes the line breaks it held (so line
+/// were about a quarter of its bytes (see [`ascii`]). A comment becomes the line breaks it held (so line
 /// numbers in stack traces stay), or a space for a block comment on one
 /// line (so no two tokens join); the blanks before it go with it. A file that does not parse fails the build.
 fn without_comments(name: &str, source: &str) -> String {
@@ -110,10 +109,11 @@ fn without_comments(name: &str, source: &str) -> String {
 }
 
 /// `source` with every non-ASCII character written as a `\uXXXX` escape.
-/// Every isolate holds the runtime's sources in its heap (V8 compiles the
-/// functions that did not run at snapshot time from them, lazily), and one
-/// non-ASCII character (an em dash in a comment) makes V8 keep the whole
-/// file as a two-byte string: twice the bytes, in every isolate. The escape
+/// V8 keeps the runtime's sources (it compiles the functions that did not
+/// run at snapshot time from them, lazily), as external one-byte strings
+/// over these bytes (`v8::OneByteConst`, ASCII only); one non-ASCII
+/// character (an em dash in a comment) would make the file a two-byte
+/// string, copied into every isolate. The escape
 /// means the same character in a comment, a string or template literal's
 /// value, a regular expression and an identifier; only a template's raw
 /// text (`String.raw`) would differ, and characters outside the BMP are

@@ -51,6 +51,7 @@ mod tail;
 mod thread;
 mod thread_ctx;
 mod trace;
+mod trim;
 mod turn_map;
 pub mod warm_lru;
 mod watchdog;

@@ -14,6 +14,7 @@ use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 use crate::isolate::WorkerIsolate;
+use crate::pool::{Evicted, Pool};
 
 /// How long a thread must be quiet before it trims: long enough that a
 /// worker's next request in a burst or a steady trickle rarely finds its
@@ -37,15 +38,23 @@ impl TrimQueue {
         self.0.borrow().is_empty()
     }
 
-    /// Trims the first queued isolate still alive and idle, and returns it.
-    pub(crate) fn trim_one(&self) -> Option<Rc<WorkerIsolate>> {
+    /// Trims the first queued isolate still alive and idle, and measures
+    /// its heap again for the pool; false when none was left.
+    pub(crate) fn trim_one(&self, pool: &RefCell<Pool>, evicted: &mut Vec<Evicted>) -> bool {
         loop {
-            let next = self.0.borrow_mut().pop_front()?;
-            if let Some(isolate) = next.upgrade()
-                && isolate.trim()
-            {
-                return Some(isolate);
+            let Some(next) = self.0.borrow_mut().pop_front() else {
+                return false;
+            };
+            let Some(isolate) = next.upgrade() else {
+                continue;
+            };
+            if !isolate.trim() {
+                continue;
             }
+            if let Some(bundle) = isolate.worker() {
+                pool.borrow_mut().remeasure(bundle, &isolate, evicted);
+            }
+            return true;
         }
     }
 }

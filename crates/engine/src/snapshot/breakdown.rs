@@ -138,3 +138,102 @@ fn idle_heap_breakdown() {
     }
     drop(globals);
 }
+
+/// Bytes malloc has handed out (V8's C++ objects, not its heap pages).
+fn malloc_kib() -> usize {
+    // SAFETY: mallinfo2 reads the allocator's counters.
+    let info = unsafe { libc::mallinfo2() };
+    (info.uordblks + info.hblkhd) / 1024
+}
+
+fn rss_kib() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+#[ignore = "prints a measurement; run by hand"]
+fn idle_rss_per_context_and_after_a_trim() {
+    const N: usize = 200;
+    crate::platform::init();
+    let blob = super::blob(None).unwrap();
+    let before = rss_kib();
+    let malloc_before = malloc_kib();
+    let mut isolates = Vec::new();
+    for _ in 0..N {
+        let params = v8::CreateParams::default()
+            .snapshot_blob(v8::StartupData::from(blob))
+            .external_references(super::external_references().into());
+        let mut isolate = v8::Isolate::new(params);
+        let globals = crate::isolate::init_context(&mut isolate).unwrap();
+        // SAFETY: entered by `Isolate::new` on this thread; see isolate.rs.
+        unsafe { isolate.exit() };
+        isolates.push((globals, isolate));
+    }
+    let made = rss_kib();
+    println!(
+        "{N} contexts: {} KiB RSS each, {} KiB of it malloc",
+        (made - before) / N,
+        (malloc_kib() - malloc_before) / N
+    );
+    for (_, isolate) in &mut isolates {
+        // SAFETY: as above; exited again at once.
+        unsafe { isolate.enter() };
+        isolate.low_memory_notification();
+        unsafe { isolate.exit() };
+    }
+    let trimmed = rss_kib();
+    println!(
+        "after LowMemoryNotification in each: {} KiB RSS each",
+        (trimmed.saturating_sub(before)) / N
+    );
+    for (_, isolate) in &mut isolates {
+        // SAFETY: as above; exited again at once.
+        unsafe { isolate.enter() };
+        isolate.memory_pressure_notification(v8::MemoryPressureLevel::Critical);
+        unsafe { isolate.exit() };
+    }
+    println!(
+        "after a critical MemoryPressureNotification in each: {} KiB RSS each",
+        (rss_kib().saturating_sub(before)) / N
+    );
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    println!(
+        "3 s later: {} KiB RSS each",
+        (rss_kib().saturating_sub(before)) / N
+    );
+    for (globals, mut isolate) in isolates.drain(..).rev() {
+        unsafe { isolate.enter() };
+        drop(globals);
+        drop(isolate);
+    }
+    // V8 alone, for the floor (after ours: freed memory is reused).
+    let before = rss_kib();
+    let malloc_before = malloc_kib();
+    let mut bare = Vec::new();
+    for _ in 0..N {
+        let mut isolate = v8::Isolate::new(v8::CreateParams::default());
+        let context = {
+            v8::scope!(let scope, &mut isolate);
+            let context = v8::Context::new(scope, Default::default());
+            v8::Global::new(scope, context)
+        };
+        // SAFETY: entered by `Isolate::new` on this thread; see isolate.rs.
+        unsafe { isolate.exit() };
+        bare.push((context, isolate));
+    }
+    println!(
+        "{N} bare V8 isolates with a context: {} KiB RSS each, {} KiB of it malloc",
+        (rss_kib() - before) / N,
+        (malloc_kib() - malloc_before) / N
+    );
+    for (context, mut isolate) in bare.drain(..).rev() {
+        unsafe { isolate.enter() };
+        drop(context);
+        drop(isolate);
+    }
+}
