@@ -23,12 +23,12 @@ fn spaces(isolate: &mut v8::Isolate) -> Vec<(String, usize, usize)> {
         .collect()
 }
 
+/// (what, KiB or bytes, count) rows.
+type Groups = Vec<(String, usize, usize)>;
+
 /// Self sizes of a heap snapshot (V8's JSON format) by node type, and the
 /// `top` largest (type, name) groups.
-fn snapshot_summary(
-    json: &[u8],
-    top: usize,
-) -> (Vec<(String, usize, usize)>, Vec<(String, usize, usize)>) {
+fn snapshot_summary(json: &[u8], top: usize) -> (Groups, Groups) {
     let doc: serde_json::Value = serde_json::from_slice(json).unwrap_or_default();
     let meta = &doc["snapshot"]["meta"];
     let fields: Vec<&str> = meta["node_fields"]
@@ -65,7 +65,7 @@ fn snapshot_summary(
     }
     let sorted = |map: HashMap<String, (usize, usize)>, top: usize| {
         let mut v: Vec<_> = map.into_iter().map(|(k, (s, c))| (k, s, c)).collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1));
+        v.sort_by_key(|row| std::cmp::Reverse(row.1));
         v.truncate(top);
         v
     };
@@ -206,7 +206,7 @@ fn idle_rss_per_context_and_after_a_trim() {
         "3 s later: {} KiB RSS each",
         (rss_kib().saturating_sub(before)) / N
     );
-    for (globals, mut isolate) in isolates.drain(..).rev() {
+    for (globals, isolate) in isolates.drain(..).rev() {
         unsafe { isolate.enter() };
         drop(globals);
         drop(isolate);
@@ -231,7 +231,7 @@ fn idle_rss_per_context_and_after_a_trim() {
         (rss_kib() - before) / N,
         (malloc_kib() - malloc_before) / N
     );
-    for (context, mut isolate) in bare.drain(..).rev() {
+    for (context, isolate) in bare.drain(..).rev() {
         unsafe { isolate.enter() };
         drop(context);
         drop(isolate);
