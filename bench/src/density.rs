@@ -70,12 +70,6 @@ async fn idle(plan: &Plan, engines: &Engines) -> anyhow::Result<Section> {
     let took = started.elapsed();
     // Let the thread finish its bookkeeping (gauges, GC) before reading RSS.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let rss_busy = drive::memory("VmRSS:").saturating_sub(rss_before) as f64;
-    let heap_busy = counters.isolates().1.saturating_sub(heap_before) as f64;
-    // Then idle: the thread trims its isolates once quiet (engine
-    // `trim.rs`), each trim measuring its heap again; done when the heap
-    // gauge has not moved for longer than the thread waits before trimming.
-    let settled = settle(counters).await;
     let rss = drive::memory("VmRSS:").saturating_sub(rss_before) as f64;
     let (live, heap) = counters.isolates();
     let heap = heap.saturating_sub(heap_before) as f64;
@@ -86,26 +80,20 @@ async fn idle(plan: &Plan, engines: &Engines) -> anyhow::Result<Section> {
          ### Memory per idle isolate\n\n\
          {} distinct hello workers warmed one after another on one engine thread (no spares, \
          room for all); RSS of the process before and after, and the V8 used heap the engine \
-         reports: right after warming, and once idle (the thread trims its isolates after a \
-         quiet second; the last trim ended {:.1} s after warming). {live} isolates live at the end; warming took \
-         {:.1} s.\n",
+         reports. {live} isolates live at the end; warming took {:.1} s.\n",
         plan.idle,
-        settled.as_secs_f64(),
         took.as_secs_f64()
     );
     let mut table = Table::new(&[">what", ">total", ">per isolate"]);
-    let per = |bytes: f64| format!("{:.0} KiB", bytes / plan.idle as f64 / 1024.0);
-    table.row(vec!["RSS increase, idle".into(), fmt_mib(rss), per(rss)]);
-    table.row(vec!["V8 used heap, idle".into(), fmt_mib(heap), per(heap)]);
     table.row(vec![
-        "RSS increase, right after warming".into(),
-        fmt_mib(rss_busy),
-        per(rss_busy),
+        "RSS increase".into(),
+        fmt_mib(rss),
+        format!("{:.0} KiB", per_isolate / 1024.0),
     ]);
     table.row(vec![
-        "V8 used heap, right after warming".into(),
-        fmt_mib(heap_busy),
-        per(heap_busy),
+        "V8 used heap".into(),
+        fmt_mib(heap),
+        format!("{:.0} KiB", heap / plan.idle as f64 / 1024.0),
     ]);
     md.push_str(&table.render());
     md.push('\n');
@@ -124,25 +112,6 @@ async fn idle(plan: &Plan, engines: &Engines) -> anyhow::Result<Section> {
         markdown: md,
         targets,
     })
-}
-
-/// Waits until the V8 heap gauge has held still for 3 s (the engine trims
-/// after 1 s of quiet, then one isolate after another), at most 120 s;
-/// returns how long that took, the 3 s of stillness excluded.
-async fn settle(counters: &Counters) -> Duration {
-    const STILL: Duration = Duration::from_secs(3);
-    let started = Instant::now();
-    let mut last = counters.isolates().1;
-    let mut moved = Instant::now();
-    while moved.elapsed() < STILL && started.elapsed() < Duration::from_secs(120) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let heap = counters.isolates().1;
-        if heap != last {
-            last = heap;
-            moved = Instant::now();
-        }
-    }
-    moved.saturating_duration_since(started)
 }
 
 /// Many workers through the LRU engine's pools, Zipf and uniform.

@@ -60,8 +60,6 @@ pub(crate) struct WorkerIsolate {
     tenant_key: OnceCell<u64>,
     /// Its modules' code caches are to be made after its first request.
     code_cache_owed: Cell<bool>,
-    /// It is in its thread's trim queue (`trim.rs`).
-    trim_queued: Cell<bool>,
 }
 
 /// Why a turn did not complete normally.
@@ -134,7 +132,6 @@ impl WorkerIsolate {
                 condemned: Cell::new(None),
                 heap_limit: Cell::new(heap_limit),
                 code_cache_owed: Cell::new(false),
-                trim_queued: Cell::new(false),
                 memory,
                 tenant_key: OnceCell::new(),
             }
@@ -163,29 +160,6 @@ impl WorkerIsolate {
         self.memory.reinstall_heap_callback(isolate, limit);
         self.memory.set_limit(limit);
         self.heap_limit.set(limit);
-    }
-
-    /// Marks it queued for a trim; false when it already was.
-    pub(crate) fn queue_for_trim(&self) -> bool {
-        !self.trim_queued.replace(true)
-    }
-
-    /// Gives back what its heap no longer uses: V8's `LowMemoryNotification`
-    /// (full collections that compact the heap and release the pages left
-    /// free, the young generation's included). For an idle isolate only
-    /// (`trim.rs`); false, doing nothing, during a turn or once condemned.
-    pub(crate) fn trim(&self) -> bool {
-        self.trim_queued.set(false);
-        if self.condemned.get().is_some() {
-            return false;
-        }
-        let Ok(mut inner) = self.inner.try_borrow_mut() else {
-            return false;
-        };
-        let isolate: &mut v8::OwnedIsolate = &mut inner.isolate;
-        let _entered = Entered::new(isolate);
-        isolate.low_memory_notification();
-        true
     }
 
     pub(crate) fn condemned(&self) -> Option<TerminationReason> {

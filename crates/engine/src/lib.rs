@@ -51,7 +51,6 @@ mod tail;
 mod thread;
 mod thread_ctx;
 mod trace;
-mod trim;
 mod turn_map;
 pub mod warm_lru;
 mod watchdog;

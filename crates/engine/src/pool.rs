@@ -110,24 +110,6 @@ impl Pool {
 
     /// Forgets every warm revision of worker `id` (it was deleted); returns
     /// how many.
-    /// `isolate`, warm for `bundle`, was trimmed: its heap measured again.
-    pub(crate) fn remeasure(
-        &mut self,
-        bundle: &WorkerBundle,
-        isolate: &Rc<WorkerIsolate>,
-        evicted: &mut Vec<Evicted>,
-    ) {
-        let Some(warm) = self.warm.peek_mut(&bundle.id, &bundle.revision) else {
-            return;
-        };
-        if !Rc::ptr_eq(&warm.isolate, isolate) {
-            return;
-        }
-        let heap_bytes = isolate.memory_used();
-        self.warm
-            .set_heap_bytes(&bundle.id, &bundle.revision, heap_bytes, evicted);
-    }
-
     pub(crate) fn remove_worker(&mut self, id: &str) -> usize {
         self.warm.remove_worker(id).len()
     }

@@ -25,7 +25,6 @@ use crate::outcome::{ExecuteError, Outcome};
 use crate::pool::{Evicted, Pool};
 use crate::schedule::{Refusal, Schedule, Start};
 use crate::thread_ctx::{EngineShared, ThreadCtx};
-use crate::trim::{TRIM_QUIET, TrimQueue};
 use crate::watchdog::Watchdog;
 
 /// How long a shutting-down thread waits for requests in flight.
@@ -54,8 +53,6 @@ struct ThreadState {
     guarantee: usize,
     /// A namespace with requests waiting fell under its guarantee.
     under_guarantee: Notify,
-    /// Isolates to trim once the thread is quiet (`trim.rs`).
-    trims: TrimQueue,
 }
 
 /// Everything a thread is started with.
@@ -154,7 +151,6 @@ pub(crate) fn run(start: ThreadStart) {
         last_activity: Cell::new(Instant::now()),
         guarantee: crate::schedule::guaranteed(config.queue_depth),
         under_guarantee: Notify::new(),
-        trims: TrimQueue::default(),
     });
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, serve_jobs(state.clone(), jobs, shutdown, ready));
@@ -246,25 +242,6 @@ async fn serve_jobs(
                 continue;
             }
         }
-        // Idle isolates are trimmed here, one at a time, once the thread
-        // has been quiet for `TRIM_QUIET` and only then (`trim.rs`).
-        let mut trim_at = None;
-        let quiet = |state: &ThreadState| state.in_flight.get() == 0 && !waiting;
-        if refill_at.is_none() && !state.trims.is_empty() && jobs.is_empty() && quiet(&state) {
-            let due = state.last_activity.get() + TRIM_QUIET;
-            if due > Instant::now() {
-                trim_at = Some(tokio::time::Instant::from_std(due));
-            } else {
-                tokio::task::yield_now().await;
-                if *shutdown.borrow() {
-                    break;
-                }
-                if jobs.is_empty() && quiet(&state) {
-                    trim_one(&state);
-                }
-                continue;
-            }
-        }
         tokio::select! {
             biased;
             _ = shutdown.changed() => break,
@@ -286,9 +263,8 @@ async fn serve_jobs(
             // or the thread has been quiet long enough: back to the top to
             // refill when idle.
             () = state.spare_taken.notified() => {}
-            () = state.idle.notified(), if spares_short(&state) || !state.trims.is_empty() => {}
+            () = state.idle.notified(), if spares_short(&state) => {}
             () = sleep_until(refill_at) => {}
-            () = sleep_until(trim_at) => {}
         }
     }
     jobs.close();
@@ -431,15 +407,6 @@ fn refill_due(state: &ThreadState) -> Instant {
 /// Whether a refill may run now: nothing in flight, or no spare left.
 fn refill_now(state: &ThreadState) -> bool {
     state.in_flight.get() == 0 || state.pool.borrow().spares() == 0
-}
-
-/// Trims the next queued isolate (`trim.rs`).
-fn trim_one(state: &ThreadState) {
-    let mut evicted = Vec::new();
-    if state.trims.trim_one(&state.pool, &mut evicted) {
-        report_evictions(state, evicted);
-        report_gauges(state);
-    }
 }
 
 /// Whether the thread has fewer blank isolates ready than configured.
@@ -901,7 +868,6 @@ fn release(state: &ThreadState, bundle: &Arc<WorkerBundle>, isolate: Rc<WorkerIs
             .borrow_mut()
             .release(bundle, &isolate, &mut evicted);
         report_evictions(state, evicted);
-        state.trims.push(&isolate);
         drop(isolate);
         report_gauges(state);
     }
