@@ -96,6 +96,27 @@ fn print_spaces(title: &str, isolate: &mut v8::Isolate) {
     }
 }
 
+/// A heap snapshot of `isolate` by node type, and its `top` largest
+/// (type, name) groups.
+fn print_snapshot(isolate: &mut v8::Isolate, top: usize) {
+    let mut json = Vec::new();
+    isolate.take_heap_snapshot(|chunk| {
+        json.extend_from_slice(chunk);
+        true
+    });
+    let (by_type, by_name) = snapshot_summary(&json, top);
+    println!("== heap snapshot by node type (self sizes)");
+    for (kind, size, count) in by_type {
+        println!("   {kind:<16} {:>6} KiB  {count:>6} nodes", size / 1024);
+    }
+    if top > 0 {
+        println!("== largest (type, name) groups");
+    }
+    for (name, size, count) in by_name {
+        println!("   {:>6} KiB {count:>6}  {name}", size / 1024);
+    }
+}
+
 #[test]
 #[ignore = "prints a measurement; run by hand"]
 fn idle_heap_breakdown() {
@@ -111,6 +132,7 @@ fn idle_heap_breakdown() {
         };
         bare.low_memory_notification();
         print_spaces("V8 alone, one context", &mut bare);
+        print_snapshot(&mut bare, 0);
         drop(context);
     }
     let params = v8::CreateParams::default()
@@ -122,20 +144,7 @@ fn idle_heap_breakdown() {
     print_spaces("runtime snapshot, context made (as a spare)", &mut isolate);
     isolate.low_memory_notification();
     print_spaces("... after a full GC", &mut isolate);
-    let mut json = Vec::new();
-    isolate.take_heap_snapshot(|chunk| {
-        json.extend_from_slice(chunk);
-        true
-    });
-    let (by_type, by_name) = snapshot_summary(&json, 40);
-    println!("== heap snapshot by node type (self sizes)");
-    for (kind, size, count) in by_type {
-        println!("   {kind:<16} {:>6} KiB  {count:>6} nodes", size / 1024);
-    }
-    println!("== largest (type, name) groups");
-    for (name, size, count) in by_name {
-        println!("   {:>6} KiB {count:>6}  {name}", size / 1024);
-    }
+    print_snapshot(&mut isolate, 40);
     drop(globals);
 }
 
