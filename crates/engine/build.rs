@@ -15,6 +15,13 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// Each file is a function `(function (host, internal) { … })` (HOST.md),
+/// which the engine calls at snapshot time (or, in a lazy unit, on first
+/// use). The start shares the file's first line, so line numbers in stack
+/// traces stay the lines in `js/`.
+const WRAP_START: &str = "(function (host, internal) { ";
+const WRAP_END: &str = "\n})";
+
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
     let js = manifest.join("js");
@@ -33,9 +40,15 @@ fn main() {
         );
     }
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap_or_default());
-    let mut out =
-        String::from("/// The runtime's JavaScript, in evaluation order: (file name, source).\n");
-    out.push_str("pub(crate) static RUNTIME_JS: &[(&str, &str)] = &[\n");
+    let mut out = String::from(
+        "/// The runtime's JavaScript, in evaluation order: (file name, source\n\
+         /// wrapped as HOST.md says, an external string V8 reads in place).\n",
+    );
+    out.push_str(&format!(
+        "#[cfg(test)]\npub(crate) const WRAP_START: &str = {WRAP_START:?};\n\
+         #[cfg(test)]\npub(crate) const WRAP_END: &str = {WRAP_END:?};\n"
+    ));
+    out.push_str("pub(crate) static RUNTIME_JS: &[(&str, v8::OneByteConst)] = &[\n");
     for (name, parts) in &files {
         let mut source = String::new();
         for part in parts {
@@ -46,11 +59,12 @@ fn main() {
             }
         }
         let dest = out_dir.join(name);
-        if let Err(error) = fs::write(&dest, ascii(name, &without_comments(name, &source))) {
+        let text = ascii(name, &without_comments(name, &source));
+        if let Err(error) = fs::write(&dest, format!("{WRAP_START}{text}{WRAP_END}")) {
             panic!("writing {}: {error}", dest.display());
         }
         out.push_str(&format!(
-            "    ({name:?}, include_str!({:?})),\n",
+            "    ({name:?}, v8::String::create_external_onebyte_const(include_bytes!({:?}))),\n",
             dest.display().to_string()
         ));
     }
@@ -62,8 +76,7 @@ fn main() {
 }
 
 /// `source` without its comments, parsed by oxc: the runtime's comments
-/// were about a quarter of its bytes, and every isolate holds the sources
-/// (see [`ascii`]). A comment becomes the line breaks it held (so line
+/// were about a quarter of its bytes (see [`ascii`]). A comment becomes the line breaks it held (so line
 /// numbers in stack traces stay), or a space for a block comment on one
 /// line (so no two tokens join); the blanks before it go with it. A file that does not parse fails the build.
 fn without_comments(name: &str, source: &str) -> String {
@@ -96,10 +109,11 @@ fn without_comments(name: &str, source: &str) -> String {
 }
 
 /// `source` with every non-ASCII character written as a `\uXXXX` escape.
-/// Every isolate holds the runtime's sources in its heap (V8 compiles the
-/// functions that did not run at snapshot time from them, lazily), and one
-/// non-ASCII character (an em dash in a comment) makes V8 keep the whole
-/// file as a two-byte string: twice the bytes, in every isolate. The escape
+/// V8 keeps the runtime's sources (it compiles the functions that did not
+/// run at snapshot time from them, lazily), as external one-byte strings
+/// over these bytes (`v8::OneByteConst`, ASCII only); one non-ASCII
+/// character (an em dash in a comment) would make the file a two-byte
+/// string, copied into every isolate. The escape
 /// means the same character in a comment, a string or template literal's
 /// value, a regular expression and an identifier; only a template's raw
 /// text (`String.raw`) would differ, and characters outside the BMP are

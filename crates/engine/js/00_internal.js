@@ -14,11 +14,54 @@ Object.defineProperty(globalThis, '__isolane_internal', {
 internal.NativeArrayBuffer = ArrayBuffer;
 internal.isArrayBufferView = ArrayBuffer.isView;
 
+// Where `defineGlobal` puts the globals of a lazy unit while its files run.
+let lazyExports;
+
 // Install a Web IDL-style global: writable, configurable, not enumerable.
 internal.defineGlobal = function defineGlobal(name, value) {
+  if (lazyExports !== undefined) {
+    lazyExports[name] = value;
+    return;
+  }
   Object.defineProperty(globalThis, name, {
     value, writable: true, configurable: true, enumerable: false,
   });
+};
+
+// A lazy unit (src/host/lazy.rs): `files` are its files' functions, not
+// yet run; `names` the globals they define. Returns, for each name, a thunk
+// the engine's getter calls on the first read: the first of them runs the
+// files once, in the Worker's context and possibly after its code patched
+// built-ins (which can at worst break that Worker's own APIs), and gives
+// each name its value. A name the files define but `names` lacks is an
+// error, and so is a read of one while the files run.
+internal.lazyGlobals = function lazyGlobals(files, names) {
+  let exports;
+  let loading = false;
+  const load = () => {
+    if (exports !== undefined) return exports;
+    if (loading) throw new TypeError('a lazy global was read while its unit loads');
+    const outer = lazyExports;
+    const defined = { __proto__: null };
+    lazyExports = defined;
+    loading = true;
+    try {
+      for (let i = 0; i < files.length; i++) files[i](host, internal);
+    } finally {
+      lazyExports = outer;
+      loading = false;
+    }
+    for (const name in defined) {
+      let declared = false;
+      for (let i = 0; i < names.length; i++) declared ||= names[i] === name;
+      if (!declared) throw new Error(`a lazy unit defines the undeclared global ${name}`);
+    }
+    exports = defined;
+    return exports;
+  };
+  const thunks = { __proto__: null };
+  for (const name of names) thunks[name] = () => load()[name];
+  return thunks;
 };
 
 // Make the given own properties of an object non-enumerable (class methods

@@ -32,6 +32,7 @@ mod headers;
 mod html_rewriter;
 mod io;
 mod kv;
+pub(crate) mod lazy;
 mod memory;
 mod message_channel;
 mod node;
@@ -140,6 +141,7 @@ fn functions() -> impl Iterator<Item = (&'static str, v8::FunctionCallback)> {
 
 /// The runtime's JavaScript files, in evaluation order, each with the name
 /// of its unit.
+#[cfg(test)]
 pub(crate) fn js_files() -> impl Iterator<Item = (&'static str, &'static str)> {
     units()
         .iter()
@@ -172,11 +174,14 @@ pub(crate) fn node_source(name: &str) -> Option<&'static str> {
         .map(|(_, source)| *source)
 }
 
-/// The external references every isolate (and the snapshot creator) is made
-/// with: one entry per host function.
+/// One external reference per host function, and the lazy globals' getter and setter:
+/// the first part of
+/// `snapshot::external_references`, which every isolate (and the snapshot
+/// creator) is made with.
 pub(crate) fn external_references() -> Vec<v8::ExternalReference> {
     functions()
         .map(|(_, function)| v8::ExternalReference { function })
+        .chain(lazy::external_references())
         .collect()
 }
 

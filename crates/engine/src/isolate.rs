@@ -91,7 +91,7 @@ impl WorkerIsolate {
         let memory = Memory::new(heap_limit);
         let params = v8::CreateParams::default()
             .snapshot_blob(v8::StartupData::from(thread.snapshot))
-            .external_references(host::external_references().into())
+            .external_references(crate::snapshot::external_references().into())
             .heap_limits(0, heap_limit)
             // Off-heap bytes (ArrayBuffers) count against the same limit.
             .array_buffer_allocator(memory.allocator())
@@ -709,7 +709,7 @@ impl Drop for Entered {
 /// Makes the context, disables code generation from strings, and takes the
 /// runtime's `internal` object out of the global scope; also returns the
 /// runtime's `DOMException` constructor, for the host's errors.
-fn init_context(
+pub(crate) fn init_context(
     isolate: &mut v8::OwnedIsolate,
 ) -> Result<(Globals, v8::Global<v8::Function>), CreateError> {
     // Handle scope for the setup only; what lasts becomes `Globals`.

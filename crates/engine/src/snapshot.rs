@@ -29,6 +29,8 @@ use std::sync::OnceLock;
 use crate::host;
 use crate::outcome::EngineError;
 
+#[cfg(test)]
+mod breakdown;
 mod cache;
 
 include!(concat!(env!("OUT_DIR"), "/runtime_js.rs"));
@@ -82,11 +84,27 @@ pub fn runtime_files() -> Vec<&'static str> {
     RUNTIME_JS.iter().map(|(name, _)| *name).collect()
 }
 
+/// The external references every isolate (and the snapshot creator) is made
+/// with: the host functions, then the runtime's sources. A source the
+/// creator compiled from an external string whose resource is in this table
+/// stays external in the blob (V8 writes the table index, not the bytes), so
+/// every isolate reads the sources in place from this binary rather than
+/// holding its own copy (~330 KiB each; docs/benchmarks.md, section 5).
+pub(crate) fn external_references() -> Vec<v8::ExternalReference> {
+    let sources = RUNTIME_JS.iter().map(|(_, source)| v8::ExternalReference {
+        pointer: std::ptr::from_ref(source).cast_mut().cast(),
+    });
+    host::external_references()
+        .into_iter()
+        .chain(sources)
+        .collect()
+}
+
 fn build() -> Result<Vec<u8>, String> {
     // The snapshot creator gets the same external references as every isolate
     // made from the blob: the host functions are serialised as indices into
     // this table.
-    let mut creator = v8::Isolate::snapshot_creator(Some(host::external_references().into()), None);
+    let mut creator = v8::Isolate::snapshot_creator(Some(external_references().into()), None);
     {
         // Handle scope for everything created while evaluating the runtime;
         // the context survives it because `set_default_context` keeps it.
@@ -97,13 +115,26 @@ fn build() -> Result<Vec<u8>, String> {
         let global = context.global(scope);
         let key = v8::String::new(scope, "__host").ok_or("allocating a string")?;
         global.set(scope, key.into(), host_object.into());
-        for (unit, name) in host::js_files() {
-            let source = RUNTIME_JS
-                .iter()
-                .find(|(file, _)| *file == name)
-                .map(|(_, source)| *source)
-                .ok_or_else(|| format!("the host unit {unit} names {name}, not in js/"))?;
-            evaluate(scope, name, source)?;
+        for unit in host::units() {
+            let mut files = Vec::with_capacity(unit.js.len());
+            for name in unit.js {
+                let source = RUNTIME_JS
+                    .iter()
+                    .find(|(file, _)| file == name)
+                    .map(|(_, source)| source)
+                    .ok_or_else(|| {
+                        format!("the host unit {} names {name}, not in js/", unit.name)
+                    })?;
+                let file = evaluate(scope, name, source)?;
+                if unit.lazy.is_empty() {
+                    run(scope, global, name, file)?;
+                }
+                files.push(file);
+            }
+            if !unit.lazy.is_empty() {
+                let internal = internal_object(scope, global)?;
+                host::lazy::install(scope, global, internal, &files, unit.lazy)?;
+            }
         }
         warm_up(scope, global)?;
         scope.set_default_context(context);
@@ -114,17 +145,25 @@ fn build() -> Result<Vec<u8>, String> {
     Ok(blob.to_vec())
 }
 
+/// `globalThis.__isolane_internal`, once `00_internal.js` has run.
+fn internal_object<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    global: v8::Local<'s, v8::Object>,
+) -> Result<v8::Local<'s, v8::Object>, String> {
+    let key = v8::String::new(scope, "__isolane_internal").ok_or("allocating a string")?;
+    global
+        .get(scope, key.into())
+        .and_then(|v| v8::Local::<v8::Object>::try_from(v).ok())
+        .ok_or_else(|| "the runtime defines no __isolane_internal".to_owned())
+}
+
 /// Runs `internal.warmUp()` and its microtasks (see HOST.md).
-fn warm_up(
-    scope: &mut v8::PinScope<'_, '_>,
-    global: v8::Local<'_, v8::Object>,
+fn warm_up<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    global: v8::Local<'s, v8::Object>,
 ) -> Result<(), String> {
     v8::tc_scope!(let tc, scope);
-    let key = v8::String::new(tc, "__isolane_internal").ok_or("allocating a string")?;
-    let internal = global
-        .get(tc, key.into())
-        .and_then(|v| v8::Local::<v8::Object>::try_from(v).ok())
-        .ok_or("the runtime defines no __isolane_internal")?;
+    let internal = internal_object(tc, global)?;
     let key = v8::String::new(tc, "warmUp").ok_or("allocating a string")?;
     let function = internal
         .get(tc, key.into())
@@ -144,17 +183,45 @@ fn warm_up(
     Ok(())
 }
 
-/// Evaluates one runtime file, wrapped as HOST.md says.
-fn evaluate(scope: &mut v8::PinScope<'_, '_>, name: &str, source: &str) -> Result<(), String> {
-    let wrapped = format!(
-        "(function (host, internal) {{ {source}\n}})(globalThis.__host, globalThis.__isolane_internal);"
-    );
+/// Evaluates one runtime file (wrapped by `build.rs` as HOST.md says),
+/// compiled from the external string itself: its function, not yet run.
+fn evaluate<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    name: &str,
+    source: &'static v8::OneByteConst,
+) -> Result<v8::Local<'s, v8::Function>, String> {
     v8::tc_scope!(let tc, scope);
-    let code = v8::String::new(tc, &wrapped).ok_or("allocating the source")?;
+    let code = v8::String::new_from_onebyte_const(tc, source).ok_or("allocating the source")?;
     let resource = v8::String::new(tc, &format!("isolane:{name}")).ok_or("allocating a string")?;
     let origin = script_origin(tc, resource.into(), false);
-    let result = v8::Script::compile(tc, code, Some(&origin)).and_then(|script| script.run(tc));
-    if result.is_none() {
+    let result = v8::Script::compile(tc, code, Some(&origin))
+        .and_then(|script| script.run(tc))
+        .and_then(|value| v8::Local::<v8::Function>::try_from(value).ok());
+    result.ok_or_else(|| {
+        let message = tc
+            .exception()
+            .map(|e| e.to_rust_string_lossy(tc))
+            .unwrap_or_else(|| "unknown error".to_owned());
+        format!("{name}: {message}")
+    })
+}
+
+/// Runs a file's function as `(host, internal)`: `globalThis.__host` and
+/// `globalThis.__isolane_internal` (undefined until `00_internal.js` made it).
+fn run<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    global: v8::Local<'s, v8::Object>,
+    name: &str,
+    file: v8::Local<'s, v8::Function>,
+) -> Result<(), String> {
+    v8::tc_scope!(let tc, scope);
+    let mut args = Vec::with_capacity(2);
+    for key in ["__host", "__isolane_internal"] {
+        let key = v8::String::new(tc, key).ok_or("allocating a string")?;
+        args.push(global.get(tc, key.into()).ok_or("reading a global")?);
+    }
+    let undefined = v8::undefined(tc).into();
+    if file.call(tc, undefined, &args).is_none() {
         let message = tc
             .exception()
             .map(|e| e.to_rust_string_lossy(tc))
@@ -184,7 +251,10 @@ mod tests {
         // Else V8 keeps the file as a two-byte string in every isolate
         // (`build.rs`'s `ascii`).
         for (name, source) in RUNTIME_JS {
-            assert!(source.is_ascii(), "{name} has a non-ASCII character");
+            assert!(
+                source.as_str().is_ascii(),
+                "{name} has a non-ASCII character"
+            );
         }
     }
 
@@ -194,6 +264,11 @@ mod tests {
         // trace's `isolane:NN_file.js:LINE` is the line in js/.
         let js = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("js");
         for (name, source) in RUNTIME_JS {
+            let source = source
+                .as_str()
+                .strip_prefix(WRAP_START)
+                .and_then(|s| s.strip_suffix(WRAP_END))
+                .unwrap();
             let file = js.join(name);
             let original = if file.is_file() {
                 std::fs::read_to_string(&file).unwrap()
@@ -258,7 +333,7 @@ mod tests {
         let blob: &'static [u8] = Box::leak(cached.into_boxed_slice());
         let params = v8::CreateParams::default()
             .snapshot_blob(v8::StartupData::from(blob))
-            .external_references(host::external_references().into());
+            .external_references(external_references().into());
         let mut isolate = v8::Isolate::new(params);
         v8::scope!(let scope, &mut isolate);
         let context = v8::Context::new(scope, Default::default());

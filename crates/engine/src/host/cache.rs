@@ -18,6 +18,7 @@ use crate::cache::{CacheKey, CacheRequest, CacheResponse};
 pub(super) fn unit() -> Unit {
     Unit::new("cache")
         .js(&["22_cache.js"])
+        .lazy_globals(&["caches", "Cache", "CacheStorage"])
         .function("cachePut", cache_put)
         .function("cacheMatch", cache_match)
         .function("cacheDelete", cache_delete)

@@ -31,6 +31,7 @@ pub(crate) const BUFFER_LIMIT: usize = 1024 * 1024;
 pub(super) fn unit() -> Unit {
     Unit::new("html_rewriter")
         .js(&["23_html_rewriter.js"])
+        .lazy_globals(&["HTMLRewriter"])
         .function("htmlRewriterSelector", html_rewriter_selector)
         .function("htmlRewriterStart", html_rewriter_start)
         .function("htmlRewriterWrite", html_rewriter_write)

@@ -29,6 +29,11 @@ pub(crate) struct Unit {
     /// compatibility settings say so; deleted at load otherwise
     /// ([`super::hide_gated_globals`]).
     pub(crate) gated: Vec<(&'static [&'static str], Gate)>,
+    /// The globals its JavaScript defines (`internal.defineGlobal`) when
+    /// it is lazy: its files are compiled into the snapshot but run only
+    /// when a Worker first reads one of these (`host/lazy.rs`). Empty: the
+    /// files run at snapshot time.
+    pub(crate) lazy: &'static [&'static str],
 }
 
 /// Whether a Worker's compatibility settings expose some globals.
@@ -46,6 +51,7 @@ impl Unit {
             state: None,
             node: Vec::new(),
             gated: Vec::new(),
+            lazy: &[],
         }
     }
 
@@ -76,6 +82,14 @@ impl Unit {
     /// its compatibility settings expose them.
     pub(crate) fn globals_if(mut self, names: &'static [&'static str], gate: Gate) -> Self {
         self.gated.push((names, gate));
+        self
+    }
+
+    /// Its files run on first use, not at snapshot time: `names` are every
+    /// global they define, each a lazy data property until it is first read
+    /// (`host/lazy.rs`; the rules a lazy file keeps are in HOST.md).
+    pub(crate) fn lazy_globals(mut self, names: &'static [&'static str]) -> Self {
+        self.lazy = names;
         self
     }
 

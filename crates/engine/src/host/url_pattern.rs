@@ -19,6 +19,7 @@ use super::unit::Unit;
 pub(super) fn unit() -> Unit {
     Unit::new("urlpattern")
         .js(&["21_urlpattern.js"])
+        .lazy_globals(&["URLPattern"])
         .function("urlPatternParse", url_pattern_parse)
         .function("urlPatternMatchInput", url_pattern_match_input)
 }

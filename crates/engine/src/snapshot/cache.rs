@@ -27,7 +27,10 @@ pub(crate) fn current_key() -> Key {
         env!("ISOLANE_ENGINE_FINGERPRINT"),
         v8::V8::get_version(),
         crate::platform::FLAGS,
-        RUNTIME_JS,
+        &RUNTIME_JS
+            .iter()
+            .map(|(name, source)| (*name, source.as_str()))
+            .collect::<Vec<_>>(),
     )
 }
 
