@@ -67,9 +67,11 @@ fn alarm_bundle(id: &str, script: &str) -> Arc<WorkerBundle> {
 
 /// `/set?name=N&in=MS` sets object N's alarm MS from now (negative: in the
 /// past), `/fail?name=N&times=K` makes its next K alarms throw,
-/// `/get?name=N` answers `{alarm, fired, seen}` (`seen`: each delivery's
-/// `retryCount:isRetry`), `/delete` deletes the alarm, `/plain` sets an
-/// alarm on a class with no handler.
+/// `/get?name=N` answers `{alarm, fired, seen, inside}` (`seen`: each
+/// delivery's `retryCount:isRetry`; `inside`: what `getAlarm()` answered in
+/// each `alarm()`, and after re-arming there), `/rearm?name=N&in=MS` makes
+/// its next `alarm()` set the alarm again MS from then, `/delete` deletes
+/// the alarm, `/plain` sets an alarm on a class with no handler.
 const PINGER: &str = r#"
 import { DurableObject } from 'cloudflare:workers';
 export class Pinger extends DurableObject {
@@ -78,6 +80,15 @@ export class Pinger extends DurableObject {
     const seen = (await s.get('seen')) ?? [];
     seen.push(`${info.retryCount}:${info.isRetry}`);
     await s.put('seen', seen);
+    const inside = (await s.get('inside')) ?? [];
+    inside.push(await s.getAlarm());
+    const rearm = await s.get('rearm');
+    if (rearm !== undefined) {
+      await s.delete('rearm');
+      await s.setAlarm(Date.now() + rearm);
+      inside.push(typeof (await s.getAlarm()));
+    }
+    await s.put('inside', inside);
     const fail = (await s.get('fail')) ?? 0;
     if (fail > 0) { await s.put('fail', fail - 1); throw new Error('not yet'); }
     await s.put('fired', ((await s.get('fired')) ?? 0) + 1);
@@ -88,7 +99,8 @@ export class Pinger extends DurableObject {
     if (url.pathname === '/set') await s.setAlarm(Date.now() + Number(url.searchParams.get('in')));
     if (url.pathname === '/fail') await s.put('fail', Number(url.searchParams.get('times')));
     if (url.pathname === '/delete') await s.deleteAlarm();
-    return Response.json({ alarm: await s.getAlarm(), fired: (await s.get('fired')) ?? 0, seen: (await s.get('seen')) ?? [] });
+    if (url.pathname === '/rearm') await s.put('rearm', Number(url.searchParams.get('in')));
+    return Response.json({ alarm: await s.getAlarm(), fired: (await s.get('fired')) ?? 0, seen: (await s.get('seen')) ?? [], inside: (await s.get('inside')) ?? [] });
   }
 }
 export class Plain extends DurableObject {
@@ -117,8 +129,6 @@ async fn state(
 }
 
 /// Waits (up to 20 s) until object `name`'s state satisfies `done`.
-/// (A delivery's writes show in the object before the delivery is
-/// settled in the store: `getAlarm()` answers the firing time until then.)
 async fn until(
     engine: &isolane_engine::Engine,
     worker: &Arc<WorkerBundle>,
@@ -162,6 +172,17 @@ async fn alarms_fire_once_retry_with_their_count_and_outlive_the_engine() {
         })
         .await;
         assert_eq!(a["seen"], serde_json::json!(["0:false"]));
+        // Inside alarm(), the firing alarm looks deleted (workerd: null).
+        assert_eq!(a["inside"], serde_json::json!([null]));
+        // Re-armed by its handler: getAlarm() there answers the new time,
+        // and the new alarm fires in turn.
+        run(&engine, 0, &worker, "/rearm?name=f&in=50").await;
+        run(&engine, 0, &worker, "/set?name=f&in=-1000").await;
+        let f = until(&engine, &worker, "f", |s| {
+            s["fired"] == 2 && s["alarm"].is_null()
+        })
+        .await;
+        assert_eq!(f["inside"], serde_json::json!([null, "number", null]));
         // Throws twice, then succeeds: retried with its count.
         run(&engine, 0, &worker, "/fail?name=b&times=2").await;
         run(&engine, 0, &worker, "/set?name=b&in=0").await;
@@ -174,6 +195,9 @@ async fn alarms_fire_once_retry_with_their_count_and_outlive_the_engine() {
             serde_json::json!(["0:false", "1:true", "2:true"])
         );
         assert_eq!(b["alarm"], serde_json::Value::Null);
+        // A failed delivery leaves the alarm for its retry: each of the
+        // three saw it as deleted while it ran.
+        assert_eq!(b["inside"], serde_json::json!([null, null, null]));
         // Throws every time: dropped after six retries.
         run(&engine, 0, &worker, "/fail?name=c&times=100").await;
         run(&engine, 0, &worker, "/set?name=c&in=0").await;
