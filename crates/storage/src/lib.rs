@@ -28,7 +28,7 @@ mod object_store;
 mod postgres;
 mod sqlite;
 
-pub use alarm::{DueAlarm, MAX_ALARM_RETRIES};
+pub use alarm::{AlarmClaim, DueAlarm, MAX_ALARM_RETRIES};
 pub use durable::{ObjectError, ObjectList, ObjectScope, ObjectWrite};
 pub use error::StoreError;
 pub use kv::{DEFAULT_CACHE_TTL, KvEntry, KvError, KvKey, KvList, KvListOptions, KvScope, KvWrite};

@@ -201,7 +201,12 @@ async fn alarms_fire_once_retry_with_their_count_and_outlive_the_engine() {
         // Throws every time: dropped after six retries.
         run(&engine, 0, &worker, "/fail?name=c&times=100").await;
         run(&engine, 0, &worker, "/set?name=c&in=0").await;
-        let c = until(&engine, &worker, "c", |s| s["alarm"].is_null()).await;
+        // (While a delivery runs, the alarm looks deleted: wait for the
+        // seventh delivery's end too.)
+        let c = until(&engine, &worker, "c", |s| {
+            s["alarm"].is_null() && s["seen"].as_array().is_some_and(|seen| seen.len() >= 7)
+        })
+        .await;
         assert_eq!(c["seen"].as_array().unwrap().len(), 7, "{c}");
         assert_eq!(c["fired"], 0);
         // `a` fired once and no more (b's and c's nine deliveries came after).
@@ -303,4 +308,73 @@ async fn a_worker_hammering_alarms_leaves_its_neighbour_answering() {
     }
     // After.
     neighbour_ok(&engine, &neighbour).await;
+}
+
+/// Two hundred objects whose alarms are all overdue and each burn CPU;
+/// `/start` arms them, `/count` answers how many alarms ran in this
+/// isolate.
+const FLOOD: &str = r#"
+import { DurableObject } from 'cloudflare:workers';
+let fired = 0;
+export class Pinger extends DurableObject {
+  async alarm() {
+    let x = 0;
+    for (let i = 0; i < 1e7; i++) x += i % 7;
+    if (x >= 0) fired += 1;
+  }
+  async fetch() {
+    await this.ctx.storage.setAlarm(0);
+    return new Response('armed');
+  }
+}
+export class Plain extends DurableObject {}
+export default {
+  async fetch(request, env) {
+    if (new URL(request.url).pathname === '/count') return new Response(String(fired));
+    await Promise.all([...Array(200).keys()].map((i) => env.PINGER.getByName(`f${i}`).fetch('http://x/')));
+    return new Response('ok');
+  }
+};
+"#;
+
+#[tokio::test]
+async fn a_namespaces_alarm_backlog_leaves_anothers_alarm_on_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(dir.path()).unwrap();
+    let engine = alarm_engine(store.clone());
+    let flood = alarm_bundle("evil/flood", FLOOD);
+    let benign = alarm_bundle("good/pinger", PINGER);
+    // Before: 200 overdue alarms, then the neighbour's, due after them.
+    assert_eq!(state(&engine, &benign, "a").await["fired"], 0);
+    assert_eq!(
+        run(&engine, 0, &flood, "/start").await,
+        (200, "ok".to_owned())
+    );
+    run(&engine, 0, &benign, "/set?name=a&in=-1000").await;
+    let _loop = runner(&engine, &store, &[&flood, &benign]);
+    // During: the neighbour's alarm is claimed at the first look, beside
+    // the flood's share, rather than after the flood's whole backlog
+    // (soonest first alone would run at least 136 of them before it).
+    let a = until(&engine, &benign, "a", |s| s["fired"] == 1).await;
+    assert_eq!(a["seen"], serde_json::json!(["0:false"]));
+    let (_, ran) = run(&engine, 0, &flood, "/count").await;
+    let ran: u32 = ran.parse().unwrap();
+    assert!(
+        ran < 100,
+        "the flood ran {ran} of 200 alarms before its neighbour's one"
+    );
+    // After: the flood's alarms all run in their turn.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, ran) = run(&engine, 0, &flood, "/count").await;
+        state(&engine, &benign, "a").await;
+        if ran == "200" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {ran} of the flood's 200 alarms ran"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -1,11 +1,11 @@
 //! Durable Object alarms in PostgreSQL: the SQLite backend's queries
 //! (`do_alarm`, migrations 3 and 4; see `crate::alarm`). A claim locks
-//! the rows it takes and skips rows another claim has locked, so two
-//! processes claiming at once never take the same alarm.
+//! the rows it takes and checks the claim again on each, so two processes
+//! claiming at once never take the same alarm.
 
 use super::Postgres;
 use crate::StoreError;
-use crate::alarm::{DueAlarm, MAX_ALARM_RETRIES};
+use crate::alarm::{AlarmClaim, DueAlarm, MAX_ALARM_RETRIES};
 use crate::durable::ObjectScope;
 
 const MAX_RETRIES: i32 = MAX_ALARM_RETRIES as i32;
@@ -68,19 +68,30 @@ impl Postgres {
         &self,
         now: i64,
         until: i64,
-        limit: u32,
+        claim: AlarmClaim,
     ) -> Result<Vec<DueAlarm>, StoreError> {
-        let limit = i64::from(limit);
+        let limit = i64::from(claim.limit);
+        let per_namespace = i64::from(claim.per_namespace);
         self.run(move |client| async move {
+            // A window function cannot lock its rows (no FOR UPDATE SKIP
+            // LOCKED here): two claimers may pick the same rows, and the
+            // claim condition, checked again on the row the other claimer
+            // updated, keeps the second from taking it.
             let rows = client
                 .query(
                     "UPDATE do_alarm SET claimed_until = $2
                      WHERE (namespace, class, object) IN (
-                         SELECT namespace, class, object FROM do_alarm
-                         WHERE at <= $1 AND (claimed_until IS NULL OR claimed_until <= $1)
-                         ORDER BY at LIMIT $3 FOR UPDATE SKIP LOCKED)
+                         SELECT namespace, class, object FROM (
+                             SELECT namespace, class, object, at, ROW_NUMBER()
+                                 OVER (PARTITION BY namespace ORDER BY at) AS turn
+                             FROM do_alarm
+                             WHERE at <= $1 AND (claimed_until IS NULL OR claimed_until <= $1)
+                             AND NOT (namespace = ANY($5))
+                         ) due
+                         WHERE turn <= $4 ORDER BY turn, at LIMIT $3)
+                     AND (claimed_until IS NULL OR claimed_until <= $1)
                      RETURNING namespace, class, object, at, retries",
-                    &[&now, &until, &limit],
+                    &[&now, &until, &limit, &per_namespace, &claim.skip],
                 )
                 .await?;
             rows.iter()
@@ -97,6 +108,23 @@ impl Postgres {
                     })
                 })
                 .collect()
+        })
+        .await
+    }
+
+    pub(crate) async fn delete_class_prefix_alarms(
+        &self,
+        namespace: String,
+        prefix: String,
+    ) -> Result<u64, StoreError> {
+        self.run(move |client| async move {
+            Ok(client
+                .execute(
+                    "DELETE FROM do_alarm WHERE namespace = $1
+                     AND left(class, char_length($2)) = $2",
+                    &[&namespace, &prefix],
+                )
+                .await?)
         })
         .await
     }
