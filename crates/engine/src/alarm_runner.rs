@@ -76,15 +76,6 @@ impl AlarmRunner {
         self
     }
 
-    /// Sets how many deliveries may be under way at once, in all and of
-    /// one namespace.
-    #[must_use]
-    pub fn with_shares(mut self, in_flight: u32, per_namespace: u32) -> Self {
-        self.in_flight = in_flight.max(1);
-        self.per_namespace = per_namespace.clamp(1, self.in_flight);
-        self
-    }
-
     /// Delivers due alarms until the task running it is dropped.
     pub async fn run(self) {
         let this = Arc::new(self);
