@@ -13,7 +13,7 @@
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
 # (warm distributed cold pool density placement operator neighbours websocket
-# fleet);
+# state fleet);
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
@@ -111,6 +111,7 @@ if $quick; then
   neighbours=(--rounds 1 --secs 1)
   operator=(--counts 200 --deadline 120)
   websocket=(--sockets 1,100,1000 --messages 5 --rounds 1 --idle 1000)
+  state=(--first 50 --requests 50 --rounds 1)
   fleet=(--requests 2000000 --warmup 500000)
 else
   http=(--connections 1,16,64 --rounds ${ISOLANE_BENCH_ROUNDS:-3} --secs 5)
@@ -122,10 +123,11 @@ else
   # 10,000 idle sockets hold 10,000 descriptors in the bench and as many in
   # the router: `ulimit -n` must allow it (the step fails and says so if not).
   websocket=(--sockets 1,100,1000 --messages 20 --rounds 3 --idle 10000)
+  state=(--first 200 --requests 300 --rounds 3)
   fleet=()
 fi
 
-only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket fleet}"
+only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet}"
 wants() { [[ " $only " == *" $1 "* ]]; }
 common=(--results "$results" --work "$work")
 bench="$bin/isolane-bench"
@@ -171,6 +173,9 @@ fi
 if $needs_apiserver; then
   step websocket 900 "$bench" websocket "${common[@]}" --isolane "$bin/isolane" \
     "${workerd_args[@]}" --bin-dir "$bin" "${websocket[@]}"
+fi
+if $needs_apiserver; then
+  step state 600 "$bench" state "${common[@]}" "${workerd_args[@]}" --bin-dir "$bin" "${state[@]}"
 fi
 if $needs_apiserver; then
   step operator 900 "$bench" operator "${common[@]}" --bin-dir "$bin" "${operator[@]}"

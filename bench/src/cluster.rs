@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use isolane_crds::Worker;
 use isolane_testenv::ControlPlane;
 use isolane_testenv::grpc_tls::{node_tls_args, router_tls_args};
 use isolane_testenv::workers::{OPERATOR_NAMESPACE, apply, inline_worker, prepare, wait_ready};
@@ -60,17 +61,28 @@ pub async fn control_plane_with_operator(
     operator: &Path,
     dir: &Path,
 ) -> anyhow::Result<(ControlPlane, Process)> {
+    control_plane_with_operator_env(operator, dir, &[]).await
+}
+
+/// [`control_plane_with_operator`], with `extra` added to the operator's
+/// environment.
+pub async fn control_plane_with_operator_env(
+    operator: &Path,
+    dir: &Path,
+    extra: &[(&str, &OsStr)],
+) -> anyhow::Result<(ControlPlane, Process)> {
     let control_plane = ControlPlane::start()
         .await
         .context("starting etcd + kube-apiserver (hack/install-deps.sh builds it)")?;
     prepare(&control_plane, &[NAMESPACE]).await;
     let admin: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
     let kubeconfig = control_plane.kubeconfig_path().as_os_str().to_owned();
-    let envs: [(&str, &OsStr); 3] = [
+    let mut envs: Vec<(&str, &OsStr)> = vec![
         ("KUBECONFIG", &kubeconfig),
         ("NO_COLOR", OsStr::new("1")),
         ("ISOLANE_LOG", OsStr::new("warn")),
     ];
+    envs.extend_from_slice(extra);
     let process = Process::spawn(
         "isolane-operator",
         operator,
@@ -117,13 +129,31 @@ pub async fn start_with(
     host: &str,
     node_args: &[&str],
 ) -> anyhow::Result<Cluster> {
-    let (control_plane, operator) = control_plane_with_operator(&bins.operator, dir).await?;
+    let worker = inline_worker(name, script, &[host]);
+    start_worker(bins, dir, &worker, host, node_args, &[]).await
+}
+
+/// Starts everything and serves `worker` (of namespace [`NAMESPACE`]) on
+/// `host`, through the router; `node_args` are added to the node's flags
+/// and `env` to the operator's and the node's environment.
+pub async fn start_worker(
+    bins: &ClusterBinaries,
+    dir: &Path,
+    worker: &Worker,
+    host: &str,
+    node_args: &[&str],
+    env: &[(&str, &OsStr)],
+) -> anyhow::Result<Cluster> {
+    let name = worker.metadata.name.clone().unwrap_or_default();
+    let (control_plane, operator) =
+        control_plane_with_operator_env(&bins.operator, dir, env).await?;
     let kubeconfig = control_plane.kubeconfig_path().as_os_str().to_owned();
-    let envs: [(&str, &OsStr); 3] = [
+    let mut envs: Vec<(&str, &OsStr)> = vec![
         ("KUBECONFIG", &kubeconfig),
         ("NO_COLOR", OsStr::new("1")),
         ("ISOLANE_LOG", OsStr::new("warn")),
     ];
+    envs.extend_from_slice(env);
     let node_admin = free_port()?.to_string();
     let node = Process::spawn(
         "isolane-node",
@@ -168,8 +198,8 @@ pub async fn start_with(
     )
     .context("starting isolane-router")?;
     let client = control_plane.client();
-    apply(&client, NAMESPACE, &inline_worker(name, script, &[host])).await;
-    wait_ready(&client, NAMESPACE, name, Duration::from_secs(60)).await;
+    apply(&client, NAMESPACE, worker).await;
+    wait_ready(&client, NAMESPACE, &name, Duration::from_secs(60)).await;
     let router = Server {
         name: "router → node",
         addr: ([127, 0, 0, 1], router_port).into(),

@@ -22,6 +22,7 @@ mod pool;
 mod profile;
 mod report;
 mod servers;
+mod state;
 mod stats;
 mod upstream;
 mod warm;
@@ -177,6 +178,24 @@ enum Command {
         /// Seconds per cell per round.
         #[arg(long, default_value_t = 2.0)]
         secs: f64,
+    },
+    /// 11. State: Durable Objects and KV, router → node, vs workerd.
+    State {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long)]
+        workerd: Option<PathBuf>,
+        /// Folder with `isolane-operator`, `isolane-node` and `isolane-router`.
+        #[arg(long, default_value = "target/release")]
+        bin_dir: PathBuf,
+        /// Never-seen objects per side per round.
+        #[arg(long, default_value_t = 200)]
+        first: usize,
+        /// Requests per measure per side per round.
+        #[arg(long, default_value_t = 300)]
+        requests: usize,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
     },
     /// 9. WebSockets: echo round trips vs workerd, idle sockets on a node.
     Websocket {
@@ -425,6 +444,29 @@ fn main() -> anyhow::Result<()> {
             };
             let section = runtime()?.block_on(neighbours::run(&plan, &engines))?;
             section.write(&common.results, "8-neighbours")
+        }
+        Command::State {
+            common,
+            workerd,
+            bin_dir,
+            first,
+            requests,
+            rounds,
+        } => {
+            let cluster = cluster::ClusterBinaries::in_dir(&bin_dir)?;
+            let setup = state::Setup {
+                cluster: &cluster,
+                workerd: workerd.as_deref(),
+                work: &common.work,
+                bin_dir: &bin_dir,
+            };
+            let plan = state::Plan {
+                first,
+                requests,
+                rounds,
+            };
+            let section = runtime()?.block_on(state::section(&setup, &plan))?;
+            section.write(&common.results, "11-state")
         }
         Command::Websocket {
             common,

@@ -109,6 +109,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
         "9. WebSockets: echo round trips and idle sockets",
     ),
     ("10-fleet", "10. Fleet simulation"),
+    ("11-state", "11. State: Durable Objects and KV"),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.

@@ -140,6 +140,21 @@ async fn an_objects_alarm_fires_once_and_fires_after_its_node_dies_with_its_stat
     for expected in 1..=50 {
         assert_eq!(increment(&ingress).await, expected);
     }
+    // Each increment's write is counted for the Worker's namespace on
+    // the nodes' /metrics, with the bytes it wrote.
+    let (mut writes, mut bytes) = (0.0, 0.0);
+    let label = format!(r#"namespace="{TEAM}",data="object",op="write""#);
+    for node in &cluster.nodes {
+        let sum = |name| node.metric_sum(name, &label);
+        writes += sum("isolane_node_storage_operations_total")
+            .await
+            .unwrap_or(0.0);
+        bytes += sum("isolane_node_storage_bytes_total").await.unwrap_or(0.0);
+    }
+    assert!(
+        writes >= 50.0 && bytes >= 50.0,
+        "{writes} writes of {bytes} bytes"
+    );
 
     // 2. An alarm set over HTTP fires once.
     let set = serde_json::from_str::<serde_json::Value>(&get(&ingress, "/alarm?in=0").await.body)

@@ -195,16 +195,26 @@ fn context(
         missing_reference_retry: config.missing_reference_retry,
         resync: config.resync,
     };
-    Arc::new(Context::new(
-        client,
-        settings,
-        index,
-        watches.bundles.clone(),
-        nodes,
-        executor,
-        caches_synced,
-        artifacts,
-    ))
+    let store = config.storage.as_ref().and_then(|settings| {
+        isolane_storage::Store::postgres(settings)
+            .inspect_err(|error| {
+                warn!(%error, "cannot use the durable store: deleted Workers' alarms stay in it");
+            })
+            .ok()
+    });
+    Arc::new(
+        Context::new(
+            client,
+            settings,
+            index,
+            watches.bundles.clone(),
+            nodes,
+            executor,
+            caches_synced,
+            artifacts,
+        )
+        .with_store(store),
+    )
 }
 
 /// What else wakes reconciles, besides the watches.

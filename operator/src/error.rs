@@ -41,6 +41,13 @@ pub enum Error {
         #[source]
         source: Box<kube::Error>,
     },
+    /// Deleting a deleted Worker's Durable Object alarms failed.
+    #[error("failed to delete the Durable Object alarms of Worker {worker_id}")]
+    DeleteAlarms {
+        worker_id: String,
+        #[source]
+        source: isolane_storage::StoreError,
+    },
     /// The controller stopped before its caches had synced.
     #[error("the controller stopped before its caches synced")]
     NotSynced,
@@ -93,6 +100,7 @@ impl Error {
             Self::ApplyBundle { .. } => "apply_bundle",
             Self::DeleteBundle { .. } => "delete_bundle",
             Self::ListBundles { .. } => "list_bundles",
+            Self::DeleteAlarms { .. } => "delete_alarms",
             Self::NotSynced => "not_synced",
             Self::PatchStatus { .. } => "patch_status",
             Self::SerializeBundle { .. } => "serialize_bundle",

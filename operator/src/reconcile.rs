@@ -30,7 +30,7 @@ use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::Store;
 use kube::{Api, Client};
 use tokio::sync::watch;
-use tracing::{Instrument, debug, info_span, warn};
+use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::artifact::ArtifactChecker;
 use crate::executor::Executor;
@@ -55,6 +55,9 @@ pub struct Context {
     failures: Mutex<HashMap<WorkerKey, u32>>,
     /// Pulls and checks `spec.bundle`.
     artifacts: Arc<ArtifactChecker>,
+    /// The durable store, when the cluster has one: a deleted Worker's
+    /// Durable Object alarms are deleted there.
+    store: Option<isolane_storage::Store>,
 }
 
 impl std::fmt::Debug for Context {
@@ -91,7 +94,15 @@ impl Context {
             synced,
             failures: Mutex::new(HashMap::new()),
             artifacts,
+            store: None,
         }
+    }
+
+    /// Deletes a deleted Worker's Durable Object alarms in `store`.
+    #[must_use]
+    pub fn with_store(mut self, store: Option<isolane_storage::Store>) -> Self {
+        self.store = store;
+        self
     }
 
     /// Waits until every watch has listed once.
@@ -191,6 +202,7 @@ async fn observe(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<
 }
 
 async fn cleanup(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<Action, Error> {
+    delete_alarms(worker, key, context).await?;
     let bundles = context.executor.list_bundles().await?;
     for name in plan::cleanup(key, &bundles) {
         if let Err(error) = context.executor.delete_bundle(key, &name).await {
@@ -203,6 +215,36 @@ async fn cleanup(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<
     }
     context.executor.metrics().forget(key);
     Ok(Action::await_change())
+}
+
+/// Deletes the deleted Worker's Durable Object alarms: no process would
+/// deliver them, and every alarm loop would claim and give them back at
+/// each look. Their objects' storage stays (a Worker made again with the
+/// name finds it). A store that does not answer fails the cleanup, which
+/// is retried: the Worker goes once its alarms have.
+async fn delete_alarms(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<(), Error> {
+    let Some(store) = &context.store else {
+        return Ok(());
+    };
+    match store.delete_worker_alarms(&key.namespace, &key.name).await {
+        Ok(deleted) => {
+            if deleted > 0 {
+                info!(worker.id = %key, deleted, "deleted the Worker's Durable Object alarms");
+            }
+            Ok(())
+        }
+        Err(source) => {
+            let error = Error::DeleteAlarms {
+                worker_id: key.to_string(),
+                source,
+            };
+            context
+                .executor
+                .warn(worker, "AlarmDeleteFailed", &error.to_string(), "Cleanup")
+                .await;
+            Err(error)
+        }
+    }
 }
 
 // === error policy ===

@@ -3,7 +3,8 @@
 //! alone, no leader election) turns a Worker into its bundle Secret and its
 //! status (Ready, revision, revisions, URL, routes, placement from a node
 //! Lease); a new script is a new revision with its own Secret, the old one
-//! kept in the history; deleting the Worker removes its bundles.
+//! kept in the history; deleting the Worker removes its bundles and its
+//! Durable Object alarms (in a real PostgreSQL).
 // Test helpers outside `#[test]` functions panic on purpose too.
 #![allow(clippy::unwrap_used)]
 
@@ -12,6 +13,7 @@ use std::time::Duration;
 use isolane_crds::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, Worker, WorkerStatus};
 use isolane_operator::config::Config;
 use isolane_operator::lifecycle;
+use isolane_storage::ObjectScope;
 use isolane_testenv::wait_until;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;
@@ -106,7 +108,30 @@ async fn a_worker_becomes_a_bundle_and_a_ready_status_and_a_new_script_a_new_rev
         .await
         .unwrap();
 
-    let operator = lifecycle::bind(config()).await.unwrap();
+    // The durable store, with alarms of this Worker's objects and of
+    // others' (a Worker whose name starts with this one's, a Worker of the
+    // same name in another namespace).
+    let postgres = isolane_testenv::Postgres::start().unwrap();
+    let settings = isolane_storage::PostgresSettings::new(postgres.connection_string());
+    isolane_storage::migrate(&settings).await.unwrap();
+    let store = isolane_storage::Store::postgres(&settings).unwrap();
+    let scopes = [
+        ObjectScope::new(APPS, "hello/Counter", "1"),
+        ObjectScope::new(APPS, "hello/Timer", "2"),
+        ObjectScope::new(APPS, "hello-2/Counter", "1"),
+        ObjectScope::new("other", "hello/Counter", "1"),
+    ];
+    for scope in &scopes {
+        store
+            .set_object_alarm(scope.clone(), Some(4_102_444_800_000))
+            .await
+            .unwrap();
+    }
+    let config = Config {
+        storage: Some(settings),
+        ..config()
+    };
+    let operator = lifecycle::bind(config).await.unwrap();
     let shutdown = CancellationToken::new();
     let running = tokio::spawn(operator.run(client.clone(), shutdown.clone()));
 
@@ -182,7 +207,8 @@ async fn a_worker_becomes_a_bundle_and_a_ready_status_and_a_new_script_a_new_rev
         "{revisions:?}"
     );
 
-    // Deleting the Worker deletes its bundles (through the finalizer).
+    // Deleting the Worker deletes its bundles and its objects' alarms
+    // (through the finalizer); other Workers' alarms stay.
     workers
         .delete("hello", &DeleteParams::default())
         .await
@@ -196,6 +222,11 @@ async fn a_worker_becomes_a_bundle_and_a_ready_status_and_a_new_script_a_new_rev
         (gone && bundles.items.is_empty()).then_some(())
     })
     .await;
+    let mut left = Vec::new();
+    for scope in &scopes {
+        left.push(store.object_alarm(scope.clone()).await.unwrap().is_some());
+    }
+    assert_eq!(left, [false, false, true, true]);
 
     shutdown.cancel();
     tokio::time::timeout(WAIT, running)

@@ -33,6 +33,12 @@ fn main() -> anyhow::Result<()> {
     let metrics = Arc::new(
         NodeMetrics::register(&registry, config.threads()).context("registering metrics")?,
     );
+    // The store counts its operations per namespace on /metrics.
+    config.engine.store = config
+        .engine
+        .store
+        .take()
+        .map(|store| store.with_observer(metrics.storage.clone()));
     // Before the engine's threads exist: they write its slots.
     let turn_map = isolane_node::open_turn_map(&mut config);
     // V8 is initialised here, on the main thread, before any other thread

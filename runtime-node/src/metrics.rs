@@ -6,7 +6,7 @@
 //! each thread are resolved once, at start, so the engine's calls on the
 //! request path are an index and an atomic add.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use isolane_engine::{
@@ -16,6 +16,10 @@ use isolane_engine::{
 use isolane_proto::socket::{FirstClose, NO_STATUS, SocketMessage, close_label};
 use isolane_telemetry::{Exemplars, HistogramExemplars, Metric, TraceId};
 use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
+
+mod storage;
+
+pub use storage::StorageMetrics;
 
 /// Isolate creation: 0.1 ms to 1 s.
 const CREATION_BUCKETS: &[f64] = &[
@@ -35,6 +39,9 @@ const CPU_BUCKETS: &[f64] = &[
 /// Every metric of the node.
 #[derive(Debug)]
 pub struct NodeMetrics {
+    /// Storage per namespace: the store's observer (`main` gives it to the
+    /// store).
+    pub storage: Arc<StorageMetrics>,
     threads: Vec<ThreadMetrics>,
     /// `isolane_node_request_duration_seconds`'s exemplars: the trace of a
     /// sampled request per bucket.
@@ -389,6 +396,8 @@ pub const ALL: &[Metric] = &[
     QUARANTINES,
     EGRESS_REFUSED,
     KV_OPERATIONS,
+    storage::OPERATIONS,
+    storage::BYTES,
     LOG_LINES_DROPPED,
     REQUESTS,
     REJECTIONS,
@@ -482,8 +491,10 @@ impl NodeMetrics {
         let websocket_bytes = WEBSOCKET_BYTES.counter_vec(registry)?;
         let websocket_closes = WEBSOCKET_CLOSES.counter_vec(registry)?;
 
+        let storage = Arc::new(StorageMetrics::register(registry)?);
         let threads = ThreadMetrics::register(registry, threads)?;
         Ok(Self {
+            storage,
             threads,
             engine_exemplars: Exemplars::new().histogram(ENGINE_SECONDS, REQUEST_BUCKETS),
             evictions,

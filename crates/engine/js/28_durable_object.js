@@ -277,11 +277,14 @@ class DurableObjectStorage {
   commitEntries(entries) { this.#write(entries); }
 
   // The object's alarm (ms since the epoch) or null, after every write
-  // made so far (a setAlarm included) is durable.
+  // made so far (a setAlarm included) is durable. As workerd's: from the
+  // start of an alarm() delivery the alarm that fires looks deleted
+  // (null), unless the object sets or deletes its alarm again.
   async getAlarm(options = undefined) {
     void options;
     const o = this.#object;
     await this.sync();
+    if (o.alarmFiring) return null;
     return host.objectGetAlarm(o.className, o.id);
   }
 
@@ -311,6 +314,7 @@ class DurableObjectStorage {
   // gate waits for it as for them).
   #alarmWrite(time) {
     const o = this.#object;
+    o.alarmFiring = false;
     this.#durable = this.#durable
       .then(() => host.objectSetAlarm(o.className, o.id, time))
       .then(undefined, (e) => {
@@ -436,6 +440,9 @@ class LiveObject {
     const Class = namespace.classValue();
     this.Class = Class;
     this.instance = new Class(this.state, namespace.env);
+    // An alarm() is being delivered (or was, successfully: the loop then
+    // deletes the alarm) and no alarm write came since: getAlarm() is null.
+    this.alarmFiring = false;
   }
 
   hasAlarmHandler() { return typeof this.Class?.prototype?.alarm === 'function'; }
@@ -614,6 +621,11 @@ internal.deliverAlarm = (className, id, retryCount) => {
     if (typeof instance.alarm !== 'function') {
       throw new TypeError(`The Durable Object class ${className} has no alarm() handler.`);
     }
+    object.alarmFiring = true;
     return instance.alarm({ retryCount, isRetry: retryCount > 0 });
+  }).then(undefined, (e) => {
+    // Failed: the alarm stays for its retry, and getAlarm() says so.
+    object.alarmFiring = false;
+    throw e;
   });
 };

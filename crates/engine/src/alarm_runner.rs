@@ -9,11 +9,15 @@
 //! an alarm set in the past delivered at the next look. Alarms live in the
 //! store, so they outlive the process; the claim makes one process at a
 //! time deliver a given alarm however many run this loop on one store.
+//! Kubernetes namespaces share the deliveries under way: each has at most
+//! its share (`per_namespace`) claimed at a look, and a namespace with
+//! its share under way is not claimed from until one ends.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use isolane_storage::{DueAlarm, Store};
+use isolane_storage::{AlarmClaim, DueAlarm, Store};
 use tokio::task::JoinSet;
 
 use crate::{AlarmEvent, Body, Engine, WorkerBundle};
@@ -41,6 +45,10 @@ pub struct AlarmRunner {
     backoff: Duration,
     /// Deliveries under way at once, at most.
     in_flight: u32,
+    /// Deliveries of one Kubernetes namespace under way at once, at most:
+    /// a namespace with a backlog of overdue alarms leaves the other
+    /// places to other namespaces' alarms.
+    per_namespace: u32,
 }
 
 impl AlarmRunner {
@@ -54,6 +62,7 @@ impl AlarmRunner {
             lease: Duration::from_secs(60),
             backoff: Duration::from_secs(2),
             in_flight: 64,
+            per_namespace: 8,
         }
     }
 
@@ -71,16 +80,31 @@ impl AlarmRunner {
     pub async fn run(self) {
         let this = Arc::new(self);
         let mut deliveries = JoinSet::new();
+        // Deliveries under way, by namespace, and each task's namespace.
+        let mut running: HashMap<String, u32> = HashMap::new();
+        let mut tasks: HashMap<tokio::task::Id, String> = HashMap::new();
         loop {
-            while deliveries.try_join_next().is_some() {}
+            while let Some(done) = deliveries.try_join_next_with_id() {
+                let id = done.map_or_else(|error| error.id(), |(id, ())| id);
+                if let Some(namespace) = tasks.remove(&id) {
+                    settle(&mut running, &namespace);
+                }
+            }
             let room = this.in_flight.saturating_sub(deliveries.len() as u32);
             if room > 0 {
                 let now = now_ms();
                 let until = now.saturating_add(millis(this.lease));
-                match this.store.claim_due_alarms(now, until, room).await {
+                match this
+                    .store
+                    .claim_due_alarms(now, until, this.claim(room, &running))
+                    .await
+                {
                     Ok(due) => {
                         for alarm in due {
-                            deliveries.spawn(Arc::clone(&this).deliver(alarm));
+                            let namespace = alarm.scope.namespace.clone();
+                            *running.entry(namespace.clone()).or_insert(0) += 1;
+                            let task = deliveries.spawn(Arc::clone(&this).deliver(alarm));
+                            tasks.insert(task.id(), namespace);
                         }
                     }
                     Err(error) => tracing::warn!(%error, "alarms: the store did not answer"),
@@ -91,6 +115,21 @@ impl AlarmRunner {
                 () = tokio::time::sleep(wait) => {}
                 () = this.store.alarm_changed() => {}
             }
+        }
+    }
+
+    /// What the next look may claim: `room` alarms, `per_namespace` of a
+    /// namespace, none of a namespace with that many under way already (so
+    /// one has fewer than twice its share under way).
+    fn claim(&self, room: u32, running: &HashMap<String, u32>) -> AlarmClaim {
+        AlarmClaim {
+            limit: room,
+            per_namespace: self.per_namespace,
+            skip: running
+                .iter()
+                .filter(|(_, n)| **n >= self.per_namespace)
+                .map(|(namespace, _)| namespace.clone())
+                .collect(),
         }
     }
 
@@ -159,6 +198,16 @@ impl AlarmRunner {
             }
             Ok(false) => {}
             Err(error) => tracing::warn!(%error, "alarms: could not settle an alarm"),
+        }
+    }
+}
+
+/// One delivery of `namespace` ended.
+fn settle(running: &mut HashMap<String, u32>, namespace: &str) {
+    if let Some(n) = running.get_mut(namespace) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            running.remove(namespace);
         }
     }
 }

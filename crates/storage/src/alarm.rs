@@ -19,6 +19,36 @@ use crate::{Backend, Store, StoreError, blocking};
 /// dropped (workerd's number).
 pub const MAX_ALARM_RETRIES: u32 = 6;
 
+/// What one look at the store may claim ([`Store::claim_due_alarms`]).
+///
+/// Alarms are shared between Kubernetes namespaces: a look takes at most
+/// `per_namespace` alarms of one namespace, none of a namespace in `skip`
+/// (the caller's namespaces that already have their share under way), and
+/// takes each namespace's soonest alarm before any namespace's second. So a
+/// namespace with thousands of overdue alarms holds at most its share of
+/// the deliveries, and another namespace's alarm is claimed at the next
+/// look that has room, whatever the backlog.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlarmClaim {
+    /// Alarms claimed at most.
+    pub limit: u32,
+    /// Alarms of one namespace claimed at most.
+    pub per_namespace: u32,
+    /// Namespaces none of whose alarms are claimed.
+    pub skip: Vec<String>,
+}
+
+/// Up to `limit` alarms, with no share per namespace.
+impl From<u32> for AlarmClaim {
+    fn from(limit: u32) -> Self {
+        Self {
+            limit,
+            per_namespace: limit,
+            skip: Vec::new(),
+        }
+    }
+}
+
 /// A due alarm this process claimed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DueAlarm {
@@ -71,19 +101,43 @@ impl Store {
         }
     }
 
-    /// Claims up to `limit` alarms due at `now` (ms) that no live claim
-    /// holds, soonest first, until `until` (ms).
+    /// Claims alarms due at `now` (ms) that no live claim holds, until
+    /// `until` (ms): as many as `claim` lets (a number: that many), each
+    /// namespace's soonest first.
     pub async fn claim_due_alarms(
         &self,
         now: i64,
         until: i64,
-        limit: u32,
+        claim: impl Into<AlarmClaim>,
     ) -> Result<Vec<DueAlarm>, StoreError> {
+        let claim = claim.into();
         match &self.backend {
             Backend::Sqlite(folder) => {
-                blocking(folder, move |db, _| db.claim_due_alarms(now, until, limit)).await
+                blocking(folder, move |db, _| db.claim_due_alarms(now, until, &claim)).await
             }
-            Backend::Postgres(db) => db.claim_due_alarms(now, until, limit).await,
+            Backend::Postgres(db) => db.claim_due_alarms(now, until, claim).await,
+        }
+    }
+
+    /// Deletes every alarm of the objects of Worker `worker` of Kubernetes
+    /// namespace `namespace` (the Worker was deleted: nothing would deliver
+    /// them); answers how many there were. Their storage stays.
+    pub async fn delete_worker_alarms(
+        &self,
+        namespace: &str,
+        worker: &str,
+    ) -> Result<u64, StoreError> {
+        // Classes are stored as `<worker>/<class>` (`ObjectScope::class`).
+        let prefix = format!("{worker}/");
+        let namespace = namespace.to_owned();
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| {
+                    db.delete_class_prefix_alarms(&namespace, &prefix)
+                })
+                .await
+            }
+            Backend::Postgres(db) => db.delete_class_prefix_alarms(namespace, prefix).await,
         }
     }
 
@@ -206,5 +260,82 @@ mod tests {
         let alarm = store.claim_due_alarms(10, 100, 10).await.unwrap().remove(0);
         store.alarm_done(alarm).await.unwrap();
         assert_eq!(store.object_alarm(scope).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_claim_shares_alarms_between_namespaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::sqlite(dir.path());
+        // A backlog of 20 overdue alarms in one namespace, then one due
+        // later in another.
+        for i in 0..20 {
+            let scope = ObjectScope::new("evil", "w/C", format!("{i:02}"));
+            store.set_object_alarm(scope, Some(i)).await.unwrap();
+        }
+        let good = ObjectScope::new("good", "w/C", "a");
+        store
+            .set_object_alarm(good.clone(), Some(50))
+            .await
+            .unwrap();
+        // Soonest first alone would take the backlog only.
+        let share = |skip: &[&str]| AlarmClaim {
+            limit: 5,
+            per_namespace: 3,
+            skip: skip.iter().map(|ns| (*ns).to_owned()).collect(),
+        };
+        let claimed = store
+            .claim_due_alarms(100, 1_000, share(&[]))
+            .await
+            .unwrap();
+        let count = |ns: &str| claimed.iter().filter(|a| a.scope.namespace == ns).count();
+        // Each namespace's soonest alarm first, three of one at most.
+        assert_eq!((count("evil"), count("good")), (3, 1));
+        // A namespace with its share under way is skipped.
+        assert!(
+            store
+                .claim_due_alarms(100, 1_000, share(&["evil"]))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            store
+                .claim_due_alarms(100, 1_000, share(&["good"]))
+                .await
+                .unwrap()
+                .len(),
+            3
+        );
+    }
+
+    #[tokio::test]
+    async fn a_deleted_workers_alarms_leave_and_its_neighbours_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::sqlite(dir.path());
+        let scopes = [
+            ObjectScope::new("ns", "shop/Cart", "1"),
+            ObjectScope::new("ns", "shop/Order", "2"),
+            ObjectScope::new("ns", "shop2/Cart", "1"),
+            ObjectScope::new("other", "shop/Cart", "1"),
+        ];
+        for scope in &scopes {
+            store
+                .set_object_alarm(scope.clone(), Some(5))
+                .await
+                .unwrap();
+        }
+        assert_eq!(store.delete_worker_alarms("ns", "shop").await.unwrap(), 2);
+        let left: Vec<_> = store
+            .claim_due_alarms(10, 100, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|a| a.scope)
+            .collect();
+        assert_eq!(left.len(), 2);
+        assert!(
+            left.contains(&scopes[2]) && left.contains(&scopes[3]),
+            "{left:?}"
+        );
     }
 }

@@ -25,13 +25,15 @@ mod error;
 pub mod kv;
 pub mod lru;
 mod object_store;
+mod observe;
 mod postgres;
 mod sqlite;
 
-pub use alarm::{DueAlarm, MAX_ALARM_RETRIES};
+pub use alarm::{AlarmClaim, DueAlarm, MAX_ALARM_RETRIES};
 pub use durable::{ObjectError, ObjectList, ObjectScope, ObjectWrite};
 pub use error::StoreError;
 pub use kv::{DEFAULT_CACHE_TTL, KvEntry, KvError, KvKey, KvList, KvListOptions, KvScope, KvWrite};
+pub use observe::{StoreData, StoreObserver, StoreOp};
 #[cfg(feature = "cli")]
 pub use postgres::PostgresArgs;
 pub use postgres::{POSTGRES_URL_ENV, PostgresSettings, SCHEMA_VERSION};
@@ -53,6 +55,8 @@ pub struct Store {
     /// Woken when this process sets or deletes an alarm (the alarm loop
     /// sleeps until the next one is due, or this).
     alarms_changed: Arc<tokio::sync::Notify>,
+    /// Told of each operation that went through.
+    observer: observe::Observer,
 }
 
 /// A read: the entry, and whether this node's cache answered it.
@@ -108,6 +112,7 @@ impl Store {
             cache: None,
             quota: None,
             alarms_changed: Arc::default(),
+            observer: observe::Observer::default(),
         }
     }
 
@@ -121,7 +126,15 @@ impl Store {
             cache: None,
             quota: None,
             alarms_changed: Arc::default(),
+            observer: observe::Observer::default(),
         })
+    }
+
+    /// The store, telling `observer` of each operation that goes through.
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<dyn StoreObserver>) -> Self {
+        self.observer = observe::Observer::new(observer);
+        self
     }
 
     /// The store with a quota: a write that grows what a Kubernetes
@@ -162,6 +175,22 @@ impl Store {
         admit: impl FnOnce(usize) -> bool + Send + 'static,
     ) -> Result<KvRead, StoreError> {
         kv::limits::check_key("GET", &key)?;
+        let namespace = scope.namespace.clone();
+        let read = self.kv_get_from(scope, key, cache_ttl, admit).await?;
+        let bytes = read.entry.as_ref().map_or(0, |e| e.value.len());
+        self.observer
+            .tell(&namespace, StoreData::Kv, StoreOp::Read, bytes);
+        Ok(read)
+    }
+
+    /// [`Store::kv_get`] from the cache or the backend.
+    async fn kv_get_from(
+        &self,
+        scope: KvScope,
+        key: String,
+        cache_ttl: Option<std::time::Duration>,
+        admit: impl FnOnce(usize) -> bool + Send + 'static,
+    ) -> Result<KvRead, StoreError> {
         let Some(cache) = &self.cache else {
             let entry = self.read(scope, key, admit).await?;
             return Ok(KvRead {
@@ -207,6 +236,17 @@ impl Store {
     /// Writes `write` under its key (checked against Cloudflare's limits
     /// first: a refused write writes nothing).
     pub async fn kv_put(&self, scope: KvScope, write: KvWrite) -> Result<(), StoreError> {
+        let namespace = scope.namespace.clone();
+        let bytes =
+            write.key.len() + write.value.len() + write.metadata.as_ref().map_or(0, String::len);
+        self.kv_put_to(scope, write).await?;
+        self.observer
+            .tell(&namespace, StoreData::Kv, StoreOp::Write, bytes);
+        Ok(())
+    }
+
+    /// [`Store::kv_put`], its cache kept right.
+    async fn kv_put_to(&self, scope: KvScope, write: KvWrite) -> Result<(), StoreError> {
         let forget = self
             .cache
             .clone()
@@ -230,6 +270,7 @@ impl Store {
     /// Removes `key` (nothing happens when there is none).
     pub async fn kv_delete(&self, scope: KvScope, key: String) -> Result<(), StoreError> {
         kv::limits::check_key("DELETE", &key)?;
+        let (namespace, bytes) = (scope.namespace.clone(), key.len());
         let forget = self.cache.clone().map(|c| (c, scope.clone(), key.clone()));
         if let Some((cache, scope, key)) = &forget {
             cache.forget(scope, key);
@@ -241,6 +282,10 @@ impl Store {
         if let Some((cache, scope, key)) = &forget {
             cache.forget(scope, key);
         }
+        if done.is_ok() {
+            self.observer
+                .tell(&namespace, StoreData::Kv, StoreOp::Write, bytes);
+        }
         done
     }
 
@@ -250,12 +295,17 @@ impl Store {
         scope: KvScope,
         options: KvListOptions,
     ) -> Result<KvList, StoreError> {
-        match &self.backend {
+        let namespace = scope.namespace.clone();
+        let list = match &self.backend {
             Backend::Sqlite(folder) => {
                 blocking(folder, move |db, now| db.list(&scope, &options, now)).await
             }
             Backend::Postgres(db) => db.list(scope, options, now_secs()).await,
-        }
+        }?;
+        let bytes = list.keys.iter().map(|k| k.name.len()).sum();
+        self.observer
+            .tell(&namespace, StoreData::Kv, StoreOp::List, bytes);
+        Ok(list)
     }
 }
 

@@ -3,7 +3,7 @@
 //! store's error type do not import each other).
 
 use crate::durable::{ObjectList, ObjectScope, ObjectWrite, limits};
-use crate::{Backend, Store, StoreError, blocking};
+use crate::{Backend, Store, StoreData, StoreError, StoreOp, blocking};
 
 impl Store {
     /// The values of `keys` (`None` where there is none), in order.
@@ -16,12 +16,17 @@ impl Store {
         for key in &keys {
             limits::check_key(key)?;
         }
-        match &self.backend {
+        let namespace = scope.namespace.clone();
+        let values = match &self.backend {
             Backend::Sqlite(folder) => {
                 blocking(folder, move |db, _| db.object_get(&scope, &keys)).await
             }
             Backend::Postgres(db) => db.object_get(scope, keys).await,
-        }
+        }?;
+        let bytes = values.iter().flatten().map(Vec::len).sum();
+        self.observer
+            .tell(&namespace, StoreData::Object, StoreOp::Read, bytes);
+        Ok(values)
     }
 
     /// Applies `write` atomically (checked first: a refused write writes
@@ -34,12 +39,21 @@ impl Store {
     ) -> Result<(), StoreError> {
         write.check()?;
         let quota = self.quota;
+        let namespace = scope.namespace.clone();
+        let bytes = write
+            .entries
+            .iter()
+            .map(|(key, value)| key.len() + value.as_ref().map_or(0, Vec::len))
+            .sum();
         match &self.backend {
             Backend::Sqlite(folder) => {
                 blocking(folder, move |db, _| db.object_write(&scope, &write, quota)).await
             }
             Backend::Postgres(db) => db.object_write(scope, write, quota).await,
-        }
+        }?;
+        self.observer
+            .tell(&namespace, StoreData::Object, StoreOp::Write, bytes);
+        Ok(())
     }
 
     /// The entries `options` asks for, in key order (descending when
@@ -49,12 +63,17 @@ impl Store {
         scope: ObjectScope,
         options: ObjectList,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        match &self.backend {
+        let namespace = scope.namespace.clone();
+        let entries = match &self.backend {
             Backend::Sqlite(folder) => {
                 blocking(folder, move |db, _| db.object_list(&scope, &options)).await
             }
             Backend::Postgres(db) => db.object_list(scope, options).await,
-        }
+        }?;
+        let bytes = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
+        self.observer
+            .tell(&namespace, StoreData::Object, StoreOp::List, bytes);
+        Ok(entries)
     }
 }
 

@@ -409,3 +409,69 @@ async fn alarm_claims_on_a_real_postgresql_hand_each_alarm_to_one_claimer() {
     one.alarm_done(retried[0].clone()).await.unwrap();
     assert_eq!(one.object_alarm(first.scope).await.unwrap(), None);
 }
+
+/// A look at the store shares alarms between namespaces (a backlog of 30
+/// overdue alarms in one leaves room for another's), and a deleted
+/// Worker's alarms leave the store while another Worker's (of the same
+/// namespace, its name a prefix of the first's; or of another namespace,
+/// with the same name) stay.
+#[tokio::test]
+async fn alarms_are_shared_between_namespaces_and_leave_with_their_worker() {
+    use isolane_storage::{AlarmClaim, ObjectScope};
+    let server = Postgres::start().unwrap();
+    let settings = PostgresSettings::new(server.connection_string());
+    isolane_storage::migrate(&settings).await.unwrap();
+    let store = Store::postgres(&settings).unwrap();
+    for i in 0..30 {
+        let scope = ObjectScope::new("evil", "w/C", format!("{i:02}"));
+        store.set_object_alarm(scope, Some(i)).await.unwrap();
+    }
+    let good = ObjectScope::new("good", "shop/Cart", "a");
+    store
+        .set_object_alarm(good.clone(), Some(500))
+        .await
+        .unwrap();
+    let claim = AlarmClaim {
+        limit: 8,
+        per_namespace: 4,
+        skip: Vec::new(),
+    };
+    let claimed = store.claim_due_alarms(1_000, 60_000, claim).await.unwrap();
+    let count = |ns: &str| claimed.iter().filter(|a| a.scope.namespace == ns).count();
+    assert_eq!((count("evil"), count("good")), (4, 1));
+    let skip = AlarmClaim {
+        limit: 8,
+        per_namespace: 4,
+        skip: vec!["evil".to_owned()],
+    };
+    assert!(
+        store
+            .claim_due_alarms(1_000, 60_000, skip)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    for scope in [
+        ObjectScope::new("good", "shop/Order", "b"),
+        ObjectScope::new("good", "shop-2/Cart", "a"),
+        ObjectScope::new("good", "sho/Cart", "a"),
+        ObjectScope::new("evil", "shop/Cart", "a"),
+    ] {
+        store.set_object_alarm(scope, Some(700)).await.unwrap();
+    }
+    assert_eq!(store.delete_worker_alarms("good", "shop").await.unwrap(), 2);
+    assert_eq!(store.object_alarm(good).await.unwrap(), None);
+    for (ns, class) in [
+        ("good", "shop-2/Cart"),
+        ("good", "sho/Cart"),
+        ("evil", "shop/Cart"),
+    ] {
+        let scope = ObjectScope::new(ns, class, "a");
+        assert_eq!(
+            store.object_alarm(scope).await.unwrap(),
+            Some(700),
+            "{ns} {class}"
+        );
+    }
+}

@@ -67,9 +67,11 @@ fn alarm_bundle(id: &str, script: &str) -> Arc<WorkerBundle> {
 
 /// `/set?name=N&in=MS` sets object N's alarm MS from now (negative: in the
 /// past), `/fail?name=N&times=K` makes its next K alarms throw,
-/// `/get?name=N` answers `{alarm, fired, seen}` (`seen`: each delivery's
-/// `retryCount:isRetry`), `/delete` deletes the alarm, `/plain` sets an
-/// alarm on a class with no handler.
+/// `/get?name=N` answers `{alarm, fired, seen, inside}` (`seen`: each
+/// delivery's `retryCount:isRetry`; `inside`: what `getAlarm()` answered in
+/// each `alarm()`, and after re-arming there), `/rearm?name=N&in=MS` makes
+/// its next `alarm()` set the alarm again MS from then, `/delete` deletes
+/// the alarm, `/plain` sets an alarm on a class with no handler.
 const PINGER: &str = r#"
 import { DurableObject } from 'cloudflare:workers';
 export class Pinger extends DurableObject {
@@ -78,6 +80,15 @@ export class Pinger extends DurableObject {
     const seen = (await s.get('seen')) ?? [];
     seen.push(`${info.retryCount}:${info.isRetry}`);
     await s.put('seen', seen);
+    const inside = (await s.get('inside')) ?? [];
+    inside.push(await s.getAlarm());
+    const rearm = await s.get('rearm');
+    if (rearm !== undefined) {
+      await s.delete('rearm');
+      await s.setAlarm(Date.now() + rearm);
+      inside.push(typeof (await s.getAlarm()));
+    }
+    await s.put('inside', inside);
     const fail = (await s.get('fail')) ?? 0;
     if (fail > 0) { await s.put('fail', fail - 1); throw new Error('not yet'); }
     await s.put('fired', ((await s.get('fired')) ?? 0) + 1);
@@ -88,7 +99,8 @@ export class Pinger extends DurableObject {
     if (url.pathname === '/set') await s.setAlarm(Date.now() + Number(url.searchParams.get('in')));
     if (url.pathname === '/fail') await s.put('fail', Number(url.searchParams.get('times')));
     if (url.pathname === '/delete') await s.deleteAlarm();
-    return Response.json({ alarm: await s.getAlarm(), fired: (await s.get('fired')) ?? 0, seen: (await s.get('seen')) ?? [] });
+    if (url.pathname === '/rearm') await s.put('rearm', Number(url.searchParams.get('in')));
+    return Response.json({ alarm: await s.getAlarm(), fired: (await s.get('fired')) ?? 0, seen: (await s.get('seen')) ?? [], inside: (await s.get('inside')) ?? [] });
   }
 }
 export class Plain extends DurableObject {
@@ -117,8 +129,6 @@ async fn state(
 }
 
 /// Waits (up to 20 s) until object `name`'s state satisfies `done`.
-/// (A delivery's writes show in the object before the delivery is
-/// settled in the store: `getAlarm()` answers the firing time until then.)
 async fn until(
     engine: &isolane_engine::Engine,
     worker: &Arc<WorkerBundle>,
@@ -162,6 +172,17 @@ async fn alarms_fire_once_retry_with_their_count_and_outlive_the_engine() {
         })
         .await;
         assert_eq!(a["seen"], serde_json::json!(["0:false"]));
+        // Inside alarm(), the firing alarm looks deleted (workerd: null).
+        assert_eq!(a["inside"], serde_json::json!([null]));
+        // Re-armed by its handler: getAlarm() there answers the new time,
+        // and the new alarm fires in turn.
+        run(&engine, 0, &worker, "/rearm?name=f&in=50").await;
+        run(&engine, 0, &worker, "/set?name=f&in=-1000").await;
+        let f = until(&engine, &worker, "f", |s| {
+            s["fired"] == 2 && s["alarm"].is_null()
+        })
+        .await;
+        assert_eq!(f["inside"], serde_json::json!([null, "number", null]));
         // Throws twice, then succeeds: retried with its count.
         run(&engine, 0, &worker, "/fail?name=b&times=2").await;
         run(&engine, 0, &worker, "/set?name=b&in=0").await;
@@ -174,10 +195,18 @@ async fn alarms_fire_once_retry_with_their_count_and_outlive_the_engine() {
             serde_json::json!(["0:false", "1:true", "2:true"])
         );
         assert_eq!(b["alarm"], serde_json::Value::Null);
+        // A failed delivery leaves the alarm for its retry: each of the
+        // three saw it as deleted while it ran.
+        assert_eq!(b["inside"], serde_json::json!([null, null, null]));
         // Throws every time: dropped after six retries.
         run(&engine, 0, &worker, "/fail?name=c&times=100").await;
         run(&engine, 0, &worker, "/set?name=c&in=0").await;
-        let c = until(&engine, &worker, "c", |s| s["alarm"].is_null()).await;
+        // (While a delivery runs, the alarm looks deleted: wait for the
+        // seventh delivery's end too.)
+        let c = until(&engine, &worker, "c", |s| {
+            s["alarm"].is_null() && s["seen"].as_array().is_some_and(|seen| seen.len() >= 7)
+        })
+        .await;
         assert_eq!(c["seen"].as_array().unwrap().len(), 7, "{c}");
         assert_eq!(c["fired"], 0);
         // `a` fired once and no more (b's and c's nine deliveries came after).
@@ -279,4 +308,73 @@ async fn a_worker_hammering_alarms_leaves_its_neighbour_answering() {
     }
     // After.
     neighbour_ok(&engine, &neighbour).await;
+}
+
+/// Two hundred objects whose alarms are all overdue and each burn CPU;
+/// `/start` arms them, `/count` answers how many alarms ran in this
+/// isolate.
+const FLOOD: &str = r#"
+import { DurableObject } from 'cloudflare:workers';
+let fired = 0;
+export class Pinger extends DurableObject {
+  async alarm() {
+    let x = 0;
+    for (let i = 0; i < 1e7; i++) x += i % 7;
+    if (x >= 0) fired += 1;
+  }
+  async fetch() {
+    await this.ctx.storage.setAlarm(0);
+    return new Response('armed');
+  }
+}
+export class Plain extends DurableObject {}
+export default {
+  async fetch(request, env) {
+    if (new URL(request.url).pathname === '/count') return new Response(String(fired));
+    await Promise.all([...Array(200).keys()].map((i) => env.PINGER.getByName(`f${i}`).fetch('http://x/')));
+    return new Response('ok');
+  }
+};
+"#;
+
+#[tokio::test]
+async fn a_namespaces_alarm_backlog_leaves_anothers_alarm_on_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(dir.path()).unwrap();
+    let engine = alarm_engine(store.clone());
+    let flood = alarm_bundle("evil/flood", FLOOD);
+    let benign = alarm_bundle("good/pinger", PINGER);
+    // Before: 200 overdue alarms, then the neighbour's, due after them.
+    assert_eq!(state(&engine, &benign, "a").await["fired"], 0);
+    assert_eq!(
+        run(&engine, 0, &flood, "/start").await,
+        (200, "ok".to_owned())
+    );
+    run(&engine, 0, &benign, "/set?name=a&in=-1000").await;
+    let _loop = runner(&engine, &store, &[&flood, &benign]);
+    // During: the neighbour's alarm is claimed at the first look, beside
+    // the flood's share, rather than after the flood's whole backlog
+    // (soonest first alone would run at least 136 of them before it).
+    let a = until(&engine, &benign, "a", |s| s["fired"] == 1).await;
+    assert_eq!(a["seen"], serde_json::json!(["0:false"]));
+    let (_, ran) = run(&engine, 0, &flood, "/count").await;
+    let ran: u32 = ran.parse().unwrap();
+    assert!(
+        ran < 100,
+        "the flood ran {ran} of 200 alarms before its neighbour's one"
+    );
+    // After: the flood's alarms all run in their turn.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, ran) = run(&engine, 0, &flood, "/count").await;
+        state(&engine, &benign, "a").await;
+        if ran == "200" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {ran} of the flood's 200 alarms ran"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

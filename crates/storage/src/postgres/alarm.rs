@@ -1,11 +1,12 @@
-//! Durable Object alarms in PostgreSQL: the SQLite backend's queries
-//! (`do_alarm`, migrations 3 and 4; see `crate::alarm`). A claim locks
-//! the rows it takes and skips rows another claim has locked, so two
+//! Durable Object alarms in PostgreSQL (`do_alarm`, migrations 3 to 5;
+//! see `crate::alarm`): the SQLite backend's queries, with claims found
+//! through indexes so that one namespace's backlog does not slow a look.
+//! A claim checks the claim condition again on each row it takes, so two
 //! processes claiming at once never take the same alarm.
 
 use super::Postgres;
 use crate::StoreError;
-use crate::alarm::{DueAlarm, MAX_ALARM_RETRIES};
+use crate::alarm::{AlarmClaim, DueAlarm, MAX_ALARM_RETRIES};
 use crate::durable::ObjectScope;
 
 const MAX_RETRIES: i32 = MAX_ALARM_RETRIES as i32;
@@ -53,13 +54,16 @@ impl Postgres {
 
     pub(crate) async fn next_alarm_at(&self) -> Result<Option<i64>, StoreError> {
         self.run(|client| async move {
+            // ORDER BY … LIMIT 1, not min(…): only this form reads the
+            // first entry of `do_alarm_next` rather than every row.
             let row = client
-                .query_one(
-                    "SELECT MIN(GREATEST(at, COALESCE(claimed_until, at))) FROM do_alarm",
+                .query_opt(
+                    "SELECT GREATEST(at, COALESCE(claimed_until, at)) AS ready FROM do_alarm
+                     ORDER BY ready LIMIT 1",
                     &[],
                 )
                 .await?;
-            Ok(row.try_get::<_, Option<i64>>(0)?)
+            Ok(row.map(|row| row.try_get::<_, i64>(0)).transpose()?)
         })
         .await
     }
@@ -68,19 +72,44 @@ impl Postgres {
         &self,
         now: i64,
         until: i64,
-        limit: u32,
+        claim: AlarmClaim,
     ) -> Result<Vec<DueAlarm>, StoreError> {
-        let limit = i64::from(limit);
+        let limit = i64::from(claim.limit);
+        let per_namespace = i64::from(claim.per_namespace);
         self.run(move |client| async move {
+            // Each namespace with alarms (a skip scan of `do_alarm_ready`),
+            // then up to its share of its claimable alarms, soonest first
+            // (a range of the same index), whatever its backlog. The rows
+            // are not locked as they are picked (FOR UPDATE cannot go with
+            // a window function): two claimers may pick the same rows, and
+            // the claim condition, checked again on the row the other
+            // claimer updated, keeps the second from taking it.
             let rows = client
                 .query(
-                    "UPDATE do_alarm SET claimed_until = $2
+                    "WITH RECURSIVE spaces(ns) AS (
+                         SELECT min(namespace) FROM do_alarm
+                         UNION ALL
+                         SELECT (SELECT min(namespace) FROM do_alarm WHERE namespace > ns)
+                         FROM spaces WHERE ns IS NOT NULL)
+                     UPDATE do_alarm SET claimed_until = $2
                      WHERE (namespace, class, object) IN (
-                         SELECT namespace, class, object FROM do_alarm
-                         WHERE at <= $1 AND (claimed_until IS NULL OR claimed_until <= $1)
-                         ORDER BY at LIMIT $3 FOR UPDATE SKIP LOCKED)
+                         SELECT due.namespace, due.class, due.object FROM spaces
+                         CROSS JOIN LATERAL (
+                             SELECT namespace, class, object, ready,
+                                 ROW_NUMBER() OVER (ORDER BY ready) AS turn
+                             FROM (
+                                 SELECT namespace, class, object,
+                                     GREATEST(at, COALESCE(claimed_until, at)) AS ready
+                                 FROM do_alarm
+                                 WHERE namespace = spaces.ns
+                                 AND GREATEST(at, COALESCE(claimed_until, at)) <= $1
+                                 ORDER BY ready LIMIT $4) mine
+                         ) due
+                         WHERE spaces.ns IS NOT NULL AND NOT (spaces.ns = ANY($5))
+                         ORDER BY due.turn, due.ready LIMIT $3)
+                     AND GREATEST(at, COALESCE(claimed_until, at)) <= $1
                      RETURNING namespace, class, object, at, retries",
-                    &[&now, &until, &limit],
+                    &[&now, &until, &limit, &per_namespace, &claim.skip],
                 )
                 .await?;
             rows.iter()
@@ -97,6 +126,23 @@ impl Postgres {
                     })
                 })
                 .collect()
+        })
+        .await
+    }
+
+    pub(crate) async fn delete_class_prefix_alarms(
+        &self,
+        namespace: String,
+        prefix: String,
+    ) -> Result<u64, StoreError> {
+        self.run(move |client| async move {
+            Ok(client
+                .execute(
+                    "DELETE FROM do_alarm WHERE namespace = $1
+                     AND left(class, char_length($2)) = $2",
+                    &[&namespace, &prefix],
+                )
+                .await?)
         })
         .await
     }

