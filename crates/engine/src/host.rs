@@ -35,6 +35,7 @@ mod kv;
 mod memory;
 mod message_channel;
 mod node;
+mod object_forward;
 pub(crate) mod rejection;
 mod respond;
 mod runtime;

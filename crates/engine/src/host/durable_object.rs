@@ -37,6 +37,8 @@ pub(super) fn unit() -> Unit {
         .function("objectGetAlarm", object_get_alarm)
         .function("objectSetAlarm", object_set_alarm)
         .function("objectNextTurn", object_next_turn)
+        .function("objectIsHome", super::object_forward::object_is_home)
+        .function("objectCall", super::object_forward::object_call)
 }
 
 /// What a storage op settles with.

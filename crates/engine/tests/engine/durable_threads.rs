@@ -1,0 +1,150 @@
+//! One instance of each Durable Object per process: a Worker served by
+//! three engine threads at once (requests handed to each, as fairness moves
+//! do) reaches one live instance of each object, on its home thread; calls
+//! from the other threads are forwarded there (`stub.fetch` with its
+//! status, headers and body; RPC with structured-cloned arguments and
+//! results, and thrown errors with their name and message).
+
+use std::sync::Arc;
+
+use isolane_engine::{EngineConfig, PoolMode, WorkerBundle};
+use isolane_storage::Store;
+
+use crate::support::*;
+
+const THREADS: usize = 3;
+
+fn engine(store: Store) -> isolane_engine::Engine {
+    engine_with(EngineConfig {
+        threads: THREADS,
+        pin_threads: false,
+        pool_mode: PoolMode::Pinned,
+        spare_isolates: 1,
+        store: Some(store),
+        ..EngineConfig::default()
+    })
+    .0
+}
+
+fn counter(id: &str) -> Arc<WorkerBundle> {
+    let mut bundle = bundle_with(id, COUNTER, Default::default(), &[]);
+    bundle
+        .durable_objects
+        .insert("COUNTER".to_owned(), "Counter".to_owned());
+    Arc::new(bundle)
+}
+
+/// `/inc?name=N` increments object N through `stub.fetch` (a get-then-put);
+/// `/stats` reads its count and how many instances were ever made (each
+/// constructor counts itself in storage) through RPC; `/fail` and
+/// `/missing` throw through RPC.
+const COUNTER: &str = r#"
+import { DurableObject } from 'cloudflare:workers';
+export class Counter extends DurableObject {
+  constructor(state, env) {
+    super(state, env);
+    state.blockConcurrencyWhile(async () => {
+      this.started = ((await state.storage.get('started')) ?? 0) + 1;
+      await state.storage.put('started', this.started);
+    });
+  }
+  async fetch(request) {
+    const n = ((await this.ctx.storage.get('n')) ?? 0) + 1;
+    await this.ctx.storage.put('n', n);
+    const seen = `${request.method} ${request.url} ${await request.text()}`;
+    return new Response(String(n), { status: 201, headers: { 'x-n': String(n), 'x-seen': seen } });
+  }
+  async stats(arg) {
+    return { n: (await this.ctx.storage.get('n')) ?? 0, started: this.started, arg: [...arg.m] };
+  }
+  async fail(kind) {
+    if (kind === 'range') throw new RangeError('too far');
+    const e = new Error('custom');
+    e.name = 'MyError';
+    throw e;
+  }
+}
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    const stub = env.COUNTER.getByName(url.searchParams.get('name') ?? 'a');
+    if (url.pathname === '/inc') {
+      const r = await stub.fetch('http://object/inc?x=1', { method: 'POST', body: 'sent' });
+      return new Response(`${r.status} ${r.headers.get('x-n')} ${r.headers.get('x-seen')} ${await r.text()}`);
+    }
+    if (url.pathname === '/stats') return Response.json(await stub.stats({ m: new Map([[1, 'one']]) }));
+    try {
+      if (url.pathname === '/fail') await stub.fail(url.searchParams.get('kind'));
+      else await stub.nope();
+      return new Response('no throw');
+    } catch (e) {
+      return new Response(`${e instanceof RangeError} ${e.name}: ${e.message}`);
+    }
+  }
+};
+"#;
+
+#[tokio::test]
+async fn a_worker_on_three_threads_reaches_one_instance_of_each_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = counter("shop/threads");
+    let engine = engine(Store::open_sqlite(dir.path()).unwrap());
+    // 200 concurrent increments of two objects, spread over every thread.
+    let requests: Vec<_> = (0..200)
+        .map(|i| {
+            let engine = engine.clone();
+            let worker = worker.clone();
+            let name = if i % 2 == 0 { "a" } else { "b" };
+            let thread = (i / 2) % THREADS;
+            tokio::spawn(async move {
+                run(&engine, thread, &worker, &format!("/inc?name={name}")).await
+            })
+        })
+        .collect();
+    let mut counts = Vec::new();
+    for request in requests {
+        let (status, body) = request.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        let fields: Vec<&str> = body.split(' ').collect();
+        // The object's own answer: status, headers, body, and the request
+        // it read (method, URL, body).
+        assert_eq!(fields[0], "201", "{body}");
+        assert_eq!(fields[1], fields[5], "{body}");
+        assert_eq!(
+            &fields[2..5],
+            ["POST", "http://object/inc?x=1", "sent"],
+            "{body}"
+        );
+        counts.push(fields[1].parse::<u32>().unwrap());
+    }
+    counts.sort_unstable();
+    // Each object answered 1..=100 once: one instance, its gate whole.
+    let expected: Vec<u32> = (1..=100).flat_map(|n| [n, n]).collect();
+    assert_eq!(counts, expected);
+    for thread in 0..THREADS {
+        for name in ["a", "b"] {
+            // One instance of the object was ever made, whichever thread asks.
+            assert_eq!(
+                run(&engine, thread, &worker, &format!("/stats?name={name}")).await,
+                (200, r#"{"n":100,"started":1,"arg":[[1,"one"]]}"#.to_owned()),
+                "thread {thread}, object {name}"
+            );
+        }
+        assert_eq!(
+            run(&engine, thread, &worker, "/fail?kind=range").await,
+            (200, "true RangeError: too far".to_owned())
+        );
+        assert_eq!(
+            run(&engine, thread, &worker, "/fail").await,
+            (200, "false MyError: custom".to_owned())
+        );
+        assert_eq!(
+            run(&engine, thread, &worker, "/missing").await,
+            (
+                200,
+                r#"false TypeError: The RPC receiver does not implement the method "nope"."#
+                    .to_owned()
+            )
+        );
+    }
+}
