@@ -175,7 +175,9 @@ class DurableObjectStorage {
       this.#pending = new Map();
       this.#pendingDeleteAll = false;
       if (entries.length === 0 && !deleteAll) return undefined;
-      return host.objectWrite(o.className, o.id, entries, deleteAll);
+      // Fenced by the instance's owner epoch: refused once another
+      // instance has taken the object.
+      return o.epoch.then((epoch) => host.objectWrite(o.className, o.id, entries, deleteAll, epoch));
     }).then(undefined, (e) => {
       // A failed write breaks the object: its cache no longer matches the
       // store, so the next event gets a new instance that reads again.
@@ -433,6 +435,11 @@ class LiveObject {
     this.idObject = id;
     this.key = `${this.className}:${this.id}`;
     this.gate = new InputGate();
+    // The owner epoch this instance takes, which its writes carry: an
+    // instance made elsewhere later takes a higher one, and this one's
+    // writes are refused from then on (it breaks and is dropped).
+    this.epoch = host.objectTake(this.className, this.id);
+    this.epoch.then(undefined, () => {});
     this.storage = new DurableObjectStorage(kCreate, this);
     this.state = new DurableObjectState(kCreate, this);
     const Class = namespace.classValue();

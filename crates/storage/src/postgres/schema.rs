@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::StoreError;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Each migration: its version and its SQL.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -109,6 +109,20 @@ const MIGRATIONS: &[(i32, &str)] = &[
         "ALTER TABLE do_alarm ADD COLUMN claimed_until BIGINT,
         ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX do_alarm_due ON do_alarm (at);",
+    ),
+    (
+        5,
+        // Each Durable Object's owner epoch: an instance takes the object
+        // (the epoch goes up) and every write it makes checks the epoch is
+        // still its own, so a stale instance cannot write.
+        "CREATE TABLE do_owner (
+        namespace TEXT NOT NULL,
+        class TEXT NOT NULL,
+        object TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        epoch BIGINT NOT NULL,
+        PRIMARY KEY (namespace, class, object)
+    );",
     ),
 ];
 
