@@ -120,6 +120,9 @@ class DurableObjectStorage {
     const o = this.#object;
     o.gate.lock();
     try {
+      // Read only once this instance owns the object: a write of an
+      // earlier owner is then either in the store or refused.
+      await o.epoch;
       const values = await host.objectGet(o.className, o.id, keys);
       keys.forEach((key, i) => {
         if (!this.#cache.has(key)) this.#cache.set(key, values[i]);
@@ -249,7 +252,9 @@ class DurableObjectStorage {
     const object = this.#object;
     object.gate.lock();
     try {
-      // Writes made so far go first, so the store answers for them too.
+      // Writes made so far go first, so the store answers for them too
+      // (and the instance owns the object before it reads).
+      await object.epoch;
       await this.sync();
       const rows = await host.objectList(object.className, object.id, text(o.start), text(o.end),
         text(o.prefix), o.limit, Boolean(o.reverse));
@@ -438,7 +443,11 @@ class LiveObject {
     // The owner epoch this instance takes, which its writes carry: an
     // instance made elsewhere later takes a higher one, and this one's
     // writes are refused from then on (it breaks and is dropped).
-    this.epoch = host.objectTake(this.className, this.id);
+    // It is taken before the instance reads or writes anything.
+    this.epoch = host.objectTake(this.className, this.id).then(undefined, (e) => {
+      this.broken(e);
+      throw e;
+    });
     this.epoch.then(undefined, () => {});
     this.storage = new DurableObjectStorage(kCreate, this);
     this.state = new DurableObjectState(kCreate, this);

@@ -211,3 +211,83 @@ export default {
     };
     assert_eq!(last, (200, (acknowledged.len() + 1).to_string()));
 }
+
+/// A forwarded call runs under the called Worker's limits on the home
+/// thread: a Worker whose object spins forever, called from every thread,
+/// ends at its CPU limit (the caller on another thread gets an Error, not a
+/// hang), while a benign Worker of another namespace keeps counting on
+/// every thread before, during and after.
+#[tokio::test]
+async fn a_spinning_object_called_from_another_thread_is_held_to_its_cpu_limit() {
+    const SPINNER: &str = r#"
+export class Counter {
+  async fetch() { for (;;) {} }
+}
+export default {
+  async fetch(request, env) {
+    try {
+      await env.COUNTER.getByName('spin').fetch('http://object/');
+      return new Response('returned');
+    } catch (e) {
+      return new Response(`threw ${e.message}`);
+    }
+  }
+};
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(Store::open_sqlite(dir.path()).unwrap());
+    let benign = counter("shop/benign");
+    let limits = isolane_engine::Limits {
+        cpu_ms: 100,
+        wall_ms: 2_000,
+        ..Default::default()
+    };
+    let mut spinner = bundle_with("greedy/spinner", SPINNER, limits, &[]);
+    spinner
+        .durable_objects
+        .insert("COUNTER".to_owned(), "Counter".to_owned());
+    let spinner = Arc::new(spinner);
+    let mut expected = 0;
+    let count_on_every_thread = async |expected: &mut u32| {
+        for thread in 0..THREADS {
+            *expected += 1;
+            let (status, body) = run(&engine, thread, &benign, "/inc?name=n").await;
+            assert_eq!(status, 200, "{body}");
+            assert_eq!(body.split(' ').nth(1), Some(expected.to_string().as_str()));
+        }
+    };
+    count_on_every_thread(&mut expected).await;
+    let spins: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let (engine, spinner) = (engine.clone(), spinner.clone());
+            tokio::spawn(async move {
+                match engine.execute(thread, spinner, get("/")).await {
+                    Ok(response) => Ok(text(Ok(response)).await),
+                    Err(error) => Err(error.to_string()),
+                }
+            })
+        })
+        .collect();
+    count_on_every_thread(&mut expected).await;
+    let mut forwarded_errors = 0;
+    for spin in spins {
+        match spin.await.unwrap() {
+            // The caller whose request ran the call (on the home thread)
+            // ended at its limit; the others got the call's Error back.
+            Err(error) => assert!(error.contains("limit"), "{error}"),
+            Ok((status, body)) => {
+                assert_eq!(status, 200, "{body}");
+                assert!(
+                    body.starts_with("threw Durable Object call failed"),
+                    "{body}"
+                );
+                forwarded_errors += 1;
+            }
+        }
+    }
+    assert!(
+        forwarded_errors > 0,
+        "a caller on another thread got an Error back"
+    );
+    count_on_every_thread(&mut expected).await;
+}
