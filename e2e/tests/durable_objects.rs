@@ -154,7 +154,7 @@ async fn an_objects_alarm_fires_once_and_fires_after_its_node_dies_with_its_stat
         })
         .collect();
     let mut acknowledged = Vec::new();
-    let mut failed = 0;
+    let mut failed = std::collections::BTreeMap::<u16, u32>::new();
     let mut nodes = std::collections::BTreeSet::new();
     for reply in burst {
         match reply.await.unwrap() {
@@ -162,7 +162,8 @@ async fn an_objects_alarm_fires_once_and_fires_after_its_node_dies_with_its_stat
                 nodes.extend(reply.node.clone());
                 acknowledged.push(reply.body.parse::<u64>().unwrap());
             }
-            _ => failed += 1,
+            Ok(reply) => *failed.entry(reply.status).or_default() += 1,
+            Err(_) => *failed.entry(0).or_default() += 1,
         }
     }
     acknowledged.sort_unstable();
@@ -172,7 +173,7 @@ async fn an_objects_alarm_fires_once_and_fires_after_its_node_dies_with_its_stat
         d.len()
     };
     eprintln!(
-        "200 concurrent increments: {} acknowledged ({distinct} distinct), {failed} failed, served by {nodes:?}",
+        "200 concurrent increments: {} acknowledged ({distinct} distinct), failed by status {failed:?}, served by {nodes:?}",
         acknowledged.len()
     );
     assert_eq!(
