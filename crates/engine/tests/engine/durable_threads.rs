@@ -72,6 +72,7 @@ export default {
       const r = await stub.fetch('http://object/inc?x=1', { method: 'POST', body: 'sent' });
       return new Response(`${r.status} ${r.headers.get('x-n')} ${r.headers.get('x-seen')} ${await r.text()}`);
     }
+    if (url.pathname === '/id') return new Response(stub.id.toString());
     if (url.pathname === '/stats') return Response.json(await stub.stats({ m: new Map([[1, 'one']]) }));
     try {
       if (url.pathname === '/fail') await stub.fail(url.searchParams.get('kind'));
@@ -121,6 +122,23 @@ async fn a_worker_on_three_threads_reaches_one_instance_of_each_object() {
     // Each object answered 1..=100 once: one instance, its gate whole.
     let expected: Vec<u32> = (1..=100).flat_map(|n| [n, n]).collect();
     assert_eq!(counts, expected);
+    // What a call costs from each thread (printed, not asserted): one
+    // of them is the object's home, the others forward.
+    let (_, id) = run(&engine, 0, &worker, "/id?name=a").await;
+    let home = isolane_engine::home_thread(&worker.id, "Counter", &id, THREADS);
+    for round in 0..2 {
+        for thread in 0..THREADS {
+            let start = std::time::Instant::now();
+            for _ in 0..100 {
+                run(&engine, thread, &worker, "/stats?name=a").await;
+            }
+            let mean = start.elapsed().as_micros() / 100;
+            let at = if thread == home { "home" } else { "forwarded" };
+            eprintln!(
+                "round {round}, thread {thread} ({at}): {mean} µs a request making one RPC call"
+            );
+        }
+    }
     for thread in 0..THREADS {
         for name in ["a", "b"] {
             // One instance of the object was ever made, whichever thread asks.
