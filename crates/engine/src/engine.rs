@@ -228,17 +228,8 @@ impl Engine {
         // home thread, whatever thread its Worker serves from
         // (`object_call.rs`).
         if let Some(home) = crate::object_call::home_of(&bundle, &request, threads) {
-            let shared = &self.inner.shared;
-            let result = crate::object_call::run_on(shared, home, bundle, request).await;
-            if let Err(error @ ExecuteError::Overloaded { .. }) = &result {
-                self.inner.observer.request_finished(
-                    home,
-                    error.outcome(),
-                    Duration::ZERO,
-                    Duration::ZERO,
-                );
-            }
-            return result;
+            let (shared, observer) = (&self.inner.shared, &*self.inner.observer);
+            return crate::object_call::run_on(shared, observer, home, bundle, request).await;
         }
         // Another namespace keeps this thread busy: run elsewhere instead
         // (see `fairness.rs`).

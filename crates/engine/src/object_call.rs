@@ -9,12 +9,14 @@
 //! as the request's response.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::job::Job;
+use crate::observer::EngineObserver;
 use crate::outcome::ExecuteError;
 use crate::thread_ctx::EngineShared;
 
@@ -65,9 +67,11 @@ pub(crate) fn home_of(
 
 /// Runs `request` on engine thread `thread` as it is: not moved to a
 /// thread clear of a busy namespace (`fairness.rs`), nor to the thread
-/// holding the Worker in shared mode. `Overloaded` when its queue is full.
+/// holding the Worker in shared mode. `Overloaded` when its queue is full
+/// (told to `observer`, as `Engine::execute` does).
 pub(crate) async fn run_on(
     shared: &EngineShared,
+    observer: &dyn EngineObserver,
     thread: usize,
     bundle: Arc<WorkerBundle>,
     request: http::Request<Body>,
@@ -84,12 +88,14 @@ pub(crate) async fn run_on(
         forwarded: true,
     };
     if let Err(error) = sender.try_send(job) {
-        return Err(match error {
+        let error = match error {
             mpsc::error::TrySendError::Full(_) => ExecuteError::Overloaded { thread },
             mpsc::error::TrySendError::Closed(_) => ExecuteError::Canceled {
                 reason: "the engine is shut down",
             },
-        });
+        };
+        observer.request_finished(thread, error.outcome(), Duration::ZERO, Duration::ZERO);
+        return Err(error);
     }
     response.await.unwrap_or(Err(ExecuteError::Canceled {
         reason: "the engine dropped the request",

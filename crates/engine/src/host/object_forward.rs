@@ -101,9 +101,9 @@ pub(super) fn object_call<'s>(
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(ctx, resolver);
     let me = host.me.clone();
-    let shared = host.thread.shared.clone();
+    let (shared, observer) = (host.thread.shared.clone(), host.thread.observer.clone());
     let task = tokio::task::spawn_local(async move {
-        let answer = run_on(&shared, home, worker, request).await;
+        let answer = run_on(&shared, &*observer, home, worker, request).await;
         let Some(isolate) = me.upgrade() else {
             return;
         };
