@@ -14,9 +14,12 @@
 //! 2. an alarm set over HTTP fires once (its write is visible, and it does
 //!    not fire again while another object's alarm fires after it);
 //! 3. an alarm is set for later and the node serving the Worker is killed
-//!    (SIGKILL): the other node serves the object with its count intact,
-//!    and delivers the alarm (the Worker's first node on the ring of the
-//!    live nodes delivers its alarms).
+//!    (SIGKILL) while four clients keep incrementing another object: the
+//!    other node serves the object with its count intact, and delivers the
+//!    alarm (the Worker's first node on the ring of the live nodes delivers
+//!    its alarms); the acknowledged increments are distinct, none is lost,
+//!    and the store holds at most the failed ones more (an increment whose
+//!    answer the kill lost may have landed).
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -202,9 +205,39 @@ async fn an_objects_alarm_fires_once_and_fires_after_its_node_dies_with_its_stat
     rang(&ingress, "other", 1).await;
     assert_eq!(state(&ingress, "home").await["rang"], 1);
 
-    // 3. An alarm for later; its node dies before it is due.
+    // 3. An alarm for later; its node dies before it is due, while four
+    // clients keep incrementing another object.
     let reply = get(&ingress, "/alarm?in=5000").await;
     let node = reply.node.clone().expect("the router names the node");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let (ingress, stop) = (ingress.clone(), stop.clone());
+            tokio::spawn(async move {
+                // (answer, node, when) of each acknowledged increment, and
+                // how many failed (their outcome is unknown to the client).
+                let (mut acked, mut failed) = (Vec::new(), 0u64);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    match ingress.get(HOST, "/inc?name=survivor").await {
+                        Ok(reply) if reply.status == 200 => acked.push((
+                            reply.body.parse::<u64>().unwrap(),
+                            reply.node,
+                            std::time::Instant::now(),
+                        )),
+                        _ => failed += 1,
+                    }
+                }
+                (acked, failed)
+            })
+        })
+        .collect();
+    wait_until("increments under way", SETTLE, || async {
+        let reply = ingress.get(HOST, "/state?name=survivor").await.ok()?;
+        let state: serde_json::Value = serde_json::from_str(&reply.body).ok()?;
+        (state["n"].as_u64()? >= 20).then_some(())
+    })
+    .await;
+    let killed = std::time::Instant::now();
     cluster.node_mut(&node).process.kill();
     let moved = wait_until("the object served by the other node", SETTLE, || {
         let (ingress, node) = (&ingress, &node);
@@ -216,6 +249,55 @@ async fn an_objects_alarm_fires_once_and_fires_after_its_node_dies_with_its_stat
     .await;
     let after: serde_json::Value = serde_json::from_str(&moved.body).unwrap();
     assert_eq!(after["n"], 50, "{after}");
+    // The clients go on until 30 increments are acknowledged after the kill.
+    wait_until("30 increments after the kill", SETTLE, || async {
+        let reply = ingress.get(HOST, "/state?name=survivor").await.ok()?;
+        let state: serde_json::Value = serde_json::from_str(&reply.body).ok()?;
+        (reply.node.as_deref() != Some(node.as_str())).then_some(())?;
+        (state["n"].as_u64()? >= 50).then_some(())
+    })
+    .await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (mut acked, mut failed) = (Vec::new(), 0);
+    for client in clients {
+        let (a, f) = client.await.unwrap();
+        acked.extend(a);
+        failed += f;
+    }
+    let back = acked
+        .iter()
+        .filter(|(_, served, at)| *at > killed && served.as_deref() != Some(node.as_str()))
+        .map(|(_, _, at)| at.duration_since(killed))
+        .min()
+        .expect("an increment acknowledged by the other node");
+    let mut counts: Vec<u64> = acked.iter().map(|(n, _, _)| *n).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    assert_eq!(
+        counts.len(),
+        acked.len(),
+        "an increment was doubled: {counts:?}"
+    );
+    let next: u64 = wait_until("one more increment acknowledged", SETTLE, || async {
+        let reply = ingress.get(HOST, "/inc?name=survivor").await.ok()?;
+        (reply.status == 200).then(|| reply.body.parse().unwrap())
+    })
+    .await;
+    let total = next - 1;
+    eprintln!(
+        "a node killed mid-increments: {} acknowledged, {failed} failed, the store counts {total}; the other node acknowledged one {back:?} after the kill",
+        acked.len()
+    );
+    // None acknowledged is lost; an increment that failed at the kill may
+    // have landed before its answer was lost, none other.
+    assert!(
+        total >= acked.len() as u64,
+        "an acknowledged increment was lost"
+    );
+    assert!(
+        total <= acked.len() as u64 + failed,
+        "more increments than were made"
+    );
     let fired = rang(&ingress, "home", 2).await;
     assert_eq!(fired["n"], 50, "{fired}");
 }
