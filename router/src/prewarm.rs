@@ -111,6 +111,7 @@ mod tests {
             },
             split: Split::single(revision),
             triggers: None,
+            pinned: false,
         }
     }
 

@@ -1,8 +1,8 @@
 //! Durable Object alarms on a node (and in `isolane dev`): the engine's
 //! `AlarmRunner` over the engine's store, for the Workers the node holds.
-//! Each alarm runs on the thread the router sends its Worker's requests to
-//! (`isolane_placement::thread_for`), so it reaches the isolate, and the
-//! object instance, its requests reach.
+//! The engine runs each alarm on its object's home thread (whatever thread
+//! is named here), where the object's one instance in the process lives
+//! and its calls from every thread go (`isolane_engine::home_thread`).
 //!
 //! Every node holds every bundle of its namespace, so on a node an alarm
 //! is delivered only by the Worker's first node on the ring over the live,

@@ -465,12 +465,15 @@ function runAlarm(ctxId, className, id, retryCount) {
     .then(() => host.respond(ctxId, 200, 'OK', [], null), (e) => fail(ctxId, e)));
 }
 
-internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env, scheduled = null, alarm = null) {
+internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env, scheduled = null, alarm = null, call = null) {
   // A request starts outside every AsyncLocalStorage (enterWith does not
   // leak into the next one).
   internal.asyncContext?.set(undefined);
   if (scheduled !== null) return runScheduled(moduleHandler, ctxId, scheduled[0], scheduled[1], env);
   if (alarm !== null) return runAlarm(ctxId, alarm[0], alarm[1], alarm[2]);
+  // A stub call forwarded to this thread, the object's home
+  // (internal.objectCallHandler, 28_durable_object.js).
+  if (call !== null) return runRequest(internal.objectCallHandler(call[0], call[1], call[2]), ctxId, method, url, headers, bodyId, env);
   return runRequest(moduleHandler, ctxId, method, url, headers, bodyId, env);
 };
 

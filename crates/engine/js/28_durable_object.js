@@ -5,8 +5,10 @@
 // storage, over host.objectIdFromName/objectNewUniqueId/objectIdValid and
 // host.objectGet/objectWrite/objectList and
 // host.objectGetAlarm/objectSetAlarm; internal.deliverAlarm runs an alarm. Objects live in the isolate of
-// the Worker that exports their class, one instance per id; their keys in
-// the Worker's own Kubernetes namespace (the host scopes every operation).
+// the Worker that exports their class, on their home thread (one instance
+// per id in the process: calls from other threads are forwarded there,
+// host.objectIsHome/objectCall); their keys in the Worker's own
+// Kubernetes namespace (the host scopes every operation).
 //
 // Gates, as workerd's:
 // - input gate: while a storage read is in flight, and until the turn
@@ -118,6 +120,9 @@ class DurableObjectStorage {
     const o = this.#object;
     o.gate.lock();
     try {
+      // Read only once this instance owns the object: a write of an
+      // earlier owner is then either in the store or refused.
+      await o.epoch;
       const values = await host.objectGet(o.className, o.id, keys);
       keys.forEach((key, i) => {
         if (!this.#cache.has(key)) this.#cache.set(key, values[i]);
@@ -173,7 +178,9 @@ class DurableObjectStorage {
       this.#pending = new Map();
       this.#pendingDeleteAll = false;
       if (entries.length === 0 && !deleteAll) return undefined;
-      return host.objectWrite(o.className, o.id, entries, deleteAll);
+      // Fenced by the instance's owner epoch: refused once another
+      // instance has taken the object.
+      return o.epoch.then((epoch) => host.objectWrite(o.className, o.id, entries, deleteAll, epoch));
     }).then(undefined, (e) => {
       // A failed write breaks the object: its cache no longer matches the
       // store, so the next event gets a new instance that reads again.
@@ -245,7 +252,9 @@ class DurableObjectStorage {
     const object = this.#object;
     object.gate.lock();
     try {
-      // Writes made so far go first, so the store answers for them too.
+      // Writes made so far go first, so the store answers for them too
+      // (and the instance owns the object before it reads).
+      await object.epoch;
       await this.sync();
       const rows = await host.objectList(object.className, object.id, text(o.start), text(o.end),
         text(o.prefix), o.limit, Boolean(o.reverse));
@@ -435,6 +444,15 @@ class LiveObject {
     this.idObject = id;
     this.key = `${this.className}:${this.id}`;
     this.gate = new InputGate();
+    // The owner epoch this instance takes, which its writes carry: an
+    // instance made elsewhere later takes a higher one, and this one's
+    // writes are refused from then on (it breaks and is dropped).
+    // It is taken before the instance reads or writes anything.
+    this.epoch = host.objectTake(this.className, this.id).then(undefined, (e) => {
+      this.broken(e);
+      throw e;
+    });
+    this.epoch.then(undefined, () => {});
     this.storage = new DurableObjectStorage(kCreate, this);
     this.state = new DurableObjectState(kCreate, this);
     const Class = namespace.classValue();
@@ -494,24 +512,107 @@ function rpcMethod(instance, name) {
   return undefined;
 }
 
+// `stub.fetch(request)` on a live object of this isolate.
+function callFetch(object, request) {
+  return object.deliver((instance) => {
+    if (typeof instance.fetch !== 'function') {
+      throw new TypeError('Handler does not export a fetch() function.');
+    }
+    return instance.fetch(request);
+  }).then((response) => {
+    if (!(response instanceof Response)) {
+      throw new TypeError('Incorrect type for Promise: the Promise did not resolve to \'Response\'.');
+    }
+    return response;
+  });
+}
+
+// An RPC call of method `name` with (already copied) `args` on a live
+// object of this isolate; the result not yet copied.
+function callRpc(object, name, args) {
+  return object.deliver((instance) => {
+    const method = rpcMethod(instance, name);
+    if (method === undefined) {
+      throw new TypeError(`The RPC receiver does not implement the method "${name}".`);
+    }
+    return method.apply(instance, args);
+  });
+}
+
+// ---- calls to an object homed on another engine thread ----
+// An object lives on one thread of the process (its home, the placement
+// of its key); a stub call made on another thread goes there through
+// host.objectCall and comes back as a response. A thrown error comes back
+// as a 500 marked by THREW whose body is the serialized [name, message].
+
+const THREW = 'isolane-object-threw';
+const ERRORS = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
+
+async function forwarded(className, id, rpc, method, url, headers, bytes) {
+  const res = await host.objectCall(className, id, rpc, method, url, headers, bytes);
+  const response = internal.responseFromHost(res);
+  if (response.status === 500 && response.headers.has(THREW)) {
+    const [name, message] = host.deserialize(new Uint8Array(await response.arrayBuffer()));
+    const error = new (ERRORS[name] ?? Error)(message);
+    if (error.name !== name) error.name = name;
+    throw error;
+  }
+  return response;
+}
+
+async function forwardFetch(className, id, request) {
+  const { method, url, headers, body } = internal.requestParts(request);
+  let bytes = null;
+  if (body !== null) {
+    const box = { bytes: null, shared: false };
+    await body.consume(box);
+    bytes = box.bytes;
+  }
+  return forwarded(className, id, null, method, url, internal.headersList(headers), bytes);
+}
+
+async function forwardRpc(className, id, name, args) {
+  const response = await forwarded(className, id, name, 'POST', 'http://durable-object/', [], host.serialize(args));
+  if (response.status !== 200) {
+    throw new Error(`Durable Object call failed: the object's thread answered ${response.status}.`);
+  }
+  return host.deserialize(new Uint8Array(await response.arrayBuffer()));
+}
+
+// The handler of a call forwarded to this thread (the engine's ObjectCall):
+// runs it on the live object here and answers as forwarded() reads.
+internal.objectCallHandler = (className, id, rpc) => ({
+  async fetch(request) {
+    try {
+      const namespace = namespaces.get(className);
+      if (namespace === undefined) {
+        throw new TypeError(`A call came for the Durable Object class ${className}, which no binding of this Worker names.`);
+      }
+      const object = liveObject(namespace, new DurableObjectId(kCreate, id, undefined));
+      if (rpc === null) return await callFetch(object, request);
+      const args = host.deserialize(new Uint8Array(await request.arrayBuffer()));
+      return new Response(host.serialize(await callRpc(object, rpc, args)));
+    } catch (e) {
+      const name = String(e?.name ?? 'Error');
+      const message = String(e?.message ?? e);
+      return new Response(host.serialize([name, message]), { status: 500, headers: { [THREW]: '1' } });
+    }
+  },
+});
+
 function makeStub(namespace, id) {
+  const className = namespace.className;
+  const idString = DurableObjectId.idOf(id);
+  // Decided once per stub: a call to an object of this thread costs
+  // nothing more than it did before objects had homes.
+  const home = host.objectIsHome(className, idString);
   const target = {
     id,
     name: id.name,
     fetch(input, init = undefined) {
       const request = new Request(input, init);
-      const object = liveObject(namespace, id);
-      return object.deliver((instance) => {
-        if (typeof instance.fetch !== 'function') {
-          throw new TypeError('Handler does not export a fetch() function.');
-        }
-        return instance.fetch(request);
-      }).then((response) => {
-        if (!(response instanceof Response)) {
-          throw new TypeError('Incorrect type for Promise: the Promise did not resolve to \'Response\'.');
-        }
-        return response;
-      });
+      if (!home) return forwardFetch(className, idString, request);
+      return callFetch(liveObject(namespace, id), request);
     },
   };
   return new Proxy(target, {
@@ -519,15 +620,9 @@ function makeStub(namespace, id) {
       if (name === 'id' || name === 'name' || name === 'fetch') return t[name];
       if (NOT_RPC.has(name) || typeof name !== 'string') return undefined;
       return (...args) => {
+        if (!home) return forwardRpc(className, idString, name, args);
         const copied = structuredClone(args);
-        const object = liveObject(namespace, id);
-        return object.deliver((instance) => {
-          const method = rpcMethod(instance, name);
-          if (method === undefined) {
-            throw new TypeError(`The RPC receiver does not implement the method "${name}".`);
-          }
-          return method.apply(instance, copied);
-        }).then((result) => structuredClone(result));
+        return callRpc(liveObject(namespace, id), name, copied).then((result) => structuredClone(result));
       };
     },
     has(t, name) { return name in t; },

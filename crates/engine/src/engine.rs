@@ -221,7 +221,9 @@ impl Engine {
     /// request runs on a thread clear of it (`fairness.rs`). On its thread
     /// it waits in its namespace's queue (`schedule.rs`).
     /// A request carrying a [`crate::ScheduledEvent`] extension runs the
-    /// worker's `scheduled` handler for that cron tick instead of `fetch`.
+    /// worker's `scheduled` handler for that cron tick instead of `fetch`;
+    /// one carrying an [`crate::AlarmEvent`] or an [`crate::ObjectCall`]
+    /// runs on its object's home thread (`object_call.rs`), not `thread`.
     pub async fn execute(
         &self,
         thread: usize,
@@ -231,6 +233,13 @@ impl Engine {
         let threads = self.threads();
         if thread >= threads {
             return Err(ExecuteError::UnknownThread { thread, threads });
+        }
+        // An alarm (or a call) for a Durable Object runs on the object's
+        // home thread, whatever thread its Worker serves from
+        // (`object_call.rs`).
+        if let Some(home) = crate::object_call::home_of(&bundle, &request, threads) {
+            let (shared, observer) = (&self.inner.shared, &*self.inner.observer);
+            return crate::object_call::run_on(shared, observer, home, bundle, request).await;
         }
         // Another namespace keeps this thread busy: run elsewhere instead
         // (see `fairness.rs`).

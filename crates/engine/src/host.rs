@@ -36,6 +36,7 @@ pub(crate) mod lazy;
 mod memory;
 mod message_channel;
 mod node;
+mod object_forward;
 pub(crate) mod rejection;
 mod respond;
 mod runtime;

@@ -438,10 +438,12 @@ impl WorkerIsolate {
     }
 
     /// `internal.handleRequest(ctxId, method, url, headers, bodyId, env,
-    /// scheduled, alarm)`; `scheduled` is `[cron, scheduledTime]` for a cron
+    /// scheduled, alarm, call)`; `scheduled` is `[cron, scheduledTime]` for a cron
     /// tick (the request's [`crate::ScheduledEvent`] extension), `alarm`
     /// `[class, id, retryCount]` for a Durable Object alarm
-    /// ([`crate::AlarmEvent`]), else `null`.
+    /// ([`crate::AlarmEvent`]), else `null`; `call` `[class, id, method]`
+    /// for a stub call forwarded to the object's home thread
+    /// ([`crate::ObjectCall`], `method` null for `fetch`), else `null`.
     pub(crate) fn handle_request(
         &self,
         ctx: u32,
@@ -451,6 +453,7 @@ impl WorkerIsolate {
     ) -> Result<(), TurnError> {
         let tick = parts.extensions.get::<crate::ScheduledEvent>();
         let alarm = parts.extensions.get::<crate::AlarmEvent>();
+        let call = parts.extensions.get::<crate::ObjectCall>();
         self.turn(ctx, |scope, globals, env| {
             let function = v8::Local::new(scope, &globals.handle_request);
             let receiver = v8::Local::new(scope, &globals.internal);
@@ -482,6 +485,18 @@ impl WorkerIsolate {
                         let retries =
                             v8::Integer::new_from_unsigned(scope, alarm.retry_count).into();
                         v8::Array::new_with_elements(scope, &[class, id, retries]).into()
+                    }
+                    None => v8::null(scope).into(),
+                },
+                match call {
+                    Some(call) => {
+                        let class = host::js_string(scope, &call.class)?;
+                        let id = host::js_string(scope, &call.id)?;
+                        let method = match &call.method {
+                            Some(method) => host::js_string(scope, method)?,
+                            None => v8::null(scope).into(),
+                        };
+                        v8::Array::new_with_elements(scope, &[class, id, method]).into()
                     }
                     None => v8::null(scope).into(),
                 },

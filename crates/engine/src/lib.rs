@@ -36,6 +36,7 @@ mod limits;
 mod memory;
 mod modules;
 mod node_log;
+mod object_call;
 mod observer;
 mod outcome;
 mod platform;
@@ -70,6 +71,7 @@ pub use host::console::{
     BYTES_PER_INVOCATION, BYTES_PER_SECOND, LINES_PER_INVOCATION, LINES_PER_SECOND, MAX_LINE_BYTES,
 };
 pub use node_log::NODE_LOG_PER_SECOND;
+pub use object_call::{ObjectCall, home_thread, object_key};
 pub use observer::{
     CodeCacheEvent, EngineObserver, EvictionReason, KvOp, KvResult, LogDropReason, NoopObserver,
     SocketTally, TerminationReason,

@@ -23,6 +23,8 @@ mod crypto_pool;
 mod durable_alarms;
 #[path = "engine/durable_objects.rs"]
 mod durable_objects;
+#[path = "engine/durable_threads.rs"]
+mod durable_threads;
 #[path = "engine/egress.rs"]
 mod egress;
 #[path = "engine/fairness.rs"]

@@ -42,6 +42,10 @@ impl ObjectScope {
 pub struct ObjectWrite {
     pub delete_all: bool,
     pub entries: Vec<(String, Option<Vec<u8>>)>,
+    /// The owner epoch the writing instance took (`Store::take_object`):
+    /// the write is refused ([`ObjectError::Fenced`]) unless the object's
+    /// epoch is still this one. `None`: unfenced.
+    pub fence: Option<i64>,
 }
 
 impl ObjectWrite {

@@ -56,6 +56,19 @@ impl Store {
         Ok(())
     }
 
+    /// Takes object `scope` for a new instance of it, run by `owner` (a
+    /// name for logs): increments its owner epoch and returns it. From then
+    /// on a write fenced with an older epoch is refused, so an instance
+    /// that another has replaced cannot write.
+    pub async fn take_object(&self, scope: ObjectScope, owner: String) -> Result<i64, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.object_take(&scope, &owner)).await
+            }
+            Backend::Postgres(db) => db.object_take(scope, owner).await,
+        }
+    }
+
     /// The entries `options` asks for, in key order (descending when
     /// `reverse`).
     pub async fn object_list(
@@ -96,6 +109,7 @@ mod tests {
     fn write(entries: &[(&str, Option<&str>)]) -> ObjectWrite {
         ObjectWrite {
             delete_all: false,
+            fence: None,
             entries: entries
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.map(|v| v.as_bytes().to_vec())))
@@ -131,11 +145,46 @@ mod tests {
         assert_eq!(keys, ["c", "b"]);
         let clear = ObjectWrite {
             delete_all: true,
+            fence: None,
             entries: vec![("d".into(), Some(b"4".to_vec()))],
         };
         store.object_write(a.clone(), clear).await.unwrap();
         let listed = store.object_list(a, ObjectList::default()).await.unwrap();
         assert_eq!(listed, vec![("d".to_string(), b"4".to_vec())]);
+    }
+
+    #[tokio::test]
+    async fn a_stale_owners_write_is_refused_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::sqlite(dir.path());
+        let scope = ObjectScope::new("ns", "w/C", "1");
+        let fenced = |value: &str, epoch: i64| ObjectWrite {
+            fence: Some(epoch),
+            ..write(&[("n", Some(value))])
+        };
+        let old = store.take_object(scope.clone(), "a".into()).await.unwrap();
+        store
+            .object_write(scope.clone(), fenced("1", old))
+            .await
+            .unwrap();
+        let new = store.take_object(scope.clone(), "b".into()).await.unwrap();
+        assert_eq!((old, new), (1, 2));
+        let error = store
+            .object_write(scope.clone(), fenced("stale", old))
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("no longer its owner"), "{error}");
+        let got = store.object_get(scope.clone(), vec!["n".into()]).await;
+        assert_eq!(got.unwrap(), vec![Some(b"1".to_vec())]);
+        store
+            .object_write(scope.clone(), fenced("2", new))
+            .await
+            .unwrap();
+        // Unfenced writes (no owner in play) still go through.
+        store
+            .object_write(scope, write(&[("m", Some("x"))]))
+            .await
+            .unwrap();
     }
 
     #[tokio::test]

@@ -285,6 +285,7 @@ async fn a_namespace_quota_holds_under_concurrent_writes() {
 fn object_write(entries: &[(&str, Option<&str>)]) -> isolane_storage::ObjectWrite {
     isolane_storage::ObjectWrite {
         delete_all: false,
+        fence: None,
         entries: entries
             .iter()
             .map(|(k, v)| (k.to_string(), v.map(|v| v.as_bytes().to_vec())))
@@ -328,6 +329,7 @@ async fn durable_object_storage_on_a_real_postgresql() {
     assert_eq!(keys, ["c", "b"]);
     let clear = ObjectWrite {
         delete_all: true,
+        fence: None,
         entries: vec![("d".into(), Some(b"4".to_vec()))],
     };
     store.object_write(a.clone(), clear).await.unwrap();
@@ -474,4 +476,93 @@ async fn alarms_are_shared_between_namespaces_and_leave_with_their_worker() {
             "{ns} {class}"
         );
     }
+}
+
+/// Fencing (migration 6): an instance's writes carry the owner epoch it
+/// took; once another process takes the object, the stale epoch's writes
+/// are refused and write nothing, also when the take races them.
+#[tokio::test]
+async fn a_stale_owners_write_is_refused_on_a_real_postgresql() {
+    use isolane_storage::{ObjectError, ObjectScope};
+    let server = Postgres::start().unwrap();
+    let settings = PostgresSettings::new(server.connection_string());
+    isolane_storage::migrate(&settings).await.unwrap();
+    let node_a = Store::postgres(&settings).unwrap();
+    let node_b = Store::postgres(&settings).unwrap();
+    let scope = ObjectScope::new("team-a", "counter/Counter", "1");
+    let fenced = |value: &str, epoch: i64| isolane_storage::ObjectWrite {
+        fence: Some(epoch),
+        ..object_write(&[("n", Some(value))])
+    };
+    let a = node_a
+        .take_object(scope.clone(), "node-a".into())
+        .await
+        .unwrap();
+    assert_eq!(a, 1);
+    node_a
+        .object_write(scope.clone(), fenced("1", a))
+        .await
+        .unwrap();
+    let b = node_b
+        .take_object(scope.clone(), "node-b".into())
+        .await
+        .unwrap();
+    assert_eq!(b, 2);
+    let refused = node_a.object_write(scope.clone(), fenced("stale", a)).await;
+    assert!(
+        matches!(
+            refused,
+            Err(StoreError::Object(ObjectError::Fenced {
+                mine: 1,
+                current: 2
+            }))
+        ),
+        "{refused:?}"
+    );
+    let got = node_b
+        .object_get(scope.clone(), vec!["n".into()])
+        .await
+        .unwrap();
+    assert_eq!(
+        got,
+        vec![Some(b"1".to_vec())],
+        "a refused write writes nothing"
+    );
+    node_b
+        .object_write(scope.clone(), fenced("2", b))
+        .await
+        .unwrap();
+    // Writes under epoch 2 racing a take: each lands before it or is
+    // refused, never anything else; after the take, every one is refused.
+    let writes: Vec<_> = (0..30)
+        .map(|i| {
+            let store = node_b.clone();
+            let write = fenced(&format!("w{i}"), b);
+            let scope = scope.clone();
+            tokio::spawn(async move { store.object_write(scope, write).await })
+        })
+        .collect();
+    let c = node_a
+        .take_object(scope.clone(), "node-a".into())
+        .await
+        .unwrap();
+    assert_eq!(c, 3);
+    for write in writes {
+        match write.await.unwrap() {
+            Ok(())
+            | Err(StoreError::Object(ObjectError::Fenced {
+                mine: 2,
+                current: 3,
+            })) => {}
+            Err(other) => panic!("a fenced write failed otherwise: {other}"),
+        }
+    }
+    let late = node_b.object_write(scope.clone(), fenced("late", b)).await;
+    assert!(late.is_err(), "{late:?}");
+    node_a
+        .object_write(scope.clone(), fenced("3", c))
+        .await
+        .unwrap();
+    let got = node_a.object_get(scope, vec!["n".into()]).await.unwrap();
+    assert_eq!(got, vec![Some(b"3".to_vec())]);
 }

@@ -32,11 +32,14 @@ pub(super) fn unit() -> Unit {
         .function("objectNewUniqueId", object_new_unique_id)
         .function("objectIdValid", object_id_valid)
         .function("objectGet", object_get)
+        .function("objectTake", object_take)
         .function("objectWrite", object_write)
         .function("objectList", object_list)
         .function("objectGetAlarm", object_get_alarm)
         .function("objectSetAlarm", object_set_alarm)
         .function("objectNextTurn", object_next_turn)
+        .function("objectIsHome", super::object_forward::object_is_home)
+        .function("objectCall", super::object_forward::object_call)
 }
 
 /// What a storage op settles with.
@@ -44,15 +47,17 @@ pub(crate) enum Settled {
     Values(Vec<Option<Vec<u8>>>),
     Entries(Vec<(String, Vec<u8>)>),
     Alarm(Option<i64>),
+    /// The owner epoch an instance took.
+    Epoch(i64),
     Done,
     Failed(HostError),
 }
 
 fn failed(error: StoreError) -> Settled {
     match error {
-        StoreError::Object(error @ ObjectError::QuotaExceeded { .. }) => {
-            Settled::Failed(HostError::new(ErrorClass::Error, error.to_string()))
-        }
+        StoreError::Object(
+            error @ (ObjectError::QuotaExceeded { .. } | ObjectError::Fenced { .. }),
+        ) => Settled::Failed(HostError::new(ErrorClass::Error, error.to_string())),
         StoreError::Object(error) => Settled::Failed(HostError::range_error(error.to_string())),
         other => {
             tracing::warn!(error = %other, kind = other.kind(), "Durable Object storage failed");
@@ -289,8 +294,30 @@ fn entries(
 }
 
 host_fn! {
-/// `objectWrite(class, id, entries, deleteAll)` → Promise: one atomic
-/// write (deleteAll first, then each `[key, bytes or null]`).
+/// `objectTake(class, id)` → Promise of the owner epoch a new instance of
+/// the object takes (`Store::take_object`): from then on, an older
+/// instance's writes are refused.
+fn object_take<'s>(
+    scope,
+    host: Rc<HostState>,
+    class: String,
+    id: String,
+) -> Option<v8::Local<'s, v8::Promise>> {
+    let owner = format!("pid {} thread {}", std::process::id(), host.thread.index);
+    let early = target(&host, &class, id).map(|(store, object)| async move {
+        match store.take_object(object, owner).await {
+            Ok(epoch) => Settled::Epoch(epoch),
+            Err(error) => failed(error),
+        }
+    });
+    spawn(scope, &host, early)
+}
+}
+
+host_fn! {
+/// `objectWrite(class, id, entries, deleteAll, epoch)` → Promise: one
+/// atomic write (deleteAll first, then each `[key, bytes or null]`),
+/// refused unless the object's owner epoch is still `epoch`.
 fn object_write<'s>(
     scope,
     host: Rc<HostState>,
@@ -298,7 +325,13 @@ fn object_write<'s>(
     id: String,
     list: v8::Local<'s, v8::Value>,
     delete_all: bool,
+    epoch: v8::Local<'s, v8::Value>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
+    // Epochs are small integers, exact in a double.
+    #[allow(clippy::cast_possible_truncation)]
+    let fence = epoch
+        .is_number()
+        .then(|| epoch.number_value(scope).unwrap_or(0.0) as i64);
     let Some((entries, size)) = entries(scope, list) else {
         HostError::type_error("objectWrite: entries must be [key, Uint8Array | null] pairs").throw(scope);
         return None;
@@ -315,7 +348,11 @@ fn object_write<'s>(
         Err(error) => Err(error),
     };
     let early = early.map(|((store, object), charge)| async move {
-        let write = ObjectWrite { delete_all, entries };
+        let write = ObjectWrite {
+            delete_all,
+            entries,
+            fence,
+        };
         let result = store.object_write(object, write).await;
         drop(charge);
         match result {
@@ -435,7 +472,9 @@ pub(super) fn settled_js<'s>(
         Settled::Alarm(None) => Ok(v8::null(scope).into()),
         // Milliseconds fit a double exactly until 2^53.
         #[allow(clippy::cast_precision_loss)]
-        Settled::Alarm(Some(at)) => Ok(v8::Number::new(scope, at as f64).into()),
+        Settled::Alarm(Some(at)) | Settled::Epoch(at) => {
+            Ok(v8::Number::new(scope, at as f64).into())
+        }
         Settled::Failed(error) => Err(error.to_js(scope).ok_or(undefined)?),
         Settled::Values(values) => {
             let mut out = Vec::with_capacity(values.len());

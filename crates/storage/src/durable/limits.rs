@@ -29,6 +29,13 @@ pub enum ObjectError {
         "Durable Object storage write failed: the namespace's storage quota of {quota} bytes is used up; delete keys or shrink values first."
     )]
     QuotaExceeded { quota: u64 },
+    /// The writing instance's owner epoch is no longer the object's:
+    /// another instance took the object since (`Store::take_object`), so
+    /// this one is stale and writes nothing.
+    #[error(
+        "Durable Object storage write refused: this instance of the object is no longer its owner (its epoch is {mine}, the object's {current}); the call may be retried."
+    )]
+    Fenced { mine: i64, current: i64 },
 }
 
 /// `Ok` for a key of at most [`MAX_KEY_BYTES`].

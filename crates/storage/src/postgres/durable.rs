@@ -1,5 +1,6 @@
 //! Durable Objects' storage in PostgreSQL: the same tables and queries as
-//! the SQLite backend's (`do_storage`, `do_usage`, `do_alarm`; migration 3).
+//! the SQLite backend's (`do_storage`, `do_usage`, `do_alarm`; migration 3;
+//! `do_owner`, migration 6).
 
 use deadpool_postgres::Object;
 
@@ -37,6 +38,26 @@ impl Postgres {
     ) -> Result<(), StoreError> {
         self.run(move |client| write_all(client, scope, write, quota))
             .await
+    }
+
+    /// Increments object `scope`'s owner epoch for `owner`; the new epoch.
+    pub(crate) async fn object_take(
+        &self,
+        scope: ObjectScope,
+        owner: String,
+    ) -> Result<i64, StoreError> {
+        self.run(move |client| async move {
+            let row = client
+                .query_one(
+                    "INSERT INTO do_owner (namespace, class, object, owner, epoch) VALUES ($1, $2, $3, $4, 1)
+                     ON CONFLICT (namespace, class, object) DO UPDATE SET owner = excluded.owner, epoch = do_owner.epoch + 1
+                     RETURNING epoch",
+                    &[&scope.namespace, &scope.class, &scope.id, &owner],
+                )
+                .await?;
+            Ok(row.try_get(0)?)
+        })
+        .await
     }
 
     pub(crate) async fn object_list(
@@ -87,6 +108,23 @@ async fn write_all(
     quota: Option<u64>,
 ) -> Result<(), StoreError> {
     let tx = client.transaction().await?;
+    if let Some(mine) = write.fence {
+        // FOR SHARE: a take waits for this write to commit, so the write
+        // lands before it or is refused after it.
+        let current: i64 = match tx
+            .query_opt(
+                "SELECT epoch FROM do_owner WHERE namespace = $1 AND class = $2 AND object = $3 FOR SHARE",
+                &[&scope.namespace, &scope.class, &scope.id],
+            )
+            .await?
+        {
+            Some(row) => row.try_get(0)?,
+            None => 0,
+        };
+        if current != mine {
+            return Err(ObjectError::Fenced { mine, current }.into());
+        }
+    }
     let usage = "SELECT bytes FROM do_usage WHERE namespace = $1 FOR UPDATE";
     let before: i64 = match tx.query_opt(usage, &[&scope.namespace]).await? {
         Some(row) => row.try_get(0)?,

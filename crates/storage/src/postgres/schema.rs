@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::StoreError;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// Each migration: its version and its SQL.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -121,6 +121,20 @@ const MIGRATIONS: &[(i32, &str)] = &[
         "CREATE INDEX do_alarm_ready ON do_alarm
         (namespace, (GREATEST(at, COALESCE(claimed_until, at))));
     CREATE INDEX do_alarm_next ON do_alarm ((GREATEST(at, COALESCE(claimed_until, at))));",
+    ),
+    (
+        6,
+        // Each Durable Object's owner epoch: an instance takes the object
+        // (the epoch goes up) and every write it makes checks the epoch is
+        // still its own, so a stale instance cannot write.
+        "CREATE TABLE do_owner (
+        namespace TEXT NOT NULL,
+        class TEXT NOT NULL,
+        object TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        epoch BIGINT NOT NULL,
+        PRIMARY KEY (namespace, class, object)
+    );",
     ),
 ];
 

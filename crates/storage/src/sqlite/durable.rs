@@ -1,6 +1,7 @@
 //! Durable Objects' storage in SQLite: the `do_storage` table (one row a
 //! key), the bytes each Kubernetes namespace stores (`do_usage`, kept by
-//! triggers), and each object's alarm (`do_alarm`).
+//! triggers), each object's alarm (`do_alarm`) and owner epoch
+//! (`do_owner`).
 
 use rusqlite::{OptionalExtension as _, params};
 
@@ -30,6 +31,14 @@ CREATE TRIGGER IF NOT EXISTS do_usage_update AFTER UPDATE ON do_storage BEGIN
     UPDATE do_usage SET bytes = bytes - length(OLD.key) - length(OLD.value)
         + length(NEW.key) + length(NEW.value) WHERE namespace = NEW.namespace;
 END;
+CREATE TABLE IF NOT EXISTS do_owner (
+    namespace TEXT NOT NULL,
+    class TEXT NOT NULL,
+    object TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    PRIMARY KEY (namespace, class, object)
+) WITHOUT ROWID;
 CREATE TRIGGER IF NOT EXISTS do_usage_delete AFTER DELETE ON do_storage BEGIN
     UPDATE do_usage SET bytes = bytes - length(OLD.key) - length(OLD.value)
         WHERE namespace = OLD.namespace;
@@ -69,7 +78,22 @@ impl Sqlite {
         quota: Option<u64>,
     ) -> Result<(), StoreError> {
         let mut db = self.lock();
-        let tx = db.transaction()?;
+        // Immediate: the fence is checked under the write lock, so no take
+        // lands between the check and the commit.
+        let tx = db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        if let Some(mine) = write.fence {
+            let current: Option<i64> = tx
+                .query_row(
+                    "SELECT epoch FROM do_owner WHERE namespace = ?1 AND class = ?2 AND object = ?3",
+                    params![scope.namespace, scope.class, scope.id],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            let current = current.unwrap_or(0);
+            if current != mine {
+                return Err(ObjectError::Fenced { mine, current }.into());
+            }
+        }
         let usage = |tx: &rusqlite::Transaction<'_>| -> Result<i64, StoreError> {
             let used: Option<i64> = tx
                 .query_row(
@@ -109,6 +133,19 @@ impl Sqlite {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Increments object `scope`'s owner epoch for `owner`; the new epoch.
+    pub(crate) fn object_take(&self, scope: &ObjectScope, owner: &str) -> Result<i64, StoreError> {
+        let db = self.lock();
+        let epoch = db.query_row(
+            "INSERT INTO do_owner (namespace, class, object, owner, epoch) VALUES (?1, ?2, ?3, ?4, 1)
+             ON CONFLICT (namespace, class, object) DO UPDATE SET owner = excluded.owner, epoch = do_owner.epoch + 1
+             RETURNING epoch",
+            params![scope.namespace, scope.class, scope.id, owner],
+            |row| row.get(0),
+        )?;
+        Ok(epoch)
     }
 
     pub(crate) fn object_list(
