@@ -123,6 +123,7 @@ mod tests {
         let batch = ObjectWrite {
             delete_all: false,
             entries: vec![("n".into(), Some(b"42".to_vec()))],
+            fence: None,
         };
         store.object_write(object.clone(), batch).await.unwrap();
         store

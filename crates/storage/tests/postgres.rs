@@ -566,3 +566,29 @@ async fn a_stale_owners_write_is_refused_on_a_real_postgresql() {
     let got = node_a.object_get(scope, vec!["n".into()]).await.unwrap();
     assert_eq!(got, vec![Some(b"3".to_vec())]);
 }
+
+/// The store speaks TLS to a server whose certificate a private CA signed
+/// (as CloudNativePG's is): with `sslmode=require` it connects when the CA
+/// is given (`ca_file`, `--storage-postgres-ca-file`) and fails, naming
+/// TLS, when it is not.
+#[tokio::test]
+async fn the_store_reaches_a_tls_server_through_a_private_ca() {
+    let server = Postgres::start().unwrap();
+    let mut settings = PostgresSettings::new(server.tls_connection_string());
+    let refused = isolane_storage::migrate(&settings).await;
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| format!("{e:?}").contains("Tls")),
+        "{refused:?}"
+    );
+    settings.ca_file = Some(server.ca_file());
+    isolane_storage::migrate(&settings).await.unwrap();
+    let store = Store::postgres(&settings).unwrap();
+    let scope = KvScope::new("team-a", "shared");
+    let got = store
+        .kv_get(scope, "k".into(), None, |_| true)
+        .await
+        .unwrap();
+    assert!(got.entry.is_none());
+}

@@ -144,6 +144,8 @@ impl Postgres {
                 .contains("database system is ready to accept connections")
                 && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
             if up {
+                std::fs::write(dir.path().join("client-ca.pem"), ca.cert_pem())
+                    .map_err(Error::TempDir)?;
                 return Ok(Self {
                     process,
                     port,
@@ -167,12 +169,29 @@ impl Postgres {
         self.port
     }
 
-    /// A libpq connection string for the `postgres` database as `postgres`.
+    /// A libpq connection string for the `postgres` database as `postgres`,
+    /// in plain text (`sslmode=disable`: a client that would try TLS first,
+    /// as libpq's and tokio-postgres's default `prefer` does, would refuse
+    /// the test CA's certificate).
     pub fn connection_string(&self) -> String {
         format!(
-            "host=127.0.0.1 port={} user=postgres dbname=postgres",
+            "host=127.0.0.1 port={} user=postgres dbname=postgres sslmode=disable",
             self.port
         )
+    }
+
+    /// The same database over TLS only (`sslmode=require`): the client must
+    /// trust [`Postgres::ca_file`].
+    pub fn tls_connection_string(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres sslmode=require",
+            self.port
+        )
+    }
+
+    /// A file holding [`Postgres::ca_pem`], for clients that take a path.
+    pub fn ca_file(&self) -> PathBuf {
+        self._dir.path().join("client-ca.pem")
     }
 
     /// The PEM certificate of the CA that signed the server's TLS
