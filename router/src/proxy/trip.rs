@@ -141,8 +141,10 @@ impl Trip<'_> {
                     self.proxy.inner.metrics.upstream_error(error.kind());
                     // Not replayed unless the nodes' crash records clear
                     // the Worker first (then it was not what killed them).
-                    let replayable =
-                        attempts < MAX_ATTEMPTS && error.retry_elsewhere() && body.is_replayable();
+                    let replayable = attempts < MAX_ATTEMPTS
+                        && error.retry_elsewhere()
+                        && body.is_replayable()
+                        && parts.method.is_idempotent();
                     if !replayable {
                         return Err(self.quarantined(node, retry_after));
                     }
@@ -156,7 +158,14 @@ impl Trip<'_> {
             }
             // Another node (or the same one after the fleet changed) may
             // serve it when this one never started it and the body was kept.
-            let retry = attempts < MAX_ATTEMPTS && error.retry_elsewhere() && body.is_replayable();
+            // One that may have run on a node lost under it is replayed only
+            // when its method is idempotent (RFC 9110, 9.2.2): a POST that
+            // ran would run twice (a counter counted twice), so it answers
+            // 502 instead, as nginx's `proxy_next_upstream` does by default.
+            let retry = attempts < MAX_ATTEMPTS
+                && error.retry_elsewhere()
+                && body.is_replayable()
+                && (!error.lost_with_node() || parts.method.is_idempotent());
             if !retry {
                 return Err((node, error));
             }

@@ -308,6 +308,33 @@ async fn a_worker_lost_with_two_nodes_is_quarantined() {
     );
 }
 
+/// A request that may have run on a node lost under it is replayed only when
+/// its method is idempotent: a POST answers 502 and never reaches another
+/// node (it could have counted already); a PUT is replayed. A node that
+/// refused the connection never had the request: a POST is replayed then
+/// (`a_replayable_request_is_retried_once_on_the_next_node`).
+#[tokio::test]
+async fn a_post_lost_with_its_node_is_not_replayed() {
+    let live = FakeNode::start("live").await;
+    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![crashing_member("dying", 2).await, live.member(2)]);
+    let id = worker_preferring(&proxy, "dying");
+    proxy.set_workers(vec![worker(&id, "r1", HOST, "/")]);
+
+    let response = proxy.handle(request("POST", HOST, "/", &[], "inc")).await;
+    assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+    assert_eq!(
+        header(&response, "x-isolane-reason"),
+        Some("node_unavailable")
+    );
+    assert_eq!(live.executes(), 0, "the POST was not run a second time");
+
+    let response = proxy.handle(request("PUT", HOST, "/", &[], "v")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(header(&response, "x-isolane-node"), Some("live"));
+    assert_eq!(live.executes(), 1);
+}
+
 /// A worker whose first two choices are the nodes `dead-a`, then `dead-b`.
 fn worker_preferring_dead_a_then_b(proxy: &isolane_router::Proxy) -> String {
     let fleet = proxy.fleet();
