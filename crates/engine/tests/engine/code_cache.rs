@@ -10,32 +10,10 @@ use std::time::{Duration, Instant};
 use isolane_engine::{
     CodeCacheConfig, CodeCacheStats, EgressConfig, Engine, EngineConfig, PoolMode, WorkerBundle,
 };
+use isolane_testenv::big_module::es_module;
 use isolane_testenv::wait_until;
 
 use crate::support::*;
-
-/// An ES module of at least `bytes`: many functions, some run by its
-/// top-level code, some by `fetch`.
-fn big_module(bytes: usize) -> String {
-    let mut source = String::from("const table = [];\n");
-    let mut i = 0;
-    while source.len() < bytes {
-        source.push_str(&format!(
-            "function f{i}(x) {{ let s = {i}; for (let j = 0; j < x; j++) {{ s = (s * 31 + j) % 1000003; }} \
-             const o = {{ name: 'f{i}', value: s, tags: ['a{i}', 'b{i}'] }}; return o.value + o.name.length; }}\n\
-             table.push(f{i});\n"
-        ));
-        if i % 100 == 0 {
-            source.push_str(&format!("f{i}(3);\n"));
-        }
-        i += 1;
-    }
-    source.push_str(&format!(
-        "export default {{ fetch() {{ let sum = 0; for (let k = 0; k < {i}; k += 50) sum += table[k](2); \
-         return new Response(String(sum)); }} }};\n"
-    ));
-    source
-}
 
 fn worker(id: &str, source: &str) -> Arc<WorkerBundle> {
     modules_bundle(id, vec![es("main.js", source)])
@@ -74,7 +52,7 @@ fn cache_file(dir: &Path, source: &str) -> PathBuf {
 #[tokio::test]
 async fn a_second_thread_and_a_fresh_engine_compile_from_the_cache() {
     let dir = tempfile::tempdir().unwrap();
-    let source = big_module(256 << 10);
+    let source = es_module(256 << 10, "");
     let big = worker("t/big", &source);
     let small = worker(
         "t/small",
@@ -119,7 +97,7 @@ async fn a_second_thread_and_a_fresh_engine_compile_from_the_cache() {
 #[tokio::test]
 async fn a_big_single_script_worker_is_cached_too() {
     let dir = tempfile::tempdir().unwrap();
-    let source = big_module(64 << 10);
+    let source = es_module(64 << 10, "");
     let engine = cached_engine(dir.path(), 2);
     let script = bundle("t/script", &source);
     let (status, answer) = run(&engine, 0, &script, "/").await;
@@ -146,7 +124,7 @@ async fn load_and_rewrite(dir: &Path, source: &str) -> ((u16, String), CodeCache
 #[tokio::test]
 async fn a_corrupt_or_truncated_file_is_never_shown_to_v8_and_is_rewritten() {
     let dir = tempfile::tempdir().unwrap();
-    let source = big_module(64 << 10);
+    let source = es_module(64 << 10, "");
     let (answer, _) = load_and_rewrite(dir.path(), &source).await;
     let file = cache_file(dir.path(), &source);
     let good = std::fs::read(&file).unwrap();
@@ -178,7 +156,7 @@ async fn a_corrupt_or_truncated_file_is_never_shown_to_v8_and_is_rewritten() {
 #[tokio::test]
 async fn a_file_v8_refuses_is_counted_and_rewritten() {
     let dir = tempfile::tempdir().unwrap();
-    let source = big_module(64 << 10);
+    let source = es_module(64 << 10, "");
     let (answer, _) = load_and_rewrite(dir.path(), &source).await;
     let file = cache_file(dir.path(), &source);
     let good = std::fs::read(&file).unwrap();
@@ -221,7 +199,7 @@ async fn a_file_v8_refuses_is_counted_and_rewritten() {
 #[tokio::test]
 #[ignore = "a measurement: prints numbers"]
 async fn first_answer_of_an_8_mib_module_with_and_without_the_code_cache() {
-    let source = big_module(8 << 20);
+    let source = es_module(8 << 20, "");
     let rounds = 7;
     let mut rows: Vec<(&str, Vec<Duration>)> = vec![
         ("no cache (first compile)", Vec::new()),
