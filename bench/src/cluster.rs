@@ -23,8 +23,10 @@ pub struct Cluster {
     // Dropped in reverse order of start: router, node, operator, control plane.
     pub router: Server,
     pub node: Process,
+    /// The node's admin server (`/metrics`).
+    pub node_admin: SocketAddr,
     _operator: Process,
-    _control_plane: ControlPlane,
+    pub control_plane: ControlPlane,
 }
 
 /// Where the release binaries are.
@@ -54,11 +56,12 @@ impl ClusterBinaries {
     }
 }
 
-/// Starts the control plane and the operator (default flags, logs at
-/// `warn`), and waits for the operator's `/readyz`.
+/// Starts the control plane and the operator (default flags and `extra`,
+/// logs at `warn`), and waits for the operator's `/readyz`.
 pub async fn control_plane_with_operator(
     operator: &Path,
     dir: &Path,
+    extra: &[&str],
 ) -> anyhow::Result<(ControlPlane, Process)> {
     let control_plane = ControlPlane::start()
         .await
@@ -79,7 +82,9 @@ pub async fn control_plane_with_operator(
             OPERATOR_NAMESPACE,
             "--admin-addr",
             &admin.to_string(),
-        ],
+        ]
+        .into_iter()
+        .chain(extra.iter().copied()),
         &envs,
         &dir.join("operator.log"),
     )
@@ -105,26 +110,34 @@ pub async fn start(
     script: &str,
     host: &str,
 ) -> anyhow::Result<Cluster> {
-    start_with(bins, dir, name, script, host, &[]).await
+    start_with(bins, dir, name, script, host, &Flags::default()).await
 }
 
-/// [`start`], with `node_args` added to the node's flags.
+/// Flags added to the defaults of [`start_with`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Flags<'a> {
+    pub node: &'a [&'a str],
+    pub operator: &'a [&'a str],
+}
+
+/// [`start`], with `flags` added to the node's and the operator's.
 pub async fn start_with(
     bins: &ClusterBinaries,
     dir: &Path,
     name: &str,
     script: &str,
     host: &str,
-    node_args: &[&str],
+    flags: &Flags<'_>,
 ) -> anyhow::Result<Cluster> {
-    let (control_plane, operator) = control_plane_with_operator(&bins.operator, dir).await?;
+    let (control_plane, operator) =
+        control_plane_with_operator(&bins.operator, dir, flags.operator).await?;
     let kubeconfig = control_plane.kubeconfig_path().as_os_str().to_owned();
     let envs: [(&str, &OsStr); 3] = [
         ("KUBECONFIG", &kubeconfig),
         ("NO_COLOR", OsStr::new("1")),
         ("ISOLANE_LOG", OsStr::new("warn")),
     ];
-    let node_admin = free_port()?.to_string();
+    let node_admin: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
     let node = Process::spawn(
         "isolane-node",
         &bins.node,
@@ -136,13 +149,13 @@ pub async fn start_with(
             "--grpc-addr",
             "127.0.0.1:0",
             "--admin-addr",
-            &format!("127.0.0.1:{node_admin}"),
+            &node_admin.to_string(),
         ]
         .map(str::to_owned)
         .into_iter()
         // Router↔node mTLS, as deployed.
         .chain(node_tls_args(dir))
-        .chain(node_args.iter().map(|a| (*a).to_owned())),
+        .chain(flags.node.iter().map(|a| (*a).to_owned())),
         &envs,
         &dir.join("node.log"),
     )
@@ -181,7 +194,8 @@ pub async fn start_with(
     Ok(Cluster {
         router,
         node,
+        node_admin,
         _operator: operator,
-        _control_plane: control_plane,
+        control_plane,
     })
 }

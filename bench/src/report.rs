@@ -109,6 +109,10 @@ pub const SECTIONS: &[(&str, &str)] = &[
         "9. WebSockets: echo round trips and idle sockets",
     ),
     ("10-fleet", "10. Fleet simulation"),
+    (
+        "11-bundles",
+        "11. Never-seen big bundles: first answer through router + node vs workerd",
+    ),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.
