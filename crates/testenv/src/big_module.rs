@@ -18,6 +18,27 @@ const FUNCTIONS: usize = 100;
 /// sources (two code cache keys, two digests), the same code otherwise. It
 /// also exports `total`, which runs a few of the functions.
 pub fn es_module(bytes: usize, salt: &str) -> String {
+    let mut source = body(bytes, salt);
+    source.push_str(
+        "export const total = () => load(0).run(3) + load(factories.length - 1).run(3);\n\
+         export default { fetch() { return new Response(String(answer())); } };\n",
+    );
+    source
+}
+
+/// The same code as a classic service-worker script (`addEventListener`),
+/// which no bundler emits for many modules but old Workers still are.
+pub fn service_worker(bytes: usize, salt: &str) -> String {
+    let mut source = body(bytes, salt);
+    source.push_str(
+        "addEventListener('fetch', (event) => event.respondWith(new Response(String(answer()))));\n",
+    );
+    source
+}
+
+/// The factories, the loader, a tenth of the factories loaded, and
+/// `answer()`, which `fetch` returns.
+fn body(bytes: usize, salt: &str) -> String {
     let mut source = format!("// build {salt}\nconst factories = [];\n");
     let mut factories: usize = 0;
     while source.len() < bytes {
@@ -43,9 +64,7 @@ pub fn es_module(bytes: usize, salt: &str) -> String {
         "const loaded = new Map();\n\
          function load(k) {{ let m = loaded.get(k); if (!m) {{ m = {{}}; loaded.set(k, m); factories[k](m); }} return m; }}\n\
          for (let k = 0; k < factories.length; k += 10) load(k).run(3);\n\
-         export const total = () => load(0).run(3) + load(factories.length - 1).run(3);\n\
-         export default {{ fetch() {{ let sum = 0; for (let k = 0; k < factories.length; k += 5) sum += load(k).run(2); \
-         return new Response(String(sum)); }} }};\n"
+         function answer() {{ let sum = 0; for (let k = 0; k < factories.length; k += 5) sum += load(k).run(2); return sum; }}\n"
     );
     source
 }
@@ -60,6 +79,7 @@ mod tests {
         assert!(a.len() >= 64 << 10 && a.len() < (64 << 10) + (32 << 10));
         let b = es_module(64 << 10, "b");
         assert_ne!(a, b);
+        assert!(service_worker(64 << 10, "a").contains("addEventListener('fetch'"));
         assert_eq!(
             a.lines().skip(1).collect::<Vec<_>>(),
             b.lines().skip(1).collect::<Vec<_>>()

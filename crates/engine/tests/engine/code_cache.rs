@@ -1,7 +1,8 @@
-//! Big modules' V8 code cache on disk (`code_cache.rs`): the first isolate
-//! to compile a module writes its cache, the next ones (another thread, a
-//! fresh engine on the same folder) compile from it; a spoiled file is
-//! refused, the Worker still loads, and the file is rewritten.
+//! Big modules' and service-worker scripts' V8 code cache on disk
+//! (`code_cache.rs`): the first isolate to compile one writes its cache,
+//! the next ones (another thread, a fresh engine on the same folder)
+//! compile from it; a spoiled file is refused, the Worker still loads, and
+//! the file is rewritten.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 use isolane_engine::{
     CodeCacheConfig, CodeCacheStats, EgressConfig, Engine, EngineConfig, PoolMode, WorkerBundle,
 };
-use isolane_testenv::big_module::es_module;
+use isolane_testenv::big_module::{es_module, service_worker};
 use isolane_testenv::wait_until;
 
 use crate::support::*;
@@ -105,6 +106,45 @@ async fn a_big_single_script_worker_is_cached_too() {
     once_written(&engine, 1).await;
     assert_eq!(run(&engine, 1, &script, "/").await, (200, answer));
     assert_eq!(engine.code_cache_stats().consumed, 1);
+}
+
+#[tokio::test]
+async fn a_big_service_worker_script_is_cached_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = service_worker(64 << 10, "");
+    let engine = cached_engine(dir.path(), 2);
+    let script = bundle("t/service-worker", &source);
+    let (status, answer) = run(&engine, 0, &script, "/").await;
+    assert_eq!(status, 200);
+    once_written(&engine, 1).await;
+    // Its file is the script's: no module of the same text would find it.
+    assert!(!cache_file(dir.path(), &source).is_file());
+    assert_eq!(run(&engine, 1, &script, "/").await, (200, answer.clone()));
+    let stats = engine.code_cache_stats();
+    assert_eq!((stats.produced, stats.consumed, stats.rejected), (1, 1, 0));
+    engine.shutdown();
+
+    // A restarted node: compiled from the file; a spoiled file is refused,
+    // the script still answers, and the file is rewritten.
+    let engine = cached_engine(dir.path(), 1);
+    assert_eq!(run(&engine, 0, &script, "/").await, (200, answer.clone()));
+    assert_eq!(engine.code_cache_stats().consumed, 1);
+    engine.shutdown();
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| {
+            path.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("code-"))
+        })
+        .unwrap();
+    std::fs::write(&file, b"garbage").unwrap();
+    let engine = cached_engine(dir.path(), 1);
+    assert_eq!(run(&engine, 0, &script, "/").await, (200, answer));
+    let stats = once_written(&engine, 1).await;
+    assert_eq!((stats.invalid, stats.consumed, stats.produced), (1, 0, 1));
+    engine.shutdown();
 }
 
 /// Loads `source` in a fresh engine on `dir`, beside a benign neighbour
