@@ -379,6 +379,15 @@ fn write_bundle(dir: &Path, big: &str, case: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The `p`-quantile of `samples` in µs; `NaN` (shown as –) when none.
+fn quantile(samples: &[Duration], p: f64) -> f64 {
+    if samples.is_empty() {
+        f64::NAN
+    } else {
+        us(percentile(samples, p))
+    }
+}
+
 fn render(plan: &Plan, measured: &[(usize, Samples)]) -> Section {
     let mut md = String::new();
     let _ = writeln!(
@@ -414,8 +423,8 @@ fn render(plan: &Plan, measured: &[(usize, Samples)]) -> Section {
     let mut targets = Vec::new();
     let mut refusals = Vec::new();
     for (mib, samples) in measured {
-        let w50 = us(percentile(&samples.workerd.answered, 0.5));
-        let w99 = us(percentile(&samples.workerd.answered, 0.99));
+        let w50 = quantile(&samples.workerd.answered, 0.5);
+        let w99 = quantile(&samples.workerd.answered, 0.99);
         let rows: [(&str, &Case); 3] = [
             ("Isolane, cold (apply → first answer)", &samples.cold),
             (
@@ -426,14 +435,7 @@ fn render(plan: &Plan, measured: &[(usize, Samples)]) -> Section {
         ];
         for (what, case) in rows {
             let answered = &case.answered;
-            let (p50, p99) = if answered.is_empty() {
-                (f64::NAN, f64::NAN)
-            } else {
-                (
-                    us(percentile(answered, 0.5)),
-                    us(percentile(answered, 0.99)),
-                )
-            };
+            let (p50, p99) = (quantile(answered, 0.5), quantile(answered, 0.99));
             table.row(vec![
                 format!("{mib} MiB"),
                 what.to_owned(),
@@ -462,22 +464,24 @@ fn render(plan: &Plan, measured: &[(usize, Samples)]) -> Section {
             samples.cache_hits,
             samples.sibling.answered.len() + samples.sibling.refused.len()
         );
-        let cold = if samples.cold.answered.is_empty() {
-            f64::NAN
-        } else {
-            us(percentile(&samples.cold.answered, 0.5))
+        let cold = quantile(&samples.cold.answered, 0.5);
+        let measured = match samples.cold.refused.first() {
+            Some(why) if samples.cold.answered.is_empty() => {
+                format!("never answered ({why}); workerd {}", fmt_us(w50))
+            }
+            _ => format!(
+                "{} vs {} ({}); with the code cache of a sibling: {}",
+                fmt_us(cold),
+                fmt_us(w50),
+                fmt_ratio(ratio(cold, w50)),
+                fmt_us(quantile(&samples.sibling.answered, 0.5))
+            ),
         };
         targets.push(Target::new(
             format!(
                 "never-seen {mib} MiB bundle, first answer through router + node ≤ workerd's (p50)"
             ),
-            format!(
-                "{} vs {} ({}); with the code cache of a sibling: {}",
-                fmt_us(cold),
-                fmt_us(w50),
-                fmt_ratio(ratio(cold, w50)),
-                fmt_us(us(percentile(&samples.sibling.answered, 0.5)))
-            ),
+            measured,
             cold <= w50,
         ));
     }

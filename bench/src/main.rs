@@ -243,8 +243,9 @@ enum Command {
         #[arg(long, default_value_t = 1.5)]
         goal_mib: f64,
     },
-    /// 11. Never-seen 8 and 64 MiB bundles: first answer through router +
-    /// node (apply → 200) vs workerd (spawn → 200).
+    /// 11. Never-seen 8 and 64 MiB bundles: router + node vs workerd.
+    ///
+    /// First answers: apply → 200 through the router, spawn → 200 for workerd.
     Bundles {
         #[command(flatten)]
         common: Common,
