@@ -417,6 +417,24 @@ mod tests {
     }
 
     #[test]
+    fn the_registry_ca_is_read_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = isolane_testenv::TestCa::new("registry-ca").unwrap();
+        let good = dir.path().join("ca.crt");
+        std::fs::write(&good, ca.cert_pem()).unwrap();
+        let garbage = dir.path().join("garbage.crt");
+        std::fs::write(&garbage, "not a certificate").unwrap();
+        let flag = |path: &std::path::Path| format!("--bundle-registry-ca={}", path.display());
+        let config = args(&[&flag(&good)]).validate().unwrap();
+        assert!(config.registry_ca.is_some());
+        assert!(args(&[]).validate().unwrap().registry_ca.is_none());
+        for bad in [garbage, dir.path().join("missing.crt")] {
+            let error = args(&[&flag(&bad)]).validate().unwrap_err();
+            assert_eq!(error.kind(), "registry_ca", "{error}");
+        }
+    }
+
+    #[test]
     fn durations_parse() {
         assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
         assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));

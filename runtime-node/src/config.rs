@@ -817,6 +817,24 @@ mod tests {
     }
 
     #[test]
+    fn the_registry_ca_is_read_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = isolane_testenv::TestCa::new("registry-ca").unwrap();
+        let good = dir.path().join("ca.crt");
+        std::fs::write(&good, ca.cert_pem()).unwrap();
+        let garbage = dir.path().join("garbage.crt");
+        std::fs::write(&garbage, "not a certificate").unwrap();
+        let flag = |path: &std::path::Path| format!("--bundle-registry-ca={}", path.display());
+        let config = parse(&[&flag(&good)]).unwrap();
+        assert!(config.artifacts.registry_ca.is_some());
+        assert!(parse(&[]).unwrap().artifacts.registry_ca.is_none());
+        for bad in [garbage, dir.path().join("missing.crt")] {
+            let error = parse(&[&flag(&bad)]).unwrap_err();
+            assert_eq!(error.kind(), "registry_ca", "{error}");
+        }
+    }
+
+    #[test]
     fn a_store_only_when_a_database_is_named() {
         assert!(parse(&[]).unwrap().engine.store.is_none());
         let config = parse(&["--storage-postgres-url", "postgres://kv@db.example/isolane"]);
