@@ -405,7 +405,11 @@ fn render(plan: &Plan, measured: &[(usize, Samples)]) -> Section {
          `main.js`) whose `lib/big.js` is the previous cold sample's, whose V8 code cache the \
          node wrote (what a new revision of an app gets). workerd: `workerd serve` on the same \
          two files, timed from spawn to its first `200` (it keeps no code cache between \
-         processes). {} samples per size and case, alternating cold, sibling, workerd; both \
+         processes). The two intervals are what each user waits for a new version: Isolane's \
+         holds a control plane's work (two pulls, the operator's check, two watches) that \
+         workerd's has no equivalent of, and workerd's holds a process start (tens of ms, \
+         section 3) that Isolane's does not. {} samples per size and case, alternating cold, \
+         sibling, workerd; both \
          sides polled every {} ms; etcd, the apiserver, the operator and the registry run on \
          the same 2 cores. p99 of so few samples is their maximum.\n",
         plan.samples,
