@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 /// Functions per module factory.
 const FUNCTIONS: usize = 100;
 
-/// An ES module of at least `bytes` (at most one factory, about 26 KiB,
+/// An ES module of at least `bytes` (at most one factory, about 20 KiB,
 /// more) whose default export answers `fetch` with a number its functions
 /// compute. `salt` is a comment on its first line: two salts make two
 /// sources (two code cache keys, two digests), the same code otherwise. It
