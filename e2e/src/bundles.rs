@@ -98,13 +98,26 @@ pub struct Target<'a> {
 /// `isolane push` of `path` to `<registry>/<repository>` over plain HTTP,
 /// as the registry's user: the Worker it prints.
 pub fn push(registry: &Registry, path: &Path, repository: &str, target: Target<'_>) -> Worker {
+    push_with(registry, path, repository, target, &["--plain-http"])
+}
+
+/// [`push`] with `how` (`--plain-http`, or `--registry-ca FILE` for a
+/// registry over HTTPS) rather than plain HTTP.
+pub fn push_with(
+    registry: &Registry,
+    path: &Path,
+    repository: &str,
+    target: Target<'_>,
+    how: &[&str],
+) -> Worker {
     let mut command = Command::new(binary("isolane", "ISOLANE_BIN"));
     command
         .arg("push")
         .arg(path)
         .args(["--repository", &format!("{}/{repository}", registry.host())])
         .args(["--name", target.name, "-n", target.namespace])
-        .args(["--route", target.host, "--plain-http"])
+        .args(["--route", target.host])
+        .args(how)
         .env("ISOLANE_REGISTRY_USERNAME", registry.username())
         .env("ISOLANE_REGISTRY_PASSWORD", registry.password());
     if let Some(secret) = target.pull_secret {
