@@ -13,7 +13,7 @@ CARGO := hack/cargo.sh
 WORKER ?= examples/hello.js
 PORT ?= 8787
 
-.PHONY: dev deps build images fmt-check clippy deny crds deploy-render test test-only bench bench-fleet wpt sweep node-tests
+.PHONY: dev deps build images fmt-check clippy deny crds deploy-render test test-only bench bench-fleet bench-bundles wpt sweep node-tests
 
 dev:
 	$(CARGO) run --release -p isolane -- dev $(WORKER) --port $(PORT)
@@ -71,6 +71,19 @@ bench:
 # of docs/benchmarks.md.
 bench-fleet:
 	$(CARGO) run --release -q -p isolane-bench -- fleet
+
+# Issue 31's never-seen 8 and 64 MiB bundles alone (section 12 of
+# docs/benchmarks.md, which `make bench` runs too): a local registry, the
+# release operator, node and router, and workerd (bench/run.sh installs it
+# into ~/.cache/isolane/bench; compat/node_modules's serves too). Prints the
+# section; SAMPLES per size and case (default 5; a few minutes).
+SAMPLES ?= 5
+WORKERD ?= $(firstword $(wildcard $(HOME)/.cache/isolane/bench/workerd/node_modules/@cloudflare/workerd-linux-64/bin/workerd compat/node_modules/@cloudflare/workerd-linux-64/bin/workerd))
+bench-bundles:
+	$(CARGO) build --release -q -p isolane -p isolane-bench -p isolane-node -p isolane-router -p isolane-operator
+	target/release/isolane-bench bundles --results target/bench-bundles --work target/bench-bundles/work \
+	  --isolane target/release/isolane --bin-dir target/release --samples $(SAMPLES) \
+	  $(if $(WORKERD),--workerd $(WORKERD))
 
 # Web Platform Tests on Isolane vs workerd into bench/wpt/results.md; needs a
 # local WPT checkout (WPT_DIR=…), so it is not part of `make test`.

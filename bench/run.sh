@@ -13,7 +13,7 @@
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
 # (warm distributed cold pool density placement operator neighbours websocket
-# state fleet);
+# state fleet bundles);
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
@@ -113,6 +113,7 @@ if $quick; then
   websocket=(--sockets 1,100,1000 --messages 5 --rounds 1 --idle 1000)
   state=(--first 50 --requests 50 --rounds 1)
   fleet=(--requests 2000000 --warmup 500000)
+  bundles=(--samples 2)
 else
   http=(--connections 1,16,64 --rounds ${ISOLANE_BENCH_ROUNDS:-3} --secs 5)
   cold=(--workers 200 --starts 10)
@@ -125,9 +126,10 @@ else
   websocket=(--sockets 1,100,1000 --messages 20 --rounds 3 --idle 10000)
   state=(--first 200 --requests 300 --rounds 3)
   fleet=()
+  bundles=(--samples 5)
 fi
 
-only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet}"
+only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet bundles}"
 wants() { [[ " $only " == *" $1 "* ]]; }
 common=(--results "$results" --work "$work")
 bench="$bin/isolane-bench"
@@ -179,6 +181,13 @@ if $needs_apiserver; then
 fi
 if $needs_apiserver; then
   step operator 900 "$bench" operator "${common[@]}" --bin-dir "$bin" "${operator[@]}"
+fi
+
+# Never-seen 8 and 64 MiB bundles through a registry, router and node vs
+# workerd (issue 31): `make bench-bundles` runs it alone.
+if $needs_apiserver; then
+  step bundles 900 "$bench" bundles "${common[@]}" --isolane "$bin/isolane" \
+    "${workerd_args[@]}" --bin-dir "$bin" "${bundles[@]}"
 fi
 
 # A simulation (no processes, no JavaScript): `make bench-fleet` runs it alone.

@@ -24,8 +24,10 @@ pub struct Cluster {
     // Dropped in reverse order of start: router, node, operator, control plane.
     pub router: Server,
     pub node: Process,
+    /// The node's admin server (`/metrics`).
+    pub node_admin: SocketAddr,
     _operator: Process,
-    _control_plane: ControlPlane,
+    pub control_plane: ControlPlane,
 }
 
 /// Where the release binaries are.
@@ -55,21 +57,23 @@ impl ClusterBinaries {
     }
 }
 
-/// Starts the control plane and the operator (default flags, logs at
-/// `warn`), and waits for the operator's `/readyz`.
+/// Starts the control plane and the operator (default flags and `extra`,
+/// logs at `warn`), and waits for the operator's `/readyz`.
 pub async fn control_plane_with_operator(
     operator: &Path,
     dir: &Path,
+    extra: &[&str],
 ) -> anyhow::Result<(ControlPlane, Process)> {
-    control_plane_with_operator_env(operator, dir, &[]).await
+    control_plane_with_operator_env(operator, dir, extra, &[]).await
 }
 
-/// [`control_plane_with_operator`], with `extra` added to the operator's
+/// [`control_plane_with_operator`], with `env` added to the operator's
 /// environment.
 pub async fn control_plane_with_operator_env(
     operator: &Path,
     dir: &Path,
-    extra: &[(&str, &OsStr)],
+    extra: &[&str],
+    env: &[(&str, &OsStr)],
 ) -> anyhow::Result<(ControlPlane, Process)> {
     let control_plane = ControlPlane::start()
         .await
@@ -82,7 +86,7 @@ pub async fn control_plane_with_operator_env(
         ("NO_COLOR", OsStr::new("1")),
         ("ISOLANE_LOG", OsStr::new("warn")),
     ];
-    envs.extend_from_slice(extra);
+    envs.extend_from_slice(env);
     let process = Process::spawn(
         "isolane-operator",
         operator,
@@ -91,7 +95,9 @@ pub async fn control_plane_with_operator_env(
             OPERATOR_NAMESPACE,
             "--admin-addr",
             &admin.to_string(),
-        ],
+        ]
+        .into_iter()
+        .chain(extra.iter().copied()),
         &envs,
         &dir.join("operator.log"),
     )
@@ -117,36 +123,43 @@ pub async fn start(
     script: &str,
     host: &str,
 ) -> anyhow::Result<Cluster> {
-    start_with(bins, dir, name, script, host, &[]).await
+    start_with(bins, dir, name, script, host, &Flags::default()).await
 }
 
-/// [`start`], with `node_args` added to the node's flags.
+/// Flags added to the defaults of [`start_with`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Flags<'a> {
+    pub node: &'a [&'a str],
+    pub operator: &'a [&'a str],
+}
+
+/// [`start`], with `flags` added to the node's and the operator's.
 pub async fn start_with(
     bins: &ClusterBinaries,
     dir: &Path,
     name: &str,
     script: &str,
     host: &str,
-    node_args: &[&str],
+    flags: &Flags<'_>,
 ) -> anyhow::Result<Cluster> {
     let worker = inline_worker(name, script, &[host]);
-    start_worker(bins, dir, &worker, host, node_args, &[]).await
+    start_worker(bins, dir, &worker, host, flags, &[]).await
 }
 
 /// Starts everything and serves `worker` (of namespace [`NAMESPACE`]) on
-/// `host`, through the router; `node_args` are added to the node's flags
-/// and `env` to the operator's and the node's environment.
+/// `host`, through the router; `flags` are added to the node's and the
+/// operator's flags and `env` to their environment.
 pub async fn start_worker(
     bins: &ClusterBinaries,
     dir: &Path,
     worker: &Worker,
     host: &str,
-    node_args: &[&str],
+    flags: &Flags<'_>,
     env: &[(&str, &OsStr)],
 ) -> anyhow::Result<Cluster> {
     let name = worker.metadata.name.clone().unwrap_or_default();
     let (control_plane, operator) =
-        control_plane_with_operator_env(&bins.operator, dir, env).await?;
+        control_plane_with_operator_env(&bins.operator, dir, flags.operator, env).await?;
     let kubeconfig = control_plane.kubeconfig_path().as_os_str().to_owned();
     let mut envs: Vec<(&str, &OsStr)> = vec![
         ("KUBECONFIG", &kubeconfig),
@@ -154,7 +167,7 @@ pub async fn start_worker(
         ("ISOLANE_LOG", OsStr::new("warn")),
     ];
     envs.extend_from_slice(env);
-    let node_admin = free_port()?.to_string();
+    let node_admin: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
     let node = Process::spawn(
         "isolane-node",
         &bins.node,
@@ -166,13 +179,13 @@ pub async fn start_worker(
             "--grpc-addr",
             "127.0.0.1:0",
             "--admin-addr",
-            &format!("127.0.0.1:{node_admin}"),
+            &node_admin.to_string(),
         ]
         .map(str::to_owned)
         .into_iter()
         // Router↔node mTLS, as deployed.
         .chain(node_tls_args(dir))
-        .chain(node_args.iter().map(|a| (*a).to_owned())),
+        .chain(flags.node.iter().map(|a| (*a).to_owned())),
         &envs,
         &dir.join("node.log"),
     )
@@ -211,7 +224,8 @@ pub async fn start_worker(
     Ok(Cluster {
         router,
         node,
+        node_admin,
         _operator: operator,
-        _control_plane: control_plane,
+        control_plane,
     })
 }

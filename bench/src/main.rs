@@ -10,6 +10,7 @@
 //! 127.0.0.1 only.
 #![forbid(unsafe_code)]
 
+mod bundles;
 mod cluster;
 mod cold;
 mod density;
@@ -261,6 +262,27 @@ enum Command {
         #[arg(long, default_value_t = 1.5)]
         goal_mib: f64,
     },
+    /// 11. Never-seen 8 and 64 MiB bundles: router + node vs workerd.
+    ///
+    /// First answers: apply → 200 through the router, spawn → 200 for workerd.
+    Bundles {
+        #[command(flatten)]
+        common: Common,
+        /// The `isolane` binary (`isolane push`).
+        #[arg(long)]
+        isolane: PathBuf,
+        #[arg(long)]
+        workerd: Option<PathBuf>,
+        /// Folder with `isolane-operator`, `isolane-node` and `isolane-router`.
+        #[arg(long, default_value = "target/release")]
+        bin_dir: PathBuf,
+        /// Bundle sizes in MiB, comma-separated (at most 64: the artifact limit).
+        #[arg(long, value_delimiter = ',', default_value = "8,64")]
+        sizes_mib: Vec<usize>,
+        /// Samples per size and case.
+        #[arg(long, default_value_t = 5)]
+        samples: usize,
+    },
     /// Assemble docs/benchmarks.md from the results folder.
     Report {
         #[arg(long)]
@@ -493,6 +515,28 @@ fn main() -> anyhow::Result<()> {
             };
             let section = runtime()?.block_on(websocket::section(&setup))?;
             section.write(&common.results, "9-websocket")
+        }
+        Command::Bundles {
+            common,
+            isolane,
+            workerd,
+            bin_dir,
+            sizes_mib,
+            samples,
+        } => {
+            anyhow::ensure!(
+                samples > 0 && sizes_mib.iter().all(|&m| (1..=64).contains(&m)),
+                "--samples must be positive and --sizes-mib between 1 and 64"
+            );
+            let plan = bundles::Plan { sizes_mib, samples };
+            let setup = bundles::Setup {
+                bins: &Binaries { isolane, workerd },
+                cluster: &cluster::ClusterBinaries::in_dir(&bin_dir)?,
+                work: &common.work,
+                plan: &plan,
+            };
+            let section = runtime()?.block_on(bundles::section(&setup))?;
+            section.write(&common.results, "11-bundles")
         }
         Command::Report {
             results,

@@ -113,7 +113,7 @@ async fn one(
     dir: &Path,
 ) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(dir)?;
-    let (control_plane, operator) = cluster::control_plane_with_operator(binary, dir).await?;
+    let (control_plane, operator) = cluster::control_plane_with_operator(binary, dir, &[]).await?;
     let idle_kib = operator.peak_rss_kib().unwrap_or(0);
     let client = control_plane.client();
     let started = Instant::now();

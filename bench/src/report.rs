@@ -110,6 +110,10 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ),
     ("10-fleet", "10. Fleet simulation"),
     ("11-state", "11. State: Durable Objects and KV"),
+    (
+        "12-bundles",
+        "12. Never-seen big bundles: first answer through router + node vs workerd",
+    ),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.

@@ -103,6 +103,16 @@ pub async fn wait_ok(
     host: Option<&str>,
     timeout: Duration,
 ) -> anyhow::Result<Duration> {
+    wait_ok_every(addr, host, timeout, Duration::from_millis(1)).await
+}
+
+/// [`wait_ok`], polling every `every`.
+pub async fn wait_ok_every(
+    addr: SocketAddr,
+    host: Option<&str>,
+    timeout: Duration,
+    every: Duration,
+) -> anyhow::Result<Duration> {
     let started = Instant::now();
     let mut last = None;
     while started.elapsed() < timeout {
@@ -110,7 +120,7 @@ pub async fn wait_ok(
             Some(200) => return Ok(started.elapsed()),
             status => last = status,
         }
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        tokio::time::sleep(every).await;
     }
     bail!("no 200 within {timeout:?} (last status {last:?})")
 }

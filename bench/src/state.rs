@@ -249,8 +249,15 @@ pub async fn section(setup: &Setup<'_>, plan: &Plan) -> anyhow::Result<Section> 
         Binding::durable_object("COUNTER", "Counter"),
         Binding::kv("KV", "bench-kv"),
     ];
-    let cluster =
-        cluster::start_worker(setup.cluster, setup.work, &worker, HOST, &[], &env).await?;
+    let cluster = cluster::start_worker(
+        setup.cluster,
+        setup.work,
+        &worker,
+        HOST,
+        &cluster::Flags::default(),
+        &env,
+    )
+    .await?;
     let peer = match setup.workerd {
         Some(bin) => {
             let server = workerd(bin, &setup.work.join("workerd-state"))?;

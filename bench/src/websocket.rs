@@ -293,7 +293,10 @@ pub async fn section(setup: &Setup<'_>) -> anyhow::Result<Section> {
         "echo",
         SCRIPT,
         "echo.bench.test",
-        &node_args,
+        &cluster::Flags {
+            node: &node_args,
+            operator: &[],
+        },
     )
     .await?;
     let dev = servers::isolane_dev(setup.bins, &script, setup.work, &node_args);

@@ -11,7 +11,9 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
-use isolane_artifact::{AllowedRegistries, ArtifactLimits, BundleRef, Credentials, Registry};
+use isolane_artifact::{
+    AllowedRegistries, ArtifactLimits, BundleRef, Credentials, Registry, RegistryCa,
+};
 use isolane_crds::Worker;
 use isolane_worker::{Module, ModuleKind, Modules};
 use kube::api::{Api, Patch, PatchParams};
@@ -47,6 +49,11 @@ pub struct PushArgs {
     /// Speak plain HTTP to the registry (a registry on loopback).
     #[arg(long)]
     plain_http: bool,
+    /// A PEM bundle of CA certificates trusted for the registry's HTTPS
+    /// certificate besides the public web PKI roots (a registry whose
+    /// certificate a private CA signs; the cluster's `--bundle-registry-ca`).
+    #[arg(long)]
+    registry_ca: Option<PathBuf>,
     /// Apply the Worker with your kubeconfig (server-side apply) rather
     /// than print it.
     #[arg(long)]
@@ -68,11 +75,16 @@ pub async fn run(args: PushArgs) -> anyhow::Result<()> {
         Vec::new()
     };
     // The user's own machine: any registry they name.
-    let registry = Registry::new(
+    let mut registry = Registry::new(
         plain_http,
         AllowedRegistries::Any,
         ArtifactLimits::default(),
     )?;
+    if let Some(path) = &args.registry_ca {
+        let pem = std::fs::read(path)
+            .with_context(|| format!("reading --registry-ca {}", path.display()))?;
+        registry = registry.trusting(RegistryCa::from_pem(&pem)?)?;
+    }
     let credentials = match (args.username, args.password) {
         (Some(username), Some(password)) => Some(Credentials { username, password }),
         _ => None,

@@ -13,10 +13,9 @@ use std::time::{Duration, Instant};
 
 use isolane_crds::{TrafficTarget, Worker};
 use isolane_testenv::{Registry, wait_until};
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::PostParams;
 
 use crate::http;
 use crate::ingress::Ingress;
@@ -37,7 +36,8 @@ pub fn blob() -> Vec<u8> {
 
 /// A Worker folder: main.js answering [`answer`]`(version, blob.len())`,
 /// importing lib/big.js, a JavaScript module big enough for the engine's
-/// code cache (32 KiB and more) and the same in every version.
+/// code cache (32 KiB and more; `isolane_testenv::big_module`) and the
+/// same in every version.
 pub fn write_bundle(dir: &Path, version: &str, blob: &[u8]) {
     std::fs::create_dir_all(dir).expect("bundle dir");
     std::fs::write(
@@ -51,14 +51,7 @@ pub fn write_bundle(dir: &Path, version: &str, blob: &[u8]) {
         ),
     )
     .expect("main.js");
-    let lib: String = (0..1000)
-        .map(|i| format!("function f{i}(x) {{ let s = {i}; for (let j = 0; j < x; j++) s = (s * 31 + j) % 1000003; return s; }}\n"))
-        .chain(["export const total = () => [f1, f500, f999].reduce((sum, f) => sum + f(3), 0);\n".to_owned()])
-        .collect();
-    assert!(
-        lib.len() >= 32 << 10,
-        "lib/big.js is big enough to be cached"
-    );
+    let lib = isolane_testenv::big_module::es_module(64 << 10, "");
     std::fs::create_dir_all(dir.join("lib")).expect("lib dir");
     std::fs::write(dir.join("lib").join("big.js"), lib).expect("lib/big.js");
     std::fs::write(dir.join("blob.bin"), blob).expect("blob.bin");
@@ -105,13 +98,26 @@ pub struct Target<'a> {
 /// `isolane push` of `path` to `<registry>/<repository>` over plain HTTP,
 /// as the registry's user: the Worker it prints.
 pub fn push(registry: &Registry, path: &Path, repository: &str, target: Target<'_>) -> Worker {
+    push_with(registry, path, repository, target, &["--plain-http"])
+}
+
+/// [`push`] with `how` (`--plain-http`, or `--registry-ca FILE` for a
+/// registry over HTTPS) rather than plain HTTP.
+pub fn push_with(
+    registry: &Registry,
+    path: &Path,
+    repository: &str,
+    target: Target<'_>,
+    how: &[&str],
+) -> Worker {
     let mut command = Command::new(binary("isolane", "ISOLANE_BIN"));
     command
         .arg("push")
         .arg(path)
         .args(["--repository", &format!("{}/{repository}", registry.host())])
         .args(["--name", target.name, "-n", target.namespace])
-        .args(["--route", target.host, "--plain-http"])
+        .args(["--route", target.host])
+        .args(how)
         .env("ISOLANE_REGISTRY_USERNAME", registry.username())
         .env("ISOLANE_REGISTRY_PASSWORD", registry.password());
     if let Some(secret) = target.pull_secret {
@@ -133,23 +139,8 @@ pub fn push(registry: &Registry, path: &Path, repository: &str, target: Target<'
 /// `namespace` holding the registry user's credentials.
 pub async fn create_pull_secret(client: &kube::Client, namespace: &str, registry: &Registry) {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let secret = Secret {
-        metadata: ObjectMeta {
-            name: Some(PULL_SECRET.to_owned()),
-            ..ObjectMeta::default()
-        },
-        type_: Some("kubernetes.io/dockerconfigjson".to_owned()),
-        data: Some(
-            [(
-                ".dockerconfigjson".to_owned(),
-                ByteString(registry.docker_config_json().into_bytes()),
-            )]
-            .into(),
-        ),
-        ..Secret::default()
-    };
     secrets
-        .create(&PostParams::default(), &secret)
+        .create(&PostParams::default(), &registry.pull_secret(PULL_SECRET))
         .await
         .expect("create the pull secret");
 }

@@ -27,7 +27,7 @@ use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::operator::OperatorOptions;
 use isolane_e2e::workers::{self, has_condition, wait_for_worker, wait_ready};
-use isolane_testenv::{ControlPlane, Registry, wait_until};
+use isolane_testenv::{ControlPlane, Registry, TestCa, wait_until};
 
 const NAMESPACE: &str = "apps";
 const HOST: &str = "big.test";
@@ -221,4 +221,65 @@ async fn counting_listener() -> (String, std::sync::Arc<std::sync::atomic::Atomi
         }
     });
     (addr.to_string(), count)
+}
+
+/// A registry on HTTPS whose certificate a private CA signs: `isolane push
+/// --registry-ca`, then the operator and the node, both given the CA with
+/// `--bundle-registry-ca` (and no plain HTTP), check, pull and serve the
+/// bundle through the router. (Without the CA the registry is refused:
+/// `crates/artifact/tests/registry.rs`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bundle_from_a_registry_signed_by_a_private_ca_is_served_with_the_ca() {
+    let cp = ControlPlane::start().await.expect("control plane starts");
+    workers::prepare(&cp, &[NAMESPACE]).await;
+    let ca = TestCa::new("isolane-e2e-registry-ca").expect("a test CA");
+    let registry = Registry::start_tls("isolane", "pull-me", &ca).expect("registry starts");
+    let client = cp.client();
+    create_pull_secret(&client, NAMESPACE, &registry).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ca_file = dir.path().join("registry-ca.crt");
+    std::fs::write(&ca_file, ca.cert_pem()).expect("write the CA");
+    let trust = format!("--bundle-registry-ca={}", ca_file.display());
+    let allowed = format!("--bundle-registry={}", registry.host());
+    let mut node = NodeOptions::named("node-1");
+    node.extra_args = vec![
+        allowed.clone(),
+        trust.clone(),
+        format!(
+            "--bundle-cache-dir={}",
+            dir.path().join("bundle-cache").display()
+        ),
+    ];
+    let options = ClusterOptions {
+        nodes: 1,
+        node,
+        operator: OperatorOptions {
+            extra_args: vec![allowed, trust],
+            ..OperatorOptions::default()
+        },
+        ..ClusterOptions::default()
+    };
+    let cluster = Cluster::start(&cp, dir.path(), options).await;
+    let ingress = Ingress::new(cluster.ingress());
+
+    let blob = vec![7_u8; 4096];
+    write_bundle(&dir.path().join("v1"), "v1", &blob);
+    let target = Target {
+        name: "private",
+        namespace: NAMESPACE,
+        host: "private.test",
+        pull_secret: Some(PULL_SECRET),
+    };
+    let ca_path = ca_file.display().to_string();
+    let worker = bundles::push_with(
+        &registry,
+        &dir.path().join("v1"),
+        "apps/private",
+        target,
+        &["--registry-ca", &ca_path],
+    );
+    workers::apply(&client, NAMESPACE, &worker).await;
+    wait_ready(&client, NAMESPACE, "private", SETTLE).await;
+    wait_for_answer(&ingress, "private.test", &answer("v1", blob.len()), SETTLE).await;
+    drop(cluster);
 }

@@ -418,6 +418,10 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         "operator.config.bundleRegistries=registry.local:5000",
         "--set",
         "node.config.bundleRegistries=registry.local:5000",
+        "--set",
+        "operator.config.bundleRegistryCa=/etc/isolane/registry-ca/ca.crt",
+        "--set",
+        "node.config.bundleRegistryCa=/etc/isolane/registry-ca/ca.crt",
     ]));
     // Each binary flattens telemetry's shared admin flags (ISOLANE_ADMIN_ADDR,
     // ISOLANE_LOG_FORMAT) and reads ISOLANE_LOG in its init_tracing.
@@ -482,6 +486,51 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         "update charts/isolane (templates/_helpers.tpl, values.yaml, values.schema.json) and docs/config.md:\n{}",
         mismatches.join("\n")
     );
+}
+
+/// A registry signed by a private CA (docs/bundles.md): the CA's ConfigMap
+/// mounted through `extraVolumes`/`extraVolumeMounts` and named by
+/// `config.bundleRegistryCa`, on the operator and on the nodes.
+#[test]
+fn a_registry_ca_is_mounted_and_named_on_operator_and_nodes() {
+    let volumes = r#"[{"name":"registry-ca","configMap":{"name":"registry-ca"}}]"#;
+    let mounts =
+        r#"[{"name":"registry-ca","mountPath":"/etc/isolane/registry-ca","readOnly":true}]"#;
+    let path = "/etc/isolane/registry-ca/ca.crt";
+    let mut args = Vec::new();
+    for component in ["operator", "node"] {
+        args.push("--set-json".to_owned());
+        args.push(format!("{component}.extraVolumes={volumes}"));
+        args.push("--set-json".to_owned());
+        args.push(format!("{component}.extraVolumeMounts={mounts}"));
+        args.push("--set".to_owned());
+        args.push(format!("{component}.config.bundleRegistryCa={path}"));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let objects = documents(&template(&args));
+    for (kind_, name_) in [
+        ("Deployment", "isolane-operator"),
+        ("DaemonSet", "isolane-node"),
+    ] {
+        let workload = find(&objects, kind_, name_);
+        assert_eq!(env(workload)["ISOLANE_BUNDLE_REGISTRY_CA"], path, "{name_}");
+        let pod = &workload["spec"]["template"]["spec"];
+        let volume = pod["volumes"]
+            .as_sequence()
+            .expect("volumes")
+            .iter()
+            .find(|volume| volume["name"] == "registry-ca")
+            .unwrap_or_else(|| panic!("{name_}: no registry-ca volume"));
+        assert_eq!(volume["configMap"]["name"], "registry-ca");
+        let mounted = pod["containers"][0]["volumeMounts"]
+            .as_sequence()
+            .expect("volumeMounts")
+            .iter()
+            .any(|mount| {
+                mount["name"] == "registry-ca" && mount["mountPath"] == "/etc/isolane/registry-ca"
+            });
+        assert!(mounted, "{name_}: the CA is not mounted");
+    }
 }
 
 #[test]

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use isolane_artifact::{
-    AllowedRegistries, ArtifactLimits, BundleRef, Credentials, Registry, check_wasm,
+    AllowedRegistries, ArtifactLimits, BundleRef, Credentials, Registry, RegistryCa, check_wasm,
 };
 use isolane_crds::{ArtifactSource, WorkerSpec};
 use isolane_worker::ModuleKind;
@@ -58,13 +58,19 @@ impl std::fmt::Debug for ArtifactChecker {
 
 impl ArtifactChecker {
     /// A checker reaching `plain_http` registries over HTTP, others over
-    /// HTTPS, and only `allowed` ones.
+    /// HTTPS (trusting `ca` besides the public web PKI), and only `allowed`
+    /// ones.
     pub fn new(
         plain_http: Vec<String>,
         allowed: AllowedRegistries,
+        ca: Option<RegistryCa>,
     ) -> Result<Self, isolane_artifact::Error> {
+        let mut registry = Registry::new(plain_http, allowed, ArtifactLimits::default())?;
+        if let Some(ca) = ca {
+            registry = registry.trusting(ca)?;
+        }
         Ok(Self {
-            registry: Registry::new(plain_http, allowed, ArtifactLimits::default())?,
+            registry,
             verdicts: Mutex::new(HashMap::new()),
         })
     }

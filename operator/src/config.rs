@@ -49,6 +49,8 @@ pub const ENV_HOST_RELEASE_GRACE: &str = "ISOLANE_HOST_RELEASE_GRACE";
 pub const ENV_PLAIN_HTTP_REGISTRIES: &str = "ISOLANE_PLAIN_HTTP_REGISTRIES";
 /// Registries bundles may come from (`--bundle-registry`, comma-separated).
 pub const ENV_BUNDLE_REGISTRIES: &str = "ISOLANE_BUNDLE_REGISTRIES";
+/// A PEM bundle of CAs trusted for registries' certificates.
+pub const ENV_BUNDLE_REGISTRY_CA: &str = "ISOLANE_BUNDLE_REGISTRY_CA";
 
 /// The operator's flags.
 #[derive(Clone, Debug, Parser)]
@@ -144,6 +146,12 @@ pub struct Args {
     #[arg(long = "bundle-registry", env = ENV_BUNDLE_REGISTRIES, value_delimiter = ',')]
     pub bundle_registries: Vec<String>,
 
+    /// A PEM bundle of CA certificates trusted for registries' HTTPS
+    /// certificates besides the public web PKI roots (a registry whose
+    /// certificate a private CA signs). Runtime nodes take the same.
+    #[arg(long, env = ENV_BUNDLE_REGISTRY_CA)]
+    pub bundle_registry_ca: Option<PathBuf>,
+
     /// The KV store's database: the operator applies its schema migrations
     /// at start (runtime nodes only check them).
     #[command(flatten)]
@@ -180,6 +188,9 @@ pub enum ConfigError {
     /// A `--bundle-registry` entry is malformed.
     #[error("--bundle-registry {0:?} is not host, host:port or *.domain")]
     BundleRegistry(String),
+    /// `--bundle-registry-ca` cannot be read, or holds no certificate.
+    #[error("--bundle-registry-ca {path}: {detail}")]
+    RegistryCa { path: String, detail: String },
 }
 
 impl ConfigError {
@@ -193,6 +204,7 @@ impl ConfigError {
             Self::ZeroDuration(_) => "zero_duration",
             Self::Concurrency => "concurrency",
             Self::BundleRegistry(_) => "bundle_registry",
+            Self::RegistryCa { .. } => "registry_ca",
         }
     }
 }
@@ -239,6 +251,8 @@ pub struct Config {
     pub plain_http_registries: Vec<String>,
     /// Registries bundles may come from.
     pub bundle_registries: isolane_artifact::AllowedRegistries,
+    /// `--bundle-registry-ca`'s certificates.
+    pub registry_ca: Option<isolane_artifact::RegistryCa>,
 }
 
 impl Args {
@@ -252,6 +266,21 @@ impl Args {
                 other => ConfigError::BundleRegistry(other.to_string()),
             }
         })
+    }
+
+    /// `--bundle-registry-ca`'s certificates, read and decoded.
+    fn registry_ca(&self) -> Result<Option<isolane_artifact::RegistryCa>, ConfigError> {
+        let Some(path) = &self.bundle_registry_ca else {
+            return Ok(None);
+        };
+        let refused = |detail: String| ConfigError::RegistryCa {
+            path: path.display().to_string(),
+            detail,
+        };
+        let pem = std::fs::read(path).map_err(|error| refused(error.to_string()))?;
+        isolane_artifact::RegistryCa::from_pem(&pem)
+            .map(Some)
+            .map_err(|error| refused(error.to_string()))
     }
 
     /// The admission webhook's server: an address needs its certificate
@@ -299,6 +328,7 @@ impl Args {
             return Err(ConfigError::Concurrency);
         }
         let bundle_registries = self.bundle_registries()?;
+        let registry_ca = self.registry_ca()?;
         let leader = self.leader_election.then(|| LeaderConfig {
             lease_name: self.leader_lease.clone(),
             identity: self
@@ -323,6 +353,7 @@ impl Args {
             storage: self.storage.settings(),
             plain_http_registries: self.plain_http_registries.clone(),
             bundle_registries,
+            registry_ca,
         })
     }
 }
@@ -383,6 +414,24 @@ mod tests {
         .validate()
         .unwrap();
         assert_eq!(config.leader, None);
+    }
+
+    #[test]
+    fn the_registry_ca_is_read_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = isolane_testenv::TestCa::new("registry-ca").unwrap();
+        let good = dir.path().join("ca.crt");
+        std::fs::write(&good, ca.cert_pem()).unwrap();
+        let garbage = dir.path().join("garbage.crt");
+        std::fs::write(&garbage, "not a certificate").unwrap();
+        let flag = |path: &std::path::Path| format!("--bundle-registry-ca={}", path.display());
+        let config = args(&[&flag(&good)]).validate().unwrap();
+        assert!(config.registry_ca.is_some());
+        assert!(args(&[]).validate().unwrap().registry_ca.is_none());
+        for bad in [garbage, dir.path().join("missing.crt")] {
+            let error = args(&[&flag(&bad)]).validate().unwrap_err();
+            assert_eq!(error.kind(), "registry_ca", "{error}");
+        }
     }
 
     #[test]

@@ -89,6 +89,7 @@ pub async fn run(
     let artifacts = match ArtifactChecker::new(
         config.plain_http_registries.clone(),
         config.bundle_registries.clone(),
+        config.registry_ca.clone(),
     ) {
         Ok(artifacts) => Arc::new(artifacts),
         Err(error) => {

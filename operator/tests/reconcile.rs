@@ -41,6 +41,7 @@ fn config() -> Config {
         host_release_grace: std::time::Duration::from_secs(24 * 3600),
         plain_http_registries: Vec::new(),
         bundle_registries: isolane_artifact::AllowedRegistries::Listed(Vec::new()),
+        registry_ca: None,
         storage: None,
     }
 }

@@ -73,6 +73,9 @@ pub fn parse_dns_over_https(value: &str) -> Result<String, String> {
         _ => Err(format!("{value:?} is not an https:// or http:// URL")),
     }
 }
+
+/// Env var for `--bundle-registry-ca`.
+pub const BUNDLE_REGISTRY_CA_ENV: &str = "ISOLANE_BUNDLE_REGISTRY_CA";
 /// Env var for `--lease-duration`.
 pub const LEASE_DURATION_ENV: &str = "ISOLANE_LEASE_DURATION";
 /// Env var for `--drain-timeout`.
@@ -323,6 +326,12 @@ pub struct Args {
     #[arg(long = "bundle-registry", env = BUNDLE_REGISTRIES_ENV, value_delimiter = ',')]
     pub bundle_registries: Vec<String>,
 
+    /// A PEM bundle of CA certificates trusted for registries' HTTPS
+    /// certificates besides the public web PKI roots (a registry whose
+    /// certificate a private CA signs). The operator takes the same.
+    #[arg(long, env = BUNDLE_REGISTRY_CA_ENV)]
+    pub bundle_registry_ca: Option<std::path::PathBuf>,
+
     #[command(flatten)]
     pub grpc_tls: MtlsArgs,
 
@@ -373,6 +382,8 @@ pub struct ArtifactSettings {
     pub plain_http: Vec<String>,
     /// `--bundle-registry` entries (checked when the puller is made).
     pub allowed: Vec<String>,
+    /// `--bundle-registry-ca`'s certificates.
+    pub registry_ca: Option<isolane_artifact::RegistryCa>,
 }
 
 impl Default for ArtifactSettings {
@@ -382,6 +393,7 @@ impl Default for ArtifactSettings {
             cache_bytes: 1 << 30,
             plain_http: Vec::new(),
             allowed: Vec::new(),
+            registry_ca: None,
         }
     }
 }
@@ -411,6 +423,18 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    #[error("--bundle-registry-ca {path}: {source}")]
+    RegistryCaFile {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--bundle-registry-ca {path}: {source}")]
+    RegistryCa {
+        path: String,
+        #[source]
+        source: isolane_artifact::Error,
+    },
     #[error("--storage-postgres-*: {0}")]
     Storage(#[from] isolane_storage::StoreError),
     #[error(transparent)]
@@ -430,6 +454,7 @@ impl ConfigError {
             ConfigError::InvalidAdvertiseHost { .. } => "invalid_advertise_host",
             ConfigError::PortRange { .. } => "port_range",
             ConfigError::ExtraCa { .. } => "extra_ca",
+            ConfigError::RegistryCaFile { .. } | ConfigError::RegistryCa { .. } => "registry_ca",
             ConfigError::Storage(_) => "storage",
             ConfigError::GrpcSecurity(_) => "grpc_security",
             ConfigError::Tls(_) => "tls",
@@ -517,6 +542,10 @@ impl Args {
         let bundle_cache_dir = self
             .bundle_cache_dir
             .unwrap_or_else(|| ArtifactSettings::default().cache_dir);
+        let registry_ca = match &self.bundle_registry_ca {
+            Some(path) => Some(registry_ca(path)?),
+            None => None,
+        };
         let engine = EngineConfig {
             threads,
             pin_threads: self.pin_threads,
@@ -587,6 +616,7 @@ impl Args {
                 cache_bytes: self.bundle_cache_mib.saturating_mul(1 << 20),
                 plain_http: self.plain_http_registries,
                 allowed: self.bundle_registries,
+                registry_ca,
             },
             admin_addr: self.admin.admin_addr,
             grpc_security,
@@ -596,6 +626,18 @@ impl Args {
             previous_crash: None,
         })
     }
+}
+
+/// The certificates of the PEM bundle at `path` (`--bundle-registry-ca`).
+fn registry_ca(path: &std::path::Path) -> Result<isolane_artifact::RegistryCa, ConfigError> {
+    let pem = std::fs::read(path).map_err(|source| ConfigError::RegistryCaFile {
+        path: path.display().to_string(),
+        source,
+    })?;
+    isolane_artifact::RegistryCa::from_pem(&pem).map_err(|source| ConfigError::RegistryCa {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// The store with the node's KV cache and namespace quota.
@@ -794,6 +836,24 @@ mod tests {
         assert_eq!(config.artifacts.cache_dir, PathBuf::from("/var/cache/b"));
         let off = parse(&["--code-cache-mib", "0"]).unwrap();
         assert!(off.engine.code_cache.is_none());
+    }
+
+    #[test]
+    fn the_registry_ca_is_read_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = isolane_testenv::TestCa::new("registry-ca").unwrap();
+        let good = dir.path().join("ca.crt");
+        std::fs::write(&good, ca.cert_pem()).unwrap();
+        let garbage = dir.path().join("garbage.crt");
+        std::fs::write(&garbage, "not a certificate").unwrap();
+        let flag = |path: &std::path::Path| format!("--bundle-registry-ca={}", path.display());
+        let config = parse(&[&flag(&good)]).unwrap();
+        assert!(config.artifacts.registry_ca.is_some());
+        assert!(parse(&[]).unwrap().artifacts.registry_ca.is_none());
+        for bad in [garbage, dir.path().join("missing.crt")] {
+            let error = parse(&[&flag(&bad)]).unwrap_err();
+            assert_eq!(error.kind(), "registry_ca", "{error}");
+        }
     }
 
     #[test]

@@ -353,7 +353,7 @@ const TAIL_EVENTS_DROPPED: Metric = Metric::new(
 
 const CODE_CACHE: Metric = Metric::new(
     "isolane_node_code_cache_total",
-    "Big modules' V8 code cache files by event: consumed (compiled from it), rejected (refused by V8), invalid (failed its checks), written, write_failed.",
+    "Big modules' and scripts' V8 code cache files by event: consumed (compiled from it), rejected (refused by V8), invalid (failed its checks), written, write_failed.",
     &["event"],
 );
 

@@ -21,6 +21,8 @@ pub enum Error {
     },
     #[error("--bundle-registry {entry:?} is not host, host:port or *.domain")]
     BadAllowedRegistry { entry: String },
+    #[error("--bundle-registry-ca: {detail}")]
+    BadRegistryCa { detail: String },
     #[error("bundle {reference} was not found in its registry")]
     NotFound { reference: String },
     #[error("the registry of {reference} failed: {detail}")]
@@ -57,6 +59,7 @@ impl Error {
             Error::Unauthorized { .. } => "unauthorized",
             Error::RegistryNotAllowed { .. } => "registry_not_allowed",
             Error::BadAllowedRegistry { .. } => "bad_allowed_registry",
+            Error::BadRegistryCa { .. } => "bad_registry_ca",
             Error::NotFound { .. } => "not_found",
             Error::Registry { .. } => "registry",
             Error::TooLarge { .. } => "too_large",

@@ -30,6 +30,7 @@ pub mod layout;
 mod limits;
 mod reference;
 mod registry;
+mod registry_ca;
 
 pub use allowed::AllowedRegistries;
 pub use cache::Cache;
@@ -39,3 +40,4 @@ pub use layout::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, Packed, pack, unpack};
 pub use limits::ArtifactLimits;
 pub use reference::BundleRef;
 pub use registry::{Credentials, Pulled, Registry};
+pub use registry_ca::RegistryCa;

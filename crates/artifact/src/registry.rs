@@ -18,6 +18,7 @@ use oci_client::{Client, Reference};
 
 use crate::digest::{sha256, verify};
 use crate::layout::{self, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE};
+use crate::registry_ca::RegistryCa;
 use crate::{AllowedRegistries, ArtifactLimits, BundleRef, Cache, Error};
 
 /// A user name and password for a registry (from a pull secret's
@@ -101,6 +102,8 @@ pub struct Registry {
     plain_http: Vec<String>,
     allowed: AllowedRegistries,
     limits: ArtifactLimits,
+    /// CAs trusted besides the public web PKI ([`Registry::trusting`]).
+    extra_roots: RegistryCa,
 }
 
 impl std::fmt::Debug for Registry {
@@ -127,9 +130,20 @@ impl Registry {
             plain_http,
             allowed,
             limits,
+            extra_roots: RegistryCa::default(),
         };
         registry.client()?;
         Ok(registry)
+    }
+
+    /// This client, also trusting `ca` for registries' HTTPS
+    /// certificates (`--bundle-registry-ca`).
+    pub fn trusting(mut self, ca: RegistryCa) -> Result<Self, Error> {
+        self.extra_roots = ca;
+        self.client().map_err(|error| Error::BadRegistryCa {
+            detail: error.to_string(),
+        })?;
+        Ok(self)
     }
 
     /// A client with no credentials stored yet.
@@ -140,6 +154,7 @@ impl Registry {
             } else {
                 ClientProtocol::HttpsExcept(self.plain_http.clone())
             },
+            extra_root_certificates: self.extra_roots.certificates(),
             connect_timeout: Some(std::time::Duration::from_secs(10)),
             read_timeout: Some(std::time::Duration::from_secs(30)),
             ..ClientConfig::default()

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use isolane_artifact::{
-    AllowedRegistries, ArtifactLimits, BundleRef, Cache, Credentials, Error, Registry,
+    AllowedRegistries, ArtifactLimits, BundleRef, Cache, Credentials, Error, Registry, RegistryCa,
 };
 use isolane_testenv::Registry as TestRegistry;
 use isolane_worker::{Module, ModuleKind, Modules};
@@ -310,4 +310,59 @@ async fn a_decompression_bomb_is_refused_after_at_most_the_uncompressed_limit() 
             .modules,
         big
     );
+}
+
+/// A registry on HTTPS whose certificate a private CA signs: refused (push
+/// and pull) by a client trusting the public web PKI alone, served to one
+/// that also trusts the CA (`--bundle-registry-ca`); a CA file that holds no
+/// certificate is refused when the client is made.
+#[tokio::test]
+async fn a_registry_signed_by_a_private_ca_is_refused_until_the_ca_is_trusted() {
+    let ca = isolane_testenv::TestCa::new("isolane-test-registry-ca").unwrap();
+    let registry = TestRegistry::start_tls("pusher", "s3cret", &ca).unwrap();
+    let credentials =
+        Credentials::from_docker_config(registry.docker_config_json().as_bytes(), &registry.host())
+            .unwrap();
+    let over_https = || {
+        Registry::new(
+            Vec::new(),
+            AllowedRegistries::listed(&[registry.host()]).unwrap(),
+            ArtifactLimits::default(),
+        )
+        .unwrap()
+    };
+    let untrusting = over_https();
+    let ca_pem = RegistryCa::from_pem(ca.cert_pem().as_bytes()).unwrap();
+    let trusting = over_https().trusting(ca_pem).unwrap();
+    let modules = bundle(random(64 << 10));
+    let repository = format!("{}/ns/private-ca", registry.host());
+
+    let refused = untrusting
+        .push(&repository, &modules, Some(&credentials))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, Error::Registry { .. }), "{refused}");
+    let pushed = trusting
+        .push(&repository, &modules, Some(&credentials))
+        .await
+        .unwrap();
+    let refused = untrusting
+        .pull(&pushed, Some(&credentials), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, Error::Registry { .. }), "{refused}");
+    let pulled = trusting
+        .pull(&pushed, Some(&credentials), None)
+        .await
+        .unwrap();
+    assert_eq!(pulled.modules, modules);
+
+    for bad in [
+        &b""[..],
+        b"not a certificate",
+        b"-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n",
+    ] {
+        let error = RegistryCa::from_pem(bad).unwrap_err();
+        assert!(matches!(error, Error::BadRegistryCa { .. }), "{error}");
+    }
 }

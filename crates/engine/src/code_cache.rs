@@ -1,5 +1,5 @@
-//! The modules' V8 code cache on disk: the bytecode V8 made for a big ES
-//! module, so the next isolate to load it (another engine thread, or this
+//! The V8 code cache on disk: the bytecode V8 made for a big ES module or
+//! classic (service-worker) script, so the next isolate to load it (another engine thread, or this
 //! node after a restart) deserialises it instead of parsing and compiling
 //! the source again.
 //!
@@ -11,8 +11,9 @@
 //!   foreign file is another key. A file that fails the checks is counted
 //!   (`invalid`) and rewritten; one V8 itself refuses (`rejected`: V8's
 //!   version, flags or the source's hash differ) is counted and rewritten.
-//! - Only modules of at least [`MIN_SOURCE_BYTES`]: below that a compile is
-//!   cheaper than a file read.
+//! - Only sources of at least [`MIN_SOURCE_BYTES`]: below that a compile is
+//!   cheaper than a file read. A source compiled as a module and as a
+//!   script are two keys ([`Compiled`]): V8's caches of the two differ.
 //! - Made on the isolate's thread once the module's top-level code has run
 //!   (so the functions it ran are compiled and in the cache), at most once
 //!   per key per process; written by one writer thread, off the request
@@ -30,6 +31,17 @@ use std::sync::{Mutex, mpsc};
 
 use crate::checked_file::{self, Key, Kind};
 use crate::observer::{CodeCacheEvent, EngineObserver};
+
+pub(crate) mod owed;
+
+/// What a source is compiled as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Compiled {
+    /// An ES module.
+    Module,
+    /// A classic (service-worker) script.
+    Script,
+}
 
 const KIND: Kind = Kind {
     magic: b"ISOLCODE",
@@ -158,9 +170,9 @@ impl CodeCache {
         Ok(cache)
     }
 
-    /// The key and checked cache file for a module of `source`; `None`
-    /// for a module too small to cache.
-    pub(crate) fn lookup(&self, source: &[u8]) -> Option<Lookup> {
+    /// The key and checked cache file for `source` compiled as
+    /// `compiled`; `None` for a source too small to cache.
+    pub(crate) fn lookup(&self, compiled: Compiled, source: &[u8]) -> Option<Lookup> {
         if source.len() < MIN_SOURCE_BYTES {
             return None;
         }
@@ -168,6 +180,7 @@ impl CodeCache {
             v8::V8::get_version(),
             crate::platform::FLAGS,
             v8::script_compiler::cached_data_version_tag(),
+            compiled,
             source,
         );
         let bytes = match checked_file::load(&self.dir, &KIND, &key) {
@@ -249,9 +262,18 @@ impl CodeCache {
 }
 
 /// The key of a module's cache: everything V8's cache depends on.
-fn key_of(v8_version: &str, flags: &str, version_tag: u32, source: &[u8]) -> Key {
+fn key_of(
+    v8_version: &str,
+    flags: &str,
+    version_tag: u32,
+    compiled: Compiled,
+    source: &[u8],
+) -> Key {
     Key::of([
-        &b"module code"[..],
+        match compiled {
+            Compiled::Module => &b"module code"[..],
+            Compiled::Script => &b"script code"[..],
+        },
         v8_version.as_bytes(),
         flags.as_bytes(),
         &version_tag.to_le_bytes(),
@@ -259,13 +281,15 @@ fn key_of(v8_version: &str, flags: &str, version_tag: u32, source: &[u8]) -> Key
     ])
 }
 
-/// The file name of the cache for `source` (tests: to find and spoil it).
-/// Call after `Engine::start` (V8's flags are part of the key).
+/// The file name of the cache for `source` compiled as an ES module (tests:
+/// to find and spoil it). Call after `Engine::start` (V8's flags are part
+/// of the key).
 pub fn code_cache_file_name(source: &[u8]) -> String {
     key_of(
         v8::V8::get_version(),
         crate::platform::FLAGS,
         v8::script_compiler::cached_data_version_tag(),
+        Compiled::Module,
         source,
     )
     .file_name(&KIND)
@@ -280,7 +304,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let observer = std::sync::Arc::new(crate::observer::NoopObserver);
         let cache = CodeCache::start(&CodeCacheConfig::new(dir.path()), observer).unwrap();
-        let key = key_of("13.0", "--flag", 7, b"source");
+        let key = key_of("13.0", "--flag", 7, Compiled::Module, b"source");
         cache.produced(key, vec![0; QUEUED_BYTES + 1]);
         let stats = cache.stats();
         assert_eq!((stats.produced, stats.write_failures), (1, 1));
@@ -300,12 +324,15 @@ mod tests {
     }
 
     #[test]
-    fn another_source_v8_or_flag_is_another_key() {
-        let base = key_of("13.0", "--flag", 7, b"export default 1;");
-        assert_ne!(base, key_of("13.0", "--flag", 7, b"export default 2;"));
-        assert_ne!(base, key_of("13.1", "--flag", 7, b"export default 1;"));
-        assert_ne!(base, key_of("13.0", "--other", 7, b"export default 1;"));
-        assert_ne!(base, key_of("13.0", "--flag", 8, b"export default 1;"));
-        assert_eq!(base, key_of("13.0", "--flag", 7, b"export default 1;"));
+    fn another_source_v8_flag_or_compile_is_another_key() {
+        let key = |v8, flags, tag, source: &[u8]| key_of(v8, flags, tag, Compiled::Module, source);
+        let base = key("13.0", "--flag", 7, b"export default 1;");
+        assert_ne!(base, key("13.0", "--flag", 7, b"export default 2;"));
+        assert_ne!(base, key("13.1", "--flag", 7, b"export default 1;"));
+        assert_ne!(base, key("13.0", "--other", 7, b"export default 1;"));
+        assert_ne!(base, key("13.0", "--flag", 8, b"export default 1;"));
+        assert_eq!(base, key("13.0", "--flag", 7, b"export default 1;"));
+        let script = key_of("13.0", "--flag", 7, Compiled::Script, b"export default 1;");
+        assert_ne!(base, script);
     }
 }

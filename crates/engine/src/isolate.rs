@@ -408,7 +408,7 @@ impl WorkerIsolate {
             Ok(env) => {
                 let mut inner = self.inner.borrow_mut();
                 inner.env = Some(env);
-                let owed = crate::modules::owes_code_caches(&inner.isolate);
+                let owed = crate::code_cache::owed::owes(&inner.isolate);
                 self.code_cache_owed.set(owed);
                 Ok(())
             }
@@ -505,7 +505,7 @@ impl WorkerIsolate {
         })
     }
 
-    /// Makes the code caches of its modules compiled without one
+    /// Makes the code caches of its modules and script compiled without one
     /// (`code_cache.rs`), once: after its first request is over, off that
     /// request's path. Every other call is one flag read. No JavaScript
     /// runs (V8 serialises what it compiled), so it is no turn: no limit
@@ -521,13 +521,16 @@ impl WorkerIsolate {
         let Some(globals) = globals.as_ref() else {
             return;
         };
+        let Some(cache) = self.host.thread.shared.code_cache.as_deref() else {
+            return;
+        };
         let isolate: &mut v8::OwnedIsolate = isolate;
         let entered = Entered::new(isolate);
         {
             v8::scope!(let scope, isolate);
             let context = v8::Local::new(scope, &globals.context);
             let scope = &mut v8::ContextScope::new(scope, context);
-            crate::modules::make_code_caches(scope);
+            crate::code_cache::owed::make(scope, cache);
         }
         drop(entered);
     }
@@ -686,6 +689,7 @@ impl Drop for WorkerIsolate {
             inner.isolate.enter();
             inner.isolate.remove_slot::<Rc<HostState>>();
             crate::modules::forget(&mut inner.isolate);
+            crate::code_cache::owed::forget(&mut inner.isolate);
             ManuallyDrop::drop(&mut inner.isolate);
         }
     }

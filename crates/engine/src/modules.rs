@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use isolane_worker::{Compat, ModuleKind, Modules};
 
-use crate::code_cache::CodeCache;
+use crate::code_cache::{CodeCache, Compiled, owed};
 use crate::host;
 use crate::snapshot::script_origin;
 
@@ -62,12 +62,6 @@ struct State {
     names: HashMap<i32, Vec<(v8::Global<v8::Module>, String)>>,
     /// The default export of each non-ES module made so far.
     values: HashMap<String, v8::Global<v8::Value>>,
-    /// Modules compiled without a code cache V8 accepted: this isolate
-    /// makes theirs after its first request ([`make_code_caches`]).
-    uncached: Vec<(
-        crate::checked_file::Key,
-        v8::Global<v8::UnboundModuleScript>,
-    )>,
 }
 
 /// The isolate slot's type.
@@ -229,8 +223,8 @@ fn compile<'s>(
 }
 
 /// Compiles an ES module of `bytes` (its text `source`), from its code
-/// cache file when V8 accepts it (`code_cache.rs`); marks it for a cache
-/// of its own when there was none or V8 refused it.
+/// cache file when V8 accepts it (`code_cache.rs`); owes a cache of its
+/// own (`code_cache/owed.rs`) when there was none or V8 refused it.
 fn compile_es<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     registry: &Registry,
@@ -242,7 +236,7 @@ fn compile_es<'s>(
     let cached = registry
         .code_cache
         .as_ref()
-        .and_then(|cache| Some((cache, cache.lookup(bytes)?)));
+        .and_then(|cache| Some((cache, cache.lookup(Compiled::Module, bytes)?)));
     let Some((cache, lookup)) = cached else {
         let mut source = Source::new(source, Some(origin));
         return v8::script_compiler::compile_module(scope, &mut source);
@@ -271,37 +265,8 @@ fn compile_es<'s>(
     };
     // Read before evaluation: V8 gives it only for a module not yet run.
     let unbound = v8::Global::new(scope, module.get_unbound_module_script(scope));
-    let mut state = registry.state.borrow_mut();
-    state.uncached.push((lookup.key, unbound));
+    owed::owe(scope, lookup.key, owed::Unbound::Module(unbound));
     Some(module)
-}
-
-/// Whether the isolate owes code caches ([`make_code_caches`]).
-pub(crate) fn owes_code_caches(isolate: &v8::Isolate) -> bool {
-    isolate
-        .get_slot::<RegistrySlot>()
-        .is_some_and(|registry| !registry.state.borrow().uncached.is_empty())
-}
-
-/// Makes the code caches this isolate owes (modules compiled without one)
-/// and hands them to the writer. Called after its first request (so the
-/// functions its top-level code and that request ran are compiled, and in
-/// the cache), once the request is over.
-pub(crate) fn make_code_caches(scope: &mut v8::PinScope<'_, '_>) {
-    let Some(registry) = Registry::get(scope) else {
-        return;
-    };
-    let Some(cache) = &registry.code_cache else {
-        return;
-    };
-    let uncached = std::mem::take(&mut registry.state.borrow_mut().uncached);
-    // One isolate of the process makes each (the first to get here).
-    for (key, unbound) in uncached.into_iter().filter(|(key, _)| cache.claim(key)) {
-        let unbound = v8::Local::new(scope, unbound);
-        if let Some(data) = unbound.create_code_cache() {
-            cache.produced(key, data.to_vec());
-        }
-    }
 }
 
 /// The specifiers module `module` imports statically.

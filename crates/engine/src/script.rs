@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::bundle::{Module, ModuleKind, Modules, NodeCompat, WorkerBundle};
-use crate::code_cache::CodeCache;
+use crate::code_cache::{CodeCache, Compiled, Lookup, owed};
 use crate::host;
 use crate::host::error::HostError;
 use crate::snapshot::script_origin;
@@ -36,6 +36,9 @@ pub(crate) fn evaluate(
     bundle: &WorkerBundle,
     code_cache: Option<&Arc<CodeCache>>,
 ) -> Option<v8::Global<v8::Object>> {
+    if code_cache.is_some() {
+        crate::code_cache::owed::prepare(scope);
+    }
     host::hide_gated_globals(scope, &bundle.compat)?;
     if !bundle.compat.eval_at_startup {
         return evaluate_top_level(scope, internal, bundle, code_cache);
@@ -61,7 +64,17 @@ fn evaluate_top_level(
     let internal = v8::Local::new(scope, internal);
     let name = host::js_string(scope, &format!("worker:{}", bundle.id))?;
     let source = v8::String::new(scope, &bundle.script)?;
-    let module = is_module(&bundle.script) || compiles_as_module_only(scope, name, source);
+    // A script the line heuristic took for classic is compiled as one (from
+    // its code cache when it has one): V8 decides whether it is a module.
+    let mut classic = None;
+    let module = is_module(&bundle.script)
+        || match compile_classic(scope, name, source, &bundle.script, code_cache) {
+            Ok(script) => {
+                classic = Some(script);
+                false
+            }
+            Err(module_only) => module_only,
+        };
     // It may import Node's built-ins (as its settings allow) or Cloudflare's
     // (whatever they are), or be big enough for the code cache: a graph of
     // one module.
@@ -95,28 +108,72 @@ fn evaluate_top_level(
     // there before its first line runs (as on Cloudflare).
     let global = scope.get_current_context().global(scope);
     define_bindings(scope, internal, global, bundle)?;
-    let origin = script_origin(scope, name, false);
-    v8::Script::compile(scope, source, Some(&origin))?.run(scope)?;
+    let script = match classic {
+        Some(script) => v8::Local::new(scope, script),
+        // It did not compile: again, for the exception.
+        None => {
+            let origin = script_origin(scope, name, false);
+            v8::Script::compile(scope, source, Some(&origin))?
+        }
+    };
+    script.run(scope)?;
     call(scope, internal, "checkServiceWorker", &[])?;
     make_env(scope, internal, bundle)
 }
 
-/// Whether a script the line heuristic took for classic
-/// (`let n = 0; export default …`) is a module: V8 decides, and a classic
-/// compile that trips on import/export is one.
-fn compiles_as_module_only<'s>(
+/// Compiles a script the line heuristic took for classic, from its code
+/// cache file when V8 accepts it, owing a cache otherwise (as modules do,
+/// `modules.rs`). `Err(true)`: a classic compile that trips on
+/// import/export, so a module (`let n = 0; export default …`);
+/// `Err(false)`: another compile error.
+fn compile_classic<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     name: v8::Local<'s, v8::Value>,
     source: v8::Local<'s, v8::String>,
-) -> bool {
+    text: &str,
+    code_cache: Option<&Arc<CodeCache>>,
+) -> Result<v8::Global<v8::Script>, bool> {
+    use v8::script_compiler::{CachedData, CompileOptions, NoCacheReason, Source};
     let origin = script_origin(scope, name, false);
+    let lookup = code_cache
+        .and_then(|cache| Some((cache, cache.lookup(Compiled::Script, text.as_bytes())?)));
     v8::tc_scope!(let tc, scope);
-    match v8::Script::compile(tc, source, Some(&origin)) {
-        Some(_) => false,
-        None => tc
+    let compiled = match &lookup {
+        Some((
+            cache,
+            Lookup {
+                key,
+                bytes: Some(data),
+            },
+        )) => {
+            let mut source =
+                Source::new_with_cached_data(source, Some(&origin), CachedData::new(data));
+            let script = v8::script_compiler::compile(
+                tc,
+                &mut source,
+                CompileOptions::ConsumeCodeCache,
+                NoCacheReason::NoReason,
+            );
+            let rejected = source.get_cached_data().is_none_or(|data| data.rejected());
+            if script.is_some() {
+                cache.consumed(key, rejected);
+            }
+            script.map(|script| (script, rejected))
+        }
+        _ => v8::Script::compile(tc, source, Some(&origin)).map(|script| (script, true)),
+    };
+    match compiled {
+        Some((script, uncached)) => {
+            if let (Some((_, lookup)), true) = (&lookup, uncached) {
+                let unbound = v8::Global::new(tc, script.get_unbound_script(tc));
+                owed::owe(tc, lookup.key, owed::Unbound::Script(unbound));
+            }
+            Ok(v8::Global::new(tc, script))
+        }
+        None => Err(tc
             .exception()
             .map(|e| e.to_rust_string_lossy(tc))
-            .is_some_and(|m| m.contains("'export'") || m.contains("import statement")),
+            .is_some_and(|m| m.contains("'export'") || m.contains("import statement"))),
     }
 }
 

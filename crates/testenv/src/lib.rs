@@ -15,6 +15,8 @@
 //! registry ([`Registry`]). What the e2e
 //! tests and the benchmarks share lives here too:
 //! [`workers`] (Workers, bundles and conditions through the API),
+//! [`big_module`] (the big JavaScript modules of the code cache tests and
+//! the bundle benchmark),
 //! [`grpc_tls`] (the router↔node PKI as flags), [`http_probe`] (a GET for
 //! admin endpoints), [`h2_websocket`] (a WebSocket over HTTP/2, RFC 8441)
 //! and [`workerd`] (the behavioural peer, launched from one place).
@@ -35,6 +37,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod big_module;
 pub mod collector;
 mod component;
 mod config;

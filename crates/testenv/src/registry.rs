@@ -4,16 +4,22 @@
 //! listening on a free port of 127.0.0.1 (or of another local address: the
 //! test node's bridge address, which pods reach) over plain HTTP, with
 //! htpasswd (basic) authentication for one user, so pull credentials are
-//! exercised. Killed on drop (`Process`).
+//! exercised; or over HTTPS with a certificate a test CA signed
+//! ([`Registry::start_tls`]), for clients that must be told to trust it.
+//! Killed on drop (`Process`).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::ObjectMeta;
 use tempfile::TempDir;
 
 use crate::Error;
 use crate::component::Component;
+use crate::pki::{Leaf, TestCa};
 use crate::port::free_port;
 use crate::process::Process;
 
@@ -51,6 +57,22 @@ impl Registry {
     /// [`start`](Self::start) on a free port of `ip`, a local address: the
     /// test node's [`crate::NODE_IP`] makes it reachable from pods.
     pub fn start_on(ip: IpAddr, username: &str, password: &str) -> Result<Self, Error> {
+        Self::start_with(ip, username, password, None)
+    }
+
+    /// [`start`](Self::start) over HTTPS only, with a server certificate
+    /// for 127.0.0.1 that `ca` signs: a client trusting only the public web
+    /// PKI refuses it.
+    pub fn start_tls(username: &str, password: &str, ca: &TestCa) -> Result<Self, Error> {
+        Self::start_with(Ipv4Addr::LOCALHOST.into(), username, password, Some(ca))
+    }
+
+    fn start_with(
+        ip: IpAddr,
+        username: &str,
+        password: &str,
+        ca: Option<&TestCa>,
+    ) -> Result<Self, Error> {
         let binary = binary()?;
         let dir = tempfile::tempdir().map_err(Error::TempDir)?;
         let write = |path: PathBuf, text: String| {
@@ -64,11 +86,26 @@ impl Registry {
         // Free on 127.0.0.1, and so on `ip` too unless another test's
         // server holds it there: the registry then exits, named below.
         let address = SocketAddr::new(ip, free_port().map_err(Error::FreePort)?);
+        let tls = match ca {
+            Some(ca) => {
+                let ip = ip.to_string();
+                let names = [ip.as_str()];
+                let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+                ca.issue(Leaf::server("isolane-test-registry", &names))?
+                    .write(&cert, &key)?;
+                format!(
+                    "  tls:\n    certificate: {}\n    key: {}\n",
+                    cert.display(),
+                    key.display()
+                )
+            }
+            None => String::new(),
+        };
         let config = format!(
             "version: 0.1\n\
              log:\n  level: info\n\
              storage:\n  filesystem:\n    rootdirectory: {root}\n  delete:\n    enabled: true\n\
-             http:\n  addr: {address}\n\
+             http:\n  addr: {address}\n{tls}\
              auth:\n  htpasswd:\n    realm: isolane-test\n    path: {htpasswd}\n",
             root = dir.path().join("data").display(),
             htpasswd = dir.path().join("htpasswd").display(),
@@ -141,9 +178,30 @@ impl Registry {
     pub fn process(&self) -> &Process {
         &self.process
     }
+
+    /// The `kubernetes.io/dockerconfigjson` Secret `name` holding the
+    /// user's credentials (a Worker's `bundlePullSecrets` names it).
+    pub fn pull_secret(&self, name: &str) -> Secret {
+        Secret {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                ..ObjectMeta::default()
+            },
+            type_: Some("kubernetes.io/dockerconfigjson".to_owned()),
+            data: Some(
+                [(
+                    ".dockerconfigjson".to_owned(),
+                    ByteString(self.docker_config_json().into_bytes()),
+                )]
+                .into(),
+            ),
+            ..Secret::default()
+        }
+    }
 }
 
-/// Whether `GET /v2/` gets an HTTP answer (401 without credentials).
+/// Whether `GET /v2/` gets an HTTP answer (401 without credentials; over
+/// TLS, Go's 400 to a plain HTTP request).
 fn answers(address: SocketAddr) -> bool {
     use std::io::{Read, Write};
     let Ok(mut stream) = std::net::TcpStream::connect(address) else {
@@ -157,7 +215,7 @@ fn answers(address: SocketAddr) -> bool {
         return false;
     }
     let mut head = [0u8; 12];
-    stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 ")
+    stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.")
 }
 
 /// `$ISOLANE_REGISTRY`, else the cache's `bin/registry-<version>`.

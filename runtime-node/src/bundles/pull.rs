@@ -29,14 +29,15 @@ impl Puller {
                 None
             }
         };
-        Ok(Self {
-            registry: Registry::new(
-                settings.plain_http.clone(),
-                AllowedRegistries::listed(&settings.allowed)?,
-                ArtifactLimits::default(),
-            )?,
-            cache,
-        })
+        let mut registry = Registry::new(
+            settings.plain_http.clone(),
+            AllowedRegistries::listed(&settings.allowed)?,
+            ArtifactLimits::default(),
+        )?;
+        if let Some(ca) = &settings.registry_ca {
+            registry = registry.trusting(ca.clone())?;
+        }
+        Ok(Self { registry, cache })
     }
 
     /// `bundle` with its modules, pulled when it names an artifact.

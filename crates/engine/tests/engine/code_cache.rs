@@ -1,7 +1,8 @@
-//! Big modules' V8 code cache on disk (`code_cache.rs`): the first isolate
-//! to compile a module writes its cache, the next ones (another thread, a
-//! fresh engine on the same folder) compile from it; a spoiled file is
-//! refused, the Worker still loads, and the file is rewritten.
+//! Big modules' and service-worker scripts' V8 code cache on disk
+//! (`code_cache.rs`): the first isolate to compile one writes its cache,
+//! the next ones (another thread, a fresh engine on the same folder)
+//! compile from it; a spoiled file is refused, the Worker still loads, and
+//! the file is rewritten.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,32 +11,10 @@ use std::time::{Duration, Instant};
 use isolane_engine::{
     CodeCacheConfig, CodeCacheStats, EgressConfig, Engine, EngineConfig, PoolMode, WorkerBundle,
 };
+use isolane_testenv::big_module::{es_module, service_worker};
 use isolane_testenv::wait_until;
 
 use crate::support::*;
-
-/// An ES module of at least `bytes`: many functions, some run by its
-/// top-level code, some by `fetch`.
-fn big_module(bytes: usize) -> String {
-    let mut source = String::from("const table = [];\n");
-    let mut i = 0;
-    while source.len() < bytes {
-        source.push_str(&format!(
-            "function f{i}(x) {{ let s = {i}; for (let j = 0; j < x; j++) {{ s = (s * 31 + j) % 1000003; }} \
-             const o = {{ name: 'f{i}', value: s, tags: ['a{i}', 'b{i}'] }}; return o.value + o.name.length; }}\n\
-             table.push(f{i});\n"
-        ));
-        if i % 100 == 0 {
-            source.push_str(&format!("f{i}(3);\n"));
-        }
-        i += 1;
-    }
-    source.push_str(&format!(
-        "export default {{ fetch() {{ let sum = 0; for (let k = 0; k < {i}; k += 50) sum += table[k](2); \
-         return new Response(String(sum)); }} }};\n"
-    ));
-    source
-}
 
 fn worker(id: &str, source: &str) -> Arc<WorkerBundle> {
     modules_bundle(id, vec![es("main.js", source)])
@@ -74,7 +53,7 @@ fn cache_file(dir: &Path, source: &str) -> PathBuf {
 #[tokio::test]
 async fn a_second_thread_and_a_fresh_engine_compile_from_the_cache() {
     let dir = tempfile::tempdir().unwrap();
-    let source = big_module(256 << 10);
+    let source = es_module(256 << 10, "");
     let big = worker("t/big", &source);
     let small = worker(
         "t/small",
@@ -119,7 +98,7 @@ async fn a_second_thread_and_a_fresh_engine_compile_from_the_cache() {
 #[tokio::test]
 async fn a_big_single_script_worker_is_cached_too() {
     let dir = tempfile::tempdir().unwrap();
-    let source = big_module(64 << 10);
+    let source = es_module(64 << 10, "");
     let engine = cached_engine(dir.path(), 2);
     let script = bundle("t/script", &source);
     let (status, answer) = run(&engine, 0, &script, "/").await;
@@ -127,6 +106,45 @@ async fn a_big_single_script_worker_is_cached_too() {
     once_written(&engine, 1).await;
     assert_eq!(run(&engine, 1, &script, "/").await, (200, answer));
     assert_eq!(engine.code_cache_stats().consumed, 1);
+}
+
+#[tokio::test]
+async fn a_big_service_worker_script_is_cached_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = service_worker(64 << 10, "");
+    let engine = cached_engine(dir.path(), 2);
+    let script = bundle("t/service-worker", &source);
+    let (status, answer) = run(&engine, 0, &script, "/").await;
+    assert_eq!(status, 200);
+    once_written(&engine, 1).await;
+    // Its file is the script's: no module of the same text would find it.
+    assert!(!cache_file(dir.path(), &source).is_file());
+    assert_eq!(run(&engine, 1, &script, "/").await, (200, answer.clone()));
+    let stats = engine.code_cache_stats();
+    assert_eq!((stats.produced, stats.consumed, stats.rejected), (1, 1, 0));
+    engine.shutdown();
+
+    // A restarted node: compiled from the file; a spoiled file is refused,
+    // the script still answers, and the file is rewritten.
+    let engine = cached_engine(dir.path(), 1);
+    assert_eq!(run(&engine, 0, &script, "/").await, (200, answer.clone()));
+    assert_eq!(engine.code_cache_stats().consumed, 1);
+    engine.shutdown();
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| {
+            path.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("code-"))
+        })
+        .unwrap();
+    std::fs::write(&file, b"garbage").unwrap();
+    let engine = cached_engine(dir.path(), 1);
+    assert_eq!(run(&engine, 0, &script, "/").await, (200, answer));
+    let stats = once_written(&engine, 1).await;
+    assert_eq!((stats.invalid, stats.consumed, stats.produced), (1, 0, 1));
+    engine.shutdown();
 }
 
 /// Loads `source` in a fresh engine on `dir`, beside a benign neighbour
@@ -146,7 +164,7 @@ async fn load_and_rewrite(dir: &Path, source: &str) -> ((u16, String), CodeCache
 #[tokio::test]
 async fn a_corrupt_or_truncated_file_is_never_shown_to_v8_and_is_rewritten() {
     let dir = tempfile::tempdir().unwrap();
-    let source = big_module(64 << 10);
+    let source = es_module(64 << 10, "");
     let (answer, _) = load_and_rewrite(dir.path(), &source).await;
     let file = cache_file(dir.path(), &source);
     let good = std::fs::read(&file).unwrap();
@@ -178,7 +196,7 @@ async fn a_corrupt_or_truncated_file_is_never_shown_to_v8_and_is_rewritten() {
 #[tokio::test]
 async fn a_file_v8_refuses_is_counted_and_rewritten() {
     let dir = tempfile::tempdir().unwrap();
-    let source = big_module(64 << 10);
+    let source = es_module(64 << 10, "");
     let (answer, _) = load_and_rewrite(dir.path(), &source).await;
     let file = cache_file(dir.path(), &source);
     let good = std::fs::read(&file).unwrap();
@@ -221,7 +239,7 @@ async fn a_file_v8_refuses_is_counted_and_rewritten() {
 #[tokio::test]
 #[ignore = "a measurement: prints numbers"]
 async fn first_answer_of_an_8_mib_module_with_and_without_the_code_cache() {
-    let source = big_module(8 << 20);
+    let source = es_module(8 << 20, "");
     let rounds = 7;
     let mut rows: Vec<(&str, Vec<Duration>)> = vec![
         ("no cache (first compile)", Vec::new()),

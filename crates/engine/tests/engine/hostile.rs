@@ -453,3 +453,36 @@ async fn only_an_overrun_past_the_limit_is_penalized() {
         .count();
     assert_eq!(quarantined, 1, "{outcomes:?}");
 }
+
+/// A Worker whose top-level code never ends is stopped by the startup CPU
+/// budget (1 s, Cloudflare's "Worker startup time"): its load fails with
+/// the reason, and again at the next request; the neighbour on the same
+/// thread answers before, while the hostile load runs, and after.
+#[tokio::test]
+async fn top_level_code_that_never_ends_is_stopped_by_the_startup_budget() {
+    let (engine, _recorder) = engine(1, PoolMode::Pinned);
+    let neighbour = bundle("web/neighbour", HELLO);
+    neighbour_ok(&engine, &neighbour).await;
+    let endless = bundle(
+        "t/endless-start",
+        "for (;;) {}\nexport default { fetch() { return new Response('never'); } };",
+    );
+    let started = std::time::Instant::now();
+    let (first, during) = tokio::join!(
+        engine.execute(0, endless.clone(), get("/")),
+        run(&engine, 0, &neighbour, "/"),
+    );
+    println!("stopped after {:?}", started.elapsed());
+    assert_eq!(during, (200, "hello".to_owned()));
+    for error in [
+        first.unwrap_err(),
+        engine.execute(0, endless, get("/")).await.unwrap_err(),
+    ] {
+        let refused_at_load = matches!(&error, ExecuteError::Script { message } if message.contains("startup CPU budget"));
+        assert!(
+            refused_at_load || matches!(error, ExecuteError::Quarantined { .. }),
+            "{error:?}"
+        );
+    }
+    neighbour_ok(&engine, &neighbour).await;
+}
