@@ -196,28 +196,21 @@ fn workerd_config(dir: &Path) -> anyhow::Result<PathBuf> {
     let storage = dir.join("objects");
     std::fs::create_dir_all(&storage)?;
     std::fs::write(dir.join("worker.js"), SCRIPT)?;
-    let config = format!(
-        r#"using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [
-    (name = "main", worker = .worker),
-    (name = "objects", disk = (path = {storage:?}, writable = true)),
-  ],
-  sockets = [(name = "main", address = "127.0.0.1:8080", http = (), service = "main")],
-);
-const worker :Workerd.Worker = (
-  modules = [(name = "worker.js", esModule = embed "worker.js")],
-  compatibilityDate = "2024-09-23",
-  durableObjectNamespaces = [(className = "Counter", uniqueKey = "bench-counter")],
-  durableObjectStorage = (localDisk = "objects"),
-  bindings = [(name = "COUNTER", durableObjectNamespace = "Counter")],
-);
-"#,
-        storage = storage.display().to_string()
-    );
-    let path = dir.join("config.capnp");
-    std::fs::write(&path, config)?;
-    Ok(path)
+    let service = isolane_testenv::workerd::Service {
+        durable_objects: vec![("COUNTER".to_owned(), "Counter".to_owned())],
+        object_storage: Some(storage),
+        ..isolane_testenv::workerd::Service::module(
+            "main",
+            "worker.js",
+            "2024-09-23",
+            ([127, 0, 0, 1], 8080).into(),
+        )
+    };
+    Ok(isolane_testenv::workerd::write_config(
+        dir,
+        "config.capnp",
+        &[service],
+    )?)
 }
 
 fn workerd(bin: &Path, dir: &Path) -> anyhow::Result<Server> {

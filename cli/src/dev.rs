@@ -206,34 +206,45 @@ pub struct DevConfig {
     pub state: PathBuf,
 }
 
+/// Where `isolane dev`'s Workers come from: one script (with the flags'
+/// bindings, limits and compatibility) or a folder of Worker YAML.
+fn source_of(args: &DevArgs) -> anyhow::Result<Source> {
+    match (&args.script, &args.workers) {
+        (Some(path), _) => {
+            let limits = isolane_crds::Limits {
+                cpu_ms: args.cpu_ms,
+                wall_ms: args.wall_ms,
+                memory_mib: args.memory_mib,
+                subrequests: args.subrequests,
+            };
+            limits.validate()?;
+            let compatibility = project::Compatibility {
+                date: args.compatibility_date.clone(),
+                flags: args.compatibility_flags.clone(),
+            };
+            compatibility.check()?;
+            Ok(Source::Script {
+                path: path.clone(),
+                env: args.env.iter().cloned().collect::<BTreeMap<_, _>>(),
+                kv: args
+                    .kv
+                    .iter()
+                    .chain(&args.durable_objects)
+                    .cloned()
+                    .collect(),
+                limits,
+                crons: args.crons.clone(),
+                compatibility,
+            })
+        }
+        (None, Some(dir)) => Ok(Source::Folder(dir.clone())),
+        (None, None) => anyhow::bail!("give a worker script or --workers <dir>"),
+    }
+}
+
 impl DevConfig {
     pub fn from_args(args: DevArgs) -> anyhow::Result<Self> {
-        let source = match (args.script, args.workers) {
-            (Some(path), _) => {
-                let limits = isolane_crds::Limits {
-                    cpu_ms: args.cpu_ms,
-                    wall_ms: args.wall_ms,
-                    memory_mib: args.memory_mib,
-                    subrequests: args.subrequests,
-                };
-                limits.validate()?;
-                let compatibility = project::Compatibility {
-                    date: args.compatibility_date,
-                    flags: args.compatibility_flags,
-                };
-                compatibility.check()?;
-                Source::Script {
-                    path,
-                    env: args.env.into_iter().collect::<BTreeMap<_, _>>(),
-                    kv: args.kv.into_iter().chain(args.durable_objects).collect(),
-                    limits,
-                    crons: args.crons,
-                    compatibility,
-                }
-            }
-            (None, Some(dir)) => Source::Folder(dir),
-            (None, None) => anyhow::bail!("give a worker script or --workers <dir>"),
-        };
+        let source = source_of(&args)?;
         let project = source.load()?;
         let extra_ca_pem = match &args.fetch_extra_ca {
             Some(path) => Some(

@@ -10,6 +10,9 @@
 //! turn (and for its disposal) — at most one isolate is entered on a thread at
 //! any time, never across an `.await`, and any drop order is sound.
 
+#[cfg(test)]
+mod breakdown;
+
 use std::cell::{Cell, OnceCell, RefCell};
 use std::mem::ManuallyDrop;
 use std::rc::Rc;
@@ -451,9 +454,6 @@ impl WorkerIsolate {
         url: &str,
         body_id: u32,
     ) -> Result<(), TurnError> {
-        let tick = parts.extensions.get::<crate::ScheduledEvent>();
-        let alarm = parts.extensions.get::<crate::AlarmEvent>();
-        let call = parts.extensions.get::<crate::ObjectCall>();
         self.turn(ctx, |scope, globals, env| {
             let function = v8::Local::new(scope, &globals.handle_request);
             let receiver = v8::Local::new(scope, &globals.internal);
@@ -461,6 +461,7 @@ impl WorkerIsolate {
                 Some(env) => v8::Local::new(scope, env).into(),
                 None => v8::Object::new(scope).into(),
             };
+            let [tick, alarm, call] = event_args(scope, parts)?;
             let args = [
                 v8::Integer::new_from_unsigned(scope, ctx).into(),
                 host::js_string(scope, parts.method.as_str())?,
@@ -468,38 +469,9 @@ impl WorkerIsolate {
                 host::header_block(scope, &parts.headers)?.into(),
                 v8::Integer::new_from_unsigned(scope, body_id).into(),
                 env,
-                match tick {
-                    Some(tick) => {
-                        let cron = host::js_string(scope, &tick.cron)?;
-                        // Milliseconds fit a double exactly until 2^53.
-                        #[allow(clippy::cast_precision_loss)]
-                        let time = v8::Number::new(scope, tick.scheduled_time_ms as f64).into();
-                        v8::Array::new_with_elements(scope, &[cron, time]).into()
-                    }
-                    None => v8::null(scope).into(),
-                },
-                match alarm {
-                    Some(alarm) => {
-                        let class = host::js_string(scope, &alarm.class)?;
-                        let id = host::js_string(scope, &alarm.id)?;
-                        let retries =
-                            v8::Integer::new_from_unsigned(scope, alarm.retry_count).into();
-                        v8::Array::new_with_elements(scope, &[class, id, retries]).into()
-                    }
-                    None => v8::null(scope).into(),
-                },
-                match call {
-                    Some(call) => {
-                        let class = host::js_string(scope, &call.class)?;
-                        let id = host::js_string(scope, &call.id)?;
-                        let method = match &call.method {
-                            Some(method) => host::js_string(scope, method)?,
-                            None => v8::null(scope).into(),
-                        };
-                        v8::Array::new_with_elements(scope, &[class, id, method]).into()
-                    }
-                    None => v8::null(scope).into(),
-                },
+                tick,
+                alarm,
+                call,
             ];
             function.call(scope, receiver.into(), &args).map(|_| ())
         })
@@ -793,4 +765,44 @@ fn name_of(name: &'static str) -> &'static str {
         "DOMException" => "internal.DOMException",
         _ => "an internal function",
     }
+}
+
+/// `handleRequest`'s last three arguments: the cron tick, the alarm and the
+/// forwarded object call the request carries (each `null` when it does not).
+fn event_args<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    parts: &http::request::Parts,
+) -> Option<[v8::Local<'s, v8::Value>; 3]> {
+    let tick = match parts.extensions.get::<crate::ScheduledEvent>() {
+        Some(tick) => {
+            let cron = host::js_string(scope, &tick.cron)?;
+            // Milliseconds fit a double exactly until 2^53.
+            #[allow(clippy::cast_precision_loss)]
+            let time = v8::Number::new(scope, tick.scheduled_time_ms as f64).into();
+            v8::Array::new_with_elements(scope, &[cron, time]).into()
+        }
+        None => v8::null(scope).into(),
+    };
+    let alarm = match parts.extensions.get::<crate::AlarmEvent>() {
+        Some(alarm) => {
+            let class = host::js_string(scope, &alarm.class)?;
+            let id = host::js_string(scope, &alarm.id)?;
+            let retries = v8::Integer::new_from_unsigned(scope, alarm.retry_count).into();
+            v8::Array::new_with_elements(scope, &[class, id, retries]).into()
+        }
+        None => v8::null(scope).into(),
+    };
+    let call = match parts.extensions.get::<crate::ObjectCall>() {
+        Some(call) => {
+            let class = host::js_string(scope, &call.class)?;
+            let id = host::js_string(scope, &call.id)?;
+            let method = match &call.method {
+                Some(method) => host::js_string(scope, method)?,
+                None => v8::null(scope).into(),
+            };
+            v8::Array::new_with_elements(scope, &[class, id, method]).into()
+        }
+        None => v8::null(scope).into(),
+    };
+    Some([tick, alarm, call])
 }

@@ -75,16 +75,27 @@ fn evaluate_top_level(
             }
             Err(module_only) => module_only,
         };
+    if module {
+        return run_one_module(scope, internal, bundle, name, source, code_cache);
+    }
+    run_service_worker(scope, internal, bundle, name, source, classic)
+}
+
+/// A Worker of one ES module given as its script.
+fn run_one_module<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    internal: v8::Local<'s, v8::Object>,
+    bundle: &WorkerBundle,
+    name: v8::Local<'s, v8::Value>,
+    source: v8::Local<'s, v8::String>,
+    code_cache: Option<&Arc<CodeCache>>,
+) -> Option<v8::Global<v8::Object>> {
     // It may import Node's built-ins (as its settings allow) or Cloudflare's
     // (whatever they are), or be big enough for the code cache: a graph of
     // one module.
     let cacheable =
         code_cache.is_some() && bundle.script.len() >= crate::code_cache::MIN_SOURCE_BYTES;
-    if module
-        && (bundle.compat.node != NodeCompat::Off
-            || bundle.script.contains("cloudflare:")
-            || cacheable)
-    {
+    if bundle.compat.node != NodeCompat::Off || bundle.script.contains("cloudflare:") || cacheable {
         let one = Module::new("worker.js", ModuleKind::ESModule, bundle.script.as_bytes());
         let Ok(modules) = Modules::new("worker.js", vec![one]) else {
             HostError::type_error("internal: a worker of one module").throw(scope);
@@ -95,15 +106,24 @@ fn evaluate_top_level(
         let module = crate::modules::load(scope, &global, &modules, bundle.compat, code_cache)?;
         return run_module(scope, internal, bundle, module);
     }
-    if module {
-        let origin = script_origin(scope, name, true);
-        let mut source = v8::script_compiler::Source::new(source, Some(&origin));
-        let module = v8::script_compiler::compile_module(scope, &mut source)?;
-        if !module.instantiate_module(scope, no_imports)? {
-            return None;
-        }
-        return run_module(scope, internal, bundle, module);
+    let origin = script_origin(scope, name, true);
+    let mut source = v8::script_compiler::Source::new(source, Some(&origin));
+    let module = v8::script_compiler::compile_module(scope, &mut source)?;
+    if !module.instantiate_module(scope, no_imports)? {
+        return None;
     }
+    run_module(scope, internal, bundle, module)
+}
+
+/// A service worker: `classic` is its script when it compiled.
+fn run_service_worker<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    internal: v8::Local<'s, v8::Object>,
+    bundle: &WorkerBundle,
+    name: v8::Local<'s, v8::Value>,
+    source: v8::Local<'s, v8::String>,
+    classic: Option<v8::Global<v8::Script>>,
+) -> Option<v8::Global<v8::Object>> {
     // A service worker has no `env` argument: its bindings are globals,
     // there before its first line runs (as on Cloudflare).
     let global = scope.get_current_context().global(scope);

@@ -29,8 +29,6 @@ use std::sync::OnceLock;
 use crate::host;
 use crate::outcome::EngineError;
 
-#[cfg(test)]
-mod breakdown;
 mod cache;
 
 include!(concat!(env!("OUT_DIR"), "/runtime_js.rs"));

@@ -60,6 +60,11 @@ pub struct Service {
     /// PEM certificates the network trusts for TLS besides the system's
     /// roots (its `tlsOptions.trustedCertificates`), with `network`.
     pub trusted_certificates: Vec<String>,
+    /// Durable Object bindings: (binding name, class the Worker exports).
+    pub durable_objects: Vec<(String, String)>,
+    /// Where its objects are kept on disk (`durableObjectStorage`); `None`:
+    /// in memory.
+    pub object_storage: Option<std::path::PathBuf>,
     pub address: SocketAddr,
 }
 
@@ -74,6 +79,8 @@ impl Service {
             compatibility_flags: Vec::new(),
             network: false,
             trusted_certificates: Vec::new(),
+            durable_objects: Vec::new(),
+            object_storage: None,
             address,
         }
     }
@@ -86,6 +93,13 @@ pub fn render(services: &[Service]) -> String {
     let mut workers = String::new();
     for (i, service) in services.iter().enumerate() {
         names.push(format!("(name = {:?}, worker = .w{i})", service.name));
+        if let Some(path) = &service.object_storage {
+            names.push(format!(
+                "(name = {:?}, disk = (path = {:?}, writable = true))",
+                objects_service(service),
+                path.display().to_string()
+            ));
+        }
         sockets.push(format!(
             "(name = {:?}, address = \"{}\", http = (), service = {:?})",
             service.name, service.address, service.name
@@ -130,11 +144,45 @@ fn worker(service: &Service) -> String {
             let _ = writeln!(fields, "  serviceWorkerScript = embed {file:?},");
         }
     }
-    let bindings: Vec<String> = service
+    let mut bindings: Vec<String> = service
         .bindings
         .iter()
         .map(|(name, value)| format!("(name = {name:?}, text = {value:?})"))
         .collect();
+    if !service.durable_objects.is_empty() {
+        let classes: Vec<String> = service
+            .durable_objects
+            .iter()
+            .map(|(_, class)| {
+                format!(
+                    "(className = {class:?}, uniqueKey = {:?})",
+                    format!("{}-{class}", service.name)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            fields,
+            "  durableObjectNamespaces = [{}],",
+            classes.join(", ")
+        );
+        match &service.object_storage {
+            Some(_) => {
+                let _ = writeln!(
+                    fields,
+                    "  durableObjectStorage = (localDisk = {:?}),",
+                    objects_service(service)
+                );
+            }
+            None => {
+                let _ = writeln!(fields, "  durableObjectStorage = (inMemory = void),");
+            }
+        }
+        bindings.extend(
+            service.durable_objects.iter().map(|(name, class)| {
+                format!("(name = {name:?}, durableObjectNamespace = {class:?})")
+            }),
+        );
+    }
     let _ = writeln!(fields, "  bindings = [{}],", bindings.join(", "));
     let _ = writeln!(
         fields,
@@ -151,6 +199,11 @@ fn worker(service: &Service) -> String {
         let _ = writeln!(fields, "  globalOutbound = \"net\",");
     }
     fields
+}
+
+/// The disk service that keeps `service`'s objects.
+fn objects_service(service: &Service) -> String {
+    format!("{}-objects", service.name)
 }
 
 /// Writes the config to `dir/name` (module files are named relative to

@@ -77,55 +77,13 @@ impl Postgres {
         let limit = i64::from(claim.limit);
         let per_namespace = i64::from(claim.per_namespace);
         self.run(move |client| async move {
-            // Each namespace with alarms (a skip scan of `do_alarm_ready`),
-            // then up to its share of its claimable alarms, soonest first
-            // (a range of the same index), whatever its backlog. The rows
-            // are not locked as they are picked (FOR UPDATE cannot go with
-            // a window function): two claimers may pick the same rows, and
-            // the claim condition, checked again on the row the other
-            // claimer updated, keeps the second from taking it.
             let rows = client
                 .query(
-                    "WITH RECURSIVE spaces(ns) AS (
-                         SELECT min(namespace) FROM do_alarm
-                         UNION ALL
-                         SELECT (SELECT min(namespace) FROM do_alarm WHERE namespace > ns)
-                         FROM spaces WHERE ns IS NOT NULL)
-                     UPDATE do_alarm SET claimed_until = $2
-                     WHERE (namespace, class, object) IN (
-                         SELECT due.namespace, due.class, due.object FROM spaces
-                         CROSS JOIN LATERAL (
-                             SELECT namespace, class, object, ready,
-                                 ROW_NUMBER() OVER (ORDER BY ready) AS turn
-                             FROM (
-                                 SELECT namespace, class, object,
-                                     GREATEST(at, COALESCE(claimed_until, at)) AS ready
-                                 FROM do_alarm
-                                 WHERE namespace = spaces.ns
-                                 AND GREATEST(at, COALESCE(claimed_until, at)) <= $1
-                                 ORDER BY ready LIMIT $4) mine
-                         ) due
-                         WHERE spaces.ns IS NOT NULL AND NOT (spaces.ns = ANY($5))
-                         ORDER BY due.turn, due.ready LIMIT $3)
-                     AND GREATEST(at, COALESCE(claimed_until, at)) <= $1
-                     RETURNING namespace, class, object, at, retries",
+                    CLAIM_DUE,
                     &[&now, &until, &limit, &per_namespace, &claim.skip],
                 )
                 .await?;
-            rows.iter()
-                .map(|row| {
-                    let retries: i32 = row.try_get(4)?;
-                    Ok(DueAlarm {
-                        scope: ObjectScope::new(
-                            row.try_get::<_, String>(0)?,
-                            row.try_get::<_, String>(1)?,
-                            row.try_get::<_, String>(2)?,
-                        ),
-                        at: row.try_get(3)?,
-                        retries: u32::try_from(retries).map_err(|_| StoreError::Corrupt)?,
-                    })
-                })
-                .collect()
+            rows.iter().map(due_alarm).collect()
         })
         .await
     }
@@ -213,4 +171,49 @@ impl Postgres {
         })
         .await
     }
+}
+
+/// Each namespace with alarms (a skip scan of `do_alarm_ready`),
+/// then up to its share of its claimable alarms, soonest first
+/// (a range of the same index), whatever its backlog. The rows
+/// are not locked as they are picked (FOR UPDATE cannot go with
+/// a window function): two claimers may pick the same rows, and
+/// the claim condition, checked again on the row the other
+/// claimer updated, keeps the second from taking it.
+const CLAIM_DUE: &str = "WITH RECURSIVE spaces(ns) AS (
+         SELECT min(namespace) FROM do_alarm
+         UNION ALL
+         SELECT (SELECT min(namespace) FROM do_alarm WHERE namespace > ns)
+         FROM spaces WHERE ns IS NOT NULL)
+     UPDATE do_alarm SET claimed_until = $2
+     WHERE (namespace, class, object) IN (
+         SELECT due.namespace, due.class, due.object FROM spaces
+         CROSS JOIN LATERAL (
+             SELECT namespace, class, object, ready,
+                 ROW_NUMBER() OVER (ORDER BY ready) AS turn
+             FROM (
+                 SELECT namespace, class, object,
+                     GREATEST(at, COALESCE(claimed_until, at)) AS ready
+                 FROM do_alarm
+                 WHERE namespace = spaces.ns
+                 AND GREATEST(at, COALESCE(claimed_until, at)) <= $1
+                 ORDER BY ready LIMIT $4) mine
+         ) due
+         WHERE spaces.ns IS NOT NULL AND NOT (spaces.ns = ANY($5))
+         ORDER BY due.turn, due.ready LIMIT $3)
+     AND GREATEST(at, COALESCE(claimed_until, at)) <= $1
+     RETURNING namespace, class, object, at, retries";
+
+/// An alarm as [`CLAIM_DUE`] returns it.
+fn due_alarm(row: &tokio_postgres::Row) -> Result<DueAlarm, StoreError> {
+    let retries: i32 = row.try_get(4)?;
+    Ok(DueAlarm {
+        scope: ObjectScope::new(
+            row.try_get::<_, String>(0)?,
+            row.try_get::<_, String>(1)?,
+            row.try_get::<_, String>(2)?,
+        ),
+        at: row.try_get(3)?,
+        retries: u32::try_from(retries).map_err(|_| StoreError::Corrupt)?,
+    })
 }

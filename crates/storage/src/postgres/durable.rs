@@ -101,6 +101,30 @@ impl Postgres {
 /// the namespace storing more than before and more than the quota is
 /// rolled back and refused. The namespace's usage row is locked first, so
 /// concurrent writers of one namespace cannot both pass the check.
+/// Refuses the write unless the object's owner epoch is still `mine`.
+/// FOR SHARE: a take waits for this write to commit, so the write lands
+/// before it or is refused after it.
+async fn check_fence(
+    tx: &deadpool_postgres::Transaction<'_>,
+    scope: &ObjectScope,
+    mine: i64,
+) -> Result<(), StoreError> {
+    let current: i64 = match tx
+        .query_opt(
+            "SELECT epoch FROM do_owner WHERE namespace = $1 AND class = $2 AND object = $3 FOR SHARE",
+            &[&scope.namespace, &scope.class, &scope.id],
+        )
+        .await?
+    {
+        Some(row) => row.try_get(0)?,
+        None => 0,
+    };
+    if current != mine {
+        return Err(ObjectError::Fenced { mine, current }.into());
+    }
+    Ok(())
+}
+
 async fn write_all(
     mut client: Object,
     scope: ObjectScope,
@@ -109,21 +133,7 @@ async fn write_all(
 ) -> Result<(), StoreError> {
     let tx = client.transaction().await?;
     if let Some(mine) = write.fence {
-        // FOR SHARE: a take waits for this write to commit, so the write
-        // lands before it or is refused after it.
-        let current: i64 = match tx
-            .query_opt(
-                "SELECT epoch FROM do_owner WHERE namespace = $1 AND class = $2 AND object = $3 FOR SHARE",
-                &[&scope.namespace, &scope.class, &scope.id],
-            )
-            .await?
-        {
-            Some(row) => row.try_get(0)?,
-            None => 0,
-        };
-        if current != mine {
-            return Err(ObjectError::Fenced { mine, current }.into());
-        }
+        check_fence(&tx, &scope, mine).await?;
     }
     let usage = "SELECT bytes FROM do_usage WHERE namespace = $1 FOR UPDATE";
     let before: i64 = match tx.query_opt(usage, &[&scope.namespace]).await? {

@@ -82,17 +82,7 @@ impl Sqlite {
         // lands between the check and the commit.
         let tx = db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         if let Some(mine) = write.fence {
-            let current: Option<i64> = tx
-                .query_row(
-                    "SELECT epoch FROM do_owner WHERE namespace = ?1 AND class = ?2 AND object = ?3",
-                    params![scope.namespace, scope.class, scope.id],
-                    |row| row.get(0),
-                )
-                .optional()?;
-            let current = current.unwrap_or(0);
-            if current != mine {
-                return Err(ObjectError::Fenced { mine, current }.into());
-            }
+            check_fence(&tx, scope, mine)?;
         }
         let usage = |tx: &rusqlite::Transaction<'_>| -> Result<i64, StoreError> {
             let used: Option<i64> = tx
@@ -178,4 +168,24 @@ impl Sqlite {
             .collect::<Result<Vec<_>, _>>()?;
         crate::object_store::entries(rows)
     }
+}
+
+/// Refuses the write unless the object's owner epoch is still `mine`.
+fn check_fence(
+    tx: &rusqlite::Transaction<'_>,
+    scope: &ObjectScope,
+    mine: i64,
+) -> Result<(), StoreError> {
+    let current: Option<i64> = tx
+        .query_row(
+            "SELECT epoch FROM do_owner WHERE namespace = ?1 AND class = ?2 AND object = ?3",
+            params![scope.namespace, scope.class, scope.id],
+            |row| row.get(0),
+        )
+        .optional()?;
+    let current = current.unwrap_or(0);
+    if current != mine {
+        return Err(ObjectError::Fenced { mine, current }.into());
+    }
+    Ok(())
 }

@@ -121,7 +121,7 @@ fn print_snapshot(isolate: &mut v8::Isolate, top: usize) {
 #[ignore = "prints a measurement; run by hand"]
 fn idle_heap_breakdown() {
     crate::platform::init();
-    let blob = super::blob(None).unwrap();
+    let blob = crate::snapshot::blob(None).unwrap();
     // A bare V8 isolate with V8's own snapshot and one context: the floor.
     {
         let mut bare = v8::Isolate::new(v8::CreateParams::default());
@@ -140,7 +140,7 @@ fn idle_heap_breakdown() {
         .external_references(crate::snapshot::external_references().into());
     let mut isolate = v8::Isolate::new(params);
     print_spaces("runtime snapshot, isolate only", &mut isolate);
-    let globals = crate::isolate::init_context(&mut isolate).unwrap();
+    let globals = super::init_context(&mut isolate).unwrap();
     print_spaces("runtime snapshot, context made (as a spare)", &mut isolate);
     isolate.low_memory_notification();
     print_spaces("... after a full GC", &mut isolate);
@@ -166,19 +166,19 @@ fn rss_kib() -> usize {
 
 #[test]
 #[ignore = "prints a measurement; run by hand"]
-fn idle_rss_per_context_and_after_a_trim() {
+fn idle_rss_per_context_and_after_low_memory_notifications() {
     const N: usize = 200;
     crate::platform::init();
-    let blob = super::blob(None).unwrap();
+    let blob = crate::snapshot::blob(None).unwrap();
     let before = rss_kib();
     let malloc_before = malloc_kib();
     let mut isolates = Vec::new();
     for _ in 0..N {
         let params = v8::CreateParams::default()
             .snapshot_blob(v8::StartupData::from(blob))
-            .external_references(super::external_references().into());
+            .external_references(crate::snapshot::external_references().into());
         let mut isolate = v8::Isolate::new(params);
-        let globals = crate::isolate::init_context(&mut isolate).unwrap();
+        let globals = super::init_context(&mut isolate).unwrap();
         // SAFETY: entered by `Isolate::new` on this thread; see isolate.rs.
         unsafe { isolate.exit() };
         isolates.push((globals, isolate));
@@ -189,23 +189,15 @@ fn idle_rss_per_context_and_after_a_trim() {
         (made - before) / N,
         (malloc_kib() - malloc_before) / N
     );
-    for (_, isolate) in &mut isolates {
-        // SAFETY: as above; exited again at once.
-        unsafe { isolate.enter() };
-        isolate.low_memory_notification();
-        unsafe { isolate.exit() };
-    }
+    each_entered(&mut isolates, |isolate| isolate.low_memory_notification());
     let trimmed = rss_kib();
     println!(
         "after LowMemoryNotification in each: {} KiB RSS each",
         (trimmed.saturating_sub(before)) / N
     );
-    for (_, isolate) in &mut isolates {
-        // SAFETY: as above; exited again at once.
-        unsafe { isolate.enter() };
-        isolate.memory_pressure_notification(v8::MemoryPressureLevel::Critical);
-        unsafe { isolate.exit() };
-    }
+    each_entered(&mut isolates, |isolate| {
+        isolate.memory_pressure_notification(v8::MemoryPressureLevel::Critical)
+    });
     println!(
         "after a critical MemoryPressureNotification in each: {} KiB RSS each",
         (rss_kib().saturating_sub(before)) / N
@@ -221,10 +213,25 @@ fn idle_rss_per_context_and_after_a_trim() {
         drop(isolate);
     }
     // V8 alone, for the floor (after ours: freed memory is reused).
+    bare_v8_floor(N);
+}
+
+/// Runs `f` in each isolate of `isolates`, entering and exiting it.
+fn each_entered<T>(isolates: &mut [(T, v8::OwnedIsolate)], f: impl Fn(&mut v8::OwnedIsolate)) {
+    for (_, isolate) in isolates {
+        // SAFETY: made and exited on this thread; exited again at once.
+        unsafe { isolate.enter() };
+        f(isolate);
+        unsafe { isolate.exit() };
+    }
+}
+
+/// Prints what `n` bare V8 isolates with one context each cost.
+fn bare_v8_floor(n: usize) {
     let before = rss_kib();
     let malloc_before = malloc_kib();
     let mut bare = Vec::new();
-    for _ in 0..N {
+    for _ in 0..n {
         let mut isolate = v8::Isolate::new(v8::CreateParams::default());
         let context = {
             v8::scope!(let scope, &mut isolate);
@@ -236,9 +243,9 @@ fn idle_rss_per_context_and_after_a_trim() {
         bare.push((context, isolate));
     }
     println!(
-        "{N} bare V8 isolates with a context: {} KiB RSS each, {} KiB of it malloc",
-        (rss_kib() - before) / N,
-        (malloc_kib() - malloc_before) / N
+        "{n} bare V8 isolates with a context: {} KiB RSS each, {} KiB of it malloc",
+        (rss_kib() - before) / n,
+        (malloc_kib() - malloc_before) / n
     );
     for (context, isolate) in bare.drain(..).rev() {
         unsafe { isolate.enter() };
