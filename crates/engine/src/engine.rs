@@ -2,7 +2,6 @@
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -239,39 +238,13 @@ impl Engine {
         // (`object_call.rs`).
         if let Some(home) = crate::object_call::home_of(&bundle, &request, threads) {
             let (shared, observer) = (&self.inner.shared, &*self.inner.observer);
-            return crate::object_call::run_on(shared, observer, home, bundle, request).await;
+            return crate::object_call::run_on(shared, observer, home, bundle, request, true).await;
         }
         // Another namespace keeps this thread busy: run elsewhere instead
         // (see `fairness.rs`).
         let thread = self.inner.shared.loads.choose(thread, bundle.namespace());
-        let Some(sender) = self.inner.shared.senders.get(thread) else {
-            return Err(ExecuteError::UnknownThread { thread, threads });
-        };
-        let (reply, response) = oneshot::channel();
-        let job = Job {
-            bundle,
-            request,
-            reply,
-            forwarded: false,
-        };
-        if let Err(error) = sender.try_send(job) {
-            let error = match error {
-                mpsc::error::TrySendError::Full(_) => ExecuteError::Overloaded { thread },
-                mpsc::error::TrySendError::Closed(_) => ExecuteError::Canceled {
-                    reason: "the engine is shut down",
-                },
-            };
-            self.inner.observer.request_finished(
-                thread,
-                error.outcome(),
-                Duration::ZERO,
-                Duration::ZERO,
-            );
-            return Err(error);
-        }
-        response.await.unwrap_or(Err(ExecuteError::Canceled {
-            reason: "the engine dropped the request",
-        }))
+        let (shared, observer) = (&self.inner.shared, &*self.inner.observer);
+        crate::object_call::run_on(shared, observer, thread, bundle, request, false).await
     }
 
     /// Drops worker `worker_id`'s warm isolates on every thread: it was

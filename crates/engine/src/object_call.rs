@@ -68,13 +68,16 @@ pub(crate) fn home_of(
 /// Runs `request` on engine thread `thread` as it is: not moved to a
 /// thread clear of a busy namespace (`fairness.rs`), nor to the thread
 /// holding the Worker in shared mode. `Overloaded` when its queue is full
-/// (told to `observer`, as `Engine::execute` does).
+/// (told to `observer`). `forwarded`: an object's call or alarm sent to
+/// its home thread (`Job::forwarded`); `Engine::execute` sends its
+/// requests here too, once it has chosen their thread.
 pub(crate) async fn run_on(
     shared: &EngineShared,
     observer: &dyn EngineObserver,
     thread: usize,
     bundle: Arc<WorkerBundle>,
     request: http::Request<Body>,
+    forwarded: bool,
 ) -> Result<http::Response<Body>, ExecuteError> {
     let threads = shared.senders.len();
     let Some(sender) = shared.senders.get(thread) else {
@@ -85,7 +88,7 @@ pub(crate) async fn run_on(
         bundle,
         request,
         reply,
-        forwarded: true,
+        forwarded,
     };
     if let Err(error) = sender.try_send(job) {
         let error = match error {

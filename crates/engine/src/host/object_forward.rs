@@ -103,7 +103,7 @@ pub(super) fn object_call<'s>(
     let me = host.me.clone();
     let (shared, observer) = (host.thread.shared.clone(), host.thread.observer.clone());
     let task = tokio::task::spawn_local(async move {
-        let answer = run_on(&shared, &*observer, home, worker, request).await;
+        let answer = run_on(&shared, &*observer, home, worker, request, true).await;
         let Some(isolate) = me.upgrade() else {
             return;
         };
