@@ -536,7 +536,7 @@ fn main() -> anyhow::Result<()> {
                 plan: &plan,
             };
             let section = runtime()?.block_on(bundles::section(&setup))?;
-            section.write(&common.results, "11-bundles")
+            section.write(&common.results, "12-bundles")
         }
         Command::Report {
             results,
