@@ -8,7 +8,10 @@
 //! ([`crate::server_builder`]), and a connection with no request in flight
 //! for the idle timeout is closed gracefully, HTTP/2 included
 //! ([`crate::idle`]). On shutdown the loop stops accepting, lets open
-//! connections finish for up to the grace period, and returns.
+//! connections finish for up to the grace period, and returns. An open
+//! connection is closed under its next request (HTTP/1 answers then say
+//! `connection: close`), or after a second without one, not while its
+//! client may be sending one on it.
 
 use std::error::Error as StdError;
 use std::future::Future;
@@ -336,6 +339,10 @@ impl<H: Handshake> Connection<H> {
     }
 }
 
+/// How long a shutdown waits for an open connection's next request before
+/// closing it (see `watch_idle`).
+const DRAIN_NEXT_REQUEST: Duration = Duration::from_secs(1);
+
 /// Asks for a connection to close (`close`) when `closing` says the server
 /// is shutting down, or when no request has been in flight for `idle`. The
 /// connection task aborts it when the connection ends; until then it holds
@@ -348,7 +355,16 @@ async fn watch_idle(
     close: oneshot::Sender<()>,
 ) {
     tokio::select! {
-        _ = closing.changed() => {}
+        _ = closing.changed() => {
+            // An HTTP/1.1 keep-alive connection closed while idle races its
+            // client's next request on it, which then fails mid-flight
+            // (hyper: `IncompleteMessage`; seen in the kubelet e2e's router
+            // rollout). So a shutdown waits (at most `DRAIN_NEXT_REQUEST`)
+            // for the connection's next request: closed while that one is
+            // in flight, its answer says `connection: close` and the client
+            // goes elsewhere. A connection still idle after that is closed.
+            activity.next_request(DRAIN_NEXT_REQUEST.min(idle)).await;
+        }
         () = activity.idle(idle) => {
             debug!(client = %peer, edge.server = server, "connection idle; closing");
         }

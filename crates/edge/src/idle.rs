@@ -16,7 +16,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -39,6 +39,8 @@ const MIN_CHECK: Duration = Duration::from_millis(1);
 pub(super) struct Activity {
     in_flight: AtomicUsize,
     ended: AtomicU64,
+    /// The server is shutting down: HTTP/1 answers say `connection: close`.
+    closing: AtomicBool,
 }
 
 impl Activity {
@@ -68,6 +70,32 @@ impl Activity {
         }
     }
 }
+
+impl Activity {
+    /// Resolves once a request is in flight or one has ended since the call,
+    /// or after `within`: when a connection should be closed without racing
+    /// its client's next request (see `accept.rs`, shutdown).
+    pub(super) async fn next_request(&self, within: Duration) {
+        self.closing.store(true, Ordering::Relaxed);
+        let seen = self.ended.load(Ordering::Relaxed);
+        let deadline = tokio::time::Instant::now() + within;
+        let mut checks = tokio::time::interval(NEXT_REQUEST_CHECK);
+        checks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            let started = self.in_flight.load(Ordering::Relaxed) > 0;
+            if started || self.ended.load(Ordering::Relaxed) != seen {
+                return;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return;
+            }
+            checks.tick().await;
+        }
+    }
+}
+
+/// How often a closing connection looks for its next request.
+const NEXT_REQUEST_CHECK: Duration = Duration::from_millis(5);
 
 /// One request in flight, until dropped.
 #[derive(Debug)]
@@ -128,6 +156,7 @@ where
         }
         TrackedFuture {
             in_flight: Some(InFlight::start(&self.activity)),
+            http1: request.version() < http::Version::HTTP_2,
             inner: self.inner.call(request),
         }
     }
@@ -140,6 +169,7 @@ pin_project! {
         #[pin]
         inner: F,
         in_flight: Option<InFlight>,
+        http1: bool,
     }
 }
 
@@ -151,8 +181,20 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let response = std::task::ready!(this.inner.poll(cx))?;
+        let mut response = std::task::ready!(this.inner.poll(cx))?;
         let in_flight = this.in_flight.take();
+        // Shutting down: the client must not send another request on this
+        // HTTP/1 connection (it would race the close).
+        if *this.http1
+            && in_flight
+                .as_ref()
+                .is_some_and(|f| f.0.closing.load(Ordering::Relaxed))
+        {
+            response.headers_mut().insert(
+                http::header::CONNECTION,
+                http::HeaderValue::from_static("close"),
+            );
+        }
         Poll::Ready(Ok(response.map(|inner| TrackedBody { inner, in_flight })))
     }
 }

@@ -192,3 +192,99 @@ async fn a_trusted_proxy_s_client_address_and_request_id_are_kept() {
         assert_eq!(seen, expected);
     }
 }
+
+/// Sends one keep-alive GET on `stream` and reads its answer's head and
+/// body (`content-length` framed); `None` when the connection closed first.
+async fn keep_alive_get(stream: &mut tokio::net::TcpStream) -> Option<String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let request = format!("GET /echo HTTP/1.1\r\nHost: {HOST}\r\ncontent-length: 0\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&got).to_string();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let head = text[..end].to_ascii_lowercase();
+            if head.contains("transfer-encoding: chunked") {
+                if text.ends_with("0\r\n\r\n") && text.len() > end + 4 {
+                    return Some(text);
+                }
+                let n = stream.read(&mut buf).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                got.extend_from_slice(&buf[..n]);
+                continue;
+            }
+            let length = text[..end]
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().to_owned())
+                })
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(0);
+            if got.len() >= end + 4 + length {
+                return Some(text);
+            }
+        }
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// A shutdown does not close an idle HTTP/1.1 keep-alive connection under
+/// its client's next request (which would fail mid-flight): the next
+/// request on it is answered, with `connection: close`, and then the
+/// connection closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_answers_a_keep_alive_connection_s_next_request_with_close() {
+    use tokio::io::AsyncReadExt as _;
+    let node = FakeNode::start("node-a").await;
+    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![node.member(2)]);
+    proxy.set_workers(vec![worker("ns/app", "r7", HOST, "/")]);
+    let listener = server::bind("127.0.0.1:0".parse().expect("an address")).expect("bound");
+    let addr = listener.local_addr().expect("its address");
+    let shutdown = CancellationToken::new();
+    let workers = RouterWorkers::spawn(
+        listener,
+        NonZeroUsize::new(1).expect("one"),
+        proxy,
+        shutdown.clone(),
+        Duration::from_secs(5),
+    )
+    .expect("router workers");
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connected");
+    let first = keep_alive_get(&mut stream).await.expect("the first answer");
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    assert!(
+        !first.to_ascii_lowercase().contains("connection: close"),
+        "{first}"
+    );
+
+    // The connection is idle when the shutdown starts; its next request
+    // comes a moment later, as a client's would.
+    shutdown.cancel();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = keep_alive_get(&mut stream)
+        .await
+        .expect("the next request on the idle connection is answered");
+    assert!(second.starts_with("HTTP/1.1 200"), "{second}");
+    assert!(
+        second.to_ascii_lowercase().contains("connection: close"),
+        "{second}"
+    );
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
+    assert!(matches!(closed, Ok(Ok(0))), "closed after it: {closed:?}");
+    tokio::task::spawn_blocking(move || workers.join())
+        .await
+        .expect("joined");
+}
