@@ -262,7 +262,7 @@ enum Command {
         #[arg(long, default_value_t = 1.5)]
         goal_mib: f64,
     },
-    /// 11. Never-seen 8 and 64 MiB bundles: router + node vs workerd.
+    /// 12. Never-seen 8 and 64 MiB bundles: router + node vs workerd.
     ///
     /// First answers: apply → 200 through the router, spawn → 200 for workerd.
     Bundles {

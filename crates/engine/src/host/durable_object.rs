@@ -126,15 +126,7 @@ fn target(
     class: &str,
     id: String,
 ) -> Result<(isolane_storage::Store, ObjectScope), HostError> {
-    let worker = host
-        .worker
-        .get()
-        .ok_or_else(|| HostError::type_error("Durable Objects: no Worker is loaded"))?;
-    if !worker.durable_objects.values().any(|c| c == class) {
-        return Err(HostError::type_error(format!(
-            "{class} is not a Durable Object class of this Worker"
-        )));
-    }
+    let worker = super::object_forward::bound_worker(host, class)?;
     let store = host.thread.config.store.clone().ok_or_else(|| {
         HostError::new(
             ErrorClass::Error,
@@ -143,7 +135,7 @@ fn target(
     })?;
     Ok((
         store,
-        ObjectScope::new(worker.namespace(), hosted(worker, class), id),
+        ObjectScope::new(worker.namespace(), hosted(&worker, class), id),
     ))
 }
 

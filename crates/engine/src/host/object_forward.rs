@@ -15,7 +15,7 @@ use crate::body::Body;
 use crate::object_call::{ObjectCall, home_thread, run_on};
 
 /// The Worker whose isolate this is, with a class it binds.
-fn bound_worker(
+pub(super) fn bound_worker(
     host: &HostState,
     class: &str,
 ) -> Result<std::sync::Arc<crate::bundle::WorkerBundle>, HostError> {
