@@ -2,7 +2,7 @@
 //! over many Workers, each placed as the router places it (the placement
 //! crate's weighted rendezvous with bounded load for the node, jump hash for
 //! the thread: `Fleet::pick`'s calls) into per-thread warm pools run by the
-//! engine's own eviction policy (`isolane_engine::warm_lru`), once per node
+//! engine's own eviction policy (`isolane_engine::warm_set`), once per node
 //! memory budget. Nothing runs JavaScript: an isolate is its byte cost.
 //!
 //! Deterministic for a seed. Budgets are split over the machine's cores;
@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 
-use isolane_engine::warm_lru::WarmLru;
+use isolane_engine::warm_set::WarmSet;
 use isolane_placement::{DEFAULT_LOAD_FACTOR, Node, NodeSet, thread_for};
 
 use crate::zipf::{Zipf, unit};
@@ -175,7 +175,7 @@ struct Part {
 /// One budget's pools (one per node thread) and hit counts.
 struct Pools {
     budget: u64,
-    pools: Vec<WarmLru<()>>,
+    pools: Vec<WarmSet<()>>,
     hits: Vec<u64>,
     first_sightings: u64,
 }
@@ -191,7 +191,7 @@ fn run(setup: &Setup, placement: &Placement, zipf: &Zipf, budgets: &[u64]) -> Pa
             Pools {
                 budget,
                 pools: (0..slots)
-                    .map(|_| WarmLru::new(capacity, per_thread))
+                    .map(|_| WarmSet::new(capacity, per_thread))
                     .collect(),
                 hits: vec![0; slots],
                 first_sightings: 0,

@@ -176,7 +176,7 @@ pub struct Args {
     #[arg(long, env = POOL_MODE_ENV, default_value = "pinned", value_parser = parse_pool_mode)]
     pub pool_mode: PoolMode,
 
-    /// Warm isolates kept per thread (LRU).
+    /// Warm isolates kept per thread at most (`warm_set.rs`).
     #[arg(long, env = ISOLATES_PER_THREAD_ENV, default_value_t = 100)]
     pub isolates_per_thread: usize,
 

@@ -53,7 +53,7 @@ pub fn run(plan: &Plan) -> Section {
          `{}` ({took:.0} s here). {}. Each request goes where the router sends it \
          (`Fleet::pick`'s calls: weighted rendezvous with bounded load c = 1.25 over the \
          in-flight counts, jump hash for the thread) into per-thread warm pools run by the \
-         engine's own eviction policy (`isolane_engine::warm_lru`), each thread holding its \
+         engine's own eviction policy (`isolane_engine::warm_set`), each thread holding its \
          share of the node's budget; an isolate costs its measured idle RSS. \"Warm\" counts \
          every counted request; \"first sightings aside\" also counts as warm the requests \
          that were their Worker's first in the whole stream (cold anywhere, but a fleet \

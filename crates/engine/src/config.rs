@@ -68,7 +68,7 @@ pub struct EngineConfig {
     /// Pin each engine thread to one core (round-robin over the mask).
     pub pin_threads: bool,
     pub pool_mode: PoolMode,
-    /// Warm isolates kept per thread (LRU).
+    /// Warm isolates kept per thread at most (`warm_set.rs`).
     pub isolates_per_thread: usize,
     /// Heap bytes the warm isolates of one thread may hold together before the
     /// least recently used are evicted.

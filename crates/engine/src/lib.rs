@@ -53,7 +53,7 @@ mod thread;
 mod thread_ctx;
 mod trace;
 mod turn_map;
-pub mod warm_lru;
+pub mod warm_set;
 mod watchdog;
 
 pub use alarm::AlarmEvent;

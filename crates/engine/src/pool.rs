@@ -1,19 +1,20 @@
-//! The isolate pool of one engine thread: an LRU of warm isolates keyed by
-//! worker id and revision (a few revisions per worker, so a traffic split or
-//! a rollback finds each warm), bounded by count and by heap bytes, plus a
-//! few blank spares.
+//! The isolate pool of one engine thread: its warm isolates keyed by worker
+//! id and revision (a few revisions per worker, so a traffic split or a
+//! rollback finds each warm), kept by the policy of `warm_set.rs` within a
+//! count and heap bytes, plus a few blank spares.
 //!
 //! Thread-local (`Rc`), so the request path takes no lock. The pool only
 //! forgets an evicted isolate; requests still running in it keep it alive
 //! (`Rc`) until they finish.
 
+use std::cell::Cell;
 use std::rc::Rc;
 
 use crate::bundle::WorkerBundle;
 use crate::isolate::WorkerIsolate;
 use crate::observer::EvictionReason;
-pub(crate) use crate::warm_lru::Evicted;
-use crate::warm_lru::WarmLru;
+pub(crate) use crate::warm_set::Evicted;
+use crate::warm_set::{InUse, WarmSet};
 
 /// How often (in requests) a warm isolate's heap size is read again: V8's
 /// heap statistics walk every space (~3.4 K instructions, 7% of a warm hello
@@ -24,20 +25,27 @@ const HEAP_SAMPLE_EVERY: u32 = 16;
 struct Warm {
     isolate: Rc<WorkerIsolate>,
     /// Requests released so far.
-    releases: u32,
+    releases: Cell<u32>,
+}
+
+/// A request holds the isolate (its `Rc` beside the pool's): it stays.
+impl InUse for Warm {
+    fn in_use(&self) -> bool {
+        Rc::strong_count(&self.isolate) > 1
+    }
 }
 
 pub(crate) struct Pool {
-    /// Which warm isolates stay: `warm_lru.rs`, shared with the fleet
+    /// Which warm isolates stay: `warm_set.rs`, shared with the fleet
     /// simulator.
-    warm: WarmLru<Warm>,
+    warm: WarmSet<Warm>,
     spares: Vec<(Rc<WorkerIsolate>, usize)>,
 }
 
 impl Pool {
     pub(crate) fn new(capacity: usize, heap_budget: usize) -> Self {
         Self {
-            warm: WarmLru::new(capacity, heap_budget),
+            warm: WarmSet::new(capacity, heap_budget),
             spares: Vec::new(),
         }
     }
@@ -58,9 +66,9 @@ impl Pool {
         None
     }
 
-    /// Adds a freshly loaded isolate, evicting the least recently used when
+    /// Adds a freshly loaded isolate, evicting what the policy picks when
     /// full, and the worker's least recently used revision when it has
-    /// [`REVISIONS_PER_WORKER`](crate::warm_lru::REVISIONS_PER_WORKER) warm
+    /// [`REVISIONS_PER_WORKER`](crate::warm_set::REVISIONS_PER_WORKER) warm
     /// already.
     pub(crate) fn insert(
         &mut self,
@@ -71,7 +79,7 @@ impl Pool {
         let heap_bytes = isolate.memory_used();
         let warm = Warm {
             isolate,
-            releases: 0,
+            releases: Cell::new(0),
         };
         self.warm
             .insert(&bundle.id, &bundle.revision, warm, heap_bytes, evicted);
@@ -86,7 +94,7 @@ impl Pool {
         isolate: &Rc<WorkerIsolate>,
         evicted: &mut Vec<Evicted>,
     ) {
-        let Some(warm) = self.warm.peek_mut(&bundle.id, &bundle.revision) else {
+        let Some(warm) = self.warm.peek(&bundle.id, &bundle.revision) else {
             return;
         };
         if !Rc::ptr_eq(&warm.isolate, isolate) {
@@ -99,8 +107,9 @@ impl Pool {
         }
         // The first request's growth counts at once (a thread cycling
         // through many workers is kept within budget), then every so often.
-        warm.releases = warm.releases.wrapping_add(1);
-        if warm.releases != 1 && warm.releases % HEAP_SAMPLE_EVERY != 0 {
+        let releases = warm.releases.get().wrapping_add(1);
+        warm.releases.set(releases);
+        if releases != 1 && releases % HEAP_SAMPLE_EVERY != 0 {
             return;
         }
         let heap_bytes = isolate.memory_used();
