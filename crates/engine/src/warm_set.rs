@@ -161,7 +161,7 @@ impl<V: InUse> WarmSet<V> {
         let budget = (heap_budget as u64).clamp(1, 1 << 60);
         // `capacity + 1` entries of the floor overrun the budget; one fits
         // the hot share.
-        let floor = budget / (capacity as u64 + 1) + 1;
+        let floor = budget / (capacity as u64).saturating_add(1) + 1;
         // How many entries to expect, which sizes the remembered evictions.
         let estimate = match capacity {
             usize::MAX => budget / ENTRY_GUESS,
