@@ -33,7 +33,9 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
-use quick_cache::{DefaultHashBuilder, Equivalent, Lifecycle, OptionsBuilder, Weighter, unsync::Cache};
+use quick_cache::{
+    DefaultHashBuilder, Equivalent, Lifecycle, OptionsBuilder, Weighter, unsync::Cache,
+};
 
 use crate::observer::EvictionReason;
 
@@ -111,10 +113,13 @@ impl<V> Weighter<Slot, Entry<V>> for ByHeap {
     }
 }
 
+/// What the cache evicted since the last look.
+type Gone<V> = Rc<RefCell<Vec<(Slot, Entry<V>)>>>;
+
 /// Collects what the cache evicts, for the caller to account and drop
 /// outside the cache.
 struct Notes<V> {
-    evicted: Rc<RefCell<Vec<(Slot, Entry<V>)>>>,
+    evicted: Gone<V>,
 }
 
 impl<V> Clone for Notes<V> {
@@ -144,7 +149,7 @@ type Entries<V> = Cache<Slot, Entry<V>, ByHeap, DefaultHashBuilder, Notes<V>>;
 pub struct WarmSet<V: InUse> {
     budget: u64,
     entries: Entries<V>,
-    notes: Rc<RefCell<Vec<(Slot, Entry<V>)>>>,
+    notes: Gone<V>,
     /// Worker id → its warm revisions.
     revisions: HashMap<String, Vec<String>>,
     /// The sum of the entries' `heap_bytes`.

@@ -110,7 +110,7 @@ fn holds_its_count_and_its_bytes_and_accounts_for_every_eviction() {
             let revision = format!("r{}", (r >> 8) % 5);
             let heap = 500 + (r >> 16) as usize % 3000;
             let mut evicted = Vec::new();
-            if (r >> 40) % 8 == 0 {
+            if (r >> 40).is_multiple_of(8) {
                 set.remove(&id, &revision);
                 held.remove(&(id.clone(), revision.clone()));
                 continue;
