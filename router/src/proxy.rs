@@ -25,6 +25,7 @@
 //! a node reached over gRPC also receives as `deadline_ms` (a node in this
 //! process is bounded by the proxy alone).
 
+mod body;
 mod client;
 mod outgoing;
 mod request_id;
@@ -53,12 +54,13 @@ use isolane_proto::runtime::v1::ScheduledTick;
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
 use tracing::{Instrument as _, debug, info, warn};
 
+pub use body::{CallBody, FrameStream, ResponseFrames};
 pub use client::Client;
-pub use outgoing::{FrameStream, MAX_CHUNK, Outgoing};
+pub use outgoing::{MAX_CHUNK, Outgoing};
 pub use request_id::RequestId;
 pub use response::{BodyError, UpstreamBody};
 pub use test_tick::TEST_SCHEDULED_PATH;
-pub use upstream::{CallBody, LocalNode, ResponseFrames};
+pub use upstream::LocalNode;
 
 use crate::Error;
 use crate::answer::name;
@@ -74,7 +76,7 @@ use isolane_worker::{Claim, HostOwner, Reservation};
 use outgoing::{HeadContext, call_for};
 use response::{Completion, strip_hop_by_hop};
 use trip::Trip;
-use upstream::Source;
+use body::Source;
 
 pub use crate::answer::{
     DETAIL_HEADER, HOPS_HEADER, MAX_HOPS, NODE_HEADER, REASON_HEADER, REQUEST_ID_HEADER,
