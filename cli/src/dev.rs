@@ -384,7 +384,7 @@ async fn serve(
         node_metrics,
         REVISION_WAIT,
     );
-    let proxy = Proxy::in_process(
+    let proxy = Proxy::builder(
         ProxyConfig {
             // The Worker's own wall limit ends a request (up to the CRD's
             // 300 s), not the router's default deadline.
@@ -398,10 +398,13 @@ async fn serve(
             ..ProxyConfig::default()
         },
         router_metrics.clone(),
+    )
+    .in_process(
         Arc::new(node::InProcessNode(service)),
         node::NODE_NAME,
         u32::try_from(threads).unwrap_or(u32::MAX),
-    );
+    )
+    .build();
     let serving = serving::Serving::new(bundles, proxy.clone());
     serving.apply(&config.project);
 

@@ -28,6 +28,7 @@
 //! process is bounded by the proxy alone).
 
 mod body;
+mod builder;
 mod client;
 mod outgoing;
 mod request_id;
@@ -49,7 +50,6 @@ use http::header::{HOST, HeaderValue, RETRY_AFTER};
 use http::{Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
-use isolane_membership::NodeMember;
 use isolane_proto::Outcome;
 use isolane_proto::call::{Answer, Call};
 use isolane_proto::runtime::v1::ScheduledTick;
@@ -57,6 +57,7 @@ use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
 use tracing::{Instrument as _, debug, warn};
 
 pub use body::{CallBody, FrameStream, ResponseFrames};
+pub use builder::ProxyBuilder;
 pub use client::Client;
 pub use outgoing::{MAX_CHUNK, Outgoing};
 pub use request_id::RequestId;
@@ -74,12 +75,12 @@ use crate::metrics::{NO_NODE, RouterMetrics};
 use crate::prewarm::PrewarmRequest;
 use crate::routes::{Backend, normalize_host};
 use crate::split::{Revision, Split};
+use body::Source;
 use isolane_worker::Reservation;
 use outgoing::{HeadContext, call_for};
 use response::{Completion, strip_hop_by_hop};
-use trip::Trip;
-use body::Source;
 use state::State;
+use trip::Trip;
 
 pub use crate::answer::{
     DETAIL_HEADER, HOPS_HEADER, MAX_HOPS, NODE_HEADER, REASON_HEADER, REQUEST_ID_HEADER,
@@ -161,74 +162,6 @@ struct Inner {
 }
 
 impl Proxy {
-    /// A proxy with no routes and no nodes yet.
-    pub fn new(config: ProxyConfig, metrics: Arc<RouterMetrics>) -> Self {
-        Self::with_reservations(config, metrics, Vec::new())
-    }
-
-    /// A proxy that serves hosts reserved for a namespace only to it.
-    pub fn with_reservations(
-        config: ProxyConfig,
-        metrics: Arc<RouterMetrics>,
-        reservations: Vec<Reservation>,
-    ) -> Self {
-        Self::with_policy(config, metrics, reservations, Vec::new())
-    }
-
-    /// A proxy with reserved hosts and trusted proxies.
-    pub fn with_policy(
-        config: ProxyConfig,
-        metrics: Arc<RouterMetrics>,
-        reservations: Vec<Reservation>,
-        trusted_proxies: Vec<ipnet::IpNet>,
-    ) -> Self {
-        Self::build(config, metrics, reservations, trusted_proxies, None)
-    }
-
-    /// A proxy whose only node is `node`, in this process, with `threads`
-    /// engine threads (`isolane dev`): requests are matched, split, placed
-    /// on a thread, retried, mapped to a status and counted exactly as in
-    /// the cluster, and handed to the node without a connection.
-    pub fn in_process(
-        config: ProxyConfig,
-        metrics: Arc<RouterMetrics>,
-        node: Arc<dyn LocalNode>,
-        name: &str,
-        threads: u32,
-    ) -> Self {
-        let proxy = Self::build(config, metrics, Vec::new(), Vec::new(), Some(node));
-        proxy.set_members(vec![NodeMember {
-            name: name.to_owned(),
-            endpoints: Vec::new(),
-            threads,
-            draining: false,
-            expires_at: None,
-            crash: None,
-        }]);
-        proxy
-    }
-
-    fn build(
-        config: ProxyConfig,
-        metrics: Arc<RouterMetrics>,
-        reservations: Vec<Reservation>,
-        trusted_proxies: Vec<ipnet::IpNet>,
-        local: Option<Arc<dyn LocalNode>>,
-    ) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                config,
-                state: State::default(),
-                metrics,
-                losses: NodeLosses::default(),
-                reservations,
-                trusted_proxies,
-                local,
-                sockets: crate::sockets::Sockets::default(),
-            }),
-        }
-    }
-
     /// The clients' open WebSockets.
     pub fn sockets(&self) -> &crate::sockets::Sockets {
         &self.inner.sockets
@@ -524,7 +457,7 @@ mod tests {
         fn assert_send<T: Send>(_: &T) {}
         let registry = prometheus::Registry::new();
         let metrics = Arc::new(RouterMetrics::register(&registry, 1).unwrap());
-        let proxy = Proxy::new(ProxyConfig::default(), metrics);
+        let proxy = Proxy::builder(ProxyConfig::default(), metrics).build();
         let request = Request::new(http_body_util::Full::new(Bytes::new()));
         assert_send(&proxy.handle(request));
     }
