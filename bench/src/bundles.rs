@@ -248,7 +248,7 @@ impl Sample<'_> {
         let mut worker = self.push(dir, &name, &host)?;
         // A 64 MiB module's functions and source take more than the
         // default 128 MiB.
-        worker.spec.limits.memory_mib = isolane_crds::Limits::MEMORY_MIB.end().to_owned();
+        worker.spec.limits.memory_mib = isolane_worker::Limits::MEMORY_MIB.end().to_owned();
         let started = Instant::now();
         apply(self.client, NAMESPACE, &worker).await;
         let took = self.answer_or_refusal(&name, &host, started).await;

@@ -27,10 +27,10 @@ use bytes::Bytes;
 use http_body_util::{BodyExt as _, Empty};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
-use isolane_crds::Binding;
 use isolane_storage::POSTGRES_URL_ENV;
 use isolane_testenv::workers::inline_worker;
 use isolane_testenv::{Postgres, free_port};
+use isolane_worker::Binding;
 
 use crate::cluster::{self, ClusterBinaries};
 use crate::report::{Section, Table, Target};

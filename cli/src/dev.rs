@@ -67,16 +67,16 @@ pub struct DevArgs {
     #[arg(long = "durable-object", value_name = "BINDING=CLASS", value_parser = parse_durable_object, conflicts_with = "workers")]
     durable_objects: Vec<isolane_worker::Binding>,
     /// CPU time one request may use, in ms (single-file mode; Worker YAMLs give `spec.limits`).
-    #[arg(long, value_name = "MS", default_value_t = isolane_crds::Limits::DEFAULT_CPU_MS, conflicts_with = "workers")]
+    #[arg(long, value_name = "MS", default_value_t = isolane_worker::Limits::DEFAULT_CPU_MS, conflicts_with = "workers")]
     cpu_ms: u32,
     /// Wall-clock time one request may take, in ms (single-file mode).
-    #[arg(long, value_name = "MS", default_value_t = isolane_crds::Limits::DEFAULT_WALL_MS, conflicts_with = "workers")]
+    #[arg(long, value_name = "MS", default_value_t = isolane_worker::Limits::DEFAULT_WALL_MS, conflicts_with = "workers")]
     wall_ms: u32,
     /// Memory the worker's isolate may hold, in MiB (single-file mode).
-    #[arg(long = "memory-mib", value_name = "MIB", default_value_t = isolane_crds::Limits::DEFAULT_MEMORY_MIB, conflicts_with = "workers")]
+    #[arg(long = "memory-mib", value_name = "MIB", default_value_t = isolane_worker::Limits::DEFAULT_MEMORY_MIB, conflicts_with = "workers")]
     memory_mib: u32,
     /// Outbound `fetch` calls one request may make (single-file mode).
-    #[arg(long, value_name = "N", default_value_t = isolane_crds::Limits::DEFAULT_SUBREQUESTS, conflicts_with = "workers")]
+    #[arg(long, value_name = "N", default_value_t = isolane_worker::Limits::DEFAULT_SUBREQUESTS, conflicts_with = "workers")]
     subrequests: u32,
     /// Engine threads (0: one per core).
     #[arg(long, default_value_t = 0, env = "ISOLANE_THREADS")]
@@ -211,7 +211,7 @@ pub struct DevConfig {
 fn source_of(args: &DevArgs) -> anyhow::Result<Source> {
     match (&args.script, &args.workers) {
         (Some(path), _) => {
-            let limits = isolane_crds::Limits {
+            let limits = isolane_worker::Limits {
                 cpu_ms: args.cpu_ms,
                 wall_ms: args.wall_ms,
                 memory_mib: args.memory_mib,
@@ -384,7 +384,7 @@ async fn serve(
         node_metrics,
         REVISION_WAIT,
     );
-    let proxy = Proxy::in_process(
+    let proxy = Proxy::builder(
         ProxyConfig {
             // The Worker's own wall limit ends a request (up to the CRD's
             // 300 s), not the router's default deadline.
@@ -398,10 +398,13 @@ async fn serve(
             ..ProxyConfig::default()
         },
         router_metrics.clone(),
+    )
+    .in_process(
         Arc::new(node::InProcessNode(service)),
         node::NODE_NAME,
         u32::try_from(threads).unwrap_or(u32::MAX),
-    );
+    )
+    .build();
     let serving = serving::Serving::new(bundles, proxy.clone());
     serving.apply(&config.project);
 

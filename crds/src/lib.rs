@@ -12,10 +12,8 @@
 
 mod claim;
 mod condition;
-pub mod cron;
 mod host_owner;
 mod resolve;
-pub mod traffic;
 mod worker;
 
 pub use condition::{ConditionStatus, ConditionType};
@@ -24,17 +22,9 @@ pub use host_owner::{
     host_owner_from, host_owner_name,
 };
 pub use resolve::{KeyReference, ObjectKind, Resolved, resolve};
-// The Worker's vocabulary without Kubernetes (`isolane-worker`), here too
-// because the resource is made of it.
-pub use isolane_worker::{
-    ArtifactSource, BUNDLE_KEY, BUNDLE_LABEL, Binding, BindingError, Bundle, BundleSecret,
-    DIGEST_ANNOTATION, LimitError, Limits, REVISION_ANNOTATION, Route, SecretError,
-    WORKER_ID_ANNOTATION,
-};
 pub use worker::{
     ConfigMapKeyRef, CronRun, CronStatus, Egress, EnvValueFrom, EnvVar, PullSecretRef,
-    ReplicaPlacement, RevisionStatus, ScriptFrom, SecretKeyRef, TrafficStatus, TrafficTarget,
-    Triggers, VersionAffinity, Worker, WorkerSpec, WorkerStatus,
+    ReplicaPlacement, RevisionStatus, ScriptFrom, SecretKeyRef, Worker, WorkerSpec, WorkerStatus,
 };
 
 /// The API group of every Isolane resource.

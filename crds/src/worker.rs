@@ -5,7 +5,9 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{Binding, Limits, Route};
+use isolane_worker::{
+    Binding, Limits, Route, TrafficStatus, TrafficTarget, Triggers, VersionAffinity,
+};
 
 /// A JavaScript worker: a `fetch` handler served from warm V8 isolates on the
 /// Isolane runtime nodes, reachable on its routes through the router.
@@ -208,74 +210,6 @@ fn default_revision_history_limit() -> i32 {
     10
 }
 
-/// One share of the Worker's traffic.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [
-    {
-        "rule": "has(self.revision) != (has(self.latestRevision) && self.latestRevision)",
-        "message": "each entry of spec.traffic sets exactly one of revision or latestRevision: true"
-    }
-]))]
-pub struct TrafficTarget {
-    /// A revision from `status.revisions` (its 16 hex digits).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 16, max = 16), regex(pattern = r"^[0-9a-f]{16}$"))]
-    pub revision: Option<String>,
-
-    /// Follow the latest revision: each new revision takes this share once
-    /// the nodes that serve it have compiled it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latest_revision: Option<bool>,
-
-    /// The share of requests, 0 to 100.
-    #[schemars(range(min = 0, max = 100))]
-    pub percent: i32,
-
-    /// A name for this entry (`stable`, `canary`): shown in status, and
-    /// accepted by `x-isolane-revision` when overrides are allowed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        length(min = 1, max = 63),
-        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    )]
-    pub tag: Option<String>,
-}
-
-impl TrafficTarget {
-    /// Whether this entry follows the latest revision.
-    pub fn follows_latest(&self) -> bool {
-        self.latest_revision == Some(true)
-    }
-}
-
-/// Where a request's affinity key is read from: exactly one of the two.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [
-    {
-        "rule": "has(self.header) != has(self.cookie)",
-        "message": "exactly one of header or cookie must be set"
-    }
-]))]
-pub struct VersionAffinity {
-    /// A request header whose value is the key (e.g. `x-user-id`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        length(min = 1, max = 128),
-        regex(pattern = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
-    )]
-    pub header: Option<String>,
-
-    /// A cookie whose value is the key (e.g. `session`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        length(min = 1, max = 128),
-        regex(pattern = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
-    )]
-    pub cookie: Option<String>,
-}
-
 /// A Secret in the Worker's namespace, by name.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 pub struct PullSecretRef {
@@ -379,29 +313,6 @@ pub struct Egress {
     pub allowed_hosts: Vec<String>,
 }
 
-/// Cron schedules for the Worker's `scheduled` handler.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Triggers {
-    /// Standard five-field cron schedules (minute hour day-of-month month
-    /// day-of-week, e.g. `*/5 * * * *` or `0 9 * * MON-FRI`; POSIX: 0 or 7 is
-    /// Sunday; a leading sixth field for seconds is accepted) or nicknames
-    /// such as `@hourly`. Each tick calls the Worker's
-    /// `scheduled(controller, env, ctx)` once, on the node and thread where
-    /// it is placed, under its limits; `controller.cron` is the schedule as
-    /// written here.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 16), inner(length(min = 1, max = 128)))]
-    #[schemars(extend("x-kubernetes-list-type" = "set"))]
-    pub crons: Vec<String>,
-
-    /// The IANA time zone the schedules are read in (default `UTC`), e.g.
-    /// `Europe/Paris`: `0 9 * * *` is then 09:00 Paris time, across DST.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 64))]
-    pub time_zone: Option<String>,
-}
-
 /// What the operator observed and decided about a Worker.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -447,23 +358,6 @@ pub struct WorkerStatus {
     /// router that runs the schedules).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cron: Option<CronStatus>,
-}
-
-/// One share of the traffic, resolved.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TrafficStatus {
-    /// The revision taking this share.
-    #[schemars(length(max = 16))]
-    pub revision: String,
-    /// The share of requests, 0 to 100.
-    pub percent: i32,
-    /// The entry's tag in `spec.traffic`, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tag: Option<String>,
-    /// Whether this share follows the latest revision.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub latest: bool,
 }
 
 /// One revision the operator keeps.

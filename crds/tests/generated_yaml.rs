@@ -53,8 +53,9 @@ use serde::Deserialize;
 fn defaults_fill_an_empty_spec() {
     let spec: isolane_crds::WorkerSpec =
         serde_json::from_str(r#"{"script": "export default {}"}"#).unwrap();
-    assert_eq!(spec.limits, isolane_crds::Limits::default());
+    assert_eq!(spec.limits, isolane_worker::Limits::default());
     assert_eq!(spec.replicas, 1);
-    let route: isolane_crds::Route = serde_json::from_str(r#"{"host": "a.example.com"}"#).unwrap();
+    let route: isolane_worker::Route =
+        serde_json::from_str(r#"{"host": "a.example.com"}"#).unwrap();
     assert_eq!(route.path_prefix, "/");
 }

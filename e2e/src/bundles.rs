@@ -11,8 +11,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use isolane_crds::{TrafficTarget, Worker};
+use isolane_crds::Worker;
 use isolane_testenv::{Registry, wait_until};
+use isolane_worker::TrafficTarget;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::PostParams;

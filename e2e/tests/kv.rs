@@ -17,12 +17,12 @@
 
 use std::time::Duration;
 
-use isolane_crds::Binding;
 use isolane_e2e::cluster::{Cluster, ClusterOptions};
 use isolane_e2e::ingress::{Ingress, Reply};
 use isolane_e2e::kubectl;
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::{ControlPlane, Postgres, wait_until};
+use isolane_worker::Binding;
 
 const TEAM_A: &str = "team-a";
 const TEAM_B: &str = "team-b";

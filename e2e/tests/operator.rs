@@ -104,7 +104,7 @@ async fn apply_update_and_delete_a_worker() {
     assert!(stored.script.contains("\"v1\""));
     assert_eq!(stored.routes.len(), 1);
     let secret = Api::<Secret>::namespaced(client.clone(), OPERATOR_NAMESPACE)
-        .get(&isolane_crds::Bundle::revision_secret_name(
+        .get(&isolane_worker::Bundle::revision_secret_name(
             NS, "hello", &first,
         ))
         .await
@@ -154,7 +154,7 @@ async fn apply_update_and_delete_a_worker() {
     // Someone deletes the bundle Secret: the operator writes it again.
     Api::<Secret>::namespaced(client.clone(), OPERATOR_NAMESPACE)
         .delete(
-            &isolane_crds::Bundle::revision_secret_name(NS, "hello", &second),
+            &isolane_worker::Bundle::revision_secret_name(NS, "hello", &second),
             &DeleteParams::default(),
         )
         .await

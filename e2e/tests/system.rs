@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use isolane_crds::{Route, Worker};
+use isolane_crds::Worker;
 use isolane_e2e::cluster::{Cluster, ClusterOptions};
 use isolane_e2e::ingress::{Ingress, Reply};
 use isolane_e2e::kubectl;
@@ -47,6 +47,7 @@ use isolane_e2e::workers::{self, has_condition, inline_worker};
 use isolane_placement::{Node as PlacementNode, NodeSet};
 use isolane_testenv::ControlPlane;
 use isolane_testenv::wait_until;
+use isolane_worker::Route;
 use kube::Api;
 use kube::api::ListParams;
 use kube::runtime::{WatchStreamExt, watcher};

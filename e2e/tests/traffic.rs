@@ -27,13 +27,14 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use isolane_crds::{TrafficTarget, VersionAffinity, Worker};
+use isolane_crds::Worker;
 use isolane_e2e::cluster::{Cluster, ClusterOptions};
 use isolane_e2e::ingress::{Ingress, Reply};
 use isolane_e2e::load::{Load, LoadOptions, Target, ms};
 use isolane_e2e::workers::{self, has_condition, hello_script, inline_worker};
 use isolane_testenv::ControlPlane;
 use isolane_testenv::wait_until;
+use isolane_worker::{TrafficTarget, VersionAffinity};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 

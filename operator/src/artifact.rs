@@ -18,7 +18,8 @@ use std::sync::Mutex;
 use isolane_artifact::{
     AllowedRegistries, ArtifactLimits, BundleRef, Credentials, Registry, RegistryCa, check_wasm,
 };
-use isolane_crds::{ArtifactSource, WorkerSpec};
+use isolane_crds::WorkerSpec;
+use isolane_worker::ArtifactSource;
 use isolane_worker::ModuleKind;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use isolane_crds::{Bundle, BundleSecret, WORKER_ID_ANNOTATION, Worker};
+use isolane_crds::Worker;
+use isolane_worker::{Bundle, BundleSecret, WORKER_ID_ANNOTATION};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::ObjectMeta;
@@ -16,10 +17,10 @@ use crate::{Error, lock};
 
 /// Annotation on a bundle Secret: a digest of its whole content (routes
 /// included), so an unchanged bundle is not re-applied.
-pub use isolane_crds::DIGEST_ANNOTATION;
+pub use isolane_worker::DIGEST_ANNOTATION;
 
 /// The bundle Secret of `bundle`'s revision, ready for server-side apply
-/// (the encoding nodes decode: `isolane_crds::BundleSecret`).
+/// (the encoding nodes decode: `isolane_worker::BundleSecret`).
 pub fn bundle_secret(namespace: &str, key: &WorkerKey, bundle: &Bundle) -> Result<Secret, Error> {
     let encoded = BundleSecret::encode(bundle).map_err(|source| Error::SerializeBundle {
         worker_id: key.to_string(),
@@ -86,7 +87,7 @@ impl OwnWrites {
 mod tests {
     use std::collections::BTreeMap;
 
-    use isolane_crds::{BUNDLE_KEY, BUNDLE_LABEL, Limits, REVISION_ANNOTATION};
+    use isolane_worker::{BUNDLE_KEY, BUNDLE_LABEL, Limits, REVISION_ANNOTATION};
 
     use super::*;
 

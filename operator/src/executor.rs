@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use isolane_crds::{BUNDLE_LABEL, Worker};
+use isolane_crds::Worker;
+use isolane_worker::BUNDLE_LABEL;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, ListParams, PartialObjectMeta, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -110,7 +111,7 @@ impl Executor {
             .metadata
             .annotations
             .as_ref()
-            .and_then(|annotations| annotations.get(isolane_crds::REVISION_ANNOTATION));
+            .and_then(|annotations| annotations.get(isolane_worker::REVISION_ANNOTATION));
         info!(worker.id = %key, revision = revision.map_or("", String::as_str), secret = %name, "bundle written");
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! Worker values for the unit tests.
 
-use isolane_crds::{Limits, Route, Worker, WorkerSpec};
+use isolane_crds::{Worker, WorkerSpec};
+use isolane_worker::{Limits, Route};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 

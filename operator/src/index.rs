@@ -15,7 +15,8 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use isolane_crds::{Route, Worker, WorkerSpec};
+use isolane_crds::{Worker, WorkerSpec};
+use isolane_worker::Route;
 use isolane_worker::{Claim, HostOwner, Reservation};
 use kube::runtime::watcher;
 

@@ -18,12 +18,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use isolane_crds::traffic::{self, TrafficError};
 use isolane_crds::{
-    Bundle, ConditionStatus, ConditionType, ReplicaPlacement, Route, Worker, WorkerSpec,
-    WorkerStatus,
+    ConditionStatus, ConditionType, ReplicaPlacement, Worker, WorkerSpec, WorkerStatus,
 };
 use isolane_placement::NodeSet;
+use isolane_worker::traffic::{self, TrafficError};
+use isolane_worker::{Bundle, Route};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::PartialObjectMeta;
@@ -576,8 +576,9 @@ fn placement(nodes: &NodeSet, key: &WorkerKey, replicas: i32) -> Vec<ReplicaPlac
 mod tests {
     use std::collections::BTreeMap;
 
-    use isolane_crds::{ConfigMapKeyRef, REVISION_ANNOTATION, ScriptFrom, WORKER_ID_ANNOTATION};
+    use isolane_crds::{ConfigMapKeyRef, ScriptFrom};
     use isolane_placement::Node;
+    use isolane_worker::{REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use kube::api::ObjectMeta;
     use kube::core::PartialObjectMetaExt;
@@ -797,7 +798,7 @@ mod tests {
         let plan = plan(&worker, &key(), &observed, &settings()).unwrap();
         assert_eq!(plan.outcome, Outcome::NotReady);
         let secret = applied(&plan).expect("the bundle is still written");
-        let json = &secret.data.as_ref().unwrap()[isolane_crds::BUNDLE_KEY].0;
+        let json = &secret.data.as_ref().unwrap()[isolane_worker::BUNDLE_KEY].0;
         let bundle: Bundle = serde_json::from_slice(json).unwrap();
         assert!(bundle.routes.is_empty(), "{:?}", bundle.routes);
         let status = written_status(&plan);
@@ -860,7 +861,7 @@ mod tests {
         let mut spec = fixtures::spec(None, &["hello.example.com"]);
         spec.bundle = Some(reference.clone());
         let worker = fixtures::worker("apps", "hello", 1, spec);
-        let source = isolane_crds::ArtifactSource {
+        let source = isolane_worker::ArtifactSource {
             reference: reference.clone(),
             username: Some("puller".into()),
             password: Some("secret".into()),
@@ -872,7 +873,7 @@ mod tests {
         let written = plan(&worker, &key(), &valid, &settings()).unwrap();
         assert_eq!(written.outcome, Outcome::Ready);
         let secret = applied(&written).expect("the bundle is applied");
-        let data = &secret.data.as_ref().unwrap()[isolane_crds::BUNDLE_KEY].0;
+        let data = &secret.data.as_ref().unwrap()[isolane_worker::BUNDLE_KEY].0;
         let bundle: Bundle = serde_json::from_slice(data).unwrap();
         assert_eq!(bundle.artifact, Some(source.clone()));
         assert!(bundle.script.is_empty() && bundle.modules.is_none());
@@ -885,11 +886,11 @@ mod tests {
             Vec::new(),
         );
         let one = other.clone().with_artifact(source.clone());
-        let rotated = other.clone().with_artifact(isolane_crds::ArtifactSource {
+        let rotated = other.clone().with_artifact(isolane_worker::ArtifactSource {
             password: Some("rotated".into()),
             ..source.clone()
         });
-        let two = other.with_artifact(isolane_crds::ArtifactSource {
+        let two = other.with_artifact(isolane_worker::ArtifactSource {
             reference: reference.replace("@sha256:a", "@sha256:b"),
             ..source
         });

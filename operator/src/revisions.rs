@@ -16,8 +16,9 @@
 
 use std::collections::BTreeSet;
 
-use isolane_crds::{
-    Bundle, REVISION_ANNOTATION, RevisionStatus, TrafficStatus, TrafficTarget, WORKER_ID_ANNOTATION,
+use isolane_crds::RevisionStatus;
+use isolane_worker::{
+    Bundle, REVISION_ANNOTATION, TrafficStatus, TrafficTarget, WORKER_ID_ANNOTATION,
 };
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;

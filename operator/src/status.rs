@@ -15,9 +15,9 @@
 //! | `RoutesAdmitted` | False | [`reason::ROUTE_CONFLICT`] |
 
 use isolane_crds::{
-    ConditionStatus, ConditionType, ReplicaPlacement, RevisionStatus, Route, TrafficStatus,
-    WorkerStatus,
+    ConditionStatus, ConditionType, ReplicaPlacement, RevisionStatus, WorkerStatus,
 };
+use isolane_worker::{Route, TrafficStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
@@ -178,7 +178,7 @@ impl DesiredStatus {
         } = shown;
         let existing = current.map_or(&[][..], |status| status.conditions.as_slice());
         let traffic_summary = (!revisions.traffic.is_empty())
-            .then(|| isolane_crds::traffic::summary(&revisions.traffic));
+            .then(|| isolane_worker::traffic::summary(&revisions.traffic));
         Self {
             status: WorkerStatus {
                 observed_generation: generation,

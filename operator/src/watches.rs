@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex};
 
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt, channel::mpsc};
-use isolane_crds::{BUNDLE_LABEL, Worker};
+use isolane_crds::Worker;
+use isolane_worker::BUNDLE_LABEL;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{ObjectMeta, PartialObjectMeta};
 use kube::runtime::reflector::{self, ObjectRef, Store};

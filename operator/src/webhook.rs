@@ -28,8 +28,9 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use isolane_crds::{Route, Worker, WorkerSpec};
+use isolane_crds::{Worker, WorkerSpec};
 use isolane_edge::{self as edge, Edge, Wrapped};
+use isolane_worker::Route;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -147,7 +148,7 @@ fn spec_problems(spec: &WorkerSpec) -> Vec<String> {
     if let Some(triggers) = &spec.triggers {
         for (i, expr) in triggers.crons.iter().enumerate() {
             if let Err(error) =
-                isolane_crds::cron::Schedule::parse(expr, triggers.time_zone.as_deref())
+                isolane_worker::cron::Schedule::parse(expr, triggers.time_zone.as_deref())
             {
                 problems.push(format!("spec.triggers.crons[{i}]: {error}"));
             }
@@ -417,7 +418,7 @@ mod tests {
     fn rejects_bad_cron_schedules_and_time_zones() {
         let index = WorkerIndex::default();
         let mut w = worker("cron", "export default { scheduled() {} }", &[]);
-        w.spec.triggers = Some(isolane_crds::Triggers {
+        w.spec.triggers = Some(isolane_worker::Triggers {
             crons: vec!["*/5 * * * *".into(), "0 25 * * *".into()],
             time_zone: None,
         });
@@ -427,7 +428,7 @@ mod tests {
             message.starts_with("spec.triggers.crons[1]: invalid cron schedule \"0 25 * * *\""),
             "{message}"
         );
-        w.spec.triggers = Some(isolane_crds::Triggers {
+        w.spec.triggers = Some(isolane_worker::Triggers {
             crons: vec!["0 9 * * MON-FRI".into()],
             time_zone: Some("Europe/Nowhere".into()),
         });
@@ -437,7 +438,7 @@ mod tests {
             message.contains("unknown time zone \"Europe/Nowhere\""),
             "{message}"
         );
-        w.spec.triggers = Some(isolane_crds::Triggers {
+        w.spec.triggers = Some(isolane_worker::Triggers {
             crons: vec!["0 9 * * MON-FRI".into()],
             time_zone: Some("Europe/Paris".into()),
         });
@@ -471,7 +472,8 @@ mod tests {
 
     #[test]
     fn rejects_bad_bindings_with_a_clear_message() {
-        use isolane_crds::{Binding, EnvVar};
+        use isolane_crds::EnvVar;
+        use isolane_worker::Binding;
         let index = WorkerIndex::default();
         let mut w = worker("kv", "export default {}", &[]);
         w.spec.env = vec![EnvVar {

@@ -10,11 +10,12 @@
 
 use std::time::Duration;
 
-use isolane_crds::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, Worker, WorkerStatus};
+use isolane_crds::{Worker, WorkerStatus};
 use isolane_operator::config::Config;
 use isolane_operator::lifecycle;
 use isolane_storage::ObjectScope;
 use isolane_testenv::wait_until;
+use isolane_worker::{BUNDLE_KEY, BUNDLE_LABEL, Bundle};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;

@@ -35,4 +35,4 @@ pub mod websocket;
 
 pub use error::{BoxError, Error};
 pub use metrics::RouterMetrics;
-pub use proxy::{Proxy, ProxyConfig, ResponseBody};
+pub use proxy::{Proxy, ProxyBuilder, ProxyConfig, ResponseBody};

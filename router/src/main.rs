@@ -60,12 +60,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let owners_ready = readiness.register("host-owners");
     let workers_ready = readiness.register("workers");
     let leases_ready = readiness.register("leases");
-    let proxy = Proxy::with_policy(
-        config.proxy,
-        Arc::clone(&metrics),
-        config.reserved_hosts.clone(),
-        config.trusted_proxies.clone(),
-    );
+    let proxy = Proxy::builder(config.proxy, Arc::clone(&metrics))
+        .reservations(config.reserved_hosts.clone())
+        .trusted_proxies(config.trusted_proxies.clone())
+        .build();
     let client = kube::Client::try_default()
         .await
         .context("configuring the Kubernetes client")?;

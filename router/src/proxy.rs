@@ -3,8 +3,10 @@
 //! [`Proxy`] is the HTTP application as a plain async function of a request
 //! ([`Proxy::handle`]), so tests drive it without a socket and the server in
 //! [`crate::server`] only accepts connections. It reads two snapshots on every
-//! request, both without a lock: the [`RouteTable`] (from the Worker watch) and
-//! the [`Fleet`] (from the Lease watch). For each request it:
+//! request, both without a lock: the [`RouteTable`](crate::routes::RouteTable)
+//! (from the Worker watch) and the [`Fleet`] (from the Lease watch), which
+//! the watches write in `state.rs`. For each request (`trip.rs` from the
+//! placement on) it:
 //!
 //! 1. finds the Worker for the host and path (404 with a JSON body if none);
 //! 2. reads the body up to the replay limit: a body that ends within it is
@@ -25,56 +27,60 @@
 //! a node reached over gRPC also receives as `deadline_ms` (a node in this
 //! process is bounded by the proxy alone).
 
+mod body;
+mod builder;
 mod client;
 mod outgoing;
 mod request_id;
 mod response;
 mod socket;
 mod span;
+mod state;
 mod test_tick;
 mod trip;
 mod upstream;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arc_swap::ArcSwap;
 use bytes::Bytes;
 use futures::future::Either;
 use http::header::{HOST, HeaderValue, RETRY_AFTER};
 use http::{Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
-use isolane_membership::NodeMember;
 use isolane_proto::Outcome;
 use isolane_proto::call::{Answer, Call};
 use isolane_proto::runtime::v1::ScheduledTick;
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
-use tracing::{Instrument as _, debug, info, warn};
+use tracing::{Instrument as _, debug, warn};
 
+pub use body::{CallBody, FrameStream, ResponseFrames};
+pub use builder::ProxyBuilder;
 pub use client::Client;
-pub use outgoing::{FrameStream, MAX_CHUNK, Outgoing};
+pub use outgoing::{MAX_CHUNK, Outgoing};
 pub use request_id::RequestId;
 pub use response::{BodyError, UpstreamBody};
 pub use test_tick::TEST_SCHEDULED_PATH;
-pub use upstream::{CallBody, LocalNode, ResponseFrames};
+pub use upstream::LocalNode;
 
 use crate::Error;
 use crate::answer::name;
 use crate::channels::{self, ChannelConfig};
 use crate::error::BoxError;
-use crate::fleet::{Fleet, FleetBuilder, placement_moves};
+use crate::fleet::Fleet;
 use crate::losses::{NodeLosses, Verdict};
 use crate::metrics::{NO_NODE, RouterMetrics};
-use crate::prewarm::{Gate, PrewarmRequest, Target};
-use crate::routes::{Backend, RoutableWorker, RouteTable, normalize_host};
+use crate::prewarm::PrewarmRequest;
+use crate::routes::{Backend, normalize_host};
 use crate::split::{Revision, Split};
-use isolane_worker::{Claim, HostOwner, Reservation};
+use body::Source;
+use isolane_worker::Reservation;
 use outgoing::{HeadContext, call_for};
 use response::{Completion, strip_hop_by_hop};
+use state::State;
 use trip::Trip;
-use upstream::Source;
 
 pub use crate::answer::{
     DETAIL_HEADER, HOPS_HEADER, MAX_HOPS, NODE_HEADER, REASON_HEADER, REQUEST_ID_HEADER,
@@ -139,29 +145,15 @@ pub struct Proxy {
 #[derive(Debug)]
 struct Inner {
     config: ProxyConfig,
-    routes: ArcSwap<RouteTable>,
-    fleet: ArcSwap<Fleet>,
-    builder: Mutex<FleetBuilder>,
-    /// Bumped after every fleet change, for requests waiting for a node.
-    fleet_changes: tokio::sync::watch::Sender<u64>,
+    /// What the watches write (`state.rs`).
+    state: State,
     metrics: Arc<RouterMetrics>,
     /// Workers whose requests were lost with nodes (`losses.rs`).
     losses: NodeLosses,
     /// Hosts reserved for namespaces (`--reserved-host`).
     reservations: Vec<Reservation>,
-    /// Hosts recorded as namespaces' by the operator (`watch::host_owners`).
-    /// Written under the gate's lock.
-    owners: ArcSwap<Vec<HostOwner>>,
     /// Peers whose forwarding headers are kept (`--trusted-proxies`).
     trusted_proxies: Vec<ipnet::IpNet>,
-    /// The Workers of the route table now (the cron scheduler reads their
-    /// schedules).
-    published: ArcSwap<Vec<RoutableWorker>>,
-    /// The claims of Workers requests cannot go to yet: they hold routes
-    /// all the same (`routes.rs`). Written under the gate's lock.
-    claimants: ArcSwap<Vec<Claim>>,
-    /// New splits wait for their revisions' prewarms (`prewarm.rs`).
-    gate: Mutex<Gate>,
     /// The node in this process, when the proxy has one (`isolane dev`)
     /// instead of a fleet reached over gRPC.
     local: Option<Arc<dyn LocalNode>>,
@@ -170,81 +162,6 @@ struct Inner {
 }
 
 impl Proxy {
-    /// A proxy with no routes and no nodes yet.
-    pub fn new(config: ProxyConfig, metrics: Arc<RouterMetrics>) -> Self {
-        Self::with_reservations(config, metrics, Vec::new())
-    }
-
-    /// A proxy that serves hosts reserved for a namespace only to it.
-    pub fn with_reservations(
-        config: ProxyConfig,
-        metrics: Arc<RouterMetrics>,
-        reservations: Vec<Reservation>,
-    ) -> Self {
-        Self::with_policy(config, metrics, reservations, Vec::new())
-    }
-
-    /// A proxy with reserved hosts and trusted proxies.
-    pub fn with_policy(
-        config: ProxyConfig,
-        metrics: Arc<RouterMetrics>,
-        reservations: Vec<Reservation>,
-        trusted_proxies: Vec<ipnet::IpNet>,
-    ) -> Self {
-        Self::build(config, metrics, reservations, trusted_proxies, None)
-    }
-
-    /// A proxy whose only node is `node`, in this process, with `threads`
-    /// engine threads (`isolane dev`): requests are matched, split, placed
-    /// on a thread, retried, mapped to a status and counted exactly as in
-    /// the cluster, and handed to the node without a connection.
-    pub fn in_process(
-        config: ProxyConfig,
-        metrics: Arc<RouterMetrics>,
-        node: Arc<dyn LocalNode>,
-        name: &str,
-        threads: u32,
-    ) -> Self {
-        let proxy = Self::build(config, metrics, Vec::new(), Vec::new(), Some(node));
-        proxy.set_members(vec![NodeMember {
-            name: name.to_owned(),
-            endpoints: Vec::new(),
-            threads,
-            draining: false,
-            expires_at: None,
-            crash: None,
-        }]);
-        proxy
-    }
-
-    fn build(
-        config: ProxyConfig,
-        metrics: Arc<RouterMetrics>,
-        reservations: Vec<Reservation>,
-        trusted_proxies: Vec<ipnet::IpNet>,
-        local: Option<Arc<dyn LocalNode>>,
-    ) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                config,
-                routes: ArcSwap::from_pointee(RouteTable::default()),
-                fleet: ArcSwap::from_pointee(Fleet::empty()),
-                builder: Mutex::new(FleetBuilder::default()),
-                fleet_changes: tokio::sync::watch::Sender::new(0),
-                metrics,
-                losses: NodeLosses::default(),
-                reservations,
-                owners: ArcSwap::from_pointee(Vec::new()),
-                trusted_proxies,
-                published: ArcSwap::from_pointee(Vec::new()),
-                claimants: ArcSwap::from_pointee(Vec::new()),
-                gate: Mutex::new(Gate::default()),
-                local,
-                sockets: crate::sockets::Sockets::default(),
-            }),
-        }
-    }
-
     /// The clients' open WebSockets.
     pub fn sockets(&self) -> &crate::sockets::Sockets {
         &self.inner.sockets
@@ -260,16 +177,6 @@ impl Proxy {
         &self.inner.metrics
     }
 
-    /// The current route table.
-    pub fn routes(&self) -> Arc<RouteTable> {
-        self.inner.routes.load_full()
-    }
-
-    /// The current fleet.
-    pub fn fleet(&self) -> Arc<Fleet> {
-        self.inner.fleet.load_full()
-    }
-
     /// Whether `peer` is a trusted proxy whose forwarding headers are kept.
     pub fn trusts(&self, peer: std::net::IpAddr) -> bool {
         self.inner
@@ -282,78 +189,6 @@ impl Proxy {
     /// worked out once, when its connection is accepted.
     pub fn client(&self, peer: SocketAddr) -> Client {
         Client::new(peer.ip(), self.trusts(peer.ip()))
-    }
-
-    /// The Workers of the route table now, as published (new splits only
-    /// once prewarmed).
-    pub fn published(&self) -> Arc<Vec<RoutableWorker>> {
-        self.inner.published.load_full()
-    }
-
-    /// Replaces the route table (and the cron table) with one built from
-    /// `workers`; a Worker whose split sends traffic to a revision not warm
-    /// yet keeps its current shares until that revision is prewarmed
-    /// (`prewarm.rs`).
-    pub fn set_workers(&self, workers: Vec<RoutableWorker>) {
-        self.set_claims(workers, Vec::new());
-    }
-
-    /// [`Proxy::set_workers`], with the claims of the Workers requests
-    /// cannot go to yet (not Ready, or no revision): routes they hold are
-    /// served to nobody.
-    pub fn set_claims(&self, workers: Vec<RoutableWorker>, claimants: Vec<Claim>) {
-        let gate = !self.fleet().is_empty() && tokio::runtime::Handle::try_current().is_ok();
-        let mut state = self.inner.gate.lock().unwrap_or_else(|e| e.into_inner());
-        self.inner.claimants.store(Arc::new(claimants));
-        let (publish, start) = state.admit(workers, &self.routes(), gate);
-        // Published under the gate's lock, so a prewarm ending meanwhile
-        // cannot publish an older list after this one.
-        self.publish(publish);
-        drop(state);
-        self.start_prewarms(start);
-    }
-
-    /// Replaces the host owners the operator recorded, and the route table
-    /// with one that honours them.
-    pub fn set_owners(&self, owners: Vec<HostOwner>) {
-        let state = self.inner.gate.lock().unwrap_or_else(|e| e.into_inner());
-        self.inner.owners.store(Arc::new(owners));
-        self.publish(self.published().as_ref().clone());
-        drop(state);
-    }
-
-    /// Spawns one task per prewarm, each publishing the table again when done.
-    fn start_prewarms(&self, targets: Vec<Target>) {
-        for target in targets {
-            let proxy = self.clone();
-            tokio::spawn(async move {
-                let more = proxy.prewarm_then_publish(target).await;
-                proxy.start_prewarms(more);
-            });
-        }
-    }
-
-    /// One prewarm, then the table again; returns the prewarms that asks for.
-    async fn prewarm_then_publish(&self, target: Target) -> Vec<Target> {
-        let (worker_id, revision) = &target;
-        let started = Instant::now();
-        let outcome = match self.prewarm(worker_id, revision).await {
-            Ok(()) => {
-                info!(worker.id = %worker_id, %revision, took_ms = started.elapsed().as_millis(), "revision prewarmed; it takes traffic now");
-                "ok"
-            }
-            Err(error) => {
-                warn!(worker.id = %worker_id, %revision, %error, "prewarm failed; the revision takes traffic anyway");
-                "failed"
-            }
-        };
-        self.inner.metrics.prewarm(outcome);
-        let mut state = self.inner.gate.lock().unwrap_or_else(|e| e.into_inner());
-        let latest = state.done(target);
-        let gate = !self.fleet().is_empty();
-        let (publish, start) = state.admit(latest, &self.routes(), gate);
-        self.publish(publish);
-        start
     }
 
     /// Compiles `revision` of `worker_id` on the node and thread its
@@ -419,109 +254,6 @@ impl Proxy {
             trace: None,
         };
         trip.run(request).await.map_err(|(_, error)| error)
-    }
-
-    fn publish(&self, workers: Vec<RoutableWorker>) {
-        self.inner.published.store(Arc::new(workers.clone()));
-        let metrics = &self.inner.metrics;
-        let claimants = self.inner.claimants.load();
-        let owners = self.inner.owners.load();
-        let (table, conflicts) = RouteTable::build_with(
-            workers,
-            &claimants,
-            &self.inner.reservations,
-            &owners,
-            |id| metrics.workers.slot(id),
-        );
-        for c in &conflicts {
-            debug!(
-                worker.id = %c.worker, route = %c.route, holder = %c.holder,
-                "route not admitted; not served for this worker"
-            );
-        }
-        metrics.route_conflicts.set(conflicts.len() as i64);
-        metrics.routable_workers.set(table.len() as i64);
-        let routable = table
-            .backends()
-            .iter()
-            .map(|b| b.worker_id.as_str())
-            .collect();
-        metrics.workers.retain(&routable);
-        metrics.workers.retain_revisions(|worker, revision| {
-            table
-                .backend(worker)
-                .is_some_and(|backend| backend.split.keeps(revision))
-        });
-        self.inner.routes.store(Arc::new(table));
-    }
-
-    /// Replaces the fleet with `members` (live, non-draining); returns whether
-    /// the nodes changed.
-    pub fn set_members(&self, members: Vec<NodeMember>) -> bool {
-        // A restarted node's crash record judges the losses on it.
-        for member in &members {
-            if let Some(crash) = &member.crash {
-                let lifted =
-                    self.inner
-                        .losses
-                        .crash(&member.name, crash, std::time::Instant::now());
-                if !lifted.is_empty() {
-                    self.inner
-                        .metrics
-                        .quarantines_lifted
-                        .inc_by(lifted.len() as u64);
-                    info!(
-                        node = %member.name, workers = ?lifted,
-                        "a crash record shows these workers were not in a turn; quarantine lifted"
-                    );
-                }
-            }
-        }
-        let mut builder = self.inner.builder.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(fleet) = builder.update(members) else {
-            return false;
-        };
-        let before = self.inner.fleet.load_full();
-        let routes = self.inner.routes.load();
-        let moved = placement_moves(
-            &before,
-            &fleet,
-            routes.backends().iter().map(|b| b.worker_id.as_str()),
-        );
-        let metrics = &self.inner.metrics;
-        metrics.placement_moves.inc_by(moved);
-        metrics.live_nodes.set(fleet.len() as i64);
-        info!(
-            nodes = ?fleet.nodes().iter().map(|n| n.member.name.as_str()).collect::<Vec<_>>(),
-            moved_workers = moved,
-            "fleet changed"
-        );
-        self.inner.fleet.store(Arc::new(fleet));
-        self.inner
-            .fleet_changes
-            .send_modify(|n| *n = n.wrapping_add(1));
-        true
-    }
-
-    /// Waits until the fleet is no longer `seen`, or until `until`; returns
-    /// whether it changed. Only a request that found no node subscribes to
-    /// changes, so the others touch nothing shared for it.
-    async fn fleet_changed(&self, seen: &Fleet, until: tokio::time::Instant) -> bool {
-        if until <= tokio::time::Instant::now() {
-            return false;
-        }
-        // Subscribe before comparing, so a change in between wakes the wait
-        // (`set_members` stores the fleet, then bumps the counter).
-        let mut changes = self.inner.fleet_changes.subscribe();
-        let metrics = &self.inner.metrics;
-        let _waiting = metrics.node_waiting();
-        let changed = self.inner.fleet.load().generation() != seen.generation()
-            || matches!(
-                tokio::time::timeout_at(until, changes.changed()).await,
-                Ok(Ok(()))
-            );
-        metrics.node_wait(if changed { "node" } else { "timeout" });
-        changed
     }
 
     /// Serves one request from a client whose address is not known, and
@@ -602,7 +334,7 @@ impl Proxy {
                 trace,
             );
         }
-        let routes = self.inner.routes.load();
+        let routes = self.inner.state.routes.load();
         let Some(backend) = routes.lookup(&host, request.uri().path()).cloned() else {
             let error = Error::NoRoute {
                 host: normalize_host(&host),
@@ -725,7 +457,7 @@ mod tests {
         fn assert_send<T: Send>(_: &T) {}
         let registry = prometheus::Registry::new();
         let metrics = Arc::new(RouterMetrics::register(&registry, 1).unwrap());
-        let proxy = Proxy::new(ProxyConfig::default(), metrics);
+        let proxy = Proxy::builder(ProxyConfig::default(), metrics).build();
         let request = Request::new(http_body_util::Full::new(Bytes::new()));
         assert_send(&proxy.handle(request));
     }

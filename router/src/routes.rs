@@ -56,7 +56,7 @@ pub struct RoutableWorker {
     /// The revisions its requests run.
     pub split: Split,
     /// Cron schedules from the spec (`spec.triggers`).
-    pub triggers: Option<isolane_crds::Triggers>,
+    pub triggers: Option<isolane_worker::Triggers>,
     /// It binds a Durable Object class: its requests go to its first live
     /// node only (an object has one live instance, and objects are not
     /// called across nodes yet), an overloaded one answering 503 rather

@@ -1,6 +1,6 @@
 //! A Worker's traffic split as the router applies it: which revision a
 //! request runs. The shares come from `status.traffic` (the operator
-//! resolved `spec.traffic`); the bucket rule is `isolane_crds::traffic`'s,
+//! resolved `spec.traffic`); the bucket rule is `isolane_worker::traffic`'s,
 //! so every router replica sends a key to the same revision.
 //!
 //! In order:
@@ -15,8 +15,9 @@ use std::sync::Arc;
 
 use http::HeaderMap;
 use http::header::COOKIE;
-use isolane_crds::traffic::{self, BUCKETS, LATEST, REVISION_HEADER};
-use isolane_crds::{VersionAffinity, Worker};
+use isolane_crds::Worker;
+use isolane_worker::VersionAffinity;
+use isolane_worker::traffic::{self, BUCKETS, LATEST, REVISION_HEADER};
 
 /// A revision's name, cheap to clone into every request.
 pub type Revision = Arc<str>;
@@ -232,7 +233,8 @@ fn affinity_of(affinity: &VersionAffinity) -> Option<Affinity> {
 #[cfg(test)]
 mod tests {
     use http::HeaderValue;
-    use isolane_crds::{RevisionStatus, TrafficStatus, WorkerSpec};
+    use isolane_crds::{RevisionStatus, WorkerSpec};
+    use isolane_worker::TrafficStatus;
 
     use super::*;
 

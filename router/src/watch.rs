@@ -5,7 +5,9 @@
 //!
 //! Both follow kube's watcher protocol: after a (re)list (`Init` … `InitDone`)
 //! the local state is replaced wholesale, so objects deleted while the watch
-//! was down disappear; single events then update it. Each reports ready
+//! was down disappear; single events then update it. The Worker watch keeps
+//! its Workers in kube's reflector store; the host owners, a handful of
+//! small records, in a [`Relist`]. Each reports ready
 //! through its [`ReadyHandle`] after its first complete list, and a failing
 //! watch retries with kube's default backoff while the proxy keeps serving
 //! from the last state it saw.
@@ -26,6 +28,7 @@ use isolane_worker::HostOwner;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, ResourceExt};
 use tracing::{debug, info, warn};
@@ -38,25 +41,29 @@ use isolane_worker::Claim;
 pub const MAX_RECHECK: Duration = Duration::from_secs(5);
 
 /// Watches Workers (in `namespace`, or all) into the proxy's route table until
-/// the watch stream ends.
+/// the watch stream ends. The Workers are kube's reflector's: its [`Store`]
+/// holds them, relists included; the route table is built from what each
+/// is to the router ([`Routing`]).
 pub async fn workers(client: Client, namespace: Option<&str>, proxy: Proxy, ready: ReadyHandle) {
     let api: Api<Worker> = match namespace {
         Some(ns) => Api::namespaced(client, ns),
         None => Api::all(client),
     };
+    let (store, writer) = reflector::store();
     let mut events = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
+        // Nothing the router reads: not kept in the store.
+        .modify(|worker: &mut Worker| worker.managed_fields_mut().clear())
+        .reflect(writer)
         .boxed();
-    let mut state = Relist::<Watched>::default();
+    let mut routing = Routing::default();
     while let Some(first) = events.next().await {
         // Apply everything already waiting before rebuilding the table once.
         let mut changed = false;
         let mut next = Some(first);
         while let Some(event) = next {
             match event {
-                Ok(event) => {
-                    changed |= state.apply(event, |w| (worker_key(w), Watched::from_worker(w)));
-                }
+                Ok(event) => changed |= routing.apply(&event, &store),
                 Err(error) => {
                     proxy.metrics().watch_error("workers");
                     warn!(%error, "worker watch failed; retrying");
@@ -64,27 +71,71 @@ pub async fn workers(client: Client, namespace: Option<&str>, proxy: Proxy, read
             }
             next = events.next().now_or_never().flatten();
         }
-        if changed && state.synced {
-            let mut routable: Vec<RoutableWorker> = Vec::new();
-            let mut claimants: Vec<Claim> = Vec::new();
-            for watched in state.objects.values() {
-                match watched {
-                    Watched::Routable(worker) => routable.push(worker.clone()),
-                    Watched::Claimant(claim) => claimants.push(claim.clone()),
-                    Watched::Ignored => {}
-                }
-            }
-            debug!(
-                routable = routable.len(),
-                claimants = claimants.len(),
-                "route table rebuilt"
-            );
-            proxy.set_claims(routable, claimants);
+        if changed && routing.synced {
+            routing.publish(&proxy);
             if !ready.is_ready() {
-                info!(workers = state.objects.len(), "worker watch synced");
+                info!(workers = store.len(), "worker watch synced");
                 ready.set_ready();
             }
         }
+    }
+}
+
+/// What each Worker of the reflector's store is to the route table, kept
+/// beside the store so that an event that changes nothing the router reads
+/// (a status write, the router's own `status.cron`) rebuilds nothing.
+#[derive(Debug, Default)]
+struct Routing {
+    workers: HashMap<String, Watched>,
+    /// The store has been listed at least once.
+    synced: bool,
+}
+
+impl Routing {
+    /// Follows `event`, which the reflector has applied to `store`; returns
+    /// whether what the route table is built from changed.
+    fn apply(&mut self, event: &Event<Worker>, store: &Store<Worker>) -> bool {
+        match event {
+            // A relist in progress: the store swaps it in at `InitDone`.
+            Event::Init | Event::InitApply(_) => false,
+            Event::InitDone => {
+                let fresh: HashMap<String, Watched> = store
+                    .state()
+                    .iter()
+                    .map(|worker| (worker_key(worker), Watched::from_worker(worker)))
+                    .collect();
+                let changed = !self.synced || fresh != self.workers;
+                self.workers = fresh;
+                self.synced = true;
+                changed
+            }
+            Event::Apply(worker) => {
+                let watched = Watched::from_worker(worker);
+                let changed = self.workers.get(&worker_key(worker)) != Some(&watched);
+                self.workers.insert(worker_key(worker), watched);
+                changed
+            }
+            Event::Delete(worker) => self.workers.remove(&worker_key(worker)).is_some(),
+        }
+    }
+
+    /// Hands the routable Workers and the claims of the others to `proxy`.
+    fn publish(&self, proxy: &Proxy) {
+        let mut routable: Vec<RoutableWorker> = Vec::new();
+        let mut claimants: Vec<Claim> = Vec::new();
+        for watched in self.workers.values() {
+            match watched {
+                Watched::Routable(worker) => routable.push(worker.clone()),
+                Watched::Claimant(claim) => claimants.push(claim.clone()),
+                Watched::Ignored => {}
+            }
+        }
+        debug!(
+            routable = routable.len(),
+            claimants = claimants.len(),
+            "route table rebuilt"
+        );
+        proxy.set_claims(routable, claimants);
     }
 }
 
@@ -233,6 +284,81 @@ mod tests {
             data: Some([("k".to_owned(), value.to_owned())].into()),
             ..ConfigMap::default()
         }
+    }
+
+    /// A Worker `ns/name` that claims `host` (not Ready: a claimant).
+    fn worker(name: &str, host: &str) -> Worker {
+        let spec: isolane_crds::WorkerSpec = serde_json::from_value(serde_json::json!({
+            "script": "export default {}",
+            "routes": [{"host": host}],
+        }))
+        .unwrap();
+        let mut worker = Worker::new(name, spec);
+        worker.metadata.namespace = Some("ns".to_owned());
+        worker
+    }
+
+    /// `event` through the reflector's writer, then the route view.
+    fn step(
+        writer: &mut reflector::store::Writer<Worker>,
+        routing: &mut Routing,
+        event: Event<Worker>,
+    ) -> bool {
+        writer.apply_watcher_event(&event);
+        routing.apply(&event, &writer.as_reader())
+    }
+
+    #[test]
+    fn the_route_view_follows_the_reflector_store() {
+        let mut writer = reflector::store::Writer::<Worker>::default();
+        let store = writer.as_reader();
+        let mut routing = Routing::default();
+        let (a, b) = (worker("a", "a.test"), worker("b", "b.test"));
+        assert!(!step(&mut writer, &mut routing, Event::Init));
+        assert!(!step(
+            &mut writer,
+            &mut routing,
+            Event::InitApply(a.clone())
+        ));
+        assert!(!step(
+            &mut writer,
+            &mut routing,
+            Event::InitApply(b.clone())
+        ));
+        assert!(
+            !routing.synced,
+            "nothing is published before the first list"
+        );
+        assert!(step(&mut writer, &mut routing, Event::InitDone));
+        assert!(routing.synced);
+        let mut keys: Vec<&String> = routing.workers.keys().collect();
+        keys.sort();
+        assert_eq!(keys, ["ns/a", "ns/b"]);
+        assert!(matches!(routing.workers["ns/a"], Watched::Claimant(_)));
+        // A status write the router does not read changes nothing.
+        let mut written = a.clone();
+        written.status = Some(isolane_crds::WorkerStatus {
+            cron: Some(isolane_crds::CronStatus::default()),
+            ..Default::default()
+        });
+        assert!(!step(&mut writer, &mut routing, Event::Apply(written)));
+        // A new route does.
+        let moved = worker("a", "c.test");
+        assert!(step(&mut writer, &mut routing, Event::Apply(moved.clone())));
+        // A relist that no longer has `b` (deleted while the watch was
+        // down) drops it, from the store and from the routes.
+        step(&mut writer, &mut routing, Event::Init);
+        step(&mut writer, &mut routing, Event::InitApply(moved.clone()));
+        assert!(step(&mut writer, &mut routing, Event::InitDone));
+        assert_eq!(store.len(), 1);
+        assert_eq!(routing.workers.keys().collect::<Vec<_>>(), ["ns/a"]);
+        // The same list again changes nothing.
+        step(&mut writer, &mut routing, Event::Init);
+        step(&mut writer, &mut routing, Event::InitApply(moved.clone()));
+        assert!(!step(&mut writer, &mut routing, Event::InitDone));
+        assert!(step(&mut writer, &mut routing, Event::Delete(moved)));
+        assert!(routing.workers.is_empty());
+        assert!(store.is_empty());
     }
 
     #[test]

@@ -305,7 +305,7 @@ impl Snapshot {
 }
 
 /// The engine's view of a bundle from its Secret.
-pub fn worker_bundle(bundle: isolane_crds::Bundle) -> WorkerBundle {
+pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
     // The operator (and `isolane dev`) refuse bad settings before a bundle
     // is written; one that slipped through runs without Node.js modules.
     let compat = bundle.compat().unwrap_or_default();
@@ -431,7 +431,7 @@ mod tests {
     /// modules, and whether `process.env` holds its text bindings.
     #[test]
     fn compatibility_settings_reach_the_engine() {
-        let plain = isolane_crds::Bundle::new(
+        let plain = isolane_worker::Bundle::new(
             "a/w".into(),
             "export default {}".into(),
             Default::default(),

@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 
 use crate::bundle::Code;
 use anyhow::Context as _;
-use isolane_crds::cron::Schedule;
-use isolane_crds::{Bundle, Limits, ObjectKind, Triggers};
+use isolane_crds::ObjectKind;
 use isolane_router::routes::RoutableWorker;
 use isolane_router::split::Split;
+use isolane_worker::cron::Schedule;
 use isolane_worker::{ANY_HOST, Claim, Route, WorkerKey};
+use isolane_worker::{Bundle, Limits, Triggers};
 use serde::Deserialize as _;
 
 /// Where the Workers come from; read again on every reload.
@@ -87,7 +88,7 @@ pub enum WorkerFileError {
     Cron {
         file: String,
         name: String,
-        error: isolane_crds::cron::ScheduleError,
+        error: isolane_worker::cron::ScheduleError,
     },
     #[error("{file}: Worker {name}: {error}")]
     Compatibility {
@@ -299,7 +300,7 @@ fn resolve(
 }
 
 /// Every cron schedule of `triggers` parses in its time zone.
-fn check_crons(triggers: &Triggers) -> Result<(), isolane_crds::cron::ScheduleError> {
+fn check_crons(triggers: &Triggers) -> Result<(), isolane_worker::cron::ScheduleError> {
     for expr in &triggers.crons {
         Schedule::parse(expr, triggers.time_zone.as_deref())?;
     }

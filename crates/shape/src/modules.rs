@@ -1,5 +1,6 @@
-//! Which top-level modules of a crate use which: the graph an import circle
-//! would show in.
+//! Which modules of a crate use which: the graph an import circle would
+//! show in, among the top-level modules and among the children of each
+//! module that has a folder.
 //!
 //! Each file below `src/` belongs to a top-level module (`host/fetch.rs` to
 //! `host`). A `crate::a::…` path in it — in a `use`, inline, or inside a
@@ -7,7 +8,10 @@
 //! the crate root counts the same way. `crate::Name` for an item the root
 //! re-exports (`pub use a::Name`) is an edge to `a`. A parent declaring its
 //! children (`mod state;`) is no edge, and `#[cfg(test)]` modules are not
-//! read: a test's imports are not the crate's structure.
+//! read: a test's imports are not the crate's structure. Below a module
+//! `m` with a folder, the same holds one level down ([`child_graph`]): a
+//! file of `m/` belongs to a child of `m`, and a path reaching `m::x`
+//! (`super::x` from a sibling, `crate::m::x`) is an edge to `x`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -18,50 +22,64 @@ use syn::visit::Visit;
 use crate::Error;
 use crate::workspace::rust_files;
 
-/// Top-level module → the top-level modules it uses.
+/// Module → the modules (of the same parent) it uses.
 pub type Graph = BTreeMap<String, BTreeSet<String>>;
 
 /// The graph of the crate whose sources are in `src` (its root is `lib.rs`,
 /// else `main.rs`; `src/bin/` holds other crates and is left out).
 pub fn module_graph(src: &Path) -> Result<Graph, Error> {
-    let root = ["lib.rs", "main.rs"]
+    child_graph(src, &[])
+}
+
+/// The graph of the children of the module at `base` (its path from the
+/// crate root, such as `["proxy"]`; empty for the crate's top-level
+/// modules), whose files are in `src`'s folder of that path.
+pub fn child_graph(src: &Path, base: &[String]) -> Result<Graph, Error> {
+    let dir = base
         .iter()
-        .map(|name| src.join(name))
-        .find(|path| path.is_file());
+        .fold(src.to_path_buf(), |dir, part| dir.join(part));
+    let root = match base.split_last() {
+        None => ["lib.rs", "main.rs"]
+            .iter()
+            .map(|name| src.join(name))
+            .find(|path| path.is_file()),
+        Some((last, parent)) => {
+            let parent = parent.iter().fold(src.to_path_buf(), |d, p| d.join(p));
+            [parent.join(format!("{last}.rs")), dir.join("mod.rs")]
+                .into_iter()
+                .find(|path| path.is_file())
+        }
+    };
     let reexports = match &root {
         Some(root) => reexports(&parse(root)?),
         None => BTreeMap::new(),
     };
     let mut graph = Graph::new();
-    for file in rust_files(src)? {
-        let Ok(relative) = file.strip_prefix(src) else {
+    for file in rust_files(&dir)? {
+        let Some(parts) = module_path(src, &file) else {
             continue;
         };
-        let mut parts: Vec<String> = relative
-            .with_extension("")
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        if parts.last().is_some_and(|last| last == "mod") {
-            parts.pop();
-        }
-        if parts.len() == 1 && (parts[0] == "lib" || parts[0] == "main") || parts[0] == "bin" {
+        if parts.len() <= base.len() || parts[..base.len()] != *base {
             continue;
         }
-        let top = parts[0].clone();
+        let top = parts[base.len()].clone();
         let mut paths = Paths {
             here: parts,
             found: Vec::new(),
         };
         paths.visit_file(&parse(&file)?);
         let uses = graph.entry(top.clone()).or_default();
-        for first in paths.found {
-            let module = if src.join(format!("{first}.rs")).is_file()
-                || src.join(&first).join("mod.rs").is_file()
+        for path in paths.found {
+            if path.len() <= base.len() || path[..base.len()] != *base {
+                continue;
+            }
+            let first = &path[base.len()];
+            let module = if dir.join(format!("{first}.rs")).is_file()
+                || dir.join(first).join("mod.rs").is_file()
             {
-                Some(first)
+                Some(first.clone())
             } else {
-                reexports.get(&first).cloned()
+                reexports.get(first).cloned()
             };
             if let Some(module) = module.filter(|m| *m != top) {
                 uses.insert(module);
@@ -69,6 +87,42 @@ pub fn module_graph(src: &Path) -> Result<Graph, Error> {
         }
     }
     Ok(graph)
+}
+
+/// Every module of the crate in `src` that has a folder of children, as
+/// its path from the root (`["proxy"]`, `["host", "fetch"]`).
+pub fn folder_modules(src: &Path) -> Result<Vec<Vec<String>>, Error> {
+    let mut found: BTreeSet<Vec<String>> = BTreeSet::new();
+    for file in rust_files(src)? {
+        if let Some(mut parts) = module_path(src, &file) {
+            parts.pop();
+            while !parts.is_empty() {
+                found.insert(parts.clone());
+                parts.pop();
+            }
+        }
+    }
+    Ok(found.into_iter().collect())
+}
+
+/// The module path of `file` from the crate root (`host/fetch.rs` and
+/// `host/fetch/mod.rs` are `["host", "fetch"]`); `None` for the root itself
+/// and for `src/bin/`, which holds other crates.
+fn module_path(src: &Path, file: &Path) -> Option<Vec<String>> {
+    let relative = file.strip_prefix(src).ok()?;
+    let mut parts: Vec<String> = relative
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|last| last == "mod") {
+        parts.pop();
+    }
+    let root = parts.len() == 1 && (parts[0] == "lib" || parts[0] == "main");
+    if parts.is_empty() || root || parts[0] == "bin" {
+        return None;
+    }
+    Some(parts)
 }
 
 fn parse(file: &Path) -> Result<syn::File, Error> {
@@ -113,24 +167,23 @@ fn use_leaves(tree: &syn::UseTree, out: &mut Vec<String>) {
     }
 }
 
-/// The first segment after the crate root of every path in a file that
-/// reaches the root (`crate::a::b` gives `a`).
+/// Every path in a file that starts at the crate root (`crate::…`) or
+/// climbs to a parent (`super::…`), as a path from the crate root.
 struct Paths {
     /// The module being read, as path parts from the crate root.
     here: Vec<String>,
-    found: Vec<String>,
+    found: Vec<Vec<String>>,
 }
 
 impl Paths {
-    /// Records `segments` (a path's idents, in order) if it reaches the root.
+    /// Records `segments` (a path's idents, in order) from the crate root,
+    /// if it starts at the root or climbs to a parent.
     fn reach(&mut self, segments: &[String]) {
         let Some(first) = segments.first() else {
             return;
         };
         if first == "crate" {
-            if let Some(next) = segments.get(1) {
-                self.found.push(next.clone());
-            }
+            self.found.push(segments[1..].to_vec());
             return;
         }
         let mut depth = self.here.len();
@@ -142,11 +195,10 @@ impl Paths {
             depth = depth.saturating_sub(1);
             rest = tail;
         }
-        if rest.len() < segments.len()
-            && depth == 0
-            && let Some(next) = rest.first()
-        {
-            self.found.push(next.clone());
+        if rest.len() < segments.len() {
+            let mut path = self.here[..depth].to_vec();
+            path.extend_from_slice(rest);
+            self.found.push(path);
         }
     }
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use isolane_shape::{Graph, circles, functions, module_graph};
+use isolane_shape::{Graph, child_graph, circles, folder_modules, functions, module_graph};
 
 fn write(dir: &std::path::Path, files: &[(&str, &str)]) {
     for (name, text) in files {
@@ -65,6 +65,40 @@ fn edges_come_from_uses_groups_inline_paths_macros_and_reexports() {
         uses("e").is_empty(),
         "a test module's imports are not edges"
     );
+}
+
+#[test]
+fn a_module_s_children_have_their_own_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &[
+            ("lib.rs", "mod p; mod q;"),
+            ("p.rs", "mod a; mod b; mod c; pub use c::Named;"),
+            ("p/a.rs", "use super::b::Frames;"),
+            ("p/b.rs", "fn go() { crate::p::a::run(); }"),
+            ("p/c.rs", "use super::super::q::Other; pub struct Named;"),
+            ("p/c/deep.rs", "use super::super::Named;"),
+            ("q.rs", "use crate::p::Named;"),
+        ],
+    );
+    let p = vec!["p".to_owned()];
+    assert_eq!(
+        folder_modules(dir.path()).unwrap(),
+        [p.clone(), vec!["p".to_owned(), "c".to_owned()]]
+    );
+    let graph = child_graph(dir.path(), &p).unwrap();
+    let uses = |m: &str| graph[m].iter().map(String::as_str).collect::<BTreeSet<_>>();
+    assert_eq!(uses("a"), BTreeSet::from(["b"]));
+    assert_eq!(uses("b"), BTreeSet::from(["a"]));
+    assert!(
+        uses("c").is_empty(),
+        "a path out of p is no edge among its children"
+    );
+    assert_eq!(circles(&graph), vec![vec!["a -> b", "b -> a"]]);
+    // The top level is read as before: p and q use each other.
+    let top = module_graph(dir.path()).unwrap();
+    assert_eq!(circles(&top), vec![vec!["p -> q", "q -> p"]]);
 }
 
 #[test]

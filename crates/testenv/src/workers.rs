@@ -2,9 +2,8 @@
 
 use std::time::Duration;
 
-use isolane_crds::{
-    BUNDLE_KEY, BUNDLE_LABEL, Bundle, Limits, Route, WORKER_ID_ANNOTATION, Worker, WorkerSpec,
-};
+use isolane_crds::{Worker, WorkerSpec};
+use isolane_worker::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, Limits, Route, WORKER_ID_ANNOTATION};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;

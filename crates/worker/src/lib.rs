@@ -29,15 +29,23 @@
 //! - [`TailEvent`]: one invocation as a tail shows it, and [`TailFormat`],
 //!   the one way `isolane dev` and `isolane tail` print it.
 //! - [`headers`]: the `x-isolane-*` header names.
+//! - [`traffic`]: how requests are split between revisions
+//!   ([`TrafficTarget`], [`TrafficStatus`]) and kept on one by an affinity
+//!   key ([`VersionAffinity`]): the split resolved (the operator) and the
+//!   share a request lands on (the router).
+//! - [`cron`]: cron schedules of [`Triggers`], parsed and evaluated in a
+//!   time zone ([`cron::Schedule`]; the webhook, the router's scheduler and
+//!   `isolane dev`).
 //!
 //! Kubernetes types stay out: `isolane-crds` wraps these into the `Worker`
-//! resource, the operator and the node turn [`BundleSecret`] into and out of
-//! a `Secret`.
+//! resource (callers import them from here, not through it), the operator
+//! and the node turn [`BundleSecret`] into and out of a `Secret`.
 #![forbid(unsafe_code)]
 
 mod binding;
 mod bundle;
 pub mod compat;
+pub mod cron;
 pub mod headers;
 mod key;
 mod limits;
@@ -47,6 +55,7 @@ mod ownership;
 mod route;
 mod secret;
 mod tail;
+pub mod traffic;
 
 pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, KV_NAMESPACE_PATTERN,
@@ -56,6 +65,7 @@ pub use bundle::{
     ArtifactSource, BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION,
 };
 pub use compat::{Compat, CompatError, NodeCompat};
+pub use cron::Triggers;
 pub use key::WorkerKey;
 pub use limits::{LimitError, Limits};
 pub use module::{Module, ModuleKind, Modules, ModulesError, resolve_name};
@@ -67,3 +77,4 @@ pub use ownership::{
 pub use route::{ANY_HOST, Route, RouteIndex, normalize_host, prefix_matches};
 pub use secret::{BundleSecret, DIGEST_ANNOTATION, SecretError};
 pub use tail::{Exception, LogLine, ParseTailFormatError, TailEvent, TailFormat};
+pub use traffic::{TrafficStatus, TrafficTarget, VersionAffinity};

@@ -157,7 +157,7 @@ async fn fire(
     cron: String,
     at: SystemTime,
 ) {
-    let scheduled_time_ms = isolane_crds::cron::unix_millis(at);
+    let scheduled_time_ms = isolane_worker::cron::unix_millis(at);
     debug!(worker.id = %worker.key, %cron, scheduled_time_ms, "cron tick");
     let tick = ScheduledTick {
         cron: cron.clone(),

@@ -1,7 +1,7 @@
 //! The Workers with cron schedules, as the Worker watch last saw them.
 
-use isolane_crds::cron::Schedule;
 use isolane_worker::WorkerKey;
+use isolane_worker::cron::Schedule;
 use tracing::warn;
 
 use crate::routes::RoutableWorker;

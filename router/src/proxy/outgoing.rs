@@ -1,8 +1,6 @@
 //! The request side of a call: the head sent to the node, and the body as a
 //! stream of frames, buffered only when small enough to replay.
 
-use std::pin::Pin;
-
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use http::Uri;
@@ -14,46 +12,15 @@ use http_body_util::{BodyExt, BodyStream, StreamBody};
 use isolane_proto::call::Call;
 use isolane_proto::runtime::v1::{ExecuteRequest, RequestHead};
 
+use super::body::{CallBody, FrameStream};
 use super::client::Client;
 use super::request_id::RequestId;
-use super::upstream::CallBody;
 use crate::answer::name;
 use crate::error::BoxError;
 
 /// The largest body chunk sent in one message; bigger frames are split so a
 /// message stays far below gRPC's default 4 MiB limit.
 pub const MAX_CHUNK: usize = 256 * 1024;
-
-/// The request frames of one attempt, as tonic sends them.
-///
-/// A named type rather than a boxed `dyn Stream` in tonic's generic call: with
-/// the trait object there, rustc cannot prove the call's future `Send` (a
-/// higher-ranked lifetime limitation), and the server needs it `Send`.
-pub struct FrameStream(Pin<Box<dyn Stream<Item = ExecuteRequest> + Send + 'static>>);
-
-impl Stream for FrameStream {
-    type Item = ExecuteRequest;
-
-    fn poll_next(
-        mut self: Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<ExecuteRequest>> {
-        self.0.as_mut().poll_next(cx)
-    }
-}
-
-impl FrameStream {
-    /// These frames, then `rest`'s.
-    pub fn then(self, rest: impl Stream<Item = ExecuteRequest> + Send + 'static) -> Self {
-        Self(Box::pin(self.0.chain(rest)))
-    }
-}
-
-impl std::fmt::Debug for FrameStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("FrameStream")
-    }
-}
 
 /// The request body, ready to send.
 #[derive(Debug)]

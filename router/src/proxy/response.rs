@@ -15,8 +15,8 @@ use isolane_proto::call::Failed;
 use isolane_proto::runtime::v1::{ResponseEnd, execute_response};
 use tokio::time::Sleep;
 
+use super::body::Source;
 use super::outgoing::{is_always_hop_by_hop, is_hop_by_hop};
-use super::upstream::Source;
 use crate::error::BoxError;
 use crate::fleet::InFlight;
 use crate::metrics::RouterMetrics;

@@ -22,8 +22,7 @@ use isolane_proto::socket::{SocketChannels, SocketMessage, UNACKNOWLEDGED, Upgra
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{Semaphore, mpsc};
 
-use super::outgoing::FrameStream;
-use super::upstream::ResponseFrames;
+use super::body::{FrameStream, ResponseFrames};
 use crate::sockets::SocketLimits;
 
 /// Messages buffered each way per socket at the router (the engine's own

@@ -29,7 +29,7 @@ pub(super) fn tick(query: Option<&str>) -> ScheduledTick {
         .map_or_else(|| DEFAULT_CRON.to_owned(), |(_, value)| value.into_owned());
     ScheduledTick {
         cron,
-        scheduled_time_ms: isolane_crds::cron::unix_millis(SystemTime::now()),
+        scheduled_time_ms: isolane_worker::cron::unix_millis(SystemTime::now()),
     }
 }
 

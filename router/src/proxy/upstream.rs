@@ -4,26 +4,15 @@
 //! the same way for both; only the gRPC way encodes them as frames.
 
 use std::fmt::Debug;
-use std::pin::Pin;
 
-use bytes::Bytes;
-use futures::Stream;
 use futures::future::BoxFuture;
-use http_body_util::combinators::UnsyncBoxBody;
 use isolane_proto::call::{Answer, AnswerBody, Call};
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
 use isolane_proto::runtime::v1::{ExecuteResponse, execute_response};
 use tonic::Status;
 
-use super::outgoing::FrameStream;
+use super::body::{CallBody, FrameStream, ResponseFrames, Source};
 use crate::Error;
-use crate::error::BoxError;
-
-/// The response frames of one gRPC call.
-pub type ResponseFrames = Pin<Box<dyn Stream<Item = Result<ExecuteResponse, Status>> + Send>>;
-
-/// A call's request body, as handed to a node in this process.
-pub type CallBody = UnsyncBoxBody<Bytes, BoxError>;
 
 /// The largest response message accepted from a node (body chunks are far smaller).
 const MAX_MESSAGE: usize = 16 * 1024 * 1024;
@@ -39,14 +28,6 @@ pub trait LocalNode: Debug + Send + Sync + 'static {
         call: Call,
         body: CallBody,
     ) -> BoxFuture<'static, Result<(Answer, AnswerBody), Status>>;
-}
-
-/// An answer's body, as it comes from the node.
-pub enum Source {
-    /// The rest of a gRPC call's response frames.
-    Frames(ResponseFrames),
-    /// The body a node in this process gave.
-    Local(AnswerBody),
 }
 
 /// Runs `call` on a node in this process.

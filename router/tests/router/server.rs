@@ -104,8 +104,9 @@ async fn forged_requests(trusted: Vec<ipnet::IpNet>) -> Vec<(String, Vec<(String
     let metrics = std::sync::Arc::new(
         isolane_router::RouterMetrics::register(&prometheus::Registry::new(), 50).unwrap(),
     );
-    let proxy =
-        isolane_router::Proxy::with_policy(ProxyConfig::default(), metrics, Vec::new(), trusted);
+    let proxy = isolane_router::Proxy::builder(ProxyConfig::default(), metrics)
+        .trusted_proxies(trusted)
+        .build();
     proxy.set_members(vec![node.member(1)]);
     // HTTP/2 routes by :authority, the address.
     proxy.set_workers(vec![worker("ns/app", "r1", "127.0.0.1", "/")]);

@@ -16,7 +16,7 @@ use prometheus::Registry;
 pub fn proxy(config: ProxyConfig, max_worker_series: usize) -> (Proxy, Registry) {
     let registry = Registry::new();
     let metrics = Arc::new(RouterMetrics::register(&registry, max_worker_series).unwrap());
-    (Proxy::new(config, metrics), registry)
+    (Proxy::builder(config, metrics).build(), registry)
 }
 
 /// A routable worker `id` at `revision`, answering `host` under `prefix`.

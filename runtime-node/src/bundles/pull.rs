@@ -7,7 +7,7 @@
 use isolane_artifact::{
     AllowedRegistries, ArtifactLimits, BundleRef, Cache, Credentials, Registry,
 };
-use isolane_crds::Bundle;
+use isolane_worker::Bundle;
 
 use crate::config::ArtifactSettings;
 

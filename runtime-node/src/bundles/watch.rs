@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use isolane_crds::{BUNDLE_KEY, BUNDLE_LABEL, BundleSecret, SecretError};
 use isolane_engine::WorkerBundle;
+use isolane_worker::{BUNDLE_KEY, BUNDLE_LABEL, BundleSecret, SecretError};
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
@@ -17,7 +17,7 @@ use super::{BundleIndex, worker_bundle};
 use crate::metrics::NodeMetrics;
 
 /// Why a bundle Secret cannot be run (the decoding is the vocabulary's,
-/// `isolane_crds::BundleSecret::decode`, the inverse of what the operator
+/// `isolane_worker::BundleSecret::decode`, the inverse of what the operator
 /// writes).
 pub type BundleError = SecretError;
 
@@ -113,7 +113,7 @@ async fn checked(secret: &Secret, metrics: &NodeMetrics, puller: &Puller) -> Opt
 mod tests {
     use std::collections::BTreeMap;
 
-    use isolane_crds::{Bundle, WORKER_ID_ANNOTATION};
+    use isolane_worker::{Bundle, WORKER_ID_ANNOTATION};
 
     use k8s_openapi::ByteString;
     use kube::api::ObjectMeta;
@@ -138,7 +138,7 @@ mod tests {
             "a/b".into(),
             "export default { fetch() { return new Response('hi') } }".into(),
             BTreeMap::from([("K".to_owned(), "v".to_owned())]),
-            isolane_crds::Limits::default(),
+            isolane_worker::Limits::default(),
             Vec::new(),
         );
         serde_json::to_vec(&bundle).unwrap()

@@ -8,10 +8,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use isolane_crds::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
 use isolane_membership::{NODE_LABEL, NodeMember};
 use isolane_proto::runtime::v1::ExecuteRequest;
 use isolane_testenv::{Process, wait_until};
+use isolane_worker::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;
@@ -32,7 +32,7 @@ fn bundle_secret(name: &str, script: &str) -> (Secret, Bundle) {
         format!("demo/{name}"),
         script.to_owned(),
         BTreeMap::from([("GREETING".to_owned(), "hi".to_owned())]),
-        isolane_crds::Limits::default(),
+        isolane_worker::Limits::default(),
         Vec::new(),
     );
     let secret = Secret {

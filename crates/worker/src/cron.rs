@@ -1,19 +1,45 @@
-//! Cron schedules of `spec.triggers`: the standard five fields (minute, hour,
-//! day of month, month, day of week; POSIX semantics: 0 or 7 is Sunday, a
-//! restricted day of month and day of week match either), names such as
-//! `MON` and `JAN`, and the `@hourly`-style nicknames, evaluated in an IANA
-//! time zone (UTC by default). A sixth, leading field for seconds is
-//! accepted too (`*/10 * * * * *`), for schedules finer than a minute. Parsed by `croner`; the webhook, the router's
-//! scheduler and `isolane dev` all use this one function.
+//! Cron schedules of `spec.triggers` ([`Triggers`]): the standard five
+//! fields (minute, hour, day of month, month, day of week; POSIX semantics:
+//! 0 or 7 is Sunday, a restricted day of month and day of week match
+//! either), names such as `MON` and `JAN`, and the `@hourly`-style
+//! nicknames, evaluated in an IANA time zone (UTC by default). A sixth,
+//! leading field for seconds is accepted too (`*/10 * * * * *`), for
+//! schedules finer than a minute. Parsed by `croner`; the webhook, the
+//! router's scheduler and `isolane dev` all use this one function.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, TimeZone, Timelike, Utc};
 use croner::Cron;
 use croner::parser::{CronParser, Seconds};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// The time zone schedules are evaluated in when the Worker names none.
 pub const DEFAULT_TIME_ZONE: &str = "UTC";
+
+/// Cron schedules for the Worker's `scheduled` handler.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Triggers {
+    /// Standard five-field cron schedules (minute hour day-of-month month
+    /// day-of-week, e.g. `*/5 * * * *` or `0 9 * * MON-FRI`; POSIX: 0 or 7 is
+    /// Sunday; a leading sixth field for seconds is accepted) or nicknames
+    /// such as `@hourly`. Each tick calls the Worker's
+    /// `scheduled(controller, env, ctx)` once, on the node and thread where
+    /// it is placed, under its limits; `controller.cron` is the schedule as
+    /// written here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16), inner(length(min = 1, max = 128)))]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub crons: Vec<String>,
+
+    /// The IANA time zone the schedules are read in (default `UTC`), e.g.
+    /// `Europe/Paris`: `0 9 * * *` is then 09:00 Paris time, across DST.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub time_zone: Option<String>,
+}
 
 /// A schedule that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

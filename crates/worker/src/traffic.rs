@@ -1,7 +1,8 @@
-//! Traffic between a Worker's revisions: `spec.traffic` resolved into shares
-//! (the operator writes them to `status.traffic`), and which share a request
-//! lands on (the router, and every router replica the same way). Pure
-//! functions, property-tested below.
+//! Traffic between a Worker's revisions: `spec.traffic`'s entries
+//! ([`TrafficTarget`]) resolved into shares ([`TrafficStatus`]; the operator
+//! writes them to `status.traffic`), and which share a request lands on (the
+//! router, and every router replica the same way), kept by an affinity key
+//! ([`VersionAffinity`]). Pure functions, property-tested below.
 //!
 //! A request falls in one of [`BUCKETS`] buckets: the bucket of its affinity
 //! key when the Worker names one (so the same key keeps its revision while
@@ -11,9 +12,9 @@
 //! pinned revision), raising the latest share only moves keys onto it, so
 //! a key that reached the new revision stays there as the rollout goes on.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
-
-use crate::{TrafficStatus, TrafficTarget};
 
 /// How many buckets the percentages divide: one per percent.
 pub const BUCKETS: u32 = 100;
@@ -22,10 +23,95 @@ pub const BUCKETS: u32 = 100;
 /// `spec.traffic`, or [`LATEST`]) when the Worker allows overrides. The
 /// router sets the same header on every response to say which revision
 /// answered.
-pub use isolane_worker::headers::REVISION as REVISION_HEADER;
+pub use crate::headers::REVISION as REVISION_HEADER;
 
 /// The override value for the latest revision.
 pub const LATEST: &str = "latest";
+
+/// One share of the Worker's traffic.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "has(self.revision) != (has(self.latestRevision) && self.latestRevision)",
+        "message": "each entry of spec.traffic sets exactly one of revision or latestRevision: true"
+    }
+]))]
+pub struct TrafficTarget {
+    /// A revision from `status.revisions` (its 16 hex digits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 16, max = 16), regex(pattern = r"^[0-9a-f]{16}$"))]
+    pub revision: Option<String>,
+
+    /// Follow the latest revision: each new revision takes this share once
+    /// the nodes that serve it have compiled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest_revision: Option<bool>,
+
+    /// The share of requests, 0 to 100.
+    #[schemars(range(min = 0, max = 100))]
+    pub percent: i32,
+
+    /// A name for this entry (`stable`, `canary`): shown in status, and
+    /// accepted by `x-isolane-revision` when overrides are allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 63),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
+    pub tag: Option<String>,
+}
+
+impl TrafficTarget {
+    /// Whether this entry follows the latest revision.
+    pub fn follows_latest(&self) -> bool {
+        self.latest_revision == Some(true)
+    }
+}
+
+/// Where a request's affinity key is read from: exactly one of the two.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "has(self.header) != has(self.cookie)",
+        "message": "exactly one of header or cookie must be set"
+    }
+]))]
+pub struct VersionAffinity {
+    /// A request header whose value is the key (e.g. `x-user-id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 128),
+        regex(pattern = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+    )]
+    pub header: Option<String>,
+
+    /// A cookie whose value is the key (e.g. `session`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 128),
+        regex(pattern = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+    )]
+    pub cookie: Option<String>,
+}
+
+/// One share of the traffic, resolved.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TrafficStatus {
+    /// The revision taking this share.
+    #[schemars(length(max = 16))]
+    pub revision: String,
+    /// The share of requests, 0 to 100.
+    pub percent: i32,
+    /// The entry's tag in `spec.traffic`, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// Whether this share follows the latest revision.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latest: bool,
+}
 
 /// Why `spec.traffic` cannot be resolved now.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
