@@ -36,7 +36,7 @@ pub use config::{
     HEAP_BUDGET_MIB_ENV, ISOLATES_PER_THREAD_ENV, LEASE_DURATION_ENV, LISTENERS_ENV, ListenerMode,
     MAX_INFLIGHT_ENV, NAMESPACE_ENV, NODE_NAME_ENV, PIN_THREADS_ENV, POOL_MODE_ENV,
     REVISION_WAIT_ENV, SNAPSHOT_CACHE_DIR_ENV, SPARE_ISOLATES_ENV, STATE_DIR_ENV, THREADS_ENV,
-    WEBSOCKET_DRAIN_GRACE_ENV, WebSocketArgs, parse_dns_over_https, parse_duration,
+    WEBSOCKET_DRAIN_GRACE_ENV, ObjectArgs, WebSocketArgs, parse_dns_over_https, parse_duration,
 };
 pub use crash::open_turn_map;
 pub use error::Error;
