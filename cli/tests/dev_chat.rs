@@ -17,18 +17,25 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 mod support;
 use support::{DEADLINE, Dev, free_port};
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type Socket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+
+async fn connect(port: u16, url: &str) -> Result<Socket, String> {
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(|e| e.to_string())?;
+    let (socket, response) = tokio_tungstenite::client_async(url, tcp)
+        .await
+        .map_err(|e| e.to_string())?;
+    assert_eq!(response.status(), 101);
+    Ok(socket)
+}
 
 async fn join(port: u16, name: &str) -> Socket {
     let url = format!("ws://127.0.0.1:{port}/rooms/lobby?name={name}");
     let deadline = Instant::now() + DEADLINE;
     loop {
-        match tokio_tungstenite::connect_async(url.as_str()).await {
-            Ok((socket, response)) => {
-                assert_eq!(response.status(), 101);
-                return socket;
-            }
+        match connect(port, &url).await {
+            Ok(socket) => return socket,
             Err(error) => {
                 assert!(Instant::now() < deadline, "{name} never joined: {error}");
                 tokio::time::sleep(Duration::from_millis(100)).await;
