@@ -808,13 +808,19 @@ fn socket_event_args<'s>(
     let id = host::js_string(scope, &event.id)?;
     let socket = v8::Integer::new_from_unsigned(scope, event.socket).into();
     let [kind, data, code, reason] = message_args(scope, &event.message)?;
-    let tags: Option<Vec<_>> = event.tags.iter().map(|t| host::js_string(scope, t)).collect();
+    let tags: Option<Vec<_>> = event
+        .tags
+        .iter()
+        .map(|t| host::js_string(scope, t))
+        .collect();
     let tags = v8::Array::new_with_elements(scope, &tags?).into();
     let attachment = match &event.attachment {
         Some(bytes) => host::u8_array(scope, bytes.clone())?.into(),
         None => v8::null(scope).into(),
     };
-    let all = [class, id, socket, kind, data, code, reason, tags, attachment];
+    let all = [
+        class, id, socket, kind, data, code, reason, tags, attachment,
+    ];
     Some(v8::Array::new_with_elements(scope, &all).into())
 }
 
@@ -827,9 +833,16 @@ fn message_args<'s>(
     let undefined: v8::Local<v8::Value> = v8::undefined(scope).into();
     let (kind, data, code, reason) = match message {
         SocketMessage::Text(text) => (0, host::js_string(scope, text)?, 0, undefined),
-        SocketMessage::Binary(bytes) => (1, host::u8_array(scope, bytes.to_vec())?.into(), 0, undefined),
+        SocketMessage::Binary(bytes) => (
+            1,
+            host::u8_array(scope, bytes.to_vec())?.into(),
+            0,
+            undefined,
+        ),
         SocketMessage::Close(frame) => {
-            let (code, reason) = frame.as_ref().map_or((1005, ""), |f| (f.code, f.reason.as_str()));
+            let (code, reason) = frame
+                .as_ref()
+                .map_or((1005, ""), |f| (f.code, f.reason.as_str()));
             (2, undefined, code, host::js_string(scope, reason)?)
         }
     };

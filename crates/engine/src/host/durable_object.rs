@@ -41,12 +41,21 @@ pub(super) fn unit() -> Unit {
         .function("objectIsHome", super::object_forward::object_is_home)
         .function("objectCall", super::object_forward::object_call)
         .function("objectIdleTimer", object_idle_timer)
-        .function("objectWebSocketCheck", super::ws_object::object_web_socket_check)
+        .function(
+            "objectWebSocketCheck",
+            super::ws_object::object_web_socket_check,
+        )
         .function("objectWebSockets", super::ws_object::object_web_sockets)
-        .function("objectSetAutoResponse", super::ws_object::object_set_auto_response)
+        .function(
+            "objectSetAutoResponse",
+            super::ws_object::object_set_auto_response,
+        )
         .function("objectAutoResponse", super::ws_object::object_auto_response)
         .function("webSocketAttach", super::ws_object::web_socket_attach)
-        .function("webSocketAutoResponseTime", super::ws_object::web_socket_auto_response_time)
+        .function(
+            "webSocketAutoResponseTime",
+            super::ws_object::web_socket_auto_response_time,
+        )
 }
 
 /// What a storage op settles with.

@@ -217,7 +217,10 @@ pub(super) fn pass_in(host: &HostState, ctx: u32, parts: &http::response::Parts)
     if parts.status != http::StatusCode::SWITCHING_PROTOCOLS {
         return 0;
     }
-    let end = parts.extensions.get::<WebSocketUpgrade>().and_then(WebSocketUpgrade::take);
+    let end = parts
+        .extensions
+        .get::<WebSocketUpgrade>()
+        .and_then(WebSocketUpgrade::take);
     let (Some(end), Some(sockets)) = (end, host.state::<Sockets>()) else {
         return 0;
     };

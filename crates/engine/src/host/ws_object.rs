@@ -70,12 +70,20 @@ fn count(sockets: &Sockets, class: &str, id: &str) -> usize {
 }
 
 /// Refuses one more socket for an object at its cap.
-fn check_room(host: &HostState, sockets: &Sockets, class: &str, id: &str, pending: usize) -> HostResult<()> {
+fn check_room(
+    host: &HostState,
+    sockets: &Sockets,
+    class: &str,
+    id: &str,
+    pending: usize,
+) -> HostResult<()> {
     let limit = host.thread.config.websocket.max_sockets_per_object;
     if count(sockets, class, id) + pending >= limit {
         return Err(HostError::new(
             ErrorClass::Error,
-            format!("This Durable Object already has {limit} hibernatable WebSockets, its limit; close one before accepting another."),
+            format!(
+                "This Durable Object already has {limit} hibernatable WebSockets, its limit; close one before accepting another."
+            ),
         ));
     }
     Ok(())
@@ -92,7 +100,9 @@ pub(super) fn owner(
     if value.is_null_or_undefined() {
         return Ok(None);
     }
-    let bad = || HostError::type_error("webSocketRespond: hibernation must be [class, id, tags, attachment]");
+    let bad = || {
+        HostError::type_error("webSocketRespond: hibernation must be [class, id, tags, attachment]")
+    };
     let array = v8::Local::<v8::Array>::try_from(value).map_err(|_| bad())?;
     let item = |i| array.get_index(scope, i).ok_or_else(bad);
     let (class, id, tags, attachment) = (item(0)?, item(1)?, item(2)?, item(3)?);
@@ -123,7 +133,13 @@ pub(super) fn open_object_entry(
     let object = Rc::new(object);
     let (entry, queue, end) = new_entry(config, 0, slot, Some(object.clone()));
     let id = sockets.insert(entry);
-    let task = tokio::task::spawn_local(object_pump(host.me.clone(), id, object, queue, config.idle_timeout));
+    let task = tokio::task::spawn_local(object_pump(
+        host.me.clone(),
+        id,
+        object,
+        queue,
+        config.idle_timeout,
+    ));
     sockets.set_pump(id, task.abort_handle());
     (id, end)
 }
@@ -146,7 +162,12 @@ impl Delivery {
     }
 
     /// Runs `message` of socket `socket` as an event of its object.
-    async fn run(&self, object: &ObjectSocket, socket: u32, message: SocketMessage) -> Result<(), ExecuteError> {
+    async fn run(
+        &self,
+        object: &ObjectSocket,
+        socket: u32,
+        message: SocketMessage,
+    ) -> Result<(), ExecuteError> {
         let mut request = http::Request::new(Body::empty());
         request.extensions_mut().insert(ObjectSocketEvent {
             class: object.class.clone(),
@@ -166,7 +187,13 @@ impl Delivery {
 
 /// Answers `message` with the object's auto-response when it is its
 /// request, without waking the object; whether it did.
-fn auto_answered(host: &HostState, sockets: &Sockets, id: u32, object: &ObjectSocket, message: &SocketMessage) -> bool {
+fn auto_answered(
+    host: &HostState,
+    sockets: &Sockets,
+    id: u32,
+    object: &ObjectSocket,
+    message: &SocketMessage,
+) -> bool {
     let SocketMessage::Text(text) = message else {
         return false;
     };
@@ -177,7 +204,9 @@ fn auto_answered(host: &HostState, sockets: &Sockets, id: u32, object: &ObjectSo
             _ => return false,
         }
     };
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
     #[allow(clippy::cast_precision_loss)]
     object.auto_at.set(Some(now as f64));
     if let Some((out, false)) = sockets.out(id)
@@ -239,7 +268,12 @@ async fn object_pump(
                 if let Some(isolate) = me.upgrade()
                     && let Some(sockets) = isolate.host().state::<Sockets>()
                 {
-                    super::socket::drop_abnormally(isolate.host(), sockets, id, "the Durable Object's event failed");
+                    super::socket::drop_abnormally(
+                        isolate.host(),
+                        sockets,
+                        id,
+                        "the Durable Object's event failed",
+                    );
                 }
                 return;
             }
@@ -260,7 +294,11 @@ pub(super) fn dropped(host: &HostState, id: u32, object: &Rc<ObjectSocket>, reas
 
 /// The object socket `id`, if it is one.
 fn object_of(sockets: &Sockets, id: u32) -> Option<Rc<ObjectSocket>> {
-    sockets.open.borrow().get(&id).and_then(|e| e.object.clone())
+    sockets
+        .open
+        .borrow()
+        .get(&id)
+        .and_then(|e| e.object.clone())
 }
 
 host_fn! {

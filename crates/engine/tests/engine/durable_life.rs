@@ -38,7 +38,12 @@ fn engine_on(threads: usize, store: Store, websocket: WebSocketConfig) -> Engine
     .0
 }
 
-fn object_bundle(id: &str, class: &str, script: &str, limits: isolane_engine::Limits) -> Arc<WorkerBundle> {
+fn object_bundle(
+    id: &str,
+    class: &str,
+    script: &str,
+    limits: isolane_engine::Limits,
+) -> Arc<WorkerBundle> {
     let mut bundle = bundle_with(id, script, limits, &[]);
     bundle
         .durable_objects
@@ -87,7 +92,10 @@ async fn inc(engine: &Engine, worker: &Arc<WorkerBundle>, name: &str) -> (u64, b
     let (status, body) = run(engine, 0, worker, &format!("/inc?name={name}")).await;
     assert_eq!(status, 200, "{body}");
     let value: serde_json::Value = serde_json::from_str(&body).unwrap();
-    (value["n"].as_u64().unwrap(), value["fresh"].as_bool().unwrap())
+    (
+        value["n"].as_u64().unwrap(),
+        value["fresh"].as_bool().unwrap(),
+    )
 }
 
 /// Waits until object `name` was evicted: a call then makes it again. The
@@ -110,7 +118,10 @@ async fn wait_evicted(engine: &Engine, worker: &Arc<WorkerBundle>, name: &str) -
 #[tokio::test]
 async fn idle_objects_leave_memory_and_come_back_from_storage() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = life_engine(Store::open_sqlite(dir.path()).unwrap(), WebSocketConfig::default());
+    let engine = life_engine(
+        Store::open_sqlite(dir.path()).unwrap(),
+        WebSocketConfig::default(),
+    );
     let limits = isolane_engine::Limits {
         wall_ms: 60_000,
         cpu_ms: 30_000,
@@ -121,7 +132,10 @@ async fn idle_objects_leave_memory_and_come_back_from_storage() {
     // 48 MiB unless each batch leaves memory before the next comes.
     for batch in 0..4 {
         for i in 0..10 {
-            assert_eq!(inc(&engine, &worker, &format!("b{batch}-{i}")).await, (1, true));
+            assert_eq!(
+                inc(&engine, &worker, &format!("b{batch}-{i}")).await,
+                (1, true)
+            );
         }
         // The batch's last object went idle last: once it was evicted,
         // the whole batch was.
@@ -132,7 +146,10 @@ async fn idle_objects_leave_memory_and_come_back_from_storage() {
         assert_eq!(inc(&engine, &worker, &format!("b0-{i}")).await, (2, true));
     }
     let (_, constructs) = run(&engine, 0, &worker, "/constructs?name=x").await;
-    assert_eq!(constructs, "53", "40 objects, 4 made again to see, 9 made again to count");
+    assert_eq!(
+        constructs, "53",
+        "40 objects, 4 made again to see, 9 made again to count"
+    );
 
     // An object with an accepted (not hibernatable) WebSocket stays.
     assert_eq!(inc(&engine, &worker, "held").await, (1, true));
@@ -219,7 +236,11 @@ async fn hibernated_sockets_wake_their_object_with_attachments_and_ping_without_
     // Two threads: the room lives on one of them, and the clients come in
     // through both, so some reach it through a forwarded stub.fetch whose
     // 101 is passed on from the room's thread.
-    let engine = engine_on(2, Store::open_sqlite(dir.path()).unwrap(), WebSocketConfig::default());
+    let engine = engine_on(
+        2,
+        Store::open_sqlite(dir.path()).unwrap(),
+        WebSocketConfig::default(),
+    );
     let room = object_bundle("chat/room", "Room", ROOM, Default::default());
     let neighbour = bundle("calm/hello", HELLO);
     let mut alice = open_socket(&engine, 0, &room, "/?name=alice").await;
@@ -340,7 +361,8 @@ async fn an_object_hoarding_sockets_hits_its_caps_while_a_neighbour_echoes() {
         held.push(open(&engine, &hog, "/?name=a").await);
     }
     // The object's cap: acceptWebSocket throws, with the limit named.
-    let (status, body) = crate::support::text(engine.execute(0, hog.clone(), upgrade("/?name=a")).await).await;
+    let (status, body) =
+        crate::support::text(engine.execute(0, hog.clone(), upgrade("/?name=a")).await).await;
     assert_eq!(status, 429, "{body}");
     assert!(body.contains("4 hibernatable WebSockets"), "{body}");
     echoes(&mut calm, "during").await;
