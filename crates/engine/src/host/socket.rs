@@ -453,7 +453,7 @@ fn web_socket_close<'s>(_scope, host: Rc<HostState>, id: u32, code: u32, reason:
 
 /// The client's next message, taken only once the Worker has accepted
 /// (`waiting` holds the gate until then); `Err` after `idle` of either wait.
-pub(super) async fn next_message(
+async fn next_message(
     waiting: &mut Option<Rc<tokio::sync::Notify>>,
     from_client: &mut mpsc::Receiver<SocketMessage>,
     idle: Duration,
@@ -469,7 +469,7 @@ pub(super) async fn next_message(
 /// message, the close (1006 when the client went away, 1001 to both sides
 /// after `idle` with no message either way), or `None` when the wait timed
 /// out but the Worker sent meanwhile (wait again).
-pub(super) fn received(
+fn received(
     sockets: &Sockets,
     id: u32,
     next: Result<Option<SocketMessage>, tokio::time::error::Elapsed>,
@@ -495,36 +495,61 @@ pub(super) fn received(
     }
 }
 
+/// A pump's side of a socket: the client's queue, the gate that holds it
+/// until the Worker accepts, the idle timeout.
+pub(super) struct Inbox {
+    me: Weak<dyn IsolateTurns>,
+    id: u32,
+    waiting: Option<Rc<tokio::sync::Notify>>,
+    from_client: mpsc::Receiver<SocketMessage>,
+    idle: Duration,
+}
+
+impl Inbox {
+    pub(super) fn new(
+        me: Weak<dyn IsolateTurns>,
+        id: u32,
+        queue: ClientQueue,
+        idle: Duration,
+    ) -> Self {
+        let (from_client, accepted) = queue;
+        // Nothing is taken from the client before the Worker accepts: past
+        // the channel's few messages, the client is not read (idle: closed).
+        Self {
+            me,
+            id,
+            waiting: Some(accepted),
+            from_client,
+            idle,
+        }
+    }
+
+    /// The client's next message (or the close), with the isolate to take
+    /// it; `None` once the isolate is gone.
+    pub(super) async fn next(&mut self) -> Option<(Rc<dyn IsolateTurns>, SocketMessage)> {
+        loop {
+            let next = next_message(&mut self.waiting, &mut self.from_client, self.idle).await;
+            let isolate = self.me.upgrade()?;
+            let sockets = isolate.host().state::<Sockets>()?;
+            let Some(message) = received(sockets, self.id, next, self.idle) else {
+                continue;
+            };
+            sockets.touch(self.id);
+            return Some((isolate, message));
+        }
+    }
+}
+
 /// Delivers the client's messages to the Worker, one turn each, until the
 /// socket closes; closes it when idle for `idle`.
-async fn pump(
-    me: Weak<dyn IsolateTurns>,
-    ctx: u32,
-    id: u32,
-    (mut from_client, accepted): ClientQueue,
-    idle: Duration,
-) {
-    // Nothing is taken from the client before the Worker accepts: past the
-    // channel's few messages, the client is not read (idle: closed).
-    let mut waiting = Some(accepted);
-    loop {
-        let next = next_message(&mut waiting, &mut from_client, idle).await;
-        let Some(isolate) = me.upgrade() else {
-            return;
-        };
+async fn pump(me: Weak<dyn IsolateTurns>, ctx: u32, id: u32, queue: ClientQueue, idle: Duration) {
+    let mut inbox = Inbox::new(me, id, queue, idle);
+    while let Some((isolate, message)) = inbox.next().await {
         let host = isolate.host();
-        let Some(sockets) = host.state::<Sockets>() else {
-            return;
-        };
-        let Some(message) = received(sockets, id, next, idle) else {
-            continue;
-        };
-        let closing = matches!(message, SocketMessage::Close(_));
-        sockets.touch(id);
-        if closing {
+        if matches!(message, SocketMessage::Close(_)) {
             // Forgotten first: the Worker's `close()` in its handler is
             // then a no-op (the front end answers the client's close).
-            let Some(entry) = sockets.take(id) else {
+            let Some(entry) = host.state::<Sockets>().and_then(|s| s.take(id)) else {
                 return;
             };
             isolate.socket_event(ctx, id, message);

@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 
 use super::error::{ErrorClass, HostError, HostResult};
-use super::socket::{ClientQueue, Sockets, abnormal, new_entry, next_message, received, sockets};
+use super::socket::{ClientQueue, Inbox, Sockets, abnormal, new_entry, sockets};
 use super::socket_count::Slot;
 use super::{HostState, IsolateTurns, js_string, u8_array};
 use crate::body::Body;
@@ -224,24 +224,16 @@ async fn object_pump(
     me: Weak<dyn IsolateTurns>,
     id: u32,
     object: Rc<ObjectSocket>,
-    (mut from_client, accepted): ClientQueue,
+    queue: ClientQueue,
     idle: Duration,
 ) {
-    let mut waiting = Some(accepted);
-    loop {
-        let next = next_message(&mut waiting, &mut from_client, idle).await;
-        let (delivery, message, closing) = {
-            let Some(isolate) = me.upgrade() else {
-                return;
-            };
+    let mut inbox = Inbox::new(me.clone(), id, queue, idle);
+    while let Some((isolate, message)) = inbox.next().await {
+        let (delivery, closing) = {
             let host = isolate.host();
             let Some(sockets) = host.state::<Sockets>() else {
                 return;
             };
-            let Some(message) = received(sockets, id, next, idle) else {
-                continue;
-            };
-            sockets.touch(id);
             if auto_answered(host, sockets, id, &object, &message) {
                 continue;
             }
@@ -251,8 +243,9 @@ async fn object_pump(
             if closing && sockets.take(id).is_none() {
                 return;
             }
-            (Delivery::of(host), message, closing)
+            (Delivery::of(host), closing)
         };
+        drop(isolate);
         let result = delivery.run(&object, id, message).await;
         if closing {
             return;
