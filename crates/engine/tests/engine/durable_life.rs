@@ -301,6 +301,21 @@ async fn hibernated_sockets_wake_their_object_with_attachments_and_ping_without_
         assert_eq!(next(end).await, Some(msg("left alice 4000 true")));
     }
     assert_eq!(who(&mut carol).await["sockets"], 2);
+    // Measured, not asserted: a message of a hibernatable socket is an
+    // event of its own (a request on the object's thread), an
+    // auto-response is not.
+    let started = Instant::now();
+    for _ in 0..200 {
+        who(&mut bob).await;
+    }
+    let event = started.elapsed() / 200;
+    let started = Instant::now();
+    for _ in 0..200 {
+        carol.to_worker.send(msg("ping")).await.unwrap();
+        assert_eq!(next(&mut carol).await, Some(msg("pong")));
+    }
+    let auto = started.elapsed() / 200;
+    println!("round trip: an event {event:?}, an auto-response {auto:?}");
     neighbour_ok(&engine, &neighbour).await;
 }
 
