@@ -202,6 +202,10 @@ export class Room extends DurableObject {
     await this.ctx.storage.put('left', name);
     for (const peer of this.ctx.getWebSockets()) peer.send(`left ${name} ${code} ${wasClean}`);
   }
+  webSocketError(ws, error) {
+    const { name } = ws.deserializeAttachment();
+    for (const peer of this.ctx.getWebSockets()) peer.send(`lost ${name}: ${error.message}`);
+  }
 }
 export default {
   async fetch(request, env) {
@@ -316,6 +320,12 @@ async fn hibernated_sockets_wake_their_object_with_attachments_and_ping_without_
     }
     let auto = started.elapsed() / 200;
     println!("round trip: an event {event:?}, an auto-response {auto:?}");
+    // Carol vanishes without a close: webSocketError.
+    drop(carol);
+    assert_eq!(
+        next(&mut bob).await,
+        Some(msg("lost carol: the client went away"))
+    );
     neighbour_ok(&engine, &neighbour).await;
 }
 
