@@ -149,6 +149,8 @@ pub struct DevArgs {
     dns_over_https: Option<String>,
     #[command(flatten)]
     websocket: isolane_node::WebSocketArgs,
+    #[command(flatten)]
+    objects: isolane_node::ObjectArgs,
 }
 
 /// `isolane/snapshots` in the user's cache folder, if there is one.
@@ -272,6 +274,7 @@ impl DevConfig {
                     ..isolane_engine::EgressConfig::open()
                 },
                 websocket: args.websocket.config(),
+                object_idle: args.objects.idle(),
                 store: Some(isolane_storage::Store::sqlite(&args.state)),
                 snapshot_cache: snapshot_cache.clone(),
                 // Big modules' V8 code caches, in `code/` of the same folder.

@@ -447,6 +447,7 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
                 &[
                     "runtime-node/src/config.rs",
                     "runtime-node/src/config/websocket.rs",
+                    "runtime-node/src/config/objects.rs",
                     "crates/storage/src/postgres/settings.rs",
                     "proto/src/mtls.rs",
                 ][..],

@@ -12,7 +12,9 @@ use isolane_engine::{EngineConfig, PoolMode};
 use isolane_proto::mtls::{GrpcSecurity, MtlsArgs, MtlsArgsError, MtlsError};
 use isolane_telemetry::AdminArgs;
 
+mod objects;
 mod websocket;
+pub use objects::ObjectArgs;
 pub use websocket::WebSocketArgs;
 
 /// Env var for `--namespace`.
@@ -342,6 +344,9 @@ pub struct Args {
     pub websocket: WebSocketArgs,
 
     #[command(flatten)]
+    pub objects: ObjectArgs,
+
+    #[command(flatten)]
     pub storage: isolane_storage::PostgresArgs,
 }
 
@@ -565,6 +570,7 @@ impl Args {
                 ..isolane_engine::CacheConfig::default()
             },
             websocket: self.websocket.config(),
+            object_idle: self.objects.idle(),
             snapshot_cache: Some(
                 self.snapshot_cache_dir
                     .clone()

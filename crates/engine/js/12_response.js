@@ -131,7 +131,8 @@ class Response {
       else if (res.bytes !== undefined) r.#body = internal.newBodyFromBytes(res.bytes);
       r.#url = res.url;
       r.#redirected = res.redirected;
-      if (res.webSocket) r.#webSocket = internal.outboundWebSocket(res.webSocket, res.url);
+      if (res.passedWebSocket) r.#webSocket = res.passedWebSocket;
+      else if (res.webSocket) r.#webSocket = internal.outboundWebSocket(res.webSocket, res.url);
       return r;
     };
     internal.installBody(Response, (self) => { Response.#check(self); return self.#body; }, (self) => self.#headers);

@@ -448,15 +448,17 @@ function runScheduled(handler, ctxId, cron, scheduledTime, env) {
     .then(() => host.respond(ctxId, 200, 'OK', [], null), (e) => fail(ctxId, e)));
 }
 
-// One Durable Object alarm (`internal.deliverAlarm`, 28_durable_object.js):
-// a bodiless 200 once the object's alarm() and its writes are done.
-function runAlarm(ctxId, className, id, retryCount) {
+// One event of a Durable Object delivered by the engine, `deliver()`: an
+// alarm (`internal.deliverAlarm`) or a message of a hibernatable WebSocket
+// (`internal.deliverWebSocketEvent`, 28_durable_object.js). A bodiless 200
+// once the object's handler and its writes are done.
+function runObjectEvent(ctxId, deliver) {
   const state = newRequestState(ctxId);
   state.work = [];
   let done;
   try {
     active.set(ctxId, state);
-    done = Promise.resolve(internal.deliverAlarm(className, id, retryCount));
+    done = Promise.resolve(deliver());
   } catch (e) {
     done = Promise.reject(e);
   }
@@ -465,12 +467,16 @@ function runAlarm(ctxId, className, id, retryCount) {
     .then(() => host.respond(ctxId, 200, 'OK', [], null), (e) => fail(ctxId, e)));
 }
 
-internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env, scheduled = null, alarm = null, call = null) {
+internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env, scheduled = null, alarm = null, call = null, socketEvent = null) {
   // A request starts outside every AsyncLocalStorage (enterWith does not
   // leak into the next one).
   internal.asyncContext?.set(undefined);
   if (scheduled !== null) return runScheduled(moduleHandler, ctxId, scheduled[0], scheduled[1], env);
-  if (alarm !== null) return runAlarm(ctxId, alarm[0], alarm[1], alarm[2]);
+  if (alarm !== null) return runObjectEvent(ctxId, () => internal.deliverAlarm(alarm[0], alarm[1], alarm[2]));
+  if (socketEvent !== null) {
+    const [className, id, socketId, kind, data, code, reason, tags, attachment] = socketEvent;
+    return runObjectEvent(ctxId, () => internal.deliverWebSocketEvent(className, id, socketId, kind, data, code, reason, tags, attachment));
+  }
   // A stub call forwarded to this thread, the object's home
   // (internal.objectCallHandler, 28_durable_object.js).
   if (call !== null) return runRequest(internal.objectCallHandler(call[0], call[1], call[2]), ctxId, method, url, headers, bodyId, env);

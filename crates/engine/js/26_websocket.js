@@ -120,6 +120,14 @@ class WebSocket extends EventTarget {
   #url = null;
   #protocol = null;
   #constructed = false; // by `new WebSocket(url)`
+  // A Durable Object's hibernatable socket (ctx.acceptWebSocket): its
+  // object's { className, id, tags, opened(hostId, ws) }; its messages go to
+  // the object's handlers (28_durable_object.js), never to listeners.
+  #hibernation = null;
+  #attachment = null; // serializeAttachment's bytes
+  // A socket a Durable Object on another thread answered a forwarded
+  // stub.fetch with: its host id, to be returned in a 101 as it is.
+  #passed = 0;
 
   constructor(url = undefined, protocols = undefined, key = undefined) {
     super();
@@ -214,6 +222,7 @@ class WebSocket extends EventTarget {
   accept() {
     WebSocket.#check(this);
     if (this.#handedOver) throw new TypeError('This WebSocket was handed to the client in a Response; use the other end of its pair.');
+    if (this.#passed !== 0) throw new TypeError("A Durable Object's WebSocket from another thread can only be returned in a 101 Response.");
     if (this.#state === CONNECTING) throw new TypeError("Websockets obtained from the 'new WebSocket()' constructor cannot call accept");
     if (this.#accepted) return;
     this.#accepted = true;
@@ -263,6 +272,25 @@ class WebSocket extends EventTarget {
     if (peer !== null) queueMicrotask(() => peer.#receive(2, null, code ?? 1005, reason));
   }
 
+  // workerd's attachment: any structured-clonable value, at most 2 KiB
+  // serialized, kept with a hibernatable socket outside the heap so that it
+  // outlives the object's eviction.
+  serializeAttachment(value) {
+    WebSocket.#check(this);
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'serializeAttachment' on 'WebSocket'");
+    const bytes = host.serialize(value);
+    if (bytes.byteLength > 2048) {
+      throw new RangeError(`A WebSocket attachment cannot be larger than 2048 bytes; this one is ${bytes.byteLength} bytes once serialized.`);
+    }
+    this.#attachment = bytes;
+    if (this.#hostId !== 0 && this.#hibernation !== null) host.webSocketAttach(this.#hostId, bytes);
+  }
+
+  deserializeAttachment() {
+    WebSocket.#check(this);
+    return this.#attachment === null ? null : host.deserialize(this.#attachment);
+  }
+
   // A message (kind 0, `data` a string or an ArrayBuffer) or the close
   // (kind 2) for this end.
   #receive(kind, data, code = 0, reason = '') {
@@ -299,6 +327,13 @@ class WebSocket extends EventTarget {
     // The Worker answered request `ctxId` with `client`: the host takes the
     // client end, and the server end speaks to the front end from now on.
     internal.webSocketRespond = (ctxId, client, list) => {
+      if (client.#passed !== 0) {
+        const id = client.#passed;
+        client.#passed = 0;
+        client.#handedOver = true;
+        host.webSocketPass(ctxId, id, list);
+        return;
+      }
       if (client.#hostId !== 0 && client.#url !== null && !client.#accepted && !client.#handedOver) {
         coupleOutbound(ctxId, client, list);
         return;
@@ -310,13 +345,16 @@ class WebSocket extends EventTarget {
         throw new TypeError('The webSocket of a 101 response must be the unaccepted client end of a WebSocketPair.');
       }
       const server = client.#peer;
-      const id = host.webSocketRespond(ctxId, list);
+      const h = server.#hibernation;
+      const id = host.webSocketRespond(ctxId, list, h === null ? null : [h.className, h.id, h.tags, server.#attachment]);
       if (!id) return;
       client.#handedOver = true;
       client.#peer = null;
       server.#peer = null;
       server.#hostId = id;
-      byHostId.set(id, server);
+      // A hibernatable socket's events go to its object, not through here.
+      if (h === null) byHostId.set(id, server);
+      else h.opened(id, server);
       if (server.#accepted) host.webSocketAccepted(id);
       // What the server end sent before the answer goes first.
       for (const event of client.#queue) {
@@ -329,6 +367,58 @@ class WebSocket extends EventTarget {
         }
       }
       client.#queue = [];
+    };
+    // ctx.acceptWebSocket(ws): `ws` must be the unaccepted server end of a
+    // pair whose client end is still to be returned; accepted from now on,
+    // its events go to the object's handlers.
+    internal.webSocketHibernate = (ws, hibernation) => {
+      if (!internal.isWebSocket(ws)) throw new TypeError("Failed to execute 'acceptWebSocket' on 'DurableObjectState': parameter 1 is not of type 'WebSocket'.");
+      if (ws.#accepted) throw new Error('Cannot call `acceptWebSocket()` if the WebSocket was already accepted via `accept()`');
+      if (ws.#peer === null || ws.#hostId !== 0 || ws.#peer.#handedOver || ws.#constructed) {
+        throw new Error('Cannot call `acceptWebSocket()` on this WebSocket because its pair has already been accepted or used in a Response.');
+      }
+      ws.#accepted = true;
+      ws.#hibernation = hibernation;
+    };
+    // A hibernatable socket of an object made again (after its eviction):
+    // open and accepted, speaking through host socket `id`.
+    internal.hibernatedWebSocket = (id, hibernation, attachment) => {
+      const ws = new WebSocket(undefined, undefined, kCreate);
+      ws.#hostId = id;
+      ws.#accepted = true;
+      ws.#hibernation = hibernation;
+      ws.#attachment = attachment;
+      return ws;
+    };
+    // The webSocket of a forwarded stub.fetch's 101 (host socket `id`,
+    // served by the object's thread): only to be returned in a 101.
+    internal.passedWebSocket = (id) => {
+      const ws = new WebSocket(undefined, undefined, kCreate);
+      ws.#passed = id;
+      return ws;
+    };
+    internal.webSocketHostId = (ws) => (internal.isWebSocket(ws) ? ws.#hostId : 0);
+    // The server end of `client`'s pair when it is an ordinary one (not
+    // hibernatable), else null.
+    internal.webSocketServerOf = (client) => {
+      if (!internal.isWebSocket(client) || client.#peer === null) return null;
+      return client.#peer.#hibernation === null ? client.#peer : null;
+    };
+    internal.webSocketTags = (ws) => {
+      if (!internal.isWebSocket(ws) || ws.#hibernation === null) {
+        throw new TypeError('getTags() takes a WebSocket accepted with acceptWebSocket().');
+      }
+      return [...ws.#hibernation.tags];
+    };
+    // A message (kind 0 text, 1 a Uint8Array) or the close (kind 2) of a
+    // hibernatable socket, as its handler gets it: the data (a string or an
+    // ArrayBuffer); a close leaves the socket closed.
+    internal.webSocketReceived = (ws, kind, data) => {
+      if (kind === 2) {
+        ws.#state = CLOSED;
+        return undefined;
+      }
+      return kind === 1 ? data.buffer : data;
     };
     // The `webSocket` of a fetch's 101 (host/ws_connect.rs): open, to be
     // accepted, speaking through host socket `id`.
@@ -385,7 +475,7 @@ class WebSocket extends EventTarget {
     };
   }
 }
-internal.enumerableMembers(WebSocket, ['readyState', 'url', 'protocol', 'extensions', 'binaryType', 'onopen', 'onmessage', 'onerror', 'onclose', 'accept', 'send', 'close']);
+internal.enumerableMembers(WebSocket, ['readyState', 'url', 'protocol', 'extensions', 'binaryType', 'onopen', 'onmessage', 'onerror', 'onclose', 'accept', 'send', 'close', 'serializeAttachment', 'deserializeAttachment']);
 internal.setToStringTag(WebSocket.prototype, 'WebSocket');
 for (const [name, value] of [['CONNECTING', CONNECTING], ['OPEN', OPEN], ['CLOSING', CLOSING], ['CLOSED', CLOSED]]) {
   Object.defineProperty(WebSocket, name, { value, enumerable: true });

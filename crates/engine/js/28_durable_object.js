@@ -19,6 +19,14 @@
 //   far is durable (one atomic write per flush).
 // Values are cached per object (serialized), so a read after a write or a
 // read answers at once.
+//
+// Idle objects leave memory: an instance with no event under way, no
+// storage operation in flight, no accepted (non-hibernatable) WebSocket and
+// no activity for a whole sweep (host.objectIdleTimer, every
+// `object_idle`) is dropped from `live`; the next call makes it again and it
+// reads its state back. Its hibernatable WebSockets (ctx.acceptWebSocket)
+// stay open on the host (host/ws_object.rs): each message comes back as an
+// event (internal.deliverWebSocketEvent) that makes the object again.
 'use strict';
 
 const kCreate = Symbol('create');
@@ -67,6 +75,8 @@ class InputGate {
     this.#locks -= 1;
     if (this.#locks === 0 && this.#waiters.length > 0) this.#waiters.shift()();
   }
+
+  idle() { return this.#locks === 0 && this.#waiters.length === 0; }
 
   // Resolves, with the gate locked for the caller, when no lock is held;
   // the caller unlocks (`unlockLater`).
@@ -123,7 +133,7 @@ class DurableObjectStorage {
       // Read only once this instance owns the object: a write of an
       // earlier owner is then either in the store or refused.
       await o.epoch;
-      const values = await host.objectGet(o.className, o.id, keys);
+      const values = await o.track(host.objectGet(o.className, o.id, keys));
       keys.forEach((key, i) => {
         if (!this.#cache.has(key)) this.#cache.set(key, values[i]);
       });
@@ -171,7 +181,7 @@ class DurableObjectStorage {
     if (this.#flushQueued) return;
     this.#flushQueued = true;
     const o = this.#object;
-    this.#durable = this.#durable.then(() => {
+    this.#durable = o.track(this.#durable.then(() => {
       this.#flushQueued = false;
       const entries = [...this.#pending];
       const deleteAll = this.#pendingDeleteAll;
@@ -181,7 +191,7 @@ class DurableObjectStorage {
       // Fenced by the instance's owner epoch: refused once another
       // instance has taken the object.
       return o.epoch.then((epoch) => host.objectWrite(o.className, o.id, entries, deleteAll, epoch));
-    }).then(undefined, (e) => {
+    })).then(undefined, (e) => {
       // A failed write breaks the object: its cache no longer matches the
       // store, so the next event gets a new instance that reads again.
       o.broken(e);
@@ -256,8 +266,8 @@ class DurableObjectStorage {
       // (and the instance owns the object before it reads).
       await object.epoch;
       await this.sync();
-      const rows = await host.objectList(object.className, object.id, text(o.start), text(o.end),
-        text(o.prefix), o.limit, Boolean(o.reverse));
+      const rows = await object.track(host.objectList(object.className, object.id, text(o.start), text(o.end),
+        text(o.prefix), o.limit, Boolean(o.reverse)));
       const out = new Map();
       for (const [key, bytes] of rows) {
         if (!this.#cache.has(key)) this.#cache.set(key, bytes);
@@ -294,7 +304,7 @@ class DurableObjectStorage {
     const o = this.#object;
     await this.sync();
     if (o.alarmFiring) return null;
-    return host.objectGetAlarm(o.className, o.id);
+    return o.track(host.objectGetAlarm(o.className, o.id));
   }
 
   // One alarm per object: a later setAlarm replaces it. A time in the past
@@ -324,8 +334,7 @@ class DurableObjectStorage {
   #alarmWrite(time) {
     const o = this.#object;
     o.alarmFiring = false;
-    this.#durable = this.#durable
-      .then(() => host.objectSetAlarm(o.className, o.id, time))
+    this.#durable = o.track(this.#durable.then(() => host.objectSetAlarm(o.className, o.id, time)))
       .then(undefined, (e) => {
         o.broken(e);
         throw e;
@@ -430,12 +439,116 @@ class DurableObjectState {
   }
 
   waitUntil(promise) { Promise.resolve(promise).then(undefined, (e) => internal.reportError(e)); }
+
+  // ---- hibernatable WebSockets, as workerd's ----
+
+  // Accepts `ws` (the server end of a pair whose client end the object
+  // returns in its 101) as a hibernatable socket of this object, with up
+  // to 10 distinct tags of at most 256 characters each.
+  acceptWebSocket(ws, tags = undefined) {
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'acceptWebSocket' on 'DurableObjectState'");
+    const o = this.#object;
+    const list = [];
+    if (tags !== undefined && tags !== null) {
+      for (const tag of tags) {
+        const text = String(tag);
+        if (list.includes(text)) continue;
+        if (list.length >= 10) throw new Error('a Hibernatable WebSocket cannot have more than 10 tags');
+        if (text.length > 256) throw new Error(`"${text}" is longer than the max tag length (256 characters).`);
+        list.push(text);
+      }
+    }
+    host.objectWebSocketCheck(o.className, o.id, o.pending);
+    internal.webSocketHibernate(ws, { className: o.className, id: o.id, tags: list, opened: (hostId, server) => o.opened(hostId, server) });
+    o.pending += 1;
+  }
+
+  // The object's open hibernatable sockets (those with `tag`, if given).
+  getWebSockets(tag = undefined) {
+    const o = this.#object;
+    const rows = host.objectWebSockets(o.className, o.id, tag === undefined || tag === null ? null : String(tag));
+    return rows.map(([hostId, tags, attachment]) => o.socket(hostId, tags, attachment));
+  }
+
+  getTags(ws) {
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'getTags' on 'DurableObjectState'");
+    return internal.webSocketTags(ws);
+  }
+
+  // A text message equal to `pair.request` is answered with
+  // `pair.response` by the host, without waking the object; undefined or
+  // null unsets it.
+  setWebSocketAutoResponse(pair = undefined) {
+    const o = this.#object;
+    if (pair === undefined || pair === null) {
+      host.objectSetAutoResponse(o.className, o.id, null, null);
+      return;
+    }
+    if (!(pair instanceof WebSocketRequestResponsePair)) {
+      throw new TypeError("Failed to execute 'setWebSocketAutoResponse' on 'DurableObjectState': parameter 1 is not of type 'WebSocketRequestResponsePair'.");
+    }
+    for (const [what, text] of [['Request', pair.request], ['Response', pair.response]]) {
+      const size = host.utf8Encode(text).byteLength;
+      if (size > 2048) throw new RangeError(`${what} cannot be larger than 2048 bytes. A ${what.toLowerCase()} of size ${size} was provided.`);
+    }
+    host.objectSetAutoResponse(o.className, o.id, pair.request, pair.response);
+  }
+
+  getWebSocketAutoResponse() {
+    const o = this.#object;
+    const pair = host.objectAutoResponse(o.className, o.id);
+    return pair === null ? null : new WebSocketRequestResponsePair(pair[0], pair[1]);
+  }
+
+  getWebSocketAutoResponseTimestamp(ws) {
+    internal.requireArgs(arguments.length, 1, "Failed to execute 'getWebSocketAutoResponseTimestamp' on 'DurableObjectState'");
+    const at = host.webSocketAutoResponseTime(internal.webSocketHostId(ws));
+    return at === null ? null : new Date(at);
+  }
 }
-internal.enumerableMembers(DurableObjectState, ['blockConcurrencyWhile', 'waitUntil']);
+internal.enumerableMembers(DurableObjectState, ['blockConcurrencyWhile', 'waitUntil', 'acceptWebSocket', 'getWebSockets', 'getTags',
+  'setWebSocketAutoResponse', 'getWebSocketAutoResponse', 'getWebSocketAutoResponseTimestamp']);
 internal.setToStringTag(DurableObjectState.prototype, 'DurableObjectState');
+
+// workerd's auto-response pair (ctx.setWebSocketAutoResponse).
+class WebSocketRequestResponsePair {
+  #request;
+  #response;
+
+  constructor(request, response) {
+    internal.requireArgs(arguments.length, 2, "Failed to construct 'WebSocketRequestResponsePair'");
+    this.#request = String(request);
+    this.#response = String(response);
+  }
+
+  get request() { return this.#request; }
+  get response() { return this.#response; }
+}
+internal.enumerableMembers(WebSocketRequestResponsePair, ['request', 'response']);
+internal.setToStringTag(WebSocketRequestResponsePair.prototype, 'WebSocketRequestResponsePair');
+internal.defineGlobal('WebSocketRequestResponsePair', WebSocketRequestResponsePair);
 
 // Live objects of this isolate, by class and id.
 const live = new Map();
+
+// The sweep that evicts idle objects: one timer at a time while any object
+// is live. An object untouched since the last sweep and idle now goes.
+let sweeping = false;
+
+function scheduleSweep() {
+  if (sweeping || live.size === 0) return;
+  sweeping = true;
+  host.objectIdleTimer().then(sweep, () => { sweeping = false; });
+}
+
+function sweep() {
+  sweeping = false;
+  for (const object of [...live.values()]) {
+    if (object.touched) object.touched = false;
+    else if (object.idle()) object.evict();
+  }
+  scheduleSweep();
+}
 
 class LiveObject {
   constructor(namespace, id) {
@@ -448,7 +561,19 @@ class LiveObject {
     // instance made elsewhere later takes a higher one, and this one's
     // writes are refused from then on (it breaks and is dropped).
     // It is taken before the instance reads or writes anything.
-    this.epoch = host.objectTake(this.className, this.id).then(undefined, (e) => {
+    // Idleness: events under way, storage operations in flight, accepted
+    // (non-hibernatable) WebSockets, and whether anything happened since
+    // the last sweep. `pending`: hibernatable sockets accepted and not yet
+    // answered, for the cap only (a socket answered after an eviction is
+    // found by the next instance on the host).
+    this.active = 0;
+    this.io = 0;
+    this.pins = 0;
+    this.pending = 0;
+    this.touched = true;
+    // Wrappers of its hibernatable sockets, by host id.
+    this.sockets = new Map();
+    this.epoch = this.track(host.objectTake(this.className, this.id)).then(undefined, (e) => {
       this.broken(e);
       throw e;
     });
@@ -465,6 +590,60 @@ class LiveObject {
 
   hasAlarmHandler() { return typeof this.Class?.prototype?.alarm === 'function'; }
 
+  // Counts a storage operation in flight until `promise` settles.
+  track(promise) {
+    this.io += 1;
+    const done = () => {
+      this.io -= 1;
+      this.touched = true;
+    };
+    promise.then(done, done);
+    return promise;
+  }
+
+  idle() {
+    return this.active === 0 && this.io === 0 && this.pins === 0 && this.gate.idle();
+  }
+
+  // Drops the instance: the next event makes a new one, which reads its
+  // state back. Its hibernatable sockets stay open on the host.
+  evict() {
+    if (live.get(this.key) === this) live.delete(this.key);
+    this.sockets.clear();
+    if (host.objectWebSockets(this.className, this.id, null).length === 0) {
+      host.objectSetAutoResponse(this.className, this.id, null, null);
+    }
+  }
+
+  // A socket this object accepted went out in a 101 as host socket `hostId`.
+  opened(hostId, ws) {
+    this.pending = Math.max(0, this.pending - 1);
+    this.touched = true;
+    if (live.get(this.key) === this) this.sockets.set(hostId, ws);
+  }
+
+  // The wrapper of hibernatable socket `hostId` (made again after an
+  // eviction, with the tags and attachment the host kept).
+  socket(hostId, tags, attachment) {
+    let ws = this.sockets.get(hostId);
+    if (ws === undefined) {
+      const hibernation = { className: this.className, id: this.id, tags, opened() {} };
+      ws = internal.hibernatedWebSocket(hostId, hibernation, attachment);
+      this.sockets.set(hostId, ws);
+    }
+    return ws;
+  }
+
+  // An accepted (non-hibernatable) WebSocket keeps the object in memory
+  // until it closes.
+  pin(server) {
+    this.pins += 1;
+    server.addEventListener('close', () => {
+      this.pins -= 1;
+      this.touched = true;
+    });
+  }
+
   broken(error) {
     if (live.get(this.key) === this) live.delete(this.key);
     void error;
@@ -473,16 +652,24 @@ class LiveObject {
   // Runs `call(instance)` once the input gate lets a new event in; its
   // answer waits for the writes it made (the output gate).
   async deliver(call) {
-    await this.gate.enter();
-    let pending;
+    this.active += 1;
+    this.touched = true;
     try {
-      pending = call(this.instance);
+      await this.gate.enter();
+      let pending;
+      try {
+        pending = call(this.instance);
+      } finally {
+        this.gate.unlockLater();
+      }
+      const result = await pending;
+      await this.storage.sync();
+      return result;
     } finally {
-      this.gate.unlockLater();
+      this.active -= 1;
+      this.touched = true;
+      scheduleSweep();
     }
-    const result = await pending;
-    await this.storage.sync();
-    return result;
   }
 }
 
@@ -523,6 +710,9 @@ function callFetch(object, request) {
     if (!(response instanceof Response)) {
       throw new TypeError('Incorrect type for Promise: the Promise did not resolve to \'Response\'.');
     }
+    // A WebSocket the object accepted itself keeps it in memory.
+    const server = response.webSocket === null ? null : internal.webSocketServerOf(response.webSocket);
+    if (server !== null) object.pin(server);
     return response;
   });
 }
@@ -550,6 +740,8 @@ const ERRORS = { Error, TypeError, RangeError, SyntaxError, ReferenceError, Eval
 
 async function forwarded(className, id, rpc, method, url, headers, bytes) {
   const res = await host.objectCall(className, id, rpc, method, url, headers, bytes);
+  // A 101's socket, served by the object's thread: passed on as it is.
+  if (res.webSocket) res.passedWebSocket = internal.passedWebSocket(res.webSocket);
   const response = internal.responseFromHost(res);
   if (response.status === 500 && response.headers.has(THREW)) {
     const [name, message] = host.deserialize(new Uint8Array(await response.arrayBuffer()));
@@ -722,5 +914,36 @@ internal.deliverAlarm = (className, id, retryCount) => {
     // Failed: the alarm stays for its retry, and getAlarm() says so.
     object.alarmFiring = false;
     throw e;
+  });
+};
+
+// A message (kind 0 text, 1 binary) or the close (kind 2) of hibernatable
+// socket `socketId` of object `id` of `className` (the engine's
+// ObjectSocketEvent): the object (made again if it was evicted) gets
+// webSocketMessage(ws, data), webSocketClose(ws, code, reason, wasClean),
+// or, for a socket that went away without a close (1006),
+// webSocketError(ws, error), as one more event through its input gate.
+internal.deliverWebSocketEvent = (className, id, socketId, kind, data, code, reason, tags, attachment) => {
+  const namespace = namespaces.get(className);
+  if (namespace === undefined) {
+    throw new TypeError(`A WebSocket message came for the Durable Object class ${className}, which no binding of this Worker names.`);
+  }
+  const object = liveObject(namespace, new DurableObjectId(kCreate, id, undefined));
+  const ws = object.socket(socketId, tags, attachment);
+  return object.deliver((instance) => {
+    const value = internal.webSocketReceived(ws, kind, data);
+    if (kind !== 2) {
+      if (typeof instance.webSocketMessage !== 'function') {
+        throw new TypeError(`The Durable Object class ${className} has no webSocketMessage() handler.`);
+      }
+      return instance.webSocketMessage(ws, value);
+    }
+    object.sockets.delete(socketId);
+    if (code === 1006) {
+      if (typeof instance.webSocketError === 'function') return instance.webSocketError(ws, new Error(reason));
+      return undefined;
+    }
+    if (typeof instance.webSocketClose === 'function') return instance.webSocketClose(ws, code, reason, true);
+    return undefined;
   });
 };

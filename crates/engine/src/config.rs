@@ -117,7 +117,16 @@ pub struct EngineConfig {
     /// the first isolate to compile a module writes its cache, the next
     /// ones (other threads, later processes) compile from it. `None`: none.
     pub code_cache: Option<crate::code_cache::CodeCacheConfig>,
+    /// How long a Durable Object instance may sit idle (no event, no
+    /// storage operation, no accepted non-hibernatable WebSocket) before it
+    /// is dropped from its isolate; the next call makes it again and it
+    /// reads its state back from storage. Cloudflare's is about 70 s (up to
+    /// twice this here: a sweep every `object_idle`).
+    pub object_idle: std::time::Duration,
 }
+
+/// How long an idle Durable Object stays in memory by default.
+pub const DEFAULT_OBJECT_IDLE: std::time::Duration = std::time::Duration::from_secs(70);
 
 impl EngineConfig {
     /// Engine threads: `threads`, or one per core when it is 0.
@@ -159,6 +168,7 @@ impl Default for EngineConfig {
             snapshot_cache: None,
             turn_map: None,
             code_cache: None,
+            object_idle: DEFAULT_OBJECT_IDLE,
         }
     }
 }

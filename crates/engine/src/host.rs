@@ -52,6 +52,7 @@ mod url_pattern;
 mod value;
 mod ws_client;
 mod ws_connect;
+mod ws_object;
 
 use std::sync::OnceLock;
 

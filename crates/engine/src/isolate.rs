@@ -446,7 +446,11 @@ impl WorkerIsolate {
     /// `[class, id, retryCount]` for a Durable Object alarm
     /// ([`crate::AlarmEvent`]), else `null`; `call` `[class, id, method]`
     /// for a stub call forwarded to the object's home thread
-    /// ([`crate::ObjectCall`], `method` null for `fetch`), else `null`.
+    /// ([`crate::ObjectCall`], `method` null for `fetch`), else `null`;
+    /// `socket` `[class, id, socketId, kind, data, code, reason, tags,
+    /// attachment]` for a message of a Durable Object's hibernatable
+    /// WebSocket (`ObjectSocketEvent`, kinds as `webSocketEvent`'s), else
+    /// `null`.
     pub(crate) fn handle_request(
         &self,
         ctx: u32,
@@ -461,7 +465,7 @@ impl WorkerIsolate {
                 Some(env) => v8::Local::new(scope, env).into(),
                 None => v8::Object::new(scope).into(),
             };
-            let [tick, alarm, call] = event_args(scope, parts)?;
+            let [tick, alarm, call, socket] = event_args(scope, parts)?;
             let args = [
                 v8::Integer::new_from_unsigned(scope, ctx).into(),
                 host::js_string(scope, parts.method.as_str())?,
@@ -472,6 +476,7 @@ impl WorkerIsolate {
                 tick,
                 alarm,
                 call,
+                socket,
             ];
             function.call(scope, receiver.into(), &args).map(|_| ())
         })
@@ -617,28 +622,9 @@ impl WorkerIsolate {
             let key = v8::String::new(scope, "webSocketEvent")?;
             let function =
                 v8::Local::<v8::Function>::try_from(internal.get(scope, key.into())?).ok()?;
-            let undefined: v8::Local<v8::Value> = v8::undefined(scope).into();
-            let (kind, data, code, reason) = match message {
-                SocketMessage::Text(text) => (0, host::js_string(scope, &text)?, 0, undefined),
-                SocketMessage::Binary(bytes) => (
-                    1,
-                    host::u8_array(scope, bytes.to_vec())?.into(),
-                    0,
-                    undefined,
-                ),
-                SocketMessage::Close(frame) => {
-                    let (code, reason) =
-                        frame.map_or((1005, String::new()), |f| (f.code, f.reason));
-                    (2, undefined, code, host::js_string(scope, &reason)?)
-                }
-            };
-            let args = [
-                v8::Integer::new_from_unsigned(scope, socket).into(),
-                v8::Integer::new(scope, kind).into(),
-                data,
-                v8::Integer::new(scope, i32::from(code)).into(),
-                reason,
-            ];
+            let [kind, data, code, reason] = message_args(scope, &message)?;
+            let socket = v8::Integer::new_from_unsigned(scope, socket).into();
+            let args = [socket, kind, data, code, reason];
             function.call(scope, internal.into(), &args).map(|_| ())
         })
     }
@@ -767,12 +753,13 @@ fn name_of(name: &'static str) -> &'static str {
     }
 }
 
-/// `handleRequest`'s last three arguments: the cron tick, the alarm and the
-/// forwarded object call the request carries (each `null` when it does not).
+/// `handleRequest`'s last four arguments: the cron tick, the alarm, the
+/// forwarded object call and the object's socket event the request carries
+/// (each `null` when it does not).
 fn event_args<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     parts: &http::request::Parts,
-) -> Option<[v8::Local<'s, v8::Value>; 3]> {
+) -> Option<[v8::Local<'s, v8::Value>; 4]> {
     let tick = match parts.extensions.get::<crate::ScheduledEvent>() {
         Some(tick) => {
             let cron = host::js_string(scope, &tick.cron)?;
@@ -804,5 +791,65 @@ fn event_args<'s>(
         }
         None => v8::null(scope).into(),
     };
-    Some([tick, alarm, call])
+    let socket = match parts.extensions.get::<crate::socket::ObjectSocketEvent>() {
+        Some(event) => socket_event_args(scope, event)?,
+        None => v8::null(scope).into(),
+    };
+    Some([tick, alarm, call, socket])
+}
+
+/// `[class, id, socketId, kind, data, code, reason, tags, attachment]` of
+/// an object's socket event (kinds and values as `internal.webSocketEvent`'s).
+fn socket_event_args<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    event: &crate::socket::ObjectSocketEvent,
+) -> Option<v8::Local<'s, v8::Value>> {
+    let class = host::js_string(scope, &event.class)?;
+    let id = host::js_string(scope, &event.id)?;
+    let socket = v8::Integer::new_from_unsigned(scope, event.socket).into();
+    let [kind, data, code, reason] = message_args(scope, &event.message)?;
+    let tags: Option<Vec<_>> = event
+        .tags
+        .iter()
+        .map(|t| host::js_string(scope, t))
+        .collect();
+    let tags = v8::Array::new_with_elements(scope, &tags?).into();
+    let attachment = match &event.attachment {
+        Some(bytes) => host::u8_array(scope, bytes.clone())?.into(),
+        None => v8::null(scope).into(),
+    };
+    let all = [
+        class, id, socket, kind, data, code, reason, tags, attachment,
+    ];
+    Some(v8::Array::new_with_elements(scope, &all).into())
+}
+
+/// `[kind, data, code, reason]` of a socket message: kind 0 text, 1 binary
+/// (a Uint8Array, charged to the Worker), 2 close.
+fn message_args<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    message: &SocketMessage,
+) -> Option<[v8::Local<'s, v8::Value>; 4]> {
+    let undefined: v8::Local<v8::Value> = v8::undefined(scope).into();
+    let (kind, data, code, reason) = match message {
+        SocketMessage::Text(text) => (0, host::js_string(scope, text)?, 0, undefined),
+        SocketMessage::Binary(bytes) => (
+            1,
+            host::u8_array(scope, bytes.to_vec())?.into(),
+            0,
+            undefined,
+        ),
+        SocketMessage::Close(frame) => {
+            let (code, reason) = frame
+                .as_ref()
+                .map_or((1005, ""), |f| (f.code, f.reason.as_str()));
+            (2, undefined, code, host::js_string(scope, reason)?)
+        }
+    };
+    Some([
+        v8::Integer::new(scope, kind).into(),
+        data,
+        v8::Integer::new(scope, i32::from(code)).into(),
+        reason,
+    ])
 }

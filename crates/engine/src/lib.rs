@@ -64,7 +64,9 @@ pub use bundle::{
 };
 pub use cache::CacheConfig;
 pub use code_cache::{CodeCacheConfig, CodeCacheStats, MIN_SOURCE_BYTES, code_cache_file_name};
-pub use config::{DEFAULT_MAX_REQUEST_BODY_BYTES, EngineConfig, ParsePoolModeError, PoolMode};
+pub use config::{
+    DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_OBJECT_IDLE, EngineConfig, ParsePoolModeError, PoolMode,
+};
 pub use egress::{DEFAULT_DNS_OVER_HTTPS, EgressConfig, EgressRefused, Refusal, TlsConfigError};
 pub use engine::Engine;
 pub use host::console::{
@@ -82,8 +84,8 @@ pub use schedule::guaranteed;
 pub use scheduled::ScheduledEvent;
 pub use snapshot::runtime_files;
 pub use socket::{
-    CloseFrame, DEFAULT_MAX_MESSAGE_BYTES, SocketEnd, SocketMessage, WebSocketConfig,
-    WebSocketUpgrade,
+    CloseFrame, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SOCKETS_PER_OBJECT, SocketEnd,
+    SocketMessage, WebSocketConfig, WebSocketUpgrade,
 };
 pub use tail::{
     Exception, LogLine, MAX_TAILS_PER_WORKER, QUEUE as TAIL_QUEUE, TailError, TailEvent, TailItem,

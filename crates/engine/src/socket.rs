@@ -57,7 +57,14 @@ pub struct WebSocketConfig {
     /// Worker's other clients out. Past it that client's upgrade is
     /// answered 429 while others still get sockets.
     pub max_sockets_per_client: usize,
+    /// Hibernatable sockets (`ctx.acceptWebSocket`) one Durable Object may
+    /// hold (Cloudflare's: 32,768); each also takes a place of
+    /// `max_sockets_per_worker`. Past it `acceptWebSocket` throws.
+    pub max_sockets_per_object: usize,
 }
+
+/// Cloudflare's cap on one Durable Object's hibernatable WebSockets.
+pub const DEFAULT_MAX_SOCKETS_PER_OBJECT: usize = 32_768;
 
 impl Default for WebSocketConfig {
     fn default() -> Self {
@@ -67,6 +74,7 @@ impl Default for WebSocketConfig {
             idle_timeout: Duration::from_secs(100),
             max_sockets_per_worker: 128,
             max_sockets_per_client: 16,
+            max_sockets_per_object: DEFAULT_MAX_SOCKETS_PER_OBJECT,
         }
     }
 }
@@ -130,4 +138,26 @@ impl WebSocketUpgrade {
     pub fn take(&self) -> Option<SocketEnd> {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
+}
+
+/// A message (or the close) of a Durable Object's hibernatable WebSocket
+/// (`ctx.acceptWebSocket`), carried to its object as an extension of a
+/// request run on the object's home thread, as an alarm is: the engine
+/// delivers `webSocketMessage`/`webSocketClose`/`webSocketError` to the
+/// object (made again first if it was evicted) through its input gate,
+/// under the Worker's limits. The answer is a bodiless 200 once the handler
+/// is done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ObjectSocketEvent {
+    /// The class as the Worker's binding names it.
+    pub(crate) class: String,
+    /// The object's id (64 hex digits).
+    pub(crate) id: String,
+    /// The socket's id in the isolate (`host/socket.rs`).
+    pub(crate) socket: u32,
+    pub(crate) message: SocketMessage,
+    /// The socket's tags and serialized attachment, for an object made
+    /// again after its eviction (a closed socket is no longer listed).
+    pub(crate) tags: Vec<String>,
+    pub(crate) attachment: Option<Vec<u8>>,
 }

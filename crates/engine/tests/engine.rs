@@ -21,6 +21,8 @@ mod crypto;
 mod crypto_pool;
 #[path = "engine/durable_alarms.rs"]
 mod durable_alarms;
+#[path = "engine/durable_life.rs"]
+mod durable_life;
 #[path = "engine/durable_objects.rs"]
 mod durable_objects;
 #[path = "engine/durable_threads.rs"]

@@ -38,6 +38,7 @@ impl WebSocketArgs {
             idle_timeout: Duration::from_secs(u64::from(self.websocket_idle_secs)),
             max_sockets_per_worker: to_usize(self.websocket_max_sockets),
             max_sockets_per_client: to_usize(self.websocket_max_sockets_per_client),
+            max_sockets_per_object: isolane_engine::DEFAULT_MAX_SOCKETS_PER_OBJECT,
         }
     }
 }

@@ -40,6 +40,22 @@ pub(super) fn unit() -> Unit {
         .function("objectNextTurn", object_next_turn)
         .function("objectIsHome", super::object_forward::object_is_home)
         .function("objectCall", super::object_forward::object_call)
+        .function("objectIdleTimer", object_idle_timer)
+        .function(
+            "objectWebSocketCheck",
+            super::ws_object::object_web_socket_check,
+        )
+        .function("objectWebSockets", super::ws_object::object_web_sockets)
+        .function(
+            "objectSetAutoResponse",
+            super::ws_object::object_set_auto_response,
+        )
+        .function("objectAutoResponse", super::ws_object::object_auto_response)
+        .function("webSocketAttach", super::ws_object::web_socket_attach)
+        .function(
+            "webSocketAutoResponseTime",
+            super::ws_object::web_socket_auto_response_time,
+        )
 }
 
 /// What a storage op settles with.
@@ -49,6 +65,8 @@ pub(crate) enum Settled {
     Alarm(Option<i64>),
     /// The owner epoch an instance took.
     Epoch(i64),
+    /// A number of milliseconds (`objectIdleTimer`).
+    Millis(i64),
     Done,
     Failed(HostError),
 }
@@ -223,7 +241,7 @@ fn object_id_valid<'s>(
 }
 
 /// The strings of a JS array.
-fn strings(
+pub(super) fn strings(
     scope: &mut v8::PinScope<'_, '_>,
     value: v8::Local<'_, v8::Value>,
 ) -> Option<Vec<String>> {
@@ -453,6 +471,24 @@ fn object_next_turn<'s>(
 }
 }
 
+host_fn! {
+/// `objectIdleTimer()` → Promise of the engine's idle time for objects
+/// (`EngineConfig::object_idle`, in ms), settled once that time has passed:
+/// the sweep that evicts idle objects (js/28_durable_object.js). Detached
+/// like every object op: it outlives the request that armed it.
+fn object_idle_timer<'s>(
+    scope,
+    host: Rc<HostState>,
+) -> Option<v8::Local<'s, v8::Promise>> {
+    let idle = host.thread.config.object_idle;
+    let ms = i64::try_from(idle.as_millis()).unwrap_or(i64::MAX);
+    spawn(scope, &host, Ok(async move {
+        tokio::time::sleep(idle).await;
+        Settled::Millis(ms)
+    }))
+}
+}
+
 /// The JS value of a settled op (in its settling turn).
 pub(super) fn settled_js<'s>(
     scope: &mut v8::PinScope<'s, '_>,
@@ -464,7 +500,7 @@ pub(super) fn settled_js<'s>(
         Settled::Alarm(None) => Ok(v8::null(scope).into()),
         // Milliseconds fit a double exactly until 2^53.
         #[allow(clippy::cast_precision_loss)]
-        Settled::Alarm(Some(at)) | Settled::Epoch(at) => {
+        Settled::Alarm(Some(at)) | Settled::Epoch(at) | Settled::Millis(at) => {
             Ok(v8::Number::new(scope, at as f64).into())
         }
         Settled::Failed(error) => Err(error.to_js(scope).ok_or(undefined)?),

@@ -110,6 +110,8 @@ pub(super) fn object_call<'s>(
         let settlement = match answer {
             Ok(response) => {
                 let (parts, body) = response.into_parts();
+                // A WebSocket the object answered with, to pass on.
+                let web_socket = super::socket::pass_in(isolate.host(), ctx, &parts);
                 let body_id = if http_body::Body::is_end_stream(&body) {
                     0
                 } else {
@@ -122,7 +124,7 @@ pub(super) fn object_call<'s>(
                     body_id,
                     url,
                     redirected: false,
-                    web_socket: 0,
+                    web_socket,
                 })
             }
             Err(error) => Settlement::Object(Box::new(super::durable_object::Settled::Failed(

@@ -14,6 +14,12 @@
 //! An outbound socket (`host/ws_connect.rs`) is an [`Entry`] too, made by
 //! [`open_entry`] like an accepted one; its peer is a server, reached by the
 //! engine's own client (`host/ws_client.rs`) instead of the front end.
+//!
+//! A Durable Object's hibernatable socket (`ctx.acceptWebSocket`,
+//! `host/ws_object.rs`) is an [`Entry`] owned by its object instead of a
+//! request: no request is held open for it, and its messages go to the
+//! object as events of their own (`ObjectSocketEvent`), so the object may be
+//! evicted from the heap while the socket stays open here.
 
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -38,6 +44,7 @@ pub(super) fn unit() -> Unit {
         .function("webSocketClose", web_socket_close)
         .function("webSocketAccepted", web_socket_accepted)
         .function("webSocketConnect", super::ws_connect::web_socket_connect)
+        .function("webSocketPass", web_socket_pass)
         .state::<Sockets>()
 }
 
@@ -50,7 +57,8 @@ pub(crate) mod code {
 }
 
 /// One open socket, seen from the Worker.
-struct Entry {
+pub(super) struct Entry {
+    /// The request that holds it open; 0 for an object's hibernatable one.
     ctx: u32,
     /// To the front end; dropped (the channel ends) when the socket is
     /// dropped abnormally.
@@ -63,6 +71,8 @@ struct Entry {
     closed: Cell<bool>,
     /// Opened when the Worker accepts its end; the pump waits on it.
     accepted: Rc<tokio::sync::Notify>,
+    /// The Durable Object that accepted it with `acceptWebSocket`.
+    pub(super) object: Option<Rc<super::ws_object::ObjectSocket>>,
     /// Its place in the Worker's and its client's counts.
     _slot: Slot,
 }
@@ -70,19 +80,25 @@ struct Entry {
 /// The isolate's open sockets (the unit's state).
 #[derive(Default)]
 pub(crate) struct Sockets {
-    open: RefCell<IdMap<Entry>>,
+    pub(super) open: RefCell<IdMap<Entry>>,
     next: Cell<u32>,
+    /// Each Durable Object's WebSocket auto-response, by (class, id).
+    pub(super) auto: RefCell<super::ws_object::AutoResponses>,
+    /// Sockets a Durable Object on another thread answered a forwarded
+    /// `stub.fetch` with (`101`), by id, with the request that holds them
+    /// until its Worker returns them (`webSocketPass`).
+    passed: RefCell<IdMap<(u32, SocketEnd)>>,
 }
 
 impl Sockets {
-    fn insert(&self, entry: Entry) -> u32 {
+    pub(super) fn insert(&self, entry: Entry) -> u32 {
         let id = self.next.get().wrapping_add(1).max(1);
         self.next.set(id);
         self.open.borrow_mut().insert(id, entry);
         id
     }
 
-    fn out(&self, id: u32) -> Option<(mpsc::Sender<SocketMessage>, bool)> {
+    pub(super) fn out(&self, id: u32) -> Option<(mpsc::Sender<SocketMessage>, bool)> {
         let open = self.open.borrow();
         let entry = open.get(&id)?;
         entry.active.set(Instant::now());
@@ -95,18 +111,25 @@ impl Sockets {
         }
     }
 
-    fn idle_since(&self, id: u32) -> Option<Instant> {
+    pub(super) fn idle_since(&self, id: u32) -> Option<Instant> {
         self.open.borrow().get(&id).map(|e| e.active.get())
     }
 
-    fn set_pump(&self, id: u32, task: AbortHandle) {
+    pub(super) fn set_pump(&self, id: u32, task: AbortHandle) {
         if let Some(entry) = self.open.borrow_mut().get_mut(&id) {
             entry.pump = Some(task);
         }
     }
 
+    /// Marks socket `id` active now (a message crossed).
+    pub(super) fn touch(&self, id: u32) {
+        if let Some(entry) = self.open.borrow().get(&id) {
+            entry.active.set(Instant::now());
+        }
+    }
+
     /// Forgets socket `id` (it closed or broke); its count goes.
-    fn take(&self, id: u32) -> Option<Entry> {
+    pub(super) fn take(&self, id: u32) -> Option<Entry> {
         self.open.borrow_mut().remove(&id)
     }
 
@@ -114,6 +137,9 @@ impl Sockets {
     /// ended, so its sockets end too — the front end sees the channel end
     /// without a close frame and closes the client with 1011.
     pub(crate) fn drop_for(&self, ctx: Option<u32>) {
+        self.passed
+            .borrow_mut()
+            .retain(|_, (owner, _)| ctx.is_some_and(|c| c != *owner));
         let gone: Vec<Entry> = {
             let mut open = self.open.borrow_mut();
             let ids: Vec<u32> = open
@@ -137,19 +163,24 @@ pub(super) fn sockets(host: &HostState) -> HostResult<&Sockets> {
 }
 
 host_fn! {
-/// `webSocketRespond(ctxId, headers)` → socket id: answers request
-/// `ctxId` with `101` and the front end's end of a new socket.
+/// `webSocketRespond(ctxId, headers, hibernation)` → socket id: answers
+/// request `ctxId` with `101` and the front end's end of a new socket;
+/// `hibernation` `[class, id, tags, attachment]` for a socket a Durable
+/// Object accepted with `acceptWebSocket` (then owned by the object, not
+/// the request), else null.
 fn web_socket_respond<'s>(
     scope,
     host: Rc<HostState>,
     ctx: u32,
     headers: v8::Local<'s, v8::Value>,
+    hibernation: v8::Local<'s, v8::Value>,
 ) -> HostResult<f64> {
     let config = host.thread.config.websocket;
     let sockets = sockets(&host)?;
     if !host.request_live(ctx) {
         return Err(HostError::type_error("The request has already ended."));
     }
+    let object = super::ws_object::owner(scope, &host, sockets, hibernation)?;
     let worker = host.worker_id();
     let client = host.client(ctx);
     let slot = match socket_count::open(worker, client.as_ref(), &config) {
@@ -166,13 +197,61 @@ fn web_socket_respond<'s>(
         }
     };
     let headers = lenient_header_map(scope, headers);
-    let (id, end) = open_entry(&host, sockets, ctx, slot);
+    let (id, end) = match object {
+        Some(object) => super::ws_object::open_object_entry(&host, sockets, slot, object),
+        None => open_entry(&host, sockets, ctx, slot),
+    };
     let mut response = http::Response::new(crate::Body::empty());
     *response.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
     *response.headers_mut() = headers;
     response.extensions_mut().insert(WebSocketUpgrade::new(end));
     host.send_head(ctx, response);
     Ok(f64::from(id))
+}
+}
+
+/// The socket a forwarded `stub.fetch` was answered with (a `101` from the
+/// object's home thread, `host/object_forward.rs`), kept for request `ctx`
+/// until its Worker returns it (`webSocketPass`): its id, 0 for none.
+pub(super) fn pass_in(host: &HostState, ctx: u32, parts: &http::response::Parts) -> u32 {
+    if parts.status != http::StatusCode::SWITCHING_PROTOCOLS {
+        return 0;
+    }
+    let end = parts
+        .extensions
+        .get::<WebSocketUpgrade>()
+        .and_then(WebSocketUpgrade::take);
+    let (Some(end), Some(sockets)) = (end, host.state::<Sockets>()) else {
+        return 0;
+    };
+    let id = sockets.next.get().wrapping_add(1).max(1);
+    sockets.next.set(id);
+    sockets.passed.borrow_mut().insert(id, (ctx, end));
+    id
+}
+
+host_fn! {
+/// `webSocketPass(ctxId, id, headers)`: answers request `ctxId` with `101`
+/// and the socket `id` a forwarded `stub.fetch` was answered with, as it
+/// is: the object's thread keeps serving it. Throws TypeError for an
+/// unknown id (passed already).
+fn web_socket_pass<'s>(
+    scope,
+    host: Rc<HostState>,
+    ctx: u32,
+    id: u32,
+    headers: v8::Local<'s, v8::Value>,
+) -> HostResult<()> {
+    let sockets = sockets(&host)?;
+    let Some((_, end)) = sockets.passed.borrow_mut().remove(&id) else {
+        return Err(HostError::type_error("This WebSocket was already handed over."));
+    };
+    let mut response = http::Response::new(crate::Body::empty());
+    *response.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
+    *response.headers_mut() = lenient_header_map(scope, headers);
+    response.extensions_mut().insert(WebSocketUpgrade::new(end));
+    host.send_head(ctx, response);
+    Ok(())
 }
 }
 
@@ -188,35 +267,47 @@ pub(super) fn open_entry(
     slot: Slot,
 ) -> (u32, SocketEnd) {
     let config = host.thread.config.websocket;
+    let (entry, queue, end) = new_entry(config, ctx, slot, None);
+    let id = sockets.insert(entry);
+    host.hold(ctx);
+    let task = tokio::task::spawn_local(pump(host.me.clone(), ctx, id, queue, config.idle_timeout));
+    sockets.set_pump(id, task.abort_handle());
+    (id, end)
+}
+
+/// A new [`Entry`] of request `ctx` (0: of `object`), the client's end of
+/// its queue and its accept gate, and the peer's end of its channels.
+pub(super) fn new_entry(
+    config: crate::socket::WebSocketConfig,
+    ctx: u32,
+    slot: Slot,
+    object: Option<Rc<super::ws_object::ObjectSocket>>,
+) -> (Entry, ClientQueue, SocketEnd) {
     let capacity = config.buffered_messages.max(1);
     let (to_worker, from_client) = mpsc::channel(capacity);
     let (out, from_worker) = mpsc::channel(capacity);
     let accepted = Rc::new(tokio::sync::Notify::new());
-    let id = sockets.insert(Entry {
+    let entry = Entry {
         ctx,
         out,
         pump: None,
         active: Cell::new(Instant::now()),
         closed: Cell::new(false),
         accepted: accepted.clone(),
+        object,
         _slot: slot,
-    });
-    host.hold(ctx);
-    let task = tokio::task::spawn_local(pump(
-        host.me.clone(),
-        ctx,
-        id,
-        (from_client, accepted),
-        config.idle_timeout,
-    ));
-    sockets.set_pump(id, task.abort_handle());
+    };
     let end = SocketEnd {
         to_worker,
         from_worker,
         config,
     };
-    (id, end)
+    (entry, (from_client, accepted), end)
 }
+
+/// The client's messages to a socket and the gate its pump waits on until
+/// the Worker accepts.
+pub(super) type ClientQueue = (mpsc::Receiver<SocketMessage>, Rc<tokio::sync::Notify>);
 
 host_fn! {
 /// `webSocketAccepted(id)`: the Worker accepted its end; its client's
@@ -306,7 +397,7 @@ fn too_big(limit: usize) -> HostError {
 
 /// Ends socket `id` without a close handshake: the front end closes the
 /// client with 1011, the Worker hears `close` with 1006 in a turn of its own.
-fn drop_abnormally(host: &HostState, sockets: &Sockets, id: u32, reason: &'static str) {
+pub(super) fn drop_abnormally(host: &HostState, sockets: &Sockets, id: u32, reason: &'static str) {
     let Some(entry) = sockets.take(id) else {
         return;
     };
@@ -314,6 +405,11 @@ fn drop_abnormally(host: &HostState, sockets: &Sockets, id: u32, reason: &'stati
     // stops at its next await.
     if let Some(pump) = entry.pump {
         pump.abort();
+    }
+    if let Some(object) = entry.object {
+        // An object's socket: its object hears of it as an event of its own.
+        super::ws_object::dropped(host, id, &object, reason);
+        return;
     }
     let ctx = entry.ctx;
     let me = host.me.clone();
@@ -325,7 +421,7 @@ fn drop_abnormally(host: &HostState, sockets: &Sockets, id: u32, reason: &'stati
     });
 }
 
-fn abnormal(reason: &str) -> SocketMessage {
+pub(super) fn abnormal(reason: &str) -> SocketMessage {
     SocketMessage::Close(Some(CloseFrame {
         code: code::ABNORMAL,
         reason: reason.to_owned(),
@@ -369,53 +465,91 @@ async fn next_message(
     tokio::time::timeout(idle, from_client.recv()).await
 }
 
+/// What the pump makes of a wait for the client's next message: the
+/// message, the close (1006 when the client went away, 1001 to both sides
+/// after `idle` with no message either way), or `None` when the wait timed
+/// out but the Worker sent meanwhile (wait again).
+fn received(
+    sockets: &Sockets,
+    id: u32,
+    next: Result<Option<SocketMessage>, tokio::time::error::Elapsed>,
+    idle: Duration,
+) -> Option<SocketMessage> {
+    match next {
+        Ok(Some(message)) => Some(message),
+        Ok(None) => Some(abnormal("the client went away")),
+        Err(_) => {
+            let since = sockets.idle_since(id).unwrap_or_else(Instant::now);
+            if since.elapsed() < idle {
+                return None;
+            }
+            let frame = CloseFrame {
+                code: code::GOING_AWAY,
+                reason: "idle timeout".to_owned(),
+            };
+            if let Some((out, _)) = sockets.out(id) {
+                let _ = out.try_send(SocketMessage::Close(Some(frame.clone())));
+            }
+            Some(SocketMessage::Close(Some(frame)))
+        }
+    }
+}
+
+/// A pump's side of a socket: the client's queue, the gate that holds it
+/// until the Worker accepts, the idle timeout.
+pub(super) struct Inbox {
+    me: Weak<dyn IsolateTurns>,
+    id: u32,
+    waiting: Option<Rc<tokio::sync::Notify>>,
+    from_client: mpsc::Receiver<SocketMessage>,
+    idle: Duration,
+}
+
+impl Inbox {
+    pub(super) fn new(
+        me: Weak<dyn IsolateTurns>,
+        id: u32,
+        queue: ClientQueue,
+        idle: Duration,
+    ) -> Self {
+        let (from_client, accepted) = queue;
+        // Nothing is taken from the client before the Worker accepts: past
+        // the channel's few messages, the client is not read (idle: closed).
+        Self {
+            me,
+            id,
+            waiting: Some(accepted),
+            from_client,
+            idle,
+        }
+    }
+
+    /// The client's next message (or the close), with the isolate to take
+    /// it; `None` once the isolate is gone.
+    pub(super) async fn next(&mut self) -> Option<(Rc<dyn IsolateTurns>, SocketMessage)> {
+        loop {
+            let next = next_message(&mut self.waiting, &mut self.from_client, self.idle).await;
+            let isolate = self.me.upgrade()?;
+            let sockets = isolate.host().state::<Sockets>()?;
+            let Some(message) = received(sockets, self.id, next, self.idle) else {
+                continue;
+            };
+            sockets.touch(self.id);
+            return Some((isolate, message));
+        }
+    }
+}
+
 /// Delivers the client's messages to the Worker, one turn each, until the
 /// socket closes; closes it when idle for `idle`.
-async fn pump(
-    me: Weak<dyn IsolateTurns>,
-    ctx: u32,
-    id: u32,
-    (mut from_client, accepted): (mpsc::Receiver<SocketMessage>, Rc<tokio::sync::Notify>),
-    idle: Duration,
-) {
-    // Nothing is taken from the client before the Worker accepts: past the
-    // channel's few messages, the client is not read (idle: closed).
-    let mut waiting = Some(accepted);
-    loop {
-        let next = next_message(&mut waiting, &mut from_client, idle).await;
-        let Some(isolate) = me.upgrade() else {
-            return;
-        };
+async fn pump(me: Weak<dyn IsolateTurns>, ctx: u32, id: u32, queue: ClientQueue, idle: Duration) {
+    let mut inbox = Inbox::new(me, id, queue, idle);
+    while let Some((isolate, message)) = inbox.next().await {
         let host = isolate.host();
-        let Some(sockets) = host.state::<Sockets>() else {
-            return;
-        };
-        let message = match next {
-            Ok(Some(message)) => message,
-            Ok(None) => abnormal("the client went away"),
-            Err(_) => {
-                let since = sockets.idle_since(id).unwrap_or_else(Instant::now);
-                if since.elapsed() < idle {
-                    continue;
-                }
-                let frame = CloseFrame {
-                    code: code::GOING_AWAY,
-                    reason: "idle timeout".to_owned(),
-                };
-                if let Some((out, _)) = sockets.out(id) {
-                    let _ = out.try_send(SocketMessage::Close(Some(frame.clone())));
-                }
-                SocketMessage::Close(Some(frame))
-            }
-        };
-        let closing = matches!(message, SocketMessage::Close(_));
-        if let Some(entry) = sockets.open.borrow().get(&id) {
-            entry.active.set(Instant::now());
-        }
-        if closing {
+        if matches!(message, SocketMessage::Close(_)) {
             // Forgotten first: the Worker's `close()` in its handler is
             // then a no-op (the front end answers the client's close).
-            let Some(entry) = sockets.take(id) else {
+            let Some(entry) = host.state::<Sockets>().and_then(|s| s.take(id)) else {
                 return;
             };
             isolate.socket_event(ctx, id, message);

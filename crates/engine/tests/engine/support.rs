@@ -90,6 +90,45 @@ pub fn get(path: &str) -> http::Request<Body> {
         .unwrap()
 }
 
+/// `path` as a WebSocket handshake (`Upgrade: websocket`).
+pub fn upgrade(path: &str) -> http::Request<Body> {
+    let mut request = get(path);
+    request
+        .headers_mut()
+        .insert("upgrade", http::HeaderValue::from_static("websocket"));
+    request
+}
+
+/// The socket of the `101` that answers `upgrade(path)` on `thread`, as a
+/// front end takes it.
+pub async fn open_socket(
+    engine: &Engine,
+    thread: usize,
+    bundle: &Arc<WorkerBundle>,
+    path: &str,
+) -> isolane_engine::SocketEnd {
+    let response = engine
+        .execute(thread, bundle.clone(), upgrade(path))
+        .await
+        .expect("a response");
+    assert_eq!(response.status(), 101);
+    response
+        .extensions()
+        .get::<isolane_engine::WebSocketUpgrade>()
+        .expect("the socket rides on the response")
+        .take()
+        .expect("taken once")
+}
+
+/// The Worker's next message on `end` (`None`: the socket ended).
+pub async fn next_message(
+    end: &mut isolane_engine::SocketEnd,
+) -> Option<isolane_engine::SocketMessage> {
+    tokio::time::timeout(Duration::from_secs(20), end.from_worker.recv())
+        .await
+        .expect("the worker answers in time")
+}
+
 pub fn post(path: &str, body: Body) -> http::Request<Body> {
     http::Request::builder()
         .method("POST")

@@ -36,31 +36,15 @@ export default {
 "#;
 
 fn upgrade_request() -> http::Request<isolane_engine::Body> {
-    let mut request = get("/ws");
-    request
-        .headers_mut()
-        .insert("upgrade", http::HeaderValue::from_static("websocket"));
-    request
+    upgrade("/ws")
 }
 
 async fn open(engine: &Engine, bundle: &Arc<WorkerBundle>) -> SocketEnd {
-    let response = engine
-        .execute(0, bundle.clone(), upgrade_request())
-        .await
-        .expect("a response");
-    assert_eq!(response.status(), 101);
-    response
-        .extensions()
-        .get::<WebSocketUpgrade>()
-        .expect("the socket rides on the response")
-        .take()
-        .expect("taken once")
+    open_socket(engine, 0, bundle, "/ws").await
 }
 
 async fn next(end: &mut SocketEnd) -> Option<SocketMessage> {
-    tokio::time::timeout(Duration::from_secs(20), end.from_worker.recv())
-        .await
-        .expect("the worker answers in time")
+    next_message(end).await
 }
 
 fn text(s: &str) -> SocketMessage {
