@@ -33,7 +33,8 @@ pub struct Dev {
 
 impl Dev {
     /// `isolane dev <args…> --threads 1`; arguments that name a file or folder
-    /// of the repository are passed as absolute paths.
+    /// of the repository are passed as absolute paths, and the state goes
+    /// in a folder of the test's own unless `--state` is given.
     pub fn start(args: &[&str]) -> Self {
         let mut argv: Vec<OsString> = vec!["dev".into()];
         argv.extend(args.iter().map(|arg| {
@@ -46,6 +47,11 @@ impl Dev {
         }));
         argv.extend(["--threads".into(), "1".into()]);
         let logs = tempfile::tempdir().unwrap();
+        // Its state in the test's own folder, not in the crate's source
+        // tree (the working folder cargo runs tests in).
+        if !args.contains(&"--state") {
+            argv.extend(["--state".into(), logs.path().join("state").into_os_string()]);
+        }
         let process = Process::spawn(
             "isolane dev",
             Path::new(env!("CARGO_BIN_EXE_isolane")),
