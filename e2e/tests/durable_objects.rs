@@ -404,6 +404,9 @@ async fn a_class_hosted_by_another_worker_is_shared_within_its_namespace_only() 
     kubectl::apply_workers(&cp, &dir.path().join("a.yaml"), TEAM, &team_a).await;
     let team_b = [caller("other.test", "host")];
     kubectl::apply_workers(&cp, &dir.path().join("b.yaml"), OTHER, &team_b).await;
+    for (namespace, name) in [(TEAM, "host"), (TEAM, "caller"), (OTHER, "caller")] {
+        workers::wait_ready(&cp.client(), namespace, name, SETTLE).await;
+    }
     let ingress = Ingress::new(cluster.ingress());
     for route in ["host.test", "caller.test", "other.test"] {
         wait_until(&format!("{route} answers"), SETTLE, || {
