@@ -9,29 +9,15 @@
 
 use std::sync::Arc;
 
-use isolane_engine::{EngineConfig, ExecuteError, PoolMode, WorkerBundle};
+use isolane_engine::{ExecuteError, WorkerBundle};
 use isolane_storage::{PostgresSettings, Store};
 
+use crate::durable_objects::do_engine;
 use crate::support::*;
 
-fn do_engine(store: Store) -> isolane_engine::Engine {
-    engine_with(EngineConfig {
-        threads: 1,
-        pin_threads: false,
-        pool_mode: PoolMode::Pinned,
-        spare_isolates: 1,
-        store: Some(store),
-        ..EngineConfig::default()
-    })
-    .0
-}
-
+/// A Worker binding its own class `Counter` as `COUNTER`.
 fn do_bundle(id: &str, script: &str) -> Arc<WorkerBundle> {
-    let mut bundle = bundle_with(id, script, Default::default(), &[]);
-    bundle
-        .durable_objects
-        .insert("COUNTER".to_owned(), "Counter".to_owned());
-    Arc::new(bundle)
+    crate::durable_objects::do_bundle(id, script, Default::default())
 }
 
 /// The benign Worker: `/` increments object `a`.
