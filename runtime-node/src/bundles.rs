@@ -479,4 +479,35 @@ mod tests {
             (isolane_engine::NodeCompat::V2, true, true)
         );
     }
+
+    #[test]
+    fn a_class_another_worker_hosts_is_told_apart_from_the_workers_own() {
+        use isolane_crds::Binding;
+        let mut bundle = isolane_crds::Bundle::new(
+            "team-a/caller".into(),
+            "export default {}".into(),
+            Default::default(),
+            Default::default(),
+            Vec::new(),
+        );
+        bundle.bindings = vec![
+            Binding::durable_object("OWN", "Own"),
+            Binding::hosted_durable_object("SELF", "Mine", "caller"),
+            Binding::hosted_durable_object("HOSTED", "Counter", "host"),
+            Binding::kv("KV", "cache"),
+        ];
+        let worker = worker_bundle(bundle);
+        let own: Vec<_> = worker
+            .durable_objects
+            .iter()
+            .map(|(b, c)| (b.as_str(), c.as_str()))
+            .collect();
+        assert_eq!(own, [("OWN", "Own"), ("SELF", "Mine")]);
+        let hosted = isolane_engine::HostedClass {
+            worker: "host".into(),
+            class: "Counter".into(),
+        };
+        assert_eq!(worker.hosted_objects.len(), 1);
+        assert_eq!(worker.hosted_objects.get("HOSTED"), Some(&hosted));
+    }
 }
