@@ -370,6 +370,8 @@ async fn serve(
         tail::spawn(&engine, format).context("tailing the Workers")?;
     }
     let bundles = Arc::new(BundleIndex::new(REVISIONS_KEPT));
+    // Durable Object classes one Worker of the project hosts for another.
+    engine.set_workers(bundles.clone());
     // A Worker removed from the project leaves the engine at once.
     tokio::spawn(isolane_node::retire_deleted(
         bundles.clone(),

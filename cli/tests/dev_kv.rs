@@ -299,8 +299,8 @@ fn a_worker_yaml_with_a_bad_binding_exits_64_saying_why() {
             "binding name \"NOTES\" is used twice",
         ),
         (
-            "[{ name: COUNTER, durableObject: { className: Counter, worker: host } }]",
-            "durableObject.worker (\"host\") is not supported yet",
+            "[{ name: COUNTER, durableObject: { className: Counter, worker: other/host } }]",
+            "durableObject.worker \"other/host\" is not a Worker name",
         ),
     ] {
         std::fs::write(dir.path().join("w.yaml"), yaml(bindings)).unwrap();

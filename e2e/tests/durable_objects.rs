@@ -340,3 +340,111 @@ async fn an_objects_alarm_fires_once_and_fires_after_its_node_dies_with_its_stat
     rang(&ingress, "other", 2).await;
     assert_eq!(state(&ingress, "home").await["rang"], 2);
 }
+
+/// The hosting Worker: `/inc?name=N` increments object N through its own
+/// binding and answers the count.
+const HOSTING: &str = r#"
+import { DurableObject } from 'cloudflare:workers';
+export class Counter extends DurableObject {
+  async inc() {
+    const n = ((await this.ctx.storage.get('n')) ?? 0) + 1;
+    await this.ctx.storage.put('n', n);
+    return n;
+  }
+}
+export default {
+  async fetch(request, env) {
+    const name = new URL(request.url).searchParams.get('name') ?? 'home';
+    return new Response(String(await env.COUNTER.getByName(name).inc()));
+  },
+};
+"#;
+
+/// A Worker binding the class another Worker hosts (`HOSTED`): the same
+/// `/inc`; a failed call answers 500 with its message.
+const CALLING: &str = r#"
+export default {
+  async fetch(request, env) {
+    const name = new URL(request.url).searchParams.get('name') ?? 'home';
+    try {
+      return new Response(String(await env.HOSTED.getByName(name).inc()));
+    } catch (e) {
+      return new Response(e.message, { status: 500 });
+    }
+  },
+};
+"#;
+
+/// `durableObject: {className, worker}` through the real apiserver and a
+/// node: a Worker calling a class another Worker of its namespace hosts
+/// shares its objects with the host (their increments interleave on one
+/// count); the same binding in another namespace reaches nothing of
+/// team-a's (there is no `host` there); a binding naming
+/// `team-a/host` is refused at apply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_class_hosted_by_another_worker_is_shared_within_its_namespace_only() {
+    const OTHER: &str = "team-b";
+    let database = Postgres::start().unwrap();
+    let cp = ControlPlane::start().await.expect("control plane starts");
+    workers::prepare(&cp, &[TEAM, OTHER]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let options = ClusterOptions {
+        nodes: 1,
+        ..ClusterOptions::with_postgres(&database.connection_string())
+    };
+    let cluster = Cluster::start(&cp, dir.path(), options).await;
+    let mut host = inline_worker("host", HOSTING, &["host.test"]);
+    host.spec.bindings = vec![Binding::durable_object("COUNTER", "Counter")];
+    let caller = |route: &str, worker: &str| {
+        let mut caller = inline_worker("caller", CALLING, &[route]);
+        caller.spec.bindings = vec![Binding::hosted_durable_object("HOSTED", "Counter", worker)];
+        caller
+    };
+    let team_a = [host, caller("caller.test", "host")];
+    kubectl::apply_workers(&cp, &dir.path().join("a.yaml"), TEAM, &team_a).await;
+    let team_b = [caller("other.test", "host")];
+    kubectl::apply_workers(&cp, &dir.path().join("b.yaml"), OTHER, &team_b).await;
+    for (namespace, name) in [(TEAM, "host"), (TEAM, "caller"), (OTHER, "caller")] {
+        workers::wait_ready(&cp.client(), namespace, name, SETTLE).await;
+    }
+    let ingress = Ingress::new(cluster.ingress());
+    for route in ["host.test", "caller.test", "other.test"] {
+        wait_until(&format!("{route} answers"), SETTLE, || {
+            let ingress = &ingress;
+            async move {
+                let reply = ingress.get(route, "/?name=probe").await.ok()?;
+                (reply.status == 200 || (route == "other.test" && reply.status == 500))
+                    .then_some(())
+            }
+        })
+        .await;
+    }
+    for round in 1..=10 {
+        for (i, route) in ["caller.test", "host.test"].into_iter().enumerate() {
+            let reply = ingress.get(route, "/inc").await.unwrap();
+            let expected = (2 * round - 1 + i).to_string();
+            assert_eq!((reply.status, reply.body), (200, expected), "{route}");
+        }
+    }
+    let reply = ingress.get("other.test", "/inc").await.unwrap();
+    assert_eq!(reply.status, 500, "{reply:?}");
+    assert!(
+        reply.body.contains(
+            "Worker host, which hosts the class Counter, is not running in this namespace"
+        ),
+        "{reply:?}"
+    );
+    // A namespace cannot be named: the apiserver refuses the Worker.
+    let path = dir.path().join("bad.yaml");
+    let manifest = kubectl::manifest(OTHER, &caller("bad.test", "team-a/host"));
+    std::fs::write(&path, manifest).unwrap();
+    let mut command = cp.kubectl(["apply", "-f"]);
+    command.arg(&path);
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("durableObject.worker"), "{stderr}");
+}

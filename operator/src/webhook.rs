@@ -3,7 +3,8 @@
 //!
 //! - an inline `spec.script` that does not parse (the message says `line:column`);
 //! - `spec.bindings` whose names are not unique across `env` and bindings,
-//!   or of a kind not supported yet (`isolane_worker::check_bindings`);
+//!   or naming a hosting Worker by anything but a name
+//!   (`isolane_worker::check_bindings`);
 //! - a route (host + pathPrefix) that would take a route or a host from
 //!   another Worker (`RouteTable::held_by_others`, the ownership rule with the
 //!   Worker under review as the youngest claimant). On update,
@@ -520,7 +521,7 @@ mod tests {
                     "metadata": {"name": "kv", "namespace": "default"},
                     "spec": {
                         "script": "export default {}",
-                        "bindings": [{"name": "COUNTER", "durableObject": {"className": "Counter", "worker": "host"}}]
+                        "bindings": [{"name": "COUNTER", "durableObject": {"className": "Counter", "worker": "team-b/host"}}]
                     }
                 },
                 "dryRun": false,
@@ -531,7 +532,7 @@ mod tests {
         assert!(!allowed);
         assert!(
             message.contains(
-                "binding \"COUNTER\": durableObject.worker (\"host\") is not supported yet"
+                "binding \"COUNTER\": durableObject.worker \"team-b/host\" is not a Worker name"
             ),
             "{message}"
         );

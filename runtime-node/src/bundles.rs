@@ -304,11 +304,29 @@ impl Snapshot {
     }
 }
 
+/// A Durable Object binding to a class another Worker hosts finds it here
+/// (its newest revision).
+impl isolane_engine::WorkerLookup for BundleIndex {
+    fn current(&self, worker_id: &str) -> Option<Arc<WorkerBundle>> {
+        self.get(worker_id, "")
+    }
+}
+
 /// The engine's view of a bundle from its Secret.
 pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
     // The operator (and `isolane dev`) refuse bad settings before a bundle
     // is written; one that slipped through runs without Node.js modules.
     let compat = bundle.compat().unwrap_or_default();
+    // A class named with this Worker's own name as its host is its own.
+    let name = bundle
+        .worker_id
+        .split_once('/')
+        .map_or("", |(_, name)| name);
+    let (hosted, own): (Vec<_>, Vec<_>) = bundle
+        .bindings
+        .iter()
+        .filter_map(|binding| Some((binding.name.clone(), binding.durable_object.clone()?)))
+        .partition(|(_, object)| object.worker.as_deref().is_some_and(|w| w != name));
     WorkerBundle {
         id: bundle.worker_id,
         revision: bundle.revision,
@@ -320,10 +338,19 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
             .iter()
             .filter_map(|binding| Some((binding.name.clone(), binding.kv_namespace.clone()?)))
             .collect(),
-        durable_objects: bundle
-            .bindings
+        durable_objects: own
             .into_iter()
-            .filter_map(|binding| Some((binding.name, binding.durable_object?.class_name)))
+            .map(|(binding, object)| (binding, object.class_name))
+            .collect(),
+        hosted_objects: hosted
+            .into_iter()
+            .map(|(binding, object)| {
+                let hosted = isolane_engine::HostedClass {
+                    worker: object.worker.unwrap_or_default(),
+                    class: object.class_name,
+                };
+                (binding, hosted)
+            })
             .collect(),
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,
@@ -451,5 +478,36 @@ mod tests {
             ),
             (isolane_engine::NodeCompat::V2, true, true)
         );
+    }
+
+    #[test]
+    fn a_class_another_worker_hosts_is_told_apart_from_the_workers_own() {
+        use isolane_crds::Binding;
+        let mut bundle = isolane_crds::Bundle::new(
+            "team-a/caller".into(),
+            "export default {}".into(),
+            Default::default(),
+            Default::default(),
+            Vec::new(),
+        );
+        bundle.bindings = vec![
+            Binding::durable_object("OWN", "Own"),
+            Binding::hosted_durable_object("SELF", "Mine", "caller"),
+            Binding::hosted_durable_object("HOSTED", "Counter", "host"),
+            Binding::kv("KV", "cache"),
+        ];
+        let worker = worker_bundle(bundle);
+        let own: Vec<_> = worker
+            .durable_objects
+            .iter()
+            .map(|(b, c)| (b.as_str(), c.as_str()))
+            .collect();
+        assert_eq!(own, [("OWN", "Own"), ("SELF", "Mine")]);
+        let hosted = isolane_engine::HostedClass {
+            worker: "host".into(),
+            class: "Counter".into(),
+        };
+        assert_eq!(worker.hosted_objects.len(), 1);
+        assert_eq!(worker.hosted_objects.get("HOSTED"), Some(&hosted));
     }
 }

@@ -55,6 +55,10 @@ pub const CACHE_NAMESPACE_MIB_ENV: &str = "ISOLANE_CACHE_NAMESPACE_MIB";
 pub const KV_CACHE_MIB_ENV: &str = "ISOLANE_KV_CACHE_MIB";
 /// Env var for `--kv-namespace-max-mib`.
 pub const KV_NAMESPACE_MAX_MIB_ENV: &str = "ISOLANE_KV_NAMESPACE_MAX_MIB";
+/// Env var for `--object-max-mib`.
+pub const OBJECT_MAX_MIB_ENV: &str = "ISOLANE_OBJECT_MAX_MIB";
+/// Env var for `--storage-namespace-ops`.
+pub const STORAGE_NAMESPACE_OPS_ENV: &str = "ISOLANE_STORAGE_NAMESPACE_OPS";
 /// Env var for `--egress-allow` (comma-separated CIDRs).
 pub const EGRESS_ALLOW_ENV: &str = "ISOLANE_EGRESS_ALLOW";
 /// Env var for `--egress-deny` (comma-separated CIDRs).
@@ -237,6 +241,22 @@ pub struct Args {
     /// Objects' storage. 0: no quota.
     #[arg(long, env = KV_NAMESPACE_MAX_MIB_ENV, default_value_t = 1024)]
     pub kv_namespace_max_mib: u64,
+
+    /// The storage one Durable Object may hold (its keys and values), in
+    /// MiB: a write that grows it past this is refused; shrinking writes
+    /// and deletes still go through. Cloudflare's 10 GB by default (the
+    /// namespace's quota, `--kv-namespace-max-mib`, binds first unless
+    /// raised). 0: no limit.
+    #[arg(long, env = OBJECT_MAX_MIB_ENV, default_value_t = 10240)]
+    pub object_max_mib: u64,
+
+    /// Storage operations (KV and Durable Objects, reads the KV cache
+    /// answers aside) one Kubernetes namespace may run per second on this
+    /// node, in bursts of one second's worth: past it an operation is
+    /// refused before it reaches the database, so one namespace hammering
+    /// storage does not starve the others' operations. 0: no limit.
+    #[arg(long, env = STORAGE_NAMESPACE_OPS_ENV, default_value_t = 2000)]
+    pub storage_namespace_ops: u32,
 
     /// Destinations Workers' `fetch` may reach although the default egress
     /// policy refuses them (loopback, private, link-local …), as CIDRs, e.g.
@@ -586,7 +606,14 @@ impl Args {
                 .as_ref()
                 .map(isolane_storage::Store::postgres)
                 .transpose()?
-                .map(|store| kv_limits(store, self.kv_cache_mib, self.kv_namespace_max_mib)),
+                .map(|store| {
+                    storage_limits(
+                        store,
+                        self.kv_cache_mib,
+                        [self.kv_namespace_max_mib, self.object_max_mib],
+                        self.storage_namespace_ops,
+                    )
+                }),
             egress: isolane_engine::EgressConfig {
                 allow: self.egress_allow.clone(),
                 deny: self.egress_deny.clone(),
@@ -646,17 +673,27 @@ fn registry_ca(path: &std::path::Path) -> Result<isolane_artifact::RegistryCa, C
     })
 }
 
-/// The store with the node's KV cache and namespace quota.
-fn kv_limits(
+/// The store with the node's KV cache, namespace quota and per-object
+/// limit (`[namespace, object]` in MiB) and operations per namespace
+/// (0: none of that one).
+fn storage_limits(
     store: isolane_storage::Store,
     cache_mib: usize,
-    namespace_max_mib: u64,
+    [namespace_mib, object_mib]: [u64; 2],
+    ops_per_second: u32,
 ) -> isolane_storage::Store {
-    let store = store.with_kv_cache(cache_mib.saturating_mul(1 << 20));
-    match namespace_max_mib {
-        0 => store,
-        mib => store.with_namespace_quota(mib.saturating_mul(1 << 20)),
+    let mib = |n: u64| n.saturating_mul(1 << 20);
+    let mut store = store.with_kv_cache(cache_mib.saturating_mul(1 << 20));
+    if namespace_mib > 0 {
+        store = store.with_namespace_quota(mib(namespace_mib));
     }
+    if object_mib > 0 {
+        store = store.with_object_quota(mib(object_mib));
+    }
+    if ops_per_second > 0 {
+        store = store.with_namespace_ops(ops_per_second);
+    }
+    store
 }
 
 // === impl Config ===

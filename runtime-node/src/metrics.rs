@@ -398,6 +398,7 @@ pub const ALL: &[Metric] = &[
     KV_OPERATIONS,
     storage::OPERATIONS,
     storage::BYTES,
+    storage::REFUSALS,
     LOG_LINES_DROPPED,
     REQUESTS,
     REJECTIONS,

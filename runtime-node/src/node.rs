@@ -146,6 +146,7 @@ impl Node {
         let admin = tokio::spawn(admin.serve(stop_admin.clone().cancelled_owned()));
 
         let bundles = Arc::new(BundleIndex::new(config.bundle_revisions));
+        engine.set_workers(bundles.clone());
         let puller = Arc::new(Puller::new(&config.artifacts).map_err(StartError::Registry)?);
         let watch = tokio::spawn(watch_bundles(
             client.clone(),

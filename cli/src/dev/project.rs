@@ -440,8 +440,8 @@ mod tests {
                 "binding name \"A\" is used twice",
             ),
             (
-                "{name: COUNTER, durableObject: {className: C, worker: other}}",
-                "durableObject.worker (\"other\") is not supported yet",
+                "{name: COUNTER, durableObject: {className: C, worker: ns/other}}",
+                "durableObject.worker \"ns/other\" is not a Worker name",
             ),
             (
                 "{name: KV, kvNamespace: 'a b'}",

@@ -334,7 +334,11 @@ class DurableObjectStorage {
   #alarmWrite(time) {
     const o = this.#object;
     o.alarmFiring = false;
-    this.#durable = o.track(this.#durable.then(() => host.objectSetAlarm(o.className, o.id, time)))
+    // Fenced as the object's other writes: a stale instance cannot set
+    // or delete the alarm.
+    this.#durable = o.track(this.#durable
+      .then(() => o.epoch)
+      .then((epoch) => host.objectSetAlarm(o.className, o.id, time, epoch)))
       .then(undefined, (e) => {
         o.broken(e);
         throw e;
@@ -793,11 +797,13 @@ internal.objectCallHandler = (className, id, rpc) => ({
 });
 
 function makeStub(namespace, id) {
-  const className = namespace.className;
+  // A class another Worker hosts is called as `<worker>/<class>`, always
+  // out of this isolate (into the host's).
+  const className = namespace.target;
   const idString = DurableObjectId.idOf(id);
   // Decided once per stub: a call to an object of this thread costs
   // nothing more than it did before objects had homes.
-  const home = host.objectIsHome(className, idString);
+  const home = !namespace.hosted && host.objectIsHome(className, idString);
   const target = {
     id,
     name: id.name,
@@ -829,16 +835,22 @@ class DurableObjectNamespace {
   #className;
   #env;
   #module;
+  #worker;
 
-  constructor(key = undefined, binding = '', className = '', env = undefined, module = undefined) {
+  constructor(key = undefined, binding = '', className = '', env = undefined, module = undefined, worker = undefined) {
     if (key !== kCreate) internal.illegalConstructor();
     this.#binding = binding;
     this.#className = className;
     this.#env = env;
     this.#module = module;
+    this.#worker = worker;
   }
 
   get className() { return this.#className; }
+  // Hosted by another Worker (`durableObject.worker`).
+  get hosted() { return this.#worker !== undefined; }
+  // What calls name the class by.
+  get target() { return this.#worker === undefined ? this.#className : `${this.#worker}/${this.#className}`; }
   get env() { return this.#env; }
   classValue() { return this.#module[this.#className]; }
 
@@ -894,6 +906,11 @@ internal.durableObjectNamespace = (binding, className, env) => {
   namespaces.set(className, namespace);
   return namespace;
 };
+
+// A binding to class `className` hosted by Worker `worker` of this
+// namespace: its ids are the host's, its stubs call into the host.
+internal.hostedDurableObjectNamespace = (binding, className, worker) =>
+  new DurableObjectNamespace(kCreate, binding, className, undefined, undefined, worker);
 
 // An alarm of object `id` of `className` (the engine's AlarmEvent): the
 // object's alarm({retryCount, isRetry}) as one more event through its

@@ -31,6 +31,11 @@ pub struct WorkerBundle {
     /// Worker exports; its objects run in the Worker's isolate and keep
     /// their data in the worker's namespace (`host/durable_object.rs`).
     pub durable_objects: BTreeMap<String, String>,
+    /// Durable Object bindings to a class another Worker of the same
+    /// namespace hosts (`durableObject: {className, worker}`): binding name
+    /// to that Worker and class. The objects run in the host's isolate,
+    /// under its limits, with its storage (`host/object_hosted.rs`).
+    pub hosted_objects: BTreeMap<String, HostedClass>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
@@ -40,6 +45,16 @@ pub struct WorkerBundle {
     /// `process.env` holds, whether its top-level code may `eval`, which
     /// globals it sees (docs/nodejs.md lists the flags).
     pub compat: Compat,
+}
+
+/// A Durable Object class hosted by another Worker of the namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostedClass {
+    /// The hosting Worker's name (its id is `<namespace>/<worker>`, the
+    /// namespace always the binding Worker's own).
+    pub worker: String,
+    /// The class, as the hosting Worker exports and binds it.
+    pub class: String,
 }
 
 /// Per-request (CPU, wall, subrequests) and per-isolate (memory) limits:
@@ -87,6 +102,7 @@ impl WorkerBundle {
             env: BTreeMap::new(),
             kv: BTreeMap::new(),
             durable_objects: BTreeMap::new(),
+            hosted_objects: BTreeMap::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
             compat: Compat::default(),

@@ -89,6 +89,7 @@ impl Engine {
             cache: crate::cache::HttpCache::new(config.cache),
             crypto: crate::crypto_pool::Pool::for_cores(),
             tail: Arc::new(crate::tail::Tail::new(observer.clone())),
+            workers: std::sync::OnceLock::new(),
             code_cache: config.code_cache.as_ref().and_then(|code_cache| {
                 crate::code_cache::CodeCache::start(code_cache, observer.clone())
                     .inspect_err(|error| {
@@ -168,6 +169,13 @@ impl Engine {
             .as_ref()
             .map(|cache| cache.stats())
             .unwrap_or_default()
+    }
+
+    /// Where Durable Object calls to a class another Worker hosts
+    /// (`durableObject.worker`) find that Worker; set once (later calls
+    /// change nothing). Without it such calls fail with an Error.
+    pub fn set_workers(&self, workers: Arc<dyn crate::WorkerLookup>) {
+        let _ = self.inner.shared.workers.set(workers);
     }
 
     /// Number of engine threads.

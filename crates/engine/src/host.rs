@@ -37,6 +37,7 @@ mod memory;
 mod message_channel;
 mod node;
 mod object_forward;
+mod object_hosted;
 pub(crate) mod rejection;
 mod respond;
 mod runtime;

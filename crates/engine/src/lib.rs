@@ -55,12 +55,14 @@ mod trace;
 mod turn_map;
 pub mod warm_set;
 mod watchdog;
+mod worker_lookup;
 
 pub use alarm::AlarmEvent;
 pub use alarm_runner::{AlarmHost, AlarmRunner};
 pub use body::{Body, BodyClosed, BodyError, BodySender};
 pub use bundle::{
-    Compat, Limits, Module, ModuleKind, Modules, NodeCompat, WorkerBundle, namespace_of,
+    Compat, HostedClass, Limits, Module, ModuleKind, Modules, NodeCompat, WorkerBundle,
+    namespace_of,
 };
 pub use cache::CacheConfig;
 pub use code_cache::{CodeCacheConfig, CodeCacheStats, MIN_SOURCE_BYTES, code_cache_file_name};
@@ -93,6 +95,7 @@ pub use tail::{
 };
 pub use trace::RequestTrace;
 pub use turn_map::{Previous, TurnMap, TurnMapError};
+pub use worker_lookup::WorkerLookup;
 
 /// The header every outbound `fetch` carries ([`isolane_worker::headers::HOPS`]).
 pub use isolane_worker::headers::HOPS as HOPS_HEADER;

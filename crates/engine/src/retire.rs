@@ -23,6 +23,7 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         env: Default::default(),
         kv: Default::default(),
         durable_objects: Default::default(),
+        hosted_objects: Default::default(),
         limits: Limits::default(),
         allowed_hosts: Vec::new(),
         compat: Default::default(),

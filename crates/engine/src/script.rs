@@ -262,6 +262,20 @@ fn define_bindings<'s>(
         )?;
         target.set(scope, name, namespace)?;
     }
+    // Each binding to a class another Worker hosts: a namespace whose stubs
+    // call into that Worker (`host/object_hosted.rs`).
+    for (binding, hosted) in &bundle.hosted_objects {
+        let name = host::js_string(scope, binding)?;
+        let class = host::js_string(scope, &hosted.class)?;
+        let worker = host::js_string(scope, &hosted.worker)?;
+        let namespace = call(
+            scope,
+            internal,
+            "hostedDurableObjectNamespace",
+            &[name, class, worker],
+        )?;
+        target.set(scope, name, namespace)?;
+    }
     Some(())
 }
 

@@ -41,6 +41,9 @@ pub(crate) struct EngineShared {
     pub(crate) crypto: crate::crypto_pool::Pool,
     /// Invocation events for whoever tails a Worker (`tail.rs`).
     pub(crate) tail: Arc<crate::tail::Tail>,
+    /// The Workers this process serves (`Engine::set_workers`), for
+    /// classes hosted by another Worker.
+    pub(crate) workers: std::sync::OnceLock<Arc<dyn crate::WorkerLookup>>,
     /// The modules' code cache on disk (`code_cache.rs`), if configured.
     pub(crate) code_cache: Option<Arc<crate::code_cache::CodeCache>>,
 }

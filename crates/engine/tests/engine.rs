@@ -21,8 +21,12 @@ mod crypto;
 mod crypto_pool;
 #[path = "engine/durable_alarms.rs"]
 mod durable_alarms;
+#[path = "engine/durable_hosted.rs"]
+mod durable_hosted;
 #[path = "engine/durable_life.rs"]
 mod durable_life;
+#[path = "engine/durable_limits.rs"]
+mod durable_limits;
 #[path = "engine/durable_objects.rs"]
 mod durable_objects;
 #[path = "engine/durable_threads.rs"]

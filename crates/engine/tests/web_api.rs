@@ -76,6 +76,7 @@ async fn run_all() {
             // subrequests. Limits have their own tests (tests/engine).
             kv: Default::default(),
             durable_objects: Default::default(),
+            hosted_objects: Default::default(),
             limits: Limits {
                 cpu_ms: 5_000,
                 subrequests: 100,

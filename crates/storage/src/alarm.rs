@@ -62,6 +62,7 @@ pub struct DueAlarm {
 impl Store {
     /// The object's alarm, in milliseconds since the Unix epoch.
     pub async fn object_alarm(&self, scope: ObjectScope) -> Result<Option<i64>, StoreError> {
+        self.admit_op(&scope.namespace, crate::StoreData::Object)?;
         match &self.backend {
             Backend::Sqlite(folder) => blocking(folder, move |db, _| db.object_alarm(&scope)).await,
             Backend::Postgres(db) => db.object_alarm(scope).await,
@@ -69,17 +70,32 @@ impl Store {
     }
 
     /// Sets the object's alarm to `at` (ms since the epoch), unclaimed and
-    /// with no failures, or deletes it.
+    /// with no failures, or deletes it; unfenced (see
+    /// [`Store::set_object_alarm_fenced`]).
     pub async fn set_object_alarm(
         &self,
         scope: ObjectScope,
         at: Option<i64>,
     ) -> Result<(), StoreError> {
+        self.set_object_alarm_fenced(scope, at, None).await
+    }
+
+    /// [`Store::set_object_alarm`] by the instance that took the object
+    /// with epoch `fence` ([`Store::take_object`]): refused
+    /// ([`crate::ObjectError::Fenced`]), changing nothing, once another
+    /// instance has taken it.
+    pub async fn set_object_alarm_fenced(
+        &self,
+        scope: ObjectScope,
+        at: Option<i64>,
+        fence: Option<i64>,
+    ) -> Result<(), StoreError> {
+        self.admit_op(&scope.namespace, crate::StoreData::Object)?;
         match &self.backend {
             Backend::Sqlite(folder) => {
-                blocking(folder, move |db, _| db.set_object_alarm(&scope, at)).await
+                blocking(folder, move |db, _| db.set_object_alarm(&scope, at, fence)).await
             }
-            Backend::Postgres(db) => db.set_object_alarm(scope, at).await,
+            Backend::Postgres(db) => db.set_object_alarm(scope, at, fence).await,
         }
     }
 

@@ -61,6 +61,43 @@ impl ObjectWrite {
     }
 }
 
+/// The bounds a write is held to: what the Kubernetes namespace stores
+/// in all, and what the object stores.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct WriteQuota {
+    pub(crate) namespace: Option<u64>,
+    pub(crate) object: Option<u64>,
+}
+
+impl WriteQuota {
+    /// The refusal of a write that took the namespace from `before` to
+    /// `after` bytes and the object from `object_before` to `object_after`.
+    pub(crate) fn check(
+        &self,
+        (before, after): (i64, i64),
+        (object_before, object_after): (i64, i64),
+    ) -> Result<(), ObjectError> {
+        let over = |limit: u64, before: i64, after: i64| {
+            after > before && u64::try_from(after).unwrap_or(0) > limit
+        };
+        if let Some(quota) = self.namespace.filter(|q| over(*q, before, after)) {
+            return Err(ObjectError::QuotaExceeded { quota });
+        }
+        if let Some(limit) = self
+            .object
+            .filter(|l| over(*l, object_before, object_after))
+        {
+            return Err(ObjectError::ObjectFull { limit });
+        }
+        Ok(())
+    }
+
+    /// Whether either bound is set (else usage need not be read).
+    pub(crate) fn any(&self) -> bool {
+        self.namespace.is_some() || self.object.is_some()
+    }
+}
+
 /// `list(options)`: keys in UTF-8 byte order from `start` (inclusive) to
 /// `end` (exclusive), starting with `prefix`, at most `limit`, descending
 /// when `reverse`.

@@ -36,6 +36,13 @@ pub enum StoreError {
         "the database's schema is at version {found}, this build needs {want}: the operator applies migrations at start (is it given --storage-postgres-url?)"
     )]
     Schema { found: i32, want: i32 },
+    /// The Kubernetes namespace's storage operations on this process are
+    /// spent for now (`Store::with_namespace_ops`): refused before the
+    /// database, so it keeps serving other namespaces.
+    #[error(
+        "storage operation refused: this Kubernetes namespace's {per_second} storage operations per second on this node are used up; retry later"
+    )]
+    Throttled { per_second: u32 },
     #[error("a stored cursor or metadata is not valid")]
     Corrupt,
     #[error("the store's worker thread is gone")]
@@ -53,6 +60,7 @@ impl StoreError {
             StoreError::Pool(_) => "unavailable",
             StoreError::Settings(_) => "settings",
             StoreError::Schema { .. } => "schema",
+            StoreError::Throttled { .. } => "throttled",
             StoreError::Corrupt => "corrupt",
             StoreError::Gone => "gone",
         }

@@ -26,6 +26,7 @@ pub mod kv;
 pub mod lru;
 mod object_store;
 mod observe;
+mod ops_quota;
 mod postgres;
 mod sqlite;
 
@@ -33,7 +34,7 @@ pub use alarm::{AlarmClaim, DueAlarm, MAX_ALARM_RETRIES};
 pub use durable::{ObjectError, ObjectList, ObjectScope, ObjectWrite};
 pub use error::StoreError;
 pub use kv::{DEFAULT_CACHE_TTL, KvEntry, KvError, KvKey, KvList, KvListOptions, KvScope, KvWrite};
-pub use observe::{StoreData, StoreObserver, StoreOp};
+pub use observe::{StoreData, StoreObserver, StoreOp, StoreRefusal};
 #[cfg(feature = "cli")]
 pub use postgres::PostgresArgs;
 pub use postgres::{POSTGRES_URL_ENV, PostgresSettings, SCHEMA_VERSION};
@@ -52,6 +53,11 @@ pub struct Store {
     cache: Option<Arc<kv::KvCache>>,
     /// Bytes one Kubernetes namespace may store, when bounded.
     quota: Option<u64>,
+    /// Bytes one Durable Object may store, when bounded.
+    object_quota: Option<u64>,
+    /// Operations per second one Kubernetes namespace may run, when
+    /// bounded.
+    ops: Option<Arc<ops_quota::OpsQuota>>,
     /// Woken when this process sets or deletes an alarm (the alarm loop
     /// sleeps until the next one is due, or this).
     alarms_changed: Arc<tokio::sync::Notify>,
@@ -111,6 +117,8 @@ impl Store {
             })),
             cache: None,
             quota: None,
+            object_quota: None,
+            ops: None,
             alarms_changed: Arc::default(),
             observer: observe::Observer::default(),
         }
@@ -125,6 +133,8 @@ impl Store {
             backend: Backend::Postgres(Arc::new(postgres::Postgres::new(settings)?)),
             cache: None,
             quota: None,
+            object_quota: None,
+            ops: None,
             alarms_changed: Arc::default(),
             observer: observe::Observer::default(),
         })
@@ -144,6 +154,42 @@ impl Store {
     pub fn with_namespace_quota(mut self, bytes: u64) -> Self {
         self.quota = Some(bytes);
         self
+    }
+
+    /// The store with a limit per Durable Object: a write that grows what
+    /// one object stores (keys and values) past `bytes` is refused with
+    /// [`ObjectError::ObjectFull`]; shrinking writes and deletes still go
+    /// through.
+    #[must_use]
+    pub fn with_object_quota(mut self, bytes: u64) -> Self {
+        self.object_quota = Some(bytes);
+        self
+    }
+
+    /// The store with `per_second` storage operations per Kubernetes
+    /// namespace in this process (a burst of one second's worth): an
+    /// operation past it is refused with [`StoreError::Throttled`] before
+    /// it reaches the database. Reads this node's KV cache answers are
+    /// not counted.
+    #[must_use]
+    pub fn with_namespace_ops(mut self, per_second: u32) -> Self {
+        self.ops = Some(Arc::new(ops_quota::OpsQuota::new(per_second)));
+        self
+    }
+
+    /// Takes one of `namespace`'s operations ([`Store::with_namespace_ops`]).
+    pub(crate) fn admit_op(&self, namespace: &str, data: StoreData) -> Result<(), StoreError> {
+        let Some(ops) = &self.ops else {
+            return Ok(());
+        };
+        if ops.take(namespace, std::time::Instant::now()) {
+            return Ok(());
+        }
+        self.observer
+            .refused(namespace, data, StoreRefusal::Operations);
+        Err(StoreError::Throttled {
+            per_second: ops.per_second(),
+        })
     }
 
     /// The store with a cache of hot keys of `bytes` on this node
@@ -192,6 +238,7 @@ impl Store {
         admit: impl FnOnce(usize) -> bool + Send + 'static,
     ) -> Result<KvRead, StoreError> {
         let Some(cache) = &self.cache else {
+            self.admit_op(&scope.namespace, StoreData::Kv)?;
             let entry = self.read(scope, key, admit).await?;
             return Ok(KvRead {
                 entry,
@@ -209,6 +256,7 @@ impl Store {
                 cached: true,
             });
         }
+        self.admit_op(&scope.namespace, StoreData::Kv)?;
         let writes = cache.writes();
         let entry = self.read(scope.clone(), key.clone(), admit).await?;
         cache.fill(&scope, &key, entry.as_ref(), writes);
@@ -239,7 +287,10 @@ impl Store {
         let namespace = scope.namespace.clone();
         let bytes =
             write.key.len() + write.value.len() + write.metadata.as_ref().map_or(0, String::len);
-        self.kv_put_to(scope, write).await?;
+        self.admit_op(&namespace, StoreData::Kv)?;
+        self.kv_put_to(scope, write)
+            .await
+            .inspect_err(|e| self.observer.refused_by(&namespace, StoreData::Kv, e))?;
         self.observer
             .tell(&namespace, StoreData::Kv, StoreOp::Write, bytes);
         Ok(())
@@ -271,6 +322,7 @@ impl Store {
     pub async fn kv_delete(&self, scope: KvScope, key: String) -> Result<(), StoreError> {
         kv::limits::check_key("DELETE", &key)?;
         let (namespace, bytes) = (scope.namespace.clone(), key.len());
+        self.admit_op(&namespace, StoreData::Kv)?;
         let forget = self.cache.clone().map(|c| (c, scope.clone(), key.clone()));
         if let Some((cache, scope, key)) = &forget {
             cache.forget(scope, key);
@@ -296,6 +348,7 @@ impl Store {
         options: KvListOptions,
     ) -> Result<KvList, StoreError> {
         let namespace = scope.namespace.clone();
+        self.admit_op(&namespace, StoreData::Kv)?;
         let list = match &self.backend {
             Backend::Sqlite(folder) => {
                 blocking(folder, move |db, now| db.list(&scope, &options, now)).await

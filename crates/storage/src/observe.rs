@@ -40,13 +40,39 @@ impl StoreOp {
     }
 }
 
-/// Told of every store operation that went through (not of refused or
-/// failed ones), on the task that ran it: keep it cheap.
+/// Why the store refused an operation of a namespace: one of its limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreRefusal {
+    /// The namespace's storage quota (`Store::with_namespace_quota`).
+    Quota,
+    /// One object's storage limit (`Store::with_object_quota`).
+    ObjectLimit,
+    /// The namespace's operations per second (`Store::with_namespace_ops`).
+    Operations,
+}
+
+impl StoreRefusal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Quota => "quota",
+            Self::ObjectLimit => "object_limit",
+            Self::Operations => "operations",
+        }
+    }
+}
+
+/// Told of every store operation that went through (not of failed ones),
+/// and of each one a limit refused, on the task that ran it: keep it cheap.
 pub trait StoreObserver: Send + Sync + 'static {
     /// An operation of Kubernetes namespace `namespace` went through,
     /// carrying `bytes` of keys, values and metadata (read or written;
     /// a KV list counts its keys' names).
     fn operation(&self, namespace: &str, data: StoreData, op: StoreOp, bytes: u64);
+
+    /// An operation of `namespace` was refused by one of its limits.
+    fn refused(&self, namespace: &str, data: StoreData, reason: StoreRefusal) {
+        let _ = (namespace, data, reason);
+    }
 }
 
 /// The store's observer, when it has one.
@@ -62,6 +88,26 @@ impl Observer {
         if let Some(observer) = &self.0 {
             observer.operation(namespace, data, op, bytes as u64);
         }
+    }
+
+    pub(crate) fn refused(&self, namespace: &str, data: StoreData, reason: StoreRefusal) {
+        if let Some(observer) = &self.0 {
+            observer.refused(namespace, data, reason);
+        }
+    }
+
+    /// Tells of `error` when it is a limit's refusal.
+    pub(crate) fn refused_by(&self, namespace: &str, data: StoreData, error: &crate::StoreError) {
+        use crate::durable::ObjectError;
+        use crate::{KvError, StoreError};
+        let reason = match error {
+            StoreError::Throttled { .. } => StoreRefusal::Operations,
+            StoreError::Object(ObjectError::QuotaExceeded { .. })
+            | StoreError::Kv(KvError::QuotaExceeded { .. }) => StoreRefusal::Quota,
+            StoreError::Object(ObjectError::ObjectFull { .. }) => StoreRefusal::ObjectLimit,
+            _ => return,
+        };
+        self.refused(namespace, data, reason);
     }
 }
 

@@ -592,3 +592,84 @@ async fn the_store_reaches_a_tls_server_through_a_private_ca() {
         .unwrap();
     assert!(got.entry.is_none());
 }
+
+/// The per-object limit (migration 7's `do_object_usage`) under 30
+/// concurrent writes to one object: exactly what fits is stored, another
+/// object has its own room, shrinking goes through; and alarm writes
+/// fenced by the owner epoch: a stale owner can neither set nor delete.
+#[tokio::test]
+async fn per_object_limits_and_fenced_alarms_on_a_real_postgresql() {
+    use isolane_storage::ObjectScope;
+    let server = Postgres::start().unwrap();
+    let settings = PostgresSettings::new(server.connection_string());
+    isolane_storage::migrate(&settings).await.unwrap();
+    let store = Store::postgres(&settings).unwrap().with_object_quota(100);
+    let (full, other) = (
+        ObjectScope::new("team-a", "w/C", "1"),
+        ObjectScope::new("team-a", "w/C", "2"),
+    );
+    // 30 writes of 10 bytes each (3-byte key, 7-byte value) at once.
+    let writes = (0..30).map(|i| {
+        let key = format!("k{i:02}");
+        store.object_write(full.clone(), object_write(&[(&key, Some("xxxxxxx"))]))
+    });
+    let results = futures::future::join_all(writes).await;
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        10,
+        "{results:?}"
+    );
+    for refused in results.iter().filter_map(|r| r.as_ref().err()) {
+        let text = refused.to_string();
+        assert!(
+            text.contains("this object's storage limit of 100 bytes"),
+            "{text}"
+        );
+    }
+    let listed = store
+        .object_list(full.clone(), isolane_storage::ObjectList::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 10);
+    store
+        .object_write(
+            other.clone(),
+            object_write(&[("big", Some(&"x".repeat(97)))]),
+        )
+        .await
+        .unwrap();
+    let first = listed[0].0.clone();
+    store
+        .object_write(
+            full.clone(),
+            object_write(&[(&first, None), ("new", Some("1234567"))]),
+        )
+        .await
+        .unwrap();
+    assert!(
+        store
+            .object_write(full.clone(), object_write(&[("more", Some(""))]))
+            .await
+            .is_err()
+    );
+
+    let old = store.take_object(full.clone(), "a".into()).await.unwrap();
+    store
+        .set_object_alarm_fenced(full.clone(), Some(7), Some(old))
+        .await
+        .unwrap();
+    let new = store.take_object(full.clone(), "b".into()).await.unwrap();
+    for at in [Some(9), None] {
+        let error = store
+            .set_object_alarm_fenced(full.clone(), at, Some(old))
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("no longer its owner"), "{error}");
+        assert_eq!(store.object_alarm(full.clone()).await.unwrap(), Some(7));
+    }
+    store
+        .set_object_alarm_fenced(full.clone(), None, Some(new))
+        .await
+        .unwrap();
+    assert_eq!(store.object_alarm(full).await.unwrap(), None);
+}

@@ -2,8 +2,10 @@
 //! handler's `env` and what it stands for: a KV namespace (`{name,
 //! kvNamespace}`, wrangler's `kv_namespaces`) or a Durable Object class the
 //! Worker exports (`{name, durableObject: {className}}`, wrangler's
-//! `durable_objects.bindings`). A class hosted by another Worker
-//! (`durableObject.worker`) is refused until it is built (issue 32).
+//! `durable_objects.bindings`), or one another Worker of the same
+//! Kubernetes namespace hosts (`durableObject.worker`, wrangler's
+//! `script_name`): a name, never a namespace, so a binding cannot reach
+//! another namespace's objects.
 //!
 //! The schema (names, lengths) is checked by the apiserver; [`check`] is
 //! the rule that needs the whole spec (names unique across `env` and
@@ -71,8 +73,15 @@ pub struct DurableObjectBinding {
     )]
     pub class_name: String,
     /// The Worker of the same Kubernetes namespace that hosts the class,
-    /// when it is not this one (not supported yet: refused at apply).
+    /// when it is not this one (wrangler's `script_name`): its name (a
+    /// namespace cannot be named). The objects run in that Worker's
+    /// isolate, under its limits, with its storage; it must export and
+    /// bind the class itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+    )]
     pub worker: Option<String>,
 }
 
@@ -98,6 +107,20 @@ impl Binding {
             }),
         }
     }
+
+    /// A binding to the Durable Object class `class_name` that Worker
+    /// `worker` of the same namespace hosts.
+    pub fn hosted_durable_object(
+        name: impl Into<String>,
+        class_name: impl Into<String>,
+        worker: impl Into<String>,
+    ) -> Self {
+        let mut binding = Self::durable_object(name, class_name);
+        if let Some(object) = &mut binding.durable_object {
+            object.worker = Some(worker.into());
+        }
+        binding
+    }
 }
 
 /// Why a Worker's bindings are refused.
@@ -120,15 +143,15 @@ pub enum BindingError {
     )]
     InvalidClass { name: String, class: String },
     #[error(
-        "binding {name:?}: durableObject.worker ({worker:?}) is not supported yet: a Worker binds only the Durable Object classes it exports itself"
+        "binding {name:?}: durableObject.worker {worker:?} is not a Worker name (lowercase letters, digits, - and ., at most 253; a Worker of this namespace: another namespace cannot be named)"
     )]
-    OtherWorker { name: String, worker: String },
+    InvalidWorker { name: String, worker: String },
 }
 
-/// Whether any of `bindings` is a Durable Object class: such a Worker's
-/// requests go to one node at a time (each object has one live instance,
-/// and objects are not yet called across nodes), so the router does not
-/// spread it by load (`router/src/fleet.rs`).
+/// Whether any of `bindings` is a Durable Object class (its own or another
+/// Worker's): such a Worker's requests go to one node at a time (each
+/// object has one live instance, and objects are not yet called across
+/// nodes), so the router does not spread it by load (`router/src/fleet.rs`).
 pub fn binds_durable_objects(bindings: &[Binding]) -> bool {
     bindings.iter().any(|b| b.durable_object.is_some())
 }
@@ -175,11 +198,11 @@ fn check_kind(binding: &Binding) -> Result<(), BindingError> {
                 });
             }
             match &object.worker {
-                Some(worker) => Err(BindingError::OtherWorker {
+                Some(worker) if !is_worker_name(worker) => Err(BindingError::InvalidWorker {
                     name: name(),
                     worker: worker.clone(),
                 }),
-                None => Ok(()),
+                _ => Ok(()),
             }
         }
         _ => Err(BindingError::Kind { name: name() }),
@@ -195,6 +218,22 @@ fn is_class_name(name: &str) -> bool {
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+/// A Kubernetes object name (RFC 1123 subdomain): lowercase letters,
+/// digits, `-` and `.`, each dot-separated label starting and ending with a
+/// letter or digit, at most 253 characters.
+pub fn is_worker_name(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            let bytes = label.as_bytes();
+            !bytes.is_empty()
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+                && bytes.first() != Some(&b'-')
+                && bytes.last() != Some(&b'-')
+        })
 }
 
 /// [`BINDING_NAME_PATTERN`], at most 128 characters.
@@ -278,12 +317,32 @@ mod tests {
             matches!(error, BindingError::InvalidClass { .. }),
             "{error}"
         );
-        let mut other = Binding::durable_object("C", "Counter");
-        if let Some(object) = &mut other.durable_object {
-            object.worker = Some("host".into());
+        let hosted_by = |worker: &str| {
+            check(
+                [],
+                &[Binding::hosted_durable_object("C", "Counter", worker)],
+            )
+        };
+        for good in ["host", "my-host.v2", "a", &"h".repeat(63)] {
+            assert_eq!(hosted_by(good), Ok(()), "{good}");
         }
-        let error = check([], &[other]).unwrap_err();
-        assert!(error.to_string().contains("not supported yet"), "{error}");
+        // A name only: another namespace (`ns/host`) cannot be named.
+        for bad in [
+            "team-b/host",
+            "Host",
+            "-host",
+            "host-",
+            "a..b",
+            "",
+            "h ost",
+            &"h".repeat(254),
+        ] {
+            let error = hosted_by(bad).unwrap_err();
+            assert!(
+                matches!(error, BindingError::InvalidWorker { .. }),
+                "{bad}: {error}"
+            );
+        }
         let mut both = Binding::durable_object("C", "Counter");
         both.kv_namespace = Some("x".into());
         assert_eq!(

@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use isolane_storage::{StoreData, StoreObserver, StoreOp};
+use isolane_storage::{StoreData, StoreObserver, StoreOp, StoreRefusal};
 use isolane_telemetry::Metric;
 use prometheus::{IntCounterVec, Registry};
 
@@ -30,11 +30,18 @@ pub const BYTES: Metric = Metric::new(
     &["namespace", "data", "op"],
 );
 
+pub const REFUSALS: Metric = Metric::new(
+    "isolane_node_storage_refusals_total",
+    "Store operations a limit refused, by Kubernetes namespace (as the operations), data (kv, object) and reason (quota, object_limit, operations).",
+    &["namespace", "data", "reason"],
+);
+
 /// The node's storage counters, told by the store.
 #[derive(Debug)]
 pub struct StorageMetrics {
     operations: IntCounterVec,
     bytes: IntCounterVec,
+    refusals: IntCounterVec,
     /// The namespaces with series of their own.
     named: Mutex<HashSet<String>>,
 }
@@ -44,6 +51,7 @@ impl StorageMetrics {
         Ok(Self {
             operations: OPERATIONS.counter_vec(registry)?,
             bytes: BYTES.counter_vec(registry)?,
+            refusals: REFUSALS.counter_vec(registry)?,
             named: Mutex::new(HashSet::new()),
         })
     }
@@ -69,6 +77,11 @@ impl StoreObserver for StorageMetrics {
         let labels = [self.label(namespace), data.as_str(), op.as_str()];
         self.operations.with_label_values(&labels).inc();
         self.bytes.with_label_values(&labels).inc_by(bytes);
+    }
+
+    fn refused(&self, namespace: &str, data: StoreData, reason: StoreRefusal) {
+        let labels = [self.label(namespace), data.as_str(), reason.as_str()];
+        self.refusals.with_label_values(&labels).inc();
     }
 }
 
@@ -103,5 +116,15 @@ mod tests {
             (2, 15)
         );
         assert_eq!(ops("late", "object", "write"), 0, "no series of its own");
+        metrics.refused("ns-1", StoreData::Object, StoreRefusal::Operations);
+        metrics.refused("late", StoreData::Kv, StoreRefusal::Quota);
+        let refused = |ns: &str, data: &str, reason: &str| {
+            metrics
+                .refusals
+                .with_label_values(&[ns, data, reason])
+                .get()
+        };
+        assert_eq!(refused("ns-1", "object", "operations"), 1);
+        assert_eq!(refused("other", "kv", "quota"), 1);
     }
 }

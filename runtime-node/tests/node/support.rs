@@ -138,6 +138,7 @@ impl TestNode {
             env: BTreeMap::new(),
             kv: BTreeMap::new(),
             durable_objects: BTreeMap::new(),
+            hosted_objects: Default::default(),
             limits,
             allowed_hosts: Vec::new(),
             compat: Default::default(),

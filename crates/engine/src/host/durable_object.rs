@@ -74,8 +74,15 @@ pub(crate) enum Settled {
 fn failed(error: StoreError) -> Settled {
     match error {
         StoreError::Object(
-            error @ (ObjectError::QuotaExceeded { .. } | ObjectError::Fenced { .. }),
+            error @ (ObjectError::QuotaExceeded { .. }
+            | ObjectError::ObjectFull { .. }
+            | ObjectError::Fenced { .. }),
         ) => Settled::Failed(HostError::new(ErrorClass::Error, error.to_string())),
+        // The namespace's own doing (its operations per second): not logged.
+        error @ StoreError::Throttled { .. } => Settled::Failed(HostError::new(
+            ErrorClass::Error,
+            format!("Durable Object {error}"),
+        )),
         StoreError::Object(error) => Settled::Failed(HostError::range_error(error.to_string())),
         other => {
             tracing::warn!(error = %other, kind = other.kind(), "Durable Object storage failed");
@@ -117,6 +124,12 @@ fn class_of(host: &HostState, binding: &str) -> Result<(String, String), HostErr
         .worker
         .get()
         .ok_or_else(|| HostError::type_error("Durable Objects: no Worker is loaded"))?;
+    // A class another Worker of the namespace hosts: its objects' ids are
+    // that Worker's, so both reach the same objects.
+    if let Some(other) = worker.hosted_objects.get(binding) {
+        let class = format!("{}/{}", other.worker, other.class);
+        return Ok((worker.namespace().to_owned(), class));
+    }
     let class = worker
         .durable_objects
         .get(binding)
@@ -337,11 +350,7 @@ fn object_write<'s>(
     delete_all: bool,
     epoch: v8::Local<'s, v8::Value>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
-    // Epochs are small integers, exact in a double.
-    #[allow(clippy::cast_possible_truncation)]
-    let fence = epoch
-        .is_number()
-        .then(|| epoch.number_value(scope).unwrap_or(0.0) as i64);
+    let fence = epoch_of(scope, epoch);
     let Some((entries, size)) = entries(scope, list) else {
         HostError::type_error("objectWrite: entries must be [key, Uint8Array | null] pairs").throw(scope);
         return None;
@@ -429,15 +438,18 @@ fn object_get_alarm<'s>(
 }
 
 host_fn! {
-/// `objectSetAlarm(class, id, time)` → Promise: sets the object's alarm to
-/// `time` (ms since the epoch), or deletes it when `time` is null.
+/// `objectSetAlarm(class, id, time, epoch)` → Promise: sets the object's
+/// alarm to `time` (ms since the epoch), or deletes it when `time` is
+/// null, refused unless the object's owner epoch is still `epoch`.
 fn object_set_alarm<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
     id: String,
     time: v8::Local<'s, v8::Value>,
+    epoch: v8::Local<'s, v8::Value>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
+    let fence = epoch_of(scope, epoch);
     let at = if time.is_null_or_undefined() {
         None
     } else {
@@ -451,7 +463,7 @@ fn object_set_alarm<'s>(
         Some(ms as i64)
     };
     let early = target(&host, &class, id).map(|(store, object)| async move {
-        match store.set_object_alarm(object, at).await {
+        match store.set_object_alarm_fenced(object, at, fence).await {
             Ok(()) => Settled::Done,
             Err(error) => failed(error),
         }
@@ -487,6 +499,15 @@ fn object_idle_timer<'s>(
         Settled::Millis(ms)
     }))
 }
+}
+
+/// The owner epoch a write carries (none when JavaScript passes none).
+fn epoch_of(scope: &mut v8::PinScope<'_, '_>, epoch: v8::Local<'_, v8::Value>) -> Option<i64> {
+    // Epochs are small integers, exact in a double.
+    #[allow(clippy::cast_possible_truncation)]
+    epoch
+        .is_number()
+        .then(|| epoch.number_value(scope).unwrap_or(0.0) as i64)
 }
 
 /// The JS value of a settled op (in its settling turn).

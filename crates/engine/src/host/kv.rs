@@ -99,6 +99,14 @@ fn failed(error: StoreError) -> Settled {
             ),
             KvResult::Invalid,
         ),
+        // The namespace's own doing (its operations per second): not logged.
+        error @ StoreError::Throttled { .. } => Settled::Failed(
+            HostError::new(
+                ErrorClass::Error,
+                format!("KV operation failed: 429 Too Many Requests ({error})"),
+            ),
+            KvResult::Invalid,
+        ),
         other => {
             tracing::warn!(error = %other, kind = other.kind(), "KV operation failed");
             let error = HostError::new(ErrorClass::Error, format!("KV operation failed: {other}"));

@@ -87,7 +87,8 @@ pub(super) fn object_call<'s>(
     let early = header_map(scope, headers)
         .map_err(HostError::type_error)
         .and_then(|headers| {
-            let worker = bound_worker(&host, &class)?;
+            // `<worker>/<class>`: a class another Worker hosts.
+            let (worker, class) = super::object_hosted::called_worker(&host, class)?;
             let threads = host.thread.shared.senders.len();
             let home = home_thread(&worker.id, &class, &id, threads);
             let call = ObjectCall { class, id, method: rpc };

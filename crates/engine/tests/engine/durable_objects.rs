@@ -15,7 +15,7 @@ use isolane_storage::Store;
 
 use crate::support::*;
 
-fn do_engine(store: Store) -> isolane_engine::Engine {
+pub(crate) fn do_engine(store: Store) -> isolane_engine::Engine {
     engine_with(EngineConfig {
         threads: 1,
         pin_threads: false,
@@ -27,7 +27,11 @@ fn do_engine(store: Store) -> isolane_engine::Engine {
     .0
 }
 
-fn do_bundle(id: &str, script: &str, limits: isolane_engine::Limits) -> Arc<WorkerBundle> {
+pub(crate) fn do_bundle(
+    id: &str,
+    script: &str,
+    limits: isolane_engine::Limits,
+) -> Arc<WorkerBundle> {
     let mut bundle = bundle_with(id, script, limits, &[]);
     bundle
         .durable_objects

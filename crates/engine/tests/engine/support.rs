@@ -77,6 +77,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
             .collect::<BTreeMap<_, _>>(),
         kv: Default::default(),
         durable_objects: Default::default(),
+        hosted_objects: Default::default(),
         limits,
         allowed_hosts: Vec::new(),
         compat: Default::default(),

@@ -29,6 +29,12 @@ pub enum ObjectError {
         "Durable Object storage write failed: the namespace's storage quota of {quota} bytes is used up; delete keys or shrink values first."
     )]
     QuotaExceeded { quota: u64 },
+    /// The object stores its limit already (`Store::with_object_quota`);
+    /// a write that does not grow it, and a delete, still go through.
+    #[error(
+        "Durable Object storage write failed: this object's storage limit of {limit} bytes is used up; delete keys or shrink values first."
+    )]
+    ObjectFull { limit: u64 },
     /// The writing instance's owner epoch is no longer the object's:
     /// another instance took the object since (`Store::take_object`), so
     /// this one is stale and writes nothing.

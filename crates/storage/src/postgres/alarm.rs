@@ -25,14 +25,22 @@ impl Postgres {
         .await
     }
 
+    /// Sets (or, with `None`, deletes) the object's alarm; with a
+    /// `fence`, only while the object's owner epoch is still that one (the
+    /// owner row read `FOR SHARE`, as a fenced storage write does).
     pub(crate) async fn set_object_alarm(
         &self,
         scope: ObjectScope,
         at: Option<i64>,
+        fence: Option<i64>,
     ) -> Result<(), StoreError> {
-        self.run(move |client| async move {
+        self.run(move |mut client| async move {
+            let tx = client.transaction().await?;
+            if let Some(mine) = fence {
+                super::durable::check_fence(&tx, &scope, mine).await?;
+            }
             match at {
-                Some(at) => client
+                Some(at) => tx
                     .execute(
                         "INSERT INTO do_alarm (namespace, class, object, at) VALUES ($1, $2, $3, $4)
                          ON CONFLICT (namespace, class, object)
@@ -40,13 +48,14 @@ impl Postgres {
                         &[&scope.namespace, &scope.class, &scope.id, &at],
                     )
                     .await?,
-                None => client
+                None => tx
                     .execute(
                         "DELETE FROM do_alarm WHERE namespace = $1 AND class = $2 AND object = $3",
                         &[&scope.namespace, &scope.class, &scope.id],
                     )
                     .await?,
             };
+            tx.commit().await?;
             Ok(())
         })
         .await

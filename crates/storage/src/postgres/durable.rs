@@ -6,7 +6,7 @@ use deadpool_postgres::Object;
 
 use super::Postgres;
 use crate::StoreError;
-use crate::durable::{self, ObjectError, ObjectList, ObjectScope, ObjectWrite};
+use crate::durable::{self, ObjectError, ObjectList, ObjectScope, ObjectWrite, WriteQuota};
 
 impl Postgres {
     pub(crate) async fn object_get(
@@ -34,7 +34,7 @@ impl Postgres {
         &self,
         scope: ObjectScope,
         write: ObjectWrite,
-        quota: Option<u64>,
+        quota: WriteQuota,
     ) -> Result<(), StoreError> {
         self.run(move |client| write_all(client, scope, write, quota))
             .await
@@ -97,14 +97,10 @@ impl Postgres {
     }
 }
 
-/// Applies `write` in one transaction; with a `quota`, a write that leaves
-/// the namespace storing more than before and more than the quota is
-/// rolled back and refused. The namespace's usage row is locked first, so
-/// concurrent writers of one namespace cannot both pass the check.
 /// Refuses the write unless the object's owner epoch is still `mine`.
 /// FOR SHARE: a take waits for this write to commit, so the write lands
 /// before it or is refused after it.
-async fn check_fence(
+pub(super) async fn check_fence(
     tx: &deadpool_postgres::Transaction<'_>,
     scope: &ObjectScope,
     mine: i64,
@@ -125,21 +121,21 @@ async fn check_fence(
     Ok(())
 }
 
+/// Applies `write` in one transaction; a write that leaves the namespace
+/// (or the object) storing more than before and more than its `quota` is
+/// rolled back and refused. The namespace's usage row is locked first, so
+/// concurrent writers of one namespace cannot both pass the check.
 async fn write_all(
     mut client: Object,
     scope: ObjectScope,
     write: ObjectWrite,
-    quota: Option<u64>,
+    quota: WriteQuota,
 ) -> Result<(), StoreError> {
     let tx = client.transaction().await?;
     if let Some(mine) = write.fence {
         check_fence(&tx, &scope, mine).await?;
     }
-    let usage = "SELECT bytes FROM do_usage WHERE namespace = $1 FOR UPDATE";
-    let before: i64 = match tx.query_opt(usage, &[&scope.namespace]).await? {
-        Some(row) => row.try_get(0)?,
-        None => 0,
-    };
+    let before = usage(&tx, &scope, quota).await?;
     if write.delete_all {
         tx.execute(
             "DELETE FROM do_storage WHERE namespace = $1 AND class = $2 AND object = $3",
@@ -164,16 +160,47 @@ async fn write_all(
                 .await?,
         };
     }
-    if let Some(quota) = quota {
-        let after: i64 = match tx.query_opt(usage, &[&scope.namespace]).await? {
-            Some(row) => row.try_get(0)?,
-            None => 0,
-        };
-        if after > before && u64::try_from(after).unwrap_or(0) > quota {
-            // Dropping the transaction rolls the write back.
-            return Err(ObjectError::QuotaExceeded { quota }.into());
-        }
+    if let Some((ns_before, object_before)) = before {
+        let (ns_after, object_after) = usage(&tx, &scope, quota).await?.unwrap_or_default();
+        // Dropping the transaction rolls the write back.
+        quota.check((ns_before, ns_after), (object_before, object_after))?;
     }
     tx.commit().await?;
     Ok(())
+}
+
+/// What the namespace and the object store, when `quota` bounds either.
+/// Both usage rows are made when missing and locked, the object's first:
+/// the order the `do_storage` triggers update them in (`do_object_usage`
+/// fires before `do_usage`), so concurrent writers of one namespace check
+/// one after another and never wait on each other in a circle.
+async fn usage(
+    tx: &deadpool_postgres::Transaction<'_>,
+    scope: &ObjectScope,
+    quota: WriteQuota,
+) -> Result<Option<(i64, i64)>, StoreError> {
+    if !quota.any() {
+        return Ok(None);
+    }
+    // An upsert that changes nothing: it makes the row when missing, and
+    // locks it either way.
+    let object: i64 = tx
+        .query_one(
+            "INSERT INTO do_object_usage (namespace, class, object, bytes) VALUES ($1, $2, $3, 0)
+             ON CONFLICT (namespace, class, object) DO UPDATE SET bytes = do_object_usage.bytes
+             RETURNING bytes",
+            &[&scope.namespace, &scope.class, &scope.id],
+        )
+        .await?
+        .try_get(0)?;
+    let namespace: i64 = tx
+        .query_one(
+            "INSERT INTO do_usage (namespace, bytes) VALUES ($1, 0)
+             ON CONFLICT (namespace) DO UPDATE SET bytes = do_usage.bytes
+             RETURNING bytes",
+            &[&scope.namespace],
+        )
+        .await?
+        .try_get(0)?;
+    Ok(Some((namespace, object)))
 }

@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::StoreError;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 6;
+pub const SCHEMA_VERSION: i32 = 7;
 
 /// Each migration: its version and its SQL.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -135,6 +135,43 @@ const MIGRATIONS: &[(i32, &str)] = &[
         epoch BIGINT NOT NULL,
         PRIMARY KEY (namespace, class, object)
     );",
+    ),
+    (
+        7,
+        // The bytes each Durable Object stores (its per-object limit),
+        // kept by a trigger as do_usage, counted once for what is there;
+        // an object that stores nothing has no row.
+        "CREATE TABLE do_object_usage (
+        namespace TEXT NOT NULL,
+        class TEXT NOT NULL,
+        object TEXT NOT NULL,
+        bytes BIGINT NOT NULL,
+        PRIMARY KEY (namespace, class, object)
+    );
+    CREATE FUNCTION do_object_usage_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('UPDATE', 'DELETE') THEN
+            UPDATE do_object_usage SET bytes = bytes - octet_length(OLD.key) - octet_length(OLD.value)
+            WHERE namespace = OLD.namespace AND class = OLD.class AND object = OLD.object;
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            INSERT INTO do_object_usage (namespace, class, object, bytes)
+            VALUES (NEW.namespace, NEW.class, NEW.object, octet_length(NEW.key) + octet_length(NEW.value))
+            ON CONFLICT (namespace, class, object)
+            DO UPDATE SET bytes = do_object_usage.bytes + excluded.bytes;
+        END IF;
+        IF TG_OP = 'DELETE' THEN
+            DELETE FROM do_object_usage
+            WHERE namespace = OLD.namespace AND class = OLD.class AND object = OLD.object
+              AND bytes <= 0;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER do_object_usage AFTER INSERT OR UPDATE OR DELETE ON do_storage
+        FOR EACH ROW EXECUTE FUNCTION do_object_usage_count();
+    INSERT INTO do_object_usage (namespace, class, object, bytes)
+        SELECT namespace, class, object, sum(octet_length(key) + octet_length(value))
+        FROM do_storage GROUP BY namespace, class, object;",
     ),
 ];
 

@@ -59,25 +59,34 @@ impl Sqlite {
         Ok(at)
     }
 
-    /// Sets (or, with `None`, deletes) the object's alarm.
+    /// Sets (or, with `None`, deletes) the object's alarm; with a
+    /// `fence`, only while the object's owner epoch is still that one.
     pub(crate) fn set_object_alarm(
         &self,
         scope: &ObjectScope,
         at: Option<i64>,
+        fence: Option<i64>,
     ) -> Result<(), StoreError> {
-        let db = self.lock();
+        let mut db = self.lock();
+        // Immediate, as a fenced storage write: no take between the check
+        // and the commit.
+        let tx = db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        if let Some(mine) = fence {
+            super::durable::check_fence(&tx, scope, mine)?;
+        }
         match at {
-            Some(at) => db.execute(
+            Some(at) => tx.execute(
                 "INSERT INTO do_alarm (namespace, class, object, at) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (namespace, class, object)
                  DO UPDATE SET at = excluded.at, claimed_until = NULL, retries = 0",
                 params![scope.namespace, scope.class, scope.id, at],
             )?,
-            None => db.execute(
+            None => tx.execute(
                 "DELETE FROM do_alarm WHERE namespace = ?1 AND class = ?2 AND object = ?3",
                 params![scope.namespace, scope.class, scope.id],
             )?,
         };
+        tx.commit()?;
         Ok(())
     }
 

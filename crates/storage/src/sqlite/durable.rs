@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension as _, params};
 
 use super::Sqlite;
 use crate::StoreError;
-use crate::durable::{self, ObjectError, ObjectList, ObjectScope, ObjectWrite};
+use crate::durable::{self, ObjectError, ObjectList, ObjectScope, ObjectWrite, WriteQuota};
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS do_storage (
@@ -43,6 +43,35 @@ CREATE TRIGGER IF NOT EXISTS do_usage_delete AFTER DELETE ON do_storage BEGIN
     UPDATE do_usage SET bytes = bytes - length(OLD.key) - length(OLD.value)
         WHERE namespace = OLD.namespace;
 END;
+-- Bytes each object stores (its per-object limit), kept by triggers as
+-- do_usage; an object that stores nothing has no row.
+CREATE TABLE IF NOT EXISTS do_object_usage (
+    namespace TEXT NOT NULL,
+    class TEXT NOT NULL,
+    object TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    PRIMARY KEY (namespace, class, object)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS do_object_usage_insert AFTER INSERT ON do_storage BEGIN
+    INSERT INTO do_object_usage (namespace, class, object, bytes)
+        VALUES (NEW.namespace, NEW.class, NEW.object, length(NEW.key) + length(NEW.value))
+        ON CONFLICT (namespace, class, object) DO UPDATE SET bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER IF NOT EXISTS do_object_usage_update AFTER UPDATE ON do_storage BEGIN
+    UPDATE do_object_usage SET bytes = bytes - length(OLD.key) - length(OLD.value)
+        + length(NEW.key) + length(NEW.value)
+        WHERE namespace = NEW.namespace AND class = NEW.class AND object = NEW.object;
+END;
+CREATE TRIGGER IF NOT EXISTS do_object_usage_delete AFTER DELETE ON do_storage BEGIN
+    UPDATE do_object_usage SET bytes = bytes - length(OLD.key) - length(OLD.value)
+        WHERE namespace = OLD.namespace AND class = OLD.class AND object = OLD.object;
+    DELETE FROM do_object_usage
+        WHERE namespace = OLD.namespace AND class = OLD.class AND object = OLD.object AND bytes <= 0;
+END;
+-- A file written before the table: count what each object holds, once.
+INSERT OR IGNORE INTO do_object_usage (namespace, class, object, bytes)
+    SELECT namespace, class, object, sum(length(key) + length(value))
+    FROM do_storage GROUP BY namespace, class, object;
 ";
 
 impl Sqlite {
@@ -68,14 +97,14 @@ impl Sqlite {
             .collect()
     }
 
-    /// Applies `write` in one transaction; with a `quota`, a write that
-    /// leaves the namespace storing more than before and more than the
-    /// quota is undone.
+    /// Applies `write` in one transaction; a write that leaves the
+    /// namespace (or the object) storing more than before and more than
+    /// its `quota` is undone.
     pub(crate) fn object_write(
         &self,
         scope: &ObjectScope,
         write: &ObjectWrite,
-        quota: Option<u64>,
+        quota: WriteQuota,
     ) -> Result<(), StoreError> {
         let mut db = self.lock();
         // Immediate: the fence is checked under the write lock, so no take
@@ -84,17 +113,7 @@ impl Sqlite {
         if let Some(mine) = write.fence {
             check_fence(&tx, scope, mine)?;
         }
-        let usage = |tx: &rusqlite::Transaction<'_>| -> Result<i64, StoreError> {
-            let used: Option<i64> = tx
-                .query_row(
-                    "SELECT bytes FROM do_usage WHERE namespace = ?1",
-                    params![scope.namespace],
-                    |row| row.get(0),
-                )
-                .optional()?;
-            Ok(used.unwrap_or(0))
-        };
-        let before = usage(&tx)?;
+        let before = usage(&tx, scope, quota)?;
         if write.delete_all {
             tx.execute(
                 "DELETE FROM do_storage WHERE namespace = ?1 AND class = ?2 AND object = ?3",
@@ -114,12 +133,10 @@ impl Sqlite {
                 )?,
             };
         }
-        if let Some(quota) = quota {
-            let after = usage(&tx)?;
-            if after > before && u64::try_from(after).unwrap_or(0) > quota {
-                // Dropping the transaction rolls the write back.
-                return Err(ObjectError::QuotaExceeded { quota }.into());
-            }
+        if let Some((ns_before, object_before)) = before {
+            let (ns_after, object_after) = usage(&tx, scope, quota)?.unwrap_or_default();
+            // Dropping the transaction rolls the write back.
+            quota.check((ns_before, ns_after), (object_before, object_after))?;
         }
         tx.commit()?;
         Ok(())
@@ -170,8 +187,34 @@ impl Sqlite {
     }
 }
 
+/// What the namespace and the object store, when `quota` bounds either.
+fn usage(
+    tx: &rusqlite::Transaction<'_>,
+    scope: &ObjectScope,
+    quota: WriteQuota,
+) -> Result<Option<(i64, i64)>, StoreError> {
+    if !quota.any() {
+        return Ok(None);
+    }
+    let namespace: Option<i64> = tx
+        .query_row(
+            "SELECT bytes FROM do_usage WHERE namespace = ?1",
+            params![scope.namespace],
+            |row| row.get(0),
+        )
+        .optional()?;
+    let object: Option<i64> = tx
+        .query_row(
+            "SELECT bytes FROM do_object_usage WHERE namespace = ?1 AND class = ?2 AND object = ?3",
+            params![scope.namespace, scope.class, scope.id],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(Some((namespace.unwrap_or(0), object.unwrap_or(0))))
+}
+
 /// Refuses the write unless the object's owner epoch is still `mine`.
-fn check_fence(
+pub(super) fn check_fence(
     tx: &rusqlite::Transaction<'_>,
     scope: &ObjectScope,
     mine: i64,
