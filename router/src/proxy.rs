@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use futures::future::Either;
-use http::header::{HOST, HeaderValue, RETRY_AFTER};
+use http::header::{HOST, HeaderValue};
 use http::{Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
@@ -418,7 +418,15 @@ impl Proxy {
             record,
             trace: None,
         };
-        trip.run(request).await.map_err(|(_, error)| error)
+        let failed = trip.run(request).await;
+        failed.map_err(|(node, error)| {
+            // Counted as a client's request is (its page is never made).
+            if record {
+                let backend = Some((&trip.backend, trip.revision.as_ref()));
+                self.count_error(backend, &node, &error, trip.started, None);
+            }
+            error
+        })
     }
 
     fn publish(&self, workers: Vec<RoutableWorker>) {
@@ -676,9 +684,7 @@ impl Proxy {
         started: Instant,
         trace: Option<isolane_telemetry::TraceId>,
     ) -> Response<ResponseBody> {
-        if !matches!(error, Error::NoRoute { .. }) {
-            self.inner.metrics.upstream_error(error.kind());
-        }
+        self.count_error(backend, node, &error, started, trace);
         let mut response = Response::from(error);
         let headers = response.headers_mut();
         if let Some(id) = request_id.header() {
@@ -694,14 +700,24 @@ impl Proxy {
                 headers.insert(name::NODE, node);
             }
         }
-        self.inner.metrics.observe(
-            backend.map(|(b, revision)| b.served(revision)),
-            node,
-            response.status(),
-            started.elapsed(),
-            trace,
-        );
         response
+    }
+
+    /// Counts a request that failed with `error`, as its page's status.
+    fn count_error(
+        &self,
+        backend: Option<(&Arc<Backend>, &str)>,
+        node: &str,
+        error: &Error,
+        started: Instant,
+        trace: Option<isolane_telemetry::TraceId>,
+    ) {
+        let metrics = &self.inner.metrics;
+        if !matches!(error, Error::NoRoute { .. }) {
+            metrics.upstream_error(error.kind());
+        }
+        let served = backend.map(|(b, revision)| b.served(revision));
+        metrics.observe(served, node, error.status(), started.elapsed(), trace);
     }
 }
 
