@@ -36,6 +36,7 @@ mod trip;
 mod upstream;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -417,6 +418,7 @@ impl Proxy {
             deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
             record,
             trace: None,
+            unread_body: AtomicBool::new(false),
         };
         let failed = trip.run(request).await;
         failed.map_err(|(node, error)| {
@@ -648,6 +650,7 @@ impl Proxy {
             started,
             deadline: tokio::time::Instant::from_std(started) + self.inner.config.request_timeout,
             trace,
+            unread_body: AtomicBool::new(false),
         };
         match trip.run(request).await {
             Ok(response) if test_tick => test_tick::answer(response).await,
@@ -657,20 +660,29 @@ impl Proxy {
                     backend,
                     revision,
                     request_id,
+                    unread_body,
                     ..
                 } = trip;
                 debug!(
                     request.id = %request_id, worker.id = %backend.worker_id,
                     %revision, %node, %error, "request failed"
                 );
-                self.answer_error(
+                let mut page = self.answer_error(
                     Some((&backend, &revision)),
                     &node,
                     error,
                     &request_id,
                     started,
                     trace,
-                )
+                );
+                // The client may still be sending a body nobody reads: the
+                // connection ends with the page (RFC 9112, 9.6), whether the
+                // body went to a node over gRPC or in this process.
+                if unread_body.load(Ordering::Relaxed) {
+                    page.headers_mut()
+                        .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                page
             }
         }
     }

@@ -21,6 +21,9 @@ pub(super) struct Trip<'p> {
     pub(super) deadline: tokio::time::Instant,
     /// The request's trace when it is sampled (the latency's exemplar).
     pub(super) trace: Option<isolane_telemetry::TraceId>,
+    /// The client's body was not read whole before it went to a node (it
+    /// streams): an error page then closes the connection.
+    pub(super) unread_body: AtomicBool,
 }
 
 /// A failed request: the node it failed on (or [`NO_NODE`]) and why.
@@ -50,6 +53,8 @@ impl Trip<'_> {
                 .await
                 .map_err(|_| self.deadline_failure(NO_NODE))?
                 .map_err(|source| (NO_NODE.to_owned(), Error::RequestBody { source }))?;
+        self.unread_body
+            .store(!body.is_replayable(), Ordering::Relaxed);
         let losses = &self.proxy.inner.losses;
         let worker_id = &self.backend.worker_id;
         let wait_until = self
