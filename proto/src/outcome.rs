@@ -25,6 +25,8 @@ impl Outcome {
             Self::SubrequestLimit => W::SubrequestLimit,
             Self::Internal => W::Internal,
             Self::Quarantined => W::Quarantined,
+            Self::BodyTooLarge => W::BodyTooLarge,
+            Self::ClientWebsockets => W::ClientWebSockets,
         })
     }
 
@@ -66,6 +68,8 @@ impl From<isolane_worker::Outcome> for Outcome {
             W::SubrequestLimit => Self::SubrequestLimit,
             W::Internal => Self::Internal,
             W::Quarantined => Self::Quarantined,
+            W::BodyTooLarge => Self::BodyTooLarge,
+            W::ClientWebSockets => Self::ClientWebsockets,
         }
     }
 }

@@ -10,14 +10,17 @@
 //! | no live node | 503 | JSON body, `Retry-After: 1` |
 //! | the Worker is quarantined (its requests were lost with two nodes) | 503 | `Retry-After` |
 //! | the request looped through Workers more than `MAX_HOPS` times | 508 | |
-//! | node refused: `OVERLOADED` or gRPC `RESOURCE_EXHAUSTED` | 503 | `Retry-After` (≥ 1 s) |
-//! | node refused: other outcome (unknown worker 404, limits 503/504, …) | [`Outcome::http_status`] | |
+//! | node refused the call: gRPC `RESOURCE_EXHAUSTED` (its thread is full) | 503 | `Retry-After: 1` |
+//! | the node's head carries the engine's typed outcome (limits 503/504, an exception 500, a body over the cap 413, a client over its WebSockets 429, a quarantine 503) | [`Outcome::http_status`] | its page: `{"error", "reason"}` and a newline, `x-isolane-detail`, `Retry-After` for a transient outcome |
 //! | node unreachable or the call failed (`UNAVAILABLE`, …) | 502 | |
 //! | router deadline (`--request-timeout`) passed, or gRPC `DEADLINE_EXCEEDED` | 504 | |
 //! | the client's request body failed, or its host is not a URL authority | 400 | |
 //!
 //! Every error response carries `x-isolane-reason` (a bounded label, the
-//! same as `kind`) and a JSON body with a human-readable `error`.
+//! same as `kind`) and a JSON body with a human-readable `error`. This is
+//! the one renderer of error pages: the engine and the node hand refusals on
+//! typed (outcome, detail, retry-after), in the cluster and in `isolane dev`
+//! alike, and the page is made here, once.
 
 use std::time::Duration;
 
@@ -26,7 +29,7 @@ use http::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use http::{Response, StatusCode};
 use isolane_proto::Outcome;
 
-use crate::answer::{REASON_HEADER, ResponseBody, full_body};
+use crate::answer::{DETAIL_HEADER, REASON_HEADER, ResponseBody, full_body};
 
 pub use crate::answer::BoxError;
 
@@ -91,16 +94,28 @@ pub enum Error {
         refused: bool,
     },
 
-    /// The node answered with a non-OK outcome before the worker responded.
+    /// The node refused the call before running it: its thread is full
+    /// (gRPC `RESOURCE_EXHAUSTED`).
+    #[error("node {node} refused the request: {detail}")]
+    Overloaded {
+        /// The node.
+        node: String,
+        /// The status message.
+        detail: String,
+    },
+
+    /// The node's head carries the engine's typed outcome instead of the
+    /// Worker's response: the Worker threw or hit a limit, or the engine
+    /// refused the request (a body over the cap, a quarantine, …).
     #[error("node {node} refused the request: {detail}")]
     Refused {
         /// The node.
         node: String,
         /// Why, as a closed set.
         outcome: Outcome,
-        /// The node's human-readable detail.
+        /// The node's human-readable detail (no exception text).
         detail: String,
-        /// With [`Outcome::Overloaded`]: the node's suggested wait.
+        /// With a transient outcome: the node's suggested wait.
         retry_after: Option<Duration>,
     },
 
@@ -175,6 +190,7 @@ impl Error {
             Self::NoEndpoint { .. } => "no_endpoint",
             Self::InvalidEndpoint { .. } => "invalid_endpoint",
             Self::NodeUnavailable { .. } => "node_unavailable",
+            Self::Overloaded { .. } => "overloaded",
             Self::Refused { outcome, .. } => outcome.label(),
             Self::Call { code, .. } => match code {
                 tonic::Code::ResourceExhausted => "overloaded",
@@ -214,11 +230,9 @@ impl Error {
                 message,
                 refused,
             },
-            tonic::Code::ResourceExhausted => Self::Refused {
+            tonic::Code::ResourceExhausted => Self::Overloaded {
                 node,
-                outcome: Outcome::Overloaded,
                 detail: message,
-                retry_after: None,
             },
             code => Self::Call {
                 node,
@@ -255,7 +269,9 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::NoRoute { .. } | Self::UnknownRevision { .. } => StatusCode::NOT_FOUND,
-            Self::NoLiveNode { .. } | Self::Quarantined { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::NoLiveNode { .. } | Self::Quarantined { .. } | Self::Overloaded { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::Loop { .. } => StatusCode::LOOP_DETECTED,
             Self::NoEndpoint { .. }
             | Self::InvalidEndpoint { .. }
@@ -280,25 +296,26 @@ impl Error {
     /// The `Retry-After` value in whole seconds, for transient refusals.
     pub fn retry_after(&self) -> Option<u64> {
         match self {
-            Self::NoLiveNode { .. } => Some(1),
+            Self::NoLiveNode { .. } | Self::Overloaded { .. } => Some(1),
             Self::Quarantined { retry_after, .. } => {
                 Some(retry_after.as_millis().div_ceil(1000).max(1) as u64)
             }
             Self::Refused {
-                outcome:
-                    Outcome::Overloaded
-                    | Outcome::Draining
-                    | Outcome::RevisionUnavailable
-                    | Outcome::Quarantined,
+                outcome,
                 retry_after,
                 ..
-            } => Some(retry_after.map_or(1, |d| d.as_millis().div_ceil(1000).max(1) as u64)),
+            } if outcome.vocabulary().is_some_and(|o| o.transient()) => {
+                Some(retry_after.map_or(1, |d| d.as_millis().div_ceil(1000).max(1) as u64))
+            }
             _ => None,
         }
     }
 
-    fn json(&self) -> serde_json::Value {
-        match self {
+    /// The page's JSON body. A refusal in the node's head says what the
+    /// engine said (never an exception's text: [`isolane_worker::Outcome::page_message`]),
+    /// followed by a newline; the router's own errors say what failed.
+    fn body(&self) -> Bytes {
+        let json = match self {
             Self::NoRoute { host, path } => serde_json::json!({
                 "error": self.to_string(),
                 "reason": self.kind(),
@@ -310,27 +327,68 @@ impl Error {
                 "reason": self.kind(),
                 "worker": worker_id,
             }),
+            Self::Refused {
+                outcome, detail, ..
+            } => {
+                let message = match outcome.vocabulary() {
+                    Some(outcome) => outcome.page_message(detail),
+                    None => detail,
+                };
+                let json = serde_json::json!({ "error": message, "reason": self.kind() });
+                return Bytes::from(format!("{json}\n"));
+            }
             _ => serde_json::json!({
                 "error": self.to_string(),
                 "reason": self.kind(),
             }),
-        }
+        };
+        Bytes::from(json.to_string())
     }
 }
 
 impl From<Error> for Response<ResponseBody> {
     fn from(error: Error) -> Self {
-        let body = Bytes::from(error.json().to_string());
-        let mut response = Response::new(full_body(body));
+        let mut response = Response::new(full_body(error.body()));
         *response.status_mut() = error.status();
         let headers = response.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(REASON_HEADER, HeaderValue::from_static(error.kind()));
+        // The detail of what the Worker did (a limit, an exception, a
+        // quarantine); a refusal of the client's own request (a body over
+        // the cap, too many WebSockets) says it in its body only.
+        if let Error::Refused {
+            outcome, detail, ..
+        } = &error
+            && !matches!(outcome, Outcome::BodyTooLarge | Outcome::ClientWebsockets)
+            && let Some(detail) = header_text(detail)
+        {
+            headers.insert(DETAIL_HEADER, detail);
+        }
         if let Some(seconds) = error.retry_after() {
             headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }
+}
+
+/// `text` as a header value: printable ASCII, at most 256 bytes; `None` if empty.
+fn header_text(text: &str) -> Option<HeaderValue> {
+    let cleaned: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .take(256)
+        .collect();
+    let cleaned = cleaned.trim();
+    if cleaned.is_empty() {
+        return None;
+    }
+    HeaderValue::from_str(cleaned).ok()
 }
 
 /// Whether tonic made `status` from a failed connection (an I/O or hyper
@@ -434,6 +492,89 @@ mod tests {
             assert_eq!(error.status().as_u16(), status, "{error}");
             assert_eq!(error.kind(), kind, "{error}");
         }
+    }
+
+    /// The page of a refusal in a node's head, as `isolane dev` and the
+    /// cluster both answer it (the engine used to render it; the bytes are
+    /// the same).
+    #[test]
+    fn a_refusal_renders_the_engine_s_page() {
+        let page = |outcome, detail: &str, retry_after_ms: Option<u64>| {
+            let error = Error::Refused {
+                node: "n".into(),
+                outcome,
+                detail: detail.into(),
+                retry_after: retry_after_ms.map(Duration::from_millis),
+            };
+            let body = error.body();
+            let response = Response::from(error);
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .map(|v| v.to_str().unwrap().to_owned())
+            };
+            (
+                response.status().as_u16(),
+                header("content-type"),
+                header("x-isolane-reason"),
+                header("x-isolane-detail"),
+                header("retry-after"),
+                String::from_utf8(body.to_vec()).unwrap(),
+            )
+        };
+        let json = Some("application/json".to_owned());
+        assert_eq!(
+            page(Outcome::CpuLimit, "CPU time limit of 50 ms exceeded", None),
+            (
+                503,
+                json.clone(),
+                Some("cpu_limit".into()),
+                Some("CPU time limit of 50 ms exceeded".into()),
+                None,
+                "{\"error\":\"CPU time limit of 50 ms exceeded\",\"reason\":\"cpu_limit\"}\n"
+                    .into()
+            )
+        );
+        // An exception's page never carries its detail, whatever the node sent.
+        let (status, _, _, detail, _, body) =
+            page(Outcome::Exception, "the worker script failed", None);
+        assert_eq!(status, 500);
+        assert_eq!(detail.as_deref(), Some("the worker script failed"));
+        assert_eq!(
+            body,
+            "{\"error\":\"the worker threw an exception\",\"reason\":\"exception\"}\n"
+        );
+        let (status, _, reason, detail, retry_after, _) =
+            page(Outcome::Quarantined, "refused for 3 s", Some(2500));
+        assert_eq!(status, 503);
+        assert_eq!(reason.as_deref(), Some("quarantined"));
+        assert_eq!(detail.as_deref(), Some("refused for 3 s"));
+        assert_eq!(retry_after.as_deref(), Some("3"));
+        // A refusal of the client's own request says it in its body only.
+        let (status, _, reason, detail, retry_after, body) = page(
+            Outcome::ClientWebsockets,
+            "this client already has 16 WebSockets open",
+            Some(1000),
+        );
+        assert_eq!(
+            (status, detail, retry_after.as_deref()),
+            (429, None, Some("1"))
+        );
+        assert_eq!(reason.as_deref(), Some("client_websockets"));
+        assert!(body.contains("16 WebSockets open"), "{body}");
+        let (status, _, _, detail, retry_after, _) = page(
+            Outcome::BodyTooLarge,
+            "the request body is larger than 10 bytes",
+            None,
+        );
+        assert_eq!((status, detail, retry_after), (413, None, None));
+    }
+
+    #[test]
+    fn header_text_is_sanitised() {
+        assert_eq!(header_text("  "), None);
+        assert_eq!(header_text("cpu 50ms\n").unwrap(), "cpu 50ms?");
     }
 
     #[test]

@@ -42,11 +42,12 @@ mod upstream;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::future::Either;
-use http::header::{HOST, HeaderValue, RETRY_AFTER};
+use http::header::{HOST, HeaderValue};
 use http::{Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
@@ -252,8 +253,17 @@ impl Proxy {
             deadline: tokio::time::Instant::now() + self.inner.config.request_timeout,
             record,
             trace: None,
+            unread_body: AtomicBool::new(false),
         };
-        trip.run(request).await.map_err(|(_, error)| error)
+        let failed = trip.run(request).await;
+        failed.map_err(|(node, error)| {
+            // Counted as a client's request is (its page is never made).
+            if record {
+                let backend = Some((&trip.backend, trip.revision.as_ref()));
+                self.count_error(backend, &node, &error, trip.started, None);
+            }
+            error
+        })
     }
 
     /// Serves one request from a client whose address is not known, and
@@ -372,6 +382,7 @@ impl Proxy {
             started,
             deadline: tokio::time::Instant::from_std(started) + self.inner.config.request_timeout,
             trace,
+            unread_body: AtomicBool::new(false),
         };
         match trip.run(request).await {
             Ok(response) if test_tick => test_tick::answer(response).await,
@@ -381,20 +392,29 @@ impl Proxy {
                     backend,
                     revision,
                     request_id,
+                    unread_body,
                     ..
                 } = trip;
                 debug!(
                     request.id = %request_id, worker.id = %backend.worker_id,
                     %revision, %node, %error, "request failed"
                 );
-                self.answer_error(
+                let mut page = self.answer_error(
                     Some((&backend, &revision)),
                     &node,
                     error,
                     &request_id,
                     started,
                     trace,
-                )
+                );
+                // The client may still be sending a body nobody reads: the
+                // connection ends with the page (RFC 9112, 9.6), whether the
+                // body went to a node over gRPC or in this process.
+                if unread_body.load(Ordering::Relaxed) {
+                    page.headers_mut()
+                        .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                page
             }
         }
     }
@@ -408,9 +428,7 @@ impl Proxy {
         started: Instant,
         trace: Option<isolane_telemetry::TraceId>,
     ) -> Response<ResponseBody> {
-        if !matches!(error, Error::NoRoute { .. }) {
-            self.inner.metrics.upstream_error(error.kind());
-        }
+        self.count_error(backend, node, &error, started, trace);
         let mut response = Response::from(error);
         let headers = response.headers_mut();
         if let Some(id) = request_id.header() {
@@ -426,14 +444,24 @@ impl Proxy {
                 headers.insert(name::NODE, node);
             }
         }
-        self.inner.metrics.observe(
-            backend.map(|(b, revision)| b.served(revision)),
-            node,
-            response.status(),
-            started.elapsed(),
-            trace,
-        );
         response
+    }
+
+    /// Counts a request that failed with `error`, as its page's status.
+    fn count_error(
+        &self,
+        backend: Option<(&Arc<Backend>, &str)>,
+        node: &str,
+        error: &Error,
+        started: Instant,
+        trace: Option<isolane_telemetry::TraceId>,
+    ) {
+        let metrics = &self.inner.metrics;
+        if !matches!(error, Error::NoRoute { .. }) {
+            metrics.upstream_error(error.kind());
+        }
+        let served = backend.map(|(b, revision)| b.served(revision));
+        metrics.observe(served, node, error.status(), started.elapsed(), trace);
     }
 }
 

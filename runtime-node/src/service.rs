@@ -12,9 +12,12 @@
 //! (`isolane dev`) calls [`NodeService::call`] directly, with no frames.
 //!
 //! Failures before the worker runs are gRPC statuses (`error.rs`). A worker
-//! that ran and threw or hit a limit is an OK stream whose head carries the
-//! outcome, the status (500, 503, 504) and a reason, followed by the
-//! engine's small JSON error page.
+//! that ran and threw or hit a limit, or a request the engine refused for
+//! its client's or its Worker's doing (a body over the cap, a quarantine),
+//! is an OK stream whose head carries the engine's typed outcome: the
+//! status (413, 429, 500, 503, 504), the detail a client may see and the
+//! `Retry-After` in ms, with no headers and an empty body
+//! ([`NodeService::refusal`]). The router renders the error page from it.
 
 mod answered;
 mod socket_frames;
@@ -261,26 +264,37 @@ impl NodeService {
             None => execute.await,
         };
         drop(handler);
-        let (response, outcome, reason) = match result {
-            Ok(response) => (response, Outcome::Ok, String::new()),
+        let (answer, body) = match result {
+            Ok(response) => self.answered(response, thread),
             Err(error) => {
-                let (outcome, reason) = self.engine_failure(&error)?;
-                tracing::debug!(worker.id = %worker_id, thread, request.id = %request_id, outcome = outcome.label(), "worker failed");
-                (error.to_response(), outcome, reason)
+                let answer = self.refusal(&error)?;
+                tracing::debug!(worker.id = %worker_id, thread, request.id = %request_id, outcome = answer.outcome.label(), "worker failed");
+                (answer, Body::empty())
             }
         };
+        let outcome = answer.outcome;
+        let body = Answered::new(
+            body,
+            outcome,
+            permit,
+            shared.metrics.clone(),
+            deadline,
+            head_only,
+        );
+        Ok((answer, body))
+    }
+
+    /// The answer of a Worker that responded: its status, headers and
+    /// body, and its WebSocket when it accepted one.
+    fn answered(&self, response: http::Response<Body>, thread: usize) -> (Answer, Body) {
+        let shared = &self.inner;
         let (parts, body) = response.into_parts();
         let answer = Answer {
             status: parts.status,
-            // The engine's error page says how long to wait (quarantine).
-            retry_after_ms: (outcome != Outcome::Ok)
-                .then(|| parts.headers.get(http::header::RETRY_AFTER))
-                .flatten()
-                .and_then(|v| v.to_str().ok()?.parse::<u32>().ok())
-                .map(|secs| secs.saturating_mul(1000)),
             headers: parts.headers,
-            outcome,
-            reason,
+            outcome: Outcome::Ok,
+            reason: String::new(),
+            retry_after_ms: None,
             body_length: http_body::Body::size_hint(&body).exact(),
             upgrade: parts
                 .extensions
@@ -295,53 +309,52 @@ impl NodeService {
                     )
                 }),
         };
-        let body = Answered::new(
-            body,
-            outcome,
-            permit,
-            shared.metrics.clone(),
-            deadline,
-            head_only,
-        );
-        Ok((answer, body))
+        (answer, body)
     }
 
-    /// How an engine error is answered: a refusal (gRPC status), or the
-    /// outcome and reason of a response head for a worker that ran and
-    /// failed (its error page follows).
-    fn engine_failure(&self, error: &ExecuteError) -> Result<(Outcome, String), Error> {
+    /// How an engine error is answered: a refusal of the node's (a gRPC
+    /// status), or the engine's typed outcome as a response head — its
+    /// status, the detail a client may see and how long to wait — with no
+    /// headers and no body: the router renders the error page.
+    fn refusal(&self, error: &ExecuteError) -> Result<Answer, Error> {
         match error {
             ExecuteError::Overloaded { thread } => {
                 self.inner.metrics.rejection(*thread, "overloaded");
-                Err(Error::Overloaded { thread: *thread })
+                return Err(Error::Overloaded { thread: *thread });
             }
-            ExecuteError::UnknownThread { thread, threads } => Err(Error::InvalidThread {
-                thread: u32::try_from(*thread).unwrap_or(u32::MAX),
-                threads: *threads,
-            }),
+            ExecuteError::UnknownThread { thread, threads } => {
+                return Err(Error::InvalidThread {
+                    thread: u32::try_from(*thread).unwrap_or(u32::MAX),
+                    threads: *threads,
+                });
+            }
             ExecuteError::Canceled { .. } if self.inner.admission.is_draining() => {
-                Err(Error::Draining)
+                return Err(Error::Draining);
             }
             ExecuteError::Canceled { reason } => {
                 tracing::warn!(%reason, "the engine canceled a request");
-                Err(Error::Engine { reason })
+                return Err(Error::Engine { reason });
             }
-            // Details of a script error or exception go to the logs (the
-            // engine logged them), never to the client.
-            ExecuteError::Script { .. } => Ok((
-                error.outcome().into(),
-                "the worker script failed".to_owned(),
-            )),
-            ExecuteError::Exception { .. } => Ok((
-                error.outcome().into(),
-                "the worker threw an exception".to_owned(),
-            )),
-            // The engine's outcome, as the Worker vocabulary maps it.
-            ExecuteError::CpuLimit { .. }
+            // The Worker ran and failed, or the engine refused it for the
+            // client's or the Worker's own doing.
+            ExecuteError::Script { .. }
+            | ExecuteError::Exception { .. }
+            | ExecuteError::CpuLimit { .. }
             | ExecuteError::MemoryLimit { .. }
             | ExecuteError::WallTimeout { .. }
-            | ExecuteError::Quarantined { .. } => Ok((error.outcome().into(), error.to_string())),
+            | ExecuteError::Quarantined { .. }
+            | ExecuteError::BodyTooLarge { .. }
+            | ExecuteError::ClientWebSockets { .. } => {}
         }
+        Ok(Answer {
+            status: error.status(),
+            headers: http::HeaderMap::new(),
+            outcome: error.outcome().into(),
+            reason: error.detail(),
+            retry_after_ms: error.retry_after().map(|secs| secs.saturating_mul(1000)),
+            body_length: Some(0),
+            upgrade: None,
+        })
     }
 
     fn stats_now(&self) -> StatsResponse {

@@ -3,10 +3,11 @@
 //! (no limit of its isolate is reached on the client's behalf, nothing is
 //! held against it) and never another request's.
 //!
-//! A request whose `Content-Length` is over the cap is answered at once,
-//! without touching an isolate. A body that passes the cap while being read
-//! (chunked, or lying about its length) breaks there: the Worker's read
-//! rejects, and unless the Worker answered by itself, the answer is the 413.
+//! A request whose `Content-Length` is over the cap is refused at once
+//! ([`ExecuteError::BodyTooLarge`]), without touching an isolate. A body that
+//! passes the cap while being read (chunked, or lying about its length)
+//! breaks there: the Worker's read rejects, and unless the Worker answered by
+//! itself, the request is refused the same way.
 //! `EngineConfig::max_request_body_bytes` (node `--max-request-body-mib`).
 
 use std::pin::Pin;
@@ -18,10 +19,7 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 
 use crate::body::{Body, BodyError};
-use crate::outcome::error_response;
-
-/// The reason the engine gives for a 413.
-pub(crate) const REASON: &str = "body_too_large";
+use crate::outcome::ExecuteError;
 
 /// A body over the cap, as its reader sees it.
 #[derive(Debug, thiserror::Error)]
@@ -64,10 +62,9 @@ pub(crate) fn cap(body: Body, limit: u64) -> (Body, Tripped) {
     (Body::wrap(capped), tripped)
 }
 
-/// The engine's answer to a body over the cap.
-pub(crate) fn response(limit: u64) -> http::Response<Body> {
-    let message = TooLarge { limit }.to_string();
-    error_response(http::StatusCode::PAYLOAD_TOO_LARGE, &message, REASON, None)
+/// The engine's refusal of a body over the cap.
+pub(crate) fn refusal(limit: u64) -> ExecuteError {
+    ExecuteError::BodyTooLarge { limit }
 }
 
 struct Capped {
@@ -137,6 +134,6 @@ mod tests {
         assert!(declared_over(&headers, 10));
         assert!(!declared_over(&headers, 0), "0 is no cap");
         assert!(!declared_over(&headers, 11));
-        assert_eq!(response(10).status(), 413);
+        assert_eq!(refusal(10).status(), 413);
     }
 }

@@ -80,7 +80,7 @@ pub use observer::{
     CodeCacheEvent, EngineObserver, EvictionReason, KvOp, KvResult, LogDropReason, NoopObserver,
     SocketTally, TerminationReason,
 };
-pub use outcome::{EngineError, ExecuteError, Outcome, REASON_HEADER};
+pub use outcome::{EngineError, ExecuteError, Outcome};
 pub use prewarm::Prewarm;
 pub use schedule::guaranteed;
 pub use scheduled::ScheduledEvent;

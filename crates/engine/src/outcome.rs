@@ -3,11 +3,12 @@
 //! One enum feeds logs, metrics and HTTP status alike: [`Outcome`], the
 //! Worker vocabulary's (`isolane-worker`), shared with the node, the wire and
 //! the router. Every [`ExecuteError`] maps to exactly one outcome, and so to
-//! one status and one reason.
+//! one status and one reason. The engine answers no request itself: a
+//! refusal stays this typed error (outcome, [`ExecuteError::detail`],
+//! [`ExecuteError::retry_after`]) through the node and the wire, and the
+//! front end (the router, which `isolane dev` runs too) renders its page.
 
 use http::StatusCode;
-
-use crate::body::Body;
 
 /// How a request ended: the Worker vocabulary's outcome, whose table gives
 /// the status, the reason and the metric label. [`ExecuteError::outcome`]
@@ -35,6 +36,16 @@ pub enum ExecuteError {
     WallTimeout { limit_ms: u64 },
     #[error("the worker keeps exceeding its limits and is refused for {retry_after_secs} s")]
     Quarantined { retry_after_secs: u32 },
+    /// The client's body is over `EngineConfig::max_request_body_bytes`
+    /// (`body_cap.rs`): the client's failure, never the Worker's.
+    #[error("the request body is larger than {limit} bytes")]
+    BodyTooLarge { limit: u64 },
+    /// The client already holds its share of the Worker's WebSockets on
+    /// this thread (`host/socket_count.rs`).
+    #[error(
+        "this client already has {limit} WebSockets open to this Worker (its share); close one first"
+    )]
+    ClientWebSockets { limit: usize },
 }
 
 impl ExecuteError {
@@ -50,6 +61,8 @@ impl ExecuteError {
             ExecuteError::MemoryLimit { .. } => Outcome::MemoryLimit,
             ExecuteError::WallTimeout { .. } => Outcome::WallTimeout,
             ExecuteError::Quarantined { .. } => Outcome::Quarantined,
+            ExecuteError::BodyTooLarge { .. } => Outcome::BodyTooLarge,
+            ExecuteError::ClientWebSockets { .. } => Outcome::ClientWebSockets,
         }
     }
 
@@ -69,55 +82,24 @@ impl ExecuteError {
     /// Seconds for a `Retry-After` header, for errors worth retrying.
     pub fn retry_after(&self) -> Option<u32> {
         match self {
-            ExecuteError::Overloaded { .. } => Some(1),
+            ExecuteError::Overloaded { .. } | ExecuteError::ClientWebSockets { .. } => Some(1),
             ExecuteError::Quarantined { retry_after_secs } => Some(*retry_after_secs),
             _ => None,
         }
     }
 
-    /// A small JSON error response carrying status, reason and Retry-After.
-    /// Script errors and exceptions say only that the worker failed: their
-    /// messages go to the logs, not to the client.
-    pub fn to_response(&self) -> http::Response<Body> {
-        let message = match self {
-            ExecuteError::Script { .. } | ExecuteError::Exception { .. } => {
-                "the worker threw an exception".to_owned()
-            }
+    /// What the client may be told: a script error's or an exception's
+    /// text goes to the logs only, every other refusal says what it is.
+    /// The front end renders its page from this, [`Self::outcome`] and
+    /// [`Self::retry_after`] (the engine renders no page itself).
+    pub fn detail(&self) -> String {
+        match self {
+            ExecuteError::Script { .. } => "the worker script failed".to_owned(),
+            ExecuteError::Exception { .. } => "the worker threw an exception".to_owned(),
             other => other.to_string(),
-        };
-        error_response(self.status(), &message, self.reason(), self.retry_after())
+        }
     }
 }
-
-/// A response the engine answers itself (not the worker): a small JSON
-/// body with the message and reason, `x-isolane-reason`, and `Retry-After`
-/// when it is worth retrying.
-pub(crate) fn error_response(
-    status: StatusCode,
-    message: &str,
-    reason: &'static str,
-    retry_after: Option<u32>,
-) -> http::Response<Body> {
-    let body = format!(
-        "{}\n",
-        serde_json::json!({ "error": message, "reason": reason })
-    );
-    let mut response = http::Response::new(Body::from(body));
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
-    headers.insert(REASON_HEADER, http::HeaderValue::from_static(reason));
-    if let Some(secs) = retry_after {
-        headers.insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
-    }
-    response
-}
-
-/// The header naming why the engine (not the worker) answered.
-pub use isolane_worker::headers::REASON as REASON_HEADER;
 
 /// Why the engine could not start.
 #[derive(Debug, thiserror::Error)]
@@ -152,9 +134,7 @@ mod tests {
         let overloaded = ExecuteError::Overloaded { thread: 0 };
         assert_eq!(overloaded.status(), 503);
         assert_eq!(overloaded.retry_after(), Some(1));
-        let response = overloaded.to_response();
-        assert_eq!(response.headers()[REASON_HEADER], "overloaded");
-        assert_eq!(response.headers()["retry-after"], "1");
+        assert_eq!(overloaded.reason(), "overloaded");
         assert_eq!(
             ExecuteError::UnknownThread {
                 thread: 9,
@@ -171,23 +151,33 @@ mod tests {
             (script.status().as_u16(), script.reason()),
             (500, "exception")
         );
+        let too_large = ExecuteError::BodyTooLarge { limit: 10 };
+        assert_eq!(
+            (too_large.status().as_u16(), too_large.reason()),
+            (413, "body_too_large")
+        );
+        let sockets = ExecuteError::ClientWebSockets { limit: 16 };
+        assert_eq!(
+            (
+                sockets.status().as_u16(),
+                sockets.reason(),
+                sockets.retry_after()
+            ),
+            (429, "client_websockets", Some(1))
+        );
     }
 
     #[test]
-    fn the_error_body_is_json_with_the_message_and_reason() {
-        let error = ExecuteError::UnknownThread {
-            thread: 9,
-            threads: 2,
+    fn the_detail_never_carries_the_worker_s_text() {
+        let threw = ExecuteError::Exception {
+            message: "TypeError: secret".into(),
         };
-        let body = error.to_response().into_body();
-        let bytes = futures::executor::block_on(http_body_util::BodyExt::collect(body))
-            .unwrap()
-            .to_bytes();
-        assert!(bytes.ends_with(b"}\n"), "{bytes:?}");
-        let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-        assert_eq!(
-            json,
-            serde_json::json!({ "error": error.to_string(), "reason": "invalid_thread" })
-        );
+        assert_eq!(threw.detail(), "the worker threw an exception");
+        let script = ExecuteError::Script {
+            message: "SyntaxError: secret".into(),
+        };
+        assert_eq!(script.detail(), "the worker script failed");
+        let cpu = ExecuteError::CpuLimit { limit_ms: 50 };
+        assert_eq!(cpu.detail(), "CPU time limit of 50 ms exceeded");
     }
 }

@@ -34,11 +34,16 @@ pub enum Outcome {
     Internal,
     /// The Worker keeps exceeding its limits and is refused for a while.
     Quarantined,
+    /// The client's request body is over the node's cap
+    /// (`--max-request-body-mib`): declared so, or broke there while read.
+    BodyTooLarge,
+    /// The client already holds its share of the Worker's WebSockets.
+    ClientWebSockets,
 }
 
 impl Outcome {
     /// Every outcome, in a fixed order (metric series are made per outcome).
-    pub const ALL: [Outcome; 14] = [
+    pub const ALL: [Outcome; 16] = [
         Outcome::Ok,
         Outcome::Exception,
         Outcome::CpuLimit,
@@ -53,6 +58,8 @@ impl Outcome {
         Outcome::SubrequestLimit,
         Outcome::Internal,
         Outcome::Quarantined,
+        Outcome::BodyTooLarge,
+        Outcome::ClientWebSockets,
     ];
 
     /// The metric label and `x-isolane-reason` value (`cpu_limit`).
@@ -72,6 +79,8 @@ impl Outcome {
             Outcome::SubrequestLimit => "subrequest_limit",
             Outcome::Internal => "internal",
             Outcome::Quarantined => "quarantined",
+            Outcome::BodyTooLarge => "body_too_large",
+            Outcome::ClientWebSockets => "client_websockets",
         }
     }
 
@@ -93,6 +102,8 @@ impl Outcome {
             | Outcome::Quarantined
             | Outcome::RevisionUnavailable => 503,
             Outcome::WallTimeout => 504,
+            Outcome::BodyTooLarge => 413,
+            Outcome::ClientWebSockets => 429,
         })
     }
 
@@ -113,7 +124,18 @@ impl Outcome {
                 | Outcome::Draining
                 | Outcome::RevisionUnavailable
                 | Outcome::Quarantined
+                | Outcome::ClientWebSockets
         )
+    }
+
+    /// The message of the error page a front end answers with, from the
+    /// node's `detail`: an exception's page never carries its detail (the
+    /// Worker's own text goes to its logs, never to its client).
+    pub fn page_message(self, detail: &str) -> &str {
+        match self {
+            Outcome::Exception => "the worker threw an exception",
+            _ => detail,
+        }
     }
 }
 
@@ -144,6 +166,14 @@ mod tests {
         assert_eq!(status(Outcome::UnknownWorker), Some(404));
         assert_eq!(status(Outcome::Exception), Some(500));
         assert_eq!(status(Outcome::Canceled), Some(502));
+        assert_eq!(status(Outcome::BodyTooLarge), Some(413));
+        assert_eq!(status(Outcome::ClientWebSockets), Some(429));
+        assert!(Outcome::ClientWebSockets.transient());
+        assert_eq!(
+            Outcome::Exception.page_message("TypeError: secret"),
+            "the worker threw an exception"
+        );
+        assert_eq!(Outcome::CpuLimit.page_message("over"), "over");
         assert!(Outcome::ALL.iter().all(|o| status(*o) != Some(499)));
         assert!(Outcome::Draining.retry_elsewhere());
         assert!(!Outcome::Exception.retry_elsewhere());

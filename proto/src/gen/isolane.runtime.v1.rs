@@ -187,15 +187,19 @@ pub struct ResponseHead {
     /// Response headers.
     #[prost(message, repeated, tag = "2")]
     pub headers: ::prost::alloc::vec::Vec<Header>,
-    /// OUTCOME_OK when the worker responded; otherwise why not, and the body
-    /// (if any) is the node's error page.
+    /// OUTCOME_OK when the worker responded; otherwise why not: a refusal,
+    /// with no headers and an empty body. The router renders its error page
+    /// (the one renderer of them) from the outcome, `reason` and
+    /// `retry_after_ms`.
     #[prost(enumeration = "Outcome", tag = "3")]
     pub outcome: i32,
-    /// Human-readable detail for non-OK outcomes (bounded, no secrets): goes to
-    /// the reason header and logs, never a metric label.
+    /// Human-readable detail for non-OK outcomes (bounded, no secrets): the
+    /// page's message (never for OUTCOME_EXCEPTION) and `x-isolane-detail`,
+    /// never a metric label.
     #[prost(string, tag = "4")]
     pub reason: ::prost::alloc::string::String,
-    /// With OUTCOME_OVERLOADED: how long the router should tell clients to wait.
+    /// With a transient outcome (quarantined): how long the router should tell
+    /// clients to wait.
     #[prost(uint32, optional, tag = "5")]
     pub retry_after_ms: ::core::option::Option<u32>,
     /// The response body's length when known.
@@ -338,6 +342,10 @@ pub enum Outcome {
     /// refused for a while; `retry_after_ms` says how long. Never retried
     /// elsewhere: it would only take its next victim down.
     Quarantined = 14,
+    /// The client's request body is over the node's cap (413).
+    BodyTooLarge = 15,
+    /// The client already holds its share of the Worker's WebSockets (429).
+    ClientWebsockets = 16,
 }
 impl Outcome {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -361,6 +369,8 @@ impl Outcome {
             Self::SubrequestLimit => "OUTCOME_SUBREQUEST_LIMIT",
             Self::Internal => "OUTCOME_INTERNAL",
             Self::Quarantined => "OUTCOME_QUARANTINED",
+            Self::BodyTooLarge => "OUTCOME_BODY_TOO_LARGE",
+            Self::ClientWebsockets => "OUTCOME_CLIENT_WEBSOCKETS",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -381,6 +391,8 @@ impl Outcome {
             "OUTCOME_SUBREQUEST_LIMIT" => Some(Self::SubrequestLimit),
             "OUTCOME_INTERNAL" => Some(Self::Internal),
             "OUTCOME_QUARANTINED" => Some(Self::Quarantined),
+            "OUTCOME_BODY_TOO_LARGE" => Some(Self::BodyTooLarge),
+            "OUTCOME_CLIENT_WEBSOCKETS" => Some(Self::ClientWebsockets),
             _ => None,
         }
     }

@@ -6,11 +6,11 @@
 use bytes::Bytes;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
+use isolane_proto::Outcome;
 use isolane_proto::runtime::v1::ScheduledTick;
 
 use crate::Proxy;
 use crate::cron::CronWorker;
-use crate::proxy::{DETAIL_HEADER, REASON_HEADER};
 
 /// Why a cron tick failed: a bounded label (`isolane_router_cron_runs_total`,
 /// `status.cron.lastRun.outcome`) and a message.
@@ -46,43 +46,56 @@ pub async fn run_tick(
             true,
         )
         .await
-        .map_err(|error| TickFailure {
-            outcome: error.kind(),
-            message: error.to_string(),
-        })?;
+        .map_err(TickFailure::from)?;
     let status = response.status();
-    let headers = response.headers();
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
-    let reason = header(REASON_HEADER).unwrap_or_else(|| "exception".to_owned());
-    let detail = header(DETAIL_HEADER);
     // Read to the end, so the request's accounting completes.
     let _ = response.into_body().collect().await;
+    // A refusal came back typed (above); an answer of the node's that is
+    // not the tick's 200 is the handler failing.
     if status == StatusCode::OK {
         Ok(())
     } else {
         Err(TickFailure {
-            outcome: tick_outcome(&reason),
-            message: detail.unwrap_or_else(|| format!("the tick answered {status}")),
+            outcome: "exception",
+            message: format!("the tick answered {status}"),
         })
     }
 }
 
-/// The bounded label for a refusal's reason header.
-fn tick_outcome(reason: &str) -> &'static str {
-    match reason {
-        "cpu_limit" => "cpu_limit",
-        "memory_limit" => "memory_limit",
-        "wall_timeout" => "wall_timeout",
-        "subrequest_limit" => "subrequest_limit",
-        "overloaded" => "overloaded",
-        "quarantined" => "quarantined",
-        "unknown_worker" => "unknown_worker",
-        "internal" => "internal",
+impl From<crate::Error> for TickFailure {
+    /// A tick the node refused says what the engine said (its typed
+    /// outcome and detail); any other failure, what failed.
+    fn from(error: crate::Error) -> Self {
+        match error {
+            crate::Error::Refused {
+                outcome, detail, ..
+            } => TickFailure {
+                outcome: tick_outcome(outcome),
+                message: match detail.trim() {
+                    "" => format!("the tick answered {}", outcome.http_status().unwrap_or(500)),
+                    detail => detail.to_owned(),
+                },
+            },
+            error => TickFailure {
+                outcome: error.kind(),
+                message: error.to_string(),
+            },
+        }
+    }
+}
+
+/// The label of a refused tick (`status.cron.lastRun.outcome`): its
+/// outcome's when the tick's status says it, else `exception`.
+fn tick_outcome(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::CpuLimit
+        | Outcome::MemoryLimit
+        | Outcome::WallTimeout
+        | Outcome::SubrequestLimit
+        | Outcome::Overloaded
+        | Outcome::Quarantined
+        | Outcome::UnknownWorker
+        | Outcome::Internal => outcome.label(),
         _ => "exception",
     }
 }

@@ -21,6 +21,9 @@ pub(super) struct Trip<'p> {
     pub(super) deadline: tokio::time::Instant,
     /// The request's trace when it is sampled (the latency's exemplar).
     pub(super) trace: Option<isolane_telemetry::TraceId>,
+    /// The client's body was not read whole before it went to a node (it
+    /// streams): an error page then closes the connection.
+    pub(super) unread_body: AtomicBool,
 }
 
 /// A failed request: the node it failed on (or [`NO_NODE`]) and why.
@@ -50,6 +53,8 @@ impl Trip<'_> {
                 .await
                 .map_err(|_| self.deadline_failure(NO_NODE))?
                 .map_err(|source| (NO_NODE.to_owned(), Error::RequestBody { source }))?;
+        self.unread_body
+            .store(!body.is_replayable(), Ordering::Relaxed);
         let losses = &self.proxy.inner.losses;
         let worker_id = &self.backend.worker_id;
         let wait_until = self
@@ -332,7 +337,9 @@ impl Trip<'_> {
         self.respond(node, answer, source, in_flight)
     }
 
-    /// The client's response for a node's head, or the refusal to retry.
+    /// The client's response for a node's head; a refusal (the engine's
+    /// typed outcome) is an error, retried elsewhere or rendered by
+    /// `Proxy::answer_error`, as every error page is.
     fn respond(
         &self,
         node: &str,
@@ -340,23 +347,17 @@ impl Trip<'_> {
         source: Source,
         in_flight: crate::fleet::InFlight,
     ) -> Result<Response<ResponseBody>, Error> {
-        let outcome = answer.outcome;
-        let refusal = (outcome != Outcome::Ok).then(|| Error::Refused {
-            node: node.to_owned(),
-            outcome,
-            detail: answer.reason.clone(),
-            retry_after: answer
-                .retry_after_ms
-                .map(|ms| Duration::from_millis(u64::from(ms))),
-        });
-        let refusal = match refusal {
-            Some(error) if error.retry_elsewhere() => return Err(error),
-            other => other,
-        };
-        let status = match &refusal {
-            Some(error) => error.status(),
-            None => answer.status,
-        };
+        if answer.outcome != Outcome::Ok {
+            return Err(Error::Refused {
+                node: node.to_owned(),
+                outcome: answer.outcome,
+                detail: answer.reason,
+                retry_after: answer
+                    .retry_after_ms
+                    .map(|ms| Duration::from_millis(u64::from(ms))),
+            });
+        }
+        let status = answer.status;
         let metrics = Arc::clone(&self.proxy.inner.metrics);
         let node_header = in_flight.node_header().cloned();
         let completion = if self.record {
@@ -391,16 +392,6 @@ impl Trip<'_> {
         strip_hop_by_hop(&mut headers);
         *response.headers_mut() = headers;
         let headers = response.headers_mut();
-        if let Some(error) = &refusal {
-            metrics.upstream_error(error.kind());
-            headers.insert(REASON_HEADER, HeaderValue::from_static(error.kind()));
-            if let Some(detail) = header_text(&answer.reason) {
-                headers.insert(DETAIL_HEADER, detail);
-            }
-            if let Some(seconds) = error.retry_after() {
-                headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
-            }
-        }
         if let Some(value) = node_header {
             headers.insert(name::NODE, value);
         }
@@ -420,36 +411,5 @@ impl Trip<'_> {
                 timeout: self.proxy.inner.config.request_timeout,
             },
         )
-    }
-}
-
-/// `text` as a header value: printable ASCII, at most 256 bytes; `None` if empty.
-fn header_text(text: &str) -> Option<HeaderValue> {
-    let cleaned: String = text
-        .chars()
-        .map(|c| {
-            if c.is_ascii_graphic() || c == ' ' {
-                c
-            } else {
-                '?'
-            }
-        })
-        .take(256)
-        .collect();
-    let cleaned = cleaned.trim();
-    if cleaned.is_empty() {
-        return None;
-    }
-    HeaderValue::from_str(cleaned).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_text_is_sanitised() {
-        assert_eq!(header_text("  "), None);
-        assert_eq!(header_text("cpu 50ms\n").unwrap(), "cpu 50ms?");
     }
 }

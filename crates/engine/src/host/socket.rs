@@ -33,7 +33,7 @@ use super::socket_count::{self, Refused, Slot};
 use super::state::IdMap;
 use super::unit::Unit;
 use super::{HostState, IsolateTurns, lenient_header_map, value_string, view_bytes};
-use crate::outcome::{ExecuteError, error_response};
+use crate::outcome::ExecuteError;
 use crate::socket::{CloseFrame, SocketEnd, SocketMessage, WebSocketUpgrade};
 
 pub(super) fn unit() -> Unit {
@@ -192,7 +192,7 @@ fn web_socket_respond<'s>(
         }
         Err(Refused::Client { limit }) => {
             tracing::debug!(worker.id = %worker, thread = host.thread.index, limit, client = ?client, "too many WebSockets of one client");
-            host.answer_request(ctx, client_refusal(limit));
+            host.fail_request(ctx, ExecuteError::ClientWebSockets { limit });
             return Ok(0.0);
         }
     };
@@ -373,20 +373,6 @@ fn web_socket_send<'s>(
     }
     Ok(())
 }
-}
-
-/// The answer to a client over its share of a Worker's sockets: 429, said
-/// by the engine (not the Worker), as a JSON body with `x-isolane-reason`.
-fn client_refusal(limit: usize) -> http::Response<crate::Body> {
-    let message = format!(
-        "this client already has {limit} WebSockets open to this Worker (its share); close one first"
-    );
-    error_response(
-        http::StatusCode::TOO_MANY_REQUESTS,
-        &message,
-        "client_websockets",
-        Some(1),
-    )
 }
 
 fn too_big(limit: usize) -> HostError {

@@ -437,25 +437,6 @@ impl HostState {
             .and_then(|r| r.client.clone())
     }
 
-    /// Ends the request with an answer of the engine's own that is no
-    /// failure of the Worker's (a refusal, e.g. a client over its share of
-    /// the Worker's sockets), if no head was sent yet.
-    pub(crate) fn answer_request(&self, ctx: u32, response: http::Response<Body>) {
-        let (head, done) = {
-            let mut requests = self.requests.borrow_mut();
-            let Some(r) = requests.get_mut(&ctx) else {
-                return;
-            };
-            (r.head.take(), r.done.take())
-        };
-        if let Some(head) = head {
-            let _ = head.send(Ok(response));
-        }
-        if let Some(done) = done {
-            let _ = done.send(());
-        }
-    }
-
     /// Ends the request with `error`: as the head if none was sent yet, else
     /// by aborting the streamed body. Then signals it done.
     pub(crate) fn fail_request(&self, ctx: u32, error: ExecuteError) {

@@ -99,7 +99,12 @@ async fn front(engine: Engine, worker: Arc<isolane_engine::WorkerBundle>) -> Str
                         let response = engine
                             .execute(0, worker, request.map(Body::wrap))
                             .await
-                            .unwrap_or_else(|error| error.to_response());
+                            .unwrap_or_else(|error| {
+                                // The engine renders no page: its status will do here.
+                                let mut page = http::Response::new(Body::empty());
+                                *page.status_mut() = error.status();
+                                page
+                            });
                         Ok::<_, Infallible>(response)
                     }
                 });

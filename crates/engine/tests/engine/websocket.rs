@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use isolane_engine::{
-    CloseFrame, Engine, EngineConfig, PoolMode, SocketEnd, SocketMessage, WebSocketConfig,
-    WebSocketUpgrade, WorkerBundle,
+    CloseFrame, Engine, EngineConfig, ExecuteError, PoolMode, SocketEnd, SocketMessage,
+    WebSocketConfig, WebSocketUpgrade, WorkerBundle,
 };
 
 use crate::support::*;
@@ -265,16 +265,23 @@ async fn one_client_is_capped_at_its_share_of_a_workers_sockets() {
         hoard.push(end.unwrap());
     }
     for _ in 0..5 {
-        let (status, end, response) = open_from("192.0.2.66").await.unwrap();
-        assert_eq!(status, 429, "the hostile client is over its share");
-        assert!(end.is_none());
-        assert_eq!(response.headers()["x-isolane-reason"], "client_websockets");
-        let body = http_body_util::BodyExt::collect(response.into_body())
-            .await
-            .unwrap()
-            .to_bytes();
-        let body = String::from_utf8_lossy(&body);
-        assert!(body.contains("2 WebSockets open to this Worker"), "{body}");
+        // Refused typed (the front end renders its 429 page).
+        let refused = match open_from("192.0.2.66").await {
+            Err(refused) => refused,
+            Ok((status, ..)) => panic!("the hostile client is over its share: {status}"),
+        };
+        assert!(
+            matches!(refused, ExecuteError::ClientWebSockets { limit: 2 }),
+            "{refused:?}"
+        );
+        assert_eq!(refused.status(), 429);
+        assert_eq!(refused.reason(), "client_websockets");
+        assert_eq!(refused.retry_after(), Some(1));
+        let detail = refused.detail();
+        assert!(
+            detail.contains("2 WebSockets open to this Worker"),
+            "{detail}"
+        );
     }
     // During: the benign client still talks and opens another socket.
     echoes(&mut benign, "during").await;
