@@ -117,6 +117,9 @@ pub struct EngineConfig {
     /// the first isolate to compile a module writes its cache, the next
     /// ones (other threads, later processes) compile from it. `None`: none.
     pub code_cache: Option<crate::code_cache::CodeCacheConfig>,
+    /// Which node owns each Durable Object and how calls reach another
+    /// node (`object_peers.rs`); `None`: every object is this process's.
+    pub objects: Option<crate::object_peers::SharedPeers>,
 }
 
 impl EngineConfig {
@@ -159,6 +162,7 @@ impl Default for EngineConfig {
             snapshot_cache: None,
             turn_map: None,
             code_cache: None,
+            objects: None,
         }
     }
 }

@@ -21,6 +21,8 @@ mod crypto;
 mod crypto_pool;
 #[path = "engine/durable_alarms.rs"]
 mod durable_alarms;
+#[path = "engine/durable_nodes.rs"]
+mod durable_nodes;
 #[path = "engine/durable_objects.rs"]
 mod durable_objects;
 #[path = "engine/durable_threads.rs"]
