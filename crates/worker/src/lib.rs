@@ -50,7 +50,7 @@ mod tail;
 
 pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, KV_NAMESPACE_PATTERN,
-    binds_durable_objects, check as check_bindings, is_kv_namespace,
+    check as check_bindings, is_kv_namespace,
 };
 pub use bundle::{
     ArtifactSource, BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION,
