@@ -4,7 +4,10 @@
 //! through both routers.
 //!
 //! [`one_instance_of_each_object_in_the_cluster_reached_from_every_node_and_router`]:
-//! 1. 50 increments of one object, one after another, count 1..=50; then
+//! 1. 50 increments of one object, one after another, count 1..=50; calls
+//!    to 12 objects, some made on the node that does not own them, carry a
+//!    300 kB request body, a streamed answer, RPC arguments and results and
+//!    a thrown RangeError; then
 //!    200 concurrent increments of another object over both routers: the
 //!    routers spread the Worker over both nodes by load like any Worker,
 //!    and the node that does not own the object sends its calls to the
@@ -56,16 +59,43 @@ export class Counter extends DurableObject {
       await s.put('n', n);
       return new Response(String(n));
     }
+    if (url.pathname === '/echo') {
+      // What it read, then 200 chunks of 1000 of it, streamed.
+      const got = await request.text();
+      const chunk = new TextEncoder().encode(got.slice(0, 1000));
+      let sent = -1;
+      const body = new ReadableStream({
+        pull(c) {
+          if (sent++ < 0) c.enqueue(new TextEncoder().encode(`${got.length}:`));
+          else if (sent <= 200) c.enqueue(chunk);
+          else c.close();
+        },
+      });
+      return new Response(body);
+    }
     if (url.pathname === '/alarm') await s.setAlarm(Date.now() + Number(url.searchParams.get('in')));
     return Response.json({ n: (await s.get('n')) ?? 0, rang: (await s.get('rang')) ?? 0, alarm: await s.getAlarm() });
   }
+  add(a, b) { return { sum: a + b.x, keys: [...b.m.keys()] }; }
+  boom() { throw new RangeError('too far'); }
 }
 export default {
-  fetch(request, env) {
+  async fetch(request, env) {
     const url = new URL(request.url);
     const name = url.searchParams.get('name') ?? 'home';
     if (url.pathname === '/id') return new Response(env.COUNTER.idFromName(name).toString());
-    return env.COUNTER.getByName(name).fetch(request);
+    const stub = env.COUNTER.getByName(name);
+    if (url.pathname === '/echo') {
+      const r = await stub.fetch('http://object/echo', { method: 'POST', body: 'y'.repeat(300000) });
+      return new Response(r.body);
+    }
+    if (url.pathname === '/rpc') {
+      const r = await stub.add(2, { x: 3, m: new Map([['k', 1]]) });
+      let thrown;
+      try { await stub.boom(); } catch (e) { thrown = `${e instanceof RangeError} ${e.name}: ${e.message}`; }
+      return Response.json({ r, thrown });
+    }
+    return stub.fetch(request);
   },
 };
 "#;
@@ -162,12 +192,13 @@ async fn one_instance_of_each_object_in_the_cluster_reached_from_every_node_and_
         .await;
     }
     one_after_another(&cluster, &routers).await;
+    calls_carry_bodies_results_and_errors(&routers, &cluster.node_names()).await;
     all_at_once(&routers).await;
     alarms_fire_once(&routers[0]).await;
     a_node_dies_and_another_joins(&cp, &mut cluster, &routers).await;
 }
 
-/// 1a. Increments of one object, one after another over both routers,
+/// Step 1a: Increments of one object, one after another over both routers,
 /// land in PostgreSQL, counted on the nodes' /metrics.
 async fn one_after_another(cluster: &Cluster, routers: &[Ingress; 2]) {
     for (i, expected) in (1..=50u32).enumerate() {
@@ -188,7 +219,37 @@ async fn one_after_another(cluster: &Cluster, routers: &[Ingress; 2]) {
     );
 }
 
-/// 1b. 200 concurrent increments of another object over both routers,
+/// Step 1b: Calls to objects of either node, from requests served by either:
+/// `stub.fetch` with a request body (300 kB) and a streamed answer (200
+/// chunks), RPC with structured-cloned arguments and result, and a thrown
+/// error's class, name and message. Some of them were served by the node
+/// that does not own the object (the calls hopped).
+async fn calls_carry_bodies_results_and_errors(routers: &[Ingress; 2], nodes: &[String]) {
+    let streamed = format!("300000:{}", "y".repeat(200_000));
+    let mut hopped = 0;
+    for i in 0..12 {
+        let name = format!("o{i}");
+        let owner = owner(&routers[0], &name, nodes).await;
+        let echo = get(&routers[i % 2], &format!("/echo?name={name}")).await;
+        assert!(echo.body == streamed, "{name}: {} bytes", echo.body.len());
+        let rpc = get(&routers[i % 2], &format!("/rpc?name={name}")).await;
+        assert_eq!(
+            rpc.body,
+            r#"{"r":{"sum":5,"keys":["k"]},"thrown":"true RangeError: too far"}"#
+        );
+        hopped += usize::from(echo.node.as_deref() != Some(owner.as_str()));
+        hopped += usize::from(rpc.node.as_deref() != Some(owner.as_str()));
+    }
+    assert!(
+        hopped > 0,
+        "no call was made on a node that does not own its object"
+    );
+    eprintln!(
+        "bodies, RPC and errors: {hopped} of 24 requests served away from their object's owner"
+    );
+}
+
+/// Step 1c: 200 concurrent increments of another object over both routers,
 /// spread over both nodes: each a distinct count or refused before it ran
 /// (503), the count exact after them.
 async fn all_at_once(routers: &[Ingress; 2]) {
@@ -241,7 +302,7 @@ async fn all_at_once(routers: &[Ingress; 2]) {
     );
 }
 
-/// 2. An alarm set over HTTP fires once.
+/// Step 2: An alarm set over HTTP fires once.
 async fn alarms_fire_once(ingress: &Ingress) {
     let set =
         serde_json::from_str::<serde_json::Value>(&get(ingress, "/alarm?in=0").await.body).unwrap();
@@ -282,7 +343,7 @@ async fn counted(ingress: &Ingress, at_least: u64) -> u64 {
     .await
 }
 
-/// 3. The node owning `survivor` dies while four clients increment it,
+/// Step 3: The node owning `survivor` dies while four clients increment it,
 /// then another node joins; an alarm set before fires once.
 async fn a_node_dies_and_another_joins(
     cp: &ControlPlane,
