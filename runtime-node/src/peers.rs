@@ -220,7 +220,7 @@ impl Peers {
         if status.code() == tonic::Code::FailedPrecondition {
             return PeerError::NotOwner { node };
         }
-        if connection_refused(status) {
+        if isolane_proto::status::connection_refused(status) {
             self.eject(&node, endpoint);
             let reason = "the connection was refused".to_owned();
             return PeerError::Unreachable { node, reason };
@@ -307,21 +307,6 @@ async fn answered(
     *response.status_mut() = answer.status;
     *response.headers_mut() = answer.headers;
     Ok(response)
-}
-
-/// Whether `status` says the node refused the connection (so the call was
-/// never sent).
-fn connection_refused(status: &tonic::Status) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(status);
-    while let Some(error) = source {
-        if let Some(io) = error.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::ConnectionRefused
-        {
-            return true;
-        }
-        source = error.source();
-    }
-    false
 }
 
 /// A connection to a peer's `endpoint` (`http://host:port`), over TLS with
