@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates the router↔node mutual-TLS certificates for deploy/isolane.yaml
-# (which, unlike the Helm chart, does not generate them): a CA, a node serving
-# certificate (DNS name isolane-node) and a router client certificate (DNS
+# (which, unlike the Helm chart, does not generate them): a CA, a node
+# certificate (DNS name isolane-node; serving, and a client for Durable Object
+# calls to its peer nodes) and a router client certificate (DNS
 # name isolane-router), stored in the Secrets isolane-grpc-node-tls and
 # isolane-grpc-router-tls (keys ca.crt, tls.crt, tls.key).
 #
@@ -24,7 +25,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days "${da
     -subj "/CN=isolane-grpc-ca" -keyout "${dir}/ca.key" -out "${dir}/ca.crt" 2>/dev/null
 for side in node router; do
     case "${side}" in
-        node) name=isolane-node usage=serverAuth ;;
+        node) name=isolane-node usage=serverAuth,clientAuth ;;
         router) name=isolane-router usage=clientAuth ;;
     esac
     openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=${name}" \

@@ -284,7 +284,8 @@ fn workloads_run_locked_down_with_probes_and_requests() {
         let secret = format!("isolane-grpc-{}-tls", &workload["isolane-".len()..]);
         assert!(volumes.contains(&secret), "{workload}: {volumes}");
     }
-    // NetworkPolicies: node gRPC only from the router, admin only from monitoring.
+    // NetworkPolicies: node gRPC only from the router and the nodes (Durable
+    // Object calls), admin only from monitoring.
     let policy = find(&objects, "NetworkPolicy", "isolane-node");
     let rules = policy["spec"]["ingress"]
         .as_sequence()
@@ -294,6 +295,11 @@ fn workloads_run_locked_down_with_probes_and_requests() {
         rules[0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
         "router"
     );
+    assert_eq!(
+        rules[0]["from"][1]["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
+        "node"
+    );
+    assert_eq!(rules[0]["from"].as_sequence().map(Vec::len), Some(2));
     assert_eq!(rules[0]["ports"][0]["port"], 7070);
     assert_eq!(
         rules[1]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],

@@ -19,6 +19,7 @@ pub mod frame;
 pub mod mtls;
 pub mod outcome;
 pub mod socket;
+pub mod status;
 
 /// The `isolane.runtime` protobuf packages.
 pub mod runtime {

@@ -9,8 +9,10 @@
 //!   (`isolane-router`) and the `clientAuth` usage.
 //!
 //! A node ([`server_config`]) requires a client certificate that chains to the
-//! CA *and* names `isolane-router` ([`RouterOnly`]), so a node's own
-//! certificate, which also chains to the CA, cannot call another node. The
+//! CA *and* names `isolane-router` or `isolane-node` ([`RouterOrNode`]); the
+//! connection's [`PeerRole`] says which, and a node's certificate (a peer
+//! node's Durable Object call, `isolane-node`'s `peers.rs`) is accepted for
+//! object calls only: the node's service refuses anything else from it. The
 //! router ([`client_config`]) verifies a node against the CA under the fixed
 //! name `isolane-node` rather than the address it dials: nodes are reached at
 //! pod IPs read from their Leases, which are not known when certificates are
@@ -57,17 +59,15 @@ pub enum MtlsError {
 }
 
 /// The node's side: serve with `files.cert`/`files.key`, accept only clients
-/// whose certificate chains to `files.ca` and names [`ROUTER_NAME`].
+/// whose certificate chains to `files.ca` and names [`ROUTER_NAME`] or
+/// [`NODE_NAME`] (a peer node, for object calls only: [`peer_role`]).
 pub fn server_config(files: &MtlsFiles) -> Result<Arc<rustls::ServerConfig>, MtlsError> {
     let (certs, key, roots) = load(files)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let inner = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
         .map_err(|error| MtlsError::Config(error.to_string()))?;
-    let verifier = Arc::new(RouterOnly {
-        inner,
-        name: ServerName::try_from(ROUTER_NAME).map_err(|e| MtlsError::Config(e.to_string()))?,
-    });
+    let verifier = Arc::new(RouterOrNode { inner });
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|error| MtlsError::Config(error.to_string()))?
@@ -137,16 +137,37 @@ fn read_error(path: &Path, error: impl std::fmt::Display) -> MtlsError {
     }
 }
 
-/// A client verifier that accepts what webpki accepts (chain to the CA,
-/// validity, `clientAuth` usage) and then only a certificate naming
-/// [`ROUTER_NAME`].
-#[derive(Debug)]
-pub struct RouterOnly {
-    inner: Arc<dyn ClientCertVerifier>,
-    name: ServerName<'static>,
+/// Who is at the other end of a node's connection, by the name its
+/// client certificate carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerRole {
+    /// The router ([`ROUTER_NAME`]): any call.
+    Router,
+    /// Another node ([`NODE_NAME`]): Durable Object calls only.
+    Node,
 }
 
-impl ClientCertVerifier for RouterOnly {
+/// The role a client certificate names, if any ([`ROUTER_NAME`] first).
+pub fn peer_role(end_entity: &CertificateDer<'_>) -> Option<PeerRole> {
+    let parsed = ParsedCertificate::try_from(end_entity).ok()?;
+    [(ROUTER_NAME, PeerRole::Router), (NODE_NAME, PeerRole::Node)]
+        .into_iter()
+        .find(|(name, _)| {
+            ServerName::try_from(*name)
+                .is_ok_and(|name| rustls::client::verify_server_name(&parsed, &name).is_ok())
+        })
+        .map(|(_, role)| role)
+}
+
+/// A client verifier that accepts what webpki accepts (chain to the CA,
+/// validity, `clientAuth` usage) and then only a certificate naming
+/// [`ROUTER_NAME`] or [`NODE_NAME`] ([`peer_role`]).
+#[derive(Debug)]
+pub struct RouterOrNode {
+    inner: Arc<dyn ClientCertVerifier>,
+}
+
+impl ClientCertVerifier for RouterOrNode {
     fn offer_client_auth(&self) -> bool {
         true
     }
@@ -168,8 +189,11 @@ impl ClientCertVerifier for RouterOnly {
         let verified = self
             .inner
             .verify_client_cert(end_entity, intermediates, now)?;
-        let parsed = ParsedCertificate::try_from(end_entity)?;
-        rustls::client::verify_server_name(&parsed, &self.name)?;
+        if peer_role(end_entity).is_none() {
+            return Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForName,
+            ));
+        }
         Ok(verified)
     }
 

@@ -212,7 +212,7 @@ impl Error {
     pub fn from_status(node: &str, status: &tonic::Status) -> Self {
         let node = node.to_owned();
         let message = status.message().to_owned();
-        let refused = connection_refused(status);
+        let refused = isolane_proto::status::connection_refused(status);
         match status.code() {
             // A status the node sent itself (draining) carries no transport
             // error: the node said it never started the request, so the
@@ -393,20 +393,6 @@ fn header_text(text: &str) -> Option<HeaderValue> {
 
 /// Whether tonic made `status` from a failed connection (an I/O or hyper
 /// error in its source chain) rather than receiving it from the node.
-/// Whether the call failed because the node refused the connection.
-fn connection_refused(status: &tonic::Status) -> bool {
-    let mut source = std::error::Error::source(status);
-    while let Some(error) = source {
-        if let Some(io) = error.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::ConnectionRefused
-        {
-            return true;
-        }
-        source = error.source();
-    }
-    false
-}
-
 fn connection_broke(status: &tonic::Status) -> bool {
     let mut source = std::error::Error::source(status);
     while let Some(error) = source {

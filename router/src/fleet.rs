@@ -14,11 +14,9 @@
 //! refused a connection is skipped for a short while ([`EJECT_FOR`]) so that
 //! requests do not keep paying for a dead node until its Lease expires.
 //!
-//! A Worker that binds Durable Objects is not spread: [`Fleet::pick_first`]
-//! keeps it on its first node whatever the load (each object has one live
-//! instance and objects are not yet called between nodes), so an overloaded
-//! node answers 503 for it rather than a second node starting instances
-//! that would take the objects' ownership back and forth.
+//! A Worker that binds Durable Objects is spread like any other: its
+//! objects' calls go to each object's owner node, whichever node runs the
+//! request (`runtime-node/src/peers.rs`, docs/durable-objects.md).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -144,29 +142,6 @@ impl Fleet {
                 let order = self.set.candidates(worker_id);
                 let preferred: Vec<usize> = order.iter().copied().filter(usable).collect();
                 match self.set.choose_bounded_among(&preferred, &loads, c) {
-                    Some(i) => i,
-                    // Every remaining node is ejected: try them rather than nobody.
-                    None => order.into_iter().find(|i| !exclude.contains(i))?,
-                }
-            }
-        };
-        Some(self.pick_at(worker_id, index))
-    }
-
-    /// The node (and thread) for a pinned `worker_id` (one binding Durable
-    /// Objects): the first node of its preference order, whatever its load,
-    /// skipping `exclude` and ejected nodes (unless every other node is
-    /// ejected). It is the node [`NodeSet::place`] names first for the same
-    /// live nodes, the one a node delivers the Worker's alarms on
-    /// (`runtime-node/src/alarms.rs`); the Worker leaves it only when it
-    /// is gone (its Lease) or unreachable (refused a connection).
-    pub fn pick_first(&self, worker_id: &str, exclude: &[usize]) -> Option<Pick> {
-        let usable = |i: &usize| !exclude.contains(i) && !self.is_ejected(*i);
-        let index = match self.set.primary(worker_id) {
-            Some(first) if usable(&first) => first,
-            _ => {
-                let order = self.set.candidates(worker_id);
-                match order.iter().copied().find(usable) {
                     Some(i) => i,
                     // Every remaining node is ejected: try them rather than nobody.
                     None => order.into_iter().find(|i| !exclude.contains(i))?,
@@ -412,34 +387,6 @@ mod tests {
         f.eject(order[2]);
         assert!(f.pick("ns/w", 1.25, &[]).is_some());
         assert!(f.pick("ns/w", 1.25, &[0, 1, 2]).is_none());
-    }
-
-    #[test]
-    fn a_pinned_worker_stays_on_the_node_its_alarms_run_on() {
-        let members = [("a", 4), ("b", 2), ("c", 8), ("d", 4)];
-        let f = fleet(&members);
-        // The ring a node's alarm loop builds from the same Leases.
-        let ring = NodeSet::new(members.iter().map(|(n, t)| Node::new(*n, *t)).collect());
-        for w in 0..200 {
-            let worker = format!("ns/do{w}");
-            let alarms = ring.place(&worker, 1)[0].node.clone();
-            let mut guards = Vec::new();
-            // However much is in flight, it does not spill.
-            for _ in 0..50 {
-                let p = f.pick_first(&worker, &[]).unwrap();
-                assert_eq!(name(&f, &p), alarms, "{worker}");
-                guards.push(f.start(p.index));
-            }
-            // A spreading Worker of the same name would have moved by now.
-            let spread = f.pick(&worker, 1.25, &[]).unwrap();
-            assert_ne!(name(&f, &spread), alarms, "{worker}");
-        }
-        // Gone or unreachable: the next node of the same order.
-        let order = f.set.candidates("ns/do0");
-        f.eject(order[0]);
-        assert_eq!(f.pick_first("ns/do0", &[]).unwrap().index, order[1]);
-        assert_eq!(f.pick_first("ns/do0", &[order[1]]).unwrap().index, order[2]);
-        assert!(f.pick_first("ns/do0", &[0, 1, 2, 3]).is_none());
     }
 
     #[test]

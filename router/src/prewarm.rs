@@ -111,7 +111,6 @@ mod tests {
             },
             split: Split::single(revision),
             triggers: None,
-            pinned: false,
         }
     }
 

@@ -237,10 +237,6 @@ impl Proxy {
             worker_id: worker_id.to_owned(),
             split: Split::single(revision),
             slot: self.inner.metrics.workers.slot(worker_id),
-            pinned: self
-                .routes()
-                .backend(worker_id)
-                .is_some_and(|routed| routed.pinned),
         });
         let trip = Trip {
             proxy: self,

@@ -32,9 +32,6 @@ pub struct Backend {
     pub split: Split,
     /// The Worker's per-worker metrics slot (hit counter, tracked flag).
     pub slot: Arc<WorkerSlot>,
-    /// Its requests go to its first live node only, never spread by load
-    /// ([`RoutableWorker::pinned`]).
-    pub pinned: bool,
 }
 
 impl Backend {
@@ -57,11 +54,6 @@ pub struct RoutableWorker {
     pub split: Split,
     /// Cron schedules from the spec (`spec.triggers`).
     pub triggers: Option<isolane_worker::Triggers>,
-    /// It binds a Durable Object class: its requests go to its first live
-    /// node only (an object has one live instance, and objects are not
-    /// called across nodes yet), an overloaded one answering 503 rather
-    /// than spilling to the next (`fleet.rs`).
-    pub pinned: bool,
 }
 
 impl RoutableWorker {
@@ -80,7 +72,6 @@ impl RoutableWorker {
             claim: worker.claim()?,
             split,
             triggers: worker.spec.triggers.clone().filter(|t| !t.crons.is_empty()),
-            pinned: isolane_worker::binds_durable_objects(&worker.spec.bindings),
         })
     }
 
@@ -175,7 +166,6 @@ impl RouteTable {
                 slot: slot(&worker.worker_id()),
                 worker_id: worker.worker_id(),
                 split: worker.split,
-                pinned: worker.pinned,
             });
             for (route, holder) in ownership.routes(&worker.claim.worker) {
                 if holder.is_none() {
@@ -249,7 +239,6 @@ mod tests {
             claim: claim(id, created, routes),
             split: Split::single(&format!("rev-{id}")),
             triggers: None,
-            pinned: false,
         }
     }
 

@@ -123,6 +123,27 @@ impl Admission {
     /// (draining, bad thread, thread at its limit and the worker's
     /// namespace at its guarantee: see the module's doc).
     pub fn admit(self: &Arc<Self>, thread: u32, worker_id: &str) -> Result<Permit, Error> {
+        self.admit_within(thread, worker_id, true)
+    }
+
+    /// Admits a peer node's Durable Object call on `thread` whatever its
+    /// load (still not while draining): the request that made it holds a
+    /// slot on its own node, which bounds such calls, and refusing it
+    /// would fail that admitted request.
+    pub fn admit_object_call(
+        self: &Arc<Self>,
+        thread: u32,
+        worker_id: &str,
+    ) -> Result<Permit, Error> {
+        self.admit_within(thread, worker_id, false)
+    }
+
+    fn admit_within(
+        self: &Arc<Self>,
+        thread: u32,
+        worker_id: &str,
+        bounded: bool,
+    ) -> Result<Permit, Error> {
         let index = usize::try_from(thread).unwrap_or(usize::MAX);
         let Some(slot) = self.slots.get(index) else {
             return Err(Error::InvalidThread {
@@ -137,7 +158,7 @@ impl Admission {
         let namespace = slot.namespace(isolane_engine::namespace_of(worker_id));
         let mine = namespace.fetch_add(1, Ordering::AcqRel);
         let before = slot.in_flight.fetch_add(1, Ordering::AcqRel);
-        if before >= self.max_per_thread && mine >= self.guarantee {
+        if bounded && before >= self.max_per_thread && mine >= self.guarantee {
             slot.in_flight.fetch_sub(1, Ordering::AcqRel);
             namespace.fetch_sub(1, Ordering::AcqRel);
             self.metrics.rejection(index, "overloaded");

@@ -373,6 +373,9 @@ pub struct Args {
 /// A validated configuration. Tests build these directly.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The owners of Durable Objects and the connections to peer nodes
+    /// (also the engine's `objects`); its ring is fed by the node Leases.
+    pub peers: crate::peers::Peers,
     pub namespace: String,
     pub node_name: String,
     pub grpc_addr: SocketAddr,
@@ -571,7 +574,7 @@ impl Args {
             Some(path) => Some(registry_ca(path)?),
             None => None,
         };
-        let engine = EngineConfig {
+        let mut engine = EngineConfig {
             threads,
             pin_threads: self.pin_threads,
             pool_mode: self.pool_mode,
@@ -630,7 +633,17 @@ impl Args {
             },
             ..EngineConfig::default()
         };
+        let peers = crate::peers::Peers::new(
+            &node_name,
+            match &grpc_security {
+                GrpcSecurity::Mtls(files) => Some(isolane_proto::mtls::client_config(files)?),
+                GrpcSecurity::Insecure => None,
+            },
+        );
+        // Durable Objects live on their owner node (`peers.rs`).
+        engine.objects = Some(std::sync::Arc::new(peers.clone()));
         Ok(Config {
+            peers,
             namespace: self.namespace,
             node_name,
             grpc_addr: self.grpc_addr,

@@ -11,6 +11,8 @@
 //! | [`Error::Overloaded`] (node or engine) | `RESOURCE_EXHAUSTED` | 503 + Retry-After |
 //! | [`Error::InvalidThread`], [`Error::Protocol`], [`Error::InvalidRequest`] | `INVALID_ARGUMENT` | 502 |
 //! | [`Error::Engine`] | `INTERNAL` | 502 |
+//! | [`Error::NotObjectOwner`] | `FAILED_PRECONDITION` | (a peer node's object call: sent to the owner) |
+//! | [`Error::NotAllowed`] | `PERMISSION_DENIED` | (a node's certificate, not for this call) |
 
 use std::time::Duration;
 
@@ -39,6 +41,13 @@ pub enum Error {
     },
     #[error("the engine failed the request: {reason}")]
     Engine { reason: &'static str },
+    /// A peer's Durable Object call for an object this node does not own
+    /// (by its ring), or while it drains: it did not run.
+    #[error("this node is not the owner of Durable Object {class} {id}")]
+    NotObjectOwner { class: String, id: String },
+    /// A call this peer's certificate may not make.
+    #[error("{0}")]
+    NotAllowed(&'static str),
 }
 
 impl Error {
@@ -53,6 +62,8 @@ impl Error {
             Error::UnknownWorker { .. } => "unknown_worker",
             Error::UnknownRevision { .. } => "revision_unavailable",
             Error::Engine { .. } => "internal",
+            Error::NotObjectOwner { .. } => "not_object_owner",
+            Error::NotAllowed(_) => "not_allowed",
         }
     }
 }
@@ -73,6 +84,8 @@ impl From<Error> for tonic::Status {
                 tonic::Status::not_found(message)
             }
             Error::Engine { .. } => tonic::Status::internal(message),
+            Error::NotObjectOwner { .. } => tonic::Status::failed_precondition(message),
+            Error::NotAllowed(_) => tonic::Status::permission_denied(message),
         }
     }
 }
@@ -113,6 +126,14 @@ mod tests {
                 tonic::Code::NotFound,
             ),
             (Error::Engine { reason: "x" }, tonic::Code::Internal),
+            (
+                Error::NotObjectOwner {
+                    class: "C".into(),
+                    id: "0".into(),
+                },
+                tonic::Code::FailedPrecondition,
+            ),
+            (Error::NotAllowed("no"), tonic::Code::PermissionDenied),
         ];
         for (error, code) in cases {
             assert_eq!(tonic::Status::from(error).code(), code);

@@ -23,6 +23,7 @@ mod listeners;
 mod membership;
 mod metrics;
 mod node;
+mod peers;
 mod retire;
 mod service;
 mod socket;
@@ -44,6 +45,7 @@ pub use listeners::{BindError, Health, Listeners, Serving};
 pub use membership::{FIELD_MANAGER, Heartbeat};
 pub use metrics::{ALL as METRICS, NodeMetrics};
 pub use node::{Node, RunningNode, StartError};
+pub use peers::{EJECTED_FOR, OBJECT_METADATA, Peers, RingWatch, object_of};
 pub use retire::retire_deleted;
 pub use service::{
     Answered, ExecuteStream, InboundFrames, MAX_CHUNK_BYTES, MAX_MESSAGE_BYTES, NodeService,

@@ -25,6 +25,7 @@ use std::time::Duration;
 use isolane_edge::{self as edge, Handshake as _, Primed, Wrapped};
 use isolane_proto::health::pb::health_server::HealthServer;
 use isolane_proto::health::server::HealthService;
+use isolane_proto::mtls::{PeerRole, peer_role};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
@@ -268,14 +269,19 @@ fn tls_incoming(
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
-/// A router's connection after the TLS handshake (and its first bytes,
-/// replayed to gRPC).
+/// A router's (or a peer node's) connection after the TLS handshake (and
+/// its first bytes, replayed to gRPC).
 pub struct TlsConnection(Primed<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>);
 
 impl Connected for TlsConnection {
-    type ConnectInfo = ();
+    /// Who called, by its certificate's name: in every request's
+    /// extensions, where the service reads it (`service.rs`).
+    type ConnectInfo = Option<PeerRole>;
 
-    fn connect_info(&self) -> Self::ConnectInfo {}
+    fn connect_info(&self) -> Self::ConnectInfo {
+        let (_, session) = self.0.get_ref().get_ref();
+        peer_role(session.peer_certificates()?.first()?)
+    }
 }
 
 impl AsyncRead for TlsConnection {

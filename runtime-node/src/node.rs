@@ -165,7 +165,7 @@ impl Node {
             &engine,
             bundles.clone(),
             kube::Api::namespaced(client.clone(), &config.namespace),
-            &config.node_name,
+            &config.peers,
         );
 
         let threads = config.threads();

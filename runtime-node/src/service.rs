@@ -32,9 +32,10 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use http::Method;
-use isolane_engine::{Body, Engine, ExecuteError};
+use isolane_engine::{Body, Engine, ExecuteError, ObjectCall};
 use isolane_proto::Outcome;
 use isolane_proto::call::{Answer, Call};
+use isolane_proto::mtls::PeerRole;
 use isolane_proto::runtime::v1::runtime_server::{Runtime, RuntimeServer};
 use isolane_proto::runtime::v1::{
     ExecuteRequest, ExecuteResponse, LoadedBundle, StatsRequest, StatsResponse, TailRequest,
@@ -117,14 +118,16 @@ impl NodeService {
     ) -> impl Future<Output = Result<ExecuteStream, Status>> + '_ {
         // Not an async layer of its own: the call's future is large, and
         // each layer would move it once more per request.
-        self.execute_in(inbound, span::execute())
+        self.execute_in(inbound, span::execute(), None)
     }
 
-    /// [`Self::execute_frames`] in `span` (the call's `node.execute`).
+    /// [`Self::execute_frames`] in `span` (the call's `node.execute`);
+    /// `object`: a peer node's call to one of this node's Durable Objects.
     async fn execute_in(
         &self,
         mut inbound: InboundFrames,
         span: tracing::Span,
+        object: Option<ObjectCall>,
     ) -> Result<ExecuteStream, Status> {
         let head = match inbound.next().await {
             Some(Ok(ExecuteRequest {
@@ -150,7 +153,7 @@ impl NodeService {
         } else {
             (Body::wrap(RequestBody::new(inbound)), None)
         };
-        let (mut answer, body) = self.call_in(call, body, span).await?;
+        let (mut answer, body) = self.call_in(call, body, span, object).await?;
         // A WebSocket stays on this call: its messages follow the head.
         let channels = answer.upgrade.take().and_then(|u| u.take());
         match (channels, idle) {
@@ -175,7 +178,7 @@ impl NodeService {
         call: Call,
         body: Body,
     ) -> impl Future<Output = Result<(Answer, Answered), Error>> + '_ {
-        self.call_in(call, body, span::execute())
+        self.call_in(call, body, span::execute(), None)
     }
 
     /// [`Self::call`] in `span` (the call's `node.execute`).
@@ -184,9 +187,10 @@ impl NodeService {
         call: Call,
         body: Body,
         span: tracing::Span,
+        object: Option<ObjectCall>,
     ) -> Result<(Answer, Answered), Error> {
         span::called(&span, &call);
-        let result = self.run(call, body, &span).await;
+        let result = self.run(call, body, &span, object).await;
         match result {
             Ok((answer, body)) => {
                 span::answered(&span, answer.status, answer.outcome.label());
@@ -218,10 +222,14 @@ impl NodeService {
         call: Call,
         body: Body,
         span: &tracing::Span,
+        object: Option<ObjectCall>,
     ) -> Result<(Answer, Answered), Error> {
         let shared = &self.inner;
-        let permit = span::admission(span, call.thread)
-            .in_scope(|| shared.admission.admit(call.thread, &call.worker_id))?;
+        let permit = match &object {
+            None => span::admission(span, call.thread)
+                .in_scope(|| shared.admission.admit(call.thread, &call.worker_id))?,
+            Some(object) => self.admit_object_call(&call, object)?,
+        };
         let thread = permit.thread();
         // No deadline (a router in this process bounds the call itself):
         // no clock read, no timer.
@@ -248,6 +256,10 @@ impl NodeService {
         let head_only = call.request.method() == Method::HEAD;
         let deadline_ms = call.deadline_ms;
         let (mut request, worker_id, request_id) = engine_request(call, body);
+        if let Some(object) = object {
+            // The engine runs it on the object's home thread (`object_call.rs`).
+            request.extensions_mut().insert(object);
+        }
         let handler = span::handler(span);
         if let Some(trace) = span::request_trace(&handler) {
             request.extensions_mut().insert(trace);
@@ -310,6 +322,27 @@ impl NodeService {
                 }),
         };
         (answer, body)
+    }
+
+    /// Admits a peer node's call to object `object`: only when this node
+    /// owns it by its own ring (and does not drain: a draining node is off
+    /// the ring); whatever the load otherwise
+    /// ([`Admission::admit_object_call`]).
+    fn admit_object_call(
+        &self,
+        call: &Call,
+        object: &ObjectCall,
+    ) -> Result<crate::admission::Permit, Error> {
+        let key = isolane_engine::object_key(&call.worker_id, &object.class, &object.id);
+        let admission = &self.inner.admission;
+        let peers = self.inner.engine.config().objects.as_ref();
+        if admission.is_draining() || peers.is_some_and(|p| p.owner(&key).is_some()) {
+            return Err(Error::NotObjectOwner {
+                class: object.class.clone(),
+                id: object.id.clone(),
+            });
+        }
+        admission.admit_object_call(call.thread, &call.worker_id)
     }
 
     /// How an engine error is answered: a refusal of the node's (a gRPC
@@ -401,12 +434,28 @@ impl Runtime for NodeService {
         request: Request<Streaming<ExecuteRequest>>,
     ) -> Result<Response<ExecuteStream>, Status> {
         let span = span::execute_from(request.metadata());
-        self.execute_in(Box::pin(request.into_inner()), span)
+        let object = crate::peers::object_of(request.metadata()).map_err(|detail| {
+            tracing::debug!(%detail, "refused: a bad object entry");
+            self.refused(Error::InvalidRequest { field: "object" })
+        })?;
+        let allowed = match (peer_role(&request), &object) {
+            (Some(PeerRole::Node), None) => {
+                Err("a node's certificate makes Durable Object calls only")
+            }
+            (Some(PeerRole::Router), Some(_)) => Err("only a node makes Durable Object calls"),
+            _ => Ok(()),
+        };
+        allowed.map_err(|why| self.refused(Error::NotAllowed(why)))?;
+        self.execute_in(Box::pin(request.into_inner()), span, object)
             .await
             .map(Response::new)
     }
 
-    async fn stats(&self, _: Request<StatsRequest>) -> Result<Response<StatsResponse>, Status> {
+    async fn stats(
+        &self,
+        request: Request<StatsRequest>,
+    ) -> Result<Response<StatsResponse>, Status> {
+        router_only(&request)?;
         Ok(Response::new(self.stats_now()))
     }
 
@@ -416,8 +465,29 @@ impl Runtime for NodeService {
         &self,
         request: Request<TailRequest>,
     ) -> Result<Response<Self::TailStream>, Status> {
+        router_only(&request)?;
         let worker_id = request.into_inner().worker_id;
         tail::open(&self.inner.engine, &self.inner.node, &worker_id).map(Response::new)
+    }
+}
+
+/// Who made `request`, by its client certificate (`None`: plaintext gRPC,
+/// `--insecure-grpc`, or an in-process router).
+fn peer_role<T>(request: &Request<T>) -> Option<PeerRole> {
+    request
+        .extensions()
+        .get::<Option<PeerRole>>()
+        .copied()
+        .flatten()
+}
+
+/// Refuses a peer node's certificate: it makes object calls only.
+fn router_only<T>(request: &Request<T>) -> Result<(), Status> {
+    match peer_role(request) {
+        Some(PeerRole::Node) => {
+            Err(Error::NotAllowed("a node's certificate makes Durable Object calls only").into())
+        }
+        _ => Ok(()),
     }
 }
 

@@ -156,7 +156,6 @@ impl Project {
                 },
                 split: Split::single(&worker.bundle.revision),
                 triggers: worker.triggers.clone(),
-                pinned: isolane_worker::binds_durable_objects(&worker.bundle.bindings),
             })
             .collect()
     }

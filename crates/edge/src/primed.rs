@@ -27,6 +27,13 @@ pub struct Primed<I> {
     inner: I,
 }
 
+impl<I> Primed<I> {
+    /// The wrapped connection (its TLS session, say).
+    pub fn get_ref(&self) -> &I {
+        &self.inner
+    }
+}
+
 impl<I: AsyncRead + Unpin> Primed<I> {
     /// Waits at most `timeout` for `inner`'s first bytes, and for as many
     /// as tell HTTP/1 from HTTP/2: `None` when the peer did not send them

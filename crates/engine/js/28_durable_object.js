@@ -742,18 +742,26 @@ function callRpc(object, name, args) {
 const THREW = 'isolane-object-threw';
 const ERRORS = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
 
+// A call whose instance lost the object to a newer one (its storage write
+// was fenced: its node lost the object after a ring change) wrote nothing
+// in that turn; it is sent again, to the owner the ring names now, a few
+// times before its error stands.
+const FENCED = 'is no longer its owner';
+const FENCED_ATTEMPTS = 3;
+
 async function forwarded(className, id, rpc, method, url, headers, bytes) {
-  const res = await host.objectCall(className, id, rpc, method, url, headers, bytes);
-  // A 101's socket, served by the object's thread: passed on as it is.
-  if (res.webSocket) res.passedWebSocket = internal.passedWebSocket(res.webSocket);
-  const response = internal.responseFromHost(res);
-  if (response.status === 500 && response.headers.has(THREW)) {
+  for (let attempt = 1; ; attempt++) {
+    const res = await host.objectCall(className, id, rpc, method, url, headers, bytes);
+    // A 101's socket, served by the object's thread: passed on as it is.
+    if (res.webSocket) res.passedWebSocket = internal.passedWebSocket(res.webSocket);
+    const response = internal.responseFromHost(res);
+    if (response.status !== 500 || !response.headers.has(THREW)) return response;
     const [name, message] = host.deserialize(new Uint8Array(await response.arrayBuffer()));
+    if (attempt < FENCED_ATTEMPTS && String(message).includes(FENCED)) continue;
     const error = new (ERRORS[name] ?? Error)(message);
     if (error.name !== name) error.name = name;
     throw error;
   }
-  return response;
 }
 
 async function forwardFetch(className, id, request) {
@@ -801,15 +809,16 @@ function makeStub(namespace, id) {
   // out of this isolate (into the host's).
   const className = namespace.target;
   const idString = DurableObjectId.idOf(id);
-  // Decided once per stub: a call to an object of this thread costs
-  // nothing more than it did before objects had homes.
-  const home = !namespace.hosted && host.objectIsHome(className, idString);
+  // Asked at each call: the object's owner node changes with the ring
+  // (a stub may outlive a ring change). A class another Worker hosts is
+  // never this isolate's.
+  const home = () => !namespace.hosted && host.objectIsHome(className, idString);
   const target = {
     id,
     name: id.name,
     fetch(input, init = undefined) {
       const request = new Request(input, init);
-      if (!home) return forwardFetch(className, idString, request);
+      if (!home()) return forwardFetch(className, idString, request);
       return callFetch(liveObject(namespace, id), request);
     },
   };
@@ -818,7 +827,7 @@ function makeStub(namespace, id) {
       if (name === 'id' || name === 'name' || name === 'fetch') return t[name];
       if (NOT_RPC.has(name) || typeof name !== 'string') return undefined;
       return (...args) => {
-        if (!home) return forwardRpc(className, idString, name, args);
+        if (!home()) return forwardRpc(className, idString, name, args);
         const copied = structuredClone(args);
         return callRpc(liveObject(namespace, id), name, copied).then((result) => structuredClone(result));
       };

@@ -27,6 +27,14 @@ pub trait AlarmHost: Send + Sync + 'static {
     /// Worker `worker_id`'s (`<namespace>/<name>`) bundle and the engine
     /// thread it runs on, when this process runs it.
     fn worker(&self, worker_id: &str) -> Option<(Arc<WorkerBundle>, usize)>;
+
+    /// Whether this process delivers the alarms of the object with
+    /// placement key `key` ([`crate::object_key`]): on a node, when it owns
+    /// the object; by default, always.
+    fn owns(&self, key: &str) -> bool {
+        let _ = key;
+        true
+    }
 }
 
 /// The alarm loop of one process.
@@ -165,7 +173,10 @@ impl AlarmRunner {
         let worker_id = format!("{}/{worker}", scope.namespace);
         // Not delivered here: given back at once for the process that
         // delivers it (holding it would delay the alarm by the claim).
-        let Some((bundle, thread)) = self.host.worker(&worker_id) else {
+        let owned = self.host.owns(&crate::object_call::object_key(
+            &worker_id, class, &scope.id,
+        ));
+        let Some((bundle, thread)) = self.host.worker(&worker_id).filter(|_| owned) else {
             tracing::debug!(worker.id = %worker_id, "alarms: a due alarm's Worker is not run here");
             if let Err(error) = self.store.release_alarm(alarm).await {
                 tracing::warn!(%error, "alarms: could not give back an alarm");

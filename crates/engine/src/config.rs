@@ -123,6 +123,9 @@ pub struct EngineConfig {
     /// reads its state back from storage. Cloudflare's is about 70 s (up to
     /// twice this here: a sweep every `object_idle`).
     pub object_idle: std::time::Duration,
+    /// Which node owns each Durable Object and how calls reach another
+    /// node (`object_peers.rs`); `None`: every object is this process's.
+    pub objects: Option<crate::object_peers::SharedPeers>,
 }
 
 /// How long an idle Durable Object stays in memory by default.
@@ -169,6 +172,7 @@ impl Default for EngineConfig {
             turn_map: None,
             code_cache: None,
             object_idle: DEFAULT_OBJECT_IDLE,
+            objects: None,
         }
     }
 }

@@ -37,6 +37,7 @@ mod memory;
 mod modules;
 mod node_log;
 mod object_call;
+mod object_peers;
 mod observer;
 mod outcome;
 mod platform;
@@ -76,6 +77,7 @@ pub use host::console::{
 };
 pub use node_log::NODE_LOG_PER_SECOND;
 pub use object_call::{ObjectCall, home_thread, object_key};
+pub use object_peers::{MAX_ATTEMPTS, ObjectPeers, PeerAnswer, PeerError, SharedPeers};
 pub use observer::{
     CodeCacheEvent, EngineObserver, EvictionReason, KvOp, KvResult, LogDropReason, NoopObserver,
     SocketTally, TerminationReason,

@@ -69,8 +69,9 @@ pub(crate) fn home_of(
 /// thread clear of a busy namespace (`fairness.rs`), nor to the thread
 /// holding the Worker in shared mode. `Overloaded` when its queue is full
 /// (told to `observer`). `forwarded`: an object's call or alarm sent to
-/// its home thread (`Job::forwarded`); `Engine::execute` sends its
-/// requests here too, once it has chosen their thread.
+/// its home thread (`Job::forwarded`), which waits for room in a full
+/// queue instead; `Engine::execute` sends its requests here too, once it
+/// has chosen their thread.
 pub(crate) async fn run_on(
     shared: &EngineShared,
     observer: &dyn EngineObserver,
@@ -90,7 +91,18 @@ pub(crate) async fn run_on(
         reply,
         forwarded,
     };
-    if let Err(error) = sender.try_send(job) {
+    // An object's call or alarm waits for room in a full queue instead
+    // of failing a request already admitted (bounded by its caller's wall
+    // limit); the thread takes jobs off its queue between turns.
+    let sent = if forwarded {
+        sender
+            .send(job)
+            .await
+            .map_err(|mpsc::error::SendError(job)| mpsc::error::TrySendError::Closed(job))
+    } else {
+        sender.try_send(job)
+    };
+    if let Err(error) = sent {
         let error = match error {
             mpsc::error::TrySendError::Full(_) => ExecuteError::Overloaded { thread },
             mpsc::error::TrySendError::Closed(_) => ExecuteError::Canceled {

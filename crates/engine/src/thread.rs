@@ -18,6 +18,7 @@ use crate::config::{EngineConfig, PoolMode};
 use crate::isolate::WorkerIsolate;
 use crate::job::Job;
 use crate::limits::CpuClock;
+use crate::object_call::ObjectCall;
 use crate::observer::{EngineObserver, EvictionReason};
 use crate::outcome::ExecuteError;
 use crate::pool::{Evicted, Pool};
@@ -308,7 +309,15 @@ fn receive(state: &Rc<ThreadState>, job: Job, permits: &Arc<Semaphore>, alone: b
     let Some(job) = forward_if_shared(state, job) else {
         return;
     };
-    let share = worker_slots(&state.ctx.config);
+    // A Durable Object call is not refused for its namespace's share: its
+    // caller holds a slot of its own (on another thread or node), which
+    // bounds such calls, and refusing it would fail a request already
+    // admitted (`object_call.rs`). It waits in its namespace's queue.
+    let share = if job.request.extensions().get::<ObjectCall>().is_some() {
+        usize::MAX
+    } else {
+        worker_slots(&state.ctx.config)
+    };
     let permit = if alone {
         permits.clone().try_acquire_owned().ok()
     } else {

@@ -27,6 +27,8 @@ mod durable_hosted;
 mod durable_life;
 #[path = "engine/durable_limits.rs"]
 mod durable_limits;
+#[path = "engine/durable_nodes.rs"]
+mod durable_nodes;
 #[path = "engine/durable_objects.rs"]
 mod durable_objects;
 #[path = "engine/durable_threads.rs"]

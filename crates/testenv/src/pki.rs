@@ -90,6 +90,9 @@ pub enum Usage {
     Server,
     /// A TLS client (`clientAuth`).
     Client,
+    /// Both (`serverAuth` and `clientAuth`): a runtime node, which serves
+    /// the router and calls its peers (Helm's `genSignedCert` makes such).
+    ServerAndClient,
 }
 
 /// The subject of a leaf certificate that [`TestCa::issue`] signs.
@@ -173,7 +176,7 @@ impl TestCa {
     /// Signs a new certificate, with a new key, for `leaf`.
     pub fn issue(&self, leaf: Leaf<'_>) -> Result<TestCert, Error> {
         let what = match leaf.usage {
-            Usage::Server => "server",
+            Usage::Server | Usage::ServerAndClient => "server",
             Usage::Client => "client",
         };
         let key = generate_key(what)?;
@@ -188,10 +191,14 @@ impl TestCa {
                 .push(DnType::OrganizationName, organization);
         }
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![match leaf.usage {
-            Usage::Server => ExtendedKeyUsagePurpose::ServerAuth,
-            Usage::Client => ExtendedKeyUsagePurpose::ClientAuth,
-        }];
+        params.extended_key_usages = match leaf.usage {
+            Usage::Server => vec![ExtendedKeyUsagePurpose::ServerAuth],
+            Usage::Client => vec![ExtendedKeyUsagePurpose::ClientAuth],
+            Usage::ServerAndClient => vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+        };
         let cert = params
             .signed_by(&key, &self.issuer)
             .map_err(cert_error(what))?;
@@ -209,7 +216,10 @@ impl TestCa {
 pub fn write_grpc(dir: &Path) -> Result<GrpcPkiFiles, Error> {
     let ca = TestCa::new("isolane-grpc-test-ca")?;
     let files = GrpcPkiFiles::in_dir(dir);
-    let node = Leaf::server("isolane-node", &["isolane-node"]);
+    let node = Leaf {
+        usage: Usage::ServerAndClient,
+        ..Leaf::server("isolane-node", &["isolane-node"])
+    };
     let router = Leaf {
         names: &["isolane-router"],
         ..Leaf::client("isolane-router")

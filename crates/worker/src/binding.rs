@@ -148,14 +148,6 @@ pub enum BindingError {
     InvalidWorker { name: String, worker: String },
 }
 
-/// Whether any of `bindings` is a Durable Object class (its own or another
-/// Worker's): such a Worker's requests go to one node at a time (each
-/// object has one live instance, and objects are not yet called across
-/// nodes), so the router does not spread it by load (`router/src/fleet.rs`).
-pub fn binds_durable_objects(bindings: &[Binding]) -> bool {
-    bindings.iter().any(|b| b.durable_object.is_some())
-}
-
 /// Checks `bindings` beside the `env` names: identifiers, names unique
 /// across both, KV namespace names valid, every binding of a supported kind.
 pub fn check<'a>(
@@ -295,15 +287,6 @@ mod tests {
         };
         let error = check([], &[none]).unwrap_err();
         assert_eq!(error, BindingError::Kind { name: "DO".into() });
-    }
-
-    #[test]
-    fn a_durable_object_binding_is_told_apart() {
-        assert!(!binds_durable_objects(&[Binding::kv("KV", "cache")]));
-        assert!(binds_durable_objects(&[
-            Binding::kv("KV", "cache"),
-            Binding::durable_object("C", "Counter"),
-        ]));
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub mod traffic;
 
 pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, KV_NAMESPACE_PATTERN,
-    binds_durable_objects, check as check_bindings, is_kv_namespace, is_worker_name,
+    check as check_bindings, is_kv_namespace, is_worker_name,
 };
 pub use bundle::{
     ArtifactSource, BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION,

@@ -74,11 +74,7 @@ impl Trip<'_> {
             let placed = {
                 let _placing =
                     tracing::trace_span!("router.place", attempt = attempts + 1).entered();
-                if self.backend.pinned {
-                    fleet.pick_first(&self.backend.worker_id, &tried)
-                } else {
-                    fleet.pick(&self.backend.worker_id, config.load_factor, &tried)
-                }
+                fleet.pick(&self.backend.worker_id, config.load_factor, &tried)
             };
             let Some(pick) = placed else {
                 // No candidate left: wait (bounded) for the fleet to change,

@@ -30,7 +30,6 @@ pub fn worker(id: &str, revision: &str, host: &str, prefix: &str) -> RoutableWor
         },
         split: isolane_router::split::Split::single(revision),
         triggers: None,
-        pinned: false,
     }
 }
 

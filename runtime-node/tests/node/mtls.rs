@@ -1,6 +1,8 @@
-//! Only the router talks to nodes: a node serving mutual TLS refuses every
-//! gRPC client that does not present the router's certificate from the
-//! platform CA — `Execute` and `Stats` alike — on either listener shape.
+//! Only the router talks to nodes (and nodes to each other, for Durable
+//! Object calls only): a node serving mutual TLS refuses every gRPC client
+//! that does not present the router's or a node's certificate from the
+//! platform CA — `Execute` and `Stats` alike — on either listener shape, and
+//! takes only object calls from a node's.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,7 +17,7 @@ use isolane_testenv::{GrpcPkiFiles, write_grpc_pki};
 use rustls::pki_types::pem::PemObject;
 use tonic::transport::{Channel, Endpoint, Uri};
 
-use crate::support::{Shape, TestNode, call, connect, head, start};
+use crate::support::{Shape, TestNode, call, collect, connect, head, start};
 
 struct Pki {
     _dir: tempfile::TempDir,
@@ -184,6 +186,85 @@ async fn the_router_refuses_a_node_from_another_ca() {
     let node = start_mtls(&other.files, ListenerMode::Single);
     let refused = stats_with(node.addrs[0], router_tls(&pki.files)).await;
     assert!(refused.is_err(), "{refused:?}");
+}
+
+/// The node's own certificate as a client (a peer node's).
+fn node_tls(pki: &GrpcPkiFiles) -> Arc<rustls::ClientConfig> {
+    mtls::client_config(&node_files(pki)).unwrap()
+}
+
+/// An `Execute` of `demo/hello` naming Durable Object `object` (a JSON
+/// `[class, id, method]`) in the metadata peers use, or naming none.
+async fn object_call(
+    client: &mut RuntimeClient<Channel>,
+    object: Option<&str>,
+) -> Result<crate::support::Answer, tonic::Status> {
+    let frames = vec![
+        isolane_proto::runtime::v1::ExecuteRequest::head(head("POST", "demo/hello", "r1", 0)),
+        isolane_proto::runtime::v1::ExecuteRequest::end(),
+    ];
+    let mut request = tonic::Request::new(tokio_stream::iter(frames));
+    if let Some(object) = object {
+        let value = tonic::metadata::MetadataValue::from_bytes(object.as_bytes());
+        request
+            .metadata_mut()
+            .insert_bin(isolane_node::OBJECT_METADATA, value);
+    }
+    collect(client.execute(request).await?.into_inner()).await
+}
+
+/// A node's certificate (a peer calling one of this node's Durable
+/// Objects) reaches `Execute` only for a call naming an object; the
+/// router's certificate may not name one; an impostor's is refused at the
+/// handshake whatever it names.
+#[tokio::test]
+async fn a_nodes_certificate_makes_object_calls_only() {
+    let pki = new_pki();
+    let node = start_mtls(&pki.files, ListenerMode::Single);
+    node.deploy(
+        "demo/hello",
+        "r1",
+        "export default { fetch() { return new Response('hi') } }",
+    );
+    let addr = node.addrs[0];
+    let id = "ab".repeat(32);
+    let object = format!(r#"["Counter","{id}",null]"#);
+    let mut peer = tls_client(addr, node_tls(&pki.files)).await.unwrap();
+    // Stats, and a call naming no object: refused.
+    let stats = stats_with(addr, node_tls(&pki.files)).await;
+    assert!(
+        stats
+            .as_ref()
+            .is_err_and(|e| e.contains("PermissionDenied")),
+        "{stats:?}"
+    );
+    let plain = object_call(&mut peer, None).await;
+    assert_eq!(plain.unwrap_err().code(), tonic::Code::PermissionDenied);
+    // A bad object entry: refused as such.
+    let bad = object_call(&mut peer, Some(r#"["Counter","not hex",null]"#)).await;
+    assert_eq!(bad.unwrap_err().code(), tonic::Code::InvalidArgument);
+    // An object call reaches the Worker's isolate, which answers that it
+    // binds no such class (the error an object call carries back).
+    let answer = object_call(&mut peer, Some(&object)).await.unwrap();
+    assert_eq!(answer.head.status, 500, "{answer:?}");
+    assert_eq!(answer.header("isolane-object-threw").as_deref(), Some("1"));
+    // The router's certificate may not name an object; it still runs
+    // the Worker.
+    let mut router = tls_client(addr, router_tls(&pki.files)).await.unwrap();
+    let named = object_call(&mut router, Some(&object)).await;
+    assert_eq!(named.unwrap_err().code(), tonic::Code::PermissionDenied);
+    assert_eq!(object_call(&mut router, None).await.unwrap().text(), "hi");
+    // An impostor naming an object does not get past the handshake.
+    let impostor = mtls::client_config(&MtlsFiles {
+        cert: pki.files.impostor_cert.clone(),
+        key: pki.files.impostor_key.clone(),
+        ca: pki.files.ca_cert.clone(),
+    })
+    .unwrap();
+    if let Ok(mut client) = tls_client(addr, impostor).await {
+        let run = object_call(&mut client, Some(&object)).await;
+        assert!(run.is_err(), "{run:?}");
+    }
 }
 
 /// A node serving plaintext still works with a plaintext client (tests,

@@ -12,7 +12,8 @@ use super::error::{ErrorClass, HostError};
 use super::state::FetchHead;
 use super::{HostState, Settlement, begin_op, header_map};
 use crate::body::Body;
-use crate::object_call::{ObjectCall, home_thread, run_on};
+use crate::object_call::{ObjectCall, home_thread, object_key, run_on};
+use crate::object_peers::{MAX_ATTEMPTS, retry_pause};
 
 /// The Worker whose isolate this is, with a class it binds.
 pub(super) fn bound_worker(
@@ -33,7 +34,8 @@ pub(super) fn bound_worker(
 
 host_fn! {
 /// `objectIsHome(class, id)`: whether object `id` of `class` lives on
-/// this thread.
+/// this thread: its owner is this node (`object_peers.rs`) and its home
+/// thread here is this one.
 pub(super) fn object_is_home<'s>(
     scope,
     host: Rc<HostState>,
@@ -42,36 +44,102 @@ pub(super) fn object_is_home<'s>(
 ) -> Result<bool, HostError> {
     let _ = scope;
     let worker = bound_worker(&host, &class)?;
+    if let Some(peers) = &host.thread.config.objects
+        && peers.owner(&object_key(&worker.id, &class, &id)).is_some()
+    {
+        return Ok(false);
+    }
     let threads = host.thread.shared.senders.len();
     Ok(home_thread(&worker.id, &class, &id, threads) == host.thread.index)
 }
 }
 
-/// The request a forwarded call carries.
-fn call_request(
+/// A forwarded call, kept so that it can be sent again.
+struct CallParts {
     call: ObjectCall,
-    method: &str,
-    url: &str,
+    method: Method,
+    uri: http::Uri,
     headers: http::HeaderMap,
-    body: Option<Vec<u8>>,
-) -> Result<http::Request<Body>, HostError> {
-    let method = Method::from_bytes(method.as_bytes())
-        .map_err(|_| HostError::type_error(format!("invalid method {method:?}")))?;
-    let mut request = http::Request::builder()
-        .method(method)
-        .uri(url)
-        .body(body.map_or_else(Body::empty, Body::from))
-        .map_err(|_| HostError::type_error(format!("invalid URL {url:?}")))?;
-    *request.headers_mut() = headers;
-    request.extensions_mut().insert(call);
-    Ok(request)
+    body: Option<bytes::Bytes>,
+}
+
+impl CallParts {
+    fn new(
+        call: ObjectCall,
+        method: &str,
+        url: &str,
+        headers: http::HeaderMap,
+        body: Option<Vec<u8>>,
+    ) -> Result<Self, HostError> {
+        let method = Method::from_bytes(method.as_bytes())
+            .map_err(|_| HostError::type_error(format!("invalid method {method:?}")))?;
+        let uri = url
+            .parse()
+            .map_err(|_| HostError::type_error(format!("invalid URL {url:?}")))?;
+        Ok(Self {
+            call,
+            method,
+            uri,
+            headers,
+            body: body.map(bytes::Bytes::from),
+        })
+    }
+
+    /// The request a forwarded call carries (once more for each attempt).
+    fn request(&self) -> http::Request<Body> {
+        let body = self.body.clone().map_or_else(Body::empty, Body::from);
+        let mut request = http::Request::new(body);
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.uri.clone();
+        *request.headers_mut() = self.headers.clone();
+        request.extensions_mut().insert(self.call.clone());
+        request
+    }
+}
+
+/// Runs a call where its object lives: on its home thread here when this
+/// node owns it, else on its owner node; a call another node refused
+/// before it ran (not the owner by its ring, or unreachable) is sent again
+/// to the owner the ring names then, at most `MAX_ATTEMPTS` times.
+async fn deliver(
+    thread: &crate::thread_ctx::ThreadCtx,
+    worker: std::sync::Arc<crate::bundle::WorkerBundle>,
+    parts: CallParts,
+) -> Result<http::Response<Body>, String> {
+    let shared = &thread.shared;
+    let key = object_key(&worker.id, &parts.call.class, &parts.call.id);
+    let mut attempt = 0;
+    loop {
+        let owner = thread.config.objects.as_ref().and_then(|peers| {
+            let node = peers.owner(&key)?;
+            Some((peers, node))
+        });
+        let Some((peers, node)) = owner else {
+            let threads = shared.senders.len();
+            let home = home_thread(&worker.id, &parts.call.class, &parts.call.id, threads);
+            let observer = &*thread.observer;
+            return run_on(shared, observer, home, worker, parts.request(), true)
+                .await
+                .map_err(|error| error.to_string());
+        };
+        match peers.call(&node, &worker, parts.request()).await {
+            Ok(response) => return Ok(response),
+            Err(error) if error.not_run() && attempt + 1 < MAX_ATTEMPTS => {
+                attempt += 1;
+                tracing::debug!(%error, attempt, "Durable Object call sent again");
+                tokio::time::sleep(retry_pause(attempt)).await;
+            }
+            Err(error) => return Err(error.to_string()),
+        }
+    }
 }
 
 host_fn! {
 /// `objectCall(class, id, rpcMethod, method, url, headers, body)` →
 /// Promise of the answer's head (as `host.fetch`'s): the call runs on the
-/// object's home thread; `rpcMethod` is null for `stub.fetch`, else the
-/// body is the serialized argument array.
+/// object's home thread, on this node or on its owner node; `rpcMethod`
+/// is null for `stub.fetch`, else the body is the serialized argument
+/// array.
 pub(super) fn object_call<'s>(
     scope,
     host: Rc<HostState>,
@@ -89,55 +157,62 @@ pub(super) fn object_call<'s>(
         .and_then(|headers| {
             // `<worker>/<class>`: a class another Worker hosts.
             let (worker, class) = super::object_hosted::called_worker(&host, class)?;
-            let threads = host.thread.shared.senders.len();
-            let home = home_thread(&worker.id, &class, &id, threads);
             let call = ObjectCall { class, id, method: rpc };
-            let request = call_request(call, &method, &url, headers, body)?;
-            Ok((worker, home, request))
+            let parts = CallParts::new(call, &method, &url, headers, body)?;
+            Ok((worker, parts))
         });
-    let (resolver, promise, (worker, home, request)) = match begin_op(scope, early)? {
+    let (resolver, promise, (worker, parts)) = match begin_op(scope, early)? {
         Ok(begun) => begun,
         Err(rejected) => return Some(rejected),
     };
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(ctx, resolver);
     let me = host.me.clone();
-    let (shared, observer) = (host.thread.shared.clone(), host.thread.observer.clone());
+    let thread = host.thread.clone();
     let task = tokio::task::spawn_local(async move {
-        let answer = run_on(&shared, &*observer, home, worker, request, true).await;
+        let answer = deliver(&thread, worker, parts).await;
         let Some(isolate) = me.upgrade() else {
             return;
         };
-        let settlement = match answer {
-            Ok(response) => {
-                let (parts, body) = response.into_parts();
-                // A WebSocket the object answered with, to pass on.
-                let web_socket = super::socket::pass_in(isolate.host(), ctx, &parts);
-                let body_id = if http_body::Body::is_end_stream(&body) {
-                    0
-                } else {
-                    isolate.host().register_body(ctx, body)
-                };
-                Settlement::Fetch(FetchHead {
-                    status: parts.status.as_u16(),
-                    status_text: parts.status.canonical_reason().unwrap_or("").to_owned(),
-                    headers: parts.headers,
-                    body_id,
-                    url,
-                    redirected: false,
-                    web_socket,
-                })
-            }
-            Err(error) => Settlement::Object(Box::new(super::durable_object::Settled::Failed(
-                HostError::new(
-                    ErrorClass::Error,
-                    format!("Durable Object call failed: {error}"),
-                ),
-            ))),
-        };
-        isolate.settle(op, settlement);
+        isolate.settle(op, settlement(&*isolate, ctx, answer, url));
     });
     host.set_op_task(op, task.abort_handle());
     Some(promise)
 }
+}
+
+/// How a forwarded call's answer settles its promise.
+fn settlement(
+    isolate: &dyn super::IsolateTurns,
+    ctx: u32,
+    answer: Result<http::Response<Body>, String>,
+    url: String,
+) -> Settlement {
+    match answer {
+        Ok(response) => {
+            let (parts, body) = response.into_parts();
+            // A WebSocket the object answered with (on this node), to pass on.
+            let web_socket = super::socket::pass_in(isolate.host(), ctx, &parts);
+            let body_id = if http_body::Body::is_end_stream(&body) {
+                0
+            } else {
+                isolate.host().register_body(ctx, body)
+            };
+            Settlement::Fetch(FetchHead {
+                status: parts.status.as_u16(),
+                status_text: parts.status.canonical_reason().unwrap_or("").to_owned(),
+                headers: parts.headers,
+                body_id,
+                url,
+                redirected: false,
+                web_socket,
+            })
+        }
+        Err(error) => Settlement::Object(Box::new(super::durable_object::Settled::Failed(
+            HostError::new(
+                ErrorClass::Error,
+                format!("Durable Object call failed: {error}"),
+            ),
+        ))),
+    }
 }
