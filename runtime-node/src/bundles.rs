@@ -483,7 +483,7 @@ mod tests {
     #[test]
     fn a_class_another_worker_hosts_is_told_apart_from_the_workers_own() {
         use isolane_worker::Binding;
-        let mut bundle = isolane_crds::Bundle::new(
+        let mut bundle = isolane_worker::Bundle::new(
             "team-a/caller".into(),
             "export default {}".into(),
             Default::default(),
