@@ -226,7 +226,7 @@ impl Cluster {
             .serve_with_shutdown(grpc, stop.clone().cancelled_owned());
         tokio::spawn(serving);
         let router_metrics = Arc::new(RouterMetrics::register(&registry, 10).unwrap());
-        let proxy = Proxy::new(ProxyConfig::default(), router_metrics);
+        let proxy = Proxy::builder(ProxyConfig::default(), router_metrics).build();
         proxy.set_members(vec![isolane_membership::NodeMember {
             name: "local".into(),
             endpoints: vec![format!("http://{grpc}")],
@@ -243,7 +243,6 @@ impl Cluster {
             },
             split: Split::single(revision),
             triggers: None,
-            pinned: false,
         }]);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -272,6 +271,7 @@ fn bundle(revision: &str) -> WorkerBundle {
         env: BTreeMap::new(),
         kv: BTreeMap::new(),
         durable_objects: BTreeMap::new(),
+        hosted_objects: Default::default(),
         limits: Limits {
             cpu_ms: 50,
             ..Limits::default()

@@ -30,7 +30,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use isolane_e2e::cluster::{Cluster, ClusterOptions, Router, RouterOptions};
-use isolane_worker::Binding;
 use isolane_e2e::ingress::{Ingress, Reply};
 use isolane_e2e::kubectl;
 use isolane_e2e::workers::{self, inline_worker};
