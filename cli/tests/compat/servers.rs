@@ -150,10 +150,15 @@ pub fn isolane_dev(
 fn spawn_dev(bin: &Path, what: &[&OsStr], log: &Path) -> (Server, SocketAddr) {
     let port = free_port().unwrap();
     let port_arg = port.to_string();
+    // Its state beside its log, not in the crate's source tree.
+    let state = log.with_extension("state");
     let mut args: Vec<&OsStr> = vec!["dev".as_ref()];
     args.extend_from_slice(what);
     for arg in ["--port", port_arg.as_str(), "--threads", "1"] {
         args.push(OsStr::new(arg));
+    }
+    if !what.iter().any(|arg| *arg == "--state") {
+        args.extend(["--state".as_ref(), state.as_os_str()]);
     }
     let server = Server::spawn(
         "isolane dev",
