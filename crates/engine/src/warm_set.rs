@@ -164,9 +164,13 @@ impl<V: InUse> WarmSet<V> {
         let capacity = capacity.max(1);
         // Bounded so that the cache's sums of weights cannot overflow.
         let budget = (heap_budget as u64).clamp(1, 1 << 60);
-        // `capacity + 1` entries of the floor overrun the budget; one fits
-        // the hot share.
-        let floor = budget / (capacity as u64).saturating_add(1) + 1;
+        // `capacity` entries of the floor fill the budget as entries of
+        // `budget / capacity` bytes would (so a count bound and the same
+        // memory bound decide alike), one more overruns it; one entry alone
+        // still fits the hot share.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let hot = (budget as f64 * HOT_SHARE) as u64;
+        let floor = (budget / capacity as u64).min(hot).max(1);
         // How many entries to expect, which sizes the remembered evictions.
         let estimate = match capacity {
             usize::MAX => budget / ENTRY_GUESS,
