@@ -65,8 +65,6 @@ pub trait InUse {
 }
 
 impl InUse for () {}
-impl InUse for u32 {}
-impl InUse for char {}
 
 /// A warm entry's place: worker id and revision.
 #[derive(Debug, Clone, PartialEq, Eq)]

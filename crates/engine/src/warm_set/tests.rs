@@ -2,6 +2,10 @@ use std::rc::Rc;
 
 use super::*;
 
+// Values the tests keep, never in use.
+impl InUse for u32 {}
+impl InUse for char {}
+
 /// Least recently used with a scan: the policy this module replaced, as
 /// the baseline the hit ratios are compared with.
 struct Lru {
