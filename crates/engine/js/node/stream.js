@@ -80,6 +80,7 @@ function ReadableState(options, stream, isDuplex) {
   this.consumed = false;
   this.needReadable = true;
   this.scheduled = false;
+  this.resumeScheduled = false;
   this.destroyed = false;
   this.errored = null;
   this.closed = false;
@@ -203,6 +204,8 @@ function tick(stream) {
   const s = stream._readableState;
   if (s.destroyed) return;
   fill(stream);
+  // A resume() has queued its own flow: the data waits for it.
+  if (s.resumeScheduled) return;
   while (s.flowing && !s.destroyed) {
     const chunk = take(s, undefined);
     if (chunk === null) break;
@@ -242,11 +245,20 @@ Readable.prototype.on = function (event, listener) {
 };
 Readable.prototype.addListener = Readable.prototype.on;
 
+// As in Node, a paused stream starts flowing in a microtask queued here:
+// data buffered before runs in the AsyncLocalStorage context of the code
+// that resumed it (attached 'data', piped), not in the one of the code
+// that pushed it (React's SSR reads an RSC stream so).
 Readable.prototype.resume = function () {
   const s = this._readableState;
-  s.flowing = true;
   s.consumed = true;
-  schedule(this);
+  if (s.flowing !== true) {
+    s.flowing = true;
+    s.resumeScheduled = true;
+    later(() => { s.resumeScheduled = false; tick(this); });
+  } else {
+    schedule(this);
+  }
   this.emit('resume');
   return this;
 };
