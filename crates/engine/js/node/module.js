@@ -49,6 +49,22 @@ class Module {
   static register = notImplemented('module.register');
   static syncBuiltinESMExports() {}
   static findSourceMap() { return undefined; }
+  // Node's loader internals and compile cache, as workerd answers them:
+  // empty caches and paths, no compile cache, the rest "not implemented".
+  static _cache = Object.create(null);
+  static _pathCache = Object.create(null);
+  static _extensions = Object.create(null);
+  static globalPaths = [];
+  static constants = { compileCacheStatus: { FAILED: 0, ENABLED: 1, ALREADY_ENABLED: 2, DISABLED: 3 } };
+  static enableCompileCache() {}
+  static flushCompileCache() {}
+  static getCompileCacheDir() { return undefined; }
+  static getSourceMapsSupport() { return { enabled: false, nodeModules: false, generatedCode: false }; }
+}
+for (const name of ['SourceMap', '_debug', '_findPath', '_initPaths', '_load', '_nodeModulePaths', '_preloadModules',
+  '_resolveFilename', '_resolveLookupPaths', 'findPackageJSON', 'registerHooks', 'runMain', 'setSourceMapsSupport',
+  'stripTypeScriptTypes', 'wrap']) {
+  Module[name] = notImplemented(`module.${name}`);
 }
 Module.Module = Module;
 

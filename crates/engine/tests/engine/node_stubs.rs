@@ -204,3 +204,27 @@ async fn events_on_duplex_pair_and_transcode_answer_as_node() {
         "1+2 3 boom 0 0 a AbortError d 10 object ping 3f61 6800e900 U_ILLEGAL_ARGUMENT_ERROR"
     );
 }
+
+/// The rest of `process` and `module` as workerd answers them (probed with
+/// its npm binary): ids 0, changing them EPERM, no IPC, no addons.
+#[tokio::test]
+async fn process_and_module_answer_the_rest_as_workerd() {
+    let out = answer(
+        NodeCompat::V2,
+        "import process from 'node:process'; import Module from 'node:module';",
+        r#"
+        const code = (f) => { try { return String(f()); } catch (e) { return e.code; } };
+        return [
+          process.getuid(), process.getgroups().join(), code(() => process.setuid(1)), process.connected, String(process.channel),
+          process.allowedNodeEnvironmentFlags.size, process.send({}), code(() => process.binding('fs')), code(() => process.dlopen()),
+          process.resourceUsage().maxRSS, Object.keys(Module._cache).length, Module.constants.compileCacheStatus.DISABLED,
+          code(() => Module._load('x')), String(Module.getCompileCacheDir()),
+        ].join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        "0 0 EPERM false null 0 false ERR_METHOD_NOT_IMPLEMENTED ERR_METHOD_NOT_IMPLEMENTED 0 0 3 ERR_METHOD_NOT_IMPLEMENTED undefined"
+    );
+}
