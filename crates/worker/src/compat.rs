@@ -186,12 +186,21 @@ pub struct ModuleGate {
 const HTTP_GATE: usize = 0;
 
 /// Every module gate, as workerd has them.
-pub const MODULE_GATES: [ModuleGate; 6] = [
+pub const MODULE_GATES: [ModuleGate; 22] = [
     ModuleGate {
         on: "enable_nodejs_http_modules",
         off: "disable_nodejs_http_modules",
         since: Date(2025, 8, 15),
-        modules: &["http", "https"],
+        modules: &[
+            "http",
+            "https",
+            "_http_agent",
+            "_http_client",
+            "_http_common",
+            "_http_incoming",
+            "_http_outgoing",
+            "_http_server",
+        ],
     },
     ModuleGate {
         on: "enable_nodejs_http2_module",
@@ -222,6 +231,102 @@ pub const MODULE_GATES: [ModuleGate; 6] = [
         off: "disable_nodejs_vm_module",
         since: Date(2025, 10, 1),
         modules: &["vm"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_cluster_module",
+        off: "disable_nodejs_cluster_module",
+        since: Date(2025, 12, 4),
+        modules: &["cluster"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_domain_module",
+        off: "disable_nodejs_domain_module",
+        since: Date(2025, 12, 4),
+        modules: &["domain"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_punycode_module",
+        off: "disable_nodejs_punycode_module",
+        since: Date(2025, 12, 4),
+        modules: &["punycode"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_trace_events_module",
+        off: "disable_nodejs_trace_events_module",
+        since: Date(2025, 12, 4),
+        modules: &["trace_events"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_wasi_module",
+        off: "disable_nodejs_wasi_module",
+        since: Date(2025, 12, 4),
+        modules: &["wasi"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_stream_wrap_module",
+        off: "disable_nodejs_stream_wrap_module",
+        since: Date(2026, 1, 29),
+        modules: &["_stream_wrap"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_dgram_module",
+        off: "disable_nodejs_dgram_module",
+        since: Date(2026, 1, 29),
+        modules: &["dgram"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_inspector_module",
+        off: "disable_nodejs_inspector_module",
+        since: Date(2026, 1, 29),
+        modules: &["inspector", "inspector/promises"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_sqlite_module",
+        off: "disable_nodejs_sqlite_module",
+        since: Date(2026, 1, 29),
+        modules: &["sqlite"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_child_process_module",
+        off: "disable_nodejs_child_process_module",
+        since: Date(2026, 3, 17),
+        modules: &["child_process"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_perf_hooks_module",
+        off: "disable_nodejs_perf_hooks_module",
+        since: Date(2026, 3, 17),
+        modules: &["perf_hooks"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_readline_module",
+        off: "disable_nodejs_readline_module",
+        since: Date(2026, 3, 17),
+        modules: &["readline", "readline/promises"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_repl_module",
+        off: "disable_nodejs_repl_module",
+        since: Date(2026, 3, 17),
+        modules: &["repl"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_tty_module",
+        off: "disable_nodejs_tty_module",
+        since: Date(2026, 3, 17),
+        modules: &["tty"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_v8_module",
+        off: "disable_nodejs_v8_module",
+        since: Date(2026, 3, 17),
+        modules: &["v8"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_worker_threads_module",
+        off: "disable_nodejs_worker_threads_module",
+        since: Date(2026, 3, 17),
+        modules: &["worker_threads"],
     },
 ];
 

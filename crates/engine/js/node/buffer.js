@@ -476,6 +476,30 @@ function isAscii(input) {
   return true;
 }
 
+// The encodings transcode converts between, as Node's (ICU's) does; a
+// character the target cannot hold becomes '?'.
+const TRANSCODABLE = ['ascii', 'latin1', 'utf16le', 'utf8'];
+
+function transcode(source, fromEncoding, toEncoding) {
+  if (!(source instanceof Uint8Array)) {
+    const error = new TypeError('The "source" argument must be an instance of Buffer or Uint8Array.');
+    error.code = 'ERR_INVALID_ARG_TYPE';
+    throw error;
+  }
+  const from = normalizeEncoding(fromEncoding);
+  const to = normalizeEncoding(toEncoding);
+  if (!TRANSCODABLE.includes(from) || !TRANSCODABLE.includes(to)) {
+    const error = new Error('Unable to transcode Buffer [U_ILLEGAL_ARGUMENT_ERROR]');
+    error.code = 'U_ILLEGAL_ARGUMENT_ERROR';
+    error.errno = 1;
+    throw error;
+  }
+  let text = Buffer.from(source.buffer, source.byteOffset, source.byteLength).toString(from);
+  if (to === 'ascii') text = text.replace(/[^\0-\x7f]/gu, '?');
+  if (to === 'latin1') text = text.replace(/[^\0-\xff]/gu, '?');
+  return Buffer.from(text, to);
+}
+
 module.exports = {
   Buffer,
   SlowBuffer,
@@ -489,4 +513,6 @@ module.exports = {
   File: globalThis.File,
   isUtf8,
   isAscii,
+  transcode,
+  resolveObjectURL: () => undefined,
 };

@@ -288,8 +288,34 @@ function setMaxListeners(n = defaultMaxListeners, ...targets) {
   for (const target of targets) target.setMaxListeners?.(n);
 }
 
+// Node's EventEmitter that carries an AsyncResource for its listeners.
+function asyncResourceEmitter() {
+  const { AsyncResource } = require('node:async_hooks');
+  return class EventEmitterAsyncResource extends EventEmitter {
+    constructor(options) {
+      super(options);
+      this.asyncResource = new AsyncResource(options?.name ?? new.target.name, options);
+    }
+    emit(...args) { return this.asyncResource.runInAsyncScope(() => super.emit(...args)); }
+    emitDestroy() {}
+    get asyncId() { return this.asyncResource.asyncId(); }
+    get triggerAsyncId() { return this.asyncResource.triggerAsyncId(); }
+  };
+}
+
 EventEmitter.EventEmitter = EventEmitter;
 EventEmitter.once = once;
+EventEmitter.on = function on(emitter, name, options) {
+  return require('node:internal/events_on')(emitter, name, options);
+};
+EventEmitter.getMaxListeners = function getMaxListeners(target) {
+  return typeof target?.getMaxListeners === 'function' ? target.getMaxListeners() : EventEmitter.defaultMaxListeners;
+};
+let EventEmitterAsyncResource;
+Object.defineProperty(EventEmitter, 'EventEmitterAsyncResource', {
+  enumerable: true,
+  get: () => (EventEmitterAsyncResource ??= asyncResourceEmitter()),
+});
 EventEmitter.errorMonitor = errorMonitor;
 EventEmitter.captureRejectionSymbol = Symbol.for('nodejs.rejection');
 EventEmitter.getEventListeners = getEventListeners;

@@ -8,7 +8,7 @@
 
 const EventEmitter = require('node:events');
 const { Buffer } = require('node:buffer');
-const { codedError } = require('node:internal/errors');
+const { codedError, notImplemented } = require('node:internal/errors');
 
 let defaultHighWaterMark = 16 * 1024;
 const OBJECT_HIGH_WATER_MARK = 16;
@@ -884,6 +884,19 @@ const promises = {
   }),
 };
 
+// Two Duplex streams joined crosswise: what one writes, the other reads.
+function duplexPair(options) {
+  const sides = [];
+  const side = (other) => new Duplex({
+    ...options,
+    read() {},
+    write(chunk, encoding, callback) { sides[other].push(chunk); callback(); },
+    final(callback) { sides[other].push(null); callback(); },
+  });
+  sides.push(side(1), side(0));
+  return sides;
+}
+
 Object.assign(Stream, {
   Stream,
   Readable,
@@ -895,6 +908,13 @@ Object.assign(Stream, {
   pipeline,
   addAbortSignal,
   promises,
+  compose: notImplemented('stream.compose'),
+  destroy: (stream, error) => { stream?.destroy?.(error); },
+  isDestroyed: (stream) => !!stream && !!(stream.destroyed || stream._readableState?.destroyed || stream._writableState?.destroyed),
+  duplexPair,
+  _isArrayBufferView: ArrayBuffer.isView,
+  _isUint8Array: (value) => value instanceof Uint8Array,
+  _uint8ArrayToBuffer: (chunk) => Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength),
   isReadable: (stream) => !!stream && !!stream._readableState && stream.readable,
   isWritable: (stream) => !!stream && !!stream._writableState && stream.writable,
   isErrored: (stream) => !!stream && !!(stream._readableState || stream._writableState || {}).errored,

@@ -144,5 +144,12 @@ module.exports = {
   toPathIfFileURL: (value) => (value instanceof URL ? fileURLToPath(value) : value),
   urlToHttpOptions,
   domainToASCII: (domain) => { try { return new URL(`ws://${domain}`).hostname; } catch { return ''; } },
-  domainToUnicode: (domain) => String(domain),
+  domainToUnicode: (domain) => {
+    try {
+      const ascii = new URL(`ws://${domain}`).hostname;
+      return ascii.split('.').map((label) => (label.startsWith('xn--') ? host.punycodeDecode(label.slice(4)) : label)).join('.');
+    } catch {
+      return '';
+    }
+  },
 };

@@ -12,7 +12,14 @@ mod dns;
 mod fs;
 mod http;
 mod process;
+mod punycode;
+mod stubs;
 mod zlib;
+
+pub(super) use stubs::{
+    child_process, cluster, dgram, domain, inspector, perf_hooks, readline, repl, sqlite, test,
+    trace_events, tty, v8, wasi, worker_threads,
+};
 
 use super::unit::Unit;
 
@@ -35,7 +42,12 @@ pub(super) fn buffer() -> Unit {
 
 /// `node:events`: EventEmitter (JavaScript only).
 pub(super) fn events() -> Unit {
-    Unit::new("node:events").node_module("events", include_str!("../../js/node/events.js"))
+    Unit::new("node:events")
+        .node_module("events", include_str!("../../js/node/events.js"))
+        .node_module(
+            "internal/events_on",
+            include_str!("../../js/node/events_on.js"),
+        )
 }
 
 /// `node:async_hooks`: AsyncLocalStorage and AsyncResource on V8's
@@ -154,6 +166,7 @@ pub(super) fn stream() -> Unit {
             "stream/consumers",
             include_str!("../../js/node/stream_consumers.js"),
         )
+        .node_modules(&STREAM_LEGACY)
 }
 
 /// `node:assert` and `node:assert/strict` (JavaScript only).
@@ -230,7 +243,83 @@ pub(super) fn http() -> Unit {
         .function("nodeHttpServer", http::server_enabled)
         .node_module("https", include_str!("../../js/node/https.js"))
         .node_module("http2", include_str!("../../js/node/http2.js"))
+        .node_module(
+            "internal/http_legacy",
+            include_str!("../../js/node/http_legacy.js"),
+        )
+        .node_modules(&HTTP_LEGACY)
 }
+
+/// Node's old internal module names that packages still require
+/// (`_http_agent`, ...), as workerd keeps them: parts of `node:http`.
+const HTTP_LEGACY: [(&str, &str); 6] = [
+    (
+        "_http_agent",
+        "module.exports = require('node:internal/http_legacy').agent;",
+    ),
+    (
+        "_http_client",
+        "module.exports = require('node:internal/http_legacy').client;",
+    ),
+    (
+        "_http_common",
+        "module.exports = require('node:internal/http_legacy').common;",
+    ),
+    (
+        "_http_incoming",
+        "module.exports = require('node:internal/http_legacy').incoming;",
+    ),
+    (
+        "_http_outgoing",
+        "module.exports = require('node:internal/http_legacy').outgoing;",
+    ),
+    (
+        "_http_server",
+        "module.exports = require('node:internal/http_legacy').server;",
+    ),
+];
+
+/// `node:stream`'s parts under their old module names (`_stream_readable`,
+/// ...), as workerd keeps them; `_stream_wrap` is a stub with its own date.
+const STREAM_LEGACY: [(&str, &str); 6] = [
+    (
+        "_stream_duplex",
+        "module.exports = require('node:stream').Duplex;",
+    ),
+    (
+        "_stream_passthrough",
+        "module.exports = require('node:stream').PassThrough;",
+    ),
+    (
+        "_stream_readable",
+        "module.exports = require('node:stream').Readable;",
+    ),
+    (
+        "_stream_transform",
+        "module.exports = require('node:stream').Transform;",
+    ),
+    (
+        "_stream_writable",
+        "module.exports = require('node:stream').Writable;",
+    ),
+    (
+        "_stream_wrap",
+        "module.exports = require('node:internal/errors').stubClass('_stream_wrap.JSStreamSocket');",
+    ),
+];
+
+/// `node:tls`'s parts under their old module names, as workerd keeps them.
+const TLS_LEGACY: [(&str, &str); 2] = [
+    (
+        "_tls_common",
+        "const tls = require('node:tls'); module.exports = { SecureContext: tls.SecureContext, \
+         createSecureContext: tls.createSecureContext, translatePeerCertificate: (c) => c };",
+    ),
+    (
+        "_tls_wrap",
+        "const tls = require('node:tls'); module.exports = { TLSSocket: tls.TLSSocket, connect: tls.connect };",
+    ),
+];
 
 /// `node:net` (Socket, connect, isIP and friends) and `node:tls`
 /// (connect, TLSSocket), over `cloudflare:sockets`' `connect()`
@@ -239,6 +328,7 @@ pub(super) fn net() -> Unit {
     Unit::new("node:net")
         .node_module("net", include_str!("../../js/node/net.js"))
         .node_module("tls", include_str!("../../js/node/tls.js"))
+        .node_modules(&TLS_LEGACY)
 }
 
 /// `node:dns` and `node:dns/promises`: lookups and queries over
@@ -251,6 +341,14 @@ pub(super) fn dns() -> Unit {
             "dns/promises",
             "module.exports = require('node:dns').promises;",
         )
+}
+
+/// `node:punycode`: RFC 3492 and Node's domain helpers (2025-12-04).
+pub(super) fn punycode() -> Unit {
+    Unit::new("node:punycode")
+        .node_module("punycode", include_str!("../../js/node/punycode.js"))
+        .function("punycodeEncode", punycode::encode)
+        .function("punycodeDecode", punycode::decode)
 }
 
 /// `node:vm`: importable, nothing compiles at run time.
