@@ -77,6 +77,8 @@ mod node_require;
 mod node_stream;
 #[path = "engine/node_stubs.rs"]
 mod node_stubs;
+#[path = "engine/node_timers.rs"]
+mod node_timers;
 #[path = "engine/node_x509.rs"]
 mod node_x509;
 #[path = "engine/node_zlib.rs"]

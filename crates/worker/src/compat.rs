@@ -35,6 +35,11 @@ pub const MESSAGE_CHANNEL_DATE: Date = Date(2025, 8, 15);
 /// `enable_nodejs_http_modules` after it in workerd).
 pub const HTTP_SERVER_IMPLIED_DATE: Date = Date(2025, 9, 1);
 
+/// From this date Node.js compatibility implies Node's timers as the
+/// globals (`enable_nodejs_global_timers`): `setTimeout` and `setInterval`
+/// return `Timeout` objects.
+pub const GLOBAL_TIMERS_IMPLIED_DATE: Date = Date(2026, 2, 10);
+
 /// What a Worker's settings turn on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum NodeCompat {
@@ -115,6 +120,7 @@ enum Feature {
     EvalAtStartup,
     MessageChannel,
     HttpServer,
+    GlobalTimers,
     /// One of [`MODULE_GATES`], by index.
     Module(usize),
 }
@@ -164,6 +170,14 @@ pub const FLAGS: &[(&str, &str)] = &[
     (
         "disable_nodejs_http_server_modules",
         "turns enable_nodejs_http_server_modules off",
+    ),
+    (
+        "enable_nodejs_global_timers",
+        "node:timers' setTimeout, setInterval, clearTimeout and clearInterval as the globals (Timeout objects)",
+    ),
+    (
+        "no_nodejs_global_timers",
+        "turns enable_nodejs_global_timers off",
     ),
 ];
 
@@ -346,6 +360,8 @@ fn flag(name: &str) -> Option<(Feature, bool)> {
         "no_expose_global_message_channel" => (Feature::MessageChannel, false),
         "enable_nodejs_http_server_modules" => (Feature::HttpServer, true),
         "disable_nodejs_http_server_modules" => (Feature::HttpServer, false),
+        "enable_nodejs_global_timers" => (Feature::GlobalTimers, true),
+        "no_nodejs_global_timers" => (Feature::GlobalTimers, false),
         _ => {
             return MODULE_GATES.iter().enumerate().find_map(|(i, gate)| {
                 (gate.on == name)
@@ -408,6 +424,10 @@ pub struct Compat {
     /// Whether `node:http` has its server: `enable_nodejs_http_server_modules`,
     /// implied by `node:http`'s own gate from 2025-09-01 (workerd's rule).
     pub http_server: bool,
+    /// Whether the timer globals are `node:timers`' (`setTimeout` returns
+    /// a `Timeout`): `enable_nodejs_global_timers`, implied by Node.js
+    /// compatibility from 2026-02-10 (workerd's rule).
+    pub global_timers: bool,
     /// Which [`MODULE_GATES`] are open, by index (with Node.js
     /// compatibility on: its flag, or a date from the gate's).
     pub module_gates: [bool; MODULE_GATES.len()],
@@ -482,6 +502,8 @@ impl Compat {
             module_gates,
             http_server: module_gates[HTTP_GATE]
                 && explicit(Feature::HttpServer).unwrap_or(from(HTTP_SERVER_IMPLIED_DATE)),
+            global_timers: node_compat.modules()
+                && explicit(Feature::GlobalTimers).unwrap_or(from(GLOBAL_TIMERS_IMPLIED_DATE)),
         })
     }
 }
@@ -558,6 +580,35 @@ mod tests {
         );
         assert_eq!(
             channel(Some("2026-01-01"), &["no_expose_global_message_channel"]),
+            Ok(false)
+        );
+    }
+
+    #[test]
+    fn global_timers_with_node_compat_from_2026_02_10_or_by_flag() {
+        let timers = |date, names: &[&str]| {
+            Compat::from_settings(date, &flags(names)).map(|c| c.global_timers)
+        };
+        assert_eq!(timers(Some("2026-02-10"), &[]), Ok(false));
+        assert_eq!(timers(Some("2026-02-09"), &["nodejs_compat"]), Ok(false));
+        assert_eq!(timers(Some("2026-02-10"), &["nodejs_compat"]), Ok(true));
+        assert_eq!(timers(Some("2026-08-04"), &[]), Ok(true));
+        assert_eq!(
+            timers(
+                Some("2025-01-01"),
+                &["nodejs_compat", "enable_nodejs_global_timers"]
+            ),
+            Ok(true)
+        );
+        assert_eq!(
+            timers(Some("2026-11-01"), &["no_nodejs_global_timers"]),
+            Ok(false)
+        );
+        assert_eq!(
+            timers(
+                Some("2026-11-01"),
+                &["no_nodejs_compat", "no_nodejs_compat_v2"]
+            ),
             Ok(false)
         );
     }
