@@ -190,9 +190,10 @@ pub(super) fn timers() -> Unit {
         )
 }
 
-/// `node:console`: the runtime's console under Node's module name.
+/// `node:console`: the runtime's console under Node's module name, with
+/// Node's `Console` class.
 pub(super) fn console() -> Unit {
-    Unit::new("node:console").node_module("console", "module.exports = globalThis.console;")
+    Unit::new("node:console").node_module("console", include_str!("../../js/node/console.js"))
 }
 
 /// `node:os` and the legacy `node:constants` (JavaScript only).

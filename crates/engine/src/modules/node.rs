@@ -9,8 +9,8 @@
 //! import sees it as a synthetic module whose exports are its properties
 //! (and `default`, the object itself), as Node and workerd give them.
 
-use isolane_worker::compat::ModuleGate;
 use isolane_worker::Compat;
+use isolane_worker::compat::ModuleGate;
 
 use super::Registry;
 use crate::host;

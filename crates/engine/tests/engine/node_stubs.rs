@@ -228,3 +228,29 @@ async fn process_and_module_answer_the_rest_as_workerd() {
         "0 0 EPERM false null 0 false ERR_METHOD_NOT_IMPLEMENTED ERR_METHOD_NOT_IMPLEMENTED 0 0 3 ERR_METHOD_NOT_IMPLEMENTED undefined"
     );
 }
+
+/// node:console is the runtime's console with Node's Console class on it,
+/// writing util.format's lines to the streams it is given.
+#[tokio::test]
+async fn node_console_has_nodes_console_class() {
+    let out = answer(
+        NodeCompat::V2,
+        "import console2, { Console } from 'node:console';",
+        r#"
+        const out = [], err = [];
+        const c = new Console({ stdout: { write: (s) => out.push(s) }, stderr: { write: (s) => err.push(s) } });
+        const { log } = c;
+        log('a %d %s', 1, 'b'); c.error('e', { x: 1 }); c.group('g'); c.info('in'); c.groupEnd(); c.count(); c.count();
+        c.assert(1 === 2, 'nope'); c.dir({ y: [1] });
+        let refused; try { new Console({}); } catch (e) { refused = e.code; }
+        const legacy = []; new Console({ write: (s) => legacy.push(s) }).log('old');
+        console.clear(); console.profile(); console.profileEnd(); console.timeStamp();
+        return JSON.stringify([console2 === globalThis.console, console2.Console === Console, out, err, refused, legacy, typeof console.createTask('t').run]);
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        r#"[true,true,["a 1 b\n","g\n","  in\n","default: 1\n","default: 2\n","{ y: [ 1 ] }\n"],["e { x: 1 }\n","Assertion failed: nope\n"],"ERR_CONSOLE_WRITABLE_STREAM",["old\n"],"function"]"#
+    );
+}
