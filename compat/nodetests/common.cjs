@@ -68,24 +68,34 @@ function mustSucceed(fn, exact) {
   }, exact);
 }
 
-/** `expectsError(fn, settings)` asserts fn throws; `expectsError(settings, exact)` returns a mustCall that checks the error it gets. */
+/** `expectsError(fn, settings)` asserts fn throws such an error;
+ * `expectsError(settings, exact)` returns a mustCall that checks the error it
+ * gets and returns true, so it also serves as assert.throws' validator. */
 function expectsError(first, second, exact) {
-  if (typeof first === "function" && typeof second === "object" && second !== null && !(second instanceof RegExp)) {
-    assert.throws(first, settings(second));
+  if (typeof first === "function" && typeof second === "object" && second !== null) {
+    assert.throws(first, matcher(second));
     return undefined;
   }
-  const validator = settings(first);
-  return mustCall((error) => {
-    assert.throws(() => { throw error; }, validator);
-  }, typeof second === "number" ? second : exact);
+  const check = matcher(first);
+  return mustCall((error) => check(error), typeof second === "number" ? second : exact);
 }
 
-/** Node's tests pass `type` for the error's class; node:assert wants `name`. */
-function settings(object) {
-  if (!object || typeof object !== "object" || object instanceof RegExp) return object;
-  const { type, ...rest } = object;
-  if (type && !("name" in rest)) rest.name = type.name;
-  return rest;
+/** A validator for assert.throws: `type` by instanceof, `message` by equality or RegExp, the rest deeply equal. */
+function matcher(expected) {
+  if (typeof expected !== "object" || expected === null || expected instanceof RegExp) {
+    return (error) => {
+      assert.throws(() => { throw error; }, expected);
+      return true;
+    };
+  }
+  return (error) => {
+    for (const [key, value] of Object.entries(expected)) {
+      if (key === "type") assert.ok(error instanceof value, `expected a ${value.name}, got ${util.inspect(error)}`);
+      else if (key === "message" && value instanceof RegExp) assert.match(String(error && error.message), value);
+      else assert.deepStrictEqual(error && error[key], value, `error.${key}`);
+    }
+    return true;
+  };
 }
 
 /** What Node's ERR_INVALID_ARG_TYPE message appends about the value received. */
