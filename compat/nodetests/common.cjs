@@ -138,6 +138,7 @@ class Skip extends Error {}
 
 const common = {
   mustCall, mustCallAtLeast, mustNotCall, mustSucceed, expectsError, expectWarning, invalidArgTypeHelper,
+  fail: (message) => { throw new assert.AssertionError({ message: message ?? "fail" }); },
   getArrayBufferViews, getBufferSources,
   platformTimeout: (ms) => ms,
   mustNotMutateObjectDeep: (object) => object,
