@@ -31,25 +31,7 @@ function encodingOf(encoding) {
   return normal;
 }
 
-// How Node's ERR_INVALID_ARG_TYPE names the value it got.
-function received(value) {
-  if (value === null || value === undefined) return String(value);
-  if (typeof value === 'function') return `function ${value.name}`;
-  if (typeof value === 'object') {
-    const name = value.constructor?.name;
-    return name ? `an instance of ${name}` : 'an object';
-  }
-  let shown = typeof value === 'string' ? `'${value}'` : typeof value === 'bigint' ? `${value}n` : String(value);
-  if (shown.length > 28) shown = `${shown.slice(0, 25)}...`;
-  return `type ${typeof value} (${shown})`;
-}
-
-function invalidArg(name, expected, value) {
-  const what = name.includes(' ') ? `The ${name}` : `The "${name}" argument`;
-  const error = new TypeError(`${what} must be ${expected}. Received ${received(value)}`);
-  error.code = 'ERR_INVALID_ARG_TYPE';
-  return error;
-}
+const { invalidArgType: invalidArg } = require('node:internal/errors');
 
 // An integer number in [min, max], as Node's validateOffset has it.
 function validateOffset(value, name, min = 0, max = kMaxLength) {
@@ -349,16 +331,15 @@ function position(value, name) {
 }
 
 proto.copy = function copy(target, targetStart, sourceStart, sourceEnd) {
-  if (!ArrayBuffer.isView(target)) throw invalidArg('target', 'an instance of Buffer or Uint8Array', target);
+  if (!(target instanceof Uint8Array)) throw invalidArg('target', 'an instance of Buffer or Uint8Array', target);
   const at = targetStart === undefined ? 0 : position(targetStart, 'targetStart');
-  const from = sourceStart === undefined ? 0 : position(sourceStart, 'sourceStart');
-  if (from > this.length) throw outOfRange('sourceStart', `>= 0 && <= ${this.length}`, sourceStart);
+  const from = sourceStart === undefined ? 0 : Math.trunc(Number(sourceStart)) || 0;
+  if (from < 0 || from > this.length) throw outOfRange('sourceStart', `>= 0 && <= ${this.length}`, sourceStart);
   const to = Math.min(sourceEnd === undefined ? this.length : position(sourceEnd, 'sourceEnd'), this.length);
   const room = target.byteLength - at;
   if (room <= 0 || from >= to) return 0;
   const n = Math.min(to - from, room);
-  const bytes = new Uint8Array(target.buffer, target.byteOffset, target.byteLength);
-  bytes.set(this.subarray(from, from + n), at);
+  Uint8Array.prototype.set.call(target, this.subarray(from, from + n), at);
   return n;
 };
 
@@ -443,6 +424,18 @@ function checkOffset(buffer, offset, size) {
   return offset;
 }
 
+// A BigInt as Node's range errors show it: past 2 ** 32 with '_' between
+// groups of three digits ('9_223_372_036_854_775_808n').
+function bigintShown(value) {
+  let digits = String(value < 0n ? -value : value);
+  if (value > 2n ** 32n || value < -(2n ** 32n)) {
+    let grouped = '';
+    while (digits.length > 3) { grouped = `_${digits.slice(-3)}${grouped}`; digits = digits.slice(0, -3); }
+    digits += grouped;
+  }
+  return `${value < 0n ? '-' : ''}${digits}n`;
+}
+
 const BIG_RANGES = {
   BigUint64: [0n, 2n ** 64n - 1n, '0n', '2n ** 64n'],
   BigInt64: [-(2n ** 63n), 2n ** 63n - 1n, '-(2n ** 63n)', '2n ** 63n'],
@@ -451,7 +444,7 @@ const BIG_RANGES = {
 function checkBigInt(kind, value) {
   if (typeof value !== 'bigint') throw invalidArg('value', 'of type bigint', value);
   const [min, max, low, high] = BIG_RANGES[kind];
-  if (value < min || value > max) throw outOfRange('value', `>= ${low} and < ${high}`, `${value}n`);
+  if (value < min || value > max) throw outOfRange('value', `>= ${low} and < ${high}`, bigintShown(value));
 }
 
 const NUMBERS = [

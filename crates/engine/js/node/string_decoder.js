@@ -20,33 +20,14 @@ function normalize(encoding) {
   }
 }
 
-// The bytes a UTF-8 lead byte starts (0: not a lead), and whether `next`
-// may follow it (WHATWG's ranges: no overlong forms, surrogates or code
-// points past U+10FFFF).
-function utf8Length(lead) {
-  if (lead >= 0xc2 && lead <= 0xdf) return 2;
-  if (lead >= 0xe0 && lead <= 0xef) return 3;
-  if (lead >= 0xf0 && lead <= 0xf4) return 4;
-  return 0;
-}
-
-function secondByteFits(lead, next) {
-  const low = lead === 0xe0 ? 0xa0 : lead === 0xf0 ? 0x90 : 0x80;
-  const high = lead === 0xed ? 0x9f : lead === 0xf4 ? 0x8f : 0xbf;
-  return next >= low && next <= high;
-}
-
-// How many bytes at the end of `bytes` are the start of a UTF-8 character
-// that the next chunk may complete. A start that can never become a
-// character is decoded now, as Buffer's toString decodes it.
+// How many bytes at the end of `bytes` start a UTF-8 character that is not
+// complete yet (judged by the lead byte alone, as Node does).
 function incompleteUtf8(bytes) {
-  const n = bytes.length;
-  for (let back = 1; back <= Math.min(3, n); back++) {
-    const lead = bytes[n - back];
-    if ((lead & 0xc0) === 0x80) continue;
-    if (utf8Length(lead) <= back) return 0;
-    if (back >= 2 && !secondByteFits(lead, bytes[n - back + 1])) return 0;
-    return back;
+  for (let back = 1; back <= Math.min(3, bytes.length); back++) {
+    const byte = bytes[bytes.length - back];
+    if ((byte & 0xc0) === 0x80) continue;
+    const need = byte >= 0xf8 ? 1 : byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+    return need > back ? back : 0;
   }
   return 0;
 }
@@ -95,7 +76,8 @@ class StringDecoder {
     const rest = this.#pending;
     this.#pending = new Uint8Array(0);
     if (rest.length === 0) return out;
-    // A character cut short: one U+FFFD (utf8), the lone half (utf16le).
+    // A character cut short reads as toString reads it: U+FFFD for each
+    // broken piece (utf8), the lone half (utf16le).
     out += Buffer.from(rest).toString(this.encoding);
     return out;
   }

@@ -3,11 +3,7 @@
 // WHATWG parser (their common uses, not every quirk of Node's legacy
 // parser). Runs as function (host, internal, require, module, exports).
 
-function invalidArg(name, expected, value) {
-  const error = new TypeError(`The "${name}" argument must be ${expected}. Received ${typeof value}`);
-  error.code = 'ERR_INVALID_ARG_TYPE';
-  return error;
-}
+const { invalidArgType: invalidArg } = require('node:internal/errors');
 
 function fileURLToPath(input) {
   const url = typeof input === 'string' ? new URL(input) : input;
@@ -41,7 +37,7 @@ function encodePath(path, windows) {
 }
 
 function invalidPath(path, reason) {
-  const error = new TypeError(`The argument 'path' ${reason}. Received '${path}'`);
+  const error = new TypeError(`The argument 'path' ${reason}. Received '${path.replace(/\\/g, '\\\\')}'`);
   error.code = 'ERR_INVALID_ARG_VALUE';
   return error;
 }
@@ -50,8 +46,8 @@ function invalidPath(path, reason) {
 function uncToFileURL(path) {
   const start = path.startsWith('\\\\?\\UNC\\') ? 8 : 2;
   const end = path.indexOf('\\', start);
-  if (end === -1) throw invalidPath(path, 'must be a UNC path with a share name');
-  if (end === start) throw invalidPath(path, 'must be a UNC path with a server name');
+  if (end === -1) throw invalidPath(path, 'Missing UNC resource path');
+  if (end === start) throw invalidPath(path, 'Empty UNC servername');
   return new URL(`file://${path.slice(start, end)}${encodePath(path.slice(end), true)}`);
 }
 
