@@ -333,8 +333,9 @@ function position(value, name) {
 proto.copy = function copy(target, targetStart, sourceStart, sourceEnd) {
   if (!(target instanceof Uint8Array)) throw invalidArg('target', 'an instance of Buffer or Uint8Array', target);
   const at = targetStart === undefined ? 0 : position(targetStart, 'targetStart');
-  const from = sourceStart === undefined ? 0 : Math.trunc(Number(sourceStart)) || 0;
-  if (from < 0 || from > this.length) throw outOfRange('sourceStart', `>= 0 && <= ${this.length}`, sourceStart);
+  // A negative start is named as workerd names it; one past the end as Node 20.
+  const from = sourceStart === undefined ? 0 : position(sourceStart, 'sourceStart');
+  if (from > this.length) throw outOfRange('sourceStart', `>= 0 && <= ${this.length}`, sourceStart);
   const to = Math.min(sourceEnd === undefined ? this.length : position(sourceEnd, 'sourceEnd'), this.length);
   const room = target.byteLength - at;
   if (room <= 0 || from >= to) return 0;

@@ -50,6 +50,7 @@ async fn copy_and_compare_check_their_positions() {
         check(() => copy(0, -1));
         check(() => copy(-1));
         check(() => copy(0, 0, -1));
+        check(() => copy(0, 5));
         check(() => copy(0, 1.5));
         check(() => copy(1.5));
         check(() => copy(0, 0, 9));
@@ -64,9 +65,12 @@ async fn copy_and_compare_check_their_positions() {
     assert_eq!(
         out,
         [
-            r#"ERR_OUT_OF_RANGE: The value of "sourceStart" is out of range. It must be >= 0 && <= 4. Received -1"#,
+            // Node 20 says ">= 0 && <= 4" here; workerd (and Node's
+            // test-buffer-copy.js) say ">= 0".
+            r#"ERR_OUT_OF_RANGE: The value of "sourceStart" is out of range. It must be >= 0. Received -1"#,
             r#"ERR_OUT_OF_RANGE: The value of "targetStart" is out of range. It must be >= 0. Received -1"#,
             r#"ERR_OUT_OF_RANGE: The value of "sourceEnd" is out of range. It must be >= 0. Received -1"#,
+            r#"ERR_OUT_OF_RANGE: The value of "sourceStart" is out of range. It must be >= 0 && <= 4. Received 5"#,
             "ok 3 62636400",
             "ok 3 00616263",
             "ok 4 61626364",
