@@ -351,30 +351,43 @@ function needle(value, encoding) {
   throw invalidArg('value', 'one of type number or string or an instance of Buffer or Uint8Array', value);
 }
 
+// Where `bytes` starts in `buffer` searching from `from` by `step`
+// (backwards when `step` < 0), or -1. A utf16le search moves by whole
+// 16-bit units, as Node's does.
+function search(buffer, bytes, from, step) {
+  outer: for (let i = from; i >= 0 && i <= buffer.length - bytes.length; i += step) {
+    for (let j = 0; j < bytes.length; j++) if (buffer[i + j] !== bytes[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
+// The needle and the step of a search: a utf16le search of a string or
+// Buffer compares whole units (an odd last byte is not one).
+function searchFor(value, encoding) {
+  const bytes = needle(value, encoding);
+  const wide = typeof value !== 'number' && encoding !== undefined && normalizeEncoding(encoding) === 'utf16le';
+  return wide ? [bytes.subarray(0, bytes.length & ~1), 2] : [bytes, 1];
+}
+
 proto.indexOf = function indexOf(value, byteOffset, encoding) {
   if (typeof byteOffset === 'string') { encoding = byteOffset; byteOffset = 0; }
   let from = byteOffset === undefined ? 0 : Math.trunc(Number(byteOffset)) || 0;
   if (from < 0) from = Math.max(0, this.length + from);
-  const bytes = needle(value, encoding);
+  const [bytes, step] = searchFor(value, encoding);
+  if (step === 2 && (this.length < 2 || bytes.length < 2)) return -1;
   if (bytes.length === 0) return Math.min(from, this.length);
-  outer: for (let i = from; i <= this.length - bytes.length; i++) {
-    for (let j = 0; j < bytes.length; j++) if (this[i + j] !== bytes[j]) continue outer;
-    return i;
-  }
-  return -1;
+  return search(this, bytes, from - (from % step), step);
 };
 
 proto.lastIndexOf = function lastIndexOf(value, byteOffset, encoding) {
   if (typeof byteOffset === 'string') { encoding = byteOffset; byteOffset = undefined; }
-  const bytes = needle(value, encoding);
+  const [bytes, step] = searchFor(value, encoding);
+  if (step === 2 && (this.length < 2 || bytes.length < 2)) return -1;
   let from = byteOffset === undefined ? this.length - bytes.length : Math.trunc(Number(byteOffset)) || 0;
   if (from < 0) from = this.length + from;
   from = Math.min(from, this.length - bytes.length);
-  outer: for (let i = from; i >= 0; i--) {
-    for (let j = 0; j < bytes.length; j++) if (this[i + j] !== bytes[j]) continue outer;
-    return i;
-  }
-  return -1;
+  return search(this, bytes, from - (from % step), -step);
 };
 
 proto.includes = function includes(value, byteOffset, encoding) {

@@ -173,3 +173,24 @@ async fn inspect_and_the_ascii_utf8_checks() {
         .join("\n")
     );
 }
+
+/// A utf16le search (of a string or a Buffer) moves by whole 16-bit units;
+/// a needle or haystack shorter than one unit is never found.
+#[tokio::test]
+async fn utf16le_searches_move_by_units() {
+    let out = lines(
+        "const b = Buffer.from('\\u039a\\u0391abc\\u03a3\\u03a3\\u0395', 'ucs2');
+        check(() => [
+          Buffer.from('ff').includes(Buffer.from('f'), 1, 'ucs2'),
+          b.indexOf('bc', 0, 'ucs2'),
+          b.indexOf('\\u03a3', 0, 'ucs2'),
+          b.lastIndexOf('\\u03a3', undefined, 'ucs2'),
+          b.indexOf(Buffer.from('\\u03a3', 'ucs2'), 7, 'ucs2'),
+          Buffer.from('aXbX', 'latin1').indexOf('X', 0, 'latin1'),
+          Buffer.from([0, 0x61, 0x62]).indexOf('\\u6261', 0, 'utf16le'),
+          Buffer.from('abc').lastIndexOf('b'),
+        ].join(' '));",
+    )
+    .await;
+    assert_eq!(out, "ok false 6 10 12 10 1 -1 1");
+}
