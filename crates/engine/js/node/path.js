@@ -117,18 +117,23 @@ function extname(path) {
   return base.slice(dot);
 }
 
-function format(object) {
-  if (object === null || typeof object !== 'object') {
-    const error = new TypeError(`The "pathObject" argument must be of type object. Received ${object === null ? 'null' : typeof object}`);
-    error.code = 'ERR_INVALID_ARG_TYPE';
-    throw error;
-  }
-  const dir = object.dir || object.root;
-  const ext = object.ext ? (object.ext.startsWith('.') ? object.ext : `.${object.ext}`) : '';
-  const base = object.base || `${object.name || ''}${ext}`;
-  if (!dir) return base;
-  return dir === object.root ? `${dir}${base}` : `${dir}/${base}`;
+// `format` for paths separated by `sep`.
+function formatter(sep) {
+  return function format(object) {
+    if (object === null || typeof object !== 'object') {
+      const error = new TypeError(`The "pathObject" argument must be of type object. Received ${object === null ? 'null' : typeof object}`);
+      error.code = 'ERR_INVALID_ARG_TYPE';
+      throw error;
+    }
+    const dir = object.dir || object.root;
+    const ext = object.ext ? (object.ext.startsWith('.') ? object.ext : `.${object.ext}`) : '';
+    const base = object.base || `${object.name || ''}${ext}`;
+    if (!dir) return base;
+    return dir === object.root ? `${dir}${base}` : `${dir}${sep}${base}`;
+  };
 }
+
+const format = formatter('/');
 
 function parse(path) {
   checkString(path, 'path');
@@ -169,7 +174,7 @@ const posix = {
 const win32 = {
   sep: '\\',
   delimiter: ';',
-  ...require('node:internal/path_win32').make(checkString, normalizeSegments, posix),
+  ...require('node:internal/path_win32').make({ checkString, normalizeSegments, formatter, posix }),
   matchesGlob: posix.matchesGlob,
 };
 posix.posix = posix;

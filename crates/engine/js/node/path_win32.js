@@ -1,9 +1,9 @@
 // node:path's win32: Windows paths as Node's path.win32 handles them on
 // any platform. A path starts with its root: a drive ('C:', 'C:\'), a UNC
 // share ('\\server\share'), a lone separator ('\'), or nothing; either
-// slash separates. The working directory is the process's ('/' in a
-// Worker). Runs as function (host, internal, require, module, exports)
-// and exports make(checkString, normalizeSegments, posix).
+// slash separates. The working directory is '/', as for posix paths in
+// a Worker. Runs as function (host, internal, require, module, exports)
+// and exports make({ checkString, normalizeSegments, formatter, posix }).
 
 const isSep = (c) => c === '/' || c === '\\';
 const isDriveLetter = (c) => (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -35,7 +35,8 @@ function parseRoot(path) {
   return { device: '', absolute: false, end: 0 };
 }
 
-function make(checkString, normalizeSegments, posix) {
+function make(shared) {
+  const { checkString, normalizeSegments } = shared;
   const segments = (path, aboveRoot) => normalizeSegments(path.replace(/\//g, '\\'), aboveRoot, '\\');
   // As posix resolve: the working directory of a Worker's paths is '/'.
   const cwd = () => '/';
@@ -115,7 +116,7 @@ function make(checkString, normalizeSegments, posix) {
     return normalize(joined);
   }
 
-  return { resolve, normalize, isAbsolute, join, ...names(checkString, resolve, parseRoot, posix) };
+  return { resolve, normalize, isAbsolute, join, ...names(shared, resolve, parseRoot) };
 }
 
 // The end of the root that dirname and parse keep: a UNC share's with the
@@ -137,7 +138,8 @@ function lastName(path) {
 }
 
 // relative, dirname, basename, extname, parse, format and toNamespacedPath.
-function names(checkString, resolve, root, posix) {
+function names(shared, resolve, root) {
+  const { checkString, posix } = shared;
   const lower = (path) => path.toLowerCase();
 
   // Names are compared without case; the first name is the drive or server,
@@ -186,10 +188,10 @@ function names(checkString, resolve, root, posix) {
     return posix.extname(path.slice(nameStart, end));
   }
 
-  return { relative, dirname, basename, extname, ...shapes(checkString, resolve, basename, extname) };
+  return { relative, dirname, basename, extname, ...shapes(shared, resolve, basename, extname) };
 }
 
-function shapes(checkString, resolve, basename, extname) {
+function shapes({ checkString, formatter }, resolve, basename, extname) {
   function parse(path) {
     checkString(path, 'path');
     const keep = rootLength(path);
@@ -202,18 +204,7 @@ function shapes(checkString, resolve, basename, extname) {
     return { root: rootPart, dir, base, ext, name: ext ? base.slice(0, base.length - ext.length) : base };
   }
 
-  function format(object) {
-    if (object === null || typeof object !== 'object') {
-      const error = new TypeError(`The "pathObject" argument must be of type object. Received ${object === null ? 'null' : typeof object}`);
-      error.code = 'ERR_INVALID_ARG_TYPE';
-      throw error;
-    }
-    const dir = object.dir || object.root;
-    const ext = object.ext ? (object.ext.startsWith('.') ? object.ext : `.${object.ext}`) : '';
-    const base = object.base || `${object.name || ''}${ext}`;
-    if (!dir) return base;
-    return dir === object.root ? `${dir}${base}` : `${dir}\\${base}`;
-  }
+  const format = formatter('\\');
 
   // An absolute path in the \\?\ namespace (\\?\UNC\ for a share).
   function toNamespacedPath(path) {
