@@ -202,6 +202,7 @@ function compareBytes(a, b) {
 
 Buffer.concat = function concat(list, totalLength) {
   if (!Array.isArray(list)) throw invalidArg('list', 'an instance of Array', list);
+  if (totalLength !== undefined) validateOffset(totalLength, 'length');
   if (totalLength === undefined) {
     totalLength = 0;
     for (let i = 0; i < list.length; i++) {

@@ -25,6 +25,9 @@ async fn lines(body: &str) -> String {
 async fn messages_name_the_value_received() {
     let out = lines(
         "check(() => Buffer.concat(undefined));
+        check(() => Buffer.concat([42]));
+        check(() => Buffer.concat([Buffer.from('a')], 3.5));
+        check(() => Buffer.concat([Buffer.from('a')], -2));
         check(() => Buffer.alloc('12'));
         check(() => Buffer.alloc(4).readUIntLE(0, '2'));
         check(() => buffer.isAscii('x'));",
@@ -34,6 +37,9 @@ async fn messages_name_the_value_received() {
         out,
         [
             r#"ERR_INVALID_ARG_TYPE: The "list" argument must be an instance of Array. Received undefined"#,
+            r#"ERR_INVALID_ARG_TYPE: The "list[0]" argument must be an instance of Buffer or Uint8Array. Received type number (42)"#,
+            r#"ERR_OUT_OF_RANGE: The value of "length" is out of range. It must be an integer. Received 3.5"#,
+            r#"ERR_OUT_OF_RANGE: The value of "length" is out of range. It must be >= 0 && <= 4294967296. Received -2"#,
             r#"ERR_INVALID_ARG_TYPE: The "size" argument must be of type number. Received type string ('12')"#,
             r#"ERR_INVALID_ARG_TYPE: The "byteLength" argument must be of type number. Received type string ('2')"#,
             r#"ERR_INVALID_ARG_TYPE: The "input" argument must be an instance of ArrayBuffer, Buffer, or TypedArray. Received type string ('x')"#,
