@@ -114,8 +114,7 @@ Buffer.poolSize = 8192;
 Buffer.from = function from(value, encodingOrOffset, length) {
   if (typeof value === 'string') return wrap(bytesOf(value, encodingOf(encodingOrOffset)));
   if (typeof value === 'object' && value !== null) {
-    if (value instanceof ArrayBuffer || value instanceof internal.NativeArrayBuffer ||
-        Object.prototype.toString.call(value) === '[object ArrayBuffer]') {
+    if (isAnyArrayBuffer(value)) {
       return fromArrayBuffer(value, encodingOrOffset, length);
     }
     if (ArrayBuffer.isView(value)) {
@@ -132,10 +131,17 @@ Buffer.from = function from(value, encodingOrOffset, length) {
       return Buffer.from(value[Symbol.toPrimitive]('string'), encodingOrOffset, length);
     }
     if (value.type === 'Buffer' && Array.isArray(value.data)) return fromArrayLike(value.data);
-    if (typeof value.length === 'number') return fromArrayLike(value);
+    if (typeof value.length === 'number' || isAnyArrayBuffer(value.buffer)) return fromArrayLike(value);
   }
   throw invalidArg('first argument', 'of type string or an instance of Buffer, ArrayBuffer, or Array or an Array-like Object', value);
 };
+
+// An ArrayBuffer (of any realm) or a SharedArrayBuffer.
+function isAnyArrayBuffer(value) {
+  if (value instanceof ArrayBuffer || value instanceof internal.NativeArrayBuffer) return true;
+  const tag = Object.prototype.toString.call(value);
+  return tag === '[object ArrayBuffer]' || tag === '[object SharedArrayBuffer]';
+}
 
 // A view of `buffer`: a byteOffset or length that is not a number counts as 0.
 function fromArrayBuffer(buffer, byteOffset, length) {
@@ -175,7 +181,7 @@ Buffer.isEncoding = function isEncoding(encoding) {
 
 Buffer.byteLength = function byteLength(value, encoding) {
   if (typeof value !== 'string') {
-    if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof internal.NativeArrayBuffer) return value.byteLength;
+    if (ArrayBuffer.isView(value) || isAnyArrayBuffer(value)) return value.byteLength;
     throw invalidArg('string', 'of type string or an instance of Buffer or ArrayBuffer', value);
   }
   const normal = normalizeEncoding(encoding) ?? 'utf8';
@@ -579,9 +585,8 @@ function SlowBuffer(size) { return Buffer.allocUnsafeSlow(size); }
 
 // The bytes of an ArrayBuffer or view, for isUtf8 and isAscii; `detached`
 // says whether its ArrayBuffer was transferred away.
-function bytesOfInput(input, name) {
-  const isBuffer = input instanceof ArrayBuffer || input instanceof internal.NativeArrayBuffer ||
-    (typeof SharedArrayBuffer === 'function' && input instanceof SharedArrayBuffer);
+function bytesOfInput(input) {
+  const isBuffer = isAnyArrayBuffer(input);
   if (!isBuffer && !ArrayBuffer.isView(input)) {
     throw invalidArg('input', 'an instance of ArrayBuffer, Buffer, or TypedArray', input);
   }
@@ -607,13 +612,14 @@ function isAscii(input) {
   return true;
 }
 
+let inspectMaxBytes = 50;
+
 module.exports = {
   Buffer,
   SlowBuffer,
   kMaxLength,
   kStringMaxLength,
   constants: { MAX_LENGTH: kMaxLength, MAX_STRING_LENGTH: kStringMaxLength },
-  INSPECT_MAX_BYTES: 50,
   atob: globalThis.atob,
   btoa: globalThis.btoa,
   Blob: globalThis.Blob,
@@ -621,3 +627,15 @@ module.exports = {
   isUtf8,
   isAscii,
 };
+
+// buffer.INSPECT_MAX_BYTES: a number >= 0, checked when set.
+Object.defineProperty(module.exports, 'INSPECT_MAX_BYTES', {
+  get() { return inspectMaxBytes; },
+  set(value) {
+    if (typeof value !== 'number') throw invalidArg('INSPECT_MAX_BYTES', 'of type number', value);
+    if (!(value >= 0)) throw outOfRange('INSPECT_MAX_BYTES', '>= 0', value);
+    inspectMaxBytes = value;
+  },
+  enumerable: true,
+  configurable: true,
+});

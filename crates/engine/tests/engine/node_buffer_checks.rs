@@ -200,3 +200,24 @@ async fn utf16le_searches_move_by_units() {
     .await;
     assert_eq!(out, "ok false 6 10 12 10 1 -1 1");
 }
+
+/// An object holding an ArrayBuffer as `buffer` and no length is an empty
+/// array-like to Buffer.from; INSPECT_MAX_BYTES takes only a number >= 0.
+/// (A Worker has no SharedArrayBuffer, so Node's test of those cannot run.)
+#[tokio::test]
+async fn array_buffer_holders_and_inspect_max_bytes() {
+    let out = lines(
+        "check(() => [typeof SharedArrayBuffer, Buffer.from({ buffer: new ArrayBuffer(4) }).length].join(' '));
+        check(() => { buffer.default.INSPECT_MAX_BYTES = -1; });
+        check(() => { buffer.default.INSPECT_MAX_BYTES = 'x'; });
+        check(() => buffer.default.INSPECT_MAX_BYTES);",
+    )
+    .await;
+    let expected = [
+        "ok undefined 0",
+        r#"ERR_OUT_OF_RANGE: The value of "INSPECT_MAX_BYTES" is out of range. It must be >= 0. Received -1"#,
+        r#"ERR_INVALID_ARG_TYPE: The "INSPECT_MAX_BYTES" argument must be of type number. Received type string ('x')"#,
+        "ok 50",
+    ];
+    assert_eq!(out, expected.join("\n"));
+}
