@@ -308,7 +308,9 @@ proto.write = function write(string, offset, length, encoding) {
 proto.fill = function fill(value, offset, end, encoding) {
   if (typeof offset === 'string') { encoding = offset; offset = 0; end = this.length; }
   else if (typeof end === 'string') { encoding = end; end = this.length; }
-  if (encoding !== undefined && typeof encoding !== 'string') throw invalidArg('encoding', 'of type string', encoding);
+  if (typeof value === 'string' && encoding !== undefined && typeof encoding !== 'string') {
+    throw invalidArg('encoding', 'of type string', encoding);
+  }
   offset = offset === undefined ? 0 : validateOffset(offset, 'offset');
   end = end === undefined ? this.length : validateOffset(end, 'end', 0, this.length);
   if (end <= offset) return this;

@@ -95,6 +95,10 @@ async fn copy_and_compare_check_their_positions() {
 async fn to_string_swap_and_views_as_node() {
     let out = lines(
         "check(() => Buffer.from('ab').toString(null));
+        check(() => Buffer.from('ab').toString(''));
+        check(() => Buffer.alloc(3).fill(0, 1, 2, 5).length);
+        check(() => Buffer.alloc(3).fill('a', 0, 3, 5));
+        check(() => Buffer.alloc(4).write('abcd', 1, 2) + ' ' + Buffer.from('ab').write('x', 'hex'));
         check(() => Buffer.from('ab').toString({ toString() { return 'hex'; } }));
         check(() => Buffer.from('abcd').toString('utf8', '1', 3));
         check(() => Buffer.from('abcd').toString('ascii', 'x', 2.9));
@@ -111,6 +115,10 @@ async fn to_string_swap_and_views_as_node() {
         out,
         [
             "ERR_UNKNOWN_ENCODING: Unknown encoding: null",
+            "ERR_UNKNOWN_ENCODING: Unknown encoding: ",
+            "ok 3",
+            r#"ERR_INVALID_ARG_TYPE: The "encoding" argument must be of type string. Received type number (5)"#,
+            "ok 2 0",
             "ok 6162",
             "ok bc",
             "ok ab",
