@@ -9,7 +9,8 @@
 // npm ports of Node's modules that ship Node's tests (npm.mjs, suites.json),
 // downloaded into $ISOLANE_NODETESTS_CACHE (default compat/nodetests/.cache).
 // Prints each file's result on both runtimes and a table per module. Exits 1
-// when fewer files pass on Isolane than on workerd in some module.
+// when fewer files pass on Isolane than on workerd in some module (the few
+// that Isolane's limits fail by design, BY_DESIGN, aside).
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,13 +35,25 @@ function options() {
   return { src: src ? resolve(src) : undefined, modules, only: values.only ? new RegExp(values.only) : undefined };
 }
 
+// Files that pass on workerd and fail on Isolane by Isolane's own limits
+// (docs/nodejs.md): they count as failing in the table, and the exit code
+// does not hold them against Isolane.
+const BY_DESIGN = new Map([
+  ["test-buffer-constants.js", "a 512 MiB string, past the Worker's 128 MiB memory limit"],
+  ["test-buffer-sharedarraybuffer.js", "a Worker has no SharedArrayBuffer"],
+  ["test-string-decoder-fuzz.js", "loops until Date.now() moves, which it does only between turns"],
+]);
+
 function table(files) {
   const modules = [...new Set(files.map((f) => f.module))].sort();
   const rows = modules.map((m) => [m, files.filter((f) => f.module === m)]).concat([["all", files]]);
   const count = (list, side) => list.filter((f) => f[side].ok).length;
   console.log("\n| module | files | pass on workerd | pass on Isolane |\n| --- | ---: | ---: | ---: |");
   for (const [m, list] of rows) console.log(`| ${m} | ${list.length} | ${count(list, "workerd")} | ${count(list, "isolane")} |`);
-  return rows.filter(([, list]) => count(list, "isolane") < count(list, "workerd")).map(([m]) => m);
+  const designed = (f) => f.workerd.ok && !f.isolane.ok && BY_DESIGN.has(f.name.split(": ")[1]);
+  for (const f of files.filter(designed)) console.log(`by design: ${f.name} (${BY_DESIGN.get(f.name.split(": ")[1])})`);
+  const held = (list) => count(list.filter((f) => !designed(f)), "workerd");
+  return rows.filter(([, list]) => count(list, "isolane") < held(list)).map(([m]) => m);
 }
 
 async function main() {
