@@ -59,10 +59,15 @@ pub(super) fn async_hooks() -> Unit {
         .function("asyncContextSet", async_hooks::context_set)
 }
 
-/// `node:path` and `node:path/posix`: POSIX paths (JavaScript only).
+/// `node:path`, `node:path/posix` and `node:path/win32`: POSIX and
+/// Windows paths (JavaScript only).
 pub(super) fn path() -> Unit {
     Unit::new("node:path")
         .node_module("path", include_str!("../../js/node/path.js"))
+        .node_module(
+            "internal/path_win32",
+            include_str!("../../js/node/path_win32.js"),
+        )
         .node_module("path/posix", "module.exports = require('node:path').posix;")
         .node_module("path/win32", "module.exports = require('node:path').win32;")
 }
