@@ -57,6 +57,8 @@ mod modules;
 mod node_buffer;
 #[path = "engine/node_crypto.rs"]
 mod node_crypto;
+#[path = "engine/node_crypto_ciphers.rs"]
+mod node_crypto_ciphers;
 #[path = "engine/node_crypto_keys.rs"]
 mod node_crypto_keys;
 #[path = "engine/node_dns.rs"]

@@ -6,6 +6,7 @@
 mod async_hooks;
 mod buffer;
 mod crypto;
+mod crypto_cipher;
 mod crypto_keys;
 mod crypto_x509;
 mod dns;
@@ -110,6 +111,13 @@ pub(super) fn crypto() -> Unit {
             "internal/crypto_cipher",
             include_str!("../../js/node/crypto_cipher.js"),
         )
+        .function("nodeCipherInfo", crypto_cipher::cipher_info)
+        .function("nodeCipherNames", crypto_cipher::cipher_names)
+        .function("nodeCipherNew", crypto_cipher::cipher_new)
+        .function("nodeCipherUpdate", crypto_cipher::cipher_update)
+        .function("nodeCipherFinal", crypto_cipher::cipher_final)
+        .function("nodeCipherSetTag", crypto_cipher::cipher_set_tag)
+        .function("nodeCipherPadding", crypto_cipher::cipher_padding)
         .function("hmacNew", crypto::hmac_new)
         .function("digestCopy", crypto::digest_copy)
         .function("pbkdf2Sync", crypto::pbkdf2_sync)

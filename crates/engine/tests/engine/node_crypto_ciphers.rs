@@ -1,0 +1,97 @@
+//! `node:crypto`'s ciphers against Node's own answers: every cipher on fixed
+//! keys and IVs, streamed in uneven pieces, and the errors of misuse
+//! (`node_cipher_cases.mjs`, which the Worker runs; what Node 20 answered for
+//! it is `node_cipher_vectors.json`, written by `node_cipher_vectors.mjs`);
+//! a Worker ciphering without end meets its CPU limit while a neighbour on
+//! the same thread answers.
+
+use std::sync::Arc;
+
+use isolane_engine::{ExecuteError, Limits, NodeCompat, PoolMode};
+
+use crate::node_buffer::{answer, node_worker};
+use crate::node_crypto::attack_beside;
+use crate::support::*;
+
+/// Node's answers (see the module docs).
+const VECTORS: &str = include_str!("node_cipher_vectors.json");
+
+/// Where Isolane answers as workerd does, not as Node 20 does: none yet.
+const NOT_AS_NODE: &[&str] = &[];
+
+async fn run_cases() -> serde_json::Value {
+    let cases = include_str!("node_cipher_cases.mjs")
+        .replace("export async function", "async function")
+        .replace("export function", "function");
+    let out = answer(
+        NodeCompat::V1,
+        "import crypto from 'node:crypto'; import { Buffer } from 'node:buffer'; import { Readable } from 'node:stream';",
+        &format!("{cases}\nreturn JSON.stringify({{ cases: cipherCases(crypto, Buffer), streams: await cipherStreams(crypto, Buffer, Readable) }});"),
+    )
+    .await;
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[tokio::test]
+async fn ciphers_answer_as_in_node() {
+    let ours = run_cases().await;
+    let node: serde_json::Value = serde_json::from_str(VECTORS).unwrap();
+    let mut differences = Vec::new();
+    for (name, expected) in node["cases"].as_object().unwrap() {
+        let got = &ours["cases"][name];
+        if got != expected && !NOT_AS_NODE.contains(&name.as_str()) {
+            differences.push(format!("{name}:\n  node:    {expected}\n  isolane: {got}"));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+    assert_eq!(ours["streams"], node["streams"]);
+}
+
+/// A Worker ciphering without end (a loop of updates, one huge update, new
+/// contexts in a loop) is stopped at its CPU limit; a benign Worker on the
+/// same thread answers before, while the attack runs and after.
+#[tokio::test]
+async fn endless_ciphering_ends_at_the_cpu_limit() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let engine = Arc::new(engine);
+    let neighbour = bundle("web/neighbour", HELLO);
+    let attacks = [
+        "const c = crypto.createCipheriv('aes-256-gcm', key, iv.subarray(0, 12)); const chunk = new Uint8Array(1 << 20); for (;;) c.update(chunk);",
+        "crypto.createCipheriv('des-ede3-cbc', key.subarray(0, 24), iv.subarray(0, 8)).update(new Uint8Array(1 << 28));",
+        "for (;;) crypto.createDecipheriv('aes-128-cbc', key.subarray(0, 16), iv).update(new Uint8Array(4096));",
+    ];
+    for (i, attack) in attacks.iter().enumerate() {
+        let script = format!(
+            "import crypto from 'node:crypto';\nconst key = new Uint8Array(32), iv = new Uint8Array(16);\n\
+             export default {{ fetch() {{ {attack} return new Response('never'); }} }};"
+        );
+        let mut hostile = (*node_worker(&format!("t/cipher-{i}"), &script, NodeCompat::V1)).clone();
+        hostile.limits = Limits {
+            cpu_ms: 200,
+            ..memory_limits(512)
+        };
+        let error = attack_beside(&engine, &neighbour, hostile).await;
+        assert!(
+            matches!(error, ExecuteError::CpuLimit { limit_ms: 200 }),
+            "{attack}: {error:?}"
+        );
+    }
+}
+
+/// Cipher contexts kept without end are charged to the Worker: it meets its
+/// memory limit, and the neighbour answers throughout.
+#[tokio::test]
+async fn kept_cipher_contexts_end_at_the_memory_limit() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let engine = Arc::new(engine);
+    let neighbour = bundle("web/neighbour", HELLO);
+    let script = "import crypto from 'node:crypto';\nconst kept = [], key = new Uint8Array(32), iv = new Uint8Array(12);\n\
+        export default { fetch() { for (;;) kept.push(crypto.createCipheriv('aes-256-gcm', key, iv)); } };";
+    let mut hostile = (*node_worker("t/cipher-memory", script, NodeCompat::V1)).clone();
+    hostile.limits = memory_limits(32);
+    let error = attack_beside(&engine, &neighbour, hostile).await;
+    assert!(
+        matches!(error, ExecuteError::MemoryLimit { limit_mib: 32 }),
+        "{error:?}"
+    );
+}
