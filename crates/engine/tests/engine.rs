@@ -61,6 +61,8 @@ mod node_crypto;
 mod node_crypto_ciphers;
 #[path = "engine/node_crypto_keys.rs"]
 mod node_crypto_keys;
+#[path = "engine/node_crypto_pkcs8.rs"]
+mod node_crypto_pkcs8;
 #[path = "engine/node_dns.rs"]
 mod node_dns;
 #[path = "engine/node_events.rs"]

@@ -8,6 +8,7 @@ mod buffer;
 mod crypto;
 mod crypto_cipher;
 mod crypto_keys;
+mod crypto_pkcs8;
 mod crypto_x509;
 mod dns;
 mod fs;

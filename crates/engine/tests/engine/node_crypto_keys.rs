@@ -74,7 +74,7 @@ async fn keys_read_from_node_sign_and_verify_as_in_node() {
         head.trim_end(),
         "private rsa 1024 65537 true true false true true true true true secret \
          ec prime256v1 true true true true false \
-         ed25519 true true true OKP Ed25519 true true true DataError NotSupportedError"
+         ed25519 true true true OKP Ed25519 true true true DataError DataError"
     );
     node_accepts(ours);
 }
