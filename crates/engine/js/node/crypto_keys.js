@@ -1,7 +1,7 @@
 // node:internal/crypto_keys — node:crypto's KeyObject and what uses it:
 // createSecretKey/PublicKey/PrivateKey (PEM, DER, JWK), key.export,
 // generateKeyPair(Sync), sign/verify and createSign/createVerify,
-// publicEncrypt/privateDecrypt (OAEP), diffieHellman and createECDH, and the
+// publicEncrypt/privateDecrypt (OAEP, PKCS#1 v1.5), diffieHellman and createECDH, and the
 // interop with Web Crypto (KeyObject.from, key.toCryptoKey). The key
 // material is the Web Crypto unit's (a handle, HOST.md `crypto*`); PEM,
 // PKCS#1, SEC1 and key types read from DER are `nodeKey*`
@@ -430,22 +430,32 @@ module.exports = function keys({ hashName, bytes, later }) {
     }
   }
 
-  // === RSA encryption (OAEP), Diffie-Hellman ===
+  // === RSA encryption (OAEP, PKCS#1 v1.5), Diffie-Hellman ===
 
-  function oaep(key, buffer, encrypt) {
+  function rsaEncryption(key, buffer, encrypt) {
     const options = keyOptions(key);
     const padding = options.padding ?? constants.RSA_PKCS1_OAEP_PADDING;
-    if (padding !== constants.RSA_PKCS1_OAEP_PADDING) {
-      throw notImplemented('RSA encryption with padding other than RSA_PKCS1_OAEP_PADDING')();
-    }
     const s = slotsOf(prepareKey(key, !encrypt));
+    const data = view(buffer, 'buffer');
+    if (padding === constants.RSA_PKCS1_PADDING) {
+      // As workerd: decryption is allowed (Node 20 refuses it, CVE-2023-46809).
+      try {
+        return Buffer.from(host.nodeRsaPkcs1(s.handle, data, encrypt));
+      } catch (error) {
+        if (error.message === 'pkcs decoding error') throw codedError(Error, 'ERR_OSSL_RSA_PKCS_DECODING_ERROR', 'error:0200009F:rsa routines::pkcs decoding error');
+        throw error;
+      }
+    }
+    if (padding !== constants.RSA_PKCS1_OAEP_PADDING) {
+      throw notImplemented('RSA encryption with padding other than RSA_PKCS1_OAEP_PADDING or RSA_PKCS1_PADDING')();
+    }
     const params = { hash: hashName(options.oaepHash ?? 'sha1') };
     if (options.oaepLabel !== undefined) params.label = view(options.oaepLabel, 'oaepLabel');
-    return Buffer.from(host.cryptoCipher('RSA-OAEP', s.handle, params, view(buffer, 'buffer'), encrypt));
+    return Buffer.from(host.cryptoCipher('RSA-OAEP', s.handle, params, data, encrypt));
   }
 
-  const publicEncrypt = (key, buffer) => oaep(key, buffer, true);
-  const privateDecrypt = (key, buffer) => oaep(key, buffer, false);
+  const publicEncrypt = (key, buffer) => rsaEncryption(key, buffer, true);
+  const privateDecrypt = (key, buffer) => rsaEncryption(key, buffer, false);
 
   function diffieHellman({ privateKey, publicKey } = {}) {
     const priv = slotsOf(prepareKey(privateKey, true));

@@ -132,6 +132,7 @@ pub(super) fn crypto() -> Unit {
         .function("nodeKeyExport", crypto_keys::key_export)
         .function("nodeRsaGenerateSync", crypto_keys::rsa_generate_sync)
         .function("nodeEcdsaSignature", crypto_keys::ecdsa_signature)
+        .function("nodeRsaPkcs1", crypto_keys::rsa_pkcs1)
         .node_module(
             "internal/crypto_x509",
             include_str!("../../js/node/crypto_x509.js"),

@@ -187,3 +187,46 @@ async fn endless_rsa_generation_ends_at_the_cpu_limit() {
         "{error:?}"
     );
 }
+
+/// RSA PKCS#1 v1.5 encryption (`RSA_PKCS1_PADDING`): Node's ciphertext
+/// (`pkcs1v15`, "hello from node" under `rsaSpki`) decrypts here, ours
+/// decrypts in Node (run with `--security-revert=CVE-2023-46809`: Node 20
+/// refuses PKCS#1 v1.5 decryption by default, workerd does not, and Isolane
+/// does as workerd), and a ciphertext that does not decode gets Node's error.
+#[tokio::test]
+async fn pkcs1_encryption_meets_node() {
+    let out = run_keys(
+        r#"
+        const r = [];
+        r.push(crypto.privateDecrypt({ key: V.rsaPkcs1, padding: crypto.constants.RSA_PKCS1_PADDING }, Buffer.from(V.pkcs1v15, 'base64')).toString());
+        const ours = crypto.publicEncrypt({ key: V.rsaSpki, padding: crypto.constants.RSA_PKCS1_PADDING }, Buffer.from('from isolane'));
+        r.push(ours.length);
+        try { crypto.privateDecrypt({ key: V.rsaPkcs1, padding: crypto.constants.RSA_PKCS1_PADDING }, Buffer.alloc(128, 1)); } catch (e) { r.push(e.code); }
+        try { crypto.publicEncrypt({ key: V.rsaSpki, padding: crypto.constants.RSA_PKCS1_PADDING }, Buffer.alloc(118)); } catch (e) { r.push(e.name); }
+        r.push(ours.toString('base64'));
+        return r.join(' ');
+        "#,
+    )
+    .await;
+    let (answers, ours) = out.rsplit_once(' ').unwrap();
+    assert_eq!(
+        answers,
+        "hello from node 128 ERR_OSSL_RSA_PKCS_DECODING_ERROR OperationError"
+    );
+    let script = format!(
+        "const c = require('crypto'); const V = {VECTORS};
+         console.log(c.privateDecrypt({{ key: V.rsaPkcs1, padding: 1 }}, Buffer.from('{ours}', 'base64')).toString());"
+    );
+    let output = std::process::Command::new("node")
+        .args(["--security-revert=CVE-2023-46809", "-e", &script])
+        .output()
+        .expect("node runs (the test compares with Node)");
+    // Node prints a security warning first.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        stdout.trim().lines().last(),
+        Some("from isolane"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
