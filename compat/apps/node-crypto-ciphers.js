@@ -1,7 +1,8 @@
 // node:crypto as Node code uses it: AES-GCM/CBC/CTR round trips with fixed
 // keys and IVs (so the ciphertexts are comparable), the other modes, 3DES and
 // ChaCha20-Poly1305, what update() answers when fed in pieces, ciphers without
-// padding and as streams, hashes, HMAC, key derivation, random bytes and
+// padding and as streams, encrypted private keys, finite-field
+// Diffie-Hellman, hashes, HMAC, key derivation, random bytes and
 // constant-time comparison.
 import crypto from "node:crypto";
 import { Buffer } from "node:buffer";
@@ -153,6 +154,39 @@ async function streamed(body) {
   return { sealed: sealed.toString("base64"), same: opened.equals(body) };
 }
 
+// An EC key Node encrypted (PBES2: PBKDF2-HMAC-SHA256, AES-256-CBC).
+const ENCRYPTED_KEY = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIHsMFcGCSqGSIb3DQEFDTBKMCkGCSqGSIb3DQEFDDAcBAjT6E7btl96CAICCAAw\nDAYIKoZIhvcNAgkFADAdBglghkgBZQMEASoEEDrP6RDpNZOtFxwOz36D2ZsEgZBI\nY00ipJBSQJ0ObcfgRHTwRw3ced43VttOJ3BoqNL3DZqbR8Swq5nlat/hNlqKcTIC\nl3ckeMAhnRk4R1IZxqAvgCcNlAPUv+Ciikict87IdtVdTAMZSkB8QH7PLDMO87i9\nRWlFnP3gLEEmm0qlW/Sst1/djoaU5QSPMQUu+crh5VYFDp0CYEgPYhj7kyP/YMo=\n-----END ENCRYPTED PRIVATE KEY-----\n";
+
+// Reads the encrypted key with its passphrase and a wrong one, and writes
+// and reads back one of its own.
+function keys() {
+  const key = crypto.createPrivateKey({ key: ENCRYPTED_KEY, passphrase: "correct horse" });
+  let wrong;
+  try {
+    crypto.createPrivateKey({ key: ENCRYPTED_KEY, passphrase: "wrong horse" });
+    wrong = "accepted";
+  } catch (error) {
+    wrong = "refused";
+  }
+  const pem = key.export({ format: "pem", type: "pkcs8", cipher: "aes-128-cbc", passphrase: "again" });
+  const back = crypto.createPrivateKey({ key: pem, passphrase: "again" });
+  return { type: key.asymmetricKeyType, d: key.export({ format: "jwk" }).d, wrong, label: pem.split("\n")[0], same: back.equals(key) };
+}
+
+// Finite-field Diffie-Hellman over RFC 3526's 2048-bit group with fixed
+// private keys: the public keys and the secret.
+function dh() {
+  const prime = crypto.getDiffieHellman("modp14").getPrime();
+  const a = crypto.createDiffieHellman(prime, 2);
+  a.setPrivateKey(Buffer.from("0123456789abcdef0123456789abcdef", "hex"));
+  const b = crypto.createDiffieHellman(prime.toString("hex"), "hex", Buffer.from([2]));
+  b.setPrivateKey(Buffer.from("fedcba9876543210fedcba9876543210", "hex"));
+  const aPublic = a.generateKeys("hex");
+  const bPublic = b.generateKeys();
+  const secret = a.computeSecret(bPublic, undefined, "hex");
+  return { aPublic, bPublic: bPublic.toString("base64"), secret, agree: secret === b.computeSecret(aPublic, "hex", "hex"), group: crypto.getDiffieHellman("modp15").getPrime().length };
+}
+
 function hashes(text) {
   const out = {};
   for (const name of ["md5", "sha1", "sha256", "sha384", "sha512"]) {
@@ -192,6 +226,10 @@ export default {
         const body = Buffer.from(await request.arrayBuffer());
         return Response.json(await streamed(body));
       }
+      case "/keys":
+        return Response.json(keys());
+      case "/dh":
+        return Response.json(dh());
       case "/hashes":
         return Response.json(hashes(text));
       case "/derive":

@@ -59,6 +59,8 @@ mod node_buffer;
 mod node_crypto;
 #[path = "engine/node_crypto_ciphers.rs"]
 mod node_crypto_ciphers;
+#[path = "engine/node_crypto_dh.rs"]
+mod node_crypto_dh;
 #[path = "engine/node_crypto_keys.rs"]
 mod node_crypto_keys;
 #[path = "engine/node_crypto_pkcs8.rs"]

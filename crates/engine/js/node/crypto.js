@@ -10,6 +10,7 @@
 const { Buffer } = require('node:buffer');
 const { codedError, invalidArgType, notImplemented: missing } = require('node:internal/errors');
 const cipher = require('node:internal/crypto_cipher');
+const dh = require('node:internal/crypto_dh');
 
 // Node's names (any case, `RSA-` prefixed too) to Web Crypto's.
 const HASHES = { md5: 'MD5', sha1: 'SHA-1', sha256: 'SHA-256', sha384: 'SHA-384', sha512: 'SHA-512' };
@@ -344,5 +345,9 @@ module.exports = {
   scryptSync,
   hkdf,
   hkdfSync,
-  createDiffieHellman: notImplemented('createDiffieHellman'),
+  createDiffieHellman: dh.createDiffieHellman,
+  createDiffieHellmanGroup: dh.getDiffieHellman,
+  getDiffieHellman: dh.getDiffieHellman,
+  DiffieHellman: dh.DiffieHellman,
+  DiffieHellmanGroup: dh.DiffieHellmanGroup,
 };

@@ -7,6 +7,7 @@ mod async_hooks;
 mod buffer;
 mod crypto;
 mod crypto_cipher;
+mod crypto_dh;
 mod crypto_keys;
 mod crypto_pkcs8;
 mod crypto_x509;
@@ -133,6 +134,16 @@ pub(super) fn crypto() -> Unit {
         .function("nodeRsaGenerateSync", crypto_keys::rsa_generate_sync)
         .function("nodeEcdsaSignature", crypto_keys::ecdsa_signature)
         .function("nodeRsaPkcs1", crypto_keys::rsa_pkcs1)
+        .node_module(
+            "internal/crypto_dh",
+            include_str!("../../js/node/crypto_dh.js"),
+        )
+        .function("nodeDhNew", crypto_dh::dh_new)
+        .function("nodeDhGenerate", crypto_dh::dh_generate)
+        .function("nodeDhGet", crypto_dh::dh_get)
+        .function("nodeDhSetKey", crypto_dh::dh_set_key)
+        .function("nodeDhGenerateKeys", crypto_dh::dh_generate_keys)
+        .function("nodeDhCompute", crypto_dh::dh_compute)
         .node_module(
             "internal/crypto_x509",
             include_str!("../../js/node/crypto_x509.js"),
