@@ -7,17 +7,14 @@
 
 use std::sync::Arc;
 
-use isolane_engine::{ExecuteError, Limits, NodeCompat, PoolMode};
+use isolane_engine::{ExecuteError, NodeCompat, PoolMode};
 
 use crate::node_buffer::{answer, node_worker};
-use crate::node_crypto::attack_beside;
+use crate::node_crypto::{assert_answers_as_node, attack_beside, each_ends_at_the_cpu_limit};
 use crate::support::*;
 
 /// Node's answers (see the module docs).
 const VECTORS: &str = include_str!("node_cipher_vectors.json");
-
-/// Where Isolane answers as workerd does, not as Node 20 does: none yet.
-const NOT_AS_NODE: &[&str] = &[];
 
 async fn run_cases() -> serde_json::Value {
     let cases = include_str!("node_cipher_cases.mjs")
@@ -36,14 +33,7 @@ async fn run_cases() -> serde_json::Value {
 async fn ciphers_answer_as_in_node() {
     let ours = run_cases().await;
     let node: serde_json::Value = serde_json::from_str(VECTORS).unwrap();
-    let mut differences = Vec::new();
-    for (name, expected) in node["cases"].as_object().unwrap() {
-        let got = &ours["cases"][name];
-        if got != expected && !NOT_AS_NODE.contains(&name.as_str()) {
-            differences.push(format!("{name}:\n  node:    {expected}\n  isolane: {got}"));
-        }
-    }
-    assert!(differences.is_empty(), "{}", differences.join("\n"));
+    assert_answers_as_node(&ours["cases"], &node["cases"]);
     assert_eq!(ours["streams"], node["streams"]);
 }
 
@@ -52,30 +42,16 @@ async fn ciphers_answer_as_in_node() {
 /// same thread answers before, while the attack runs and after.
 #[tokio::test]
 async fn endless_ciphering_ends_at_the_cpu_limit() {
-    let (engine, _) = engine(1, PoolMode::Pinned);
-    let engine = Arc::new(engine);
-    let neighbour = bundle("web/neighbour", HELLO);
-    let attacks = [
-        "const c = crypto.createCipheriv('aes-256-gcm', key, iv.subarray(0, 12)); const chunk = new Uint8Array(1 << 20); for (;;) c.update(chunk);",
-        "crypto.createCipheriv('des-ede3-cbc', key.subarray(0, 24), iv.subarray(0, 8)).update(new Uint8Array(1 << 28));",
-        "for (;;) crypto.createDecipheriv('aes-128-cbc', key.subarray(0, 16), iv).update(new Uint8Array(4096));",
-    ];
-    for (i, attack) in attacks.iter().enumerate() {
-        let script = format!(
-            "import crypto from 'node:crypto';\nconst key = new Uint8Array(32), iv = new Uint8Array(16);\n\
-             export default {{ fetch() {{ {attack} return new Response('never'); }} }};"
-        );
-        let mut hostile = (*node_worker(&format!("t/cipher-{i}"), &script, NodeCompat::V1)).clone();
-        hostile.limits = Limits {
-            cpu_ms: 200,
-            ..memory_limits(512)
-        };
-        let error = attack_beside(&engine, &neighbour, hostile).await;
-        assert!(
-            matches!(error, ExecuteError::CpuLimit { limit_ms: 200 }),
-            "{attack}: {error:?}"
-        );
-    }
+    each_ends_at_the_cpu_limit(
+        "cipher",
+        "const key = new Uint8Array(32), iv = new Uint8Array(16);",
+        &[
+            "const c = crypto.createCipheriv('aes-256-gcm', key, iv.subarray(0, 12)); const chunk = new Uint8Array(1 << 20); for (;;) c.update(chunk);",
+            "crypto.createCipheriv('des-ede3-cbc', key.subarray(0, 24), iv.subarray(0, 8)).update(new Uint8Array(1 << 28));",
+            "for (;;) crypto.createDecipheriv('aes-128-cbc', key.subarray(0, 16), iv).update(new Uint8Array(4096));",
+        ],
+    )
+    .await;
 }
 
 /// Cipher contexts kept without end are charged to the Worker: it meets its

@@ -4,13 +4,10 @@
 //! Worker generating primes or computing secrets without end meets its CPU
 //! limit while a neighbour on the same thread answers.
 
-use std::sync::Arc;
+use isolane_engine::NodeCompat;
 
-use isolane_engine::{ExecuteError, Limits, NodeCompat, PoolMode};
-
-use crate::node_buffer::{answer, node_worker};
-use crate::node_crypto::attack_beside;
-use crate::support::*;
+use crate::node_buffer::answer;
+use crate::node_crypto::{assert_answers_as_node, each_ends_at_the_cpu_limit};
 
 /// Node's answers (see the module docs).
 const VECTORS: &str = include_str!("node_dh_vectors.json");
@@ -27,16 +24,7 @@ async fn diffie_hellman_answers_as_in_node() {
     let ours: serde_json::Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     let node: serde_json::Value = serde_json::from_str(VECTORS).unwrap();
-    let mut differences = Vec::new();
-    for (name, expected) in node["cases"].as_object().unwrap() {
-        if &ours[name] != expected {
-            differences.push(format!(
-                "{name}:\n  node:    {expected}\n  isolane: {}",
-                ours[name]
-            ));
-        }
-    }
-    assert!(differences.is_empty(), "{}", differences.join("\n"));
+    assert_answers_as_node(&ours, &node["cases"]);
 }
 
 /// A prime generation too long for the CPU limit is stopped with the turn;
@@ -45,30 +33,15 @@ async fn diffie_hellman_answers_as_in_node() {
 /// answers before, during and after.
 #[tokio::test]
 async fn endless_diffie_hellman_ends_at_the_cpu_limit() {
-    let (engine, _) = engine(1, PoolMode::Pinned);
-    let engine = Arc::new(engine);
-    let neighbour = bundle("web/neighbour", HELLO);
-    let attacks = [
-        "crypto.createDiffieHellman(4096);",
-        "for (;;) crypto.createDiffieHellman(512);",
-        "const a = crypto.getDiffieHellman('modp18'); const b = crypto.getDiffieHellman('modp18'); b.generateKeys(); for (;;) { a.generateKeys(); a.computeSecret(b.getPublicKey()); }",
-        "const p = crypto.getDiffieHellman('modp18').getPrime(); for (;;) crypto.createDiffieHellman(p).verifyError;",
-    ];
-    for (i, attack) in attacks.iter().enumerate() {
-        let script = format!(
-            "import crypto from 'node:crypto';\nexport default {{ fetch() {{ {attack} return new Response('never'); }} }};"
-        );
-        let mut hostile = (*node_worker(&format!("t/dh-{i}"), &script, NodeCompat::V1)).clone();
-        hostile.limits = Limits {
-            cpu_ms: 200,
-            ..memory_limits(512)
-        };
-        let started = std::time::Instant::now();
-        let error = attack_beside(&engine, &neighbour, hostile).await;
-        eprintln!("{attack}: ended after {:?}", started.elapsed());
-        assert!(
-            matches!(error, ExecuteError::CpuLimit { limit_ms: 200 }),
-            "{attack}: {error:?}"
-        );
-    }
+    each_ends_at_the_cpu_limit(
+        "dh",
+        "",
+        &[
+            "crypto.createDiffieHellman(4096);",
+            "for (;;) crypto.createDiffieHellman(512);",
+            "const a = crypto.getDiffieHellman('modp18'); const b = crypto.getDiffieHellman('modp18'); b.generateKeys(); for (;;) { a.generateKeys(); a.computeSecret(b.getPublicKey()); }",
+            "const p = crypto.getDiffieHellman('modp18').getPrime(); for (;;) crypto.createDiffieHellman(p).verifyError;",
+        ],
+    )
+    .await;
 }

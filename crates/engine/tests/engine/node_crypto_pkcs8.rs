@@ -6,13 +6,10 @@
 //! refused at once, and a loop of keys at the bound meets the CPU limit while
 //! a neighbour on the same thread answers.
 
-use std::sync::Arc;
+use isolane_engine::NodeCompat;
 
-use isolane_engine::{ExecuteError, Limits, NodeCompat, PoolMode};
-
-use crate::node_buffer::{answer, node_worker};
-use crate::node_crypto::attack_beside;
-use crate::support::*;
+use crate::node_buffer::answer;
+use crate::node_crypto::{assert_answers_as_node, each_ends_at_the_cpu_limit};
 
 /// Node's keys and answers (see the module docs).
 const VECTORS: &str = include_str!("node_pkcs8_vectors.json");
@@ -31,16 +28,7 @@ async fn encrypted_keys_read_and_write_as_in_node() {
     let ours: serde_json::Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     let vectors: serde_json::Value = serde_json::from_str(VECTORS).unwrap();
-    let mut differences = Vec::new();
-    for (name, expected) in vectors["expected"].as_object().unwrap() {
-        if &ours[name] != expected {
-            differences.push(format!(
-                "{name}:\n  node:    {expected}\n  isolane: {}",
-                ours[name]
-            ));
-        }
-    }
-    assert!(differences.is_empty(), "{}", differences.join("\n"));
+    assert_answers_as_node(&ours, &vectors["expected"]);
 }
 
 /// Keys whose key derivation costs more than one `pbkdf2Sync`/`scryptSync`
@@ -78,23 +66,12 @@ async fn costly_or_locked_keys_are_refused_clearly() {
 /// answers before, while the attack runs and after.
 #[tokio::test]
 async fn reading_costly_keys_without_end_ends_at_the_cpu_limit() {
-    let (engine, _) = engine(1, PoolMode::Pinned);
-    let engine = Arc::new(engine);
-    let neighbour = bundle("web/neighbour", HELLO);
     let vectors: serde_json::Value = serde_json::from_str(VECTORS).unwrap();
     let key = serde_json::to_string(&vectors["keys"]["maxPbkdf2"]).unwrap();
-    let script = format!(
-        "import crypto from 'node:crypto';\nconst key = {key};\n\
-         export default {{ fetch() {{ for (;;) crypto.createPrivateKey({{ key, passphrase: 'correct horse' }}); }} }};"
-    );
-    let mut hostile = (*node_worker("t/pkcs8-cpu", &script, NodeCompat::V1)).clone();
-    hostile.limits = Limits {
-        cpu_ms: 200,
-        ..memory_limits(512)
-    };
-    let error = attack_beside(&engine, &neighbour, hostile).await;
-    assert!(
-        matches!(error, ExecuteError::CpuLimit { limit_ms: 200 }),
-        "{error:?}"
-    );
+    each_ends_at_the_cpu_limit(
+        "pkcs8",
+        &format!("const key = {key};"),
+        &["for (;;) crypto.createPrivateKey({ key, passphrase: 'correct horse' });"],
+    )
+    .await;
 }

@@ -91,6 +91,7 @@ mod sys {
     pub(super) const DH_CHECK_PUBKEY_INVALID: c_int = 4;
 }
 
+use crate::host::crypto::aws_lc;
 use crate::host::crypto::error::CryptoError;
 use crate::host::crypto::offload::Stop;
 use crate::host::error::{HostError, HostResult};
@@ -272,7 +273,7 @@ pub(super) fn dh_generate<'s>(
             return Err(CryptoError::operation("Out of memory").into());
         }
         let arg = std::ptr::from_ref(&stop).cast_mut().cast::<std::ffi::c_void>();
-        sys::BN_GENCB_set(callback, Some(progress), arg);
+        sys::BN_GENCB_set(callback, Some(aws_lc::progress), arg);
         let made = sys::DH_generate_parameters_ex(dh.0.as_ptr(), bits, generator, callback) == 1;
         sys::BN_GENCB_free(callback);
         sys::ERR_clear_error();
@@ -283,16 +284,6 @@ pub(super) fn dh_generate<'s>(
     }
     insert(scope, &host, dh)
 }
-}
-
-/// AWS-LC's progress callback: 0 stops the generation.
-///
-/// # Safety
-/// `callback`'s argument is the `&Stop` given to `BN_GENCB_set`.
-unsafe extern "C" fn progress(_event: c_int, _n: c_int, callback: *mut sys::BN_GENCB) -> c_int {
-    // SAFETY: the contract; `Stop::now` does not panic.
-    let stop = unsafe { &*sys::BN_GENCB_get_arg(callback).cast::<Stop>() };
-    c_int::from(!stop.now())
 }
 
 host_fn! {
