@@ -242,6 +242,23 @@ pub async fn each_ends_at_the_cpu_limit(name: &str, preamble: &str, attacks: &[&
     }
 }
 
+/// The last line `node` prints running `script` (with `flags` before it).
+pub fn node_prints(flags: &[&str], script: &str) -> String {
+    let output = std::process::Command::new("node")
+        .args(flags)
+        .args(["-e", script])
+        .output()
+        .expect("node runs (the test compares with Node)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.trim().lines().last().unwrap_or_default().to_owned();
+    assert!(
+        output.status.success(),
+        "node failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    last
+}
+
 /// Asserts that each of Node's answers (`node`, by case name) is `ours`,
 /// listing every case that differs.
 pub fn assert_answers_as_node(ours: &serde_json::Value, node: &serde_json::Value) {

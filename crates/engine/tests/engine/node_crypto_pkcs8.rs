@@ -9,7 +9,7 @@
 use isolane_engine::NodeCompat;
 
 use crate::node_buffer::answer;
-use crate::node_crypto::{assert_answers_as_node, each_ends_at_the_cpu_limit};
+use crate::node_crypto::{assert_answers_as_node, each_ends_at_the_cpu_limit, node_prints};
 
 /// Node's keys and answers (see the module docs).
 const VECTORS: &str = include_str!("node_pkcs8_vectors.json");
@@ -74,4 +74,27 @@ async fn reading_costly_keys_without_end_ends_at_the_cpu_limit() {
         &["for (;;) crypto.createPrivateKey({ key, passphrase: 'correct horse' });"],
     )
     .await;
+}
+
+/// Keys Isolane encrypts (each cipher, PEM and DER) open in Node with their
+/// passphrase, as the same key.
+#[tokio::test]
+async fn our_encrypted_keys_open_in_node() {
+    let out = run_pkcs8(
+        r#"
+        const key = crypto.createPrivateKey({ key: V.jwk, format: 'jwk' });
+        const pem = ['aes-128-cbc', 'aes-192-cbc', 'aes-256-cbc'].map((cipher) => key.export({ format: 'pem', type: 'pkcs8', cipher, passphrase: 'from isolane' }));
+        const der = key.export({ format: 'der', type: 'pkcs8', cipher: 'aes-256-cbc', passphrase: 'from isolane' }).toString('base64');
+        return JSON.stringify({ pem, der });
+        "#,
+    )
+    .await;
+    let script = format!(
+        "const c = require('crypto'); const V = {VECTORS}; const O = {out};
+         const d = (k) => k.export({{ format: 'jwk' }}).d === V.jwk.d;
+         const ok = O.pem.map((key) => d(c.createPrivateKey({{ key, passphrase: 'from isolane' }})));
+         ok.push(d(c.createPrivateKey({{ key: Buffer.from(O.der, 'base64'), format: 'der', type: 'pkcs8', passphrase: 'from isolane' }})));
+         console.log(ok.join(' '));"
+    );
+    assert_eq!(node_prints(&[], &script), "true true true true");
 }
