@@ -138,7 +138,10 @@ class CipherBase {
 
   setAAD(buffer) {
     if (!this.#cipher.aead || this.#done) throw invalidState('setAAD');
-    host.nodeCipherUpdate(this.#handle, new Uint8Array(bytesOf(buffer, 'buffer')), true);
+    const aad = bytesOf(buffer, 'buffer');
+    for (let at = 0; at === 0 || at < aad.length; at += STEP) {
+      host.nodeCipherUpdate(this.#handle, aad.subarray(at, at + STEP), true);
+    }
     return this;
   }
 

@@ -62,6 +62,8 @@ export function cipherCases(crypto, Buffer) {
       });
     }
   }
+  t('gcm large aad', () => { const aad = Buffer.alloc(3 * 1024 * 1024 + 5, 7); const c = crypto.createCipheriv('aes-128-gcm', key(16), iv(12)); c.setAAD(aad); c.update(text); c.final(); const tag = c.getAuthTag(); const d = crypto.createDecipheriv('aes-128-gcm', key(16), iv(12)); d.setAAD(aad); d.setAuthTag(tag); d.update(crypto.createCipheriv('aes-128-gcm', key(16), iv(12)).setAAD(aad).update(text)); d.final(); return tag.toString('hex'); });
+  t('chacha large aad', () => { const c = crypto.createCipheriv('chacha20-poly1305', key(32), iv(12)); c.setAAD(Buffer.alloc(2 * 1024 * 1024 + 3, 9)); c.update(text); c.final(); return c.getAuthTag().toString('hex'); });
   t('gcm iv 16', () => { const c = crypto.createCipheriv('aes-128-gcm', key(16), iv(16)); c.update(text); c.final(); return c.getAuthTag().toString('hex'); });
   t('gcm iv 1', () => { const c = crypto.createCipheriv('aes-128-gcm', key(16), iv(1)); c.update(text); c.final(); return c.getAuthTag().toString('hex'); });
   t('gcm no tag', () => { const d = crypto.createDecipheriv('aes-128-gcm', key(16), iv(12)); d.update(text); return d.final(); });

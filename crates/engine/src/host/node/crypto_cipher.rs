@@ -248,8 +248,12 @@ pub(super) fn cipher_new<'s>(
     encrypt: bool,
 ) -> HostResult<Option<v8::Local<'s, v8::Object>>> {
     let key = Zeroizing::new(key.unwrap_or_default());
+    let iv = iv.unwrap_or_default();
+    if iv.len() > MAX_UPDATE {
+        return Err(CryptoError::Type(format!("nodeCipherNew: IVs longer than {MAX_UPDATE} bytes are not supported")).into());
+    }
     let cipher = cipher(&name).ok_or_else(|| CryptoError::Type(format!("Unknown cipher: {name}")))?;
-    let context = Context::new(cipher, &key, &iv.unwrap_or_default(), encrypt)
+    let context = Context::new(cipher, &key, &iv, encrypt)
         .ok_or_else(|| CryptoError::operation("Invalid key or initialization vector"))?;
     Ok(host.handles.insert_object(scope, context, CIPHER_CHARGE, Owner::Isolate))
 }
