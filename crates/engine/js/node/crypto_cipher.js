@@ -1,6 +1,6 @@
 // node:crypto's createCipheriv/createDecipheriv (and the Cipheriv and
 // Decipheriv classes) on AWS-LC's ciphers (`nodeCipher*`, the ones workerd
-// uses): AES in CBC, CTR, ECB, OFB, CFB, CFB8 and GCM modes,
+// uses): AES in CBC, CTR, ECB, OFB, CFB, CFB8, GCM and CCM modes,
 // ChaCha20-Poly1305 and DES/3DES, streamed as Node streams them: `update()`
 // answers the bytes that are ready, `final()` the rest, then checks padding
 // or the tag. A Cipheriv is a node:stream Transform too, made when a stream
@@ -20,8 +20,20 @@ const ALIASES = {
   des: 'des-cbc', des3: 'des-ede3-cbc', 'des-ede3-ecb': 'des-ede3', 'des-ede-ecb': 'des-ede',
 };
 const CIPHERS = Object.freeze(host.nodeCipherNames());
-// The tag lengths Node takes for GCM.
+// The tag lengths Node takes for GCM and for CCM.
 const GCM_TAGS = [4, 8, 12, 13, 14, 15, 16];
+const CCM_TAGS = [4, 6, 8, 10, 12, 14, 16];
+
+// Whether `length` is a tag length the AEAD cipher `name` takes.
+function tagLengthOk(name, length) {
+  if (name.endsWith('-gcm')) return GCM_TAGS.includes(length);
+  if (name.endsWith('-ccm')) return CCM_TAGS.includes(length);
+  return Number.isInteger(length) && length >= 1 && length <= 16;
+}
+
+function unsupportedState() {
+  return new Error('Trying to add data in unsupported state');
+}
 
 function bytesOf(value, name, encoding) {
   if (typeof value === 'string') return Buffer.from(value, encoding);
@@ -59,15 +71,16 @@ function lookup(algorithm, key, iv, options) {
   const name = cipherName(algorithm);
   const [keyLength, ivLength, blockSize, aead] = host.nodeCipherInfo(name);
   if (key.length !== keyLength) throw codedError(RangeError, 'ERR_CRYPTO_INVALID_KEYLEN', 'Invalid key length');
-  const ivOk = !aead ? iv.length === ivLength : name === 'chacha20-poly1305' ? iv.length === 12 : iv.length > 0;
+  const ccm = name.endsWith('-ccm');
+  const ivOk = !aead ? iv.length === ivLength
+    : name === 'chacha20-poly1305' ? iv.length === 12
+      : ccm ? iv.length >= 7 && iv.length <= 13 : iv.length > 0;
   if (!ivOk) throw codedError(TypeError, 'ERR_CRYPTO_INVALID_IV', 'Invalid initialization vector');
-  let tagLength = 16;
-  if (aead && options && options.authTagLength !== undefined) {
-    tagLength = options.authTagLength;
-    const ok = name.endsWith('-gcm') ? GCM_TAGS.includes(tagLength) : Number.isInteger(tagLength) && tagLength >= 1 && tagLength <= 16;
-    if (!ok) throw invalidTag(tagLength);
-  }
-  return { name, blockSize, aead, tagLength, tagGiven: options != null && options.authTagLength !== undefined };
+  const tagGiven = options != null && options.authTagLength !== undefined;
+  if (ccm && !tagGiven) throw codedError(TypeError, 'ERR_CRYPTO_INVALID_AUTH_TAG', `authTagLength required for ${name}`);
+  const tagLength = aead && tagGiven ? options.authTagLength : 16;
+  if (aead && !tagLengthOk(name, tagLength)) throw invalidTag(tagLength);
+  return { name, blockSize, aead, ccm, tagLength, tagGiven };
 }
 
 class CipherBase {
@@ -79,13 +92,18 @@ class CipherBase {
   #decoder = null;
   #done = false;
   #tag = null;
+  // CCM: the message length set (null: not yet), whether data was given,
+  // whether authentication failed.
+  #ccmReady = null;
+  #ccmUsed = false;
+  #ccmFailed = false;
 
   constructor(encrypt, algorithm, key, iv, options) {
     const keyBytes = bytesOf(key, 'key');
     const ivBytes = iv === null || iv === undefined ? new Uint8Array(0) : bytesOf(iv, 'iv');
     this.#cipher = lookup(algorithm, keyBytes, ivBytes, options);
     this.#encrypt = encrypt;
-    this.#handle = host.nodeCipherNew(this.#cipher.name, new Uint8Array(keyBytes), new Uint8Array(ivBytes), encrypt);
+    this.#handle = host.nodeCipherNew(this.#cipher.name, new Uint8Array(keyBytes), new Uint8Array(ivBytes), encrypt, this.#cipher.tagLength);
   }
 
   #output(buffer, encoding, last) {
@@ -98,9 +116,10 @@ class CipherBase {
   }
 
   update(data, inputEncoding, outputEncoding) {
-    if (this.#done) throw new Error('Trying to add data in unsupported state');
+    if (this.#done) throw unsupportedState();
     const input = bytesOf(data, 'data', inputEncoding);
     this.#length += input.length;
+    if (this.#cipher.ccm) return this.#output(this.#ccmUpdate(input), outputEncoding, false);
     const chunks = [];
     for (let at = 0; at < input.length; at += STEP) {
       chunks.push(Buffer.from(host.nodeCipherUpdate(this.#handle, input.subarray(at, at + STEP), false)));
@@ -109,9 +128,34 @@ class CipherBase {
     return this.#output(out, outputEncoding, false);
   }
 
+  // CCM ciphers its whole message in one update (at most 1 MiB here);
+  // decrypting, a tag that does not authenticate fails at final(), as Node.
+  #ccmUpdate(input) {
+    if (this.#ccmUsed) throw unsupportedState();
+    this.#ccmUsed = true;
+    if (input.length > STEP) throw codedError(RangeError, 'ERR_OUT_OF_RANGE', `CCM messages longer than ${STEP} bytes are not supported`);
+    this.#ccmLength(input.length);
+    if (this.#ccmReady !== input.length) throw unsupportedState();
+    try {
+      return Buffer.from(host.nodeCipherUpdate(this.#handle, input, false));
+    } catch {
+      if (this.#encrypt) throw unsupportedState();
+      this.#ccmFailed = true;
+      return Buffer.alloc(0);
+    }
+  }
+
+  #ccmLength(length) {
+    if (this.#ccmReady !== null) return;
+    this.#ccmReady = length;
+    if (!host.nodeCipherCcm(this.#handle, length)) throw unsupportedState();
+  }
+
   final(outputEncoding) {
     if (this.#done) throw codedError(Error, 'ERR_CRYPTO_INVALID_STATE', 'Invalid state');
     this.#done = true;
+    if (this.#cipher.ccm && this.#ccmFailed) throw authFailed();
+    if (this.#cipher.ccm) this.#ccmLength(0);
     const { aead, blockSize, tagLength } = this.#cipher;
     const tagWanted = aead && this.#encrypt ? tagLength : 0;
     let out;
@@ -136,9 +180,15 @@ class CipherBase {
     return codedError(Error, 'ERR_OSSL_BAD_DECRYPT', 'error:1C800064:Provider routines::bad decrypt');
   }
 
-  setAAD(buffer) {
+  setAAD(buffer, options) {
     if (!this.#cipher.aead || this.#done) throw invalidState('setAAD');
     const aad = bytesOf(buffer, 'buffer');
+    if (this.#cipher.ccm) {
+      const length = options && options.plaintextLength;
+      if (length === undefined) throw codedError(TypeError, 'ERR_MISSING_ARGS', 'options.plaintextLength required for CCM mode with AAD');
+      if (aad.length > STEP) throw codedError(RangeError, 'ERR_OUT_OF_RANGE', `CCM additional data longer than ${STEP} bytes is not supported`);
+      this.#ccmLength(length);
+    }
     for (let at = 0; at === 0 || at < aad.length; at += STEP) {
       host.nodeCipherUpdate(this.#handle, aad.subarray(at, at + STEP), true);
     }
@@ -163,8 +213,7 @@ class CipherBase {
     const { aead, name, tagLength, tagGiven } = this.#cipher;
     if (this.#encrypt || !aead || this.#done || this.#tag !== null) throw invalidState('setAuthTag');
     const bytes = new Uint8Array(bytesOf(tag, 'buffer'));
-    const ok = name.endsWith('-gcm') ? GCM_TAGS.includes(bytes.length) : bytes.length >= 1 && bytes.length <= 16;
-    if (!ok || (tagGiven && bytes.length !== tagLength)) throw invalidTag(bytes.length);
+    if (!tagLengthOk(name, bytes.length) || (tagGiven && bytes.length !== tagLength)) throw invalidTag(bytes.length);
     if (!host.nodeCipherSetTag(this.#handle, bytes)) throw invalidTag(bytes.length);
     this.#tag = bytes;
     return this;

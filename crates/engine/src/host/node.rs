@@ -120,6 +120,7 @@ pub(super) fn crypto() -> Unit {
         .function("nodeCipherFinal", crypto_cipher::cipher_final)
         .function("nodeCipherSetTag", crypto_cipher::cipher_set_tag)
         .function("nodeCipherPadding", crypto_cipher::cipher_padding)
+        .function("nodeCipherCcm", crypto_cipher::cipher_ccm)
         .function("hmacNew", crypto::hmac_new)
         .function("digestCopy", crypto::digest_copy)
         .function("pbkdf2Sync", crypto::pbkdf2_sync)

@@ -64,6 +64,31 @@ export function cipherCases(crypto, Buffer) {
   }
   t('gcm large aad', () => { const aad = Buffer.alloc(3 * 1024 * 1024 + 5, 7); const c = crypto.createCipheriv('aes-128-gcm', key(16), iv(12)); c.setAAD(aad); c.update(text); c.final(); const tag = c.getAuthTag(); const d = crypto.createDecipheriv('aes-128-gcm', key(16), iv(12)); d.setAAD(aad); d.setAuthTag(tag); d.update(crypto.createCipheriv('aes-128-gcm', key(16), iv(12)).setAAD(aad).update(text)); d.final(); return tag.toString('hex'); });
   t('chacha large aad', () => { const c = crypto.createCipheriv('chacha20-poly1305', key(32), iv(12)); c.setAAD(Buffer.alloc(2 * 1024 * 1024 + 3, 9)); c.update(text); c.final(); return c.getAuthTag().toString('hex'); });
+  const ccmKey = Buffer.alloc(16, 3), nonce = Buffer.alloc(12, 4), ccmText = Buffer.from('ccm text here');
+  t('ccm no tag length', () => crypto.createCipheriv('aes-128-ccm', ccmKey, nonce));
+  t('ccm tag length 5', () => crypto.createCipheriv('aes-128-ccm', ccmKey, nonce, { authTagLength: 5 }));
+  t('ccm nonce 6', () => crypto.createCipheriv('aes-128-ccm', ccmKey, Buffer.alloc(6), { authTagLength: 8 }));
+  t('ccm aad without length', () => crypto.createCipheriv('aes-128-ccm', ccmKey, nonce, { authTagLength: 8 }).setAAD(Buffer.from('aad')));
+  for (const [name, k, n, tagLength] of [['aes-128-ccm', 16, 12, 8], ['aes-192-ccm', 24, 7, 16], ['aes-256-ccm', 32, 13, 4]]) {
+    t(name, () => {
+      const c = crypto.createCipheriv(name, key(k), iv(n), { authTagLength: tagLength });
+      c.setAAD(Buffer.from('aad'), { plaintextLength: ccmText.length });
+      const sealed = Buffer.concat([c.update(ccmText), c.final()]);
+      const tag = c.getAuthTag();
+      const d = crypto.createDecipheriv(name, key(k), iv(n), { authTagLength: tagLength });
+      d.setAuthTag(tag); d.setAAD(Buffer.from('aad'), { plaintextLength: sealed.length });
+      const opened = Buffer.concat([d.update(sealed), d.final()]).toString();
+      const b = crypto.createDecipheriv(name, key(k), iv(n), { authTagLength: tagLength });
+      b.setAuthTag(Buffer.alloc(tagLength)); b.setAAD(Buffer.from('aad'), { plaintextLength: sealed.length });
+      const bad = b.update(sealed);
+      let forged; try { b.final(); forged = 'accepted'; } catch (e) { forged = e.message; }
+      return [sealed.toString('hex'), tag.toString('hex'), opened, bad.length, forged].join(' ');
+    });
+  }
+  t('ccm no aad', () => { const c = crypto.createCipheriv('aes-128-ccm', ccmKey, nonce, { authTagLength: 16 }); const ct = Buffer.concat([c.update(ccmText), c.final()]); return ct.toString('hex') + ' ' + c.getAuthTag().toString('hex'); });
+  t('ccm two updates', () => { const c = crypto.createCipheriv('aes-128-ccm', ccmKey, nonce, { authTagLength: 16 }); c.update(ccmText); return c.update(ccmText); });
+  t('ccm wrong length', () => { const c = crypto.createCipheriv('aes-128-ccm', ccmKey, nonce, { authTagLength: 8 }); c.setAAD(Buffer.from('aad'), { plaintextLength: 3 }); return c.update(ccmText); });
+  t('ccm decrypt without tag', () => { const d = crypto.createDecipheriv('aes-128-ccm', ccmKey, nonce, { authTagLength: 8 }); const out = d.update(ccmText); try { d.final(); return 'accepted'; } catch (e) { return out.length + ' ' + e.message; } });
   t('gcm iv 16', () => { const c = crypto.createCipheriv('aes-128-gcm', key(16), iv(16)); c.update(text); c.final(); return c.getAuthTag().toString('hex'); });
   t('gcm iv 1', () => { const c = crypto.createCipheriv('aes-128-gcm', key(16), iv(1)); c.update(text); c.final(); return c.getAuthTag().toString('hex'); });
   t('gcm no tag', () => { const d = crypto.createDecipheriv('aes-128-gcm', key(16), iv(12)); d.update(text); return d.final(); });
@@ -99,7 +124,7 @@ export function cipherCases(crypto, Buffer) {
   t('utf8 split', () => { const d = crypto.createDecipheriv('aes-128-ctr', key(16), iv(16)); const sealed = crypto.createCipheriv('aes-128-ctr', key(16), iv(16)).update('€€€', 'utf8'); return [d.update(sealed.subarray(0, 4), undefined, 'utf8'), d.update(sealed.subarray(4), undefined, 'utf8'), d.final('utf8')].join('|'); });
   t('key object', () => { const k = crypto.createSecretKey(key(16)); const c = crypto.createCipheriv('aes-128-cbc', k, iv(16)); return Buffer.concat([c.update(text), c.final()]).toString('base64'); });
   t('classes', () => [typeof crypto.Cipheriv, typeof crypto.Decipheriv, crypto.createCipheriv('aes-128-ctr', key(16), iv(16)) instanceof crypto.Cipheriv, crypto.createDecipheriv('aes-128-ctr', key(16), iv(16)) instanceof crypto.Decipheriv].join(' '));
-  t('getCiphers', () => ['aes-128-cbc', 'aes-256-gcm', 'aes-192-ofb', 'aes-128-ecb', 'aes-256-cfb8', 'chacha20-poly1305', 'des-ede3-cbc'].every((n) => crypto.getCiphers().includes(n)));
+  t('getCiphers', () => ['aes-128-cbc', 'aes-256-gcm', 'aes-192-ofb', 'aes-128-ecb', 'aes-256-cfb8', 'aes-128-ccm', 'chacha20-poly1305', 'des-ede3-cbc'].every((n) => crypto.getCiphers().includes(n)));
   return out;
 }
 

@@ -54,6 +54,9 @@ const CIPHERS: &[(&str, Evp)] = &[
     ("aes-128-cfb8", sys::EVP_aes_128_cfb8),
     ("aes-192-cfb8", sys::EVP_aes_192_cfb8),
     ("aes-256-cfb8", sys::EVP_aes_256_cfb8),
+    ("aes-128-ccm", sys::EVP_aes_128_ccm),
+    ("aes-192-ccm", sys::EVP_aes_192_ccm),
+    ("aes-256-ccm", sys::EVP_aes_256_ccm),
     ("aes-128-gcm", sys::EVP_aes_128_gcm),
     ("aes-192-gcm", sys::EVP_aes_192_gcm),
     ("aes-256-gcm", sys::EVP_aes_256_gcm),
@@ -85,8 +88,15 @@ impl Drop for Context {
 
 impl Context {
     /// A context for `cipher` keyed with `key` and `iv` (lengths checked by
-    /// the caller against the cipher's), encrypting or decrypting.
-    fn new(cipher: *const sys::EVP_CIPHER, key: &[u8], iv: &[u8], encrypt: bool) -> Option<Self> {
+    /// the caller against the cipher's), encrypting or decrypting; `ccm_tag`:
+    /// CCM's tag length, which it needs before the key (0: not CCM).
+    fn new(
+        cipher: *const sys::EVP_CIPHER,
+        key: &[u8],
+        iv: &[u8],
+        encrypt: bool,
+        ccm_tag: c_int,
+    ) -> Option<Self> {
         // SAFETY: `cipher` is a static from `cipher()`; the context is ours;
         // key and IV outlive the calls that read them (AWS-LC copies both).
         unsafe {
@@ -99,6 +109,7 @@ impl Context {
                 sys::EVP_CipherInit_ex(ctx, cipher, none, std::ptr::null(), std::ptr::null(), enc)
                     == 1
                     && (!aead || iv_length(ctx, iv.len()))
+                    && (ccm_tag == 0 || tag_length(ctx, ccm_tag))
                     && sys::EVP_CipherInit_ex(
                         ctx,
                         std::ptr::null(),
@@ -151,6 +162,22 @@ impl Context {
         ok.then_some(out)
     }
 
+    /// CCM's message length, before any data or additional data.
+    fn ccm(&mut self, length: u32) -> bool {
+        let Ok(length) = c_int::try_from(length) else {
+            return false;
+        };
+        let mut out: c_int = 0;
+        let (ctx, null_out) = (self.0.as_ptr(), std::ptr::null_mut());
+        // SAFETY: a null input with a length sets CCM's message length.
+        let ok = unsafe {
+            sys::EVP_CipherUpdate(ctx, null_out, &raw mut out, std::ptr::null(), length) == 1
+        };
+        // SAFETY: as in `settle`.
+        unsafe { sys::ERR_clear_error() };
+        ok
+    }
+
     /// A control call (`EVP_CTRL_AEAD_*`) on `buffer`.
     fn control(&mut self, command: i32, buffer: &mut [u8]) -> bool {
         let Ok(len) = c_int::try_from(buffer.len()) else {
@@ -177,6 +204,17 @@ unsafe fn iv_length(ctx: *mut sys::EVP_CIPHER_CTX, len: usize) -> bool {
     // SAFETY: the contract; SET_IVLEN reads no pointer.
     unsafe {
         sys::EVP_CIPHER_CTX_ctrl(ctx, sys::EVP_CTRL_AEAD_SET_IVLEN, len, std::ptr::null_mut()) == 1
+    }
+}
+
+/// Sets a CCM context's tag length (before its key).
+///
+/// # Safety
+/// `ctx` is a context initialised with a CCM cipher.
+unsafe fn tag_length(ctx: *mut sys::EVP_CIPHER_CTX, len: c_int) -> bool {
+    // SAFETY: the contract; SET_TAG with a null pointer reads nothing.
+    unsafe {
+        sys::EVP_CIPHER_CTX_ctrl(ctx, sys::EVP_CTRL_AEAD_SET_TAG, len, std::ptr::null_mut()) == 1
     }
 }
 
@@ -237,8 +275,9 @@ pub(super) fn cipher_names<'s>(scope) -> HostResult<Option<v8::Local<'s, v8::Arr
 }
 
 host_fn! {
-/// `nodeCipherNew(name, key, iv, encrypt)` → a context handle; key and IV
-/// lengths are the caller's to check (a mismatch fails here).
+/// `nodeCipherNew(name, key, iv, encrypt, tagLength)` → a context handle;
+/// key and IV lengths are the caller's to check (a mismatch fails here);
+/// `tagLength` is CCM's (other ciphers ignore it).
 pub(super) fn cipher_new<'s>(
     scope,
     host: Rc<HostState>,
@@ -246,6 +285,7 @@ pub(super) fn cipher_new<'s>(
     key: Option<Vec<u8>>,
     iv: Option<Vec<u8>>,
     encrypt: bool,
+    tag_length: u32,
 ) -> HostResult<Option<v8::Local<'s, v8::Object>>> {
     let key = Zeroizing::new(key.unwrap_or_default());
     let iv = iv.unwrap_or_default();
@@ -253,7 +293,12 @@ pub(super) fn cipher_new<'s>(
         return Err(CryptoError::Type(format!("nodeCipherNew: IVs longer than {MAX_UPDATE} bytes are not supported")).into());
     }
     let cipher = cipher(&name).ok_or_else(|| CryptoError::Type(format!("Unknown cipher: {name}")))?;
-    let context = Context::new(cipher, &key, &iv, encrypt)
+    let ccm_tag = if name.ends_with("-ccm") {
+        c_int::try_from(tag_length).unwrap_or(0)
+    } else {
+        0
+    };
+    let context = Context::new(cipher, &key, &iv, encrypt, ccm_tag)
         .ok_or_else(|| CryptoError::operation("Invalid key or initialization vector"))?;
     Ok(host.handles.insert_object(scope, context, CIPHER_CHARGE, Owner::Isolate))
 }
@@ -339,6 +384,22 @@ pub(super) fn cipher_padding<'s>(
             // SAFETY: the context is alive while the table holds it.
             unsafe { sys::EVP_CIPHER_CTX_set_padding(c.0.as_ptr(), c_int::from(on)) == 1 }
         })
+        .ok_or_else(|| not_a_cipher().into())
+}
+}
+
+host_fn! {
+/// `nodeCipherCcm(handle, length)`: readies a CCM context for a message of
+/// `length` bytes (CCM needs it before the additional data). Whether the
+/// context took it.
+pub(super) fn cipher_ccm<'s>(
+    scope,
+    host: Rc<HostState>,
+    handle: v8::Local<'s, v8::Value>,
+    length: u32,
+) -> HostResult<bool> {
+    host.handles
+        .with_handle(scope, handle, |c: &mut Context| c.ccm(length))
         .ok_or_else(|| not_a_cipher().into())
 }
 }
