@@ -59,8 +59,14 @@ mod node_buffer;
 mod node_buffer_checks;
 #[path = "engine/node_crypto.rs"]
 mod node_crypto;
+#[path = "engine/node_crypto_ciphers.rs"]
+mod node_crypto_ciphers;
+#[path = "engine/node_crypto_dh.rs"]
+mod node_crypto_dh;
 #[path = "engine/node_crypto_keys.rs"]
 mod node_crypto_keys;
+#[path = "engine/node_crypto_pkcs8.rs"]
+mod node_crypto_pkcs8;
 #[path = "engine/node_dns.rs"]
 mod node_dns;
 #[path = "engine/node_events.rs"]
