@@ -438,13 +438,12 @@ module.exports = function keys({ hashName, bytes, later }) {
     const s = slotsOf(prepareKey(key, !encrypt));
     const data = view(buffer, 'buffer');
     if (padding === constants.RSA_PKCS1_PADDING) {
-      // As workerd: decryption is allowed (Node 20 refuses it, CVE-2023-46809).
-      try {
-        return Buffer.from(host.nodeRsaPkcs1(s.handle, data, encrypt));
-      } catch (error) {
-        if (error.message === 'pkcs decoding error') throw codedError(Error, 'ERR_OSSL_RSA_PKCS_DECODING_ERROR', 'error:0200009F:rsa routines::pkcs decoding error');
-        throw error;
+      // Decryption refused as Node refuses it (CVE-2023-46809: its timing
+      // leaks the key); workerd decrypts.
+      if (!encrypt) {
+        throw codedError(TypeError, 'ERR_INVALID_ARG_VALUE', 'RSA_PKCS1_PADDING is no longer supported for private decryption, this can be reverted with --security-revert=CVE-2023-46809');
       }
+      return Buffer.from(host.nodeRsaPkcs1(s.handle, data));
     }
     if (padding !== constants.RSA_PKCS1_OAEP_PADDING) {
       throw notImplemented('RSA encryption with padding other than RSA_PKCS1_OAEP_PADDING or RSA_PKCS1_PADDING')();

@@ -441,33 +441,26 @@ fn convert_signature(curve: Curve, signature: &[u8], to_der: bool) -> Option<Vec
 }
 
 host_fn! {
-/// `nodeRsaPkcs1(handle, data, encrypt)` → Uint8Array: RSA PKCS#1 v1.5
-/// encryption with a public key, or decryption with a private one (the `rsa`
-/// crate, blinded). workerd decrypts too; Node 20 refuses it
-/// (CVE-2023-46809). Fails with [`PKCS1_DECODING`] when the padding does not
-/// check out.
+/// `nodeRsaPkcs1(handle, data)` → Uint8Array: RSA PKCS#1 v1.5 encryption
+/// with a public key (the `rsa` crate). Decryption is refused in
+/// JavaScript, as Node refuses it (CVE-2023-46809: PKCS#1 v1.5 decryption
+/// leaks the key through its timing, and the `rsa` crate's is not constant
+/// time, RUSTSEC-2023-0071); workerd decrypts.
 pub(super) fn rsa_pkcs1<'s>(
     scope,
     host: Rc<HostState>,
     handle: v8::Local<'s, v8::Value>,
     data: v8::Local<'s, v8::Value>,
-    encrypt: bool,
 ) -> Answer<'s> {
     use rand_core::OsRng;
     let key = key_arg(scope, &host, handle)?;
     let data = bytes_arg(data, "buffer")?;
-    let out = match (&*key, encrypt) {
-        (Key::RsaPublic(k), true) => k
-            .encrypt(&mut OsRng, rsa::Pkcs1v15Encrypt, &data)
-            .map_err(|e| CryptoError::operation(format!("RSA PKCS#1 v1.5 encryption failed: {e}")))?,
-        (Key::RsaPrivate(k), false) => k
-            .decrypt_blinded(&mut OsRng, rsa::Pkcs1v15Encrypt, &data)
-            .map_err(|_| CryptoError::operation(PKCS1_DECODING))?,
-        _ => return Err(CryptoError::access("Wrong key type for RSA PKCS#1 v1.5").into()),
+    let Key::RsaPublic(k) = &*key else {
+        return Err(CryptoError::access("Wrong key type for RSA PKCS#1 v1.5 encryption").into());
     };
+    let out = k
+        .encrypt(&mut OsRng, rsa::Pkcs1v15Encrypt, &data)
+        .map_err(|e| CryptoError::operation(format!("RSA PKCS#1 v1.5 encryption failed: {e}")))?;
     Ok(u8_array(scope, out).map(Into::into))
 }
 }
-
-/// What a PKCS#1 v1.5 decryption that fails says.
-const PKCS1_DECODING: &str = "pkcs decoding error";
