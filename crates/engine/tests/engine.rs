@@ -75,6 +75,8 @@ mod node_imports;
 mod node_require;
 #[path = "engine/node_stream.rs"]
 mod node_stream;
+#[path = "engine/node_util.rs"]
+mod node_util;
 #[path = "engine/node_x509.rs"]
 mod node_x509;
 #[path = "engine/node_zlib.rs"]

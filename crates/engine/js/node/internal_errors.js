@@ -8,15 +8,29 @@ function codedError(Class, code, message) {
   return error;
 }
 
+// What Node's ERR_INVALID_ARG_TYPE says it received.
 function describe(value) {
-  if (value === null) return 'null';
+  if (value == null) return `${value}`;
   if (typeof value === 'function') return `function ${value.name}`;
-  if (typeof value === 'object') return value.constructor && value.constructor.name ? `an instance of ${value.constructor.name}` : 'an object';
-  return `type ${typeof value} (${String(value).slice(0, 25)})`;
+  const { inspect } = require('node:internal/util_inspect');
+  if (typeof value === 'object') {
+    if (value.constructor?.name) return `an instance of ${value.constructor.name}`;
+    return inspect(value, { depth: -1 });
+  }
+  let shown = inspect(value, { colors: false });
+  if (shown.length > 28) shown = `${shown.slice(0, 25)}...`;
+  return `type ${typeof value} (${shown})`;
+}
+
+// `The "name" argument`, `The "a.b" property`, `The last argument`: as
+// Node names what was wrong.
+function subject(name) {
+  if (name.endsWith(' argument')) return `The ${name}`;
+  return `The "${name}" ${name.includes('.') ? 'property' : 'argument'}`;
 }
 
 function invalidArgType(name, expected, value) {
-  return codedError(TypeError, 'ERR_INVALID_ARG_TYPE', `The "${name}" argument must be ${expected}. Received ${describe(value)}`);
+  return codedError(TypeError, 'ERR_INVALID_ARG_TYPE', `${subject(name)} must be ${expected}. Received ${describe(value)}`);
 }
 
 // A function that throws "<what> is not implemented": what workerd does for
