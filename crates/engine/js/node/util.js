@@ -101,6 +101,7 @@ function formatArgs(options, args) {
       } else if (next === '%') {
         out += first.slice(last, i);
         last = i + 1;
+        i++;
       }
     }
     if (last !== 0) {

@@ -140,12 +140,16 @@ function strEscape(text) {
 
 const KEY = /^[a-zA-Z_][a-zA-Z_0-9]*$/;
 
+// A key as workerd and current Node print it: identifiers bare, other
+// strings quoted, symbols with their description escaped, hidden keys in
+// brackets; an own `__proto__` as `['__proto__']`.
 function formatKey(ctx, key, enumerable) {
   let name;
-  if (typeof key === 'symbol') name = `[${ctx.stylize(symbolText(key), 'symbol')}]`;
+  if (typeof key === 'symbol') name = ctx.stylize(symbolText(key).replace(new RegExp(ESCAPE_QUOTED.source, 'g'), escapeOne), 'symbol');
+  else if (key === '__proto__') name = "['__proto__']";
   else if (KEY.test(key)) name = ctx.stylize(key, 'name');
   else name = ctx.stylize(strEscape(key), 'string');
-  return enumerable === false && typeof key !== 'symbol' ? `[${name}]` : name;
+  return enumerable === false ? `[${name}]` : name;
 }
 
 const symbolText = (symbol) => Symbol.prototype.toString.call(symbol);
@@ -212,7 +216,6 @@ function inspect(value, opts) {
   else if (typeof ctx.stylize !== 'function') ctx.stylize = stylizeNoColor;
   if (ctx.maxArrayLength === null) ctx.maxArrayLength = Infinity;
   if (ctx.maxStringLength === null) ctx.maxStringLength = Infinity;
-  if (ctx.depth === null) ctx.depth = Infinity;
   return formatValue(ctx, value, 0);
 }
 inspect.custom = kCustomInspect;
@@ -228,6 +231,8 @@ Object.defineProperty(inspect, 'defaultOptions', {
     defaultOptions = { ...defaultOptions, ...options };
   },
 });
+
+const tooDeep = (ctx, recurseTimes) => ctx.depth !== null && recurseTimes > ctx.depth;
 
 function formatValue(ctx, value, recurseTimes, typedArray) {
   if (typeof value !== 'object' && typeof value !== 'function') return formatPrimitive(ctx, value);
@@ -245,11 +250,17 @@ function formatValue(ctx, value, recurseTimes, typedArray) {
     if (!ctx.circular.has(value)) ctx.circular.set(value, ctx.circular.size + 1);
     return ctx.stylize(`[Circular *${ctx.circular.get(value)}]`, 'special');
   }
-  return formatRaw(ctx, value, recurseTimes, typedArray);
+  try {
+    return formatRaw(ctx, value, recurseTimes, typedArray);
+  } catch (error) {
+    if (!(error instanceof RangeError) || !String(error.message).includes('call stack')) throw error;
+    const name = constructorName(value) ?? 'Object';
+    return ctx.stylize(`[${name}: Inspection interrupted prematurely. Maximum call stack size exceeded.]`, 'special');
+  }
 }
 
 function formatProxy(ctx, target, handler, recurseTimes) {
-  if (recurseTimes > ctx.depth) return ctx.stylize('Proxy [Array]', 'special');
+  if (tooDeep(ctx, recurseTimes)) return ctx.stylize('Proxy [Array]', 'special');
   ctx.indentationLvl += 2;
   const output = [formatValue(ctx, target, recurseTimes + 1), formatValue(ctx, handler, recurseTimes + 1)];
   ctx.indentationLvl -= 2;
@@ -266,9 +277,10 @@ function customInspect(ctx, value, recurseTimes) {
   if (typeof maybe !== 'function' || maybe === inspect) return undefined;
   const proto = value.constructor?.prototype;
   if (proto === value) return undefined;
-  const depth = ctx.depth === Infinity ? null : ctx.depth - recurseTimes;
-  const options = { ...ctx, ...ctx.userOptions, depth, stylize: ctx.stylize };
-  delete options.seen; delete options.indentationLvl; delete options.currentDepth; delete options.circular; delete options.userOptions;
+  const depth = ctx.depth === null ? null : ctx.depth - recurseTimes;
+  const options = { stylize: ctx.stylize };
+  for (const key of Object.keys(defaults)) options[key] = ctx[key];
+  Object.assign(options, ctx.userOptions);
   const ret = maybe.call(value, depth, options, inspect);
   if (ret === value) return undefined;
   if (typeof ret !== 'string') return formatValue(ctx, ret, recurseTimes);
@@ -331,7 +343,7 @@ function formatRaw(ctx, value, recurseTimes, typedArray) {
   if (typeof shape === 'string') return shape;
   const { braces, formatter = () => [], extrasType = kObjectType } = shape;
   let { keys, base = '' } = shape;
-  if (recurseTimes > ctx.depth) {
+  if (tooDeep(ctx, recurseTimes)) {
     let name = prefixOf(constructor, tagName, shape.fallback ?? 'Object').slice(0, -1);
     if (constructor !== null) name = `[${name}]`;
     return ctx.stylize(name, 'special');
@@ -383,7 +395,8 @@ function shapeOf(ctx, value, recurseTimes, constructor, tagName, typedArray) {
     let base = RegExp.prototype.toString.call(constructor !== null ? value : new RegExp(value));
     const prefix = prefixOf(constructor, tagName, 'RegExp');
     if (prefix !== 'RegExp ') base = `${prefix}${base}`;
-    return keys.length === 0 ? ctx.stylize(base, 'regexp') : { braces: ['{', '}'], keys, base };
+    if (keys.length === 0 || tooDeep(ctx, recurseTimes)) return ctx.stylize(base, 'regexp');
+    return { braces: ['{', '}'], keys, base };
   }
   if (types.isDate(value)) {
     const time = Date.prototype.getTime.call(value);
@@ -393,9 +406,7 @@ function shapeOf(ctx, value, recurseTimes, constructor, tagName, typedArray) {
     return keys.length === 0 ? ctx.stylize(base, 'date') : { braces: ['{', '}'], keys, base };
   }
   if (types.isNativeError(value) || value instanceof Error) {
-    const base = formatError(value, constructor, ctx);
-    keys = keys.filter((k) => k !== 'stack' && !(k === 'message' && !Object.prototype.propertyIsEnumerable.call(value, k)));
-    if (!ctx.showHidden && 'cause' in value && Object.prototype.hasOwnProperty.call(value, 'cause') && !keys.includes('cause')) keys.push('cause');
+    const base = formatError(value, constructor, tagName, ctx, keys);
     return keys.length === 0 ? base : { braces: ['{', '}'], keys, base };
   }
   return otherShape(ctx, value, keys, constructor, tagName, typedArray);
@@ -435,7 +446,7 @@ function boxedShape(ctx, value, keys, constructor, tagName) {
   if (types.isNumberObject(value)) [kind, inner] = ['Number', Number.prototype.valueOf.call(value)];
   else if (types.isStringObject(value)) {
     [kind, inner] = ['String', String.prototype.valueOf.call(value)];
-    keys = keys.filter((k) => !isIndex(k) && k !== 'length');
+    keys = keys.filter((k) => !isIndex(k));
   } else if (types.isBooleanObject(value)) [kind, inner] = ['Boolean', Boolean.prototype.valueOf.call(value)];
   else if (types.isBigIntObject(value)) [kind, inner] = ['BigInt', BigInt.prototype.valueOf.call(value)];
   else [kind, inner] = ['Symbol', Symbol.prototype.valueOf.call(value)];
@@ -482,6 +493,11 @@ function iterableShape(ctx, value, keys, constructor, tagName, typedArray) {
   return null;
 }
 
+// `class A {}` but not a method named `class () {}`.
+function isClassSource(source) {
+  return source.startsWith('class') && source.endsWith('}') && !/^class\s*\(/.test(source);
+}
+
 function functionBase(value, constructor, tagName) {
   let source = '';
   try {
@@ -489,7 +505,7 @@ function functionBase(value, constructor, tagName) {
   } catch {
     // A revoked proxy or a host function: no source.
   }
-  if (source.startsWith('class') && source.endsWith('}')) {
+  if (isClassSource(source)) {
     const hasName = Object.prototype.hasOwnProperty.call(value, 'name') && typeof value.name === 'string' && value.name !== '';
     let base = `[class ${hasName ? value.name : '(anonymous)'}`;
     if (constructor !== 'Function' && constructor !== null) base += ` [${constructor}]`;
@@ -513,37 +529,68 @@ function functionBase(value, constructor, tagName) {
   return base;
 }
 
-function formatError(error, constructor, ctx) {
+function errorText(error) {
+  try {
+    return error.stack ? String(error.stack) : Error.prototype.toString.call(error);
+  } catch {
+    return Error.prototype.toString.call(error);
+  }
+}
+
+// `class Foo extends TypeError`'s stack says `TypeError: ...`; printed as
+// `Foo [TypeError]: ...`, and a null-prototype error says so.
+function improveStack(stack, constructor, name, tagName) {
+  let len = name.length;
+  const regular = name.endsWith('Error') && stack.startsWith(name) && (stack.length === len || stack[len] === ':' || stack[len] === '\n');
+  if (constructor !== null && !regular) return stack;
+  let fallback = 'Error';
+  if (constructor === null) {
+    const start = /^([A-Z][a-z_ A-Z0-9[\]()-]+)(?::|\n\s+at)/.exec(stack) || /^([a-z_A-Z0-9-]*Error)$/.exec(stack);
+    fallback = (start && start[1]) || '';
+    len = fallback.length;
+    fallback ||= 'Error';
+  }
+  const prefix = prefixOf(constructor, tagName, fallback).slice(0, -1);
+  if (name === prefix) return stack;
+  if (prefix.includes(name)) return len === 0 ? `${prefix}: ${stack}` : `${prefix}${stack.slice(len)}`;
+  return `${prefix} [${name}]${stack.slice(len)}`;
+}
+
+function formatError(error, constructor, tagName, ctx, keys) {
   let name = 'Error';
   try {
-    name = error.name != null ? String(error.name) : 'Error';
+    if (error.name != null) name = String(error.name);
   } catch {
-    // Getters that throw: the defaults.
+    // A throwing getter: the default name.
   }
-  let stack;
-  try {
-    stack = error.stack;
-  } catch {
-    stack = undefined;
+  let stack = errorText(error);
+  if (!ctx.showHidden && keys.length !== 0) {
+    for (const key of ['name', 'message', 'stack']) {
+      const index = keys.indexOf(key);
+      if (index !== -1 && (typeof error[key] !== 'string' || stack.includes(error[key]))) keys.splice(index, 1);
+    }
   }
-  if (typeof stack !== 'string' || stack === '') {
-    stack = `[${Error.prototype.toString.call(error)}]`;
-  }
-  if (constructor === null || (!stack.includes(constructor) && name.endsWith('Error') && stack.startsWith(name))) {
-    const shown = constructor === null ? `[${name}: null prototype]` : `${constructor} [${name}]`;
-    if (constructor === null || !name.includes(constructor)) stack = `${shown}${stack.slice(name.length)}`;
-  }
-  if (ctx.indentationLvl !== 0) return stack.replaceAll('\n', `\n${' '.repeat(ctx.indentationLvl)}`);
+  if ('cause' in error && !keys.includes('cause')) keys.push('cause');
+  if (Array.isArray(error.errors) && !keys.includes('errors')) keys.push('errors');
+  stack = improveStack(stack, constructor, name, tagName);
+  const message = typeof error.message === 'string' ? error.message : '';
+  let at = message ? stack.indexOf(message) : -1;
+  if (at !== -1) at += message.length;
+  if (stack.indexOf('\n    at', at) === -1) stack = `[${stack}]`;
+  if (ctx.indentationLvl !== 0) stack = stack.replaceAll('\n', `\n${' '.repeat(ctx.indentationLvl)}`);
   return stack;
 }
 
 function formatProperty(ctx, value, recurseTimes, key, type) {
   let desc = Object.getOwnPropertyDescriptor(value, key) ?? { value: value[key], enumerable: true };
   let str;
+  let separator = ' ';
   if (desc.value !== undefined) {
-    ctx.indentationLvl += 2;
+    const diff = ctx.compact !== true || type !== kObjectType ? 2 : 3;
+    ctx.indentationLvl += diff;
     str = formatValue(ctx, desc.value, recurseTimes);
-    ctx.indentationLvl -= 2;
+    if (diff === 3 && ctx.breakLength < widthOf(ctx, str)) separator = `\n${' '.repeat(ctx.indentationLvl)}`;
+    ctx.indentationLvl -= diff;
   } else if (desc.get !== undefined) {
     const label = desc.set !== undefined ? 'Getter/Setter' : 'Getter';
     const getters = ctx.getters;
@@ -567,7 +614,7 @@ function formatProperty(ctx, value, recurseTimes, key, type) {
     str = ctx.stylize('undefined', 'undefined');
   }
   if (type === kArrayExtrasType && isIndex(key)) return str;
-  return `${formatKey(ctx, key, desc.enumerable)}: ${str}`;
+  return `${formatKey(ctx, key, desc.enumerable)}:${separator}${str}`;
 }
 
 // The own indices of a long array, ascending (a sparse array's holes are

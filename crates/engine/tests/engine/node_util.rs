@@ -1,6 +1,7 @@
-//! `node:util` against Node's answers: each `node_util/<case>.js` is the
+//! `node:util` against workerd's answers: each `node_util/<case>.js` is the
 //! body of an async function given `util`; `node_util/<case>.txt` is what
-//! Node 20 prints for it (`node` with the same body). The cases are ours:
+//! workerd answers for it (as current Node prints; Node 20 differs only in
+//! `[Symbol(s)]` for `Symbol(s)` keys and styleText). The cases are ours:
 //! inspect's shapes and options, format's directives, util.types' brand
 //! checks, the coded errors, styleText, callbackify, promisify.
 
@@ -15,9 +16,9 @@ async fn same_as_node(body: &str, node: &str) {
         node.trim_end().split("\n---\n").collect(),
     );
     for (i, (got, want)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(got, want, "answer {i} differs from Node's");
+        assert_eq!(got, want, "answer {i} differs from workerd's");
     }
-    assert_eq!(got.len(), want.len(), "as many answers as Node: {out}");
+    assert_eq!(got.len(), want.len(), "as many answers as workerd: {out}");
 }
 
 #[tokio::test]

@@ -1,5 +1,5 @@
 // node:util vectors (misc): the body of an async function given `util`; node_util.rs
-// compares its answer with misc.txt, what Node 20 answers for the same code.
+// compares its answer with misc.txt, what workerd answers for the same code.
 const r = [];
 const t = util.types;
 const fakeDate = { [Symbol.toStringTag]: 'Date' }; const fakeMap = { [Symbol.toStringTag]: 'Map' };
