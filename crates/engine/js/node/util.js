@@ -3,7 +3,7 @@
 // the deprecated is* checks, TextEncoder, TextDecoder. Runs as function
 // (host, internal, require, module, exports).
 
-const { types, inspect, colors, stripColors, numericSeparators } = require('node:internal/util_inspect');
+const { types, inspect, colors, stripColors, numericSeparators, BUILT_INS } = require('node:internal/util_inspect');
 const { codedError, invalidArgType } = require('node:internal/errors');
 
 const kCustomPromisify = Symbol.for('nodejs.util.promisify.custom');
@@ -22,8 +22,6 @@ function formatWithOptions(inspectOptions, ...args) {
   return formatArgs(inspectOptions, args);
 }
 
-const GLOBAL_CONSTRUCTORS = new Set(Object.getOwnPropertyNames(globalThis).filter((name) => /^[A-Z]/.test(name) && typeof globalThis[name] === 'function'));
-
 // Whether `String(value)` would only give a built-in's text (then `%s`
 // inspects the value instead).
 function builtInToString(value) {
@@ -36,7 +34,7 @@ function builtInToString(value) {
   } while (pointer !== null && !Object.prototype.hasOwnProperty.call(pointer, 'toString'));
   if (pointer === null) return true;
   const descriptor = Object.getOwnPropertyDescriptor(pointer, 'constructor');
-  return descriptor !== undefined && typeof descriptor.value === 'function' && GLOBAL_CONSTRUCTORS.has(descriptor.value.name);
+  return descriptor !== undefined && typeof descriptor.value === 'function' && BUILT_INS.has(descriptor.value.name);
 }
 
 const useSeparators = (options) => options?.numericSeparator ?? inspect.defaultOptions.numericSeparator;
@@ -192,8 +190,8 @@ function callbackify(original) {
 }
 
 function inherits(constructor, superConstructor) {
-  if (typeof constructor !== 'function') throw invalidArgType('ctor', 'of type function', constructor);
-  if (typeof superConstructor !== 'function') throw invalidArgType('superCtor', 'of type function', superConstructor);
+  if (constructor == null) throw invalidArgType('ctor', 'of type function', constructor);
+  if (superConstructor == null) throw invalidArgType('superCtor', 'of type function', superConstructor);
   if (superConstructor.prototype === undefined) throw invalidArgType('superCtor.prototype', 'of type object', superConstructor.prototype);
   Object.defineProperty(constructor, 'super_', { value: superConstructor, writable: true, configurable: true });
   Object.setPrototypeOf(constructor.prototype, superConstructor.prototype);

@@ -232,6 +232,8 @@ Object.defineProperty(inspect, 'defaultOptions', {
   },
 });
 
+// No keys to print (and no prototype properties under showHidden).
+const none = (ctx, keys) => keys.length === 0 && ctx.protoProps === undefined;
 const tooDeep = (ctx, recurseTimes) => ctx.depth !== null && recurseTimes > ctx.depth;
 
 function formatValue(ctx, value, recurseTimes, typedArray) {
@@ -287,16 +289,53 @@ function customInspect(ctx, value, recurseTimes) {
   return ret.replaceAll('\n', `\n${' '.repeat(ctx.indentationLvl)}`);
 }
 
-function constructorName(value) {
+// The globals that are classes (Object, Map, Error, ...): built-ins.
+const BUILT_INS = new Set(Object.getOwnPropertyNames(globalThis).filter((name) => /^[A-Z]/.test(name) && typeof globalThis[name] === 'function'));
+
+// The name of the nearest constructor the value is an instance of; with
+// `protoProps` (showHidden), the non-method properties of up to three of
+// its own (not built-in) prototypes go there too.
+function constructorName(value, ctx, recurseTimes, protoProps) {
   let obj = value;
+  let firstProto;
   while (obj !== null && obj !== undefined) {
     const descriptor = Object.getOwnPropertyDescriptor(obj, 'constructor');
     if (descriptor !== undefined && typeof descriptor.value === 'function' && descriptor.value.name !== '' && isInstance(value, descriptor.value)) {
+      if (protoProps !== undefined && (firstProto !== obj || !BUILT_INS.has(descriptor.value.name))) {
+        prototypeProperties(ctx, value, firstProto || value, recurseTimes, protoProps);
+      }
       return String(descriptor.value.name);
     }
     obj = Object.getPrototypeOf(obj);
+    if (firstProto === undefined) firstProto = obj;
   }
   return null;
+}
+
+function prototypeProperties(ctx, main, obj, recurseTimes, output) {
+  const above = new Set();
+  for (let depth = 0; depth < 3; depth++) {
+    if (depth !== 0 || main === obj) {
+      obj = Object.getPrototypeOf(obj);
+      if (obj === null) return;
+      const descriptor = Object.getOwnPropertyDescriptor(obj, 'constructor');
+      if (descriptor !== undefined && typeof descriptor.value === 'function' && BUILT_INS.has(descriptor.value.name)) return;
+    }
+    const keys = Reflect.ownKeys(obj);
+    ctx.seen.push(main);
+    try {
+      for (const key of keys) {
+        if (key === 'constructor' || Object.prototype.hasOwnProperty.call(main, key) || above.has(key)) continue;
+        const desc = Object.getOwnPropertyDescriptor(obj, key);
+        if (typeof desc.value === 'function') continue;
+        const text = formatProperty(ctx, obj, recurseTimes, key, kObjectType, desc, main);
+        output.push(ctx.colors ? `\u001b[2m${text}\u001b[22m` : text);
+      }
+    } finally {
+      ctx.seen.pop();
+    }
+    for (const key of keys) above.add(key);
+  }
 }
 
 function isInstance(value, ctor) {
@@ -337,9 +376,13 @@ function toStringTagOf(ctx, value, constructor) {
 }
 
 function formatRaw(ctx, value, recurseTimes, typedArray) {
-  const constructor = constructorName(value);
+  let protoProps = ctx.showHidden && !tooDeep(ctx, recurseTimes) ? [] : undefined;
+  const constructor = constructorName(value, ctx, recurseTimes, protoProps);
+  if (protoProps !== undefined && protoProps.length === 0) protoProps = undefined;
   const tagName = toStringTagOf(ctx, value, constructor);
+  ctx.protoProps = protoProps;
   const shape = shapeOf(ctx, value, recurseTimes, constructor, tagName, typedArray);
+  ctx.protoProps = undefined;
   if (typeof shape === 'string') return shape;
   const { braces, formatter = () => [], extrasType = kObjectType } = shape;
   let { keys, base = '' } = shape;
@@ -355,6 +398,7 @@ function formatRaw(ctx, value, recurseTimes, typedArray) {
   try {
     output = formatter(ctx, value, recurseTimes);
     for (const key of keys) output.push(formatProperty(ctx, value, recurseTimes, key, extrasType));
+    if (protoProps !== undefined) output.push(...protoProps);
   } finally {
     ctx.seen.pop();
   }
@@ -382,20 +426,20 @@ function shapeOf(ctx, value, recurseTimes, constructor, tagName, typedArray) {
   }
   if (constructor === 'Object' && !types.isArgumentsObject(value) && !types.isModuleNamespaceObject(value)) {
     const braces = [tagName !== '' ? `${prefixOf(constructor, tagName, 'Object')}{` : '{', '}'];
-    return keys.length === 0 ? `${braces[0]}}` : { braces, keys };
+    return none(ctx, keys) ? `${braces[0]}}` : { braces, keys };
   }
   if (types.isArgumentsObject(value)) {
-    return keys.length === 0 ? '[Arguments] {}' : { braces: ['[Arguments] {', '}'], keys, fallback: 'Arguments' };
+    return none(ctx, keys) ? '[Arguments] {}' : { braces: ['[Arguments] {', '}'], keys, fallback: 'Arguments' };
   }
   if (typeof value === 'function') {
     const base = functionBase(value, constructor, tagName);
-    return keys.length === 0 ? ctx.stylize(base, 'special') : { braces: ['{', '}'], keys, base };
+    return none(ctx, keys) ? ctx.stylize(base, 'special') : { braces: ['{', '}'], keys, base };
   }
   if (types.isRegExp(value)) {
     let base = RegExp.prototype.toString.call(constructor !== null ? value : new RegExp(value));
     const prefix = prefixOf(constructor, tagName, 'RegExp');
     if (prefix !== 'RegExp ') base = `${prefix}${base}`;
-    if (keys.length === 0 || tooDeep(ctx, recurseTimes)) return ctx.stylize(base, 'regexp');
+    if (none(ctx, keys) || tooDeep(ctx, recurseTimes)) return ctx.stylize(base, 'regexp');
     return { braces: ['{', '}'], keys, base };
   }
   if (types.isDate(value)) {
@@ -403,11 +447,11 @@ function shapeOf(ctx, value, recurseTimes, constructor, tagName, typedArray) {
     let base = Number.isNaN(time) ? 'Invalid Date' : Date.prototype.toISOString.call(value);
     const prefix = prefixOf(constructor, tagName, 'Date');
     if (prefix !== 'Date ') base = `${prefix}${base}`;
-    return keys.length === 0 ? ctx.stylize(base, 'date') : { braces: ['{', '}'], keys, base };
+    return none(ctx, keys) ? ctx.stylize(base, 'date') : { braces: ['{', '}'], keys, base };
   }
   if (types.isNativeError(value) || value instanceof Error) {
     const base = formatError(value, constructor, tagName, ctx, keys);
-    return keys.length === 0 ? base : { braces: ['{', '}'], keys, base };
+    return none(ctx, keys) ? base : { braces: ['{', '}'], keys, base };
   }
   return otherShape(ctx, value, keys, constructor, tagName, typedArray);
 }
@@ -416,7 +460,7 @@ function otherShape(ctx, value, keys, constructor, tagName, typedArray) {
   if (types.isAnyArrayBuffer(value)) {
     const kind = types.isArrayBuffer(value) ? 'ArrayBuffer' : 'SharedArrayBuffer';
     const prefix = prefixOf(constructor, tagName, kind);
-    if (typedArray && keys.length === 0) return `${prefix}{ byteLength: ${formatNumber(ctx.stylize, value.byteLength, false)} }`;
+    if (typedArray && none(ctx, keys)) return `${prefix}{ byteLength: ${formatNumber(ctx.stylize, value.byteLength, false)} }`;
     keys.unshift('byteLength');
     return { braces: [`${prefixOf(constructor, tagName, kind)}{`, '}'], keys, formatter: typedArray ? undefined : formatArrayBuffer, fallback: kind };
   }
@@ -436,7 +480,7 @@ function otherShape(ctx, value, keys, constructor, tagName, typedArray) {
   }
   if (types.isBoxedPrimitive(value)) return boxedShape(ctx, value, keys, constructor, tagName);
   const braces = [`${prefixOf(constructor, tagName, 'Object')}{`, '}'];
-  if (keys.length === 0) return `${braces[0]}}`;
+  if (none(ctx, keys)) return `${braces[0]}}`;
   return { braces, keys };
 }
 
@@ -454,7 +498,7 @@ function boxedShape(ctx, value, keys, constructor, tagName) {
   if (kind !== constructor) base += constructor === null ? ' (null prototype)' : ` (${constructor})`;
   base += `: ${formatPrimitive({ ...ctx, stylize: stylizeNoColor, compact: true }, inner)}]`;
   if (tagName !== '' && tagName !== constructor) base += ` [${tagName}]`;
-  if (keys.length === 0) return ctx.stylize(base, kind.toLowerCase());
+  if (none(ctx, keys)) return ctx.stylize(base, kind.toLowerCase());
   return { braces: ['{', '}'], keys, base };
 }
 
@@ -464,26 +508,26 @@ function iterableShape(ctx, value, keys, constructor, tagName, typedArray) {
   if (Array.isArray(value)) {
     const prefix = constructor !== 'Array' || tagName !== '' ? prefixOf(constructor, tagName, 'Array', `(${value.length})`) : '';
     keys = keys.filter((k) => !isIndex(k));
-    if (value.length === 0 && keys.length === 0) return `${prefix}[]`;
+    if (value.length === 0 && none(ctx, keys)) return `${prefix}[]`;
     return { braces: [`${prefix}[`, ']'], keys, formatter: formatArray, extrasType: kArrayExtrasType, fallback: 'Array' };
   }
   if (types.isSet(value)) {
     const size = setSize.call(value);
     const prefix = prefixOf(constructor, tagName, 'Set', `(${size})`);
-    if (size === 0 && keys.length === 0) return `${prefix}{}`;
+    if (size === 0 && none(ctx, keys)) return `${prefix}{}`;
     return { braces: [`${prefix}{`, '}'], keys, formatter: formatSet, fallback: 'Set' };
   }
   if (types.isMap(value)) {
     const size = mapSize.call(value);
     const prefix = prefixOf(constructor, tagName, 'Map', `(${size})`);
-    if (size === 0 && keys.length === 0) return `${prefix}{}`;
+    if (size === 0 && none(ctx, keys)) return `${prefix}{}`;
     return { braces: [`${prefix}{`, '}'], keys, formatter: formatMap, fallback: 'Map' };
   }
   if (types.isTypedArray(value)) {
     const name = typedArrayTag.call(value);
     const prefix = prefixOf(constructor, tagName, name, `(${value.length})`);
     keys = keys.filter((k) => !isIndex(k));
-    if (value.length === 0 && keys.length === 0 && !ctx.showHidden) return `${prefix}[]`;
+    if (value.length === 0 && none(ctx, keys) && !ctx.showHidden) return `${prefix}[]`;
     return { braces: [`${prefix}[`, ']'], keys, formatter: formatTypedArray, extrasType: kArrayExtrasType, fallback: name };
   }
   if (types.isMapIterator(value) || types.isSetIterator(value)) {
@@ -581,8 +625,8 @@ function formatError(error, constructor, tagName, ctx, keys) {
   return stack;
 }
 
-function formatProperty(ctx, value, recurseTimes, key, type) {
-  let desc = Object.getOwnPropertyDescriptor(value, key) ?? { value: value[key], enumerable: true };
+function formatProperty(ctx, value, recurseTimes, key, type, desc, original = value) {
+  desc ??= Object.getOwnPropertyDescriptor(value, key) ?? { value: value[key], enumerable: true };
   let str;
   let separator = ' ';
   if (desc.value !== undefined) {
@@ -596,7 +640,7 @@ function formatProperty(ctx, value, recurseTimes, key, type) {
     const getters = ctx.getters;
     if (getters && (getters === true || (getters === 'get' && desc.set === undefined) || (getters === 'set' && desc.set !== undefined))) {
       try {
-        const inner = desc.get.call(value);
+        const inner = desc.get.call(original);
         ctx.indentationLvl += 2;
         if (inner === null) str = `${ctx.stylize(`[${label}:`, 'special')} ${ctx.stylize('null', 'null')}${ctx.stylize(']', 'special')}`;
         else if (typeof inner === 'object') str = `${ctx.stylize(`[${label}]`, 'special')} ${formatValue(ctx, inner, recurseTimes)}`;
@@ -810,4 +854,4 @@ function groupArrayElements(ctx, output, value) {
   return grouped;
 }
 
-module.exports = { types, inspect, colors, stripColors, numericSeparators, kCustomInspect };
+module.exports = { types, inspect, colors, stripColors, numericSeparators, kCustomInspect, BUILT_INS };

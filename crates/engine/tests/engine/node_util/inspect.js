@@ -29,4 +29,5 @@ const late = new Error('kept'); late.extra = 1; r.push(i(bare2), i(Object.assign
 class Failure extends TypeError {} r.push(i(new Failure('typed')).split('\n')[0], i({ class() {} }), i({ r: Object.assign(/x/, { p: 1 }) }, { depth: 0 }), i(new String('ab'), { showHidden: true }));
 let head = {}; const list = head; for (let n = 0; n < 100000; n++) head = head.next = {}; r.push(i(list), String(i(list, { depth: Infinity }).includes('Inspection interrupted prematurely')));
 r.push(i({ [util.inspect.custom](depth, opts) { return Object.keys(opts).sort().join(',') + ' ' + depth + ' ' + opts.depth; } }, { depth: null }));
+class Temp { constructor() { this.c = 21; } get f() { return this.c * 2; } static s() {} } r.push(i(new Temp(), { showHidden: true, getters: true }), i(new Temp(), { showHidden: true }), i(new Temp()));
 return r.join('\n---\n');
