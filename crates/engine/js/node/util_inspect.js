@@ -9,6 +9,7 @@
 const kCustomInspect = Symbol.for('nodejs.util.inspect.custom');
 const TypedArray = Object.getPrototypeOf(Uint8Array);
 const typedArrayTag = Object.getOwnPropertyDescriptor(TypedArray.prototype, Symbol.toStringTag).get;
+const typedArrayLength = Object.getOwnPropertyDescriptor(TypedArray.prototype, 'length').get;
 const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
 const tag = (value) => Object.prototype.toString.call(value).slice(8, -1);
 const isObjectLike = (v) => (typeof v === 'object' && v !== null) || typeof v === 'function';
@@ -239,9 +240,13 @@ const tooDeep = (ctx, recurseTimes) => ctx.depth !== null && recurseTimes > ctx.
 function formatValue(ctx, value, recurseTimes, typedArray) {
   if (typeof value !== 'object' && typeof value !== 'function') return formatPrimitive(ctx, value);
   if (value === null) return ctx.stylize('null', 'null');
-  if (ctx.showProxy && types.isProxy(value)) {
+  // A Proxy prints as `Proxy(<its target>)`, as workerd, without running
+  // a trap.
+  if (types.isProxy(value)) {
     const [target, handler] = host.utilProxyDetails(value);
-    return formatProxy(ctx, target, handler, recurseTimes);
+    if (target === null) return ctx.stylize('<Revoked Proxy>', 'special');
+    if (ctx.showProxy) return formatProxy(ctx, target, handler, recurseTimes);
+    return `Proxy(${formatValue(ctx, target, recurseTimes, typedArray)})`;
   }
   if (ctx.customInspect) {
     const custom = customInspect(ctx, value, recurseTimes);
@@ -525,9 +530,10 @@ function iterableShape(ctx, value, keys, constructor, tagName, typedArray) {
   }
   if (types.isTypedArray(value)) {
     const name = typedArrayTag.call(value);
-    const prefix = prefixOf(constructor, tagName, name, `(${value.length})`);
+    const length = typedArrayLength.call(value);
+    const prefix = prefixOf(constructor, tagName, name, `(${length})`);
     keys = keys.filter((k) => !isIndex(k));
-    if (value.length === 0 && none(ctx, keys) && !ctx.showHidden) return `${prefix}[]`;
+    if (length === 0 && none(ctx, keys) && !ctx.showHidden) return `${prefix}[]`;
     return { braces: [`${prefix}[`, ']'], keys, formatter: formatTypedArray, extrasType: kArrayExtrasType, fallback: name };
   }
   if (types.isMapIterator(value) || types.isSetIterator(value)) {
@@ -701,10 +707,12 @@ function formatArray(ctx, value, recurseTimes) {
 }
 
 function formatTypedArray(ctx, value, recurseTimes) {
-  const length = value.length;
+  const length = typedArrayLength.call(value);
   const max = Math.min(Math.max(0, ctx.maxArrayLength), length);
   const output = [];
-  const element = typeof value[0] === 'bigint' ? (v) => ctx.stylize(`${v}n`, 'bigint') : (v) => formatNumber(ctx.stylize, v, ctx.numericSeparator);
+  // As Node and workerd choose: by the (overridable) `length` and first element.
+  const numbers = value.length > 0 && typeof value[0] === 'number';
+  const element = numbers ? (v) => formatNumber(ctx.stylize, v, ctx.numericSeparator) : (v) => ctx.stylize(`${ctx.numericSeparator ? numericSeparators(`${v}`) : v}n`, 'bigint');
   for (let i = 0; i < max; i++) output.push(element(value[i]));
   if (length > max) output.push(`... ${length - max} more item${length - max > 1 ? 's' : ''}`);
   if (ctx.showHidden) {

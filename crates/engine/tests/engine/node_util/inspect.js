@@ -30,4 +30,6 @@ class Failure extends TypeError {} r.push(i(new Failure('typed')).split('\n')[0]
 let head = {}; const list = head; for (let n = 0; n < 100000; n++) head = head.next = {}; r.push(i(list), String(i(list, { depth: Infinity }).includes('Inspection interrupted prematurely')));
 r.push(i({ [util.inspect.custom](depth, opts) { return Object.keys(opts).sort().join(',') + ' ' + depth + ' ' + opts.depth; } }, { depth: null }));
 class Temp { constructor() { this.c = 21; } get f() { return this.c * 2; } static s() {} } r.push(i(new Temp(), { showHidden: true, getters: true }), i(new Temp(), { showHidden: true }), i(new Temp()));
+const trapped = new Proxy({ a: 1 }, { get() { throw new Error('get trap'); }, ownKeys() { throw new Error('ownKeys trap'); }, getOwnPropertyDescriptor() { throw new Error('trap'); } });
+const revocable = Proxy.revocable({}, {}); revocable.revoke(); r.push(i(trapped), i({ inner: trapped }), i(revocable.proxy), i(new Proxy([1, 2], {})), i(new Proxy(function named() {}, {})));
 return r.join('\n---\n');
