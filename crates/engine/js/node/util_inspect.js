@@ -35,7 +35,6 @@ const sharedLength = typeof SharedArrayBuffer === 'function' ? getter(SharedArra
 const viewLength = getter(DataView.prototype, 'byteLength');
 const regexpGlobal = getter(RegExp.prototype, 'global');
 const iteratorTag = (name) => (v) => isObjectLike(v) && !Object.prototype.hasOwnProperty.call(v, Symbol.toStringTag) && tag(v) === name;
-const isFunctionOf = (name) => (v) => typeof v === 'function' && tag(v) === name;
 
 const types = {
   isArrayBuffer: brand((v) => bufferLength.call(v)),
@@ -53,8 +52,8 @@ const types = {
   isPromise: (v) => host.utilPromiseState(v) >= 0,
   isProxy: (v) => host.utilIsProxy(v) === true,
   isNativeError: (v) => (typeof Error.isError === 'function' ? Error.isError(v) : tag(v) === 'Error'),
-  isAsyncFunction: (v) => isFunctionOf('AsyncFunction')(v) || isFunctionOf('AsyncGeneratorFunction')(v),
-  isGeneratorFunction: (v) => isFunctionOf('GeneratorFunction')(v) || isFunctionOf('AsyncGeneratorFunction')(v),
+  isAsyncFunction: (v) => typeof v === 'function' && (host.utilFunctionKind(v) & 1) !== 0,
+  isGeneratorFunction: (v) => typeof v === 'function' && (host.utilFunctionKind(v) & 2) !== 0,
   isGeneratorObject: iteratorTag('Generator'),
   isMapIterator: iteratorTag('Map Iterator'),
   isSetIterator: iteratorTag('Set Iterator'),
@@ -305,6 +304,8 @@ function constructorName(value, ctx, recurseTimes, protoProps) {
   let firstProto;
   while (obj !== null && obj !== undefined) {
     const descriptor = Object.getOwnPropertyDescriptor(obj, 'constructor');
+    const hardened = typeof descriptor?.value !== 'function' ? builtInPrototypes().get(obj) : undefined;
+    if (hardened !== undefined) return hardened;
     if (descriptor !== undefined && typeof descriptor.value === 'function' && descriptor.value.name !== '' && isInstance(value, descriptor.value)) {
       if (protoProps !== undefined && (firstProto !== obj || !BUILT_INS.has(descriptor.value.name))) {
         prototypeProperties(ctx, value, firstProto || value, recurseTimes, protoProps);
@@ -315,6 +316,20 @@ function constructorName(value, ctx, recurseTimes, protoProps) {
     if (firstProto === undefined) firstProto = obj;
   }
   return null;
+}
+
+// Built-in prototypes by identity: one whose `constructor` was replaced
+// (hardened) still names its built-in.
+let prototypesOfBuiltIns;
+function builtInPrototypes() {
+  if (prototypesOfBuiltIns === undefined) {
+    prototypesOfBuiltIns = new Map();
+    for (const name of BUILT_INS) {
+      const prototype = Object.getOwnPropertyDescriptor(globalThis, name)?.value?.prototype;
+      if (isObjectLike(prototype) && !prototypesOfBuiltIns.has(prototype)) prototypesOfBuiltIns.set(prototype, name);
+    }
+  }
+  return prototypesOfBuiltIns;
 }
 
 function prototypeProperties(ctx, main, obj, recurseTimes, output) {
@@ -425,7 +440,7 @@ function formatRaw(ctx, value, recurseTimes, typedArray) {
 // dates...), the text.
 function shapeOf(ctx, value, recurseTimes, constructor, tagName, typedArray) {
   let keys = ownKeys(value, ctx.showHidden);
-  if (value[Symbol.iterator] !== undefined || constructor === null) {
+  if (Symbol.iterator in value || constructor === null) {
     const iterable = iterableShape(ctx, value, keys, constructor, tagName, typedArray);
     if (iterable !== null) return iterable;
   }

@@ -83,6 +83,7 @@ pub(super) fn util() -> Unit {
         .function("utilPromiseResult", util::promise_result)
         .function("utilIsProxy", util::is_proxy)
         .function("utilProxyDetails", util::proxy_details)
+        .function("utilFunctionKind", util::function_kind)
         .node_module("util/types", "module.exports = require('node:util').types;")
         .node_module("sys", "module.exports = require('node:util');")
 }

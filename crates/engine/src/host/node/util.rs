@@ -40,3 +40,14 @@ pub(super) fn proxy_details<'s>(scope, value: v8::Local<'s, v8::Value>) -> Optio
     Some(v8::Array::new_with_elements(scope, &parts))
 }
 }
+
+host_fn! {
+/// `utilFunctionKind(fn)` → 1 for an async function, 2 for a generator
+/// function, 3 for both, 0 otherwise (what the function is, whatever its
+/// prototype says).
+pub(super) fn function_kind<'s>(_scope, value: v8::Local<'s, v8::Value>) -> f64 {
+    let asynchronous = if value.is_async_function() { 1.0 } else { 0.0 };
+    let generator = if value.is_generator_function() { 2.0 } else { 0.0 };
+    asynchronous + generator
+}
+}

@@ -32,4 +32,7 @@ r.push(i({ [util.inspect.custom](depth, opts) { return Object.keys(opts).sort().
 class Temp { constructor() { this.c = 21; } get f() { return this.c * 2; } static s() {} } r.push(i(new Temp(), { showHidden: true, getters: true }), i(new Temp(), { showHidden: true }), i(new Temp()));
 const trapped = new Proxy({ a: 1 }, { get() { throw new Error('get trap'); }, ownKeys() { throw new Error('ownKeys trap'); }, getOwnPropertyDescriptor() { throw new Error('trap'); } });
 const revocable = Proxy.revocable({}, {}); revocable.revoke(); r.push(i(trapped), i({ inner: trapped }), i(revocable.proxy), i(new Proxy([1, 2], {})), i(new Proxy(function named() {}, {})));
+const gen = (() => function* () {})(); Object.setPrototypeOf(gen, Object.getPrototypeOf(async () => {})); r.push(i(gen), i({ get [Symbol.iterator]() { throw new Error('no'); } }));
+const saved = Object.getOwnPropertyDescriptor(Object.prototype, 'constructor'); Object.defineProperty(Object.prototype, 'constructor', { get: () => Object.prototype, configurable: true });
+try { r.push(i({ plain: [1] })); } finally { Object.defineProperty(Object.prototype, 'constructor', saved); }
 return r.join('\n---\n');
