@@ -57,6 +57,10 @@ internal.timerFired = function timerFired(id) {
   if (t.repeat && timers.get(id) === t) host.timerStart(id, t.delay);
 };
 
+// The Web timers, for node:timers to build on when its own are the globals
+// (enable_nodejs_global_timers).
+internal.webTimers = { setTimeout, setInterval, clearTimeout, clearInterval };
+
 // For the runtime's own use (AbortSignal.timeout, scheduler.wait).
 internal.setTimer = (fn, ms) => start(fn, ms, [], false);
 internal.clearTimer = (id) => clearTimeout(id);

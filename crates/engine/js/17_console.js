@@ -432,6 +432,14 @@ const consoleObject = {
     timersByLabel.delete(label);
     emit('log', `${label}: ${host.now() - t}ms`);
   },
+  // V8's console has these too (devtools' profiler and timeline; the
+  // terminal's clear): nothing to do in a Worker.
+  clear() {},
+  profile() {},
+  profileEnd() {},
+  timeStamp() {},
+  context() { return consoleObject; },
+  createTask() { return { run: (fn) => fn() }; },
 };
 internal.setToStringTag(consoleObject, 'console');
 

@@ -74,7 +74,7 @@ pub(crate) use value::{
 /// a new unit here. The snapshot's external references are made from this
 /// list in this order: add units before `finalize`, never reorder.
 fn families() -> Vec<Unit> {
-    vec![
+    let mut units = vec![
         runtime::base(),
         text::encoding(),
         url::unit(),
@@ -95,6 +95,24 @@ fn families() -> Vec<Unit> {
         form_data::unit(),
         memory::wasm(),
         socket::unit(),
+    ];
+    units.extend(node_families());
+    units.extend([
+        kv::unit(),
+        durable_object::unit(),
+        message_channel::unit(),
+        cloudflare::workers(),
+        cloudflare::node(),
+        tcp::unit(),
+        runtime::finalize(),
+    ]);
+    units
+}
+
+/// Node's built-in modules (`host/node.rs`), between the Web APIs and the
+/// Workers platform's units in [`families`].
+fn node_families() -> Vec<Unit> {
+    vec![
         node::internal_errors(),
         node::buffer(),
         node::events(),
@@ -119,13 +137,22 @@ fn families() -> Vec<Unit> {
         node::net(),
         node::dns(),
         node::vm(),
-        kv::unit(),
-        durable_object::unit(),
-        message_channel::unit(),
-        cloudflare::workers(),
-        cloudflare::node(),
-        tcp::unit(),
-        runtime::finalize(),
+        node::punycode(),
+        node::child_process(),
+        node::cluster(),
+        node::dgram(),
+        node::domain(),
+        node::inspector(),
+        node::perf_hooks(),
+        node::readline(),
+        node::repl(),
+        node::sqlite(),
+        node::trace_events(),
+        node::tty(),
+        node::v8(),
+        node::wasi(),
+        node::worker_threads(),
+        node::test(),
     ]
 }
 

@@ -87,7 +87,7 @@ pub(crate) fn load<'s>(
     scope.set_slot::<RegistrySlot>(registry.clone());
     let main = modules.main_name().to_owned();
     compile_graph(scope, &registry, &main)?;
-    node::define_globals(scope, compat.node)?;
+    node::define_globals(scope, compat)?;
     let main = registry.module(scope, &main)?;
     if !main.instantiate_module(scope, resolve)? {
         return None;

@@ -55,6 +55,8 @@ mod message_channel;
 mod modules;
 #[path = "engine/node_buffer.rs"]
 mod node_buffer;
+#[path = "engine/node_buffer_checks.rs"]
+mod node_buffer_checks;
 #[path = "engine/node_crypto.rs"]
 mod node_crypto;
 #[path = "engine/node_crypto_keys.rs"]
@@ -63,6 +65,8 @@ mod node_crypto_keys;
 mod node_dns;
 #[path = "engine/node_events.rs"]
 mod node_events;
+#[path = "engine/node_found.rs"]
+mod node_found;
 #[path = "engine/node_fs.rs"]
 mod node_fs;
 #[path = "engine/node_http.rs"]
@@ -71,10 +75,16 @@ mod node_http;
 mod node_http_server;
 #[path = "engine/node_imports.rs"]
 mod node_imports;
+#[path = "engine/node_path_win32.rs"]
+mod node_path_win32;
 #[path = "engine/node_require.rs"]
 mod node_require;
 #[path = "engine/node_stream.rs"]
 mod node_stream;
+#[path = "engine/node_stubs.rs"]
+mod node_stubs;
+#[path = "engine/node_timers.rs"]
+mod node_timers;
 #[path = "engine/node_util.rs"]
 mod node_util;
 #[path = "engine/node_x509.rs"]

@@ -35,6 +35,11 @@ pub const MESSAGE_CHANNEL_DATE: Date = Date(2025, 8, 15);
 /// `enable_nodejs_http_modules` after it in workerd).
 pub const HTTP_SERVER_IMPLIED_DATE: Date = Date(2025, 9, 1);
 
+/// From this date Node.js compatibility implies Node's timers as the
+/// globals (`enable_nodejs_global_timers`): `setTimeout` and `setInterval`
+/// return `Timeout` objects.
+pub const GLOBAL_TIMERS_IMPLIED_DATE: Date = Date(2026, 2, 10);
+
 /// What a Worker's settings turn on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum NodeCompat {
@@ -115,6 +120,7 @@ enum Feature {
     EvalAtStartup,
     MessageChannel,
     HttpServer,
+    GlobalTimers,
     /// One of [`MODULE_GATES`], by index.
     Module(usize),
 }
@@ -165,6 +171,14 @@ pub const FLAGS: &[(&str, &str)] = &[
         "disable_nodejs_http_server_modules",
         "turns enable_nodejs_http_server_modules off",
     ),
+    (
+        "enable_nodejs_global_timers",
+        "node:timers' setTimeout, setInterval, clearTimeout and clearInterval as the globals (Timeout objects)",
+    ),
+    (
+        "no_nodejs_global_timers",
+        "turns enable_nodejs_global_timers off",
+    ),
 ];
 
 /// A Node.js module (or a few) that workerd loads only with a flag of its
@@ -186,12 +200,21 @@ pub struct ModuleGate {
 const HTTP_GATE: usize = 0;
 
 /// Every module gate, as workerd has them.
-pub const MODULE_GATES: [ModuleGate; 6] = [
+pub const MODULE_GATES: [ModuleGate; 22] = [
     ModuleGate {
         on: "enable_nodejs_http_modules",
         off: "disable_nodejs_http_modules",
         since: Date(2025, 8, 15),
-        modules: &["http", "https"],
+        modules: &[
+            "http",
+            "https",
+            "_http_agent",
+            "_http_client",
+            "_http_common",
+            "_http_incoming",
+            "_http_outgoing",
+            "_http_server",
+        ],
     },
     ModuleGate {
         on: "enable_nodejs_http2_module",
@@ -223,6 +246,102 @@ pub const MODULE_GATES: [ModuleGate; 6] = [
         since: Date(2025, 10, 1),
         modules: &["vm"],
     },
+    ModuleGate {
+        on: "enable_nodejs_cluster_module",
+        off: "disable_nodejs_cluster_module",
+        since: Date(2025, 12, 4),
+        modules: &["cluster"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_domain_module",
+        off: "disable_nodejs_domain_module",
+        since: Date(2025, 12, 4),
+        modules: &["domain"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_punycode_module",
+        off: "disable_nodejs_punycode_module",
+        since: Date(2025, 12, 4),
+        modules: &["punycode"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_trace_events_module",
+        off: "disable_nodejs_trace_events_module",
+        since: Date(2025, 12, 4),
+        modules: &["trace_events"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_wasi_module",
+        off: "disable_nodejs_wasi_module",
+        since: Date(2025, 12, 4),
+        modules: &["wasi"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_stream_wrap_module",
+        off: "disable_nodejs_stream_wrap_module",
+        since: Date(2026, 1, 29),
+        modules: &["_stream_wrap"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_dgram_module",
+        off: "disable_nodejs_dgram_module",
+        since: Date(2026, 1, 29),
+        modules: &["dgram"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_inspector_module",
+        off: "disable_nodejs_inspector_module",
+        since: Date(2026, 1, 29),
+        modules: &["inspector", "inspector/promises"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_sqlite_module",
+        off: "disable_nodejs_sqlite_module",
+        since: Date(2026, 1, 29),
+        modules: &["sqlite"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_child_process_module",
+        off: "disable_nodejs_child_process_module",
+        since: Date(2026, 3, 17),
+        modules: &["child_process"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_perf_hooks_module",
+        off: "disable_nodejs_perf_hooks_module",
+        since: Date(2026, 3, 17),
+        modules: &["perf_hooks"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_readline_module",
+        off: "disable_nodejs_readline_module",
+        since: Date(2026, 3, 17),
+        modules: &["readline", "readline/promises"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_repl_module",
+        off: "disable_nodejs_repl_module",
+        since: Date(2026, 3, 17),
+        modules: &["repl"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_tty_module",
+        off: "disable_nodejs_tty_module",
+        since: Date(2026, 3, 17),
+        modules: &["tty"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_v8_module",
+        off: "disable_nodejs_v8_module",
+        since: Date(2026, 3, 17),
+        modules: &["v8"],
+    },
+    ModuleGate {
+        on: "enable_nodejs_worker_threads_module",
+        off: "disable_nodejs_worker_threads_module",
+        since: Date(2026, 3, 17),
+        modules: &["worker_threads"],
+    },
 ];
 
 fn flag(name: &str) -> Option<(Feature, bool)> {
@@ -241,6 +360,8 @@ fn flag(name: &str) -> Option<(Feature, bool)> {
         "no_expose_global_message_channel" => (Feature::MessageChannel, false),
         "enable_nodejs_http_server_modules" => (Feature::HttpServer, true),
         "disable_nodejs_http_server_modules" => (Feature::HttpServer, false),
+        "enable_nodejs_global_timers" => (Feature::GlobalTimers, true),
+        "no_nodejs_global_timers" => (Feature::GlobalTimers, false),
         _ => {
             return MODULE_GATES.iter().enumerate().find_map(|(i, gate)| {
                 (gate.on == name)
@@ -303,6 +424,10 @@ pub struct Compat {
     /// Whether `node:http` has its server: `enable_nodejs_http_server_modules`,
     /// implied by `node:http`'s own gate from 2025-09-01 (workerd's rule).
     pub http_server: bool,
+    /// Whether the timer globals are `node:timers`' (`setTimeout` returns
+    /// a `Timeout`): `enable_nodejs_global_timers`, implied by Node.js
+    /// compatibility from 2026-02-10 (workerd's rule).
+    pub global_timers: bool,
     /// Which [`MODULE_GATES`] are open, by index (with Node.js
     /// compatibility on: its flag, or a date from the gate's).
     pub module_gates: [bool; MODULE_GATES.len()],
@@ -377,6 +502,8 @@ impl Compat {
             module_gates,
             http_server: module_gates[HTTP_GATE]
                 && explicit(Feature::HttpServer).unwrap_or(from(HTTP_SERVER_IMPLIED_DATE)),
+            global_timers: node_compat.modules()
+                && explicit(Feature::GlobalTimers).unwrap_or(from(GLOBAL_TIMERS_IMPLIED_DATE)),
         })
     }
 }
@@ -453,6 +580,35 @@ mod tests {
         );
         assert_eq!(
             channel(Some("2026-01-01"), &["no_expose_global_message_channel"]),
+            Ok(false)
+        );
+    }
+
+    #[test]
+    fn global_timers_with_node_compat_from_2026_02_10_or_by_flag() {
+        let timers = |date, names: &[&str]| {
+            Compat::from_settings(date, &flags(names)).map(|c| c.global_timers)
+        };
+        assert_eq!(timers(Some("2026-02-10"), &[]), Ok(false));
+        assert_eq!(timers(Some("2026-02-09"), &["nodejs_compat"]), Ok(false));
+        assert_eq!(timers(Some("2026-02-10"), &["nodejs_compat"]), Ok(true));
+        assert_eq!(timers(Some("2026-08-04"), &[]), Ok(true));
+        assert_eq!(
+            timers(
+                Some("2025-01-01"),
+                &["nodejs_compat", "enable_nodejs_global_timers"]
+            ),
+            Ok(true)
+        );
+        assert_eq!(
+            timers(Some("2026-11-01"), &["no_nodejs_global_timers"]),
+            Ok(false)
+        );
+        assert_eq!(
+            timers(
+                Some("2026-11-01"),
+                &["no_nodejs_compat", "no_nodejs_compat_v2"]
+            ),
             Ok(false)
         );
     }

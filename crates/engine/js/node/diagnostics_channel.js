@@ -139,5 +139,6 @@ module.exports = {
   subscribe,
   unsubscribe,
   hasSubscribers,
+  TracingChannel,
   tracingChannel: (nameOrChannels) => new TracingChannel(nameOrChannels),
 };

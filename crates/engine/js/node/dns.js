@@ -280,6 +280,9 @@ const promises = {
   getDefaultResultOrder: () => defaultOrder,
   setDefaultResultOrder,
   Resolver: stubClass('dns.promises.Resolver'),
+  ADDRCONFIG: 1024,
+  ALL: 256,
+  V4MAPPED: 2048,
   ...CODES,
 };
 for (const name of unsupported) {

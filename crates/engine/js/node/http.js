@@ -81,4 +81,7 @@ module.exports = {
   validateHeaderName,
   validateHeaderValue,
   setMaxIdleHTTPParsers: () => {},
+  WebSocket: globalThis.WebSocket,
+  MessageEvent: globalThis.MessageEvent,
+  CloseEvent: globalThis.CloseEvent,
 };

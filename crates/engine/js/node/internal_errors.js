@@ -8,7 +8,9 @@ function codedError(Class, code, message) {
   return error;
 }
 
-// What Node's ERR_INVALID_ARG_TYPE says it received.
+// What Node's ERR_INVALID_ARG_TYPE says it received: "undefined", "an
+// instance of Uint16Array", "type string ('12')" (cut after 25 characters
+// when longer than 28), an object without a constructor as inspect shows it.
 function describe(value) {
   if (value == null) return `${value}`;
   if (typeof value === 'function') return `function ${value.name}`;
@@ -22,10 +24,10 @@ function describe(value) {
   return `type ${typeof value} (${shown})`;
 }
 
-// `The "name" argument`, `The "a.b" property`, `The last argument`: as
-// Node names what was wrong.
+// As Node names what was wrong: a phrase as it is (`The first argument`),
+// `The "a.b" property`, `The "name" argument`.
 function subject(name) {
-  if (name.endsWith(' argument')) return `The ${name}`;
+  if (name.includes(' ')) return `The ${name}`;
   return `The "${name}" ${name.includes('.') ? 'property' : 'argument'}`;
 }
 

@@ -76,6 +76,81 @@ Object.assign(process, {
 });
 process.memoryUsage.rss = () => 0;
 
+// The rest of Node's process as workerd answers it: no user, no IPC
+// channel, no native addons, nothing to report; ids are 0 and changing
+// them is EPERM.
+function denied(syscall) {
+  return () => {
+    const error = new Error(`EPERM: operation not permitted, ${syscall}`);
+    error.code = 'EPERM';
+    throw error;
+  };
+}
+const noop = () => {};
+Object.assign(process, {
+  _exiting: false,
+  _preload_modules: [],
+  allowedNodeEnvironmentFlags: new Set(),
+  channel: null,
+  config: { target_defaults: {}, variables: {} },
+  connected: false,
+  debugPort: 0,
+  domain: null,
+  execPath: '',
+  finalization: {},
+  moduleLoadList: [],
+  noDeprecation: false,
+  permission: {},
+  sourceMapsEnabled: false,
+  throwDeprecation: false,
+  traceDeprecation: false,
+  report: {},
+  _debugEnd: noop,
+  _debugProcess: noop,
+  _fatalException: () => false,
+  _getActiveHandles: () => [],
+  _getActiveRequests: () => [],
+  _rawDebug: noop,
+  _startProfilerIdleNotifier: noop,
+  _stopProfilerIdleNotifier: noop,
+  _tickCallback: noop,
+  availableMemory: () => 0,
+  constrainedMemory: () => 0,
+  getuid: () => 0,
+  geteuid: () => 0,
+  getgid: () => 0,
+  getegid: () => 0,
+  getgroups: () => [0],
+  getSourceMapsSupport: () => ({ enabled: false, nodeModules: false, generatedCode: false }),
+  setSourceMapsEnabled: noop,
+  resourceUsage: () => ({
+    userCPUTime: 0, systemCPUTime: 0, maxRSS: 0, sharedMemorySize: 0, unsharedDataSize: 0, unsharedStackSize: 0,
+    minorPageFault: 0, majorPageFault: 0, swappedOut: 0, fsRead: 0, fsWrite: 0, ipcSent: 0, ipcReceived: 0,
+    signalsCount: 0, voluntaryContextSwitches: 0, involuntaryContextSwitches: 0,
+  }),
+  send: () => false,
+  ref: noop,
+  unref: noop,
+  setuid: denied('setuid'),
+  seteuid: denied('seteuid'),
+  setgid: denied('setgid'),
+  setegid: denied('setegid'),
+  setgroups: denied('setgroups'),
+  initgroups: denied('initgroups'),
+  binding: notImplemented('binding'),
+  _linkedBinding: notImplemented('_linkedBinding'),
+  dlopen: notImplemented('dlopen'),
+  reallyExit: notImplemented('reallyExit'),
+  _kill: notImplemented('_kill'),
+  execve: notImplemented('execve'),
+  getActiveResourcesInfo: notImplemented('getActiveResourcesInfo'),
+  hasUncaughtExceptionCaptureCallback: notImplemented('hasUncaughtExceptionCaptureCallback'),
+  setUncaughtExceptionCaptureCallback: notImplemented('setUncaughtExceptionCaptureCallback'),
+  threadCpuUsage: notImplemented('threadCpuUsage'),
+  loadEnvFile: notImplemented('loadEnvFile'),
+  openStdin: () => process.stdin,
+});
+
 // stdout and stderr: Writables whose text goes to console.log/console.error
 // (a Worker's logs); stdin: an empty Readable; none is a TTY. Made (with
 // node:stream) when first read.

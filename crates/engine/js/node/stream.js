@@ -8,7 +8,7 @@
 
 const EventEmitter = require('node:events');
 const { Buffer } = require('node:buffer');
-const { codedError } = require('node:internal/errors');
+const { codedError, notImplemented } = require('node:internal/errors');
 
 let defaultHighWaterMark = 16 * 1024;
 const OBJECT_HIGH_WATER_MARK = 16;
@@ -80,6 +80,7 @@ function ReadableState(options, stream, isDuplex) {
   this.consumed = false;
   this.needReadable = true;
   this.scheduled = false;
+  this.resumeScheduled = false;
   this.destroyed = false;
   this.errored = null;
   this.closed = false;
@@ -203,6 +204,8 @@ function tick(stream) {
   const s = stream._readableState;
   if (s.destroyed) return;
   fill(stream);
+  // A resume() has queued its own flow: the data waits for it.
+  if (s.resumeScheduled) return;
   while (s.flowing && !s.destroyed) {
     const chunk = take(s, undefined);
     if (chunk === null) break;
@@ -242,11 +245,20 @@ Readable.prototype.on = function (event, listener) {
 };
 Readable.prototype.addListener = Readable.prototype.on;
 
+// As in Node, a paused stream starts flowing in a microtask queued here:
+// data buffered before runs in the AsyncLocalStorage context of the code
+// that resumed it (attached 'data', piped), not in the one of the code
+// that pushed it (React's SSR reads an RSC stream so).
 Readable.prototype.resume = function () {
   const s = this._readableState;
-  s.flowing = true;
   s.consumed = true;
-  schedule(this);
+  if (s.flowing !== true) {
+    s.flowing = true;
+    s.resumeScheduled = true;
+    later(() => { s.resumeScheduled = false; tick(this); });
+  } else {
+    schedule(this);
+  }
   this.emit('resume');
   return this;
 };
@@ -872,6 +884,19 @@ const promises = {
   }),
 };
 
+// Two Duplex streams joined crosswise: what one writes, the other reads.
+function duplexPair(options) {
+  const sides = [];
+  const side = (other) => new Duplex({
+    ...options,
+    read() {},
+    write(chunk, encoding, callback) { sides[other].push(chunk); callback(); },
+    final(callback) { sides[other].push(null); callback(); },
+  });
+  sides.push(side(1), side(0));
+  return sides;
+}
+
 Object.assign(Stream, {
   Stream,
   Readable,
@@ -883,6 +908,13 @@ Object.assign(Stream, {
   pipeline,
   addAbortSignal,
   promises,
+  compose: notImplemented('stream.compose'),
+  destroy: (stream, error) => { stream?.destroy?.(error); },
+  isDestroyed: (stream) => !!stream && !!(stream.destroyed || stream._readableState?.destroyed || stream._writableState?.destroyed),
+  duplexPair,
+  _isArrayBufferView: ArrayBuffer.isView,
+  _isUint8Array: (value) => value instanceof Uint8Array,
+  _uint8ArrayToBuffer: (chunk) => Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength),
   isReadable: (stream) => !!stream && !!stream._readableState && stream.readable,
   isWritable: (stream) => !!stream && !!stream._writableState && stream.writable,
   isErrored: (stream) => !!stream && !!(stream._readableState || stream._writableState || {}).errored,

@@ -5,10 +5,11 @@
 // setImmediate is a zero-delay timer. Runs as function (host, internal,
 // require, module, exports).
 
-const schedule = globalThis.setTimeout;
-const cancel = globalThis.clearTimeout;
-const repeat = globalThis.setInterval;
-const cancelRepeat = globalThis.clearInterval;
+// The runtime's Web timers (internal's: the globals may be these very
+// functions, under enable_nodejs_global_timers).
+const {
+  setTimeout: schedule, clearTimeout: cancel, setInterval: repeat, clearInterval: cancelRepeat,
+} = internal.webTimers;
 
 const { invalidArgType } = require('node:internal/errors');
 

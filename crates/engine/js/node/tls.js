@@ -116,7 +116,7 @@ module.exports = {
   TLSSocket,
   checkServerIdentity: () => undefined,
   getCiphers: () => [],
-  ...stubs('tls', ['createServer', 'createSecureContext', 'convertALPNProtocols']),
+  ...stubs('tls', ['createServer', 'createSecureContext', 'convertALPNProtocols', 'createSecurePair']),
   Server: stubClass('tls.Server'),
   SecureContext: stubClass('tls.SecureContext'),
 };

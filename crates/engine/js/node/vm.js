@@ -5,7 +5,7 @@
 const { stubs, stubClass } = require('node:internal/errors');
 
 module.exports = {
-  ...stubs('vm', ['createContext', 'runInContext', 'runInNewContext', 'runInThisContext', 'compileFunction', 'measureMemory']),
+  ...stubs('vm', ['createContext', 'runInContext', 'runInNewContext', 'runInThisContext', 'compileFunction', 'measureMemory', 'createScript']),
   isContext: () => false,
   Script: stubClass('vm.Script'),
   constants: Object.freeze({}),

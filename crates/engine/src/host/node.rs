@@ -12,8 +12,15 @@ mod dns;
 mod fs;
 mod http;
 mod process;
+mod punycode;
+mod stubs;
 mod util;
 mod zlib;
+
+pub(super) use stubs::{
+    child_process, cluster, dgram, domain, inspector, perf_hooks, readline, repl, sqlite, test,
+    trace_events, tty, v8, wasi, worker_threads,
+};
 
 use super::unit::Unit;
 
@@ -36,7 +43,12 @@ pub(super) fn buffer() -> Unit {
 
 /// `node:events`: EventEmitter (JavaScript only).
 pub(super) fn events() -> Unit {
-    Unit::new("node:events").node_module("events", include_str!("../../js/node/events.js"))
+    Unit::new("node:events")
+        .node_module("events", include_str!("../../js/node/events.js"))
+        .node_module(
+            "internal/events_on",
+            include_str!("../../js/node/events_on.js"),
+        )
 }
 
 /// `node:async_hooks`: AsyncLocalStorage and AsyncResource on V8's
@@ -48,10 +60,15 @@ pub(super) fn async_hooks() -> Unit {
         .function("asyncContextSet", async_hooks::context_set)
 }
 
-/// `node:path` and `node:path/posix`: POSIX paths (JavaScript only).
+/// `node:path`, `node:path/posix` and `node:path/win32`: POSIX and
+/// Windows paths (JavaScript only).
 pub(super) fn path() -> Unit {
     Unit::new("node:path")
         .node_module("path", include_str!("../../js/node/path.js"))
+        .node_module(
+            "internal/path_win32",
+            include_str!("../../js/node/path_win32.js"),
+        )
         .node_module("path/posix", "module.exports = require('node:path').posix;")
         .node_module("path/win32", "module.exports = require('node:path').win32;")
 }
@@ -164,6 +181,7 @@ pub(super) fn stream() -> Unit {
             "stream/consumers",
             include_str!("../../js/node/stream_consumers.js"),
         )
+        .node_modules(&STREAM_LEGACY)
 }
 
 /// `node:assert` and `node:assert/strict` (JavaScript only).
@@ -187,9 +205,10 @@ pub(super) fn timers() -> Unit {
         )
 }
 
-/// `node:console`: the runtime's console under Node's module name.
+/// `node:console`: the runtime's console under Node's module name, with
+/// Node's `Console` class.
 pub(super) fn console() -> Unit {
-    Unit::new("node:console").node_module("console", "module.exports = globalThis.console;")
+    Unit::new("node:console").node_module("console", include_str!("../../js/node/console.js"))
 }
 
 /// `node:os` and the legacy `node:constants` (JavaScript only).
@@ -240,7 +259,83 @@ pub(super) fn http() -> Unit {
         .function("nodeHttpServer", http::server_enabled)
         .node_module("https", include_str!("../../js/node/https.js"))
         .node_module("http2", include_str!("../../js/node/http2.js"))
+        .node_module(
+            "internal/http_legacy",
+            include_str!("../../js/node/http_legacy.js"),
+        )
+        .node_modules(&HTTP_LEGACY)
 }
+
+/// Node's old internal module names that packages still require
+/// (`_http_agent`, ...), as workerd keeps them: parts of `node:http`.
+const HTTP_LEGACY: [(&str, &str); 6] = [
+    (
+        "_http_agent",
+        "module.exports = require('node:internal/http_legacy').agent;",
+    ),
+    (
+        "_http_client",
+        "module.exports = require('node:internal/http_legacy').client;",
+    ),
+    (
+        "_http_common",
+        "module.exports = require('node:internal/http_legacy').common;",
+    ),
+    (
+        "_http_incoming",
+        "module.exports = require('node:internal/http_legacy').incoming;",
+    ),
+    (
+        "_http_outgoing",
+        "module.exports = require('node:internal/http_legacy').outgoing;",
+    ),
+    (
+        "_http_server",
+        "module.exports = require('node:internal/http_legacy').server;",
+    ),
+];
+
+/// `node:stream`'s parts under their old module names (`_stream_readable`,
+/// ...), as workerd keeps them; `_stream_wrap` is a stub with its own date.
+const STREAM_LEGACY: [(&str, &str); 6] = [
+    (
+        "_stream_duplex",
+        "module.exports = require('node:stream').Duplex;",
+    ),
+    (
+        "_stream_passthrough",
+        "module.exports = require('node:stream').PassThrough;",
+    ),
+    (
+        "_stream_readable",
+        "module.exports = require('node:stream').Readable;",
+    ),
+    (
+        "_stream_transform",
+        "module.exports = require('node:stream').Transform;",
+    ),
+    (
+        "_stream_writable",
+        "module.exports = require('node:stream').Writable;",
+    ),
+    (
+        "_stream_wrap",
+        "module.exports = require('node:internal/errors').stubClass('_stream_wrap.JSStreamSocket');",
+    ),
+];
+
+/// `node:tls`'s parts under their old module names, as workerd keeps them.
+const TLS_LEGACY: [(&str, &str); 2] = [
+    (
+        "_tls_common",
+        "const tls = require('node:tls'); module.exports = { SecureContext: tls.SecureContext, \
+         createSecureContext: tls.createSecureContext, translatePeerCertificate: (c) => c };",
+    ),
+    (
+        "_tls_wrap",
+        "const tls = require('node:tls'); module.exports = { TLSSocket: tls.TLSSocket, connect: tls.connect };",
+    ),
+];
 
 /// `node:net` (Socket, connect, isIP and friends) and `node:tls`
 /// (connect, TLSSocket), over `cloudflare:sockets`' `connect()`
@@ -249,6 +344,7 @@ pub(super) fn net() -> Unit {
     Unit::new("node:net")
         .node_module("net", include_str!("../../js/node/net.js"))
         .node_module("tls", include_str!("../../js/node/tls.js"))
+        .node_modules(&TLS_LEGACY)
 }
 
 /// `node:dns` and `node:dns/promises`: lookups and queries over
@@ -261,6 +357,14 @@ pub(super) fn dns() -> Unit {
             "dns/promises",
             "module.exports = require('node:dns').promises;",
         )
+}
+
+/// `node:punycode`: RFC 3492 and Node's domain helpers (2025-12-04).
+pub(super) fn punycode() -> Unit {
+    Unit::new("node:punycode")
+        .node_module("punycode", include_str!("../../js/node/punycode.js"))
+        .function("punycodeEncode", punycode::encode)
+        .function("punycodeDecode", punycode::decode)
 }
 
 /// `node:vm`: importable, nothing compiles at run time.

@@ -78,6 +78,12 @@ impl Unit {
         self
     }
 
+    /// Several Node built-ins at once, each (name without `node:`, source).
+    pub(crate) fn node_modules(mut self, modules: &[(&'static str, &'static str)]) -> Self {
+        self.node.extend_from_slice(modules);
+        self
+    }
+
     /// Globals of its JavaScript that a Worker sees only when `gate` says
     /// its compatibility settings expose them.
     pub(crate) fn globals_if(mut self, names: &'static [&'static str], gate: Gate) -> Self {

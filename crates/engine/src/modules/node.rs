@@ -1,5 +1,5 @@
 //! Node's built-in modules (`node:buffer`, ...) in a bundle's graph, as the
-//! Worker's compatibility settings allow them ([`NodeCompat`]).
+//! Worker's compatibility settings allow them ([`isolane_worker::NodeCompat`]).
 //!
 //! A built-in is JavaScript a host unit declares (`Unit::node_module`),
 //! kept out of the startup snapshot: it is compiled the first time the
@@ -9,8 +9,8 @@
 //! import sees it as a synthetic module whose exports are its properties
 //! (and `default`, the object itself), as Node and workerd give them.
 
+use isolane_worker::Compat;
 use isolane_worker::compat::ModuleGate;
-use isolane_worker::{Compat, NodeCompat};
 
 use super::Registry;
 use crate::host;
@@ -257,17 +257,24 @@ fn require_for_worker(
 /// global object itself), and `Buffer` (`node:buffer`'s), `process`
 /// (`node:process`), `setImmediate` and `clearImmediate` (`node:timers`'),
 /// loaded when a Worker first reads them (lazy data properties, so a
-/// Worker that never does pays nothing).
-pub(crate) fn define_globals(scope: &mut v8::PinScope<'_, '_>, compat: NodeCompat) -> Option<()> {
-    if !compat.bare_names() {
-        return Some(());
-    }
+/// Worker that never does pays nothing). Under `enable_nodejs_global_timers`
+/// the Web timers give way to `node:timers`' the same way.
+pub(crate) fn define_globals(scope: &mut v8::PinScope<'_, '_>, compat: Compat) -> Option<()> {
     let global = scope.get_current_context().global(scope);
-    let key = v8::String::new(scope, "global")?;
-    global.set(scope, key.into(), global.into())?;
-    for name in ["Buffer", "process", "setImmediate", "clearImmediate"] {
-        let key = v8::String::new(scope, name)?;
-        global.set_lazy_data_property(scope, key.into(), lazy_global)?;
+    if compat.node.bare_names() {
+        let key = v8::String::new(scope, "global")?;
+        global.set(scope, key.into(), global.into())?;
+        for name in ["Buffer", "process", "setImmediate", "clearImmediate"] {
+            let key = v8::String::new(scope, name)?;
+            global.set_lazy_data_property(scope, key.into(), lazy_global)?;
+        }
+    }
+    if compat.global_timers {
+        for name in ["setTimeout", "setInterval", "clearTimeout", "clearInterval"] {
+            let key = v8::String::new(scope, name)?;
+            global.delete(scope, key.into())?;
+            global.set_lazy_data_property(scope, key.into(), lazy_global)?;
+        }
     }
     Some(())
 }

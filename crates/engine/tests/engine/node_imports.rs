@@ -1,15 +1,14 @@
 //! Every `node:` module workerd lets a Worker import (its npm release, date
-//! 2025-11-01 with `nodejs_compat`) imports here too; the ones that are
+//! 2025-11-01 with `nodejs_compat`; later dates in `node_stubs.rs`) imports here too; the ones that are
 //! only importable throw a clear "not implemented" when used.
 
 use isolane_engine::{Compat, NodeCompat};
 
 use crate::node_buffer::{answer, load_error, node_worker};
 
-/// What `require('node:<name>')` loads on workerd (probed with its npm
-/// binary; child_process, cluster, dgram, domain, inspector, perf_hooks,
-/// punycode, readline, repl, trace_events, tty, v8, wasi and
-/// worker_threads do not load there).
+/// What `require('node:<name>')` loads on workerd at 2025-11-01 (probed
+/// with its npm binary; the stubs it opens by later dates, child_process
+/// and the others, are `node_stubs.rs`' business).
 const WORKERD_LOADS: &str = "assert assert/strict async_hooks buffer console constants crypto \
     diagnostics_channel dns dns/promises events fs fs/promises http http2 https module net os \
     path path/posix path/win32 process querystring stream stream/consumers stream/promises \

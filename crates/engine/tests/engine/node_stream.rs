@@ -59,6 +59,31 @@ async fn streams_behave_as_in_node() {
     );
 }
 
+/// Data pushed before anyone listens flows, once a 'data' listener resumes
+/// the stream, in the AsyncLocalStorage context of that listener's code, as
+/// in Node and workerd; data pushed while it flows, in the pusher's. (React's
+/// SSR reads the RSC stream so: Next.js lost a `<script>` of its 404 page.)
+#[tokio::test]
+async fn buffered_data_flows_in_the_context_of_who_resumes() {
+    let out = answer(
+        NodeCompat::V1,
+        "import { PassThrough } from 'node:stream'; import { AsyncLocalStorage } from 'node:async_hooks';",
+        r#"
+        const als = new AsyncLocalStorage();
+        const seen = [];
+        const pt = new PassThrough();
+        als.run('writer', () => pt.write('a'));
+        als.run('reader', () => pt.on('data', (c) => seen.push(c + ':' + als.getStore())));
+        await new Promise((res) => setTimeout(res, 1));
+        als.run('later', () => pt.write('b'));
+        await new Promise((res) => setTimeout(res, 1));
+        return seen.join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(out, "a:reader b:later");
+}
+
 #[tokio::test]
 async fn zlib_assert_timers_and_util_types_behave_as_in_node() {
     let out = answer(
