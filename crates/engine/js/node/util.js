@@ -221,18 +221,85 @@ function extend(target, source) {
   return target;
 }
 
+// Node's strict deep equality: Object.is for primitives; for objects the
+// same prototype and kind, equal own enumerable keys (symbols too), dates,
+// boxed values, regexps, errors and binary data by value, Sets and Maps by
+// content (an object member matched by a deep-equal one), and a cycle
+// taken as equal while its pair is being compared.
 function isDeepStrictEqual(a, b) {
+  return deepStrict(a, b, new Map());
+}
+
+function deepStrict(a, b, inProgress) {
   if (Object.is(a, b)) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b) || tag(a) !== tag(b)) return false;
-  if (types.isDate(a)) return a.getTime() === b.getTime();
-  if (types.isRegExp(a)) return String(a) === String(b);
-  if (types.isMap(a)) return a.size === b.size && [...a].every(([k, v]) => b.has(k) && isDeepStrictEqual(v, b.get(k)));
-  if (types.isSet(a)) return a.size === b.size && [...a].every((v) => b.has(v));
-  const keysA = Reflect.ownKeys(a).filter((k) => Object.prototype.propertyIsEnumerable.call(a, k));
-  const keysB = Reflect.ownKeys(b).filter((k) => Object.prototype.propertyIsEnumerable.call(b, k));
-  if (keysA.length !== keysB.length) return false;
-  return keysA.every((k) => Object.prototype.hasOwnProperty.call(b, k) && isDeepStrictEqual(a[k], b[k]));
+  const pairs = inProgress.get(a);
+  if (pairs?.has(b)) return true;
+  if (!sameInnerValue(a, b)) return false;
+  if (pairs) pairs.add(b);
+  else inProgress.set(a, new Set([b]));
+  try {
+    return sameKeys(a, b, inProgress) && sameEntries(a, b, inProgress);
+  } finally {
+    inProgress.get(a).delete(b);
+  }
+}
+
+const bytesOf = (v) => (ArrayBuffer.isView(v) ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength) : new Uint8Array(v));
+
+// What an object holds besides its keys: a date's time, a boxed value, a
+// regexp, an error's name and message, binary data's bytes.
+function sameInnerValue(a, b) {
+  if (types.isDate(a)) return Object.is(Date.prototype.getTime.call(a), Date.prototype.getTime.call(b));
+  if (types.isRegExp(a)) return a.source === b.source && a.flags === b.flags && a.lastIndex === b.lastIndex;
+  if (types.isBoxedPrimitive(a)) return types.isBoxedPrimitive(b) && Object.is(a.valueOf(), b.valueOf());
+  if (types.isNativeError(a) || a instanceof Error) return a.name === b.name && a.message === b.message;
+  if (ArrayBuffer.isView(a) || types.isAnyArrayBuffer(a)) {
+    const [x, y] = [bytesOf(a), bytesOf(b)];
+    return x.length === y.length && x.every((byte, i) => byte === y[i]);
+  }
+  return true;
+}
+
+function enumerableKeys(value) {
+  const keys = Reflect.ownKeys(value).filter((k) => Object.prototype.propertyIsEnumerable.call(value, k));
+  return types.isTypedArray(value) ? keys.filter((k) => typeof k !== 'string' || String(k >>> 0) !== k) : keys;
+}
+
+function sameKeys(a, b, inProgress) {
+  if (Array.isArray(a) && a.length !== b.length) return false;
+  const keys = enumerableKeys(a);
+  if (keys.length !== enumerableKeys(b).length) return false;
+  return keys.every((k) => Object.prototype.propertyIsEnumerable.call(b, k) && deepStrict(a[k], b[k], inProgress));
+}
+
+// One unmatched member of `candidates` deep-equal to `wanted` (by `equal`),
+// taken out of the candidates.
+function takeMatch(candidates, equal) {
+  for (const candidate of candidates) {
+    if (equal(candidate)) {
+      candidates.delete(candidate);
+      return true;
+    }
+  }
+  return false;
+}
+
+function sameEntries(a, b, inProgress) {
+  if (types.isSet(a)) {
+    if (a.size !== b.size) return false;
+    const loose = new Set([...b].filter((v) => typeof v === 'object' && v !== null && !a.has(v)));
+    return [...a].every((v) => b.has(v) || (typeof v === 'object' && v !== null && takeMatch(loose, (w) => deepStrict(v, w, inProgress))));
+  }
+  if (types.isMap(a)) {
+    if (a.size !== b.size) return false;
+    const loose = new Set([...b.keys()].filter((k) => typeof k === 'object' && k !== null && !a.has(k)));
+    return [...a].every(([k, v]) => (b.has(k)
+      ? deepStrict(v, b.get(k), inProgress)
+      : typeof k === 'object' && k !== null && takeMatch(loose, (w) => deepStrict(k, w, inProgress) && deepStrict(v, b.get(w), inProgress))));
+  }
+  return true;
 }
 
 function debuglog() {

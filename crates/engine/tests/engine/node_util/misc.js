@@ -20,4 +20,9 @@ r.push(`${falsy.code} ${falsy.message} ${falsy.reason}`);
 const two = util.promisify((cb) => cb(null, 'first', 'second')); r.push(await two());
 r.push([util.isDate(new Date()), util.isError(new Error()), util.isPrimitive(null), util.isPrimitive({}), util.isObject(null), util.isRegExp(/x/), util.isBuffer(new Uint8Array(1)), util.isNullOrUndefined(undefined)].join());
 r.push(JSON.stringify(util._extend({ a: 1 }, { b: 2 })), JSON.stringify(util._extend({ a: 1 }, null)));
+const d = util.isDeepStrictEqual; const c1 = {}; c1.s = c1; const c2 = {}; c2.s = c2;
+r.push([d(new Set([{ a: 1 }]), new Set([{ a: 1 }])), d(new Map([[{ k: 1 }, 'v']]), new Map([[{ k: 1 }, 'v']])), d(0, -0), d(NaN, NaN), d([0], [-0]),
+  d(new Uint8Array([1]), new Uint8Array([1])), d(new Uint8Array([1]), new Int8Array([1])), d(new Number(1), new Number(2)), d(new Error('x'), new Error('y')),
+  d({ [Symbol.for('s')]: 1 }, { [Symbol.for('s')]: 2 }), d([1, , 3], [1, undefined, 3]), d(Object.create(null), {}), d(/a/g, /a/i), d(c1, c2),
+  d(new Set([1, { a: [2] }]), new Set([{ a: [2] }, 1])), d({ a: undefined }, { b: undefined }), d(new Set([{ a: 1 }, { a: 1 }]), new Set([{ a: 1 }, { a: 2 }]))].join());
 return r.join('\n---\n');
