@@ -91,6 +91,8 @@ mod node_stream;
 mod node_stubs;
 #[path = "engine/node_timers.rs"]
 mod node_timers;
+#[path = "engine/node_util.rs"]
+mod node_util;
 #[path = "engine/node_x509.rs"]
 mod node_x509;
 #[path = "engine/node_zlib.rs"]

@@ -8,22 +8,31 @@ function codedError(Class, code, message) {
   return error;
 }
 
-// How Node's ERR_INVALID_ARG_TYPE names the value it got: "undefined",
-// "an instance of Uint16Array", "type string ('12')" (cut after 25
-// characters when longer than 28).
+// What Node's ERR_INVALID_ARG_TYPE says it received: "undefined", "an
+// instance of Uint16Array", "type string ('12')" (cut after 25 characters
+// when longer than 28), an object without a constructor as inspect shows it.
 function describe(value) {
-  if (value === null || value === undefined) return String(value);
+  if (value == null) return `${value}`;
   if (typeof value === 'function') return `function ${value.name}`;
-  if (typeof value === 'object') return value.constructor && value.constructor.name ? `an instance of ${value.constructor.name}` : 'an object';
-  let shown = typeof value === 'string' ? `'${value}'` : typeof value === 'bigint' ? `${value}n` : String(value);
+  const { inspect } = require('node:internal/util_inspect');
+  if (typeof value === 'object') {
+    if (value.constructor?.name) return `an instance of ${value.constructor.name}`;
+    return inspect(value, { depth: -1 });
+  }
+  let shown = inspect(value, { colors: false });
   if (shown.length > 28) shown = `${shown.slice(0, 25)}...`;
   return `type ${typeof value} (${shown})`;
 }
 
-// `name` with a space is a phrase ('first argument'), else an argument's name.
+// As Node names what was wrong: a phrase as it is (`The first argument`),
+// `The "a.b" property`, `The "name" argument`.
+function subject(name) {
+  if (name.includes(' ')) return `The ${name}`;
+  return `The "${name}" ${name.includes('.') ? 'property' : 'argument'}`;
+}
+
 function invalidArgType(name, expected, value) {
-  const what = name.includes(' ') ? `The ${name}` : `The "${name}" argument`;
-  return codedError(TypeError, 'ERR_INVALID_ARG_TYPE', `${what} must be ${expected}. Received ${describe(value)}`);
+  return codedError(TypeError, 'ERR_INVALID_ARG_TYPE', `${subject(name)} must be ${expected}. Received ${describe(value)}`);
 }
 
 // A function that throws "<what> is not implemented": what workerd does for

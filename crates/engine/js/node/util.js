@@ -1,288 +1,305 @@
-// node:util — format, inspect (the common shapes, on one line when short
-// and otherwise one entry a line, as Node prints them), promisify,
-// callbackify, inherits, deprecate, types, isDeepStrictEqual, TextEncoder,
-// TextDecoder. Runs as function (host, internal, require, module, exports).
+// node:util — format, inspect (`internal/util_inspect`), promisify,
+// callbackify, inherits, deprecate, types, isDeepStrictEqual, styleText,
+// the deprecated is* checks, TextEncoder, TextDecoder. Runs as function
+// (host, internal, require, module, exports).
+
+const { types, inspect, colors, stripColors, numericSeparators, BUILT_INS } = require('node:internal/util_inspect');
+const { codedError, invalidArgType } = require('node:internal/errors');
 
 const kCustomPromisify = Symbol.for('nodejs.util.promisify.custom');
-const kCustomInspect = Symbol.for('nodejs.util.inspect.custom');
-
 const tag = (value) => Object.prototype.toString.call(value).slice(8, -1);
-const TypedArray = Object.getPrototypeOf(Uint8Array);
-const typedArrayTag = Object.getOwnPropertyDescriptor(TypedArray.prototype, Symbol.toStringTag).get;
-
-const types = {
-  isAnyArrayBuffer: (v) => tag(v) === 'ArrayBuffer' || tag(v) === 'SharedArrayBuffer',
-  isArrayBuffer: (v) => tag(v) === 'ArrayBuffer',
-  isArrayBufferView: (v) => ArrayBuffer.isView(v),
-  isTypedArray: (v) => typedArrayTag.call(v) !== undefined,
-  isDataView: (v) => ArrayBuffer.isView(v) && typedArrayTag.call(v) === undefined,
-  isDate: (v) => tag(v) === 'Date',
-  isRegExp: (v) => tag(v) === 'RegExp',
-  isMap: (v) => tag(v) === 'Map',
-  isSet: (v) => tag(v) === 'Set',
-  isWeakMap: (v) => tag(v) === 'WeakMap',
-  isWeakSet: (v) => tag(v) === 'WeakSet',
-  isPromise: (v) => tag(v) === 'Promise',
-  isNativeError: (v) => tag(v) === 'Error',
-  isAsyncFunction: (v) => typeof v === 'function' && /^Async/.test(tag(v)),
-  isGeneratorFunction: (v) => typeof v === 'function' && /GeneratorFunction$/.test(tag(v)),
-  isGeneratorObject: (v) => tag(v) === 'Generator',
-  isBoxedPrimitive: (v) => v !== null && typeof v === 'object' && ['Number', 'String', 'Boolean', 'BigInt', 'Symbol'].includes(tag(v)),
-  isMapIterator: (v) => tag(v) === 'Map Iterator',
-  isSetIterator: (v) => tag(v) === 'Set Iterator',
-  isSymbolObject: (v) => typeof v === 'object' && tag(v) === 'Symbol',
-  isModuleNamespaceObject: (v) => tag(v) === 'Module',
-  isProxy: () => false,
-  isExternal: () => false,
-};
-for (const name of ['Uint8Array', 'Uint8ClampedArray', 'Uint16Array', 'Uint32Array', 'Int8Array', 'Int16Array', 'Int32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array']) {
-  types[`is${name}`] = (v) => typedArrayTag.call(v) === name;
-}
-
-// === inspect ===
-
-const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-
-function quote(text) {
-  const escaped = text.replace(/[\\\n\t\r\b\f\v]/g, (c) => ({ '\\': '\\\\', '\n': '\\n', '\t': '\\t', '\r': '\\r', '\b': '\\b', '\f': '\\f', '\v': '\\v' })[c]);
-  if (!escaped.includes("'")) return `'${escaped}'`;
-  if (!escaped.includes('"')) return `"${escaped}"`;
-  if (!escaped.includes('`')) return `\`${escaped}\``;
-  return `'${escaped.replace(/'/g, "\\'")}'`;
-}
-
-function key(name) {
-  if (typeof name === 'symbol') return `[${name.toString()}]`;
-  return IDENTIFIER.test(name) ? name : quote(name);
-}
-
-function primitive(value) {
-  switch (typeof value) {
-    case 'string': return quote(value);
-    case 'number': return Object.is(value, -0) ? '-0' : String(value);
-    case 'bigint': return `${value}n`;
-    case 'symbol': return value.toString();
-    case 'undefined': return 'undefined';
-    case 'boolean': return String(value);
-    default: return value === null ? 'null' : undefined;
-  }
-}
-
-function functionText(fn) {
-  const source = Function.prototype.toString.call(fn);
-  const name = fn.name ? `: ${fn.name}` : ' (anonymous)';
-  if (source.startsWith('class')) return `[class ${fn.name || '(anonymous)'}]`;
-  const kind = types.isAsyncFunction(fn) ? 'AsyncFunction' : types.isGeneratorFunction(fn) ? 'GeneratorFunction' : 'Function';
-  return `[${kind}${name}]`;
-}
-
-// Entries of one container: one line when they fit, else one a line.
-function wrap(open, entries, close, indent) {
-  if (entries.length === 0) return `${open}${close}`.replace(/ $/, '');
-  const line = `${open} ${entries.join(', ')} ${close}`;
-  if (line.length + indent <= 72 && !line.includes('\n')) return line;
-  const pad = ' '.repeat(indent + 2);
-  return `${open}\n${pad}${entries.join(`,\n${pad}`)}\n${' '.repeat(indent)}${close}`;
-}
-
-function formatValue(value, options, depth, seen, indent) {
-  const simple = primitive(value);
-  if (simple !== undefined) return simple;
-  if (options.customInspect !== false && typeof value[kCustomInspect] === 'function') {
-    const custom = value[kCustomInspect](options.depth - depth, options, inspect);
-    if (custom !== value) return typeof custom === 'string' ? custom : formatValue(custom, options, depth, seen, indent);
-  }
-  if (seen.includes(value)) {
-    seen.circular = value;
-    return '[Circular *1]';
-  }
-  if (typeof value === 'function') {
-    const props = Object.keys(value);
-    if (props.length === 0) return functionText(value);
-  }
-  if (types.isDate(value)) return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
-  if (types.isRegExp(value)) return RegExp.prototype.toString.call(value);
-  if (types.isNativeError(value) || value instanceof Error) return value.stack || `[${Error.prototype.toString.call(value)}]`;
-  const constructor = value.constructor?.name;
-  const tooDeep = depth > options.depth;
-  if (tooDeep) {
-    if (Array.isArray(value)) return '[Array]';
-    return `[${constructor || 'Object'}]`;
-  }
-  seen.push(value);
-  const text = formatObject(value, options, depth, seen, indent, constructor);
-  return seen.circular === value ? `<ref *1> ${text}` : text;
-}
-
-function formatObject(value, options, depth, seen, indent, constructor) {
-  try {
-    const inner = (v) => formatValue(v, options, depth + 1, seen, indent + 2);
-    const props = (skip) => Object.keys(value).filter((k) => !skip(k)).map((k) => `${key(k)}: ${inner(value[k])}`);
-    const numeric = (k) => String(k >>> 0) === k;
-    if (Array.isArray(value)) {
-      const items = value.slice(0, 100).map(inner);
-      if (value.length > 100) items.push(`... ${value.length - 100} more items`);
-      const prefix = constructor && constructor !== 'Array' ? `${constructor}(${value.length}) ` : '';
-      return prefix + wrap('[', [...items, ...props(numeric)], ']', indent);
-    }
-    if (value instanceof Uint8Array && constructor === 'Buffer') {
-      const hex = Array.from(value.subarray(0, 50), (b) => b.toString(16).padStart(2, '0')).join(' ');
-      return `<Buffer${hex ? ' ' + hex : ''}${value.length > 50 ? ` ... ${value.length - 50} more bytes` : ''}>`;
-    }
-    if (types.isTypedArray(value)) {
-      const items = Array.from(value.subarray(0, 100), (v) => primitive(v));
-      return `${typedArrayTag.call(value)}(${value.length}) ${wrap('[', items, ']', indent)}`;
-    }
-    if (types.isArrayBuffer(value)) {
-      const hex = Array.from(new Uint8Array(value, 0, Math.min(50, value.byteLength)), (b) => b.toString(16).padStart(2, '0')).join(' ');
-      return `ArrayBuffer { [Uint8Contents]: <${hex}>, byteLength: ${value.byteLength} }`;
-    }
-    if (types.isMap(value)) {
-      const items = Array.from(value, ([k, v]) => `${inner(k)} => ${inner(v)}`);
-      return `Map(${value.size}) ${wrap('{', items, '}', indent)}`;
-    }
-    if (types.isSet(value)) {
-      return `Set(${value.size}) ${wrap('{', Array.from(value, inner), '}', indent)}`;
-    }
-    if (types.isPromise(value)) return 'Promise { <unknown> }';
-    if (types.isBoxedPrimitive(value)) return `[${tag(value)}: ${primitive(value.valueOf())}]`;
-    const entries = props(() => false);
-    for (const symbol of Object.getOwnPropertySymbols(value)) {
-      if (Object.getOwnPropertyDescriptor(value, symbol).enumerable) entries.push(`${key(symbol)}: ${inner(value[symbol])}`);
-    }
-    if (typeof value === 'function') return wrap(`${functionText(value)} {`, entries, '}', indent);
-    const proto = Object.getPrototypeOf(value);
-    const prefix = proto === null ? '[Object: null prototype] ' : constructor && constructor !== 'Object' ? `${constructor} ` : '';
-    return prefix + wrap('{', entries, '}', indent);
-  } finally {
-    seen.pop();
-  }
-}
-
-function inspect(value, options = {}) {
-  if (typeof options !== 'object' || options === null) options = {};
-  const opts = { depth: 2, customInspect: true, ...inspect.defaultOptions, ...options };
-  if (opts.depth === null) opts.depth = Infinity;
-  return formatValue(value, opts, 0, [], 0);
-}
-inspect.custom = kCustomInspect;
-inspect.defaultOptions = { depth: 2, colors: false, showHidden: false };
-inspect.colors = {};
-inspect.styles = {};
 
 // === format ===
 
 function format(...args) {
-  return formatWithOptions({}, ...args);
+  return formatArgs(undefined, args);
 }
 
-function formatWithOptions(options, first, ...args) {
-  if (typeof first !== 'string') return [first, ...args].map((a) => (typeof a === 'string' ? a : inspect(a, options))).join(' ');
-  let i = 0;
-  let out = first.replace(/%[sdifjoOc%]/g, (directive) => {
-    if (directive === '%%') return '%';
-    if (i >= args.length) return directive;
-    const arg = args[i++];
-    switch (directive) {
-      case '%s':
-        if (typeof arg === 'bigint') return `${arg}n`;
-        if (typeof arg === 'object' && arg !== null) return inspect(arg, { ...options, depth: 0 });
-        return typeof arg === 'symbol' ? arg.toString() : String(arg);
-      case '%d': return typeof arg === 'bigint' ? `${arg}n` : typeof arg === 'symbol' ? 'NaN' : String(Number(arg));
-      case '%i': return typeof arg === 'bigint' ? `${arg}n` : String(parseInt(arg, 10));
-      case '%f': return typeof arg === 'symbol' ? 'NaN' : String(parseFloat(arg));
-      case '%j': try { return JSON.stringify(arg); } catch { return '[Circular]'; }
-      case '%o': return inspect(arg, { ...options, showHidden: true, depth: 4 });
-      case '%O': return inspect(arg, options);
-      case '%c': return '';
-      default: return directive;
+function formatWithOptions(inspectOptions, ...args) {
+  if (inspectOptions === null || typeof inspectOptions !== 'object') {
+    throw invalidArgType('inspectOptions', 'of type object', inspectOptions);
+  }
+  return formatArgs(inspectOptions, args);
+}
+
+// Whether `String(value)` would only give a built-in's text (then `%s`
+// inspects the value instead).
+function builtInToString(value) {
+  if (types.isProxy(value)) return true;
+  if (typeof value.toString !== 'function') return true;
+  if (Object.prototype.hasOwnProperty.call(value, 'toString')) return false;
+  let pointer = value;
+  do {
+    pointer = Object.getPrototypeOf(pointer);
+  } while (pointer !== null && !Object.prototype.hasOwnProperty.call(pointer, 'toString'));
+  if (pointer === null) return true;
+  const descriptor = Object.getOwnPropertyDescriptor(pointer, 'constructor');
+  return descriptor !== undefined && typeof descriptor.value === 'function' && BUILT_INS.has(descriptor.value.name);
+}
+
+const useSeparators = (options) => options?.numericSeparator ?? inspect.defaultOptions.numericSeparator;
+
+function number(value, options) {
+  if (Object.is(value, -0)) return '-0';
+  return useSeparators(options) ? numericSeparators(`${value}`) : `${value}`;
+}
+
+function bigint(value, options) {
+  return `${useSeparators(options) ? numericSeparators(`${value}`) : value}n`;
+}
+
+function directive(code, arg, options) {
+  switch (code) {
+    case 's':
+      if (typeof arg === 'number') return number(arg, options);
+      if (typeof arg === 'bigint') return bigint(arg, options);
+      if (typeof arg !== 'object' || arg === null || !builtInToString(arg)) return String(arg);
+      return inspect(arg, { ...options, depth: 0, colors: false, compact: 3 });
+    case 'j':
+      try {
+        return `${JSON.stringify(arg)}`;
+      } catch (error) {
+        if (error instanceof TypeError && /^Converting circular structure to JSON/.test(error.message)) return '[Circular]';
+        throw error;
+      }
+    case 'd':
+      if (typeof arg === 'bigint') return bigint(arg, options);
+      if (typeof arg === 'symbol') return 'NaN';
+      return number(Number(arg), options);
+    case 'O': return inspect(arg, options);
+    case 'o': return inspect(arg, { ...options, showHidden: true, showProxy: true, depth: 4 });
+    case 'i':
+      if (typeof arg === 'bigint') return bigint(arg, options);
+      if (typeof arg === 'symbol') return 'NaN';
+      return number(parseInt(arg), options);
+    case 'f': return typeof arg === 'symbol' ? 'NaN' : number(parseFloat(arg), options);
+    case 'c': return '';
+    default: return undefined;
+  }
+}
+
+function formatArgs(options, args) {
+  const first = args[0];
+  let a = 0;
+  let out = '';
+  let join = '';
+  if (typeof first === 'string') {
+    if (args.length === 1) return first;
+    let last = 0;
+    for (let i = 0; i < first.length - 1; i++) {
+      if (first.charCodeAt(i) !== 37) continue;
+      const next = first[i + 1];
+      if (a + 1 !== args.length) {
+        const text = next === '%' ? '%' : directive(next, args[a + 1], options);
+        if (text === undefined) continue;
+        if (next !== '%') a++;
+        out += first.slice(last, i) + text;
+        last = i + 2;
+        i++;
+      } else if (next === '%') {
+        out += first.slice(last, i);
+        last = i + 1;
+        i++;
+      }
     }
-  });
-  for (; i < args.length; i++) {
-    const arg = args[i];
-    out += ' ' + (typeof arg === 'string' ? arg : inspect(arg, options));
+    if (last !== 0) {
+      a++;
+      join = ' ';
+      if (last < first.length) out += first.slice(last);
+    }
+  }
+  for (; a < args.length; a++) {
+    const value = args[a];
+    out += join + (typeof value === 'string' ? value : inspect(value, options));
+    join = ' ';
   }
   return out;
 }
 
-// === functions ===
-
-function invalidArg(name, expected, value) {
-  const error = new TypeError(`The "${name}" argument must be ${expected}. Received ${typeof value}`);
-  error.code = 'ERR_INVALID_ARG_TYPE';
-  return error;
+// A Worker's output is no terminal: as workerd (and Node for a stream that
+// is not a TTY), the text comes back without colors unless
+// `validateStream: false`; the format names are checked either way.
+function styleText(format, text, { validateStream = true } = {}) {
+  if (typeof text !== 'string') throw invalidArgType('text', 'of type string', text);
+  const names = Array.isArray(format) ? format : [format];
+  let open = '';
+  let close = '';
+  for (const name of names) {
+    if (name === 'none') continue;
+    const code = typeof name === 'string' ? colors[name] : undefined;
+    if (!Array.isArray(code)) {
+      const allowed = Object.keys(colors).map((c) => `'${c}'`).join(', ');
+      throw codedError(TypeError, 'ERR_INVALID_ARG_VALUE', `The argument 'format' must be one of: ${allowed}. Received ${inspect(name)}`);
+    }
+    open += `\u001b[${code[0]}m`;
+    close = `\u001b[${code[1]}m${close}`;
+  }
+  return validateStream ? text : `${open}${text}${close}`;
 }
 
+function stripVTControlCharacters(text) {
+  if (typeof text !== 'string') throw invalidArgType('str', 'of type string', text);
+  return stripColors(text);
+}
+
+// === functions ===
+
 function promisify(original) {
-  if (typeof original !== 'function') throw invalidArg('original', 'of type function', original);
+  if (typeof original !== 'function') throw invalidArgType('original', 'of type function', original);
   if (original[kCustomPromisify]) {
     const fn = original[kCustomPromisify];
-    return Object.defineProperty(fn, kCustomPromisify, { value: fn, configurable: true });
+    if (typeof fn !== 'function') throw invalidArgType('util.promisify.custom', 'of type function', fn);
+    return Object.defineProperty(fn, kCustomPromisify, { value: fn, enumerable: false, writable: false, configurable: true });
   }
   function promisified(...args) {
     return new Promise((resolve, reject) => {
       Reflect.apply(original, this, [...args, (error, ...values) => {
         if (error) reject(error);
-        else resolve(values.length > 1 ? values : values[0]);
+        else resolve(values[0]);
       }]);
     });
   }
   Object.setPrototypeOf(promisified, Object.getPrototypeOf(original));
-  Object.defineProperty(promisified, kCustomPromisify, { value: promisified, configurable: true });
+  Object.defineProperty(promisified, kCustomPromisify, { value: promisified, enumerable: false, writable: false, configurable: true });
   return Object.defineProperties(promisified, Object.getOwnPropertyDescriptors(original));
 }
 promisify.custom = kCustomPromisify;
 
+function falsyRejection(reason) {
+  const error = codedError(Error, 'ERR_FALSY_VALUE_REJECTION', 'Promise was rejected with falsy value');
+  error.reason = reason;
+  return error;
+}
+
 function callbackify(original) {
-  if (typeof original !== 'function') throw invalidArg('original', 'of type function', original);
-  return function callbackified(...args) {
+  if (typeof original !== 'function') throw invalidArgType('original', 'of type function', original);
+  function callbackified(...args) {
     const callback = args.pop();
-    if (typeof callback !== 'function') throw invalidArg('last argument', 'of type function', callback);
+    if (typeof callback !== 'function') throw invalidArgType('last argument', 'of type function', callback);
+    const done = callback.bind(this);
     Reflect.apply(original, this, args).then(
-      (value) => queueMicrotask(() => callback(null, value)),
-      (reason) => {
-        let error = reason;
-        if (!reason) {
-          error = new Error('Promise was rejected with a falsy value');
-          error.code = 'ERR_FALSY_VALUE_REJECTION';
-          error.reason = reason;
-        }
-        queueMicrotask(() => callback(error));
-      },
+      (value) => queueMicrotask(() => done(null, value)),
+      (reason) => queueMicrotask(() => done(reason || falsyRejection(reason))),
     );
-  };
+  }
+  const descriptors = Object.getOwnPropertyDescriptors(original);
+  if (typeof descriptors.length?.value === 'number') descriptors.length.value++;
+  if (typeof descriptors.name?.value === 'string') descriptors.name.value += 'Callbackified';
+  Object.defineProperties(callbackified, { length: descriptors.length ?? { value: 1 }, name: descriptors.name ?? { value: 'callbackified' } });
+  return callbackified;
 }
 
 function inherits(constructor, superConstructor) {
-  if (typeof constructor !== 'function') throw invalidArg('ctor', 'of type function', constructor);
-  if (typeof superConstructor?.prototype !== 'object') throw invalidArg('superCtor.prototype', 'of type object', superConstructor?.prototype);
+  if (constructor == null) throw invalidArgType('ctor', 'of type function', constructor);
+  if (superConstructor == null) throw invalidArgType('superCtor', 'of type function', superConstructor);
+  if (superConstructor.prototype === undefined) throw invalidArgType('superCtor.prototype', 'of type object', superConstructor.prototype);
   Object.defineProperty(constructor, 'super_', { value: superConstructor, writable: true, configurable: true });
   Object.setPrototypeOf(constructor.prototype, superConstructor.prototype);
 }
 
+const warnedCodes = new Set();
+
 function deprecate(fn, message, code) {
+  if (typeof fn !== 'function') throw invalidArgType('fn', 'of type function', fn);
   let warned = false;
-  return function deprecated(...args) {
-    if (!warned) {
+  function deprecated(...args) {
+    if (!warned && !(code !== undefined && warnedCodes.has(code))) {
       warned = true;
+      if (code !== undefined) warnedCodes.add(code);
       console.warn(`${code ? `[${code}] ` : ''}DeprecationWarning: ${message}`);
     }
     return new.target ? Reflect.construct(fn, args, new.target) : Reflect.apply(fn, this, args);
-  };
+  }
+  Object.setPrototypeOf(deprecated, fn);
+  if (fn.prototype) deprecated.prototype = fn.prototype;
+  return deprecated;
 }
 
+function extend(target, source) {
+  if (source === null || typeof source !== 'object') return target;
+  for (const key of Object.keys(source)) target[key] = source[key];
+  return target;
+}
+
+// Node's strict deep equality: Object.is for primitives; for objects the
+// same prototype and kind, equal own enumerable keys (symbols too), dates,
+// boxed values, regexps, errors and binary data by value, Sets and Maps by
+// content (an object member matched by a deep-equal one), and a cycle
+// taken as equal while its pair is being compared.
 function isDeepStrictEqual(a, b) {
+  return deepStrict(a, b, new Map());
+}
+
+function deepStrict(a, b, inProgress) {
   if (Object.is(a, b)) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b) || tag(a) !== tag(b)) return false;
-  if (types.isDate(a)) return a.getTime() === b.getTime();
-  if (types.isRegExp(a)) return String(a) === String(b);
-  if (types.isMap(a)) return a.size === b.size && [...a].every(([k, v]) => b.has(k) && isDeepStrictEqual(v, b.get(k)));
-  if (types.isSet(a)) return a.size === b.size && [...a].every((v) => b.has(v));
-  const keysA = Reflect.ownKeys(a).filter((k) => Object.prototype.propertyIsEnumerable.call(a, k));
-  const keysB = Reflect.ownKeys(b).filter((k) => Object.prototype.propertyIsEnumerable.call(b, k));
-  if (keysA.length !== keysB.length) return false;
-  return keysA.every((k) => Object.prototype.hasOwnProperty.call(b, k) && isDeepStrictEqual(a[k], b[k]));
+  const pairs = inProgress.get(a);
+  if (pairs?.has(b)) return true;
+  if (!sameInnerValue(a, b)) return false;
+  if (pairs) pairs.add(b);
+  else inProgress.set(a, new Set([b]));
+  try {
+    return sameKeys(a, b, inProgress) && sameEntries(a, b, inProgress);
+  } finally {
+    inProgress.get(a).delete(b);
+  }
+}
+
+const bytesOf = (v) => (ArrayBuffer.isView(v) ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength) : new Uint8Array(v));
+
+// What an object holds besides its keys: a date's time, a boxed value, a
+// regexp, an error's name and message, binary data's bytes.
+function sameInnerValue(a, b) {
+  if (types.isDate(a)) return Object.is(Date.prototype.getTime.call(a), Date.prototype.getTime.call(b));
+  if (types.isRegExp(a)) return a.source === b.source && a.flags === b.flags && a.lastIndex === b.lastIndex;
+  if (types.isBoxedPrimitive(a)) return types.isBoxedPrimitive(b) && Object.is(a.valueOf(), b.valueOf());
+  if (types.isNativeError(a) || a instanceof Error) return a.name === b.name && a.message === b.message;
+  if (ArrayBuffer.isView(a) || types.isAnyArrayBuffer(a)) {
+    const [x, y] = [bytesOf(a), bytesOf(b)];
+    return x.length === y.length && x.every((byte, i) => byte === y[i]);
+  }
+  return true;
+}
+
+function enumerableKeys(value) {
+  const keys = Reflect.ownKeys(value).filter((k) => Object.prototype.propertyIsEnumerable.call(value, k));
+  return types.isTypedArray(value) ? keys.filter((k) => typeof k !== 'string' || String(k >>> 0) !== k) : keys;
+}
+
+function sameKeys(a, b, inProgress) {
+  if (Array.isArray(a) && a.length !== b.length) return false;
+  const keys = enumerableKeys(a);
+  if (keys.length !== enumerableKeys(b).length) return false;
+  return keys.every((k) => Object.prototype.propertyIsEnumerable.call(b, k) && deepStrict(a[k], b[k], inProgress));
+}
+
+// One unmatched member of `candidates` deep-equal to `wanted` (by `equal`),
+// taken out of the candidates.
+function takeMatch(candidates, equal) {
+  for (const candidate of candidates) {
+    if (equal(candidate)) {
+      candidates.delete(candidate);
+      return true;
+    }
+  }
+  return false;
+}
+
+function sameEntries(a, b, inProgress) {
+  if (types.isSet(a)) {
+    if (a.size !== b.size) return false;
+    const loose = new Set([...b].filter((v) => typeof v === 'object' && v !== null && !a.has(v)));
+    return [...a].every((v) => b.has(v) || (typeof v === 'object' && v !== null && takeMatch(loose, (w) => deepStrict(v, w, inProgress))));
+  }
+  if (types.isMap(a)) {
+    if (a.size !== b.size) return false;
+    const loose = new Set([...b.keys()].filter((k) => typeof k === 'object' && k !== null && !a.has(k)));
+    return [...a].every(([k, v]) => (b.has(k)
+      ? deepStrict(v, b.get(k), inProgress)
+      : typeof k === 'object' && k !== null && takeMatch(loose, (w) => deepStrict(k, w, inProgress) && deepStrict(v, b.get(w), inProgress))));
+  }
+  return true;
 }
 
 function debuglog() {
@@ -302,10 +319,26 @@ module.exports = {
   debuglog,
   debug: debuglog,
   isDeepStrictEqual,
-  isArray: Array.isArray,
+  styleText,
+  stripVTControlCharacters,
+  toUSVString: (text) => String(text).toWellFormed(),
   types,
   TextEncoder: globalThis.TextEncoder,
   TextDecoder: globalThis.TextDecoder,
-  stripVTControlCharacters: (text) => String(text).replace(/\u001b\[[0-9;]*[A-Za-z]/g, ''),
-  toUSVString: (text) => String(text).toWellFormed(),
+  _extend: extend,
+  isArray: Array.isArray,
+  isBoolean: (v) => typeof v === 'boolean',
+  isBuffer: (v) => v instanceof Uint8Array && v.constructor?.name === 'Buffer' && typeof v.readUInt8 === 'function',
+  isDate: (v) => types.isDate(v),
+  isError: (v) => types.isNativeError(v) || v instanceof Error,
+  isFunction: (v) => typeof v === 'function',
+  isNull: (v) => v === null,
+  isNullOrUndefined: (v) => v === null || v === undefined,
+  isNumber: (v) => typeof v === 'number',
+  isObject: (v) => v !== null && typeof v === 'object',
+  isPrimitive: (v) => v === null || (typeof v !== 'object' && typeof v !== 'function'),
+  isRegExp: (v) => types.isRegExp(v),
+  isString: (v) => typeof v === 'string',
+  isSymbol: (v) => typeof v === 'symbol',
+  isUndefined: (v) => v === undefined,
 };

@@ -17,6 +17,7 @@ mod http;
 mod process;
 mod punycode;
 mod stubs;
+mod util;
 mod zlib;
 
 pub(super) use stubs::{
@@ -90,10 +91,19 @@ pub(super) fn querystring() -> Unit {
 }
 
 /// `node:util` and `node:util/types`: format, inspect, promisify, types,
-/// ... (JavaScript only).
+/// ...; the host tells a promise's state and a Proxy apart.
 pub(super) fn util() -> Unit {
     Unit::new("node:util")
         .node_module("util", include_str!("../../js/node/util.js"))
+        .node_module(
+            "internal/util_inspect",
+            include_str!("../../js/node/util_inspect.js"),
+        )
+        .function("utilPromiseState", util::promise_state)
+        .function("utilPromiseResult", util::promise_result)
+        .function("utilIsProxy", util::is_proxy)
+        .function("utilProxyDetails", util::proxy_details)
+        .function("utilFunctionKind", util::function_kind)
         .node_module("util/types", "module.exports = require('node:util').types;")
         .node_module("sys", "module.exports = require('node:util');")
 }
