@@ -62,69 +62,96 @@ async fn brotli_crc32_and_levels_answer_as_in_node() {
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "true");
 }
 
+/// Runs each hostile script (its limits `limits`) on a one-thread engine
+/// beside a benign Worker, which answers before, during and after each;
+/// what each attack ended with.
+async fn attacks(
+    name: &str,
+    scripts: &[String],
+    limits: isolane_engine::Limits,
+) -> Vec<ExecuteError> {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let engine = Arc::new(engine);
+    let neighbour = bundle("web/neighbour", HELLO);
+    let mut errors = Vec::new();
+    for (i, script) in scripts.iter().enumerate() {
+        let mut hostile = (*node_worker(&format!("t/{name}-{i}"), script, NodeCompat::V1)).clone();
+        hostile.limits = limits.clone();
+        let started = std::time::Instant::now();
+        errors.push(attack_beside(&engine, &neighbour, hostile).await);
+        println!("{name} attack {i}: ended after {:?}", started.elapsed());
+    }
+    errors
+}
+
+/// A Worker compressing without end (one call on 4 MiB, or a loop of
+/// calls) with `compress` ends at its CPU limit of 200 ms: each step reads
+/// at most 64 KiB, and the limit stops it between steps.
+async fn endless_compression(name: &str, compress: &str) {
+    let scripts: Vec<String> = [
+        format!("{compress}(data);"),
+        format!("for (;;) {compress}(data.subarray(0, 1 << 16));"),
+    ]
+    .iter()
+    .map(|attack| {
+        format!(
+            "import zlib from 'node:zlib';\n\
+                 const data = new Uint8Array(4 << 20).map((_, i) => (i * 2654435761) >>> 24);\n\
+                 export default {{ fetch() {{ {attack} return new Response('never'); }} }};"
+        )
+    })
+    .collect();
+    let limits = isolane_engine::Limits {
+        cpu_ms: 200,
+        ..memory_limits(256)
+    };
+    for error in attacks(name, &scripts, limits).await {
+        assert!(
+            matches!(error, ExecuteError::CpuLimit { limit_ms: 200 }),
+            "{error:?}"
+        );
+    }
+}
+
+/// Each script ends at its memory limit of 64 MiB.
+async fn memory_attacks(name: &str, prelude: &str, attacks_js: &[&str]) {
+    let scripts: Vec<String> = attacks_js
+        .iter()
+        .map(|attack| {
+            format!(
+                "import zlib from 'node:zlib'; import {{ Readable }} from 'node:stream'; import {{ Buffer }} from 'node:buffer';\n\
+                 {prelude}\n\
+                 export default {{ async fetch() {{ {attack} }} }};"
+            )
+        })
+        .collect();
+    for error in attacks(name, &scripts, memory_limits(64)).await {
+        assert!(
+            matches!(error, ExecuteError::MemoryLimit { limit_mib: 64 }),
+            "{error:?}"
+        );
+    }
+}
+
 /// A brotli bomb (256 MiB of zeros in 421 bytes), decompressed whole by
 /// brotliDecompressSync or through a stream by a Worker keeping every
 /// chunk, ends at the Worker's memory limit; a benign Worker on the same
 /// thread answers before, while the attack runs and after.
 #[tokio::test]
 async fn a_brotli_bomb_ends_at_the_memory_limit() {
-    let (engine, _) = engine(1, PoolMode::Pinned);
-    let engine = Arc::new(engine);
-    let neighbour = bundle("web/neighbour", HELLO);
-    let attacks = [
+    let prelude = format!("const bomb = Buffer.from('{BOMB}', 'base64');");
+    memory_attacks("brotli-bomb", &prelude, &[
         "const out = zlib.brotliDecompressSync(bomb); return new Response(String(out.length));",
         "const kept = []; await new Promise((resolve, reject) => Readable.from([bomb]).pipe(zlib.createBrotliDecompress()).on('data', (c) => kept.push(c)).on('end', resolve).on('error', reject)); return new Response(String(kept.length));",
-    ];
-    for (i, attack) in attacks.iter().enumerate() {
-        let script = format!(
-            "import zlib from 'node:zlib'; import {{ Readable }} from 'node:stream'; import {{ Buffer }} from 'node:buffer';\n\
-             const bomb = Buffer.from('{BOMB}', 'base64');\n\
-             export default {{ async fetch() {{ {attack} }} }};"
-        );
-        let mut hostile =
-            (*node_worker(&format!("t/brotli-bomb-{i}"), &script, NodeCompat::V1)).clone();
-        hostile.limits = memory_limits(64);
-        let error = attack_beside(&engine, &neighbour, hostile).await;
-        assert!(
-            matches!(error, ExecuteError::MemoryLimit { limit_mib: 64 }),
-            "{attack}: {error:?}"
-        );
-    }
+    ])
+    .await;
 }
 
-/// A Worker compressing with brotli's slowest settings without end (one
-/// call on 4 MiB, or a loop of calls) ends at its CPU limit: each step
-/// reads at most 64 KiB, and the limit stops it between steps; a neighbour
-/// on the same thread answers before, during and after.
+/// Endless compression at brotli's slowest settings (the defaults) ends at
+/// the CPU limit; a neighbour on the same thread answers throughout.
 #[tokio::test]
 async fn endless_brotli_compression_ends_at_the_cpu_limit() {
-    let (engine, _) = engine(1, PoolMode::Pinned);
-    let engine = Arc::new(engine);
-    let neighbour = bundle("web/neighbour", HELLO);
-    let attacks = [
-        "zlib.brotliCompressSync(data);",
-        "for (;;) zlib.brotliCompressSync(data.subarray(0, 1 << 16));",
-    ];
-    for (i, attack) in attacks.iter().enumerate() {
-        let script = format!(
-            "import zlib from 'node:zlib';\n\
-             const data = new Uint8Array(4 << 20).map((_, i) => (i * 2654435761) >>> 24);\n\
-             export default {{ fetch() {{ {attack} return new Response('never'); }} }};"
-        );
-        let mut hostile =
-            (*node_worker(&format!("t/brotli-cpu-{i}"), &script, NodeCompat::V1)).clone();
-        hostile.limits = isolane_engine::Limits {
-            cpu_ms: 200,
-            ..memory_limits(256)
-        };
-        let started = std::time::Instant::now();
-        let error = attack_beside(&engine, &neighbour, hostile).await;
-        println!("brotli attack {i}: ended after {:?}", started.elapsed());
-        assert!(
-            matches!(error, ExecuteError::CpuLimit { limit_ms: 200 }),
-            "{attack}: {error:?}"
-        );
-    }
+    endless_compression("brotli-cpu", "zlib.brotliCompressSync").await;
 }
 
 /// "hello from the zstd CLI\n", compressed by the zstd CLI (v1.5.4, from
@@ -165,6 +192,10 @@ async fn zstd_answers_as_in_workerd() {
         const wide = Buffer.from('28b52ffd007029000068656c6c6f', 'hex');
         try {{ zlib.zstdDecompressSync(wide); }} catch (e) {{ r.push(`${{e.code}}/${{e.errno}}/${{e.message}}`); }}
         r.push(zlib.zstdDecompressSync(wide, {{ params: {{ [C.ZSTD_d_windowLogMax]: 24 }} }}).toString());
+        // A 2^31 window, refused a thousand times: each refusal gives its decoder's charge back.
+        let refused = 0;
+        for (let i = 0; i < 1000; i++) try {{ zlib.zstdDecompressSync(Buffer.from('28b52ffd00a829000068656c6c6f', 'hex')); }} catch (e) {{ refused += e.errno === 16; }}
+        r.push(refused);
         try {{ zlib.zstdCompressSync('x', {{ params: {{ 9999: 1 }} }}); }} catch (e) {{ r.push(e.message); }}
         r.push(C.ZSTD_e_end, zlib.ZSTD_c_checksumFlag, C.ZSTD_error_frameParameter_windowTooLarge, typeof zlib.createZstdDecompress);
         r.push(packed.toString('base64'));
@@ -183,7 +214,7 @@ async fn zstd_answers_as_in_workerd() {
          ZSTD_error_prefix_unknown/10/Zstd decompression failed: Unknown frame descriptor | \
          Z_DATA_ERROR/-3/unexpected end of file | \
          ZSTD_error_frameParameter_windowTooLarge/16/Zstd decompression failed: Frame requires too much memory for decoding | \
-         hello | Unsupported Zstd compression parameter: 9999 | 2 | 201 | 16 | function"
+         hello | 1000 | Unsupported Zstd compression parameter: 9999 | 2 | 201 | 16 | function"
     );
     // The zstd CLI reads what our stream wrote.
     let packed = base64_decode(ours);
@@ -226,64 +257,24 @@ const ZSTD_BOMB_JS: &str = "const blocks = 8192; const bomb = new Uint8Array(6 +
 /// window were each refused without it.
 #[tokio::test]
 async fn a_zstd_bomb_ends_at_the_memory_limit() {
-    let (engine, _) = engine(1, PoolMode::Pinned);
-    let engine = Arc::new(engine);
-    let neighbour = bundle("web/neighbour", HELLO);
-    let attacks = [
+    memory_attacks("zstd-bomb", ZSTD_BOMB_JS, &[
         "const out = zlib.zstdDecompressSync(bomb); return new Response(String(out.length));",
         "const kept = []; await new Promise((resolve, reject) => Readable.from([bomb]).pipe(zlib.createZstdDecompress()).on('data', (c) => kept.push(c)).on('end', resolve).on('error', reject)); return new Response(String(kept.length));",
         "const wide = Buffer.from('28b52ffd00a829000068656c6c6f', 'hex'); let refused = 0;\n\
          for (let i = 0; i < 1000; i++) try { zlib.zstdDecompressSync(wide); } catch (e) { if (e.code === 'ZSTD_error_frameParameter_windowTooLarge') refused++; }\n\
          if (refused !== 1000) return new Response(`refused ${refused}`);\n\
          return new Response(zlib.zstdDecompressSync(wide, { params: { [zlib.constants.ZSTD_d_windowLogMax]: 31 } }));",
-    ];
-    for (i, attack) in attacks.iter().enumerate() {
-        let script = format!(
-            "import zlib from 'node:zlib'; import {{ Readable }} from 'node:stream'; import {{ Buffer }} from 'node:buffer';\n\
-             {ZSTD_BOMB_JS}\n\
-             export default {{ async fetch() {{ {attack} }} }};"
-        );
-        let mut hostile =
-            (*node_worker(&format!("t/zstd-bomb-{i}"), &script, NodeCompat::V1)).clone();
-        hostile.limits = memory_limits(64);
-        let error = attack_beside(&engine, &neighbour, hostile).await;
-        assert!(
-            matches!(error, ExecuteError::MemoryLimit { limit_mib: 64 }),
-            "{attack}: {error:?}"
-        );
-    }
+    ])
+    .await;
 }
 
-/// A Worker compressing at zstd's level 19 without end (one call on 4 MiB,
-/// or a loop of calls) ends at its CPU limit between 64 KiB steps; a
-/// neighbour on the same thread answers before, during and after.
+/// Endless compression at zstd's level 19 ends at the CPU limit; a
+/// neighbour on the same thread answers throughout.
 #[tokio::test]
 async fn endless_zstd_compression_ends_at_the_cpu_limit() {
-    let (engine, _) = engine(1, PoolMode::Pinned);
-    let engine = Arc::new(engine);
-    let neighbour = bundle("web/neighbour", HELLO);
-    let attacks = [
-        "zlib.zstdCompressSync(data, { params: { [zlib.constants.ZSTD_c_compressionLevel]: 19 } });",
-        "for (;;) zlib.zstdCompressSync(data.subarray(0, 1 << 16), { params: { [zlib.constants.ZSTD_c_compressionLevel]: 19 } });",
-    ];
-    for (i, attack) in attacks.iter().enumerate() {
-        let script = format!(
-            "import zlib from 'node:zlib';\n\
-             const data = new Uint8Array(4 << 20).map((_, i) => (i * 2654435761) >>> 24);\n\
-             export default {{ fetch() {{ {attack} return new Response('never'); }} }};"
-        );
-        let mut hostile =
-            (*node_worker(&format!("t/zstd-cpu-{i}"), &script, NodeCompat::V1)).clone();
-        hostile.limits = isolane_engine::Limits {
-            cpu_ms: 200,
-            ..memory_limits(256)
-        };
-        let started = std::time::Instant::now();
-        let error = attack_beside(&engine, &neighbour, hostile).await;
-        println!("zstd attack {i}: ended after {:?}", started.elapsed());
-        assert!(
-            matches!(error, ExecuteError::CpuLimit { limit_ms: 200 }),
-            "{attack}: {error:?}"
-        );
-    }
+    endless_compression(
+        "zstd-cpu",
+        "((d) => zlib.zstdCompressSync(d, { params: { [zlib.constants.ZSTD_c_compressionLevel]: 19 } }))",
+    )
+    .await;
 }
