@@ -76,7 +76,7 @@ async fn attacks(
     let mut errors = Vec::new();
     for (i, script) in scripts.iter().enumerate() {
         let mut hostile = (*node_worker(&format!("t/{name}-{i}"), script, NodeCompat::V1)).clone();
-        hostile.limits = limits.clone();
+        hostile.limits = limits;
         let started = std::time::Instant::now();
         errors.push(attack_beside(&engine, &neighbour, hostile).await);
         println!("{name} attack {i}: ended after {:?}", started.elapsed());
