@@ -98,8 +98,10 @@ sweep:
 	$(CARGO) build -p isolane
 	node compat/sweep/run.mjs --markdown compat/sweep/.cache/results.md
 
-# Node's own tests of events, path, querystring and url as npm packages ship
-# them, run as Workers on isolane dev and workerd; downloads the packages.
+# Node's own tests run as Workers on isolane dev and workerd: with
+# NODE_SRC=/path/to/node (a nodejs/node checkout) its test/parallel files of
+# buffer, string_decoder, events, path, querystring, url and util; without
+# it, the npm ports of those modules that ship Node's tests (downloaded).
 node-tests:
 	$(CARGO) build -p isolane
-	node compat/nodetests/run.mjs
+	node compat/nodetests/run.mjs $(if $(NODE_SRC),--node-src $(NODE_SRC))

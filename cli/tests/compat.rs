@@ -121,7 +121,7 @@ async fn node_compat_checks_against_workerd() {
             "--compatibility-flags",
             "nodejs_compat",
             "--compatibility-date",
-            "2025-11-01",
+            "2026-11-01",
         ],
         dir.path(),
     );

@@ -17,7 +17,7 @@ import { defineEnv } from "unenv";
 const require = createRequire(import.meta.url);
 
 /** The date cli/tests/compat/servers.rs gives workerd and Isolane. */
-export const COMPATIBILITY_DATE = "2025-11-01";
+export const COMPATIBILITY_DATE = "2026-11-01";
 
 /** esbuild's options as wrangler sets them for a Worker: one ES module,
  * platform neutral, the workerd/worker/browser conditions, target es2022. */

@@ -44,7 +44,7 @@ function get(port, host) {
       response.on("end", () =>
         ok(response.statusCode === 200 && text.startsWith("loaded")
           ? { ok: true }
-          : { ok: false, error: `${response.statusCode} ${text.split("\n")[0].slice(0, 160)}` }),
+          : { ok: false, error: `${response.statusCode} ${text.split("\n")[0].slice(0, 400)}` }),
       );
     });
     request.on("timeout", () => request.destroy(new Error("timeout")));

@@ -29,7 +29,7 @@ const START_DEADLINE: Duration = Duration::from_secs(60);
 const BUILD_DEADLINE: Duration = Duration::from_secs(300);
 
 /// workerd's compatibility date: recent, so its defaults are today's.
-const COMPATIBILITY_DATE: &str = "2025-11-01";
+const COMPATIBILITY_DATE: &str = "2026-11-01";
 
 /// A server process; killed (its whole process group) when dropped, and
 /// when the test process dies.

@@ -55,14 +55,24 @@ mod message_channel;
 mod modules;
 #[path = "engine/node_buffer.rs"]
 mod node_buffer;
+#[path = "engine/node_buffer_checks.rs"]
+mod node_buffer_checks;
 #[path = "engine/node_crypto.rs"]
 mod node_crypto;
+#[path = "engine/node_crypto_ciphers.rs"]
+mod node_crypto_ciphers;
+#[path = "engine/node_crypto_dh.rs"]
+mod node_crypto_dh;
 #[path = "engine/node_crypto_keys.rs"]
 mod node_crypto_keys;
+#[path = "engine/node_crypto_pkcs8.rs"]
+mod node_crypto_pkcs8;
 #[path = "engine/node_dns.rs"]
 mod node_dns;
 #[path = "engine/node_events.rs"]
 mod node_events;
+#[path = "engine/node_found.rs"]
+mod node_found;
 #[path = "engine/node_fs.rs"]
 mod node_fs;
 #[path = "engine/node_http.rs"]
@@ -71,6 +81,8 @@ mod node_http;
 mod node_http_server;
 #[path = "engine/node_imports.rs"]
 mod node_imports;
+#[path = "engine/node_path_win32.rs"]
+mod node_path_win32;
 #[path = "engine/node_require.rs"]
 mod node_require;
 #[path = "engine/node_stream.rs"]

@@ -31,10 +31,19 @@ function encodingOf(encoding) {
   return normal;
 }
 
-function invalidArg(name, expected, value) {
-  const shown = value === null ? 'null' : typeof value === 'object' ? 'an instance of ' + (value.constructor?.name ?? 'Object') : `type ${typeof value} (${String(value)})`;
-  const error = new TypeError(`The "${name}" argument must be ${expected}. Received ${shown}`);
-  error.code = 'ERR_INVALID_ARG_TYPE';
+const { invalidArgType: invalidArg } = require('node:internal/errors');
+
+// An integer number in [min, max], as Node's validateOffset has it.
+function validateOffset(value, name, min = 0, max = kMaxLength) {
+  if (typeof value !== 'number') throw invalidArg(name, 'of type number', value);
+  if (!Number.isInteger(value)) throw outOfRange(name, 'an integer', value);
+  if (value < min || value > max) throw outOfRange(name, `>= ${min} && <= ${max}`, value);
+  return value;
+}
+
+function outOfBounds(name) {
+  const error = new RangeError(name ? `"${name}" is outside of buffer bounds` : 'Attempt to access memory outside buffer bounds');
+  error.code = 'ERR_BUFFER_OUT_OF_BOUNDS';
   return error;
 }
 
@@ -105,13 +114,8 @@ Buffer.poolSize = 8192;
 Buffer.from = function from(value, encodingOrOffset, length) {
   if (typeof value === 'string') return wrap(bytesOf(value, encodingOf(encodingOrOffset)));
   if (typeof value === 'object' && value !== null) {
-    if (value instanceof ArrayBuffer || value instanceof internal.NativeArrayBuffer ||
-        Object.prototype.toString.call(value) === '[object ArrayBuffer]') {
-      const offset = encodingOrOffset === undefined ? 0 : Math.trunc(Number(encodingOrOffset)) || 0;
-      if (offset > value.byteLength) throw outOfRange('offset', `<= ${value.byteLength}`, offset);
-      const len = length === undefined ? value.byteLength - offset : Math.trunc(Number(length)) || 0;
-      if (offset + len > value.byteLength) throw outOfRange('length', `<= ${value.byteLength - offset}`, len);
-      return new FastBuffer(value, offset, len);
+    if (isAnyArrayBuffer(value)) {
+      return fromArrayBuffer(value, encodingOrOffset, length);
     }
     if (ArrayBuffer.isView(value)) {
       const bytes = new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
@@ -127,10 +131,31 @@ Buffer.from = function from(value, encodingOrOffset, length) {
       return Buffer.from(value[Symbol.toPrimitive]('string'), encodingOrOffset, length);
     }
     if (value.type === 'Buffer' && Array.isArray(value.data)) return fromArrayLike(value.data);
-    if (typeof value.length === 'number') return fromArrayLike(value);
+    if (typeof value.length === 'number' || isAnyArrayBuffer(value.buffer)) return fromArrayLike(value);
   }
   throw invalidArg('first argument', 'of type string or an instance of Buffer, ArrayBuffer, or Array or an Array-like Object', value);
 };
+
+// An ArrayBuffer (of any realm) or a SharedArrayBuffer.
+function isAnyArrayBuffer(value) {
+  if (value instanceof ArrayBuffer || value instanceof internal.NativeArrayBuffer) return true;
+  const tag = Object.prototype.toString.call(value);
+  return tag === '[object ArrayBuffer]' || tag === '[object SharedArrayBuffer]';
+}
+
+// A view of `buffer`: a byteOffset or length that is not a number counts as 0.
+function fromArrayBuffer(buffer, byteOffset, length) {
+  const offset = byteOffset === undefined ? 0 : Number(byteOffset) || 0;
+  const room = buffer.byteLength - offset;
+  if (room < 0 || offset === Infinity) throw outOfBounds('offset');
+  let len = room;
+  if (length !== undefined) {
+    len = Number(length);
+    if (len > room) throw outOfBounds('length');
+    if (!(len > 0)) len = 0;
+  }
+  return new FastBuffer(buffer, offset, len);
+}
 
 function fromArrayLike(list) {
   const out = new FastBuffer(list.length >>> 0);
@@ -156,7 +181,7 @@ Buffer.isEncoding = function isEncoding(encoding) {
 
 Buffer.byteLength = function byteLength(value, encoding) {
   if (typeof value !== 'string') {
-    if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof internal.NativeArrayBuffer) return value.byteLength;
+    if (ArrayBuffer.isView(value) || isAnyArrayBuffer(value)) return value.byteLength;
     throw invalidArg('string', 'of type string or an instance of Buffer or ArrayBuffer', value);
   }
   const normal = normalizeEncoding(encoding) ?? 'utf8';
@@ -183,6 +208,7 @@ function compareBytes(a, b) {
 
 Buffer.concat = function concat(list, totalLength) {
   if (!Array.isArray(list)) throw invalidArg('list', 'an instance of Array', list);
+  if (totalLength !== undefined) validateOffset(totalLength, 'length');
   if (totalLength === undefined) {
     totalLength = 0;
     for (let i = 0; i < list.length; i++) {
@@ -204,17 +230,23 @@ Buffer.concat = function concat(list, totalLength) {
 
 const proto = Buffer.prototype;
 
-function clampRange(length, start, end) {
-  start = start === undefined ? 0 : Math.max(0, Math.trunc(Number(start)) || 0);
-  end = end === undefined ? length : Math.min(length, Math.trunc(Number(end)) || 0);
-  return [Math.min(start, length), end];
-}
-
 proto.toString = function toString(encoding, start, end) {
   if (arguments.length === 0) return stringOf(this, 'utf8');
-  const [from, to] = clampRange(this.length, start, end);
-  if (to <= from) return '';
-  return stringOf(this.subarray(from, to), encodingOf(encoding));
+  const length = this.length;
+  if (start <= 0) start = 0;
+  else if (start >= length) return '';
+  else start = Math.trunc(start) || 0;
+  if (end === undefined || end > length) end = length;
+  else end = Math.trunc(end) || 0;
+  if (end <= start) return '';
+  // An encoding that is given is named by its string form: null is 'null'.
+  const normal = encoding === undefined ? 'utf8' : normalizeEncoding(`${encoding}`);
+  if (normal === undefined || `${encoding}` === '') {
+    const error = new TypeError(`Unknown encoding: ${encoding}`);
+    error.code = 'ERR_UNKNOWN_ENCODING';
+    throw error;
+  }
+  return stringOf(this.subarray(start, end), normal);
 };
 proto.toLocaleString = proto.toString;
 
@@ -229,8 +261,12 @@ proto.equals = function equals(other) {
 
 proto.compare = function compare(target, targetStart, targetEnd, sourceStart, sourceEnd) {
   if (!(target instanceof Uint8Array)) throw invalidArg('target', 'an instance of Buffer or Uint8Array', target);
-  const [ts, te] = clampRange(target.length, targetStart, targetEnd);
-  const [ss, se] = clampRange(this.length, sourceStart, sourceEnd);
+  const ts = targetStart === undefined ? 0 : validateOffset(targetStart, 'targetStart');
+  const te = targetEnd === undefined ? target.length : validateOffset(targetEnd, 'targetEnd', 0, target.length);
+  const ss = sourceStart === undefined ? 0 : validateOffset(sourceStart, 'sourceStart');
+  const se = sourceEnd === undefined ? this.length : validateOffset(sourceEnd, 'sourceEnd', 0, this.length);
+  if (ss >= se) return ts >= te ? 0 : -1;
+  if (ts >= te) return 1;
   return compareBytes(this.subarray(ss, se), target.subarray(ts, te));
 };
 
@@ -244,12 +280,11 @@ proto.slice = proto.subarray;
 
 proto.write = function write(string, offset, length, encoding) {
   if (typeof string !== 'string') throw invalidArg('argument', 'of type string', string);
-  if (typeof offset === 'string') { encoding = offset; offset = 0; length = this.length; }
-  else if (typeof length === 'string') { encoding = length; length = undefined; }
-  offset = offset === undefined ? 0 : offset >>> 0;
-  if (offset > this.length) throw outOfRange('offset', `>= 0 && <= ${this.length}`, offset);
+  if (typeof offset === 'string' && length === undefined) { encoding = offset; offset = 0; }
+  offset = offset === undefined ? 0 : validateOffset(offset, 'offset', 0, this.length);
   const room = this.length - offset;
-  length = length === undefined ? room : Math.min(room, length >>> 0);
+  if (typeof length === 'string') { encoding = length; length = undefined; }
+  length = length === undefined ? room : Math.min(room, validateOffset(length, 'length', 0, this.length));
   const normal = encodingOf(encoding);
   let bytes = bytesOf(string, normal);
   if (bytes.length > length) {
@@ -273,9 +308,11 @@ proto.write = function write(string, offset, length, encoding) {
 proto.fill = function fill(value, offset, end, encoding) {
   if (typeof offset === 'string') { encoding = offset; offset = 0; end = this.length; }
   else if (typeof end === 'string') { encoding = end; end = this.length; }
-  offset = offset === undefined ? 0 : offset >>> 0;
-  end = end === undefined ? this.length : end >>> 0;
-  if (offset > this.length || end > this.length) throw outOfRange('offset', `>= 0 && <= ${this.length}`, offset);
+  if (typeof value === 'string' && encoding !== undefined && typeof encoding !== 'string') {
+    throw invalidArg('encoding', 'of type string', encoding);
+  }
+  offset = offset === undefined ? 0 : validateOffset(offset, 'offset');
+  end = end === undefined ? this.length : validateOffset(end, 'end', 0, this.length);
   if (end <= offset) return this;
   if (typeof value === 'number' || typeof value === 'boolean') {
     Uint8Array.prototype.fill.call(this, Number(value) & 0xff, offset, end);
@@ -295,11 +332,24 @@ proto.fill = function fill(value, offset, end, encoding) {
   return this;
 };
 
+// A position for copy(): a number is truncated, anything else counts as 0.
+function position(value, name) {
+  const n = Math.trunc(Number(value)) || 0;
+  if (n < 0) throw outOfRange(name, '>= 0', value);
+  return n;
+}
+
 proto.copy = function copy(target, targetStart, sourceStart, sourceEnd) {
-  targetStart = targetStart === undefined ? 0 : targetStart >>> 0;
-  const [from, to] = clampRange(this.length, sourceStart, sourceEnd);
-  const n = Math.max(0, Math.min(to - from, target.length - targetStart));
-  if (n > 0) target.set(this.subarray(from, from + n), targetStart);
+  if (!(target instanceof Uint8Array)) throw invalidArg('target', 'an instance of Buffer or Uint8Array', target);
+  const at = targetStart === undefined ? 0 : position(targetStart, 'targetStart');
+  // A negative start is named as workerd names it; one past the end as Node 20.
+  const from = sourceStart === undefined ? 0 : position(sourceStart, 'sourceStart');
+  if (from > this.length) throw outOfRange('sourceStart', `>= 0 && <= ${this.length}`, sourceStart);
+  const to = Math.min(sourceEnd === undefined ? this.length : position(sourceEnd, 'sourceEnd'), this.length);
+  const room = target.byteLength - at;
+  if (room <= 0 || from >= to) return 0;
+  const n = Math.min(to - from, room);
+  Uint8Array.prototype.set.call(target, this.subarray(from, from + n), at);
   return n;
 };
 
@@ -310,41 +360,75 @@ function needle(value, encoding) {
   throw invalidArg('value', 'one of type number or string or an instance of Buffer or Uint8Array', value);
 }
 
+// Where `bytes` starts in `buffer` searching from `from` by `step`
+// (backwards when `step` < 0), or -1. A utf16le search moves by whole
+// 16-bit units, as Node's does.
+function search(buffer, bytes, from, step) {
+  outer: for (let i = from; i >= 0 && i <= buffer.length - bytes.length; i += step) {
+    for (let j = 0; j < bytes.length; j++) if (buffer[i + j] !== bytes[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
+// The needle and the step of a search: a utf16le search of a string or
+// Buffer compares whole units (an odd last byte is not one).
+function searchFor(value, encoding) {
+  const bytes = needle(value, encoding);
+  const wide = typeof value !== 'number' && encoding !== undefined && normalizeEncoding(encoding) === 'utf16le';
+  return wide ? [bytes.subarray(0, bytes.length & ~1), 2] : [bytes, 1];
+}
+
 proto.indexOf = function indexOf(value, byteOffset, encoding) {
   if (typeof byteOffset === 'string') { encoding = byteOffset; byteOffset = 0; }
   let from = byteOffset === undefined ? 0 : Math.trunc(Number(byteOffset)) || 0;
   if (from < 0) from = Math.max(0, this.length + from);
-  const bytes = needle(value, encoding);
+  const [bytes, step] = searchFor(value, encoding);
+  if (step === 2 && (this.length < 2 || bytes.length < 2)) return -1;
   if (bytes.length === 0) return Math.min(from, this.length);
-  outer: for (let i = from; i <= this.length - bytes.length; i++) {
-    for (let j = 0; j < bytes.length; j++) if (this[i + j] !== bytes[j]) continue outer;
-    return i;
-  }
-  return -1;
+  return search(this, bytes, from - (from % step), step);
 };
 
 proto.lastIndexOf = function lastIndexOf(value, byteOffset, encoding) {
   if (typeof byteOffset === 'string') { encoding = byteOffset; byteOffset = undefined; }
-  const bytes = needle(value, encoding);
+  const [bytes, step] = searchFor(value, encoding);
+  if (step === 2 && (this.length < 2 || bytes.length < 2)) return -1;
   let from = byteOffset === undefined ? this.length - bytes.length : Math.trunc(Number(byteOffset)) || 0;
   if (from < 0) from = this.length + from;
   from = Math.min(from, this.length - bytes.length);
-  outer: for (let i = from; i >= 0; i--) {
-    for (let j = 0; j < bytes.length; j++) if (this[i + j] !== bytes[j]) continue outer;
-    return i;
-  }
-  return -1;
+  return search(this, bytes, from - (from % step), -step);
 };
 
 proto.includes = function includes(value, byteOffset, encoding) {
   return this.indexOf(value, byteOffset, encoding) !== -1;
 };
 
-proto.swap16 = function swap16() {
-  if (this.length % 2 !== 0) throw new RangeError('Buffer size must be a multiple of 16-bits');
-  for (let i = 0; i < this.length; i += 2) { const t = this[i]; this[i] = this[i + 1]; this[i + 1] = t; }
-  return this;
-};
+// swap16/32/64: reverse the bytes of each 2-, 4- or 8-byte group in place.
+for (const bits of [16, 32, 64]) {
+  const size = bits / 8;
+  proto['swap' + bits] = {
+    ['swap' + bits]() {
+      if (this.length % size !== 0) {
+        const error = new RangeError(`Buffer size must be a multiple of ${bits}-bits`);
+        error.code = 'ERR_INVALID_BUFFER_SIZE';
+        throw error;
+      }
+      for (let i = 0; i < this.length; i += size) {
+        for (let a = i, b = i + size - 1; a < b; a++, b--) { const t = this[a]; this[a] = this[b]; this[b] = t; }
+      }
+      return this;
+    },
+  }['swap' + bits];
+}
+
+// buf.parent and buf.offset, Node's old names for buffer and byteOffset.
+for (const [name, of] of [['parent', 'buffer'], ['offset', 'byteOffset']]) {
+  Object.defineProperty(proto, name, {
+    get() { return this instanceof Buffer ? this[of] : undefined; },
+    enumerable: true,
+    configurable: true,
+  });
+}
 
 // Numbers: read/write through a DataView over the same bytes.
 function view(buffer) {
@@ -354,10 +438,36 @@ function view(buffer) {
 function checkOffset(buffer, offset, size) {
   if (offset === undefined) offset = 0;
   if (typeof offset !== 'number') throw invalidArg('offset', 'of type number', offset);
-  if (!Number.isInteger(offset) || offset < 0 || offset + size > buffer.length) {
-    throw outOfRange('offset', `>= 0 and <= ${buffer.length - size}`, offset);
+  const last = buffer.length - size;
+  if (Math.floor(offset) !== offset) throw outOfRange('offset', 'an integer', offset);
+  if (offset < 0 || offset > last) {
+    if (last < 0) throw outOfBounds();
+    throw outOfRange('offset', `>= 0 and <= ${last}`, offset);
   }
   return offset;
+}
+
+// A BigInt as Node's range errors show it: past 2 ** 32 with '_' between
+// groups of three digits ('9_223_372_036_854_775_808n').
+function bigintShown(value) {
+  let digits = String(value < 0n ? -value : value);
+  if (value > 2n ** 32n || value < -(2n ** 32n)) {
+    let grouped = '';
+    while (digits.length > 3) { grouped = `_${digits.slice(-3)}${grouped}`; digits = digits.slice(0, -3); }
+    digits += grouped;
+  }
+  return `${value < 0n ? '-' : ''}${digits}n`;
+}
+
+const BIG_RANGES = {
+  BigUint64: [0n, 2n ** 64n - 1n, '0n', '2n ** 64n'],
+  BigInt64: [-(2n ** 63n), 2n ** 63n - 1n, '-(2n ** 63n)', '2n ** 63n'],
+};
+
+function checkBigInt(kind, value) {
+  if (typeof value !== 'bigint') throw invalidArg('value', 'of type bigint', value);
+  const [min, max, low, high] = BIG_RANGES[kind];
+  if (value < min || value > max) throw outOfRange('value', `>= ${low} and < ${high}`, bigintShown(value));
 }
 
 const NUMBERS = [
@@ -391,6 +501,7 @@ for (const [name, size, kind, little] of NUMBERS) {
     if (range && (typeof value !== 'number' || value < range[0] || value > range[1])) {
       throw outOfRange('value', `>= ${range[0]} and <= ${range[1]}`, value);
     }
+    if (kind in BIG_RANGES) checkBigInt(kind, value);
     set.call(view(this), offset, value, little);
     return offset + size;
   };
@@ -404,9 +515,9 @@ for (const [name, size, kind, little] of NUMBERS) {
 
 // readUIntLE(offset, byteLength) and friends, 1 to 6 bytes.
 function checkByteLength(byteLength) {
-  if (!Number.isInteger(byteLength) || byteLength < 1 || byteLength > 6) {
-    throw outOfRange('byteLength', '>= 1 and <= 6', byteLength);
-  }
+  if (typeof byteLength !== 'number') throw invalidArg('byteLength', 'of type number', byteLength);
+  if (Math.floor(byteLength) !== byteLength) throw outOfRange('byteLength', 'an integer', byteLength);
+  if (byteLength < 1 || byteLength > 6) throw outOfRange('byteLength', '>= 1 and <= 6', byteLength);
 }
 
 proto.readUIntLE = function readUIntLE(offset, byteLength) {
@@ -463,15 +574,42 @@ for (const encoding of ['utf8', 'hex', 'base64', 'base64url', 'latin1', 'ascii',
   proto[encoding + 'Write'] = function (string, offset, length) { return this.write(string, offset, length, encoding); };
 }
 
+// util.inspect(buf): at most buffer.INSPECT_MAX_BYTES bytes, as Node shows them.
+proto[Symbol.for('nodejs.util.inspect.custom')] = function inspect() {
+  const max = module.exports.INSPECT_MAX_BYTES;
+  const shown = Array.from(this.subarray(0, max), (b) => b.toString(16).padStart(2, '0')).join(' ');
+  const rest = this.length - max;
+  const more = rest > 0 ? ` ... ${rest} more byte${rest > 1 ? 's' : ''}` : '';
+  return `<${this.constructor?.name ?? 'Buffer'} ${shown}${more}>`;
+};
+
 function SlowBuffer(size) { return Buffer.allocUnsafeSlow(size); }
 
+// The bytes of an ArrayBuffer or view, for isUtf8 and isAscii; `detached`
+// says whether its ArrayBuffer was transferred away.
+function bytesOfInput(input) {
+  const isBuffer = isAnyArrayBuffer(input);
+  if (!isBuffer && !ArrayBuffer.isView(input)) {
+    throw invalidArg('input', 'an instance of ArrayBuffer, Buffer, or TypedArray', input);
+  }
+  const buffer = isBuffer ? input : input.buffer;
+  if (buffer.detached) return { bytes: new Uint8Array(0), detached: true };
+  const bytes = isBuffer ? new Uint8Array(input) : new Uint8Array(buffer, input.byteOffset, input.byteLength);
+  return { bytes, detached: false };
+}
+
 function isUtf8(input) {
-  try { host.utf8Decode(new Uint8Array(input.buffer ?? input, input.byteOffset ?? 0, input.byteLength), true, true); return true; }
-  catch { return false; }
+  const { bytes, detached } = bytesOfInput(input);
+  if (detached) {
+    const error = new Error('Cannot validate on a detached buffer');
+    error.code = 'ERR_INVALID_STATE';
+    throw error;
+  }
+  try { host.utf8Decode(bytes, true, true); return true; } catch { return false; }
 }
 
 function isAscii(input) {
-  const bytes = new Uint8Array(input.buffer ?? input, input.byteOffset ?? 0, input.byteLength);
+  const { bytes } = bytesOfInput(input);
   for (let i = 0; i < bytes.length; i++) if (bytes[i] > 0x7f) return false;
   return true;
 }
@@ -500,13 +638,14 @@ function transcode(source, fromEncoding, toEncoding) {
   return Buffer.from(text, to);
 }
 
+let inspectMaxBytes = 50;
+
 module.exports = {
   Buffer,
   SlowBuffer,
   kMaxLength,
   kStringMaxLength,
   constants: { MAX_LENGTH: kMaxLength, MAX_STRING_LENGTH: kStringMaxLength },
-  INSPECT_MAX_BYTES: 50,
   atob: globalThis.atob,
   btoa: globalThis.btoa,
   Blob: globalThis.Blob,
@@ -516,3 +655,15 @@ module.exports = {
   transcode,
   resolveObjectURL: () => undefined,
 };
+
+// buffer.INSPECT_MAX_BYTES: a number >= 0, checked when set.
+Object.defineProperty(module.exports, 'INSPECT_MAX_BYTES', {
+  get() { return inspectMaxBytes; },
+  set(value) {
+    if (typeof value !== 'number') throw invalidArg('INSPECT_MAX_BYTES', 'of type number', value);
+    if (!(value >= 0)) throw outOfRange('INSPECT_MAX_BYTES', '>= 0', value);
+    inspectMaxBytes = value;
+  },
+  enumerable: true,
+  configurable: true,
+});

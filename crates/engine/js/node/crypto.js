@@ -1,4 +1,4 @@
-// node:crypto — Node's hashing, HMAC, random, PBKDF2, HKDF, scrypt, AES cipher
+// node:crypto — Node's hashing, HMAC, random, PBKDF2, HKDF, scrypt, cipher
 // (`crypto_cipher.js`), key (`crypto_keys.js`) and certificate
 // (`crypto_x509.js`) functions on the
 // runtime's Web Crypto: hashers are the crypto unit's (`digestStream*`,
@@ -10,6 +10,7 @@
 const { Buffer } = require('node:buffer');
 const { codedError, invalidArgType, notImplemented: missing } = require('node:internal/errors');
 const cipher = require('node:internal/crypto_cipher');
+const dh = require('node:internal/crypto_dh');
 
 // Node's names (any case, `RSA-` prefixed too) to Web Crypto's.
 const HASHES = { md5: 'MD5', sha1: 'SHA-1', sha256: 'SHA-256', sha384: 'SHA-384', sha512: 'SHA-512' };
@@ -44,7 +45,6 @@ class Hasher {
   #handle;
   #done = false;
   #finalized;
-  #stream;
 
   constructor(handle, finalized) {
     this.#handle = handle;
@@ -70,32 +70,13 @@ class Hasher {
     this.#done = true;
     return encode(host.digestStreamEnd(handle), encoding);
   }
-
-  // A Hash or Hmac is a stream too (the data written, the digest read): a
-  // node:stream Transform, made when a stream method is first used.
-  _stream() {
-    if (this.#stream === undefined) {
-      const { Transform } = require('node:stream');
-      const hasher = this;
-      this.#stream = new Transform({
-        transform(chunk, encoding, callback) { hasher.update(chunk, encoding); callback(); },
-        flush(callback) { callback(null, hasher.digest()); },
-      });
-    }
-    return this.#stream;
-  }
 }
 
-for (const name of [
-  'write', 'end', 'read', 'pipe', 'unpipe', 'on', 'once', 'off', 'addListener', 'removeListener',
-  'removeAllListeners', 'emit', 'setEncoding', 'pause', 'resume', 'destroy', Symbol.asyncIterator,
-]) {
-  Hasher.prototype[name] = function (...args) {
-    const stream = this._stream();
-    const result = stream[name](...args);
-    return result === stream ? this : result;
-  };
-}
+// A Hash or Hmac is a stream too (the data written, the digest read).
+cipher.lazyTransform(Hasher, (hasher) => ({
+  transform(chunk, encoding, callback) { hasher.update(chunk, encoding); callback(); },
+  flush(callback) { callback(null, hasher.digest()); },
+}));
 
 class Hash extends Hasher {
   constructor(algorithm, options, handle) {
@@ -364,5 +345,9 @@ module.exports = {
   scryptSync,
   hkdf,
   hkdfSync,
-  createDiffieHellman: notImplemented('createDiffieHellman'),
+  createDiffieHellman: dh.createDiffieHellman,
+  createDiffieHellmanGroup: dh.getDiffieHellman,
+  getDiffieHellman: dh.getDiffieHellman,
+  DiffieHellman: dh.DiffieHellman,
+  DiffieHellmanGroup: dh.DiffieHellmanGroup,
 };

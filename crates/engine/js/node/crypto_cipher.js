@@ -1,16 +1,39 @@
-// node:crypto's createCipheriv/createDecipheriv for AES in CBC, CTR and
-// GCM modes, on Web Crypto's AES (`cryptoImportKey`, `cryptoCipher`): the
-// input is gathered and ciphered at `final()`, so `update()` answers an
-// empty chunk and `final()` the whole output (their concatenation is
-// Node's, in any output encoding). Part of the `node:crypto` unit, hidden
-// from Workers. Runs as function (host, internal, require, module, exports).
+// node:crypto's createCipheriv/createDecipheriv (and the Cipheriv and
+// Decipheriv classes) on AWS-LC's ciphers (`nodeCipher*`, the ones workerd
+// uses): AES in CBC, CTR, ECB, OFB, CFB, CFB8, GCM and CCM modes,
+// ChaCha20-Poly1305 and DES/3DES, streamed as Node streams them: `update()`
+// answers the bytes that are ready, `final()` the rest, then checks padding
+// or the tag. A Cipheriv is a node:stream Transform too, made when a stream
+// method is first used (`lazyTransform`, which Hash and Hmac share). Part of
+// the `node:crypto` unit, hidden from Workers. Runs as function (host,
+// internal, require, module, exports).
 
 const { Buffer } = require('node:buffer');
-const { codedError, invalidArgType, notImplemented } = require('node:internal/errors');
+const { codedError, invalidArgType } = require('node:internal/errors');
 
-// Node's names: `aes-<bits>-<mode>`.
-const MODES = { cbc: 'AES-CBC', ctr: 'AES-CTR', gcm: 'AES-GCM' };
-const CIPHERS = Object.freeze(['128', '192', '256'].flatMap((bits) => Object.keys(MODES).map((mode) => `aes-${bits}-${mode}`)));
+// Larger inputs are ciphered in steps, so the CPU limit can stop between them.
+const STEP = 1 << 20;
+// Node's other names for some ciphers.
+const ALIASES = {
+  aes128: 'aes-128-cbc', aes192: 'aes-192-cbc', aes256: 'aes-256-cbc',
+  'id-aes128-gcm': 'aes-128-gcm', 'id-aes192-gcm': 'aes-192-gcm', 'id-aes256-gcm': 'aes-256-gcm',
+  des: 'des-cbc', des3: 'des-ede3-cbc', 'des-ede3-ecb': 'des-ede3', 'des-ede-ecb': 'des-ede',
+};
+const CIPHERS = Object.freeze(host.nodeCipherNames());
+// The tag lengths Node takes for GCM and for CCM.
+const GCM_TAGS = [4, 8, 12, 13, 14, 15, 16];
+const CCM_TAGS = [4, 6, 8, 10, 12, 14, 16];
+
+// Whether `length` is a tag length the AEAD cipher `name` takes.
+function tagLengthOk(name, length) {
+  if (name.endsWith('-gcm')) return GCM_TAGS.includes(length);
+  if (name.endsWith('-ccm')) return CCM_TAGS.includes(length);
+  return Number.isInteger(length) && length >= 1 && length <= 16;
+}
+
+function unsupportedState() {
+  return new Error('Trying to add data in unsupported state');
+}
 
 function bytesOf(value, name, encoding) {
   if (typeof value === 'string') return Buffer.from(value, encoding);
@@ -20,92 +43,179 @@ function bytesOf(value, name, encoding) {
   throw invalidArgType(name, 'of type string or an instance of Buffer, TypedArray, DataView or ArrayBuffer', value);
 }
 
-function parse(algorithm, key, iv) {
-  const match = typeof algorithm === 'string' && /^(?:id-)?aes-?(128|192|256)-(cbc|ctr|gcm)$/.exec(algorithm.toLowerCase());
-  if (!match) throw codedError(TypeError, 'ERR_CRYPTO_UNKNOWN_CIPHER', 'Unknown cipher');
-  const mode = match[2];
-  if (key.length * 8 !== Number(match[1])) throw codedError(RangeError, 'ERR_CRYPTO_INVALID_KEYLEN', 'Invalid key length');
-  if (mode === 'gcm' ? ![12, 16, 32, 64].includes(iv.length) : iv.length !== 16) {
-    throw codedError(TypeError, 'ERR_CRYPTO_INVALID_IV', 'Invalid initialization vector');
-  }
-  return mode;
+function invalidState(operation) {
+  return codedError(Error, 'ERR_CRYPTO_INVALID_STATE', `Invalid state for operation ${operation}`);
 }
 
-function output(bytes, encoding) {
-  const buffer = Buffer.from(bytes);
-  return encoding === undefined || encoding === 'buffer' ? buffer : buffer.toString(encoding);
+function invalidTag(length) {
+  return codedError(TypeError, 'ERR_CRYPTO_INVALID_AUTH_TAG', `Invalid authentication tag length: ${length}`);
+}
+
+function authFailed() {
+  return new Error('Unsupported state or unable to authenticate data');
+}
+
+// Node's name for a cipher this runtime has (an alias resolved), or Node's
+// error.
+function cipherName(algorithm) {
+  if (typeof algorithm !== 'string') throw invalidArgType('cipher', 'of type string', algorithm);
+  const lower = algorithm.toLowerCase();
+  const name = ALIASES[lower] ?? lower;
+  if (!CIPHERS.includes(name)) throw codedError(TypeError, 'ERR_CRYPTO_UNKNOWN_CIPHER', 'Unknown cipher');
+  return name;
+}
+
+// The cipher `algorithm` names, its lengths checked against `key` and `iv`;
+// its tag length (AEAD ciphers, from `options.authTagLength`).
+function lookup(algorithm, key, iv, options) {
+  const name = cipherName(algorithm);
+  const [keyLength, ivLength, blockSize, aead] = host.nodeCipherInfo(name);
+  if (key.length !== keyLength) throw codedError(RangeError, 'ERR_CRYPTO_INVALID_KEYLEN', 'Invalid key length');
+  const ccm = name.endsWith('-ccm');
+  const ivOk = !aead ? iv.length === ivLength
+    : name === 'chacha20-poly1305' ? iv.length === 12
+      : ccm ? iv.length >= 7 && iv.length <= 13 : iv.length > 0;
+  if (!ivOk) throw codedError(TypeError, 'ERR_CRYPTO_INVALID_IV', 'Invalid initialization vector');
+  const tagGiven = options != null && options.authTagLength !== undefined;
+  if (ccm && !tagGiven) throw codedError(TypeError, 'ERR_CRYPTO_INVALID_AUTH_TAG', `authTagLength required for ${name}`);
+  const tagLength = aead && tagGiven ? options.authTagLength : 16;
+  if (aead && !tagLengthOk(name, tagLength)) throw invalidTag(tagLength);
+  return { name, blockSize, aead, ccm, tagLength, tagGiven };
 }
 
 class CipherBase {
   #encrypt;
-  #mode;
-  #key;
-  #iv;
-  #chunks = [];
-  #aad = null;
-  #tagLength;
+  #cipher;
+  #handle;
+  #padding = true;
+  #length = 0;
+  #decoder = null;
   #done = false;
+  #tag = null;
+  // CCM: the message length set (null: not yet), whether data was given,
+  // whether authentication failed.
+  #ccmReady = null;
+  #ccmUsed = false;
+  #ccmFailed = false;
 
-  constructor(encrypt, algorithm, key, iv, options = {}) {
+  constructor(encrypt, algorithm, key, iv, options) {
     const keyBytes = bytesOf(key, 'key');
-    const ivBytes = bytesOf(iv, 'iv');
-    this.#mode = parse(algorithm, keyBytes, ivBytes);
+    const ivBytes = iv === null || iv === undefined ? new Uint8Array(0) : bytesOf(iv, 'iv');
+    this.#cipher = lookup(algorithm, keyBytes, ivBytes, options);
     this.#encrypt = encrypt;
-    this.#key = host.cryptoImportKey('secret', '', 'raw', new Uint8Array(keyBytes))[0];
-    this.#iv = new Uint8Array(ivBytes);
-    this.#tagLength = options.authTagLength ?? 16;
-    this.authTag = null;
+    this.#handle = host.nodeCipherNew(this.#cipher.name, new Uint8Array(keyBytes), new Uint8Array(ivBytes), encrypt, this.#cipher.tagLength);
+  }
+
+  #output(buffer, encoding, last) {
+    if (encoding === undefined || encoding === 'buffer') return buffer;
+    if (this.#decoder === null) {
+      const { StringDecoder } = require('node:string_decoder');
+      this.#decoder = new StringDecoder(encoding);
+    }
+    return last ? this.#decoder.end(buffer) : this.#decoder.write(buffer);
   }
 
   update(data, inputEncoding, outputEncoding) {
-    if (this.#done) throw codedError(Error, 'ERR_CRYPTO_INVALID_STATE', 'Invalid state for operation update');
-    this.#chunks.push(new Uint8Array(bytesOf(data, 'data', inputEncoding)));
-    return output(new Uint8Array(0), outputEncoding);
+    if (this.#done) throw unsupportedState();
+    const input = bytesOf(data, 'data', inputEncoding);
+    this.#length += input.length;
+    if (this.#cipher.ccm) return this.#output(this.#ccmUpdate(input), outputEncoding, false);
+    const chunks = [];
+    for (let at = 0; at < input.length; at += STEP) {
+      chunks.push(Buffer.from(host.nodeCipherUpdate(this.#handle, input.subarray(at, at + STEP), false)));
+    }
+    const out = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+    return this.#output(out, outputEncoding, false);
+  }
+
+  // CCM ciphers its whole message in one update (at most 1 MiB here);
+  // decrypting, a tag that does not authenticate fails at final(), as Node.
+  #ccmUpdate(input) {
+    if (this.#ccmUsed) throw unsupportedState();
+    this.#ccmUsed = true;
+    if (input.length > STEP) throw codedError(RangeError, 'ERR_OUT_OF_RANGE', `CCM messages longer than ${STEP} bytes are not supported`);
+    this.#ccmLength(input.length);
+    if (this.#ccmReady !== input.length) throw unsupportedState();
+    try {
+      return Buffer.from(host.nodeCipherUpdate(this.#handle, input, false));
+    } catch {
+      if (this.#encrypt) throw unsupportedState();
+      this.#ccmFailed = true;
+      return Buffer.alloc(0);
+    }
+  }
+
+  #ccmLength(length) {
+    if (this.#ccmReady !== null) return;
+    this.#ccmReady = length;
+    if (!host.nodeCipherCcm(this.#handle, length)) throw unsupportedState();
   }
 
   final(outputEncoding) {
-    if (this.#done) throw codedError(Error, 'ERR_CRYPTO_INVALID_STATE', 'Invalid state for operation final');
+    if (this.#done) throw codedError(Error, 'ERR_CRYPTO_INVALID_STATE', 'Invalid state');
     this.#done = true;
-    let data = Buffer.concat(this.#chunks);
-    this.#chunks = [];
-    const params = this.#params();
-    if (this.#mode === 'gcm' && !this.#encrypt) {
-      if (this.authTag === null) throw new Error('Unsupported state or unable to authenticate data');
-      data = Buffer.concat([data, this.authTag]);
-    }
-    let result;
+    if (this.#cipher.ccm && this.#ccmFailed) throw authFailed();
+    if (this.#cipher.ccm) this.#ccmLength(0);
+    const { aead, blockSize, tagLength } = this.#cipher;
+    const tagWanted = aead && this.#encrypt ? tagLength : 0;
+    let out;
     try {
-      result = new Uint8Array(host.cryptoCipher(MODES[this.#mode], this.#key, params, new Uint8Array(data), this.#encrypt));
-    } catch (error) {
-      if (this.#mode === 'gcm') throw new Error('Unsupported state or unable to authenticate data');
-      if (!this.#encrypt) throw codedError(Error, 'ERR_OSSL_BAD_DECRYPT', 'bad decrypt');
-      throw error;
+      out = Buffer.from(host.nodeCipherFinal(this.#handle, tagWanted));
+    } catch {
+      throw this.#finalError(aead, blockSize);
     }
-    if (this.#mode === 'gcm' && this.#encrypt) {
-      const split = result.length - this.#tagLength;
-      this.authTag = Buffer.from(result.subarray(split));
-      result = result.subarray(0, split);
+    if (tagWanted > 0) {
+      this.#tag = out.subarray(out.length - tagWanted);
+      out = out.subarray(0, out.length - tagWanted);
     }
-    return output(result, outputEncoding);
+    return this.#output(out, outputEncoding, true);
   }
 
-  #params() {
-    if (this.#mode === 'cbc') return { iv: this.#iv };
-    if (this.#mode === 'ctr') return { counter: this.#iv, length: 128 };
-    const tagLength = (this.#encrypt ? this.#tagLength : this.authTag.length) * 8;
-    const params = { iv: this.#iv, tagLength };
-    if (this.#aad !== null) params.additionalData = this.#aad;
-    return params;
+  #finalError(aead, blockSize) {
+    if (aead) return authFailed();
+    const whole = this.#length % blockSize === 0;
+    if (!whole && !(this.#encrypt && this.#padding)) {
+      return codedError(Error, 'ERR_OSSL_WRONG_FINAL_BLOCK_LENGTH', 'error:1C80006B:Provider routines::wrong final block length');
+    }
+    return codedError(Error, 'ERR_OSSL_BAD_DECRYPT', 'error:1C800064:Provider routines::bad decrypt');
   }
 
-  setAAD(buffer) {
-    if (this.#mode !== 'gcm') throw codedError(Error, 'ERR_CRYPTO_INVALID_STATE', 'Invalid state for operation setAAD');
-    this.#aad = new Uint8Array(bytesOf(buffer, 'buffer'));
+  setAAD(buffer, options) {
+    if (!this.#cipher.aead || this.#done) throw invalidState('setAAD');
+    const aad = bytesOf(buffer, 'buffer');
+    if (this.#cipher.ccm) {
+      const length = options && options.plaintextLength;
+      if (length === undefined) throw codedError(TypeError, 'ERR_MISSING_ARGS', 'options.plaintextLength required for CCM mode with AAD');
+      if (aad.length > STEP) throw codedError(RangeError, 'ERR_OUT_OF_RANGE', `CCM additional data longer than ${STEP} bytes is not supported`);
+      this.#ccmLength(length);
+    }
+    for (let at = 0; at === 0 || at < aad.length; at += STEP) {
+      host.nodeCipherUpdate(this.#handle, aad.subarray(at, at + STEP), true);
+    }
     return this;
   }
 
   setAutoPadding(autoPadding = true) {
-    if (!autoPadding && this.#mode === 'cbc') notImplemented('crypto Cipher.setAutoPadding(false)')();
+    if (this.#done) throw invalidState('setAutoPadding');
+    this.#padding = Boolean(autoPadding);
+    host.nodeCipherPadding(this.#handle, this.#padding);
+    return this;
+  }
+
+  // Cipheriv's getAuthTag.
+  _tag() {
+    if (!this.#encrypt || this.#tag === null) throw invalidState('getAuthTag');
+    return Buffer.from(this.#tag);
+  }
+
+  // Decipheriv's setAuthTag.
+  _setTag(tag) {
+    const { aead, name, tagLength, tagGiven } = this.#cipher;
+    if (this.#encrypt || !aead || this.#done || this.#tag !== null) throw invalidState('setAuthTag');
+    const bytes = new Uint8Array(bytesOf(tag, 'buffer'));
+    if (!tagLengthOk(name, bytes.length) || (tagGiven && bytes.length !== tagLength)) throw invalidTag(bytes.length);
+    if (!host.nodeCipherSetTag(this.#handle, bytes)) throw invalidTag(bytes.length);
+    this.#tag = bytes;
     return this;
   }
 }
@@ -116,8 +226,7 @@ class Cipheriv extends CipherBase {
   }
 
   getAuthTag() {
-    if (this.authTag === null) throw codedError(Error, 'ERR_CRYPTO_INVALID_STATE', 'Invalid state for operation getAuthTag');
-    return Buffer.from(this.authTag);
+    return this._tag();
   }
 }
 
@@ -127,15 +236,60 @@ class Decipheriv extends CipherBase {
   }
 
   setAuthTag(tag) {
-    this.authTag = Buffer.from(bytesOf(tag, 'buffer'));
-    return this;
+    return this._setTag(tag);
   }
 }
+
+// The stream methods a Hash, Hmac or Cipheriv answers through a node:stream
+// Transform made (from `options(object)`) when one is first used.
+const STREAM_METHODS = [
+  'write', 'end', 'read', 'pipe', 'unpipe', 'on', 'once', 'off', 'addListener', 'removeListener',
+  'removeAllListeners', 'emit', 'setEncoding', 'pause', 'resume', 'destroy', Symbol.asyncIterator,
+];
+
+function lazyTransform(Class, options) {
+  const streams = new WeakMap();
+  function streamOf(object) {
+    let stream = streams.get(object);
+    if (stream === undefined) {
+      const { Transform } = require('node:stream');
+      stream = new Transform(options(object));
+      streams.set(object, stream);
+    }
+    return stream;
+  }
+  for (const name of STREAM_METHODS) {
+    Class.prototype[name] = function (...args) {
+      const stream = streamOf(this);
+      const result = stream[name](...args);
+      return result === stream ? this : result;
+    };
+  }
+}
+
+lazyTransform(CipherBase, (cipher) => ({
+  transform(chunk, encoding, callback) {
+    try {
+      callback(null, cipher.update(chunk, encoding));
+    } catch (error) {
+      callback(error);
+    }
+  },
+  flush(callback) {
+    try {
+      callback(null, cipher.final());
+    } catch (error) {
+      callback(error);
+    }
+  },
+}));
 
 module.exports = {
   CIPHERS,
   Cipheriv,
   Decipheriv,
+  cipherName,
+  lazyTransform,
   createCipheriv: (algorithm, key, iv, options) => new Cipheriv(algorithm, key, iv, options),
   createDecipheriv: (algorithm, key, iv, options) => new Decipheriv(algorithm, key, iv, options),
 };

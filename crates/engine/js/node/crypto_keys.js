@@ -1,7 +1,7 @@
 // node:internal/crypto_keys — node:crypto's KeyObject and what uses it:
 // createSecretKey/PublicKey/PrivateKey (PEM, DER, JWK), key.export,
 // generateKeyPair(Sync), sign/verify and createSign/createVerify,
-// publicEncrypt/privateDecrypt (OAEP), diffieHellman and createECDH, and the
+// publicEncrypt/privateDecrypt (OAEP, PKCS#1 v1.5), diffieHellman and createECDH, and the
 // interop with Web Crypto (KeyObject.from, key.toCryptoKey). The key
 // material is the Web Crypto unit's (a handle, HOST.md `crypto*`); PEM,
 // PKCS#1, SEC1 and key types read from DER are `nodeKey*`
@@ -11,6 +11,12 @@
 
 const { Buffer } = require('node:buffer');
 const { codedError, invalidArgType, notImplemented } = require('node:internal/errors');
+const cipherModule = require('node:internal/crypto_cipher');
+
+function invalidProperty(name, value) {
+  const shown = typeof value === 'string' ? `'${value}'` : String(value);
+  return codedError(TypeError, 'ERR_INVALID_ARG_VALUE', `The property '${name}' is invalid. Received ${shown}`);
+}
 
 const constants = {
   RSA_PKCS1_PADDING: 1,
@@ -107,7 +113,10 @@ module.exports = function keys({ hashName, bytes, later }) {
       if (options === null || typeof options !== 'object') throw invalidArgType('options', 'of type object', options);
       const { format = 'pem', type, cipher, passphrase } = options;
       if (format === 'jwk') return JSON.parse(host.cryptoExportKey(s.handle, 'jwk'));
-      if (cipher !== undefined || passphrase !== undefined) throw notImplemented('Encrypting an exported private key')();
+      if (cipher !== undefined && passphrase === undefined) throw invalidProperty('options.passphrase', passphrase);
+      if (passphrase !== undefined && cipher === undefined) throw invalidProperty('options.cipher', cipher);
+      const cipherName = cipher === undefined ? undefined : cipherModule.cipherName(cipher);
+      const secret = passphrase === undefined ? undefined : new Uint8Array(bytes(passphrase, 'options.passphrase'));
       if (format !== 'pem' && format !== 'der') {
         throw codedError(TypeError, 'ERR_INVALID_ARG_VALUE', `The property 'options.format' is invalid. Received '${format}'`);
       }
@@ -115,7 +124,7 @@ module.exports = function keys({ hashName, bytes, later }) {
       if (!encodings.includes(type)) {
         throw codedError(TypeError, 'ERR_INVALID_ARG_VALUE', `The property 'options.type' is invalid. Received '${type}'`);
       }
-      const out = host.nodeKeyExport(s.handle, format, type, s.asym === 'rsa-pss');
+      const out = host.nodeKeyExport(s.handle, format, type, s.asym === 'rsa-pss', cipherName, secret);
       return format === 'pem' ? out : Buffer.from(out);
     }
 
@@ -194,7 +203,7 @@ module.exports = function keys({ hashName, bytes, later }) {
     if (options === null || typeof options !== 'object') {
       throw invalidArgType('key', 'of type string or an instance of ArrayBuffer, Buffer, TypedArray, DataView, KeyObject or CryptoKey', input);
     }
-    const { key, format = 'pem', type, encoding } = options;
+    const { key, format = 'pem', type, encoding, passphrase } = options;
     if (key instanceof KeyObject || key instanceof CryptoKey) return prepareKey(key, wantPrivate);
     if (format === 'jwk') return fromJwk(key, wantPrivate);
     if (format !== 'pem' && format !== 'der') {
@@ -204,7 +213,14 @@ module.exports = function keys({ hashName, bytes, later }) {
     if (format === 'der' && typeof type !== 'string') {
       throw codedError(TypeError, 'ERR_INVALID_ARG_VALUE', `The property 'key.type' is invalid. Received ${type}`);
     }
-    return fromAnswer(host.nodeKeyImport(data, format, format === 'der' ? type : '', wantPrivate));
+    const secret = passphrase === undefined || passphrase === null ? undefined : new Uint8Array(bytes(passphrase, 'key.passphrase', encoding));
+    try {
+      return fromAnswer(host.nodeKeyImport(data, format, format === 'der' ? type : '', wantPrivate, secret));
+    } catch (error) {
+      if (error.message === 'bad decrypt') throw codedError(Error, 'ERR_OSSL_BAD_DECRYPT', 'error:1C800064:Provider routines::bad decrypt');
+      if (error.message === 'Passphrase required for encrypted key') throw codedError(TypeError, 'ERR_MISSING_PASSPHRASE', error.message);
+      throw error;
+    }
   }
 
   function keyOfKind(key, wantPrivate) {
@@ -414,22 +430,31 @@ module.exports = function keys({ hashName, bytes, later }) {
     }
   }
 
-  // === RSA encryption (OAEP), Diffie-Hellman ===
+  // === RSA encryption (OAEP, PKCS#1 v1.5), Diffie-Hellman ===
 
-  function oaep(key, buffer, encrypt) {
+  function rsaEncryption(key, buffer, encrypt) {
     const options = keyOptions(key);
     const padding = options.padding ?? constants.RSA_PKCS1_OAEP_PADDING;
-    if (padding !== constants.RSA_PKCS1_OAEP_PADDING) {
-      throw notImplemented('RSA encryption with padding other than RSA_PKCS1_OAEP_PADDING')();
-    }
     const s = slotsOf(prepareKey(key, !encrypt));
+    const data = view(buffer, 'buffer');
+    if (padding === constants.RSA_PKCS1_PADDING) {
+      // Decryption refused as Node refuses it (CVE-2023-46809: its timing
+      // leaks the key); workerd decrypts.
+      if (!encrypt) {
+        throw codedError(TypeError, 'ERR_INVALID_ARG_VALUE', 'RSA_PKCS1_PADDING is no longer supported for private decryption, this can be reverted with --security-revert=CVE-2023-46809');
+      }
+      return Buffer.from(host.nodeRsaPkcs1(s.handle, data));
+    }
+    if (padding !== constants.RSA_PKCS1_OAEP_PADDING) {
+      throw notImplemented('RSA encryption with padding other than RSA_PKCS1_OAEP_PADDING or RSA_PKCS1_PADDING')();
+    }
     const params = { hash: hashName(options.oaepHash ?? 'sha1') };
     if (options.oaepLabel !== undefined) params.label = view(options.oaepLabel, 'oaepLabel');
-    return Buffer.from(host.cryptoCipher('RSA-OAEP', s.handle, params, view(buffer, 'buffer'), encrypt));
+    return Buffer.from(host.cryptoCipher('RSA-OAEP', s.handle, params, data, encrypt));
   }
 
-  const publicEncrypt = (key, buffer) => oaep(key, buffer, true);
-  const privateDecrypt = (key, buffer) => oaep(key, buffer, false);
+  const publicEncrypt = (key, buffer) => rsaEncryption(key, buffer, true);
+  const privateDecrypt = (key, buffer) => rsaEncryption(key, buffer, false);
 
   function diffieHellman({ privateKey, publicKey } = {}) {
     const priv = slotsOf(prepareKey(privateKey, true));

@@ -61,8 +61,14 @@ proto.setMaxListeners = function setMaxListeners(n) {
   return this;
 };
 
+// A plain object that borrowed EventEmitter.prototype.on has no
+// getMaxListeners of its own, so the limit is read from it directly.
+function maxListenersOf(target) {
+  return target._maxListeners === undefined ? EventEmitter.defaultMaxListeners : target._maxListeners;
+}
+
 proto.getMaxListeners = function getMaxListeners() {
-  return this._maxListeners === undefined ? defaultMaxListeners : this._maxListeners;
+  return maxListenersOf(this);
 };
 
 function events(emitter) {
@@ -75,10 +81,12 @@ function events(emitter) {
 
 function addTo(target, type, listener, prepend) {
   checkListener(listener);
-  const all = events(target);
-  if (all.newListener !== undefined) {
+  if (events(target).newListener !== undefined) {
     target.emit('newListener', type, listener.listener ?? listener);
   }
+  // Read _events after the emit: a newListener listener that removed the
+  // last listener left a new object there.
+  const all = events(target);
   const existing = all[type];
   if (existing === undefined) {
     all[type] = listener;
@@ -91,7 +99,7 @@ function addTo(target, type, listener, prepend) {
     existing.push(listener);
   }
   const list = all[type];
-  const max = target.getMaxListeners();
+  const max = maxListenersOf(target);
   if (max > 0 && Array.isArray(list) && list.length > max && !list.warned) {
     list.warned = true;
     console.warn(`MaxListenersExceededWarning: Possible EventEmitter memory leak detected. ${list.length} ${String(type)} listeners added. Use emitter.setMaxListeners() to increase limit`);

@@ -8,15 +8,22 @@ function codedError(Class, code, message) {
   return error;
 }
 
+// How Node's ERR_INVALID_ARG_TYPE names the value it got: "undefined",
+// "an instance of Uint16Array", "type string ('12')" (cut after 25
+// characters when longer than 28).
 function describe(value) {
-  if (value === null) return 'null';
+  if (value === null || value === undefined) return String(value);
   if (typeof value === 'function') return `function ${value.name}`;
   if (typeof value === 'object') return value.constructor && value.constructor.name ? `an instance of ${value.constructor.name}` : 'an object';
-  return `type ${typeof value} (${String(value).slice(0, 25)})`;
+  let shown = typeof value === 'string' ? `'${value}'` : typeof value === 'bigint' ? `${value}n` : String(value);
+  if (shown.length > 28) shown = `${shown.slice(0, 25)}...`;
+  return `type ${typeof value} (${shown})`;
 }
 
+// `name` with a space is a phrase ('first argument'), else an argument's name.
 function invalidArgType(name, expected, value) {
-  return codedError(TypeError, 'ERR_INVALID_ARG_TYPE', `The "${name}" argument must be ${expected}. Received ${describe(value)}`);
+  const what = name.includes(' ') ? `The ${name}` : `The "${name}" argument`;
+  return codedError(TypeError, 'ERR_INVALID_ARG_TYPE', `${what} must be ${expected}. Received ${describe(value)}`);
 }
 
 // A function that throws "<what> is not implemented": what workerd does for

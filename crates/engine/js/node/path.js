@@ -1,6 +1,6 @@
 // node:path — POSIX paths, as Node's path.posix (and workerd's node:path,
-// where the working directory is always '/'). `path.win32` has only its
-// separators. Runs as function (host, internal, require, module, exports).
+// where the working directory is always '/'); `path.win32` is Windows paths
+// (path_win32.js). Runs as function (host, internal, require, module, exports).
 
 function checkString(value, name) {
   if (typeof value !== 'string') {
@@ -10,12 +10,12 @@ function checkString(value, name) {
   }
 }
 
-// Resolves '.' and '..' segments and collapses repeated slashes; the result
-// has no leading or trailing slash. '..' above the start is kept only when
-// `aboveRoot`.
-function normalizeSegments(path, aboveRoot) {
+// Resolves '.' and '..' segments and collapses repeated separators; the
+// result has no leading or trailing separator. '..' above the start is kept
+// only when `aboveRoot`.
+function normalizeSegments(path, aboveRoot, sep = '/') {
   const out = [];
-  for (const segment of path.split('/')) {
+  for (const segment of path.split(sep)) {
     if (segment === '' || segment === '.') continue;
     if (segment === '..') {
       if (out.length > 0 && out[out.length - 1] !== '..') out.pop();
@@ -24,7 +24,7 @@ function normalizeSegments(path, aboveRoot) {
     }
     out.push(segment);
   }
-  return out.join('/');
+  return out.join(sep);
 }
 
 function resolve(...paths) {
@@ -96,6 +96,8 @@ function dirname(path) {
 function basename(path, suffix) {
   checkString(path, 'path');
   if (suffix !== undefined) checkString(suffix, 'suffix');
+  // A suffix that is the whole path leaves nothing ('.js' of '.js').
+  if (suffix !== undefined && suffix.length > 0 && suffix === path) return '';
   let end = path.length;
   while (end > 0 && path.charCodeAt(end - 1) === 47) end--;
   if (end === 0) return '';
@@ -115,18 +117,23 @@ function extname(path) {
   return base.slice(dot);
 }
 
-function format(object) {
-  if (object === null || typeof object !== 'object') {
-    const error = new TypeError(`The "pathObject" argument must be of type object. Received ${object === null ? 'null' : typeof object}`);
-    error.code = 'ERR_INVALID_ARG_TYPE';
-    throw error;
-  }
-  const dir = object.dir || object.root;
-  const ext = object.ext ? (object.ext.startsWith('.') ? object.ext : `.${object.ext}`) : '';
-  const base = object.base || `${object.name || ''}${ext}`;
-  if (!dir) return base;
-  return dir === object.root ? `${dir}${base}` : `${dir}/${base}`;
+// `format` for paths separated by `sep`.
+function formatter(sep) {
+  return function format(object) {
+    if (object === null || typeof object !== 'object') {
+      const error = new TypeError(`The "pathObject" argument must be of type object. Received ${object === null ? 'null' : typeof object}`);
+      error.code = 'ERR_INVALID_ARG_TYPE';
+      throw error;
+    }
+    const dir = object.dir || object.root;
+    const ext = object.ext ? (object.ext.startsWith('.') ? object.ext : `.${object.ext}`) : '';
+    const base = object.base || `${object.name || ''}${ext}`;
+    if (!dir) return base;
+    return dir === object.root ? `${dir}${base}` : `${dir}${sep}${base}`;
+  };
 }
+
+const format = formatter('/');
 
 function parse(path) {
   checkString(path, 'path');
@@ -156,6 +163,7 @@ const posix = {
   format,
   parse,
   toNamespacedPath: (path) => path,
+  _makeLong: (path) => path,
   matchesGlob() {
     const error = new Error('path.matchesGlob is not implemented');
     error.code = 'ERR_METHOD_NOT_IMPLEMENTED';
@@ -163,18 +171,12 @@ const posix = {
   },
 };
 
-function notImplemented(name) {
-  return () => {
-    const error = new Error(`path.win32.${name} is not implemented`);
-    error.code = 'ERR_METHOD_NOT_IMPLEMENTED';
-    throw error;
-  };
-}
-
-const win32 = { sep: '\\', delimiter: ';' };
-for (const name of ['resolve', 'normalize', 'isAbsolute', 'join', 'relative', 'dirname', 'basename', 'extname', 'format', 'parse', 'toNamespacedPath']) {
-  win32[name] = notImplemented(name);
-}
+const win32 = {
+  sep: '\\',
+  delimiter: ';',
+  ...require('node:internal/path_win32').make({ checkString, normalizeSegments, formatter, posix }),
+  matchesGlob: posix.matchesGlob,
+};
 posix.posix = posix;
 posix.win32 = win32;
 win32.posix = posix;

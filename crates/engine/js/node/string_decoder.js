@@ -21,12 +21,12 @@ function normalize(encoding) {
 }
 
 // How many bytes at the end of `bytes` start a UTF-8 character that is not
-// complete yet.
+// complete yet (judged by the lead byte alone, as Node does).
 function incompleteUtf8(bytes) {
   for (let back = 1; back <= Math.min(3, bytes.length); back++) {
     const byte = bytes[bytes.length - back];
     if ((byte & 0xc0) === 0x80) continue;
-    const need = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+    const need = byte >= 0xf8 ? 1 : byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
     return need > back ? back : 0;
   }
   return 0;
@@ -76,7 +76,8 @@ class StringDecoder {
     const rest = this.#pending;
     this.#pending = new Uint8Array(0);
     if (rest.length === 0) return out;
-    if (this.encoding === 'utf8') return `${out}\ufffd`;
+    // A character cut short reads as toString reads it: U+FFFD for each
+    // broken piece (utf8), the lone half (utf16le).
     out += Buffer.from(rest).toString(this.encoding);
     return out;
   }

@@ -3,11 +3,7 @@
 // WHATWG parser (their common uses, not every quirk of Node's legacy
 // parser). Runs as function (host, internal, require, module, exports).
 
-function invalidArg(name, expected, value) {
-  const error = new TypeError(`The "${name}" argument must be ${expected}. Received ${typeof value}`);
-  error.code = 'ERR_INVALID_ARG_TYPE';
-  return error;
-}
+const { invalidArgType: invalidArg } = require('node:internal/errors');
 
 function fileURLToPath(input) {
   const url = typeof input === 'string' ? new URL(input) : input;
@@ -30,13 +26,41 @@ function fileURLToPath(input) {
   return decodeURIComponent(url.pathname);
 }
 
-function pathToFileURL(path) {
+// The characters of a path that a file: URL writes percent-encoded beyond
+// what the URL parser encodes itself (a backslash is a separator on Windows).
+const PATH_ESCAPES = { '%': '%25', '\\': '%5C', '\n': '%0A', '\r': '%0D', '\t': '%09',
+  '?': '%3F', '#': '%23', '^': '%5E', '[': '%5B', ']': '%5D' };
+
+function encodePath(path, windows) {
+  const escaped = path.replace(windows ? /[%\n\r\t?#^[\]]/g : /[%\\\n\r\t?#^[\]]/g, (c) => PATH_ESCAPES[c]);
+  return windows ? escaped.replace(/\\/g, '/') : escaped;
+}
+
+function invalidPath(path, reason) {
+  const error = new TypeError(`The argument 'path' ${reason}. Received '${path.replace(/\\/g, '\\\\')}'`);
+  error.code = 'ERR_INVALID_ARG_VALUE';
+  return error;
+}
+
+// \\server\share\rest (or \\?\UNC\server\share\rest) as file://server/share/rest.
+function uncToFileURL(path) {
+  const start = path.startsWith('\\\\?\\UNC\\') ? 8 : 2;
+  const end = path.indexOf('\\', start);
+  if (end === -1) throw invalidPath(path, 'Missing UNC resource path');
+  if (end === start) throw invalidPath(path, 'Empty UNC servername');
+  return new URL(`file://${path.slice(start, end)}${encodePath(path.slice(end), true)}`);
+}
+
+function pathToFileURL(path, options) {
   if (typeof path !== 'string') throw invalidArg('path', 'of type string', path);
-  const absolute = require('node:path').resolve(path);
-  const trailing = path.endsWith('/') && !absolute.endsWith('/') ? '/' : '';
-  const url = new URL('file://');
-  url.pathname = (absolute + trailing).replace(/%/g, '%25').replace(/\?/g, '%3F').replace(/#/g, '%23');
-  return url;
+  const windows = options?.windows ?? false;
+  if (windows && path.startsWith('\\\\?\\') && !path.startsWith('\\\\?\\UNC\\')) path = path.slice(4);
+  if (windows && path.startsWith('\\\\')) return uncToFileURL(path);
+  const paths = require('node:path');
+  let absolute = (windows ? paths.win32 : paths.posix).resolve(path);
+  const separator = windows ? /[\\/]$/ : /\/$/;
+  if (separator.test(path) && !separator.test(absolute)) absolute += '/';
+  return new URL(`file://${windows ? '/' : ''}${encodePath(absolute, windows)}`);
 }
 
 function Url() {
@@ -45,13 +69,32 @@ function Url() {
   this.pathname = null; this.path = null; this.href = null;
 }
 
+// Node's legacy parser ends a host at the first character a host cannot
+// hold ('http://a.com" x' has host 'a.com') and makes the rest the path,
+// percent-encoding what a path may not hold.
+const HOST_END = /[\s"'<>^`{|}]/;
+
+function cutHost(text) {
+  const parts = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)(.*)$/is.exec(text);
+  if (!parts) return text;
+  const [, scheme, authority, tail] = parts;
+  const at = authority.lastIndexOf('@') + 1;
+  const cut = authority.slice(at).search(HOST_END);
+  if (cut === -1) return text;
+  const rest = authority.slice(at + cut) + tail;
+  return `${scheme}${authority.slice(0, at + cut)}/${rest.replace(/[\t\n\r "'<>^`{|}]/g, encodeURIComponent)}`;
+}
+
+// A hostname longer than DNS allows is dropped, as Node's legacy parser does.
+const HOSTNAME_MAX = 255;
+
 // The legacy parse, from the WHATWG parse of the same text.
 function parse(text, parseQueryString = false) {
   if (typeof text !== 'string') throw invalidArg('url', 'of type string', text);
   const out = new Url();
   let url;
   try {
-    url = new URL(text);
+    url = new URL(cutHost(text));
   } catch {
     // A relative reference: only path, search and hash.
     const [beforeHash, hash] = text.split(/#(.*)/s);
@@ -64,11 +107,12 @@ function parse(text, parseQueryString = false) {
     out.protocol = url.protocol;
     out.slashes = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) || null;
     out.auth = url.username ? decodeURIComponent(url.username + (url.password ? `:${url.password}` : '')) : null;
-    out.host = url.host || null;
+    const long = url.hostname.length > HOSTNAME_MAX;
+    out.host = long ? '' : url.host || null;
     out.port = url.port || null;
-    out.hostname = url.hostname || null;
+    out.hostname = long ? '' : url.hostname || null;
     out.hash = url.hash || null;
-    out.search = url.search || (text.includes('?') ? '?' : null);
+    out.search = url.search || (text.split('#')[0].includes('?') ? '?' : null);
     out.pathname = url.pathname || null;
   }
   out.query = out.search ? out.search.slice(1) : null;
@@ -81,10 +125,15 @@ function parse(text, parseQueryString = false) {
 function format(input, options) {
   if (typeof input === 'string') input = parse(input);
   if (input instanceof URL) {
+    if (options !== undefined && (options === null || typeof options !== 'object')) {
+      throw invalidArg('options', 'of type object', options);
+    }
+    // An option that is given and falsy turns its part off.
+    const keep = (name) => options?.[name] === undefined || Boolean(options[name]);
     const url = new URL(input.href);
-    if (options?.fragment === false) url.hash = '';
-    if (options?.search === false) url.search = '';
-    if (options?.auth === false) { url.username = ''; url.password = ''; }
+    if (!keep('fragment')) url.hash = '';
+    if (!keep('search')) url.search = '';
+    if (!keep('auth')) { url.username = ''; url.password = ''; }
     return url.href;
   }
   if (input === null || typeof input !== 'object') throw invalidArg('urlObject', 'one of type object or string', input);

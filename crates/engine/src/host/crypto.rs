@@ -2,7 +2,7 @@
 //! Crypto (`crypto.subtle` keys and operations, `DigestStream`,
 //! `timingSafeEqual`) is in the modules below.
 
-mod aws_lc;
+pub(crate) mod aws_lc;
 pub(crate) mod error;
 mod fast_verify;
 pub(crate) mod formats;

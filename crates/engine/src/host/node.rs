@@ -6,7 +6,10 @@
 mod async_hooks;
 mod buffer;
 mod crypto;
+mod crypto_cipher;
+mod crypto_dh;
 mod crypto_keys;
+mod crypto_pkcs8;
 mod crypto_x509;
 mod dns;
 mod fs;
@@ -59,10 +62,15 @@ pub(super) fn async_hooks() -> Unit {
         .function("asyncContextSet", async_hooks::context_set)
 }
 
-/// `node:path` and `node:path/posix`: POSIX paths (JavaScript only).
+/// `node:path`, `node:path/posix` and `node:path/win32`: POSIX and
+/// Windows paths (JavaScript only).
 pub(super) fn path() -> Unit {
     Unit::new("node:path")
         .node_module("path", include_str!("../../js/node/path.js"))
+        .node_module(
+            "internal/path_win32",
+            include_str!("../../js/node/path_win32.js"),
+        )
         .node_module("path/posix", "module.exports = require('node:path').posix;")
         .node_module("path/win32", "module.exports = require('node:path').win32;")
 }
@@ -122,6 +130,14 @@ pub(super) fn crypto() -> Unit {
             "internal/crypto_cipher",
             include_str!("../../js/node/crypto_cipher.js"),
         )
+        .function("nodeCipherInfo", crypto_cipher::cipher_info)
+        .function("nodeCipherNames", crypto_cipher::cipher_names)
+        .function("nodeCipherNew", crypto_cipher::cipher_new)
+        .function("nodeCipherUpdate", crypto_cipher::cipher_update)
+        .function("nodeCipherFinal", crypto_cipher::cipher_final)
+        .function("nodeCipherSetTag", crypto_cipher::cipher_set_tag)
+        .function("nodeCipherPadding", crypto_cipher::cipher_padding)
+        .function("nodeCipherCcm", crypto_cipher::cipher_ccm)
         .function("hmacNew", crypto::hmac_new)
         .function("digestCopy", crypto::digest_copy)
         .function("pbkdf2Sync", crypto::pbkdf2_sync)
@@ -135,6 +151,17 @@ pub(super) fn crypto() -> Unit {
         .function("nodeKeyExport", crypto_keys::key_export)
         .function("nodeRsaGenerateSync", crypto_keys::rsa_generate_sync)
         .function("nodeEcdsaSignature", crypto_keys::ecdsa_signature)
+        .function("nodeRsaPkcs1", crypto_keys::rsa_pkcs1)
+        .node_module(
+            "internal/crypto_dh",
+            include_str!("../../js/node/crypto_dh.js"),
+        )
+        .function("nodeDhNew", crypto_dh::dh_new)
+        .function("nodeDhGenerate", crypto_dh::dh_generate)
+        .function("nodeDhGet", crypto_dh::dh_get)
+        .function("nodeDhSetKey", crypto_dh::dh_set_key)
+        .function("nodeDhGenerateKeys", crypto_dh::dh_generate_keys)
+        .function("nodeDhCompute", crypto_dh::dh_compute)
         .node_module(
             "internal/crypto_x509",
             include_str!("../../js/node/crypto_x509.js"),

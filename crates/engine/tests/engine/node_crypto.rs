@@ -203,21 +203,33 @@ async fn pbkdf2_past_the_bound_is_refused_clearly() {
 /// thread answers before, while the attack runs and after.
 #[tokio::test]
 async fn endless_hashing_and_pbkdf2_end_at_the_cpu_limit() {
+    each_ends_at_the_cpu_limit(
+        "hash",
+        "",
+        &[
+            "const h = crypto.createHash('sha256'); const chunk = new Uint8Array(1 << 20); for (;;) h.update(chunk);",
+            "crypto.createHash('sha512').update(new Uint8Array(1 << 28));",
+            "for (;;) crypto.createHmac('sha1', 'k').update('x'.repeat(1 << 16)).digest();",
+            "for (;;) crypto.pbkdf2Sync('p', 's', 100000, 32, 'sha512');",
+            "for (;;) crypto.scryptSync('p', 's', 32, { N: 2 ** 14, r: 8, p: 8 });",
+        ],
+    )
+    .await;
+}
+
+/// Runs each of `attacks` (a fetch handler's body; `preamble` at module
+/// level, node:crypto imported as `crypto`) as a hostile Worker limited to
+/// 200 ms of CPU beside a benign neighbour on one thread (see
+/// [`attack_beside`]); each must end at that limit.
+pub async fn each_ends_at_the_cpu_limit(name: &str, preamble: &str, attacks: &[&str]) {
     let (engine, _) = engine(1, PoolMode::Pinned);
     let engine = Arc::new(engine);
     let neighbour = bundle("web/neighbour", HELLO);
-    let attacks = [
-        "const h = crypto.createHash('sha256'); const chunk = new Uint8Array(1 << 20); for (;;) h.update(chunk);",
-        "crypto.createHash('sha512').update(new Uint8Array(1 << 28));",
-        "for (;;) crypto.createHmac('sha1', 'k').update('x'.repeat(1 << 16)).digest();",
-        "for (;;) crypto.pbkdf2Sync('p', 's', 100000, 32, 'sha512');",
-        "for (;;) crypto.scryptSync('p', 's', 32, { N: 2 ** 14, r: 8, p: 8 });",
-    ];
     for (i, attack) in attacks.iter().enumerate() {
         let script = format!(
-            "import crypto from 'node:crypto';\nexport default {{ fetch() {{ {attack} return new Response('never'); }} }};"
+            "import crypto from 'node:crypto';\n{preamble}\nexport default {{ fetch() {{ {attack} return new Response('never'); }} }};"
         );
-        let mut hostile = (*node_worker(&format!("t/hash-{i}"), &script, NodeCompat::V1)).clone();
+        let mut hostile = (*node_worker(&format!("t/{name}-{i}"), &script, NodeCompat::V1)).clone();
         hostile.limits = Limits {
             cpu_ms: 200,
             ..memory_limits(512)
@@ -228,6 +240,38 @@ async fn endless_hashing_and_pbkdf2_end_at_the_cpu_limit() {
             "{attack}: {error:?}"
         );
     }
+}
+
+/// The last line `node` prints running `script` (with `flags` before it).
+pub fn node_prints(flags: &[&str], script: &str) -> String {
+    let output = std::process::Command::new("node")
+        .args(flags)
+        .args(["-e", script])
+        .output()
+        .expect("node runs (the test compares with Node)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.trim().lines().last().unwrap_or_default().to_owned();
+    assert!(
+        output.status.success(),
+        "node failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    last
+}
+
+/// Asserts that each of Node's answers (`node`, by case name) is `ours`,
+/// listing every case that differs.
+pub fn assert_answers_as_node(ours: &serde_json::Value, node: &serde_json::Value) {
+    let mut differences = Vec::new();
+    for (name, expected) in node.as_object().expect("Node's answers are an object") {
+        if &ours[name] != expected {
+            differences.push(format!(
+                "{name}:\n  node:    {expected}\n  isolane: {}",
+                ours[name]
+            ));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
 
 /// Runs `hostile` on thread 0 of `engine` while the benign `neighbour`

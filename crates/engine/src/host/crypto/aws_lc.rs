@@ -63,12 +63,17 @@ pub(crate) fn generate(bits: usize, e: u32, stop: &Stop) -> Result<Zeroizing<Vec
     }
 }
 
-/// AWS-LC's progress callback: 0 stops the generation.
+/// AWS-LC's progress callback (RSA keys here, Diffie-Hellman primes in
+/// `node/crypto_dh.rs`): 0 stops the generation.
 ///
 /// # Safety
-/// `callback`'s argument is the `&Stop` given to `BN_GENCB_set` in
-/// [`generate`], alive for the whole generation.
-unsafe extern "C" fn progress(_event: c_int, _n: c_int, callback: *mut sys::BN_GENCB) -> c_int {
+/// `callback`'s argument is the `&Stop` given to `BN_GENCB_set` (as in
+/// [`generate`]), alive for the whole generation.
+pub(crate) unsafe extern "C" fn progress(
+    _event: c_int,
+    _n: c_int,
+    callback: *mut sys::BN_GENCB,
+) -> c_int {
     // SAFETY: see the function's contract; `Stop::now` cannot panic, so
     // nothing unwinds through AWS-LC's frames.
     let stop = unsafe { &*sys::BN_GENCB_get_arg(callback).cast::<Stop>() };

@@ -111,7 +111,7 @@ const SCRYPT_MAX_WORK: u64 = 1 << 20;
 
 /// Checks scrypt's cost (`n` is N's base-2 logarithm) and returns the bytes
 /// its working memory takes (`128 × N × r`).
-fn scrypt_cost(log_n: u32, r: u32, p: u32) -> HostResult<usize> {
+pub(super) fn scrypt_cost(log_n: u32, r: u32, p: u32) -> HostResult<usize> {
     let work = 1u64
         .checked_shl(log_n)
         .and_then(|n| n.checked_mul(u64::from(r)))

@@ -14,12 +14,14 @@ use rsa::{RsaPrivateKey, RsaPublicKey};
 use spki::der::Decode;
 use zeroize::Zeroizing;
 
+use super::crypto_pkcs8;
 use crate::host::crypto::error::{CryptoError, Result};
 use crate::host::crypto::formats::{self, Exported, KeyData, Kind};
 use crate::host::crypto::key::{Curve, EcPrivate, Key, RsaPrivate, with_curve};
 use crate::host::crypto::offload::Stop;
 use crate::host::crypto::subtle::{bytes_arg, generated_js, key_arg, key_js};
 use crate::host::error::HostResult;
+use crate::host::memory::fits;
 use crate::host::{HostState, js_string, u8_array};
 
 /// Largest key data read (an RSA-4096 private key in PEM is ~3.3 KiB).
@@ -149,11 +151,8 @@ fn pem_encoding(label: &str) -> Result<(&'static str, bool)> {
         "EC PRIVATE KEY" => ("sec1", true),
         // A certificate's public key, as Node reads it (`createPublicKey`).
         "CERTIFICATE" => ("spki", false),
-        "ENCRYPTED PRIVATE KEY" => {
-            return Err(CryptoError::not_supported(
-                "Encrypted private keys (a passphrase) are not supported",
-            ));
-        }
+        // Decrypted first (`crypto_pkcs8.rs`): PKCS#8 inside.
+        "ENCRYPTED PRIVATE KEY" => ("pkcs8", true),
         other => {
             return Err(CryptoError::not_supported(format!(
                 "Unsupported PEM label {other}"
@@ -190,10 +189,12 @@ fn node_key_js<'s>(
 }
 
 host_fn! {
-/// `nodeKeyImport(data, format, encoding, private)` → `[handle, info,
-/// asymmetricKeyType]`: `format` `pem` (the label names the encoding) or
-/// `der` (`encoding` `pkcs8`, `spki`, `pkcs1` or `sec1`). A private key read
-/// where a public one is wanted gives its public half (`createPublicKey`).
+/// `nodeKeyImport(data, format, encoding, private, passphrase)` → `[handle,
+/// info, asymmetricKeyType]`: `format` `pem` (the label names the encoding)
+/// or `der` (`encoding` `pkcs8`, `spki`, `pkcs1` or `sec1`); an encrypted
+/// PKCS#8 key is decrypted with `passphrase` (`crypto_pkcs8.rs`). A private
+/// key read where a public one is wanted gives its public half
+/// (`createPublicKey`).
 pub(super) fn key_import<'s>(
     scope,
     host: Rc<HostState>,
@@ -201,25 +202,24 @@ pub(super) fn key_import<'s>(
     format: String,
     encoding: String,
     private: bool,
+    passphrase: Option<Vec<u8>>,
 ) -> Answer<'s> {
     let data = Zeroizing::new(bytes_arg(data, "key")?);
     if data.len() > MAX_KEY_DATA {
         return Err(CryptoError::data("The key data is too large").into());
     }
-    let (der, encoding, holds_private) = if format == "pem" {
-        let text = std::str::from_utf8(&data).map_err(|_| CryptoError::data("The PEM is not text"))?;
-        let (label, der) = pem_rfc7468::decode_vec(text.trim().as_bytes())
-            .map_err(|e| CryptoError::data(format!("Invalid PEM: {e}")))?;
-        let (encoding, holds_private) = pem_encoding(label)?;
-        let der = if label == "CERTIFICATE" {
-            super::crypto_x509::parse(&der)?.public_key().raw.to_vec()
-        } else {
-            der
-        };
-        (Zeroizing::new(der), encoding.to_owned(), holds_private)
+    let passphrase = passphrase.map(Zeroizing::new);
+    let (der, encoding, holds_private, encrypted) = if format == "pem" {
+        pem_der(&data)?
     } else {
         let holds_private = encoding != "spki" && (encoding != "pkcs1" || private);
-        (Zeroizing::new(data.to_vec()), encoding, holds_private)
+        let encrypted = encoding == "pkcs8" && crypto_pkcs8::is_encrypted(&data);
+        (Zeroizing::new(data.to_vec()), encoding, holds_private, encrypted)
+    };
+    let der = if encrypted {
+        crypto_pkcs8::decrypt(&der, passphrase.as_deref().map(Vec::as_slice), |bytes| fits(scope, bytes))?
+    } else {
+        der
     };
     let Read { key, pss } = read_der(&encoding, holds_private, &der)?;
     let key = match (private, key.kind()) {
@@ -229,6 +229,27 @@ pub(super) fn key_import<'s>(
     };
     Ok(node_key_js(scope, &host, key, pss))
 }
+}
+
+/// A PEM key's DER, the encoding its label names, whether it holds a
+/// private key (a certificate: its public key) and whether it is encrypted.
+fn pem_der(data: &[u8]) -> Result<(Zeroizing<Vec<u8>>, String, bool, bool)> {
+    let text = std::str::from_utf8(data).map_err(|_| CryptoError::data("The PEM is not text"))?;
+    let (label, der) = pem_rfc7468::decode_vec(text.trim().as_bytes())
+        .map_err(|e| CryptoError::data(format!("Invalid PEM: {e}")))?;
+    let (encoding, holds_private) = pem_encoding(label)?;
+    let der = if label == "CERTIFICATE" {
+        super::crypto_x509::parse(&der)?.public_key().raw.to_vec()
+    } else {
+        der
+    };
+    let encrypted = label == "ENCRYPTED PRIVATE KEY";
+    Ok((
+        Zeroizing::new(der),
+        encoding.to_owned(),
+        holds_private,
+        encrypted,
+    ))
 }
 
 host_fn! {
@@ -318,9 +339,10 @@ fn pem_label(encoding: &str, private: bool) -> &'static str {
 }
 
 host_fn! {
-/// `nodeKeyExport(handle, format, encoding, pss)` → PEM text (`format`
-/// `pem`) or a Uint8Array of DER (`der`), in `encoding` (`pkcs8`, `spki`,
-/// `pkcs1`, `sec1`); `pss`: an `rsa-pss` key, named `id-RSASSA-PSS`.
+/// `nodeKeyExport(handle, format, encoding, pss, cipher, passphrase)` → PEM
+/// text (`format` `pem`) or a Uint8Array of DER (`der`), in `encoding`
+/// (`pkcs8`, `spki`, `pkcs1`, `sec1`); `pss`: an `rsa-pss` key, named
+/// `id-RSASSA-PSS`; with a `cipher`, PKCS#8 encrypted under `passphrase`.
 pub(super) fn key_export<'s>(
     scope,
     host: Rc<HostState>,
@@ -328,11 +350,24 @@ pub(super) fn key_export<'s>(
     format: String,
     encoding: String,
     pss: bool,
+    cipher: Option<String>,
+    passphrase: Option<Vec<u8>>,
 ) -> Answer<'s> {
     let key = key_arg(scope, &host, handle)?;
-    let der = export_der(&key, &encoding, pss)?;
+    let mut der = export_der(&key, &encoding, pss)?;
+    let mut label = pem_label(&encoding, key.kind() == "private");
+    if let Some(cipher) = cipher {
+        if encoding != "pkcs8" {
+            return Err(CryptoError::not_supported(format!(
+                "Encrypting a {encoding} key (legacy PEM encryption) is not supported; use type 'pkcs8'"
+            ))
+            .into());
+        }
+        let passphrase = Zeroizing::new(passphrase.unwrap_or_default());
+        der = crypto_pkcs8::encrypt(&der, &cipher, &passphrase)?;
+        label = "ENCRYPTED PRIVATE KEY";
+    }
     if format == "pem" {
-        let label = pem_label(&encoding, key.kind() == "private");
         let text = pem_rfc7468::encode_string(label, pem_rfc7468::LineEnding::LF, &der)
             .map(Zeroizing::new)
             .map_err(|e| CryptoError::operation(format!("Encoding the key failed: {e}")))?;
@@ -403,4 +438,29 @@ fn convert_signature(curve: Curve, signature: &[u8], to_der: bool) -> Option<Vec
         Curve::P384 => convert!(p384),
         Curve::P521 => convert!(p521),
     }
+}
+
+host_fn! {
+/// `nodeRsaPkcs1(handle, data)` → Uint8Array: RSA PKCS#1 v1.5 encryption
+/// with a public key (the `rsa` crate). Decryption is refused in
+/// JavaScript, as Node refuses it (CVE-2023-46809: PKCS#1 v1.5 decryption
+/// leaks the key through its timing, and the `rsa` crate's is not constant
+/// time, RUSTSEC-2023-0071); workerd decrypts.
+pub(super) fn rsa_pkcs1<'s>(
+    scope,
+    host: Rc<HostState>,
+    handle: v8::Local<'s, v8::Value>,
+    data: v8::Local<'s, v8::Value>,
+) -> Answer<'s> {
+    use rand_core::OsRng;
+    let key = key_arg(scope, &host, handle)?;
+    let data = bytes_arg(data, "buffer")?;
+    let Key::RsaPublic(k) = &*key else {
+        return Err(CryptoError::access("Wrong key type for RSA PKCS#1 v1.5 encryption").into());
+    };
+    let out = k
+        .encrypt(&mut OsRng, rsa::Pkcs1v15Encrypt, &data)
+        .map_err(|e| CryptoError::operation(format!("RSA PKCS#1 v1.5 encryption failed: {e}")))?;
+    Ok(u8_array(scope, out).map(Into::into))
+}
 }
