@@ -2,7 +2,9 @@
 // generator, gzipped and gunzipped in one pipeline; a gzip request body
 // inflated by a stream; sync and callback forms; web streams bridged with
 // Readable.fromWeb/toWeb. Compressed bytes differ between zlib builds, so
-// answers show lengths of what was decompressed, round trips and digests.
+// answers show lengths of what was decompressed, round trips and digests;
+// Zstandard's (libzstd 1.5 on both) are compared byte for byte where the
+// input's size is known (the sync and callback forms).
 import { pipeline } from "node:stream/promises";
 import { Readable, Transform, PassThrough } from "node:stream";
 import zlib from "node:zlib";
@@ -62,6 +64,26 @@ export default {
       case "/to-web": {
         const gzipped = Readable.toWeb(Readable.from(lines(20)).pipe(zlib.createGzip()));
         return new Response(gzipped.pipeThrough(new DecompressionStream("gzip")));
+      }
+      case "/zstd": {
+        const text = Buffer.from(Array.from({ length: 3000 }, (_, i) => `line ${i}: ${"lorem ipsum ".repeat(i % 7)}\n`).join(""));
+        const C = zlib.constants;
+        const levels = Object.fromEntries([-5, 1, 3, 9, 19].map((level) => [level, sha(zlib.zstdCompressSync(text, { params: { [C.ZSTD_c_compressionLevel]: level } }))]));
+        const small = zlib.zstdCompressSync("hello zstd", { params: { [C.ZSTD_c_checksumFlag]: 1 } }).toString("hex");
+        const callback = (await promisify(zlib.zstdCompress)(text)).toString("base64").slice(0, 80);
+        const sink = collect();
+        await pipeline(Readable.from(lines(500)), zlib.createZstdCompress(), new zlib.ZstdDecompress(), sink);
+        const streamed = sha(sink.text()) === sha([...Array(500).keys()].map((i) => `line ${i}: ${"lorem ipsum ".repeat(i % 7)}\n`).join(""));
+        const back = zlib.zstdDecompressSync(zlib.zstdCompressSync(text, { params: { [C.ZSTD_c_compressionLevel]: 19 } })).equals(text);
+        const errors = [Buffer.from("not zstd at all"), zlib.zstdCompressSync("hello").subarray(0, 10)].map((bad) => {
+          try { zlib.zstdDecompressSync(bad); return "decoded"; } catch (e) { return e.message; }
+        });
+        return Response.json({ levels, small, callback, streamed, back, errors, end: zlib.constants.ZSTD_e_end, level: C.ZSTD_c_compressionLevel });
+      }
+      case "/unzstd": {
+        const sink = collect();
+        await pipeline(Readable.fromWeb(request.body), zlib.createZstdDecompress(), sink);
+        return Response.json({ text: sink.text() });
       }
       default:
         return new Response("not found", { status: 404 });

@@ -1,11 +1,13 @@
-// node:zlib — gzip, deflate, raw deflate and brotli in Node's sync, callback
-// and stream forms, on the compression unit's codecs (`compressionNew`/
-// `Write`/`End`: flate2, brotli): each step reads and writes at most 64 KiB,
-// so the CPU limit can stop a large job between steps, and every output
-// chunk is a Buffer charged to the Worker. Honoured options: `level`
-// (deflate), `params` quality and lgwin (brotli), `maxOutputLength`; others
-// (windowBits, memLevel, strategy, dictionary, ...) are accepted and
-// ignored. `crc32` is `zlibCrc32`. Runs as function (host, internal,
+// node:zlib — gzip, deflate, raw deflate, brotli and Zstandard in Node's
+// sync, callback and stream forms, on the compression unit's codecs
+// (`compressionNew`/`Write`/`End`: flate2, brotli, libzstd): each step reads
+// and writes at most 64 KiB, so the CPU limit can stop a large job between
+// steps, and every output chunk is a Buffer charged to the Worker. Honoured
+// options: `level` (deflate), `params` quality and lgwin (brotli),
+// compressionLevel, checksumFlag and windowLogMax (zstd; the decoder's
+// window is 8 MiB unless raised), `maxOutputLength`; others (windowBits,
+// memLevel, strategy, dictionary, zstd's tuning parameters, ...) are
+// accepted and ignored. `crc32` is `zlibCrc32`. Runs as function (host, internal,
 // require, module, exports).
 
 const { Buffer, kMaxLength } = require('node:buffer');
@@ -33,7 +35,40 @@ const constants = Object.freeze({
   BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT: 3, BROTLI_DECODER_PARAM_DISABLE_RING_BUFFER_REALLOCATION: 0,
   BROTLI_DECODER_PARAM_LARGE_WINDOW: 1, BROTLI_DECODER_NO_ERROR: 0, BROTLI_DECODER_SUCCESS: 1,
   BROTLI_DECODER_NEEDS_MORE_INPUT: 2, BROTLI_DECODER_NEEDS_MORE_OUTPUT: 3,
+  ZSTD_ENCODE: 10, ZSTD_DECODE: 11, ZSTD_COMPRESS: 10, ZSTD_DECOMPRESS: 11,
+  ZSTD_e_continue: 0, ZSTD_e_flush: 1, ZSTD_e_end: 2,
+  ZSTD_c_compressionLevel: 100, ZSTD_c_windowLog: 101, ZSTD_c_hashLog: 102, ZSTD_c_chainLog: 103,
+  ZSTD_c_searchLog: 104, ZSTD_c_minMatch: 105, ZSTD_c_targetLength: 106, ZSTD_c_strategy: 107,
+  ZSTD_c_enableLongDistanceMatching: 160, ZSTD_c_ldmHashLog: 161, ZSTD_c_ldmMinMatch: 162,
+  ZSTD_c_ldmBucketSizeLog: 163, ZSTD_c_ldmHashRateLog: 164, ZSTD_c_contentSizeFlag: 200,
+  ZSTD_c_checksumFlag: 201, ZSTD_c_dictIDFlag: 202, ZSTD_c_nbWorkers: 400, ZSTD_c_jobSize: 401,
+  ZSTD_c_overlapLog: 402, ZSTD_d_windowLogMax: 100,
+  ZSTD_fast: 1, ZSTD_dfast: 2, ZSTD_greedy: 3, ZSTD_lazy: 4, ZSTD_lazy2: 5, ZSTD_btlazy2: 6,
+  ZSTD_btopt: 7, ZSTD_btultra: 8, ZSTD_btultra2: 9, ZSTD_CLEVEL_DEFAULT: 3,
+  ZSTD_error_no_error: 0, ZSTD_error_GENERIC: 1, ZSTD_error_prefix_unknown: 10,
+  ZSTD_error_version_unsupported: 12, ZSTD_error_frameParameter_unsupported: 14,
+  ZSTD_error_frameParameter_windowTooLarge: 16, ZSTD_error_corruption_detected: 20,
+  ZSTD_error_checksum_wrong: 22, ZSTD_error_literals_headerWrong: 24, ZSTD_error_dictionary_corrupted: 30,
+  ZSTD_error_dictionary_wrong: 32, ZSTD_error_dictionaryCreation_failed: 34,
+  ZSTD_error_parameter_unsupported: 40, ZSTD_error_parameter_combination_unsupported: 41,
+  ZSTD_error_parameter_outOfBound: 42, ZSTD_error_tableLog_tooLarge: 44,
+  ZSTD_error_maxSymbolValue_tooLarge: 46, ZSTD_error_maxSymbolValue_tooSmall: 48,
+  ZSTD_error_stabilityCondition_notRespected: 50, ZSTD_error_stage_wrong: 60, ZSTD_error_init_missing: 62,
+  ZSTD_error_memory_allocation: 64, ZSTD_error_workSpace_tooSmall: 66, ZSTD_error_dstSize_tooSmall: 70,
+  ZSTD_error_srcSize_wrong: 72, ZSTD_error_dstBuffer_null: 74, ZSTD_error_noForwardProgress_destFull: 80,
+  ZSTD_error_noForwardProgress_inputEmpty: 82,
 });
+
+// libzstd's error names (ZSTD_getErrorName) and their ZSTD_error_* codes.
+const ZSTD_ERRORS = {
+  'Unknown frame descriptor': 'ZSTD_error_prefix_unknown',
+  'Version not supported': 'ZSTD_error_version_unsupported',
+  'Unsupported frame parameter': 'ZSTD_error_frameParameter_unsupported',
+  'Frame requires too much memory for decoding': 'ZSTD_error_frameParameter_windowTooLarge',
+  'Data corruption detected': 'ZSTD_error_corruption_detected',
+  'Restored data doesn\'t match checksum': 'ZSTD_error_checksum_wrong',
+  'Header of Literals\' block doesn\'t respect format specification': 'ZSTD_error_literals_headerWrong',
+};
 
 function inputBytes(data) {
   if (typeof data === 'string') return Buffer.from(data);
@@ -45,6 +80,17 @@ function inputBytes(data) {
 function dataError(message) {
   const error = codedError(Error, 'Z_DATA_ERROR', message);
   error.errno = constants.Z_DATA_ERROR;
+  return error;
+}
+
+// A zstd failure as workerd words it ("Zstd decompression failed: ...",
+// "unexpected end of file"), with the ZSTD_error_* code and number.
+function zstdError(message) {
+  const name = message.replace(/^DecompressionStream: corrupt input \((.*)\)$/, '$1');
+  if (/truncated/.test(message)) return dataError('unexpected end of file');
+  const code = ZSTD_ERRORS[name] || 'ZSTD_error_GENERIC';
+  const error = codedError(Error, code, `Zstd decompression failed: ${name}`);
+  error.errno = constants[code];
   return error;
 }
 
@@ -64,10 +110,30 @@ function intOption(value, name, range) {
   return value;
 }
 
-// [level, window] for compressionNew: zlib's level, or brotli's quality and
-// lgwin from `params`.
-function codecOptions(format, options) {
+const ZSTD_C_PARAMS = new Set(Object.entries(constants).filter(([k]) => k.startsWith('ZSTD_c_')).map(([, v]) => v));
+
+// [level, checksum] from a zstd encoder's `params`; [windowLogMax] from a
+// decoder's. Unknown keys fail as in workerd; levels are clamped by libzstd.
+function zstdOptions(kind, params) {
+  if (kind === 'decompress') {
+    const max = params[constants.ZSTD_d_windowLogMax];
+    if (max !== undefined && !(Number.isInteger(max) && max >= 10 && max <= 31)) {
+      throw new Error('Setting parameter failed: Parameter is out of bound');
+    }
+    return [undefined, max];
+  }
+  for (const key of Object.keys(params)) {
+    if (!ZSTD_C_PARAMS.has(Number(key))) throw new Error(`Unsupported Zstd compression parameter: ${key}`);
+  }
+  const level = Number(params[constants.ZSTD_c_compressionLevel]);
+  return [Number.isFinite(level) ? Math.trunc(level) : undefined, undefined, Boolean(params[constants.ZSTD_c_checksumFlag])];
+}
+
+// [level, window, checksum] for compressionNew: zlib's level, brotli's
+// quality and lgwin from `params`, or zstd's (zstdOptions).
+function codecOptions(kind, format, options) {
   if (options === undefined || options === null) return [undefined, undefined];
+  if (format === 'zstd') return zstdOptions(kind, options.params || {});
   if (format !== 'brotli') {
     const level = intOption(options.level, 'options.level', [-1, 9]);
     return [level === -1 ? undefined : level, undefined];
@@ -82,9 +148,11 @@ function codecOptions(format, options) {
 // A codec on one handle: `write` feeds input, `end` flushes; both hand each
 // output chunk to `push`.
 class Codec {
-  constructor(kind, format, options) {
-    const [level, window] = codecOptions(format, options);
-    this.handle = host.compressionNew(kind, format, level, window);
+  // `size`: the whole input's length, when known (the sync forms).
+  constructor(kind, format, options, size) {
+    const [level, window, checksum] = codecOptions(kind, format, options);
+    this.format = format;
+    this.handle = host.compressionNew(kind, format, level, window, checksum, size);
   }
 
   write(view, push) {
@@ -111,7 +179,7 @@ class Codec {
       return step();
     } catch (e) {
       this.free();
-      throw dataError(e.message);
+      throw this.format === 'zstd' ? zstdError(e.message) : dataError(e.message);
     }
   }
 
@@ -130,7 +198,7 @@ function formatOf(format, view) {
 function runSync(kind, format, data, options) {
   const view = inputBytes(data);
   const max = (options && options.maxOutputLength) || kMaxLength;
-  const codec = new Codec(kind, formatOf(format, view), options);
+  const codec = new Codec(kind, formatOf(format, view), options, view.length);
   const chunks = [];
   let total = 0;
   const push = (out) => {
@@ -153,6 +221,8 @@ const KINDS = {
   unzip: ['decompress', 'auto'],
   brotliCompress: ['compress', 'brotli'],
   brotliDecompress: ['decompress', 'brotli'],
+  zstdCompress: ['compress', 'zstd'],
+  zstdDecompress: ['decompress', 'zstd'],
 };
 
 const zlib = { constants, codes: { Z_OK: 0, Z_STREAM_END: 1, Z_NEED_DICT: 2, Z_DATA_ERROR: -3 } };

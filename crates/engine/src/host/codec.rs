@@ -1,6 +1,7 @@
 //! `host.compression*` and `host.textDecoder*`: the streaming codecs behind
 //! `CompressionStream`/`DecompressionStream` (flate2, `codec/flate.rs`) and
-//! `node:zlib` (those, and brotli: the `brotli` crate, `codec/brotli.rs`), and
+//! `node:zlib` (those, brotli: the `brotli` crate, `codec/brotli.rs`, and
+//! Zstandard: libzstd through the `zstd` crate, `codec/zstd.rs`), and
 //! the legacy encodings of `TextDecoder` (encoding_rs, `codec/text.rs`).
 //!
 //! Each codec lives in the isolate's handle table (`host/handle.rs`), named
@@ -19,11 +20,13 @@
 mod brotli;
 mod flate;
 mod text;
+mod zstd;
 
 use std::rc::Rc;
 
 use self::brotli::{BrotliCompressor, BrotliDecompressor};
 use self::flate::{Compressor, Decompressor, Format};
+use self::zstd::{ZstdCompressor, ZstdDecompressor};
 use super::error::{HostError, HostResult};
 use super::handle::Owner;
 use super::unit::Unit;
@@ -63,18 +66,31 @@ enum Flate {
     Decompress(Box<Decompressor>),
     BrotliCompress(Box<BrotliCompressor>),
     BrotliDecompress(Box<BrotliDecompressor>),
+    ZstdCompress(Box<ZstdCompressor>),
+    ZstdDecompress(Box<ZstdDecompressor>),
+}
+
+/// What `compressionNew` was asked for beyond kind and format.
+struct Options {
+    /// zlib's level, brotli's quality or zstd's level (may be negative).
+    level: Option<i64>,
+    /// brotli's lgwin or zstd's decoder `windowLogMax`.
+    window: Option<u32>,
+    /// zstd: write a checksum.
+    checksum: bool,
+    /// zstd: the whole input's size, when known (the sync calls).
+    size: Option<u64>,
 }
 
 impl Flate {
-    /// A codec for `kind` and `format`, and what it is charged; `level` is
-    /// zlib's level or brotli's quality, `window` brotli's `lgwin`.
-    fn new(
-        kind: &str,
-        format: &str,
-        level: Option<u32>,
-        window: Option<u32>,
-    ) -> HostResult<(Self, usize)> {
+    /// A codec for `kind` and `format`, and what it is charged.
+    fn new(kind: &str, format: &str, options: &Options) -> HostResult<(Self, usize)> {
         let compress = kind == "compress";
+        if format == "zstd" {
+            return Self::zstd(compress, options);
+        }
+        let level = options.level.and_then(|l| u32::try_from(l).ok());
+        let window = options.window;
         if format == "brotli" {
             if !compress {
                 let codec = Self::BrotliDecompress(Box::new(BrotliDecompressor::new()));
@@ -102,6 +118,27 @@ impl Flate {
         })
     }
 
+    /// A zstd encoder or decoder (JS checked the options' ranges).
+    fn zstd(compress: bool, options: &Options) -> HostResult<(Self, usize)> {
+        let failed = |e: flate::CodecError| HostError::range_error(format!("zstd: {e}"));
+        if compress {
+            let level = options.level.map_or(zstd::DEFAULT_LEVEL, |l| {
+                i32::try_from(l.clamp(-(1 << 17), 22)).unwrap_or(zstd::DEFAULT_LEVEL)
+            });
+            let codec =
+                ZstdCompressor::new(level, options.checksum, options.size).map_err(failed)?;
+            let charge = zstd::compressor_charge(level, options.size);
+            return Ok((Self::ZstdCompress(Box::new(codec)), charge));
+        }
+        let window_log = options.window.unwrap_or(zstd::DEFAULT_WINDOW_LOG_MAX);
+        if !zstd::WINDOW_LOGS.contains(&window_log) {
+            return Err(HostError::range_error("zstd: windowLogMax must be 10-31"));
+        }
+        let codec = ZstdDecompressor::new(window_log).map_err(failed)?;
+        let charge = zstd::decompressor_charge(window_log);
+        Ok((Self::ZstdDecompress(Box::new(codec)), charge))
+    }
+
     /// One step over the start of `input` (see `compressionWrite`).
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, flate::CodecError> {
         match self {
@@ -109,6 +146,8 @@ impl Flate {
             Self::Decompress(d) => d.step(input, out, OUTPUT_STEP),
             Self::BrotliCompress(c) => c.step(input, false, out, OUTPUT_STEP),
             Self::BrotliDecompress(d) => d.step(input, out, OUTPUT_STEP),
+            Self::ZstdCompress(c) => c.step(input, false, out, OUTPUT_STEP),
+            Self::ZstdDecompress(d) => d.step(input, out, OUTPUT_STEP),
         }
     }
 
@@ -119,6 +158,8 @@ impl Flate {
             Self::Decompress(d) => d.finish(),
             Self::BrotliCompress(c) => c.step(&[], true, out, OUTPUT_STEP).map(drop),
             Self::BrotliDecompress(d) => d.finish(),
+            Self::ZstdCompress(c) => c.step(&[], true, out, OUTPUT_STEP).map(drop),
+            Self::ZstdDecompress(d) => d.finish(),
         }
     }
 }
@@ -148,10 +189,12 @@ fn output<'s>(scope: &mut v8::PinScope<'s, '_>, out: Vec<u8>) -> Option<v8::Loca
 // === host functions ===
 
 host_fn! {
-/// `compressionNew(kind, format, level, window)` → handle: `kind`
-/// `"compress"` or `"decompress"`, `format` one of the Compression
-/// Standard's (JS checked it) or `brotli` (node:zlib); `level` zlib's level
-/// or brotli's quality, `window` brotli's lgwin (undefined: the defaults).
+/// `compressionNew(kind, format, level, window, checksum, size)` → handle:
+/// `kind` `"compress"` or `"decompress"`, `format` one of the Compression
+/// Standard's (JS checked it), `brotli` or `zstd` (node:zlib); `level`
+/// zlib's level, brotli's quality or zstd's level, `window` brotli's lgwin
+/// or zstd's windowLogMax (undefined: the defaults); `checksum` (zstd) a
+/// boolean, `size` (zstd) the whole input's length when known.
 fn compression_new<'s>(
     scope,
     host: Rc<HostState>,
@@ -159,14 +202,21 @@ fn compression_new<'s>(
     name: String,
     level: v8::Local<'s, v8::Value>,
     window: v8::Local<'s, v8::Value>,
+    checksum: v8::Local<'s, v8::Value>,
+    size: v8::Local<'s, v8::Value>,
 ) -> HostResult<Option<v8::Local<'s, v8::Object>>> {
     let number = |v: v8::Local<'s, v8::Value>| {
         v.number_value(scope)
-            .filter(|n| !v.is_null_or_undefined() && n.is_finite() && *n >= 0.0)
-            .map(|n| n as u32)
+            .filter(|n| !v.is_null_or_undefined() && n.is_finite())
+            .map(|n| n as i64)
     };
-    let (level, window) = (number(level), number(window));
-    let (codec, charge) = Flate::new(&kind, &name, level, window)?;
+    let options = Options {
+        level: number(level),
+        window: number(window).and_then(|n| u32::try_from(n).ok()),
+        checksum: checksum.is_true(),
+        size: number(size).and_then(|n| u64::try_from(n).ok()),
+    };
+    let (codec, charge) = Flate::new(&kind, &name, &options)?;
     let owner = Owner::request(host.current());
     Ok(host.handles.insert_object(scope, codec, charge, owner))
 }
