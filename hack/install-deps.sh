@@ -60,8 +60,9 @@ without_service_starts() { # command...
 # its gcc builds AWS-LC for Web Crypto's RSA (aws-lc-sys, by the cc crate:
 # no cmake, Go, nasm or clang needed on x86_64/aarch64 Linux).
 # jq, tar and gzip write the OCI image archives (hack/build-images.sh).
+# zstd: the node:zlib tests check frames against the reference CLI.
 deps_base() {
-    install_packages ca-certificates util-linux openssl g++ jq tar gzip
+    install_packages ca-certificates util-linux openssl g++ jq tar gzip zstd
 }
 
 # The tests' container runtime: runc runs the images (e2e/tests/images.rs);
