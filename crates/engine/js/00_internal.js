@@ -124,6 +124,17 @@ internal.toNumber = function toNumber(v) {
   return Number(v);
 };
 
+// The runtime's own proxies (constructors that charge the Worker's memory,
+// Durable Object stubs): their targets and handlers are the runtime's, and
+// node:util's inspect must not show or hand them to a Worker (it treats them
+// as the objects they stand for).
+internal.runtimeProxies = new WeakSet();
+internal.proxy = function proxy(target, handler) {
+  const made = new Proxy(target, handler);
+  internal.runtimeProxies.add(made);
+  return made;
+};
+
 internal.isObject = function isObject(v) {
   return (typeof v === 'object' && v !== null) || typeof v === 'function';
 };

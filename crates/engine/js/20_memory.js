@@ -34,7 +34,7 @@ function toIndex(value, message) {
 // `structuredClone` look for them in what it made.
 let resizableMade = false;
 
-const ArrayBufferConstructor = new Proxy(NativeArrayBuffer, {
+const ArrayBufferConstructor = internal.proxy(NativeArrayBuffer, {
   construct(target, args, newTarget) {
     const length = toIndex(args[0], 'Invalid array buffer length');
     const options = args[1];

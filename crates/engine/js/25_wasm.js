@@ -74,7 +74,7 @@
       return apply(nativeGrow, memory, [pages]);
     }
 
-    const MemoryConstructor = new Proxy(NativeMemory, {
+    const MemoryConstructor = internal.proxy(NativeMemory, {
       construct(target, args, newTarget) {
         const descriptor = args[0];
         if (!internal.isObject(descriptor)) {
@@ -151,7 +151,7 @@
       return merged;
     }
 
-    const InstanceConstructor = new Proxy(NativeInstance, {
+    const InstanceConstructor = internal.proxy(NativeInstance, {
       construct(target, args, newTarget) {
         const module = args[0];
         const imports = withRuntimeImports(module, args[1]);

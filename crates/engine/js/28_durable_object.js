@@ -822,7 +822,7 @@ function makeStub(namespace, id) {
       return callFetch(liveObject(namespace, id), request);
     },
   };
-  return new Proxy(target, {
+  return internal.proxy(target, {
     get(t, name) {
       if (name === 'id' || name === 'name' || name === 'fetch') return t[name];
       if (NOT_RPC.has(name) || typeof name !== 'string') return undefined;

@@ -50,7 +50,8 @@ const types = {
   isWeakMap: brand((v) => WeakMap.prototype.has.call(v, {})),
   isWeakSet: brand((v) => WeakSet.prototype.has.call(v, {})),
   isPromise: (v) => host.utilPromiseState(v) >= 0,
-  isProxy: (v) => host.utilIsProxy(v) === true,
+  // The runtime's own proxies are the objects they stand for, to a Worker.
+  isProxy: (v) => host.utilIsProxy(v) === true && !internal.runtimeProxies.has(v),
   isNativeError: (v) => (typeof Error.isError === 'function' ? Error.isError(v) : tag(v) === 'Error'),
   isAsyncFunction: (v) => typeof v === 'function' && (host.utilFunctionKind(v) & 1) !== 0,
   isGeneratorFunction: (v) => typeof v === 'function' && (host.utilFunctionKind(v) & 2) !== 0,

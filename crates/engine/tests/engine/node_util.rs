@@ -47,3 +47,33 @@ async fn types_errors_and_helpers_as_node() {
     )
     .await;
 }
+
+/// The runtime's own proxies (the `ArrayBuffer` and `WebAssembly.Memory`
+/// constructors that charge the Worker's memory, Durable Object stubs) keep
+/// their targets and handlers: `util.inspect`, with or without
+/// `showProxy`, and custom inspect functions planted on the prototypes a
+/// target inherits from never hand a Worker the native constructor behind
+/// them (with it, resizable buffers would skip the memory reservation).
+#[tokio::test]
+async fn inspect_never_hands_out_the_runtimes_proxy_targets() {
+    let out = crate::node_buffer::answer(
+        isolane_engine::NodeCompat::V2,
+        "import util from 'node:util';",
+        r#"
+        const seen = new Set();
+        const spy = function () { seen.add(this); return 'x'; };
+        for (const proto of [Object.prototype, Function.prototype]) {
+          Object.defineProperty(proto, util.inspect.custom, { value: spy, configurable: true });
+        }
+        for (const value of [ArrayBuffer, WebAssembly.Memory, WebAssembly.Instance]) {
+          util.inspect(value); util.inspect(value, { showProxy: true }); util.inspect({ value }, { showProxy: true, depth: 5 });
+          util.format('%o %O', value, value);
+        }
+        const known = new Set([ArrayBuffer, WebAssembly.Memory, WebAssembly.Instance]);
+        const leaked = [...seen].filter((v) => typeof v === 'function' && !known.has(v) && ['ArrayBuffer', 'Memory', 'Instance'].includes(v.name));
+        return [leaked.length, util.types.isProxy(ArrayBuffer), util.types.isProxy(new Proxy({}, {}))].join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(out, "0 false true");
+}
