@@ -90,7 +90,7 @@ function tokenize(config, arg, next, index) {
   if (long && arg.length === 2) return [[{ kind: 'option-terminator', index }], 1];
   if (long) {
     const eq = arg.indexOf('=');
-    if (eq !== -1) {
+    if (eq > 2) {
       const name = arg.slice(2, eq);
       return [[{ kind: 'option', name, rawName: `--${name}`, index, value: arg.slice(eq + 1), inlineValue: true }], 1];
     }
@@ -153,19 +153,26 @@ function allTokens(config) {
   return out;
 }
 
-// `--no-name` for a boolean `name` when negatives are allowed.
-function negated(config, token) {
-  if (!config.allowNegative || !token.name.startsWith('no-') || token.value !== undefined) return false;
-  const name = token.name.slice(3);
-  return setting(config.options, name, 'type') === 'boolean' || (!config.strict && !isString(config, name));
+// `--no-name` (no value) when negatives are allowed: the token names
+// `name`, which is set to false.
+const isNegation = (config, token) => config.allowNegative && token.rawName.startsWith('--no-') && token.value === undefined;
+
+// In strict mode, a negation needs a boolean option of its name.
+function checkNegation(config, token) {
+  if (setting(config.options, token.name, 'type') !== 'boolean') throw unknownOption(token.rawName, config.allowPositionals);
 }
 
 function checkUsage(config, token) {
   const { options } = config;
-  if (!own(options, token.name)) throw unknownOption(token.rawName, config.allowPositionals);
-  const short = setting(options, token.name, 'short');
-  const both = `${short ? `-${short}, ` : ''}--${token.name}`;
-  const type = setting(options, token.name, 'type');
+  let name = token.name;
+  if (!own(options, name)) {
+    const base = config.allowNegative && name.startsWith('no-') ? name.slice(3) : undefined;
+    if (base === undefined || setting(options, base, 'type') !== 'boolean') throw unknownOption(token.rawName, config.allowPositionals);
+    name = base;
+  }
+  const short = setting(options, name, 'short');
+  const both = `${short ? `-${short}, ` : ''}--${name}`;
+  const type = setting(options, name, 'type');
   if (type === 'string' && typeof token.value !== 'string') throw invalidValue(`Option '${both} <value>' argument missing`);
   if (type === 'boolean' && token.value != null) throw invalidValue(`Option '${both}' does not take an argument`);
   const value = token.value;
@@ -176,7 +183,6 @@ function checkUsage(config, token) {
 }
 
 function store(config, values, name, value) {
-  if (name === '__proto__') return;
   if (setting(config.options, name, 'multiple')) {
     if (values[name] === undefined) values[name] = [];
     values[name].push(value);
@@ -192,12 +198,14 @@ function parseArgs(input = {}) {
   const positionals = [];
   for (const token of tokens) {
     if (token.kind === 'option') {
-      if (negated(config, token)) {
-        store(config, values, token.name.slice(3), false);
+      if (isNegation(config, token)) {
+        token.name = token.name.slice(3);
+        if (config.strict) checkNegation(config, token);
+        store(config, values, token.name, false);
         continue;
       }
       if (config.strict) checkUsage(config, token);
-      store(config, values, token.name, token.value ?? true);
+      if (token.name !== '__proto__') store(config, values, token.name, token.value ?? true);
     } else if (token.kind === 'positional') {
       if (!config.allowPositionals) {
         throw codedError(TypeError, 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL', `Unexpected argument '${token.value}'. This command does not take positional arguments`);

@@ -118,33 +118,38 @@ function serializeValue(value) {
   return `${out}"`;
 }
 
-const kData = Symbol('mime data');
+// Gives a MIMEParams the parameters a MIMEType parsed.
+let adopt;
 
 class MIMEParams {
-  constructor() {
-    this[kData] = new Map();
+  #data = new Map();
+
+  static {
+    adopt = (params, data) => {
+      params.#data = data;
+    };
   }
 
-  get(name) { return this[kData].get(`${name}`) ?? null; }
-  has(name) { return this[kData].has(`${name}`); }
-  delete(name) { this[kData].delete(`${name}`); }
+  get(name) { return this.#data.get(`${name}`) ?? null; }
+  has(name) { return this.#data.has(`${name}`); }
+  delete(name) { this.#data.delete(`${name}`); }
 
   set(name, value) {
     name = checkToken('parameter name', `${name}`);
     value = `${value}`;
     const bad = firstInvalid(value, isQuotedToken);
     if (bad !== -1) throw invalidSyntax('parameter value', value, bad);
-    this[kData].set(name, value);
+    this.#data.set(name, value);
   }
 
-  entries() { return this[kData].entries(); }
-  keys() { return this[kData].keys(); }
-  values() { return this[kData].values(); }
-  [Symbol.iterator]() { return this[kData].entries(); }
+  entries() { return this.#data.entries(); }
+  keys() { return this.#data.keys(); }
+  values() { return this.#data.values(); }
+  [Symbol.iterator]() { return this.#data.entries(); }
 
   toString() {
     let out = '';
-    for (const [name, value] of this[kData]) out += `${out === '' ? '' : ';'}${name}=${serializeValue(value)}`;
+    for (const [name, value] of this.#data) out += `${out === '' ? '' : ';'}${name}=${serializeValue(value)}`;
     return out;
   }
 
@@ -152,8 +157,7 @@ class MIMEParams {
   get [Symbol.toStringTag]() { return 'MIMEParams'; }
 
   [Symbol.for('nodejs.util.inspect.custom')](depth, options, inspect) {
-    const shown = inspect(this[kData], options).replace(/^Map/, 'MIMEParams');
-    return shown;
+    return inspect(this.#data, options).replace(/^Map/, 'MIMEParams');
   }
 }
 
@@ -169,7 +173,7 @@ class MIMEType {
     const [type, subtype, params] = parse(`${input}`);
     this.#type = type;
     this.#subtype = subtype;
-    this.#params[kData] = params;
+    adopt(this.#params, params);
   }
 
   get type() { return this.#type; }

@@ -99,10 +99,22 @@ pub(super) fn util() -> Unit {
             "internal/util_inspect",
             include_str!("../../js/node/util_inspect.js"),
         )
-        .node_module("internal/util_mime", include_str!("../../js/node/util_mime.js"))
-        .node_module("internal/util_args", include_str!("../../js/node/util_args.js"))
-        .node_module("internal/util_env", include_str!("../../js/node/util_env.js"))
-        .node_module("internal/util_diff", include_str!("../../js/node/util_diff.js"))
+        .node_module(
+            "internal/util_mime",
+            include_str!("../../js/node/util_mime.js"),
+        )
+        .node_module(
+            "internal/util_args",
+            include_str!("../../js/node/util_args.js"),
+        )
+        .node_module(
+            "internal/util_env",
+            include_str!("../../js/node/util_env.js"),
+        )
+        .node_module(
+            "internal/util_diff",
+            include_str!("../../js/node/util_diff.js"),
+        )
         .node_module(
             "internal/util_errors",
             include_str!("../../js/node/util_errors.js"),

@@ -16,9 +16,9 @@ async fn same_as_node(body: &str, node: &str) {
         node.trim_end().split("\n---\n").collect(),
     );
     for (i, (got, want)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(got, want, "answer {i} differs from workerd's");
+        assert_eq!(got, want, "answer {i} differs from the expected one");
     }
-    assert_eq!(got.len(), want.len(), "as many answers as workerd: {out}");
+    assert_eq!(got.len(), want.len(), "as many answers as expected: {out}");
 }
 
 #[tokio::test]

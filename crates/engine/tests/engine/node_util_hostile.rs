@@ -112,7 +112,8 @@ async fn diff_of_large_inputs_ends_at_the_limit() {
     assert!(
         matches!(
             error,
-            ExecuteError::CpuLimit { limit_ms: 2_000 } | ExecuteError::MemoryLimit { limit_mib: 512 }
+            ExecuteError::CpuLimit { limit_ms: 2_000 }
+                | ExecuteError::MemoryLimit { limit_mib: 512 }
         ),
         "{error:?}"
     );
