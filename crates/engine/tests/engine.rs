@@ -93,6 +93,8 @@ mod node_stubs;
 mod node_timers;
 #[path = "engine/node_util.rs"]
 mod node_util;
+#[path = "engine/node_util_hostile.rs"]
+mod node_util_hostile;
 #[path = "engine/node_x509.rs"]
 mod node_x509;
 #[path = "engine/node_zlib.rs"]

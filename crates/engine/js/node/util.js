@@ -1,10 +1,18 @@
 // node:util — format, inspect (`internal/util_inspect`), promisify,
 // callbackify, inherits, deprecate, types, isDeepStrictEqual, styleText,
-// the deprecated is* checks, TextEncoder, TextDecoder. Runs as function
+// the deprecated is* checks, TextEncoder, TextDecoder, aborted,
+// getCallSites, log; MIMEType (`internal/util_mime`), parseArgs
+// (`util_args`), parseEnv (`util_env`), diff (`util_diff`), the system
+// error names (`util_errors`). Runs as function
 // (host, internal, require, module, exports).
 
 const { types, inspect, colors, stripColors, numericSeparators, BUILT_INS } = require('node:internal/util_inspect');
 const { codedError, invalidArgType } = require('node:internal/errors');
+const { MIMEType, MIMEParams } = require('node:internal/util_mime');
+const { parseArgs } = require('node:internal/util_args');
+const { parseEnv } = require('node:internal/util_env');
+const { diff } = require('node:internal/util_diff');
+const { getSystemErrorName, getSystemErrorMessage, getSystemErrorMap, convertProcessSignalToExitCode } = require('node:internal/util_errors');
 
 const kCustomPromisify = Symbol.for('nodejs.util.promisify.custom');
 const tag = (value) => Object.prototype.toString.call(value).slice(8, -1);
@@ -302,6 +310,68 @@ function sameEntries(a, b, inProgress) {
   return true;
 }
 
+// === the rest of workerd's util ===
+
+// Resolves with the abort event once `signal` aborts (at once, without
+// one, when it already has).
+async function aborted(signal, resource) {
+  if (!(signal instanceof AbortSignal)) throw invalidArgType('signal', 'an instance of AbortSignal', signal);
+  if (resource === null || (typeof resource !== 'object' && typeof resource !== 'function')) {
+    throw invalidArgType('resource', 'of type object', resource);
+  }
+  if (signal.aborted) return undefined;
+  return new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+}
+
+function transferableAbortSignal(signal) {
+  if (!(signal instanceof AbortSignal)) throw invalidArgType('signal', 'an instance of AbortSignal', signal);
+  return signal;
+}
+
+// The caller's frames as workerd gives them: function and script names,
+// line and column (1-based), the frame of getCallSites itself left out.
+function getCallSites(frameCount = 10, options = undefined, caller = undefined) {
+  if (typeof frameCount === 'object' && frameCount !== null) [frameCount, options] = [10, frameCount];
+  if (!(typeof frameCount === 'number' && frameCount >= 1 && frameCount <= 200)) {
+    throw new Error('Frame count should be between 1 and 200 inclusive.');
+  }
+  if (options !== undefined && (options === null || typeof options !== 'object')) throw invalidArgType('options', 'of type object', options);
+  const holder = {};
+  const [prepare, limit] = [Error.prepareStackTrace, Error.stackTraceLimit];
+  Error.prepareStackTrace = (_, frames) => frames;
+  Error.stackTraceLimit = frameCount;
+  try {
+    Error.captureStackTrace(holder, caller ?? getCallSites);
+    const frames = Array.isArray(holder.stack) ? holder.stack : [];
+    return frames.map((frame) => ({
+      functionName: frame.getFunctionName() ?? '',
+      scriptName: frame.getScriptNameOrSourceURL() ?? '',
+      lineNumber: frame.getLineNumber() ?? 0,
+      columnNumber: frame.getColumnNumber() ?? 0,
+      column: frame.getColumnNumber() ?? 0,
+    }));
+  } finally {
+    Error.prepareStackTrace = prepare;
+    Error.stackTraceLimit = limit;
+  }
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+// `util.log`: "25 Nov 04:21:15 - text" to the console.
+function log(...args) {
+  const now = new Date();
+  const two = (n) => `${n}`.padStart(2, '0');
+  const time = `${two(now.getHours())}:${two(now.getMinutes())}:${two(now.getSeconds())}`;
+  console.log(`${now.getDate()} ${MONTHS[now.getMonth()]} ${time} - ${format(...args)}`);
+}
+
+function notInWorkers(name) {
+  return function () {
+    throw codedError(Error, 'ERR_METHOD_NOT_IMPLEMENTED', `The ${name} method is not implemented`);
+  };
+}
+
 function debuglog() {
   const log = () => {};
   log.enabled = false;
@@ -320,6 +390,26 @@ module.exports = {
   debug: debuglog,
   isDeepStrictEqual,
   styleText,
+  MIMEType,
+  MIMEParams,
+  parseArgs,
+  parseEnv,
+  diff,
+  getSystemErrorName,
+  getSystemErrorMessage,
+  getSystemErrorMap,
+  convertProcessSignalToExitCode,
+  aborted,
+  transferableAbortController: () => new AbortController(),
+  transferableAbortSignal,
+  getCallSites,
+  getCallSite: function getCallSite(frameCount, options) {
+    return getCallSites(frameCount, options, getCallSite);
+  },
+  log,
+  setTraceSigInt: () => {},
+  _errnoException: notInWorkers('_errnoException'),
+  _exceptionWithHostPort: notInWorkers('_exceptionWithHostPort'),
   stripVTControlCharacters,
   toUSVString: (text) => String(text).toWellFormed(),
   types,

@@ -91,13 +91,33 @@ pub(super) fn querystring() -> Unit {
 }
 
 /// `node:util` and `node:util/types`: format, inspect, promisify, types,
-/// ...; the host tells a promise's state and a Proxy apart.
+/// MIMEType, parseArgs, parseEnv, diff, ...; the host tells a promise's state and a Proxy apart.
 pub(super) fn util() -> Unit {
     Unit::new("node:util")
         .node_module("util", include_str!("../../js/node/util.js"))
         .node_module(
             "internal/util_inspect",
             include_str!("../../js/node/util_inspect.js"),
+        )
+        .node_module(
+            "internal/util_mime",
+            include_str!("../../js/node/util_mime.js"),
+        )
+        .node_module(
+            "internal/util_args",
+            include_str!("../../js/node/util_args.js"),
+        )
+        .node_module(
+            "internal/util_env",
+            include_str!("../../js/node/util_env.js"),
+        )
+        .node_module(
+            "internal/util_diff",
+            include_str!("../../js/node/util_diff.js"),
+        )
+        .node_module(
+            "internal/util_errors",
+            include_str!("../../js/node/util_errors.js"),
         )
         .function("utilPromiseState", util::promise_state)
         .function("utilPromiseResult", util::promise_result)
