@@ -31,7 +31,8 @@ function hashName(algorithm) {
 function bytes(data, name, encoding) {
   if (typeof data === 'string') return Buffer.from(data, encoding);
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  if (data instanceof ArrayBuffer || data instanceof SharedArrayBuffer) return new Uint8Array(data);
+  // (Workers have no SharedArrayBuffer: naming it would throw.)
+  if (data instanceof ArrayBuffer || data instanceof globalThis.SharedArrayBuffer) return new Uint8Array(data);
   throw invalidArgType(name, 'of type string or an instance of Buffer, TypedArray, DataView or ArrayBuffer', data);
 }
 
@@ -292,6 +293,24 @@ const { KeyObject } = keys;
 const { X509Certificate } = require('node:internal/crypto_x509')({ ...keys, createHash });
 
 const webcrypto = globalThis.crypto;
+const prime = require('node:internal/crypto_prime');
+
+// Node 22 removed createCipher/createDecipher (keys from a password by
+// MD5, no IV); workerd keeps the names, each throwing.
+const Cipher = function Cipher() { notImplemented('Cipher')(); };
+const Decipher = function Decipher() { notImplemented('Decipher')(); };
+
+// SPKAC (Netscape's signed public key and challenge): the universal
+// aws-lc-sys bindings have no NETSCAPE_SPKI functions, so each method
+// throws.
+class Certificate {
+  static exportChallenge() { return notImplemented('Certificate.exportChallenge')(); }
+  static exportPublicKey() { return notImplemented('Certificate.exportPublicKey')(); }
+  static verifySpkac() { return notImplemented('Certificate.verifySpkac')(); }
+  exportChallenge(spkac, encoding) { return Certificate.exportChallenge(spkac, encoding); }
+  exportPublicKey(spkac, encoding) { return Certificate.exportPublicKey(spkac, encoding); }
+  verifySpkac(spkac, encoding) { return Certificate.verifySpkac(spkac, encoding); }
+}
 
 module.exports = {
   createHash,
@@ -300,7 +319,12 @@ module.exports = {
   Hash,
   Hmac,
   KeyObject,
+  SecretKeyObject: keys.SecretKeyObject,
+  PublicKeyObject: keys.PublicKeyObject,
+  PrivateKeyObject: keys.PrivateKeyObject,
+  CryptoKey: globalThis.CryptoKey,
   X509Certificate,
+  Certificate,
   createSecretKey: keys.createSecretKey,
   createPublicKey: keys.createPublicKey,
   createPrivateKey: keys.createPrivateKey,
@@ -333,7 +357,19 @@ module.exports = {
   getCiphers: () => [...cipher.CIPHERS],
   getCurves: keys.getCurves,
   getFips: () => 0,
+  get fips() { return 0; },
   setFips: notImplemented('setFips'),
+  setEngine: notImplemented('setEngine'),
+  secureHeapUsed: () => ({ total: 0, min: 0, used: 0, utilization: 0 }),
+  getCipherInfo: cipher.getCipherInfo,
+  checkPrime: prime.checkPrime,
+  checkPrimeSync: prime.checkPrimeSync,
+  generatePrime: prime.generatePrime,
+  generatePrimeSync: prime.generatePrimeSync,
+  Cipher,
+  Decipher,
+  createCipher: notImplemented('createCipher'),
+  createDecipher: notImplemented('createDecipher'),
   constants: keys.constants,
   webcrypto,
   subtle: webcrypto.subtle,
