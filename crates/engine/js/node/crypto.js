@@ -340,6 +340,8 @@ module.exports = {
   Verify: keys.Verify,
   publicEncrypt: keys.publicEncrypt,
   privateDecrypt: keys.privateDecrypt,
+  privateEncrypt: keys.privateEncrypt,
+  publicDecrypt: keys.publicDecrypt,
   diffieHellman: keys.diffieHellman,
   createECDH: keys.createECDH,
   ECDH: keys.ECDH,

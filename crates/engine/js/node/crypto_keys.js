@@ -1,7 +1,8 @@
 // node:internal/crypto_keys — node:crypto's KeyObject and what uses it:
 // createSecretKey/PublicKey/PrivateKey (PEM, DER, JWK), key.export,
 // generateKeyPair(Sync), sign/verify and createSign/createVerify,
-// publicEncrypt/privateDecrypt (OAEP, PKCS#1 v1.5), diffieHellman and createECDH, and the
+// publicEncrypt/privateDecrypt (OAEP, PKCS#1 v1.5, none), privateEncrypt/
+// publicDecrypt, diffieHellman and createECDH, and the
 // interop with Web Crypto (KeyObject.from, key.toCryptoKey). The key
 // material is the Web Crypto unit's (a handle, HOST.md `crypto*`); PEM,
 // PKCS#1, SEC1 and key types read from DER are `nodeKey*`
@@ -496,6 +497,9 @@ module.exports = function keys({ hashName, bytes, later }) {
     const padding = options.padding ?? constants.RSA_PKCS1_OAEP_PADDING;
     const s = slotsOf(prepareKey(key, !encrypt));
     const data = view(buffer, 'buffer');
+    if (padding === constants.RSA_NO_PADDING) {
+      return Buffer.from(host.nodeRsaRaw(s.handle, encrypt ? 'publicEncrypt' : 'privateDecrypt', padding, data));
+    }
     if (padding === constants.RSA_PKCS1_PADDING) {
       // Decryption refused as Node refuses it (CVE-2023-46809: its timing
       // leaks the key); workerd decrypts.
@@ -514,6 +518,18 @@ module.exports = function keys({ hashName, bytes, later }) {
 
   const publicEncrypt = (key, buffer) => rsaEncryption(key, buffer, true);
   const privateDecrypt = (key, buffer) => rsaEncryption(key, buffer, false);
+
+  // privateEncrypt/publicDecrypt: PKCS#1 v1.5 type 1 padding (the
+  // default) or none, on AWS-LC (`nodeRsaRaw`).
+  function rsaRaw(key, buffer, op) {
+    const { padding = constants.RSA_PKCS1_PADDING, encoding } = keyOptions(key);
+    const s = slotsOf(prepareKey(key, op === 'privateEncrypt'));
+    const data = view(buffer, 'buffer', typeof buffer === 'string' ? encoding : undefined);
+    return Buffer.from(host.nodeRsaRaw(s.handle, op, padding, data));
+  }
+
+  const privateEncrypt = (key, buffer) => rsaRaw(key, buffer, 'privateEncrypt');
+  const publicDecrypt = (key, buffer) => rsaRaw(key, buffer, 'publicDecrypt');
 
   function diffieHellman({ privateKey, publicKey } = {}) {
     const priv = slotsOf(prepareKey(privateKey, true));
@@ -588,6 +604,8 @@ module.exports = function keys({ hashName, bytes, later }) {
     Verify,
     publicEncrypt,
     privateDecrypt,
+    privateEncrypt,
+    publicDecrypt,
     diffieHellman,
     createECDH: (curve) => new ECDH(curve),
     ECDH,

@@ -11,6 +11,7 @@ mod crypto_dh;
 mod crypto_keys;
 mod crypto_pkcs8;
 mod crypto_prime;
+mod crypto_rsa;
 mod crypto_x509;
 mod dns;
 mod fs;
@@ -163,6 +164,7 @@ pub(super) fn crypto() -> Unit {
         .function("nodeRsaGenerateSync", crypto_keys::rsa_generate_sync)
         .function("nodeEcdsaSignature", crypto_keys::ecdsa_signature)
         .function("nodeRsaPkcs1", crypto_keys::rsa_pkcs1)
+        .function("nodeRsaRaw", crypto_rsa::rsa_raw)
         .node_module(
             "internal/crypto_dh",
             include_str!("../../js/node/crypto_dh.js"),
