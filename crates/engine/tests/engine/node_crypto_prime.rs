@@ -8,24 +8,14 @@
 use isolane_engine::NodeCompat;
 
 use crate::node_buffer::answer;
-use crate::node_crypto::{assert_answers_as_node, each_ends_at_the_cpu_limit};
+use crate::node_crypto::{cases_answer_as_node, each_ends_at_the_cpu_limit};
 
 /// Node's answers (see the module docs).
 const VECTORS: &str = include_str!("node_prime_vectors.json");
 
 #[tokio::test]
 async fn primes_cipher_info_and_constants_answer_as_in_node() {
-    let cases = include_str!("node_prime_cases.mjs").replace("export function", "function");
-    let out = answer(
-        NodeCompat::V1,
-        "import crypto from 'node:crypto'; import { Buffer } from 'node:buffer';",
-        &format!("{cases}\nreturn JSON.stringify(primeCases(crypto, Buffer));"),
-    )
-    .await;
-    let ours: serde_json::Value =
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-    let node: serde_json::Value = serde_json::from_str(VECTORS).unwrap();
-    assert_answers_as_node(&ours, &node["cases"]);
+    cases_answer_as_node(include_str!("node_prime_cases.mjs"), "primeCases", VECTORS).await;
 }
 
 /// What workerd has beyond Node 20's exports: the KeyObject kinds,
