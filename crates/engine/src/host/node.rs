@@ -12,6 +12,7 @@ mod crypto_keys;
 mod crypto_pkcs8;
 mod crypto_prime;
 mod crypto_rsa;
+mod crypto_spkac;
 mod crypto_x509;
 mod dns;
 mod fs;
@@ -165,6 +166,7 @@ pub(super) fn crypto() -> Unit {
         .function("nodeEcdsaSignature", crypto_keys::ecdsa_signature)
         .function("nodeRsaPkcs1", crypto_keys::rsa_pkcs1)
         .function("nodeRsaRaw", crypto_rsa::rsa_raw)
+        .function("nodeSpkac", crypto_spkac::spkac)
         .node_module(
             "internal/crypto_dh",
             include_str!("../../js/node/crypto_dh.js"),

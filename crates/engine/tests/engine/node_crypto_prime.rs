@@ -8,7 +8,7 @@
 use isolane_engine::NodeCompat;
 
 use crate::node_buffer::answer;
-use crate::node_crypto::{cases_answer_as_node, each_ends_at_the_cpu_limit};
+use crate::node_crypto::{cases_answer_as_node, each_ends_at_the_cpu_limit, node_prints};
 
 /// Node's answers (see the module docs).
 const VECTORS: &str = include_str!("node_prime_vectors.json");
@@ -38,7 +38,6 @@ async fn workerd_extras_are_there() {
       t(() => crypto.createDecipher('aes-128-cbc', 'pw'));
       t(() => crypto.Cipher('aes-128-cbc', 'pw'));
       t(() => crypto.setEngine('x'));
-      t(() => crypto.Certificate.verifySpkac(Buffer.from('x')));
       t(() => [constants.RSA_PKCS1_OAEP_PADDING, constants.TLS1_3_VERSION, constants.ENOENT, crypto.fips].join());
       t(() => crypto.generatePrimeSync(8193));
       t(() => crypto.checkPrimeSync(2n ** 8200n + 1n));
@@ -67,7 +66,6 @@ async fn workerd_extras_are_there() {
         "ERR_METHOD_NOT_IMPLEMENTED: crypto.createDecipher is not implemented on Isolane",
         "ERR_METHOD_NOT_IMPLEMENTED: crypto.Cipher is not implemented on Isolane",
         "ERR_METHOD_NOT_IMPLEMENTED: crypto.setEngine is not implemented on Isolane",
-        "ERR_METHOD_NOT_IMPLEMENTED: crypto.Certificate.verifySpkac is not implemented on Isolane",
         "4,772,2,0",
         "undefined: primes above 8192 bits are not supported",
         "undefined: primes above 8192 bits are not supported",
@@ -93,4 +91,46 @@ async fn endless_prime_searches_end_at_the_cpu_limit() {
         ],
     )
     .await;
+}
+
+/// An SPKAC `openssl spkac -digest sha256` wrote (a 1024-bit RSA key,
+/// challenge "isolane challenge"). (`openssl spkac`'s default digest is
+/// MD5, whose signatures AWS-LC, like workerd's BoringSSL, does not verify.)
+const SPKAC: &str = "MIIBSzCBtTCBnzANBgkqhkiG9w0BAQEFAAOBjQAwgYkCgYEAvtg7ByTmrwck3FKgYFAJFOFgX/NxEdVQddbIRuK15KBf6VHK+wxuN6hDnoJYc3IhySxjR4ipASnUt7232onEIIgBhSh1D5SLdYO6+Ju8AEP3fc3qbwvbownR4pp+RCxL3zx/hII6CpNNWj1L6vdYhRkb6g4d1/pvCJHfMv6aNcMCAwEAARYRaXNvbGFuZSBjaGFsbGVuZ2UwDQYJKoZIhvcNAQELBQADgYEAK/7maDTLoxz7QVpwCJUrI5cCPuLDr2uspVoQYk8n2mnp8i2QSju0//llSpbXstQfbVrpWGZiPdO3UlrIputfd/QQfImmj02RWoiAztBRGc/jo7oWghFM3cehPOz0lTrKMqbFcOyyKS4mjy4urvzx5dcdhZjhc85en0HFLMIodI0=";
+
+/// `Certificate` reads an SPKAC as Node does: its challenge, its public key
+/// (PEM), whether its signature holds (not once a byte of it changes), ''
+/// and false for what does not decode, Node's error for what is not text
+/// or bytes.
+#[tokio::test]
+async fn spkac_answers_as_in_node() {
+    let script = r#"
+      const out = [];
+      const t = (f) => { try { out.push(f()); } catch (e) { out.push(`${e.code}: ${e.message}`); } };
+      const C = crypto.Certificate;
+      const forged = S.slice(0, -8) + 'AAAAAAA=';
+      t(() => [C.verifySpkac(Buffer.from(S)), C.verifySpkac(Buffer.from(S + '\n')), C.verifySpkac(Buffer.from(forged)), C.verifySpkac(Buffer.from('abc'))].join());
+      t(() => [C.exportChallenge(S).toString(), new C().exportChallenge(Buffer.from(S)).toString('hex'), JSON.stringify(C.exportChallenge('abc'))].join());
+      t(() => [C.exportPublicKey(S).toString(), JSON.stringify(C.exportPublicKey('abc'))].join());
+      t(() => C.verifySpkac(5));
+      return out.join('\n');
+    "#;
+    let ours = answer(
+        NodeCompat::V1,
+        &format!("import crypto from 'node:crypto'; import {{ Buffer }} from 'node:buffer'; const S = '{SPKAC}';"),
+        script,
+    )
+    .await;
+    let node = node_prints(
+        &[],
+        &format!(
+            "const crypto = require('crypto'); const S = '{SPKAC}'; console.log(JSON.stringify((() => {{ {script} }})()));"
+        ),
+    );
+    let node: String = serde_json::from_str(&node).unwrap();
+    assert!(
+        ours.contains("isolane challenge") && ours.contains("BEGIN PUBLIC KEY"),
+        "{ours}"
+    );
+    assert_eq!(ours, node);
 }
