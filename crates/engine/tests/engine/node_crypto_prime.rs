@@ -1,9 +1,11 @@
 //! `node:crypto`'s checkPrime, generatePrime, getCipherInfo and constants
 //! against Node's answers (`node_prime_cases.mjs`, run in a Worker; Node
 //! 20's answers are `node_prime_vectors.json`, written by
-//! `node_prime_vectors.mjs`); workerd's extra exports (the KeyObject kinds,
-//! the throwing createCipher, ...); a Worker searching primes without end
-//! meets its CPU limit while a neighbour on the same thread answers.
+//! `node_prime_vectors.mjs`); `Certificate` (SPKAC) against Node run on the
+//! same input; workerd's extra exports (the KeyObject kinds, the throwing
+//! createCipher, ...); a Worker searching primes, verifying SPKACs or
+//! running raw RSA without end meets its CPU limit while a neighbour on the
+//! same thread answers.
 
 use isolane_engine::NodeCompat;
 
@@ -133,4 +135,20 @@ async fn spkac_answers_as_in_node() {
         "{ours}"
     );
     assert_eq!(ours, node);
+}
+
+/// Loops of raw RSA operations (privateEncrypt) and of SPKAC
+/// verifications meet the CPU limit between calls; a neighbour on the same
+/// thread answers before, during and after.
+#[tokio::test]
+async fn endless_raw_rsa_and_spkac_end_at_the_cpu_limit() {
+    each_ends_at_the_cpu_limit(
+        "raw-rsa",
+        &format!("import {{ Buffer }} from 'node:buffer'; const S = '{SPKAC}';"),
+        &[
+            "const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 1024 }); for (;;) crypto.privateEncrypt(privateKey, Buffer.from('x'));",
+            "for (;;) crypto.Certificate.verifySpkac(Buffer.from(S)) && crypto.Certificate.exportPublicKey(S);",
+        ],
+    )
+    .await;
 }
