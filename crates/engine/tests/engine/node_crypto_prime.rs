@@ -41,6 +41,8 @@ async fn workerd_extras_are_there() {
       t(() => crypto.Cipher('aes-128-cbc', 'pw'));
       t(() => crypto.setEngine('x'));
       t(() => [constants.RSA_PKCS1_OAEP_PADDING, constants.TLS1_3_VERSION, constants.ENOENT, crypto.fips].join());
+      t(() => crypto.generatePrimeSync(1));
+      t(() => crypto.generatePrimeSync(2, { safe: true }));
       t(() => crypto.generatePrimeSync(8193));
       t(() => crypto.checkPrimeSync(2n ** 8200n + 1n));
       const late = await new Promise((resolve) => {
@@ -69,6 +71,8 @@ async fn workerd_extras_are_there() {
         "ERR_METHOD_NOT_IMPLEMENTED: crypto.Cipher is not implemented on Isolane",
         "ERR_METHOD_NOT_IMPLEMENTED: crypto.setEngine is not implemented on Isolane",
         "4,772,2,0",
+        "0: Error while generating prime",
+        "0: Error while generating prime",
         "undefined: primes above 8192 bits are not supported",
         "undefined: primes above 8192 bits are not supported",
         "false,,true",
