@@ -67,6 +67,8 @@ mod node_crypto_dh;
 mod node_crypto_keys;
 #[path = "engine/node_crypto_pkcs8.rs"]
 mod node_crypto_pkcs8;
+#[path = "engine/node_crypto_prime.rs"]
+mod node_crypto_prime;
 #[path = "engine/node_dns.rs"]
 mod node_dns;
 #[path = "engine/node_events.rs"]

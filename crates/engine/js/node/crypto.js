@@ -1,6 +1,6 @@
 // node:crypto — Node's hashing, HMAC, random, PBKDF2, HKDF, scrypt, cipher
-// (`crypto_cipher.js`), key (`crypto_keys.js`) and certificate
-// (`crypto_x509.js`) functions on the
+// (`crypto_cipher.js`), key (`crypto_keys.js`), prime (`crypto_prime.js`),
+// SPKAC and certificate (`crypto_x509.js`) functions on the
 // runtime's Web Crypto: hashers are the crypto unit's (`digestStream*`,
 // `hmacNew`, `digestCopy`), randomness is `randomFill`, `pbkdf2` runs off
 // the isolate's thread as SubtleCrypto's deriveBits does, `pbkdf2Sync`
@@ -31,7 +31,8 @@ function hashName(algorithm) {
 function bytes(data, name, encoding) {
   if (typeof data === 'string') return Buffer.from(data, encoding);
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  if (data instanceof ArrayBuffer || data instanceof SharedArrayBuffer) return new Uint8Array(data);
+  // (Workers have no SharedArrayBuffer: naming it would throw.)
+  if (data instanceof ArrayBuffer || data instanceof globalThis.SharedArrayBuffer) return new Uint8Array(data);
   throw invalidArgType(name, 'of type string or an instance of Buffer, TypedArray, DataView or ArrayBuffer', data);
 }
 
@@ -292,6 +293,43 @@ const { KeyObject } = keys;
 const { X509Certificate } = require('node:internal/crypto_x509')({ ...keys, createHash });
 
 const webcrypto = globalThis.crypto;
+const prime = require('node:internal/crypto_prime');
+
+// Node 22 removed createCipher/createDecipher (keys from a password by
+// MD5, no IV); workerd keeps the names, each throwing.
+const Cipher = function Cipher() { notImplemented('Cipher')(); };
+const Decipher = function Decipher() { notImplemented('Decipher')(); };
+
+// SPKAC (Netscape's signed public key and challenge, base64) on AWS-LC's
+// NETSCAPE_SPKI (`nodeSpkac`, host/node/crypto_spkac.rs). What does not
+// decode answers '' (false for verifySpkac), as in Node.
+function spkacOf(spkac, encoding) {
+  if (typeof spkac === 'string') return new Uint8Array(Buffer.from(spkac, encoding));
+  if (ArrayBuffer.isView(spkac) || spkac instanceof ArrayBuffer) return new Uint8Array(bytes(spkac, 'spkac'));
+  throw invalidArgType('spkac', 'of type string or an instance of ArrayBuffer, Buffer, TypedArray, or DataView', spkac);
+}
+
+class Certificate {
+  static exportChallenge(spkac, encoding) {
+    const challenge = host.nodeSpkac(spkacOf(spkac, encoding), 'challenge');
+    return challenge === undefined ? '' : Buffer.from(challenge);
+  }
+
+  static exportPublicKey(spkac, encoding) {
+    const der = host.nodeSpkac(spkacOf(spkac, encoding), 'publicKey');
+    if (der === undefined) return '';
+    return Buffer.from(keys.createPublicKey({ key: Buffer.from(der), format: 'der', type: 'spki' }).export({ type: 'spki', format: 'pem' }));
+  }
+
+  static verifySpkac(spkac, encoding) {
+    const answer = host.nodeSpkac(spkacOf(spkac, encoding), 'verify');
+    return answer !== undefined && answer[0] === 1;
+  }
+
+  exportChallenge(spkac, encoding) { return Certificate.exportChallenge(spkac, encoding); }
+  exportPublicKey(spkac, encoding) { return Certificate.exportPublicKey(spkac, encoding); }
+  verifySpkac(spkac, encoding) { return Certificate.verifySpkac(spkac, encoding); }
+}
 
 module.exports = {
   createHash,
@@ -300,7 +338,12 @@ module.exports = {
   Hash,
   Hmac,
   KeyObject,
+  SecretKeyObject: keys.SecretKeyObject,
+  PublicKeyObject: keys.PublicKeyObject,
+  PrivateKeyObject: keys.PrivateKeyObject,
+  CryptoKey: globalThis.CryptoKey,
   X509Certificate,
+  Certificate,
   createSecretKey: keys.createSecretKey,
   createPublicKey: keys.createPublicKey,
   createPrivateKey: keys.createPrivateKey,
@@ -316,6 +359,8 @@ module.exports = {
   Verify: keys.Verify,
   publicEncrypt: keys.publicEncrypt,
   privateDecrypt: keys.privateDecrypt,
+  privateEncrypt: keys.privateEncrypt,
+  publicDecrypt: keys.publicDecrypt,
   diffieHellman: keys.diffieHellman,
   createECDH: keys.createECDH,
   ECDH: keys.ECDH,
@@ -333,7 +378,19 @@ module.exports = {
   getCiphers: () => [...cipher.CIPHERS],
   getCurves: keys.getCurves,
   getFips: () => 0,
+  get fips() { return 0; },
   setFips: notImplemented('setFips'),
+  setEngine: notImplemented('setEngine'),
+  secureHeapUsed: () => ({ total: 0, min: 0, used: 0, utilization: 0 }),
+  getCipherInfo: cipher.getCipherInfo,
+  checkPrime: prime.checkPrime,
+  checkPrimeSync: prime.checkPrimeSync,
+  generatePrime: prime.generatePrime,
+  generatePrimeSync: prime.generatePrimeSync,
+  Cipher,
+  Decipher,
+  createCipher: notImplemented('createCipher'),
+  createDecipher: notImplemented('createDecipher'),
   constants: keys.constants,
   webcrypto,
   subtle: webcrypto.subtle,

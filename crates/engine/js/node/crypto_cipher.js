@@ -55,6 +55,57 @@ function authFailed() {
   return new Error('Unsupported state or unable to authenticate data');
 }
 
+// AWS-LC's EVP_CIPH_*_MODE, by number, as getCipherInfo names them.
+const MODES = ['stream', 'ecb', 'cbc', 'cfb', 'ofb', 'ctr', 'gcm', 'xts', 'ccm', 'ocb', 'wrap'];
+
+// What a cipher's `ivLength` may be asked as: CCM's 7–13, GCM's any, the
+// others' own.
+function ivLengthOk(mode, own, asked) {
+  if (mode === 'ccm') return asked >= 7 && asked <= 13;
+  if (mode === 'gcm') return asked >= 1;
+  return asked === own;
+}
+
+function int32Option(options, name) {
+  const value = options[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number') throw invalidArgType(`options.${name}`, 'of type number', value);
+  if (!Number.isInteger(value) || value < -(2 ** 31) || value > 2 ** 31 - 1) {
+    throw codedError(RangeError, 'ERR_OUT_OF_RANGE', `The value of "options.${name}" is out of range. It must be an integer. Received ${value}`);
+  }
+  return value;
+}
+
+// getCipherInfo(nameOrNid[, { keyLength, ivLength }]) → Node 20's
+// { mode, name, nid, blockSize, ivLength, keyLength } (blockSize left out
+// for stream ciphers, ivLength when 0), undefined for a cipher this runtime
+// lacks or lengths it does not take.
+function getCipherInfo(nameOrNid, options = {}) {
+  if (typeof nameOrNid !== 'string' && !Number.isInteger(nameOrNid)) {
+    throw invalidArgType('nameOrNid', 'one of type string or number', nameOrNid);
+  }
+  if (options === null || typeof options !== 'object') throw invalidArgType('options', 'of type object', options);
+  const keyLength = int32Option(options, 'keyLength');
+  const ivLength = int32Option(options, 'ivLength');
+  const name = typeof nameOrNid === 'string'
+    ? ALIASES[nameOrNid.toLowerCase()] ?? nameOrNid.toLowerCase()
+    : CIPHERS.find((n) => host.nodeCipherInfo(n)[4] === nameOrNid);
+  if (!CIPHERS.includes(name)) return undefined;
+  const [ownKey, ownIv, blockSize, , nid, modeNumber] = host.nodeCipherInfo(name);
+  const mode = MODES[modeNumber] ?? 'stream';
+  if (keyLength !== undefined && keyLength !== ownKey) return undefined;
+  if (ivLength !== undefined && !ivLengthOk(mode, ownIv, ivLength)) return undefined;
+  const bits = name.slice(4, 7);
+  const info = { mode, name: mode === 'gcm' || mode === 'ccm' ? `id-aes${bits}-${mode}` : name, nid };
+  if (mode !== 'stream') info.blockSize = blockSize;
+  // CCM's nonce: 7–13 bytes, 12 unless asked (OpenSSL's and Node's
+  // default; AWS-LC's answers 13).
+  const iv = ivLength ?? (mode === 'ccm' ? 12 : ownIv);
+  if (iv !== 0) info.ivLength = iv;
+  info.keyLength = ownKey;
+  return info;
+}
+
 // Node's name for a cipher this runtime has (an alias resolved), or Node's
 // error.
 function cipherName(algorithm) {
@@ -289,6 +340,7 @@ module.exports = {
   Cipheriv,
   Decipheriv,
   cipherName,
+  getCipherInfo,
   lazyTransform,
   createCipheriv: (algorithm, key, iv, options) => new Cipheriv(algorithm, key, iv, options),
   createDecipheriv: (algorithm, key, iv, options) => new Decipheriv(algorithm, key, iv, options),

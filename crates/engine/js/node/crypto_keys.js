@@ -1,7 +1,8 @@
 // node:internal/crypto_keys — node:crypto's KeyObject and what uses it:
 // createSecretKey/PublicKey/PrivateKey (PEM, DER, JWK), key.export,
 // generateKeyPair(Sync), sign/verify and createSign/createVerify,
-// publicEncrypt/privateDecrypt (OAEP, PKCS#1 v1.5), diffieHellman and createECDH, and the
+// publicEncrypt/privateDecrypt (OAEP, PKCS#1 v1.5, none), privateEncrypt/
+// publicDecrypt, diffieHellman and createECDH, and the
 // interop with Web Crypto (KeyObject.from, key.toCryptoKey). The key
 // material is the Web Crypto unit's (a handle, HOST.md `crypto*`); PEM,
 // PKCS#1, SEC1 and key types read from DER are `nodeKey*`
@@ -18,17 +19,70 @@ function invalidProperty(name, value) {
   return codedError(TypeError, 'ERR_INVALID_ARG_VALUE', `The property '${name}' is invalid. Received ${shown}`);
 }
 
+// node:crypto's constants (node:constants spreads them too): Node 20's
+// values; OPENSSL_VERSION_NUMBER is workerd's.
+const CIPHER_LIST = 'TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256:'
+  + 'ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384:'
+  + 'ECDHE-ECDSA-AES256-GCM-SHA384:DHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-SHA256:'
+  + 'DHE-RSA-AES128-SHA256:ECDHE-RSA-AES256-SHA384:DHE-RSA-AES256-SHA384:ECDHE-RSA-AES256-SHA256:'
+  + 'DHE-RSA-AES256-SHA256:HIGH:!aNULL:!eNULL:!EXPORT:!DES:!RC4:!MD5:!PSK:!SRP:!CAMELLIA';
 const constants = {
+  OPENSSL_VERSION_NUMBER: 0x30000000,
+  SSL_OP_ALL: 0x80000850,
+  SSL_OP_ALLOW_NO_DHE_KEX: 0x400,
+  SSL_OP_ALLOW_UNSAFE_LEGACY_RENEGOTIATION: 0x40000,
+  SSL_OP_CIPHER_SERVER_PREFERENCE: 0x400000,
+  SSL_OP_CISCO_ANYCONNECT: 0x8000,
+  SSL_OP_COOKIE_EXCHANGE: 0x2000,
+  SSL_OP_CRYPTOPRO_TLSEXT_BUG: 0x80000000,
+  SSL_OP_DONT_INSERT_EMPTY_FRAGMENTS: 0x800,
+  SSL_OP_LEGACY_SERVER_CONNECT: 0x4,
+  SSL_OP_NO_COMPRESSION: 0x20000,
+  SSL_OP_NO_ENCRYPT_THEN_MAC: 0x80000,
+  SSL_OP_NO_QUERY_MTU: 0x1000,
+  SSL_OP_NO_RENEGOTIATION: 0x40000000,
+  SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION: 0x10000,
+  SSL_OP_NO_SSLv2: 0,
+  SSL_OP_NO_SSLv3: 0x2000000,
+  SSL_OP_NO_TICKET: 0x4000,
+  SSL_OP_NO_TLSv1: 0x4000000,
+  SSL_OP_NO_TLSv1_1: 0x10000000,
+  SSL_OP_NO_TLSv1_2: 0x8000000,
+  SSL_OP_NO_TLSv1_3: 0x20000000,
+  SSL_OP_PRIORITIZE_CHACHA: 0x200000,
+  SSL_OP_TLS_ROLLBACK_BUG: 0x800000,
+  ENGINE_METHOD_RSA: 0x1,
+  ENGINE_METHOD_DSA: 0x2,
+  ENGINE_METHOD_DH: 0x4,
+  ENGINE_METHOD_RAND: 0x8,
+  ENGINE_METHOD_EC: 0x800,
+  ENGINE_METHOD_CIPHERS: 0x40,
+  ENGINE_METHOD_DIGESTS: 0x80,
+  ENGINE_METHOD_PKEY_METHS: 0x200,
+  ENGINE_METHOD_PKEY_ASN1_METHS: 0x400,
+  ENGINE_METHOD_ALL: 0xffff,
+  ENGINE_METHOD_NONE: 0,
+  DH_CHECK_P_NOT_SAFE_PRIME: 2,
+  DH_CHECK_P_NOT_PRIME: 1,
+  DH_UNABLE_TO_CHECK_GENERATOR: 4,
+  DH_NOT_SUITABLE_GENERATOR: 8,
   RSA_PKCS1_PADDING: 1,
   RSA_NO_PADDING: 3,
   RSA_PKCS1_OAEP_PADDING: 4,
+  RSA_X931_PADDING: 5,
   RSA_PKCS1_PSS_PADDING: 6,
   RSA_PSS_SALTLEN_DIGEST: -1,
   RSA_PSS_SALTLEN_MAX_SIGN: -2,
   RSA_PSS_SALTLEN_AUTO: -2,
+  defaultCoreCipherList: CIPHER_LIST,
+  TLS1_VERSION: 0x301,
+  TLS1_1_VERSION: 0x302,
+  TLS1_2_VERSION: 0x303,
+  TLS1_3_VERSION: 0x304,
   POINT_CONVERSION_COMPRESSED: 2,
   POINT_CONVERSION_UNCOMPRESSED: 4,
   POINT_CONVERSION_HYBRID: 6,
+  defaultCipherList: CIPHER_LIST,
 };
 
 // Node's (OpenSSL's) curve names and Web Crypto's.
@@ -159,12 +213,18 @@ module.exports = function keys({ hashName, bytes, later }) {
     }
   }
 
+  // The kinds of KeyObject (workerd exports them; Node has them inside).
+  class SecretKeyObject extends KeyObject {}
+  class PublicKeyObject extends KeyObject {}
+  class PrivateKeyObject extends KeyObject {}
+
   function secretKey(secret) {
-    return new KeyObject(kCreate, { type: 'secret', secret, info: {} });
+    return new SecretKeyObject(kCreate, { type: 'secret', secret, info: {} });
   }
 
   function asymmetricKey(handle, info, asym) {
-    return new KeyObject(kCreate, { type: info.type, handle, info, asym });
+    const Kind = info.type === 'public' ? PublicKeyObject : PrivateKeyObject;
+    return new Kind(kCreate, { type: info.type, handle, info, asym });
   }
 
   function fromAnswer([handle, info, asym]) {
@@ -437,6 +497,9 @@ module.exports = function keys({ hashName, bytes, later }) {
     const padding = options.padding ?? constants.RSA_PKCS1_OAEP_PADDING;
     const s = slotsOf(prepareKey(key, !encrypt));
     const data = view(buffer, 'buffer');
+    if (padding === constants.RSA_NO_PADDING) {
+      return Buffer.from(host.nodeRsaRaw(s.handle, encrypt ? 'publicEncrypt' : 'privateDecrypt', padding, data));
+    }
     if (padding === constants.RSA_PKCS1_PADDING) {
       // Decryption refused as Node refuses it (CVE-2023-46809: its timing
       // leaks the key); workerd decrypts.
@@ -455,6 +518,18 @@ module.exports = function keys({ hashName, bytes, later }) {
 
   const publicEncrypt = (key, buffer) => rsaEncryption(key, buffer, true);
   const privateDecrypt = (key, buffer) => rsaEncryption(key, buffer, false);
+
+  // privateEncrypt/publicDecrypt: PKCS#1 v1.5 type 1 padding (the
+  // default) or none, on AWS-LC (`nodeRsaRaw`).
+  function rsaRaw(key, buffer, op) {
+    const { padding = constants.RSA_PKCS1_PADDING, encoding } = keyOptions(key);
+    const s = slotsOf(prepareKey(key, op === 'privateEncrypt'));
+    const data = view(buffer, 'buffer', typeof buffer === 'string' ? encoding : undefined);
+    return Buffer.from(host.nodeRsaRaw(s.handle, op, padding, data));
+  }
+
+  const privateEncrypt = (key, buffer) => rsaRaw(key, buffer, 'privateEncrypt');
+  const publicDecrypt = (key, buffer) => rsaRaw(key, buffer, 'publicDecrypt');
 
   function diffieHellman({ privateKey, publicKey } = {}) {
     const priv = slotsOf(prepareKey(privateKey, true));
@@ -511,6 +586,9 @@ module.exports = function keys({ hashName, bytes, later }) {
   return {
     constants,
     KeyObject,
+    SecretKeyObject,
+    PublicKeyObject,
+    PrivateKeyObject,
     createSecretKey,
     createPublicKey,
     createPrivateKey,
@@ -526,6 +604,8 @@ module.exports = function keys({ hashName, bytes, later }) {
     Verify,
     publicEncrypt,
     privateDecrypt,
+    privateEncrypt,
+    publicDecrypt,
     diffieHellman,
     createECDH: (curve) => new ECDH(curve),
     ECDH,

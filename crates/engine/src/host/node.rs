@@ -10,6 +10,9 @@ mod crypto_cipher;
 mod crypto_dh;
 mod crypto_keys;
 mod crypto_pkcs8;
+mod crypto_prime;
+mod crypto_rsa;
+mod crypto_spkac;
 mod crypto_x509;
 mod dns;
 mod fs;
@@ -182,6 +185,8 @@ pub(super) fn crypto() -> Unit {
         .function("nodeRsaGenerateSync", crypto_keys::rsa_generate_sync)
         .function("nodeEcdsaSignature", crypto_keys::ecdsa_signature)
         .function("nodeRsaPkcs1", crypto_keys::rsa_pkcs1)
+        .function("nodeRsaRaw", crypto_rsa::rsa_raw)
+        .function("nodeSpkac", crypto_spkac::spkac)
         .node_module(
             "internal/crypto_dh",
             include_str!("../../js/node/crypto_dh.js"),
@@ -192,6 +197,12 @@ pub(super) fn crypto() -> Unit {
         .function("nodeDhSetKey", crypto_dh::dh_set_key)
         .function("nodeDhGenerateKeys", crypto_dh::dh_generate_keys)
         .function("nodeDhCompute", crypto_dh::dh_compute)
+        .node_module(
+            "internal/crypto_prime",
+            include_str!("../../js/node/crypto_prime.js"),
+        )
+        .function("nodePrimeCheck", crypto_prime::prime_check)
+        .function("nodePrimeGenerate", crypto_prime::prime_generate)
         .node_module(
             "internal/crypto_x509",
             include_str!("../../js/node/crypto_x509.js"),
@@ -253,14 +264,16 @@ pub(super) fn console() -> Unit {
     Unit::new("node:console").node_module("console", include_str!("../../js/node/console.js"))
 }
 
-/// `node:os` and the legacy `node:constants` (JavaScript only).
+/// `node:os` and the legacy `node:constants` (JavaScript only: os's,
+/// fs's and crypto's constants).
 pub(super) fn os() -> Unit {
     Unit::new("node:os")
         .node_module("os", include_str!("../../js/node/os.js"))
         .node_module(
             "constants",
             "const os = require('node:os').constants; module.exports = { ...os.dlopen, ...os.errno, \
-             ...os.priority, ...os.signals, ...require('node:fs').constants };",
+             ...os.priority, ...os.signals, ...require('node:fs').constants, \
+             ...require('node:crypto').constants };",
         )
 }
 

@@ -259,6 +259,23 @@ pub fn node_prints(flags: &[&str], script: &str) -> String {
     last
 }
 
+/// Runs `cases` (a `.mjs` file exporting `function <function>(crypto,
+/// Buffer)`) in a Worker and asserts that its answers are Node's (the
+/// `cases` of `vectors`, the JSON its `*_vectors.mjs` wrote).
+pub async fn cases_answer_as_node(cases: &str, function: &str, vectors: &str) {
+    let cases = cases.replace("export function", "function");
+    let out = answer(
+        NodeCompat::V1,
+        "import crypto from 'node:crypto'; import { Buffer } from 'node:buffer';",
+        &format!("{cases}\nreturn JSON.stringify({function}(crypto, Buffer));"),
+    )
+    .await;
+    let ours: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let node: serde_json::Value = serde_json::from_str(vectors).unwrap();
+    assert_answers_as_node(&ours, &node["cases"]);
+}
+
 /// Asserts that each of Node's answers (`node`, by case name) is `ours`,
 /// listing every case that differs.
 pub fn assert_answers_as_node(ours: &serde_json::Value, node: &serde_json::Value) {

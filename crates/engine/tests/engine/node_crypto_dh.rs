@@ -4,27 +4,14 @@
 //! Worker generating primes or computing secrets without end meets its CPU
 //! limit while a neighbour on the same thread answers.
 
-use isolane_engine::NodeCompat;
-
-use crate::node_buffer::answer;
-use crate::node_crypto::{assert_answers_as_node, each_ends_at_the_cpu_limit};
+use crate::node_crypto::{cases_answer_as_node, each_ends_at_the_cpu_limit};
 
 /// Node's answers (see the module docs).
 const VECTORS: &str = include_str!("node_dh_vectors.json");
 
 #[tokio::test]
 async fn diffie_hellman_answers_as_in_node() {
-    let cases = include_str!("node_dh_cases.mjs").replace("export function", "function");
-    let out = answer(
-        NodeCompat::V1,
-        "import crypto from 'node:crypto'; import { Buffer } from 'node:buffer';",
-        &format!("{cases}\nreturn JSON.stringify(dhCases(crypto, Buffer));"),
-    )
-    .await;
-    let ours: serde_json::Value =
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-    let node: serde_json::Value = serde_json::from_str(VECTORS).unwrap();
-    assert_answers_as_node(&ours, &node["cases"]);
+    cases_answer_as_node(include_str!("node_dh_cases.mjs"), "dhCases", VECTORS).await;
 }
 
 /// A prime generation too long for the CPU limit is stopped with the turn;

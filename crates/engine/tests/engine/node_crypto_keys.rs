@@ -222,3 +222,48 @@ async fn pkcs1_encryption_meets_node() {
         "from isolane"
     );
 }
+
+/// privateEncrypt (PKCS#1 v1.5 type 1 padding, deterministic) answers
+/// Node's bytes and publicDecrypt reads Node's; without padding,
+/// publicEncrypt answers Node's bytes and privateDecrypt reverses it; a
+/// forged or too long input is refused.
+#[tokio::test]
+async fn raw_rsa_meets_node() {
+    let out = run_keys(
+        r#"
+        const r = [];
+        const NONE = crypto.constants.RSA_NO_PADDING;
+        const signed = crypto.privateEncrypt(V.rsaPkcs1, Buffer.from('from isolane'));
+        r.push(crypto.publicDecrypt(V.rsaSpki, signed).toString(), crypto.publicDecrypt(V.rsaPkcs1, signed).toString());
+        const block = Buffer.alloc(128, 7);
+        const raw = crypto.publicEncrypt({ key: V.rsaSpki, padding: NONE }, block);
+        r.push(crypto.privateDecrypt({ key: V.rsaPkcs1, padding: NONE }, raw).equals(block));
+        r.push(crypto.privateEncrypt({ key: V.rsaPkcs1, padding: NONE }, block).length);
+        try { crypto.publicDecrypt(V.rsaSpki, Buffer.alloc(128, 1)); } catch (e) { r.push(e.name); }
+        try { crypto.privateEncrypt(V.rsaPkcs1, Buffer.alloc(118)); } catch (e) { r.push(e.name); }
+        try { crypto.privateEncrypt(V.rsaSpki, Buffer.from('x')); } catch (e) { r.push(e.name); }
+        try { crypto.privateEncrypt(crypto.createPublicKey(V.rsaSpki), Buffer.from('x')); } catch (e) { r.push(e.code); }
+        try { crypto.privateEncrypt({ key: V.rsaPkcs1, padding: 6 }, Buffer.from('x')); } catch (e) { r.push(e.name); }
+        r.push(signed.toString('base64'), raw.toString('base64'));
+        return r.join(' ');
+        "#,
+    )
+    .await;
+    let mut parts: Vec<&str> = out.rsplitn(3, ' ').collect();
+    parts.reverse();
+    let [answers, signed, raw] = parts[..] else {
+        panic!("{out}")
+    };
+    assert_eq!(
+        answers,
+        "from isolane from isolane true 128 OperationError OperationError DataError ERR_CRYPTO_INVALID_KEY_OBJECT_TYPE TypeError"
+    );
+    let script = format!(
+        "const c = require('crypto'); const V = {VECTORS};
+         const block = Buffer.alloc(128, 7);
+         console.log([c.privateEncrypt(V.rsaPkcs1, Buffer.from('from isolane')).toString('base64') === '{signed}',
+           c.publicEncrypt({{ key: V.rsaSpki, padding: 3 }}, block).toString('base64') === '{raw}',
+           c.publicDecrypt(V.rsaSpki, Buffer.from('{signed}', 'base64')).toString()].join());"
+    );
+    assert_eq!(node_prints(&[], &script), "true,true,from isolane");
+}

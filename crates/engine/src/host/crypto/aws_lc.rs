@@ -38,20 +38,17 @@ pub(crate) fn generate(bits: usize, e: u32, stop: &Stop) -> Result<Zeroizing<Vec
     let bits = c_int::try_from(bits).map_err(|_| failed())?;
     // SAFETY: each pointer comes from its `_new` function, is checked for
     // null by `Owned::new` and freed once by its `Owned` (after the calls
-    // that use it, which do not keep it). `stop` outlives the generation
-    // call, the only time AWS-LC calls `progress` with it.
+    // that use it, which do not keep it); the generation's callback is
+    // alive for its call.
     unsafe {
         let rsa = Owned::new(sys::RSA_new(), sys::RSA_free)?;
         let exponent = Owned::new(sys::BN_new(), sys::BN_free)?;
-        let callback = Owned::new(sys::BN_GENCB_new(), sys::BN_GENCB_free)?;
         if sys::BN_set_word(exponent.0, e.into()) != 1 {
             return Err(failed());
         }
-        let arg = std::ptr::from_ref(stop).cast_mut().cast::<c_void>();
-        sys::BN_GENCB_set(callback.0, Some(progress), arg);
-        let generated = sys::RSA_generate_key_ex(rsa.0, bits, exponent.0, callback.0) == 1;
-        // Leave no error behind for the next AWS-LC call on this thread.
-        sys::ERR_clear_error();
+        let generated = with_progress(stop, |callback| {
+            sys::RSA_generate_key_ex(rsa.0, bits, exponent.0, callback) == 1
+        })?;
         if !generated {
             return Err(if stop.now() {
                 CryptoError::operation("RSA key generation was stopped")
@@ -63,17 +60,33 @@ pub(crate) fn generate(bits: usize, e: u32, stop: &Stop) -> Result<Zeroizing<Vec
     }
 }
 
-/// AWS-LC's progress callback (RSA keys here, Diffie-Hellman primes in
-/// `node/crypto_dh.rs`): 0 stops the generation.
+/// Runs `generate` with an AWS-LC progress callback asking `stop` (one
+/// for RSA keys here, Diffie-Hellman primes in `node/crypto_dh.rs`, and
+/// `node:crypto`'s primes in `node/crypto_prime.rs`), then clears this
+/// thread's AWS-LC error queue so no error is left for the next call.
+pub(crate) fn with_progress<T>(
+    stop: &Stop,
+    generate: impl FnOnce(*mut sys::BN_GENCB) -> T,
+) -> Result<T> {
+    // SAFETY: the callback is freed by its `Owned` after `generate`, the
+    // only time AWS-LC calls `progress` with `stop` (alive throughout).
+    unsafe {
+        let callback = Owned::new(sys::BN_GENCB_new(), sys::BN_GENCB_free)?;
+        let arg = std::ptr::from_ref(stop).cast_mut().cast::<c_void>();
+        sys::BN_GENCB_set(callback.0, Some(progress), arg);
+        let answer = generate(callback.0);
+        sys::ERR_clear_error();
+        Ok(answer)
+    }
+}
+
+/// AWS-LC's progress callback (see [`with_progress`]): 0 stops the
+/// generation.
 ///
 /// # Safety
 /// `callback`'s argument is the `&Stop` given to `BN_GENCB_set` (as in
 /// [`generate`]), alive for the whole generation.
-pub(crate) unsafe extern "C" fn progress(
-    _event: c_int,
-    _n: c_int,
-    callback: *mut sys::BN_GENCB,
-) -> c_int {
+unsafe extern "C" fn progress(_event: c_int, _n: c_int, callback: *mut sys::BN_GENCB) -> c_int {
     // SAFETY: see the function's contract; `Stop::now` cannot panic, so
     // nothing unwinds through AWS-LC's frames.
     let stop = unsafe { &*sys::BN_GENCB_get_arg(callback).cast::<Stop>() };

@@ -231,8 +231,9 @@ fn not_a_cipher() -> CryptoError {
 }
 
 host_fn! {
-/// `nodeCipherInfo(name)` → `[keyLength, ivLength, blockSize, aead]`, or
-/// undefined for a cipher this runtime does not have.
+/// `nodeCipherInfo(name)` → `[keyLength, ivLength, blockSize, aead, nid,
+/// mode]` (`mode` AWS-LC's `EVP_CIPH_*_MODE`), or undefined for a cipher
+/// this runtime does not have.
 pub(super) fn cipher_info<'s>(
     scope,
     name: String,
@@ -241,12 +242,14 @@ pub(super) fn cipher_info<'s>(
         return Ok(None);
     };
     // SAFETY: `cipher` is one of AWS-LC's static ciphers.
-    let (key, iv, block, flags) = unsafe {
+    let (key, iv, block, flags, nid, mode) = unsafe {
         (
             sys::EVP_CIPHER_key_length(cipher),
             sys::EVP_CIPHER_iv_length(cipher),
             sys::EVP_CIPHER_block_size(cipher),
             sys::EVP_CIPHER_flags(cipher),
+            sys::EVP_CIPHER_nid(cipher),
+            sys::EVP_CIPHER_mode(cipher),
         )
     };
     let aead = flags & AEAD != 0;
@@ -255,6 +258,8 @@ pub(super) fn cipher_info<'s>(
         v8::Integer::new_from_unsigned(scope, iv).into(),
         v8::Integer::new_from_unsigned(scope, block).into(),
         v8::Boolean::new(scope, aead).into(),
+        v8::Integer::new(scope, nid).into(),
+        v8::Integer::new_from_unsigned(scope, mode).into(),
     ];
     Ok(Some(v8::Array::new_with_elements(scope, &values)))
 }

@@ -121,7 +121,7 @@ impl Drop for Dh {
 }
 
 /// A BIGNUM of `bytes` (big-endian), or `None`.
-fn bignum(bytes: &[u8]) -> Option<NonNull<sys::BIGNUM>> {
+pub(super) fn bignum(bytes: &[u8]) -> Option<NonNull<sys::BIGNUM>> {
     // SAFETY: reads `bytes.len()` bytes; a null result is `None`.
     NonNull::new(unsafe { sys::BN_bin2bn(bytes.as_ptr(), bytes.len(), std::ptr::null_mut()) })
 }
@@ -130,7 +130,7 @@ fn bignum(bytes: &[u8]) -> Option<NonNull<sys::BIGNUM>> {
 ///
 /// # Safety
 /// `bn` is a valid BIGNUM (or null: `None`).
-unsafe fn bytes_of(bn: *const sys::BIGNUM, len: usize) -> Option<Vec<u8>> {
+pub(super) unsafe fn bytes_of(bn: *const sys::BIGNUM, len: usize) -> Option<Vec<u8>> {
     if bn.is_null() {
         return None;
     }
@@ -265,20 +265,10 @@ pub(super) fn dh_generate<'s>(
     let (Ok(bits), Ok(generator)) = (c_int::try_from(bits), c_int::try_from(generator)) else {
         return Err(HostError::range_error("Invalid Diffie-Hellman parameters"));
     };
-    // SAFETY: the callback's argument is `stop`, alive for the whole call
-    // (the only time AWS-LC calls it).
-    let made = unsafe {
-        let callback = sys::BN_GENCB_new();
-        if callback.is_null() {
-            return Err(CryptoError::operation("Out of memory").into());
-        }
-        let arg = std::ptr::from_ref(&stop).cast_mut().cast::<std::ffi::c_void>();
-        sys::BN_GENCB_set(callback, Some(aws_lc::progress), arg);
-        let made = sys::DH_generate_parameters_ex(dh.0.as_ptr(), bits, generator, callback) == 1;
-        sys::BN_GENCB_free(callback);
-        sys::ERR_clear_error();
-        made
-    };
+    let made = aws_lc::with_progress(&stop, |callback| {
+        // SAFETY: the DH is valid; `callback` is alive for the call.
+        unsafe { sys::DH_generate_parameters_ex(dh.0.as_ptr(), bits, generator, callback) == 1 }
+    })?;
     if !made {
         return Err(CryptoError::operation("Diffie-Hellman parameter generation failed or was stopped").into());
     }
