@@ -128,6 +128,8 @@ function refused(log, live) {
   const lines = readFileSync(log, "utf8").split("\n");
   lines.forEach((line, i) => {
     const m = /^service (p\d+): (.*)$/.exec(line);
+    // workerd notes a flag that the date already implies; that is no refusal.
+    if (m && /became the default as of .* does not need to be specified/.test(m[2])) return;
     if (m && live.has(m[1]) && !found.has(m[1])) found.set(m[1], `${m[2]} ${(lines[i + 1] ?? "").trim()}`.slice(0, 160));
   });
   return found;
