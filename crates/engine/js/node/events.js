@@ -9,6 +9,8 @@ const kCapture = Symbol('kCapture');
 const errorMonitor = Symbol('events.errorMonitor');
 let defaultMaxListeners = 10;
 
+const { abortError } = require('node:internal/errors');
+
 function invalidArg(name, expected, value) {
   const error = new TypeError(`The "${name}" argument must be ${expected}. Received ${value === null ? 'null' : typeof value}`);
   error.code = 'ERR_INVALID_ARG_TYPE';
@@ -230,13 +232,6 @@ proto.eventNames = function eventNames() {
   return this._eventsCount > 0 ? Reflect.ownKeys(this._events) : [];
 };
 
-function abortError(signal) {
-  const error = new Error('The operation was aborted');
-  error.name = 'AbortError';
-  error.code = 'ABORT_ERR';
-  error.cause = signal?.reason;
-  return error;
-}
 
 // events.once(emitter, name, { signal }): a promise of the next event's
 // arguments; rejected by an 'error' event first (unless name is 'error').

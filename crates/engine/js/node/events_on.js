@@ -5,13 +5,7 @@
 // yields `[event]`). Runs as function (host, internal, require, module,
 // exports).
 
-function abortError(signal) {
-  const error = new Error('The operation was aborted');
-  error.name = 'AbortError';
-  error.code = 'ABORT_ERR';
-  error.cause = signal?.reason;
-  return error;
-}
+const { abortError } = require('node:internal/errors');
 
 function listen(emitter, name, listener) {
   if (typeof emitter.on === 'function') {

@@ -63,4 +63,14 @@ function stubClass(what) {
   };
 }
 
-module.exports = { codedError, invalidArgType, notImplemented, stubs, stubClass };
+// Node's AbortError (events.once, events.on): code ABORT_ERR, the signal's
+// reason as its cause.
+function abortError(signal) {
+  const error = new Error('The operation was aborted');
+  error.name = 'AbortError';
+  error.code = 'ABORT_ERR';
+  error.cause = signal?.reason;
+  return error;
+}
+
+module.exports = { abortError, codedError, invalidArgType, notImplemented, stubs, stubClass };
