@@ -138,7 +138,12 @@ fn statuses(
             ready: true,
         });
     }
-    for secret in kept {
+    // The latest leads even when stored: creation times are whole seconds,
+    // so two revisions written within one second tie in `stored`'s order.
+    let (first, rest): (Vec<&Stored>, Vec<&Stored>) = kept
+        .into_iter()
+        .partition(|k| latest.is_some_and(|latest| k.revision == latest));
+    for secret in first.into_iter().chain(rest) {
         statuses.push(RevisionStatus {
             revision: secret.revision.clone(),
             created: secret.created.map(|t| t.to_string()),
@@ -335,5 +340,41 @@ mod tests {
         let missing = plan.statuses.iter().find(|s| s.revision == rev(9)).unwrap();
         assert!(!missing.ready);
         assert!(plan.delete.is_empty());
+    }
+
+    #[test]
+    fn the_latest_leads_when_two_revisions_share_a_second() {
+        // Both written in second 5; by name the older sorts first.
+        let older = rev(0x1);
+        let latest = rev(0xa);
+        let stored_at = |revision: &str| Stored {
+            secret: Bundle::revision_secret_name("ns", "w", revision),
+            revision: revision.to_owned(),
+            created: Some(at(5)),
+        };
+        let mut stored = vec![stored_at(&older), stored_at(&latest)];
+        stored.sort_by(|a, b| {
+            b.created
+                .cmp(&a.created)
+                .then_with(|| a.secret.cmp(&b.secret))
+        });
+        let traffic = [share(&latest, 10, true), share(&older, 90, false)];
+        let plan = plan(
+            &key(),
+            &stored,
+            Some(&latest),
+            true,
+            &traffic,
+            &[],
+            &[],
+            10,
+            at(6),
+        );
+        let order: Vec<(&str, i32)> = plan
+            .statuses
+            .iter()
+            .map(|s| (s.revision.as_str(), s.percent))
+            .collect();
+        assert_eq!(order, [(latest.as_str(), 10), (older.as_str(), 90)]);
     }
 }
