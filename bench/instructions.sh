@@ -10,6 +10,8 @@
 # valgrind's slowdown) under callgrind, sends WARMUP (default 5000; V8's
 # optimizing compiles of the request path are done by then) keep-alive
 # requests with curl, then counts REQUESTS (default 2000) more, one at a time.
+# COMPAT_DATE gives the Worker that compatibility date (2026-08-04 or later:
+# Node.js compatibility on; unset: no date, so it is off).
 # Prints instructions per request for the HTTP (router) threads, the engine
 # threads and in all; with BASELINE_BIN, the same for it and the ratios.
 # Kernel time (the sockets, the wake-ups) is not counted. Needs valgrind
@@ -24,7 +26,9 @@ trap 'rm -rf "$work"' EXIT
 mkdir "$work/workers"
 {
   printf 'apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: { name: hello, namespace: dev }\n'
-  printf 'spec:\n  routes: [{ host: bench.local }]\n  limits: { cpuMs: 30000, wallMs: 300000 }\n  script: |\n'
+  printf 'spec:\n  routes: [{ host: bench.local }]\n  limits: { cpuMs: 30000, wallMs: 300000 }\n'
+  if [ -n "${COMPAT_DATE:-}" ]; then printf '  compatibilityDate: "%s"\n' "$COMPAT_DATE"; fi
+  printf '  script: |\n'
   sed 's/^/    /' examples/hello.js
 } > "$work/workers/hello.yaml"
 
