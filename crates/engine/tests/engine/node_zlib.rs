@@ -86,7 +86,10 @@ async fn attacks(
 
 /// A Worker compressing without end (one call on 4 MiB, or a loop of
 /// calls) with `compress` ends at its CPU limit of 200 ms: each step reads
-/// at most 64 KiB, and the limit stops it between steps.
+/// at most 64 KiB, and the limit stops it between steps. The data is
+/// xorshift32's top bytes, which no codec shrinks, so that the one call
+/// takes long at any build's speed (zstd level 19: ~1.2 s for 4 MiB with an
+/// optimised libzstd; a periodic sequence took it under 200 ms).
 async fn endless_compression(name: &str, compress: &str) {
     let scripts: Vec<String> = [
         format!("{compress}(data);"),
@@ -96,7 +99,8 @@ async fn endless_compression(name: &str, compress: &str) {
     .map(|attack| {
         format!(
             "import zlib from 'node:zlib';\n\
-                 const data = new Uint8Array(4 << 20).map((_, i) => (i * 2654435761) >>> 24);\n\
+                 let x = 2463534242;\n\
+                 const data = new Uint8Array(4 << 20).map(() => {{ x ^= x << 13; x ^= x >>> 17; x ^= x << 5; return x >>> 24; }});\n\
                  export default {{ fetch() {{ {attack} return new Response('never'); }} }};"
         )
     })
