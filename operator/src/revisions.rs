@@ -58,12 +58,18 @@ pub fn stored<'a>(
             })
         })
         .collect();
+    newest_first(&mut stored);
+    stored
+}
+
+/// Orders `stored` newest first; revisions created in the same second by
+/// Secret name.
+fn newest_first(stored: &mut [Stored]) {
     stored.sort_by(|a, b| {
         b.created
             .cmp(&a.created)
             .then_with(|| a.secret.cmp(&b.secret))
     });
-    stored
 }
 
 /// What the reconcile does with a Worker's revisions.
@@ -353,11 +359,7 @@ mod tests {
             created: Some(at(5)),
         };
         let mut stored = vec![stored_at(&older), stored_at(&latest)];
-        stored.sort_by(|a, b| {
-            b.created
-                .cmp(&a.created)
-                .then_with(|| a.secret.cmp(&b.secret))
-        });
+        newest_first(&mut stored);
         let traffic = [share(&latest, 10, true), share(&older, 90, false)];
         let plan = plan(
             &key(),
