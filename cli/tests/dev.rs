@@ -372,7 +372,7 @@ async fn until_body(client: &HttpClient, port: u16, path: &str, want: &str, allo
 }
 
 /// Saving the script serves the new version without a restart, and no
-/// request fails across the change.
+/// request fails across the change; reading it reloads nothing.
 #[tokio::test]
 async fn dev_reloads_the_script_when_it_changes() {
     let dir = tempfile::tempdir().unwrap();
@@ -387,6 +387,14 @@ async fn dev_reloads_the_script_when_it_changes() {
         when_ready(&client, &mut dev, port, "localhost", "/").await,
         (200, "one".to_owned())
     );
+    // Reading the script (an editor, a grep, another `isolane dev`)
+    // changes nothing: no reload within several debounce windows.
+    let reads_end = std::time::Instant::now() + Duration::from_secs(1);
+    while std::time::Instant::now() < reads_end {
+        assert!(std::fs::read_to_string(&script).unwrap().contains("one"));
+        assert!(!dev.log().contains("reloading"), "a read reloaded");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     std::fs::write(&script, version("two")).unwrap();
     until_body(&client, port, "/", "two", &["one"]).await;
     // An editor's save: a new file renamed over the old one.

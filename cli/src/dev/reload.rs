@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use notify::RecursiveMode;
-use notify_debouncer_mini::{DebounceEventResult, new_debouncer};
+use notify::event::{AccessKind, AccessMode};
+use notify::{EventKind, RecursiveMode};
+use notify_debouncer_full::{DebounceEventResult, DebouncedEvent, new_debouncer};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -43,9 +44,9 @@ pub async fn run(
         Source::Script { path, .. } => Some(path.file_name().map(PathBuf::from)),
         Source::Folder(_) => None,
     };
-    let mut debouncer = new_debouncer(DEBOUNCE, move |result: DebounceEventResult| {
+    let mut debouncer = new_debouncer(DEBOUNCE, None, move |result: DebounceEventResult| {
         if let Ok(events) = result
-            && events.iter().any(|e| concerns(script.as_ref(), &e.path))
+            && events.iter().any(|e| changes_content(e, script.as_ref()))
         {
             let _ = changed.send(());
         }
@@ -61,7 +62,6 @@ pub async fn run(
         Source::Folder(dir) => (dir.as_path(), RecursiveMode::NonRecursive),
     };
     debouncer
-        .watcher()
         .watch(target, mode)
         .map_err(|source| watch_error(&watched, source))?;
     tracing::info!(path = %watched.display(), "watching for changes");
@@ -82,6 +82,18 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Whether `event` may have changed what a file holds (not a read: another
+/// process opening the script is no reason to reload) at a path that
+/// concerns the Workers.
+fn changes_content(event: &DebouncedEvent, script: Option<&Option<PathBuf>>) -> bool {
+    let writes = match event.kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) | EventKind::Other => false,
+        _ => true,
+    };
+    writes && event.paths.iter().any(|path| concerns(script, path))
 }
 
 /// Whether a change at `changed` concerns the script (its file name or a

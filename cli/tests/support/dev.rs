@@ -66,6 +66,11 @@ impl Dev {
         }
     }
 
+    /// What it has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self._logs.path().join("dev.log")).unwrap_or_default()
+    }
+
     /// SIGINT, then the exit status within the deadline.
     pub fn interrupt(mut self) -> std::process::ExitStatus {
         self.process.signal(Signal::SIGINT).unwrap();
