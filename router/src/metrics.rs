@@ -536,7 +536,8 @@ impl WorkerSlot {
 ///
 /// A worker seen while fewer than `max` are tracked is admitted at once; every
 /// [`WorkerSeries::rerank`] (the router runs one periodically) then keeps the
-/// `max` busiest since the previous re-rank, and removes the series of those
+/// `max` busiest since the previous re-rank (requests, then sockets open),
+/// and removes the series of those
 /// that dropped out, so the label's values stay bounded however many Workers
 /// come and go. Counters of a worker that drops out restart from zero if it
 /// comes back, which Prometheus reads as a counter reset.
@@ -585,11 +586,28 @@ impl WorkerSeries {
     /// Forgets workers that are no longer routable, and their series; a
     /// Worker with WebSockets still open is kept until they close, so its
     /// open count stays exported.
+    ///
+    /// The busiest ranking is left alone: a route table rebuilt (a rollout,
+    /// a burst of them) does not shorten the window a Worker's activity is
+    /// counted over, or a busy Worker would drop out between two rebuilds.
     pub fn retain(&self, routable: &HashSet<&str>) {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots.retain(|id, slot| routable.contains(id.as_str()) || slot.open_sockets.get() > 0);
+        let mut gone = Vec::new();
+        slots.retain(|id, slot| {
+            let keep = routable.contains(id.as_str()) || slot.open_sockets.get() > 0;
+            if !keep && slot.tracked.swap(false, Ordering::Relaxed) {
+                gone.push(id.clone());
+            }
+            keep
+        });
         drop(slots);
-        self.rerank();
+        for worker in gone {
+            // Never below zero, whatever a concurrent re-rank stored.
+            let _ = self
+                .tracked
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+            self.remove(&worker);
+        }
     }
 
     /// The `worker` label value for a request to `worker_id` (whose slot is
@@ -624,18 +642,22 @@ impl WorkerSeries {
         true
     }
 
-    /// Keeps the `max` workers with the most requests since the last re-rank
-    /// (ties by worker id) and removes every other worker's series.
+    /// Keeps the `max` workers with the most requests since the last re-rank,
+    /// then the most WebSockets open (ties by worker id), and removes every
+    /// other worker's series. A Worker whose sockets are open is active
+    /// though it opens none: its messages and bytes count in its series,
+    /// which dropping it would leave counting unexported.
     pub fn rerank(&self) {
         let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        let mut ranked: Vec<(u64, &str)> = slots
+        let mut ranked: Vec<((u64, u64), &str)> = slots
             .iter()
             .map(|(id, slot)| {
                 let hits = slot.hits.load(Ordering::Relaxed);
                 let previous = slot.ranked_hits.swap(hits, Ordering::Relaxed);
-                (hits.saturating_sub(previous), id.as_str())
+                let recent = hits.saturating_sub(previous);
+                ((recent, slot.open_sockets.get()), id.as_str())
             })
-            .filter(|(recent, _)| *recent > 0)
+            .filter(|(activity, _)| *activity != (0, 0))
             .collect();
         ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
         let keep: HashSet<&str> = ranked.iter().take(self.max).map(|(_, id)| *id).collect();
@@ -724,9 +746,10 @@ fn labelled_workers(vec: &impl Collector) -> HashSet<String> {
 
 /// The series of one WebSocket: the open gauge (raised while its pump
 /// runs) and its Worker's message and byte counters, resolved once, and
-/// its close counted when it ends ([`SocketSeries::ended`]). A socket
-/// whose Worker drops out of the busiest keeps counting in series no
-/// longer exported.
+/// its close counted when it ends ([`SocketSeries::ended`]). Its Worker
+/// stays among the busiest while it is open unless `max` Workers are
+/// busier; if it drops out, the socket keeps counting in series no longer
+/// exported.
 #[derive(Clone, Debug)]
 pub struct SocketSeries {
     pub open: IntGauge,
@@ -802,6 +825,53 @@ impl Drop for NodeWaiting<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bytes `registry` exports for `worker` going to it.
+    fn bytes_to(registry: &Registry, worker: &str) -> Option<f64> {
+        registry
+            .gather()
+            .iter()
+            .filter(|family| family.name() == WEBSOCKET_BYTES.name)
+            .flat_map(|family| family.get_metric())
+            .find(|m| {
+                let labels: Vec<_> = m.get_label().iter().map(|l| l.value()).collect();
+                labels == ["to_worker", worker] // by label name: direction, worker
+            })
+            .map(|m| m.get_counter().get_value())
+    }
+
+    /// A Worker whose socket stays open, with no request since, keeps its
+    /// series through re-ranks and a route table rebuilt (its messages
+    /// stay exported); once it closes and nothing comes, it drops out, and
+    /// a Worker no longer routed loses its series at once.
+    #[test]
+    fn a_worker_with_a_socket_open_keeps_its_series() {
+        let registry = Registry::new();
+        let metrics = RouterMetrics::register(&registry, 2).unwrap();
+        let slot = metrics.workers.slot("ns/ws");
+        let gone = metrics.workers.slot("ns/gone");
+        let served = |worker_id, slot| Served {
+            worker_id,
+            slot,
+            revision: "r1",
+        };
+        let socket = metrics.socket_series(served("ns/ws", &slot));
+        let _other = metrics.socket_series(served("ns/gone", &gone));
+        socket.opened();
+        let message = SocketMessage::Binary(bytes::Bytes::from_static(b"0123456789"));
+        for round in 1..=3 {
+            metrics.workers.rerank();
+            metrics.workers.retain(&HashSet::from(["ns/ws"]));
+            socket.to_worker(&message);
+            assert_eq!(bytes_to(&registry, "ns/ws"), Some(10.0 * f64::from(round)));
+        }
+        assert_eq!(bytes_to(&registry, "ns/gone"), None);
+        assert_eq!(metrics.workers.tracked(), 1);
+        socket.ended();
+        metrics.workers.rerank();
+        assert_eq!(bytes_to(&registry, "ns/ws"), None);
+        assert_eq!(metrics.workers.tracked(), 0);
+    }
 
     /// The table is what registers, and docs/metrics.md lists all of it.
     #[test]

@@ -156,8 +156,8 @@ mod tests {
                 ("other".to_owned(), 1)
             ]
         );
-        // No requests since: the counters' ranking drops every Worker, the
-        // open count stays.
+        // No requests since: the counters' ranking keeps only the two
+        // with the most open; the open count is the slots' own.
         metrics.workers.rerank();
         metrics.workers.rerank();
         for _ in 0..3 {
