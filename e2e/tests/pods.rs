@@ -351,7 +351,9 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
         .await;
 
     // The leading operator pod goes away; the other replica takes the Lease
-    // and reconciles a Worker applied after that.
+    // and reconciles a Worker applied after that. The apply goes through the
+    // webhook at once: the stopping replica served it until its endpoint
+    // left the Service (operator.preStopSleepSeconds).
     let leases = kube::Api::<Lease>::namespaced(cp.client(), NAMESPACE);
     let holder = |lease: Lease| lease.spec.and_then(|spec| spec.holder_identity);
     let leader = holder(leases.get(LEADER_LEASE).await.expect("the leader Lease"))
