@@ -21,6 +21,7 @@
 //! verifies the node's against the platform CA under the fixed name
 //! `isolane-node` (see `isolane_proto::mtls` for why not the pod IP it dials).
 
+mod boxed_spawn;
 mod coalesced;
 mod connection;
 

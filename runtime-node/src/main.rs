@@ -9,6 +9,13 @@ use isolane_engine::{Engine, EngineObserver};
 use isolane_node::{Args, Node, NodeMetrics};
 use isolane_telemetry::{EXIT_USAGE, parse_args, shutdown_signal};
 
+/// mimalloc, as `isolane dev` has: the proxy path allocates small,
+/// short-lived objects on every request, where glibc's malloc and free
+/// were 14-18 % of this process's instructions per request (callgrind,
+/// docs/benchmarks.md section 2).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     let args: Args = parse_args();
     let log_format = args.admin.log_format;

@@ -21,7 +21,7 @@ use futures::FutureExt as _;
 use futures::future::{BoxFuture, Shared};
 use http::Uri;
 use hyper::client::conn::http2::{Builder, SendRequest};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_util::either::Either;
@@ -29,6 +29,7 @@ use tonic::body::Body;
 use tonic::codegen::Service;
 
 use super::ChannelConfig;
+use super::boxed_spawn::BoxedSpawn;
 use super::coalesced::Coalesced;
 use crate::error::BoxError;
 
@@ -123,7 +124,7 @@ async fn handshake(
         Some(tls) => Either::Right(tls.connector.connect(tls.name, stream).await?),
         None => Either::Left(stream),
     };
-    let mut builder = Builder::new(TokioExecutor::new());
+    let mut builder = Builder::new(BoxedSpawn);
     builder
         .timer(TokioTimer::new())
         .keep_alive_interval(config.keepalive)
