@@ -15,9 +15,8 @@ use isolane_telemetry::{
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
-/// mimalloc, as `isolane dev` has: the proxy path allocates small,
-/// short-lived objects on every request, where glibc's malloc and free
-/// were 14-18 % of this process's instructions per request (callgrind,
+/// mimalloc, as `isolane dev` has: glibc's malloc and free were 18 % of a
+/// router worker thread's instructions per request (callgrind,
 /// docs/benchmarks.md section 2).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

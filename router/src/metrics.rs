@@ -537,9 +537,8 @@ impl WorkerSlot {
 /// A worker seen while fewer than `max` are tracked is admitted at once; every
 /// [`WorkerSeries::rerank`] (the router runs one periodically) then keeps the
 /// `max` busiest since the previous re-rank (requests, then sockets open),
-/// and removes the series of those
-/// that dropped out, so the label's values stay bounded however many Workers
-/// come and go. Counters of a worker that drops out restart from zero if it
+/// and removes the series of those that dropped out, so the label's values
+/// stay bounded however many Workers come and go. Counters of a worker that drops out restart from zero if it
 /// comes back, which Prometheus reads as a counter reset.
 #[derive(Debug)]
 pub struct WorkerSeries {
@@ -825,53 +824,6 @@ impl Drop for NodeWaiting<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The bytes `registry` exports for `worker` going to it.
-    fn bytes_to(registry: &Registry, worker: &str) -> Option<f64> {
-        registry
-            .gather()
-            .iter()
-            .filter(|family| family.name() == WEBSOCKET_BYTES.name)
-            .flat_map(|family| family.get_metric())
-            .find(|m| {
-                let labels: Vec<_> = m.get_label().iter().map(|l| l.value()).collect();
-                labels == ["to_worker", worker] // by label name: direction, worker
-            })
-            .map(|m| m.get_counter().get_value())
-    }
-
-    /// A Worker whose socket stays open, with no request since, keeps its
-    /// series through re-ranks and a route table rebuilt (its messages
-    /// stay exported); once it closes and nothing comes, it drops out, and
-    /// a Worker no longer routed loses its series at once.
-    #[test]
-    fn a_worker_with_a_socket_open_keeps_its_series() {
-        let registry = Registry::new();
-        let metrics = RouterMetrics::register(&registry, 2).unwrap();
-        let slot = metrics.workers.slot("ns/ws");
-        let gone = metrics.workers.slot("ns/gone");
-        let served = |worker_id, slot| Served {
-            worker_id,
-            slot,
-            revision: "r1",
-        };
-        let socket = metrics.socket_series(served("ns/ws", &slot));
-        let _other = metrics.socket_series(served("ns/gone", &gone));
-        socket.opened();
-        let message = SocketMessage::Binary(bytes::Bytes::from_static(b"0123456789"));
-        for round in 1..=3 {
-            metrics.workers.rerank();
-            metrics.workers.retain(&HashSet::from(["ns/ws"]));
-            socket.to_worker(&message);
-            assert_eq!(bytes_to(&registry, "ns/ws"), Some(10.0 * f64::from(round)));
-        }
-        assert_eq!(bytes_to(&registry, "ns/gone"), None);
-        assert_eq!(metrics.workers.tracked(), 1);
-        socket.ended();
-        metrics.workers.rerank();
-        assert_eq!(bytes_to(&registry, "ns/ws"), None);
-        assert_eq!(metrics.workers.tracked(), 0);
-    }
 
     /// The table is what registers, and docs/metrics.md lists all of it.
     #[test]

@@ -9,9 +9,8 @@ use isolane_engine::{Engine, EngineObserver};
 use isolane_node::{Args, Node, NodeMetrics};
 use isolane_telemetry::{EXIT_USAGE, parse_args, shutdown_signal};
 
-/// mimalloc, as `isolane dev` has: the proxy path allocates small,
-/// short-lived objects on every request, where glibc's malloc and free
-/// were 14-18 % of this process's instructions per request (callgrind,
+/// mimalloc, as `isolane dev` and `isolane-router` have: glibc's malloc and
+/// free were 13 % of an engine thread's instructions per request (callgrind,
 /// docs/benchmarks.md section 2).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -11,3 +11,4 @@ mod overhead;
 mod proxy;
 mod server;
 mod support;
+mod worker_series;
