@@ -79,9 +79,10 @@ pub async fn run(
             }
         }
         // The next sample starts once the spare engine has made the spare
-        // this one used (1 warm-up worker, i + 1 workers, the spares).
+        // this one used (1 warm-up worker, i + 1 workers, at least one
+        // spare: how many more depends on the misses of the last second).
         let (engine, counters) = &engines.spare;
-        let want = 1 + (i + 1) + engine.config().spare_isolates;
+        let want = 1 + (i + 1) + engine.config().spare_isolates.min(1);
         drive::wait_for(Duration::from_secs(10), || counters.isolates().0 >= want)
             .await
             .context("waiting for the spare refill")?;

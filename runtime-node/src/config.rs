@@ -190,8 +190,9 @@ pub struct Args {
     #[arg(long, env = HEAP_BUDGET_MIB_ENV, default_value_t = 1024)]
     pub heap_budget_mib: usize,
 
-    /// Blank isolates kept ready per thread.
-    #[arg(long, env = SPARE_ISOLATES_ENV, default_value_t = 2)]
+    /// The most blank isolates kept ready per thread: as many as the thread
+    /// loaded new workers in the last second, at least one (0: none).
+    #[arg(long, env = SPARE_ISOLATES_ENV, default_value_t = 4)]
     pub spare_isolates: usize,
 
     /// Requests in flight per thread (including streaming bodies) before new

@@ -75,7 +75,9 @@ pub struct EngineConfig {
     pub heap_budget_bytes: usize,
     /// Requests waiting per thread before `execute` fails fast with `Overloaded`.
     pub queue_depth: usize,
-    /// Blank isolates (snapshot + context, no worker yet) kept ready per thread.
+    /// The most blank isolates (snapshot + context, no worker yet) kept ready
+    /// per thread: a thread keeps as many as it loaded new workers in the
+    /// last second, at least one (`spare_demand.rs`); 0: none.
     /// (A request's streamed body and its `ctx.waitUntil` work share its
     /// `wall_ms`.)
     pub spare_isolates: usize,
@@ -159,7 +161,7 @@ impl Default for EngineConfig {
             isolates_per_thread: 100,
             heap_budget_bytes: 1 << 30,
             queue_depth: 1024,
-            spare_isolates: 2,
+            spare_isolates: 4,
             body_channel_chunks: 4,
             worker_slots: 0,
             max_cpu_ms: 5_000,

@@ -49,6 +49,7 @@ mod scheduled;
 mod script;
 mod snapshot;
 mod socket;
+mod spare_demand;
 mod tail;
 mod thread;
 mod thread_ctx;

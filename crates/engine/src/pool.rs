@@ -144,6 +144,12 @@ impl Pool {
         self.spares.len()
     }
 
+    /// The most recently made spare, taken out to be dropped (the thread
+    /// keeps fewer, `spare_demand.rs`).
+    pub(crate) fn drop_spare(&mut self) -> Option<Rc<WorkerIsolate>> {
+        self.spares.pop().map(|(spare, _)| spare)
+    }
+
     /// Live isolates (warm + spare) and the heap bytes they last reported.
     pub(crate) fn stats(&self) -> (usize, usize) {
         let live = self.warm.len() + self.spares.len();

@@ -23,6 +23,7 @@ use crate::observer::{EngineObserver, EvictionReason};
 use crate::outcome::ExecuteError;
 use crate::pool::{Evicted, Pool};
 use crate::schedule::{Refusal, Schedule, Start};
+use crate::spare_demand::SpareDemand;
 use crate::thread_ctx::{EngineShared, ThreadCtx};
 use crate::watchdog::Watchdog;
 
@@ -49,6 +50,8 @@ struct ThreadState {
     spare_taken: Notify,
     /// Making a spare failed (a broken snapshot, out of memory): stop trying.
     refill_failed: Cell<bool>,
+    /// Recent loads, which size the spares (`spare_demand.rs`).
+    demand: RefCell<SpareDemand>,
     /// When a request last arrived or ended.
     last_activity: Cell<Instant>,
     /// Requests a namespace may always have in flight, beyond the thread's
@@ -151,6 +154,7 @@ pub(crate) fn run(start: ThreadStart) {
         idle: Notify::new(),
         spare_taken: Notify::new(),
         refill_failed: Cell::new(false),
+        demand: RefCell::new(SpareDemand::new(config.spare_isolates)),
         last_activity: Cell::new(Instant::now()),
         guarantee: crate::schedule::guaranteed(config.queue_depth),
         under_guarantee: Notify::new(),
@@ -222,6 +226,15 @@ async fn serve_jobs(
             .borrow()
             .next_release()
             .map(tokio::time::Instant::from_std);
+        // Spares beyond what the recent misses call for go once nothing
+        // is in flight (`spare_demand.rs`); the loop wakes when the next
+        // would fall.
+        let quiet = jobs.is_empty() && !waiting && state.in_flight.get() == 0;
+        if quiet && spares_excess(&state) {
+            drop_spare(&state);
+            continue;
+        }
+        let trim_at = spares_fall_at(&state);
         // Spares are refilled here, off every request's critical path: one
         // isolate at a time, only once the tasks already runnable had their
         // turn, no request waits in the queue, none is in flight (its timers
@@ -266,8 +279,9 @@ async fn serve_jobs(
             // or the thread has been quiet long enough: back to the top to
             // refill when idle.
             () = state.spare_taken.notified() => {}
-            () = state.idle.notified(), if spares_short(&state) => {}
+            () = state.idle.notified(), if spares_short(&state) || spares_excess(&state) => {}
             () = sleep_until(refill_at) => {}
+            () = sleep_until(trim_at) => {}
         }
     }
     jobs.close();
@@ -420,11 +434,36 @@ fn refill_now(state: &ThreadState) -> bool {
     state.in_flight.get() == 0 || state.pool.borrow().spares() == 0
 }
 
-/// Whether the thread has fewer blank isolates ready than configured.
+/// Whether the thread has fewer blank isolates ready than its recent
+/// misses call for (`spare_demand.rs`).
 fn spares_short(state: &ThreadState) -> bool {
     state.ctx.config.pool_mode != PoolMode::Legacy
         && !state.refill_failed.get()
-        && state.pool.borrow().spares() < state.ctx.config.spare_isolates
+        && state.pool.borrow().spares() < state.demand.borrow().target(Instant::now())
+}
+
+/// Whether the thread keeps more blank isolates than its recent misses
+/// call for.
+fn spares_excess(state: &ThreadState) -> bool {
+    state.pool.borrow().spares() > state.demand.borrow().target(Instant::now())
+}
+
+/// When the spares called for next fall while the thread keeps more than
+/// one (then one may go).
+fn spares_fall_at(state: &ThreadState) -> Option<tokio::time::Instant> {
+    if state.pool.borrow().spares() <= 1 {
+        return None;
+    }
+    let falls = state.demand.borrow().falls_at(Instant::now())?;
+    Some(tokio::time::Instant::from_std(falls))
+}
+
+/// Drops one spare the thread no longer needs.
+fn drop_spare(state: &ThreadState) {
+    let spare = state.pool.borrow_mut().drop_spare();
+    drop(spare);
+    tracing::debug!(thread = state.ctx.index, "dropped a spare isolate");
+    report_gauges(state);
 }
 
 /// Makes one spare isolate, with the default heap limit (workers with a
@@ -569,6 +608,9 @@ fn load(
     } else {
         None
     };
+    if pooled {
+        state.demand.borrow_mut().loaded(started);
+    }
     let from_spare = spare.is_some();
     if from_spare {
         state.spare_taken.notify_one();

@@ -113,6 +113,8 @@ mod service_worker;
 mod signal;
 #[path = "engine/sockets.rs"]
 mod sockets;
+#[path = "engine/spares.rs"]
+mod spares;
 #[path = "engine/streaming.rs"]
 mod streaming;
 #[path = "engine/tail.rs"]

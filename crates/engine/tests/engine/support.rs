@@ -212,6 +212,8 @@ pub struct Recorder {
     pub log_dropped: Mutex<Vec<(LogDropReason, u64)>>,
     /// Tail events dropped for slow readers.
     pub tail_dropped: AtomicU64,
+    /// Isolates alive (warm and spare) on the last thread that reported.
+    pub live_isolates: AtomicUsize,
 }
 
 impl EngineObserver for Recorder {
@@ -254,6 +256,9 @@ impl EngineObserver for Recorder {
     }
     fn tail_events_dropped(&self, events: u64) {
         self.tail_dropped.fetch_add(events, Ordering::Relaxed);
+    }
+    fn thread_isolates(&self, _thread: usize, live_isolates: usize, _heap_bytes: usize) {
+        self.live_isolates.store(live_isolates, Ordering::Relaxed);
     }
 }
 
