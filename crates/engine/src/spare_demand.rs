@@ -20,6 +20,11 @@ use std::time::{Duration, Instant};
 pub(crate) const WINDOW: Duration = Duration::from_secs(1);
 
 /// The recent loads of one thread and the spare count they call for.
+///
+/// The target is kept, not computed on each look: the job loop reads it on
+/// every turn, and a warm request's path reads no clock for it. It rises
+/// with [`SpareDemand::loaded`] and falls with [`SpareDemand::refresh`],
+/// which the loop calls at [`SpareDemand::falls_at`].
 #[derive(Debug)]
 pub(crate) struct SpareDemand {
     /// `EngineConfig::spare_isolates`: the most spares kept (0: none).
@@ -27,6 +32,9 @@ pub(crate) struct SpareDemand {
     /// When the last `most` loads happened, oldest first (older ones can
     /// never raise the target above `most`, so they are not kept).
     loads: VecDeque<Instant>,
+    /// The spares to keep: the loads within [`WINDOW`] as of the last
+    /// update, within one and `most`.
+    target: usize,
 }
 
 impl SpareDemand {
@@ -34,6 +42,7 @@ impl SpareDemand {
         Self {
             most,
             loads: VecDeque::with_capacity(most),
+            target: most.min(1),
         }
     }
 
@@ -46,32 +55,32 @@ impl SpareDemand {
             self.loads.pop_front();
         }
         self.loads.push_back(now);
+        self.refresh(now);
     }
 
-    /// Loads within [`WINDOW`] before `now`.
-    fn recent(&self, now: Instant) -> usize {
-        self.loads
+    /// Counts again at `now` the loads within [`WINDOW`].
+    pub(crate) fn refresh(&mut self, now: Instant) {
+        let recent = self
+            .loads
             .iter()
             .filter(|at| now.saturating_duration_since(**at) < WINDOW)
-            .count()
+            .count();
+        self.target = recent.clamp(self.most.min(1), self.most);
     }
 
-    /// The spares to keep at `now`: the recent loads, within one and the
-    /// most.
-    pub(crate) fn target(&self, now: Instant) -> usize {
-        self.recent(now).clamp(self.most.min(1), self.most)
+    /// The spares to keep.
+    pub(crate) fn target(&self) -> usize {
+        self.target
     }
 
-    /// When the target next falls, if it can: the oldest recent load
-    /// leaving the window, while it counts above the floor of one.
-    pub(crate) fn falls_at(&self, now: Instant) -> Option<Instant> {
-        if self.recent(now) <= 1 {
+    /// When the target falls, if it is above the floor of one: the oldest
+    /// of the loads it counts leaving the window.
+    pub(crate) fn falls_at(&self) -> Option<Instant> {
+        if self.target <= 1 {
             return None;
         }
-        self.loads
-            .iter()
-            .find(|at| now.saturating_duration_since(**at) < WINDOW)
-            .map(|at| *at + WINDOW)
+        let oldest_counted = self.loads.len().checked_sub(self.target)?;
+        self.loads.get(oldest_counted).map(|at| *at + WINDOW)
     }
 }
 
@@ -82,12 +91,13 @@ mod tests {
     #[test]
     fn an_idle_thread_keeps_one_spare_and_none_when_none_are_asked_for() {
         let now = Instant::now();
-        assert_eq!(SpareDemand::new(4).target(now), 1);
-        assert_eq!(SpareDemand::new(1).target(now), 1);
+        assert_eq!(SpareDemand::new(4).target(), 1);
+        assert_eq!(SpareDemand::new(4).falls_at(), None);
+        assert_eq!(SpareDemand::new(1).target(), 1);
         let mut none = SpareDemand::new(0);
         none.loaded(now);
-        assert_eq!(none.target(now), 0);
-        assert_eq!(none.falls_at(now), None);
+        assert_eq!(none.target(), 0);
+        assert_eq!(none.falls_at(), None);
     }
 
     #[test]
@@ -97,24 +107,32 @@ mod tests {
         for i in 0..3 {
             demand.loaded(start + Duration::from_millis(100 * i));
         }
-        let at = start + Duration::from_millis(250);
-        assert_eq!(demand.target(at), 3);
+        assert_eq!(demand.target(), 3);
         // The first load leaves the window at 1 s, then the second.
-        assert_eq!(demand.falls_at(at), Some(start + WINDOW));
+        assert_eq!(demand.falls_at(), Some(start + WINDOW));
+        // Kept until refreshed.
         let later = start + WINDOW + Duration::from_millis(50);
-        assert_eq!(demand.target(later), 2);
+        assert_eq!(demand.target(), 3);
+        demand.refresh(later);
+        assert_eq!(demand.target(), 2);
         assert_eq!(
-            demand.falls_at(later),
+            demand.falls_at(),
             Some(start + Duration::from_millis(100) + WINDOW)
         );
         // Past the window of the last one: back to the floor, nothing falls.
         let quiet = start + Duration::from_millis(200) + WINDOW;
-        assert_eq!(demand.target(quiet), 1);
-        assert_eq!(demand.falls_at(quiet), None);
-        // A burst beyond the most is held to it.
+        demand.refresh(quiet);
+        assert_eq!(demand.target(), 1);
+        assert_eq!(demand.falls_at(), None);
+        // A burst beyond the most is held to it, and falls from its oldest
+        // kept load.
         for i in 0..10 {
             demand.loaded(quiet + Duration::from_millis(i));
         }
-        assert_eq!(demand.target(quiet + Duration::from_millis(10)), 4);
+        assert_eq!(demand.target(), 4);
+        assert_eq!(
+            demand.falls_at(),
+            Some(quiet + Duration::from_millis(6) + WINDOW)
+        );
     }
 }

@@ -186,7 +186,7 @@ async fn serve_jobs(
     // below), not before the process can answer: each costs an isolate
     // creation (`isolane dev` with 2 threads × 2 spares made 4 of them before
     // its first answer).
-    if spares_short(&state) {
+    if spares_against_demand(&state) == SparesStand::Short {
         refill_one(&state);
     }
     let _ = ready.send(Ok(()));
@@ -227,10 +227,11 @@ async fn serve_jobs(
             .next_release()
             .map(tokio::time::Instant::from_std);
         // Spares beyond what the recent misses call for go once nothing
-        // is in flight (`spare_demand.rs`); the loop wakes when the next
-        // would fall.
+        // is in flight (`spare_demand.rs`); the loop wakes when that count
+        // next falls.
+        let spares = spares_against_demand(&state);
         let quiet = jobs.is_empty() && !waiting && state.in_flight.get() == 0;
-        if quiet && spares_excess(&state) {
+        if quiet && spares == SparesStand::Excess {
             drop_spare(&state);
             continue;
         }
@@ -243,7 +244,7 @@ async fn serve_jobs(
         // unless no spare is left, when the next new worker would pay for
         // one anyway.
         let mut refill_at = None;
-        if spares_short(&state) && jobs.is_empty() && !waiting && refill_now(&state) {
+        if spares == SparesStand::Short && jobs.is_empty() && !waiting && refill_now(&state) {
             let due = refill_due(&state);
             if due > Instant::now() {
                 refill_at = Some(tokio::time::Instant::from_std(due));
@@ -279,9 +280,12 @@ async fn serve_jobs(
             // or the thread has been quiet long enough: back to the top to
             // refill when idle.
             () = state.spare_taken.notified() => {}
-            () = state.idle.notified(), if spares_short(&state) || spares_excess(&state) => {}
-            () = sleep_until(refill_at) => {}
-            () = sleep_until(trim_at) => {}
+            () = state.idle.notified(), if spares != SparesStand::Enough => {}
+            // Quiet long enough to refill, or the oldest miss the spares
+            // are sized to left the last second: count the misses again.
+            () = sleep_until(earliest(refill_at, trim_at)) => {
+                state.demand.borrow_mut().refresh(Instant::now());
+            }
         }
     }
     jobs.close();
@@ -412,6 +416,17 @@ fn forward_if_shared(state: &ThreadState, mut job: Job) -> Option<Job> {
     None
 }
 
+/// The earlier of two optional instants.
+fn earliest(
+    a: Option<tokio::time::Instant>,
+    b: Option<tokio::time::Instant>,
+) -> Option<tokio::time::Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Waits until `at`, or forever when there is nothing to wait for.
 async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
@@ -434,27 +449,33 @@ fn refill_now(state: &ThreadState) -> bool {
     state.in_flight.get() == 0 || state.pool.borrow().spares() == 0
 }
 
-/// Whether the thread has fewer blank isolates ready than its recent
-/// misses call for (`spare_demand.rs`).
-fn spares_short(state: &ThreadState) -> bool {
-    state.ctx.config.pool_mode != PoolMode::Legacy
-        && !state.refill_failed.get()
-        && state.pool.borrow().spares() < state.demand.borrow().target(Instant::now())
+/// How a thread's blank isolates stand against what its recent misses
+/// call for (`spare_demand.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SparesStand {
+    /// Fewer: make one when the thread is quiet.
+    Short,
+    Enough,
+    /// More: drop one when nothing is in flight.
+    Excess,
 }
 
-/// Whether the thread keeps more blank isolates than its recent misses
-/// call for.
-fn spares_excess(state: &ThreadState) -> bool {
-    state.pool.borrow().spares() > state.demand.borrow().target(Instant::now())
-}
-
-/// When the spares called for next fall while the thread keeps more than
-/// one (then one may go).
-fn spares_fall_at(state: &ThreadState) -> Option<tokio::time::Instant> {
-    if state.pool.borrow().spares() <= 1 {
-        return None;
+fn spares_against_demand(state: &ThreadState) -> SparesStand {
+    if state.ctx.config.pool_mode == PoolMode::Legacy {
+        return SparesStand::Enough;
     }
-    let falls = state.demand.borrow().falls_at(Instant::now())?;
+    let have = state.pool.borrow().spares();
+    let want = state.demand.borrow().target();
+    match have.cmp(&want) {
+        std::cmp::Ordering::Less if !state.refill_failed.get() => SparesStand::Short,
+        std::cmp::Ordering::Greater => SparesStand::Excess,
+        _ => SparesStand::Enough,
+    }
+}
+
+/// When the spares called for next fall (then the loop counts them again).
+fn spares_fall_at(state: &ThreadState) -> Option<tokio::time::Instant> {
+    let falls = state.demand.borrow().falls_at()?;
     Some(tokio::time::Instant::from_std(falls))
 }
 
