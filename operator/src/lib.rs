@@ -17,6 +17,7 @@
 
 pub mod artifact;
 pub mod bundle;
+pub mod client;
 pub mod config;
 pub mod controller;
 mod error;

@@ -54,8 +54,10 @@ async fn run(config: Config) -> anyhow::Result<()> {
     let storage = config.storage.clone();
     // Ports and TLS material first: bad input fails before the API is involved.
     let operator = lifecycle::bind(config).await?;
-    let client = kube::Client::try_default()
+    let kube_config = kube::Config::infer()
         .await
+        .context("failed to configure the Kubernetes client")?;
+    let client = isolane_operator::client::client(kube_config)
         .context("failed to configure the Kubernetes client")?;
     let shutdown = CancellationToken::new();
     tokio::spawn(signal_shutdown(shutdown.clone()));

@@ -212,10 +212,13 @@ where
 }
 
 /// What a watch's events say about the watch itself, logged under `watch`:
-/// each failure (the watcher lists or watches again after kube's backoff,
-/// 0.8 s doubling to 30 s, so failures in a row can hold a cache unsynced
-/// for a minute, and the controller only ever saw them at debug level) and
-/// how long its first list took.
+/// each failure (the controller only ever saw them at debug level) and how
+/// long its first list took. The watcher lists or watches again after kube's
+/// backoff (0.8 s doubling to 30 s, jittered); a failed list does not double
+/// it (the `Init` event before each list resets it: measured, a list failing
+/// every time is retried every 0.9–1.6 s), failed watch starts do. A list
+/// the apiserver refuses for now is retried by the client first
+/// ([`crate::client`]).
 fn observer<K>(
     watch: impl Into<String>,
 ) -> impl FnMut(&Result<watcher::Event<K>, watcher::Error>) + Send + 'static {
