@@ -102,7 +102,7 @@ pub async fn run(args: PushArgs) -> anyhow::Result<()> {
         &args.routes,
     )?;
     if args.apply {
-        let client = kube::Client::try_default()
+        let client = isolane_apiclient::infer()
             .await
             .context("reading the kubeconfig")?;
         let api: Api<Worker> = Api::namespaced(client, &args.namespace);

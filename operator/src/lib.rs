@@ -17,7 +17,6 @@
 
 pub mod artifact;
 pub mod bundle;
-pub mod client;
 pub mod config;
 pub mod controller;
 mod error;

@@ -54,10 +54,8 @@ async fn run(config: Config) -> anyhow::Result<()> {
     let storage = config.storage.clone();
     // Ports and TLS material first: bad input fails before the API is involved.
     let operator = lifecycle::bind(config).await?;
-    let kube_config = kube::Config::infer()
+    let client = isolane_apiclient::infer()
         .await
-        .context("failed to configure the Kubernetes client")?;
-    let client = isolane_operator::client::client(kube_config)
         .context("failed to configure the Kubernetes client")?;
     let shutdown = CancellationToken::new();
     tokio::spawn(signal_shutdown(shutdown.clone()));

@@ -70,7 +70,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .reservations(config.reserved_hosts.clone())
         .trusted_proxies(config.trusted_proxies.clone())
         .build();
-    let client = kube::Client::try_default()
+    let client = isolane_apiclient::infer()
         .await
         .context("configuring the Kubernetes client")?;
 

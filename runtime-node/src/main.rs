@@ -77,7 +77,7 @@ fn run_node(
         .build()
         .context("building the tokio runtime")?;
     runtime.block_on(async {
-        let client = kube::Client::try_default()
+        let client = isolane_apiclient::infer()
             .await
             .context("connecting to the Kubernetes API")?;
         let node = Node {

@@ -1,5 +1,6 @@
-//! The operator's API client: kube's, with a short, logged retry of
-//! transient refusals instead of kube's default one.
+//! The Kubernetes API client of Isolane's binaries (operator, router, node,
+//! `isolane push`): kube's, with a short, logged retry of transient refusals
+//! instead of kube's default one.
 //!
 //! kube 5.0 retries every request answered 429, 503 or 504 up to 15 times,
 //! backing off from 5 ms doubling to 1000 s and waiting at least the
@@ -8,13 +9,19 @@
 //! answers label-selected lists and watches so) was measured against a fake
 //! apiserver: 12 requests, the last ones 5 s and 11 s apart, and no answer
 //! after 45 s, with nothing in the log; the cache behind it stays unsynced
-//! and `/readyz` false all that while.
+//! all that while: the operator's `/readyz` false, the router without the
+//! node Leases it routes by, a node without the bundles it serves.
 //!
 //! [`TransientRetry`] retries those answers [`MAX_RETRIES`] times, each after
 //! the server's `Retry-After` or a doubling delay, never more than
 //! [`MAX_DELAY`], and logs each retry. After that the error reaches the
 //! caller: a watch logs it and lists again (kube's watcher backoff, about a
 //! second between failed lists), a reconcile is requeued.
+//!
+//! [`infer`] makes the client from the environment (in-cluster, or
+//! `KUBECONFIG`) as `kube::Client::try_default` does; [`client`] from a
+//! given configuration.
+#![forbid(unsafe_code)]
 
 use std::time::Duration;
 
@@ -37,6 +44,24 @@ const FIRST_DELAY: Duration = Duration::from_millis(250);
 
 /// Requests queued for the client at most (as kube's own buffer).
 const BUFFER: usize = 1024;
+
+/// Why no client could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Neither an in-cluster configuration nor a kubeconfig was found or read.
+    #[error("no Kubernetes client configuration")]
+    Infer(#[from] kube::config::InferConfigError),
+    /// The configuration could not make a client (e.g. its TLS material).
+    #[error("cannot make the Kubernetes client")]
+    Build(#[from] kube::Error),
+}
+
+/// A client from the environment (in-cluster, else `KUBECONFIG` or
+/// `~/.kube/config`), retrying as [`client`] does.
+pub async fn infer() -> Result<Client, ClientError> {
+    let config = kube::Config::infer().await?;
+    Ok(client(config)?)
+}
 
 /// A client for `config` whose requests retry transient refusals with
 /// [`TransientRetry`] instead of kube's default retry.

@@ -1,14 +1,14 @@
-//! The operator's client against a fake apiserver that refuses for now
+//! The binaries' client against a fake apiserver that refuses for now
 //! (429 "storage is (re)initializing", `Retry-After: 1`, as kube-apiserver
 //! answers while a watch cache (re)initializes): a few quick retries, then
 //! the error reaches the caller. With kube's default retry the same list
-//! was still unanswered after 45 s (`isolane_operator::client` docs).
+//! was still unanswered after 45 s (`isolane_apiclient` docs).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use isolane_operator::client::{MAX_RETRIES, client};
+use isolane_apiclient::{MAX_RETRIES, client};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::ListParams;
