@@ -511,8 +511,13 @@ async fn a_client_is_not_read_before_the_worker_accepts() {
         later.to_worker.try_send(text(&format!("m{i}"))).unwrap();
     }
     // Accepted after 300 ms: the queue drains, in order, and more flows.
-    later.to_worker.send(text("m4")).await.unwrap();
+    // The echoes are read while the fifth is sent: the client's own queue
+    // holds 4 too, and a client that lets it fill is dropped as one that
+    // never reads (which a loaded machine showed, reading only after).
+    let to_worker = later.to_worker.clone();
+    let fifth = tokio::spawn(async move { to_worker.send(text("m4")).await });
     for i in 0..5 {
         assert_eq!(next(&mut later).await, Some(text(&format!("m{i}"))));
     }
+    fifth.await.unwrap().unwrap();
 }
