@@ -455,6 +455,7 @@ fn refill_now(state: &ThreadState) -> bool {
 enum SparesStand {
     /// Fewer: make one when the thread is quiet.
     Short,
+    /// As many as called for.
     Enough,
     /// More: drop one when nothing is in flight.
     Excess,
