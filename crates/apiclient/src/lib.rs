@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use http::{HeaderMap, Request, Response, StatusCode};
 use kube::Client;
+use kube::client::retry::RetryPolicy;
 use kube::client::{Body, ClientBuilder};
 use tower::BoxError;
 use tower::buffer::BufferLayer;
@@ -75,9 +76,20 @@ pub fn client(mut config: kube::Config) -> Result<Client, kube::Error> {
 }
 
 /// Retries a request answered 429, 503 or 504 (module docs).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct TransientRetry {
     retries: u32,
+    /// kube's own policy, for what it does as ours would: copying a request
+    /// (and its body, when it can be sent again) for the next attempt.
+    copies: RetryPolicy,
+}
+
+impl std::fmt::Debug for TransientRetry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransientRetry")
+            .field("retries", &self.retries)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TransientRetry {
@@ -142,14 +154,10 @@ impl<B> Policy<Request<Body>, Response<B>, BoxError> for TransientRetry {
     }
 
     fn clone_request(&mut self, request: &Request<Body>) -> Option<Request<Body>> {
-        let body = request.body().try_clone()?;
-        let mut clone = Request::new(body);
-        *clone.method_mut() = request.method().clone();
-        *clone.uri_mut() = request.uri().clone();
-        *clone.version_mut() = request.version();
-        *clone.headers_mut() = request.headers().clone();
-        *clone.extensions_mut() = request.extensions().clone();
-        Some(clone)
+        <RetryPolicy as Policy<Request<Body>, Response<B>, BoxError>>::clone_request(
+            &mut self.copies,
+            request,
+        )
     }
 }
 
