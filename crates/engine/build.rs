@@ -15,12 +15,17 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Each file is a function `(function (host, internal) { … })` (HOST.md),
+/// Each file is a function `[function (host, internal) { … }][0]` (HOST.md),
 /// which the engine calls at snapshot time (or, in a lazy unit, on first
 /// use). The start shares the file's first line, so line numbers in stack
-/// traces stay the lines in `js/`.
-const WRAP_START: &str = "(function (host, internal) { ";
-const WRAP_END: &str = "\n})";
+/// traces stay the lines in `js/`, and is as long as `(function (host,
+/// internal) { `, so columns stay too. Not in parentheses: V8 compiles a
+/// parenthesised function eagerly, and the snapshot (code kept) then held
+/// each lazy unit's compiled top level in every isolate, ~21 KiB of heap
+/// for the three lazy units (docs/benchmarks.md, section 5); this one
+/// compiles when it is first called.
+const WRAP_START: &str = "[function (host, internal) { ";
+const WRAP_END: &str = "\n}][0]";
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
