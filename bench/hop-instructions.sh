@@ -15,7 +15,8 @@
 # in that window. Prints instructions per request: router (its HTTP worker
 # threads, the rest), node (its gRPC threads, the engine threads).
 # Kernel time is not counted. Needs valgrind, curl and what `make bench`
-# needs (wrk, the testenv's etcd and kube-apiserver).
+# needs (wrk, the testenv's etcd and kube-apiserver). KEEP_DUMPS=DIR keeps
+# the callgrind dumps there, for `callgrind_annotate`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -78,6 +79,10 @@ control -i off
 control -d
 sleep 2
 requests=$((r1 - r0))
+if [ -n "${KEEP_DUMPS:-}" ]; then
+  mkdir -p "$KEEP_DUMPS"
+  cp "$work"/isolane-*.out.* "$KEEP_DUMPS"/
+fi
 echo "requests in the window: router $requests, node $((n1 - n0))" >&2
 [ "$requests" -gt 0 ] || { echo "no requests counted" >&2; exit 1; }
 
