@@ -42,6 +42,9 @@ pub struct Call {
     pub scheduled: Option<ScheduledTick>,
     /// Only compile the revision on the thread (the router's prewarm).
     pub prewarm: bool,
+    /// The caller reads an answer as one `whole` message when its body is
+    /// complete with its head (`RequestHead.whole_answer`).
+    pub whole_answer: bool,
 }
 
 /// Why a request head from the wire is not a request.
@@ -82,6 +85,7 @@ impl Call {
             body_length: self.body_length,
             scheduled: self.scheduled.clone(),
             prewarm: self.prewarm,
+            whole_answer: self.whole_answer,
         }
     }
 
@@ -115,6 +119,7 @@ impl Call {
             body_length: head.body_length,
             scheduled: head.scheduled,
             prewarm: head.prewarm,
+            whole_answer: head.whole_answer,
         })
     }
 }
@@ -247,6 +252,7 @@ mod tests {
                 scheduled_time_ms: 42,
             }),
             prewarm: true,
+            whole_answer: true,
         }
     }
 

@@ -5,7 +5,7 @@ use prost::bytes::Bytes;
 
 use crate::runtime::v1::{
     BodyEnd, ExecuteRequest, ExecuteResponse, Header, Outcome, RequestHead, ResponseEnd,
-    ResponseHead, SocketAck, SocketFrame, execute_request, execute_response,
+    ResponseHead, SocketAck, SocketFrame, WholeAnswer, execute_request, execute_response,
 };
 use crate::socket::SocketMessage;
 
@@ -67,6 +67,17 @@ impl ExecuteResponse {
     pub fn body(chunk: impl Into<Bytes>) -> Self {
         Self {
             frame: Some(execute_response::Frame::Body(chunk.into())),
+        }
+    }
+
+    /// The head and the whole body in one message, for a caller that set
+    /// `whole_answer`.
+    pub fn whole(head: ResponseHead, body: impl Into<Bytes>) -> Self {
+        Self {
+            frame: Some(execute_response::Frame::Whole(WholeAnswer {
+                head: Some(head),
+                body: body.into(),
+            })),
         }
     }
 

@@ -148,6 +148,7 @@ impl NodeService {
         })?;
         // A bodyless request's stream is held, unread, until the response
         // is done: dropping it early could reset the call.
+        let whole = call.whole_answer;
         let (body, idle) = if call.bodyless() {
             (Body::empty(), Some(inbound))
         } else {
@@ -165,7 +166,7 @@ impl NodeService {
             )),
             // A socket for a request whose stream carries its body cannot
             // be reached: dropped (1006 to the Worker).
-            (_, idle) => Ok(Frames::new(&answer, body, idle).into_stream()),
+            (_, idle) => Ok(Frames::new(&answer, body, idle, whole).into_stream()),
         }
     }
 

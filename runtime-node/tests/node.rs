@@ -31,3 +31,5 @@ mod mtls;
 mod service;
 #[path = "node/socket.rs"]
 mod socket;
+#[path = "node/whole.rs"]
+mod whole;

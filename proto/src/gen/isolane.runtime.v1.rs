@@ -19,6 +19,9 @@ pub mod execute_request {
         Body(::prost::bytes::Bytes),
         /// The body is complete; last message. A stream that closes without it
         /// carried a truncated body, which the worker sees as an aborted read.
+        /// A request without a body (GET, HEAD, or `body_length` 0; not a
+        /// WebSocket handshake) needs none: the node reads nothing after its
+        /// head, and the stream may close right after it.
         #[prost(message, tag = "3")]
         End(super::BodyEnd),
         /// After a 101 answer: a message from the client to the Worker's socket.
@@ -118,6 +121,12 @@ pub struct RequestHead {
     /// traffic to a revision.
     #[prost(bool, tag = "11")]
     pub prewarm: bool,
+    /// The caller reads `ExecuteResponse.whole`: an answer whose body is
+    /// complete when its head is ready (and small) may come as that one
+    /// message instead of head, body and end. A node that does not know this
+    /// field answers in frames, which the caller still reads.
+    #[prost(bool, tag = "12")]
+    pub whole_answer: bool,
 }
 /// One tick of one of a Worker's cron schedules.
 #[allow(clippy::all)]
@@ -139,7 +148,7 @@ pub struct BodyEnd {}
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ExecuteResponse {
-    #[prost(oneof = "execute_response::Frame", tags = "1, 2, 3, 4, 5")]
+    #[prost(oneof = "execute_response::Frame", tags = "1, 2, 3, 4, 5, 6")]
     pub frame: ::core::option::Option<execute_response::Frame>,
 }
 /// Nested message and enum types in `ExecuteResponse`.
@@ -167,7 +176,21 @@ pub mod execute_response {
         /// on the HTTP/2 connection the call shares with other requests.
         #[prost(message, tag = "5")]
         SocketAck(super::SocketAck),
+        /// Instead of `head`, `body` and `end`, only when the request head set
+        /// `whole_answer`: the head and the whole body, ended with OUTCOME_OK.
+        /// Nothing but the call's close follows it.
+        #[prost(message, tag = "6")]
+        Whole(super::WholeAnswer),
     }
+}
+/// A response whose body was complete when its head was ready.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct WholeAnswer {
+    #[prost(message, optional, tag = "1")]
+    pub head: ::core::option::Option<ResponseHead>,
+    #[prost(bytes = "bytes", tag = "2")]
+    pub body: ::prost::bytes::Bytes,
 }
 /// Client messages the node has taken since its last acknowledgement.
 #[allow(clippy::all)]

@@ -58,6 +58,9 @@ impl std::fmt::Debug for FrameStream {
 pub enum Source {
     /// The rest of a gRPC call's response frames.
     Frames(ResponseFrames),
+    /// A gRPC call's whole body, sent with its head (`whole`), and the rest
+    /// of the call, where only its close is left.
+    Whole(Bytes, ResponseFrames),
     /// The body a node in this process gave.
     Local(AnswerBody),
 }

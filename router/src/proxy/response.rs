@@ -146,6 +146,8 @@ pub struct UpstreamBody {
     sleep: Option<Pin<Box<Sleep>>>,
     /// Bytes still expected, when the node announced a length.
     remaining: Option<u64>,
+    /// A whole answer's body, not yet handed to the client.
+    whole: Option<Bytes>,
     /// The `end` frame was seen; waiting for the gRPC trailers.
     ended: bool,
     done: bool,
@@ -206,12 +208,22 @@ impl UpstreamBody {
         metrics: Arc<RouterMetrics>,
         completion: Completion,
     ) -> Self {
+        // A whole answer's body is all there is: the call's close is read
+        // as after an `end` frame.
+        let (source, whole, remaining, ended) = match source {
+            Source::Whole(body, rest) => {
+                let length = Some(body.len() as u64);
+                (Source::Frames(rest), Some(body), length, true)
+            }
+            source => (source, None, body_length, false),
+        };
         Self {
             source,
             deadline,
             sleep: None,
-            remaining: body_length,
-            ended: false,
+            remaining,
+            whole,
+            ended,
             done: false,
             metrics,
             _completion: completion,
@@ -348,6 +360,11 @@ impl Body for UpstreamBody {
         let this = self.get_mut();
         if this.done {
             return Poll::Ready(None);
+        }
+        if let Some(body) = this.whole.take() {
+            this.remaining = Some(0);
+            this.read_ahead(cx);
+            return Poll::Ready(Some(Ok(Frame::data(body))));
         }
         let Source::Frames(stream) = &mut this.source else {
             return this.poll_local(cx);

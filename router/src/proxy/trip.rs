@@ -296,7 +296,10 @@ impl Trip<'_> {
                     // `deadline_ms` and this side by `timeout_at` below, and the
                     // header would cost the node a second timer (and a self-wakeup
                     // of its runtime) per request.
-                    let mut frames = body.frames(call.encode());
+                    // A bodyless request's head is all the node reads; a
+                    // WebSocket's socket frames follow its end marker.
+                    let end_marker = upgrade || !call.bodyless();
+                    let mut frames = body.frames(call.encode(), end_marker);
                     if upgrade {
                         let (with_socket, socket) = socket::request_frames(frames);
                         frames = with_socket;

@@ -8,7 +8,7 @@ use std::fmt::Debug;
 use futures::future::BoxFuture;
 use isolane_proto::call::{Answer, AnswerBody, Call};
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
-use isolane_proto::runtime::v1::{ExecuteResponse, execute_response};
+use isolane_proto::runtime::v1::{ExecuteResponse, WholeAnswer, execute_response};
 use tonic::Status;
 
 use super::body::{CallBody, FrameStream, ResponseFrames, Source};
@@ -57,10 +57,17 @@ pub(super) async fn call_grpc(
         Ok(response) => Box::pin(response.into_inner()),
         Err(status) => return Err(Error::from_status(node, &status)),
     };
-    let head = match stream.next().await {
+    let (head, whole) = match stream.next().await {
         Some(Ok(ExecuteResponse {
             frame: Some(execute_response::Frame::Head(head)),
-        })) => head,
+        })) => (head, None),
+        Some(Ok(ExecuteResponse {
+            frame:
+                Some(execute_response::Frame::Whole(WholeAnswer {
+                    head: Some(head),
+                    body,
+                })),
+        })) => (head, Some(body)),
         Some(Ok(_)) | None => {
             return Err(Error::Protocol {
                 node: node.to_owned(),
@@ -73,5 +80,9 @@ pub(super) async fn call_grpc(
         node: node.to_owned(),
         detail: "the response status is not an HTTP status",
     })?;
-    Ok((answer, Source::Frames(stream)))
+    let source = match whole {
+        Some(body) => Source::Whole(body, stream),
+        None => Source::Frames(stream),
+    };
+    Ok((answer, source))
 }

@@ -183,6 +183,9 @@ impl Runtime for Fake {
             _ => return Err(Status::invalid_argument("the first frame must be the head")),
         };
         self.0.heads.lock().unwrap().push(head_in.clone());
+        let bodyless = isolane_proto::call::Call::decode(head_in.clone())
+            .map_err(|_| Status::invalid_argument("an invalid head"))?
+            .bodyless();
         let mode = head_in
             .headers
             .iter()
@@ -255,6 +258,12 @@ impl Runtime for Fake {
                     loop {
                         let frame = match inbound.message().await {
                             Ok(Some(m)) => m.frame,
+                            // A bodyless request needs no end marker: its
+                            // stream may close right after the head.
+                            Ok(None) if bodyless => {
+                                let _ = tx.send(Ok(ExecuteResponse::end(Outcome::Ok, "", 0))).await;
+                                return;
+                            }
                             Ok(None) => {
                                 let end = ExecuteResponse::end(Outcome::Canceled, "truncated", 0);
                                 let _ = tx.send(Ok(end)).await;

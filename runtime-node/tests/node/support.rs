@@ -8,6 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use isolane_engine::{Engine, EngineConfig, EngineObserver, Limits, PoolMode, WorkerBundle};
 use isolane_node::{Admission, BundleIndex, ListenerMode, Listeners, NodeMetrics, NodeService};
+use isolane_proto::Outcome;
 use isolane_proto::health::pb::health_server::HealthServer;
 use isolane_proto::health::server::{HealthReporter, HealthService};
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
@@ -186,6 +187,7 @@ pub fn head(method: &str, worker_id: &str, revision: &str, thread: u32) -> Reque
         body_length: None,
         scheduled: None,
         prewarm: false,
+        whole_answer: false,
     }
 }
 
@@ -195,6 +197,8 @@ pub struct Answer {
     pub head: ResponseHead,
     pub body: Vec<u8>,
     pub end: ResponseEnd,
+    /// It came as one `whole` message.
+    pub whole: bool,
 }
 
 impl Answer {
@@ -252,6 +256,23 @@ pub async fn collect(mut responses: Streaming<ExecuteResponse>) -> Result<Answer
                     head: head.expect("a head before the end"),
                     body,
                     end,
+                    whole: false,
+                });
+            }
+            Out::Whole(whole) => {
+                assert!(head.is_none(), "a whole answer is the first frame");
+                assert!(
+                    responses.message().await?.is_none(),
+                    "a whole answer is all"
+                );
+                return Ok(Answer {
+                    head: whole.head.expect("a whole answer has a head"),
+                    body: whole.body.to_vec(),
+                    end: ResponseEnd {
+                        outcome: Outcome::Ok.into(),
+                        ..ResponseEnd::default()
+                    },
+                    whole: true,
                 });
             }
         }
