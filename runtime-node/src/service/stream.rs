@@ -164,14 +164,13 @@ impl Frames {
         if let Some(head) = self.head.take() {
             return Some(self.head_frame(head));
         }
-        if self.pending.is_empty()
-            && let Some(Failed { outcome, reason }) = self.failed.take()
-        {
-            self.done = true;
-            return Some(ExecuteResponse::end(outcome, reason, 0));
-        }
         if self.pending.is_empty() {
-            match self.body.frame().await {
+            // A failure `head_frame` already read is the body's next frame.
+            let next = match self.failed.take() {
+                Some(failed) => Some(Err(failed)),
+                None => self.body.frame().await,
+            };
+            match next {
                 Some(Ok(frame)) => self.pending = frame.into_data().unwrap_or_default(),
                 None => {
                     self.done = true;
