@@ -8,13 +8,15 @@
 //! regenerated with `cargo run -p isolane-proto --example protogen` — plus a
 //! few hand-written helpers: [`call`], one call in HTTP terms and the only
 //! code that encodes it as frames (an in-process node takes it as it is);
-//! [`frame`]; [`outcome`]; and [`mtls`], the router↔node mutual TLS both
+//! [`calls`], the node's side of the shared `Calls` stream; [`frame`];
+//! [`outcome`]; and [`mtls`], the router↔node mutual TLS both
 //! sides configure. The router composes the
 //! [`runtime::v1::runtime_client::RuntimeClient`]; runtime nodes implement
 //! [`runtime::v1::runtime_server::Runtime`] and serve [`health`] beside it.
 #![forbid(unsafe_code)]
 
 pub mod call;
+pub mod calls;
 pub mod frame;
 pub mod mtls;
 pub mod outcome;

@@ -2,11 +2,13 @@
 //! socket): an echo Runtime proves bodies stream both ways, chunk by chunk,
 //! while the request is still open.
 
+mod pipe;
+
 use std::pin::Pin;
 
 use isolane_proto::Outcome;
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
-use isolane_proto::runtime::v1::runtime_server::{Runtime, RuntimeServer};
+use isolane_proto::runtime::v1::runtime_server::Runtime;
 use isolane_proto::runtime::v1::{
     ExecuteRequest, ExecuteResponse, Header, RequestHead, ResponseHead, StatsRequest,
     StatsResponse, TailFrame, TailRequest, ThreadStats, execute_request::Frame as In,
@@ -15,7 +17,7 @@ use isolane_proto::runtime::v1::{
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::{Stream, StreamExt};
-use tonic::transport::{Channel, Endpoint, Server, Uri};
+use tonic::transport::Channel;
 use tonic::{Request, Response, Status, Streaming};
 
 /// Answers every request with its own body, one chunk out per chunk in.
@@ -80,6 +82,15 @@ impl Runtime for Echo {
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
+    type CallsStream = isolane_proto::calls::CallsStream;
+
+    async fn calls(
+        &self,
+        _: Request<Streaming<isolane_proto::runtime::v1::CallsUp>>,
+    ) -> Result<Response<Self::CallsStream>, Status> {
+        Err(Status::unimplemented("Calls is tested in tests/calls.rs"))
+    }
+
     async fn stats(&self, _: Request<StatsRequest>) -> Result<Response<StatsResponse>, Status> {
         Ok(Response::new(StatsResponse {
             node: "node-a".into(),
@@ -102,24 +113,7 @@ impl Runtime for Echo {
 /// A client connected to `Echo` through `tokio::io::duplex`.
 async fn connect() -> RuntimeClient<Channel> {
     // A small pipe: larger bodies must flow through it in pieces.
-    let (client_io, server_io) = tokio::io::duplex(8 * 1024);
-    tokio::spawn(
-        Server::builder()
-            .add_service(RuntimeServer::new(Echo))
-            .serve_with_incoming(tokio_stream::once(Ok::<_, std::io::Error>(server_io))),
-    );
-    let mut client_io = Some(client_io);
-    let channel = Endpoint::from_static("http://in-memory")
-        .connect_with_connector(tower::service_fn(move |_: Uri| {
-            let io = client_io.take();
-            async move {
-                io.map(hyper_util::rt::TokioIo::new)
-                    .ok_or_else(|| std::io::Error::other("the in-memory pipe connects once"))
-            }
-        }))
-        .await
-        .expect("the in-memory channel connects");
-    RuntimeClient::new(channel)
+    pipe::connect(Echo, 8 * 1024).await
 }
 
 fn head(worker_id: &str) -> RequestHead {

@@ -22,6 +22,7 @@
 //! `isolane-node` (see `isolane_proto::mtls` for why not the pod IP it dials).
 
 mod boxed_spawn;
+mod calls;
 mod coalesced;
 mod connection;
 
@@ -31,8 +32,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::Uri;
+use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
 use tokio_rustls::TlsConnector;
 
+pub use calls::{CallFrames, CallStream};
 pub use coalesced::Coalesced;
 use connection::{Conn, NodeTls};
 pub use connection::{ConnectError, NodeChannel, ResponseFuture};
@@ -74,6 +77,8 @@ struct Slot {
     /// The endpoint as parsed, the origin of every call's URI.
     origin: Uri,
     conn: Conn,
+    /// The `Calls` stream on this connection, once a bodyless call opened it.
+    calls: Option<Arc<CallStream>>,
 }
 
 thread_local! {
@@ -123,10 +128,47 @@ pub fn channel(
                 node: node.member.name.clone(),
                 origin: origin.clone(),
                 conn,
+                calls: None,
             },
         );
         Ok((channel, origin))
     })
+}
+
+/// This thread's `Calls` stream to `node`'s `endpoint`, opened on the
+/// endpoint's connection ([`channel`]) when there is none or it has ended.
+pub fn call_stream(
+    fleet: &Fleet,
+    node: &FleetNode,
+    endpoint: &str,
+    config: &ChannelConfig,
+) -> Result<Arc<CallStream>, Error> {
+    let open = |cache: &Cache| {
+        let calls = cache.channels.get(endpoint)?.calls.as_ref()?;
+        (!calls.is_closed()).then(|| Arc::clone(calls))
+    };
+    let current = CHANNELS.with(|cache| {
+        let cache = cache.borrow();
+        (cache.generation == fleet.generation())
+            .then(|| open(&cache))
+            .flatten()
+    });
+    if let Some(calls) = current {
+        return Ok(calls);
+    }
+    // Prunes the cache for this fleet and (re)connects as needed.
+    let (channel, origin) = channel(fleet, node, endpoint, config)?;
+    Ok(CHANNELS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(calls) = open(&cache) {
+            return calls;
+        }
+        let calls = CallStream::open(RuntimeClient::with_origin(channel, origin));
+        if let Some(slot) = cache.channels.get_mut(endpoint) {
+            slot.calls = Some(Arc::clone(&calls));
+        }
+        calls
+    }))
 }
 
 /// How many channels this thread holds (for tests).

@@ -38,8 +38,8 @@ use isolane_proto::call::{Answer, Call};
 use isolane_proto::mtls::PeerRole;
 use isolane_proto::runtime::v1::runtime_server::{Runtime, RuntimeServer};
 use isolane_proto::runtime::v1::{
-    ExecuteRequest, ExecuteResponse, LoadedBundle, StatsRequest, StatsResponse, TailRequest,
-    ThreadStats, execute_request,
+    CallsUp, ExecuteRequest, ExecuteResponse, Header, LoadedBundle, RequestHead, StatsRequest,
+    StatsResponse, TailRequest, ThreadStats, execute_request,
 };
 use tokio::time::Instant;
 use tonic::{Request, Response, Status, Streaming};
@@ -168,6 +168,30 @@ impl NodeService {
             // be reached: dropped (1006 to the Worker).
             (_, idle) => Ok(Frames::new(&answer, body, idle, whole).into_stream()),
         }
+    }
+
+    /// One call of a `Calls` stream (`service/calls.rs`): `head`, whose
+    /// request has no body, in `span`. A WebSocket handshake opens its own
+    /// `Execute`, so no socket is kept here.
+    async fn execute_bodyless(
+        &self,
+        head: RequestHead,
+        span: tracing::Span,
+    ) -> Result<ExecuteStream, Status> {
+        let call = Call::decode(head).map_err(|invalid| {
+            self.refused(Error::InvalidRequest {
+                field: invalid.field,
+            })
+        })?;
+        if !call.bodyless() {
+            let error = Error::InvalidRequest {
+                field: "body_length",
+            };
+            return Err(self.refused(error).into());
+        }
+        let whole = call.whole_answer;
+        let (answer, body) = self.call_in(call, Body::empty(), span, None).await?;
+        Ok(Frames::new(&answer, body, None, whole).into_stream())
     }
 
     /// Runs one call: admits it on its thread, finds its bundle, runs it on
@@ -450,6 +474,30 @@ impl Runtime for NodeService {
         self.execute_in(Box::pin(request.into_inner()), span, object)
             .await
             .map(Response::new)
+    }
+
+    type CallsStream = isolane_proto::calls::CallsStream;
+
+    async fn calls(
+        &self,
+        request: Request<Streaming<CallsUp>>,
+    ) -> Result<Response<Self::CallsStream>, Status> {
+        router_only(&request)?;
+        // Ends at the drain's end, when no request is left in flight.
+        let closing = self.inner.admission.sockets_closing().cancelled_owned();
+        let service = self.clone();
+        let run = move |head, trace: Vec<Header>| {
+            let service = service.clone();
+            async move {
+                let span = span::execute();
+                isolane_telemetry::propagation::set_parent_from(&span, |name| {
+                    isolane_proto::calls::trace_field(&trace, name)
+                });
+                service.execute_bodyless(head, span).await
+            }
+        };
+        let stream = isolane_proto::calls::serve(request.into_inner(), closing, run);
+        Ok(Response::new(stream))
     }
 
     async fn stats(

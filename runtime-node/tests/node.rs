@@ -8,6 +8,7 @@
 //! - `mtls`: a node serving mutual TLS refuses every client but the router;
 //! - `fairness`: slow readers of several namespaces cannot lock another
 //!   namespace out of a thread (admission by namespace);
+//! - `calls`: bodyless calls on the shared `Calls` stream;
 //! - `socket`: a Worker's WebSocket as the service's socket frames, and
 //!   the drain closing it with 1012;
 //! - `bench`: the listener-mode measurement behind docs/node.md (ignored;
@@ -23,6 +24,8 @@ mod support;
 mod apiserver;
 #[path = "node/bench.rs"]
 mod bench;
+#[path = "node/calls.rs"]
+mod calls;
 #[path = "node/fairness.rs"]
 mod fairness;
 #[path = "node/mtls.rs"]

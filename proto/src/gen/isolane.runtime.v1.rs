@@ -31,6 +31,76 @@ pub mod execute_request {
         Socket(super::SocketFrame),
     }
 }
+/// A message from the router on a `Calls` stream.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct CallsUp {
+    /// The call this message is about.
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    /// With `head`: the router's trace context (`traceparent`,
+    /// `tracestate`), as `Execute` carries it in its metadata.
+    #[prost(message, repeated, tag = "5")]
+    pub trace: ::prost::alloc::vec::Vec<Header>,
+    #[prost(oneof = "calls_up::Frame", tags = "2, 3, 4")]
+    pub frame: ::core::option::Option<calls_up::Frame>,
+}
+/// Nested message and enum types in `CallsUp`.
+pub mod calls_up {
+    #[allow(clippy::all)]
+    #[derive(Clone, PartialEq, ::prost::Oneof)]
+    pub enum Frame {
+        /// A new call: the request's head; its body is empty.
+        #[prost(message, tag = "2")]
+        Head(super::RequestHead),
+        /// Bytes of this call's response body the router has handed on: the
+        /// node may send that many more.
+        #[prost(uint32, tag = "3")]
+        Credit(u32),
+        /// The router no longer wants this call.
+        #[prost(message, tag = "4")]
+        Cancel(super::CallCancel),
+    }
+}
+/// Cancels one call of a `Calls` stream.
+#[allow(clippy::all)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CallCancel {}
+/// A message from the node on a `Calls` stream.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct CallsDown {
+    /// The call this message answers.
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(oneof = "calls_down::Frame", tags = "2, 3")]
+    pub frame: ::core::option::Option<calls_down::Frame>,
+}
+/// Nested message and enum types in `CallsDown`.
+pub mod calls_down {
+    #[allow(clippy::all)]
+    #[derive(Clone, PartialEq, ::prost::Oneof)]
+    pub enum Frame {
+        /// One of the call's response frames, as `Execute` would send it.
+        #[prost(message, tag = "2")]
+        Response(super::ExecuteResponse),
+        /// The call failed with this status, as `Execute` would have; nothing
+        /// more follows for it.
+        #[prost(message, tag = "3")]
+        Status(super::CallStatus),
+    }
+}
+/// A gRPC status carried as a message.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CallStatus {
+    #[prost(int32, tag = "1")]
+    pub code: i32,
+    #[prost(string, tag = "2")]
+    pub message: ::prost::alloc::string::String,
+    #[prost(bytes = "bytes", tag = "3")]
+    pub details: ::prost::bytes::Bytes,
+}
 /// One whole WebSocket message (frames, pings and pongs stay at the router's
 /// edge).
 #[allow(clippy::all)]
@@ -549,6 +619,46 @@ pub mod runtime_client {
                 .insert(GrpcMethod::new("isolane.runtime.v1.Runtime", "Execute"));
             self.inner.streaming(req, path, codec).await
         }
+        /// Many calls on one long-lived stream, each an `Execute` without a
+        /// request body (the router sends GET, HEAD and `Content-Length: 0`
+        /// requests this way; a request with a body or a WebSocket handshake
+        /// opens its own `Execute`). Every message names its call by `id`, which
+        /// the router chooses and never reuses on one stream. The router sends a
+        /// call's head; the node answers with the `Execute` response frames (or
+        /// the gRPC status `Execute` would have refused it with) tagged with that
+        /// id. A response body flows against credit: the node sends a call's
+        /// body only while its credit (STREAM_WINDOW bytes at first, then what
+        /// the router returns as it hands body bytes on) is positive, so a slow
+        /// reader holds back only its own call. `cancel` drops a call the router
+        /// no longer wants, as cancelling `Execute` does.
+        ///
+        /// The node ends the stream when the router ends its side (cancelling
+        /// the calls still running) or when it drains; a call unanswered when
+        /// the stream ends cleanly was never started.
+        pub async fn calls(
+            &mut self,
+            request: impl tonic::IntoStreamingRequest<Message = super::CallsUp>,
+        ) -> std::result::Result<
+            tonic::Response<tonic::codec::Streaming<super::CallsDown>>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/isolane.runtime.v1.Runtime/Calls",
+            );
+            let mut req = request.into_streaming_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("isolane.runtime.v1.Runtime", "Calls"));
+            self.inner.streaming(req, path, codec).await
+        }
         /// What the node is running now: load per thread and the workers loaded.
         pub async fn stats(
             &mut self,
@@ -638,6 +748,32 @@ pub mod runtime_server {
             &self,
             request: tonic::Request<tonic::Streaming<super::ExecuteRequest>>,
         ) -> std::result::Result<tonic::Response<Self::ExecuteStream>, tonic::Status>;
+        /// Server streaming response type for the Calls method.
+        type CallsStream: tonic::codegen::tokio_stream::Stream<
+                Item = std::result::Result<super::CallsDown, tonic::Status>,
+            >
+            + std::marker::Send
+            + 'static;
+        /// Many calls on one long-lived stream, each an `Execute` without a
+        /// request body (the router sends GET, HEAD and `Content-Length: 0`
+        /// requests this way; a request with a body or a WebSocket handshake
+        /// opens its own `Execute`). Every message names its call by `id`, which
+        /// the router chooses and never reuses on one stream. The router sends a
+        /// call's head; the node answers with the `Execute` response frames (or
+        /// the gRPC status `Execute` would have refused it with) tagged with that
+        /// id. A response body flows against credit: the node sends a call's
+        /// body only while its credit (STREAM_WINDOW bytes at first, then what
+        /// the router returns as it hands body bytes on) is positive, so a slow
+        /// reader holds back only its own call. `cancel` drops a call the router
+        /// no longer wants, as cancelling `Execute` does.
+        ///
+        /// The node ends the stream when the router ends its side (cancelling
+        /// the calls still running) or when it drains; a call unanswered when
+        /// the stream ends cleanly was never started.
+        async fn calls(
+            &self,
+            request: tonic::Request<tonic::Streaming<super::CallsUp>>,
+        ) -> std::result::Result<tonic::Response<Self::CallsStream>, tonic::Status>;
         /// What the node is running now: load per thread and the workers loaded.
         async fn stats(
             &self,
@@ -769,6 +905,50 @@ pub mod runtime_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ExecuteSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.streaming(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/isolane.runtime.v1.Runtime/Calls" => {
+                    #[allow(non_camel_case_types)]
+                    struct CallsSvc<T: Runtime>(pub Arc<T>);
+                    impl<T: Runtime> tonic::server::StreamingService<super::CallsUp>
+                    for CallsSvc<T> {
+                        type Response = super::CallsDown;
+                        type ResponseStream = T::CallsStream;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::ResponseStream>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<tonic::Streaming<super::CallsUp>>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Runtime>::calls(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = CallsSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -80,3 +80,16 @@ pub(super) fn inject_metadata<T>(request: &mut tonic::Request<T>) {
         }
     });
 }
+
+/// The current span's trace context as the fields of a `Calls` head
+/// (empty with traces off).
+pub(super) fn trace_fields() -> Vec<isolane_proto::runtime::v1::Header> {
+    let mut fields = Vec::new();
+    propagation::inject(&Span::current(), |name, value| {
+        fields.push(isolane_proto::runtime::v1::Header::new(
+            name,
+            bytes::Bytes::from(value),
+        ));
+    });
+    fields
+}

@@ -289,32 +289,43 @@ impl Trip<'_> {
                             thread,
                         }
                     })?;
-                    let (channel, origin) =
-                        channels::channel(fleet, fleet_node, endpoint, &config.channel)?;
-                    let in_flight = fleet.start(index);
-                    // No `grpc-timeout` header: the node bounds the request by
-                    // `deadline_ms` and this side by `timeout_at` below, and the
-                    // header would cost the node a second timer (and a self-wakeup
-                    // of its runtime) per request.
-                    // A bodyless request's head is all the node reads; a
-                    // WebSocket's socket frames follow its end marker.
-                    let end_marker = upgrade || !call.bodyless();
-                    let mut frames = body.frames(call.encode(), end_marker);
-                    if upgrade {
-                        let (with_socket, socket) = socket::request_frames(frames);
-                        frames = with_socket;
-                        opening = Some(socket);
+                    if !upgrade && call.bodyless() {
+                        // No body to stream: one message on the node's
+                        // shared `Calls` stream, not a call of its own.
+                        let calls =
+                            channels::call_stream(fleet, fleet_node, endpoint, &config.channel)?;
+                        let in_flight = fleet.start(index);
+                        let trace = span::trace_fields();
+                        let exchange: futures::future::BoxFuture<'_, _> =
+                            Box::pin(upstream::call_on_stream(calls, call.encode(), trace, node));
+                        (in_flight, Either::Right(exchange))
+                    } else {
+                        let (channel, origin) =
+                            channels::channel(fleet, fleet_node, endpoint, &config.channel)?;
+                        let in_flight = fleet.start(index);
+                        // No `grpc-timeout` header: the node bounds the request by
+                        // `deadline_ms` and this side by `timeout_at` below, and the
+                        // header would cost the node a second timer (and a self-wakeup
+                        // of its runtime) per request.
+                        // A bodyless request's head is all the node reads; a
+                        // WebSocket's socket frames follow its end marker.
+                        let end_marker = upgrade || !call.bodyless();
+                        let mut frames = body.frames(call.encode(), end_marker);
+                        if upgrade {
+                            let (with_socket, socket) = socket::request_frames(frames);
+                            frames = with_socket;
+                            opening = Some(socket);
+                        }
+                        let mut request = tonic::Request::new(frames);
+                        span::inject_metadata(&mut request);
+                        let client = RuntimeClient::with_origin(channel, origin);
+                        // Boxed: tonic's call future is several times the size
+                        // of the in-process one, and unboxed it would size (and
+                        // be moved with) every request's future.
+                        let exchange: futures::future::BoxFuture<'_, _> =
+                            Box::pin(upstream::call_grpc(client, request, node));
+                        (in_flight, Either::Right(exchange))
                     }
-                    let mut request = tonic::Request::new(frames);
-                    span::inject_metadata(&mut request);
-                    let client = RuntimeClient::with_origin(channel, origin);
-                    // Boxed: tonic's call future is several times the size
-                    // of the in-process one, and unboxed it would size (and
-                    // be moved with) every request's future.
-                    (
-                        in_flight,
-                        Either::Right(Box::pin(upstream::call_grpc(client, request, node))),
-                    )
                 }
             };
         let (mut answer, mut source) = tokio::time::timeout_at(self.deadline, exchange)

@@ -1,18 +1,24 @@
 //! Where a call goes: a node over gRPC (the cluster), or a node served in
 //! this process (`isolane dev`). Both take the same [`Call`] and give the
 //! same [`Answer`], so the proxy places, retries, maps outcomes and counts
-//! the same way for both; only the gRPC way encodes them as frames.
+//! the same way for both; only the gRPC way encodes them as frames, on an
+//! `Execute` call of its own or, for a bodyless request, on the node's
+//! shared `Calls` stream (`channels/calls.rs`).
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use isolane_proto::call::{Answer, AnswerBody, Call};
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
-use isolane_proto::runtime::v1::{ExecuteResponse, WholeAnswer, execute_response};
+use isolane_proto::runtime::v1::{
+    ExecuteResponse, Header, RequestHead, WholeAnswer, execute_response,
+};
 use tonic::Status;
 
 use super::body::{CallBody, FrameStream, ResponseFrames, Source};
 use crate::Error;
+use crate::channels::CallStream;
 
 /// The largest response message accepted from a node (body chunks are far smaller).
 const MAX_MESSAGE: usize = 16 * 1024 * 1024;
@@ -51,12 +57,29 @@ pub(super) async fn call_grpc(
     request: tonic::Request<FrameStream>,
     node: &str,
 ) -> Result<(Answer, Source), Error> {
-    use futures::StreamExt as _;
     let mut client = client.max_decoding_message_size(MAX_MESSAGE);
-    let mut stream: ResponseFrames = match client.execute(request).await {
+    let stream: ResponseFrames = match client.execute(request).await {
         Ok(response) => Box::pin(response.into_inner()),
         Err(status) => return Err(Error::from_status(node, &status)),
     };
+    answer_from(stream, node).await
+}
+
+/// Runs a bodyless call on the node's `Calls` stream (its `head` and the
+/// router's `trace` context): one message out, its answer's frames back.
+pub(super) async fn call_on_stream(
+    calls: Arc<CallStream>,
+    head: RequestHead,
+    trace: Vec<Header>,
+    node: &str,
+) -> Result<(Answer, Source), Error> {
+    answer_from(Box::pin(calls.call(head, trace)), node).await
+}
+
+/// The answer whose frames `stream` carries: its head (or whole answer) is
+/// the first.
+async fn answer_from(mut stream: ResponseFrames, node: &str) -> Result<(Answer, Source), Error> {
+    use futures::StreamExt as _;
     let (head, whole) = match stream.next().await {
         Some(Ok(ExecuteResponse {
             frame: Some(execute_response::Frame::Head(head)),

@@ -29,7 +29,7 @@ use isolane_membership::NodeMember;
 use isolane_proto::Outcome;
 use isolane_proto::runtime::v1::runtime_server::{Runtime, RuntimeServer};
 use isolane_proto::runtime::v1::{
-    ExecuteRequest, ExecuteResponse, Header, RequestHead, ResponseHead, StatsRequest,
+    CallsUp, ExecuteRequest, ExecuteResponse, Header, RequestHead, ResponseHead, StatsRequest,
     StatsResponse, TailFrame, TailRequest, execute_request,
 };
 use tokio::sync::{oneshot, watch};
@@ -48,6 +48,8 @@ struct State {
     name: String,
     heads: Mutex<Vec<RequestHead>>,
     executes: AtomicUsize,
+    /// `Execute` calls and `Calls` streams opened.
+    streams: AtomicUsize,
     released: watch::Sender<bool>,
 }
 
@@ -60,6 +62,7 @@ impl FakeNode {
             name: name.to_owned(),
             heads: Mutex::default(),
             executes: AtomicUsize::new(0),
+            streams: AtomicUsize::new(0),
             released: watch::Sender::new(false),
         });
         let (tx, rx) = oneshot::channel();
@@ -89,7 +92,12 @@ impl FakeNode {
         member_at(&self.name, self.addr, threads)
     }
 
-    /// How many Execute calls reached this node.
+    /// How many `Execute` calls and `Calls` streams were opened to this node.
+    pub fn streams(&self) -> usize {
+        self.state.streams.load(Ordering::SeqCst)
+    }
+
+    /// How many calls reached this node (on `Execute` or `Calls`).
     pub fn executes(&self) -> usize {
         self.state.executes.load(Ordering::SeqCst)
     }
@@ -174,7 +182,7 @@ impl Runtime for Fake {
         &self,
         request: Request<Streaming<ExecuteRequest>>,
     ) -> Result<Response<Out>, Status> {
-        self.0.executes.fetch_add(1, Ordering::SeqCst);
+        self.0.streams.fetch_add(1, Ordering::SeqCst);
         let mut inbound = request.into_inner();
         let head_in = match inbound.message().await? {
             Some(ExecuteRequest {
@@ -182,7 +190,53 @@ impl Runtime for Fake {
             }) => h,
             _ => return Err(Status::invalid_argument("the first frame must be the head")),
         };
-        self.0.heads.lock().unwrap().push(head_in.clone());
+        respond(Arc::clone(&self.0), head_in, Some(inbound))
+            .await
+            .map(Response::new)
+    }
+
+    type CallsStream = isolane_proto::calls::CallsStream;
+
+    /// Each bodyless call as `Execute` answers it.
+    async fn calls(
+        &self,
+        request: Request<Streaming<CallsUp>>,
+    ) -> Result<Response<Self::CallsStream>, Status> {
+        self.0.streams.fetch_add(1, Ordering::SeqCst);
+        let state = Arc::clone(&self.0);
+        let run = move |head, _trace| respond(Arc::clone(&state), head, None);
+        let closing = std::future::pending();
+        Ok(Response::new(isolane_proto::calls::serve(
+            request.into_inner(),
+            closing,
+            run,
+        )))
+    }
+
+    async fn stats(&self, _: Request<StatsRequest>) -> Result<Response<StatsResponse>, Status> {
+        Ok(Response::new(StatsResponse {
+            node: self.0.name.clone(),
+            ..StatsResponse::default()
+        }))
+    }
+
+    type TailStream = Pin<Box<dyn Stream<Item = Result<TailFrame, Status>> + Send>>;
+
+    async fn tail(&self, _: Request<TailRequest>) -> Result<Response<Self::TailStream>, Status> {
+        Err(Status::unimplemented("no tails here"))
+    }
+}
+
+/// The answer to `head_in`; `inbound`: the rest of its `Execute` stream
+/// (`None` on the `Calls` stream, where a request has no body).
+async fn respond(
+    state: Arc<State>,
+    head_in: RequestHead,
+    mut inbound: Option<Streaming<ExecuteRequest>>,
+) -> Result<Out, Status> {
+    {
+        state.executes.fetch_add(1, Ordering::SeqCst);
+        state.heads.lock().unwrap().push(head_in.clone());
         let bodyless = isolane_proto::call::Call::decode(head_in.clone())
             .map_err(|_| Status::invalid_argument("an invalid head"))?
             .bodyless();
@@ -201,7 +255,7 @@ impl Runtime for Fake {
             Header::new("x-echo-thread", head_in.thread.to_string()),
             Header::new("x-echo-request-id", head_in.request_id.clone()),
             Header::new("x-echo-deadline-ms", head_in.deadline_ms.to_string()),
-            Header::new("x-served-by", self.0.name.clone()),
+            Header::new("x-served-by", state.name.clone()),
             // Hop-by-hop: the router must not pass it on.
             Header::new("connection", "x-served-by-private"),
         ];
@@ -211,7 +265,7 @@ impl Runtime for Fake {
             "cpu-limit" => refusal(Outcome::CpuLimit, "used 51 ms of CPU, limit 50 ms"),
             "unknown-worker" => refusal(Outcome::UnknownWorker, "no bundle"),
             "draining" => refusal(Outcome::Draining, "shutting down"),
-            m if m.strip_prefix("draining-on:") == Some(self.0.name.as_str()) => {
+            m if m.strip_prefix("draining-on:") == Some(state.name.as_str()) => {
                 refusal(Outcome::Draining, "shutting down")
             }
             "hang" => Box::pin(futures::stream::pending()),
@@ -221,7 +275,7 @@ impl Runtime for Fake {
                 Ok(ExecuteResponse::end(Outcome::Exception, "boom", 0)),
             ])),
             "hold" => {
-                let mut released = self.0.released.subscribe();
+                let mut released = state.released.subscribe();
                 let _ = released.wait_for(|r| *r).await;
                 Box::pin(futures::stream::iter([
                     Ok(head(200, Outcome::Ok, "", echo_headers)),
@@ -256,7 +310,12 @@ impl Runtime for Fake {
                 tokio::spawn(async move {
                     let _ = tx.send(Ok(head(200, Outcome::Ok, "", echo_headers))).await;
                     loop {
-                        let frame = match inbound.message().await {
+                        let message = match inbound.as_mut() {
+                            Some(inbound) => inbound.message().await,
+                            // A call on the `Calls` stream has no body.
+                            None => Ok(None),
+                        };
+                        let frame = match message {
                             Ok(Some(m)) => m.frame,
                             // A bodyless request needs no end marker: its
                             // stream may close right after the head.
@@ -293,19 +352,6 @@ impl Runtime for Fake {
                 Box::pin(rx)
             }
         };
-        Ok(Response::new(stream))
-    }
-
-    async fn stats(&self, _: Request<StatsRequest>) -> Result<Response<StatsResponse>, Status> {
-        Ok(Response::new(StatsResponse {
-            node: self.0.name.clone(),
-            ..StatsResponse::default()
-        }))
-    }
-
-    type TailStream = Pin<Box<dyn Stream<Item = Result<TailFrame, Status>> + Send>>;
-
-    async fn tail(&self, _: Request<TailRequest>) -> Result<Response<Self::TailStream>, Status> {
-        Err(Status::unimplemented("no tails here"))
+        Ok(stream)
     }
 }

@@ -806,3 +806,47 @@ async fn a_request_that_loops_through_workers_is_refused() {
             .any(|h| h.name == "x-isolane-hops" && h.value.as_ref() == at_bound.as_bytes())
     );
 }
+
+#[tokio::test]
+async fn bodyless_requests_share_one_calls_stream_and_a_body_opens_its_own_call() {
+    let node = FakeNode::start("only").await;
+    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![node.member(2)]);
+    proxy.set_workers(vec![worker("demo/hello", "r1", HOST, "/")]);
+    for _ in 0..5 {
+        let response = proxy.handle(get(HOST, "/", &[])).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(header(&response, "x-echo-method"), Some("GET"));
+    }
+    assert_eq!(node.streams(), 1, "five GETs on one Calls stream");
+    let response = proxy
+        .handle(request("POST", HOST, "/", &[], "a body"))
+        .await;
+    assert_eq!(body(response).await, "a body");
+    assert_eq!(node.streams(), 2, "a body opens an Execute call");
+    assert_eq!(node.executes(), 6);
+}
+
+#[tokio::test]
+async fn a_download_nobody_reads_does_not_hold_up_the_next_request() {
+    let node = FakeNode::start("only").await;
+    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![node.member(1)]);
+    proxy.set_workers(vec![worker("demo/hello", "r1", HOST, "/")]);
+    // 8 MiB the client never reads, on the same Calls stream as the rest.
+    let stalled = proxy
+        .handle(get(HOST, "/download", &[("x-fake", "generate:8388608")]))
+        .await;
+    assert_eq!(stalled.status(), StatusCode::OK);
+    for _ in 0..3 {
+        let response =
+            tokio::time::timeout(Duration::from_secs(10), proxy.handle(get(HOST, "/", &[])))
+                .await
+                .expect("answered while the download waits");
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(header(&response, "x-echo-method"), Some("GET"));
+    }
+    assert_eq!(node.streams(), 1);
+    // Read at last, the download is whole.
+    assert_eq!(body(stalled).await.len(), 8 << 20);
+}
