@@ -108,18 +108,14 @@ async fn read<R, F>(
         };
         match frame {
             Some(calls_up::Frame::Head(head)) => {
-                let credit = Arc::new(Credit::new(INITIAL_CREDIT));
+                let (credit, down, done) =
+                    (Credit::new(INITIAL_CREDIT), down.clone(), done_tx.clone());
+                let credit = Arc::new(credit);
                 // Boxed where it is made: a node's call future is large,
                 // and the task would otherwise copy it on every move (each
                 // copy cost ~11,000 instructions per call).
                 let started: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(run(head, trace));
-                let call = send_frames(
-                    id,
-                    started,
-                    Arc::clone(&credit),
-                    down.clone(),
-                    done_tx.clone(),
-                );
+                let call = send_frames(id, started, Arc::clone(&credit), down, done);
                 let task = tokio::spawn(call).abort_handle();
                 if let Some(old) = live.insert(id, Live { credit, task }) {
                     // A reused id is the router's bug: the old call is dropped.

@@ -65,15 +65,18 @@ fn no_source_file_is_over_1000_lines() {
     let mut read = 0;
     let mut long = Vec::new();
     for member in &ws.members {
-        for file in files_with(&member.dir, &source).expect("listing a member's files") {
-            let text = std::fs::read_to_string(&file).expect("reading a source file");
+        let files = files_with(&member.dir, &source).expect("listing a member's files");
+        // Generated code (`proto/src/gen`, one file per protobuf package) is
+        // not written by hand, and its seams are the package's.
+        for file in files
+            .iter()
+            .filter(|f| !f.components().any(|c| c.as_os_str() == "gen"))
+        {
+            let text = std::fs::read_to_string(file).expect("reading a source file");
             read += 1;
             let lines = text.lines().count();
             if lines > MAX_FILE_LINES {
-                long.push(format!(
-                    "  {} ({lines} lines)",
-                    ws.relative(&file).display()
-                ));
+                long.push(format!("  {} ({lines} lines)", ws.relative(file).display()));
             }
         }
     }

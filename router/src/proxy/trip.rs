@@ -29,6 +29,9 @@ pub(super) struct Trip<'p> {
 /// A failed request: the node it failed on (or [`NO_NODE`]) and why.
 pub(super) type Failure = (String, Error);
 
+/// A call to a node over gRPC, answering with its head and body.
+type Exchange<'a> = futures::future::BoxFuture<'a, Result<(Answer, Source), Error>>;
+
 impl Trip<'_> {
     pub(super) async fn run<B>(
         &self,
@@ -265,69 +268,24 @@ impl Trip<'_> {
         // The client's side of a WebSocket the call may open (gRPC only: a
         // node in this process hands its socket over as it is).
         let mut opening = None;
-        let (in_flight, exchange) =
-            match &self.proxy.inner.local {
-                // A node in this process gets no deadline of its own: the
-                // `timeout_at` below and the body's deadline bound it, and
-                // dropping its future cancels it, so it arms no timer.
-                Some(local) => {
-                    let in_flight = fleet.start(index);
-                    let body = body.body();
-                    (
-                        in_flight,
-                        Either::Left(upstream::call_local(local.as_ref(), call, body, node)),
-                    )
-                }
-                None => {
-                    let remaining = self
-                        .deadline
-                        .saturating_duration_since(tokio::time::Instant::now());
-                    call.deadline_ms = remaining.as_millis().max(1) as u64;
-                    let endpoint = fleet_node.member.endpoint_for(thread).ok_or_else(|| {
-                        Error::NoEndpoint {
-                            node: node.to_owned(),
-                            thread,
-                        }
-                    })?;
-                    if !upgrade && call.bodyless() {
-                        // No body to stream: one message on the node's
-                        // shared `Calls` stream, not a call of its own.
-                        let calls =
-                            channels::call_stream(fleet, fleet_node, endpoint, &config.channel)?;
-                        let in_flight = fleet.start(index);
-                        let trace = span::trace_fields();
-                        let exchange: futures::future::BoxFuture<'_, _> =
-                            Box::pin(upstream::call_on_stream(calls, call.encode(), trace, node));
-                        (in_flight, Either::Right(exchange))
-                    } else {
-                        let (channel, origin) =
-                            channels::channel(fleet, fleet_node, endpoint, &config.channel)?;
-                        let in_flight = fleet.start(index);
-                        // No `grpc-timeout` header: the node bounds the request by
-                        // `deadline_ms` and this side by `timeout_at` below, and the
-                        // header would cost the node a second timer (and a self-wakeup
-                        // of its runtime) per request.
-                        // A bodyless request's head is all the node reads; a
-                        // WebSocket's socket frames follow its end marker.
-                        let end_marker = upgrade || !call.bodyless();
-                        let mut frames = body.frames(call.encode(), end_marker);
-                        if upgrade {
-                            let (with_socket, socket) = socket::request_frames(frames);
-                            frames = with_socket;
-                            opening = Some(socket);
-                        }
-                        let mut request = tonic::Request::new(frames);
-                        span::inject_metadata(&mut request);
-                        let client = RuntimeClient::with_origin(channel, origin);
-                        // Boxed: tonic's call future is several times the size
-                        // of the in-process one, and unboxed it would size (and
-                        // be moved with) every request's future.
-                        let exchange: futures::future::BoxFuture<'_, _> =
-                            Box::pin(upstream::call_grpc(client, request, node));
-                        (in_flight, Either::Right(exchange))
-                    }
-                }
-            };
+        let (in_flight, exchange) = match &self.proxy.inner.local {
+            // A node in this process gets no deadline of its own: the
+            // `timeout_at` below and the body's deadline bound it, and
+            // dropping its future cancels it, so it arms no timer.
+            Some(local) => {
+                let in_flight = fleet.start(index);
+                let body = body.body();
+                (
+                    in_flight,
+                    Either::Left(upstream::call_local(local.as_ref(), call, body, node)),
+                )
+            }
+            None => {
+                let (in_flight, exchange) =
+                    self.over_grpc(fleet, index, call, body, upgrade, &mut opening)?;
+                (in_flight, Either::Right(exchange))
+            }
+        };
         let (mut answer, mut source) = tokio::time::timeout_at(self.deadline, exchange)
             .await
             .map_err(|_| Error::Deadline {
@@ -345,6 +303,72 @@ impl Trip<'_> {
             ));
         }
         self.respond(node, answer, source, in_flight)
+    }
+
+    /// A call to node `index` over gRPC, started: its place in the node's
+    /// load and the exchange that answers it. A bodyless request goes on
+    /// the node's shared `Calls` stream; one with a body, or a WebSocket
+    /// handshake (whose client side is put in `opening`), opens its own
+    /// `Execute` call.
+    fn over_grpc<'f, B>(
+        &self,
+        fleet: &'f Fleet,
+        index: usize,
+        mut call: Call,
+        body: &mut Outgoing<B>,
+        upgrade: bool,
+        opening: &mut Option<socket::Opening>,
+    ) -> Result<(crate::fleet::InFlight, Exchange<'f>), Error>
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let config = &self.proxy.inner.config;
+        let fleet_node = &fleet.nodes()[index];
+        let node = fleet_node.member.name.as_str();
+        let remaining = self
+            .deadline
+            .saturating_duration_since(tokio::time::Instant::now());
+        call.deadline_ms = remaining.as_millis().max(1) as u64;
+        let thread = call.thread;
+        let endpoint = fleet_node
+            .member
+            .endpoint_for(thread)
+            .ok_or_else(|| Error::NoEndpoint {
+                node: node.to_owned(),
+                thread,
+            })?;
+        if !upgrade && call.bodyless() {
+            // No body to stream: one message on the node's shared `Calls`
+            // stream, not a call of its own.
+            let calls = channels::call_stream(fleet, fleet_node, endpoint, &config.channel)?;
+            let in_flight = fleet.start(index);
+            let trace = span::trace_fields();
+            let exchange = upstream::call_on_stream(calls, call.encode(), trace, node);
+            return Ok((in_flight, Box::pin(exchange)));
+        }
+        let (channel, origin) = channels::channel(fleet, fleet_node, endpoint, &config.channel)?;
+        let in_flight = fleet.start(index);
+        // No `grpc-timeout` header: the node bounds the request by
+        // `deadline_ms` and this side by `timeout_at`, and the header would
+        // cost the node a second timer (and a self-wakeup of its runtime)
+        // per request. A WebSocket's socket frames follow its end marker.
+        let mut frames = body.frames(call.encode(), true);
+        if upgrade {
+            let (with_socket, socket) = socket::request_frames(frames);
+            frames = with_socket;
+            *opening = Some(socket);
+        }
+        let mut request = tonic::Request::new(frames);
+        span::inject_metadata(&mut request);
+        let client = RuntimeClient::with_origin(channel, origin);
+        // Boxed: tonic's call future is several times the size of the
+        // in-process one, and unboxed it would size (and be moved with)
+        // every request's future.
+        Ok((
+            in_flight,
+            Box::pin(upstream::call_grpc(client, request, node)),
+        ))
     }
 
     /// The client's response for a node's head; a refusal (the engine's
