@@ -171,14 +171,10 @@ async fn send_frames(
                     }
                     Err(status) => calls_down::Frame::Status(status_message(&status)),
                 };
-                let last = !matches!(
-                    frame,
-                    calls_down::Frame::Response(ExecuteResponse {
-                        frame: Some(
-                            execute_response::Frame::Head(_) | execute_response::Frame::Body(_)
-                        ),
-                    })
-                );
+                let last = match &frame {
+                    calls_down::Frame::Response(response) => response.ends_call(),
+                    calls_down::Frame::Status(_) => true,
+                };
                 if !send(frame) || last {
                     break;
                 }

@@ -56,6 +56,15 @@ impl ExecuteRequest {
 // === impl ExecuteResponse ===
 
 impl ExecuteResponse {
+    /// Whether nothing of the call follows this frame: an end or a whole
+    /// answer (not a head, a body chunk or a socket's message).
+    pub fn ends_call(&self) -> bool {
+        matches!(
+            self.frame,
+            Some(execute_response::Frame::End(_) | execute_response::Frame::Whole(_)) | None
+        )
+    }
+
     /// The first frame of a response.
     pub fn head(head: ResponseHead) -> Self {
         Self {

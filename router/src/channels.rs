@@ -43,6 +43,10 @@ pub use connection::{ConnectError, NodeChannel, ResponseFuture};
 use crate::Error;
 use crate::fleet::{Fleet, FleetNode};
 
+/// The largest message the router accepts from a node, on `Execute` and
+/// `Calls` alike (body chunks are far smaller).
+pub const MAX_NODE_MESSAGE: usize = 16 * 1024 * 1024;
+
 /// How a new channel connects.
 #[derive(Clone, Debug)]
 pub struct ChannelConfig {

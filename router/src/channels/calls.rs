@@ -29,9 +29,6 @@ use tonic::Status;
 
 use super::NodeChannel;
 
-/// The largest message accepted from a node (body chunks are far smaller).
-const MAX_MESSAGE: usize = 16 * 1024 * 1024;
-
 /// What a call receives: its response frames, or the status it failed with.
 type Received = Result<ExecuteResponse, Status>;
 
@@ -110,7 +107,7 @@ async fn read(
     outbound: Outbound,
     pending: Arc<Mutex<Pending>>,
 ) {
-    let mut client = client.max_decoding_message_size(MAX_MESSAGE);
+    let mut client = client.max_decoding_message_size(super::MAX_NODE_MESSAGE);
     let end = match client.calls(outbound).await {
         Err(status) => status,
         Ok(response) => {
@@ -140,10 +137,7 @@ fn dispatch(pending: &Mutex<Pending>, message: CallsDown) {
     let CallsDown { id, frame } = message;
     let (received, last) = match frame {
         Some(calls_down::Frame::Response(response)) => {
-            let last = !matches!(
-                response.frame,
-                Some(execute_response::Frame::Head(_) | execute_response::Frame::Body(_))
-            );
+            let last = response.ends_call();
             (Ok(response), last)
         }
         Some(calls_down::Frame::Status(status)) => {
@@ -179,22 +173,21 @@ impl Stream for CallFrames {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Received>> {
         let received = std::task::ready!(self.rx.poll_recv(cx));
         match &received {
-            Some(Ok(ExecuteResponse {
-                frame: Some(execute_response::Frame::Body(chunk)),
-            })) => {
-                // Handed on: the node may send as much again.
-                let credit = u32::try_from(chunk.len()).unwrap_or(u32::MAX);
-                let frame = Some(calls_up::Frame::Credit(credit));
-                let _ = self.stream.up.send(CallsUp {
-                    id: self.id,
-                    frame,
-                    trace: Vec::new(),
-                });
+            Some(Ok(response)) => {
+                if let Some(execute_response::Frame::Body(chunk)) = &response.frame {
+                    // Handed on: the node may send as much again.
+                    let credit = u32::try_from(chunk.len()).unwrap_or(u32::MAX);
+                    let frame = Some(calls_up::Frame::Credit(credit));
+                    let _ = self.stream.up.send(CallsUp {
+                        id: self.id,
+                        frame,
+                        trace: Vec::new(),
+                    });
+                }
+                self.done = response.ends_call();
             }
-            Some(Ok(ExecuteResponse {
-                frame: Some(execute_response::Frame::Head(_)),
-            })) => {}
-            _ => self.done = true,
+            // A status, or the stream's end: nothing more comes.
+            Some(Err(_)) | None => self.done = true,
         }
         Poll::Ready(received)
     }

@@ -84,11 +84,10 @@ where
         matches!(self, Self::Replayable(_))
     }
 
-    /// The frames of one attempt: `head`, the body, then the end marker
-    /// (left out when `end_marker` is false: a request the node reads no
-    /// body of, `Call::bodyless`, needs none). A streaming body is moved
-    /// out.
-    pub fn frames(&mut self, head: RequestHead, end_marker: bool) -> FrameStream {
+    /// The frames of one attempt: `head`, the body, then the end marker.
+    /// A streaming body is moved out. (A request without a body goes on
+    /// the node's `Calls` stream instead, as its head alone.)
+    pub fn frames(&mut self, head: RequestHead) -> FrameStream {
         let head = futures::stream::iter([ExecuteRequest::head(head)]);
         match std::mem::replace(self, Self::Taken) {
             Self::Replayable(chunks) => {
@@ -96,7 +95,7 @@ where
                     .iter()
                     .flat_map(|c| split(c.clone()))
                     .map(ExecuteRequest::body)
-                    .chain(end_marker.then(ExecuteRequest::end))
+                    .chain([ExecuteRequest::end()])
                     .collect();
                 *self = Self::Replayable(chunks);
                 FrameStream(Box::pin(head.chain(futures::stream::iter(frames))))
@@ -411,20 +410,15 @@ mod tests {
             .unwrap();
         assert!(out.is_replayable());
         for _ in 0..2 {
-            let frames: Vec<_> = out.frames(RequestHead::default(), true).collect().await;
+            let frames: Vec<_> = out.frames(RequestHead::default()).collect().await;
             assert_eq!(kinds(&frames), ["head", "body5", "end"]);
         }
         let mut empty = Outgoing::prepare(Full::new(Bytes::new()), 10)
             .await
             .unwrap();
         assert!(empty.is_replayable());
-        let frames: Vec<_> = empty.frames(RequestHead::default(), true).collect().await;
+        let frames: Vec<_> = empty.frames(RequestHead::default()).collect().await;
         assert_eq!(kinds(&frames), ["head", "end"]);
-        // A bodyless request: the head alone, and still replayable.
-        for _ in 0..2 {
-            let frames: Vec<_> = empty.frames(RequestHead::default(), false).collect().await;
-            assert_eq!(kinds(&frames), ["head"]);
-        }
     }
 
     #[tokio::test]
@@ -434,14 +428,14 @@ mod tests {
         let body = StreamBody::new(futures::stream::iter(chunks));
         let mut out = Outgoing::prepare(body, 10).await.unwrap();
         assert!(!out.is_replayable());
-        let frames: Vec<_> = out.frames(RequestHead::default(), true).collect().await;
+        let frames: Vec<_> = out.frames(RequestHead::default()).collect().await;
         assert_eq!(
             kinds(&frames),
             ["head", "body4", "body4", "body4", "body4", "body4", "end"]
         );
         let big = Full::new(Bytes::from(vec![0u8; MAX_CHUNK * 2 + 1]));
         let mut out = Outgoing::prepare(big, 10).await.unwrap();
-        let frames: Vec<_> = out.frames(RequestHead::default(), true).collect().await;
+        let frames: Vec<_> = out.frames(RequestHead::default()).collect().await;
         let expected = format!("body{MAX_CHUNK}");
         assert_eq!(
             kinds(&frames),
@@ -457,7 +451,7 @@ mod tests {
         ];
         let body = StreamBody::new(futures::stream::iter(chunks));
         let mut out = Outgoing::prepare(body, 10).await.unwrap();
-        let frames: Vec<_> = out.frames(RequestHead::default(), true).collect().await;
+        let frames: Vec<_> = out.frames(RequestHead::default()).collect().await;
         assert_eq!(kinds(&frames), ["head", "body20"]);
     }
 

@@ -353,7 +353,7 @@ impl Trip<'_> {
         // `deadline_ms` and this side by `timeout_at`, and the header would
         // cost the node a second timer (and a self-wakeup of its runtime)
         // per request. A WebSocket's socket frames follow its end marker.
-        let mut frames = body.frames(call.encode(), true);
+        let mut frames = body.frames(call.encode());
         if upgrade {
             let (with_socket, socket) = socket::request_frames(frames);
             frames = with_socket;

@@ -20,9 +20,6 @@ use super::body::{CallBody, FrameStream, ResponseFrames, Source};
 use crate::Error;
 use crate::channels::CallStream;
 
-/// The largest response message accepted from a node (body chunks are far smaller).
-const MAX_MESSAGE: usize = 16 * 1024 * 1024;
-
 /// A runtime node in this process: the proxy hands it a call as it is,
 /// without a connection or frames (`isolane dev` runs the node's service
 /// this way). It answers as the node's gRPC service does: a refusal is a
@@ -57,7 +54,7 @@ pub(super) async fn call_grpc(
     request: tonic::Request<FrameStream>,
     node: &str,
 ) -> Result<(Answer, Source), Error> {
-    let mut client = client.max_decoding_message_size(MAX_MESSAGE);
+    let mut client = client.max_decoding_message_size(crate::channels::MAX_NODE_MESSAGE);
     let stream: ResponseFrames = match client.execute(request).await {
         Ok(response) => Box::pin(response.into_inner()),
         Err(status) => return Err(Error::from_status(node, &status)),
