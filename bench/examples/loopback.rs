@@ -1,8 +1,8 @@
 //! The floor under any hop between two processes on this machine: one byte
 //! sent over loopback TCP to another process and echoed back, with both
-//! processes waking for it, timed 20,000 times (docs/benchmarks.md, section
-//! 2). No TLS, no framing, no runtime: whatever the router → node hop adds
-//! to a request is above this.
+//! processes waking for it, timed 20,000 times (docs/benchmark-history.md,
+//! section 2). No TLS, no framing, no runtime: whatever the router → node
+//! hop adds to a request is above this.
 //!
 //! ```text
 //! hack/cargo.sh run --release -p isolane-bench --example loopback

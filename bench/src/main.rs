@@ -14,6 +14,7 @@ mod bundles;
 mod cluster;
 mod cold;
 mod density;
+mod distributed;
 mod drive;
 mod fleet;
 mod neighbours;
@@ -37,7 +38,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
-use crate::report::{Section, Target};
+use crate::report::Section;
 use crate::servers::Binaries;
 
 #[derive(Debug, Parser)]
@@ -105,6 +106,10 @@ enum Command {
         /// Folder with the release `isolane-node` and `isolane-router`.
         #[arg(long, default_value = "target/release")]
         bin_dir: PathBuf,
+        /// The same of an older build, measured in the same interleaved
+        /// rounds (in a control plane of its own).
+        #[arg(long)]
+        baseline_bin_dir: Option<PathBuf>,
     },
     /// 3. Cold start: engine API, and process start vs workerd.
     Cold {
@@ -336,8 +341,20 @@ fn main() -> anyhow::Result<()> {
             common,
             http,
             bin_dir,
+            baseline_bin_dir,
         } => {
-            let section = runtime()?.block_on(distributed_section(&common, &http, &bin_dir))?;
+            let plan = distributed::Plan {
+                bins: Binaries {
+                    isolane: http.isolane.clone(),
+                    workerd: http.workerd.clone(),
+                },
+                script: http.script.clone(),
+                bin_dir,
+                baseline_bin_dir,
+                warm: warm_plan(&http),
+                secs: http.secs,
+            };
+            let section = runtime()?.block_on(distributed::run(&plan, &common.work))?;
             section.write(&common.results, "2-distributed")
         }
         Command::Cold {
@@ -643,77 +660,5 @@ async fn warm_section(common: &Common, http: &Http) -> anyhow::Result<Section> {
         }
         markdown.push('\n');
     }
-    Ok(Section { markdown, targets })
-}
-
-async fn distributed_section(
-    common: &Common,
-    http: &Http,
-    bin_dir: &std::path::Path,
-) -> anyhow::Result<Section> {
-    std::fs::create_dir_all(&common.work)?;
-    let cluster_bins = cluster::ClusterBinaries::in_dir(bin_dir)?;
-    let bins = Binaries {
-        isolane: http.isolane.clone(),
-        workerd: http.workerd.clone(),
-    };
-    let script = std::fs::read_to_string(&http.script)
-        .with_context(|| format!("reading {}", http.script.display()))?;
-    let cluster = cluster::start(
-        &cluster_bins,
-        &common.work,
-        "hello",
-        &script,
-        "hello.bench.test",
-    )
-    .await?;
-    let isolane = servers::isolane_dev(&bins, &http.script, &common.work, &[]);
-    isolane.wait_ok(Duration::from_secs(60)).await?;
-    let config = servers::workerd_config(&http.script, &common.work.join("workerd-dist"))?;
-    let workerd = servers::workerd(&bins, &config, &common.work).ok();
-    if let Some(workerd) = &workerd {
-        workerd.wait_ok(Duration::from_secs(60)).await?;
-    }
-    let mut sides = vec![&cluster.router, &isolane];
-    sides.extend(workerd.as_ref());
-    let plan = warm_plan(http);
-    let measured = warm::measure(&sides, &plan).await?;
-    let mut markdown = format!(
-        "## 2. Distributed path: router → node over gRPC\n\n\
-         The same script as a `Worker` applied to a local kube-apiserver (isolane-testenv: \
-         etcd + kube-apiserver), made Ready by the release operator, served by one release \
-         `isolane-node` (threads = cores, per-thread gRPC listeners) behind the release \
-         `isolane-router` (HTTP/1.1 in, gRPC/HTTP/2 to the node), requests routed by `Host`. \
-         Against `isolane dev` (router and node in one process, no hop) and workerd, all \
-         running at once, alternating, {} rounds of {} s. etcd, the apiserver and the \
-         operator idle on the same 2 cores.\n\n",
-        plan.rounds, http.secs
-    );
-    markdown.push_str(&measured.table(&[1]));
-    markdown.push('\n');
-    // The hop's cost: latency added at one connection, throughput lost at the rest.
-    let mut hop =
-        report::Table::new(&[">connections", ">p50 added by the hop", ">throughput kept"]);
-    for (ci, c) in measured.connections.iter().enumerate() {
-        let (d, i) = (measured.summary(0, ci), measured.summary(1, ci));
-        hop.row(vec![
-            c.to_string(),
-            stats::fmt_us(d.p50_us - i.p50_us),
-            format!("{:.0}%", measured.round_ratio(0, 1, ci) * 100.0),
-        ]);
-    }
-    markdown.push_str("What the router → node hop costs against `isolane dev`:\n\n");
-    markdown.push_str(&hop.render());
-    markdown.push('\n');
-    let mut targets: Vec<Target> = Vec::new();
-    if workerd.is_some() {
-        targets.push(measured.ratio_target(
-            "warm hello through router + node ≥ workerd's throughput",
-            0,
-            2,
-            1.0,
-        ));
-    }
-    drop(cluster);
     Ok(Section { markdown, targets })
 }

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 /// internal) { `, so columns stay too. Not in parentheses: V8 compiles a
 /// parenthesised function eagerly, and the snapshot (code kept) then held
 /// each lazy unit's compiled top level in every isolate, ~21 KiB of heap
-/// for the three lazy units (docs/benchmarks.md, section 5); this one
-/// compiles when it is first called.
+/// for the three lazy units (docs/benchmark-history.md, section 5); this
+/// one compiles when it is first called.
 const WRAP_START: &str = "[function (host, internal) { ";
 const WRAP_END: &str = "\n}][0]";
 

@@ -1,7 +1,8 @@
 //! New workers arriving in bursts on one engine thread, with the default
 //! spares: how many first requests found a spare, their latency, and how
 //! many spares the thread holds while idle before and after (issue 35,
-//! "spare isolates sized to the miss rate"; docs/benchmarks.md, section 3).
+//! "spare isolates sized to the miss rate"; docs/benchmark-history.md,
+//! section 3).
 //!
 //! ```text
 //! cargo build --release -p isolane-engine --example bursts

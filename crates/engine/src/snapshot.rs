@@ -87,7 +87,8 @@ pub fn runtime_files() -> Vec<&'static str> {
 /// creator compiled from an external string whose resource is in this table
 /// stays external in the blob (V8 writes the table index, not the bytes), so
 /// every isolate reads the sources in place from this binary rather than
-/// holding its own copy (~330 KiB each; docs/benchmarks.md, section 5).
+/// holding its own copy (~330 KiB each; docs/benchmark-history.md,
+/// section 5).
 pub(crate) fn external_references() -> Vec<v8::ExternalReference> {
     let sources = RUNTIME_JS.iter().map(|(_, source)| v8::ExternalReference {
         pointer: std::ptr::from_ref(source).cast_mut().cast(),

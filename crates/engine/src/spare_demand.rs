@@ -2,16 +2,16 @@
 //! as it had to load new workers in the last [`WINDOW`], at least one and
 //! at most the configured `spare_isolates`.
 //!
-//! A spare is a whole idle isolate (~1.8 MiB of RSS, docs/benchmarks.md
-//! section 5), and it only pays off when a never-seen worker (or one evicted
-//! from the warm set) arrives. A fixed count keeps that memory on every
-//! thread whether misses come or not, and is too few for a burst of them:
-//! spares are refilled only in the thread's quiet moments, so a burst of
-//! `k` misses finds at most the spares made before it. Sizing to the last
-//! second's misses keeps one spare (the first new worker still finds it)
-//! on a thread that sees none, and up to the most on a thread where new
-//! workers keep coming; spares above the target are dropped once the
-//! thread is idle.
+//! A spare is a whole idle isolate (~1.8 MiB of RSS,
+//! docs/benchmark-history.md section 5), and it only pays off when a
+//! never-seen worker (or one evicted from the warm set) arrives. A fixed
+//! count keeps that memory on every thread whether misses come or not, and
+//! is too few for a burst of them: spares are refilled only in the thread's
+//! quiet moments, so a burst of `k` misses finds at most the spares made
+//! before it. Sizing to the last second's misses keeps one spare (the first
+//! new worker still finds it) on a thread that sees none, and up to the most
+//! on a thread where new workers keep coming; spares above the target are
+//! dropped once the thread is idle.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};

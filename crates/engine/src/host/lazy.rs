@@ -2,7 +2,7 @@
 //! snapshot, but run only when a Worker first reads one of their globals,
 //! so an isolate that never touches them holds one uncompiled function per
 //! file instead of their classes, prototypes, closures and maps
-//! (docs/benchmarks.md, section 5).
+//! (docs/benchmark-history.md, section 5).
 //!
 //! Each global is a native data property of the global object (V8's
 //! `SetNativeDataProperty`): to `typeof`, `in`, `delete`, assignment and

@@ -29,8 +29,8 @@ use super::unit::UnitStates;
 
 /// CPU budget for compiling and evaluating a worker's top-level code (no
 /// request yet): Cloudflare's "Worker startup time" (1 s since October
-/// 2025, 400 ms before), which a 64 MiB bundle needs (docs/benchmarks.md,
-/// section 11).
+/// 2025, 400 ms before), which a 64 MiB bundle needs
+/// (docs/benchmark-history.md, section 12).
 pub(crate) const STARTUP_CPU: Duration = Duration::from_millis(1000);
 
 /// The answer for the head of a request: a response, or why there is none.

@@ -1,7 +1,7 @@
 //! What an idle isolate's V8 heap is made of: an isolate and context made
 //! from the snapshot as `WorkerIsolate::create` makes them, its heap spaces,
 //! and a heap snapshot summed by node type and by the largest names. Run by
-//! hand (docs/benchmarks.md, section 5):
+//! hand (docs/benchmark-history.md, section 5):
 //!
 //! ```text
 //! hack/cargo.sh test -p isolane-engine --lib idle_heap_breakdown -- --ignored --nocapture
