@@ -18,10 +18,11 @@
 # sections already in it are kept, so a rerun of one step updates the page);
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
 # ISOLANE_BENCH_BASELINE=<an older isolane binary> adds it to the warm rounds
-# and to the cold step's process starts, and when its folder also holds that
-# build's isolane-node, isolane-router and isolane-operator, its router and
-# node to the distributed rounds (before and after a change, in one
-# interleaved run);
+# and to the cold step's process starts, and
+# ISOLANE_BENCH_BASELINE_BIN_DIR=<a folder with an older build's
+# isolane-node, isolane-router and isolane-operator> adds its router and node
+# to the distributed rounds (before and after a change, in one interleaved
+# run);
 # ISOLANE_BENCH_ROUNDS=N sets the rounds of the warm and distributed steps
 # (default 3; --quick: 1);
 # CARGO_TARGET_DIR is honoured.
@@ -34,7 +35,7 @@ quick=false
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=true ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $arg" >&2; exit 64 ;;
   esac
 done
@@ -152,14 +153,12 @@ step() {
 }
 
 baseline_args=()
-baseline_cluster_args=()
 if [ -n "${ISOLANE_BENCH_BASELINE:-}" ]; then
   baseline_args=(--baseline "$ISOLANE_BENCH_BASELINE")
-  baseline_dir=$(cd "$(dirname "$ISOLANE_BENCH_BASELINE")" && pwd)
-  if [ -x "$baseline_dir/isolane-node" ] && [ -x "$baseline_dir/isolane-router" ] &&
-    [ -x "$baseline_dir/isolane-operator" ]; then
-    baseline_cluster_args=(--baseline-bin-dir "$baseline_dir")
-  fi
+fi
+baseline_cluster_args=()
+if [ -n "${ISOLANE_BENCH_BASELINE_BIN_DIR:-}" ]; then
+  baseline_cluster_args=(--baseline-bin-dir "$ISOLANE_BENCH_BASELINE_BIN_DIR")
 fi
 step warm 400 "$bench" warm "${common[@]}" --isolane "$bin/isolane" "${workerd_args[@]}" \
   "${baseline_args[@]}" "${http[@]}"
