@@ -43,19 +43,24 @@ pub fn engines(plan: &Plan) -> anyhow::Result<Engines> {
     })
 }
 
-pub async fn run(plan: &Plan, engines: &Engines) -> anyhow::Result<Section> {
+/// The results file that holds the measured RSS of one idle isolate, in
+/// bytes (the fleet simulation prices its isolates with it).
+pub const IDLE_ISOLATE_FILE: &str = "5-density.idle-isolate-bytes";
+
+/// The section, and the RSS of one idle isolate in bytes.
+pub async fn run(plan: &Plan, engines: &Engines) -> anyhow::Result<(Section, f64)> {
     // The LRU first, from a process with no isolates yet: memory freed by
     // the idle engine would otherwise be reused and hide its growth.
     let (lru, zipf) = lru(plan, engines).await?;
-    let mut section = idle(plan, engines).await?;
+    let (mut section, per_isolate) = idle(plan, engines).await?;
     section.markdown.push_str(&lru);
     section.targets.extend(zipf);
-    Ok(section)
+    Ok((section, per_isolate))
 }
 
 /// Memory per idle isolate: RSS and V8 heap before and after warming
 /// `plan.idle` workers on the idle engine's one thread.
-async fn idle(plan: &Plan, engines: &Engines) -> anyhow::Result<Section> {
+async fn idle(plan: &Plan, engines: &Engines) -> anyhow::Result<(Section, f64)> {
     let mut md = String::new();
     let mut targets = Vec::new();
 
@@ -109,10 +114,11 @@ async fn idle(plan: &Plan, engines: &Engines) -> anyhow::Result<Section> {
         ),
         per_isolate <= target_bytes,
     ));
-    Ok(Section {
+    let section = Section {
         markdown: md,
         targets,
-    })
+    };
+    Ok((section, per_isolate))
 }
 
 /// Issue 35's density goal for the Zipf(1.1) mix.

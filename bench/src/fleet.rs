@@ -329,6 +329,20 @@ pub fn table(setup: &Setup, outcome: &Outcome) -> String {
     md
 }
 
+/// What one warm isolate costs when no measurement is at hand: the idle
+/// isolate's RSS in the `make bench` run of 2026-11-25 (section 5).
+pub const IDLE_ISOLATE_MIB: f64 = 1.78;
+
+/// The idle isolate's RSS that section 5 wrote into `results`, in MiB, or
+/// [`IDLE_ISOLATE_MIB`].
+pub fn measured_isolate_mib(results: Option<&std::path::Path>) -> f64 {
+    results
+        .and_then(|dir| std::fs::read_to_string(dir.join(crate::density::IDLE_ISOLATE_FILE)).ok())
+        .and_then(|text| text.trim().parse::<f64>().ok())
+        .filter(|bytes| *bytes > 0.0)
+        .map_or(IDLE_ISOLATE_MIB, |bytes| bytes / MIB)
+}
+
 /// A one-line summary of the set-up.
 pub fn describe(setup: &Setup) -> String {
     format!(

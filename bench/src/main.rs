@@ -245,9 +245,11 @@ enum Command {
         /// Requests before counting starts (the pools fill).
         #[arg(long, default_value_t = 1_000_000)]
         warmup: u64,
-        /// What one warm isolate costs, MiB (the measured idle isolate's RSS).
-        #[arg(long, default_value_t = 2.28)]
-        isolate_mib: f64,
+        /// What one warm isolate costs, MiB: by default the idle isolate's
+        /// RSS that section 5 measured into the results folder, or
+        /// `fleet::IDLE_ISOLATE_MIB` without one.
+        #[arg(long)]
+        isolate_mib: Option<f64>,
         /// Node memory budgets, GiB, comma-separated.
         #[arg(
             long,
@@ -403,7 +405,12 @@ fn main() -> anyhow::Result<()> {
                 duration: Duration::from_secs(secs),
             };
             let engines = density::engines(&plan)?;
-            let section = runtime()?.block_on(density::run(&plan, &engines))?;
+            let (section, idle_bytes) = runtime()?.block_on(density::run(&plan, &engines))?;
+            std::fs::create_dir_all(&common.results)?;
+            std::fs::write(
+                common.results.join(density::IDLE_ISOLATE_FILE),
+                format!("{idle_bytes:.0}\n"),
+            )?;
             section.write(&common.results, "5-density")
         }
         Command::Fleet {
@@ -421,6 +428,8 @@ fn main() -> anyhow::Result<()> {
             seed,
             goal_mib,
         } => {
+            let isolate_mib =
+                isolate_mib.unwrap_or_else(|| fleet::measured_isolate_mib(results.as_deref()));
             anyhow::ensure!(
                 workers > 0 && nodes > 0 && threads > 0 && isolate_mib > 0.0,
                 "workers, nodes, threads and --isolate-mib must be positive"

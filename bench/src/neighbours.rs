@@ -179,7 +179,8 @@ async fn run_local(plan: &Plan, engines: &[Engine; 2]) -> anyhow::Result<Section
     let mut markdown = String::new();
     writeln!(
         markdown,
-        "A hello worker (namespace `web`) asked for on engine thread 0, one request at a \
+        "## 8. Neighbours of a CPU hog\n\n\
+         A hello worker (namespace `web`) asked for on engine thread 0, one request at a \
          time, alone and beside a hog namespace whose {HOG_CLIENTS} clients rotate over \
          {HOG_WORKERS} of its Workers, all asked for on the same thread: long turns \
          ({HOG_LOOP}-iteration integer loop per request) or short ones ({SHORT_LOOP} \

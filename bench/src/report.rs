@@ -134,7 +134,10 @@ pub fn assemble(results: &Path, quick: bool, started: &str, took_s: f64) -> anyh
     let mut targets = Vec::new();
     for (name, title) in SECTIONS {
         match std::fs::read_to_string(results.join(format!("{name}.md"))) {
-            Ok(markdown) => out.push_str(&markdown),
+            Ok(markdown) => {
+                out.push_str(markdown.trim_end());
+                out.push_str("\n\n");
+            }
             Err(_) => {
                 let _ = writeln!(
                     out,
