@@ -68,13 +68,13 @@ pub async fn run(
     let mut second = Vec::new();
     let mut warm = Vec::new();
     for i in 0..plan.workers {
+        let workers = [0, 1].map(|k| drive::bundle(format!("cold-{k}/{i}"), HELLO));
         for (k, (engine, _)) in [&engines.no_spare, &engines.spare].into_iter().enumerate() {
-            let worker = drive::bundle(format!("cold-{k}/{i}"), HELLO);
-            if let Ok(took) = drive::call(engine, 0, &worker).await {
+            if let Ok(took) = drive::call(engine, 0, &workers[k]).await {
                 first[k].push(took);
             }
             if k == 1
-                && let Ok(took) = drive::call(engine, 0, &worker).await
+                && let Ok(took) = drive::call(engine, 0, &workers[k]).await
             {
                 second.push(took);
             }
@@ -87,8 +87,7 @@ pub async fn run(
         drive::wait_for(Duration::from_secs(10), || counters.isolates().0 >= want)
             .await
             .context("waiting for the spare refill")?;
-        let worker = drive::bundle(format!("cold-1/{i}"), HELLO);
-        if let Ok(took) = drive::call(engine, 0, &worker).await {
+        if let Ok(took) = drive::call(engine, 0, &workers[1]).await {
             warm.push(took);
         }
     }

@@ -36,7 +36,6 @@ struct Sides {
 }
 
 pub async fn run(plan: &Plan, work: &Path) -> anyhow::Result<Section> {
-    std::fs::create_dir_all(work)?;
     let script = std::fs::read_to_string(&plan.script)
         .with_context(|| format!("reading {}", plan.script.display()))?;
     let cluster = start(&plan.bin_dir, work, &script).await?;
