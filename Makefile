@@ -67,7 +67,8 @@ bench:
 	bench/run.sh
 
 # Issue 35's fleet simulation alone (1 M Workers, 16 nodes, Zipf 1.1, 5 M
-# requests; about 3 minutes in release on 2 shared cores): prints section 10
+# requests counted after 20 M, with the router's rule and with every request
+# bounded; about 2 minutes in release on 2 shared cores): prints section 10
 # of docs/benchmarks.md.
 bench-fleet:
 	$(CARGO) run --release -q -p isolane-bench -- fleet

@@ -39,6 +39,11 @@ pub struct Setup {
     /// request stays in flight for the next `in_flight × nodes` arrivals.
     /// 0: no load, every request goes to its Worker's first choice.
     pub in_flight: usize,
+    /// Whether a lone request (its Worker has no other in flight) stays on
+    /// its first choice up to `LONE_HEADROOM` × the bound, as the router
+    /// places it (`NodeSet::choose_for`); false: every request is bounded at
+    /// `c` (the router before that rule).
+    pub lone_stays: bool,
     pub seed: u64,
 }
 
@@ -112,16 +117,20 @@ impl Placement {
         }
     }
 
-    /// The node and thread of `worker` with `loads` in flight per node, as
-    /// the router's `Fleet::pick` chooses them when no node is ejected.
-    pub fn pick(&self, worker: usize, loads: Option<&[u64]>) -> (usize, u32) {
-        let node = match loads {
-            None => self.primary[worker] as usize,
-            Some(loads) => self
-                .set
-                .choose_bounded(&self.ids[worker], loads, DEFAULT_LOAD_FACTOR)
-                .unwrap_or(0),
+    /// The node and thread of `worker` with `loads` in flight per node and
+    /// `others` of the Worker's own requests in flight (`None`: every
+    /// request bounded alike), as the router's `Fleet::pick` chooses them
+    /// when no node is ejected.
+    pub fn pick(&self, worker: usize, loads: Option<&[u64]>, others: Option<u64>) -> (usize, u32) {
+        let id = &self.ids[worker];
+        let node = match (loads, others) {
+            (None, _) => Some(self.primary[worker] as usize),
+            (Some(loads), None) => self.set.choose_bounded(id, loads, DEFAULT_LOAD_FACTOR),
+            (Some(loads), Some(others)) => {
+                self.set.choose_for(id, others, loads, DEFAULT_LOAD_FACTOR)
+            }
         };
+        let node = node.unwrap_or(0);
         (node, self.thread[worker])
     }
 
@@ -203,20 +212,24 @@ fn run(setup: &Setup, placement: &Placement, zipf: &Zipf, budgets: &[u64]) -> Pa
     let mut spilled = 0u64;
     let window = setup.in_flight * setup.nodes;
     let mut loads = vec![0u64; setup.nodes];
+    let mut own = vec![0u32; setup.workers];
     let mut recent = std::collections::VecDeque::with_capacity(window + 1);
     let mut evicted = Vec::new();
     let mut rng = setup.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     for i in 0..setup.warmup + setup.requests {
         let counted = i >= setup.warmup;
         let worker = zipf.sample(unit(&mut rng));
-        let (node, thread) = placement.pick(worker, (window > 0).then_some(&loads[..]));
+        let others = setup.lone_stays.then_some(u64::from(own[worker]));
+        let (node, thread) = placement.pick(worker, (window > 0).then_some(&loads[..]), others);
         if window > 0 {
             loads[node] += 1;
-            recent.push_back(node);
+            own[worker] += 1;
+            recent.push_back((worker, node));
             if recent.len() > window
-                && let Some(done) = recent.pop_front()
+                && let Some((done_worker, done)) = recent.pop_front()
             {
                 loads[done] -= 1;
+                own[done_worker] -= 1;
             }
         }
         let slot = node * threads + thread as usize;
@@ -293,29 +306,43 @@ pub fn percent(share: f64) -> String {
     }
 }
 
-/// The Markdown table of `outcome`.
-pub fn table(setup: &Setup, outcome: &Outcome) -> String {
-    let mut table = crate::report::Table::new(&[
+/// The Markdown table of `outcome`, with the same stream placed with every
+/// request bounded (`before`) beside it when there is one.
+pub fn table(setup: &Setup, outcome: &Outcome, before: Option<&Outcome>) -> String {
+    let mut columns = vec![
         ">node budget",
         ">warm isolates per node",
         ">warm",
         ">warm, first sightings aside",
         ">worst node",
         ">worst thread",
-    ]);
-    for row in &outcome.rows {
+    ];
+    if before.is_some() {
+        columns.push(">every request bounded: warm, first sightings aside");
+    }
+    let mut table = crate::report::Table::new(&columns);
+    for (i, row) in outcome.rows.iter().enumerate() {
         let per_thread = row.budget / u64::from(setup.threads) / setup.isolate_bytes.max(1) as u64;
         let per_thread = setup
             .isolates_per_thread
             .map_or(per_thread, |cap| per_thread.min(cap as u64));
-        table.row(vec![
+        let mut cells = vec![
             format!("{} GiB", row.budget as f64 / GIB),
             (per_thread * u64::from(setup.threads)).to_string(),
             percent(row.warm()),
             percent(row.warm_seen()),
             percent(row.worst_node),
             percent(row.worst_thread),
-        ]);
+        ];
+        if let Some(before) = before {
+            cells.push(
+                before
+                    .rows
+                    .get(i)
+                    .map_or("-".into(), |r| percent(r.warm_seen())),
+            );
+        }
+        table.row(cells);
     }
     let mut md = table.render();
     let _ = writeln!(
@@ -326,6 +353,15 @@ pub fn table(setup: &Setup, outcome: &Outcome) -> String {
         outcome.thread_imbalance,
         outcome.spilled * 100.0
     );
+    if let Some(before) = before {
+        let _ = writeln!(
+            md,
+            "With every request bounded: busiest node {:.2}× the mean, {:.2}% of requests \
+             left their first choice.",
+            before.node_imbalance,
+            before.spilled * 100.0
+        );
+    }
     md
 }
 

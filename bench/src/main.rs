@@ -242,8 +242,11 @@ enum Command {
         /// Requests counted.
         #[arg(long, default_value_t = 5_000_000)]
         requests: u64,
-        /// Requests before counting starts (the pools fill).
-        #[arg(long, default_value_t = 1_000_000)]
+        /// Requests before counting starts: the pools fill, and the 1 M
+        /// Workers are seen on the nodes their spills reach, as in a fleet
+        /// that has run for long (each Worker's first request on a node is
+        /// cold once, whatever the budget).
+        #[arg(long, default_value_t = 20_000_000)]
         warmup: u64,
         /// What one warm isolate costs, MiB: by default the idle isolate's
         /// RSS that section 5 measured into the results folder, or
@@ -263,6 +266,10 @@ enum Command {
         /// Requests in flight per node for the router's load bound (0: none).
         #[arg(long, default_value_t = 16)]
         in_flight: usize,
+        /// Bound every request at the load factor, lone ones too (the
+        /// router's rule before `NodeSet::choose_for`).
+        #[arg(long)]
+        bound_every_request: bool,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// The idle-isolate goal to compare budgets at, MiB.
@@ -425,6 +432,7 @@ fn main() -> anyhow::Result<()> {
             budgets_gib,
             isolates_per_thread,
             in_flight,
+            bound_every_request,
             seed,
             goal_mib,
         } => {
@@ -446,6 +454,7 @@ fn main() -> anyhow::Result<()> {
                     budgets: budgets_gib.iter().map(|g| g << 30).collect(),
                     isolates_per_thread,
                     in_flight,
+                    lone_stays: !bound_every_request,
                     seed,
                 },
                 density_requests: 12_314,

@@ -10,7 +10,11 @@
 //! Node choice is bounded-load consistent hashing: a worker goes to the first
 //! node of its rendezvous preference order whose in-flight load is under
 //! `load_factor` × its fair share (shares weighted by threads), so a hot worker
-//! overflows to its next candidate instead of piling onto one node. A node that
+//! overflows to its next candidate instead of piling onto one node. A lone
+//! request, one whose Worker has nothing else in flight ([`WorkerLoad`]),
+//! stays on its first choice up to `LONE_HEADROOM` times that bound: it is not
+//! what loads the node, and elsewhere it would start cold
+//! (`isolane_placement`'s `choose_for`, docs/placement.md). A node that
 //! refused a connection is skipped for a short while ([`EJECT_FOR`]) so that
 //! requests do not keep paying for a dead node until its Lease expires.
 //!
@@ -28,6 +32,7 @@ use isolane_membership::NodeMember;
 use isolane_placement::{Node, NodeSet, thread_for};
 
 use crate::metrics::NodeSeries;
+pub use crate::worker_load::WorkerLoad;
 
 /// How long a node that failed a connection is skipped by new requests.
 pub const EJECT_FOR: Duration = Duration::from_secs(2);
@@ -124,9 +129,16 @@ impl Fleet {
         self.nodes.is_empty()
     }
 
-    /// The node (and thread) for `worker_id` under bounded load with factor `c`,
-    /// skipping `exclude` and ejected nodes (unless every other node is ejected).
-    pub fn pick(&self, worker_id: &str, c: f64, exclude: &[usize]) -> Option<Pick> {
+    /// The node (and thread) for `worker_id`, whose requests in flight are
+    /// `load`, under bounded load with factor `c`, skipping `exclude` and
+    /// ejected nodes (unless every other node is ejected).
+    pub fn pick(
+        &self,
+        worker_id: &str,
+        load: &WorkerLoad,
+        c: f64,
+        exclude: &[usize],
+    ) -> Option<Pick> {
         if self.nodes.is_empty() {
             return None;
         }
@@ -136,7 +148,8 @@ impl Fleet {
             .map(|n| n.state.in_flight.load(Ordering::Relaxed))
             .collect();
         let usable = |i: &usize| !exclude.contains(i) && !self.is_ejected(*i);
-        let index = match self.set.choose_bounded(worker_id, &loads, c) {
+        let others = load.in_flight();
+        let index = match self.set.choose_for(worker_id, others, &loads, c) {
             Some(first) if usable(&first) => first,
             _ => {
                 let order = self.set.candidates(worker_id);
@@ -166,11 +179,16 @@ impl Fleet {
             .map(|i| self.set.nodes()[i].name.as_str())
     }
 
-    /// Marks a request as in flight on node `index` until the guard drops.
-    pub fn start(&self, index: usize) -> InFlight {
+    /// Marks a request of the Worker whose load is `worker` as in flight on
+    /// node `index` until the guard drops.
+    pub fn start(&self, index: usize, worker: &Arc<WorkerLoad>) -> InFlight {
         let state = Arc::clone(&self.nodes[index].state);
         state.in_flight.fetch_add(1, Ordering::Relaxed);
-        InFlight { state }
+        worker.started();
+        InFlight {
+            state,
+            worker: Arc::clone(worker),
+        }
     }
 
     /// Skips node `index` for new requests for [`EJECT_FOR`].
@@ -205,10 +223,11 @@ impl Fleet {
     }
 }
 
-/// Releases one unit of a node's load when dropped.
+/// Releases one unit of a node's load, and of its Worker's, when dropped.
 #[derive(Debug)]
 pub struct InFlight {
     state: Arc<NodeState>,
+    worker: Arc<WorkerLoad>,
 }
 
 impl InFlight {
@@ -226,6 +245,7 @@ impl InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.state.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.worker.ended();
     }
 }
 
@@ -342,6 +362,11 @@ mod tests {
             .unwrap()
     }
 
+    /// A Worker with nothing in flight.
+    fn idle() -> Arc<WorkerLoad> {
+        Arc::default()
+    }
+
     fn name(f: &Fleet, pick: &Pick) -> String {
         f.nodes()[pick.index].member.name.clone()
     }
@@ -349,16 +374,17 @@ mod tests {
     #[test]
     fn a_hot_worker_overflows_to_its_next_candidate() {
         let f = fleet(&[("a", 4), ("b", 4), ("c", 4), ("d", 4)]);
-        let first = f.pick("ns/hot", 1.25, &[]).unwrap();
+        let hot = idle();
+        let first = f.pick("ns/hot", &hot, 1.25, &[]).unwrap();
         // Nothing in flight: the first choice takes it.
         assert_eq!(first.index, f.set.primary("ns/hot").unwrap());
         // Pile requests on: once the primary is at its bound, new ones go elsewhere.
         let mut guards = Vec::new();
         let mut per_node: HashMap<String, u64> = HashMap::new();
         for _ in 0..200 {
-            let p = f.pick("ns/hot", 1.25, &[]).unwrap();
+            let p = f.pick("ns/hot", &hot, 1.25, &[]).unwrap();
             *per_node.entry(name(&f, &p)).or_default() += 1;
-            guards.push(f.start(p.index));
+            guards.push(f.start(p.index, &hot));
         }
         assert!(per_node.len() > 1, "a hot worker spread: {per_node:?}");
         let max = per_node.values().copied().max().unwrap();
@@ -369,39 +395,75 @@ mod tests {
         assert_eq!(per_node[&f.nodes()[order[0]].member.name], max);
         drop(guards);
         assert!((0..4).all(|i| f.in_flight(i) == 0));
-        assert_eq!(f.pick("ns/hot", 1.25, &[]).unwrap().index, order[0]);
+        assert_eq!(
+            f.pick("ns/hot", &idle(), 1.25, &[]).unwrap().index,
+            order[0]
+        );
+    }
+
+    /// A lone request stays on its Worker's first choice past the load
+    /// bound, up to `LONE_HEADROOM` times it; a request of a Worker with
+    /// another in flight is bounded at `c`.
+    #[test]
+    fn a_lone_request_stays_home_past_the_bound() {
+        let f = fleet(&[("a", 2), ("b", 2), ("c", 2), ("d", 2)]);
+        let order = f.set.candidates("ns/w");
+        let home = order[0];
+        // 15 requests of other Workers on every node but home, 30 on home:
+        // counting the request placed, home's bound at c = 1.25 is
+        // 1.25 × 76 / 4 = 23.75, twice that 47.5.
+        let others = idle();
+        let mut guards: Vec<InFlight> = Vec::new();
+        for i in 0..4 {
+            let n = if i == home { 30 } else { 15 };
+            guards.extend((0..n).map(|_| f.start(i, &others)));
+        }
+        let w = idle();
+        assert_eq!(f.pick("ns/w", &w, 1.25, &[]).unwrap().index, home);
+        // With one of its own in flight elsewhere, the next request is bounded.
+        let own = f.start(order[1], &w);
+        assert_eq!(w.in_flight(), 1);
+        assert_eq!(f.pick("ns/w", &w, 1.25, &[]).unwrap().index, order[1]);
+        drop(own);
+        assert_eq!(w.in_flight(), 0);
+        // Past twice the bound, a lone request goes too: 80 on home, whose
+        // bound is now 2 × 1.25 × 126 / 4 = 78.75.
+        guards.extend((0..50).map(|_| f.start(home, &others)));
+        assert_ne!(f.pick("ns/w", &w, 1.25, &[]).unwrap().index, home);
+        drop(guards);
+        assert_eq!(others.in_flight(), 0);
     }
 
     #[test]
     fn exclusion_and_ejection_move_to_the_next_candidate() {
         let f = fleet(&[("a", 2), ("b", 2), ("c", 2)]);
         let order = f.set.candidates("ns/w");
-        let first = f.pick("ns/w", 1.25, &[]).unwrap();
+        let first = f.pick("ns/w", &idle(), 1.25, &[]).unwrap();
         assert_eq!(first.index, order[0]);
-        let retry = f.pick("ns/w", 1.25, &[first.index]).unwrap();
+        let retry = f.pick("ns/w", &idle(), 1.25, &[first.index]).unwrap();
         assert_eq!(retry.index, order[1]);
         f.eject(order[0]);
-        assert_eq!(f.pick("ns/w", 1.25, &[]).unwrap().index, order[1]);
+        assert_eq!(f.pick("ns/w", &idle(), 1.25, &[]).unwrap().index, order[1]);
         // With every node ejected, requests still go somewhere.
         f.eject(order[1]);
         f.eject(order[2]);
-        assert!(f.pick("ns/w", 1.25, &[]).is_some());
-        assert!(f.pick("ns/w", 1.25, &[0, 1, 2]).is_none());
+        assert!(f.pick("ns/w", &idle(), 1.25, &[]).is_some());
+        assert!(f.pick("ns/w", &idle(), 1.25, &[0, 1, 2]).is_none());
     }
 
     #[test]
     fn thread_is_the_jump_hash_of_the_worker() {
         let f = fleet(&[("a", 8)]);
-        let p = f.pick("ns/w", 1.25, &[]).unwrap();
+        let p = f.pick("ns/w", &idle(), 1.25, &[]).unwrap();
         assert_eq!(p.thread, thread_for("ns/w", 8));
-        assert!(fleet(&[]).pick("ns/w", 1.25, &[]).is_none());
+        assert!(fleet(&[]).pick("ns/w", &idle(), 1.25, &[]).is_none());
     }
 
     #[test]
     fn load_survives_a_membership_change_and_moves_are_counted() {
         let mut b = FleetBuilder::default();
         let one = b.update(vec![member("a", 2), member("b", 2)]).unwrap();
-        let guard = one.start(0);
+        let guard = one.start(0, &idle());
         assert!(b.update(vec![member("b", 2), member("a", 2)]).is_none());
         let two = b
             .update(vec![member("a", 2), member("b", 2), member("c", 2)])

@@ -32,6 +32,7 @@ pub mod split;
 pub mod tail;
 pub mod watch;
 pub mod websocket;
+mod worker_load;
 
 pub use error::{BoxError, Error};
 pub use metrics::RouterMetrics;

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use crate::worker_load::WorkerLoad;
 use http::StatusCode;
 use isolane_proto::socket::{CLOSE_LABELS, FirstClose, SocketMessage, close_label};
 use isolane_telemetry::{Exemplars, HistogramExemplars, Metric, TraceId};
@@ -523,9 +524,16 @@ pub struct WorkerSlot {
     tracked: AtomicBool,
     /// Its WebSockets open now (each socket holds it too).
     open_sockets: Arc<OpenCount>,
+    /// Its requests in flight now, for placement (each request holds it too).
+    load: Arc<WorkerLoad>,
 }
 
 impl WorkerSlot {
+    /// The Worker's requests in flight through this router.
+    pub fn load(&self) -> &Arc<WorkerLoad> {
+        &self.load
+    }
+
     /// Whether this worker has its own series now.
     pub fn is_tracked(&self) -> bool {
         self.tracked.load(Ordering::Relaxed)

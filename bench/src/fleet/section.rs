@@ -43,6 +43,14 @@ pub fn run(plan: &Plan) -> Section {
     let started = Instant::now();
     let outcome = simulate(&plan.fleet);
     let took = started.elapsed().as_secs_f64();
+    // The same stream placed by the router's rule before lone requests
+    // stayed home: every request bounded at c.
+    let before = (plan.fleet.lone_stays && plan.fleet.in_flight > 0).then(|| {
+        simulate(&Setup {
+            lone_stays: false,
+            ..plan.fleet.clone()
+        })
+    });
     eprintln!("fleet: simulated in {took:.1} s");
     let as_measured = simulate(&density(plan, plan.density_requests, 0));
     let steady = simulate(&density(plan, 10_000_000, 1_000_000));
@@ -52,16 +60,18 @@ pub fn run(plan: &Plan) -> Section {
         "## 10. Fleet simulation\n\n\
          `{}` ({took:.0} s here). {}. Each request goes where the router sends it \
          (`Fleet::pick`'s calls: weighted rendezvous with bounded load c = 1.25 over the \
-         in-flight counts, jump hash for the thread) into per-thread warm pools run by the \
+         in-flight counts, a lone request, one whose Worker has no other in flight, kept on \
+         its first choice up to {headroom} × that bound, jump hash for the thread) into per-thread warm pools run by the \
          engine's own eviction policy (`isolane_engine::warm_set`), each thread holding its \
          share of the node's budget; an isolate costs its measured idle RSS. \"Warm\" counts \
          every counted request; \"first sightings aside\" also counts as warm the requests \
          that were their Worker's first in the whole stream (cold anywhere, but a fleet \
          that has run for long has seen every Worker before). Deterministic for the seed.\n",
         plan.command,
-        super::describe(&plan.fleet)
+        super::describe(&plan.fleet),
+        headroom = isolane_placement::LONE_HEADROOM,
     );
-    md.push_str(&table(&plan.fleet, &outcome));
+    md.push_str(&table(&plan.fleet, &outcome, before.as_ref()));
     md.push('\n');
     let reached = outcome.rows.iter().find(|r| r.warm_seen() >= TARGET);
     let scale = plan.goal_mib * f64::from(1 << 20) / plan.fleet.isolate_bytes as f64;

@@ -1,5 +1,7 @@
 use isolane_membership::NodeMember;
-use isolane_router::fleet::FleetBuilder;
+use std::sync::Arc;
+
+use isolane_router::fleet::{FleetBuilder, WorkerLoad};
 
 use super::*;
 
@@ -31,29 +33,48 @@ fn places_as_the_router_and_the_operator_do() {
             .map(|n| Node::new(format!("node-{n:03}"), threads))
             .collect(),
     );
+    let lone = Arc::new(WorkerLoad::default());
     for (w, id) in placement.ids.iter().enumerate() {
-        let pick = fleet.pick(id, DEFAULT_LOAD_FACTOR, &[]).expect("a node");
-        assert_eq!(placement.pick(w, None), (pick.index, pick.thread), "{id}");
+        let pick = fleet
+            .pick(id, &lone, DEFAULT_LOAD_FACTOR, &[])
+            .expect("a node");
+        assert_eq!(
+            placement.pick(w, None, None),
+            (pick.index, pick.thread),
+            "{id}"
+        );
         let placed = &set.place(id, 1)[0];
         assert_eq!(set.nodes()[pick.index].name, placed.node);
         assert_eq!(pick.thread, placed.thread);
     }
-    // Load the fleet unevenly: the hot nodes turn Workers away the same way.
+    // Load the fleet unevenly, with requests of one Worker that is then
+    // busy: the hot nodes turn Workers away the same way, lone requests
+    // and requests of a busy Worker alike.
+    let busy = Arc::new(WorkerLoad::default());
     let mut guards = Vec::new();
     for node in 0..nodes {
-        for _ in 0..(node % 4) * 7 {
-            guards.push(fleet.start(node));
+        // Bounds at c = 1.25: 45.4 for a busy Worker, 90.8 for a lone request.
+        for _ in 0..[0, 5, 45, 95][node % 4] {
+            guards.push(fleet.start(node, &busy));
         }
     }
     let loads: Vec<u64> = (0..nodes).map(|n| fleet.in_flight(n)).collect();
-    let mut moved = 0;
+    let mut moved = [0, 0];
     for (w, id) in placement.ids.iter().enumerate() {
-        let pick = fleet.pick(id, DEFAULT_LOAD_FACTOR, &[]).expect("a node");
-        let ours = placement.pick(w, Some(&loads));
-        assert_eq!(ours, (pick.index, pick.thread), "{id}");
-        moved += usize::from(!placement.is_first_choice(w, ours.0));
+        for (others, load) in [&lone, &busy].into_iter().enumerate() {
+            let pick = fleet
+                .pick(id, load, DEFAULT_LOAD_FACTOR, &[])
+                .expect("a node");
+            let ours = placement.pick(w, Some(&loads), Some(load.in_flight()));
+            assert_eq!(ours, (pick.index, pick.thread), "{id}");
+            moved[others] += usize::from(!placement.is_first_choice(w, ours.0));
+        }
     }
-    assert!(moved > 0, "the loads must turn some Workers away");
+    assert!(moved[0] > 0, "the loads must turn some lone requests away");
+    assert!(
+        moved[1] > moved[0],
+        "a busy Worker's requests are turned away more often: {moved:?}"
+    );
 }
 
 fn small(budgets: Vec<u64>, in_flight: usize) -> Setup {
@@ -68,6 +89,7 @@ fn small(budgets: Vec<u64>, in_flight: usize) -> Setup {
         budgets,
         isolates_per_thread: None,
         in_flight,
+        lone_stays: true,
         seed: 3,
     }
 }

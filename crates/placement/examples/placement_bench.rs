@@ -216,35 +216,60 @@ fn fixed(n: usize, owner: &[usize]) -> f64 {
     busiest_over_mean(&served)
 }
 
-/// Bounded load over the Zipf stream, the bound applied to cumulative load
-/// (`window` = None) or to in-flight requests: the busiest node's requests /
-/// mean, and the spill rate (the fraction of requests not served by their
-/// worker's first-choice node, each of which may cost a cold isolate).
-fn bounded(set: &NodeSet, orders: &[Vec<usize>], window: Option<usize>) -> (f64, f64) {
+/// How a placement run applies the bound.
+#[derive(Clone, Copy)]
+enum Rule {
+    /// To cumulative load, every request alike (the paper's model).
+    Cumulative,
+    /// To in-flight requests, every request alike.
+    InFlight,
+    /// To in-flight requests, a lone request (its worker has no other in
+    /// flight) kept on its first choice up to `LONE_HEADROOM` × the bound
+    /// (`NodeSet::choose_for`, as the router runs it).
+    LoneStays,
+}
+
+/// Bounded load over the Zipf stream under `rule`, in-flight requests held
+/// for the next `window` arrivals: the busiest node's requests / mean, and
+/// the spill rate (the fraction of requests not served by their worker's
+/// first-choice node, each of which may cost a cold isolate).
+fn bounded(
+    set: &NodeSet,
+    workers: &[String],
+    orders: &[Vec<usize>],
+    rule: Rule,
+    window: usize,
+) -> (f64, f64) {
     let mut zipf = Zipf::new(WORKERS, ZIPF_S, 7);
     let mut served = vec![0u64; set.len()];
     let mut inflight = vec![0u64; set.len()];
+    let mut own = vec![0u64; workers.len()];
     let mut recent = std::collections::VecDeque::new();
     let mut spilled = 0u64;
     for _ in 0..REQUESTS {
-        let loads = if window.is_some() { &inflight } else { &served };
-        let order = &orders[zipf.next()];
-        let i = set
-            .choose_bounded_among(order, loads, DEFAULT_LOAD_FACTOR)
-            .unwrap_or(0);
+        let w = zipf.next();
+        let order = &orders[w];
+        let i = match rule {
+            Rule::Cumulative => set.choose_bounded_among(order, &served, DEFAULT_LOAD_FACTOR),
+            Rule::InFlight => set.choose_bounded_among(order, &inflight, DEFAULT_LOAD_FACTOR),
+            Rule::LoneStays => set.choose_for(&workers[w], own[w], &inflight, DEFAULT_LOAD_FACTOR),
+        }
+        .unwrap_or(0);
         served[i] += 1;
         if order.first() != Some(&i) {
             spilled += 1;
         }
-        if let Some(window) = window {
+        if !matches!(rule, Rule::Cumulative) {
             // The request stays in flight for the next `window` arrivals,
             // as the router holds a node's count until the response ends.
             inflight[i] += 1;
-            recent.push_back(i);
+            own[w] += 1;
+            recent.push_back((w, i));
             if recent.len() > window
-                && let Some(done) = recent.pop_front()
+                && let Some((done_worker, done)) = recent.pop_front()
             {
                 inflight[done] -= 1;
+                own[done_worker] -= 1;
             }
         }
     }
@@ -254,9 +279,9 @@ fn bounded(set: &NodeSet, orders: &[Vec<usize>], window: Option<usize>) -> (f64,
 fn imbalance_table(workers: &[String]) {
     println!("## Traffic imbalance, uniform 8 threads (busiest node's requests / mean)\n");
     println!(
-        "| nodes | HRW | ring | HRW + bounded load c=1.25 (cumulative) | HRW + bounded load c=1.25 (in flight, {INFLIGHT_PER_NODE}/node) |"
+        "| nodes | HRW | ring | HRW + bounded load c=1.25 (cumulative) | HRW + bounded load c=1.25 (in flight, {INFLIGHT_PER_NODE}/node) | the same, lone requests kept home to 2c |"
     );
-    println!("| ---: | ---: | ---: | ---: | ---: |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
     let mut spills = Vec::new();
     for n in NODE_COUNTS {
         let set = uniform(n);
@@ -270,11 +295,18 @@ fn imbalance_table(workers: &[String]) {
             .map(|w| ring.primary(w).unwrap_or(0))
             .collect();
         let orders: Vec<Vec<usize>> = workers.iter().map(|w| set.candidates(w)).collect();
-        let (cumulative, cumulative_spill) = bounded(&set, &orders, None);
-        let (in_flight, in_flight_spill) = bounded(&set, &orders, Some(INFLIGHT_PER_NODE * n));
-        let row = [fixed(n, &hrw), fixed(n, &rng), cumulative, in_flight];
+        let window = INFLIGHT_PER_NODE * n;
+        let [cumulative, in_flight, lone] = [Rule::Cumulative, Rule::InFlight, Rule::LoneStays]
+            .map(|rule| bounded(&set, workers, &orders, rule, window));
+        let row = [
+            fixed(n, &hrw),
+            fixed(n, &rng),
+            cumulative.0,
+            in_flight.0,
+            lone.0,
+        ];
         println!("| {n} | {} |", cells(&row, 2));
-        spills.push((n, [cumulative_spill, in_flight_spill]));
+        spills.push((n, [cumulative.1, in_flight.1, lone.1]));
     }
     println!();
     // A table of its own: bench/src/placement.rs reads the imbalance
@@ -283,9 +315,9 @@ fn imbalance_table(workers: &[String]) {
         "## Spill under bounded load, uniform 8 threads (requests not served by their worker's first-choice node)\n"
     );
     println!(
-        "| nodes | HRW + bounded load c=1.25 (cumulative) | HRW + bounded load c=1.25 (in flight, {INFLIGHT_PER_NODE}/node) |"
+        "| nodes | HRW + bounded load c=1.25 (cumulative) | HRW + bounded load c=1.25 (in flight, {INFLIGHT_PER_NODE}/node) | the same, lone requests kept home to 2c |"
     );
-    println!("| ---: | ---: | ---: |");
+    println!("| ---: | ---: | ---: | ---: |");
     for (n, row) in spills {
         println!("| {n} | {} |", cells(&row, 4));
     }

@@ -6,6 +6,11 @@ use crate::NodeSet;
 /// that request, stays within 1.25 × its fair share.
 pub const DEFAULT_LOAD_FACTOR: f64 = 1.25;
 
+/// How far past `c` × its share a Worker's first choice still takes a lone
+/// request of that Worker (one whose Worker has no other request in flight):
+/// up to `LONE_HEADROOM · c` × its share.
+pub const LONE_HEADROOM: f64 = 2.0;
+
 impl NodeSet {
     /// The first node in `worker_id`'s preference order that can take the
     /// request and stay within `c` × its fair share ("consistent hashing with
@@ -45,6 +50,32 @@ impl NodeSet {
             return Some(first);
         }
         bound.first_admitted(self.preference(worker_id))
+    }
+
+    /// [`NodeSet::choose_bounded`] for a request whose Worker already has
+    /// `others` requests in flight (anywhere). A lone request (`others == 0`)
+    /// stays on its Worker's first choice while that node is within
+    /// [`LONE_HEADROOM`] · `c` × its share; past that, and for every request
+    /// of a Worker with others in flight, the bounded walk decides.
+    ///
+    /// Why: the bound exists to spread the Workers that load a node, and a
+    /// Worker with one request in flight is not one of them, whereas moving
+    /// it costs a cold start on a node that has never run it (or evicted it
+    /// since). A node's load of in-flight requests swings by its square
+    /// root: at 16 in flight per node, c = 1.25 turned about a quarter of all
+    /// requests away from their first choice, most of them lone requests of
+    /// rarely seen Workers, each cold where it landed (docs/placement.md).
+    /// The Workers with requests in flight, the hot ones, still spill at `c`,
+    /// so a node's load stays within `c` × its share plus its lone requests,
+    /// and within `LONE_HEADROOM · c` × its share whatever they are.
+    pub fn choose_for(&self, worker_id: &str, others: u64, loads: &[u64], c: f64) -> Option<usize> {
+        if others == 0 {
+            let first = self.primary(worker_id)?;
+            if Bound::new(self, loads, c.max(1.0) * LONE_HEADROOM).admits(first) {
+                return Some(first);
+            }
+        }
+        self.choose_bounded(worker_id, loads, c)
     }
 
     /// [`NodeSet::choose_bounded`] over a preference order the caller already

@@ -19,7 +19,7 @@ mod node;
 pub mod rendezvous;
 pub mod ring;
 
-pub use bounded::DEFAULT_LOAD_FACTOR;
+pub use bounded::{DEFAULT_LOAD_FACTOR, LONE_HEADROOM};
 pub use jump::thread_for;
 pub use node::{Assignment, Node, NodeSet};
 pub use rendezvous::Preference;

@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use isolane_placement::{DEFAULT_LOAD_FACTOR, Node, NodeSet, ring::Ring, thread_for};
+use isolane_placement::{
+    DEFAULT_LOAD_FACTOR, LONE_HEADROOM, Node, NodeSet, ring::Ring, thread_for,
+};
 use proptest::prelude::*;
 
 const WORKERS: usize = 10_000;
@@ -239,6 +241,38 @@ proptest! {
                 loads[done] -= 1;
             }
         }
+    }
+}
+
+proptest! {
+    /// `choose_for`: a lone request goes to its first choice while that
+    /// node, taking it, stays within `LONE_HEADROOM · c` × its share, and
+    /// wherever `choose_bounded` sends it otherwise; a request of a Worker
+    /// with others in flight always goes where `choose_bounded` sends it.
+    #[test]
+    fn a_lone_request_stays_home_within_the_headroom(
+        map in node_map(12),
+        loads in proptest::collection::vec(0u64..200, 12),
+        c in 1.0f64..2.0,
+        others in 1u64..50,
+        w in 0u32..1000,
+    ) {
+        let set = NodeSet::new(to_nodes(&map));
+        let worker = format!("ns/w{w}");
+        let loads = &loads[..set.len()];
+        let total: u64 = loads.iter().sum();
+        let weight: f64 = set.nodes().iter().map(|n| f64::from(n.threads)).sum();
+        let home = set.primary(&worker).expect("non-empty set");
+        let bound = LONE_HEADROOM * c * (total + 1) as f64 / weight
+            * f64::from(set.nodes()[home].threads);
+        let bounded = set.choose_bounded(&worker, loads, c);
+        let lone = set.choose_for(&worker, 0, loads, c);
+        if (loads[home] + 1) as f64 <= bound.max(1.0) {
+            prop_assert_eq!(lone, Some(home));
+        } else {
+            prop_assert_eq!(lone, bounded);
+        }
+        prop_assert_eq!(set.choose_for(&worker, others, loads, c), bounded);
     }
 }
 

@@ -77,7 +77,8 @@ impl Trip<'_> {
             let placed = {
                 let _placing =
                     tracing::trace_span!("router.place", attempt = attempts + 1).entered();
-                fleet.pick(&self.backend.worker_id, config.load_factor, &tried)
+                let load = self.backend.slot.load();
+                fleet.pick(&self.backend.worker_id, load, config.load_factor, &tried)
             };
             let Some(pick) = placed else {
                 // No candidate left: wait (bounded) for the fleet to change,
@@ -273,7 +274,7 @@ impl Trip<'_> {
             // `timeout_at` below and the body's deadline bound it, and
             // dropping its future cancels it, so it arms no timer.
             Some(local) => {
-                let in_flight = fleet.start(index);
+                let in_flight = fleet.start(index, self.backend.slot.load());
                 let body = body.body();
                 (
                     in_flight,
@@ -342,13 +343,13 @@ impl Trip<'_> {
             // No body to stream: one message on the node's shared `Calls`
             // stream, not a call of its own.
             let calls = channels::call_stream(fleet, fleet_node, endpoint, &config.channel)?;
-            let in_flight = fleet.start(index);
+            let in_flight = fleet.start(index, self.backend.slot.load());
             let trace = span::trace_fields();
             let exchange = upstream::call_on_stream(calls, call.encode(), trace, node);
             return Ok((in_flight, Box::pin(exchange)));
         }
         let (channel, origin) = channels::channel(fleet, fleet_node, endpoint, &config.channel)?;
-        let in_flight = fleet.start(index);
+        let in_flight = fleet.start(index, self.backend.slot.load());
         // No `grpc-timeout` header: the node bounds the request by
         // `deadline_ms` and this side by `timeout_at`, and the header would
         // cost the node a second timer (and a self-wakeup of its runtime)

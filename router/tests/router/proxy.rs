@@ -339,13 +339,14 @@ async fn a_post_lost_with_its_node_is_not_replayed() {
 fn worker_preferring_dead_a_then_b(proxy: &isolane_router::Proxy) -> String {
     let fleet = proxy.fleet();
     let config = ProxyConfig::default();
+    let load = isolane_router::fleet::WorkerLoad::default();
     (0..10_000)
         .map(|i| format!("ns/w{i}"))
         .find(|id| {
-            let Some(first) = fleet.pick(id, config.load_factor, &[]) else {
+            let Some(first) = fleet.pick(id, &load, config.load_factor, &[]) else {
                 return false;
             };
-            let second = fleet.pick(id, config.load_factor, &[first.index]);
+            let second = fleet.pick(id, &load, config.load_factor, &[first.index]);
             let name = |i: usize| fleet.nodes()[i].member.name.clone();
             name(first.index) == "dead-a" && second.is_some_and(|s| name(s.index) == "dead-b")
         })
@@ -676,8 +677,8 @@ async fn the_deadline_is_504() {
     );
 }
 
-#[tokio::test]
-async fn a_hot_worker_overflows_to_its_next_candidate_node() {
+/// Three fake nodes of two threads and a proxy in front of them.
+async fn three_nodes() -> ([FakeNode; 3], isolane_router::Proxy) {
     let nodes = [
         FakeNode::start("node-a").await,
         FakeNode::start("node-b").await,
@@ -685,11 +686,32 @@ async fn a_hot_worker_overflows_to_its_next_candidate_node() {
     ];
     let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
     proxy.set_members(nodes.iter().map(|n| n.member(2)).collect());
-    proxy.set_workers(vec![worker("ns/hot", "r1", HOST, "/")]);
-    let primary = proxy.fleet().primary("ns/hot").unwrap().to_owned();
+    (nodes, proxy)
+}
 
-    const REQUESTS: usize = 30;
-    let pending: Vec<_> = (0..REQUESTS)
+/// Lets the held requests answer, and checks each answered 200.
+async fn release(
+    nodes: &[FakeNode],
+    pending: Vec<tokio::task::JoinHandle<http::Response<isolane_router::ResponseBody>>>,
+) {
+    for node in nodes {
+        node.release();
+    }
+    for response in pending {
+        assert_eq!(response.await.unwrap().status(), StatusCode::OK);
+    }
+}
+
+/// Sends `count` requests to `HOST` that the fake nodes hold until
+/// released, and waits until every one has reached a node.
+async fn hold_on(
+    proxy: &isolane_router::Proxy,
+    nodes: &[FakeNode],
+    count: usize,
+) -> Vec<tokio::task::JoinHandle<http::Response<isolane_router::ResponseBody>>> {
+    let executes = || nodes.iter().map(FakeNode::executes).sum::<usize>();
+    let before = executes();
+    let pending = (0..count)
         .map(|_| {
             let proxy = proxy.clone();
             tokio::spawn(async move { proxy.handle(get(HOST, "/", &[("x-fake", "hold")])).await })
@@ -698,9 +720,20 @@ async fn a_hot_worker_overflows_to_its_next_candidate_node() {
     wait_until(
         "every request to reach a node",
         Duration::from_secs(10),
-        || async { nodes.iter().map(FakeNode::executes).sum::<usize>() == REQUESTS },
+        || async { executes() == before + count },
     )
     .await;
+    pending
+}
+
+#[tokio::test]
+async fn a_hot_worker_overflows_to_its_next_candidate_node() {
+    let (nodes, proxy) = three_nodes().await;
+    proxy.set_workers(vec![worker("ns/hot", "r1", HOST, "/")]);
+    let primary = proxy.fleet().primary("ns/hot").unwrap().to_owned();
+
+    const REQUESTS: usize = 30;
+    let pending = hold_on(&proxy, &nodes, REQUESTS).await;
     let per_node: HashMap<&str, usize> = nodes
         .iter()
         .map(|n| (n.name.as_str(), n.executes()))
@@ -713,15 +746,44 @@ async fn a_hot_worker_overflows_to_its_next_candidate_node() {
         *per_node.values().max().unwrap(),
         "the first choice takes the most: {per_node:?}"
     );
-    for node in &nodes {
-        node.release();
-    }
-    for response in pending {
-        assert_eq!(response.await.unwrap().status(), StatusCode::OK);
-    }
+    release(&nodes, pending).await;
     // With the load gone, the worker is back on its first choice.
     let response = proxy.handle(get(HOST, "/", &[])).await;
     assert_eq!(header(&response, "x-isolane-node"), Some(primary.as_str()));
+}
+
+/// A client flooding one Worker cannot push a quiet neighbour off the node
+/// both prefer: the flood spills at the load bound, while the neighbour's
+/// lone requests (nothing else of it in flight) stay on its first choice,
+/// where it is warm, before, during and after.
+#[tokio::test]
+async fn a_flood_of_one_worker_leaves_a_neighbours_lone_request_at_home() {
+    let (nodes, proxy) = three_nodes().await;
+    let home = proxy.fleet().primary("ns/hot").unwrap().to_owned();
+    let quiet = worker_preferring(&proxy, &home);
+    proxy.set_workers(vec![
+        worker("ns/hot", "r1", HOST, "/"),
+        worker(&quiet, "r1", "quiet.test", "/"),
+    ]);
+    let ask_quiet = || async {
+        let response = proxy.handle(get("quiet.test", "/", &[])).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        header(&response, "x-isolane-node").map(str::to_owned)
+    };
+    assert_eq!(ask_quiet().await.as_deref(), Some(home.as_str()), "before");
+    let home_node = nodes.iter().find(|n| n.name == home).unwrap();
+    let home_before = home_node.executes();
+
+    const REQUESTS: usize = 30;
+    let pending = hold_on(&proxy, &nodes, REQUESTS).await;
+    let at_home = home_node.executes() - home_before;
+    // The flood spilled: its home is at its bound, 1.25 × 31 / 3 ≈ 12.9
+    // counting one more request, so a request of a busy Worker would go on.
+    assert!((12..REQUESTS).contains(&at_home), "{at_home} at home");
+    // The quiet Worker's lone request stays (its bound is twice that).
+    assert_eq!(ask_quiet().await.as_deref(), Some(home.as_str()), "during");
+    release(&nodes, pending).await;
+    assert_eq!(ask_quiet().await.as_deref(), Some(home.as_str()), "after");
 }
 
 #[tokio::test]
