@@ -69,13 +69,13 @@ impl NodeSet {
     /// so a node's load stays within `c` × its share plus its lone requests,
     /// and within `LONE_HEADROOM · c` × its share whatever they are.
     pub fn choose_for(&self, worker_id: &str, others: u64, loads: &[u64], c: f64) -> Option<usize> {
-        if others == 0 {
-            let first = self.primary(worker_id)?;
-            if Bound::new(self, loads, c.max(1.0) * LONE_HEADROOM).admits(first) {
-                return Some(first);
-            }
+        let bound = Bound::new(self, loads, c);
+        let first = self.primary(worker_id)?;
+        let headroom = if others == 0 { LONE_HEADROOM } else { 1.0 };
+        if bound.admits_within(first, headroom) {
+            return Some(first);
         }
-        self.choose_bounded(worker_id, loads, c)
+        bound.first_admitted(self.preference(worker_id))
     }
 
     /// [`NodeSet::choose_bounded`] over a preference order the caller already
@@ -117,8 +117,13 @@ impl<'a> Bound<'a> {
     /// Whether node `i`, after taking the request, is within the bound (or
     /// is idle now).
     fn admits(&self, i: usize) -> bool {
+        self.admits_within(i, 1.0)
+    }
+
+    /// [`Bound::admits`] with the bound scaled by `headroom`.
+    fn admits_within(&self, i: usize, headroom: f64) -> bool {
         let after = self.load(i).saturating_add(1) as f64;
-        after <= (self.per_weight * self.set.weights[i]).max(1.0)
+        after <= (self.per_weight * headroom * self.set.weights[i]).max(1.0)
     }
 
     /// The first admitted candidate or, when none is (the total load is too
