@@ -26,8 +26,8 @@ struct Shared {
     wake: Condvar,
     /// Set with `State::fired`, readable without the lock: long native calls
     /// (`has_fired`) poll it between steps, since V8's termination only
-    /// takes effect once control returns to JavaScript; shared with native
-    /// work that polls it off the V8 API (`fired_flag`).
+    /// takes effect once control returns to JavaScript; native work off
+    /// the V8 API polls it through a `Tripwire`.
     fired: Arc<AtomicBool>,
 }
 
@@ -110,10 +110,10 @@ impl Watchdog {
         self.shared.fired.load(Ordering::Relaxed)
     }
 
-    /// The flag `has_fired` reads, for native work on the engine thread that
-    /// asks it through a plain flag (RSA key generation's `Stop`).
-    pub(crate) fn fired_flag(&self) -> Arc<AtomicBool> {
-        self.shared.fired.clone()
+    /// For native work on the engine thread that asks whether to stop
+    /// through a [`Tripwire`] (key and prime generation's `Stop`).
+    pub(crate) fn tripwire(&self) -> Tripwire {
+        Tripwire(self.shared.clone())
     }
 
     /// Disarms; returns why it terminated the turn, if it did.
@@ -121,6 +121,37 @@ impl Watchdog {
         let mut state = lock(&self.shared.state);
         state.armed = None;
         state.fired.take()
+    }
+}
+
+/// The watchdog as native work on the engine thread sees it: whether it
+/// has fired, and a way to fire it. Work that finds by its own clock that
+/// the turn's CPU budget is spent before the watchdog has looked (its
+/// thread can wake late on a loaded machine) fires it, so the turn ends as
+/// `CpuLimit`, as the watchdog would end it, not as the error the stopped
+/// work returns. Never panics (AWS-LC asks through C frames).
+pub(crate) struct Tripwire(Arc<Shared>);
+
+impl Tripwire {
+    pub(crate) fn has_fired(&self) -> bool {
+        self.0.fired.load(Ordering::Relaxed)
+    }
+
+    /// Terminates the armed turn for `reason`, if one is armed and not yet
+    /// terminated; after `disarm`, does nothing.
+    pub(crate) fn fire(&self, reason: TerminationReason) {
+        let mut state = lock(&self.0.state);
+        fire(&self.0, &mut state, reason);
+    }
+}
+
+/// Under the state's lock: once `disarm` returns, no termination for that
+/// turn can still arrive.
+fn fire(shared: &Shared, state: &mut State, reason: TerminationReason) {
+    if let Some(armed) = state.armed.take() {
+        armed.handle.terminate_execution();
+        state.fired = Some(reason);
+        shared.fired.store(true, Ordering::Relaxed);
     }
 }
 
@@ -148,20 +179,13 @@ fn run(shared: &Shared, clock: CpuClock) {
         if state.shutdown {
             return;
         }
-        let next = match &state.armed {
+        let next = match state.armed.as_ref().map(|armed| armed.check(clock)) {
             None => None,
-            Some(armed) => match armed.check(clock) {
-                Ok(next) => Some(next),
-                Err(reason) => {
-                    // Under the lock: once `disarm` returns, no termination
-                    // for that turn can still arrive.
-                    armed.handle.terminate_execution();
-                    state.fired = Some(reason);
-                    shared.fired.store(true, Ordering::Relaxed);
-                    state.armed = None;
-                    None
-                }
-            },
+            Some(Ok(next)) => Some(next),
+            Some(Err(reason)) => {
+                fire(shared, &mut state, reason);
+                None
+            }
         };
         state.planned = next;
         state = match next {
@@ -177,5 +201,74 @@ fn run(shared: &Shared, clock: CpuClock) {
                     .0
             }
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn armed(watchdog: &Watchdog, isolate: &v8::OwnedIsolate, budget: Duration) {
+        let clock = CpuClock::current_thread().expect("the thread's CPU clock");
+        let far = Instant::now() + Duration::from_secs(3600);
+        watchdog.arm(isolate.thread_safe_handle(), clock.now(), budget, far);
+    }
+
+    fn setup() -> (Watchdog, v8::OwnedIsolate) {
+        crate::platform::init();
+        let isolate = v8::Isolate::new(v8::CreateParams::default());
+        let clock = CpuClock::current_thread().expect("the thread's CPU clock");
+        (Watchdog::start(0, clock).expect("watchdog thread"), isolate)
+    }
+
+    /// Native work that finds the budget spent before the watchdog has
+    /// looked fires it: the turn is reported as the CPU limit.
+    #[test]
+    fn a_tripwire_fired_by_native_work_ends_the_turn_as_the_cpu_limit() {
+        let (watchdog, isolate) = setup();
+        armed(&watchdog, &isolate, Duration::from_secs(3600));
+        let tripwire = watchdog.tripwire();
+        assert!(!tripwire.has_fired());
+        tripwire.fire(TerminationReason::CpuLimit);
+        assert!(tripwire.has_fired() && watchdog.has_fired());
+        assert_eq!(watchdog.disarm(), Some(TerminationReason::CpuLimit));
+        // A second fire within the same turn changes nothing.
+        tripwire.fire(TerminationReason::WallTimeout);
+        assert_eq!(watchdog.disarm(), None);
+    }
+
+    /// After `disarm`, a late fire reaches no turn: the next turn starts clean.
+    #[test]
+    fn a_tripwire_fired_after_disarm_reaches_no_turn() {
+        let (watchdog, isolate) = setup();
+        armed(&watchdog, &isolate, Duration::from_secs(3600));
+        assert_eq!(watchdog.disarm(), None);
+        watchdog.tripwire().fire(TerminationReason::CpuLimit);
+        assert!(!watchdog.has_fired());
+        assert_eq!(watchdog.disarm(), None);
+    }
+
+    /// The `Stop` of synchronous key generation: past its budget it says
+    /// stop and fires the watchdog, before the watchdog's own thread looks.
+    #[test]
+    fn an_on_thread_stop_past_its_budget_fires_the_watchdog() {
+        use crate::host::crypto::offload::Stop;
+        let (watchdog, isolate) = setup();
+        armed(&watchdog, &isolate, Duration::from_secs(3600));
+        let within = Stop::on_thread(watchdog.tripwire(), Duration::from_secs(3600));
+        assert!(!within.now());
+        assert!(!watchdog.has_fired());
+        let spent = Stop::on_thread(watchdog.tripwire(), Duration::ZERO);
+        let clock = CpuClock::current_thread().expect("the thread's CPU clock");
+        let start = clock.now();
+        while clock.now() == start {
+            std::hint::spin_loop();
+        }
+        assert!(spent.now());
+        assert!(
+            within.now(),
+            "a fired watchdog stops every stop of the turn"
+        );
+        assert_eq!(watchdog.disarm(), Some(TerminationReason::CpuLimit));
     }
 }

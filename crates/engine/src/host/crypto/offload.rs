@@ -36,6 +36,8 @@ use crate::crypto_pool::{Pool, Tenant};
 use crate::host::crypto::CryptoState;
 use crate::host::{HostState, IsolateTurns, Settlement, new_promise};
 use crate::limits::thread_cpu_now;
+use crate::observer::TerminationReason;
+use crate::watchdog::Tripwire;
 
 /// What an offloaded job hands back.
 pub(crate) enum Offloaded {
@@ -48,14 +50,23 @@ pub(crate) enum Offloaded {
 /// job's own thread; cheap (an atomic load and a thread CPU clock read) and
 /// never panics (AWS-LC calls it through C frames).
 pub(crate) struct Stop {
-    gone: Arc<AtomicBool>,
+    gone: Gone,
     start: Duration,
     budget: Duration,
 }
 
+/// What tells a job its turn or request is over, besides its budget.
+enum Gone {
+    /// An offloaded job's request ended.
+    Request(Arc<AtomicBool>),
+    /// The isolate's thread's watchdog: fired, or fired by the job itself
+    /// when its budget runs out first, so the turn ends as `CpuLimit`.
+    Turn(Tripwire),
+}
+
 impl Stop {
     /// Starts counting now, on the job's thread.
-    fn new(gone: Arc<AtomicBool>, budget: Duration) -> Self {
+    fn new(gone: Gone, budget: Duration) -> Self {
         Self {
             gone,
             start: thread_cpu_now(),
@@ -65,21 +76,30 @@ impl Stop {
 
     /// Whether the job should stop now.
     pub(crate) fn now(&self) -> bool {
-        self.gone.load(Ordering::Relaxed)
-            || thread_cpu_now().saturating_sub(self.start) > self.budget
+        match &self.gone {
+            Gone::Request(gone) if gone.load(Ordering::Relaxed) => return true,
+            Gone::Turn(tripwire) if tripwire.has_fired() => return true,
+            _ => {}
+        }
+        let spent = thread_cpu_now().saturating_sub(self.start) > self.budget;
+        if let (true, Gone::Turn(tripwire)) = (spent, &self.gone) {
+            tripwire.fire(TerminationReason::CpuLimit);
+        }
+        spent
     }
 
     /// A stop for work on the isolate's own thread (a synchronous call):
-    /// when the watchdog has terminated the turn (`fired`, its flag) or
-    /// `budget` of this thread's CPU time has gone.
-    pub(crate) fn on_thread(fired: Arc<AtomicBool>, budget: Duration) -> Self {
-        Self::new(fired, budget)
+    /// when the watchdog has terminated the turn or `budget` of this
+    /// thread's CPU time has gone (then it terminates the turn itself, for
+    /// the CPU limit, through `tripwire`).
+    pub(crate) fn on_thread(tripwire: Tripwire, budget: Duration) -> Self {
+        Self::new(Gone::Turn(tripwire), budget)
     }
 
     /// A stop for tests: fired from the start (`gone`) or after `budget`.
     #[cfg(test)]
     pub(crate) fn for_test(gone: bool, budget: Duration) -> Self {
-        Self::new(Arc::new(AtomicBool::new(gone)), budget)
+        Self::new(Gone::Request(Arc::new(AtomicBool::new(gone))), budget)
     }
 }
 
@@ -130,7 +150,7 @@ pub(crate) fn spawn<'s>(
         // (and this task is aborted) the job still holds them until it has
         // stopped, so an isolate never has two running.
         let joined = tokio::task::spawn_blocking(move || {
-            let stop = Stop::new(gone, budget);
+            let stop = Stop::new(Gone::Request(gone), budget);
             let result = work(&stop);
             let cpu = thread_cpu_now().saturating_sub(stop.start);
             drop((mine, permit));

@@ -261,7 +261,7 @@ pub(super) fn dh_generate<'s>(
     }
     let dh = Dh::new()?;
     let budget = host.cpu_remaining(host.current());
-    let stop = Stop::on_thread(host.thread.watchdog.fired_flag(), budget);
+    let stop = Stop::on_thread(host.thread.watchdog.tripwire(), budget);
     let (Ok(bits), Ok(generator)) = (c_int::try_from(bits), c_int::try_from(generator)) else {
         return Err(HostError::range_error("Invalid Diffie-Hellman parameters"));
     };

@@ -392,7 +392,7 @@ pub(super) fn rsa_generate_sync<'s>(
     let bits = bits as usize;
     let e = formats::rsa_parameters(bits, &exponent.unwrap_or_default())?;
     let budget = host.cpu_remaining(host.current());
-    let stop = Stop::on_thread(host.thread.watchdog.fired_flag(), budget);
+    let stop = Stop::on_thread(host.thread.watchdog.tripwire(), budget);
     let generated = formats::generate_rsa(bits, &e, &stop)?;
     Ok(generated_js(scope, generated))
 }

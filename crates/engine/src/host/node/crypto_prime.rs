@@ -63,7 +63,7 @@ fn too_long() -> HostError {
 /// The thread's stop for this turn: the watchdog, or the CPU time left.
 fn stop(host: &HostState) -> Stop {
     Stop::on_thread(
-        host.thread.watchdog.fired_flag(),
+        host.thread.watchdog.tripwire(),
         host.cpu_remaining(host.current()),
     )
 }
