@@ -44,6 +44,12 @@ pub struct Setup {
     /// places it (`NodeSet::choose_for`); false: every request is bounded at
     /// `c` (the router before that rule).
     pub lone_stays: bool,
+    /// The router's standby prewarm: the first time a Worker has a request
+    /// placed while another is in flight, the node its spill would reach
+    /// (the walk without its first choice) loads it if that thread's pool
+    /// has room without evicting (`WarmSet::has_room`, as the engine's
+    /// `Prewarm::Standby` asks it).
+    pub standby: bool,
     pub seed: u64,
 }
 
@@ -56,6 +62,9 @@ pub struct Row {
     /// Misses that were their Worker's first request in the whole stream:
     /// cold in any fleet that has not seen the Worker before.
     pub first_sightings: u64,
+    /// Standby prewarms that loaded an isolate, counted ones (each is a
+    /// compile on a node with room to spare).
+    pub standby_loads: u64,
     /// The lowest warm-hit ratio of any node, and of any thread.
     pub worst_node: f64,
     pub worst_thread: f64,
@@ -134,6 +143,15 @@ impl Placement {
         (node, self.thread[worker])
     }
 
+    /// The node a spill of `worker` would reach with `loads` in flight:
+    /// the bounded walk without its first choice, where the router sends
+    /// its standby prewarm.
+    pub fn spill_node(&self, worker: usize, loads: &[u64]) -> Option<usize> {
+        let order = self.set.candidates(&self.ids[worker]);
+        self.set
+            .choose_bounded_among(order.get(1..)?, loads, DEFAULT_LOAD_FACTOR)
+    }
+
     pub fn is_first_choice(&self, worker: usize, node: usize) -> bool {
         self.primary[worker] as usize == node
     }
@@ -187,6 +205,43 @@ struct Pools {
     pools: Vec<WarmSet<()>>,
     hits: Vec<u64>,
     first_sightings: u64,
+    standby_loads: u64,
+}
+
+impl Pools {
+    /// A request of `id` on thread `slot`: warm, or loaded now. `counted`:
+    /// whether it counts, and whether it is its Worker's first sighting.
+    fn serve(
+        &mut self,
+        slot: usize,
+        id: &str,
+        bytes: usize,
+        (counted, first_sighting): (bool, bool),
+        evicted: &mut Vec<isolane_engine::warm_set::Evicted>,
+    ) {
+        let pool = &mut self.pools[slot];
+        if pool.get(id, REVISION).is_some() {
+            self.hits[slot] += u64::from(counted);
+            return;
+        }
+        self.first_sightings += u64::from(counted && first_sighting);
+        // Load, then release: an isolate's size never changes here, so
+        // the engine's later heap samples would change nothing.
+        pool.insert(id, REVISION, (), bytes, evicted);
+        pool.set_heap_bytes(id, REVISION, bytes, evicted);
+        evicted.clear();
+    }
+
+    /// A standby prewarm of `id` on thread `slot`: loaded only if it fits
+    /// without evicting (nothing is evicted, so nothing is collected).
+    fn standby(&mut self, slot: usize, id: &str, bytes: usize, counted: bool) {
+        let pool = &mut self.pools[slot];
+        if pool.peek(id, REVISION).is_none() && pool.has_room(bytes) {
+            let mut evicted = Vec::new();
+            pool.insert(id, REVISION, (), bytes, &mut evicted);
+            self.standby_loads += u64::from(counted);
+        }
+    }
 }
 
 fn run(setup: &Setup, placement: &Placement, zipf: &Zipf, budgets: &[u64]) -> Part {
@@ -204,6 +259,7 @@ fn run(setup: &Setup, placement: &Placement, zipf: &Zipf, budgets: &[u64]) -> Pa
                     .collect(),
                 hits: vec![0; slots],
                 first_sightings: 0,
+                standby_loads: 0,
             }
         })
         .collect();
@@ -215,12 +271,18 @@ fn run(setup: &Setup, placement: &Placement, zipf: &Zipf, budgets: &[u64]) -> Pa
     let mut own = vec![0u32; setup.workers];
     let mut recent = std::collections::VecDeque::with_capacity(window + 1);
     let mut evicted = Vec::new();
+    let mut standby_sent = vec![false; if setup.standby { setup.workers } else { 0 }];
     let mut rng = setup.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     for i in 0..setup.warmup + setup.requests {
         let counted = i >= setup.warmup;
         let worker = zipf.sample(unit(&mut rng));
         let others = setup.lone_stays.then_some(u64::from(own[worker]));
         let (node, thread) = placement.pick(worker, (window > 0).then_some(&loads[..]), others);
+        // A request placed while another of its Worker's is in flight.
+        let first_busy = setup.standby
+            && window > 0
+            && own[worker] >= 1
+            && !std::mem::replace(&mut standby_sent[worker], true);
         if window > 0 {
             loads[node] += 1;
             own[worker] += 1;
@@ -232,6 +294,10 @@ fn run(setup: &Setup, placement: &Placement, zipf: &Zipf, budgets: &[u64]) -> Pa
                 own[done_worker] -= 1;
             }
         }
+        // Sent once this request is placed (and counted in the loads).
+        let standby = first_busy
+            .then(|| placement.spill_node(worker, &loads))
+            .flatten();
         let slot = node * threads + thread as usize;
         let first_sighting = !std::mem::replace(&mut seen[worker], true);
         if counted {
@@ -239,18 +305,12 @@ fn run(setup: &Setup, placement: &Placement, zipf: &Zipf, budgets: &[u64]) -> Pa
             spilled += u64::from(!placement.is_first_choice(worker, node));
         }
         let id = &placement.ids[worker];
+        let bytes = setup.isolate_bytes;
         for pools in &mut all {
-            let pool = &mut pools.pools[slot];
-            if pool.get(id, REVISION).is_some() {
-                pools.hits[slot] += u64::from(counted);
-                continue;
+            pools.serve(slot, id, bytes, (counted, first_sighting), &mut evicted);
+            if let Some(spill) = standby {
+                pools.standby(spill * threads + thread as usize, id, bytes, counted);
             }
-            pools.first_sightings += u64::from(counted && first_sighting);
-            // Load, then release: an isolate's size never changes here, so
-            // the engine's later heap samples would change nothing.
-            pool.insert(id, REVISION, (), setup.isolate_bytes, &mut evicted);
-            pool.set_heap_bytes(id, REVISION, setup.isolate_bytes, &mut evicted);
-            evicted.clear();
         }
     }
     let node_requests: Vec<u64> = requests
@@ -266,6 +326,7 @@ fn run(setup: &Setup, placement: &Placement, zipf: &Zipf, budgets: &[u64]) -> Pa
                 requests: setup.requests,
                 hits: pools.hits.iter().sum(),
                 first_sightings: pools.first_sightings,
+                standby_loads: pools.standby_loads,
                 worst_node: worst(&node_hits, &node_requests),
                 worst_thread: worst(&pools.hits, &requests),
             }
@@ -308,7 +369,7 @@ pub fn percent(share: f64) -> String {
 
 /// The Markdown table of `outcome`, with the same stream placed with every
 /// request bounded (`before`) beside it when there is one.
-pub fn table(setup: &Setup, outcome: &Outcome, before: Option<&Outcome>) -> String {
+pub fn table(setup: &Setup, outcome: &Outcome, before: Option<(&str, &Outcome)>) -> String {
     let mut columns = vec![
         ">node budget",
         ">warm isolates per node",
@@ -317,9 +378,11 @@ pub fn table(setup: &Setup, outcome: &Outcome, before: Option<&Outcome>) -> Stri
         ">worst node",
         ">worst thread",
     ];
-    if before.is_some() {
-        columns.push(">every request bounded: warm, first sightings aside");
+    if setup.standby {
+        columns.push(">standby loads");
     }
+    let compared = before.map(|(label, _)| format!(">{label}: warm, first sightings aside"));
+    columns.extend(compared.as_deref());
     let mut table = crate::report::Table::new(&columns);
     for (i, row) in outcome.rows.iter().enumerate() {
         let per_thread = row.budget / u64::from(setup.threads) / setup.isolate_bytes.max(1) as u64;
@@ -334,7 +397,10 @@ pub fn table(setup: &Setup, outcome: &Outcome, before: Option<&Outcome>) -> Stri
             percent(row.worst_node),
             percent(row.worst_thread),
         ];
-        if let Some(before) = before {
+        if setup.standby {
+            cells.push(row.standby_loads.to_string());
+        }
+        if let Some((_, before)) = before {
             cells.push(
                 before
                     .rows
@@ -353,11 +419,12 @@ pub fn table(setup: &Setup, outcome: &Outcome, before: Option<&Outcome>) -> Stri
         outcome.thread_imbalance,
         outcome.spilled * 100.0
     );
-    if let Some(before) = before {
+    if let Some((label, before)) = before {
         let _ = writeln!(
             md,
-            "With every request bounded: busiest node {:.2}× the mean, {:.2}% of requests \
-             left their first choice.",
+            "{}{}: busiest node {:.2}× the mean, {:.2}% of requests left their first choice.",
+            label[..1].to_uppercase(),
+            &label[1..],
             before.node_imbalance,
             before.spilled * 100.0
         );
@@ -383,7 +450,7 @@ pub fn measured_isolate_mib(results: Option<&std::path::Path>) -> f64 {
 pub fn describe(setup: &Setup) -> String {
     format!(
         "{} Workers, {} nodes × {} threads, Zipf s = {}, {} requests counted after {} \
-         uncounted, {:.2} MiB per warm isolate{}, {} in flight per node, seed {}",
+         uncounted, {:.2} MiB per warm isolate{}, {} in flight per node, seed {}{}",
         setup.workers,
         setup.nodes,
         setup.threads,
@@ -395,7 +462,12 @@ pub fn describe(setup: &Setup) -> String {
             .isolates_per_thread
             .map_or(String::new(), |n| format!(", at most {n} per thread")),
         setup.in_flight,
-        setup.seed
+        setup.seed,
+        if setup.standby {
+            ", standby prewarms"
+        } else {
+            ""
+        }
     )
 }
 

@@ -270,6 +270,9 @@ enum Command {
         /// router's rule before `NodeSet::choose_for`).
         #[arg(long)]
         bound_every_request: bool,
+        /// Without the router's standby prewarms (before they were sent).
+        #[arg(long)]
+        no_standby: bool,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// The idle-isolate goal to compare budgets at, MiB.
@@ -433,6 +436,7 @@ fn main() -> anyhow::Result<()> {
             isolates_per_thread,
             in_flight,
             bound_every_request,
+            no_standby,
             seed,
             goal_mib,
         } => {
@@ -455,6 +459,7 @@ fn main() -> anyhow::Result<()> {
                     isolates_per_thread,
                     in_flight,
                     lone_stays: !bound_every_request,
+                    standby: !no_standby,
                     seed,
                 },
                 density_requests: 12_314,

@@ -42,6 +42,8 @@ pub struct Call {
     pub scheduled: Option<ScheduledTick>,
     /// Only compile the revision on the thread (the router's prewarm).
     pub prewarm: bool,
+    /// With `prewarm`: only where it fits without evicting an isolate.
+    pub standby: bool,
     /// The caller reads an answer as one `whole` message when its body is
     /// complete with its head (`RequestHead.whole_answer`).
     pub whole_answer: bool,
@@ -85,6 +87,7 @@ impl Call {
             body_length: self.body_length,
             scheduled: self.scheduled.clone(),
             prewarm: self.prewarm,
+            standby: self.standby,
             whole_answer: self.whole_answer,
         }
     }
@@ -119,6 +122,7 @@ impl Call {
             body_length: head.body_length,
             scheduled: head.scheduled,
             prewarm: head.prewarm,
+            standby: head.standby,
             whole_answer: head.whole_answer,
         })
     }
@@ -252,6 +256,7 @@ mod tests {
                 scheduled_time_ms: 42,
             }),
             prewarm: true,
+            standby: true,
             whole_answer: true,
         }
     }

@@ -172,6 +172,11 @@ impl Fleet {
         }
     }
 
+    /// The index of `worker_id`'s first-choice node, ignoring load.
+    pub fn first_choice(&self, worker_id: &str) -> Option<usize> {
+        self.set.primary(worker_id)
+    }
+
     /// The first-choice node of `worker_id`, ignoring load (for placement moves).
     pub fn primary(&self, worker_id: &str) -> Option<&str> {
         self.set

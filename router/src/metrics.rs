@@ -178,6 +178,12 @@ const PREWARMS: Metric = Metric::new(
     &["outcome"],
 );
 
+const STANDBYS: Metric = Metric::new(
+    "isolane_router_standby_prewarms_total",
+    "Standby prewarms this router sent, one per Worker the first time it had two requests in flight, to the node its requests would spill to, by outcome (ok: answered, whether or not that node had room to load it; failed).",
+    &["outcome"],
+);
+
 /// Every metric of the router (docs/metrics.md lists each).
 pub const ALL: &[Metric] = &[
     REQUESTS,
@@ -228,6 +234,7 @@ pub struct RouterMetrics {
     cron_runs: IntCounterVec,
     pub(crate) cron_leader: IntGauge,
     prewarms: IntCounterVec,
+    standbys: IntCounterVec,
     websockets_open: IntGauge,
     /// Which workers have their own series.
     pub workers: WorkerSeries,
@@ -292,6 +299,7 @@ impl RouterMetrics {
             cron_runs,
             cron_leader,
             prewarms,
+            standbys: STANDBYS.counter_vec(registry)?,
         })
     }
 
@@ -333,6 +341,11 @@ impl RouterMetrics {
     /// Counts one prewarm by outcome (`ok`, `failed`).
     pub fn prewarm(&self, outcome: &'static str) {
         self.prewarms.with_label_values(&[outcome]).inc();
+    }
+
+    /// Counts one standby prewarm by outcome (`ok`, `failed`).
+    pub fn standby(&self, outcome: &'static str) {
+        self.standbys.with_label_values(&[outcome]).inc();
     }
 
     /// Counts one cron tick by outcome.

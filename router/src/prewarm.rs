@@ -17,7 +17,11 @@ use crate::routes::{RoutableWorker, RouteTable};
 
 /// Marks a request (in process only) as a prewarm.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct PrewarmRequest;
+pub struct PrewarmRequest {
+    /// A standby (`proxy/standby.rs`): sent to where the Worker's requests
+    /// would spill to, loaded there only if it fits without evicting.
+    pub standby: bool,
+}
 
 /// A worker id and revision.
 pub type Target = (String, String);

@@ -31,6 +31,7 @@ mod body;
 mod builder;
 mod client;
 mod outgoing;
+mod prewarming;
 mod request_id;
 mod response;
 mod socket;
@@ -73,7 +74,6 @@ use crate::error::BoxError;
 use crate::fleet::Fleet;
 use crate::losses::{NodeLosses, Verdict};
 use crate::metrics::{NO_NODE, RouterMetrics};
-use crate::prewarm::PrewarmRequest;
 use crate::routes::{Backend, normalize_host};
 use crate::split::{Revision, Split};
 use body::Source;
@@ -190,34 +190,6 @@ impl Proxy {
     /// worked out once, when its connection is accepted.
     pub fn client(&self, peer: SocketAddr) -> Client {
         Client::new(peer.ip(), self.trusts(peer.ip()))
-    }
-
-    /// Compiles `revision` of `worker_id` on the node and thread its
-    /// requests go to now, through the same placement, channels and
-    /// failover as a request.
-    pub async fn prewarm(&self, worker_id: &str, revision: &str) -> Result<(), Error> {
-        let request = Request::builder()
-            .method(http::Method::GET)
-            .uri("https://prewarm.invalid/")
-            .extension(PrewarmRequest)
-            .body(http_body_util::Empty::<Bytes>::new())
-            .map_err(|_| Error::Protocol {
-                node: NO_NODE.to_owned(),
-                detail: "the prewarm request could not be built",
-            })?;
-        let response = self
-            .send_internal(worker_id, revision, "prewarm.invalid", request, false)
-            .await?;
-        let status = response.status();
-        let _ = response.into_body().collect().await;
-        if status == StatusCode::NO_CONTENT {
-            Ok(())
-        } else {
-            Err(Error::Protocol {
-                node: NO_NODE.to_owned(),
-                detail: "the node did not prewarm the revision",
-            })
-        }
     }
 
     /// Sends a request the router makes itself (a prewarm, a cron tick) to

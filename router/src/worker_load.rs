@@ -3,25 +3,50 @@
 //! (`Fleet::pick`). Kept across route and fleet snapshots: the router's
 //! per-Worker slot holds it, and each request's `InFlight` guard too.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// A Worker's requests in flight.
 #[derive(Debug, Default)]
-pub struct WorkerLoad(AtomicU64);
+pub struct WorkerLoad {
+    in_flight: AtomicU64,
+    /// Whether this router has sent the Worker's standby prewarm
+    /// (`proxy/standby.rs`).
+    standby_sent: AtomicBool,
+}
 
 impl WorkerLoad {
     /// The Worker's requests in flight now.
     pub fn in_flight(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+        self.in_flight.load(Ordering::Relaxed)
     }
 
     /// One more request in flight.
     pub(crate) fn started(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
     }
 
     /// One request fewer in flight.
     pub(crate) fn ended(&self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// True once, for the caller that is to send the Worker's standby
+    /// prewarm; false ever after.
+    pub(crate) fn claim_standby(&self) -> bool {
+        !self.standby_sent.load(Ordering::Relaxed)
+            && !self.standby_sent.swap(true, Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_standby_is_claimed_once() {
+        let load = WorkerLoad::default();
+        assert!(load.claim_standby());
+        assert!(!load.claim_standby());
+        assert!(!load.claim_standby());
     }
 }

@@ -10,8 +10,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use isolane_engine::{
-    EngineObserver, EvictionReason, Outcome, SocketMessage as EngineMessage, SocketTally,
-    TerminationReason,
+    EngineObserver, EvictionReason, Outcome, PrewarmOutcome, SocketMessage as EngineMessage,
+    SocketTally, TerminationReason,
 };
 use isolane_proto::socket::{FirstClose, NO_STATUS, SocketMessage, close_label};
 use isolane_telemetry::{Exemplars, HistogramExemplars, Metric, TraceId};
@@ -185,6 +185,7 @@ struct ThreadMetrics {
     cache_miss: IntCounter,
     prewarm_warm: IntCounter,
     prewarm_compiled: IntCounter,
+    prewarm_no_room: IntCounter,
     created_spare: IntCounter,
     created_new: IntCounter,
     creation_seconds: Histogram,
@@ -209,7 +210,7 @@ const CACHE: Metric = Metric::new(
 
 const PREWARMS: Metric = Metric::new(
     "isolane_node_prewarms_total",
-    "Prewarms a router sent before shifting traffic to a revision, by result: the revision was warm already (warm) or was compiled (compiled).",
+    "Prewarms a router sent, before shifting traffic to a revision or (standby) to the node a busy Worker's requests would spill to, by result: the revision was warm already (warm), was compiled (compiled), or a standby found no room to load it without evicting (no_room).",
     &["thread", "result"],
 );
 
@@ -442,6 +443,7 @@ impl ThreadMetrics {
                     cache_miss: cache.with_label_values(&[l, "miss"]),
                     prewarm_warm: prewarms.with_label_values(&[l, "warm"]),
                     prewarm_compiled: prewarms.with_label_values(&[l, "compiled"]),
+                    prewarm_no_room: prewarms.with_label_values(&[l, "no_room"]),
                     created_spare: creations.with_label_values(&[l, "spare"]),
                     created_new: creations.with_label_values(&[l, "new"]),
                     creation_seconds: creation_seconds.with_label_values(&[l]),
@@ -654,11 +656,14 @@ impl EngineObserver for NodeMetrics {
         }
     }
 
-    fn isolate_prewarmed(&self, thread: usize, warm: bool) {
-        match self.threads.get(thread) {
-            Some(t) if warm => t.prewarm_warm.inc(),
-            Some(t) => t.prewarm_compiled.inc(),
-            None => {}
+    fn isolate_prewarmed(&self, thread: usize, outcome: PrewarmOutcome) {
+        if let Some(t) = self.threads.get(thread) {
+            match outcome {
+                PrewarmOutcome::Warm => &t.prewarm_warm,
+                PrewarmOutcome::Compiled => &t.prewarm_compiled,
+                PrewarmOutcome::NoRoom => &t.prewarm_no_room,
+            }
+            .inc();
         }
     }
 

@@ -263,6 +263,7 @@ impl ObjectPeers for Peers {
                 body_length: Some(body.as_ref().map_or(0, |b| b.len() as u64)),
                 scheduled: None,
                 prewarm: false,
+                standby: false,
                 whole_answer: false,
             };
             peers.send(node, call, object, body).await

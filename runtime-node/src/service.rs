@@ -550,6 +550,7 @@ fn engine_request(call: Call, body: Body) -> (http::Request<Body>, String, Strin
         request_id,
         scheduled,
         prewarm,
+        standby,
         ..
     } = call;
     let mut request = request.map(|()| body);
@@ -562,7 +563,11 @@ fn engine_request(call: Call, body: Body) -> (http::Request<Body>, String, Strin
             });
     }
     if prewarm {
-        request.extensions_mut().insert(isolane_engine::Prewarm);
+        request.extensions_mut().insert(if standby {
+            isolane_engine::Prewarm::Standby
+        } else {
+            isolane_engine::Prewarm::Load
+        });
     }
     (request, worker_id, request_id)
 }

@@ -43,11 +43,10 @@ pub fn run(plan: &Plan) -> Section {
     let started = Instant::now();
     let outcome = simulate(&plan.fleet);
     let took = started.elapsed().as_secs_f64();
-    // The same stream placed by the router's rule before lone requests
-    // stayed home: every request bounded at c.
-    let before = (plan.fleet.lone_stays && plan.fleet.in_flight > 0).then(|| {
+    // The same stream without the router's standby prewarms.
+    let before = (plan.fleet.standby && plan.fleet.in_flight > 0).then(|| {
         simulate(&Setup {
-            lone_stays: false,
+            standby: false,
             ..plan.fleet.clone()
         })
     });
@@ -66,12 +65,17 @@ pub fn run(plan: &Plan) -> Section {
          share of the node's budget; an isolate costs its measured idle RSS. \"Warm\" counts \
          every counted request; \"first sightings aside\" also counts as warm the requests \
          that were their Worker's first in the whole stream (cold anywhere, but a fleet \
-         that has run for long has seen every Worker before). Deterministic for the seed.\n",
+         that has run for long has seen every Worker before). The first time a Worker has \
+         a request placed while another is in flight, the router's standby prewarm loads it \
+         on the node its spill would reach if that thread's pool has room without evicting \
+         (\"standby loads\": how many did, in the counted requests; each is one compile). \
+         Deterministic for the seed.\n",
         plan.command,
         super::describe(&plan.fleet),
         headroom = isolane_placement::LONE_HEADROOM,
     );
-    md.push_str(&table(&plan.fleet, &outcome, before.as_ref()));
+    let compared = before.as_ref().map(|b| ("without standby prewarms", b));
+    md.push_str(&table(&plan.fleet, &outcome, compared));
     md.push('\n');
     let reached = outcome.rows.iter().find(|r| r.warm_seen() >= TARGET);
     let scale = plan.goal_mib * f64::from(1 << 20) / plan.fleet.isolate_bytes as f64;

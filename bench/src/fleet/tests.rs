@@ -67,6 +67,14 @@ fn places_as_the_router_and_the_operator_do() {
                 .expect("a node");
             let ours = placement.pick(w, Some(&loads), Some(load.in_flight()));
             assert_eq!(ours, (pick.index, pick.thread), "{id}");
+            // Where the router sends the Worker's standby prewarm.
+            let first = fleet.first_choice(id).expect("a first choice");
+            let spill = fleet.pick(id, load, DEFAULT_LOAD_FACTOR, &[first]);
+            assert_eq!(
+                placement.spill_node(w, &loads),
+                spill.map(|p| p.index),
+                "{id}"
+            );
             moved[others] += usize::from(!placement.is_first_choice(w, ours.0));
         }
     }
@@ -90,6 +98,7 @@ fn small(budgets: Vec<u64>, in_flight: usize) -> Setup {
         isolates_per_thread: None,
         in_flight,
         lone_stays: true,
+        standby: false,
         seed: 3,
     }
 }
@@ -132,4 +141,29 @@ fn a_count_bound_and_the_same_memory_bound_agree() {
     });
     let by_memory = simulate(&small(vec![20 << 20], 0));
     assert_eq!(by_count.rows[0].hits, by_memory.rows[0].hits);
+}
+
+/// Standby prewarms load only into room: at a budget that holds every
+/// Worker they take the warm ratio up (a busy Worker's first spill is warm)
+/// and load something; at a budget that holds few they change little
+/// either way.
+#[test]
+fn standby_prewarms_warm_the_spill_node_where_there_is_room() {
+    let budgets = vec![8 << 20, 4 << 30];
+    let without = simulate(&small(budgets.clone(), 4));
+    let with = simulate(&Setup {
+        standby: true,
+        ..small(budgets, 4)
+    });
+    let (roomy, roomy_before) = (&with.rows[1], &without.rows[1]);
+    assert!(roomy.standby_loads > 0);
+    assert!(roomy.hits > roomy_before.hits, "{roomy:?} {roomy_before:?}");
+    assert_eq!(without.rows[1].standby_loads, 0);
+    let (tight, tight_before) = (&with.rows[0], &without.rows[0]);
+    assert!(
+        tight.hits as f64 >= tight_before.hits as f64 * 0.98,
+        "{tight:?} {tight_before:?}"
+    );
+    // Placement is the same: standbys move no request.
+    assert_eq!(with.spilled, without.spilled);
 }

@@ -84,7 +84,7 @@ pub use observer::{
     SocketTally, TerminationReason,
 };
 pub use outcome::{EngineError, ExecuteError, Outcome};
-pub use prewarm::Prewarm;
+pub use prewarm::{Prewarm, PrewarmOutcome};
 pub use schedule::guaranteed;
 pub use scheduled::ScheduledEvent;
 pub use snapshot::runtime_files;

@@ -153,10 +153,9 @@ pub trait EngineObserver: Send + Sync {
     /// `from_spare` when a pre-created blank isolate was used.
     fn isolate_created(&self, _thread: usize, _duration: Duration, _from_spare: bool) {}
     fn isolate_evicted(&self, _thread: usize, _reason: EvictionReason) {}
-    /// A prewarm ([`crate::Prewarm`]) found the revision warm already
-    /// (`warm`) or compiled it. Not counted as a cache lookup: those are
-    /// requests'.
-    fn isolate_prewarmed(&self, _thread: usize, _warm: bool) {}
+    /// What a prewarm ([`crate::Prewarm`]) did. Not counted as a cache
+    /// lookup: those are requests'.
+    fn isolate_prewarmed(&self, _thread: usize, _outcome: crate::PrewarmOutcome) {}
     /// Gauges of one thread, after each change.
     fn thread_isolates(&self, _thread: usize, _live_isolates: usize, _heap_bytes: usize) {}
     fn request_finished(

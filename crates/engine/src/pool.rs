@@ -85,6 +85,32 @@ impl Pool {
             .insert(&bundle.id, &bundle.revision, warm, heap_bytes, evicted);
     }
 
+    /// Adds a freshly loaded isolate only if it fits beside the warm ones
+    /// without evicting any of them (a standby prewarm); false: not added.
+    pub(crate) fn insert_if_room(
+        &mut self,
+        bundle: &WorkerBundle,
+        isolate: Rc<WorkerIsolate>,
+        evicted: &mut Vec<Evicted>,
+    ) -> bool {
+        if !self.warm.has_room(isolate.memory_used()) {
+            return false;
+        }
+        self.insert(bundle, isolate, evicted);
+        true
+    }
+
+    /// Whether one more isolate of the usual size would fit beside the warm
+    /// ones without evicting any: the warm isolates' mean heap, or a spare's
+    /// when none is warm.
+    pub(crate) fn has_room_for_another(&self) -> bool {
+        let usual = match self.warm.len() {
+            0 => self.spares.first().map_or(0, |(_, heap)| *heap),
+            n => self.warm.heap_bytes() / n,
+        };
+        self.warm.has_room(usual)
+    }
+
     /// After a request: drops a condemned isolate, refreshes its heap size
     /// (after its first request, then every `HEAP_SAMPLE_EVERY`) and enforces
     /// the heap budget (never evicting the isolate just used).

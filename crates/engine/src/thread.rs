@@ -22,6 +22,7 @@ use crate::object_call::ObjectCall;
 use crate::observer::{EngineObserver, EvictionReason};
 use crate::outcome::ExecuteError;
 use crate::pool::{Evicted, Pool};
+use crate::prewarm::{Prewarm, PrewarmOutcome};
 use crate::schedule::{Refusal, Schedule, Start};
 use crate::spare_demand::SpareDemand;
 use crate::thread_ctx::{EngineShared, ThreadCtx};
@@ -569,30 +570,61 @@ fn retire(state: &ThreadState, worker_id: &str) {
 }
 
 /// A prewarm (`crate::Prewarm`): the revision loaded into the pool, warm
-/// already or compiled now, and a bodiless 204. In the legacy mode (a new
-/// isolate per request) there is nothing to keep warm.
+/// already or compiled now (a standby only where it fits without evicting
+/// any isolate), and a bodiless 204. In the legacy mode (a new isolate per
+/// request) there is nothing to keep warm.
 fn prewarm(
     state: &ThreadState,
     bundle: &Arc<WorkerBundle>,
+    mode: Prewarm,
 ) -> Result<http::Response<Body>, ExecuteError> {
     let ctx = &state.ctx;
     if ctx.config.pool_mode != PoolMode::Legacy {
-        let mut evicted = Vec::new();
-        let warm = state
-            .pool
-            .borrow_mut()
-            .lookup(bundle, &mut evicted)
-            .is_some();
-        report_evictions(state, evicted);
-        if !warm {
-            load(state, bundle)?;
-            report_gauges(state);
-        }
-        ctx.observer.isolate_prewarmed(ctx.index, warm);
+        let outcome = prewarm_into_pool(state, bundle, mode)?;
+        ctx.observer.isolate_prewarmed(ctx.index, outcome);
     }
     let mut response = http::Response::new(Body::empty());
     *response.status_mut() = http::StatusCode::NO_CONTENT;
     Ok(response)
+}
+
+fn prewarm_into_pool(
+    state: &ThreadState,
+    bundle: &Arc<WorkerBundle>,
+    mode: Prewarm,
+) -> Result<PrewarmOutcome, ExecuteError> {
+    let mut evicted = Vec::new();
+    let warm = state
+        .pool
+        .borrow_mut()
+        .lookup(bundle, &mut evicted)
+        .is_some();
+    report_evictions(state, std::mem::take(&mut evicted));
+    if warm {
+        return Ok(PrewarmOutcome::Warm);
+    }
+    let outcome = match mode {
+        Prewarm::Load => {
+            load(state, bundle)?;
+            PrewarmOutcome::Compiled
+        }
+        Prewarm::Standby if !state.pool.borrow().has_room_for_another() => PrewarmOutcome::NoRoom,
+        Prewarm::Standby => {
+            let isolate = loaded(state, bundle)?;
+            let kept = state
+                .pool
+                .borrow_mut()
+                .insert_if_room(bundle, isolate, &mut evicted);
+            report_evictions(state, evicted);
+            if kept {
+                PrewarmOutcome::Compiled
+            } else {
+                PrewarmOutcome::NoRoom
+            }
+        }
+    };
+    report_gauges(state);
+    Ok(outcome)
 }
 
 /// The worker's isolate: warm from the pool, or a spare (or new one) loaded now.
@@ -616,6 +648,24 @@ fn acquire(
 
 /// A spare (or new) isolate with `bundle`'s worker loaded, put in the pool.
 fn load(
+    state: &ThreadState,
+    bundle: &Arc<WorkerBundle>,
+) -> Result<Rc<WorkerIsolate>, ExecuteError> {
+    let isolate = loaded(state, bundle)?;
+    if state.ctx.config.pool_mode != PoolMode::Legacy {
+        let mut evicted = Vec::new();
+        state
+            .pool
+            .borrow_mut()
+            .insert(bundle, isolate.clone(), &mut evicted);
+        report_evictions(state, evicted);
+    }
+    Ok(isolate)
+}
+
+/// A spare (or new) isolate with `bundle`'s worker loaded, not yet in the
+/// pool.
+fn loaded(
     state: &ThreadState,
     bundle: &Arc<WorkerBundle>,
 ) -> Result<Rc<WorkerIsolate>, ExecuteError> {
@@ -649,14 +699,6 @@ fn load(
     isolate.load(bundle.clone())?;
     ctx.observer
         .isolate_created(ctx.index, started.elapsed(), from_spare);
-    if pooled {
-        let mut evicted = Vec::new();
-        state
-            .pool
-            .borrow_mut()
-            .insert(bundle, isolate.clone(), &mut evicted);
-        report_evictions(state, evicted);
-    }
     Ok(isolate)
 }
 

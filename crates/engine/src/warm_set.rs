@@ -146,6 +146,8 @@ type Entries<V> = Cache<Slot, Entry<V>, ByHeap, DefaultHashBuilder, Notes<V>>;
 /// caller keeps per entry (the engine: the isolate).
 pub struct WarmSet<V: InUse> {
     budget: u64,
+    /// The least an entry weighs (`ByHeap`).
+    floor: u64,
     entries: Entries<V>,
     notes: Gone<V>,
     /// Worker id → its warm revisions.
@@ -193,6 +195,7 @@ impl<V: InUse> WarmSet<V> {
         };
         Self {
             budget,
+            floor,
             entries,
             notes,
             revisions: HashMap::new(),
@@ -306,6 +309,13 @@ impl<V: InUse> WarmSet<V> {
     /// Whether no entry is held.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Whether an entry of `heap_bytes` would fit beside the others
+    /// without evicting any.
+    pub fn has_room(&self, heap_bytes: usize) -> bool {
+        let weight = (heap_bytes as u64).max(self.floor).max(1);
+        self.entries.weight().saturating_add(weight) <= self.budget
     }
 
     /// The heap bytes the entries last reported, together.

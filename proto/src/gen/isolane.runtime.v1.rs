@@ -197,6 +197,12 @@ pub struct RequestHead {
     /// field answers in frames, which the caller still reads.
     #[prost(bool, tag = "12")]
     pub whole_answer: bool,
+    /// With `prewarm`: load the revision only if the thread's warm pool has
+    /// room for it without evicting any isolate (else answer 204 having loaded
+    /// nothing). The router sends one to the node a Worker's requests would
+    /// spill to, the first time it sees the Worker with two in flight.
+    #[prost(bool, tag = "13")]
+    pub standby: bool,
 }
 /// One tick of one of a Worker's cron schedules.
 #[allow(clippy::all)]

@@ -379,6 +379,7 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
         body_length,
         scheduled: None,
         prewarm: false,
+        standby: false,
         whole_answer: true,
     })
 }

@@ -3,6 +3,7 @@
 //! answer), and the response the client gets.
 
 use super::*;
+use crate::prewarm::PrewarmRequest;
 use tracing::Instrument as _;
 
 /// One request's trip through the fleet.
@@ -69,17 +70,12 @@ impl Trip<'_> {
                 .map_err(|retry_after| self.quarantined(NO_NODE.to_owned(), retry_after))?;
         }
         let mut fleet = self.proxy.fleet();
-        let mut tried: Vec<usize> = Vec::new();
+        let mut tried = self.untried(&parts, &fleet);
         let mut attempts = 0u32;
         // The error that made the request look for another node, if any.
         let mut refused: Option<Failure> = None;
         loop {
-            let placed = {
-                let _placing =
-                    tracing::trace_span!("router.place", attempt = attempts + 1).entered();
-                let load = self.backend.slot.load();
-                fleet.pick(&self.backend.worker_id, load, config.load_factor, &tried)
-            };
+            let placed = self.place(&fleet, &tried, attempts);
             let Some(pick) = placed else {
                 // No candidate left: wait (bounded) for the fleet to change,
                 // as while the only node pod is replaced.
@@ -180,6 +176,37 @@ impl Trip<'_> {
         }
     }
 
+    /// The nodes to leave out from the start: none, but a standby prewarm
+    /// leaves out the Worker's first choice (it goes where a spill would).
+    fn untried(&self, parts: &http::request::Parts, fleet: &Fleet) -> Vec<usize> {
+        let standby = parts.extensions.get::<PrewarmRequest>();
+        match standby.is_some_and(|p| p.standby) {
+            true => fleet
+                .first_choice(&self.backend.worker_id)
+                .into_iter()
+                .collect(),
+            false => Vec::new(),
+        }
+    }
+
+    /// The node and thread for attempt `attempts + 1`, leaving out `tried`.
+    /// A counted request's first placement while others of its Worker are
+    /// in flight may send the Worker's standby prewarm (`prewarming.rs`).
+    fn place(&self, fleet: &Fleet, tried: &[usize], attempts: u32) -> Option<crate::fleet::Pick> {
+        let _placing = tracing::trace_span!("router.place", attempt = attempts + 1).entered();
+        let load = self.backend.slot.load();
+        let others = load.in_flight();
+        let worker_id = &self.backend.worker_id;
+        let factor = self.proxy.inner.config.load_factor;
+        let pick = fleet.pick(worker_id, load, factor, tried);
+        if attempts == 0 && self.record && pick.is_some() {
+            let revision = self.revision.as_ref();
+            self.proxy
+                .standby_if_first_busy(worker_id, revision, load, others, fleet);
+        }
+        pick
+    }
+
     /// `Ok` once the Worker is not quarantined: at once, or when a crash
     /// record lifts its quarantine before `until` (a suspect's request
     /// waits for the records while one may still come: `losses.rs`);
@@ -234,7 +261,9 @@ impl Trip<'_> {
         // A cron tick (`run_tick`, or the test URL of a proxy that has
         // one): never from a client's own request in a cluster.
         call.scheduled = parts.extensions.get::<ScheduledTick>().cloned();
-        call.prewarm = parts.extensions.get::<PrewarmRequest>().is_some();
+        let prewarm = parts.extensions.get::<PrewarmRequest>();
+        call.prewarm = prewarm.is_some();
+        call.standby = prewarm.is_some_and(|p| p.standby);
         // The Worker sees a WebSocket handshake asked for (hop-by-hop
         // headers are otherwise never forwarded).
         if upgrade {

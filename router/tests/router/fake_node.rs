@@ -16,6 +16,9 @@
 //! | `fail-midway` | 200, one chunk, then end with `OUTCOME_EXCEPTION` |
 //! | `hang` | never answers |
 //! | `hold` | waits for [`FakeNode::release`], then answers 200 |
+//!
+//! A prewarm (the head's `prewarm`) is answered 204 whatever the header, as
+//! a node answers one, and counted apart from the calls (`prewarms`).
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -48,6 +51,8 @@ struct State {
     name: String,
     heads: Mutex<Vec<RequestHead>>,
     executes: AtomicUsize,
+    /// Prewarm heads received.
+    prewarms: Mutex<Vec<RequestHead>>,
     /// `Execute` calls and `Calls` streams opened.
     streams: AtomicUsize,
     released: watch::Sender<bool>,
@@ -62,6 +67,7 @@ impl FakeNode {
             name: name.to_owned(),
             heads: Mutex::default(),
             executes: AtomicUsize::new(0),
+            prewarms: Mutex::default(),
             streams: AtomicUsize::new(0),
             released: watch::Sender::new(false),
         });
@@ -100,6 +106,11 @@ impl FakeNode {
     /// How many calls reached this node (on `Execute` or `Calls`).
     pub fn executes(&self) -> usize {
         self.state.executes.load(Ordering::SeqCst)
+    }
+
+    /// The prewarm heads this node received.
+    pub fn prewarms(&self) -> Vec<RequestHead> {
+        self.state.prewarms.lock().unwrap().clone()
     }
 
     /// The request heads this node received.
@@ -234,6 +245,13 @@ async fn respond(
     head_in: RequestHead,
     mut inbound: Option<Streaming<ExecuteRequest>>,
 ) -> Result<Out, Status> {
+    if head_in.prewarm {
+        state.prewarms.lock().unwrap().push(head_in);
+        return Ok(Box::pin(futures::stream::iter([
+            Ok(head(204, Outcome::Ok, "", Vec::new())),
+            Ok(ExecuteResponse::end(Outcome::Ok, "", 0)),
+        ])));
+    }
     {
         state.executes.fetch_add(1, Ordering::SeqCst);
         state.heads.lock().unwrap().push(head_in.clone());

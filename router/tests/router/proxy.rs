@@ -709,12 +709,22 @@ async fn hold_on(
     nodes: &[FakeNode],
     count: usize,
 ) -> Vec<tokio::task::JoinHandle<http::Response<isolane_router::ResponseBody>>> {
+    hold_on_at(proxy, nodes, HOST, count).await
+}
+
+/// As [`hold_on`], to `host`.
+async fn hold_on_at(
+    proxy: &isolane_router::Proxy,
+    nodes: &[FakeNode],
+    host: &'static str,
+    count: usize,
+) -> Vec<tokio::task::JoinHandle<http::Response<isolane_router::ResponseBody>>> {
     let executes = || nodes.iter().map(FakeNode::executes).sum::<usize>();
     let before = executes();
     let pending = (0..count)
         .map(|_| {
             let proxy = proxy.clone();
-            tokio::spawn(async move { proxy.handle(get(HOST, "/", &[("x-fake", "hold")])).await })
+            tokio::spawn(async move { proxy.handle(get(host, "/", &[("x-fake", "hold")])).await })
         })
         .collect();
     wait_until(
@@ -784,6 +794,49 @@ async fn a_flood_of_one_worker_leaves_a_neighbours_lone_request_at_home() {
     assert_eq!(ask_quiet().await.as_deref(), Some(home.as_str()), "during");
     release(&nodes, pending).await;
     assert_eq!(ask_quiet().await.as_deref(), Some(home.as_str()), "after");
+}
+
+/// The first time a Worker has a request placed while another is in
+/// flight, the router sends it one standby prewarm, to a node that is not
+/// its first choice (where its spills go) even when the first choice has
+/// room; more busy requests send no more.
+#[tokio::test]
+async fn a_worker_first_seen_busy_gets_one_standby_prewarm_where_it_would_spill() {
+    let (nodes, proxy) = three_nodes().await;
+    let hot = "hot.test";
+    let primary = proxy.fleet().primary("ns/hot").unwrap().to_owned();
+    // Another Worker with another first choice keeps every node busy, so
+    // that the bound, not an idle fleet, leaves `ns/hot`'s first choice
+    // with room for it.
+    let elsewhere = nodes.iter().find(|n| n.name != primary).unwrap();
+    let other = worker_preferring(&proxy, &elsewhere.name);
+    proxy.set_workers(vec![
+        worker("ns/hot", "r1", hot, "/"),
+        worker(&other, "r1", HOST, "/"),
+    ]);
+    let background = hold_on(&proxy, &nodes, 30).await;
+    let standbys = || {
+        nodes
+            .iter()
+            .flat_map(|n| n.prewarms().into_iter().map(|h| (n.name.clone(), h)))
+            .filter(|(_, h)| h.worker_id == "ns/hot")
+            .collect::<Vec<_>>()
+    };
+    let pending = hold_on_at(&proxy, &nodes, hot, 2).await;
+    wait_until("a standby prewarm", Duration::from_secs(10), || async {
+        !standbys().is_empty()
+    })
+    .await;
+    release(&nodes, pending).await;
+    let pending = hold_on_at(&proxy, &nodes, hot, 4).await;
+    release(&nodes, pending).await;
+    release(&nodes, background).await;
+    let sent = standbys();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let (node, head) = &sent[0];
+    assert_ne!(node, &primary, "not on the first choice");
+    assert!(head.prewarm && head.standby, "{head:?}");
+    assert_eq!(head.revision, "r1");
 }
 
 #[tokio::test]

@@ -187,6 +187,7 @@ pub fn head(method: &str, worker_id: &str, revision: &str, thread: u32) -> Reque
         body_length: None,
         scheduled: None,
         prewarm: false,
+        standby: false,
         whole_answer: false,
     }
 }

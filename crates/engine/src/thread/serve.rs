@@ -96,8 +96,8 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: Option<OwnedSemaphoreP
         request_id: &request_id,
         started,
     };
-    if parts.extensions.get::<crate::Prewarm>().is_some() {
-        return prewarmed(state, &refused, reply);
+    if let Some(&mode) = parts.extensions.get::<crate::Prewarm>() {
+        return prewarmed(state, &refused, mode, reply);
     }
     let isolate = match admit(state, &refused) {
         Ok(isolate) => isolate,
@@ -140,8 +140,8 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: Option<OwnedSemaphoreP
 
 /// A prewarm's answer (`thread::prewarm`): a 204, or why the revision could
 /// not be loaded.
-fn prewarmed(state: &ThreadState, at: &Refused<'_>, reply: Reply) {
-    let result = super::prewarm(state, at.bundle);
+fn prewarmed(state: &ThreadState, at: &Refused<'_>, mode: crate::Prewarm, reply: Reply) {
+    let result = super::prewarm(state, at.bundle, mode);
     if let Err(error) = &result {
         tracing::warn!(parent: at.span, worker.id = %at.bundle.id, revision = %at.bundle.revision, thread = state.ctx.index, %error, "prewarm failed");
     }

@@ -210,8 +210,12 @@ async fn a_split_between_revisions_keeps_each_warm_and_a_fourth_evicts_the_oldes
 }
 
 fn prewarm(path: &str) -> http::Request<isolane_engine::Body> {
+    prewarm_as(path, isolane_engine::Prewarm::Load)
+}
+
+fn prewarm_as(path: &str, mode: isolane_engine::Prewarm) -> http::Request<isolane_engine::Body> {
     let mut request = get(path);
-    request.extensions_mut().insert(isolane_engine::Prewarm);
+    request.extensions_mut().insert(mode);
     request
 }
 
@@ -246,6 +250,53 @@ async fn a_prewarm_compiles_the_revision_so_its_first_request_is_warm() {
     assert_eq!(response.status(), 204);
     assert_eq!(recorder.prewarmed_warm.load(Ordering::Relaxed), 1);
     assert_eq!(run(&engine, 0, &counted, "/").await.1, "loads=1");
+}
+
+/// A standby prewarm (sent by a router to where a busy Worker's requests
+/// would spill) loads only where the warm pool has room without evicting:
+/// into a thread with room for two it loads the second; with both taken it
+/// loads nothing and both neighbours stay warm. A plain prewarm there
+/// evicts, for contrast.
+#[tokio::test]
+async fn a_standby_prewarm_loads_only_into_room_and_never_evicts() {
+    let (engine, recorder) = engine_with(isolane_engine::EngineConfig {
+        threads: 1,
+        pin_threads: false,
+        pool_mode: PoolMode::Pinned,
+        spare_isolates: 1,
+        isolates_per_thread: 2,
+        ..isolane_engine::EngineConfig::default()
+    });
+    let first = bundle("t/first", HELLO);
+    let spilled = bundle("t/spilled", HELLO);
+    let late = bundle("t/late", HELLO);
+    let prewarmed = |bundle: &Arc<isolane_engine::WorkerBundle>, mode| {
+        let request = prewarm_as("/", mode);
+        let call = engine.execute(0, bundle.clone(), request);
+        async move { call.await.expect("prewarm").status() }
+    };
+    let standby = isolane_engine::Prewarm::Standby;
+    assert_eq!(run(&engine, 0, &first, "/").await.1, "hello");
+    assert_eq!(prewarmed(&spilled, standby).await, 204);
+    assert_eq!(recorder.prewarmed_compiled.load(Ordering::Relaxed), 1);
+    let misses = recorder.misses.load(Ordering::Relaxed);
+    assert_eq!(run(&engine, 0, &spilled, "/").await.1, "hello");
+    assert_eq!(recorder.misses.load(Ordering::Relaxed), misses, "warm");
+    // Full: a standby loads nothing and evicts nothing.
+    assert_eq!(prewarmed(&late, standby).await, 204);
+    assert_eq!(recorder.prewarmed_no_room.load(Ordering::Relaxed), 1);
+    assert_eq!(recorder.prewarmed_compiled.load(Ordering::Relaxed), 1);
+    assert!(recorder.evictions.lock().unwrap().is_empty());
+    assert_eq!(run(&engine, 0, &first, "/").await.1, "hello");
+    assert_eq!(run(&engine, 0, &spilled, "/").await.1, "hello");
+    let now = recorder.misses.load(Ordering::Relaxed);
+    assert_eq!(now, misses, "both stayed warm");
+    // A warm revision is reported warm by a standby too.
+    assert_eq!(prewarmed(&first, standby).await, 204);
+    assert_eq!(recorder.prewarmed_warm.load(Ordering::Relaxed), 1);
+    // A plain prewarm makes room.
+    assert_eq!(prewarmed(&late, isolane_engine::Prewarm::Load).await, 204);
+    assert_eq!(recorder.evictions.lock().unwrap().len(), 1);
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use isolane_engine::{
     Body, EgressConfig, Engine, EngineConfig, EngineObserver, EvictionReason, ExecuteError, Limits,
-    LogDropReason, Outcome, PoolMode, TerminationReason, WorkerBundle,
+    LogDropReason, Outcome, PoolMode, PrewarmOutcome, TerminationReason, WorkerBundle,
 };
 
 /// An engine with `threads` threads, unpinned (tests share two cores).
@@ -205,6 +205,8 @@ pub struct Recorder {
     /// Prewarms that found the revision warm / compiled it.
     pub prewarmed_warm: AtomicUsize,
     pub prewarmed_compiled: AtomicUsize,
+    /// Standby prewarms that found no room.
+    pub prewarmed_no_room: AtomicUsize,
     pub terminations: Mutex<Vec<TerminationReason>>,
     pub outcomes: Mutex<Vec<Outcome>>,
     pub cpu: Mutex<Vec<Duration>>,
@@ -227,11 +229,11 @@ impl EngineObserver for Recorder {
             self.from_spare.fetch_add(1, Ordering::Relaxed);
         }
     }
-    fn isolate_prewarmed(&self, _thread: usize, warm: bool) {
-        if warm {
-            &self.prewarmed_warm
-        } else {
-            &self.prewarmed_compiled
+    fn isolate_prewarmed(&self, _thread: usize, outcome: PrewarmOutcome) {
+        match outcome {
+            PrewarmOutcome::Warm => &self.prewarmed_warm,
+            PrewarmOutcome::Compiled => &self.prewarmed_compiled,
+            PrewarmOutcome::NoRoom => &self.prewarmed_no_room,
         }
         .fetch_add(1, Ordering::Relaxed);
     }
