@@ -16,7 +16,8 @@
 # threads, the rest), node (its gRPC threads, the engine threads).
 # Kernel time is not counted. Needs valgrind, curl and what `make bench`
 # needs (wrk, the testenv's etcd and kube-apiserver). KEEP_DUMPS=DIR keeps
-# the callgrind dumps there, for `callgrind_annotate`.
+# the callgrind dumps there, for `callgrind_annotate`. POST_BYTES=N makes
+# every request a POST with an N-byte body (default: GETs).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -37,7 +38,7 @@ done
 
 "$bin_dir/isolane-bench" distributed --results "$work/results" --work "$work/logs" \
   --isolane "$bin_dir/isolane" --bin-dir "$work/bin" --rounds 20 --secs 5 \
-  > "$work/bench.log" 2>&1 &
+  ${POST_BYTES:+--post-bytes "$POST_BYTES"} > "$work/bench.log" 2>&1 &
 bench_pid=$!
 
 # This run's callgrind processes (by their output files), and their admin

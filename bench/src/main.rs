@@ -86,6 +86,9 @@ struct Http {
     /// Seconds per wrk run.
     #[arg(long, default_value_t = 5)]
     secs: u64,
+    /// Send POSTs with a body of this many bytes instead of GETs (0: GETs).
+    #[arg(long, default_value_t = 0)]
+    post_bytes: usize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -606,6 +609,7 @@ fn warm_plan(http: &Http) -> warm::Plan {
         rounds: http.rounds,
         duration: Duration::from_secs(http.secs),
         warmup: Duration::from_secs(1),
+        post_bytes: http.post_bytes,
     }
 }
 
@@ -671,6 +675,7 @@ async fn warm_section(common: &Common, http: &Http) -> anyhow::Result<Section> {
             host: None,
             connections,
             duration: Duration::from_secs(http.secs),
+            post_bytes: http.post_bytes,
         };
         markdown.push_str(&format!(
             "Where `isolane dev`'s CPU time goes at {connections} connections (`perf record -F 499` \

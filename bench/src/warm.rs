@@ -15,6 +15,8 @@ pub struct Plan {
     pub rounds: usize,
     pub duration: Duration,
     pub warmup: Duration,
+    /// POSTs with a body of this many bytes instead of GETs (0: GETs).
+    pub post_bytes: usize,
 }
 
 /// `loads[server][concurrency]`: one [`Load`] per round.
@@ -38,7 +40,7 @@ pub struct Summary {
 /// server (the server order rotates each round so none is always first).
 pub async fn measure(servers: &[&Server], plan: &Plan) -> anyhow::Result<Measured> {
     for server in servers {
-        let spec = spec(server, 16, plan.warmup);
+        let spec = spec(server, 16, plan.warmup, plan.post_bytes);
         wrk::run(&spec).await?;
     }
     let mut loads = vec![vec![Vec::new(); plan.connections.len()]; servers.len()];
@@ -46,7 +48,13 @@ pub async fn measure(servers: &[&Server], plan: &Plan) -> anyhow::Result<Measure
         for (ci, &connections) in plan.connections.iter().enumerate() {
             for k in 0..servers.len() {
                 let si = (k + round) % servers.len();
-                let load = wrk::run(&spec(servers[si], connections, plan.duration)).await?;
+                let load = wrk::run(&spec(
+                    servers[si],
+                    connections,
+                    plan.duration,
+                    plan.post_bytes,
+                ))
+                .await?;
                 eprintln!(
                     "round {round} c={connections} {}: {:.0} req/s p50 {:.0} µs p99 {:.0} µs errors {}",
                     servers[si].name, load.rps, load.p50_us, load.p99_us, load.errors
@@ -62,12 +70,13 @@ pub async fn measure(servers: &[&Server], plan: &Plan) -> anyhow::Result<Measure
     })
 }
 
-fn spec(server: &Server, connections: usize, duration: Duration) -> LoadSpec {
+fn spec(server: &Server, connections: usize, duration: Duration, post_bytes: usize) -> LoadSpec {
     LoadSpec {
         url: server.url(),
         host: server.host.clone(),
         connections,
         duration,
+        post_bytes,
     }
 }
 

@@ -13,6 +13,8 @@ pub struct LoadSpec {
     pub host: Option<String>,
     pub connections: usize,
     pub duration: Duration,
+    /// POSTs with a body of this many bytes instead of GETs (0: GETs).
+    pub post_bytes: usize,
 }
 
 /// What wrk measured.
@@ -24,6 +26,24 @@ pub struct Load {
     pub p99_us: f64,
     /// Non-2xx/3xx responses plus socket errors.
     pub errors: u64,
+}
+
+/// A wrk script that makes every request a POST with a JSON-typed body of
+/// `bytes` bytes; none for 0 (GETs).
+fn post_script(bytes: usize) -> anyhow::Result<Option<tempfile::NamedTempFile>> {
+    if bytes == 0 {
+        return Ok(None);
+    }
+    let mut file = tempfile::Builder::new().suffix(".lua").tempfile()?;
+    std::io::Write::write_all(
+        &mut file,
+        format!(
+            "wrk.method = \"POST\"\nwrk.body = string.rep(\"x\", {bytes})\n\
+             wrk.headers[\"Content-Type\"] = \"application/json\"\n"
+        )
+        .as_bytes(),
+    )?;
+    Ok(Some(file))
 }
 
 /// Runs wrk and parses its summary. wrk stops itself after `duration`; the
@@ -40,6 +60,11 @@ pub async fn run(spec: &LoadSpec) -> anyhow::Result<Load> {
         .arg("--latency");
     if let Some(host) = &spec.host {
         command.arg("-H").arg(format!("Host: {host}"));
+    }
+    // Kept until wrk has exited.
+    let script = post_script(spec.post_bytes)?;
+    if let Some(script) = &script {
+        command.arg("-s").arg(script.path());
     }
     command.arg(&spec.url).kill_on_drop(true);
     let output = tokio::time::timeout(Duration::from_secs(secs + 20), command.output())

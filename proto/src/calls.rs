@@ -1,9 +1,10 @@
-//! The node's side of `Calls`: many bodyless calls on one long-lived
-//! stream from a router (the wire contract is in `runtime.proto`). Each
-//! call is run as an `Execute` without a body would be (the server's `run`
-//! gives its response frames); only its frames travel tagged with the
-//! call's id, so a call costs no HTTP/2 stream, no HEADERS, and no
-//! per-stream task in the server.
+//! The node's side of `Calls`: many calls on one long-lived stream from a
+//! router (the wire contract is in `runtime.proto`), each a head with its
+//! whole body (empty, or at most [`WHOLE_REQUEST_LIMIT`] bytes that the
+//! router held whole). Each call is run as an `Execute` with that body
+//! would be (the server's `run` gives its response frames); only its
+//! frames travel tagged with the call's id, so a call costs no HTTP/2
+//! stream, no HEADERS, and no per-stream task in the server.
 //!
 //! One task reads the router's messages: a head starts a task for its
 //! call, a credit lets the call's body go on, a cancel aborts the call. A
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::task::{Context, Poll};
 
+use bytes::Bytes;
 use tokio::sync::{Notify, mpsc};
 use tokio::task::AbortHandle;
 use tokio_stream::{Stream, StreamExt};
@@ -40,17 +42,24 @@ pub type CallFrames = Pin<Box<dyn Stream<Item = Result<ExecuteResponse, Status>>
 /// may hold, the same as an `Execute` call's HTTP/2 stream window.
 pub const INITIAL_CREDIT: u32 = crate::socket::STREAM_WINDOW;
 
+/// The largest request body a call carries with its head: what a router
+/// sends on `Calls` when it holds a request's body whole; a longer one
+/// opens its own `Execute`. Each call's body is read off the stream at
+/// once, so this bounds what one admitted call holds in the node before
+/// its Worker reads it (half an `Execute` stream's window).
+pub const WHOLE_REQUEST_LIMIT: usize = 64 << 10;
+
 /// Serves one `Calls` stream from `inbound` until the router ends it, it
 /// fails, or `closing` completes (a node's drain); the calls still running
-/// then are cancelled. `run` starts a call from its head and the router's
-/// trace context; each runs in a task of its own.
+/// then are cancelled. `run` starts a call from its head, the router's
+/// trace context and its body; each runs in a task of its own.
 pub fn serve<R, F>(
     inbound: Streaming<CallsUp>,
     closing: impl Future<Output = ()> + Send + 'static,
     run: R,
 ) -> CallsStream
 where
-    R: Fn(RequestHead, Vec<Header>) -> F + Send + 'static,
+    R: Fn(RequestHead, Vec<Header>, Bytes) -> F + Send + 'static,
     F: Future<Output = Result<CallFrames, Status>> + Send + 'static,
 {
     let (down, rx) = mpsc::unbounded_channel();
@@ -88,7 +97,7 @@ async fn read<R, F>(
     closing: impl Future<Output = ()> + Send + 'static,
     run: R,
 ) where
-    R: Fn(RequestHead, Vec<Header>) -> F,
+    R: Fn(RequestHead, Vec<Header>, Bytes) -> F,
     F: Future<Output = Result<CallFrames, Status>> + Send + 'static,
 {
     let mut closing = std::pin::pin!(closing);
@@ -103,10 +112,11 @@ async fn read<R, F>(
             }
             () = &mut closing => break,
         };
-        let Some(Ok(CallsUp { id, frame, trace })) = message else {
+        let Some(Ok(up)) = message else {
             break;
         };
-        match frame {
+        let id = up.id;
+        match up.frame {
             Some(calls_up::Frame::Head(head)) => {
                 let (credit, down, done) =
                     (Credit::new(INITIAL_CREDIT), down.clone(), done_tx.clone());
@@ -114,7 +124,8 @@ async fn read<R, F>(
                 // Boxed where it is made: a node's call future is large,
                 // and the task would otherwise copy it on every move (each
                 // copy cost ~11,000 instructions per call).
-                let started: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(run(head, trace));
+                let started: Pin<Box<dyn Future<Output = _> + Send>> =
+                    Box::pin(run(head, up.trace, up.body));
                 let call = send_frames(id, started, Arc::clone(&credit), down, done);
                 let task = tokio::spawn(call).abort_handle();
                 if let Some(old) = live.insert(id, Live { credit, task }) {

@@ -65,10 +65,15 @@ fn answer_head() -> ExecuteResponse {
     })
 }
 
-/// A call's frames by its URL's path.
-fn run(seen: Arc<Seen>, head: RequestHead) -> Result<CallFrames, Status> {
+/// A call's frames by its URL's path; `/echo` answers its `body`.
+fn run(seen: Arc<Seen>, head: RequestHead, body: Bytes) -> Result<CallFrames, Status> {
     let ok_end = || Ok(ExecuteResponse::end(Outcome::Ok, "", 0));
     match head.url.as_str() {
+        "/echo" => Ok(Box::pin(tokio_stream::iter([
+            Ok(answer_head()),
+            Ok(ExecuteResponse::body(body)),
+            ok_end(),
+        ]))),
         "/hello" => Ok(Box::pin(tokio_stream::iter([
             Ok(answer_head()),
             Ok(ExecuteResponse::body(Bytes::from_static(b"hello"))),
@@ -125,7 +130,7 @@ impl Runtime for Node {
                 None => std::future::pending().await,
             }
         };
-        let run = move |head, _trace| std::future::ready(run(Arc::clone(&seen), head));
+        let run = move |head, _trace, body| std::future::ready(run(Arc::clone(&seen), head, body));
         let stream = isolane_proto::calls::serve(request.into_inner(), closing, run);
         Ok(Response::new(stream))
     }
@@ -173,22 +178,33 @@ impl Router {
     }
 
     fn send(&self, id: u64, frame: calls_up::Frame) {
+        self.send_with(id, frame, Bytes::new());
+    }
+
+    fn send_with(&self, id: u64, frame: calls_up::Frame, body: Bytes) {
         let message = CallsUp {
             id,
             frame: Some(frame),
             trace: Vec::new(),
+            body,
         };
         self.up.send(message).expect("the stream is open");
     }
 
     fn call(&self, id: u64, path: &str) {
+        self.call_with(id, path, Bytes::new());
+    }
+
+    /// A call whose head carries `body`.
+    fn call_with(&self, id: u64, path: &str, body: Bytes) {
         let head = RequestHead {
-            method: "GET".into(),
+            method: if body.is_empty() { "GET" } else { "POST" }.into(),
             url: path.into(),
             worker_id: "ns/w".into(),
+            body_length: (!body.is_empty()).then_some(body.len() as u64),
             ..Default::default()
         };
-        self.send(id, calls_up::Frame::Head(head));
+        self.send_with(id, calls_up::Frame::Head(head), body);
     }
 
     /// The next message, within a deadline.
@@ -257,6 +273,32 @@ async fn a_body_stops_at_its_credit_while_another_call_is_answered() {
         big += body_len(&message);
     }
     assert_eq!(big, CHUNK * CHUNKS);
+}
+
+/// A call's body comes with its head and reaches the call; calls with and
+/// without one share the stream.
+#[tokio::test]
+async fn a_calls_body_comes_with_its_head() {
+    let mut router = Router::open().await;
+    router.call_with(4, "/echo", Bytes::from_static(b"a small JSON body"));
+    router.call(5, "/hello");
+    let mut bodies: std::collections::BTreeMap<u64, Vec<u8>> = Default::default();
+    let mut ended = 0;
+    while ended < 2 {
+        let message = router.next().await.expect("both are answered");
+        if let Some(calls_down::Frame::Response(ExecuteResponse {
+            frame: Some(execute_response::Frame::Body(chunk)),
+        })) = &message.frame
+        {
+            bodies
+                .entry(message.id)
+                .or_default()
+                .extend_from_slice(chunk);
+        }
+        ended += usize::from(is_end(&message));
+    }
+    assert_eq!(bodies[&4], b"a small JSON body");
+    assert_eq!(bodies[&5], b"hello");
 }
 
 #[tokio::test]

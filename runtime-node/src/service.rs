@@ -30,6 +30,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use http::Method;
 use isolane_engine::{Body, Engine, ExecuteError, ObjectCall};
@@ -170,12 +171,14 @@ impl NodeService {
         }
     }
 
-    /// One call of a `Calls` stream (`service/calls.rs`): `head`, whose
-    /// request has no body, in `span`. A WebSocket handshake opens its own
-    /// `Execute`, so no socket is kept here.
-    async fn execute_bodyless(
+    /// One call of a `Calls` stream: `head` and its whole `body` (empty, or
+    /// at most `calls::WHOLE_REQUEST_LIMIT` bytes, as long as the head
+    /// says), in `span`. A WebSocket handshake opens its own `Execute`, so
+    /// no socket is kept here.
+    async fn execute_whole(
         &self,
         head: RequestHead,
+        body: Bytes,
         span: tracing::Span,
     ) -> Result<ExecuteStream, Status> {
         let call = Call::decode(head).map_err(|invalid| {
@@ -183,14 +186,21 @@ impl NodeService {
                 field: invalid.field,
             })
         })?;
-        if !call.bodyless() {
+        let len = body.len();
+        let announced = call.body_length.unwrap_or(len as u64);
+        let empty = call.bodyless() && len == 0;
+        if !empty && (len > isolane_proto::calls::WHOLE_REQUEST_LIMIT || announced != len as u64) {
             let error = Error::InvalidRequest {
                 field: "body_length",
             };
             return Err(self.refused(error).into());
         }
         let whole = call.whole_answer;
-        let (answer, body) = self.call_in(call, Body::empty(), span, None).await?;
+        let body = match len {
+            0 => Body::empty(),
+            _ => Body::wrap(http_body_util::Full::new(body)),
+        };
+        let (answer, body) = self.call_in(call, body, span, None).await?;
         Ok(Frames::new(&answer, body, None, whole).into_stream())
     }
 
@@ -486,14 +496,14 @@ impl Runtime for NodeService {
         // Ends at the drain's end, when no request is left in flight.
         let closing = self.inner.admission.sockets_closing().cancelled_owned();
         let service = self.clone();
-        let run = move |head, trace: Vec<Header>| {
+        let run = move |head, trace: Vec<Header>, body| {
             let service = service.clone();
             async move {
                 let span = span::execute();
                 isolane_telemetry::propagation::set_parent_from(&span, |name| {
                     isolane_proto::calls::trace_field(&trace, name)
                 });
-                service.execute_bodyless(head, span).await
+                service.execute_whole(head, body, span).await
             }
         };
         let stream = isolane_proto::calls::serve(request.into_inner(), closing, run);

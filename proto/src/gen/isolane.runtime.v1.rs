@@ -42,6 +42,12 @@ pub struct CallsUp {
     /// `tracestate`), as `Execute` carries it in its metadata.
     #[prost(message, repeated, tag = "5")]
     pub trace: ::prost::alloc::vec::Vec<Header>,
+    /// With `head`: the request's whole body, when the router holds it whole
+    /// and it is at most 64 KiB; empty for a bodyless request. A longer or
+    /// streamed body opens its own `Execute`. The node refuses a head whose
+    /// `body_length` is not this body's length.
+    #[prost(bytes = "bytes", tag = "6")]
+    pub body: ::prost::bytes::Bytes,
     #[prost(oneof = "calls_up::Frame", tags = "2, 3, 4")]
     pub frame: ::core::option::Option<calls_up::Frame>,
 }
@@ -50,7 +56,7 @@ pub mod calls_up {
     #[allow(clippy::all)]
     #[derive(Clone, PartialEq, ::prost::Oneof)]
     pub enum Frame {
-        /// A new call: the request's head; its body is empty.
+        /// A new call: the request's head; its body is `body`.
         #[prost(message, tag = "2")]
         Head(super::RequestHead),
         /// Bytes of this call's response body the router has handed on: the

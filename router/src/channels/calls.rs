@@ -1,5 +1,6 @@
-//! A node's `Calls` stream as one router thread holds it: the bodyless
-//! calls of this thread to one node endpoint share it (the wire contract is
+//! A node's `Calls` stream as one router thread holds it: the calls of this
+//! thread to one node endpoint whose bodies it holds whole (empty, or at
+//! most `calls::WHOLE_REQUEST_LIMIT` bytes) share it (the wire contract is
 //! in `runtime.proto`). A call on it costs one message each way for a small
 //! answer, without a stream of its own.
 //!
@@ -18,6 +19,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
+use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
 use isolane_proto::runtime::v1::{
@@ -61,9 +63,15 @@ impl CallStream {
         self.lock().closed.is_some()
     }
 
-    /// Sends a call's `head` (its request has no body) with the router's
+    /// Sends a call's `head` and its whole `body` (empty for a bodyless
+    /// request; at most `calls::WHOLE_REQUEST_LIMIT`) with the router's
     /// `trace` context; its frames come from what this returns.
-    pub fn call(self: &Arc<Self>, head: RequestHead, trace: Vec<Header>) -> CallFrames {
+    pub fn call(
+        self: &Arc<Self>,
+        head: RequestHead,
+        trace: Vec<Header>,
+        body: Bytes,
+    ) -> CallFrames {
         let (tx, rx) = mpsc::unbounded_channel();
         let id = {
             let mut pending = self.lock();
@@ -76,7 +84,12 @@ impl CallStream {
                 None => {
                     pending.calls.insert(id, tx);
                     let frame = Some(calls_up::Frame::Head(head));
-                    let _ = self.up.send(CallsUp { id, frame, trace });
+                    let _ = self.up.send(CallsUp {
+                        id,
+                        frame,
+                        trace,
+                        body,
+                    });
                 }
             }
             id
@@ -182,6 +195,7 @@ impl Stream for CallFrames {
                         id: self.id,
                         frame,
                         trace: Vec::new(),
+                        body: Bytes::new(),
                     });
                 }
                 self.done = response.ends_call();
@@ -205,6 +219,7 @@ impl Drop for CallFrames {
                 id: self.id,
                 frame,
                 trace: Vec::new(),
+                body: Bytes::new(),
             });
         }
     }

@@ -79,14 +79,40 @@ where
         Ok(Self::Replayable(chunks))
     }
 
+    /// What `call` sends with its head on the node's `Calls` stream: no
+    /// body, or the whole body when it was read whole and is at most
+    /// `calls::WHOLE_REQUEST_LIMIT` bytes; `None`: it opens an `Execute`.
+    pub fn whole_for(&self, call: &Call) -> Option<Bytes> {
+        match call.bodyless() {
+            true => Some(Bytes::new()),
+            false => self.whole(isolane_proto::calls::WHOLE_REQUEST_LIMIT),
+        }
+    }
+
+    /// The whole body when it was read whole and is at most `limit` bytes
+    /// (one chunk is shared, not copied).
+    fn whole(&self, limit: usize) -> Option<Bytes> {
+        let Self::Replayable(chunks) = self else {
+            return None;
+        };
+        match chunks.as_slice() {
+            [] => Some(Bytes::new()),
+            [one] => (one.len() <= limit).then(|| one.clone()),
+            more => {
+                let len: usize = more.iter().map(Bytes::len).sum();
+                (len <= limit).then(|| more.concat().into())
+            }
+        }
+    }
+
     /// Whether the body can be sent to another node after a failed attempt.
     pub fn is_replayable(&self) -> bool {
         matches!(self, Self::Replayable(_))
     }
 
     /// The frames of one attempt: `head`, the body, then the end marker.
-    /// A streaming body is moved out. (A request without a body goes on
-    /// the node's `Calls` stream instead, as its head alone.)
+    /// A streaming body is moved out. (A request whose body is held whole
+    /// and small goes on the node's `Calls` stream instead, with its head.)
     pub fn frames(&mut self, head: RequestHead) -> FrameStream {
         let head = futures::stream::iter([ExecuteRequest::head(head)]);
         match std::mem::replace(self, Self::Taken) {

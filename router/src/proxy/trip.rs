@@ -336,10 +336,11 @@ impl Trip<'_> {
     }
 
     /// A call to node `index` over gRPC, started: its place in the node's
-    /// load and the exchange that answers it. A bodyless request goes on
-    /// the node's shared `Calls` stream; one with a body, or a WebSocket
-    /// handshake (whose client side is put in `opening`), opens its own
-    /// `Execute` call.
+    /// load and the exchange that answers it. A request whose body the
+    /// router holds whole, empty or at most `calls::WHOLE_REQUEST_LIMIT`
+    /// bytes, goes on the node's shared `Calls` stream with it; a longer or
+    /// streamed body, or a WebSocket handshake (whose client side is put in
+    /// `opening`), opens its own `Execute` call.
     fn over_grpc<'f, B>(
         &self,
         fleet: &'f Fleet,
@@ -368,13 +369,13 @@ impl Trip<'_> {
                 node: node.to_owned(),
                 thread,
             })?;
-        if !upgrade && call.bodyless() {
+        if let Some(whole) = body.whole_for(&call).filter(|_| !upgrade) {
             // No body to stream: one message on the node's shared `Calls`
             // stream, not a call of its own.
             let calls = channels::call_stream(fleet, fleet_node, endpoint, &config.channel)?;
             let in_flight = fleet.start(index, self.backend.slot.load());
             let trace = span::trace_fields();
-            let exchange = upstream::call_on_stream(calls, call.encode(), trace, node);
+            let exchange = upstream::call_on_stream(calls, call.encode(), trace, whole, node);
             return Ok((in_flight, Box::pin(exchange)));
         }
         let (channel, origin) = channels::channel(fleet, fleet_node, endpoint, &config.channel)?;

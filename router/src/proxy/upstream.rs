@@ -2,12 +2,13 @@
 //! this process (`isolane dev`). Both take the same [`Call`] and give the
 //! same [`Answer`], so the proxy places, retries, maps outcomes and counts
 //! the same way for both; only the gRPC way encodes them as frames, on an
-//! `Execute` call of its own or, for a bodyless request, on the node's
-//! shared `Calls` stream (`channels/calls.rs`).
+//! `Execute` call of its own or, for a request whose body it holds whole and
+//! small, on the node's shared `Calls` stream (`channels/calls.rs`).
 
 use std::fmt::Debug;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use futures::future::BoxFuture;
 use isolane_proto::call::{Answer, AnswerBody, Call};
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
@@ -62,15 +63,17 @@ pub(super) async fn call_grpc(
     answer_from(stream, node).await
 }
 
-/// Runs a bodyless call on the node's `Calls` stream (its `head` and the
-/// router's `trace` context): one message out, its answer's frames back.
+/// Runs a call on the node's `Calls` stream (its `head`, the router's
+/// `trace` context and its whole `body`): one message out, its answer's
+/// frames back.
 pub(super) async fn call_on_stream(
     calls: Arc<CallStream>,
     head: RequestHead,
     trace: Vec<Header>,
+    body: Bytes,
     node: &str,
 ) -> Result<(Answer, Source), Error> {
-    answer_from(Box::pin(calls.call(head, trace)), node).await
+    answer_from(Box::pin(calls.call(head, trace, body)), node).await
 }
 
 /// The answer whose frames `stream` carries: its head (or whole answer) is

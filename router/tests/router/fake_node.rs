@@ -201,21 +201,21 @@ impl Runtime for Fake {
             }) => h,
             _ => return Err(Status::invalid_argument("the first frame must be the head")),
         };
-        respond(Arc::clone(&self.0), head_in, Some(inbound))
+        respond(Arc::clone(&self.0), head_in, Some(inbound), Bytes::new())
             .await
             .map(Response::new)
     }
 
     type CallsStream = isolane_proto::calls::CallsStream;
 
-    /// Each bodyless call as `Execute` answers it.
+    /// Each call (with the body its head carries) as `Execute` answers it.
     async fn calls(
         &self,
         request: Request<Streaming<CallsUp>>,
     ) -> Result<Response<Self::CallsStream>, Status> {
         self.0.streams.fetch_add(1, Ordering::SeqCst);
         let state = Arc::clone(&self.0);
-        let run = move |head, _trace| respond(Arc::clone(&state), head, None);
+        let run = move |head, _trace, body| respond(Arc::clone(&state), head, None, body);
         let closing = std::future::pending();
         Ok(Response::new(isolane_proto::calls::serve(
             request.into_inner(),
@@ -239,11 +239,13 @@ impl Runtime for Fake {
 }
 
 /// The answer to `head_in`; `inbound`: the rest of its `Execute` stream
-/// (`None` on the `Calls` stream, where a request has no body).
+/// (`None` on the `Calls` stream, where the body is `whole`, sent with the
+/// head).
 async fn respond(
     state: Arc<State>,
     head_in: RequestHead,
     mut inbound: Option<Streaming<ExecuteRequest>>,
+    whole: Bytes,
 ) -> Result<Out, Status> {
     if head_in.prewarm {
         state.prewarms.lock().unwrap().push(head_in);
@@ -327,17 +329,20 @@ async fn respond(
                 let (mut tx, rx) = mpsc::channel(2);
                 tokio::spawn(async move {
                     let _ = tx.send(Ok(head(200, Outcome::Ok, "", echo_headers))).await;
+                    if !whole.is_empty() {
+                        let _ = tx.send(Ok(ExecuteResponse::body(whole))).await;
+                    }
                     loop {
                         let message = match inbound.as_mut() {
                             Some(inbound) => inbound.message().await,
-                            // A call on the `Calls` stream has no body.
+                            // A call on the `Calls` stream: its body came whole.
                             None => Ok(None),
                         };
                         let frame = match message {
                             Ok(Some(m)) => m.frame,
                             // A bodyless request needs no end marker: its
                             // stream may close right after the head.
-                            Ok(None) if bodyless => {
+                            Ok(None) if bodyless || inbound.is_none() => {
                                 let _ = tx.send(Ok(ExecuteResponse::end(Outcome::Ok, "", 0))).await;
                                 return;
                             }

@@ -922,8 +922,10 @@ async fn a_request_that_loops_through_workers_is_refused() {
     );
 }
 
+/// GETs and a POST whose body the router holds whole (at most 64 KiB)
+/// share one `Calls` stream; a longer body opens an `Execute` call.
 #[tokio::test]
-async fn bodyless_requests_share_one_calls_stream_and_a_body_opens_its_own_call() {
+async fn small_requests_share_one_calls_stream_and_a_longer_body_opens_its_own_call() {
     let node = FakeNode::start("only").await;
     let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
     proxy.set_members(vec![node.member(2)]);
@@ -938,8 +940,19 @@ async fn bodyless_requests_share_one_calls_stream_and_a_body_opens_its_own_call(
         .handle(request("POST", HOST, "/", &[], "a body"))
         .await;
     assert_eq!(body(response).await, "a body");
-    assert_eq!(node.streams(), 2, "a body opens an Execute call");
-    assert_eq!(node.executes(), 6);
+    assert_eq!(node.streams(), 1, "a small body comes with its head");
+    let limit = isolane_proto::calls::WHOLE_REQUEST_LIMIT;
+    let at_limit = "x".repeat(limit);
+    let response = proxy
+        .handle(request("POST", HOST, "/", &[], at_limit))
+        .await;
+    assert_eq!(body(response).await.len(), limit);
+    assert_eq!(node.streams(), 1, "64 KiB still comes with its head");
+    let longer = "x".repeat(limit + 1);
+    let response = proxy.handle(request("POST", HOST, "/", &[], longer)).await;
+    assert_eq!(body(response).await.len(), limit + 1);
+    assert_eq!(node.streams(), 2, "a longer body opens an Execute call");
+    assert_eq!(node.executes(), 8);
 }
 
 #[tokio::test]

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use isolane_proto::runtime::v1::{
-    CallCancel, CallsDown, CallsUp, ExecuteResponse, RequestHead, calls_down, calls_up,
-    execute_response,
+    CallCancel, CallsDown, CallsUp, ExecuteResponse, RequestHead, WholeAnswer, calls_down,
+    calls_up, execute_response,
 };
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -34,10 +35,16 @@ impl Calls {
     }
 
     fn send(&self, id: u64, frame: calls_up::Frame) {
+        self.send_with(id, frame, Bytes::new());
+    }
+
+    /// A message whose head carries `body`.
+    fn send_with(&self, id: u64, frame: calls_up::Frame, body: Bytes) {
         let message = CallsUp {
             id,
             frame: Some(frame),
             trace: Vec::new(),
+            body,
         };
         self.up.send(message).unwrap();
     }
@@ -49,6 +56,17 @@ impl Calls {
             .expect("the stream stays healthy")
             .expect("the stream stays open")
     }
+}
+
+/// The whole answer `message` carries.
+fn whole_answer(message: CallsDown) -> WholeAnswer {
+    let Some(calls_down::Frame::Response(ExecuteResponse {
+        frame: Some(execute_response::Frame::Whole(answer)),
+    })) = message.frame
+    else {
+        panic!("expected a whole answer, got {message:?}");
+    };
+    answer
 }
 
 fn whole(head: RequestHead) -> calls_up::Frame {
@@ -68,15 +86,10 @@ async fn bodyless_calls_share_one_stream_and_each_is_answered_whole() {
     let mut answered = Vec::new();
     for _ in 0..3 {
         let message = calls.next().await;
-        let Some(calls_down::Frame::Response(ExecuteResponse {
-            frame: Some(execute_response::Frame::Whole(answer)),
-        })) = message.frame
-        else {
-            panic!("expected a whole answer, got {message:?}");
-        };
+        answered.push(message.id);
+        let answer = whole_answer(message);
         assert_eq!(answer.head.unwrap().status, 200);
         assert_eq!(answer.body.as_ref(), b"hello from /path yes");
-        answered.push(message.id);
     }
     answered.sort_unstable();
     assert_eq!(answered, [1, 2, 3]);
@@ -85,8 +98,25 @@ async fn bodyless_calls_share_one_stream_and_each_is_answered_whole() {
     assert!(metrics.contains(line), "{line} in\n{metrics}");
 }
 
+/// A request's body that comes with its head reaches the Worker.
 #[tokio::test]
-async fn a_refusal_comes_as_its_status_and_a_body_is_refused() {
+async fn a_body_with_its_head_reaches_the_worker() {
+    let node = start(Shape::default());
+    let echo = "export default { async fetch(request) { return new Response(request.method + ' ' + await request.text()); } };";
+    node.deploy("demo/echo", "r1", echo);
+    let mut calls = Calls::open(&node).await;
+    let body = Bytes::from_static(br#"{"order":42}"#);
+    let mut post = head("POST", "demo/echo", "r1", 0);
+    post.body_length = Some(body.len() as u64);
+    calls.send_with(1, whole(post), body);
+    let answer = whole_answer(calls.next().await);
+    assert_eq!(answer.body.as_ref(), br#"POST {"order":42}"#);
+}
+
+/// A refusal comes as its status; so does a head whose body is not the
+/// length it announces, or is longer than a call may carry.
+#[tokio::test]
+async fn a_refusal_comes_as_its_status_and_a_body_not_as_announced_is_refused() {
     let node = start(Shape::default());
     node.deploy("demo/hello", "r1", HELLO);
     let mut calls = Calls::open(&node).await;
@@ -94,7 +124,11 @@ async fn a_refusal_comes_as_its_status_and_a_body_is_refused() {
     let mut post = head("POST", "demo/hello", "r1", 0);
     post.body_length = Some(5);
     calls.send(2, whole(post));
-    for _ in 0..2 {
+    let big = Bytes::from(vec![b'x'; isolane_proto::calls::WHOLE_REQUEST_LIMIT + 1]);
+    let mut post = head("POST", "demo/hello", "r1", 0);
+    post.body_length = Some(big.len() as u64);
+    calls.send_with(4, whole(post), big);
+    for _ in 0..3 {
         let message = calls.next().await;
         let Some(calls_down::Frame::Status(status)) = message.frame else {
             panic!("expected a status, got {message:?}");
@@ -104,7 +138,7 @@ async fn a_refusal_comes_as_its_status_and_a_body_is_refused() {
             tonic::Code::InvalidArgument as i32,
             "{status:?}"
         );
-        if message.id == 2 {
+        if message.id != 1 {
             assert!(status.message.contains("body_length"), "{status:?}");
         }
     }
