@@ -179,8 +179,7 @@ impl Fleet {
 
     /// The first-choice node of `worker_id`, ignoring load (for placement moves).
     pub fn primary(&self, worker_id: &str) -> Option<&str> {
-        self.set
-            .primary(worker_id)
+        self.first_choice(worker_id)
             .map(|i| self.set.nodes()[i].name.as_str())
     }
 

@@ -18,7 +18,7 @@ use crate::routes::{RoutableWorker, RouteTable};
 /// Marks a request (in process only) as a prewarm.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PrewarmRequest {
-    /// A standby (`proxy/standby.rs`): sent to where the Worker's requests
+    /// A standby (`proxy/prewarming.rs`): sent to where the Worker's requests
     /// would spill to, loaded there only if it fits without evicting.
     pub standby: bool,
 }

@@ -180,13 +180,12 @@ impl Trip<'_> {
     /// leaves out the Worker's first choice (it goes where a spill would).
     fn untried(&self, parts: &http::request::Parts, fleet: &Fleet) -> Vec<usize> {
         let standby = parts.extensions.get::<PrewarmRequest>();
-        match standby.is_some_and(|p| p.standby) {
-            true => fleet
-                .first_choice(&self.backend.worker_id)
-                .into_iter()
-                .collect(),
-            false => Vec::new(),
-        }
+        let worker_id = &self.backend.worker_id;
+        (standby.is_some_and(|p| p.standby))
+            .then(|| fleet.first_choice(worker_id))
+            .flatten()
+            .into_iter()
+            .collect()
     }
 
     /// The node and thread for attempt `attempts + 1`, leaving out `tried`.
@@ -370,8 +369,8 @@ impl Trip<'_> {
                 thread,
             })?;
         if let Some(whole) = body.whole_for(&call).filter(|_| !upgrade) {
-            // No body to stream: one message on the node's shared `Calls`
-            // stream, not a call of its own.
+            // Nothing to stream (no body, or one held whole): one message
+            // on the node's shared `Calls` stream, not a call of its own.
             let calls = channels::call_stream(fleet, fleet_node, endpoint, &config.channel)?;
             let in_flight = fleet.start(index, self.backend.slot.load());
             let trace = span::trace_fields();

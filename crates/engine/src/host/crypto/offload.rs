@@ -76,13 +76,15 @@ impl Stop {
 
     /// Whether the job should stop now.
     pub(crate) fn now(&self) -> bool {
-        match &self.gone {
-            Gone::Request(gone) if gone.load(Ordering::Relaxed) => return true,
-            Gone::Turn(tripwire) if tripwire.has_fired() => return true,
-            _ => {}
+        let gone = match &self.gone {
+            Gone::Request(gone) => gone.load(Ordering::Relaxed),
+            Gone::Turn(tripwire) => tripwire.has_fired(),
+        };
+        if gone {
+            return true;
         }
         let spent = thread_cpu_now().saturating_sub(self.start) > self.budget;
-        if let (true, Gone::Turn(tripwire)) = (spent, &self.gone) {
+        if spent && let Gone::Turn(tripwire) = &self.gone {
             tripwire.fire(TerminationReason::CpuLimit);
         }
         spent
