@@ -6,6 +6,7 @@
 
 mod apiserver;
 mod binary;
+mod calls;
 mod fake_node;
 mod overhead;
 mod proxy;

@@ -690,7 +690,7 @@ async fn three_nodes() -> ([FakeNode; 3], isolane_router::Proxy) {
 }
 
 /// Lets the held requests answer, and checks each answered 200.
-async fn release(
+pub(crate) async fn release(
     nodes: &[FakeNode],
     pending: Vec<tokio::task::JoinHandle<http::Response<isolane_router::ResponseBody>>>,
 ) {
@@ -920,61 +920,4 @@ async fn a_request_that_loops_through_workers_is_refused() {
             .iter()
             .any(|h| h.name == "x-isolane-hops" && h.value.as_ref() == at_bound.as_bytes())
     );
-}
-
-/// GETs and a POST whose body the router holds whole (at most 64 KiB)
-/// share one `Calls` stream; a longer body opens an `Execute` call.
-#[tokio::test]
-async fn small_requests_share_one_calls_stream_and_a_longer_body_opens_its_own_call() {
-    let node = FakeNode::start("only").await;
-    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
-    proxy.set_members(vec![node.member(2)]);
-    proxy.set_workers(vec![worker("demo/hello", "r1", HOST, "/")]);
-    for _ in 0..5 {
-        let response = proxy.handle(get(HOST, "/", &[])).await;
-        assert_eq!(response.status(), StatusCode::OK);
-        assert_eq!(header(&response, "x-echo-method"), Some("GET"));
-    }
-    assert_eq!(node.streams(), 1, "five GETs on one Calls stream");
-    let response = proxy
-        .handle(request("POST", HOST, "/", &[], "a body"))
-        .await;
-    assert_eq!(body(response).await, "a body");
-    assert_eq!(node.streams(), 1, "a small body comes with its head");
-    let limit = isolane_proto::calls::WHOLE_REQUEST_LIMIT;
-    let at_limit = "x".repeat(limit);
-    let response = proxy
-        .handle(request("POST", HOST, "/", &[], at_limit))
-        .await;
-    assert_eq!(body(response).await.len(), limit);
-    assert_eq!(node.streams(), 1, "64 KiB still comes with its head");
-    let longer = "x".repeat(limit + 1);
-    let response = proxy.handle(request("POST", HOST, "/", &[], longer)).await;
-    assert_eq!(body(response).await.len(), limit + 1);
-    assert_eq!(node.streams(), 2, "a longer body opens an Execute call");
-    assert_eq!(node.executes(), 8);
-}
-
-#[tokio::test]
-async fn a_download_nobody_reads_does_not_hold_up_the_next_request() {
-    let node = FakeNode::start("only").await;
-    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
-    proxy.set_members(vec![node.member(1)]);
-    proxy.set_workers(vec![worker("demo/hello", "r1", HOST, "/")]);
-    // 8 MiB the client never reads, on the same Calls stream as the rest.
-    let stalled = proxy
-        .handle(get(HOST, "/download", &[("x-fake", "generate:8388608")]))
-        .await;
-    assert_eq!(stalled.status(), StatusCode::OK);
-    for _ in 0..3 {
-        let response =
-            tokio::time::timeout(Duration::from_secs(10), proxy.handle(get(HOST, "/", &[])))
-                .await
-                .expect("answered while the download waits");
-        assert_eq!(response.status(), StatusCode::OK);
-        assert_eq!(header(&response, "x-echo-method"), Some("GET"));
-    }
-    assert_eq!(node.streams(), 1);
-    // Read at last, the download is whole.
-    assert_eq!(body(stalled).await.len(), 8 << 20);
 }
