@@ -17,6 +17,7 @@
 
 pub mod artifact;
 pub mod bundle;
+pub mod caches;
 pub mod config;
 pub mod controller;
 mod error;
@@ -36,6 +37,7 @@ pub mod routes;
 pub mod script;
 pub mod status;
 pub mod storage;
+pub mod triggers;
 pub mod watches;
 pub mod webhook;
 

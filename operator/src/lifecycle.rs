@@ -5,16 +5,18 @@
 //! material) before anything talks to the API, so bad input fails first.
 //! [`Bound::run`] then runs until `shutdown` is cancelled:
 //!
-//! - every replica serves the admin server and the webhook;
+//! - every replica serves the admin server and the webhook, and keeps the
+//!   controller's [`Caches`] from its start, leading or not;
 //! - leader election (`isolane-leader`, or none: the replica leads alone)
-//!   decides who runs the [`controller`]; a leader that loses the Lease stops
-//!   it at once (in-flight reconciles aborted) and becomes a standby;
+//!   decides who runs the [`controller`] over them; a leader that loses the
+//!   Lease stops it at once (in-flight reconciles aborted) and becomes a
+//!   standby, keeping its caches;
 //! - on `shutdown` the leader lets in-flight reconciles finish, then releases
 //!   the Lease, and the servers stop.
 //!
-//! `/readyz` turns ready when leader election has read the Lease once and,
-//! on the leader, every watch has listed (a standby has nothing to sync);
-//! with the webhook, its Worker index must have listed too.
+//! `/readyz` turns ready when leader election has read the Lease once and
+//! every cache has listed (a standby's too: they are what it takes over
+//! with); with the webhook, its Worker index must have listed too.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -30,6 +32,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::caches::Caches;
 use crate::config::Config;
 use crate::index::WorkerIndex;
 use crate::metrics::Metrics;
@@ -115,6 +118,10 @@ impl Bound {
         let admin = tokio::spawn(admin.serve(servers.clone().cancelled_owned()));
         let webhook = webhook.map(|webhook| serve_webhook(webhook, &client, &config, &servers));
 
+        // Listing starts before the election: a standby has its caches
+        // ready when it takes over.
+        let caches = Caches::start(&client, &config, &metrics);
+        caches.report_ready(controller_ready);
         let (role_tx, role) = watch::channel(Role::Unknown);
         let elector_stop = CancellationToken::new();
         let elector = match config.leader.clone() {
@@ -131,9 +138,9 @@ impl Bound {
         let leading = Leading {
             client,
             config: &config,
+            caches: &caches,
             metrics: &metrics,
             election_ready,
-            controller_ready,
         };
         leading.follow(role, &shutdown).await;
 
@@ -185,9 +192,9 @@ fn serve_webhook(
 struct Leading<'a> {
     client: Client,
     config: &'a Config,
+    caches: &'a Caches,
     metrics: &'a Arc<Metrics>,
     election_ready: ReadyHandle,
-    controller_ready: ReadyHandle,
 }
 
 impl Leading<'_> {
@@ -204,8 +211,6 @@ impl Leading<'_> {
             };
             self.election_ready.set(true);
             if current != Role::Leader {
-                // A standby has nothing to sync: it is ready to take over.
-                self.controller_ready.set(true);
                 tokio::select! {
                     () = shutdown.cancelled() => return,
                     changed = role.changed() => if changed.is_err() { return },
@@ -216,10 +221,10 @@ impl Leading<'_> {
             self.metrics.set_leader(true);
             let stopped = shutdown.clone();
             let running = controller::run(
+                self.caches,
                 self.client.clone(),
                 self.config,
                 Arc::clone(self.metrics),
-                self.controller_ready.clone(),
                 async move { stopped.cancelled().await },
             );
             let lost = role.wait_for(|role| *role != Role::Leader);

@@ -70,7 +70,7 @@ impl MembershipObserver for Placement {
         );
         self.nodes.send_replace(Arc::new(node_set(&members.live)));
         if self.published.is_some() {
-            // The receiver lives as long as the controller.
+            // The receiver lives as long as the caches.
             let _ = self.changed.unbounded_send(());
         }
         self.published = Some(fingerprint);

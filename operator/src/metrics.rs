@@ -73,6 +73,15 @@ const LEADER: Metric = Metric::new(
     &[],
 );
 
+const WATCH_LISTS: Metric = Metric::new(
+    "isolane_operator_watch_lists_total",
+    "Complete lists of each of the controller's watches: one at start, then one per relist after a watch failed or expired (not per leadership change).",
+    &["watch"],
+);
+
+/// The watches `isolane_operator_watch_lists_total` counts, its `watch` label.
+pub const WATCHES: [&str; 5] = ["workers", "configmaps", "secrets", "bundles", "host_owners"];
+
 /// Every metric of the operator (docs/metrics.md lists each).
 pub const ALL: &[Metric] = &[
     RECONCILES,
@@ -80,6 +89,7 @@ pub const ALL: &[Metric] = &[
     RECONCILE_DURATION,
     WORKERS,
     LEADER,
+    WATCH_LISTS,
 ];
 
 /// The operator's metrics.
@@ -90,6 +100,7 @@ pub struct Metrics {
     reconcile_duration: Histogram,
     workers: IntGaugeVec,
     leader: IntGauge,
+    watch_lists: IntCounterVec,
     conditions: Mutex<HashMap<WorkerKey, [ConditionStatus; 3]>>,
 }
 
@@ -101,6 +112,10 @@ impl Metrics {
         let reconcile_duration = RECONCILE_DURATION.histogram(registry, &RECONCILE_BUCKETS)?;
         let workers = WORKERS.gauge_vec(registry)?;
         let leader = LEADER.gauge(registry)?;
+        let watch_lists = WATCH_LISTS.counter_vec(registry)?;
+        for watch in WATCHES {
+            watch_lists.with_label_values(&[watch]);
+        }
         for outcome in [
             Outcome::Ready,
             Outcome::NotReady,
@@ -125,6 +140,7 @@ impl Metrics {
             reconcile_duration,
             workers,
             leader,
+            watch_lists,
             conditions: Mutex::new(HashMap::new()),
         })
     }
@@ -167,6 +183,11 @@ impl Metrics {
         for (_, previous) in conditions.drain() {
             self.shift(Some(previous), None);
         }
+    }
+
+    /// Counts a complete list of `watch` (one of [`WATCHES`]).
+    pub fn listed(&self, watch: &str) {
+        self.watch_lists.with_label_values(&[watch]).inc();
     }
 
     /// Sets the leader gauge.

@@ -5,15 +5,15 @@
 //!
 //! - [`watch`] reads them into a [`WorkerIndex`], so every decision the
 //!   index makes (status, webhook) takes them as input, as the router's does.
-//!   The controller and the webhook each run one.
+//!   The caches (`caches.rs`) and the webhook each run one.
 //! - [`Recorder`] (the leader's controller only) writes them: after each
 //!   change to the claims, and periodically for grace periods that end, it
 //!   applies `isolane_worker::next_owners` — a host admitted to a namespace
 //!   is recorded; a record whose namespace no longer claims the host is
 //!   marked released, and deleted once released for `--host-release-grace`.
 //!
-//! Expected flow: the controller lists the records before it starts the
-//! Worker watch, and the recorder starts only once both have listed, so a
+//! Expected flow: the caches list the records before they start the Worker
+//! watch, and the recorder starts only once every cache has listed, so a
 //! partial view never records a host for the wrong namespace. Caveats: a
 //! host admitted while the operator is down is recorded only when it comes
 //! back; until then the age rule alone decides it.
@@ -23,22 +23,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::channel::mpsc;
-use isolane_crds::Worker;
 use isolane_crds::{HOST_OWNER_LABEL, host_owner_config_map, host_owner_from, host_owner_name};
 use isolane_worker::{HostOwner, next_owners};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, ResourceExt};
 use tokio::sync::{Notify, watch as signal};
 use tracing::{info, warn};
 
 use crate::index::WorkerIndex;
 use crate::routes::WorkerKey;
-use crate::watches::object_ref;
 use crate::{FIELD_MANAGER, lock};
 
 /// The longest the recorder goes without looking for grace periods that
@@ -48,83 +44,15 @@ pub const MAX_RECHECK: Duration = Duration::from_secs(30);
 /// How long the recorder waits after a failed write before trying again.
 const RETRY: Duration = Duration::from_secs(1);
 
-/// Reconciles the Workers a change to host owners may affect (the
-/// controller's trigger for them).
-#[derive(Clone, Debug)]
-pub struct Wake(mpsc::UnboundedSender<ObjectRef<Worker>>);
-
-impl Wake {
-    /// A waker, and the stream of Workers it wakes.
-    pub fn new() -> (Self, mpsc::UnboundedReceiver<ObjectRef<Worker>>) {
-        let (tx, rx) = mpsc::unbounded();
-        (Self(tx), rx)
-    }
-
-    /// Wakes `workers`.
-    pub fn workers(&self, workers: Vec<WorkerKey>) {
-        for worker in workers {
-            // The receiver lives as long as the controller.
-            let _ = self.0.unbounded_send(object_ref(&worker));
-        }
-    }
-}
-
-/// The controller's host-owner machinery, not yet polled: the watch (poll
-/// it from the start; `synced` turns true after its first list), the
-/// Workers it wakes, and the recorder (run it once every watch has listed).
-pub struct ForController<W> {
-    /// The watch of the records ([`watch`]).
-    pub watch: W,
-    /// True once the watch has listed the records.
-    pub synced: signal::Receiver<bool>,
-    /// The Workers to reconcile because a record changed.
-    pub changes: mpsc::UnboundedReceiver<ObjectRef<Worker>>,
-    /// Sends on `changes`.
-    pub wake: Wake,
-    /// Writes the records.
-    pub recorder: Recorder,
-}
-
-/// [`ForController`] over the records in `namespace`, into `index`.
-pub fn for_controller(
-    client: &Client,
-    namespace: &str,
-    grace: Duration,
-    index: &Arc<Mutex<WorkerIndex>>,
-) -> ForController<impl Future<Output = ()> + use<>> {
-    let api = Api::<ConfigMap>::namespaced(client.clone(), namespace);
-    let (wake, changes) = Wake::new();
-    let (synced_tx, synced) = signal::channel(false);
-    let waker = wake.clone();
-    let watch = watch(
-        api.clone(),
-        Arc::clone(index),
-        move |keys| waker.workers(keys),
-        synced_tx,
-    );
-    let recorder = Recorder {
-        api,
-        namespace: namespace.to_owned(),
-        index: Arc::clone(index),
-        grace,
-    };
-    ForController {
-        watch,
-        synced,
-        changes,
-        wake,
-        recorder,
-    }
-}
-
 /// Watches the host-owner ConfigMaps of `api` (the operator's namespace)
 /// into `index`; calls `wake` with the Workers whose route ownership a
-/// change may have moved. `synced` turns true after the first list. Runs
-/// until the watch ends.
+/// change may have moved, and `listed` after each complete list. `synced`
+/// turns true after the first list. Runs until the watch ends.
 pub async fn watch(
     api: Api<ConfigMap>,
     index: Arc<Mutex<WorkerIndex>>,
     wake: impl Fn(Vec<WorkerKey>),
+    listed: impl Fn(),
     synced: signal::Sender<bool>,
 ) {
     let config = watcher::Config::default().labels(&format!("{HOST_OWNER_LABEL}=true"));
@@ -149,7 +77,10 @@ pub async fn watch(
                 }
                 continue;
             }
-            watcher::Event::InitDone => owners = relist.take().unwrap_or_default(),
+            watcher::Event::InitDone => {
+                owners = relist.take().unwrap_or_default();
+                listed();
+            }
             watcher::Event::Apply(config_map) => {
                 let name = config_map.name_any();
                 match read(&config_map) {

@@ -1,11 +1,13 @@
-//! The controller's watches, and what each event triggers.
+//! The controller's watches, and what each event triggers. They run for as
+//! long as the operator does, leading or not ([`crate::caches`]); what they
+//! touch goes to [`Triggers`], the running controller's queue.
 //!
 //! - Workers in every namespace (the main stream). Each event first updates the
 //!   reflector store, then the [`WorkerIndex`] (references and route claims),
 //!   then — only when generation, finalizers or deletion changed, so status
 //!   writes do not loop — reconciles the Worker. Workers whose route ownership
-//!   the event may have changed are reconciled too ([`Watches::route_changes`]),
-//!   and the host-owner recorder (`owners.rs`) is told the claims changed.
+//!   the event may have changed are reconciled too, and the host-owner
+//!   recorder (`owners.rs`) is told the claims changed.
 //! - ConfigMaps and Secrets in every namespace, metadata only: an event
 //!   reconciles exactly the Workers the index says read that object
 //!   ([`readers_of`]).
@@ -13,14 +15,14 @@
 //!   bundle changed or deleted by someone else is rewritten (its owner is
 //!   reconciled); the controller's own writes ([`OwnWrites`]) are dropped. The
 //!   store also lets a reconcile skip re-applying a bundle that is current.
-//! - Runtime-node Leases are watched by [`crate::membership`]; the controller
-//!   reconciles every Worker when the schedulable node set changes.
+//! - Runtime-node Leases are watched by [`crate::membership`]; every Worker
+//!   is reconciled when the schedulable node set changes (`caches.rs`).
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
-use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt, channel::mpsc};
+use futures::future::{BoxFuture, ready};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use isolane_crds::Worker;
 use isolane_worker::BUNDLE_LABEL;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -31,132 +33,125 @@ use kube::{Api, Client};
 use tokio::sync::{Notify, watch};
 use tracing::{info, warn};
 
-use crate::bundle::OwnWrites;
+use crate::bundle::{OwnWrites, bundle_owner};
 use crate::index::{ReferenceKey, ReferenceKind, WorkerIndex};
 use crate::lock;
+use crate::metrics::Metrics;
 use crate::routes::WorkerKey;
+use crate::triggers::Triggers;
 
-/// A stream of objects whose event triggers a reconcile.
-pub type Triggers<K> = BoxStream<'static, Result<K, watcher::Error>>;
-
-/// The watches of one controller run, not yet polled.
+/// The watches, not yet polled, and the stores they fill.
 pub struct Watches {
     /// Workers, as the reconcile reads them.
     pub workers: Store<Worker>,
-    /// Workers whose spec, finalizers or deletion changed.
-    pub worker_triggers: Triggers<Worker>,
-    /// Workers whose route ownership another Worker's event may have changed.
-    pub route_changes: mpsc::UnboundedReceiver<ObjectRef<Worker>>,
-    /// ConfigMaps (metadata) that changed.
-    pub config_maps: Triggers<PartialObjectMeta<ConfigMap>>,
-    /// Secrets (metadata) that changed.
-    pub secrets: Triggers<PartialObjectMeta<Secret>>,
     /// Bundle Secrets (metadata), as the reconcile reads them.
     pub bundles: Store<PartialObjectMeta<Secret>>,
-    /// Bundle Secrets changed or deleted by someone else.
-    pub bundle_triggers: Triggers<PartialObjectMeta<Secret>>,
-    /// The bundles this controller wrote.
-    pub own_writes: OwnWrites,
+    /// Every watch: poll it for as long as the stores are read.
+    pub run: BoxFuture<'static, ()>,
     config_maps_synced: watch::Receiver<bool>,
     secrets_synced: watch::Receiver<bool>,
 }
 
-/// Workers: store, then index, then (filtered) reconcile triggers; and the
-/// Workers whose route ownership another Worker's event may have changed.
-fn worker_watch(
-    client: &Client,
-    index: Arc<Mutex<WorkerIndex>>,
-    claims_changed: Arc<Notify>,
-) -> (
-    Store<Worker>,
-    Triggers<Worker>,
-    mpsc::UnboundedReceiver<ObjectRef<Worker>>,
-) {
+/// What the watches share: the client, what they update, where they send
+/// the Workers to reconcile.
+#[derive(Clone)]
+pub struct Sinks {
+    /// References and route claims, updated by each Worker event.
+    pub index: Arc<Mutex<WorkerIndex>>,
+    /// Notified when a Worker event may have changed the claims.
+    pub claims_changed: Arc<Notify>,
+    /// The running controller's queue.
+    pub triggers: Triggers,
+    /// The bundles the controller wrote (their events are dropped).
+    pub own_writes: OwnWrites,
+    /// Counts each complete list.
+    pub metrics: Arc<Metrics>,
+}
+
+/// Workers: store, then index, then (filtered) reconciles; and the Workers
+/// whose route ownership another Worker's event may have changed.
+fn worker_watch(client: &Client, sinks: &Sinks) -> (Store<Worker>, BoxFuture<'static, ()>) {
     let (workers, workers_writer) = reflector::store::<Worker>();
-    let (wake, route_changes) = mpsc::unbounded::<ObjectRef<Worker>>();
-    let triggers = watcher(
+    let (index, claims_changed) = (Arc::clone(&sinks.index), Arc::clone(&sinks.claims_changed));
+    let (others, triggers) = (sinks.triggers.clone(), sinks.triggers.clone());
+    let run = watcher(
         Api::<Worker>::all(client.clone()),
         watcher::Config::default(),
     )
     .default_backoff()
-    .inspect(observer("workers"))
+    .inspect(observer("workers", &sinks.metrics))
     .reflect(workers_writer)
     .inspect_ok(move |event| {
-        let others = lock(&index).apply_event(event);
+        let affected = lock(&index).apply_event(event);
         // The host-owner recorder decides again (`owners.rs`).
         claims_changed.notify_one();
-        for other in others {
-            // The receiver lives as long as the controller; a send error only
-            // happens while shutting down.
-            let _ = wake.unbounded_send(object_ref(&other));
-        }
+        others.workers(affected);
     })
     .touched_objects()
     .predicate_filter(reconcile_trigger, Default::default())
+    .for_each(move |worker| {
+        if let Ok(worker) = worker {
+            triggers.wake(ObjectRef::from_obj(&worker));
+        }
+        ready(())
+    })
     .boxed();
-    (workers, triggers, route_changes)
+    (workers, run)
 }
 
 /// Bundle Secrets in the operator namespace, metadata kept in a store.
-/// Our own writes (`own`) come back as events; those are dropped (the Worker
-/// was just reconciled), while changes by others and deletions re-reconcile
-/// it.
+/// Our own writes come back as events; those are dropped (the Worker was
+/// just reconciled), while changes by others and deletions re-reconcile it.
 fn bundle_watch(
     client: &Client,
     namespace: &str,
-    own: OwnWrites,
-) -> (
-    Store<PartialObjectMeta<Secret>>,
-    Triggers<PartialObjectMeta<Secret>>,
-) {
+    sinks: &Sinks,
+) -> (Store<PartialObjectMeta<Secret>>, BoxFuture<'static, ()>) {
     let (bundles, bundles_writer) = reflector::store::<PartialObjectMeta<Secret>>();
-    let triggers = watcher(
+    let (own, triggers) = (sinks.own_writes.clone(), sinks.triggers.clone());
+    let run = watcher(
         Api::<PartialObjectMeta<Secret>>::namespaced(client.clone(), namespace),
         watcher::Config::default().labels(&format!("{BUNDLE_LABEL}=true")),
     )
     .default_backoff()
-    .inspect(observer("bundles"))
+    .inspect(observer("bundles", &sinks.metrics))
     .reflect(bundles_writer)
-    .filter_map(move |event| {
-        let trigger = match event {
+    .for_each(move |event| {
+        let changed = match event {
             Ok(watcher::Event::Apply(secret) | watcher::Event::InitApply(secret)) => {
-                (!own.is_own(&secret.metadata)).then_some(Ok(secret))
+                (!own.is_own(&secret.metadata)).then_some(secret)
             }
-            Ok(watcher::Event::Delete(secret)) => Some(Ok(secret)),
-            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
-            Err(error) => Some(Err(error)),
+            Ok(watcher::Event::Delete(secret)) => Some(secret),
+            Ok(watcher::Event::Init | watcher::Event::InitDone) | Err(_) => None,
         };
-        futures::future::ready(trigger)
+        if let Some(owner) = changed.and_then(|secret| bundle_owner(&secret.metadata)) {
+            triggers.wake(owner);
+        }
+        ready(())
     })
     .boxed();
-    (bundles, triggers)
+    (bundles, run)
 }
 
 impl Watches {
     /// The watches through `client`: bundles in `namespace`, the rest in
-    /// every namespace; Worker events update `index`.
-    pub fn new(
-        client: &Client,
-        namespace: &str,
-        index: Arc<Mutex<WorkerIndex>>,
-        claims_changed: Arc<Notify>,
-    ) -> Self {
-        let (workers, worker_triggers, route_changes) = worker_watch(client, index, claims_changed);
+    /// every namespace, into `sinks`.
+    pub fn new(client: &Client, namespace: &str, sinks: &Sinks) -> Self {
+        let (workers, workers_run) = worker_watch(client, sinks);
         // Referenced ConfigMaps and Secrets, metadata only.
-        let (config_maps, config_maps_synced) = metadata_triggers::<ConfigMap>(client);
-        let (secrets, secrets_synced) = metadata_triggers::<Secret>(client);
-        let own_writes = OwnWrites::default();
-        let (bundles, bundle_triggers) = bundle_watch(client, namespace, own_writes.clone());
-
+        let (config_maps, config_maps_synced) =
+            metadata_triggers::<ConfigMap>(client, ReferenceKind::ConfigMap, sinks);
+        let (secrets, secrets_synced) =
+            metadata_triggers::<Secret>(client, ReferenceKind::Secret, sinks);
+        let (bundles, bundles_run) = bundle_watch(client, namespace, sinks);
+        let run = async move {
+            futures::join!(workers_run, config_maps, secrets, bundles_run);
+        }
+        .boxed();
         Self {
             workers,
-            worker_triggers,
-            route_changes,
-            config_maps,
-            secrets,
             bundles,
-            bundle_triggers,
-            own_writes,
+            run,
             config_maps_synced,
             secrets_synced,
         }
@@ -186,43 +181,59 @@ impl Watches {
     }
 }
 
-/// Metadata-only triggers for every `K` in the cluster, and whether they
-/// have listed once.
-fn metadata_triggers<K>(client: &Client) -> (Triggers<PartialObjectMeta<K>>, watch::Receiver<bool>)
+/// Metadata-only watch of every `K` in the cluster, reconciling the Workers
+/// the index says read what an event touched (`kind`); and whether it has
+/// listed once.
+fn metadata_triggers<K>(
+    client: &Client,
+    kind: ReferenceKind,
+    sinks: &Sinks,
+) -> (BoxFuture<'static, ()>, watch::Receiver<bool>)
 where
     K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
     K: serde::de::DeserializeOwned,
     PartialObjectMeta<K>: kube::Resource<DynamicType = ()>,
 {
     let (synced_tx, synced) = watch::channel(false);
-    let triggers = watcher(
+    let (index, triggers) = (Arc::clone(&sinks.index), sinks.triggers.clone());
+    let run = watcher(
         Api::<PartialObjectMeta<K>>::all(client.clone()),
         watcher::Config::default(),
     )
     .default_backoff()
-    .inspect(observer(K::plural(&()).into_owned()))
+    .inspect(observer(K::plural(&()).into_owned(), &sinks.metrics))
     .inspect_ok(move |event| {
         if matches!(event, watcher::Event::InitDone) {
             synced_tx.send_replace(true);
         }
     })
     .touched_objects()
+    .for_each(move |object| {
+        if let Ok(object) = object {
+            for worker in readers_of(&index, kind, &object.metadata) {
+                triggers.wake(worker);
+            }
+        }
+        ready(())
+    })
     .boxed();
-    (triggers, synced)
+    (run, synced)
 }
 
 /// What a watch's events say about the watch itself, logged under `watch`:
-/// each failure (the controller only ever saw them at debug level) and how
-/// long its first list took. The watcher lists or watches again after kube's
-/// backoff (0.8 s doubling to 30 s, jittered); a failed list does not double
-/// it (the `Init` event before each list resets it: measured, a list failing
-/// every time is retried every 0.9–1.6 s), failed watch starts do. A list
-/// the apiserver refuses for now is retried by the client first
-/// ([`crate::client`]).
+/// each failure and how long its first list took; each complete list is
+/// counted (`isolane_operator_watch_lists_total`). The watcher lists or
+/// watches again after kube's backoff (0.8 s doubling to 30 s, jittered); a
+/// failed list does not double it (the `Init` event before each list resets
+/// it: measured, a list failing every time is retried every 0.9–1.6 s),
+/// failed watch starts do. A list the apiserver refuses for now is retried
+/// by the client first (`isolane-apiclient`).
 fn observer<K>(
     watch: impl Into<String>,
+    metrics: &Arc<Metrics>,
 ) -> impl FnMut(&Result<watcher::Event<K>, watcher::Error>) + Send + 'static {
     let watch = watch.into();
+    let metrics = Arc::clone(metrics);
     let started = std::time::Instant::now();
     let mut failures = 0_u32;
     let mut listed = false;
@@ -231,9 +242,12 @@ fn observer<K>(
             failures += 1;
             warn!(%watch, %error, failures, "watch failed; retrying after a backoff");
         }
-        Ok(watcher::Event::InitDone) if !listed => {
-            listed = true;
-            info!(%watch, failures, took_ms = started.elapsed().as_millis(), "watch listed");
+        Ok(watcher::Event::InitDone) => {
+            metrics.listed(&watch);
+            if !listed {
+                listed = true;
+                info!(%watch, failures, took_ms = started.elapsed().as_millis(), "watch listed");
+            }
         }
         Ok(_) => {}
     }

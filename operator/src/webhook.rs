@@ -74,6 +74,7 @@ pub async fn maintain_index(
         Api::namespaced(client.clone(), namespace),
         Arc::clone(&index),
         |_| {},
+        || {},
         owners_synced_tx,
     );
     let workers = async {
