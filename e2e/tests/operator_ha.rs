@@ -2,7 +2,8 @@
 //! restarted it converges with nothing lost (a Worker deleted while it was down
 //! is cleaned up); two replicas elect exactly one leader, and the standby takes
 //! over once the SIGKILLed leader's Lease has expired, never before; SIGTERM
-//! exits cleanly and releases the Lease. How long each takeover took is
+//! exits cleanly and releases the Lease; a leader that loses its Lease and
+//! takes it back lists nothing again. How long each takeover took is
 //! printed, not asserted: on a shared machine it measures the load.
 
 use std::time::{Duration, Instant};
@@ -18,7 +19,9 @@ use isolane_testenv::ControlPlane;
 use isolane_testenv::wait_until;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{DeleteParams, ListParams};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 
 const NS: &str = "apps";
@@ -358,4 +361,86 @@ async fn two_operators_elect_one_leader_and_fail_over() {
     )
     .await;
     wait_ready(&client, NS, "last", STEP).await;
+}
+
+/// Writes the leader Lease as held by `holder`, renewed now, for `duration`
+/// seconds: what a replica that took it over would write.
+async fn hand_lease_to(client: &Client, holder: &str, duration: i32) -> Option<()> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    let mut lease = leases.get_opt("isolane-operator-leader").await.ok()??;
+    let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
+    let now = MicroTime(Timestamp::now());
+    spec.holder_identity = Some(holder.to_owned());
+    spec.acquire_time = Some(now.clone());
+    spec.renew_time = Some(now);
+    spec.lease_duration_seconds = Some(duration);
+    spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + 1);
+    // A conflict with the leader's own renewal: the caller tries again.
+    leases
+        .replace("isolane-operator-leader", &PostParams::default(), &lease)
+        .await
+        .ok()
+        .map(|_| ())
+}
+
+/// A leader that loses its Lease (here to a holder that then never renews, as
+/// when a slow apiserver makes it miss its renew deadline) stands by and then
+/// leads again over the caches it kept: a Worker applied while it stood by is
+/// reconciled once it leads again, and no watch lists again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_steps_down_leads_again_without_listing() {
+    init_tracing();
+    let cp = ControlPlane::start().await.expect("control plane starts");
+    prepare(&cp, &[NS]).await;
+    let client = cp.client();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let operator = Operator::start(&cp, dir.path(), &OperatorOptions::default());
+    operator.wait_ready(STEP).await;
+    wait_until("the operator to lead", STEP, || async {
+        operator.is_leader().await.then_some(())
+    })
+    .await;
+    apply(
+        &client,
+        NS,
+        &inline_worker("first", &hello_script("first"), &["first.example.com"]),
+    )
+    .await;
+    wait_ready(&client, NS, "first", STEP).await;
+    let listed = lists(&operator).await;
+    assert!(
+        listed.iter().all(|(_, count)| *count >= 1.0),
+        "a ready operator has listed every watch: {listed:?}"
+    );
+
+    wait_until("the Lease to be handed to another holder", STEP, || {
+        hand_lease_to(&client, "intruder", 3)
+    })
+    .await;
+    wait_until("the operator to stand by", STEP, || async {
+        (!operator.is_leader().await).then_some(())
+    })
+    .await;
+    apply(
+        &client,
+        NS,
+        &inline_worker(
+            "meanwhile",
+            &hello_script("meanwhile"),
+            &["meanwhile.example.com"],
+        ),
+    )
+    .await;
+    // The intruder never renews: the operator takes the Lease back once it
+    // has expired, and reconciles what changed while it stood by.
+    wait_until("the operator to lead again", STEP, || async {
+        (operator.is_leader().await && holder(&client).await? == operator.identity).then_some(())
+    })
+    .await;
+    wait_ready(&client, NS, "meanwhile", STEP).await;
+    assert_eq!(
+        lists(&operator).await,
+        listed,
+        "leading again lists nothing: the caches outlived the step down"
+    );
 }

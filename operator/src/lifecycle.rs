@@ -5,8 +5,9 @@
 //! material) before anything talks to the API, so bad input fails first.
 //! [`Bound::run`] then runs until `shutdown` is cancelled:
 //!
-//! - every replica serves the admin server and the webhook, and keeps the
-//!   controller's [`Caches`] from its start, leading or not;
+//! - every replica keeps the controller's [`Caches`] from its start, leading
+//!   or not, and serves the admin server and the webhook (which decides
+//!   from the caches' index);
 //! - leader election (`isolane-leader`, or none: the replica leads alone)
 //!   decides who runs the [`controller`] over them; a leader that loses the
 //!   Lease stops it at once (in-flight reconciles aborted) and becomes a
@@ -16,10 +17,10 @@
 //!
 //! `/readyz` turns ready when leader election has read the Lease once and
 //! every cache has listed (a standby's too: they are what it takes over
-//! with); with the webhook, its Worker index must have listed too.
+//! with); the webhook's readiness waits for the same.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use isolane_edge::Edge;
 use isolane_leader::{LeaderElector, Role};
@@ -34,7 +35,6 @@ use tracing::{info, warn};
 
 use crate::caches::Caches;
 use crate::config::Config;
-use crate::index::WorkerIndex;
 use crate::metrics::Metrics;
 use crate::{Error, controller, webhook};
 
@@ -116,12 +116,11 @@ impl Bound {
         info!(addr = %admin.local_addr(), "admin server listening");
         let servers = CancellationToken::new();
         let admin = tokio::spawn(admin.serve(servers.clone().cancelled_owned()));
-        let webhook = webhook.map(|webhook| serve_webhook(webhook, &client, &config, &servers));
-
         // Listing starts before the election: a standby has its caches
-        // ready when it takes over.
+        // ready when it takes over, and the webhook decides from them.
         let caches = Caches::start(&client, &config, &metrics);
         caches.report_ready(controller_ready);
+        let webhook = webhook.map(|webhook| serve_webhook(webhook, &caches, &config, &servers));
         let (role_tx, role) = watch::channel(Role::Unknown);
         let elector_stop = CancellationToken::new();
         let elector = match config.leader.clone() {
@@ -162,26 +161,20 @@ impl Bound {
     }
 }
 
-/// Starts the webhook's Worker index and server; returns the server's task.
+/// Serves the webhook over the caches' index (ready once the caches have
+/// listed); returns the server's task.
 fn serve_webhook(
     webhook: BoundWebhook,
-    client: &Client,
+    caches: &Caches,
     config: &Config,
     servers: &CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
-    let index = Arc::new(Mutex::new(WorkerIndex::with_reservations(
-        config.reserved_hosts.clone(),
-    )));
-    let (client, namespace) = (client.clone(), config.namespace.clone());
-    let (maintained, ready) = (Arc::clone(&index), webhook.ready);
-    tokio::spawn(async move {
-        webhook::maintain_index(client, &namespace, maintained, ready).await;
-    });
+    caches.report_ready(webhook.ready);
     let edge = Edge::new("webhook", webhook::SHUTDOWN_GRACE);
     tokio::spawn(webhook::serve(
         webhook.listener,
         webhook.tls,
-        index,
+        Arc::clone(&caches.index),
         config.storage.is_some(),
         edge,
         servers.clone(),

@@ -13,8 +13,8 @@
 //!
 //! Scripts from ConfigMaps are not checked here (the ConfigMap may not exist yet);
 //! the controller reports them as `ScriptValid=False`. Every replica serves the
-//! webhook, leader or not, from its own index of Workers' routes kept by a
-//! watch. It is served over TLS (rustls with the ring provider) on any path;
+//! webhook, leader or not, from the index of Workers' routes its caches keep
+//! (`caches.rs`). It is served over TLS (rustls with the ring provider) on any path;
 //! the chart and the tests register `/validate-worker`.
 
 use std::convert::Infallible;
@@ -24,7 +24,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::StreamExt;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -34,20 +33,17 @@ use isolane_edge::{self as edge, Edge, Wrapped};
 use isolane_worker::Route;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info};
+use tracing::info;
 
 use crate::Error;
 use crate::index::WorkerIndex;
 use crate::routes::{Holder, WorkerKey};
 use crate::script;
-use isolane_telemetry::ReadyHandle;
 
 /// The largest AdmissionReview accepted: a 1 MiB script, JSON-escaped, twice
 /// (object and oldObject), with room to spare.
@@ -56,52 +52,9 @@ const MAX_BODY: usize = 8 * 1024 * 1024;
 /// How long open admission reviews may take to finish at shutdown.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// The Workers' route claims, as the webhook sees them.
+/// The Workers' route claims, as the webhook sees them (the caches' index,
+/// `caches.rs`).
 pub type SharedIndex = Arc<Mutex<WorkerIndex>>;
-
-/// Keeps `index` up to date from a watch on Workers in every namespace and
-/// one on the host-owner records in `namespace` (the operator's,
-/// `owners.rs`); `ready` turns true once both have listed. Runs until a
-/// watch ends.
-pub async fn maintain_index(
-    client: Client,
-    namespace: &str,
-    index: SharedIndex,
-    ready: ReadyHandle,
-) {
-    let (owners_synced_tx, mut owners_synced) = tokio::sync::watch::channel(false);
-    let owners = crate::owners::watch(
-        Api::namespaced(client.clone(), namespace),
-        Arc::clone(&index),
-        |_| {},
-        || {},
-        owners_synced_tx,
-    );
-    let workers = async {
-        let events =
-            watcher(Api::<Worker>::all(client), watcher::Config::default()).default_backoff();
-        tokio::pin!(events);
-        while let Some(event) = events.next().await {
-            match event {
-                Ok(event) => {
-                    let done = matches!(event, watcher::Event::InitDone);
-                    index
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .apply_event(&event);
-                    if done && owners_synced.wait_for(|synced| *synced).await.is_ok() {
-                        ready.set(true);
-                    }
-                }
-                Err(error) => debug!(%error, "webhook Worker watch error"),
-            }
-        }
-    };
-    tokio::select! {
-        () = owners => {}
-        () = workers => {}
-    }
-}
 
 /// Decides one admission request: `Err` carries the message shown to the user.
 pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Result<(), String> {
