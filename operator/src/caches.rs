@@ -135,15 +135,7 @@ impl Running {
     /// cancels `ended`.
     async fn run(self, watches: Watches, sinks: Sinks, ended: CancellationToken) {
         let _ended = ended.drop_guard();
-        let (owners_synced_tx, mut owners_synced) = watch::channel(false);
-        let (triggers, metrics) = (sinks.triggers.clone(), Arc::clone(&sinks.metrics));
-        let owners = owners::watch(
-            Api::namespaced(self.client.clone(), &self.namespace),
-            Arc::clone(&sinks.index),
-            move |keys| triggers.workers(keys),
-            move || metrics.listed("host_owners"),
-            owners_synced_tx,
-        );
+        let (owners, mut owners_synced) = host_owners(&self.client, &self.namespace, &sinks);
         tokio::pin!(owners);
         tokio::select! {
             () = &mut owners => {
@@ -153,8 +145,8 @@ impl Running {
             _ = owners_synced.wait_for(|synced| *synced) => {}
         }
 
-        let (nodes_synced_tx, mut nodes_synced) = watch::channel(false);
         let (changed_tx, changed) = mpsc::unbounded::<()>();
+        let (nodes_synced_tx, mut nodes_synced) = watch::channel(false);
         let membership = membership::watch(
             Api::namespaced(self.client.clone(), &self.namespace),
             self.membership_interval,
@@ -181,14 +173,7 @@ impl Running {
             triggers.every(&workers);
             ready(())
         });
-        let listed = watches.synced();
-        let synced = self.synced;
-        let mark_synced = async move {
-            if listed.await {
-                synced.send_replace(true);
-            }
-            futures::future::pending::<()>().await;
-        };
+        let mark_synced = mark_synced(watches.synced(), self.synced);
         info!(namespace = %self.namespace, "caches started");
         tokio::select! {
             () = watches.run => warn!("watches ended"),
@@ -198,4 +183,31 @@ impl Running {
             () = mark_synced => {}
         }
     }
+}
+
+/// The host-owner records' watch into the index (`owners.rs`), and whether
+/// it has listed.
+fn host_owners(
+    client: &Client,
+    namespace: &str,
+    sinks: &Sinks,
+) -> (impl Future<Output = ()> + use<>, watch::Receiver<bool>) {
+    let (synced_tx, synced) = watch::channel(false);
+    let (triggers, metrics) = (sinks.triggers.clone(), Arc::clone(&sinks.metrics));
+    let watch = owners::watch(
+        Api::namespaced(client.clone(), namespace),
+        Arc::clone(&sinks.index),
+        move |keys| triggers.workers(keys),
+        move || metrics.listed("host_owners"),
+        synced_tx,
+    );
+    (watch, synced)
+}
+
+/// Sets `synced` once `listed` says every watch has listed; then pends.
+async fn mark_synced(listed: impl Future<Output = bool>, synced: watch::Sender<bool>) {
+    if listed.await {
+        synced.send_replace(true);
+    }
+    futures::future::pending::<()>().await;
 }

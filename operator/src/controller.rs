@@ -51,17 +51,9 @@ pub async fn run(
         config.registry_ca.clone(),
     ) {
         Ok(artifacts) => Arc::new(artifacts),
-        Err(error) => {
-            warn!(%error, "cannot make the registry client for bundles");
-            return;
-        }
+        Err(error) => return warn!(%error, "cannot make the registry client for bundles"),
     };
-    let recorder = Recorder {
-        api: kube::Api::namespaced(client.clone(), &config.namespace),
-        namespace: config.namespace.clone(),
-        index: Arc::clone(&caches.index),
-        grace: config.host_release_grace,
-    };
+    let recorder = recorder(&client, config, caches);
     let context = context(client, config, caches, metrics, artifacts);
     // Attached before the Workers are listed into the queue: an event in
     // between is queued twice at worst, never lost.
@@ -91,6 +83,16 @@ pub async fn run(
         () = controller => info!("controller stopped"),
         () = caches.ended.cancelled() => warn!("the caches ended: stopping the controller"),
         () = recorder => {}
+    }
+}
+
+/// The host-owner recorder over the caches' index.
+fn recorder(client: &Client, config: &Config, caches: &Caches) -> Recorder {
+    Recorder {
+        api: kube::Api::namespaced(client.clone(), &config.namespace),
+        namespace: config.namespace.clone(),
+        index: Arc::clone(&caches.index),
+        grace: config.host_release_grace,
     }
 }
 

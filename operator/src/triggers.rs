@@ -15,7 +15,6 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::lock;
 use crate::routes::WorkerKey;
-use crate::watches::object_ref;
 
 type Queue = mpsc::UnboundedSender<ObjectRef<Worker>>;
 
@@ -57,6 +56,11 @@ impl Triggers {
             self.wake(ObjectRef::from_obj(&*worker));
         }
     }
+}
+
+/// The reference the controller's queue takes for `key`.
+pub(crate) fn object_ref(key: &WorkerKey) -> ObjectRef<Worker> {
+    ObjectRef::new(&key.name).within(&key.namespace)
 }
 
 /// Keeps a controller's queue attached; detaches it on drop.

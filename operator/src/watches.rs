@@ -37,8 +37,7 @@ use crate::bundle::{OwnWrites, bundle_owner};
 use crate::index::{ReferenceKey, ReferenceKind, WorkerIndex};
 use crate::lock;
 use crate::metrics::Metrics;
-use crate::routes::WorkerKey;
-use crate::triggers::Triggers;
+use crate::triggers::{Triggers, object_ref};
 
 /// The watches, not yet polled, and the stores they fill.
 pub struct Watches {
@@ -286,10 +285,6 @@ pub fn readers_of(
         .iter()
         .map(object_ref)
         .collect()
-}
-
-pub(crate) fn object_ref(key: &WorkerKey) -> ObjectRef<Worker> {
-    ObjectRef::new(&key.name).within(&key.namespace)
 }
 
 #[cfg(test)]
