@@ -44,20 +44,15 @@ use crate::{membership, owners};
 /// The caches, filled by watches that run until this value is dropped.
 #[derive(Debug)]
 pub struct Caches {
-    /// References, route claims and recorded host owners.
-    pub index: Arc<Mutex<WorkerIndex>>,
+    /// The index, the claims signal, the triggers and the own writes the
+    /// watches share.
+    pub sinks: Sinks,
     /// Workers in every namespace.
     pub workers: Store<Worker>,
     /// Bundle Secrets (metadata) in the operator's namespace.
     pub bundles: Store<PartialObjectMeta<Secret>>,
     /// The schedulable runtime nodes.
     pub nodes: watch::Receiver<Arc<NodeSet>>,
-    /// The bundles the controller wrote (the bundle watch drops their echo).
-    pub own_writes: OwnWrites,
-    /// Notified when the route claims may have changed.
-    pub claims_changed: Arc<Notify>,
-    /// Where the watches send the Workers to reconcile.
-    pub triggers: Triggers,
     /// True once every watch has listed.
     pub synced: watch::Receiver<bool>,
     /// Cancelled when a watch ended: the caches no longer follow the API.
@@ -97,13 +92,10 @@ impl Caches {
         };
         let task = tokio::spawn(running.run(watches, sinks.clone(), ended.clone()));
         Self {
-            index: sinks.index,
+            sinks,
             workers,
             bundles,
             nodes,
-            own_writes: sinks.own_writes,
-            claims_changed: sinks.claims_changed,
-            triggers: sinks.triggers,
             synced,
             ended,
             task,

@@ -57,11 +57,11 @@ pub async fn run(
     let context = context(client, config, caches, metrics, artifacts);
     // Attached before the Workers are listed into the queue: an event in
     // between is queued twice at worst, never lost.
-    let (_attached, queue) = caches.triggers.attach();
-    caches.triggers.every(&caches.workers);
-    let triggers = caches.triggers.clone();
+    let (_attached, queue) = caches.sinks.triggers.attach();
+    caches.sinks.triggers.every(&caches.workers);
+    let triggers = caches.sinks.triggers.clone();
     // Host owners are recorded only from a complete view of the claims.
-    let recorder = recorder.run(Arc::clone(&caches.claims_changed), move |keys| {
+    let recorder = recorder.run(Arc::clone(&caches.sinks.claims_changed), move |keys| {
         triggers.workers(keys)
     });
     let controller = Controller::for_stream(
@@ -91,7 +91,7 @@ fn recorder(client: &Client, config: &Config, caches: &Caches) -> Recorder {
     Recorder {
         api: kube::Api::namespaced(client.clone(), &config.namespace),
         namespace: config.namespace.clone(),
-        index: Arc::clone(&caches.index),
+        index: Arc::clone(&caches.sinks.index),
         grace: config.host_release_grace,
     }
 }
@@ -109,7 +109,7 @@ fn context(
     let executor = Executor::new(
         client.clone(),
         config.namespace.clone(),
-        caches.own_writes.clone(),
+        caches.sinks.own_writes.clone(),
         metrics,
     );
     let settings = Settings {
@@ -128,7 +128,7 @@ fn context(
         Context::new(
             client,
             settings,
-            Arc::clone(&caches.index),
+            Arc::clone(&caches.sinks.index),
             caches.bundles.clone(),
             caches.nodes.clone(),
             executor,

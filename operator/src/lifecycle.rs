@@ -174,7 +174,7 @@ fn serve_webhook(
     tokio::spawn(webhook::serve(
         webhook.listener,
         webhook.tls,
-        Arc::clone(&caches.index),
+        Arc::clone(&caches.sinks.index),
         config.storage.is_some(),
         edge,
         servers.clone(),

@@ -37,23 +37,32 @@ impl Triggers {
 
     /// Reconciles `worker`, if a controller runs.
     pub fn wake(&self, worker: ObjectRef<Worker>) {
-        if let Some(queue) = lock(&self.0).as_ref() {
-            // A closed queue is a controller that stopped; its guard detaches it.
-            let _ = queue.unbounded_send(worker);
-        }
+        self.send(std::iter::once(worker));
     }
 
     /// Reconciles each of `workers`.
     pub fn workers(&self, workers: Vec<WorkerKey>) {
-        for worker in workers {
-            self.wake(object_ref(&worker));
-        }
+        self.send(workers.iter().map(object_ref));
     }
 
     /// Reconciles every Worker in `store`.
     pub fn every(&self, store: &Store<Worker>) {
-        for worker in store.state() {
-            self.wake(ObjectRef::from_obj(&*worker));
+        self.send(
+            store
+                .state()
+                .into_iter()
+                .map(|worker| ObjectRef::from_obj(&*worker)),
+        );
+    }
+
+    /// Sends `workers` to the attached queue under one lock; drops them
+    /// when none is attached.
+    fn send(&self, workers: impl Iterator<Item = ObjectRef<Worker>>) {
+        if let Some(queue) = lock(&self.0).as_ref() {
+            for worker in workers {
+                // A closed queue is a controller that stopped; its guard detaches it.
+                let _ = queue.unbounded_send(worker);
+            }
         }
     }
 }

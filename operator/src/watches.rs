@@ -53,7 +53,7 @@ pub struct Watches {
 
 /// What the watches share: the client, what they update, where they send
 /// the Workers to reconcile.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Sinks {
     /// References and route claims, updated by each Worker event.
     pub index: Arc<Mutex<WorkerIndex>>,
