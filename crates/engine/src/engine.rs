@@ -183,6 +183,14 @@ impl Engine {
         self.inner.shared.senders.len()
     }
 
+    /// The thread a request of a Worker in `namespace` placed on `thread`
+    /// runs on now: `thread`, unless another namespace keeps it busy
+    /// (`fairness.rs`). What [`Engine::execute`] decides, for a caller that
+    /// needs to know before it sends (a test, a report).
+    pub fn serving_thread(&self, thread: usize, namespace: &str) -> usize {
+        self.inner.shared.loads.choose(thread, namespace)
+    }
+
     /// The configuration the engine runs with (`threads` resolved).
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
@@ -250,7 +258,7 @@ impl Engine {
         }
         // Another namespace keeps this thread busy: run elsewhere instead
         // (see `fairness.rs`).
-        let thread = self.inner.shared.loads.choose(thread, bundle.namespace());
+        let thread = self.serving_thread(thread, bundle.namespace());
         let (shared, observer) = (&self.inner.shared, &*self.inner.observer);
         crate::object_call::run_on(shared, observer, thread, bundle, request, false).await
     }
