@@ -77,7 +77,7 @@ impl Call {
             .collect();
         RequestHead {
             method: self.request.method().as_str().to_owned(),
-            url: self.request.uri().to_string(),
+            url: absolute_url(self.request.uri()),
             headers,
             worker_id: self.worker_id.clone(),
             revision: self.revision.clone(),
@@ -126,6 +126,32 @@ impl Call {
             whole_answer: head.whole_answer,
         })
     }
+}
+
+/// `uri` as `Display` writes it, without the formatting machinery (on
+/// every call's path: about a tenth of the instructions).
+fn absolute_url(uri: &Uri) -> String {
+    let (scheme, authority) = (uri.scheme_str(), uri.authority());
+    let (path, query) = (uri.path(), uri.query());
+    let mut url = String::with_capacity(
+        scheme.map_or(0, |s| s.len() + 3)
+            + authority.map_or(0, |a| a.as_str().len())
+            + path.len()
+            + query.map_or(0, |q| q.len() + 1),
+    );
+    if let Some(scheme) = scheme {
+        url.push_str(scheme);
+        url.push_str("://");
+    }
+    if let Some(authority) = authority {
+        url.push_str(authority.as_str());
+    }
+    url.push_str(path);
+    if let Some(query) = query {
+        url.push('?');
+        url.push_str(query);
+    }
+    url
 }
 
 /// A node's answer to a call, before its body.
@@ -233,6 +259,22 @@ pub type AnswerBody = Pin<Box<dyn http_body::Body<Data = Bytes, Error = Failed> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absolute_urls_are_written_as_display_writes_them() {
+        for text in [
+            "https://api.example/a?b=c",
+            "http://api.example",
+            "http://api.example/",
+            "http://[::1]:8080/p/q?",
+            "http://h:1/%20x?a=%2F&b",
+            "/relative?q",
+            "*",
+        ] {
+            let uri: Uri = text.parse().unwrap();
+            assert_eq!(absolute_url(&uri), uri.to_string(), "{text}");
+        }
+    }
 
     fn call() -> Call {
         let request = http::Request::builder()

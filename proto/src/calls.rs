@@ -14,7 +14,8 @@
 //! each call's frames until that call's reader takes them, which credit
 //! bounds), so the stream itself never stops.
 
-use std::collections::HashMap;
+// Looked up for every message: foldhash (seeded per process) rather than SipHash.
+use foldhash::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -101,7 +102,7 @@ async fn read<R, F>(
     F: Future<Output = Result<CallFrames, Status>> + Send + 'static,
 {
     let mut closing = std::pin::pin!(closing);
-    let mut live: HashMap<u64, Live> = HashMap::new();
+    let mut live: HashMap<u64, Live> = HashMap::default();
     let (done_tx, mut done) = mpsc::unbounded_channel::<u64>();
     loop {
         let message = tokio::select! {

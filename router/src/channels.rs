@@ -27,7 +27,8 @@ mod coalesced;
 mod connection;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+// Looked up on every call: foldhash (seeded per process) rather than SipHash.
+use foldhash::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -14,7 +14,8 @@
 //! without one (the node never started those calls, so they may go to
 //! another node).
 
-use std::collections::HashMap;
+// Three lookups a call: foldhash (seeded per process) rather than SipHash.
+use foldhash::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};

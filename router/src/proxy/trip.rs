@@ -454,6 +454,8 @@ impl Trip<'_> {
         }
         let mut headers = answer.headers;
         strip_hop_by_hop(&mut headers);
+        // Room for the three added below at once, rather than grown into.
+        headers.reserve(3);
         *response.headers_mut() = headers;
         let headers = response.headers_mut();
         if let Some(value) = node_header {
