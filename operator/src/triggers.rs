@@ -37,29 +37,32 @@ impl Triggers {
 
     /// Reconciles `worker`, if a controller runs.
     pub fn wake(&self, worker: ObjectRef<Worker>) {
-        self.send(std::iter::once(worker));
+        self.send(|| std::iter::once(worker));
     }
 
     /// Reconciles each of `workers`.
     pub fn workers(&self, workers: Vec<WorkerKey>) {
-        self.send(workers.iter().map(object_ref));
+        self.send(|| workers.iter().map(object_ref));
     }
 
     /// Reconciles every Worker in `store`.
     pub fn every(&self, store: &Store<Worker>) {
-        self.send(
+        self.send(|| {
             store
                 .state()
                 .into_iter()
-                .map(|worker| ObjectRef::from_obj(&*worker)),
-        );
+                .map(|worker| ObjectRef::from_obj(&*worker))
+        });
     }
 
-    /// Sends `workers` to the attached queue under one lock; drops them
-    /// when none is attached.
-    fn send(&self, workers: impl Iterator<Item = ObjectRef<Worker>>) {
+    /// Sends `workers` to the attached queue under one lock; when none is
+    /// attached, does not even list them (a standby's store is not read).
+    fn send<I>(&self, workers: impl FnOnce() -> I)
+    where
+        I: IntoIterator<Item = ObjectRef<Worker>>,
+    {
         if let Some(queue) = lock(&self.0).as_ref() {
-            for worker in workers {
+            for worker in workers() {
                 // A closed queue is a controller that stopped; its guard detaches it.
                 let _ = queue.unbounded_send(worker);
             }
