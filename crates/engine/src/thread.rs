@@ -28,8 +28,10 @@ use crate::spare_demand::SpareDemand;
 use crate::thread_ctx::{EngineShared, ThreadCtx};
 use crate::watchdog::Watchdog;
 
+mod local_yield;
 mod serve;
 
+use local_yield::yield_local;
 use serve::start;
 
 /// How long a shutting-down thread waits for requests in flight.
@@ -199,24 +201,17 @@ async fn serve_jobs(
             let alone = jobs.is_empty();
             receive(&state, job, &permits, alone);
         }
-        // Bound requests in flight too: while they are all busy, new ones
-        // wait in their queues (but a namespace under its guarantee starts
-        // beyond them, `schedule.rs`), and once a namespace's share is
-        // full, or the channel is, `execute` fails fast.
-        let permit = permits.clone().try_acquire_owned().ok();
-        let job = {
-            let mut schedule = state.ctx.schedule.borrow_mut();
-            match permit {
-                Some(_) => schedule.next(Instant::now()),
-                None => schedule.next_under(Instant::now(), state.guarantee),
-            }
-        };
-        if let Some(job) = job {
-            start(&state, job, permit);
-            // Others wait: let this one's first turn, and the turns
-            // already due, run before choosing again.
+        if start_next(&state, &permits) {
+            // Others wait: they are started by a task of the LocalSet, each
+            // after the one before had its first turn (`start_queued`).
             if !state.ctx.schedule.borrow().is_empty() {
-                tokio::task::yield_now().await;
+                let queued = start_queued(state.clone(), jobs, permits.clone());
+                jobs = match tokio::task::spawn_local(queued).await {
+                    Ok(jobs) => jobs,
+                    Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+                    // Only when the runtime itself shuts down.
+                    Err(_) => return,
+                };
             }
             continue;
         }
@@ -302,6 +297,53 @@ async fn serve_jobs(
                 "shutdown: abandoning requests in flight"
             );
             break;
+        }
+    }
+}
+
+/// Starts the next request of the schedule, if one may start now: bounds
+/// requests in flight too, so while they are all busy, new ones wait in
+/// their queues (but a namespace under its guarantee starts beyond them,
+/// `schedule.rs`), and once a namespace's share is full, or the channel
+/// is, `execute` fails fast.
+fn start_next(state: &Rc<ThreadState>, permits: &Arc<Semaphore>) -> bool {
+    let permit = permits.clone().try_acquire_owned().ok();
+    let job = {
+        let mut schedule = state.ctx.schedule.borrow_mut();
+        match permit {
+            Some(_) => schedule.next(Instant::now()),
+            None => schedule.next_under(Instant::now(), state.guarantee),
+        }
+    };
+    let Some(job) = job else {
+        return false;
+    };
+    start(state, job, permit);
+    true
+}
+
+/// While requests wait in the schedule: lets the one just started have its
+/// first turn (and the turns already due), takes in what arrived, starts
+/// the next, and so on until none waits or none may start; then gives the
+/// channel back to the job loop. A task of the LocalSet, so it yields
+/// within it (`local_yield.rs`): the requests it starts in one tick of the
+/// LocalSet answer together when the tick ends, where the job loop (the
+/// LocalSet's `block_on` future) could only yield to the runtime, which
+/// sent out each answer, and polled its I/O driver, before the next
+/// request started.
+async fn start_queued(
+    state: Rc<ThreadState>,
+    mut jobs: mpsc::Receiver<Job>,
+    permits: Arc<Semaphore>,
+) -> mpsc::Receiver<Job> {
+    loop {
+        yield_local().await;
+        while let Ok(job) = jobs.try_recv() {
+            let alone = jobs.is_empty();
+            receive(&state, job, &permits, alone);
+        }
+        if !start_next(&state, &permits) || state.ctx.schedule.borrow().is_empty() {
+            return jobs;
         }
     }
 }
