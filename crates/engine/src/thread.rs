@@ -195,12 +195,7 @@ async fn serve_jobs(
     let _ = ready.send(Ok(()));
     let permits = Arc::new(Semaphore::new(state.ctx.config.queue_depth.max(1)));
     loop {
-        // Every request that arrived goes to its namespace's queue (or is
-        // refused) before the next one to start is chosen (`schedule.rs`).
-        while let Ok(job) = jobs.try_recv() {
-            let alone = jobs.is_empty();
-            receive(&state, job, &permits, alone);
-        }
+        receive_arrived(&state, &mut jobs, &permits);
         if start_next(&state, &permits) {
             // Others wait: they are started by a task of the LocalSet, each
             // after the one before had its first turn (`start_queued`).
@@ -301,6 +296,19 @@ async fn serve_jobs(
     }
 }
 
+/// Every request that arrived goes to its namespace's queue (or is
+/// refused) before the next one to start is chosen (`schedule.rs`).
+fn receive_arrived(
+    state: &Rc<ThreadState>,
+    jobs: &mut mpsc::Receiver<Job>,
+    permits: &Arc<Semaphore>,
+) {
+    while let Ok(job) = jobs.try_recv() {
+        let alone = jobs.is_empty();
+        receive(state, job, permits, alone);
+    }
+}
+
 /// Starts the next request of the schedule, if one may start now: bounds
 /// requests in flight too, so while they are all busy, new ones wait in
 /// their queues (but a namespace under its guarantee starts beyond them,
@@ -338,10 +346,7 @@ async fn start_queued(
 ) -> mpsc::Receiver<Job> {
     loop {
         yield_local().await;
-        while let Ok(job) = jobs.try_recv() {
-            let alone = jobs.is_empty();
-            receive(&state, job, &permits, alone);
-        }
+        receive_arrived(&state, &mut jobs, &permits);
         if !start_next(&state, &permits) || state.ctx.schedule.borrow().is_empty() {
             return jobs;
         }
