@@ -16,8 +16,9 @@
 //! first turn, then the next is chosen, all in the same tick of the
 //! `LocalSet`. The answers of the requests started in one tick reach their
 //! callers together when it ends, and the runtime writes them out together.
-//! The `LocalSet` still returns to the runtime every 61 task polls (its
-//! tick), so I/O and timers are polled between such batches.
+//! The caller goes back to the runtime itself once a batch has run for
+//! 500 µs (`start_queued`'s `BATCH`), and the `LocalSet` does every 61
+//! task polls (its tick), so I/O and timers are polled between batches.
 
 use std::future::Future;
 use std::pin::Pin;
