@@ -7,7 +7,8 @@
 //!   (isolane-testenv): bundle Secrets in, Lease out, drain on SIGTERM;
 //! - `mtls`: a node serving mutual TLS refuses every client but the router;
 //! - `fairness`: slow readers of several namespaces cannot lock another
-//!   namespace out of a thread (admission by namespace);
+//!   namespace out of a thread (admission by namespace), and a flood of
+//!   long turns delays a neighbour's request by about one turn;
 //! - `calls`: bodyless calls on the shared `Calls` stream;
 //! - `socket`: a Worker's WebSocket as the service's socket frames, and
 //!   the drain closing it with 1012;

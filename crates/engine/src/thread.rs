@@ -31,7 +31,7 @@ use crate::watchdog::Watchdog;
 mod local_yield;
 mod serve;
 
-use local_yield::yield_local;
+use local_yield::{yield_local, yield_to_runtime};
 use serve::start;
 
 /// How long a shutting-down thread waits for requests in flight.
@@ -41,7 +41,8 @@ const DRAIN: Duration = Duration::from_secs(10);
 /// (their answers go out together) before it goes back to the runtime,
 /// which sends them and polls its I/O: a request arriving meanwhile waits
 /// at most this long, plus the turn running then. Hello-world turns take
-/// tens of microseconds, so a batch holds a dozen or more.
+/// tens of microseconds, so a batch holds a dozen or more; a request whose
+/// namespace's last turn took this long or more starts a batch of its own.
 const BATCH: Duration = Duration::from_micros(500);
 
 /// How long a thread with spares left must see no request arrive or end
@@ -341,10 +342,18 @@ fn start_next(state: &Rc<ThreadState>, permits: &Arc<Semaphore>) -> bool {
 /// first turn (and the turns already due), takes in what arrived, starts
 /// the next, and so on until none waits or none may start; then gives the
 /// channel back to the job loop. A task of the LocalSet, so it yields
-/// within it (`local_yield.rs`): the requests it starts within `BATCH`
+/// within it (`local_yield.rs`): the requests it starts in one batch
 /// answer together, where the job loop (the LocalSet's `block_on` future)
 /// could only yield to the runtime, which sent out each answer, and polled
 /// its I/O driver, before the next request started.
+///
+/// Requests that reach this thread through its own runtime (the node's
+/// per-thread gRPC listener) are read only when the LocalSet returns to
+/// it, and the batch's answers go out only then. So a batch ends before a
+/// start that would take it past `BATCH`, as far as the last turn of the
+/// namespace to start tells: a request arriving behind a flood of long
+/// turns is read after the turn running then, starts next (its namespace
+/// used less), and its answer goes out before the flood's next turn.
 async fn start_queued(
     state: Rc<ThreadState>,
     mut jobs: mpsc::Receiver<Job>,
@@ -352,22 +361,34 @@ async fn start_queued(
 ) -> mpsc::Receiver<Job> {
     let mut batch = Instant::now();
     loop {
-        // Requests that reach this thread through its own runtime (the
-        // node's per-thread gRPC listener) are read only when the LocalSet
-        // returns to it: past `BATCH`, go back, so that a request arriving
-        // behind a flood of long turns waits behind one of them, as
-        // before, not behind the whole tick.
-        if batch.elapsed() < BATCH {
-            yield_local().await;
-        } else {
-            tokio::task::yield_now().await;
+        yield_local().await;
+        receive_arrived(&state, &mut jobs, &permits);
+        if state.ctx.schedule.borrow().is_empty() {
+            return jobs;
+        }
+        if batch.elapsed() + next_turn_guess(&state, &permits) >= BATCH {
+            yield_to_runtime().await;
+            receive_arrived(&state, &mut jobs, &permits);
             batch = Instant::now();
         }
-        receive_arrived(&state, &mut jobs, &permits);
         if !start_next(&state, &permits) || state.ctx.schedule.borrow().is_empty() {
             return jobs;
         }
     }
+}
+
+/// How long the first turn of the request `start_next` would start is
+/// likely to take (`Schedule::next_turn_guess`).
+fn next_turn_guess(state: &ThreadState, permits: &Semaphore) -> Duration {
+    let guarantee = match permits.available_permits() {
+        0 => state.guarantee,
+        _ => usize::MAX,
+    };
+    state
+        .ctx
+        .schedule
+        .borrow()
+        .next_turn_guess(Instant::now(), guarantee)
 }
 
 /// A request arrived: queued for its namespace, or refused at once when

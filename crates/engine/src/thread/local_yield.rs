@@ -16,9 +16,10 @@
 //! first turn, then the next is chosen, all in the same tick of the
 //! `LocalSet`. The answers of the requests started in one tick reach their
 //! callers together when it ends, and the runtime writes them out together.
-//! The caller goes back to the runtime itself once a batch has run for
-//! 500 µs (`start_queued`'s `BATCH`), and the `LocalSet` does every 61
-//! task polls (its tick), so I/O and timers are polled between batches.
+//! The caller goes back to the runtime itself ([`yield_to_runtime`]) before
+//! a start that would take a batch past 500 µs (`start_queued`'s `BATCH`),
+//! and the `LocalSet` does every 61 task polls (its tick), so I/O and
+//! timers are polled between batches.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -49,6 +50,17 @@ impl Future for YieldLocal {
         cx.waker().wake_by_ref();
         Poll::Pending
     }
+}
+
+/// Goes back to the runtime until it has sent what the `LocalSet`'s tasks
+/// left for it and read what its I/O driver found. One `yield_now` is not
+/// enough: the runtime runs its queued tasks (the answers go out) and polls
+/// its driver, but then polls its `block_on` future (the `LocalSet`) before
+/// the tasks the driver woke, so a request that had arrived would be read
+/// only after the next turn. The second lets those tasks run first.
+pub(super) async fn yield_to_runtime() {
+    tokio::task::yield_now().await;
+    tokio::task::yield_now().await;
 }
 
 #[cfg(test)]
