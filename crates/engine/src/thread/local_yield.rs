@@ -68,7 +68,16 @@ mod tests {
     use std::cell::RefCell;
     use std::rc::Rc;
 
-    use super::yield_local;
+    use super::{yield_local, yield_to_runtime};
+
+    /// A current-thread runtime and a `LocalSet`, as an engine thread has.
+    fn engine_thread_like() -> (tokio::runtime::Runtime, tokio::task::LocalSet) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        (runtime, tokio::task::LocalSet::new())
+    }
 
     /// A task that yields lets the task queued behind it run first, within
     /// the same `LocalSet` and without the runtime polling its driver in
@@ -76,11 +85,7 @@ mod tests {
     /// in between either).
     #[test]
     fn a_local_yield_runs_the_queued_local_task_before_going_on() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let local = tokio::task::LocalSet::new();
+        let (runtime, local) = engine_thread_like();
         let order = Rc::new(RefCell::new(Vec::new()));
         let log = order.clone();
         local.block_on(&runtime, async move {
@@ -106,5 +111,45 @@ mod tests {
             *order.borrow(),
             ["before the yield", "started", "after the yield"]
         );
+    }
+
+    /// Data that reached a socket while the `LocalSet` ran is read, by a
+    /// task of the runtime, before the `LocalSet`'s task goes on from
+    /// `yield_to_runtime` (with one `yield_now` it is not).
+    #[test]
+    fn going_back_to_the_runtime_reads_what_arrived_meanwhile() {
+        let (runtime, local) = engine_thread_like();
+        let read = local.block_on(&runtime, async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let mut peer = std::net::TcpStream::connect(listener.local_addr().expect("addr"))
+                .expect("connect");
+            let (socket, _) = listener.accept().await.expect("accept");
+            // Reads the first bytes (`readable` alone may answer at once for
+            // a new socket, before anything arrived).
+            let reader = tokio::spawn(async move {
+                let mut buf = [0; 16];
+                loop {
+                    socket.readable().await.expect("readable");
+                    match socket.try_read(&mut buf) {
+                        Ok(0) => panic!("the peer closed"),
+                        Ok(_) => return,
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(e) => panic!("read: {e}"),
+                    }
+                }
+            });
+            tokio::task::spawn_local(async move {
+                // The reader waits on its socket (it ran once).
+                tokio::task::yield_now().await;
+                std::io::Write::write_all(&mut peer, b"request").expect("write");
+                yield_to_runtime().await;
+                reader.is_finished()
+            })
+            .await
+            .expect("task")
+        });
+        assert!(read, "the runtime had not read the socket");
     }
 }
