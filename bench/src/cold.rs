@@ -113,8 +113,8 @@ pub async fn run(
          engine, each hit once, the two engines alternating request by request; the next \
          sample waits until the engine has replaced the spare used (so each first request \
          finds one). The spare engine keeps one spare: with more, a thread that misses in \
-         every sample makes a second while the next sample arrives. The second request to the same worker follows the first at once, and \
-         may wait for the spare the first one used to be made again (the thread makes it at \
+         every sample makes a second while the next sample arrives. The second request to \
+         the same worker follows the first at once, and may wait for the spare the first one used to be made again (the thread makes it at \
          once when none is left); a third follows the refill. \"Isolate ready\" is what the \
          engine reports: a new isolate from the snapshot (or a spare), its context, the worker's \
          compile and top-level run. Isolate creation alone (snapshot → context, no worker) is \

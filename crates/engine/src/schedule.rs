@@ -112,6 +112,12 @@ impl Tenant {
             && self.held_until.is_none_or(|until| until <= now)
     }
 
+    /// Its place in the order of starts: least CPU charged first, then the
+    /// earlier active.
+    fn rank(&self) -> (u64, u64) {
+        (self.vtime, self.since)
+    }
+
     /// One of its requests may start now, among namespaces under `guarantee`.
     fn may_start(&self, now: Instant, guarantee: usize) -> bool {
         !self.queue.is_empty()
@@ -220,7 +226,7 @@ impl Schedule {
             .tenants
             .values_mut()
             .filter(|t| t.may_start(now, guarantee))
-            .min_by_key(|t| (t.vtime, t.since))?;
+            .min_by_key(|t| t.rank())?;
         let job = tenant.queue.pop_front()?;
         tenant.in_flight += 1;
         self.clock = self.clock.max(tenant.vtime);
@@ -235,7 +241,7 @@ impl Schedule {
         self.tenants
             .values()
             .filter(|t| t.may_start(now, guarantee))
-            .min_by_key(|t| (t.vtime, t.since))
+            .min_by_key(|t| t.rank())
             .map_or(Duration::ZERO, |t| t.turn_guess)
     }
 

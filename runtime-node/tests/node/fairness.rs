@@ -31,6 +31,9 @@ const STREAMS_A_LOT: &str = "export default { fetch() {
     }));
 } };";
 
+/// The benign Worker, `web/hello`.
+const HELLO_WEB: &str = "export default { fetch() { return new Response('hello'); } };";
+
 const HOGS: usize = 4;
 const LIMIT: usize = 16;
 const DURING: usize = 20;
@@ -65,11 +68,7 @@ async fn slow_readers_of_four_namespaces_cannot_lock_a_fifth_out_of_a_thread() {
     for n in 0..HOGS {
         node.deploy_with(&format!("hog{n}/stream"), "r1", STREAMS_A_LOT, long);
     }
-    node.deploy(
-        "web/hello",
-        "r1",
-        "export default { fetch() { return new Response('hello'); } };",
-    );
+    node.deploy("web/hello", "r1", HELLO_WEB);
     assert_eq!(benign(&node).await.as_deref(), Ok("hello"), "before");
 
     // The attack: each hog namespace's share of thread 0, every request on
@@ -193,11 +192,7 @@ async fn benign_waits_behind_about_one_long_turn_of_a_flood(script: &str) {
         ..Limits::default()
     };
     node.deploy_with("spin/spin", "r1", script, long);
-    node.deploy(
-        "web/hello",
-        "r1",
-        "export default { fetch() { return new Response('hello'); } };",
-    );
+    node.deploy("web/hello", "r1", HELLO_WEB);
     // Open before the flood: a new connection's handshake would wait
     // behind a turn at each of its round trips.
     let mut benign_client = node.client(0).await;
