@@ -17,7 +17,7 @@ use tracing::{error, info};
 
 /// mimalloc, as `isolane dev` has: glibc's malloc and free were 18 % of a
 /// router worker thread's instructions per request (callgrind,
-/// docs/benchmark-history.md section 2).
+/// docs/benchmark-history-hop.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

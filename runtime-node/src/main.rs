@@ -11,7 +11,7 @@ use isolane_telemetry::{EXIT_USAGE, parse_args, shutdown_signal};
 
 /// mimalloc, as `isolane dev` and `isolane-router` have: glibc's malloc and
 /// free were 13 % of an engine thread's instructions per request (callgrind,
-/// docs/benchmark-history.md section 2).
+/// docs/benchmark-history-hop.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
