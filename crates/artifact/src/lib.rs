@@ -24,6 +24,7 @@
 mod allowed;
 mod cache;
 mod check;
+mod clients;
 mod digest;
 mod error;
 pub mod layout;
@@ -31,6 +32,7 @@ mod limits;
 mod reference;
 mod registry;
 mod registry_ca;
+mod system_roots;
 
 pub use allowed::AllowedRegistries;
 pub use cache::Cache;

@@ -16,14 +16,16 @@ use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
+use crate::clients::Clients;
 use crate::digest::{sha256, verify};
 use crate::layout::{self, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE};
 use crate::registry_ca::RegistryCa;
+use crate::system_roots::system_roots;
 use crate::{AllowedRegistries, ArtifactLimits, BundleRef, Cache, Error};
 
 /// A user name and password for a registry (from a pull secret's
 /// `.dockerconfigjson`, or `isolane push`'s flags).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Credentials {
     pub username: String,
     pub password: String,
@@ -104,6 +106,8 @@ pub struct Registry {
     limits: ArtifactLimits,
     /// CAs trusted besides the public web PKI ([`Registry::trusting`]).
     extra_roots: RegistryCa,
+    /// One client per credentials (`clients.rs`).
+    clients: Clients<Option<Credentials>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -131,8 +135,9 @@ impl Registry {
             allowed,
             limits,
             extra_roots: RegistryCa::default(),
+            clients: Clients::default(),
         };
-        registry.client()?;
+        registry.client(None)?;
         Ok(registry)
     }
 
@@ -140,20 +145,29 @@ impl Registry {
     /// certificates (`--bundle-registry-ca`).
     pub fn trusting(mut self, ca: RegistryCa) -> Result<Self, Error> {
         self.extra_roots = ca;
-        self.client().map_err(|error| Error::BadRegistryCa {
+        self.clients = Clients::default();
+        self.client(None).map_err(|error| Error::BadRegistryCa {
             detail: error.to_string(),
         })?;
         Ok(self)
     }
 
+    /// The client of `credentials` (`clients.rs`).
+    fn client(&self, credentials: Option<&Credentials>) -> Result<Client, Error> {
+        self.clients.of(credentials.cloned(), || self.new_client())
+    }
+
     /// A client with no credentials stored yet.
-    fn client(&self) -> Result<Client, Error> {
+    fn new_client(&self) -> Result<Client, Error> {
         let config = ClientConfig {
             protocol: if self.plain_http.is_empty() {
                 ClientProtocol::Https
             } else {
                 ClientProtocol::HttpsExcept(self.plain_http.clone())
             },
+            // Read once per process (`system_roots.rs`); empty: reqwest's
+            // own verifier reads the system store itself.
+            tls_certs_only: system_roots().to_vec(),
             extra_root_certificates: self.extra_roots.certificates(),
             connect_timeout: Some(std::time::Duration::from_secs(10)),
             read_timeout: Some(std::time::Duration::from_secs(30)),
@@ -193,7 +207,7 @@ impl Registry {
         let digest = sha256(&body);
         let name = |e| map_error(repository, e);
         let auth = Credentials::auth(credentials);
-        let client = self.client()?;
+        let client = self.client(credentials)?;
         client
             .store_auth_if_needed(target.resolve_registry(), &auth)
             .await;
@@ -236,7 +250,7 @@ impl Registry {
         if !self.allowed.permits(bundle.registry()) {
             return Err(self.allowed.refuse(&reference, bundle.registry()));
         }
-        let client = self.client()?;
+        let client = self.client(credentials)?;
         let manifest_bytes = self.manifest(&client, bundle, credentials, cache).await?;
         let manifest = parse_manifest(&reference, &manifest_bytes, &self.limits)?;
         let config = self
