@@ -2,7 +2,7 @@
 //! then the operator, one runtime node and the router from `target/release`,
 //! and a Worker applied through the API and served through the router.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,10 +24,54 @@ pub struct Cluster {
     // Dropped in reverse order of start: router, node, operator, control plane.
     pub router: Server,
     pub node: Process,
-    /// The node's admin server (`/metrics`).
+    /// The node's admin server (`/metrics`, `/ready`).
     pub node_admin: SocketAddr,
+    node_launch: NodeLaunch,
     _operator: Process,
     pub control_plane: ControlPlane,
+}
+
+impl Cluster {
+    /// Kills the node (SIGKILL, as a crash) and starts it again with the
+    /// same flags and `extra`, at once; the new process's log is
+    /// `node-<n>.log`.
+    pub fn restart_node(&mut self, extra: &[String]) -> anyhow::Result<()> {
+        self.node.kill();
+        self.node = self.node_launch.spawn(extra)?;
+        Ok(())
+    }
+}
+
+/// How the node was started, to start it again.
+struct NodeLaunch {
+    program: PathBuf,
+    args: Vec<String>,
+    envs: Vec<(String, OsString)>,
+    dir: PathBuf,
+    starts: usize,
+}
+
+impl NodeLaunch {
+    fn spawn(&mut self, extra: &[String]) -> anyhow::Result<Process> {
+        let log = match self.starts {
+            0 => self.dir.join("node.log"),
+            n => self.dir.join(format!("node-{n}.log")),
+        };
+        self.starts += 1;
+        let envs: Vec<(&str, &OsStr)> = self
+            .envs
+            .iter()
+            .map(|(key, value)| (key.as_str(), value.as_os_str()))
+            .collect();
+        Process::spawn(
+            "isolane-node",
+            &self.program,
+            self.args.iter().chain(extra),
+            &envs,
+            &log,
+        )
+        .context("starting isolane-node")
+    }
 }
 
 /// Where the release binaries are.
@@ -168,10 +212,9 @@ pub async fn start_worker(
     ];
     envs.extend_from_slice(env);
     let node_admin: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
-    let node = Process::spawn(
-        "isolane-node",
-        &bins.node,
-        [
+    let mut node_launch = NodeLaunch {
+        program: bins.node.clone(),
+        args: [
             "--namespace",
             OPERATOR_NAMESPACE,
             "--node-name",
@@ -185,11 +228,16 @@ pub async fn start_worker(
         .into_iter()
         // Router↔node mTLS, as deployed.
         .chain(node_tls_args(dir))
-        .chain(flags.node.iter().map(|a| (*a).to_owned())),
-        &envs,
-        &dir.join("node.log"),
-    )
-    .context("starting isolane-node")?;
+        .chain(flags.node.iter().map(|a| (*a).to_owned()))
+        .collect(),
+        envs: envs
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect(),
+        dir: dir.to_owned(),
+        starts: 0,
+    };
+    let node = node_launch.spawn(&[])?;
     let router_port = free_port()?;
     let router_admin = free_port()?;
     let router_process = Process::spawn(
@@ -225,6 +273,7 @@ pub async fn start_worker(
         router,
         node,
         node_admin,
+        node_launch,
         _operator: operator,
         control_plane,
     })

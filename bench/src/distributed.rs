@@ -1,7 +1,8 @@
 //! Section 2, the distributed path: the router → node hop as processes (a
 //! control plane, the operator, one node, the router) against `isolane dev`
 //! (no hop) and workerd, and, when given, an older build's router and node
-//! in the same interleaved rounds.
+//! in the same interleaved rounds; then the node restarted in place
+//! (`node_restart.rs`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -9,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::cluster::{self, Cluster, ClusterBinaries};
+use crate::node_restart;
 use crate::report::{Section, Table, Target};
 use crate::servers::{self, Binaries, Server};
 use crate::stats;
@@ -25,6 +27,8 @@ pub struct Plan {
     pub baseline_bin_dir: Option<PathBuf>,
     pub warm: warm::Plan,
     pub secs: u64,
+    /// Node restarts each way after the rounds (`node_restart.rs`).
+    pub restarts: usize,
 }
 
 /// Where each side sits in the measured rounds.
@@ -38,7 +42,7 @@ struct Sides {
 pub async fn run(plan: &Plan, work: &Path) -> anyhow::Result<Section> {
     let script = std::fs::read_to_string(&plan.script)
         .with_context(|| format!("reading {}", plan.script.display()))?;
-    let cluster = start(&plan.bin_dir, work, &script).await?;
+    let mut cluster = start(&plan.bin_dir, work, &script).await?;
     let baseline = match &plan.baseline_bin_dir {
         Some(dir) => {
             let mut cluster = start(dir, &work.join("baseline"), &script).await?;
@@ -64,7 +68,12 @@ pub async fn run(plan: &Plan, work: &Path) -> anyhow::Result<Section> {
         baseline: baseline_at,
     };
     let measured = warm::measure(&under_load, &plan.warm).await?;
-    let section = report(plan, &sides, &measured);
+    let mut section = report(plan, &sides, &measured);
+    if plan.restarts > 0 {
+        let (markdown, target) = node_restart::measure(&mut cluster, work, plan.restarts).await?;
+        section.markdown.push_str(&markdown);
+        section.targets.push(target);
+    }
     drop(baseline);
     drop(cluster);
     Ok(section)

@@ -18,6 +18,7 @@ mod distributed;
 mod drive;
 mod fleet;
 mod neighbours;
+mod node_restart;
 mod operator_scale;
 mod placement;
 mod pool;
@@ -113,6 +114,9 @@ enum Command {
         /// rounds (in a control plane of its own).
         #[arg(long)]
         baseline_bin_dir: Option<PathBuf>,
+        /// Node restarts each way (snapshot cached, built) after the rounds.
+        #[arg(long, default_value_t = 5)]
+        restarts: usize,
     },
     /// 3. Cold start: engine API, and process start vs workerd.
     Cold {
@@ -357,6 +361,7 @@ fn main() -> anyhow::Result<()> {
             http,
             bin_dir,
             baseline_bin_dir,
+            restarts,
         } => {
             let plan = distributed::Plan {
                 bins: Binaries {
@@ -368,6 +373,7 @@ fn main() -> anyhow::Result<()> {
                 baseline_bin_dir,
                 warm: warm_plan(&http),
                 secs: http.secs,
+                restarts,
             };
             let section = runtime()?.block_on(distributed::run(&plan, &common.work))?;
             section.write(&common.results, "2-distributed")

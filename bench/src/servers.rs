@@ -128,10 +128,15 @@ pub async fn wait_ok_every(
 /// `GET /` with `Connection: close`; the status, or `None` when the
 /// connection fails.
 pub async fn get_status(addr: SocketAddr, host: Option<&str>) -> Option<u16> {
+    get_status_of(addr, host, "/").await
+}
+
+/// [`get_status`] of `path`.
+pub async fn get_status_of(addr: SocketAddr, host: Option<&str>, path: &str) -> Option<u16> {
     let exchange = async {
         let mut stream = TcpStream::connect(addr).await.ok()?;
         let host = host.map_or_else(|| addr.to_string(), str::to_owned);
-        let request = format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
         stream.write_all(request.as_bytes()).await.ok()?;
         let mut raw = Vec::with_capacity(256);
         stream.read_to_end(&mut raw).await.ok()?;
