@@ -12,11 +12,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 
 use crate::cluster::Cluster;
 use crate::report::{Table, Target};
-use crate::servers::get_status_of;
+use crate::servers::wait_ok_at;
 use crate::stats::{fmt_us, percentile, us};
 
 /// How long one start may take to answer.
@@ -44,7 +44,7 @@ pub async fn measure(
 ) -> anyhow::Result<(String, Target)> {
     let mut starts = Starts::default();
     for round in 0..rounds {
-        for (way, _) in HOW.iter().enumerate() {
+        for (way, how) in HOW.iter().enumerate() {
             let extra = match way {
                 0 => Vec::new(),
                 _ => vec![
@@ -54,7 +54,7 @@ pub async fn measure(
             };
             let (ready, answer) = restart(cluster, &extra)
                 .await
-                .with_context(|| format!("node restart {round}, {}", HOW[way]))?;
+                .with_context(|| format!("node restart {round}, {how}"))?;
             starts.ready[way].push(ready);
             starts.answer[way].push(answer);
         }
@@ -77,15 +77,11 @@ fn empty_dir(work: &Path, round: usize) -> anyhow::Result<std::path::PathBuf> {
 async fn restart(cluster: &mut Cluster, extra: &[String]) -> anyhow::Result<(Duration, Duration)> {
     let started = Instant::now();
     cluster.restart_node(extra)?;
-    let ready = loop {
-        if get_status_of(cluster.node_admin, None, "/ready").await == Some(200) {
-            break started.elapsed();
-        }
-        if started.elapsed() > DEADLINE {
-            bail!("the node was not ready within {DEADLINE:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    };
+    let every = Duration::from_millis(1);
+    wait_ok_at(cluster.node_admin, None, "/ready", DEADLINE, every)
+        .await
+        .context("the restarted node's /ready")?;
+    let ready = started.elapsed();
     cluster.router.wait_ok(DEADLINE).await?;
     Ok((ready, started.elapsed()))
 }

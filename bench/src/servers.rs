@@ -113,10 +113,22 @@ pub async fn wait_ok_every(
     timeout: Duration,
     every: Duration,
 ) -> anyhow::Result<Duration> {
+    wait_ok_at(addr, host, "/", timeout, every).await
+}
+
+/// Polls `GET path` every `every` until it answers 200; returns how long
+/// that took.
+pub async fn wait_ok_at(
+    addr: SocketAddr,
+    host: Option<&str>,
+    path: &str,
+    timeout: Duration,
+    every: Duration,
+) -> anyhow::Result<Duration> {
     let started = Instant::now();
     let mut last = None;
     while started.elapsed() < timeout {
-        match get_status(addr, host).await {
+        match get_status_of(addr, host, path).await {
             Some(200) => return Ok(started.elapsed()),
             status => last = status,
         }
