@@ -1,7 +1,8 @@
 //! What the operator checks in a pulled bundle before a revision of it is
 //! written: each CompiledWasm module validates (wasmparser, the validator
 //! the engine loads modules with, default features) and declares no shared
-//! memory (the engine refuses those: no SharedArrayBuffer). The engine
+//! or 64-bit memory or table (the engine refuses those: no
+//! SharedArrayBuffer, and its rewrite handles 32-bit ones only). The engine
 //! checks again at load; this check is what lets the Worker report the
 //! reason before any node tries.
 
@@ -30,15 +31,22 @@ pub fn check_wasm(reference: &str, modules: &Modules) -> Result<(), Error> {
                 Payload::MemorySection(memories) => memories
                     .into_iter()
                     .any(|memory| memory.is_ok_and(|memory| memory.shared || memory.memory64)),
+                Payload::TableSection(tables) => tables
+                    .into_iter()
+                    .any(|table| table.is_ok_and(|table| table.ty.shared || table.ty.table64)),
                 Payload::ImportSection(imports) => imports.into_imports().any(|import| {
-                    import.is_ok_and(|import| {
-                        matches!(import.ty, wasmparser::TypeRef::Memory(memory) if memory.shared || memory.memory64)
+                    import.is_ok_and(|import| match import.ty {
+                        wasmparser::TypeRef::Memory(memory) => memory.shared || memory.memory64,
+                        wasmparser::TypeRef::Table(table) => table.shared || table.table64,
+                        _ => false,
                     })
                 }),
                 _ => false,
             };
             if shared {
-                return Err(refuse("a shared or 64-bit memory is refused".to_owned()));
+                return Err(refuse(
+                    "a shared or 64-bit memory or table is refused".to_owned(),
+                ));
             }
         }
     }

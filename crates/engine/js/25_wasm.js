@@ -15,6 +15,14 @@
 //   (`host.memoryCheck`: V8's own figure of what the isolate holds, Wasm
 //   memories included, plus the growth must fit the limit, or the request
 //   ends `memory_limit` before the memory grows).
+// - Tables and WasmGC arrays are V8 heap objects that Wasm makes in one
+//   step V8 does not interrupt (`table.grow`, a table declared large, a
+//   huge `array.new`), many of them in a straight line of code: the
+//   rewrite makes each `table.grow` call `isolane:memory` `table<i>` and
+//   each large `array.new` call `array<bytes>` first, and the runtime asks
+//   `host.wasmCheck` (the heap measured now) before it lets them happen;
+//   an instance's defined tables and the arrays of its constant
+//   expressions are checked before it is made.
 // - A memory's maximum is capped at the limit, so that V8 reserves no more
 //   address space than the limit for it.
 // - Shared and 64-bit memories are refused; `toResizableBuffer` (whose
@@ -28,12 +36,26 @@
   const { trunc, min, max } = Math;
   const RUNTIME = 'isolane:memory';
 
-  // Module → its memories, as the engine describes them when it compiles a
-  // bundle module: [importModule, importName, initial, maximum] each, the
-  // import undefined for a memory the module defines.
+  // V8's largest table, in entries (`--wasm-max-table-size`'s default).
+  const MAX_TABLE = 10000000;
+  // What V8 takes per table entry while a funcref table grows, at most: the
+  // entries (8 bytes, no pointer compression here) and their dispatch
+  // entries, the new arrays made before the old ones are collected.
+  const TABLE_ENTRY = 64;
+  // Work below this many bytes is left to V8's heap limit (see
+  // src/modules/wasm/rewrite.rs, which checks arrays from the same size).
+  const CHECKED = 1 << 20;
+  // A delta `table.grow` refuses whatever the table (past every maximum).
+  const REFUSED_DELTA = -1;
+
+  // Module → what the engine described when it compiled a bundle module
+  // (src/modules/wasm_load.rs): {memories, tables, growsTables,
+  // makesArrays, constArrayBytes}, each memory and table [importModule,
+  // importName, initial, maximum], the import undefined for one the module
+  // defines.
   const described = new WeakMap();
-  internal.wasmModule = function wasmModule(module, memories) {
-    described.set(module, memories);
+  internal.wasmModule = function wasmModule(module, description) {
+    described.set(module, description);
   };
 
   function toPages(value, what) {
@@ -58,6 +80,7 @@
     const nativeGrow = NativeMemory.prototype.grow;
     const nativeInstantiate = wasm.instantiate;
     const nativeImports = NativeModule.imports;
+    const tableLength = Object.getOwnPropertyDescriptor(wasm.Table.prototype, 'length').get;
 
     // A new memory of `initial` pages, its maximum capped at the limit.
     function checkedMemory(initial, maximum) {
@@ -113,13 +136,88 @@
     });
     delete memoryProto.toResizableBuffer;
 
+    // Asks the host whether `bytes` more fit, the heap measured now; past
+    // the limit the request ends there (the isolate is being terminated).
+    function fitsNow(bytes) {
+      if (bytes <= CHECKED) return true;
+      try {
+        host.wasmCheck(bytes);
+        return true;
+      } catch (error) {
+        if (error instanceof RangeError) return false;
+        throw error;
+      }
+    }
+
+    // `table.grow` of table `[importModule, importName, initial, maximum]`
+    // in Wasm: answers the delta to grow by, or one V8 refuses. The table's
+    // size is read from the worker's table when it is imported, and
+    // counted from its declared size when the module defines it.
+    function tableGrower(table, imports) {
+      const [importModule, importName, initial, maximum] = table;
+      let own;
+      if (importModule !== undefined) {
+        const namespace = imports === undefined ? undefined : imports[importModule];
+        own = internal.isObject(namespace) ? namespace[importName] : undefined;
+      }
+      let size = initial;
+      const most = min(maximum === undefined ? MAX_TABLE : maximum, MAX_TABLE);
+      return (delta) => {
+        const entries = delta >>> 0;
+        if (own !== undefined) {
+          try { size = apply(tableLength, own, []); } catch { /* V8 checks it */ }
+        }
+        const next = size + entries;
+        // Nothing to grow, or V8 refuses it itself (-1, nothing made).
+        if (entries === 0 || next > most) return delta;
+        if (!fitsNow(next * TABLE_ENTRY)) return REFUSED_DELTA;
+        size = next;
+        return delta;
+      };
+    }
+
+    // `array.new` of `length` elements of `bytes` each, over CHECKED: the
+    // length, or 0 when it does not fit (the request is ending).
+    function arrayChecker(bytes) {
+      return (length) => (fitsNow((length >>> 0) * bytes) ? length : 0);
+    }
+
+    // `memory.grow` of `memory` in Wasm: the old size in pages, or -1.
+    function memoryGrower(memory) {
+      return (delta) => {
+        const pages = delta >>> 0;
+        if (pages > MAX_PAGES) return -1;
+        try {
+          return checkedGrow(memory, pages);
+        } catch (error) {
+          if (error instanceof RangeError) return -1;
+          throw error;
+        }
+      };
+    }
+
+    // What an instance of `module` makes before any of its code runs:
+    // defined tables and the arrays of constant expressions.
+    function upfrontBytes(description) {
+      let bytes = description.constArrayBytes;
+      for (const [importModule, , initial] of description.tables) {
+        if (importModule === undefined) bytes += initial * TABLE_ENTRY;
+      }
+      return bytes;
+    }
+
     // The worker's imports plus the runtime's for `module`.
     function withRuntimeImports(module, imports) {
-      const memories = described.get(module);
-      if (memories === undefined) {
+      const description = described.get(module);
+      if (description === undefined) {
         throw new TypeError('WebAssembly.Instance(): only modules of the worker\'s bundle can be instantiated');
       }
-      if (memories.length === 0 || (imports !== undefined && !internal.isObject(imports))) return imports;
+      if (!fitsNow(upfrontBytes(description))) {
+        throw new RangeError('WebAssembly.Instance(): memory limit exceeded');
+      }
+      const { memories, tables, growsTables, makesArrays } = description;
+      const rewritten = memories.length > 0 || growsTables || makesArrays;
+      if (!rewritten || (imports !== undefined && !internal.isObject(imports))) return imports;
       const own = { __proto__: null };
       for (let i = 0; i < memories.length; i++) {
         const [importModule, importName, initial, maximum] = memories[i];
@@ -131,17 +229,13 @@
           const namespace = imports === undefined ? undefined : imports[importModule];
           memory = internal.isObject(namespace) ? namespace[importName] : undefined;
         }
-        // `memory.grow` in Wasm: the old size in pages, or -1.
-        own[`grow${i}`] = (delta) => {
-          const pages = delta >>> 0;
-          if (pages > MAX_PAGES) return -1;
-          try {
-            return checkedGrow(memory, pages);
-          } catch (error) {
-            if (error instanceof RangeError) return -1;
-            throw error;
-          }
-        };
+        own[`grow${i}`] = memoryGrower(memory);
+      }
+      if (growsTables) {
+        for (let i = 0; i < tables.length; i++) own[`table${i}`] = tableGrower(tables[i], imports);
+      }
+      if (makesArrays) {
+        for (const bytes of [1, 2, 4, 8, 16]) own[`array${bytes}`] = arrayChecker(bytes);
       }
       const merged = { __proto__: null };
       if (imports !== undefined) {

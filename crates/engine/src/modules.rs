@@ -28,6 +28,7 @@ mod commonjs;
 mod dynamic;
 mod node;
 pub(crate) mod wasm;
+mod wasm_load;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -404,7 +405,9 @@ fn default_export<'s>(
             let source = text(scope, &module.content)?;
             v8::json::parse(scope, source)?
         }
-        ModuleKind::CompiledWasm => compile_wasm(scope, registry, name, &module.content)?,
+        ModuleKind::CompiledWasm => {
+            wasm_load::compile(scope, &registry.internal, name, &module.content)?
+        }
         ModuleKind::CommonJS | ModuleKind::ESModule => {
             host::throw_type_error(scope, &format!("{name:?} is an ES module"));
             return None;
@@ -417,77 +420,4 @@ fn default_export<'s>(
         .values
         .insert(name.to_owned(), global);
     Some(value)
-}
-
-/// Compiles a Wasm module of the bundle and hands it to the runtime with
-/// the memories it must be given (`internal.wasmModule(module, memories)`).
-fn compile_wasm<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    registry: &Registry,
-    name: &str,
-    bytes: &[u8],
-) -> Option<v8::Local<'s, v8::Value>> {
-    let prepared = match wasm::prepare(bytes) {
-        Ok(prepared) => prepared,
-        Err(error) => {
-            throw_compile_error(scope, &format!("{name}: {error}"));
-            return None;
-        }
-    };
-    // Compiled code lives outside the heap: it must fit the limit too.
-    if !fits(scope, prepared.bytes.len().saturating_mul(4)) {
-        return None;
-    }
-    let module = v8::WasmModuleObject::compile(scope, &prepared.bytes)?;
-    let memories = v8::Array::new(scope, 0);
-    for (i, memory) in prepared.memories.iter().enumerate() {
-        let (import_module, import_name) = memory.import.clone().unzip();
-        let parts: [v8::Local<v8::Value>; 4] = [
-            optional_string(scope, import_module.as_deref())?,
-            optional_string(scope, import_name.as_deref())?,
-            v8::Number::new(scope, memory.initial as f64).into(),
-            match memory.maximum {
-                Some(max) => v8::Number::new(scope, max as f64).into(),
-                None => v8::undefined(scope).into(),
-            },
-        ];
-        let entry = v8::Array::new_with_elements(scope, &parts);
-        memories.set_index(scope, u32::try_from(i).ok()?, entry.into())?;
-    }
-    let internal = v8::Local::new(scope, &registry.internal);
-    let key = v8::String::new(scope, "wasmModule")?;
-    let register = v8::Local::<v8::Function>::try_from(internal.get(scope, key.into())?).ok()?;
-    register.call(scope, internal.into(), &[module.into(), memories.into()])?;
-    Some(module.into())
-}
-
-fn optional_string<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    value: Option<&str>,
-) -> Option<v8::Local<'s, v8::Value>> {
-    match value {
-        Some(value) => host::js_string(scope, value),
-        None => Some(v8::undefined(scope).into()),
-    }
-}
-
-/// Throws a `WebAssembly.CompileError` (a TypeError if it is unreachable).
-fn throw_compile_error(scope: &mut v8::PinScope<'_, '_>, message: &str) {
-    let global = scope.get_current_context().global(scope);
-    let class = (|| {
-        let wasm_key = v8::String::new(scope, "WebAssembly")?;
-        let wasm = v8::Local::<v8::Object>::try_from(global.get(scope, wasm_key.into())?).ok()?;
-        let key = v8::String::new(scope, "CompileError")?;
-        v8::Local::<v8::Function>::try_from(wasm.get(scope, key.into())?).ok()
-    })();
-    let error = class.and_then(|class| {
-        let message = v8::String::new(scope, message)?;
-        class.new_instance(scope, &[message.into()])
-    });
-    match error {
-        Some(error) => {
-            scope.throw_exception(error.into());
-        }
-        None => host::throw_type_error(scope, message),
-    }
 }

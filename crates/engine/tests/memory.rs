@@ -1,5 +1,6 @@
 //! Hostile memory tests that also bound the process's resident memory
-//! (`tests/engine/hostile.rs`, `hostile_memory.rs`, `hostile_wasm.rs`), in a
+//! (`tests/engine/hostile.rs`, `hostile_memory.rs`, `hostile_wasm.rs`,
+//! `hostile_wasm_tables.rs`), in a
 //! binary of their own: in the
 //! `engine` binary, its other tests' attacks (zlib and brotli bombs,
 //! hoarders, key generation) grow the same process at the same time, and
@@ -12,9 +13,14 @@
 #[path = "engine/support.rs"]
 mod support;
 
+#[path = "engine/peak_rss.rs"]
+mod peak_rss;
+
 #[path = "engine/hostile.rs"]
 mod hostile;
 #[path = "engine/hostile_memory.rs"]
 mod hostile_memory;
 #[path = "engine/hostile_wasm.rs"]
 mod hostile_wasm;
+#[path = "engine/hostile_wasm_tables.rs"]
+mod hostile_wasm_tables;

@@ -23,6 +23,7 @@ pub(super) fn wasm() -> Unit {
     Unit::new("wasm")
         .js(&["25_wasm.js"])
         .function("memoryLimit", memory_limit)
+        .function("wasmCheck", wasm_check)
 }
 
 fn over_limit() -> HostError {
@@ -80,6 +81,30 @@ pub(crate) fn fits(scope: &mut v8::PinScope<'_, '_>, bytes: usize) -> bool {
         host.memory.release(bytes);
     }
     fits
+}
+
+host_fn! {
+/// `wasmCheck(bytes)`: like `memoryCheck`, with the heap measured now
+/// rather than at the end of the last turn. Asked before a Wasm table grows
+/// or a large WasmGC array is made (js/25_wasm.js): one straight line of
+/// Wasm can make many of them with nothing V8 stops at in between, each
+/// past the heap as last measured, so each is checked against what the
+/// ones before it took.
+fn wasm_check<'s>(scope, requested: f64) -> HostResult<()> {
+    if !requested.is_finite() || requested <= 0.0 {
+        return Ok(());
+    }
+    let heap = scope.get_heap_statistics().used_heap_size();
+    if let Some(host) = HostState::get(scope) {
+        host.memory.note_heap(heap);
+    }
+    // `as` saturates: anything past usize is over every limit.
+    if fits(scope, requested as usize) {
+        Ok(())
+    } else {
+        Err(over_limit())
+    }
+}
 }
 
 host_fn! {

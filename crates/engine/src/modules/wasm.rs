@@ -12,17 +12,39 @@
 //!   budget before it grows the memory. Function indices shift by the
 //!   number of these imports.
 //!
+//! - every `table.grow` first calls `isolane:memory` `table<i>` with its
+//!   delta, which answers the delta, or -1 (past any maximum, so V8 grows
+//!   nothing) when the table's new size would not fit the worker's budget;
+//! - every `array.new`/`array.new_default` (WasmGC) of more than 1 MiB
+//!   first calls `isolane:memory` `array<bytes>` with its length, which
+//!   answers the length, or 0 when the array would not fit. V8 makes and
+//!   fills such an array in one step it does not interrupt, so it must be
+//!   refused before, not stopped after (a 1 GiB array under a 64 MiB
+//!   limit took the thread for seconds).
+//!
+//! What instantiation makes before any code runs, the defined tables'
+//! initial entries and the arrays of constant expressions (globals, table
+//! initializers, element segments), is described ([`Prepared`]) so that
+//! the runtime checks it before it instantiates.
+//!
 //! Memory indices do not change: imported memories come first in the index
 //! space, and the defined ones, appended as imports after every other
-//! import, keep their order. A module with no memory is left as it is.
+//! import, keep their order. A module that has no memory, grows no table
+//! and makes no array in its code is left as it is.
 //!
 //! Refused at load, with the reason: shared memories (no SharedArrayBuffer
-//! here, see `platform.rs`), 64-bit memories and custom page sizes (not
-//! yet supported by the rewrite).
+//! here, see `platform.rs`), 64-bit memories and custom page sizes, 64-bit
+//! or shared tables (not yet supported by the rewrite), and a constant
+//! expression that makes an array of a computed length.
 
-use wasm_encoder::reencode::{self, Reencode};
-use wasm_encoder::{EntityType, ImportSection, Instruction, MemorySection, SectionId, ValType};
-use wasmparser::{Operator, Parser, Payload, TypeRef, Validator};
+use wasm_encoder::reencode::Reencode;
+use wasmparser::{Parser, Validator};
+
+mod layout;
+mod rewrite;
+
+use layout::Layout;
+use rewrite::Rewriter;
 
 /// The import module the runtime answers for.
 pub(crate) const RUNTIME_IMPORTS: &str = "isolane:memory";
@@ -37,11 +59,29 @@ pub(crate) struct MemoryInfo {
     pub maximum: Option<u64>,
 }
 
-/// A module ready for V8: its rewritten bytes and its memories.
+/// One table of a prepared module, in index order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableInfo {
+    /// The user's import (`module`, `name`), or `None` for a table the
+    /// module defines (V8 makes it at instantiation).
+    pub import: Option<(String, String)>,
+    pub initial: u64,
+    pub maximum: Option<u64>,
+}
+
+/// A module ready for V8: its rewritten bytes and what the runtime must
+/// give it and check when it is instantiated.
 #[derive(Debug)]
 pub(crate) struct Prepared {
     pub bytes: Vec<u8>,
     pub memories: Vec<MemoryInfo>,
+    pub tables: Vec<TableInfo>,
+    /// Its code grows tables: it imports `table<i>` for every table.
+    pub grows_tables: bool,
+    /// Its code makes arrays: it imports `array<bytes>`.
+    pub makes_arrays: bool,
+    /// Bytes of the arrays its constant expressions make at instantiation.
+    pub const_array_bytes: u64,
 }
 
 /// Why a Wasm module of the bundle cannot be loaded.
@@ -53,6 +93,12 @@ pub(crate) enum WasmError {
     SharedMemory { index: usize },
     #[error("memory {index} is 64-bit or has a custom page size, which is not supported")]
     UnsupportedMemory { index: usize },
+    #[error("table {index} is 64-bit or shared, which is not supported")]
+    UnsupportedTable { index: usize },
+    #[error(
+        "a constant expression makes an array whose length is computed; only a constant length is supported"
+    )]
+    ComputedArrayLength,
     #[error("could not rewrite the module: {0}")]
     Rewrite(String),
 }
@@ -60,215 +106,37 @@ pub(crate) enum WasmError {
 /// Validates `bytes` and rewrites them (see the module docs).
 pub(crate) fn prepare(bytes: &[u8]) -> Result<Prepared, WasmError> {
     let types = Validator::new().validate_all(bytes)?;
-    let layout = Layout::read(bytes, types.as_ref().core_type_count_in_module())?;
-    if layout.memories.is_empty() {
-        return Ok(Prepared {
-            bytes: bytes.to_vec(),
-            memories: Vec::new(),
-        });
-    }
-    let mut rewriter = Rewriter {
-        layout: &layout,
-        types_done: false,
-        imports_done: false,
-    };
-    let mut module = wasm_encoder::Module::new();
-    rewriter
-        .parse_core_module(&mut module, Parser::new(0), bytes)
-        .map_err(|e| WasmError::Rewrite(format!("{e:?}")))?;
-    Ok(Prepared {
-        bytes: module.finish(),
-        memories: layout.memories,
-    })
-}
-
-/// What the rewrite needs to know of a module.
-struct Layout {
-    /// Imported functions (their indices do not move).
-    imported_functions: u32,
-    /// Types the module has (the grow function's type comes next).
-    types: u32,
-    memories: Vec<MemoryInfo>,
-}
-
-impl Layout {
-    fn read(bytes: &[u8], types: u32) -> Result<Self, WasmError> {
-        let mut layout = Layout {
-            imported_functions: 0,
-            types,
-            memories: Vec::new(),
+    let layout = Layout::read(bytes, types.as_ref())?;
+    let bytes = if layout.unchanged() {
+        bytes.to_vec()
+    } else {
+        let mut rewriter = Rewriter {
+            layout: &layout,
+            types: types.as_ref(),
+            types_done: false,
+            imports_done: false,
+            functions_done: 0,
         };
-        for payload in Parser::new(0).parse_all(bytes) {
-            match payload? {
-                Payload::ImportSection(section) => {
-                    for import in section.into_imports() {
-                        let import = import?;
-                        match import.ty {
-                            TypeRef::Func(_) | TypeRef::FuncExact(_) => {
-                                layout.imported_functions += 1;
-                            }
-                            TypeRef::Memory(ty) => layout.add(
-                                ty,
-                                Some((import.module.to_owned(), import.name.to_owned())),
-                            )?,
-                            _ => {}
-                        }
-                    }
-                }
-                Payload::MemorySection(section) => {
-                    for ty in section {
-                        layout.add(ty?, None)?;
-                    }
-                }
-                _ => {}
-            }
-        }
-        Ok(layout)
-    }
-
-    fn add(
-        &mut self,
-        ty: wasmparser::MemoryType,
-        import: Option<(String, String)>,
-    ) -> Result<(), WasmError> {
-        let index = self.memories.len();
-        if ty.shared {
-            return Err(WasmError::SharedMemory { index });
-        }
-        if ty.memory64 || ty.page_size_log2.is_some() {
-            return Err(WasmError::UnsupportedMemory { index });
-        }
-        self.memories.push(MemoryInfo {
-            import,
-            initial: ty.initial,
-            maximum: ty.maximum,
-        });
-        Ok(())
-    }
-
-    /// The grow functions, one per memory, appended to the imports.
-    fn grow_functions(&self) -> u32 {
-        u32::try_from(self.memories.len()).unwrap_or(u32::MAX)
-    }
-
-    /// The runtime's imports: the defined memories, then the grow functions.
-    fn append_imports(&self, imports: &mut ImportSection) {
-        for (index, memory) in self.memories.iter().enumerate() {
-            if memory.import.is_none() {
-                let ty = wasm_encoder::MemoryType {
-                    minimum: memory.initial,
-                    maximum: memory.maximum,
-                    memory64: false,
-                    shared: false,
-                    page_size_log2: None,
-                };
-                imports.import(RUNTIME_IMPORTS, &format!("memory{index}"), ty);
-            }
-        }
-        for index in 0..self.memories.len() {
-            imports.import(
-                RUNTIME_IMPORTS,
-                &format!("grow{index}"),
-                EntityType::Function(self.types),
-            );
-        }
-    }
-}
-
-struct Rewriter<'l> {
-    layout: &'l Layout,
-    types_done: bool,
-    imports_done: bool,
-}
-
-type ReencodeResult<T> = Result<T, reencode::Error<std::convert::Infallible>>;
-
-impl Rewriter<'_> {
-    fn append_type(&mut self, types: &mut wasm_encoder::TypeSection) {
-        types.ty().function([ValType::I32], [ValType::I32]);
-        self.types_done = true;
-    }
-}
-
-impl Reencode for Rewriter<'_> {
-    type Error = std::convert::Infallible;
-
-    fn function_index(&mut self, func: u32) -> ReencodeResult<u32> {
-        Ok(if func < self.layout.imported_functions {
-            func
-        } else {
-            func + self.layout.grow_functions()
-        })
-    }
-
-    fn instruction<'a>(&mut self, op: Operator<'a>) -> ReencodeResult<Instruction<'a>> {
-        match op {
-            Operator::MemoryGrow { mem } => {
-                Ok(Instruction::Call(self.layout.imported_functions + mem))
-            }
-            other => reencode::utils::instruction(self, other),
-        }
-    }
-
-    fn parse_type_section(
-        &mut self,
-        types: &mut wasm_encoder::TypeSection,
-        section: wasmparser::TypeSectionReader<'_>,
-    ) -> ReencodeResult<()> {
-        reencode::utils::parse_type_section(self, types, section)?;
-        self.append_type(types);
-        Ok(())
-    }
-
-    fn parse_import_section(
-        &mut self,
-        imports: &mut ImportSection,
-        section: wasmparser::ImportSectionReader<'_>,
-    ) -> ReencodeResult<()> {
-        reencode::utils::parse_import_section(self, imports, section)?;
-        self.layout.append_imports(imports);
-        self.imports_done = true;
-        Ok(())
-    }
-
-    /// Defined memories became imports: the section is left empty.
-    fn parse_memory_section(
-        &mut self,
-        _memories: &mut MemorySection,
-        _section: wasmparser::MemorySectionReader<'_>,
-    ) -> ReencodeResult<()> {
-        Ok(())
-    }
-
-    /// Adds the type and import sections a module without them now needs,
-    /// where they belong (before every other section).
-    fn intersperse_section_hook(
-        &mut self,
-        module: &mut wasm_encoder::Module,
-        _after: Option<SectionId>,
-        before: Option<SectionId>,
-    ) -> ReencodeResult<()> {
-        if !self.types_done && before != Some(SectionId::Type) {
-            let mut types = wasm_encoder::TypeSection::new();
-            self.append_type(&mut types);
-            module.section(&types);
-        }
-        if !self.imports_done
-            && before != Some(SectionId::Type)
-            && before != Some(SectionId::Import)
-        {
-            let mut imports = ImportSection::new();
-            self.layout.append_imports(&mut imports);
-            self.imports_done = true;
-            module.section(&imports);
-        }
-        Ok(())
-    }
+        let mut module = wasm_encoder::Module::new();
+        rewriter
+            .parse_core_module(&mut module, Parser::new(0), bytes)
+            .map_err(|e| WasmError::Rewrite(format!("{e:?}")))?;
+        module.finish()
+    };
+    Ok(Prepared {
+        bytes,
+        memories: layout.memories,
+        tables: layout.tables,
+        grows_tables: layout.grows_tables,
+        makes_arrays: layout.makes_arrays,
+        const_array_bytes: layout.const_array_bytes,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wasmparser::{Operator, Payload, TypeRef};
 
     fn wasm(text: &str) -> Vec<u8> {
         wat::parse_str(text).expect("valid wat")
@@ -365,6 +233,92 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn table_grows_and_large_arrays_ask_the_runtime_first() {
+        let bytes = wasm(
+            r#"(module
+                (type $bytes (array (mut i8)))
+                (import "env" "log" (func $log (param i32)))
+                (table $t 1 funcref)
+                (memory 1)
+                (func $make (param $n i32) (result i32)
+                    (local $keep i32)
+                    (drop (table.grow $t (ref.null func) (local.get $n)))
+                    (array.len (array.new_default $bytes (local.get $n))))
+                (func (export "run") (result i32) (call $make (i32.const 3))))"#,
+        );
+        let prepared = prepare(&bytes).expect("prepares");
+        assert!(prepared.grows_tables && prepared.makes_arrays);
+        assert_eq!(prepared.tables.len(), 1);
+        Validator::new()
+            .validate_all(&prepared.bytes)
+            .expect("the rewrite is valid");
+        let text = wasmprinter(&prepared.bytes);
+        for import in ["memory0", "grow0", "table0", "array1", "array16"] {
+            assert!(
+                text.contains(&format!(r#"(import "isolane:memory" "{import}""#)),
+                "{text}"
+            );
+        }
+        // log (0), memory grow (1), table check (2), arrays (3..8); $make
+        // moved from 1 to 8 and "run" calls it there. The table check runs
+        // before the grow, the array check (array1, index 3) before the new.
+        assert!(text.contains("call 8"), "{text}");
+        assert!(text.contains("call 2\ntable.grow"), "{text}");
+        assert!(text.contains("call 3\narray.new"), "{text}");
+    }
+
+    #[test]
+    fn what_instantiation_makes_is_described() {
+        let bytes = wasm(
+            r#"(module
+                (type $a (array (mut i16)))
+                (import "env" "t" (table 5 funcref))
+                (table 1000 funcref)
+                (global (ref $a) (array.new_default $a (i32.const 100)))
+                (global (ref $a) (array.new $a (i32.const 7) (i32.const 50))))"#,
+        );
+        let prepared = prepare(&bytes).expect("prepares");
+        assert_eq!(prepared.const_array_bytes, 300);
+        assert!(!prepared.grows_tables && !prepared.makes_arrays);
+        // Nothing in its code to rewrite: V8 gets the module as it was.
+        assert_eq!(prepared.bytes, bytes);
+        assert_eq!(
+            prepared.tables,
+            [
+                TableInfo {
+                    import: Some(("env".to_owned(), "t".to_owned())),
+                    initial: 5,
+                    maximum: None
+                },
+                TableInfo {
+                    import: None,
+                    initial: 1000,
+                    maximum: None
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn computed_array_lengths_and_wide_tables_are_refused() {
+        let computed = wasm(
+            r#"(module
+                (type $a (array (mut i8)))
+                (import "env" "n" (global $n i32))
+                (global (ref $a) (array.new_default $a (global.get $n))))"#,
+        );
+        assert!(matches!(
+            prepare(&computed),
+            Err(WasmError::ComputedArrayLength)
+        ));
+        let wide = wasm(r#"(module (table i64 1 funcref))"#);
+        assert!(matches!(
+            prepare(&wide),
+            Err(WasmError::UnsupportedTable { index: 0 })
+        ));
+    }
+
     /// The module as text, for the assertions (the `wat` crate's printer
     /// is not a dependency: a crude listing of imports and calls does).
     fn wasmprinter(bytes: &[u8]) -> String {
@@ -393,6 +347,8 @@ mod tests {
                                 out.push_str(&format!("call {function_index}\n"));
                             }
                             Operator::MemoryGrow { .. } => out.push_str("memory.grow\n"),
+                            Operator::TableGrow { .. } => out.push_str("table.grow\n"),
+                            Operator::ArrayNewDefault { .. } => out.push_str("array.new\n"),
                             _ => {}
                         }
                     }

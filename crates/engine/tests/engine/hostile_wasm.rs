@@ -4,10 +4,10 @@
 //! around each.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use isolane_engine::{ExecuteError, Module, ModuleKind, PoolMode};
 
+use crate::peak_rss::PeakRss;
 use crate::support::*;
 
 /// `grow(pages)` grows memory 0 by `pages` at a time until it fails,
@@ -51,43 +51,6 @@ fn grow_worker(id: &str, declared: &str, memory_mib: u32) -> Arc<isolane_engine:
     let mut bundle = Arc::unwrap_or_clone(bundle);
     bundle.limits = memory_limits(memory_mib);
     Arc::new(bundle)
-}
-
-/// Samples this process's RSS every millisecond until dropped: the peak
-/// while a hostile request runs, not only after it.
-struct PeakRss {
-    peak: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl PeakRss {
-    fn start() -> Self {
-        let peak = Arc::new(AtomicU64::new(rss_mib()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = std::thread::spawn({
-            let (peak, stop) = (peak.clone(), stop.clone());
-            move || {
-                while !stop.load(Ordering::Relaxed) {
-                    peak.fetch_max(rss_mib(), Ordering::Relaxed);
-                    std::thread::sleep(std::time::Duration::from_millis(1));
-                }
-            }
-        });
-        Self {
-            peak,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn finish(mut self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            thread.join().unwrap();
-        }
-        self.peak.load(Ordering::Relaxed)
-    }
 }
 
 /// `memory.grow` in a loop inside Wasm, with no declared maximum: the

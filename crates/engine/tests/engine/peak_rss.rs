@@ -1,0 +1,44 @@
+//! The process's peak resident memory while a hostile request runs (the
+//! `memory` binary's tests only).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::support::rss_mib;
+
+/// Samples this process's RSS every millisecond until dropped: the peak
+/// while a hostile request runs, not only after it.
+pub struct PeakRss {
+    peak: Arc<std::sync::atomic::AtomicU64>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PeakRss {
+    pub fn start() -> Self {
+        let peak = Arc::new(std::sync::atomic::AtomicU64::new(rss_mib()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = std::thread::spawn({
+            let (peak, stop) = (peak.clone(), stop.clone());
+            move || {
+                while !stop.load(Ordering::Relaxed) {
+                    peak.fetch_max(rss_mib(), Ordering::Relaxed);
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+        });
+        Self {
+            peak,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            thread.join().unwrap();
+        }
+        self.peak.load(Ordering::Relaxed)
+    }
+}
