@@ -54,8 +54,9 @@ pub struct WebSocketConfig {
     /// Open sockets one client (by the address the front end vouches for)
     /// may hold of one Worker on one engine thread: its share of
     /// `max_sockets_per_worker`, so that one client cannot lock the
-    /// Worker's other clients out. Past it that client's upgrade is
-    /// answered 429 while others still get sockets.
+    /// Worker's other clients out. Held under contention only (half the
+    /// budget taken, `host/socket_count.rs`): past it that client's upgrade
+    /// is then answered 429 while others still get sockets.
     pub max_sockets_per_client: usize,
     /// Hibernatable sockets (`ctx.acceptWebSocket`) one Durable Object may
     /// hold (Cloudflare's: 32,768); each also takes a place of

@@ -23,8 +23,9 @@ pub struct WebSocketArgs {
     #[arg(long, value_name = "N", default_value_t = 128, env = "ISOLANE_WEBSOCKET_MAX_SOCKETS", value_parser = clap::value_parser!(u32).range(1..))]
     pub websocket_max_sockets: u32,
     /// Open sockets one client (by address) may hold of one Worker per
-    /// engine thread, its share of `--websocket-max-sockets`; past it that
-    /// client's upgrade is answered 429 while others still get sockets.
+    /// engine thread, its share of `--websocket-max-sockets`, held once half
+    /// of that budget is taken; past it that client's upgrade is answered
+    /// 429 while others still get sockets.
     #[arg(long, value_name = "N", default_value_t = 16, env = "ISOLANE_WEBSOCKET_MAX_SOCKETS_PER_CLIENT", value_parser = clap::value_parser!(u32).range(1..))]
     pub websocket_max_sockets_per_client: u32,
 }

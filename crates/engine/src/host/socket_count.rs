@@ -4,6 +4,14 @@
 //! it (`max_sockets_per_client`, 429 past it), so that one client cannot
 //! spend a Worker's whole budget and lock its other clients out.
 //!
+//! The share holds only under contention: while the Worker has more than
+//! half its budget free, a client past its share still gets sockets. One
+//! address is often many people (an office NAT; a carrier's NAT puts
+//! thousands of phones behind one): 50 of them opening sockets to an idle
+//! Worker were refused at 16 when the share held always. One client alone
+//! can so take half the budget, never more, and the other half stays for
+//! the others, each up to its share and then up to the budget.
+//!
 //! The client is the address the front end vouches for in
 //! [`CLIENT_HEADER`] (the router's `Client`: the connection's address, or a
 //! trusted proxy's word; `isolane dev` runs the same code). A request
@@ -72,7 +80,7 @@ pub(crate) fn open(
         if let Some(client) = client {
             let key = (worker.to_owned(), client.clone());
             let mine = per_client.entry(key).or_default();
-            if *mine >= config.max_sockets_per_client {
+            if *mine >= config.max_sockets_per_client && contended(total, config) {
                 return Err(Refused::Client {
                     limit: config.max_sockets_per_client,
                 });
@@ -85,6 +93,12 @@ pub(crate) fn open(
             client: client.cloned(),
         })
     })
+}
+
+/// Whether a Worker holding `total` sockets is short of its budget: half
+/// of it or more is taken (see the module docs).
+fn contended(total: usize, config: &WebSocketConfig) -> bool {
+    total.saturating_mul(2) >= config.max_sockets_per_worker
 }
 
 impl Drop for Slot {
@@ -147,5 +161,54 @@ mod tests {
             open("w", None, &config).err(),
             Some(Refused::Worker { limit: 4 })
         );
+    }
+
+    #[test]
+    fn a_crowd_behind_one_address_is_served_while_the_budget_has_room() {
+        let config = WebSocketConfig {
+            max_sockets_per_worker: 100,
+            max_sockets_per_client: 16,
+            ..WebSocketConfig::default()
+        };
+        let (nat, other) = (
+            HeaderValue::from_static("198.51.100.7"),
+            HeaderValue::from_static("192.0.2.9"),
+        );
+        // Fifty people behind one office NAT: every one gets a socket.
+        let crowd: Vec<Slot> = (0..50)
+            .map(|i| open("w", Some(&nat), &config).unwrap_or_else(|e| panic!("{i}: {e:?}")))
+            .collect();
+        // Half the budget is taken: that address is now held to its share.
+        assert_eq!(
+            open("w", Some(&nat), &config).err(),
+            Some(Refused::Client { limit: 16 })
+        );
+        // The other half stays for everyone else, each up to its share.
+        let others: Vec<HeaderValue> = (0..50)
+            .map(|i| HeaderValue::try_from(format!("192.0.2.{i}")).unwrap())
+            .collect();
+        assert!(open("w", Some(&other), &config).is_ok());
+        let rest: Vec<Slot> = others
+            .iter()
+            .map(|client| open("w", Some(client), &config).unwrap())
+            .collect();
+        assert_eq!(
+            open("w", None, &config).err(),
+            Some(Refused::Worker { limit: 100 })
+        );
+        // The crowd leaves; the others still hold half the budget, so the
+        // address gets its share and no more.
+        drop(crowd);
+        let again: Vec<Slot> = (0..16)
+            .map(|i| open("w", Some(&nat), &config).unwrap_or_else(|e| panic!("{i}: {e:?}")))
+            .collect();
+        assert_eq!(
+            open("w", Some(&nat), &config).err(),
+            Some(Refused::Client { limit: 16 })
+        );
+        // Everyone else leaves too: room again, past the share.
+        drop(rest);
+        assert!(open("w", Some(&nat), &config).is_ok());
+        drop(again);
     }
 }
