@@ -1,6 +1,6 @@
 //! Hostile memory tests that also bound the process's resident memory
 //! (`tests/engine/hostile.rs`, `hostile_memory.rs`, `hostile_wasm.rs`,
-//! `hostile_wasm_tables.rs`), in a
+//! `hostile_wasm_tables.rs`, `hostile_wasm_shapes.rs`), in a
 //! binary of their own: in the
 //! `engine` binary, its other tests' attacks (zlib and brotli bombs,
 //! hoarders, key generation) grow the same process at the same time, and
@@ -22,5 +22,7 @@ mod hostile;
 mod hostile_memory;
 #[path = "engine/hostile_wasm.rs"]
 mod hostile_wasm;
+#[path = "engine/hostile_wasm_shapes.rs"]
+mod hostile_wasm_shapes;
 #[path = "engine/hostile_wasm_tables.rs"]
 mod hostile_wasm_tables;
