@@ -213,3 +213,62 @@ async fn tables_and_arrays_within_the_limit_work() {
         (200, expected.to_string())
     );
 }
+
+/// Tables made and grown through the JS API, 40 in a straight line of
+/// code (nothing V8 stops at between them).
+#[tokio::test]
+async fn js_tables_in_a_straight_line_end_at_the_limit() {
+    for (what, make) in [
+        (
+            "new Table",
+            "keep.push(new WebAssembly.Table({ initial: 10000000, element: 'anyfunc' }));",
+        ),
+        (
+            "Table.grow",
+            "{ const t = new WebAssembly.Table({ initial: 0, element: 'anyfunc' }); t.grow(10000000); keep.push(t); }",
+        ),
+    ] {
+        let code = format!("const keep = [];\n{}", make.repeat(40));
+        let hog = modules_bundle(
+            &format!("t/js-tables-{}", what.replace([' ', '.'], "-")),
+            vec![es(
+                "main.js",
+                &format!(
+                    "export default {{ fetch() {{ {code} return new Response('escaped'); }} }};"
+                ),
+            )],
+        );
+        let mut hog = Arc::unwrap_or_clone(hog);
+        hog.limits = memory_limits(64);
+        ends_at_the_limit(what, Arc::new(hog)).await;
+    }
+}
+
+/// The JS API's tables behave as the standard says within the limit.
+#[tokio::test]
+async fn js_tables_within_the_limit_work() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let worker = modules_bundle(
+        "t/js-tables-benign",
+        vec![es(
+            "main.js",
+            "export default { fetch() {
+                 const t = new WebAssembly.Table({ initial: 2, maximum: 4, element: 'anyfunc' });
+                 const old = t.grow(1);
+                 let refused = 'no';
+                 try { t.grow(5); } catch (e) { refused = e.constructor.name; }
+                 const ext = new WebAssembly.Table({ initial: 1, element: 'externref' }, 'x');
+                 ext.grow(1, 'y');
+                 class Mine extends WebAssembly.Table {}
+                 const mine = new Mine({ initial: 1, element: 'externref' });
+                 return new Response([old, t.length, refused, ext.get(0), ext.get(1),
+                     t instanceof WebAssembly.Table, mine instanceof Mine,
+                     WebAssembly.Table.prototype.grow.length].join(' '));
+             } };",
+        )],
+    );
+    assert_eq!(
+        run(&engine, 0, &worker, "/").await,
+        (200, "2 3 RangeError x y true true 1".to_owned())
+    );
+}
