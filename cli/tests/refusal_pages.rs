@@ -103,8 +103,9 @@ async fn a_refusal_is_the_same_page_in_isolane_dev_and_through_a_node() {
         assert_eq!(comparable(&through_node), comparable(&in_dev), "{reason}");
         eprintln!("{reason}: equal\n{}", comparable(&in_dev));
     }
-    // A client over its share of the Worker's WebSockets (16): 429 with
-    // Retry-After, the same both ways.
+    // A client over its share of the Worker's WebSockets (16, held once
+    // half the Worker's 128 are taken): 429 with Retry-After, the same both
+    // ways.
     let (in_dev, _held) = over_the_socket_share(dev_port).await;
     let (through_node, _held_too) = over_the_socket_share(cluster.port).await;
     assert!(in_dev.starts_with("HTTP/1.1 429"), "{in_dev}");
@@ -178,7 +179,8 @@ async fn over_the_socket_share(port: u16) -> (String, Vec<TcpStream>) {
             return (answer, held);
         }
         held.push(stream);
-        assert!(held.len() <= 16, "no share: {answer}");
+        // One address alone takes at most half the budget.
+        assert!(held.len() <= 64, "no share: {answer}");
     }
 }
 
