@@ -15,7 +15,7 @@ use clap::Args;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use isolane_worker::{TailEvent, TailFormat};
+use isolane_worker::{Inert, TailEvent, TailFormat};
 use secrecy::ExposeSecret;
 use tokio::io::AsyncWriteExt;
 
@@ -125,7 +125,8 @@ async fn open(uri: http::Uri, token: &str) -> anyhow::Result<http::Response<Inco
         .context("the tail endpoint did not answer")
 }
 
-/// Why the endpoint refused: its JSON `error`, else its body as text.
+/// Why the endpoint refused: its JSON `error`, else its body as text, with
+/// its control characters escaped (it came over the wire to a terminal).
 async fn refusal(status: http::StatusCode, body: Incoming) -> Refused {
     let bytes = body
         .collect()
@@ -136,7 +137,7 @@ async fn refusal(status: http::StatusCode, body: Incoming) -> Refused {
         .ok()
         .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
         .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
-    Refused(format!("tail refused ({status}): {message}"))
+    Refused(format!("tail refused ({status}): {}", Inert(&message)))
 }
 
 /// Prints the stream's events, one a line, as `args` filter and format them.
@@ -327,5 +328,28 @@ mod tests {
             filter.print(pretty, b"{\"dropped_events\":3,\"node\":\"n\"}\n"),
             Some(pretty.dropped(3))
         );
+    }
+
+    #[test]
+    fn a_console_line_s_terminal_controls_print_escaped() {
+        let filter = Filter {
+            status: None,
+            methods: vec![],
+            rate: 1.0,
+            search: None,
+        };
+        let attack = "\x1b[2J\x1b]0;pwned\x07\rfake\nline";
+        let text = filter
+            .print(TailFormat::Pretty, &event("ok", "GET", attack))
+            .unwrap();
+        assert!(
+            !text.contains(['\x1b', '\x07', '\r']),
+            "raw controls in {text:?}"
+        );
+        assert!(
+            text.ends_with("\n  \\x1b[2J\\x1b]0;pwned\\x07\\rfake\\nline\n"),
+            "{text:?}"
+        );
+        assert_eq!(text.lines().count(), 2, "{text:?}");
     }
 }

@@ -13,6 +13,7 @@ const WORKER: &str = "export default { fetch(request) {
     const path = new URL(request.url).pathname;
     console.log('hello from', path, { n: 1 });
     console.warn('two\\nlines');
+    if (path === '/attack') console.log('\\x1b[2J\\x1b]0;pwned\\x07\\rfake');
     if (path === '/throw') throw new TypeError('it broke');
     return new Response('ok', { status: 202 });
 } };";
@@ -58,7 +59,7 @@ async fn dev_prints_each_invocation_then_its_console_lines() {
         .find(|l| l.starts_with("[dev/talker] GET /first 202 "))
         .unwrap_or_else(|| panic!("no head line in:\n{log}"));
     assert!(head.contains("ms cpu ") && head.ends_with("ms"), "{head}");
-    assert!(log.contains("  (warn) two\n    lines\n"), "{log}");
+    assert!(log.contains("  (warn) two\\nlines\n"), "{log}");
 
     assert_eq!(
         request(&client, port, "localhost", "/throw")
@@ -70,6 +71,21 @@ async fn dev_prints_each_invocation_then_its_console_lines() {
     let log = printed(&dev, "  ✘ TypeError: it broke\n").await;
     assert!(log.contains("[dev/talker] GET /throw 500 "), "{log}");
     assert!(log.contains("(exception)"), "{log}");
+
+    // What a client makes a Worker log reaches the reader's terminal as
+    // text: no raw escape to clear the screen, set the title or redraw.
+    assert_eq!(
+        request(&client, port, "localhost", "/attack")
+            .await
+            .unwrap()
+            .0,
+        202
+    );
+    let log = printed(&dev, "  \\x1b[2J\\x1b]0;pwned\\x07\\rfake\n").await;
+    assert!(
+        !log.contains(['\x07', '\r']) && !log.contains("\x1b]0;"),
+        "{log:?}"
+    );
     assert!(dev.interrupt().success());
 }
 

@@ -27,7 +27,8 @@
 //!   HTTP status, retry and metric label (the engine's errors map onto it,
 //!   the wire's `Outcome` converts to and from it).
 //! - [`TailEvent`]: one invocation as a tail shows it, and [`TailFormat`],
-//!   the one way `isolane dev` and `isolane tail` print it.
+//!   the one way `isolane dev` and `isolane tail` print it; [`Inert`], tenant
+//!   text with its control characters escaped for a terminal.
 //! - [`headers`]: the `x-isolane-*` header names.
 //! - [`traffic`]: how requests are split between revisions
 //!   ([`TrafficTarget`], [`TrafficStatus`]) and kept on one by an affinity
@@ -76,5 +77,5 @@ pub use ownership::{
 };
 pub use route::{ANY_HOST, Route, RouteIndex, normalize_host, prefix_matches};
 pub use secret::{BundleSecret, DIGEST_ANNOTATION, SecretError};
-pub use tail::{Exception, LogLine, ParseTailFormatError, TailEvent, TailFormat};
+pub use tail::{Exception, Inert, LogLine, ParseTailFormatError, TailEvent, TailFormat};
 pub use traffic::{TrafficStatus, TrafficTarget, VersionAffinity};

@@ -4,8 +4,17 @@
 //!
 //! The engine builds these, `isolane dev` prints them for its Workers, a
 //! node streams them to `isolane tail`, which prints them the same way.
+//! Pretty output prints every text that came from the tenant (or over the
+//! wire) through [`Inert`]: control characters show escaped, one console
+//! line is one printed line.
+
+mod inert;
+
+use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
+
+pub use inert::Inert;
 
 /// One invocation of a Worker, as a tail shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -137,42 +146,26 @@ impl TailFormat {
 }
 
 fn pretty(event: &TailEvent) -> String {
-    use std::fmt::Write;
     let mut out = String::new();
     let _ = write!(
         out,
         "[{}] {} {} {} {:.1}ms cpu {:.1}ms",
-        event.worker, event.method, event.url, event.status, event.wall_ms, event.cpu_ms
+        Inert(&event.worker),
+        Inert(&event.method),
+        Inert(&event.url),
+        event.status,
+        event.wall_ms,
+        event.cpu_ms
     );
     if event.outcome != "ok" {
-        let _ = write!(out, " ({})", event.outcome);
+        let _ = write!(out, " ({})", Inert(&event.outcome));
     }
     out.push('\n');
     for line in &event.logs {
-        let level = match line.level.as_str() {
-            "log" | "info" => "",
-            other => other,
-        };
-        let prefix = if level.is_empty() {
-            "  ".to_owned()
-        } else {
-            format!("  ({level}) ")
-        };
-        for (i, text) in line.message.split('\n').enumerate() {
-            out.push_str(if i == 0 { &prefix } else { "    " });
-            out.push_str(text);
-            out.push('\n');
-        }
+        push_line(&mut out, line);
     }
     for exception in &event.exceptions {
-        let _ = writeln!(out, "  ✘ {}: {}", exception.name, exception.message);
-        // The Worker's frames; the runtime's own (`isolane:…`) say nothing
-        // to its author.
-        for frame in exception.stack.lines().skip(1) {
-            if !frame.contains("(isolane:") && !frame.trim_start().starts_with("at isolane:") {
-                let _ = writeln!(out, "    {}", frame.trim_start());
-            }
-        }
+        push_exception(&mut out, exception);
     }
     if event.dropped_lines > 0 {
         let _ = writeln!(
@@ -182,6 +175,43 @@ fn pretty(event: &TailEvent) -> String {
         );
     }
     out
+}
+
+/// A console line, indented, on one line (its newlines escaped).
+fn push_line(out: &mut String, line: &LogLine) {
+    let message = Inert(&line.message);
+    let _ = match line.level.as_str() {
+        "log" | "info" | "" => writeln!(out, "  {message}"),
+        level => writeln!(out, "  ({}) {message}", Inert(level)),
+    };
+}
+
+/// An exception on one line, then the Worker's frames, one a line; the
+/// runtime's own (`isolane:…`) say nothing to its author.
+fn push_exception(out: &mut String, exception: &Exception) {
+    let _ = writeln!(
+        out,
+        "  ✘ {}: {}",
+        Inert(&exception.name),
+        Inert(&exception.message)
+    );
+    for frame in frames(exception) {
+        if !frame.contains("(isolane:") && !frame.trim_start().starts_with("at isolane:") {
+            let _ = writeln!(out, "    {}", Inert(frame.trim_start()));
+        }
+    }
+}
+
+/// The lines of the stack after its head (`TypeError: it broke`). The head
+/// spans as many lines as the message does: those lines are the message's,
+/// not frames, and printing them would undo its escaped newlines.
+fn frames(exception: &Exception) -> impl Iterator<Item = &str> {
+    let stack = exception.stack.as_str();
+    let message = exception.message.as_str();
+    let after_message = stack
+        .find(message)
+        .map_or(stack, |at| &stack[at + message.len()..]);
+    after_message.lines().skip(1)
 }
 
 #[cfg(test)]
@@ -214,11 +244,11 @@ mod tests {
     }
 
     #[test]
-    fn pretty_has_the_head_then_the_lines_and_the_drop_note() {
+    fn pretty_has_the_head_then_the_lines_one_a_line_and_the_drop_note() {
         let text = TailFormat::Pretty.render(&event());
         assert_eq!(
             text,
-            "[default/hello] GET /path?q=1 200 1.2ms cpu 0.3ms\n  (warn) a\n    b\n  (3 lines dropped: over the log budget)\n"
+            "[default/hello] GET /path?q=1 200 1.2ms cpu 0.3ms\n  (warn) a\\nb\n  (3 lines dropped: over the log budget)\n"
         );
     }
 
@@ -237,6 +267,56 @@ mod tests {
         assert!(
             text.ends_with(
                 "  ✘ TypeError: it broke\n    at Object.fetch (worker:dev/hello:5:32)\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn pretty_prints_the_tenant_s_control_characters_escaped() {
+        let attack = "\x1b[2J\x1b]0;pwned\x07\rfake";
+        let mut e = event();
+        e.method = format!("GET{attack}");
+        e.url = format!("/{attack}\u{202e}");
+        e.outcome = format!("exception{attack}");
+        e.logs[0].message = format!("{attack}\n[other/ns] GET / 200 1.0ms cpu 0.1ms");
+        e.exceptions.push(Exception {
+            name: format!("Error{attack}"),
+            message: attack.into(),
+            stack: format!("Error: {attack}\n    at fetch ({attack})"),
+            timestamp_ms: 1,
+        });
+        let text = TailFormat::Pretty.render(&e);
+        for c in text.chars() {
+            assert!(
+                c == '\n' || c == '✘' || (c.is_ascii() && !c.is_ascii_control()),
+                "{c:?} printed raw in {text:?}"
+            );
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        assert_eq!(
+            lines[1],
+            "  (warn) \\x1b[2J\\x1b]0;pwned\\x07\\rfake\\n[other/ns] GET / 200 1.0ms cpu 0.1ms"
+        );
+        assert_eq!(lines[3], "    at fetch (\\x1b[2J\\x1b]0;pwned\\x07\\rfake)");
+    }
+
+    #[test]
+    fn pretty_prints_no_line_of_a_multi_line_message_as_a_frame() {
+        let mut e = event();
+        e.logs.clear();
+        e.dropped_lines = 0;
+        e.exceptions.push(Exception {
+            name: "Error".into(),
+            message: "one\n    at forged (worker:other/ns:1:1)\nthree".into(),
+            stack: "Error: one\n    at forged (worker:other/ns:1:1)\nthree\n    at Object.fetch (worker:dev/hello:5:32)".into(),
+            timestamp_ms: 1,
+        });
+        let text = TailFormat::Pretty.render(&e);
+        assert!(
+            text.ends_with(
+                "  ✘ Error: one\\n    at forged (worker:other/ns:1:1)\\nthree\n    at Object.fetch (worker:dev/hello:5:32)\n"
             ),
             "{text}"
         );
