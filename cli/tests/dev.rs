@@ -635,6 +635,51 @@ async fn dev_workers_see_the_real_client_address_and_a_fresh_request_id() {
     assert!(dev.interrupt().success());
 }
 
+/// A client forging the platform's own headers (`x-isolane-*`, in any
+/// case), over HTTP/1.1 and h2c: the Worker does not see them, and sees the
+/// client's other headers and its hop count (a Worker's `fetch` sends one).
+#[tokio::test]
+async fn dev_workers_never_see_a_client_s_platform_headers() {
+    let (_dir, dev, http1, port) = dev_serving(
+        "export default { fetch(request) {
+  if (new URL(request.url).pathname === '/ready') return new Response('ready');
+  return new Response(JSON.stringify([...request.headers]));
+} };",
+        &[],
+        ("/ready", "ready"),
+    )
+    .await;
+    let http2: HttpClient = Client::builder(TokioExecutor::new())
+        .http2_only(true)
+        .build_http();
+    for client in [&http1, &http2] {
+        let request = http::Request::builder()
+            .uri(format!("http://127.0.0.1:{port}/"))
+            .header("x-isolane-worker", "other/thing")
+            .header("X-Isolane-Scheduled", "1")
+            .header("x-user", "kept")
+            .header("x-isolane-hops", "1")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let response = client.request(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let seen: Vec<(String, String)> = serde_json::from_slice(&body).unwrap();
+        let mut ours: Vec<(&str, &str)> = seen
+            .iter()
+            .filter(|(name, _)| name.starts_with("x-isolane-") || name.starts_with("x-user"))
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        ours.sort_unstable();
+        assert_eq!(
+            ours,
+            [("x-isolane-hops", "1"), ("x-user", "kept")],
+            "{seen:?}"
+        );
+    }
+    assert!(dev.interrupt().success());
+}
+
 /// A Worker hoarding 32 MiB per request in resizable buffers made with V8's
 /// own `ArrayBuffer` constructor (found on a buffer's prototype chain), 60
 /// requests under `--memory-mib 64`: it ends at `memory_limit` (or

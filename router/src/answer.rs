@@ -1,6 +1,7 @@
 //! What every answer of the router is made of: the response body type, and
 //! the `x-isolane-*` headers it sets (and the loop guard it reads). The
 //! proxy and its errors both build answers from these; neither owns them.
+//! Also which of those names a client may send ([`strip_platform_headers`]).
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -46,6 +47,36 @@ pub(crate) mod name {
     pub const FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 }
 
+/// The platform's header namespace: a client's request keeps no header
+/// whose name starts with it, but for [`FROM_CLIENTS`].
+pub const PLATFORM_PREFIX: &str = "x-isolane-";
+
+/// The `x-isolane-*` request headers that are a client's to send: the hop
+/// count (a Worker's `fetch` through the router carries it, the engine sets
+/// it; the loop guard reads it, and the node reads it to count the next hop)
+/// and the revision a client asks for (read by `split.rs`). A forged one
+/// hurts only its sender (docs/architecture.md, gates 2 and 4).
+pub const FROM_CLIENTS: [http::HeaderName; 2] = [name::HOPS, name::REVISION];
+
+/// Removes from a client's request every header in the platform's namespace
+/// ([`PLATFORM_PREFIX`]) but [`FROM_CLIENTS`]: a Worker, or the platform's
+/// own code, can take any other `x-isolane-*` request header as the
+/// platform's. Names are lower case (`http::HeaderName`), whatever case the
+/// client wrote them in. A request with none (nearly all) is only looked
+/// over, not changed.
+pub fn strip_platform_headers(headers: &mut http::HeaderMap) {
+    let forged = |name: &http::HeaderName| {
+        name.as_str().starts_with(PLATFORM_PREFIX) && !FROM_CLIENTS.contains(name)
+    };
+    if !headers.keys().any(forged) {
+        return;
+    }
+    let names: Vec<http::HeaderName> = headers.keys().filter(|n| forged(n)).cloned().collect();
+    for name in names {
+        headers.remove(name);
+    }
+}
+
 /// The response body type of the router.
 pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 
@@ -54,4 +85,41 @@ pub fn full_body(bytes: Bytes) -> ResponseBody {
     http_body_util::Full::new(bytes)
         .map_err(|never| match never {})
         .boxed_unsync()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_platform_headers_a_client_may_send_are_kept() {
+        let mut headers = http::HeaderMap::new();
+        for (name, value) in [
+            ("x-isolane-worker", "other/thing"),
+            ("X-Isolane-Scheduled", "1"),
+            ("x-isolane-node", "forged"),
+            ("x-isolane-hops", "2"),
+            ("x-isolane-revision", "canary"),
+            ("x-isolanes", "not ours"),
+            ("x-user", "kept"),
+        ] {
+            headers.append(
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                http::HeaderValue::from_static(value),
+            );
+        }
+        headers.append("x-isolane-worker", http::HeaderValue::from_static("again"));
+        strip_platform_headers(&mut headers);
+        let mut kept: Vec<&str> = headers.keys().map(http::HeaderName::as_str).collect();
+        kept.sort_unstable();
+        assert_eq!(
+            kept,
+            [
+                "x-isolane-hops",
+                "x-isolane-revision",
+                "x-isolanes",
+                "x-user"
+            ]
+        );
+    }
 }

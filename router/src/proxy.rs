@@ -8,6 +8,8 @@
 //! the watches write in `state.rs`. For each request (`trip.rs` from the
 //! placement on) it:
 //!
+//! 0. drops the client's `x-isolane-*` headers, but for the hop count and a
+//!    revision override (`answer.rs`, [`Proxy::handle_from`]);
 //! 1. finds the Worker for the host and path (404 with a JSON body if none);
 //! 2. reads the body up to the replay limit: a body that ends within it is
 //!    kept so the request can be replayed, a longer one is streamed once;
@@ -246,7 +248,9 @@ impl Proxy {
     }
 
     /// Serves one request from `client` ([`Proxy::client`]), in its
-    /// `router.request` span when traces are on.
+    /// `router.request` span when traces are on. Every client's request
+    /// comes this way (the server's, a WebSocket's, [`Proxy::handle`]'s),
+    /// and none of the router's own.
     ///
     /// An `async fn` awaiting `serve` in place: returning `serve`'s future
     /// through an `Either` (so as to add no layer) measured ~1,600 more
@@ -254,13 +258,20 @@ impl Proxy {
     /// future (`bench/instructions.sh`).
     pub async fn handle_from<B>(
         &self,
-        request: Request<B>,
+        mut request: Request<B>,
         client: Option<&Client>,
     ) -> Response<ResponseBody>
     where
         B: Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<BoxError>,
     {
+        // First, before anything reads the request: the platform's own
+        // headers (`x-isolane-*`) are shed from what a client sent, but for
+        // the two that are a client's to send (the hop count, a revision
+        // override). A Worker, or the platform, could take any other as set
+        // by the platform. Here, not in `call_for`: the router's own requests
+        // (prewarms, cron ticks) do not come this way and keep theirs.
+        crate::answer::strip_platform_headers(request.headers_mut());
         let host = request_host(&request).to_owned();
         let span = span::request(&request, &host);
         if span.is_disabled() {

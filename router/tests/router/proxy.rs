@@ -921,3 +921,46 @@ async fn a_request_that_loops_through_workers_is_refused() {
             .any(|h| h.name == "x-isolane-hops" && h.value.as_ref() == at_bound.as_bytes())
     );
 }
+
+/// A client cannot send the platform's own headers (`x-isolane-*`, in any
+/// case) to a Worker: they are dropped before the request is routed, but for
+/// the two that are a client's to send (the hop count, which the node reads
+/// to count the next hop, and a revision override); its other headers pass.
+#[tokio::test]
+async fn a_client_s_platform_headers_do_not_reach_the_worker() {
+    let node = FakeNode::start("node-a").await;
+    let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
+    proxy.set_members(vec![node.member(2)]);
+    proxy.set_workers(vec![worker("ns/app", "r1", HOST, "/")]);
+    let response = proxy
+        .handle(get(
+            HOST,
+            "/",
+            &[
+                ("x-isolane-worker", "other/thing"),
+                ("X-Isolane-Scheduled", "1"),
+                ("x-user", "kept"),
+                ("x-isolane-hops", "2"),
+                ("x-isolane-revision", "r1"),
+            ],
+        ))
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(header(&response, "x-isolane-revision"), Some("r1"));
+    let head = node.heads().pop().unwrap();
+    let mut seen: Vec<(&str, &str)> = head
+        .headers
+        .iter()
+        .filter(|h| h.name.starts_with("x-isolane-") || h.name == "x-user")
+        .map(|h| (h.name.as_str(), std::str::from_utf8(&h.value).unwrap()))
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        [
+            ("x-isolane-hops", "2"),
+            ("x-isolane-revision", "r1"),
+            ("x-user", "kept"),
+        ]
+    );
+}
