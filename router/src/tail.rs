@@ -3,11 +3,13 @@
 //! invocations as JSON lines (`isolane_worker::TailEvent`, docs/tail.md),
 //! fanned in from every live node of the fleet.
 //!
-//! Expected flow: the token is checked by Kubernetes ([`access`]); then the
-//! router opens one `Tail` call per live node (the nodes of its membership
-//! Leases, over the same mutually authenticated channels as requests) and
-//! merges their frames into the response as they come. Each invocation runs
-//! on one node, so it appears once.
+//! Expected flow: the token is checked by Kubernetes ([`access`]: answers
+//! cached for seconds, reviews of new tokens limited per client address and
+//! for everyone by [`limit`]); then the router opens one `Tail` call per
+//! live node (the nodes of its membership Leases, over the same mutually
+//! authenticated channels as requests) and merges their frames into the
+//! response as they come. Each invocation runs on one node, so it appears
+//! once.
 //!
 //! Guarantees: nothing here buffers events beyond HTTP/2 flow control; a
 //! client that reads slowly makes the nodes drop events for it (each node's
@@ -16,10 +18,14 @@
 //! from the next fleet check (every 2 s): its earlier invocations are not.
 
 pub mod access;
+mod expiring;
+pub mod limit;
+pub mod review;
 
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -38,6 +44,8 @@ use tracing::{debug, info, warn};
 use crate::Proxy;
 use crate::channels;
 use crate::fleet::{Fleet, FleetNode};
+use access::{Access, Refused};
+use review::Reviewer;
 
 /// The path prefix of the tail endpoint.
 pub const PATH: &str = "/v1/tail/";
@@ -51,6 +59,7 @@ pub async fn serve(
     client: kube::Client,
     shutdown: CancellationToken,
 ) {
+    let access = Arc::new(Access::new(client));
     loop {
         let (stream, peer) = tokio::select! {
             () = shutdown.cancelled() => return,
@@ -62,11 +71,11 @@ pub async fn serve(
                 }
             },
         };
-        let (proxy, client) = (proxy.clone(), client.clone());
+        let (proxy, access) = (proxy.clone(), Arc::clone(&access));
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |request| {
-                let (proxy, client) = (proxy.clone(), client.clone());
-                async move { Ok::<_, Infallible>(handle(request, &proxy, &client, peer).await) }
+                let (proxy, access) = (proxy.clone(), Arc::clone(&access));
+                async move { Ok::<_, Infallible>(handle(request, &proxy, &access, peer).await) }
             });
             let served = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
@@ -78,11 +87,11 @@ pub async fn serve(
     }
 }
 
-/// One tail request: checked, then streamed.
-pub async fn handle(
+/// One tail request from `peer`: checked by `access`, then streamed.
+pub async fn handle<R: Reviewer>(
     request: Request<Incoming>,
     proxy: &Proxy,
-    client: &kube::Client,
+    access: &Access<R>,
     peer: SocketAddr,
 ) -> Response<TailBody> {
     let Some((namespace, name)) = worker_of(request.uri().path()) else {
@@ -94,18 +103,15 @@ pub async fn handle(
     if request.method() != http::Method::GET {
         return refusal(StatusCode::METHOD_NOT_ALLOWED, "a tail is a GET");
     }
-    let token = request
-        .headers()
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    let user = match access::authorize(client, token, namespace, name).await {
+    let headers = request.headers();
+    let client = limit::client_address(peer.ip(), headers, |ip| proxy.trusts(ip));
+    let authorization = headers.get(http::header::AUTHORIZATION);
+    let user = match access
+        .authorize(client, authorization, namespace, name)
+        .await
+    {
         Ok(user) => user,
-        Err(refused) => {
-            info!(%peer, namespace, worker = name, error = %refused, "tail refused");
-            return refusal(refused.status(), &refused.to_string());
-        }
+        Err(refused) => return refused_tail(&refused, peer, client, namespace, name),
     };
     let worker_id = format!("{namespace}/{name}");
     info!(%peer, worker.id = %worker_id, user = %user, "tail opened");
@@ -254,6 +260,30 @@ fn node_tail(
         }
     };
     futures::stream::once(opened).flatten().boxed()
+}
+
+/// The answer to a refused tail (with `Retry-After` when throttled),
+/// logged: at `info` when a known identity was refused or the apiserver
+/// failed, else at `debug` (anyone may send those as fast as they like).
+fn refused_tail(
+    refused: &Refused,
+    peer: SocketAddr,
+    client: std::net::IpAddr,
+    namespace: &str,
+    name: &str,
+) -> Response<TailBody> {
+    if refused.is_notable() {
+        info!(%peer, %client, namespace, worker = name, error = %refused, "tail refused");
+    } else {
+        debug!(%peer, %client, namespace, worker = name, error = %refused, "tail refused");
+    }
+    let mut response = refusal(refused.status(), &refused.to_string());
+    if let Some(seconds) = refused.retry_after() {
+        response
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+    }
+    response
 }
 
 /// A JSON error the CLI prints as it is.

@@ -12,4 +12,5 @@ mod overhead;
 mod proxy;
 mod server;
 mod support;
+mod tail;
 mod worker_series;
