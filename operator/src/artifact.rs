@@ -207,6 +207,7 @@ fn permanent(error: &isolane_artifact::Error) -> bool {
         error,
         isolane_artifact::Error::TooLarge { .. }
             | isolane_artifact::Error::DigestMismatch { .. }
+            | isolane_artifact::Error::SizeMismatch { .. }
             | isolane_artifact::Error::Malformed { .. }
             | isolane_artifact::Error::BadReference { .. }
             | isolane_artifact::Error::RegistryNotAllowed { .. }

@@ -41,6 +41,19 @@ pub enum Error {
         expected: String,
         actual: String,
     },
+    /// A blob whose byte count is not the size its manifest's descriptor
+    /// declares. Reading stops once a blob passes its declared size, so
+    /// `actual` above `declared` is a lower bound.
+    #[error(
+        "bundle {reference}: {what} is {}{actual} bytes, not the {declared} its manifest declares",
+        if .actual > .declared { "at least " } else { "" }
+    )]
+    SizeMismatch {
+        reference: String,
+        what: &'static str,
+        declared: u64,
+        actual: u64,
+    },
     #[error("bundle {reference} is not an Isolane bundle: {why}")]
     Malformed { reference: String, why: String },
     #[error("the bundle cache at {path}: {source}")]
@@ -64,6 +77,7 @@ impl Error {
             Error::Registry { .. } => "registry",
             Error::TooLarge { .. } => "too_large",
             Error::DigestMismatch { .. } => "digest_mismatch",
+            Error::SizeMismatch { .. } => "size_mismatch",
             Error::Malformed { .. } => "malformed",
             Error::Cache { .. } => "cache",
         }

@@ -2,8 +2,9 @@
 //!
 //! Everything pulled is checked before it is used: the manifest's bytes
 //! against the digest the Worker names, then the config and layer against
-//! the digests the manifest names, each read no further than its limit
-//! whatever the registry's headers say.
+//! the digests and sizes the manifest declares (sizes within the limits,
+//! each blob read no further than its declared size whatever the registry's
+//! headers say, and refused if it ends short).
 
 use std::collections::BTreeMap;
 
@@ -17,7 +18,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
 use crate::clients::Clients;
-use crate::digest::{sha256, verify};
+use crate::digest::{Declared, sha256, verify};
 use crate::layout::{self, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE};
 use crate::registry_ca::RegistryCa;
 use crate::system_roots::system_roots;
@@ -237,8 +238,9 @@ impl Registry {
     }
 
     /// The modules of `bundle`: from `cache` when it holds every blob,
-    /// else pulled (and kept there). Every blob is verified against its
-    /// digest, and read no further than its limit.
+    /// else pulled (and kept there once the whole bundle is known good).
+    /// Every blob is verified against its digest and the size its
+    /// descriptor declares, and read no further than that size.
     pub async fn pull(
         &self,
         bundle: &BundleRef,
@@ -275,14 +277,19 @@ impl Registry {
                 cache,
             )
             .await?;
-        let modules = layout::unpack(&reference, &config, &layer, &self.limits)?;
+        let modules = layout::unpack(&reference, &config.bytes, &layer.bytes, &self.limits)?;
         if let Some(cache) = cache {
             // Kept only once the whole bundle is known good.
+            for (descriptor, blob) in [(&manifest.config, &config), (&manifest.layers[0], &layer)] {
+                if !blob.cached {
+                    cache.put(&descriptor.digest, &blob.bytes)?;
+                }
+            }
             cache.put(bundle.digest(), &manifest_bytes)?;
         }
         Ok(Pulled {
             modules,
-            compressed_bytes: layer.len() as u64,
+            compressed_bytes: layer.bytes.len() as u64,
         })
     }
 
@@ -314,7 +321,8 @@ impl Registry {
         Ok(bytes)
     }
 
-    /// One blob, verified, from the cache or the registry.
+    /// One blob, verified against its descriptor ([`Declared`]), from the
+    /// cache or the registry.
     #[allow(clippy::too_many_arguments)]
     async fn blob(
         &self,
@@ -325,43 +333,63 @@ impl Registry {
         descriptor: &OciDescriptor,
         limit: u64,
         cache: Option<&Cache>,
-    ) -> Result<Vec<u8>, Error> {
+    ) -> Result<Blob, Error> {
         let reference = bundle.to_string();
+        let declared = Declared::new(&reference, what, descriptor);
+        // Before a byte is read, from the registry or the cache.
+        check_size(&reference, what, declared.size(), limit)?;
         if let Some(bytes) = cache.and_then(|c| c.get(&descriptor.digest)) {
-            return Ok(bytes);
+            // The cache checked the digest; the size is the manifest's claim.
+            declared.check_size(bytes.len() as u64, true)?;
+            return Ok(Blob {
+                bytes,
+                cached: true,
+            });
         }
-        check_size(
-            &reference,
-            what,
-            u64::try_from(descriptor.size).unwrap_or(u64::MAX),
-            limit,
-        )?;
         // A pull whose manifest came from the cache signs in here.
         client
             .store_auth_if_needed(bundle.registry(), &Credentials::auth(credentials))
             .await;
-        let mut stream = client
+        let stream = client
             .pull_blob_stream(bundle.oci(), descriptor)
             .await
             .map_err(|e| map_error(&reference, e))?;
         if let Some(length) = stream.content_length {
-            check_size(&reference, what, length, limit)?;
+            declared.check_size(length, false)?;
         }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = stream.stream.next().await {
-            let chunk = chunk.map_err(|error| Error::Registry {
-                reference: reference.clone(),
-                detail: error.to_string(),
-            })?;
-            bytes.extend_from_slice(&chunk);
-            check_size(&reference, what, bytes.len() as u64, limit)?;
-        }
-        verify(&reference, what, &descriptor.digest, &bytes)?;
-        if let Some(cache) = cache {
-            cache.put(&descriptor.digest, &bytes)?;
-        }
-        Ok(bytes)
+        let bytes = read_blob(stream.stream, &declared).await?;
+        Ok(Blob {
+            bytes,
+            cached: false,
+        })
     }
+}
+
+/// A blob's verified bytes, and whether they came from the cache.
+struct Blob {
+    bytes: Vec<u8>,
+    cached: bool,
+}
+
+/// The bytes of the blob `declared`, read from `stream` no further than
+/// its declared size (the chunk that passes it is refused, not kept), then
+/// checked complete: exactly that size, and its digest.
+async fn read_blob<B: AsRef<[u8]>, E: std::fmt::Display>(
+    mut stream: impl futures::Stream<Item = Result<B, E>> + Unpin,
+    declared: &Declared<'_>,
+) -> Result<Vec<u8>, Error> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|error| Error::Registry {
+            reference: declared.reference().to_owned(),
+            detail: error.to_string(),
+        })?;
+        let chunk = chunk.as_ref();
+        declared.check_size((bytes.len() + chunk.len()) as u64, false)?;
+        bytes.extend_from_slice(chunk);
+    }
+    declared.verify(&bytes)?;
+    Ok(bytes)
 }
 
 /// The layer, config and manifest of `modules`' artifact, within `limits`.
@@ -486,5 +514,108 @@ fn map_error(reference: &str, error: OciDistributionError) -> Error {
             reference,
             detail: other.to_string(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use futures::stream;
+
+    use super::*;
+
+    /// `chunks` as a stream that counts the chunks taken from it.
+    fn counted<'a>(
+        chunks: &'a [&'a [u8]],
+        taken: &'a Cell<usize>,
+    ) -> impl futures::Stream<Item = Result<&'a [u8], std::io::Error>> + Unpin + 'a {
+        stream::iter(chunks.iter().map(move |chunk| {
+            taken.set(taken.get() + 1);
+            Ok(*chunk)
+        }))
+    }
+
+    fn declared(descriptor: &OciDescriptor) -> Declared<'_> {
+        Declared::new("r", "the compressed layer", descriptor)
+    }
+
+    #[test]
+    fn a_blob_is_read_no_further_than_its_declared_size_and_must_reach_it() {
+        let blob = b"0123456789";
+        let descriptor = |size| OciDescriptor {
+            digest: sha256(blob),
+            size,
+            ..OciDescriptor::default()
+        };
+        let chunks: &[&[u8]] = &[b"0123", b"4567", b"89"];
+        let read = |size| {
+            let taken = Cell::new(0);
+            let descriptor = descriptor(size);
+            let result = futures::executor::block_on(read_blob(
+                counted(chunks, &taken),
+                &declared(&descriptor),
+            ));
+            (result, taken.get())
+        };
+
+        let (bytes, taken) = read(10);
+        assert_eq!((bytes.unwrap(), taken), (blob.to_vec(), 3));
+
+        // Declared smaller: the chunk that passes the size is refused, and
+        // nothing after it is read.
+        let (error, taken) = read(5);
+        let error = error.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::SizeMismatch {
+                    declared: 5,
+                    actual: 8,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert_eq!(taken, 2);
+        let (error, taken) = read(9);
+        assert!(
+            matches!(
+                error,
+                Err(Error::SizeMismatch {
+                    declared: 9,
+                    actual: 10,
+                    ..
+                })
+            ),
+            "{error:?}"
+        );
+        assert_eq!(taken, 3);
+
+        // Declared larger: the blob ends short.
+        let (error, _) = read(11);
+        let error = error.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::SizeMismatch {
+                    what: "the compressed layer",
+                    declared: 11,
+                    actual: 10,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+
+        // Of the declared size but other bytes: a digest mismatch.
+        let descriptor = descriptor(10);
+        let other: &[&[u8]] = &[b"9876543210"];
+        let error = futures::executor::block_on(read_blob(
+            counted(other, &Cell::new(0)),
+            &declared(&descriptor),
+        ))
+        .unwrap_err();
+        assert!(matches!(error, Error::DigestMismatch { .. }), "{error}");
     }
 }

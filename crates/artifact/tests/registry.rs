@@ -262,6 +262,132 @@ async fn an_oversized_layer_is_refused_at_push_and_at_pull() {
     );
 }
 
+/// The manifest of `pushed` with its layer's declared `size` changed, pushed
+/// raw beside it (the same blobs, so the same digests): the bundle naming it.
+async fn with_layer_size(registry: &TestRegistry, pushed: &BundleRef, size: u64) -> BundleRef {
+    use oci_client::client::{ClientConfig, ClientProtocol};
+    use oci_client::manifest::OCI_IMAGE_MEDIA_TYPE;
+    use oci_client::secrets::RegistryAuth;
+    use sha2::Digest;
+
+    let oci = oci_client::Client::new(ClientConfig {
+        protocol: ClientProtocol::HttpsExcept(vec![registry.host()]),
+        ..ClientConfig::default()
+    });
+    let auth = RegistryAuth::Basic(registry.username().into(), registry.password().into());
+    oci.store_auth_if_needed(&registry.host(), &auth).await;
+    let by_digest = |digest: &str| -> oci_client::Reference {
+        format!("{}/{}@{digest}", registry.host(), pushed.repository())
+            .parse()
+            .unwrap()
+    };
+    let (bytes, _) = oci
+        .pull_manifest_raw(&by_digest(pushed.digest()), &auth, &[OCI_IMAGE_MEDIA_TYPE])
+        .await
+        .unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    manifest["layers"][0]["size"] = size.into();
+    let body = serde_json::to_vec(&manifest).unwrap();
+    let digest = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&body)));
+    oci.push_manifest_raw(
+        &by_digest(&digest),
+        body,
+        http::HeaderValue::from_static(OCI_IMAGE_MEDIA_TYPE),
+    )
+    .await
+    .unwrap();
+    format!("{}/{}@{digest}", registry.host(), pushed.repository())
+        .parse()
+        .unwrap()
+}
+
+/// A manifest whose layer descriptor declares a size other than its blob's
+/// (the right digests, only `size` changed) is refused as a size mismatch,
+/// not a digest one: declared smaller, the blob is read no further than
+/// that; declared larger, it ends short; and nothing is kept in the cache.
+/// With the layer already cached (from the good manifest), its size is
+/// checked too.
+#[tokio::test]
+async fn a_layer_whose_blob_is_not_its_declared_size_is_refused_and_not_cached() {
+    let (registry, credentials) = start();
+    let client = client(ArtifactLimits::default(), &registry);
+    let modules = bundle(random(256 << 10));
+    let pushed = client
+        .push(
+            &format!("{}/ns/sized", registry.host()),
+            &modules,
+            Some(&credentials),
+        )
+        .await
+        .unwrap();
+    let real = client
+        .pull(&pushed, Some(&credentials), None)
+        .await
+        .unwrap()
+        .compressed_bytes;
+
+    let warm_dir = tempfile::tempdir().unwrap();
+    let warm = Cache::open(warm_dir.path(), 64 << 20).unwrap();
+    client
+        .pull(&pushed, Some(&credentials), Some(&warm))
+        .await
+        .unwrap();
+    let warm_bytes = warm.held_bytes();
+
+    for size in [1, real / 2, real - 1, real + 1, real * 2] {
+        let lying = with_layer_size(&registry, &pushed, size).await;
+        assert_ne!(lying.digest(), pushed.digest());
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path(), 64 << 20).unwrap();
+        let error = client
+            .pull(&lying, Some(&credentials), Some(&cache))
+            .await
+            .unwrap_err();
+        let Error::SizeMismatch {
+            what,
+            declared,
+            actual,
+            ..
+        } = error
+        else {
+            panic!("declared {size} of {real}: {error}");
+        };
+        assert_eq!((what, declared), ("the compressed layer", size), "{error}");
+        if size < real {
+            // Stopped past the declared size: at most the real size seen.
+            assert!(actual > size && actual <= real, "{error}");
+        } else {
+            assert_eq!(actual, real, "{error}");
+        }
+        assert_eq!(error.kind(), "size_mismatch");
+        assert_eq!(cache.held_bytes(), 0, "declared {size}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+        // The layer cached under its digest by the good pull: refused the same.
+        let error = client
+            .pull(&lying, Some(&credentials), Some(&warm))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::SizeMismatch { what: "the compressed layer", declared, actual, .. }
+                    if declared == size && actual == real
+            ),
+            "{error}"
+        );
+        assert_eq!(warm.held_bytes(), warm_bytes);
+    }
+    // The good manifest still pulls, from the cache and from the registry.
+    for cache in [Some(&warm), None] {
+        let pulled = client
+            .pull(&pushed, Some(&credentials), cache)
+            .await
+            .unwrap();
+        assert_eq!(pulled.modules, modules);
+    }
+}
+
 #[tokio::test]
 async fn a_decompression_bomb_is_refused_after_at_most_the_uncompressed_limit() {
     let (registry, credentials) = start();
