@@ -28,7 +28,9 @@ const nativeJoin = Array.prototype.join;
 const nativeSlice = String.prototype.slice;
 const nativeIndexOf = String.prototype.indexOf;
 const nativeCharCodeAt = String.prototype.charCodeAt;
+const nativeExec = RegExp.prototype.exec;
 const { apply } = Reflect;
+const { isArray } = Array;
 const { max, min, trunc } = Math;
 
 function toIntegerOrInfinity(value) {
@@ -93,7 +95,11 @@ redefine(Array.prototype, 'fill', {
 }.fill);
 
 // A replacer that hands back what `produce` makes for each match and
-// checks, each time the total doubles past HUGE, that it still fits.
+// checks, each time the total grows by HUGE, that the result still fits
+// beside what the turn holds now (the pieces made so far are on the heap;
+// the result is made from them at the end). Checked at each doubling
+// against the heap as last measured, a 256 MiB replace under 64 MiB took
+// the process 164 MiB past where it started before it was stopped.
 function counting(produce) {
   let total = 0;
   let next = HUGE;
@@ -101,8 +107,10 @@ function counting(produce) {
     const piece = `${apply(produce, undefined, args)}`;
     total += piece.length;
     if (total > next) {
-      host.memoryCheck(total);
-      next = total * 2;
+      // The result to come, and as much again of V8's own while it
+      // replaces (its list of pieces, the matches' arguments).
+      host.memoryCheckNow(2 * total);
+      next = total + HUGE;
     }
     return piece;
   };
@@ -183,13 +191,93 @@ function bounded(string, replaceValue) {
   return mostMade(string.length, template) > HUGE ? counting(templated(template)) : template;
 }
 
+// V8 replaces a global RegExp by first collecting every match (some 40
+// bytes each) and only then making the replacements: in a long string
+// that list alone passes the limit before any counting can stop it (16 M
+// matches took the process 656 MiB past a 64 MiB limit). So where the list
+// could take a quarter of the limit, a plain global RegExp (its `exec` and
+// `@@replace` the natives) is replaced here, match by match, the pieces
+// joined in chunks: what is held is the result so far, which the counting
+// replacement checks as it grows. One departure: a replacer function is
+// called after each match rather than after all of them (only a function
+// that reads the RegExp's `lastIndex` could tell).
+const MATCH_BYTES = 40;
+const CHUNK = 4096;
+const nativeSymbolReplace = RegExp.prototype[Symbol.replace];
+const { getPrototypeOf } = Object;
+
+function plainGlobal(regexp) {
+  return regexp instanceof RegExp && getPrototypeOf(regexp) === RegExp.prototype &&
+    regexp.exec === nativeExec && regexp[Symbol.replace] === nativeSymbolReplace && regexp.global;
+}
+
+// The index after `index` in `string`: a code point further in unicode mode.
+function advance(string, index, unicode) {
+  if (!unicode || index + 1 >= string.length) return index + 1;
+  const first = apply(nativeCharCodeAt, string, [index]);
+  if (first < 0xd800 || first > 0xdbff) return index + 1;
+  const second = apply(nativeCharCodeAt, string, [index + 1]);
+  return second >= 0xdc00 && second <= 0xdfff ? index + 2 : index + 1;
+}
+
+// `produce`'s arguments for `match`: (matched, ...captures, position,
+// string[, groups]), as the native passes a replacer function.
+function replacerArgs(match, string) {
+  const args = [`${match[0]}`];
+  const count = max(toIntegerOrInfinity(match.length) - 1, 0);
+  for (let n = 1; n <= count; n++) {
+    const capture = match[n];
+    args[n] = capture === undefined ? undefined : `${capture}`;
+  }
+  args[args.length] = max(min(toIntegerOrInfinity(match.index), string.length), 0);
+  args[args.length] = string;
+  const { groups } = match;
+  if (groups !== undefined) args[args.length] = groups;
+  return args;
+}
+
+function replaceEachMatch(string, regexp, produce) {
+  const unicode = regexp.unicode || regexp.unicodeSets;
+  regexp.lastIndex = 0;
+  const chunks = [];
+  let pieces = [];
+  let position = 0;
+  for (;;) {
+    const match = apply(nativeExec, regexp, [string]);
+    if (match === null) break;
+    const args = replacerArgs(match, string);
+    const matched = args[0];
+    if (matched === '') regexp.lastIndex = advance(string, toIntegerOrInfinity(regexp.lastIndex), unicode);
+    const at = args[args.length - (match.groups === undefined ? 2 : 3)];
+    const replacement = `${apply(produce, undefined, args)}`;
+    if (at >= position) {
+      pieces[pieces.length] = apply(nativeSlice, string, [position, at]);
+      pieces[pieces.length] = replacement;
+      position = at + matched.length;
+    }
+    if (pieces.length >= CHUNK) {
+      chunks[chunks.length] = apply(nativeJoin, pieces, ['']);
+      pieces = [];
+    }
+  }
+  pieces[pieces.length] = apply(nativeSlice, string, [position]);
+  chunks[chunks.length] = apply(nativeJoin, pieces, ['']);
+  return apply(nativeJoin, chunks, ['']);
+}
+
 for (const [name, native] of [['replace', nativeReplace], ['replaceAll', nativeReplaceAll]]) {
   redefine(String.prototype, name, {
     [name](searchValue, replaceValue) {
       if (typeof this !== 'string' || (typeof replaceValue !== 'string' && typeof replaceValue !== 'function')) {
         return apply(native, this, [searchValue, replaceValue]);
       }
-      return apply(native, this, [searchValue, bounded(this, replaceValue)]);
+      const replacement = bounded(this, replaceValue);
+      if ((this.length + 1) * MATCH_BYTES * 4 > HUGE && plainGlobal(searchValue) &&
+          (this.length + 1) * MATCH_BYTES * 4 > host.memoryLimit()) {
+        const produce = typeof replacement === 'function' ? replacement : templated(replacement);
+        return replaceEachMatch(this, searchValue, produce);
+      }
+      return apply(native, this, [searchValue, replacement]);
     },
   }[name]);
 }
@@ -215,15 +303,64 @@ redefine(Array.prototype, 'join', {
     const length = min(max(toIntegerOrInfinity(object.length), 0), Number.MAX_SAFE_INTEGER);
     const sep = separator === undefined ? ',' : `${separator}`;
     let size = (length - 1) * sep.length;
-    if (length > 1024 && Array.isArray(object)) {
+    if (length > 1 && Array.isArray(object)) {
       // The elements' own strings, those already strings (counting them
-      // converts nothing, so no worker code runs twice).
+      // converts nothing, so no worker code runs twice). A few large
+      // strings (or ropes, which cost nothing until joined) make a huge
+      // result as surely as many small ones: 260 of 1 MiB took the process
+      // 261 MiB past a 64 MiB limit before the join was stopped.
       for (let i = 0; i < length; i++) {
         const element = object[i];
         if (typeof element === 'string') size += element.length;
       }
     }
-    if (size > HUGE) host.memoryCheck(size);
+    if (size > HUGE) host.memoryCheckNow(size);
     return apply(nativeJoin, object, [sep]);
   },
 }.join);
+
+// Arrays made from other arrays in one native step (`concat`, `flat`):
+// their length is counted first from the arrays' own lengths (reading a
+// length converts nothing), and the result checked before it is made.
+// 64 references to one array of 2^20 numbers, flattened, took the process
+// 520 MiB past a 64 MiB limit.
+const nativeConcat = Array.prototype.concat;
+const nativeFlat = Array.prototype.flat;
+
+// Elements `flat` makes of `array` down to `depth` (arrays only, as the
+// native flattens only arrays), stopping once past `most`.
+function flatLength(array, depth, most) {
+  let count = 0;
+  const length = min(max(toIntegerOrInfinity(array.length), 0), Number.MAX_SAFE_INTEGER);
+  for (let i = 0; i < length && count <= most; i++) {
+    const element = array[i];
+    count += depth >= 1 && isArray(element) ? flatLength(element, depth - 1, most - count) : 1;
+  }
+  return count;
+}
+
+// (`arguments`, not rest parameters: the methods keep the natives'
+// lengths, and the natives get exactly the arguments given.)
+redefine(Array.prototype, 'flat', {
+  flat() {
+    if (isArray(this)) {
+      const depth = arguments[0] === undefined ? 1 : toIntegerOrInfinity(arguments[0]);
+      const size = elementBytes(flatLength(this, depth, 2 ** 32));
+      if (size > HUGE) host.memoryCheckNow(size);
+    }
+    return apply(nativeFlat, this, arguments);
+  },
+}.flat);
+
+redefine(Array.prototype, 'concat', {
+  concat(_item) {
+    let length = isArray(this) ? this.length : 1;
+    for (let i = 0; i < arguments.length; i++) {
+      const item = arguments[i];
+      length += isArray(item) ? item.length : 1;
+    }
+    const size = elementBytes(length);
+    if (size > HUGE) host.memoryCheckNow(size);
+    return apply(nativeConcat, this, arguments);
+  },
+}.concat);

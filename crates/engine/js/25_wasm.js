@@ -20,7 +20,7 @@
 //   huge `array.new`), many of them in a straight line of code: the
 //   rewrite makes each `table.grow` call `isolane:memory` `table<i>` and
 //   each large `array.new` call `array<bytes>` first, and the runtime asks
-//   `host.wasmCheck` (the heap measured now) before it lets them happen;
+//   `host.memoryCheckNow` (the heap measured now) before it lets them happen;
 //   an instance's defined tables and the arrays of its constant
 //   expressions are checked before it is made.
 // - A memory's maximum is capped at the limit, so that V8 reserves no more
@@ -186,7 +186,7 @@
     function fitsNow(bytes) {
       if (bytes <= CHECKED) return true;
       try {
-        host.wasmCheck(bytes);
+        host.memoryCheckNow(bytes);
         return true;
       } catch (error) {
         if (error instanceof RangeError) return false;

@@ -1,5 +1,6 @@
 //! Hostile memory tests that also bound the process's resident memory
-//! (`tests/engine/hostile.rs`, `hostile_memory.rs`, `hostile_wasm.rs`,
+//! (`tests/engine/hostile.rs`, `hostile_memory.rs`, `hostile_transient.rs`,
+//! `hostile_wasm.rs`,
 //! `hostile_wasm_tables.rs`, `hostile_wasm_shapes.rs`), in a
 //! binary of their own: in the
 //! `engine` binary, its other tests' attacks (zlib and brotli bombs,
@@ -20,6 +21,8 @@ mod peak_rss;
 mod hostile;
 #[path = "engine/hostile_memory.rs"]
 mod hostile_memory;
+#[path = "engine/hostile_transient.rs"]
+mod hostile_transient;
 #[path = "engine/hostile_wasm.rs"]
 mod hostile_wasm;
 #[path = "engine/hostile_wasm_shapes.rs"]

@@ -16,6 +16,7 @@ pub(super) fn unit() -> Unit {
         .js(&["20_memory.js", "20_uninterruptible.js"])
         .function("memoryReserve", memory_reserve)
         .function("memoryCheck", memory_check)
+        .function("memoryCheckNow", memory_check_now)
 }
 
 /// WebAssembly, its memories made and grown only within the limit.
@@ -23,7 +24,6 @@ pub(super) fn wasm() -> Unit {
     Unit::new("wasm")
         .js(&["25_wasm.js"])
         .function("memoryLimit", memory_limit)
-        .function("wasmCheck", wasm_check)
 }
 
 fn over_limit() -> HostError {
@@ -84,13 +84,14 @@ pub(crate) fn fits(scope: &mut v8::PinScope<'_, '_>, bytes: usize) -> bool {
 }
 
 host_fn! {
-/// `wasmCheck(bytes)`: like `memoryCheck`, with the heap measured now
-/// rather than at the end of the last turn. Asked before a Wasm table grows
-/// or a large WasmGC array is made (js/25_wasm.js): one straight line of
-/// Wasm can make many of them with nothing V8 stops at in between, each
-/// past the heap as last measured, so each is checked against what the
-/// ones before it took.
-fn wasm_check<'s>(scope, requested: f64) -> HostResult<()> {
+/// `memoryCheckNow(bytes)`: like `memoryCheck`, with the heap measured now
+/// rather than at the end of the last turn. Asked where what came before in
+/// the same turn counts: before a Wasm table grows or a large WasmGC array
+/// is made (js/25_wasm.js: one straight line of Wasm can make many of
+/// them with nothing V8 stops at in between), and as a huge result is
+/// built from parts (js/20_uninterruptible.js: the parts made so far are
+/// on the heap).
+fn memory_check_now<'s>(scope, requested: f64) -> HostResult<()> {
     if !requested.is_finite() || requested <= 0.0 {
         return Ok(());
     }
