@@ -142,9 +142,9 @@ pub struct DevArgs {
     /// web PKI roots, as a node's `--fetch-extra-ca`.
     #[arg(long, value_name = "PEM", env = "ISOLANE_FETCH_EXTRA_CA")]
     fetch_extra_ca: Option<PathBuf>,
-    /// The DNS-over-HTTPS server (its JSON API) `node:dns` asks, through
+    /// A DNS-over-HTTPS server (its JSON API) that `node:dns` asks, through
     /// the Workers' own `fetch`, as a node's `--dns-over-https` (default:
-    /// workerd's, https://cloudflare-dns.com/dns-query).
+    /// none, `node:dns` asks this machine's resolver).
     #[arg(long, value_name = "URL", env = isolane_node::DNS_OVER_HTTPS_ENV, value_parser = isolane_node::parse_dns_over_https)]
     dns_over_https: Option<String>,
     #[command(flatten)]

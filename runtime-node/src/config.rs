@@ -275,9 +275,9 @@ pub struct Args {
     #[arg(long, env = FETCH_EXTRA_CA_ENV)]
     pub fetch_extra_ca: Option<std::path::PathBuf>,
 
-    /// The DNS-over-HTTPS server (its JSON API, `application/dns-json`)
-    /// `node:dns` asks, through the Workers' own `fetch`
-    /// (default: workerd's, https://cloudflare-dns.com/dns-query).
+    /// A DNS-over-HTTPS server (its JSON API, `application/dns-json`) that
+    /// `node:dns` asks, through the Workers' own `fetch` (default: none,
+    /// `node:dns` asks the node's own resolver, /etc/resolv.conf's).
     #[arg(long, env = DNS_OVER_HTTPS_ENV, value_parser = parse_dns_over_https)]
     pub dns_over_https: Option<String>,
 
@@ -631,6 +631,7 @@ impl Args {
                     None => None,
                 },
                 dns_over_https: self.dns_over_https.clone(),
+                dns_resolver: None,
             },
             ..EngineConfig::default()
         };

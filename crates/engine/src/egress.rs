@@ -61,12 +61,25 @@ pub struct EgressConfig {
     /// PEM certificates trusted besides the public web PKI roots.
     pub extra_ca_pem: Option<Vec<u8>>,
     /// The DNS-over-HTTPS server `node:dns` asks (its JSON API), through
-    /// the Worker's own `fetch`; `None`: workerd's, [`DEFAULT_DNS_OVER_HTTPS`].
+    /// the Worker's own `fetch`; `None` (the default): `node:dns` asks the
+    /// node's own resolver, as /etc/resolv.conf configures it
+    /// (`host/node/dns.rs`).
     pub dns_over_https: Option<String>,
+    /// The name servers and search domains `node:dns` uses instead of
+    /// /etc/resolv.conf's, when it asks the node's resolver (tests; a node
+    /// reads the file).
+    pub dns_resolver: Option<DnsResolverConfig>,
 }
 
-/// The DNS-over-HTTPS server workerd's `node:dns` asks.
-pub const DEFAULT_DNS_OVER_HTTPS: &str = "https://cloudflare-dns.com/dns-query";
+/// Name servers for `node:dns` in place of /etc/resolv.conf's.
+#[derive(Debug, Clone, Default)]
+pub struct DnsResolverConfig {
+    /// Asked over UDP (and TCP for a truncated answer).
+    pub servers: Vec<SocketAddr>,
+    /// The search domains: names under them are the node's own, refused
+    /// as the cluster's are (`host/node/dns.rs`); never appended to a name.
+    pub search: Vec<String>,
+}
 
 impl EgressConfig {
     /// A policy that opens every destination (`isolane dev` on a developer's
@@ -151,6 +164,7 @@ pub(crate) struct EgressPolicy {
     allow: Vec<IpNet>,
     deny: Vec<IpNet>,
     dns_over_https: Option<String>,
+    dns_resolver: Option<DnsResolverConfig>,
 }
 
 impl EgressPolicy {
@@ -159,14 +173,35 @@ impl EgressPolicy {
             allow: config.allow.clone(),
             deny: config.deny.clone(),
             dns_over_https: config.dns_over_https.clone(),
+            dns_resolver: config.dns_resolver.clone(),
         }
     }
 
-    /// The DNS-over-HTTPS server `node:dns` asks.
-    pub(crate) fn dns_over_https(&self) -> &str {
-        self.dns_over_https
-            .as_deref()
-            .unwrap_or(DEFAULT_DNS_OVER_HTTPS)
+    /// The DNS-over-HTTPS server `node:dns` asks; `None`: the node's resolver.
+    pub(crate) fn dns_over_https(&self) -> Option<&str> {
+        self.dns_over_https.as_deref()
+    }
+
+    /// The name servers `node:dns` asks instead of /etc/resolv.conf's.
+    pub(crate) fn dns_resolver(&self) -> Option<&DnsResolverConfig> {
+        self.dns_resolver.as_ref()
+    }
+
+    /// Whether the node opens any destination the default policy refuses
+    /// (`EgressConfig::allow` is not empty).
+    pub(crate) fn opens_some(&self) -> bool {
+        !self.allow.is_empty()
+    }
+
+    /// Whether the node opens every destination, IPv4 and IPv6
+    /// ([`EgressConfig::open`]: `isolane dev`).
+    pub(crate) fn opens_all(&self) -> bool {
+        let everything = |v4: bool| {
+            self.allow
+                .iter()
+                .any(|net| net.prefix_len() == 0 && matches!(net, IpNet::V4(_)) == v4)
+        };
+        everything(true) && everything(false)
     }
 
     /// Whether `fetch` may connect to `address`.
@@ -568,8 +603,12 @@ mod tests {
         assert_eq!(refused(&policy, "127.0.0.2"), None);
         assert_eq!(refused(&policy, "127.0.0.1"), Some("loopback"));
         assert_eq!(refused(&policy, "8.8.8.8"), Some("denied"));
+        assert!(policy.opens_some() && !policy.opens_all());
         let open = EgressPolicy::new(&EgressConfig::open());
         assert_eq!(refused(&open, "127.0.0.1"), None);
         assert_eq!(refused(&open, "::1"), None);
+        assert!(open.opens_some() && open.opens_all());
+        let closed = EgressPolicy::default();
+        assert!(!closed.opens_some() && !closed.opens_all());
     }
 }

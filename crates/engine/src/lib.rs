@@ -71,7 +71,7 @@ pub use code_cache::{CodeCacheConfig, CodeCacheStats, MIN_SOURCE_BYTES, code_cac
 pub use config::{
     DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_OBJECT_IDLE, EngineConfig, ParsePoolModeError, PoolMode,
 };
-pub use egress::{DEFAULT_DNS_OVER_HTTPS, EgressConfig, EgressRefused, Refusal, TlsConfigError};
+pub use egress::{DnsResolverConfig, EgressConfig, EgressRefused, Refusal, TlsConfigError};
 pub use engine::Engine;
 pub use host::console::{
     BYTES_PER_INVOCATION, BYTES_PER_SECOND, LINES_PER_INVOCATION, LINES_PER_SECOND, MAX_LINE_BYTES,

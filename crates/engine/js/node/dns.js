@@ -1,8 +1,11 @@
-// node:dns and node:dns/promises as workerd has them: every query is a
-// DNS-over-HTTPS request (the JSON API, `application/dns-json`) made with
-// the Worker's own `fetch`, so its egress policy and subrequest limit hold.
-// The server is the node's setting (`nodeDnsServer`; workerd's, Cloudflare's
-// https://cloudflare-dns.com/dns-query, unless the node names another).
+// node:dns and node:dns/promises. By default every query is asked of the
+// node's own resolver (`host.nodeDnsQuery`, src/host/node/dns.rs: absolute
+// names only, the cluster's names refused, addresses the egress policy
+// refuses dropped; one subrequest each). When the node names a
+// DNS-over-HTTPS server (`nodeDnsServer`, its `--dns-over-https`), a query
+// is instead a request of that server's JSON API (`application/dns-json`)
+// made with the Worker's own `fetch`, as workerd does, so its egress policy
+// and subrequest limit hold. Both answer in the JSON API's record shape.
 // lookup, resolve (A, AAAA, CNAME, MX, NS, PTR, SOA, SRV, TXT), reverse;
 // lookupService, resolveAny, resolveCaa, resolveNaptr, setServers and
 // Resolver throw "not implemented". Errors are Node's (`queryA ENOTFOUND
@@ -49,7 +52,9 @@ function syscallOf(type) {
 // (`{name, type, TTL, data}`); rejects with Node's errors.
 async function query(name, type) {
   const syscall = syscallOf(type);
-  const url = new URL(host.nodeDnsServer());
+  const server = host.nodeDnsServer();
+  if (server === null) return nodeQuery(name, type, syscall);
+  const url = new URL(server);
   url.searchParams.set('name', name);
   url.searchParams.set('type', type);
   let json;
@@ -69,6 +74,20 @@ async function query(name, type) {
   const answers = (Array.isArray(json.Answer) ? json.Answer : []).filter((a) => a && a.type === TYPES[type]);
   if (answers.length === 0) throw dnsError(syscall, CODES.NODATA, name);
   return answers;
+}
+
+// A query of the node's resolver: `{code, answers}`, the answers already of
+// `type` only. A rejection (past the subrequest limit) is EBADQUERY, as a
+// failed DNS-over-HTTPS fetch is.
+async function nodeQuery(name, type, syscall) {
+  let result;
+  try {
+    result = await host.nodeDnsQuery(name, type);
+  } catch {
+    throw dnsError(syscall, CODES.BADQUERY, name);
+  }
+  if (result.code !== null) throw dnsError(syscall, result.code, name);
+  return result.answers;
 }
 
 const withoutDot = (name) => (name.endsWith('.') ? name.slice(0, -1) : name);
@@ -246,11 +265,13 @@ function setDefaultResultOrder(order) {
 }
 
 function getServers() {
-  // The server's address cannot be known before it is resolved: workerd's
-  // answer (Cloudflare's resolvers) when the default is in use.
-  return host.nodeDnsServer() === DEFAULT_SERVER ? ['1.1.1.1', '2606:4700:4700::1111', '1.0.0.1', '2606:4700:4700::1001'] : [];
+  // The node's resolver is not named: its address is the cluster's DNS
+  // service, nothing a Worker may reach or should learn. A DNS-over-HTTPS
+  // server's address cannot be known before it is resolved: workerd's
+  // answer (Cloudflare's resolvers) for Cloudflare's server.
+  return host.nodeDnsServer() === CLOUDFLARE ? ['1.1.1.1', '2606:4700:4700::1111', '1.0.0.1', '2606:4700:4700::1001'] : [];
 }
-const DEFAULT_SERVER = 'https://cloudflare-dns.com/dns-query';
+const CLOUDFLARE = 'https://cloudflare-dns.com/dns-query';
 
 // The callback form of a promise function: `(...args, callback)`.
 function callbackForm(fn) {

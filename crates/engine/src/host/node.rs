@@ -14,7 +14,7 @@ mod crypto_prime;
 mod crypto_rsa;
 mod crypto_spkac;
 mod crypto_x509;
-mod dns;
+pub(super) mod dns;
 mod fs;
 mod http;
 mod process;
@@ -402,12 +402,15 @@ pub(super) fn net() -> Unit {
         .node_modules(&TLS_LEGACY)
 }
 
-/// `node:dns` and `node:dns/promises`: lookups and queries over
-/// DNS-over-HTTPS, the Worker's own fetches to the node's server.
+/// `node:dns` and `node:dns/promises`: lookups and queries asked of the
+/// node's resolver (held to the egress policy, `dns::query`), or over
+/// DNS-over-HTTPS, the Worker's own fetches, when the node names a server.
 pub(super) fn dns() -> Unit {
     Unit::new("node:dns")
         .node_module("dns", include_str!("../../js/node/dns.js"))
         .function("nodeDnsServer", dns::server)
+        .function("nodeDnsQuery", dns::query)
+        .state::<dns::DnsState>()
         .node_module(
             "dns/promises",
             "module.exports = require('node:dns').promises;",

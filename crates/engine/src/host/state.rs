@@ -85,6 +85,8 @@ pub(crate) enum Settlement {
     Object(Box<super::durable_object::Settled>),
     /// A `connect()` socket that opened (`host/tcp.rs`).
     Socket(Box<super::tcp::Opened>),
+    /// A `node:dns` query's answer (`host/node/dns.rs`).
+    Dns(Box<super::node::dns::Answer>),
 }
 
 /// The head of an outbound fetch's response.
@@ -711,6 +713,7 @@ impl Settlement {
             Settlement::Kv(settled) => super::kv::settled_js(scope, *settled),
             Settlement::Object(settled) => super::durable_object::settled_js(scope, *settled),
             Settlement::Socket(opened) => Ok(super::tcp::opened_js(scope, *opened)),
+            Settlement::Dns(answer) => Ok(super::node::dns::answer_js(scope, *answer)),
             Settlement::TypeError(message) => Err(HostError::type_error(message)
                 .to_js(scope)
                 .ok_or(undefined)?),

@@ -1,9 +1,13 @@
-//! `node:dns` over DNS-over-HTTPS, as workerd has it: queries are the
-//! Worker's own fetches (`application/dns-json`, the JSON API) to the node's
-//! server (`EgressConfig::dns_over_https`), here a loopback server this test
-//! starts that answers from a table. Records come back in Node's shapes and
-//! Node's error codes; the egress policy and the subrequest limit hold for
-//! the queries as for any fetch.
+//! `node:dns` over DNS-over-HTTPS, as workerd has it, when the node names a
+//! server (`EgressConfig::dns_over_https`): queries are the Worker's own
+//! fetches (`application/dns-json`, the JSON API) to it, here a loopback
+//! server this test starts that answers from a table. Records come back in
+//! Node's shapes and Node's error codes; the egress policy and the
+//! subrequest limit hold for the queries as for any fetch. The default, the
+//! node's own resolver, is tested in `node_dns_resolver.rs`.
+
+#[path = "node_dns_resolver.rs"]
+mod resolver;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
