@@ -264,6 +264,13 @@ impl Memory {
         }
     }
 
+    /// Whether `len` more bytes would fit now, as `charge` counts; charges
+    /// nothing and stops nothing.
+    pub(crate) fn would_fit(&self, len: usize) -> bool {
+        let used = self.used().saturating_add(len);
+        used <= self.limit()
+    }
+
     /// Charges `len` bytes that V8 will count in its external memory too.
     fn charge_in_v8(&self, len: usize) -> Result<(), OverLimit> {
         self.charge(len)?;

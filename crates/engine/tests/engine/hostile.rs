@@ -19,6 +19,7 @@ use crate::support::*;
 /// one allocation far past the limit, made in a single step.
 #[tokio::test]
 async fn single_huge_allocations_end_the_request_not_the_process() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, recorder) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
     neighbour_ok(&engine, &neighbour).await;
@@ -82,6 +83,7 @@ async fn single_huge_allocations_end_the_request_not_the_process() {
 /// isolate is discarded (its globals with it).
 #[tokio::test]
 async fn memory_off_the_js_heap_counts_against_the_limit() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
     let kinds = [
@@ -143,6 +145,7 @@ async fn memory_off_the_js_heap_counts_against_the_limit() {
 /// limit: stopped at the limit, long before the upload ends.
 #[tokio::test]
 async fn a_body_read_whole_is_bounded_by_the_memory_limit() {
+    let _alone = crate::peak_rss::alone().await;
     // No body cap: the memory limit, not the engine's 413, must stop it.
     let (engine, _recorder) = engine_with(EngineConfig {
         threads: 1,
@@ -191,6 +194,7 @@ async fn a_body_read_whole_is_bounded_by_the_memory_limit() {
 /// waits for the reader is a few small slices, not the worker's chunks.
 #[tokio::test]
 async fn a_slow_reader_holds_only_small_slices() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
     let bad = Arc::new(bundle_with(
@@ -219,6 +223,7 @@ async fn a_slow_reader_holds_only_small_slices() {
 /// The bytes sent are what the headers say: never past the Content-Length.
 #[tokio::test]
 async fn a_lying_content_length_is_never_written_past() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
     let stream = |len: &str| {
         Arc::new(bundle_with(
@@ -296,6 +301,7 @@ async fn cpu_of(recorder: &Recorder, outcome: isolane_engine::Outcome) -> Durati
 /// far more than twice the 20 ms limit with an optimised one.
 #[tokio::test]
 async fn a_long_digest_is_cut_at_the_cpu_limit() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, recorder) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
     let script = "const data = new Uint8Array(32 << 20);
@@ -340,6 +346,7 @@ async fn a_long_digest_is_cut_at_the_cpu_limit() {
 /// bytes at run time (only from a bundle's modules: tests/engine/modules.rs).
 #[tokio::test]
 async fn reservations_count_and_wasm_is_not_compiled_at_run_time() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
     let hoard = Arc::new(bundle_with(
@@ -402,6 +409,7 @@ async fn reservations_count_and_wasm_is_not_compiled_at_run_time() {
 /// that request's failure alone, however many in a row.
 #[tokio::test]
 async fn only_an_overrun_past_the_limit_is_penalized() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, recorder) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
     let poison = Arc::new(bundle_with("t/poison", POISON, poison_limits(), &[]));
@@ -466,6 +474,7 @@ async fn only_an_overrun_past_the_limit_is_penalized() {
 /// thread answers before, while the hostile load runs, and after.
 #[tokio::test]
 async fn top_level_code_that_never_ends_is_stopped_by_the_startup_budget() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
     neighbour_ok(&engine, &neighbour).await;

@@ -37,6 +37,7 @@ fn hoarder(make: &str) -> String {
 /// request answered 200.
 #[tokio::test]
 async fn every_way_to_a_resizable_buffer_is_held_to_the_limit() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("t/neighbour", HELLO);
     let routes = [
@@ -86,6 +87,7 @@ async fn every_way_to_a_resizable_buffer_is_held_to_the_limit() {
 /// no `SharedArrayBuffer`.
 #[tokio::test]
 async fn the_native_constructor_never_reaches_worker_code() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
     // A service-worker script: sloppy mode, where a stack trace hands out
     // the functions on it (a module's are strict, and hidden).
@@ -131,6 +133,7 @@ async fn the_native_constructor_never_reaches_worker_code() {
 /// offender but ends at the limit again; a neighbour answers between.
 #[tokio::test]
 async fn huge_strings_and_fills_end_at_the_limit_before_they_start() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("t/neighbour", HELLO);
     let attacks = [
@@ -206,6 +209,7 @@ export default {
 /// stays. This once took a node from 51 MiB to 3 GiB with nothing evicted.
 #[tokio::test]
 async fn cache_entries_with_big_request_headers_stay_within_the_share() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("bystander/hello", HELLO);
     let victim = Arc::new(bundle_with(
@@ -256,6 +260,7 @@ async fn cache_entries_with_big_request_headers_stay_within_the_share() {
 /// road against the same replacement done piecewise on a short one.
 #[tokio::test]
 async fn a_counted_replace_answers_as_the_native_does() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
     let checker = Arc::new(bundle_with(
         "t/replace",
@@ -297,6 +302,7 @@ async fn a_counted_replace_answers_as_the_native_does() {
 /// the Worker is never penalized and its other route answers throughout.
 #[tokio::test]
 async fn a_client_s_body_fed_to_replace_fails_that_request_alone() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
     let escaper = Arc::new(bundle_with(
         "shop/escaper",

@@ -58,6 +58,7 @@ fn grow_worker(id: &str, declared: &str, memory_mib: u32) -> Arc<isolane_engine:
 /// time, and the neighbour answers before, between and after.
 #[tokio::test]
 async fn growing_inside_wasm_past_the_limit_ends_the_request() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
     neighbour_ok(&engine, &neighbour).await;
@@ -93,6 +94,7 @@ async fn growing_inside_wasm_past_the_limit_ends_the_request() {
 /// says, and the worker answers.
 #[tokio::test]
 async fn a_declared_maximum_stops_growth_without_ending_the_request() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _) = engine(1, PoolMode::Pinned);
     let worker = grow_worker("t/bounded", "1 40", 128);
     assert_eq!(
@@ -112,6 +114,7 @@ async fn a_declared_maximum_stops_growth_without_ending_the_request() {
 /// hoard of memories, a table of ten million entries.
 #[tokio::test]
 async fn js_memories_are_held_to_the_limit() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
     for (id, code) in [
@@ -155,6 +158,7 @@ async fn js_memories_are_held_to_the_limit() {
 /// memory counts, so the worker reaches its limit instead of the node's.
 #[tokio::test]
 async fn a_thousand_instances_count_against_the_limit() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
     let hog = modules_bundle(
@@ -193,6 +197,7 @@ async fn a_thousand_instances_count_against_the_limit() {
 /// limit; the neighbour is untouched.
 #[tokio::test]
 async fn a_huge_text_module_ends_at_the_memory_limit() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
     let huge = "x".repeat(96 << 20);

@@ -136,6 +136,7 @@ fn worker(id: &str, wasm: Vec<u8>) -> Arc<WorkerBundle> {
 /// and the neighbour answers after each.
 #[tokio::test]
 async fn generated_modules_stay_within_their_memory_limit() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
     neighbour_ok(&engine, &neighbour).await;

@@ -99,6 +99,7 @@ async fn ends_at_the_limit(what: &str, hog: Arc<WorkerBundle>) {
 /// W1: 1, 12 and 40 tables grown by ten million entries each, inside Wasm.
 #[tokio::test]
 async fn tables_grown_inside_wasm_end_at_the_limit() {
+    let _alone = crate::peak_rss::alone().await;
     for tables in [1, 12, 40] {
         let hog = wasm_worker(
             &format!("t/table-grow{tables}"),
@@ -113,6 +114,7 @@ async fn tables_grown_inside_wasm_end_at_the_limit() {
 /// entries each.
 #[tokio::test]
 async fn tables_declared_large_end_at_instantiation() {
+    let _alone = crate::peak_rss::alone().await;
     for tables in [1, 12, 40] {
         let hog = wasm_worker(
             &format!("t/table-declared{tables}"),
@@ -139,6 +141,7 @@ fn array_module(element: &str, make: &str) -> Vec<u8> {
 /// limit.
 #[tokio::test]
 async fn a_huge_gc_array_ends_before_it_is_made() {
+    let _alone = crate::peak_rss::alone().await;
     for (what, wasm) in [
         (
             "array.new_default i8",
@@ -161,6 +164,7 @@ async fn a_huge_gc_array_ends_before_it_is_made() {
 /// A global's initializer makes its array when the module is instantiated.
 #[tokio::test]
 async fn a_huge_array_in_a_global_initializer_ends_at_instantiation() {
+    let _alone = crate::peak_rss::alone().await;
     let wasm = wat::parse_str(
         "(module
            (type $a (array (mut i8)))
@@ -176,6 +180,7 @@ async fn a_huge_array_in_a_global_initializer_ends_at_instantiation() {
 /// large within the limit, arrays in globals.
 #[tokio::test]
 async fn tables_and_arrays_within_the_limit_work() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _) = engine(1, PoolMode::Pinned);
     let wasm = wat::parse_str(
         "(module
@@ -218,6 +223,7 @@ async fn tables_and_arrays_within_the_limit_work() {
 /// code (nothing V8 stops at between them).
 #[tokio::test]
 async fn js_tables_in_a_straight_line_end_at_the_limit() {
+    let _alone = crate::peak_rss::alone().await;
     for (what, make) in [
         (
             "new Table",
@@ -247,6 +253,7 @@ async fn js_tables_in_a_straight_line_end_at_the_limit() {
 /// The JS API's tables behave as the standard says within the limit.
 #[tokio::test]
 async fn js_tables_within_the_limit_work() {
+    let _alone = crate::peak_rss::alone().await;
     let (engine, _) = engine(1, PoolMode::Pinned);
     let worker = modules_bundle(
         "t/js-tables-benign",

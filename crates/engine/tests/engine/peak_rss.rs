@@ -1,8 +1,13 @@
 //! The process's peak resident memory while a hostile request runs (the
-//! `memory` binary's tests only).
+//! `memory` binary's tests only), and [`alone`], which runs those tests one
+//! at a time: each measures the process, which another's attack, running
+//! at the same time, would move (seen: a replace's +50 MiB measured as
+//! +172 beside two other attacks).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+
+use tokio::sync::{Mutex, MutexGuard};
 
 use crate::support::rss_mib;
 
@@ -41,4 +46,11 @@ impl PeakRss {
         }
         self.peak.load(Ordering::Relaxed)
     }
+}
+
+/// Held for the whole of each test of the `memory` binary: one at a time
+/// (tokio's lock, held across awaits; a test that fails releases it).
+pub async fn alone() -> MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::const_new(());
+    ONE.lock().await
 }
