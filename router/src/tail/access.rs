@@ -35,13 +35,8 @@ use tracing::debug;
 
 use super::expiring::Expiring;
 use super::limit::{self, Limiter, Throttled};
+pub use super::review::{GROUP, RESOURCE, SUBRESOURCE, VERB};
 use super::review::{Reviewer, access_review};
-
-/// The permission a tail needs, as RBAC names it.
-pub const GROUP: &str = "isolane.dev";
-pub const RESOURCE: &str = "workers";
-pub const SUBRESOURCE: &str = "tail";
-pub const VERB: &str = "get";
 
 /// How long the identity of a token the apiserver accepted is kept, and so
 /// how long a revoked token still opens tails: 10 s, the default of

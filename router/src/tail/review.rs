@@ -13,7 +13,12 @@ use k8s_openapi::api::authorization::v1::{
 use kube::Api;
 use kube::api::PostParams;
 
-use super::access::{GROUP, RESOURCE, SUBRESOURCE, VERB};
+/// The permission a tail needs, as RBAC names it (what the
+/// SubjectAccessReview asks).
+pub const GROUP: &str = "isolane.dev";
+pub const RESOURCE: &str = "workers";
+pub const SUBRESOURCE: &str = "tail";
+pub const VERB: &str = "get";
 
 /// Asks the apiserver.
 pub trait Reviewer: Send + Sync {
