@@ -11,11 +11,13 @@
 #![forbid(unsafe_code)]
 
 mod claim;
+mod class;
 mod condition;
 mod host_owner;
 mod resolve;
 mod worker;
 
+pub use class::{DEFAULT_WORKER_CLASS, InvalidWorkerClass, WorkerClass};
 pub use condition::{ConditionStatus, ConditionType};
 pub use host_owner::{
     HOST_OWNER_LABEL, HostOwnerError, OWNER_NAMESPACE_LABEL, host_owner_config_map,

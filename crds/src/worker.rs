@@ -62,6 +62,10 @@ use isolane_worker::{
     {
         "rule": "[has(self.script), has(self.scriptFrom), has(self.bundle)].filter(x, x).size() == 1",
         "message": "exactly one of spec.script or spec.scriptFrom must be set (or spec.bundle)"
+    },
+    {
+        "rule": "(has(self.workerClass) ? self.workerClass : 'default') == (has(oldSelf.workerClass) ? oldSelf.workerClass : 'default')",
+        "message": "spec.workerClass cannot change (it names the installation serving the Worker): delete the Worker and create it again with the new class"
     }
 ]))]
 pub struct WorkerSpec {
@@ -200,6 +204,16 @@ pub struct WorkerSpec {
     #[serde(default = "default_revision_history_limit")]
     #[schemars(range(min = 1, max = 50))]
     pub revision_history_limit: i32,
+
+    /// Which installation of Isolane serves this Worker: the one whose
+    /// operator and router run with this `--worker-class` (a cluster may
+    /// hold several, such as staging and production). Unset: `default`, the
+    /// class an installation serves unless told otherwise. It cannot change
+    /// once the Worker exists. See docs/operator.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    #[schemars(regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"))]
+    pub worker_class: Option<String>,
 }
 
 fn default_replicas() -> i32 {

@@ -47,7 +47,7 @@ pub struct Caches {
     /// The index, the claims signal, the triggers and the own writes the
     /// watches share.
     pub sinks: Sinks,
-    /// Workers in every namespace.
+    /// Workers of the installation's class in every namespace.
     pub workers: Store<Worker>,
     /// Bundle Secrets (metadata) in the operator's namespace.
     pub bundles: Store<PartialObjectMeta<Secret>>,
@@ -70,9 +70,10 @@ impl Caches {
     /// Starts every watch through `client` (module docs).
     pub fn start(client: &Client, config: &Config, metrics: &Arc<Metrics>) -> Self {
         let sinks = Sinks {
-            index: Arc::new(Mutex::new(WorkerIndex::with_reservations(
-                config.reserved_hosts.clone(),
-            ))),
+            index: Arc::new(Mutex::new(
+                WorkerIndex::with_reservations(config.reserved_hosts.clone())
+                    .serving(config.worker_class.clone()),
+            )),
             claims_changed: Arc::new(Notify::new()),
             triggers: Triggers::default(),
             own_writes: OwnWrites::default(),

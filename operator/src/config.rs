@@ -51,6 +51,8 @@ pub const ENV_PLAIN_HTTP_REGISTRIES: &str = "ISOLANE_PLAIN_HTTP_REGISTRIES";
 pub const ENV_BUNDLE_REGISTRIES: &str = "ISOLANE_BUNDLE_REGISTRIES";
 /// A PEM bundle of CAs trusted for registries' certificates.
 pub const ENV_BUNDLE_REGISTRY_CA: &str = "ISOLANE_BUNDLE_REGISTRY_CA";
+/// The class of Workers this installation serves (`spec.workerClass`).
+pub const ENV_WORKER_CLASS: &str = "ISOLANE_WORKER_CLASS";
 
 /// The operator's flags.
 #[derive(Clone, Debug, Parser)]
@@ -63,6 +65,13 @@ pub struct Args {
     /// Namespace of the bundle Secrets, the leader Lease and the runtime-node Leases.
     #[arg(long, env = ENV_NAMESPACE, default_value = "isolane-system")]
     pub namespace: String,
+
+    /// The class of Workers this installation serves: those whose
+    /// `spec.workerClass` names it (`default` also takes the Workers that
+    /// name none); every other Worker is left to the installation of its
+    /// class. The router of the installation takes the same.
+    #[arg(long, env = ENV_WORKER_CLASS, default_value = isolane_crds::DEFAULT_WORKER_CLASS)]
+    pub worker_class: isolane_crds::WorkerClass,
 
     /// Admin server address and log format (`ISOLANE_ADMIN_ADDR`, `ISOLANE_LOG_FORMAT`;
     /// the log filter comes from `ISOLANE_LOG` or `RUST_LOG`).
@@ -227,6 +236,9 @@ pub use isolane_leader::LeaderConfig;
 pub struct Config {
     /// Namespace of bundles, the leader Lease and node Leases.
     pub namespace: String,
+    /// The class of Workers reconciled (the others are another
+    /// installation's).
+    pub worker_class: isolane_crds::WorkerClass,
     /// Admin server address.
     pub admin_addr: SocketAddr,
     /// The webhook, if enabled.
@@ -341,6 +353,7 @@ impl Args {
         });
         Ok(Config {
             namespace: self.namespace.clone(),
+            worker_class: self.worker_class.clone(),
             admin_addr: self.admin.admin_addr,
             webhook,
             leader,
@@ -372,6 +385,7 @@ mod tests {
     fn defaults_validate() {
         let config = args(&[]).validate().unwrap();
         assert_eq!(config.namespace, "isolane-system");
+        assert_eq!(config.worker_class.as_str(), "default");
         assert_eq!(config.webhook, None);
         let leader = config.leader.unwrap();
         assert_eq!(leader.lease_name, "isolane-operator-leader");
@@ -414,6 +428,16 @@ mod tests {
         .validate()
         .unwrap();
         assert_eq!(config.leader, None);
+    }
+
+    #[test]
+    fn the_worker_class_is_a_dns_label() {
+        let config = args(&["--worker-class", "staging"]).validate().unwrap();
+        assert_eq!(config.worker_class.as_str(), "staging");
+        for bad in ["Staging", "a.b", ""] {
+            let argv = ["isolane-operator", "--worker-class", bad];
+            assert!(Args::try_parse_from(argv).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub fn spec(script: Option<&str>, hosts: &[&str]) -> WorkerSpec {
         version_affinity: None,
         allow_revision_override: false,
         revision_history_limit: 10,
+        worker_class: None,
     }
 }
 

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use isolane_crds::{Worker, WorkerSpec};
+use isolane_crds::{Worker, WorkerClass, WorkerSpec};
 use isolane_worker::Route;
 use isolane_worker::{Claim, HostOwner, Reservation};
 use kube::runtime::watcher;
@@ -58,9 +58,13 @@ struct Entry {
     references: Vec<ReferenceKey>,
 }
 
-/// References and route claims of every Worker the watch has seen.
+/// References and route claims of every Worker of the installation's class
+/// the watch has seen.
 #[derive(Debug, Default)]
 pub struct WorkerIndex {
+    /// The class of the Workers indexed (the caches' watch keeps only
+    /// those; the webhook leaves the others to their installation).
+    class: WorkerClass,
     entries: HashMap<WorkerKey, Entry>,
     readers: HashMap<ReferenceKey, BTreeSet<WorkerKey>>,
     routes: RouteTable,
@@ -75,6 +79,23 @@ impl WorkerIndex {
             routes: RouteTable::with_reservations(reservations),
             ..Self::default()
         }
+    }
+
+    /// The index of the Workers of `class` only.
+    #[must_use]
+    pub fn serving(mut self, class: WorkerClass) -> Self {
+        self.class = class;
+        self
+    }
+
+    /// The class of the Workers indexed.
+    pub fn class(&self) -> &WorkerClass {
+        &self.class
+    }
+
+    /// Whether `worker` is of the indexed class (this installation's).
+    pub fn serves(&self, worker: &Worker) -> bool {
+        self.class.serves(worker)
     }
 
     /// Applies a watch event; returns the *other* Workers whose route ownership
@@ -117,11 +138,15 @@ impl WorkerIndex {
         }
     }
 
-    /// Records (or replaces) what `worker` references and claims.
+    /// Records (or replaces) what `worker` references and claims; a Worker
+    /// of another class is forgotten.
     pub fn upsert(&mut self, worker: &Worker) -> Vec<WorkerKey> {
         let Some(claim) = worker.claim() else {
             return Vec::new();
         };
+        if !self.serves(worker) {
+            return self.remove(&claim.worker);
+        }
         let key = claim.worker.clone();
         let references = if worker.metadata.deletion_timestamp.is_some() {
             Vec::new()
@@ -409,6 +434,33 @@ mod tests {
         assert!(index.set_owners(vec![owner]).is_empty(), "no change");
         assert_eq!(index.set_owners(Vec::new()), std::slice::from_ref(&squat));
         assert!(index.routes().ownership().lost(&squat).is_empty());
+    }
+
+    #[test]
+    fn workers_of_another_class_are_neither_indexed_nor_in_the_way() {
+        let mut index = WorkerIndex::default().serving("staging".parse().unwrap());
+        let staging = |name: &str, created: i64| {
+            let mut worker = worker(name, created, &["x"]);
+            worker.spec.worker_class = Some("staging".into());
+            worker
+        };
+        // An older Worker of the default class on the same route is another
+        // installation's: it neither holds the route nor reads anything here.
+        index.apply_event(&watcher::Event::Apply(worker("prod", 1, &["x"])));
+        assert!(index.is_empty());
+        index.apply_event(&watcher::Event::Apply(staging("mine", 2)));
+        assert_eq!(
+            index.routes().owner(&Route::new("x", "/")),
+            Some(&WorkerKey::new("ns", "mine"))
+        );
+        assert_eq!(
+            index.readers(&secret("shared")),
+            vec![WorkerKey::new("ns", "mine")]
+        );
+        // Should its class change anyway (the CRD refuses it), it is forgotten.
+        index.apply_event(&watcher::Event::Apply(worker("mine", 2, &["x"])));
+        assert!(index.is_empty());
+        assert!(index.readers(&secret("shared")).is_empty());
     }
 
     #[test]

@@ -12,6 +12,9 @@
 //!   decides who runs the [`controller`] over them; a leader that loses the
 //!   Lease stops it at once (in-flight reconciles aborted) and becomes a
 //!   standby, keeping its caches;
+//! - the leader runs it only while its installation holds its Worker class
+//!   in the cluster ([`ClassClaim`]): while another installation of the same
+//!   class does, the leader stands by as if it had lost the Lease;
 //! - on `shutdown` the leader lets in-flight reconciles finish, then releases
 //!   the Lease, and the servers stop.
 //!
@@ -34,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::caches::Caches;
+use crate::class_claim::ClassClaim;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::{Error, controller, webhook};
@@ -121,19 +125,8 @@ impl Bound {
         let caches = Caches::start(&client, &config, &metrics);
         caches.report_ready(controller_ready);
         let webhook = webhook.map(|webhook| serve_webhook(webhook, &caches, &config, &servers));
-        let (role_tx, role) = watch::channel(Role::Unknown);
-        let elector_stop = CancellationToken::new();
-        let elector = match config.leader.clone() {
-            Some(leader) => {
-                info!(identity = %leader.identity, lease = %leader.lease_name, "leader election enabled");
-                let elector = LeaderElector::new(client.clone(), &config.namespace, leader);
-                Some(tokio::spawn(elector.run(role_tx, elector_stop.clone())))
-            }
-            None => {
-                role_tx.send_replace(Role::Leader);
-                None
-            }
-        };
+        let election_stop = CancellationToken::new();
+        let (role, election) = elect(&client, &config, &election_stop);
         let leading = Leading {
             client,
             config: &config,
@@ -144,11 +137,14 @@ impl Bound {
         leading.follow(role, &shutdown).await;
 
         info!("shutting down");
-        elector_stop.cancel();
-        if let Some(elector) = elector
-            && let Err(error) = elector.await
+        election_stop.cancel();
+        for (task, name) in election
+            .into_iter()
+            .zip(["leader election", "worker-class claim"])
         {
-            warn!(%error, "leader election task failed");
+            if let Err(error) = task.await {
+                warn!(%error, task = name, "task failed");
+            }
         }
         servers.cancel();
         for (server, task) in [("admin", Some(admin)), ("webhook", webhook)] {
@@ -159,6 +155,40 @@ impl Bound {
             }
         }
     }
+}
+
+/// The role this replica follows: the leader election's (or leading alone
+/// without it), a leader standing by while another installation holds its
+/// Worker class ([`ClassClaim`]); and the tasks that decide it (the
+/// election's, then the claim's), until `stop`: the Lease is released then.
+fn elect(
+    client: &Client,
+    config: &Config,
+    stop: &CancellationToken,
+) -> (watch::Receiver<Role>, [tokio::task::JoinHandle<()>; 2]) {
+    let (role_tx, role) = watch::channel(Role::Unknown);
+    let elector = match config.leader.clone() {
+        Some(leader) => {
+            info!(identity = %leader.identity, lease = %leader.lease_name, "leader election enabled");
+            let elector = LeaderElector::new(client.clone(), &config.namespace, leader);
+            tokio::spawn(elector.run(role_tx, stop.clone()))
+        }
+        None => {
+            role_tx.send_replace(Role::Leader);
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                stop.cancelled().await;
+                drop(role_tx);
+            })
+        }
+    };
+    let claim = ClassClaim::new(
+        client.clone(),
+        config.worker_class.clone(),
+        config.namespace.clone(),
+    );
+    let (role, gate) = claim.gate(role, stop.clone());
+    (role, [elector, gate])
 }
 
 /// Serves the webhook over the caches' index (ready once the caches have

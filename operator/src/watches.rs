@@ -2,12 +2,15 @@
 //! long as the operator does, leading or not ([`crate::caches`]); what they
 //! touch goes to [`Triggers`], the running controller's queue.
 //!
-//! - Workers in every namespace (the main stream). Each event first updates the
-//!   reflector store, then the [`WorkerIndex`] (references and route claims),
-//!   then — only when generation, finalizers or deletion changed, so status
-//!   writes do not loop — reconciles the Worker. Workers whose route ownership
-//!   the event may have changed are reconciled too, and the host-owner
-//!   recorder (`owners.rs`) is told the claims changed.
+//! - Workers in every namespace (the main stream), of this installation's
+//!   class only ([`in_class`]: another class's Workers are another
+//!   installation's, and never reach the store, the index or a reconcile).
+//!   Each event first updates the reflector store, then the [`WorkerIndex`]
+//!   (references and route claims), then — only when generation, finalizers
+//!   or deletion changed, so status writes do not loop — reconciles the
+//!   Worker. Workers whose route ownership the event may have changed are
+//!   reconciled too, and the host-owner recorder (`owners.rs`) is told the
+//!   claims changed.
 //! - ConfigMaps and Secrets in every namespace, metadata only: an event
 //!   reconciles exactly the Workers the index says read that object
 //!   ([`readers_of`]).
@@ -23,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::{BoxFuture, ready};
 use futures::{FutureExt, StreamExt, TryStreamExt};
-use isolane_crds::Worker;
+use isolane_crds::{Worker, WorkerClass};
 use isolane_worker::BUNDLE_LABEL;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{ObjectMeta, PartialObjectMeta};
@@ -73,12 +76,20 @@ fn worker_watch(client: &Client, sinks: &Sinks) -> (Store<Worker>, BoxFuture<'st
     let (workers, workers_writer) = reflector::store::<Worker>();
     let (index, claims_changed) = (Arc::clone(&sinks.index), Arc::clone(&sinks.claims_changed));
     let (others, triggers) = (sinks.triggers.clone(), sinks.triggers.clone());
+    let (class, known) = (lock(&sinks.index).class().clone(), workers.clone());
     let run = watcher(
         Api::<Worker>::all(client.clone()),
         watcher::Config::default(),
     )
     .default_backoff()
     .inspect(observer("workers", &sinks.metrics))
+    .filter_map(move |event| {
+        ready(
+            event
+                .map(|event| in_class(event, &class, &known))
+                .transpose(),
+        )
+    })
     .reflect(workers_writer)
     .inspect_ok(move |event| {
         let affected = lock(&index).apply_event(event);
@@ -96,6 +107,28 @@ fn worker_watch(client: &Client, sinks: &Sinks) -> (Store<Worker>, BoxFuture<'st
     })
     .boxed();
     (workers, run)
+}
+
+/// `event` as the installation serving `class` sees it, given the Workers
+/// it has (`known`, the store before the event): another class's Workers
+/// are left out, and one of this class that came to name another (which
+/// the CRD refuses) leaves as if deleted, so it is forgotten here while its
+/// new class's installation takes it over.
+pub fn in_class(
+    event: watcher::Event<Worker>,
+    class: &WorkerClass,
+    known: &Store<Worker>,
+) -> Option<watcher::Event<Worker>> {
+    let ours = |worker: &Worker| class.serves(worker);
+    let known = |worker: &Worker| known.get(&ObjectRef::from_obj(worker)).is_some();
+    match event {
+        watcher::Event::Apply(worker) if !ours(&worker) => {
+            known(&worker).then_some(watcher::Event::Delete(worker))
+        }
+        watcher::Event::Delete(worker) if !ours(&worker) && !known(&worker) => None,
+        watcher::Event::InitApply(worker) if !ours(&worker) => None,
+        event => Some(event),
+    }
 }
 
 /// Bundle Secrets in the operator namespace, metadata kept in a store.
@@ -291,6 +324,38 @@ pub fn readers_of(
 mod tests {
     use super::*;
     use crate::{FINALIZER, fixtures};
+
+    #[test]
+    fn only_the_workers_of_the_class_pass() {
+        let class: WorkerClass = "staging".parse().unwrap();
+        let mut writer = reflector::store::Writer::<Worker>::default();
+        let known = writer.as_reader();
+        let prod = fixtures::worker("ns", "prod", 1, fixtures::spec(Some("x"), &[]));
+        let mut staging = fixtures::worker("ns", "staging", 1, fixtures::spec(Some("x"), &[]));
+        staging.spec.worker_class = Some("staging".into());
+        let pass = |event: watcher::Event<Worker>| in_class(event, &class, &known);
+        assert!(pass(watcher::Event::InitApply(prod.clone())).is_none());
+        assert!(pass(watcher::Event::Apply(prod.clone())).is_none());
+        assert!(pass(watcher::Event::Delete(prod.clone())).is_none());
+        assert!(matches!(
+            pass(watcher::Event::InitApply(staging.clone())),
+            Some(watcher::Event::InitApply(_))
+        ));
+        let applied = pass(watcher::Event::Apply(staging.clone())).unwrap();
+        assert!(matches!(applied, watcher::Event::Apply(_)));
+        writer.apply_watcher_event(&applied);
+        // Known here and now naming another class: it leaves.
+        let mut moved = staging.clone();
+        moved.spec.worker_class = None;
+        assert!(matches!(
+            pass(watcher::Event::Apply(moved)),
+            Some(watcher::Event::Delete(_))
+        ));
+        assert!(matches!(
+            pass(watcher::Event::Delete(staging)),
+            Some(watcher::Event::Delete(_))
+        ));
+    }
 
     #[test]
     fn status_updates_do_not_trigger_a_reconcile() {

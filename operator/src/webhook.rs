@@ -11,6 +11,10 @@
 //!   only routes the Worker did not have before are checked, so a Worker that
 //!   lost a route in a race can still be edited.
 //!
+//! A Worker of another class (`spec.workerClass`) is another installation's:
+//! admitted without a look, its own installation's webhook decides (every
+//! installation's webhook sees every Worker).
+//!
 //! Scripts from ConfigMaps are not checked here (the ConfigMap may not exist yet);
 //! the controller reports them as `ScriptValid=False`. Every replica serves the
 //! webhook, leader or not, from the index of Workers' routes its caches keep
@@ -64,7 +68,7 @@ pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Resu
     let Some(worker) = &request.object else {
         return Ok(());
     };
-    if worker.metadata.deletion_timestamp.is_some() {
+    if worker.metadata.deletion_timestamp.is_some() || !index.serves(worker) {
         return Ok(());
     }
     let mut problems = spec_problems(&worker.spec);
@@ -187,6 +191,7 @@ pub fn review(body: &[u8], index: &WorkerIndex, kv_store: bool) -> AdmissionRevi
     if let Some(warning) = request
         .object
         .as_ref()
+        .filter(|worker| index.serves(worker))
         .and_then(|worker| warnings(worker, kv_store))
     {
         response.warnings = Some(vec![warning]);
@@ -530,6 +535,31 @@ mod tests {
         let owner = worker("owner", "2", &["a.example.com"]);
         let (allowed, _) = verdict(&review(&body("UPDATE", &owner, None), &index, false));
         assert!(allowed);
+    }
+
+    #[test]
+    fn another_class_is_left_to_its_installation() {
+        let mut index = WorkerIndex::default().serving("staging".parse().unwrap());
+        let mut owner = worker("owner", "1", &["a.example.com"]);
+        owner.spec.worker_class = Some("staging".into());
+        index.upsert(&owner);
+        // A default-class Worker with a broken script on the staging
+        // Worker's route: the staging installation's webhook lets it by.
+        let mut other = worker("other", "export default {", &["a.example.com"]);
+        other.spec.bindings = vec![isolane_worker::Binding::kv("KV", "cache")];
+        let answer = review(&body("CREATE", &other, None), &index, false);
+        assert_eq!(answer.response.as_ref().unwrap().warnings, None);
+        let (allowed, message) = verdict(&answer);
+        assert!(allowed, "{message}");
+        // One of its own class is checked.
+        other.spec.worker_class = Some("staging".into());
+        let (allowed, message) = verdict(&review(&body("CREATE", &other, None), &index, false));
+        assert!(!allowed);
+        assert!(message.contains("syntax error"), "{message}");
+        assert!(
+            message.contains("claimed by Worker default/owner"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -31,6 +31,7 @@ const WAIT: Duration = Duration::from_secs(30);
 fn config() -> Config {
     Config {
         namespace: SYSTEM.to_owned(),
+        worker_class: Default::default(),
         admin_addr: "127.0.0.1:0".parse().unwrap(),
         webhook: None,
         leader: None,

@@ -26,6 +26,8 @@ pub const ENV_WORKERS: &str = "ISOLANE_ROUTER_WORKERS";
 pub const ENV_WATCH_NAMESPACE: &str = "ISOLANE_WATCH_NAMESPACE";
 /// Namespace of the runtime-node Leases.
 pub const ENV_NODES_NAMESPACE: &str = "ISOLANE_NODES_NAMESPACE";
+/// The class of Workers this installation serves (`spec.workerClass`).
+pub const ENV_WORKER_CLASS: &str = "ISOLANE_WORKER_CLASS";
 /// Deadline of a whole request to a node.
 pub const ENV_REQUEST_TIMEOUT: &str = "ISOLANE_REQUEST_TIMEOUT";
 /// Deadline for connecting to a node.
@@ -100,6 +102,12 @@ pub struct Args {
     /// host-owner records (the operator's namespace).
     #[arg(long, env = ENV_NODES_NAMESPACE, default_value = DEFAULT_NODES_NAMESPACE)]
     pub nodes_namespace: String,
+
+    /// The class of Workers this installation serves: only Workers whose
+    /// `spec.workerClass` names it (`default` also takes those that name
+    /// none) are routed; the same as the operator's --worker-class.
+    #[arg(long, env = ENV_WORKER_CLASS, default_value = isolane_crds::DEFAULT_WORKER_CLASS)]
+    pub worker_class: isolane_crds::WorkerClass,
 
     /// Deadline of a whole request to a node, body included (e.g. 30s, 500ms).
     #[arg(long, env = ENV_REQUEST_TIMEOUT, default_value = "30s", value_parser = parse_duration)]
@@ -277,6 +285,8 @@ pub struct Config {
     pub watch_namespace: Option<String>,
     /// Namespace of the node Leases.
     pub nodes_namespace: String,
+    /// The class of Workers routed.
+    pub worker_class: isolane_crds::WorkerClass,
     /// How requests are proxied.
     pub proxy: ProxyConfig,
     /// Workers with their own series.
@@ -383,6 +393,7 @@ impl Args {
             workers,
             watch_namespace: self.watch_namespace.clone(),
             nodes_namespace: self.nodes_namespace.clone(),
+            worker_class: self.worker_class.clone(),
             proxy: ProxyConfig {
                 request_timeout: self.request_timeout,
                 load_factor: self.load_factor,
@@ -429,6 +440,7 @@ mod tests {
         assert_eq!(config.listen_addr, "0.0.0.0:8080".parse().unwrap());
         assert_eq!(config.nodes_namespace, "isolane-system");
         assert_eq!(config.watch_namespace, None);
+        assert_eq!(config.worker_class.as_str(), "default");
         assert_eq!(config.proxy.request_timeout, Duration::from_secs(30));
         assert_eq!(config.proxy.replay_limit, 64 * 1024);
         assert_eq!(config.proxy.load_factor, 1.25);
@@ -450,9 +462,12 @@ mod tests {
             "500ms",
             "--max-worker-series",
             "5",
+            "--worker-class",
+            "staging",
         ])
         .unwrap();
         assert_eq!(config.workers.get(), 3);
+        assert_eq!(config.worker_class.as_str(), "staging");
         assert_eq!(config.watch_namespace.as_deref(), Some("team-a"));
         assert_eq!(config.proxy.request_timeout, Duration::from_millis(500));
         assert_eq!(config.max_worker_series, 5);
@@ -476,6 +491,7 @@ mod tests {
             "same_addr"
         );
         assert!(Args::try_parse_from(["isolane-router", "--request-timeout", "soon"]).is_err());
+        assert!(Args::try_parse_from(["isolane-router", "--worker-class", "Staging"]).is_err());
         let secure = |args: &[&str]| {
             let mut argv = vec!["isolane-router"];
             argv.extend_from_slice(args);

@@ -109,10 +109,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     });
     tokio::spawn({
         let (client, proxy) = (client.clone(), proxy.clone());
-        let namespace = config.watch_namespace.clone();
+        let (namespace, class) = (config.watch_namespace.clone(), config.worker_class.clone());
         async move {
             if owners_synced.wait_for(|synced| *synced).await.is_ok() {
-                watch::workers(client, namespace.as_deref(), proxy, workers_ready).await;
+                watch::workers_of_class(client, namespace.as_deref(), &class, proxy, workers_ready)
+                    .await;
             }
         }
     });

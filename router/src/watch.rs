@@ -1,7 +1,10 @@
 //! Kubernetes watches that feed the proxy: Workers become the route table
 //! (the routable ones, and the claims of those not Ready yet, which hold
 //! routes all the same), with the host owners the operator records
-//! ([`host_owners`]); node Leases become the fleet.
+//! ([`host_owners`]); node Leases become the fleet. Only the Workers of the
+//! installation's class count ([`workers_of_class`]): another class's are
+//! another installation's, whose operator writes their bundles for its own
+//! nodes, and whose routes are its router's to serve.
 //!
 //! Both follow kube's watcher protocol: after a (re)list (`Init` … `InitDone`)
 //! the local state is replaced wholesale, so objects deleted while the watch
@@ -21,7 +24,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
-use isolane_crds::{HOST_OWNER_LABEL, Worker, host_owner_from};
+use isolane_crds::{HOST_OWNER_LABEL, Worker, WorkerClass, host_owner_from};
 use isolane_membership::{Members, MembershipObserver};
 use isolane_telemetry::ReadyHandle;
 use isolane_worker::HostOwner;
@@ -40,11 +43,23 @@ use isolane_worker::Claim;
 /// The longest the Lease watch goes without re-checking expiry.
 pub const MAX_RECHECK: Duration = Duration::from_secs(5);
 
+/// [`workers_of_class`] for the default class.
+pub async fn workers(client: Client, namespace: Option<&str>, proxy: Proxy, ready: ReadyHandle) {
+    workers_of_class(client, namespace, &WorkerClass::default(), proxy, ready).await;
+}
+
 /// Watches Workers (in `namespace`, or all) into the proxy's route table until
-/// the watch stream ends. The Workers are kube's reflector's: its [`Store`]
+/// the watch stream ends; only those of `class` are routed or hold routes.
+/// The Workers are kube's reflector's: its [`Store`]
 /// holds them, relists included; the route table is built from what each
 /// is to the router ([`Routing`]).
-pub async fn workers(client: Client, namespace: Option<&str>, proxy: Proxy, ready: ReadyHandle) {
+pub async fn workers_of_class(
+    client: Client,
+    namespace: Option<&str>,
+    class: &WorkerClass,
+    proxy: Proxy,
+    ready: ReadyHandle,
+) {
     let api: Api<Worker> = match namespace {
         Some(ns) => Api::namespaced(client, ns),
         None => Api::all(client),
@@ -56,7 +71,7 @@ pub async fn workers(client: Client, namespace: Option<&str>, proxy: Proxy, read
         .modify(|worker: &mut Worker| worker.managed_fields_mut().clear())
         .reflect(writer)
         .boxed();
-    let mut routing = Routing::default();
+    let mut routing = Routing::new(class.clone());
     while let Some(first) = events.next().await {
         // Apply everything already waiting before rebuilding the table once.
         let mut changed = false;
@@ -84,14 +99,34 @@ pub async fn workers(client: Client, namespace: Option<&str>, proxy: Proxy, read
 /// What each Worker of the reflector's store is to the route table, kept
 /// beside the store so that an event that changes nothing the router reads
 /// (a status write, the router's own `status.cron`) rebuilds nothing.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Routing {
+    /// The class of the Workers routed; the others are ignored.
+    class: WorkerClass,
     workers: HashMap<String, Watched>,
     /// The store has been listed at least once.
     synced: bool,
 }
 
 impl Routing {
+    fn new(class: WorkerClass) -> Self {
+        Self {
+            class,
+            workers: HashMap::new(),
+            synced: false,
+        }
+    }
+
+    /// What `worker` is to this router's table: nothing unless it is of
+    /// the class.
+    fn watched(&self, worker: &Worker) -> Watched {
+        if self.class.serves(worker) {
+            Watched::from_worker(worker)
+        } else {
+            Watched::Ignored
+        }
+    }
+
     /// Follows `event`, which the reflector has applied to `store`; returns
     /// whether what the route table is built from changed.
     fn apply(&mut self, event: &Event<Worker>, store: &Store<Worker>) -> bool {
@@ -102,20 +137,26 @@ impl Routing {
                 let fresh: HashMap<String, Watched> = store
                     .state()
                     .iter()
-                    .map(|worker| (worker_key(worker), Watched::from_worker(worker)))
+                    .map(|worker| (worker_key(worker), self.watched(worker)))
                     .collect();
                 let changed = !self.synced || fresh != self.workers;
                 self.workers = fresh;
                 self.synced = true;
                 changed
             }
+            // An ignored Worker is as good as none (another class's, most
+            // often): its coming and going changes nothing.
             Event::Apply(worker) => {
-                let watched = Watched::from_worker(worker);
-                let changed = self.workers.get(&worker_key(worker)) != Some(&watched);
+                let watched = self.watched(worker);
+                let before = self.workers.get(&worker_key(worker));
+                let changed = before.unwrap_or(&Watched::Ignored) != &watched;
                 self.workers.insert(worker_key(worker), watched);
                 changed
             }
-            Event::Delete(worker) => self.workers.remove(&worker_key(worker)).is_some(),
+            Event::Delete(worker) => !matches!(
+                self.workers.remove(&worker_key(worker)),
+                None | Some(Watched::Ignored)
+            ),
         }
     }
 
@@ -312,7 +353,7 @@ mod tests {
     fn the_route_view_follows_the_reflector_store() {
         let mut writer = reflector::store::Writer::<Worker>::default();
         let store = writer.as_reader();
-        let mut routing = Routing::default();
+        let mut routing = Routing::new(WorkerClass::default());
         let (a, b) = (worker("a", "a.test"), worker("b", "b.test"));
         assert!(!step(&mut writer, &mut routing, Event::Init));
         assert!(!step(
@@ -359,6 +400,30 @@ mod tests {
         assert!(step(&mut writer, &mut routing, Event::Delete(moved)));
         assert!(routing.workers.is_empty());
         assert!(store.is_empty());
+    }
+
+    #[test]
+    fn only_the_workers_of_the_class_hold_routes() {
+        let mut writer = reflector::store::Writer::<Worker>::default();
+        let mut routing = Routing::new("staging".parse().unwrap());
+        let mut staging = worker("s", "s.test");
+        staging.spec.worker_class = Some("staging".to_owned());
+        step(&mut writer, &mut routing, Event::Init);
+        step(
+            &mut writer,
+            &mut routing,
+            Event::InitApply(worker("d", "d.test")),
+        );
+        step(&mut writer, &mut routing, Event::InitApply(staging));
+        assert!(step(&mut writer, &mut routing, Event::InitDone));
+        assert!(matches!(routing.workers["ns/d"], Watched::Ignored));
+        assert!(matches!(routing.workers["ns/s"], Watched::Claimant(_)));
+        // Another default-class Worker changes nothing this router serves.
+        assert!(!step(
+            &mut writer,
+            &mut routing,
+            Event::Apply(worker("d2", "s.test"))
+        ));
     }
 
     #[test]

@@ -191,6 +191,10 @@ exponent (YAML numbers arrive as float64). Call with (list $ "operator").
 - name: ISOLANE_RESERVED_HOSTS
   value: {{ join "," $root.Values.reservedHosts | quote }}
 {{- end }}
+{{- if has $component (list "operator" "router") }}
+- name: ISOLANE_WORKER_CLASS
+  value: {{ $root.Values.workerClass | default "default" | quote }}
+{{- end }}
 {{- end }}
 
 {{/* The env entries every component gets from the downward API. */}}

@@ -73,6 +73,7 @@ pub fn inline_worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
             version_affinity: None,
             allow_revision_override: false,
             revision_history_limit: 10,
+            worker_class: None,
         },
     )
 }

@@ -459,6 +459,35 @@ async fn helm_install_upgrade_and_uninstall_against_a_real_apiserver() {
         "{history}"
     );
 
+    // A second installation beside it, of another Worker class
+    // (docs/operator.md): no cluster-scoped object clashes with the first's.
+    let staging = ["-n", "isolane-staging"];
+    run_ok(
+        &mut helm_at(
+            &cp,
+            &[
+                &["install", "isolane-staging", chart][..],
+                &staging,
+                &["--create-namespace", "--set", "workerClass=staging"],
+            ]
+            .concat(),
+        ),
+        None,
+    );
+    assert!(exists(
+        &cp,
+        "clusterrole",
+        "isolane-worker-tail-staging",
+        None
+    ));
+    run_ok(
+        &mut helm_at(
+            &cp,
+            &[&["uninstall", "isolane-staging"][..], &staging, &["--wait"]].concat(),
+        ),
+        None,
+    );
+
     run_ok(
         &mut helm_at(
             &cp,
