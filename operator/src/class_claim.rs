@@ -43,7 +43,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Api, Client};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
@@ -51,8 +51,6 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
-
-use crate::FIELD_MANAGER;
 
 /// The CRD the claims are annotations of.
 pub const CRD_NAME: &str = "workers.isolane.dev";
@@ -163,13 +161,7 @@ impl ClassClaim {
     /// The claim of `class` by the installation in `namespace`, through
     /// `client`.
     pub fn new(client: Client, class: WorkerClass, namespace: String) -> Self {
-        let recorder = Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: FIELD_MANAGER.to_owned(),
-                instance: std::env::var("HOSTNAME").ok(),
-            },
-        );
+        let recorder = crate::event_recorder(client.clone());
         Self {
             api: Api::all(client),
             class,

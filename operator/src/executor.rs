@@ -8,7 +8,7 @@ use isolane_crds::Worker;
 use isolane_worker::BUNDLE_LABEL;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, ListParams, PartialObjectMeta, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Api, Client, Resource};
 use tracing::{debug, info};
 
@@ -46,13 +46,7 @@ impl Executor {
         own_writes: OwnWrites,
         metrics: Arc<Metrics>,
     ) -> Self {
-        let recorder = Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: FIELD_MANAGER.to_owned(),
-                instance: std::env::var("HOSTNAME").ok(),
-            },
-        );
+        let recorder = crate::event_recorder(client.clone());
         Self {
             client,
             namespace,

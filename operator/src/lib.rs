@@ -47,6 +47,18 @@ pub use error::Error;
 
 /// The field manager of every server-side apply the operator makes.
 pub const FIELD_MANAGER: &str = "isolane-operator";
+/// The recorder of the operator's Events, as this pod (`HOSTNAME`) of the
+/// operator ([`FIELD_MANAGER`]).
+pub(crate) fn event_recorder(client: kube::Client) -> kube::runtime::events::Recorder {
+    kube::runtime::events::Recorder::new(
+        client,
+        kube::runtime::events::Reporter {
+            controller: FIELD_MANAGER.to_owned(),
+            instance: std::env::var("HOSTNAME").ok(),
+        },
+    )
+}
+
 /// The finalizer that guarantees a Worker's bundle is removed before the Worker is.
 pub const FINALIZER: &str = "isolane.dev/bundle";
 
