@@ -28,6 +28,11 @@ pub struct Inert<'a>(pub &'a str);
 
 impl fmt::Display for Inert<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Printable ASCII, nearly every field of nearly every event, has
+        // nothing to escape: one pass over the bytes, no decoding.
+        if self.0.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            return f.write_str(self.0);
+        }
         let mut rest = self.0;
         while let Some((at, c)) = rest.char_indices().find(|&(_, c)| is_active(c)) {
             f.write_str(&rest[..at])?;
