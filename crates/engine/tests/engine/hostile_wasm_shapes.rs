@@ -5,10 +5,9 @@
 //! thread. None may take the process past its bound, and every request
 //! ends as Wasm says or at the limit.
 
-use std::sync::Arc;
+use isolane_engine::{ExecuteError, PoolMode};
 
-use isolane_engine::{ExecuteError, Module, ModuleKind, PoolMode, WorkerBundle};
-
+use crate::hostile_wasm_tables::wasm_worker;
 use crate::peak_rss::PeakRss;
 use crate::support::*;
 
@@ -111,26 +110,6 @@ fn step(shapes: &mut Shapes, tables: u64) -> String {
     }
 }
 
-fn worker(id: &str, wasm: Vec<u8>) -> Arc<WorkerBundle> {
-    let bundle = modules_bundle(
-        id,
-        vec![
-            es(
-                "main.js",
-                "import m from './shape.wasm';
-                 export default { fetch() {
-                     const { exports } = new WebAssembly.Instance(m);
-                     return new Response(String(exports.run()));
-                 } };",
-            ),
-            Module::new("shape.wasm", ModuleKind::CompiledWasm, wasm),
-        ],
-    );
-    let mut bundle = Arc::unwrap_or_clone(bundle);
-    bundle.limits = memory_limits(LIMIT_MIB);
-    Arc::new(bundle)
-}
-
 /// Every generated module ends as Wasm says (200: its grows refused past
 /// their maxima, or a trap) or at its memory limit, never past the bound,
 /// and the neighbour answers after each.
@@ -147,7 +126,7 @@ async fn generated_modules_stay_within_their_memory_limit() {
         let mut shapes = Shapes(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let text = module(&mut shapes);
         let wasm = wat::parse_str(&text).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
-        let hog = worker(&format!("t/shape{seed}"), wasm);
+        let hog = wasm_worker(&format!("t/shape{seed}"), wasm, LIMIT_MIB);
         let result = engine.execute(0, hog, get("/")).await;
         let outcome = match &result {
             Ok(response) if response.status() == 200 => "answered",

@@ -23,7 +23,7 @@ const TABLE_ENTRIES: u32 = 10_000_000;
 
 /// A Worker whose `main.js` instantiates `wasm` and answers what its
 /// exported `run` returns, under `memory_mib`.
-fn wasm_worker(id: &str, wasm: Vec<u8>, memory_mib: u32) -> Arc<WorkerBundle> {
+pub fn wasm_worker(id: &str, wasm: Vec<u8>, memory_mib: u32) -> Arc<WorkerBundle> {
     let bundle = modules_bundle(
         id,
         vec![
