@@ -19,8 +19,10 @@ pub struct Function {
     pub lines: usize,
 }
 
-/// Every function with a body in `file`, nested ones included; items under
-/// `#[cfg(test)]` are left out (they are tests, not product code).
+/// Every function with a body in `file`, nested ones included, and the
+/// functions written inside `host_fn!` (the engine's host functions: a
+/// function in all but its parameter list); items under `#[cfg(test)]` are
+/// left out (they are tests, not product code).
 pub fn functions(file: &Path) -> Result<Vec<Function>, Error> {
     let text = std::fs::read_to_string(file).map_err(|source| Error::Read {
         path: file.to_path_buf(),
@@ -73,7 +75,58 @@ fn is_test(attrs: &[syn::Attribute]) -> bool {
     })
 }
 
+/// The macros whose body is one function: `host_fn!` (`host/op.rs`).
+const FUNCTION_MACROS: &[&str] = &["host_fn"];
+
+/// The function inside a `host_fn!` invocation: its name follows the `fn`
+/// token, its body is the last braced group.
+fn macro_function(tokens: proc_macro2::TokenStream) -> Option<(syn::Ident, usize, usize)> {
+    let mut name = None;
+    let mut line = 0;
+    let mut body = None;
+    let mut after_fn = false;
+    for token in tokens {
+        match token {
+            proc_macro2::TokenTree::Ident(ident) if ident == "fn" && name.is_none() => {
+                line = ident.span().start().line;
+                after_fn = true;
+            }
+            proc_macro2::TokenTree::Ident(ident) if after_fn => {
+                name = Some(ident);
+                after_fn = false;
+            }
+            proc_macro2::TokenTree::Group(group)
+                if group.delimiter() == proc_macro2::Delimiter::Brace =>
+            {
+                body = Some(group.span_close().end().line);
+            }
+            _ => {}
+        }
+    }
+    Some((name?, line, body?))
+}
+
 impl<'ast> Visit<'ast> for Functions<'_> {
+    fn visit_item_macro(&mut self, item: &'ast syn::ItemMacro) {
+        let named = item
+            .mac
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| FUNCTION_MACROS.iter().any(|m| s.ident == m));
+        if !named || is_test(&item.attrs) {
+            return;
+        }
+        if let Some((name, line, end)) = macro_function(item.mac.tokens.clone()) {
+            self.found.push(Function {
+                file: self.file.to_path_buf(),
+                name: name.to_string(),
+                line,
+                lines: end.saturating_sub(line) + 1,
+            });
+        }
+    }
+
     fn visit_item_mod(&mut self, module: &'ast syn::ItemMod) {
         if !is_test(&module.attrs) {
             syn::visit::visit_item_mod(self, module);

@@ -7,12 +7,14 @@
 //! the helpers tests share. Rust is read with `syn`, not by scanning text.
 
 mod circles;
+mod crates_used;
 mod error;
 mod functions;
 mod modules;
 mod workspace;
 
 pub use circles::circles;
+pub use crates_used::crates_used;
 pub use error::Error;
 pub use functions::{Function, functions};
 pub use modules::{Graph, child_graph, folder_modules, module_graph};

@@ -20,6 +20,9 @@ pub struct Member {
     pub name: String,
     /// The folder holding its `Cargo.toml`.
     pub dir: PathBuf,
+    /// The packages it depends on to build its library and binaries (not
+    /// its tests' or build script's).
+    pub dependencies: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -32,6 +35,14 @@ struct Metadata {
 struct Package {
     name: String,
     manifest_path: PathBuf,
+    dependencies: Vec<Dependency>,
+}
+
+#[derive(Deserialize)]
+struct Dependency {
+    name: String,
+    /// `null` for a normal dependency, `"dev"` or `"build"` otherwise.
+    kind: Option<String>,
 }
 
 impl Workspace {
@@ -62,7 +73,17 @@ impl Workspace {
             .into_iter()
             .filter_map(|p| {
                 let dir = p.manifest_path.parent()?.to_path_buf();
-                Some(Member { name: p.name, dir })
+                let dependencies = p
+                    .dependencies
+                    .into_iter()
+                    .filter(|d| d.kind.is_none())
+                    .map(|d| d.name)
+                    .collect();
+                Some(Member {
+                    name: p.name,
+                    dir,
+                    dependencies,
+                })
             })
             .collect();
         members.sort_by(|a, b| a.name.cmp(&b.name));

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeSet;
 
-use isolane_shape::{Graph, child_graph, circles, folder_modules, functions, module_graph};
+use isolane_shape::{
+    Graph, child_graph, circles, crates_used, folder_modules, functions, module_graph,
+};
 
 fn write(dir: &std::path::Path, files: &[(&str, &str)]) {
     for (name, text) in files {
@@ -110,7 +112,8 @@ fn functions_are_measured_from_fn_to_closing_brace() {
         "/// Docs are not counted.\n#[inline]\nfn free() {\n    let x = 1;\n}\n\
          struct S;\nimpl S {\n    fn method(&self) {}\n}\n\
          trait T {\n    fn default(&self) {\n    }\n    fn required(&self);\n}\n\
-         #[cfg(test)]\nmod tests {\n    fn helper() {}\n}\n",
+         #[cfg(test)]\nmod tests {\n    fn helper() {}\n}\n\
+         host_fn! {\n/// A host function.\nfn host_call<'s>(scope, x: u32) -> u32 {\n    x\n}\n}\n",
     )
     .unwrap();
     let found: Vec<(String, usize, usize)> = functions(&file)
@@ -124,6 +127,34 @@ fn functions_are_measured_from_fn_to_closing_brace() {
             ("free".to_owned(), 3, 3),
             ("S::method".to_owned(), 8, 1),
             ("T::default".to_owned(), 11, 2),
+            ("host_call".to_owned(), 21, 3),
         ]
     );
+}
+
+#[test]
+fn the_crates_a_file_names_are_found_in_paths_uses_and_macros() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.rs");
+    std::fs::write(
+        &file,
+        "use isolane_web::fetch;\nuse {isolane_nodejs as node, std::rc::Rc};\n\
+         fn go() { isolane_bindings::kv::unit(); }\n\
+         fn mac() { host_fn!(isolane_more::f); }\n\
+         // isolane_commented::x\nfn s() { let _ = \"isolane_quoted::y\"; }\n",
+    )
+    .unwrap();
+    let used = crates_used(&file).unwrap();
+    for named in [
+        "isolane_web",
+        "isolane_nodejs",
+        "std",
+        "isolane_bindings",
+        "isolane_more",
+    ] {
+        assert!(used.contains(named), "{named} not found in {used:?}");
+    }
+    for unnamed in ["isolane_commented", "isolane_quoted", "fetch", "rc"] {
+        assert!(!used.contains(unnamed), "{unnamed} found in {used:?}");
+    }
 }
