@@ -267,8 +267,8 @@ pub struct SecretKeyRef {
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "!(has(self.value) && has(self.valueFrom))",
-        "message": "at most one of value or valueFrom may be set"
+        "rule": "[has(self.value), has(self.valueFrom), has(self.json)].filter(x, x).size() <= 1",
+        "message": "at most one of value, valueFrom or json may be set"
     }
 ]))]
 pub struct EnvVar {
@@ -288,7 +288,26 @@ pub struct EnvVar {
     /// Read the value from a Secret or ConfigMap key instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_from: Option<EnvValueFrom>,
+
+    /// A JSON value (an object, array, number, boolean or null; wrangler's
+    /// `vars` that are not strings): the handler sees it parsed
+    /// (`env.NAME.key`), not as text. At most 64 KiB as compact JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "any_json")]
+    pub json: Option<serde_json::Value>,
 }
+
+/// The schema of a field that holds any JSON value: the API server keeps it
+/// as written (a structural schema's way to say "anything").
+fn any_json(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "A JSON value (an object, array, number, boolean or null; wrangler's `vars` that are not strings): the handler sees it parsed (`env.NAME.key`), not as text. At most 64 KiB as compact JSON.",
+        "x-kubernetes-preserve-unknown-fields": true
+    })
+}
+
+/// The largest JSON binding, as compact JSON text (a literal `value`'s limit).
+pub const MAX_JSON_VAR_BYTES: usize = 65536;
 
 /// Where an env binding's value comes from: exactly one of the two references.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]

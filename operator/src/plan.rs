@@ -276,6 +276,7 @@ fn bundle_of(
         spec.compatibility_flags.clone(),
     )
     .with_bindings(spec.bindings.clone())
+    .with_json_env(resolved.json)
 }
 
 /// The bundle Secrets a deleted Worker leaves behind, to delete: every

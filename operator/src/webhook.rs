@@ -104,6 +104,16 @@ fn spec_problems(spec: &WorkerSpec) -> Vec<String> {
     {
         problems.push(format!("spec.bindings: {error}"));
     }
+    for var in &spec.env {
+        let bytes = var.json.as_ref().map_or(0, |json| json.to_string().len());
+        if bytes > isolane_crds::MAX_JSON_VAR_BYTES {
+            problems.push(format!(
+                "spec.env[{}].json: {bytes} bytes as compact JSON, more than {}",
+                var.name,
+                isolane_crds::MAX_JSON_VAR_BYTES
+            ));
+        }
+    }
     if let Some(triggers) = &spec.triggers {
         for (i, expr) in triggers.crons.iter().enumerate() {
             if let Err(error) =
@@ -440,6 +450,7 @@ mod tests {
             name: "CACHE".into(),
             value: Some("x".into()),
             value_from: None,
+            json: None,
         }];
         w.spec.bindings = vec![Binding::kv("CACHE", "cache")];
         let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));

@@ -333,6 +333,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         script: bundle.script,
         modules: bundle.modules.map(std::sync::Arc::new),
         env: bundle.env,
+        json_env: bundle.json_env,
         kv: bundle
             .bindings
             .iter()
