@@ -267,8 +267,8 @@ pub struct SecretKeyRef {
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "[has(self.value), has(self.valueFrom), has(self.json)].filter(x, x).size() <= 1",
-        "message": "at most one of value, valueFrom or json may be set"
+        "rule": "!(has(self.value) && has(self.valueFrom))",
+        "message": "at most one of value or valueFrom may be set"
     }
 ]))]
 pub struct EnvVar {
@@ -291,7 +291,9 @@ pub struct EnvVar {
 
     /// A JSON value (an object, array, number, boolean or null; wrangler's
     /// `vars` that are not strings): the handler sees it parsed
-    /// (`env.NAME.key`), not as text. At most 64 KiB as compact JSON.
+    /// (`env.NAME.key`), not as text. At most 64 KiB as compact JSON. Not
+    /// with `value` or `valueFrom` (the webhook's rule: a CEL rule cannot
+    /// see a field of any type).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "any_json")]
     pub json: Option<serde_json::Value>,
@@ -301,7 +303,7 @@ pub struct EnvVar {
 /// as written (a structural schema's way to say "anything").
 fn any_json(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
-        "description": "A JSON value (an object, array, number, boolean or null; wrangler's `vars` that are not strings): the handler sees it parsed (`env.NAME.key`), not as text. At most 64 KiB as compact JSON.",
+        "description": "A JSON value (an object, array, number, boolean or null; wrangler's `vars` that are not strings): the handler sees it parsed (`env.NAME.key`), not as text. At most 64 KiB as compact JSON. Not with `value` or `valueFrom`.",
         "x-kubernetes-preserve-unknown-fields": true
     })
 }
