@@ -79,7 +79,14 @@ impl std::fmt::Display for Problem {
 pub fn find(dir: &Path) -> Option<PathBuf> {
     CONFIG_FILES
         .iter()
-        .map(|name| dir.join(name))
+        .map(|name| {
+            // In this folder: named as the user knows it, for messages.
+            if dir == Path::new(".") {
+                PathBuf::from(name)
+            } else {
+                dir.join(name)
+            }
+        })
         .find(|path| path.is_file())
 }
 
