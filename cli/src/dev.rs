@@ -251,6 +251,19 @@ fn source_of(args: &DevArgs) -> anyhow::Result<Source> {
                 "--env NAME=VALUE binds a single script's env: a wrangler project's vars are in its config"
             );
         }
+        let script_flags = [
+            ("--kv", !args.kv.is_empty()),
+            ("--durable-object", !args.durable_objects.is_empty()),
+            ("--cron", !args.crons.is_empty()),
+            ("--compatibility-date", args.compatibility_date.is_some()),
+            (
+                "--compatibility-flags",
+                !args.compatibility_flags.is_empty(),
+            ),
+        ];
+        if let Some((flag, _)) = script_flags.iter().find(|(_, given)| *given) {
+            anyhow::bail!("{flag} is for a single script: a wrangler project's config gives it");
+        }
         if environments.len() > 1 {
             anyhow::bail!(
                 "--env selects one environment; got {}",

@@ -160,7 +160,7 @@ async fn dev_env_staging_selects_the_environments_vars_bindings_and_dev_vars() {
 }
 
 #[test]
-fn an_unknown_environment_or_a_folder_without_a_config_exits_64_saying_why() {
+fn an_unknown_environment_a_single_script_flag_or_no_config_exits_64_saying_why() {
     let dir = project();
     let run = |args: &[&str], cwd: &Path| {
         Command::new(env!("CARGO_BIN_EXE_isolane"))
@@ -179,6 +179,10 @@ fn an_unknown_environment_or_a_folder_without_a_config_exits_64_saying_why() {
             && stderr.contains("(env sections: staging)"),
         "{stderr}"
     );
+    let output = run(&["--kv", "NOTES", "--no-reload"], dir.path());
+    assert_eq!(output.status.code(), Some(64));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--kv is for a single script"), "{stderr}");
     let empty = tempfile::tempdir().unwrap();
     let output = run(&["--no-reload"], empty.path());
     assert_eq!(output.status.code(), Some(64));

@@ -225,3 +225,18 @@ fn dev_vars_of_the_environment_win_over_the_plain_file() {
     std::fs::write(dir.path().join(".dev.vars.staging"), "TOKEN=\"staged\"\n").unwrap();
     assert_eq!(staging.dev_vars().unwrap()["TOKEN"], "staged");
 }
+
+#[test]
+fn every_key_of_the_table_is_in_the_mapping_doc() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/wrangler.md"))
+        .unwrap();
+    let missing: Vec<&str> = keys::KEYS
+        .iter()
+        .map(|key| key.name)
+        .filter(|name| !doc.contains(&format!("`{name}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/wrangler.md does not map {missing:?}"
+    );
+}
