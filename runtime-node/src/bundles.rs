@@ -368,6 +368,25 @@ mod tests {
     }
 
     #[test]
+    fn json_bindings_reach_the_engine_beside_the_text_ones() {
+        let bundle = isolane_worker::Bundle::new(
+            "a/w".into(),
+            "export default {}".into(),
+            std::collections::BTreeMap::from([("TEXT".to_owned(), "{}".to_owned())]),
+            isolane_worker::Limits::default(),
+            Vec::new(),
+        )
+        .with_json_env(std::collections::BTreeMap::from([(
+            "CONFIG".to_owned(),
+            "[1]".to_owned(),
+        )]));
+        let engine = worker_bundle(bundle);
+        assert_eq!(engine.env["TEXT"], "{}");
+        assert_eq!(engine.json_env["CONFIG"], "[1]");
+        assert!(!engine.env.contains_key("CONFIG"));
+    }
+
+    #[test]
     fn keeps_the_newest_revisions_of_each_worker() {
         let index = BundleIndex::new(2);
         index.insert("s1", bundle("a/w", "r1"));
