@@ -96,10 +96,22 @@ pub fn worker(project: &Project) -> Result<ProjectWorker, SpecError> {
         path: path.clone(),
         source,
     })?;
+    let main = project.main()?;
+    if let Some(ext) = main.extension().and_then(|e| e.to_str())
+        && ["ts", "mts", "cts", "tsx", "jsx"].contains(&ext)
+    {
+        return Err(value_error(
+            "main".into(),
+            format!(
+                "{} needs a build (.{ext}), which isolane does not run yet: run `wrangler deploy --dry-run --outdir dist` and set main = \"dist/index.js\"",
+                main.display()
+            ),
+        ));
+    }
     Ok(ProjectWorker {
         name: worker_name(project)?,
         spec,
-        main: project.main()?,
+        main,
         rules,
         problems,
     })

@@ -210,6 +210,11 @@ fn bad_values_are_errors_naming_the_key() {
     );
     let message = error("name = 'a'\nmain = 'i.js'\nlimits = { cpu_ms = 0 }\n");
     assert!(message.contains("limits.cpu_ms: "), "{message}");
+    let message = error("name = 'a'\nmain = 'src/index.ts'\n");
+    assert!(
+        message.contains("main: ") && message.contains("needs a build (.ts)"),
+        "{message}"
+    );
 }
 
 #[test]
