@@ -1,5 +1,6 @@
 //! A Worker's code from disk: one script, or a bundle of modules typed by
-//! wrangler's default rules ([`ModuleKind::from_path`]).
+//! module rules ([`Rules`]: wrangler's defaults, or a project's `[[rules]]`
+//! before them).
 //!
 //! - A file (`isolane dev main.js`): its import graph. Every static
 //!   `import`/`export … from`, dynamic `import('…')` and CommonJS
@@ -20,6 +21,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use isolane_worker::{Module, ModuleKind, Modules, ModulesError, resolve_name};
+
+use crate::rules::Rules;
 use oxc_allocator::Allocator;
 use oxc_ast::ast::{CallExpression, Expression, ImportExpression};
 use oxc_ast_visit::Visit;
@@ -53,7 +56,7 @@ pub enum CodeError {
     #[error("{referrer}: import {specifier:?} leaves the main module's folder")]
     Outside { referrer: String, specifier: String },
     #[error(
-        "{path}: no rule gives a module type to this file (wrangler's default rules: .js .mjs .cjs .wasm .txt .html .bin .json)"
+        "{path}: no rule gives a module type to this file (wrangler's default rules: .js .mjs .cjs .wasm .txt .html .sql .bin .json; a project's [[rules]] add others)"
     )]
     Untyped { path: String },
     #[error("{dir}: no main module (index.js, or a single .js/.mjs file at the top)")]
@@ -77,10 +80,11 @@ pub fn root(path: &Path) -> &Path {
     }
 }
 
-/// Reads the code at `path`: a file and its imports, or a folder.
-pub fn load(path: &Path) -> Result<Code, CodeError> {
+/// Reads the code at `path`: a file and its imports, or a folder, each
+/// module typed by `rules`.
+pub fn load(path: &Path, rules: &Rules) -> Result<Code, CodeError> {
     if path.is_dir() {
-        return load_folder(path);
+        return load_folder(path, rules);
     }
     let root = root(path);
     let main = path
@@ -92,11 +96,11 @@ pub fn load(path: &Path) -> Result<Code, CodeError> {
     let mut pending = vec![main.clone()];
     while let Some(name) = pending.pop() {
         let file = root.join(&name);
-        let kind = ModuleKind::from_path(&name).unwrap_or(ModuleKind::ESModule);
+        let kind = rules.kind(&name).unwrap_or(ModuleKind::ESModule);
         let content = read(&file)?;
         if matches!(kind, ModuleKind::ESModule | ModuleKind::CommonJS) {
             for specifier in imports(&String::from_utf8_lossy(&content), kind) {
-                let Some(target) = follow(root, &name, &specifier)? else {
+                let Some(target) = follow(root, &name, &specifier, rules)? else {
                     continue;
                 };
                 if seen.insert(target.clone()) {
@@ -120,7 +124,12 @@ pub fn load(path: &Path) -> Result<Code, CodeError> {
 
 /// The module a relative `specifier` of `referrer` names, checked to be a
 /// typed file inside `root`; `None` for a specifier left to the runtime.
-fn follow(root: &Path, referrer: &str, specifier: &str) -> Result<Option<String>, CodeError> {
+fn follow(
+    root: &Path,
+    referrer: &str,
+    specifier: &str,
+    rules: &Rules,
+) -> Result<Option<String>, CodeError> {
     let relative = ["./", "../", "/"].iter().any(|p| specifier.starts_with(p));
     if !relative {
         return Ok(None);
@@ -139,7 +148,7 @@ fn follow(root: &Path, referrer: &str, specifier: &str) -> Result<Option<String>
             path: file.display().to_string(),
         });
     }
-    if ModuleKind::from_path(&target).is_none() {
+    if rules.kind(&target).is_none() {
         return Err(CodeError::Untyped {
             path: file.display().to_string(),
         });
@@ -149,7 +158,7 @@ fn follow(root: &Path, referrer: &str, specifier: &str) -> Result<Option<String>
 
 /// wrangler's output folder: every typed file, `index.js` (or the only
 /// top-level `.js`/`.mjs`) as main.
-fn load_folder(dir: &Path) -> Result<Code, CodeError> {
+fn load_folder(dir: &Path, rules: &Rules) -> Result<Code, CodeError> {
     let mut modules = Vec::new();
     for file in files(dir)? {
         let name = file
@@ -159,7 +168,7 @@ fn load_folder(dir: &Path) -> Result<Code, CodeError> {
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect::<Vec<_>>()
             .join("/");
-        if let Some(kind) = ModuleKind::from_path(&name) {
+        if let Some(kind) = rules.kind(&name) {
             modules.push(Module::new(name, kind, read(&file)?));
         }
     }
@@ -296,7 +305,8 @@ mod tests {
         write(dir.path(), "data.json", b"{}");
         write(dir.path(), "lazy.js", b"export default 1;");
         write(dir.path(), "unrelated.js", b"export default 2;");
-        let Code::Modules(modules) = load(&dir.path().join("main.js")).unwrap() else {
+        let Code::Modules(modules) = load(&dir.path().join("main.js"), &Rules::default()).unwrap()
+        else {
             panic!("modules expected");
         };
         let names: Vec<(&str, ModuleKind)> =
@@ -321,7 +331,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "w.js", b"export default {};");
         assert_eq!(
-            load(&dir.path().join("w.js")).unwrap(),
+            load(&dir.path().join("w.js"), &Rules::default()).unwrap(),
             Code::Script("export default {};".to_owned())
         );
     }
@@ -330,14 +340,18 @@ mod tests {
     fn a_missing_or_escaping_import_is_an_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "w/main.js", b"import './gone.js';");
-        let error = load(&dir.path().join("w/main.js")).unwrap_err().to_string();
+        let error = load(&dir.path().join("w/main.js"), &Rules::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains(r#"main.js: import "./gone.js" names no file"#),
             "{error}"
         );
         write(dir.path(), "w/out.js", b"import '../secret.js';");
         write(dir.path(), "secret.js", b"");
-        let error = load(&dir.path().join("w/out.js")).unwrap_err().to_string();
+        let error = load(&dir.path().join("w/out.js"), &Rules::default())
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("leaves the main module's folder"), "{error}");
     }
 
@@ -356,7 +370,7 @@ mod tests {
             b"This folder contains the built output",
         );
         write(dir.path(), "index.js.map", b"{}");
-        let Code::Modules(modules) = load(dir.path()).unwrap() else {
+        let Code::Modules(modules) = load(dir.path(), &Rules::default()).unwrap() else {
             panic!("modules expected");
         };
         assert_eq!(modules.main_name(), "index.js");

@@ -14,6 +14,7 @@ mod project;
 mod reload;
 mod serving;
 mod tail;
+mod wrangler;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -36,9 +37,15 @@ pub use project::Source;
 
 #[derive(Debug, Args)]
 pub struct DevArgs {
-    /// The worker script (ES module or service worker) to serve on every path.
-    #[arg(required_unless_present = "workers", conflicts_with = "workers")]
+    /// The worker script (ES module or service worker) to serve on every
+    /// path. Without it (and without --workers), the wrangler project in
+    /// this folder (wrangler.json, wrangler.jsonc or wrangler.toml).
+    #[arg(conflicts_with_all = ["workers", "config"])]
     script: Option<PathBuf>,
+    /// The wrangler project's config file (wrangler.toml, wrangler.json or
+    /// wrangler.jsonc), read as `wrangler dev` reads it (docs/wrangler.md).
+    #[arg(short = 'c', long, value_name = "FILE", conflicts_with = "workers")]
+    config: Option<PathBuf>,
     /// Serve every Worker YAML (isolane.dev/v1alpha1) in this folder, routed by
     /// host and longest path prefix.
     #[arg(long, env = "ISOLANE_WORKERS")]
@@ -53,9 +60,11 @@ pub struct DevArgs {
     /// `/ready`, `/live`. 0 picks a free port, printed at start.
     #[arg(long, default_value_t = 0, env = "ISOLANE_ADMIN_PORT")]
     admin_port: u16,
-    /// A binding for the worker's `env`, as NAME=VALUE (repeatable; single-file mode).
-    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env)]
-    env: Vec<(String, String)>,
+    /// A binding for the worker's `env`, as NAME=VALUE (repeatable;
+    /// single-file mode); in a wrangler project, a bare NAME selects the
+    /// environment `[env.NAME]`, as `wrangler dev --env NAME`.
+    #[arg(short = 'e', long = "env", value_name = "NAME=VALUE|ENV", value_parser = parse_env)]
+    env: Vec<EnvArg>,
     /// A KV namespace binding, as BINDING or BINDING=NAMESPACE (the
     /// namespace named as the binding when not given; repeatable;
     /// single-file mode: Worker YAMLs give `spec.bindings`).
@@ -180,14 +189,24 @@ fn parse_durable_object(s: &str) -> Result<isolane_worker::Binding, String> {
     Ok(binding)
 }
 
-fn parse_env(s: &str) -> Result<(String, String), String> {
-    let (name, value) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?} is not NAME=VALUE"))?;
+/// One `--env`: a binding (`NAME=VALUE`) or a wrangler environment (`NAME`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvArg {
+    Binding(String, String),
+    Environment(String),
+}
+
+fn parse_env(s: &str) -> Result<EnvArg, String> {
+    let Some((name, value)) = s.split_once('=') else {
+        if s.is_empty() {
+            return Err("an empty --env".to_owned());
+        }
+        return Ok(EnvArg::Environment(s.to_owned()));
+    };
     if name.is_empty() {
         return Err(format!("{s:?} has an empty name"));
     }
-    Ok((name.to_owned(), value.to_owned()))
+    Ok(EnvArg::Binding(name.to_owned(), value.to_owned()))
 }
 
 /// Everything `isolane dev` runs with, validated.
@@ -211,6 +230,48 @@ pub struct DevConfig {
 /// Where `isolane dev`'s Workers come from: one script (with the flags'
 /// bindings, limits and compatibility) or a folder of Worker YAML.
 fn source_of(args: &DevArgs) -> anyhow::Result<Source> {
+    let (mut bindings, mut environments) = (BTreeMap::new(), Vec::new());
+    for arg in &args.env {
+        match arg {
+            EnvArg::Binding(name, value) => {
+                bindings.insert(name.clone(), value.clone());
+            }
+            EnvArg::Environment(env) => environments.push(env.clone()),
+        }
+    }
+    if args.script.is_some() || args.workers.is_some() {
+        if let Some(env) = environments.first() {
+            anyhow::bail!(
+                "--env {env:?} is not NAME=VALUE (a bare name selects a wrangler project's environment)"
+            );
+        }
+    } else {
+        if !bindings.is_empty() {
+            anyhow::bail!(
+                "--env NAME=VALUE binds a single script's env: a wrangler project's vars are in its config"
+            );
+        }
+        let script_flags = [
+            ("--kv", !args.kv.is_empty()),
+            ("--durable-object", !args.durable_objects.is_empty()),
+            ("--cron", !args.crons.is_empty()),
+            ("--compatibility-date", args.compatibility_date.is_some()),
+            (
+                "--compatibility-flags",
+                !args.compatibility_flags.is_empty(),
+            ),
+        ];
+        if let Some((flag, _)) = script_flags.iter().find(|(_, given)| *given) {
+            anyhow::bail!("{flag} is for a single script: a wrangler project's config gives it");
+        }
+        if environments.len() > 1 {
+            anyhow::bail!(
+                "--env selects one environment; got {}",
+                environments.join(", ")
+            );
+        }
+        return wrangler_source(args.config.as_deref(), environments.pop());
+    }
     match (&args.script, &args.workers) {
         (Some(path), _) => {
             let limits = isolane_worker::Limits {
@@ -227,7 +288,7 @@ fn source_of(args: &DevArgs) -> anyhow::Result<Source> {
             compatibility.check()?;
             Ok(Source::Script {
                 path: path.clone(),
-                env: args.env.iter().cloned().collect::<BTreeMap<_, _>>(),
+                env: bindings,
                 kv: args
                     .kv
                     .iter()
@@ -242,6 +303,20 @@ fn source_of(args: &DevArgs) -> anyhow::Result<Source> {
         (None, Some(dir)) => Ok(Source::Folder(dir.clone())),
         (None, None) => anyhow::bail!("give a worker script or --workers <dir>"),
     }
+}
+
+/// The wrangler project of `--config`, or of the config file in this folder.
+fn wrangler_source(config: Option<&Path>, env: Option<String>) -> anyhow::Result<Source> {
+    let file = match config {
+        Some(file) => file.to_path_buf(),
+        None => crate::wrangler::find(Path::new(".")).ok_or_else(|| {
+            anyhow::anyhow!(
+                "give a worker script, --workers <dir> or --config <wrangler config>: this folder has no {}",
+                crate::wrangler::CONFIG_FILES.join(", ")
+            )
+        })?,
+    };
+    Ok(Source::Wrangler { file, env })
 }
 
 impl DevConfig {

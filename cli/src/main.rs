@@ -3,9 +3,13 @@
 #![forbid(unsafe_code)]
 
 mod bundle;
+mod deploy;
 mod dev;
 mod push;
+mod rules;
+mod secret;
 mod tail;
+mod wrangler;
 
 use std::process::ExitCode;
 
@@ -38,6 +42,12 @@ enum Command {
     /// output folder) to an OCI registry and print the Worker that names
     /// it by digest (docs/bundles.md).
     Push(push::PushArgs),
+    /// Deploy a wrangler project (wrangler.toml, wrangler.json or
+    /// wrangler.jsonc) as a Worker with your kubeconfig, or print it with
+    /// --dry-run (docs/wrangler.md).
+    Deploy(deploy::DeployArgs),
+    /// Manage the secrets a wrangler project's Worker reads (docs/wrangler.md).
+    Secret(secret::SecretArgs),
     /// Stream a Worker's invocations and console lines from a cluster, with
     /// your kubeconfig's credentials (docs/tail.md).
     Tail(tail::TailArgs),
@@ -57,6 +67,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Push(args) => block_on("push", push::run(args)),
         Command::Tail(args) => block_on("tail", tail::run(args)),
+        Command::Deploy(args) => block_on("deploy", deploy::run(args)),
+        Command::Secret(args) => block_on("secret", secret::run(args)),
         Command::Dev(args) => {
             let config = match dev::DevConfig::from_args(args) {
                 Ok(config) => config,

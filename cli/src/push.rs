@@ -40,6 +40,17 @@ pub struct PushArgs {
     /// cluster pulls with (`spec.bundlePullSecrets`).
     #[arg(long)]
     pull_secret: Option<String>,
+    #[command(flatten)]
+    registry: RegistryArgs,
+    /// Apply the Worker with your kubeconfig (server-side apply) rather
+    /// than print it.
+    #[arg(long)]
+    apply: bool,
+}
+
+/// How to reach the registry code is pushed to.
+#[derive(Debug, Args)]
+pub struct RegistryArgs {
     /// The registry user to push as.
     #[arg(long, env = "ISOLANE_REGISTRY_USERNAME")]
     username: Option<String>,
@@ -54,41 +65,43 @@ pub struct PushArgs {
     /// certificate a private CA signs; the cluster's `--bundle-registry-ca`).
     #[arg(long)]
     registry_ca: Option<PathBuf>,
-    /// Apply the Worker with your kubeconfig (server-side apply) rather
-    /// than print it.
-    #[arg(long)]
-    apply: bool,
+}
+
+impl RegistryArgs {
+    /// A client for `repository`'s registry, and the credentials to push with.
+    pub fn registry(&self, repository: &str) -> anyhow::Result<(Registry, Option<Credentials>)> {
+        let host = repository.split('/').next().unwrap_or_default().to_owned();
+        let plain_http = if self.plain_http {
+            vec![host]
+        } else {
+            Vec::new()
+        };
+        // The user's own machine: any registry they name.
+        let mut registry = Registry::new(
+            plain_http,
+            AllowedRegistries::Any,
+            ArtifactLimits::default(),
+        )?;
+        if let Some(path) = &self.registry_ca {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("reading --registry-ca {}", path.display()))?;
+            registry = registry.trusting(RegistryCa::from_pem(&pem)?)?;
+        }
+        let credentials = match (&self.username, &self.password) {
+            (Some(username), Some(password)) => Some(Credentials {
+                username: username.clone(),
+                password: password.clone(),
+            }),
+            _ => None,
+        };
+        Ok((registry, credentials))
+    }
 }
 
 /// Pushes, then prints or applies the Worker.
 pub async fn run(args: PushArgs) -> anyhow::Result<()> {
     let modules = modules(&args.path)?;
-    let host = args
-        .repository
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .to_owned();
-    let plain_http = if args.plain_http {
-        vec![host]
-    } else {
-        Vec::new()
-    };
-    // The user's own machine: any registry they name.
-    let mut registry = Registry::new(
-        plain_http,
-        AllowedRegistries::Any,
-        ArtifactLimits::default(),
-    )?;
-    if let Some(path) = &args.registry_ca {
-        let pem = std::fs::read(path)
-            .with_context(|| format!("reading --registry-ca {}", path.display()))?;
-        registry = registry.trusting(RegistryCa::from_pem(&pem)?)?;
-    }
-    let credentials = match (args.username, args.password) {
-        (Some(username), Some(password)) => Some(Credentials { username, password }),
-        _ => None,
-    };
+    let (registry, credentials) = args.registry.registry(&args.repository)?;
     let pushed = registry
         .push(&args.repository, &modules, credentials.as_ref())
         .await?;
@@ -122,7 +135,12 @@ pub async fn run(args: PushArgs) -> anyhow::Result<()> {
 
 /// The modules at `path`; a single script is one ES module.
 fn modules(path: &std::path::Path) -> anyhow::Result<Modules> {
-    Ok(match bundle::load(path)? {
+    as_modules(path, bundle::load(path, &crate::rules::Rules::default())?)
+}
+
+/// `code` as modules; a single script (read from `path`) is one ES module.
+pub fn as_modules(path: &std::path::Path, code: Code) -> anyhow::Result<Modules> {
+    Ok(match code {
         Code::Modules(modules) => modules,
         Code::Script(script) => {
             let name = path

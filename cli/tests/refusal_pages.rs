@@ -280,5 +280,6 @@ fn bundle(revision: &str) -> WorkerBundle {
         },
         allowed_hosts: Vec::new(),
         compat: Default::default(),
+        json_env: Default::default(),
     }
 }

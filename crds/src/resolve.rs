@@ -28,6 +28,8 @@ pub struct Resolved {
     pub script: String,
     /// The env bindings, by name.
     pub env: BTreeMap<String, String>,
+    /// The JSON bindings (`json`), by name, as compact JSON text.
+    pub json: BTreeMap<String, String>,
 }
 
 /// Resolves `spec` with `lookup`. The first reference `lookup` refuses, in
@@ -52,7 +54,12 @@ pub fn resolve<E>(
         (None, None) => String::new(),
     };
     let mut env = BTreeMap::new();
+    let mut json = BTreeMap::new();
     for var in &spec.env {
+        if let (Some(value), None, None) = (&var.json, &var.value, &var.value_from) {
+            json.insert(var.name.clone(), value.to_string());
+            continue;
+        }
         let from = var.value_from.as_ref();
         let reference =
             from.and_then(
@@ -78,7 +85,7 @@ pub fn resolve<E>(
         };
         env.insert(var.name.clone(), value);
     }
-    Ok(Resolved { script, env })
+    Ok(Resolved { script, env, json })
 }
 
 #[cfg(test)]
@@ -113,6 +120,23 @@ mod tests {
             "valueFrom wins, as in the operator"
         );
         assert_eq!(resolved.env["NONE"], "");
+        assert!(resolved.json.is_empty());
+    }
+
+    #[test]
+    fn json_bindings_resolve_to_compact_json_text() {
+        let spec = spec(
+            "script: x\nroutes: [{ host: a.example }]\n\
+             env:\n\
+             - { name: CONFIG, json: { a: [1, true], b: null } }\n\
+             - { name: N, json: 3 }\n\
+             - { name: S, value: '{\"a\":1}' }\n",
+        );
+        let resolved = resolve(&spec, |_| Err::<String, _>(())).unwrap();
+        assert_eq!(resolved.json["CONFIG"], r#"{"a":[1,true],"b":null}"#);
+        assert_eq!(resolved.json["N"], "3");
+        assert_eq!(resolved.env["S"], r#"{"a":1}"#, "a string stays text");
+        assert!(!resolved.env.contains_key("CONFIG"));
     }
 
     #[test]

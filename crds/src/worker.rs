@@ -288,7 +288,28 @@ pub struct EnvVar {
     /// Read the value from a Secret or ConfigMap key instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_from: Option<EnvValueFrom>,
+
+    /// A JSON value (an object, array, number, boolean or null; wrangler's
+    /// `vars` that are not strings): the handler sees it parsed
+    /// (`env.NAME.key`), not as text. At most 64 KiB as compact JSON. Not
+    /// with `value` or `valueFrom` (the webhook's rule: a CEL rule cannot
+    /// see a field of any type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "any_json")]
+    pub json: Option<serde_json::Value>,
 }
+
+/// The schema of a field that holds any JSON value: the API server keeps it
+/// as written (a structural schema's way to say "anything").
+fn any_json(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "A JSON value (an object, array, number, boolean or null; wrangler's `vars` that are not strings): the handler sees it parsed (`env.NAME.key`), not as text. At most 64 KiB as compact JSON. Not with `value` or `valueFrom`.",
+        "x-kubernetes-preserve-unknown-fields": true
+    })
+}
+
+/// The largest JSON binding, as compact JSON text (a literal `value`'s limit).
+pub const MAX_JSON_VAR_BYTES: usize = 65536;
 
 /// Where an env binding's value comes from: exactly one of the two references.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]

@@ -93,6 +93,7 @@ fn cron_worker(name: &str, script: &str, target: SocketAddr) -> Worker {
         name: "TARGET".to_owned(),
         value: Some(format!("http://{target}")),
         value_from: None,
+        json: None,
     }];
     worker.spec.triggers = Some(Triggers {
         crons: vec![EVERY_SECOND.to_owned()],

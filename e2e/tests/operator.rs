@@ -215,6 +215,7 @@ async fn referenced_configmaps_and_secrets_are_watched() {
             name: "GREETING".into(),
             value: Some("hi".into()),
             value_from: None,
+            json: None,
         },
         EnvVar {
             name: "TOKEN".into(),
@@ -226,6 +227,7 @@ async fn referenced_configmaps_and_secrets_are_watched() {
                 }),
                 config_map_key_ref: None,
             }),
+            json: None,
         },
     ];
     apply(&client, NS, &worker).await;

@@ -307,6 +307,7 @@ mod tests {
                     }),
                     config_map_key_ref: None,
                 }),
+                json: None,
             }],
             ..crate::fixtures::spec(None, hosts)
         };

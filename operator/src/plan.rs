@@ -276,6 +276,7 @@ fn bundle_of(
         spec.compatibility_flags.clone(),
     )
     .with_bindings(spec.bindings.clone())
+    .with_json_env(resolved.json)
 }
 
 /// The bundle Secrets a deleted Worker leaves behind, to delete: every
@@ -702,6 +703,23 @@ mod tests {
             "{:?}",
             plan.steps
         );
+    }
+
+    #[test]
+    fn a_json_binding_reaches_the_bundle_as_json_text() {
+        let mut worker = worker(SCRIPT, &["hello.example.com"]);
+        worker.spec.env = vec![isolane_crds::EnvVar {
+            name: "CONFIG".into(),
+            value: None,
+            value_from: None,
+            json: Some(serde_json::json!({ "retries": 3, "hosts": ["a"] })),
+        }];
+        let plan = plan(&worker, &key(), &observed(), &settings()).unwrap();
+        let secret = applied(&plan).expect("the bundle is applied");
+        let data = &secret.data.as_ref().unwrap()[isolane_worker::BUNDLE_KEY].0;
+        let bundle: Bundle = serde_json::from_slice(data).unwrap();
+        assert_eq!(bundle.json_env["CONFIG"], r#"{"hosts":["a"],"retries":3}"#);
+        assert!(bundle.env.is_empty(), "not a text binding");
     }
 
     #[test]

@@ -152,6 +152,7 @@ mod tests {
                     name: "PLAIN".into(),
                     value: Some("v".into()),
                     value_from: None,
+                    json: None,
                 },
                 EnvVar {
                     name: "TOKEN".into(),
@@ -163,6 +164,7 @@ mod tests {
                         }),
                         config_map_key_ref: None,
                     }),
+                    json: None,
                 },
             ],
             ..crate::fixtures::spec(None, &[])

@@ -104,6 +104,22 @@ fn spec_problems(spec: &WorkerSpec) -> Vec<String> {
     {
         problems.push(format!("spec.bindings: {error}"));
     }
+    for var in &spec.env {
+        if var.json.is_some() && (var.value.is_some() || var.value_from.is_some()) {
+            problems.push(format!(
+                "spec.env[{}]: json is set with value or valueFrom: set one",
+                var.name
+            ));
+        }
+        let bytes = var.json.as_ref().map_or(0, |json| json.to_string().len());
+        if bytes > isolane_crds::MAX_JSON_VAR_BYTES {
+            problems.push(format!(
+                "spec.env[{}].json: {bytes} bytes as compact JSON, more than {}",
+                var.name,
+                isolane_crds::MAX_JSON_VAR_BYTES
+            ));
+        }
+    }
     if let Some(triggers) = &spec.triggers {
         for (i, expr) in triggers.crons.iter().enumerate() {
             if let Err(error) =
@@ -431,6 +447,36 @@ mod tests {
     }
 
     #[test]
+    fn rejects_a_json_binding_with_a_value_or_over_64_kib() {
+        use isolane_crds::EnvVar;
+        let index = WorkerIndex::default();
+        let mut w = worker("json", "export default {}", &[]);
+        let var = |value: Option<&str>, json: serde_json::Value| EnvVar {
+            name: "CONFIG".into(),
+            value: value.map(str::to_owned),
+            value_from: None,
+            json: Some(json),
+        };
+        w.spec.env = vec![var(None, serde_json::json!({ "retries": 3 }))];
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        assert!(allowed, "{message}");
+        w.spec.env = vec![var(Some("3"), serde_json::json!(3))];
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        assert!(!allowed);
+        assert_eq!(
+            message,
+            "spec.env[CONFIG]: json is set with value or valueFrom: set one"
+        );
+        w.spec.env = vec![var(None, serde_json::json!("x".repeat(70_000)))];
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        assert!(!allowed);
+        assert_eq!(
+            message,
+            "spec.env[CONFIG].json: 70002 bytes as compact JSON, more than 65536"
+        );
+    }
+
+    #[test]
     fn rejects_bad_bindings_with_a_clear_message() {
         use isolane_crds::EnvVar;
         use isolane_worker::Binding;
@@ -440,6 +486,7 @@ mod tests {
             name: "CACHE".into(),
             value: Some("x".into()),
             value_from: None,
+            json: None,
         }];
         w.spec.bindings = vec![Binding::kv("CACHE", "cache")];
         let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));

@@ -333,6 +333,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         script: bundle.script,
         modules: bundle.modules.map(std::sync::Arc::new),
         env: bundle.env,
+        json_env: bundle.json_env,
         kv: bundle
             .bindings
             .iter()
@@ -364,6 +365,25 @@ mod tests {
 
     fn bundle(id: &str, revision: &str) -> WorkerBundle {
         WorkerBundle::new(id, revision, "export default {}")
+    }
+
+    #[test]
+    fn json_bindings_reach_the_engine_beside_the_text_ones() {
+        let bundle = isolane_worker::Bundle::new(
+            "a/w".into(),
+            "export default {}".into(),
+            std::collections::BTreeMap::from([("TEXT".to_owned(), "{}".to_owned())]),
+            isolane_worker::Limits::default(),
+            Vec::new(),
+        )
+        .with_json_env(std::collections::BTreeMap::from([(
+            "CONFIG".to_owned(),
+            "[1]".to_owned(),
+        )]));
+        let engine = worker_bundle(bundle);
+        assert_eq!(engine.env["TEXT"], "{}");
+        assert_eq!(engine.json_env["CONFIG"], "[1]");
+        assert!(!engine.env.contains_key("CONFIG"));
     }
 
     #[test]

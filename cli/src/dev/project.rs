@@ -35,6 +35,9 @@ pub enum Source {
     },
     /// Every `kind: Worker` in the folder's `.yaml`/`.yml` files.
     Folder(PathBuf),
+    /// A wrangler project: its config file and the environment selected
+    /// (`--env`), served on every host and path as `dev/<name>`.
+    Wrangler { file: PathBuf, env: Option<String> },
 }
 
 /// A Worker's compatibility date and flags, as written (the fields of a
@@ -113,6 +116,7 @@ impl Source {
     pub fn path(&self) -> &Path {
         match self {
             Source::Script { path, .. } | Source::Folder(path) => path,
+            Source::Wrangler { file, .. } => file,
         }
     }
 
@@ -134,6 +138,7 @@ impl Source {
                 compatibility,
             )?],
             Source::Folder(dir) => folder_workers(dir)?,
+            Source::Wrangler { file, env } => vec![super::wrangler::worker(file, env.as_deref())?],
         };
         Ok(Project { workers })
     }
@@ -172,7 +177,7 @@ fn script_worker(
 ) -> anyhow::Result<DevWorker> {
     compatibility.check()?;
     isolane_worker::check_bindings(env.keys().map(String::as_str), kv)?;
-    let code = crate::bundle::load(path)?;
+    let code = crate::bundle::load(path, &crate::rules::Rules::default())?;
     for expr in crons {
         Schedule::parse(expr, None)?;
     }

@@ -39,14 +39,19 @@ pub async fn run(
 ) -> Result<(), WatchError> {
     let (changed, mut changes) = mpsc::unbounded_channel::<()>();
     let watched = source.path().to_path_buf();
-    // A folder's Worker YAMLs, or the script's own file name.
+    // A folder's Worker YAMLs, the script's own file name, or a project.
     let script = match &source {
-        Source::Script { path, .. } => Some(path.file_name().map(PathBuf::from)),
-        Source::Folder(_) => None,
+        Source::Script { path, .. } => Concern::Script(path.file_name().map(PathBuf::from)),
+        Source::Folder(_) => Concern::Yaml,
+        Source::Wrangler { file, .. } => {
+            let root = crate::bundle::root(file);
+            // Events name absolute paths.
+            Concern::Project(std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()))
+        }
     };
     let mut debouncer = new_debouncer(DEBOUNCE, None, move |result: DebounceEventResult| {
         if let Ok(events) = result
-            && events.iter().any(|e| changes_content(e, script.as_ref()))
+            && events.iter().any(|e| changes_content(e, &script))
         {
             let _ = changed.send(());
         }
@@ -60,6 +65,8 @@ pub async fn run(
         Source::Script { path, .. } if path.is_dir() => (path.as_path(), RecursiveMode::Recursive),
         Source::Script { path, .. } => (crate::bundle::root(path), RecursiveMode::NonRecursive),
         Source::Folder(dir) => (dir.as_path(), RecursiveMode::NonRecursive),
+        // A project's folder whole: its config, `.dev.vars` and code.
+        Source::Wrangler { file, .. } => (crate::bundle::root(file), RecursiveMode::Recursive),
     };
     debouncer
         .watch(target, mode)
@@ -87,7 +94,7 @@ pub async fn run(
 /// Whether `event` may have changed what a file holds (not a read: another
 /// process opening the script is no reason to reload) at a path that
 /// concerns the Workers.
-fn changes_content(event: &DebouncedEvent, script: Option<&Option<PathBuf>>) -> bool {
+fn changes_content(event: &DebouncedEvent, script: &Concern) -> bool {
     let writes = match event.kind {
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
         EventKind::Access(_) | EventKind::Other => false,
@@ -96,19 +103,39 @@ fn changes_content(event: &DebouncedEvent, script: Option<&Option<PathBuf>>) -> 
     writes && event.paths.iter().any(|path| concerns(script, path))
 }
 
-/// Whether a change at `changed` concerns the script (its file name or a
-/// module's) or,
-/// for a folder (`None`), its Worker YAMLs.
-fn concerns(script: Option<&Option<PathBuf>>, changed: &Path) -> bool {
+/// Which changes concern the Workers.
+enum Concern {
+    /// The script (by file name) and the modules beside it.
+    Script(Option<PathBuf>),
+    /// A folder's Worker YAMLs.
+    Yaml,
+    /// Any file of a wrangler project's folder but hidden ones (the state
+    /// under `.isolane`, `.git`), except `.dev.vars*`, and `node_modules`.
+    Project(PathBuf),
+}
+
+/// Whether a change at `changed` concerns the Workers.
+fn concerns(script: &Concern, changed: &Path) -> bool {
     match script {
         // The script itself, or any file a module rule types (an import).
-        Some(name) => {
+        Concern::Script(name) => {
             changed.file_name().map(PathBuf::from) == *name
                 || isolane_worker::ModuleKind::from_path(&changed.to_string_lossy()).is_some()
         }
-        None => changed
+        Concern::Yaml => changed
             .extension()
             .is_some_and(|e| e == "yaml" || e == "yml"),
+        Concern::Project(root) => {
+            let relative = changed.strip_prefix(root).unwrap_or(changed);
+            relative.components().all(|part| {
+                let part = part.as_os_str().to_string_lossy();
+                part != "node_modules"
+                    && (!part.starts_with('.')
+                        || part.starts_with(".dev.vars")
+                        || part == "."
+                        || part == "..")
+            })
+        }
     }
 }
 

@@ -36,6 +36,11 @@ impl Dev {
     /// of the repository are passed as absolute paths, and the state goes
     /// in a folder of the test's own unless `--state` is given.
     pub fn start(args: &[&str]) -> Self {
+        Self::start_in(args, None)
+    }
+
+    /// [`Dev::start`] in the working folder `dir`.
+    pub fn start_in(args: &[&str], dir: Option<&Path>) -> Self {
         let mut argv: Vec<OsString> = vec!["dev".into()];
         argv.extend(args.iter().map(|arg| {
             let path = repo().join(arg);
@@ -52,12 +57,13 @@ impl Dev {
         if !args.contains(&"--state") {
             argv.extend(["--state".into(), logs.path().join("state").into_os_string()]);
         }
-        let process = Process::spawn(
+        let process = Process::spawn_in(
             "isolane dev",
             Path::new(env!("CARGO_BIN_EXE_isolane")),
             &argv,
             &[],
             &logs.path().join("dev.log"),
+            dir,
         )
         .unwrap();
         Dev {

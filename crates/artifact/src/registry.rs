@@ -184,14 +184,18 @@ impl Registry {
         &self.limits
     }
 
-    /// Pushes the artifact of `modules` to `repository` (`registry/repo`,
-    /// with an optional `:tag`); returns the name by digest.
-    pub async fn push(
-        &self,
-        repository: &str,
-        modules: &Modules,
-        credentials: Option<&Credentials>,
-    ) -> Result<BundleRef, Error> {
+    /// The name by digest that [`Registry::push`] of `modules` to
+    /// `repository` would return, without a registry: the artifact is
+    /// deterministic, so this is what a push names (`isolane deploy
+    /// --dry-run`).
+    pub fn reference(&self, repository: &str, modules: &Modules) -> Result<BundleRef, Error> {
+        let prepared = self.prepare(repository, modules)?;
+        BundleRef::from_parts(&prepared.target, &sha256(&prepared.body))
+    }
+
+    /// The target, the blobs and the manifest (with its bytes) of pushing
+    /// `modules` to `repository`.
+    fn prepare(&self, repository: &str, modules: &Modules) -> Result<Prepared, Error> {
         let bad = |why| Error::BadReference {
             reference: repository.to_owned(),
             why,
@@ -205,6 +209,30 @@ impl Registry {
         let (layer, config, manifest) = artifact(modules, repository, &self.limits)?;
         // invariant: a manifest of strings and numbers always serialises.
         let body = serde_json::to_vec(&manifest).expect("invariant: the manifest serialises");
+        Ok(Prepared {
+            target,
+            layer,
+            config,
+            manifest,
+            body,
+        })
+    }
+
+    /// Pushes the artifact of `modules` to `repository` (`registry/repo`,
+    /// with an optional `:tag`); returns the name by digest.
+    pub async fn push(
+        &self,
+        repository: &str,
+        modules: &Modules,
+        credentials: Option<&Credentials>,
+    ) -> Result<BundleRef, Error> {
+        let Prepared {
+            target,
+            layer,
+            config,
+            manifest,
+            body,
+        } = self.prepare(repository, modules)?;
         let digest = sha256(&body);
         let name = |e| map_error(repository, e);
         let auth = Credentials::auth(credentials);
@@ -393,6 +421,15 @@ async fn read_blob<B: AsRef<[u8]>, E: std::fmt::Display>(
 }
 
 /// The layer, config and manifest of `modules`' artifact, within `limits`.
+/// A push, ready: where to, the two blobs, the manifest and its bytes.
+struct Prepared {
+    target: Reference,
+    layer: ImageLayer,
+    config: Config,
+    manifest: OciImageManifest,
+    body: Vec<u8>,
+}
+
 fn artifact(
     modules: &Modules,
     repository: &str,

@@ -23,6 +23,9 @@ pub struct WorkerBundle {
     pub modules: Option<Arc<Modules>>,
     /// Bindings exposed to the handler as `env` (strings only).
     pub env: BTreeMap<String, String>,
+    /// JSON bindings: name to the value as JSON text, exposed to the
+    /// handler parsed (a fresh value in each isolate).
+    pub json_env: BTreeMap<String, String>,
     /// KV namespace bindings: binding name (`env.NAME`) to the KV
     /// namespace's name, whose data is the worker's namespace's
     /// ([`WorkerBundle::namespace`]; `host/kv.rs`).
@@ -100,6 +103,7 @@ impl WorkerBundle {
             script: script.into(),
             modules: None,
             env: BTreeMap::new(),
+            json_env: BTreeMap::new(),
             kv: BTreeMap::new(),
             durable_objects: BTreeMap::new(),
             hosted_objects: BTreeMap::new(),

@@ -27,5 +27,6 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         limits: Limits::default(),
         allowed_hosts: Vec::new(),
         compat: Default::default(),
+        json_env: Default::default(),
     })
 }

@@ -229,7 +229,7 @@ fn make_env<'s>(
 }
 
 /// Sets each of the worker's bindings as a property of `target`: the
-/// plain ones as strings, each KV namespace binding as the runtime's
+/// plain ones as strings, the JSON ones parsed, each KV namespace binding as the runtime's
 /// `KVNamespace` for it (`internal.kvNamespace(name)`, `js/27_kv.js`), each
 /// Durable Object binding as its `DurableObjectNamespace`
 /// (`js/28_durable_object.js`).
@@ -242,6 +242,15 @@ fn define_bindings<'s>(
     for (key, value) in &bundle.env {
         let key = host::js_string(scope, key)?;
         let value = host::js_string(scope, value)?;
+        target.set(scope, key, value)?;
+    }
+    // JSON bindings, parsed: the operator and `isolane dev` wrote them from
+    // JSON values, so a parse failure is not expected (it leaves `env`
+    // without the binding and is logged by the caller's failure).
+    for (key, json) in &bundle.json_env {
+        let key = host::js_string(scope, key)?;
+        let text = v8::String::new(scope, json)?;
+        let value = v8::json::parse(scope, text)?;
         target.set(scope, key, value)?;
     }
     for binding in bundle.kv.keys() {

@@ -88,6 +88,7 @@ async fn run_all() {
                 message_channel: true,
                 ..Default::default()
             },
+            json_env: Default::default(),
         });
         let request = http::Request::builder()
             .method("POST")

@@ -70,6 +70,23 @@ impl Process {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        Self::spawn_in(name, program, args, envs, log, None)
+    }
+
+    /// [`Process::spawn`] in the working folder `dir` (this process's when
+    /// `None`).
+    pub fn spawn_in<I, S>(
+        name: &str,
+        program: &Path,
+        args: I,
+        envs: &[(&str, &OsStr)],
+        log: &Path,
+        dir: Option<&Path>,
+    ) -> Result<Self, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         let setpriv = find_on_path("setpriv").ok_or(Error::SetprivNotFound)?;
         let spawn_error = |source| Error::Spawn {
             name: name.to_owned(),
@@ -96,6 +113,9 @@ impl Process {
             .process_group(0);
         for (key, value) in envs {
             command.env(key, value);
+        }
+        if let Some(dir) = dir {
+            command.current_dir(dir);
         }
         let child = spawn_on_spawner_thread(command).map_err(spawn_error)?;
         info!(process = name, pid = child.id(), log = %log.display(), "started");

@@ -40,6 +40,12 @@ pub struct Bundle {
     pub modules: Option<Modules>,
     /// Resolved bindings, secrets included.
     pub env: BTreeMap<String, String>,
+    /// JSON bindings (`spec.env[].json`, wrangler's `vars` that are not
+    /// strings): name to the value as compact JSON text, which the handler
+    /// sees parsed. Names are unique across `env` and this; part of the
+    /// revision.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub json_env: BTreeMap<String, String>,
     /// Per-request limits.
     pub limits: Limits,
     /// The routes the Worker answers on (as admitted by the operator).
@@ -104,6 +110,7 @@ impl Bundle {
             script,
             modules: None,
             env,
+            json_env: BTreeMap::new(),
             limits,
             routes,
             allowed_hosts: Vec::new(),
@@ -144,7 +151,11 @@ impl Bundle {
         let base =
             Self::compute_revision_with(&self.script, &self.env, &self.limits, &self.allowed_hosts);
         let compat = self.compatibility_date.is_some() || !self.compatibility_flags.is_empty();
-        if self.modules.is_none() && !compat && self.bindings.is_empty() && self.artifact.is_none()
+        if self.modules.is_none()
+            && !compat
+            && self.bindings.is_empty()
+            && self.artifact.is_none()
+            && self.json_env.is_empty()
         {
             // Revisions of Workers without either stay what they were.
             return base;
@@ -176,6 +187,11 @@ impl Bundle {
                 field(flag.as_bytes());
             }
         }
+        for (name, value) in &self.json_env {
+            field(b"json-env");
+            field(name.as_bytes());
+            field(value.as_bytes());
+        }
         if let Some(artifact) = &self.artifact {
             field(b"artifact");
             field(artifact.reference.as_bytes());
@@ -205,6 +221,14 @@ impl Bundle {
     pub fn with_bindings(mut self, mut bindings: Vec<Binding>) -> Self {
         bindings.sort();
         self.bindings = bindings;
+        self.revision = self.revision_now();
+        self
+    }
+
+    /// The same bundle with JSON bindings (name to compact JSON text), which
+    /// are part of the revision.
+    pub fn with_json_env(mut self, json_env: BTreeMap<String, String>) -> Self {
+        self.json_env = json_env;
         self.revision = self.revision_now();
         self
     }
@@ -408,6 +432,17 @@ mod tests {
         );
         assert_eq!(
             plain.clone().with_bindings(Vec::new()).revision,
+            plain.revision
+        );
+        let json = |text: &str| {
+            plain
+                .clone()
+                .with_json_env(BTreeMap::from([("C".to_owned(), text.to_owned())]))
+        };
+        assert_ne!(json("{\"a\":1}").revision, plain.revision);
+        assert_ne!(json("{\"a\":1}").revision, json("{\"a\":2}").revision);
+        assert_eq!(
+            plain.clone().with_json_env(BTreeMap::new()).revision,
             plain.revision
         );
     }

@@ -30,7 +30,7 @@ pub enum ModuleKind {
     CommonJS,
     /// WebAssembly (`.wasm`): its default export is a `WebAssembly.Module`.
     CompiledWasm,
-    /// Text (`.txt`, `.html`): its default export is a string.
+    /// Text (`.txt`, `.html`, `.sql`): its default export is a string.
     Text,
     /// Binary data (`.bin`): its default export is an `ArrayBuffer`.
     Data,
@@ -48,7 +48,7 @@ impl ModuleKind {
             "js" | "mjs" => Self::ESModule,
             "cjs" => Self::CommonJS,
             "wasm" => Self::CompiledWasm,
-            "txt" | "html" => Self::Text,
+            "txt" | "html" | "sql" => Self::Text,
             "bin" => Self::Data,
             "json" => Self::Json,
             _ => return None,
@@ -358,6 +358,7 @@ mod tests {
         );
         assert_eq!(ModuleKind::from_path("g.TXT"), Some(ModuleKind::Text));
         assert_eq!(ModuleKind::from_path("p.html"), Some(ModuleKind::Text));
+        assert_eq!(ModuleKind::from_path("q.sql"), Some(ModuleKind::Text));
         assert_eq!(ModuleKind::from_path("d.bin"), Some(ModuleKind::Data));
         assert_eq!(ModuleKind::from_path("c.json"), Some(ModuleKind::Json));
         assert_eq!(ModuleKind::from_path("m.mjs"), Some(ModuleKind::ESModule));

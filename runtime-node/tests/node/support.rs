@@ -137,6 +137,7 @@ impl TestNode {
             script: script.into(),
             modules: None,
             env: BTreeMap::new(),
+            json_env: BTreeMap::new(),
             kv: BTreeMap::new(),
             durable_objects: BTreeMap::new(),
             hosted_objects: Default::default(),

@@ -81,6 +81,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         limits,
         allowed_hosts: Vec::new(),
         compat: Default::default(),
+        json_env: Default::default(),
     }
 }
 

@@ -1,0 +1,277 @@
+//! A wrangler project's environment as the Worker it stands for: its
+//! `spec` without the code (which `isolane deploy` places in a ConfigMap or
+//! a pushed bundle, and `isolane dev` reads from disk), the module rules
+//! the code is read with, and the keys not honoured. docs/wrangler.md maps
+//! each key.
+
+use std::path::PathBuf;
+
+use isolane_crds::WorkerSpec;
+use isolane_worker::{Binding, Limits, Route};
+use serde_json::{Value, json};
+
+use super::{ConfigError, Problem, Project, RouteConfig};
+use crate::rules::{RuleError, Rules};
+
+/// Why a project's values cannot make a Worker.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{path}: {source}")]
+    Rules {
+        path: String,
+        #[source]
+        source: RuleError,
+    },
+    #[error("{path}: {key}: {message}")]
+    Value {
+        path: String,
+        key: String,
+        message: String,
+    },
+}
+
+/// The Worker of one environment of a project.
+#[derive(Debug, Clone)]
+pub struct ProjectWorker {
+    /// `metadata.name`.
+    pub name: String,
+    /// The spec, without code.
+    pub spec: WorkerSpec,
+    /// The main module.
+    pub main: PathBuf,
+    /// `[[rules]]` before wrangler's defaults.
+    pub rules: Rules,
+    /// The project's keys not honoured, then the values within mapped keys.
+    pub problems: Vec<Problem>,
+}
+
+/// The Worker `project` stands for.
+pub fn worker(project: &Project) -> Result<ProjectWorker, SpecError> {
+    let config = &project.config;
+    let path = project.path();
+    let value_error = |key: String, message: String| SpecError::Value {
+        path: path.clone(),
+        key,
+        message,
+    };
+    let mut problems = project.problems.clone();
+    let mut spec = json!({});
+    spec["env"] = vars(&config.vars).map_err(|(key, m)| value_error(key, m))?;
+    spec["bindings"] = json!(bindings(project, &mut problems).map_err(|(k, m)| value_error(k, m))?);
+    migrations(project, &mut problems);
+    let mut routes = Vec::new();
+    for (i, route) in config.route.iter().chain(&config.routes).enumerate() {
+        let key = if config.route.is_some() && i == 0 {
+            "route".to_owned()
+        } else {
+            format!("routes[{}]", i - usize::from(config.route.is_some()))
+        };
+        routes.push(route_of(route).map_err(|m| value_error(key, m))?);
+    }
+    spec["routes"] = json!(routes);
+    if !config.triggers.crons.is_empty() {
+        spec["triggers"] = json!({ "crons": config.triggers.crons });
+    }
+    if let Some(cpu_ms) = config.limits.cpu_ms {
+        let limits = Limits {
+            cpu_ms,
+            ..Limits::default()
+        };
+        limits
+            .validate()
+            .map_err(|e| value_error("limits.cpu_ms".into(), e.to_string()))?;
+        spec["limits"] = json!({ "cpuMs": cpu_ms });
+    }
+    if let Some(date) = &config.compatibility_date {
+        spec["compatibilityDate"] = json!(date);
+    }
+    if !config.compatibility_flags.is_empty() {
+        spec["compatibilityFlags"] = json!(config.compatibility_flags);
+    }
+    let spec: WorkerSpec = serde_json::from_value(spec)
+        .map_err(|e| value_error("(the Worker)".into(), e.to_string()))?;
+    let rules = Rules::new(&config.rules).map_err(|source| SpecError::Rules {
+        path: path.clone(),
+        source,
+    })?;
+    let main = project.main()?;
+    if let Some(ext) = main.extension().and_then(|e| e.to_str())
+        && ["ts", "mts", "cts", "tsx", "jsx"].contains(&ext)
+    {
+        return Err(value_error(
+            "main".into(),
+            format!(
+                "{} needs a build (.{ext}), which isolane does not run yet: run `wrangler deploy --dry-run --outdir dist` and set main = \"dist/index.js\"",
+                main.display()
+            ),
+        ));
+    }
+    Ok(ProjectWorker {
+        name: worker_name(project)?,
+        spec,
+        main,
+        rules,
+        problems,
+    })
+}
+
+/// The Worker's name, checked to be a Kubernetes object name.
+fn worker_name(project: &Project) -> Result<String, SpecError> {
+    let name = project.name()?;
+    if !isolane_worker::is_worker_name(&name) || name.len() > 63 {
+        return Err(SpecError::Value {
+            path: project.path(),
+            key: "name".into(),
+            message: format!(
+                "{name:?} is not a Worker name (lower-case letters, digits and -, at most 63)"
+            ),
+        });
+    }
+    Ok(name)
+}
+
+/// `vars`: a string is a `value`, anything else a `json` binding.
+fn vars(vars: &std::collections::BTreeMap<String, Value>) -> Result<Value, (String, String)> {
+    let mut env = Vec::new();
+    for (name, value) in vars {
+        if !is_identifier(name) {
+            return Err((
+                format!("vars.{name}"),
+                "not a binding name (letters, digits and _, not starting with a digit)".into(),
+            ));
+        }
+        env.push(match value {
+            Value::String(text) => json!({ "name": name, "value": text }),
+            other => json!({ "name": name, "json": other }),
+        });
+    }
+    Ok(Value::Array(env))
+}
+
+/// Whether `name` is a binding name: a JavaScript identifier of ASCII
+/// letters, digits and `_`, at most 128 bytes.
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name.len() <= 128
+}
+
+/// `kv_namespaces` (the namespace named by `id`, else by the binding) and
+/// `durable_objects.bindings` (`script_name`: the Worker of the same
+/// namespace that hosts the class).
+fn bindings(
+    project: &Project,
+    problems: &mut Vec<Problem>,
+) -> Result<Vec<Binding>, (String, String)> {
+    let config = &project.config;
+    let mut bindings = Vec::new();
+    for (i, kv) in config.kv_namespaces.iter().enumerate() {
+        let namespace = kv.id.as_deref().unwrap_or(&kv.binding);
+        if !isolane_worker::is_kv_namespace(namespace) {
+            return Err((
+                format!("kv_namespaces[{i}].id"),
+                format!(
+                    "{namespace:?} is not a KV namespace name (1 to 63 letters, digits, -, _, .)"
+                ),
+            ));
+        }
+        bindings.push(Binding::kv(&kv.binding, namespace));
+    }
+    for (i, object) in config.durable_objects.bindings.iter().enumerate() {
+        if object.environment.is_some() {
+            problems.push(Problem {
+                key: format!("durable_objects.bindings[{i}].environment"),
+                reason: "a binding names the hosting Worker by its name (script_name)".into(),
+            });
+        }
+        bindings.push(match &object.script_name {
+            Some(worker) => {
+                Binding::hosted_durable_object(&object.name, &object.class_name, worker)
+            }
+            None => Binding::durable_object(&object.name, &object.class_name),
+        });
+    }
+    let env = config.vars.keys().map(String::as_str);
+    isolane_worker::check_bindings(env, &bindings)
+        .map_err(|e| ("bindings".to_owned(), e.to_string()))?;
+    Ok(bindings)
+}
+
+/// `migrations`: classes declared new are served as they are (a class's
+/// storage is made on first use); the other steps are problems.
+fn migrations(project: &Project, problems: &mut Vec<Problem>) {
+    for (i, migration) in project.config.migrations.iter().enumerate() {
+        let mut refuse = |field: &str, reason: &str| {
+            problems.push(Problem {
+                key: format!("migrations[{i}].{field}"),
+                reason: reason.to_owned(),
+            });
+        };
+        if !migration.new_sqlite_classes.is_empty() {
+            refuse(
+                "new_sqlite_classes",
+                "SQLite-backed Durable Objects (ctx.storage.sql) are not supported yet; declare the classes in new_classes for the key-value storage API",
+            );
+        }
+        if !migration.renamed_classes.is_empty() {
+            refuse("renamed_classes", "a class's objects cannot be renamed yet");
+        }
+        if !migration.deleted_classes.is_empty() {
+            refuse(
+                "deleted_classes",
+                "a class's objects cannot be deleted by a migration yet",
+            );
+        }
+        if !migration.transferred_classes.is_empty() {
+            refuse(
+                "transferred_classes",
+                "objects cannot move between Workers yet",
+            );
+        }
+    }
+}
+
+/// A route pattern as a host and a whole-segment path prefix:
+/// `example.com/*`, `*.example.com/api/*`, or a custom domain's host.
+fn route_of(route: &RouteConfig) -> Result<Route, String> {
+    let pattern = route.pattern();
+    let custom = matches!(
+        route,
+        RouteConfig::Table {
+            custom_domain: true,
+            ..
+        }
+    );
+    let (host, path) = match pattern.split_once('/') {
+        Some((host, path)) => (host, format!("/{path}")),
+        None => (pattern, "/".to_owned()),
+    };
+    if custom && path != "/" {
+        return Err(format!("{pattern:?}: a custom domain has no path"));
+    }
+    let prefix = path.strip_suffix('*').unwrap_or(&path);
+    let prefix = match prefix.strip_suffix('/') {
+        Some("") | None => prefix,
+        Some(trimmed) => trimmed,
+    };
+    let wildcard_host = host.strip_prefix("*.").unwrap_or(host);
+    if host.is_empty() || wildcard_host.contains('*') || prefix.contains('*') {
+        return Err(format!(
+            "{pattern:?}: Isolane routes a host (or *.domain) and a path prefix ending at a segment, as example.com/api/*"
+        ));
+    }
+    if prefix.len() > 1 && !path.ends_with("/*") && path.ends_with('*') {
+        return Err(format!(
+            "{pattern:?}: a prefix matches whole path segments here: write {host}{prefix}/*"
+        ));
+    }
+    Ok(Route::new(
+        host.to_ascii_lowercase(),
+        if prefix.is_empty() { "/" } else { prefix },
+    ))
+}

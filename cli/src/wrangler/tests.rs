@@ -1,0 +1,247 @@
+use super::*;
+
+fn project(file: &str, text: &str, env: Option<&str>) -> Result<Project, ConfigError> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(file);
+    std::fs::write(&path, text).unwrap();
+    let project = Project::read(&path, env);
+    drop(dir);
+    project
+}
+
+const TOML: &str = r#"
+name = "shop"
+main = "src/index.js"
+compatibility_date = "2026-08-04"
+compatibility_flags = ["nodejs_compat"]
+r2_buckets = [{ binding = "B", bucket_name = "b" }]
+
+[vars]
+GREETING = "hi"
+CONFIG = { retries = 3, hosts = ["a", "b"] }
+
+[[kv_namespaces]]
+binding = "CACHE"
+id = "cache"
+
+[triggers]
+crons = ["*/5 * * * *"]
+
+[env.staging]
+vars = { GREETING = "hello staging" }
+queues = { producers = [] }
+
+[env.named]
+name = "shop-preview"
+migrations = []
+"#;
+
+#[test]
+fn the_top_level_is_read_with_json_vars_as_json() {
+    let project = project("wrangler.toml", TOML, None).unwrap();
+    let config = &project.config;
+    assert_eq!(config.name.as_deref(), Some("shop"));
+    assert_eq!(config.vars["GREETING"], Value::String("hi".into()));
+    assert_eq!(config.vars["CONFIG"]["hosts"][1], Value::String("b".into()));
+    assert_eq!(config.kv_namespaces[0].binding, "CACHE");
+    assert_eq!(config.triggers.crons, ["*/5 * * * *"]);
+    let keys: Vec<_> = project.problems.iter().map(|p| p.to_string()).collect();
+    assert_eq!(
+        keys,
+        ["r2_buckets: not supported: this binding kind is not supported yet"]
+    );
+}
+
+#[test]
+fn an_environment_inherits_what_wrangler_inherits_and_no_bindings() {
+    let project = project("wrangler.toml", TOML, Some("staging")).unwrap();
+    let config = &project.config;
+    assert_eq!(config.name.as_deref(), Some("shop-staging"));
+    assert_eq!(config.main.as_deref(), Some("src/index.js"));
+    assert_eq!(config.compatibility_flags, ["nodejs_compat"]);
+    assert_eq!(config.triggers.crons, ["*/5 * * * *"]);
+    assert_eq!(
+        config.vars.get("GREETING"),
+        Some(&Value::String("hello staging".into()))
+    );
+    assert!(
+        !config.vars.contains_key("CONFIG"),
+        "vars are not inherited"
+    );
+    assert!(
+        config.kv_namespaces.is_empty(),
+        "bindings are not inherited"
+    );
+    let keys: Vec<_> = project.problems.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(keys, ["r2_buckets", "env.staging.queues"]);
+}
+
+#[test]
+fn an_environment_may_name_itself_and_may_not_set_top_level_keys() {
+    let project = project("wrangler.toml", TOML, Some("named")).unwrap();
+    assert_eq!(project.config.name.as_deref(), Some("shop-preview"));
+    let keys: Vec<_> = project.problems.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(keys, ["r2_buckets", "env.named.migrations"]);
+    let missing = project_error("wrangler.toml", TOML, Some("prod"));
+    assert!(
+        missing.ends_with("no environment \"prod\" (env sections: named, staging)"),
+        "{missing}"
+    );
+}
+
+fn project_error(file: &str, text: &str, env: Option<&str>) -> String {
+    project(file, text, env).unwrap_err().to_string()
+}
+
+#[test]
+fn jsonc_allows_comments_and_trailing_commas() {
+    let text = r#"{
+        // the Worker
+        "name": "shop",
+        "main": "index.js", /* inline */
+        "vars": { "LIMITS": { "max": 5, }, },
+    }"#;
+    let project = project("wrangler.jsonc", text, None).unwrap();
+    assert_eq!(project.config.vars["LIMITS"]["max"], Value::from(5));
+    assert!(project.problems.is_empty());
+}
+
+#[test]
+fn a_bad_value_names_its_key_and_unknown_keys_are_problems() {
+    let error = project_error(
+        "wrangler.toml",
+        "name = 'a'\nlimits = { cpu_ms = 'x' }\n",
+        None,
+    );
+    assert!(error.contains("wrangler.toml: limits: "), "{error}");
+    let error = project_error(
+        "wrangler.toml",
+        "name = 'a'\nkv_namespaces = [{ bindng = 'K' }]\n",
+        None,
+    );
+    assert!(
+        error.contains("kv_namespaces: unknown field `bindng`"),
+        "{error}"
+    );
+    let project = project("wrangler.toml", "name = 'a'\nfrobnicate = true\n", None).unwrap();
+    assert_eq!(
+        project.problems[0].to_string(),
+        "frobnicate: not supported: not a wrangler key Isolane knows"
+    );
+    let error = project_error("wrangler.toml", "name = \n", None);
+    assert!(error.contains("wrangler.toml: "), "{error}");
+}
+
+#[test]
+fn the_spec_maps_vars_bindings_routes_limits_and_refuses_migrations_it_cannot_run() {
+    let text = r#"
+name = "shop"
+main = "index.js"
+routes = ["shop.example.com/*", { pattern = "*.example.com/api/*", zone_name = "example.com" }, { pattern = "shop.test", custom_domain = true }]
+vars = { A = "x", J = [1, 2] }
+kv_namespaces = [{ binding = "KV", id = "0f2ac74b498b48028cb68387c421e279" }, { binding = "LOCAL" }]
+durable_objects.bindings = [{ name = "ROOM", class_name = "Room" }, { name = "OTHER", class_name = "C", script_name = "other" }]
+limits = { cpu_ms = 100 }
+[[migrations]]
+tag = "v1"
+new_classes = ["Room"]
+new_sqlite_classes = ["Chat"]
+"#;
+    let project = project("wrangler.toml", text, None).unwrap();
+    let worker = spec::worker(&project).unwrap();
+    let spec = &worker.spec;
+    let env: Vec<_> = spec
+        .env
+        .iter()
+        .map(|v| (v.name.as_str(), v.value.clone(), v.json.clone()))
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("A", Some("x".to_owned()), None),
+            ("J", None, Some(serde_json::json!([1, 2])))
+        ]
+    );
+    let routes: Vec<_> = spec
+        .routes
+        .iter()
+        .map(|r| (r.host.as_str(), r.path_prefix.as_str()))
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            ("shop.example.com", "/"),
+            ("*.example.com", "/api"),
+            ("shop.test", "/")
+        ]
+    );
+    assert_eq!(spec.limits.cpu_ms, 100);
+    let bindings: Vec<_> = spec.bindings.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(bindings, ["KV", "LOCAL", "ROOM", "OTHER"]);
+    assert_eq!(
+        spec.bindings[1].kv_namespace.as_deref(),
+        Some("LOCAL"),
+        "no id: the binding names the namespace"
+    );
+    let problems: Vec<_> = worker.problems.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(problems, ["migrations[0].new_sqlite_classes"]);
+}
+
+#[test]
+fn bad_values_are_errors_naming_the_key() {
+    let error = |text: &str| {
+        let project = project("wrangler.toml", text, None).unwrap();
+        spec::worker(&project).unwrap_err().to_string()
+    };
+    let message = error("name = 'a'\nmain = 'i.js'\nroutes = ['*shop.example.com/*']\n");
+    assert!(
+        message.contains("routes[0]: \"*shop.example.com/*\""),
+        "{message}"
+    );
+    let message = error("name = 'a'\nmain = 'i.js'\nvars = { 'MY-VAR' = '1' }\n");
+    assert!(
+        message.contains("vars.MY-VAR: not a binding name"),
+        "{message}"
+    );
+    let message = error("name = 'Shop'\nmain = 'i.js'\n");
+    assert!(
+        message.contains("name: \"Shop\" is not a Worker name"),
+        "{message}"
+    );
+    let message = error("name = 'a'\nmain = 'i.js'\nlimits = { cpu_ms = 0 }\n");
+    assert!(message.contains("limits.cpu_ms: "), "{message}");
+    let message = error("name = 'a'\nmain = 'src/index.ts'\n");
+    assert!(
+        message.contains("main: ") && message.contains("needs a build (.ts)"),
+        "{message}"
+    );
+}
+
+#[test]
+fn dev_vars_of_the_environment_win_over_the_plain_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("wrangler.toml");
+    std::fs::write(&file, "name = 'a'\n[env.staging]\n").unwrap();
+    std::fs::write(dir.path().join(".dev.vars"), "TOKEN=plain\n").unwrap();
+    let top = Project::read(&file, None).unwrap();
+    assert_eq!(top.dev_vars().unwrap()["TOKEN"], "plain");
+    let staging = Project::read(&file, Some("staging")).unwrap();
+    assert_eq!(staging.dev_vars().unwrap()["TOKEN"], "plain");
+    std::fs::write(dir.path().join(".dev.vars.staging"), "TOKEN=\"staged\"\n").unwrap();
+    assert_eq!(staging.dev_vars().unwrap()["TOKEN"], "staged");
+}
+
+#[test]
+fn every_key_of_the_table_is_in_the_mapping_doc() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/wrangler.md"))
+        .unwrap();
+    let missing: Vec<&str> = keys::KEYS
+        .iter()
+        .map(|key| key.name)
+        .filter(|name| !doc.contains(&format!("`{name}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/wrangler.md does not map {missing:?}"
+    );
+}

@@ -1,0 +1,194 @@
+//! `isolane dev` in a wrangler project folder, as a user runs it: the real
+//! binary started in the folder with no script, real HTTP. The Worker
+//! reads a JSON var as JSON, imports a `.sql` file as text (wrangler's
+//! default rule) and a `.md` file through the project's own rule, writes
+//! to its KV binding, is run by its cron trigger, and gets `.dev.vars` as
+//! a secret; `--env staging` selects that environment's vars, bindings and
+//! `.dev.vars.staging`.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::Command;
+
+use isolane_testenv::wait_until;
+
+#[path = "support/dev.rs"]
+mod support;
+use support::{DEADLINE, Dev, client, free_port, request, when_ready};
+
+const WRANGLER_TOML: &str = r#"
+name = "notes"
+main = "src/index.js"
+compatibility_date = "2026-08-04"
+rules = [{ type = "Text", globs = ["**/*.md"], fallthrough = true }]
+kv_namespaces = [{ binding = "NOTES", id = "notes" }]
+limits = { cpu_ms = 200 }
+r2_buckets = [{ binding = "FILES", bucket_name = "files" }]
+
+[triggers]
+crons = ["* * * * * *"]
+
+[vars]
+GREETING = "hello"
+CONFIG = { retries = 3, hosts = ["a.test", "b.test"] }
+
+[env.staging]
+vars = { GREETING = "hello from staging", CONFIG = { retries = 5 } }
+kv_namespaces = [{ binding = "NOTES", id = "notes-staging" }]
+"#;
+
+const INDEX_JS: &str = r#"
+import schema from "./schema.sql";
+import guide from "./docs/guide.md";
+
+export default {
+  async fetch(request, env) {
+    const { pathname } = new URL(request.url);
+    if (pathname === "/config") {
+      return Response.json({
+        type: typeof env.CONFIG,
+        retries: env.CONFIG.retries,
+        hosts: env.CONFIG.hosts ?? null,
+        greeting: env.GREETING,
+        token: env.TOKEN ?? null,
+      });
+    }
+    if (pathname === "/files") return new Response(`${schema}|${guide}`);
+    if (pathname === "/kv") {
+      await env.NOTES.put("note", "kept");
+      return new Response(await env.NOTES.get("note"));
+    }
+    if (pathname === "/tick") return new Response((await env.NOTES.get("tick")) ?? "none");
+    return new Response("not found", { status: 404 });
+  },
+  async scheduled(controller, env) {
+    await env.NOTES.put("tick", controller.cron);
+  },
+};
+"#;
+
+/// A wrangler project in a folder of its own.
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("wrangler.toml", WRANGLER_TOML);
+    write("src/index.js", INDEX_JS);
+    write("src/schema.sql", "CREATE TABLE notes (body TEXT);");
+    write("src/docs/guide.md", "# Notes");
+    write(".dev.vars", "TOKEN=dev-token\n");
+    write(".dev.vars.staging", "TOKEN=staging-token\n");
+    dir
+}
+
+#[tokio::test]
+async fn dev_in_a_wrangler_folder_serves_its_vars_rules_kv_cron_and_dev_vars() {
+    let dir = project();
+    let port = free_port().unwrap();
+    let mut dev = Dev::start_in(&["--port", &port.to_string()], Some(dir.path()));
+    let client = client();
+    let (status, body) = when_ready(&client, &mut dev, port, "any.test", "/config").await;
+    assert_eq!(status, 200, "{body}");
+    let config: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        config,
+        serde_json::json!({
+            "type": "object",
+            "retries": 3,
+            "hosts": ["a.test", "b.test"],
+            "greeting": "hello",
+            "token": "dev-token",
+        })
+    );
+    assert_eq!(
+        request(&client, port, "any.test", "/files").await.unwrap(),
+        (200, "CREATE TABLE notes (body TEXT);|# Notes".to_owned())
+    );
+    assert_eq!(
+        request(&client, port, "any.test", "/kv").await.unwrap(),
+        (200, "kept".to_owned())
+    );
+    // The cron trigger (every second) runs `scheduled`, which writes KV.
+    let tick = wait_until("the cron trigger to run", DEADLINE, || async {
+        let (_, body) = request(&client, port, "any.test", "/tick").await?;
+        if body == "none" {
+            return Err("no tick yet".to_owned());
+        }
+        Ok(body)
+    })
+    .await;
+    assert_eq!(tick, "* * * * * *");
+    let log = dev.log();
+    assert!(
+        log.contains("r2_buckets") && log.contains("wrangler key not supported"),
+        "{log}"
+    );
+    assert!(dev.interrupt().success());
+}
+
+#[tokio::test]
+async fn dev_env_staging_selects_the_environments_vars_bindings_and_dev_vars() {
+    let dir = project();
+    let port = free_port().unwrap();
+    let config = dir.path().join("wrangler.toml");
+    let mut dev = Dev::start(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--env",
+        "staging",
+        "--port",
+        &port.to_string(),
+    ]);
+    let client = client();
+    let (status, body) = when_ready(&client, &mut dev, port, "any.test", "/config").await;
+    assert_eq!(status, 200, "{body}");
+    let config: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        config,
+        serde_json::json!({
+            "type": "object",
+            "retries": 5,
+            "hosts": null,
+            "greeting": "hello from staging",
+            "token": "staging-token",
+        })
+    );
+    assert!(dev.interrupt().success());
+}
+
+#[test]
+fn an_unknown_environment_a_single_script_flag_or_no_config_exits_64_saying_why() {
+    let dir = project();
+    let run = |args: &[&str], cwd: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_isolane"))
+            .arg("dev")
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .unwrap()
+    };
+    let output = run(&["--env", "prod", "--no-reload"], dir.path());
+    assert_eq!(output.status.code(), Some(64));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no environment")
+            && stderr.contains("prod")
+            && stderr.contains("(env sections: staging)"),
+        "{stderr}"
+    );
+    let output = run(&["--kv", "NOTES", "--no-reload"], dir.path());
+    assert_eq!(output.status.code(), Some(64));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--kv is for a single script"), "{stderr}");
+    let empty = tempfile::tempdir().unwrap();
+    let output = run(&["--no-reload"], empty.path());
+    assert_eq!(output.status.code(), Some(64));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("this folder has no wrangler.json"),
+        "{stderr}"
+    );
+}
