@@ -1,7 +1,8 @@
 //! [`Work`]: what one job asks of an engine thread, as one typed value,
 //! from the caller ([`crate::Engine::run`], the node's service, an alarm,
-//! a stub call, an object's socket) to the thread (`thread.rs` takes
-//! retirements and prewarms, `schedule.rs` queues the rest) and on to
+//! a stub call, an object's socket) to the thread (`thread.rs` takes a
+//! retirement before any queue, `schedule.rs` queues the rest,
+//! `thread/serve.rs` answers a prewarm without running code) and on to
 //! JavaScript, which gets the event as one object (`event_object.rs`,
 //! `internal.handleRequest` in js/19_worker.js).
 //!
@@ -12,8 +13,9 @@
 //! here, with its arm in [`Work::into_call`] (and [`Work::object`] when it
 //! is an object's), and, when it calls the Worker's code, one [`Event`]
 //! variant with its arm in `event_object.rs` and one `case` in
-//! `internal.handleRequest`: the compiler names every other place that
-//! must decide.
+//! `internal.handleRequest` (where no compiler checks that every type has
+//! its case): in Rust the compiler names every other place that must
+//! decide.
 
 use crate::alarm::AlarmEvent;
 use crate::body::Body;
