@@ -239,16 +239,18 @@ impl ObjectPeers for Peers {
         self.owner_of(key)
     }
 
-    fn call(&self, node: &str, worker: &WorkerBundle, request: http::Request<Body>) -> PeerAnswer {
+    fn call(
+        &self,
+        node: &str,
+        worker: &WorkerBundle,
+        object: ObjectCall,
+        request: http::Request<Body>,
+    ) -> PeerAnswer {
         let peers = self.clone();
         let node = node.to_owned();
         let (worker_id, revision) = (worker.id.clone(), worker.revision.clone());
         Box::pin(async move {
             let (parts, body) = request.into_parts();
-            let Some(object) = parts.extensions.get::<ObjectCall>().cloned() else {
-                let reason = "not a Durable Object call".to_owned();
-                return Err(PeerError::Failed { node, reason });
-            };
             let body = collect(body).await.map_err(|reason| PeerError::Failed {
                 node: node.clone(),
                 reason,

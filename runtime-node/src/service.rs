@@ -33,7 +33,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use http::Method;
-use isolane_engine::{Body, Engine, ExecuteError, ObjectCall};
+use isolane_engine::{Body, Engine, ExecuteError, ObjectCall, Prewarm, ScheduledEvent, Work};
 use isolane_proto::Outcome;
 use isolane_proto::call::{Answer, Call};
 use isolane_proto::mtls::PeerRole;
@@ -290,18 +290,17 @@ impl NodeService {
         tracing::debug!(worker.id = %call.worker_id, revision = %bundle.revision, thread, request.id = %call.request_id, "execute");
         let head_only = call.request.method() == Method::HEAD;
         let deadline_ms = call.deadline_ms;
-        let (mut request, worker_id, request_id) = engine_request(call, body);
-        if let Some(object) = object {
-            // The engine runs it on the object's home thread (`object_call.rs`).
-            request.extensions_mut().insert(object);
-        }
+        let (mut request, kind, worker_id, request_id) = engine_request(call, body);
         let handler = span::handler(span);
         if let Some(trace) = span::request_trace(&handler) {
             request.extensions_mut().insert(trace);
         }
+        // An object's call runs on the object's home thread (the engine's
+        // `object_call.rs`).
+        let work = kind.work(object, request);
         // The handler's span lasts while the engine runs (it is open until
         // dropped below); the engine's own spans name it as their parent.
-        let execute = shared.engine.execute(thread, bundle, request);
+        let execute = shared.engine.run(thread, bundle, work);
         let result = match deadline {
             Some(deadline) => tokio::time::timeout_at(deadline, execute)
                 .await
@@ -551,8 +550,9 @@ fn router_only<T>(request: &Request<T>) -> Result<(), Status> {
 }
 
 /// The engine's request for a call (its body is `body`, unless the call has
-/// none to read), and the call's worker and request ids, for logs.
-fn engine_request(call: Call, body: Body) -> (http::Request<Body>, String, String) {
+/// none to read), the kind of work it asks for, and the call's worker and
+/// request ids, for logs.
+fn engine_request(call: Call, body: Body) -> (http::Request<Body>, Kind, String, String) {
     let body = if call.bodyless() { Body::empty() } else { body };
     let Call {
         request,
@@ -563,21 +563,34 @@ fn engine_request(call: Call, body: Body) -> (http::Request<Body>, String, Strin
         standby,
         ..
     } = call;
-    let mut request = request.map(|()| body);
-    if let Some(tick) = scheduled {
-        request
-            .extensions_mut()
-            .insert(isolane_engine::ScheduledEvent {
-                cron: tick.cron,
-                scheduled_time_ms: tick.scheduled_time_ms,
-            });
+    let kind = match (prewarm, scheduled) {
+        (true, _) if standby => Kind::Prewarm(Prewarm::Standby),
+        (true, _) => Kind::Prewarm(Prewarm::Load),
+        (false, Some(tick)) => Kind::Scheduled(ScheduledEvent {
+            cron: tick.cron,
+            scheduled_time_ms: tick.scheduled_time_ms,
+        }),
+        (false, None) => Kind::Fetch,
+    };
+    (request.map(|()| body), kind, worker_id, request_id)
+}
+
+/// What a call's head asks the engine for, its request aside.
+enum Kind {
+    Fetch,
+    Scheduled(ScheduledEvent),
+    Prewarm(Prewarm),
+}
+
+impl Kind {
+    /// The engine's work: what the head asks for, or a Durable Object
+    /// call when a peer node named one (its head asks for a plain request).
+    fn work(self, object: Option<ObjectCall>, request: http::Request<Body>) -> Work {
+        match (self, object) {
+            (Kind::Prewarm(mode), _) => Work::Prewarm { mode, request },
+            (Kind::Scheduled(event), _) => Work::Scheduled { event, request },
+            (Kind::Fetch, Some(call)) => Work::ObjectCall { call, request },
+            (Kind::Fetch, None) => Work::Fetch(request),
+        }
     }
-    if prewarm {
-        request.extensions_mut().insert(if standby {
-            isolane_engine::Prewarm::Standby
-        } else {
-            isolane_engine::Prewarm::Load
-        });
-    }
-    (request, worker_id, request_id)
 }

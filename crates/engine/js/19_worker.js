@@ -467,20 +467,30 @@ function runObjectEvent(ctxId, deliver) {
     .then(() => host.respond(ctxId, 200, 'OK', [], null), (e) => fail(ctxId, e)));
 }
 
-internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env, scheduled = null, alarm = null, call = null, socketEvent = null) {
+// One job's work (src/work.rs): a request for the Worker's fetch handler,
+// or, when `event` is given, the event it names by its `type` (one object,
+// made by src/event_object.rs). A fetch passes no event: the hot path makes no
+// object for it.
+internal.handleRequest = function handleRequest(ctxId, method, url, headers, bodyId, env, event = undefined) {
   // A request starts outside every AsyncLocalStorage (enterWith does not
   // leak into the next one).
   internal.asyncContext?.set(undefined);
-  if (scheduled !== null) return runScheduled(moduleHandler, ctxId, scheduled[0], scheduled[1], env);
-  if (alarm !== null) return runObjectEvent(ctxId, () => internal.deliverAlarm(alarm[0], alarm[1], alarm[2]));
-  if (socketEvent !== null) {
-    const [className, id, socketId, kind, data, code, reason, tags, attachment] = socketEvent;
-    return runObjectEvent(ctxId, () => internal.deliverWebSocketEvent(className, id, socketId, kind, data, code, reason, tags, attachment));
+  if (event === undefined) return runRequest(moduleHandler, ctxId, method, url, headers, bodyId, env);
+  switch (event.type) {
+    case 'scheduled':
+      return runScheduled(moduleHandler, ctxId, event.cron, event.scheduledTime, env);
+    case 'alarm':
+      return runObjectEvent(ctxId, () => internal.deliverAlarm(event.className, event.id, event.retryCount));
+    case 'objectSocket':
+      return runObjectEvent(ctxId, () => internal.deliverWebSocketEvent(event.className, event.id, event.socketId,
+        event.kind, event.data, event.code, event.reason, event.tags, event.attachment));
+    case 'objectCall':
+      // A stub call forwarded to this thread, the object's home
+      // (internal.objectCallHandler, 28_durable_object.js).
+      return runRequest(internal.objectCallHandler(event.className, event.id, event.rpcMethod), ctxId, method, url, headers, bodyId, env);
   }
-  // A stub call forwarded to this thread, the object's home
-  // (internal.objectCallHandler, 28_durable_object.js).
-  if (call !== null) return runRequest(internal.objectCallHandler(call[0], call[1], call[2]), ctxId, method, url, headers, bodyId, env);
-  return runRequest(moduleHandler, ctxId, method, url, headers, bodyId, env);
+  // Unreachable: the engine makes every event this knows.
+  return runObjectEvent(ctxId, () => { throw new TypeError(`unknown event type ${event.type}`); });
 };
 
 // Called once by the engine while it builds the startup snapshot, where the

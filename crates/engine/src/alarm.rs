@@ -1,5 +1,5 @@
-//! A Durable Object alarm, carried to [`crate::Engine::execute`] as an
-//! extension of the request (as a cron tick is, `scheduled.rs`): the engine
+//! A Durable Object alarm, run by [`crate::Engine::run`] as a
+//! [`crate::Work::Alarm`] (as a cron tick is, `scheduled.rs`): the engine
 //! then delivers `alarm(alarmInfo)` to the object, through its input gate
 //! like any other event, under the Worker's limits, slots and accounting.
 //! The answer is a bodiless 200 once the handler and the writes it made

@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use isolane_storage::{AlarmClaim, DueAlarm, Store};
 use tokio::task::JoinSet;
 
-use crate::{AlarmEvent, Body, Engine, WorkerBundle};
+use crate::{AlarmEvent, Engine, Work, WorkerBundle};
 
 /// Which Workers this process delivers alarms for.
 pub trait AlarmHost: Send + Sync + 'static {
@@ -183,13 +183,12 @@ impl AlarmRunner {
             }
             return;
         };
-        let mut request = http::Request::new(Body::empty());
-        request.extensions_mut().insert(AlarmEvent {
+        let work = Work::Alarm(AlarmEvent {
             class: class.to_owned(),
             id: scope.id.clone(),
             retry_count: alarm.retries,
         });
-        let outcome = match self.engine.execute(thread, bundle, request).await {
+        let outcome = match self.engine.run(thread, bundle, work).await {
             Ok(response) if response.status() == http::StatusCode::OK => Ok(()),
             Ok(response) => Err(format!("the handler answered {}", response.status())),
             Err(error) => Err(error.to_string()),

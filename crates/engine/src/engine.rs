@@ -13,7 +13,8 @@ use crate::observer::EngineObserver;
 use crate::outcome::{EngineError, ExecuteError};
 use crate::thread::{self, ThreadStart};
 use crate::thread_ctx::EngineShared;
-use crate::{platform, snapshot};
+use crate::work::Work;
+use crate::{dispatch, platform, snapshot};
 
 /// The running engine: N pinned threads, each with its own isolate pool.
 /// Cheap to clone; every clone drives the same threads.
@@ -230,37 +231,45 @@ impl Engine {
         self.inner.shared.tail.subscribe(worker)
     }
 
-    /// Runs `request` on engine thread `thread` with `bundle`'s worker.
-    /// Which thread serves a worker is the caller's choice (placement),
-    /// except while another namespace keeps that thread busy: then the
-    /// request runs on a thread clear of it (`fairness.rs`). On its thread
-    /// it waits in its namespace's queue (`schedule.rs`).
-    /// A request carrying a [`crate::ScheduledEvent`] extension runs the
-    /// worker's `scheduled` handler for that cron tick instead of `fetch`;
-    /// one carrying an [`crate::AlarmEvent`] or an [`crate::ObjectCall`]
-    /// runs on its object's home thread (`object_call.rs`), not `thread`.
+    /// Runs `request` for `bundle`'s Worker's `fetch` handler on engine
+    /// thread `thread`: [`Engine::run`] of a [`Work::Fetch`].
     pub async fn execute(
         &self,
         thread: usize,
         bundle: Arc<WorkerBundle>,
         request: http::Request<Body>,
     ) -> Result<http::Response<Body>, ExecuteError> {
+        self.run(thread, bundle, Work::Fetch(request)).await
+    }
+
+    /// Runs `work` on engine thread `thread` with `bundle`'s worker.
+    /// Which thread serves a worker is the caller's choice (placement),
+    /// except while another namespace keeps that thread busy: then the
+    /// work runs on a thread clear of it (`fairness.rs`). On its thread
+    /// it waits in its namespace's queue (`schedule.rs`). A Durable
+    /// Object's work (an alarm, a call) runs on its object's home thread
+    /// (`object_call.rs`), not `thread` (`dispatch.rs`).
+    pub async fn run(
+        &self,
+        thread: usize,
+        bundle: Arc<WorkerBundle>,
+        work: Work,
+    ) -> Result<http::Response<Body>, ExecuteError> {
         let threads = self.threads();
         if thread >= threads {
             return Err(ExecuteError::UnknownThread { thread, threads });
         }
+        let (shared, observer) = (&self.inner.shared, &*self.inner.observer);
         // An alarm (or a call) for a Durable Object runs on the object's
         // home thread, whatever thread its Worker serves from
         // (`object_call.rs`).
-        if let Some(home) = crate::object_call::home_of(&bundle, &request, threads) {
-            let (shared, observer) = (&self.inner.shared, &*self.inner.observer);
-            return crate::object_call::run_on(shared, observer, home, bundle, request, true).await;
+        if let Some(home) = dispatch::home_of(&bundle, &work, threads) {
+            return dispatch::run_on(shared, observer, home, bundle, work, true).await;
         }
         // Another namespace keeps this thread busy: run elsewhere instead
         // (see `fairness.rs`).
         let thread = self.serving_thread(thread, bundle.namespace());
-        let (shared, observer) = (&self.inner.shared, &*self.inner.observer);
-        crate::object_call::run_on(shared, observer, thread, bundle, request, false).await
+        dispatch::run_on(shared, observer, thread, bundle, work, false).await
     }
 
     /// Drops worker `worker_id`'s warm isolates on every thread: it was
@@ -270,12 +279,10 @@ impl Engine {
     pub async fn retire(&self, worker_id: &str) {
         let bundle = crate::retire::bundle(worker_id);
         for sender in &self.inner.shared.senders {
-            let mut request = http::Request::new(Body::empty());
-            request.extensions_mut().insert(crate::retire::Retire);
             let (reply, _) = oneshot::channel();
             let job = Job {
                 bundle: Arc::clone(&bundle),
-                request,
+                work: Work::Retire,
                 reply,
                 forwarded: true,
             };

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::bundle::WorkerBundle;
+use crate::event_object;
 use crate::host::{self, HostState, IsolateTurns, Settlement};
 use crate::limits::thread_cpu_now;
 use crate::memory::Memory;
@@ -28,6 +29,7 @@ use crate::outcome::ExecuteError;
 use crate::script;
 use crate::socket::SocketMessage;
 use crate::thread_ctx::ThreadCtx;
+use crate::work::Event;
 
 /// Handles into the context that every turn needs. `v8::Global`s: they must
 /// be dropped before the isolate is disposed (see `Drop for WorkerIsolate`).
@@ -441,22 +443,16 @@ impl WorkerIsolate {
     }
 
     /// `internal.handleRequest(ctxId, method, url, headers, bodyId, env,
-    /// scheduled, alarm, call)`; `scheduled` is `[cron, scheduledTime]` for a cron
-    /// tick (the request's [`crate::ScheduledEvent`] extension), `alarm`
-    /// `[class, id, retryCount]` for a Durable Object alarm
-    /// ([`crate::AlarmEvent`]), else `null`; `call` `[class, id, method]`
-    /// for a stub call forwarded to the object's home thread
-    /// ([`crate::ObjectCall`], `method` null for `fetch`), else `null`;
-    /// `socket` `[class, id, socketId, kind, data, code, reason, tags,
-    /// attachment]` for a message of a Durable Object's hibernatable
-    /// WebSocket (`ObjectSocketEvent`, kinds as `webSocketEvent`'s), else
-    /// `null`.
+    /// event)`: `event` is the job's [`Event`] as one object
+    /// (`event_object.rs`), and not passed for a fetch, the hot path, which
+    /// passes its request only.
     pub(crate) fn handle_request(
         &self,
         ctx: u32,
         parts: &http::request::Parts,
         url: &str,
         body_id: u32,
+        event: &Event,
     ) -> Result<(), TurnError> {
         self.turn(ctx, |scope, globals, env| {
             let function = v8::Local::new(scope, &globals.handle_request);
@@ -465,7 +461,7 @@ impl WorkerIsolate {
                 Some(env) => v8::Local::new(scope, env).into(),
                 None => v8::Object::new(scope).into(),
             };
-            let [tick, alarm, call, socket] = event_args(scope, parts)?;
+            let event = event_object::event_object(scope, event)?;
             let args = [
                 v8::Integer::new_from_unsigned(scope, ctx).into(),
                 host::js_string(scope, parts.method.as_str())?,
@@ -473,12 +469,17 @@ impl WorkerIsolate {
                 host::header_block(scope, &parts.headers)?.into(),
                 v8::Integer::new_from_unsigned(scope, body_id).into(),
                 env,
-                tick,
-                alarm,
-                call,
-                socket,
             ];
-            function.call(scope, receiver.into(), &args).map(|_| ())
+            let called = match event {
+                // A fetch: its request's values only, no event object.
+                None => function.call(scope, receiver.into(), &args),
+                Some(event) => {
+                    let [ctx, method, url, headers, body, env] = args;
+                    let args = [ctx, method, url, headers, body, env, event];
+                    function.call(scope, receiver.into(), &args)
+                }
+            };
+            called.map(|_| ())
         })
     }
 
@@ -622,7 +623,7 @@ impl WorkerIsolate {
             let key = v8::String::new(scope, "webSocketEvent")?;
             let function =
                 v8::Local::<v8::Function>::try_from(internal.get(scope, key.into())?).ok()?;
-            let [kind, data, code, reason] = message_args(scope, &message)?;
+            let [kind, data, code, reason] = event_object::message_args(scope, &message)?;
             let socket = v8::Integer::new_from_unsigned(scope, socket).into();
             let args = [socket, kind, data, code, reason];
             function.call(scope, internal.into(), &args).map(|_| ())
@@ -751,105 +752,4 @@ fn name_of(name: &'static str) -> &'static str {
         "DOMException" => "internal.DOMException",
         _ => "an internal function",
     }
-}
-
-/// `handleRequest`'s last four arguments: the cron tick, the alarm, the
-/// forwarded object call and the object's socket event the request carries
-/// (each `null` when it does not).
-fn event_args<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    parts: &http::request::Parts,
-) -> Option<[v8::Local<'s, v8::Value>; 4]> {
-    let tick = match parts.extensions.get::<crate::ScheduledEvent>() {
-        Some(tick) => {
-            let cron = host::js_string(scope, &tick.cron)?;
-            // Milliseconds fit a double exactly until 2^53.
-            #[allow(clippy::cast_precision_loss)]
-            let time = v8::Number::new(scope, tick.scheduled_time_ms as f64).into();
-            v8::Array::new_with_elements(scope, &[cron, time]).into()
-        }
-        None => v8::null(scope).into(),
-    };
-    let alarm = match parts.extensions.get::<crate::AlarmEvent>() {
-        Some(alarm) => {
-            let class = host::js_string(scope, &alarm.class)?;
-            let id = host::js_string(scope, &alarm.id)?;
-            let retries = v8::Integer::new_from_unsigned(scope, alarm.retry_count).into();
-            v8::Array::new_with_elements(scope, &[class, id, retries]).into()
-        }
-        None => v8::null(scope).into(),
-    };
-    let call = match parts.extensions.get::<crate::ObjectCall>() {
-        Some(call) => {
-            let class = host::js_string(scope, &call.class)?;
-            let id = host::js_string(scope, &call.id)?;
-            let method = match &call.method {
-                Some(method) => host::js_string(scope, method)?,
-                None => v8::null(scope).into(),
-            };
-            v8::Array::new_with_elements(scope, &[class, id, method]).into()
-        }
-        None => v8::null(scope).into(),
-    };
-    let socket = match parts.extensions.get::<crate::socket::ObjectSocketEvent>() {
-        Some(event) => socket_event_args(scope, event)?,
-        None => v8::null(scope).into(),
-    };
-    Some([tick, alarm, call, socket])
-}
-
-/// `[class, id, socketId, kind, data, code, reason, tags, attachment]` of
-/// an object's socket event (kinds and values as `internal.webSocketEvent`'s).
-fn socket_event_args<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    event: &crate::socket::ObjectSocketEvent,
-) -> Option<v8::Local<'s, v8::Value>> {
-    let class = host::js_string(scope, &event.class)?;
-    let id = host::js_string(scope, &event.id)?;
-    let socket = v8::Integer::new_from_unsigned(scope, event.socket).into();
-    let [kind, data, code, reason] = message_args(scope, &event.message)?;
-    let tags: Option<Vec<_>> = event
-        .tags
-        .iter()
-        .map(|t| host::js_string(scope, t))
-        .collect();
-    let tags = v8::Array::new_with_elements(scope, &tags?).into();
-    let attachment = match &event.attachment {
-        Some(bytes) => host::u8_array(scope, bytes.clone())?.into(),
-        None => v8::null(scope).into(),
-    };
-    let all = [
-        class, id, socket, kind, data, code, reason, tags, attachment,
-    ];
-    Some(v8::Array::new_with_elements(scope, &all).into())
-}
-
-/// `[kind, data, code, reason]` of a socket message: kind 0 text, 1 binary
-/// (a Uint8Array, charged to the Worker), 2 close.
-fn message_args<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    message: &SocketMessage,
-) -> Option<[v8::Local<'s, v8::Value>; 4]> {
-    let undefined: v8::Local<v8::Value> = v8::undefined(scope).into();
-    let (kind, data, code, reason) = match message {
-        SocketMessage::Text(text) => (0, host::js_string(scope, text)?, 0, undefined),
-        SocketMessage::Binary(bytes) => (
-            1,
-            host::u8_array(scope, bytes.to_vec())?.into(),
-            0,
-            undefined,
-        ),
-        SocketMessage::Close(frame) => {
-            let (code, reason) = frame
-                .as_ref()
-                .map_or((1005, ""), |f| (f.code, f.reason.as_str()));
-            (2, undefined, code, host::js_string(scope, reason)?)
-        }
-    };
-    Some([
-        v8::Integer::new(scope, kind).into(),
-        data,
-        v8::Integer::new(scope, i32::from(code)).into(),
-        reason,
-    ])
 }

@@ -5,8 +5,10 @@
 //! The main type is [`Engine`]: [`Engine::start`] initialises V8 once, builds
 //! the snapshot, and starts one pinned thread per core, each with its own
 //! current-thread tokio runtime, isolate LRU and watchdog;
-//! [`Engine::execute`] runs one HTTP request for a [`WorkerBundle`] on a
-//! thread the caller picks (placement is not the engine's job). Bodies stream
+//! [`Engine::run`] runs one [`Work`] (a request, a cron tick, a Durable
+//! Object's alarm or call, a prewarm…) for a [`WorkerBundle`] on a thread
+//! the caller picks (placement is not the engine's job), and
+//! [`Engine::execute`] one HTTP request. Bodies stream
 //! both ways as [`Body`]. Metrics leave through an [`EngineObserver`]. The
 //! runtime node and `isolane dev` compose it; nothing here knows Kubernetes,
 //! gRPC or Prometheus.
@@ -25,8 +27,10 @@ mod checked_file;
 mod code_cache;
 mod config;
 mod crypto_pool;
+mod dispatch;
 mod egress;
 mod engine;
+mod event_object;
 mod fairness;
 mod host;
 mod invocation;
@@ -57,6 +61,7 @@ mod trace;
 mod turn_map;
 pub mod warm_set;
 mod watchdog;
+mod work;
 mod worker_lookup;
 
 pub use alarm::AlarmEvent;
@@ -98,6 +103,7 @@ pub use tail::{
 };
 pub use trace::RequestTrace;
 pub use turn_map::{Previous, TurnMap, TurnMapError};
+pub use work::Work;
 pub use worker_lookup::WorkerLookup;
 
 /// The header every outbound `fetch` carries ([`isolane_worker::headers::HOPS`]).

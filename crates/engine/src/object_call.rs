@@ -2,23 +2,11 @@
 //! *home thread*, `thread_for` of its placement key
 //! (`<namespace>/<worker>/<class>/<id>`, `isolane-placement`), in the
 //! isolate of its Worker there. A stub call made on another thread leaves
-//! the calling isolate as a request carrying an [`ObjectCall`] extension,
-//! handed to the home thread (never moved by `fairness.rs`), where the
-//! engine delivers it to the object through its input gate, under the
-//! Worker's limits, like an [`crate::AlarmEvent`]; the answer comes back
-//! as the request's response.
-
-use std::sync::Arc;
-use std::time::Duration;
-
-use tokio::sync::{mpsc, oneshot};
-
-use crate::body::Body;
-use crate::bundle::WorkerBundle;
-use crate::job::Job;
-use crate::observer::EngineObserver;
-use crate::outcome::ExecuteError;
-use crate::thread_ctx::EngineShared;
+//! the calling isolate as a [`crate::Work::ObjectCall`] (the call and its
+//! request), handed to the home thread (never moved by `fairness.rs`;
+//! `dispatch.rs`), where the engine delivers it to the object through its
+//! input gate, under the Worker's limits, like an [`crate::AlarmEvent`];
+//! the answer comes back as the request's response.
 
 /// A stub call forwarded to the object's home thread: the request is the
 /// `stub.fetch` request, or for a JS RPC call a `POST` whose body is the
@@ -46,75 +34,6 @@ pub fn object_key(worker_id: &str, class: &str, id: &str) -> String {
 pub fn home_thread(worker_id: &str, class: &str, id: &str, threads: usize) -> usize {
     let threads = u32::try_from(threads).unwrap_or(u32::MAX);
     isolane_placement::thread_for(&object_key(worker_id, class, id), threads) as usize
-}
-
-/// The home thread of the object a request is for (an alarm or a
-/// forwarded call), if it is for one.
-pub(crate) fn home_of(
-    bundle: &WorkerBundle,
-    request: &http::Request<Body>,
-    threads: usize,
-) -> Option<usize> {
-    let extensions = request.extensions();
-    let (class, id) = if let Some(alarm) = extensions.get::<crate::AlarmEvent>() {
-        (&alarm.class, &alarm.id)
-    } else {
-        let call = extensions.get::<ObjectCall>()?;
-        (&call.class, &call.id)
-    };
-    Some(home_thread(&bundle.id, class, id, threads))
-}
-
-/// Runs `request` on engine thread `thread` as it is: not moved to a
-/// thread clear of a busy namespace (`fairness.rs`), nor to the thread
-/// holding the Worker in shared mode. `Overloaded` when its queue is full
-/// (told to `observer`). `forwarded`: an object's call or alarm sent to
-/// its home thread (`Job::forwarded`), which waits for room in a full
-/// queue instead; `Engine::execute` sends its requests here too, once it
-/// has chosen their thread.
-pub(crate) async fn run_on(
-    shared: &EngineShared,
-    observer: &dyn EngineObserver,
-    thread: usize,
-    bundle: Arc<WorkerBundle>,
-    request: http::Request<Body>,
-    forwarded: bool,
-) -> Result<http::Response<Body>, ExecuteError> {
-    let threads = shared.senders.len();
-    let Some(sender) = shared.senders.get(thread) else {
-        return Err(ExecuteError::UnknownThread { thread, threads });
-    };
-    let (reply, response) = oneshot::channel();
-    let job = Job {
-        bundle,
-        request,
-        reply,
-        forwarded,
-    };
-    // An object's call or alarm waits for room in a full queue instead
-    // of failing a request already admitted (bounded by its caller's wall
-    // limit); the thread takes jobs off its queue between turns.
-    let sent = if forwarded {
-        sender
-            .send(job)
-            .await
-            .map_err(|mpsc::error::SendError(job)| mpsc::error::TrySendError::Closed(job))
-    } else {
-        sender.try_send(job)
-    };
-    if let Err(error) = sent {
-        let error = match error {
-            mpsc::error::TrySendError::Full(_) => ExecuteError::Overloaded { thread },
-            mpsc::error::TrySendError::Closed(_) => ExecuteError::Canceled {
-                reason: "the engine is shut down",
-            },
-        };
-        observer.request_finished(thread, error.outcome(), Duration::ZERO, Duration::ZERO);
-        return Err(error);
-    }
-    response.await.unwrap_or(Err(ExecuteError::Canceled {
-        reason: "the engine dropped the request",
-    }))
 }
 
 #[cfg(test)]

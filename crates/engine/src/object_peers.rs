@@ -6,7 +6,7 @@
 //! every object is this process's.
 //!
 //! A stub call whose owner is another node leaves the isolate as an
-//! [`crate::ObjectCall`] request (as a call to another thread does) and is
+//! [`ObjectCall`] and its request (as a call to another thread does) and is
 //! handed to [`ObjectPeers::call`]; the owner runs it on the object's home
 //! thread there. A call the owner refuses before it ran (it is not the
 //! owner by its own view of the ring, or it cannot be reached) is sent
@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
+use crate::object_call::ObjectCall;
 
 /// How many times one stub call is sent to an owner (the first time and
 /// the retries after a refusal before it ran).
@@ -42,9 +43,16 @@ pub trait ObjectPeers: Send + Sync + std::fmt::Debug + 'static {
     /// this one (or no ring is known yet).
     fn owner(&self, key: &str) -> Option<String>;
 
-    /// Runs `request` (carrying an [`crate::ObjectCall`]) for `worker` on
-    /// node `node`, which the ring names as the object's owner.
-    fn call(&self, node: &str, worker: &WorkerBundle, request: http::Request<Body>) -> PeerAnswer;
+    /// Runs stub call `call` (its request `request`: a
+    /// [`crate::Work::ObjectCall`]) for `worker` on node `node`, which the
+    /// ring names as the object's owner.
+    fn call(
+        &self,
+        node: &str,
+        worker: &WorkerBundle,
+        call: ObjectCall,
+        request: http::Request<Body>,
+    ) -> PeerAnswer;
 }
 
 /// Why a call to another node did not run there, or failed there.

@@ -1,4 +1,4 @@
-//! Prewarming: a request carrying a [`Prewarm`] extension makes the engine
+//! Prewarming: a [`crate::Work::Prewarm`] makes the engine
 //! load the worker's revision into the thread's pool (snapshot → context →
 //! script, top-level code included, under the worker's limits) and answer a
 //! bodiless 204 without calling any handler.
@@ -11,7 +11,7 @@
 //! when the thread's warm pool has room for it without evicting any
 //! isolate, so it can never push a warm neighbour out.
 
-/// Marks a request as a prewarm (see the module docs).
+/// How a prewarm loads (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Prewarm {
     /// Load the revision, evicting what the pool's policy picks if full.

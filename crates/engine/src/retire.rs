@@ -1,5 +1,5 @@
 //! Retiring a deleted worker: [`crate::Engine::retire`] sends each engine
-//! thread a job marked [`Retire`], which drops the worker's warm isolates
+//! thread a [`crate::Work::Retire`] job, which drops the worker's warm isolates
 //! from that thread's pool (eviction reason `retired`). What they held — up
 //! to the worker's memory limit each, resizable buffers included — goes
 //! back at once, not when the pool's LRU or its memory budget reaches them.
@@ -8,10 +8,6 @@
 use std::sync::Arc;
 
 use crate::bundle::{Limits, WorkerBundle};
-
-/// Marks a job as a retirement (see the module docs); never a request's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Retire;
 
 /// What a retirement job carries: the worker's id, nothing to run.
 pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {

@@ -315,7 +315,7 @@ mod tests {
         let (reply, _) = tokio::sync::oneshot::channel();
         Job {
             bundle: Arc::new(WorkerBundle::new(id, "r1", "")),
-            request: http::Request::new(Body::empty()),
+            work: crate::work::Work::Fetch(http::Request::new(Body::empty())),
             reply,
             forwarded: false,
         }

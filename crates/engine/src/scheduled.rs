@@ -1,5 +1,5 @@
-//! A cron tick for a worker's `scheduled` handler, carried to
-//! [`crate::Engine::execute`] as an extension of the request: the engine
+//! A cron tick for a worker's `scheduled` handler, run by
+//! [`crate::Engine::run`] as a [`crate::Work::Scheduled`]: the engine
 //! then calls `scheduled(controller, env, ctx)` (or dispatches a
 //! `ScheduledEvent` to a service worker) instead of `fetch`, under the same
 //! limits, slots and accounting as a request. The answer is a bodiless 200

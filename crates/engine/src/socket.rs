@@ -142,14 +142,16 @@ impl WebSocketUpgrade {
 }
 
 /// A message (or the close) of a Durable Object's hibernatable WebSocket
-/// (`ctx.acceptWebSocket`), carried to its object as an extension of a
-/// request run on the object's home thread, as an alarm is: the engine
+/// (`ctx.acceptWebSocket`), carried to its object as a
+/// [`crate::Work::ObjectSocketEvent`] run on the object's home thread, as
+/// an alarm is: the engine
 /// delivers `webSocketMessage`/`webSocketClose`/`webSocketError` to the
 /// object (made again first if it was evicted) through its input gate,
 /// under the Worker's limits. The answer is a bodiless 200 once the handler
 /// is done.
+/// Made by the engine only (`host/ws_object.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ObjectSocketEvent {
+pub struct ObjectSocketEvent {
     /// The class as the Worker's binding names it.
     pub(crate) class: String,
     /// The object's id (64 hex digits).

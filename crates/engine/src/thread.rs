@@ -18,7 +18,6 @@ use crate::config::{EngineConfig, PoolMode};
 use crate::isolate::WorkerIsolate;
 use crate::job::Job;
 use crate::limits::CpuClock;
-use crate::object_call::ObjectCall;
 use crate::observer::{EngineObserver, EvictionReason};
 use crate::outcome::ExecuteError;
 use crate::pool::{Evicted, Pool};
@@ -27,6 +26,7 @@ use crate::schedule::{Refusal, Schedule, Start};
 use crate::spare_demand::SpareDemand;
 use crate::thread_ctx::{EngineShared, ThreadCtx};
 use crate::watchdog::Watchdog;
+use crate::work::Work;
 
 mod local_yield;
 mod serve;
@@ -399,12 +399,7 @@ fn next_turn_guess(state: &ThreadState, permits: &Semaphore) -> Duration {
 /// slot is taken, started at once beyond them if its namespace is under
 /// its guarantee.
 fn receive(state: &Rc<ThreadState>, job: Job, permits: &Arc<Semaphore>, alone: bool) {
-    if job
-        .request
-        .extensions()
-        .get::<crate::retire::Retire>()
-        .is_some()
-    {
+    if let Work::Retire = job.work {
         retire(state, &job.bundle.id);
         return;
     }
@@ -417,7 +412,7 @@ fn receive(state: &Rc<ThreadState>, job: Job, permits: &Arc<Semaphore>, alone: b
     // caller holds a slot of its own (on another thread or node), which
     // bounds such calls, and refusing it would fail a request already
     // admitted (`object_call.rs`). It waits in its namespace's queue.
-    let share = if job.request.extensions().get::<ObjectCall>().is_some() {
+    let share = if job.work.is_object_call() {
         usize::MAX
     } else {
         worker_slots(&state.ctx.config)
@@ -644,7 +639,7 @@ fn report_evictions(state: &ThreadState, evicted: Vec<Evicted>) {
     }
 }
 
-/// A deleted worker (`retire.rs`): its warm isolates leave the pool, and
+/// A deleted worker (`retire.rs`, [`Work::Retire`]): its warm isolates leave the pool, and
 /// the shared mode's directory forgets where it ran.
 fn retire(state: &ThreadState, worker_id: &str) {
     let removed = state.pool.borrow_mut().remove_worker(worker_id);
@@ -666,7 +661,7 @@ fn retire(state: &ThreadState, worker_id: &str) {
     }
 }
 
-/// A prewarm (`crate::Prewarm`): the revision loaded into the pool, warm
+/// A prewarm ([`Work::Prewarm`]): the revision loaded into the pool, warm
 /// already or compiled now (a standby only where it fits without evicting
 /// any isolate), and a bodiless 204. In the legacy mode (a new isolate per
 /// request) there is nothing to keep warm.

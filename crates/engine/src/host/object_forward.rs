@@ -12,8 +12,10 @@ use super::error::{ErrorClass, HostError};
 use super::state::FetchHead;
 use super::{HostState, Settlement, begin_op, header_map};
 use crate::body::Body;
-use crate::object_call::{ObjectCall, home_thread, object_key, run_on};
+use crate::dispatch::run_on;
+use crate::object_call::{ObjectCall, home_thread, object_key};
 use crate::object_peers::{MAX_ATTEMPTS, retry_pause};
+use crate::work::Work;
 
 /// The Worker whose isolate this is, with a class it binds.
 pub(super) fn bound_worker(
@@ -92,7 +94,6 @@ impl CallParts {
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.uri.clone();
         *request.headers_mut() = self.headers.clone();
-        request.extensions_mut().insert(self.call.clone());
         request
     }
 }
@@ -118,11 +119,16 @@ async fn deliver(
             let threads = shared.senders.len();
             let home = home_thread(&worker.id, &parts.call.class, &parts.call.id, threads);
             let observer = &*thread.observer;
-            return run_on(shared, observer, home, worker, parts.request(), true)
+            let work = Work::ObjectCall {
+                call: parts.call.clone(),
+                request: parts.request(),
+            };
+            return run_on(shared, observer, home, worker, work, true)
                 .await
                 .map_err(|error| error.to_string());
         };
-        match peers.call(&node, &worker, parts.request()).await {
+        let (call, request) = (parts.call.clone(), parts.request());
+        match peers.call(&node, &worker, call, request).await {
             Ok(response) => return Ok(response),
             Err(error) if error.not_run() && attempt + 1 < MAX_ATTEMPTS => {
                 attempt += 1;

@@ -7,7 +7,7 @@
 //! `101` carried it: that request ends as a plain one, and the socket stays
 //! open here, outside the JavaScript heap, while the object's instance may
 //! be evicted (`objectIdleTimer`). Each message from the client becomes an
-//! event of its own for the object, an `ObjectSocketEvent` request run on
+//! event of its own for the object, a `Work::ObjectSocketEvent` run on
 //! this thread (the object's home) like an alarm: the object is made again
 //! if it was evicted, `webSocketMessage` runs through its input gate under
 //! the Worker's limits, and the next message waits for it. A text message
@@ -32,7 +32,6 @@ use super::error::{ErrorClass, HostError, HostResult};
 use super::socket::{ClientQueue, Inbox, Sockets, abnormal, new_entry, sockets};
 use super::socket_count::Slot;
 use super::{HostState, IsolateTurns, js_string, u8_array};
-use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::outcome::ExecuteError;
 use crate::socket::{ObjectSocketEvent, SocketEnd, SocketMessage};
@@ -168,8 +167,7 @@ impl Delivery {
         socket: u32,
         message: SocketMessage,
     ) -> Result<(), ExecuteError> {
-        let mut request = http::Request::new(Body::empty());
-        request.extensions_mut().insert(ObjectSocketEvent {
+        let work = crate::Work::ObjectSocketEvent(ObjectSocketEvent {
             class: object.class.clone(),
             id: object.id.clone(),
             socket,
@@ -179,7 +177,7 @@ impl Delivery {
         });
         let observer = &*self.observer;
         let bundle = object.bundle.clone();
-        crate::object_call::run_on(&self.shared, observer, self.thread, bundle, request, true)
+        crate::dispatch::run_on(&self.shared, observer, self.thread, bundle, work, true)
             .await
             .map(drop)
     }

@@ -20,6 +20,7 @@ use crate::job::{Job, Reply};
 use crate::observer::TerminationReason;
 use crate::outcome::{ExecuteError, Outcome};
 use crate::thread_ctx::ThreadCtx;
+use crate::work::{Event, Work};
 
 /// Counts a request in flight for the drain at shutdown.
 struct InFlight<'a>(&'a ThreadState);
@@ -85,7 +86,14 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: Option<OwnedSemaphoreP
     let started = Instant::now();
     let ctx = &state.ctx;
     let (bundle, reply) = (job.bundle, job.reply);
-    let (parts, body) = job.request.into_parts();
+    // The work that calls the Worker's code, or a prewarm (`Work::into_call`).
+    let (request, call) = match job.work.into_call() {
+        Ok((request, event)) => (request, Ok(event)),
+        Err(Work::Prewarm { mode, request }) => (request, Err(mode)),
+        // `receive` takes retirements before they reach a queue.
+        Err(_) => return super::retire(state, &bundle.id),
+    };
+    let (parts, body) = request.into_parts();
     let request_id = request_id(state, &parts);
     let span = tracing::debug_span!("engine.request", worker.id = %bundle.id, revision = %bundle.revision, thread = ctx.index, request.id = %request_id);
     tracing::debug!(parent: &span, method = %parts.method, uri = %parts.uri, "request");
@@ -96,9 +104,10 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: Option<OwnedSemaphoreP
         request_id: &request_id,
         started,
     };
-    if let Some(&mode) = parts.extensions.get::<crate::Prewarm>() {
-        return prewarmed(state, &refused, mode, reply);
-    }
+    let event = match call {
+        Ok(event) => event,
+        Err(mode) => return prewarmed(state, &refused, mode, reply),
+    };
     let isolate = match admit(state, &refused) {
         Ok(isolate) => isolate,
         Err(error) => return refuse(ctx, &refused, error, reply),
@@ -113,7 +122,7 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: Option<OwnedSemaphoreP
         &request_id,
         Some((&isolate.host, req)),
     );
-    let tripped = handle(&isolate, req, &parts, body, body_limit);
+    let tripped = handle(&isolate, req, &parts, &event, body, body_limit);
     let (mut reply, rx) = (reply, running.head_rx);
     let head = Head { rx, deadline };
     let result = answer(state, &isolate, req, &bundle, head, &mut reply).await;
@@ -267,11 +276,12 @@ fn begin(
 }
 
 /// Hands request `req` to its Worker: its body (capped at `body_limit`),
-/// then its handler. The cap's state, when the request has a body.
+/// then its handler, called for `event`. The cap's state, when the request has a body.
 fn handle(
     isolate: &WorkerIsolate,
     req: u32,
     parts: &http::request::Parts,
+    event: &Event,
     body: Body,
     body_limit: u64,
 ) -> Option<crate::body_cap::Tripped> {
@@ -284,7 +294,7 @@ fn handle(
         tripped = Some(cap);
         host.register_body(req, body)
     };
-    match isolate.handle_request(req, parts, &request_url(parts), body_id) {
+    match isolate.handle_request(req, parts, &request_url(parts), body_id, event) {
         Ok(()) | Err(TurnError::Terminated(_)) => {}
         Err(TurnError::Threw { message, stack }) => {
             crate::host::console::report_exception(host, req, "handler threw", &message, &stack);

@@ -209,14 +209,13 @@ async fn a_split_between_revisions_keeps_each_warm_and_a_fourth_evicts_the_oldes
     );
 }
 
-fn prewarm(path: &str) -> http::Request<isolane_engine::Body> {
+fn prewarm(path: &str) -> isolane_engine::Work {
     prewarm_as(path, isolane_engine::Prewarm::Load)
 }
 
-fn prewarm_as(path: &str, mode: isolane_engine::Prewarm) -> http::Request<isolane_engine::Body> {
-    let mut request = get(path);
-    request.extensions_mut().insert(mode);
-    request
+fn prewarm_as(path: &str, mode: isolane_engine::Prewarm) -> isolane_engine::Work {
+    let request = get(path);
+    isolane_engine::Work::Prewarm { mode, request }
 }
 
 #[tokio::test]
@@ -227,7 +226,7 @@ async fn a_prewarm_compiles_the_revision_so_its_first_request_is_warm() {
         "let loads = 0; loads++; export default { fetch() { return new Response(`loads=${loads}`); } };",
     );
     let response = engine
-        .execute(0, counted.clone(), prewarm("/"))
+        .run(0, counted.clone(), prewarm("/"))
         .await
         .expect("prewarm");
     assert_eq!(response.status(), 204);
@@ -243,10 +242,7 @@ async fn a_prewarm_compiles_the_revision_so_its_first_request_is_warm() {
     );
     assert_eq!(recorder.hits.load(Ordering::Relaxed), 1);
     // A second prewarm finds it warm and loads nothing.
-    let response = engine
-        .execute(0, counted.clone(), prewarm("/"))
-        .await
-        .unwrap();
+    let response = engine.run(0, counted.clone(), prewarm("/")).await.unwrap();
     assert_eq!(response.status(), 204);
     assert_eq!(recorder.prewarmed_warm.load(Ordering::Relaxed), 1);
     assert_eq!(run(&engine, 0, &counted, "/").await.1, "loads=1");
@@ -271,8 +267,8 @@ async fn a_standby_prewarm_loads_only_into_room_and_never_evicts() {
     let spilled = bundle("t/spilled", HELLO);
     let late = bundle("t/late", HELLO);
     let prewarmed = |bundle: &Arc<isolane_engine::WorkerBundle>, mode| {
-        let request = prewarm_as("/", mode);
-        let call = engine.execute(0, bundle.clone(), request);
+        let work = prewarm_as("/", mode);
+        let call = engine.run(0, bundle.clone(), work);
         async move { call.await.expect("prewarm").status() }
     };
     let standby = isolane_engine::Prewarm::Standby;
@@ -305,14 +301,14 @@ async fn a_prewarm_of_a_broken_or_hostile_revision_fails_and_the_neighbour_is_un
     let neighbour = bundle("t/neighbour", HELLO);
     assert_eq!(run(&engine, 0, &neighbour, "/").await.1, "hello");
     let broken = bundle("t/broken", "export default { fetch( };");
-    let error = engine.execute(0, broken, prewarm("/")).await.unwrap_err();
+    let error = engine.run(0, broken, prewarm("/")).await.unwrap_err();
     assert!(matches!(error, ExecuteError::Script { .. }), "{error:?}");
     // Top-level code that never ends is stopped by the CPU limit.
     let spinning = bundle(
         "t/spin",
         "while (true) {} export default { fetch() { return new Response('x'); } };",
     );
-    let error = engine.execute(0, spinning, prewarm("/")).await.unwrap_err();
+    let error = engine.run(0, spinning, prewarm("/")).await.unwrap_err();
     assert!(
         matches!(
             error,

@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use isolane_engine::{
-    Body, Engine, EngineConfig, ObjectPeers, PeerAnswer, PeerError, PoolMode, WorkerBundle,
+    Body, Engine, EngineConfig, ObjectCall, ObjectPeers, PeerAnswer, PeerError, PoolMode, Work,
+    WorkerBundle,
 };
 use isolane_placement::{Node, NodeSet};
 use isolane_storage::Store;
@@ -88,7 +89,13 @@ impl ObjectPeers for TwoNodes {
         (name != NODES[self.me]).then_some(name)
     }
 
-    fn call(&self, node: &str, _: &WorkerBundle, request: http::Request<Body>) -> PeerAnswer {
+    fn call(
+        &self,
+        node: &str,
+        _: &WorkerBundle,
+        call: ObjectCall,
+        request: http::Request<Body>,
+    ) -> PeerAnswer {
         self.sent.fetch_add(1, Ordering::SeqCst);
         let node = node.to_owned();
         let refused = self
@@ -101,7 +108,9 @@ impl ObjectPeers for TwoNodes {
             if refused {
                 return Err(PeerError::NotOwner { node });
             }
-            let answer = other.execute(0, worker, request).await;
+            let answer = other
+                .run(0, worker, Work::ObjectCall { call, request })
+                .await;
             answer.map_err(|error| PeerError::Failed {
                 node,
                 reason: error.to_string(),

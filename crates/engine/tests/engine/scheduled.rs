@@ -1,19 +1,19 @@
-//! Cron ticks: a request carrying a `ScheduledEvent` runs the worker's
+//! Cron ticks: a `Work::Scheduled` runs the worker's
 //! `scheduled` handler (module or service worker) under its limits.
 
 use std::sync::Arc;
 
-use isolane_engine::{Body, ExecuteError, PoolMode, ScheduledEvent, WorkerBundle};
+use isolane_engine::{ExecuteError, PoolMode, ScheduledEvent, Work, WorkerBundle};
 
 use crate::support::*;
 
-fn tick(cron: &str, at_ms: i64) -> http::Request<Body> {
-    let mut request = get("/__scheduled");
-    request.extensions_mut().insert(ScheduledEvent {
+fn tick(cron: &str, at_ms: i64) -> Work {
+    let event = ScheduledEvent {
         cron: cron.to_owned(),
         scheduled_time_ms: at_ms,
-    });
-    request
+    };
+    let request = get("/__scheduled");
+    Work::Scheduled { event, request }
 }
 
 async fn fire(
@@ -23,7 +23,7 @@ async fn fire(
     at_ms: i64,
 ) -> Result<u16, ExecuteError> {
     engine
-        .execute(0, worker.clone(), tick(cron, at_ms))
+        .run(0, worker.clone(), tick(cron, at_ms))
         .await
         .map(|r| r.status().as_u16())
 }
