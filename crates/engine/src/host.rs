@@ -30,12 +30,14 @@ mod form_data;
 pub(crate) mod handle;
 mod headers;
 mod html_rewriter;
+mod id_map;
 mod io;
 mod kv;
 pub(crate) mod lazy;
 mod memory;
 mod message_channel;
 mod node;
+mod object_binding;
 mod object_forward;
 mod object_hosted;
 pub(crate) mod rejection;
@@ -62,7 +64,7 @@ use crate::bundle::Compat;
 pub(crate) use error::throw_type_error;
 pub(crate) use headers::{HeaderNames, header_array, header_block, header_map, lenient_header_map};
 pub(crate) use memory::fits as memory_fits;
-pub(crate) use state::{HostState, IsolateTurns, Settlement};
+pub(crate) use state::{HostState, IsolateTurns, Settle, Settlement};
 pub(crate) use unit::Unit;
 pub(crate) use value::{
     arg_string, array_buffer, begin_op, js_string, new_promise, u8_array, value_string, view_bytes,
@@ -95,11 +97,12 @@ fn families() -> Vec<Unit> {
         form_data::unit(),
         memory::wasm(),
         socket::unit(),
+        ws_connect::unit(),
     ];
     units.extend(node_families());
     units.extend([
         kv::unit(),
-        durable_object::unit(),
+        object_binding::unit(),
         message_channel::unit(),
         cloudflare::workers(),
         cloudflare::node(),

@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 use crate::limits::CpuClock;
 use crate::observer::TerminationReason;
 
+mod stop;
+pub(crate) use stop::Stop;
+
 pub(crate) struct Watchdog {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
@@ -252,7 +255,7 @@ mod tests {
     /// stop and fires the watchdog, before the watchdog's own thread looks.
     #[test]
     fn an_on_thread_stop_past_its_budget_fires_the_watchdog() {
-        use crate::host::crypto::offload::Stop;
+        use crate::watchdog::Stop;
         let (watchdog, isolate) = setup();
         armed(&watchdog, &isolate, Duration::from_secs(3600));
         let within = Stop::on_thread(watchdog.tripwire(), Duration::from_secs(3600));

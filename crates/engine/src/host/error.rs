@@ -61,6 +61,17 @@ pub(crate) struct HostError {
 /// What host functions return when they can fail.
 pub(crate) type HostResult<T> = Result<T, HostError>;
 
+/// A host error as an op's answer: its promise rejects with it.
+impl super::Settle for HostError {
+    fn into_js<'s>(
+        self: Box<Self>,
+        scope: &mut v8::PinScope<'s, '_>,
+    ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
+        let undefined = v8::undefined(scope).into();
+        Err(self.to_js(scope).unwrap_or(undefined))
+    }
+}
+
 impl HostError {
     pub(crate) fn new(class: ErrorClass, message: impl Into<String>) -> Self {
         Self {

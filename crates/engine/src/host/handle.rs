@@ -18,11 +18,10 @@
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
-use super::HostState;
-use super::state::IdMap;
+use super::id_map::IdMap;
 use crate::memory::Memory;
 
 /// Who owns a resource: the isolate (until freed or collected), or a
@@ -60,16 +59,21 @@ pub(crate) struct Handles {
     entries: RefCell<IdMap<Entry>>,
     /// Ids whose handle was collected while `entries` was borrowed.
     collected: RefCell<Vec<u32>>,
+    /// Itself, for the finalizers of its handle objects: a collected
+    /// object's entry goes from the table that made it, without a way
+    /// back through the isolate's state.
+    me: Weak<Handles>,
 }
 
 impl Handles {
-    pub(crate) fn new(memory: Arc<Memory>) -> Self {
-        Self {
+    pub(crate) fn new(memory: Arc<Memory>) -> Rc<Self> {
+        Rc::new_cyclic(|me| Self {
             memory,
             next: Cell::new(0),
             entries: RefCell::default(),
             collected: RefCell::default(),
-        }
+            me: me.clone(),
+        })
     }
 
     /// Adds `value`, charging `charge` bytes; its id, or `None` over the
@@ -104,7 +108,7 @@ impl Handles {
         owner: Owner,
     ) -> Option<v8::Local<'s, v8::Object>> {
         let id = self.insert(value, charge, owner)?;
-        let Some((object, weak)) = new_handle(scope, id) else {
+        let Some((object, weak)) = new_handle(scope, id, self.me.clone()) else {
             self.remove(id);
             return None;
         };
@@ -239,6 +243,7 @@ impl Drop for Handles {
 fn new_handle<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     id: u32,
+    handles: Weak<Handles>,
 ) -> Option<(v8::Local<'s, v8::Object>, v8::Weak<v8::Object>)> {
     let template = v8::ObjectTemplate::new(scope);
     template.set_internal_field_count(1);
@@ -248,9 +253,9 @@ fn new_handle<'s>(
     let weak = v8::Weak::with_finalizer(
         scope,
         object,
-        Box::new(move |isolate: &mut v8::Isolate| {
-            if let Some(host) = isolate.get_slot::<Rc<HostState>>().cloned() {
-                host.handles.remove(id);
+        Box::new(move |_: &mut v8::Isolate| {
+            if let Some(handles) = handles.upgrade() {
+                handles.remove(id);
             }
         }),
     );

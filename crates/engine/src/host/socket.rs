@@ -29,9 +29,9 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::error::{HostError, HostResult};
+use super::id_map::IdMap;
 use super::socket_count::{self, Refused, Slot};
-use super::state::IdMap;
-use super::unit::Unit;
+use super::unit::{RequestResources, Unit};
 use super::{HostState, IsolateTurns, lenient_header_map, value_string, view_bytes};
 use crate::outcome::ExecuteError;
 use crate::socket::{CloseFrame, SocketEnd, SocketMessage, WebSocketUpgrade};
@@ -43,9 +43,8 @@ pub(super) fn unit() -> Unit {
         .function("webSocketSend", web_socket_send)
         .function("webSocketClose", web_socket_close)
         .function("webSocketAccepted", web_socket_accepted)
-        .function("webSocketConnect", super::ws_connect::web_socket_connect)
         .function("webSocketPass", web_socket_pass)
-        .state::<Sockets>()
+        .request_state::<Sockets>()
 }
 
 /// Close codes the engine uses of its own.
@@ -543,5 +542,11 @@ async fn pump(me: Weak<dyn IsolateTurns>, ctx: u32, id: u32, queue: ClientQueue,
             return;
         }
         isolate.socket_event(ctx, id, message);
+    }
+}
+
+impl RequestResources for Sockets {
+    fn drop_for(&self, ctx: Option<u32>) {
+        Sockets::drop_for(self, ctx);
     }
 }

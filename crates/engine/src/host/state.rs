@@ -6,8 +6,6 @@
 //! its `RefCell`s are never held across a call into JavaScript or an `.await`.
 
 use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -24,6 +22,7 @@ use crate::thread_ctx::ThreadCtx;
 
 use super::error::HostError;
 use super::handle::Handles;
+use super::id_map::IdMap;
 use super::rejection::Rejections;
 use super::unit::UnitStates;
 
@@ -77,16 +76,28 @@ pub(crate) enum Settlement {
     Fetch(FetchHead),
     /// Rejects with a `TypeError` (a [`HostError`] of that class).
     TypeError(String),
-    /// An offloaded Web Crypto job (`host/crypto/offload.rs`).
-    Crypto(Box<super::crypto::subtle::OffloadResult>),
-    /// A KV operation's answer (`host/kv.rs`).
-    Kv(Box<super::kv::Settled>),
-    /// A Durable Object storage operation's answer (`host/durable_object.rs`).
-    Object(Box<super::durable_object::Settled>),
-    /// A `connect()` socket that opened (`host/tcp.rs`).
-    Socket(Box<super::tcp::Opened>),
-    /// A `node:dns` query's answer (`host/node/dns.rs`).
-    Dns(Box<super::node::dns::Answer>),
+    /// An answer of an API's own kind (a Web Crypto job's, a KV read's, a
+    /// socket that opened, …): it makes its JS value itself ([`Settle`]),
+    /// so the core names no API family.
+    Custom(Box<dyn Settle>),
+}
+
+/// A pending op's answer of an API's own kind ([`Settlement::Custom`]),
+/// turned into the JS value to resolve (`Ok`) or reject (`Err`) with, in
+/// the settling turn.
+pub trait Settle: 'static {
+    /// The JS value: `Ok` resolves the op's promise, `Err` rejects it.
+    fn into_js<'s>(
+        self: Box<Self>,
+        scope: &mut v8::PinScope<'s, '_>,
+    ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>>;
+}
+
+impl Settlement {
+    /// An answer of an API's own kind.
+    pub(crate) fn custom(answer: impl Settle) -> Self {
+        Self::Custom(Box::new(answer))
+    }
 }
 
 /// The head of an outbound fetch's response.
@@ -121,30 +132,6 @@ struct Op {
 struct Timer {
     ctx: u32,
     task: AbortHandle,
-}
-
-/// Maps keyed by the ids this state hands out (sequential `u32`s, never
-/// chosen by a client): the id is its own hash, no SipHash on every lookup.
-pub(crate) type IdMap<T> = HashMap<u32, T, BuildHasherDefault<IdHasher>>;
-
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        // Spread the sequential ids over the table's top bits too.
-        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-
-    fn write_u32(&mut self, id: u32) {
-        self.0 = u64::from(id);
-    }
 }
 
 /// The isolate a [`HostState`] belongs to, as its host tasks see it. Host
@@ -196,7 +183,7 @@ pub(crate) struct HostState {
     pub(crate) rejections: Rejections,
     /// Native resources JavaScript holds: keys, hashers, codecs, rewrites
     /// (`host/handle.rs`).
-    pub(crate) handles: Handles,
+    pub(crate) handles: Rc<Handles>,
     /// The Web API units' own state (`host/unit.rs`).
     units: UnitStates,
     /// The runtime's `DOMException` constructor, for host errors of a
@@ -564,12 +551,7 @@ impl HostState {
             timer.task.abort();
         }
         self.handles.drop_for(ctx);
-        if let Some(sockets) = self.state::<super::socket::Sockets>() {
-            sockets.drop_for(ctx);
-        }
-        if let Some(sockets) = self.state::<super::tcp::TcpSockets>() {
-            sockets.drop_for(ctx);
-        }
+        self.units.drop_for(ctx);
         self.bodies
             .borrow_mut()
             .retain(|_, (owner, _)| !matches(*owner));
@@ -709,11 +691,7 @@ impl Settlement {
                 Ok(object.into())
             }
             Settlement::Fetch(head) => Ok(head.into_js(scope)),
-            Settlement::Crypto(result) => super::crypto::subtle::offloaded_js(scope, *result),
-            Settlement::Kv(settled) => super::kv::settled_js(scope, *settled),
-            Settlement::Object(settled) => super::durable_object::settled_js(scope, *settled),
-            Settlement::Socket(opened) => Ok(super::tcp::opened_js(scope, *opened)),
-            Settlement::Dns(answer) => Ok(super::node::dns::answer_js(scope, *answer)),
+            Settlement::Custom(answer) => answer.into_js(scope),
             Settlement::TypeError(message) => Err(HostError::type_error(message)
                 .to_js(scope)
                 .ok_or(undefined)?),

@@ -21,6 +21,9 @@ pub(crate) struct Unit {
     pub(crate) functions: Vec<(&'static str, v8::FunctionCallback)>,
     /// Makes its per-isolate state.
     pub(crate) state: Option<MakeState>,
+    /// Drops what its state holds for a request that ends (or for every
+    /// request, `None`, when the isolate goes): see [`RequestResources`].
+    pub(crate) teardown: Option<Teardown>,
     /// Node built-ins it provides: (name without `node:`, source). Not in
     /// the snapshot: compiled when a Worker first imports one
     /// (`modules/node.rs`).
@@ -42,6 +45,19 @@ pub(crate) type Gate = fn(&Compat) -> bool;
 /// Makes a unit's state for a new isolate: its type and the value.
 pub(crate) type MakeState = fn() -> (TypeId, Box<dyn Any>);
 
+/// Tears down a unit's state for one request (`Some(ctx)`) or all (`None`).
+pub(crate) type Teardown = fn(&dyn Any, Option<u32>);
+
+/// A unit's per-isolate state that holds resources of requests (open
+/// sockets, passed-in WebSockets): the core calls [`Self::drop_for`] when a
+/// request ends, with its pending ops, timers and bodies, so the core need
+/// not know what the resources are. Registered by [`Unit::request_state`].
+pub trait RequestResources {
+    /// Drops what belongs to request `ctx`, or everything when `ctx` is
+    /// `None` (the isolate is being torn down).
+    fn drop_for(&self, ctx: Option<u32>);
+}
+
 impl Unit {
     pub(crate) fn new(name: &'static str) -> Self {
         Self {
@@ -49,6 +65,7 @@ impl Unit {
             js: &[],
             functions: Vec::new(),
             state: None,
+            teardown: None,
             node: Vec::new(),
             gated: Vec::new(),
             lazy: &[],
@@ -104,15 +121,47 @@ impl Unit {
         self.state = Some(|| (TypeId::of::<T>(), Box::new(T::default())));
         self
     }
+
+    /// Its per-isolate state, as [`Self::state`], which also holds
+    /// resources of requests: torn down with each request
+    /// ([`RequestResources`]), in unit order.
+    pub(crate) fn request_state<T: Default + RequestResources + 'static>(mut self) -> Self {
+        self = self.state::<T>();
+        self.teardown = Some(|state, ctx| {
+            if let Some(state) = state.downcast_ref::<T>() {
+                state.drop_for(ctx);
+            }
+        });
+        self
+    }
 }
 
 /// The units' per-isolate states, found by type. A handful of entries, so a
 /// scan beats hashing.
-pub(crate) struct UnitStates(Vec<(TypeId, Box<dyn Any>)>);
+pub(crate) struct UnitStates(Vec<(TypeId, Box<dyn Any>)>, Vec<(usize, Teardown)>);
 
 impl UnitStates {
     pub(crate) fn new(units: &[Unit]) -> Self {
-        Self(units.iter().filter_map(|u| u.state).map(|f| f()).collect())
+        let mut states = Vec::new();
+        let mut teardowns = Vec::new();
+        for unit in units {
+            let Some(make) = unit.state else { continue };
+            if let Some(teardown) = unit.teardown {
+                teardowns.push((states.len(), teardown));
+            }
+            states.push(make());
+        }
+        Self(states, teardowns)
+    }
+
+    /// Drops the request resources of every unit's state, in unit order
+    /// (see [`RequestResources`]).
+    pub(crate) fn drop_for(&self, ctx: Option<u32>) {
+        for (index, teardown) in &self.1 {
+            if let Some((_, state)) = self.0.get(*index) {
+                teardown(state.as_ref(), ctx);
+            }
+        }
     }
 
     /// The state of type `T`; `None` when no unit declares one.

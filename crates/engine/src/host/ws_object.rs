@@ -109,7 +109,7 @@ pub(super) fn owner(
     let class = class.to_rust_string_lossy(scope);
     let id = id.to_rust_string_lossy(scope);
     let tags = super::durable_object::strings(scope, tags).ok_or_else(bad)?;
-    let bundle = super::object_forward::bound_worker(host, &class)?;
+    let bundle = super::object_hosted::bound_worker(host, &class)?;
     check_room(host, sockets, &class, &id, 0)?;
     Ok(Some(ObjectSocket {
         class,

@@ -22,7 +22,7 @@ use aws_lc_sys as sys;
 use zeroize::Zeroizing;
 
 use super::error::{CryptoError, Result};
-use super::offload::Stop;
+use crate::watchdog::Stop;
 
 /// Smallest modulus AWS-LC signs with (`aws-lc-rs` refuses smaller keys);
 /// smaller keys sign with the `rsa` crate.

@@ -14,7 +14,7 @@ use zeroize::Zeroizing;
 
 use super::error::{CryptoError, Result};
 use super::key::{Curve, EcPrivate, EcPublic, Key, RsaPrivate, with_curve};
-use super::offload::Stop;
+use crate::watchdog::Stop;
 
 /// id-X25519 (RFC 8410).
 const X25519_OID: spki::ObjectIdentifier = spki::ObjectIdentifier::new_unwrap("1.3.101.110");

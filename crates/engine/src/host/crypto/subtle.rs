@@ -118,8 +118,14 @@ pub(crate) fn generated_js<'s>(
     }
 }
 
-/// What an offloaded job hands back to its isolate.
-pub(crate) type OffloadResult = Result<Offloaded>;
+impl crate::host::Settle for super::offload::Offload {
+    fn into_js<'s>(
+        self: Box<Self>,
+        scope: &mut v8::PinScope<'s, '_>,
+    ) -> std::result::Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
+        offloaded_js(scope, self.0)
+    }
+}
 
 /// What an offloaded job settles its promise with.
 pub(crate) fn offloaded_js<'s>(

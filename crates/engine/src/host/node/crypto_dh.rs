@@ -93,10 +93,10 @@ mod sys {
 
 use crate::host::crypto::aws_lc;
 use crate::host::crypto::error::CryptoError;
-use crate::host::crypto::offload::Stop;
 use crate::host::error::{HostError, HostResult};
 use crate::host::handle::Owner;
 use crate::host::{HostState, u8_array};
+use crate::watchdog::Stop;
 
 /// Largest prime taken (bits): RFC 3526's largest group.
 const MAX_BITS: usize = 8192;

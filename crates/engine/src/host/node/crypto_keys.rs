@@ -18,11 +18,11 @@ use super::crypto_pkcs8;
 use crate::host::crypto::error::{CryptoError, Result};
 use crate::host::crypto::formats::{self, Exported, KeyData, Kind};
 use crate::host::crypto::key::{Curve, EcPrivate, Key, RsaPrivate, with_curve};
-use crate::host::crypto::offload::Stop;
 use crate::host::crypto::subtle::{bytes_arg, generated_js, key_arg, key_js};
 use crate::host::error::HostResult;
 use crate::host::memory::fits;
 use crate::host::{HostState, js_string, u8_array};
+use crate::watchdog::Stop;
 
 /// Largest key data read (an RSA-4096 private key in PEM is ~3.3 KiB).
 const MAX_KEY_DATA: usize = 64 * 1024;

@@ -17,9 +17,9 @@ use aws_lc_sys as sys;
 use super::crypto_dh::{bignum, bytes_of};
 use crate::host::crypto::aws_lc;
 use crate::host::crypto::error::CryptoError;
-use crate::host::crypto::offload::Stop;
 use crate::host::error::{HostError, HostResult};
 use crate::host::{HostState, u8_array};
+use crate::watchdog::Stop;
 
 /// Longest number tested or generated (bits), as Diffie-Hellman's primes.
 const MAX_BITS: usize = 8192;

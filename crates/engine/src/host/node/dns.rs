@@ -179,7 +179,7 @@ pub(super) fn query<'s>(
             None => Answer::Failed(ECONNREFUSED),
         };
         if let Some(isolate) = me.upgrade() {
-            isolate.settle(op, Settlement::Dns(Box::new(answer)));
+            isolate.settle(op, Settlement::custom(answer));
         }
     });
     host.set_op_task(op, task.abort_handle());
@@ -465,4 +465,13 @@ pub(crate) fn answer_js<'s>(
     let answers = v8::Array::new_with_elements(scope, &answers).into();
     set(scope, object, "answers", Some(answers));
     object.into()
+}
+
+impl crate::host::Settle for Answer {
+    fn into_js<'s>(
+        self: Box<Self>,
+        scope: &mut v8::PinScope<'s, '_>,
+    ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
+        Ok(answer_js(scope, *self))
+    }
 }
