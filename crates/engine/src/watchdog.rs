@@ -17,7 +17,7 @@ use crate::limits::CpuClock;
 use crate::observer::TerminationReason;
 
 mod stop;
-pub(crate) use stop::Stop;
+pub use stop::Stop;
 
 pub(crate) struct Watchdog {
     shared: Arc<Shared>,
@@ -133,7 +133,7 @@ impl Watchdog {
 /// thread can wake late on a loaded machine) fires it, so the turn ends as
 /// `CpuLimit`, as the watchdog would end it, not as the error the stopped
 /// work returns. Never panics (AWS-LC asks through C frames).
-pub(crate) struct Tripwire(Arc<Shared>);
+pub struct Tripwire(Arc<Shared>);
 
 impl Tripwire {
     pub(crate) fn has_fired(&self) -> bool {

@@ -23,10 +23,10 @@ use isolane_storage::{KvEntry, KvError, KvList, KvListOptions, KvScope, KvWrite,
 
 use super::error::{ErrorClass, HostError};
 use super::state::{holder, set};
-use super::unit::Unit;
 use super::{HostState, Settle, Settlement, begin_op, js_string, u8_array};
 use crate::memory::Reservation;
 use crate::observer::{KvOp, KvResult};
+use crate::unit::Unit;
 
 /// KV operations of one isolate in flight at once; more wait their turn
 /// (Cloudflare lets a Worker have six connections open at once).

@@ -3,7 +3,7 @@
 //! (`object_forward.rs`) and the object's hibernatable WebSockets
 //! (`ws_object.rs`), registered together.
 
-use super::unit::Unit;
+use crate::unit::Unit;
 
 /// `env.NAME` for a Durable Object binding and `state.storage`.
 pub(super) fn unit() -> Unit {

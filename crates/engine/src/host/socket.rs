@@ -31,10 +31,10 @@ use tokio::task::AbortHandle;
 use super::error::{HostError, HostResult};
 use super::id_map::IdMap;
 use super::socket_count::{self, Refused, Slot};
-use super::unit::{RequestResources, Unit};
 use super::{HostState, IsolateTurns, lenient_header_map, value_string, view_bytes};
 use crate::outcome::ExecuteError;
 use crate::socket::{CloseFrame, SocketEnd, SocketMessage, WebSocketUpgrade};
+use crate::unit::{RequestResources, Unit};
 
 pub(super) fn unit() -> Unit {
     Unit::new("websocket")

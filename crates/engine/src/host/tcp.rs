@@ -35,9 +35,9 @@ use super::fetch::too_many;
 use super::id_map::IdMap;
 use super::socket_count::{self, Refused, Slot};
 use super::state::{holder, set};
-use super::unit::{RequestResources, Unit};
 use super::{HostState, Settle, Settlement, begin_op};
 use crate::memory::Reservation;
+use crate::unit::{RequestResources, Unit};
 
 /// `cloudflare:sockets`, loaded like the Node built-ins (lazily, outside
 /// the snapshot) whatever the compatibility settings, as in workerd.

@@ -26,9 +26,9 @@ use super::fetch::{HEADERS_TIMEOUT, check_hop, connection_headers, failure, too_
 use super::socket::{open_entry, sockets};
 use super::socket_count::{self, Refused, Slot};
 use super::state::FetchHead;
-use super::unit::Unit;
 use super::{HostState, IsolateTurns, Settlement, begin_op, header_map};
 use crate::body::Body;
+use crate::unit::Unit;
 
 /// Headers of the handshake the engine writes itself (RFC 6455 §4.1),
 /// whatever the Worker put in its request. Extensions are not offered

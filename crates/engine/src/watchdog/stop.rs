@@ -14,7 +14,7 @@ use crate::observer::TerminationReason;
 /// used the CPU time its request had left when it started. Asked from the
 /// job's own thread; cheap (an atomic load and a thread CPU clock read) and
 /// never panics (AWS-LC calls it through C frames).
-pub(crate) struct Stop {
+pub struct Stop {
     gone: Gone,
     start: Duration,
     budget: Duration,
@@ -40,12 +40,12 @@ impl Stop {
     }
 
     /// The CPU time this thread has spent since the stop was made.
-    pub(crate) fn spent(&self) -> Duration {
+    pub fn spent(&self) -> Duration {
         thread_cpu_now().saturating_sub(self.start)
     }
 
     /// Whether the job should stop now.
-    pub(crate) fn now(&self) -> bool {
+    pub fn now(&self) -> bool {
         let gone = match &self.gone {
             Gone::Request(gone) => gone.load(Ordering::Relaxed),
             Gone::Turn(tripwire) => tripwire.has_fired(),
@@ -64,13 +64,13 @@ impl Stop {
     /// when the watchdog has terminated the turn or `budget` of this
     /// thread's CPU time has gone (then it terminates the turn itself, for
     /// the CPU limit, through `tripwire`).
-    pub(crate) fn on_thread(tripwire: Tripwire, budget: Duration) -> Self {
+    pub fn on_thread(tripwire: Tripwire, budget: Duration) -> Self {
         Self::new(Gone::Turn(tripwire), budget)
     }
 
     /// A stop for an offloaded job: when `gone` is set (its request
     /// ended) or after `budget` of the job's thread's CPU time.
-    pub(crate) fn for_request(gone: Arc<AtomicBool>, budget: Duration) -> Self {
+    pub fn for_request(gone: Arc<AtomicBool>, budget: Duration) -> Self {
         Self::new(Gone::Request(gone), budget)
     }
 

@@ -38,14 +38,14 @@ use crate::host::{HostState, IsolateTurns, Settlement, new_promise};
 use crate::watchdog::Stop;
 
 /// What an offloaded job hands back.
-pub(crate) enum Offloaded {
+pub enum Offloaded {
     Bytes(Vec<u8>),
     Generated(Box<Generated>),
 }
 
 /// An offloaded job's answer as its op settles with it
 /// ([`crate::host::Settle`], in `subtle.rs`).
-pub(crate) struct Offload(pub(crate) Result<Offloaded>);
+pub struct Offload(pub Result<Offloaded>);
 
 /// Tells a running job its request is gone when the task waiting for it is
 /// dropped (the request ended, its ops aborted).
@@ -58,7 +58,7 @@ impl Drop for GoneOnDrop {
 }
 
 /// Returns a promise for `work`'s result and queues it (see the module docs).
-pub(crate) fn spawn<'s>(
+pub fn spawn<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     work: impl FnOnce(&Stop) -> Result<Offloaded> + Send + 'static,
 ) -> Option<v8::Local<'s, v8::Promise>> {

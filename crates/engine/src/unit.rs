@@ -1,8 +1,11 @@
 //! [`Unit`]: one Web API family as the engine registers it — its host
 //! functions, its JavaScript files and its per-isolate state, declared in one
-//! place (as deno's `extension!`). `host.rs` lists the units; everything else
+//! place (as deno's `extension!`). `host.rs` lists the core's units and the families'; everything else
 //! (the `host` object, the snapshot's external references and JavaScript,
 //! each isolate's state) is made from that list.
+//!
+//! A [`Family`] is the units of one API crate, as a binary hands them to
+//! the engine (`EngineConfig::families`).
 //!
 //! A unit's state is any `Default` type, made once per isolate and found by
 //! its type: `host.state::<T>()` (see [`UnitStates`]).
@@ -12,7 +15,7 @@ use std::any::{Any, TypeId};
 use crate::bundle::Compat;
 
 /// One Web API family.
-pub(crate) struct Unit {
+pub struct Unit {
     /// For diagnostics and tests.
     pub(crate) name: &'static str,
     /// Its files in `js/`, in evaluation order.
@@ -30,7 +33,7 @@ pub(crate) struct Unit {
     pub(crate) node: Vec<(&'static str, &'static str)>,
     /// Globals its JavaScript defines that a Worker sees only when its
     /// compatibility settings say so; deleted at load otherwise
-    /// ([`super::hide_gated_globals`]).
+    /// (`host::hide_gated_globals`).
     pub(crate) gated: Vec<(&'static [&'static str], Gate)>,
     /// The globals its JavaScript defines (`internal.defineGlobal`) when
     /// it is lazy: its files are compiled into the snapshot but run only
@@ -40,7 +43,7 @@ pub(crate) struct Unit {
 }
 
 /// Whether a Worker's compatibility settings expose some globals.
-pub(crate) type Gate = fn(&Compat) -> bool;
+pub type Gate = fn(&Compat) -> bool;
 
 /// Makes a unit's state for a new isolate: its type and the value.
 pub(crate) type MakeState = fn() -> (TypeId, Box<dyn Any>);
@@ -59,7 +62,7 @@ pub trait RequestResources {
 }
 
 impl Unit {
-    pub(crate) fn new(name: &'static str) -> Self {
+    pub fn new(name: &'static str) -> Self {
         Self {
             name,
             js: &[],
@@ -73,13 +76,13 @@ impl Unit {
     }
 
     /// Its JavaScript files (`NN_name.js` in `js/`), in evaluation order.
-    pub(crate) fn js(mut self, files: &'static [&'static str]) -> Self {
+    pub fn js(mut self, files: &'static [&'static str]) -> Self {
         self.js = files;
         self
     }
 
     /// A host function, `host.<name>` in JavaScript (see HOST.md).
-    pub(crate) fn function(
+    pub fn function(
         mut self,
         name: &'static str,
         callback: impl v8::MapFnTo<v8::FunctionCallback>,
@@ -90,20 +93,20 @@ impl Unit {
 
     /// A Node built-in, `node:<name>`, whose source (in `js/node/`) runs as
     /// `function (host, internal, require, module, exports)`.
-    pub(crate) fn node_module(mut self, name: &'static str, source: &'static str) -> Self {
+    pub fn node_module(mut self, name: &'static str, source: &'static str) -> Self {
         self.node.push((name, source));
         self
     }
 
     /// Several Node built-ins at once, each (name without `node:`, source).
-    pub(crate) fn node_modules(mut self, modules: &[(&'static str, &'static str)]) -> Self {
+    pub fn node_modules(mut self, modules: &[(&'static str, &'static str)]) -> Self {
         self.node.extend_from_slice(modules);
         self
     }
 
     /// Globals of its JavaScript that a Worker sees only when `gate` says
     /// its compatibility settings expose them.
-    pub(crate) fn globals_if(mut self, names: &'static [&'static str], gate: Gate) -> Self {
+    pub fn globals_if(mut self, names: &'static [&'static str], gate: Gate) -> Self {
         self.gated.push((names, gate));
         self
     }
@@ -111,13 +114,13 @@ impl Unit {
     /// Its files run on first use, not at snapshot time: `names` are every
     /// global they define, each a lazy data property until it is first read
     /// (`host/lazy.rs`; the rules a lazy file keeps are in HOST.md).
-    pub(crate) fn lazy_globals(mut self, names: &'static [&'static str]) -> Self {
+    pub fn lazy_globals(mut self, names: &'static [&'static str]) -> Self {
         self.lazy = names;
         self
     }
 
     /// Its per-isolate state: a `T::default()` in every isolate.
-    pub(crate) fn state<T: Default + 'static>(mut self) -> Self {
+    pub fn state<T: Default + 'static>(mut self) -> Self {
         self.state = Some(|| (TypeId::of::<T>(), Box::new(T::default())));
         self
     }
@@ -125,7 +128,7 @@ impl Unit {
     /// Its per-isolate state, as [`Self::state`], which also holds
     /// resources of requests: torn down with each request
     /// ([`RequestResources`]), in unit order.
-    pub(crate) fn request_state<T: Default + RequestResources + 'static>(mut self) -> Self {
+    pub fn request_state<T: Default + RequestResources + 'static>(mut self) -> Self {
         self = self.state::<T>();
         self.teardown = Some(|state, ctx| {
             if let Some(state) = state.downcast_ref::<T>() {
@@ -141,7 +144,7 @@ impl Unit {
 pub(crate) struct UnitStates(Vec<(TypeId, Box<dyn Any>)>, Vec<(usize, Teardown)>);
 
 impl UnitStates {
-    pub(crate) fn new(units: &[Unit]) -> Self {
+    pub fn new(units: &[Unit]) -> Self {
         let mut states = Vec::new();
         let mut teardowns = Vec::new();
         for unit in units {
@@ -172,4 +175,19 @@ impl UnitStates {
             .find(|(t, _)| *t == id)
             .and_then(|(_, state)| state.downcast_ref())
     }
+}
+
+/// A family of units an API crate registers with the engine (as deno's
+/// extensions): `isolane-nodejs`'s Node built-ins, …. The binary picks the
+/// families it includes (`EngineConfig::families`); their units come after
+/// the core's, in the order given, and before `finalize`.
+#[derive(Clone, Copy, Debug)]
+pub struct Family {
+    /// For diagnostics, and to tell two engines' families apart.
+    pub name: &'static str,
+    /// A hash of the crate's sources (`isolane_jsbuild`): part of the
+    /// snapshot cache's key, as the engine's own.
+    pub fingerprint: &'static str,
+    /// Its units, in order.
+    pub units: fn() -> Vec<Unit>,
 }
