@@ -7,6 +7,8 @@ use crate::unit::Unit;
 
 /// `env.NAME` for a Durable Object binding and `state.storage`.
 pub(super) fn unit() -> Unit {
+    // The WebSocket unit hands the sockets an object accepts to ws_object.rs.
+    super::socket::set_hibernation(&super::ws_object::ObjectHibernation);
     Unit::new("durable_object")
         .js(&["28_durable_object.js"])
         .function(
@@ -43,4 +45,5 @@ pub(super) fn unit() -> Unit {
             "webSocketAutoResponseTime",
             super::ws_object::web_socket_auto_response_time,
         )
+        .state::<super::ws_object::AutoResponses>()
 }
