@@ -63,7 +63,7 @@ pub struct EgressConfig {
     /// The DNS-over-HTTPS server `node:dns` asks (its JSON API), through
     /// the Worker's own `fetch`; `None` (the default): `node:dns` asks the
     /// node's own resolver, as /etc/resolv.conf configures it
-    /// (`host/node/dns.rs`).
+    /// (`crates/nodejs/src/dns.rs`).
     pub dns_over_https: Option<String>,
     /// The name servers and search domains `node:dns` uses instead of
     /// /etc/resolv.conf's, when it asks the node's resolver (tests; a node
@@ -77,7 +77,7 @@ pub struct DnsResolverConfig {
     /// Asked over UDP (and TCP for a truncated answer).
     pub servers: Vec<SocketAddr>,
     /// The search domains: names under them are the node's own, refused
-    /// as the cluster's are (`host/node/dns.rs`); never appended to a name.
+    /// as the cluster's are (`crates/nodejs/src/dns.rs`); never appended to a name.
     pub search: Vec<String>,
 }
 

@@ -1,7 +1,7 @@
 //! The native side of HOST.md: the `host` object the runtime's JavaScript
 //! calls, and the per-isolate [`HostState`] those calls work on.
 //!
-//! This file lists the Web API units (`host/unit.rs`: each declares its host
+//! This file lists the Web API units (`src/unit.rs`: each declares its host
 //! functions, JS files and per-isolate state) and makes from that list the
 //! `host` object, the external references and the order of the snapshot's
 //! JavaScript. A host function is a typed Rust function in `host_fn!`
@@ -72,7 +72,7 @@ pub use value::{
 /// JavaScript is evaluated (the `NN_` file order; a test holds them to
 /// it); the API crates' [`Family`]s come after them, before `finalize`
 /// (see [`all_units`]). Each unit declares its host functions, JS files and
-/// per-isolate state (`host/unit.rs`). The snapshot's external references
+/// per-isolate state (`src/unit.rs`). The snapshot's external references
 /// are made from this list in this order: add units before `finalize`,
 /// never reorder.
 fn core_units() -> Vec<Unit> {

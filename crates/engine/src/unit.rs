@@ -91,7 +91,7 @@ impl Unit {
         self
     }
 
-    /// A Node built-in, `node:<name>`, whose source (in `js/node/`) runs as
+    /// A Node built-in, `node:<name>`, whose source (in its crate's `js/`: `crates/nodejs/js/`) runs as
     /// `function (host, internal, require, module, exports)`.
     pub fn node_module(mut self, name: &'static str, source: &'static str) -> Self {
         self.node.push((name, source));

@@ -11,6 +11,7 @@
 //! One implementation, called from each crate's `build.rs` as
 //! `isolane_jsbuild::build("ISOLANE_<CRATE>_FINGERPRINT", …)`; the snapshot
 //! itself is built at `Engine::start` (see the engine's `src/snapshot.rs`).
+#![forbid(unsafe_code)]
 
 use std::env;
 use std::fs;

@@ -3,7 +3,7 @@
 //! UDP, and TCP for a truncated answer), asked by the engine thread, not by
 //! a `fetch`. With `--dns-over-https` (`EgressConfig::dns_over_https`) the
 //! queries are instead the Worker's own `fetch`es to that server, made in
-//! JavaScript (`js/node/dns.js`), and nothing here is asked.
+//! JavaScript (`js/dns.js`), and nothing here is asked.
 //!
 //! The node's resolver sees what the cluster's DNS serves: its services
 //! (`*.svc.cluster.local`), the search domains, reverse zones of private

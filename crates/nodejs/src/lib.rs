@@ -144,7 +144,7 @@ pub(crate) fn diagnostics_channel() -> Unit {
 
 /// `node:crypto`: hashes, HMAC, random values, PBKDF2, AES ciphers, key
 /// objects, signatures, X.509 certificates and `webcrypto`, on the crypto unit's hashers, keys
-/// and crates (`host/node/crypto.rs`, `host/node/crypto_keys.rs`).
+/// and crates (`crypto.rs`, `crypto_keys.rs`).
 pub(crate) fn crypto() -> Unit {
     Unit::new("node:crypto")
         .node_module("crypto", include_str!("../js/crypto.js"))

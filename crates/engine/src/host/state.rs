@@ -184,7 +184,7 @@ pub struct HostState {
     /// Native resources JavaScript holds: keys, hashers, codecs, rewrites
     /// (`host/handle.rs`).
     pub(crate) handles: Rc<Handles>,
-    /// The Web API units' own state (`host/unit.rs`).
+    /// The Web API units' own state (`src/unit.rs`).
     units: UnitStates,
     /// The runtime's `DOMException` constructor, for host errors of a
     /// DOMException class (`host/error.rs`); dropped by [`Self::clear`].
