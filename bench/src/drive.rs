@@ -74,6 +74,7 @@ pub fn start(config: EngineConfig) -> anyhow::Result<(Engine, Arc<Counters>)> {
 /// An engine configuration for `mode` on `threads` threads (0: all cores).
 pub fn config(mode: PoolMode, threads: usize) -> EngineConfig {
     EngineConfig {
+        families: isolane_runtime::families(),
         threads,
         pool_mode: mode,
         queue_depth: 4096,

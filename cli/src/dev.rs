@@ -339,6 +339,7 @@ impl DevConfig {
             listen: SocketAddr::new(args.host, args.port),
             admin: SocketAddr::new(args.host, args.admin_port),
             engine: EngineConfig {
+                families: isolane_runtime::families(),
                 threads: args.threads,
                 pool_mode: args.pool_mode,
                 // A developer's own machine: fetch may reach local services

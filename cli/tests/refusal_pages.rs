@@ -204,6 +204,7 @@ impl Cluster {
         let metrics = Arc::new(NodeMetrics::register(&registry, 1).unwrap());
         let observer: Arc<dyn EngineObserver> = metrics.clone();
         let config = EngineConfig {
+            families: isolane_runtime::families(),
             threads: 1,
             ..EngineConfig::default()
         };

@@ -576,6 +576,7 @@ impl Args {
             None => None,
         };
         let mut engine = EngineConfig {
+            families: isolane_runtime::families(),
             threads,
             pin_threads: self.pin_threads,
             pool_mode: self.pool_mode,

@@ -71,6 +71,7 @@ fn main() {
     let gap = Duration::from_millis(args.next().and_then(|a| a.parse().ok()).unwrap_or(250));
     let seen = Arc::new(Seen::default());
     let config = EngineConfig {
+        families: isolane_runtime::families(),
         threads: 1,
         pin_threads: false,
         ..EngineConfig::default()

@@ -24,6 +24,7 @@ fn main() {
     let warm = args.next().is_some_and(|a| a == "warm");
     let engine = Engine::start(
         EngineConfig {
+            families: isolane_runtime::families(),
             threads: 1,
             pin_threads: false,
             spare_isolates: spares,

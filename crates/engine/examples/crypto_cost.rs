@@ -110,6 +110,7 @@ fn main() {
     let isolane = runtime.block_on(async {
         let engine = Engine::start(
             EngineConfig {
+                families: isolane_runtime::families(),
                 threads: 1,
                 pin_threads: false,
                 // 20 RSA key generations can take more than the default cap.

@@ -78,6 +78,7 @@ fn start(mode: PoolMode, threads: usize, spares: usize, capacity: usize) -> (Eng
     let timings = Arc::new(Timings::default());
     let engine = Engine::start(
         EngineConfig {
+            families: isolane_runtime::families(),
             threads,
             pool_mode: mode,
             spare_isolates: spares,

@@ -108,6 +108,7 @@ fn main() {
     let engine = runtime.block_on(async {
         Engine::start(
             EngineConfig {
+                families: isolane_runtime::families(),
                 threads: 1,
                 pin_threads: false,
                 ..EngineConfig::default()

@@ -128,6 +128,12 @@ pub struct EngineConfig {
     /// Which node owns each Durable Object and how calls reach another
     /// node (`object_peers.rs`); `None`: every object is this process's.
     pub objects: Option<crate::object_peers::SharedPeers>,
+    /// The API crates' families of units this engine runs with, in order
+    /// (`isolane-runtime`'s `families()` gives them all); empty: the core
+    /// alone. One set per process: the units, the snapshot and its
+    /// external references are made once (`host.rs`), so every engine of a
+    /// process must name the same families.
+    pub families: Vec<crate::unit::Family>,
 }
 
 /// How long an idle Durable Object stays in memory by default.
@@ -175,6 +181,7 @@ impl Default for EngineConfig {
             code_cache: None,
             object_idle: DEFAULT_OBJECT_IDLE,
             objects: None,
+            families: Vec::new(),
         }
     }
 }

@@ -63,7 +63,7 @@ pub struct EgressConfig {
     /// The DNS-over-HTTPS server `node:dns` asks (its JSON API), through
     /// the Worker's own `fetch`; `None` (the default): `node:dns` asks the
     /// node's own resolver, as /etc/resolv.conf configures it
-    /// (`host/node/dns.rs`).
+    /// (`crates/nodejs/src/dns.rs`).
     pub dns_over_https: Option<String>,
     /// The name servers and search domains `node:dns` uses instead of
     /// /etc/resolv.conf's, when it asks the node's resolver (tests; a node
@@ -77,7 +77,7 @@ pub struct DnsResolverConfig {
     /// Asked over UDP (and TCP for a truncated answer).
     pub servers: Vec<SocketAddr>,
     /// The search domains: names under them are the node's own, refused
-    /// as the cluster's are (`host/node/dns.rs`); never appended to a name.
+    /// as the cluster's are (`crates/nodejs/src/dns.rs`); never appended to a name.
     pub search: Vec<String>,
 }
 
@@ -160,7 +160,7 @@ pub struct EgressRefused {
 
 /// The policy, compiled.
 #[derive(Debug, Default)]
-pub(crate) struct EgressPolicy {
+pub struct EgressPolicy {
     allow: Vec<IpNet>,
     deny: Vec<IpNet>,
     dns_over_https: Option<String>,
@@ -178,24 +178,24 @@ impl EgressPolicy {
     }
 
     /// The DNS-over-HTTPS server `node:dns` asks; `None`: the node's resolver.
-    pub(crate) fn dns_over_https(&self) -> Option<&str> {
+    pub fn dns_over_https(&self) -> Option<&str> {
         self.dns_over_https.as_deref()
     }
 
     /// The name servers `node:dns` asks instead of /etc/resolv.conf's.
-    pub(crate) fn dns_resolver(&self) -> Option<&DnsResolverConfig> {
+    pub fn dns_resolver(&self) -> Option<&DnsResolverConfig> {
         self.dns_resolver.as_ref()
     }
 
     /// Whether the node opens any destination the default policy refuses
     /// (`EgressConfig::allow` is not empty).
-    pub(crate) fn opens_some(&self) -> bool {
+    pub fn opens_some(&self) -> bool {
         !self.allow.is_empty()
     }
 
     /// Whether the node opens every destination, IPv4 and IPv6
     /// ([`EgressConfig::open`]: `isolane dev`).
-    pub(crate) fn opens_all(&self) -> bool {
+    pub fn opens_all(&self) -> bool {
         let everything = |v4: bool| {
             self.allow
                 .iter()
@@ -205,7 +205,7 @@ impl EgressPolicy {
     }
 
     /// Whether `fetch` may connect to `address`.
-    pub(crate) fn check(&self, address: IpAddr) -> Result<(), EgressRefused> {
+    pub fn check(&self, address: IpAddr) -> Result<(), EgressRefused> {
         let address = canonical(address);
         if self.allow.iter().any(|net| net.contains(&address)) {
             return Ok(());

@@ -59,6 +59,9 @@ impl Engine {
                 field: "queue_depth",
             });
         }
+        if crate::host::set_families(&config.families).is_err() {
+            return Err(EngineError::InvalidConfig { field: "families" });
+        }
         let roots = crate::egress::roots(&config.egress)?;
         if let Some(server) = &config.egress.dns_over_https {
             let url = url::Url::parse(server).map_err(|_| EngineError::InvalidConfig {

@@ -1,7 +1,7 @@
 //! The native side of HOST.md: the `host` object the runtime's JavaScript
 //! calls, and the per-isolate [`HostState`] those calls work on.
 //!
-//! This file lists the Web API units (`host/unit.rs`: each declares its host
+//! This file lists the Web API units (`src/unit.rs`: each declares its host
 //! functions, JS files and per-isolate state) and makes from that list the
 //! `host` object, the external references and the order of the snapshot's
 //! JavaScript. A host function is a typed Rust function in `host_fn!`
@@ -14,7 +14,7 @@
 //! settles its promise later, in a turn of its own (see `isolate::turn`).
 
 #[macro_use]
-mod op;
+pub(crate) mod op;
 
 mod cache;
 mod clone;
@@ -25,17 +25,18 @@ pub(crate) mod crypto;
 mod data_url;
 mod durable_object;
 pub(crate) mod error;
-mod fetch;
+pub(crate) mod fetch;
 mod form_data;
 pub(crate) mod handle;
 mod headers;
 mod html_rewriter;
+mod id_map;
 mod io;
 mod kv;
 pub(crate) mod lazy;
-mod memory;
+pub(crate) mod memory;
 mod message_channel;
-mod node;
+mod object_binding;
 mod object_forward;
 mod object_hosted;
 pub(crate) mod rejection;
@@ -47,7 +48,6 @@ pub(crate) mod state;
 mod tcp;
 mod text;
 mod timers;
-mod unit;
 mod url;
 mod url_pattern;
 mod value;
@@ -59,22 +59,24 @@ use std::sync::OnceLock;
 
 use crate::bundle::Compat;
 
+pub use crate::unit::{Family, Unit};
 pub(crate) use error::throw_type_error;
 pub(crate) use headers::{HeaderNames, header_array, header_block, header_map, lenient_header_map};
 pub(crate) use memory::fits as memory_fits;
-pub(crate) use state::{HostState, IsolateTurns, Settlement};
-pub(crate) use unit::Unit;
-pub(crate) use value::{
+pub use state::{HostState, IsolateTurns, Settle, Settlement};
+pub use value::{
     arg_string, array_buffer, begin_op, js_string, new_promise, u8_array, value_string, view_bytes,
 };
 
-/// Every Web API family, in the order their JavaScript is evaluated (the
-/// `NN_` file order; a test holds them to it). Each unit declares its host
-/// functions, JS files and per-isolate state (`host/unit.rs`); a new API is
-/// a new unit here. The snapshot's external references are made from this
-/// list in this order: add units before `finalize`, never reorder.
-fn families() -> Vec<Unit> {
-    let mut units = vec![
+/// The core's units and the Web APIs it still holds, in the order their
+/// JavaScript is evaluated (the `NN_` file order; a test holds them to
+/// it); the API crates' [`Family`]s come after them, before `finalize`
+/// (see [`all_units`]). Each unit declares its host functions, JS files and
+/// per-isolate state (`src/unit.rs`). The snapshot's external references
+/// are made from this list in this order: add units before `finalize`,
+/// never reorder.
+fn core_units() -> Vec<Unit> {
+    vec![
         runtime::base(),
         text::encoding(),
         url::unit(),
@@ -95,71 +97,63 @@ fn families() -> Vec<Unit> {
         form_data::unit(),
         memory::wasm(),
         socket::unit(),
-    ];
-    units.extend(node_families());
-    units.extend([
+        ws_connect::unit(),
         kv::unit(),
-        durable_object::unit(),
+        object_binding::unit(),
         message_channel::unit(),
         cloudflare::workers(),
         cloudflare::node(),
         tcp::unit(),
-        runtime::finalize(),
-    ]);
+    ]
+}
+
+/// Every unit: `base` first, the core's (`core_units`), each family's in
+/// the order given, `finalize` last.
+pub(crate) fn all_units(families: &[Family]) -> Vec<Unit> {
+    let mut units = core_units();
+    for family in families {
+        units.extend((family.units)());
+    }
+    units.push(runtime::finalize());
     units
 }
 
-/// Node's built-in modules (`host/node.rs`), between the Web APIs and the
-/// Workers platform's units in [`families`].
-fn node_families() -> Vec<Unit> {
-    vec![
-        node::internal_errors(),
-        node::buffer(),
-        node::events(),
-        node::async_hooks(),
-        node::path(),
-        node::string_decoder(),
-        node::querystring(),
-        node::util(),
-        node::process(),
-        node::url(),
-        node::diagnostics_channel(),
-        node::crypto(),
-        node::zlib(),
-        node::stream(),
-        node::assert(),
-        node::timers(),
-        node::console(),
-        node::os(),
-        node::module(),
-        node::fs(),
-        node::http(),
-        node::net(),
-        node::dns(),
-        node::vm(),
-        node::punycode(),
-        node::child_process(),
-        node::cluster(),
-        node::dgram(),
-        node::domain(),
-        node::inspector(),
-        node::perf_hooks(),
-        node::readline(),
-        node::repl(),
-        node::sqlite(),
-        node::trace_events(),
-        node::tty(),
-        node::v8(),
-        node::wasi(),
-        node::worker_threads(),
-        node::test(),
-    ]
+/// The families of this process, fixed by its first engine (or, when a
+/// unit is needed before any engine starts, none: the core alone).
+static FAMILIES: OnceLock<Vec<Family>> = OnceLock::new();
+
+/// Fixes the process's families to `families` (the first engine's); an
+/// engine asking for others gets `Err` (the units, and so the snapshot and
+/// the external references, are one per process).
+pub(crate) fn set_families(families: &[Family]) -> Result<(), ()> {
+    let set = FAMILIES.get_or_init(|| families.to_vec());
+    let names = |f: &[Family]| f.iter().map(|f| f.name).collect::<Vec<_>>();
+    if names(set) == names(families) {
+        Ok(())
+    } else {
+        Err(())
+    }
+}
+
+/// The process's families (see [`set_families`]).
+pub(crate) fn families() -> &'static [Family] {
+    FAMILIES.get_or_init(Vec::new)
 }
 
 /// The units, made once per process.
 pub(crate) fn units() -> &'static [Unit] {
     static UNITS: OnceLock<Vec<Unit>> = OnceLock::new();
-    UNITS.get_or_init(families)
+    UNITS.get_or_init(|| all_units(families()))
+}
+
+/// The names of the host functions the units of `families` (with the
+/// core's) register, in registration order: for the test that holds them
+/// to HOST.md, which documents every family's.
+pub fn host_function_names(families: &[Family]) -> Vec<&'static str> {
+    all_units(families)
+        .iter()
+        .flat_map(|unit| unit.functions.iter().map(|(name, _)| *name))
+        .collect()
 }
 
 /// Every host function: (name on `host`, native callback), unit by unit.
@@ -230,6 +224,3 @@ pub(crate) fn install<'s>(
     }
     Ok(host)
 }
-
-#[cfg(test)]
-mod tests;

@@ -13,12 +13,18 @@
 //! runtime node and `isolane dev` compose it; nothing here knows Kubernetes,
 //! gRPC or Prometheus.
 //!
-//! This is the only crate in the workspace allowed to use `unsafe`; each
-//! block says why it is sound.
+//! This is the core: it names no API family. The API crates
+//! (`isolane-nodejs`, …) register their units with it as a [`Family`]
+//! through [`api`], their door; the binaries pick the families
+//! (`EngineConfig::families`; docs/adr/0002-engine-crates.md).
+//!
+//! With `isolane-nodejs` (AWS-LC's C API), the only crate in the workspace
+//! allowed to use `unsafe`; each block says why it is sound.
 #![allow(unsafe_code)]
 
 mod alarm;
 mod alarm_runner;
+pub mod api;
 mod body;
 mod body_cap;
 mod bundle;
@@ -59,6 +65,7 @@ mod thread;
 mod thread_ctx;
 mod trace;
 mod turn_map;
+mod unit;
 pub mod warm_set;
 mod watchdog;
 mod work;
@@ -81,6 +88,10 @@ pub use engine::Engine;
 pub use host::console::{
     BYTES_PER_INVOCATION, BYTES_PER_SECOND, LINES_PER_INVOCATION, LINES_PER_SECOND, MAX_LINE_BYTES,
 };
+pub use host::host_function_names;
+/// The argument and result conversions of `host_fn!` (at the root, where
+/// the macro names them from other crates).
+pub use host::op::{FromArg, Return};
 pub use node_log::NODE_LOG_PER_SECOND;
 pub use object_call::{ObjectCall, home_thread, object_key};
 pub use object_peers::{MAX_ATTEMPTS, ObjectPeers, PeerAnswer, PeerError, SharedPeers};
@@ -103,11 +114,14 @@ pub use tail::{
 };
 pub use trace::RequestTrace;
 pub use turn_map::{Previous, TurnMap, TurnMapError};
+pub use unit::Family;
 pub use work::Work;
 pub use worker_lookup::WorkerLookup;
 
 /// The header every outbound `fetch` carries ([`isolane_worker::headers::HOPS`]).
 pub use isolane_worker::headers::HOPS as HOPS_HEADER;
+/// The V8 bindings the engine is built on, for the API crates and `host_fn!`.
+pub use v8;
 
 /// The version of V8 this engine links.
 pub fn v8_version() -> &'static str {

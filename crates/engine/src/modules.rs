@@ -24,6 +24,7 @@
 //! data of ours, and for `require` calls after load. It holds V8 globals,
 //! so the isolate's owner removes it before disposing the isolate.
 
+mod builtin;
 mod commonjs;
 mod dynamic;
 mod node;
@@ -104,7 +105,7 @@ fn compile_graph(scope: &mut v8::PinScope<'_, '_>, registry: &Registry, root: &s
         if registry.state.borrow().compiled.contains_key(&name) {
             continue;
         }
-        if node::is_builtin(&name) {
+        if builtin::is_builtin(&name) {
             node::compile(scope, registry, &name)?;
             continue;
         }
@@ -137,8 +138,8 @@ impl Registry {
         referrer: &str,
         specifier: &str,
     ) -> Option<String> {
-        let builtin = || node::builtin(specifier, &self.compat);
-        let found = match node::is_builtin(specifier) {
+        let builtin = || builtin::builtin(specifier, &self.compat);
+        let found = match builtin::is_builtin(specifier) {
             true => builtin(),
             false => match self.modules.resolve(referrer, specifier) {
                 Some(module) => Some(Ok(module.name.clone())),
@@ -148,7 +149,7 @@ impl Registry {
         match found {
             Some(Ok(name)) => Some(name),
             Some(Err(refusal)) => {
-                let message = node::refusal_message(&refusal, specifier, referrer);
+                let message = builtin::refusal_message(&refusal, specifier, referrer);
                 host::throw_type_error(scope, &message);
                 None
             }
@@ -356,7 +357,7 @@ fn evaluate_synthetic<'s>(
         host::throw_type_error(scope, "internal: a module the registry does not know");
         return None;
     };
-    if node::is_builtin(&name) {
+    if builtin::is_builtin(&name) {
         node::set_exports(scope, &registry, &name, module)?;
     } else {
         let value = default_export(scope, &registry, &name)?;
@@ -376,7 +377,7 @@ fn default_export<'s>(
     registry: &Registry,
     name: &str,
 ) -> Option<v8::Local<'s, v8::Value>> {
-    if node::is_builtin(name) {
+    if builtin::is_builtin(name) {
         return node::exports(scope, registry, name);
     }
     let modules = registry.modules.clone();

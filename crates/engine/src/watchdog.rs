@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 use crate::limits::CpuClock;
 use crate::observer::TerminationReason;
 
+mod stop;
+pub use stop::Stop;
+
 pub(crate) struct Watchdog {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
@@ -130,7 +133,7 @@ impl Watchdog {
 /// thread can wake late on a loaded machine) fires it, so the turn ends as
 /// `CpuLimit`, as the watchdog would end it, not as the error the stopped
 /// work returns. Never panics (AWS-LC asks through C frames).
-pub(crate) struct Tripwire(Arc<Shared>);
+pub struct Tripwire(Arc<Shared>);
 
 impl Tripwire {
     pub(crate) fn has_fired(&self) -> bool {
@@ -252,7 +255,7 @@ mod tests {
     /// stop and fires the watchdog, before the watchdog's own thread looks.
     #[test]
     fn an_on_thread_stop_past_its_budget_fires_the_watchdog() {
-        use crate::host::crypto::offload::Stop;
+        use crate::watchdog::Stop;
         let (watchdog, isolate) = setup();
         armed(&watchdog, &isolate, Duration::from_secs(3600));
         let within = Stop::on_thread(watchdog.tripwire(), Duration::from_secs(3600));

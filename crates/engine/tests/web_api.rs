@@ -35,6 +35,7 @@ async fn run_all() {
     let cpu = Arc::new(LastCpu::default());
     let engine = Engine::start(
         EngineConfig {
+            families: isolane_runtime::families(),
             threads: 1,
             pin_threads: false,
             pool_mode: PoolMode::Pinned,

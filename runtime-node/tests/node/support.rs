@@ -67,6 +67,7 @@ pub fn start(shape: Shape) -> TestNode {
     let observer: Arc<dyn EngineObserver> = metrics.clone();
     let engine = Engine::start(
         EngineConfig {
+            families: isolane_runtime::families(),
             threads: shape.threads,
             pin_threads: shape.pin,
             pool_mode: PoolMode::Pinned,

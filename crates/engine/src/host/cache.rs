@@ -10,9 +10,9 @@ use http::StatusCode;
 use std::rc::Rc;
 
 use super::error::{HostError, HostResult};
-use super::unit::Unit;
 use super::{HostState, header_array, header_map, js_string, u8_array};
 use crate::cache::{CacheKey, CacheRequest, CacheResponse};
+use crate::unit::Unit;
 
 /// `caches.default` and `caches.open`: the Cache API.
 pub(super) fn unit() -> Unit {

@@ -3,7 +3,7 @@
 use v8::{ValueDeserializerHelper, ValueSerializerHelper};
 
 use super::error::{ErrorClass, HostError};
-use super::unit::Unit;
+use crate::unit::Unit;
 
 /// `structuredClone`.
 pub(super) fn unit() -> Unit {

@@ -6,7 +6,7 @@
 //! and outside the snapshot (`modules/node.rs`), whatever the Worker's
 //! compatibility settings, as in workerd.
 
-use super::unit::Unit;
+use crate::unit::Unit;
 
 /// `cloudflare:workers`.
 pub(super) fn workers() -> Unit {

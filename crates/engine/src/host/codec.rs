@@ -29,8 +29,8 @@ use self::flate::{Compressor, Decompressor, Format};
 use self::zstd::{ZstdCompressor, ZstdDecompressor};
 use super::error::{HostError, HostResult};
 use super::handle::Owner;
-use super::unit::Unit;
 use super::{HostState, u8_array};
+use crate::unit::Unit;
 
 pub(super) use self::text::{encoding_for_label, text_decode, text_decoder_new};
 

@@ -25,9 +25,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use isolane_worker::{Exception, LogLine};
 
 use super::HostState;
-use super::unit::Unit;
 use crate::node_log::{NODE_LOG_MESSAGE_BYTES, NODE_LOG_STACK_BYTES};
 use crate::observer::LogDropReason;
+use crate::unit::Unit;
 
 /// Console lines one invocation keeps.
 pub const LINES_PER_INVOCATION: usize = 256;

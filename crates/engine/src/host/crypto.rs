@@ -2,15 +2,15 @@
 //! Crypto (`crypto.subtle` keys and operations, `DigestStream`,
 //! `timingSafeEqual`) is in the modules below.
 
-pub(crate) mod aws_lc;
-pub(crate) mod error;
+pub mod aws_lc;
+pub mod error;
 mod fast_verify;
-pub(crate) mod formats;
-pub(crate) mod key;
-pub(crate) mod offload;
-pub(crate) mod ops;
-pub(crate) mod params;
-pub(crate) mod subtle;
+pub mod formats;
+pub mod key;
+pub mod offload;
+pub mod ops;
+pub mod params;
+pub mod subtle;
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -19,8 +19,8 @@ use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha384, Sha512};
 
 use super::error::{ErrorClass, HostError, HostResult};
-use super::unit::Unit;
 use super::{HostState, array_buffer};
+use crate::unit::Unit;
 
 /// Web Crypto: `crypto.getRandomValues`/`randomUUID`, `crypto.subtle`,
 /// `CryptoKey`, `crypto.DigestStream`. Keys and hashers live in the
@@ -46,9 +46,9 @@ pub(super) fn unit() -> Unit {
 }
 
 /// The crypto unit's per-isolate state.
-pub(crate) struct CryptoState {
+pub struct CryptoState {
     /// One expensive operation at a time per isolate (see `offload.rs`).
-    pub(crate) offload: Arc<tokio::sync::Semaphore>,
+    pub offload: Arc<tokio::sync::Semaphore>,
 }
 
 impl Default for CryptoState {

@@ -20,43 +20,8 @@ use isolane_storage::{ObjectError, ObjectList, ObjectScope, ObjectWrite, StoreEr
 use sha2::{Digest as _, Sha256};
 
 use super::error::{ErrorClass, HostError};
-use super::unit::Unit;
-use super::{HostState, Settlement, begin_op, js_string, u8_array};
+use super::{HostState, Settle, Settlement, begin_op, js_string, u8_array};
 use crate::memory::Reservation;
-
-/// `env.NAME` for a Durable Object binding and `state.storage`.
-pub(super) fn unit() -> Unit {
-    Unit::new("durable_object")
-        .js(&["28_durable_object.js"])
-        .function("objectIdFromName", object_id_from_name)
-        .function("objectNewUniqueId", object_new_unique_id)
-        .function("objectIdValid", object_id_valid)
-        .function("objectGet", object_get)
-        .function("objectTake", object_take)
-        .function("objectWrite", object_write)
-        .function("objectList", object_list)
-        .function("objectGetAlarm", object_get_alarm)
-        .function("objectSetAlarm", object_set_alarm)
-        .function("objectNextTurn", object_next_turn)
-        .function("objectIsHome", super::object_forward::object_is_home)
-        .function("objectCall", super::object_forward::object_call)
-        .function("objectIdleTimer", object_idle_timer)
-        .function(
-            "objectWebSocketCheck",
-            super::ws_object::object_web_socket_check,
-        )
-        .function("objectWebSockets", super::ws_object::object_web_sockets)
-        .function(
-            "objectSetAutoResponse",
-            super::ws_object::object_set_auto_response,
-        )
-        .function("objectAutoResponse", super::ws_object::object_auto_response)
-        .function("webSocketAttach", super::ws_object::web_socket_attach)
-        .function(
-            "webSocketAutoResponseTime",
-            super::ws_object::web_socket_auto_response_time,
-        )
-}
 
 /// What a storage op settles with.
 pub(crate) enum Settled {
@@ -157,7 +122,7 @@ fn target(
     class: &str,
     id: String,
 ) -> Result<(isolane_storage::Store, ObjectScope), HostError> {
-    let worker = super::object_forward::bound_worker(host, class)?;
+    let worker = super::object_hosted::bound_worker(host, class)?;
     let store = host.thread.config.store.clone().ok_or_else(|| {
         HostError::new(
             ErrorClass::Error,
@@ -191,7 +156,7 @@ where
     let task = tokio::task::spawn_local(async move {
         let settled = work.await;
         if let Some(isolate) = me.upgrade() {
-            isolate.settle(op, Settlement::Object(Box::new(settled)));
+            isolate.settle(op, Settlement::custom(settled));
         }
     });
     host.set_op_task(op, task.abort_handle());
@@ -201,7 +166,7 @@ where
 host_fn! {
 /// `objectIdFromName(binding, name)`: the same id for the same name, in
 /// this namespace and class.
-fn object_id_from_name<'s>(
+pub(super) fn object_id_from_name<'s>(
     scope,
     host: Rc<HostState>,
     binding: String,
@@ -219,7 +184,7 @@ fn object_id_from_name<'s>(
 
 host_fn! {
 /// `objectNewUniqueId(binding)`: a random id.
-fn object_new_unique_id<'s>(
+pub(super) fn object_new_unique_id<'s>(
     scope,
     host: Rc<HostState>,
     binding: String,
@@ -235,7 +200,7 @@ fn object_new_unique_id<'s>(
 host_fn! {
 /// `objectIdValid(binding, id)`: whether `id` is an id of this namespace
 /// and class (64 lowercase hex digits whose tag matches).
-fn object_id_valid<'s>(
+pub(super) fn object_id_valid<'s>(
     scope,
     host: Rc<HostState>,
     binding: String,
@@ -269,7 +234,7 @@ pub(super) fn strings(
 
 host_fn! {
 /// `objectGet(class, id, keys)` → Promise of an array of Uint8Array or null.
-fn object_get<'s>(
+pub(super) fn object_get<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -320,7 +285,7 @@ host_fn! {
 /// `objectTake(class, id)` → Promise of the owner epoch a new instance of
 /// the object takes (`Store::take_object`): from then on, an older
 /// instance's writes are refused.
-fn object_take<'s>(
+pub(super) fn object_take<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -341,7 +306,7 @@ host_fn! {
 /// `objectWrite(class, id, entries, deleteAll, epoch)` → Promise: one
 /// atomic write (deleteAll first, then each `[key, bytes or null]`),
 /// refused unless the object's owner epoch is still `epoch`.
-fn object_write<'s>(
+pub(super) fn object_write<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -386,7 +351,7 @@ fn object_write<'s>(
 host_fn! {
 /// `objectList(class, id, start, end, prefix, limit, reverse)` → Promise of
 /// `[[key, Uint8Array], …]`.
-fn object_list<'s>(
+pub(super) fn object_list<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -421,7 +386,7 @@ fn object_list<'s>(
 host_fn! {
 /// `objectGetAlarm(class, id)` → Promise of the alarm's time (ms since the
 /// epoch) or null.
-fn object_get_alarm<'s>(
+pub(super) fn object_get_alarm<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -441,7 +406,7 @@ host_fn! {
 /// `objectSetAlarm(class, id, time, epoch)` → Promise: sets the object's
 /// alarm to `time` (ms since the epoch), or deletes it when `time` is
 /// null, refused unless the object's owner epoch is still `epoch`.
-fn object_set_alarm<'s>(
+pub(super) fn object_set_alarm<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -475,7 +440,7 @@ fn object_set_alarm<'s>(
 host_fn! {
 /// `objectNextTurn()` → Promise settled in a later turn (after this turn's
 /// microtasks), whichever request ends meanwhile: the input gate opens then.
-fn object_next_turn<'s>(
+pub(super) fn object_next_turn<'s>(
     scope,
     host: Rc<HostState>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
@@ -488,7 +453,7 @@ host_fn! {
 /// (`EngineConfig::object_idle`, in ms), settled once that time has passed:
 /// the sweep that evicts idle objects (js/28_durable_object.js). Detached
 /// like every object op: it outlives the request that armed it.
-fn object_idle_timer<'s>(
+pub(super) fn object_idle_timer<'s>(
     scope,
     host: Rc<HostState>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
@@ -544,5 +509,14 @@ pub(super) fn settled_js<'s>(
             }
             Ok(v8::Array::new_with_elements(scope, &out).into())
         }
+    }
+}
+
+impl Settle for Settled {
+    fn into_js<'s>(
+        self: Box<Self>,
+        scope: &mut v8::PinScope<'s, '_>,
+    ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
+        settled_js(scope, *self)
     }
 }

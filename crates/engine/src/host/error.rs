@@ -11,7 +11,7 @@ use super::HostState;
 
 /// The JS class a [`HostError`] becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ErrorClass {
+pub enum ErrorClass {
     /// A plain `Error` (what workerd throws for a failed KV operation).
     Error,
     /// A `TypeError`.
@@ -29,7 +29,7 @@ pub(crate) enum ErrorClass {
 
 impl ErrorClass {
     /// The class's JS name (the `DOMException`'s `name`).
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Self::Error => "Error",
             Self::Type => "TypeError",
@@ -53,16 +53,27 @@ impl fmt::Display for ErrorClass {
 /// An error for JavaScript: `{class, message}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{class}: {message}")]
-pub(crate) struct HostError {
-    pub(crate) class: ErrorClass,
-    pub(crate) message: String,
+pub struct HostError {
+    pub class: ErrorClass,
+    pub message: String,
 }
 
 /// What host functions return when they can fail.
-pub(crate) type HostResult<T> = Result<T, HostError>;
+pub type HostResult<T> = Result<T, HostError>;
+
+/// A host error as an op's answer: its promise rejects with it.
+impl super::Settle for HostError {
+    fn into_js<'s>(
+        self: Box<Self>,
+        scope: &mut v8::PinScope<'s, '_>,
+    ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
+        let undefined = v8::undefined(scope).into();
+        Err(self.to_js(scope).unwrap_or(undefined))
+    }
+}
 
 impl HostError {
-    pub(crate) fn new(class: ErrorClass, message: impl Into<String>) -> Self {
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
         Self {
             class,
             message: message.into(),
@@ -70,22 +81,19 @@ impl HostError {
     }
 
     /// A `TypeError`.
-    pub(crate) fn type_error(message: impl Into<String>) -> Self {
+    pub fn type_error(message: impl Into<String>) -> Self {
         Self::new(ErrorClass::Type, message)
     }
 
     /// A `RangeError`.
-    pub(crate) fn range_error(message: impl Into<String>) -> Self {
+    pub fn range_error(message: impl Into<String>) -> Self {
         Self::new(ErrorClass::Range, message)
     }
 
     /// The JS value of the error. A `DOMException` class where the isolate
     /// has no host state (at snapshot time, where host calls are no-ops)
     /// becomes a `TypeError` whose message names the class.
-    pub(crate) fn to_js<'s>(
-        &self,
-        scope: &mut v8::PinScope<'s, '_>,
-    ) -> Option<v8::Local<'s, v8::Value>> {
+    pub fn to_js<'s>(&self, scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Value>> {
         let message = v8::String::new(scope, &self.message)?;
         match self.class {
             ErrorClass::Error => Some(v8::Exception::error(scope, message)),
@@ -107,7 +115,7 @@ impl HostError {
     }
 
     /// Throws the error in `scope`.
-    pub(crate) fn throw(&self, scope: &mut v8::PinScope<'_, '_>) {
+    pub fn throw(&self, scope: &mut v8::PinScope<'_, '_>) {
         if let Some(error) = self.to_js(scope) {
             scope.throw_exception(error);
         }
@@ -116,6 +124,6 @@ impl HostError {
 
 /// Throws a `TypeError` with `message` in `scope` (for callbacks that are
 /// not host functions: the module loader's).
-pub(crate) fn throw_type_error(scope: &mut v8::PinScope<'_, '_>, message: &str) {
+pub fn throw_type_error(scope: &mut v8::PinScope<'_, '_>, message: &str) {
     HostError::type_error(message).throw(scope);
 }

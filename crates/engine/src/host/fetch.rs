@@ -9,9 +9,9 @@ use std::rc::Rc;
 
 use super::error::HostError;
 use super::state::FetchHead;
-use super::unit::Unit;
 use super::{HeaderNames, HostState, IsolateTurns, Settlement, begin_op, data_url, header_map};
 use crate::body::Body;
+use crate::unit::Unit;
 
 /// `Headers`, with nothing native of its own: header lists cross the
 /// boundary flat (`headers.rs`).
@@ -222,7 +222,7 @@ pub(super) fn failure(
     }
 }
 
-pub(super) fn too_many(limit: u32) -> String {
+pub fn too_many(limit: u32) -> String {
     format!(
         "Too many subrequests: a request may make at most {limit} fetch calls (each redirect counts as one)"
     )

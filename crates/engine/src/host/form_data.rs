@@ -20,9 +20,9 @@ use bytes::Bytes;
 use futures::FutureExt;
 
 use super::error::{HostError, HostResult};
-use super::unit::Unit;
 use super::{HostState, js_string, u8_array};
 use crate::memory::Reservation;
+use crate::unit::Unit;
 
 /// Why a body could not be read as form data (thrown as a TypeError).
 #[derive(Debug, thiserror::Error)]

@@ -18,24 +18,23 @@
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
-use super::HostState;
-use super::state::IdMap;
+use super::id_map::IdMap;
 use crate::memory::Memory;
 
 /// Who owns a resource: the isolate (until freed or collected), or a
 /// request, whose end frees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Owner {
+pub enum Owner {
     Isolate,
     Request(u32),
 }
 
 impl Owner {
     /// The request `ctx` (0, no request: the isolate).
-    pub(crate) fn request(ctx: u32) -> Self {
+    pub fn request(ctx: u32) -> Self {
         if ctx == 0 {
             Self::Isolate
         } else {
@@ -54,27 +53,32 @@ struct Entry {
 }
 
 /// The native resources of one isolate.
-pub(crate) struct Handles {
+pub struct Handles {
     memory: Arc<Memory>,
     next: Cell<u32>,
     entries: RefCell<IdMap<Entry>>,
     /// Ids whose handle was collected while `entries` was borrowed.
     collected: RefCell<Vec<u32>>,
+    /// Itself, for the finalizers of its handle objects: a collected
+    /// object's entry goes from the table that made it, without a way
+    /// back through the isolate's state.
+    me: Weak<Handles>,
 }
 
 impl Handles {
-    pub(crate) fn new(memory: Arc<Memory>) -> Self {
-        Self {
+    pub(crate) fn new(memory: Arc<Memory>) -> Rc<Self> {
+        Rc::new_cyclic(|me| Self {
             memory,
             next: Cell::new(0),
             entries: RefCell::default(),
             collected: RefCell::default(),
-        }
+            me: me.clone(),
+        })
     }
 
     /// Adds `value`, charging `charge` bytes; its id, or `None` over the
     /// memory limit (the isolate is then being terminated).
-    pub(crate) fn insert<T: 'static>(&self, value: T, charge: usize, owner: Owner) -> Option<u32> {
+    pub fn insert<T: 'static>(&self, value: T, charge: usize, owner: Owner) -> Option<u32> {
         self.sweep();
         self.memory.charge(charge).ok()?;
         let id = self.next.get().wrapping_add(1).max(1);
@@ -96,7 +100,7 @@ impl Handles {
     /// Adds `value` as [`insert`](Self::insert) does, named for JavaScript
     /// by a new handle object whose collection removes it; `None` over the
     /// limit or when V8 could not make the object.
-    pub(crate) fn insert_object<'s, T: 'static>(
+    pub fn insert_object<'s, T: 'static>(
         &self,
         scope: &mut v8::PinScope<'s, '_>,
         value: T,
@@ -104,7 +108,7 @@ impl Handles {
         owner: Owner,
     ) -> Option<v8::Local<'s, v8::Object>> {
         let id = self.insert(value, charge, owner)?;
-        let Some((object, weak)) = new_handle(scope, id) else {
+        let Some((object, weak)) = new_handle(scope, id, self.me.clone()) else {
             self.remove(id);
             return None;
         };
@@ -118,14 +122,14 @@ impl Handles {
 
     /// Runs `f` on the `T` of entry `id` (no JavaScript runs meanwhile);
     /// `None` when there is none (freed, or another type).
-    pub(crate) fn with<T: 'static, R>(&self, id: u32, f: impl FnOnce(&mut T) -> R) -> Option<R> {
+    pub fn with<T: 'static, R>(&self, id: u32, f: impl FnOnce(&mut T) -> R) -> Option<R> {
         let mut entries = self.entries.try_borrow_mut().ok()?;
         let value = entries.get_mut(&id)?.value.downcast_mut::<T>()?;
         Some(f(value))
     }
 
     /// [`with`](Self::with) the entry a handle object names.
-    pub(crate) fn with_handle<T: 'static, R>(
+    pub fn with_handle<T: 'static, R>(
         &self,
         scope: &mut v8::PinScope<'_, '_>,
         handle: v8::Local<'_, v8::Value>,
@@ -136,7 +140,7 @@ impl Handles {
 
     /// Charges `bytes` more to entry `id` (content it holds for a while);
     /// false over the memory limit. An unknown id is charged nothing.
-    pub(crate) fn charge(&self, id: u32, bytes: usize) -> bool {
+    pub fn charge(&self, id: u32, bytes: usize) -> bool {
         let Ok(mut entries) = self.entries.try_borrow_mut() else {
             return false;
         };
@@ -152,7 +156,7 @@ impl Handles {
 
     /// Gives back up to `bytes` of what entry `id` was charged beyond
     /// [`insert`](Self::insert)'s charge.
-    pub(crate) fn release(&self, id: u32, bytes: usize) {
+    pub fn release(&self, id: u32, bytes: usize) {
         if let Ok(mut entries) = self.entries.try_borrow_mut()
             && let Some(entry) = entries.get_mut(&id)
         {
@@ -165,7 +169,7 @@ impl Handles {
     /// Drops entry `id` now, or at the next insert when the table is
     /// borrowed (a finalizer may run inside any V8 allocation; it must not
     /// panic whatever happens).
-    pub(crate) fn remove(&self, id: u32) {
+    pub fn remove(&self, id: u32) {
         let removed = match self.entries.try_borrow_mut() {
             Ok(mut entries) => entries.remove(&id),
             Err(_) => {
@@ -181,7 +185,7 @@ impl Handles {
     }
 
     /// Drops the entry a handle object names.
-    pub(crate) fn remove_handle(
+    pub fn remove_handle(
         &self,
         scope: &mut v8::PinScope<'_, '_>,
         handle: v8::Local<'_, v8::Value>,
@@ -193,7 +197,7 @@ impl Handles {
 
     /// Drops what request `ctx` owns (what every request owns when `None`):
     /// a request's I/O goes with it, as in workerd.
-    pub(crate) fn drop_for(&self, ctx: Option<u32>) {
+    pub fn drop_for(&self, ctx: Option<u32>) {
         let owned = |owner: Owner| match owner {
             Owner::Isolate => false,
             Owner::Request(c) => ctx.is_none_or(|ctx| ctx == c),
@@ -239,6 +243,7 @@ impl Drop for Handles {
 fn new_handle<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     id: u32,
+    handles: Weak<Handles>,
 ) -> Option<(v8::Local<'s, v8::Object>, v8::Weak<v8::Object>)> {
     let template = v8::ObjectTemplate::new(scope);
     template.set_internal_field_count(1);
@@ -248,9 +253,9 @@ fn new_handle<'s>(
     let weak = v8::Weak::with_finalizer(
         scope,
         object,
-        Box::new(move |isolate: &mut v8::Isolate| {
-            if let Some(host) = isolate.get_slot::<Rc<HostState>>().cloned() {
-                host.handles.remove(id);
+        Box::new(move |_: &mut v8::Isolate| {
+            if let Some(handles) = handles.upgrade() {
+                handles.remove(id);
             }
         }),
     );
@@ -258,10 +263,7 @@ fn new_handle<'s>(
 }
 
 /// The id inside a handle object; `None` for any other value.
-pub(crate) fn handle_id(
-    scope: &mut v8::PinScope<'_, '_>,
-    value: v8::Local<'_, v8::Value>,
-) -> Option<u32> {
+pub fn handle_id(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> Option<u32> {
     let object = v8::Local::<v8::Object>::try_from(value).ok()?;
     if object.internal_field_count() != 1 {
         return None;

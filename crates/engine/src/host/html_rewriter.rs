@@ -19,8 +19,8 @@ use lol_html::{AsciiCompatibleEncoding, Selector};
 use self::session::{Call, Input, Op, OpResult, Place, Registration, STACK_SIZE, Session, Yield};
 use super::error::{HostError, HostResult};
 use super::handle::Owner;
-use super::unit::Unit;
 use super::{HostState, js_string, u8_array, value_string};
+use crate::unit::Unit;
 
 /// The most lol_html may buffer for one rewrite (a token split across input
 /// chunks: a start tag with its attributes, a comment, a doctype); a larger

@@ -3,8 +3,8 @@
 
 use std::rc::Rc;
 
-use super::unit::Unit;
 use super::{HostState, Settlement, new_promise};
+use crate::unit::Unit;
 
 /// ReadableStream, WritableStream, TransformStream and their kin; incoming
 /// bodies are read through them. `08_streams.js` is the folder

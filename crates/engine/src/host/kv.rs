@@ -23,10 +23,10 @@ use isolane_storage::{KvEntry, KvError, KvList, KvListOptions, KvScope, KvWrite,
 
 use super::error::{ErrorClass, HostError};
 use super::state::{holder, set};
-use super::unit::Unit;
-use super::{HostState, Settlement, begin_op, js_string, u8_array};
+use super::{HostState, Settle, Settlement, begin_op, js_string, u8_array};
 use crate::memory::Reservation;
 use crate::observer::{KvOp, KvResult};
+use crate::unit::Unit;
 
 /// KV operations of one isolate in flight at once; more wait their turn
 /// (Cloudflare lets a Worker have six connections open at once).
@@ -171,7 +171,7 @@ where
         let settled = work.await;
         observer.kv_operation(kind, settled.result());
         if let Some(isolate) = me.upgrade() {
-            isolate.settle(op, Settlement::Kv(Box::new(settled)));
+            isolate.settle(op, Settlement::custom(settled));
         }
     });
     host.set_op_task(op, task.abort_handle());
@@ -400,4 +400,13 @@ fn list_js<'s>(scope: &mut v8::PinScope<'s, '_>, list: KvList) -> v8::Local<'s, 
     let cursor = optional_string(scope, list.cursor.as_deref());
     set(scope, object, "cursor", Some(cursor));
     object.into()
+}
+
+impl Settle for Settled {
+    fn into_js<'s>(
+        self: Box<Self>,
+        scope: &mut v8::PinScope<'s, '_>,
+    ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
+        settled_js(scope, *self)
+    }
 }

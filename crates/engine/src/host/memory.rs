@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use super::HostState;
 use super::error::{HostError, HostResult};
-use super::unit::Unit;
+use crate::unit::Unit;
 
 /// The memory budget's JavaScript side: resizable ArrayBuffers, the checks
 /// before large builtins.
@@ -67,7 +67,7 @@ fn memory_check<'s>(scope, requested: f64) -> HostResult<()> {
 
 /// Whether `bytes` more fit the isolate's limit now; when not, its
 /// JavaScript is being terminated (see `memory.rs`).
-pub(crate) fn fits(scope: &mut v8::PinScope<'_, '_>, bytes: usize) -> bool {
+pub fn fits(scope: &mut v8::PinScope<'_, '_>, bytes: usize) -> bool {
     let Some(host) = HostState::get(scope) else {
         return true;
     };

@@ -2,7 +2,7 @@
 //! only, its globals gated by the Worker's compatibility settings
 //! (`expose_global_message_channel`, on from 2025-08-15 as in workerd).
 
-use super::unit::Unit;
+use crate::unit::Unit;
 
 pub(super) fn unit() -> Unit {
     Unit::new("message_channel")

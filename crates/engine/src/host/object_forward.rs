@@ -9,6 +9,7 @@ use std::rc::Rc;
 use http::Method;
 
 use super::error::{ErrorClass, HostError};
+use super::object_hosted::bound_worker;
 use super::state::FetchHead;
 use super::{HostState, Settlement, begin_op, header_map};
 use crate::body::Body;
@@ -16,23 +17,6 @@ use crate::dispatch::run_on;
 use crate::object_call::{ObjectCall, home_thread, object_key};
 use crate::object_peers::{MAX_ATTEMPTS, retry_pause};
 use crate::work::Work;
-
-/// The Worker whose isolate this is, with a class it binds.
-pub(super) fn bound_worker(
-    host: &HostState,
-    class: &str,
-) -> Result<std::sync::Arc<crate::bundle::WorkerBundle>, HostError> {
-    let worker = host
-        .worker
-        .get()
-        .ok_or_else(|| HostError::type_error("Durable Objects: no Worker is loaded"))?;
-    if !worker.durable_objects.values().any(|c| c == class) {
-        return Err(HostError::type_error(format!(
-            "{class} is not a Durable Object class of this Worker"
-        )));
-    }
-    Ok(worker.clone())
-}
 
 host_fn! {
 /// `objectIsHome(class, id)`: whether object `id` of `class` lives on
@@ -214,11 +198,9 @@ fn settlement(
                 web_socket,
             })
         }
-        Err(error) => Settlement::Object(Box::new(super::durable_object::Settled::Failed(
-            HostError::new(
-                ErrorClass::Error,
-                format!("Durable Object call failed: {error}"),
-            ),
-        ))),
+        Err(error) => Settlement::custom(HostError::new(
+            ErrorClass::Error,
+            format!("Durable Object call failed: {error}"),
+        )),
     }
 }

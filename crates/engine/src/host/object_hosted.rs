@@ -17,6 +17,20 @@ use super::HostState;
 use super::error::{ErrorClass, HostError};
 use crate::bundle::WorkerBundle;
 
+/// The Worker whose isolate this is, with a class it binds.
+pub(super) fn bound_worker(host: &HostState, class: &str) -> Result<Arc<WorkerBundle>, HostError> {
+    let worker = host
+        .worker
+        .get()
+        .ok_or_else(|| HostError::type_error("Durable Objects: no Worker is loaded"))?;
+    if !worker.durable_objects.values().any(|c| c == class) {
+        return Err(HostError::type_error(format!(
+            "{class} is not a Durable Object class of this Worker"
+        )));
+    }
+    Ok(worker.clone())
+}
+
 /// The Worker whose isolate runs calls to `class` (as JavaScript names it)
 /// and the class's own name: this Worker for a class it binds, the hosting
 /// Worker's current bundle for `<worker>/<class>`.
@@ -25,7 +39,7 @@ pub(super) fn called_worker(
     class: String,
 ) -> Result<(Arc<WorkerBundle>, String), HostError> {
     let Some((worker, class)) = class.split_once('/') else {
-        let bundle = super::object_forward::bound_worker(host, &class)?;
+        let bundle = bound_worker(host, &class)?;
         return Ok((bundle, class));
     };
     let caller = host

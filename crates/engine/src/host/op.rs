@@ -29,6 +29,7 @@ use super::{HostState, arg_string, view_bytes};
 
 /// Defines a host function; see the module docs. The body
 /// is an ordinary Rust function of `scope` and the typed arguments.
+#[macro_export]
 macro_rules! host_fn {
     (
         $(#[$meta:meta])*
@@ -37,16 +38,16 @@ macro_rules! host_fn {
     ) => {
         $(#[$meta])*
         $vis fn $name<$s>(
-            $scope: &mut v8::PinScope<$s, '_>,
-            args: v8::FunctionCallbackArguments<$s>,
-            mut rv: v8::ReturnValue<$s, v8::Value>,
+            $scope: &mut $crate::v8::PinScope<$s, '_>,
+            args: $crate::v8::FunctionCallbackArguments<$s>,
+            mut rv: $crate::v8::ReturnValue<$s, $crate::v8::Value>,
         ) {
             #[allow(clippy::too_many_arguments)]
-            fn typed<$s>($scope: &mut v8::PinScope<$s, '_> $(, $arg: $ty)*) $(-> $ret)? $body
+            fn typed<$s>($scope: &mut $crate::v8::PinScope<$s, '_> $(, $arg: $ty)*) $(-> $ret)? $body
             #[allow(unused_mut)]
             let mut next = 0;
             $(
-                let Some($arg) = <$ty as $crate::host::op::FromArg<$s>>::from_arg(
+                let Some($arg) = <$ty as $crate::FromArg<$s>>::from_arg(
                     $scope, &args, &mut next,
                 ) else {
                     return;
@@ -54,7 +55,7 @@ macro_rules! host_fn {
             )*
             let _ = (&args, next);
             let result = typed($scope $(, $arg)*);
-            $crate::host::op::Return::set(result, $scope, &mut rv);
+            $crate::Return::set(result, $scope, &mut rv);
         }
     };
 }
@@ -62,7 +63,7 @@ macro_rules! host_fn {
 /// One parameter of a host function, from the JS arguments (`next` is the
 /// index of the next unconverted one). `None`: the body does not run and
 /// the call returns undefined (there is no host state).
-pub(crate) trait FromArg<'s>: Sized {
+pub trait FromArg<'s>: Sized {
     fn from_arg(
         scope: &mut v8::PinScope<'s, '_>,
         args: &v8::FunctionCallbackArguments<'s>,
@@ -164,7 +165,7 @@ impl<'s> FromArg<'s> for Option<Vec<u8>> {
 }
 
 /// What a host function's body returns, handed to JavaScript.
-pub(crate) trait Return<'s> {
+pub trait Return<'s> {
     fn set(self, scope: &mut v8::PinScope<'s, '_>, rv: &mut v8::ReturnValue<'s, v8::Value>);
 }
 

@@ -9,10 +9,10 @@ use std::rc::Rc;
 
 use super::error::{HostError, HostResult};
 use super::state::WriteOp;
-use super::unit::Unit;
 use super::{HostState, IsolateTurns, Settlement, lenient_header_map, new_promise, view_bytes};
 use crate::body::{Body, BodySender};
 use crate::outcome::ExecuteError;
+use crate::unit::Unit;
 
 /// The worker: its handlers (`fetch`, `scheduled`, service-worker events),
 /// `ctx.waitUntil`, and its answer to each request.

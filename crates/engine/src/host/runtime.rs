@@ -2,7 +2,7 @@
 //! what the Web API families stand on, and what closes the runtime off
 //! before any worker code runs.
 
-use super::unit::Unit;
+use crate::unit::Unit;
 
 /// The `internal` object and the base of every other file: DOMException,
 /// Event and EventTarget, AbortController and AbortSignal.

@@ -29,12 +29,12 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::error::{HostError, HostResult};
+use super::id_map::IdMap;
 use super::socket_count::{self, Refused, Slot};
-use super::state::IdMap;
-use super::unit::Unit;
 use super::{HostState, IsolateTurns, lenient_header_map, value_string, view_bytes};
 use crate::outcome::ExecuteError;
 use crate::socket::{CloseFrame, SocketEnd, SocketMessage, WebSocketUpgrade};
+use crate::unit::{RequestResources, Unit};
 
 pub(super) fn unit() -> Unit {
     Unit::new("websocket")
@@ -43,9 +43,52 @@ pub(super) fn unit() -> Unit {
         .function("webSocketSend", web_socket_send)
         .function("webSocketClose", web_socket_close)
         .function("webSocketAccepted", web_socket_accepted)
-        .function("webSocketConnect", super::ws_connect::web_socket_connect)
         .function("webSocketPass", web_socket_pass)
-        .state::<Sockets>()
+        .request_state::<Sockets>()
+}
+
+/// Who keeps a socket instead of the request whose `101` carried it: a
+/// Durable Object that accepted it for hibernation (`host/ws_object.rs`).
+/// The WebSocket unit knows its keepers only through this trait, and the
+/// unit of the keepers registers itself with [`set_hibernation`].
+pub(crate) trait SocketKeeper {
+    /// Socket `id` ended without a close handshake: its keeper hears of it.
+    fn dropped(self: Rc<Self>, host: &HostState, id: u32, reason: &'static str);
+
+    /// The keeper as `Any`, for its own unit to find its type again.
+    fn into_any(self: Rc<Self>) -> Rc<dyn std::any::Any>;
+}
+
+/// What a `101` with a keeper becomes (`webSocketRespond`'s
+/// `hibernation`): registered once per process by the keepers' unit.
+pub(crate) trait Hibernation: Sync {
+    /// The keeper `value` names, checked (its class bound, room for one
+    /// more socket).
+    fn keeper(
+        &self,
+        scope: &mut v8::PinScope<'_, '_>,
+        host: &HostState,
+        sockets: &Sockets,
+        value: v8::Local<'_, v8::Value>,
+    ) -> HostResult<Rc<dyn SocketKeeper>>;
+
+    /// Opens the keeper's socket in its place `slot`: no request holds it.
+    fn open(
+        &self,
+        host: &HostState,
+        sockets: &Sockets,
+        slot: Slot,
+        keeper: Rc<dyn SocketKeeper>,
+    ) -> (u32, SocketEnd);
+}
+
+/// The registered [`Hibernation`], if a unit registered one.
+static HIBERNATION: std::sync::OnceLock<&'static dyn Hibernation> = std::sync::OnceLock::new();
+
+/// Registers the keepers' unit (the units are made once per process; a
+/// second registration is the same one and changes nothing).
+pub(crate) fn set_hibernation(hibernation: &'static dyn Hibernation) {
+    let _ = HIBERNATION.set(hibernation);
 }
 
 /// Close codes the engine uses of its own.
@@ -71,8 +114,9 @@ pub(super) struct Entry {
     closed: Cell<bool>,
     /// Opened when the Worker accepts its end; the pump waits on it.
     accepted: Rc<tokio::sync::Notify>,
-    /// The Durable Object that accepted it with `acceptWebSocket`.
-    pub(super) object: Option<Rc<super::ws_object::ObjectSocket>>,
+    /// Who keeps it instead of a request: the Durable Object that accepted
+    /// it with `acceptWebSocket` ([`SocketKeeper`]).
+    pub(super) keeper: Option<Rc<dyn SocketKeeper>>,
     /// Its place in the Worker's and its client's counts.
     _slot: Slot,
 }
@@ -82,8 +126,6 @@ pub(super) struct Entry {
 pub(crate) struct Sockets {
     pub(super) open: RefCell<IdMap<Entry>>,
     next: Cell<u32>,
-    /// Each Durable Object's WebSocket auto-response, by (class, id).
-    pub(super) auto: RefCell<super::ws_object::AutoResponses>,
     /// Sockets a Durable Object on another thread answered a forwarded
     /// `stub.fetch` with (`101`), by id, with the request that holds them
     /// until its Worker returns them (`webSocketPass`).
@@ -180,7 +222,15 @@ fn web_socket_respond<'s>(
     if !host.request_live(ctx) {
         return Err(HostError::type_error("The request has already ended."));
     }
-    let object = super::ws_object::owner(scope, &host, sockets, hibernation)?;
+    let keeper = match hibernation.is_null_or_undefined() {
+        true => None,
+        false => Some(
+            HIBERNATION
+                .get()
+                .ok_or_else(|| HostError::type_error("Hibernatable WebSockets are not available"))?
+                .keeper(scope, &host, sockets, hibernation)?,
+        ),
+    };
     let worker = host.worker_id();
     let client = host.client(ctx);
     let slot = match socket_count::open(worker, client.as_ref(), &config) {
@@ -197,9 +247,9 @@ fn web_socket_respond<'s>(
         }
     };
     let headers = lenient_header_map(scope, headers);
-    let (id, end) = match object {
-        Some(object) => super::ws_object::open_object_entry(&host, sockets, slot, object),
-        None => open_entry(&host, sockets, ctx, slot),
+    let (id, end) = match (keeper, HIBERNATION.get()) {
+        (Some(keeper), Some(hibernation)) => hibernation.open(&host, sockets, slot, keeper),
+        _ => open_entry(&host, sockets, ctx, slot),
     };
     let mut response = http::Response::new(crate::Body::empty());
     *response.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
@@ -281,7 +331,7 @@ pub(super) fn new_entry(
     config: crate::socket::WebSocketConfig,
     ctx: u32,
     slot: Slot,
-    object: Option<Rc<super::ws_object::ObjectSocket>>,
+    keeper: Option<Rc<dyn SocketKeeper>>,
 ) -> (Entry, ClientQueue, SocketEnd) {
     let capacity = config.buffered_messages.max(1);
     let (to_worker, from_client) = mpsc::channel(capacity);
@@ -294,7 +344,7 @@ pub(super) fn new_entry(
         active: Cell::new(Instant::now()),
         closed: Cell::new(false),
         accepted: accepted.clone(),
-        object,
+        keeper,
         _slot: slot,
     };
     let end = SocketEnd {
@@ -392,9 +442,9 @@ pub(super) fn drop_abnormally(host: &HostState, sockets: &Sockets, id: u32, reas
     if let Some(pump) = entry.pump {
         pump.abort();
     }
-    if let Some(object) = entry.object {
+    if let Some(keeper) = entry.keeper {
         // An object's socket: its object hears of it as an event of its own.
-        super::ws_object::dropped(host, id, &object, reason);
+        keeper.dropped(host, id, reason);
         return;
     }
     let ctx = entry.ctx;
@@ -543,5 +593,11 @@ async fn pump(me: Weak<dyn IsolateTurns>, ctx: u32, id: u32, queue: ClientQueue,
             return;
         }
         isolate.socket_event(ctx, id, message);
+    }
+}
+
+impl RequestResources for Sockets {
+    fn drop_for(&self, ctx: Option<u32>) {
+        Sockets::drop_for(self, ctx);
     }
 }

@@ -6,8 +6,6 @@
 //! its `RefCell`s are never held across a call into JavaScript or an `.await`.
 
 use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -24,8 +22,9 @@ use crate::thread_ctx::ThreadCtx;
 
 use super::error::HostError;
 use super::handle::Handles;
+use super::id_map::IdMap;
 use super::rejection::Rejections;
-use super::unit::UnitStates;
+use crate::unit::UnitStates;
 
 /// CPU budget for compiling and evaluating a worker's top-level code (no
 /// request yet): Cloudflare's "Worker startup time" (1 s since October
@@ -69,7 +68,7 @@ pub(crate) enum WriteOp {
 }
 
 /// How a pending host promise settles; turned into JS values in a turn.
-pub(crate) enum Settlement {
+pub enum Settlement {
     Undefined,
     Null,
     /// A body chunk: `{ chunk: Uint8Array }` (see [`holder`]).
@@ -77,20 +76,32 @@ pub(crate) enum Settlement {
     Fetch(FetchHead),
     /// Rejects with a `TypeError` (a [`HostError`] of that class).
     TypeError(String),
-    /// An offloaded Web Crypto job (`host/crypto/offload.rs`).
-    Crypto(Box<super::crypto::subtle::OffloadResult>),
-    /// A KV operation's answer (`host/kv.rs`).
-    Kv(Box<super::kv::Settled>),
-    /// A Durable Object storage operation's answer (`host/durable_object.rs`).
-    Object(Box<super::durable_object::Settled>),
-    /// A `connect()` socket that opened (`host/tcp.rs`).
-    Socket(Box<super::tcp::Opened>),
-    /// A `node:dns` query's answer (`host/node/dns.rs`).
-    Dns(Box<super::node::dns::Answer>),
+    /// An answer of an API's own kind (a Web Crypto job's, a KV read's, a
+    /// socket that opened, …): it makes its JS value itself ([`Settle`]),
+    /// so the core names no API family.
+    Custom(Box<dyn Settle>),
+}
+
+/// A pending op's answer of an API's own kind ([`Settlement::Custom`]),
+/// turned into the JS value to resolve (`Ok`) or reject (`Err`) with, in
+/// the settling turn.
+pub trait Settle: 'static {
+    /// The JS value: `Ok` resolves the op's promise, `Err` rejects it.
+    fn into_js<'s>(
+        self: Box<Self>,
+        scope: &mut v8::PinScope<'s, '_>,
+    ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>>;
+}
+
+impl Settlement {
+    /// An answer of an API's own kind.
+    pub fn custom(answer: impl Settle) -> Self {
+        Self::Custom(Box::new(answer))
+    }
 }
 
 /// The head of an outbound fetch's response.
-pub(crate) struct FetchHead {
+pub struct FetchHead {
     pub(crate) status: u16,
     pub(crate) status_text: String,
     pub(crate) headers: http::HeaderMap,
@@ -123,36 +134,12 @@ struct Timer {
     task: AbortHandle,
 }
 
-/// Maps keyed by the ids this state hands out (sequential `u32`s, never
-/// chosen by a client): the id is its own hash, no SipHash on every lookup.
-pub(crate) type IdMap<T> = HashMap<u32, T, BuildHasherDefault<IdHasher>>;
-
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        // Spread the sequential ids over the table's top bits too.
-        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-
-    fn write_u32(&mut self, id: u32) {
-        self.0 = u64::from(id);
-    }
-}
-
 /// The isolate a [`HostState`] belongs to, as its host tasks see it. Host
 /// callbacks never start a turn; a task they spawned gets back into
 /// JavaScript, once its I/O is done, only through these. `WorkerIsolate`
 /// implements it: the host names its isolate only through this trait, so
 /// it does not depend on the isolate that holds it.
-pub(crate) trait IsolateTurns {
+pub trait IsolateTurns {
     /// The isolate's host state.
     fn host(&self) -> &HostState;
 
@@ -178,7 +165,7 @@ pub(crate) trait IsolateTurns {
     fn socket_event(&self, ctx: u32, socket: u32, message: crate::socket::SocketMessage);
 }
 
-pub(crate) struct HostState {
+pub struct HostState {
     pub(crate) thread: Rc<ThreadCtx>,
     pub(crate) worker: OnceCell<Arc<WorkerBundle>>,
     /// Back to the isolate, for tasks that settle promises later.
@@ -196,8 +183,8 @@ pub(crate) struct HostState {
     pub(crate) rejections: Rejections,
     /// Native resources JavaScript holds: keys, hashers, codecs, rewrites
     /// (`host/handle.rs`).
-    pub(crate) handles: Handles,
-    /// The Web API units' own state (`host/unit.rs`).
+    pub(crate) handles: Rc<Handles>,
+    /// The Web API units' own state (`src/unit.rs`).
     units: UnitStates,
     /// The runtime's `DOMException` constructor, for host errors of a
     /// DOMException class (`host/error.rs`); dropped by [`Self::clear`].
@@ -230,8 +217,36 @@ impl HostState {
         }
     }
 
+    /// The Worker loaded in this isolate, once it is.
+    pub fn worker(&self) -> Option<&Arc<WorkerBundle>> {
+        self.worker.get()
+    }
+
+    /// The watchdog's tripwire of this isolate's thread (for a [`Stop`]
+    /// of work done on the thread).
+    ///
+    /// [`Stop`]: crate::watchdog::Stop
+    pub fn tripwire(&self) -> crate::watchdog::Tripwire {
+        self.thread.watchdog.tripwire()
+    }
+
+    /// The engine's egress policy (what outbound connections may reach).
+    pub fn egress(&self) -> &Arc<crate::egress::EgressPolicy> {
+        &self.thread.shared.egress
+    }
+
+    /// The isolate, for a task that settles a promise later.
+    pub fn turns(&self) -> Weak<dyn IsolateTurns> {
+        self.me.clone()
+    }
+
+    /// The isolate's native resources JavaScript holds (`host/handle.rs`).
+    pub fn handles(&self) -> &super::handle::Handles {
+        &self.handles
+    }
+
     /// The state a unit declared (`Unit::state`); `None` if none did.
-    pub(crate) fn state<T: 'static>(&self) -> Option<&T> {
+    pub fn state<T: 'static>(&self) -> Option<&T> {
         self.units.get::<T>()
     }
 
@@ -250,7 +265,7 @@ impl HostState {
     }
 
     /// The state of the isolate `scope` belongs to.
-    pub(crate) fn get(scope: &mut v8::PinScope<'_, '_>) -> Option<Rc<HostState>> {
+    pub fn get(scope: &mut v8::PinScope<'_, '_>) -> Option<Rc<HostState>> {
         scope.get_slot::<Rc<HostState>>().cloned()
     }
 
@@ -260,11 +275,11 @@ impl HostState {
         id
     }
 
-    pub(crate) fn worker_id(&self) -> &str {
+    pub fn worker_id(&self) -> &str {
         self.worker.get().map_or("", |w| w.id.as_str())
     }
 
-    pub(crate) fn revision(&self) -> &str {
+    pub fn revision(&self) -> &str {
         self.worker.get().map_or("", |w| w.revision.as_str())
     }
 
@@ -279,7 +294,7 @@ impl HostState {
         self.now_ms.set(ms as f64);
     }
 
-    pub(crate) fn now_ms(&self) -> f64 {
+    pub fn now_ms(&self) -> f64 {
         self.now_ms.get()
     }
 
@@ -287,7 +302,7 @@ impl HostState {
         self.current.set(ctx);
     }
 
-    pub(crate) fn current(&self) -> u32 {
+    pub fn current(&self) -> u32 {
         self.current.get()
     }
 
@@ -354,7 +369,7 @@ impl HostState {
     }
 
     /// The hop count outbound fetches of request `ctx` carry.
-    pub(crate) fn outbound_hops(&self, ctx: u32) -> u32 {
+    pub fn outbound_hops(&self, ctx: u32) -> u32 {
         self.requests
             .borrow()
             .get(&ctx)
@@ -362,12 +377,12 @@ impl HostState {
     }
 
     /// Whether request `ctx` is still in flight here.
-    pub(crate) fn request_live(&self, ctx: u32) -> bool {
+    pub fn request_live(&self, ctx: u32) -> bool {
         self.requests.borrow().contains_key(&ctx)
     }
 
     /// CPU time the request may still use (the startup budget outside requests).
-    pub(crate) fn cpu_remaining(&self, ctx: u32) -> Duration {
+    pub fn cpu_remaining(&self, ctx: u32) -> Duration {
         match self.requests.borrow().get(&ctx) {
             Some(r) => r.cpu_limit.saturating_sub(r.cpu),
             None => STARTUP_CPU,
@@ -375,7 +390,7 @@ impl HostState {
     }
 
     /// When the request's wall time runs out (`None` outside requests).
-    pub(crate) fn deadline(&self, ctx: u32) -> Option<Instant> {
+    pub fn deadline(&self, ctx: u32) -> Option<Instant> {
         self.requests.borrow().get(&ctx).map(|r| r.deadline)
     }
 
@@ -386,7 +401,7 @@ impl HostState {
     }
 
     /// Counts one subrequest; `Err(limit)` when the request has used them all.
-    pub(crate) fn take_subrequest(&self, ctx: u32, limit: u32) -> Result<(), u32> {
+    pub fn take_subrequest(&self, ctx: u32, limit: u32) -> Result<(), u32> {
         let mut requests = self.requests.borrow_mut();
         let Some(r) = requests.get_mut(&ctx) else {
             return Err(limit);
@@ -564,12 +579,7 @@ impl HostState {
             timer.task.abort();
         }
         self.handles.drop_for(ctx);
-        if let Some(sockets) = self.state::<super::socket::Sockets>() {
-            sockets.drop_for(ctx);
-        }
-        if let Some(sockets) = self.state::<super::tcp::TcpSockets>() {
-            sockets.drop_for(ctx);
-        }
+        self.units.drop_for(ctx);
         self.bodies
             .borrow_mut()
             .retain(|_, (owner, _)| !matches(*owner));
@@ -620,17 +630,13 @@ impl HostState {
 
     // --- pending promises ---
 
-    pub(crate) fn add_op(&self, ctx: u32, resolver: v8::Global<v8::PromiseResolver>) -> u32 {
+    pub fn add_op(&self, ctx: u32, resolver: v8::Global<v8::PromiseResolver>) -> u32 {
         self.insert_op(ctx, resolver, false)
     }
 
     /// An op that is not dropped when its request ends (only with the
     /// isolate): it settles in a turn of `ctx` even after `ctx` is done.
-    pub(crate) fn add_detached_op(
-        &self,
-        ctx: u32,
-        resolver: v8::Global<v8::PromiseResolver>,
-    ) -> u32 {
+    pub fn add_detached_op(&self, ctx: u32, resolver: v8::Global<v8::PromiseResolver>) -> u32 {
         self.insert_op(ctx, resolver, true)
     }
 
@@ -653,21 +659,21 @@ impl HostState {
         id
     }
 
-    pub(crate) fn set_op_task(&self, op: u32, task: AbortHandle) {
+    pub fn set_op_task(&self, op: u32, task: AbortHandle) {
         if let Some(entry) = self.ops.borrow_mut().get_mut(&op) {
             entry.task = Some(task);
         }
     }
 
     /// The resolver of a pending op and the request it belongs to.
-    pub(crate) fn take_op(&self, op: u32) -> Option<(u32, v8::Global<v8::PromiseResolver>)> {
+    pub fn take_op(&self, op: u32) -> Option<(u32, v8::Global<v8::PromiseResolver>)> {
         self.ops
             .borrow_mut()
             .remove(&op)
             .map(|o| (o.ctx, o.resolver))
     }
 
-    pub(crate) fn op_ctx(&self, op: u32) -> Option<u32> {
+    pub fn op_ctx(&self, op: u32) -> Option<u32> {
         self.ops.borrow().get(&op).map(|o| o.ctx)
     }
 
@@ -709,11 +715,7 @@ impl Settlement {
                 Ok(object.into())
             }
             Settlement::Fetch(head) => Ok(head.into_js(scope)),
-            Settlement::Crypto(result) => super::crypto::subtle::offloaded_js(scope, *result),
-            Settlement::Kv(settled) => super::kv::settled_js(scope, *settled),
-            Settlement::Object(settled) => super::durable_object::settled_js(scope, *settled),
-            Settlement::Socket(opened) => Ok(super::tcp::opened_js(scope, *opened)),
-            Settlement::Dns(answer) => Ok(super::node::dns::answer_js(scope, *answer)),
+            Settlement::Custom(answer) => answer.into_js(scope),
             Settlement::TypeError(message) => Err(HostError::type_error(message)
                 .to_js(scope)
                 .ok_or(undefined)?),
@@ -746,12 +748,12 @@ impl FetchHead {
 /// looks up `then` on the value, and on an ordinary object (or a Uint8Array)
 /// that lookup reaches `Object.prototype`, where a worker can put a `then`
 /// that injects what it likes into the runtime's reads.
-pub(super) fn holder<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Object> {
+pub fn holder<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Object> {
     let null = v8::null(scope).into();
     v8::Object::with_prototype_and_properties(scope, null, &[], &[])
 }
 
-pub(super) fn set(
+pub fn set(
     scope: &mut v8::PinScope<'_, '_>,
     object: v8::Local<'_, v8::Object>,
     key: &str,

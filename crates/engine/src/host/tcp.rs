@@ -32,11 +32,12 @@ use tokio::task::AbortHandle;
 use self::dial::{DialError, Dialed, Io, Target};
 use super::error::{HostError, HostResult};
 use super::fetch::too_many;
+use super::id_map::IdMap;
 use super::socket_count::{self, Refused, Slot};
-use super::state::{IdMap, holder, set};
-use super::unit::Unit;
-use super::{HostState, Settlement, begin_op};
+use super::state::{holder, set};
+use super::{HostState, Settle, Settlement, begin_op};
 use crate::memory::Reservation;
+use crate::unit::{RequestResources, Unit};
 
 /// `cloudflare:sockets`, loaded like the Node built-ins (lazily, outside
 /// the snapshot) whatever the compatibility settings, as in workerd.
@@ -52,7 +53,7 @@ pub(super) fn unit() -> Unit {
         .function("socketShutdown", socket_shutdown)
         .function("socketStartTls", socket_start_tls)
         .function("socketClose", socket_close)
-        .state::<TcpSockets>()
+        .request_state::<TcpSockets>()
 }
 
 /// The most one read takes off a connection.
@@ -325,11 +326,11 @@ fn opened(host: &HostState, ctx: u32, dialed: Dialed, slot: Slot) -> Settlement 
         local: dialed.local,
         slot,
     });
-    Settlement::Socket(Box::new(Opened {
+    Settlement::custom(Opened {
         id,
         remote: dialed.remote,
         local: dialed.local,
-    }))
+    })
 }
 
 fn failed(host: &HostState, error: &DialError) -> Settlement {
@@ -579,4 +580,19 @@ pub(crate) fn opened_js<'s>(
         set(scope, object, key, text);
     }
     object.into()
+}
+
+impl RequestResources for TcpSockets {
+    fn drop_for(&self, ctx: Option<u32>) {
+        TcpSockets::drop_for(self, ctx);
+    }
+}
+
+impl Settle for Opened {
+    fn into_js<'s>(
+        self: Box<Self>,
+        scope: &mut v8::PinScope<'s, '_>,
+    ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
+        Ok(opened_js(scope, *self))
+    }
 }

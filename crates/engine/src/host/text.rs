@@ -3,8 +3,8 @@
 //! `codec/text.rs`).
 
 use super::error::{HostError, HostResult};
-use super::unit::Unit;
 use super::{HostState, codec, u8_array};
+use crate::unit::Unit;
 
 /// TextEncoder, TextDecoder (UTF-8 here, the legacy encodings in
 /// `codec/text.rs`), atob/btoa.

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::HostState;
-use super::unit::Unit;
+use crate::unit::Unit;
 
 /// setTimeout, setInterval and their clears.
 pub(super) fn unit() -> Unit {

@@ -8,7 +8,7 @@ use ada_url::Url;
 
 use super::error::{HostError, HostResult};
 use super::js_string;
-use super::unit::Unit;
+use crate::unit::Unit;
 
 /// `URL` and `URLSearchParams`.
 pub(super) fn unit() -> Unit {

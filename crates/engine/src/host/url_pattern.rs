@@ -13,7 +13,7 @@ use urlpattern::{RegexSyntax, UrlPatternOptions};
 
 use super::error::{HostError, HostResult};
 use super::js_string;
-use super::unit::Unit;
+use crate::unit::Unit;
 
 /// `URLPattern`.
 pub(super) fn unit() -> Unit {

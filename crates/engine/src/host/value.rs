@@ -8,7 +8,7 @@ use super::memory;
 /// longer than the isolate's memory has room for is not copied (nor
 /// flattened by V8 first, which would take as much again): the isolate is
 /// terminated at its memory limit and the caller gets an empty string.
-pub(crate) fn arg_string(
+pub fn arg_string(
     scope: &mut v8::PinScope<'_, '_>,
     args: &v8::FunctionCallbackArguments<'_>,
     i: i32,
@@ -17,10 +17,7 @@ pub(crate) fn arg_string(
 }
 
 /// `value` as a Rust string, as [`arg_string`] makes it.
-pub(crate) fn value_string(
-    scope: &mut v8::PinScope<'_, '_>,
-    value: v8::Local<'_, v8::Value>,
-) -> String {
+pub fn value_string(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> String {
     if let Ok(string) = v8::Local::<v8::String>::try_from(value) {
         let length = string.length();
         // At least a byte per unit is copied; small ones always fit.
@@ -36,7 +33,7 @@ pub(crate) fn value_string(
 const HUGE_STRING: usize = 1 << 20;
 
 /// The bytes of an ArrayBufferView (a copy).
-pub(crate) fn view_bytes(value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
+pub fn view_bytes(value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
     let view = v8::Local::<v8::ArrayBufferView>::try_from(value).ok()?;
     let mut bytes = vec![0; view.byte_length()];
     view.copy_contents(&mut bytes);
@@ -46,7 +43,7 @@ pub(crate) fn view_bytes(value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
 /// A new ArrayBuffer owning `bytes` (no copy), charged to the isolate's
 /// memory budget. `None` over the limit: the isolate is then being
 /// terminated (see `memory.rs`), and nothing is allocated.
-pub(crate) fn array_buffer<'s>(
+pub fn array_buffer<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     bytes: Vec<u8>,
 ) -> Option<v8::Local<'s, v8::ArrayBuffer>> {
@@ -76,7 +73,7 @@ fn collect_before_refusing(scope: &mut v8::PinScope<'_, '_>, host: &HostState) {
 }
 
 /// A new Uint8Array owning `bytes` (no copy); see [`array_buffer`].
-pub(crate) fn u8_array<'s>(
+pub fn u8_array<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     bytes: Vec<u8>,
 ) -> Option<v8::Local<'s, v8::Uint8Array>> {
@@ -86,7 +83,7 @@ pub(crate) fn u8_array<'s>(
 }
 
 /// A JS string from Rust.
-pub(crate) fn js_string<'s>(
+pub fn js_string<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     s: &str,
 ) -> Option<v8::Local<'s, v8::Value>> {
@@ -106,7 +103,7 @@ pub(crate) type Begun<'s, F> = Result<
 >;
 
 /// [`Begun`] from `early`.
-pub(crate) fn begin_op<'s, F>(
+pub fn begin_op<'s, F>(
     scope: &mut v8::PinScope<'s, '_>,
     early: Result<F, super::error::HostError>,
 ) -> Option<Begun<'s, F>> {
@@ -123,7 +120,7 @@ pub(crate) fn begin_op<'s, F>(
 }
 
 /// A pending promise whose resolver the host keeps until its op settles.
-pub(crate) fn new_promise<'s>(
+pub fn new_promise<'s>(
     scope: &mut v8::PinScope<'s, '_>,
 ) -> Option<(
     v8::Local<'s, v8::PromiseResolver>,

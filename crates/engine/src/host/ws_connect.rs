@@ -28,6 +28,7 @@ use super::socket_count::{self, Refused, Slot};
 use super::state::FetchHead;
 use super::{HostState, IsolateTurns, Settlement, begin_op, header_map};
 use crate::body::Body;
+use crate::unit::Unit;
 
 /// Headers of the handshake the engine writes itself (RFC 6455 §4.1),
 /// whatever the Worker put in its request. Extensions are not offered
@@ -38,6 +39,12 @@ const HANDSHAKE_HEADERS: [HeaderName; 4] = [
     header::SEC_WEBSOCKET_ACCEPT,
     header::SEC_WEBSOCKET_EXTENSIONS,
 ];
+
+/// Outbound WebSockets: `new WebSocket(url)` and `fetch` with `Upgrade:
+/// websocket` (their JavaScript is the WebSocket unit's, `socket.rs`).
+pub(super) fn unit() -> Unit {
+    Unit::new("websocket_connect").function("webSocketConnect", web_socket_connect)
+}
 
 host_fn! {
 /// `webSocketConnect(url, headers)` → Promise of a fetch's answer, with

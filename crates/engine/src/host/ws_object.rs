@@ -29,15 +29,73 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 
 use super::error::{ErrorClass, HostError, HostResult};
-use super::socket::{ClientQueue, Inbox, Sockets, abnormal, new_entry, sockets};
+use super::socket::{
+    ClientQueue, Hibernation, Inbox, SocketKeeper, Sockets, abnormal, new_entry, sockets,
+};
 use super::socket_count::Slot;
 use super::{HostState, IsolateTurns, js_string, u8_array};
 use crate::bundle::WorkerBundle;
 use crate::outcome::ExecuteError;
 use crate::socket::{ObjectSocketEvent, SocketEnd, SocketMessage};
 
-/// Each object's auto-response, `(request, response)` by `(class, id)`.
-pub(super) type AutoResponses = HashMap<(String, String), (String, String)>;
+/// Each object's auto-response, `(request, response)` by `(class, id)`
+/// (the unit's state).
+#[derive(Default)]
+pub(super) struct AutoResponses(RefCell<AutoResponseMap>);
+
+/// `(request, response)` by `(class, id)`.
+type AutoResponseMap = HashMap<(String, String), (String, String)>;
+
+/// The isolate's auto-responses.
+fn auto_responses(host: &HostState) -> HostResult<&RefCell<AutoResponseMap>> {
+    host.state::<AutoResponses>()
+        .map(|a| &a.0)
+        .ok_or_else(|| HostError::type_error("WebSockets are not available"))
+}
+
+/// The unit of hibernatable sockets as the WebSocket unit sees it.
+pub(super) struct ObjectHibernation;
+
+impl Hibernation for ObjectHibernation {
+    fn keeper(
+        &self,
+        scope: &mut v8::PinScope<'_, '_>,
+        host: &HostState,
+        sockets: &Sockets,
+        value: v8::Local<'_, v8::Value>,
+    ) -> HostResult<Rc<dyn SocketKeeper>> {
+        Ok(Rc::new(owner(scope, host, sockets, value)?))
+    }
+
+    fn open(
+        &self,
+        host: &HostState,
+        sockets: &Sockets,
+        slot: Slot,
+        keeper: Rc<dyn SocketKeeper>,
+    ) -> (u32, SocketEnd) {
+        match keeper.into_any().downcast::<ObjectSocket>() {
+            Ok(object) => open_object_entry(host, sockets, slot, object),
+            // Only this unit makes keepers: unreachable, and harmless.
+            Err(_) => super::socket::open_entry(host, sockets, 0, slot),
+        }
+    }
+}
+
+impl SocketKeeper for ObjectSocket {
+    fn dropped(self: Rc<Self>, host: &HostState, id: u32, reason: &'static str) {
+        dropped(host, id, &self, reason);
+    }
+
+    fn into_any(self: Rc<Self>) -> Rc<dyn std::any::Any> {
+        self
+    }
+}
+
+/// The object socket of entry `keeper`, if it is one.
+fn object_socket(keeper: &Option<Rc<dyn SocketKeeper>>) -> Option<Rc<ObjectSocket>> {
+    keeper.clone()?.into_any().downcast::<ObjectSocket>().ok()
+}
 
 /// Cloudflare's cap on a socket's serialized attachment.
 const MAX_ATTACHMENT_BYTES: usize = 2048;
@@ -64,7 +122,7 @@ impl ObjectSocket {
 fn count(sockets: &Sockets, class: &str, id: &str) -> usize {
     let open = sockets.open.borrow();
     open.values()
-        .filter(|e| e.object.as_ref().is_some_and(|o| o.is(class, id)))
+        .filter(|e| object_socket(&e.keeper).is_some_and(|o| o.is(class, id)))
         .count()
 }
 
@@ -89,16 +147,13 @@ fn check_room(
 }
 
 /// The owner of a socket a `101` hands over: `[class, id, tags,
-/// attachment]` (`webSocketRespond`'s `hibernation`), or `None` for null.
-pub(super) fn owner(
+/// attachment]` (`webSocketRespond`'s `hibernation`, not null).
+fn owner(
     scope: &mut v8::PinScope<'_, '_>,
     host: &HostState,
     sockets: &Sockets,
     value: v8::Local<'_, v8::Value>,
-) -> HostResult<Option<ObjectSocket>> {
-    if value.is_null_or_undefined() {
-        return Ok(None);
-    }
+) -> HostResult<ObjectSocket> {
     let bad = || {
         HostError::type_error("webSocketRespond: hibernation must be [class, id, tags, attachment]")
     };
@@ -108,28 +163,27 @@ pub(super) fn owner(
     let class = class.to_rust_string_lossy(scope);
     let id = id.to_rust_string_lossy(scope);
     let tags = super::durable_object::strings(scope, tags).ok_or_else(bad)?;
-    let bundle = super::object_forward::bound_worker(host, &class)?;
+    let bundle = super::object_hosted::bound_worker(host, &class)?;
     check_room(host, sockets, &class, &id, 0)?;
-    Ok(Some(ObjectSocket {
+    Ok(ObjectSocket {
         class,
         id,
         bundle,
         tags,
         attachment: RefCell::new(super::view_bytes(attachment)),
         auto_at: Cell::new(None),
-    }))
+    })
 }
 
 /// Opens an object's socket in its place `slot`: no request holds it; its
 /// client's messages go to the object as events ([`object_pump`]).
-pub(super) fn open_object_entry(
+fn open_object_entry(
     host: &HostState,
     sockets: &Sockets,
     slot: Slot,
-    object: ObjectSocket,
+    object: Rc<ObjectSocket>,
 ) -> (u32, SocketEnd) {
     let config = host.thread.config.websocket;
-    let object = Rc::new(object);
     let (entry, queue, end) = new_entry(config, 0, slot, Some(object.clone()));
     let id = sockets.insert(entry);
     let task = tokio::task::spawn_local(object_pump(
@@ -196,7 +250,10 @@ fn auto_answered(
         return false;
     };
     let response = {
-        let auto = sockets.auto.borrow();
+        let Ok(auto) = auto_responses(host) else {
+            return false;
+        };
+        let auto = auto.borrow();
         match auto.get(&(object.class.clone(), object.id.clone())) {
             Some((request, response)) if request == text => response.clone(),
             _ => return false,
@@ -274,7 +331,7 @@ async fn object_pump(
 
 /// An object's socket was dropped without a close handshake (1011 to the
 /// client): the object hears `webSocketError` in an event of its own.
-pub(super) fn dropped(host: &HostState, id: u32, object: &Rc<ObjectSocket>, reason: &str) {
+fn dropped(host: &HostState, id: u32, object: &Rc<ObjectSocket>, reason: &str) {
     let delivery = Delivery::of(host);
     let object = object.clone();
     let message = abnormal(reason);
@@ -289,7 +346,7 @@ fn object_of(sockets: &Sockets, id: u32) -> Option<Rc<ObjectSocket>> {
         .open
         .borrow()
         .get(&id)
-        .and_then(|e| e.object.clone())
+        .and_then(|e| object_socket(&e.keeper))
 }
 
 host_fn! {
@@ -323,7 +380,7 @@ pub(super) fn object_web_sockets<'s>(
     let mut found: Vec<(u32, Rc<ObjectSocket>)> = {
         let open = sockets.open.borrow();
         open.iter()
-            .filter_map(|(socket, e)| Some((*socket, e.object.clone()?)))
+            .filter_map(|(socket, e)| Some((*socket, object_socket(&e.keeper)?)))
             .filter(|(_, o)| o.is(&class, &id))
             .filter(|(_, o)| tag.as_ref().is_none_or(|t| o.tags.contains(t)))
             .collect()
@@ -362,9 +419,8 @@ pub(super) fn object_set_auto_response<'s>(
     request: Option<String>,
     response: Option<String>,
 ) -> HostResult<()> {
-    let sockets = sockets(&host)?;
     let key = (class, id);
-    let mut auto = sockets.auto.borrow_mut();
+    let mut auto = auto_responses(&host)?.borrow_mut();
     match request.zip(response) {
         Some(pair) => {
             auto.insert(key, pair);
@@ -385,8 +441,7 @@ pub(super) fn object_auto_response<'s>(
     class: String,
     id: String,
 ) -> HostResult<Option<v8::Local<'s, v8::Value>>> {
-    let sockets = sockets(&host)?;
-    let pair = sockets.auto.borrow().get(&(class, id)).cloned();
+    let pair = auto_responses(&host)?.borrow().get(&(class, id)).cloned();
     let Some((request, response)) = pair else {
         return Ok(Some(v8::null(scope).into()));
     };

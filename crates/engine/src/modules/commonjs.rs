@@ -106,11 +106,11 @@ fn require(
     let referrer = args.data().to_rust_string_lossy(scope);
     let specifier = args.get(0).to_rust_string_lossy(scope);
     if registry.modules.resolve(&referrer, &specifier).is_none()
-        || specifier.starts_with(super::node::PREFIX)
+        || specifier.starts_with(super::builtin::PREFIX)
     {
         // Not the bundle's: one of Node's built-ins, or an error saying
         // why not.
-        match super::node::builtin(&specifier, &registry.compat) {
+        match super::builtin::builtin(&specifier, &registry.compat) {
             Some(Ok(name)) => {
                 if let Some(value) = default_export(scope, &registry, &name) {
                     rv.set(value);
@@ -118,7 +118,7 @@ fn require(
                 return;
             }
             Some(Err(refusal)) => {
-                let message = super::node::refusal_message(&refusal, &specifier, &referrer);
+                let message = super::builtin::refusal_message(&refusal, &specifier, &referrer);
                 host::throw_type_error(scope, &message);
                 return;
             }

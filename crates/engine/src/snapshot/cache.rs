@@ -5,7 +5,8 @@
 //! `snapshot-<key>.bin`). The key is a SHA-256 of everything the blob
 //! depends on: the runtime's JavaScript, the engine's Rust sources
 //! (`ISOLANE_ENGINE_FINGERPRINT`, from `build.rs`: the host functions'
-//! order, the host object), V8's version and the V8 flags. A file that does
+//! order, the host object) and those of the API crates' families it was
+//! made with (`Family::fingerprint`), V8's version and the V8 flags. A file that does
 //! not check out is rebuilt and rewritten, never handed to V8, which aborts
 //! the process on a blob it cannot read. Files of other builds are removed
 //! when this build's is written.
@@ -23,8 +24,12 @@ const KIND: Kind = Kind {
 
 /// This build's key.
 pub(crate) fn current_key() -> Key {
+    let fingerprint = std::iter::once(env!("ISOLANE_ENGINE_FINGERPRINT"))
+        .chain(crate::host::families().iter().map(|f| f.fingerprint))
+        .collect::<Vec<_>>()
+        .join(",");
     key_of(
-        env!("ISOLANE_ENGINE_FINGERPRINT"),
+        &fingerprint,
         v8::V8::get_version(),
         crate::platform::FLAGS,
         &RUNTIME_JS

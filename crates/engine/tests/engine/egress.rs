@@ -322,6 +322,7 @@ async fn https_fetch_with_the_node_s_ca_over_http2() {
 fn a_malformed_extra_ca_stops_the_engine_from_starting() {
     let error = isolane_engine::Engine::start(
         EngineConfig {
+            families: isolane_runtime::families(),
             threads: 1,
             pin_threads: false,
             egress: EgressConfig {

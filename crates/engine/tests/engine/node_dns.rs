@@ -283,6 +283,7 @@ async fn queries_obey_the_egress_policy_and_the_subrequest_limit() {
 #[test]
 fn a_bad_server_is_refused_at_start() {
     let config = EngineConfig {
+        families: isolane_runtime::families(),
         threads: 1,
         egress: EgressConfig {
             dns_over_https: Some("ftp://dns.example/".to_owned()),

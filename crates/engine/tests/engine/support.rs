@@ -53,6 +53,11 @@ pub fn slots_engine() -> (Engine, Arc<Recorder>) {
 }
 
 pub fn engine_with(config: EngineConfig) -> (Engine, Arc<Recorder>) {
+    // Every family of units (Node.js compatibility, …), as the binaries run.
+    let config = EngineConfig {
+        families: isolane_runtime::families(),
+        ..config
+    };
     let recorder = Arc::new(Recorder::default());
     let engine = Engine::start(config, recorder.clone()).expect("engine starts");
     (engine, recorder)

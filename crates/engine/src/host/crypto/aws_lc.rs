@@ -22,16 +22,16 @@ use aws_lc_sys as sys;
 use zeroize::Zeroizing;
 
 use super::error::{CryptoError, Result};
-use super::offload::Stop;
+use crate::watchdog::Stop;
 
 /// Smallest modulus AWS-LC signs with (`aws-lc-rs` refuses smaller keys);
 /// smaller keys sign with the `rsa` crate.
-pub(crate) const SIGNING_MIN_BITS: usize = 2048;
+pub const SIGNING_MIN_BITS: usize = 2048;
 
 /// Generates an RSA key of `bits` with the public exponent `e`, asking
 /// `stop` between steps. Returns the key as a PKCS#1 `RSAPrivateKey` (DER).
 /// `bits` must be a multiple of 128 (AWS-LC rounds other sizes down).
-pub(crate) fn generate(bits: usize, e: u32, stop: &Stop) -> Result<Zeroizing<Vec<u8>>> {
+pub fn generate(bits: usize, e: u32, stop: &Stop) -> Result<Zeroizing<Vec<u8>>> {
     if !bits.is_multiple_of(128) {
         return Err(failed());
     }
@@ -64,10 +64,7 @@ pub(crate) fn generate(bits: usize, e: u32, stop: &Stop) -> Result<Zeroizing<Vec
 /// for RSA keys here, Diffie-Hellman primes in `node/crypto_dh.rs`, and
 /// `node:crypto`'s primes in `node/crypto_prime.rs`), then clears this
 /// thread's AWS-LC error queue so no error is left for the next call.
-pub(crate) fn with_progress<T>(
-    stop: &Stop,
-    generate: impl FnOnce(*mut sys::BN_GENCB) -> T,
-) -> Result<T> {
+pub fn with_progress<T>(stop: &Stop, generate: impl FnOnce(*mut sys::BN_GENCB) -> T) -> Result<T> {
     // SAFETY: the callback is freed by its `Owned` after `generate`, the
     // only time AWS-LC calls `progress` with `stop` (alive throughout).
     unsafe {
@@ -141,7 +138,7 @@ impl<T> Drop for Owned<T> {
 
 /// AWS-LC's form of a private key, for signing, from its PKCS#1 DER;
 /// `None` for keys AWS-LC does not sign with (under 2048 bits).
-pub(crate) fn signer(pkcs1_der: &[u8]) -> Option<KeyPair> {
+pub fn signer(pkcs1_der: &[u8]) -> Option<KeyPair> {
     KeyPair::from_der(pkcs1_der).ok()
 }
 
@@ -149,7 +146,7 @@ pub(crate) fn signer(pkcs1_der: &[u8]) -> Option<KeyPair> {
 /// RSASSA-PKCS1-v1_5 and RSA-PSS with SHA-256/384/512, PSS only with a salt
 /// as long as the hash (the JWT `PS*` algorithms; other salts and SHA-1 go
 /// to the `rsa` crate).
-pub(crate) fn encoding(
+pub fn encoding(
     algorithm: &str,
     hash: &str,
     salt_length: Option<usize>,
@@ -174,11 +171,7 @@ pub(crate) fn encoding(
 }
 
 /// Signs `data` with `key` (`encoding` from [`encoding`]).
-pub(crate) fn sign(
-    key: &KeyPair,
-    encoding: &'static dyn RsaEncoding,
-    data: &[u8],
-) -> Result<Vec<u8>> {
+pub fn sign(key: &KeyPair, encoding: &'static dyn RsaEncoding, data: &[u8]) -> Result<Vec<u8>> {
     let mut signature = vec![0u8; key.public_modulus_len()];
     // aws-lc-rs ignores the random source (AWS-LC draws its own).
     key.sign(

@@ -6,7 +6,7 @@ use crate::host::error::{ErrorClass, HostError};
 /// A failed Web Crypto step. The host throws it as the `DOMException` it is
 /// named for (a `TypeError` for [`CryptoError::Type`]): see `From` below.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum CryptoError {
+pub enum CryptoError {
     /// The algorithm, curve, format or parameter value is not implemented.
     #[error("NotSupportedError: {0}")]
     NotSupported(String),
@@ -25,24 +25,24 @@ pub(crate) enum CryptoError {
 }
 
 impl CryptoError {
-    pub(crate) fn not_supported(message: impl Into<String>) -> Self {
+    pub fn not_supported(message: impl Into<String>) -> Self {
         Self::NotSupported(message.into())
     }
 
-    pub(crate) fn data(message: impl Into<String>) -> Self {
+    pub fn data(message: impl Into<String>) -> Self {
         Self::Data(message.into())
     }
 
-    pub(crate) fn access(message: impl Into<String>) -> Self {
+    pub fn access(message: impl Into<String>) -> Self {
         Self::InvalidAccess(message.into())
     }
 
-    pub(crate) fn operation(message: impl Into<String>) -> Self {
+    pub fn operation(message: impl Into<String>) -> Self {
         Self::Operation(message.into())
     }
 }
 
-pub(crate) type Result<T> = std::result::Result<T, CryptoError>;
+pub type Result<T> = std::result::Result<T, CryptoError>;
 
 impl From<CryptoError> for HostError {
     fn from(error: CryptoError) -> Self {

@@ -15,7 +15,7 @@ use super::key::{EcPublic, Key};
 use super::params::Params;
 
 /// `Some(valid)` when `ring` handles this verification, `None` otherwise.
-pub(crate) fn verify(
+pub fn verify(
     algorithm: &str,
     key: &Key,
     params: &Params,

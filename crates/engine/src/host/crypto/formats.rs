@@ -14,19 +14,19 @@ use zeroize::Zeroizing;
 
 use super::error::{CryptoError, Result};
 use super::key::{Curve, EcPrivate, EcPublic, Key, RsaPrivate, with_curve};
-use super::offload::Stop;
+use crate::watchdog::Stop;
 
 /// id-X25519 (RFC 8410).
 const X25519_OID: spki::ObjectIdentifier = spki::ObjectIdentifier::new_unwrap("1.3.101.110");
 
 /// Largest RSA modulus accepted (the `rsa` crate's own ceiling).
-pub(crate) const RSA_MAX_BITS: usize = 4096;
+pub const RSA_MAX_BITS: usize = 4096;
 /// Smallest RSA modulus `generateKey` makes.
-pub(crate) const RSA_MIN_BITS: usize = 1024;
+pub const RSA_MIN_BITS: usize = 1024;
 
 /// What kind of key an algorithm uses (`kind` in HOST.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     Secret,
     Rsa,
     Ec(Curve),
@@ -35,7 +35,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    pub(crate) fn parse(kind: &str, curve: &str) -> Result<Self> {
+    pub fn parse(kind: &str, curve: &str) -> Result<Self> {
         match kind {
             "secret" => Ok(Self::Secret),
             "rsa" => Ok(Self::Rsa),
@@ -50,7 +50,7 @@ impl Kind {
 }
 
 /// The key data handed to `importKey`.
-pub(crate) enum KeyData {
+pub enum KeyData {
     Bytes(Zeroizing<Vec<u8>>),
     /// The JWK, as JSON text (the runtime's JavaScript stringified it).
     Jwk(Zeroizing<String>),
@@ -58,7 +58,7 @@ pub(crate) enum KeyData {
 
 // === import ===
 
-pub(crate) fn import(kind: Kind, format: &str, data: KeyData) -> Result<Key> {
+pub fn import(kind: Kind, format: &str, data: KeyData) -> Result<Key> {
     match data {
         KeyData::Jwk(text) => {
             let jwk: Value = serde_json::from_str(&text)
@@ -381,7 +381,7 @@ fn ec_public_eq(a: &EcPublic, b: &EcPublic) -> bool {
 }
 
 /// The public half of a private key (`None` for secret and public keys).
-pub(crate) fn public_of(key: &Key) -> Option<Key> {
+pub fn public_of(key: &Key) -> Option<Key> {
     match key {
         Key::RsaPrivate(k) => Some(Key::RsaPublic(Box::new(k.to_public_key()))),
         Key::EcPrivate(k) => Some(Key::EcPublic(k.public())),
@@ -395,12 +395,12 @@ pub(crate) fn public_of(key: &Key) -> Option<Key> {
 
 /// An exported key: bytes, or a JWK as JSON text (the key members only; the
 /// JavaScript side adds `alg`, `key_ops` and `ext`).
-pub(crate) enum Exported {
+pub enum Exported {
     Bytes(Zeroizing<Vec<u8>>),
     Jwk(Zeroizing<String>),
 }
 
-pub(crate) fn export(key: &Key, format: &str) -> Result<Exported> {
+pub fn export(key: &Key, format: &str) -> Result<Exported> {
     let bytes = match (format, key) {
         ("jwk", key) => {
             let mut jwk = export_jwk(key)?;
@@ -625,19 +625,19 @@ fn ec_jwk(public: &EcPublic, d: Option<&[u8]>) -> Value {
 // === generate ===
 
 /// A generated key, or key pair (public, private).
-pub(crate) enum Generated {
+pub enum Generated {
     One(Key),
     Pair(Key, Key),
 }
 
-pub(crate) fn generate_secret(length_bytes: usize) -> Result<Generated> {
+pub fn generate_secret(length_bytes: usize) -> Result<Generated> {
     let mut bytes = Zeroizing::new(vec![0u8; length_bytes]);
     getrandom::fill(&mut bytes)
         .map_err(|_| CryptoError::operation("The system's random source failed"))?;
     Ok(Generated::One(Key::Secret(bytes)))
 }
 
-pub(crate) fn generate_pair(kind: Kind) -> Result<Generated> {
+pub fn generate_pair(kind: Kind) -> Result<Generated> {
     let private = match kind {
         Kind::Ec(Curve::P256) => {
             Key::EcPrivate(EcPrivate::P256(p256::SecretKey::random(&mut OsRng)))
@@ -663,7 +663,7 @@ pub(crate) fn generate_pair(kind: Kind) -> Result<Generated> {
 }
 
 /// Checks RSA generation parameters (cheap; done before any work is queued).
-pub(crate) fn rsa_parameters(bits: usize, exponent: &[u8]) -> Result<BigUint> {
+pub fn rsa_parameters(bits: usize, exponent: &[u8]) -> Result<BigUint> {
     // Multiples of 128 only, as workerd (BoringSSL) and AWS-LC generate.
     if !(RSA_MIN_BITS..=RSA_MAX_BITS).contains(&bits) || !bits.is_multiple_of(128) {
         return Err(CryptoError::operation(format!(
@@ -682,7 +682,7 @@ pub(crate) fn rsa_parameters(bits: usize, exponent: &[u8]) -> Result<BigUint> {
 /// Generates an RSA key pair with AWS-LC: slow (hundreds of ms for 4096
 /// bits), so it runs off the isolate's thread (see `offload.rs`), and stops
 /// when `stop` says so. `bits` passed [`rsa_parameters`].
-pub(crate) fn generate_rsa(bits: usize, e: &BigUint, stop: &Stop) -> Result<Generated> {
+pub fn generate_rsa(bits: usize, e: &BigUint, stop: &Stop) -> Result<Generated> {
     use rsa::pkcs1::DecodeRsaPrivateKey;
     let exponent = if *e == BigUint::from(3u32) { 3 } else { 65_537 };
     let der = super::aws_lc::generate(bits, exponent, stop)?;

@@ -35,75 +35,17 @@ use super::formats::Generated;
 use crate::crypto_pool::{Pool, Tenant};
 use crate::host::crypto::CryptoState;
 use crate::host::{HostState, IsolateTurns, Settlement, new_promise};
-use crate::limits::thread_cpu_now;
-use crate::observer::TerminationReason;
-use crate::watchdog::Tripwire;
+use crate::watchdog::Stop;
 
 /// What an offloaded job hands back.
-pub(crate) enum Offloaded {
+pub enum Offloaded {
     Bytes(Vec<u8>),
     Generated(Box<Generated>),
 }
 
-/// When an offloaded job must stop: its request is gone, or the job has
-/// used the CPU time its request had left when it started. Asked from the
-/// job's own thread; cheap (an atomic load and a thread CPU clock read) and
-/// never panics (AWS-LC calls it through C frames).
-pub(crate) struct Stop {
-    gone: Gone,
-    start: Duration,
-    budget: Duration,
-}
-
-/// What tells a job its turn or request is over, besides its budget.
-enum Gone {
-    /// An offloaded job's request ended.
-    Request(Arc<AtomicBool>),
-    /// The isolate's thread's watchdog: fired, or fired by the job itself
-    /// when its budget runs out first, so the turn ends as `CpuLimit`.
-    Turn(Tripwire),
-}
-
-impl Stop {
-    /// Starts counting now, on the job's thread.
-    fn new(gone: Gone, budget: Duration) -> Self {
-        Self {
-            gone,
-            start: thread_cpu_now(),
-            budget,
-        }
-    }
-
-    /// Whether the job should stop now.
-    pub(crate) fn now(&self) -> bool {
-        let gone = match &self.gone {
-            Gone::Request(gone) => gone.load(Ordering::Relaxed),
-            Gone::Turn(tripwire) => tripwire.has_fired(),
-        };
-        if gone {
-            return true;
-        }
-        let spent = thread_cpu_now().saturating_sub(self.start) > self.budget;
-        if spent && let Gone::Turn(tripwire) = &self.gone {
-            tripwire.fire(TerminationReason::CpuLimit);
-        }
-        spent
-    }
-
-    /// A stop for work on the isolate's own thread (a synchronous call):
-    /// when the watchdog has terminated the turn or `budget` of this
-    /// thread's CPU time has gone (then it terminates the turn itself, for
-    /// the CPU limit, through `tripwire`).
-    pub(crate) fn on_thread(tripwire: Tripwire, budget: Duration) -> Self {
-        Self::new(Gone::Turn(tripwire), budget)
-    }
-
-    /// A stop for tests: fired from the start (`gone`) or after `budget`.
-    #[cfg(test)]
-    pub(crate) fn for_test(gone: bool, budget: Duration) -> Self {
-        Self::new(Gone::Request(Arc::new(AtomicBool::new(gone))), budget)
-    }
-}
+/// An offloaded job's answer as its op settles with it
+/// ([`crate::host::Settle`], in `subtle.rs`).
+pub struct Offload(pub Result<Offloaded>);
 
 /// Tells a running job its request is gone when the task waiting for it is
 /// dropped (the request ended, its ops aborted).
@@ -116,7 +58,7 @@ impl Drop for GoneOnDrop {
 }
 
 /// Returns a promise for `work`'s result and queues it (see the module docs).
-pub(crate) fn spawn<'s>(
+pub fn spawn<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     work: impl FnOnce(&Stop) -> Result<Offloaded> + Send + 'static,
 ) -> Option<v8::Local<'s, v8::Promise>> {
@@ -152,9 +94,9 @@ pub(crate) fn spawn<'s>(
         // (and this task is aborted) the job still holds them until it has
         // stopped, so an isolate never has two running.
         let joined = tokio::task::spawn_blocking(move || {
-            let stop = Stop::new(Gone::Request(gone), budget);
+            let stop = Stop::for_request(gone, budget);
             let result = work(&stop);
-            let cpu = thread_cpu_now().saturating_sub(stop.start);
+            let cpu = stop.spent();
             drop((mine, permit));
             (result, cpu)
         })
@@ -183,6 +125,6 @@ fn finish(
         ),
     };
     if isolate.charge_offloaded_cpu(ctx, cpu) {
-        isolate.settle(op, Settlement::Crypto(Box::new(result)));
+        isolate.settle(op, Settlement::custom(Offload(result)));
     }
 }

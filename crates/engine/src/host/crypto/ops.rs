@@ -21,7 +21,7 @@ use super::params::Params;
 
 /// PBKDF2 iterations above this are refused (`NotSupportedError`), as on
 /// Cloudflare's Workers.
-pub(crate) const PBKDF2_MAX_ITERATIONS: u32 = 100_000;
+pub const PBKDF2_MAX_ITERATIONS: u32 = 100_000;
 
 /// Output blocks × iterations one PBKDF2 call may cost (8 blocks, 256 bytes
 /// of SHA-256 output, at the iteration cap): about half a second of CPU.
@@ -88,7 +88,7 @@ fn secret(key: &Key) -> Result<&[u8]> {
 
 // === sign / verify ===
 
-pub(crate) fn sign(algorithm: &str, key: &Key, params: &Params, data: &[u8]) -> Result<Vec<u8>> {
+pub fn sign(algorithm: &str, key: &Key, params: &Params, data: &[u8]) -> Result<Vec<u8>> {
     // RSA signing goes to AWS-LC where it can (`aws_lc.rs`): 3× faster and
     // constant time; the rest, below, to the `rsa` crate.
     if let Key::RsaPrivate(k) = key
@@ -137,7 +137,7 @@ pub(crate) fn sign(algorithm: &str, key: &Key, params: &Params, data: &[u8]) -> 
     }
 }
 
-pub(crate) fn verify(
+pub fn verify(
     algorithm: &str,
     key: &Key,
     params: &Params,
@@ -195,7 +195,7 @@ pub(crate) fn verify(
 // === encrypt / decrypt ===
 
 /// AES-GCM, AES-CBC, AES-CTR, AES-KW (wrap/unwrap) and RSA-OAEP.
-pub(crate) fn cipher(
+pub fn cipher(
     algorithm: &str,
     key: &Key,
     params: &Params,
@@ -441,7 +441,7 @@ fn rsa_oaep(key: &Key, params: &Params, data: &[u8], encrypt: bool) -> Result<Ve
 // === deriveBits ===
 
 /// HKDF, ECDH and X25519 (cheap). PBKDF2 is [`pbkdf2`], run off the thread.
-pub(crate) fn derive(
+pub fn derive(
     algorithm: &str,
     key: &Key,
     params: &Params,
@@ -557,7 +557,7 @@ fn truncate_bits(mut bits: Vec<u8>, length: Option<usize>) -> Result<Vec<u8>> {
 }
 
 /// Checks PBKDF2 parameters (cheap; before any work is queued).
-pub(crate) fn pbkdf2_check(params: &Params, length: Option<usize>) -> Result<(usize, u32)> {
+pub fn pbkdf2_check(params: &Params, length: Option<usize>) -> Result<(usize, u32)> {
     let length = length.ok_or_else(|| CryptoError::operation("PBKDF2: length is required"))?;
     if length == 0 || !length.is_multiple_of(8) {
         return Err(CryptoError::operation(
@@ -593,7 +593,7 @@ pub(crate) fn pbkdf2_check(params: &Params, length: Option<usize>) -> Result<(us
 }
 
 /// PBKDF2-HMAC: slow by design, so it runs off the isolate's thread.
-pub(crate) fn pbkdf2(
+pub fn pbkdf2(
     hash: &str,
     password: &[u8],
     salt: &[u8],
@@ -609,7 +609,7 @@ pub(crate) fn pbkdf2(
 }
 
 /// The digest of `data` for `crypto.DigestStream` and `host.digest` (MD5 too).
-pub(crate) fn new_hasher(algorithm: &str) -> Option<Box<dyn sha2::digest::DynDigest>> {
+pub fn new_hasher(algorithm: &str) -> Option<Box<dyn sha2::digest::DynDigest>> {
     Some(match algorithm {
         "SHA-1" => Box::new(Sha1::new()),
         "SHA-256" => Box::new(Sha256::new()),

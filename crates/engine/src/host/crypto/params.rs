@@ -8,19 +8,19 @@ use super::key::Key;
 
 /// Algorithm parameters, already normalised by the runtime's JavaScript.
 #[derive(Default)]
-pub(crate) struct Params {
-    pub(crate) hash: Option<String>,
-    pub(crate) salt_length: Option<usize>,
-    pub(crate) iv: Option<Vec<u8>>,
-    pub(crate) additional_data: Option<Vec<u8>>,
-    pub(crate) tag_length: Option<usize>,
-    pub(crate) counter: Option<Vec<u8>>,
+pub struct Params {
+    pub hash: Option<String>,
+    pub salt_length: Option<usize>,
+    pub iv: Option<Vec<u8>>,
+    pub additional_data: Option<Vec<u8>>,
+    pub tag_length: Option<usize>,
+    pub counter: Option<Vec<u8>>,
     /// AES-CTR: bits of the counter block that count.
-    pub(crate) length: Option<usize>,
-    pub(crate) label: Option<Vec<u8>>,
-    pub(crate) salt: Option<Vec<u8>>,
-    pub(crate) info: Option<Vec<u8>>,
-    pub(crate) iterations: Option<u32>,
+    pub length: Option<usize>,
+    pub label: Option<Vec<u8>>,
+    pub salt: Option<Vec<u8>>,
+    pub info: Option<Vec<u8>>,
+    pub iterations: Option<u32>,
     /// ECDH/X25519: the peer's public key.
-    pub(crate) public: Option<Rc<Key>>,
+    pub public: Option<Rc<Key>>,
 }

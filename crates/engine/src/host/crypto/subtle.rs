@@ -24,16 +24,16 @@ use crate::host::{HostState, array_buffer, js_string, u8_array, view_bytes};
 const MAX_KEY_DATA: usize = 64 * 1024;
 
 /// Charge for a hasher's state.
-pub(in crate::host) const HASHER_CHARGE: usize = 512;
+pub const HASHER_CHARGE: usize = 512;
 
 /// A `DigestStream`'s state, as the handle table holds it.
-pub(in crate::host) type Hasher = Box<dyn DynDigest>;
+pub type Hasher = Box<dyn DynDigest>;
 
 /// A JS value from a body that may have run out of memory (`None`: the
 /// isolate is being terminated) or failed.
 type Answer<'s> = HostResult<Option<v8::Local<'s, v8::Value>>>;
 
-pub(crate) fn key_arg(
+pub fn key_arg(
     scope: &mut v8::PinScope<'_, '_>,
     host: &HostState,
     value: v8::Local<'_, v8::Value>,
@@ -54,12 +54,12 @@ fn operands(
     Ok((key, params_arg(scope, host, params)?))
 }
 
-pub(crate) fn bytes_arg(value: v8::Local<'_, v8::Value>, what: &str) -> Result<Vec<u8>> {
+pub fn bytes_arg(value: v8::Local<'_, v8::Value>, what: &str) -> Result<Vec<u8>> {
     view_bytes(value).ok_or_else(|| CryptoError::Type(format!("{what} must be a Uint8Array")))
 }
 
 /// `[handle, info]` for a new key.
-pub(crate) fn key_js<'s>(
+pub fn key_js<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     host: &HostState,
     key: Key,
@@ -103,7 +103,7 @@ fn set(
 }
 
 /// `[handle, info]`, or `[[publicHandle, info], [privateHandle, info]]`.
-pub(crate) fn generated_js<'s>(
+pub fn generated_js<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     generated: Generated,
 ) -> Option<v8::Local<'s, v8::Value>> {
@@ -118,11 +118,17 @@ pub(crate) fn generated_js<'s>(
     }
 }
 
-/// What an offloaded job hands back to its isolate.
-pub(crate) type OffloadResult = Result<Offloaded>;
+impl crate::host::Settle for super::offload::Offload {
+    fn into_js<'s>(
+        self: Box<Self>,
+        scope: &mut v8::PinScope<'s, '_>,
+    ) -> std::result::Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
+        offloaded_js(scope, self.0)
+    }
+}
 
 /// What an offloaded job settles its promise with.
-pub(crate) fn offloaded_js<'s>(
+pub fn offloaded_js<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     result: Result<Offloaded>,
 ) -> std::result::Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
@@ -199,7 +205,7 @@ fn member<'s>(
 
 host_fn! {
 /// `cryptoImportKey(kind, curve, format, data)` → `[handle, info]`.
-pub(in crate::host) fn import_key<'s>(
+pub fn import_key<'s>(
     scope,
     host: Rc<HostState>,
     kind: String,
@@ -228,7 +234,7 @@ pub(in crate::host) fn import_key<'s>(
 
 host_fn! {
 /// `cryptoExportKey(handle, format)` → Uint8Array, or JWK JSON text.
-pub(in crate::host) fn export_key<'s>(
+pub fn export_key<'s>(
     scope,
     host: Rc<HostState>,
     handle: v8::Local<'s, v8::Value>,
@@ -246,7 +252,7 @@ host_fn! {
 /// `cryptoGenerateKey(kind, curve, size, exponent)`: `size` is the length
 /// in bytes of a secret key, or the RSA modulus in bits. RSA runs off the
 /// thread and answers a Promise.
-pub(in crate::host) fn generate_key<'s>(
+pub fn generate_key<'s>(
     scope,
     kind: String,
     curve: String,
@@ -285,7 +291,7 @@ pub(in crate::host) fn generate_key<'s>(
 
 host_fn! {
 /// `cryptoSign(algorithm, handle, params, data)` → ArrayBuffer.
-pub(in crate::host) fn sign<'s>(
+pub fn sign<'s>(
     scope,
     host: Rc<HostState>,
     algorithm: String,
@@ -302,7 +308,7 @@ pub(in crate::host) fn sign<'s>(
 
 host_fn! {
 /// `cryptoVerify(algorithm, handle, params, signature, data)` → boolean.
-pub(in crate::host) fn verify<'s>(
+pub fn verify<'s>(
     scope,
     host: Rc<HostState>,
     algorithm: String,
@@ -321,7 +327,7 @@ pub(in crate::host) fn verify<'s>(
 host_fn! {
 /// `cryptoCipher(algorithm, handle, params, data, encrypt)` → ArrayBuffer
 /// (`AES-KW`: wrap when `encrypt`, else unwrap).
-pub(in crate::host) fn cipher<'s>(
+pub fn cipher<'s>(
     scope,
     host: Rc<HostState>,
     algorithm: String,
@@ -340,7 +346,7 @@ pub(in crate::host) fn cipher<'s>(
 host_fn! {
 /// `cryptoDeriveBits(algorithm, handle, params, length)` → ArrayBuffer, or a
 /// Promise of one for PBKDF2 (run off the thread, see `offload.rs`).
-pub(in crate::host) fn derive_bits<'s>(
+pub fn derive_bits<'s>(
     scope,
     algorithm: String,
     handle: v8::Local<'s, v8::Value>,
@@ -373,7 +379,7 @@ pub(in crate::host) fn derive_bits<'s>(
 
 host_fn! {
 /// `digestStreamNew(algorithm)` → handle.
-pub(in crate::host) fn digest_stream_new<'s>(
+pub fn digest_stream_new<'s>(
     scope,
     host: Rc<HostState>,
     algorithm: String,
@@ -388,7 +394,7 @@ pub(in crate::host) fn digest_stream_new<'s>(
 
 host_fn! {
 /// `digestStreamWrite(handle, u8)`: hashes one chunk.
-pub(in crate::host) fn digest_stream_write<'s>(
+pub fn digest_stream_write<'s>(
     scope,
     host: Rc<HostState>,
     handle: v8::Local<'s, v8::Value>,
@@ -409,7 +415,7 @@ pub(in crate::host) fn digest_stream_write<'s>(
 
 host_fn! {
 /// `digestStreamEnd(handle)` → ArrayBuffer; the handle is spent.
-pub(in crate::host) fn digest_stream_end<'s>(
+pub fn digest_stream_end<'s>(
     scope,
     host: Rc<HostState>,
     handle: v8::Local<'s, v8::Value>,
@@ -426,7 +432,7 @@ pub(in crate::host) fn digest_stream_end<'s>(
 host_fn! {
 /// `timingSafeEqual(a, b)` → boolean, in time independent of the contents
 /// (`subtle`); JS has checked both are views of the same length.
-pub(in crate::host) fn timing_safe_equal<'s>(
+pub fn timing_safe_equal<'s>(
     _scope,
     a: v8::Local<'s, v8::Value>,
     b: v8::Local<'s, v8::Value>,

@@ -15,11 +15,11 @@ use std::rc::Rc;
 use aws_lc_sys as sys;
 
 use super::crypto_dh::{bignum, bytes_of};
-use crate::host::crypto::aws_lc;
-use crate::host::crypto::error::CryptoError;
-use crate::host::crypto::offload::Stop;
-use crate::host::error::{HostError, HostResult};
-use crate::host::{HostState, u8_array};
+use isolane_engine::api::Stop;
+use isolane_engine::api::crypto::aws_lc;
+use isolane_engine::api::crypto::error::CryptoError;
+use isolane_engine::api::{HostError, HostResult};
+use isolane_engine::api::{HostState, u8_array};
 
 /// Longest number tested or generated (bits), as Diffie-Hellman's primes.
 const MAX_BITS: usize = 8192;
@@ -62,10 +62,7 @@ fn too_long() -> HostError {
 
 /// The thread's stop for this turn: the watchdog, or the CPU time left.
 fn stop(host: &HostState) -> Stop {
-    Stop::on_thread(
-        host.thread.watchdog.tripwire(),
-        host.cpu_remaining(host.current()),
-    )
+    Stop::on_thread(host.tripwire(), host.cpu_remaining(host.current()))
 }
 
 host_fn! {

@@ -1,7 +1,21 @@
-//! Node's built-in modules, one unit each: the module's JavaScript
-//! (`js/node/<name>.js`, loaded lazily, see `modules/node.rs`) and the host
-//! functions it calls. Which ones a Worker may import is its compatibility
-//! settings' business (docs/nodejs.md).
+//! Node.js compatibility for the Isolane engine: Node's built-in modules
+//! (`node:buffer`, `node:crypto`, …), one unit each: the module's
+//! JavaScript (`js/<name>.js`, loaded lazily, see the engine's
+//! `modules/node.rs`) and the host functions it calls. Which ones a Worker
+//! may import is its compatibility settings' business (docs/nodejs.md).
+//!
+//! The main item is [`family`]: the units, in order, that a binary hands
+//! the engine (`EngineConfig::families`). It depends on the core
+//! (`isolane_engine::api`), and on the Web platform's Web Crypto for
+//! `node:crypto`'s keys and digests.
+//!
+//! `unsafe` is allowed here, as in the engine: `node:crypto`'s ciphers,
+//! Diffie-Hellman, primes, RSA padding and SPKAC call AWS-LC's C API
+//! (`aws-lc-sys`) directly; each block says why it is sound.
+#![allow(unsafe_code)]
+
+#[macro_use]
+extern crate isolane_engine;
 
 mod async_hooks;
 mod buffer;
@@ -14,7 +28,7 @@ mod crypto_prime;
 mod crypto_rsa;
 mod crypto_spkac;
 mod crypto_x509;
-pub(super) mod dns;
+pub(crate) mod dns;
 mod fs;
 mod http;
 mod process;
@@ -23,105 +37,80 @@ mod stubs;
 mod util;
 mod zlib;
 
-pub(super) use stubs::{
+pub(crate) use stubs::{
     child_process, cluster, dgram, domain, inspector, perf_hooks, readline, repl, sqlite, test,
     trace_events, tty, v8, wasi, worker_threads,
 };
 
-use super::unit::Unit;
+use isolane_engine::Family;
+use isolane_engine::api::Unit;
 
 /// `node:internal/errors`: Node's coded errors and the "not implemented"
 /// stubs the other node modules share (hidden from Workers).
-pub(super) fn internal_errors() -> Unit {
-    Unit::new("node:internal/errors").node_module(
-        "internal/errors",
-        include_str!("../../js/node/internal_errors.js"),
-    )
+pub(crate) fn internal_errors() -> Unit {
+    Unit::new("node:internal/errors")
+        .node_module("internal/errors", include_str!("../js/internal_errors.js"))
 }
 
 /// `node:buffer`: `Buffer` and its encodings.
-pub(super) fn buffer() -> Unit {
+pub(crate) fn buffer() -> Unit {
     Unit::new("node:buffer")
-        .node_module("buffer", include_str!("../../js/node/buffer.js"))
+        .node_module("buffer", include_str!("../js/buffer.js"))
         .function("bufferFromString", buffer::from_string)
         .function("bufferToString", buffer::to_string)
 }
 
 /// `node:events`: EventEmitter (JavaScript only).
-pub(super) fn events() -> Unit {
+pub(crate) fn events() -> Unit {
     Unit::new("node:events")
-        .node_module("events", include_str!("../../js/node/events.js"))
-        .node_module(
-            "internal/events_on",
-            include_str!("../../js/node/events_on.js"),
-        )
+        .node_module("events", include_str!("../js/events.js"))
+        .node_module("internal/events_on", include_str!("../js/events_on.js"))
 }
 
 /// `node:async_hooks`: AsyncLocalStorage and AsyncResource on V8's
 /// continuation-preserved embedder data.
-pub(super) fn async_hooks() -> Unit {
+pub(crate) fn async_hooks() -> Unit {
     Unit::new("node:async_hooks")
-        .node_module("async_hooks", include_str!("../../js/node/async_hooks.js"))
+        .node_module("async_hooks", include_str!("../js/async_hooks.js"))
         .function("asyncContextGet", async_hooks::context_get)
         .function("asyncContextSet", async_hooks::context_set)
 }
 
 /// `node:path`, `node:path/posix` and `node:path/win32`: POSIX and
 /// Windows paths (JavaScript only).
-pub(super) fn path() -> Unit {
+pub(crate) fn path() -> Unit {
     Unit::new("node:path")
-        .node_module("path", include_str!("../../js/node/path.js"))
-        .node_module(
-            "internal/path_win32",
-            include_str!("../../js/node/path_win32.js"),
-        )
+        .node_module("path", include_str!("../js/path.js"))
+        .node_module("internal/path_win32", include_str!("../js/path_win32.js"))
         .node_module("path/posix", "module.exports = require('node:path').posix;")
         .node_module("path/win32", "module.exports = require('node:path').win32;")
 }
 
 /// `node:string_decoder`: StringDecoder over `node:buffer`.
-pub(super) fn string_decoder() -> Unit {
-    Unit::new("node:string_decoder").node_module(
-        "string_decoder",
-        include_str!("../../js/node/string_decoder.js"),
-    )
+pub(crate) fn string_decoder() -> Unit {
+    Unit::new("node:string_decoder")
+        .node_module("string_decoder", include_str!("../js/string_decoder.js"))
 }
 
 /// `node:querystring`: parse and stringify (JavaScript only).
-pub(super) fn querystring() -> Unit {
-    Unit::new("node:querystring")
-        .node_module("querystring", include_str!("../../js/node/querystring.js"))
+pub(crate) fn querystring() -> Unit {
+    Unit::new("node:querystring").node_module("querystring", include_str!("../js/querystring.js"))
 }
 
 /// `node:util` and `node:util/types`: format, inspect, promisify, types,
 /// MIMEType, parseArgs, parseEnv, diff, ...; the host tells a promise's state and a Proxy apart.
-pub(super) fn util() -> Unit {
+pub(crate) fn util() -> Unit {
     Unit::new("node:util")
-        .node_module("util", include_str!("../../js/node/util.js"))
+        .node_module("util", include_str!("../js/util.js"))
         .node_module(
             "internal/util_inspect",
-            include_str!("../../js/node/util_inspect.js"),
+            include_str!("../js/util_inspect.js"),
         )
-        .node_module(
-            "internal/util_mime",
-            include_str!("../../js/node/util_mime.js"),
-        )
-        .node_module(
-            "internal/util_args",
-            include_str!("../../js/node/util_args.js"),
-        )
-        .node_module(
-            "internal/util_env",
-            include_str!("../../js/node/util_env.js"),
-        )
-        .node_module(
-            "internal/util_diff",
-            include_str!("../../js/node/util_diff.js"),
-        )
-        .node_module(
-            "internal/util_errors",
-            include_str!("../../js/node/util_errors.js"),
-        )
+        .node_module("internal/util_mime", include_str!("../js/util_mime.js"))
+        .node_module("internal/util_args", include_str!("../js/util_args.js"))
+        .node_module("internal/util_env", include_str!("../js/util_env.js"))
+        .node_module("internal/util_diff", include_str!("../js/util_diff.js"))
+        .node_module("internal/util_errors", include_str!("../js/util_errors.js"))
         .function("utilPromiseState", util::promise_state)
         .function("utilPromiseResult", util::promise_result)
         .function("utilIsProxy", util::is_proxy)
@@ -134,34 +123,34 @@ pub(super) fn util() -> Unit {
 /// `node:process`: workerd's `process`, its `env` from the Worker's text
 /// bindings when its settings say so; the `process` global under
 /// nodejs_compat_v2.
-pub(super) fn process() -> Unit {
+pub(crate) fn process() -> Unit {
     Unit::new("node:process")
-        .node_module("process", include_str!("../../js/node/process.js"))
+        .node_module("process", include_str!("../js/process.js"))
         .function("processEnv", process::process_env)
 }
 
 /// `node:url`: WHATWG URL, file: URL helpers, legacy parse/format/resolve.
-pub(super) fn url() -> Unit {
-    Unit::new("node:url").node_module("url", include_str!("../../js/node/url.js"))
+pub(crate) fn url() -> Unit {
+    Unit::new("node:url").node_module("url", include_str!("../js/url.js"))
 }
 
 /// `node:diagnostics_channel`: channels and tracing channels.
-pub(super) fn diagnostics_channel() -> Unit {
+pub(crate) fn diagnostics_channel() -> Unit {
     Unit::new("node:diagnostics_channel").node_module(
         "diagnostics_channel",
-        include_str!("../../js/node/diagnostics_channel.js"),
+        include_str!("../js/diagnostics_channel.js"),
     )
 }
 
 /// `node:crypto`: hashes, HMAC, random values, PBKDF2, AES ciphers, key
 /// objects, signatures, X.509 certificates and `webcrypto`, on the crypto unit's hashers, keys
-/// and crates (`host/node/crypto.rs`, `host/node/crypto_keys.rs`).
-pub(super) fn crypto() -> Unit {
+/// and crates (`crypto.rs`, `crypto_keys.rs`).
+pub(crate) fn crypto() -> Unit {
     Unit::new("node:crypto")
-        .node_module("crypto", include_str!("../../js/node/crypto.js"))
+        .node_module("crypto", include_str!("../js/crypto.js"))
         .node_module(
             "internal/crypto_cipher",
-            include_str!("../../js/node/crypto_cipher.js"),
+            include_str!("../js/crypto_cipher.js"),
         )
         .function("nodeCipherInfo", crypto_cipher::cipher_info)
         .function("nodeCipherNames", crypto_cipher::cipher_names)
@@ -175,10 +164,7 @@ pub(super) fn crypto() -> Unit {
         .function("digestCopy", crypto::digest_copy)
         .function("pbkdf2Sync", crypto::pbkdf2_sync)
         .function("scryptSync", crypto::scrypt_sync)
-        .node_module(
-            "internal/crypto_keys",
-            include_str!("../../js/node/crypto_keys.js"),
-        )
+        .node_module("internal/crypto_keys", include_str!("../js/crypto_keys.js"))
         .function("nodeKeyImport", crypto_keys::key_import)
         .function("nodeKeyPublic", crypto_keys::key_public)
         .function("nodeKeyExport", crypto_keys::key_export)
@@ -187,10 +173,7 @@ pub(super) fn crypto() -> Unit {
         .function("nodeRsaPkcs1", crypto_keys::rsa_pkcs1)
         .function("nodeRsaRaw", crypto_rsa::rsa_raw)
         .function("nodeSpkac", crypto_spkac::spkac)
-        .node_module(
-            "internal/crypto_dh",
-            include_str!("../../js/node/crypto_dh.js"),
-        )
+        .node_module("internal/crypto_dh", include_str!("../js/crypto_dh.js"))
         .function("nodeDhNew", crypto_dh::dh_new)
         .function("nodeDhGenerate", crypto_dh::dh_generate)
         .function("nodeDhGet", crypto_dh::dh_get)
@@ -199,14 +182,11 @@ pub(super) fn crypto() -> Unit {
         .function("nodeDhCompute", crypto_dh::dh_compute)
         .node_module(
             "internal/crypto_prime",
-            include_str!("../../js/node/crypto_prime.js"),
+            include_str!("../js/crypto_prime.js"),
         )
         .function("nodePrimeCheck", crypto_prime::prime_check)
         .function("nodePrimeGenerate", crypto_prime::prime_generate)
-        .node_module(
-            "internal/crypto_x509",
-            include_str!("../../js/node/crypto_x509.js"),
-        )
+        .node_module("internal/crypto_x509", include_str!("../js/crypto_x509.js"))
         .function("nodeX509Parse", crypto_x509::x509_parse)
         .function("nodeX509Check", crypto_x509::x509_check)
         .function("nodeX509Issued", crypto_x509::x509_issued)
@@ -214,33 +194,33 @@ pub(super) fn crypto() -> Unit {
 
 /// `node:zlib`: gzip, deflate, raw deflate and brotli, sync, callback and
 /// stream forms, on the compression unit's codecs; `crc32`.
-pub(super) fn zlib() -> Unit {
+pub(crate) fn zlib() -> Unit {
     Unit::new("node:zlib")
-        .node_module("zlib", include_str!("../../js/node/zlib.js"))
+        .node_module("zlib", include_str!("../js/zlib.js"))
         .function("zlibCrc32", zlib::crc32)
 }
 
 /// `node:stream` and its parts: `stream/promises`, `stream/web`,
 /// `stream/consumers` (JavaScript only).
-pub(super) fn stream() -> Unit {
+pub(crate) fn stream() -> Unit {
     Unit::new("node:stream")
-        .node_module("stream", include_str!("../../js/node/stream.js"))
+        .node_module("stream", include_str!("../js/stream.js"))
         .node_module(
             "stream/promises",
             "module.exports = require('node:stream').promises;",
         )
-        .node_module("stream/web", include_str!("../../js/node/stream_web.js"))
+        .node_module("stream/web", include_str!("../js/stream_web.js"))
         .node_module(
             "stream/consumers",
-            include_str!("../../js/node/stream_consumers.js"),
+            include_str!("../js/stream_consumers.js"),
         )
         .node_modules(&STREAM_LEGACY)
 }
 
 /// `node:assert` and `node:assert/strict` (JavaScript only).
-pub(super) fn assert() -> Unit {
+pub(crate) fn assert() -> Unit {
     Unit::new("node:assert")
-        .node_module("assert", include_str!("../../js/node/assert.js"))
+        .node_module("assert", include_str!("../js/assert.js"))
         .node_module(
             "assert/strict",
             "module.exports = require('node:assert').strict;",
@@ -249,9 +229,9 @@ pub(super) fn assert() -> Unit {
 
 /// `node:timers` and `node:timers/promises` over the runtime's timers
 /// (JavaScript only).
-pub(super) fn timers() -> Unit {
+pub(crate) fn timers() -> Unit {
     Unit::new("node:timers")
-        .node_module("timers", include_str!("../../js/node/timers.js"))
+        .node_module("timers", include_str!("../js/timers.js"))
         .node_module(
             "timers/promises",
             "module.exports = require('node:timers').promises;",
@@ -260,15 +240,15 @@ pub(super) fn timers() -> Unit {
 
 /// `node:console`: the runtime's console under Node's module name, with
 /// Node's `Console` class.
-pub(super) fn console() -> Unit {
-    Unit::new("node:console").node_module("console", include_str!("../../js/node/console.js"))
+pub(crate) fn console() -> Unit {
+    Unit::new("node:console").node_module("console", include_str!("../js/console.js"))
 }
 
 /// `node:os` and the legacy `node:constants` (JavaScript only: os's,
 /// fs's and crypto's constants).
-pub(super) fn os() -> Unit {
+pub(crate) fn os() -> Unit {
     Unit::new("node:os")
-        .node_module("os", include_str!("../../js/node/os.js"))
+        .node_module("os", include_str!("../js/os.js"))
         .node_module(
             "constants",
             "const os = require('node:os').constants; module.exports = { ...os.dlopen, ...os.errno, \
@@ -278,15 +258,15 @@ pub(super) fn os() -> Unit {
 }
 
 /// `node:module`: createRequire for built-ins, builtinModules, isBuiltin.
-pub(super) fn module() -> Unit {
-    Unit::new("node:module").node_module("module", include_str!("../../js/node/module.js"))
+pub(crate) fn module() -> Unit {
+    Unit::new("node:module").node_module("module", include_str!("../js/module.js"))
 }
 
 /// `node:fs` and `node:fs/promises`: workerd's in-memory file system
 /// (`/bundle` the Worker's modules, read-only; `/tmp` per request; `/dev`).
-pub(super) fn fs() -> Unit {
+pub(crate) fn fs() -> Unit {
     Unit::new("node:fs")
-        .node_module("fs", include_str!("../../js/node/fs.js"))
+        .node_module("fs", include_str!("../js/fs.js"))
         .function("fsContext", fs::context)
         .function("fsBundleList", fs::bundle_list)
         .function("fsBundleRead", fs::bundle_read)
@@ -300,24 +280,15 @@ pub(super) fn fs() -> Unit {
 /// fetch (`http_client.js`); `node:http`'s server under its flag
 /// (`http_server.js`, served through `cloudflare:node`); `node:http2`
 /// importable.
-pub(super) fn http() -> Unit {
+pub(crate) fn http() -> Unit {
     Unit::new("node:http")
-        .node_module("http", include_str!("../../js/node/http.js"))
-        .node_module(
-            "internal/http_client",
-            include_str!("../../js/node/http_client.js"),
-        )
-        .node_module(
-            "internal/http_server",
-            include_str!("../../js/node/http_server.js"),
-        )
+        .node_module("http", include_str!("../js/http.js"))
+        .node_module("internal/http_client", include_str!("../js/http_client.js"))
+        .node_module("internal/http_server", include_str!("../js/http_server.js"))
         .function("nodeHttpServer", http::server_enabled)
-        .node_module("https", include_str!("../../js/node/https.js"))
-        .node_module("http2", include_str!("../../js/node/http2.js"))
-        .node_module(
-            "internal/http_legacy",
-            include_str!("../../js/node/http_legacy.js"),
-        )
+        .node_module("https", include_str!("../js/https.js"))
+        .node_module("http2", include_str!("../js/http2.js"))
+        .node_module("internal/http_legacy", include_str!("../js/http_legacy.js"))
         .node_modules(&HTTP_LEGACY)
 }
 
@@ -395,19 +366,19 @@ const TLS_LEGACY: [(&str, &str); 2] = [
 /// `node:net` (Socket, connect, isIP and friends) and `node:tls`
 /// (connect, TLSSocket), over `cloudflare:sockets`' `connect()`
 /// (`host/tcp.rs`), as workerd builds them; no servers.
-pub(super) fn net() -> Unit {
+pub(crate) fn net() -> Unit {
     Unit::new("node:net")
-        .node_module("net", include_str!("../../js/node/net.js"))
-        .node_module("tls", include_str!("../../js/node/tls.js"))
+        .node_module("net", include_str!("../js/net.js"))
+        .node_module("tls", include_str!("../js/tls.js"))
         .node_modules(&TLS_LEGACY)
 }
 
 /// `node:dns` and `node:dns/promises`: lookups and queries asked of the
 /// node's resolver (held to the egress policy, `dns::query`), or over
 /// DNS-over-HTTPS, the Worker's own fetches, when the node names a server.
-pub(super) fn dns() -> Unit {
+pub(crate) fn dns() -> Unit {
     Unit::new("node:dns")
-        .node_module("dns", include_str!("../../js/node/dns.js"))
+        .node_module("dns", include_str!("../js/dns.js"))
         .function("nodeDnsServer", dns::server)
         .function("nodeDnsQuery", dns::query)
         .state::<dns::DnsState>()
@@ -418,14 +389,70 @@ pub(super) fn dns() -> Unit {
 }
 
 /// `node:punycode`: RFC 3492 and Node's domain helpers (2025-12-04).
-pub(super) fn punycode() -> Unit {
+pub(crate) fn punycode() -> Unit {
     Unit::new("node:punycode")
-        .node_module("punycode", include_str!("../../js/node/punycode.js"))
+        .node_module("punycode", include_str!("../js/punycode.js"))
         .function("punycodeEncode", punycode::encode)
         .function("punycodeDecode", punycode::decode)
 }
 
 /// `node:vm`: importable, nothing compiles at run time.
-pub(super) fn vm() -> Unit {
-    Unit::new("node:vm").node_module("vm", include_str!("../../js/node/vm.js"))
+pub(crate) fn vm() -> Unit {
+    Unit::new("node:vm").node_module("vm", include_str!("../js/vm.js"))
+}
+
+/// Node.js compatibility as the engine registers it: every `node:` built-in,
+/// in the order of their units (which host functions come first).
+pub fn family() -> Family {
+    Family {
+        name: "nodejs",
+        fingerprint: env!("ISOLANE_NODEJS_FINGERPRINT"),
+        units,
+    }
+}
+
+/// Node's built-in modules, one unit each.
+fn units() -> Vec<Unit> {
+    vec![
+        internal_errors(),
+        buffer(),
+        events(),
+        async_hooks(),
+        path(),
+        string_decoder(),
+        querystring(),
+        util(),
+        process(),
+        url(),
+        diagnostics_channel(),
+        crypto(),
+        zlib(),
+        stream(),
+        assert(),
+        timers(),
+        console(),
+        os(),
+        module(),
+        fs(),
+        http(),
+        net(),
+        dns(),
+        vm(),
+        punycode(),
+        child_process(),
+        cluster(),
+        dgram(),
+        domain(),
+        inspector(),
+        perf_hooks(),
+        readline(),
+        repl(),
+        sqlite(),
+        trace_events(),
+        tty(),
+        v8(),
+        wasi(),
+        worker_threads(),
+        test(),
+    ]
 }

@@ -6,8 +6,8 @@
 use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 
-use crate::host::error::{HostError, HostResult};
-use crate::host::{u8_array, view_bytes};
+use isolane_engine::api::{HostError, HostResult};
+use isolane_engine::api::{u8_array, view_bytes};
 
 /// Node's base64 decoder is forgiving: either alphabet, padding or none,
 /// stray characters skipped, trailing bits ignored.

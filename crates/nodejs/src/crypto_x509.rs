@@ -16,10 +16,10 @@ use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::prelude::FromDer;
 use x509_parser::x509::{AttributeTypeAndValue, X509Name};
 
-use crate::host::crypto::error::{CryptoError, Result};
-use crate::host::crypto::subtle::bytes_arg;
-use crate::host::error::HostResult;
-use crate::host::{js_string, u8_array};
+use isolane_engine::api::HostResult;
+use isolane_engine::api::crypto::error::{CryptoError, Result};
+use isolane_engine::api::crypto::subtle::bytes_arg;
+use isolane_engine::api::{js_string, u8_array};
 
 /// Largest certificate read (a certificate of an RSA-4096 key with many
 /// names is a few KiB; chains are read one certificate at a time).

@@ -8,8 +8,8 @@ use std::ffi::{c_int, c_void};
 
 use aws_lc_sys as sys_crate;
 
-use crate::host::error::{HostError, HostResult};
-use crate::host::u8_array;
+use isolane_engine::api::u8_array;
+use isolane_engine::api::{HostError, HostResult};
 
 /// AWS-LC's SPKAC functions. The universal `aws-lc-sys` bindings (the ones
 /// this build uses) leave out `NETSCAPE_SPKI` and `asn1.h`'s string

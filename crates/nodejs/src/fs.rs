@@ -4,8 +4,8 @@
 
 use std::rc::Rc;
 
-use crate::host::error::HostResult;
-use crate::host::{HostState, js_string, u8_array};
+use isolane_engine::api::HostResult;
+use isolane_engine::api::{HostState, js_string, u8_array};
 
 /// A single-script Worker's one file under `/bundle`.
 const SCRIPT_NAME: &str = "worker.js";
@@ -19,7 +19,7 @@ pub(super) fn context<'s>(_scope, host: Rc<HostState>) -> f64 {
 
 /// `(name, size)` of each file of the Worker's bundle.
 fn bundle_files(host: &HostState) -> Vec<(String, usize)> {
-    let Some(worker) = host.worker.get() else {
+    let Some(worker) = host.worker() else {
         return Vec::new();
     };
     match &worker.modules {
@@ -56,9 +56,9 @@ pub(super) fn bundle_read<'s>(
     host: Rc<HostState>,
     name: String,
 ) -> HostResult<Option<v8::Local<'s, v8::Value>>> {
-    let file = match host.worker.get().and_then(|w| w.modules.clone()) {
+    let file = match host.worker().and_then(|w| w.modules.clone()) {
         Some(modules) => modules.get(&name).map(|m| m.content.clone()),
-        None if name == SCRIPT_NAME => host.worker.get().map(|w| w.script.as_bytes().to_vec()),
+        None if name == SCRIPT_NAME => host.worker().map(|w| w.script.as_bytes().to_vec()),
         None => None,
     };
     Ok(match file {

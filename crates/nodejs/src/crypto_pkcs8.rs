@@ -17,10 +17,10 @@ use pkcs8::{EncryptedPrivateKeyInfo, SecretDocument};
 use spki::der::Decode;
 use zeroize::Zeroizing;
 
-use crate::host::crypto::error::{CryptoError, Result};
-use crate::host::crypto::ops;
-use crate::host::crypto::params::Params;
-use crate::host::error::{HostError, HostResult};
+use isolane_engine::api::crypto::error::{CryptoError, Result};
+use isolane_engine::api::crypto::ops;
+use isolane_engine::api::crypto::params::Params;
+use isolane_engine::api::{HostError, HostResult};
 
 /// The iterations Node (OpenSSL) writes.
 const EXPORT_ITERATIONS: u32 = 2048;

@@ -17,10 +17,10 @@ use std::rc::Rc;
 use aws_lc_sys as sys;
 use zeroize::Zeroizing;
 
-use crate::host::crypto::error::CryptoError;
-use crate::host::error::HostResult;
-use crate::host::handle::Owner;
-use crate::host::{HostState, array_buffer};
+use isolane_engine::api::HostResult;
+use isolane_engine::api::Owner;
+use isolane_engine::api::crypto::error::CryptoError;
+use isolane_engine::api::{HostState, array_buffer};
 
 /// Bytes charged for one context: the `EVP_CIPHER_CTX` and its cipher state
 /// (at most ~1 KiB, GCM's tables).
@@ -305,7 +305,7 @@ pub(super) fn cipher_new<'s>(
     };
     let context = Context::new(cipher, &key, &iv, encrypt, ccm_tag)
         .ok_or_else(|| CryptoError::operation("Invalid key or initialization vector"))?;
-    Ok(host.handles.insert_object(scope, context, CIPHER_CHARGE, Owner::Isolate))
+    Ok(host.handles().insert_object(scope, context, CIPHER_CHARGE, Owner::Isolate))
 }
 }
 
@@ -324,7 +324,7 @@ pub(super) fn cipher_update<'s>(
         return Err(CryptoError::Type(format!("nodeCipherUpdate: at most {MAX_UPDATE} bytes a call")).into());
     }
     let out = host
-        .handles
+        .handles()
         .with_handle(scope, handle, |c: &mut Context| c.update(&data, aad))
         .ok_or_else(not_a_cipher)?
         .ok_or_else(|| CryptoError::operation("cipher update failed"))?;
@@ -343,7 +343,7 @@ pub(super) fn cipher_final<'s>(
     tag_length: u32,
 ) -> HostResult<Option<v8::Local<'s, v8::ArrayBuffer>>> {
     let out = host
-        .handles
+        .handles()
         .with_handle(scope, handle, |c: &mut Context| {
             let mut out = c.finish()?;
             if tag_length > 0 {
@@ -354,7 +354,7 @@ pub(super) fn cipher_final<'s>(
             Some(out)
         })
         .ok_or_else(not_a_cipher)?;
-    host.handles.remove_handle(scope, handle);
+    host.handles().remove_handle(scope, handle);
     let out = out.ok_or_else(|| CryptoError::operation("cipher final failed"))?;
     Ok(array_buffer(scope, out))
 }
@@ -370,7 +370,7 @@ pub(super) fn cipher_set_tag<'s>(
     tag: Option<Vec<u8>>,
 ) -> HostResult<bool> {
     let mut tag = tag.unwrap_or_default();
-    host.handles
+    host.handles()
         .with_handle(scope, handle, |c: &mut Context| c.control(sys::EVP_CTRL_AEAD_SET_TAG, &mut tag))
         .ok_or_else(|| not_a_cipher().into())
 }
@@ -384,7 +384,7 @@ pub(super) fn cipher_padding<'s>(
     handle: v8::Local<'s, v8::Value>,
     on: bool,
 ) -> HostResult<bool> {
-    host.handles
+    host.handles()
         .with_handle(scope, handle, |c: &mut Context| {
             // SAFETY: the context is alive while the table holds it.
             unsafe { sys::EVP_CIPHER_CTX_set_padding(c.0.as_ptr(), c_int::from(on)) == 1 }
@@ -403,7 +403,7 @@ pub(super) fn cipher_ccm<'s>(
     handle: v8::Local<'s, v8::Value>,
     length: u32,
 ) -> HostResult<bool> {
-    host.handles
+    host.handles()
         .with_handle(scope, handle, |c: &mut Context| c.ccm(length))
         .ok_or_else(|| not_a_cipher().into())
 }

@@ -1,7 +1,7 @@
 //! `node:punycode`'s host functions: RFC 3492 by the `idna` crate.
 
-use crate::host::error::{HostError, HostResult};
-use crate::host::js_string;
+use isolane_engine::api::js_string;
+use isolane_engine::api::{HostError, HostResult};
 
 /// Node's message for input Punycode cannot take.
 fn invalid() -> HostError {

@@ -15,14 +15,14 @@ use spki::der::Decode;
 use zeroize::Zeroizing;
 
 use super::crypto_pkcs8;
-use crate::host::crypto::error::{CryptoError, Result};
-use crate::host::crypto::formats::{self, Exported, KeyData, Kind};
-use crate::host::crypto::key::{Curve, EcPrivate, Key, RsaPrivate, with_curve};
-use crate::host::crypto::offload::Stop;
-use crate::host::crypto::subtle::{bytes_arg, generated_js, key_arg, key_js};
-use crate::host::error::HostResult;
-use crate::host::memory::fits;
-use crate::host::{HostState, js_string, u8_array};
+use isolane_engine::api::HostResult;
+use isolane_engine::api::Stop;
+use isolane_engine::api::crypto::error::{CryptoError, Result};
+use isolane_engine::api::crypto::formats::{self, Exported, KeyData, Kind};
+use isolane_engine::api::crypto::key::{Curve, EcPrivate, Key, RsaPrivate, with_curve};
+use isolane_engine::api::crypto::subtle::{bytes_arg, generated_js, key_arg, key_js};
+use isolane_engine::api::fits;
+use isolane_engine::api::{HostState, js_string, u8_array};
 
 /// Largest key data read (an RSA-4096 private key in PEM is ~3.3 KiB).
 const MAX_KEY_DATA: usize = 64 * 1024;
@@ -392,7 +392,7 @@ pub(super) fn rsa_generate_sync<'s>(
     let bits = bits as usize;
     let e = formats::rsa_parameters(bits, &exponent.unwrap_or_default())?;
     let budget = host.cpu_remaining(host.current());
-    let stop = Stop::on_thread(host.thread.watchdog.tripwire(), budget);
+    let stop = Stop::on_thread(host.tripwire(), budget);
     let generated = formats::generate_rsa(bits, &e, &stop)?;
     Ok(generated_js(scope, generated))
 }

@@ -3,7 +3,7 @@
 //! UDP, and TCP for a truncated answer), asked by the engine thread, not by
 //! a `fetch`. With `--dns-over-https` (`EgressConfig::dns_over_https`) the
 //! queries are instead the Worker's own `fetch`es to that server, made in
-//! JavaScript (`js/node/dns.js`), and nothing here is asked.
+//! JavaScript (`js/dns.js`), and nothing here is asked.
 //!
 //! The node's resolver sees what the cluster's DNS serves: its services
 //! (`*.svc.cluster.local`), the search domains, reverse zones of private
@@ -57,10 +57,11 @@ use hickory_resolver::proto::op::ResponseCode;
 use hickory_resolver::proto::rr::rdata::{A, AAAA, CNAME, NS, PTR};
 use hickory_resolver::proto::rr::{Name, RData, RecordType};
 
-use crate::egress::{DnsResolverConfig, EgressPolicy};
-use crate::host::error::{HostError, HostResult};
-use crate::host::state::{holder, set};
-use crate::host::{HostState, Settlement, begin_op, js_string};
+use isolane_engine::DnsResolverConfig;
+use isolane_engine::api::EgressPolicy;
+use isolane_engine::api::{HostError, HostResult};
+use isolane_engine::api::{HostState, Settlement, begin_op, js_string};
+use isolane_engine::api::{holder, set};
 
 /// How long one query may take, all its tries together (Node's `ETIMEOUT`
 /// past it).
@@ -134,7 +135,7 @@ pub(super) fn server<'s>(
     scope,
     host: Rc<HostState>,
 ) -> HostResult<Option<v8::Local<'s, v8::Value>>> {
-    Ok(match host.thread.shared.egress.dns_over_https() {
+    Ok(match host.egress().dns_over_https() {
         Some(url) => js_string(scope, url),
         None => Some(v8::null(scope).into()),
     })
@@ -158,7 +159,7 @@ pub(super) fn query<'s>(
         let node = host.state::<DnsState>().and_then(|state| {
             state
                 .node
-                .get_or_init(|| node_resolver(&host.thread.shared.egress))
+                .get_or_init(|| node_resolver(host.egress()))
                 .clone()
         });
         (kind, node)
@@ -169,9 +170,9 @@ pub(super) fn query<'s>(
     };
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(ctx, resolver);
-    let me = host.me.clone();
-    let policy = host.thread.shared.egress.clone();
-    let allowed = host.worker.get().is_none_or(|worker| worker.may_fetch(&name));
+    let me = host.turns();
+    let policy = host.egress().clone();
+    let allowed = host.worker().is_none_or(|worker| worker.may_fetch(&name));
     let task = tokio::task::spawn_local(async move {
         let answer = match node {
             _ if !allowed => Answer::Failed(EREFUSED),
@@ -179,7 +180,7 @@ pub(super) fn query<'s>(
             None => Answer::Failed(ECONNREFUSED),
         };
         if let Some(isolate) = me.upgrade() {
-            isolate.settle(op, Settlement::Dns(Box::new(answer)));
+            isolate.settle(op, Settlement::custom(answer));
         }
     });
     host.set_op_task(op, task.abort_handle());
@@ -211,9 +212,9 @@ fn admit(host: &HostState, ctx: u32, kind: &str) -> HostResult<RecordType> {
             )));
         }
     };
-    let limit = host.worker.get().map_or(0, |w| w.limits.subrequests);
+    let limit = host.worker().map_or(0, |w| w.limits.subrequests);
     host.take_subrequest(ctx, limit)
-        .map_err(|limit| HostError::type_error(crate::host::fetch::too_many(limit)))?;
+        .map_err(|limit| HostError::type_error(isolane_engine::api::too_many(limit)))?;
     Ok(kind)
 }
 
@@ -465,4 +466,13 @@ pub(crate) fn answer_js<'s>(
     let answers = v8::Array::new_with_elements(scope, &answers).into();
     set(scope, object, "answers", Some(answers));
     object.into()
+}
+
+impl isolane_engine::api::Settle for Answer {
+    fn into_js<'s>(
+        self: Box<Self>,
+        scope: &mut v8::PinScope<'s, '_>,
+    ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
+        Ok(answer_js(scope, *self))
+    }
 }

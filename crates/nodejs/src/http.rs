@@ -3,8 +3,8 @@
 
 use std::rc::Rc;
 
-use crate::host::HostState;
-use crate::host::error::HostResult;
+use isolane_engine::api::HostResult;
+use isolane_engine::api::HostState;
 
 host_fn! {
 /// `nodeHttpServer()` → whether `http.createServer` and friends work.
@@ -12,7 +12,7 @@ pub(super) fn server_enabled<'s>(
     scope,
     host: Rc<HostState>,
 ) -> HostResult<Option<v8::Local<'s, v8::Value>>> {
-    let enabled = host.worker.get().is_some_and(|bundle| bundle.compat.http_server);
+    let enabled = host.worker().is_some_and(|bundle| bundle.compat.http_server);
     Ok(Some(v8::Boolean::new(scope, enabled).into()))
 }
 }

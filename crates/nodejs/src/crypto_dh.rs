@@ -91,12 +91,12 @@ mod sys {
     pub(super) const DH_CHECK_PUBKEY_INVALID: c_int = 4;
 }
 
-use crate::host::crypto::aws_lc;
-use crate::host::crypto::error::CryptoError;
-use crate::host::crypto::offload::Stop;
-use crate::host::error::{HostError, HostResult};
-use crate::host::handle::Owner;
-use crate::host::{HostState, u8_array};
+use isolane_engine::api::Owner;
+use isolane_engine::api::Stop;
+use isolane_engine::api::crypto::aws_lc;
+use isolane_engine::api::crypto::error::CryptoError;
+use isolane_engine::api::{HostError, HostResult};
+use isolane_engine::api::{HostState, u8_array};
 
 /// Largest prime taken (bits): RFC 3526's largest group.
 const MAX_BITS: usize = 8192;
@@ -207,7 +207,7 @@ fn group_prime(name: &str) -> Option<Vec<u8>> {
 
 fn insert<'s>(scope: &mut v8::PinScope<'s, '_>, host: &HostState, dh: Dh) -> Answer<'s> {
     Ok(host
-        .handles
+        .handles()
         .insert_object(scope, dh, DH_CHARGE, Owner::Isolate)
         .map(Into::into))
 }
@@ -233,7 +233,7 @@ pub(super) fn dh_new<'s>(
         };
         prime
     } else {
-        crate::host::crypto::subtle::bytes_arg(prime, "prime")?
+        isolane_engine::api::crypto::subtle::bytes_arg(prime, "prime")?
     };
     let generator = generator.unwrap_or_else(|| vec![2]);
     let dh = Dh::with(&prime, &generator)?;
@@ -261,7 +261,7 @@ pub(super) fn dh_generate<'s>(
     }
     let dh = Dh::new()?;
     let budget = host.cpu_remaining(host.current());
-    let stop = Stop::on_thread(host.thread.watchdog.tripwire(), budget);
+    let stop = Stop::on_thread(host.tripwire(), budget);
     let (Ok(bits), Ok(generator)) = (c_int::try_from(bits), c_int::try_from(generator)) else {
         return Err(HostError::range_error("Invalid Diffie-Hellman parameters"));
     };
@@ -287,7 +287,7 @@ pub(super) fn dh_get<'s>(
     what: String,
 ) -> Answer<'s> {
     let got = host
-        .handles
+        .handles()
         .with_handle(scope, handle, |dh: &mut Dh| {
             let ptr = dh.0.as_ptr();
             // SAFETY: the DH is valid; its numbers are read, not kept.
@@ -325,7 +325,7 @@ pub(super) fn dh_set_key<'s>(
     key: Option<Vec<u8>>,
 ) -> HostResult<bool> {
     let key = zeroize::Zeroizing::new(key.unwrap_or_default());
-    host.handles
+    host.handles()
         .with_handle(scope, handle, |dh: &mut Dh| {
             let Some(bn) = bignum(&key) else {
                 return false;
@@ -353,7 +353,7 @@ pub(super) fn dh_generate_keys<'s>(
     host: Rc<HostState>,
     handle: v8::Local<'s, v8::Value>,
 ) -> HostResult<bool> {
-    host.handles
+    host.handles()
         .with_handle(scope, handle, |dh: &mut Dh| {
             // SAFETY: the DH is valid.
             let ok = unsafe { sys::DH_generate_key(dh.0.as_ptr()) == 1 };
@@ -377,7 +377,7 @@ pub(super) fn dh_compute<'s>(
 ) -> Answer<'s> {
     let peer = peer.unwrap_or_default();
     let answer = host
-        .handles
+        .handles()
         .with_handle(scope, handle, |dh: &mut Dh| compute(dh, &peer))
         .ok_or_else(not_dh)??;
     match answer {

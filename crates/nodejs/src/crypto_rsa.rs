@@ -12,11 +12,11 @@ use aws_lc_sys as sys;
 use rsa::pkcs1::{EncodeRsaPrivateKey, EncodeRsaPublicKey};
 use zeroize::Zeroizing;
 
-use crate::host::crypto::error::CryptoError;
-use crate::host::crypto::key::Key;
-use crate::host::crypto::subtle::{bytes_arg, key_arg};
-use crate::host::error::HostResult;
-use crate::host::{HostState, u8_array};
+use isolane_engine::api::HostResult;
+use isolane_engine::api::crypto::error::CryptoError;
+use isolane_engine::api::crypto::key::Key;
+use isolane_engine::api::crypto::subtle::{bytes_arg, key_arg};
+use isolane_engine::api::{HostState, u8_array};
 
 /// `RSA_PKCS1_PADDING` and `RSA_NO_PADDING`, as node:crypto's constants.
 const PKCS1: c_int = 1;

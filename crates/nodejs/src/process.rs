@@ -2,15 +2,15 @@
 
 use std::rc::Rc;
 
-use crate::host::HostState;
-use crate::host::error::HostResult;
+use isolane_engine::api::HostResult;
+use isolane_engine::api::HostState;
 
 host_fn! {
 /// `processEnv()` → a fresh object of the Worker's text bindings when its
 /// settings populate `process.env`, else an empty one.
 pub(super) fn process_env<'s>(scope, host: Rc<HostState>) -> HostResult<Option<v8::Local<'s, v8::Object>>> {
     let env = v8::Object::new(scope);
-    let Some(bundle) = host.worker.get().filter(|b| b.compat.process_env) else {
+    let Some(bundle) = host.worker().filter(|b| b.compat.process_env) else {
         return Ok(Some(env));
     };
     for (key, value) in &bundle.env {

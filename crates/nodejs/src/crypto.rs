@@ -12,14 +12,14 @@ use md5::Md5;
 use sha1::Sha1;
 use sha2::{Sha256, Sha384, Sha512};
 
-use crate::host::crypto::error::CryptoError;
-use crate::host::crypto::ops;
-use crate::host::crypto::params::Params;
-use crate::host::crypto::subtle::{HASHER_CHARGE, Hasher};
-use crate::host::error::{HostError, HostResult};
-use crate::host::handle::Owner;
-use crate::host::memory::fits;
-use crate::host::{HostState, array_buffer};
+use isolane_engine::api::Owner;
+use isolane_engine::api::crypto::error::CryptoError;
+use isolane_engine::api::crypto::ops;
+use isolane_engine::api::crypto::params::Params;
+use isolane_engine::api::crypto::subtle::{HASHER_CHARGE, Hasher};
+use isolane_engine::api::fits;
+use isolane_engine::api::{HostError, HostResult};
+use isolane_engine::api::{HostState, array_buffer};
 
 /// Longest HMAC key read (Node has no limit; a key longer than the hash's
 /// block is hashed first, so this only bounds the copy).
@@ -55,7 +55,7 @@ pub(super) fn hmac_new<'s>(
     let hasher = new_hmac(&algorithm, &key)
         .ok_or_else(|| CryptoError::not_supported(format!("Digest method not supported: {algorithm}")))?;
     Ok(host
-        .handles
+        .handles()
         .insert_object(scope, hasher, HASHER_CHARGE + key.len(), Owner::Isolate))
 }
 }
@@ -68,11 +68,11 @@ pub(super) fn digest_copy<'s>(
     handle: v8::Local<'s, v8::Value>,
 ) -> HostResult<Option<v8::Local<'s, v8::Object>>> {
     let copy = host
-        .handles
+        .handles()
         .with_handle(scope, handle, |h: &mut Hasher| h.box_clone())
         .ok_or_else(|| CryptoError::Type("digestCopy: not a hasher".to_owned()))?;
     Ok(host
-        .handles
+        .handles()
         .insert_object(scope, copy, HASHER_CHARGE, Owner::Isolate))
 }
 }

@@ -1,0 +1,32 @@
+//! The API crates' door into the engine (`isolane-nodejs`, and the Web
+//! platform's and the bindings' crates as they leave the core): what a
+//! family of units needs to register itself ([`Unit`], [`Family`]), to
+//! write host functions (`host_fn!`, [`FromArg`], [`Return`]), to reach
+//! its isolate's state ([`HostState`]) and to settle its promises
+//! ([`Settle`], [`Settlement`]). Nothing else of the core is public to
+//! them: a new need is a new, documented item here.
+//!
+//! Every function here runs on the isolate's own thread, inside V8; the
+//! rules of `host.rs` hold (no panics, no JS turn of one's own).
+
+pub use crate::egress::EgressPolicy;
+pub use crate::host::error::{ErrorClass, HostError, HostResult};
+pub use crate::host::handle::{Handles, Owner};
+pub use crate::host::memory::fits;
+pub use crate::host::state::{holder, set};
+pub use crate::host::{
+    HostState, IsolateTurns, Settle, Settlement, array_buffer, begin_op, js_string, new_promise,
+    u8_array, value_string, view_bytes,
+};
+pub use crate::unit::{Family, Gate, RequestResources, Unit};
+pub use crate::watchdog::{Stop, Tripwire};
+pub use crate::{FromArg, Return};
+
+/// The message of a `TypeError` for a request past its subrequest limit.
+pub use crate::host::fetch::too_many;
+
+/// Web Crypto's parts Node's `node:crypto` is built on (keys, formats,
+/// digests, AWS-LC).
+pub mod crypto {
+    pub use crate::host::crypto::{aws_lc, error, formats, key, ops, params, subtle};
+}
