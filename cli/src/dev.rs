@@ -9,6 +9,7 @@
 //! Order matters: the engine starts (and initialises V8) on the main thread
 //! before the tokio runtimes spawn their threads, as the engine requires.
 
+mod dev_worker;
 mod node;
 mod project;
 mod reload;
@@ -227,6 +228,41 @@ pub struct DevConfig {
     pub state: PathBuf,
 }
 
+/// The source of `isolane dev` run in a wrangler project (neither a script
+/// nor `--workers`): the single script's flags are refused, `--env` names
+/// at most one of the project's environments.
+fn project_source(
+    args: &DevArgs,
+    bindings: &BTreeMap<String, String>,
+    mut environments: Vec<String>,
+) -> anyhow::Result<Source> {
+    if !bindings.is_empty() {
+        anyhow::bail!(
+            "--env NAME=VALUE binds a single script's env: a wrangler project's vars are in its config"
+        );
+    }
+    let script_flags = [
+        ("--kv", !args.kv.is_empty()),
+        ("--durable-object", !args.durable_objects.is_empty()),
+        ("--cron", !args.crons.is_empty()),
+        ("--compatibility-date", args.compatibility_date.is_some()),
+        (
+            "--compatibility-flags",
+            !args.compatibility_flags.is_empty(),
+        ),
+    ];
+    if let Some((flag, _)) = script_flags.iter().find(|(_, given)| *given) {
+        anyhow::bail!("{flag} is for a single script: a wrangler project's config gives it");
+    }
+    if environments.len() > 1 {
+        anyhow::bail!(
+            "--env selects one environment; got {}",
+            environments.join(", ")
+        );
+    }
+    wrangler_source(args.config.as_deref(), environments.pop())
+}
+
 /// Where `isolane dev`'s Workers come from: one script (with the flags'
 /// bindings, limits and compatibility) or a folder of Worker YAML.
 fn source_of(args: &DevArgs) -> anyhow::Result<Source> {
@@ -246,31 +282,7 @@ fn source_of(args: &DevArgs) -> anyhow::Result<Source> {
             );
         }
     } else {
-        if !bindings.is_empty() {
-            anyhow::bail!(
-                "--env NAME=VALUE binds a single script's env: a wrangler project's vars are in its config"
-            );
-        }
-        let script_flags = [
-            ("--kv", !args.kv.is_empty()),
-            ("--durable-object", !args.durable_objects.is_empty()),
-            ("--cron", !args.crons.is_empty()),
-            ("--compatibility-date", args.compatibility_date.is_some()),
-            (
-                "--compatibility-flags",
-                !args.compatibility_flags.is_empty(),
-            ),
-        ];
-        if let Some((flag, _)) = script_flags.iter().find(|(_, given)| *given) {
-            anyhow::bail!("{flag} is for a single script: a wrangler project's config gives it");
-        }
-        if environments.len() > 1 {
-            anyhow::bail!(
-                "--env selects one environment; got {}",
-                environments.join(", ")
-            );
-        }
-        return wrangler_source(args.config.as_deref(), environments.pop());
+        return project_source(args, &bindings, environments);
     }
     match (&args.script, &args.workers) {
         (Some(path), _) => {

@@ -80,29 +80,43 @@ pub async fn run(args: SecretArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("applying Secret {namespace}/{secret_name}"))?;
     eprintln!("secret {name} put in Secret {namespace}/{secret_name}");
+    bind(client, namespace, &worker, &secret_name, &name).await
+}
+
+/// Binds secret `name` of Secret `secret_name` in Worker `worker`, when the
+/// Worker exists (under a field manager of its own, so later deploys keep
+/// it); a Worker not yet deployed gets it at its deploy.
+async fn bind(
+    client: kube::Client,
+    namespace: &str,
+    worker: &str,
+    secret_name: &str,
+    name: &str,
+) -> anyhow::Result<()> {
     let workers: Api<Worker> = Api::namespaced(client, namespace);
-    if workers.get_opt(&worker).await?.is_some() {
-        let only = secret_object(
-            &secret_name,
-            namespace,
-            BTreeMap::from([(name.clone(), ByteString(Vec::new()))]),
-        );
-        let patch = serde_json::json!({
-            "apiVersion": "isolane.dev/v1alpha1",
-            "kind": "Worker",
-            "metadata": { "name": worker, "namespace": namespace },
-            "spec": { "env": secret_refs(&only) },
-        });
-        workers
-            .patch(
-                &worker,
-                &PatchParams::apply(SECRET_FIELD_MANAGER),
-                &Patch::Apply(&patch),
-            )
-            .await
-            .with_context(|| format!("binding the secret in Worker {namespace}/{worker}"))?;
-        eprintln!("Worker {namespace}/{worker} reads it as env.{name}");
+    if workers.get_opt(worker).await?.is_none() {
+        return Ok(());
     }
+    let only = secret_object(
+        secret_name,
+        namespace,
+        BTreeMap::from([(name.to_owned(), ByteString(Vec::new()))]),
+    );
+    let patch = serde_json::json!({
+        "apiVersion": "isolane.dev/v1alpha1",
+        "kind": "Worker",
+        "metadata": { "name": worker, "namespace": namespace },
+        "spec": { "env": secret_refs(&only) },
+    });
+    workers
+        .patch(
+            worker,
+            &PatchParams::apply(SECRET_FIELD_MANAGER),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .with_context(|| format!("binding the secret in Worker {namespace}/{worker}"))?;
+    eprintln!("Worker {namespace}/{worker} reads it as env.{name}");
     Ok(())
 }
 

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+pub use super::dev_worker::{Compatibility, DevWorker};
 use crate::bundle::Code;
 use anyhow::Context as _;
 use isolane_crds::ObjectKind;
@@ -38,34 +39,6 @@ pub enum Source {
     /// A wrangler project: its config file and the environment selected
     /// (`--env`), served on every host and path as `dev/<name>`.
     Wrangler { file: PathBuf, env: Option<String> },
-}
-
-/// A Worker's compatibility date and flags, as written (the fields of a
-/// Worker YAML, or `isolane dev`'s flags for one script).
-#[derive(Debug, Clone, Default)]
-pub struct Compatibility {
-    pub date: Option<String>,
-    pub flags: Vec<String>,
-}
-
-impl Compatibility {
-    /// Checks the settings as the operator's webhook does.
-    pub fn check(&self) -> Result<(), isolane_worker::CompatError> {
-        isolane_worker::compat::resolve(self.date.as_deref(), &self.flags).map(|_| ())
-    }
-}
-
-/// One Worker as `isolane dev` serves it.
-#[derive(Debug, Clone)]
-pub struct DevWorker {
-    /// The Worker (`dev/<file stem>` for a script).
-    pub key: WorkerKey,
-    /// The bundle the operator would write for it.
-    pub bundle: Bundle,
-    /// Its routes, as declared.
-    pub routes: Vec<Route>,
-    /// Cron schedules.
-    pub triggers: Option<Triggers>,
 }
 
 /// Everything `isolane dev` serves, read once.

@@ -12,7 +12,7 @@ use anyhow::Context as _;
 use isolane_worker::cron::Schedule;
 use isolane_worker::{ANY_HOST, Bundle, Route, Triggers, WorkerKey};
 
-use super::project::{Compatibility, DevWorker};
+use super::dev_worker::{Compatibility, DevWorker};
 use crate::bundle::Code;
 use crate::wrangler::{Project, spec};
 

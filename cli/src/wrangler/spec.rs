@@ -10,7 +10,7 @@ use isolane_crds::WorkerSpec;
 use isolane_worker::{Binding, Limits, Route};
 use serde_json::{Value, json};
 
-use super::{ConfigError, Problem, Project, RouteConfig};
+use super::{Config, ConfigError, Problem, Project, RouteConfig};
 use crate::rules::{RuleError, Rules};
 
 /// Why a project's values cannot make a Worker.
@@ -61,16 +61,7 @@ pub fn worker(project: &Project) -> Result<ProjectWorker, SpecError> {
     spec["env"] = vars(&config.vars).map_err(|(key, m)| value_error(key, m))?;
     spec["bindings"] = json!(bindings(project, &mut problems).map_err(|(k, m)| value_error(k, m))?);
     migrations(project, &mut problems);
-    let mut routes = Vec::new();
-    for (i, route) in config.route.iter().chain(&config.routes).enumerate() {
-        let key = if config.route.is_some() && i == 0 {
-            "route".to_owned()
-        } else {
-            format!("routes[{}]", i - usize::from(config.route.is_some()))
-        };
-        routes.push(route_of(route).map_err(|m| value_error(key, m))?);
-    }
-    spec["routes"] = json!(routes);
+    spec["routes"] = json!(routes(config).map_err(|(key, m)| value_error(key, m))?);
     if !config.triggers.crons.is_empty() {
         spec["triggers"] = json!({ "crons": config.triggers.crons });
     }
@@ -97,17 +88,7 @@ pub fn worker(project: &Project) -> Result<ProjectWorker, SpecError> {
         source,
     })?;
     let main = project.main()?;
-    if let Some(ext) = main.extension().and_then(|e| e.to_str())
-        && ["ts", "mts", "cts", "tsx", "jsx"].contains(&ext)
-    {
-        return Err(value_error(
-            "main".into(),
-            format!(
-                "{} needs a build (.{ext}), which isolane does not run yet: run `wrangler deploy --dry-run --outdir dist` and set main = \"dist/index.js\"",
-                main.display()
-            ),
-        ));
-    }
+    unbuilt(&main).map_err(|m| value_error("main".into(), m))?;
     Ok(ProjectWorker {
         name: worker_name(project)?,
         spec,
@@ -115,6 +96,33 @@ pub fn worker(project: &Project) -> Result<ProjectWorker, SpecError> {
         rules,
         problems,
     })
+}
+
+/// The Worker's routes: wrangler's `route`, then its `routes`; an error
+/// names the key of the route it is about.
+fn routes(config: &Config) -> Result<Vec<Value>, (String, String)> {
+    let mut routes = Vec::new();
+    for (i, route) in config.route.iter().chain(&config.routes).enumerate() {
+        let key = if config.route.is_some() && i == 0 {
+            "route".to_owned()
+        } else {
+            format!("routes[{}]", i - usize::from(config.route.is_some()))
+        };
+        routes.push(json!(route_of(route).map_err(|m| (key, m))?));
+    }
+    Ok(routes)
+}
+
+/// Refuses a `main` that needs a build step (TypeScript, JSX) isolane does
+/// not run yet, saying which build to run first.
+fn unbuilt(main: &std::path::Path) -> Result<(), String> {
+    match main.extension().and_then(|e| e.to_str()) {
+        Some(ext) if ["ts", "mts", "cts", "tsx", "jsx"].contains(&ext) => Err(format!(
+            "{} needs a build (.{ext}), which isolane does not run yet: run `wrangler deploy --dry-run --outdir dist` and set main = \"dist/index.js\"",
+            main.display()
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The Worker's name, checked to be a Kubernetes object name.

@@ -20,6 +20,26 @@ const LONG_FUNCTION: usize = 60;
 /// only ever goes down.
 const MAX_LONG_FUNCTIONS: usize = 20;
 
+/// The most lines of product code (its Rust and JavaScript, tests and
+/// examples left out) one crate may hold: a crate past it holds more than
+/// one concern (issue #54 splits the engine, 54 k lines, by concern).
+const MAX_CRATE_LINES: usize = 20_000;
+
+/// Crates over [`MAX_CRATE_LINES`] while their split is under way, each
+/// with the most it may hold: these bounds only ever go down. The engine's
+/// core still holds the Web platform and the Workers bindings (issue #54).
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 40_000)];
+
+/// The engine's core (`crates/engine`): the V8 platform, threads, limits,
+/// the unit layer and typed work.
+const ENGINE_CORE: &str = "isolane-engine";
+
+/// The crates of API families that register their units with the core
+/// (docs/adr/0002-engine-crates.md). The core depends on none of them and
+/// names none of them in its code. Each family that leaves the core joins
+/// this list.
+const ENGINE_FAMILIES: &[&str] = &["isolane-nodejs"];
+
 /// Packages that are not product code: test support, the end-to-end tests,
 /// the benchmarks and this checker.
 const NOT_PRODUCT: &[&str] = &[
@@ -84,6 +104,103 @@ fn no_source_file_is_over_1000_lines() {
         long.is_empty(),
         "source files over {MAX_FILE_LINES} lines; split them at their seams:\n{}",
         long.join("\n")
+    );
+}
+
+/// The lines of a member's product code: its `.rs`, `.js` and `.mjs` files
+/// outside `tests/`, `examples/`, `benches/` and generated `gen/` folders.
+fn product_lines(member: &isolane_shape::Member) -> usize {
+    let source = |path: &Path| {
+        let product = !path.strip_prefix(&member.dir).is_ok_and(|inner| {
+            inner.components().any(|c| {
+                ["tests", "examples", "benches", "gen"]
+                    .iter()
+                    .any(|skip| c.as_os_str() == *skip)
+            })
+        });
+        product
+            && path
+                .extension()
+                .is_some_and(|e| e == "rs" || e == "js" || e == "mjs")
+    };
+    files_with(&member.dir, &source)
+        .expect("listing a member's files")
+        .iter()
+        .map(|file| {
+            std::fs::read_to_string(file)
+                .expect("reading a source file")
+                .lines()
+                .count()
+        })
+        .sum()
+}
+
+#[test]
+fn no_crate_is_over_20000_lines() {
+    let ws = workspace();
+    let sizes: Vec<(&str, usize)> = ws
+        .members
+        .iter()
+        .filter(|m| !NOT_PRODUCT.contains(&m.name.as_str()))
+        .map(|m| (m.name.as_str(), product_lines(m)))
+        .collect();
+    let core = sizes.iter().find(|(name, _)| *name == ENGINE_CORE);
+    assert!(
+        core.is_some_and(|(_, lines)| *lines > 5_000),
+        "the engine's core read too small: {sizes:?}"
+    );
+    let bound = |name: &str| {
+        KNOWN_BIG_CRATES
+            .iter()
+            .find(|(big, _)| *big == name)
+            .map_or(MAX_CRATE_LINES, |(_, most)| *most)
+    };
+    let big: Vec<String> = sizes
+        .iter()
+        .filter(|(name, lines)| *lines > bound(name))
+        .map(|(name, lines)| format!("  {name}: {lines} lines"))
+        .collect();
+    assert!(
+        big.is_empty(),
+        "crates over {MAX_CRATE_LINES} lines of product code (or their known bound); split them by concern:\n{}",
+        big.join("\n")
+    );
+}
+
+#[test]
+fn the_engine_core_names_no_api_family() {
+    let ws = workspace();
+    let member = |name: &str| ws.members.iter().find(|m| m.name == name);
+    for family in ENGINE_FAMILIES {
+        assert!(member(family).is_some(), "{family} is not a member");
+    }
+    let core = member(ENGINE_CORE).expect("the engine's core is a member");
+    let depends: Vec<&String> = core
+        .dependencies
+        .iter()
+        .filter(|d| ENGINE_FAMILIES.contains(&d.as_str()))
+        .collect();
+    assert!(
+        depends.is_empty(),
+        "{ENGINE_CORE} depends on API families {depends:?}: an API registers its units with the core, not the other way"
+    );
+    let idents: Vec<String> = ENGINE_FAMILIES
+        .iter()
+        .map(|f| f.replace('-', "_"))
+        .collect();
+    let mut named = Vec::new();
+    let files = rust_files(&core.dir.join("src")).expect("listing the core's sources");
+    assert!(files.len() > 20, "too few core files read: {}", files.len());
+    for file in &files {
+        let used = isolane_shape::crates_used(file).expect("reading a core file");
+        for ident in idents.iter().filter(|i| used.contains(i.as_str())) {
+            named.push(format!("  {} names {ident}", ws.relative(file).display()));
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "the engine's core names API families:\n{}",
+        named.join("\n")
     );
 }
 

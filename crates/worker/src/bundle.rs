@@ -167,12 +167,7 @@ impl Bundle {
         };
         field(base.as_bytes());
         if let Some(modules) = &self.modules {
-            field(modules.main_name().as_bytes());
-            for module in modules.iter() {
-                field(module.name.as_bytes());
-                field(module.kind.as_str().as_bytes());
-                field(&module.content);
-            }
+            module_fields(modules, &mut field);
         }
         if compat {
             field(b"compatibility-date");
@@ -197,21 +192,7 @@ impl Bundle {
             field(artifact.reference.as_bytes());
         }
         for binding in &self.bindings {
-            field(b"binding");
-            field(binding.name.as_bytes());
-            field(b"kv-namespace");
-            field(
-                binding
-                    .kv_namespace
-                    .as_deref()
-                    .unwrap_or_default()
-                    .as_bytes(),
-            );
-            if let Some(object) = &binding.durable_object {
-                field(b"durable-object");
-                field(object.class_name.as_bytes());
-                field(object.worker.as_deref().unwrap_or_default().as_bytes());
-            }
+            binding_fields(binding, &mut field);
         }
         hex::encode(&hash.finalize()[..8])
     }
@@ -336,6 +317,36 @@ impl Bundle {
             prefix.pop();
         }
         format!("{prefix}-{suffix}")
+    }
+}
+
+/// The fields a bundle's modules add to its revision, in order: the main
+/// module's name, then each module's name, type and content.
+fn module_fields(modules: &Modules, field: &mut impl FnMut(&[u8])) {
+    field(modules.main_name().as_bytes());
+    for module in modules.iter() {
+        field(module.name.as_bytes());
+        field(module.kind.as_str().as_bytes());
+        field(&module.content);
+    }
+}
+
+/// The fields one binding adds to a bundle's revision.
+fn binding_fields(binding: &Binding, field: &mut impl FnMut(&[u8])) {
+    field(b"binding");
+    field(binding.name.as_bytes());
+    field(b"kv-namespace");
+    field(
+        binding
+            .kv_namespace
+            .as_deref()
+            .unwrap_or_default()
+            .as_bytes(),
+    );
+    if let Some(object) = &binding.durable_object {
+        field(b"durable-object");
+        field(object.class_name.as_bytes());
+        field(object.worker.as_deref().unwrap_or_default().as_bytes());
     }
 }
 
