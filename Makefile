@@ -3,6 +3,7 @@
 #   make dev      build and serve examples/hello.js on http://127.0.0.1:8787
 #   make test     install what the tests need, then fmt, clippy, cargo-deny and every test
 #   make images   the images as OCI archives in target/images (no Docker daemon)
+#   make chart    the Helm chart as an archive in target/chart, for an OCI registry
 #
 # The `v8` crate builds offline against ../shared/v8 when that folder exists
 # (see hack/cargo.sh); elsewhere it downloads its prebuilt library as usual.
@@ -13,7 +14,7 @@ CARGO := hack/cargo.sh
 WORKER ?= examples/hello.js
 PORT ?= 8787
 
-.PHONY: dev deps build images fmt-check clippy deny crds deploy-render test test-only bench bench-fleet bench-bundles wpt sweep node-tests
+.PHONY: dev deps build images chart fmt-check clippy deny crds deploy-render test test-only bench bench-fleet bench-bundles wpt sweep node-tests
 
 dev:
 	$(CARGO) run --release -p isolane -- dev $(WORKER) --port $(PORT)
@@ -30,6 +31,11 @@ build:
 images:
 	$(CARGO) build --release --locked -p isolane-operator -p isolane-node -p isolane-router
 	hack/build-images.sh
+
+# The Helm chart as an archive for an OCI registry: target/chart/isolane-<version>.tgz
+# (`helm push` it; docs/deploy.md installs it by digest).
+chart:
+	hack/package-chart.sh
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
