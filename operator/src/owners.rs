@@ -18,7 +18,7 @@
 //! host admitted while the operator is down is recorded only when it comes
 //! back; until then the age rule alone decides it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -168,9 +168,10 @@ impl Recorder {
                     .await?;
             }
         }
+        let kept: HashSet<&str> = next.iter().map(|owner| owner.host.as_str()).collect();
         for gone in current
             .iter()
-            .filter(|o| !next.iter().any(|n| n.host == o.host))
+            .filter(|owner| !kept.contains(owner.host.as_str()))
         {
             let name = host_owner_name(&gone.host);
             match self.api.delete(&name, &DeleteParams::default()).await {
