@@ -80,23 +80,26 @@ pub async fn watch(
             watcher::Event::InitDone => {
                 owners = relist.take().unwrap_or_default();
                 listed();
+                let affected = lock(&index).set_owners(owners.values().cloned().collect());
+                wake(affected);
             }
             watcher::Event::Apply(config_map) => {
                 let name = config_map.name_any();
-                match read(&config_map) {
-                    Some(owner) => owners.insert(name, owner),
+                let after = read(&config_map);
+                let before = match &after {
+                    Some(owner) => owners.insert(name, owner.clone()),
                     None => owners.remove(&name),
                 };
+                wake(lock(&index).replace_owner(before.as_ref(), after));
             }
             watcher::Event::Delete(config_map) => {
-                owners.remove(&config_map.name_any());
+                let before = owners.remove(&config_map.name_any());
+                wake(lock(&index).replace_owner(before.as_ref(), None));
             }
         }
         if relist.is_some() {
             continue;
         }
-        let affected = lock(&index).set_owners(owners.values().cloned().collect());
-        wake(affected);
         synced.send_replace(true);
     }
 }

@@ -104,6 +104,47 @@ impl RouteTable {
         changed.into_iter().collect()
     }
 
+    /// Replaces one record: `before` goes (if recorded), `after` comes (if
+    /// not recorded already); returns the hosts whose record changed. The
+    /// records' watch calls this for each event, so that one record does
+    /// not cost a copy and a sort of every record.
+    pub fn replace_owner(
+        &mut self,
+        before: Option<&HostOwner>,
+        after: Option<HostOwner>,
+    ) -> Vec<String> {
+        if before == after.as_ref() {
+            return Vec::new();
+        }
+        let mut changed = Vec::new();
+        if let Some(before) = before
+            && let Ok(at) = self.owners.binary_search(before)
+        {
+            self.owners.remove(at);
+            if let Some(namespaces) = self.owners_by_host.get_mut(&normalize_host(&before.host))
+                && let Some(at) = namespaces.iter().position(|n| *n == before.namespace)
+            {
+                namespaces.swap_remove(at);
+            }
+            changed.push(before.host.clone());
+        }
+        if let Some(after) = after
+            && let Err(at) = self.owners.binary_search(&after)
+        {
+            self.owners_by_host
+                .entry(normalize_host(&after.host))
+                .or_default()
+                .push(after.namespace.clone());
+            changed.push(after.host.clone());
+            self.owners.insert(at, after);
+        }
+        if !changed.is_empty() {
+            self.decided = OnceLock::new();
+        }
+        changed.dedup();
+        changed
+    }
+
     /// The recorded host owners.
     pub fn owners(&self) -> &[HostOwner] {
         &self.owners
@@ -339,6 +380,37 @@ mod tests {
         assert!(table.claims.is_empty() && table.by_route.is_empty());
         assert!(table.hosts.claimants.is_empty() && table.hosts.by_parent.is_empty());
         assert_eq!(table.owner(&r), None);
+    }
+
+    #[test]
+    fn one_record_replaced_is_all_records_set() {
+        let owner = |host: &str, namespace: &str, released| HostOwner {
+            host: host.to_owned(),
+            namespace: namespace.to_owned(),
+            since: 1,
+            released,
+        };
+        let (a, b) = (owner("a.test", "n1", None), owner("b.test", "n2", None));
+        let mut table = RouteTable::default();
+        table.set_owners(vec![b.clone(), a.clone()]);
+        let released = owner("a.test", "n1", Some(5));
+        assert_eq!(
+            table.replace_owner(Some(&a), Some(released.clone())),
+            ["a.test"]
+        );
+        let c = owner("c.test", "n1", None);
+        assert_eq!(table.replace_owner(None, Some(c.clone())), ["c.test"]);
+        // Already recorded (by the recorder's own pass): nothing changes.
+        assert!(table.replace_owner(None, Some(c.clone())).is_empty());
+        assert_eq!(table.replace_owner(Some(&b), None), ["b.test"]);
+        let mut all = RouteTable::default();
+        all.set_owners(vec![c, released]);
+        assert_eq!(table.owners(), all.owners());
+        assert_eq!(table.owners_by_host.get("b.test"), Some(&Vec::new()));
+        assert_eq!(
+            table.owners_by_host.get("a.test"),
+            all.owners_by_host.get("a.test")
+        );
     }
 
     #[test]
