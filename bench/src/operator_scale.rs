@@ -110,8 +110,9 @@ pub async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Section> {
          `Ready=True` for its generation (counted from a watch of the Workers, deadline {:.0} s). \
          etcd, the apiserver and the operator share the machine's 2 cores. Peak memory is the \
          operator's `VmHWM`. Then the operator is stopped (SIGTERM) and started again: the time \
-         from its start until it has reconciled every Worker once, and the writes to Workers, \
-         Secrets and ConfigMaps meanwhile (none when nothing changed).\n",
+         from its start until it has reconciled every Worker once, and its writes to Workers \
+         and bundle Secrets meanwhile (none when nothing changed; host-owner ConfigMaps the \
+         stopped operator had not recorded yet are written on and not counted).\n",
         plan.deadline.as_secs_f64()
     );
     md.push_str(&table(&outcomes));
@@ -141,7 +142,7 @@ fn table(outcomes: &[Outcome]) -> String {
         ">operator peak RSS",
         ">operator RSS before",
         ">restart: all reconciled after",
-        ">restart: writes",
+        ">restart: Worker and bundle writes",
         ">restart: peak RSS",
     ]);
     for o in outcomes {
@@ -233,11 +234,11 @@ async fn one(
         .await;
     let applied = started.elapsed();
     let left = deadline.saturating_sub(started.elapsed());
-    let all_ready = tokio::time::timeout(left, ready_count.wait_for(|ready| *ready >= count))
+    let all_ready = tokio::time::timeout(left, ready_count.count.wait_for(|ready| *ready >= count))
         .await
         .is_ok_and(|seen| seen.is_ok())
         .then(|| started.elapsed());
-    let ready = *ready_count.borrow();
+    let ready = *ready_count.count.borrow();
     let peak_kib = operator.peak_rss_kib().unwrap_or(0);
     let writes = Writes::read(&client).await?.since(&writes_before);
     let cpu = Cpu::read(&control_plane, &operator).since(cpu_before);
@@ -250,6 +251,7 @@ async fn one(
     );
     operator.terminate(Duration::from_secs(10));
     let restart = restart(binary, &control_plane, count, deadline, dir).await?;
+    drop(ready_count);
     drop(control_plane);
     Ok(Outcome {
         count,
