@@ -3,6 +3,7 @@
 #   make dev      build and serve examples/hello.js on http://127.0.0.1:8787
 #   make test     install what the tests need, then fmt, clippy, cargo-deny and every test
 #   make images   the images as OCI archives in target/images (no Docker daemon)
+#   make chart    the Helm chart as an archive in target/chart, for an OCI registry
 #
 # The `v8` crate builds offline against ../shared/v8 when that folder exists
 # (see hack/cargo.sh); elsewhere it downloads its prebuilt library as usual.
@@ -13,7 +14,7 @@ CARGO := hack/cargo.sh
 WORKER ?= examples/hello.js
 PORT ?= 8787
 
-.PHONY: dev deps build images fmt-check clippy deny crds deploy-render test test-only bench bench-fleet bench-bundles wpt sweep node-tests
+.PHONY: dev deps build images chart fmt-check clippy deny crds deploy-render test test-only bench bench-operator bench-fleet bench-bundles wpt sweep node-tests
 
 dev:
 	$(CARGO) run --release -p isolane -- dev $(WORKER) --port $(PORT)
@@ -30,6 +31,11 @@ build:
 images:
 	$(CARGO) build --release --locked -p isolane-operator -p isolane-node -p isolane-router
 	hack/build-images.sh
+
+# The Helm chart as an archive for an OCI registry: target/chart/isolane-<version>.tgz
+# (`helm push` it; docs/deploy.md installs it by digest).
+chart:
+	hack/package-chart.sh
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -65,6 +71,17 @@ test-only:
 
 bench:
 	bench/run.sh
+
+# Section 7 alone: the release operator making 1,000, 5,000 and 10,000 Workers
+# Ready (each on a fresh etcd + kube-apiserver), then restarted over them;
+# prints the section with the apiserver's writes and each process's CPU
+# seconds. COUNTS=1000,5000,10000 by default.
+COUNTS ?= 1000,5000,10000
+bench-operator:
+	$(CARGO) build --release -q -p isolane-bench -p isolane-operator
+	$(or $(CARGO_TARGET_DIR),target)/release/isolane-bench operator --results target/bench-operator \
+	  --work target/bench-operator/work --bin-dir $(or $(CARGO_TARGET_DIR),target)/release \
+	  --counts $(COUNTS) --deadline 300
 
 # Issue 35's fleet simulation alone (1 M Workers, 16 nodes, Zipf 1.1, 5 M
 # requests counted after 20 M, with the router's rule and with every request

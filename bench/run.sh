@@ -123,7 +123,7 @@ else
   pool=(--rounds 5 --secs 2)
   density=(--idle 1000 --distinct 10000 --secs 10)
   neighbours=(--rounds 3 --secs 2)
-  operator=(--counts 1000,5000 --deadline 300)
+  operator=(--counts 1000,5000,10000 --deadline 300)
   # 10,000 idle sockets hold 10,000 descriptors in the bench and as many in
   # the router: `ulimit -n` must allow it (the step fails and says so if not).
   websocket=(--sockets 1,100,1000 --messages 20 --rounds 3 --idle 10000)
@@ -187,7 +187,7 @@ if $needs_apiserver; then
   step state 600 "$bench" state "${common[@]}" "${workerd_args[@]}" --bin-dir "$bin" "${state[@]}"
 fi
 if $needs_apiserver; then
-  step operator 900 "$bench" operator "${common[@]}" --bin-dir "$bin" "${operator[@]}"
+  step operator 1800 "$bench" operator "${common[@]}" --bin-dir "$bin" "${operator[@]}"
 fi
 
 # Never-seen 8 and 64 MiB bundles through a registry, router and node vs

@@ -123,6 +123,27 @@ pub async fn control_plane_with_operator_env(
         .await
         .context("starting etcd + kube-apiserver (hack/install-deps.sh builds it)")?;
     prepare(&control_plane, &[NAMESPACE]).await;
+    let (process, _) = spawn_operator(
+        &control_plane,
+        operator,
+        &dir.join("operator.log"),
+        extra,
+        env,
+    )
+    .await?;
+    Ok((control_plane, process))
+}
+
+/// Starts an operator against `control_plane` (default flags and `extra`,
+/// logs at `warn` into `log`), waits for its `/readyz` and returns it with
+/// its admin address (`/metrics`).
+pub async fn spawn_operator(
+    control_plane: &ControlPlane,
+    operator: &Path,
+    log: &Path,
+    extra: &[&str],
+    env: &[(&str, &OsStr)],
+) -> anyhow::Result<(Process, SocketAddr)> {
     let admin: SocketAddr = ([127, 0, 0, 1], free_port()?).into();
     let kubeconfig = control_plane.kubeconfig_path().as_os_str().to_owned();
     let mut envs: Vec<(&str, &OsStr)> = vec![
@@ -143,7 +164,7 @@ pub async fn control_plane_with_operator_env(
         .into_iter()
         .chain(extra.iter().copied()),
         &envs,
-        &dir.join("operator.log"),
+        log,
     )
     .context("starting isolane-operator")?;
     wait_until(
@@ -155,7 +176,7 @@ pub async fn control_plane_with_operator_env(
         },
     )
     .await;
-    Ok((control_plane, process))
+    Ok((process, admin))
 }
 
 /// Starts everything and serves `script` as Worker `bench/<name>` on

@@ -176,7 +176,7 @@ enum Command {
         /// Folder with the release `isolane-operator`.
         #[arg(long, default_value = "target/release")]
         bin_dir: PathBuf,
-        #[arg(long, value_delimiter = ',', default_value = "1000,5000")]
+        #[arg(long, value_delimiter = ',', default_value = "1000,5000,10000")]
         counts: Vec<usize>,
         /// Seconds to wait for each count.
         #[arg(long, default_value_t = 600)]

@@ -11,7 +11,7 @@
 //! processes), [`kubectl`] (Worker manifests applied as a user does),
 //! [`ingress`] (requests through the router), [`load`] (continuous traffic
 //! and a tally of every request) and [`prometheus`] (a real Prometheus
-//! scraping them).
+//! scraping them); [`tools`] (`helm` and `kubectl` run as users run them).
 #![forbid(unsafe_code)]
 
 pub mod bundles;
@@ -24,6 +24,7 @@ pub mod load;
 pub mod operator;
 pub mod process;
 pub mod prometheus;
+pub mod tools;
 pub mod websocket;
 pub use isolane_testenv::http_probe as http;
 pub use isolane_testenv::workers;

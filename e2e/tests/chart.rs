@@ -10,11 +10,11 @@
 //! installs them.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use isolane_e2e::process::workspace_root;
+use isolane_e2e::tools::{run, run_ok, text, tool};
 use serde::Deserialize as _;
 use serde_yaml::Value;
 
@@ -22,62 +22,6 @@ const RELEASE: &str = "isolane";
 const NAMESPACE: &str = "isolane-system";
 
 // === tools ===
-
-/// `name` from `PATH`, else from the Isolane cache's `bin/`.
-fn tool(name: &str) -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let cache = std::env::var_os("ISOLANE_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache/isolane")))
-        .map(|dir| dir.join("bin"));
-    std::env::split_paths(&path)
-        .chain(cache)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| panic!("{name} is not installed: run hack/install-deps.sh"))
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-/// Runs `command` with `stdin`, whatever its exit code.
-fn run(command: &mut Command, stdin: Option<&str>) -> Output {
-    let mut child = command
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|error| panic!("{command:?} does not start: {error}"));
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("stdin is piped")
-            .write_all(input.as_bytes())
-            .expect("write stdin");
-    }
-    child.wait_with_output().expect("the command finishes")
-}
-
-/// Runs `command` and returns its stdout, failing the test with its output otherwise.
-fn run_ok(command: &mut Command, stdin: Option<&str>) -> String {
-    let output = run(command, stdin);
-    assert!(
-        output.status.success(),
-        "{command:?} failed:\n{}",
-        text(&output)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
 
 fn chart() -> PathBuf {
     workspace_root().join("charts/isolane")

@@ -15,16 +15,16 @@
 //!
 //! Needs root (the node: containerd, a bridge, iptables); see docs/testing.md.
 
-use std::io::Write as _;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use isolane_e2e::images::{self, PAUSE_IMAGE};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::load::{Load, LoadOptions, Target};
 use isolane_e2e::process::workspace_root;
+use isolane_e2e::tools::{run, text, tool};
 use isolane_testenv::wait_until;
 use isolane_testenv::{Config, ControlPlane, NodeConfig};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -40,36 +40,6 @@ const LEADER_LEASE: &str = "isolane-operator-leader";
 mod bundle;
 #[path = "pods/websockets.rs"]
 mod websockets;
-
-/// `helm` from PATH, else from the Isolane cache (hack/install-deps.sh).
-fn helm() -> PathBuf {
-    let cache = std::env::var_os("ISOLANE_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache/isolane")))
-        .map(|dir| dir.join("bin"));
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .chain(cache)
-        .map(|dir| dir.join("helm"))
-        .find(|candidate| candidate.is_file())
-        .expect("helm is installed (hack/install-deps.sh)")
-}
-
-fn run(command: &mut Command, stdin: Option<&str>) -> Output {
-    let mut child = command
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|error| panic!("spawn {command:?}: {error}"));
-    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(text.as_bytes()).expect("write stdin");
-    }
-    child.wait_with_output().expect("wait")
-}
 
 /// Two clients sending to the Worker through `address` every 20 ms, once 20
 /// answers have come.
@@ -124,14 +94,6 @@ fn is_ready(pod: &Pod) -> bool {
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 fn worker(script: &str) -> String {
@@ -222,7 +184,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
     // needs every pod Ready by the chart's own readiness probes.
     let installed = Instant::now();
     let output = run(
-        Command::new(helm())
+        Command::new(tool("helm"))
             .args(["install", RELEASE])
             .arg(workspace_root().join("charts/isolane"))
             .arg("--kubeconfig")
@@ -406,7 +368,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
     let load = steady_load(address).await;
     let upgraded = Instant::now();
     let output = run(
-        Command::new(helm())
+        Command::new(tool("helm"))
             .args(["upgrade", RELEASE])
             .arg(workspace_root().join("charts/isolane"))
             .arg("--kubeconfig")
@@ -501,7 +463,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
     );
     assert!(output.status.success(), "delete worker: {}", text(&output));
     let output = run(
-        Command::new(helm())
+        Command::new(tool("helm"))
             .args(["uninstall", RELEASE, "--wait", "--timeout", "2m"])
             .arg("--kubeconfig")
             .arg(&kubeconfig)

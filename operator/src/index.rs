@@ -190,6 +190,20 @@ impl WorkerIndex {
         affected.into_iter().collect()
     }
 
+    /// Replaces one host-owner record ([`RouteTable::replace_owner`]);
+    /// returns the Workers whose route ownership may have changed.
+    pub fn replace_owner(
+        &mut self,
+        before: Option<&HostOwner>,
+        after: Option<HostOwner>,
+    ) -> Vec<WorkerKey> {
+        let mut affected = BTreeSet::new();
+        for host in self.routes.replace_owner(before, after) {
+            affected.extend(self.routes.on_overlapping_hosts(&host));
+        }
+        affected.into_iter().collect()
+    }
+
     /// Forgets a Worker.
     pub fn remove(&mut self, key: &WorkerKey) -> Vec<WorkerKey> {
         let Some(old) = self.entries.remove(key) else {

@@ -18,7 +18,7 @@
 //! host admitted while the operator is down is recorded only when it comes
 //! back; until then the age rule alone decides it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -80,23 +80,26 @@ pub async fn watch(
             watcher::Event::InitDone => {
                 owners = relist.take().unwrap_or_default();
                 listed();
+                let affected = lock(&index).set_owners(owners.values().cloned().collect());
+                wake(affected);
             }
             watcher::Event::Apply(config_map) => {
                 let name = config_map.name_any();
-                match read(&config_map) {
-                    Some(owner) => owners.insert(name, owner),
+                let after = read(&config_map);
+                let before = match &after {
+                    Some(owner) => owners.insert(name, owner.clone()),
                     None => owners.remove(&name),
                 };
+                wake(lock(&index).replace_owner(before.as_ref(), after));
             }
             watcher::Event::Delete(config_map) => {
-                owners.remove(&config_map.name_any());
+                let before = owners.remove(&config_map.name_any());
+                wake(lock(&index).replace_owner(before.as_ref(), None));
             }
         }
         if relist.is_some() {
             continue;
         }
-        let affected = lock(&index).set_owners(owners.values().cloned().collect());
-        wake(affected);
         synced.send_replace(true);
     }
 }
@@ -168,9 +171,10 @@ impl Recorder {
                     .await?;
             }
         }
+        let kept: HashSet<&str> = next.iter().map(|owner| owner.host.as_str()).collect();
         for gone in current
             .iter()
-            .filter(|o| !next.iter().any(|n| n.host == o.host))
+            .filter(|owner| !kept.contains(owner.host.as_str()))
         {
             let name = host_owner_name(&gone.host);
             match self.api.delete(&name, &DeleteParams::default()).await {

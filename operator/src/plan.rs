@@ -19,7 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use isolane_crds::{
-    ConditionStatus, ConditionType, ReplicaPlacement, Worker, WorkerSpec, WorkerStatus,
+    ConditionStatus, ConditionType, ReplicaPlacement, RevisionStatus, Worker, WorkerSpec,
+    WorkerStatus,
 };
 use isolane_placement::NodeSet;
 use isolane_worker::traffic::{self, TrafficError};
@@ -413,7 +414,7 @@ fn rollout(
     Rollout {
         revisions: Revisions {
             traffic,
-            revisions: plan.statuses,
+            revisions: keep_reported_creation(worker, plan.statuses),
         },
         delete: if latest_written {
             plan.delete
@@ -422,6 +423,30 @@ fn rollout(
         },
         unapplied,
     }
+}
+
+/// `revisions` with the creation time the status already reports for a
+/// revision it lists: the first status of a revision gives the time it was
+/// written (to the nanosecond), later ones would give its Secret's
+/// creation time (whole seconds), and that difference alone rewrote every
+/// Worker's status once more (at the next reconcile, or after a restart).
+fn keep_reported_creation(
+    worker: &Worker,
+    mut revisions: Vec<RevisionStatus>,
+) -> Vec<RevisionStatus> {
+    let reported = worker
+        .status
+        .as_ref()
+        .map_or(&[][..], |status| status.revisions.as_slice());
+    for revision in &mut revisions {
+        let earlier = reported
+            .iter()
+            .find(|earlier| earlier.revision == revision.revision && earlier.created.is_some());
+        if let Some(earlier) = earlier {
+            revision.created.clone_from(&earlier.created);
+        }
+    }
+    revisions
 }
 
 /// What the plan decided about a Worker's routes.
@@ -735,6 +760,24 @@ mod tests {
             [Step::RecordConditions([ConditionStatus::True; 3])]
         );
         assert_eq!(again.outcome, Outcome::Ready);
+    }
+
+    #[test]
+    fn a_stored_bundle_does_not_change_the_reported_creation_time() {
+        // Written at a time with nanoseconds; its Secret says whole seconds.
+        let mut worker = worker(SCRIPT, &["hello.example.com"]);
+        let mut at_write = observed();
+        at_write.now = now() + std::time::Duration::from_millis(250);
+        let first = plan(&worker, &key(), &at_write, &settings()).unwrap();
+        worker.status = Some(written_status(&first).clone());
+        let mut later = observed();
+        later.now = now() + std::time::Duration::from_secs(30);
+        later.bundles.push(stored(applied(&first).unwrap()));
+        let again = plan(&worker, &key(), &later, &settings()).unwrap();
+        assert_eq!(
+            again.steps,
+            [Step::RecordConditions([ConditionStatus::True; 3])]
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use isolane_crds::Worker;
 use isolane_placement::NodeSet;
+use isolane_worker::Bundle;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::PartialObjectMeta;
@@ -196,8 +197,28 @@ async fn observe(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<
         artifact,
         lost,
         nodes: Arc::clone(&context.nodes.borrow()),
-        bundles: context.bundles.state(),
+        bundles: bundles_of(key, &context.bundles),
         now: Timestamp::now(),
+    })
+}
+
+/// The stored bundle Secrets that may be `key`'s, by name (its revisions'
+/// names share a prefix; the one Secret of an operator from before
+/// per-revision Secrets has its own name): the plan reads only these, and
+/// a copy of the whole store for each reconcile, read twice, was O(n) per
+/// Worker.
+fn bundles_of(
+    key: &WorkerKey,
+    bundles: &Store<PartialObjectMeta<Secret>>,
+) -> Vec<Arc<PartialObjectMeta<Secret>>> {
+    let prefix = Bundle::revision_secret_name(&key.namespace, &key.name, "");
+    let legacy = Bundle::secret_name(&key.namespace, &key.name);
+    bundles.state_filter(|secret| {
+        secret
+            .metadata
+            .name
+            .as_deref()
+            .is_some_and(|name| name.starts_with(&prefix) || name == legacy)
     })
 }
 

@@ -90,6 +90,7 @@ fn worker_watch(client: &Client, sinks: &Sinks) -> (Store<Worker>, BoxFuture<'st
                 .transpose(),
         )
     })
+    .modify(forget_managed_fields)
     .reflect(workers_writer)
     .inspect_ok(move |event| {
         let affected = lock(&index).apply_event(event);
@@ -107,6 +108,13 @@ fn worker_watch(client: &Client, sinks: &Sinks) -> (Store<Worker>, BoxFuture<'st
     })
     .boxed();
     (workers, run)
+}
+
+/// Drops `metadata.managedFields` before an object is stored: nothing
+/// reads them, and they were the largest part of a stored Worker (three
+/// field managers: the user's, the finalizer's and the status's).
+fn forget_managed_fields<K: kube::Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
 }
 
 /// `event` as the installation serving `class` sees it, given the Workers
@@ -147,6 +155,7 @@ fn bundle_watch(
     )
     .default_backoff()
     .inspect(observer("bundles", &sinks.metrics))
+    .modify(forget_managed_fields)
     .reflect(bundles_writer)
     .for_each(move |event| {
         let changed = match event {

@@ -1,0 +1,243 @@
+//! The chart as an OCI artifact, as a platform team installs it: `make
+//! chart`'s archive (`hack/package-chart.sh`) pushed with `helm push` to the
+//! test registry (plain HTTP on loopback, htpasswd auth), then `helm install
+//! oci://…/isolane@sha256:<digest>` on a real kubelet: every pod Ready by the
+//! chart's own probes, the webhook answering `kubectl apply`, and a Worker
+//! answering through the router's Service, as the folder install in
+//! `e2e/tests/pods.rs` does. A digest the registry does not hold is refused.
+//!
+//! Needs root (the node: containerd, a bridge, iptables); see docs/testing.md.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use isolane_e2e::images::{self, PAUSE_IMAGE};
+use isolane_e2e::ingress::Ingress;
+use isolane_e2e::process::workspace_root;
+use isolane_e2e::tools::{run, run_ok, text, tool};
+use isolane_testenv::{Config, ControlPlane, NodeConfig, Registry, wait_until};
+use k8s_openapi::api::core::v1::{Pod, Service};
+
+const RELEASE: &str = "isolane";
+const NAMESPACE: &str = "isolane-system";
+const HOST: &str = "hello.oci.test";
+const REPOSITORY: &str = "charts";
+
+/// Helm with its own registry login, cache and configuration under `home`,
+/// nothing of the machine's.
+fn helm(home: &Path) -> Command {
+    let mut command = Command::new(tool("helm"));
+    command
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .arg("--registry-config")
+        .arg(home.join("registry.json"));
+    command
+}
+
+/// `make chart` into `out`: the archive's path.
+fn package(out: &Path) -> PathBuf {
+    let printed = run_ok(
+        Command::new(workspace_root().join("hack/package-chart.sh")).arg(out),
+        None,
+    );
+    let archive = PathBuf::from(printed.trim());
+    assert!(
+        archive.is_file(),
+        "no chart archive at {}",
+        archive.display()
+    );
+    archive
+}
+
+/// Logs in to `registry` and pushes `archive`: the digest Helm reports.
+fn push(home: &Path, registry: &Registry, archive: &Path) -> String {
+    run_ok(
+        helm(home)
+            .args(["registry", "login", &registry.host(), "--plain-http"])
+            .args(["--username", registry.username(), "--password-stdin"]),
+        Some(registry.password()),
+    );
+    let output = run(
+        helm(home)
+            .arg("push")
+            .arg(archive)
+            .arg(format!("oci://{}/{REPOSITORY}", registry.host()))
+            .arg("--plain-http"),
+        None,
+    );
+    assert!(output.status.success(), "helm push: {}", text(&output));
+    let printed = text(&output);
+    let digest = printed
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Digest: "))
+        .unwrap_or_else(|| panic!("helm push printed no digest: {printed}"));
+    assert!(
+        digest.starts_with("sha256:") && digest.len() == 71,
+        "{digest}"
+    );
+    digest.to_owned()
+}
+
+/// Whether the pod's Ready condition is true.
+fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn worker(script: &str) -> String {
+    let script: String = script.lines().map(|line| format!("    {line}\n")).collect();
+    format!(
+        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata:\n  name: hello\n  namespace: default\nspec:\n  routes:\n    - host: {HOST}\n  script: |\n{script}"
+    )
+}
+
+/// `kubectl apply` of a Worker once the webhook answers through its Service.
+async fn apply_once_the_webhook_answers(kubeconfig: &Path, manifest: &str) {
+    let output = wait_until(
+        "the admission webhook to be reachable through its Service",
+        Duration::from_secs(60),
+        || {
+            let output = run(
+                Command::new("kubectl")
+                    .arg("--kubeconfig")
+                    .arg(kubeconfig)
+                    .args(["apply", "-f", "-"]),
+                Some(manifest),
+            );
+            let unreachable = text(&output).contains("failed calling webhook");
+            async move { (!unreachable).then_some(output) }
+        },
+    )
+    .await;
+    assert!(output.status.success(), "kubectl apply: {}", text(&output));
+}
+
+/// The router Service's ClusterIP and port.
+async fn router_service(client: kube::Client) -> SocketAddr {
+    let service = kube::Api::<Service>::namespaced(client, NAMESPACE)
+        .get(&format!("{RELEASE}-router"))
+        .await
+        .expect("the router's Service");
+    let spec = service.spec.expect("a Service spec");
+    let ip = spec.cluster_ip.expect("a ClusterIP");
+    let port = spec.ports.unwrap_or_default()[0].port;
+    format!("{ip}:{port}").parse().expect("an address")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chart_installs_from_an_oci_registry_by_digest() {
+    if std::env::var_os(isolane_testenv::ENV_TEST_KUBECONFIG).is_some() {
+        // An existing cluster has its own nodes, which cannot load these images.
+        return;
+    }
+    let work = tempfile::tempdir().expect("tempdir");
+    let home = work.path().join("helm");
+    let archive = package(&work.path().join("chart"));
+    let registry = Registry::start("isolane", "push-charts").expect("the registry starts");
+    let digest = push(&home, &registry, &archive);
+    let reference = format!("oci://{}/{REPOSITORY}/isolane", registry.host());
+    eprintln!("pushed {} as {reference}@{digest}", archive.display());
+
+    // Pinned by digest: one the registry does not hold is refused.
+    let missing = format!("{reference}@sha256:{}", "0".repeat(64));
+    let output = run(
+        helm(&home).args(["show", "chart", &missing, "--plain-http"]),
+        None,
+    );
+    assert!(!output.status.success(), "helm show chart {missing}");
+
+    let image_dir = work.path().join("images");
+    let archives = images::build(&image_dir);
+    let config = Config {
+        node: Some(NodeConfig {
+            images: archives.iter().map(|(_, path)| path.clone()).collect(),
+            pause_image: images::reference(PAUSE_IMAGE),
+        }),
+        ..Config::from_env()
+    };
+    let cp = ControlPlane::start_with(config)
+        .await
+        .expect("control plane with a node");
+    let kubeconfig = cp.kubeconfig_path().to_owned();
+
+    let installed = Instant::now();
+    let output = run(
+        helm(&home)
+            .args(["install", RELEASE, &format!("{reference}@{digest}")])
+            .arg("--plain-http")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--namespace", NAMESPACE, "--create-namespace"])
+            .args(["--set", &format!("image.registry={}", images::REGISTRY)])
+            .args(["--set", &format!("image.tag={}", images::TAG)])
+            .args(["--set", "image.pullPolicy=Never"])
+            // One shared 2-core machine: small requests, one engine thread.
+            .args(["--set", "node.resources.requests.cpu=100m"])
+            .args(["--set", "node.resources.requests.memory=128Mi"])
+            .args(["--set", "node.config.threads=1"])
+            .args(["--set", "router.replicas=1"])
+            .args(["--wait", "--timeout", "4m"]),
+        None,
+    );
+    assert!(output.status.success(), "helm install: {}", text(&output));
+    eprintln!(
+        "helm install oci://…@{digest} --wait took {:?}",
+        installed.elapsed()
+    );
+
+    // The release is the pushed chart.
+    let metadata = run_ok(
+        helm(&home)
+            .args(["get", "metadata", RELEASE, "-o", "json"])
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--namespace", NAMESPACE]),
+        None,
+    );
+    let metadata: serde_json::Value = serde_json::from_str(&metadata).expect("JSON");
+    assert_eq!(metadata["chart"], "isolane", "{metadata}");
+
+    let pods = kube::Api::<Pod>::namespaced(cp.client(), NAMESPACE);
+    let list = wait_until("every pod Ready", Duration::from_secs(120), || async {
+        let list = pods.list(&Default::default()).await.ok()?;
+        (list.items.len() >= 4 && list.items.iter().all(is_ready)).then_some(list)
+    })
+    .await;
+    eprintln!(
+        "{} pods Ready after {:?}",
+        list.items.len(),
+        installed.elapsed()
+    );
+
+    apply_once_the_webhook_answers(
+        &kubeconfig,
+        &worker("export default {\n  fetch() {\n    return new Response(\"from the OCI chart\\n\");\n  },\n};"),
+    )
+    .await;
+    let ingress = Ingress::new(router_service(cp.client()).await);
+    let reply = wait_until(
+        "the Worker to answer through the Service",
+        Duration::from_secs(90),
+        || {
+            let ingress = ingress.clone();
+            async move {
+                match ingress.get(HOST, "/").await {
+                    Ok(reply) if reply.status == 200 => Some(reply),
+                    _ => None,
+                }
+            }
+        },
+    )
+    .await;
+    assert_eq!(reply.body, "from the OCI chart\n");
+    eprintln!(
+        "from helm install to the first 200 through the Service: {:?}",
+        installed.elapsed()
+    );
+}
