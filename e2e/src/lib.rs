@@ -24,6 +24,7 @@ pub mod load;
 pub mod operator;
 pub mod process;
 pub mod prometheus;
+pub mod release;
 pub mod tools;
 pub mod websocket;
 pub use isolane_testenv::http_probe as http;

@@ -8,7 +8,6 @@
 //!
 //! Needs root (the node: containerd, a bridge, iptables); see docs/testing.md.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -16,9 +15,10 @@ use std::time::{Duration, Instant};
 use isolane_e2e::images::{self, PAUSE_IMAGE};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::process::workspace_root;
+use isolane_e2e::release::{first_answer, is_ready, router_service, worker_yaml};
 use isolane_e2e::tools::{run, run_ok, text, tool};
 use isolane_testenv::{Config, ControlPlane, NodeConfig, Registry, wait_until};
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::Pod;
 
 const RELEASE: &str = "isolane";
 const NAMESPACE: &str = "isolane-system";
@@ -82,19 +82,8 @@ fn push(home: &Path, registry: &Registry, archive: &Path) -> String {
     digest.to_owned()
 }
 
-/// Whether the pod's Ready condition is true.
-fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 fn worker(script: &str) -> String {
-    let script: String = script.lines().map(|line| format!("    {line}\n")).collect();
-    format!(
-        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata:\n  name: hello\n  namespace: default\nspec:\n  routes:\n    - host: {HOST}\n  script: |\n{script}"
-    )
+    worker_yaml("hello", HOST, script)
 }
 
 /// `kubectl apply` of a Worker once the webhook answers through its Service.
@@ -116,18 +105,6 @@ async fn apply_once_the_webhook_answers(kubeconfig: &Path, manifest: &str) {
     )
     .await;
     assert!(output.status.success(), "kubectl apply: {}", text(&output));
-}
-
-/// The router Service's ClusterIP and port.
-async fn router_service(client: kube::Client) -> SocketAddr {
-    let service = kube::Api::<Service>::namespaced(client, NAMESPACE)
-        .get(&format!("{RELEASE}-router"))
-        .await
-        .expect("the router's Service");
-    let spec = service.spec.expect("a Service spec");
-    let ip = spec.cluster_ip.expect("a ClusterIP");
-    let port = spec.ports.unwrap_or_default()[0].port;
-    format!("{ip}:{port}").parse().expect("an address")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -220,21 +197,8 @@ async fn the_chart_installs_from_an_oci_registry_by_digest() {
         &worker("export default {\n  fetch() {\n    return new Response(\"from the OCI chart\\n\");\n  },\n};"),
     )
     .await;
-    let ingress = Ingress::new(router_service(cp.client()).await);
-    let reply = wait_until(
-        "the Worker to answer through the Service",
-        Duration::from_secs(90),
-        || {
-            let ingress = ingress.clone();
-            async move {
-                match ingress.get(HOST, "/").await {
-                    Ok(reply) if reply.status == 200 => Some(reply),
-                    _ => None,
-                }
-            }
-        },
-    )
-    .await;
+    let ingress = Ingress::new(router_service(cp.client(), NAMESPACE, RELEASE).await);
+    let reply = first_answer(&ingress, HOST).await;
     assert_eq!(reply.body, "from the OCI chart\n");
     eprintln!(
         "from helm install to the first 200 through the Service: {:?}",

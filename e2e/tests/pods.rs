@@ -24,11 +24,12 @@ use isolane_e2e::images::{self, PAUSE_IMAGE};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::load::{Load, LoadOptions, Target};
 use isolane_e2e::process::workspace_root;
+use isolane_e2e::release::{first_answer, is_ready, router_service, worker_yaml};
 use isolane_e2e::tools::{run, text, tool};
 use isolane_testenv::wait_until;
 use isolane_testenv::{Config, ControlPlane, NodeConfig};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 
 const RELEASE: &str = "isolane";
@@ -88,23 +89,8 @@ async fn only_node_pod(pods: &kube::Api<Pod>) -> String {
     .await
 }
 
-/// Whether the pod's Ready condition is true.
-fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 fn worker(script: &str) -> String {
-    named_worker("hello", HOST, script)
-}
-
-fn named_worker(name: &str, host: &str, script: &str) -> String {
-    let script: String = script.lines().map(|line| format!("    {line}\n")).collect();
-    format!(
-        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  routes:\n    - host: {host}\n  script: |\n{script}"
-    )
+    worker_yaml("hello", HOST, script)
 }
 
 /// `kubectl apply` of `manifest`, which must succeed.
@@ -128,7 +114,7 @@ async fn echo_through_the_service(kubeconfig: &Path, address: SocketAddr) {
     use futures::{SinkExt as _, StreamExt as _};
     use tokio_tungstenite::tungstenite::Message;
     let host = "echo.pods.test";
-    apply(kubeconfig, &named_worker("echo", host, ECHO));
+    apply(kubeconfig, &worker_yaml("echo", host, ECHO));
     let (mut socket, _) = wait_until(
         "a WebSocket through the Service",
         Duration::from_secs(90),
@@ -279,30 +265,9 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
 
     // HTTP through the router's Service: its ClusterIP, which only kube-proxy's
     // iptables rules send to the router pod.
-    let services = kube::Api::<Service>::namespaced(cp.client(), NAMESPACE);
-    let service = services
-        .get(&format!("{RELEASE}-router"))
-        .await
-        .expect("the router's Service");
-    let spec = service.spec.expect("a Service spec");
-    let ip = spec.cluster_ip.expect("a ClusterIP");
-    let port = spec.ports.unwrap_or_default()[0].port;
-    let address: SocketAddr = format!("{ip}:{port}").parse().expect("an address");
+    let address = router_service(cp.client(), NAMESPACE, RELEASE).await;
     let ingress = Ingress::new(address);
-    let reply = wait_until(
-        "the Worker to answer through the Service",
-        Duration::from_secs(90),
-        || {
-            let ingress = ingress.clone();
-            async move {
-                match ingress.get(HOST, "/").await {
-                    Ok(reply) if reply.status == 200 => Some(reply),
-                    _ => None,
-                }
-            }
-        },
-    )
-    .await;
+    let reply = first_answer(&ingress, HOST).await;
     assert_eq!(reply.body, "hello from a pod\n");
     eprintln!(
         "from helm install to the first 200 through the Service: {:?}",
@@ -336,7 +301,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .args(["apply", "-f", "-"]),
-        Some(&named_worker(
+        Some(&worker_yaml(
             "after",
             "after.pods.test",
             "export default {\n  async fetch(request) {\n    return new Response(\"after the takeover\\n\");\n  },\n};",

@@ -14,14 +14,7 @@ use crate::Error;
 /// identifier inside a macro's tokens. A crate named nowhere here is not
 /// used by the file.
 pub fn crates_used(file: &Path) -> Result<BTreeSet<String>, Error> {
-    let text = std::fs::read_to_string(file).map_err(|source| Error::Read {
-        path: file.to_path_buf(),
-        source,
-    })?;
-    let syntax = syn::parse_file(&text).map_err(|source| Error::Parse {
-        path: file.to_path_buf(),
-        source,
-    })?;
+    let syntax = crate::modules::parse(file)?;
     let mut roots = Roots::default();
     roots.visit_file(&syntax);
     Ok(roots.found)

@@ -24,14 +24,7 @@ pub struct Function {
 /// function in all but its parameter list); items under `#[cfg(test)]` are
 /// left out (they are tests, not product code).
 pub fn functions(file: &Path) -> Result<Vec<Function>, Error> {
-    let text = std::fs::read_to_string(file).map_err(|source| Error::Read {
-        path: file.to_path_buf(),
-        source,
-    })?;
-    let syntax = syn::parse_file(&text).map_err(|source| Error::Parse {
-        path: file.to_path_buf(),
-        source,
-    })?;
+    let syntax = crate::modules::parse(file)?;
     let mut visitor = Functions {
         file,
         owner: None,

@@ -125,7 +125,8 @@ fn module_path(src: &Path, file: &Path) -> Option<Vec<String>> {
     Some(parts)
 }
 
-fn parse(file: &Path) -> Result<syn::File, Error> {
+/// `file` read and parsed as Rust.
+pub(crate) fn parse(file: &Path) -> Result<syn::File, Error> {
     let text = std::fs::read_to_string(file).map_err(|source| Error::Read {
         path: file.to_path_buf(),
         source,

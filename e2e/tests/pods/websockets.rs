@@ -28,7 +28,8 @@ use isolane_testenv::wait_until;
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::Semaphore;
 
-use super::{apply, delete_pod, named_worker, only_node_pod};
+use super::{apply, delete_pod, only_node_pod};
+use isolane_e2e::release::worker_yaml;
 
 /// The echo Worker's host (`echo_through_the_service` applies it).
 const HOST: &str = "echo.pods.test";
@@ -128,7 +129,7 @@ pub async fn thousand_clients_and_a_drain(
          pods inherit the node's limit), not {limit}"
     );
     let old_node = only_node_pod(pods).await;
-    apply(kubeconfig, &named_worker("acks", ACKS_HOST, acks::WORKER));
+    apply(kubeconfig, &worker_yaml("acks", ACKS_HOST, acks::WORKER));
     wait_until(
         "a WebSocket to the acknowledging Worker",
         REPLACED,
