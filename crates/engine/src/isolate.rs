@@ -239,6 +239,8 @@ impl WorkerIsolate {
         );
         let isolate: &mut v8::OwnedIsolate = isolate;
         let entered = Entered::new(isolate);
+        // V8's large C++ allocations (a JSON text being built) count too.
+        let watch = crate::native_alloc::Watch::new(&self.memory);
         let outcome = {
             // Handle scope for this turn: every Local made by `f` and by the
             // exception handling below dies with it; what must outlive the
@@ -280,6 +282,7 @@ impl WorkerIsolate {
                 Err(TurnError::Threw { message, stack })
             }
         };
+        drop(watch);
         drop(entered);
         drop(inner);
         if let Some(slot) = &thread.turn_slot {

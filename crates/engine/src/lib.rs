@@ -45,6 +45,7 @@ mod job;
 mod limits;
 mod memory;
 mod modules;
+mod native_alloc;
 mod node_log;
 mod object_call;
 mod object_peers;

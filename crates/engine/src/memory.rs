@@ -271,6 +271,16 @@ impl Memory {
         used <= self.limit()
     }
 
+    /// A C++ allocation of `len` bytes that V8 makes while this isolate's
+    /// JavaScript runs (`native_alloc.rs`): past what is left of the limit,
+    /// the turn is stopped there. Nothing is charged: V8 frees it itself,
+    /// and refusing it would abort the process.
+    pub(crate) fn native_over(&self, len: usize) {
+        if !self.would_fit(len) {
+            self.limit_hit();
+        }
+    }
+
     /// Charges `len` bytes that V8 will count in its external memory too.
     fn charge_in_v8(&self, len: usize) -> Result<(), OverLimit> {
         self.charge(len)?;

@@ -1,5 +1,5 @@
 //! Work that builds one huge string or array from parts that each fit
-//! (a global `replace`, `join`, `concat`, `flat`), under a
+//! (`JSON.stringify`, a global `replace`, `join`, `concat`, `flat`), under a
 //! 64 MiB limit: each ends at the limit, and the process's peak while it
 //! runs stays within a small multiple of the limit, beside a benign
 //! neighbour of another namespace on the same thread.
@@ -21,7 +21,31 @@ async fn huge_results_built_from_small_parts_end_near_the_limit() {
     let (engine, _recorder) = engine(1, PoolMode::Pinned);
     let neighbour = bundle("web/neighbour", HELLO);
     let attacks = [
-        // 260 references to one 1 MiB string: 260 MiB of JSON.
+        // 260 references to one 1 MiB string: 260 MiB of JSON, built by
+        // V8 off the heap (see native_alloc.rs), indented, in two bytes a
+        // character, and through `Response.json`.
+        (
+            "stringify",
+            "JSON.stringify(new Array(260).fill('x'.repeat(2**20)))",
+        ),
+        (
+            "stringify indented",
+            "JSON.stringify(new Array(260).fill(['x'.repeat(2**20)]), null, 2)",
+        ),
+        (
+            "stringify two-byte",
+            "JSON.stringify(new Array(130).fill('\\u20ac'.repeat(2**20)))",
+        ),
+        (
+            "Response.json",
+            "Response.json(new Array(260).fill('x'.repeat(2**20))).status",
+        ),
+        // Each level doubles what the last one refers to: 1 GiB of JSON,
+        // past V8's longest string, from 64 KiB on the heap.
+        (
+            "stringify doubling",
+            "JSON.stringify(Array.from({ length: 14 }).reduce((a) => [a, a], ['x'.repeat(2**16)]))",
+        ),
         // A regex replace whose every match makes 64 bytes.
         ("replace", "'a'.repeat(2**22).replace(/a/g, 'b'.repeat(64))"),
         ("replace many", "'a'.repeat(2**24).replace(/a/g, 'bb')"),
