@@ -91,6 +91,17 @@ pub struct DevArgs {
     /// Engine threads (0: one per core).
     #[arg(long, default_value_t = 0, env = "ISOLANE_THREADS")]
     threads: usize,
+    /// HTTP threads of their own (0: none, connections are served on the
+    /// engine threads, so a request is read, run and answered on one; N:
+    /// N threads that hand each request to its engine thread, for
+    /// comparison).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        env = "ISOLANE_HTTP_THREADS"
+    )]
+    http_threads: usize,
     /// Isolate pool mode.
     #[arg(long, default_value = "pinned", env = "ISOLANE_POOL_MODE")]
     pool_mode: PoolMode,
@@ -215,6 +226,9 @@ fn parse_env(s: &str) -> Result<EnvArg, String> {
 pub struct DevConfig {
     pub listen: SocketAddr,
     pub admin: SocketAddr,
+    /// HTTP threads of their own; `None`: connections are served on the
+    /// engine threads.
+    pub http_threads: Option<NonZeroUsize>,
     pub engine: EngineConfig,
     pub source: Source,
     /// The Workers as read at start (a bad one is a usage error then; after
@@ -350,6 +364,7 @@ impl DevConfig {
         Ok(Self {
             listen: SocketAddr::new(args.host, args.port),
             admin: SocketAddr::new(args.host, args.admin_port),
+            http_threads: NonZeroUsize::new(args.http_threads),
             engine: EngineConfig {
                 families: isolane_runtime::families(),
                 threads: args.threads,
@@ -378,10 +393,6 @@ impl DevConfig {
         })
     }
 }
-
-/// HTTP threads: each accepts and serves its connections to the end, as a
-/// router's per-core workers do.
-const HTTP_THREADS: NonZeroUsize = NonZeroUsize::MIN.saturating_add(1);
 
 /// How long in-flight connections get after Ctrl-C.
 const GRACE: Duration = Duration::from_secs(10);
@@ -469,6 +480,7 @@ async fn serve(
     // runs (the loop ends with the control runtime).
     let _alarms = isolane_node::spawn_alarms(&engine, bundles.clone());
     let admission = Admission::new(threads, config.engine.queue_depth, node_metrics.clone());
+    let runtimes = engine.runtimes();
     let service = NodeService::new(
         node::NODE_NAME.to_owned(),
         engine,
@@ -531,17 +543,57 @@ async fn serve(
             }
         });
     }
-    let workers = RouterWorkers::spawn(listener, HTTP_THREADS, proxy, shutdown.clone(), GRACE)
-        .context("starting the HTTP threads")?;
+    let front = FrontEnd::start(config.http_threads, listener, runtimes, proxy, &shutdown)?;
 
     isolane_telemetry::shutdown_signal().await;
     tracing::info!("shutting down");
     shutdown.cancel();
-    tokio::task::spawn_blocking(move || workers.join())
-        .await
-        .context("joining the HTTP threads")?;
+    front.join().await?;
     let _ = tokio::join!(admin, cron);
     Ok(())
+}
+
+/// Where HTTP connections are served.
+enum FrontEnd {
+    /// On the engine threads: each accepted connection is served to its end
+    /// on the next engine thread in turn, so a request whose Worker lives
+    /// there is read, run and answered on one thread, with no hand-off
+    /// (one, there and back, when it lives on another).
+    Engine(tokio::task::JoinHandle<()>),
+    /// On HTTP threads of their own (`--http-threads`), which hand each
+    /// request to its engine thread, as a router does to a node's.
+    Threads(RouterWorkers),
+}
+
+impl FrontEnd {
+    fn start(
+        threads: Option<NonZeroUsize>,
+        listener: std::net::TcpListener,
+        runtimes: Vec<tokio::runtime::Handle>,
+        proxy: Proxy,
+        shutdown: &CancellationToken,
+    ) -> anyhow::Result<Self> {
+        if let Some(threads) = threads {
+            return RouterWorkers::spawn(listener, threads, proxy, shutdown.clone(), GRACE)
+                .map(Self::Threads)
+                .context("starting the HTTP threads");
+        }
+        let listener =
+            tokio::net::TcpListener::from_std(listener).context("registering the listener")?;
+        Ok(Self::Engine(tokio::spawn(
+            isolane_router::server::serve_over(listener, runtimes, proxy, shutdown.clone(), GRACE),
+        )))
+    }
+
+    /// Waits for open connections to finish (within the grace) after shutdown.
+    async fn join(self) -> anyhow::Result<()> {
+        match self {
+            Self::Engine(serving) => serving.await.context("serving HTTP"),
+            Self::Threads(workers) => tokio::task::spawn_blocking(move || workers.join())
+                .await
+                .context("joining the HTTP threads"),
+        }
+    }
 }
 
 /// Workers with their own series in the router's per-worker metrics.

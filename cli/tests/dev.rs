@@ -879,3 +879,52 @@ async fn dev_serving(
     );
     (dir, dev, client, port)
 }
+
+/// The names of `pid`'s threads.
+fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect()
+}
+
+/// HTTP is served on the engine threads, with no thread of its own to hand
+/// requests over from (`--http-threads 0`, the default); `--http-threads 2`
+/// brings the two back (with their accept loop's: three threads, whose
+/// names the kernel cuts to `isolane-router-`), and both answer the same.
+#[tokio::test]
+async fn dev_serves_http_on_its_engine_threads() {
+    let client = client();
+    for (http_threads, expected) in [("0", 0), ("2", 3)] {
+        let port = free_port().unwrap();
+        let mut dev = Dev::start(&[
+            "examples/hello.js",
+            "--port",
+            &port.to_string(),
+            "--http-threads",
+            http_threads,
+        ]);
+        let (status, body) = when_ready(&client, &mut dev, port, "localhost", "/").await;
+        assert_eq!((status, body.as_str()), (200, "Hello from Isolane!\n"));
+        for _ in 0..20 {
+            let (status, _) = request(&client, port, "localhost", "/").await.unwrap();
+            assert_eq!(status, 200);
+        }
+        let names = thread_names(dev.process.pid());
+        let http = names
+            .iter()
+            .filter(|n| n.starts_with("isolane-router-"))
+            .count();
+        assert_eq!(http, expected, "--http-threads {http_threads}: {names:?}");
+        assert_eq!(
+            names
+                .iter()
+                .filter(|n| n.starts_with("isolane-engine"))
+                .count(),
+            1,
+            "{names:?}"
+        );
+        assert!(dev.interrupt().success());
+    }
+}

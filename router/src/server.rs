@@ -49,6 +49,23 @@ pub async fn serve(
     serve_on(listener, proxy, shutdown, edge, grace).await;
 }
 
+/// [`serve`], each accepted connection served to its end on the next of
+/// `runtimes` in turn (another server's threads: `isolane dev` serves on
+/// the engine threads, so a request is read, run and answered on one).
+/// The accept loop runs here.
+pub async fn serve_over(
+    listener: TcpListener,
+    runtimes: Vec<tokio::runtime::Handle>,
+    proxy: Proxy,
+    shutdown: CancellationToken,
+    grace: Duration,
+) {
+    let edge = Edge::new("router", grace)
+        .with_connect_protocol()
+        .spread_over(runtimes);
+    serve_on(listener, proxy, shutdown, edge, grace).await;
+}
+
 /// [`serve`], held to `edge` (which may spread connections over runtimes).
 /// On `shutdown`, open WebSockets work on for the proxy's
 /// `websocket.drain_grace`, are then closed with 1012 (service restart), and

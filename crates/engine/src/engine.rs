@@ -226,6 +226,24 @@ impl Engine {
         Ok(handle.spawn(future))
     }
 
+    /// The engine threads' own tokio runtimes, in thread order (those
+    /// started so far): a server can serve its connections on them
+    /// (`isolane dev`'s HTTP front end), so a request whose Worker lives on
+    /// the thread its connection is served on is read, run and answered
+    /// there, with no hand-off. What runs on them runs between JavaScript
+    /// turns and must not block, as with [`Engine::spawn_on`].
+    pub fn runtimes(&self) -> Vec<tokio::runtime::Handle> {
+        if *self.inner.shutdown.borrow() {
+            return Vec::new();
+        }
+        self.inner
+            .shared
+            .runtimes
+            .iter()
+            .filter_map(|slot| slot.get().cloned())
+            .collect()
+    }
+
     /// Tails `worker`'s invocations (`None`: every Worker's) on this
     /// engine: one [`crate::TailEvent`] per invocation that starts from now
     /// on, until the subscription is dropped. Never slows requests: a slow
