@@ -20,6 +20,7 @@ mod fleet;
 mod neighbours;
 mod node_restart;
 mod operator_scale;
+mod per_core;
 mod placement;
 mod pool;
 mod profile;
@@ -616,6 +617,7 @@ fn warm_plan(http: &Http) -> warm::Plan {
         duration: Duration::from_secs(http.secs),
         warmup: Duration::from_secs(1),
         post_bytes: http.post_bytes,
+        load_cpus: None,
     }
 }
 
@@ -649,8 +651,8 @@ async fn warm_section(common: &Common, http: &Http) -> anyhow::Result<Section> {
     let measured = warm::measure(&under_load, &plan).await?;
     let mut markdown = format!(
         "## 1. Warm hello world: `isolane dev` vs workerd\n\n\
-         `{}` served by `isolane dev` (engine threads = cores, pinned pool, its HTTP server on 2 \
-         tokio threads) and by `workerd serve` (the npm package's binary; one event-loop thread \
+         `{}` served by `isolane dev` (engine threads = cores, pinned pool, HTTP served on the \
+         engine threads) and by `workerd serve` (the npm package's binary; one event-loop thread \
          per process, as workerd runs) as an ES module on an HTTP socket. wrk: 1 thread, \
          keep-alive, {} rounds of {} s per server per concurrency, servers alternating. The \
          load generator and both servers share the 2 cores (machine shared, see above).\n\n",
@@ -668,7 +670,7 @@ async fn warm_section(common: &Common, http: &Http) -> anyhow::Result<Section> {
     let against: &[usize] = if baseline.is_some() { &[1, 2] } else { &[1] };
     markdown.push_str(&measured.table(against));
     markdown.push('\n');
-    let targets = vec![measured.ratio_target(
+    let mut targets = vec![measured.ratio_target(
         "warm hello through `isolane dev` ≥ 1.5× workerd's throughput",
         0,
         1,
@@ -682,6 +684,7 @@ async fn warm_section(common: &Common, http: &Http) -> anyhow::Result<Section> {
             connections,
             duration: Duration::from_secs(http.secs),
             post_bytes: http.post_bytes,
+            cpus: None,
         };
         markdown.push_str(&format!(
             "Where `isolane dev`'s CPU time goes at {connections} connections (`perf record -F 499` \
@@ -693,6 +696,15 @@ async fn warm_section(common: &Common, http: &Http) -> anyhow::Result<Section> {
             Err(error) => markdown.push_str(&format!("(not profiled: {error:#})\n")),
         }
         markdown.push('\n');
+    }
+    // The servers above stop before the per-core rows start theirs.
+    drop((isolane, workerd, baseline));
+    if let Some((table, target)) =
+        per_core::measure(&bins, &http.script, &common.work, &plan).await?
+    {
+        markdown.push_str(&table);
+        markdown.push('\n');
+        targets.push(target);
     }
     Ok(Section { markdown, targets })
 }

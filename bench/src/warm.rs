@@ -17,6 +17,8 @@ pub struct Plan {
     pub warmup: Duration,
     /// POSTs with a body of this many bytes instead of GETs (0: GETs).
     pub post_bytes: usize,
+    /// The CPUs the load generator runs on (`taskset -c`), or any.
+    pub load_cpus: Option<String>,
 }
 
 /// `loads[server][concurrency]`: one [`Load`] per round.
@@ -40,7 +42,7 @@ pub struct Summary {
 /// server (the server order rotates each round so none is always first).
 pub async fn measure(servers: &[&Server], plan: &Plan) -> anyhow::Result<Measured> {
     for server in servers {
-        let spec = spec(server, 16, plan.warmup, plan.post_bytes);
+        let spec = spec(server, 16, plan.warmup, plan);
         wrk::run(&spec).await?;
     }
     let mut loads = vec![vec![Vec::new(); plan.connections.len()]; servers.len()];
@@ -48,13 +50,7 @@ pub async fn measure(servers: &[&Server], plan: &Plan) -> anyhow::Result<Measure
         for (ci, &connections) in plan.connections.iter().enumerate() {
             for k in 0..servers.len() {
                 let si = (k + round) % servers.len();
-                let load = wrk::run(&spec(
-                    servers[si],
-                    connections,
-                    plan.duration,
-                    plan.post_bytes,
-                ))
-                .await?;
+                let load = wrk::run(&spec(servers[si], connections, plan.duration, plan)).await?;
                 eprintln!(
                     "round {round} c={connections} {}: {:.0} req/s p50 {:.0} µs p99 {:.0} µs errors {}",
                     servers[si].name, load.rps, load.p50_us, load.p99_us, load.errors
@@ -70,13 +66,14 @@ pub async fn measure(servers: &[&Server], plan: &Plan) -> anyhow::Result<Measure
     })
 }
 
-fn spec(server: &Server, connections: usize, duration: Duration, post_bytes: usize) -> LoadSpec {
+fn spec(server: &Server, connections: usize, duration: Duration, plan: &Plan) -> LoadSpec {
     LoadSpec {
         url: server.url(),
         host: server.host.clone(),
         connections,
         duration,
-        post_bytes,
+        post_bytes: plan.post_bytes,
+        cpus: plan.load_cpus.clone(),
     }
 }
 

@@ -15,6 +15,8 @@ pub struct LoadSpec {
     pub duration: Duration,
     /// POSTs with a body of this many bytes instead of GETs (0: GETs).
     pub post_bytes: usize,
+    /// The CPUs wrk runs on (`taskset -c`), or any.
+    pub cpus: Option<String>,
 }
 
 /// What wrk measured.
@@ -50,7 +52,14 @@ fn post_script(bytes: usize) -> anyhow::Result<Option<tempfile::NamedTempFile>> 
 /// process is killed if it has not exited 20 s after that.
 pub async fn run(spec: &LoadSpec) -> anyhow::Result<Load> {
     let secs = spec.duration.as_secs().max(1);
-    let mut command = tokio::process::Command::new("wrk");
+    let mut command = match &spec.cpus {
+        Some(cpus) => {
+            let mut taskset = tokio::process::Command::new("taskset");
+            taskset.arg("-c").arg(cpus).arg("wrk");
+            taskset
+        }
+        None => tokio::process::Command::new("wrk"),
+    };
     command
         .arg("-t1")
         .arg(format!("-c{}", spec.connections))
