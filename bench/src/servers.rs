@@ -35,12 +35,29 @@ impl Server {
     }
 
     /// Waits until the server answers 200, up to `timeout`.
+    /// CPU time its process has used so far, all threads (user + system,
+    /// from `/proc/PID/stat`), in seconds; `None` without a process.
+    pub fn cpu_secs(&self) -> Option<f64> {
+        let pid = self.process.as_ref()?.pid();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the command's closing parenthesis: utime and stime
+        // are the 12th and 13th (14th and 15th of the line).
+        let rest = stat.rsplit_once(')')?.1;
+        let mut fields = rest.split_whitespace().skip(11);
+        let user: f64 = fields.next()?.parse().ok()?;
+        let system: f64 = fields.next()?.parse().ok()?;
+        Some((user + system) / CLOCK_TICKS)
+    }
+
     pub async fn wait_ok(&self, timeout: Duration) -> anyhow::Result<Duration> {
         wait_ok(self.addr, self.host.as_deref(), timeout)
             .await
             .with_context(|| format!("{} on {} did not answer 200", self.name, self.addr))
     }
 }
+
+/// `/proc`'s clock ticks per second (`USER_HZ`, 100 on Linux).
+const CLOCK_TICKS: f64 = 100.0;
 
 /// Starts `isolane dev <script>` on a free port (logs in `dir`).
 pub fn isolane_dev(bin: &Binaries, script: &Path, dir: &Path, extra: &[&str]) -> Server {

@@ -36,6 +36,7 @@ pub struct Summary {
     pub p50_us: f64,
     pub p99_us: f64,
     pub errors: u64,
+    pub cpu_us: f64,
 }
 
 /// Runs the plan: each round visits every concurrency and, for each, every
@@ -50,10 +51,15 @@ pub async fn measure(servers: &[&Server], plan: &Plan) -> anyhow::Result<Measure
         for (ci, &connections) in plan.connections.iter().enumerate() {
             for k in 0..servers.len() {
                 let si = (k + round) % servers.len();
-                let load = wrk::run(&spec(servers[si], connections, plan.duration, plan)).await?;
+                let cpu_before = servers[si].cpu_secs();
+                let mut load =
+                    wrk::run(&spec(servers[si], connections, plan.duration, plan)).await?;
+                if let (Some(before), Some(after)) = (cpu_before, servers[si].cpu_secs()) {
+                    load.cpu_us = (after - before) * 1e6 / load.requests.max(1) as f64;
+                }
                 eprintln!(
-                    "round {round} c={connections} {}: {:.0} req/s p50 {:.0} µs p99 {:.0} µs errors {}",
-                    servers[si].name, load.rps, load.p50_us, load.p99_us, load.errors
+                    "round {round} c={connections} {}: {:.0} req/s p50 {:.0} µs p99 {:.0} µs errors {} cpu {:.1} µs/req",
+                    servers[si].name, load.rps, load.p50_us, load.p99_us, load.errors, load.cpu_us
                 );
                 loads[si][ci].push(load);
             }
@@ -86,6 +92,7 @@ impl Measured {
             p50_us: pick(|l| l.p50_us),
             p99_us: pick(|l| l.p99_us),
             errors: loads.iter().map(|l| l.errors).sum(),
+            cpu_us: pick(|l| l.cpu_us),
         }
     }
 
@@ -110,6 +117,7 @@ impl Measured {
             ">p50",
             ">p99",
             ">errors",
+            ">CPU µs/req",
         ];
         let ratio_names: Vec<String> = against
             .iter()
@@ -127,6 +135,11 @@ impl Measured {
                     fmt_us(s.p50_us),
                     fmt_us(s.p99_us),
                     s.errors.to_string(),
+                    if s.cpu_us > 0.0 {
+                        format!("{:.1}", s.cpu_us)
+                    } else {
+                        "–".to_owned()
+                    },
                 ];
                 for &b in against {
                     row.push(if b == si {

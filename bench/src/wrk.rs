@@ -28,6 +28,10 @@ pub struct Load {
     pub p99_us: f64,
     /// Non-2xx/3xx responses plus socket errors.
     pub errors: u64,
+    /// CPU time the server's process used per request during the run (µs;
+    /// 0: not measured): how much of a core a request costs, which other
+    /// work on a shared machine moves far less than the throughput.
+    pub cpu_us: f64,
 }
 
 /// A wrk script that makes every request a POST with a JSON-typed body of
