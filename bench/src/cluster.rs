@@ -287,6 +287,8 @@ pub async fn start_worker(
         addr: ([127, 0, 0, 1], router_port).into(),
         host: Some(host.to_owned()),
         process: Some(router_process),
+        // The node's CPU time counts with the router's.
+        helpers: vec![node.pid()],
     };
     // The router learns the Worker and the node's Lease through its watches.
     router.wait_ok(Duration::from_secs(60)).await?;

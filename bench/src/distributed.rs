@@ -101,7 +101,8 @@ fn report(plan: &Plan, sides: &Sides, measured: &Measured) -> Section {
          `isolane-router` (HTTP/1.1 in, gRPC/HTTP/2 to the node, mutual TLS), requests routed \
          by `Host`. Against `isolane dev` (router and node in one process, no hop) and \
          workerd, all running at once, alternating, {} rounds of {} s. etcd, the apiserver \
-         and the operator idle on the same 2 cores.{}\n\n",
+         and the operator idle on the same 2 cores. `CPU µs/req` counts the router's and the \
+         node's processes together: what a request costs of the cores they use.{}\n\n",
         plan.warm.rounds,
         plan.secs,
         match &plan.baseline_bin_dir {

@@ -27,6 +27,9 @@ pub struct Server {
     /// Sent as `Host:` (the router routes by host).
     pub host: Option<String>,
     pub process: Option<Process>,
+    /// Other processes serving its requests (a router's node), whose CPU
+    /// time counts with its own.
+    pub helpers: Vec<u32>,
 }
 
 impl Server {
@@ -35,18 +38,14 @@ impl Server {
     }
 
     /// Waits until the server answers 200, up to `timeout`.
-    /// CPU time its process has used so far, all threads (user + system,
-    /// from `/proc/PID/stat`), in seconds; `None` without a process.
+    /// CPU time its process and helpers have used so far, in seconds;
+    /// `None` without a process, or once one has gone.
     pub fn cpu_secs(&self) -> Option<f64> {
-        let pid = self.process.as_ref()?.pid();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // Fields after the command's closing parenthesis: utime and stime
-        // are the 12th and 13th (14th and 15th of the line).
-        let rest = stat.rsplit_once(')')?.1;
-        let mut fields = rest.split_whitespace().skip(11);
-        let user: f64 = fields.next()?.parse().ok()?;
-        let system: f64 = fields.next()?.parse().ok()?;
-        Some((user + system) / CLOCK_TICKS)
+        let own = self.process.as_ref()?.pid();
+        std::iter::once(own)
+            .chain(self.helpers.iter().copied())
+            .map(process_cpu_secs)
+            .sum()
     }
 
     pub async fn wait_ok(&self, timeout: Duration) -> anyhow::Result<Duration> {
@@ -54,6 +53,19 @@ impl Server {
             .await
             .with_context(|| format!("{} on {} did not answer 200", self.name, self.addr))
     }
+}
+
+/// CPU time process `pid` has used so far, all threads (user + system,
+/// from `/proc/PID/stat`), in seconds.
+fn process_cpu_secs(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command's closing parenthesis: utime and stime are
+    // the 12th and 13th (14th and 15th of the line).
+    let rest = stat.rsplit_once(')')?.1;
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: f64 = fields.next()?.parse().ok()?;
+    let system: f64 = fields.next()?.parse().ok()?;
+    Some((user + system) / CLOCK_TICKS)
 }
 
 /// `/proc`'s clock ticks per second (`USER_HZ`, 100 on Linux).
@@ -78,6 +90,7 @@ pub fn isolane_dev(bin: &Binaries, script: &Path, dir: &Path, extra: &[&str]) ->
         addr: ([127, 0, 0, 1], port).into(),
         host: None,
         process: Some(process),
+        helpers: Vec::new(),
     }
 }
 
@@ -110,6 +123,7 @@ pub fn workerd(bin: &Binaries, config: &Path, dir: &Path) -> anyhow::Result<Serv
         addr: ([127, 0, 0, 1], port).into(),
         host: None,
         process: Some(process),
+        helpers: Vec::new(),
     })
 }
 

@@ -228,6 +228,7 @@ fn workerd(bin: &Path, dir: &Path) -> anyhow::Result<Server> {
         addr: ([127, 0, 0, 1], port).into(),
         host: None,
         process: Some(process),
+        helpers: Vec::new(),
     })
 }
 
