@@ -74,6 +74,13 @@ impl WorkerBundle {
         namespace_of(&self.id)
     }
 
+    /// Bytes of the Worker's code: its modules', or its one script's.
+    pub fn source_bytes(&self) -> usize {
+        self.modules
+            .as_ref()
+            .map_or(self.script.len(), |m| m.total_bytes())
+    }
+
     /// Whether the worker may fetch from `host` (its `allowed_hosts`; the
     /// engine's egress policy applies on top).
     pub fn may_fetch(&self, host: &str) -> bool {

@@ -228,7 +228,7 @@ impl WorkerIsolate {
         let deadline = self
             .host
             .deadline(ctx)
-            .unwrap_or_else(|| Instant::now() + host::state::STARTUP_CPU * 20);
+            .unwrap_or_else(|| Instant::now() + self.host.startup_cpu() * 20);
         let cpu_budget = self.host.cpu_remaining(ctx);
         thread.watchdog.arm(
             isolate.thread_safe_handle(),

@@ -501,3 +501,38 @@ async fn top_level_code_that_never_ends_is_stopped_by_the_startup_budget() {
     }
     neighbour_ok(&engine, &neighbour).await;
 }
+
+/// The startup budget grows with the bundle (`startup_cpu`: 1 s and 40 ms
+/// a MiB): a never-seen 64 MiB bundle, which takes V8 about 2 s of CPU to
+/// compile and start, answers its first request (under a flat 1 s it never
+/// did), and the same 64 MiB with top-level code that never ends is still
+/// stopped, at its own budget; the neighbour answers after each.
+#[tokio::test]
+async fn a_big_bundle_starts_within_its_own_budget_and_no_more() {
+    let _alone = crate::peak_rss::alone().await;
+    let (engine, _recorder) = engine(1, PoolMode::Pinned);
+    let neighbour = bundle("web/neighbour", HELLO);
+    neighbour_ok(&engine, &neighbour).await;
+    let big = isolane_testenv::big_module::es_module(64 << 20, "start");
+    let started = std::time::Instant::now();
+    let (status, _) = run(
+        &engine,
+        0,
+        &modules_bundle("t/big", vec![es("main.js", &big)]),
+        "/",
+    )
+    .await;
+    println!("64 MiB: first answer after {:?}", started.elapsed());
+    assert_eq!(status, 200);
+    neighbour_ok(&engine, &neighbour).await;
+    let endless = format!("{big}\nfor (;;) {{}}\n");
+    let endless = modules_bundle("t/big-endless", vec![es("main.js", &endless)]);
+    let started = std::time::Instant::now();
+    let error = engine.execute(0, endless, get("/")).await.unwrap_err();
+    println!("64 MiB, endless: stopped after {:?}", started.elapsed());
+    assert!(
+        matches!(&error, ExecuteError::Script { message } if message.contains("startup CPU budget")),
+        "{error:?}"
+    );
+    neighbour_ok(&engine, &neighbour).await;
+}
