@@ -172,6 +172,13 @@ impl Fleet {
         }
     }
 
+    /// The thread on `worker_id`'s first-choice node it runs on, ignoring
+    /// load.
+    pub fn home_thread(&self, worker_id: &str) -> Option<u32> {
+        let index = self.first_choice(worker_id)?;
+        Some(self.pick_at(worker_id, index).thread)
+    }
+
     /// The index of `worker_id`'s first-choice node, ignoring load.
     pub fn first_choice(&self, worker_id: &str) -> Option<usize> {
         self.set.primary(worker_id)
@@ -436,6 +443,19 @@ mod tests {
         assert_ne!(f.pick("ns/w", &w, 1.25, &[]).unwrap().index, home);
         drop(guards);
         assert_eq!(others.in_flight(), 0);
+    }
+
+    /// The thread a front end steers a Worker's connections to is the one
+    /// an idle placement of it picks.
+    #[test]
+    fn the_home_thread_is_the_idle_pick_s() {
+        let f = fleet(&[("a", 4), ("b", 8)]);
+        for i in 0..50 {
+            let worker = format!("ns/w{i}");
+            let pick = f.pick(&worker, &idle(), 1.25, &[]).unwrap();
+            assert_eq!(f.home_thread(&worker), Some(pick.thread), "{worker}");
+        }
+        assert_eq!(fleet(&[]).home_thread("ns/w"), None);
     }
 
     #[test]

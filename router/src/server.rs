@@ -49,10 +49,12 @@ pub async fn serve(
     serve_on(listener, proxy, shutdown, edge, grace).await;
 }
 
-/// [`serve`], each accepted connection served to its end on the next of
-/// `runtimes` in turn (another server's threads: `isolane dev` serves on
-/// the engine threads, so a request is read, run and answered on one).
-/// The accept loop runs here.
+/// [`serve`], each accepted connection served to its end on one of
+/// `runtimes`, a node's threads in order (`isolane dev` serves on its
+/// engine threads): the thread its first request's Worker lives on
+/// ([`Proxy::home_thread`]), so its requests are read, run and answered on
+/// one thread, or the next in turn when that is not known (HTTP/2, a host
+/// no Worker serves). The accept loop runs here.
 pub async fn serve_over(
     listener: TcpListener,
     runtimes: Vec<tokio::runtime::Handle>,
@@ -60,9 +62,15 @@ pub async fn serve_over(
     shutdown: CancellationToken,
     grace: Duration,
 ) {
+    let steering = proxy.clone();
+    let steer: edge::Steer = Arc::new(move |host: &str, path: &str| {
+        let thread = steering.home_thread(host, path)?;
+        usize::try_from(thread).ok()
+    });
     let edge = Edge::new("router", grace)
         .with_connect_protocol()
-        .spread_over(runtimes);
+        .spread_over(runtimes)
+        .steered_by(steer);
     serve_on(listener, proxy, shutdown, edge, grace).await;
 }
 

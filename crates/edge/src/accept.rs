@@ -33,6 +33,7 @@ use tracing::{debug, warn};
 
 use crate::idle::{Activity, Tracked};
 use crate::primed::Primed;
+use crate::steer::Steer;
 
 /// How long a failed `accept` (say, out of file descriptors) waits before
 /// the next, so the loop does not spin.
@@ -60,6 +61,19 @@ pub struct Edge {
     /// The runtimes accepted connections are served on, in turn; none: the
     /// accept loop's own.
     spread: Arc<[Handle]>,
+    /// Chooses among `spread` from a connection's first request, before the
+    /// turn does.
+    steer: Option<SteerBy>,
+}
+
+/// A [`Steer`], named in `Edge`'s debug output only by its presence.
+#[derive(Clone)]
+struct SteerBy(Steer);
+
+impl std::fmt::Debug for SteerBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Steer")
+    }
 }
 
 impl Edge {
@@ -73,6 +87,7 @@ impl Edge {
             grace,
             connect_protocol: false,
             spread: Arc::from([]),
+            steer: None,
         }
     }
 
@@ -91,6 +106,15 @@ impl Edge {
     /// connects one thread can end up with every connection.
     pub fn spread_over(mut self, runtimes: Vec<Handle>) -> Self {
         self.spread = runtimes.into();
+        self
+    }
+
+    /// The same, each connection served on the runtime `steer` chooses
+    /// (an index into those of [`Edge::spread_over`]) from its first
+    /// request's `Host` and path (`steer.rs`), or the next in turn when it
+    /// chooses none.
+    pub fn steered_by(mut self, steer: Steer) -> Self {
+        self.steer = Some(SteerBy(steer));
         self
     }
 
@@ -235,11 +259,22 @@ pub async fn serve<H, M, S, B>(
             idle: edge.idle_timeout,
         };
         let service = service(peer);
-        let runtime = edge.spread.get(turn % edge.spread.len().max(1));
-        spawn_on(runtime, stream, edge.server, move |stream| {
-            connection.serve(stream, service)
-        });
+        let serve = move |stream| connection.serve(stream, service);
+        let next = turn % edge.spread.len().max(1);
         turn = turn.wrapping_add(1);
+        match &edge.steer {
+            Some(SteerBy(steer)) if !edge.spread.is_empty() => {
+                let (spread, steer) = (Arc::clone(&edge.spread), Arc::clone(steer));
+                let (timeout, server) = (edge.header_read_timeout, edge.server);
+                // Off the accept loop: the first bytes may take a while.
+                tokio::spawn(async move {
+                    let chosen = crate::steer::choose(&stream, &steer, timeout).await;
+                    let index = chosen.filter(|&i| i < spread.len()).unwrap_or(next);
+                    spawn_on(spread.get(index), stream, server, serve);
+                });
+            }
+            _ => spawn_on(edge.spread.get(next), stream, edge.server, serve),
+        }
     }
     drop(listener);
     closing.send_replace(());

@@ -9,6 +9,7 @@
 mod accept;
 mod idle;
 mod primed;
+mod steer;
 pub mod websocket;
 
 use std::time::Duration;
@@ -20,6 +21,7 @@ use tokio::net::TcpStream;
 pub use accept::{Edge, Handshake, Plain, Wrapped, accept, serve};
 pub use idle::Tunnel;
 pub use primed::Primed;
+pub use steer::Steer;
 
 /// How long a client may take to send its first bytes, and then each request
 /// head (HTTP/1; an idle keep-alive connection included).
@@ -72,6 +74,7 @@ pub async fn first_bytes(stream: &TcpStream, timeout: Duration) -> bool {
 mod tests {
     use super::*;
     use std::convert::Infallible;
+    use std::sync::Arc;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// A server with 300 ms timeouts, through [`serve`] and `handshake`;
@@ -267,14 +270,22 @@ mod tests {
         assert!(closed_after(b"GET / HTTP/1.1\r\nhost:").await);
     }
 
-    #[tokio::test]
-    async fn connections_are_spread_over_runtimes_in_turn() {
-        // Two worker runtimes, each on a thread named for it, kept running
-        // until the test ends.
+    /// Runtimes each on a thread named `spread-<i>`, kept running until
+    /// the token is cancelled, and a server spreading its connections over
+    /// them (steered by `steer`, if given) whose answer is the name of the
+    /// thread that served it.
+    async fn spread_server(
+        runtimes: usize,
+        steer: Option<Steer>,
+    ) -> (
+        std::net::SocketAddr,
+        tokio_util::sync::CancellationToken,
+        Vec<std::thread::JoinHandle<()>>,
+    ) {
         let stop = tokio_util::sync::CancellationToken::new();
         let mut handles = Vec::new();
         let mut threads = Vec::new();
-        for index in 0..2 {
+        for index in 0..runtimes {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -290,7 +301,10 @@ mod tests {
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let edge = Edge::new("test", Duration::from_secs(1)).spread_over(handles);
+        let mut edge = Edge::new("test", Duration::from_secs(1)).spread_over(handles);
+        if let Some(steer) = steer {
+            edge = edge.steered_by(steer);
+        }
         tokio::spawn(serve(
             listener,
             edge,
@@ -305,21 +319,60 @@ mod tests {
             },
             std::future::pending(),
         ));
-        let mut served_on = std::collections::BTreeMap::<String, usize>::new();
+        (addr, stop, threads)
+    }
+
+    /// The thread that served one request for `host` on a new connection.
+    async fn served_on(addr: std::net::SocketAddr, host: &str) -> String {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let head = format!("GET /p HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n");
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        answer.rsplit("\r\n").next().unwrap().to_owned()
+    }
+
+    #[tokio::test]
+    async fn connections_are_spread_over_runtimes_in_turn() {
+        let (addr, stop, threads) = spread_server(2, None).await;
+        let mut served = std::collections::BTreeMap::<String, usize>::new();
         for _ in 0..8 {
-            let mut stream = TcpStream::connect(addr).await.unwrap();
-            stream
-                .write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-                .await
-                .unwrap();
-            let mut answer = String::new();
-            stream.read_to_string(&mut answer).await.unwrap();
-            let thread = answer.rsplit("\r\n").next().unwrap().to_owned();
-            *served_on.entry(thread).or_default() += 1;
+            *served.entry(served_on(addr, "x").await).or_default() += 1;
         }
         let expected: std::collections::BTreeMap<String, usize> =
             [("spread-0".to_owned(), 4), ("spread-1".to_owned(), 4)].into();
-        assert_eq!(served_on, expected);
+        assert_eq!(served, expected);
+        stop.cancel();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+    }
+
+    /// A steered connection is served where its first request's host
+    /// says; one the steer knows nothing of, in turn.
+    #[tokio::test]
+    async fn connections_are_steered_by_their_first_request() {
+        let steer: Steer = Arc::new(|host: &str, path: &str| {
+            assert_eq!(path, "/p");
+            match host {
+                "one.test" => Some(1),
+                "zero.test" => Some(0),
+                "far.test" => Some(7),
+                _ => None,
+            }
+        });
+        let (addr, stop, threads) = spread_server(2, Some(steer)).await;
+        for _ in 0..5 {
+            assert_eq!(served_on(addr, "one.test").await, "spread-1");
+        }
+        for _ in 0..3 {
+            assert_eq!(served_on(addr, "zero.test").await, "spread-0");
+        }
+        let mut served = std::collections::BTreeSet::new();
+        for host in ["other.test", "other.test", "far.test", "far.test"] {
+            served.insert(served_on(addr, host).await);
+        }
+        assert_eq!(served.len(), 2, "{served:?}");
         stop.cancel();
         for thread in threads {
             thread.join().unwrap();

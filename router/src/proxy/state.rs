@@ -73,6 +73,19 @@ impl Proxy {
         self.inner.state.fleet.load_full()
     }
 
+    /// The thread of its first-choice node that a request for `host` and
+    /// `path` would run on, load aside: what a front end serving on a
+    /// node's own threads (`isolane dev`) steers a connection by.
+    pub fn home_thread(&self, host: &str, path: &str) -> Option<u32> {
+        let routes = self.inner.state.routes.load();
+        let backend = routes.lookup(host, path)?;
+        self.inner
+            .state
+            .fleet
+            .load()
+            .home_thread(&backend.worker_id)
+    }
+
     /// The Workers of the route table now, as published (new splits only
     /// once prewarmed).
     pub fn published(&self) -> Arc<Vec<RoutableWorker>> {
