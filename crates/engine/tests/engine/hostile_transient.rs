@@ -2,7 +2,8 @@
 //! (`JSON.stringify`, a global `replace`, `join`, `concat`, `flat`), under a
 //! 64 MiB limit: each ends at the limit, and the process's peak while it
 //! runs stays within a small multiple of the limit, beside a benign
-//! neighbour of another namespace on the same thread.
+//! neighbour of another namespace on the same thread, answered before,
+//! during and after each.
 
 use std::sync::Arc;
 
@@ -77,8 +78,15 @@ async fn huge_results_built_from_small_parts_end_near_the_limit() {
         ));
         let before = rss_mib();
         let sampler = PeakRss::start();
-        let result = engine.execute(0, bad, get("/")).await;
+        // The neighbour's request waits on the same thread while it runs.
+        let (result, during) = tokio::join!(
+            engine.execute(0, bad, get("/")),
+            run(&engine, 0, &neighbour, "/"),
+        );
         let peak = sampler.finish();
+        if during != (200, "hello".to_owned()) {
+            failures.push(format!("{what}: the neighbour during it: {during:?}"));
+        }
         eprintln!(
             "{what}: {:?}; RSS MiB before {before}, peak {peak}",
             result.as_ref().map(|r| r.status())
