@@ -86,26 +86,39 @@ fn kv_error(error: KvError) -> HostError {
     HostError::new(class, error.to_string())
 }
 
-fn failed(error: StoreError) -> Settled {
+/// The operation as Cloudflare's errors name it (`KV LIST failed: …`).
+fn method(op: KvOp) -> &'static str {
+    match op {
+        KvOp::Get => "GET",
+        KvOp::Put => "PUT",
+        KvOp::Delete => "DELETE",
+        KvOp::List => "LIST",
+    }
+}
+
+/// What the store's refusal or failure of operation `op` settles with;
+/// its message names the operation, as Cloudflare's do.
+fn failed(op: KvOp, error: StoreError) -> Settled {
+    let op = method(op);
     match error {
         StoreError::Kv(error) => Settled::Failed(kv_error(error), KvResult::Invalid),
         StoreError::Refused { .. } => Settled::Failed(
-            HostError::range_error(
-                "KV GET failed: the value does not fit the Worker's memory limit",
-            ),
+            HostError::range_error(format!(
+                "KV {op} failed: the value does not fit the Worker's memory limit"
+            )),
             KvResult::Invalid,
         ),
         // The namespace's own doing (its operations per second): not logged.
         error @ StoreError::Throttled { .. } => Settled::Failed(
             HostError::new(
                 ErrorClass::Error,
-                format!("KV operation failed: 429 Too Many Requests ({error})"),
+                format!("KV {op} failed: 429 Too Many Requests ({error})"),
             ),
             KvResult::Invalid,
         ),
         other => {
-            tracing::warn!(error = %other, kind = other.kind(), "KV operation failed");
-            let error = HostError::new(ErrorClass::Error, format!("KV operation failed: {other}"));
+            tracing::warn!(error = %other, kind = other.kind(), "KV {op} failed");
+            let error = HostError::new(ErrorClass::Error, format!("KV {op} failed: {other}"));
             Settled::Failed(error, KvResult::Failed)
         }
     }
@@ -208,7 +221,7 @@ fn kv_get<'s>(
                         let charge = held.lock().unwrap_or_else(PoisonError::into_inner).take();
                         Settled::Entry(read.entry, charge, read.cached)
                     }
-                    Err(error) => failed(error),
+                    Err(error) => failed(KvOp::Get, error),
                 }
             }
         });
@@ -264,7 +277,7 @@ fn kv_put<'s>(
         drop(charge);
         match result {
             Ok(()) => Settled::Done,
-            Err(error) => failed(error),
+            Err(error) => failed(KvOp::Put, error),
         }
     });
     spawn(scope, &host, KvOp::Put, early)
@@ -285,7 +298,7 @@ fn kv_delete<'s>(
         .map(|(store, kv)| async move {
             match store.kv_delete(kv, key).await {
                 Ok(()) => Settled::Done,
-                Err(error) => failed(error),
+                Err(error) => failed(KvOp::Delete, error),
             }
         });
     spawn(scope, &host, KvOp::Delete, early)
@@ -315,7 +328,7 @@ fn kv_list<'s>(
             };
             match store.kv_list(kv, options).await {
                 Ok(list) => Settled::List(list),
-                Err(error) => failed(error),
+                Err(error) => failed(KvOp::List, error),
             }
         });
     spawn(scope, &host, KvOp::List, early)
