@@ -15,12 +15,17 @@ use isolane_storage::Store;
 use crate::support::*;
 
 fn kv_engine(dir: &std::path::Path) -> (isolane_engine::Engine, Arc<Recorder>) {
+    kv_engine_on(Store::open_sqlite(dir).unwrap())
+}
+
+/// One pinned thread with one spare isolate, KV on `store`.
+fn kv_engine_on(store: Store) -> (isolane_engine::Engine, Arc<Recorder>) {
     engine_with(EngineConfig {
         threads: 1,
         pin_threads: false,
         pool_mode: PoolMode::Pinned,
         spare_isolates: 1,
-        store: Some(Store::open_sqlite(dir).unwrap()),
+        store: Some(store),
         ..EngineConfig::default()
     })
 }
@@ -381,18 +386,11 @@ export default {
 #[tokio::test]
 async fn a_worker_filling_its_namespace_meets_the_quota_and_its_neighbour_does_not() {
     let dir = tempfile::tempdir().unwrap();
-    let (engine, _) = engine_with(EngineConfig {
-        threads: 1,
-        pin_threads: false,
-        pool_mode: PoolMode::Pinned,
-        spare_isolates: 1,
-        store: Some(
-            Store::open_sqlite(dir.path())
-                .unwrap()
-                .with_namespace_quota(1 << 20),
-        ),
-        ..EngineConfig::default()
-    });
+    let (engine, _) = kv_engine_on(
+        Store::open_sqlite(dir.path())
+            .unwrap()
+            .with_namespace_quota(1 << 20),
+    );
     let neighbour = kv_bundle(
         "calm/notes",
         &runner(&["await KV.put('note', 'kept'); return await KV.get('note')"]),
@@ -488,18 +486,11 @@ async fn a_get_of_an_array_of_keys_is_a_bulk_read() {
 #[tokio::test]
 async fn a_refused_list_names_the_list() {
     let dir = tempfile::tempdir().unwrap();
-    let (engine, _) = engine_with(EngineConfig {
-        threads: 1,
-        pin_threads: false,
-        pool_mode: PoolMode::Pinned,
-        spare_isolates: 1,
-        store: Some(
-            Store::open_sqlite(dir.path())
-                .unwrap()
-                .with_namespace_ops(1),
-        ),
-        ..EngineConfig::default()
-    });
+    let (engine, _) = kv_engine_on(
+        Store::open_sqlite(dir.path())
+            .unwrap()
+            .with_namespace_ops(1),
+    );
     let answers = cases(
         &engine,
         "busy/lister",
