@@ -1,5 +1,5 @@
-//! The API crates' door into the engine (`isolane-nodejs`, and the Web
-//! platform's and the bindings' crates as they leave the core): what a
+//! The API crates' door into the engine (`isolane-nodejs`,
+//! `isolane-bindings`, and the Web platform's crate as it leaves the core): what a
 //! family of units needs to register itself ([`Unit`], [`Family`]), to
 //! write host functions (`host_fn!`, [`FromArg`], [`Return`]), to reach
 //! its isolate's state ([`HostState`]) and to settle its promises
@@ -21,6 +21,29 @@ pub use crate::host::{
 pub use crate::unit::{Family, Gate, RequestResources, Unit};
 pub use crate::watchdog::{Stop, Tripwire};
 pub use crate::{FromArg, Return};
+
+/// An isolate's memory budget ([`HostState::memory`]) and a charge to
+/// it: host-made copies outside V8 (a value on its way to or from the
+/// store) are held as a [`Reservation`] until JavaScript has them or they
+/// are written; refused ([`OverLimit`]) when the isolate is at its limit.
+pub use crate::memory::{Memory, OverLimit, Reservation};
+
+/// The engine's metrics sink ([`HostState::observer`]) and the KV
+/// operations it counts (`isolane-bindings`' KV unit reports them).
+pub use crate::observer::{EngineObserver, KvOp, KvResult};
+
+/// The maps of ids an API's state hands out (sequential `u32`s, their own
+/// hash).
+pub use crate::host::id_map::IdMap;
+
+/// What outbound connections share with `fetch`: the egress policy's
+/// resolver (every address checked), the refusal it reports, the connect
+/// timeout, and a socket's place among the Worker's sockets on its thread
+/// ([`HostState::socket_slot`]).
+pub mod net {
+    pub use crate::egress::{CONNECT_TIMEOUT, EgressRefused, Refusal, refusal_in, resolve};
+    pub use crate::host::socket_count::{Refused, Slot};
+}
 
 /// The message of a `TypeError` for a request past its subrequest limit.
 pub use crate::host::fetch::too_many;

@@ -28,7 +28,7 @@ pub struct WorkerBundle {
     pub json_env: BTreeMap<String, String>,
     /// KV namespace bindings: binding name (`env.NAME`) to the KV
     /// namespace's name, whose data is the worker's namespace's
-    /// ([`WorkerBundle::namespace`]; `host/kv.rs`).
+    /// ([`WorkerBundle::namespace`]; `isolane-bindings`' KV unit).
     pub kv: BTreeMap<String, String>,
     /// Durable Object bindings: binding name (`env.NAME`) to the class the
     /// Worker exports; its objects run in the Worker's isolate and keep

@@ -104,8 +104,9 @@ pub struct EngineConfig {
     /// WebSocket limits: message size, buffering, idle timeout, sockets
     /// per Worker per thread (`socket.rs`).
     pub websocket: crate::socket::WebSocketConfig,
-    /// Where KV bindings read and write (`host/kv.rs`); `None`: a KV
-    /// operation fails with an Error saying the node has no store.
+    /// Where KV bindings read and write (`isolane-bindings`' KV unit,
+    /// through `HostState::store`); `None`: a KV operation fails with an
+    /// Error saying the node has no store.
     pub store: Option<isolane_storage::Store>,
     /// A folder for the startup snapshot's disk cache (`snapshot/cache.rs`):
     /// the first process of a build writes its blob there, the next ones

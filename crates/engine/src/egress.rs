@@ -131,7 +131,8 @@ impl Refusal {
         }
     }
 
-    pub(crate) fn describe(&self) -> &'static str {
+    /// The refusal in words, for an error message (`connect()`'s too).
+    pub fn describe(&self) -> &'static str {
         match self {
             Refusal::Loopback => "loopback address",
             Refusal::Unspecified => "unspecified address",
@@ -341,12 +342,8 @@ impl tower_service::Service<Name> for PolicyResolver {
 /// The addresses of `host` (a name, or an IP literal, which is not looked
 /// up) that `policy` allows, with `port`; a host with none left fails with
 /// [`EgressRefused`] inside the `io::Error`. `fetch`'s resolver and
-/// `connect()`'s sockets (`host/tcp.rs`) both resolve here.
-pub(crate) async fn resolve(
-    policy: &EgressPolicy,
-    host: &str,
-    port: u16,
-) -> io::Result<Vec<SocketAddr>> {
+/// `connect()`'s sockets (`isolane-bindings`' `tcp.rs`) both resolve here.
+pub async fn resolve(policy: &EgressPolicy, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
     let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host, port)).await?.collect();
     let mut first_refusal = None;
     let allowed: Vec<SocketAddr> = resolved
@@ -448,9 +445,7 @@ pub(crate) fn client(
 }
 
 /// The policy refusal inside a client error, if that is what it was.
-pub(crate) fn refusal_in<'e>(
-    error: &'e (dyn std::error::Error + 'static),
-) -> Option<&'e EgressRefused> {
+pub fn refusal_in<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e EgressRefused> {
     let mut source: Option<&'e (dyn std::error::Error + 'static)> = Some(error);
     while let Some(error) = source {
         if let Some(refused) = error.downcast_ref::<EgressRefused>() {

@@ -18,7 +18,6 @@ pub(crate) mod op;
 
 mod cache;
 mod clone;
-mod cloudflare;
 pub(crate) mod codec;
 pub(crate) mod console;
 pub(crate) mod crypto;
@@ -30,9 +29,8 @@ mod form_data;
 pub(crate) mod handle;
 mod headers;
 mod html_rewriter;
-mod id_map;
+pub(crate) mod id_map;
 mod io;
-mod kv;
 pub(crate) mod lazy;
 pub(crate) mod memory;
 mod message_channel;
@@ -45,7 +43,6 @@ mod runtime;
 pub(crate) mod socket;
 pub(crate) mod socket_count;
 pub(crate) mod state;
-mod tcp;
 mod text;
 mod timers;
 mod url;
@@ -98,12 +95,8 @@ fn core_units() -> Vec<Unit> {
         memory::wasm(),
         socket::unit(),
         ws_connect::unit(),
-        kv::unit(),
         object_binding::unit(),
         message_channel::unit(),
-        cloudflare::workers(),
-        cloudflare::node(),
-        tcp::unit(),
     ]
 }
 

@@ -62,7 +62,7 @@ const HEAP_GRACE: usize = 2 << 30;
 pub(crate) const MIN_RESERVATION: usize = 64 << 10;
 
 /// The memory of one isolate.
-pub(crate) struct Memory {
+pub struct Memory {
     /// `memory_mib` in bytes; lowered once for a spare given to a worker.
     limit: AtomicUsize,
     /// Bytes of live off-heap allocations charged to this isolate.
@@ -93,7 +93,7 @@ pub(crate) struct Memory {
 
 /// An off-heap allocation the budget refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct OverLimit;
+pub struct OverLimit;
 
 // === impl Memory ===
 
@@ -493,7 +493,7 @@ unsafe extern "C" fn drop_allocator(memory: *const Memory) {
 /// that holds a copy outside V8: a form body being parsed, a KV value on
 /// its way to or from the store). `Send`: it may be dropped on another
 /// thread.
-pub(crate) struct Reservation {
+pub struct Reservation {
     memory: Arc<Memory>,
     len: usize,
 }
@@ -501,7 +501,7 @@ pub(crate) struct Reservation {
 impl Reservation {
     /// Charges `len` bytes, or refuses them (the isolate is then being
     /// terminated at its memory limit).
-    pub(crate) fn new(memory: &Arc<Memory>, len: usize) -> Result<Self, OverLimit> {
+    pub fn new(memory: &Arc<Memory>, len: usize) -> Result<Self, OverLimit> {
         memory.charge(len)?;
         Ok(Self {
             memory: memory.clone(),

@@ -100,7 +100,7 @@ impl CodeCacheEvent {
     }
 }
 
-/// A KV operation (`host/kv.rs`).
+/// A KV operation (`isolane-bindings`' KV unit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KvOp {
     Get,

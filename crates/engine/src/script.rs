@@ -230,7 +230,7 @@ fn make_env<'s>(
 
 /// Sets each of the worker's bindings as a property of `target`: the
 /// plain ones as strings, the JSON ones parsed, each KV namespace binding as the runtime's
-/// `KVNamespace` for it (`internal.kvNamespace(name)`, `js/27_kv.js`), each
+/// `KVNamespace` for it (`internal.kvNamespace(name)`, `isolane-bindings`' `27_kv.js`), each
 /// Durable Object binding as its `DurableObjectNamespace`
 /// (`js/28_durable_object.js`).
 fn define_bindings<'s>(

@@ -77,9 +77,10 @@ fn load_or_build(
     Ok(blob)
 }
 
-/// Names of the runtime files, for diagnostics.
+/// Names of the runtime files (the core's, then its families'), for
+/// diagnostics.
 pub fn runtime_files() -> Vec<&'static str> {
-    RUNTIME_JS.iter().map(|(name, _)| *name).collect()
+    sources().map(|(name, _)| name).collect()
 }
 
 /// The external references every isolate (and the snapshot creator) is made
@@ -90,13 +91,22 @@ pub fn runtime_files() -> Vec<&'static str> {
 /// holding its own copy (~330 KiB each; docs/benchmark-history.md,
 /// section 5).
 pub(crate) fn external_references() -> Vec<v8::ExternalReference> {
-    let sources = RUNTIME_JS.iter().map(|(_, source)| v8::ExternalReference {
+    let sources = sources().map(|(_, source)| v8::ExternalReference {
         pointer: std::ptr::from_ref(source).cast_mut().cast(),
     });
     host::external_references()
         .into_iter()
         .chain(sources)
         .collect()
+}
+
+/// Every runtime file of the process: the core's, then each family's
+/// ([`crate::Family::js`]) in the order given.
+pub(crate) fn sources() -> impl Iterator<Item = (&'static str, &'static v8::OneByteConst)> {
+    RUNTIME_JS
+        .iter()
+        .chain(host::families().iter().flat_map(|family| family.js.iter()))
+        .map(|(name, source)| (*name, source))
 }
 
 fn build() -> Result<Vec<u8>, String> {
@@ -117,12 +127,11 @@ fn build() -> Result<Vec<u8>, String> {
         for unit in host::units() {
             let mut files = Vec::with_capacity(unit.js.len());
             for name in unit.js {
-                let source = RUNTIME_JS
-                    .iter()
+                let source = sources()
                     .find(|(file, _)| file == name)
                     .map(|(_, source)| source)
                     .ok_or_else(|| {
-                        format!("the host unit {} names {name}, not in js/", unit.name)
+                        format!("the host unit {} names {name}, not in its js/", unit.name)
                     })?;
                 let file = evaluate(scope, name, source)?;
                 if unit.lazy.is_empty() {

@@ -18,7 +18,8 @@ use crate::bundle::Compat;
 pub struct Unit {
     /// For diagnostics and tests.
     pub(crate) name: &'static str,
-    /// Its files in `js/`, in evaluation order.
+    /// Its files in its crate's `js/` (the core's, or its family's
+    /// [`Family::js`]), in evaluation order.
     pub(crate) js: &'static [&'static str],
     /// `(name on host, callback)`, in registration order.
     pub(crate) functions: Vec<(&'static str, v8::FunctionCallback)>,
@@ -75,7 +76,8 @@ impl Unit {
         }
     }
 
-    /// Its JavaScript files (`NN_name.js` in `js/`), in evaluation order.
+    /// Its JavaScript files (`NN_name.js` in its crate's `js/`), in
+    /// evaluation order.
     pub fn js(mut self, files: &'static [&'static str]) -> Self {
         self.js = files;
         self
@@ -190,4 +192,10 @@ pub struct Family {
     pub fingerprint: &'static str,
     /// Its units, in order.
     pub units: fn() -> Vec<Unit>,
+    /// Its runtime JavaScript, the files its units name in [`Unit::js`]:
+    /// the crate's `RUNTIME_JS` (`js/NN_*.js` as `isolane_jsbuild::build`
+    /// embeds them), evaluated into the snapshot after the core's files
+    /// and before `finalize`, in its units' order. Empty for a crate
+    /// without (its JavaScript is built-in modules only).
+    pub js: &'static [(&'static str, v8::OneByteConst)],
 }

@@ -365,7 +365,7 @@ const TLS_LEGACY: [(&str, &str); 2] = [
 
 /// `node:net` (Socket, connect, isIP and friends) and `node:tls`
 /// (connect, TLSSocket), over `cloudflare:sockets`' `connect()`
-/// (`host/tcp.rs`), as workerd builds them; no servers.
+/// (`isolane-bindings`' `tcp.rs`), as workerd builds them; no servers.
 pub(crate) fn net() -> Unit {
     Unit::new("node:net")
         .node_module("net", include_str!("../js/net.js"))
@@ -408,6 +408,7 @@ pub fn family() -> Family {
         name: "nodejs",
         fingerprint: env!("ISOLANE_NODEJS_FINGERPRINT"),
         units,
+        js: &[],
     }
 }
 

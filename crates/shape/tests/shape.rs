@@ -27,8 +27,9 @@ const MAX_CRATE_LINES: usize = 20_000;
 
 /// Crates over [`MAX_CRATE_LINES`] while their split is under way, each
 /// with the most it may hold: these bounds only ever go down. The engine's
-/// core still holds the Web platform and the Workers bindings (issue #54).
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 40_000)];
+/// core still holds the Web platform and Durable Objects (issue #54; 38,064
+/// lines once KV and `cloudflare:sockets` left for `isolane-bindings`).
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 39_000)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.
@@ -38,7 +39,7 @@ const ENGINE_CORE: &str = "isolane-engine";
 /// (docs/adr/0002-engine-crates.md). The core depends on none of them and
 /// names none of them in its code. Each family that leaves the core joins
 /// this list.
-const ENGINE_FAMILIES: &[&str] = &["isolane-nodejs"];
+const ENGINE_FAMILIES: &[&str] = &["isolane-nodejs", "isolane-bindings"];
 
 /// Packages that are not product code: test support, the end-to-end tests,
 /// the benchmarks and this checker.

@@ -6,10 +6,10 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 /// Maps keyed by the ids this state hands out (sequential `u32`s, never
 /// chosen by a client): the id is its own hash, no SipHash on every lookup.
-pub(crate) type IdMap<T> = HashMap<u32, T, BuildHasherDefault<IdHasher>>;
+pub type IdMap<T> = HashMap<u32, T, BuildHasherDefault<IdHasher>>;
 
 #[derive(Default)]
-pub(crate) struct IdHasher(u64);
+pub struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {

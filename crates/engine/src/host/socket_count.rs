@@ -45,7 +45,7 @@ thread_local! {
 
 /// Why a socket was not opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Refused {
+pub enum Refused {
     /// The Worker holds its whole budget on this thread.
     Worker { limit: usize },
     /// This client holds its whole share of the Worker's budget.
@@ -53,7 +53,7 @@ pub(crate) enum Refused {
 }
 
 /// One open socket's place in the counts; given back when dropped.
-pub(crate) struct Slot {
+pub struct Slot {
     worker: String,
     client: Option<HeaderValue>,
 }

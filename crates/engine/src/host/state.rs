@@ -248,6 +248,45 @@ impl HostState {
         &self.thread.shared.egress
     }
 
+    /// The node's store for the bindings' data (`EngineConfig::store`);
+    /// `None` when the node has none.
+    pub fn store(&self) -> Option<&isolane_storage::Store> {
+        self.thread.config.store.as_ref()
+    }
+
+    /// The engine's observer, for an API's metrics (called on this thread
+    /// or a task of it).
+    pub fn observer(&self) -> &Arc<dyn crate::observer::EngineObserver> {
+        &self.thread.observer
+    }
+
+    /// The isolate's memory budget, to charge host-made copies to from a
+    /// task ([`crate::api::Reservation`]).
+    pub fn memory(&self) -> &Arc<crate::memory::Memory> {
+        &self.memory
+    }
+
+    /// The roots outbound TLS trusts: the public web PKI and the node's
+    /// extra CAs (what `fetch` trusts).
+    pub fn tls_roots(&self) -> &rustls::RootCertStore {
+        &self.thread.shared.roots
+    }
+
+    /// A place for a new outbound socket among the Worker's sockets on
+    /// this thread (its `max_sockets_per_worker`, shared with its
+    /// WebSockets: `socket_count.rs`); given back when the slot drops.
+    pub fn socket_slot(&self) -> Result<super::socket_count::Slot, super::socket_count::Refused> {
+        let config = &self.thread.config.websocket;
+        super::socket_count::open(self.worker_id(), None, config)
+    }
+
+    /// Counts a connection the egress policy refused (the observer's
+    /// `egress_refused`, for this thread).
+    pub fn egress_refused(&self, reason: crate::egress::Refusal) {
+        let thread = &self.thread;
+        thread.observer.egress_refused(thread.index, reason);
+    }
+
     /// The isolate, for a task that settles a promise later.
     pub fn turns(&self) -> Weak<dyn IsolateTurns> {
         self.me.clone()

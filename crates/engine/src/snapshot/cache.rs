@@ -3,7 +3,7 @@
 //!
 //! A checked file (`checked_file.rs`: magic `ISOLSNAP`, named
 //! `snapshot-<key>.bin`). The key is a SHA-256 of everything the blob
-//! depends on: the runtime's JavaScript, the engine's Rust sources
+//! depends on: the runtime's JavaScript (the core's and the families'), the engine's Rust sources
 //! (`ISOLANE_ENGINE_FINGERPRINT`, from `build.rs`: the host functions'
 //! order, the host object) and those of the API crates' families it was
 //! made with (`Family::fingerprint`), V8's version and the V8 flags. A file that does
@@ -13,7 +13,6 @@
 
 use std::path::Path;
 
-use super::RUNTIME_JS;
 use crate::checked_file::{self, CacheError, Key, Kind};
 
 const KIND: Kind = Kind {
@@ -32,9 +31,8 @@ pub(crate) fn current_key() -> Key {
         &fingerprint,
         v8::V8::get_version(),
         crate::platform::FLAGS,
-        &RUNTIME_JS
-            .iter()
-            .map(|(name, source)| (*name, source.as_str()))
+        &super::sources()
+            .map(|(name, source)| (name, source.as_str()))
             .collect::<Vec<_>>(),
     )
 }

@@ -21,7 +21,8 @@ use crate::lru::{Bounds, Namespaced, SharedLru, Usage};
 const ENTRY_OVERHEAD: usize = 96;
 
 /// How long a read may be answered from the cache when it names no
-/// `cacheTtl` (Cloudflare's default, and its minimum).
+/// `cacheTtl` (Cloudflare's default; its minimum is
+/// `limits::MIN_CACHE_TTL_SECS`).
 pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

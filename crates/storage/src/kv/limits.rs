@@ -1,6 +1,7 @@
 //! Cloudflare's limits on KV operations, with Cloudflare's messages (as
-//! workerd throws them: `TypeError`s for bad key names, `Error`s of the
-//! form `KV PUT failed: 413 …` for what the KV service refuses).
+//! workerd throws them: `TypeError`s for bad key names and a short
+//! `cacheTtl`, `Error`s of the form `KV PUT failed: 413 …` for what the KV
+//! service refuses).
 
 /// The longest key, in UTF-8 bytes.
 pub const MAX_KEY_BYTES: usize = 512;
@@ -9,8 +10,10 @@ pub const MAX_VALUE_BYTES: usize = 25 << 20;
 /// The largest metadata, as serialized JSON, in bytes.
 pub const MAX_METADATA_BYTES: usize = 1024;
 /// The shortest `expirationTtl`, and how far ahead an `expiration` must be,
-/// in seconds; also the shortest `cacheTtl`.
+/// in seconds.
 pub const MIN_TTL_SECS: u64 = 60;
+/// The shortest `cacheTtl`, in seconds (Cloudflare's).
+pub const MIN_CACHE_TTL_SECS: u64 = 30;
 /// The most keys one list returns (and its default).
 pub const MAX_LIST_KEYS: usize = 1000;
 
@@ -53,7 +56,7 @@ pub enum KvError {
     )]
     ExpirationTooSoon { given: String },
     #[error(
-        "KV GET failed: 400 Invalid cache_ttl of {given}. Cache TTL must be at least {MIN_TTL_SECS}."
+        "KV GET failed: 400 Invalid cache_ttl of {given}. Cache TTL must be at least {MIN_CACHE_TTL_SECS}."
     )]
     CacheTtlTooShort { given: String },
     #[error(
@@ -71,7 +74,10 @@ pub enum KvError {
 impl KvError {
     /// Whether workerd throws it as a `TypeError` (else an `Error`).
     pub fn is_type_error(&self) -> bool {
-        matches!(self, KvError::EmptyKey | KvError::DotKey { .. })
+        matches!(
+            self,
+            KvError::EmptyKey | KvError::DotKey { .. } | KvError::CacheTtlTooShort { .. }
+        )
     }
 }
 
@@ -116,13 +122,15 @@ pub fn check_metadata(len: usize) -> Result<(), KvError> {
     Ok(())
 }
 
-/// `cacheTtl` (accepted, at least [`MIN_TTL_SECS`]; reads are always from
-/// the store, so it changes nothing else).
+/// `cacheTtl`: at least [`MIN_CACHE_TTL_SECS`], else a `TypeError` (how
+/// long this node's cache may answer the read: `kv::DEFAULT_CACHE_TTL`).
 pub fn check_cache_ttl(ttl: Option<f64>) -> Result<(), KvError> {
     match ttl {
-        Some(ttl) if ttl.is_nan() || ttl < MIN_TTL_SECS as f64 => Err(KvError::CacheTtlTooShort {
-            given: js_number(ttl),
-        }),
+        Some(ttl) if ttl.is_nan() || ttl < MIN_CACHE_TTL_SECS as f64 => {
+            Err(KvError::CacheTtlTooShort {
+                given: js_number(ttl),
+            })
+        }
         _ => Ok(()),
     }
 }
@@ -255,6 +263,8 @@ mod tests {
         assert!(list_limit(Some(0.0)).is_err());
         assert!(list_limit(Some(1001.0)).is_err());
         assert_eq!(check_cache_ttl(Some(60.0)), Ok(()));
-        assert!(check_cache_ttl(Some(59.0)).is_err());
+        assert_eq!(check_cache_ttl(Some(45.0)), Ok(()));
+        assert_eq!(check_cache_ttl(Some(30.0)), Ok(()));
+        assert!(check_cache_ttl(Some(29.0)).is_err_and(|e| e.is_type_error()));
     }
 }

@@ -1,6 +1,6 @@
 //! Workers KV: `env.NAME.get/getWithMetadata/put/delete/list` for a
-//! Worker's KV namespace bindings (`js/27_kv.js`), on the engine's store
-//! (`EngineConfig::store`, `isolane-storage`).
+//! Worker's KV namespace bindings (`js/27_kv.js`), on the node's store
+//! (`EngineConfig::store`, `HostState::store`; `isolane-storage`).
 //!
 //! JavaScript names a binding, never a namespace: the host finds the KV
 //! namespace in the Worker's bundle and the Kubernetes namespace in its id,
@@ -21,19 +21,16 @@ use std::time::Duration;
 use isolane_storage::kv::limits;
 use isolane_storage::{KvEntry, KvError, KvList, KvListOptions, KvScope, KvWrite, StoreError};
 
-use super::error::{ErrorClass, HostError};
-use super::state::{holder, set};
-use super::{HostState, Settle, Settlement, begin_op, js_string, u8_array};
-use crate::memory::Reservation;
-use crate::observer::{KvOp, KvResult};
-use crate::unit::Unit;
+use isolane_engine::api::{ErrorClass, HostError, KvOp, KvResult, Reservation, Unit};
+use isolane_engine::api::{HostState, Settle, Settlement, begin_op, js_string, u8_array};
+use isolane_engine::api::{holder, set};
 
 /// KV operations of one isolate in flight at once; more wait their turn
 /// (Cloudflare lets a Worker have six connections open at once).
 const KV_SLOTS: usize = 6;
 
 /// `env.NAME` for a KV namespace binding.
-pub(super) fn unit() -> Unit {
+pub(crate) fn unit() -> Unit {
     Unit::new("kv")
         .js(&["27_kv.js"])
         .function("kvGet", kv_get)
@@ -79,37 +76,49 @@ impl Settled {
     }
 }
 
-impl From<KvError> for HostError {
-    fn from(error: KvError) -> Self {
-        let class = if error.is_type_error() {
-            ErrorClass::Type
-        } else {
-            ErrorClass::Error
-        };
-        HostError::new(class, error.to_string())
+/// A refused operation's error, of the class workerd throws it as.
+fn kv_error(error: KvError) -> HostError {
+    let class = if error.is_type_error() {
+        ErrorClass::Type
+    } else {
+        ErrorClass::Error
+    };
+    HostError::new(class, error.to_string())
+}
+
+/// The operation as Cloudflare's errors name it (`KV LIST failed: …`).
+fn method(op: KvOp) -> &'static str {
+    match op {
+        KvOp::Get => "GET",
+        KvOp::Put => "PUT",
+        KvOp::Delete => "DELETE",
+        KvOp::List => "LIST",
     }
 }
 
-fn failed(error: StoreError) -> Settled {
+/// What the store's refusal or failure of operation `op` settles with;
+/// its message names the operation, as Cloudflare's do.
+fn failed(op: KvOp, error: StoreError) -> Settled {
+    let op = method(op);
     match error {
-        StoreError::Kv(error) => Settled::Failed(error.into(), KvResult::Invalid),
+        StoreError::Kv(error) => Settled::Failed(kv_error(error), KvResult::Invalid),
         StoreError::Refused { .. } => Settled::Failed(
-            HostError::range_error(
-                "KV GET failed: the value does not fit the Worker's memory limit",
-            ),
+            HostError::range_error(format!(
+                "KV {op} failed: the value does not fit the Worker's memory limit"
+            )),
             KvResult::Invalid,
         ),
         // The namespace's own doing (its operations per second): not logged.
         error @ StoreError::Throttled { .. } => Settled::Failed(
             HostError::new(
                 ErrorClass::Error,
-                format!("KV operation failed: 429 Too Many Requests ({error})"),
+                format!("KV {op} failed: 429 Too Many Requests ({error})"),
             ),
             KvResult::Invalid,
         ),
         other => {
-            tracing::warn!(error = %other, kind = other.kind(), "KV operation failed");
-            let error = HostError::new(ErrorClass::Error, format!("KV operation failed: {other}"));
+            tracing::warn!(error = %other, kind = other.kind(), "KV {op} failed");
+            let error = HostError::new(ErrorClass::Error, format!("KV {op} failed: {other}"));
             Settled::Failed(error, KvResult::Failed)
         }
     }
@@ -118,14 +127,13 @@ fn failed(error: StoreError) -> Settled {
 /// The store and the scope of `binding` for the calling Worker.
 fn target(host: &HostState, binding: &str) -> Result<(isolane_storage::Store, KvScope), HostError> {
     let worker = host
-        .worker
-        .get()
+        .worker()
         .ok_or_else(|| HostError::type_error("KV: no Worker is loaded"))?;
     let kv = worker
         .kv
         .get(binding)
         .ok_or_else(|| HostError::type_error(format!("KV: no KV namespace binding {binding}")))?;
-    let store = host.thread.config.store.clone().ok_or_else(|| {
+    let store = host.store().cloned().ok_or_else(|| {
         HostError::new(
             ErrorClass::Error,
             "KV: this node has no store configured for KV namespaces",
@@ -162,8 +170,8 @@ where
     let resolver = v8::Global::new(scope, resolver);
     let ctx = host.current();
     let op = host.add_op(ctx, resolver);
-    let me = host.me.clone();
-    let observer = host.thread.observer.clone();
+    let me = host.turns();
+    let observer = host.observer().clone();
     let task = tokio::task::spawn_local(async move {
         let Ok(_slot) = slots.acquire_owned().await else {
             return;
@@ -191,10 +199,10 @@ fn kv_get<'s>(
     let ttl = cache_ttl.and_then(|secs| Duration::try_from_secs_f64(secs).ok());
     let early = limits::check_key("GET", &key)
         .and_then(|()| limits::check_cache_ttl(cache_ttl))
-        .map_err(HostError::from)
+        .map_err(kv_error)
         .and_then(|()| target(&host, &binding))
         .map(|(store, kv)| {
-            let memory = host.memory.clone();
+            let memory = host.memory().clone();
             async move {
                 // The value is charged before it is read; the charge lives
                 // here, so it is given back if this op is dropped.
@@ -213,7 +221,7 @@ fn kv_get<'s>(
                         let charge = held.lock().unwrap_or_else(PoisonError::into_inner).take();
                         Settled::Entry(read.entry, charge, read.cached)
                     }
-                    Err(error) => failed(error),
+                    Err(error) => failed(KvOp::Get, error),
                 }
             }
         });
@@ -242,13 +250,13 @@ fn kv_put<'s>(
     let len = view.byte_length();
     let early = limits::check_key("PUT", &key)
         .and_then(|()| limits::check_value(len))
-        .map_err(HostError::from)
+        .map_err(kv_error)
         .and_then(|()| target(&host, &binding));
     let early = match early {
         Ok(target) => {
             // The copy is charged until the write is done; over the limit
             // the isolate is being terminated and nothing is copied.
-            let Ok(charge) = Reservation::new(&host.memory, len) else {
+            let Ok(charge) = Reservation::new(host.memory(), len) else {
                 return None;
             };
             let mut bytes = vec![0; len];
@@ -269,7 +277,7 @@ fn kv_put<'s>(
         drop(charge);
         match result {
             Ok(()) => Settled::Done,
-            Err(error) => failed(error),
+            Err(error) => failed(KvOp::Put, error),
         }
     });
     spawn(scope, &host, KvOp::Put, early)
@@ -285,12 +293,12 @@ fn kv_delete<'s>(
     key: String,
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let early = limits::check_key("DELETE", &key)
-        .map_err(HostError::from)
+        .map_err(kv_error)
         .and_then(|()| target(&host, &binding))
         .map(|(store, kv)| async move {
             match store.kv_delete(kv, key).await {
                 Ok(()) => Settled::Done,
-                Err(error) => failed(error),
+                Err(error) => failed(KvOp::Delete, error),
             }
         });
     spawn(scope, &host, KvOp::Delete, early)
@@ -310,7 +318,7 @@ fn kv_list<'s>(
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let limit = number(scope, limit);
     let early = limits::list_limit(limit)
-        .map_err(HostError::from)
+        .map_err(kv_error)
         .and_then(|limit| Ok((limit, target(&host, &binding)?)))
         .map(|(limit, (store, kv))| async move {
             let options = KvListOptions {
@@ -320,7 +328,7 @@ fn kv_list<'s>(
             };
             match store.kv_list(kv, options).await {
                 Ok(list) => Settled::List(list),
-                Err(error) => failed(error),
+                Err(error) => failed(KvOp::List, error),
             }
         });
     spawn(scope, &host, KvOp::List, early)
@@ -333,12 +341,12 @@ host_fn! {
 fn kv_check_value<'s>(scope, len: f64) -> Result<(), HostError> {
     let _ = scope;
     let len = if len >= usize::MAX as f64 { usize::MAX } else { len as usize };
-    limits::check_value(len).map_err(HostError::from)
+    limits::check_value(len).map_err(kv_error)
 }
 }
 
 /// The JS value of a settled op (in its settling turn).
-pub(super) fn settled_js<'s>(
+fn settled_js<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     settled: Settled,
 ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {

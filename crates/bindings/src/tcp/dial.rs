@@ -2,7 +2,7 @@
 //! checked as workerd checks it, port 25 refused (as Cloudflare refuses
 //! it: mail goes through an email service's API), the Worker's
 //! `egress.allowedHosts`, then every resolved address through the node's
-//! egress policy (`egress::resolve`, the one `fetch`'s resolver uses: an
+//! egress policy (`egress::resolve`, the one `fetch`'s resolver uses, `isolane_engine::api::net`: an
 //! IP literal is checked as a resolved name is), then TCP and, for
 //! `secureTransport: "on"` or `startTls()`, TLS by rustls on the roots
 //! `fetch` trusts.
@@ -14,7 +14,8 @@ use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
-use crate::egress::{self, CONNECT_TIMEOUT, EgressPolicy, EgressRefused};
+use isolane_engine::api::EgressPolicy;
+use isolane_engine::api::net::{self as egress, CONNECT_TIMEOUT, EgressRefused};
 
 /// The port Cloudflare refuses sockets to (SMTP relay).
 const SMTP: u16 = 25;

@@ -77,6 +77,26 @@ async function valueBytes(value) {
   throw new TypeError('KV put() accepts only strings, ArrayBuffers, ArrayBufferViews, and ReadableStreams as values.');
 }
 
+// Cloudflare's bulk read: `get([keys])` answers a Map of each key to what
+// `answer` makes of its entry (null when there is none), in the keys'
+// order; at most 100 keys, read as `text` or `json` only.
+const MAX_BULK_KEYS = 100;
+
+async function getBulk(binding, keys, type, cacheTtl, answer) {
+  if (type !== 'text' && type !== 'json') {
+    throw new TypeError(`"${type}" is not a valid type. Use "json" or "text"`);
+  }
+  if (keys.length === 0) throw new TypeError('KV get() needs at least one key.');
+  if (keys.length > MAX_BULK_KEYS) {
+    throw new TypeError(`KV GET_BULK failed: 400 You can request a maximum of ${MAX_BULK_KEYS} keys.`);
+  }
+  const names = keys.map(String);
+  const hits = await Promise.all(names.map((name) => host.kvGet(binding, name, cacheTtl)));
+  const map = new Map();
+  for (let i = 0; i < names.length; i++) map.set(names[i], answer(hits[i]));
+  return map;
+}
+
 class KVNamespace {
   #binding;
 
@@ -88,6 +108,9 @@ class KVNamespace {
   async get(key, options = undefined) {
     internal.requireArgs(arguments.length, 1, "Failed to execute 'get' on 'KvNamespace'");
     const [type, cacheTtl] = getOptions(options);
+    if (Array.isArray(key)) {
+      return getBulk(this.#binding, key, type, cacheTtl, (hit) => (hit === null ? null : decode(hit.value, type)));
+    }
     const hit = await host.kvGet(this.#binding, String(key), cacheTtl);
     return hit === null ? null : decode(hit.value, type);
   }
@@ -95,9 +118,12 @@ class KVNamespace {
   async getWithMetadata(key, options = undefined) {
     internal.requireArgs(arguments.length, 1, "Failed to execute 'getWithMetadata' on 'KvNamespace'");
     const [type, cacheTtl] = getOptions(options);
+    const withMetadata = (hit) => (hit === null
+      ? { value: null, metadata: null }
+      : { value: decode(hit.value, type), metadata: parseMetadata(hit.metadata) });
+    if (Array.isArray(key)) return getBulk(this.#binding, key, type, cacheTtl, withMetadata);
     const hit = await host.kvGet(this.#binding, String(key), cacheTtl);
-    if (hit === null) return { value: null, metadata: null, cacheStatus: null };
-    return { value: decode(hit.value, type), metadata: parseMetadata(hit.metadata), cacheStatus: null };
+    return { ...withMetadata(hit), cacheStatus: null };
   }
 
   async put(key, value, options = undefined) {

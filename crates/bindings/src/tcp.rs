@@ -6,9 +6,9 @@
 //! request that opened it, and counted as the Worker's other outbound
 //! connections are: one of the request's `subrequests`, a place among the
 //! Worker's sockets on this thread (`max_sockets_per_worker`, shared with
-//! its WebSockets, `host/socket_count.rs`), the egress checks of a fetch
+//! its WebSockets, the core's `host/socket_count.rs`: `HostState::socket_slot`), the egress checks of a fetch
 //! hop (`host/tcp/dial.rs`). It ends with its request, however that ends
-//! (`TcpSockets::drop_for`, from `HostState::finish_request`): a limit that
+//! (`TcpSockets::drop_for`, a `RequestResources` the core calls when the request ends): a limit that
 //! stops the Worker closes its sockets with it, and a socket never outlives
 //! the request's wall time.
 //!
@@ -29,23 +29,20 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _, ReadHalf, WriteHalf};
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
+use isolane_engine::api::net::{Refused, Slot};
+use isolane_engine::api::{HostError, HostResult, IdMap, Reservation, too_many};
+use isolane_engine::api::{HostState, Settle, Settlement, begin_op, holder, js_string, set};
+use isolane_engine::api::{RequestResources, Unit};
+
 use self::dial::{DialError, Dialed, Io, Target};
-use super::error::{HostError, HostResult};
-use super::fetch::too_many;
-use super::id_map::IdMap;
-use super::socket_count::{self, Refused, Slot};
-use super::state::{holder, set};
-use super::{HostState, Settle, Settlement, begin_op};
-use crate::memory::Reservation;
-use crate::unit::{RequestResources, Unit};
 
 /// `cloudflare:sockets`, loaded like the Node built-ins (lazily, outside
 /// the snapshot) whatever the compatibility settings, as in workerd.
-pub(super) fn unit() -> Unit {
+pub(crate) fn unit() -> Unit {
     Unit::new("cloudflare:sockets")
         .node_module(
             "cloudflare:sockets",
-            include_str!("../../js/cloudflare/sockets.js"),
+            include_str!("../js/cloudflare/sockets.js"),
         )
         .function("socketConnect", socket_connect)
         .function("socketRead", socket_read)
@@ -107,7 +104,7 @@ impl TcpSockets {
 
     fn tls(&self, host: &HostState) -> Option<Arc<rustls::ClientConfig>> {
         self.tls
-            .get_or_init(|| dial::client_config(host.thread.shared.roots.clone()))
+            .get_or_init(|| dial::client_config(host.tls_roots().clone()))
             .clone()
     }
 
@@ -262,8 +259,8 @@ fn socket_connect<'s>(
     };
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(ctx, resolver);
-    let me = host.me.clone();
-    let policy = host.thread.shared.egress.clone();
+    let me = host.turns();
+    let policy = host.egress().clone();
     let task = tokio::task::spawn_local(async move {
         let dialed = dial::dial(&policy, &target, tls).await;
         let Some(isolate) = me.upgrade() else {
@@ -284,9 +281,9 @@ fn socket_connect<'s>(
 /// The counts a new socket passes before it connects: a subrequest of the
 /// request, the Worker's `egress.allowedHosts`, a place among its sockets.
 fn admit(host: &HostState, ctx: u32, target: &Target) -> Result<Slot, String> {
-    let limit = host.worker.get().map_or(0, |w| w.limits.subrequests);
+    let limit = host.worker().map_or(0, |w| w.limits.subrequests);
     host.take_subrequest(ctx, limit).map_err(too_many)?;
-    if let Some(worker) = host.worker.get()
+    if let Some(worker) = host.worker()
         && !worker.may_fetch(&target.host)
     {
         return Err(format!(
@@ -294,8 +291,7 @@ fn admit(host: &HostState, ctx: u32, target: &Target) -> Result<Slot, String> {
             target.host
         ));
     }
-    let config = host.thread.config.websocket;
-    socket_count::open(host.worker_id(), None, &config).map_err(
+    host.socket_slot().map_err(
         |(Refused::Worker { limit } | Refused::Client { limit })| {
             format!(
                 "connect() refused: this Worker already has {limit} sockets open (its limit per engine thread, WebSockets included)"
@@ -335,8 +331,7 @@ fn opened(host: &HostState, ctx: u32, dialed: Dialed, slot: Slot) -> Settlement 
 
 fn failed(host: &HostState, error: &DialError) -> Settlement {
     if let Some(refused) = error.refusal() {
-        let thread = &host.thread;
-        thread.observer.egress_refused(thread.index, refused.reason);
+        host.egress_refused(refused.reason);
     }
     Settlement::TypeError(error.to_string())
 }
@@ -359,13 +354,13 @@ fn socket_read<'s>(scope, host: Rc<HostState>, id: u32) -> Option<v8::Local<'s, 
         Err(promise) => return Some(promise),
     };
     // The buffer a read fills is the Worker's memory while it waits.
-    let Ok(charge) = Reservation::new(&host.memory, READ_CHUNK) else {
+    let Ok(charge) = Reservation::new(host.memory(), READ_CHUNK) else {
         return None;
     };
     let resolver = v8::Global::new(scope, resolver);
     let ctx = host.current();
     let op = host.add_op(ctx, resolver);
-    let me = host.me.clone();
+    let me = host.turns();
     let task = tokio::task::spawn_local(async move {
         let mut buffer = vec![0; READ_CHUNK];
         // A read canceled for `startTls` reads as the end of this socket:
@@ -410,7 +405,7 @@ fn socket_write<'s>(
     let bytes = bytes.unwrap_or_default();
     // Charged while the host holds the copy; over the limit the isolate is
     // being terminated.
-    let charge = Reservation::new(&host.memory, bytes.len()).ok()?;
+    let charge = Reservation::new(host.memory(), bytes.len()).ok()?;
     write_op(scope, &host, id, move |mut write| async move {
         let result = write.write_all(&bytes).await;
         drop(charge);
@@ -452,7 +447,7 @@ where
     };
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(host.current(), resolver);
-    let me = host.me.clone();
+    let me = host.turns();
     let task = tokio::task::spawn_local(async move {
         let (write, result) = work(write).await;
         let Some(isolate) = me.upgrade() else {
@@ -500,7 +495,7 @@ fn socket_start_tls<'s>(
     };
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(ctx, resolver);
-    let me = host.me.clone();
+    let me = host.turns();
     let task = tokio::task::spawn_local(async move {
         let conn = loop {
             let taken = match me.upgrade() {
@@ -576,7 +571,7 @@ pub(crate) fn opened_js<'s>(
         ("remoteAddress", opened.remote),
         ("localAddress", opened.local),
     ] {
-        let text = super::js_string(scope, &address.to_string());
+        let text = js_string(scope, &address.to_string());
         set(scope, object, key, text);
     }
     object.into()

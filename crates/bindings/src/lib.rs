@@ -1,0 +1,57 @@
+//! Cloudflare's bindings for the Isolane engine: what a Worker's `env`
+//! reaches beyond the Web platform, and the `cloudflare:` built-in modules.
+//! Today: Workers KV (`env.NAME` for a KV namespace binding: `kv.rs`,
+//! `js/27_kv.js`), `cloudflare:sockets` (`connect()`, outbound TCP:
+//! `tcp.rs`), `cloudflare:workers` (the base classes a Worker extends) and
+//! `cloudflare:node` (`httpServerHandler`). Durable Objects are still a
+//! unit of the core (docs/adr/0002-engine-crates.md, "Not yet done").
+//!
+//! The main item is [`family`]: the units, in order, that a binary hands
+//! the engine (`EngineConfig::families`). It depends on the core only
+//! through its door, `isolane_engine::api`.
+#![forbid(unsafe_code)]
+
+#[macro_use]
+extern crate isolane_engine;
+
+mod kv;
+mod tcp;
+
+use isolane_engine::Family;
+use isolane_engine::api::Unit;
+
+include!(concat!(env!("OUT_DIR"), "/runtime_js.rs"));
+
+/// `cloudflare:workers`: `WorkerEntrypoint`, `DurableObject`,
+/// `WorkflowEntrypoint`, `RpcTarget`. Loaded like Node's built-ins, lazily
+/// and outside the snapshot (the engine's `modules/node.rs`), whatever the
+/// Worker's compatibility settings, as in workerd.
+fn workers() -> Unit {
+    Unit::new("cloudflare:workers").node_module(
+        "cloudflare:workers",
+        include_str!("../js/cloudflare/workers.js"),
+    )
+}
+
+/// `cloudflare:node`: `httpServerHandler`, which serves the Worker's
+/// requests with a `node:http` server (`isolane-nodejs`'s); loaded as
+/// `cloudflare:workers` is.
+fn node() -> Unit {
+    Unit::new("cloudflare:node")
+        .node_module("cloudflare:node", include_str!("../js/cloudflare/node.js"))
+}
+
+/// The bindings as the engine registers them: their units, in order
+/// (which host functions come first), and their runtime JavaScript.
+pub fn family() -> Family {
+    Family {
+        name: "bindings",
+        fingerprint: env!("ISOLANE_BINDINGS_FINGERPRINT"),
+        units,
+        js: RUNTIME_JS,
+    }
+}
+
+fn units() -> Vec<Unit> {
+    vec![kv::unit(), workers(), node(), tcp::unit()]
+}
