@@ -6,10 +6,11 @@
 
 use std::sync::Arc;
 
-use isolane_engine::{Compat, EgressConfig, EngineConfig, Limits, NodeCompat, PoolMode};
+use isolane_engine::{Compat, Limits, NodeCompat, PoolMode};
 use tokio::io::AsyncWriteExt as _;
 
 use crate::logs::{self, Logged};
+use crate::node_http::loopback_engine;
 use crate::support::*;
 
 /// What was logged for `worker` as nobody's: uncaught exceptions and
@@ -108,17 +109,7 @@ async fn bye_server() -> std::net::SocketAddr {
 async fn a_socket_the_peer_ended_logs_nothing() {
     logs::capture();
     let addr = bye_server().await;
-    let (engine, _) = engine_with(EngineConfig {
-        threads: 1,
-        pin_threads: false,
-        pool_mode: PoolMode::Pinned,
-        spare_isolates: 1,
-        egress: EgressConfig {
-            allow: vec!["127.0.0.1/32".parse().unwrap()],
-            ..EgressConfig::default()
-        },
-        ..EngineConfig::default()
-    });
+    let engine = loopback_engine();
     let worker = node_bundle("t/handled-peer-end", PEER_ENDS);
     let path = format!("/?port={}", addr.port());
     let (status, body) = run(&engine, 0, &worker, &path).await;

@@ -82,6 +82,21 @@ async fn call(
     (status, headers, text)
 }
 
+/// A POST to `uri` with `headers` and `body`.
+fn post_with(
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> http::Request<isolane_engine::Body> {
+    let mut request = http::Request::builder().method("POST").uri(uri);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request
+        .body(isolane_engine::Body::from(body.to_owned()))
+        .unwrap()
+}
+
 #[tokio::test]
 async fn requests_reach_the_listener_and_its_response_answers() {
     let (engine, _) = engine(1, PoolMode::Pinned);
@@ -95,13 +110,11 @@ async fn requests_reach_the_listener_and_its_response_answers() {
         )
     );
 
-    let post = http::Request::builder()
-        .method("POST")
-        .uri("http://w.test/echo?q=1")
-        .header("x-test", "yes")
-        .header("host", "w.test")
-        .body(isolane_engine::Body::from("hello"))
-        .unwrap();
+    let post = post_with(
+        "http://w.test/echo?q=1",
+        &[("x-test", "yes"), ("host", "w.test")],
+        "hello",
+    );
     let (status, headers, body) = call(&engine, &worker, post).await;
     assert_eq!(status, 201);
     assert_eq!(
@@ -218,13 +231,14 @@ http.createServer((req, res) => {
 export default httpServerHandler({ port: 8080 });
 "#;
     let worker = server_worker("t/http-server-parsers", source, true);
-    let post = http::Request::builder()
-        .method("POST")
-        .uri("http://w.test/json")
-        .header("content-type", "application/json")
-        .header("content-length", "7")
-        .body(isolane_engine::Body::from("{\"a\":1}"))
-        .unwrap();
+    let post = post_with(
+        "http://w.test/json",
+        &[
+            ("content-type", "application/json"),
+            ("content-length", "7"),
+        ],
+        "{\"a\":1}",
+    );
     let (status, _, body) = call(&engine, &worker, post).await;
     assert_eq!(
         (status, body.as_str()),
