@@ -112,20 +112,21 @@ class Hash extends Hasher {
 }
 
 class Hmac extends Hasher {
+  #spent = false;
+
   constructor(algorithm, key, options) {
     const name = hashName(algorithm);
     if (key instanceof KeyObject) key = key.export();
     super(host.hmacNew(name, bytes(key, 'key', options && options.encoding)), 'ERR_CRYPTO_HASH_FINALIZED');
-    this._spent = false;
   }
 
   // Node's Hmac answers an empty digest once its own is taken.
   digest(encoding) {
-    if (this._spent || this._flushed()) {
-      this._spent = true;
+    if (this.#spent || this._flushed()) {
+      this.#spent = true;
       return encode(new ArrayBuffer(0), encoding);
     }
-    this._spent = true;
+    this.#spent = true;
     return super.digest(encoding);
   }
 }
