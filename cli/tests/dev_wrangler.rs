@@ -192,3 +192,25 @@ fn an_unknown_environment_a_single_script_flag_or_no_config_exits_64_saying_why(
         "{stderr}"
     );
 }
+
+/// A JSON var the cluster's admission webhook would refuse (over 64 KiB as
+/// compact JSON) is refused by `isolane dev` too, in the webhook's words:
+/// it exits 64 within the deadline rather than serve it.
+#[test]
+fn a_json_var_over_64_kib_is_refused_as_the_webhook_refuses_it() {
+    let dir = project();
+    let big = format!(
+        "name = \"big\"\nmain = \"src/index.js\"\ncompatibility_date = \"2026-08-04\"\nrules = [{{ type = \"Text\", globs = [\"**/*.md\"], fallthrough = true }}]\n\n[vars]\nBIG = {{ text = \"{}\" }}\n",
+        "x".repeat(70_000)
+    );
+    std::fs::write(dir.path().join("wrangler.toml"), big).unwrap();
+    let port = free_port().unwrap().to_string();
+    let mut dev = Dev::start_in(&["--no-reload", "--port", &port], Some(dir.path()));
+    let status = dev.process.wait_exit(DEADLINE);
+    assert_eq!(status.and_then(|s| s.code()), Some(64), "{}", dev.log());
+    let log = dev.log();
+    assert!(
+        log.contains("spec.env[BIG].json: 70011 bytes as compact JSON, more than 65536"),
+        "{log}"
+    );
+}

@@ -25,9 +25,9 @@ pub use host_owner::{
 };
 pub use resolve::{KeyReference, ObjectKind, Resolved, resolve};
 pub use worker::{
-    ConfigMapKeyRef, CronRun, CronStatus, Egress, EnvValueFrom, EnvVar, MAX_JSON_VAR_BYTES,
-    PullSecretRef, ReplicaPlacement, RevisionStatus, ScriptFrom, SecretKeyRef, Worker, WorkerSpec,
-    WorkerStatus,
+    ConfigMapKeyRef, CronRun, CronStatus, Egress, EnvValueFrom, EnvVar, JsonVarTooLarge,
+    MAX_JSON_VAR_BYTES, PullSecretRef, ReplicaPlacement, RevisionStatus, ScriptFrom, SecretKeyRef,
+    Worker, WorkerSpec, WorkerStatus,
 };
 
 /// The API group of every Isolane resource.

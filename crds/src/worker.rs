@@ -311,6 +311,34 @@ fn any_json(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 /// The largest JSON binding, as compact JSON text (a literal `value`'s limit).
 pub const MAX_JSON_VAR_BYTES: usize = 65536;
 
+/// A JSON binding over [`MAX_JSON_VAR_BYTES`] as compact JSON: refused by
+/// the admission webhook and by `isolane dev`, in these words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("spec.env[{name}].json: {bytes} bytes as compact JSON, more than {MAX_JSON_VAR_BYTES}")]
+pub struct JsonVarTooLarge {
+    /// The binding's name.
+    pub name: String,
+    /// Its size as compact JSON text.
+    pub bytes: usize,
+}
+
+// === impl EnvVar ===
+
+impl EnvVar {
+    /// Whether its `json` (if any) is within [`MAX_JSON_VAR_BYTES`] as
+    /// compact JSON: the one bound the webhook and `isolane dev` apply.
+    pub fn check_json_size(&self) -> Result<(), JsonVarTooLarge> {
+        let bytes = self.json.as_ref().map_or(0, |json| json.to_string().len());
+        if bytes > MAX_JSON_VAR_BYTES {
+            return Err(JsonVarTooLarge {
+                name: self.name.clone(),
+                bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Where an env binding's value comes from: exactly one of the two references.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -448,4 +476,39 @@ pub struct ReplicaPlacement {
     pub node: String,
     /// Index of the pinned thread on that node.
     pub thread: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json_var(json: serde_json::Value) -> EnvVar {
+        EnvVar {
+            name: "CONFIG".to_owned(),
+            value: None,
+            value_from: None,
+            json: Some(json),
+        }
+    }
+
+    /// The bound is on the compact JSON text: 64 KiB passes, a byte more
+    /// is refused, saying by how much.
+    #[test]
+    fn a_json_var_is_bounded_as_compact_json() {
+        // A string's JSON text is its characters and two quotes.
+        let at_bound = json_var(serde_json::json!("x".repeat(MAX_JSON_VAR_BYTES - 2)));
+        assert_eq!(at_bound.check_json_size(), Ok(()));
+        let over = json_var(serde_json::json!("x".repeat(MAX_JSON_VAR_BYTES - 1)));
+        let error = over.check_json_size().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "spec.env[CONFIG].json: 65537 bytes as compact JSON, more than 65536"
+        );
+        let text = EnvVar {
+            json: None,
+            value: Some("x".repeat(70_000)),
+            ..json_var(serde_json::Value::Null)
+        };
+        assert_eq!(text.check_json_size(), Ok(()), "only json is bounded here");
+    }
 }

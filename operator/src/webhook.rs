@@ -111,13 +111,8 @@ fn spec_problems(spec: &WorkerSpec) -> Vec<String> {
                 var.name
             ));
         }
-        let bytes = var.json.as_ref().map_or(0, |json| json.to_string().len());
-        if bytes > isolane_crds::MAX_JSON_VAR_BYTES {
-            problems.push(format!(
-                "spec.env[{}].json: {bytes} bytes as compact JSON, more than {}",
-                var.name,
-                isolane_crds::MAX_JSON_VAR_BYTES
-            ));
+        if let Err(error) = var.check_json_size() {
+            problems.push(error.to_string());
         }
     }
     if let Some(triggers) = &spec.triggers {

@@ -29,6 +29,12 @@ pub fn worker(file: &Path, env: Option<&str>) -> anyhow::Result<DevWorker> {
         );
     }
     let spec = worker.spec;
+    // The webhook's bound on a JSON var, so that dev serves no Worker the
+    // cluster would refuse.
+    for var in &spec.env {
+        var.check_json_size()
+            .map_err(|error| anyhow::anyhow!("{}: vars: {error}", project.path()))?;
+    }
     let resolved = isolane_crds::resolve(&spec, |reference| {
         Err(anyhow::anyhow!("{} is not in the project", reference.name))
     })?;

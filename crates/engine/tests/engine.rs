@@ -77,6 +77,8 @@ mod node_events;
 mod node_found;
 #[path = "engine/node_fs.rs"]
 mod node_fs;
+#[path = "engine/node_handled.rs"]
+mod node_handled;
 #[path = "engine/node_http.rs"]
 mod node_http;
 #[path = "engine/node_http_server.rs"]

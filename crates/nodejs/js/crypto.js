@@ -42,9 +42,13 @@ function encode(arrayBuffer, encoding) {
 }
 
 // What Hash and Hmac share: a hasher handle, written in steps, finished once.
+// As in Node, the stream's flush (a Hash piped into) makes the digest without
+// finishing the object: `digest()` after it answers that digest (a Hash) or
+// an empty one (an Hmac); a second `digest()` is refused (a Hash) or empty.
 class Hasher {
   #handle;
   #done = false;
+  #digest = null;
   #finalized;
 
   constructor(handle, finalized) {
@@ -53,7 +57,7 @@ class Hasher {
   }
 
   _handle() {
-    if (this.#done) throw codedError(Error, this.#finalized, 'Digest already called');
+    if (this.#done || this.#digest !== null) throw codedError(Error, this.#finalized, 'Digest already called');
     return this.#handle;
   }
 
@@ -66,17 +70,35 @@ class Hasher {
     return this;
   }
 
+  // The digest, made once (the handle is spent then).
+  _end() {
+    this.#digest ??= host.digestStreamEnd(this.#handle);
+    return this.#digest;
+  }
+
+  // Whether the stream's flush made the digest before `digest()`.
+  _flushed() {
+    return this.#digest !== null && !this.#done;
+  }
+
   digest(encoding) {
-    const handle = this._handle();
+    if (this.#done) throw codedError(Error, this.#finalized, 'Digest already called');
     this.#done = true;
-    return encode(host.digestStreamEnd(handle), encoding);
+    return encode(this._end(), encoding);
   }
 }
 
 // A Hash or Hmac is a stream too (the data written, the digest read).
 cipher.lazyTransform(Hasher, (hasher) => ({
-  transform(chunk, encoding, callback) { hasher.update(chunk, encoding); callback(); },
-  flush(callback) { callback(null, hasher.digest()); },
+  transform(chunk, encoding, callback) {
+    try {
+      hasher.update(chunk, encoding);
+      callback();
+    } catch (error) {
+      callback(error);
+    }
+  },
+  flush(callback) { callback(null, Buffer.from(hasher._end())); },
 }));
 
 class Hash extends Hasher {
@@ -90,10 +112,22 @@ class Hash extends Hasher {
 }
 
 class Hmac extends Hasher {
+  #spent = false;
+
   constructor(algorithm, key, options) {
     const name = hashName(algorithm);
     if (key instanceof KeyObject) key = key.export();
     super(host.hmacNew(name, bytes(key, 'key', options && options.encoding)), 'ERR_CRYPTO_HASH_FINALIZED');
+  }
+
+  // Node's Hmac answers an empty digest once its own is taken.
+  digest(encoding) {
+    if (this.#spent || this._flushed()) {
+      this.#spent = true;
+      return encode(new ArrayBuffer(0), encoding);
+    }
+    this.#spent = true;
+    return super.digest(encoding);
   }
 }
 

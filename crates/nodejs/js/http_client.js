@@ -147,6 +147,15 @@ class IncomingMessage extends Readable {
     return this;
   }
 
+  // Node's older name for the socket.
+  get connection() {
+    return this.socket;
+  }
+
+  set connection(socket) {
+    this.socket = socket;
+  }
+
   get headersDistinct() {
     const out = {};
     for (const [name, value] of Object.entries(this.headers)) out[name] = [].concat(value);

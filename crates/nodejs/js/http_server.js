@@ -211,6 +211,33 @@ class ServerResponse extends client.OutgoingMessage {
   }
 }
 
+// The connection a request came on, as Node-style code reads it (there is
+// none: requests are fetches). An EventEmitter, as on-finished (under
+// Express's body parsers and final handler) listens on it and takes a
+// request whose socket is not `readable` as finished, so its body unread:
+// readable and writable while the request is, its addresses from the
+// request's headers and `port`.
+function requestSocket(incoming, request, port) {
+  const socket = new EventEmitter();
+  const remote = request.headers.get('cf-connecting-ip') ?? '127.0.0.1';
+  const live = (value) => () => (incoming.destroyed ? undefined : value);
+  Object.defineProperties(socket, {
+    encrypted: { value: new URL(request.url).protocol === 'https:', configurable: true },
+    readable: { get: () => incoming.readable, configurable: true },
+    writable: { get: () => !incoming.destroyed, configurable: true },
+    remoteAddress: { get: live(remote), configurable: true },
+    remoteFamily: { get: live(remote.includes(':') ? 'IPv6' : 'IPv4'), configurable: true },
+    remotePort: { get: live(0), configurable: true },
+    localAddress: { value: '127.0.0.1', configurable: true },
+    localPort: { value: port, configurable: true },
+    destroy: { value: (error) => incoming.destroy(error), configurable: true },
+    setTimeout: { value: () => socket, configurable: true },
+    setNoDelay: { value: () => socket, configurable: true },
+    setKeepAlive: { value: () => socket, configurable: true },
+  });
+  return socket;
+}
+
 // The Response of the server listening on `port` to the Worker's
 // `request` (cloudflare:node's httpServerHandler).
 function respond(port, request) {
@@ -218,9 +245,9 @@ function respond(port, request) {
   if (server === undefined) {
     throw new Error(`No HTTP server is listening on port ${port}; call server.listen(${port}) first`);
   }
-  const url = new URL(request.url);
-  const socket = { encrypted: url.protocol === 'https:', remoteAddress: request.headers.get('cf-connecting-ip') ?? '127.0.0.1', remotePort: 0 };
-  const incoming = new client.IncomingMessage(socket)[client.REQUEST](request);
+  const incoming = new client.IncomingMessage(null);
+  incoming.socket = requestSocket(incoming, request, port);
+  incoming[client.REQUEST](request);
   const response = new ServerResponse(incoming);
   server.emit('request', incoming, response);
   return response[ANSWER];

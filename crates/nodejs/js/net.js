@@ -229,7 +229,13 @@ Socket.prototype._final = function _final(callback) {
     return;
   }
   if (!this._handle) return callback();
-  this._handle.writer.close().then(() => callback(), callback);
+  this._handle.writer.close().then(() => callback(), (error) => {
+    // Without allowHalfOpen the peer's end closed the connection (the
+    // cloudflare:sockets socket closes its own side then): nothing is left
+    // to end, as in Node, where this end is no error.
+    if (this._readableState.ended && !this.allowHalfOpen) callback();
+    else callback(error);
+  });
 };
 
 Socket.prototype._destroy = function _destroy(error, callback) {

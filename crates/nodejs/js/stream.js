@@ -822,12 +822,16 @@ function pipeline(...streams) {
   if (streams.length === 1 && Array.isArray(streams[0])) streams = streams[0];
   if (streams.length < 2) throw codedError(TypeError, 'ERR_MISSING_ARGS', 'The "streams" argument must be specified');
   const made = [];
+  // Streams that ended or finished cleanly: a failure later in the line
+  // leaves them be (as Node's pipeline does), since destroying one with the
+  // error would emit it where nobody listens any more.
+  const settled = new Set();
   let failed = false;
   let done = false;
   const finish = (error, value) => {
     if (done) return;
     done = true;
-    if (error) for (const stream of made) if (!stream.destroyed) stream.destroy(error);
+    if (error) for (const stream of made) if (!stream.destroyed && !settled.has(stream)) stream.destroy(error);
     later(() => callback(error || null, value));
   };
   const fail = (error) => { if (!failed) { failed = true; finish(error); } };
@@ -853,8 +857,9 @@ function pipeline(...streams) {
     }
     made.push(stream);
     finished(stream, { readable: !last || !stream._writableState, writable: i > 0 }, (error) => {
-      if (error) fail(error);
-      else if (last) finish(null);
+      if (error) { fail(error); return; }
+      settled.add(stream);
+      if (last) finish(null);
     });
     previous = stream;
   });

@@ -78,9 +78,26 @@ function inputBytes(data) {
 }
 
 function dataError(message) {
-  const error = codedError(Error, 'Z_DATA_ERROR', message);
-  error.errno = constants.Z_DATA_ERROR;
+  return zlibError('Z_DATA_ERROR', message);
+}
+
+function zlibError(code, message, errno = constants[code]) {
+  const error = codedError(Error, code, message);
+  error.errno = errno;
   return error;
+}
+
+// A codec's failure (`compressionWrite`/`End`'s TypeError) as Node reports
+// it: input that ends early is Z_BUF_ERROR "unexpected end of file"; corrupt
+// deflate data Z_DATA_ERROR with zlib's words ("incorrect header check",
+// "invalid block type", "incorrect data check", ...); corrupt brotli data
+// "Decompression failed" with brotli's error name and number.
+function codecError(message) {
+  if (/truncated/.test(message)) return zlibError('Z_BUF_ERROR', 'unexpected end of file');
+  const what = message.replace(/^DecompressionStream: corrupt input \((.*)\)$/, '$1');
+  const brotli = /^(ERROR_[A-Z0-9_]+) \((-\d+)\)$/.exec(what);
+  if (brotli !== null) return zlibError(`ERR__${brotli[1]}`, 'Decompression failed', Number(brotli[2]));
+  return dataError(what);
 }
 
 // A zstd failure as workerd words it ("Zstd decompression failed: ...",
@@ -179,7 +196,7 @@ class Codec {
       return step();
     } catch (e) {
       this.free();
-      throw this.format === 'zstd' ? zstdError(e.message) : dataError(e.message);
+      throw this.format === 'zstd' ? zstdError(e.message) : codecError(e.message);
     }
   }
 

@@ -52,6 +52,47 @@ async fn hashes_hmac_random_and_pbkdf2_answer_as_in_node() {
     );
 }
 
+/// A Hash or Hmac a stream was piped into answers `digest()` as in Node
+/// (what Node 20 prints for the same code): a Hash its digest once (then
+/// ERR_CRYPTO_HASH_FINALIZED), an Hmac an empty one, as its own digest is
+/// the stream's; the stream's output is the digest.
+#[tokio::test]
+async fn hashes_piped_into_answer_digest_as_in_node() {
+    let out = answer(
+        NodeCompat::V1,
+        "import crypto from 'node:crypto'; import { Buffer } from 'node:buffer'; import { pipeline } from 'node:stream/promises'; import { Readable } from 'node:stream';",
+        r#"
+        const r = [];
+        const h = crypto.createHash('sha256');
+        await pipeline(Readable.from(['a', 'b']), h);
+        r.push(h.digest('hex'));
+        try { h.digest('hex'); } catch (e) { r.push(e.code); }
+        const s = crypto.createHash('md5');
+        const out = [];
+        s.on('data', (c) => out.push(c));
+        s.end('ab');
+        await new Promise((res) => s.on('end', res));
+        r.push(Buffer.concat(out).toString('hex'), s.digest('base64'));
+        const m = crypto.createHmac('sha256', 'k');
+        await pipeline(Readable.from(['a', 'b']), m);
+        r.push(JSON.stringify(m.digest('hex')));
+        const m2 = crypto.createHmac('sha256', 'k').update('ab');
+        r.push(m2.digest('hex').slice(0, 8), JSON.stringify(m2.digest('hex')), m2.digest().length);
+        const m3 = crypto.createHmac('sha256', 'k');
+        m3.on('data', (c) => r.push(c.toString('hex').slice(0, 8)));
+        m3.end('ab');
+        await new Promise((res) => m3.on('end', res));
+        return r.join(' ');
+        "#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        "fb8e20fc2e4c3f248c60c39bd652f3c1347298bb977b8b4d5903b85055620603 ERR_CRYPTO_HASH_FINALIZED \
+         187ef4436122d1cc2f40dc2b92f0eba0 GH70Q2Ei0cwvQNwrkvDroA== \"\" 7475bb11 \"\" 0 7475bb11"
+    );
+}
+
 /// AES in CBC, CTR and GCM modes through createCipheriv/createDecipheriv.
 #[tokio::test]
 async fn aes_ciphers_answer_as_in_node() {

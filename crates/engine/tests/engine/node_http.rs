@@ -88,7 +88,8 @@ fn worker(id: &str, body: &str, limits: Limits) -> Arc<isolane_engine::WorkerBun
     Arc::new(bundle)
 }
 
-fn loopback_engine() -> isolane_engine::Engine {
+/// An engine of one thread whose egress policy opens loopback's 127.0.0.1.
+pub fn loopback_engine() -> isolane_engine::Engine {
     engine_with(EngineConfig {
         threads: 1,
         pin_threads: false,

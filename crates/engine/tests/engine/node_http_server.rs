@@ -82,6 +82,21 @@ async fn call(
     (status, headers, text)
 }
 
+/// A POST to `uri` with `headers` and `body`.
+fn post_with(
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> http::Request<isolane_engine::Body> {
+    let mut request = http::Request::builder().method("POST").uri(uri);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request
+        .body(isolane_engine::Body::from(body.to_owned()))
+        .unwrap()
+}
+
 #[tokio::test]
 async fn requests_reach_the_listener_and_its_response_answers() {
     let (engine, _) = engine(1, PoolMode::Pinned);
@@ -95,13 +110,11 @@ async fn requests_reach_the_listener_and_its_response_answers() {
         )
     );
 
-    let post = http::Request::builder()
-        .method("POST")
-        .uri("http://w.test/echo?q=1")
-        .header("x-test", "yes")
-        .header("host", "w.test")
-        .body(isolane_engine::Body::from("hello"))
-        .unwrap();
+    let post = post_with(
+        "http://w.test/echo?q=1",
+        &[("x-test", "yes"), ("host", "w.test")],
+        "hello",
+    );
     let (status, headers, body) = call(&engine, &worker, post).await;
     assert_eq!(status, 201);
     assert_eq!(
@@ -187,4 +200,51 @@ async fn https_servers_serve_the_same_way() {
     )
     .await;
     assert_eq!((status, out.as_str()), (200, "tls /x true"));
+}
+
+/// What Express's body parsers ask of a request before they read it (as
+/// on-finished, under body-parser and finalhandler, asks): a request whose
+/// `socket` is not readable counts as finished, its body unread (Express
+/// then answered 400 to every JSON or form POST). The socket is an
+/// EventEmitter (on-finished listens on it), readable while the request is
+/// unread, with the addresses Express reads (`req.ip`, `req.protocol`).
+#[tokio::test]
+async fn requests_look_unfinished_to_body_parsers_until_read() {
+    let (engine, _) = engine(1, PoolMode::Pinned);
+    let source = r#"
+import http from 'node:http';
+import { httpServerHandler } from 'cloudflare:node';
+// on-finished's isFinished for an IncomingMessage.
+const finished = (req) => Boolean(req.upgrade || !req.socket || !req.socket.readable || (req.complete && !req.readable));
+http.createServer((req, res) => {
+  const seen = [finished(req), typeof req.socket.on, req.connection === req.socket];
+  const onClose = () => seen.push('closed');
+  req.socket.on('close', onClose);
+  let body = '';
+  req.on('data', (chunk) => { body += chunk; });
+  req.on('end', () => {
+    req.socket.removeListener('close', onClose);
+    seen.push(body, finished(req), req.socket.remoteAddress, req.socket.encrypted, req.socket.localPort);
+    res.end(seen.join(' '));
+  });
+}).listen(8080);
+export default httpServerHandler({ port: 8080 });
+"#;
+    let worker = server_worker("t/http-server-parsers", source, true);
+    let post = post_with(
+        "http://w.test/json",
+        &[
+            ("content-type", "application/json"),
+            ("content-length", "7"),
+        ],
+        "{\"a\":1}",
+    );
+    let (status, _, body) = call(&engine, &worker, post).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            200,
+            "false function true {\"a\":1} true 127.0.0.1 false 8080"
+        )
+    );
 }

@@ -178,7 +178,7 @@ impl BrotliDecompressor {
                 (in_at < input.len()).then_some(CodecError::TrailingData)
             }
             BrotliResult::NeedsMoreInput | BrotliResult::NeedsMoreOutput => None,
-            BrotliResult::ResultFailure => Some(CodecError::Corrupt("invalid brotli data".into())),
+            BrotliResult::ResultFailure => Some(self.corrupt()),
         };
         match error {
             None => Ok(in_at),
@@ -200,6 +200,17 @@ impl BrotliDecompressor {
         } else {
             Err(CodecError::Truncated)
         }
+    }
+
+    /// The decoder's failure in the words of brotli's C library, which
+    /// node:zlib's errors carry: `ERROR_FORMAT_PADDING_1 (-14)`, its
+    /// `BrotliDecoderErrorCode` without the `BROTLI_DECODER_` prefix and
+    /// its number.
+    fn corrupt(&self) -> CodecError {
+        let code = self.state.error_code;
+        let name = format!("{code:?}");
+        let name = name.strip_prefix("BROTLI_DECODER_").unwrap_or(&name);
+        CodecError::Corrupt(format!("{name} ({})", code as i32))
     }
 }
 
@@ -278,6 +289,12 @@ mod tests {
         junk.push(0);
         assert_eq!(decompress(&junk, 100), Err(CodecError::TrailingData));
         assert!(decompress(&[0xff; 16], 100).is_err());
+        // Named as brotli's C library names its errors (Node's error for
+        // the same bytes).
+        assert_eq!(
+            decompress(&[0xff; 4], 100),
+            Err(CodecError::Corrupt("ERROR_FORMAT_PADDING_2 (-15)".into()))
+        );
     }
 
     #[test]
