@@ -16,6 +16,28 @@ use super::dev_worker::{Compatibility, DevWorker};
 use crate::bundle::Code;
 use crate::wrangler::{Project, spec};
 
+/// The project's text and JSON vars, `.dev.vars` (secrets) over vars of
+/// the same name; a JSON var past the webhook's bound is refused, so that
+/// dev serves no Worker the cluster would refuse.
+fn vars(
+    project: &Project,
+    spec: &isolane_crds::WorkerSpec,
+) -> anyhow::Result<(BTreeMap<String, String>, BTreeMap<String, String>)> {
+    for var in &spec.env {
+        var.check_json_size()
+            .map_err(|error| anyhow::anyhow!("{}: vars: {error}", project.path()))?;
+    }
+    let resolved = isolane_crds::resolve(spec, |reference| {
+        Err(anyhow::anyhow!("{} is not in the project", reference.name))
+    })?;
+    let secrets = project.dev_vars()?;
+    let mut json = resolved.json;
+    json.retain(|name, _| !secrets.contains_key(name));
+    let mut env: BTreeMap<String, String> = resolved.env;
+    env.extend(secrets);
+    Ok((env, json))
+}
+
 /// The Worker of `file`'s environment `env`.
 pub fn worker(file: &Path, env: Option<&str>) -> anyhow::Result<DevWorker> {
     let project = Project::read(file, env)?;
@@ -29,21 +51,7 @@ pub fn worker(file: &Path, env: Option<&str>) -> anyhow::Result<DevWorker> {
         );
     }
     let spec = worker.spec;
-    // The webhook's bound on a JSON var, so that dev serves no Worker the
-    // cluster would refuse.
-    for var in &spec.env {
-        var.check_json_size()
-            .map_err(|error| anyhow::anyhow!("{}: vars: {error}", project.path()))?;
-    }
-    let resolved = isolane_crds::resolve(&spec, |reference| {
-        Err(anyhow::anyhow!("{} is not in the project", reference.name))
-    })?;
-    // `.dev.vars` are secrets: text bindings, over a var of the same name.
-    let secrets = project.dev_vars()?;
-    let mut json = resolved.json;
-    json.retain(|name, _| !secrets.contains_key(name));
-    let mut env: BTreeMap<String, String> = resolved.env;
-    env.extend(secrets);
+    let (env, json) = vars(&project, &spec)?;
     let names = env.keys().chain(json.keys()).map(String::as_str);
     isolane_worker::check_bindings(names, &spec.bindings)
         .with_context(|| format!("{}: bindings", project.path()))?;

@@ -259,28 +259,39 @@ pub async fn serve<H, M, S, B>(
             idle: edge.idle_timeout,
         };
         let service = service(peer);
-        let serve = move |stream| connection.serve(stream, service);
         let next = turn % edge.spread.len().max(1);
         turn = turn.wrapping_add(1);
-        match &edge.steer {
-            Some(SteerBy(steer)) if !edge.spread.is_empty() => {
-                let (spread, steer) = (Arc::clone(&edge.spread), Arc::clone(steer));
-                let (timeout, server) = (edge.header_read_timeout, edge.server);
-                // Off the accept loop: the first bytes may take a while.
-                tokio::spawn(async move {
-                    let chosen = crate::steer::choose(&stream, &steer, timeout).await;
-                    let index = chosen.filter(|&i| i < spread.len()).unwrap_or(next);
-                    spawn_on(spread.get(index), stream, server, serve);
-                });
-            }
-            _ => spawn_on(edge.spread.get(next), stream, edge.server, serve),
-        }
+        hand_over(&edge, stream, next, move |stream| {
+            connection.serve(stream, service)
+        });
     }
     drop(listener);
     closing.send_replace(());
     tokio::select! {
         () = closing.closed() => debug!(edge.server = edge.server, "all connections closed"),
         () = tokio::time::sleep(edge.grace) => warn!(grace = ?edge.grace, edge.server = edge.server, "connections still open after the shutdown grace"),
+    }
+}
+
+/// Runs `serve(stream)` on the runtime its first request steers it to
+/// (`edge.steer`), else on the spread's `next`, else on this one.
+fn hand_over<F, Fut>(edge: &Edge, stream: TcpStream, next: usize, serve: F)
+where
+    F: FnOnce(TcpStream) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    match &edge.steer {
+        Some(SteerBy(steer)) if !edge.spread.is_empty() => {
+            let (spread, steer) = (Arc::clone(&edge.spread), Arc::clone(steer));
+            let (timeout, server) = (edge.header_read_timeout, edge.server);
+            // Off the accept loop: the first bytes may take a while.
+            tokio::spawn(async move {
+                let chosen = crate::steer::choose(&stream, &steer, timeout).await;
+                let index = chosen.filter(|&i| i < spread.len()).unwrap_or(next);
+                spawn_on(spread.get(index), stream, server, serve);
+            });
+        }
+        _ => spawn_on(edge.spread.get(next), stream, edge.server, serve),
     }
 }
 
