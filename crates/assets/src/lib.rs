@@ -7,6 +7,7 @@ pub mod headers;
 pub mod manifest;
 mod pattern;
 pub mod redirects;
+pub mod routing;
 
 pub use headers::{HeaderRules, HeadersError};
 pub use manifest::{Asset, Manifest, ManifestError};
