@@ -26,7 +26,7 @@ fn assets(config: Config) -> Assets {
     Assets {
         manifest,
         redirects: Redirects::parse(
-            "/old /about 301\n/blog/* /news/:splat 302\n/team /about 200\n/gone /nowhere 200\n",
+            "/old /about 301\n/page/ /page2/#fragment 301\n/blog/* /news/:splat 302\n/team /about 200\n/gone /nowhere 200\n",
         )
         .unwrap(),
         headers: HeaderRules::parse("/*\n  X-Frame-Options: DENY\n/app.js\n  ! Cache-Control\n")
@@ -128,6 +128,8 @@ fn redirects_come_first() {
     let a = assets(with_worker());
     assert_eq!(get(&a, "/old?q=2"), "redirect 301 /about?q=2");
     assert_eq!(get(&a, "/blog/a/b"), "redirect 302 /news/a/b");
+    // The request's query goes before the destination's fragment.
+    assert_eq!(get(&a, "/page/?q=1"), "redirect 301 /page2/?q=1#fragment");
     // "Proxying": a 200 serves the destination at the source's URL.
     assert_eq!(get(&a, "/team"), "asset 200 /about.html");
     // A proxied path with no asset is a 404, not the Worker.

@@ -195,3 +195,81 @@ fn paths_are_decoded_and_re_encoded() {
     assert_eq!(encode_path("/[boop]"), "/%5Bboop%5D");
     assert_eq!(encode_path("/a-b_c.d!~*'()"), "/a-b_c.d!~*'()");
 }
+
+#[test]
+fn every_redirect_lands_on_the_same_content_in_one_step() {
+    // No mode may chain or loop: a 307's destination serves, itself, the
+    // bytes the redirected path named.
+    let mut m = Manifest::new();
+    for (path, body) in [
+        ("/index.html", "home"),
+        ("/a.html", "a"),
+        ("/b/index.html", "b"),
+        ("/c.html", "c file"),
+        ("/c/index.html", "c folder"),
+        ("/d/index", "binary d"),
+        ("/e", "binary e"),
+        ("/f/g.html", "g"),
+        ("/f/index.html", "f"),
+    ] {
+        m.insert_bytes(path, body.as_bytes()).unwrap();
+    }
+    let stems = ["", "/a", "/b", "/c", "/d", "/e", "/f", "/f/g", "/x"];
+    let suffixes = ["", "/", ".html", "/index", "/index.html"];
+    let modes = [
+        HtmlHandling::AutoTrailingSlash,
+        HtmlHandling::ForceTrailingSlash,
+        HtmlHandling::DropTrailingSlash,
+        HtmlHandling::None,
+    ];
+    let nfs = [
+        NotFoundHandling::None,
+        NotFoundHandling::SinglePageApplication,
+        NotFoundHandling::Page404,
+    ];
+    for html in modes {
+        for not_found in nfs {
+            let r = Resolver {
+                manifest: &m,
+                html,
+                not_found,
+            };
+            for stem in stems {
+                for suffix in suffixes {
+                    let path = format!("{stem}{suffix}");
+                    if path.is_empty() {
+                        continue;
+                    }
+                    let Some(Intent::Redirect(to)) = r.resolve(&path) else {
+                        continue;
+                    };
+                    assert_ne!(to, path, "{html:?} {path} redirects to itself");
+                    match r.resolve(&to) {
+                        Some(Intent::Serve { .. }) => {}
+                        other => panic!("{html:?} {path} → {to} → {other:?}"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn settings_read_as_wrangler_writes_them() {
+    // developers.cloudflare.com/workers/wrangler/configuration/ `assets`.
+    assert_eq!(
+        "drop-trailing-slash".parse::<HtmlHandling>(),
+        Ok(HtmlHandling::DropTrailingSlash)
+    );
+    assert_eq!(
+        "404-page".parse::<NotFoundHandling>(),
+        Ok(NotFoundHandling::Page404)
+    );
+    assert_eq!(
+        "single-page-application".parse::<NotFoundHandling>(),
+        Ok(NotFoundHandling::SinglePageApplication)
+    );
+    let err = "spa".parse::<NotFoundHandling>().unwrap_err();
+    assert!(err.to_string().contains("not_found_handling"), "{err}");
+    assert!("auto".parse::<HtmlHandling>().is_err());
+}
