@@ -52,6 +52,8 @@ pub struct Answer {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Body,
+    /// The `Content-Length` sent (also on a HEAD), `None` when there is none.
+    pub length: Option<u64>,
 }
 
 /// The answer for `asset`, found with `status` (200, or 404 for a
@@ -72,6 +74,7 @@ pub fn answer(
             status: StatusCode::NOT_MODIFIED,
             headers,
             body: Body::Empty,
+            length: None,
         };
     }
     let ranged = status == StatusCode::OK && method == Method::GET;
@@ -170,6 +173,7 @@ fn whole(asset: &Asset, status: StatusCode, mut headers: HeaderMap, head: bool) 
         status,
         headers,
         body: if head { Body::Empty } else { Body::Full },
+        length: Some(asset.size),
     }
 }
 
@@ -179,11 +183,13 @@ fn partial(asset: &Asset, mut headers: HeaderMap, range: RangeInclusive<u64>) ->
     if let Ok(value) = HeaderValue::from_str(&content_range) {
         headers.insert(header::CONTENT_RANGE, value);
     }
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(end - start + 1));
+    let length = end - start + 1;
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
     Answer {
         status: StatusCode::PARTIAL_CONTENT,
         headers,
         body: Body::Range(range),
+        length: Some(length),
     }
 }
 
@@ -196,6 +202,7 @@ fn unsatisfiable(asset: &Asset, mut headers: HeaderMap) -> Answer {
         status: StatusCode::RANGE_NOT_SATISFIABLE,
         headers,
         body: Body::Empty,
+        length: None,
     }
 }
 

@@ -198,7 +198,12 @@ impl Assets {
             &decode_path(request.path),
             &mut answer.headers,
         );
-        keep_length(&mut answer.headers, &answer.body, asset.size);
+        // `_headers` may not change how many bytes are sent.
+        if let Some(length) = answer.length {
+            answer
+                .headers
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+        }
         Decision::Asset(Served {
             path: file,
             hash: asset.hash.clone(),
@@ -207,16 +212,6 @@ impl Assets {
             body: answer.body,
         })
     }
-}
-
-/// `_headers` may not change how many bytes are sent.
-fn keep_length(headers: &mut HeaderMap, body: &Body, size: u64) {
-    let length = match body {
-        Body::Range(range) => range.end() - range.start() + 1,
-        Body::Full => size,
-        Body::Empty => return,
-    };
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
 }
 
 /// The path of a rewrite's destination, without its query or fragment.

@@ -278,3 +278,24 @@ fn custom_headers_can_detach_defaults() {
         "public, max-age=0, must-revalidate"
     );
 }
+
+#[test]
+fn headers_cannot_change_the_length_sent() {
+    let mut a = assets(Config::default());
+    a.headers = HeaderRules::parse("/*\n  Content-Length: 1\n").unwrap();
+    let map = HeaderMap::new();
+    for method in [Method::GET, Method::HEAD] {
+        let r = AssetRequest {
+            method: &method,
+            host: "example.com",
+            path: "/about",
+            query: "",
+            headers: &map,
+        };
+        let Decision::Asset(served) = a.route(&r) else {
+            panic!("not an asset")
+        };
+        let size = "/about.html".len().to_string();
+        assert_eq!(served.headers["content-length"], size.as_str(), "{method}");
+    }
+}
