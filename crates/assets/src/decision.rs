@@ -17,7 +17,7 @@ use crate::headers::HeaderRules;
 use crate::manifest::Manifest;
 use crate::redirects::Redirects;
 use crate::routing::{HtmlHandling, Intent, NotFoundHandling, Resolver, decode_path, encode_path};
-use crate::run_worker_first::RunWorkerFirst;
+use crate::run_worker_first::{First, RunWorkerFirst};
 
 /// A Worker's `assets` settings.
 #[derive(Debug, Clone)]
@@ -103,26 +103,31 @@ impl Assets {
     /// The decision for a request arriving for the Worker.
     pub fn route(&self, request: &AssetRequest<'_>) -> Decision {
         let config = &self.config;
-        if config.has_worker && config.run_worker_first.matches(&decode_path(request.path)) {
-            return Decision::RunWorker;
+        if !config.has_worker {
+            return self.fetch(request);
         }
+        let not_found = match config.run_worker_first.first(request.path) {
+            First::Worker => return Decision::RunWorker,
+            First::Assets => return self.fetch(request),
+            First::Either if self.navigation_rule(request) => config.not_found_handling,
+            First::Either => NotFoundHandling::None,
+        };
+        self.answer(request, not_found)
+            .unwrap_or(Decision::RunWorker)
+    }
+
+    /// Whether `not_found_handling` applies to an unmatched request although
+    /// there is a Worker: a navigation request, under the
+    /// `assets_navigation_prefers_asset_serving` flag, with no
+    /// `run_worker_first` routes.
+    fn navigation_rule(&self, request: &AssetRequest<'_>) -> bool {
         let navigate = request
             .headers
             .get("sec-fetch-mode")
             .is_some_and(|mode| mode == "navigate");
-        let not_found = if !config.has_worker
-            || config.run_worker_first.is_routes()
-            || (config.navigation_prefers_assets && navigate)
-        {
-            config.not_found_handling
-        } else {
-            NotFoundHandling::None
-        };
-        match self.answer(request, not_found) {
-            Some(decision) => decision,
-            None if config.has_worker => Decision::RunWorker,
-            None => Decision::NotFound,
-        }
+        navigate
+            && self.config.navigation_prefers_assets
+            && !self.config.run_worker_first.is_routes()
     }
 
     /// The decision for a request the Worker sends to its assets binding

@@ -139,34 +139,31 @@ impl HeaderRules {
         }
     }
 
-    /// Changes `headers` as the rules matching this host and path say.
+    /// Changes `headers` as the rules matching this host and path say, rule
+    /// by rule in file order: a rule's `! Name` removes the header as it
+    /// stands (a default, or an earlier rule's), then its `Name: value`
+    /// replaces a default or joins an earlier rule's value with `, `.
     pub fn apply(&self, host: &str, path: &str, headers: &mut HeaderMap) {
-        let mut set: Vec<(HeaderName, String)> = Vec::new();
-        let mut detach: Vec<HeaderName> = Vec::new();
+        let mut set_here: Vec<HeaderName> = Vec::new();
         for rule in &self.rules {
             let Some(captures) = rule.pattern.captures(host, path) else {
                 continue;
             };
-            for (name, value) in &rule.set {
-                let value = substitute(value, &captures);
-                match set.iter_mut().find(|(n, _)| n == name) {
-                    Some((_, joined)) => {
-                        joined.push_str(", ");
-                        joined.push_str(&value);
-                    }
-                    None => set.push((name.clone(), value)),
-                }
+            for name in &rule.detach {
+                headers.remove(name);
             }
-            detach.extend(rule.detach.iter().cloned());
-        }
-        // A detached header stays off whichever rule set it
-        // (the page's `/*.jpg` `! Content-Security-Policy` example).
-        for name in &detach {
-            headers.remove(name);
-        }
-        for (name, value) in set.into_iter().filter(|(n, _)| !detach.contains(n)) {
-            if let Ok(value) = HeaderValue::from_str(&value) {
-                headers.insert(name, value);
+            for (name, value) in &rule.set {
+                let mut value = substitute(value, &captures);
+                if set_here.contains(name) {
+                    if let Some(earlier) = headers.get(name).and_then(|v| v.to_str().ok()) {
+                        value = format!("{earlier}, {value}");
+                    }
+                } else {
+                    set_here.push(name.clone());
+                }
+                if let Ok(value) = HeaderValue::from_str(&value) {
+                    headers.insert(name.clone(), value);
+                }
             }
         }
     }
@@ -269,6 +266,9 @@ https://myworker.mysubdomain.workers.dev/*
             pairs(&[("content-security-policy", "default-src 'self';")])
         );
         assert_eq!(headers_for(&r, "h", "/a.jpg"), vec![]);
+        // Rules apply in file order: a later rule may set it again.
+        let r = HeaderRules::parse("/*.jpg\n  ! X-A\n/*\n  X-A: 1\n").unwrap();
+        assert_eq!(headers_for(&r, "h", "/a.jpg"), pairs(&[("x-a", "1")]));
         let mut defaults = HeaderMap::new();
         defaults.insert("cache-control", HeaderValue::from_static("public"));
         let r = HeaderRules::parse("/*\n  ! Cache-Control\n").unwrap();

@@ -38,4 +38,4 @@ pub use manifest::{Asset, Manifest, ManifestError};
 pub use pattern::PatternError;
 pub use redirects::{RedirectMatch, Redirects, RedirectsError};
 pub use routing::{HtmlHandling, NotFoundHandling, UnknownSetting};
-pub use run_worker_first::{RunWorkerFirst, RunWorkerFirstError};
+pub use run_worker_first::{First, RunWorkerFirst, RunWorkerFirstError};

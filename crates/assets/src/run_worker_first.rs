@@ -66,14 +66,21 @@ impl RunWorkerFirst {
         Ok(Self::Routes { include, exclude })
     }
 
-    /// Whether a request for this (decoded) path goes to the Worker first.
-    pub fn matches(&self, path: &str) -> bool {
+    /// Where a request for this path (as it arrived, percent-encoded) goes
+    /// first. A `!` pattern is looked at before the others: what it matches
+    /// goes to the assets, whatever else matches.
+    pub fn first(&self, path: &str) -> First {
         match self {
-            Self::Never => false,
-            Self::Always => true,
+            Self::Never => First::Either,
+            Self::Always => First::Worker,
             Self::Routes { include, exclude } => {
-                include.iter().any(|r| r.is_match(path))
-                    && !exclude.iter().any(|r| r.is_match(path))
+                if exclude.iter().any(|r| r.is_match(path)) {
+                    First::Assets
+                } else if include.iter().any(|r| r.is_match(path)) {
+                    First::Worker
+                } else {
+                    First::Either
+                }
             }
         }
     }
@@ -84,6 +91,17 @@ impl RunWorkerFirst {
     pub fn is_routes(&self) -> bool {
         matches!(self, Self::Routes { .. })
     }
+}
+
+/// Where a request goes first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum First {
+    /// The Worker, whatever the assets hold.
+    Worker,
+    /// The assets alone (a `!` route), `not_found_handling` included.
+    Assets,
+    /// An asset if one answers, else the Worker.
+    Either,
 }
 
 fn glob(pattern: &str, route: &str) -> Result<Regex, RunWorkerFirstError> {
@@ -99,9 +117,9 @@ mod tests {
 
     #[test]
     fn booleans() {
-        assert!(!RunWorkerFirst::default().matches("/a"));
-        assert!(!RunWorkerFirst::from_bool(false).matches("/a"));
-        assert!(RunWorkerFirst::from_bool(true).matches("/a"));
+        assert_eq!(RunWorkerFirst::default().first("/a"), First::Either);
+        assert_eq!(RunWorkerFirst::from_bool(false).first("/a"), First::Either);
+        assert_eq!(RunWorkerFirst::from_bool(true).first("/a"), First::Worker);
         assert!(!RunWorkerFirst::from_bool(true).is_routes());
     }
 
@@ -111,29 +129,31 @@ mod tests {
         // `["/api/*", "!/api/docs/*"]`.
         let r = RunWorkerFirst::from_routes(&["/api/*", "!/api/docs/*"]).unwrap();
         assert!(r.is_routes());
-        assert!(r.matches("/api/name"));
-        assert!(r.matches("/api/a/b"));
-        assert!(!r.matches("/api/docs/intro"));
-        assert!(!r.matches("/about"));
-        assert!(!r.matches("/api"));
+        assert_eq!(r.first("/api/name"), First::Worker);
+        assert_eq!(r.first("/api/a/b"), First::Worker);
+        assert_eq!(r.first("/api/docs/intro"), First::Assets);
+        assert_eq!(r.first("/about"), First::Either);
+        // `*` is `.*`, anchored at both ends (workers-sdk's router-worker).
+        assert_eq!(r.first("/api"), First::Either);
     }
 
     #[test]
-    fn an_exclusion_alone_matches_nothing() {
+    fn an_exclusion_sends_to_the_assets() {
         let r = RunWorkerFirst::from_routes(&["!/static/*"]).unwrap();
-        assert!(!r.matches("/page"));
+        assert_eq!(r.first("/page"), First::Either);
+        assert_eq!(r.first("/static/a.css"), First::Assets);
         let r = RunWorkerFirst::from_routes(&["/*", "!/_astro/*", "!/*.js"]).unwrap();
-        assert!(r.matches("/page"));
-        assert!(!r.matches("/_astro/x.css"));
-        assert!(!r.matches("/a/b.js"));
+        assert_eq!(r.first("/page"), First::Worker);
+        assert_eq!(r.first("/_astro/x.css"), First::Assets);
+        assert_eq!(r.first("/a/b.js"), First::Assets);
     }
 
     #[test]
     fn literal_characters_are_literal() {
         let r = RunWorkerFirst::from_routes(&["/a.b", "/c+(d)"]).unwrap();
-        assert!(r.matches("/a.b"));
-        assert!(!r.matches("/axb"));
-        assert!(r.matches("/c+(d)"));
+        assert_eq!(r.first("/a.b"), First::Worker);
+        assert_eq!(r.first("/axb"), First::Either);
+        assert_eq!(r.first("/c+(d)"), First::Worker);
     }
 
     #[test]

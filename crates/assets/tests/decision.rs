@@ -176,8 +176,9 @@ fn run_worker_first_true_sends_everything_to_the_worker() {
 #[test]
 fn run_worker_first_routes() {
     // routing/single-page-application/ "Advanced routing control":
-    // `["/api/*", "!/api/docs/*"]`; the navigation rule is off, the other
-    // paths are the assets' alone.
+    // `["/api/*", "!/api/docs/*"]` sends `/api/*` to the Worker, `!` routes to
+    // the assets (with `not_found_handling`), and turns off the navigation
+    // rule for the rest: an asset if one matches, else the Worker.
     let a = assets(Config {
         not_found_handling: NotFoundHandling::SinglePageApplication,
         run_worker_first: RunWorkerFirst::from_routes(&["/api/*", "!/api/docs/*"]).unwrap(),
@@ -185,7 +186,9 @@ fn run_worker_first_routes() {
     });
     assert_eq!(navigate(&a, "/api/date"), "worker");
     assert_eq!(get(&a, "/api/docs/x"), "asset 200 /index.html");
-    assert_eq!(get(&a, "/users/42"), "asset 200 /index.html");
+    assert_eq!(get(&a, "/about"), "asset 200 /about.html");
+    assert_eq!(get(&a, "/users/42"), "worker");
+    assert_eq!(navigate(&a, "/users/42"), "worker");
 }
 
 #[test]
