@@ -141,7 +141,7 @@ fn check_path(path: &str) -> Result<(), ManifestError> {
 
 /// The `Content-Type` of a path, from its extension (`mime_guess`'s table),
 /// `application/octet-stream` when unknown; text types get
-/// `; charset=utf-8`, as wrangler uploads them.
+/// `; charset=utf-8` (docs/assets.md "Content types").
 pub fn content_type(path: &str) -> String {
     let mime = mime_guess::from_path(path).first_or_octet_stream();
     if mime.type_() == mime_guess::mime::TEXT && mime.get_param("charset").is_none() {
