@@ -198,11 +198,10 @@ impl Assets {
             request.headers,
             self.config.cache,
         );
-        self.headers.apply(
-            request.host,
-            &decode_path(request.path),
-            &mut answer.headers,
-        );
+        // Matched, as `_redirects` is, on the path as it arrived (here the
+        // canonical encoded form: any other form was redirected above).
+        self.headers
+            .apply(request.host, request.path, &mut answer.headers);
         // `_headers` may not change how many bytes are sent.
         if let Some(length) = answer.length {
             answer
