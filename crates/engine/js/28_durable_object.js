@@ -465,13 +465,21 @@ class DurableObjectState {
     host.objectWebSocketCheck(o.className, o.id, o.pending);
     internal.webSocketHibernate(ws, { className: o.className, id: o.id, tags: list, opened: (hostId, server) => o.opened(hostId, server) });
     o.pending += 1;
+    o.accepting.add(ws);
   }
 
-  // The object's open hibernatable sockets (those with `tag`, if given).
+  // The object's open hibernatable sockets (those with `tag`, if given),
+  // then those it accepted whose 101 has not gone out yet (as workerd,
+  // a socket accepted earlier in the same event is listed).
   getWebSockets(tag = undefined) {
     const o = this.#object;
-    const rows = host.objectWebSockets(o.className, o.id, tag === undefined || tag === null ? null : String(tag));
-    return rows.map(([hostId, tags, attachment]) => o.socket(hostId, tags, attachment));
+    const wanted = tag === undefined || tag === null ? null : String(tag);
+    const rows = host.objectWebSockets(o.className, o.id, wanted);
+    const sockets = rows.map(([hostId, tags, attachment]) => o.socket(hostId, tags, attachment));
+    for (const ws of o.accepting) {
+      if (wanted === null || internal.webSocketTags(ws).includes(wanted)) sockets.push(ws);
+    }
+    return sockets;
   }
 
   getTags(ws) {
@@ -574,6 +582,9 @@ class LiveObject {
     this.io = 0;
     this.pins = 0;
     this.pending = 0;
+    // The sockets of `pending` (accepted, their 101 not yet out), listed
+    // by getWebSockets() until they open.
+    this.accepting = new Set();
     this.touched = true;
     // Wrappers of its hibernatable sockets, by host id.
     this.sockets = new Map();
@@ -622,6 +633,7 @@ class LiveObject {
   // A socket this object accepted went out in a 101 as host socket `hostId`.
   opened(hostId, ws) {
     this.pending = Math.max(0, this.pending - 1);
+    this.accepting.delete(ws);
     this.touched = true;
     if (live.get(this.key) === this) this.sockets.set(hostId, ws);
   }

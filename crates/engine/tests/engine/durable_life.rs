@@ -178,6 +178,9 @@ export class Room extends DurableObject {
     const name = new URL(request.url).searchParams.get('name');
     const [client, server] = Object.values(new WebSocketPair());
     this.ctx.acceptWebSocket(server, [name, 'all']);
+    // Listed already, in the event that accepted it (as workerd).
+    this.atAccept = this.ctx.getWebSockets().length;
+    this.taggedAtAccept = this.ctx.getWebSockets(name).length;
     server.serializeAttachment({ name, joined: this.generation });
     return new Response(null, { status: 101, webSocket: client });
   }
@@ -192,6 +195,8 @@ export class Room extends DurableObject {
         tagged: this.ctx.getWebSockets(name).length,
         pinged: this.ctx.getWebSocketAutoResponseTimestamp(ws) !== null,
         auto: this.ctx.getWebSocketAutoResponse()?.response,
+        atAccept: this.atAccept,
+        taggedAtAccept: this.taggedAtAccept,
       }));
       return;
     }
@@ -261,6 +266,9 @@ async fn hibernated_sockets_wake_their_object_with_attachments_and_ping_without_
     assert_eq!(seen["tags"], serde_json::json!(["bob", "all"]));
     assert_eq!(seen["pinged"], false);
     assert_eq!(seen["auto"], "pong");
+    // Carol's fetch, the last, saw her socket with the two before it.
+    assert_eq!(seen["atAccept"], 3);
+    assert_eq!(seen["taggedAtAccept"], 1);
 
     // Carol pings every 100 ms, a third of the idle time: answered by the
     // host, the pings never wake or keep the object, which is evicted
