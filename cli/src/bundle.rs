@@ -199,7 +199,7 @@ fn load_folder(dir: &Path, rules: &Rules) -> Result<Code, CodeError> {
 
 /// The files under `dir`, in name order (hidden ones and `node_modules`
 /// left out).
-fn files(dir: &Path) -> Result<Vec<PathBuf>, CodeError> {
+pub(crate) fn files(dir: &Path) -> Result<Vec<PathBuf>, CodeError> {
     let mut out = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(folder) = pending.pop() {

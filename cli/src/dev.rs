@@ -9,6 +9,7 @@
 //! Order matters: the engine starts (and initialises V8) on the main thread
 //! before the tokio runtimes spawn their threads, as the engine requires.
 
+mod assets;
 mod dev_worker;
 mod node;
 mod project;
@@ -489,6 +490,7 @@ async fn serve(
         node_metrics,
         REVISION_WAIT,
     );
+    let assets = node::AssetsByWorker::default();
     let proxy = Proxy::builder(
         ProxyConfig {
             // The Worker's own wall limit ends a request (up to the CRD's
@@ -505,12 +507,15 @@ async fn serve(
         router_metrics.clone(),
     )
     .in_process(
-        Arc::new(node::InProcessNode(service)),
+        Arc::new(node::InProcessNode {
+            service,
+            assets: assets.clone(),
+        }),
         node::NODE_NAME,
         u32::try_from(threads).unwrap_or(u32::MAX),
     )
     .build();
-    let serving = serving::Serving::new(bundles, proxy.clone());
+    let serving = serving::Serving::new(bundles, proxy.clone(), assets);
     serving.apply(&config.project);
 
     let admin = AdminServer::new(registry, Readiness::new())

@@ -114,7 +114,7 @@ fn each_unsupported_key_is_one_line_and_nothing_is_deployed() {
     assert_eq!(
         lines,
         [
-            "wrangler.toml: assets: not supported: static assets are not supported yet",
+            "wrangler.toml: assets: not supported: static assets are served by isolane dev only yet",
             "wrangler.toml: frobnicate: not supported: not a wrangler key Isolane knows",
             "wrangler.toml: r2_buckets: not supported: this binding kind is not supported yet",
             "wrangler.toml: env.staging.queues: not supported: this binding kind is not supported yet",

@@ -30,4 +30,7 @@ pub struct DevWorker {
     pub routes: Vec<Route>,
     /// Cron schedules.
     pub triggers: Option<Triggers>,
+    /// Static assets served before (or after) it (a wrangler project's
+    /// `assets`).
+    pub assets: Option<std::sync::Arc<super::assets::DevAssets>>,
 }

@@ -1,20 +1,36 @@
 //! The runtime node of `isolane dev`, in process: the node's own call path
 //! (admission per thread, the bundle index, outcome mapping, node metrics)
 //! over the engine, handed the proxy's calls as they are — no connection,
-//! no frames.
+//! no frames. A Worker's static assets answer first (`assets.rs`): only
+//! what they leave to the Worker reaches the node.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 use futures::future::BoxFuture;
+use http_body_util::BodyExt as _;
 use isolane_engine::Body;
 use isolane_node::NodeService;
-use isolane_proto::call::{Answer, AnswerBody, Call};
+use isolane_proto::Outcome;
+use isolane_proto::call::{Answer, AnswerBody, Call, Failed};
 use isolane_router::proxy::{CallBody, LocalNode};
+
+use super::assets::{Answered, DevAssets};
 
 /// The node's name in `x-isolane-node` and the metrics.
 pub const NODE_NAME: &str = "local";
 
-/// [`NodeService`] as the proxy's [`LocalNode`].
+/// Each Worker's static assets, by Worker id; set from the project at
+/// start and on reload (`serving.rs`).
+pub type AssetsByWorker = Arc<ArcSwap<HashMap<String, Arc<DevAssets>>>>;
+
+/// [`NodeService`] as the proxy's [`LocalNode`], behind the Workers' assets.
 #[derive(Debug, Clone)]
-pub struct InProcessNode(pub NodeService);
+pub struct InProcessNode {
+    pub service: NodeService,
+    pub assets: AssetsByWorker,
+}
 
 impl LocalNode for InProcessNode {
     fn call(
@@ -22,7 +38,14 @@ impl LocalNode for InProcessNode {
         call: Call,
         body: CallBody,
     ) -> BoxFuture<'static, Result<(Answer, AnswerBody), tonic::Status>> {
-        let service = self.0.clone();
+        if call.scheduled.is_none()
+            && !call.prewarm
+            && let Some(assets) = self.assets.load().get(&call.worker_id)
+            && let Some(answered) = assets.answer(&call.request)
+        {
+            return Box::pin(std::future::ready(Ok(answer(answered))));
+        }
+        let service = self.service.clone();
         let body = if call.bodyless() {
             Body::empty()
         } else {
@@ -33,4 +56,21 @@ impl LocalNode for InProcessNode {
             Ok((answer, Box::pin(body) as AnswerBody))
         })
     }
+}
+
+/// An asset's (or a redirect's, or a bare 404's) answer, as the node's.
+fn answer(answered: Answered) -> (Answer, AnswerBody) {
+    let length = u64::try_from(answered.body.len()).ok();
+    let head = Answer {
+        status: answered.status,
+        headers: answered.headers,
+        outcome: Outcome::Ok,
+        reason: String::new(),
+        retry_after_ms: None,
+        body_length: length,
+        upgrade: None,
+    };
+    let body = http_body_util::Full::new(answered.body)
+        .map_err(|never: std::convert::Infallible| -> Failed { match never {} });
+    (head, Box::pin(body) as AnswerBody)
 }

@@ -181,6 +181,7 @@ fn script_worker(
             crons: crons.to_vec(),
             time_zone: None,
         }),
+        assets: None,
     })
 }
 
@@ -299,8 +300,7 @@ fn dev_worker(
     if spec.script.is_none() && spec.script_from.is_none() {
         return Err(WorkerFileError::NoScript { file, name });
     }
-    let resolved = resolve(&spec, sources);
-    let (script, env) = match resolved {
+    let (script, env) = match resolve(&spec, sources) {
         Ok(resolved) => (resolved.script, resolved.env),
         Err(reference) => {
             return Err(WorkerFileError::Missing {
@@ -341,6 +341,7 @@ fn dev_worker(
         bundle,
         routes: spec.routes,
         triggers: spec.triggers.filter(|t| !t.crons.is_empty()),
+        assets: None,
     })
 }
 
@@ -447,6 +448,7 @@ mod tests {
             ),
             routes: vec![Route::new(host, prefix)],
             triggers: None,
+            assets: None,
         };
         // `z/late` sorts after `a/early` by id, but comes first in the folder.
         let project = Project {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use isolane_node::BundleIndex;
 use isolane_router::Proxy;
 
+use super::node::AssetsByWorker;
 use super::project::Project;
 
 /// The bundle index and the proxy that serve a [`Project`].
@@ -13,11 +14,16 @@ use super::project::Project;
 pub struct Serving {
     bundles: Arc<BundleIndex>,
     proxy: Proxy,
+    assets: AssetsByWorker,
 }
 
 impl Serving {
-    pub fn new(bundles: Arc<BundleIndex>, proxy: Proxy) -> Self {
-        Self { bundles, proxy }
+    pub fn new(bundles: Arc<BundleIndex>, proxy: Proxy, assets: AssetsByWorker) -> Self {
+        Self {
+            bundles,
+            proxy,
+            assets,
+        }
     }
 
     /// Serves `project`. Its revisions go to the bundle index as a bundle
@@ -35,11 +41,19 @@ impl Serving {
             })
             .collect();
         self.bundles.replace_all(bundles);
+        // The assets answer first from now on (a reload's too).
+        let assets = project
+            .workers
+            .iter()
+            .filter_map(|w| Some((w.bundle.worker_id.clone(), w.assets.clone()?)))
+            .collect();
+        self.assets.store(Arc::new(assets));
         for worker in &project.workers {
             tracing::info!(
                 worker.id = %worker.bundle.worker_id,
                 revision = %worker.bundle.revision,
                 routes = ?worker.routes,
+                assets = worker.assets.as_ref().map_or(0, |a| a.len()),
                 "serving"
             );
         }

@@ -7,11 +7,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use isolane_worker::cron::Schedule;
 use isolane_worker::{ANY_HOST, Bundle, Route, Triggers, WorkerKey};
 
+use super::assets::DevAssets;
 use super::dev_worker::{Compatibility, DevWorker};
 use crate::bundle::Code;
 use crate::wrangler::{Project, spec};
@@ -38,11 +40,28 @@ fn vars(
     Ok((env, json))
 }
 
+/// The project's static assets (`assets`), read now.
+fn assets(
+    project: &Project,
+    compatibility: &Compatibility,
+) -> anyhow::Result<Option<Arc<DevAssets>>> {
+    let Some(config) = &project.config.assets else {
+        return Ok(None);
+    };
+    let settings = (
+        compatibility.date.as_deref(),
+        compatibility.flags.as_slice(),
+    );
+    DevAssets::load(&project.dir, config, true, settings)
+        .map(|assets| Some(Arc::new(assets)))
+        .with_context(|| format!("{}: assets", project.path()))
+}
+
 /// The Worker of `file`'s environment `env`.
 pub fn worker(file: &Path, env: Option<&str>) -> anyhow::Result<DevWorker> {
     let project = Project::read(file, env)?;
     let worker = spec::worker(&project)?;
-    for problem in &worker.problems {
+    for problem in worker.problems.iter().filter(|p| !p.dev_only) {
         tracing::warn!(
             config = %project.path(),
             key = %problem.key,
@@ -78,6 +97,7 @@ pub fn worker(file: &Path, env: Option<&str>) -> anyhow::Result<DevWorker> {
         bundle = bundle.with_modules(modules);
     }
     Ok(DevWorker {
+        assets: assets(&project, &compatibility)?,
         bundle: bundle
             .with_compatibility(compatibility.date, compatibility.flags)
             .with_bindings(spec.bindings)

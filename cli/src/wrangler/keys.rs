@@ -23,6 +23,8 @@ pub enum Support {
     NoEffect,
     /// Refused by `isolane deploy`, warned about by `isolane dev`: why.
     Unsupported(&'static str),
+    /// Honoured by `isolane dev`, refused by `isolane deploy`: why.
+    DevOnly(&'static str),
 }
 
 /// One key of the table.
@@ -42,7 +44,7 @@ const fn key(name: &'static str, inherit: Inherit, support: Support) -> Key {
 }
 
 use Inherit::{No, TopOnly, Yes};
-use Support::{Mapped, NoEffect, Unsupported};
+use Support::{DevOnly, Mapped, NoEffect, Unsupported};
 
 const BINDING_KIND: &str = "this binding kind is not supported yet";
 const BUILD: &str = "isolane runs no build step: build first (e.g. `wrangler deploy --dry-run --outdir dist`) and point `main` at the output";
@@ -77,7 +79,7 @@ pub const KEYS: &[Key] = &[
     key(
         "assets",
         Yes,
-        Unsupported("static assets are not supported yet"),
+        DevOnly("static assets are served by isolane dev only yet"),
     ),
     key(
         "site",

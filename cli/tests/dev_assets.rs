@@ -1,0 +1,138 @@
+//! `isolane dev` in a wrangler project with static assets, as a user runs
+//! it: the real binary started in the folder, real HTTP. The assets answer
+//! before the Worker, as Cloudflare's Workers Static Assets do: files with
+//! their type, ETag (304) and ranges, `_headers`, `_redirects`, the
+//! trailing-slash redirect, the single-page-application fallback for
+//! navigation requests; what no asset matches reaches the Worker, and no
+//! asset request enters it (the Worker counts its own invocations).
+#![allow(clippy::unwrap_used)]
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+
+#[path = "support/dev.rs"]
+mod support;
+use support::{Dev, HttpClient, client, free_port, when_ready};
+
+const WRANGLER_TOML: &str = r#"
+name = "site"
+main = "src/index.js"
+compatibility_date = "2025-06-01"
+
+[assets]
+directory = "./public"
+not_found_handling = "single-page-application"
+"#;
+
+const INDEX_JS: &str = r#"
+let invocations = 0;
+export default {
+  fetch(request) {
+    invocations += 1;
+    const { pathname } = new URL(request.url);
+    return new Response(`worker ${pathname} ${invocations}`);
+  },
+};
+"#;
+
+/// Writes the project into `dir`.
+fn project(dir: &std::path::Path) {
+    let write = |path: &str, text: &str| {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("wrangler.toml", WRANGLER_TOML);
+    write("src/index.js", INDEX_JS);
+    write("public/index.html", "<h1>home</h1>\n");
+    write("public/app.js", "console.log('app');\n");
+    write("public/docs/index.html", "docs\n");
+    write("public/_headers", "/app.js\n  X-Test: yes\n");
+    write("public/_redirects", "/old /docs/ 301\n");
+}
+
+/// Status, headers and body of `GET path` with `headers`.
+async fn get(
+    client: &HttpClient,
+    port: u16,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, http::HeaderMap, String) {
+    let mut request = http::Request::builder().uri(format!("http://127.0.0.1:{port}{path}"));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = client
+        .request(request.body(Full::new(Bytes::new())).unwrap())
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.unwrap().to_bytes();
+    (
+        parts.status.as_u16(),
+        parts.headers,
+        String::from_utf8_lossy(&body).into_owned(),
+    )
+}
+
+fn header<'a>(headers: &'a http::HeaderMap, name: &str) -> &'a str {
+    headers
+        .get(name)
+        .map_or("", |v| v.to_str().unwrap_or_default())
+}
+
+#[tokio::test]
+async fn dev_serves_a_project_s_assets_before_its_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    project(dir.path());
+    let port = free_port().unwrap();
+    let mut dev = Dev::start_in(&["--port", &port.to_string()], Some(dir.path()));
+    let client = client();
+    let home = when_ready(&client, &mut dev, port, "localhost", "/").await;
+    assert_eq!(home, (200, "<h1>home</h1>\n".to_owned()));
+
+    let (status, headers, body) = get(&client, port, "/app.js", &[]).await;
+    assert_eq!((status, body.as_str()), (200, "console.log('app');\n"));
+    assert_eq!(
+        header(&headers, "content-type"),
+        "text/javascript; charset=utf-8"
+    );
+    assert_eq!(header(&headers, "x-test"), "yes", "from _headers");
+    let etag = header(&headers, "etag").to_owned();
+    assert!(etag.starts_with('"') && etag.len() > 2, "{etag}");
+    let (status, _, body) = get(&client, port, "/app.js", &[("if-none-match", &etag)]).await;
+    assert_eq!((status, body.as_str()), (304, ""));
+    let (status, headers, body) = get(&client, port, "/app.js", &[("range", "bytes=0-6")]).await;
+    assert_eq!((status, body.as_str()), (206, "console"));
+    assert_eq!(header(&headers, "content-range"), "bytes 0-6/20");
+
+    let (status, headers, _) = get(&client, port, "/docs", &[]).await;
+    assert_eq!((status, header(&headers, "location")), (307, "/docs/"));
+    let (status, _, body) = get(&client, port, "/docs/", &[]).await;
+    assert_eq!((status, body.as_str()), (200, "docs\n"));
+    let (status, headers, _) = get(&client, port, "/old", &[]).await;
+    assert_eq!((status, header(&headers, "location")), (301, "/docs/"));
+    // A navigation no asset matches gets the single page; anything else
+    // the Worker, whose first invocation this is.
+    let navigate = [("sec-fetch-mode", "navigate")];
+    let (status, _, body) = get(&client, port, "/app/settings", &navigate).await;
+    assert_eq!((status, body.as_str()), (200, "<h1>home</h1>\n"));
+    let (status, _, body) = get(&client, port, "/api/items", &[]).await;
+    assert_eq!((status, body.as_str()), (200, "worker /api/items 1"));
+    assert!(dev.interrupt().success());
+}
+
+#[tokio::test]
+async fn dev_does_not_warn_about_the_assets_key_it_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    project(dir.path());
+    let port = free_port().unwrap();
+    let mut dev = Dev::start_in(&["--port", &port.to_string()], Some(dir.path()));
+    when_ready(&client(), &mut dev, port, "localhost", "/").await;
+    assert!(
+        !dev.log().contains("wrangler key not supported"),
+        "dev serves the assets key, and says nothing against it: {}",
+        dev.log()
+    );
+    assert!(dev.interrupt().success());
+}
