@@ -2,7 +2,7 @@
 // binding puts in its `env` (`internal.serviceBinding(binding)`, called by
 // the engine as it builds `env`). `fetch(input, init)` makes a real Request
 // and hands it to host.serviceFetch, which runs the called Worker's fetch
-// handler on this thread, in its own isolate (the engine's src/service.rs),
+// handler on this thread, in its own isolate (the engine's src/host/service.rs),
 // and resolves with its response's head; the body streams back. The
 // request's body is read whole first. JavaScript passes only the binding's
 // name: the host finds the Worker it calls.

@@ -502,7 +502,7 @@ internal.handleRequest = function handleRequest(ctxId, method, url, headers, bod
       return runRequest(internal.objectCallHandler(event.className, event.id, event.rpcMethod), ctxId, method, url, headers, bodyId, env);
     case 'serviceCall':
       // A call through another Worker's service binding, on the caller's
-      // thread (src/service.rs): the default fetch handler, or the named
+      // thread (src/host/service.rs): the default fetch handler, or the named
       // entrypoint class's.
       return runRequest(serviceHandler(event.entrypoint), ctxId, method, url, headers, bodyId, env);
   }

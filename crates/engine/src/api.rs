@@ -61,5 +61,6 @@ pub mod crypto {
 /// ([`service::settlement`]); and the headers of a JavaScript header list.
 pub mod service {
     pub use crate::host::headers::header_map;
-    pub use crate::service::{MAX_DEPTH, Outbound, ServiceCall, prepare, settlement};
+    pub use crate::host::service::{Outbound, prepare, settlement};
+    pub use crate::service_call::{MAX_DEPTH, ServiceCall};
 }

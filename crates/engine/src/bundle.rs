@@ -42,7 +42,7 @@ pub struct WorkerBundle {
     /// Service bindings (`service: {name, entrypoint}`, wrangler's
     /// `services`): binding name to the Worker of the same namespace it
     /// calls, and the entrypoint. A call runs on the caller's thread in
-    /// that Worker's isolate (`service.rs`).
+    /// that Worker's isolate (`host/service.rs`).
     pub services: BTreeMap<String, ServiceTarget>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact

@@ -40,6 +40,7 @@ mod object_hosted;
 pub(crate) mod rejection;
 mod respond;
 mod runtime;
+pub(crate) mod service;
 pub(crate) mod socket;
 pub(crate) mod socket_count;
 pub(crate) mod state;

@@ -58,7 +58,7 @@ mod retire;
 mod schedule;
 mod scheduled;
 mod script;
-mod service;
+mod service_call;
 mod snapshot;
 mod socket;
 mod spare_demand;

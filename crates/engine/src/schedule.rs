@@ -86,7 +86,7 @@ pub(crate) enum Start {
     /// Not now (other requests arrived with it): queued.
     Later,
     /// At once, beyond the slots, unless its namespace is held: a service
-    /// call, part of a request that holds its slot already (`service.rs`);
+    /// call, part of a request that holds its slot already (`host/service.rs`);
     /// waiting for another would let a chain of calls wait on itself.
     Now,
 }

@@ -289,7 +289,7 @@ fn define_bindings<'s>(
 }
 
 /// Each service binding: a `Fetcher` whose calls run the other Worker on
-/// this thread (`service.rs`, `isolane-bindings`' `30_service.js`).
+/// this thread (`host/service.rs`, `isolane-bindings`' `30_service.js`).
 fn define_services<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     internal: v8::Local<'s, v8::Object>,

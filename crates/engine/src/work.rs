@@ -22,7 +22,7 @@ use crate::body::Body;
 use crate::object_call::ObjectCall;
 use crate::prewarm::Prewarm;
 use crate::scheduled::ScheduledEvent;
-use crate::service::ServiceCall;
+use crate::service_call::ServiceCall;
 use crate::socket::ObjectSocketEvent;
 
 /// The work of one job. A variant that carries a `request` has one from
@@ -49,7 +49,7 @@ pub enum Work {
         call: ObjectCall,
         request: http::Request<Body>,
     },
-    /// A call through a service binding (`service.rs`), run on its
+    /// A call through a service binding (`host/service.rs`), run on its
     /// caller's own thread in the target Worker's isolate: `request` is
     /// the caller's `env.SVC.fetch` request.
     ServiceCall {

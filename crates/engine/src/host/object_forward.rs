@@ -190,7 +190,7 @@ fn settlement(
 /// A response from another isolate of this thread (or node) as its
 /// caller's promise gets it: its head, as `host.fetch`'s, its body
 /// streamed; a WebSocket it answered with, passed on. Service calls
-/// (`service.rs`) settle with it too.
+/// (`host/service.rs`) settle with it too.
 pub(crate) fn response_head(
     isolate: &dyn super::IsolateTurns,
     ctx: u32,

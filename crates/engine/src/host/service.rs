@@ -15,7 +15,8 @@
 //!
 //! What JavaScript sees (`env.SVC.fetch`, the host function) is
 //! `isolane-bindings`' (`service.rs`); this is what it needs of the core,
-//! through the door (`api::service`).
+//! through the door (`api::service`). The call's own description, which
+//! the job carries, is `service_call.rs`.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -23,24 +24,14 @@ use std::sync::Arc;
 use http::HeaderValue;
 use http::header::HeaderName;
 
+use super::error::{ErrorClass, HostError};
+use super::object_hosted::served_worker;
+use super::{HostState, IsolateTurns, Settlement};
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::dispatch::run_on;
-use crate::host::error::{ErrorClass, HostError};
-use crate::host::{HostState, IsolateTurns, Settlement};
+use crate::service_call::{MAX_DEPTH, ServiceCall};
 use crate::work::Work;
-
-/// The deepest chain of service calls (Cloudflare's bound): a call from a
-/// request already this many calls deep is refused.
-pub const MAX_DEPTH: u32 = 32;
-
-/// A service call as the called Worker's thread runs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServiceCall {
-    /// The exported class whose `fetch` is called, or `None` for the
-    /// default export's.
-    pub entrypoint: Option<String>,
-}
 
 /// A service call ready to run: the called Worker, the call, and the hop
 /// count its request carries.
@@ -71,22 +62,15 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
             ),
         ));
     }
-    let id = format!("{}/{}", caller.namespace(), target.worker);
-    let bundle = host
-        .thread
-        .shared
-        .workers
-        .get()
-        .and_then(|workers| workers.current(&id))
-        .ok_or_else(|| {
-            HostError::new(
-                ErrorClass::Error,
-                format!(
-                    "Service call failed: Worker {} is not running in this namespace",
-                    target.worker
-                ),
-            )
-        })?;
+    let bundle = served_worker(host, caller.namespace(), &target.worker).ok_or_else(|| {
+        HostError::new(
+            ErrorClass::Error,
+            format!(
+                "Service call failed: Worker {} is not running in this namespace",
+                target.worker
+            ),
+        )
+    })?;
     let call = ServiceCall {
         entrypoint: target.entrypoint.clone(),
     };
@@ -136,7 +120,7 @@ pub fn settlement(
     url: String,
 ) -> Settlement {
     match answer {
-        Ok(response) => crate::host::object_forward::response_head(isolate, ctx, response, url),
+        Ok(response) => super::object_forward::response_head(isolate, ctx, response, url),
         Err(error) => Settlement::custom(HostError::new(
             ErrorClass::Error,
             format!("Service call failed: {error}"),
