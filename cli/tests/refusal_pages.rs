@@ -275,6 +275,7 @@ fn bundle(revision: &str) -> WorkerBundle {
         kv: BTreeMap::new(),
         durable_objects: BTreeMap::new(),
         hosted_objects: Default::default(),
+        services: Default::default(),
         limits: Limits {
             cpu_ms: 50,
             ..Limits::default()

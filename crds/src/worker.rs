@@ -108,6 +108,8 @@ pub struct WorkerSpec {
     /// Bindings to resources, in the handler's `env` beside the plain ones:
     /// `{name, kvNamespace}` binds a KV namespace (`env.NAME.get(key)`, ...).
     /// A KV namespace's data belongs to the Worker's Kubernetes namespace.
+    /// `{name, service: {name, entrypoint}}` binds another Worker of the same
+    /// namespace (`env.NAME.fetch(request)`, docs/services.md).
     /// Names are unique across `env` and `bindings`. See docs/state.md.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
@@ -118,6 +120,8 @@ pub struct WorkerSpec {
     /// and every wildcard over it belong to one namespace (the one that claimed it
     /// first); within it, a host + pathPrefix claimed by two Workers belongs to the
     /// older one. A Worker that does not get a route reports `RoutesAdmitted=False`.
+    /// A Worker without routes is valid: other Workers reach it through their
+    /// service bindings.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["host", "pathPrefix"]))]

@@ -556,6 +556,25 @@ mod tests {
     }
 
     #[test]
+    fn admits_a_service_binding_to_a_worker_of_the_namespace_only() {
+        use isolane_worker::Binding;
+        let index = WorkerIndex::default();
+        // No routes, and bound to a Worker that does not exist yet: admitted.
+        let mut w = worker("gateway", "export default {}", &[]);
+        w.spec.routes.clear();
+        w.spec.bindings = vec![Binding::service("AUTH", "auth", Some("Admin"))];
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        assert!(allowed, "{message}");
+        w.spec.bindings = vec![Binding::service("AUTH", "team-b/auth", None)];
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        assert!(!allowed);
+        assert!(
+            message.contains("service.name \"team-b/auth\" names another namespace"),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn rejects_routes_held_by_another_worker_but_not_old_ones() {
         let mut index = WorkerIndex::default();
         index.upsert(&worker("owner", "1", &["a.example.com"]));

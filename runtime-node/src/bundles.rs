@@ -312,6 +312,24 @@ impl isolane_engine::WorkerLookup for BundleIndex {
     }
 }
 
+/// The service bindings of `bindings`: binding name to the Worker (of the
+/// same namespace) it calls and its entrypoint.
+fn services(
+    bindings: &[isolane_worker::Binding],
+) -> std::collections::BTreeMap<String, isolane_engine::ServiceTarget> {
+    bindings
+        .iter()
+        .filter_map(|binding| {
+            let service = binding.service.as_ref()?;
+            let target = isolane_engine::ServiceTarget {
+                worker: service.name.clone(),
+                entrypoint: service.entrypoint.clone(),
+            };
+            Some((binding.name.clone(), target))
+        })
+        .collect()
+}
+
 /// The engine's view of a bundle from its Secret.
 pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
     // The operator (and `isolane dev`) refuse bad settings before a bundle
@@ -353,6 +371,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
                 (binding, hosted)
             })
             .collect(),
+        services: services(&bundle.bindings),
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,
         compat,
@@ -515,8 +534,15 @@ mod tests {
             Binding::hosted_durable_object("SELF", "Mine", "caller"),
             Binding::hosted_durable_object("HOSTED", "Counter", "host"),
             Binding::kv("KV", "cache"),
+            Binding::service("AUTH", "auth", Some("Admin")),
         ];
         let worker = worker_bundle(bundle);
+        let auth = isolane_engine::ServiceTarget {
+            worker: "auth".into(),
+            entrypoint: Some("Admin".into()),
+        };
+        assert_eq!(worker.services.get("AUTH"), Some(&auth));
+        assert_eq!(worker.services.len(), 1);
         let own: Vec<_> = worker
             .durable_objects
             .iter()

@@ -78,8 +78,6 @@ pub enum WorkerFileError {
         name: String,
         error: isolane_worker::BindingError,
     },
-    #[error("{file}: Worker {name} has no routes")]
-    NoRoutes { file: String, name: String },
     #[error("{dir}: no Worker YAML found")]
     Empty { dir: String },
 }
@@ -315,9 +313,8 @@ fn dev_worker(
     {
         return Err(WorkerFileError::Bindings { file, name, error });
     }
-    if spec.routes.is_empty() {
-        return Err(WorkerFileError::NoRoutes { file, name });
-    }
+    // A Worker without routes is valid: it is reached only through other
+    // Workers' service bindings (or its cron triggers).
     if let Some(triggers) = &spec.triggers
         && let Err(error) = check_crons(triggers)
     {

@@ -3,7 +3,9 @@
 //! Today: Workers KV (`env.NAME` for a KV namespace binding: `kv.rs`,
 //! `js/27_kv.js`), `cloudflare:sockets` (`connect()`, outbound TCP:
 //! `tcp.rs`), `cloudflare:workers` (the base classes a Worker extends) and
-//! `cloudflare:node` (`httpServerHandler`). Durable Objects are still a
+//! `cloudflare:node` (`httpServerHandler`), service bindings
+//! (`env.SVC.fetch`, run on the caller's thread: `service.rs`,
+//! `js/30_service.js`). Durable Objects are still a
 //! unit of the core (docs/adr/0002-engine-crates.md, "Not yet done").
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
@@ -15,6 +17,7 @@
 extern crate isolane_engine;
 
 mod kv;
+mod service;
 mod tcp;
 
 use isolane_engine::Family;
@@ -53,5 +56,5 @@ pub fn family() -> Family {
 }
 
 fn units() -> Vec<Unit> {
-    vec![kv::unit(), workers(), node(), tcp::unit()]
+    vec![kv::unit(), workers(), node(), tcp::unit(), service::unit()]
 }

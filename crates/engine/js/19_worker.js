@@ -347,6 +347,18 @@ function entrypointHandler(Entrypoint) {
   return handler;
 }
 
+// The handler a service call runs: the default export's, or, for the
+// binding's `entrypoint`, that exported class's `fetch` (a throwing one when
+// there is none, so the caller gets the error).
+function serviceHandler(entrypoint) {
+  if (entrypoint === null) return moduleHandler;
+  const Entrypoint = internal.moduleNamespace?.[entrypoint];
+  if (typeof Entrypoint !== 'function' || typeof Entrypoint.prototype?.fetch !== 'function') {
+    return { fetch() { throw new TypeError(`The Worker exports no entrypoint ${entrypoint} with a fetch() method.`); } };
+  }
+  return entrypointHandler(Entrypoint);
+}
+
 internal.setModule = function setModule(namespace) {
   // Durable Object classes are found here by name (28_durable_object.js).
   internal.moduleNamespace = namespace;
@@ -488,6 +500,11 @@ internal.handleRequest = function handleRequest(ctxId, method, url, headers, bod
       // A stub call forwarded to this thread, the object's home
       // (internal.objectCallHandler, 28_durable_object.js).
       return runRequest(internal.objectCallHandler(event.className, event.id, event.rpcMethod), ctxId, method, url, headers, bodyId, env);
+    case 'serviceCall':
+      // A call through another Worker's service binding, on the caller's
+      // thread (src/host/service.rs): the default fetch handler, or the named
+      // entrypoint class's.
+      return runRequest(serviceHandler(event.entrypoint), ctxId, method, url, headers, bodyId, env);
   }
   // Unreachable: the engine makes every event this knows.
   return runObjectEvent(ctxId, () => { throw new TypeError(`unknown event type ${event.type}`); });

@@ -776,14 +776,19 @@ async function forwarded(className, id, rpc, method, url, headers, bytes) {
   }
 }
 
+// A request's body read whole, for a call that carries it to another
+// isolate (a forwarded stub.fetch; a service binding's call,
+// isolane-bindings' 30_service.js): its bytes, or null without one.
+internal.bodyBytes = async (body) => {
+  if (body === null) return null;
+  const box = { bytes: null, shared: false };
+  await body.consume(box);
+  return box.bytes;
+};
+
 async function forwardFetch(className, id, request) {
   const { method, url, headers, body } = internal.requestParts(request);
-  let bytes = null;
-  if (body !== null) {
-    const box = { bytes: null, shared: false };
-    await body.consume(box);
-    bytes = box.bytes;
-  }
+  const bytes = await internal.bodyBytes(body);
   return forwarded(className, id, null, method, url, internal.headersList(headers), bytes);
 }
 

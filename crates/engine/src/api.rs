@@ -53,3 +53,14 @@ pub use crate::host::fetch::too_many;
 pub mod crypto {
     pub use crate::host::crypto::{aws_lc, error, formats, key, ops, params, subtle};
 }
+
+/// Service bindings' engine mechanics (`isolane-bindings`' service unit):
+/// a call through a binding prepared ([`service::prepare`]: the called
+/// Worker, the depth bound), run on this thread ([`service::Outbound::run`])
+/// and its answer made the caller's `Response` or `Error`
+/// ([`service::settlement`]); and the headers of a JavaScript header list.
+pub mod service {
+    pub use crate::host::headers::header_map;
+    pub use crate::host::service::{Outbound, prepare, settlement};
+    pub use crate::service_call::{MAX_DEPTH, ServiceCall};
+}

@@ -39,6 +39,11 @@ pub struct WorkerBundle {
     /// to that Worker and class. The objects run in the host's isolate,
     /// under its limits, with its storage (`host/object_hosted.rs`).
     pub hosted_objects: BTreeMap<String, HostedClass>,
+    /// Service bindings (`service: {name, entrypoint}`, wrangler's
+    /// `services`): binding name to the Worker of the same namespace it
+    /// calls, and the entrypoint. A call runs on the caller's thread in
+    /// that Worker's isolate (`host/service.rs`).
+    pub services: BTreeMap<String, ServiceTarget>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
@@ -48,6 +53,17 @@ pub struct WorkerBundle {
     /// `process.env` holds, whether its top-level code may `eval`, which
     /// globals it sees (docs/nodejs.md lists the flags).
     pub compat: Compat,
+}
+
+/// The Worker a service binding calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceTarget {
+    /// The called Worker's name (its id is `<namespace>/<worker>`, the
+    /// namespace always the caller's own).
+    pub worker: String,
+    /// The class the Worker exports whose `fetch` is called, or `None` for
+    /// its default export's.
+    pub entrypoint: Option<String>,
 }
 
 /// A Durable Object class hosted by another Worker of the namespace.
@@ -114,6 +130,7 @@ impl WorkerBundle {
             kv: BTreeMap::new(),
             durable_objects: BTreeMap::new(),
             hosted_objects: BTreeMap::new(),
+            services: BTreeMap::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
             compat: Compat::default(),

@@ -57,6 +57,13 @@ pub(crate) fn event_object<'s>(
             )
         }
         Event::ObjectSocketEvent(event) => socket_event(scope, event),
+        Event::ServiceCall(call) => {
+            let entrypoint = match &call.entrypoint {
+                Some(entrypoint) => host::js_string(scope, entrypoint)?,
+                None => v8::null(scope).into(),
+            };
+            object(scope, "serviceCall", &[("entrypoint", entrypoint)])
+        }
     };
     Some(Some(object?))
 }

@@ -20,6 +20,7 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         kv: Default::default(),
         durable_objects: Default::default(),
         hosted_objects: Default::default(),
+        services: Default::default(),
         limits: Limits::default(),
         allowed_hosts: Vec::new(),
         compat: Default::default(),

@@ -85,6 +85,10 @@ pub(crate) enum Start {
     Full { guarantee: usize },
     /// Not now (other requests arrived with it): queued.
     Later,
+    /// At once, beyond the slots, unless its namespace is held: a service
+    /// call, part of a request that holds its slot already (`host/service.rs`);
+    /// waiting for another would let a chain of calls wait on itself.
+    Now,
 }
 
 /// One namespace on one thread.
@@ -192,6 +196,7 @@ impl Schedule {
             Start::Slot => self.queued == 0,
             Start::Full { guarantee } => tenant.queue.is_empty() && tenant.in_flight < guarantee,
             Start::Later => false,
+            Start::Now => true,
         };
         if now_ok && free {
             tenant.in_flight += 1;
@@ -347,6 +352,19 @@ mod tests {
         // In flight counts too, until finished.
         assert!(next_id(&mut s).is_some());
         assert_eq!(admit(&mut s, "hog/w5", 4), Err(Refusal::Full));
+    }
+
+    #[test]
+    fn a_service_call_starts_at_once_while_others_queue() {
+        let mut s = Schedule::default();
+        assert_eq!(admit(&mut s, "shop/a", 8), Ok(()));
+        // Queued work waits; a service call, part of a request in flight,
+        // starts beyond it (with `Start::Later` it would queue behind).
+        let started = s.admit(job("shop/b"), usize::MAX, Instant::now(), Start::Now);
+        assert!(matches!(started, Ok(Some(_))));
+        let later = s.admit(job("shop/c"), usize::MAX, Instant::now(), Start::Later);
+        assert!(matches!(later, Ok(None)));
+        assert_eq!(next_id(&mut s).as_deref(), Some("shop/a"));
     }
 
     #[test]

@@ -285,6 +285,22 @@ fn define_bindings<'s>(
         )?;
         target.set(scope, name, namespace)?;
     }
+    define_services(scope, internal, target, bundle)
+}
+
+/// Each service binding: a `Fetcher` whose calls run the other Worker on
+/// this thread (`host/service.rs`, `isolane-bindings`' `30_service.js`).
+fn define_services<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    internal: v8::Local<'s, v8::Object>,
+    target: v8::Local<'s, v8::Object>,
+    bundle: &WorkerBundle,
+) -> Option<()> {
+    for binding in bundle.services.keys() {
+        let name = host::js_string(scope, binding)?;
+        let fetcher = call(scope, internal, "serviceBinding", &[name])?;
+        target.set(scope, name, fetcher)?;
+    }
     Some(())
 }
 

@@ -412,17 +412,19 @@ fn receive(state: &Rc<ThreadState>, job: Job, permits: &Arc<Semaphore>, alone: b
     // caller holds a slot of its own (on another thread or node), which
     // bounds such calls, and refusing it would fail a request already
     // admitted (`object_call.rs`). It waits in its namespace's queue.
-    let share = if job.work.is_object_call() {
+    // A service call starts at once (`Start::Now`), for the same reason.
+    let share = if job.work.is_object_call() || job.work.is_service_call() {
         usize::MAX
     } else {
         worker_slots(&state.ctx.config)
     };
-    let permit = if alone {
+    let permit = if alone && !job.work.is_service_call() {
         permits.clone().try_acquire_owned().ok()
     } else {
         None
     };
     let how = match (&permit, permits.available_permits()) {
+        _ if job.work.is_service_call() => Start::Now,
         (Some(_), _) => Start::Slot,
         (None, 0) => Start::Full {
             guarantee: state.guarantee,

@@ -22,6 +22,7 @@ use crate::body::Body;
 use crate::object_call::ObjectCall;
 use crate::prewarm::Prewarm;
 use crate::scheduled::ScheduledEvent;
+use crate::service_call::ServiceCall;
 use crate::socket::ObjectSocketEvent;
 
 /// The work of one job. A variant that carries a `request` has one from
@@ -48,6 +49,13 @@ pub enum Work {
         call: ObjectCall,
         request: http::Request<Body>,
     },
+    /// A call through a service binding (`host/service.rs`), run on its
+    /// caller's own thread in the target Worker's isolate: `request` is
+    /// the caller's `env.SVC.fetch` request.
+    ServiceCall {
+        call: ServiceCall,
+        request: http::Request<Body>,
+    },
     /// A message (or the close) of a Durable Object's hibernatable
     /// WebSocket (`socket.rs`, `host/ws_object.rs`), run on the object's
     /// home thread.
@@ -72,6 +80,7 @@ pub(crate) enum Event {
     Alarm(AlarmEvent),
     ObjectCall(ObjectCall),
     ObjectSocketEvent(ObjectSocketEvent),
+    ServiceCall(ServiceCall),
 }
 
 impl Work {
@@ -82,7 +91,11 @@ impl Work {
             Work::Alarm(alarm) => Some((&alarm.class, &alarm.id)),
             Work::ObjectCall { call, .. } => Some((&call.class, &call.id)),
             Work::ObjectSocketEvent(event) => Some((&event.class, &event.id)),
-            Work::Fetch(_) | Work::Scheduled { .. } | Work::Prewarm { .. } | Work::Retire => None,
+            Work::Fetch(_)
+            | Work::Scheduled { .. }
+            | Work::ServiceCall { .. }
+            | Work::Prewarm { .. }
+            | Work::Retire => None,
         }
     }
 
@@ -90,6 +103,12 @@ impl Work {
     /// namespace's share: `thread.rs`).
     pub(crate) fn is_object_call(&self) -> bool {
         matches!(self, Work::ObjectCall { .. })
+    }
+
+    /// Whether it is a service call (started at once on its caller's
+    /// thread, beyond the slots: `thread.rs`).
+    pub(crate) fn is_service_call(&self) -> bool {
+        matches!(self, Work::ServiceCall { .. })
     }
 
     /// The request the job runs as and the event the Worker's code is
@@ -106,6 +125,7 @@ impl Work {
             Work::Alarm(alarm) => (empty(), Event::Alarm(alarm)),
             Work::ObjectCall { call, request } => (request, Event::ObjectCall(call)),
             Work::ObjectSocketEvent(event) => (empty(), Event::ObjectSocketEvent(event)),
+            Work::ServiceCall { call, request } => (request, Event::ServiceCall(call)),
             work @ (Work::Prewarm { .. } | Work::Retire) => return Err(work),
         })
     }
@@ -139,6 +159,16 @@ mod tests {
         assert_eq!(call.object(), Some(("Room", "b")));
         assert!(call.is_object_call());
         assert_eq!(Work::Fetch(request()).object(), None);
+        let service = Work::ServiceCall {
+            call: ServiceCall { entrypoint: None },
+            request: request(),
+        };
+        assert_eq!(service.object(), None);
+        assert!(service.is_service_call() && !service.is_object_call());
+        assert!(matches!(
+            service.into_call(),
+            Ok((_, Event::ServiceCall(ServiceCall { entrypoint: None })))
+        ));
         assert!(!Work::Fetch(request()).is_object_call());
     }
 

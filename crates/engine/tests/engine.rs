@@ -109,6 +109,8 @@ mod pool_modes;
 mod rejections;
 #[path = "engine/scheduled.rs"]
 mod scheduled;
+#[path = "engine/service_bindings.rs"]
+mod service_bindings;
 #[path = "engine/service_worker.rs"]
 mod service_worker;
 #[path = "engine/signal.rs"]

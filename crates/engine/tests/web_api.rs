@@ -78,6 +78,7 @@ async fn run_all() {
             kv: Default::default(),
             durable_objects: Default::default(),
             hosted_objects: Default::default(),
+            services: Default::default(),
             limits: Limits {
                 cpu_ms: 5_000,
                 subrequests: 100,

@@ -5,7 +5,11 @@
 //! `durable_objects.bindings`), or one another Worker of the same
 //! Kubernetes namespace hosts (`durableObject.worker`, wrangler's
 //! `script_name`): a name, never a namespace, so a binding cannot reach
-//! another namespace's objects.
+//! another namespace's objects. A service binding (`{name, service: {name,
+//! entrypoint}}`, wrangler's `services`) names another Worker of the same
+//! namespace, whose `fetch` handler (or named entrypoint's) `env.NAME.fetch`
+//! runs; another namespace (`ns/name`) cannot be named, and a Worker that
+//! does not exist yet is admitted (its calls fail until it does).
 //!
 //! The schema (names, lengths) is checked by the apiserver; [`check`] is
 //! the rule that needs the whole spec (names unique across `env` and
@@ -30,8 +34,8 @@ pub const KV_NAMESPACE_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$";
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "has(self.kvNamespace) != has(self.durableObject)",
-        "message": "a binding needs exactly one of kvNamespace: <name> or durableObject: {className: <class>}"
+        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) == 1",
+        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>} or service: {name: <worker>}"
     }
 ]))]
 pub struct Binding {
@@ -60,6 +64,37 @@ pub struct Binding {
     /// Worker's Kubernetes namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub durable_object: Option<DurableObjectBinding>,
+
+    /// Another Worker of the same Kubernetes namespace (wrangler's
+    /// `services`): `env.NAME.fetch(request)` runs its `fetch` handler, on
+    /// the caller's engine thread, under that Worker's own limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServiceBinding>,
+}
+
+/// `service` of a binding.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "!self.name.contains('/')",
+        "message": "service.name is a Worker of this namespace: another namespace (ns/name) cannot be named"
+    }
+]))]
+pub struct ServiceBinding {
+    /// The called Worker's name, in the same Kubernetes namespace (a
+    /// namespace cannot be named). A Worker that does not exist yet is
+    /// admitted; calls fail until it does.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The class the called Worker exports whose `fetch` is called
+    /// (wrangler's `entrypoint`); its default export's when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 128),
+        regex(pattern = r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+    )]
+    pub entrypoint: Option<String>,
 }
 
 /// `durableObject` of a binding.
@@ -92,6 +127,7 @@ impl Binding {
             name: name.into(),
             kv_namespace: Some(namespace.into()),
             durable_object: None,
+            service: None,
         }
     }
 
@@ -104,6 +140,25 @@ impl Binding {
             durable_object: Some(DurableObjectBinding {
                 class_name: class_name.into(),
                 worker: None,
+            }),
+            service: None,
+        }
+    }
+
+    /// A service binding to Worker `worker` of the same namespace, its
+    /// default export's `fetch`, or `entrypoint`'s.
+    pub fn service(
+        name: impl Into<String>,
+        worker: impl Into<String>,
+        entrypoint: Option<&str>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            kv_namespace: None,
+            durable_object: None,
+            service: Some(ServiceBinding {
+                name: worker.into(),
+                entrypoint: entrypoint.map(str::to_owned),
             }),
         }
     }
@@ -136,7 +191,7 @@ pub enum BindingError {
         "binding {name:?}: KV namespace name {namespace:?} is invalid (1 to 63 letters, digits, -, _ or ., starting with a letter or digit)"
     )]
     InvalidNamespace { name: String, namespace: String },
-    #[error("binding {name:?} needs exactly one of kvNamespace or durableObject")]
+    #[error("binding {name:?} needs exactly one of kvNamespace, durableObject or service")]
     Kind { name: String },
     #[error(
         "binding {name:?}: className {class:?} is not a JavaScript identifier (letters, digits, _ and $, not starting with a digit, at most 128)"
@@ -146,6 +201,14 @@ pub enum BindingError {
         "binding {name:?}: durableObject.worker {worker:?} is not a Worker name (lowercase letters, digits, - and ., at most 253; a Worker of this namespace: another namespace cannot be named)"
     )]
     InvalidWorker { name: String, worker: String },
+    #[error(
+        "binding {name:?}: service.name {worker:?} names another namespace: a service binding calls a Worker of this namespace, by its name only"
+    )]
+    OtherNamespace { name: String, worker: String },
+    #[error(
+        "binding {name:?}: service.name {worker:?} is not a Worker name (lowercase letters, digits, - and ., at most 253)"
+    )]
+    InvalidService { name: String, worker: String },
 }
 
 /// Checks `bindings` beside the `env` names: identifiers, names unique
@@ -174,6 +237,12 @@ pub fn check<'a>(
 /// The one kind a binding has, and its fields.
 fn check_kind(binding: &Binding) -> Result<(), BindingError> {
     let name = || binding.name.clone();
+    if let Some(service) = &binding.service {
+        if binding.kv_namespace.is_some() || binding.durable_object.is_some() {
+            return Err(BindingError::Kind { name: name() });
+        }
+        return check_service(&binding.name, service);
+    }
     match (&binding.kv_namespace, &binding.durable_object) {
         (Some(namespace), None) if !is_kv_namespace(namespace) => {
             Err(BindingError::InvalidNamespace {
@@ -198,6 +267,31 @@ fn check_kind(binding: &Binding) -> Result<(), BindingError> {
             }
         }
         _ => Err(BindingError::Kind { name: name() }),
+    }
+}
+
+/// A service binding's Worker (a name of this namespace, never `ns/name`)
+/// and entrypoint (a class name).
+fn check_service(name: &str, service: &ServiceBinding) -> Result<(), BindingError> {
+    let worker = || service.name.clone();
+    if service.name.contains('/') {
+        return Err(BindingError::OtherNamespace {
+            name: name.to_owned(),
+            worker: worker(),
+        });
+    }
+    if !is_worker_name(&service.name) {
+        return Err(BindingError::InvalidService {
+            name: name.to_owned(),
+            worker: worker(),
+        });
+    }
+    match &service.entrypoint {
+        Some(class) if !is_class_name(class) => Err(BindingError::InvalidClass {
+            name: name.to_owned(),
+            class: class.clone(),
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -284,6 +378,7 @@ mod tests {
             name: "DO".into(),
             kv_namespace: None,
             durable_object: None,
+            service: None,
         };
         let error = check([], &[none]).unwrap_err();
         assert_eq!(error, BindingError::Kind { name: "DO".into() });
@@ -331,6 +426,47 @@ mod tests {
         assert_eq!(
             check([], &[both]),
             Err(BindingError::Kind { name: "C".into() })
+        );
+    }
+
+    #[test]
+    fn service_bindings_name_a_worker_of_this_namespace() {
+        let ok = [
+            Binding::service("AUTH", "auth", None),
+            Binding::service("ADMIN", "auth.v2", Some("Admin")),
+            // A Worker that does not exist yet is admitted.
+            Binding::service("LATER", "not-yet", None),
+        ];
+        assert_eq!(check([], &ok), Ok(()));
+        let error = check([], &[Binding::service("AUTH", "team-b/auth", None)]).unwrap_err();
+        assert_eq!(
+            error,
+            BindingError::OtherNamespace {
+                name: "AUTH".into(),
+                worker: "team-b/auth".into()
+            }
+        );
+        assert!(
+            error.to_string().contains("names another namespace"),
+            "{error}"
+        );
+        for bad in ["Auth", "", "-a", "a b"] {
+            let error = check([], &[Binding::service("S", bad, None)]).unwrap_err();
+            assert!(
+                matches!(error, BindingError::InvalidService { .. }),
+                "{bad}"
+            );
+        }
+        let error = check([], &[Binding::service("S", "auth", Some("my-class"))]).unwrap_err();
+        assert!(
+            matches!(error, BindingError::InvalidClass { .. }),
+            "{error}"
+        );
+        let mut both = Binding::service("S", "auth", None);
+        both.kv_namespace = Some("x".into());
+        assert_eq!(
+            check([], &[both]),
+            Err(BindingError::Kind { name: "S".into() })
         );
     }
 }

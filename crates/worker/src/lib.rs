@@ -60,7 +60,7 @@ pub mod traffic;
 
 pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, KV_NAMESPACE_PATTERN,
-    check as check_bindings, is_kv_namespace, is_worker_name,
+    ServiceBinding, check as check_bindings, is_kv_namespace, is_worker_name,
 };
 pub use bundle::{
     ArtifactSource, BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION,

@@ -142,6 +142,7 @@ impl TestNode {
             kv: BTreeMap::new(),
             durable_objects: BTreeMap::new(),
             hosted_objects: Default::default(),
+            services: Default::default(),
             limits,
             allowed_hosts: Vec::new(),
             compat: Default::default(),

@@ -64,7 +64,7 @@ pub(crate) fn lenient_header_map(
 
 /// A header list from JS as a header map; `Err` names the first pair that is
 /// not a valid header.
-pub(crate) fn header_map(
+pub fn header_map(
     scope: &mut v8::PinScope<'_, '_>,
     value: v8::Local<'_, v8::Value>,
 ) -> Result<HeaderMap, String> {

@@ -179,28 +179,39 @@ fn settlement(
     url: String,
 ) -> Settlement {
     match answer {
-        Ok(response) => {
-            let (parts, body) = response.into_parts();
-            // A WebSocket the object answered with (on this node), to pass on.
-            let web_socket = super::socket::pass_in(isolate.host(), ctx, &parts);
-            let body_id = if http_body::Body::is_end_stream(&body) {
-                0
-            } else {
-                isolate.host().register_body(ctx, body)
-            };
-            Settlement::Fetch(FetchHead {
-                status: parts.status.as_u16(),
-                status_text: parts.status.canonical_reason().unwrap_or("").to_owned(),
-                headers: parts.headers,
-                body_id,
-                url,
-                redirected: false,
-                web_socket,
-            })
-        }
+        Ok(response) => response_head(isolate, ctx, response, url),
         Err(error) => Settlement::custom(HostError::new(
             ErrorClass::Error,
             format!("Durable Object call failed: {error}"),
         )),
     }
+}
+
+/// A response from another isolate of this thread (or node) as its
+/// caller's promise gets it: its head, as `host.fetch`'s, its body
+/// streamed; a WebSocket it answered with, passed on. Service calls
+/// (`host/service.rs`) settle with it too.
+pub(crate) fn response_head(
+    isolate: &dyn super::IsolateTurns,
+    ctx: u32,
+    response: http::Response<Body>,
+    url: String,
+) -> Settlement {
+    let (parts, body) = response.into_parts();
+    // A WebSocket the callee answered with (on this node), to pass on.
+    let web_socket = super::socket::pass_in(isolate.host(), ctx, &parts);
+    let body_id = if http_body::Body::is_end_stream(&body) {
+        0
+    } else {
+        isolate.host().register_body(ctx, body)
+    };
+    Settlement::Fetch(FetchHead {
+        status: parts.status.as_u16(),
+        status_text: parts.status.canonical_reason().unwrap_or("").to_owned(),
+        headers: parts.headers,
+        body_id,
+        url,
+        redirected: false,
+        web_socket,
+    })
 }

@@ -67,21 +67,14 @@ fn hosting_worker(
     worker: &str,
     class: &str,
 ) -> Result<Arc<WorkerBundle>, HostError> {
-    let id = format!("{namespace}/{worker}");
-    let bundle = host
-        .thread
-        .shared
-        .workers
-        .get()
-        .and_then(|workers| workers.current(&id))
-        .ok_or_else(|| {
-            HostError::new(
-                ErrorClass::Error,
-                format!(
-                    "Durable Object call failed: Worker {worker}, which hosts the class {class}, is not running in this namespace"
-                ),
-            )
-        })?;
+    let bundle = served_worker(host, namespace, worker).ok_or_else(|| {
+        HostError::new(
+            ErrorClass::Error,
+            format!(
+                "Durable Object call failed: Worker {worker}, which hosts the class {class}, is not running in this namespace"
+            ),
+        )
+    })?;
     if !bundle.durable_objects.values().any(|c| c == class) {
         return Err(HostError::new(
             ErrorClass::Error,
@@ -91,4 +84,17 @@ fn hosting_worker(
         ));
     }
     Ok(bundle)
+}
+
+/// The current bundle of Worker `worker` of `namespace`, when this process
+/// serves it (`Engine::set_workers`): a hosted class's host, a service
+/// binding's Worker (`host/service.rs`).
+pub(super) fn served_worker(
+    host: &HostState,
+    namespace: &str,
+    worker: &str,
+) -> Option<Arc<WorkerBundle>> {
+    let id = format!("{namespace}/{worker}");
+    let workers = host.thread.shared.workers.get()?;
+    workers.current(&id)
 }

@@ -4,30 +4,12 @@
 //! and host reach one instance; a Worker of another namespace naming the
 //! same worker and class reaches its own namespace's Worker or nothing.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use isolane_engine::{EngineConfig, HostedClass, PoolMode, WorkerBundle, WorkerLookup};
+use isolane_engine::{EngineConfig, HostedClass, PoolMode, WorkerBundle};
 use isolane_storage::Store;
 
 use crate::support::*;
-
-/// Workers by id, as a node's bundle index holds them.
-#[derive(Default)]
-struct Served(Mutex<HashMap<String, Arc<WorkerBundle>>>);
-
-impl Served {
-    fn add(&self, bundle: &Arc<WorkerBundle>) {
-        let mut served = self.0.lock().unwrap();
-        served.insert(bundle.id.clone(), bundle.clone());
-    }
-}
-
-impl WorkerLookup for Served {
-    fn current(&self, worker_id: &str) -> Option<Arc<WorkerBundle>> {
-        self.0.lock().unwrap().get(worker_id).cloned()
-    }
-}
 
 /// The hosting Worker: `Counter` counts, says whose env it sees and how
 /// many instances were made; `/inc`, `/id` on its own binding.

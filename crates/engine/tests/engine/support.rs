@@ -83,6 +83,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         kv: Default::default(),
         durable_objects: Default::default(),
         hosted_objects: Default::default(),
+        services: Default::default(),
         limits,
         allowed_hosts: Vec::new(),
         compat: Default::default(),
@@ -296,5 +297,23 @@ pub fn poison_limits() -> Limits {
         cpu_ms: 20,
         wall_ms: 400,
         ..memory_limits(256)
+    }
+}
+
+/// Workers by id, as a node's bundle index holds them
+/// (`Engine::set_workers`: hosted Durable Object classes, service bindings).
+#[derive(Default)]
+pub struct Served(Mutex<std::collections::HashMap<String, Arc<WorkerBundle>>>);
+
+impl Served {
+    pub fn add(&self, bundle: &Arc<WorkerBundle>) {
+        let mut served = self.0.lock().unwrap();
+        served.insert(bundle.id.clone(), bundle.clone());
+    }
+}
+
+impl isolane_engine::WorkerLookup for Served {
+    fn current(&self, worker_id: &str) -> Option<Arc<WorkerBundle>> {
+        self.0.lock().unwrap().get(worker_id).cloned()
     }
 }

@@ -1,0 +1,75 @@
+//! Service bindings through `isolane dev --workers` as a user runs it: the
+//! real binary, real HTTP. A gateway Worker answers on its route by
+//! calling a backend Worker that has no routes (reachable only through
+//! bindings) with `env.BACKEND.fetch`, and its `Admin` entrypoint with
+//! `env.ADMIN.fetch`; the backend's own host answers nothing.
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/dev.rs"]
+mod support;
+use support::{Dev, client, free_port, request, when_ready};
+
+const WORKERS: &str = r#"apiVersion: isolane.dev/v1alpha1
+kind: Worker
+metadata: { name: gateway, namespace: shop }
+spec:
+  routes: [{ host: gateway.test }]
+  bindings:
+    - { name: BACKEND, service: { name: backend } }
+    - { name: ADMIN, service: { name: backend, entrypoint: Admin } }
+  script: |
+    export default {
+      async fetch(request, env) {
+        const url = new URL(request.url);
+        const target = url.pathname === '/admin' ? env.ADMIN : env.BACKEND;
+        const r = await target.fetch(new Request(`http://backend${url.pathname}`, { method: 'POST', body: 'hi' }));
+        return new Response(`gateway got ${r.status}: ${await r.text()}`);
+      }
+    };
+---
+apiVersion: isolane.dev/v1alpha1
+kind: Worker
+metadata: { name: backend, namespace: shop }
+spec:
+  env: [{ name: WHO, value: backend }]
+  script: |
+    import { WorkerEntrypoint } from 'cloudflare:workers';
+    export class Admin extends WorkerEntrypoint {
+      fetch() { return new Response(`admin of ${this.env.WHO}`); }
+    }
+    export default {
+      async fetch(request, env) {
+        return new Response(`${env.WHO} ${request.method} ${new URL(request.url).pathname} ${await request.text()}`);
+      }
+    };
+"#;
+
+#[tokio::test]
+async fn dev_gateway_calls_a_worker_without_routes_through_its_service_binding() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("workers.yaml"), WORKERS).unwrap();
+    let port = free_port().unwrap();
+    let mut dev = Dev::start(&[
+        "--workers",
+        dir.path().to_str().unwrap(),
+        "--port",
+        &port.to_string(),
+    ]);
+    let client = client();
+    assert_eq!(
+        when_ready(&client, &mut dev, port, "gateway.test", "/users").await,
+        (200, "gateway got 200: backend POST /users hi".to_owned())
+    );
+    assert_eq!(
+        request(&client, port, "gateway.test", "/admin")
+            .await
+            .unwrap(),
+        (200, "gateway got 200: admin of backend".to_owned())
+    );
+    // The backend has no route: no host reaches it but the gateway's calls.
+    let (status, _) = request(&client, port, "backend.test", "/users")
+        .await
+        .unwrap();
+    assert_eq!(status, 404);
+    assert!(dev.interrupt().success());
+}

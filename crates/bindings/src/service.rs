@@ -1,0 +1,85 @@
+//! Service bindings (`{name, service: {name, entrypoint}}`, wrangler's
+//! `[[services]]`): `env.SVC` is a `Fetcher` (`js/30_service.js`) whose
+//! `fetch(request | url, init)` runs the called Worker's `fetch` handler
+//! (or its named entrypoint's) on this engine thread, in that Worker's own
+//! isolate, under its own limits, and resolves with its `Response`, the
+//! body streamed back. Each call counts against the caller's
+//! `subrequests`. How the call runs (the engine's work, the depth bound,
+//! where the Worker is found) is the core's (`isolane_engine::api::service`).
+
+use std::rc::Rc;
+
+use http::Method;
+use isolane_engine::Body;
+use isolane_engine::api::service::{header_map, prepare, settlement};
+use isolane_engine::api::{HostError, HostState, Unit, begin_op, too_many};
+
+/// `env.NAME` for a service binding.
+pub(crate) fn unit() -> Unit {
+    Unit::new("service")
+        .js(&["30_service.js"])
+        .function("serviceFetch", service_fetch)
+}
+
+/// The request a call carries, from its parts as JavaScript passed them.
+fn request(
+    method: &str,
+    url: &str,
+    headers: http::HeaderMap,
+    body: Option<Vec<u8>>,
+) -> Result<http::Request<Body>, HostError> {
+    let method = Method::from_bytes(method.as_bytes())
+        .map_err(|_| HostError::type_error(format!("invalid method {method:?}")))?;
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|_| HostError::type_error(format!("invalid URL {url:?}")))?;
+    let body = body.map_or_else(Body::empty, Body::from);
+    let mut request = http::Request::new(body);
+    *request.method_mut() = method;
+    *request.uri_mut() = uri;
+    *request.headers_mut() = headers;
+    Ok(request)
+}
+
+host_fn! {
+/// `serviceFetch(binding, method, url, headers, body)` → Promise of the
+/// called Worker's response head (as `host.fetch`'s): one subrequest of
+/// the caller's, refused (a `TypeError`) past its limit.
+fn service_fetch<'s>(
+    scope,
+    host: Rc<HostState>,
+    binding: String,
+    method: String,
+    url: String,
+    headers: v8::Local<'s, v8::Value>,
+    body: Option<Vec<u8>>,
+) -> Option<v8::Local<'s, v8::Promise>> {
+    let ctx = host.current();
+    let early = header_map(scope, headers)
+        .map_err(HostError::type_error)
+        .and_then(|headers| {
+            let outbound = prepare(&host, ctx, &binding)?;
+            let limit = host.worker().map_or(0, |w| w.limits.subrequests);
+            host.take_subrequest(ctx, limit)
+                .map_err(|limit| HostError::type_error(too_many(limit)))?;
+            Ok((outbound, request(&method, &url, headers, body)?))
+        });
+    let (resolver, promise, (outbound, request)) = match begin_op(scope, early)? {
+        Ok(begun) => begun,
+        Err(rejected) => return Some(rejected),
+    };
+    let resolver = v8::Global::new(scope, resolver);
+    let op = host.add_op(ctx, resolver);
+    let me = host.turns();
+    let call = outbound.run(&host, request);
+    let task = tokio::task::spawn_local(async move {
+        let answer = call.await;
+        let Some(isolate) = me.upgrade() else {
+            return;
+        };
+        isolate.settle(op, settlement(&*isolate, ctx, answer, url));
+    });
+    host.set_op_task(op, task.abort_handle());
+    Some(promise)
+}
+}

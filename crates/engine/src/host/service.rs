@@ -1,0 +1,129 @@
+//! Service bindings' engine mechanics (`services`, wrangler's
+//! `[[services]]`): a call through `env.SVC.fetch` is a
+//! [`crate::Work::ServiceCall`] run on the **caller's own engine thread**,
+//! in the called Worker's isolate there (loaded like any Worker's, under
+//! its own limits), so it crosses no thread. The called Worker is found as
+//! a Durable Object class's host is (`host/object_hosted.rs`): by the
+//! caller's own namespace and the binding's Worker name, in the Workers
+//! this process serves (`Engine::set_workers`).
+//!
+//! The call starts at once, beyond the thread's slots (`thread.rs`,
+//! `Start::Now`): its caller holds a slot already, and a call that waited
+//! for one could wait on its own caller. A chain is bounded by
+//! [`MAX_DEPTH`], counted as a fetch's hops are (`x-isolane-hops`), which
+//! also ends a cycle; and by the caller's wall limit.
+//!
+//! What JavaScript sees (`env.SVC.fetch`, the host function) is
+//! `isolane-bindings`' (`service.rs`); this is what it needs of the core,
+//! through the door (`api::service`). The call's own description, which
+//! the job carries, is `service_call.rs`.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use http::HeaderValue;
+use http::header::HeaderName;
+
+use super::error::{ErrorClass, HostError};
+use super::object_hosted::served_worker;
+use super::{HostState, IsolateTurns, Settlement};
+use crate::body::Body;
+use crate::bundle::WorkerBundle;
+use crate::dispatch::run_on;
+use crate::service_call::{MAX_DEPTH, ServiceCall};
+use crate::work::Work;
+
+/// A service call ready to run: the called Worker, the call, and the hop
+/// count its request carries.
+#[derive(Debug)]
+pub struct Outbound {
+    bundle: Arc<WorkerBundle>,
+    call: ServiceCall,
+    hops: u32,
+}
+
+/// The call request `ctx` makes through its Worker's binding `binding`:
+/// refused (an `Error` the caller can catch) past [`MAX_DEPTH`], or when
+/// the called Worker is not served here.
+pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, HostError> {
+    let caller = host
+        .worker
+        .get()
+        .ok_or_else(|| HostError::type_error("service binding: no Worker is loaded"))?;
+    let target = caller.services.get(binding).ok_or_else(|| {
+        HostError::type_error(format!("{binding} is not a service binding of this Worker"))
+    })?;
+    let hops = host.outbound_hops(ctx);
+    if hops > MAX_DEPTH {
+        return Err(HostError::new(
+            ErrorClass::Error,
+            format!(
+                "Service call failed: the chain of service calls is deeper than {MAX_DEPTH} (a Worker calling itself, or a cycle of Workers)"
+            ),
+        ));
+    }
+    let bundle = served_worker(host, caller.namespace(), &target.worker).ok_or_else(|| {
+        HostError::new(
+            ErrorClass::Error,
+            format!(
+                "Service call failed: Worker {} is not running in this namespace",
+                target.worker
+            ),
+        )
+    })?;
+    let call = ServiceCall {
+        entrypoint: target.entrypoint.clone(),
+    };
+    Ok(Outbound { bundle, call, hops })
+}
+
+impl Outbound {
+    /// Runs the call with `request` on this thread (the job goes through
+    /// the thread's own queue, taken between turns): the called Worker's
+    /// response, its body streamed, or why there is none.
+    pub fn run(
+        self,
+        host: &HostState,
+        mut request: http::Request<Body>,
+    ) -> impl Future<Output = Result<http::Response<Body>, String>> + 'static {
+        request.headers_mut().insert(
+            HeaderName::from_static(crate::HOPS_HEADER),
+            HeaderValue::from(self.hops),
+        );
+        let thread = host.thread.clone();
+        let work = Work::ServiceCall {
+            call: self.call,
+            request,
+        };
+        async move {
+            let observer = &*thread.observer;
+            run_on(
+                &thread.shared,
+                observer,
+                thread.index,
+                self.bundle,
+                work,
+                true,
+            )
+            .await
+            .map_err(|error| error.to_string())
+        }
+    }
+}
+
+/// What a service call's answer settles its promise with: the response's
+/// head (as `host.fetch`'s, its body streamed), or an `Error`.
+pub fn settlement(
+    isolate: &dyn IsolateTurns,
+    ctx: u32,
+    answer: Result<http::Response<Body>, String>,
+    url: String,
+) -> Settlement {
+    match answer {
+        Ok(response) => super::object_forward::response_head(isolate, ctx, response, url),
+        Err(error) => Settlement::custom(HostError::new(
+            ErrorClass::Error,
+            format!("Service call failed: {error}"),
+        )),
+    }
+}
