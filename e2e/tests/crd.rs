@@ -280,7 +280,7 @@ fn invalid_workers() -> Vec<Invalid> {
             spec: "SCRIPT\n  bindings: [{name: COUNTER}]",
             expect: &[
                 "spec.bindings[0]",
-                "a binding needs exactly one of kvNamespace: <name> or durableObject",
+                "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>} or service: {name: <worker>}",
             ],
         },
         Invalid {
