@@ -7,7 +7,8 @@
 //! ConfigMap `<name>-code` (`spec.scriptFrom`); modules, or any code with
 //! `--repository`, to an OCI registry as `isolane push` pushes them,
 //! named by digest (`spec.bundle`; `--dry-run` computes the digest and
-//! pushes nothing). Secrets (`isolane secret put`) live in the Secret
+//! pushes nothing). A project's static assets (`assets`) travel in the same
+//! artifact, in its assets layer, so they need `--repository`. Secrets (`isolane secret put`) live in the Secret
 //! `<name>-secrets`: at apply, each of its keys becomes an `env` binding
 //! that references it. A key the platform cannot honour is one line on
 //! stderr each, and nothing is deployed.
@@ -142,6 +143,33 @@ pub async fn run(args: DeployArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The artifact of `modules` and `assets` pushed to `repository`, or
+/// only named by its digest in a dry run.
+async fn push(
+    args: &DeployArgs,
+    repository: &str,
+    modules: &isolane_worker::Modules,
+    assets: Option<&isolane_assets::AssetFiles>,
+) -> anyhow::Result<isolane_artifact::BundleRef> {
+    let (registry, credentials) = args.registry.registry(repository)?;
+    if args.dry_run {
+        return Ok(registry.reference(repository, modules, assets)?);
+    }
+    let pushed = registry
+        .push(repository, (modules, assets), credentials.as_ref())
+        .await?;
+    match assets {
+        Some(assets) => eprintln!(
+            "pushed {pushed} ({} modules, {} asset files, {} bytes)",
+            modules.len(),
+            assets.files.len(),
+            assets.total_bytes()
+        ),
+        None => eprintln!("pushed {pushed} ({} modules)", modules.len()),
+    }
+    Ok(pushed)
+}
+
 /// The objects of `project`, the code placed (pushed, unless a dry run).
 /// Every key not honoured is printed, one line each, and refused.
 pub async fn plan(project: &Project, args: &DeployArgs) -> anyhow::Result<Deployment> {
@@ -159,7 +187,15 @@ pub async fn plan(project: &Project, args: &DeployArgs) -> anyhow::Result<Deploy
     let namespace = &args.project.namespace;
     let mut spec = worker.spec;
     let code = bundle::load(&worker.main, &worker.rules)?;
+    let assets = match &project.config.assets {
+        Some(config) => Some(crate::assets::read(&project.dir, config)?),
+        None => None,
+    };
     let config_map = match (&args.repository, code) {
+        (None, _) if assets.is_some() => anyhow::bail!(
+            "{}: assets travel in the bundle artifact: give --repository REGISTRY/REPO (docs/assets.md)",
+            project.path()
+        ),
         (None, Code::Script(script)) => {
             let map = code_config_map(&worker.name, namespace, &worker.main, script);
             spec.script_from = map.1;
@@ -171,16 +207,7 @@ pub async fn plan(project: &Project, args: &DeployArgs) -> anyhow::Result<Deploy
         ),
         (Some(repository), code) => {
             let modules = crate::push::as_modules(&worker.main, code)?;
-            let (registry, credentials) = args.registry.registry(repository)?;
-            let pushed = if args.dry_run {
-                registry.reference(repository, &modules)?
-            } else {
-                let pushed = registry
-                    .push(repository, &modules, credentials.as_ref())
-                    .await?;
-                eprintln!("pushed {pushed} ({} modules)", modules.len());
-                pushed
-            };
+            let pushed = push(args, repository, &modules, assets.as_ref()).await?;
             spec.bundle = Some(pushed.to_string());
             spec.bundle_pull_secrets = args
                 .pull_secret

@@ -9,7 +9,6 @@
 //! Order matters: the engine starts (and initialises V8) on the main thread
 //! before the tokio runtimes spawn their threads, as the engine requires.
 
-mod assets;
 mod dev_worker;
 mod node;
 mod project;

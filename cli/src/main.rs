@@ -2,6 +2,7 @@
 //! real engine: router and node in one process, no Kubernetes.
 #![forbid(unsafe_code)]
 
+mod assets;
 mod bundle;
 mod deploy;
 mod dev;

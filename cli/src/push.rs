@@ -103,7 +103,7 @@ pub async fn run(args: PushArgs) -> anyhow::Result<()> {
     let modules = modules(&args.path)?;
     let (registry, credentials) = args.registry.registry(&args.repository)?;
     let pushed = registry
-        .push(&args.repository, &modules, credentials.as_ref())
+        .push(&args.repository, (&modules, None), credentials.as_ref())
         .await?;
     eprintln!("pushed {pushed} ({} modules)", modules.len());
     let name = args.name.unwrap_or_else(|| default_name(&pushed));

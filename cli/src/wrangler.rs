@@ -67,8 +67,6 @@ pub struct Problem {
     /// Where: `r2_buckets`, `env.staging.queues`, `migrations[0].renamed_classes`.
     pub key: String,
     pub reason: String,
-    /// `isolane dev` honours the key (only `isolane deploy` refuses it).
-    pub dev_only: bool,
 }
 
 impl std::fmt::Display for Problem {
@@ -131,7 +129,7 @@ pub struct Config {
     pub route: Option<RouteConfig>,
     #[serde(default)]
     pub routes: Vec<RouteConfig>,
-    /// `assets` (`isolane dev` only, `docs/assets.md`).
+    /// `assets` (`docs/assets.md`).
     pub assets: Option<AssetsConfig>,
 }
 
@@ -142,17 +140,9 @@ pub struct AssetsConfig {
     pub directory: String,
     /// `env.<binding>.fetch` (not bound yet).
     pub binding: Option<String>,
-    pub html_handling: Option<String>,
-    pub not_found_handling: Option<String>,
-    pub run_worker_first: Option<RunWorkerFirstConfig>,
-}
-
-/// `assets.run_worker_first`: a boolean, or route patterns (`!` excludes).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum RunWorkerFirstConfig {
-    All(bool),
-    Routes(Vec<String>),
+    /// `html_handling`, `not_found_handling`, `run_worker_first`.
+    #[serde(flatten)]
+    pub settings: isolane_assets::Settings,
 }
 
 /// `[[kv_namespaces]]`.
@@ -400,18 +390,13 @@ fn problems_of(table: &Map<String, Value>, prefix: &str, in_env: bool) -> Vec<Pr
                 "only the top level may set it (wrangler ignores it here too)".to_owned()
             }
             Some(key) => match key.support {
-                Support::Unsupported(why) | Support::DevOnly(why) => why.to_owned(),
+                Support::Unsupported(why) => why.to_owned(),
                 Support::Mapped | Support::NoEffect => continue,
             },
         };
-        let dev_only = keys::find(name).is_some_and(|key| {
-            matches!(key.support, Support::DevOnly(_))
-                && !(in_env && key.inherit == Inherit::TopOnly)
-        });
         problems.push(Problem {
             key: format!("{prefix}{name}"),
             reason,
-            dev_only,
         });
     }
     problems
@@ -421,9 +406,7 @@ fn problems_of(table: &Map<String, Value>, prefix: &str, in_env: bool) -> Vec<Pr
 fn typed(path: &str, merged: Map<String, Value>) -> Result<Config, ConfigError> {
     let mut mapped = Map::new();
     for (name, value) in merged {
-        if keys::find(&name)
-            .is_some_and(|key| matches!(key.support, Support::Mapped | Support::DevOnly(_)))
-        {
+        if keys::find(&name).is_some_and(|key| key.support == Support::Mapped) {
             let single = Map::from_iter([(name.clone(), value)]);
             serde_json::from_value::<Config>(Value::Object(single.clone()))
                 .map_err(|e| key_error(path, &name, &e.to_string()))?;

@@ -114,12 +114,11 @@ fn each_unsupported_key_is_one_line_and_nothing_is_deployed() {
     assert_eq!(
         lines,
         [
-            "wrangler.toml: assets: not supported: static assets are served by isolane dev only yet",
             "wrangler.toml: frobnicate: not supported: not a wrangler key Isolane knows",
             "wrangler.toml: r2_buckets: not supported: this binding kind is not supported yet",
             "wrangler.toml: env.staging.queues: not supported: this binding kind is not supported yet",
             "wrangler.toml: migrations[0].new_sqlite_classes: not supported: SQLite-backed Durable Objects (ctx.storage.sql) are not supported yet; declare the classes in new_classes for the key-value storage API",
-            "isolane deploy: wrangler.toml: 5 key(s) cannot be deployed (above)",
+            "isolane deploy: wrangler.toml: 4 key(s) cannot be deployed (above)",
         ]
     );
 }

@@ -267,6 +267,7 @@ impl Cluster {
 /// The Worker as `isolane dev` runs it, at dev's revision.
 fn bundle(revision: &str) -> WorkerBundle {
     WorkerBundle {
+        assets: None,
         id: "dev/pages".into(),
         revision: revision.into(),
         script: SCRIPT.into(),

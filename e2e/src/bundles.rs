@@ -18,8 +18,10 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::PostParams;
 
+use crate::cluster::{ClusterOptions, NodeOptions};
 use crate::http;
 use crate::ingress::Ingress;
+use crate::operator::OperatorOptions;
 use crate::process::binary;
 use crate::workers::{self, has_condition, wait_for_worker};
 
@@ -134,6 +136,27 @@ pub fn push_with(
         stderr.trim()
     );
     serde_yaml::from_slice(&output.stdout).expect("isolane push prints a Worker")
+}
+
+/// One node's cluster whose operator and node pull bundles from
+/// `registry` over plain HTTP; `node_args` are the node's other flags.
+pub fn registry_cluster(registry: &Registry, node_args: Vec<String>) -> ClusterOptions {
+    let plain_http = format!("--plain-http-registry={}", registry.host());
+    let allowed = format!("--bundle-registry={}", registry.host());
+    let mut node = NodeOptions::named("node-1");
+    node.extra_args = [plain_http.clone(), allowed.clone()]
+        .into_iter()
+        .chain(node_args)
+        .collect();
+    ClusterOptions {
+        nodes: 1,
+        node,
+        operator: OperatorOptions {
+            extra_args: vec![plain_http, allowed],
+            ..OperatorOptions::default()
+        },
+        ..ClusterOptions::default()
+    }
 }
 
 /// Creates the `kubernetes.io/dockerconfigjson` Secret [`PULL_SECRET`] in

@@ -33,6 +33,8 @@ pub struct Reply {
     pub retry_after: Option<String>,
     /// `content-type`.
     pub content_type: Option<String>,
+    /// Every response header.
+    pub headers: ::http::HeaderMap,
     /// The body as text.
     pub body: String,
 }
@@ -105,6 +107,7 @@ impl Ingress {
                 retry_after: header("retry-after"),
                 content_type: header("content-type"),
                 body: String::from_utf8_lossy(&body).into_owned(),
+                headers: head.headers,
             })
         };
         tokio::time::timeout(REQUEST_TIMEOUT, exchange)

@@ -52,26 +52,9 @@ async fn an_8_mib_bundle_is_pushed_applied_served_and_switched_by_digest() {
     let client = cp.client();
     create_pull_secret(&client, NAMESPACE, &registry).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let plain_http = format!("--plain-http-registry={}", registry.host());
-    let allowed = format!("--bundle-registry={}", registry.host());
-    let mut node = NodeOptions::named("node-1");
-    node.extra_args = vec![
-        plain_http.clone(),
-        allowed.clone(),
-        format!(
-            "--bundle-cache-dir={}",
-            dir.path().join("bundle-cache").display()
-        ),
-    ];
-    let options = ClusterOptions {
-        nodes: 1,
-        node,
-        operator: OperatorOptions {
-            extra_args: vec![plain_http, allowed],
-            ..OperatorOptions::default()
-        },
-        ..ClusterOptions::default()
-    };
+    let cache = dir.path().join("bundle-cache");
+    let cache = format!("--bundle-cache-dir={}", cache.display());
+    let options = bundles::registry_cluster(&registry, vec![cache]);
     let cluster = Cluster::start(&cp, dir.path(), options).await;
     let ingress = Ingress::new(cluster.ingress());
 

@@ -110,7 +110,9 @@ impl ArtifactChecker {
             .pull(&bundle, credentials.as_ref(), None)
             .await
         {
-            Ok(pulled) => match check_modules(&bundle, &pulled.modules) {
+            Ok(pulled) => match check_modules(&bundle, &pulled.modules)
+                .and_then(|()| check_assets(&bundle, pulled.assets.as_ref()))
+            {
                 Ok(()) => ArtifactCheck::Valid(ArtifactSource {
                     reference: bundle.to_string(),
                     username: credentials.as_ref().map(|c| c.username.clone()),
@@ -192,6 +194,19 @@ fn check_modules(
         });
     }
     check_wasm(&bundle.to_string(), modules).map_err(|error| refused(&error))
+}
+
+/// The artifact's static assets make a site the node can serve.
+fn check_assets(
+    bundle: &BundleRef,
+    assets: Option<&isolane_assets::AssetFiles>,
+) -> Result<(), ArtifactCheck> {
+    let Some(files) = assets else {
+        return Ok(());
+    };
+    isolane_artifact::assets_layer::site(&bundle.to_string(), files, true, (None, &[]))
+        .map(drop)
+        .map_err(|error| refused(&error))
 }
 
 fn refused(error: &isolane_artifact::Error) -> ArtifactCheck {

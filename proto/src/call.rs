@@ -184,6 +184,20 @@ pub struct InvalidAnswer {
 }
 
 impl Answer {
+    /// A successful answer of `body_length` bytes made without running a
+    /// Worker (a static asset's, for one).
+    pub fn ok(status: StatusCode, headers: HeaderMap, body_length: u64) -> Self {
+        Self {
+            status,
+            headers,
+            outcome: Outcome::Ok,
+            reason: String::new(),
+            retry_after_ms: None,
+            body_length: Some(body_length),
+            upgrade: None,
+        }
+    }
+
     /// The head as the first frame of the response stream.
     pub fn encode(&self) -> ResponseHead {
         let headers = self

@@ -346,6 +346,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         .filter_map(|binding| Some((binding.name.clone(), binding.durable_object.clone()?)))
         .partition(|(_, object)| object.worker.as_deref().is_some_and(|w| w != name));
     WorkerBundle {
+        assets: bundle.assets,
         id: bundle.worker_id,
         revision: bundle.revision,
         script: bundle.script,

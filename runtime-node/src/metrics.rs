@@ -61,6 +61,7 @@ pub struct NodeMetrics {
     bundle_events: IntCounterVec,
     bundle_errors: IntCounterVec,
     bundle_watch_errors: IntCounter,
+    asset_answers: IntCounter,
     lease_renewals: IntCounterVec,
     draining: IntGauge,
     websockets_open: IntGaugeVec,
@@ -376,6 +377,12 @@ const BUNDLE_WATCH_ERRORS: Metric = Metric::new(
     &[],
 );
 
+const ASSET_ANSWERS: Metric = Metric::new(
+    "isolane_node_asset_answers_total",
+    "Requests answered from a Worker's static assets (an asset, a redirect, a 304 or a bare 404), without entering the engine.",
+    &[],
+);
+
 const DRAINING: Metric = Metric::new(
     "isolane_node_draining",
     "1 while the node drains before exiting.",
@@ -416,6 +423,7 @@ pub const ALL: &[Metric] = &[
     BUNDLES,
     BUNDLE_REVISIONS,
     BUNDLE_WATCH_ERRORS,
+    ASSET_ANSWERS,
     DRAINING,
 ];
 
@@ -487,6 +495,7 @@ impl NodeMetrics {
         let bundle_events = BUNDLE_EVENTS.counter_vec(registry)?;
         let bundle_errors = BUNDLE_ERRORS.counter_vec(registry)?;
         let bundle_watch_errors = BUNDLE_WATCH_ERRORS.counter(registry)?;
+        let asset_answers = ASSET_ANSWERS.counter(registry)?;
         let lease_renewals = LEASE_RENEWALS.counter_vec(registry)?;
         let draining = DRAINING.gauge(registry)?;
         let websockets_open = WEBSOCKETS_OPEN.gauge_vec(registry)?;
@@ -515,6 +524,7 @@ impl NodeMetrics {
             bundle_events,
             bundle_errors,
             bundle_watch_errors,
+            asset_answers,
             lease_renewals,
             draining,
             websockets_open,
@@ -590,6 +600,11 @@ impl NodeMetrics {
 
     pub fn bundle_error(&self, reason: &'static str) {
         self.bundle_errors.with_label_values(&[reason]).inc();
+    }
+
+    /// A request answered from a Worker's static assets.
+    pub fn asset_answer(&self) {
+        self.asset_answers.inc();
     }
 
     pub fn bundle_watch_error(&self) {

@@ -20,6 +20,7 @@
 //! ([`NodeService::refusal`]). The router renders the error page from it.
 
 mod answered;
+mod assets;
 mod socket_frames;
 mod span;
 mod stream;
@@ -287,8 +288,23 @@ impl NodeService {
         let bundle = resolve.await;
         drop(waiting);
         let bundle = bundle?;
-        tracing::debug!(worker.id = %call.worker_id, revision = %bundle.revision, thread, request.id = %call.request_id, "execute");
         let head_only = call.request.method() == Method::HEAD;
+        if object.is_none()
+            && let Some(answered) = assets::answer(&call, &bundle)
+        {
+            shared.metrics.asset_answer();
+            let (answer, body) = assets::head_and_body(answered);
+            let body = Answered::new(
+                body,
+                Outcome::Ok,
+                permit,
+                shared.metrics.clone(),
+                deadline,
+                head_only,
+            );
+            return Ok((answer, body));
+        }
+        tracing::debug!(worker.id = %call.worker_id, revision = %bundle.revision, thread, request.id = %call.request_id, "execute");
         let deadline_ms = call.deadline_ms;
         let (mut request, kind, worker_id, request_id) = engine_request(call, body);
         let handler = span::handler(span);

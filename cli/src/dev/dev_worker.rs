@@ -32,5 +32,5 @@ pub struct DevWorker {
     pub triggers: Option<Triggers>,
     /// Static assets served before (or after) it (a wrangler project's
     /// `assets`).
-    pub assets: Option<std::sync::Arc<super::assets::DevAssets>>,
+    pub assets: Option<std::sync::Arc<isolane_assets::Site>>,
 }

@@ -1,7 +1,7 @@
 //! The runtime node of `isolane dev`, in process: the node's own call path
 //! (admission per thread, the bundle index, outcome mapping, node metrics)
 //! over the engine, handed the proxy's calls as they are — no connection,
-//! no frames. A Worker's static assets answer first (`assets.rs`): only
+//! no frames. A Worker's static assets answer first (`crate::assets`): only
 //! what they leave to the Worker reaches the node.
 
 use std::collections::HashMap;
@@ -12,18 +12,17 @@ use futures::future::BoxFuture;
 use http_body_util::BodyExt as _;
 use isolane_engine::Body;
 use isolane_node::NodeService;
-use isolane_proto::Outcome;
 use isolane_proto::call::{Answer, AnswerBody, Call, Failed};
 use isolane_router::proxy::{CallBody, LocalNode};
 
-use super::assets::{Answered, DevAssets};
+use isolane_assets::{Answered, Site};
 
 /// The node's name in `x-isolane-node` and the metrics.
 pub const NODE_NAME: &str = "local";
 
 /// Each Worker's static assets, by Worker id; set from the project at
 /// start and on reload (`serving.rs`).
-pub type AssetsByWorker = Arc<ArcSwap<HashMap<String, Arc<DevAssets>>>>;
+pub type AssetsByWorker = Arc<ArcSwap<HashMap<String, Arc<Site>>>>;
 
 /// [`NodeService`] as the proxy's [`LocalNode`], behind the Workers' assets.
 #[derive(Debug, Clone)]
@@ -60,16 +59,8 @@ impl LocalNode for InProcessNode {
 
 /// An asset's (or a redirect's, or a bare 404's) answer, as the node's.
 fn answer(answered: Answered) -> (Answer, AnswerBody) {
-    let length = u64::try_from(answered.body.len()).ok();
-    let head = Answer {
-        status: answered.status,
-        headers: answered.headers,
-        outcome: Outcome::Ok,
-        reason: String::new(),
-        retry_after_ms: None,
-        body_length: length,
-        upgrade: None,
-    };
+    let length = answered.body.len() as u64;
+    let head = Answer::ok(answered.status, answered.headers, length);
     let body = http_body_util::Full::new(answered.body)
         .map_err(|never: std::convert::Infallible| -> Failed { match never {} });
     (head, Box::pin(body) as AnswerBody)

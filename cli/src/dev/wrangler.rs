@@ -13,10 +13,10 @@ use anyhow::Context as _;
 use isolane_worker::cron::Schedule;
 use isolane_worker::{ANY_HOST, Bundle, Route, Triggers, WorkerKey};
 
-use super::assets::DevAssets;
 use super::dev_worker::{Compatibility, DevWorker};
 use crate::bundle::Code;
 use crate::wrangler::{Project, spec};
+use isolane_assets::Site;
 
 /// The project's text and JSON vars, `.dev.vars` (secrets) over vars of
 /// the same name; a JSON var past the webhook's bound is refused, so that
@@ -41,10 +41,7 @@ fn vars(
 }
 
 /// The project's static assets (`assets`), read now.
-fn assets(
-    project: &Project,
-    compatibility: &Compatibility,
-) -> anyhow::Result<Option<Arc<DevAssets>>> {
+fn assets(project: &Project, compatibility: &Compatibility) -> anyhow::Result<Option<Arc<Site>>> {
     let Some(config) = &project.config.assets else {
         return Ok(None);
     };
@@ -52,8 +49,8 @@ fn assets(
         compatibility.date.as_deref(),
         compatibility.flags.as_slice(),
     );
-    DevAssets::load(&project.dir, config, true, settings)
-        .map(|assets| Some(Arc::new(assets)))
+    crate::assets::site(&project.dir, config, true, settings)
+        .map(Some)
         .with_context(|| format!("{}: assets", project.path()))
 }
 
@@ -61,7 +58,7 @@ fn assets(
 pub fn worker(file: &Path, env: Option<&str>) -> anyhow::Result<DevWorker> {
     let project = Project::read(file, env)?;
     let worker = spec::worker(&project)?;
-    for problem in worker.problems.iter().filter(|p| !p.dev_only) {
+    for problem in &worker.problems {
         tracing::warn!(
             config = %project.path(),
             key = %problem.key,

@@ -23,8 +23,6 @@ pub enum Support {
     NoEffect,
     /// Refused by `isolane deploy`, warned about by `isolane dev`: why.
     Unsupported(&'static str),
-    /// Honoured by `isolane dev`, refused by `isolane deploy`: why.
-    DevOnly(&'static str),
 }
 
 /// One key of the table.
@@ -44,7 +42,7 @@ const fn key(name: &'static str, inherit: Inherit, support: Support) -> Key {
 }
 
 use Inherit::{No, TopOnly, Yes};
-use Support::{DevOnly, Mapped, NoEffect, Unsupported};
+use Support::{Mapped, NoEffect, Unsupported};
 
 const BINDING_KIND: &str = "this binding kind is not supported yet";
 const BUILD: &str = "isolane runs no build step: build first (e.g. `wrangler deploy --dry-run --outdir dist`) and point `main` at the output";
@@ -76,11 +74,7 @@ pub const KEYS: &[Key] = &[
     key("send_metrics", TopOnly, NoEffect),
     key("keep_vars", TopOnly, NoEffect),
     key("dev", TopOnly, NoEffect),
-    key(
-        "assets",
-        Yes,
-        DevOnly("static assets are served by isolane dev only yet"),
-    ),
+    key("assets", Yes, Mapped),
     key(
         "site",
         TopOnly,

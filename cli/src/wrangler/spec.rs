@@ -193,7 +193,6 @@ fn bindings(
     for (i, object) in config.durable_objects.bindings.iter().enumerate() {
         if object.environment.is_some() {
             problems.push(Problem {
-                dev_only: false,
                 key: format!("durable_objects.bindings[{i}].environment"),
                 reason: "a binding names the hosting Worker by its name (script_name)".into(),
             });
@@ -217,7 +216,6 @@ fn migrations(project: &Project, problems: &mut Vec<Problem>) {
     for (i, migration) in project.config.migrations.iter().enumerate() {
         let mut refuse = |field: &str, reason: &str| {
             problems.push(Problem {
-                dev_only: false,
                 key: format!("migrations[{i}].{field}"),
                 reason: reason.to_owned(),
             });

@@ -5,8 +5,11 @@
 //! - a config blob of media type [`CONFIG_MEDIA_TYPE`]: JSON
 //!   `{"main": "main.js", "modules": [{"name": "main.js", "type": "ESModule"}, …]}`,
 //!   the module types being wrangler's;
-//! - exactly one layer of media type [`LAYER_MEDIA_TYPE`]: a gzip-compressed
-//!   tar holding each module's bytes as a regular file at its name.
+//! - a layer of media type [`LAYER_MEDIA_TYPE`]: a gzip-compressed tar
+//!   holding each module's bytes as a regular file at its name;
+//! - when the Worker has static assets, a second layer of media type
+//!   [`crate::ASSETS_LAYER_MEDIA_TYPE`] (`assets_layer.rs`), and the
+//!   config's `assets` holds their settings (wrangler's keys).
 //!
 //! [`unpack`] reads at most [`ArtifactLimits::uncompressed_bytes`] out of the
 //! gzip stream whatever its headers claim, takes nothing but regular files,
@@ -14,11 +17,12 @@
 //! same way as for inline bundles.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Read;
 
-use flate2::Compression;
 use flate2::read::GzDecoder;
-use flate2::write::GzEncoder;
+use isolane_assets::AssetFiles;
+
+use crate::archive::{Bounded, tar_gz};
 use isolane_worker::{Module, ModuleKind, Modules};
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +38,11 @@ pub const LAYER_MEDIA_TYPE: &str = "application/vnd.isolane.bundle.layer.v1.tar+
 pub struct BundleConfig {
     pub main: String,
     pub modules: Vec<ModuleEntry>,
+    /// The `assets` settings, when the artifact has an assets layer
+    /// (`assets_layer.rs`); absent otherwise, so an artifact without
+    /// assets has the bytes (and the digest) it had before assets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assets: Option<isolane_assets::Settings>,
 }
 
 /// One module in the config blob.
@@ -44,16 +53,23 @@ pub struct ModuleEntry {
     pub kind: ModuleKind,
 }
 
-/// An artifact's two blobs, ready to push.
+/// An artifact's blobs, ready to push.
 #[derive(Debug, Clone)]
 pub struct Packed {
     pub config: Vec<u8>,
     pub layer: Vec<u8>,
+    /// The assets layer, when there are assets.
+    pub assets: Option<Vec<u8>>,
 }
 
 /// The artifact of `modules` (deterministic: the same modules make the same
 /// bytes, so pushing twice names the same digest).
 pub fn pack(modules: &Modules) -> Packed {
+    pack_with_assets(modules, None)
+}
+
+/// The artifact of `modules` and, in a second layer, `assets`.
+pub fn pack_with_assets(modules: &Modules, assets: Option<&AssetFiles>) -> Packed {
     let config = BundleConfig {
         main: modules.main_name().to_owned(),
         modules: modules
@@ -63,31 +79,31 @@ pub fn pack(modules: &Modules) -> Packed {
                 kind: module.kind,
             })
             .collect(),
+        assets: assets.map(|assets| assets.settings.clone()),
     };
     // invariant: a struct of strings and enums always serialises.
     let config = serde_json::to_vec(&config).expect("invariant: the config serialises");
-    let mut tar = tar::Builder::new(Vec::new());
-    tar.mode(tar::HeaderMode::Deterministic);
-    for module in modules.iter() {
-        let mut header = tar::Header::new_ustar();
-        header.set_size(module.content.len() as u64);
-        header.set_mode(0o644);
-        header.set_entry_type(tar::EntryType::Regular);
-        // invariant: writing to a Vec cannot fail; names are checked
-        // relative paths (Modules::new), long ones go in a GNU extension.
-        tar.append_data(&mut header, &module.name, module.content.as_slice())
-            .expect("invariant: a tar in memory is written");
+    let layer = tar_gz(
+        modules
+            .iter()
+            .map(|module| (module.name.as_str(), module.content.as_slice())),
+    );
+    Packed {
+        config,
+        layer,
+        assets: assets.map(crate::assets_layer::pack),
     }
-    let tar = tar
-        .into_inner()
-        .expect("invariant: a tar in memory is finished");
-    let mut gzip = GzEncoder::new(Vec::new(), Compression::default());
-    gzip.write_all(&tar)
-        .expect("invariant: gzip into memory cannot fail");
-    let layer = gzip
-        .finish()
-        .expect("invariant: gzip into memory cannot fail");
-    Packed { config, layer }
+}
+
+/// The `assets` settings of an artifact's config: `Some` when it has an
+/// assets layer.
+pub fn assets_settings(
+    reference: &str,
+    config: &[u8],
+) -> Result<Option<isolane_assets::Settings>, Error> {
+    let config: BundleConfig = serde_json::from_slice(config)
+        .map_err(|error| Error::malformed(reference, format!("its config: {error}")))?;
+    Ok(config.assets)
 }
 
 /// The modules of an artifact's config and layer (already verified against
@@ -173,35 +189,6 @@ fn read_modules<R: Read>(
         modules.push(Module::new(name, module_kind, content));
     }
     Ok(modules)
-}
-
-/// A reader that yields at most `left` bytes and fails (remembering it)
-/// when its source has more: the bound on a decompression bomb.
-struct Bounded<R> {
-    inner: R,
-    left: u64,
-    exceeded: bool,
-}
-
-impl<R: Read> Read for Bounded<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.left == 0 {
-            let mut probe = [0u8; 1];
-            if self.inner.read(&mut probe)? == 0 {
-                return Ok(0);
-            }
-            self.exceeded = true;
-            return Err(std::io::Error::other(
-                "the uncompressed layer is over its limit",
-            ));
-        }
-        let want = buf
-            .len()
-            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
-        let read = self.inner.read(&mut buf[..want])?;
-        self.left -= read as u64;
-        Ok(read)
-    }
 }
 
 #[cfg(test)]

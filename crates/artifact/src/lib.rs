@@ -7,7 +7,8 @@
 //!
 //! - [`layout`]: what the artifact is made of (its media types, a config
 //!   that lists the modules and their types, one tar+gzip layer of their
-//!   bytes), [`pack`] and the bounded [`unpack`];
+//!   bytes, and a second layer of static assets when there are some),
+//!   [`pack`] and the bounded [`unpack`];
 //! - [`BundleRef`]: a reference that must name a digest;
 //! - [`AllowedRegistries`]: the registries the cluster's admin lets bundles
 //!   come from;
@@ -22,6 +23,8 @@
 #![forbid(unsafe_code)]
 
 mod allowed;
+mod archive;
+pub mod assets_layer;
 mod cache;
 mod check;
 mod clients;
@@ -35,10 +38,11 @@ mod registry_ca;
 mod system_roots;
 
 pub use allowed::AllowedRegistries;
+pub use assets_layer::ASSETS_LAYER_MEDIA_TYPE;
 pub use cache::Cache;
 pub use check::check_wasm;
 pub use error::Error;
-pub use layout::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, Packed, pack, unpack};
+pub use layout::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, Packed, pack, pack_with_assets, unpack};
 pub use limits::ArtifactLimits;
 pub use reference::BundleRef;
 pub use registry::{Credentials, Pulled, Registry};

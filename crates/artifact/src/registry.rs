@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use base64ct::{Base64, Encoding};
 use futures::StreamExt;
+use isolane_assets::AssetFiles;
 use isolane_worker::Modules;
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
@@ -17,6 +18,7 @@ use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
+use crate::assets_layer::{self, ASSETS_LAYER_MEDIA_TYPE};
 use crate::clients::Clients;
 use crate::digest::{Declared, sha256, verify};
 use crate::layout::{self, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE};
@@ -92,6 +94,8 @@ impl Credentials {
 #[derive(Debug, Clone)]
 pub struct Pulled {
     pub modules: Modules,
+    /// The static assets, when the artifact has an assets layer.
+    pub assets: Option<AssetFiles>,
     /// Bytes of the compressed layer.
     pub compressed_bytes: u64,
 }
@@ -188,14 +192,24 @@ impl Registry {
     /// `repository` would return, without a registry: the artifact is
     /// deterministic, so this is what a push names (`isolane deploy
     /// --dry-run`).
-    pub fn reference(&self, repository: &str, modules: &Modules) -> Result<BundleRef, Error> {
-        let prepared = self.prepare(repository, modules)?;
+    pub fn reference(
+        &self,
+        repository: &str,
+        modules: &Modules,
+        assets: Option<&AssetFiles>,
+    ) -> Result<BundleRef, Error> {
+        let prepared = self.prepare(repository, modules, assets)?;
         BundleRef::from_parts(&prepared.target, &sha256(&prepared.body))
     }
 
     /// The target, the blobs and the manifest (with its bytes) of pushing
     /// `modules` to `repository`.
-    fn prepare(&self, repository: &str, modules: &Modules) -> Result<Prepared, Error> {
+    fn prepare(
+        &self,
+        repository: &str,
+        modules: &Modules,
+        assets: Option<&AssetFiles>,
+    ) -> Result<Prepared, Error> {
         let bad = |why| Error::BadReference {
             reference: repository.to_owned(),
             why,
@@ -206,33 +220,34 @@ impl Registry {
         let target: Reference = repository
             .parse()
             .map_err(|_| bad("not a registry/repository[:tag] reference"))?;
-        let (layer, config, manifest) = artifact(modules, repository, &self.limits)?;
+        let (layers, config, manifest) = artifact(modules, assets, repository, &self.limits)?;
         // invariant: a manifest of strings and numbers always serialises.
         let body = serde_json::to_vec(&manifest).expect("invariant: the manifest serialises");
         Ok(Prepared {
             target,
-            layer,
+            layers,
             config,
             manifest,
             body,
         })
     }
 
-    /// Pushes the artifact of `modules` to `repository` (`registry/repo`,
-    /// with an optional `:tag`); returns the name by digest.
+    /// Pushes the artifact of `modules` (and `assets`) to `repository`
+    /// (`registry/repo`, with an optional `:tag`); returns the name by
+    /// digest.
     pub async fn push(
         &self,
         repository: &str,
-        modules: &Modules,
+        (modules, assets): (&Modules, Option<&AssetFiles>),
         credentials: Option<&Credentials>,
     ) -> Result<BundleRef, Error> {
         let Prepared {
             target,
-            layer,
+            layers,
             config,
             manifest,
             body,
-        } = self.prepare(repository, modules)?;
+        } = self.prepare(repository, modules, assets)?;
         let digest = sha256(&body);
         let name = |e| map_error(repository, e);
         let auth = Credentials::auth(credentials);
@@ -240,10 +255,8 @@ impl Registry {
         client
             .store_auth_if_needed(target.resolve_registry(), &auth)
             .await;
-        for (data, descriptor) in [
-            (&layer.data, &manifest.layers[0]),
-            (&config.data, &manifest.config),
-        ] {
+        let blobs = layers.iter().map(|layer| &layer.data).zip(&manifest.layers);
+        for (data, descriptor) in blobs.chain([(&config.data, &manifest.config)]) {
             client
                 .push_blob(&target, data.clone(), &descriptor.digest)
                 .await
@@ -306,19 +319,57 @@ impl Registry {
             )
             .await?;
         let modules = layout::unpack(&reference, &config.bytes, &layer.bytes, &self.limits)?;
+        let (assets, assets_blob) = self
+            .pull_assets(
+                &client,
+                credentials,
+                bundle,
+                &manifest,
+                &config.bytes,
+                cache,
+            )
+            .await?;
         if let Some(cache) = cache {
             // Kept only once the whole bundle is known good.
-            for (descriptor, blob) in [(&manifest.config, &config), (&manifest.layers[0], &layer)] {
-                if !blob.cached {
-                    cache.put(&descriptor.digest, &blob.bytes)?;
-                }
-            }
-            cache.put(bundle.digest(), &manifest_bytes)?;
+            let mut blobs = vec![(&manifest.config, &config), (&manifest.layers[0], &layer)];
+            blobs.extend(manifest.layers.get(1).zip(assets_blob.as_ref()));
+            keep(cache, &blobs, (bundle.digest(), &manifest_bytes))?;
         }
         Ok(Pulled {
             modules,
+            assets,
             compressed_bytes: layer.bytes.len() as u64,
         })
+    }
+
+    /// The assets of a pulled artifact: its second layer, with the
+    /// settings its config gives them (both or neither).
+    async fn pull_assets(
+        &self,
+        client: &Client,
+        credentials: Option<&Credentials>,
+        bundle: &BundleRef,
+        manifest: &OciImageManifest,
+        config: &[u8],
+        cache: Option<&Cache>,
+    ) -> Result<(Option<AssetFiles>, Option<Blob>), Error> {
+        let reference = bundle.to_string();
+        let settings = layout::assets_settings(&reference, config)?;
+        let (settings, descriptor) = match (settings, manifest.layers.get(1)) {
+            (None, None) => return Ok((None, None)),
+            (Some(settings), Some(descriptor)) => (settings, descriptor),
+            _ => {
+                let why = "its config and its layers disagree on whether it has assets";
+                return Err(Error::malformed(&reference, why));
+            }
+        };
+        let what = "the compressed assets layer";
+        let limit = self.limits.assets_compressed_bytes;
+        let blob = self
+            .blob(client, credentials, bundle, what, descriptor, limit, cache)
+            .await?;
+        let files = assets_layer::unpack(&reference, settings, &blob.bytes, &self.limits)?;
+        Ok((Some(files), Some(blob)))
     }
 
     /// The manifest's bytes, verified, from the cache or the registry.
@@ -424,7 +475,7 @@ async fn read_blob<B: AsRef<[u8]>, E: std::fmt::Display>(
 /// A push, ready: where to, the two blobs, the manifest and its bytes.
 struct Prepared {
     target: Reference,
-    layer: ImageLayer,
+    layers: Vec<ImageLayer>,
     config: Config,
     manifest: OciImageManifest,
     body: Vec<u8>,
@@ -432,24 +483,40 @@ struct Prepared {
 
 fn artifact(
     modules: &Modules,
+    assets: Option<&AssetFiles>,
     repository: &str,
     limits: &ArtifactLimits,
-) -> Result<(ImageLayer, Config, OciImageManifest), Error> {
-    let packed = layout::pack(modules);
-    if packed.layer.len() as u64 > limits.compressed_bytes {
-        return Err(Error::TooLarge {
-            reference: repository.to_owned(),
-            what: "the compressed layer",
-            actual: packed.layer.len() as u64,
-            limit: limits.compressed_bytes,
-        });
+) -> Result<(Vec<ImageLayer>, Config, OciImageManifest), Error> {
+    let packed = layout::pack_with_assets(modules, assets);
+    check_size(
+        repository,
+        "the compressed layer",
+        packed.layer.len() as u64,
+        limits.compressed_bytes,
+    )?;
+    let mut layers = vec![ImageLayer::new(
+        packed.layer,
+        LAYER_MEDIA_TYPE.to_owned(),
+        None,
+    )];
+    if let Some(assets) = packed.assets {
+        check_size(
+            repository,
+            "the compressed assets layer",
+            assets.len() as u64,
+            limits.assets_compressed_bytes,
+        )?;
+        layers.push(ImageLayer::new(
+            assets,
+            ASSETS_LAYER_MEDIA_TYPE.to_owned(),
+            None,
+        ));
     }
-    let layer = ImageLayer::new(packed.layer, LAYER_MEDIA_TYPE.to_owned(), None);
     let config = Config::new(packed.config, CONFIG_MEDIA_TYPE.to_owned(), None);
-    let mut manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
+    let mut manifest = OciImageManifest::build(&layers, &config, None);
     manifest.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_owned());
     manifest.artifact_type = Some(CONFIG_MEDIA_TYPE.to_owned());
-    Ok((layer, config, manifest))
+    Ok((layers, config, manifest))
 }
 
 /// The manifest, if it is one of a bundle within the limits.
@@ -469,12 +536,19 @@ fn parse_manifest(
             ),
         ));
     }
-    let [layer] = manifest.layers.as_slice() else {
-        return Err(Error::malformed(
-            reference,
-            format!("it has {} layers, not one", manifest.layers.len()),
-        ));
+    let (layer, assets) = match manifest.layers.as_slice() {
+        [layer] => (layer, None),
+        [layer, assets] => (layer, Some(assets)),
+        layers => {
+            return Err(Error::malformed(
+                reference,
+                format!("it has {} layers, not one or two", layers.len()),
+            ));
+        }
     };
+    if let Some(assets) = assets {
+        check_assets_layer(reference, assets, limits)?;
+    }
     if layer.media_type != LAYER_MEDIA_TYPE {
         return Err(Error::malformed(
             reference,
@@ -491,6 +565,44 @@ fn parse_manifest(
         limits.compressed_bytes,
     )?;
     Ok(manifest)
+}
+
+/// Puts in `cache` the blobs it did not give, then the manifest.
+fn keep(
+    cache: &Cache,
+    blobs: &[(&OciDescriptor, &Blob)],
+    (digest, manifest): (&str, &[u8]),
+) -> Result<(), Error> {
+    for (descriptor, blob) in blobs {
+        if !blob.cached {
+            cache.put(&descriptor.digest, &blob.bytes)?;
+        }
+    }
+    cache.put(digest, manifest)
+}
+
+/// The assets layer's descriptor: its media type, and its size within
+/// the limit.
+fn check_assets_layer(
+    reference: &str,
+    assets: &OciDescriptor,
+    limits: &ArtifactLimits,
+) -> Result<(), Error> {
+    if assets.media_type != ASSETS_LAYER_MEDIA_TYPE {
+        return Err(Error::malformed(
+            reference,
+            format!(
+                "its second layer is {:?}, not {ASSETS_LAYER_MEDIA_TYPE}",
+                assets.media_type
+            ),
+        ));
+    }
+    check_size(
+        reference,
+        "the compressed assets layer",
+        u64::try_from(assets.size).unwrap_or(u64::MAX),
+        limits.assets_compressed_bytes,
+    )
 }
 
 fn check_size(reference: &str, what: &'static str, actual: u64, limit: u64) -> Result<(), Error> {

@@ -53,7 +53,7 @@ async fn an_8_mib_bundle_round_trips_by_digest_and_is_then_served_from_the_cache
     let pushed = client
         .push(
             &format!("{}/ns/app:v1", registry.host()),
-            &modules,
+            (&modules, None),
             Some(&credentials),
         )
         .await
@@ -63,7 +63,7 @@ async fn an_8_mib_bundle_round_trips_by_digest_and_is_then_served_from_the_cache
     let again = client
         .push(
             &format!("{}/ns/app", registry.host()),
-            &modules,
+            (&modules, None),
             Some(&credentials),
         )
         .await
@@ -96,7 +96,7 @@ async fn pulls_without_or_with_wrong_credentials_are_refused_as_unauthorized() {
     let pushed = client
         .push(
             &format!("{}/ns/private", registry.host()),
-            &bundle(vec![1, 2, 3]),
+            (&bundle(vec![1, 2, 3]), None),
             Some(&credentials),
         )
         .await
@@ -112,7 +112,7 @@ async fn pulls_without_or_with_wrong_credentials_are_refused_as_unauthorized() {
     let error = client
         .push(
             &format!("{}/ns/other", registry.host()),
-            &bundle(vec![1]),
+            (&bundle(vec![1]), None),
             Some(&wrong),
         )
         .await
@@ -132,7 +132,7 @@ async fn a_digest_the_registry_does_not_hold_is_not_found() {
     let pushed = client
         .push(
             &format!("{}/ns/app", registry.host()),
-            &bundle(vec![1]),
+            (&bundle(vec![1]), None),
             Some(&credentials),
         )
         .await
@@ -156,7 +156,7 @@ async fn a_cached_blob_whose_bytes_do_not_match_its_digest_is_pulled_again() {
     let pushed = client
         .push(
             &format!("{}/ns/app", registry.host()),
-            &modules,
+            (&modules, None),
             Some(&credentials),
         )
         .await
@@ -202,7 +202,7 @@ async fn an_oversized_layer_is_refused_at_push_and_at_pull() {
     let error = strict
         .push(
             &format!("{}/ns/big", registry.host()),
-            &big,
+            (&big, None),
             Some(&credentials),
         )
         .await
@@ -223,7 +223,7 @@ async fn an_oversized_layer_is_refused_at_push_and_at_pull() {
     let pushed = lenient
         .push(
             &format!("{}/ns/big", registry.host()),
-            &big,
+            (&big, None),
             Some(&credentials),
         )
         .await
@@ -247,7 +247,7 @@ async fn an_oversized_layer_is_refused_at_push_and_at_pull() {
     let pushed = lenient
         .push(
             &format!("{}/ns/eleven", registry.host()),
-            &eleven,
+            (&eleven, None),
             Some(&credentials),
         )
         .await
@@ -315,7 +315,7 @@ async fn a_layer_whose_blob_is_not_its_declared_size_is_refused_and_not_cached()
     let pushed = client
         .push(
             &format!("{}/ns/sized", registry.host()),
-            &modules,
+            (&modules, None),
             Some(&credentials),
         )
         .await
@@ -403,7 +403,7 @@ async fn a_decompression_bomb_is_refused_after_at_most_the_uncompressed_limit() 
     let pushed = lenient
         .push(
             &format!("{}/ns/bomb", registry.host()),
-            &bomb,
+            (&bomb, None),
             Some(&credentials),
         )
         .await
@@ -423,7 +423,7 @@ async fn a_decompression_bomb_is_refused_after_at_most_the_uncompressed_limit() 
     let pushed = default
         .push(
             &format!("{}/ns/sixty", registry.host()),
-            &big,
+            (&big, None),
             Some(&credentials),
         )
         .await
@@ -464,12 +464,12 @@ async fn a_registry_signed_by_a_private_ca_is_refused_until_the_ca_is_trusted() 
     let repository = format!("{}/ns/private-ca", registry.host());
 
     let refused = untrusting
-        .push(&repository, &modules, Some(&credentials))
+        .push(&repository, (&modules, None), Some(&credentials))
         .await
         .unwrap_err();
     assert!(matches!(refused, Error::Registry { .. }), "{refused}");
     let pushed = trusting
-        .push(&repository, &modules, Some(&credentials))
+        .push(&repository, (&modules, None), Some(&credentials))
         .await
         .unwrap();
     let refused = untrusting
@@ -491,4 +491,50 @@ async fn a_registry_signed_by_a_private_ca_is_refused_until_the_ca_is_trusted() 
         let error = RegistryCa::from_pem(bad).unwrap_err();
         assert!(matches!(error, Error::BadRegistryCa { .. }), "{error}");
     }
+}
+
+#[tokio::test]
+async fn assets_travel_in_a_second_layer_and_come_back_from_the_cache_too() {
+    let (registry, credentials) = start();
+    let client = client(ArtifactLimits::default(), &registry);
+    let modules = bundle(vec![1, 2, 3]);
+    let assets = isolane_assets::AssetFiles {
+        settings: isolane_assets::Settings {
+            not_found_handling: Some("404-page".into()),
+            ..isolane_assets::Settings::default()
+        },
+        files: vec![
+            (
+                "/index.html".into(),
+                bytes::Bytes::from_static(b"<p>hi</p>"),
+            ),
+            ("/img/logo.png".into(), bytes::Bytes::from(random(64 << 10))),
+        ],
+    };
+    let repository = format!("{}/ns/site", registry.host());
+    let with_assets = client
+        .push(&repository, (&modules, Some(&assets)), Some(&credentials))
+        .await
+        .unwrap();
+    let without = client.reference(&repository, &modules, None).unwrap();
+    assert_ne!(with_assets, without, "the assets are part of the digest");
+    assert_eq!(
+        client
+            .reference(&repository, &modules, Some(&assets))
+            .unwrap(),
+        with_assets,
+        "a dry run names what a push names"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path(), 64 << 20).unwrap();
+    let pulled = client
+        .pull(&with_assets, Some(&credentials), Some(&cache))
+        .await
+        .unwrap();
+    assert_eq!(pulled.modules, modules);
+    assert_eq!(pulled.assets.as_ref(), Some(&assets));
+    drop(registry);
+    let cached = client.pull(&with_assets, None, Some(&cache)).await.unwrap();
+    assert_eq!(cached.assets, Some(assets), "every layer was cached");
 }

@@ -17,7 +17,9 @@
 //! - [`redirects`] and [`headers`]: the `_redirects` and `_headers` files;
 //! - [`conditional`]: default headers, `If-None-Match` and `Range`;
 //! - [`run_worker_first`]: whether the Worker runs before assets;
-//! - [`decision`]: all of them, in Cloudflare's order.
+//! - [`decision`]: all of them, in Cloudflare's order;
+//! - [`settings`]: wrangler's `assets` keys, as the config and an artifact carry them;
+//! - [`site`]: the files with their bytes, and a decision made a response.
 //!
 //! `docs/assets.md` says what Cloudflare does and where this differs.
 #![forbid(unsafe_code)]
@@ -30,6 +32,8 @@ mod pattern;
 pub mod redirects;
 pub mod routing;
 pub mod run_worker_first;
+pub mod settings;
+pub mod site;
 
 pub use conditional::{Body, CachePolicy};
 pub use decision::{AssetRequest, Assets, Config, Decision, Served};
@@ -39,3 +43,5 @@ pub use pattern::PatternError;
 pub use redirects::{RedirectMatch, Redirects, RedirectsError};
 pub use routing::{HtmlHandling, NotFoundHandling, UnknownSetting};
 pub use run_worker_first::{First, RunWorkerFirst, RunWorkerFirstError};
+pub use settings::{RunWorkerFirstSetting, Settings, SettingsError};
+pub use site::{Answered, AssetFiles, Site, SiteError, answer};

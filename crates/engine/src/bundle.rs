@@ -21,6 +21,10 @@ pub struct WorkerBundle {
     /// their main module (`modules.rs`). Shared by every isolate of the
     /// revision.
     pub modules: Option<Arc<Modules>>,
+    /// The static assets the node answers before the Worker (and, when
+    /// bound, `env.ASSETS` will): its artifact's, or `isolane dev`'s
+    /// project's. The engine does not read them yet.
+    pub assets: Option<isolane_worker::AssetSite>,
     /// Bindings exposed to the handler as `env` (strings only).
     pub env: BTreeMap<String, String>,
     /// JSON bindings: name to the value as JSON text, exposed to the
@@ -125,6 +129,7 @@ impl WorkerBundle {
             revision: revision.into(),
             script: script.into(),
             modules: None,
+            assets: None,
             env: BTreeMap::new(),
             json_env: BTreeMap::new(),
             kv: BTreeMap::new(),

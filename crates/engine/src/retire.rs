@@ -12,6 +12,7 @@ use crate::bundle::{Limits, WorkerBundle};
 /// What a retirement job carries: the worker's id, nothing to run.
 pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
     Arc::new(WorkerBundle {
+        assets: None,
         id: worker_id.to_owned(),
         revision: String::new(),
         script: String::new(),

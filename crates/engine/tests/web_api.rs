@@ -63,6 +63,7 @@ async fn run_all() {
         // The suites' shared harness comes first (tests/web_api/README.md).
         let script = format!("{HARNESS}{}", std::fs::read_to_string(path).unwrap());
         let bundle = Arc::new(WorkerBundle {
+            assets: None,
             id: format!("web-api-{name}"),
             revision: "r1".to_owned(),
             script,

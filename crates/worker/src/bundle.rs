@@ -70,7 +70,26 @@ pub struct Bundle {
     /// reference is part of the revision; the credentials are not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact: Option<ArtifactSource>,
+    /// The static assets its artifact carries, as the node serves them
+    /// (built where the artifact is pulled, or by `isolane dev` from the
+    /// project): never in the bundle Secret, and named by the artifact's
+    /// digest, which is part of the revision.
+    #[serde(skip)]
+    pub assets: Option<AssetSite>,
 }
+
+/// A Worker version's assets, shared: equal only to itself (the bytes are
+/// the artifact's, named by its digest).
+#[derive(Clone, Debug)]
+pub struct AssetSite(pub std::sync::Arc<isolane_assets::Site>);
+
+impl PartialEq for AssetSite {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for AssetSite {}
 
 /// Where a bundle's modules are pulled from: a reference by digest, and
 /// the credentials the Worker's pull secret holds for its registry.
@@ -118,6 +137,7 @@ impl Bundle {
             compatibility_flags: Vec::new(),
             bindings: Vec::new(),
             artifact: None,
+            assets: None,
         }
     }
 
@@ -134,6 +154,12 @@ impl Bundle {
     pub fn with_pulled_modules(mut self, modules: Modules) -> Self {
         self.script = modules.main().text().unwrap_or_default().to_owned();
         self.modules = Some(modules);
+        self
+    }
+
+    /// The bundle with its artifact's static assets (`None`: it has none).
+    pub fn with_assets(mut self, assets: Option<std::sync::Arc<isolane_assets::Site>>) -> Self {
+        self.assets = assets.map(AssetSite);
         self
     }
 

@@ -63,7 +63,8 @@ pub use binding::{
     ServiceBinding, check as check_bindings, is_kv_namespace, is_worker_name,
 };
 pub use bundle::{
-    ArtifactSource, BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION, WORKER_ID_ANNOTATION,
+    ArtifactSource, AssetSite, BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION,
+    WORKER_ID_ANNOTATION,
 };
 pub use compat::{Compat, CompatError, NodeCompat};
 pub use cron::Triggers;

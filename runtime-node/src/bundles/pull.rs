@@ -66,6 +66,17 @@ impl Puller {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "bundle pulled"
         );
-        Ok(bundle.with_pulled_modules(pulled.modules))
+        let compat = (
+            bundle.compatibility_date.as_deref(),
+            bundle.compatibility_flags.as_slice(),
+        );
+        let site = pulled
+            .assets
+            .map(|files| {
+                tracing::info!(worker.id = %bundle.worker_id, files = files.files.len(), bytes = files.total_bytes(), "bundle assets");
+                isolane_artifact::assets_layer::site(&reference.to_string(), &files, true, compat)
+            })
+            .transpose()?;
+        Ok(bundle.with_pulled_modules(pulled.modules).with_assets(site))
     }
 }

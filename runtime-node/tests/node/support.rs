@@ -133,6 +133,7 @@ impl TestNode {
         limits: Limits,
     ) -> WorkerBundle {
         let bundle = WorkerBundle {
+            assets: None,
             id: id.into(),
             revision: revision.into(),
             script: script.into(),

@@ -72,6 +72,7 @@ pub fn bundle(id: &str, script: &str) -> Arc<WorkerBundle> {
 
 pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)]) -> WorkerBundle {
     WorkerBundle {
+        assets: None,
         id: id.to_owned(),
         revision: format!("r{}", REVISION.fetch_add(1, Ordering::Relaxed)),
         script: script.to_owned(),
