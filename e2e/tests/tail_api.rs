@@ -9,7 +9,10 @@
 //!    exec plugin prints, both bound to the tail role in `tenant-a`, tail
 //!    `tenant-a`'s Worker and see its console lines;
 //! 2. the certificate's user tailing `tenant-b` (no RoleBinding there) gets
-//!    the 403, with a message naming the permission;
+//!    the apiserver's 403, with a message naming the permission; in
+//!    `tenant-c`, where a Role grants it only the tail API's group, the
+//!    apiserver proxies and the router's own SubjectAccessReview (group
+//!    `isolane.dev`) refuses;
 //! 3. `kubectl get --raw` of the same path streams the same events;
 //! 4. a request to the tail API's port without the front-proxy certificate
 //!    (none, or a user's certificate of the apiserver's client CA) is
@@ -28,7 +31,7 @@ use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::{ControlPlane, Leaf, Process, TENANT_USER, TestCa, free_port, wait_until};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec, TokenReview};
 use k8s_openapi::api::core::v1::{Service, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 
@@ -65,13 +68,29 @@ fn tail_role() -> ClusterRole {
 
 /// Binds `subject` to the tail role in `namespace`.
 async fn bind(cp: &ControlPlane, namespace: &str, name: &str, subject: serde_json::Value) {
+    bind_to(
+        cp,
+        namespace,
+        name,
+        "ClusterRole",
+        "isolane-worker-tail",
+        subject,
+    )
+    .await;
+}
+
+/// Binds `subject` to the role `kind`/`role` in `namespace`.
+async fn bind_to(
+    cp: &ControlPlane,
+    namespace: &str,
+    name: &str,
+    kind: &str,
+    role: &str,
+    subject: serde_json::Value,
+) {
     let binding: RoleBinding = from_json(serde_json::json!({
         "metadata": { "name": name },
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "isolane-worker-tail",
-        },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role },
         "subjects": [subject],
     }));
     Api::<RoleBinding>::namespaced(cp.client(), namespace)
@@ -118,6 +137,46 @@ fn kubeconfig_with(cp: &ControlPlane, user: serde_yaml::Value, path: &Path) {
     }
     let yaml = serde_yaml::to_string(&config).expect("a kubeconfig as YAML");
     std::fs::write(path, yaml).expect("write the tenant kubeconfig");
+}
+
+/// In `namespace`, a Role granting `get` on `workers/tail` in the tail
+/// API's group only (what the apiserver checks, not what the router does),
+/// bound to `subject`.
+async fn grant_tail_api_only(cp: &ControlPlane, namespace: &str, subject: serde_json::Value) {
+    let role: Role = from_json(serde_json::json!({
+        "metadata": { "name": "tail-api-only" },
+        "rules": [{
+            "apiGroups": ["tail.isolane.dev"],
+            "resources": ["workers/tail"],
+            "verbs": ["get"],
+        }],
+    }));
+    Api::<Role>::namespaced(cp.client(), namespace)
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("create the Role");
+    bind_to(
+        cp,
+        namespace,
+        "tail-api-only",
+        "Role",
+        "tail-api-only",
+        subject,
+    )
+    .await;
+}
+
+/// `isolane tail talker -n namespace` with `kubeconfig`, expected to fail:
+/// its stderr.
+fn refused_tail(cli: &Path, kubeconfig: &Path, namespace: &str) -> String {
+    let refused = std::process::Command::new(cli)
+        .args(tail_args(namespace))
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .expect("run isolane tail");
+    let stderr = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(!refused.status.success(), "{stderr}");
+    stderr
 }
 
 /// An exec plugin (a script) that prints an ExecCredential with `token`.
@@ -285,7 +344,7 @@ async fn isolane_tail_goes_through_the_kubernetes_api_with_any_kubeconfig_user()
     let (tenant_cert, tenant_key) = cp
         .tenant_client_cert()
         .expect("a control plane of our own (its tenant certificate)");
-    workers::prepare(&cp, &["tenant-a", "tenant-b"]).await;
+    workers::prepare(&cp, &["tenant-a", "tenant-b", "tenant-c"]).await;
     cp.create_namespace(API_NAMESPACE).await.expect("namespace");
     let dir = tempfile::tempdir().expect("temp dir");
     let api_addr: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free port")).into();
@@ -307,7 +366,8 @@ async fn isolane_tail_goes_through_the_kubernetes_api_with_any_kubeconfig_user()
         .await
         .expect("create the tail ClusterRole");
     let user = serde_json::json!({ "kind": "User", "name": TENANT_USER, "apiGroup": "rbac.authorization.k8s.io" });
-    bind(&cp, "tenant-a", "tenant-tails", user).await;
+    bind(&cp, "tenant-a", "tenant-tails", user.clone()).await;
+    grant_tail_api_only(&cp, "tenant-c", user).await;
     let cert_config = dir.path().join("cert.kubeconfig");
     let cert_user: serde_yaml::Value = serde_yaml::from_str(&format!(
         "client-certificate: {}\nclient-key: {}\n",
@@ -338,19 +398,23 @@ async fn isolane_tail_goes_through_the_kubernetes_api_with_any_kubeconfig_user()
     let cli = process::binary("isolane", CLI_BIN_ENV);
     let ingress = Ingress::new(cluster.ingress());
 
-    // === 2. no RoleBinding in tenant-b: the 403, clearly ===
-    let refused = std::process::Command::new(&cli)
-        .args(tail_args("tenant-b"))
-        .env("KUBECONFIG", &cert_config)
-        .output()
-        .expect("run isolane tail");
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(!refused.status.success(), "{stderr}");
+    // === 2. no RoleBinding in tenant-b: the apiserver's 403, clearly ===
+    let stderr = refused_tail(&cli, &cert_config, "tenant-b");
     assert!(
         stderr.contains("403")
             && stderr.contains("get on workers/tail")
             && stderr.contains("in namespace tenant-b")
             && stderr.contains("isolane-worker-tail"),
+        "{stderr}"
+    );
+    // Only the tail API's group in tenant-c: the router's check refuses.
+    let stderr = refused_tail(&cli, &cert_config, "tenant-c");
+    assert!(
+        stderr.contains("403")
+            && stderr.contains(&format!(
+                "{TENANT_USER} may not tail workers in namespace tenant-c"
+            ))
+            && stderr.contains("(group isolane.dev)"),
         "{stderr}"
     );
 
