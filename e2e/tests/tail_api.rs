@@ -5,6 +5,8 @@
 //! `v1alpha1.tail.isolane.dev` behind an ExternalName Service of
 //! `127.0.0.1`) as processes, and the `isolane` binary and kubectl with
 //! kubeconfigs that hold no token the router could see:
+//! 0. before the APIService is registered, `isolane tail` says the tail API
+//!    is not available and how to check it;
 //! 1. a user of a client certificate, and a ServiceAccount whose token an
 //!    exec plugin prints, both bound to the tail role in `tenant-a`, tail
 //!    `tenant-a`'s Worker and see its console lines;
@@ -350,7 +352,6 @@ async fn isolane_tail_goes_through_the_kubernetes_api_with_any_kubeconfig_user()
     let api_addr: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free port")).into();
     let ca = TestCa::new("isolane-tail-api-ca").expect("a CA");
     let cluster = start_system(&cp, dir.path(), api_addr, &ca).await;
-    register_api(&cp, api_addr.port(), &ca.cert_pem()).await;
     let client = cp.client();
     for (namespace, host) in [("tenant-a", "a.test"), ("tenant-b", "b.test")] {
         workers::apply(
@@ -384,6 +385,16 @@ async fn isolane_tail_goes_through_the_kubernetes_api_with_any_kubeconfig_user()
     ))
     .expect("a user");
     kubeconfig_with(&cp, exec_user, &exec_config);
+    let cli = process::binary("isolane", CLI_BIN_ENV);
+
+    // === 0. before the APIService: not available, clearly ===
+    let stderr = refused_tail(&cli, &cert_config, "tenant-a");
+    assert!(
+        stderr.contains("the tail API is not available (404")
+            && stderr.contains("kubectl get apiservice v1alpha1.tail.isolane.dev"),
+        "{stderr}"
+    );
+    register_api(&cp, api_addr.port(), &ca.cert_pem()).await;
     wait_until("the APIService to be served", SETTLE, || {
         let result = kubectl(cp.kubeconfig_path(), &["get", "--raw", BASE]).and_then(|list| {
             if list.contains("workers/tail") {
@@ -395,7 +406,6 @@ async fn isolane_tail_goes_through_the_kubernetes_api_with_any_kubeconfig_user()
         async move { result }
     })
     .await;
-    let cli = process::binary("isolane", CLI_BIN_ENV);
     let ingress = Ingress::new(cluster.ingress());
 
     // === 2. no RoleBinding in tenant-b: the apiserver's 403, clearly ===

@@ -471,6 +471,27 @@ mod tests {
     }
 
     #[test]
+    fn the_tail_api_needs_its_serving_files() {
+        assert!(parse(&[]).unwrap().tail_api.is_none());
+        let api = parse(&[
+            "--tail-api-addr=127.0.0.1:8443",
+            "--tail-api-cert-file=/tls/tls.crt",
+            "--tail-api-key-file=/tls/tls.key",
+        ])
+        .unwrap()
+        .tail_api
+        .unwrap();
+        assert_eq!(api.addr, "127.0.0.1:8443".parse().unwrap());
+        assert_eq!(api.key_file, std::path::Path::new("/tls/tls.key"));
+        let without = Args::try_parse_from([
+            "isolane-router",
+            "--insecure-grpc",
+            "--tail-api-addr=127.0.0.1:8443",
+        ]);
+        assert!(without.is_err());
+    }
+
+    #[test]
     fn defaults() {
         let config = parse(&[]).unwrap();
         assert_eq!(config.listen_addr, "0.0.0.0:8080".parse().unwrap());
