@@ -12,6 +12,7 @@
 //! headers are believed. Nothing here asks the apiserver anything per
 //! request: the apiserver authenticated the caller already.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use http::HeaderMap;
@@ -32,6 +33,7 @@ const CA_KEY: &str = "requestheader-client-ca-file";
 const ALLOWED_NAMES_KEY: &str = "requestheader-allowed-names";
 const USERNAME_HEADERS_KEY: &str = "requestheader-username-headers";
 const GROUP_HEADERS_KEY: &str = "requestheader-group-headers";
+const EXTRA_PREFIXES_KEY: &str = "requestheader-extra-headers-prefix";
 
 /// Why the tail API cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +68,9 @@ pub struct FrontProxy {
     pub username_headers: Vec<String>,
     /// Headers naming the user's groups (every value of each).
     pub group_headers: Vec<String>,
+    /// Prefixes of headers carrying the user's extra attributes
+    /// (`X-Remote-Extra-<key>`, the key percent-encoded).
+    pub extra_prefixes: Vec<String>,
 }
 
 impl FrontProxy {
@@ -100,6 +105,7 @@ impl FrontProxy {
             allowed_names: list(ALLOWED_NAMES_KEY)?,
             username_headers: list(USERNAME_HEADERS_KEY)?,
             group_headers: list(GROUP_HEADERS_KEY)?,
+            extra_prefixes: list(EXTRA_PREFIXES_KEY)?,
         })
     }
 
@@ -173,18 +179,42 @@ impl FrontProxy {
             .filter(|group| !group.is_empty())
             .map(str::to_owned)
             .collect();
+        let extra = self.extra(headers);
         Some(UserInfo {
             username: Some(username),
             groups: Some(groups),
+            extra: (!extra.is_empty()).then_some(extra),
             ..UserInfo::default()
         })
+    }
+
+    /// The user's extra attributes: every header under an extra prefix,
+    /// keyed by the rest of its name, lower-cased and percent-decoded (as
+    /// k8s.io/apiserver's request-header authenticator reads them).
+    fn extra(&self, headers: &HeaderMap) -> BTreeMap<String, Vec<String>> {
+        let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, value) in headers {
+            let key = self.extra_prefixes.iter().find_map(|prefix| {
+                let name = name.as_str();
+                let head = name.get(..prefix.len())?;
+                head.eq_ignore_ascii_case(prefix)
+                    .then(|| name.get(prefix.len()..))
+                    .flatten()
+            });
+            let (Some(key), Ok(value)) = (key, value.to_str()) else {
+                continue;
+            };
+            let key = percent_encoding::percent_decode_str(key)
+                .decode_utf8_lossy()
+                .to_lowercase();
+            extra.entry(key).or_default().push(value.to_owned());
+        }
+        extra
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
 
     fn data() -> BTreeMap<String, String> {
@@ -201,6 +231,10 @@ mod tests {
             (
                 GROUP_HEADERS_KEY.to_owned(),
                 "[\"X-Remote-Group\"]".to_owned(),
+            ),
+            (
+                EXTRA_PREFIXES_KEY.to_owned(),
+                "[\"X-Remote-Extra-\"]".to_owned(),
             ),
         ])
     }
@@ -238,6 +272,13 @@ mod tests {
             user.groups.unwrap(),
             ["team-a", "system:authenticated"].map(str::to_owned)
         );
+        assert!(user.extra.is_none());
+        headers.append("x-remote-extra-scopes", "view".parse().unwrap());
+        headers.append("x-remote-extra-scopes", "edit".parse().unwrap());
+        headers.append("x-remote-extra-example.org%2fteam", "a".parse().unwrap());
+        let extra = front.identity(&headers).unwrap().extra.unwrap();
+        assert_eq!(extra["scopes"], ["view", "edit"]);
+        assert_eq!(extra["example.org/team"], ["a"]);
     }
 
     #[test]
