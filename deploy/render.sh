@@ -12,7 +12,10 @@
 #                              private key would be everyone's): run
 #                              deploy/webhook-cert.sh once after applying;
 #                              likewise the router↔node mTLS certificates:
-#                              deploy/grpc-cert.sh.
+#                              deploy/grpc-cert.sh. The tail API
+#                              (tailApi.enabled) is off here: its APIService
+#                              needs a certificate too; install with Helm
+#                              to have it.
 #   dashboards/*.json          the Grafana dashboards (charts/isolane/dashboards)
 #   alerts/isolane.rules.yaml  the alert rule groups, for a plain Prometheus
 #
@@ -42,7 +45,8 @@ mkdir -p "${out}/dashboards" "${out}/alerts"
     echo "    app.kubernetes.io/part-of: isolane"
     echo "    pod-security.kubernetes.io/enforce: restricted"
     "${helm}" template "${release}" "${chart}" --namespace "${namespace}" --include-crds \
-        --set webhook.certificate.generate=false --set grpcTls.generate=false
+        --set webhook.certificate.generate=false --set grpcTls.generate=false \
+        --set tailApi.enabled=false
 } >"${out}/isolane.yaml"
 
 rm -f "${out}"/dashboards/*.json

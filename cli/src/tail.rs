@@ -1,11 +1,16 @@
 //! `isolane tail <worker>`: a Worker's invocations, live, from a cluster.
 //!
 //! The command reads the caller's own kubeconfig (its current context, or
-//! `--context`), sends that user's bearer token to the router's tail
-//! endpoint (`--endpoint`), which asks Kubernetes whether the user may `get`
-//! `workers/tail` in the namespace and then fans in the Worker's events from
-//! every node (`isolane_router::tail`). Events print as `isolane dev` prints
-//! them ([`TailFormat`]); the filters apply here.
+//! `--context`) and, by default, asks the Kubernetes API server for
+//! `GET /apis/tail.isolane.dev/v1alpha1/namespaces/{ns}/workers/{name}/tail`
+//! with whatever credential the kubeconfig holds (exec plugins, client
+//! certificates, tokens: kube-rs's client); the apiserver proxies it to the
+//! router's tail API (an aggregated API, `isolane_router::tail::api`). With
+//! `--endpoint`, it sends the user's bearer token to the router's own tail
+//! endpoint instead. Either way the router asks Kubernetes whether the user
+//! may `get` `workers/tail` in the namespace and then fans in the Worker's
+//! events from every node (`isolane_router::tail`). Events print as
+//! `isolane dev` prints them ([`TailFormat`]); the filters apply here.
 
 use std::hash::{Hash, Hasher};
 
@@ -16,6 +21,8 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use isolane_worker::{Inert, TailEvent, TailFormat};
+
+mod api;
 use secrecy::ExposeSecret;
 use tokio::io::AsyncWriteExt;
 
@@ -26,9 +33,10 @@ pub struct TailArgs {
     /// Its namespace (default: the kubeconfig context's, else `default`).
     #[arg(short = 'n', long)]
     namespace: Option<String>,
-    /// The router's tail endpoint, e.g. http://isolane-router-tail:8081.
+    /// The router's own tail endpoint, e.g. http://isolane-router-tail:8081
+    /// (default: through the Kubernetes API server, the tail API).
     #[arg(long, env = "ISOLANE_TAIL_ENDPOINT")]
-    endpoint: String,
+    endpoint: Option<String>,
     /// The kubeconfig context whose user's token is sent (default: current).
     #[arg(long)]
     context: Option<String>,
@@ -76,14 +84,17 @@ pub async fn run(args: TailArgs) -> anyhow::Result<()> {
     let config = kube::Config::from_kubeconfig(&options)
         .await
         .context("reading your kubeconfig")?;
-    let token = bearer_token(&config.auth_info)?;
     let namespace = args
         .namespace
         .clone()
         .unwrap_or_else(|| config.default_namespace.clone());
+    let Some(endpoint) = &args.endpoint else {
+        return api::run(config, &namespace, &args).await;
+    };
+    let token = bearer_token(&config.auth_info)?;
     let uri: http::Uri = format!(
         "{}/v1/tail/{namespace}/{}",
-        args.endpoint.trim_end_matches('/'),
+        endpoint.trim_end_matches('/'),
         args.worker
     )
     .parse()
@@ -127,21 +138,44 @@ async fn open(uri: http::Uri, token: &str) -> anyhow::Result<http::Response<Inco
 
 /// Why the endpoint refused: its JSON `error`, else its body as text, with
 /// its control characters escaped (it came over the wire to a terminal).
-async fn refusal(status: http::StatusCode, body: Incoming) -> Refused {
+async fn refusal<B: Body>(status: http::StatusCode, body: B) -> Refused {
+    Refused(format!(
+        "tail refused ({status}): {}",
+        Inert(&refusal_message(body).await)
+    ))
+}
+
+/// The message of a refusal's body: its JSON `error` (the tail endpoint's)
+/// or `message` (a Kubernetes `Status`), else the body as text.
+async fn refusal_message<B: Body>(body: B) -> String {
     let bytes = body
         .collect()
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
-    let message = serde_json::from_slice::<serde_json::Value>(&bytes)
+    serde_json::from_slice::<serde_json::Value>(&bytes)
         .ok()
-        .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
-        .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
-    Refused(format!("tail refused ({status}): {}", Inert(&message)))
+        .and_then(|v| {
+            let message = v.get("error").or_else(|| v.get("message"))?;
+            message.as_str().map(str::to_owned)
+        })
+        .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A response body the tail reads: the router's (hyper's) or the
+/// apiserver's (kube-rs's).
+trait Body:
+    hyper::body::Body<Data = Bytes, Error: std::error::Error + Send + Sync + 'static> + Unpin
+{
+}
+
+impl<B> Body for B where
+    B: hyper::body::Body<Data = Bytes, Error: std::error::Error + Send + Sync + 'static> + Unpin
+{
 }
 
 /// Prints the stream's events, one a line, as `args` filter and format them.
-async fn print_events(mut body: Incoming, args: &TailArgs) -> anyhow::Result<()> {
+async fn print_events<B: Body>(mut body: B, args: &TailArgs) -> anyhow::Result<()> {
     let filter = Filter::from(args);
     let mut out = tokio::io::stdout();
     let mut pending: Vec<u8> = Vec::new();

@@ -68,6 +68,13 @@ pub const ENV_RESERVED_HOSTS: &str = "ISOLANE_RESERVED_HOSTS";
 /// Env var for `--tail-addr`.
 pub const ENV_TAIL_ADDR: &str = "ISOLANE_TAIL_ADDR";
 
+/// Env var for `--tail-api-addr`.
+pub const ENV_TAIL_API_ADDR: &str = "ISOLANE_TAIL_API_ADDR";
+/// Env var for `--tail-api-cert-file`.
+pub const ENV_TAIL_API_CERT_FILE: &str = "ISOLANE_TAIL_API_CERT_FILE";
+/// Env var for `--tail-api-key-file`.
+pub const ENV_TAIL_API_KEY_FILE: &str = "ISOLANE_TAIL_API_KEY_FILE";
+
 /// The namespace of runtime-node Leases unless told otherwise.
 pub const DEFAULT_NODES_NAMESPACE: &str = "isolane-system";
 
@@ -88,6 +95,22 @@ pub struct Args {
     /// `workers/tail` in its namespace; unset: no tail endpoint.
     #[arg(long, env = ENV_TAIL_ADDR)]
     pub tail_addr: Option<SocketAddr>,
+
+    /// Address of the tail API (HTTPS), the aggregated API
+    /// `tail.isolane.dev/v1alpha1` that the Kubernetes API server proxies
+    /// `isolane tail` and `kubectl get --raw` to (docs/tail.md); it accepts
+    /// only the apiserver's front-proxy client certificate. Unset: none.
+    #[arg(long, env = ENV_TAIL_API_ADDR, requires_all = ["tail_api_cert_file", "tail_api_key_file"])]
+    pub tail_api_addr: Option<SocketAddr>,
+
+    /// The tail API's serving certificate (PEM, with its chain), which the
+    /// APIService's caBundle verifies.
+    #[arg(long, env = ENV_TAIL_API_CERT_FILE)]
+    pub tail_api_cert_file: Option<std::path::PathBuf>,
+
+    /// The tail API's serving key (PEM).
+    #[arg(long, env = ENV_TAIL_API_KEY_FILE)]
+    pub tail_api_key_file: Option<std::path::PathBuf>,
 
     /// Router worker threads, each with its own event loop and its own
     /// HTTP/2 connections to nodes; 0 means one per available core.
@@ -277,6 +300,8 @@ pub struct Config {
     pub admin_addr: SocketAddr,
     /// Address of the tail endpoint, if any.
     pub tail_addr: Option<SocketAddr>,
+    /// The tail API (aggregated), if any.
+    pub tail_api: Option<crate::tail::api::TailApiConfig>,
     /// Log line format.
     pub log_format: LogFormat,
     /// Router worker threads.
@@ -371,6 +396,16 @@ impl Args {
         }))
     }
 
+    /// The tail API's address and serving files, when it is asked for
+    /// (clap requires the files with the address).
+    fn tail_api_config(&self) -> Option<crate::tail::api::TailApiConfig> {
+        Some(crate::tail::api::TailApiConfig {
+            addr: self.tail_api_addr?,
+            cert_file: self.tail_api_cert_file.clone()?,
+            key_file: self.tail_api_key_file.clone()?,
+        })
+    }
+
     /// Checks the flags and resolves defaults (such as the worker count).
     pub fn validate(&self) -> Result<Config, ConfigError> {
         self.check_values()?;
@@ -389,6 +424,7 @@ impl Args {
             listen_addr: self.listen_addr,
             admin_addr: self.admin.admin_addr,
             tail_addr: self.tail_addr,
+            tail_api: self.tail_api_config(),
             log_format: self.admin.log_format,
             workers,
             watch_namespace: self.watch_namespace.clone(),
@@ -432,6 +468,27 @@ mod tests {
         let mut argv = vec!["isolane-router", "--insecure-grpc"];
         argv.extend_from_slice(args);
         Args::try_parse_from(argv).unwrap().validate()
+    }
+
+    #[test]
+    fn the_tail_api_needs_its_serving_files() {
+        assert!(parse(&[]).unwrap().tail_api.is_none());
+        let api = parse(&[
+            "--tail-api-addr=127.0.0.1:8443",
+            "--tail-api-cert-file=/tls/tls.crt",
+            "--tail-api-key-file=/tls/tls.key",
+        ])
+        .unwrap()
+        .tail_api
+        .unwrap();
+        assert_eq!(api.addr, "127.0.0.1:8443".parse().unwrap());
+        assert_eq!(api.key_file, std::path::Path::new("/tls/tls.key"));
+        let without = Args::try_parse_from([
+            "isolane-router",
+            "--insecure-grpc",
+            "--tail-api-addr=127.0.0.1:8443",
+        ]);
+        assert!(without.is_err());
     }
 
     #[test]

@@ -96,6 +96,9 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             shutdown.clone(),
         ));
     }
+    if let Some(api) = &config.tail_api {
+        start_tail_api(api, &proxy, &client, &shutdown).await;
+    }
     // The host owners the operator records live in its namespace, the
     // nodes' (they read its bundles there). No route table before they are
     // read: it could hand a redeploying namespace's host to another.
@@ -155,5 +158,52 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     tokio::task::spawn_blocking(move || workers.join())
         .await
         .context("joining the router workers")?;
+    Ok(())
+}
+
+/// Starts the tail API, or says why not: without it the router still
+/// routes (the APIService reports the API unavailable).
+async fn start_tail_api(
+    api: &isolane_router::tail::api::TailApiConfig,
+    proxy: &Proxy,
+    client: &kube::Client,
+    shutdown: &CancellationToken,
+) {
+    if let Err(error) = serve_tail_api(api, proxy, client, shutdown).await {
+        error!(error = format!("{error:#}"), "the tail API is not served");
+    }
+}
+
+/// Starts the tail API (aggregated): reads how the apiserver proxies
+/// (its front-proxy CA and names), binds, serves in the background.
+async fn serve_tail_api(
+    api: &isolane_router::tail::api::TailApiConfig,
+    proxy: &Proxy,
+    client: &kube::Client,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    use isolane_router::tail::api::{self, front_proxy::FrontProxy};
+    let front = FrontProxy::read(client.clone())
+        .await
+        .context("the tail API needs the API server's front-proxy settings")?;
+    let cert = std::fs::read(&api.cert_file)
+        .with_context(|| format!("reading {}", api.cert_file.display()))?;
+    let key = std::fs::read(&api.key_file)
+        .with_context(|| format!("reading {}", api.key_file.display()))?;
+    let tls = front
+        .server_config(&cert, &key)
+        .context("the tail API's TLS")?;
+    let listener = tokio::net::TcpListener::bind(api.addr)
+        .await
+        .with_context(|| format!("binding the tail API on {}", api.addr))?;
+    info!(address = %api.addr, allowed = ?front.allowed_names, "tail API listening");
+    tokio::spawn(api::serve(
+        listener,
+        tls,
+        std::sync::Arc::new(front),
+        proxy.clone(),
+        client.clone(),
+        shutdown.clone(),
+    ));
     Ok(())
 }

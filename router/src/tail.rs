@@ -18,6 +18,7 @@
 //! from the next fleet check (every 2 s): its earlier invocations are not.
 
 pub mod access;
+pub mod api;
 mod expiring;
 pub mod limit;
 pub mod review;
@@ -115,7 +116,12 @@ pub async fn handle<R: Reviewer>(
     };
     let worker_id = format!("{namespace}/{name}");
     info!(%peer, worker.id = %worker_id, user = %user, "tail opened");
-    let lines = fan_in(proxy, &worker_id).map(|line| Ok(Frame::data(line)));
+    stream(proxy, &worker_id)
+}
+
+/// The tail of `worker_id` as a streamed response of JSON lines.
+fn stream(proxy: &Proxy, worker_id: &str) -> Response<TailBody> {
+    let lines = fan_in(proxy, worker_id).map(|line| Ok(Frame::data(line)));
     let mut response = Response::new(BodyExt::boxed_unsync(StreamBody::new(lines)));
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,
@@ -128,8 +134,14 @@ pub async fn handle<R: Reviewer>(
 /// DNS labels.
 fn worker_of(path: &str) -> Option<(&str, &str)> {
     let (namespace, name) = path.strip_prefix(PATH)?.split_once('/')?;
+    is_worker(namespace, name).then_some((namespace, name))
+}
+
+/// Whether `namespace` is a DNS label and `name` a DNS subdomain, as a
+/// Worker's are.
+fn is_worker(namespace: &str, name: &str) -> bool {
     let valid = |s: &str| isolane_telemetry::is_dns_label(s) || is_dns_subdomain(s);
-    (isolane_telemetry::is_dns_label(namespace) && valid(name)).then_some((namespace, name))
+    isolane_telemetry::is_dns_label(namespace) && valid(name)
 }
 
 /// A Worker's name is a DNS subdomain (labels joined by dots).

@@ -376,3 +376,8 @@ nodes: the connection string from a Secret, never from values.
   value: /etc/isolane/grpc/ca.crt
 {{- end }}
 {{- end }}
+
+{{/* The tail API's serving certificate Secret. */}}
+{{- define "isolane.tailApiSecretName" -}}
+{{- default (printf "%s-tail-api-tls" (include "isolane.fullname" .)) .Values.tailApi.certificate.secretName }}
+{{- end }}

@@ -80,7 +80,10 @@ pub use deadline::{Probe, wait_until, wait_until_blocking};
 pub use error::Error;
 pub use network::{BRIDGE, CGROUP_ROOT, NODE_IP, NODE_NAME, POD_SUBNET};
 pub use node::host::leftovers as node_leftovers;
-pub use pki::{GrpcPkiFiles, Leaf, TestCa, TestCert, Usage, write_grpc as write_grpc_pki};
+pub use pki::{
+    FRONT_PROXY_CLIENT, GrpcPkiFiles, Leaf, TENANT_USER, TestCa, TestCert, Usage,
+    write_grpc as write_grpc_pki,
+};
 pub use port::free_port;
 pub use postgres::Postgres;
 pub use process::Process;
@@ -244,6 +247,14 @@ impl ControlPlane {
     /// the kubeconfig; `None` on an existing cluster.
     pub fn log_dir(&self) -> Option<&Path> {
         self.local.as_ref().map(LocalCluster::dir_path)
+    }
+
+    /// The client certificate and key of [`TENANT_USER`] (a user RBAC grants
+    /// nothing until a test binds it), signed by the apiserver's client CA;
+    /// `None` on an existing cluster.
+    pub fn tenant_client_cert(&self) -> Option<(PathBuf, PathBuf)> {
+        let dir = self.log_dir()?;
+        Some((dir.join(pki::TENANT_CERT), dir.join(pki::TENANT_KEY)))
     }
 
     /// How long [`ControlPlane::start`] took, until `/readyz` answered.

@@ -1,7 +1,7 @@
 //! A control plane of our own: etcd and kube-apiserver as child processes, and
 //! when asked a whole node beside them (`node.rs`).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -338,5 +338,51 @@ fn apiserver_args(
     }
     flag("allow-privileged", "true".into());
     flag("profiling", "false".into());
+    args.extend(aggregation_args(pki));
     args
+}
+
+/// The aggregation layer, as kubeadm configures it: the apiserver proxies
+/// `/apis/<group>/<version>` of an APIService to its backend with its
+/// front-proxy client certificate and the caller's identity in the
+/// `X-Remote-*` headers.
+///
+/// Routing stays the default (to the Service's ClusterIP, or to an
+/// ExternalName Service's name): `--enable-aggregator-routing` would dial
+/// the Service's Endpoints, which may not name loopback, where the tests'
+/// backends listen as processes; an ExternalName Service of `127.0.0.1`
+/// reaches them.
+fn aggregation_args(pki: &PkiFiles) -> Vec<OsString> {
+    let flag = |name: &str, value: &OsStr| {
+        let mut arg = OsString::from(format!("--{name}="));
+        arg.push(value);
+        arg
+    };
+    vec![
+        flag(
+            "requestheader-client-ca-file",
+            pki.front_proxy_ca_cert.as_os_str(),
+        ),
+        flag(
+            "requestheader-allowed-names",
+            OsStr::new(pki::FRONT_PROXY_CLIENT),
+        ),
+        flag(
+            "requestheader-username-headers",
+            OsStr::new("X-Remote-User"),
+        ),
+        flag("requestheader-group-headers", OsStr::new("X-Remote-Group")),
+        flag(
+            "requestheader-extra-headers-prefix",
+            OsStr::new("X-Remote-Extra-"),
+        ),
+        flag(
+            "proxy-client-cert-file",
+            pki.front_proxy_client_cert.as_os_str(),
+        ),
+        flag(
+            "proxy-client-key-file",
+            pki.front_proxy_client_key.as_os_str(),
+        ),
+    ]
 }

@@ -25,6 +25,19 @@ const KUBERNETES_SERVICE_IP: &str = "10.0.0.1";
 pub(crate) const ADMIN_USER: &str = "isolane-test-admin";
 const ADMIN_GROUP: &str = "system:masters";
 
+/// The user the tenant certificate authenticates as: no group but
+/// `system:authenticated`, so RBAC grants it nothing until a test binds it.
+pub const TENANT_USER: &str = "isolane-test-tenant";
+
+/// The common name of the apiserver's front-proxy client certificate (the
+/// one it presents to aggregated API servers), and so the one name
+/// `--requestheader-allowed-names` allows.
+pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
+
+/// The tenant certificate and key, in the control plane's directory.
+pub(crate) const TENANT_CERT: &str = "tenant.crt";
+pub(crate) const TENANT_KEY: &str = "tenant.key";
+
 /// Where the PEM files were written.
 #[derive(Debug)]
 pub(crate) struct PkiFiles {
@@ -33,6 +46,17 @@ pub(crate) struct PkiFiles {
     pub(crate) serving_key: PathBuf,
     pub(crate) admin_cert: PathBuf,
     pub(crate) admin_key: PathBuf,
+    /// A client certificate of [`TENANT_USER`], from the same CA as the admin's.
+    pub(crate) tenant_cert: PathBuf,
+    pub(crate) tenant_key: PathBuf,
+    /// The front-proxy CA (`--requestheader-client-ca-file`): its own CA, as
+    /// kubeadm makes it, so no client certificate of users can pass for the
+    /// apiserver in front of an aggregated API.
+    pub(crate) front_proxy_ca_cert: PathBuf,
+    /// The apiserver's client certificate towards aggregated API servers
+    /// (`--proxy-client-cert-file`, CN [`FRONT_PROXY_CLIENT`]).
+    pub(crate) front_proxy_client_cert: PathBuf,
+    pub(crate) front_proxy_client_key: PathBuf,
     /// Signs service-account tokens (`--service-account-signing-key-file`).
     pub(crate) service_account_key: PathBuf,
     /// Verifies them (`--service-account-key-file`, which wants a public key).
@@ -260,6 +284,9 @@ pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
         ..Leaf::client(ADMIN_USER)
     })?;
 
+    let tenant = ca.issue(Leaf::client(TENANT_USER))?;
+    let front_proxy_ca = TestCa::new("isolane-test-front-proxy-ca")?;
+    let front_proxy_client = front_proxy_ca.issue(Leaf::client(FRONT_PROXY_CLIENT))?;
     let service_account_key = generate_key("service-account")?;
 
     let files = PkiFiles {
@@ -268,12 +295,23 @@ pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
         serving_key: dir.join("apiserver.key"),
         admin_cert: dir.join("admin.crt"),
         admin_key: dir.join("admin.key"),
+        tenant_cert: dir.join(TENANT_CERT),
+        tenant_key: dir.join(TENANT_KEY),
+        front_proxy_ca_cert: dir.join("front-proxy-ca.crt"),
+        front_proxy_client_cert: dir.join("front-proxy-client.crt"),
+        front_proxy_client_key: dir.join("front-proxy-client.key"),
         service_account_key: dir.join("service-account.key"),
         service_account_public_key: dir.join("service-account.pub"),
     };
     write_file(&files.ca_cert, &ca.cert_pem())?;
     serving.write(&files.serving_cert, &files.serving_key)?;
     admin.write(&files.admin_cert, &files.admin_key)?;
+    tenant.write(&files.tenant_cert, &files.tenant_key)?;
+    write_file(&files.front_proxy_ca_cert, &front_proxy_ca.cert_pem())?;
+    front_proxy_client.write(
+        &files.front_proxy_client_cert,
+        &files.front_proxy_client_key,
+    )?;
     write_file(
         &files.service_account_key,
         &service_account_key.serialize_pem(),
@@ -308,13 +346,22 @@ mod tests {
     fn writes_every_file_as_pem() {
         let dir = tempfile::tempdir().unwrap();
         let files = write(dir.path()).unwrap();
-        for cert in [&files.ca_cert, &files.serving_cert, &files.admin_cert] {
+        for cert in [
+            &files.ca_cert,
+            &files.serving_cert,
+            &files.admin_cert,
+            &files.tenant_cert,
+            &files.front_proxy_ca_cert,
+            &files.front_proxy_client_cert,
+        ] {
             let pem = std::fs::read_to_string(cert).unwrap();
             assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
         }
         for key in [
             &files.serving_key,
             &files.admin_key,
+            &files.tenant_key,
+            &files.front_proxy_client_key,
             &files.service_account_key,
         ] {
             let pem = std::fs::read_to_string(key).unwrap();

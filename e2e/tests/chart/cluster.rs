@@ -461,6 +461,8 @@ async fn helm_install_upgrade_and_uninstall_against_a_real_apiserver() {
 
     // A second installation beside it, of another Worker class
     // (docs/operator.md): no cluster-scoped object clashes with the first's.
+    // The tail API's APIService is the cluster's one (docs/tail.md): only the
+    // first installation serves it.
     let staging = ["-n", "isolane-staging"];
     run_ok(
         &mut helm_at(
@@ -468,7 +470,13 @@ async fn helm_install_upgrade_and_uninstall_against_a_real_apiserver() {
             &[
                 &["install", "isolane-staging", chart][..],
                 &staging,
-                &["--create-namespace", "--set", "workerClass=staging"],
+                &[
+                    "--create-namespace",
+                    "--set",
+                    "workerClass=staging",
+                    "--set",
+                    "tailApi.enabled=false",
+                ],
             ]
             .concat(),
         ),

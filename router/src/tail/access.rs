@@ -216,6 +216,18 @@ impl<R: Reviewer> Access<R> {
         self.decide(user, namespace, name).await
     }
 
+    /// Checks that `user`, whom the Kubernetes API server in front of the
+    /// tail API authenticated, may tail Worker `name` in `namespace` (the
+    /// same SubjectAccessReview, cached alike); returns the user name.
+    pub async fn authorize_user(
+        &self,
+        user: UserInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<String, Refused> {
+        self.decide(user, namespace, name).await
+    }
+
     /// Who `token` is: from the cache, or by a TokenReview within the
     /// budgets.
     async fn authenticate(&self, client: IpAddr, token: &str) -> Result<UserInfo, Refused> {
