@@ -51,6 +51,7 @@ pub struct NodeMetrics {
     quarantines: IntCounterVec,
     egress_refused: IntCounterVec,
     kv_operations: IntCounterVec,
+    service_calls: IntCounterVec,
     log_lines_dropped: IntCounterVec,
     tail_events_dropped: IntCounter,
     code_cache: IntCounterVec,
@@ -274,6 +275,12 @@ const KV_OPERATIONS: Metric = Metric::new(
     &["op", "result"],
 );
 
+const SERVICE_CALLS: Metric = Metric::new(
+    "isolane_service_calls_total",
+    "Calls through Workers' service bindings, by where they ran (same_thread: on the caller's engine thread) and kind (fetch or rpc).",
+    &["where", "kind"],
+);
+
 const EGRESS_REFUSED: Metric = Metric::new(
     "isolane_node_egress_refused_total",
     "Workers' fetch calls refused by the egress policy, by reason.",
@@ -397,6 +404,7 @@ pub const ALL: &[Metric] = &[
     QUARANTINES,
     EGRESS_REFUSED,
     KV_OPERATIONS,
+    SERVICE_CALLS,
     storage::OPERATIONS,
     storage::BYTES,
     storage::REFUSALS,
@@ -477,6 +485,7 @@ impl NodeMetrics {
         let quarantines = QUARANTINES.counter_vec(registry)?;
         let egress_refused = EGRESS_REFUSED.counter_vec(registry)?;
         let kv_operations = KV_OPERATIONS.counter_vec(registry)?;
+        let service_calls = SERVICE_CALLS.counter_vec(registry)?;
         let log_lines_dropped = LOG_LINES_DROPPED.counter_vec(registry)?;
         let tail_events_dropped = TAIL_EVENTS_DROPPED.counter(registry)?;
         let code_cache = CODE_CACHE.counter_vec(registry)?;
@@ -505,6 +514,7 @@ impl NodeMetrics {
             quarantines,
             egress_refused,
             kv_operations,
+            service_calls,
             log_lines_dropped,
             tail_events_dropped,
             code_cache,
@@ -725,6 +735,16 @@ impl EngineObserver for NodeMetrics {
     fn kv_operation(&self, op: isolane_engine::KvOp, result: isolane_engine::KvResult) {
         self.kv_operations
             .with_label_values(&[op.as_str(), result.as_str()])
+            .inc();
+    }
+
+    fn service_call(
+        &self,
+        place: isolane_engine::ServicePlace,
+        kind: isolane_engine::ServiceCallKind,
+    ) {
+        self.service_calls
+            .with_label_values(&[place.as_str(), kind.as_str()])
             .inc();
     }
 
