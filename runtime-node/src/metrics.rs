@@ -806,6 +806,10 @@ mod tests {
         );
         metrics.termination(0, TerminationReason::CpuLimit);
         metrics.request(7, "invalid_thread");
+        metrics.service_call(
+            isolane_engine::ServicePlace::SameThread,
+            isolane_engine::ServiceCallKind::Rpc,
+        );
         assert_eq!(metrics.thread_isolates_now(1), (3, 1 << 20));
 
         let text = prometheus::TextEncoder::new()
@@ -819,6 +823,7 @@ mod tests {
             r#"isolane_node_request_cpu_seconds_count{outcome="cpu_limit",thread="0"} 1"#,
             r#"isolane_node_terminations_total{reason="cpu_limit",thread="0"} 1"#,
             r#"isolane_node_requests_total{outcome="invalid_thread",thread="invalid"} 1"#,
+            r#"isolane_service_calls_total{kind="rpc",where="same_thread"} 1"#,
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }
