@@ -22,9 +22,18 @@
 
 const THREW = 'isolane-rpc-threw';
 
+// The runtime's own classes keep their state in private fields, which V8's
+// serializer cannot see: refused at the top level, as structuredClone
+// refuses them (18_structured_clone.js), rather than sent as `{}`.
 function refuseUncloneable(value) {
   if (!internal.isObject(value)) return;
-  const checks = [['Request', internal.isRequest], ['Response', internal.isResponse], ['Headers', internal.isHeaders]];
+  const checks = [
+    ['Request', internal.isRequest], ['Response', internal.isResponse], ['Headers', internal.isHeaders],
+    ['URL', internal.isURL], ['URLSearchParams', internal.isURLSearchParams],
+    ['WritableStream', internal.isWritableStream], ['TransformStream', internal.isTransformStream],
+    ['AbortSignal', internal.isAbortSignal], ['Event', internal.isEvent], ['EventTarget', internal.isEventTarget],
+    ['Blob', internal.isBlob],
+  ];
   for (const [name, check] of checks) {
     if (check(value)) throw new internal.DOMException(`${name} object could not be cloned.`, 'DataCloneError');
   }

@@ -71,7 +71,7 @@ export default {
       if (path === '/refused') {
         const out = [];
         for (const f of [() => env.AUTH.missing(), () => env.AUTH.ctx(), () => env.AUTH.dup(), () => env.AUTH.connect(),
-          () => env.AUTH.version(), () => env.AUTH.echo(() => 1), () => env.PLAIN.ping('a', 'b'), () => env.PLAIN.two(1),
+          () => env.AUTH.version(), () => env.AUTH.echo(() => 1), () => env.AUTH.echo(new URL('http://a/')), () => env.PLAIN.ping('a', 'b'), () => env.PLAIN.two(1),
           () => env.PLAIN.fetch2(1), () => env.NONE.anything()]) {
           out.push(await attempt(f));
         }
@@ -169,16 +169,20 @@ async fn rpc_refuses_what_workerd_refuses() {
     ];
     assert_eq!(lines[..5], expected, "{body}");
     assert!(lines[5].starts_with("DOMException: "), "{body}");
-    assert!(
-        lines[6].starts_with(r#"TypeError: Attempted to call RPC function "ping" with the wrong number of arguments."#),
+    assert_eq!(
+        lines[6], "DOMException: URL object could not be cloned.",
         "{body}"
     );
     assert!(
-        lines[7].starts_with(r#"TypeError: Cannot call handler function "two" over RPC because it has the wrong number of arguments."#),
+        lines[7].starts_with(r#"TypeError: Attempted to call RPC function "ping" with the wrong number of arguments."#),
+        "{body}"
+    );
+    assert!(
+        lines[8].starts_with(r#"TypeError: Cannot call handler function "two" over RPC because it has the wrong number of arguments."#),
         "{body}"
     );
     assert_eq!(
-        lines[8..],
+        lines[9..],
         [
             r#"TypeError: The RPC receiver does not implement the method "fetch2"."#,
             r#"TypeError: Worker does not export an entrypoint named "Missing"."#,
