@@ -121,6 +121,8 @@ pub struct Config {
     #[serde(default)]
     pub durable_objects: DurableObjects,
     #[serde(default)]
+    pub services: Vec<ServiceConfig>,
+    #[serde(default)]
     pub migrations: Vec<Migration>,
     #[serde(default)]
     pub triggers: TriggersConfig,
@@ -174,6 +176,21 @@ pub struct DurableObjectConfig {
     pub class_name: String,
     pub script_name: Option<String>,
     pub environment: Option<String>,
+}
+
+/// `[[services]]`: a service binding to a Worker of the same namespace.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceConfig {
+    pub binding: String,
+    /// The called Worker's name.
+    pub service: String,
+    pub entrypoint: Option<String>,
+    pub props: Option<isolane_worker::Props>,
+    pub environment: Option<String>,
+    /// wrangler's remote bindings only: nothing here.
+    #[serde(rename = "remote")]
+    _remote: Option<IgnoredAny>,
 }
 
 /// `[[migrations]]`.

@@ -2,7 +2,8 @@
 //! real binary, real HTTP. A gateway Worker answers on its route by
 //! calling a backend Worker that has no routes (reachable only through
 //! bindings) with `env.BACKEND.fetch`, and its `Admin` entrypoint with
-//! `env.ADMIN.fetch`; the backend's own host answers nothing.
+//! `env.ADMIN.fetch`, and its `Auth` entrypoint's methods over JS RPC
+//! with the binding's `props`; the backend's own host answers nothing.
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/dev.rs"]
@@ -17,10 +18,19 @@ spec:
   bindings:
     - { name: BACKEND, service: { name: backend } }
     - { name: ADMIN, service: { name: backend, entrypoint: Admin } }
+    - { name: AUTH, service: { name: backend, entrypoint: Auth, props: { role: admin, scopes: [read] } } }
   script: |
     export default {
       async fetch(request, env) {
         const url = new URL(request.url);
+        if (url.pathname === '/check') {
+          const seen = await env.AUTH.check(url.searchParams.get('token'), new Map([['at', new Date(0)]]));
+          try {
+            await env.AUTH.check('');
+          } catch (e) {
+            return Response.json({ ...seen, refused: `${e.constructor.name}: ${e.message}` });
+          }
+        }
         const target = url.pathname === '/admin' ? env.ADMIN : env.BACKEND;
         const r = await target.fetch(new Request(`http://backend${url.pathname}`, { method: 'POST', body: 'hi' }));
         return new Response(`gateway got ${r.status}: ${await r.text()}`);
@@ -37,6 +47,12 @@ spec:
     export class Admin extends WorkerEntrypoint {
       fetch() { return new Response(`admin of ${this.env.WHO}`); }
     }
+    export class Auth extends WorkerEntrypoint {
+      check(token, extra) {
+        if (!token) throw new RangeError('no token');
+        return { token, props: this.ctx.props, who: this.env.WHO, at: extra.get('at').toISOString() };
+      }
+    }
     export default {
       async fetch(request, env) {
         return new Response(`${env.WHO} ${request.method} ${new URL(request.url).pathname} ${await request.text()}`);
@@ -45,7 +61,7 @@ spec:
 "#;
 
 #[tokio::test]
-async fn dev_gateway_calls_a_worker_without_routes_through_its_service_binding() {
+async fn dev_gateway_calls_a_worker_without_routes_through_its_service_bindings_and_rpc() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("workers.yaml"), WORKERS).unwrap();
     let port = free_port().unwrap();
@@ -65,6 +81,21 @@ async fn dev_gateway_calls_a_worker_without_routes_through_its_service_binding()
             .await
             .unwrap(),
         (200, "gateway got 200: admin of backend".to_owned())
+    );
+    let (status, body) = request(&client, port, "gateway.test", "/check?token=t1")
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let seen: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        seen,
+        serde_json::json!({
+            "token": "t1",
+            "props": {"role": "admin", "scopes": ["read"]},
+            "who": "backend",
+            "at": "1970-01-01T00:00:00.000Z",
+            "refused": "RangeError: no token",
+        })
     );
     // The backend has no route: no host reaches it but the gateway's calls.
     let (status, _) = request(&client, port, "backend.test", "/users")

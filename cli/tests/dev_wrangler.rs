@@ -3,8 +3,9 @@
 //! reads a JSON var as JSON, imports a `.sql` file as text (wrangler's
 //! default rule) and a `.md` file through the project's own rule, writes
 //! to its KV binding, is run by its cron trigger, and gets `.dev.vars` as
-//! a secret; `--env staging` selects that environment's vars, bindings and
-//! `.dev.vars.staging`.
+//! a secret, and calls its own `Notes` entrypoint over JS RPC through a
+//! `[[services]]` binding with `props`; `--env staging` selects that
+//! environment's vars, bindings and `.dev.vars.staging`.
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
@@ -24,6 +25,7 @@ rules = [{ type = "Text", globs = ["**/*.md"], fallthrough = true }]
 kv_namespaces = [{ binding = "NOTES", id = "notes" }]
 limits = { cpu_ms = 200 }
 r2_buckets = [{ binding = "FILES", bucket_name = "files" }]
+services = [{ binding = "SELF", service = "notes", entrypoint = "Notes", props = { from = "wrangler" } }]
 
 [triggers]
 crons = ["* * * * * *"]
@@ -40,6 +42,11 @@ kv_namespaces = [{ binding = "NOTES", id = "notes-staging" }]
 const INDEX_JS: &str = r#"
 import schema from "./schema.sql";
 import guide from "./docs/guide.md";
+import { WorkerEntrypoint } from "cloudflare:workers";
+
+export class Notes extends WorkerEntrypoint {
+  hello(name) { return `hello ${name}, from ${this.ctx.props.from}`; }
+}
 
 export default {
   async fetch(request, env) {
@@ -54,6 +61,7 @@ export default {
       });
     }
     if (pathname === "/files") return new Response(`${schema}|${guide}`);
+    if (pathname === "/rpc") return new Response(await env.SELF.hello("you"));
     if (pathname === "/kv") {
       await env.NOTES.put("note", "kept");
       return new Response(await env.NOTES.get("note"));
@@ -110,6 +118,10 @@ async fn dev_in_a_wrangler_folder_serves_its_vars_rules_kv_cron_and_dev_vars() {
     assert_eq!(
         request(&client, port, "any.test", "/kv").await.unwrap(),
         (200, "kept".to_owned())
+    );
+    assert_eq!(
+        request(&client, port, "any.test", "/rpc").await.unwrap(),
+        (200, "hello you, from wrangler".to_owned())
     );
     // The cron trigger (every second) runs `scheduled`, which writes KV.
     let tick = wait_until("the cron trigger to run", DEADLINE, || async {

@@ -108,8 +108,9 @@ pub struct WorkerSpec {
     /// Bindings to resources, in the handler's `env` beside the plain ones:
     /// `{name, kvNamespace}` binds a KV namespace (`env.NAME.get(key)`, ...).
     /// A KV namespace's data belongs to the Worker's Kubernetes namespace.
-    /// `{name, service: {name, entrypoint}}` binds another Worker of the same
-    /// namespace (`env.NAME.fetch(request)`, docs/services.md).
+    /// `{name, service: {name, entrypoint, props}}` binds another Worker of
+    /// the same namespace (`env.NAME.fetch(request)`, its methods over JS
+    /// RPC, docs/services.md).
     /// Names are unique across `env` and `bindings`. See docs/state.md.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]

@@ -324,6 +324,7 @@ fn services(
             let target = isolane_engine::ServiceTarget {
                 worker: service.name.clone(),
                 entrypoint: service.entrypoint.clone(),
+                props: service.props.as_ref().map(isolane_worker::Props::to_json),
             };
             Some((binding.name.clone(), target))
         })
@@ -535,12 +536,19 @@ mod tests {
             Binding::hosted_durable_object("SELF", "Mine", "caller"),
             Binding::hosted_durable_object("HOSTED", "Counter", "host"),
             Binding::kv("KV", "cache"),
-            Binding::service("AUTH", "auth", Some("Admin")),
+            {
+                let mut auth = Binding::service("AUTH", "auth", Some("Admin"));
+                if let Some(service) = &mut auth.service {
+                    service.props = serde_json::from_str(r#"{"role":"admin"}"#).ok();
+                }
+                auth
+            },
         ];
         let worker = worker_bundle(bundle);
         let auth = isolane_engine::ServiceTarget {
             worker: "auth".into(),
             entrypoint: Some("Admin".into()),
+            props: Some(r#"{"role":"admin"}"#.into()),
         };
         assert_eq!(worker.services.get("AUTH"), Some(&auth));
         assert_eq!(worker.services.len(), 1);

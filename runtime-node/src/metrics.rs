@@ -51,6 +51,7 @@ pub struct NodeMetrics {
     quarantines: IntCounterVec,
     egress_refused: IntCounterVec,
     kv_operations: IntCounterVec,
+    service_calls: IntCounterVec,
     log_lines_dropped: IntCounterVec,
     tail_events_dropped: IntCounter,
     code_cache: IntCounterVec,
@@ -275,6 +276,12 @@ const KV_OPERATIONS: Metric = Metric::new(
     &["op", "result"],
 );
 
+const SERVICE_CALLS: Metric = Metric::new(
+    "isolane_service_calls_total",
+    "Calls through Workers' service bindings, by where they ran (same_thread: on the caller's engine thread) and kind (fetch or rpc).",
+    &["where", "kind"],
+);
+
 const EGRESS_REFUSED: Metric = Metric::new(
     "isolane_node_egress_refused_total",
     "Workers' fetch calls refused by the egress policy, by reason.",
@@ -404,6 +411,7 @@ pub const ALL: &[Metric] = &[
     QUARANTINES,
     EGRESS_REFUSED,
     KV_OPERATIONS,
+    SERVICE_CALLS,
     storage::OPERATIONS,
     storage::BYTES,
     storage::REFUSALS,
@@ -485,6 +493,7 @@ impl NodeMetrics {
         let quarantines = QUARANTINES.counter_vec(registry)?;
         let egress_refused = EGRESS_REFUSED.counter_vec(registry)?;
         let kv_operations = KV_OPERATIONS.counter_vec(registry)?;
+        let service_calls = SERVICE_CALLS.counter_vec(registry)?;
         let log_lines_dropped = LOG_LINES_DROPPED.counter_vec(registry)?;
         let tail_events_dropped = TAIL_EVENTS_DROPPED.counter(registry)?;
         let code_cache = CODE_CACHE.counter_vec(registry)?;
@@ -514,6 +523,7 @@ impl NodeMetrics {
             quarantines,
             egress_refused,
             kv_operations,
+            service_calls,
             log_lines_dropped,
             tail_events_dropped,
             code_cache,
@@ -743,6 +753,16 @@ impl EngineObserver for NodeMetrics {
             .inc();
     }
 
+    fn service_call(
+        &self,
+        place: isolane_engine::ServicePlace,
+        kind: isolane_engine::ServiceCallKind,
+    ) {
+        self.service_calls
+            .with_label_values(&[place.as_str(), kind.as_str()])
+            .inc();
+    }
+
     fn egress_refused(&self, _thread: usize, reason: isolane_engine::Refusal) {
         self.egress_refused
             .with_label_values(&[reason.as_str()])
@@ -801,6 +821,10 @@ mod tests {
         );
         metrics.termination(0, TerminationReason::CpuLimit);
         metrics.request(7, "invalid_thread");
+        metrics.service_call(
+            isolane_engine::ServicePlace::SameThread,
+            isolane_engine::ServiceCallKind::Rpc,
+        );
         assert_eq!(metrics.thread_isolates_now(1), (3, 1 << 20));
 
         let text = prometheus::TextEncoder::new()
@@ -814,6 +838,7 @@ mod tests {
             r#"isolane_node_request_cpu_seconds_count{outcome="cpu_limit",thread="0"} 1"#,
             r#"isolane_node_terminations_total{reason="cpu_limit",thread="0"} 1"#,
             r#"isolane_node_requests_total{outcome="invalid_thread",thread="invalid"} 1"#,
+            r#"isolane_service_calls_total{kind="rpc",where="same_thread"} 1"#,
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }

@@ -169,9 +169,10 @@ pub fn is_identifier(name: &str) -> bool {
         && name.len() <= 128
 }
 
-/// `kv_namespaces` (the namespace named by `id`, else by the binding) and
+/// `kv_namespaces` (the namespace named by `id`, else by the binding),
 /// `durable_objects.bindings` (`script_name`: the Worker of the same
-/// namespace that hosts the class).
+/// namespace that hosts the class) and `services` (a Worker of the same
+/// namespace, its `entrypoint` and `props`).
 fn bindings(
     project: &Project,
     problems: &mut Vec<Problem>,
@@ -203,6 +204,24 @@ fn bindings(
             }
             None => Binding::durable_object(&object.name, &object.class_name),
         });
+    }
+    for (i, service) in config.services.iter().enumerate() {
+        if service.environment.is_some() {
+            problems.push(Problem {
+                dev_only: false,
+                key: format!("services[{i}].environment"),
+                reason: "a binding calls the Worker of that name, in this namespace".into(),
+            });
+        }
+        let mut binding = Binding::service(
+            &service.binding,
+            &service.service,
+            service.entrypoint.as_deref(),
+        );
+        if let Some(target) = &mut binding.service {
+            target.props.clone_from(&service.props);
+        }
+        bindings.push(binding);
     }
     let env = config.vars.keys().map(String::as_str);
     isolane_worker::check_bindings(env, &bindings)

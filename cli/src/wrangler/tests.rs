@@ -142,6 +142,15 @@ vars = { A = "x", J = [1, 2] }
 kv_namespaces = [{ binding = "KV", id = "0f2ac74b498b48028cb68387c421e279" }, { binding = "LOCAL" }]
 durable_objects.bindings = [{ name = "ROOM", class_name = "Room" }, { name = "OTHER", class_name = "C", script_name = "other" }]
 limits = { cpu_ms = 100 }
+[[services]]
+binding = "AUTH"
+service = "auth"
+entrypoint = "Auth"
+props = { role = "admin", tenant = 7 }
+[[services]]
+binding = "API"
+service = "api"
+environment = "production"
 [[migrations]]
 tag = "v1"
 new_classes = ["Room"]
@@ -177,14 +186,29 @@ new_sqlite_classes = ["Chat"]
     );
     assert_eq!(spec.limits.cpu_ms, 100);
     let bindings: Vec<_> = spec.bindings.iter().map(|b| b.name.as_str()).collect();
-    assert_eq!(bindings, ["KV", "LOCAL", "ROOM", "OTHER"]);
+    assert_eq!(bindings, ["KV", "LOCAL", "ROOM", "OTHER", "AUTH", "API"]);
+    let auth = spec.bindings[4].service.as_ref().unwrap();
+    assert_eq!(
+        (auth.name.as_str(), auth.entrypoint.as_deref()),
+        ("auth", Some("Auth"))
+    );
+    assert_eq!(
+        auth.props.as_ref().map(isolane_worker::Props::to_json),
+        Some(serde_json::json!({"role": "admin", "tenant": 7}).to_string())
+    );
     assert_eq!(
         spec.bindings[1].kv_namespace.as_deref(),
         Some("LOCAL"),
         "no id: the binding names the namespace"
     );
     let problems: Vec<_> = worker.problems.iter().map(|p| p.key.as_str()).collect();
-    assert_eq!(problems, ["migrations[0].new_sqlite_classes"]);
+    assert_eq!(
+        problems,
+        [
+            "services[1].environment",
+            "migrations[0].new_sqlite_classes"
+        ]
+    );
 }
 
 #[test]

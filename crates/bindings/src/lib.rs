@@ -4,8 +4,9 @@
 //! `js/27_kv.js`), `cloudflare:sockets` (`connect()`, outbound TCP:
 //! `tcp.rs`), `cloudflare:workers` (the base classes a Worker extends) and
 //! `cloudflare:node` (`httpServerHandler`), service bindings
-//! (`env.SVC.fetch`, run on the caller's thread: `service.rs`,
-//! `js/30_service.js`). Durable Objects are still a
+//! (`env.SVC.fetch` and JS RPC, `env.SVC.method(...)`, run on the
+//! caller's thread: `service.rs`, `js/30_service.js`, `js/31_rpc.js`,
+//! `js/32_rpc_target.js`). Durable Objects are still a
 //! unit of the core (docs/adr/0002-engine-crates.md, "Not yet done").
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands

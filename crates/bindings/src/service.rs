@@ -3,7 +3,9 @@
 //! `fetch(request | url, init)` runs the called Worker's `fetch` handler
 //! (or its named entrypoint's) on this engine thread, in that Worker's own
 //! isolate, under its own limits, and resolves with its `Response`, the
-//! body streamed back. Each call counts against the caller's
+//! body streamed back; its other properties are JS RPC methods of the
+//! called Worker's entrypoint (`js/31_rpc.js`, `js/32_rpc_target.js`),
+//! run the same way. Each call counts against the caller's
 //! `subrequests`. How the call runs (the engine's work, the depth bound,
 //! where the Worker is found) is the core's (`isolane_engine::api::service`).
 
@@ -17,7 +19,7 @@ use isolane_engine::api::{HostError, HostState, Unit, begin_op, too_many};
 /// `env.NAME` for a service binding.
 pub(crate) fn unit() -> Unit {
     Unit::new("service")
-        .js(&["30_service.js"])
+        .js(&["30_service.js", "31_rpc.js", "32_rpc_target.js"])
         .function("serviceFetch", service_fetch)
 }
 
@@ -42,9 +44,11 @@ fn request(
 }
 
 host_fn! {
-/// `serviceFetch(binding, method, url, headers, body)` → Promise of the
-/// called Worker's response head (as `host.fetch`'s): one subrequest of
-/// the caller's, refused (a `TypeError`) past its limit.
+/// `serviceFetch(binding, method, url, headers, body, rpc)` → Promise of
+/// the called Worker's response head (as `host.fetch`'s): one subrequest
+/// of the caller's, refused (a `TypeError`) past its limit. With `rpc`, a
+/// JS RPC call of that method (`js/31_rpc.js`): `body` is its serialized
+/// arguments.
 fn service_fetch<'s>(
     scope,
     host: Rc<HostState>,
@@ -53,12 +57,13 @@ fn service_fetch<'s>(
     url: String,
     headers: v8::Local<'s, v8::Value>,
     body: Option<Vec<u8>>,
+    rpc: Option<String>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let ctx = host.current();
     let early = header_map(scope, headers)
         .map_err(HostError::type_error)
         .and_then(|headers| {
-            let outbound = prepare(&host, ctx, &binding)?;
+            let outbound = prepare(&host, ctx, &binding)?.rpc(rpc);
             let limit = host.worker().map_or(0, |w| w.limits.subrequests);
             host.take_subrequest(ctx, limit)
                 .map_err(|limit| HostError::type_error(too_many(limit)))?;

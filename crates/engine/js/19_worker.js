@@ -359,6 +359,8 @@ function serviceHandler(entrypoint) {
   return entrypointHandler(Entrypoint);
 }
 
+internal.serviceHandler = serviceHandler;
+
 internal.setModule = function setModule(namespace) {
   // Durable Object classes are found here by name (28_durable_object.js).
   internal.moduleNamespace = namespace;
@@ -504,7 +506,9 @@ internal.handleRequest = function handleRequest(ctxId, method, url, headers, bod
       // A call through another Worker's service binding, on the caller's
       // thread (src/host/service.rs): the default fetch handler, or the named
       // entrypoint class's.
-      return runRequest(serviceHandler(event.entrypoint), ctxId, method, url, headers, bodyId, env);
+      // With the bindings' family loaded, its handler (isolane-bindings'
+      // js/32_rpc_target.js) also takes JS RPC calls and sets ctx.props.
+      return runRequest(internal.serviceCallHandler?.(event) ?? serviceHandler(event.entrypoint), ctxId, method, url, headers, bodyId, env);
   }
   // Unreachable: the engine makes every event this knows.
   return runObjectEvent(ctxId, () => { throw new TypeError(`unknown event type ${event.type}`); });

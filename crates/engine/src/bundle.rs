@@ -68,6 +68,9 @@ pub struct ServiceTarget {
     /// The class the Worker exports whose `fetch` is called, or `None` for
     /// its default export's.
     pub entrypoint: Option<String>,
+    /// The binding's `props` as JSON text (an object): the called Worker's
+    /// `ctx.props`.
+    pub props: Option<String>,
 }
 
 /// A Durable Object class hosted by another Worker of the namespace.

@@ -58,11 +58,15 @@ pub(crate) fn event_object<'s>(
         }
         Event::ObjectSocketEvent(event) => socket_event(scope, event),
         Event::ServiceCall(call) => {
-            let entrypoint = match &call.entrypoint {
-                Some(entrypoint) => host::js_string(scope, entrypoint)?,
-                None => v8::null(scope).into(),
-            };
-            object(scope, "serviceCall", &[("entrypoint", entrypoint)])
+            let entrypoint = string_or_null(scope, call.entrypoint.as_deref())?;
+            let method = string_or_null(scope, call.method.as_deref())?;
+            let props = string_or_null(scope, call.props.as_deref())?;
+            let fields = [
+                ("entrypoint", entrypoint),
+                ("rpcMethod", method),
+                ("props", props),
+            ];
+            object(scope, "serviceCall", &fields)
         }
     };
     Some(Some(object?))
@@ -101,6 +105,17 @@ fn socket_event<'s>(
         ("attachment", attachment),
     ];
     object(scope, "objectSocket", &fields)
+}
+
+/// `value` as a string, or `null`.
+fn string_or_null<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    value: Option<&str>,
+) -> Option<v8::Local<'s, v8::Value>> {
+    match value {
+        Some(value) => host::js_string(scope, value),
+        None => Some(v8::null(scope).into()),
+    }
 }
 
 /// `{type, ...fields}`, without a prototype.

@@ -99,7 +99,7 @@ pub use object_call::{ObjectCall, home_thread, object_key};
 pub use object_peers::{MAX_ATTEMPTS, ObjectPeers, PeerAnswer, PeerError, SharedPeers};
 pub use observer::{
     CodeCacheEvent, EngineObserver, EvictionReason, KvOp, KvResult, LogDropReason, NoopObserver,
-    SocketTally, TerminationReason,
+    ServiceCallKind, ServicePlace, SocketTally, TerminationReason,
 };
 pub use outcome::{EngineError, ExecuteError, Outcome};
 pub use prewarm::{Prewarm, PrewarmOutcome};

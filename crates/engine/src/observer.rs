@@ -144,6 +144,40 @@ impl KvResult {
     }
 }
 
+/// Where a service call ran, relative to its caller (`host/service.rs`).
+/// Only [`ServicePlace::SameThread`] today: every call runs on its
+/// caller's own engine thread; another thread or node would be a place of
+/// its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ServicePlace {
+    /// On the caller's engine thread, in the called Worker's isolate there.
+    SameThread,
+}
+
+impl ServicePlace {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ServicePlace::SameThread => "same_thread",
+        }
+    }
+}
+
+/// What a service call asked for: `env.SVC.fetch` or a JS RPC call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ServiceCallKind {
+    Fetch,
+    Rpc,
+}
+
+impl ServiceCallKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ServiceCallKind::Fetch => "fetch",
+            ServiceCallKind::Rpc => "rpc",
+        }
+    }
+}
+
 /// Receives the engine's measurements. Called on engine threads, on the
 /// request path: implementations must be cheap and must not block.
 pub trait EngineObserver: Send + Sync {
@@ -192,6 +226,8 @@ pub trait EngineObserver: Send + Sync {
     /// A KV operation that reached the store ended (called on the engine
     /// thread of the Worker that asked, as its promise settles).
     fn kv_operation(&self, _op: KvOp, _result: KvResult) {}
+    /// A service call (`host/service.rs`) was sent to run at `place`.
+    fn service_call(&self, _place: ServicePlace, _kind: ServiceCallKind) {}
     /// The modules' code cache did `event` (`code_cache.rs`).
     fn code_cache(&self, _event: CodeCacheEvent) {}
     /// A Worker on `thread` opened a WebSocket to a server (`fetch` with

@@ -51,7 +51,8 @@ pub enum Work {
     },
     /// A call through a service binding (`host/service.rs`), run on its
     /// caller's own thread in the target Worker's isolate: `request` is
-    /// the caller's `env.SVC.fetch` request.
+    /// the caller's `env.SVC.fetch` request, or for a JS RPC call a `POST`
+    /// of the serialized arguments (`service_call.rs`).
     ServiceCall {
         call: ServiceCall,
         request: http::Request<Body>,
@@ -160,14 +161,20 @@ mod tests {
         assert!(call.is_object_call());
         assert_eq!(Work::Fetch(request()).object(), None);
         let service = Work::ServiceCall {
-            call: ServiceCall { entrypoint: None },
+            call: ServiceCall::default(),
             request: request(),
         };
         assert_eq!(service.object(), None);
         assert!(service.is_service_call() && !service.is_object_call());
         assert!(matches!(
             service.into_call(),
-            Ok((_, Event::ServiceCall(ServiceCall { entrypoint: None })))
+            Ok((
+                _,
+                Event::ServiceCall(ServiceCall {
+                    entrypoint: None,
+                    ..
+                })
+            ))
         ));
         assert!(!Work::Fetch(request()).is_object_call());
     }

@@ -111,6 +111,8 @@ mod rejections;
 mod scheduled;
 #[path = "engine/service_bindings.rs"]
 mod service_bindings;
+#[path = "engine/service_rpc.rs"]
+mod service_rpc;
 #[path = "engine/service_worker.rs"]
 mod service_worker;
 #[path = "engine/signal.rs"]

@@ -21,6 +21,8 @@ use std::collections::BTreeSet;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::props::{MAX_PROPS_BYTES, Props};
+
 /// The pattern of a binding's name: a JavaScript identifier made of ASCII
 /// letters, digits and `_` (the same as an `env` name's).
 pub const BINDING_NAME_PATTERN: &str = r"^[A-Za-z_][A-Za-z0-9_]*$";
@@ -87,14 +89,19 @@ pub struct ServiceBinding {
     /// admitted; calls fail until it does.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
-    /// The class the called Worker exports whose `fetch` is called
-    /// (wrangler's `entrypoint`); its default export's when absent.
+    /// The class the called Worker exports whose `fetch` and methods are
+    /// called (wrangler's `entrypoint`); its default export's when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
         length(min = 1, max = 128),
         regex(pattern = r"^[A-Za-z_$][A-Za-z0-9_$]*$")
     )]
     pub entrypoint: Option<String>,
+    /// A JSON object the called Worker reads as `this.ctx.props`
+    /// (wrangler's `props`): fixed by the binding, not by the caller's
+    /// code. At most 64 KiB as compact JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub props: Option<Props>,
 }
 
 /// `durableObject` of a binding.
@@ -159,6 +166,7 @@ impl Binding {
             service: Some(ServiceBinding {
                 name: worker.into(),
                 entrypoint: entrypoint.map(str::to_owned),
+                props: None,
             }),
         }
     }
@@ -209,6 +217,10 @@ pub enum BindingError {
         "binding {name:?}: service.name {worker:?} is not a Worker name (lowercase letters, digits, - and ., at most 253)"
     )]
     InvalidService { name: String, worker: String },
+    #[error(
+        "binding {name:?}: service.props is {bytes} bytes as compact JSON, over the limit of 65536"
+    )]
+    PropsTooLarge { name: String, bytes: usize },
 }
 
 /// Checks `bindings` beside the `env` names: identifiers, names unique
@@ -284,6 +296,13 @@ fn check_service(name: &str, service: &ServiceBinding) -> Result<(), BindingErro
         return Err(BindingError::InvalidService {
             name: name.to_owned(),
             worker: worker(),
+        });
+    }
+    let bytes = service.props.as_ref().map_or(0, |p| p.to_json().len());
+    if bytes > MAX_PROPS_BYTES {
+        return Err(BindingError::PropsTooLarge {
+            name: name.to_owned(),
+            bytes,
         });
     }
     match &service.entrypoint {
@@ -461,6 +480,25 @@ mod tests {
         assert!(
             matches!(error, BindingError::InvalidClass { .. }),
             "{error}"
+        );
+        let with_props = |text: String| {
+            let mut binding = Binding::service("S", "auth", None);
+            if let Some(service) = &mut binding.service {
+                service.props = Some(serde_json::from_str(&text).unwrap());
+            }
+            binding
+        };
+        assert_eq!(
+            check([], &[with_props(r#"{"role":"admin"}"#.into())]),
+            Ok(())
+        );
+        let big = format!(r#"{{"k":"{}"}}"#, "x".repeat(MAX_PROPS_BYTES));
+        assert_eq!(
+            check([], &[with_props(big)]),
+            Err(BindingError::PropsTooLarge {
+                name: "S".into(),
+                bytes: MAX_PROPS_BYTES + 8
+            })
         );
         let mut both = Binding::service("S", "auth", None);
         both.kv_namespace = Some("x".into());

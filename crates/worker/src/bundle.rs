@@ -374,6 +374,13 @@ fn binding_fields(binding: &Binding, field: &mut impl FnMut(&[u8])) {
         field(object.class_name.as_bytes());
         field(object.worker.as_deref().unwrap_or_default().as_bytes());
     }
+    if let Some(service) = &binding.service {
+        field(b"service");
+        field(service.name.as_bytes());
+        field(service.entrypoint.as_deref().unwrap_or_default().as_bytes());
+        let props = service.props.as_ref().map(crate::Props::to_json);
+        field(props.as_deref().unwrap_or_default().as_bytes());
+    }
 }
 
 #[cfg(test)]

@@ -53,6 +53,7 @@ mod limits;
 mod module;
 mod outcome;
 mod ownership;
+mod props;
 mod route;
 mod secret;
 mod tail;
@@ -76,6 +77,7 @@ pub use ownership::{
     Claim, Holder, HostOwner, Ownership, ParseReservationError, Reservation, decide, next_owners,
     overlap,
 };
+pub use props::{MAX_PROPS_BYTES, Props};
 pub use route::{ANY_HOST, Route, RouteIndex, normalize_host, prefix_matches};
 pub use secret::{BundleSecret, DIGEST_ANNOTATION, SecretError};
 pub use tail::{Exception, Inert, LogLine, ParseTailFormatError, TailEvent, TailFormat};

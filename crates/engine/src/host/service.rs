@@ -30,6 +30,7 @@ use super::{HostState, IsolateTurns, Settlement};
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::dispatch::run_on;
+use crate::observer::{ServiceCallKind, ServicePlace};
 use crate::service_call::{MAX_DEPTH, ServiceCall};
 use crate::work::Work;
 
@@ -73,11 +74,20 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
     })?;
     let call = ServiceCall {
         entrypoint: target.entrypoint.clone(),
+        method: None,
+        props: target.props.clone(),
     };
     Ok(Outbound { bundle, call, hops })
 }
 
 impl Outbound {
+    /// The call as a JS RPC call of `method` (`env.SVC.method(...)`).
+    #[must_use]
+    pub fn rpc(mut self, method: Option<String>) -> Self {
+        self.call.method = method;
+        self
+    }
+
     /// Runs the call with `request` on this thread (the job goes through
     /// the thread's own queue, taken between turns): the called Worker's
     /// response, its body streamed, or why there is none.
@@ -91,6 +101,11 @@ impl Outbound {
             HeaderValue::from(self.hops),
         );
         let thread = host.thread.clone();
+        let kind = match self.call.method {
+            Some(_) => ServiceCallKind::Rpc,
+            None => ServiceCallKind::Fetch,
+        };
+        thread.observer.service_call(ServicePlace::SameThread, kind);
         let work = Work::ServiceCall {
             call: self.call,
             request,

@@ -64,14 +64,15 @@ export default {
 };
 "#;
 
-fn service(worker: &str, entrypoint: Option<&str>) -> ServiceTarget {
+pub(crate) fn service(worker: &str, entrypoint: Option<&str>) -> ServiceTarget {
     ServiceTarget {
         worker: worker.to_owned(),
         entrypoint: entrypoint.map(str::to_owned),
+        props: None,
     }
 }
 
-fn with_services(
+pub(crate) fn with_services(
     mut bundle: WorkerBundle,
     services: &[(&str, ServiceTarget)],
 ) -> Arc<WorkerBundle> {
@@ -82,8 +83,16 @@ fn with_services(
 }
 
 /// An engine of `threads` threads serving `bundles` (`Engine::set_workers`).
-fn served_engine(threads: usize, bundles: &[&Arc<WorkerBundle>]) -> Engine {
-    let (engine, _) = engine_with(EngineConfig {
+pub(crate) fn served_engine(threads: usize, bundles: &[&Arc<WorkerBundle>]) -> Engine {
+    served_engine_recorded(threads, bundles).0
+}
+
+/// [`served_engine`], with what its observer heard.
+pub(crate) fn served_engine_recorded(
+    threads: usize,
+    bundles: &[&Arc<WorkerBundle>],
+) -> (Engine, Arc<Recorder>) {
+    let (engine, recorder) = engine_with(EngineConfig {
         threads,
         pin_threads: false,
         pool_mode: PoolMode::Pinned,
@@ -95,7 +104,7 @@ fn served_engine(threads: usize, bundles: &[&Arc<WorkerBundle>]) -> Engine {
         served.add(bundle);
     }
     engine.set_workers(served);
-    engine
+    (engine, recorder)
 }
 
 fn gateway(limits: Limits) -> Arc<WorkerBundle> {

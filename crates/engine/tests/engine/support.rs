@@ -9,7 +9,8 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use isolane_engine::{
     Body, EgressConfig, Engine, EngineConfig, EngineObserver, EvictionReason, ExecuteError, Limits,
-    LogDropReason, Outcome, PoolMode, PrewarmOutcome, TerminationReason, WorkerBundle,
+    LogDropReason, Outcome, PoolMode, PrewarmOutcome, ServiceCallKind, ServicePlace,
+    TerminationReason, WorkerBundle,
 };
 
 /// An engine with `threads` threads, unpinned (tests share two cores).
@@ -224,9 +225,14 @@ pub struct Recorder {
     pub tail_dropped: AtomicU64,
     /// Isolates alive (warm and spare) on the last thread that reported.
     pub live_isolates: AtomicUsize,
+    /// Service calls sent, by where they ran and kind.
+    pub service_calls: Mutex<Vec<(ServicePlace, ServiceCallKind)>>,
 }
 
 impl EngineObserver for Recorder {
+    fn service_call(&self, place: ServicePlace, kind: ServiceCallKind) {
+        self.service_calls.lock().unwrap().push((place, kind));
+    }
     fn isolate_cache(&self, _thread: usize, hit: bool) {
         if hit { &self.hits } else { &self.misses }.fetch_add(1, Ordering::Relaxed);
     }

@@ -1,0 +1,103 @@
+// 31_rpc.js — JS RPC over a service binding, the caller's side and the
+// wire both sides share. `env.SVC.method(...args)` (30_service.js's
+// Fetcher) sends the arguments through host.serviceFetch with the method's
+// name: the engine runs the call on this thread in the called Worker's
+// isolate (src/host/service.rs), whose handler (32_rpc_target.js) answers
+// with the result or what it threw.
+//
+// The wire is V8's serializer (host.serialize, the structured clone
+// algorithm: Map, Set, Date, RegExp, typed arrays, Errors of the standard
+// classes, cycles...), in the sender's isolate, read back in the
+// receiver's. A ReadableStream (an argument, or the result) is read whole
+// and sent as its bytes, and is a stream again on the other side: not yet
+// streamed, nor are functions and RpcTargets passed by reference.
+//
+// A call's payload is the serialized `{values, streams}` (`streams` the
+// indexes of `values` that were streams) or `{get: true}` for a property's
+// read (`await env.SVC.prop`); the answer a 200 whose body is the result
+// as `{values: [result], streams}`, or one marked THREW whose body is the
+// serialized `{error}` (a DOMException as `{dom: [message, name]}`, which
+// V8 cannot clone).
+'use strict';
+
+const THREW = 'isolane-rpc-threw';
+
+// The runtime's own classes keep their state in private fields, which V8's
+// serializer cannot see: refused at the top level, as structuredClone
+// refuses them (18_structured_clone.js), rather than sent as `{}`.
+function refuseUncloneable(value) {
+  if (!internal.isObject(value)) return;
+  const checks = [
+    ['Request', internal.isRequest], ['Response', internal.isResponse], ['Headers', internal.isHeaders],
+    ['URL', internal.isURL], ['URLSearchParams', internal.isURLSearchParams],
+    ['WritableStream', internal.isWritableStream], ['TransformStream', internal.isTransformStream],
+    ['AbortSignal', internal.isAbortSignal], ['Event', internal.isEvent], ['EventTarget', internal.isEventTarget],
+    ['Blob', internal.isBlob],
+  ];
+  for (const [name, check] of checks) {
+    if (check(value)) throw new internal.DOMException(`${name} object could not be cloned.`, 'DataCloneError');
+  }
+}
+
+// `values` serialized, their streams read into bytes first.
+async function encode(values) {
+  const out = [];
+  const streams = [];
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i];
+    if (internal.isReadableStream(value)) {
+      out.push(new Uint8Array(await new Response(value).arrayBuffer()));
+      streams.push(i);
+    } else {
+      refuseUncloneable(value);
+      out.push(value);
+    }
+  }
+  return host.serialize({ values: out, streams });
+}
+
+// What encode() sent: the values, or `undefined` for a property's read.
+function decode(bytes) {
+  const payload = host.deserialize(bytes);
+  if (payload.get === true) return undefined;
+  const { values, streams } = payload;
+  for (const i of streams) values[i] = new Response(values[i]).body;
+  return values;
+}
+
+// What a thrown value is sent as; one that cannot be cloned goes as an
+// Error of its message.
+function encodeError(error) {
+  try {
+    if (error instanceof internal.DOMException) return host.serialize({ dom: [error.message, error.name] });
+    return host.serialize({ error });
+  } catch {
+    return host.serialize({ error: new Error(String(error?.message ?? error)) });
+  }
+}
+
+function decodeError(bytes) {
+  const { error, dom } = host.deserialize(bytes);
+  return dom === undefined ? error : new internal.DOMException(dom[0], dom[1]);
+}
+
+internal.rpcWire = { THREW, encode, decode, encodeError };
+
+async function call(binding, name, payload) {
+  const head = await host.serviceFetch(binding, 'POST', 'http://rpc.invalid/', [], payload, name);
+  const response = internal.responseFromHost(head);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  if (response.headers.has(THREW)) throw decodeError(bytes);
+  if (response.status !== 200) {
+    throw new Error(`Service call failed: the called Worker answered ${response.status} to an RPC call.`);
+  }
+  return decode(bytes)[0];
+}
+
+// `env.SVC.name`: called, an RPC call of method `name`; awaited, a read of
+// property `name` (as workerd's JsRpcProperty).
+internal.rpcProperty = (binding, name) => {
+  const property = async (...args) => call(binding, name, await encode(args));
+  property.then = (resolve, reject) => call(binding, name, host.serialize({ get: true })).then(resolve, reject);
+  return property;
+};
