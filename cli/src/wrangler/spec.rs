@@ -208,7 +208,6 @@ fn bindings(
     for (i, service) in config.services.iter().enumerate() {
         if service.environment.is_some() {
             problems.push(Problem {
-                dev_only: false,
                 key: format!("services[{i}].environment"),
                 reason: "a binding calls the Worker of that name, in this namespace".into(),
             });
