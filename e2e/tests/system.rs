@@ -58,6 +58,8 @@ use tokio::sync::{Mutex, MutexGuard};
 mod culprit;
 #[path = "system/failing.rs"]
 mod failing;
+#[path = "system/services.rs"]
+mod services;
 #[path = "system/standby.rs"]
 mod standby;
 #[path = "system/takeover.rs"]
