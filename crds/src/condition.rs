@@ -11,11 +11,22 @@ pub enum ConditionType {
     ScriptValid,
     /// Every route of the Worker is admitted (none conflicts with an older Worker).
     RoutesAdmitted,
+    /// Every service binding names a Worker that exists in the Worker's
+    /// namespace (a binding to one not made yet is admitted and reported here).
+    ServicesBound,
 }
 
 impl ConditionType {
     /// Every condition type, in the order they are reported.
-    pub const ALL: [ConditionType; 3] = [Self::Ready, Self::ScriptValid, Self::RoutesAdmitted];
+    pub const ALL: [ConditionType; Self::COUNT] = [
+        Self::Ready,
+        Self::ScriptValid,
+        Self::RoutesAdmitted,
+        Self::ServicesBound,
+    ];
+
+    /// How many condition types there are.
+    pub const COUNT: usize = 4;
 
     /// The name used in the API.
     pub fn as_str(self) -> &'static str {
@@ -23,6 +34,7 @@ impl ConditionType {
             Self::Ready => "Ready",
             Self::ScriptValid => "ScriptValid",
             Self::RoutesAdmitted => "RoutesAdmitted",
+            Self::ServicesBound => "ServicesBound",
         }
     }
 }

@@ -409,7 +409,7 @@ pub struct WorkerStatus {
     #[schemars(length(max = 64))]
     pub revisions: Vec<RevisionStatus>,
 
-    /// `Ready`, `ScriptValid` and `RoutesAdmitted`, each with a reason and message.
+    /// `Ready`, `ScriptValid`, `RoutesAdmitted` and `ServicesBound`, each with a reason and message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,

@@ -4,8 +4,9 @@
 --   Progressing  no status yet, a status for an older generation (status.observedGeneration
 --                or the Ready condition's observedGeneration below metadata.generation),
 --                Ready missing or Unknown, or the Worker being deleted
---   Degraded     Ready=False, or ScriptValid or RoutesAdmitted False (a route held by an
---                older Worker), for the current generation: the message is reason: message
+--   Degraded     Ready=False, or ScriptValid, RoutesAdmitted (a route held by an older
+--                Worker) or ServicesBound (a service binding to a Worker that does not
+--                exist) False, for the current generation: the message is reason: message
 --   Healthy      Ready=True for the current generation and no other condition False
 local hs = {}
 local generation = nil

@@ -13,6 +13,8 @@
 //! through the operator's finalizer is forgotten only when its delete event
 //! arrives, which it always does unless the watch restarts in between.
 
+mod callers;
+
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use isolane_crds::{Worker, WorkerClass, WorkerSpec};
@@ -21,6 +23,7 @@ use isolane_worker::{Claim, HostOwner, Reservation};
 use kube::runtime::watcher;
 
 use crate::routes::{RouteTable, WorkerKey};
+use callers::{Callers, targets};
 
 /// The kind of an object a Worker reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -56,6 +59,8 @@ pub struct ReferenceKey {
 struct Entry {
     claim: Claim,
     references: Vec<ReferenceKey>,
+    /// The Workers its service bindings name.
+    services: Vec<WorkerKey>,
 }
 
 /// References and route claims of every Worker of the installation's class
@@ -67,6 +72,7 @@ pub struct WorkerIndex {
     class: WorkerClass,
     entries: HashMap<WorkerKey, Entry>,
     readers: HashMap<ReferenceKey, BTreeSet<WorkerKey>>,
+    callers: Callers,
     routes: RouteTable,
     /// Workers seen since the current relist started.
     relisting: Option<HashSet<WorkerKey>>,
@@ -98,9 +104,10 @@ impl WorkerIndex {
         self.class.serves(worker)
     }
 
-    /// Applies a watch event; returns the *other* Workers whose route ownership
-    /// may have changed because of it (they share a route the Worker gained or
-    /// released) and so need a reconcile.
+    /// Applies a watch event; returns the *other* Workers it may change and
+    /// that so need a reconcile: those whose route ownership may have changed
+    /// (they share a route the Worker gained or released), and those whose
+    /// service bindings name a Worker that came or went.
     pub fn apply_event(&mut self, event: &watcher::Event<Worker>) -> Vec<WorkerKey> {
         match event {
             watcher::Event::Apply(worker) => self.upsert(worker),
@@ -148,16 +155,25 @@ impl WorkerIndex {
             return self.remove(&claim.worker);
         }
         let key = claim.worker.clone();
-        let references = if worker.metadata.deletion_timestamp.is_some() {
-            Vec::new()
+        let (references, services) = if worker.metadata.deletion_timestamp.is_some() {
+            (Vec::new(), Vec::new())
         } else {
-            references(&key.namespace, &worker.spec)
+            (
+                references(&key.namespace, &worker.spec),
+                targets(&key.namespace, &worker.spec),
+            )
         };
         let old = self.entries.remove(&key);
         let unchanged_routes = old.as_ref().is_some_and(|old| old.claim == claim);
+        // A Worker seen for the first time is a target its callers now find.
+        let mut affected: BTreeSet<WorkerKey> = match &old {
+            Some(_) => BTreeSet::new(),
+            None => self.callers.of(&key).cloned().collect(),
+        };
         let mut touched: Vec<Route> = Vec::new();
         if let Some(old) = old {
             self.forget_references(&key, &old.references);
+            self.callers.forget(&key, &old.services);
             touched.extend(old.claim.routes);
         }
         for reference in &references {
@@ -166,17 +182,20 @@ impl WorkerIndex {
                 .or_default()
                 .insert(key.clone());
         }
+        self.callers.add(&key, &services);
         touched.extend(claim.routes.iter().cloned());
         if !unchanged_routes {
             self.routes.set(claim.clone());
+            affected.extend(self.others_on(&key, &touched));
         }
-        self.entries
-            .insert(key.clone(), Entry { claim, references });
-        if unchanged_routes {
-            Vec::new()
-        } else {
-            self.others_on(&key, &touched)
-        }
+        let entry = Entry {
+            claim,
+            references,
+            services,
+        };
+        self.entries.insert(key.clone(), entry);
+        affected.remove(&key);
+        affected.into_iter().collect()
     }
 
     /// Replaces the recorded host owners; returns the Workers whose route
@@ -204,14 +223,25 @@ impl WorkerIndex {
         affected.into_iter().collect()
     }
 
-    /// Forgets a Worker.
+    /// Forgets a Worker; returns the Workers on its routes' hosts and those
+    /// whose service bindings name it.
     pub fn remove(&mut self, key: &WorkerKey) -> Vec<WorkerKey> {
         let Some(old) = self.entries.remove(key) else {
             return Vec::new();
         };
         self.forget_references(key, &old.references);
+        self.callers.forget(key, &old.services);
         self.routes.remove(key);
-        self.others_on(key, &old.claim.routes)
+        let mut affected: BTreeSet<WorkerKey> = self.callers.of(key).cloned().collect();
+        affected.extend(self.others_on(key, &old.claim.routes));
+        affected.remove(key);
+        affected.into_iter().collect()
+    }
+
+    /// Whether the Worker `key` is indexed (it exists and is this
+    /// installation's).
+    pub fn contains(&self, key: &WorkerKey) -> bool {
+        self.entries.contains_key(key)
     }
 
     /// The Workers that read `reference`.
@@ -476,6 +506,41 @@ mod tests {
         index.apply_event(&watcher::Event::Apply(worker("mine", 2, &["x"])));
         assert!(index.is_empty());
         assert!(index.readers(&secret("shared")).is_empty());
+    }
+
+    #[test]
+    fn a_worker_made_or_deleted_wakes_the_workers_bound_to_it() {
+        let mut index = WorkerIndex::default();
+        let mut gateway = worker("gateway", 1, &["g.example"]);
+        gateway.spec.bindings = vec![isolane_worker::Binding::service("AUTH", "auth", None)];
+        let auth_key = WorkerKey::new("ns", "auth");
+        assert!(
+            index
+                .apply_event(&watcher::Event::Apply(gateway.clone()))
+                .is_empty()
+        );
+        assert!(!index.contains(&auth_key));
+        let gateway_key = WorkerKey::new("ns", "gateway");
+        let auth = worker("auth", 2, &[]);
+        assert_eq!(
+            index.apply_event(&watcher::Event::Apply(auth.clone())),
+            vec![gateway_key.clone()]
+        );
+        assert!(index.contains(&auth_key));
+        // A status update of the target wakes nobody.
+        assert!(
+            index
+                .apply_event(&watcher::Event::Apply(auth.clone()))
+                .is_empty()
+        );
+        assert_eq!(
+            index.apply_event(&watcher::Event::Delete(auth.clone())),
+            vec![gateway_key]
+        );
+        // Once the binding is gone, the target's return wakes nobody.
+        gateway.spec.bindings.clear();
+        index.apply_event(&watcher::Event::Apply(gateway));
+        assert!(index.apply_event(&watcher::Event::Apply(auth)).is_empty());
     }
 
     #[test]

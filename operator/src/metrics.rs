@@ -101,7 +101,7 @@ pub struct Metrics {
     workers: IntGaugeVec,
     leader: IntGauge,
     watch_lists: IntCounterVec,
-    conditions: Mutex<HashMap<WorkerKey, [ConditionStatus; 3]>>,
+    conditions: Mutex<HashMap<WorkerKey, [ConditionStatus; ConditionType::COUNT]>>,
 }
 
 impl Metrics {
@@ -155,7 +155,11 @@ impl Metrics {
     }
 
     /// Records the condition statuses of a Worker (in [`ConditionType::ALL`] order).
-    pub fn set_conditions(&self, worker: &WorkerKey, statuses: [ConditionStatus; 3]) {
+    pub fn set_conditions(
+        &self,
+        worker: &WorkerKey,
+        statuses: [ConditionStatus; ConditionType::COUNT],
+    ) {
         let mut conditions = self
             .conditions
             .lock()
@@ -195,7 +199,11 @@ impl Metrics {
         self.leader.set(i64::from(leader));
     }
 
-    fn shift(&self, from: Option<[ConditionStatus; 3]>, to: Option<[ConditionStatus; 3]>) {
+    fn shift(
+        &self,
+        from: Option<[ConditionStatus; ConditionType::COUNT]>,
+        to: Option<[ConditionStatus; ConditionType::COUNT]>,
+    ) {
         if from == to {
             return;
         }
@@ -243,11 +251,14 @@ mod tests {
         let metrics = Metrics::register(&registry).unwrap();
         let a = WorkerKey::new("ns", "a");
         use ConditionStatus::{False, True, Unknown};
-        metrics.set_conditions(&a, [False, Unknown, True]);
-        metrics.set_conditions(&WorkerKey::new("ns", "b"), [True, True, True]);
+        metrics.set_conditions(&a, [False, Unknown, True, False]);
+        metrics.set_conditions(&WorkerKey::new("ns", "b"), [True; 4]);
         assert_eq!(gauge(&metrics, "Ready", "False"), 1);
         assert_eq!(gauge(&metrics, "Ready", "True"), 1);
-        metrics.set_conditions(&a, [True, True, True]);
+        assert_eq!(gauge(&metrics, "ServicesBound", "False"), 1);
+        metrics.set_conditions(&a, [True; 4]);
+        assert_eq!(gauge(&metrics, "ServicesBound", "False"), 0);
+        assert_eq!(gauge(&metrics, "ServicesBound", "True"), 2);
         assert_eq!(gauge(&metrics, "Ready", "False"), 0);
         assert_eq!(gauge(&metrics, "Ready", "True"), 2);
         metrics.forget(&a);

@@ -15,6 +15,8 @@
 //! While a reference is missing or the script does not parse, the last good
 //! revision keeps serving: no bundle is written and `status.revision` stays.
 
+mod conditions;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,11 +35,16 @@ use crate::Error;
 use crate::artifact::ArtifactCheck;
 use crate::bundle::{bundle_secret, digest};
 use crate::metrics::Outcome;
-use crate::resolve::{self, MissingReference, Sources};
+use crate::resolve::{self, Sources};
 use crate::revisions::{self, Stored};
 use crate::routes::{Holder, WorkerKey};
 use crate::script::{self, ScriptKind};
 use crate::status::{ConditionUpdate, DesiredStatus, Revisions, Shown, reason};
+pub use conditions::MissingService;
+use conditions::{
+    Conditions, Links, RouteDecision, invalid_conditions, missing_reference_conditions,
+    services_condition, serving_conditions,
+};
 
 /// What a reconcile observed for one Worker before deciding.
 #[derive(Clone, Debug)]
@@ -48,6 +55,8 @@ pub struct Observed {
     pub artifact: Option<ArtifactCheck>,
     /// The routes it declares that other Workers hold, and who holds them.
     pub lost: Vec<(Route, Holder)>,
+    /// Its service bindings that name a Worker the namespace does not have.
+    pub missing_services: Vec<MissingService>,
     /// The schedulable runtime nodes.
     pub nodes: Arc<NodeSet>,
     /// The bundle Secrets (metadata) in the operator namespace, as the store
@@ -76,8 +85,8 @@ pub enum Step {
     ApplyBundle(Secret),
     /// Delete this bundle Secret (gone already is fine).
     DeleteBundle(String),
-    /// Set the Worker's condition gauges (`Ready`, `ScriptValid`, `RoutesAdmitted`).
-    RecordConditions([ConditionStatus; 3]),
+    /// Set the Worker's condition gauges (in [`ConditionType::ALL`] order).
+    RecordConditions([ConditionStatus; ConditionType::COUNT]),
     /// Publish a Warning event on the Worker (a failure to publish is not an error).
     Warn(Warning),
     /// Server-side apply this status on the status subresource.
@@ -113,7 +122,10 @@ pub fn plan(
 ) -> Result<Plan, Error> {
     let spec = &worker.spec;
     let routes = RouteDecision::new(&spec.routes, &observed.lost);
-    let routes_condition = routes.condition();
+    let links = || Links {
+        routes: routes.condition(),
+        services: services_condition(spec, &key.namespace, &observed.missing_services),
+    };
     let stored = revisions::stored(key, observed.bundles.iter().map(AsRef::as_ref));
     let mut shown = Shown {
         revision: None,
@@ -127,7 +139,7 @@ pub fn plan(
         .as_ref()
         .and_then(|status| status.revision.clone());
 
-    let not_ready = |conditions: [ConditionUpdate; 3], mut shown: Shown, requeue| {
+    let not_ready = |conditions: Conditions, mut shown: Shown, requeue| {
         let rollout = rollout(worker, key, &stored, served.as_deref(), false, observed.now);
         shown.revision.clone_from(&served);
         shown.revisions = rollout.revisions;
@@ -140,7 +152,7 @@ pub fn plan(
     let resolved = match resolve::resolve(&key.namespace, spec, &observed.sources) {
         Ok(resolved) => resolved,
         Err(missing) => {
-            let conditions = missing_reference_conditions(&missing, routes_condition);
+            let conditions = missing_reference_conditions(&missing, links());
             return Ok(not_ready(
                 conditions,
                 shown,
@@ -152,8 +164,7 @@ pub fn plan(
         None => None,
         Some(ArtifactCheck::Valid(source)) => Some(source.clone()),
         Some(ArtifactCheck::Refused { reason, message }) => {
-            let conditions =
-                invalid_conditions(reason, message.clone(), message.clone(), routes_condition);
+            let conditions = invalid_conditions(reason, message.clone(), message.clone(), links());
             return Ok(not_ready(
                 conditions,
                 shown,
@@ -165,7 +176,7 @@ pub fn plan(
     let kind = match admit(spec, script) {
         Ok(kind) => kind,
         Err((reason, message, detail)) => {
-            let conditions = invalid_conditions(reason, message, detail, routes_condition);
+            let conditions = invalid_conditions(reason, message, detail, links());
             return Ok(not_ready(conditions, shown, settings.resync));
         }
     };
@@ -194,7 +205,7 @@ pub fn plan(
         &bundle.revision,
         rollout.unapplied.as_ref(),
         kind,
-        routes_condition,
+        links(),
     );
     shown.revision = Some(bundle.revision.clone());
     shown.revisions = rollout.revisions;
@@ -449,142 +460,6 @@ fn keep_reported_creation(
     revisions
 }
 
-/// What the plan decided about a Worker's routes.
-struct RouteDecision {
-    admitted: Vec<Route>,
-    lost: Vec<(Route, Holder)>,
-    declared: usize,
-}
-
-impl RouteDecision {
-    /// `routes` without the `lost` ones (and without repeats).
-    fn new(routes: &[Route], lost: &[(Route, Holder)]) -> Self {
-        let declared = Route::distinct(routes).len();
-        let mut admitted: Vec<Route> = Vec::new();
-        for route in routes {
-            if !lost.iter().any(|(lost, _)| lost == route) && !admitted.contains(route) {
-                admitted.push(route.clone());
-            }
-        }
-        Self {
-            admitted,
-            lost: lost.to_vec(),
-            declared,
-        }
-    }
-
-    fn condition(&self) -> ConditionUpdate {
-        if self.lost.is_empty() {
-            return ConditionUpdate::new(
-                ConditionType::RoutesAdmitted,
-                ConditionStatus::True,
-                reason::ADMITTED,
-                format!(
-                    "{} of {} routes admitted",
-                    self.admitted.len(),
-                    self.declared
-                ),
-            );
-        }
-        let conflicts: Vec<String> = self
-            .lost
-            .iter()
-            .map(|(route, holder)| format!("route {route} {holder}"))
-            .collect();
-        ConditionUpdate::new(
-            ConditionType::RoutesAdmitted,
-            ConditionStatus::False,
-            reason::ROUTE_CONFLICT,
-            conflicts.join("; "),
-        )
-    }
-}
-
-/// The conditions of a Worker whose revision is written.
-fn serving_conditions(
-    all_lost: bool,
-    revision: &str,
-    unapplied: Option<&TrafficError>,
-    kind: ScriptKind,
-    routes: ConditionUpdate,
-) -> [ConditionUpdate; 3] {
-    let ready = if all_lost {
-        ConditionUpdate::new(
-            ConditionType::Ready,
-            ConditionStatus::False,
-            reason::ROUTES_CONFLICTED,
-            "every route of this Worker is held by an older Worker",
-        )
-    } else {
-        ConditionUpdate::new(
-            ConditionType::Ready,
-            ConditionStatus::True,
-            reason::BUNDLE_READY,
-            match unapplied {
-                None => format!("revision {revision} is written"),
-                Some(error) => format!(
-                    "revision {revision} is written; {error}, so the previous split is kept"
-                ),
-            },
-        )
-    };
-    let script_valid = ConditionUpdate::new(
-        ConditionType::ScriptValid,
-        ConditionStatus::True,
-        reason::PARSED,
-        match kind {
-            ScriptKind::Module => "parsed as an ES module",
-            ScriptKind::Script => "parsed as a classic script",
-        },
-    );
-    [ready, script_valid, routes]
-}
-
-fn missing_reference_conditions(
-    missing: &MissingReference,
-    routes: ConditionUpdate,
-) -> [ConditionUpdate; 3] {
-    [
-        ConditionUpdate::new(
-            ConditionType::Ready,
-            ConditionStatus::False,
-            reason::REFERENCE_NOT_FOUND,
-            missing.to_string(),
-        ),
-        ConditionUpdate::new(
-            ConditionType::ScriptValid,
-            ConditionStatus::Unknown,
-            reason::REFERENCE_NOT_FOUND,
-            format!("not checked: {missing}"),
-        ),
-        routes,
-    ]
-}
-
-/// ScriptValid=False for `reason`: `summary` on Ready, `detail` on ScriptValid.
-fn invalid_conditions(
-    reason: &'static str,
-    summary: String,
-    detail: String,
-    routes: ConditionUpdate,
-) -> [ConditionUpdate; 3] {
-    [
-        ConditionUpdate::new(
-            ConditionType::Ready,
-            ConditionStatus::False,
-            reason,
-            summary,
-        ),
-        ConditionUpdate::new(
-            ConditionType::ScriptValid,
-            ConditionStatus::False,
-            reason,
-            detail,
-        ),
-        routes,
-    ]
-}
-
 /// The replicas' nodes and threads, by the shared placement function.
 fn placement(nodes: &NodeSet, key: &WorkerKey, replicas: i32) -> Vec<ReplicaPlacement> {
     let replicas = usize::try_from(replicas.max(1)).unwrap_or(1);
@@ -639,6 +514,7 @@ mod tests {
             artifact: None,
             sources: Sources::default(),
             lost: Vec::new(),
+            missing_services: Vec::new(),
             nodes: Arc::new(NodeSet::new(vec![Node::new("node-1", 2)])),
             bundles: Vec::new(),
             now: now(),
@@ -718,15 +594,74 @@ mod tests {
             condition(status, "RoutesAdmitted"),
             ("True", reason::ADMITTED)
         );
+        assert_eq!(
+            condition(status, "ServicesBound"),
+            ("True", reason::SERVICES_FOUND)
+        );
         assert_eq!(status.placement.len(), 1);
         assert_eq!(status.placement[0].node, "node-1");
         assert_eq!(status.revisions.len(), 1);
         assert_eq!(&status.revisions[0].revision, revision);
         assert!(
-            plan.steps
-                .contains(&Step::RecordConditions([ConditionStatus::True; 3])),
+            plan.steps.contains(&Step::RecordConditions(
+                [ConditionStatus::True; ConditionType::COUNT]
+            )),
             "{:?}",
             plan.steps
+        );
+    }
+
+    #[test]
+    fn a_binding_to_a_missing_worker_is_served_and_reported_until_it_exists() {
+        let mut worker = worker(SCRIPT, &["hello.example.com"]);
+        worker.spec.bindings = vec![
+            isolane_worker::Binding::service("AUTH", "auth", None),
+            isolane_worker::Binding::service("RENDER", "render", Some("Renderer")),
+        ];
+        let missing = Observed {
+            missing_services: vec![MissingService {
+                binding: "AUTH".into(),
+                worker: "auth".into(),
+            }],
+            ..observed()
+        };
+        let plan_missing = plan(&worker, &key(), &missing, &settings()).unwrap();
+        // Admitted: the bundle is written and the Worker serves.
+        assert_eq!(plan_missing.outcome, Outcome::Ready);
+        assert!(applied(&plan_missing).is_some());
+        let status = written_status(&plan_missing);
+        assert_eq!(condition(status, "Ready"), ("True", reason::BUNDLE_READY));
+        assert_eq!(
+            condition(status, "ServicesBound"),
+            ("False", reason::SERVICE_NOT_FOUND)
+        );
+        let message = &status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "ServicesBound")
+            .unwrap()
+            .message;
+        assert_eq!(
+            message,
+            "binding AUTH names Worker auth, which does not exist in namespace apps; \
+             calls through it fail until it does"
+        );
+        assert!(plan_missing.steps.contains(&Step::Warn(Warning {
+            reason: reason::SERVICE_NOT_FOUND.into(),
+            note: message.clone(),
+        })));
+
+        // Once it exists, the same Worker reports both bindings found.
+        let found = plan(&worker, &key(), &observed(), &settings()).unwrap();
+        let status = written_status(&found);
+        assert_eq!(
+            condition(status, "ServicesBound"),
+            ("True", reason::SERVICES_FOUND)
+        );
+        let message = &status.conditions[3].message;
+        assert_eq!(
+            message,
+            "2 of 2 service bindings name a Worker of this namespace"
         );
     }
 
@@ -757,7 +692,9 @@ mod tests {
         let again = plan(&worker, &key(), &observed, &settings()).unwrap();
         assert_eq!(
             again.steps,
-            [Step::RecordConditions([ConditionStatus::True; 3])]
+            [Step::RecordConditions(
+                [ConditionStatus::True; ConditionType::COUNT]
+            )]
         );
         assert_eq!(again.outcome, Outcome::Ready);
     }
@@ -776,7 +713,9 @@ mod tests {
         let again = plan(&worker, &key(), &later, &settings()).unwrap();
         assert_eq!(
             again.steps,
-            [Step::RecordConditions([ConditionStatus::True; 3])]
+            [Step::RecordConditions(
+                [ConditionStatus::True; ConditionType::COUNT]
+            )]
         );
     }
 

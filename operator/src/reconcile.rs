@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use isolane_crds::Worker;
+use isolane_crds::{Worker, WorkerSpec};
 use isolane_placement::NodeSet;
 use isolane_worker::Bundle;
 use k8s_openapi::api::core::v1::Secret;
@@ -37,7 +37,7 @@ use crate::artifact::ArtifactChecker;
 use crate::executor::Executor;
 use crate::index::WorkerIndex;
 use crate::metrics::Outcome;
-use crate::plan::{self, Observed, Settings};
+use crate::plan::{self, MissingService, Observed, Settings};
 use crate::resolve;
 use crate::routes::WorkerKey;
 use crate::{Error, FINALIZER, lock};
@@ -188,18 +188,41 @@ async fn observe(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<
         .artifacts
         .check(&context.client, &key.namespace, &worker.spec)
         .await?;
-    let lost = worker
-        .claim()
-        .map(|claim| lock(&context.index).routes().lost(&claim))
-        .unwrap_or_default();
+    let (lost, missing_services) = {
+        let index = lock(&context.index);
+        let lost = worker
+            .claim()
+            .map(|claim| index.routes().lost(&claim))
+            .unwrap_or_default();
+        (lost, missing_services(key, &worker.spec, &index))
+    };
     Ok(Observed {
         sources,
         artifact,
         lost,
+        missing_services,
         nodes: Arc::clone(&context.nodes.borrow()),
         bundles: bundles_of(key, &context.bundles),
         now: Timestamp::now(),
     })
+}
+
+/// `key`'s service bindings that name a Worker the index does not hold
+/// (not made yet, deleted, or of another installation's class).
+fn missing_services(
+    key: &WorkerKey,
+    spec: &WorkerSpec,
+    index: &WorkerIndex,
+) -> Vec<MissingService> {
+    spec.bindings
+        .iter()
+        .filter_map(|binding| Some((binding, binding.service.as_ref()?)))
+        .filter(|(_, service)| !index.contains(&WorkerKey::new(&key.namespace, &service.name)))
+        .map(|(binding, service)| MissingService {
+            binding: binding.name.clone(),
+            worker: service.name.clone(),
+        })
+        .collect()
 }
 
 /// The stored bundle Secrets that may be `key`'s, by name (its revisions'

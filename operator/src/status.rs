@@ -13,6 +13,8 @@
 //! | `ScriptValid` | Unknown | [`reason::REFERENCE_NOT_FOUND`] |
 //! | `RoutesAdmitted` | True | [`reason::ADMITTED`] |
 //! | `RoutesAdmitted` | False | [`reason::ROUTE_CONFLICT`] |
+//! | `ServicesBound` | True | [`reason::SERVICES_FOUND`] |
+//! | `ServicesBound` | False | [`reason::SERVICE_NOT_FOUND`] |
 
 use isolane_crds::{
     ConditionStatus, ConditionType, ReplicaPlacement, RevisionStatus, WorkerStatus,
@@ -45,6 +47,12 @@ pub mod reason {
     pub const ADMITTED: &str = "Admitted";
     /// RoutesAdmitted=False: some route is held by an older Worker, named in the message.
     pub const ROUTE_CONFLICT: &str = "RouteConflict";
+    /// ServicesBound=True: every service binding names a Worker of the
+    /// namespace (or there are none).
+    pub const SERVICES_FOUND: &str = "ServicesFound";
+    /// ServicesBound=False: a service binding names a Worker that does not
+    /// exist (yet) in the namespace; the message names each.
+    pub const SERVICE_NOT_FOUND: &str = "ServiceNotFound";
 }
 
 /// One condition as the reconcile decided it.

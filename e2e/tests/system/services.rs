@@ -4,13 +4,16 @@
 //! RPC method; every call runs on the gateway's own thread
 //! (`isolane_service_calls_total{where="same_thread"}` counts each, on the
 //! node that served the gateway); a binding to a Worker that does not
-//! exist rejects with an error the gateway catches.
+//! exist rejects with an error the gateway catches, and the gateway's
+//! `ServicesBound` condition names it until the Worker is made, when the
+//! same binding answers.
 
 use isolane_crds::Worker;
-use isolane_e2e::workers::inline_worker;
+use isolane_e2e::workers::{has_condition, inline_worker};
+use isolane_testenv::wait_until;
 use isolane_worker::Binding;
 
-use super::{System, names};
+use super::{SETTLE, System, names};
 
 const HOST: &str = "gateway.test";
 const CALLS: usize = 40;
@@ -25,7 +28,7 @@ const GATEWAY: &str = "export default {\n\
   async fetch(request, env) {\n\
     const path = new URL(request.url).pathname;\n\
     if (path === '/rpc') return Response.json(await env.BACKEND.check('secret', new Date(Date.UTC(2026, 0, 1))));\n\
-    if (path === '/ghost') { try { await env.GHOST.fetch('http://ghost/'); return new Response('no error'); } catch (e) { return new Response(e.constructor.name + ': ' + e.message); } }\n\
+    if (path === '/ghost') { try { return await env.GHOST.fetch('http://ghost/'); } catch (e) { return new Response(e.constructor.name + ': ' + e.message); } }\n\
     return env.BACKEND.fetch(request);\n\
   },\n\
 };\n";
@@ -59,6 +62,7 @@ async fn a_gateway_calls_a_routeless_backend_on_its_own_thread_through_the_route
         "{}",
         ghost.body
     );
+    ghost_appears(&system).await;
     let before = calls(&system).await;
     for i in 0..CALLS {
         let path = if i % 2 == 0 { "/rpc" } else { "/item" };
@@ -71,6 +75,50 @@ async fn a_gateway_calls_a_routeless_backend_on_its_own_thread_through_the_route
         CALLS as f64,
         "every call on its caller's thread"
     );
+}
+
+/// The gateway reports its binding to the missing `ghost` in
+/// `ServicesBound`; once `ghost` is applied, the condition turns True and
+/// the same binding reaches it.
+async fn ghost_appears(system: &System) {
+    let api = system.workers_api();
+    let gateway = api.get("gateway").await.expect("the gateway");
+    assert!(has_condition(&gateway, "Ready", "True", None));
+    assert!(has_condition(
+        &gateway,
+        "ServicesBound",
+        "False",
+        Some("ServiceNotFound")
+    ));
+    let message = gateway.status.as_ref().and_then(|status| {
+        let condition = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "ServicesBound")?;
+        Some(condition.message.clone())
+    });
+    assert!(
+        message.as_deref().is_some_and(
+            |m| m.contains("binding GHOST names Worker ghost") && !m.contains("BACKEND")
+        ),
+        "{message:?}"
+    );
+    let ghost = inline_worker(
+        "ghost",
+        "export default { fetch() { return new Response('ghost here'); } };\n",
+        &[],
+    );
+    system.kubectl_apply("ghost.yaml", &[ghost]).await;
+    wait_until(
+        "the gateway's ServicesBound to turn True",
+        SETTLE,
+        || async {
+            let gateway = api.get("gateway").await.ok()?;
+            has_condition(&gateway, "ServicesBound", "True", Some("ServicesFound")).then_some(())
+        },
+    )
+    .await;
+    system.wait_served(HOST, "/ghost", "ghost here").await;
 }
 
 /// Service calls on the caller's own thread, over both nodes.
