@@ -3,9 +3,9 @@
 //! [`Site`] (the files read into memory at start and on reload, each
 //! request decided by `isolane-assets` before it reaches the engine);
 //! `isolane deploy` and `isolane push` put the same files in the bundle
-//! artifact's assets layer, which the node serves the same way.
-//!
-//! Not yet: `env.ASSETS` (the `binding`).
+//! artifact's assets layer, which the node serves the same way. The
+//! `binding` is part of the settings: the Worker's `env.<binding>.fetch`
+//! answers from the same site (`isolane-bindings`' assets unit).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,12 +19,6 @@ use crate::wrangler::AssetsConfig;
 /// The files of `config.directory` (relative to `project_dir`), by
 /// `/path`, `_headers` and `_redirects` included.
 pub fn read(project_dir: &Path, config: &AssetsConfig) -> anyhow::Result<AssetFiles> {
-    if let Some(binding) = &config.binding {
-        tracing::warn!(
-            binding = %binding,
-            "assets.binding: env.{binding} is not bound yet; the assets answer before the Worker"
-        );
-    }
     let dir = project_dir.join(&config.directory);
     let mut files = Vec::new();
     for path in crate::bundle::files(&dir)? {

@@ -489,7 +489,6 @@ async fn serve(
         node_metrics,
         REVISION_WAIT,
     );
-    let assets = node::AssetsByWorker::default();
     let proxy = Proxy::builder(
         ProxyConfig {
             // The Worker's own wall limit ends a request (up to the CRD's
@@ -506,15 +505,12 @@ async fn serve(
         router_metrics.clone(),
     )
     .in_process(
-        Arc::new(node::InProcessNode {
-            service,
-            assets: assets.clone(),
-        }),
+        Arc::new(node::InProcessNode { service }),
         node::NODE_NAME,
         u32::try_from(threads).unwrap_or(u32::MAX),
     )
     .build();
-    let serving = serving::Serving::new(bundles, proxy.clone(), assets);
+    let serving = serving::Serving::new(bundles, proxy.clone());
     serving.apply(&config.project);
 
     let admin = AdminServer::new(registry, Readiness::new())

@@ -140,9 +140,7 @@ pub struct Config {
 pub struct AssetsConfig {
     /// The folder, relative to the config file.
     pub directory: String,
-    /// `env.<binding>.fetch` (not bound yet).
-    pub binding: Option<String>,
-    /// `html_handling`, `not_found_handling`, `run_worker_first`.
+    /// `binding`, `html_handling`, `not_found_handling`, `run_worker_first`.
     #[serde(flatten)]
     pub settings: isolane_assets::Settings,
 }

@@ -4,7 +4,9 @@
 //! their type, ETag (304) and ranges, `_headers`, `_redirects`, the
 //! trailing-slash redirect, the single-page-application fallback for
 //! navigation requests; what no asset matches reaches the Worker, and no
-//! asset request enters it (the Worker counts its own invocations).
+//! asset request enters it (the Worker counts its own invocations). With
+//! `binding` and `run_worker_first`, the Worker answers first and reaches
+//! its assets through `env.ASSETS.fetch`.
 #![allow(clippy::unwrap_used)]
 
 use bytes::Bytes;
@@ -134,5 +136,66 @@ async fn dev_does_not_warn_about_the_assets_key_it_serves() {
         "dev serves the assets key, and says nothing against it: {}",
         dev.log()
     );
+    assert!(dev.interrupt().success());
+}
+
+const BOUND_TOML: &str = r#"
+name = "site"
+main = "src/index.js"
+compatibility_date = "2025-06-01"
+
+[assets]
+directory = "./public"
+binding = "ASSETS"
+not_found_handling = "single-page-application"
+run_worker_first = true
+"#;
+
+const BOUND_JS: &str = r#"
+export default {
+  async fetch(request, env) {
+    const { pathname } = new URL(request.url);
+    if (pathname === '/api/hello') return new Response('api');
+    if (pathname === '/by-url') return env.ASSETS.fetch('http://any.host/app.js');
+    const asset = await env.ASSETS.fetch(request);
+    const response = new Response(asset.body, asset);
+    response.headers.set('x-worker', String(env.ASSETS));
+    return response;
+  },
+};
+"#;
+
+#[tokio::test]
+async fn the_worker_first_reaches_its_assets_through_the_binding() {
+    let dir = tempfile::tempdir().unwrap();
+    project(dir.path());
+    std::fs::write(dir.path().join("wrangler.toml"), BOUND_TOML).unwrap();
+    std::fs::write(dir.path().join("src/index.js"), BOUND_JS).unwrap();
+    let port = free_port().unwrap();
+    let mut dev = Dev::start_in(&["--port", &port.to_string()], Some(dir.path()));
+    let client = client();
+    let api = when_ready(&client, &mut dev, port, "localhost", "/api/hello").await;
+    assert_eq!(api, (200, "api".to_owned()));
+    // Every request runs the Worker first; the asset comes through it.
+    let (status, headers, body) = get(&client, port, "/app.js", &[]).await;
+    assert_eq!((status, body.as_str()), (200, "console.log('app');\n"));
+    assert_eq!(header(&headers, "x-worker"), "[object Fetcher]");
+    assert_eq!(header(&headers, "x-test"), "yes", "from _headers");
+    assert_eq!(
+        header(&headers, "content-type"),
+        "text/javascript; charset=utf-8"
+    );
+    let etag = header(&headers, "etag").to_owned();
+    let (status, _, body) = get(&client, port, "/app.js", &[("if-none-match", &etag)]).await;
+    assert_eq!((status, body.as_str()), (304, ""));
+    let (status, _, body) = get(&client, port, "/by-url", &[]).await;
+    assert_eq!((status, body.as_str()), (200, "console.log('app');\n"));
+    let (status, headers, _) = get(&client, port, "/old", &[]).await;
+    assert_eq!((status, header(&headers, "location")), (301, "/docs/"));
+    // What no asset matches: the binding applies not_found_handling (the
+    // single page), never the Worker again.
+    let (status, headers, body) = get(&client, port, "/app/settings", &[]).await;
+    assert_eq!((status, body.as_str()), (200, "<h1>home</h1>\n"));
+    assert_eq!(header(&headers, "x-worker"), "[object Fetcher]");
     assert!(dev.interrupt().success());
 }

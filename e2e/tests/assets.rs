@@ -12,7 +12,9 @@
 //!   later), which gets the single-page application's `index.html`;
 //! - none of them enters the Worker: its own count of the requests it saw
 //!   stays at the API calls made, and the node counts each asset answer
-//!   (`isolane_node_asset_answers_total`).
+//!   (`isolane_node_asset_answers_total`);
+//! - the Worker reaches the same assets through `env.ASSETS` (wrangler's
+//!   `assets.binding`, carried in the artifact's settings).
 
 use std::path::Path;
 use std::process::Command;
@@ -31,10 +33,11 @@ const SETTLE: Duration = Duration::from_secs(90);
 
 const WORKER: &str = "let seen = 0;\n\
 export default {\n\
-  async fetch(request) {\n\
+  async fetch(request, env) {\n\
     seen += 1;\n\
     const url = new URL(request.url);\n\
     if (url.pathname === '/api/seen') return new Response(String(seen));\n\
+    if (url.pathname === '/api/bound') return env.ASSETS.fetch('http://site.test/assets/app.3f2a.js');\n\
     return new Response('worker ' + url.pathname);\n\
   },\n\
 };\n";
@@ -49,7 +52,7 @@ fn write_project(dir: &Path) {
         format!(
             "name = \"site\"\nmain = \"worker.js\"\ncompatibility_date = \"2025-06-01\"\n\
              routes = [{{ pattern = \"{HOST}\", custom_domain = true }}]\n\
-             [assets]\ndirectory = \"public\"\nnot_found_handling = \"single-page-application\"\n"
+             [assets]\ndirectory = \"public\"\nbinding = \"ASSETS\"\nnot_found_handling = \"single-page-application\"\n"
         ),
     )
     .expect("write");
@@ -167,13 +170,24 @@ async fn deployed_assets_are_answered_by_the_node_without_the_worker() {
     let fetched = get(&ingress, "/settings/profile", &[]).await;
     assert_eq!(fetched.body, "worker /settings/profile", "not a navigation");
 
+    let bound = get(&ingress, "/api/bound", &[]).await;
+    assert_eq!(
+        (bound.status, bound.body.as_str()),
+        (200, "console.log('app');"),
+        "env.ASSETS"
+    );
+    assert_eq!(
+        header(&bound, "cache-control"),
+        "public, max-age=31536000, immutable"
+    );
+
     // The Worker saw the /api/hello calls that it answered, the fetch of
-    // /settings/profile and this request: never an asset's.
+    // /settings/profile, /api/bound and this request: never an asset's.
     let seen = get(&ingress, "/api/seen", &[]).await;
     let hello_calls = hello_calls.load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(
         seen.body,
-        (hello_calls + 2).to_string(),
+        (hello_calls + 3).to_string(),
         "requests the Worker saw"
     );
     let answers = cluster.nodes[0]

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use isolane_node::BundleIndex;
 use isolane_router::Proxy;
 
-use super::node::AssetsByWorker;
 use super::project::Project;
 
 /// The bundle index and the proxy that serve a [`Project`].
@@ -14,40 +13,32 @@ use super::project::Project;
 pub struct Serving {
     bundles: Arc<BundleIndex>,
     proxy: Proxy,
-    assets: AssetsByWorker,
 }
 
 impl Serving {
-    pub fn new(bundles: Arc<BundleIndex>, proxy: Proxy, assets: AssetsByWorker) -> Self {
-        Self {
-            bundles,
-            proxy,
-            assets,
-        }
+    pub fn new(bundles: Arc<BundleIndex>, proxy: Proxy) -> Self {
+        Self { bundles, proxy }
     }
 
     /// Serves `project`. Its revisions go to the bundle index as a bundle
     /// Secret rewritten in place would on a node: a Worker's previous
     /// revisions stay (superseded) for requests already routed to them. Its
     /// routes go to the proxy, whose prewarm gate moves a Worker's traffic
-    /// to a new revision once that revision is compiled on its thread.
+    /// to a new revision once that revision is compiled on its thread. A
+    /// Worker's static assets go with its bundle: the node answers them
+    /// before the engine, and `env.<assets.binding>` answers from them, as
+    /// on a node in a cluster.
     pub fn apply(&self, project: &Project) {
         let bundles = project
             .workers
             .iter()
             .map(|w| {
                 let key = format!("dev:{}", w.bundle.worker_id);
-                (key, isolane_node::worker_bundle(w.bundle.clone()))
+                let bundle = w.bundle.clone().with_assets(w.assets.clone());
+                (key, isolane_node::worker_bundle(bundle))
             })
             .collect();
         self.bundles.replace_all(bundles);
-        // The assets answer first from now on (a reload's too).
-        let assets = project
-            .workers
-            .iter()
-            .filter_map(|w| Some((w.bundle.worker_id.clone(), w.assets.clone()?)))
-            .collect();
-        self.assets.store(Arc::new(assets));
         for worker in &project.workers {
             tracing::info!(
                 worker.id = %worker.bundle.worker_id,

@@ -16,10 +16,15 @@ const NAVIGATION_FLAG: &str = "assets_navigation_prefers_asset_serving";
 const NAVIGATION_OFF_FLAG: &str = "assets_navigation_has_no_effect";
 const NAVIGATION_DATE: &str = "2025-04-01";
 
-/// wrangler's `assets` keys that decide how requests are answered (the
-/// folder and the binding are the caller's business).
+/// wrangler's `assets` keys that decide how requests are answered, and the
+/// `binding` that gives the Worker `env.<binding>.fetch` (the folder is the
+/// caller's business).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Settings {
+    /// `env.<binding>`: a Fetcher whose `fetch` answers from the assets
+    /// alone ([`crate::Site::fetch`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binding: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub html_handling: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,6 +96,7 @@ mod tests {
             html_handling: Some("drop-trailing-slash".into()),
             not_found_handling: Some("single-page-application".into()),
             run_worker_first: Some(RunWorkerFirstSetting::Routes(vec!["/api/*".into()])),
+            binding: None,
         };
         let config = settings.config(true, Some("2025-04-01"), &[]).unwrap();
         assert_eq!(config.html_handling, HtmlHandling::DropTrailingSlash);

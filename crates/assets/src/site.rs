@@ -55,6 +55,8 @@ pub enum SiteError {
 pub struct Site {
     assets: Assets,
     bytes: HashMap<String, Bytes>,
+    /// `env.<binding>`, when the settings name one.
+    binding: Option<String>,
 }
 
 impl std::fmt::Debug for Site {
@@ -103,7 +105,12 @@ impl Site {
             headers: HeaderRules::parse(&headers)?,
             config,
         };
-        Ok(Arc::new(Self { assets, bytes }))
+        let binding = files.settings.binding.clone();
+        Ok(Arc::new(Self {
+            assets,
+            bytes,
+            binding,
+        }))
     }
 
     /// How many assets there are.
@@ -121,6 +128,20 @@ impl Site {
     pub fn answer(&self, request: &http::Request<()>) -> Option<Answered> {
         answer(&self.assets, request, |hash| self.bytes.get(hash).cloned())
     }
+
+    /// The name the Worker's `env` gives the assets (`assets.binding`).
+    pub fn binding(&self) -> Option<&str> {
+        self.binding.as_deref()
+    }
+
+    /// What the assets alone answer to `request`, as the Worker's
+    /// `env.<binding>.fetch(request)` gets it: no `run_worker_first`, the
+    /// configured `not_found_handling`, a 404 when nothing matches.
+    pub fn fetch(&self, request: &http::Request<()>) -> Answered {
+        let decision = self.assets.fetch(&asset_request(request));
+        answered(decision, |hash| self.bytes.get(hash).cloned())
+            .unwrap_or_else(|| bare(StatusCode::NOT_FOUND, HeaderMap::new()))
+    }
 }
 
 fn text(content: &Bytes, file: &'static str) -> Result<String, SiteError> {
@@ -135,19 +156,28 @@ pub fn answer(
     request: &http::Request<()>,
     bytes_of: impl FnOnce(&str) -> Option<Bytes>,
 ) -> Option<Answered> {
+    answered(assets.route(&asset_request(request)), bytes_of)
+}
+
+/// What of `request` the decisions read.
+fn asset_request(request: &http::Request<()>) -> AssetRequest<'_> {
     let uri = request.uri();
     let host = uri
         .authority()
         .map(|a| a.as_str())
         .or_else(|| request.headers().get(header::HOST)?.to_str().ok())
         .unwrap_or_default();
-    let decision = assets.route(&AssetRequest {
+    AssetRequest {
         method: request.method(),
         host,
         path: uri.path(),
         query: uri.query().unwrap_or_default(),
         headers: request.headers(),
-    });
+    }
+}
+
+/// The answer a `decision` makes: `None` for the Worker.
+fn answered(decision: Decision, bytes_of: impl FnOnce(&str) -> Option<Bytes>) -> Option<Answered> {
     match decision {
         Decision::RunWorker => None,
         Decision::Asset(served) => Some(served_answer(served, bytes_of)),
@@ -296,5 +326,35 @@ mod tests {
             .push(("/_headers".into(), Bytes::from_static(&[0xff, 0xfe])));
         let error = Site::new(&broken, Config::default()).unwrap_err();
         assert!(error.to_string().contains("_headers"), "{error}");
+    }
+
+    #[test]
+    fn the_binding_answers_from_the_assets_alone_whatever_runs_first() {
+        let mut files = files();
+        files.settings.binding = Some("ASSETS".into());
+        let config = Config {
+            has_worker: true,
+            run_worker_first: crate::RunWorkerFirst::Always,
+            ..Config::default()
+        };
+        let site = Site::new(&files, config).unwrap();
+        assert_eq!(site.binding(), Some("ASSETS"));
+        // Requests arriving for the Worker all go to it...
+        assert!(site.answer(&get("/app.js", &[])).is_none());
+        // ...and the Worker's own fetch through the binding gets the asset,
+        let app = site.fetch(&get("/app.js", &[]));
+        assert_eq!(app.status, StatusCode::OK);
+        assert_eq!(&app.body[..], b"console.log(1)");
+        assert_eq!(app.headers["x-served"], "assets");
+        // the redirect, and a 404 (not the Worker) for what no asset matches.
+        assert_eq!(
+            site.fetch(&get("/old", &[])).status,
+            StatusCode::MOVED_PERMANENTLY
+        );
+        let missing = site.fetch(&get("/missing", &[]));
+        assert_eq!(
+            (missing.status, missing.body.len()),
+            (StatusCode::NOT_FOUND, 0)
+        );
     }
 }

@@ -17,6 +17,7 @@
 #[macro_use]
 extern crate isolane_engine;
 
+mod assets;
 mod kv;
 mod service;
 mod tcp;
@@ -57,5 +58,12 @@ pub fn family() -> Family {
 }
 
 fn units() -> Vec<Unit> {
-    vec![kv::unit(), workers(), node(), tcp::unit(), service::unit()]
+    vec![
+        kv::unit(),
+        workers(),
+        node(),
+        tcp::unit(),
+        service::unit(),
+        assets::unit(),
+    ]
 }

@@ -289,7 +289,8 @@ fn define_bindings<'s>(
 }
 
 /// Each service binding: a `Fetcher` whose calls run the other Worker on
-/// this thread (`host/service.rs`, `isolane-bindings`' `30_service.js`).
+/// this thread (`host/service.rs`, `isolane-bindings`' `30_service.js`),
+/// and the assets' binding.
 fn define_services<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     internal: v8::Local<'s, v8::Object>,
@@ -299,6 +300,13 @@ fn define_services<'s>(
     for binding in bundle.services.keys() {
         let name = host::js_string(scope, binding)?;
         let fetcher = call(scope, internal, "serviceBinding", &[name])?;
+        target.set(scope, name, fetcher)?;
+    }
+    // The static assets' binding (`assets.binding`): a `Fetcher` answered
+    // from the Worker's own assets (`isolane-bindings`' assets unit).
+    if let Some(binding) = bundle.assets.as_ref().and_then(|site| site.0.binding()) {
+        let name = host::js_string(scope, binding)?;
+        let fetcher = call(scope, internal, "assetsBinding", &[])?;
         target.set(scope, name, fetcher)?;
     }
     Some(())
