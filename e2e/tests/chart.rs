@@ -484,6 +484,98 @@ fn a_registry_ca_is_mounted_and_named_on_operator_and_nodes() {
     }
 }
 
+const AUTOSCALING: &[&str] = &[
+    "--set",
+    "node.kind=Deployment",
+    "--set",
+    "node.autoscaling.enabled=true",
+    "--set",
+    "node.autoscaling.maxReplicas=4",
+    "--set",
+    "node.autoscaling.targetAverageValue=2500m",
+    "--set",
+    "node.autoscaling.behavior.scaleDown.stabilizationWindowSeconds=60",
+];
+
+#[test]
+fn a_node_deployment_scales_on_pressure_through_the_custom_metrics_api() {
+    run_ok(
+        helm(&["lint", "--strict"]).arg(chart()).args(AUTOSCALING),
+        None,
+    );
+    let objects = documents(&template(AUTOSCALING));
+    let deployment = find(&objects, "Deployment", "isolane-node");
+    assert!(
+        deployment["spec"].get("replicas").is_none(),
+        "the HPA sets the replicas, not each helm upgrade"
+    );
+    let hpa = find(&objects, "HorizontalPodAutoscaler", "isolane-node");
+    assert_eq!(hpa["apiVersion"], "autoscaling/v2");
+    assert_eq!(hpa["spec"]["scaleTargetRef"]["kind"], "Deployment");
+    assert_eq!(hpa["spec"]["scaleTargetRef"]["name"], "isolane-node");
+    assert_eq!(hpa["spec"]["minReplicas"], 1);
+    assert_eq!(hpa["spec"]["maxReplicas"], 4);
+    let metric = &hpa["spec"]["metrics"][0];
+    assert_eq!(metric["type"], "Pods");
+    assert_eq!(
+        metric["pods"]["metric"]["name"],
+        "warm_set_evictions_per_second"
+    );
+    assert_eq!(metric["pods"]["target"]["averageValue"], "2500m");
+    assert_eq!(
+        hpa["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"],
+        60
+    );
+    // The router's aggregated API serves the group, with the tail API's CA.
+    let metrics_api = find(&objects, "APIService", "v1beta2.custom.metrics.k8s.io");
+    let tail_api = find(&objects, "APIService", "v1alpha1.tail.isolane.dev");
+    assert_eq!(metrics_api["spec"]["service"], tail_api["spec"]["service"]);
+    assert_eq!(
+        metrics_api["spec"]["caBundle"],
+        tail_api["spec"]["caBundle"]
+    );
+    let role = find(
+        &objects,
+        "ClusterRole",
+        "isolane-node-custom-metrics-reader",
+    );
+    assert_eq!(role["rules"][0]["apiGroups"][0], "custom.metrics.k8s.io");
+    let binding = find(
+        &objects,
+        "ClusterRoleBinding",
+        "isolane-node-isolane-system-custom-metrics-hpa",
+    );
+    let subjects: Vec<&str> = binding["subjects"]
+        .as_sequence()
+        .expect("subjects")
+        .iter()
+        .map(|s| s["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        subjects,
+        [
+            "horizontal-pod-autoscaler",
+            "system:kube-controller-manager"
+        ]
+    );
+    // Off by default: no HPA, no custom metrics APIService.
+    let objects = documents(&template(&["--set", "node.kind=Deployment"]));
+    assert!(!objects.iter().any(
+        |o| kind(o) == "HorizontalPodAutoscaler" || name(o) == "v1beta2.custom.metrics.k8s.io"
+    ));
+    // A DaemonSet, or no aggregated API server, cannot scale this way.
+    for (set, says) in [
+        ("node.kind=DaemonSet", "needs node.kind=Deployment"),
+        ("tailApi.enabled=false", "needs tailApi.enabled"),
+    ] {
+        let mut args = AUTOSCALING.to_vec();
+        args.extend(["--set", set]);
+        let output = template_output(&args);
+        assert!(!output.status.success(), "--set {set} was accepted");
+        assert!(text(&output).contains(says), "{}", text(&output));
+    }
+}
+
 #[test]
 fn mistyped_values_are_rejected_by_the_schema() {
     for (set, names) in [

@@ -96,10 +96,12 @@ pub struct Args {
     #[arg(long, env = ENV_TAIL_ADDR)]
     pub tail_addr: Option<SocketAddr>,
 
-    /// Address of the tail API (HTTPS), the aggregated API
+    /// Address of the router's aggregated API server (HTTPS): the tail API
     /// `tail.isolane.dev/v1alpha1` that the Kubernetes API server proxies
-    /// `isolane tail` and `kubectl get --raw` to (docs/tail.md); it accepts
-    /// only the apiserver's front-proxy client certificate. Unset: none.
+    /// `isolane tail` and `kubectl get --raw` to (docs/tail.md), and the
+    /// nodes' pressure as `custom.metrics.k8s.io/v1beta2` for
+    /// HorizontalPodAutoscalers (docs/autoscaling.md); it accepts only the
+    /// apiserver's front-proxy client certificate. Unset: none.
     #[arg(long, env = ENV_TAIL_API_ADDR, requires_all = ["tail_api_cert_file", "tail_api_key_file"])]
     pub tail_api_addr: Option<SocketAddr>,
 
@@ -300,8 +302,8 @@ pub struct Config {
     pub admin_addr: SocketAddr,
     /// Address of the tail endpoint, if any.
     pub tail_addr: Option<SocketAddr>,
-    /// The tail API (aggregated), if any.
-    pub tail_api: Option<crate::tail::api::TailApiConfig>,
+    /// The aggregated API server (the tail and custom metrics APIs), if any.
+    pub tail_api: Option<crate::aggregated::ApiServerConfig>,
     /// Log line format.
     pub log_format: LogFormat,
     /// Router worker threads.
@@ -398,8 +400,8 @@ impl Args {
 
     /// The tail API's address and serving files, when it is asked for
     /// (clap requires the files with the address).
-    fn tail_api_config(&self) -> Option<crate::tail::api::TailApiConfig> {
-        Some(crate::tail::api::TailApiConfig {
+    fn tail_api_config(&self) -> Option<crate::aggregated::ApiServerConfig> {
+        Some(crate::aggregated::ApiServerConfig {
             addr: self.tail_api_addr?,
             cert_file: self.tail_api_cert_file.clone()?,
             key_file: self.tail_api_key_file.clone()?,

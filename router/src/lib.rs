@@ -12,17 +12,25 @@
 //! admin server) and usable on its own, with routes and nodes set directly
 //! (`isolane dev`, tests). `docs/router.md` covers flags, rules and metrics.
 //! [`tail`] serves `isolane tail`: a Worker's invocations from every node,
-//! to callers Kubernetes authorises (docs/tail.md).
+//! to callers Kubernetes authorises (docs/tail.md). [`aggregated`] serves
+//! the tail API and the nodes' [`pressure`] as the custom metrics API
+//! behind the Kubernetes API server (docs/autoscaling.md).
 #![forbid(unsafe_code)]
 
+mod accept;
+pub mod aggregated;
 mod answer;
 pub mod channels;
 pub mod config;
 pub mod cron;
+pub mod custom_metrics;
 mod error;
 pub mod fleet;
+pub mod front_proxy;
+mod kube_shapes;
 pub mod losses;
 pub mod metrics;
+pub mod pressure;
 pub mod prewarm;
 pub mod proxy;
 pub mod routes;

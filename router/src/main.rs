@@ -84,6 +84,8 @@ async fn serve(config: Config) -> anyhow::Result<()> {
 
     let shutdown = CancellationToken::new();
     tokio::spawn(admin.serve(shutdown.clone().cancelled_owned()));
+    // One cache of Kubernetes' answers about tails, for both ways in.
+    let access = Arc::new(isolane_router::tail::access::Access::new(client.clone()));
     if let Some(addr) = config.tail_addr {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -92,12 +94,17 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         tokio::spawn(isolane_router::tail::serve(
             listener,
             proxy.clone(),
-            client.clone(),
+            Arc::clone(&access),
             shutdown.clone(),
         ));
     }
     if let Some(api) = &config.tail_api {
-        start_tail_api(api, &proxy, &client, &shutdown).await;
+        let parts = ApiParts {
+            proxy: proxy.clone(),
+            access: Arc::clone(&access),
+            nodes_namespace: config.nodes_namespace.clone(),
+        };
+        start_api_server(api, parts, &client, &shutdown).await;
     }
     // The host owners the operator records live in its namespace, the
     // nodes' (they read its bundles there). No route table before they are
@@ -161,49 +168,66 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Starts the tail API, or says why not: without it the router still
-/// routes (the APIService reports the API unavailable).
-async fn start_tail_api(
-    api: &isolane_router::tail::api::TailApiConfig,
-    proxy: &Proxy,
+/// What the aggregated API server answers from, besides the apiserver's
+/// front-proxy settings it reads at start.
+struct ApiParts {
+    proxy: Proxy,
+    access: Arc<isolane_router::tail::access::Access<kube::Client>>,
+    nodes_namespace: String,
+}
+
+/// Starts the aggregated API server, or says why not: without it the
+/// router still routes (the APIServices report their APIs unavailable).
+async fn start_api_server(
+    api: &isolane_router::aggregated::ApiServerConfig,
+    parts: ApiParts,
     client: &kube::Client,
     shutdown: &CancellationToken,
 ) {
-    if let Err(error) = serve_tail_api(api, proxy, client, shutdown).await {
-        error!(error = format!("{error:#}"), "the tail API is not served");
+    if let Err(error) = serve_api_server(api, parts, client, shutdown).await {
+        error!(
+            error = format!("{error:#}"),
+            "the aggregated API is not served"
+        );
     }
 }
 
-/// Starts the tail API (aggregated): reads how the apiserver proxies
-/// (its front-proxy CA and names), binds, serves in the background.
-async fn serve_tail_api(
-    api: &isolane_router::tail::api::TailApiConfig,
-    proxy: &Proxy,
+/// Starts the aggregated API server: reads how the apiserver proxies (its
+/// front-proxy CA and names), binds, serves in the background, and samples
+/// the nodes' pressure for its custom metrics.
+async fn serve_api_server(
+    api: &isolane_router::aggregated::ApiServerConfig,
+    parts: ApiParts,
     client: &kube::Client,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<()> {
-    use isolane_router::tail::api::{self, front_proxy::FrontProxy};
+    use isolane_router::{aggregated, front_proxy::FrontProxy, pressure};
     let front = FrontProxy::read(client.clone())
         .await
-        .context("the tail API needs the API server's front-proxy settings")?;
+        .context("the aggregated API needs the API server's front-proxy settings")?;
     let cert = std::fs::read(&api.cert_file)
         .with_context(|| format!("reading {}", api.cert_file.display()))?;
     let key = std::fs::read(&api.key_file)
         .with_context(|| format!("reading {}", api.key_file.display()))?;
     let tls = front
         .server_config(&cert, &key)
-        .context("the tail API's TLS")?;
+        .context("the aggregated API's TLS")?;
     let listener = tokio::net::TcpListener::bind(api.addr)
         .await
-        .with_context(|| format!("binding the tail API on {}", api.addr))?;
-    info!(address = %api.addr, allowed = ?front.allowed_names, "tail API listening");
-    tokio::spawn(api::serve(
-        listener,
-        tls,
-        std::sync::Arc::new(front),
-        proxy.clone(),
-        client.clone(),
+        .with_context(|| format!("binding the aggregated API on {}", api.addr))?;
+    info!(address = %api.addr, allowed = ?front.allowed_names, "aggregated API listening");
+    let server = aggregated::ApiServer {
+        front: Arc::new(front),
+        proxy: parts.proxy,
+        access: parts.access,
+        pressure: pressure::Pressure::default(),
+        nodes_namespace: parts.nodes_namespace,
+    };
+    tokio::spawn(pressure::run(
+        server.proxy.clone(),
+        server.pressure.clone(),
         shutdown.clone(),
     ));
+    tokio::spawn(aggregated::serve(listener, tls, server, shutdown.clone()));
     Ok(())
 }

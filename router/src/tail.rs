@@ -24,7 +24,6 @@ pub mod limit;
 pub mod review;
 
 use std::collections::HashSet;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,10 +31,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use http::{Request, Response, StatusCode};
-use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper_util::rt::TokioIo;
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
 use isolane_proto::runtime::v1::{TailRequest, tail_frame};
 use tokio::net::TcpListener;
@@ -43,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::Proxy;
+use crate::accept;
 use crate::channels;
 use crate::fleet::{Fleet, FleetNode};
 use access::{Access, Refused};
@@ -51,41 +49,25 @@ use review::Reviewer;
 /// The path prefix of the tail endpoint.
 pub const PATH: &str = "/v1/tail/";
 
-type TailBody = UnsyncBoxBody<Bytes, Infallible>;
+/// The body of a tail (and of its refusals).
+pub type TailBody = crate::kube_shapes::Body;
 
-/// Serves tails on `listener` until `shutdown`.
+/// Serves tails on `listener` until `shutdown`, checking callers with
+/// `access` (the router's one cache of Kubernetes' answers).
 pub async fn serve(
     listener: TcpListener,
     proxy: Proxy,
-    client: kube::Client,
+    access: Arc<Access<kube::Client>>,
     shutdown: CancellationToken,
 ) {
-    let access = Arc::new(Access::new(client));
-    loop {
-        let (stream, peer) = tokio::select! {
-            () = shutdown.cancelled() => return,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    warn!(%error, "tail endpoint: accept failed");
-                    continue;
-                }
-            },
-        };
+    accept::each_connection(listener, shutdown, "tail", move |stream, peer| {
         let (proxy, access) = (proxy.clone(), Arc::clone(&access));
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request| {
-                let (proxy, access) = (proxy.clone(), Arc::clone(&access));
-                async move { Ok::<_, Infallible>(handle(request, &proxy, &access, peer).await) }
-            });
-            let served = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(error) = served {
-                debug!(%error, "tail connection ended");
-            }
-        });
-    }
+        accept::http1(stream, peer, "tail", move |request| {
+            let (proxy, access) = (proxy.clone(), Arc::clone(&access));
+            async move { handle(request, &proxy, &access, peer).await }
+        })
+    })
+    .await;
 }
 
 /// One tail request from `peer`: checked by `access`, then streamed.

@@ -6,6 +6,7 @@
 //! each thread are resolved once, at start, so the engine's calls on the
 //! request path are an index and an atomic add.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -47,6 +48,9 @@ pub struct NodeMetrics {
     /// sampled request per bucket.
     engine_exemplars: HistogramExemplars,
     evictions: IntCounterVec,
+    /// Evictions of a full warm set (capacity or memory), for the router's
+    /// pressure signal (`StatsResponse.warm_set_evictions`).
+    warm_set_evictions: AtomicU64,
     terminations: IntCounterVec,
     quarantines: IntCounterVec,
     egress_refused: IntCounterVec,
@@ -519,6 +523,7 @@ impl NodeMetrics {
             threads,
             engine_exemplars: Exemplars::new().histogram(ENGINE_SECONDS, REQUEST_BUCKETS),
             evictions,
+            warm_set_evictions: AtomicU64::new(0),
             terminations,
             quarantines,
             egress_refused,
@@ -586,6 +591,12 @@ impl NodeMetrics {
         if let Some(t) = self.threads.get(thread) {
             t.in_flight.add(delta);
         }
+    }
+
+    /// Warm isolates evicted so far because a warm set was full (capacity)
+    /// or over its heap budget (memory).
+    pub fn warm_set_evictions(&self) -> u64 {
+        self.warm_set_evictions.load(Ordering::Relaxed)
     }
 
     /// (live isolates, heap bytes) of `thread`, as last reported by the engine.
@@ -704,6 +715,9 @@ impl EngineObserver for NodeMetrics {
     }
 
     fn isolate_evicted(&self, thread: usize, reason: EvictionReason) {
+        if matches!(reason, EvictionReason::Capacity | EvictionReason::Memory) {
+            self.warm_set_evictions.fetch_add(1, Ordering::Relaxed);
+        }
         self.evictions
             .with_label_values(&[self.thread_label(thread), reason.as_str()])
             .inc();
@@ -812,6 +826,9 @@ mod tests {
         metrics.isolate_cache(1, false);
         metrics.isolate_created(1, Duration::from_millis(3), false);
         metrics.isolate_evicted(0, EvictionReason::Capacity);
+        metrics.isolate_evicted(1, EvictionReason::Memory);
+        metrics.isolate_evicted(1, EvictionReason::RevisionReplaced);
+        assert_eq!(metrics.warm_set_evictions(), 2, "capacity and memory only");
         metrics.thread_isolates(1, 3, 1 << 20);
         metrics.request_finished(
             0,

@@ -471,6 +471,7 @@ impl NodeService {
             draining: shared.admission.is_draining(),
             threads,
             bundles,
+            warm_set_evictions: shared.metrics.warm_set_evictions(),
         }
     }
 }

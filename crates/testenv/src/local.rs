@@ -335,6 +335,14 @@ fn apiserver_args(
         // Endpoints validation rejects (loopback) every few seconds in the log; no
         // in-cluster client exists to use it, so leave it without endpoints.
         flag("endpoint-reconciler-type", "none".into());
+    } else {
+        // APIServices backed by pods (the chart's) are dialled at their
+        // pod's address on the node's bridge. Through the Service's
+        // ClusterIP, a connection the apiserver opened before kube-proxy
+        // wrote the Service's rules went to the host's default route (on
+        // this machine an egress proxy answering 404) and stayed pooled
+        // there: the APIService never became Available.
+        flag("enable-aggregator-routing", "true".into());
     }
     flag("allow-privileged", "true".into());
     flag("profiling", "false".into());
@@ -347,11 +355,11 @@ fn apiserver_args(
 /// front-proxy client certificate and the caller's identity in the
 /// `X-Remote-*` headers.
 ///
-/// Routing stays the default (to the Service's ClusterIP, or to an
-/// ExternalName Service's name): `--enable-aggregator-routing` would dial
-/// the Service's Endpoints, which may not name loopback, where the tests'
-/// backends listen as processes; an ExternalName Service of `127.0.0.1`
-/// reaches them.
+/// Without a node, routing stays the default (to the Service's ClusterIP,
+/// or to an ExternalName Service's name): `--enable-aggregator-routing`
+/// would dial the Service's Endpoints, which may not name loopback, where
+/// the tests' backends listen as processes; an ExternalName Service of
+/// `127.0.0.1` reaches them. With a node it is on (see the caller).
 fn aggregation_args(pki: &PkiFiles) -> Vec<OsString> {
     let flag = |name: &str, value: &OsStr| {
         let mut arg = OsString::from(format!("--{name}="));

@@ -169,6 +169,9 @@ impl LocalNode {
                 format!("--secure-port={kcm_port}").into(),
                 arg("cert-dir", &kcm_certs.into()),
                 "--profiling=false".into(),
+                // HorizontalPodAutoscalers act within a test's patience
+                // (the default looks every 15 s).
+                "--horizontal-pod-autoscaler-sync-period=5s".into(),
             ],
             &log("kube-controller-manager"),
         )?);

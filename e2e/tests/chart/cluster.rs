@@ -84,6 +84,7 @@ async fn rendered_chart_and_deploy_manifests_pass_server_side_dry_run() {
     for (what, args) in [
         ("default values", &[][..]),
         ("every optional part", ALL_FEATURES),
+        ("nodes autoscaled on pressure", AUTOSCALING),
     ] {
         let manifests = template(args);
         let output = run_ok(

@@ -374,6 +374,13 @@ pub struct StatsResponse {
     /// The worker bundles the node has loaded.
     #[prost(message, repeated, tag = "4")]
     pub bundles: ::prost::alloc::vec::Vec<LoadedBundle>,
+    /// Warm isolates evicted since the node started because a thread's warm
+    /// set was full (`isolates_per_thread`) or over its heap budget: the
+    /// pressure the router serves as `warm_set_evictions_per_second`
+    /// (docs/autoscaling.md). Other evictions (a revision replaced, a limit,
+    /// shutdown) are not counted.
+    #[prost(uint64, tag = "5")]
+    pub warm_set_evictions: u64,
 }
 /// Load on one worker thread.
 #[allow(clippy::all)]

@@ -1,5 +1,6 @@
-//! The tail API (`--tail-api-addr`): tails through the Kubernetes API
-//! server, as an aggregated API (an `APIService` for
+//! The tail API, one group of the aggregated API server
+//! ([`crate::aggregated`], `--tail-api-addr`): tails through the Kubernetes
+//! API server, as an aggregated API (an `APIService` for
 //! `tail.isolane.dev/v1alpha1`, as metrics-server serves `metrics.k8s.io`).
 //!
 //! `GET /apis/tail.isolane.dev/v1alpha1/namespaces/{namespace}/workers/{name}/tail`
@@ -7,7 +8,8 @@
 //! plugins, client certificates, OIDC, tokens) is authenticated there,
 //! authorized there (`get` on `workers/tail` in group `tail.isolane.dev`),
 //! and proxied here over TLS with the apiserver's front-proxy client
-//! certificate and the caller's identity in headers ([`front_proxy`]). The
+//! certificate and the caller's identity in headers
+//! ([`crate::front_proxy`]). The
 //! router asks Kubernetes the tail endpoint's question too — may that
 //! identity `get` `workers/tail` in group `isolane.dev` there — by a
 //! SubjectAccessReview, cached as the tail endpoint caches it
@@ -23,124 +25,32 @@
 //! handshake.
 
 pub mod discovery;
-pub mod front_proxy;
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::Arc;
-
-use http::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use http::{HeaderMap, Response, StatusCode};
+use tracing::{debug, info};
 
 use super::TailBody;
 use super::access::{Access, Refused};
 use super::review::Reviewer;
 use crate::Proxy;
-use discovery::{GROUP, RESOURCE, SUBRESOURCE, VERSION, status};
-use front_proxy::FrontProxy;
+use crate::front_proxy::FrontProxy;
+use crate::kube_shapes::status;
+use discovery::{GROUP, RESOURCE, SUBRESOURCE, VERSION};
 
-/// Where the tail API listens and what it serves with.
-#[derive(Clone, Debug)]
-pub struct TailApiConfig {
-    pub addr: SocketAddr,
-    /// The serving certificate (PEM, with its chain).
-    pub cert_file: PathBuf,
-    /// Its key (PEM).
-    pub key_file: PathBuf,
-}
-
-/// Serves the tail API on `listener` until `shutdown`, with `tls` (which
-/// requires the front proxy's client certificate).
-pub async fn serve(
-    listener: TcpListener,
-    tls: Arc<rustls::ServerConfig>,
-    front: Arc<FrontProxy>,
-    proxy: Proxy,
-    client: kube::Client,
-    shutdown: CancellationToken,
-) {
-    let access = Arc::new(Access::new(client));
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    loop {
-        let (stream, peer) = tokio::select! {
-            () = shutdown.cancelled() => return,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    warn!(%error, "tail API: accept failed");
-                    continue;
-                }
-            },
-        };
-        let (acceptor, front, proxy, access) = (
-            acceptor.clone(),
-            Arc::clone(&front),
-            proxy.clone(),
-            Arc::clone(&access),
-        );
-        tokio::spawn(async move {
-            serve_connection(stream, peer, acceptor, front, proxy, access).await;
-        });
-    }
-}
-
-/// One connection: the TLS handshake, then HTTP/1.1 requests.
-async fn serve_connection(
-    stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-    acceptor: tokio_rustls::TlsAcceptor,
-    front: Arc<FrontProxy>,
-    proxy: Proxy,
-    access: Arc<Access<kube::Client>>,
-) {
-    let stream = match acceptor.accept(stream).await {
-        Ok(stream) => stream,
-        Err(error) => {
-            debug!(%peer, %error, "tail API: TLS handshake refused");
-            return;
-        }
-    };
-    let from_front_proxy = stream
-        .get_ref()
-        .1
-        .peer_certificates()
-        .and_then(|chain| chain.first())
-        .is_some_and(|cert| front.allows(cert));
-    let service = hyper::service::service_fn(move |request| {
-        let (front, proxy, access) = (Arc::clone(&front), proxy.clone(), Arc::clone(&access));
-        async move {
-            let response = handle(request, from_front_proxy, &front, &proxy, &access).await;
-            Ok::<_, Infallible>(response)
-        }
-    });
-    let served = hyper::server::conn::http1::Builder::new()
-        .serve_connection(TokioIo::new(stream), service)
-        .await;
-    if let Err(error) = served {
-        debug!(%peer, %error, "tail API connection ended");
-    }
-}
+/// The path prefix of the tail API's group.
+pub const PREFIX: &str = "/apis/tail.isolane.dev/";
 
 /// What a request to the tail API asks for.
 #[derive(Debug, PartialEq, Eq)]
 enum Route<'a> {
     /// `GET /apis/tail.isolane.dev/v1alpha1`.
     Discovery,
-    /// `GET /openapi/v2`, which the apiserver merges into its own.
-    OpenApi,
     /// A Worker's tail.
     Tail { namespace: &'a str, name: &'a str },
 }
 
 /// The route of `path`, if it is one.
 fn route(path: &str) -> Option<Route<'_>> {
-    if path == "/openapi/v2" {
-        return Some(Route::OpenApi);
-    }
     let rest = path
         .strip_prefix("/apis/")?
         .strip_prefix(GROUP)?
@@ -159,27 +69,17 @@ fn route(path: &str) -> Option<Route<'_>> {
         .then_some(Route::Tail { namespace, name })
 }
 
-/// One request, on a connection whose client certificate is the front
-/// proxy's (`from_front_proxy`) or not.
-pub async fn handle<B, R: Reviewer>(
-    request: Request<B>,
-    from_front_proxy: bool,
+/// One GET of the tail API's group, from the front proxy (the aggregated
+/// API server checked both).
+pub async fn handle<R: Reviewer>(
+    path: &str,
+    headers: &HeaderMap,
     front: &FrontProxy,
     proxy: &Proxy,
     access: &Access<R>,
 ) -> Response<TailBody> {
-    if !from_front_proxy {
-        return status(
-            StatusCode::UNAUTHORIZED,
-            "the tail API answers only the Kubernetes API server's front proxy (--requestheader-allowed-names)",
-        );
-    }
-    if request.method() != http::Method::GET {
-        return status(StatusCode::METHOD_NOT_ALLOWED, "the tail API serves GET");
-    }
-    let (namespace, name) = match route(request.uri().path()) {
+    let (namespace, name) = match route(path) {
         Some(Route::Discovery) => return discovery::resource_list(),
-        Some(Route::OpenApi) => return discovery::openapi(),
         Some(Route::Tail { namespace, name }) => (namespace, name),
         None => {
             return status(
@@ -188,7 +88,7 @@ pub async fn handle<B, R: Reviewer>(
             );
         }
     };
-    let Some(user) = front.identity(request.headers()) else {
+    let Some(user) = front.identity(headers) else {
         return status(
             StatusCode::UNAUTHORIZED,
             "no user: the Kubernetes API server names the caller in the request",
@@ -222,7 +122,6 @@ mod tests {
         let base = "/apis/tail.isolane.dev/v1alpha1";
         assert_eq!(route(base), Some(Route::Discovery));
         assert_eq!(route(&format!("{base}/")), Some(Route::Discovery));
-        assert_eq!(route("/openapi/v2"), Some(Route::OpenApi));
         assert_eq!(
             route(&format!("{base}/namespaces/team-a/workers/hello.v2/tail")),
             Some(Route::Tail {

@@ -129,7 +129,8 @@ async fn bogus_tokens_from_one_address_make_at_most_a_burst_of_token_reviews() {
     let addr = listener.local_addr().unwrap();
     let (proxy, _registry) = proxy(ProxyConfig::default(), 50);
     let shutdown = CancellationToken::new();
-    tokio::spawn(tail::serve(listener, proxy, cp.client(), shutdown.clone()));
+    let access = std::sync::Arc::new(tail::access::Access::new(cp.client()));
+    tokio::spawn(tail::serve(listener, proxy, access, shutdown.clone()));
 
     let before = token_reviews(&cp.client()).await;
     let started = Instant::now();

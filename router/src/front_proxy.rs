@@ -1,4 +1,5 @@
-//! Who may call the tail API: only the Kubernetes API server in front of
+//! Who may call the aggregated API server (the tail API, the custom metrics
+//! API): only the Kubernetes API server in front of
 //! it, as any aggregated API server (metrics-server, k8s.io/apiserver's
 //! `RequestHeaderAuthRequestController`) decides it.
 //!
