@@ -80,6 +80,10 @@ fn find<'a>(objects: &'a [Value], kind_: &str, name_: &str) -> &'a Value {
 /// Every flag-carrying (`--set`) option that turns on the chart's optional parts.
 const ALL_FEATURES: &[&str] = &[
     "--set",
+    "router.https.enabled=true",
+    "--set",
+    "router.https.redirect=true",
+    "--set",
     "router.ingress.enabled=true",
     "--set",
     "router.ingress.className=nginx",
@@ -357,6 +361,10 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         "--set",
         "router.config.trustedProxies=10.0.0.0/8",
         "--set",
+        "router.https.enabled=true",
+        "--set",
+        "router.https.redirect=true",
+        "--set",
         "storage.postgres.existingSecret=kv-database",
         "--set",
         "storage.postgres.caConfigMap=kv-database-ca",
@@ -408,7 +416,11 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         (
             "isolane-router",
             [
-                &["router/src/config.rs", "proto/src/mtls.rs"][..],
+                &[
+                    "router/src/config.rs",
+                    "router/src/tls/config.rs",
+                    "proto/src/mtls.rs",
+                ][..],
                 &telemetry,
             ]
             .concat(),

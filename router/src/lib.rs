@@ -12,7 +12,8 @@
 //! admin server) and usable on its own, with routes and nodes set directly
 //! (`isolane dev`, tests). `docs/router.md` covers flags, rules and metrics.
 //! [`tail`] serves `isolane tail`: a Worker's invocations from every node,
-//! to callers Kubernetes authorises (docs/tail.md).
+//! to callers Kubernetes authorises (docs/tail.md). [`tls`] is the HTTPS
+//! ingress's certificates, by SNI from labelled Secrets (docs/tls.md).
 #![forbid(unsafe_code)]
 
 mod answer;
@@ -30,6 +31,7 @@ pub mod server;
 pub mod sockets;
 pub mod split;
 pub mod tail;
+pub mod tls;
 pub mod watch;
 pub mod websocket;
 mod worker_load;
