@@ -139,6 +139,7 @@ pub async fn section(setup: &Setup<'_>) -> anyhow::Result<Section> {
         &cluster::Flags {
             node: &node_args,
             operator: &operator_args,
+            router: &[],
         },
     )
     .await?;

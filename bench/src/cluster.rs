@@ -196,6 +196,7 @@ pub async fn start(
 pub struct Flags<'a> {
     pub node: &'a [&'a str],
     pub operator: &'a [&'a str],
+    pub router: &'a [&'a str],
 }
 
 /// [`start`], with `flags` added to the node's and the operator's.
@@ -274,7 +275,8 @@ pub async fn start_worker(
         ]
         .map(str::to_owned)
         .into_iter()
-        .chain(router_tls_args(dir)),
+        .chain(router_tls_args(dir))
+        .chain(flags.router.iter().map(|a| (*a).to_owned())),
         &envs,
         &dir.join("router.log"),
     )

@@ -17,6 +17,7 @@ mod density;
 mod distributed;
 mod drive;
 mod fleet;
+mod https;
 mod neighbours;
 mod node_restart;
 mod operator_scale;
@@ -161,6 +162,21 @@ enum Command {
         /// Seconds per traffic shape.
         #[arg(long, default_value_t = 10)]
         secs: u64,
+    },
+    /// HTTPS through the router vs plain HTTP in the same run (issue 61):
+    /// keep-alive and a new connection per request; prints, writes no section.
+    Https {
+        #[command(flatten)]
+        common: Common,
+        /// Folder with `isolane-operator`, `isolane-node`, `isolane-router`.
+        #[arg(long, default_value = "target/release")]
+        bin_dir: PathBuf,
+        #[arg(long, default_value_t = 10)]
+        secs: u64,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        #[arg(long, default_value_t = 16)]
+        connections: usize,
     },
     /// 6. Placement: format placement_bench's output.
     Placement {
@@ -484,6 +500,21 @@ fn main() -> anyhow::Result<()> {
                     Ok(())
                 }
             }
+        }
+        Command::Https {
+            common,
+            bin_dir,
+            secs,
+            rounds,
+            connections,
+        } => {
+            let plan = https::Plan {
+                bin_dir,
+                secs,
+                rounds,
+                connections,
+            };
+            runtime()?.block_on(https::run(&plan, &common.work))
         }
         Command::Placement { common, input } => {
             let output = std::fs::read_to_string(&input)

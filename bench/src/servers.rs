@@ -57,7 +57,7 @@ impl Server {
 
 /// CPU time process `pid` has used so far, all threads (user + system,
 /// from `/proc/PID/stat`), in seconds.
-fn process_cpu_secs(pid: u32) -> Option<f64> {
+pub fn process_cpu_secs(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command's closing parenthesis: utime and stime are
     // the 12th and 13th (14th and 15th of the line).

@@ -296,6 +296,7 @@ pub async fn section(setup: &Setup<'_>) -> anyhow::Result<Section> {
         &cluster::Flags {
             node: &node_args,
             operator: &[],
+            router: &[],
         },
     )
     .await?;

@@ -80,6 +80,10 @@ fn find<'a>(objects: &'a [Value], kind_: &str, name_: &str) -> &'a Value {
 /// Every flag-carrying (`--set`) option that turns on the chart's optional parts.
 const ALL_FEATURES: &[&str] = &[
     "--set",
+    "router.https.enabled=true",
+    "--set",
+    "router.https.redirect=true",
+    "--set",
     "router.ingress.enabled=true",
     "--set",
     "router.ingress.className=nginx",
@@ -357,6 +361,10 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         "--set",
         "router.config.trustedProxies=10.0.0.0/8",
         "--set",
+        "router.https.enabled=true",
+        "--set",
+        "router.https.redirect=true",
+        "--set",
         "storage.postgres.existingSecret=kv-database",
         "--set",
         "storage.postgres.caConfigMap=kv-database-ca",
@@ -408,7 +416,11 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         (
             "isolane-router",
             [
-                &["router/src/config.rs", "proto/src/mtls.rs"][..],
+                &[
+                    "router/src/config.rs",
+                    "router/src/tls/config.rs",
+                    "proto/src/mtls.rs",
+                ][..],
                 &telemetry,
             ]
             .concat(),
@@ -795,4 +807,74 @@ fn tracing_values_set_the_otel_variables_on_every_workload() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("tracing.endpoint"), "{stderr}");
+}
+
+/// What a Role or ClusterRole grants on Secrets (the verbs of its rules
+/// that name them).
+fn secret_verbs(role: &Value) -> BTreeSet<String> {
+    let rules = role["rules"].as_sequence().cloned().unwrap_or_default();
+    rules
+        .iter()
+        .filter(|rule| {
+            rule["resources"]
+                .as_sequence()
+                .is_some_and(|r| r.iter().any(|r| r.as_str() == Some("secrets")))
+        })
+        .flat_map(|rule| rule["verbs"].as_sequence().cloned().unwrap_or_default())
+        .filter_map(|verb| verb.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// HTTPS for tenants' hosts (docs/tls.md): off by default, with no access
+/// to Secrets; on, the router gets its flags, a container port, the
+/// Service's 443 and `list`/`watch` on Secrets (not `get`), cluster-wide or
+/// in the watched namespace only.
+#[test]
+fn https_adds_its_port_flags_and_only_list_watch_on_secrets() {
+    let off = documents(&template(&[]));
+    let router = find(&off, "Deployment", "isolane-router");
+    assert!(!env(router).contains_key("ISOLANE_TLS_LISTEN_ADDR"));
+    let role = find(&off, "ClusterRole", "isolane-router-isolane-system");
+    assert!(secret_verbs(role).is_empty(), "{role:?}");
+
+    let on = documents(&template(&[
+        "--set",
+        "router.https.enabled=true",
+        "--set",
+        "router.https.redirect=true",
+    ]));
+    let env = env(find(&on, "Deployment", "isolane-router"));
+    assert_eq!(env["ISOLANE_TLS_LISTEN_ADDR"], "0.0.0.0:8444");
+    assert_eq!(env["ISOLANE_HTTPS_PORT"], "443");
+    assert_eq!(env["ISOLANE_REDIRECT_TO_HTTPS"], "true");
+    let service = find(&on, "Service", "isolane-router");
+    let ports = service["spec"]["ports"].as_sequence().expect("ports");
+    let https = ports
+        .iter()
+        .find(|port| port["name"].as_str() == Some("https"))
+        .expect("an https port");
+    assert_eq!(https["port"].as_u64(), Some(443));
+    assert_eq!(https["targetPort"].as_str(), Some("https"));
+    let role = find(&on, "ClusterRole", "isolane-router-isolane-system");
+    let expected: BTreeSet<String> = ["list", "watch"].map(str::to_owned).into();
+    assert_eq!(secret_verbs(role), expected);
+
+    let scoped = documents(&template(&[
+        "--set",
+        "router.https.enabled=true",
+        "--set",
+        "router.config.watchNamespace=team-a",
+    ]));
+    let role = scoped
+        .iter()
+        .find(|o| kind(o) == "Role" && name(o) == "isolane-router-workers")
+        .expect("the router's Role in the watched namespace");
+    assert_eq!(role["metadata"]["namespace"].as_str(), Some("team-a"));
+    assert_eq!(secret_verbs(role), expected);
+    assert!(
+        !scoped.iter().any(|o| kind(o) == "ClusterRole"
+            && name(o).starts_with("isolane-router")
+            && !secret_verbs(o).is_empty()),
+        "no cluster-wide Secret access with a watched namespace"
+    );
 }

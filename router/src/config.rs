@@ -114,6 +114,10 @@ pub struct Args {
     #[arg(long, env = ENV_TAIL_API_KEY_FILE)]
     pub tail_api_key_file: Option<std::path::PathBuf>,
 
+    /// The HTTPS ingress (docs/tls.md).
+    #[command(flatten)]
+    pub https: crate::tls::HttpsArgs,
+
     /// Router worker threads, each with its own event loop and its own
     /// HTTP/2 connections to nodes; 0 means one per available core.
     #[arg(long, env = ENV_WORKERS, default_value_t = 0)]
@@ -328,6 +332,8 @@ pub struct Config {
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Running cron schedules, when enabled.
     pub cron: Option<crate::cron::CronConfig>,
+    /// The HTTPS ingress and the redirect to it.
+    pub https: crate::tls::HttpsArgs,
 }
 
 impl Args {
@@ -458,6 +464,7 @@ impl Args {
             reserved_hosts: self.reserved_hosts.clone(),
             trusted_proxies: self.trusted_proxies.clone(),
             cron,
+            https: self.https.clone(),
         })
     }
 }
@@ -470,6 +477,28 @@ mod tests {
         let mut argv = vec!["isolane-router", "--insecure-grpc"];
         argv.extend_from_slice(args);
         Args::try_parse_from(argv).unwrap().validate()
+    }
+
+    #[test]
+    fn the_https_ingress_and_its_redirect() {
+        let off = parse(&[]).unwrap().https;
+        assert_eq!(
+            (off.tls_listen_addr, off.redirect_to_https, off.https_port),
+            (None, false, 443)
+        );
+        let on = parse(&[
+            "--tls-listen-addr=127.0.0.1:8443",
+            "--redirect-to-https",
+            "--https-port=8443",
+        ])
+        .unwrap()
+        .https;
+        assert_eq!(on.tls_listen_addr, Some("127.0.0.1:8443".parse().unwrap()));
+        assert!(on.redirect_to_https);
+        assert_eq!(on.https_port, 8443);
+        // A redirect to nowhere is refused.
+        let argv = ["isolane-router", "--insecure-grpc", "--redirect-to-https"];
+        assert!(Args::try_parse_from(argv).is_err());
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! [`tail`] serves `isolane tail`: a Worker's invocations from every node,
 //! to callers Kubernetes authorises (docs/tail.md). [`aggregated`] serves
 //! the tail API and the nodes' [`pressure`] as the custom metrics API
-//! behind the Kubernetes API server (docs/autoscaling.md).
+//! behind the Kubernetes API server (docs/autoscaling.md). [`tls`] is the
+//! HTTPS ingress's certificates, by SNI from labelled Secrets (docs/tls.md).
 #![forbid(unsafe_code)]
 
 mod accept;
@@ -38,6 +39,7 @@ pub mod server;
 pub mod sockets;
 pub mod split;
 pub mod tail;
+pub mod tls;
 pub mod watch;
 pub mod websocket;
 mod worker_load;

@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use isolane_router::config::{Args, Config};
-use isolane_router::server::{self, RouterWorkers};
+use isolane_router::server::{self, HttpsIngress, Ingress, RouterWorkers};
+use isolane_router::tls::{self, Redirect, SniResolver};
 use isolane_router::{Proxy, RouterMetrics, watch};
 use isolane_telemetry::{
-    AdminServer, EXIT_USAGE, Readiness, init_tracing, parse_args, shutdown_signal, usage_error,
+    AdminServer, EXIT_USAGE, Readiness, ReadyHandle, init_tracing, parse_args, shutdown_signal,
+    usage_error,
 };
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
@@ -66,6 +68,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let owners_ready = readiness.register("host-owners");
     let workers_ready = readiness.register("workers");
     let leases_ready = readiness.register("leases");
+    let tls_ready = (config.https.tls_listen_addr).map(|_| readiness.register("tls-secrets"));
     let proxy = Proxy::builder(config.proxy, Arc::clone(&metrics))
         .reservations(config.reserved_hosts.clone())
         .trusted_proxies(config.trusted_proxies.clone())
@@ -150,8 +153,18 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             }
         }
     });
-    let workers = RouterWorkers::spawn(
+    let namespace = config.watch_namespace.as_deref();
+    let ingress = ingress(
+        &config.https,
+        namespace,
         listener,
+        &proxy,
+        &metrics,
+        &client,
+        tls_ready,
+    )?;
+    let workers = RouterWorkers::spawn_ingress(
+        ingress,
         config.workers,
         proxy,
         shutdown.clone(),
@@ -166,6 +179,45 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .context("joining the router workers")?;
     Ok(())
+}
+
+/// The router's listeners: `plain`, and the HTTPS ingress when configured,
+/// whose Secret watch starts here (`ready` once it has listed them).
+fn ingress(
+    https: &tls::HttpsArgs,
+    namespace: Option<&str>,
+    plain: std::net::TcpListener,
+    proxy: &Proxy,
+    metrics: &Arc<RouterMetrics>,
+    client: &kube::Client,
+    ready: Option<ReadyHandle>,
+) -> anyhow::Result<Ingress> {
+    let (Some(addr), Some(ready)) = (https.tls_listen_addr, ready) else {
+        return Ok(Ingress {
+            plain,
+            https: None,
+            redirect: None,
+        });
+    };
+    let resolver = Arc::new(SniResolver::new(proxy.clone()));
+    let tls = tls::server_config(Arc::clone(&resolver)).context("the HTTPS ingress's TLS")?;
+    let listener =
+        server::bind(addr).with_context(|| format!("binding the HTTPS ingress on {addr}"))?;
+    tokio::spawn({
+        let (client, metrics) = (client.clone(), Arc::clone(metrics));
+        let (namespace, resolver) = (namespace.map(str::to_owned), Arc::clone(&resolver));
+        async move {
+            tls::watch::secrets(client, namespace.as_deref(), resolver, metrics, ready).await;
+        }
+    });
+    let redirect =
+        (https.redirect_to_https).then(|| Redirect::new(Arc::clone(&resolver), https.https_port));
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    Ok(Ingress {
+        plain,
+        https: Some(HttpsIngress { listener, acceptor }),
+        redirect,
+    })
 }
 
 /// What the aggregated API server answers from, besides the apiserver's

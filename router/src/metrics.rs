@@ -160,6 +160,12 @@ const WATCH_ERRORS: Metric = Metric::new(
     &["resource"],
 );
 
+const TLS_SECRETS: Metric = Metric::new(
+    "isolane_router_tls_secrets",
+    "Labelled TLS Secrets the HTTPS ingress serves, and those it rejected (bad PEM, a key not the certificate's, no DNS name), by state.",
+    &["state"],
+);
+
 const CRON_RUNS: Metric = Metric::new(
     "isolane_router_cron_runs_total",
     "Cron ticks this router ran, by outcome (ok, exception, cpu_limit, …; missed: due while this router could not run it, skipped).",
@@ -206,6 +212,7 @@ pub const ALL: &[Metric] = &[
     NODE_WAITING,
     UPSTREAM_ERRORS,
     WATCH_ERRORS,
+    TLS_SECRETS,
     CRON_RUNS,
     CRON_LEADER,
     PREWARMS,
@@ -231,6 +238,7 @@ pub struct RouterMetrics {
     node_waiting: IntGauge,
     upstream_errors: IntCounterVec,
     watch_errors: IntCounterVec,
+    tls_secrets: prometheus::IntGaugeVec,
     cron_runs: IntCounterVec,
     pub(crate) cron_leader: IntGauge,
     prewarms: IntCounterVec,
@@ -265,9 +273,7 @@ impl RouterMetrics {
         let node_waiting = NODE_WAITING.gauge(registry)?;
         let upstream_errors = UPSTREAM_ERRORS.counter_vec(registry)?;
         let watch_errors = WATCH_ERRORS.counter_vec(registry)?;
-        let cron_runs = CRON_RUNS.counter_vec(registry)?;
         let cron_leader = CRON_LEADER.gauge(registry)?;
-        let prewarms = PREWARMS.counter_vec(registry)?;
         let workers = WorkerSeries::new(
             max_worker_series,
             worker_requests.clone(),
@@ -296,9 +302,10 @@ impl RouterMetrics {
             node_waiting,
             upstream_errors,
             watch_errors,
-            cron_runs,
+            tls_secrets: TLS_SECRETS.gauge_vec(registry)?,
+            cron_runs: CRON_RUNS.counter_vec(registry)?,
             cron_leader,
-            prewarms,
+            prewarms: PREWARMS.counter_vec(registry)?,
             standbys: STANDBYS.counter_vec(registry)?,
         })
     }
@@ -457,10 +464,18 @@ impl RouterMetrics {
         self.upstream_errors.with_label_values(&[kind]).inc();
     }
 
-    /// Counts a watch error on `resource` (`workers`, `leases` or
-    /// `host_owners`).
+    /// Counts a watch error on `resource` (`workers`, `leases`,
+    /// `host_owners` or `tls_secrets`).
     pub fn watch_error(&self, resource: &'static str) {
         self.watch_errors.with_label_values(&[resource]).inc();
+    }
+
+    /// The labelled TLS Secrets now served and rejected.
+    pub fn tls_secrets(&self, served: usize, rejected: usize) {
+        for (state, count) in [("served", served), ("rejected", rejected)] {
+            let count = i64::try_from(count).unwrap_or(i64::MAX);
+            self.tls_secrets.with_label_values(&[state]).set(count);
+        }
     }
 
     /// The per-worker request counter, for tests and the series cap.

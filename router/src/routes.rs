@@ -14,6 +14,7 @@
 //! longest whole-segment prefix first) are `isolane_worker::RouteIndex`'s,
 //! shared with `isolane dev`; nothing matched is a 404 at the proxy.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use isolane_crds::{ConditionStatus, ConditionType, Worker};
@@ -128,6 +129,10 @@ pub struct Conflict {
 pub struct RouteTable {
     index: RouteIndex<Arc<Backend>>,
     backends: Vec<Arc<Backend>>,
+    /// Each admitted host pattern (normalised: `a.example.com` or
+    /// `*.example.com`) and the namespace it was admitted to, routable or
+    /// not: whose certificate the HTTPS ingress may serve for it.
+    hosts: HashMap<String, String>,
 }
 
 impl RouteTable {
@@ -161,6 +166,12 @@ impl RouteTable {
         // A stable order, whatever the watch's.
         workers.sort_by(|a, b| a.key().cmp(b.key()));
         let mut table = Self::default();
+        for (namespace, host) in ownership.admitted_hosts() {
+            table
+                .hosts
+                .entry(host.to_owned())
+                .or_insert_with(|| namespace.to_owned());
+        }
         for worker in workers {
             let backend = Arc::new(Backend {
                 slot: slot(&worker.worker_id()),
@@ -195,6 +206,18 @@ impl RouteTable {
     /// `:authority`, port allowed) and `path`.
     pub fn lookup(&self, host: &str, path: &str) -> Option<&Arc<Backend>> {
         self.index.lookup(host, path)
+    }
+
+    /// The namespace admitted to the normalised host `host`: the one whose
+    /// Workers claim it exactly, else the one admitted to its one-label
+    /// wildcard (the order a request's lookup takes); `None` when no
+    /// namespace was admitted to either.
+    pub fn host_namespace(&self, host: &str) -> Option<&str> {
+        if let Some(namespace) = self.hosts.get(host) {
+            return Some(namespace);
+        }
+        let (_, parent) = host.split_once('.')?;
+        self.hosts.get(&format!("*.{parent}")).map(String::as_str)
     }
 
     /// Every routable Worker in the table, by `namespace/name`.
@@ -455,6 +478,37 @@ mod tests {
                     .to_string()
                     .contains("belongs to namespace b (Worker b/site)")
         }));
+    }
+
+    #[test]
+    fn a_host_namespace_is_the_one_its_requests_are_routed_to() {
+        let (t, _) = RouteTable::build(
+            vec![
+                worker("b/site", 10, &[("victim.example", "/")]),
+                worker("a/thief", 20, &[("victim.example", "/login")]),
+                worker("c/wild", 30, &[("*.wild.example", "/")]),
+                // Under c's older wildcard: not admitted.
+                worker("d/exact", 40, &[("one.wild.example", "/")]),
+                worker("c/api", 50, &[("api.wild.example", "/")]),
+            ],
+            |_| Arc::default(),
+        );
+        let routed = |host: &str| Some(id(&t, host, "/")?.split('/').next()?.to_owned());
+        for host in [
+            "victim.example",
+            "two.wild.example",
+            "one.wild.example",
+            "api.wild.example",
+        ] {
+            assert_eq!(t.host_namespace(host), routed(host).as_deref(), "{host}");
+        }
+        assert_eq!(t.host_namespace("victim.example"), Some("b"));
+        assert_eq!(t.host_namespace("one.wild.example"), Some("c"));
+        assert_eq!(t.host_namespace("api.wild.example"), Some("c"));
+        // One label deep, as routes are.
+        assert_eq!(t.host_namespace("a.two.wild.example"), None);
+        assert_eq!(t.host_namespace("wild.example"), None);
+        assert_eq!(t.host_namespace("nobody.example"), None);
     }
 
     #[test]

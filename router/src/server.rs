@@ -1,5 +1,7 @@
 //! The HTTP ingress: per-core router workers accepting HTTP/1.1 and cleartext
-//! HTTP/2 (prior knowledge) on one port.
+//! HTTP/2 (prior knowledge) on one port, and, when configured, HTTPS
+//! (HTTP/1.1 and HTTP/2 by ALPN, `crate::tls`) on another, both through the
+//! same request path ([`Ingress`]).
 //!
 //! [`RouterWorkers::spawn`] starts one OS thread per worker, each with its own
 //! tokio runtime, and one accept loop, which hands each new connection to the
@@ -19,12 +21,14 @@ use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use isolane_edge::{self as edge, Edge, Plain};
+use isolane_edge::{self as edge, Edge, Handshake, Plain, Wrapped};
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::proxy::Proxy;
+use crate::tls::Redirect;
 
 /// How long a client may take to send its first bytes and each request head.
 pub const HEADER_READ_TIMEOUT: Duration = edge::HEADER_READ_TIMEOUT;
@@ -75,9 +79,6 @@ pub async fn serve_over(
 }
 
 /// [`serve`], held to `edge` (which may spread connections over runtimes).
-/// On `shutdown`, open WebSockets work on for the proxy's
-/// `websocket.drain_grace`, are then closed with 1012 (service restart), and
-/// waited for within `grace` as connections are.
 async fn serve_on(
     listener: TcpListener,
     proxy: Proxy,
@@ -85,24 +86,52 @@ async fn serve_on(
     edge: Edge,
     grace: Duration,
 ) {
-    let sockets = proxy.sockets().clone();
+    let serving = serve_door(listener, &proxy, edge, Plain, Door::default(), &shutdown);
+    tokio::join!(serving, close_sockets(&proxy, &shutdown, grace));
+}
+
+/// On `shutdown`, open WebSockets work on for the proxy's
+/// `websocket.drain_grace`, are then closed with 1012 (service restart), and
+/// waited for within `grace` as connections are.
+async fn close_sockets(proxy: &Proxy, shutdown: &CancellationToken, grace: Duration) {
+    shutdown.cancelled().await;
     let drain_grace = proxy.config().websocket.drain_grace;
-    let closing = {
-        let shutdown = shutdown.clone();
-        async move {
-            shutdown.cancelled().await;
-            sockets.close_all(drain_grace, grace).await;
-        }
-    };
+    proxy.sockets().close_all(drain_grace, grace).await;
+}
+
+/// What a listener's requests are to the proxy beyond their client.
+#[derive(Clone, Debug, Default)]
+struct Door {
+    /// TLS the router terminates: the Worker sees an `https` URL.
+    https: bool,
+    /// Plain requests for hosts with a certificate go to HTTPS.
+    redirect: Option<Arc<Redirect>>,
+}
+
+/// Serves `listener` with `proxy` through `handshake` until `shutdown`:
+/// the one request path of both ingresses, plain and HTTPS.
+async fn serve_door(
+    listener: TcpListener,
+    proxy: &Proxy,
+    edge: Edge,
+    handshake: impl Handshake,
+    door: Door,
+    shutdown: &CancellationToken,
+) {
     let service = |peer: SocketAddr| {
         // What the requests of this connection say about their client is
         // worked out once, here.
-        let client = Arc::new(proxy.client(peer));
+        let client = Arc::new(proxy.client(peer).over_https(door.https));
         let proxy = proxy.clone();
+        let redirect = door.redirect.clone();
         service_fn(move |request: hyper::Request<Incoming>| {
             let proxy = proxy.clone();
             let client = Arc::clone(&client);
+            let redirected = redirect.as_deref().and_then(|r| r.answer(&request));
             async move {
+                if let Some(response) = redirected {
+                    return Ok::<_, Infallible>(response);
+                }
                 // The upgrade's future is boxed: a plain request's future
                 // stays the size of the proxy's own.
                 let response = if crate::websocket::is_upgrade(&request) {
@@ -114,8 +143,77 @@ async fn serve_on(
             }
         })
     };
-    let serving = edge::serve(listener, edge, Plain, service, shutdown.cancelled_owned());
-    tokio::join!(serving, closing);
+    edge::serve(
+        listener,
+        edge,
+        handshake,
+        service,
+        shutdown.clone().cancelled_owned(),
+    )
+    .await;
+}
+
+/// The router's listeners: the plain ingress, and the HTTPS one if any.
+#[derive(Debug)]
+pub struct Ingress {
+    /// HTTP/1.1 and cleartext HTTP/2 ([`bind`]).
+    pub plain: std::net::TcpListener,
+    /// TLS (HTTP/1.1 and HTTP/2 by ALPN), certificates by SNI.
+    pub https: Option<HttpsIngress>,
+    /// Whether plain requests for hosts with a certificate are redirected.
+    pub redirect: Option<Redirect>,
+}
+
+/// The HTTPS ingress's socket and TLS configuration.
+pub struct HttpsIngress {
+    /// The bound socket ([`bind`]).
+    pub listener: std::net::TcpListener,
+    /// The handshake (`crate::tls::server_config`).
+    pub acceptor: TlsAcceptor,
+}
+
+impl std::fmt::Debug for HttpsIngress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpsIngress")
+            .field("listener", &self.listener)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ingress {
+    /// Both ingresses' accept loops on `edge`, and the WebSockets' close
+    /// at shutdown, until all have ended.
+    async fn serve(self, proxy: Proxy, shutdown: CancellationToken, edge: Edge, grace: Duration) {
+        let door = Door {
+            https: false,
+            redirect: self.redirect.map(Arc::new),
+        };
+        let plain = async {
+            match TcpListener::from_std(self.plain) {
+                Ok(listener) => {
+                    serve_door(listener, &proxy, edge.clone(), Plain, door, &shutdown).await;
+                }
+                Err(error) => warn!(%error, "cannot register the listener"),
+            }
+        };
+        let https = async {
+            let Some(HttpsIngress { listener, acceptor }) = self.https else {
+                return;
+            };
+            let door = Door {
+                https: true,
+                redirect: None,
+            };
+            let handshake = Wrapped(move |stream| acceptor.accept(stream));
+            match TcpListener::from_std(listener) {
+                Ok(listener) => {
+                    serve_door(listener, &proxy, edge.clone(), handshake, door, &shutdown).await;
+                }
+                Err(error) => warn!(%error, "cannot register the HTTPS listener"),
+            }
+        };
+        tokio::join!(plain, https, close_sockets(&proxy, &shutdown, grace));
+    }
 }
 
 /// The router worker threads.
@@ -136,7 +234,29 @@ impl RouterWorkers {
         shutdown: CancellationToken,
         grace: Duration,
     ) -> std::io::Result<Self> {
-        let addr = listener.local_addr()?;
+        let ingress = Ingress {
+            plain: listener,
+            https: None,
+            redirect: None,
+        };
+        Self::spawn_ingress(ingress, workers, proxy, shutdown, grace)
+    }
+
+    /// Starts `workers` threads serving `ingress` until `shutdown`: one
+    /// accept loop per listener on one thread, each connection served on
+    /// the workers in turn.
+    pub fn spawn_ingress(
+        ingress: Ingress,
+        workers: NonZeroUsize,
+        proxy: Proxy,
+        shutdown: CancellationToken,
+        grace: Duration,
+    ) -> std::io::Result<Self> {
+        let addr = ingress.plain.local_addr()?;
+        let https = match &ingress.https {
+            Some(https) => Some(https.listener.local_addr()?),
+            None => None,
+        };
         // One thread each. A multi-thread runtime of one worker rather than
         // a current-thread one: its thread is woken only when it sleeps,
         // where a current-thread runtime writes to its own eventfd each
@@ -162,15 +282,8 @@ impl RouterWorkers {
             .ok_or_else(|| std::io::Error::other("no router worker"))?;
         let accept = std::thread::Builder::new()
             .name("isolane-router-accept".to_owned())
-            .spawn(move || {
-                handle.block_on(async move {
-                    match TcpListener::from_std(listener) {
-                        Ok(listener) => serve_on(listener, proxy, shutdown, edge, grace).await,
-                        Err(error) => warn!(%error, "cannot register the listener"),
-                    }
-                })
-            })?;
-        info!(%addr, workers = workers.get(), "router listening");
+            .spawn(move || handle.block_on(ingress.serve(proxy, shutdown, edge, grace)))?;
+        info!(%addr, https = ?https, workers = workers.get(), "router listening");
         Ok(Self { accept, runtimes })
     }
 

@@ -258,12 +258,12 @@ fn worker_key(worker: &Worker) -> String {
 
 /// The objects of a watch, replaced wholesale on each relist.
 #[derive(Debug)]
-struct Relist<T> {
-    objects: HashMap<String, T>,
+pub(crate) struct Relist<T> {
+    pub(crate) objects: HashMap<String, T>,
     /// Objects of a relist in progress.
     pending: Option<HashMap<String, T>>,
     /// A relist has completed at least once.
-    synced: bool,
+    pub(crate) synced: bool,
 }
 
 impl<T> Default for Relist<T> {
@@ -279,7 +279,7 @@ impl<T> Default for Relist<T> {
 impl<T: PartialEq> Relist<T> {
     /// Applies `event`, keying objects with `key`; returns whether the
     /// visible objects changed.
-    fn apply<K>(&mut self, event: Event<K>, key: impl Fn(&K) -> (String, T)) -> bool {
+    pub(crate) fn apply<K>(&mut self, event: Event<K>, key: impl Fn(&K) -> (String, T)) -> bool {
         match event {
             Event::Init => {
                 self.pending = Some(HashMap::new());

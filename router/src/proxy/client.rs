@@ -1,6 +1,7 @@
 //! The client at the other end of a connection, as each of its requests
 //! tells the Worker about it: its address for `x-forwarded-for`, and whether
-//! it is a trusted proxy whose own forwarding headers are kept. Worked out
+//! it is a trusted proxy whose own forwarding headers are kept, and whether
+//! it came over the HTTPS ingress (the URL the Worker sees says `https`). Worked out
 //! once per connection ([`crate::Proxy::client`]), not once per request.
 
 use std::net::IpAddr;
@@ -14,6 +15,8 @@ pub struct Client {
     forwarded: HeaderValue,
     /// Whether it is a trusted proxy (`--trusted-proxies`).
     trusted: bool,
+    /// Whether the connection is TLS the router terminated.
+    https: bool,
 }
 
 impl Client {
@@ -22,7 +25,22 @@ impl Client {
         let forwarded = HeaderValue::from_str(&ip.to_string())
             // An address's text is digits, dots, colons and hex letters.
             .unwrap_or_else(|_| HeaderValue::from_static("unknown"));
-        Self { forwarded, trusted }
+        Self {
+            forwarded,
+            trusted,
+            https: false,
+        }
+    }
+
+    /// The same, its connection TLS the router terminated when `https`.
+    pub fn over_https(mut self, https: bool) -> Self {
+        self.https = https;
+        self
+    }
+
+    /// Whether the connection is TLS the router terminated.
+    pub fn https(&self) -> bool {
+        self.https
     }
 
     /// The address as `x-forwarded-for` carries it.

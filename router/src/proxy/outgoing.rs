@@ -306,7 +306,8 @@ pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, Invali
             .headers
             .get("x-forwarded-proto")
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
-    let scheme = if forwarded_https {
+    // TLS terminated here, or (from a trusted proxy) before it.
+    let scheme = if forwarded_https || context.client.is_some_and(Client::https) {
         Scheme::HTTPS
     } else {
         Scheme::HTTP
@@ -618,6 +619,32 @@ mod tests {
             header_values(&head, "x-forwarded-for"),
             [b"10.0.0.1, 192.0.2.7"]
         );
+    }
+
+    #[test]
+    fn a_request_over_the_https_ingress_has_an_https_url() {
+        let request = http::Request::builder()
+            .uri("/a?b")
+            .header("x-forwarded-proto", "http")
+            .body(())
+            .unwrap();
+        let (parts, ()) = request.into_parts();
+        let client = client(false).over_https(true);
+        let head = call_for(
+            &parts,
+            &HeadContext {
+                host: "api.test",
+                worker_id: "ns/w",
+                revision: "r1",
+                request_id: &id(),
+                client: Some(&client),
+            },
+        )
+        .unwrap()
+        .encode();
+        assert_eq!(head.url, "https://api.test/a?b");
+        // What the client said of its scheme is dropped, as over plain HTTP.
+        assert!(header_values(&head, "x-forwarded-proto").is_empty());
     }
 
     #[test]

@@ -1,0 +1,140 @@
+//! An HTTPS client of the router's HTTPS ingress: one TLS connection (SNI
+//! and ALPN as given, the tests' CA as the only root) carrying HTTP/1.1 or
+//! HTTP/2, with the certificate the server presented and the protocol it
+//! chose, kept open for as many requests as the test sends.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use isolane_testenv::TestCa;
+use rustls::RootCertStore;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+/// How long a handshake or an exchange may take.
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// ALPN: HTTP/1.1 only.
+pub const H1: &[u8] = b"http/1.1";
+/// ALPN: HTTP/2 only.
+pub const H2: &[u8] = b"h2";
+
+/// The request sender of a connection, by protocol.
+enum Sender {
+    One(http1::SendRequest<Empty<Bytes>>),
+    Two(http2::SendRequest<Empty<Bytes>>),
+}
+
+/// One open HTTPS connection to the router.
+pub struct Connection {
+    sender: Sender,
+    host: String,
+    /// The leaf certificate the server presented (DER).
+    pub peer: Vec<u8>,
+    /// The protocol ALPN chose.
+    pub alpn: Option<Vec<u8>>,
+}
+
+/// A client config trusting only `ca`, offering `alpn`.
+fn config(ca: &TestCa, alpn: &[u8]) -> rustls::ClientConfig {
+    let mut roots = RootCertStore::empty();
+    let ca = CertificateDer::from_pem_slice(ca.cert_pem().as_bytes()).expect("the CA's PEM");
+    roots.add(ca).expect("the CA as a root");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    config
+}
+
+impl Connection {
+    /// Connects to `addr` for `host` (SNI), offering only `alpn`; `Err`
+    /// when the handshake fails (the server refused the name, say).
+    pub async fn open(
+        addr: SocketAddr,
+        host: &str,
+        ca: &TestCa,
+        alpn: &[u8],
+    ) -> Result<Self, String> {
+        let connector = TlsConnector::from(Arc::new(config(ca, alpn)));
+        let name = ServerName::try_from(host.to_owned()).map_err(|e| e.to_string())?;
+        let handshake = async {
+            let tcp = TcpStream::connect(addr).await?;
+            connector.connect(name, tcp).await
+        };
+        let stream = tokio::time::timeout(TIMEOUT, handshake)
+            .await
+            .map_err(|_| "handshake timed out".to_owned())?
+            .map_err(|error| format!("handshake: {error}"))?;
+        let (_, session) = stream.get_ref();
+        let peer = session
+            .peer_certificates()
+            .and_then(|chain| chain.first())
+            .map(|leaf| leaf.as_ref().to_vec())
+            .ok_or("no peer certificate")?;
+        let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
+        let io = TokioIo::new(stream);
+        let sender = if alpn.as_deref() == Some(H2) {
+            let (sender, connection) = http2::handshake(TokioExecutor::new(), io)
+                .await
+                .map_err(|error| format!("h2 handshake: {error}"))?;
+            tokio::spawn(connection);
+            Sender::Two(sender)
+        } else {
+            let (sender, connection) = http1::handshake(io)
+                .await
+                .map_err(|error| format!("http/1.1 handshake: {error}"))?;
+            tokio::spawn(connection);
+            Sender::One(sender)
+        };
+        Ok(Self {
+            sender,
+            host: host.to_owned(),
+            peer,
+            alpn,
+        })
+    }
+
+    /// `GET path` on this connection: status and body.
+    pub async fn get(&mut self, path: &str) -> Result<(u16, String), String> {
+        let exchange = async {
+            let response = match &mut self.sender {
+                Sender::One(sender) => {
+                    let request = http::Request::get(path)
+                        .header(http::header::HOST, &self.host)
+                        .body(Empty::new())
+                        .map_err(|e| e.to_string())?;
+                    sender.send_request(request).await
+                }
+                Sender::Two(sender) => {
+                    let request = http::Request::get(format!("https://{}{path}", self.host))
+                        .body(Empty::new())
+                        .map_err(|e| e.to_string())?;
+                    sender.send_request(request).await
+                }
+            }
+            .map_err(|error| format!("send: {error}"))?;
+            let status = response.status().as_u16();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|error| format!("body: {error}"))?
+                .to_bytes();
+            Ok((status, String::from_utf8_lossy(&body).into_owned()))
+        };
+        tokio::time::timeout(TIMEOUT, exchange)
+            .await
+            .map_err(|_| "no answer in time".to_owned())?
+    }
+}

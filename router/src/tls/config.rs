@@ -1,0 +1,52 @@
+//! The HTTPS listener's flags and its rustls configuration: TLS 1.3 and 1.2
+//! only, ring's suites (all AEAD with ephemeral ECDHE: AES-GCM and
+//! ChaCha20-Poly1305; rustls has no CBC, RC4 or renegotiation at all), ALPN
+//! `h2` then `http/1.1`, certificates from the [`SniResolver`].
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rustls::ServerConfig;
+
+use super::SniResolver;
+
+/// Env var for `--tls-listen-addr`.
+pub const ENV_TLS_LISTEN_ADDR: &str = "ISOLANE_TLS_LISTEN_ADDR";
+/// Env var for `--redirect-to-https`.
+pub const ENV_REDIRECT_TO_HTTPS: &str = "ISOLANE_REDIRECT_TO_HTTPS";
+/// Env var for `--https-port`.
+pub const ENV_HTTPS_PORT: &str = "ISOLANE_HTTPS_PORT";
+
+/// The router's HTTPS flags.
+#[derive(Clone, Debug, clap::Args)]
+pub struct HttpsArgs {
+    /// Address of the HTTPS ingress (HTTP/1.1 and HTTP/2 by ALPN), serving
+    /// each admitted host the certificate of a Secret labelled
+    /// `isolane.dev/tls=true` in its namespace (docs/tls.md). Unset: none.
+    #[arg(long, env = ENV_TLS_LISTEN_ADDR)]
+    pub tls_listen_addr: Option<SocketAddr>,
+
+    /// Answer plain-HTTP requests for hosts that have a certificate with a
+    /// 308 to the same URL over HTTPS (`/.well-known/acme-challenge/` is
+    /// never redirected). Needs `--tls-listen-addr`.
+    #[arg(long, env = ENV_REDIRECT_TO_HTTPS, requires = "tls_listen_addr")]
+    pub redirect_to_https: bool,
+
+    /// The port clients reach the HTTPS ingress on, as redirects name it
+    /// (the Service's, not necessarily the listener's).
+    #[arg(long, env = ENV_HTTPS_PORT, default_value_t = 443)]
+    pub https_port: u16,
+}
+
+/// The HTTPS ingress's TLS configuration, certificates from `resolver`.
+pub fn server_config(resolver: Arc<SniResolver>) -> Result<ServerConfig, rustls::Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+        .with_no_client_auth()
+        .with_cert_resolver(resolver);
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    // The server's order of suites (strongest first), not the client's.
+    config.ignore_client_order = true;
+    Ok(config)
+}

@@ -1,0 +1,232 @@
+//! The resolver against certificates of the tests' CA: only an owning
+//! namespace's certificate is served, exact names before wildcards, and a
+//! Secret that cannot be served is skipped without taking the others.
+
+use std::collections::HashMap;
+
+use isolane_testenv::{Leaf, TestCa};
+
+use std::sync::Arc;
+
+use super::watch::{SecretPem, TLS_SECRET_TYPE, build};
+use super::{HostOwners, SniResolver};
+
+/// Host patterns and the namespace admitted to each.
+#[derive(Debug)]
+struct Owners(HashMap<String, String>);
+
+impl HostOwners for Owners {
+    fn namespace_of(&self, name: &str) -> Option<String> {
+        if let Some(namespace) = self.0.get(name) {
+            return Some(namespace.clone());
+        }
+        let (_, parent) = name.split_once('.')?;
+        self.0.get(&format!("*.{parent}")).cloned()
+    }
+}
+
+fn owners(pairs: &[(&str, &str)]) -> Owners {
+    Owners(
+        pairs
+            .iter()
+            .map(|(host, ns)| ((*host).to_owned(), (*ns).to_owned()))
+            .collect(),
+    )
+}
+
+/// A Secret of `namespace` holding a certificate for `names`.
+fn secret(ca: &TestCa, namespace: &str, names: &[&str]) -> SecretPem {
+    let cert = ca.issue(Leaf::server("test", names)).unwrap();
+    SecretPem {
+        namespace: namespace.to_owned(),
+        kind: Some(TLS_SECRET_TYPE.to_owned()),
+        cert: Some(cert.cert_pem.into_bytes()),
+        key: Some(cert.key_pem.into_bytes()),
+    }
+}
+
+fn resolver(owners: Owners, secrets: Vec<(&str, SecretPem)>) -> (SniResolver, usize) {
+    let secrets: HashMap<String, SecretPem> = secrets
+        .into_iter()
+        .map(|(key, pem)| (key.to_owned(), pem))
+        .collect();
+    let (store, rejected) = build(&secrets);
+    let resolver = SniResolver::new(owners);
+    resolver.replace(store);
+    (resolver, rejected)
+}
+
+/// The DER of the leaf served for `host`, if any.
+fn served(resolver: &SniResolver, host: &str) -> Option<Vec<u8>> {
+    let key = resolver.certificate_for(host)?;
+    Some(key.cert.first()?.as_ref().to_vec())
+}
+
+fn leaf_der(pem: &SecretPem) -> Vec<u8> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let cert = pem.cert.as_deref().unwrap();
+    CertificateDer::from_pem_slice(cert)
+        .unwrap()
+        .as_ref()
+        .to_vec()
+}
+
+#[test]
+fn only_the_owning_namespace_certificate_is_served() {
+    let ca = TestCa::new("resolver-test").unwrap();
+    let own = secret(&ca, "a", &["app.example"]);
+    let squat = secret(&ca, "b", &["app.example", "free.example"]);
+    let (resolver, rejected) = resolver(
+        owners(&[("app.example", "a")]),
+        // b's sorts first: were ownership not checked, it would win.
+        vec![("a/z-own", own.clone()), ("b/a-squat", squat)],
+    );
+    assert_eq!(rejected, 0);
+    assert_eq!(served(&resolver, "app.example"), Some(leaf_der(&own)));
+    assert_eq!(served(&resolver, "APP.example:443"), Some(leaf_der(&own)));
+    // A host nobody was admitted to: b's certificate names it, unserved.
+    assert_eq!(served(&resolver, "free.example"), None);
+    assert_eq!(served(&resolver, "other.example"), None);
+}
+
+#[test]
+fn a_namespace_without_its_own_certificate_gets_none() {
+    let ca = TestCa::new("resolver-test").unwrap();
+    let squat = secret(&ca, "b", &["app.example"]);
+    let (resolver, _) = resolver(owners(&[("app.example", "a")]), vec![("b/s", squat)]);
+    assert_eq!(served(&resolver, "app.example"), None);
+}
+
+#[test]
+fn exact_names_before_wildcards_one_label_deep() {
+    let ca = TestCa::new("resolver-test").unwrap();
+    let wildcard = secret(&ca, "a", &["*.apps.example"]);
+    let exact = secret(&ca, "a", &["api.apps.example"]);
+    let (resolver, _) = resolver(
+        owners(&[("*.apps.example", "a"), ("api.apps.example", "a")]),
+        vec![("a/wild", wildcard.clone()), ("a/exact", exact.clone())],
+    );
+    assert_eq!(
+        served(&resolver, "api.apps.example"),
+        Some(leaf_der(&exact))
+    );
+    assert_eq!(
+        served(&resolver, "web.apps.example"),
+        Some(leaf_der(&wildcard))
+    );
+    assert_eq!(served(&resolver, "x.web.apps.example"), None);
+    assert_eq!(served(&resolver, "apps.example"), None);
+}
+
+#[test]
+fn a_wildcard_certificate_serves_an_owned_exact_host() {
+    let ca = TestCa::new("resolver-test").unwrap();
+    let wildcard = secret(&ca, "a", &["*.example"]);
+    let (resolver, _) = resolver(
+        owners(&[("one.example", "a"), ("two.example", "b")]),
+        vec![("a/wild", wildcard.clone())],
+    );
+    assert_eq!(served(&resolver, "one.example"), Some(leaf_der(&wildcard)));
+    // Another namespace's host under the same wildcard is not a's.
+    assert_eq!(served(&resolver, "two.example"), None);
+}
+
+#[test]
+fn malformed_secrets_are_skipped_and_counted() {
+    let ca = TestCa::new("resolver-test").unwrap();
+    let good = secret(&ca, "a", &["good.example"]);
+    let other = secret(&ca, "a", &["other.example"]);
+    let mut bad_pem = secret(&ca, "a", &["bad.example"]);
+    bad_pem.cert =
+        Some(b"-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n".to_vec());
+    let mut mismatched = secret(&ca, "a", &["mismatch.example"]);
+    mismatched.key = other.key.clone();
+    let mut no_key = secret(&ca, "a", &["nokey.example"]);
+    no_key.key = None;
+    let mut opaque = secret(&ca, "a", &["opaque.example"]);
+    opaque.kind = Some("Opaque".to_owned());
+    let empty = SecretPem {
+        cert: Some(Vec::new()),
+        ..secret(&ca, "a", &["empty.example"])
+    };
+    let hosts = ["good", "bad", "mismatch", "nokey", "opaque", "empty"]
+        .map(|h| (format!("{h}.example"), "a".to_owned()));
+    let (resolver, rejected) = resolver(
+        Owners(hosts.into_iter().collect()),
+        vec![
+            ("a/bad-pem", bad_pem),
+            ("a/good", good.clone()),
+            ("a/mismatched", mismatched),
+            ("a/no-key", no_key),
+            ("a/opaque", opaque),
+            ("a/empty", empty),
+        ],
+    );
+    assert_eq!(rejected, 5);
+    assert_eq!(served(&resolver, "good.example"), Some(leaf_der(&good)));
+    for host in ["bad", "mismatch", "nokey", "opaque", "empty"] {
+        assert_eq!(
+            served(&resolver, &format!("{host}.example")),
+            None,
+            "{host}"
+        );
+    }
+}
+
+#[test]
+fn each_load_error_has_its_kind() {
+    let provider = rustls::crypto::ring::default_provider();
+    let ca = TestCa::new("resolver-test").unwrap();
+    let one = ca.issue(Leaf::server("t", &["one.example"])).unwrap();
+    let two = ca.issue(Leaf::server("t", &["two.example"])).unwrap();
+    let ip_only = ca.issue(Leaf::server("t", &["127.0.0.1"])).unwrap();
+    let kind = |cert: &str, key: &str| {
+        super::load(cert.as_bytes(), key.as_bytes(), &provider)
+            .err()
+            .map(|error| error.kind())
+    };
+    assert_eq!(kind(&one.cert_pem, &one.key_pem), None);
+    assert_eq!(kind(&one.cert_pem, &two.key_pem), Some("key"));
+    assert_eq!(kind("", &one.key_pem), Some("no_certificate"));
+    assert_eq!(kind(&one.cert_pem, ""), Some("pem"));
+    assert_eq!(kind(&ip_only.cert_pem, &ip_only.key_pem), Some("no_names"));
+}
+
+#[test]
+fn replacing_the_certificates_changes_the_next_resolution_only() {
+    let ca = TestCa::new("resolver-test").unwrap();
+    let first = secret(&ca, "a", &["app.example"]);
+    let second = secret(&ca, "a", &["app.example"]);
+    let (resolver, _) = resolver(
+        owners(&[("app.example", "a")]),
+        vec![("a/s", first.clone())],
+    );
+    let held = resolver.certificate_for("app.example").unwrap();
+    let (store, _) = build(&[("a/s".to_owned(), second.clone())].into());
+    resolver.replace(store);
+    assert_eq!(held.cert[0].as_ref(), leaf_der(&first).as_slice());
+    assert_eq!(served(&resolver, "app.example"), Some(leaf_der(&second)));
+}
+
+#[test]
+fn only_tls_1_2_and_1_3_with_aead_suites_and_both_alpn_protocols() {
+    let resolver = Arc::new(SniResolver::new(owners(&[])));
+    let config = super::server_config(resolver).unwrap();
+    assert_eq!(
+        config.alpn_protocols,
+        [b"h2".to_vec(), b"http/1.1".to_vec()]
+    );
+    let suites = &config.crypto_provider().cipher_suites;
+    assert!(!suites.is_empty());
+    for suite in suites {
+        let name = format!("{:?}", suite.suite());
+        assert!(
+            name.contains("GCM") || name.contains("CHACHA20_POLY1305"),
+            "{name}"
+        );
+        if name.starts_with("TLS_ECDHE") || suite.version() == &rustls::version::TLS12 {
+            assert!(name.starts_with("TLS_ECDHE_"), "{name}");
+        }
+    }
+}
