@@ -1,6 +1,7 @@
 //! End-to-end tests against a real kube-apiserver: the whole system, as users run it.
 //!
-//! Helpers, each in a module named for what it does: [`process`] (the project's
+//! Helpers, each in a module named for what it does: [`aggregated`] (an
+//! aggregated API on loopback registered with the API server), [`process`] (the project's
 //! binaries under test; running them, waiting on conditions with deadlines and
 //! the test PKI are `isolane-testenv`'s), [`operator`] (the
 //! operator as a process), [`workers`] (Workers, bundles and conditions through
@@ -14,6 +15,7 @@
 //! scraping them); [`tools`] (`helm` and `kubectl` run as users run them).
 #![forbid(unsafe_code)]
 
+pub mod aggregated;
 pub mod bundles;
 pub mod certs;
 pub mod cluster;

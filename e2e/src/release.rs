@@ -1,14 +1,50 @@
-//! What the tests of an installed chart share: a pod's readiness, a Worker
-//! manifest of one script, the router Service's address, and waiting for a
-//! Worker's first answer through it.
+//! What the tests of an installed chart share: a control plane with a
+//! kubelet node holding the project's images, the values every install there
+//! sets, a pod's readiness, a Worker manifest of one script, the router
+//! Service's address, and waiting for a Worker's first answer through it.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
-use isolane_testenv::wait_until;
+use isolane_testenv::{Config, ControlPlane, NodeConfig, wait_until};
 use k8s_openapi::api::core::v1::{Pod, Service};
 
+use crate::images::{self, PAUSE_IMAGE};
 use crate::ingress::{Ingress, Reply};
+
+/// A control plane with a kubelet node whose containerd holds the images
+/// `make images` builds (their archives written under `image_dir`).
+pub async fn kubelet_control_plane(image_dir: &Path) -> ControlPlane {
+    let archives = images::build(image_dir);
+    let config = Config {
+        node: Some(NodeConfig {
+            images: archives.iter().map(|(_, path)| path.clone()).collect(),
+            pause_image: images::reference(PAUSE_IMAGE),
+        }),
+        ..Config::from_env()
+    };
+    ControlPlane::start_with(config)
+        .await
+        .expect("control plane with a node")
+}
+
+/// `helm --set` arguments every install on the test kubelet takes: the
+/// images loaded there, never pulled, and the small requests and one engine
+/// thread a shared 2-core machine holds.
+pub fn kubelet_values() -> Vec<String> {
+    [
+        format!("image.registry={}", images::REGISTRY),
+        format!("image.tag={}", images::TAG),
+        "image.pullPolicy=Never".to_owned(),
+        "node.resources.requests.cpu=100m".to_owned(),
+        "node.resources.requests.memory=128Mi".to_owned(),
+        "node.config.threads=1".to_owned(),
+    ]
+    .into_iter()
+    .flat_map(|value| ["--set".to_owned(), value])
+    .collect()
+}
 
 /// Whether `pod` has the `Ready` condition.
 pub fn is_ready(pod: &Pod) -> bool {

@@ -12,12 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use isolane_e2e::images::{self, PAUSE_IMAGE};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::process::workspace_root;
-use isolane_e2e::release::{first_answer, is_ready, router_service, worker_yaml};
+use isolane_e2e::release::{
+    first_answer, is_ready, kubelet_control_plane, kubelet_values, router_service, worker_yaml,
+};
 use isolane_e2e::tools::{run, run_ok, text, tool};
-use isolane_testenv::{Config, ControlPlane, NodeConfig, Registry, wait_until};
+use isolane_testenv::{Registry, wait_until};
 use k8s_openapi::api::core::v1::Pod;
 
 const RELEASE: &str = "isolane";
@@ -130,17 +131,7 @@ async fn the_chart_installs_from_an_oci_registry_by_digest() {
     assert!(!output.status.success(), "helm show chart {missing}");
 
     let image_dir = work.path().join("images");
-    let archives = images::build(&image_dir);
-    let config = Config {
-        node: Some(NodeConfig {
-            images: archives.iter().map(|(_, path)| path.clone()).collect(),
-            pause_image: images::reference(PAUSE_IMAGE),
-        }),
-        ..Config::from_env()
-    };
-    let cp = ControlPlane::start_with(config)
-        .await
-        .expect("control plane with a node");
+    let cp = kubelet_control_plane(&image_dir).await;
     let kubeconfig = cp.kubeconfig_path().to_owned();
 
     let installed = Instant::now();
@@ -151,13 +142,7 @@ async fn the_chart_installs_from_an_oci_registry_by_digest() {
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .args(["--namespace", NAMESPACE, "--create-namespace"])
-            .args(["--set", &format!("image.registry={}", images::REGISTRY)])
-            .args(["--set", &format!("image.tag={}", images::TAG)])
-            .args(["--set", "image.pullPolicy=Never"])
-            // One shared 2-core machine: small requests, one engine thread.
-            .args(["--set", "node.resources.requests.cpu=100m"])
-            .args(["--set", "node.resources.requests.memory=128Mi"])
-            .args(["--set", "node.config.threads=1"])
+            .args(kubelet_values())
             .args(["--set", "router.replicas=1"])
             .args(["--wait", "--timeout", "4m"]),
         None,

@@ -15,18 +15,24 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use isolane_e2e::aggregated::AggregatedApi;
 use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions, RouterOptions};
 use isolane_e2e::load::{Load, LoadOptions, Target};
 use isolane_e2e::operator::OPERATOR_NAMESPACE;
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::{ControlPlane, Leaf, TestCa, free_port, wait_until};
-use k8s_openapi::api::core::v1::Service;
-use kube::Api;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 
 const SETTLE: Duration = Duration::from_secs(120);
 const API_NAMESPACE: &str = "metrics-api";
 const API_SERVICE: &str = "isolane-metrics-api";
+const METRICS_API: AggregatedApi = AggregatedApi {
+    group: "custom.metrics.k8s.io",
+    version: "v1beta2",
+    group_priority_minimum: 100,
+    version_priority: 200,
+    namespace: API_NAMESPACE,
+    service: API_SERVICE,
+};
 const BASE: &str = "/apis/custom.metrics.k8s.io/v1beta2";
 const METRIC: &str = "warm_set_evictions_per_second";
 /// More Workers than the two nodes' warm sets hold (one isolate each).
@@ -35,10 +41,6 @@ const WORKERS: usize = 6;
 const HELLO: &str = "export default { fetch(request) {
     return new Response('hello from ' + new URL(request.url).hostname);
 } };";
-
-fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
-    serde_json::from_value(value).expect("a valid object")
-}
 
 /// `kubectl get --raw path` with the admin kubeconfig: its stdout, or its
 /// stderr.
@@ -116,60 +118,10 @@ async fn wait_for_values(
     .await
 }
 
-/// The Service (ExternalName `127.0.0.1`) and APIService of the custom
-/// metrics API at `port`, trusting `ca_pem`.
-async fn register_api(cp: &ControlPlane, port: u16, ca_pem: &str) {
-    let service: Service = from_json(serde_json::json!({
-        "metadata": { "name": API_SERVICE },
-        "spec": { "type": "ExternalName", "externalName": "127.0.0.1" },
-    }));
-    Api::<Service>::namespaced(cp.client(), API_NAMESPACE)
-        .create(&PostParams::default(), &service)
-        .await
-        .expect("create the API's Service");
-    let gvk = GroupVersionKind::gvk("apiregistration.k8s.io", "v1", "APIService");
-    let api_service: DynamicObject = from_json(serde_json::json!({
-        "apiVersion": "apiregistration.k8s.io/v1",
-        "kind": "APIService",
-        "metadata": { "name": "v1beta2.custom.metrics.k8s.io" },
-        "spec": {
-            "group": "custom.metrics.k8s.io",
-            "version": "v1beta2",
-            "groupPriorityMinimum": 100,
-            "versionPriority": 200,
-            "caBundle": base64(ca_pem.as_bytes()),
-            "service": { "namespace": API_NAMESPACE, "name": API_SERVICE, "port": port },
-        },
-    }));
-    Api::<DynamicObject>::all_with(cp.client(), &ApiResource::from_gvk(&gvk))
-        .create(&PostParams::default(), &api_service)
-        .await
-        .expect("create the APIService");
-}
-
-/// Standard base64 (the APIService's caBundle), through `base64(1)`.
-fn base64(bytes: &[u8]) -> String {
-    use std::io::Write;
-    let mut child = std::process::Command::new("base64")
-        .arg("-w0")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("run base64");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(bytes)
-        .expect("write to base64");
-    let out = child.wait_with_output().expect("base64's output");
-    String::from_utf8(out.stdout).expect("base64 is ASCII")
-}
-
 /// Two nodes of one thread and one warm isolate, and the router with its
 /// aggregated API on `addr` serving a certificate of `ca`.
 async fn start_system(cp: &ControlPlane, dir: &Path, addr: SocketAddr, ca: &TestCa) -> Cluster {
-    let name = format!("{API_SERVICE}.{API_NAMESPACE}.svc");
+    let name = METRICS_API.service_host();
     let serving = ca
         .issue(Leaf::server(API_SERVICE, &[name.as_str()]))
         .expect("a serving certificate");
@@ -219,7 +171,9 @@ async fn node_pressure_is_served_as_custom_metrics_and_moves_with_evictions() {
     for i in 0..WORKERS {
         workers::wait_ready(&client, "tenant-a", &format!("w{i}"), SETTLE).await;
     }
-    register_api(&cp, api_addr.port(), &ca.cert_pem()).await;
+    METRICS_API
+        .register(&cp, api_addr.port(), &ca.cert_pem())
+        .await;
 
     // === 1. discovery ===
     wait_until("the APIService to be served", SETTLE, || {

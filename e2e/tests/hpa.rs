@@ -17,13 +17,14 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use isolane_e2e::images::{self, PAUSE_IMAGE};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::load::{Load, LoadOptions, Target};
 use isolane_e2e::process::workspace_root;
-use isolane_e2e::release::{first_answer, is_ready, router_service, worker_yaml};
+use isolane_e2e::release::{
+    first_answer, is_ready, kubelet_control_plane, kubelet_values, router_service, worker_yaml,
+};
 use isolane_e2e::tools::{run, text, tool};
-use isolane_testenv::{Config, ControlPlane, NodeConfig, wait_until};
+use isolane_testenv::wait_until;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
@@ -54,9 +55,7 @@ fn install(kubeconfig: &Path) {
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(["--namespace", NAMESPACE, "--create-namespace"])
-            .args(["--set", &format!("image.registry={}", images::REGISTRY)])
-            .args(["--set", &format!("image.tag={}", images::TAG)])
-            .args(["--set", "image.pullPolicy=Never"])
+            .args(kubelet_values())
             .args(["--set", "node.kind=Deployment"])
             .args(["--set", "node.autoscaling.enabled=true"])
             .args(["--set", "node.autoscaling.minReplicas=1"])
@@ -66,9 +65,6 @@ fn install(kubeconfig: &Path) {
                 "--set-json",
                 &format!("node.autoscaling.behavior={behavior}"),
             ])
-            .args(["--set", "node.resources.requests.cpu=100m"])
-            .args(["--set", "node.resources.requests.memory=128Mi"])
-            .args(["--set", "node.config.threads=1"])
             .args(["--set", "node.config.isolatesPerThread=1"])
             .args(["--set", "router.replicas=1"])
             .args(["--set", "operator.replicas=1"])
@@ -167,17 +163,7 @@ async fn the_hpa_adds_a_node_under_warm_set_pressure_and_removes_it_after() {
         return;
     }
     let image_dir = tempfile::tempdir().expect("tempdir");
-    let archives = images::build(image_dir.path());
-    let config = Config {
-        node: Some(NodeConfig {
-            images: archives.iter().map(|(_, path)| path.clone()).collect(),
-            pause_image: images::reference(PAUSE_IMAGE),
-        }),
-        ..Config::from_env()
-    };
-    let cp = ControlPlane::start_with(config)
-        .await
-        .expect("control plane with a node");
+    let cp = kubelet_control_plane(image_dir.path()).await;
     let kubeconfig = cp.kubeconfig_path().to_owned();
     install(&kubeconfig);
     let pods = kube::Api::<Pod>::namespaced(cp.client(), NAMESPACE);

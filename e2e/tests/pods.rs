@@ -20,14 +20,14 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use isolane_e2e::images::{self, PAUSE_IMAGE};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::load::{Load, LoadOptions, Target};
 use isolane_e2e::process::workspace_root;
-use isolane_e2e::release::{first_answer, is_ready, router_service, worker_yaml};
+use isolane_e2e::release::{
+    first_answer, is_ready, kubelet_control_plane, kubelet_values, router_service, worker_yaml,
+};
 use isolane_e2e::tools::{run, text, tool};
 use isolane_testenv::wait_until;
-use isolane_testenv::{Config, ControlPlane, NodeConfig};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
@@ -151,17 +151,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
         return;
     }
     let image_dir = tempfile::tempdir().expect("tempdir");
-    let archives = images::build(image_dir.path());
-    let config = Config {
-        node: Some(NodeConfig {
-            images: archives.iter().map(|(_, path)| path.clone()).collect(),
-            pause_image: images::reference(PAUSE_IMAGE),
-        }),
-        ..Config::from_env()
-    };
-    let cp = ControlPlane::start_with(config)
-        .await
-        .expect("control plane with a node");
+    let cp = kubelet_control_plane(image_dir.path()).await;
     let kubeconfig = cp.kubeconfig_path().to_owned();
     // On the node's bridge address, which exists once the node's host is prepared.
     let registry = bundle::start_registry();
@@ -176,13 +166,7 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .args(["--namespace", NAMESPACE, "--create-namespace"])
-            .args(["--set", &format!("image.registry={}", images::REGISTRY)])
-            .args(["--set", &format!("image.tag={}", images::TAG)])
-            .args(["--set", "image.pullPolicy=Never"])
-            // One shared 2-core machine: small requests, one engine thread.
-            .args(["--set", "node.resources.requests.cpu=100m"])
-            .args(["--set", "node.resources.requests.memory=128Mi"])
-            .args(["--set", "node.config.threads=1"])
+            .args(kubelet_values())
             // hello, echo, after and the bundle's two revisions stay warm.
             .args(["--set", "node.config.isolatesPerThread=6"])
             .args(["--set", "router.replicas=1"])

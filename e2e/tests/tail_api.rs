@@ -26,22 +26,31 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use isolane_e2e::aggregated::AggregatedApi;
 use isolane_e2e::cluster::{Cluster, ClusterOptions, RouterOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::process;
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::{ControlPlane, Leaf, Process, TENANT_USER, TestCa, free_port, wait_until};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec, TokenReview};
-use k8s_openapi::api::core::v1::{Service, ServiceAccount};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
 use kube::Api;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::PostParams;
 
 const SETTLE: Duration = Duration::from_secs(90);
 const CLI_BIN_ENV: &str = "ISOLANE_BIN";
 /// The namespace of the tail API's Service (the chart's is the release's).
 const API_NAMESPACE: &str = "tail-api";
 const API_SERVICE: &str = "isolane-tail-api";
+const TAIL_API: AggregatedApi = AggregatedApi {
+    group: "tail.isolane.dev",
+    version: "v1alpha1",
+    group_priority_minimum: 1000,
+    version_priority: 15,
+    namespace: API_NAMESPACE,
+    service: API_SERVICE,
+};
 const BASE: &str = "/apis/tail.isolane.dev/v1alpha1";
 
 const TALKER: &str = "export default { fetch(request) {
@@ -199,56 +208,6 @@ fn exec_plugin(dir: &Path, token: &str) -> PathBuf {
     path
 }
 
-/// The tail API's Service (ExternalName `127.0.0.1`: the apiserver dials
-/// the router on loopback) and APIService, trusting `ca_pem`.
-async fn register_api(cp: &ControlPlane, port: u16, ca_pem: &str) {
-    let service: Service = from_json(serde_json::json!({
-        "metadata": { "name": API_SERVICE },
-        "spec": { "type": "ExternalName", "externalName": "127.0.0.1" },
-    }));
-    Api::<Service>::namespaced(cp.client(), API_NAMESPACE)
-        .create(&PostParams::default(), &service)
-        .await
-        .expect("create the tail API's Service");
-    let gvk = GroupVersionKind::gvk("apiregistration.k8s.io", "v1", "APIService");
-    let api_service: DynamicObject = from_json(serde_json::json!({
-        "apiVersion": "apiregistration.k8s.io/v1",
-        "kind": "APIService",
-        "metadata": { "name": "v1alpha1.tail.isolane.dev" },
-        "spec": {
-            "group": "tail.isolane.dev",
-            "version": "v1alpha1",
-            "groupPriorityMinimum": 1000,
-            "versionPriority": 15,
-            "caBundle": base64(ca_pem.as_bytes()),
-            "service": { "namespace": API_NAMESPACE, "name": API_SERVICE, "port": port },
-        },
-    }));
-    Api::<DynamicObject>::all_with(cp.client(), &ApiResource::from_gvk(&gvk))
-        .create(&PostParams::default(), &api_service)
-        .await
-        .expect("create the APIService");
-}
-
-/// Standard base64 (the APIService's caBundle), through `base64(1)`.
-fn base64(bytes: &[u8]) -> String {
-    use std::io::Write;
-    let mut child = std::process::Command::new("base64")
-        .arg("-w0")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("run base64");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(bytes)
-        .expect("write to base64");
-    let out = child.wait_with_output().expect("base64's output");
-    String::from_utf8(out.stdout).expect("base64 is ASCII")
-}
-
 /// `kubectl <args>` with `kubeconfig`: its stdout, or its stderr.
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> Result<String, String> {
     let out = std::process::Command::new("kubectl")
@@ -313,7 +272,7 @@ fn tail_args(namespace: &str) -> Vec<String> {
 /// The router with its tail API on `addr`, serving a certificate of `ca`
 /// for the Service's name.
 async fn start_system(cp: &ControlPlane, dir: &Path, addr: SocketAddr, ca: &TestCa) -> Cluster {
-    let name = format!("{API_SERVICE}.{API_NAMESPACE}.svc");
+    let name = TAIL_API.service_host();
     let serving = ca
         .issue(Leaf::server(API_SERVICE, &[name.as_str()]))
         .expect("a serving certificate");
@@ -394,7 +353,9 @@ async fn isolane_tail_goes_through_the_kubernetes_api_with_any_kubeconfig_user()
             && stderr.contains("kubectl get apiservice v1alpha1.tail.isolane.dev"),
         "{stderr}"
     );
-    register_api(&cp, api_addr.port(), &ca.cert_pem()).await;
+    TAIL_API
+        .register(&cp, api_addr.port(), &ca.cert_pem())
+        .await;
     wait_until("the APIService to be served", SETTLE, || {
         let result = kubectl(cp.kubeconfig_path(), &["get", "--raw", BASE]).and_then(|list| {
             if list.contains("workers/tail") {

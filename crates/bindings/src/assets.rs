@@ -9,8 +9,7 @@
 
 use std::rc::Rc;
 
-use http::{HeaderMap, Method};
-use isolane_engine::api::service::header_map;
+use isolane_engine::api::service::{header_map, request};
 use isolane_engine::api::{HostError, HostState, Unit, fits, js_string, u8_array};
 
 /// `env.<assets.binding>`.
@@ -18,21 +17,6 @@ pub(crate) fn unit() -> Unit {
     Unit::new("assets")
         .js(&["33_assets.js"])
         .function("assetsFetch", assets_fetch)
-}
-
-/// The request as the site reads it (the body is not read: assets answer
-/// GET and HEAD, and a 405 to the rest).
-fn request(method: &str, url: &str, headers: HeaderMap) -> Result<http::Request<()>, HostError> {
-    let method = Method::from_bytes(method.as_bytes())
-        .map_err(|_| HostError::type_error(format!("invalid method {method:?}")))?;
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|_| HostError::type_error(format!("invalid URL {url:?}")))?;
-    let mut request = http::Request::new(());
-    *request.method_mut() = method;
-    *request.uri_mut() = uri;
-    *request.headers_mut() = headers;
-    Ok(request)
 }
 
 host_fn! {
@@ -48,7 +32,8 @@ fn assets_fetch<'s>(
 ) -> Option<v8::Local<'s, v8::Object>> {
     let answered = header_map(scope, headers)
         .map_err(HostError::type_error)
-        .and_then(|headers| request(&method, &url, headers))
+        // No body: assets answer GET and HEAD, and a 405 to the rest.
+        .and_then(|headers| request(&method, &url, headers, ()))
         .and_then(|request| {
             let site = host.worker().and_then(|worker| worker.assets.clone());
             let site = site.ok_or_else(|| HostError::type_error("this Worker has no assets"))?;

@@ -11,9 +11,8 @@
 
 use std::rc::Rc;
 
-use http::Method;
 use isolane_engine::Body;
-use isolane_engine::api::service::{header_map, prepare, settlement};
+use isolane_engine::api::service::{header_map, prepare, request, settlement};
 use isolane_engine::api::{HostError, HostState, Unit, begin_op, too_many};
 
 /// `env.NAME` for a service binding.
@@ -21,26 +20,6 @@ pub(crate) fn unit() -> Unit {
     Unit::new("service")
         .js(&["30_service.js", "31_rpc.js", "32_rpc_target.js"])
         .function("serviceFetch", service_fetch)
-}
-
-/// The request a call carries, from its parts as JavaScript passed them.
-fn request(
-    method: &str,
-    url: &str,
-    headers: http::HeaderMap,
-    body: Option<Vec<u8>>,
-) -> Result<http::Request<Body>, HostError> {
-    let method = Method::from_bytes(method.as_bytes())
-        .map_err(|_| HostError::type_error(format!("invalid method {method:?}")))?;
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|_| HostError::type_error(format!("invalid URL {url:?}")))?;
-    let body = body.map_or_else(Body::empty, Body::from);
-    let mut request = http::Request::new(body);
-    *request.method_mut() = method;
-    *request.uri_mut() = uri;
-    *request.headers_mut() = headers;
-    Ok(request)
 }
 
 host_fn! {
@@ -67,6 +46,7 @@ fn service_fetch<'s>(
             let limit = host.worker().map_or(0, |w| w.limits.subrequests);
             host.take_subrequest(ctx, limit)
                 .map_err(|limit| HostError::type_error(too_many(limit)))?;
+            let body = body.map_or_else(Body::empty, Body::from);
             Ok((outbound, request(&method, &url, headers, body)?))
         });
     let (resolver, promise, (outbound, request)) = match begin_op(scope, early)? {

@@ -58,9 +58,11 @@ pub mod crypto {
 /// a call through a binding prepared ([`service::prepare`]: the called
 /// Worker, the depth bound), run on this thread ([`service::Outbound::run`])
 /// and its answer made the caller's `Response` or `Error`
-/// ([`service::settlement`]); and the headers of a JavaScript header list.
+/// ([`service::settlement`]); and the head of a request from JavaScript
+/// ([`service::header_map`], [`service::request`]).
 pub mod service {
     pub use crate::host::headers::header_map;
+    pub use crate::host::request_head::request;
     pub use crate::host::service::{Outbound, prepare, settlement};
     pub use crate::service_call::{MAX_DEPTH, ServiceCall};
 }

@@ -38,6 +38,7 @@ mod object_binding;
 pub(crate) mod object_forward;
 mod object_hosted;
 pub(crate) mod rejection;
+pub(crate) mod request_head;
 mod respond;
 mod runtime;
 pub(crate) mod service;

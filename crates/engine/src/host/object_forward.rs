@@ -10,6 +10,7 @@ use http::Method;
 
 use super::error::{ErrorClass, HostError};
 use super::object_hosted::bound_worker;
+use super::request_head::method_and_uri;
 use super::state::FetchHead;
 use super::{HostState, Settlement, begin_op, header_map};
 use crate::body::Body;
@@ -57,11 +58,7 @@ impl CallParts {
         headers: http::HeaderMap,
         body: Option<Vec<u8>>,
     ) -> Result<Self, HostError> {
-        let method = Method::from_bytes(method.as_bytes())
-            .map_err(|_| HostError::type_error(format!("invalid method {method:?}")))?;
-        let uri = url
-            .parse()
-            .map_err(|_| HostError::type_error(format!("invalid URL {url:?}")))?;
+        let (method, uri) = method_and_uri(method, url)?;
         Ok(Self {
             call,
             method,
