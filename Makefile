@@ -14,7 +14,7 @@ CARGO := hack/cargo.sh
 WORKER ?= examples/hello.js
 PORT ?= 8787
 
-.PHONY: dev deps build images chart fmt-check clippy deny crds deploy-render test test-only bench bench-operator bench-fleet bench-bundles wpt sweep node-tests
+.PHONY: dev deps build images chart fmt-check clippy deny crds deploy-render test test-only bench bench-operator bench-fleet bench-bundles bench-assets wpt sweep node-tests
 
 dev:
 	$(CARGO) run --release -p isolane -- dev $(WORKER) --port $(PORT)
@@ -102,6 +102,15 @@ bench-bundles:
 	target/release/isolane-bench bundles --results target/bench-bundles --work target/bench-bundles/work \
 	  --isolane target/release/isolane --bin-dir target/release --samples $(SAMPLES) \
 	  $(if $(WORKERD),--workerd $(WORKERD))
+
+# Static assets (section 13): isolane dev vs wrangler dev (workerd) on one
+# wrangler project folder; wrangler runs on Node.js 22 (bench/node22.sh
+# installs it from npm). Prints the section.
+bench-assets:
+	$(CARGO) build --release -q -p isolane -p isolane-bench
+	target/release/isolane-bench assets --results target/bench-assets --work target/bench-assets/work \
+	  --isolane target/release/isolane --node "$$(bench/node22.sh)"
+	cat target/bench-assets/13-assets.md
 
 # Web Platform Tests on Isolane vs workerd into bench/wpt/results.md; needs a
 # local WPT checkout (WPT_DIR=…), so it is not part of `make test`.

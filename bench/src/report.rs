@@ -114,6 +114,10 @@ pub const SECTIONS: &[(&str, &str)] = &[
         "12-bundles",
         "12. Never-seen big bundles: first answer through router + node vs workerd",
     ),
+    (
+        "13-assets",
+        "13. Static assets: `isolane dev` vs `wrangler dev` (workerd)",
+    ),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.

@@ -68,6 +68,32 @@ pub fn process_cpu_secs(pid: u32) -> Option<f64> {
     Some((user + system) / CLOCK_TICKS)
 }
 
+/// CPU time every process of process group `pgid` has used so far (its
+/// live members, from `/proc`), in seconds: a server that runs as several
+/// processes, such as wrangler's Node.js and its workerd.
+pub fn group_cpu_secs(pgid: u32) -> f64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    let in_group = |pid: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The process group is the third field after the command.
+        let group: u32 = stat
+            .rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(2)?
+            .parse()
+            .ok()?;
+        (group == pgid).then_some(())
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| in_group(*pid).is_some())
+        .filter_map(process_cpu_secs)
+        .sum()
+}
+
 /// `/proc`'s clock ticks per second (`USER_HZ`, 100 on Linux).
 const CLOCK_TICKS: f64 = 100.0;
 

@@ -80,6 +80,7 @@ fn spec(server: &Server, connections: usize, duration: Duration, plan: &Plan) ->
         duration,
         post_bytes: plan.post_bytes,
         cpus: plan.load_cpus.clone(),
+        headers: Vec::new(),
     }
 }
 

@@ -17,6 +17,8 @@ pub struct LoadSpec {
     pub post_bytes: usize,
     /// The CPUs wrk runs on (`taskset -c`), or any.
     pub cpus: Option<String>,
+    /// More request headers, each `Name: value`.
+    pub headers: Vec<String>,
 }
 
 /// What wrk measured.
@@ -73,6 +75,9 @@ pub async fn run(spec: &LoadSpec) -> anyhow::Result<Load> {
         .arg("--latency");
     if let Some(host) = &spec.host {
         command.arg("-H").arg(format!("Host: {host}"));
+    }
+    for header in &spec.headers {
+        command.arg("-H").arg(header);
     }
     // Kept until wrk has exited.
     let script = post_script(spec.post_bytes)?;
