@@ -24,7 +24,7 @@ use isolane_crds::{
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 
-use crate::bundle::{self, Code};
+use crate::bundle::Code;
 use crate::wrangler::{Project, spec};
 
 /// The field manager of everything `isolane deploy` applies.
@@ -185,8 +185,9 @@ pub async fn plan(project: &Project, args: &DeployArgs) -> anyhow::Result<Deploy
         );
     }
     let namespace = &args.project.namespace;
+    let code = worker.code(&project.config)?;
+    let main = worker.main_path().to_owned();
     let mut spec = worker.spec;
-    let code = bundle::load(&worker.main, &worker.rules)?;
     let assets = match &project.config.assets {
         Some(config) => Some(crate::assets::read(&project.dir, config)?),
         None => None,
@@ -197,7 +198,7 @@ pub async fn plan(project: &Project, args: &DeployArgs) -> anyhow::Result<Deploy
             project.path()
         ),
         (None, Code::Script(script)) => {
-            let map = code_config_map(&worker.name, namespace, &worker.main, script);
+            let map = code_config_map(&worker.name, namespace, &main, script);
             spec.script_from = map.1;
             Some(map.0)
         }
@@ -206,7 +207,7 @@ pub async fn plan(project: &Project, args: &DeployArgs) -> anyhow::Result<Deploy
             modules.len()
         ),
         (Some(repository), code) => {
-            let modules = crate::push::as_modules(&worker.main, code)?;
+            let modules = crate::push::as_modules(&main, code)?;
             let pushed = push(args, repository, &modules, assets.as_ref()).await?;
             spec.bundle = Some(pushed.to_string());
             spec.bundle_pull_secrets = args

@@ -8,6 +8,7 @@
 //! A key Isolane cannot honour is a [`Problem`], one line each: `isolane
 //! dev` warns and serves what it can, `isolane deploy` refuses.
 
+mod code;
 pub mod keys;
 pub mod spec;
 
@@ -257,7 +258,8 @@ impl Project {
         let path = file.display().to_string();
         let top = read_table(file)?;
         let (merged, problems) = select(&path, top, env)?;
-        let config = typed(&path, merged)?;
+        let mut config = typed(&path, merged)?;
+        code::bind_assets_only(&mut config);
         let dir = file
             .parent()
             .filter(|dir| !dir.as_os_str().is_empty())

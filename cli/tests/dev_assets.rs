@@ -199,3 +199,64 @@ async fn the_worker_first_reaches_its_assets_through_the_binding() {
     assert_eq!(header(&headers, "x-worker"), "[object Fetcher]");
     assert!(dev.interrupt().success());
 }
+
+/// An assets-only project (wrangler's `assets` and no `main`): every asset
+/// as before, the `404-page` for what no asset matches, with no Worker of
+/// the project's own.
+#[tokio::test]
+async fn dev_serves_an_assets_only_project() {
+    let dir = tempfile::tempdir().unwrap();
+    let public = dir.path().join("public");
+    std::fs::create_dir_all(&public).unwrap();
+    std::fs::write(
+        dir.path().join("wrangler.toml"),
+        "name = \"brochure\"\ncompatibility_date = \"2025-06-01\"\n\n[assets]\ndirectory = \"./public\"\nnot_found_handling = \"404-page\"\n",
+    )
+    .unwrap();
+    std::fs::write(public.join("index.html"), "<h1>brochure</h1>\n").unwrap();
+    std::fs::write(public.join("404.html"), "<h1>not here</h1>\n").unwrap();
+    let port = free_port().unwrap();
+    let mut dev = Dev::start_in(&["--port", &port.to_string()], Some(dir.path()));
+    let client = client();
+    let home = when_ready(&client, &mut dev, port, "localhost", "/").await;
+    assert_eq!(home, (200, "<h1>brochure</h1>\n".to_owned()));
+    let (status, _, body) = get(&client, port, "/nowhere", &[]).await;
+    assert_eq!((status, body.as_str()), (404, "<h1>not here</h1>\n"));
+    assert!(dev.interrupt().success());
+}
+
+/// Without `not_found_handling`, a path no asset matches gets an empty 404
+/// (the assets-only Worker's), and a project with neither `main` nor
+/// `assets` is refused, naming `main`.
+#[tokio::test]
+async fn an_assets_only_project_answers_404_and_one_without_assets_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let public = dir.path().join("public");
+    std::fs::create_dir_all(&public).unwrap();
+    let toml = "name = \"plain\"\ncompatibility_date = \"2025-06-01\"\n";
+    std::fs::write(
+        dir.path().join("wrangler.toml"),
+        format!("{toml}\n[assets]\ndirectory = \"./public\"\n"),
+    )
+    .unwrap();
+    std::fs::write(public.join("index.html"), "<h1>plain</h1>\n").unwrap();
+    let port = free_port().unwrap();
+    let mut dev = Dev::start_in(&["--port", &port.to_string()], Some(dir.path()));
+    let client = client();
+    when_ready(&client, &mut dev, port, "localhost", "/").await;
+    let (status, _, body) = get(&client, port, "/nowhere", &[]).await;
+    assert_eq!((status, body.as_str()), (404, ""));
+    assert!(dev.interrupt().success());
+
+    std::fs::write(dir.path().join("wrangler.toml"), toml).unwrap();
+    let mut dev = Dev::start_in(
+        &["--port", &free_port().unwrap().to_string()],
+        Some(dir.path()),
+    );
+    let status = dev
+        .process
+        .wait_exit(std::time::Duration::from_secs(60))
+        .expect("isolane dev exits");
+    assert!(!status.success());
+    assert!(dev.log().contains("no `main`"), "{}", dev.log());
+}

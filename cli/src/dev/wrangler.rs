@@ -66,6 +66,7 @@ pub fn worker(file: &Path, env: Option<&str>) -> anyhow::Result<DevWorker> {
             "wrangler key not supported; left out"
         );
     }
+    let code = worker.code(&project.config)?;
     let spec = worker.spec;
     let (env, json) = vars(&project, &spec)?;
     let names = env.keys().chain(json.keys()).map(String::as_str);
@@ -84,7 +85,6 @@ pub fn worker(file: &Path, env: Option<&str>) -> anyhow::Result<DevWorker> {
             .with_context(|| format!("{}: triggers.crons", project.path()))?;
     }
     let key = WorkerKey::new("dev", &worker.name);
-    let code = crate::bundle::load(&worker.main, &worker.rules)?;
     let (script, modules) = match code {
         Code::Script(script) => (script, None),
         Code::Modules(modules) => (String::new(), Some(modules)),

@@ -39,8 +39,10 @@ pub struct ProjectWorker {
     pub name: String,
     /// The spec, without code.
     pub spec: WorkerSpec,
-    /// The main module.
-    pub main: PathBuf,
+    /// The main module; none for an assets-only project (`assets` and no
+    /// `main`, as wrangler allows), whose code is one fixed module
+    /// ([`ProjectWorker::code`]).
+    pub main: Option<PathBuf>,
     /// `[[rules]]` before wrangler's defaults.
     pub rules: Rules,
     /// The project's keys not honoured, then the values within mapped keys.
@@ -87,8 +89,14 @@ pub fn worker(project: &Project) -> Result<ProjectWorker, SpecError> {
         path: path.clone(),
         source,
     })?;
-    let main = project.main()?;
-    unbuilt(&main).map_err(|m| value_error("main".into(), m))?;
+    let main = match project.main() {
+        Ok(main) => Some(main),
+        Err(ConfigError::NoMain { .. }) if config.assets.is_some() => None,
+        Err(error) => return Err(error.into()),
+    };
+    if let Some(main) = &main {
+        unbuilt(main).map_err(|m| value_error("main".into(), m))?;
+    }
     Ok(ProjectWorker {
         name: worker_name(project)?,
         spec,
