@@ -54,7 +54,7 @@ pub async fn run(
         Err(error) => return warn!(%error, "cannot make the registry client for bundles"),
     };
     let recorder = recorder(&client, config, caches);
-    let context = context(client, config, caches, metrics, artifacts);
+    let context = context(client.clone(), config, caches, metrics, artifacts);
     // Attached before the Workers are listed into the queue: an event in
     // between is queued twice at worst, never lost.
     let (_attached, queue) = caches.sinks.triggers.attach();
@@ -64,6 +64,14 @@ pub async fn run(
     let recorder = recorder.run(Arc::clone(&caches.sinks.claims_changed), move |keys| {
         triggers.workers(keys)
     });
+    let certificates = async {
+        match config.certificates {
+            Some(_) => {
+                crate::certificates::watch::run(client.clone(), caches.sinks.triggers.clone()).await
+            }
+            None => futures::future::pending().await,
+        }
+    };
     let controller = Controller::for_stream(
         futures::stream::pending::<Result<Worker, watcher::Error>>(),
         caches.workers.clone(),
@@ -83,6 +91,7 @@ pub async fn run(
         () = controller => info!("controller stopped"),
         () = caches.ended.cancelled() => warn!("the caches ended: stopping the controller"),
         () = recorder => {}
+        () = certificates => warn!("the Certificate watch ended"),
     }
 }
 
@@ -117,6 +126,8 @@ fn context(
         missing_reference_retry: config.missing_reference_retry,
         resync: config.resync,
     };
+    let certificates = (config.certificates.clone())
+        .map(|settings| crate::certificates::Certificates::new(client.clone(), settings));
     let store = config.storage.as_ref().and_then(|settings| {
         isolane_storage::Store::postgres(settings)
             .inspect_err(|error| {
@@ -135,6 +146,7 @@ fn context(
             caches.synced.clone(),
             artifacts,
         )
-        .with_store(store),
+        .with_store(store)
+        .with_certificates(certificates),
     )
 }
