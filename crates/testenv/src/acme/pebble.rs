@@ -91,10 +91,12 @@ impl Pebble {
             format!("-config={}", config_path.display()),
             format!("-dnsserver=127.0.0.1:{dns_port}"),
         ];
-        // No random sleep before validating, no nonces refused at random.
-        let envs: [(&str, &OsStr); 2] = [
+        // No random sleep before validating, no nonces refused at random,
+        // and every order validated anew (no authorization reused).
+        let envs: [(&str, &OsStr); 3] = [
             ("PEBBLE_VA_NOSLEEP", "1".as_ref()),
             ("PEBBLE_WFE_NONCEREJECT", "0".as_ref()),
+            ("PEBBLE_AUTHZREUSE", "0".as_ref()),
         ];
         let log = dir.path().join("pebble.log");
         let mut pebble = Process::spawn("pebble", &binary("pebble")?, args, &envs, &log)?;
