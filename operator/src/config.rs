@@ -344,8 +344,6 @@ impl Args {
         if self.concurrency == 0 {
             return Err(ConfigError::Concurrency);
         }
-        let bundle_registries = self.bundle_registries()?;
-        let registry_ca = self.registry_ca()?;
         let leader = self.leader_election.then(|| LeaderConfig {
             lease_name: self.leader_lease.clone(),
             identity: self
@@ -371,8 +369,8 @@ impl Args {
             certificates: self.certificates.settings(),
             storage: self.storage.settings(),
             plain_http_registries: self.plain_http_registries.clone(),
-            bundle_registries,
-            registry_ca,
+            bundle_registries: self.bundle_registries()?,
+            registry_ca: self.registry_ca()?,
         })
     }
 }

@@ -64,14 +64,7 @@ pub async fn run(
     let recorder = recorder.run(Arc::clone(&caches.sinks.claims_changed), move |keys| {
         triggers.workers(keys)
     });
-    let certificates = async {
-        match config.certificates {
-            Some(_) => {
-                crate::certificates::watch::run(client.clone(), caches.sinks.triggers.clone()).await
-            }
-            None => futures::future::pending().await,
-        }
-    };
+    let certificates = certificate_watch(config, &client, caches);
     let controller = Controller::for_stream(
         futures::stream::pending::<Result<Worker, watcher::Error>>(),
         caches.workers.clone(),
@@ -92,6 +85,18 @@ pub async fn run(
         () = caches.ended.cancelled() => warn!("the caches ended: stopping the controller"),
         () = recorder => {}
         () = certificates => warn!("the Certificate watch ended"),
+    }
+}
+
+/// The watch of the Workers' Certificates when they are asked for (never
+/// ending otherwise).
+async fn certificate_watch(config: &Config, client: &Client, caches: &Caches) {
+    match config.certificates {
+        Some(_) => {
+            let triggers = caches.sinks.triggers.clone();
+            crate::certificates::watch::run(client.clone(), triggers).await;
+        }
+        None => futures::future::pending().await,
     }
 }
 

@@ -82,13 +82,22 @@ pub fn condition(
         }
         return Some(("False", "HostNotAdmitted", lost_note()));
     }
+    let mut message = verdict(observed);
+    if !lost.is_empty() {
+        message.2 = format!("{}; {}", message.2, lost_note());
+    }
+    Some(message)
+}
+
+/// The condition for the admitted hosts' Certificates (`observed`, not empty).
+fn verdict(observed: &[Observed]) -> (&'static str, &'static str, String) {
     let hosts = |of: &[&Observed]| {
         of.iter()
             .map(|o| o.host.as_str())
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let mut message = if let Some(failed) = observed
+    if let Some(failed) = observed
         .iter()
         .find(|o| o.failed.is_some() && !o.is_ready())
     {
@@ -117,11 +126,7 @@ pub fn condition(
                 hosts(&waiting)
             ),
         )
-    };
-    if !lost.is_empty() {
-        message.2 = format!("{}; {}", message.2, lost_note());
     }
-    Some(message)
 }
 
 #[cfg(test)]
