@@ -11,7 +11,8 @@
 //! 3. a renewal forced as `cmctl renew` does (the Issuing condition) while
 //!    1,000+ HTTPS requests on new connections run: none fails, and both
 //!    the old and the new certificate are served;
-//! 4. the Worker deleted: its Certificate goes.
+//! 4. the Worker moved to another host: the old host's Certificate goes
+//!    and the new one's comes; the Worker deleted: that one goes too.
 
 // Shared with tls.rs, which uses the CA-based `open` this test does not.
 #[allow(dead_code)]
@@ -38,6 +39,8 @@ const SETTLE: Duration = Duration::from_secs(180);
 const DEMO: &str = "demo";
 const SQUATTER: &str = "squatter";
 const HOST: &str = "shop.acme.test";
+/// The host the Worker moves to.
+const OTHER_HOST: &str = "store.acme.test";
 /// The router's HTTP listener: HTTP-01 is always port 80.
 const HTTP_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 61);
 const ISSUER: &str = "pebble";
@@ -214,7 +217,23 @@ async fn certificates_are_issued_through_http01_answered_by_the_router_and_renew
         .count();
     assert!(validations >= 2, "{validations} validations");
 
-    // === 4. the Worker deleted: its Certificate goes ===
+    // === 4. the host lost, then the Worker deleted: its Certificates go ===
+    let moved = inline_worker("shop", URL_ECHO, &[OTHER_HOST]);
+    workers::apply(&client, DEMO, &moved).await;
+    wait_until("only the new host's Certificate", SETTLE, || async {
+        let hosts: Vec<String> = certificates(&cp, DEMO)
+            .await
+            .iter()
+            .filter_map(|c| {
+                c.data
+                    .pointer("/spec/dnsNames/0")?
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        hosts == [OTHER_HOST]
+    })
+    .await;
     let api: Api<isolane_crds::Worker> = Api::namespaced(client.clone(), DEMO);
     api.delete("shop", &DeleteParams::default())
         .await
