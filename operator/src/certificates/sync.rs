@@ -74,7 +74,8 @@ impl Certificates {
             .map_err(failed(key, "list"))?;
         let wanted = desired(worker, key, &admitted, &self.settings);
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        for certificate in &wanted {
+        let unchanged = |w: &DynamicObject| existing.items.iter().any(|e| is_current(e, w));
+        for certificate in wanted.iter().filter(|w| !unchanged(w)) {
             api.patch(&certificate.name_any(), &params, &Patch::Apply(certificate))
                 .await
                 .map_err(failed(key, "apply"))?;
@@ -165,6 +166,21 @@ impl Certificates {
     }
 }
 
+/// Whether `existing` says what `wanted` does (each field of its spec,
+/// its labels and owners): no write needed.
+fn is_current(existing: &DynamicObject, wanted: &DynamicObject) -> bool {
+    let spec_holds = match (wanted.data.get("spec"), existing.data.get("spec")) {
+        (Some(serde_json::Value::Object(want)), Some(have)) => want
+            .iter()
+            .all(|(field, value)| have.get(field) == Some(value)),
+        _ => false,
+    };
+    existing.name_any() == wanted.name_any()
+        && spec_holds
+        && existing.metadata.labels == wanted.metadata.labels
+        && existing.metadata.owner_references == wanted.metadata.owner_references
+}
+
 fn ignore_not_found(error: kube::Error) -> Result<(), kube::Error> {
     match &error {
         kube::Error::Api(response) if response.code == 404 => Ok(()),
@@ -192,4 +208,34 @@ fn hosts(
         }
     }
     (admitted.into_iter().collect(), lost_hosts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn certificate(issuer: &str, extra_status: bool) -> DynamicObject {
+        let mut object: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+            "metadata": {"name": "c", "namespace": "a", "labels": {WORKER_LABEL: "w"}},
+            "spec": {"dnsNames": ["a.example"], "issuerRef": {"name": issuer}},
+        }))
+        .unwrap();
+        if extra_status {
+            object.data["status"] = serde_json::json!({"conditions": []});
+            object.data["spec"]["duration"] = serde_json::json!("2160h");
+        }
+        object
+    }
+
+    #[test]
+    fn a_certificate_saying_the_same_is_not_written_again() {
+        let wanted = certificate("pebble", false);
+        // What cert-manager adds (status, defaults) does not count.
+        assert!(is_current(&certificate("pebble", true), &wanted));
+        assert!(!is_current(&certificate("other", true), &wanted));
+        let mut relabelled = certificate("pebble", true);
+        relabelled.metadata.labels = None;
+        assert!(!is_current(&relabelled, &wanted));
+    }
 }
