@@ -186,6 +186,14 @@ deps_otelcol() {
     log "otelcol: $("${here}/build-otelcol.sh")"
 }
 
+# The certificate tests' ACME parts (isolane_testenv::Acme): cert-manager
+# v1.21.2's controller (hack/cert-manager) and CRDs, Pebble v2.10.3 and its
+# pebble-challtestsrv, built from their Go modules once and cached
+# (hack/build-cert-manager.sh; about 8 minutes cold).
+deps_acme() {
+    log "acme: $("${here}/build-cert-manager.sh")"
+}
+
 # Prometheus and promtool 2.42 from Debian. Tests start their own server with
 # their own config, so the package's service is kept from starting and disabled.
 deps_prometheus() {
@@ -268,6 +276,7 @@ main() {
     deps_helm
     deps_registry
     deps_otelcol
+    deps_acme
     deps_prometheus
     deps_compat
     deps_containers

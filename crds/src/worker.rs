@@ -49,6 +49,12 @@ use isolane_worker::{
         description = "How requests are split between revisions"
     ),
     printcolumn(
+        name = "Certificate",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"CertificateReady\")].reason",
+        description = "How issuing the hosts' certificates goes (Issued, Pending, Failed, HostNotAdmitted); empty when certificates are off"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
@@ -409,7 +415,8 @@ pub struct WorkerStatus {
     #[schemars(length(max = 64))]
     pub revisions: Vec<RevisionStatus>,
 
-    /// `Ready`, `ScriptValid`, `RoutesAdmitted` and `ServicesBound`, each with a reason and message.
+    /// `Ready`, `ScriptValid`, `RoutesAdmitted` and `ServicesBound`, each with a reason and
+    /// message; `CertificateReady` too when the operator asks cert-manager for certificates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,

@@ -221,6 +221,8 @@ pub struct RouterOptions {
     pub extra_args: Vec<String>,
     /// More environment variables (`OTEL_*`).
     pub extra_env: Vec<(String, String)>,
+    /// Its HTTP ingress's address; a free port of 127.0.0.1 when unset.
+    pub listen: Option<SocketAddr>,
 }
 
 /// A running `isolane-router`.
@@ -240,7 +242,9 @@ impl Router {
     /// `options`).
     pub fn start(cp: &ControlPlane, dir: &Path, options: &RouterOptions) -> Self {
         let binary = process::binary("isolane-router", ROUTER_BIN_ENV);
-        let listen: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free local port")).into();
+        let listen: SocketAddr = options
+            .listen
+            .unwrap_or_else(|| ([127, 0, 0, 1], free_port().expect("a free local port")).into());
         let admin: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free local port")).into();
         let mut args: Vec<String> = [
             "--listen-addr",

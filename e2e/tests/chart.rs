@@ -104,6 +104,10 @@ const ALL_FEATURES: &[&str] = &[
     "--set",
     "webhook.certManager.enabled=true",
     "--set",
+    "certificates.enabled=true",
+    "--set",
+    "certificates.issuer.name=letsencrypt",
+    "--set",
     "node.kind=Deployment",
     "--set",
     "node.replicas=3",
@@ -365,6 +369,10 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
         "--set",
         "router.https.redirect=true",
         "--set",
+        "certificates.enabled=true",
+        "--set",
+        "certificates.issuer.name=letsencrypt",
+        "--set",
         "storage.postgres.existingSecret=kv-database",
         "--set",
         "storage.postgres.caConfigMap=kv-database-ca",
@@ -393,6 +401,7 @@ fn helm_values_map_one_to_one_to_the_binaries_flags() {
             [
                 &[
                     "operator/src/config.rs",
+                    "operator/src/certificates/settings.rs",
                     "crates/storage/src/postgres/settings.rs",
                 ][..],
                 &telemetry,
@@ -812,13 +821,18 @@ fn tracing_values_set_the_otel_variables_on_every_workload() {
 /// What a Role or ClusterRole grants on Secrets (the verbs of its rules
 /// that name them).
 fn secret_verbs(role: &Value) -> BTreeSet<String> {
+    resource_verbs(role, "secrets")
+}
+
+/// The verbs `role` grants on `resource`.
+fn resource_verbs(role: &Value, resource: &str) -> BTreeSet<String> {
     let rules = role["rules"].as_sequence().cloned().unwrap_or_default();
     rules
         .iter()
         .filter(|rule| {
             rule["resources"]
                 .as_sequence()
-                .is_some_and(|r| r.iter().any(|r| r.as_str() == Some("secrets")))
+                .is_some_and(|r| r.iter().any(|r| r.as_str() == Some(resource)))
         })
         .flat_map(|rule| rule["verbs"].as_sequence().cloned().unwrap_or_default())
         .filter_map(|verb| verb.as_str().map(str::to_owned))
@@ -877,4 +891,46 @@ fn https_adds_its_port_flags_and_only_list_watch_on_secrets() {
             && !secret_verbs(o).is_empty()),
         "no cluster-wide Secret access with a watched namespace"
     );
+}
+
+/// Automatic certificates (docs/tls.md): off by default, with no flag and
+/// no access to cert-manager's resources; on, the operator names the issuer
+/// and may manage Certificates, the router answers HTTP-01 and may read
+/// Challenges; an issuer name is required.
+#[test]
+fn certificates_add_the_issuer_flags_and_cert_manager_access() {
+    let off = documents(&template(&[]));
+    let operator = find(&off, "Deployment", "isolane-operator");
+    assert!(!env(operator).contains_key("ISOLANE_CERTIFICATES_ISSUER"));
+    assert!(!env(find(&off, "Deployment", "isolane-router")).contains_key("ISOLANE_ACME_HTTP01"));
+    let operator_role = "isolane-operator-isolane-system";
+    let router_role = "isolane-router-isolane-system";
+    assert!(resource_verbs(find(&off, "ClusterRole", operator_role), "certificates").is_empty());
+    assert!(resource_verbs(find(&off, "ClusterRole", router_role), "challenges").is_empty());
+
+    let on = documents(&template(&[
+        "--set",
+        "certificates.enabled=true",
+        "--set",
+        "certificates.issuer.kind=Issuer",
+        "--set",
+        "certificates.issuer.name=acme",
+    ]));
+    let operator = env(find(&on, "Deployment", "isolane-operator"));
+    assert_eq!(operator["ISOLANE_CERTIFICATES_ISSUER"], "acme");
+    assert_eq!(operator["ISOLANE_CERTIFICATES_ISSUER_KIND"], "issuer");
+    assert_eq!(
+        env(find(&on, "Deployment", "isolane-router"))["ISOLANE_ACME_HTTP01"],
+        "true"
+    );
+    let certificates = resource_verbs(find(&on, "ClusterRole", operator_role), "certificates");
+    for verb in ["create", "get", "list", "watch", "delete"] {
+        assert!(certificates.contains(verb), "{verb}: {certificates:?}");
+    }
+    let challenges = resource_verbs(find(&on, "ClusterRole", router_role), "challenges");
+    let expected: BTreeSet<String> = ["get", "list", "watch"].map(str::to_owned).into();
+    assert_eq!(challenges, expected);
+
+    let output = template_output(&["--set", "certificates.enabled=true"]);
+    assert!(!output.status.success(), "an issuer name is required");
 }

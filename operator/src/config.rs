@@ -142,6 +142,9 @@ pub struct Args {
     #[arg(long, env = ENV_HOST_RELEASE_GRACE, default_value = "24h", value_parser = parse_duration)]
     pub host_release_grace: Duration,
 
+    #[command(flatten)]
+    pub certificates: crate::certificates::CertificateArgs,
+
     /// A registry (host or host:port) whose bundles are pulled over plain
     /// HTTP rather than HTTPS, for a registry on loopback; repeat the flag
     /// or separate with commas. Runtime nodes take the same.
@@ -257,6 +260,8 @@ pub struct Config {
     pub reserved_hosts: Vec<isolane_worker::Reservation>,
     /// How long a host stays held after its namespace's last claim goes.
     pub host_release_grace: Duration,
+    /// cert-manager Certificates for admitted hosts, when asked for.
+    pub certificates: Option<crate::certificates::CertificateSettings>,
     /// The KV store, whose schema the operator migrates at start.
     pub storage: Option<isolane_storage::PostgresSettings>,
     /// Registries reached over plain HTTP.
@@ -339,8 +344,6 @@ impl Args {
         if self.concurrency == 0 {
             return Err(ConfigError::Concurrency);
         }
-        let bundle_registries = self.bundle_registries()?;
-        let registry_ca = self.registry_ca()?;
         let leader = self.leader_election.then(|| LeaderConfig {
             lease_name: self.leader_lease.clone(),
             identity: self
@@ -363,10 +366,11 @@ impl Args {
             resync: self.resync,
             reserved_hosts: self.reserved_hosts.clone(),
             host_release_grace: self.host_release_grace,
+            certificates: self.certificates.settings(),
             storage: self.storage.settings(),
             plain_http_registries: self.plain_http_registries.clone(),
-            bundle_registries,
-            registry_ca,
+            bundle_registries: self.bundle_registries()?,
+            registry_ca: self.registry_ca()?,
         })
     }
 }

@@ -54,7 +54,7 @@ pub async fn run(
         Err(error) => return warn!(%error, "cannot make the registry client for bundles"),
     };
     let recorder = recorder(&client, config, caches);
-    let context = context(client, config, caches, metrics, artifacts);
+    let context = context(client.clone(), config, caches, metrics, artifacts);
     // Attached before the Workers are listed into the queue: an event in
     // between is queued twice at worst, never lost.
     let (_attached, queue) = caches.sinks.triggers.attach();
@@ -64,6 +64,7 @@ pub async fn run(
     let recorder = recorder.run(Arc::clone(&caches.sinks.claims_changed), move |keys| {
         triggers.workers(keys)
     });
+    let certificates = certificate_watch(config, &client, caches);
     let controller = Controller::for_stream(
         futures::stream::pending::<Result<Worker, watcher::Error>>(),
         caches.workers.clone(),
@@ -83,6 +84,19 @@ pub async fn run(
         () = controller => info!("controller stopped"),
         () = caches.ended.cancelled() => warn!("the caches ended: stopping the controller"),
         () = recorder => {}
+        () = certificates => warn!("the Certificate watch ended"),
+    }
+}
+
+/// The watch of the Workers' Certificates when they are asked for (never
+/// ending otherwise).
+async fn certificate_watch(config: &Config, client: &Client, caches: &Caches) {
+    match config.certificates {
+        Some(_) => {
+            let triggers = caches.sinks.triggers.clone();
+            crate::certificates::watch::run(client.clone(), triggers).await;
+        }
+        None => futures::future::pending().await,
     }
 }
 
@@ -117,6 +131,8 @@ fn context(
         missing_reference_retry: config.missing_reference_retry,
         resync: config.resync,
     };
+    let certificates = (config.certificates.clone())
+        .map(|settings| crate::certificates::Certificates::new(client.clone(), settings));
     let store = config.storage.as_ref().and_then(|settings| {
         isolane_storage::Store::postgres(settings)
             .inspect_err(|error| {
@@ -135,6 +151,7 @@ fn context(
             caches.synced.clone(),
             artifacts,
         )
-        .with_store(store),
+        .with_store(store)
+        .with_certificates(certificates),
     )
 }

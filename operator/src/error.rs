@@ -48,6 +48,14 @@ pub enum Error {
         #[source]
         source: isolane_storage::StoreError,
     },
+    /// Asking cert-manager for a Worker's Certificates failed.
+    #[error("failed to {action} the Certificates of Worker {worker_id}")]
+    Certificates {
+        worker_id: String,
+        action: &'static str,
+        #[source]
+        source: Box<kube::Error>,
+    },
     /// The controller stopped before its caches had synced.
     #[error("the controller stopped before its caches synced")]
     NotSynced,
@@ -101,6 +109,7 @@ impl Error {
             Self::DeleteBundle { .. } => "delete_bundle",
             Self::ListBundles { .. } => "list_bundles",
             Self::DeleteAlarms { .. } => "delete_alarms",
+            Self::Certificates { .. } => "certificates",
             Self::NotSynced => "not_synced",
             Self::PatchStatus { .. } => "patch_status",
             Self::SerializeBundle { .. } => "serialize_bundle",

@@ -18,6 +18,7 @@
 pub mod artifact;
 pub mod bundle;
 pub mod caches;
+pub mod certificates;
 pub mod class_claim;
 pub mod config;
 pub mod controller;

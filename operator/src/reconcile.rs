@@ -34,6 +34,7 @@ use tokio::sync::watch;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::artifact::ArtifactChecker;
+use crate::certificates::Certificates;
 use crate::executor::Executor;
 use crate::index::WorkerIndex;
 use crate::metrics::Outcome;
@@ -59,6 +60,8 @@ pub struct Context {
     /// The durable store, when the cluster has one: a deleted Worker's
     /// Durable Object alarms are deleted there.
     store: Option<isolane_storage::Store>,
+    /// The Workers' Certificates, when they are asked for.
+    certificates: Option<Certificates>,
 }
 
 impl std::fmt::Debug for Context {
@@ -96,6 +99,7 @@ impl Context {
             failures: Mutex::new(HashMap::new()),
             artifacts,
             store: None,
+            certificates: None,
         }
     }
 
@@ -103,6 +107,13 @@ impl Context {
     #[must_use]
     pub fn with_store(mut self, store: Option<isolane_storage::Store>) -> Self {
         self.store = store;
+        self
+    }
+
+    /// Asks cert-manager for the Workers' Certificates through `certificates`.
+    #[must_use]
+    pub fn with_certificates(mut self, certificates: Option<Certificates>) -> Self {
+        self.certificates = certificates;
         self
     }
 
@@ -178,6 +189,9 @@ async fn apply(
     let observed = observe(worker, key, context).await?;
     let plan = plan::plan(worker, key, &observed, &context.settings)?;
     context.executor.execute(worker, key, &plan.steps).await?;
+    if let Some(certificates) = &context.certificates {
+        certificates.sync(worker, key, &observed.lost).await?;
+    }
     Ok((Action::requeue(plan.requeue), plan.outcome))
 }
 
@@ -247,6 +261,9 @@ fn bundles_of(
 
 async fn cleanup(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<Action, Error> {
     delete_alarms(worker, key, context).await?;
+    if let Some(certificates) = &context.certificates {
+        certificates.cleanup(key).await?;
+    }
     let bundles = context.executor.list_bundles().await?;
     for name in plan::cleanup(key, &bundles) {
         if let Err(error) = context.executor.delete_bundle(key, &name).await {

@@ -118,6 +118,16 @@ pub fn merge_conditions(
         .collect()
 }
 
+/// The conditions of `conditions` the reconcile writes (those of
+/// [`ConditionType::ALL`]), leaving others' (`CertificateReady`) out.
+fn own_conditions(conditions: &[Condition]) -> Vec<Condition> {
+    conditions
+        .iter()
+        .filter(|c| ConditionType::ALL.iter().any(|t| t.as_str() == c.type_))
+        .cloned()
+        .collect()
+}
+
 /// `http://<host><pathPrefix>` of the first route.
 pub fn url(routes: &[Route]) -> Option<String> {
     routes
@@ -209,7 +219,7 @@ impl DesiredStatus {
         current.is_some_and(|current| {
             current.observed_generation == self.status.observed_generation
                 && current.revision == self.status.revision
-                && current.conditions == self.status.conditions
+                && own_conditions(&current.conditions) == self.status.conditions
                 && current.url == self.status.url
                 && current.placement == self.status.placement
                 && current.traffic == self.status.traffic

@@ -86,6 +86,7 @@ impl Installation {
             resync: Duration::from_secs(1),
             reserved_hosts: Vec::new(),
             host_release_grace: Duration::from_secs(24 * 3600),
+            certificates: None,
             plain_http_registries: Vec::new(),
             bundle_registries: isolane_artifact::AllowedRegistries::Listed(Vec::new()),
             registry_ca: None,

@@ -41,6 +41,7 @@ fn config() -> Config {
         resync: Duration::from_secs(600),
         reserved_hosts: Vec::new(),
         host_release_grace: std::time::Duration::from_secs(24 * 3600),
+        certificates: None,
         plain_http_registries: Vec::new(),
         bundle_registries: isolane_artifact::AllowedRegistries::Listed(Vec::new()),
         registry_ca: None,

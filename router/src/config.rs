@@ -496,6 +496,8 @@ mod tests {
         assert_eq!(on.tls_listen_addr, Some("127.0.0.1:8443".parse().unwrap()));
         assert!(on.redirect_to_https);
         assert_eq!(on.https_port, 8443);
+        assert!(!off.acme_http01);
+        assert!(parse(&["--acme-http01"]).unwrap().https.acme_http01);
         // A redirect to nowhere is refused.
         let argv = ["isolane-router", "--insecure-grpc", "--redirect-to-https"];
         assert!(Args::try_parse_from(argv).is_err());

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use isolane_router::config::{Args, Config};
 use isolane_router::server::{self, HttpsIngress, Ingress, RouterWorkers};
-use isolane_router::tls::{self, Redirect, SniResolver};
+use isolane_router::tls::{self, Http01, Redirect, SniResolver};
 use isolane_router::{Proxy, RouterMetrics, watch};
 use isolane_telemetry::{
     AdminServer, EXIT_USAGE, Readiness, ReadyHandle, init_tracing, parse_args, shutdown_signal,
@@ -69,6 +69,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let workers_ready = readiness.register("workers");
     let leases_ready = readiness.register("leases");
     let tls_ready = (config.https.tls_listen_addr).map(|_| readiness.register("tls-secrets"));
+    let http01_ready = (config.https.acme_http01).then(|| readiness.register("acme-challenges"));
     let proxy = Proxy::builder(config.proxy, Arc::clone(&metrics))
         .reservations(config.reserved_hosts.clone())
         .trusted_proxies(config.trusted_proxies.clone())
@@ -154,7 +155,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         }
     });
     let namespace = config.watch_namespace.as_deref();
-    let ingress = ingress(
+    let mut ingress = ingress(
         &config.https,
         namespace,
         listener,
@@ -163,6 +164,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         &client,
         tls_ready,
     )?;
+    ingress.http01 = http01_ready.map(|ready| http01(namespace, &proxy, &metrics, &client, ready));
     let workers = RouterWorkers::spawn_ingress(
         ingress,
         config.workers,
@@ -197,6 +199,7 @@ fn ingress(
             plain,
             https: None,
             redirect: None,
+            http01: None,
         });
     };
     let resolver = Arc::new(SniResolver::new(proxy.clone()));
@@ -217,7 +220,29 @@ fn ingress(
         plain,
         https: Some(HttpsIngress { listener, acceptor }),
         redirect,
+        http01: None,
     })
+}
+
+/// The ACME HTTP-01 responder, whose Challenge watch starts here (`ready`
+/// once it has listed them).
+fn http01(
+    namespace: Option<&str>,
+    proxy: &Proxy,
+    metrics: &Arc<RouterMetrics>,
+    client: &kube::Client,
+    ready: ReadyHandle,
+) -> Arc<Http01> {
+    let http01 = Arc::new(Http01::new(proxy.clone()));
+    tokio::spawn({
+        let (client, metrics) = (client.clone(), Arc::clone(metrics));
+        let (namespace, http01) = (namespace.map(str::to_owned), Arc::clone(&http01));
+        async move {
+            tls::challenge_watch::challenges(client, namespace.as_deref(), http01, metrics, ready)
+                .await;
+        }
+    });
+    http01
 }
 
 /// What the aggregated API server answers from, besides the apiserver's

@@ -27,8 +27,9 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::answer::ResponseBody;
 use crate::proxy::Proxy;
-use crate::tls::Redirect;
+use crate::tls::{Http01, Redirect};
 
 /// How long a client may take to send its first bytes and each request head.
 pub const HEADER_READ_TIMEOUT: Duration = edge::HEADER_READ_TIMEOUT;
@@ -106,6 +107,19 @@ struct Door {
     https: bool,
     /// Plain requests for hosts with a certificate go to HTTPS.
     redirect: Option<Arc<Redirect>>,
+    /// ACME HTTP-01 challenges answered here, before any redirect.
+    http01: Option<Arc<Http01>>,
+}
+
+impl Door {
+    /// The router's own answer to `request`, if it has one: an ACME
+    /// challenge's key, or a redirect to HTTPS.
+    fn answer<B>(&self, request: &hyper::Request<B>) -> Option<hyper::Response<ResponseBody>> {
+        if let Some(response) = self.http01.as_deref().and_then(|h| h.answer(request)) {
+            return Some(response);
+        }
+        self.redirect.as_deref().and_then(|r| r.answer(request))
+    }
 }
 
 /// Serves `listener` with `proxy` through `handshake` until `shutdown`:
@@ -123,13 +137,13 @@ async fn serve_door(
         // worked out once, here.
         let client = Arc::new(proxy.client(peer).over_https(door.https));
         let proxy = proxy.clone();
-        let redirect = door.redirect.clone();
+        let door = door.clone();
         service_fn(move |request: hyper::Request<Incoming>| {
             let proxy = proxy.clone();
             let client = Arc::clone(&client);
-            let redirected = redirect.as_deref().and_then(|r| r.answer(&request));
+            let own = door.answer(&request);
             async move {
-                if let Some(response) = redirected {
+                if let Some(response) = own {
                     return Ok::<_, Infallible>(response);
                 }
                 // The upgrade's future is boxed: a plain request's future
@@ -162,6 +176,8 @@ pub struct Ingress {
     pub https: Option<HttpsIngress>,
     /// Whether plain requests for hosts with a certificate are redirected.
     pub redirect: Option<Redirect>,
+    /// Whether the plain ingress answers ACME HTTP-01 challenges.
+    pub http01: Option<Arc<Http01>>,
 }
 
 /// The HTTPS ingress's socket and TLS configuration.
@@ -187,6 +203,7 @@ impl Ingress {
         let door = Door {
             https: false,
             redirect: self.redirect.map(Arc::new),
+            http01: self.http01,
         };
         let plain = async {
             match TcpListener::from_std(self.plain) {
@@ -202,7 +219,7 @@ impl Ingress {
             };
             let door = Door {
                 https: true,
-                redirect: None,
+                ..Door::default()
             };
             let handshake = Wrapped(move |stream| acceptor.accept(stream));
             match TcpListener::from_std(listener) {
@@ -238,6 +255,7 @@ impl RouterWorkers {
             plain: listener,
             https: None,
             redirect: None,
+            http01: None,
         };
         Self::spawn_ingress(ingress, workers, proxy, shutdown, grace)
     }

@@ -15,9 +15,13 @@
 //! that does not fit its certificate, no DNS name) is skipped with a
 //! warning and counted (`isolane_router_tls_secrets{state="rejected"}`).
 //! [`Redirect`] optionally sends plain-HTTP requests for hosts with a
-//! certificate to HTTPS. docs/tls.md covers the flags and the Secret.
+//! certificate to HTTPS. [`Http01`] answers cert-manager's ACME HTTP-01
+//! challenges for hosts their namespace owns (`--acme-http01`). docs/tls.md
+//! covers the flags, the Secret and automatic certificates.
 
 mod certs;
+pub mod challenge_watch;
+mod challenges;
 mod config;
 mod redirect;
 mod resolver;
@@ -25,6 +29,7 @@ mod store;
 pub mod watch;
 
 pub use certs::{CertError, Loaded, load};
+pub use challenges::{Challenge, ChallengeSet, HTTP01, Http01};
 pub use config::{HttpsArgs, server_config};
 pub use redirect::{ACME_CHALLENGE_PREFIX, Redirect};
 pub use resolver::{HostOwners, SniResolver};

@@ -14,6 +14,9 @@ pub enum Component {
     Postgres,
     Registry,
     Collector,
+    Pebble,
+    PebbleDns,
+    CertManager,
 }
 
 impl fmt::Display for Component {
@@ -29,6 +32,9 @@ impl fmt::Display for Component {
             Self::Postgres => "postgres",
             Self::Registry => "registry",
             Self::Collector => "otelcol",
+            Self::Pebble => "pebble",
+            Self::PebbleDns => "pebble-challtestsrv",
+            Self::CertManager => "cert-manager",
         })
     }
 }

@@ -79,7 +79,7 @@ impl Config {
     }
 
     /// The cache directory of `hack/build-apiserver.sh`.
-    fn cache_dir(&self) -> Result<PathBuf, Error> {
+    pub(crate) fn cache_dir(&self) -> Result<PathBuf, Error> {
         match &self.cache_dir {
             Some(dir) => Ok(dir.clone()),
             None => std::env::var_os("HOME")

@@ -37,6 +37,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod acme;
 pub mod big_module;
 pub mod collector;
 mod component;
@@ -69,6 +70,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ObjectMeta, PostParams};
 use tracing::{info, warn};
 
+pub use acme::{CERT_MANAGER_VERSION, CertManager, PEBBLE_VERSION, Pebble};
 pub use collector::Collector;
 pub use component::Component;
 pub use config::NodeConfig;

@@ -43,9 +43,9 @@ pub struct Connection {
 }
 
 /// A client config trusting only `ca`, offering `alpn`.
-fn config(ca: &TestCa, alpn: &[u8]) -> rustls::ClientConfig {
+fn config(root_pem: &str, alpn: &[u8]) -> rustls::ClientConfig {
     let mut roots = RootCertStore::empty();
-    let ca = CertificateDer::from_pem_slice(ca.cert_pem().as_bytes()).expect("the CA's PEM");
+    let ca = CertificateDer::from_pem_slice(root_pem.as_bytes()).expect("the CA's PEM");
     roots.add(ca).expect("the CA as a root");
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
@@ -66,7 +66,17 @@ impl Connection {
         ca: &TestCa,
         alpn: &[u8],
     ) -> Result<Self, String> {
-        let connector = TlsConnector::from(Arc::new(config(ca, alpn)));
+        Self::open_trusting(addr, host, &ca.cert_pem(), alpn).await
+    }
+
+    /// [`Connection::open`] trusting only the root `root_pem` (PEM).
+    pub async fn open_trusting(
+        addr: SocketAddr,
+        host: &str,
+        root_pem: &str,
+        alpn: &[u8],
+    ) -> Result<Self, String> {
+        let connector = TlsConnector::from(Arc::new(config(root_pem, alpn)));
         let name = ServerName::try_from(host.to_owned()).map_err(|e| e.to_string())?;
         let handshake = async {
             let tcp = TcpStream::connect(addr).await?;

@@ -14,6 +14,8 @@ use super::SniResolver;
 pub const ENV_TLS_LISTEN_ADDR: &str = "ISOLANE_TLS_LISTEN_ADDR";
 /// Env var for `--redirect-to-https`.
 pub const ENV_REDIRECT_TO_HTTPS: &str = "ISOLANE_REDIRECT_TO_HTTPS";
+/// Env var for `--acme-http01`.
+pub const ENV_ACME_HTTP01: &str = "ISOLANE_ACME_HTTP01";
 /// Env var for `--https-port`.
 pub const ENV_HTTPS_PORT: &str = "ISOLANE_HTTPS_PORT";
 
@@ -36,6 +38,13 @@ pub struct HttpsArgs {
     /// (the Service's, not necessarily the listener's).
     #[arg(long, env = ENV_HTTPS_PORT, default_value_t = 443)]
     pub https_port: u16,
+
+    /// Answer cert-manager's ACME HTTP-01 challenges on the plain ingress:
+    /// watch `Challenge`s (acme.cert-manager.io/v1) and answer
+    /// `/.well-known/acme-challenge/<token>` for a host with the key of a
+    /// Challenge in the namespace that owns the host (docs/tls.md).
+    #[arg(long, env = ENV_ACME_HTTP01)]
+    pub acme_http01: bool,
 }
 
 /// The HTTPS ingress's TLS configuration, certificates from `resolver`.

@@ -230,3 +230,85 @@ fn only_tls_1_2_and_1_3_with_aead_suites_and_both_alpn_protocols() {
         }
     }
 }
+
+fn challenge(namespace: &str, host: &str, token: &str, key: &str) -> super::Challenge {
+    super::Challenge {
+        namespace: namespace.to_owned(),
+        host: host.to_owned(),
+        token: token.to_owned(),
+        key: key.to_owned(),
+    }
+}
+
+fn get(uri: &str) -> http::Request<()> {
+    http::Request::get(uri).body(()).unwrap()
+}
+
+#[tokio::test]
+async fn http01_keys_are_given_only_for_hosts_the_challenge_namespace_owns() {
+    use http_body_util::BodyExt;
+    let http01 = super::Http01::new(owners(&[("app.example", "a"), ("*.w.example", "b")]));
+    http01.replace(super::ChallengeSet::new([
+        challenge("a", "app.example", "tok1", "tok1.thumb-a"),
+        // Another namespace's challenge for a's host: never answered.
+        challenge("b", "app.example", "tok2", "tok2.thumb-b"),
+        // Owned through b's wildcard.
+        challenge("b", "x.w.example", "tok3", "tok3.thumb-b"),
+    ]));
+    let path = "/.well-known/acme-challenge";
+    let response = http01
+        .answer(&get(&format!("http://APP.example:80{path}/tok1")))
+        .expect("a's challenge is answered");
+    assert_eq!(response.status(), http::StatusCode::OK);
+    assert_eq!(
+        response.headers()[http::header::CONTENT_TYPE],
+        "text/plain; charset=utf-8"
+    );
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(&body[..], b"tok1.thumb-a");
+    // By the Host header too (origin-form, as HTTP/1.1 clients send).
+    let by_header = http::Request::get(format!("{path}/tok1"))
+        .header(http::header::HOST, "app.example")
+        .body(())
+        .unwrap();
+    assert!(http01.answer(&by_header).is_some());
+    assert_eq!(
+        http01.key_for("x.w.example", "tok3").as_deref(),
+        Some("tok3.thumb-b")
+    );
+    for unanswered in [
+        format!("http://app.example{path}/tok2"),
+        format!("http://app.example{path}/unknown"),
+        format!("http://other.example{path}/tok1"),
+        format!("http://app.example{path}/"),
+        format!("http://app.example{path}/tok1/more"),
+        "http://app.example/tok1".to_owned(),
+    ] {
+        assert!(http01.answer(&get(&unanswered)).is_none(), "{unanswered}");
+    }
+    let post = http::Request::post(format!("http://app.example{path}/tok1"))
+        .body(())
+        .unwrap();
+    assert!(http01.answer(&post).is_none());
+    // Once the challenge is gone, so is its answer.
+    http01.replace(super::ChallengeSet::default());
+    assert!(http01.key_for("app.example", "tok1").is_none());
+}
+
+#[test]
+fn challenges_are_read_from_cert_managers_objects() {
+    use kube::core::DynamicObject;
+    let object = |kind: &str| -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "acme.cert-manager.io/v1",
+            "kind": "Challenge",
+            "metadata": {"name": "c1", "namespace": "a"},
+            "spec": {"type": kind, "dnsName": "App.Example", "token": "t", "key": "t.k"},
+        }))
+        .unwrap()
+    };
+    let (key, read) = super::challenge_watch::read(&object("HTTP-01"));
+    assert_eq!(key, "a/c1");
+    assert_eq!(read, Some(challenge("a", "app.example", "t", "t.k")));
+    assert_eq!(super::challenge_watch::read(&object("DNS-01")).1, None);
+}

@@ -1,0 +1,281 @@
+//! Automatic certificates (issue 61): cert-manager's controller (built from
+//! its Go module) with an ACME ClusterIssuer against Pebble, the operator
+//! asking for a Certificate per admitted host, the router answering the
+//! HTTP-01 challenges on 127.0.0.61:80 (Pebble's DNS resolves every name
+//! there) and serving the issued Secret over HTTPS:
+//! 1. `demo`'s Worker gets its Certificate through an HTTP-01 challenge the
+//!    router answered; its CertificateReady is Issued; HTTPS over HTTP/1.1
+//!    and HTTP/2, trusting only Pebble's issuing root, reaches the Worker;
+//! 2. a younger Worker of `squatter` claiming the same host gets no
+//!    Certificate, and its condition names the holder;
+//! 3. a renewal forced as `cmctl renew` does (the Issuing condition) while
+//!    1,000+ HTTPS requests on new connections run: none fails, and both
+//!    the old and the new certificate are served;
+//! 4. the Worker moved to another host: the old host's Certificate goes
+//!    and the new one's comes; the Worker deleted: that one goes too.
+
+// Shared with tls.rs, which uses the CA-based `open` this test does not.
+#[allow(dead_code)]
+#[path = "tls/client.rs"]
+mod client;
+#[path = "acme/issuer.rs"]
+mod issuer;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use client::{Connection, H1, H2};
+use isolane_e2e::cluster::{Cluster, ClusterOptions, RouterOptions};
+use isolane_e2e::ingress::Ingress;
+use isolane_e2e::operator::OperatorOptions;
+use isolane_e2e::workers::{self, has_condition, inline_worker};
+use isolane_testenv::acme::cert_manager_crds;
+use isolane_testenv::{CertManager, ControlPlane, Pebble, free_port, wait_until};
+use kube::Api;
+use kube::api::{DeleteParams, ListParams};
+use kube::core::DynamicObject;
+
+const SETTLE: Duration = Duration::from_secs(180);
+const DEMO: &str = "demo";
+const SQUATTER: &str = "squatter";
+const HOST: &str = "shop.acme.test";
+/// The host the Worker moves to.
+const OTHER_HOST: &str = "store.acme.test";
+/// The router's HTTP listener: HTTP-01 is always port 80.
+const HTTP_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 61);
+const ISSUER: &str = "pebble";
+/// How many HTTPS requests, each on a new connection, run across the renewal.
+const REQUESTS: usize = 1000;
+
+const URL_ECHO: &str = "export default { fetch(request) { return new Response(request.url); } };";
+
+fn options(https: SocketAddr) -> ClusterOptions {
+    ClusterOptions {
+        nodes: 1,
+        router: RouterOptions {
+            listen: Some((HTTP_IP, 80).into()),
+            extra_args: vec![
+                "--tls-listen-addr".to_owned(),
+                https.to_string(),
+                "--acme-http01".to_owned(),
+            ],
+            ..RouterOptions::default()
+        },
+        operator: OperatorOptions {
+            extra_args: vec!["--certificates-issuer".to_owned(), ISSUER.to_owned()],
+            ..OperatorOptions::default()
+        },
+        ..ClusterOptions::default()
+    }
+}
+
+/// The parts: Pebble, cert-manager (its CRDs applied), the system, the issuer.
+async fn start(
+    cp: &ControlPlane,
+    dir: &std::path::Path,
+    https: SocketAddr,
+) -> (Pebble, CertManager, Cluster) {
+    let pebble = Pebble::start(HTTP_IP, Duration::from_secs(3600)).expect("Pebble starts");
+    cp.apply_file(cert_manager_crds().expect("cert-manager's CRDs are built"))
+        .await
+        .expect("apply cert-manager's CRDs");
+    cp.create_namespace("cert-manager")
+        .await
+        .expect("cert-manager's namespace");
+    let cert_manager = CertManager::start(cp.kubeconfig_path(), "cert-manager", &pebble.dns_addr())
+        .expect("cert-manager starts");
+    workers::prepare(cp, &[DEMO, SQUATTER]).await;
+    let cluster = Cluster::start(cp, dir, options(https)).await;
+    issuer::create(cp, ISSUER, &pebble).await;
+    issuer::wait_ready(cp, ISSUER, SETTLE).await;
+    (pebble, cert_manager, cluster)
+}
+
+/// `namespace`'s Certificates.
+async fn certificates(cp: &ControlPlane, namespace: &str) -> Vec<DynamicObject> {
+    let resource = issuer::certificate_resource();
+    let api: Api<DynamicObject> = Api::namespaced_with(cp.client(), namespace, &resource);
+    api.list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+}
+
+/// `GET /` for HOST over a new HTTPS connection: the body and the leaf served.
+async fn fetch(https: SocketAddr, root: &str, alpn: &[u8]) -> Result<(String, Vec<u8>), String> {
+    let mut connection = Connection::open_trusting(https, HOST, root, alpn).await?;
+    if connection.alpn.as_deref() != Some(alpn) {
+        return Err(format!("ALPN chose {:?}", connection.alpn));
+    }
+    let (status, body) = connection.get("/").await?;
+    if status != 200 {
+        return Err(format!("status {status}: {body}"));
+    }
+    Ok((body, connection.peer.clone()))
+}
+
+/// Pebble's log shows the HTTP-01 validation of HOST on port 80, which
+/// resolves to the router's listener alone, and the authorization valid.
+fn assert_validated_by_the_router(pebble: &Pebble, cluster: &Cluster) {
+    assert_eq!(cluster.ingress(), SocketAddr::from((HTTP_IP, 80)));
+    let log = pebble.process().log();
+    let asked =
+        format!("Attempting to validate w/ HTTP: http://{HOST}:80/.well-known/acme-challenge/");
+    assert!(
+        log.contains(&asked),
+        "no HTTP-01 validation of {HOST}:\n{log}"
+    );
+    assert!(
+        log.contains("set VALID by completed challenge"),
+        "not valid:\n{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificates_are_issued_through_http01_answered_by_the_router_and_renewed_live() {
+    let cp = ControlPlane::start().await.expect("control plane starts");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let https: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free port")).into();
+    let (pebble, _cert_manager, cluster) = start(&cp, dir.path(), https).await;
+    let client = cp.client();
+
+    // === 1. issued through HTTP-01, served over HTTPS ===
+    workers::apply(&client, DEMO, &inline_worker("shop", URL_ECHO, &[HOST])).await;
+    workers::wait_for_worker(
+        &client,
+        DEMO,
+        "shop",
+        "to have its certificate",
+        SETTLE,
+        |w| has_condition(w, "CertificateReady", "True", Some("Issued")),
+    )
+    .await;
+    let certs = certificates(&cp, DEMO).await;
+    assert_eq!(certs.len(), 1, "one Certificate for the one host");
+    assert_validated_by_the_router(&pebble, &cluster);
+    // Anything else under the challenge path still reaches the Worker.
+    let ingress = Ingress::new(cluster.ingress());
+    let other = ingress
+        .get(HOST, "/.well-known/acme-challenge/not-a-token")
+        .await;
+    let other = other.expect("a plain answer");
+    assert_eq!(
+        other.body,
+        format!("http://{HOST}/.well-known/acme-challenge/not-a-token")
+    );
+    let root = issuer::issuing_root(&pebble).await;
+    let mut first = None;
+    for alpn in [H1, H2] {
+        let (body, leaf) = wait_until("HTTPS to answer with Pebble's certificate", SETTLE, || {
+            fetch(https, &root, alpn)
+        })
+        .await;
+        assert_eq!(body, format!("https://{HOST}/"));
+        first = Some(leaf);
+    }
+    let first = first.expect("a leaf");
+
+    // === 2. the squatter's younger claim gets no certificate ===
+    workers::apply(
+        &client,
+        SQUATTER,
+        &inline_worker("squat", URL_ECHO, &[HOST]),
+    )
+    .await;
+    let squat =
+        workers::wait_for_worker(&client, SQUATTER, "squat", "to be told why", SETTLE, |w| {
+            has_condition(w, "CertificateReady", "False", Some("HostNotAdmitted"))
+        })
+        .await;
+    let message = &workers::condition(&squat, "CertificateReady")
+        .expect("the condition")
+        .message;
+    assert!(
+        message.contains(HOST) && message.contains(DEMO),
+        "{message}"
+    );
+    assert!(
+        certificates(&cp, SQUATTER).await.is_empty(),
+        "no Certificate for the squatter"
+    );
+
+    // === 3. renewal under load on new connections ===
+    let name = certs[0].metadata.name.clone().expect("a name");
+    let seen = renew_under_load(&cp, https, &root, &name, &first).await;
+    assert!(seen.0 >= REQUESTS, "{} requests", seen.0);
+    assert!(
+        seen.1 > 0 && seen.2 > 0,
+        "old served {} times, new {} times",
+        seen.1,
+        seen.2
+    );
+    // The renewal's order was validated through the router again.
+    let validations = pebble
+        .process()
+        .log()
+        .matches("set VALID by completed challenge")
+        .count();
+    assert!(validations >= 2, "{validations} validations");
+
+    // === 4. the host lost, then the Worker deleted: its Certificates go ===
+    let moved = inline_worker("shop", URL_ECHO, &[OTHER_HOST]);
+    workers::apply(&client, DEMO, &moved).await;
+    wait_until("only the new host's Certificate", SETTLE, || async {
+        let hosts: Vec<String> = certificates(&cp, DEMO)
+            .await
+            .iter()
+            .filter_map(|c| {
+                c.data
+                    .pointer("/spec/dnsNames/0")?
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        hosts == [OTHER_HOST]
+    })
+    .await;
+    let api: Api<isolane_crds::Worker> = Api::namespaced(client.clone(), DEMO);
+    api.delete("shop", &DeleteParams::default())
+        .await
+        .expect("delete the Worker");
+    wait_until("the Certificate to be deleted", SETTLE, || async {
+        certificates(&cp, DEMO).await.is_empty()
+    })
+    .await;
+}
+
+/// Forces a renewal of Certificate `name` while HTTPS requests on new
+/// connections run (at least [`REQUESTS`], and until the new certificate
+/// was served a while); none may fail. Returns (requests, old served, new
+/// served).
+async fn renew_under_load(
+    cp: &ControlPlane,
+    https: SocketAddr,
+    root: &str,
+    name: &str,
+    first: &[u8],
+) -> (usize, usize, usize) {
+    let (mut total, mut old, mut new) = (0, 0, 0);
+    let started = std::time::Instant::now();
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    issuer::renew(cp, DEMO, name).await;
+    while total < REQUESTS || new < 50 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "renewal not seen: {total} requests, {new} new"
+        );
+        let alpn = if total % 2 == 0 { H1 } else { H2 };
+        let (body, leaf) = fetch(https, root, alpn)
+            .await
+            .unwrap_or_else(|error| panic!("request {total} failed: {error}"));
+        assert_eq!(body, format!("https://{HOST}/"));
+        total += 1;
+        if leaf == first { old += 1 } else { new += 1 }
+    }
+    println!(
+        "renewal under load: {total} HTTPS requests on new connections in {:?}, 0 failed; \
+         old certificate served {old} times, new {new}",
+        started.elapsed()
+    );
+    (total, old, new)
+}
