@@ -14,7 +14,9 @@
 //!   stays at the API calls made, and the node counts each asset answer
 //!   (`isolane_node_asset_answers_total`);
 //! - the Worker reaches the same assets through `env.ASSETS` (wrangler's
-//!   `assets.binding`, carried in the artifact's settings).
+//!   `assets.binding`, carried in the artifact's settings);
+//! - an assets-only project (no `main`) deployed beside it answers its page,
+//!   and its 404 page for a path no asset matches.
 
 use std::path::Path;
 use std::process::Command;
@@ -66,12 +68,35 @@ fn write_project(dir: &Path) {
     std::fs::write(public.join("_redirects"), "/old /index.html 301\n").expect("write");
 }
 
-/// `isolane deploy` of the project with the control plane's kubeconfig.
-fn deploy(cp: &ControlPlane, registry: &Registry, dir: &Path) -> String {
+/// An assets-only project (no `main`) on [`BROCHURE_HOST`], with a 404
+/// page.
+fn write_assets_only_project(dir: &Path) {
+    std::fs::create_dir_all(dir.join("public")).expect("mkdir");
+    std::fs::write(
+        dir.join("wrangler.toml"),
+        format!(
+            "name = \"brochure\"\ncompatibility_date = \"2025-06-01\"\n\
+             routes = [{{ pattern = \"{BROCHURE_HOST}\", custom_domain = true }}]\n\
+             [assets]\ndirectory = \"public\"\nnot_found_handling = \"404-page\"\n"
+        ),
+    )
+    .expect("write");
+    std::fs::write(dir.join("public/index.html"), "<h1>brochure</h1>").expect("write");
+    std::fs::write(dir.join("public/404.html"), "<h1>not here</h1>").expect("write");
+}
+
+const BROCHURE_HOST: &str = "brochure.test";
+
+/// `isolane deploy` of the project with the control plane's kubeconfig,
+/// pushed to `<registry>/site/<repository>`.
+fn deploy(cp: &ControlPlane, registry: &Registry, dir: &Path, repository: &str) -> String {
     let output = Command::new(binary("isolane", "ISOLANE_BIN"))
         .current_dir(dir)
         .args(["deploy", "-n", NAMESPACE, "--plain-http"])
-        .args(["--repository", &format!("{}/site/app", registry.host())])
+        .args([
+            "--repository",
+            &format!("{}/site/{repository}", registry.host()),
+        ])
         .args(["--pull-secret", PULL_SECRET])
         .env("KUBECONFIG", cp.kubeconfig_path())
         .env("ISOLANE_REGISTRY_USERNAME", registry.username())
@@ -108,7 +133,7 @@ async fn deployed_assets_are_answered_by_the_node_without_the_worker() {
     let dir = tempfile::tempdir().expect("temp dir");
     let project = dir.path().join("project");
     write_project(&project);
-    let pushed = deploy(&cp, &registry, &project);
+    let pushed = deploy(&cp, &registry, &project, "app");
     assert!(pushed.contains("4 asset files"), "{pushed}");
     let options = registry_cluster(&registry, Vec::new());
     let cluster = Cluster::start(&cp, dir.path(), options).await;
@@ -197,5 +222,36 @@ async fn deployed_assets_are_answered_by_the_node_without_the_worker() {
     assert_eq!(
         answers, 6.0,
         "/, the script, 304, 206, 301 and the SPA page"
+    );
+
+    assets_only_project_is_served(&cp, &registry, dir.path(), &ingress).await;
+}
+
+/// An assets-only project deployed beside: its page, and its 404 page for a
+/// path no asset matches.
+async fn assets_only_project_is_served(
+    cp: &ControlPlane,
+    registry: &Registry,
+    dir: &Path,
+    ingress: &Ingress,
+) {
+    let project = dir.join("brochure");
+    write_assets_only_project(&project);
+    deploy(cp, registry, &project, "brochure");
+    wait_ready(&cp.client(), NAMESPACE, "brochure", SETTLE).await;
+    let page = wait_until("the assets-only Worker answers", SETTLE, || async {
+        let reply = ingress.get(BROCHURE_HOST, "/").await.ok()?;
+        (reply.status == 200).then_some(reply)
+    })
+    .await;
+    assert_eq!(page.body, "<h1>brochure</h1>");
+    let missing = ingress
+        .get(BROCHURE_HOST, "/nowhere")
+        .await
+        .expect("GET /nowhere");
+    assert_eq!(
+        (missing.status, missing.body.as_str()),
+        (404, "<h1>not here</h1>"),
+        "the 404 page, through the assets-only Worker's binding"
     );
 }
