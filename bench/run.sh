@@ -14,7 +14,7 @@
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
 # (warm distributed cold pool density placement operator neighbours websocket
-# state fleet bundles assets);
+# state fleet bundles assets https);
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
@@ -124,6 +124,7 @@ if $quick; then
   fleet=(--requests 2000000 --warmup 500000)
   bundles=(--samples 2)
   assets=(--rounds 1 --secs 2)
+  https=(--rounds 1 --secs 2)
 else
   http=(--connections 1,16,64 --rounds ${ISOLANE_BENCH_ROUNDS:-3} --secs 5)
   cold=(--workers 200 --starts 10)
@@ -138,9 +139,10 @@ else
   fleet=()
   bundles=(--samples 5)
   assets=(--rounds 3 --secs 4)
+  https=(--rounds 3 --secs 5)
 fi
 
-only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet bundles assets}"
+only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet bundles assets https}"
 wants() { [[ " $only " == *" $1 "* ]]; }
 common=(--results "$results" --work "$work")
 bench="$bin/isolane-bench"
@@ -203,6 +205,12 @@ fi
 if $needs_apiserver; then
   step bundles 900 "$bench" bundles "${common[@]}" --isolane "$bin/isolane" \
     "${workerd_args[@]}" --bin-dir "$bin" "${bundles[@]}"
+fi
+
+# HTTPS at the router vs plain HTTP, keep-alive and a handshake per request
+# (issue 61).
+if $needs_apiserver; then
+  step https 600 "$bench" https "${common[@]}" --bin-dir "$bin" "${https[@]}"
 fi
 
 # Static assets: isolane dev vs wrangler dev (workerd) on one project folder

@@ -191,8 +191,8 @@ enum Command {
         #[arg(long, default_value = "1")]
         load_cpus: String,
     },
-    /// HTTPS through the router vs plain HTTP in the same run (issue 61):
-    /// keep-alive and a new connection per request; prints, writes no section.
+    /// Section 14: HTTPS through the router vs plain HTTP in the same run
+    /// (issue 61), with keep-alive and a new connection per request.
     Https {
         #[command(flatten)]
         common: Common,
@@ -570,7 +570,8 @@ fn main() -> anyhow::Result<()> {
                 rounds,
                 connections,
             };
-            runtime()?.block_on(https::run(&plan, &common.work))
+            let section = runtime()?.block_on(https::run(&plan, &common.work))?;
+            section.write(&common.results, "14-https")
         }
         Command::Placement { common, input } => {
             let output = std::fs::read_to_string(&input)

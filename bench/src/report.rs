@@ -118,6 +118,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
         "13-assets",
         "13. Static assets: `isolane dev` vs `wrangler dev` (workerd)",
     ),
+    ("14-https", "14. HTTPS at the router vs plain HTTP"),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.
