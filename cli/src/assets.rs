@@ -34,20 +34,22 @@ pub fn read(project_dir: &Path, config: &AssetsConfig) -> anyhow::Result<AssetFi
     })
 }
 
-/// The project's assets as `isolane dev` serves them. `date` and `flags`
-/// are the Worker's compatibility settings.
+/// The project's assets as `isolane dev` serves them, and their digest
+/// ([`isolane_assets::AssetFiles::digest`]). `date` and `flags` are the
+/// Worker's compatibility settings.
 pub fn site(
     project_dir: &Path,
     config: &AssetsConfig,
     has_worker: bool,
     (date, flags): (Option<&str>, &[String]),
-) -> anyhow::Result<Arc<Site>> {
+) -> anyhow::Result<(Arc<Site>, String)> {
     let files = read(project_dir, config)?;
     let settings = files
         .settings
         .config(has_worker, date, flags)
         .context("assets")?;
-    Site::new(&files, settings).context("assets")
+    let site = Site::new(&files, settings).context("assets")?;
+    Ok((site, files.digest()))
 }
 
 /// `/a/b.html` for `dir/a/b.html`.

@@ -260,3 +260,42 @@ async fn an_assets_only_project_answers_404_and_one_without_assets_is_refused() 
     assert!(!status.success());
     assert!(dev.log().contains("no `main`"), "{}", dev.log());
 }
+
+/// An asset changed while `isolane dev` runs reaches the Worker's
+/// `env.ASSETS` too, not only clients: the assets are part of the
+/// revision, so the warm isolate that held the old files is replaced.
+#[tokio::test]
+async fn a_changed_asset_reaches_the_binding_of_a_running_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let public = dir.path().join("public");
+    std::fs::create_dir_all(&public).unwrap();
+    std::fs::write(
+        dir.path().join("wrangler.toml"),
+        "name = \"live\"\nmain = \"worker.js\"\ncompatibility_date = \"2025-06-01\"\n\n[assets]\ndirectory = \"./public\"\nbinding = \"ASSETS\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("worker.js"),
+        "export default { fetch(request, env) { return env.ASSETS.fetch('http://live.test/note.txt'); } };\n",
+    )
+    .unwrap();
+    std::fs::write(public.join("note.txt"), "first\n").unwrap();
+    let port = free_port().unwrap();
+    let mut dev = Dev::start_in(&["--port", &port.to_string()], Some(dir.path()));
+    let client = client();
+    let bound = when_ready(&client, &mut dev, port, "localhost", "/through-the-binding").await;
+    assert_eq!(bound, (200, "first\n".to_owned()));
+
+    std::fs::write(public.join("note.txt"), "second\n").unwrap();
+    isolane_testenv::wait_until(
+        "the changed asset, directly and through env.ASSETS",
+        std::time::Duration::from_secs(30),
+        || async {
+            let (_, _, direct) = get(&client, port, "/note.txt", &[]).await;
+            let (_, _, bound) = get(&client, port, "/through-the-binding", &[]).await;
+            (direct == "second\n" && bound == "second\n").then_some(())
+        },
+    )
+    .await;
+    assert!(dev.interrupt().success());
+}

@@ -40,8 +40,11 @@ fn vars(
     Ok((env, json))
 }
 
-/// The project's static assets (`assets`), read now.
-fn assets(project: &Project, compatibility: &Compatibility) -> anyhow::Result<Option<Arc<Site>>> {
+/// The project's static assets (`assets`), read now, and their digest.
+fn assets(
+    project: &Project,
+    compatibility: &Compatibility,
+) -> anyhow::Result<Option<(Arc<Site>, String)>> {
     let Some(config) = &project.config.assets else {
         return Ok(None);
     };
@@ -93,12 +96,14 @@ pub fn worker(file: &Path, env: Option<&str>) -> anyhow::Result<DevWorker> {
     if let Some(modules) = modules {
         bundle = bundle.with_modules(modules);
     }
+    let (assets, digest) = assets(&project, &compatibility)?.unzip();
     Ok(DevWorker {
-        assets: assets(&project, &compatibility)?,
+        assets,
         bundle: bundle
             .with_compatibility(compatibility.date, compatibility.flags)
             .with_bindings(spec.bindings)
-            .with_json_env(json),
+            .with_json_env(json)
+            .with_assets_digest(digest),
         key,
         routes: vec![Route::new(ANY_HOST, "/")],
         triggers: (!crons.is_empty()).then_some(Triggers {

@@ -35,6 +35,24 @@ impl AssetFiles {
     pub fn total_bytes(&self) -> u64 {
         self.files.iter().map(|(_, bytes)| bytes.len() as u64).sum()
     }
+
+    /// A SHA-256 (hex) of the settings and every file's path and bytes: a
+    /// folder's identity where no artifact digest names it (`isolane dev`
+    /// folds it into the revision, so that changed assets make a new one).
+    pub fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            hash.update((bytes.len() as u64).to_le_bytes());
+            hash.update(bytes);
+        };
+        field(format!("{:?}", self.settings).as_bytes());
+        for (path, bytes) in &self.files {
+            field(path.as_bytes());
+            field(bytes);
+        }
+        hex::encode(hash.finalize())
+    }
 }
 
 /// Why a folder's files make no site.

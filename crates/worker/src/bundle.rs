@@ -76,6 +76,10 @@ pub struct Bundle {
     /// digest, which is part of the revision.
     #[serde(skip)]
     pub assets: Option<AssetSite>,
+    /// The digest of static assets read from a folder, where no artifact
+    /// names them (`isolane dev`); part of the revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assets_digest: Option<String>,
 }
 
 /// A Worker version's assets, shared: equal only to itself (the bytes are
@@ -138,6 +142,7 @@ impl Bundle {
             bindings: Vec::new(),
             artifact: None,
             assets: None,
+            assets_digest: None,
         }
     }
 
@@ -163,6 +168,16 @@ impl Bundle {
         self
     }
 
+    /// The bundle with the digest of its assets folder as part of its
+    /// revision ([`isolane_assets::AssetFiles::digest`]): a Worker whose
+    /// assets changed is a new revision, whose isolates answer
+    /// `env.<assets.binding>` from the new files.
+    pub fn with_assets_digest(mut self, digest: Option<String>) -> Self {
+        self.assets_digest = digest;
+        self.revision = self.revision_now();
+        self
+    }
+
     /// The same bundle made of `modules` (its `script` becomes the main
     /// module's source); the modules are part of the revision.
     pub fn with_modules(mut self, modules: Modules) -> Self {
@@ -182,6 +197,7 @@ impl Bundle {
             && self.bindings.is_empty()
             && self.artifact.is_none()
             && self.json_env.is_empty()
+            && self.assets_digest.is_none()
         {
             // Revisions of Workers without either stay what they were.
             return base;
@@ -216,6 +232,10 @@ impl Bundle {
         if let Some(artifact) = &self.artifact {
             field(b"artifact");
             field(artifact.reference.as_bytes());
+        }
+        if let Some(digest) = &self.assets_digest {
+            field(b"assets");
+            field(digest.as_bytes());
         }
         for binding in &self.bindings {
             binding_fields(binding, &mut field);
