@@ -321,7 +321,7 @@ async fn invalid_workers_are_rejected_by_the_apiserver() {
 }
 
 #[tokio::test]
-async fn kubectl_get_shows_ready_url_revision_traffic_and_age() {
+async fn kubectl_get_shows_ready_url_revision_traffic_certificate_and_age() {
     let cp = with_crd("columns").await;
     let hello = root().join("deploy/examples/hello.yaml");
     kubectl_ok(
@@ -345,6 +345,12 @@ async fn kubectl_get_shows_ready_url_revision_traffic_and_age() {
                 "status": "True",
                 "reason": "BundleWritten",
                 "message": "serving revision 0123456789abcdef",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"
+            }, {
+                "type": "CertificateReady",
+                "status": "True",
+                "reason": "Issued",
+                "message": "Certificate is up to date and has not expired",
                 "lastTransitionTime": "2026-01-01T00:00:00Z"
             }]
         }
@@ -373,7 +379,15 @@ async fn kubectl_get_shows_ready_url_revision_traffic_and_age() {
         .collect();
     assert_eq!(
         header,
-        ["NAME", "READY", "URL", "REVISION", "TRAFFIC", "AGE"],
+        [
+            "NAME",
+            "READY",
+            "URL",
+            "REVISION",
+            "TRAFFIC",
+            "CERTIFICATE",
+            "AGE"
+        ],
         "{table}"
     );
     let row: Vec<&str> = lines
@@ -392,6 +406,10 @@ async fn kubectl_get_shows_ready_url_revision_traffic_and_age() {
         "{table}"
     );
     assert!(table.contains("100% 01234567 (latest)"), "{table}");
+    assert!(
+        table.contains("(latest)   Issued"),
+        "the Certificate column: {table}"
+    );
 }
 
 /// Runs kubectl until it succeeds or the deadline passes: some answers (the CRD's
