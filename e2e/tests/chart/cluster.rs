@@ -43,7 +43,7 @@ fn stand_in_crds() -> String {
     .collect()
 }
 
-async fn control_plane() -> ControlPlane {
+pub(super) async fn control_plane() -> ControlPlane {
     let cp = ControlPlane::start().await.expect("control plane starts");
     let crds = chart().join("crds");
     run_ok(
@@ -128,19 +128,24 @@ fn can_i(
     String::from_utf8_lossy(&output.stdout).trim() == "yes"
 }
 
-fn helm_at(cp: &ControlPlane, args: &[&str]) -> Command {
+pub(super) fn helm_at(cp: &ControlPlane, args: &[&str]) -> Command {
     let mut command = helm(args);
     command.arg("--kubeconfig").arg(cp.kubeconfig_path());
     command
 }
 
-fn kubectl_json(cp: &ControlPlane, args: &[&str]) -> serde_json::Value {
+pub(super) fn kubectl_json(cp: &ControlPlane, args: &[&str]) -> serde_json::Value {
     let mut command = cp.kubectl(args);
     command.args(["-o", "json"]);
     serde_json::from_str(&run_ok(&mut command, None)).expect("kubectl prints JSON")
 }
 
-fn exists(cp: &ControlPlane, resource: &str, name_: &str, namespace: Option<&str>) -> bool {
+pub(super) fn exists(
+    cp: &ControlPlane,
+    resource: &str,
+    name_: &str,
+    namespace: Option<&str>,
+) -> bool {
     let mut command = cp.kubectl(["get", resource, name_, "--ignore-not-found", "-o", "name"]);
     if let Some(namespace) = namespace {
         command.args(["-n", namespace]);
