@@ -55,7 +55,7 @@ const ROUTE_VALUES: &[&str] = &[
 
 /// The cached folder of the Gateway API CRDs; the script fetches them the
 /// first time (install-deps has already, on CI) and prints the folder.
-fn gateway_api_crds() -> PathBuf {
+pub(super) fn gateway_api_crds() -> PathBuf {
     let script = workspace_root().join("hack/fetch-gateway-api.sh");
     let folder = run_ok(&mut Command::new(script), None);
     PathBuf::from(folder.trim()).join("crds")
