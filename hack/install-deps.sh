@@ -194,6 +194,13 @@ deps_acme() {
     log "acme: $("${here}/build-cert-manager.sh")"
 }
 
+# The Gateway API v1.6.3 standard-channel CRDs the chart tests install
+# (e2e/tests/chart_gateway.rs), from the Go module sigs.k8s.io/gateway-api,
+# cached (hack/fetch-gateway-api.sh; seconds, nothing is built).
+deps_gateway_api() {
+    log "gateway-api: $("${here}/fetch-gateway-api.sh")"
+}
+
 # Prometheus and promtool 2.42 from Debian. Tests start their own server with
 # their own config, so the package's service is kept from starting and disabled.
 deps_prometheus() {
@@ -277,6 +284,7 @@ main() {
     deps_registry
     deps_otelcol
     deps_acme
+    deps_gateway_api
     deps_prometheus
     deps_compat
     deps_containers

@@ -627,6 +627,9 @@ fn mistyped_values_are_rejected_by_the_schema() {
 #[path = "chart/cluster.rs"]
 mod cluster;
 
+#[path = "chart/gateway.rs"]
+mod gateway;
+
 /// The PrometheusRule's `spec` as a Prometheus rule file.
 fn rule_groups(args: &[&str]) -> Value {
     let mut all = vec!["--set", "prometheusRule.enabled=true"];

@@ -8,7 +8,9 @@
 //! 1. with `demo`'s Secret, HTTPS over HTTP/1.1 and HTTP/2 (the ALPN
 //!    checked) reaches the Worker, which sees an `https` URL;
 //! 2. the redirect: plain HTTP for the host is 308'd to HTTPS, an ACME
-//!    challenge path and a host without a certificate are not;
+//!    challenge path, a host without a certificate and a request a trusted
+//!    proxy (the test's client, `--trusted-proxies`) says came over HTTPS
+//!    are not;
 //! 3. the certificate is replaced in the Secret while keep-alive
 //!    connections (HTTP/1.1 and HTTP/2) are open: they keep answering with
 //!    the certificate they were made with, a new connection gets the new
@@ -58,6 +60,9 @@ fn options(https: SocketAddr) -> ClusterOptions {
                 "--redirect-to-https",
                 "--https-port",
                 &port,
+                // The test's client stands for a Gateway that took HTTPS.
+                "--trusted-proxies",
+                "127.0.0.1/32",
             ]
             .map(str::to_owned)
             .to_vec(),
@@ -249,7 +254,8 @@ async fn https_by_sni_from_owned_secrets_reloaded_without_dropping_connections()
 }
 
 /// Plain HTTP for [`HOST`] goes to HTTPS (308, path and query kept); an
-/// ACME challenge and a host without a certificate are served as they are.
+/// ACME challenge, a request a trusted proxy says came over HTTPS and a host
+/// without a certificate are served as they are.
 async fn check_redirect(cluster: &Cluster, https: SocketAddr) {
     let ingress = Ingress::new(cluster.ingress());
     let moved = ingress.get(HOST, "/x?y=1").await.expect("an answer");
@@ -262,6 +268,16 @@ async fn check_redirect(cluster: &Cluster, https: SocketAddr) {
     assert_eq!(
         (served.status, served.body),
         (200, format!("http://{HOST}{challenge}"))
+    );
+    // From a trusted proxy that took the request over HTTPS (a Gateway):
+    // served, not redirected to itself, and the Worker sees https.
+    let forwarded = ingress
+        .get_with(HOST, "/x?y=1", &[("x-forwarded-proto", "https")])
+        .await
+        .expect("an answer");
+    assert_eq!(
+        (forwarded.status, forwarded.body),
+        (200, format!("https://{HOST}/x?y=1"))
     );
     let plain = ingress.get(PLAIN_HOST, "/").await.expect("an answer");
     assert_eq!(

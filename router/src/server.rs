@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::answer::ResponseBody;
-use crate::proxy::Proxy;
+use crate::proxy::{Client, Proxy};
 use crate::tls::{Http01, Redirect};
 
 /// How long a client may take to send its first bytes and each request head.
@@ -112,11 +112,19 @@ struct Door {
 }
 
 impl Door {
-    /// The router's own answer to `request`, if it has one: an ACME
-    /// challenge's key, or a redirect to HTTPS.
-    fn answer<B>(&self, request: &hyper::Request<B>) -> Option<hyper::Response<ResponseBody>> {
+    /// The router's own answer to `request` from `client`, if it has one:
+    /// an ACME challenge's key, or a redirect to HTTPS (not for a request a
+    /// trusted proxy, a Gateway say, already took over HTTPS).
+    fn answer<B>(
+        &self,
+        request: &hyper::Request<B>,
+        client: &Client,
+    ) -> Option<hyper::Response<ResponseBody>> {
         if let Some(response) = self.http01.as_deref().and_then(|h| h.answer(request)) {
             return Some(response);
+        }
+        if client.came_over_https(request.headers()) {
+            return None;
         }
         self.redirect.as_deref().and_then(|r| r.answer(request))
     }
@@ -141,7 +149,7 @@ async fn serve_door(
         service_fn(move |request: hyper::Request<Incoming>| {
             let proxy = proxy.clone();
             let client = Arc::clone(&client);
-            let own = door.answer(&request);
+            let own = door.answer(&request, &client);
             async move {
                 if let Some(response) = own {
                     return Ok::<_, Infallible>(response);

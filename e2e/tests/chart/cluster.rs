@@ -9,7 +9,7 @@ use isolane_testenv::{ControlPlane, wait_until};
 use super::*;
 
 /// A stand-in CRD for a kind the chart can render but this apiserver does not
-/// know (prometheus-operator, Gateway API, cert-manager): the real group,
+/// know (prometheus-operator, cert-manager): the real group,
 /// version, kind and plural, with the schema left open. It proves the chart's
 /// objects are addressed right, not that their specs are valid for the real CRD.
 fn stand_in_crd(group: &str, version: &str, kind_: &str, plural: &str) -> String {
@@ -34,7 +34,6 @@ fn stand_in_crds() -> String {
             "PrometheusRule",
             "prometheusrules",
         ),
-        ("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes"),
         ("cert-manager.io", "v1", "Certificate", "certificates"),
         ("cert-manager.io", "v1", "Issuer", "issuers"),
     ]
@@ -43,7 +42,7 @@ fn stand_in_crds() -> String {
     .collect()
 }
 
-async fn control_plane() -> ControlPlane {
+pub(super) async fn control_plane() -> ControlPlane {
     let cp = ControlPlane::start().await.expect("control plane starts");
     let crds = chart().join("crds");
     run_ok(
@@ -69,6 +68,12 @@ async fn rendered_chart_and_deploy_manifests_pass_server_side_dry_run() {
     run_ok(
         &mut cp.kubectl(["apply", "--server-side", "-f", "-"]),
         Some(&stand_in_crds()),
+    );
+    // The Gateway API's are the real CRDs: the HTTPRoute is validated.
+    run_ok(
+        cp.kubectl(["apply", "--server-side", "-f"])
+            .arg(super::gateway::gateway_api_crds()),
+        None,
     );
     run_ok(
         &mut cp.kubectl([
@@ -128,19 +133,24 @@ fn can_i(
     String::from_utf8_lossy(&output.stdout).trim() == "yes"
 }
 
-fn helm_at(cp: &ControlPlane, args: &[&str]) -> Command {
+pub(super) fn helm_at(cp: &ControlPlane, args: &[&str]) -> Command {
     let mut command = helm(args);
     command.arg("--kubeconfig").arg(cp.kubeconfig_path());
     command
 }
 
-fn kubectl_json(cp: &ControlPlane, args: &[&str]) -> serde_json::Value {
+pub(super) fn kubectl_json(cp: &ControlPlane, args: &[&str]) -> serde_json::Value {
     let mut command = cp.kubectl(args);
     command.args(["-o", "json"]);
     serde_json::from_str(&run_ok(&mut command, None)).expect("kubectl prints JSON")
 }
 
-fn exists(cp: &ControlPlane, resource: &str, name_: &str, namespace: Option<&str>) -> bool {
+pub(super) fn exists(
+    cp: &ControlPlane,
+    resource: &str,
+    name_: &str,
+    namespace: Option<&str>,
+) -> bool {
     let mut command = cp.kubectl(["get", resource, name_, "--ignore-not-found", "-o", "name"]);
     if let Some(namespace) = namespace {
         command.args(["-n", namespace]);

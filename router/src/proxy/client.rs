@@ -6,7 +6,7 @@
 
 use std::net::IpAddr;
 
-use http::HeaderValue;
+use http::{HeaderMap, HeaderValue};
 
 /// A connection's client.
 #[derive(Clone, Debug)]
@@ -52,6 +52,17 @@ impl Client {
     pub fn trusted(&self) -> bool {
         self.trusted
     }
+
+    /// Whether the request with `headers` came over HTTPS: TLS the router
+    /// terminated, or before it, as a trusted proxy (a load balancer, a
+    /// Gateway) says in `x-forwarded-proto`. A client's own word is not taken.
+    pub fn came_over_https(&self, headers: &HeaderMap) -> bool {
+        self.https
+            || (self.trusted
+                && headers
+                    .get("x-forwarded-proto")
+                    .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https")))
+    }
 }
 
 #[cfg(test)]
@@ -66,5 +77,21 @@ mod tests {
         let v6 = Client::new("2001:db8::1".parse().unwrap(), true);
         assert_eq!(v6.forwarded(), "2001:db8::1");
         assert!(v6.trusted());
+    }
+
+    #[test]
+    fn https_is_tls_here_or_a_trusted_proxys_forwarded_proto() {
+        let ip = "192.0.2.7".parse().unwrap();
+        let mut forwarded = HeaderMap::new();
+        forwarded.insert("x-forwarded-proto", HeaderValue::from_static("HTTPS"));
+        let plain = HeaderMap::new();
+        assert!(Client::new(ip, true).came_over_https(&forwarded));
+        assert!(!Client::new(ip, true).came_over_https(&plain));
+        assert!(!Client::new(ip, false).came_over_https(&forwarded));
+        assert!(
+            Client::new(ip, false)
+                .over_https(true)
+                .came_over_https(&plain)
+        );
     }
 }

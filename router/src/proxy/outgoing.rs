@@ -301,13 +301,11 @@ pub struct InvalidHost {
 /// place that decides it, for a node over gRPC and one in this process alike.
 pub fn call_for(parts: &Parts, context: &HeadContext<'_>) -> Result<Call, InvalidHost> {
     let trusted = context.client.is_some_and(Client::trusted);
-    let forwarded_https = trusted
-        && parts
-            .headers
-            .get("x-forwarded-proto")
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
     // TLS terminated here, or (from a trusted proxy) before it.
-    let scheme = if forwarded_https || context.client.is_some_and(Client::https) {
+    let over_https = context
+        .client
+        .is_some_and(|client| client.came_over_https(&parts.headers));
+    let scheme = if over_https {
         Scheme::HTTPS
     } else {
         Scheme::HTTP

@@ -30,7 +30,8 @@ pub struct HttpsArgs {
 
     /// Answer plain-HTTP requests for hosts that have a certificate with a
     /// 308 to the same URL over HTTPS (`/.well-known/acme-challenge/` is
-    /// never redirected). Needs `--tls-listen-addr`.
+    /// never redirected, nor a request whose trusted proxy sent
+    /// `X-Forwarded-Proto: https`). Needs `--tls-listen-addr`.
     #[arg(long, env = ENV_REDIRECT_TO_HTTPS, requires = "tls_listen_addr")]
     pub redirect_to_https: bool,
 

@@ -1,7 +1,9 @@
 //! The optional HTTP → HTTPS redirect (`--redirect-to-https`): a plain
 //! request for a host that has a certificate is answered 308 with the same
 //! path and query over HTTPS, so the method and body are kept on the way.
-//! ACME HTTP-01 challenges stay on plain HTTP, as the protocol needs.
+//! ACME HTTP-01 challenges stay on plain HTTP, as the protocol needs; a
+//! request a trusted proxy already took over HTTPS is not asked here
+//! (`Door::answer` in `server.rs`).
 
 use std::sync::Arc;
 
