@@ -4,7 +4,10 @@
 //! `--enable-aggregator-routing`, so it dials that address), trusting the
 //! given CA.
 
-use isolane_testenv::ControlPlane;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use isolane_testenv::{ControlPlane, Leaf, TestCa};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::{
@@ -29,6 +32,27 @@ impl AggregatedApi<'_> {
     /// The DNS name the API server checks the serving certificate against.
     pub fn service_host(&self) -> String {
         format!("{}.{}.svc", self.service, self.namespace)
+    }
+
+    /// The router's flags to serve the aggregated APIs on `addr` with a
+    /// certificate of `ca` for [`Self::service_host`], written into `dir`.
+    pub fn router_args(&self, ca: &TestCa, dir: &Path, addr: SocketAddr) -> Vec<String> {
+        let name = self.service_host();
+        let serving = ca
+            .issue(Leaf::server(self.service, &[name.as_str()]))
+            .expect("a serving certificate");
+        let (cert, key) = (dir.join("api.crt"), dir.join("api.key"));
+        serving
+            .write(&cert, &key)
+            .expect("write the serving certificate");
+        vec![
+            "--tail-api-addr".to_owned(),
+            addr.to_string(),
+            "--tail-api-cert-file".to_owned(),
+            cert.display().to_string(),
+            "--tail-api-key-file".to_owned(),
+            key.display().to_string(),
+        ]
     }
 
     /// Creates the ExternalName Service and the `APIService` for `port` on

@@ -20,7 +20,7 @@ use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions, RouterOptions};
 use isolane_e2e::load::{Load, LoadOptions, Target};
 use isolane_e2e::operator::OPERATOR_NAMESPACE;
 use isolane_e2e::workers::{self, inline_worker};
-use isolane_testenv::{ControlPlane, Leaf, TestCa, free_port, wait_until};
+use isolane_testenv::{ControlPlane, TestCa, free_port, wait_until};
 
 const SETTLE: Duration = Duration::from_secs(120);
 const API_NAMESPACE: &str = "metrics-api";
@@ -121,15 +121,6 @@ async fn wait_for_values(
 /// Two nodes of one thread and one warm isolate, and the router with its
 /// aggregated API on `addr` serving a certificate of `ca`.
 async fn start_system(cp: &ControlPlane, dir: &Path, addr: SocketAddr, ca: &TestCa) -> Cluster {
-    let name = METRICS_API.service_host();
-    let serving = ca
-        .issue(Leaf::server(API_SERVICE, &[name.as_str()]))
-        .expect("a serving certificate");
-    let (cert, key) = (dir.join("api.crt"), dir.join("api.key"));
-    serving
-        .write(&cert, &key)
-        .expect("write the serving certificate");
-    let arg = |p: &Path| p.display().to_string();
     let options = ClusterOptions {
         nodes: 2,
         node: NodeOptions {
@@ -138,14 +129,7 @@ async fn start_system(cp: &ControlPlane, dir: &Path, addr: SocketAddr, ca: &Test
             ..NodeOptions::default()
         },
         router: RouterOptions {
-            extra_args: vec![
-                "--tail-api-addr".to_owned(),
-                addr.to_string(),
-                "--tail-api-cert-file".to_owned(),
-                arg(&cert),
-                "--tail-api-key-file".to_owned(),
-                arg(&key),
-            ],
+            extra_args: METRICS_API.router_args(ca, dir, addr),
             ..RouterOptions::default()
         },
         ..ClusterOptions::default()

@@ -31,7 +31,7 @@ use isolane_e2e::cluster::{Cluster, ClusterOptions, RouterOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::process;
 use isolane_e2e::workers::{self, inline_worker};
-use isolane_testenv::{ControlPlane, Leaf, Process, TENANT_USER, TestCa, free_port, wait_until};
+use isolane_testenv::{ControlPlane, Process, TENANT_USER, TestCa, free_port, wait_until};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec, TokenReview};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
@@ -272,26 +272,10 @@ fn tail_args(namespace: &str) -> Vec<String> {
 /// The router with its tail API on `addr`, serving a certificate of `ca`
 /// for the Service's name.
 async fn start_system(cp: &ControlPlane, dir: &Path, addr: SocketAddr, ca: &TestCa) -> Cluster {
-    let name = TAIL_API.service_host();
-    let serving = ca
-        .issue(Leaf::server(API_SERVICE, &[name.as_str()]))
-        .expect("a serving certificate");
-    let (cert, key) = (dir.join("tail-api.crt"), dir.join("tail-api.key"));
-    serving
-        .write(&cert, &key)
-        .expect("write the serving certificate");
-    let arg = |p: &Path| p.display().to_string();
     let options = ClusterOptions {
         nodes: 1,
         router: RouterOptions {
-            extra_args: vec![
-                "--tail-api-addr".to_owned(),
-                addr.to_string(),
-                "--tail-api-cert-file".to_owned(),
-                arg(&cert),
-                "--tail-api-key-file".to_owned(),
-                arg(&key),
-            ],
+            extra_args: TAIL_API.router_args(ca, dir, addr),
             ..RouterOptions::default()
         },
         ..ClusterOptions::default()
