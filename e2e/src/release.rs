@@ -1,10 +1,12 @@
 //! What the tests of an installed chart share: a control plane with a
 //! kubelet node holding the project's images, the values every install there
-//! sets, a pod's readiness, a Worker manifest of one script, the router
+//! sets and the install itself, a pod's readiness, a Worker manifest of one script, the router
 //! Service's address, and waiting for a Worker's first answer through it.
 
+use std::ffi::OsStr;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use isolane_testenv::{Config, ControlPlane, NodeConfig, wait_until};
@@ -44,6 +46,26 @@ pub fn kubelet_values() -> Vec<String> {
     .into_iter()
     .flat_map(|value| ["--set".to_owned(), value])
     .collect()
+}
+
+/// `helm install` of `chart` (the chart's folder, or `oci://…@sha256:…`) as
+/// `release` into `namespace` (created) on the test kubelet, with
+/// [`kubelet_values`], waiting up to 4 minutes for every pod to be Ready:
+/// `helm` with these arguments added, for the caller's own `--set`s.
+pub fn helm_install<'a>(
+    helm: &'a mut Command,
+    release: &str,
+    chart: impl AsRef<OsStr>,
+    kubeconfig: &Path,
+    namespace: &str,
+) -> &'a mut Command {
+    helm.args(["install", release])
+        .arg(chart)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--namespace", namespace, "--create-namespace"])
+        .args(kubelet_values())
+        .args(["--wait", "--timeout", "4m"])
 }
 
 /// Whether `pod` has the `Ready` condition.

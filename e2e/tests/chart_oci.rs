@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::process::workspace_root;
 use isolane_e2e::release::{
-    first_answer, is_ready, kubelet_control_plane, kubelet_values, router_service, worker_yaml,
+    first_answer, helm_install, is_ready, kubelet_control_plane, router_service, worker_yaml,
 };
 use isolane_e2e::tools::{run, run_ok, text, tool};
 use isolane_testenv::{Registry, wait_until};
@@ -136,15 +136,15 @@ async fn the_chart_installs_from_an_oci_registry_by_digest() {
 
     let installed = Instant::now();
     let output = run(
-        helm(&home)
-            .args(["install", RELEASE, &format!("{reference}@{digest}")])
-            .arg("--plain-http")
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["--namespace", NAMESPACE, "--create-namespace"])
-            .args(kubelet_values())
-            .args(["--set", "router.replicas=1"])
-            .args(["--wait", "--timeout", "4m"]),
+        helm_install(
+            &mut helm(&home),
+            RELEASE,
+            format!("{reference}@{digest}"),
+            &kubeconfig,
+            NAMESPACE,
+        )
+        .arg("--plain-http")
+        .args(["--set", "router.replicas=1"]),
         None,
     );
     assert!(output.status.success(), "helm install: {}", text(&output));

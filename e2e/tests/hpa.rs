@@ -21,7 +21,7 @@ use isolane_e2e::ingress::Ingress;
 use isolane_e2e::load::{Load, LoadOptions, Target};
 use isolane_e2e::process::workspace_root;
 use isolane_e2e::release::{
-    first_answer, is_ready, kubelet_control_plane, kubelet_values, router_service, worker_yaml,
+    first_answer, helm_install, is_ready, kubelet_control_plane, router_service, worker_yaml,
 };
 use isolane_e2e::tools::{run, text, tool};
 use isolane_testenv::wait_until;
@@ -49,26 +49,25 @@ fn install(kubeconfig: &Path) {
     // holds only loaded seconds); scale-down at once.
     let behavior = r#"{"scaleUp":{"stabilizationWindowSeconds":30},"scaleDown":{"stabilizationWindowSeconds":0}}"#;
     let output = run(
-        Command::new(tool("helm"))
-            .args(["install", RELEASE])
-            .arg(workspace_root().join("charts/isolane"))
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .args(["--namespace", NAMESPACE, "--create-namespace"])
-            .args(kubelet_values())
-            .args(["--set", "node.kind=Deployment"])
-            .args(["--set", "node.autoscaling.enabled=true"])
-            .args(["--set", "node.autoscaling.minReplicas=1"])
-            .args(["--set", "node.autoscaling.maxReplicas=2"])
-            .args(["--set", "node.autoscaling.targetAverageValue=5"])
-            .args([
-                "--set-json",
-                &format!("node.autoscaling.behavior={behavior}"),
-            ])
-            .args(["--set", "node.config.isolatesPerThread=1"])
-            .args(["--set", "router.replicas=1"])
-            .args(["--set", "operator.replicas=1"])
-            .args(["--wait", "--timeout", "4m"]),
+        helm_install(
+            &mut Command::new(tool("helm")),
+            RELEASE,
+            workspace_root().join("charts/isolane"),
+            kubeconfig,
+            NAMESPACE,
+        )
+        .args(["--set", "node.kind=Deployment"])
+        .args(["--set", "node.autoscaling.enabled=true"])
+        .args(["--set", "node.autoscaling.minReplicas=1"])
+        .args(["--set", "node.autoscaling.maxReplicas=2"])
+        .args(["--set", "node.autoscaling.targetAverageValue=5"])
+        .args([
+            "--set-json",
+            &format!("node.autoscaling.behavior={behavior}"),
+        ])
+        .args(["--set", "node.config.isolatesPerThread=1"])
+        .args(["--set", "router.replicas=1"])
+        .args(["--set", "operator.replicas=1"]),
         None,
     );
     assert!(output.status.success(), "helm install: {}", text(&output));

@@ -24,7 +24,7 @@ use isolane_e2e::ingress::Ingress;
 use isolane_e2e::load::{Load, LoadOptions, Target};
 use isolane_e2e::process::workspace_root;
 use isolane_e2e::release::{
-    first_answer, is_ready, kubelet_control_plane, kubelet_values, router_service, worker_yaml,
+    first_answer, helm_install, is_ready, kubelet_control_plane, router_service, worker_yaml,
 };
 use isolane_e2e::tools::{run, text, tool};
 use isolane_testenv::wait_until;
@@ -160,19 +160,18 @@ async fn chart_runs_on_a_kubelet_and_serves_a_worker_through_its_service() {
     // needs every pod Ready by the chart's own readiness probes.
     let installed = Instant::now();
     let output = run(
-        Command::new(tool("helm"))
-            .args(["install", RELEASE])
-            .arg(workspace_root().join("charts/isolane"))
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["--namespace", NAMESPACE, "--create-namespace"])
-            .args(kubelet_values())
-            // hello, echo, after and the bundle's two revisions stay warm.
-            .args(["--set", "node.config.isolatesPerThread=6"])
-            .args(["--set", "router.replicas=1"])
-            .args(bundle::helm_values(&registry))
-            .args(websockets::helm_values())
-            .args(["--wait", "--timeout", "4m"]),
+        helm_install(
+            &mut Command::new(tool("helm")),
+            RELEASE,
+            workspace_root().join("charts/isolane"),
+            &kubeconfig,
+            NAMESPACE,
+        )
+        // hello, echo, after and the bundle's two revisions stay warm.
+        .args(["--set", "node.config.isolatesPerThread=6"])
+        .args(["--set", "router.replicas=1"])
+        .args(bundle::helm_values(&registry))
+        .args(websockets::helm_values()),
         None,
     );
     assert!(output.status.success(), "helm install: {}", text(&output));
