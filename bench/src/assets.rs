@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use isolane_testenv::{Process, free_port, wait_until};
+use isolane_testenv::{Process, free_port, wait_until, wrangler};
 
 use crate::report::{Section, Table, Target};
 use crate::servers::{group_cpu_secs, wait_ok};
@@ -195,34 +195,15 @@ fn start_isolane(plan: &Plan, project: &Path, work: &Path) -> anyhow::Result<Ser
     serve(plan, &launch, project, work)
 }
 
-/// `wrangler dev` with nothing that leaves the machine: no metrics, no
-/// `Request.cf` download.
+/// `wrangler dev` with nothing that leaves the machine
+/// ([`isolane_testenv::wrangler`]).
 fn start_wrangler(plan: &Plan, project: &Path, work: &Path) -> anyhow::Result<Served> {
     let port = free_port()?;
-    let inspector = free_port()?.to_string();
-    let wrangler = plan.wrangler.display().to_string();
-    let args = [
-        wrangler.as_str(),
-        "dev",
-        "--ip",
-        "127.0.0.1",
-        "--port",
-        &port.to_string(),
-        "--inspector-port",
-        &inspector,
-        "--log-level",
-        "warn",
-        "--show-interactive-dev-session=false",
-    ];
     let launch = Launch {
         name: "wrangler dev (workerd)",
         program: &plan.node,
-        args: args.map(str::to_owned).to_vec(),
-        envs: &[
-            ("WRANGLER_SEND_METRICS", "false"),
-            ("CLOUDFLARE_CF_FETCH_ENABLED", "false"),
-            ("CI", "1"),
-        ],
+        args: wrangler::dev_args(&plan.wrangler, port, free_port()?),
+        envs: &wrangler::OFFLINE_ENV,
         port,
     };
     serve(plan, &launch, project, work)

@@ -17,8 +17,13 @@ use isolane_assets::{AssetFiles, Site};
 use crate::wrangler::AssetsConfig;
 
 /// The files of `config.directory` (relative to `project_dir`), by
-/// `/path`, `_headers` and `_redirects` included.
-pub fn read(project_dir: &Path, config: &AssetsConfig) -> anyhow::Result<AssetFiles> {
+/// `/path`, `_headers` and `_redirects` included, in front of a Worker's
+/// script or not (`has_worker`: the project has a `main`).
+pub fn read(
+    project_dir: &Path,
+    config: &AssetsConfig,
+    has_worker: bool,
+) -> anyhow::Result<AssetFiles> {
     let dir = project_dir.join(&config.directory);
     let mut files = Vec::new();
     for path in crate::bundle::files(&dir)? {
@@ -31,25 +36,21 @@ pub fn read(project_dir: &Path, config: &AssetsConfig) -> anyhow::Result<AssetFi
     Ok(AssetFiles {
         settings: config.settings.clone(),
         files,
+        has_worker,
     })
 }
 
-/// The project's assets as `isolane dev` serves them, and their digest
-/// ([`isolane_assets::AssetFiles::digest`]). `date` and `flags` are the
-/// Worker's compatibility settings.
+/// The project's assets as `isolane dev` serves them. `date` and `flags`
+/// are the Worker's compatibility settings.
 pub fn site(
     project_dir: &Path,
     config: &AssetsConfig,
     has_worker: bool,
     (date, flags): (Option<&str>, &[String]),
-) -> anyhow::Result<(Arc<Site>, String)> {
-    let files = read(project_dir, config)?;
-    let settings = files
-        .settings
-        .config(has_worker, date, flags)
-        .context("assets")?;
-    let site = Site::new(&files, settings).context("assets")?;
-    Ok((site, files.digest()))
+) -> anyhow::Result<Arc<Site>> {
+    let files = read(project_dir, config, has_worker)?;
+    let settings = files.config(date, flags).context("assets")?;
+    Site::new(&files, settings).context("assets")
 }
 
 /// `/a/b.html` for `dir/a/b.html`.

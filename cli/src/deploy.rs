@@ -187,9 +187,10 @@ pub async fn plan(project: &Project, args: &DeployArgs) -> anyhow::Result<Deploy
     let namespace = &args.project.namespace;
     let code = worker.code(&project.config)?;
     let main = worker.main_path().to_owned();
+    let has_worker = worker.main.is_some();
     let mut spec = worker.spec;
     let assets = match &project.config.assets {
-        Some(config) => Some(crate::assets::read(&project.dir, config)?),
+        Some(config) => Some(crate::assets::read(&project.dir, config, has_worker)?),
         None => None,
     };
     let config_map = match (&args.repository, code) {

@@ -226,8 +226,9 @@ async fn dev_serves_an_assets_only_project() {
 }
 
 /// Without `not_found_handling`, a path no asset matches gets an empty 404
-/// (the assets-only Worker's), and a project with neither `main` nor
-/// `assets` is refused, naming `main`.
+/// (the assets-only Worker's) from the assets alone: no isolate is ever
+/// made. A project with neither `main` nor `assets` is refused, naming
+/// `main`.
 #[tokio::test]
 async fn an_assets_only_project_answers_404_and_one_without_assets_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -241,11 +242,18 @@ async fn an_assets_only_project_answers_404_and_one_without_assets_is_refused() 
     .unwrap();
     std::fs::write(public.join("index.html"), "<h1>plain</h1>\n").unwrap();
     let port = free_port().unwrap();
-    let mut dev = Dev::start_in(&["--port", &port.to_string()], Some(dir.path()));
+    let admin = free_port().unwrap().to_string();
+    let args = ["--port", &port.to_string(), "--admin-port", &admin];
+    let mut dev = Dev::start_in(&args, Some(dir.path()));
     let client = client();
     when_ready(&client, &mut dev, port, "localhost", "/").await;
-    let (status, _, body) = get(&client, port, "/nowhere", &[]).await;
-    assert_eq!((status, body.as_str()), (404, ""));
+    for path in ["/nowhere", "/deep/link", "/api/x"] {
+        let (status, _, body) = get(&client, port, path, &[]).await;
+        assert_eq!((status, body.as_str()), (404, ""), "{path}");
+    }
+    let metrics = counted(&client, admin.parse().unwrap(), 4.0).await;
+    let created = sum(&metrics, "isolane_node_isolate_creations_total");
+    assert_eq!(created, 0.0, "an isolate was made:\n{metrics}");
     assert!(dev.interrupt().success());
 
     std::fs::write(dir.path().join("wrangler.toml"), toml).unwrap();
@@ -447,46 +455,45 @@ fn vite_spa(dir: &std::path::Path) -> String {
 }
 
 /// `wrangler dev` in `dir` on `port`, with nothing that leaves the machine
-/// (no metrics, no `Request.cf` download).
+/// ([`isolane_testenv::wrangler`]).
 fn wrangler_dev(dir: &std::path::Path, port: u16) -> isolane_testenv::Process {
-    let node22 = std::process::Command::new(support::repo().join("bench/node22.sh"))
-        .output()
-        .expect("bench/node22.sh runs");
-    assert!(
-        node22.status.success(),
-        "Node.js 22 for wrangler: {}",
-        String::from_utf8_lossy(&node22.stderr)
+    use isolane_testenv::wrangler;
+    let node = wrangler::node22(&support::repo()).expect("Node.js 22 for wrangler");
+    let args = wrangler::dev_args(
+        &wrangler::wrangler_js(&support::repo()),
+        port,
+        free_port().unwrap(),
     );
-    let node = String::from_utf8(node22.stdout).unwrap().trim().to_owned();
-    let wrangler = support::repo().join("compat/node_modules/wrangler/bin/wrangler.js");
-    let inspector = free_port().unwrap().to_string();
-    let port = port.to_string();
-    let args = [
-        wrangler.to_str().unwrap(),
-        "dev",
-        "--ip",
-        "127.0.0.1",
-        "--port",
-        &port,
-        "--inspector-port",
-        &inspector,
-        "--log-level",
-        "warn",
-        "--show-interactive-dev-session=false",
-    ];
-    let envs: [(&str, &std::ffi::OsStr); 3] = [
-        ("WRANGLER_SEND_METRICS", "false".as_ref()),
-        ("CLOUDFLARE_CF_FETCH_ENABLED", "false".as_ref()),
-        ("CI", "1".as_ref()),
-    ];
+    let envs = wrangler::OFFLINE_ENV.map(|(name, value)| (name, std::ffi::OsStr::new(value)));
     let log = dir.join("wrangler.log");
-    isolane_testenv::Process::spawn_in(
-        "wrangler dev",
-        std::path::Path::new(&node),
-        args,
-        &envs,
-        &log,
-        Some(dir),
-    )
-    .unwrap()
+    isolane_testenv::Process::spawn_in("wrangler dev", &node, args, &envs, &log, Some(dir)).unwrap()
+}
+
+/// The admin port's `/metrics` once the router has counted `requests`.
+async fn counted(client: &HttpClient, admin: u16, requests: f64) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        let (status, _, metrics) = get(client, admin, "/metrics", &[]).await;
+        assert_eq!(status, 200);
+        if sum(&metrics, "isolane_router_requests_total") >= requests {
+            return metrics;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "requests not counted:\n{metrics}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
+/// The sum of every series of `name`.
+fn sum(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|line| {
+            line.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(['{', ' ']))
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }

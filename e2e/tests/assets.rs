@@ -16,7 +16,8 @@
 //! - the Worker reaches the same assets through `env.ASSETS` (wrangler's
 //!   `assets.binding`, carried in the artifact's settings);
 //! - an assets-only project (no `main`) deployed beside it answers its page,
-//!   and its 404 page for a path no asset matches.
+//!   and its 404 page for a path no asset matches (from the assets alone:
+//!   its artifact says `assets_only`).
 
 use std::path::Path;
 use std::process::Command;
@@ -252,6 +253,6 @@ async fn assets_only_project_is_served(
     assert_eq!(
         (missing.status, missing.body.as_str()),
         (404, "<h1>not here</h1>"),
-        "the 404 page, through the assets-only Worker's binding"
+        "the 404 page, from the assets alone"
     );
 }

@@ -204,7 +204,7 @@ fn check_assets(
     let Some(files) = assets else {
         return Ok(());
     };
-    isolane_artifact::assets_layer::site(&bundle.to_string(), files, true, (None, &[]))
+    isolane_artifact::assets_layer::site(&bundle.to_string(), files, (None, &[]))
         .map(drop)
         .map_err(|error| refused(&error))
 }

@@ -40,11 +40,8 @@ fn vars(
     Ok((env, json))
 }
 
-/// The project's static assets (`assets`), read now, and their digest.
-fn assets(
-    project: &Project,
-    compatibility: &Compatibility,
-) -> anyhow::Result<Option<(Arc<Site>, String)>> {
+/// The project's static assets (`assets`), read now.
+fn assets(project: &Project, compatibility: &Compatibility) -> anyhow::Result<Option<Arc<Site>>> {
     let Some(config) = &project.config.assets else {
         return Ok(None);
     };
@@ -52,7 +49,8 @@ fn assets(
         compatibility.date.as_deref(),
         compatibility.flags.as_slice(),
     );
-    crate::assets::site(&project.dir, config, true, settings)
+    let has_worker = project.config.main.is_some();
+    crate::assets::site(&project.dir, config, has_worker, settings)
         .map(Some)
         .with_context(|| format!("{}: assets", project.path()))
 }
@@ -96,7 +94,8 @@ pub fn worker(file: &Path, env: Option<&str>) -> anyhow::Result<DevWorker> {
     if let Some(modules) = modules {
         bundle = bundle.with_modules(modules);
     }
-    let (assets, digest) = assets(&project, &compatibility)?.unzip();
+    let assets = assets(&project, &compatibility)?;
+    let digest = assets.as_ref().map(|site| site.digest().to_owned());
     Ok(DevWorker {
         assets,
         bundle: bundle

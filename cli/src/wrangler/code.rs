@@ -1,11 +1,13 @@
 //! A project Worker's code: its `main` read with the project's module
 //! rules, or, for an assets-only project (wrangler's `assets` with no
-//! `main`), the one module such a Worker runs. The asset server answers
-//! every request it matches before any Worker runs; the module hands the
-//! rest to the assets binding, which answers as the asset server with no
-//! Worker in front (`not_found_handling`'s single page or 404 page, else an
-//! empty 404), as Cloudflare answers for an assets-only Worker. Without a
-//! `binding` of the project's, the binding is [`ASSETS_ONLY_BINDING`].
+//! `main`), one stand-in module. An assets-only project's assets say so
+//! (`AssetFiles::has_worker` false, the artifact's config `assets_only`):
+//! the asset server then answers every request itself, an unmatched one
+//! with `not_found_handling`'s single page or 404 page, else an empty 404,
+//! as Cloudflare answers for an assets-only Worker, and no request enters
+//! an isolate. The stand-in is there because a Worker version is code that
+//! nodes load: it hands a request to the assets binding (by default
+//! [`ASSETS_ONLY_BINDING`]), which answers the same way.
 
 use std::path::Path;
 

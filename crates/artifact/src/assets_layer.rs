@@ -55,23 +55,22 @@ pub fn unpack(
     Ok(AssetFiles {
         settings,
         files: read?,
+        has_worker: true,
     })
 }
 
-/// The site of an artifact's assets for a Worker (with a script or not)
-/// of these compatibility settings: what the node serves, and what the
-/// operator builds once to refuse a bundle whose settings, `_headers` or
+/// The site of an artifact's assets for a Worker version of these
+/// compatibility settings: what the node serves, and what the operator
+/// builds once to refuse a bundle whose settings, `_headers` or
 /// `_redirects` are bad, or whose assets are over Cloudflare's limits.
 pub fn site(
     reference: &str,
     files: &AssetFiles,
-    has_worker: bool,
     (date, flags): (Option<&str>, &[String]),
 ) -> Result<Arc<Site>, Error> {
     let assets = |why: String| Error::malformed(reference, format!("its assets: {why}"));
     let config = files
-        .settings
-        .config(has_worker, date, flags)
+        .config(date, flags)
         .map_err(|error| assets(error.to_string()))?;
     Site::new(files, config).map_err(|error| assets(error.to_string()))
 }
@@ -125,6 +124,7 @@ mod tests {
                 ("/a/b.css".into(), Bytes::from_static(b"b{}")),
                 ("/_headers".into(), Bytes::from_static(b"/*\n  X-A: 1\n")),
             ],
+            has_worker: true,
         }
     }
 

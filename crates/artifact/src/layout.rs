@@ -9,7 +9,8 @@
 //!   holding each module's bytes as a regular file at its name;
 //! - when the Worker has static assets, a second layer of media type
 //!   [`crate::ASSETS_LAYER_MEDIA_TYPE`] (`assets_layer.rs`), and the
-//!   config's `assets` holds their settings (wrangler's keys).
+//!   config's `assets` holds their settings (wrangler's keys), and its
+//!   `assets_only` whether they answer every request with no Worker.
 //!
 //! [`unpack`] reads at most [`ArtifactLimits::uncompressed_bytes`] out of the
 //! gzip stream whatever its headers claim, takes nothing but regular files,
@@ -43,6 +44,11 @@ pub struct BundleConfig {
     /// assets has the bytes (and the digest) it had before assets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assets: Option<isolane_assets::Settings>,
+    /// The assets are all there is: no request reaches the modules (a
+    /// wrangler project with `assets` and no `main`). Absent when false,
+    /// so every other artifact keeps its bytes and digest.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub assets_only: bool,
 }
 
 /// One module in the config blob.
@@ -80,6 +86,7 @@ pub fn pack_with_assets(modules: &Modules, assets: Option<&AssetFiles>) -> Packe
             })
             .collect(),
         assets: assets.map(|assets| assets.settings.clone()),
+        assets_only: assets.is_some_and(|assets| !assets.has_worker),
     };
     // invariant: a struct of strings and enums always serialises.
     let config = serde_json::to_vec(&config).expect("invariant: the config serialises");
@@ -95,15 +102,23 @@ pub fn pack_with_assets(modules: &Modules, assets: Option<&AssetFiles>) -> Packe
     }
 }
 
-/// The `assets` settings of an artifact's config: `Some` when it has an
-/// assets layer.
+/// The `assets` settings of an artifact's config, `Some` when it has an
+/// assets layer, and whether a Worker stands behind them.
 pub fn assets_settings(
     reference: &str,
     config: &[u8],
-) -> Result<Option<isolane_assets::Settings>, Error> {
+) -> Result<Option<(isolane_assets::Settings, bool)>, Error> {
     let config: BundleConfig = serde_json::from_slice(config)
         .map_err(|error| Error::malformed(reference, format!("its config: {error}")))?;
-    Ok(config.assets)
+    if config.assets_only && config.assets.is_none() {
+        return Err(Error::malformed(
+            reference,
+            "its config says assets only, with no assets",
+        ));
+    }
+    Ok(config
+        .assets
+        .map(|settings| (settings, !config.assets_only)))
 }
 
 /// The modules of an artifact's config and layer (already verified against
@@ -224,6 +239,31 @@ mod tests {
             unpack("r", &packed.config, &packed.layer, &limits).unwrap(),
             modules()
         );
+    }
+
+    #[test]
+    fn the_config_says_assets_only_and_nothing_else_changes_for_other_artifacts() {
+        let files = |has_worker| AssetFiles {
+            files: vec![("/index.html".into(), bytes::Bytes::from_static(b"hi"))],
+            has_worker,
+            ..AssetFiles::default()
+        };
+        let settings = |config: &[u8]| assets_settings("r", config).unwrap();
+        let alone = pack_with_assets(&modules(), Some(&files(false)));
+        assert!(String::from_utf8_lossy(&alone.config).contains("\"assets_only\":true"));
+        assert_eq!(
+            settings(&alone.config).map(|(_, worker)| worker),
+            Some(false)
+        );
+        let fronted = pack_with_assets(&modules(), Some(&files(true)));
+        assert!(!String::from_utf8_lossy(&fronted.config).contains("assets_only"));
+        assert_eq!(
+            settings(&fronted.config).map(|(_, worker)| worker),
+            Some(true)
+        );
+        assert_eq!(settings(&pack(&modules()).config), None);
+        let lying = br#"{"main":"a.js","modules":[],"assets_only":true}"#;
+        assert!(assets_settings("r", lying).is_err());
     }
 
     #[test]

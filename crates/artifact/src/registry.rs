@@ -368,7 +368,9 @@ impl Registry {
         let blob = self
             .blob(client, credentials, bundle, what, descriptor, limit, cache)
             .await?;
-        let files = assets_layer::unpack(&reference, settings, &blob.bytes, &self.limits)?;
+        let (settings, has_worker) = settings;
+        let mut files = assets_layer::unpack(&reference, settings, &blob.bytes, &self.limits)?;
+        files.has_worker = has_worker;
         Ok((Some(files), Some(blob)))
     }
 

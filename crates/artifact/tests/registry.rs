@@ -510,6 +510,7 @@ async fn assets_travel_in_a_second_layer_and_come_back_from_the_cache_too() {
             ),
             ("/img/logo.png".into(), bytes::Bytes::from(random(64 << 10))),
         ],
+        has_worker: true,
     };
     let repository = format!("{}/ns/site", registry.host());
     let with_assets = client

@@ -111,6 +111,13 @@ impl Manifest {
         self.assets.get(path)
     }
 
+    /// Every asset by its path, in path order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Asset)> {
+        self.assets
+            .iter()
+            .map(|(path, asset)| (path.as_str(), asset))
+    }
+
     pub fn len(&self) -> usize {
         self.assets.len()
     }

@@ -16,7 +16,7 @@ use crate::decision::{AssetRequest, Assets, Config, Decision, Served};
 use crate::headers::{HeaderRules, HeadersError};
 use crate::manifest::{Manifest, ManifestError};
 use crate::redirects::{Redirects, RedirectsError};
-use crate::settings::Settings;
+use crate::settings::{Settings, SettingsError};
 
 /// The `_headers` and `_redirects` files: rules, not assets.
 pub const HEADERS_FILE: &str = "/_headers";
@@ -28,31 +28,39 @@ pub struct AssetFiles {
     pub settings: Settings,
     /// `/a/b.html` → its bytes (`_headers` and `_redirects` included).
     pub files: Vec<(String, Bytes)>,
+    /// Whether a Worker's script stands behind the assets. Without one
+    /// (wrangler's `assets` with no `main`) no request reaches a Worker:
+    /// the site answers every request itself.
+    pub has_worker: bool,
 }
 
 impl AssetFiles {
+    /// The decisions' settings of these assets for a Worker version of
+    /// these compatibility settings ([`Settings::config`]).
+    pub fn config(&self, date: Option<&str>, flags: &[String]) -> Result<Config, SettingsError> {
+        self.settings.config(self.has_worker, date, flags)
+    }
+
     /// Every file's bytes together.
     pub fn total_bytes(&self) -> u64 {
         self.files.iter().map(|(_, bytes)| bytes.len() as u64).sum()
     }
+}
 
-    /// A SHA-256 (hex) of the settings and every file's path and bytes: a
-    /// folder's identity where no artifact digest names it (`isolane dev`
-    /// folds it into the revision, so that changed assets make a new one).
-    pub fn digest(&self) -> String {
-        use sha2::{Digest, Sha256};
-        let mut hash = Sha256::new();
-        let mut field = |bytes: &[u8]| {
-            hash.update((bytes.len() as u64).to_le_bytes());
-            hash.update(bytes);
-        };
-        field(format!("{:?}", self.settings).as_bytes());
-        for (path, bytes) in &self.files {
-            field(path.as_bytes());
-            field(bytes);
-        }
-        hex::encode(hash.finalize())
+fn digest(files: &AssetFiles, manifest: &Manifest, rules: [&str; 2]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    field(format!("{:?} {}", files.settings, files.has_worker).as_bytes());
+    rules.iter().for_each(|rule| field(rule.as_bytes()));
+    for (path, asset) in manifest.iter() {
+        field(path.as_bytes());
+        field(asset.hash.as_bytes());
     }
+    hex::encode(hash.finalize())
 }
 
 /// Why a folder's files make no site.
@@ -75,6 +83,8 @@ pub struct Site {
     bytes: HashMap<String, Bytes>,
     /// `env.<binding>`, when the settings name one.
     binding: Option<String>,
+    /// [`Site::digest`].
+    digest: String,
 }
 
 impl std::fmt::Debug for Site {
@@ -124,11 +134,21 @@ impl Site {
             config,
         };
         let binding = files.settings.binding.clone();
+        let digest = digest(files, &assets.manifest, [&headers, &redirects]);
         Ok(Arc::new(Self {
             assets,
             bytes,
             binding,
+            digest,
         }))
+    }
+
+    /// A SHA-256 (hex) of the settings, the rule files and every asset's
+    /// path and content hash (the manifest's, so no byte is hashed twice):
+    /// a folder's identity where no artifact digest names it (`isolane dev`
+    /// folds it into the revision, so that changed assets make a new one).
+    pub fn digest(&self) -> &str {
+        &self.digest
     }
 
     /// How many assets there are.
@@ -268,6 +288,7 @@ mod tests {
                     Bytes::from_static(b"/old /app.js 301\n"),
                 ),
             ],
+            has_worker: true,
         }
     }
 
@@ -374,5 +395,37 @@ mod tests {
             (missing.status, missing.body.len()),
             (StatusCode::NOT_FOUND, 0)
         );
+    }
+
+    #[test]
+    fn the_digest_changes_with_any_asset_rule_or_setting_and_only_then() {
+        let digest = |files: &AssetFiles| {
+            let config = files.config(None, &[]).unwrap();
+            Site::new(files, config).unwrap().digest().to_owned()
+        };
+        let base = digest(&files());
+        assert_eq!(base, digest(&files()), "the same folder, the same digest");
+        assert_eq!(base.len(), 64);
+        let changed = |index: usize, bytes: &'static [u8]| {
+            let mut files = files();
+            files.files[index].1 = Bytes::from_static(bytes);
+            digest(&files)
+        };
+        assert_ne!(base, changed(1, b"console.log(2)"), "an asset's bytes");
+        assert_ne!(
+            base,
+            changed(2, b"/app.js\n  X-Served: other\n"),
+            "_headers"
+        );
+        assert_ne!(base, changed(3, b"/old /index.html 302\n"), "_redirects");
+        let mut renamed = files();
+        renamed.files[1].0 = "/main.js".into();
+        assert_ne!(base, digest(&renamed), "an asset's path");
+        let mut settings = files();
+        settings.settings.binding = Some("ASSETS".into());
+        assert_ne!(base, digest(&settings), "the settings");
+        let mut alone = files();
+        alone.has_worker = false;
+        assert_ne!(base, digest(&alone), "whether a Worker is behind them");
     }
 }

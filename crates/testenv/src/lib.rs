@@ -59,6 +59,7 @@ mod registry;
 mod slow_lines;
 pub mod workerd;
 pub mod workers;
+pub mod wrangler;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

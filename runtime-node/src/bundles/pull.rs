@@ -74,7 +74,7 @@ impl Puller {
             .assets
             .map(|files| {
                 tracing::info!(worker.id = %bundle.worker_id, files = files.files.len(), bytes = files.total_bytes(), "bundle assets");
-                isolane_artifact::assets_layer::site(&reference.to_string(), &files, true, compat)
+                isolane_artifact::assets_layer::site(&reference.to_string(), &files, compat)
             })
             .transpose()?;
         Ok(bundle.with_pulled_modules(pulled.modules).with_assets(site))
