@@ -1,12 +1,13 @@
 //! The ACME ClusterIssuer against Pebble, its readiness, Pebble's issuing
-//! root, and a forced renewal as `cmctl renew` does it.
+//! root and its log of validations, a namespace's Certificates, and a
+//! forced renewal as `cmctl renew` does it.
 
 use std::time::Duration;
 
 use isolane_testenv::{ControlPlane, Pebble, wait_until};
 use k8s_openapi::ByteString;
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 
 use super::client::{Connection, H1};
@@ -15,6 +16,31 @@ use super::client::{Connection, H1};
 pub fn certificate_resource() -> ApiResource {
     let gvk = GroupVersionKind::gvk("cert-manager.io", "v1", "Certificate");
     ApiResource::from_gvk_with_plural(&gvk, "certificates")
+}
+
+/// `namespace`'s Certificates (none when the list fails).
+pub async fn certificates(cp: &ControlPlane, namespace: &str) -> Vec<DynamicObject> {
+    let resource = certificate_resource();
+    let api: Api<DynamicObject> = Api::namespaced_with(cp.client(), namespace, &resource);
+    api.list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+}
+
+/// Pebble's log shows an HTTP-01 validation of `host` on port 80 and an
+/// authorization made valid by it; returns how many authorizations were.
+pub fn assert_validated(pebble: &Pebble, host: &str) -> usize {
+    let log = pebble.process().log();
+    let asked =
+        format!("Attempting to validate w/ HTTP: http://{host}:80/.well-known/acme-challenge/");
+    assert!(
+        log.contains(&asked),
+        "no HTTP-01 validation of {host}:\n{log}"
+    );
+    let valid = log.matches("set VALID by completed challenge").count();
+    assert!(valid > 0, "not valid:\n{log}");
+    valid
 }
 
 fn cluster_issuer() -> ApiResource {
