@@ -169,6 +169,7 @@ async fn certificates_are_issued_through_http01_answered_by_the_router_and_renew
 
     // === 3. renewal under load on new connections ===
     let name = certs[0].metadata.name.clone().expect("a name");
+    issuer::new_account(&cp, ISSUER, SETTLE).await;
     let seen = renew_under_load(&cp, (https, HOST, &root), (DEMO, &name), &first, SETTLE).await;
     assert!(seen.requests >= REQUESTS, "{seen:?}");
     assert!(seen.old > 0 && seen.new > 0, "{seen:?}");

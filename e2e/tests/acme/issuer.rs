@@ -91,6 +91,33 @@ pub async fn wait_ready(cp: &ControlPlane, name: &str, timeout: Duration) {
     .await;
 }
 
+/// Gives ClusterIssuer `name` a new ACME account (a new private key
+/// Secret) and waits until it is registered and Ready. Pebble reuses an
+/// account's valid authorization for a new order 1 time in 100 even with
+/// `PEBBLE_AUTHZREUSE=0` (its test is `rand.Intn(100) > percent`); an order
+/// from a new account is always validated anew.
+pub async fn new_account(cp: &ControlPlane, name: &str, timeout: Duration) {
+    let api: Api<DynamicObject> = Api::all_with(cp.client(), &cluster_issuer());
+    let account = |issuer: &DynamicObject| issuer.data.pointer("/status/acme/uri").cloned();
+    let before = account(&api.get(name).await.expect("the ClusterIssuer"));
+    let secret = format!("{name}-account-renewal");
+    let patch = serde_json::json!({"spec": {"acme": {"privateKeySecretRef": {"name": secret}}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .expect("a new account key for the ClusterIssuer");
+    wait_until("the ClusterIssuer's new account", timeout, || async {
+        let issuer = api.get(name).await.map_err(|e| e.to_string())?;
+        let now = account(&issuer);
+        let ready = condition_status(&issuer, "Ready").as_deref() == Some("True");
+        if ready && now.is_some() && now != before {
+            Ok(())
+        } else {
+            Err(format!("{:?}", issuer.data.get("status")))
+        }
+    })
+    .await;
+}
+
 /// Pebble's issuing root (PEM), from its management API.
 pub async fn issuing_root(pebble: &Pebble) -> String {
     let url = pebble.issuing_root_url();
