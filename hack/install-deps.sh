@@ -61,8 +61,10 @@ without_service_starts() { # command...
 # no cmake, Go, nasm or clang needed on x86_64/aarch64 Linux).
 # jq, tar and gzip write the OCI image archives (hack/build-images.sh).
 # zstd: the node:zlib tests check frames against the reference CLI.
+# curl: HTTPS with a CA file over HTTP/1.1 and HTTP/2 (e2e/tests/chart/acme.rs)
+# and the refused tail requests (e2e/tests/tail_api.rs).
 deps_base() {
-    install_packages ca-certificates util-linux openssl g++ jq tar gzip zstd
+    install_packages ca-certificates util-linux openssl g++ jq tar gzip zstd curl
 }
 
 # The tests' container runtime: runc runs the images (e2e/tests/images.rs);
@@ -189,13 +191,14 @@ deps_otelcol() {
 # The certificate tests' ACME parts (isolane_testenv::Acme): cert-manager
 # v1.21.2's controller (hack/cert-manager) and CRDs, Pebble v2.10.3 and its
 # pebble-challtestsrv, built from their Go modules once and cached
-# (hack/build-cert-manager.sh; about 8 minutes cold).
+# (hack/build-cert-manager.sh; about 8 minutes cold). e2e/tests/acme.rs and
+# e2e/tests/chart/acme.rs run them.
 deps_acme() {
     log "acme: $("${here}/build-cert-manager.sh")"
 }
 
 # The Gateway API v1.6.3 standard-channel CRDs the chart tests install
-# (e2e/tests/chart_gateway.rs), from the Go module sigs.k8s.io/gateway-api,
+# (e2e/tests/chart/gateway.rs), from the Go module sigs.k8s.io/gateway-api,
 # cached (hack/fetch-gateway-api.sh; seconds, nothing is built).
 deps_gateway_api() {
     log "gateway-api: $("${here}/fetch-gateway-api.sh")"

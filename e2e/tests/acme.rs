@@ -18,22 +18,25 @@
 #[allow(dead_code)]
 #[path = "tls/client.rs"]
 mod client;
+#[path = "acme/https.rs"]
+mod https;
 #[path = "acme/issuer.rs"]
 mod issuer;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use client::{Connection, H1, H2};
+use client::{H1, H2};
+use https::{REQUESTS, fetch, renew_under_load};
 use isolane_e2e::cluster::{Cluster, ClusterOptions, RouterOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::operator::OperatorOptions;
 use isolane_e2e::workers::{self, has_condition, inline_worker};
 use isolane_testenv::acme::cert_manager_crds;
 use isolane_testenv::{CertManager, ControlPlane, Pebble, free_port, wait_until};
+use issuer::certificates;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams};
-use kube::core::DynamicObject;
+use kube::api::DeleteParams;
 
 const SETTLE: Duration = Duration::from_secs(180);
 const DEMO: &str = "demo";
@@ -44,8 +47,6 @@ const OTHER_HOST: &str = "store.acme.test";
 /// The router's HTTP listener: HTTP-01 is always port 80.
 const HTTP_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 61);
 const ISSUER: &str = "pebble";
-/// How many HTTPS requests, each on a new connection, run across the renewal.
-const REQUESTS: usize = 1000;
 
 const URL_ECHO: &str = "export default { fetch(request) { return new Response(request.url); } };";
 
@@ -91,44 +92,11 @@ async fn start(
     (pebble, cert_manager, cluster)
 }
 
-/// `namespace`'s Certificates.
-async fn certificates(cp: &ControlPlane, namespace: &str) -> Vec<DynamicObject> {
-    let resource = issuer::certificate_resource();
-    let api: Api<DynamicObject> = Api::namespaced_with(cp.client(), namespace, &resource);
-    api.list(&ListParams::default())
-        .await
-        .map(|l| l.items)
-        .unwrap_or_default()
-}
-
-/// `GET /` for HOST over a new HTTPS connection: the body and the leaf served.
-async fn fetch(https: SocketAddr, root: &str, alpn: &[u8]) -> Result<(String, Vec<u8>), String> {
-    let mut connection = Connection::open_trusting(https, HOST, root, alpn).await?;
-    if connection.alpn.as_deref() != Some(alpn) {
-        return Err(format!("ALPN chose {:?}", connection.alpn));
-    }
-    let (status, body) = connection.get("/").await?;
-    if status != 200 {
-        return Err(format!("status {status}: {body}"));
-    }
-    Ok((body, connection.peer.clone()))
-}
-
-/// Pebble's log shows the HTTP-01 validation of HOST on port 80, which
-/// resolves to the router's listener alone, and the authorization valid.
+/// The router's HTTP listener is the address Pebble's DNS gives every
+/// name, and Pebble validated HOST there over HTTP-01.
 fn assert_validated_by_the_router(pebble: &Pebble, cluster: &Cluster) {
     assert_eq!(cluster.ingress(), SocketAddr::from((HTTP_IP, 80)));
-    let log = pebble.process().log();
-    let asked =
-        format!("Attempting to validate w/ HTTP: http://{HOST}:80/.well-known/acme-challenge/");
-    assert!(
-        log.contains(&asked),
-        "no HTTP-01 validation of {HOST}:\n{log}"
-    );
-    assert!(
-        log.contains("set VALID by completed challenge"),
-        "not valid:\n{log}"
-    );
+    issuer::assert_validated(pebble, HOST);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -167,7 +135,7 @@ async fn certificates_are_issued_through_http01_answered_by_the_router_and_renew
     let mut first = None;
     for alpn in [H1, H2] {
         let (body, leaf) = wait_until("HTTPS to answer with Pebble's certificate", SETTLE, || {
-            fetch(https, &root, alpn)
+            fetch(https, HOST, &root, alpn)
         })
         .await;
         assert_eq!(body, format!("https://{HOST}/"));
@@ -201,20 +169,12 @@ async fn certificates_are_issued_through_http01_answered_by_the_router_and_renew
 
     // === 3. renewal under load on new connections ===
     let name = certs[0].metadata.name.clone().expect("a name");
-    let seen = renew_under_load(&cp, https, &root, &name, &first).await;
-    assert!(seen.0 >= REQUESTS, "{} requests", seen.0);
-    assert!(
-        seen.1 > 0 && seen.2 > 0,
-        "old served {} times, new {} times",
-        seen.1,
-        seen.2
-    );
+    issuer::new_account(&cp, ISSUER, SETTLE).await;
+    let seen = renew_under_load(&cp, (https, HOST, &root), (DEMO, &name), &first, SETTLE).await;
+    assert!(seen.requests >= REQUESTS, "{seen:?}");
+    assert!(seen.old > 0 && seen.new > 0, "{seen:?}");
     // The renewal's order was validated through the router again.
-    let validations = pebble
-        .process()
-        .log()
-        .matches("set VALID by completed challenge")
-        .count();
+    let validations = issuer::assert_validated(&pebble, HOST);
     assert!(validations >= 2, "{validations} validations");
 
     // === 4. the host lost, then the Worker deleted: its Certificates go ===
@@ -242,40 +202,4 @@ async fn certificates_are_issued_through_http01_answered_by_the_router_and_renew
         certificates(&cp, DEMO).await.is_empty()
     })
     .await;
-}
-
-/// Forces a renewal of Certificate `name` while HTTPS requests on new
-/// connections run (at least [`REQUESTS`], and until the new certificate
-/// was served a while); none may fail. Returns (requests, old served, new
-/// served).
-async fn renew_under_load(
-    cp: &ControlPlane,
-    https: SocketAddr,
-    root: &str,
-    name: &str,
-    first: &[u8],
-) -> (usize, usize, usize) {
-    let (mut total, mut old, mut new) = (0, 0, 0);
-    let started = std::time::Instant::now();
-    let deadline = tokio::time::Instant::now() + SETTLE;
-    issuer::renew(cp, DEMO, name).await;
-    while total < REQUESTS || new < 50 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "renewal not seen: {total} requests, {new} new"
-        );
-        let alpn = if total % 2 == 0 { H1 } else { H2 };
-        let (body, leaf) = fetch(https, root, alpn)
-            .await
-            .unwrap_or_else(|error| panic!("request {total} failed: {error}"));
-        assert_eq!(body, format!("https://{HOST}/"));
-        total += 1;
-        if leaf == first { old += 1 } else { new += 1 }
-    }
-    println!(
-        "renewal under load: {total} HTTPS requests on new connections in {:?}, 0 failed; \
-         old certificate served {old} times, new {new}",
-        started.elapsed()
-    );
-    (total, old, new)
 }

@@ -3,7 +3,8 @@
 //! install` / `upgrade` / `uninstall` against a real kube-apiserver, with the
 //! RBAC checked by the apiserver's own authorizer; the values schema; `promtool
 //! check rules` and `promtool test rules` on the alert groups the chart renders;
-//! and `deploy/` kept in sync with the chart.
+//! `deploy/` kept in sync with the chart; and automatic certificates through
+//! the chart on a real kubelet (`chart/acme.rs`, which needs root).
 //!
 //! Helm, promtool and kubectl come from `PATH` (Helm also from
 //! `${ISOLANE_CACHE_DIR:-$HOME/.cache/isolane}/bin`); `hack/install-deps.sh`
@@ -623,6 +624,9 @@ fn mistyped_values_are_rejected_by_the_schema() {
     let output = template_output(&["--set-json", "node.config.pinThreads=1"]);
     assert!(!output.status.success(), "pinThreads=1 was accepted");
 }
+
+#[path = "chart/acme.rs"]
+mod acme;
 
 #[path = "chart/cluster.rs"]
 mod cluster;

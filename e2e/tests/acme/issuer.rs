@@ -1,12 +1,13 @@
 //! The ACME ClusterIssuer against Pebble, its readiness, Pebble's issuing
-//! root, and a forced renewal as `cmctl renew` does it.
+//! root and its log of validations, a namespace's Certificates, and a
+//! forced renewal as `cmctl renew` does it.
 
 use std::time::Duration;
 
 use isolane_testenv::{ControlPlane, Pebble, wait_until};
 use k8s_openapi::ByteString;
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 
 use super::client::{Connection, H1};
@@ -15,6 +16,31 @@ use super::client::{Connection, H1};
 pub fn certificate_resource() -> ApiResource {
     let gvk = GroupVersionKind::gvk("cert-manager.io", "v1", "Certificate");
     ApiResource::from_gvk_with_plural(&gvk, "certificates")
+}
+
+/// `namespace`'s Certificates (none when the list fails).
+pub async fn certificates(cp: &ControlPlane, namespace: &str) -> Vec<DynamicObject> {
+    let resource = certificate_resource();
+    let api: Api<DynamicObject> = Api::namespaced_with(cp.client(), namespace, &resource);
+    api.list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+}
+
+/// Pebble's log shows an HTTP-01 validation of `host` on port 80 and an
+/// authorization made valid by it; returns how many authorizations were.
+pub fn assert_validated(pebble: &Pebble, host: &str) -> usize {
+    let log = pebble.process().log();
+    let asked =
+        format!("Attempting to validate w/ HTTP: http://{host}:80/.well-known/acme-challenge/");
+    assert!(
+        log.contains(&asked),
+        "no HTTP-01 validation of {host}:\n{log}"
+    );
+    let valid = log.matches("set VALID by completed challenge").count();
+    assert!(valid > 0, "not valid:\n{log}");
+    valid
 }
 
 fn cluster_issuer() -> ApiResource {
@@ -60,6 +86,33 @@ pub async fn wait_ready(cp: &ControlPlane, name: &str, timeout: Duration) {
         match condition_status(&issuer, "Ready").as_deref() {
             Some("True") => Ok(()),
             _ => Err(format!("{:?}", issuer.data.get("status"))),
+        }
+    })
+    .await;
+}
+
+/// Gives ClusterIssuer `name` a new ACME account (a new private key
+/// Secret) and waits until it is registered and Ready. Pebble reuses an
+/// account's valid authorization for a new order 1 time in 100 even with
+/// `PEBBLE_AUTHZREUSE=0` (its test is `rand.Intn(100) > percent`); an order
+/// from a new account is always validated anew.
+pub async fn new_account(cp: &ControlPlane, name: &str, timeout: Duration) {
+    let api: Api<DynamicObject> = Api::all_with(cp.client(), &cluster_issuer());
+    let account = |issuer: &DynamicObject| issuer.data.pointer("/status/acme/uri").cloned();
+    let before = account(&api.get(name).await.expect("the ClusterIssuer"));
+    let secret = format!("{name}-account-renewal");
+    let patch = serde_json::json!({"spec": {"acme": {"privateKeySecretRef": {"name": secret}}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .expect("a new account key for the ClusterIssuer");
+    wait_until("the ClusterIssuer's new account", timeout, || async {
+        let issuer = api.get(name).await.map_err(|e| e.to_string())?;
+        let now = account(&issuer);
+        let ready = condition_status(&issuer, "Ready").as_deref() == Some("True");
+        if ready && now.is_some() && now != before {
+            Ok(())
+        } else {
+            Err(format!("{:?}", issuer.data.get("status")))
         }
     })
     .await;

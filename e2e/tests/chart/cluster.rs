@@ -139,6 +139,25 @@ pub(super) fn helm_at(cp: &ControlPlane, args: &[&str]) -> Command {
     command
 }
 
+/// `helm <action> isolane charts/isolane -n isolane-system --create-namespace <values>`.
+pub(super) fn helm_install(cp: &ControlPlane, action: &str, values: &[&str]) -> Output {
+    let chart = chart();
+    let chart = chart.to_str().expect("utf-8 path");
+    let args = [
+        &[
+            action,
+            RELEASE,
+            chart,
+            "-n",
+            NAMESPACE,
+            "--create-namespace",
+        ][..],
+        values,
+    ]
+    .concat();
+    run(&mut helm_at(cp, &args), None)
+}
+
 pub(super) fn kubectl_json(cp: &ControlPlane, args: &[&str]) -> serde_json::Value {
     let mut command = cp.kubectl(args);
     command.args(["-o", "json"]);

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use isolane_testenv::{ControlPlane, wait_until};
 
-use super::cluster::{control_plane, exists, helm_at, kubectl_json};
+use super::cluster::{control_plane, exists, helm_at, helm_install, kubectl_json};
 use super::*;
 
 const GATEWAY_NAMESPACE: &str = "gateways";
@@ -110,24 +110,6 @@ async fn gateway_control_plane() -> ControlPlane {
         Some(GATEWAY),
     );
     cp
-}
-
-fn helm_install(cp: &ControlPlane, action: &str, values: &[&str]) -> Output {
-    let chart = chart();
-    let chart = chart.to_str().expect("utf-8 path");
-    let args = [
-        &[
-            action,
-            RELEASE,
-            chart,
-            "-n",
-            NAMESPACE,
-            "--create-namespace",
-        ][..],
-        values,
-    ]
-    .concat();
-    run(&mut helm_at(cp, &args), None)
 }
 
 #[tokio::test]
