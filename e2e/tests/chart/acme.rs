@@ -40,7 +40,9 @@ use std::time::Duration;
 use client::{H1, H2};
 use https::{REQUESTS, fetch, renew_under_load};
 use isolane_crds::Worker;
-use isolane_e2e::release::{kubelet_control_plane, kubelet_values};
+use isolane_e2e::process::workspace_root;
+use isolane_e2e::release::{helm_install, kubelet_control_plane};
+use isolane_e2e::tools::tool;
 use isolane_e2e::workers::{self, has_condition, inline_worker};
 use isolane_testenv::acme::cert_manager_crds;
 use isolane_testenv::{CertManager, ControlPlane, ENV_TEST_KUBECONFIG, Pebble, wait_until};
@@ -50,8 +52,7 @@ use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 
-use super::cluster::helm_install;
-use super::{Command, NAMESPACE, RELEASE, run_ok, text};
+use super::{Command, NAMESPACE, RELEASE, run, run_ok, text};
 
 const SETTLE: Duration = Duration::from_secs(180);
 /// The host's owner.
@@ -73,10 +74,11 @@ struct Parts {
     https: SocketAddr,
 }
 
-/// The chart's values: the kubelet's, certificates from the Pebble issuer,
-/// HTTPS at the router, one replica each, the webhook skipping [`EXEMPT`].
+/// The chart's values beside the kubelet's: certificates from the Pebble
+/// issuer, HTTPS at the router, one replica each, the webhook skipping
+/// [`EXEMPT`].
 fn values() -> Vec<String> {
-    let mut values = kubelet_values();
+    let mut values = Vec::new();
     for set in [
         "certificates.enabled=true",
         "certificates.issuer.name=pebble",
@@ -93,7 +95,6 @@ fn values() -> Vec<String> {
         "--set-json".to_owned(),
         format!("webhook.namespaceSelector={selector}"),
     ]);
-    values.extend(["--wait", "--timeout", "4m"].map(str::to_owned));
     values
 }
 
@@ -130,9 +131,17 @@ async fn start(cp: &ControlPlane) -> Parts {
     for namespace in [OWNER, EXEMPT, CHECKED, "cert-manager"] {
         cp.create_namespace(namespace).await.expect("a namespace");
     }
-    let values = values();
-    let values: Vec<&str> = values.iter().map(String::as_str).collect();
-    let installed = helm_install(cp, "install", &values);
+    let installed = run(
+        helm_install(
+            &mut Command::new(tool("helm")),
+            RELEASE,
+            workspace_root().join("charts/isolane"),
+            cp.kubeconfig_path(),
+            NAMESPACE,
+        )
+        .args(values()),
+        None,
+    );
     assert!(installed.status.success(), "{}", text(&installed));
     let (http, https) = router_addresses(cp).await;
     // HTTP-01 is port 80, HTTPS at 443 keeps the Worker's URL portless.

@@ -140,7 +140,7 @@ pub(super) fn helm_at(cp: &ControlPlane, args: &[&str]) -> Command {
 }
 
 /// `helm <action> isolane charts/isolane -n isolane-system --create-namespace <values>`.
-pub(super) fn helm_install(cp: &ControlPlane, action: &str, values: &[&str]) -> Output {
+pub(super) fn helm_action(cp: &ControlPlane, action: &str, values: &[&str]) -> Output {
     let chart = chart();
     let chart = chart.to_str().expect("utf-8 path");
     let args = [

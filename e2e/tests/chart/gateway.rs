@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use isolane_testenv::{ControlPlane, wait_until};
 
-use super::cluster::{control_plane, exists, helm_at, helm_install, kubectl_json};
+use super::cluster::{control_plane, exists, helm_action, helm_at, kubectl_json};
 use super::*;
 
 const GATEWAY_NAMESPACE: &str = "gateways";
@@ -115,7 +115,7 @@ async fn gateway_control_plane() -> ControlPlane {
 #[tokio::test]
 async fn helm_attaches_the_router_to_an_existing_gateway() {
     let cp = gateway_control_plane().await;
-    let installed = helm_install(&cp, "install", ROUTE_VALUES);
+    let installed = helm_action(&cp, "install", ROUTE_VALUES);
     assert!(installed.status.success(), "{}", text(&installed));
 
     let route = kubectl_json(
@@ -158,7 +158,7 @@ async fn helm_attaches_the_router_to_an_existing_gateway() {
 /// An upgrade to a hostname the CRD's pattern refuses fails at the apiserver
 /// and leaves the route as it was.
 fn refused_by_the_crd(cp: &ControlPlane) {
-    let output = helm_install(
+    let output = helm_action(
         cp,
         "upgrade",
         &[
