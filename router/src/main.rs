@@ -65,12 +65,14 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             .context("registering metrics")?,
     );
     let readiness = Readiness::new();
-    let owners_ready = readiness.register("host-owners");
-    let workers_ready = readiness.register("workers");
-    let leases_ready = readiness.register("leases");
+    let gates = WatchGates {
+        owners: readiness.register("host-owners"),
+        workers: readiness.register("workers"),
+        leases: readiness.register("leases"),
+    };
     let tls_ready = (config.https.tls_listen_addr).map(|_| readiness.register("tls-secrets"));
     let http01_ready = (config.https.acme_http01).then(|| readiness.register("acme-challenges"));
-    let proxy = Proxy::builder(config.proxy, Arc::clone(&metrics))
+    let proxy = Proxy::builder(config.proxy.clone(), Arc::clone(&metrics))
         .reservations(config.reserved_hosts.clone())
         .trusted_proxies(config.trusted_proxies.clone())
         .build();
@@ -83,12 +85,130 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .bind(config.admin_addr)
         .await
         .context("binding the admin server")?;
-    let listener = server::bind(config.listen_addr)
-        .with_context(|| format!("binding the ingress on {}", config.listen_addr))?;
-
     let shutdown = CancellationToken::new();
     tokio::spawn(admin.serve(shutdown.clone().cancelled_owned()));
-    // One cache of Kubernetes' answers about tails, for both ways in.
+    let listener = server::bind(config.listen_addr)
+        .with_context(|| format!("binding the ingress on {}", config.listen_addr))?;
+    start_tails(&config, &client, &proxy, &shutdown).await?;
+    spawn_watches(&config, &client, &proxy, gates);
+    if let Some(cron) = config.cron.clone() {
+        tokio::spawn(isolane_router::cron::run(
+            client.clone(),
+            proxy.clone(),
+            cron,
+            shutdown.clone(),
+        ));
+    }
+    spawn_rerank(Arc::clone(&metrics), config.worker_series_interval);
+    let ingress = Listeners {
+        plain: listener,
+        tls_ready,
+        http01_ready,
+    };
+    let workers = start_workers(&config, ingress, proxy, &metrics, &client, &shutdown)?;
+    drain_at_signal(workers, shutdown).await
+}
+
+/// The plain listener, and the readiness of the HTTPS ingress's Secret
+/// watch and of the HTTP-01 responder's, when they are configured.
+struct Listeners {
+    plain: std::net::TcpListener,
+    tls_ready: Option<ReadyHandle>,
+    http01_ready: Option<ReadyHandle>,
+}
+
+/// The per-core router workers on the ingress `listeners` make.
+fn start_workers(
+    config: &Config,
+    listeners: Listeners,
+    proxy: Proxy,
+    metrics: &Arc<RouterMetrics>,
+    client: &kube::Client,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<RouterWorkers> {
+    let namespace = config.watch_namespace.as_deref();
+    let (plain, tls_ready) = (listeners.plain, listeners.tls_ready);
+    let mut ingress = ingress(
+        &config.https,
+        namespace,
+        plain,
+        &proxy,
+        metrics,
+        client,
+        tls_ready,
+    )?;
+    ingress.http01 =
+        (listeners.http01_ready).map(|ready| http01(namespace, &proxy, metrics, client, ready));
+    RouterWorkers::spawn_ingress(
+        ingress,
+        config.workers,
+        proxy,
+        shutdown.clone(),
+        config.shutdown_grace,
+    )
+    .context("starting the router workers")
+}
+
+/// Waits for SIGTERM or SIGINT, then stops taking connections and waits
+/// for the open ones to drain.
+async fn drain_at_signal(
+    workers: RouterWorkers,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    shutdown_signal().await;
+    info!("shutting down: no new connections, draining open ones");
+    shutdown.cancel();
+    tokio::task::spawn_blocking(move || workers.join())
+        .await
+        .context("joining the router workers")?;
+    Ok(())
+}
+
+/// The readiness the watches of [`spawn_watches`] report to.
+struct WatchGates {
+    owners: ReadyHandle,
+    workers: ReadyHandle,
+    leases: ReadyHandle,
+}
+
+/// The watches the route table is made from. The host owners the operator
+/// records live in its namespace, the nodes' (they read its bundles
+/// there). No route table before they are read: it could hand a
+/// redeploying namespace's host to another.
+fn spawn_watches(config: &Config, client: &kube::Client, proxy: &Proxy, gates: WatchGates) {
+    let (owners_synced_tx, mut owners_synced) = tokio::sync::watch::channel(false);
+    tokio::spawn({
+        let (client, proxy) = (client.clone(), proxy.clone());
+        let namespace = config.nodes_namespace.clone();
+        async move {
+            watch::host_owners(client, &namespace, proxy, gates.owners, owners_synced_tx).await;
+        }
+    });
+    tokio::spawn({
+        let (client, proxy) = (client.clone(), proxy.clone());
+        let (namespace, class) = (config.watch_namespace.clone(), config.worker_class.clone());
+        async move {
+            if owners_synced.wait_for(|synced| *synced).await.is_ok() {
+                watch::workers_of_class(client, namespace.as_deref(), &class, proxy, gates.workers)
+                    .await;
+            }
+        }
+    });
+    tokio::spawn({
+        let (client, proxy) = (client.clone(), proxy.clone());
+        let namespace = config.nodes_namespace.clone();
+        async move { watch::leases(client, &namespace, proxy, gates.leases).await }
+    });
+}
+
+/// The tail endpoint and the aggregated API, as configured, with one cache
+/// of Kubernetes' answers about tails for both ways in.
+async fn start_tails(
+    config: &Config,
+    client: &kube::Client,
+    proxy: &Proxy,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
     let access = Arc::new(isolane_router::tail::access::Access::new(client.clone()));
     if let Some(addr) = config.tail_addr {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -105,82 +225,24 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     if let Some(api) = &config.tail_api {
         let parts = ApiParts {
             proxy: proxy.clone(),
-            access: Arc::clone(&access),
+            access,
             nodes_namespace: config.nodes_namespace.clone(),
         };
-        start_api_server(api, parts, &client, &shutdown).await;
+        start_api_server(api, parts, client, shutdown).await;
     }
-    // The host owners the operator records live in its namespace, the
-    // nodes' (they read its bundles there). No route table before they are
-    // read: it could hand a redeploying namespace's host to another.
-    let (owners_synced_tx, mut owners_synced) = tokio::sync::watch::channel(false);
-    tokio::spawn({
-        let (client, proxy) = (client.clone(), proxy.clone());
-        let namespace = config.nodes_namespace.clone();
-        async move {
-            watch::host_owners(client, &namespace, proxy, owners_ready, owners_synced_tx).await;
-        }
-    });
-    tokio::spawn({
-        let (client, proxy) = (client.clone(), proxy.clone());
-        let (namespace, class) = (config.watch_namespace.clone(), config.worker_class.clone());
-        async move {
-            if owners_synced.wait_for(|synced| *synced).await.is_ok() {
-                watch::workers_of_class(client, namespace.as_deref(), &class, proxy, workers_ready)
-                    .await;
-            }
-        }
-    });
-    tokio::spawn({
-        let (client, proxy) = (client.clone(), proxy.clone());
-        let namespace = config.nodes_namespace.clone();
-        async move { watch::leases(client, &namespace, proxy, leases_ready).await }
-    });
-    if let Some(cron) = config.cron.clone() {
-        tokio::spawn(isolane_router::cron::run(
-            client.clone(),
-            proxy.clone(),
-            cron,
-            shutdown.clone(),
-        ));
-    }
-    tokio::spawn({
-        let metrics = Arc::clone(&metrics);
-        let mut every = tokio::time::interval(config.worker_series_interval);
-        async move {
-            loop {
-                every.tick().await;
-                metrics.workers.rerank();
-            }
-        }
-    });
-    let namespace = config.watch_namespace.as_deref();
-    let mut ingress = ingress(
-        &config.https,
-        namespace,
-        listener,
-        &proxy,
-        &metrics,
-        &client,
-        tls_ready,
-    )?;
-    ingress.http01 = http01_ready.map(|ready| http01(namespace, &proxy, &metrics, &client, ready));
-    let workers = RouterWorkers::spawn_ingress(
-        ingress,
-        config.workers,
-        proxy,
-        shutdown.clone(),
-        config.shutdown_grace,
-    )
-    .context("starting the router workers")?;
-
-    shutdown_signal().await;
-    info!("shutting down: no new connections, draining open ones");
-    shutdown.cancel();
-    tokio::task::spawn_blocking(move || workers.join())
-        .await
-        .context("joining the router workers")?;
     Ok(())
+}
+
+/// Every `interval`, keeps the per-Worker series of the busiest Workers
+/// only (`WorkerSeries::rerank`).
+fn spawn_rerank(metrics: Arc<RouterMetrics>, interval: std::time::Duration) {
+    let mut every = tokio::time::interval(interval);
+    tokio::spawn(async move {
+        loop {
+            every.tick().await;
+            metrics.workers.rerank();
+        }
+    });
 }
 
 /// The router's listeners: `plain`, and the HTTPS ingress when configured,
