@@ -210,7 +210,8 @@ fi
 # HTTPS at the router vs plain HTTP, keep-alive and a handshake per request
 # (issue 61).
 if $needs_apiserver; then
-  step https 600 "$bench" https "${common[@]}" --bin-dir "$bin" "${https[@]}"
+  step https 900 "$bench" https "${common[@]}" --bin-dir "$bin" \
+    "${workerd_args[@]}" "${https[@]}"
 fi
 
 # Static assets: isolane dev vs wrangler dev (workerd) on one project folder

@@ -199,6 +199,9 @@ enum Command {
         /// Folder with `isolane-operator`, `isolane-node`, `isolane-router`.
         #[arg(long, default_value = "target/release")]
         bin_dir: PathBuf,
+        /// workerd's native binary: the same Worker over its own HTTPS.
+        #[arg(long)]
+        workerd: Option<PathBuf>,
         #[arg(long, default_value_t = 10)]
         secs: u64,
         #[arg(long, default_value_t = 3)]
@@ -560,12 +563,14 @@ fn main() -> anyhow::Result<()> {
         Command::Https {
             common,
             bin_dir,
+            workerd,
             secs,
             rounds,
             connections,
         } => {
             let plan = https::Plan {
                 bin_dir,
+                workerd,
                 secs,
                 rounds,
                 connections,

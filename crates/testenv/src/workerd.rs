@@ -66,6 +66,16 @@ pub struct Service {
     /// in memory.
     pub object_storage: Option<std::path::PathBuf>,
     pub address: SocketAddr,
+    /// Serve HTTPS with this certificate and key on the socket (its
+    /// `https.tlsOptions.keypair`) instead of plain HTTP.
+    pub tls: Option<Keypair>,
+}
+
+/// A certificate chain and its private key, PEM.
+#[derive(Debug, Clone)]
+pub struct Keypair {
+    pub certificate_chain: String,
+    pub private_key: String,
 }
 
 impl Service {
@@ -82,6 +92,7 @@ impl Service {
             durable_objects: Vec::new(),
             object_storage: None,
             address,
+            tls: None,
         }
     }
 }
@@ -100,8 +111,15 @@ pub fn render(services: &[Service]) -> String {
                 path.display().to_string()
             ));
         }
+        let protocol = match &service.tls {
+            None => "http = ()".to_owned(),
+            Some(pair) => format!(
+                "https = (options = (), tlsOptions = (keypair = (privateKey = {:?}, certificateChain = {:?})))",
+                pair.private_key, pair.certificate_chain
+            ),
+        };
         sockets.push(format!(
-            "(name = {:?}, address = \"{}\", http = (), service = {:?})",
+            "(name = {:?}, address = \"{}\", {protocol}, service = {:?})",
             service.name, service.address, service.name
         ));
         let _ = write!(

@@ -66,3 +66,56 @@ async fn a_durable_object_on_local_disk_counts_and_outlives_workerd() {
     let (_process, address) = serve(dir.path());
     assert_eq!(count(address).await, "3");
 }
+
+/// A socket with a keypair serves HTTPS: curl trusting only the CA that
+/// issued it (and nothing else) gets the Worker's answer.
+#[tokio::test]
+async fn a_socket_with_a_keypair_serves_https() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let bin = workerd::binary(&repo.join("compat"));
+    std::fs::write(
+        dir.path().join("worker.js"),
+        "export default { fetch() { return new Response('over tls'); } };",
+    )
+    .expect("worker.js written");
+    let ca = isolane_testenv::TestCa::new("workerd-tls").expect("a CA");
+    let leaf = ca
+        .issue(isolane_testenv::Leaf::server("workerd", &["localhost"]))
+        .expect("a certificate");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.cert_pem()).expect("ca.pem written");
+    let port = free_port().expect("a free port");
+    let service = workerd::Service {
+        tls: Some(workerd::Keypair {
+            certificate_chain: leaf.cert_pem,
+            private_key: leaf.key_pem,
+        }),
+        ..workerd::Service::module(
+            "main",
+            "worker.js",
+            "2024-09-23",
+            ([127, 0, 0, 1], port).into(),
+        )
+    };
+    let config = workerd::write_config(dir.path(), "config.capnp", &[service]).expect("config");
+    let _process = workerd::serve(&bin, &config, &[], &dir.path().join("workerd.log"))
+        .expect("workerd starts");
+    let url = format!("https://localhost:{port}/");
+    let resolve = format!("localhost:{port}:127.0.0.1");
+    let body = wait_until("workerd answers over TLS", Duration::from_secs(30), || {
+        let (url, resolve, ca_file) = (url.clone(), resolve.clone(), ca_file.clone());
+        async move {
+            let output = tokio::process::Command::new("curl")
+                .args(["-s", "--max-time", "5", "--resolve", &resolve, "--cacert"])
+                .arg(&ca_file)
+                .arg(&url)
+                .output()
+                .await
+                .ok()?;
+            output.status.success().then_some(output.stdout)
+        }
+    })
+    .await;
+    assert_eq!(body, b"over tls");
+}
