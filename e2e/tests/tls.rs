@@ -6,7 +6,8 @@
 //!    it is refused; a `squatter` namespace's Secret for the same host (and
 //!    for a host nobody claims) is never served, before or after;
 //! 1. with `demo`'s Secret, HTTPS over HTTP/1.1 and HTTP/2 (the ALPN
-//!    checked) reaches the Worker, which sees an `https` URL;
+//!    checked) reaches the Worker, which sees an `https` URL; so does a
+//!    WebSocket over TLS (`wss://`), whose message the Worker echoes;
 //! 2. the redirect: plain HTTP for the host is 308'd to HTTPS, an ACME
 //!    challenge path, a host without a certificate and a request a trusted
 //!    proxy (the test's client, `--trusted-proxies`) says came over HTTPS
@@ -46,8 +47,15 @@ const PLAIN_HOST: &str = "plain.test";
 /// A host no Worker claims.
 const NOBODY: &str = "nobody.test";
 
-/// Answers with the URL it was called with.
-const URL_ECHO: &str = "export default { fetch(request) { return new Response(request.url); } };";
+/// Answers with the URL it was called with; a WebSocket's messages with
+/// the URL's scheme and the message.
+const URL_ECHO: &str = r#"export default { fetch(request) {
+  if (request.headers.get("upgrade") !== "websocket") return new Response(request.url);
+  const [client, server] = Object.values(new WebSocketPair());
+  server.accept();
+  server.addEventListener("message", (event) => server.send(`${new URL(request.url).protocol} ${event.data}`));
+  return new Response(null, { status: 101, webSocket: client });
+} };"#;
 
 fn options(https: SocketAddr) -> ClusterOptions {
     let port = https.port().to_string();
@@ -203,6 +211,8 @@ async fn https_by_sni_from_owned_secrets_reloaded_without_dropping_connections()
     let expected = (200, format!("https://{HOST}/a?b=c"));
     assert_eq!(one.get("/a?b=c").await.expect("HTTP/1.1 answer"), expected);
     assert_eq!(two.get("/a?b=c").await.expect("HTTP/2 answer"), expected);
+    let echo = client::websocket_echo(https, HOST, &ca, "/ws", "hello").await;
+    assert_eq!(echo, Ok("https: hello".to_owned()), "a WebSocket over TLS");
     assert!(Connection::open(https, NOBODY, &ca, H1).await.is_err());
 
     // === 2. the redirect ===

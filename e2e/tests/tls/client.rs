@@ -148,3 +148,41 @@ impl Connection {
             .map_err(|_| "no answer in time".to_owned())?
     }
 }
+
+/// One text message over a WebSocket to `addr` for `host`
+/// (`wss://host/path`, HTTP/1.1 over TLS trusting only `ca`): the first
+/// text the Worker sends back.
+pub async fn websocket_echo(
+    addr: SocketAddr,
+    host: &str,
+    ca: &TestCa,
+    path: &str,
+    message: &str,
+) -> Result<String, String> {
+    use futures::{SinkExt as _, StreamExt as _};
+    use tokio_tungstenite::tungstenite::Message;
+    let connector = TlsConnector::from(Arc::new(config(&ca.cert_pem(), H1)));
+    let name = ServerName::try_from(host.to_owned()).map_err(|e| e.to_string())?;
+    let exchange = async {
+        let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        let tls = connector
+            .connect(name, tcp)
+            .await
+            .map_err(|e| format!("handshake: {e}"))?;
+        let url = format!("wss://{host}{path}");
+        let (mut socket, _) = tokio_tungstenite::client_async(url, tls)
+            .await
+            .map_err(|e| format!("upgrade: {e}"))?;
+        socket
+            .send(Message::text(message))
+            .await
+            .map_err(|e| e.to_string())?;
+        match socket.next().await {
+            Some(Ok(Message::Text(text))) => Ok(text.to_string()),
+            other => Err(format!("no text back: {other:?}")),
+        }
+    };
+    tokio::time::timeout(TIMEOUT, exchange)
+        .await
+        .map_err(|_| "the WebSocket exchange timed out".to_owned())?
+}
