@@ -524,6 +524,7 @@ async fn the_webhook_rejects_syntax_errors_and_conflicts_at_apply() {
         &cert.ca_pem,
     )
     .await;
+    register_mutating_webhook(&cp, &format!("https://{webhook}/mutate"), &cert.ca_pem).await;
 
     let client = cp.client();
     apply(
@@ -578,6 +579,25 @@ async fn the_webhook_rejects_syntax_errors_and_conflicts_at_apply() {
     );
     assert!(ok, "{text}");
     wait_ready(&client, NS, "fine", STEP).await;
+
+    // The finalizer comes in the creating write (the mutating webhook): the
+    // object the create answers with has it, before any write of the
+    // operator's.
+    let created = Api::<Worker>::namespaced(client.clone(), NS)
+        .create(
+            &PostParams::default(),
+            &inline_worker("early", &hello_script("early"), &["early.example.com"]),
+        )
+        .await
+        .expect("create a Worker");
+    assert_eq!(
+        created.metadata.finalizers.as_deref(),
+        Some(&["isolane.dev/bundle".to_owned()][..]),
+        "the created object's finalizers"
+    );
+    wait_ready(&client, NS, "early", STEP).await;
+    delete_worker(&client, "early").await;
+    wait_worker_gone(&client, "early").await;
 }
 
 /// Hosts belong to one namespace: another namespace's claim on a held host
@@ -856,6 +876,42 @@ fn kubectl_apply(cp: &ControlPlane, manifest: &str) -> (bool, String) {
             String::from_utf8_lossy(&output.stderr)
         ),
     )
+}
+
+/// Registers the operator's mutating webhook (the finalizer) for Worker
+/// CREATE, as the chart does.
+async fn register_mutating_webhook(cp: &ControlPlane, url: &str, ca_pem: &str) {
+    use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+    let ca_bundle = k8s_openapi::ByteString(ca_pem.as_bytes().to_vec());
+    let configuration: MutatingWebhookConfiguration = serde_json::from_value(serde_json::json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "isolane-operator"},
+        "webhooks": [{
+            "name": "finalizer.workers.isolane.dev",
+            "clientConfig": {"url": url, "caBundle": ca_bundle},
+            "rules": [{
+                "apiGroups": ["isolane.dev"],
+                "apiVersions": ["v1alpha1"],
+                "operations": ["CREATE"],
+                "resources": ["workers"],
+                "scope": "Namespaced",
+            }],
+            "failurePolicy": "Ignore",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 10,
+        }],
+    }))
+    .expect("mutating webhook configuration");
+    Api::<MutatingWebhookConfiguration>::all(cp.client())
+        .patch(
+            "isolane-operator",
+            &PatchParams::apply("isolane-e2e").force(),
+            &Patch::Apply(&configuration),
+        )
+        .await
+        .expect("register the mutating webhook");
 }
 
 /// Registers the operator's webhook for Worker CREATE and UPDATE.

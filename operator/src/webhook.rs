@@ -19,7 +19,9 @@
 //! the controller reports them as `ScriptValid=False`. Every replica serves the
 //! webhook, leader or not, from the index of Workers' routes its caches keep
 //! (`caches.rs`). It is served over TLS (rustls with the ring provider) on any path;
-//! the chart and the tests register `/validate-worker`.
+//! the chart and the tests register `/validate-worker`. At [`MUTATE_PATH`] the
+//! same server is the mutating webhook that adds the finalizer at creation
+//! (`webhook/finalizer.rs`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -46,8 +48,11 @@ use tracing::info;
 
 use crate::Error;
 use crate::index::WorkerIndex;
+
+mod finalizer;
 use crate::routes::{Holder, WorkerKey};
 use crate::script;
+pub use finalizer::{MUTATE_PATH, mutate};
 
 /// The largest AdmissionReview accepted: a 1 MiB script, JSON-escaped, twice
 /// (object and oldObject), with room to spare.
@@ -299,13 +304,18 @@ async fn handle(
     if request.method() != Method::POST {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "POST an AdmissionReview\n");
     }
+    let mutating = request.uri().path() == MUTATE_PATH;
     let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
         Ok(body) => body.to_bytes(),
         Err(_) => return plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n"),
     };
     let answer = {
         let index = index.lock().unwrap_or_else(PoisonError::into_inner);
-        review(&body, &index, kv_store)
+        if mutating {
+            mutate(&body, &index)
+        } else {
+            review(&body, &index, kv_store)
+        }
     };
     match serde_json::to_vec(&answer) {
         Ok(json) => {
@@ -332,12 +342,12 @@ mod tests {
 
     use super::*;
 
-    fn worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
+    pub(super) fn worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
         let spec = crate::fixtures::spec(Some(script), hosts);
         crate::fixtures::worker("default", name, 1, spec)
     }
 
-    fn body(operation: &str, object: &Worker, old: Option<&Worker>) -> Vec<u8> {
+    pub(super) fn body(operation: &str, object: &Worker, old: Option<&Worker>) -> Vec<u8> {
         serde_json::to_vec(&json!({
             "apiVersion": "admission.k8s.io/v1",
             "kind": "AdmissionReview",
