@@ -1,0 +1,149 @@
+//! Real framework builds with their static assets, made here by the
+//! frameworks' own CLIs, served by `isolane dev` and by `wrangler dev`
+//! (Cloudflare's CLI on workerd, Node.js 22 from `bench/node22.sh`) from the
+//! same folder and compared request by request (issue 59's proof): the
+//! server-rendered pages and data requests the Worker answers, the client
+//! chunks the assets answer (type, cache control, each server's own ETag
+//! and its 304), an unknown route.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+#[path = "support/dev.rs"]
+mod support;
+use support::{Dev, HttpClient, client, free_port, when_ready};
+#[path = "support/peer.rs"]
+mod peer;
+use peer::{Reply, comparable, get, header, ranges_differ, wrangler_dev, wrangler_ready};
+
+/// `node compat/bundle.mjs <out> <app>`: the compat suite's build of one
+/// app (its framework's CLI, then the Worker bundled as wrangler bundles
+/// it) into `out`.
+fn bundle(app: &str, out: &Path) {
+    let compat = support::repo().join("compat");
+    assert!(
+        compat.join("node_modules/esbuild").is_dir(),
+        "{}/node_modules is missing: run hack/install-deps.sh",
+        compat.display()
+    );
+    let built = std::process::Command::new("node")
+        .arg(compat.join("bundle.mjs"))
+        .arg(out)
+        .arg(app)
+        .output()
+        .expect("node runs compat/bundle.mjs");
+    assert!(
+        built.status.success(),
+        "bundling {app}: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+}
+
+/// The files of `dir` (relative to it, with a leading `/`) whose names
+/// start with `prefix` and end with `suffix`.
+fn asset(dir: &Path, prefix: &str, suffix: &str) -> String {
+    let name = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .find(|name| name.starts_with(prefix) && name.ends_with(suffix))
+        .unwrap_or_else(|| panic!("no {prefix}*{suffix} in {}", dir.display()));
+    format!("/{name}")
+}
+
+/// `isolane dev` and `wrangler dev` in `dir`, both answering `ready`.
+async fn both(dir: &Path, client: &HttpClient, ready: &str) -> Servers {
+    let isolane = free_port().unwrap();
+    let mut dev = Dev::start_in(&["--port", &isolane.to_string()], Some(dir));
+    let wrangler = free_port().unwrap();
+    let process = wrangler_dev(dir, wrangler);
+    when_ready(client, &mut dev, isolane, "localhost", ready).await;
+    wrangler_ready(client, dir, wrangler, ready).await;
+    Servers {
+        dev,
+        _wrangler: process,
+        isolane,
+        wrangler,
+    }
+}
+
+struct Servers {
+    dev: Dev,
+    _wrangler: isolane_testenv::Process,
+    isolane: u16,
+    wrangler: u16,
+}
+
+impl Servers {
+    /// `GET path` from both: Isolane's reply, then wrangler's, after
+    /// asserting that they agree on what [`comparable`] holds.
+    async fn same(&self, client: &HttpClient, path: &str) -> (Reply, Reply) {
+        let ours = get(client, self.isolane, path, &[]).await;
+        let theirs = get(client, self.wrangler, path, &[]).await;
+        assert_eq!(comparable(&ours), comparable(&theirs), "GET {path}");
+        (ours, theirs)
+    }
+
+    /// An asset from both, the same, each with an ETag of its own that
+    /// gets its 304. The ETag values differ: Isolane's are SHA-256 of the
+    /// content, workerd's asset Worker's a shorter hash of its own.
+    async fn same_asset(&self, client: &HttpClient, path: &str) -> Reply {
+        let (ours, theirs) = self.same(client, path).await;
+        for (port, reply) in [(self.isolane, &ours), (self.wrangler, &theirs)] {
+            let etag = header(&reply.1, "etag");
+            assert!(etag.starts_with('"'), "GET {path} on {port}: ETag {etag:?}");
+            let (status, _, body) = get(client, port, path, &[("if-none-match", etag)]).await;
+            assert_eq!((status, body.as_str()), (304, ""), "{path} on {port}");
+        }
+        ours
+    }
+}
+
+const REACT_ROUTER_TOML: &str = r#"
+name = "react-router"
+main = "react-router.js"
+compatibility_date = "2025-06-01"
+compatibility_flags = ["nodejs_compat"]
+
+[assets]
+directory = "./react-router-build/client"
+"#;
+
+/// React Router 7 in framework mode (`compat/apps/react-router`), built by
+/// `react-router build` (its Vite plugin: the server build and the client
+/// build) and served as its Cloudflare template serves it: the Worker for
+/// the pages and `.data` requests, the client build as the assets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_react_router_build_is_served_as_wrangler_dev_serves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    bundle("react-router", dir.path());
+    std::fs::write(dir.path().join("wrangler.toml"), REACT_ROUTER_TOML).unwrap();
+    let assets = dir.path().join("react-router-build/client/assets");
+    let entry = format!("/assets{}", asset(&assets, "entry.client-", ".js"));
+    let chunk = format!("/assets{}", asset(&assets, "chunk-", ".js"));
+    let client = client();
+    let servers = both(dir.path(), &client, "/").await;
+    let (home, _) = servers.same(&client, "/").await;
+    assert_eq!(home.0, 200);
+    assert!(
+        home.2.contains(&entry),
+        "the page loads {entry}: {}",
+        home.2
+    );
+    for path in ["/?name=%3Cada%3E", "/users/7", "/users/7.data"] {
+        let (reply, _) = servers.same(&client, path).await;
+        assert_eq!(reply.0, 200, "GET {path}: {}", reply.2);
+    }
+    for path in ["/users/x", "/nope"] {
+        let (reply, _) = servers.same(&client, path).await;
+        assert_eq!(reply.0, 404, "GET {path}");
+    }
+    for path in [&entry, &chunk] {
+        let reply = servers.same_asset(&client, path).await;
+        assert_eq!(
+            header(&reply.1, "content-type"),
+            "text/javascript; charset=utf-8"
+        );
+    }
+    ranges_differ(&client, servers.isolane, servers.wrangler, &chunk).await;
+    assert!(servers.dev.interrupt().success());
+}
