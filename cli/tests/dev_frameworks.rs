@@ -14,29 +14,15 @@ mod support;
 use support::{Dev, HttpClient, client, free_port, when_ready};
 #[path = "support/peer.rs"]
 mod peer;
+mod compat {
+    pub mod bundle;
+}
 use peer::{Reply, comparable, get, header, ranges_differ, wrangler_dev, wrangler_ready};
 
-/// `node compat/bundle.mjs <out> <app>`: the compat suite's build of one
-/// app (its framework's CLI, then the Worker bundled as wrangler bundles
-/// it) into `out`.
+/// The compat suite's build of `app` (its framework's CLI, then the Worker
+/// bundled as wrangler bundles it) into `out`.
 fn bundle(app: &str, out: &Path) {
-    let compat = support::repo().join("compat");
-    assert!(
-        compat.join("node_modules/esbuild").is_dir(),
-        "{}/node_modules is missing: run hack/install-deps.sh",
-        compat.display()
-    );
-    let built = std::process::Command::new("node")
-        .arg(compat.join("bundle.mjs"))
-        .arg(out)
-        .arg(app)
-        .output()
-        .expect("node runs compat/bundle.mjs");
-    assert!(
-        built.status.success(),
-        "bundling {app}: {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    compat::bundle::bundle(&support::repo().join("compat"), out, &[app]);
 }
 
 /// The files of `dir` (relative to it, with a leading `/`) whose names
@@ -144,6 +130,51 @@ async fn a_react_router_build_is_served_as_wrangler_dev_serves_it() {
             "text/javascript; charset=utf-8"
         );
     }
+    ranges_differ(&client, servers.isolane, servers.wrangler, &chunk).await;
+    assert!(servers.dev.interrupt().success());
+}
+
+/// Next.js 16 (App Router, `compat/apps/nextjs`) built by OpenNext for
+/// Cloudflare (`opennextjs-cloudflare build`, in the app's folder, redone
+/// only when its source changed), served as its `wrangler.jsonc` says: the
+/// Worker, with `.open-next/assets` as the assets behind `ASSETS`. Both
+/// servers run the Worker as the compat suite bundles it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_next_js_build_through_open_next_is_served_as_wrangler_dev_serves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    bundle("nextjs", dir.path());
+    let assets = support::repo().join("compat/apps/nextjs/.open-next/assets");
+    let config = serde_json::json!({
+        "name": "nextjs",
+        "main": "nextjs.js",
+        // The date compat/lib/wrangler.mjs chose unenv's polyfills for.
+        "compatibility_date": "2026-11-01",
+        "compatibility_flags": ["nodejs_compat"],
+        "assets": { "directory": assets, "binding": "ASSETS" },
+    });
+    std::fs::write(dir.path().join("wrangler.json"), config.to_string()).unwrap();
+    let chunks = assets.join("_next/static/chunks");
+    let chunk = format!("/_next/static/chunks{}", asset(&chunks, "", ".js"));
+    let client = client();
+    let servers = both(dir.path(), &client, "/").await;
+    let (home, _) = servers.same(&client, "/").await;
+    assert_eq!(home.0, 200);
+    assert!(home.2.contains("/_next/static/chunks/"), "{}", home.2);
+    for (path, status) in [
+        ("/users/7", 200),
+        ("/api/hello?q=42", 200),
+        ("/old-home", 308),
+        ("/users/x", 404),
+        ("/nope", 404),
+    ] {
+        let (reply, _) = servers.same(&client, path).await;
+        assert_eq!(reply.0, status, "GET {path}: {}", reply.2);
+    }
+    let reply = servers.same_asset(&client, &chunk).await;
+    assert_eq!(
+        header(&reply.1, "content-type"),
+        "text/javascript; charset=utf-8"
+    );
     ranges_differ(&client, servers.isolane, servers.wrangler, &chunk).await;
     assert!(servers.dev.interrupt().success());
 }
