@@ -94,15 +94,27 @@ compatibility_flags = ["nodejs_compat"]
 directory = "./react-router-build/client"
 "#;
 
+/// `_headers` for a build whose `/assets/` file names carry their hash.
+const IMMUTABLE_ASSETS: &str = "/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n";
+
 /// React Router 7 in framework mode (`compat/apps/react-router`), built by
 /// `react-router build` (its Vite plugin: the server build and the client
 /// build) and served as its Cloudflare template serves it: the Worker for
-/// the pages and `.data` requests, the client build as the assets.
+/// the pages and `.data` requests, the client build as the assets, with
+/// the `_headers` (long-lived caching for the hashed chunks) and
+/// `_redirects` a user adds to it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_react_router_build_is_served_as_wrangler_dev_serves_it() {
     let dir = tempfile::tempdir().unwrap();
     bundle("react-router", dir.path());
     std::fs::write(dir.path().join("wrangler.toml"), REACT_ROUTER_TOML).unwrap();
+    let client_build = dir.path().join("react-router-build/client");
+    std::fs::write(client_build.join("_headers"), IMMUTABLE_ASSETS).unwrap();
+    std::fs::write(
+        client_build.join("_redirects"),
+        "/people/* /users/:splat 301\n",
+    )
+    .unwrap();
     let assets = dir.path().join("react-router-build/client/assets");
     let entry = format!("/assets{}", asset(&assets, "entry.client-", ".js"));
     let chunk = format!("/assets{}", asset(&assets, "chunk-", ".js"));
@@ -119,16 +131,16 @@ async fn a_react_router_build_is_served_as_wrangler_dev_serves_it() {
         let (reply, _) = servers.same(&client, path).await;
         assert_eq!(reply.0, 200, "GET {path}: {}", reply.2);
     }
-    for path in ["/users/x", "/nope"] {
+    for (path, status) in [("/users/x", 404), ("/nope", 404), ("/people/7", 301)] {
         let (reply, _) = servers.same(&client, path).await;
-        assert_eq!(reply.0, 404, "GET {path}");
+        assert_eq!(reply.0, status, "GET {path}");
     }
     for path in [&entry, &chunk] {
         let reply = servers.same_asset(&client, path).await;
-        assert_eq!(
-            header(&reply.1, "content-type"),
-            "text/javascript; charset=utf-8"
-        );
+        let cache = header(&reply.1, "cache-control");
+        assert_eq!(cache, "public, max-age=31536000, immutable", "{path}");
+        let kind = header(&reply.1, "content-type");
+        assert_eq!(kind, "text/javascript; charset=utf-8", "{path}");
     }
     ranges_differ(&client, servers.isolane, servers.wrangler, &chunk).await;
     assert!(servers.dev.interrupt().success());
