@@ -63,9 +63,23 @@ impl Servers {
     /// `GET path` from both: Isolane's reply, then wrangler's, after
     /// asserting that they agree on what [`comparable`] holds.
     async fn same(&self, client: &HttpClient, path: &str) -> (Reply, Reply) {
-        let ours = get(client, self.isolane, path, &[]).await;
-        let theirs = get(client, self.wrangler, path, &[]).await;
-        assert_eq!(comparable(&ours), comparable(&theirs), "GET {path}");
+        self.same_with(client, path, &[]).await
+    }
+
+    /// [`Servers::same`] with request headers.
+    async fn same_with(
+        &self,
+        client: &HttpClient,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> (Reply, Reply) {
+        let ours = get(client, self.isolane, path, headers).await;
+        let theirs = get(client, self.wrangler, path, headers).await;
+        assert_eq!(
+            comparable(&ours),
+            comparable(&theirs),
+            "GET {path} {headers:?}"
+        );
         (ours, theirs)
     }
 
@@ -182,6 +196,7 @@ async fn a_next_js_build_through_open_next_is_served_as_wrangler_dev_serves_it()
         let (reply, _) = servers.same(&client, path).await;
         assert_eq!(reply.0, status, "GET {path}: {}", reply.2);
     }
+    rsc_navigation(&servers, &client, "/users/7").await;
     let reply = servers.same_asset(&client, &chunk).await;
     assert_eq!(
         header(&reply.1, "content-type"),
@@ -189,4 +204,36 @@ async fn a_next_js_build_through_open_next_is_served_as_wrangler_dev_serves_it()
     );
     ranges_differ(&client, servers.isolane, servers.wrangler, &chunk).await;
     assert!(servers.dev.interrupt().success());
+}
+
+/// A client-side navigation to `path`: the page as its React Server
+/// Components payload, which Next's router fetches with `RSC: 1` and an
+/// `_rsc` query that hashes its headers (without it, a 307 to the URL with
+/// it). The payload names its metadata and viewport boundaries by a random
+/// key per request, which differs between any two answers; apart from
+/// those, both servers send the same bytes.
+async fn rsc_navigation(servers: &Servers, client: &HttpClient, path: &str) {
+    let rsc = [("rsc", "1")];
+    let (bare, _) = servers.same_with(client, path, &rsc).await;
+    let hashed = header(&bare.1, "location").to_owned();
+    assert_eq!(bare.0, 307, "{hashed}");
+    assert!(hashed.contains("_rsc"), "{hashed}");
+    let keys = regex::Regex::new(r#""[A-Za-z0-9_-]{21}([vm])""#).unwrap();
+    let (hashed, keys, rsc) = (hashed.as_str(), &keys, &rsc);
+    let flight = move |port| async move {
+        let (status, headers, body) = get(client, port, hashed, rsc).await;
+        let body = keys.replace_all(&body, "\"<key>$1\"").into_owned();
+        (status, headers, body)
+    };
+    let (ours, theirs) = (
+        flight(servers.isolane).await,
+        flight(servers.wrangler).await,
+    );
+    assert_eq!(
+        comparable(&ours),
+        comparable(&theirs),
+        "GET {hashed} RSC: 1"
+    );
+    assert_eq!(header(&ours.1, "content-type"), "text/x-component");
+    assert!(ours.2.contains("\"<key>m\""), "{}", ours.2);
 }
