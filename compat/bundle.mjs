@@ -1,7 +1,8 @@
 // Bundles every app in apps/ the way wrangler bundles a Worker: one ES module,
 // esbuild, platform neutral with the workerd/worker/browser conditions, target
 // es2022. Used by cli/tests/compat.rs: `node compat/bundle.mjs <out dir>`
-// writes <out dir>/<app>.js for each apps/<app>.{js,ts,tsx}. An app whose
+// writes <out dir>/<app>.js for each apps/<app>.{js,ts,tsx}; names after the
+// out dir bundle only those apps (cli/tests/dev_frameworks.rs). An app whose
 // apps/<app>.json lists the `nodejs_compat` flag is bundled as wrangler
 // bundles with it (see nodeBuiltins in lib/wrangler.mjs).
 import { build } from "esbuild";
@@ -15,9 +16,12 @@ import { nodeBuiltins, workerBundle } from "./lib/wrangler.mjs";
 const here = fileURLToPath(new URL(".", import.meta.url));
 const out = process.argv[2];
 if (!out) {
-  console.error("usage: node bundle.mjs <out dir>");
+  console.error("usage: node bundle.mjs <out dir> [app ...]");
   process.exit(64);
 }
+const only = process.argv.slice(3);
+/** Whether the app `name` is to be bundled in this run. */
+const wanted = (name) => only.length === 0 || only.includes(name);
 /** Whether apps/<name>.json asks for Node.js compatibility. */
 function nodeCompat(name) {
   const manifest = join(here, "apps", `${name}.json`);
@@ -31,7 +35,7 @@ function nodeCompat(name) {
  * as that server build. */
 function reactRouterApps() {
   const dirs = readdirSync(join(here, "apps"), { withFileTypes: true }).filter(
-    (d) => d.isDirectory() && existsSync(join(here, "apps", d.name, "react-router.config.ts")),
+    (d) => d.isDirectory() && wanted(d.name) && existsSync(join(here, "apps", d.name, "react-router.config.ts")),
   );
   return dirs.map((d) => {
     const app = join(here, "apps", d.name);
@@ -82,7 +86,7 @@ function sourceDigest(dir) {
  * bundles it, with unenv's polyfills. */
 function nextApps() {
   const dirs = readdirSync(join(here, "apps"), { withFileTypes: true }).filter(
-    (d) => d.isDirectory() && existsSync(join(here, "apps", d.name, "open-next.config.ts")),
+    (d) => d.isDirectory() && wanted(d.name) && existsSync(join(here, "apps", d.name, "open-next.config.ts")),
   );
   return dirs.map((d) => {
     const app = join(here, "apps", d.name);
@@ -113,7 +117,7 @@ function nextApps() {
   });
 }
 
-const apps = readdirSync(join(here, "apps")).filter((f) => /^[a-z0-9-]+\.(js|ts|tsx)$/.test(f));
+const apps = readdirSync(join(here, "apps")).filter((f) => /^[a-z0-9-]+\.(js|ts|tsx)$/.test(f) && wanted(parse(f).name));
 await Promise.all([
   ...reactRouterApps(),
   ...nextApps(),

@@ -12,6 +12,7 @@
 
 mod compat {
     pub mod answer;
+    pub mod bundle;
     pub mod differences;
     pub mod manifest;
     pub mod servers;
@@ -178,7 +179,7 @@ async fn workers_apps_answer_as_on_workerd() {
 
     let dir = tempfile::tempdir().unwrap();
     let bundles = dir.path().join("bundles");
-    servers::bundle(&compat, &bundles);
+    compat::bundle::bundle(&compat, &bundles, &[]);
     let upstream = servers::upstream().await;
     let (mut isolane, isolane_addr) = servers::isolane_dev(
         Path::new(env!("CARGO_BIN_EXE_isolane")),

@@ -9,12 +9,12 @@
 //! its assets through `env.ASSETS.fetch`.
 #![allow(clippy::unwrap_used)]
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-
 #[path = "support/dev.rs"]
 mod support;
 use support::{Dev, HttpClient, client, free_port, when_ready};
+#[path = "support/peer.rs"]
+mod peer;
+use peer::{comparable, get, header, ranges_differ, wrangler_dev, wrangler_ready};
 
 const WRANGLER_TOML: &str = r#"
 name = "site"
@@ -51,36 +51,6 @@ fn project(dir: &std::path::Path) {
     write("public/docs/index.html", "docs\n");
     write("public/_headers", "/app.js\n  X-Test: yes\n");
     write("public/_redirects", "/old /docs/ 301\n");
-}
-
-/// Status, headers and body of `GET path` with `headers`.
-async fn get(
-    client: &HttpClient,
-    port: u16,
-    path: &str,
-    headers: &[(&str, &str)],
-) -> (u16, http::HeaderMap, String) {
-    let mut request = http::Request::builder().uri(format!("http://127.0.0.1:{port}{path}"));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = client
-        .request(request.body(Full::new(Bytes::new())).unwrap())
-        .await
-        .unwrap();
-    let (parts, body) = response.into_parts();
-    let body = body.collect().await.unwrap().to_bytes();
-    (
-        parts.status.as_u16(),
-        parts.headers,
-        String::from_utf8_lossy(&body).into_owned(),
-    )
-}
-
-fn header<'a>(headers: &'a http::HeaderMap, name: &str) -> &'a str {
-    headers
-        .get(name)
-        .map_or("", |v| v.to_str().unwrap_or_default())
 }
 
 #[tokio::test]
@@ -328,18 +298,7 @@ async fn a_vite_spa_is_served_as_wrangler_dev_serves_it() {
     let _wrangler = wrangler_dev(dir.path(), wrangler_port);
     let client = client();
     when_ready(&client, &mut dev, isolane_port, "localhost", "/").await;
-    isolane_testenv::wait_until(
-        "wrangler dev to answer",
-        std::time::Duration::from_secs(120),
-        || async {
-            let request = http::Request::get(format!("http://127.0.0.1:{wrangler_port}/"))
-                .body(Full::new(Bytes::new()))
-                .ok()?;
-            let response = client.request(request).await.ok()?;
-            (response.status() == 200).then_some(())
-        },
-    )
-    .await;
+    wrangler_ready(&client, dir.path(), wrangler_port, "/").await;
     let navigate = [("sec-fetch-mode", "navigate")];
     let requests: [(&str, &[(&str, &str)]); 8] = [
         ("/", &[]),
@@ -365,12 +324,7 @@ async fn a_vite_spa_is_served_as_wrangler_dev_serves_it() {
             assert!(!asset || etag.starts_with('"'), "GET {path}: ETag {etag:?}");
         }
     }
-    let range = [("range", "bytes=0-9")];
-    let (status, headers, part) = get(&client, isolane_port, &script, &range).await;
-    let (_, _, whole) = get(&client, wrangler_port, &script, &range).await;
-    assert_eq!(status, 206);
-    assert!(header(&headers, "content-range").starts_with("bytes 0-9/"));
-    assert!(whole.len() > 10 && whole.starts_with(&part), "{part:?}");
+    ranges_differ(&client, isolane_port, wrangler_port, &script).await;
     for port in [isolane_port, wrangler_port] {
         let (_, headers, _) = get(&client, port, &script, &[]).await;
         let etag = header(&headers, "etag").to_owned();
@@ -382,17 +336,6 @@ async fn a_vite_spa_is_served_as_wrangler_dev_serves_it() {
         );
     }
     assert!(dev.interrupt().success());
-}
-
-/// What both servers must agree on: status, body and the headers that say
-/// what the answer is.
-fn comparable(reply: &(u16, http::HeaderMap, String)) -> (u16, String, Vec<String>) {
-    let names = ["content-type", "location", "cache-control", "content-range"];
-    let headers = names
-        .iter()
-        .map(|name| format!("{name}: {}", header(&reply.1, name)))
-        .collect();
-    (reply.0, reply.2.clone(), headers)
 }
 
 /// Builds the app into `dir/public` with Vite and writes the project around
@@ -452,21 +395,6 @@ fn vite_spa(dir: &std::path::Path) -> String {
         .find(|name| name.ends_with(".js"))
         .expect("vite wrote a hashed script");
     format!("/assets/{script}")
-}
-
-/// `wrangler dev` in `dir` on `port`, with nothing that leaves the machine
-/// ([`isolane_testenv::wrangler`]).
-fn wrangler_dev(dir: &std::path::Path, port: u16) -> isolane_testenv::Process {
-    use isolane_testenv::wrangler;
-    let node = wrangler::node22(&support::repo()).expect("Node.js 22 for wrangler");
-    let args = wrangler::dev_args(
-        &wrangler::wrangler_js(&support::repo()),
-        port,
-        free_port().unwrap(),
-    );
-    let envs = wrangler::OFFLINE_ENV.map(|(name, value)| (name, std::ffi::OsStr::new(value)));
-    let log = dir.join("wrangler.log");
-    isolane_testenv::Process::spawn_in("wrangler dev", &node, args, &envs, &log, Some(dir)).unwrap()
 }
 
 /// The admin port's `/metrics` once the router has counted `requests`.

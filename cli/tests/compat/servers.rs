@@ -7,9 +7,8 @@ use std::convert::Infallible;
 use std::ffi::OsStr;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -23,10 +22,6 @@ use super::manifest::App;
 
 /// A server's first answer must come within this.
 const START_DEADLINE: Duration = Duration::from_secs(60);
-
-/// Bundling must end within this: the folder apps' builds included (the
-/// Next.js app's takes about 50 s on two cores when its source changed).
-const BUILD_DEADLINE: Duration = Duration::from_secs(300);
 
 /// workerd's compatibility date: recent, so its defaults are today's.
 const COMPATIBILITY_DATE: &str = "2026-11-01";
@@ -82,22 +77,6 @@ impl Server {
         })
         .await;
     }
-}
-
-/// `node compat/bundle.mjs <out>`: one bundled ES module per app.
-pub fn bundle(compat: &Path, out: &Path) {
-    let started = Instant::now();
-    let output = Command::new("node")
-        .arg(compat.join("bundle.mjs"))
-        .arg(out)
-        .output()
-        .unwrap_or_else(|e| panic!("running node ({e}): run hack/install-deps.sh"));
-    assert!(
-        output.status.success(),
-        "bundling the apps failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(started.elapsed() < BUILD_DEADLINE);
 }
 
 /// `isolane dev --workers <dir>`: one Worker YAML per app, routed by its host.

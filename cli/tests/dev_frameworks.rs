@@ -1,0 +1,239 @@
+//! Real framework builds with their static assets, made here by the
+//! frameworks' own CLIs, served by `isolane dev` and by `wrangler dev`
+//! (Cloudflare's CLI on workerd, Node.js 22 from `bench/node22.sh`) from the
+//! same folder and compared request by request (issue 59's proof): the
+//! server-rendered pages and data requests the Worker answers, the client
+//! chunks the assets answer (type, cache control, each server's own ETag
+//! and its 304), an unknown route.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+#[path = "support/dev.rs"]
+mod support;
+use support::{Dev, HttpClient, client, free_port, when_ready};
+#[path = "support/peer.rs"]
+mod peer;
+mod compat {
+    pub mod bundle;
+}
+use peer::{Reply, comparable, get, header, ranges_differ, wrangler_dev, wrangler_ready};
+
+/// The compat suite's build of `app` (its framework's CLI, then the Worker
+/// bundled as wrangler bundles it) into `out`.
+fn bundle(app: &str, out: &Path) {
+    compat::bundle::bundle(&support::repo().join("compat"), out, &[app]);
+}
+
+/// The files of `dir` (relative to it, with a leading `/`) whose names
+/// start with `prefix` and end with `suffix`.
+fn asset(dir: &Path, prefix: &str, suffix: &str) -> String {
+    let name = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .find(|name| name.starts_with(prefix) && name.ends_with(suffix))
+        .unwrap_or_else(|| panic!("no {prefix}*{suffix} in {}", dir.display()));
+    format!("/{name}")
+}
+
+/// `isolane dev` and `wrangler dev` in `dir`, both answering `ready`.
+async fn both(dir: &Path, client: &HttpClient, ready: &str) -> Servers {
+    let isolane = free_port().unwrap();
+    let mut dev = Dev::start_in(&["--port", &isolane.to_string()], Some(dir));
+    let wrangler = free_port().unwrap();
+    let process = wrangler_dev(dir, wrangler);
+    when_ready(client, &mut dev, isolane, "localhost", ready).await;
+    wrangler_ready(client, dir, wrangler, ready).await;
+    Servers {
+        dev,
+        _wrangler: process,
+        isolane,
+        wrangler,
+    }
+}
+
+struct Servers {
+    dev: Dev,
+    _wrangler: isolane_testenv::Process,
+    isolane: u16,
+    wrangler: u16,
+}
+
+impl Servers {
+    /// `GET path` from both: Isolane's reply, then wrangler's, after
+    /// asserting that they agree on what [`comparable`] holds.
+    async fn same(&self, client: &HttpClient, path: &str) -> (Reply, Reply) {
+        self.same_with(client, path, &[]).await
+    }
+
+    /// [`Servers::same`] with request headers.
+    async fn same_with(
+        &self,
+        client: &HttpClient,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> (Reply, Reply) {
+        let ours = get(client, self.isolane, path, headers).await;
+        let theirs = get(client, self.wrangler, path, headers).await;
+        assert_eq!(
+            comparable(&ours),
+            comparable(&theirs),
+            "GET {path} {headers:?}"
+        );
+        (ours, theirs)
+    }
+
+    /// An asset from both, the same, each with an ETag of its own that
+    /// gets its 304. The ETag values differ: Isolane's are SHA-256 of the
+    /// content, workerd's asset Worker's a shorter hash of its own.
+    async fn same_asset(&self, client: &HttpClient, path: &str) -> Reply {
+        let (ours, theirs) = self.same(client, path).await;
+        for (port, reply) in [(self.isolane, &ours), (self.wrangler, &theirs)] {
+            let etag = header(&reply.1, "etag");
+            assert!(etag.starts_with('"'), "GET {path} on {port}: ETag {etag:?}");
+            let (status, _, body) = get(client, port, path, &[("if-none-match", etag)]).await;
+            assert_eq!((status, body.as_str()), (304, ""), "{path} on {port}");
+        }
+        ours
+    }
+}
+
+const REACT_ROUTER_TOML: &str = r#"
+name = "react-router"
+main = "react-router.js"
+compatibility_date = "2025-06-01"
+compatibility_flags = ["nodejs_compat"]
+
+[assets]
+directory = "./react-router-build/client"
+"#;
+
+/// `_headers` for a build whose `/assets/` file names carry their hash.
+const IMMUTABLE_ASSETS: &str = "/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n";
+
+/// React Router 7 in framework mode (`compat/apps/react-router`), built by
+/// `react-router build` (its Vite plugin: the server build and the client
+/// build) and served as its Cloudflare template serves it: the Worker for
+/// the pages and `.data` requests, the client build as the assets, with
+/// the `_headers` (long-lived caching for the hashed chunks) and
+/// `_redirects` a user adds to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_react_router_build_is_served_as_wrangler_dev_serves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    bundle("react-router", dir.path());
+    std::fs::write(dir.path().join("wrangler.toml"), REACT_ROUTER_TOML).unwrap();
+    let client_build = dir.path().join("react-router-build/client");
+    std::fs::write(client_build.join("_headers"), IMMUTABLE_ASSETS).unwrap();
+    std::fs::write(
+        client_build.join("_redirects"),
+        "/people/* /users/:splat 301\n",
+    )
+    .unwrap();
+    let assets = dir.path().join("react-router-build/client/assets");
+    let entry = format!("/assets{}", asset(&assets, "entry.client-", ".js"));
+    let chunk = format!("/assets{}", asset(&assets, "chunk-", ".js"));
+    let client = client();
+    let servers = both(dir.path(), &client, "/").await;
+    let (home, _) = servers.same(&client, "/").await;
+    assert_eq!(home.0, 200);
+    assert!(
+        home.2.contains(&entry),
+        "the page loads {entry}: {}",
+        home.2
+    );
+    for path in ["/?name=%3Cada%3E", "/users/7", "/users/7.data"] {
+        let (reply, _) = servers.same(&client, path).await;
+        assert_eq!(reply.0, 200, "GET {path}: {}", reply.2);
+    }
+    for (path, status) in [("/users/x", 404), ("/nope", 404), ("/people/7", 301)] {
+        let (reply, _) = servers.same(&client, path).await;
+        assert_eq!(reply.0, status, "GET {path}");
+    }
+    for path in [&entry, &chunk] {
+        let reply = servers.same_asset(&client, path).await;
+        let cache = header(&reply.1, "cache-control");
+        assert_eq!(cache, "public, max-age=31536000, immutable", "{path}");
+        let kind = header(&reply.1, "content-type");
+        assert_eq!(kind, "text/javascript; charset=utf-8", "{path}");
+    }
+    ranges_differ(&client, servers.isolane, servers.wrangler, &chunk).await;
+    assert!(servers.dev.interrupt().success());
+}
+
+/// Next.js 16 (App Router, `compat/apps/nextjs`) built by OpenNext for
+/// Cloudflare (`opennextjs-cloudflare build`, in the app's folder, redone
+/// only when its source changed), served as its `wrangler.jsonc` says: the
+/// Worker, with `.open-next/assets` as the assets behind `ASSETS`. Both
+/// servers run the Worker as the compat suite bundles it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_next_js_build_through_open_next_is_served_as_wrangler_dev_serves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    bundle("nextjs", dir.path());
+    let assets = support::repo().join("compat/apps/nextjs/.open-next/assets");
+    let config = serde_json::json!({
+        "name": "nextjs",
+        "main": "nextjs.js",
+        // The date compat/lib/wrangler.mjs chose unenv's polyfills for.
+        "compatibility_date": "2026-11-01",
+        "compatibility_flags": ["nodejs_compat"],
+        "assets": { "directory": assets, "binding": "ASSETS" },
+    });
+    std::fs::write(dir.path().join("wrangler.json"), config.to_string()).unwrap();
+    let chunks = assets.join("_next/static/chunks");
+    let chunk = format!("/_next/static/chunks{}", asset(&chunks, "", ".js"));
+    let client = client();
+    let servers = both(dir.path(), &client, "/").await;
+    let (home, _) = servers.same(&client, "/").await;
+    assert_eq!(home.0, 200);
+    assert!(home.2.contains("/_next/static/chunks/"), "{}", home.2);
+    for (path, status) in [
+        ("/users/7", 200),
+        ("/api/hello?q=42", 200),
+        ("/old-home", 308),
+        ("/users/x", 404),
+        ("/nope", 404),
+    ] {
+        let (reply, _) = servers.same(&client, path).await;
+        assert_eq!(reply.0, status, "GET {path}: {}", reply.2);
+    }
+    rsc_navigation(&servers, &client, "/users/7").await;
+    let reply = servers.same_asset(&client, &chunk).await;
+    assert_eq!(
+        header(&reply.1, "content-type"),
+        "text/javascript; charset=utf-8"
+    );
+    ranges_differ(&client, servers.isolane, servers.wrangler, &chunk).await;
+    assert!(servers.dev.interrupt().success());
+}
+
+/// A client-side navigation to `path`: the page as its React Server
+/// Components payload, which Next's router fetches with `RSC: 1` and an
+/// `_rsc` query that hashes its headers (without it, a 307 to the URL with
+/// it). The payload names its metadata and viewport boundaries by a random
+/// key per request, which differs between any two answers; apart from
+/// those, both servers send the same bytes.
+async fn rsc_navigation(servers: &Servers, client: &HttpClient, path: &str) {
+    let rsc = [("rsc", "1")];
+    let (bare, _) = servers.same_with(client, path, &rsc).await;
+    let hashed = header(&bare.1, "location").to_owned();
+    assert_eq!(bare.0, 307, "{hashed}");
+    assert!(hashed.contains("_rsc"), "{hashed}");
+    let keys = regex::Regex::new(r#""[A-Za-z0-9_-]{21}([vm])""#).unwrap();
+    let (hashed, keys, rsc) = (hashed.as_str(), &keys, &rsc);
+    let flight = move |port| async move {
+        let (status, headers, body) = get(client, port, hashed, rsc).await;
+        let body = keys.replace_all(&body, "\"<key>$1\"").into_owned();
+        (status, headers, body)
+    };
+    let (ours, theirs) = (
+        flight(servers.isolane).await,
+        flight(servers.wrangler).await,
+    );
+    assert_eq!(
+        comparable(&ours),
+        comparable(&theirs),
+        "GET {hashed} RSC: 1"
+    );
+    assert_eq!(header(&ours.1, "content-type"), "text/x-component");
+    assert!(ours.2.contains("\"<key>m\""), "{}", ours.2);
+}
