@@ -20,6 +20,10 @@
 mod client;
 #[path = "acme/issuer.rs"]
 mod issuer;
+// Shared with acme_wildcard.rs, which reads the DNS names this test does not.
+#[allow(dead_code)]
+#[path = "acme/cert_manager.rs"]
+mod cert_manager;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -29,11 +33,9 @@ use isolane_e2e::cluster::{Cluster, ClusterOptions, RouterOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::operator::OperatorOptions;
 use isolane_e2e::workers::{self, has_condition, inline_worker};
-use isolane_testenv::acme::cert_manager_crds;
 use isolane_testenv::{CertManager, ControlPlane, Pebble, free_port, wait_until};
 use kube::Api;
-use kube::api::{DeleteParams, ListParams};
-use kube::core::DynamicObject;
+use kube::api::DeleteParams;
 
 const SETTLE: Duration = Duration::from_secs(180);
 const DEMO: &str = "demo";
@@ -76,29 +78,12 @@ async fn start(
     https: SocketAddr,
 ) -> (Pebble, CertManager, Cluster) {
     let pebble = Pebble::start(HTTP_IP, Duration::from_secs(3600)).expect("Pebble starts");
-    cp.apply_file(cert_manager_crds().expect("cert-manager's CRDs are built"))
-        .await
-        .expect("apply cert-manager's CRDs");
-    cp.create_namespace("cert-manager")
-        .await
-        .expect("cert-manager's namespace");
-    let cert_manager = CertManager::start(cp.kubeconfig_path(), "cert-manager", &pebble.dns_addr())
-        .expect("cert-manager starts");
+    let cert_manager = cert_manager::start(cp, &pebble.dns_addr()).await;
     workers::prepare(cp, &[DEMO, SQUATTER]).await;
     let cluster = Cluster::start(cp, dir, options(https)).await;
     issuer::create(cp, ISSUER, &pebble).await;
     issuer::wait_ready(cp, ISSUER, SETTLE).await;
     (pebble, cert_manager, cluster)
-}
-
-/// `namespace`'s Certificates.
-async fn certificates(cp: &ControlPlane, namespace: &str) -> Vec<DynamicObject> {
-    let resource = issuer::certificate_resource();
-    let api: Api<DynamicObject> = Api::namespaced_with(cp.client(), namespace, &resource);
-    api.list(&ListParams::default())
-        .await
-        .map(|l| l.items)
-        .unwrap_or_default()
 }
 
 /// `GET /` for HOST over a new HTTPS connection: the body and the leaf served.
@@ -150,7 +135,7 @@ async fn certificates_are_issued_through_http01_answered_by_the_router_and_renew
         |w| has_condition(w, "CertificateReady", "True", Some("Issued")),
     )
     .await;
-    let certs = certificates(&cp, DEMO).await;
+    let certs = cert_manager::certificates(&cp, DEMO).await;
     assert_eq!(certs.len(), 1, "one Certificate for the one host");
     assert_validated_by_the_router(&pebble, &cluster);
     // Anything else under the challenge path still reaches the Worker.
@@ -195,7 +180,7 @@ async fn certificates_are_issued_through_http01_answered_by_the_router_and_renew
         "{message}"
     );
     assert!(
-        certificates(&cp, SQUATTER).await.is_empty(),
+        cert_manager::certificates(&cp, SQUATTER).await.is_empty(),
         "no Certificate for the squatter"
     );
 
@@ -221,7 +206,7 @@ async fn certificates_are_issued_through_http01_answered_by_the_router_and_renew
     let moved = inline_worker("shop", URL_ECHO, &[OTHER_HOST]);
     workers::apply(&client, DEMO, &moved).await;
     wait_until("only the new host's Certificate", SETTLE, || async {
-        let hosts: Vec<String> = certificates(&cp, DEMO)
+        let hosts: Vec<String> = cert_manager::certificates(&cp, DEMO)
             .await
             .iter()
             .filter_map(|c| {
@@ -239,7 +224,7 @@ async fn certificates_are_issued_through_http01_answered_by_the_router_and_renew
         .await
         .expect("delete the Worker");
     wait_until("the Certificate to be deleted", SETTLE, || async {
-        certificates(&cp, DEMO).await.is_empty()
+        cert_manager::certificates(&cp, DEMO).await.is_empty()
     })
     .await;
 }

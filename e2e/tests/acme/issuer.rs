@@ -17,7 +17,8 @@ pub fn certificate_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(&gvk, "certificates")
 }
 
-fn cluster_issuer() -> ApiResource {
+/// cert-manager's `ClusterIssuer` resource.
+pub fn cluster_issuer() -> ApiResource {
     let gvk = GroupVersionKind::gvk("cert-manager.io", "v1", "ClusterIssuer");
     ApiResource::from_gvk_with_plural(&gvk, "clusterissuers")
 }
