@@ -9,16 +9,19 @@
 //!    the per-host Certificate once the wildcard is Ready: HTTPS requests
 //!    for the host on new connections throughout all succeed, and the leaf
 //!    served at the end names the wildcard;
-//! 1. two Workers of `team-a`, on `a.` and `b.team-a.wild.test`, share one
-//!    Certificate for `*.team-a.wild.test`, owned by both (neither its
-//!    controller); both show CertificateReady Issued, and HTTPS trusting
-//!    only the CA reaches each through its own SNI;
+//! 1. three Workers of `team-a`, on `a.` and `b.team-a.wild.test` and on
+//!    the wildcard route `*.team-a.wild.test`, share one Certificate for
+//!    `*.team-a.wild.test`, owned by each (none its controller); all show
+//!    CertificateReady Issued (the message naming the wildcard), and HTTPS
+//!    trusting only the CA reaches each through its own SNI;
 //! 2. a Worker of `team-b` claiming `c.team-a.wild.test` is refused by the
 //!    reservation: HostNotAdmitted, and no Certificate in `team-b`;
 //! 3. a Worker of `team-a` on `shop.other.test` (not reserved) gets a
 //!    Certificate of its own, which the same issuer signs;
-//! 4. `a`'s Worker deleted: the wildcard stays, owned by `b`'s alone, and
-//!    still serves it; `b`'s deleted: the wildcard goes.
+//! 4. the wildcard-route Worker moved to `*.unreserved.test` is told
+//!    WildcardNotCovered and leaves the owners; `a`'s Worker deleted: the
+//!    wildcard stays, owned by `b`'s alone, and still serves it; `b`'s
+//!    deleted: the wildcard goes.
 
 // Shared with tls.rs, which uses the CA-based `open` this test does not.
 #[allow(dead_code)]
@@ -55,6 +58,10 @@ const RESERVATION: &str = "--reserved-host=*.team-a.wild.test=team-a";
 const HOST_A: &str = "a.team-a.wild.test";
 const HOST_B: &str = "b.team-a.wild.test";
 const HOST_C: &str = "c.team-a.wild.test";
+/// A host `star`'s wildcard route takes.
+const UNDER_STAR: &str = "z.team-a.wild.test";
+/// A wildcard route no reservation covers.
+const UNRESERVED_WILDCARD: &str = "*.unreserved.test";
 /// A host of `team-a` no reservation covers.
 const SHOP: &str = "shop.other.test";
 const ISSUER: &str = "test-ca";
@@ -274,6 +281,121 @@ async fn delete_worker(cp: &ControlPlane, namespace: &str, name: &str) {
         .expect("delete the Worker");
 }
 
+/// Step 0: per-host first, then the switch to wildcard mode.
+async fn per_host_then_wildcard(
+    cp: &ControlPlane,
+    dir: &Path,
+    cluster: &mut Cluster,
+    (https, ca): (SocketAddr, &TestCa),
+) {
+    workers::apply(
+        &cp.client(),
+        TEAM_A,
+        &inline_worker("a", URL_ECHO, &[HOST_A]),
+    )
+    .await;
+    wait_issued(cp, TEAM_A, "a").await;
+    let own = cert_manager::certificates(cp, TEAM_A).await;
+    let names: Vec<Vec<String>> = own.iter().map(cert_manager::dns_names).collect();
+    assert_eq!(names, [[HOST_A]]);
+    wait_served(https, ca, HOST_A).await;
+    let secret = own[0].metadata.name.clone().expect("a name");
+    switch_to_wildcard(cp, dir, cluster, (https, ca), &secret).await;
+}
+
+/// Step 1: `a`, `b` and `star` (the wildcard route) share the wildcard.
+async fn shared(cp: &ControlPlane, https: SocketAddr, ca: &TestCa) {
+    let client = cp.client();
+    for (name, host) in [("a", HOST_A), ("b", HOST_B), ("star", WILDCARD)] {
+        workers::apply(&client, TEAM_A, &inline_worker(name, URL_ECHO, &[host])).await;
+    }
+    for name in ["a", "b", "star"] {
+        wait_issued(cp, TEAM_A, name).await;
+    }
+    let shared = wait_owned_by(cp, &["a", "b", "star"]).await;
+    let all = cert_manager::certificates(cp, TEAM_A).await;
+    assert_eq!(all.len(), 1, "no Certificate per host beside the wildcard");
+    let labels = shared
+        .data
+        .pointer("/spec/secretTemplate/labels/isolane.dev~1tls");
+    assert_eq!(labels.and_then(|l| l.as_str()), Some("true"));
+    for host in [HOST_A, HOST_B, UNDER_STAR] {
+        wait_served(https, ca, host).await;
+    }
+    let a = workers::wait_ready(&client, TEAM_A, "a", SETTLE).await;
+    let message = &workers::condition(&a, "CertificateReady")
+        .expect("the condition")
+        .message;
+    assert!(
+        message.contains(&format!("{HOST_A} ({WILDCARD})")),
+        "{message}"
+    );
+}
+
+/// Step 2: another namespace's claim under the domain is refused.
+async fn refused(cp: &ControlPlane) {
+    let client = cp.client();
+    workers::apply(&client, TEAM_B, &inline_worker("c", URL_ECHO, &[HOST_C])).await;
+    let refused = workers::wait_for_worker(&client, TEAM_B, "c", "to be refused", SETTLE, |w| {
+        has_condition(w, "CertificateReady", "False", Some("HostNotAdmitted"))
+    })
+    .await;
+    let condition = workers::condition(&refused, "CertificateReady").expect("the condition");
+    let message = &condition.message;
+    assert!(
+        message.contains("reserved for namespace team-a"),
+        "{message}"
+    );
+    assert!(cert_manager::certificates(cp, TEAM_B).await.is_empty());
+}
+
+/// Step 3: a host no reservation covers gets a Certificate of its own.
+async fn own_certificate(cp: &ControlPlane, https: SocketAddr, ca: &TestCa) {
+    workers::apply(
+        &cp.client(),
+        TEAM_A,
+        &inline_worker("shop", URL_ECHO, &[SHOP]),
+    )
+    .await;
+    wait_issued(cp, TEAM_A, "shop").await;
+    let all = cert_manager::certificates(cp, TEAM_A).await;
+    let names: Vec<Vec<String>> = all.iter().map(cert_manager::dns_names).collect();
+    assert_eq!(all.len(), 2, "{names:?}");
+    assert!(names.contains(&vec![SHOP.to_owned()]), "{names:?}");
+    wait_served(https, ca, SHOP).await;
+}
+
+/// Step 4: `star` moves off the domain (to a wildcard no reservation
+/// covers: told so), `a` is deleted, then `b`: the wildcard goes with the
+/// last of them.
+async fn lifecycle(cp: &ControlPlane, https: SocketAddr, ca: &TestCa) {
+    let client = cp.client();
+    let moved = inline_worker("star", URL_ECHO, &[UNRESERVED_WILDCARD]);
+    workers::apply(&client, TEAM_A, &moved).await;
+    let star = workers::wait_for_worker(&client, TEAM_A, "star", "to be told", SETTLE, |w| {
+        has_condition(w, "CertificateReady", "False", Some("WildcardNotCovered"))
+    })
+    .await;
+    let condition = workers::condition(&star, "CertificateReady").expect("the condition");
+    assert!(
+        condition.message.contains(UNRESERVED_WILDCARD),
+        "{}",
+        condition.message
+    );
+    wait_owned_by(cp, &["a", "b"]).await;
+    delete_worker(cp, TEAM_A, "a").await;
+    wait_owned_by(cp, &["b"]).await;
+    wait_served(https, ca, HOST_B).await;
+    wait_issued(cp, TEAM_A, "b").await;
+    delete_worker(cp, TEAM_A, "b").await;
+    wait_until("the wildcard Certificate to be deleted", SETTLE, || async {
+        wildcards(cp).await.is_empty()
+    })
+    .await;
+    let left = cert_manager::certificates(cp, TEAM_A).await;
+    assert_eq!(left.len(), 1, "the shop's Certificate stays");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_shares_one_wildcard_certificate_for_the_domain_it_holds() {
     let cp = ControlPlane::start().await.expect("control plane starts");
@@ -281,73 +403,9 @@ async fn a_namespace_shares_one_wildcard_certificate_for_the_domain_it_holds() {
     let https: SocketAddr = ([127, 0, 0, 1], free_port().expect("a free port")).into();
     let ca = TestCa::new("isolane-e2e-wildcard-ca").expect("a test CA");
     let (_cert_manager, mut cluster) = start(&cp, dir.path(), &ca, https).await;
-    let client = cp.client();
-
-    // === 0. per-host, then the switch to wildcard mode ===
-    workers::apply(&client, TEAM_A, &inline_worker("a", URL_ECHO, &[HOST_A])).await;
-    wait_issued(&cp, TEAM_A, "a").await;
-    let own = cert_manager::certificates(&cp, TEAM_A).await;
-    assert_eq!(
-        own.iter().map(cert_manager::dns_names).collect::<Vec<_>>(),
-        [[HOST_A]]
-    );
-    wait_served(https, &ca, HOST_A).await;
-    let secret = own[0].metadata.name.clone().expect("a name");
-    switch_to_wildcard(&cp, dir.path(), &mut cluster, (https, &ca), &secret).await;
-
-    // === 1. two Workers, one wildcard Certificate ===
-    for (name, host) in [("a", HOST_A), ("b", HOST_B)] {
-        workers::apply(&client, TEAM_A, &inline_worker(name, URL_ECHO, &[host])).await;
-    }
-    wait_issued(&cp, TEAM_A, "a").await;
-    wait_issued(&cp, TEAM_A, "b").await;
-    let shared = wait_owned_by(&cp, &["a", "b"]).await;
-    assert_eq!(
-        cert_manager::certificates(&cp, TEAM_A).await.len(),
-        1,
-        "no Certificate per host beside the wildcard"
-    );
-    let labels = shared
-        .data
-        .pointer("/spec/secretTemplate/labels/isolane.dev~1tls");
-    assert_eq!(labels.and_then(|l| l.as_str()), Some("true"));
-    wait_served(https, &ca, HOST_A).await;
-    wait_served(https, &ca, HOST_B).await;
-
-    // === 2. another namespace's claim under the domain: refused ===
-    workers::apply(&client, TEAM_B, &inline_worker("c", URL_ECHO, &[HOST_C])).await;
-    let refused = workers::wait_for_worker(&client, TEAM_B, "c", "to be refused", SETTLE, |w| {
-        has_condition(w, "CertificateReady", "False", Some("HostNotAdmitted"))
-    })
-    .await;
-    let message = &workers::condition(&refused, "CertificateReady")
-        .expect("the condition")
-        .message;
-    assert!(
-        message.contains("reserved for namespace team-a"),
-        "{message}"
-    );
-    assert!(cert_manager::certificates(&cp, TEAM_B).await.is_empty());
-
-    // === 3. a host no reservation covers: a Certificate of its own ===
-    workers::apply(&client, TEAM_A, &inline_worker("shop", URL_ECHO, &[SHOP])).await;
-    wait_issued(&cp, TEAM_A, "shop").await;
-    let all = cert_manager::certificates(&cp, TEAM_A).await;
-    let names: Vec<Vec<String>> = all.iter().map(cert_manager::dns_names).collect();
-    assert_eq!(all.len(), 2, "{names:?}");
-    assert!(names.contains(&vec![SHOP.to_owned()]), "{names:?}");
-    wait_served(https, &ca, SHOP).await;
-
-    // === 4. the wildcard goes with the last Worker under it ===
-    delete_worker(&cp, TEAM_A, "a").await;
-    wait_owned_by(&cp, &["b"]).await;
-    wait_served(https, &ca, HOST_B).await;
-    wait_issued(&cp, TEAM_A, "b").await;
-    delete_worker(&cp, TEAM_A, "b").await;
-    wait_until("the wildcard Certificate to be deleted", SETTLE, || async {
-        wildcards(&cp).await.is_empty()
-    })
-    .await;
-    let left = cert_manager::certificates(&cp, TEAM_A).await;
-    assert_eq!(left.len(), 1, "the shop's Certificate stays");
+    per_host_then_wildcard(&cp, dir.path(), &mut cluster, (https, &ca)).await;
+    shared(&cp, https, &ca).await;
+    refused(&cp).await;
+    own_certificate(&cp, https, &ca).await;
+    lifecycle(&cp, https, &ca).await;
 }

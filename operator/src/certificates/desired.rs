@@ -66,7 +66,8 @@ pub fn wildcard_certificate(
         name: Some(name.clone()),
         namespace: Some(namespace.to_owned()),
         labels: Some([(WILDCARD_LABEL.to_owned(), "true".to_owned())].into()),
-        owner_references: Some(owners),
+        // None rather than empty, as the API returns it.
+        owner_references: (!owners.is_empty()).then_some(owners),
         ..ObjectMeta::default()
     };
     object.data = serde_json::json!({"spec": {

@@ -48,8 +48,36 @@ fn workers_of(certificate: &DynamicObject) -> Vec<WorkerKey> {
         .owner_references()
         .iter()
         .filter(|owner| {
-            owner.kind == "Worker" && owner.api_version.starts_with(isolane_crds::GROUP)
+            let group = owner.api_version.split_once('/').map(|(group, _)| group);
+            owner.kind == "Worker" && group == Some(isolane_crds::GROUP)
         })
         .map(|owner| WorkerKey::new(&namespace, &owner.name))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn certificate(metadata: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": metadata,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_certificate_reconciles_its_worker_or_its_owners() {
+        let own = certificate(serde_json::json!({
+            "name": "c", "namespace": "team-a", "labels": {WORKER_LABEL: "shop"},
+        }));
+        assert_eq!(workers_of(&own), [WorkerKey::new("team-a", "shop")]);
+        let owner = |kind: &str, name: &str| serde_json::json!({"apiVersion": "isolane.dev/v1alpha1", "kind": kind, "name": name, "uid": name});
+        let shared = certificate(serde_json::json!({
+            "name": "w", "namespace": "team-a", "labels": {WILDCARD_LABEL: "true"},
+            "ownerReferences": [owner("Worker", "a"), owner("ConfigMap", "x"), owner("Worker", "b")],
+        }));
+        let expected = [WorkerKey::new("team-a", "a"), WorkerKey::new("team-a", "b")];
+        assert_eq!(workers_of(&shared), expected);
+    }
 }
