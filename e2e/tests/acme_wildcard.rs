@@ -21,7 +21,11 @@
 //! 4. the wildcard-route Worker moved to `*.unreserved.test` is told
 //!    WildcardNotCovered and leaves the owners; `a`'s Worker deleted: the
 //!    wildcard stays, owned by `b`'s alone, and still serves it; `b`'s
-//!    deleted: the wildcard goes.
+//!    deleted: the wildcard goes;
+//! 5. `d` on `d.team-a.wild.test` gets the wildcard again; the operator
+//!    restarted in per-host mode keeps it until `d`'s own Certificate is
+//!    Ready, then deletes it, HTTPS requests for the host throughout all
+//!    succeeding.
 
 // Shared with tls.rs, which uses the CA-based `open` this test does not.
 #[allow(dead_code)]
@@ -58,6 +62,8 @@ const RESERVATION: &str = "--reserved-host=*.team-a.wild.test=team-a";
 const HOST_A: &str = "a.team-a.wild.test";
 const HOST_B: &str = "b.team-a.wild.test";
 const HOST_C: &str = "c.team-a.wild.test";
+/// The host of the Worker across the switch back to per-host mode.
+const HOST_D: &str = "d.team-a.wild.test";
 /// A host `star`'s wildcard route takes.
 const UNDER_STAR: &str = "z.team-a.wild.test";
 /// A wildcard route no reservation covers.
@@ -209,56 +215,85 @@ fn is_ready(certificate: &DynamicObject) -> bool {
     })
 }
 
-/// Restarts the operator in wildcard mode while HTTPS requests for
-/// [`HOST_A`] run on new connections, until its per-host Certificate is
-/// gone and the wildcard Ready; none may fail, and the per-host one stays
-/// while the wildcard is seen pending. Then deletes the per-host
-/// Secret (`secret`), as cert-manager does with
-/// `--enable-certificate-owner-ref`, which its build here lacks: the
-/// router serves the wildcard for the host.
-async fn switch_to_wildcard(
+/// What a switch of mode has come to, read from the namespace's
+/// Certificates for one host.
+enum Seen {
+    /// The new mode's Certificate is Ready, the old one gone.
+    Done,
+    /// The new one is pending, and the old one still there (`true`) or not.
+    Pending(bool),
+    /// Anything else (the new one not made yet).
+    Other,
+}
+
+/// Restarts the operator in `mode` while HTTPS requests for `host` run on
+/// new connections until `seen` says Done of `team-a`'s Certificates; none
+/// may fail, and while the new Certificate is pending the old one must
+/// stay. Returns (requests, lists that saw the new one pending).
+async fn switch_mode(
     cp: &ControlPlane,
-    dir: &Path,
-    cluster: &mut Cluster,
+    (dir, cluster): (&Path, &mut Cluster),
     (https, ca): (SocketAddr, &TestCa),
-    secret: &str,
-) {
-    cluster.operator = Operator::start(cp, dir, &operator("wildcard"));
+    (mode, host): (&str, &str),
+    seen: impl Fn(&[DynamicObject]) -> Seen,
+) -> (usize, usize) {
+    cluster.operator = Operator::start(cp, dir, &operator(mode));
     let deadline = tokio::time::Instant::now() + SETTLE;
-    let (mut requests, mut interim) = (0, 0);
+    let (mut requests, mut pending) = (0, 0);
     loop {
-        let (body, _) = fetch(https, ca, HOST_A, H1)
+        let (body, _) = fetch(https, ca, host, H1)
             .await
             .unwrap_or_else(|error| panic!("request {requests} failed: {error}"));
-        assert_eq!(body, format!("https://{HOST_A}/"));
+        assert_eq!(body, format!("https://{host}/"));
         requests += 1;
         let all = cert_manager::certificates(cp, TEAM_A).await;
         let names: Vec<Vec<String>> = all.iter().map(cert_manager::dns_names).collect();
-        if let [only] = all.as_slice()
-            && names[0] == [WILDCARD]
-            && is_ready(only)
-        {
-            break;
-        }
-        let pending =
-            (all.iter()).any(|c| cert_manager::dns_names(c) == [WILDCARD] && !is_ready(c));
-        if pending {
-            interim += 1;
-            let own = names.iter().any(|n| n == &[HOST_A]);
-            assert!(
-                own,
-                "the host's Certificate went before the wildcard was Ready: {names:?}"
-            );
+        match seen(&all) {
+            Seen::Done => break,
+            Seen::Pending(old_kept) => {
+                pending += 1;
+                assert!(old_kept, "the old Certificate went first: {names:?}");
+            }
+            Seen::Other => {}
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "no switch after {requests} requests: {names:?}"
+            "no switch to {mode} after {requests} requests: {names:?}"
         );
     }
     println!(
-        "mode switched under {requests} HTTPS requests on new connections, none failed; \
-         {interim} saw the wildcard pending beside the host's own Certificate"
+        "switched to {mode} under {requests} HTTPS requests on new connections, none failed; \
+         {pending} saw the new Certificate pending beside the old"
     );
+    (requests, pending)
+}
+
+/// Whether `certificates` hold one for exactly `names`, and whether Ready.
+fn find(certificates: &[DynamicObject], names: &[&str]) -> Option<bool> {
+    let found = certificates
+        .iter()
+        .find(|c| cert_manager::dns_names(c) == names)?;
+    Some(is_ready(found))
+}
+
+/// Restarts the operator in wildcard mode (see [`switch_mode`]) for
+/// [`HOST_A`]. Then deletes the per-host Secret (`secret`), as cert-manager
+/// does with `--enable-certificate-owner-ref`, which its build here lacks:
+/// the router serves the wildcard for the host.
+async fn switch_to_wildcard(
+    cp: &ControlPlane,
+    run: (&Path, &mut Cluster),
+    (https, ca): (SocketAddr, &TestCa),
+    secret: &str,
+) {
+    switch_mode(cp, run, (https, ca), ("wildcard", HOST_A), |all| {
+        match (find(all, &[WILDCARD]), find(all, &[HOST_A])) {
+            (Some(true), None) => Seen::Done,
+            (Some(false), own) => Seen::Pending(own.is_some()),
+            _ => Seen::Other,
+        }
+    })
+    .await;
     let secrets: Api<Secret> = Api::namespaced(cp.client(), TEAM_A);
     secrets
         .delete(secret, &DeleteParams::default())
@@ -272,6 +307,34 @@ async fn switch_to_wildcard(
         named.then_some(()).ok_or("the per-host leaf".to_owned())
     })
     .await;
+}
+
+/// Step 5: `d` on `d.team-a.wild.test` under the wildcard, then the
+/// operator back in per-host mode: the wildcard stays until `d`'s own
+/// Certificate is Ready, then goes.
+async fn back_to_per_host(
+    cp: &ControlPlane,
+    run: (&Path, &mut Cluster),
+    (https, ca): (SocketAddr, &TestCa),
+) {
+    workers::apply(
+        &cp.client(),
+        TEAM_A,
+        &inline_worker("d", URL_ECHO, &[HOST_D]),
+    )
+    .await;
+    wait_issued(cp, TEAM_A, "d").await;
+    wait_owned_by(cp, &["d"]).await;
+    wait_served(https, ca, HOST_D).await;
+    switch_mode(cp, run, (https, ca), ("per-host", HOST_D), |all| {
+        match (find(all, &[HOST_D]), find(all, &[WILDCARD])) {
+            (Some(true), None) => Seen::Done,
+            (Some(false) | None, wildcard) => Seen::Pending(wildcard.is_some()),
+            _ => Seen::Other,
+        }
+    })
+    .await;
+    wait_issued(cp, TEAM_A, "d").await;
 }
 
 async fn delete_worker(cp: &ControlPlane, namespace: &str, name: &str) {
@@ -300,7 +363,7 @@ async fn per_host_then_wildcard(
     assert_eq!(names, [[HOST_A]]);
     wait_served(https, ca, HOST_A).await;
     let secret = own[0].metadata.name.clone().expect("a name");
-    switch_to_wildcard(cp, dir, cluster, (https, ca), &secret).await;
+    switch_to_wildcard(cp, (dir, cluster), (https, ca), &secret).await;
 }
 
 /// Step 1: `a`, `b` and `star` (the wildcard route) share the wildcard.
@@ -408,4 +471,5 @@ async fn a_namespace_shares_one_wildcard_certificate_for_the_domain_it_holds() {
     refused(&cp).await;
     own_certificate(&cp, https, &ca).await;
     lifecycle(&cp, https, &ca).await;
+    back_to_per_host(&cp, (dir.path(), &mut cluster), (https, &ca)).await;
 }

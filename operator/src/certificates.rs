@@ -26,4 +26,6 @@ pub use desired::{
 pub use readiness::{CERTIFICATE_READY, Observed, condition};
 pub use settings::{CertificateArgs, CertificateSettings, Issuer, IssuerKind, Mode};
 pub use sync::Certificates;
-pub use wildcard::{Split, covering_domain, desired_wildcards, held_domains, holds, split};
+pub use wildcard::{
+    Split, awaiting, covering_domain, desired_wildcards, held_domains, holds, split,
+};

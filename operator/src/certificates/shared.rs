@@ -4,7 +4,8 @@
 //! controller: Kubernetes collects it when the last is deleted), deleted by
 //! the operator as soon as no such Worker is left. Every reconcile of a
 //! Worker of the namespace brings them up to date from the route table; in
-//! per-host mode that deletes any left from wildcard mode.
+//! per-host mode that deletes any left from wildcard mode, once each host
+//! it serves has a Ready Certificate of its own.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,8 +18,8 @@ use tracing::info;
 
 use super::sync::{delete, failed, hosts, is_current};
 use super::{
-    Certificates, Mode, WILDCARD_LABEL, desired_wildcards, held_domains, wildcard_certificate,
-    wildcard_name,
+    Certificates, Mode, Observed, WILDCARD_LABEL, WORKER_LABEL, awaiting, desired_wildcards,
+    held_domains, wildcard_certificate, wildcard_name,
 };
 use crate::routes::WorkerKey;
 use crate::{Error, FIELD_MANAGER, lock};
@@ -37,7 +38,12 @@ impl Certificates {
             .list(&ListParams::default().labels(WILDCARD_LABEL))
             .await
             .map_err(failed(key, "list"))?;
-        let users = self.wildcard_users(namespace);
+        let admitted = self.admitted_under_held_domains(namespace);
+        let view = admitted.iter().map(|(key, hosts)| (key, hosts.as_slice()));
+        let users = match self.settings.mode {
+            Mode::Wildcard => desired_wildcards(namespace, &self.settings.reservations, view),
+            Mode::PerHost => BTreeMap::new(),
+        };
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let issuer = &self.settings.wildcard_issuer;
         let mut current = BTreeMap::new();
@@ -53,11 +59,15 @@ impl Certificates {
             };
             current.insert(domain.clone(), object);
         }
-        let names: BTreeSet<String> = users.keys().map(|domain| wildcard_name(domain)).collect();
+        let mut keep: BTreeSet<String> = users.keys().map(|domain| wildcard_name(domain)).collect();
+        let stale = |c: &&DynamicObject| !keep.contains(&c.name_any());
+        if self.settings.mode == Mode::PerHost && existing.items.iter().any(|c| stale(&c)) {
+            keep.extend(self.awaited(key, &admitted).await?);
+        }
         for stale in existing
             .items
             .iter()
-            .filter(|c| !names.contains(&c.name_any()))
+            .filter(|c| !keep.contains(&c.name_any()))
         {
             info!(namespace, certificate = %stale.name_any(), "deleting a wildcard Certificate no Worker of the namespace uses");
             delete(&api, key, &stale.name_any()).await?;
@@ -65,17 +75,35 @@ impl Certificates {
         Ok(current)
     }
 
-    /// Domain → the Workers of `namespace` its wildcard Certificate serves,
-    /// from the route table (none in per-host mode).
-    fn wildcard_users(&self, namespace: &str) -> BTreeMap<String, BTreeSet<WorkerKey>> {
-        if self.settings.mode != Mode::Wildcard {
-            return BTreeMap::new();
-        }
-        let reservations = &self.settings.reservations;
+    /// The names of the wildcard Certificates of `key`'s namespace still
+    /// serving a host of `admitted` whose own Certificate is not Ready
+    /// (after a switch to per-host mode): each stays until they all are.
+    async fn awaited(
+        &self,
+        key: &WorkerKey,
+        admitted: &BTreeMap<WorkerKey, Vec<String>>,
+    ) -> Result<BTreeSet<String>, Error> {
+        let own = self
+            .api(&key.namespace)
+            .list(&ListParams::default().labels(WORKER_LABEL))
+            .await
+            .map_err(failed(key, "list"))?;
+        let ready: BTreeSet<String> = (own.items.iter())
+            .filter(|c| Observed::read("", Some(c)).is_ready())
+            .map(ResourceExt::name_any)
+            .collect();
+        let view = admitted.iter().map(|(key, hosts)| (key, hosts.as_slice()));
+        let domains = awaiting(&key.namespace, &self.settings.reservations, view, &ready);
+        Ok(domains.iter().map(|domain| wildcard_name(domain)).collect())
+    }
+
+    /// Each Worker of `namespace` admitted to a host under a domain the
+    /// namespace holds, with its admitted hosts, from the route table.
+    fn admitted_under_held_domains(&self, namespace: &str) -> BTreeMap<WorkerKey, Vec<String>> {
         let index = lock(&self.index);
         let table = index.routes();
         let mut admitted: BTreeMap<WorkerKey, Vec<String>> = BTreeMap::new();
-        for domain in held_domains(namespace, reservations) {
+        for domain in held_domains(namespace, &self.settings.reservations) {
             for key in table.on_overlapping_hosts(&format!("*.{domain}")) {
                 if key.namespace != namespace || admitted.contains_key(&key) {
                     continue;
@@ -86,8 +114,7 @@ impl Certificates {
                 }
             }
         }
-        let view = admitted.iter().map(|(key, hosts)| (key, hosts.as_slice()));
-        desired_wildcards(namespace, reservations, view)
+        admitted
     }
 
     /// Owner references to `workers` (those the Worker cache holds).

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use isolane_worker::{Reservation, normalize_host};
 
-use super::{CertificateSettings, Mode};
+use super::{CertificateSettings, Mode, certificate_name};
 use crate::routes::WorkerKey;
 
 /// Whether `namespace` holds every host one label under `domain`.
@@ -109,6 +109,30 @@ pub fn desired_wildcards<'a>(
         }
     }
     wanted
+}
+
+/// The domains whose wildcard Certificate still serves an exact host of
+/// `workers` (each with its admitted hosts) that has no Ready Certificate
+/// of its own (`ready`: the names of the namespace's Ready ones), after a
+/// switch to per-host mode. Wildcard routes are left out: they get no
+/// Certificate of their own to wait for.
+pub fn awaiting<'a>(
+    namespace: &str,
+    reservations: &[Reservation],
+    workers: impl IntoIterator<Item = (&'a WorkerKey, &'a [String])>,
+    ready: &BTreeSet<String>,
+) -> BTreeSet<String> {
+    let mut domains = BTreeSet::new();
+    for (key, hosts) in workers {
+        for host in hosts.iter().filter(|host| !host.starts_with("*.")) {
+            if let Some(domain) = covering_domain(host, namespace, reservations)
+                && !ready.contains(&certificate_name(&key.name, host))
+            {
+                domains.insert(domain);
+            }
+        }
+    }
+    domains
 }
 
 #[cfg(test)]

@@ -132,3 +132,29 @@ fn the_desired_wildcards_are_the_held_domains_in_use_with_their_workers() {
     // No Worker on the domain: no Certificate.
     assert!(desired_wildcards("team-a", &reserved, std::iter::empty()).is_empty());
 }
+
+#[test]
+fn after_a_switch_to_per_host_a_wildcard_waits_for_its_hosts_own_certificates() {
+    let reserved = reservations(&["*.team-a.example.com=team-a"]);
+    let a = WorkerKey::new("team-a", "a");
+    let star = WorkerKey::new("team-a", "star");
+    let workers = [
+        (
+            a.clone(),
+            hosts(&["x.team-a.example.com", "shop.other.test"]),
+        ),
+        (star, hosts(&["*.team-a.example.com"])),
+    ];
+    let view = || workers.iter().map(|(k, h)| (k, h.as_slice()));
+    let none = BTreeSet::new();
+    let waiting = awaiting("team-a", &reserved, view(), &none);
+    assert_eq!(waiting, ["team-a.example.com".to_owned()].into());
+    // The covered exact host's own Certificate is Ready: nothing to wait
+    // for (the wildcard route gets none, and is not waited for).
+    let ready = [crate::certificates::certificate_name(
+        "a",
+        "x.team-a.example.com",
+    )]
+    .into();
+    assert!(awaiting("team-a", &reserved, view(), &ready).is_empty());
+}
