@@ -22,6 +22,10 @@ mod client;
 mod https;
 #[path = "acme/issuer.rs"]
 mod issuer;
+// Shared with acme_wildcard.rs, which reads the DNS names this test does not.
+#[allow(dead_code)]
+#[path = "acme/cert_manager.rs"]
+mod cert_manager;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -32,7 +36,6 @@ use isolane_e2e::cluster::{Cluster, ClusterOptions, RouterOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::operator::OperatorOptions;
 use isolane_e2e::workers::{self, has_condition, inline_worker};
-use isolane_testenv::acme::cert_manager_crds;
 use isolane_testenv::{CertManager, ControlPlane, Pebble, free_port, wait_until};
 use issuer::certificates;
 use kube::Api;
@@ -77,14 +80,7 @@ async fn start(
     https: SocketAddr,
 ) -> (Pebble, CertManager, Cluster) {
     let pebble = Pebble::start(HTTP_IP, Duration::from_secs(3600)).expect("Pebble starts");
-    cp.apply_file(cert_manager_crds().expect("cert-manager's CRDs are built"))
-        .await
-        .expect("apply cert-manager's CRDs");
-    cp.create_namespace("cert-manager")
-        .await
-        .expect("cert-manager's namespace");
-    let cert_manager = CertManager::start(cp.kubeconfig_path(), "cert-manager", &pebble.dns_addr())
-        .expect("cert-manager starts");
+    let cert_manager = cert_manager::start(cp, &pebble.dns_addr()).await;
     workers::prepare(cp, &[DEMO, SQUATTER]).await;
     let cluster = Cluster::start(cp, dir, options(https)).await;
     issuer::create(cp, ISSUER, &pebble).await;

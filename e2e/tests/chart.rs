@@ -926,6 +926,33 @@ fn certificates_add_the_issuer_flags_and_cert_manager_access() {
     let operator = env(find(&on, "Deployment", "isolane-operator"));
     assert_eq!(operator["ISOLANE_CERTIFICATES_ISSUER"], "acme");
     assert_eq!(operator["ISOLANE_CERTIFICATES_ISSUER_KIND"], "issuer");
+    assert_eq!(operator["ISOLANE_CERTIFICATES_MODE"], "per-host");
+    // The wildcard issuer defaults to the issuer, or is its own.
+    assert_eq!(operator["ISOLANE_CERTIFICATES_WILDCARD_ISSUER"], "acme");
+    assert_eq!(
+        operator["ISOLANE_CERTIFICATES_WILDCARD_ISSUER_KIND"],
+        "issuer"
+    );
+    let wildcard = documents(&template(&[
+        "--set",
+        "certificates.enabled=true",
+        "--set",
+        "certificates.issuer.name=acme",
+        "--set",
+        "certificates.mode=wildcard",
+        "--set",
+        "certificates.wildcard.issuer.name=acme-dns01",
+    ]));
+    let wildcard = env(find(&wildcard, "Deployment", "isolane-operator"));
+    assert_eq!(wildcard["ISOLANE_CERTIFICATES_MODE"], "wildcard");
+    assert_eq!(
+        wildcard["ISOLANE_CERTIFICATES_WILDCARD_ISSUER"],
+        "acme-dns01"
+    );
+    assert_eq!(
+        wildcard["ISOLANE_CERTIFICATES_WILDCARD_ISSUER_KIND"],
+        "cluster-issuer"
+    );
     assert_eq!(
         env(find(&on, "Deployment", "isolane-router"))["ISOLANE_ACME_HTTP01"],
         "true"

@@ -366,7 +366,7 @@ impl Args {
             resync: self.resync,
             reserved_hosts: self.reserved_hosts.clone(),
             host_release_grace: self.host_release_grace,
-            certificates: self.certificates.settings(),
+            certificates: self.certificates.settings(&self.reserved_hosts),
             storage: self.storage.settings(),
             plain_http_registries: self.plain_http_registries.clone(),
             bundle_registries: self.bundle_registries()?,

@@ -131,8 +131,15 @@ fn context(
         missing_reference_retry: config.missing_reference_retry,
         resync: config.resync,
     };
-    let certificates = (config.certificates.clone())
-        .map(|settings| crate::certificates::Certificates::new(client.clone(), settings));
+    let certificates = (config.certificates.clone()).map(|settings| {
+        let index = Arc::clone(&caches.sinks.index);
+        crate::certificates::Certificates::new(
+            client.clone(),
+            settings,
+            index,
+            caches.workers.clone(),
+        )
+    });
     let store = config.storage.as_ref().and_then(|settings| {
         isolane_storage::Store::postgres(settings)
             .inspect_err(|error| {

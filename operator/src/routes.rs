@@ -166,6 +166,11 @@ impl RouteTable {
         self.by_route.get(route).into_iter().flatten()
     }
 
+    /// `worker`'s recorded claim, if any.
+    pub fn claim(&self, worker: &WorkerKey) -> Option<&Claim> {
+        self.claims.get(worker)
+    }
+
     /// The Worker admitted on `route`, if any.
     pub fn owner(&self, route: &Route) -> Option<&WorkerKey> {
         self.ownership().owner(route)

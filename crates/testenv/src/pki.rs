@@ -197,6 +197,12 @@ impl TestCa {
         self.cert.pem()
     }
 
+    /// The CA's private key, PKCS#8 PEM (for an issuer that signs with it,
+    /// such as cert-manager's CA issuer).
+    pub fn key_pem(&self) -> String {
+        self.issuer.key().serialize_pem()
+    }
+
     /// Signs a new certificate, with a new key, for `leaf`.
     pub fn issue(&self, leaf: Leaf<'_>) -> Result<TestCert, Error> {
         let what = match leaf.usage {

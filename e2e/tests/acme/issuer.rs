@@ -43,7 +43,8 @@ pub fn assert_validated(pebble: &Pebble, host: &str) -> usize {
     valid
 }
 
-fn cluster_issuer() -> ApiResource {
+/// cert-manager's `ClusterIssuer` resource.
+pub fn cluster_issuer() -> ApiResource {
     let gvk = GroupVersionKind::gvk("cert-manager.io", "v1", "ClusterIssuer");
     ApiResource::from_gvk_with_plural(&gvk, "clusterissuers")
 }

@@ -3,7 +3,10 @@
 //! Certificate: `Issued` (every admitted host's Certificate is Ready),
 //! `Pending` (cert-manager is working on one), `Failed` (an issuance
 //! failed: cert-manager's message), `HostNotAdmitted` (no host of the
-//! Worker is its own, so none gets a Certificate).
+//! Worker is its own, so none gets a Certificate), `WildcardNotCovered`
+//! (its only hosts are wildcard routes no Certificate can be asked for; with
+//! other hosts, the message says so). A host covered by a namespace's
+//! wildcard Certificate reads that Certificate.
 
 use kube::core::DynamicObject;
 
@@ -53,7 +56,8 @@ impl Observed {
         }
     }
 
-    fn is_ready(&self) -> bool {
+    /// Whether the Certificate is Ready.
+    pub fn is_ready(&self) -> bool {
         self.ready
             .as_ref()
             .is_some_and(|(status, _)| status == "True")
@@ -61,10 +65,12 @@ impl Observed {
 }
 
 /// The condition as (status, reason, message), or `None` when the Worker
-/// declares no host (nothing to certify).
+/// declares no host (nothing to certify). `uncovered`: why its admitted
+/// wildcard hosts, if any, get no Certificate.
 pub fn condition(
     observed: &[Observed],
     lost: &[(String, Holder)],
+    uncovered: Option<&str>,
 ) -> Option<(&'static str, &'static str, String)> {
     let lost_note = || {
         let named: Vec<String> = lost
@@ -76,15 +82,20 @@ pub fn condition(
             named.join("; ")
         )
     };
-    if observed.is_empty() {
-        if lost.is_empty() {
-            return None;
-        }
-        return Some(("False", "HostNotAdmitted", lost_note()));
-    }
-    let mut message = verdict(observed);
-    if !lost.is_empty() {
+    let mut message = if !observed.is_empty() {
+        verdict(observed)
+    } else if !lost.is_empty() {
+        ("False", "HostNotAdmitted", lost_note())
+    } else if let Some(uncovered) = uncovered {
+        return Some(("False", "WildcardNotCovered", uncovered.to_owned()));
+    } else {
+        return None;
+    };
+    if !observed.is_empty() && !lost.is_empty() {
         message.2 = format!("{}; {}", message.2, lost_note());
+    }
+    if let Some(uncovered) = uncovered {
+        message.2 = format!("{}; {uncovered}", message.2);
     }
     Some(message)
 }
@@ -155,29 +166,35 @@ mod tests {
             {"type": "Issuing", "status": "False", "reason": "Failed", "message": "order rejected"}
         ]));
         let a = Observed::read("a.example", Some(&ready));
-        let (status, reason, _) = condition(std::slice::from_ref(&a), &[]).unwrap();
+        let (status, reason, _) = condition(std::slice::from_ref(&a), &[], None).unwrap();
         assert_eq!((status, reason), ("True", "Issued"));
         let b = Observed::read("b.example", Some(&waiting));
-        let (status, reason, message) = condition(&[a.clone(), b], &[]).unwrap();
+        let (status, reason, message) = condition(&[a.clone(), b], &[], None).unwrap();
         assert_eq!((status, reason), ("False", "Pending"));
         assert!(
             message.contains("b.example: Issuing certificate"),
             "{message}"
         );
         let none = Observed::read("c.example", None);
-        assert_eq!(condition(&[none], &[]).unwrap().1, "Pending");
+        assert_eq!(condition(&[none], &[], None).unwrap().1, "Pending");
         let c = Observed::read("c.example", Some(&failed));
-        let (_, reason, message) = condition(&[a, c], &[]).unwrap();
+        let (_, reason, message) = condition(&[a.clone(), c], &[], None).unwrap();
         assert_eq!(reason, "Failed");
         assert!(message.ends_with("order rejected"), "{message}");
         let holder = Holder::OlderWorker(WorkerKey::new("b", "old"));
         let (status, reason, message) =
-            condition(&[], &[("app.example".to_owned(), holder)]).unwrap();
+            condition(&[], &[("app.example".to_owned(), holder)], None).unwrap();
         assert_eq!((status, reason), ("False", "HostNotAdmitted"));
         assert!(
             message.contains("app.example is held by older Worker b/old"),
             "{message}"
         );
-        assert_eq!(condition(&[], &[]), None);
+        assert_eq!(condition(&[], &[], None), None);
+        let why = "no certificate for wildcard host *.x.test: no reservation";
+        let only = condition(&[], &[], Some(why)).unwrap();
+        assert_eq!(only, ("False", "WildcardNotCovered", why.to_owned()));
+        let (_, reason, message) = condition(&[a], &[], Some(why)).unwrap();
+        assert_eq!(reason, "Issued");
+        assert!(message.ends_with(why), "{message}");
     }
 }
