@@ -15,7 +15,8 @@ import { nodeBuiltins, workerBundle } from "./lib/wrangler.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const out = process.argv[2];
-if (!out) {
+// An option where the folder belongs (`--help`) is no folder to write into.
+if (!out || out.startsWith("-")) {
   console.error("usage: node bundle.mjs <out dir> [app ...]");
   process.exit(64);
 }
