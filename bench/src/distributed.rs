@@ -11,6 +11,7 @@ use anyhow::Context as _;
 
 use crate::cluster::{self, Cluster, ClusterBinaries};
 use crate::node_restart;
+use crate::quiet;
 use crate::report::{Section, Table, Target};
 use crate::servers::{self, Binaries, Server};
 use crate::stats;
@@ -67,8 +68,11 @@ pub async fn run(plan: &Plan, work: &Path) -> anyhow::Result<Section> {
         workerd: workerd_at,
         baseline: baseline_at,
     };
+    let pids = servers::pids(&under_load);
+    let mark = quiet::Mark::now(&pids);
     let measured = warm::measure(&under_load, &plan.warm).await?;
-    let mut section = report(plan, &sides, &measured);
+    let others = mark.others(&pids);
+    let mut section = report(plan, &sides, &measured, others);
     if plan.restarts > 0 {
         let (markdown, target) = node_restart::measure(&mut cluster, work, plan.restarts).await?;
         section.markdown.push_str(&markdown);
@@ -92,7 +96,7 @@ async fn start(bin_dir: &Path, work: &Path, script: &str) -> anyhow::Result<Clus
         .with_context(|| format!("the router and node of {}", bin_dir.display()))
 }
 
-fn report(plan: &Plan, sides: &Sides, measured: &Measured) -> Section {
+fn report(plan: &Plan, sides: &Sides, measured: &Measured, others: f64) -> Section {
     let mut markdown = format!(
         "## 2. Distributed path: router → node over gRPC\n\n\
          The same script as a `Worker` applied to a local kube-apiserver (isolane-testenv: \
@@ -102,7 +106,7 @@ fn report(plan: &Plan, sides: &Sides, measured: &Measured) -> Section {
          by `Host`. Against `isolane dev` (router and node in one process, no hop) and \
          workerd, all running at once, alternating, {} rounds of {} s. etcd, the apiserver \
          and the operator idle on the same 2 cores. `CPU µs/req` counts the router's and the \
-         node's processes together: what a request costs of the cores they use.{}\n\n",
+         node's processes together: what a request costs of the cores they use.{} {}\n\n",
         plan.warm.rounds,
         plan.secs,
         match &plan.baseline_bin_dir {
@@ -112,7 +116,8 @@ fn report(plan: &Plan, sides: &Sides, measured: &Measured) -> Section {
                 dir.display()
             ),
             None => String::new(),
-        }
+        },
+        quiet::describe(others)
     );
     let mut against = vec![sides.dev];
     against.extend(sides.baseline);
@@ -168,6 +173,13 @@ fn targets(sides: &Sides, measured: &Measured) -> Vec<Target> {
             sides.router,
             workerd,
             1.5,
+        ));
+        targets.push(measured.per_core_target(
+            "per core used: router + node ≥ 1.2× workerd's requests per CPU second at 16 and \
+             64 connections (issue 63)",
+            (sides.router, workerd),
+            1.2,
+            &[16, 64],
         ));
     }
     targets.push(measured.ratio_target(

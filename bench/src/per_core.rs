@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 
+use crate::quiet;
 use crate::report::Target;
 use crate::servers::{self, Binaries, Server};
 use crate::warm;
@@ -41,18 +42,15 @@ pub async fn measure(
         load_cpus: Some(LOAD_CPU.to_owned()),
         ..plan.clone()
     };
-    let before = load_average();
+    let pids = servers::pids(&[&isolane, &workerd]);
+    let mark = quiet::Mark::now(&pids);
     let measured = warm::measure(&[&isolane, &workerd], &plan).await?;
-    let after = load_average();
+    let others = mark.others(&pids);
     let markdown = format!(
         "Per core: `isolane dev --threads 1` and one `workerd serve`, every thread of \
          each held to CPU {SERVER_CPU} (`taskset -a -p`), wrk on CPU {LOAD_CPU}; the same \
-         rounds. Load average {before} before, {after} after (the machine was {}).\n\n{}",
-        if quiet(&before) && quiet(&after) {
-            "quiet"
-        } else {
-            "not quiet: other work shared the cores"
-        },
+         rounds. {}\n\n{}",
+        quiet::describe(others),
         measured.table(&[1])
     );
     let target = measured.ratio_target(
@@ -79,17 +77,4 @@ fn pin(server: &Server, cpus: &str) -> anyhow::Result<()> {
         bail!("taskset could not pin {}: {status}", server.name);
     }
     Ok(())
-}
-
-/// The 1-minute load average, as `/proc/loadavg` gives it.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|text| text.split_whitespace().next().map(str::to_owned))
-        .unwrap_or_else(|| "unknown".to_owned())
-}
-
-/// Under 1: nothing else kept a core busy.
-fn quiet(load: &str) -> bool {
-    load.parse::<f64>().is_ok_and(|l| l < 1.0)
 }

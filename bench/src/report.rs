@@ -220,9 +220,10 @@ fn machine_header(started: &str, took_s: f64, quick: bool) -> String {
     );
     let _ = writeln!(
         out,
-        "| **shared** | yes: other engineers' builds and tests run on the same {nproc} cores \
-         (load average {load} at the end of the run); absolute numbers are noisy, ratios measured \
-         in the same interleaved run are the ones to compare |"
+        "| **other work** | load average {load} at the end of the run; the warm and distributed \
+         sections say how many cores' worth of other work ran during their rounds (from \
+         `/proc/stat`, less the benchmark's own). On a shared machine absolute numbers are noisy; \
+         ratios measured in the same interleaved run are the ones to compare |"
     );
     let _ = writeln!(
         out,

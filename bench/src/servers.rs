@@ -55,6 +55,19 @@ impl Server {
     }
 }
 
+/// The pids of `servers` and their helpers.
+pub fn pids(servers: &[&Server]) -> Vec<u32> {
+    servers
+        .iter()
+        .flat_map(|s| {
+            s.process
+                .iter()
+                .map(Process::pid)
+                .chain(s.helpers.iter().copied())
+        })
+        .collect()
+}
+
 /// CPU time process `pid` has used so far, all threads (user + system,
 /// from `/proc/PID/stat`), in seconds.
 pub fn process_cpu_secs(pid: u32) -> Option<f64> {
@@ -151,6 +164,82 @@ pub fn workerd(bin: &Binaries, config: &Path, dir: &Path) -> anyhow::Result<Serv
         process: Some(process),
         helpers: Vec::new(),
     })
+}
+
+/// workerd run the way a one-thread server uses every core: `count`
+/// `workerd serve` processes, each on a listening socket of its own bound
+/// to one shared port (`SO_REUSEPORT`, so the kernel spreads connections
+/// over them), each given its socket as fd 0 (`--socket-fd main=0`).
+#[derive(Debug)]
+pub struct WorkerdGroup {
+    /// The first process, with the others' pids as helpers (their CPU time
+    /// counts with its own).
+    pub server: Server,
+    /// The other processes, which stop with this value.
+    others: Vec<Process>,
+}
+
+/// Starts [`WorkerdGroup`] of `count` processes serving `config`.
+pub fn workerd_group(
+    bin: &Binaries,
+    config: &Path,
+    dir: &Path,
+    count: usize,
+) -> anyhow::Result<WorkerdGroup> {
+    let Some(workerd) = &bin.workerd else {
+        bail!("no workerd binary (npm install workerd)");
+    };
+    let port = free_port()?;
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let mut processes = Vec::with_capacity(count);
+    for index in 0..count {
+        let socket = reuse_port_listener(addr)?;
+        let args: [&std::ffi::OsStr; 4] = [
+            "serve".as_ref(),
+            config.as_os_str(),
+            "--socket-fd".as_ref(),
+            "main=0".as_ref(),
+        ];
+        let log = dir.join(format!("workerd-{port}-{index}.log"));
+        let stdin = std::process::Stdio::from(std::os::fd::OwnedFd::from(socket));
+        let process = Process::spawn_with_stdin("workerd", workerd, args, &[], &log, None, stdin)
+            .context("starting workerd")?;
+        processes.push(process);
+    }
+    let mut processes = processes.into_iter();
+    let first = processes.next().context("a group of no workerd")?;
+    let others: Vec<Process> = processes.collect();
+    Ok(WorkerdGroup {
+        server: Server {
+            name: "workerd × cores",
+            addr,
+            host: None,
+            process: Some(first),
+            helpers: others.iter().map(Process::pid).collect(),
+        },
+        others,
+    })
+}
+
+impl WorkerdGroup {
+    /// How many processes serve.
+    pub fn processes(&self) -> usize {
+        1 + self.others.len()
+    }
+}
+
+/// A listening TCP socket on `addr` that other sockets may bind too
+/// (`SO_REUSEPORT`).
+fn reuse_port_listener(addr: SocketAddr) -> anyhow::Result<socket2::Socket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket
+        .bind(&addr.into())
+        .with_context(|| format!("binding {addr}"))?;
+    socket.listen(1024)?;
+    Ok(socket)
 }
 
 /// Polls `GET /` every millisecond until it answers 200; returns how long

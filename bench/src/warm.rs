@@ -155,6 +155,42 @@ impl Measured {
         table.render()
     }
 
+    /// A per-core target: `a`'s requests per CPU second ≥ `factor` × `b`'s
+    /// at each concurrency of `at` (the CPU of each server's processes,
+    /// median over rounds): throughput per core used, whatever the cores.
+    pub fn per_core_target(
+        &self,
+        goal: &str,
+        (a, b): (usize, usize),
+        factor: f64,
+        at: &[usize],
+    ) -> Target {
+        let ratios: Vec<(usize, f64)> = self
+            .connections
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| at.contains(c))
+            .map(|(ci, &c)| {
+                let (x, y) = (self.summary(a, ci), self.summary(b, ci));
+                (
+                    c,
+                    if x.cpu_us > 0.0 {
+                        y.cpu_us / x.cpu_us
+                    } else {
+                        0.0
+                    },
+                )
+            })
+            .collect();
+        let met = !ratios.is_empty() && ratios.iter().all(|(_, r)| *r >= factor);
+        let measured = ratios
+            .iter()
+            .map(|(c, r)| format!("{} at {c}", fmt_ratio(*r)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Target::new(goal, measured, met)
+    }
+
     /// A throughput target `a ≥ factor × b` at every concurrency.
     pub fn ratio_target(&self, goal: &str, a: usize, b: usize, factor: f64) -> Target {
         let ratios: Vec<(usize, f64)> = self

@@ -87,6 +87,24 @@ impl Process {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        Self::spawn_with_stdin(name, program, args, envs, log, dir, Stdio::null())
+    }
+
+    /// [`Process::spawn_in`] with `stdin` as the program's standard input
+    /// (for example a listening socket it is told to serve on fd 0).
+    pub fn spawn_with_stdin<I, S>(
+        name: &str,
+        program: &Path,
+        args: I,
+        envs: &[(&str, &OsStr)],
+        log: &Path,
+        dir: Option<&Path>,
+        stdin: Stdio,
+    ) -> Result<Self, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         let setpriv = find_on_path("setpriv").ok_or(Error::SetprivNotFound)?;
         let spawn_error = |source| Error::Spawn {
             name: name.to_owned(),
@@ -107,7 +125,7 @@ impl Process {
             .args(["--pdeathsig", "KILL", "--"])
             .arg(program)
             .args(args)
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(stdout)
             .stderr(stderr)
             .process_group(0);
