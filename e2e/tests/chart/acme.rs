@@ -32,6 +32,10 @@ mod client;
 mod https;
 #[path = "../acme/issuer.rs"]
 mod issuer;
+// Shared with acme_wildcard.rs, which reads the DNS names this test does not.
+#[allow(dead_code)]
+#[path = "../acme/cert_manager.rs"]
+mod cert_manager;
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
@@ -44,7 +48,6 @@ use isolane_e2e::process::workspace_root;
 use isolane_e2e::release::{helm_install, kubelet_control_plane};
 use isolane_e2e::tools::tool;
 use isolane_e2e::workers::{self, has_condition, inline_worker};
-use isolane_testenv::acme::cert_manager_crds;
 use isolane_testenv::{CertManager, ControlPlane, ENV_TEST_KUBECONFIG, Pebble, wait_until};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -123,12 +126,8 @@ async fn router_addresses(cp: &ControlPlane) -> (SocketAddr, SocketAddr) {
 /// [`values`], then Pebble resolving every name to the router Service,
 /// cert-manager, and the ClusterIssuer, Ready.
 async fn start(cp: &ControlPlane) -> Parts {
-    cp.apply_file(cert_manager_crds().expect("cert-manager's CRDs are built"))
-        .await
-        .expect("apply cert-manager's CRDs");
-    let established = ["wait", "--for=condition=Established", "crd", "--all"];
-    run_ok(&mut cp.kubectl(established), None);
-    for namespace in [OWNER, EXEMPT, CHECKED, "cert-manager"] {
+    cert_manager::install(cp).await;
+    for namespace in [OWNER, EXEMPT, CHECKED] {
         cp.create_namespace(namespace).await.expect("a namespace");
     }
     let installed = run(
@@ -150,8 +149,7 @@ async fn start(cp: &ControlPlane) -> Parts {
         panic!("an IPv4 ClusterIP: {http}")
     };
     let pebble = Pebble::start(ip, Duration::from_secs(3600)).expect("Pebble starts");
-    let cert_manager = CertManager::start(cp.kubeconfig_path(), "cert-manager", &pebble.dns_addr())
-        .expect("cert-manager starts");
+    let cert_manager = cert_manager::start_controller(cp, &pebble.dns_addr());
     issuer::create(cp, ISSUER, &pebble).await;
     issuer::wait_ready(cp, ISSUER, SETTLE).await;
     Parts {
