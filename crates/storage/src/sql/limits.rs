@@ -86,21 +86,45 @@ pub(super) fn code_of(error: &rusqlite::Error) -> Option<i32> {
     }
 }
 
-/// `<message>: SQLITE_<CODE>`.
+/// SQLite's extended result codes that say more than their primary one,
+/// by number (the constraint kinds are what applications see most).
+const EXTENDED: [(i32, &str); 12] = [
+    (275, "SQLITE_CONSTRAINT_CHECK"),
+    (531, "SQLITE_CONSTRAINT_COMMITHOOK"),
+    (787, "SQLITE_CONSTRAINT_FOREIGNKEY"),
+    (1043, "SQLITE_CONSTRAINT_FUNCTION"),
+    (1299, "SQLITE_CONSTRAINT_NOTNULL"),
+    (1555, "SQLITE_CONSTRAINT_PRIMARYKEY"),
+    (1811, "SQLITE_CONSTRAINT_TRIGGER"),
+    (2067, "SQLITE_CONSTRAINT_UNIQUE"),
+    (2323, "SQLITE_CONSTRAINT_VTAB"),
+    (2579, "SQLITE_CONSTRAINT_ROWID"),
+    (2835, "SQLITE_CONSTRAINT_PINNED"),
+    (3091, "SQLITE_CONSTRAINT_DATATYPE"),
+];
+
+/// `<message>: SQLITE_<CODE>`, and ` (extended: SQLITE_<CODE>_<KIND>)`
+/// when the extended code says more, as workerd words it.
 fn worded(failure: &rusqlite::ffi::Error, message: Option<&str>) -> SqlError {
     let code = usize::try_from(failure.extended_code & 0xff).unwrap_or(0);
     let name = CODES.get(code).copied().unwrap_or("SQLITE_ERROR");
     let message = message.map_or_else(|| failure.to_string(), str::to_owned);
-    SqlError::Sqlite(format!("{message}: {name}"))
+    let extended = EXTENDED
+        .iter()
+        .find(|(number, _)| *number == failure.extended_code)
+        .map_or(String::new(), |(_, kind)| format!(" (extended: {kind})"));
+    SqlError::Sqlite(format!("{message}: {name}{extended}"))
 }
 
 impl From<rusqlite::Error> for SqlError {
     fn from(error: rusqlite::Error) -> Self {
         match &error {
             rusqlite::Error::SqliteFailure(failure, message) => worded(failure, message.as_deref()),
-            // A statement that did not prepare: SQLite's message alone, not
-            // rusqlite's copy of the SQL after it.
-            rusqlite::Error::SqlInputError { error, msg, .. } => worded(error, Some(msg)),
+            // A statement that did not prepare: SQLite's message and where
+            // (as workerd words it), not rusqlite's copy of the SQL.
+            rusqlite::Error::SqlInputError {
+                error, msg, offset, ..
+            } => worded(error, Some(&format!("{msg} at offset {offset}"))),
             rusqlite::Error::InvalidParameterCount(..) => SqlError::Bindings,
             other => SqlError::Sqlite(format!("{other}: SQLITE_ERROR")),
         }
@@ -116,5 +140,14 @@ mod tests {
         let db = rusqlite::Connection::open_in_memory().unwrap();
         let error = SqlError::from(db.execute("SELECT * FROM nowhere", []).unwrap_err());
         assert_eq!(error.to_string(), "no such table: nowhere: SQLITE_ERROR");
+        let error = SqlError::from(db.execute("SELEC 1", []).unwrap_err());
+        let syntax = "near \"SELEC\": syntax error at offset 0: SQLITE_ERROR";
+        assert_eq!(error.to_string(), syntax);
+        db.execute_batch("CREATE TABLE t (a NOT NULL)").unwrap();
+        let error = SqlError::from(db.execute("INSERT INTO t VALUES (NULL)", []).unwrap_err());
+        assert_eq!(
+            error.to_string(),
+            "NOT NULL constraint failed: t.a: SQLITE_CONSTRAINT (extended: SQLITE_CONSTRAINT_NOTNULL)"
+        );
     }
 }
