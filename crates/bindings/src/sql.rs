@@ -20,7 +20,9 @@ mod convert;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use isolane_engine::api::{ErrorClass, HostError, HostState, IdMap, Settle, Stop, Unit};
+use isolane_engine::api::{
+    ErrorClass, HostError, HostState, IdMap, Reservation, Settle, Stop, Unit,
+};
 use isolane_engine::api::{object_store_error, object_target, spawn_object_op};
 use isolane_storage::SqlAppend;
 use isolane_storage::sql::{ObjectDatabase, SqlError};
@@ -204,9 +206,16 @@ fn sql_flush<'s>(
     epoch: f64,
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let taken = state(&host).and_then(|state| state.with(handle, ObjectDatabase::take));
+    // The record is charged to the Worker's memory until it is written;
+    // over the limit the isolate is being terminated.
+    let len = taken.as_ref().map_or(0, |t| t.as_ref().map_or(0, |(r, _)| r.len()));
+    let Ok(charge) = Reservation::new(host.memory(), len) else {
+        return None;
+    };
     let early = taken.and_then(|taken| {
         let (store, object) = object_target(&host, &class, id)?;
         Ok(async move {
+            let _charge = charge;
             let Some((record, snapshot)) = taken else {
                 return Settled::Done;
             };
