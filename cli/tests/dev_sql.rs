@@ -3,7 +3,8 @@
 //! true`) from the same files: one request runs the same SQL on each
 //! (inserts with bindings, the cursor's shapes, `one()`'s errors, several
 //! statements in one `exec`, `transactionSync` kept and rolled back,
-//! refused statements, SQLite's errors) and both answer the same JSON.
+//! refused statements, SQLite's errors) and both answer the same JSON; and
+//! the rows `isolane dev` acknowledged outlive a SIGKILL of it.
 #![allow(clippy::unwrap_used)]
 
 use isolane_testenv::workerd;
@@ -117,4 +118,29 @@ async fn dev_and_workerd_answer_the_same_sql() {
     let on_dev: serde_json::Value = serde_json::from_str(&on_dev).unwrap();
     let on_workerd: serde_json::Value = serde_json::from_str(&on_workerd).unwrap();
     assert_eq!(on_dev, on_workerd);
+}
+
+/// Rows `isolane dev` acknowledged are there after it is SIGKILLed and
+/// started again on the same state folder (each request adds 4 rows and
+/// answers the count).
+#[tokio::test]
+async fn dev_sql_rows_outlive_a_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("wrangler.toml"), WRANGLER_TOML).unwrap();
+    std::fs::write(dir.path().join("chat.js"), CHAT_JS).unwrap();
+    let state = dir.path().join("state");
+    let state = state.to_str().unwrap();
+    let client = client();
+    let mut counts = Vec::new();
+    for _ in 0..2 {
+        let port = free_port().unwrap();
+        let args = ["--port", &port.to_string(), "--state", state];
+        let mut dev = Dev::start_in(&args, Some(dir.path()));
+        let (status, body) = when_ready(&client, &mut dev, port, "localhost", "/").await;
+        assert_eq!(status, 200, "{body}");
+        let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+        counts.push(answer["count"].clone());
+        dev.process.kill();
+    }
+    assert_eq!(counts, [4, 8]);
 }
