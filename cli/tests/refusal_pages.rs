@@ -275,6 +275,7 @@ fn bundle(revision: &str) -> WorkerBundle {
         env: BTreeMap::new(),
         kv: BTreeMap::new(),
         durable_objects: BTreeMap::new(),
+        sqlite_classes: Default::default(),
         hosted_objects: Default::default(),
         services: Default::default(),
         limits: Limits {

@@ -359,6 +359,11 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
             .iter()
             .filter_map(|binding| Some((binding.name.clone(), binding.kv_namespace.clone()?)))
             .collect(),
+        sqlite_classes: own
+            .iter()
+            .filter(|(_, object)| object.sqlite)
+            .map(|(_, object)| object.class_name.clone())
+            .collect(),
         durable_objects: own
             .into_iter()
             .map(|(binding, object)| (binding, object.class_name))
@@ -533,6 +538,7 @@ mod tests {
         );
         bundle.bindings = vec![
             Binding::durable_object("OWN", "Own"),
+            Binding::sqlite_durable_object("CHAT", "Chat"),
             Binding::hosted_durable_object("SELF", "Mine", "caller"),
             Binding::hosted_durable_object("HOSTED", "Counter", "host"),
             Binding::kv("KV", "cache"),
@@ -557,7 +563,9 @@ mod tests {
             .iter()
             .map(|(b, c)| (b.as_str(), c.as_str()))
             .collect();
-        assert_eq!(own, [("OWN", "Own"), ("SELF", "Mine")]);
+        assert_eq!(own, [("CHAT", "Chat"), ("OWN", "Own"), ("SELF", "Mine")]);
+        let sqlite: Vec<_> = worker.sqlite_classes.iter().map(String::as_str).collect();
+        assert_eq!(sqlite, ["Chat"], "only the class bound with sqlite");
         let hosted = isolane_engine::HostedClass {
             worker: "host".into(),
             class: "Counter".into(),

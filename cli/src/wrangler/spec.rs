@@ -206,10 +206,18 @@ fn bindings(
                 reason: "a binding names the hosting Worker by its name (script_name)".into(),
             });
         }
+        // A class a migration declares in new_sqlite_classes is SQLite-backed
+        // (its own binding; a binding to another Worker's class takes it as
+        // that Worker binds it).
+        let sqlite = config
+            .migrations
+            .iter()
+            .any(|m| m.new_sqlite_classes.contains(&object.class_name));
         bindings.push(match &object.script_name {
             Some(worker) => {
                 Binding::hosted_durable_object(&object.name, &object.class_name, worker)
             }
+            None if sqlite => Binding::sqlite_durable_object(&object.name, &object.class_name),
             None => Binding::durable_object(&object.name, &object.class_name),
         });
     }
@@ -237,7 +245,8 @@ fn bindings(
 }
 
 /// `migrations`: classes declared new are served as they are (a class's
-/// storage is made on first use); the other steps are problems.
+/// storage is made on first use; `new_sqlite_classes` makes its binding
+/// `sqlite`, in `bindings`); the other steps are problems.
 fn migrations(project: &Project, problems: &mut Vec<Problem>) {
     for (i, migration) in project.config.migrations.iter().enumerate() {
         let mut refuse = |field: &str, reason: &str| {
@@ -246,12 +255,6 @@ fn migrations(project: &Project, problems: &mut Vec<Problem>) {
                 reason: reason.to_owned(),
             });
         };
-        if !migration.new_sqlite_classes.is_empty() {
-            refuse(
-                "new_sqlite_classes",
-                "SQLite-backed Durable Objects (ctx.storage.sql) are not supported yet; declare the classes in new_classes for the key-value storage API",
-            );
-        }
         if !migration.renamed_classes.is_empty() {
             refuse("renamed_classes", "a class's objects cannot be renamed yet");
         }

@@ -140,7 +140,7 @@ main = "index.js"
 routes = ["shop.example.com/*", { pattern = "*.example.com/api/*", zone_name = "example.com" }, { pattern = "shop.test", custom_domain = true }]
 vars = { A = "x", J = [1, 2] }
 kv_namespaces = [{ binding = "KV", id = "0f2ac74b498b48028cb68387c421e279" }, { binding = "LOCAL" }]
-durable_objects.bindings = [{ name = "ROOM", class_name = "Room" }, { name = "OTHER", class_name = "C", script_name = "other" }]
+durable_objects.bindings = [{ name = "ROOM", class_name = "Room" }, { name = "OTHER", class_name = "C", script_name = "other" }, { name = "CHAT", class_name = "Chat" }]
 limits = { cpu_ms = 100 }
 [[services]]
 binding = "AUTH"
@@ -155,6 +155,9 @@ environment = "production"
 tag = "v1"
 new_classes = ["Room"]
 new_sqlite_classes = ["Chat"]
+[[migrations]]
+tag = "v2"
+renamed_classes = [{ from = "Room", to = "Hall" }]
 "#;
     let project = project("wrangler.toml", text, None).unwrap();
     let worker = spec::worker(&project).unwrap();
@@ -186,8 +189,19 @@ new_sqlite_classes = ["Chat"]
     );
     assert_eq!(spec.limits.cpu_ms, 100);
     let bindings: Vec<_> = spec.bindings.iter().map(|b| b.name.as_str()).collect();
-    assert_eq!(bindings, ["KV", "LOCAL", "ROOM", "OTHER", "AUTH", "API"]);
-    let auth = spec.bindings[4].service.as_ref().unwrap();
+    assert_eq!(
+        bindings,
+        ["KV", "LOCAL", "ROOM", "OTHER", "CHAT", "AUTH", "API"]
+    );
+    // new_sqlite_classes: the class's own binding is SQLite-backed, the
+    // others are not.
+    let sqlite: Vec<_> = spec
+        .bindings
+        .iter()
+        .filter_map(|b| Some((b.name.as_str(), b.durable_object.as_ref()?.sqlite)))
+        .collect();
+    assert_eq!(sqlite, [("ROOM", false), ("OTHER", false), ("CHAT", true)]);
+    let auth = spec.bindings[5].service.as_ref().unwrap();
     assert_eq!(
         (auth.name.as_str(), auth.entrypoint.as_deref()),
         ("auth", Some("Auth"))
@@ -204,10 +218,7 @@ new_sqlite_classes = ["Chat"]
     let problems: Vec<_> = worker.problems.iter().map(|p| p.key.as_str()).collect();
     assert_eq!(
         problems,
-        [
-            "services[1].environment",
-            "migrations[0].new_sqlite_classes"
-        ]
+        ["services[1].environment", "migrations[1].renamed_classes"]
     );
 }
 

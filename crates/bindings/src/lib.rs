@@ -6,8 +6,10 @@
 //! `cloudflare:node` (`httpServerHandler`), service bindings
 //! (`env.SVC.fetch` and JS RPC, `env.SVC.method(...)`, run on the
 //! caller's thread: `service.rs`, `js/30_service.js`, `js/31_rpc.js`,
-//! `js/32_rpc_target.js`). Durable Objects are still a
-//! unit of the core (docs/adr/0002-engine-crates.md, "Not yet done").
+//! `js/32_rpc_target.js`), SQLite-backed Durable Objects'
+//! `ctx.storage.sql` (`sql.rs`, `js/34_durable_sql.js`). Durable Objects
+//! themselves are still a unit of the core
+//! (docs/adr/0002-engine-crates.md, "Not yet done").
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
 //! the engine (`EngineConfig::families`). It depends on the core only
@@ -20,6 +22,7 @@ extern crate isolane_engine;
 mod assets;
 mod kv;
 mod service;
+mod sql;
 mod tcp;
 
 use isolane_engine::Family;
@@ -65,5 +68,6 @@ fn units() -> Vec<Unit> {
         tcp::unit(),
         service::unit(),
         assets::unit(),
+        sql::unit(),
     ]
 }

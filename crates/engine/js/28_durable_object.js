@@ -10,23 +10,15 @@
 // host.objectIsHome/objectCall); their keys in the Worker's own
 // Kubernetes namespace (the host scopes every operation).
 //
-// Gates, as workerd's:
-// - input gate: while a storage read is in flight, and until the turn
-//   that answers it has run its microtasks, no other event (request, RPC
-//   call) is delivered to the object, so a get-then-put is never
-//   interleaved with another event's;
-// - output gate: a stub call's answer waits until every write made so
-//   far is durable (one atomic write per flush).
-// Values are cached per object (serialized), so a read after a write or a
-// read answers at once.
-//
-// Idle objects leave memory: an instance with no event under way, no
-// storage operation in flight, no accepted (non-hibernatable) WebSocket and
-// no activity for a whole sweep (host.objectIdleTimer, every
-// `object_idle`) is dropped from `live`; the next call makes it again and it
-// reads its state back. Its hibernatable WebSockets (ctx.acceptWebSocket)
-// stay open on the host (host/ws_object.rs): each message comes back as an
-// event (internal.deliverWebSocketEvent) that makes the object again.
+// Gates, as workerd's (docs/durable-objects.md, "Gates"): the input gate
+// keeps other events out while a read is in flight and until its turn's
+// microtasks ran; the output gate holds a stub call's answer until every
+// write so far is durable. Values are cached per object (serialized).
+// Idle objects leave memory (sweep below; docs: "Memory"); hibernatable
+// sockets stay on the host (host/ws_object.rs). A SQLite-backed class's
+// `storage.sql` is isolane-bindings' (js/34_durable_sql.js,
+// internal.openSqlDatabase / sqlStorageOf): its writes join the output gate
+// through `storage.chainWrite`.
 'use strict';
 
 const kCreate = Symbol('create');
@@ -94,10 +86,7 @@ class InputGate {
 
 // ---- storage ----
 
-function checkKey(key) {
-  if (typeof key !== 'string') key = String(key);
-  return key;
-}
+const checkKey = (key) => (typeof key === 'string' ? key : String(key));
 
 function keyList(keys, what) {
   const list = [...keys].map(checkKey);
@@ -292,6 +281,21 @@ class DurableObjectStorage {
   // Resolves when every write made so far is durable.
   sync() { return this.#durable.then(() => undefined); }
 
+  // The SQL API of a SQLite-backed class (Cloudflare's error otherwise).
+  get sql() { return internal.sqlStorageOf(this.#object); }
+
+  transactionSync(closure) { return internal.sqlTransactionSync(this.#object, closure); }
+
+  // Runs `write()` (a promise) after the writes before it; the output gate
+  // waits for it as for them, and its failure breaks the object.
+  chainWrite(write) {
+    const o = this.#object;
+    this.#durable = o.track(this.#durable.then(write)).then(undefined, (e) => {
+      o.broken(e);
+      throw e;
+    });
+  }
+
   // What a transaction commits: serialized entries, as one write.
   commitEntries(entries) { this.#write(entries); }
 
@@ -336,17 +340,12 @@ class DurableObjectStorage {
     o.alarmFiring = false;
     // Fenced as the object's other writes: a stale instance cannot set
     // or delete the alarm.
-    this.#durable = o.track(this.#durable
-      .then(() => o.epoch)
-      .then((epoch) => host.objectSetAlarm(o.className, o.id, time, epoch)))
-      .then(undefined, (e) => {
-        o.broken(e);
-        throw e;
-      });
+    this.chainWrite(() => o.epoch.then((epoch) => host.objectSetAlarm(o.className, o.id, time, epoch)));
     return this.sync();
   }
 }
-internal.enumerableMembers(DurableObjectStorage, ['get', 'put', 'delete', 'deleteAll', 'list', 'transaction', 'sync', 'getAlarm', 'setAlarm', 'deleteAlarm']);
+internal.enumerableMembers(DurableObjectStorage, ['get', 'put', 'delete', 'deleteAll', 'list', 'transaction', 'sync', 'getAlarm', 'setAlarm', 'deleteAlarm',
+  'sql', 'transactionSync']);
 internal.setToStringTag(DurableObjectStorage.prototype, 'DurableObjectStorage');
 
 // A transaction's view: reads see its own writes first; its writes are
@@ -569,15 +568,10 @@ class LiveObject {
     this.idObject = id;
     this.key = `${this.className}:${this.id}`;
     this.gate = new InputGate();
-    // The owner epoch this instance takes, which its writes carry: an
-    // instance made elsewhere later takes a higher one, and this one's
-    // writes are refused from then on (it breaks and is dropped).
-    // It is taken before the instance reads or writes anything.
     // Idleness: events under way, storage operations in flight, accepted
-    // (non-hibernatable) WebSockets, and whether anything happened since
-    // the last sweep. `pending`: hibernatable sockets accepted and not yet
-    // answered, for the cap only (a socket answered after an eviction is
-    // found by the next instance on the host).
+    // (non-hibernatable) WebSockets, anything since the last sweep.
+    // `pending`: hibernatable sockets accepted and not yet answered, for
+    // the cap only (the next instance finds one answered after an eviction).
     this.active = 0;
     this.io = 0;
     this.pins = 0;
@@ -588,6 +582,9 @@ class LiveObject {
     this.touched = true;
     // Wrappers of its hibernatable sockets, by host id.
     this.sockets = new Map();
+    // The owner epoch this instance takes before it reads or writes, which
+    // its writes carry: once a later instance takes a higher one, this
+    // one's writes are refused (it breaks and is dropped).
     this.epoch = this.track(host.objectTake(this.className, this.id)).then(undefined, (e) => {
       this.broken(e);
       throw e;
@@ -597,7 +594,11 @@ class LiveObject {
     this.state = new DurableObjectState(kCreate, this);
     const Class = namespace.classValue();
     this.Class = Class;
-    this.instance = new Class(this.state, namespace.env);
+    this.env = namespace.env;
+    // A SQLite-backed class's database is rebuilt first: its constructor
+    // may run SQL (the instance is made then, under the input gate).
+    this.database = namespace.sqlite ? internal.openSqlDatabase(this) : null;
+    if (this.database === null) this.instance = new Class(this.state, namespace.env);
     // An alarm() is being delivered (or was, successfully: the loop then
     // deletes the alarm) and no alarm write came since: getAlarm() is null.
     this.alarmFiring = false;
@@ -624,6 +625,7 @@ class LiveObject {
   // state back. Its hibernatable sockets stay open on the host.
   evict() {
     if (live.get(this.key) === this) live.delete(this.key);
+    this.database?.close();
     this.sockets.clear();
     if (host.objectWebSockets(this.className, this.id, null).length === 0) {
       host.objectSetAutoResponse(this.className, this.id, null, null);
@@ -662,6 +664,7 @@ class LiveObject {
 
   broken(error) {
     if (live.get(this.key) === this) live.delete(this.key);
+    this.database?.close();
     void error;
   }
 
@@ -674,7 +677,8 @@ class LiveObject {
       await this.gate.enter();
       let pending;
       try {
-        pending = call(this.instance);
+        // `failure`: a SQLite-backed instance that could not be made.
+        pending = this.failure === undefined ? call(this.instance) : Promise.reject(this.failure);
       } finally {
         this.gate.unlockLater();
       }
@@ -862,9 +866,11 @@ class DurableObjectNamespace {
   #env;
   #module;
   #worker;
+  #sqlite;
 
-  constructor(key = undefined, binding = '', className = '', env = undefined, module = undefined, worker = undefined) {
+  constructor(key = undefined, binding = '', className = '', env = undefined, module = undefined, worker = undefined, sqlite = false) {
     if (key !== kCreate) internal.illegalConstructor();
+    this.#sqlite = sqlite;
     this.#binding = binding;
     this.#className = className;
     this.#env = env;
@@ -875,6 +881,8 @@ class DurableObjectNamespace {
   get className() { return this.#className; }
   // Hosted by another Worker (`durableObject.worker`).
   get hosted() { return this.#worker !== undefined; }
+  // SQLite-backed (`durableObject.sqlite`): its objects have `storage.sql`.
+  get sqlite() { return this.#sqlite; }
   // What calls name the class by.
   get target() { return this.#worker === undefined ? this.#className : `${this.#worker}/${this.#className}`; }
   get env() { return this.#env; }
@@ -923,12 +931,12 @@ internal.setToStringTag(DurableObjectNamespace.prototype, 'DurableObjectNamespac
 // The namespace of each bound class, for alarms (which come with no stub).
 const namespaces = new Map();
 
-internal.durableObjectNamespace = (binding, className, env) => {
+internal.durableObjectNamespace = (binding, className, env, sqlite) => {
   const module = internal.moduleNamespace;
   if (module === undefined || typeof module[className] !== 'function') {
     throw new TypeError(`The binding ${binding} names the Durable Object class ${className}, which the Worker's main module does not export (export class ${className} { … }).`);
   }
-  const namespace = new DurableObjectNamespace(kCreate, binding, className, env, module);
+  const namespace = new DurableObjectNamespace(kCreate, binding, className, env, module, undefined, sqlite === true);
   namespaces.set(className, namespace);
   return namespace;
 };

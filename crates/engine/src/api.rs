@@ -45,6 +45,16 @@ pub mod net {
     pub use crate::host::socket_count::{Refused, Slot};
 }
 
+/// The store and the storage scope of object `id` of `class` (a class the
+/// Worker binds; its Kubernetes namespace and Worker from the Worker's
+/// identity, never JavaScript), for an API of Durable Objects' storage
+/// (`isolane-bindings`' SQL storage).
+/// Its detached ops (they outlive the request that started them: an
+/// object is shared by requests) and the errors they reject with.
+pub use crate::host::durable_object::{
+    spawn as spawn_object_op, store_error as object_store_error, target as object_target,
+};
+
 /// The message of a `TypeError` for a request past its subrequest limit.
 pub use crate::host::fetch::too_many;
 

@@ -1,6 +1,6 @@
 //! What the engine runs: a worker's script, bindings and limits.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 pub use isolane_worker::{Compat, Module, ModuleKind, Modules, NodeCompat};
@@ -38,6 +38,10 @@ pub struct WorkerBundle {
     /// Worker exports; its objects run in the Worker's isolate and keep
     /// their data in the worker's namespace (`host/durable_object.rs`).
     pub durable_objects: BTreeMap<String, String>,
+    /// The classes of `durable_objects` that are SQLite-backed
+    /// (`durableObject.sqlite`, wrangler's `new_sqlite_classes`): their
+    /// objects have `ctx.storage.sql`.
+    pub sqlite_classes: BTreeSet<String>,
     /// Durable Object bindings to a class another Worker of the same
     /// namespace hosts (`durableObject: {className, worker}`): binding name
     /// to that Worker and class. The objects run in the host's isolate,
@@ -137,6 +141,7 @@ impl WorkerBundle {
             json_env: BTreeMap::new(),
             kv: BTreeMap::new(),
             durable_objects: BTreeMap::new(),
+            sqlite_classes: BTreeSet::new(),
             hosted_objects: BTreeMap::new(),
             services: BTreeMap::new(),
             limits: Limits::default(),

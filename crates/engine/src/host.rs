@@ -22,7 +22,7 @@ pub(crate) mod codec;
 pub(crate) mod console;
 pub(crate) mod crypto;
 mod data_url;
-mod durable_object;
+pub(crate) mod durable_object;
 pub(crate) mod error;
 pub(crate) mod fetch;
 mod form_data;

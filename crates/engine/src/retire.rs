@@ -20,6 +20,7 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         env: Default::default(),
         kv: Default::default(),
         durable_objects: Default::default(),
+        sqlite_classes: Default::default(),
         hosted_objects: Default::default(),
         services: Default::default(),
         limits: Limits::default(),

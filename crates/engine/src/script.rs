@@ -259,15 +259,18 @@ fn define_bindings<'s>(
         target.set(scope, name, namespace)?;
     }
     // Each Durable Object binding: its namespace, whose objects get `env`
-    // (`target`) when they are made; throws when the class is not exported.
+    // (`target`) when they are made, and `storage.sql` when the class is
+    // SQLite-backed; throws when the class is not exported.
     for (binding, class) in &bundle.durable_objects {
+        let sqlite = bundle.sqlite_classes.contains(class);
         let name = host::js_string(scope, binding)?;
         let class = host::js_string(scope, class)?;
+        let sqlite = v8::Boolean::new(scope, sqlite).into();
         let namespace = call(
             scope,
             internal,
             "durableObjectNamespace",
-            &[name, class, target.into()],
+            &[name, class, target.into(), sqlite],
         )?;
         target.set(scope, name, namespace)?;
     }

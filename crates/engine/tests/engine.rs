@@ -31,6 +31,8 @@ mod durable_limits;
 mod durable_nodes;
 #[path = "engine/durable_objects.rs"]
 mod durable_objects;
+#[path = "engine/durable_sql.rs"]
+mod durable_sql;
 #[path = "engine/durable_threads.rs"]
 mod durable_threads;
 #[path = "engine/egress.rs"]

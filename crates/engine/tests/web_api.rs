@@ -78,6 +78,7 @@ async fn run_all() {
             // subrequests. Limits have their own tests (tests/engine).
             kv: Default::default(),
             durable_objects: Default::default(),
+            sqlite_classes: Default::default(),
             hosted_objects: Default::default(),
             services: Default::default(),
             limits: Limits {

@@ -61,6 +61,18 @@ impl ObjectWrite {
     }
 }
 
+/// One record for an object's log.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SqlAppend {
+    /// The record (`crate::sql::ObjectDatabase::take`).
+    pub record: Vec<u8>,
+    /// A snapshot of the whole database: the records before it go.
+    pub snapshot: bool,
+    /// The owner epoch of the writing instance (`Store::take_object`):
+    /// refused unless it is still the object's. `None`: unfenced.
+    pub fence: Option<i64>,
+}
+
 /// The bounds a write is held to: what the Kubernetes namespace stores
 /// in all, and what the object stores.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -13,7 +13,8 @@
 //! node's, and the operator's [`migrate`]), on a pool of connections that
 //! run on a small runtime of the store's own. Durable Objects' storage
 //! ([`durable`]) is a scope of its own beside [`KvScope`]: an object's
-//! keys live under its namespace, class and id ([`ObjectScope`]).
+//! keys live under its namespace, class and id ([`ObjectScope`]); a
+//! SQLite-backed object's database and its log are [`sql`]'s.
 //!
 //! Limits are Cloudflare's ([`kv::limits`]), checked here with Cloudflare's
 //! messages so that every caller refuses the same inputs the same way.
@@ -28,10 +29,12 @@ mod object_store;
 mod observe;
 mod ops_quota;
 mod postgres;
+pub mod sql;
+mod sql_store;
 mod sqlite;
 
 pub use alarm::{AlarmClaim, DueAlarm, MAX_ALARM_RETRIES};
-pub use durable::{ObjectError, ObjectList, ObjectScope, ObjectWrite};
+pub use durable::{ObjectError, ObjectList, ObjectScope, ObjectWrite, SqlAppend};
 pub use error::StoreError;
 pub use kv::{DEFAULT_CACHE_TTL, KvEntry, KvError, KvKey, KvList, KvListOptions, KvScope, KvWrite};
 pub use observe::{StoreData, StoreObserver, StoreOp, StoreRefusal};

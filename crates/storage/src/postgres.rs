@@ -13,6 +13,7 @@ mod alarm;
 mod durable;
 mod schema;
 mod settings;
+mod sql_log;
 
 pub use schema::SCHEMA_VERSION;
 #[cfg(feature = "cli")]

@@ -71,6 +71,7 @@ impl Sqlite {
         connection.busy_timeout(std::time::Duration::from_secs(5))?;
         connection.execute_batch(SCHEMA)?;
         connection.execute_batch(durable::SCHEMA)?;
+        connection.execute_batch(sql_log::SCHEMA)?;
         alarm::migrate(&connection)?;
         Ok(Self {
             connection: Mutex::new(connection),
@@ -235,6 +236,7 @@ impl Sqlite {
 
 mod alarm;
 mod durable;
+mod sql_log;
 
 #[cfg(test)]
 mod tests;

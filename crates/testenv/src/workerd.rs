@@ -65,6 +65,9 @@ pub struct Service {
     /// Where its objects are kept on disk (`durableObjectStorage`); `None`:
     /// in memory.
     pub object_storage: Option<std::path::PathBuf>,
+    /// Its classes are SQLite-backed (`enableSql = true`: wrangler's
+    /// `new_sqlite_classes`), with `ctx.storage.sql`.
+    pub enable_sql: bool,
     pub address: SocketAddr,
     /// Serve HTTPS with this certificate and key on the socket (its
     /// `https.tlsOptions.keypair`) instead of plain HTTP.
@@ -91,6 +94,7 @@ impl Service {
             trusted_certificates: Vec::new(),
             durable_objects: Vec::new(),
             object_storage: None,
+            enable_sql: false,
             address,
             tls: None,
         }
@@ -173,8 +177,13 @@ fn worker(service: &Service) -> String {
             .iter()
             .map(|(_, class)| {
                 format!(
-                    "(className = {class:?}, uniqueKey = {:?})",
-                    format!("{}-{class}", service.name)
+                    "(className = {class:?}, uniqueKey = {:?}{})",
+                    format!("{}-{class}", service.name),
+                    if service.enable_sql {
+                        ", enableSql = true"
+                    } else {
+                        ""
+                    }
                 )
             })
             .collect();

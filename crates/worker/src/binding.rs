@@ -107,6 +107,12 @@ pub struct ServiceBinding {
 /// `durableObject` of a binding.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "!has(self.worker) || !has(self.sqlite) || !self.sqlite",
+        "message": "durableObject.sqlite is the hosting Worker's to set: a binding with worker: <name> takes the class as that Worker binds it"
+    }
+]))]
 pub struct DurableObjectBinding {
     /// The class, as the Worker's main module exports it by name.
     #[schemars(
@@ -125,6 +131,12 @@ pub struct DurableObjectBinding {
         regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
     )]
     pub worker: Option<String>,
+    /// SQLite-backed objects (wrangler's `new_sqlite_classes`): each object
+    /// of the class has its own SQL database, `ctx.storage.sql`
+    /// (docs/durable-objects.md, "SQL storage"). Set by the Worker that
+    /// hosts the class, not by a binding with `worker`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sqlite: bool,
 }
 
 impl Binding {
@@ -147,6 +159,7 @@ impl Binding {
             durable_object: Some(DurableObjectBinding {
                 class_name: class_name.into(),
                 worker: None,
+                sqlite: false,
             }),
             service: None,
         }
@@ -169,6 +182,16 @@ impl Binding {
                 props: None,
             }),
         }
+    }
+
+    /// A binding to the SQLite-backed Durable Object class `class_name`
+    /// this Worker exports (`ctx.storage.sql`).
+    pub fn sqlite_durable_object(name: impl Into<String>, class_name: impl Into<String>) -> Self {
+        let mut binding = Self::durable_object(name, class_name);
+        if let Some(object) = &mut binding.durable_object {
+            object.sqlite = true;
+        }
+        binding
     }
 
     /// A binding to the Durable Object class `class_name` that Worker
@@ -209,6 +232,10 @@ pub enum BindingError {
         "binding {name:?}: durableObject.worker {worker:?} is not a Worker name (lowercase letters, digits, - and ., at most 253; a Worker of this namespace: another namespace cannot be named)"
     )]
     InvalidWorker { name: String, worker: String },
+    #[error(
+        "binding {name:?}: durableObject.sqlite is set by the Worker that hosts the class, not by a binding with worker: {worker:?}"
+    )]
+    SqliteHosted { name: String, worker: String },
     #[error(
         "binding {name:?}: service.name {worker:?} names another namespace: a service binding calls a Worker of this namespace, by its name only"
     )]
@@ -272,6 +299,10 @@ fn check_kind(binding: &Binding) -> Result<(), BindingError> {
             }
             match &object.worker {
                 Some(worker) if !is_worker_name(worker) => Err(BindingError::InvalidWorker {
+                    name: name(),
+                    worker: worker.clone(),
+                }),
+                Some(worker) if object.sqlite => Err(BindingError::SqliteHosted {
                     name: name(),
                     worker: worker.clone(),
                 }),
@@ -440,6 +471,26 @@ mod tests {
                 "{bad}: {error}"
             );
         }
+        assert_eq!(
+            check([], &[Binding::sqlite_durable_object("C", "Chat")]),
+            Ok(())
+        );
+        // SQLite is the hosting Worker's choice, never a caller's.
+        let mut hosted = Binding::hosted_durable_object("C", "Chat", "host");
+        if let Some(object) = &mut hosted.durable_object {
+            object.sqlite = true;
+        }
+        let error = check([], &[hosted]).unwrap_err();
+        assert!(
+            matches!(error, BindingError::SqliteHosted { .. }),
+            "{error}"
+        );
+        let json = serde_json::to_value(Binding::durable_object("C", "Counter")).unwrap();
+        assert_eq!(
+            json["durableObject"],
+            serde_json::json!({"className": "Counter"}),
+            "not sqlite: written as before"
+        );
         let mut both = Binding::durable_object("C", "Counter");
         both.kv_namespace = Some("x".into());
         assert_eq!(

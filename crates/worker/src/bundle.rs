@@ -393,6 +393,10 @@ fn binding_fields(binding: &Binding, field: &mut impl FnMut(&[u8])) {
         field(b"durable-object");
         field(object.class_name.as_bytes());
         field(object.worker.as_deref().unwrap_or_default().as_bytes());
+        // Only when set, so the revisions of bundles made before it stay.
+        if object.sqlite {
+            field(b"sqlite");
+        }
     }
     if let Some(service) = &binding.service {
         field(b"service");

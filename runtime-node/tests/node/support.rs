@@ -142,6 +142,7 @@ impl TestNode {
             json_env: BTreeMap::new(),
             kv: BTreeMap::new(),
             durable_objects: BTreeMap::new(),
+            sqlite_classes: Default::default(),
             hosted_objects: Default::default(),
             services: Default::default(),
             limits,

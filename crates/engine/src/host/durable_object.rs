@@ -37,24 +37,29 @@ pub(crate) enum Settled {
 }
 
 fn failed(error: StoreError) -> Settled {
+    Settled::Failed(store_error(error))
+}
+
+/// A store's refusal or failure as an object's storage op rejects with
+/// (the key-value API's and the SQL log's).
+pub fn store_error(error: StoreError) -> HostError {
     match error {
         StoreError::Object(
             error @ (ObjectError::QuotaExceeded { .. }
             | ObjectError::ObjectFull { .. }
             | ObjectError::Fenced { .. }),
-        ) => Settled::Failed(HostError::new(ErrorClass::Error, error.to_string())),
+        ) => HostError::new(ErrorClass::Error, error.to_string()),
         // The namespace's own doing (its operations per second): not logged.
-        error @ StoreError::Throttled { .. } => Settled::Failed(HostError::new(
-            ErrorClass::Error,
-            format!("Durable Object {error}"),
-        )),
-        StoreError::Object(error) => Settled::Failed(HostError::range_error(error.to_string())),
+        error @ StoreError::Throttled { .. } => {
+            HostError::new(ErrorClass::Error, format!("Durable Object {error}"))
+        }
+        StoreError::Object(error) => HostError::range_error(error.to_string()),
         other => {
             tracing::warn!(error = %other, kind = other.kind(), "Durable Object storage failed");
-            Settled::Failed(HostError::new(
+            HostError::new(
                 ErrorClass::Error,
                 format!("Durable Object storage operation failed: {other}"),
-            ))
+            )
         }
     }
 }
@@ -117,7 +122,7 @@ fn hosted(worker: &crate::bundle::WorkerBundle, class: &str) -> String {
 
 /// The store and the scope of object `id` of `class`, a class the Worker
 /// binds.
-fn target(
+pub fn target(
     host: &HostState,
     class: &str,
     id: String,
@@ -135,14 +140,16 @@ fn target(
     ))
 }
 
-/// Returns a promise for `work` (rejected at once with `early`'s error).
-fn spawn<'s, F>(
+/// Returns a promise for `work` (rejected at once with `early`'s error),
+/// a detached op of the isolate (an object's storage op, whatever API's).
+pub fn spawn<'s, F, S>(
     scope: &mut v8::PinScope<'s, '_>,
     host: &HostState,
     early: Result<F, HostError>,
 ) -> Option<v8::Local<'s, v8::Promise>>
 where
-    F: Future<Output = Settled> + 'static,
+    F: Future<Output = S> + 'static,
+    S: Settle + 'static,
 {
     let (resolver, promise, work) = match begin_op(scope, early)? {
         Ok(begun) => begun,

@@ -60,7 +60,7 @@ export default {
 "#;
 
 /// A real PostgreSQL with the schema applied, and its store.
-async fn postgres() -> (isolane_testenv::Postgres, Store) {
+pub(crate) async fn postgres() -> (isolane_testenv::Postgres, Store) {
     let server = isolane_testenv::Postgres::start().unwrap();
     let settings = PostgresSettings::new(server.connection_string());
     isolane_storage::migrate(&settings).await.unwrap();

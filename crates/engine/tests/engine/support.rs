@@ -84,6 +84,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
             .collect::<BTreeMap<_, _>>(),
         kv: Default::default(),
         durable_objects: Default::default(),
+        sqlite_classes: Default::default(),
         hosted_objects: Default::default(),
         services: Default::default(),
         limits,

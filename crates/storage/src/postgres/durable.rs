@@ -174,7 +174,7 @@ async fn write_all(
 /// the order the `do_storage` triggers update them in (`do_object_usage`
 /// fires before `do_usage`), so concurrent writers of one namespace check
 /// one after another and never wait on each other in a circle.
-async fn usage(
+pub(super) async fn usage(
     tx: &deadpool_postgres::Transaction<'_>,
     scope: &ObjectScope,
     quota: WriteQuota,

@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::StoreError;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 7;
+pub const SCHEMA_VERSION: i32 = 8;
 
 /// Each migration: its version and its SQL.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -172,6 +172,42 @@ const MIGRATIONS: &[(i32, &str)] = &[
     INSERT INTO do_object_usage (namespace, class, object, bytes)
         SELECT namespace, class, object, sum(octet_length(key) + octet_length(value))
         FROM do_storage GROUP BY namespace, class, object;",
+    ),
+    (
+        8,
+        // SQLite-backed Durable Objects' logs: each object's records (the
+        // pages its commits changed, or a snapshot) in `seq` order; their
+        // bytes count in do_usage and do_object_usage, as do_storage's.
+        "CREATE TABLE do_sql_log (
+        namespace TEXT NOT NULL,
+        class TEXT NOT NULL,
+        object TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        record BYTEA NOT NULL,
+        PRIMARY KEY (namespace, class, object, seq)
+    );
+    CREATE FUNCTION do_sql_log_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' THEN
+            UPDATE do_usage SET bytes = bytes - octet_length(OLD.record)
+            WHERE namespace = OLD.namespace;
+            UPDATE do_object_usage SET bytes = bytes - octet_length(OLD.record)
+            WHERE namespace = OLD.namespace AND class = OLD.class AND object = OLD.object;
+            DELETE FROM do_object_usage
+            WHERE namespace = OLD.namespace AND class = OLD.class AND object = OLD.object
+              AND bytes <= 0;
+        ELSE
+            INSERT INTO do_object_usage (namespace, class, object, bytes)
+            VALUES (NEW.namespace, NEW.class, NEW.object, octet_length(NEW.record))
+            ON CONFLICT (namespace, class, object)
+            DO UPDATE SET bytes = do_object_usage.bytes + excluded.bytes;
+            INSERT INTO do_usage (namespace, bytes) VALUES (NEW.namespace, octet_length(NEW.record))
+            ON CONFLICT (namespace) DO UPDATE SET bytes = do_usage.bytes + excluded.bytes;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER do_sql_log AFTER INSERT OR DELETE ON do_sql_log
+        FOR EACH ROW EXECUTE FUNCTION do_sql_log_count();",
     ),
 ];
 

@@ -188,7 +188,7 @@ impl Sqlite {
 }
 
 /// What the namespace and the object store, when `quota` bounds either.
-fn usage(
+pub(super) fn usage(
     tx: &rusqlite::Transaction<'_>,
     scope: &ObjectScope,
     quota: WriteQuota,
