@@ -1,26 +1,24 @@
 // 31_rpc.js — JS RPC over a service binding, the caller's side and the
 // wire both sides share. `env.SVC.method(...args)` (30_service.js's
-// Fetcher) sends the arguments through host.serviceFetch with the method's
-// name: the engine runs the call on this thread in the called Worker's
-// isolate (src/host/service.rs), whose handler (32_rpc_target.js) answers
-// with the result or what it threw.
+// Fetcher) hands the serialized arguments to host.serviceRpc with the
+// method's name: the engine runs the call on this thread in the called
+// Worker's isolate (src/host/service.rs, src/rpc.rs), whose handler
+// (32_rpc_target.js) answers with the serialized result or what it threw.
+// No Request or Response is made on either side.
 //
 // The wire is V8's serializer (host.serialize, the structured clone
 // algorithm: Map, Set, Date, RegExp, typed arrays, Errors of the standard
 // classes, cycles...), in the sender's isolate, read back in the
 // receiver's. A ReadableStream (an argument, or the result) is read whole
 // and sent as its bytes, and is a stream again on the other side: not yet
-// streamed, nor are functions and RpcTargets passed by reference.
+// streamed.
 //
 // A call's payload is the serialized `{values, streams}` (`streams` the
 // indexes of `values` that were streams) or `{get: true}` for a property's
-// read (`await env.SVC.prop`); the answer a 200 whose body is the result
-// as `{values: [result], streams}`, or one marked THREW whose body is the
-// serialized `{error}` (a DOMException as `{dom: [message, name]}`, which
-// V8 cannot clone).
+// read (`await env.SVC.prop`); the answer the result as `{values:
+// [result], streams}`, or the serialized `{error}` the method threw (a
+// DOMException as `{dom: [message, name]}`, which V8 cannot clone).
 'use strict';
-
-const THREW = 'isolane-rpc-threw';
 
 // The runtime's own classes keep their state in private fields, which V8's
 // serializer cannot see: refused at the top level, as structuredClone
@@ -81,15 +79,14 @@ function decodeError(bytes) {
   return dom === undefined ? error : new internal.DOMException(dom[0], dom[1]);
 }
 
-internal.rpcWire = { THREW, encode, decode, encodeError };
+internal.rpcWire = { encode, decode, encodeError };
 
 async function call(binding, name, payload) {
-  const head = await host.serviceFetch(binding, 'POST', 'http://rpc.invalid/', [], payload, name);
-  const response = internal.responseFromHost(head);
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  if (response.headers.has(THREW)) throw decodeError(bytes);
-  if (response.status !== 200) {
-    throw new Error(`Service call failed: the called Worker answered ${response.status} to an RPC call.`);
+  let bytes;
+  try {
+    bytes = await host.serviceRpc(binding, name, payload);
+  } catch (e) {
+    throw e instanceof Uint8Array ? decodeError(e) : e;
   }
   return decode(bytes)[0];
 }

@@ -19,6 +19,7 @@ extern crate isolane_engine;
 
 mod assets;
 mod kv;
+mod rpc;
 mod service;
 mod tcp;
 
