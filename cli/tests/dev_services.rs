@@ -3,7 +3,8 @@
 //! calling a backend Worker that has no routes (reachable only through
 //! bindings) with `env.BACKEND.fetch`, and its `Admin` entrypoint with
 //! `env.ADMIN.fetch`, and its `Auth` entrypoint's methods over JS RPC
-//! with the binding's `props`; the backend's own host answers nothing.
+//! with the binding's `props`, a callback and an `RpcTarget` passed by
+//! reference; the backend's own host answers nothing.
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/dev.rs"]
@@ -31,6 +32,14 @@ spec:
             return Response.json({ ...seen, refused: `${e.constructor.name}: ${e.message}` });
           }
         }
+        if (url.pathname === '/stubs') {
+          const seen = [];
+          const sum = await env.AUTH.each([1, 2, 3], (n) => { seen.push(n); return n * 10; });
+          const counter = await env.AUTH.counter(5);
+          const out = [sum, seen.join(','), await counter.add(2), await counter.total];
+          counter[Symbol.dispose]();
+          return new Response(out.join(' '));
+        }
         const target = url.pathname === '/admin' ? env.ADMIN : env.BACKEND;
         const r = await target.fetch(new Request(`http://backend${url.pathname}`, { method: 'POST', body: 'hi' }));
         return new Response(`gateway got ${r.status}: ${await r.text()}`);
@@ -43,7 +52,12 @@ metadata: { name: backend, namespace: shop }
 spec:
   env: [{ name: WHO, value: backend }]
   script: |
-    import { WorkerEntrypoint } from 'cloudflare:workers';
+    import { WorkerEntrypoint, RpcTarget } from 'cloudflare:workers';
+    class Counter extends RpcTarget {
+      constructor(n) { super(); this.n = n; }
+      add(k) { return this.n += k; }
+      get total() { return this.n; }
+    }
     export class Admin extends WorkerEntrypoint {
       fetch() { return new Response(`admin of ${this.env.WHO}`); }
     }
@@ -52,6 +66,8 @@ spec:
         if (!token) throw new RangeError('no token');
         return { token, props: this.ctx.props, who: this.env.WHO, at: extra.get('at').toISOString() };
       }
+      async each(list, fn) { let sum = 0; for (const n of list) sum += await fn(n); return sum; }
+      counter(n) { return new Counter(n); }
     }
     export default {
       async fetch(request, env) {
@@ -96,6 +112,14 @@ async fn dev_gateway_calls_a_worker_without_routes_through_its_service_bindings_
             "at": "1970-01-01T00:00:00.000Z",
             "refused": "RangeError: no token",
         })
+    );
+    // A callback and an RpcTarget by reference: the backend calls the
+    // gateway's function back, the gateway the backend's counter.
+    assert_eq!(
+        request(&client, port, "gateway.test", "/stubs")
+            .await
+            .unwrap(),
+        (200, "60 1,2,3 7 7".to_owned())
     );
     // The backend has no route: no host reaches it but the gateway's calls.
     let (status, _) = request(&client, port, "backend.test", "/users")

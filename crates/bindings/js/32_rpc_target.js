@@ -76,10 +76,11 @@ function callHandler(fn, self, name, args, env, ctx) {
 // engine's runCall (19_worker.js) sends them.
 internal.serviceRpcCall = async (event, env, ctx) => {
   const { encode, decode, encodeError } = internal.rpcWire;
+  const held = [];
   try {
     setProps(ctx, event.props === null ? {} : JSON.parse(event.props));
     const name = event.rpcMethod;
-    const args = decode(event.payload);
+    const args = decode(event.payload, held, false);
     const { self, plain } = receiver(event.entrypoint, env, ctx);
     const value = member(self, plain, name);
     let result = value;
@@ -87,11 +88,20 @@ internal.serviceRpcCall = async (event, env, ctx) => {
       if (typeof value !== 'function') throw new TypeError(`"${name}" is not a function.`);
       result = plain ? callHandler(value, self, name, args, env, ctx) : value.apply(self, args);
     }
-    return [RETURNED, await encode([await result])];
+    const { bytes, exports } = await encode([await result]);
+    // What the result passed by reference keeps this request open until
+    // the caller disposes it (31_rpc_stub.js).
+    if (exports.length > 0) ctx.waitUntil(internal.rpcRefs.untilReleased(exports));
+    return [RETURNED, bytes];
   } catch (e) {
     return [THREW, encodeError(e)];
+  } finally {
+    // The stubs the arguments held are the call's (workerd's rule).
+    for (const state of held) state.disposed = true;
   }
 };
+
+internal.rpcMember = member;
 
 function setProps(ctx, props) {
   Object.defineProperty(ctx, 'props', { value: props, enumerable: true });

@@ -18,9 +18,21 @@ use isolane_engine::api::{HostError, HostState, Unit, begin_op, too_many};
 /// `env.NAME` for a service binding.
 pub(crate) fn unit() -> Unit {
     Unit::new("service")
-        .js(&["30_service.js", "31_rpc.js", "32_rpc_target.js"])
+        .js(&[
+            "30_service.js",
+            "31_rpc.js",
+            "31_rpc_stub.js",
+            "32_rpc_target.js",
+        ])
         .function("serviceFetch", service_fetch)
         .function("serviceRpc", crate::rpc::service_rpc)
+        .function("rpcExport", crate::stub::rpc_export)
+        .function("rpcCtx", crate::stub::rpc_ctx)
+        .function("rpcRelease", crate::stub::rpc_release)
+        .function("rpcNext", crate::stub::rpc_next)
+        .function("rpcReply", crate::stub::rpc_reply)
+        .function("stubCall", crate::stub::stub_call)
+        .request_state::<crate::stub::Inboxes>()
 }
 
 host_fn! {
