@@ -13,7 +13,9 @@
 //! returned was disposed) or when the exporting request ends
 //! ([`Inboxes::drop_for`]); a call after that, or into an isolate that is
 //! gone, rejects with an `Error` saying so. Each stub call is one of the
-//! calling request's subrequests.
+//! calling request's subrequests, and raises the called request's hop
+//! count to the caller's (`HostState::raise_hops`): a ping-pong through
+//! callbacks ends at the depth bound as a cycle of calls does.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -258,9 +260,15 @@ fn start_call(
     let limit = host.worker().map_or(0, |w| w.limits.subrequests);
     host.take_subrequest(ctx, limit)
         .map_err(|limit| HostError::type_error(too_many(limit)))?;
+    // The callback runs as deep as this request's calls would: a chain
+    // through callbacks meets the depth bound (`MAX_DEPTH`) too.
+    let hops = host.outbound_hops(ctx);
     TARGETS
         .with_borrow(|targets| {
             let target = targets.get(&token).ok_or(DISPOSED)?;
+            if let Some(owner) = target.owner.upgrade() {
+                owner.host().raise_hops(target.ctx, hops);
+            }
             call_into(target, method, payload, reply)
         })
         .map_err(|message| HostError::new(isolane_engine::api::ErrorClass::Error, message))

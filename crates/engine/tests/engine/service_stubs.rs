@@ -4,7 +4,8 @@
 //! and getters of an `RpcTarget` through its stub, a stub passed on to a
 //! third Worker, `Symbol.dispose`, the stubs of a call's arguments
 //! disposed when it ends, a callback that throws; a callee that calls back
-//! in a loop ends at its own limit while a neighbour answers.
+//! in a loop ends at its own limit while a neighbour answers; a ping-pong
+//! through callbacks ends at the depth bound.
 
 use std::sync::Arc;
 
@@ -75,6 +76,10 @@ export default {
     if (path === '/relay') return new Response(await env.API.relay((who) => `hello ${who}`));
     if (path === '/kept') return new Response(`${await env.API.keep(() => 'late')} ${await env.API.later()}`);
     if (path === '/throws') return new Response(await env.API.tryThrow(() => { throw new RangeError('cb bad'); }));
+    if (path === '/pingpong') {
+      const ping = (n) => env.API.apply(ping, n + 1);
+      return new Response(await attempt(() => ping(0)));
+    }
     if (path === '/loop') {
       let n = 0;
       return new Response(`${await attempt(() => env.LOOP.loop(() => { n++; }))} after ${n > 0 ? 'some' : 'no'} calls`);
@@ -188,4 +193,14 @@ async fn a_callee_calling_back_in_a_loop_ends_at_its_limit_and_the_neighbour_ans
     neighbour_ok(&engine, &neighbour).await;
     // The callee answers its next call.
     assert_eq!(run(&engine, 0, &w.gateway, "/callback").await.0, 200);
+}
+
+#[tokio::test]
+async fn a_ping_pong_through_callbacks_ends_at_the_depth_bound() {
+    let started = std::time::Instant::now();
+    assert_eq!(
+        answer("/pingpong").await,
+        "Error: Service call failed: the chain of service calls is deeper than 32 (a Worker calling itself, or a cycle of Workers)"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
