@@ -4,8 +4,9 @@
 //! and getters of an `RpcTarget` through its stub, a stub passed on to a
 //! third Worker, `Symbol.dispose`, the stubs of a call's arguments
 //! disposed when it ends, a callback that throws; a callee that calls back
-//! in a loop ends at its own limit while a neighbour answers; a ping-pong
-//! through callbacks ends at the depth bound.
+//! in a loop ends at its own limit while a neighbour answers; a stub whose
+//! request ended rejects; a ping-pong through callbacks ends at the depth
+//! bound.
 
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ class Counter extends RpcTarget {
   constructor(n) { super(); this.n = n; }
   increment(by) { this.n += by; return this.n; }
   get value() { return this.n; }
+  spin() { for (;;) {} }
 }
 let kept = null;
 export class Api extends WorkerEntrypoint {
@@ -76,6 +78,10 @@ export default {
     if (path === '/relay') return new Response(await env.API.relay((who) => `hello ${who}`));
     if (path === '/kept') return new Response(`${await env.API.keep(() => 'late')} ${await env.API.later()}`);
     if (path === '/throws') return new Response(await env.API.tryThrow(() => { throw new RangeError('cb bad'); }));
+    if (path === '/gone') {
+      const counter = await env.LOOP.counter(1);
+      return new Response([await attempt(() => counter.spin()), await attempt(() => counter.increment(1))].join(' | '));
+    }
     if (path === '/pingpong') {
       const ping = (n) => env.API.apply(ping, n + 1);
       return new Response(await attempt(() => ping(0)));
@@ -203,4 +209,15 @@ async fn a_ping_pong_through_callbacks_ends_at_the_depth_bound() {
         "Error: Service call failed: the chain of service calls is deeper than 32 (a Worker calling itself, or a cycle of Workers)"
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn a_stub_whose_request_ended_at_its_cpu_limit_rejects_its_calls() {
+    // `spin` ends the request that returned the counter (its CPU limit);
+    // the call in flight is told so, and the token is gone with it.
+    let expected = [
+        "Error: RPC stub call failed: the Worker that passed it is gone, or the request that passed it has ended.",
+        "Error: Attempted to use RPC stub after it has been disposed.",
+    ];
+    assert_eq!(answer("/gone").await, expected.join(" | "));
 }
