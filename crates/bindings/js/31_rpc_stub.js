@@ -81,7 +81,8 @@ function tokenOf(value, out) {
 // `values` (an array) ready to send: as they are, or with their references
 // swapped (`refs` the tokens, `exports` what this isolate exported).
 function outgoing(values) {
-  if (!holdsRefs(values, new Set())) return { values, refs: undefined, exports: [] };
+  // The common call passes no object at all: no walk.
+  if (!values.some(internal.isObject) || !holdsRefs(values, new Set())) return { values, refs: undefined, exports: [] };
   const out = { refs: [], exports: [] };
   const swapped = swap(values, out, new Map());
   return { values: swapped, refs: out.refs, exports: out.exports };
