@@ -9,6 +9,9 @@
 
 #[path = "support/dev.rs"]
 mod support;
+use std::net::SocketAddr;
+
+use isolane_testenv::workerd;
 use support::{Dev, client, free_port, request, when_ready};
 
 /// The gateway: `/check` by RPC with props, `/stubs` a callback and an
@@ -96,28 +99,34 @@ fn workers_yaml() -> String {
     )
 }
 
-/// The same two Workers as workerd's config has them (its service
-/// bindings, the entrypoints, the props as JSON).
-const WORKERD_CONFIG: &str = r#"using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [(name = "gateway", worker = .gateway), (name = "backend", worker = .backend)],
-  sockets = [(name = "http", address = "127.0.0.1:PORT", http = (), service = "gateway")],
-);
-const gateway :Workerd.Worker = (
-  modules = [(name = "gateway.js", esModule = embed "gateway.js")],
-  compatibilityDate = "2025-06-01",
-  bindings = [
-    (name = "BACKEND", service = "backend"),
-    (name = "ADMIN", service = (name = "backend", entrypoint = "Admin")),
-    (name = "AUTH", service = (name = "backend", entrypoint = "Auth", props = (json = "{\"role\":\"admin\",\"scopes\":[\"read\"]}"))),
-  ],
-);
-const backend :Workerd.Worker = (
-  modules = [(name = "backend.js", esModule = embed "backend.js")],
-  compatibilityDate = "2025-06-01",
-  bindings = [(name = "WHO", text = "backend")],
-);
-"#;
+/// The same two Workers as workerd serves them (its service bindings, the
+/// entrypoints, the props as JSON), each on its own socket.
+fn workerd_services(gateway: SocketAddr, backend: SocketAddr) -> [workerd::Service; 2] {
+    let bind =
+        |binding: &str, entrypoint: Option<&str>, props: Option<&str>| workerd::ServiceBinding {
+            binding: binding.to_owned(),
+            service: "backend".to_owned(),
+            entrypoint: entrypoint.map(str::to_owned),
+            props: props.map(str::to_owned),
+        };
+    let gateway = workerd::Service {
+        services: vec![
+            bind("BACKEND", None, None),
+            bind("ADMIN", Some("Admin"), None),
+            bind(
+                "AUTH",
+                Some("Auth"),
+                Some(r#"{"role":"admin","scopes":["read"]}"#),
+            ),
+        ],
+        ..workerd::Service::module("gateway", "gateway.js", "2025-06-01", gateway)
+    };
+    let backend = workerd::Service {
+        bindings: vec![("WHO".to_owned(), "backend".to_owned())],
+        ..workerd::Service::module("backend", "backend.js", "2025-06-01", backend)
+    };
+    [gateway, backend]
+}
 
 #[tokio::test]
 async fn dev_gateway_calls_a_worker_without_routes_through_its_service_bindings_and_rpc() {
@@ -182,12 +191,12 @@ async fn dev_answers_as_workerd_serving_the_same_workers() {
     std::fs::write(dir.path().join("gateway.js"), GATEWAY).unwrap();
     std::fs::write(dir.path().join("backend.js"), BACKEND).unwrap();
     let (port, workerd_port) = (free_port().unwrap(), free_port().unwrap());
-    let config = dir.path().join("workerd.capnp");
-    let text = WORKERD_CONFIG.replace("PORT", &workerd_port.to_string());
-    std::fs::write(&config, text).unwrap();
-    let bin = isolane_testenv::workerd::binary(&support::repo().join("compat"));
+    let local = |port| SocketAddr::from(([127, 0, 0, 1], port));
+    let services = workerd_services(local(workerd_port), local(free_port().unwrap()));
+    let config = workerd::write_config(dir.path(), "workerd.capnp", &services).unwrap();
+    let bin = workerd::binary(&support::repo().join("compat"));
     let log = dir.path().join("workerd.log");
-    let _workerd = isolane_testenv::workerd::serve(&bin, &config, &[], &log).unwrap();
+    let _workerd = workerd::serve(&bin, &config, &[], &log).unwrap();
     let mut dev = Dev::start(&[
         "--workers",
         dir.path().to_str().unwrap(),
