@@ -2,7 +2,9 @@
 # Microseconds per warm service-binding call, caller and callee in one
 # process, for `isolane dev` and workerd serving the same two Workers:
 # `gateway` calls `backend` (a WorkerEntrypoint) N times in a row, by JS RPC
-# (`env.BACKEND.add(i, 1)`) and by `env.BACKEND.fetch()` (its body read).
+# (`env.BACKEND.add(i, 1)`) and by `env.BACKEND.fetch()` (its body read);
+# and `backend` calls back a function `gateway` passed it by reference N
+# times in one RPC call (`callback`: each is a stub call into the caller).
 #
 #   bench/service_calls.sh ISOLANE_BIN WORKERD_BIN [N] [ROUNDS]
 #
@@ -10,7 +12,8 @@
 # / N, from curl's time_total; the median of 7 after 5 warm-ups, for each
 # of ROUNDS (default 2) rounds, the two servers in turn. Every answer's sum
 # is checked, so a call that throws (isolane counts each call as a
-# subrequest: the gateway gets `subrequests: 1000`, N must stay below it)
+# subrequest, and each callback one of the backend's: both get
+# `subrequests: 1000`, N must stay below it)
 # stops the script rather than timing an error. isolane runs with one
 # engine thread and no tail printer. Not a timed test: run it on a quiet
 # machine and read the ratio.
@@ -31,6 +34,8 @@ export default {
     let sum = 0;
     if (url.pathname === '/rpc') {
       for (let i = 0; i < n; i++) sum += await env.BACKEND.add(i, 1);
+    } else if (url.pathname === '/callback') {
+      sum = await env.BACKEND.each(n, (i) => i + 1);
     } else {
       for (let i = 0; i < n; i++) sum += Number(await (await env.BACKEND.fetch('http://backend/')).text());
     }
@@ -43,6 +48,7 @@ import { WorkerEntrypoint } from 'cloudflare:workers';
 export default class Backend extends WorkerEntrypoint {
   async fetch() { return new Response('1'); }
   add(a, b) { return a + b; }
+  async each(n, fn) { let sum = 0; for (let i = 0; i < n; i++) sum += await fn(i); return sum; }
 }
 EOF
 indent() { sed 's/^/    /' "$1"; }
@@ -54,7 +60,8 @@ mkdir "$work/workers"
   printf '  bindings: [{ name: BACKEND, service: { name: backend } }]\n  script: |\n'
   indent "$work/gateway.js"
   printf -- '---\napiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: { name: backend, namespace: bench }\nspec:\n'
-  printf '  compatibilityDate: "2025-06-01"\n  script: |\n'
+  printf '  compatibilityDate: "2025-06-01"\n'
+  printf '  limits: { cpuMs: 30000, subrequests: 1000 }\n  script: |\n'
   indent "$work/backend.js"
 } > "$work/workers/workers.yaml"
 
@@ -121,9 +128,9 @@ rpc_sum=$(((n + 1) * (n + 2) / 2))
 echo "µs per call, median of 7 (N = $n); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %-6s %10s %10s %8s\n' round call isolane workerd ratio
 for round in $(seq "$rounds"); do
-  for call in rpc fetch; do
+  for call in rpc fetch callback; do
     expected=$((n + 1))
-    [ "$call" = rpc ] && expected=$rpc_sum
+    [ "$call" != fetch ] && expected=$rpc_sum
     a=$(per_call "$iso" "$call" "$expected")
     b=$(per_call "$wd" "$call" "$expected")
     printf '%-6s %-6s %10s %10s %7sx\n' "$round" "$call" "$a" "$b" \

@@ -27,7 +27,7 @@ class Fetcher {
     const request = new Request(input, init);
     const { method, url, headers, body } = internal.requestParts(request);
     const bytes = await internal.bodyBytes(body);
-    const head = await host.serviceFetch(this.#binding, method, url, internal.headersList(headers), bytes, null);
+    const head = await host.serviceFetch(this.#binding, method, url, internal.headersList(headers), bytes);
     // A 101's socket, served by the called Worker on this thread.
     if (head.webSocket) head.passedWebSocket = internal.passedWebSocket(head.webSocket);
     return internal.responseFromHost(head);

@@ -1,26 +1,25 @@
 // 31_rpc.js — JS RPC over a service binding, the caller's side and the
 // wire both sides share. `env.SVC.method(...args)` (30_service.js's
-// Fetcher) sends the arguments through host.serviceFetch with the method's
-// name: the engine runs the call on this thread in the called Worker's
-// isolate (src/host/service.rs), whose handler (32_rpc_target.js) answers
-// with the result or what it threw.
+// Fetcher) hands the serialized arguments to host.serviceRpc with the
+// method's name: the engine runs the call on this thread in the called
+// Worker's isolate (src/host/service.rs, src/rpc.rs), whose handler
+// (32_rpc_target.js) answers with the serialized result or what it threw.
+// No Request or Response is made on either side.
 //
 // The wire is V8's serializer (host.serialize, the structured clone
 // algorithm: Map, Set, Date, RegExp, typed arrays, Errors of the standard
 // classes, cycles...), in the sender's isolate, read back in the
 // receiver's. A ReadableStream (an argument, or the result) is read whole
 // and sent as its bytes, and is a stream again on the other side: not yet
-// streamed, nor are functions and RpcTargets passed by reference.
+// streamed. Functions and RpcTargets go by reference (31_rpc_stub.js).
 //
 // A call's payload is the serialized `{values, streams}` (`streams` the
 // indexes of `values` that were streams) or `{get: true}` for a property's
-// read (`await env.SVC.prop`); the answer a 200 whose body is the result
-// as `{values: [result], streams}`, or one marked THREW whose body is the
-// serialized `{error}` (a DOMException as `{dom: [message, name]}`, which
-// V8 cannot clone).
+// read (`await env.SVC.prop`), with `refs` when it passes references; the
+// answer the result as `{values:
+// [result], streams}`, or the serialized `{error}` the method threw (a
+// DOMException as `{dom: [message, name]}`, which V8 cannot clone).
 'use strict';
-
-const THREW = 'isolane-rpc-threw';
 
 // The runtime's own classes keep their state in private fields, which V8's
 // serializer cannot see: refused at the top level, as structuredClone
@@ -39,7 +38,9 @@ function refuseUncloneable(value) {
   }
 }
 
-// `values` serialized, their streams read into bytes first.
+// `values` serialized, their streams read into bytes first, the functions
+// and RpcTargets among them passed by reference (31_rpc_stub.js):
+// `{bytes, exports}`, `exports` what this isolate exported for them.
 async function encode(values) {
   const out = [];
   const streams = [];
@@ -53,15 +54,25 @@ async function encode(values) {
       out.push(value);
     }
   }
-  return host.serialize({ values: out, streams });
+  const { values: sent, refs, exports } = internal.rpcRefs.outgoing(out);
+  const payload = refs === undefined ? { values: sent, streams } : { values: sent, streams, refs };
+  try {
+    return { bytes: host.serialize(payload), exports };
+  } catch (e) {
+    internal.rpcRefs.release(exports);
+    throw e;
+  }
 }
 
-// What encode() sent: the values, or `undefined` for a property's read.
-function decode(bytes) {
+// What encode() sent: the values (their references as stubs, pushed on
+// `held`; `notify`: a result's, whose disposal its exporter hears), or
+// `undefined` for a property's read.
+function decode(bytes, held, notify) {
   const payload = host.deserialize(bytes);
   if (payload.get === true) return undefined;
-  const { values, streams } = payload;
+  const { values, streams, refs } = payload;
   for (const i of streams) values[i] = new Response(values[i]).body;
+  if (refs !== undefined) internal.rpcRefs.incoming(values, refs, held, notify);
   return values;
 }
 
@@ -81,23 +92,31 @@ function decodeError(bytes) {
   return dom === undefined ? error : new internal.DOMException(dom[0], dom[1]);
 }
 
-internal.rpcWire = { THREW, encode, decode, encodeError };
-
-async function call(binding, name, payload) {
-  const head = await host.serviceFetch(binding, 'POST', 'http://rpc.invalid/', [], payload, name);
-  const response = internal.responseFromHost(head);
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  if (response.headers.has(THREW)) throw decodeError(bytes);
-  if (response.status !== 200) {
-    throw new Error(`Service call failed: the called Worker answered ${response.status} to an RPC call.`);
+// The result of a call `start()` began (host.serviceRpc, host.stubCall),
+// its stubs held by this request; then what its arguments exported is
+// released.
+async function settle(start, exports) {
+  let bytes;
+  try {
+    bytes = await start();
+  } catch (e) {
+    throw e instanceof Uint8Array ? decodeError(e) : e;
+  } finally {
+    internal.rpcRefs.release(exports);
   }
-  return decode(bytes)[0];
+  return decode(bytes, internal.rpcRefs.heldHere(), true)[0];
 }
+
+internal.rpcWire = { encode, decode, encodeError, settle };
 
 // `env.SVC.name`: called, an RPC call of method `name`; awaited, a read of
 // property `name` (as workerd's JsRpcProperty).
 internal.rpcProperty = (binding, name) => {
-  const property = async (...args) => call(binding, name, await encode(args));
-  property.then = (resolve, reject) => call(binding, name, host.serialize({ get: true })).then(resolve, reject);
+  const property = async (...args) => {
+    const { bytes, exports } = await encode(args);
+    return settle(() => host.serviceRpc(binding, name, bytes), exports);
+  };
+  property.then = (resolve, reject) =>
+    settle(() => host.serviceRpc(binding, name, host.serialize({ get: true })), []).then(resolve, reject);
   return property;
 };

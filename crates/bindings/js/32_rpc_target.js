@@ -1,8 +1,9 @@
 // 32_rpc_target.js — the called Worker's side of a service call
-// (`internal.serviceCallHandler(event)`, taken by the engine's
+// (`internal.serviceCallHandler(event)` for a fetch,
+// `internal.serviceRpcCall` for a JS RPC call, taken by the engine's
 // 19_worker.js for a `serviceCall` event): `ctx.props` is the binding's
-// props (`{}` without), and a JS RPC call (`event.rpcMethod`) is answered
-// as 31_rpc.js reads it.
+// props (`{}` without), and an RPC call's payload is answered with bytes,
+// as 31_rpc.js reads them.
 //
 // What an RPC call reaches, as in workerd: a default export (or the
 // binding's `entrypoint`) that extends WorkerEntrypoint gets a new
@@ -12,6 +13,10 @@
 // as handlers `(arg, env, ctx)` with exactly one argument. `fetch`,
 // `connect`, `constructor` and the names Durable Objects reserve are not.
 'use strict';
+
+// The statuses of an RPC call's answer (src/service_call.rs).
+const RETURNED = 200;
+const THREW = 500;
 
 const RESERVED = new Set(['fetch', 'connect', 'alarm', 'webSocketMessage', 'webSocketClose', 'webSocketError', 'dup', 'constructor']);
 
@@ -66,11 +71,16 @@ function callHandler(fn, self, name, args, env, ctx) {
   return fn.call(self, args[0], env, ctx);
 }
 
-async function answer(event, request, env, ctx) {
-  const { THREW, encode, decode, encodeError } = internal.rpcWire;
+// A JS RPC call (`event.payload` its serialized arguments, 31_rpc.js):
+// `[status, bytes]` of the result or of what the method threw, as the
+// engine's runCall (19_worker.js) sends them.
+internal.serviceRpcCall = async (event, env, ctx) => {
+  const { encode, decode, encodeError } = internal.rpcWire;
+  const held = [];
   try {
+    setProps(ctx, event.props === null ? {} : JSON.parse(event.props));
     const name = event.rpcMethod;
-    const args = decode(new Uint8Array(await request.arrayBuffer()));
+    const args = decode(event.payload, held, false);
     const { self, plain } = receiver(event.entrypoint, env, ctx);
     const value = member(self, plain, name);
     let result = value;
@@ -78,21 +88,29 @@ async function answer(event, request, env, ctx) {
       if (typeof value !== 'function') throw new TypeError(`"${name}" is not a function.`);
       result = plain ? callHandler(value, self, name, args, env, ctx) : value.apply(self, args);
     }
-    return new Response(await encode([await result]));
+    const { bytes, exports } = await encode([await result]);
+    // What the result passed by reference keeps this request open until
+    // the caller disposes it (31_rpc_stub.js).
+    if (exports.length > 0) ctx.waitUntil(internal.rpcRefs.untilReleased(exports));
+    return [RETURNED, bytes];
   } catch (e) {
-    return new Response(encodeError(e), { status: 500, headers: { [THREW]: '1' } });
+    return [THREW, encodeError(e)];
+  } finally {
+    // The stubs the arguments held are the call's (workerd's rule).
+    for (const state of held) state.disposed = true;
   }
-}
+};
+
+internal.rpcMember = member;
 
 function setProps(ctx, props) {
   Object.defineProperty(ctx, 'props', { value: props, enumerable: true });
 }
 
+// A `fetch` through the binding: the entrypoint's fetch handler, with
+// `ctx.props`.
 internal.serviceCallHandler = (event) => {
   const props = event.props === null ? {} : JSON.parse(event.props);
-  if (event.rpcMethod !== null) {
-    return { fetch: (request, env, ctx) => { setProps(ctx, props); return answer(event, request, env, ctx); } };
-  }
   const handler = internal.serviceHandler(event.entrypoint);
   return {
     fetch(request, env, ctx) {

@@ -5,10 +5,11 @@
 //! `tcp.rs`), `cloudflare:workers` (the base classes a Worker extends) and
 //! `cloudflare:node` (`httpServerHandler`), service bindings
 //! (`env.SVC.fetch` and JS RPC, `env.SVC.method(...)`, run on the
-//! caller's thread: `service.rs`, `js/30_service.js`, `js/31_rpc.js`,
-//! `js/32_rpc_target.js`), SQLite-backed Durable Objects'
-//! `ctx.storage.sql` (`sql.rs`, `js/34_durable_sql.js`). Durable Objects
-//! themselves are still a unit of the core
+//! caller's thread: `service.rs`, `rpc.rs`, `js/30_service.js`,
+//! `js/31_rpc.js`, `js/32_rpc_target.js`; functions and `RpcTarget`s
+//! passed by reference: `stub.rs`, `js/31_rpc_stub.js`), SQLite-backed
+//! Durable Objects' `ctx.storage.sql` (`sql.rs`, `js/34_durable_sql.js`).
+//! Durable Objects themselves are still a unit of the core
 //! (docs/adr/0002-engine-crates.md, "Not yet done").
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
@@ -21,8 +22,10 @@ extern crate isolane_engine;
 
 mod assets;
 mod kv;
+mod rpc;
 mod service;
 mod sql;
+mod stub;
 mod tcp;
 
 use isolane_engine::Family;

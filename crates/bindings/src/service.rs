@@ -18,16 +18,28 @@ use isolane_engine::api::{HostError, HostState, Unit, begin_op, too_many};
 /// `env.NAME` for a service binding.
 pub(crate) fn unit() -> Unit {
     Unit::new("service")
-        .js(&["30_service.js", "31_rpc.js", "32_rpc_target.js"])
+        .js(&[
+            "30_service.js",
+            "31_rpc.js",
+            "31_rpc_stub.js",
+            "32_rpc_target.js",
+        ])
         .function("serviceFetch", service_fetch)
+        .function("serviceRpc", crate::rpc::service_rpc)
+        .function("rpcExport", crate::stub::rpc_export)
+        .function("rpcCtx", crate::stub::rpc_ctx)
+        .function("rpcRelease", crate::stub::rpc_release)
+        .function("rpcNext", crate::stub::rpc_next)
+        .function("rpcReply", crate::stub::rpc_reply)
+        .function("stubCall", crate::stub::stub_call)
+        .request_state::<crate::stub::Inboxes>()
 }
 
 host_fn! {
-/// `serviceFetch(binding, method, url, headers, body, rpc)` → Promise of
-/// the called Worker's response head (as `host.fetch`'s): one subrequest
-/// of the caller's, refused (a `TypeError`) past its limit. With `rpc`, a
-/// JS RPC call of that method (`js/31_rpc.js`): `body` is its serialized
-/// arguments.
+/// `serviceFetch(binding, method, url, headers, body)` → Promise of the
+/// called Worker's response head (as `host.fetch`'s): one subrequest of
+/// the caller's, refused (a `TypeError`) past its limit. A JS RPC call
+/// goes its own way (`rpc.rs`).
 fn service_fetch<'s>(
     scope,
     host: Rc<HostState>,
@@ -36,13 +48,12 @@ fn service_fetch<'s>(
     url: String,
     headers: v8::Local<'s, v8::Value>,
     body: Option<Vec<u8>>,
-    rpc: Option<String>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let ctx = host.current();
     let early = header_map(scope, headers)
         .map_err(HostError::type_error)
         .and_then(|headers| {
-            let outbound = prepare(&host, ctx, &binding)?.rpc(rpc);
+            let outbound = prepare(&host, ctx, &binding)?;
             let limit = host.worker().map_or(0, |w| w.limits.subrequests);
             host.take_subrequest(ctx, limit)
                 .map_err(|limit| HostError::type_error(too_many(limit)))?;

@@ -426,6 +426,23 @@ function runRequest(handler, ctxId, method, url, headers, bodyId, env) {
     .then((response) => sendResponse(ctxId, response, method === 'HEAD'), (e) => fail(ctxId, e)));
 }
 
+// A call answered with bytes rather than a Response (a JS RPC call, as
+// src/service_call.rs says): `call(ctx)` settles with `[status, bytes]`,
+// sent whole by host.respond.
+function runCall(ctxId, env, call) {
+  const state = newRequestState(ctxId);
+  let answered;
+  try {
+    active.set(ctxId, state);
+    if (internal.isObject(env)) Object.freeze(env);
+    answered = call(new ExecutionContext(kCreate, state));
+  } catch (e) {
+    answered = Promise.reject(e);
+  }
+  return finish(state, answered
+    .then(([status, bytes]) => host.respond(ctxId, status, '', [], bytes), (e) => fail(ctxId, e)));
+}
+
 internal.requestAborted = function requestAborted(ctxId) {
   const state = active.get(ctxId);
   if (state === undefined) return;
@@ -503,6 +520,12 @@ internal.handleRequest = function handleRequest(ctxId, method, url, headers, bod
       // (internal.objectCallHandler, 28_durable_object.js).
       return runRequest(internal.objectCallHandler(event.className, event.id, event.rpcMethod), ctxId, method, url, headers, bodyId, env);
     case 'serviceCall':
+      // A JS RPC call (its payload the serialized arguments) answers with
+      // bytes, no Request nor Response made (isolane-bindings'
+      // js/32_rpc_target.js, internal.serviceRpcCall).
+      if (event.payload !== null && internal.serviceRpcCall !== undefined) {
+        return runCall(ctxId, env, (ctx) => internal.serviceRpcCall(event, env, ctx));
+      }
       // A call through another Worker's service binding, on the caller's
       // thread (src/host/service.rs): the default fetch handler, or the named
       // entrypoint class's.

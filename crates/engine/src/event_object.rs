@@ -61,10 +61,15 @@ pub(crate) fn event_object<'s>(
             let entrypoint = string_or_null(scope, call.entrypoint.as_deref())?;
             let method = string_or_null(scope, call.method.as_deref())?;
             let props = string_or_null(scope, call.props.as_deref())?;
+            let payload = match &call.payload {
+                Some(bytes) => host::u8_array(scope, bytes.to_vec())?.into(),
+                None => v8::null(scope).into(),
+            };
             let fields = [
                 ("entrypoint", entrypoint),
                 ("rpcMethod", method),
                 ("props", props),
+                ("payload", payload),
             ];
             object(scope, "serviceCall", &fields)
         }

@@ -6,6 +6,13 @@
 /// request already this many calls deep is refused.
 pub const MAX_DEPTH: u32 = 32;
 
+/// The status of an RPC call's answer whose body is the serialized result.
+pub const RPC_RETURNED: u16 = 200;
+
+/// The status of an RPC call's answer whose body is the serialized error
+/// the method threw.
+pub const RPC_THREW: u16 = 500;
+
 /// A service call as the called Worker's thread runs it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ServiceCall {
@@ -13,12 +20,13 @@ pub struct ServiceCall {
     /// `None` for the default export's.
     pub entrypoint: Option<String>,
     /// The JS RPC method (`env.SVC.method(...)`), or `None` for
-    /// `env.SVC.fetch`. The request of an RPC call is a `POST` whose body
-    /// is the V8-serialized arguments, or has no body for a property's
-    /// read (`await env.SVC.prop`); the answer's body is the
-    /// V8-serialized result, or the thrown error (isolane-bindings'
-    /// `js/31_rpc.js`).
+    /// `env.SVC.fetch`.
     pub method: Option<String>,
+    /// An RPC call's payload, its V8-serialized arguments (isolane-bindings'
+    /// `js/31_rpc.js`), handed to the callee's JavaScript as they are: no
+    /// `Request` is made of it. The answer is [`RPC_RETURNED`] or
+    /// [`RPC_THREW`] with the serialized result or error as its body.
+    pub payload: Option<bytes::Bytes>,
     /// The binding's `props` as JSON text (an object), the callee's
     /// `ctx.props`; `None` for none (`{}`).
     pub props: Option<String>,

@@ -115,6 +115,8 @@ mod scheduled;
 mod service_bindings;
 #[path = "engine/service_rpc.rs"]
 mod service_rpc;
+#[path = "engine/service_stubs.rs"]
+mod service_stubs;
 #[path = "engine/service_worker.rs"]
 mod service_worker;
 #[path = "engine/signal.rs"]

@@ -62,6 +62,8 @@ pub struct Service {
     pub trusted_certificates: Vec<String>,
     /// Durable Object bindings: (binding name, class the Worker exports).
     pub durable_objects: Vec<(String, String)>,
+    /// Service bindings to other services of the same config.
+    pub services: Vec<ServiceBinding>,
     /// Where its objects are kept on disk (`durableObjectStorage`); `None`:
     /// in memory.
     pub object_storage: Option<std::path::PathBuf>,
@@ -72,6 +74,17 @@ pub struct Service {
     /// Serve HTTPS with this certificate and key on the socket (its
     /// `https.tlsOptions.keypair`) instead of plain HTTP.
     pub tls: Option<Keypair>,
+}
+
+/// A service binding: `env.<binding>` calls service `service` of the same
+/// config (its `entrypoint`, a named export, when given), with `props`
+/// (JSON text) as the called Worker's `ctx.props`.
+#[derive(Debug, Clone)]
+pub struct ServiceBinding {
+    pub binding: String,
+    pub service: String,
+    pub entrypoint: Option<String>,
+    pub props: Option<String>,
 }
 
 /// A certificate chain and its private key, PEM.
@@ -93,6 +106,7 @@ impl Service {
             network: false,
             trusted_certificates: Vec::new(),
             durable_objects: Vec::new(),
+            services: Vec::new(),
             object_storage: None,
             enable_sql: false,
             address,
@@ -210,6 +224,7 @@ fn worker(service: &Service) -> String {
             }),
         );
     }
+    bindings.extend(service.services.iter().map(service_binding));
     let _ = writeln!(fields, "  bindings = [{}],", bindings.join(", "));
     let _ = writeln!(
         fields,
@@ -226,6 +241,18 @@ fn worker(service: &Service) -> String {
         let _ = writeln!(fields, "  globalOutbound = \"net\",");
     }
     fields
+}
+
+/// A service binding as workerd's config has it (a `ServiceDesignator`).
+fn service_binding(binding: &ServiceBinding) -> String {
+    let mut designator = format!("name = {:?}", binding.service);
+    if let Some(entrypoint) = &binding.entrypoint {
+        let _ = write!(designator, ", entrypoint = {entrypoint:?}");
+    }
+    if let Some(props) = &binding.props {
+        let _ = write!(designator, ", props = (json = {props:?})");
+    }
+    format!("(name = {:?}, service = ({designator}))", binding.binding)
 }
 
 /// The disk service that keeps `service`'s objects.

@@ -29,8 +29,9 @@ class WorkflowEntrypoint {
 }
 
 // Objects of a class extending `RpcTarget` are passed by reference over
-// RPC on Cloudflare; without RPC here, it is only a base class.
+// RPC, as functions are (the bindings' js/31_rpc_stub.js).
 class RpcTarget {}
+internal.RpcTarget = RpcTarget;
 
 internal.WorkerEntrypoint = WorkerEntrypoint;
 internal.DurableObjectBase = DurableObject;

@@ -21,8 +21,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use http::HeaderValue;
 use http::header::HeaderName;
+use http_body_util::BodyExt;
 
 use super::error::{ErrorClass, HostError};
 use super::object_hosted::served_worker;
@@ -31,7 +33,7 @@ use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::dispatch::run_on;
 use crate::observer::{ServiceCallKind, ServicePlace};
-use crate::service_call::{MAX_DEPTH, ServiceCall};
+use crate::service_call::{MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall};
 use crate::work::Work;
 
 /// A service call ready to run: the called Worker, the call, and the hop
@@ -76,15 +78,20 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
         entrypoint: target.entrypoint.clone(),
         method: None,
         props: target.props.clone(),
+        payload: None,
     };
     Ok(Outbound { bundle, call, hops })
 }
 
 impl Outbound {
-    /// The call as a JS RPC call of `method` (`env.SVC.method(...)`).
+    /// The call as a JS RPC call of `method` (`env.SVC.method(...)`)
+    /// with its serialized arguments: the callee's JavaScript gets them as
+    /// they are (`ServiceCall::payload`) and answers with [`rpc_answer`]'s
+    /// bytes; no `Request` nor `Response` is made on either side.
     #[must_use]
-    pub fn rpc(mut self, method: Option<String>) -> Self {
-        self.call.method = method;
+    pub fn rpc(mut self, method: String, payload: Bytes) -> Self {
+        self.call.method = Some(method);
+        self.call.payload = Some(payload);
         self
     }
 
@@ -140,5 +147,27 @@ pub fn settlement(
             ErrorClass::Error,
             format!("Service call failed: {error}"),
         )),
+    }
+}
+
+/// What a JS RPC call answered: the serialized result, or the serialized
+/// error its method threw.
+#[derive(Debug)]
+pub enum RpcAnswer {
+    Returned(Bytes),
+    Threw(Bytes),
+}
+
+/// The answer of an RPC call run by [`Outbound::run`] (a whole body, made
+/// by the callee's `host.respond`), or why there is none.
+pub async fn rpc_answer(answer: Result<http::Response<Body>, String>) -> Result<RpcAnswer, String> {
+    let response = answer?;
+    let status = response.status().as_u16();
+    let collected = response.into_body().collect().await;
+    let bytes = collected.map_err(|e| e.to_string())?.to_bytes();
+    match status {
+        RPC_RETURNED => Ok(RpcAnswer::Returned(bytes)),
+        RPC_THREW => Ok(RpcAnswer::Threw(bytes)),
+        other => Err(format!("the called Worker answered {other} to an RPC call")),
     }
 }

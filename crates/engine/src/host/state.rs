@@ -428,6 +428,15 @@ impl HostState {
             .map_or(1, |r| r.hops.saturating_add(1))
     }
 
+    /// Raises request `ctx`'s hop count to at least `hops`: a callback
+    /// into it (a call on an RPC stub it passed) made from a request that
+    /// deep, so that a chain through callbacks meets the depth bound too.
+    pub fn raise_hops(&self, ctx: u32, hops: u32) {
+        if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
+            r.hops = r.hops.max(hops);
+        }
+    }
+
     /// Whether request `ctx` is still in flight here.
     pub fn request_live(&self, ctx: u32) -> bool {
         self.requests.borrow().contains_key(&ctx)

@@ -73,7 +73,7 @@ export default {
       if (path === '/refused') {
         const out = [];
         for (const f of [() => env.AUTH.missing(), () => env.AUTH.ctx(), () => env.AUTH.dup(), () => env.AUTH.connect(),
-          () => env.AUTH.version(), () => env.AUTH.echo(() => 1), () => env.AUTH.echo(new URL('http://a/')), () => env.PLAIN.ping('a', 'b'), () => env.PLAIN.two(1),
+          () => env.AUTH.version(), () => env.AUTH.echo(Symbol('s')), () => env.AUTH.echo(new URL('http://a/')), () => env.PLAIN.ping('a', 'b'), () => env.PLAIN.two(1),
           () => env.PLAIN.fetch2(1), () => env.NONE.anything()]) {
           out.push(await attempt(f));
         }
