@@ -199,28 +199,7 @@ fn bindings(
         }
         bindings.push(Binding::kv(&kv.binding, namespace));
     }
-    for (i, object) in config.durable_objects.bindings.iter().enumerate() {
-        if object.environment.is_some() {
-            problems.push(Problem {
-                key: format!("durable_objects.bindings[{i}].environment"),
-                reason: "a binding names the hosting Worker by its name (script_name)".into(),
-            });
-        }
-        // A class a migration declares in new_sqlite_classes is SQLite-backed
-        // (its own binding; a binding to another Worker's class takes it as
-        // that Worker binds it).
-        let sqlite = config
-            .migrations
-            .iter()
-            .any(|m| m.new_sqlite_classes.contains(&object.class_name));
-        bindings.push(match &object.script_name {
-            Some(worker) => {
-                Binding::hosted_durable_object(&object.name, &object.class_name, worker)
-            }
-            None if sqlite => Binding::sqlite_durable_object(&object.name, &object.class_name),
-            None => Binding::durable_object(&object.name, &object.class_name),
-        });
-    }
+    object_bindings(config, problems, &mut bindings);
     for (i, service) in config.services.iter().enumerate() {
         if service.environment.is_some() {
             problems.push(Problem {
@@ -242,6 +221,31 @@ fn bindings(
     isolane_worker::check_bindings(env, &bindings)
         .map_err(|e| ("bindings".to_owned(), e.to_string()))?;
     Ok(bindings)
+}
+
+/// `durable_objects.bindings`: a class of this Worker (SQLite-backed when
+/// a migration declares it in `new_sqlite_classes`), or one another Worker
+/// hosts (`script_name`, taken as that Worker binds it).
+fn object_bindings(config: &Config, problems: &mut Vec<Problem>, bindings: &mut Vec<Binding>) {
+    for (i, object) in config.durable_objects.bindings.iter().enumerate() {
+        if object.environment.is_some() {
+            problems.push(Problem {
+                key: format!("durable_objects.bindings[{i}].environment"),
+                reason: "a binding names the hosting Worker by its name (script_name)".into(),
+            });
+        }
+        let sqlite = config
+            .migrations
+            .iter()
+            .any(|m| m.new_sqlite_classes.contains(&object.class_name));
+        bindings.push(match &object.script_name {
+            Some(worker) => {
+                Binding::hosted_durable_object(&object.name, &object.class_name, worker)
+            }
+            None if sqlite => Binding::sqlite_durable_object(&object.name, &object.class_name),
+            None => Binding::durable_object(&object.name, &object.class_name),
+        });
+    }
 }
 
 /// `migrations`: classes declared new are served as they are (a class's
