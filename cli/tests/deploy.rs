@@ -102,7 +102,7 @@ fn each_unsupported_key_is_one_line_and_nothing_is_deployed() {
         "name = 'a'\nmain = 'index.js'\nfrobnicate = 1\n\
          r2_buckets = [{ binding = 'B', bucket_name = 'b' }]\n\
          [assets]\ndirectory = 'public'\n\
-         [[migrations]]\ntag = 'v1'\nnew_sqlite_classes = ['Room']\n\
+         [[migrations]]\ntag = 'v1'\nrenamed_classes = [{ from = 'Room', to = 'Hall' }]\n\
          [env.staging]\nqueues = { producers = [] }\n",
     )
     .unwrap();
@@ -117,7 +117,7 @@ fn each_unsupported_key_is_one_line_and_nothing_is_deployed() {
             "wrangler.toml: frobnicate: not supported: not a wrangler key Isolane knows",
             "wrangler.toml: r2_buckets: not supported: this binding kind is not supported yet",
             "wrangler.toml: env.staging.queues: not supported: this binding kind is not supported yet",
-            "wrangler.toml: migrations[0].new_sqlite_classes: not supported: SQLite-backed Durable Objects (ctx.storage.sql) are not supported yet; declare the classes in new_classes for the key-value storage API",
+            "wrangler.toml: migrations[0].renamed_classes: not supported: a class's objects cannot be renamed yet",
             "isolane deploy: wrangler.toml: 4 key(s) cannot be deployed (above)",
         ]
     );
