@@ -84,7 +84,7 @@ pub fn root(path: &Path) -> &Path {
 /// module typed by `rules`.
 pub fn load(path: &Path, rules: &Rules) -> Result<Code, CodeError> {
     if path.is_dir() {
-        return load_folder(path, rules);
+        return load_folder(path, rules, None);
     }
     let root = root(path);
     let main = path
@@ -158,7 +158,13 @@ fn follow(
 
 /// wrangler's output folder: every typed file, `index.js` (or the only
 /// top-level `.js`/`.mjs`) as main.
-fn load_folder(dir: &Path, rules: &Rules) -> Result<Code, CodeError> {
+/// Reads wrangler's output folder `dir` whose main module is `main` (a
+/// module at its top; else as [`load`] finds one in a folder).
+pub fn load_output(dir: &Path, main: &str, rules: &Rules) -> Result<Code, CodeError> {
+    load_folder(dir, rules, Some(main))
+}
+
+fn load_folder(dir: &Path, rules: &Rules, main: Option<&str>) -> Result<Code, CodeError> {
     let mut modules = Vec::new();
     for file in files(dir)? {
         let name = file
@@ -176,7 +182,8 @@ fn load_folder(dir: &Path, rules: &Rules) -> Result<Code, CodeError> {
         .iter()
         .filter(|m| m.kind == ModuleKind::ESModule && !m.name.contains('/'))
         .collect();
-    let main = match top.iter().find(|m| m.name == "index.js") {
+    let named = main.and_then(|main| top.iter().find(|m| m.name == main));
+    let main = match named.or_else(|| top.iter().find(|m| m.name == "index.js")) {
         Some(main) => main.name.clone(),
         None if top.len() == 1 => top[0].name.clone(),
         None => {

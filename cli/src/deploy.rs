@@ -186,7 +186,7 @@ pub async fn plan(project: &Project, args: &DeployArgs) -> anyhow::Result<Deploy
     }
     let namespace = &args.project.namespace;
     let code = worker.code(&project.config)?;
-    let main = worker.main_path().to_owned();
+    let main = worker.main_path();
     let has_worker = worker.main.is_some();
     let mut spec = worker.spec;
     let assets = match &project.config.assets {

@@ -8,6 +8,7 @@
 //! A key Isolane cannot honour is a [`Problem`], one line each: `isolane
 //! dev` warns and serves what it can, `isolane deploy` refuses.
 
+pub mod build;
 mod code;
 pub mod keys;
 pub mod spec;
@@ -70,14 +71,59 @@ pub struct Problem {
     pub reason: String,
 }
 
+impl Problem {
+    /// Whether the key is one the project's wrangler honours when it
+    /// builds the code (`define`, `alias`, `build`, …).
+    pub fn is_build_key(&self) -> bool {
+        let name = self.key.rsplit('.').next().unwrap_or(&self.key);
+        keys::find(name).is_some_and(|key| matches!(key.support, Support::Build(_)))
+    }
+}
+
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: not supported: {}", self.key, self.reason)
     }
 }
 
-/// The config file in `dir`, if it has one.
+/// Where a framework's build (Cloudflare's Vite plugin: Astro, React
+/// Router, …) records the config of the Worker it built, in the project's
+/// folder; wrangler follows it instead of the project's own config.
+const REDIRECT: &str = ".wrangler/deploy/config.json";
+
+/// The config file of the project in `dir`, if it has one: the config a
+/// framework's build wrote, when `dir` has that build's redirect
+/// ([`REDIRECT`], whose `configPath` is relative to it), as wrangler
+/// follows it; else wrangler's files in its order.
 pub fn find(dir: &Path) -> Option<PathBuf> {
+    redirected(dir).or_else(|| own(dir))
+}
+
+/// The config the build's redirect in `dir` names, if there is one.
+fn redirected(dir: &Path) -> Option<PathBuf> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Redirect {
+        config_path: PathBuf,
+    }
+    let redirect = dir.join(REDIRECT);
+    let text = std::fs::read_to_string(&redirect).ok()?;
+    let parsed: Redirect = match serde_json::from_str(&text) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            tracing::warn!(file = %redirect.display(), %error, "not a build's redirect; ignored");
+            return None;
+        }
+    };
+    let file = redirect.parent()?.join(parsed.config_path);
+    file.is_file().then(|| {
+        tracing::info!(config = %file.display(), "the config the project's build wrote (as wrangler follows it)");
+        file
+    })
+}
+
+/// wrangler's own config file in `dir`.
+fn own(dir: &Path) -> Option<PathBuf> {
     CONFIG_FILES
         .iter()
         .map(|name| {
@@ -134,6 +180,10 @@ pub struct Config {
     pub routes: Vec<RouteConfig>,
     /// `assets` (`docs/assets.md`).
     pub assets: Option<AssetsConfig>,
+    /// `no_bundle`: the code is read as it is, not built by the project's
+    /// wrangler (`build.rs`).
+    #[serde(default)]
+    pub no_bundle: bool,
 }
 
 /// `assets`: Workers Static Assets' settings, as wrangler spells them.
@@ -400,14 +450,16 @@ fn select(
 /// names the environment); in an environment, a top-level-only key too.
 fn problems_of(table: &Map<String, Value>, prefix: &str, in_env: bool) -> Vec<Problem> {
     let mut problems = Vec::new();
-    for name in table.keys() {
+    for (name, value) in table {
         let reason = match keys::find(name) {
-            None => "not a wrangler key Isolane knows".to_owned(),
             Some(key) if in_env && key.inherit == Inherit::TopOnly => {
                 "only the top level may set it (wrangler ignores it here too)".to_owned()
             }
+            // A generated config lists every key, most of them empty.
+            _ if keys::asks_nothing(name, value) => continue,
+            None => "not a wrangler key Isolane knows".to_owned(),
             Some(key) => match key.support {
-                Support::Unsupported(why) => why.to_owned(),
+                Support::Unsupported(why) | Support::Build(why) => why.to_owned(),
                 Support::Mapped | Support::NoEffect => continue,
             },
         };

@@ -239,3 +239,60 @@ async fn rsc_navigation(servers: &Servers, client: &HttpClient, path: &str) {
     assert_eq!(header(&ours.1, "content-type"), "text/x-component");
     assert!(ours.2.contains("\"<key>m\""), "{}", ours.2);
 }
+
+/// `astro build` of `compat/apps/astro` in its folder (Astro 7 with
+/// `@astrojs/cloudflare`, on Node.js 22): the Worker in `dist/server`, the
+/// assets in `dist/client`, the config it generated for them
+/// (`dist/server/wrangler.json`) and the redirect to it that wrangler
+/// follows (`.wrangler/deploy/config.json`).
+fn astro_build(app: &Path) {
+    let node = isolane_testenv::wrangler::node22(&support::repo()).expect("Node.js 22");
+    let astro = support::repo().join("compat/node_modules/astro/bin/astro.mjs");
+    let output = std::process::Command::new(node)
+        .arg(astro)
+        .arg("build")
+        .current_dir(app)
+        .env("ASTRO_TELEMETRY_DISABLED", "1")
+        .envs(isolane_testenv::wrangler::OFFLINE_ENV)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "astro build:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// An Astro site (`compat/apps/astro`: a prerendered page, server-rendered
+/// pages, an API route, a public file), built by `astro build` and served
+/// from the app's own folder, as `wrangler dev` serves it: both follow the
+/// build's redirect to the config it generated. The prerendered page and
+/// the public file are assets (each server's own ETag gets its 304); the
+/// rest is the Worker's, Astro's own 404 page included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_astro_build_is_served_as_wrangler_dev_serves_it() {
+    let app = support::repo().join("compat/apps/astro");
+    astro_build(&app);
+    let client = client();
+    let servers = both(&app, &client, "/").await;
+    let home = servers.same_asset(&client, "/").await;
+    assert!(home.2.contains("rendered at build time"), "{}", home.2);
+    servers.same_asset(&client, "/robots.txt").await;
+    for (path, status) in [
+        ("/hello/ada?q=1", 200),
+        ("/api/hello?q=2", 200),
+        ("/hello/nobody", 404),
+        ("/nope", 404),
+    ] {
+        let (reply, _) = servers.same(&client, path).await;
+        assert_eq!(reply.0, status, "GET {path}: {}", reply.2);
+    }
+    let (page, _) = servers.same(&client, "/hello/ada?q=1").await;
+    assert!(
+        page.2.contains("<h1>Hello ada</h1><p>q = 1</p>"),
+        "{}",
+        page.2
+    );
+    assert!(servers.dev.interrupt().success());
+}

@@ -79,7 +79,7 @@ pub async fn run(
         }
         // Changes that came meanwhile are this reload's too.
         while changes.try_recv().is_ok() {}
-        match source.load() {
+        match read(&source).await {
             Ok(project) => serving.reload(&project),
             Err(error) => {
                 tracing::error!(
@@ -89,6 +89,16 @@ pub async fn run(
             }
         }
     }
+}
+
+/// The Workers of `source`, read off the runtime's thread: a project's
+/// build (its wrangler) takes seconds, and this runtime also serves
+/// requests.
+async fn read(source: &Source) -> anyhow::Result<super::project::Project> {
+    let source = source.clone();
+    tokio::task::spawn_blocking(move || source.load())
+        .await
+        .unwrap_or_else(|joined| Err(anyhow::anyhow!("reading the Workers: {joined}")))
 }
 
 /// Whether `event` may have changed what a file holds (not a read: another

@@ -9,11 +9,12 @@
 //! nodes load: it hands a request to the assets binding (by default
 //! [`ASSETS_ONLY_BINDING`]), which answers the same way.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use isolane_worker::{Module, ModuleKind, Modules};
 
 use super::Config;
+use super::build::BuildError;
 use super::spec::ProjectWorker;
 use crate::bundle::{self, Code, CodeError};
 
@@ -34,13 +35,30 @@ pub(super) fn bind_assets_only(config: &mut Config) {
     }
 }
 
+/// Why a project Worker's code cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectCodeError {
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    #[error(transparent)]
+    Code(#[from] CodeError),
+}
+
 impl ProjectWorker {
     /// The Worker's modules (or one script), as `isolane dev` serves them
-    /// and `isolane deploy` ships them; `config` is the project's.
-    pub fn code(&self, config: &Config) -> Result<Code, CodeError> {
-        match &self.main {
-            Some(main) => bundle::load(main, &self.rules),
-            None => {
+    /// and `isolane deploy` ships them; `config` is the project's. A
+    /// project with its own wrangler is built first (`build.rs`).
+    pub fn code(&self, config: &Config) -> Result<Code, ProjectCodeError> {
+        match (&self.main, &self.build) {
+            (Some(_), Some(build)) => {
+                let out = build.run()?;
+                let main = build.main();
+                let name = main.file_name().map(|n| n.to_string_lossy());
+                let name = name.as_deref().unwrap_or("index.js");
+                Ok(bundle::load_output(out, name, &self.rules)?)
+            }
+            (Some(main), None) => Ok(bundle::load(main, &self.rules)?),
+            (None, _) => {
                 let assets = config.assets.as_ref();
                 let binding = assets.and_then(|a| a.settings.binding.as_deref());
                 Ok(Code::Modules(assets_only(
@@ -50,11 +68,14 @@ impl ProjectWorker {
         }
     }
 
-    /// The main module's path, or the assets-only module's name.
-    pub fn main_path(&self) -> &Path {
-        self.main
-            .as_deref()
-            .unwrap_or_else(|| Path::new(ASSETS_ONLY_MAIN))
+    /// The main module's path (in the build's output when built), or the
+    /// assets-only module's name.
+    pub fn main_path(&self) -> PathBuf {
+        match (&self.main, &self.build) {
+            (Some(_), Some(build)) => build.main(),
+            (Some(main), None) => main.clone(),
+            (None, _) => PathBuf::from(ASSETS_ONLY_MAIN),
+        }
     }
 }
 

@@ -23,6 +23,10 @@ pub enum Support {
     NoEffect,
     /// Refused by `isolane deploy`, warned about by `isolane dev`: why.
     Unsupported(&'static str),
+    /// Honoured by the project's own wrangler, which builds the code
+    /// (`build.rs`); without one (or with `no_bundle`), as `Unsupported`:
+    /// why.
+    Build(&'static str),
 }
 
 /// One key of the table.
@@ -42,10 +46,10 @@ const fn key(name: &'static str, inherit: Inherit, support: Support) -> Key {
 }
 
 use Inherit::{No, TopOnly, Yes};
-use Support::{Mapped, NoEffect, Unsupported};
+use Support::{Build, Mapped, NoEffect, Unsupported};
 
 const BINDING_KIND: &str = "this binding kind is not supported yet";
-const BUILD: &str = "isolane runs no build step: build first (e.g. `wrangler deploy --dry-run --outdir dist`) and point `main` at the output";
+const BUILD: &str = "a build key, honoured when isolane builds with the project's own wrangler, and none is installed here (`npm install --save-dev wrangler`) or no_bundle is set: install it, or build first (e.g. `wrangler deploy --dry-run --outdir dist`) and point `main` at the output";
 
 /// The table. A key not in it is refused as unknown.
 pub const KEYS: &[Key] = &[
@@ -69,12 +73,15 @@ pub const KEYS: &[Key] = &[
     key("preview_urls", Yes, NoEffect),
     key("upload_source_maps", Yes, NoEffect),
     key("observability", Yes, NoEffect),
-    key("no_bundle", Yes, NoEffect),
+    key("no_bundle", Yes, Mapped),
     key("minify", Yes, NoEffect),
     key("keep_names", Yes, NoEffect),
     key("send_metrics", TopOnly, NoEffect),
     key("keep_vars", TopOnly, NoEffect),
     key("dev", TopOnly, NoEffect),
+    key("topLevelName", Yes, NoEffect),
+    key("previews", No, NoEffect),
+    key("python_modules", Yes, NoEffect),
     key("assets", Yes, Mapped),
     key(
         "site",
@@ -112,12 +119,12 @@ pub const KEYS: &[Key] = &[
         No,
         Unsupported("containers are not supported"),
     ),
-    key("define", No, Unsupported(BUILD)),
-    key("build", Yes, Unsupported(BUILD)),
-    key("alias", Yes, Unsupported(BUILD)),
-    key("tsconfig", Yes, Unsupported(BUILD)),
-    key("jsx_factory", Yes, Unsupported(BUILD)),
-    key("jsx_fragment", Yes, Unsupported(BUILD)),
+    key("define", No, Build(BUILD)),
+    key("build", Yes, Build(BUILD)),
+    key("alias", Yes, Build(BUILD)),
+    key("tsconfig", Yes, Build(BUILD)),
+    key("jsx_factory", Yes, Build(BUILD)),
+    key("jsx_fragment", Yes, Build(BUILD)),
     key(
         "find_additional_modules",
         Yes,
@@ -128,7 +135,7 @@ pub const KEYS: &[Key] = &[
         Yes,
         Unsupported("modules are named from `main`'s folder"),
     ),
-    key("preserve_file_names", Yes, Unsupported(BUILD)),
+    key("preserve_file_names", Yes, Build(BUILD)),
     key(
         "node_compat",
         Yes,
@@ -177,6 +184,28 @@ pub const KEYS: &[Key] = &[
         Unsupported("service-worker module globals are not supported: import the module"),
     ),
 ];
+
+/// Whether key `name` set to `value` asks nothing of the platform: an
+/// empty value (`null`, `[]`, `{}`, or a table of empty values, such as
+/// `queues = { producers = [], consumers = [] }`), or wrangler's own
+/// default. Configs that frameworks' builds generate list every key so.
+pub fn asks_nothing(name: &str, value: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    let default = match name {
+        // What `wrangler dev` watches: nothing the Worker is made of.
+        "watch_dir" => return true,
+        "jsx_factory" => Some("React.createElement"),
+        "jsx_fragment" => Some("React.Fragment"),
+        _ => None,
+    };
+    match value {
+        Value::Null => true,
+        Value::Array(items) => items.is_empty(),
+        Value::Object(table) => table.iter().all(|(key, value)| asks_nothing(key, value)),
+        Value::String(text) => default == Some(text.as_str()),
+        Value::Bool(_) | Value::Number(_) => false,
+    }
+}
 
 /// The table's entry for `name`.
 pub fn find(name: &str) -> Option<&'static Key> {

@@ -10,6 +10,7 @@ use isolane_crds::WorkerSpec;
 use isolane_worker::{Binding, Limits, Route};
 use serde_json::{Value, json};
 
+use super::build::{self, Build};
 use super::{Config, ConfigError, Problem, Project, RouteConfig};
 use crate::rules::{RuleError, Rules};
 
@@ -45,6 +46,10 @@ pub struct ProjectWorker {
     pub main: Option<PathBuf>,
     /// `[[rules]]` before wrangler's defaults.
     pub rules: Rules,
+    /// The build by the project's own wrangler (`build.rs`), when it has
+    /// one installed and `no_bundle` is not set: `main` is then built, and
+    /// the Worker's code is the build's output.
+    pub build: Option<Build>,
     /// The project's keys not honoured, then the values within mapped keys.
     pub problems: Vec<Problem>,
 }
@@ -94,14 +99,14 @@ pub fn worker(project: &Project) -> Result<ProjectWorker, SpecError> {
         Err(ConfigError::NoMain { .. }) if config.assets.is_some() => None,
         Err(error) => return Err(error.into()),
     };
-    if let Some(main) = &main {
-        unbuilt(main).map_err(|m| value_error("main".into(), m))?;
-    }
+    let build = build_of(project, main.as_deref(), &mut problems)
+        .map_err(|m| value_error("main".into(), m))?;
     Ok(ProjectWorker {
         name: worker_name(project)?,
         spec,
         main,
         rules,
+        build,
         problems,
     })
 }
@@ -121,12 +126,37 @@ fn routes(config: &Config) -> Result<Vec<Value>, (String, String)> {
     Ok(routes)
 }
 
-/// Refuses a `main` that needs a build step (TypeScript, JSX) isolane does
-/// not run yet, saying which build to run first.
+/// The build of `main` by the project's own wrangler, if it has one and
+/// `no_bundle` is not set: wrangler then honours the build keys, which
+/// are no longer problems. Without one, a `main` that needs a build is
+/// refused.
+fn build_of(
+    project: &Project,
+    main: Option<&std::path::Path>,
+    problems: &mut Vec<Problem>,
+) -> Result<Option<Build>, String> {
+    let Some(main) = main else {
+        return Ok(None);
+    };
+    let build = match project.config.no_bundle {
+        true => None,
+        false => build::find(&project.dir)
+            .and_then(|builder| builder.plan(&project.file, project.env.as_deref(), main)),
+    };
+    match &build {
+        Some(_) => problems.retain(|problem| !problem.is_build_key()),
+        None => unbuilt(main)?,
+    }
+    Ok(build)
+}
+
+/// Refuses a `main` that needs a build step (TypeScript, JSX) when the
+/// project has no wrangler to build it (or `no_bundle` is set), saying how
+/// to get one.
 fn unbuilt(main: &std::path::Path) -> Result<(), String> {
     match main.extension().and_then(|e| e.to_str()) {
         Some(ext) if ["ts", "mts", "cts", "tsx", "jsx"].contains(&ext) => Err(format!(
-            "{} needs a build (.{ext}), which isolane does not run yet: run `wrangler deploy --dry-run --outdir dist` and set main = \"dist/index.js\"",
+            "{} needs a build (.{ext}): isolane builds with the project's own wrangler, and none is installed here (`npm install --save-dev wrangler`), or no_bundle is set; or build first (`wrangler deploy --dry-run --outdir dist`) and set main = \"dist/index.js\"",
             main.display()
         )),
         _ => Ok(()),

@@ -29,7 +29,7 @@ crons = ["*/5 * * * *"]
 
 [env.staging]
 vars = { GREETING = "hello staging" }
-queues = { producers = [] }
+queues = { producers = [{ binding = "JOBS", queue = "jobs" }] }
 
 [env.named]
 name = "shop-preview"
@@ -278,5 +278,39 @@ fn every_key_of_the_table_is_in_the_mapping_doc() {
     assert!(
         missing.is_empty(),
         "docs/wrangler.md does not map {missing:?}"
+    );
+}
+
+#[test]
+fn empty_keys_and_wrangler_defaults_ask_nothing_as_generated_configs_write_them() {
+    let text = r#"{
+        "name": "site", "main": "entry.mjs", "topLevelName": "site",
+        "r2_buckets": [], "queues": { "producers": [], "consumers": [] },
+        "jsx_factory": "React.createElement", "build": { "watch_dir": "./src" },
+        "unsafe_hello_world": [], "images": { "binding": "IMAGES" },
+        "jsx_fragment": "Fragment"
+    }"#;
+    let project = project("wrangler.json", text, None).unwrap();
+    let keys: Vec<_> = project.problems.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(keys, ["images", "jsx_fragment"]);
+}
+
+#[test]
+fn a_builds_redirect_names_the_config_wrangler_deploys() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("wrangler.toml"), "name = 'own'\n").unwrap();
+    assert_eq!(find(dir.path()), Some(dir.path().join("wrangler.toml")));
+    let built = dir.path().join("dist/server");
+    std::fs::create_dir_all(&built).unwrap();
+    std::fs::write(built.join("wrangler.json"), "{\"name\": \"built\"}").unwrap();
+    let deploy = dir.path().join(".wrangler/deploy");
+    std::fs::create_dir_all(&deploy).unwrap();
+    let redirect = r#"{"configPath": "../../dist/server/wrangler.json"}"#;
+    std::fs::write(deploy.join("config.json"), redirect).unwrap();
+    let found = find(dir.path()).unwrap();
+    assert_eq!(found, deploy.join("../../dist/server/wrangler.json"));
+    assert_eq!(
+        Project::read(&found, None).unwrap().name().unwrap(),
+        "built"
     );
 }

@@ -41,6 +41,15 @@ impl Dev {
 
     /// [`Dev::start`] in the working folder `dir`.
     pub fn start_in(args: &[&str], dir: Option<&Path>) -> Self {
+        Self::start_with(args, dir, &[])
+    }
+
+    /// [`Dev::start_in`] with environment variables `envs`.
+    pub fn start_with(
+        args: &[&str],
+        dir: Option<&Path>,
+        envs: &[(&str, &std::ffi::OsStr)],
+    ) -> Self {
         let mut argv: Vec<OsString> = vec!["dev".into()];
         argv.extend(args.iter().map(|arg| {
             let path = repo().join(arg);
@@ -61,7 +70,7 @@ impl Dev {
             "isolane dev",
             Path::new(env!("CARGO_BIN_EXE_isolane")),
             &argv,
-            &[],
+            envs,
             &logs.path().join("dev.log"),
             dir,
         )

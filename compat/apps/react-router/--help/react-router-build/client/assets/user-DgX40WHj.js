@@ -1,1 +1,0 @@
-import{w as a,u as t,c as o,j as s,F as r}from"./jsx-runtime-DwmkJpIA.js";const d=a(function(){const{id:n}=t(),e=o();return s.jsxs("main",{children:[s.jsxs("h1",{children:["User ",n]}),e?s.jsxs("p",{children:["saved ",e.saved]}):null,s.jsx(r,{method:"post",children:s.jsx("input",{name:"nickname"})})]})});export{d as default};
