@@ -205,7 +205,28 @@ async fn a_next_js_build_through_open_next_is_served_as_wrangler_dev_serves_it()
         "text/javascript; charset=utf-8"
     );
     ranges_differ(&client, servers.isolane, servers.wrangler, &chunk).await;
+    in_its_own_folder(&client, servers.wrangler).await;
     assert!(servers.dev.interrupt().success());
+}
+
+/// `isolane dev` in `compat/apps/nextjs` itself, on its own
+/// `wrangler.jsonc` (`main` is OpenNext's unbundled `.open-next/worker.js`,
+/// its own compatibility date): built by the project's wrangler (the
+/// compat suite's), it answers as `wrangler dev` on the compat bundle,
+/// whose port is `wrangler`.
+async fn in_its_own_folder(client: &HttpClient, wrangler: u16) {
+    let app = support::repo().join("compat/apps/nextjs");
+    let node = isolane_testenv::wrangler::node22(&support::repo()).expect("Node.js 22");
+    let port = free_port().unwrap();
+    let envs = [("ISOLANE_NODE", node.as_os_str())];
+    let mut dev = Dev::start_with(&["--port", &port.to_string()], Some(&app), &envs);
+    when_ready(client, &mut dev, port, "localhost", "/").await;
+    for path in ["/", "/users/7", "/api/hello?q=42", "/old-home", "/nope"] {
+        let ours = get(client, port, path, &[]).await;
+        let theirs = get(client, wrangler, path, &[]).await;
+        assert_eq!(comparable(&ours), comparable(&theirs), "GET {path}");
+    }
+    assert!(dev.interrupt().success());
 }
 
 /// A client-side navigation to `path`: the page as its React Server
