@@ -331,6 +331,26 @@ fn services(
         .collect()
 }
 
+/// The dispatch namespace bindings of `bindings`: binding name to the
+/// namespace it calls into, and whether that namespace agreed (in
+/// `consent`, the operator's [`isolane_worker::Bundle::dispatch_consent`]).
+fn dispatchers(
+    bindings: &[isolane_worker::Binding],
+    consent: &std::collections::BTreeSet<String>,
+) -> std::collections::BTreeMap<String, isolane_engine::DispatchTarget> {
+    bindings
+        .iter()
+        .filter_map(|binding| {
+            let namespace = binding.dispatch_namespace.as_ref()?.namespace.clone();
+            let target = isolane_engine::DispatchTarget {
+                consented: consent.contains(&namespace),
+                namespace,
+            };
+            Some((binding.name.clone(), target))
+        })
+        .collect()
+}
+
 /// The engine's view of a bundle from its Secret.
 pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
     // The operator (and `isolane dev`) refuse bad settings before a bundle
@@ -379,6 +399,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
             })
             .collect(),
         services: services(&bundle.bindings),
+        dispatchers: dispatchers(&bundle.bindings, &bundle.dispatch_consent),
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,
         compat,

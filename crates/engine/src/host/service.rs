@@ -33,29 +33,59 @@ use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::dispatch::run_on;
 use crate::observer::{ServiceCallKind, ServicePlace};
-use crate::service_call::{MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall};
+use crate::service_call::{CallLimits, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall};
 use crate::work::Work;
 
-/// A service call ready to run: the called Worker, the call, and the hop
-/// count its request carries.
+/// A service call ready to run: the called Worker, the call, the hop
+/// count its request carries, and the limits its caller lowered.
 #[derive(Debug)]
 pub struct Outbound {
     bundle: Arc<WorkerBundle>,
     call: ServiceCall,
     hops: u32,
+    limits: CallLimits,
 }
 
-/// The call request `ctx` makes through its Worker's binding `binding`:
-/// refused (an `Error` the caller can catch) past [`MAX_DEPTH`], or when
-/// the called Worker is not served here.
-pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, HostError> {
+/// The Worker a dispatch namespace binding's stub calls
+/// (`env.NAME.get(worker, args, {limits})`), named by the caller's code:
+/// the binding says which namespace, the host checks it agreed.
+#[derive(Debug, Clone, Default)]
+pub struct DispatchTo {
+    pub worker: String,
+    pub limits: CallLimits,
+}
+
+impl DispatchTo {
+    /// The target of a call from the host functions' trailing arguments
+    /// (`serviceFetch`, `serviceRpc`): `None` for a service binding's
+    /// call (no `worker`); a limit of 0 is none given.
+    pub fn from_args(worker: Option<String>, cpu_ms: u32, subrequests: u32) -> Option<Self> {
+        let given = |limit: u32| (limit > 0).then_some(limit);
+        worker.map(|worker| Self {
+            worker,
+            limits: CallLimits {
+                cpu_ms: given(cpu_ms),
+                subrequests: given(subrequests),
+            },
+        })
+    }
+}
+
+/// The call request `ctx` makes through its Worker's binding `binding`: a
+/// service binding's Worker, or with `to` Worker `to.worker` of a dispatch
+/// namespace binding's namespace. Refused (an `Error` the caller can
+/// catch) past [`MAX_DEPTH`], when the called Worker is not served here,
+/// or when its namespace did not agree to be dispatched into.
+pub fn prepare(
+    host: &HostState,
+    ctx: u32,
+    binding: &str,
+    to: Option<DispatchTo>,
+) -> Result<Outbound, HostError> {
     let caller = host
         .worker
         .get()
         .ok_or_else(|| HostError::type_error("service binding: no Worker is loaded"))?;
-    let target = caller.services.get(binding).ok_or_else(|| {
-        HostError::type_error(format!("{binding} is not a service binding of this Worker"))
-    })?;
     let hops = host.outbound_hops(ctx);
     if hops > MAX_DEPTH {
         return Err(HostError::new(
@@ -65,6 +95,12 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
             ),
         ));
     }
+    if let Some(to) = to {
+        return prepare_dispatch(host, caller, binding, to, hops);
+    }
+    let target = caller.services.get(binding).ok_or_else(|| {
+        HostError::type_error(format!("{binding} is not a service binding of this Worker"))
+    })?;
     let bundle = served_worker(host, caller.namespace(), &target.worker).ok_or_else(|| {
         HostError::new(
             ErrorClass::Error,
@@ -80,7 +116,58 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
         props: target.props.clone(),
         payload: None,
     };
-    Ok(Outbound { bundle, call, hops })
+    Ok(Outbound {
+        bundle,
+        call,
+        hops,
+        limits: CallLimits::default(),
+    })
+}
+
+/// [`prepare`] for a dispatch namespace binding: the namespace's consent
+/// (as the operator wrote it into the caller's bundle), then the Worker.
+fn prepare_dispatch(
+    host: &HostState,
+    caller: &WorkerBundle,
+    binding: &str,
+    to: DispatchTo,
+    hops: u32,
+) -> Result<Outbound, HostError> {
+    let target = caller.dispatchers.get(binding).ok_or_else(|| {
+        HostError::type_error(format!(
+            "{binding} is not a dispatch namespace binding of this Worker"
+        ))
+    })?;
+    let namespace = &target.namespace;
+    if !target.consented {
+        let platform = caller.namespace();
+        return Err(HostError::new(
+            ErrorClass::Error,
+            format!(
+                "Dispatch refused: namespace {namespace} has not agreed to be dispatched into from namespace {platform}: its Namespace lacks the label {}{platform}=true (set by a cluster admin)",
+                isolane_worker::dispatch::CONSENT_LABEL_PREFIX
+            ),
+        ));
+    }
+    let not_found = || {
+        HostError::new(
+            ErrorClass::Error,
+            format!(
+                "Worker not found: no Worker {:?} in dispatch namespace {namespace}",
+                to.worker
+            ),
+        )
+    };
+    if !isolane_worker::is_worker_name(&to.worker) {
+        return Err(not_found());
+    }
+    let bundle = served_worker(host, namespace, &to.worker).ok_or_else(not_found)?;
+    Ok(Outbound {
+        bundle,
+        call: ServiceCall::default(),
+        hops,
+        limits: to.limits,
+    })
 }
 
 impl Outbound {
@@ -107,6 +194,9 @@ impl Outbound {
             HeaderName::from_static(crate::HOPS_HEADER),
             HeaderValue::from(self.hops),
         );
+        if self.limits != CallLimits::default() {
+            request.extensions_mut().insert(self.limits);
+        }
         let thread = host.thread.clone();
         let kind = match self.call.method {
             Some(_) => ServiceCallKind::Rpc,
