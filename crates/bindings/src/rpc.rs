@@ -7,7 +7,7 @@
 
 use std::rc::Rc;
 
-use isolane_engine::api::service::{DispatchTo, RpcAnswer, prepare, rpc_answer};
+use isolane_engine::api::service::{RpcAnswer, rpc_answer};
 use isolane_engine::api::{
     ErrorClass, HostError, HostState, Settle, Settlement, begin_op, too_many, u8_array,
 };
@@ -29,8 +29,8 @@ pub(crate) fn service_rpc<'s>(
     subrequests: u32,
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let ctx = host.current();
-    let to = DispatchTo::from_args(worker, cpu_ms, subrequests);
-    let early = prepare(&host, ctx, &binding, to).and_then(|outbound| {
+    let limits = (cpu_ms, subrequests);
+    let early = crate::dispatch::outbound(&host, ctx, &binding, worker, limits).and_then(|outbound| {
         let limit = host.worker().map_or(0, |w| w.limits.subrequests);
         host.take_subrequest(ctx, limit)
             .map_err(|limit| HostError::type_error(too_many(limit)))?;

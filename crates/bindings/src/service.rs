@@ -14,7 +14,7 @@
 use std::rc::Rc;
 
 use isolane_engine::Body;
-use isolane_engine::api::service::{DispatchTo, header_map, prepare, request, settlement};
+use isolane_engine::api::service::{header_map, request, settlement};
 use isolane_engine::api::{HostError, HostState, Unit, begin_op, too_many};
 
 /// `env.NAME` for a service binding.
@@ -57,11 +57,11 @@ fn service_fetch<'s>(
     subrequests: u32,
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let ctx = host.current();
-    let to = DispatchTo::from_args(worker, cpu_ms, subrequests);
     let early = header_map(scope, headers)
         .map_err(HostError::type_error)
         .and_then(|headers| {
-            let outbound = prepare(&host, ctx, &binding, to)?;
+            let limits = (cpu_ms, subrequests);
+            let outbound = crate::dispatch::outbound(&host, ctx, &binding, worker, limits)?;
             let limit = host.worker().map_or(0, |w| w.limits.subrequests);
             host.take_subrequest(ctx, limit)
                 .map_err(|limit| HostError::type_error(too_many(limit)))?;

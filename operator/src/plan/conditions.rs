@@ -89,6 +89,27 @@ pub(super) fn services_condition(
             message,
         );
     }
+    let message = unbound_message(namespace, missing, refused);
+    let why = if missing.is_empty() {
+        reason::DISPATCH_NOT_ALLOWED
+    } else {
+        reason::SERVICE_NOT_FOUND
+    };
+    ConditionUpdate::new(
+        ConditionType::ServicesBound,
+        ConditionStatus::False,
+        why,
+        message,
+    )
+}
+
+/// ServicesBound's message when it is False: each binding to a missing
+/// Worker, then each dispatch namespace that did not agree.
+fn unbound_message(
+    namespace: &str,
+    missing: &[MissingService],
+    refused: &[RefusedDispatch],
+) -> String {
     let mut parts: Vec<String> = Vec::new();
     if !missing.is_empty() {
         let named: Vec<String> = missing
@@ -112,18 +133,7 @@ pub(super) fn services_condition(
             r.binding, r.namespace
         )
     }));
-    let message = parts.join("; ");
-    let why = if missing.is_empty() {
-        reason::DISPATCH_NOT_ALLOWED
-    } else {
-        reason::SERVICE_NOT_FOUND
-    };
-    ConditionUpdate::new(
-        ConditionType::ServicesBound,
-        ConditionStatus::False,
-        why,
-        message,
-    )
+    parts.join("; ")
 }
 
 /// What the plan decided about a Worker's routes.

@@ -46,61 +46,18 @@ pub struct Outbound {
     limits: CallLimits,
 }
 
-/// The Worker a dispatch namespace binding's stub calls
-/// (`env.NAME.get(worker, args, {limits})`), named by the caller's code:
-/// the binding says which namespace, the host checks it agreed.
-#[derive(Debug, Clone, Default)]
-pub struct DispatchTo {
-    pub worker: String,
-    pub limits: CallLimits,
-}
-
-impl DispatchTo {
-    /// The target of a call from the host functions' trailing arguments
-    /// (`serviceFetch`, `serviceRpc`): `None` for a service binding's
-    /// call (no `worker`); a limit of 0 is none given.
-    pub fn from_args(worker: Option<String>, cpu_ms: u32, subrequests: u32) -> Option<Self> {
-        let given = |limit: u32| (limit > 0).then_some(limit);
-        worker.map(|worker| Self {
-            worker,
-            limits: CallLimits {
-                cpu_ms: given(cpu_ms),
-                subrequests: given(subrequests),
-            },
-        })
-    }
-}
-
-/// The call request `ctx` makes through its Worker's binding `binding`: a
-/// service binding's Worker, or with `to` Worker `to.worker` of a dispatch
-/// namespace binding's namespace. Refused (an `Error` the caller can
-/// catch) past [`MAX_DEPTH`], when the called Worker is not served here,
-/// or when its namespace did not agree to be dispatched into.
-pub fn prepare(
-    host: &HostState,
-    ctx: u32,
-    binding: &str,
-    to: Option<DispatchTo>,
-) -> Result<Outbound, HostError> {
+/// The call request `ctx` makes through its Worker's binding `binding`:
+/// refused (an `Error` the caller can catch) past [`MAX_DEPTH`], or when
+/// the called Worker is not served here.
+pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, HostError> {
     let caller = host
         .worker
         .get()
         .ok_or_else(|| HostError::type_error("service binding: no Worker is loaded"))?;
-    let hops = host.outbound_hops(ctx);
-    if hops > MAX_DEPTH {
-        return Err(HostError::new(
-            ErrorClass::Error,
-            format!(
-                "Service call failed: the chain of service calls is deeper than {MAX_DEPTH} (a Worker calling itself, or a cycle of Workers)"
-            ),
-        ));
-    }
-    if let Some(to) = to {
-        return prepare_dispatch(host, caller, binding, to, hops);
-    }
     let target = caller.services.get(binding).ok_or_else(|| {
         HostError::type_error(format!("{binding} is not a service binding of this Worker"))
     })?;
+    let hops = hops(host, ctx)?;
     let bundle = served_worker(host, caller.namespace(), &target.worker).ok_or_else(|| {
         HostError::new(
             ErrorClass::Error,
@@ -116,58 +73,57 @@ pub fn prepare(
         props: target.props.clone(),
         payload: None,
     };
+    let limits = CallLimits::default();
     Ok(Outbound {
         bundle,
         call,
         hops,
-        limits: CallLimits::default(),
+        limits,
     })
 }
 
-/// [`prepare`] for a dispatch namespace binding: the namespace's consent
-/// (as the operator wrote it into the caller's bundle), then the Worker.
-fn prepare_dispatch(
+/// A dispatch namespace binding's call of Worker `worker` of `namespace`
+/// (its consent checked by the caller, `isolane-bindings`), under
+/// `limits`: refused past [`MAX_DEPTH`], or as Cloudflare's `Worker not
+/// found` when the namespace has no such Worker here.
+pub fn prepare_dispatch(
     host: &HostState,
-    caller: &WorkerBundle,
-    binding: &str,
-    to: DispatchTo,
-    hops: u32,
+    ctx: u32,
+    namespace: &str,
+    worker: &str,
+    limits: CallLimits,
 ) -> Result<Outbound, HostError> {
-    let target = caller.dispatchers.get(binding).ok_or_else(|| {
-        HostError::type_error(format!(
-            "{binding} is not a dispatch namespace binding of this Worker"
-        ))
-    })?;
-    let namespace = &target.namespace;
-    if !target.consented {
-        let platform = caller.namespace();
+    let hops = hops(host, ctx)?;
+    let bundle = isolane_worker::is_worker_name(worker)
+        .then(|| served_worker(host, namespace, worker))
+        .flatten()
+        .ok_or_else(|| {
+            let message =
+                format!("Worker not found: no Worker {worker:?} in dispatch namespace {namespace}");
+            HostError::new(ErrorClass::Error, message)
+        })?;
+    let call = ServiceCall::default();
+    Ok(Outbound {
+        bundle,
+        call,
+        hops,
+        limits,
+    })
+}
+
+/// The hop count a call from request `ctx` carries, refused past
+/// [`MAX_DEPTH`].
+fn hops(host: &HostState, ctx: u32) -> Result<u32, HostError> {
+    let hops = host.outbound_hops(ctx);
+    if hops > MAX_DEPTH {
         return Err(HostError::new(
             ErrorClass::Error,
             format!(
-                "Dispatch refused: namespace {namespace} has not agreed to be dispatched into from namespace {platform}: its Namespace lacks the label {}{platform}=true (set by a cluster admin)",
-                isolane_worker::dispatch::CONSENT_LABEL_PREFIX
+                "Service call failed: the chain of service calls is deeper than {MAX_DEPTH} (a Worker calling itself, or a cycle of Workers)"
             ),
         ));
     }
-    let not_found = || {
-        HostError::new(
-            ErrorClass::Error,
-            format!(
-                "Worker not found: no Worker {:?} in dispatch namespace {namespace}",
-                to.worker
-            ),
-        )
-    };
-    if !isolane_worker::is_worker_name(&to.worker) {
-        return Err(not_found());
-    }
-    let bundle = served_worker(host, namespace, &to.worker).ok_or_else(not_found)?;
-    Ok(Outbound {
-        bundle,
-        call: ServiceCall::default(),
-        hops,
-        limits: to.limits,
-    })
+    Ok(hops)
 }
 
 impl Outbound {
