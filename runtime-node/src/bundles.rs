@@ -594,4 +594,30 @@ mod tests {
         assert_eq!(worker.hosted_objects.len(), 1);
         assert_eq!(worker.hosted_objects.get("HOSTED"), Some(&hosted));
     }
+
+    #[test]
+    fn dispatch_bindings_reach_the_engine_with_the_consent_the_operator_saw() {
+        use isolane_worker::Binding;
+        let bundle = isolane_worker::Bundle::new(
+            "platform/dispatcher".into(),
+            "export default {}".into(),
+            Default::default(),
+            Default::default(),
+            Vec::new(),
+        )
+        .with_bindings(vec![
+            Binding::dispatch_namespace("A", "cust-a"),
+            Binding::dispatch_namespace("B", "cust-b"),
+        ])
+        .with_dispatch_consent(["cust-a".to_owned()].into());
+        let worker = worker_bundle(bundle);
+        let target = |namespace: &str, consented| isolane_engine::DispatchTarget {
+            namespace: namespace.into(),
+            consented,
+        };
+        assert_eq!(worker.dispatchers.get("A"), Some(&target("cust-a", true)));
+        assert_eq!(worker.dispatchers.get("B"), Some(&target("cust-b", false)));
+        assert_eq!(worker.dispatchers.len(), 2);
+        assert!(worker.services.is_empty());
+    }
 }
