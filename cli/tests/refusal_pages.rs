@@ -278,6 +278,7 @@ fn bundle(revision: &str) -> WorkerBundle {
         sqlite_classes: Default::default(),
         hosted_objects: Default::default(),
         services: Default::default(),
+        dispatchers: Default::default(),
         limits: Limits {
             cpu_ms: 50,
             ..Limits::default()

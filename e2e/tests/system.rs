@@ -24,6 +24,10 @@
 //!   two nodes SIGKILLed in a poison Worker's turn with a bystander's request
 //!   in flight on both; after they restart, their crash records free the
 //!   bystander and keep the poison quarantined.
+//! - `dispatch::a_platform_dispatches_into_fifty_namespaces_that_agreed_and_no_other`:
+//!   a platform Worker dispatches by name into 50 customer namespaces that
+//!   agreed (a Namespace label), by fetch and RPC; one without the label is
+//!   refused, removing a label revokes (issue 60).
 //! - `takeover::a_redeploy_keeps_its_host_from_other_namespaces`: another
 //!   namespace's squatter and wildcard on a host never get it while its
 //!   owner replaces its Worker, in either order (issue 28).
@@ -56,6 +60,8 @@ use tokio::sync::{Mutex, MutexGuard};
 
 #[path = "system/culprit.rs"]
 mod culprit;
+#[path = "system/dispatch.rs"]
+mod dispatch;
 #[path = "system/failing.rs"]
 mod failing;
 #[path = "system/services.rs"]

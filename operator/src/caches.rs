@@ -4,7 +4,7 @@
 //! [`Caches::start`] runs every watch a reconcile reads from: the recorded
 //! host owners first (no decision without them, `owners.rs`), then the
 //! runtime-node Leases (reconciles see the node set from the start), then
-//! Workers, the ConfigMaps and Secrets they read, and bundles
+//! Workers, the ConfigMaps and Secrets they read, bundles and Namespaces
 //! (`watches.rs`). Their events update the stores and the [`WorkerIndex`]
 //! whether or not this replica leads, and send the Workers they touch to
 //! [`Triggers`]: the running controller's queue, or nowhere. So a controller
@@ -24,7 +24,7 @@ use futures::future::ready;
 use isolane_crds::Worker;
 use isolane_placement::NodeSet;
 use isolane_telemetry::ReadyHandle;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::PartialObjectMeta;
 use kube::runtime::reflector::Store;
 use kube::{Api, Client};
@@ -51,6 +51,8 @@ pub struct Caches {
     pub workers: Store<Worker>,
     /// Bundle Secrets (metadata) in the operator's namespace.
     pub bundles: Store<PartialObjectMeta<Secret>>,
+    /// Namespaces (metadata): their dispatch consent labels.
+    pub namespaces: Store<PartialObjectMeta<Namespace>>,
     /// The schedulable runtime nodes.
     pub nodes: watch::Receiver<Arc<NodeSet>>,
     /// True once every watch has listed.
@@ -83,6 +85,7 @@ impl Caches {
         let (synced_tx, synced) = watch::channel(false);
         let watches = Watches::new(client, &config.namespace, &sinks);
         let (workers, bundles) = (watches.workers.clone(), watches.bundles.clone());
+        let namespaces = watches.namespaces.clone();
         let ended = CancellationToken::new();
         let running = Running {
             client: client.clone(),
@@ -96,6 +99,7 @@ impl Caches {
             sinks,
             workers,
             bundles,
+            namespaces,
             nodes,
             synced,
             ended,

@@ -159,6 +159,7 @@ fn context(
             artifacts,
         )
         .with_store(store)
-        .with_certificates(certificates),
+        .with_certificates(certificates)
+        .with_namespaces(caches.namespaces.clone()),
     )
 }

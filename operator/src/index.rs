@@ -18,7 +18,7 @@ mod callers;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use isolane_crds::{Worker, WorkerClass, WorkerSpec};
-use isolane_worker::Route;
+use isolane_worker::{Bundle, Route};
 use isolane_worker::{Claim, HostOwner, Reservation};
 use kube::runtime::watcher;
 
@@ -61,6 +61,8 @@ struct Entry {
     references: Vec<ReferenceKey>,
     /// The Workers its service bindings name.
     services: Vec<WorkerKey>,
+    /// The namespaces its dispatch namespace bindings name.
+    dispatch: Vec<String>,
 }
 
 /// References and route claims of every Worker of the installation's class
@@ -73,6 +75,9 @@ pub struct WorkerIndex {
     entries: HashMap<WorkerKey, Entry>,
     readers: HashMap<ReferenceKey, BTreeSet<WorkerKey>>,
     callers: Callers,
+    /// For each namespace, the Workers whose dispatch namespace bindings
+    /// name it: a change to its Namespace's labels re-reconciles them.
+    dispatching: HashMap<String, BTreeSet<WorkerKey>>,
     routes: RouteTable,
     /// Workers seen since the current relist started.
     relisting: Option<HashSet<WorkerKey>>,
@@ -155,12 +160,15 @@ impl WorkerIndex {
             return self.remove(&claim.worker);
         }
         let key = claim.worker.clone();
-        let (references, services) = if worker.metadata.deletion_timestamp.is_some() {
-            (Vec::new(), Vec::new())
+        let (references, services, dispatch) = if worker.metadata.deletion_timestamp.is_some() {
+            (Vec::new(), Vec::new(), Vec::new())
         } else {
             (
                 references(&key.namespace, &worker.spec),
                 targets(&key.namespace, &worker.spec),
+                Bundle::dispatch_targets(&worker.spec.bindings)
+                    .into_iter()
+                    .collect(),
             )
         };
         let old = self.entries.remove(&key);
@@ -172,17 +180,10 @@ impl WorkerIndex {
         };
         let mut touched: Vec<Route> = Vec::new();
         if let Some(old) = old {
-            self.forget_references(&key, &old.references);
-            self.callers.forget(&key, &old.services);
+            self.forget_links(&key, &old);
             touched.extend(old.claim.routes);
         }
-        for reference in &references {
-            self.readers
-                .entry(reference.clone())
-                .or_default()
-                .insert(key.clone());
-        }
-        self.callers.add(&key, &services);
+        self.remember_links(&key, &references, &services, &dispatch);
         touched.extend(claim.routes.iter().cloned());
         if !unchanged_routes {
             self.routes.set(claim.clone());
@@ -192,6 +193,7 @@ impl WorkerIndex {
             claim,
             references,
             services,
+            dispatch,
         };
         self.entries.insert(key.clone(), entry);
         affected.remove(&key);
@@ -229,8 +231,7 @@ impl WorkerIndex {
         let Some(old) = self.entries.remove(key) else {
             return Vec::new();
         };
-        self.forget_references(key, &old.references);
-        self.callers.forget(key, &old.services);
+        self.forget_links(key, &old);
         self.routes.remove(key);
         let mut affected: BTreeSet<WorkerKey> = self.callers.of(key).cloned().collect();
         affected.extend(self.others_on(key, &old.claim.routes));
@@ -265,6 +266,55 @@ impl WorkerIndex {
     /// True when no Worker is indexed.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Records what `key` reads, calls and dispatches into.
+    fn remember_links(
+        &mut self,
+        key: &WorkerKey,
+        references: &[ReferenceKey],
+        services: &[WorkerKey],
+        dispatch: &[String],
+    ) {
+        for namespace in dispatch {
+            self.dispatching
+                .entry(namespace.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        for reference in references {
+            self.readers
+                .entry(reference.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        self.callers.add(key, services);
+    }
+
+    /// Forgets what `key` read, called and dispatched into (its `old` entry).
+    fn forget_links(&mut self, key: &WorkerKey, old: &Entry) {
+        self.forget_references(key, &old.references);
+        self.callers.forget(key, &old.services);
+        self.forget_dispatch(key, &old.dispatch);
+    }
+
+    /// The Workers whose dispatch namespace bindings name `namespace`.
+    pub fn dispatching_into(&self, namespace: &str) -> Vec<WorkerKey> {
+        self.dispatching
+            .get(namespace)
+            .map(|workers| workers.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn forget_dispatch(&mut self, key: &WorkerKey, namespaces: &[String]) {
+        for namespace in namespaces {
+            if let Some(workers) = self.dispatching.get_mut(namespace) {
+                workers.remove(key);
+                if workers.is_empty() {
+                    self.dispatching.remove(namespace);
+                }
+            }
+        }
     }
 
     fn forget_references(&mut self, key: &WorkerKey, references: &[ReferenceKey]) {
@@ -553,5 +603,26 @@ mod tests {
         let affected = index.apply_event(&watcher::Event::InitDone);
         assert_eq!(affected, vec![WorkerKey::new("ns", "kept")]);
         assert_eq!(index.len(), 1);
+    }
+
+    #[test]
+    fn the_workers_dispatching_into_a_namespace_are_kept_and_forgotten() {
+        let mut platform = worker("platform", 1, &["p"]);
+        platform.spec.bindings = vec![
+            isolane_worker::Binding::dispatch_namespace("A", "cust-a"),
+            isolane_worker::Binding::dispatch_namespace("B", "cust-b"),
+        ];
+        let mut index = WorkerIndex::default();
+        index.apply_event(&watcher::Event::Apply(platform.clone()));
+        let key = WorkerKey::new("ns", "platform");
+        assert_eq!(index.dispatching_into("cust-a"), vec![key.clone()]);
+        assert_eq!(index.dispatching_into("cust-b"), vec![key.clone()]);
+        assert!(index.dispatching_into("cust-c").is_empty());
+        platform.spec.bindings.pop();
+        index.apply_event(&watcher::Event::Apply(platform.clone()));
+        assert!(index.dispatching_into("cust-b").is_empty());
+        index.apply_event(&watcher::Event::Delete(platform));
+        assert!(index.dispatching_into("cust-a").is_empty());
+        assert!(index.dispatching.is_empty());
     }
 }

@@ -40,11 +40,11 @@ use crate::revisions::{self, Stored};
 use crate::routes::{Holder, WorkerKey};
 use crate::script::{self, ScriptKind};
 use crate::status::{ConditionUpdate, DesiredStatus, Revisions, Shown, reason};
-pub use conditions::MissingService;
 use conditions::{
     Conditions, Links, RouteDecision, invalid_conditions, missing_reference_conditions,
     services_condition, serving_conditions,
 };
+pub use conditions::{DispatchConsent, MissingService, RefusedDispatch};
 
 /// What a reconcile observed for one Worker before deciding.
 #[derive(Clone, Debug)]
@@ -57,6 +57,8 @@ pub struct Observed {
     pub lost: Vec<(Route, Holder)>,
     /// Its service bindings that name a Worker the namespace does not have.
     pub missing_services: Vec<MissingService>,
+    /// Which namespaces its dispatch namespace bindings name agreed.
+    pub dispatch: DispatchConsent,
     /// The schedulable runtime nodes.
     pub nodes: Arc<NodeSet>,
     /// The bundle Secrets (metadata) in the operator namespace, as the store
@@ -124,7 +126,12 @@ pub fn plan(
     let routes = RouteDecision::new(&spec.routes, &observed.lost);
     let links = || Links {
         routes: routes.condition(),
-        services: services_condition(spec, &key.namespace, &observed.missing_services),
+        services: services_condition(
+            spec,
+            &key.namespace,
+            &observed.missing_services,
+            &observed.dispatch.refused,
+        ),
     };
     let stored = revisions::stored(key, observed.bundles.iter().map(AsRef::as_ref));
     let mut shown = Shown {
@@ -180,7 +187,8 @@ pub fn plan(
             return Ok(not_ready(conditions, shown, settings.resync));
         }
     };
-    let mut bundle = bundle_of(key, resolved, spec, routes.admitted.clone());
+    let mut bundle = bundle_of(key, resolved, spec, routes.admitted.clone())
+        .with_dispatch_consent(observed.dispatch.consented.clone());
     if let Some(source) = artifact {
         bundle = bundle.with_artifact(source);
     }
@@ -515,6 +523,7 @@ mod tests {
             sources: Sources::default(),
             lost: Vec::new(),
             missing_services: Vec::new(),
+            dispatch: DispatchConsent::default(),
             nodes: Arc::new(NodeSet::new(vec![Node::new("node-1", 2)])),
             bundles: Vec::new(),
             now: now(),
@@ -560,6 +569,12 @@ mod tests {
     fn condition<'a>(status: &'a WorkerStatus, type_: &str) -> (&'a str, &'a str) {
         let condition = status.conditions.iter().find(|c| c.type_ == type_).unwrap();
         (condition.status.as_str(), condition.reason.as_str())
+    }
+
+    /// The bundle a Secret the plan applies holds.
+    fn bundle_in(secret: &Secret) -> Bundle {
+        let data = secret.data.as_ref().unwrap();
+        serde_json::from_slice(&data[isolane_worker::BUNDLE_KEY].0).unwrap()
     }
 
     fn applied(plan: &Plan) -> Option<&Secret> {
@@ -665,6 +680,61 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_dispatch_namespace_that_did_not_agree_is_reported_and_left_out_of_the_bundle() {
+        let mut worker = worker(SCRIPT, &["hello.example.com"]);
+        worker.spec.bindings = vec![
+            isolane_worker::Binding::dispatch_namespace("A", "cust-a"),
+            isolane_worker::Binding::dispatch_namespace("B", "cust-b"),
+        ];
+        let one_refused = Observed {
+            dispatch: DispatchConsent {
+                consented: ["cust-a".to_owned()].into(),
+                refused: vec![RefusedDispatch {
+                    binding: "B".into(),
+                    namespace: "cust-b".into(),
+                }],
+            },
+            ..observed()
+        };
+        let refused = plan(&worker, &key(), &one_refused, &settings()).unwrap();
+        assert_eq!(refused.outcome, Outcome::Ready);
+        let bundle = bundle_in(applied(&refused).unwrap());
+        assert_eq!(bundle.dispatch_consent, ["cust-a".to_owned()].into());
+        let status = written_status(&refused);
+        assert_eq!(
+            condition(status, "ServicesBound"),
+            ("False", reason::DISPATCH_NOT_ALLOWED)
+        );
+        let message = &status.conditions[3].message;
+        assert_eq!(
+            message,
+            "binding B names dispatch namespace cust-b, which has not agreed: its Namespace \
+             lacks the label dispatch.isolane.dev/apps=true (set by a cluster admin); calls into \
+             it are refused until it has it"
+        );
+        // Once it agrees: a new revision (the consent is part of it).
+        let agreed = Observed {
+            dispatch: DispatchConsent {
+                consented: ["cust-a".to_owned(), "cust-b".to_owned()].into(),
+                refused: Vec::new(),
+            },
+            ..observed()
+        };
+        let agreed = plan(&worker, &key(), &agreed, &settings()).unwrap();
+        let status = written_status(&agreed);
+        assert_eq!(
+            condition(status, "ServicesBound"),
+            ("True", reason::SERVICES_FOUND)
+        );
+        assert_eq!(
+            status.conditions[3].message,
+            "0 of 0 service bindings name a Worker of this namespace; 2 of 2 dispatch namespaces agreed"
+        );
+        let before = bundle_in(applied(&refused).unwrap());
+        let after = bundle_in(applied(&agreed).unwrap());
+        assert_ne!(before.revision, after.revision);
+    }
     #[test]
     fn a_json_binding_reaches_the_bundle_as_json_text() {
         let mut worker = worker(SCRIPT, &["hello.example.com"]);

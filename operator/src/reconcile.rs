@@ -23,12 +23,12 @@ use std::time::{Duration, Instant};
 use isolane_crds::{Worker, WorkerSpec};
 use isolane_placement::NodeSet;
 use isolane_worker::Bundle;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client};
 use tokio::sync::watch;
 use tracing::{Instrument, debug, info, info_span, warn};
@@ -38,7 +38,7 @@ use crate::certificates::Certificates;
 use crate::executor::Executor;
 use crate::index::WorkerIndex;
 use crate::metrics::Outcome;
-use crate::plan::{self, MissingService, Observed, Settings};
+use crate::plan::{self, DispatchConsent, MissingService, Observed, RefusedDispatch, Settings};
 use crate::resolve;
 use crate::routes::WorkerKey;
 use crate::{Error, FINALIZER, lock};
@@ -62,6 +62,9 @@ pub struct Context {
     store: Option<isolane_storage::Store>,
     /// The Workers' Certificates, when they are asked for.
     certificates: Option<Certificates>,
+    /// Namespaces (metadata), whose labels say who may dispatch into them;
+    /// without it no namespace has agreed.
+    namespaces: Option<Store<PartialObjectMeta<Namespace>>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -100,7 +103,15 @@ impl Context {
             artifacts,
             store: None,
             certificates: None,
+            namespaces: None,
         }
+    }
+
+    /// Reads the dispatch consent labels of Namespaces from `namespaces`.
+    #[must_use]
+    pub fn with_namespaces(mut self, namespaces: Store<PartialObjectMeta<Namespace>>) -> Self {
+        self.namespaces = Some(namespaces);
+        self
     }
 
     /// Deletes a deleted Worker's Durable Object alarms in `store`.
@@ -210,11 +221,13 @@ async fn observe(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<
             .unwrap_or_default();
         (lost, missing_services(key, &worker.spec, &index))
     };
+    let dispatch = dispatch_consent(key, &worker.spec, context.namespaces.as_ref());
     Ok(Observed {
         sources,
         artifact,
         lost,
         missing_services,
+        dispatch,
         nodes: Arc::clone(&context.nodes.borrow()),
         bundles: bundles_of(key, &context.bundles),
         now: Timestamp::now(),
@@ -237,6 +250,37 @@ fn missing_services(
             worker: service.name.clone(),
         })
         .collect()
+}
+
+/// Which namespaces `key`'s dispatch namespace bindings name agreed to be
+/// dispatched into from its namespace: their Namespace carries the label
+/// `dispatch.isolane.dev/<key's namespace>: "true"` in `namespaces` (a
+/// namespace not seen has not agreed).
+fn dispatch_consent(
+    key: &WorkerKey,
+    spec: &WorkerSpec,
+    namespaces: Option<&Store<PartialObjectMeta<Namespace>>>,
+) -> DispatchConsent {
+    let mut consent = DispatchConsent::default();
+    for binding in &spec.bindings {
+        let Some(dispatch) = &binding.dispatch_namespace else {
+            continue;
+        };
+        let target = &dispatch.namespace;
+        let labels = namespaces
+            .and_then(|store| store.get(&ObjectRef::new(target)))
+            .and_then(|namespace| namespace.metadata.labels.clone())
+            .unwrap_or_default();
+        if isolane_worker::dispatch::consents(&labels, &key.namespace) {
+            consent.consented.insert(target.clone());
+        } else {
+            consent.refused.push(RefusedDispatch {
+                binding: binding.name.clone(),
+                namespace: target.clone(),
+            });
+        }
+    }
+    consent
 }
 
 /// The stored bundle Secrets that may be `key`'s, by name (its revisions'

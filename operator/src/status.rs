@@ -14,7 +14,7 @@
 //! | `RoutesAdmitted` | True | [`reason::ADMITTED`] |
 //! | `RoutesAdmitted` | False | [`reason::ROUTE_CONFLICT`] |
 //! | `ServicesBound` | True | [`reason::SERVICES_FOUND`] |
-//! | `ServicesBound` | False | [`reason::SERVICE_NOT_FOUND`] |
+//! | `ServicesBound` | False | [`reason::SERVICE_NOT_FOUND`], [`reason::DISPATCH_NOT_ALLOWED`] |
 
 use isolane_crds::{
     ConditionStatus, ConditionType, ReplicaPlacement, RevisionStatus, WorkerStatus,
@@ -53,6 +53,10 @@ pub mod reason {
     /// ServicesBound=False: a service binding names a Worker that does not
     /// exist (yet) in the namespace; the message names each.
     pub const SERVICE_NOT_FOUND: &str = "ServiceNotFound";
+    /// ServicesBound=False: a dispatch namespace binding names a namespace
+    /// that has not agreed to be dispatched into from the Worker's (its
+    /// Namespace lacks the label `dispatch.isolane.dev/<namespace>`).
+    pub const DISPATCH_NOT_ALLOWED: &str = "DispatchNotAllowed";
 }
 
 /// One condition as the reconcile decided it.

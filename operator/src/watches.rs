@@ -18,6 +18,11 @@
 //!   bundle changed or deleted by someone else is rewritten (its owner is
 //!   reconciled); the controller's own writes ([`OwnWrites`]) are dropped. The
 //!   store also lets a reconcile skip re-applying a bundle that is current.
+//! - Namespaces (metadata, kept in a store): their labels say which
+//!   platform namespaces may dispatch into them (docs/dispatch.md); an
+//!   event reconciles the Workers whose dispatch namespace bindings name
+//!   that namespace ([`WorkerIndex::dispatching_into`]), so a label set or
+//!   removed reaches their bundles (and the nodes) as a new revision.
 //! - Runtime-node Leases are watched by [`crate::membership`]; every Worker
 //!   is reconciled when the schedulable node set changes (`caches.rs`).
 
@@ -28,7 +33,7 @@ use futures::future::{BoxFuture, ready};
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use isolane_crds::{Worker, WorkerClass};
 use isolane_worker::BUNDLE_LABEL;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{ObjectMeta, PartialObjectMeta};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -48,6 +53,8 @@ pub struct Watches {
     pub workers: Store<Worker>,
     /// Bundle Secrets (metadata), as the reconcile reads them.
     pub bundles: Store<PartialObjectMeta<Secret>>,
+    /// Namespaces (metadata): their dispatch consent labels.
+    pub namespaces: Store<PartialObjectMeta<Namespace>>,
     /// Every watch: poll it for as long as the stores are read.
     pub run: BoxFuture<'static, ()>,
     config_maps_synced: watch::Receiver<bool>,
@@ -174,6 +181,37 @@ fn bundle_watch(
     (bundles, run)
 }
 
+/// Namespaces, metadata kept in a store: an event reconciles the Workers
+/// whose dispatch namespace bindings name the namespace (its consent
+/// labels may have changed).
+fn namespace_watch(
+    client: &Client,
+    sinks: &Sinks,
+) -> (Store<PartialObjectMeta<Namespace>>, BoxFuture<'static, ()>) {
+    let (namespaces, writer) = reflector::store::<PartialObjectMeta<Namespace>>();
+    let (index, triggers) = (Arc::clone(&sinks.index), sinks.triggers.clone());
+    let run = watcher(
+        Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .inspect(observer("namespaces", &sinks.metrics))
+    .modify(forget_managed_fields)
+    .reflect(writer)
+    .touched_objects()
+    .for_each(move |namespace| {
+        if let Ok(namespace) = namespace
+            && let Some(name) = &namespace.metadata.name
+        {
+            let dispatching = lock(&index).dispatching_into(name);
+            triggers.workers(dispatching);
+        }
+        ready(())
+    })
+    .boxed();
+    (namespaces, run)
+}
+
 impl Watches {
     /// The watches through `client`: bundles in `namespace`, the rest in
     /// every namespace, into `sinks`.
@@ -185,13 +223,21 @@ impl Watches {
         let (secrets, secrets_synced) =
             metadata_triggers::<Secret>(client, ReferenceKind::Secret, sinks);
         let (bundles, bundles_run) = bundle_watch(client, namespace, sinks);
+        let (namespaces, namespaces_run) = namespace_watch(client, sinks);
         let run = async move {
-            futures::join!(workers_run, config_maps, secrets, bundles_run);
+            futures::join!(
+                workers_run,
+                config_maps,
+                secrets,
+                bundles_run,
+                namespaces_run
+            );
         }
         .boxed();
         Self {
             workers,
             bundles,
+            namespaces,
             run,
             config_maps_synced,
             secrets_synced,
@@ -204,16 +250,18 @@ impl Watches {
     pub fn synced(&self) -> impl Future<Output = bool> + Send + 'static {
         let workers = self.workers.clone();
         let bundles = self.bundles.clone();
+        let namespaces = self.namespaces.clone();
         let mut config_maps = self.config_maps_synced.clone();
         let mut secrets = self.secrets_synced.clone();
         async move {
-            let (workers_ready, bundles_ready, _, _) = futures::join!(
+            let (workers_ready, bundles_ready, namespaces_ready, _, _) = futures::join!(
                 workers.wait_until_ready(),
                 bundles.wait_until_ready(),
+                namespaces.wait_until_ready(),
                 async { config_maps.wait_for(|synced| *synced).await.is_ok() },
                 async { secrets.wait_for(|synced| *synced).await.is_ok() },
             );
-            let synced = workers_ready.is_ok() && bundles_ready.is_ok();
+            let synced = workers_ready.is_ok() && bundles_ready.is_ok() && namespaces_ready.is_ok();
             if synced {
                 info!(workers = workers.len(), "controller caches synced");
             }

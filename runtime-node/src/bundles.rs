@@ -331,6 +331,26 @@ fn services(
         .collect()
 }
 
+/// The dispatch namespace bindings of `bindings`: binding name to the
+/// namespace it calls into, and whether that namespace agreed (in
+/// `consent`, the operator's [`isolane_worker::Bundle::dispatch_consent`]).
+fn dispatchers(
+    bindings: &[isolane_worker::Binding],
+    consent: &std::collections::BTreeSet<String>,
+) -> std::collections::BTreeMap<String, isolane_engine::DispatchTarget> {
+    bindings
+        .iter()
+        .filter_map(|binding| {
+            let namespace = binding.dispatch_namespace.as_ref()?.namespace.clone();
+            let target = isolane_engine::DispatchTarget {
+                consented: consent.contains(&namespace),
+                namespace,
+            };
+            Some((binding.name.clone(), target))
+        })
+        .collect()
+}
+
 /// The engine's view of a bundle from its Secret.
 pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
     // The operator (and `isolane dev`) refuse bad settings before a bundle
@@ -379,6 +399,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
             })
             .collect(),
         services: services(&bundle.bindings),
+        dispatchers: dispatchers(&bundle.bindings, &bundle.dispatch_consent),
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,
         compat,
@@ -572,5 +593,31 @@ mod tests {
         };
         assert_eq!(worker.hosted_objects.len(), 1);
         assert_eq!(worker.hosted_objects.get("HOSTED"), Some(&hosted));
+    }
+
+    #[test]
+    fn dispatch_bindings_reach_the_engine_with_the_consent_the_operator_saw() {
+        use isolane_worker::Binding;
+        let bundle = isolane_worker::Bundle::new(
+            "platform/dispatcher".into(),
+            "export default {}".into(),
+            Default::default(),
+            Default::default(),
+            Vec::new(),
+        )
+        .with_bindings(vec![
+            Binding::dispatch_namespace("A", "cust-a"),
+            Binding::dispatch_namespace("B", "cust-b"),
+        ])
+        .with_dispatch_consent(["cust-a".to_owned()].into());
+        let worker = worker_bundle(bundle);
+        let target = |namespace: &str, consented| isolane_engine::DispatchTarget {
+            namespace: namespace.into(),
+            consented,
+        };
+        assert_eq!(worker.dispatchers.get("A"), Some(&target("cust-a", true)));
+        assert_eq!(worker.dispatchers.get("B"), Some(&target("cust-b", false)));
+        assert_eq!(worker.dispatchers.len(), 2);
+        assert!(worker.services.is_empty());
     }
 }

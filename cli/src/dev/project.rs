@@ -204,6 +204,7 @@ fn folder_workers(dir: &Path) -> anyhow::Result<Vec<DevWorker>> {
         }
     }
     let sources = Sources::collect(&documents);
+    let namespaces = namespace_labels(&documents);
     let mut workers = Vec::new();
     for (file, value) in documents {
         if value.get("kind").and_then(|k| k.as_str()) != Some("Worker") {
@@ -211,7 +212,9 @@ fn folder_workers(dir: &Path) -> anyhow::Result<Vec<DevWorker>> {
         }
         let worker: isolane_crds::Worker = serde_yaml::from_value(value)
             .with_context(|| format!("{}: not a valid Worker", file.display()))?;
-        workers.push(dev_worker(&file, worker, &sources)?);
+        let mut worker = dev_worker(&file, worker, &sources)?;
+        worker.bundle = with_consent(worker.bundle, &worker.key, &namespaces);
+        workers.push(worker);
     }
     if workers.is_empty() {
         return Err(WorkerFileError::Empty {
@@ -220,6 +223,51 @@ fn folder_workers(dir: &Path) -> anyhow::Result<Vec<DevWorker>> {
         .into());
     }
     Ok(workers)
+}
+
+/// The labels of each `kind: Namespace` document of the folder, by name:
+/// what `isolane dev` knows of Namespaces (their dispatch consent).
+fn namespace_labels(
+    documents: &[(PathBuf, serde_yaml::Value)],
+) -> BTreeMap<String, BTreeMap<String, String>> {
+    documents
+        .iter()
+        .filter(|(_, doc)| doc.get("kind").and_then(|k| k.as_str()) == Some("Namespace"))
+        .filter_map(|(_, doc)| {
+            let metadata = doc.get("metadata")?;
+            let name = metadata.get("name")?.as_str()?;
+            let labels: BTreeMap<String, String> = metadata
+                .get("labels")
+                .and_then(|l| serde_yaml::from_value(l.clone()).ok())
+                .unwrap_or_default();
+            Some((name.to_owned(), labels))
+        })
+        .collect()
+}
+
+/// `bundle` with the target namespaces of its dispatch bindings that agree
+/// to Worker `key`'s namespace dispatching into them: as the operator reads
+/// them from the cluster's Namespaces, `isolane dev` reads them from the
+/// folder's `kind: Namespace` documents (`namespaces`, their labels); a
+/// namespace without one has not agreed.
+fn with_consent(
+    bundle: isolane_worker::Bundle,
+    key: &WorkerKey,
+    namespaces: &BTreeMap<String, BTreeMap<String, String>>,
+) -> isolane_worker::Bundle {
+    let targets = isolane_worker::Bundle::dispatch_targets(&bundle.bindings);
+    if targets.is_empty() {
+        return bundle;
+    }
+    let consent = targets
+        .into_iter()
+        .filter(|target| {
+            namespaces
+                .get(target)
+                .is_some_and(|labels| isolane_worker::dispatch::consents(labels, &key.namespace))
+        })
+        .collect();
+    bundle.with_dispatch_consent(consent)
 }
 
 /// ConfigMap `data` and Secret `stringData` of the folder, by (kind, name, key).

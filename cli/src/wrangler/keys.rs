@@ -66,6 +66,7 @@ pub const KEYS: &[Key] = &[
     key("kv_namespaces", No, Mapped),
     key("durable_objects", No, Mapped),
     key("services", No, Mapped),
+    key("dispatch_namespaces", No, Mapped),
     key("migrations", TopOnly, Mapped),
     key("$schema", Yes, NoEffect),
     key("account_id", Yes, NoEffect),
@@ -102,7 +103,6 @@ pub const KEYS: &[Key] = &[
     key("send_email", No, Unsupported(BINDING_KIND)),
     key("secrets_store_secrets", No, Unsupported(BINDING_KIND)),
     key("mtls_certificates", No, Unsupported(BINDING_KIND)),
-    key("dispatch_namespaces", No, Unsupported(BINDING_KIND)),
     key("version_metadata", No, Unsupported(BINDING_KIND)),
     key(
         "tail_consumers",

@@ -209,8 +209,9 @@ pub fn is_identifier(name: &str) -> bool {
 
 /// `kv_namespaces` (the namespace named by `id`, else by the binding),
 /// `durable_objects.bindings` (`script_name`: the Worker of the same
-/// namespace that hosts the class) and `services` (a Worker of the same
-/// namespace, its `entrypoint` and `props`).
+/// namespace that hosts the class), `services` (a Worker of the same
+/// namespace, its `entrypoint` and `props`) and `dispatch_namespaces` (a
+/// Kubernetes namespace whose Workers are called by name).
 fn bindings(
     project: &Project,
     problems: &mut Vec<Problem>,
@@ -246,6 +247,18 @@ fn bindings(
             target.props.clone_from(&service.props);
         }
         bindings.push(binding);
+    }
+    for (i, dispatch) in config.dispatch_namespaces.iter().enumerate() {
+        if dispatch.outbound.is_some() {
+            problems.push(Problem {
+                key: format!("dispatch_namespaces[{i}].outbound"),
+                reason: "outbound Workers are not built yet".into(),
+            });
+        }
+        bindings.push(Binding::dispatch_namespace(
+            &dispatch.binding,
+            &dispatch.namespace,
+        ));
     }
     let env = config.vars.keys().map(String::as_str);
     isolane_worker::check_bindings(env, &bindings)

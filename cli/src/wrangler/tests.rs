@@ -151,6 +151,13 @@ props = { role = "admin", tenant = 7 }
 binding = "API"
 service = "api"
 environment = "production"
+[[dispatch_namespaces]]
+binding = "DISPATCHER"
+namespace = "customers"
+[[dispatch_namespaces]]
+binding = "OUT"
+namespace = "others"
+outbound = { service = "egress", parameters = ["customer"] }
 [[migrations]]
 tag = "v1"
 new_classes = ["Room"]
@@ -191,8 +198,20 @@ renamed_classes = [{ from = "Room", to = "Hall" }]
     let bindings: Vec<_> = spec.bindings.iter().map(|b| b.name.as_str()).collect();
     assert_eq!(
         bindings,
-        ["KV", "LOCAL", "ROOM", "OTHER", "CHAT", "AUTH", "API"]
+        [
+            "KV",
+            "LOCAL",
+            "ROOM",
+            "OTHER",
+            "CHAT",
+            "AUTH",
+            "API",
+            "DISPATCHER",
+            "OUT"
+        ]
     );
+    let dispatch = spec.bindings[7].dispatch_namespace.as_ref().unwrap();
+    assert_eq!(dispatch.namespace, "customers");
     // new_sqlite_classes: the class's own binding is SQLite-backed, the
     // others are not.
     let sqlite: Vec<_> = spec
@@ -218,7 +237,11 @@ renamed_classes = [{ from = "Room", to = "Hall" }]
     let problems: Vec<_> = worker.problems.iter().map(|p| p.key.as_str()).collect();
     assert_eq!(
         problems,
-        ["services[1].environment", "migrations[1].renamed_classes"]
+        [
+            "services[1].environment",
+            "dispatch_namespaces[1].outbound",
+            "migrations[1].renamed_classes"
+        ]
     );
 }
 

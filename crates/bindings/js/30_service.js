@@ -11,23 +11,37 @@
 // entrypoint (31_rpc.js), as workerd's Fetcher: `env.SVC.method(...args)`
 // calls it, `await env.SVC.prop` reads a property. `then` is not one, so a
 // Fetcher is not a thenable.
+//
+// A dispatch namespace binding (`env.DISPATCHER`, Workers for Platforms)
+// is a DispatchNamespace whose `get(name, args, {limits})` returns the same
+// kind of Fetcher, carrying the Worker's name and the limits the caller
+// lowers (`to`): the host checks the namespace agreed, finds the Worker in
+// it, and only ever lowers the Worker's own limits with them.
 'use strict';
 
 const kService = Symbol('create');
 
+// The host's trailing arguments for a call: a dispatch stub's Worker and
+// lowered limits (0: the Worker's own), nothing for a service binding.
+internal.serviceTarget = (to) =>
+  to === undefined ? [undefined, 0, 0] : [to.worker, to.cpuMs, to.subrequests];
+
 class Fetcher {
   #binding;
+  #to;
 
-  constructor(key, binding) {
+  constructor(key, binding, to) {
     if (key !== kService) throw new TypeError('Illegal constructor');
     this.#binding = binding;
+    this.#to = to;
   }
 
   async fetch(input, init = undefined) {
     const request = new Request(input, init);
     const { method, url, headers, body } = internal.requestParts(request);
     const bytes = await internal.bodyBytes(body);
-    const head = await host.serviceFetch(this.#binding, method, url, internal.headersList(headers), bytes);
+    const head = await host.serviceFetch(
+      this.#binding, method, url, internal.headersList(headers), bytes, ...internal.serviceTarget(this.#to));
     // A 101's socket, served by the called Worker on this thread.
     if (head.webSocket) head.passedWebSocket = internal.passedWebSocket(head.webSocket);
     return internal.responseFromHost(head);
@@ -39,8 +53,8 @@ internal.setToStringTag(Fetcher.prototype, 'Fetcher');
 // What `env.SVC` is: the Fetcher, whose own members (fetch, toString...)
 // answer as they are, bound to it, and whose other string properties are
 // RPC properties, made once each.
-internal.serviceBinding = (binding) => {
-  const fetcher = new Fetcher(kService, binding);
+internal.serviceBinding = (binding, to = undefined) => {
+  const fetcher = new Fetcher(kService, binding, to);
   const members = new Map();
   return internal.proxy(fetcher, {
     get(target, name) {
@@ -53,7 +67,7 @@ internal.serviceBinding = (binding) => {
       } else if (name === 'then') {
         return undefined;
       } else {
-        member = internal.rpcProperty(binding, name);
+        member = internal.rpcProperty(binding, name, to);
       }
       members.set(name, member);
       return member;
@@ -62,3 +76,37 @@ internal.serviceBinding = (binding) => {
     set() { return false; },
   });
 };
+
+// A per-call limit: a positive whole number (at most 2^32 - 1), or 0 for
+// none given.
+function callLimit(value, name) {
+  if (value === undefined || value === null) return 0;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 0xffffffff) {
+    throw new TypeError(`limits.${name} must be a positive whole number`);
+  }
+  return value;
+}
+
+class DispatchNamespace {
+  #binding;
+
+  constructor(key, binding) {
+    if (key !== kService) throw new TypeError('Illegal constructor');
+    this.#binding = binding;
+  }
+
+  // `args` is for an outbound Worker's params, which is not built yet.
+  get(name, args = undefined, options = undefined) {
+    const limits = options?.limits ?? {};
+    const to = {
+      worker: String(name),
+      cpuMs: callLimit(limits.cpuMs, 'cpuMs'),
+      subrequests: callLimit(limits.subRequests ?? limits.subrequests, 'subRequests'),
+    };
+    return internal.serviceBinding(this.#binding, to);
+  }
+}
+internal.enumerableMembers(DispatchNamespace, ['get']);
+internal.setToStringTag(DispatchNamespace.prototype, 'DispatchNamespace');
+
+internal.dispatchBinding = (binding) => new DispatchNamespace(kService, binding);

@@ -111,12 +111,14 @@ internal.rpcWire = { encode, decode, encodeError, settle };
 
 // `env.SVC.name`: called, an RPC call of method `name`; awaited, a read of
 // property `name` (as workerd's JsRpcProperty).
-internal.rpcProperty = (binding, name) => {
+// `to`: a dispatch stub's Worker and limits (30_service.js).
+internal.rpcProperty = (binding, name, to = undefined) => {
+  const target = internal.serviceTarget(to);
   const property = async (...args) => {
     const { bytes, exports } = await encode(args);
-    return settle(() => host.serviceRpc(binding, name, bytes), exports);
+    return settle(() => host.serviceRpc(binding, name, bytes, ...target), exports);
   };
   property.then = (resolve, reject) =>
-    settle(() => host.serviceRpc(binding, name, host.serialize({ get: true })), []).then(resolve, reject);
+    settle(() => host.serviceRpc(binding, name, host.serialize({ get: true }), ...target), []).then(resolve, reject);
   return property;
 };

@@ -21,6 +21,7 @@
 extern crate isolane_engine;
 
 mod assets;
+mod dispatch;
 mod kv;
 mod rpc;
 mod service;

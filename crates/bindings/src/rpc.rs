@@ -7,13 +7,14 @@
 
 use std::rc::Rc;
 
-use isolane_engine::api::service::{RpcAnswer, prepare, rpc_answer};
+use isolane_engine::api::service::{RpcAnswer, rpc_answer};
 use isolane_engine::api::{
     ErrorClass, HostError, HostState, Settle, Settlement, begin_op, too_many, u8_array,
 };
 
 host_fn! {
-/// `serviceRpc(binding, method, payload)` → Promise of the serialized
+/// `serviceRpc(binding, method, payload, worker, cpuMs, subrequests)` →
+/// (`worker` and the limits as `serviceFetch`'s) Promise of the serialized
 /// result (a `Uint8Array`); rejected with the serialized thrown error (a
 /// `Uint8Array`), or an `Error` when the call could not run. One
 /// subrequest of the caller's, refused (a `TypeError`) past its limit.
@@ -23,9 +24,13 @@ pub(crate) fn service_rpc<'s>(
     binding: String,
     method: String,
     payload: Option<Vec<u8>>,
+    worker: Option<String>,
+    cpu_ms: u32,
+    subrequests: u32,
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let ctx = host.current();
-    let early = prepare(&host, ctx, &binding).and_then(|outbound| {
+    let limits = (cpu_ms, subrequests);
+    let early = crate::dispatch::outbound(&host, ctx, &binding, worker, limits).and_then(|outbound| {
         let limit = host.worker().map_or(0, |w| w.limits.subrequests);
         host.take_subrequest(ctx, limit)
             .map_err(|limit| HostError::type_error(too_many(limit)))?;

@@ -8,11 +8,13 @@
 //! run the same way. Each call counts against the caller's
 //! `subrequests`. How the call runs (the engine's work, the depth bound,
 //! where the Worker is found) is the core's (`isolane_engine::api::service`).
+//! A dispatch namespace binding (`env.DISPATCHER.get(name)`) makes the same
+//! `Fetcher`, whose calls name the Worker (docs/dispatch.md).
 
 use std::rc::Rc;
 
 use isolane_engine::Body;
-use isolane_engine::api::service::{header_map, prepare, request, settlement};
+use isolane_engine::api::service::{header_map, request, settlement};
 use isolane_engine::api::{HostError, HostState, Unit, begin_op, too_many};
 
 /// `env.NAME` for a service binding.
@@ -36,10 +38,12 @@ pub(crate) fn unit() -> Unit {
 }
 
 host_fn! {
-/// `serviceFetch(binding, method, url, headers, body)` → Promise of the
-/// called Worker's response head (as `host.fetch`'s): one subrequest of
-/// the caller's, refused (a `TypeError`) past its limit. A JS RPC call
-/// goes its own way (`rpc.rs`).
+/// `serviceFetch(binding, method, url, headers, body, worker, cpuMs,
+/// subrequests)` → Promise of the called Worker's response head (as
+/// `host.fetch`'s): one subrequest of the caller's, refused (a `TypeError`)
+/// past its limit. `worker` (a string) makes it a dispatch namespace
+/// binding's call of that Worker, with `cpuMs` and `subrequests` (0: none)
+/// lowering its limits. A JS RPC call goes its own way (`rpc.rs`).
 fn service_fetch<'s>(
     scope,
     host: Rc<HostState>,
@@ -48,12 +52,16 @@ fn service_fetch<'s>(
     url: String,
     headers: v8::Local<'s, v8::Value>,
     body: Option<Vec<u8>>,
+    worker: Option<String>,
+    cpu_ms: u32,
+    subrequests: u32,
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let ctx = host.current();
     let early = header_map(scope, headers)
         .map_err(HostError::type_error)
         .and_then(|headers| {
-            let outbound = prepare(&host, ctx, &binding)?;
+            let limits = (cpu_ms, subrequests);
+            let outbound = crate::dispatch::outbound(&host, ctx, &binding, worker, limits)?;
             let limit = host.worker().map_or(0, |w| w.limits.subrequests);
             host.take_subrequest(ctx, limit)
                 .map_err(|limit| HostError::type_error(too_many(limit)))?;

@@ -73,6 +73,8 @@ pub mod crypto {
 pub mod service {
     pub use crate::host::headers::header_map;
     pub use crate::host::request_head::request;
-    pub use crate::host::service::{Outbound, RpcAnswer, prepare, rpc_answer, settlement};
-    pub use crate::service_call::{MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall};
+    pub use crate::host::service::{
+        Outbound, RpcAnswer, prepare, prepare_dispatch, rpc_answer, settlement,
+    };
+    pub use crate::service_call::{CallLimits, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall};
 }

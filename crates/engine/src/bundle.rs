@@ -52,6 +52,11 @@ pub struct WorkerBundle {
     /// calls, and the entrypoint. A call runs on the caller's thread in
     /// that Worker's isolate (`host/service.rs`).
     pub services: BTreeMap<String, ServiceTarget>,
+    /// Dispatch namespace bindings (`dispatchNamespace: {namespace}`,
+    /// wrangler's `dispatch_namespaces`): binding name to the Kubernetes
+    /// namespace whose Workers `env.NAME.get(worker)` calls, on the service
+    /// path (`host/service.rs`), and whether it agreed.
+    pub dispatchers: BTreeMap<String, DispatchTarget>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
@@ -75,6 +80,18 @@ pub struct ServiceTarget {
     /// The binding's `props` as JSON text (an object): the called Worker's
     /// `ctx.props`.
     pub props: Option<String>,
+}
+
+/// The namespace a dispatch namespace binding calls into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatchTarget {
+    /// The Kubernetes namespace whose Workers are called by name.
+    pub namespace: String,
+    /// Whether that namespace agreed (its Namespace carries the label
+    /// `dispatch.isolane.dev/<caller's namespace>: "true"`), as the
+    /// operator (or `isolane dev`) saw it: calls into it are refused
+    /// otherwise.
+    pub consented: bool,
 }
 
 /// A Durable Object class hosted by another Worker of the namespace.
@@ -144,6 +161,7 @@ impl WorkerBundle {
             sqlite_classes: BTreeSet::new(),
             hosted_objects: BTreeMap::new(),
             services: BTreeMap::new(),
+            dispatchers: BTreeMap::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
             compat: Compat::default(),

@@ -356,7 +356,10 @@ impl WorkerIsolate {
         let limits = self.worker().map(|w| w.limits).unwrap_or_default();
         let error = match reason {
             TerminationReason::CpuLimit => ExecuteError::CpuLimit {
-                limit_ms: thread.config.cpu_limit_ms(&limits),
+                limit_ms: self.host.cpu_limit(ctx).map_or_else(
+                    || thread.config.cpu_limit_ms(&limits),
+                    |limit| u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                ),
             },
             TerminationReason::MemoryLimit => ExecuteError::MemoryLimit {
                 limit_mib: u64::from(limits.memory_mib),

@@ -77,8 +77,8 @@ pub use alarm::AlarmEvent;
 pub use alarm_runner::{AlarmHost, AlarmRunner};
 pub use body::{Body, BodyClosed, BodyError, BodySender};
 pub use bundle::{
-    Compat, HostedClass, Limits, Module, ModuleKind, Modules, NodeCompat, ServiceTarget,
-    WorkerBundle, namespace_of,
+    Compat, DispatchTarget, HostedClass, Limits, Module, ModuleKind, Modules, NodeCompat,
+    ServiceTarget, WorkerBundle, namespace_of,
 };
 pub use cache::CacheConfig;
 pub use code_cache::{CodeCacheConfig, CodeCacheStats, MIN_SOURCE_BYTES, code_cache_file_name};

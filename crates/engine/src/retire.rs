@@ -23,6 +23,7 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         sqlite_classes: Default::default(),
         hosted_objects: Default::default(),
         services: Default::default(),
+        dispatchers: Default::default(),
         limits: Limits::default(),
         allowed_hosts: Vec::new(),
         compat: Default::default(),

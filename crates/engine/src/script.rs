@@ -293,7 +293,7 @@ fn define_bindings<'s>(
 
 /// Each service binding: a `Fetcher` whose calls run the other Worker on
 /// this thread (`host/service.rs`, `isolane-bindings`' `30_service.js`),
-/// and the assets' binding.
+/// each dispatch namespace binding, and the assets' binding.
 fn define_services<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     internal: v8::Local<'s, v8::Object>,
@@ -304,6 +304,13 @@ fn define_services<'s>(
         let name = host::js_string(scope, binding)?;
         let fetcher = call(scope, internal, "serviceBinding", &[name])?;
         target.set(scope, name, fetcher)?;
+    }
+    // Each dispatch namespace binding: its `get(worker)` makes a `Fetcher`
+    // of the same kind, whose calls name the Worker (`host/service.rs`).
+    for binding in bundle.dispatchers.keys() {
+        let name = host::js_string(scope, binding)?;
+        let dispatcher = call(scope, internal, "dispatchBinding", &[name])?;
+        target.set(scope, name, dispatcher)?;
     }
     // The static assets' binding (`assets.binding`): a `Fetcher` answered
     // from the Worker's own assets (`isolane-bindings`' assets unit).

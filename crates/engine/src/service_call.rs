@@ -31,3 +31,22 @@ pub struct ServiceCall {
     /// `ctx.props`; `None` for none (`{}`).
     pub props: Option<String>,
 }
+
+/// Limits a caller lowers for one call (a dispatch namespace's
+/// `get(name, args, {limits: {cpuMs, subRequests}})`): carried in the
+/// call's request extensions, read as the callee's request begins, and
+/// only ever lowering the callee's own (`None`: its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CallLimits {
+    /// CPU milliseconds the called request may use.
+    pub cpu_ms: Option<u32>,
+    /// Subrequests the called request may make.
+    pub subrequests: Option<u32>,
+}
+
+impl CallLimits {
+    /// `own` lowered to `self`'s CPU limit.
+    pub fn cpu_ms(&self, own: u64) -> u64 {
+        self.cpu_ms.map_or(own, |ms| own.min(u64::from(ms)))
+    }
+}

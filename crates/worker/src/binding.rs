@@ -21,6 +21,7 @@ use std::collections::BTreeSet;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::dispatch::{DispatchNamespaceBinding, is_namespace_name};
 use crate::props::{MAX_PROPS_BYTES, Props};
 
 /// The pattern of a binding's name: a JavaScript identifier made of ASCII
@@ -36,8 +37,8 @@ pub const KV_NAMESPACE_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$";
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) == 1",
-        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>} or service: {name: <worker>}"
+        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) == 1",
+        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>} or dispatchNamespace: {namespace: <namespace>}"
     }
 ]))]
 pub struct Binding {
@@ -72,6 +73,13 @@ pub struct Binding {
     /// the caller's engine thread, under that Worker's own limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<ServiceBinding>,
+
+    /// A dispatch namespace (Workers for Platforms, wrangler's
+    /// `dispatch_namespaces`): `env.NAME.get(worker)` calls Worker `worker`
+    /// of that Kubernetes namespace, which must agree (a label on its
+    /// Namespace, docs/dispatch.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch_namespace: Option<DispatchNamespaceBinding>,
 }
 
 /// `service` of a binding.
@@ -147,6 +155,7 @@ impl Binding {
             kv_namespace: Some(namespace.into()),
             durable_object: None,
             service: None,
+            dispatch_namespace: None,
         }
     }
 
@@ -162,6 +171,7 @@ impl Binding {
                 sqlite: false,
             }),
             service: None,
+            dispatch_namespace: None,
         }
     }
 
@@ -180,6 +190,22 @@ impl Binding {
                 name: worker.into(),
                 entrypoint: entrypoint.map(str::to_owned),
                 props: None,
+            }),
+            dispatch_namespace: None,
+        }
+    }
+
+    /// A binding to the dispatch namespace `namespace` (a Kubernetes
+    /// namespace whose Workers `env.NAME.get(worker)` calls).
+    pub fn dispatch_namespace(name: impl Into<String>, namespace: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            kv_namespace: None,
+            durable_object: None,
+            service: None,
+            dispatch_namespace: Some(DispatchNamespaceBinding {
+                namespace: namespace.into(),
+                outbound: None,
             }),
         }
     }
@@ -222,7 +248,9 @@ pub enum BindingError {
         "binding {name:?}: KV namespace name {namespace:?} is invalid (1 to 63 letters, digits, -, _ or ., starting with a letter or digit)"
     )]
     InvalidNamespace { name: String, namespace: String },
-    #[error("binding {name:?} needs exactly one of kvNamespace, durableObject or service")]
+    #[error(
+        "binding {name:?} needs exactly one of kvNamespace, durableObject, service or dispatchNamespace"
+    )]
     Kind { name: String },
     #[error(
         "binding {name:?}: className {class:?} is not a JavaScript identifier (letters, digits, _ and $, not starting with a digit, at most 128)"
@@ -248,6 +276,14 @@ pub enum BindingError {
         "binding {name:?}: service.props is {bytes} bytes as compact JSON, over the limit of 65536"
     )]
     PropsTooLarge { name: String, bytes: usize },
+    #[error(
+        "binding {name:?}: dispatchNamespace.namespace {namespace:?} is not a Kubernetes namespace name (lowercase letters, digits and -, at most 63)"
+    )]
+    InvalidDispatchNamespace { name: String, namespace: String },
+    #[error(
+        "binding {name:?}: dispatchNamespace.outbound (an outbound Worker) is not built yet: remove it"
+    )]
+    OutboundNotBuilt { name: String },
 }
 
 /// Checks `bindings` beside the `env` names: identifiers, names unique
@@ -276,6 +312,24 @@ pub fn check<'a>(
 /// The one kind a binding has, and its fields.
 fn check_kind(binding: &Binding) -> Result<(), BindingError> {
     let name = || binding.name.clone();
+    if let Some(dispatch) = &binding.dispatch_namespace {
+        if binding.kv_namespace.is_some()
+            || binding.durable_object.is_some()
+            || binding.service.is_some()
+        {
+            return Err(BindingError::Kind { name: name() });
+        }
+        if !is_namespace_name(&dispatch.namespace) {
+            return Err(BindingError::InvalidDispatchNamespace {
+                name: name(),
+                namespace: dispatch.namespace.clone(),
+            });
+        }
+        if dispatch.outbound.is_some() {
+            return Err(BindingError::OutboundNotBuilt { name: name() });
+        }
+        return Ok(());
+    }
     if let Some(service) = &binding.service {
         if binding.kv_namespace.is_some() || binding.durable_object.is_some() {
             return Err(BindingError::Kind { name: name() });
@@ -429,6 +483,7 @@ mod tests {
             kv_namespace: None,
             durable_object: None,
             service: None,
+            dispatch_namespace: None,
         };
         let error = check([], &[none]).unwrap_err();
         assert_eq!(error, BindingError::Kind { name: "DO".into() });
@@ -556,6 +611,36 @@ mod tests {
         assert_eq!(
             check([], &[both]),
             Err(BindingError::Kind { name: "S".into() })
+        );
+    }
+
+    #[test]
+    fn dispatch_namespace_bindings_name_a_kubernetes_namespace() {
+        assert_eq!(
+            check([], &[Binding::dispatch_namespace("DISPATCHER", "cust-a")]),
+            Ok(())
+        );
+        for bad in ["Cust", "", "a/b", "a.b", &"n".repeat(64)] {
+            let error = check([], &[Binding::dispatch_namespace("D", bad)]).unwrap_err();
+            assert!(
+                matches!(error, BindingError::InvalidDispatchNamespace { .. }),
+                "{bad}: {error}"
+            );
+        }
+        let mut outbound = Binding::dispatch_namespace("D", "cust");
+        if let Some(dispatch) = &mut outbound.dispatch_namespace {
+            dispatch.outbound = Some(crate::dispatch::OutboundWorker {
+                worker: "egress".into(),
+                params: Vec::new(),
+            });
+        }
+        let error = check([], &[outbound]).unwrap_err();
+        assert!(error.to_string().contains("not built yet"), "{error}");
+        let mut both = Binding::dispatch_namespace("D", "cust");
+        both.service = Binding::service("D", "auth", None).service;
+        assert_eq!(
+            check([], &[both]),
+            Err(BindingError::Kind { name: "D".into() })
         );
     }
 }

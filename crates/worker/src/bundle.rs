@@ -5,7 +5,7 @@
 //! nodes watch those Secrets and nothing else. References are resolved (script from
 //! ConfigMap, env from Secrets and ConfigMaps) so a node never reads user namespaces.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -80,6 +80,14 @@ pub struct Bundle {
     /// names them (`isolane dev`); part of the revision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assets_digest: Option<String>,
+    /// The target namespaces of the Worker's dispatch namespace bindings
+    /// that agree to be dispatched into from its namespace (their Namespace
+    /// carries [`crate::dispatch::consent_label`]), as the operator (or
+    /// `isolane dev`) saw them: the node refuses calls into the others.
+    /// Part of the revision, so a label set or removed reaches the nodes as
+    /// a new revision.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub dispatch_consent: BTreeSet<String>,
 }
 
 /// A Worker version's assets, shared: equal only to itself (the bytes are
@@ -143,6 +151,7 @@ impl Bundle {
             artifact: None,
             assets: None,
             assets_digest: None,
+            dispatch_consent: BTreeSet::new(),
         }
     }
 
@@ -198,6 +207,7 @@ impl Bundle {
             && self.artifact.is_none()
             && self.json_env.is_empty()
             && self.assets_digest.is_none()
+            && self.dispatch_consent.is_empty()
         {
             // Revisions of Workers without either stay what they were.
             return base;
@@ -240,6 +250,10 @@ impl Bundle {
         for binding in &self.bindings {
             binding_fields(binding, &mut field);
         }
+        for namespace in &self.dispatch_consent {
+            field(b"dispatch-consent");
+            field(namespace.as_bytes());
+        }
         hex::encode(&hash.finalize()[..8])
     }
 
@@ -250,6 +264,24 @@ impl Bundle {
         self.bindings = bindings;
         self.revision = self.revision_now();
         self
+    }
+
+    /// The same bundle with the target namespaces of its dispatch bindings
+    /// that consent ([`Bundle::dispatch_consent`]), part of the revision.
+    pub fn with_dispatch_consent(mut self, consent: BTreeSet<String>) -> Self {
+        self.dispatch_consent = consent;
+        self.revision = self.revision_now();
+        self
+    }
+
+    /// The target namespaces of the dispatch namespace bindings among
+    /// `bindings`.
+    pub fn dispatch_targets(bindings: &[Binding]) -> BTreeSet<String> {
+        bindings
+            .iter()
+            .filter_map(|b| b.dispatch_namespace.as_ref())
+            .map(|d| d.namespace.clone())
+            .collect()
     }
 
     /// The same bundle with JSON bindings (name to compact JSON text), which
@@ -404,6 +436,10 @@ fn binding_fields(binding: &Binding, field: &mut impl FnMut(&[u8])) {
         field(service.entrypoint.as_deref().unwrap_or_default().as_bytes());
         let props = service.props.as_ref().map(crate::Props::to_json);
         field(props.as_deref().unwrap_or_default().as_bytes());
+    }
+    if let Some(dispatch) = &binding.dispatch_namespace {
+        field(b"dispatch-namespace");
+        field(dispatch.namespace.as_bytes());
     }
 }
 

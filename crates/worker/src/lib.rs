@@ -47,6 +47,7 @@ mod binding;
 mod bundle;
 pub mod compat;
 pub mod cron;
+pub mod dispatch;
 pub mod headers;
 mod key;
 mod limits;
@@ -69,6 +70,7 @@ pub use bundle::{
 };
 pub use compat::{Compat, CompatError, NodeCompat};
 pub use cron::Triggers;
+pub use dispatch::{DispatchNamespaceBinding, OutboundWorker};
 pub use key::WorkerKey;
 pub use limits::{LimitError, Limits};
 pub use module::{Module, ModuleKind, Modules, ModulesError, resolve_name};

@@ -23,6 +23,25 @@ pub struct MissingService {
     pub worker: String,
 }
 
+/// A dispatch namespace binding whose namespace has not agreed to be
+/// dispatched into from the Worker's (its Namespace lacks the label).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefusedDispatch {
+    /// The binding's name (`env.NAME`).
+    pub binding: String,
+    /// The namespace it names.
+    pub namespace: String,
+}
+
+/// Which of a Worker's dispatch namespaces agreed, as the operator read
+/// their Namespaces: the bundle carries the first, the condition names
+/// the second.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DispatchConsent {
+    pub consented: std::collections::BTreeSet<String>,
+    pub refused: Vec<RefusedDispatch>,
+}
+
 /// The conditions about the Worker's links, reported whatever became of
 /// its script: its routes (RoutesAdmitted) and its service bindings
 /// (ServicesBound).
@@ -37,38 +56,84 @@ impl Links {
     }
 }
 
-/// ServicesBound for `spec`'s service bindings, the `missing` ones named.
+/// ServicesBound for `spec`'s service bindings, the `missing` ones named,
+/// and its dispatch namespace bindings, the `refused` ones named.
 /// A binding to a Worker not made yet is admitted (the bundle is written;
-/// a call through it fails until the Worker exists): this condition says so.
+/// a call through it fails until the Worker exists), as is one to a
+/// namespace that did not agree (calls into it are refused until it does):
+/// this condition says so.
 pub(super) fn services_condition(
     spec: &WorkerSpec,
     namespace: &str,
     missing: &[MissingService],
+    refused: &[RefusedDispatch],
 ) -> ConditionUpdate {
     let declared = spec.bindings.iter().filter(|b| b.service.is_some()).count();
-    if missing.is_empty() {
+    let dispatch = spec
+        .bindings
+        .iter()
+        .filter(|b| b.dispatch_namespace.is_some())
+        .count();
+    if missing.is_empty() && refused.is_empty() {
+        let mut message =
+            format!("{declared} of {declared} service bindings name a Worker of this namespace");
+        if dispatch > 0 {
+            message.push_str(&format!(
+                "; {dispatch} of {dispatch} dispatch namespaces agreed"
+            ));
+        }
         return ConditionUpdate::new(
             ConditionType::ServicesBound,
             ConditionStatus::True,
             reason::SERVICES_FOUND,
-            format!("{declared} of {declared} service bindings name a Worker of this namespace"),
+            message,
         );
     }
-    let named: Vec<String> = missing
-        .iter()
-        .map(|m| {
-            format!(
-                "binding {} names Worker {}, which does not exist in namespace {namespace}",
-                m.binding, m.worker
-            )
-        })
-        .collect();
+    let message = unbound_message(namespace, missing, refused);
+    let why = if missing.is_empty() {
+        reason::DISPATCH_NOT_ALLOWED
+    } else {
+        reason::SERVICE_NOT_FOUND
+    };
     ConditionUpdate::new(
         ConditionType::ServicesBound,
         ConditionStatus::False,
-        reason::SERVICE_NOT_FOUND,
-        format!("{}; calls through it fail until it does", named.join("; ")),
+        why,
+        message,
     )
+}
+
+/// ServicesBound's message when it is False: each binding to a missing
+/// Worker, then each dispatch namespace that did not agree.
+fn unbound_message(
+    namespace: &str,
+    missing: &[MissingService],
+    refused: &[RefusedDispatch],
+) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if !missing.is_empty() {
+        let named: Vec<String> = missing
+            .iter()
+            .map(|m| {
+                format!(
+                    "binding {} names Worker {}, which does not exist in namespace {namespace}",
+                    m.binding, m.worker
+                )
+            })
+            .collect();
+        parts.push(format!(
+            "{}; calls through it fail until it does",
+            named.join("; ")
+        ));
+    }
+    let label = isolane_worker::dispatch::consent_label(namespace);
+    parts.extend(refused.iter().map(|r| {
+        format!(
+            "binding {} names dispatch namespace {}, which has not agreed: its Namespace lacks the label {label}=true (set by a cluster admin); calls into it are refused until it has it",
+            r.binding, r.namespace
+        )
+    }));
+    parts.join("; ")
 }
 
 /// What the plan decided about a Worker's routes.

@@ -145,6 +145,7 @@ impl TestNode {
             sqlite_classes: Default::default(),
             hosted_objects: Default::default(),
             services: Default::default(),
+            dispatchers: Default::default(),
             limits,
             allowed_hosts: Vec::new(),
             compat: Default::default(),

@@ -33,16 +33,17 @@ use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::dispatch::run_on;
 use crate::observer::{ServiceCallKind, ServicePlace};
-use crate::service_call::{MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall};
+use crate::service_call::{CallLimits, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall};
 use crate::work::Work;
 
-/// A service call ready to run: the called Worker, the call, and the hop
-/// count its request carries.
+/// A service call ready to run: the called Worker, the call, the hop
+/// count its request carries, and the limits its caller lowered.
 #[derive(Debug)]
 pub struct Outbound {
     bundle: Arc<WorkerBundle>,
     call: ServiceCall,
     hops: u32,
+    limits: CallLimits,
 }
 
 /// The call request `ctx` makes through its Worker's binding `binding`:
@@ -56,15 +57,7 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
     let target = caller.services.get(binding).ok_or_else(|| {
         HostError::type_error(format!("{binding} is not a service binding of this Worker"))
     })?;
-    let hops = host.outbound_hops(ctx);
-    if hops > MAX_DEPTH {
-        return Err(HostError::new(
-            ErrorClass::Error,
-            format!(
-                "Service call failed: the chain of service calls is deeper than {MAX_DEPTH} (a Worker calling itself, or a cycle of Workers)"
-            ),
-        ));
-    }
+    let hops = hops(host, ctx)?;
     let bundle = served_worker(host, caller.namespace(), &target.worker).ok_or_else(|| {
         HostError::new(
             ErrorClass::Error,
@@ -80,7 +73,57 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
         props: target.props.clone(),
         payload: None,
     };
-    Ok(Outbound { bundle, call, hops })
+    let limits = CallLimits::default();
+    Ok(Outbound {
+        bundle,
+        call,
+        hops,
+        limits,
+    })
+}
+
+/// A dispatch namespace binding's call of Worker `worker` of `namespace`
+/// (its consent checked by the caller, `isolane-bindings`), under
+/// `limits`: refused past [`MAX_DEPTH`], or as Cloudflare's `Worker not
+/// found` when the namespace has no such Worker here.
+pub fn prepare_dispatch(
+    host: &HostState,
+    ctx: u32,
+    namespace: &str,
+    worker: &str,
+    limits: CallLimits,
+) -> Result<Outbound, HostError> {
+    let hops = hops(host, ctx)?;
+    let bundle = isolane_worker::is_worker_name(worker)
+        .then(|| served_worker(host, namespace, worker))
+        .flatten()
+        .ok_or_else(|| {
+            let message =
+                format!("Worker not found: no Worker {worker:?} in dispatch namespace {namespace}");
+            HostError::new(ErrorClass::Error, message)
+        })?;
+    let call = ServiceCall::default();
+    Ok(Outbound {
+        bundle,
+        call,
+        hops,
+        limits,
+    })
+}
+
+/// The hop count a call from request `ctx` carries, refused past
+/// [`MAX_DEPTH`].
+fn hops(host: &HostState, ctx: u32) -> Result<u32, HostError> {
+    let hops = host.outbound_hops(ctx);
+    if hops > MAX_DEPTH {
+        return Err(HostError::new(
+            ErrorClass::Error,
+            format!(
+                "Service call failed: the chain of service calls is deeper than {MAX_DEPTH} (a Worker calling itself, or a cycle of Workers)"
+            ),
+        ));
+    }
+    Ok(hops)
 }
 
 impl Outbound {
@@ -107,6 +150,9 @@ impl Outbound {
             HeaderName::from_static(crate::HOPS_HEADER),
             HeaderValue::from(self.hops),
         );
+        if self.limits != CallLimits::default() {
+            request.extensions_mut().insert(self.limits);
+        }
         let thread = host.thread.clone();
         let kind = match self.call.method {
             Some(_) => ServiceCallKind::Rpc,

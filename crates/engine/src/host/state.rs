@@ -58,6 +58,9 @@ pub(crate) struct RequestCtx {
     cpu_limit: Duration,
     deadline: Instant,
     subrequests: u32,
+    /// The fewest subrequests the request's caller allowed it (a dispatch
+    /// call's `limits.subRequests`), below its Worker's own.
+    subrequest_cap: Option<u32>,
     failure: Option<Outcome>,
     /// `x-isolane-hops` of the incoming request: its outbound fetches carry
     /// one more (`HOPS_HEADER`).
@@ -388,6 +391,7 @@ impl HostState {
                 cpu_limit,
                 deadline,
                 subrequests: 0,
+                subrequest_cap: None,
                 failure: None,
                 hops,
                 holds: 0,
@@ -469,12 +473,29 @@ impl HostState {
         }
     }
 
-    /// Counts one subrequest; `Err(limit)` when the request has used them all.
+    /// Caps request `ctx`'s subrequests at `cap` (its caller's lower
+    /// limit for the call): [`HostState::take_subrequest`] counts against
+    /// the lower of it and the Worker's own.
+    pub(crate) fn cap_subrequests(&self, ctx: u32, cap: u32) {
+        if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
+            r.subrequest_cap = Some(cap);
+        }
+    }
+
+    /// The CPU limit request `ctx` runs with (its Worker's, or lower when
+    /// its caller lowered it), or `None` when it is gone.
+    pub(crate) fn cpu_limit(&self, ctx: u32) -> Option<Duration> {
+        self.requests.borrow().get(&ctx).map(|r| r.cpu_limit)
+    }
+
+    /// Counts one subrequest; `Err(limit)` when the request has used them
+    /// all (`limit` the Worker's, or the lower cap its caller set).
     pub fn take_subrequest(&self, ctx: u32, limit: u32) -> Result<(), u32> {
         let mut requests = self.requests.borrow_mut();
         let Some(r) = requests.get_mut(&ctx) else {
             return Err(limit);
         };
+        let limit = r.subrequest_cap.map_or(limit, |cap| cap.min(limit));
         if r.subrequests >= limit {
             return Err(limit);
         }

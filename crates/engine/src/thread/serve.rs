@@ -247,14 +247,22 @@ fn begin(
     let (head_tx, head_rx) = oneshot::channel();
     let (done_tx, done_rx) = oneshot::channel();
     let host = &isolate.host;
+    // A call whose caller lowered the callee's limits (a dispatch call's
+    // `limits`): the lower of the two.
+    let lowered = parts.extensions.get::<crate::service_call::CallLimits>();
+    let cpu_ms = ctx.config.cpu_limit_ms(&bundle.limits);
+    let cpu_ms = lowered.map_or(cpu_ms, |limits| limits.cpu_ms(cpu_ms));
     let req = host.begin_request(
         request_id.clone(),
         head_tx,
         done_tx,
-        Duration::from_millis(ctx.config.cpu_limit_ms(&bundle.limits)),
+        Duration::from_millis(cpu_ms),
         deadline,
         incoming_hops(&parts.headers),
     );
+    if let Some(cap) = lowered.and_then(|limits| limits.subrequests) {
+        host.cap_subrequests(req, cap);
+    }
     let trace = parts.extensions.get::<crate::RequestTrace>().cloned();
     let exemplar = trace.as_ref().and_then(|trace| trace.sampled_trace_id);
     if let Some(trace) = trace {

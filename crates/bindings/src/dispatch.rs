@@ -1,0 +1,49 @@
+//! Dispatch namespace bindings (`{name, dispatchNamespace: {namespace}}`,
+//! docs/dispatch.md): `env.NAME.get(worker, args, {limits})` makes a
+//! `Fetcher` (`js/30_service.js`) whose calls go the service path with the
+//! Worker's name and the limits it lowers. Here the binding's namespace is
+//! checked to have agreed, as the operator (or `isolane dev`) wrote it into
+//! the caller's bundle; the caller's code names only the Worker.
+
+use isolane_engine::api::service::{CallLimits, Outbound, prepare, prepare_dispatch};
+use isolane_engine::api::{ErrorClass, HostError, HostState};
+
+/// The call `serviceFetch` or `serviceRpc` makes through binding
+/// `binding`: a service binding's, or with `worker` (a dispatch stub's) a
+/// dispatch namespace binding's call of that Worker, `cpu_ms` and
+/// `subrequests` (0: none) lowering its limits.
+pub(crate) fn outbound(
+    host: &HostState,
+    ctx: u32,
+    binding: &str,
+    worker: Option<String>,
+    (cpu_ms, subrequests): (u32, u32),
+) -> Result<Outbound, HostError> {
+    let Some(worker) = worker else {
+        return prepare(host, ctx, binding);
+    };
+    let caller = host
+        .worker()
+        .ok_or_else(|| HostError::type_error("dispatch namespace: no Worker is loaded"))?;
+    let target = caller.dispatchers.get(binding).ok_or_else(|| {
+        HostError::type_error(format!(
+            "{binding} is not a dispatch namespace binding of this Worker"
+        ))
+    })?;
+    if !target.consented {
+        let (namespace, platform) = (&target.namespace, caller.namespace());
+        let label = isolane_worker::dispatch::consent_label(platform);
+        return Err(HostError::new(
+            ErrorClass::Error,
+            format!(
+                "Dispatch refused: namespace {namespace} has not agreed to be dispatched into from namespace {platform}: its Namespace lacks the label {label}=true (set by a cluster admin)"
+            ),
+        ));
+    }
+    let given = |limit: u32| (limit > 0).then_some(limit);
+    let limits = CallLimits {
+        cpu_ms: given(cpu_ms),
+        subrequests: given(subrequests),
+    };
+    prepare_dispatch(host, ctx, &target.namespace, &worker, limits)
+}
