@@ -10,6 +10,7 @@
 
 mod code;
 pub mod keys;
+mod queues;
 pub mod spec;
 
 use std::collections::BTreeMap;
@@ -123,6 +124,9 @@ pub struct Config {
     pub durable_objects: DurableObjects,
     #[serde(default)]
     pub services: Vec<ServiceConfig>,
+    /// `queues` (`docs/queues.md`).
+    #[serde(default)]
+    pub queues: queues::QueuesConfig,
     #[serde(default)]
     pub migrations: Vec<Migration>,
     #[serde(default)]

@@ -103,7 +103,7 @@ fn each_unsupported_key_is_one_line_and_nothing_is_deployed() {
          r2_buckets = [{ binding = 'B', bucket_name = 'b' }]\n\
          [assets]\ndirectory = 'public'\n\
          [[migrations]]\ntag = 'v1'\nrenamed_classes = [{ from = 'Room', to = 'Hall' }]\n\
-         [env.staging]\nqueues = { producers = [] }\n",
+         [env.staging]\nworkflows = []\n",
     )
     .unwrap();
     let output = deploy(dir.path(), &["--dry-run", "--env", "staging"]);
@@ -116,7 +116,7 @@ fn each_unsupported_key_is_one_line_and_nothing_is_deployed() {
         [
             "wrangler.toml: frobnicate: not supported: not a wrangler key Isolane knows",
             "wrangler.toml: r2_buckets: not supported: this binding kind is not supported yet",
-            "wrangler.toml: env.staging.queues: not supported: this binding kind is not supported yet",
+            "wrangler.toml: env.staging.workflows: not supported: this binding kind is not supported yet",
             "wrangler.toml: migrations[0].renamed_classes: not supported: a class's objects cannot be renamed yet",
             "isolane deploy: wrangler.toml: 4 key(s) cannot be deployed (above)",
         ]

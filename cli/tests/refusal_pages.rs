@@ -278,6 +278,8 @@ fn bundle(revision: &str) -> WorkerBundle {
         sqlite_classes: Default::default(),
         hosted_objects: Default::default(),
         services: Default::default(),
+        queues: Default::default(),
+        queue_consumers: Default::default(),
         limits: Limits {
             cpu_ms: 50,
             ..Limits::default()

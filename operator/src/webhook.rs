@@ -5,6 +5,10 @@
 //! - `spec.bindings` whose names are not unique across `env` and bindings,
 //!   or naming a hosting Worker by anything but a name
 //!   (`isolane_worker::check_bindings`);
+//! - `spec.queueConsumers` out of bounds, consuming a queue twice or naming
+//!   its own queue as dead-letter queue (`isolane_worker::queue::check_consumers`);
+//! - a queue another Worker of the namespace consumes already
+//!   (`isolane_worker::queue::check_namespace_consumers`, from the same index);
 //! - a route (host + pathPrefix) that would take a route or a host from
 //!   another Worker (`RouteTable::held_by_others`, the ownership rule with the
 //!   Worker under review as the youngest claimant). On update,
@@ -109,6 +113,9 @@ fn spec_problems(spec: &WorkerSpec) -> Vec<String> {
     {
         problems.push(format!("spec.bindings: {error}"));
     }
+    if let Err(error) = isolane_worker::queue::check_consumers(&spec.queue_consumers) {
+        problems.push(format!("spec.queueConsumers: {error}"));
+    }
     for var in &spec.env {
         if var.json.is_some() && (var.value.is_some() || var.value_from.is_some()) {
             problems.push(format!(
@@ -172,6 +179,13 @@ fn route_problems(
             )),
             host => problems.push(format!("spec.routes: route {route} {host}")),
         }
+    }
+    if let Err(error) = isolane_worker::queue::check_namespace_consumers(
+        &key.name,
+        &worker.spec.queue_consumers,
+        index.queue_consumers(&key.namespace),
+    ) {
+        problems.push(format!("spec.queueConsumers: {error}"));
     }
     problems
 }

@@ -78,6 +78,12 @@ pub enum WorkerFileError {
         name: String,
         error: isolane_worker::BindingError,
     },
+    #[error("{file}: Worker {name}: spec.queueConsumers: {error}")]
+    Queues {
+        file: String,
+        name: String,
+        error: isolane_worker::QueueError,
+    },
     #[error("{dir}: no Worker YAML found")]
     Empty { dir: String },
 }
@@ -211,7 +217,9 @@ fn folder_workers(dir: &Path) -> anyhow::Result<Vec<DevWorker>> {
         }
         let worker: isolane_crds::Worker = serde_yaml::from_value(value)
             .with_context(|| format!("{}: not a valid Worker", file.display()))?;
-        workers.push(dev_worker(&file, worker, &sources)?);
+        let dev = dev_worker(&file, worker, &sources)?;
+        check_queue_consumers(&file, &dev, &workers)?;
+        workers.push(dev);
     }
     if workers.is_empty() {
         return Err(WorkerFileError::Empty {
@@ -220,6 +228,29 @@ fn folder_workers(dir: &Path) -> anyhow::Result<Vec<DevWorker>> {
         .into());
     }
     Ok(workers)
+}
+
+/// A queue `worker` consumes is consumed by no Worker read before it of
+/// its namespace (the webhook's rule).
+fn check_queue_consumers(
+    file: &Path,
+    worker: &DevWorker,
+    before: &[DevWorker],
+) -> Result<(), WorkerFileError> {
+    let others = before
+        .iter()
+        .filter(|other| other.key.namespace == worker.key.namespace)
+        .map(|other| (other.key.name.as_str(), &other.bundle.queue_consumers[..]));
+    isolane_worker::queue::check_namespace_consumers(
+        &worker.key.name,
+        &worker.bundle.queue_consumers,
+        others,
+    )
+    .map_err(|error| WorkerFileError::Queues {
+        file: file.display().to_string(),
+        name: worker.key.name.clone(),
+        error,
+    })
 }
 
 /// ConfigMap `data` and Secret `stringData` of the folder, by (kind, name, key).
@@ -313,6 +344,9 @@ fn dev_worker(
     {
         return Err(WorkerFileError::Bindings { file, name, error });
     }
+    if let Err(error) = isolane_worker::queue::check_consumers(&spec.queue_consumers) {
+        return Err(WorkerFileError::Queues { file, name, error });
+    }
     // A Worker without routes is valid: it is reached only through other
     // Workers' service bindings (or its cron triggers).
     if let Some(triggers) = &spec.triggers
@@ -332,7 +366,8 @@ fn dev_worker(
     let bundle = Bundle::new(key.to_string(), script, env, spec.limits, Vec::new())
         .with_allowed_hosts(egress.unwrap_or_default())
         .with_compatibility(compatibility.date, compatibility.flags)
-        .with_bindings(spec.bindings);
+        .with_bindings(spec.bindings)
+        .with_queue_consumers(spec.queue_consumers);
     Ok(DevWorker {
         key,
         bundle,

@@ -52,6 +52,13 @@ pub struct WorkerBundle {
     /// calls, and the entrypoint. A call runs on the caller's thread in
     /// that Worker's isolate (`host/service.rs`).
     pub services: BTreeMap<String, ServiceTarget>,
+    /// Queue producer bindings (`queue: {name}`, wrangler's
+    /// `queues.producers`): binding name to the queue of the Worker's
+    /// namespace `env.NAME.send()` writes to (`isolane-bindings`' queue unit).
+    pub queues: BTreeMap<String, String>,
+    /// The queues of its namespace the Worker consumes (`spec.queueConsumers`),
+    /// delivered by `queue_runner.rs`.
+    pub queue_consumers: Vec<isolane_worker::QueueConsumer>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
@@ -144,6 +151,8 @@ impl WorkerBundle {
             sqlite_classes: BTreeSet::new(),
             hosted_objects: BTreeMap::new(),
             services: BTreeMap::new(),
+            queues: BTreeMap::new(),
+            queue_consumers: Vec::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
             compat: Compat::default(),

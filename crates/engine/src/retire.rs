@@ -23,6 +23,8 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         sqlite_classes: Default::default(),
         hosted_objects: Default::default(),
         services: Default::default(),
+        queues: Default::default(),
+        queue_consumers: Default::default(),
         limits: Limits::default(),
         allowed_hosts: Vec::new(),
         compat: Default::default(),

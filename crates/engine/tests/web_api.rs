@@ -81,6 +81,8 @@ async fn run_all() {
             sqlite_classes: Default::default(),
             hosted_objects: Default::default(),
             services: Default::default(),
+            queues: Default::default(),
+            queue_consumers: Default::default(),
             limits: Limits {
                 cpu_ms: 5_000,
                 subrequests: 100,

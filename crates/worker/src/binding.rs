@@ -22,6 +22,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::props::{MAX_PROPS_BYTES, Props};
+use crate::queue::{QueueBinding, is_queue_name};
 
 /// The pattern of a binding's name: a JavaScript identifier made of ASCII
 /// letters, digits and `_` (the same as an `env` name's).
@@ -36,8 +37,8 @@ pub const KV_NAMESPACE_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$";
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) == 1",
-        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>} or service: {name: <worker>}"
+        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.queue) ? 1 : 0) == 1",
+        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>} or queue: {name: <queue>}"
     }
 ]))]
 pub struct Binding {
@@ -72,6 +73,12 @@ pub struct Binding {
     /// the caller's engine thread, under that Worker's own limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<ServiceBinding>,
+
+    /// A queue of the Worker's Kubernetes namespace (wrangler's
+    /// `[[queues.producers]]`): `env.NAME.send(body)` and
+    /// `env.NAME.sendBatch(messages)` write to it (docs/queues.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueBinding>,
 }
 
 /// `service` of a binding.
@@ -147,6 +154,7 @@ impl Binding {
             kv_namespace: Some(namespace.into()),
             durable_object: None,
             service: None,
+            queue: None,
         }
     }
 
@@ -162,6 +170,7 @@ impl Binding {
                 sqlite: false,
             }),
             service: None,
+            queue: None,
         }
     }
 
@@ -181,6 +190,18 @@ impl Binding {
                 entrypoint: entrypoint.map(str::to_owned),
                 props: None,
             }),
+            queue: None,
+        }
+    }
+
+    /// A producer binding to queue `queue` of the Worker's namespace.
+    pub fn queue(name: impl Into<String>, queue: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            kv_namespace: None,
+            durable_object: None,
+            service: None,
+            queue: Some(QueueBinding { name: queue.into() }),
         }
     }
 
@@ -222,8 +243,12 @@ pub enum BindingError {
         "binding {name:?}: KV namespace name {namespace:?} is invalid (1 to 63 letters, digits, -, _ or ., starting with a letter or digit)"
     )]
     InvalidNamespace { name: String, namespace: String },
-    #[error("binding {name:?} needs exactly one of kvNamespace, durableObject or service")]
+    #[error("binding {name:?} needs exactly one of kvNamespace, durableObject, service or queue")]
     Kind { name: String },
+    #[error(
+        "binding {name:?}: queue name {queue:?} is invalid (1 to 63 lowercase letters, digits and -, starting and ending with a letter or digit)"
+    )]
+    InvalidQueue { name: String, queue: String },
     #[error(
         "binding {name:?}: className {class:?} is not a JavaScript identifier (letters, digits, _ and $, not starting with a digit, at most 128)"
     )]
@@ -276,6 +301,21 @@ pub fn check<'a>(
 /// The one kind a binding has, and its fields.
 fn check_kind(binding: &Binding) -> Result<(), BindingError> {
     let name = || binding.name.clone();
+    if let Some(queue) = &binding.queue {
+        if binding.kv_namespace.is_some()
+            || binding.durable_object.is_some()
+            || binding.service.is_some()
+        {
+            return Err(BindingError::Kind { name: name() });
+        }
+        if !is_queue_name(&queue.name) {
+            return Err(BindingError::InvalidQueue {
+                name: name(),
+                queue: queue.name.clone(),
+            });
+        }
+        return Ok(());
+    }
     if let Some(service) = &binding.service {
         if binding.kv_namespace.is_some() || binding.durable_object.is_some() {
             return Err(BindingError::Kind { name: name() });
@@ -429,6 +469,7 @@ mod tests {
             kv_namespace: None,
             durable_object: None,
             service: None,
+            queue: None,
         };
         let error = check([], &[none]).unwrap_err();
         assert_eq!(error, BindingError::Kind { name: "DO".into() });

@@ -64,6 +64,11 @@ pub struct Bundle {
     /// [`crate::check_bindings`]); part of the revision.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bindings: Vec<Binding>,
+    /// `spec.queueConsumers`: the queues of its namespace whose batches its
+    /// `queue` handler gets (checked by [`crate::queue::check_consumers`]);
+    /// part of the revision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queue_consumers: Vec<crate::QueueConsumer>,
     /// `spec.bundle`: the Worker's modules are an OCI artifact named by
     /// digest, which the node pulls (with these credentials), verifies and
     /// caches; `script` and `modules` are then empty in the Secret. The
@@ -140,6 +145,7 @@ impl Bundle {
             compatibility_date: None,
             compatibility_flags: Vec::new(),
             bindings: Vec::new(),
+            queue_consumers: Vec::new(),
             artifact: None,
             assets: None,
             assets_digest: None,
@@ -195,6 +201,7 @@ impl Bundle {
         if self.modules.is_none()
             && !compat
             && self.bindings.is_empty()
+            && self.queue_consumers.is_empty()
             && self.artifact.is_none()
             && self.json_env.is_empty()
             && self.assets_digest.is_none()
@@ -240,6 +247,11 @@ impl Bundle {
         for binding in &self.bindings {
             binding_fields(binding, &mut field);
         }
+        for consumer in &self.queue_consumers {
+            // Its JSON: every field, each `None` left out.
+            field(b"queue-consumer");
+            field(&serde_json::to_vec(consumer).unwrap_or_default());
+        }
         hex::encode(&hash.finalize()[..8])
     }
 
@@ -248,6 +260,14 @@ impl Bundle {
     pub fn with_bindings(mut self, mut bindings: Vec<Binding>) -> Self {
         bindings.sort();
         self.bindings = bindings;
+        self.revision = self.revision_now();
+        self
+    }
+
+    /// The same bundle with `spec.queueConsumers`, which are part of the
+    /// revision.
+    pub fn with_queue_consumers(mut self, consumers: Vec<crate::QueueConsumer>) -> Self {
+        self.queue_consumers = consumers;
         self.revision = self.revision_now();
         self
     }
@@ -404,6 +424,10 @@ fn binding_fields(binding: &Binding, field: &mut impl FnMut(&[u8])) {
         field(service.entrypoint.as_deref().unwrap_or_default().as_bytes());
         let props = service.props.as_ref().map(crate::Props::to_json);
         field(props.as_deref().unwrap_or_default().as_bytes());
+    }
+    if let Some(queue) = &binding.queue {
+        field(b"queue");
+        field(queue.name.as_bytes());
     }
 }
 

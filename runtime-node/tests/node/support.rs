@@ -145,6 +145,8 @@ impl TestNode {
             sqlite_classes: Default::default(),
             hosted_objects: Default::default(),
             services: Default::default(),
+            queues: Default::default(),
+            queue_consumers: Default::default(),
             limits,
             allowed_hosts: Vec::new(),
             compat: Default::default(),

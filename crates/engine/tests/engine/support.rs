@@ -87,6 +87,8 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         sqlite_classes: Default::default(),
         hosted_objects: Default::default(),
         services: Default::default(),
+        queues: Default::default(),
+        queue_consumers: Default::default(),
         limits,
         allowed_hosts: Vec::new(),
         compat: Default::default(),
