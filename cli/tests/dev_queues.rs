@@ -343,8 +343,10 @@ async fn dev_queues_limits_content_types_and_a_hostile_consumer() {
         async move {
             let took = benign.await;
             let found = get(&client, port, "c.test", "/?prefix=spin:").await;
-            if found.is_empty() {
-                Err(format!("not yet (the benign Worker answered in {took:?})"))
+            if found.lines().count() < 2 {
+                Err(format!(
+                    "{found:?} (the benign Worker answered in {took:?})"
+                ))
             } else {
                 Ok((found, took))
             }

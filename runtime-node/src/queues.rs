@@ -1,5 +1,5 @@
 //! Cloudflare Queues' delivery in `isolane dev` (and, later, on a node):
-//! the engine's `QueueRunner` over the engine's store, for the queues the
+//! the [`QueueRunner`] (`queues/runner.rs`) over the engine's store, for the queues the
 //! Workers this process holds consume (`spec.queueConsumers`), each batch
 //! run on the thread its consumer's requests run on.
 //!
@@ -9,10 +9,15 @@
 
 use std::sync::Arc;
 
-use isolane_engine::{Engine, QueueConsumerOf, QueueHost, QueueRunner, WorkerBundle};
+mod outcome;
+mod runner;
+
+use isolane_engine::{Engine, WorkerBundle};
 use tokio::task::JoinHandle;
 
 use crate::BundleIndex;
+pub use outcome::{QueueOutcome, Verdict};
+pub use runner::{QueueConsumerOf, QueueHost, QueueRunner};
 
 /// The Workers this process holds, each with the thread its requests run on.
 struct HeldConsumers {

@@ -314,6 +314,32 @@ fn check_crons(triggers: &Triggers) -> Result<(), isolane_worker::cron::Schedule
     Ok(())
 }
 
+/// The rules on a Worker's spec that need more than its schema: bindings,
+/// queue consumers, cron schedules.
+fn check_spec(
+    file: &str,
+    name: &str,
+    spec: &isolane_crds::WorkerSpec,
+) -> Result<(), WorkerFileError> {
+    let (file, name) = (file.to_owned(), name.to_owned());
+    if let Err(error) =
+        isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
+    {
+        return Err(WorkerFileError::Bindings { file, name, error });
+    }
+    if let Err(error) = isolane_worker::queue::check_consumers(&spec.queue_consumers) {
+        return Err(WorkerFileError::Queues { file, name, error });
+    }
+    // A Worker without routes is valid: it is reached only through other
+    // Workers' service bindings (or its cron triggers).
+    if let Some(triggers) = &spec.triggers
+        && let Err(error) = check_crons(triggers)
+    {
+        return Err(WorkerFileError::Cron { file, name, error });
+    }
+    Ok(())
+}
+
 fn dev_worker(
     file: &Path,
     worker: isolane_crds::Worker,
@@ -339,21 +365,7 @@ fn dev_worker(
             });
         }
     };
-    if let Err(error) =
-        isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
-    {
-        return Err(WorkerFileError::Bindings { file, name, error });
-    }
-    if let Err(error) = isolane_worker::queue::check_consumers(&spec.queue_consumers) {
-        return Err(WorkerFileError::Queues { file, name, error });
-    }
-    // A Worker without routes is valid: it is reached only through other
-    // Workers' service bindings (or its cron triggers).
-    if let Some(triggers) = &spec.triggers
-        && let Err(error) = check_crons(triggers)
-    {
-        return Err(WorkerFileError::Cron { file, name, error });
-    }
+    check_spec(&file, &name, &spec)?;
     let compatibility = Compatibility {
         date: spec.compatibility_date,
         flags: spec.compatibility_flags,

@@ -57,7 +57,7 @@ pub struct WorkerBundle {
     /// namespace `env.NAME.send()` writes to (`isolane-bindings`' queue unit).
     pub queues: BTreeMap<String, String>,
     /// The queues of its namespace the Worker consumes (`spec.queueConsumers`),
-    /// delivered by `queue_runner.rs`.
+    /// delivered by `isolane-node`'s queue loop.
     pub queue_consumers: Vec<isolane_worker::QueueConsumer>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact

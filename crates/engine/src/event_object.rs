@@ -58,22 +58,7 @@ pub(crate) fn event_object<'s>(
         }
         Event::ObjectSocketEvent(event) => socket_event(scope, event),
         Event::QueueBatch(batch) => queue_event(scope, batch),
-        Event::ServiceCall(call) => {
-            let entrypoint = string_or_null(scope, call.entrypoint.as_deref())?;
-            let method = string_or_null(scope, call.method.as_deref())?;
-            let props = string_or_null(scope, call.props.as_deref())?;
-            let payload = match &call.payload {
-                Some(bytes) => host::u8_array(scope, bytes.to_vec())?.into(),
-                None => v8::null(scope).into(),
-            };
-            let fields = [
-                ("entrypoint", entrypoint),
-                ("rpcMethod", method),
-                ("props", props),
-                ("payload", payload),
-            ];
-            object(scope, "serviceCall", &fields)
-        }
+        Event::ServiceCall(call) => service_call_event(scope, call),
     };
     Some(Some(object?))
 }
@@ -111,6 +96,28 @@ fn socket_event<'s>(
         ("attachment", attachment),
     ];
     object(scope, "objectSocket", &fields)
+}
+
+/// `{type: 'serviceCall', entrypoint, rpcMethod, props, payload}` of a
+/// call through a service binding.
+fn service_call_event<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    call: &crate::service_call::ServiceCall,
+) -> Option<v8::Local<'s, v8::Value>> {
+    let entrypoint = string_or_null(scope, call.entrypoint.as_deref())?;
+    let method = string_or_null(scope, call.method.as_deref())?;
+    let props = string_or_null(scope, call.props.as_deref())?;
+    let payload = match &call.payload {
+        Some(bytes) => host::u8_array(scope, bytes.to_vec())?.into(),
+        None => v8::null(scope).into(),
+    };
+    let fields = [
+        ("entrypoint", entrypoint),
+        ("rpcMethod", method),
+        ("props", props),
+        ("payload", payload),
+    ];
+    object(scope, "serviceCall", &fields)
 }
 
 /// `{type: 'queue', queue, messages: [[id, timestamp, body, contentType,

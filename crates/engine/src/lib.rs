@@ -55,7 +55,6 @@ mod platform;
 mod pool;
 mod prewarm;
 mod queue_batch;
-mod queue_runner;
 mod retire;
 mod schedule;
 mod scheduled;
@@ -105,8 +104,7 @@ pub use observer::{
 };
 pub use outcome::{EngineError, ExecuteError, Outcome};
 pub use prewarm::{Prewarm, PrewarmOutcome};
-pub use queue_batch::{QueueBatch, QueueOutcome, Verdict};
-pub use queue_runner::{QueueConsumerOf, QueueHost, QueueRunner};
+pub use queue_batch::QueueBatch;
 pub use schedule::guaranteed;
 pub use scheduled::ScheduledEvent;
 pub use snapshot::runtime_files;

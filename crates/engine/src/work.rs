@@ -63,8 +63,7 @@ pub enum Work {
     /// home thread.
     ObjectSocketEvent(ObjectSocketEvent),
     /// A batch of a queue's messages for the Worker's `queue` handler
-    /// (`queue_batch.rs`, delivered by `queue_runner.rs`): answered with
-    /// the batch's outcome as JSON.
+    /// (`queue_batch.rs`): answered with the batch's outcome as JSON.
     QueueBatch(QueueBatch),
     /// Load the Worker's revision into the thread's warm pool and answer a
     /// bodiless 204, calling no handler (`prewarm.rs`).

@@ -16,7 +16,7 @@ pub enum StoreError {
     /// A queue send breaks one of Cloudflare Queues' limits, or the
     /// namespace's queue quota.
     #[error(transparent)]
-    Queue(#[from] crate::queue::QueueError),
+    Queue(#[from] crate::queue_limits::QueueError),
     /// The caller's `admit` refused a value of this size (its memory
     /// budget is spent).
     #[error("a value of {len} bytes was refused by the caller's memory budget")]

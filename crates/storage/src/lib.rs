@@ -33,6 +33,7 @@ mod observe;
 mod ops_quota;
 mod postgres;
 pub mod queue;
+mod queue_limits;
 pub mod sql;
 mod sql_store;
 mod sqlite;

@@ -107,7 +107,9 @@ impl Observer {
             StoreError::Throttled { .. } => StoreRefusal::Operations,
             StoreError::Object(ObjectError::QuotaExceeded { .. })
             | StoreError::Kv(KvError::QuotaExceeded { .. })
-            | StoreError::Queue(crate::QueueError::QuotaExceeded { .. }) => StoreRefusal::Quota,
+            | StoreError::Queue(crate::queue_limits::QueueError::QuotaExceeded { .. }) => {
+                StoreRefusal::Quota
+            }
             StoreError::Object(ObjectError::ObjectFull { .. }) => StoreRefusal::ObjectLimit,
             _ => return,
         };

@@ -247,11 +247,7 @@ impl Bundle {
         for binding in &self.bindings {
             binding_fields(binding, &mut field);
         }
-        for consumer in &self.queue_consumers {
-            // Its JSON: every field, each `None` left out.
-            field(b"queue-consumer");
-            field(&serde_json::to_vec(consumer).unwrap_or_default());
-        }
+        consumer_fields(&self.queue_consumers, &mut field);
         hex::encode(&hash.finalize()[..8])
     }
 
@@ -398,6 +394,14 @@ fn module_fields(modules: &Modules, field: &mut impl FnMut(&[u8])) {
 }
 
 /// The fields one binding adds to a bundle's revision.
+/// Each queue consumer as its JSON (every field, each `None` left out).
+fn consumer_fields(consumers: &[crate::QueueConsumer], field: &mut impl FnMut(&[u8])) {
+    for consumer in consumers {
+        field(b"queue-consumer");
+        field(&serde_json::to_vec(consumer).unwrap_or_default());
+    }
+}
+
 fn binding_fields(binding: &Binding, field: &mut impl FnMut(&[u8])) {
     field(b"binding");
     field(binding.name.as_bytes());

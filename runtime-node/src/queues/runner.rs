@@ -1,8 +1,8 @@
 //! Delivers Cloudflare Queues' messages: for each queue a Worker consumes
 //! (`spec.queueConsumers`), a loop that leases batches from the store
-//! (`isolane_storage::Store::queue_lease`) and runs each as a
-//! [`crate::Work::QueueBatch`] on the engine, on the thread its Worker runs
-//! on, then settles it ([`crate::QueueOutcome`]).
+//! (`isolane_storage::Store::queue_lease`) and runs each as an
+//! `isolane_engine::Work::QueueBatch` on the engine, on the thread its
+//! Worker runs on, then settles it ([`QueueOutcome`]).
 //!
 //! Cloudflare's semantics: a batch is delivered once it holds
 //! `maxBatchSize` messages or its oldest has waited `maxBatchTimeoutMs`;
@@ -24,8 +24,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use isolane_storage::{QueueMessage, QueueScope, QueueSettle, Store};
 use isolane_worker::QueueConsumer;
 
-use crate::queue_batch::{QueueBatch, QueueOutcome, Verdict};
-use crate::{Engine, Work, WorkerBundle};
+use isolane_engine::{Engine, QueueBatch, Work, WorkerBundle};
+
+use super::outcome::{QueueOutcome, Verdict};
 
 /// One queue a Worker consumes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +39,7 @@ pub struct QueueConsumerOf {
 impl QueueConsumerOf {
     /// The queue it consumes, in its Worker's namespace.
     pub fn scope(&self) -> QueueScope {
-        let namespace = crate::bundle::namespace_of(&self.worker_id);
+        let namespace = isolane_engine::namespace_of(&self.worker_id);
         QueueScope::new(namespace, &self.consumer.queue)
     }
 }
@@ -102,10 +103,9 @@ impl QueueRunner {
                 keep
             });
             for (scope, consumer) in wanted {
-                if !loops.contains_key(&scope) {
-                    let task =
-                        tasks.spawn(Arc::clone(&this).consume(scope.clone(), consumer.clone()));
-                    loops.insert(scope, (consumer, task));
+                if let std::collections::hash_map::Entry::Vacant(slot) = loops.entry(scope) {
+                    let run = Arc::clone(&this).consume(slot.key().clone(), consumer.clone());
+                    slot.insert((consumer, tasks.spawn(run)));
                 }
             }
             tokio::time::sleep(this.idle).await;
@@ -129,16 +129,12 @@ impl QueueRunner {
             let wake = match self.store.queue_ready(scope.clone(), now, size).await {
                 Ok(ready) if ready.ready > 0 => {
                     let oldest = ready.oldest_ready_ms.unwrap_or(now);
-                    if ready.ready >= size || now - oldest >= timeout {
-                        if let Some(batch) = self.lease(&scope, &of, now, size).await {
-                            tokio::spawn(Arc::clone(&self).deliver(
-                                scope.clone(),
-                                of.clone(),
-                                batch,
-                                slot,
-                            ));
-                            continue;
-                        }
+                    let due = ready.ready >= size || now - oldest >= timeout;
+                    if due && let Some(batch) = self.lease(&scope, &of, now, size).await {
+                        let delivery =
+                            Arc::clone(&self).deliver(scope.clone(), of.clone(), batch, slot);
+                        tokio::spawn(delivery);
+                        continue;
                     }
                     oldest + timeout
                 }
@@ -226,7 +222,7 @@ impl QueueRunner {
 
 /// The outcome a delivery answered: its body's, or every message retried.
 async fn outcome_of(
-    answer: Result<http::Response<crate::Body>, crate::ExecuteError>,
+    answer: Result<http::Response<isolane_engine::Body>, isolane_engine::ExecuteError>,
 ) -> QueueOutcome {
     let response = match answer {
         Ok(response) => response,
