@@ -599,6 +599,50 @@ mod tests {
     }
 
     #[test]
+    fn rejects_a_queue_consumed_twice_or_its_own_dead_letter_queue() {
+        use isolane_worker::{Binding, QueueConsumer};
+        let mut index = WorkerIndex::default();
+        let mut first = worker("first", "export default {}", &[]);
+        first.spec.queue_consumers = vec![QueueConsumer::new("jobs")];
+        first.spec.bindings = vec![Binding::queue("JOBS", "jobs")];
+        let (allowed, message) = verdict(&review(&body("CREATE", &first, None), &index, false));
+        assert!(allowed, "{message}");
+        index.upsert(&first);
+        // It may be applied again; another Worker of the namespace may not
+        // consume the same queue.
+        let (allowed, message) = verdict(&review(&body("UPDATE", &first, None), &index, false));
+        assert!(allowed, "{message}");
+        let mut second = worker("second", "export default {}", &[]);
+        second.spec.queue_consumers = vec![QueueConsumer::new("jobs")];
+        let (allowed, message) = verdict(&review(&body("CREATE", &second, None), &index, false));
+        assert!(!allowed);
+        assert_eq!(
+            message,
+            "spec.queueConsumers: queue \"jobs\" is already consumed by Worker \"first\" of this namespace (a queue has one consumer)"
+        );
+        second.spec.queue_consumers = vec![QueueConsumer {
+            dead_letter_queue: Some("mail".into()),
+            ..QueueConsumer::new("mail")
+        }];
+        let (allowed, message) = verdict(&review(&body("CREATE", &second, None), &index, false));
+        assert!(!allowed);
+        assert!(
+            message.contains(
+                "spec.queueConsumers: queue \"mail\": deadLetterQueue must be another queue"
+            ),
+            "{message}"
+        );
+        second.spec.bindings = vec![Binding::queue("BAD", "Not_A_Queue")];
+        second.spec.queue_consumers.clear();
+        let (allowed, message) = verdict(&review(&body("CREATE", &second, None), &index, false));
+        assert!(!allowed);
+        assert!(
+            message.contains("queue name \"Not_A_Queue\" is invalid"),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn rejects_routes_held_by_another_worker_but_not_old_ones() {
         let mut index = WorkerIndex::default();
         index.upsert(&worker("owner", "1", &["a.example.com"]));
