@@ -479,6 +479,9 @@ async fn serve(
     // Durable Object alarms kept in `.isolane/state`, delivered while this
     // runs (the loop ends with the control runtime).
     let _alarms = isolane_node::spawn_alarms(&engine, bundles.clone());
+    // Queue messages kept in `.isolane/state`, delivered to the Workers
+    // that consume them while this runs (aborted on the way out).
+    let queues = isolane_node::spawn_queues(&engine, bundles.clone());
     let admission = Admission::new(threads, config.engine.queue_depth, node_metrics.clone());
     let runtimes = engine.runtimes();
     let service = NodeService::new(
@@ -549,6 +552,9 @@ async fn serve(
     tracing::info!("shutting down");
     shutdown.cancel();
     front.join().await?;
+    if let Some(queues) = queues {
+        queues.abort();
+    }
     let _ = tokio::join!(admin, cron);
     Ok(())
 }

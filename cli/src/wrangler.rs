@@ -11,6 +11,7 @@
 pub mod build;
 mod code;
 pub mod keys;
+mod queues;
 pub mod spec;
 
 use std::collections::BTreeMap;
@@ -169,6 +170,9 @@ pub struct Config {
     pub durable_objects: DurableObjects,
     #[serde(default)]
     pub services: Vec<ServiceConfig>,
+    /// `queues` (`docs/queues.md`).
+    #[serde(default)]
+    pub queues: queues::QueuesConfig,
     #[serde(default)]
     pub dispatch_namespaces: Vec<DispatchNamespaceConfig>,
     #[serde(default)]

@@ -279,6 +279,8 @@ fn bundle(revision: &str) -> WorkerBundle {
         hosted_objects: Default::default(),
         services: Default::default(),
         dispatchers: Default::default(),
+        queues: Default::default(),
+        queue_consumers: Default::default(),
         limits: Limits {
             cpu_ms: 50,
             ..Limits::default()

@@ -148,6 +148,17 @@ pub struct WorkerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub triggers: Option<Triggers>,
 
+    /// The queues of this namespace whose messages the Worker's
+    /// `queue(batch, env, ctx)` handler consumes, in batches (wrangler's
+    /// `[[queues.consumers]]`): `{queue, maxBatchSize, maxBatchTimeoutMs,
+    /// maxRetries, retryDelaySeconds, deadLetterQueue, maxConcurrency}`. A
+    /// queue has at most one consumer Worker in a namespace. See
+    /// docs/queues.md.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["queue"]))]
+    pub queue_consumers: Vec<isolane_worker::QueueConsumer>,
+
     /// The date whose Workers runtime behaviour this Worker expects, `YYYY-MM-DD`:
     /// it turns on what workerd turns on from that date (Node.js compatibility
     /// from 2026-08-04). Unset: before every date. See docs/nodejs.md.

@@ -280,7 +280,7 @@ fn invalid_workers() -> Vec<Invalid> {
             spec: "SCRIPT\n  bindings: [{name: COUNTER}]",
             expect: &[
                 "spec.bindings[0]",
-                "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>} or service: {name: <worker>}",
+                "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>} or queue: {name: <queue>}",
             ],
         },
         Invalid {

@@ -25,6 +25,7 @@ pub fn spec(script: Option<&str>, hosts: &[&str]) -> WorkerSpec {
         limits: Limits::default(),
         egress: None,
         triggers: None,
+        queue_consumers: Vec::new(),
         compatibility_date: None,
         compatibility_flags: Vec::new(),
         replicas: 1,

@@ -63,6 +63,8 @@ struct Entry {
     services: Vec<WorkerKey>,
     /// The namespaces its dispatch namespace bindings name.
     dispatch: Vec<String>,
+    /// The queues it consumes (`spec.queueConsumers`).
+    consumers: Vec<isolane_worker::QueueConsumer>,
 }
 
 /// References and route claims of every Worker of the installation's class
@@ -194,10 +196,23 @@ impl WorkerIndex {
             references,
             services,
             dispatch,
+            consumers: worker.spec.queue_consumers.clone(),
         };
         self.entries.insert(key.clone(), entry);
         affected.remove(&key);
         affected.into_iter().collect()
+    }
+
+    /// The queue consumers of each Worker of `namespace` (its name and
+    /// `spec.queueConsumers`), for the rule that a queue has one consumer.
+    pub fn queue_consumers<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a [isolane_worker::QueueConsumer])> + 'a {
+        self.entries
+            .iter()
+            .filter(move |(key, entry)| key.namespace == namespace && !entry.consumers.is_empty())
+            .map(|(key, entry)| (key.name.as_str(), entry.consumers.as_slice()))
     }
 
     /// Replaces the recorded host owners; returns the Workers whose route

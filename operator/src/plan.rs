@@ -267,6 +267,13 @@ fn admit(
                 error.to_string(),
             )
         })?;
+    isolane_worker::queue::check_consumers(&spec.queue_consumers).map_err(|error| {
+        (
+            reason::INVALID_BINDINGS,
+            format!("spec.queueConsumers are refused: {error}"),
+            error.to_string(),
+        )
+    })?;
     Ok(kind)
 }
 
@@ -296,6 +303,7 @@ fn bundle_of(
         spec.compatibility_flags.clone(),
     )
     .with_bindings(spec.bindings.clone())
+    .with_queue_consumers(spec.queue_consumers.clone())
     .with_json_env(resolved.json)
 }
 

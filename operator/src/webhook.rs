@@ -5,6 +5,10 @@
 //! - `spec.bindings` whose names are not unique across `env` and bindings,
 //!   or naming a hosting Worker by anything but a name
 //!   (`isolane_worker::check_bindings`);
+//! - `spec.queueConsumers` out of bounds, consuming a queue twice or naming
+//!   its own queue as dead-letter queue (`isolane_worker::queue::check_consumers`);
+//! - a queue another Worker of the namespace consumes already
+//!   (`isolane_worker::queue::check_namespace_consumers`, from the same index);
 //! - a route (host + pathPrefix) that would take a route or a host from
 //!   another Worker (`RouteTable::held_by_others`, the ownership rule with the
 //!   Worker under review as the youngest claimant). On update,
@@ -109,6 +113,9 @@ fn spec_problems(spec: &WorkerSpec) -> Vec<String> {
     {
         problems.push(format!("spec.bindings: {error}"));
     }
+    if let Err(error) = isolane_worker::queue::check_consumers(&spec.queue_consumers) {
+        problems.push(format!("spec.queueConsumers: {error}"));
+    }
     for var in &spec.env {
         if var.json.is_some() && (var.value.is_some() || var.value_from.is_some()) {
             problems.push(format!(
@@ -172,6 +179,13 @@ fn route_problems(
             )),
             host => problems.push(format!("spec.routes: route {route} {host}")),
         }
+    }
+    if let Err(error) = isolane_worker::queue::check_namespace_consumers(
+        &key.name,
+        &worker.spec.queue_consumers,
+        index.queue_consumers(&key.namespace),
+    ) {
+        problems.push(format!("spec.queueConsumers: {error}"));
     }
     problems
 }
@@ -580,6 +594,50 @@ mod tests {
         assert!(!allowed);
         assert!(
             message.contains("service.name \"team-b/auth\" names another namespace"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn rejects_a_queue_consumed_twice_or_its_own_dead_letter_queue() {
+        use isolane_worker::{Binding, QueueConsumer};
+        let mut index = WorkerIndex::default();
+        let mut first = worker("first", "export default {}", &[]);
+        first.spec.queue_consumers = vec![QueueConsumer::new("jobs")];
+        first.spec.bindings = vec![Binding::queue("JOBS", "jobs")];
+        let (allowed, message) = verdict(&review(&body("CREATE", &first, None), &index, false));
+        assert!(allowed, "{message}");
+        index.upsert(&first);
+        // It may be applied again; another Worker of the namespace may not
+        // consume the same queue.
+        let (allowed, message) = verdict(&review(&body("UPDATE", &first, None), &index, false));
+        assert!(allowed, "{message}");
+        let mut second = worker("second", "export default {}", &[]);
+        second.spec.queue_consumers = vec![QueueConsumer::new("jobs")];
+        let (allowed, message) = verdict(&review(&body("CREATE", &second, None), &index, false));
+        assert!(!allowed);
+        assert_eq!(
+            message,
+            "spec.queueConsumers: queue \"jobs\" is already consumed by Worker \"first\" of this namespace (a queue has one consumer)"
+        );
+        second.spec.queue_consumers = vec![QueueConsumer {
+            dead_letter_queue: Some("mail".into()),
+            ..QueueConsumer::new("mail")
+        }];
+        let (allowed, message) = verdict(&review(&body("CREATE", &second, None), &index, false));
+        assert!(!allowed);
+        assert!(
+            message.contains(
+                "spec.queueConsumers: queue \"mail\": deadLetterQueue must be another queue"
+            ),
+            "{message}"
+        );
+        second.spec.bindings = vec![Binding::queue("BAD", "Not_A_Queue")];
+        second.spec.queue_consumers.clear();
+        let (allowed, message) = verdict(&review(&body("CREATE", &second, None), &index, false));
+        assert!(!allowed);
+        assert!(
+            message.contains("queue name \"Not_A_Queue\" is invalid"),
             "{message}"
         );
     }

@@ -351,6 +351,14 @@ fn dispatchers(
         .collect()
 }
 
+/// The queue producer bindings of `bindings`: binding name to the queue.
+fn queues(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeMap<String, String> {
+    bindings
+        .iter()
+        .filter_map(|binding| Some((binding.name.clone(), binding.queue.as_ref()?.name.clone())))
+        .collect()
+}
+
 /// The engine's view of a bundle from its Secret.
 pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
     // The operator (and `isolane dev`) refuse bad settings before a bundle
@@ -400,6 +408,8 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
             .collect(),
         services: services(&bundle.bindings),
         dispatchers: dispatchers(&bundle.bindings, &bundle.dispatch_consent),
+        queues: queues(&bundle.bindings),
+        queue_consumers: bundle.queue_consumers,
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,
         compat,

@@ -24,6 +24,7 @@ mod membership;
 mod metrics;
 mod node;
 mod peers;
+mod queues;
 mod retire;
 mod service;
 mod socket;
@@ -46,6 +47,7 @@ pub use membership::{FIELD_MANAGER, Heartbeat};
 pub use metrics::{ALL as METRICS, NodeMetrics};
 pub use node::{Node, RunningNode, StartError};
 pub use peers::{EJECTED_FOR, OBJECT_METADATA, Peers, RingWatch, object_of};
+pub use queues::{QueueConsumerOf, QueueHost, QueueOutcome, QueueRunner, Verdict, spawn_queues};
 pub use retire::retire_deleted;
 pub use service::{
     Answered, ExecuteStream, InboundFrames, MAX_CHUNK_BYTES, MAX_MESSAGE_BYTES, NodeService,

@@ -78,6 +78,12 @@ pub enum WorkerFileError {
         name: String,
         error: isolane_worker::BindingError,
     },
+    #[error("{file}: Worker {name}: spec.queueConsumers: {error}")]
+    Queues {
+        file: String,
+        name: String,
+        error: isolane_worker::QueueError,
+    },
     #[error("{dir}: no Worker YAML found")]
     Empty { dir: String },
 }
@@ -214,6 +220,7 @@ fn folder_workers(dir: &Path) -> anyhow::Result<Vec<DevWorker>> {
             .with_context(|| format!("{}: not a valid Worker", file.display()))?;
         let mut worker = dev_worker(&file, worker, &sources)?;
         worker.bundle = with_consent(worker.bundle, &worker.key, &namespaces);
+        check_queue_consumers(&file, &worker, &workers)?;
         workers.push(worker);
     }
     if workers.is_empty() {
@@ -268,6 +275,29 @@ fn with_consent(
         })
         .collect();
     bundle.with_dispatch_consent(consent)
+}
+
+/// A queue `worker` consumes is consumed by no Worker read before it of
+/// its namespace (the webhook's rule).
+fn check_queue_consumers(
+    file: &Path,
+    worker: &DevWorker,
+    before: &[DevWorker],
+) -> Result<(), WorkerFileError> {
+    let others = before
+        .iter()
+        .filter(|other| other.key.namespace == worker.key.namespace)
+        .map(|other| (other.key.name.as_str(), &other.bundle.queue_consumers[..]));
+    isolane_worker::queue::check_namespace_consumers(
+        &worker.key.name,
+        &worker.bundle.queue_consumers,
+        others,
+    )
+    .map_err(|error| WorkerFileError::Queues {
+        file: file.display().to_string(),
+        name: worker.key.name.clone(),
+        error,
+    })
 }
 
 /// ConfigMap `data` and Secret `stringData` of the folder, by (kind, name, key).
@@ -331,6 +361,32 @@ fn check_crons(triggers: &Triggers) -> Result<(), isolane_worker::cron::Schedule
     Ok(())
 }
 
+/// The rules on a Worker's spec that need more than its schema: bindings,
+/// queue consumers, cron schedules.
+fn check_spec(
+    file: &str,
+    name: &str,
+    spec: &isolane_crds::WorkerSpec,
+) -> Result<(), WorkerFileError> {
+    let (file, name) = (file.to_owned(), name.to_owned());
+    if let Err(error) =
+        isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
+    {
+        return Err(WorkerFileError::Bindings { file, name, error });
+    }
+    if let Err(error) = isolane_worker::queue::check_consumers(&spec.queue_consumers) {
+        return Err(WorkerFileError::Queues { file, name, error });
+    }
+    // A Worker without routes is valid: it is reached only through other
+    // Workers' service bindings (or its cron triggers).
+    if let Some(triggers) = &spec.triggers
+        && let Err(error) = check_crons(triggers)
+    {
+        return Err(WorkerFileError::Cron { file, name, error });
+    }
+    Ok(())
+}
+
 fn dev_worker(
     file: &Path,
     worker: isolane_crds::Worker,
@@ -356,18 +412,7 @@ fn dev_worker(
             });
         }
     };
-    if let Err(error) =
-        isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
-    {
-        return Err(WorkerFileError::Bindings { file, name, error });
-    }
-    // A Worker without routes is valid: it is reached only through other
-    // Workers' service bindings (or its cron triggers).
-    if let Some(triggers) = &spec.triggers
-        && let Err(error) = check_crons(triggers)
-    {
-        return Err(WorkerFileError::Cron { file, name, error });
-    }
+    check_spec(&file, &name, &spec)?;
     let compatibility = Compatibility {
         date: spec.compatibility_date,
         flags: spec.compatibility_flags,
@@ -380,7 +425,8 @@ fn dev_worker(
     let bundle = Bundle::new(key.to_string(), script, env, spec.limits, Vec::new())
         .with_allowed_hosts(egress.unwrap_or_default())
         .with_compatibility(compatibility.date, compatibility.flags)
-        .with_bindings(spec.bindings);
+        .with_bindings(spec.bindings)
+        .with_queue_consumers(spec.queue_consumers);
     Ok(DevWorker {
         key,
         bundle,

@@ -73,6 +73,8 @@ pub fn worker(file: &Path, env: Option<&str>) -> anyhow::Result<DevWorker> {
     let names = env.keys().chain(json.keys()).map(String::as_str);
     isolane_worker::check_bindings(names, &spec.bindings)
         .with_context(|| format!("{}: bindings", project.path()))?;
+    isolane_worker::queue::check_consumers(&spec.queue_consumers)
+        .with_context(|| format!("{}: queues.consumers", project.path()))?;
     let compatibility = Compatibility {
         date: spec.compatibility_date.clone(),
         flags: spec.compatibility_flags.clone(),
@@ -101,6 +103,7 @@ pub fn worker(file: &Path, env: Option<&str>) -> anyhow::Result<DevWorker> {
         bundle: bundle
             .with_compatibility(compatibility.date, compatibility.flags)
             .with_bindings(spec.bindings)
+            .with_queue_consumers(spec.queue_consumers)
             .with_json_env(json)
             .with_assets_digest(digest),
         key,

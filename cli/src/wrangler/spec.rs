@@ -68,6 +68,7 @@ pub fn worker(project: &Project) -> Result<ProjectWorker, SpecError> {
     spec["env"] = vars(&config.vars).map_err(|(key, m)| value_error(key, m))?;
     spec["bindings"] = json!(bindings(project, &mut problems).map_err(|(k, m)| value_error(k, m))?);
     migrations(project, &mut problems);
+    spec["queueConsumers"] = json!(super::queues::consumers(config, &mut problems));
     spec["routes"] = json!(routes(config).map_err(|(key, m)| value_error(key, m))?);
     if !config.triggers.crons.is_empty() {
         spec["triggers"] = json!({ "crons": config.triggers.crons });
@@ -210,8 +211,9 @@ pub fn is_identifier(name: &str) -> bool {
 /// `kv_namespaces` (the namespace named by `id`, else by the binding),
 /// `durable_objects.bindings` (`script_name`: the Worker of the same
 /// namespace that hosts the class), `services` (a Worker of the same
-/// namespace, its `entrypoint` and `props`) and `dispatch_namespaces` (a
-/// Kubernetes namespace whose Workers are called by name).
+/// namespace, its `entrypoint` and `props`), `dispatch_namespaces` (a
+/// Kubernetes namespace whose Workers are called by name) and
+/// `queues.producers`.
 fn bindings(
     project: &Project,
     problems: &mut Vec<Problem>,
@@ -260,6 +262,7 @@ fn bindings(
             &dispatch.namespace,
         ));
     }
+    super::queues::producers(config, problems, &mut bindings);
     let env = config.vars.keys().map(String::as_str);
     isolane_worker::check_bindings(env, &bindings)
         .map_err(|e| ("bindings".to_owned(), e.to_string()))?;

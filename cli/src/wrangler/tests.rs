@@ -29,7 +29,7 @@ crons = ["*/5 * * * *"]
 
 [env.staging]
 vars = { GREETING = "hello staging" }
-queues = { producers = [{ binding = "JOBS", queue = "jobs" }] }
+workflows = [{ binding = "FLOW", name = "flow", class_name = "Flow" }]
 
 [env.named]
 name = "shop-preview"
@@ -73,7 +73,7 @@ fn an_environment_inherits_what_wrangler_inherits_and_no_bindings() {
         "bindings are not inherited"
     );
     let keys: Vec<_> = project.problems.iter().map(|p| p.key.as_str()).collect();
-    assert_eq!(keys, ["r2_buckets", "env.staging.queues"]);
+    assert_eq!(keys, ["r2_buckets", "env.staging.workflows"]);
 }
 
 #[test]
@@ -335,5 +335,41 @@ fn a_builds_redirect_names_the_config_wrangler_deploys() {
     assert_eq!(
         Project::read(&found, None).unwrap().name().unwrap(),
         "built"
+    );
+}
+
+#[test]
+fn queues_map_onto_bindings_and_consumers() {
+    let text = "name = 'a'\nmain = 'i.js'\n\
+        [[queues.producers]]\nbinding = 'JOBS'\nqueue = 'jobs'\ndelivery_delay = 5\n\
+        [[queues.consumers]]\nqueue = 'jobs'\nmax_batch_size = 50\nmax_batch_timeout = 2.5\n\
+        max_retries = 7\nretry_delay = 30\ndead_letter_queue = 'jobs-dlq'\nmax_concurrency = 4\n\
+        [[queues.consumers]]\nqueue = 'pulled'\ntype = 'http_pull'\n";
+    let project = project("wrangler.toml", text, None).unwrap();
+    let worker = spec::worker(&project).unwrap();
+    let spec = &worker.spec;
+    assert_eq!(
+        spec.bindings,
+        [isolane_worker::Binding::queue("JOBS", "jobs")]
+    );
+    assert_eq!(
+        spec.queue_consumers,
+        [isolane_worker::QueueConsumer {
+            max_batch_size: Some(50),
+            max_batch_timeout_ms: Some(2500),
+            max_retries: Some(7),
+            retry_delay_seconds: Some(30),
+            dead_letter_queue: Some("jobs-dlq".into()),
+            max_concurrency: Some(4),
+            ..isolane_worker::QueueConsumer::new("jobs")
+        }]
+    );
+    let problems: Vec<_> = worker.problems.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(
+        problems,
+        [
+            "queues.producers[0].delivery_delay",
+            "queues.consumers[1].type"
+        ]
     );
 }

@@ -8,7 +8,9 @@
 //! caller's thread: `service.rs`, `rpc.rs`, `js/30_service.js`,
 //! `js/31_rpc.js`, `js/32_rpc_target.js`; functions and `RpcTarget`s
 //! passed by reference: `stub.rs`, `js/31_rpc_stub.js`), SQLite-backed
-//! Durable Objects' `ctx.storage.sql` (`sql.rs`, `js/34_durable_sql.js`).
+//! Durable Objects' `ctx.storage.sql` (`sql.rs`, `js/34_durable_sql.js`),
+//! Cloudflare Queues' producer and consumer batch (`queue.rs`,
+//! `js/35_queue.js`).
 //! Durable Objects themselves are still a unit of the core
 //! (docs/adr/0002-engine-crates.md, "Not yet done").
 //!
@@ -23,6 +25,7 @@ extern crate isolane_engine;
 mod assets;
 mod dispatch;
 mod kv;
+mod queue;
 mod rpc;
 mod service;
 mod sql;
@@ -73,5 +76,6 @@ fn units() -> Vec<Unit> {
         service::unit(),
         assets::unit(),
         sql::unit(),
+        queue::unit(),
     ]
 }

@@ -372,8 +372,8 @@ internal.setModule = function setModule(namespace) {
   if (def === undefined) {
     throw new TypeError('The worker module has no default export; expected `export default { async fetch(request, env, ctx) { … } }`.');
   }
-  if (!internal.isObject(def) || (typeof def.fetch !== 'function' && typeof def.scheduled !== 'function')) {
-    throw new TypeError("The worker module's default export has no fetch() handler; expected `export default { async fetch(request, env, ctx) { … } }` (or a scheduled() handler).");
+  if (!internal.isObject(def) || (typeof def.fetch !== 'function' && typeof def.scheduled !== 'function' && typeof def.queue !== 'function')) {
+    throw new TypeError("The worker module's default export has no fetch() handler; expected `export default { async fetch(request, env, ctx) { … } }` (or a scheduled() or queue() handler).");
   }
   moduleHandler = def;
 };
@@ -479,6 +479,37 @@ function runScheduled(handler, ctxId, cron, scheduledTime, env) {
     .then(() => host.respond(ctxId, 200, 'OK', [], null), (e) => fail(ctxId, e)));
 }
 
+// One batch of a queue's messages through `handler.queue` (a module), the
+// batch made by the bindings' `internal.queueMessageBatch` (35_queue.js). The
+// answer is what the handler's ack()/retry() calls said, as JSON
+// (src/queue_batch.rs): a 200 once the handler and its waitUntil work
+// resolved, a 500 (its exception reported) when they threw.
+function runQueue(handler, ctxId, event, env) {
+  const state = newRequestState(ctxId);
+  state.work = [];
+  let made;
+  let done;
+  try {
+    active.set(ctxId, state);
+    if (internal.isObject(env)) Object.freeze(env);
+    if (handler === null || typeof handler.queue !== 'function') {
+      throw new TypeError('Handler does not export a queue() function; expected `export default { async queue(batch, env, ctx) { … } }`.');
+    }
+    if (internal.queueMessageBatch === undefined) throw new TypeError('Queues are not available in this runtime.');
+    made = internal.queueMessageBatch(event);
+    done = Promise.resolve(handler.queue(made[0], env, new ExecutionContext(kCreate, state)));
+  } catch (e) {
+    done = Promise.reject(e);
+  }
+  return finish(state, done
+    .then(() => allWork(state))
+    .then(() => host.respond(ctxId, 200, 'OK', [], made[1](false)), (e) => {
+      if (made === undefined) return fail(ctxId, e);
+      internal.reportError(e);
+      return host.respond(ctxId, 500, 'Internal Server Error', [], made[1](true));
+    }));
+}
+
 // One event of a Durable Object delivered by the engine, `deliver()`: an
 // alarm (`internal.deliverAlarm`) or a message of a hibernatable WebSocket
 // (`internal.deliverWebSocketEvent`, 28_durable_object.js). A bodiless 200
@@ -515,6 +546,8 @@ internal.handleRequest = function handleRequest(ctxId, method, url, headers, bod
     case 'objectSocket':
       return runObjectEvent(ctxId, () => internal.deliverWebSocketEvent(event.className, event.id, event.socketId,
         event.kind, event.data, event.code, event.reason, event.tags, event.attachment));
+    case 'queue':
+      return runQueue(moduleHandler, ctxId, event, env);
     case 'objectCall':
       // A stub call forwarded to this thread, the object's home
       // (internal.objectCallHandler, 28_durable_object.js).

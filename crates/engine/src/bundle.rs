@@ -57,6 +57,13 @@ pub struct WorkerBundle {
     /// namespace whose Workers `env.NAME.get(worker)` calls, on the service
     /// path (`host/service.rs`), and whether it agreed.
     pub dispatchers: BTreeMap<String, DispatchTarget>,
+    /// Queue producer bindings (`queue: {name}`, wrangler's
+    /// `queues.producers`): binding name to the queue of the Worker's
+    /// namespace `env.NAME.send()` writes to (`isolane-bindings`' queue unit).
+    pub queues: BTreeMap<String, String>,
+    /// The queues of its namespace the Worker consumes (`spec.queueConsumers`),
+    /// delivered by `isolane-node`'s queue loop.
+    pub queue_consumers: Vec<isolane_worker::QueueConsumer>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
@@ -162,6 +169,8 @@ impl WorkerBundle {
             hosted_objects: BTreeMap::new(),
             services: BTreeMap::new(),
             dispatchers: BTreeMap::new(),
+            queues: BTreeMap::new(),
+            queue_consumers: Vec::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
             compat: Compat::default(),

@@ -57,22 +57,8 @@ pub(crate) fn event_object<'s>(
             )
         }
         Event::ObjectSocketEvent(event) => socket_event(scope, event),
-        Event::ServiceCall(call) => {
-            let entrypoint = string_or_null(scope, call.entrypoint.as_deref())?;
-            let method = string_or_null(scope, call.method.as_deref())?;
-            let props = string_or_null(scope, call.props.as_deref())?;
-            let payload = match &call.payload {
-                Some(bytes) => host::u8_array(scope, bytes.to_vec())?.into(),
-                None => v8::null(scope).into(),
-            };
-            let fields = [
-                ("entrypoint", entrypoint),
-                ("rpcMethod", method),
-                ("props", props),
-                ("payload", payload),
-            ];
-            object(scope, "serviceCall", &fields)
-        }
+        Event::QueueBatch(batch) => queue_event(scope, batch),
+        Event::ServiceCall(call) => service_call_event(scope, call),
     };
     Some(Some(object?))
 }
@@ -110,6 +96,52 @@ fn socket_event<'s>(
         ("attachment", attachment),
     ];
     object(scope, "objectSocket", &fields)
+}
+
+/// `{type: 'serviceCall', entrypoint, rpcMethod, props, payload}` of a
+/// call through a service binding.
+fn service_call_event<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    call: &crate::service_call::ServiceCall,
+) -> Option<v8::Local<'s, v8::Value>> {
+    let entrypoint = string_or_null(scope, call.entrypoint.as_deref())?;
+    let method = string_or_null(scope, call.method.as_deref())?;
+    let props = string_or_null(scope, call.props.as_deref())?;
+    let payload = match &call.payload {
+        Some(bytes) => host::u8_array(scope, bytes.to_vec())?.into(),
+        None => v8::null(scope).into(),
+    };
+    let fields = [
+        ("entrypoint", entrypoint),
+        ("rpcMethod", method),
+        ("props", props),
+        ("payload", payload),
+    ];
+    object(scope, "serviceCall", &fields)
+}
+
+/// `{type: 'queue', queue, messages: [[id, timestamp, body, contentType,
+/// attempts], …]}` of a queue batch; each body a Uint8Array (charged to
+/// the Worker), decoded by JavaScript as its content type says.
+fn queue_event<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    batch: &crate::queue_batch::QueueBatch,
+) -> Option<v8::Local<'s, v8::Value>> {
+    let queue = host::js_string(scope, &batch.queue)?;
+    let mut messages = Vec::with_capacity(batch.messages.len());
+    for message in &batch.messages {
+        let id = host::js_string(scope, &message.id)?;
+        // Milliseconds fit a double exactly until 2^53.
+        #[allow(clippy::cast_precision_loss)]
+        let timestamp = v8::Number::new(scope, message.timestamp_ms as f64).into();
+        let body = host::u8_array(scope, message.body.clone())?.into();
+        let content_type = host::js_string(scope, &message.content_type)?;
+        let attempts = v8::Integer::new_from_unsigned(scope, message.attempts).into();
+        let fields = [id, timestamp, body, content_type, attempts];
+        messages.push(v8::Array::new_with_elements(scope, &fields).into());
+    }
+    let messages = v8::Array::new_with_elements(scope, &messages).into();
+    object(scope, "queue", &[("queue", queue), ("messages", messages)])
 }
 
 /// `value` as a string, or `null`.

@@ -6,7 +6,7 @@
 //! the snapshot, and starts one pinned thread per core, each with its own
 //! current-thread tokio runtime, isolate LRU and watchdog;
 //! [`Engine::run`] runs one [`Work`] (a request, a cron tick, a Durable
-//! Object's alarm or call, a prewarm…) for a [`WorkerBundle`] on a thread
+//! Object's alarm or call, a queue batch, a prewarm…) for a [`WorkerBundle`] on a thread
 //! the caller picks (placement is not the engine's job), and
 //! [`Engine::execute`] one HTTP request. Bodies stream
 //! both ways as [`Body`]. Metrics leave through an [`EngineObserver`]. The
@@ -54,6 +54,7 @@ mod outcome;
 mod platform;
 mod pool;
 mod prewarm;
+mod queue_batch;
 mod retire;
 mod schedule;
 mod scheduled;
@@ -103,6 +104,7 @@ pub use observer::{
 };
 pub use outcome::{EngineError, ExecuteError, Outcome};
 pub use prewarm::{Prewarm, PrewarmOutcome};
+pub use queue_batch::QueueBatch;
 pub use schedule::guaranteed;
 pub use scheduled::ScheduledEvent;
 pub use snapshot::runtime_files;

@@ -24,6 +24,8 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         hosted_objects: Default::default(),
         services: Default::default(),
         dispatchers: Default::default(),
+        queues: Default::default(),
+        queue_consumers: Default::default(),
         limits: Limits::default(),
         allowed_hosts: Vec::new(),
         compat: Default::default(),

@@ -293,7 +293,8 @@ fn define_bindings<'s>(
 
 /// Each service binding: a `Fetcher` whose calls run the other Worker on
 /// this thread (`host/service.rs`, `isolane-bindings`' `30_service.js`),
-/// each dispatch namespace binding, and the assets' binding.
+/// each dispatch namespace binding, each queue producer binding and the
+/// assets' binding.
 fn define_services<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     internal: v8::Local<'s, v8::Object>,
@@ -311,6 +312,13 @@ fn define_services<'s>(
         let name = host::js_string(scope, binding)?;
         let dispatcher = call(scope, internal, "dispatchBinding", &[name])?;
         target.set(scope, name, dispatcher)?;
+    }
+    // Each queue producer binding: a `Queue` whose sends go to the store
+    // (`isolane-bindings`' queue unit, `js/35_queue.js`).
+    for binding in bundle.queues.keys() {
+        let name = host::js_string(scope, binding)?;
+        let queue = call(scope, internal, "queueBinding", &[name])?;
+        target.set(scope, name, queue)?;
     }
     // The static assets' binding (`assets.binding`): a `Fetcher` answered
     // from the Worker's own assets (`isolane-bindings`' assets unit).

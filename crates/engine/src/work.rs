@@ -21,6 +21,7 @@ use crate::alarm::AlarmEvent;
 use crate::body::Body;
 use crate::object_call::ObjectCall;
 use crate::prewarm::Prewarm;
+use crate::queue_batch::QueueBatch;
 use crate::scheduled::ScheduledEvent;
 use crate::service_call::ServiceCall;
 use crate::socket::ObjectSocketEvent;
@@ -61,6 +62,9 @@ pub enum Work {
     /// WebSocket (`socket.rs`, `host/ws_object.rs`), run on the object's
     /// home thread.
     ObjectSocketEvent(ObjectSocketEvent),
+    /// A batch of a queue's messages for the Worker's `queue` handler
+    /// (`queue_batch.rs`): answered with the batch's outcome as JSON.
+    QueueBatch(QueueBatch),
     /// Load the Worker's revision into the thread's warm pool and answer a
     /// bodiless 204, calling no handler (`prewarm.rs`).
     Prewarm {
@@ -82,6 +86,7 @@ pub(crate) enum Event {
     ObjectCall(ObjectCall),
     ObjectSocketEvent(ObjectSocketEvent),
     ServiceCall(ServiceCall),
+    QueueBatch(QueueBatch),
 }
 
 impl Work {
@@ -94,6 +99,7 @@ impl Work {
             Work::ObjectSocketEvent(event) => Some((&event.class, &event.id)),
             Work::Fetch(_)
             | Work::Scheduled { .. }
+            | Work::QueueBatch(_)
             | Work::ServiceCall { .. }
             | Work::Prewarm { .. }
             | Work::Retire => None,
@@ -127,6 +133,7 @@ impl Work {
             Work::ObjectCall { call, request } => (request, Event::ObjectCall(call)),
             Work::ObjectSocketEvent(event) => (empty(), Event::ObjectSocketEvent(event)),
             Work::ServiceCall { call, request } => (request, Event::ServiceCall(call)),
+            Work::QueueBatch(batch) => (empty(), Event::QueueBatch(batch)),
             work @ (Work::Prewarm { .. } | Work::Retire) => return Err(work),
         })
     }

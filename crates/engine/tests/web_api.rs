@@ -82,6 +82,8 @@ async fn run_all() {
             hosted_objects: Default::default(),
             services: Default::default(),
             dispatchers: Default::default(),
+            queues: Default::default(),
+            queue_consumers: Default::default(),
             limits: Limits {
                 cpu_ms: 5_000,
                 subrequests: 100,

@@ -13,6 +13,10 @@ pub enum StoreError {
     /// The input breaks one of Durable Object storage's rules.
     #[error(transparent)]
     Object(#[from] ObjectError),
+    /// A queue send breaks one of Cloudflare Queues' limits, or the
+    /// namespace's queue quota.
+    #[error(transparent)]
+    Queue(#[from] crate::queue_limits::QueueError),
     /// The caller's `admit` refused a value of this size (its memory
     /// budget is spent).
     #[error("a value of {len} bytes was refused by the caller's memory budget")]
@@ -53,7 +57,7 @@ impl StoreError {
     /// A bounded name for logs and metrics.
     pub fn kind(&self) -> &'static str {
         match self {
-            StoreError::Kv(_) | StoreError::Object(_) => "invalid",
+            StoreError::Kv(_) | StoreError::Object(_) | StoreError::Queue(_) => "invalid",
             StoreError::Refused { .. } => "refused",
             StoreError::Folder { .. } => "folder",
             StoreError::Database(_) | StoreError::Postgres(_) => "database",

@@ -16,6 +16,9 @@
 //! keys live under its namespace, class and id ([`ObjectScope`]); a
 //! SQLite-backed object's database and its log are [`sql`]'s.
 //!
+//! Cloudflare Queues' backlog ([`queue`]) is a scope of its own too: a
+//! queue's messages live under its namespace and name ([`QueueScope`]).
+//!
 //! Limits are Cloudflare's ([`kv::limits`]), checked here with Cloudflare's
 //! messages so that every caller refuses the same inputs the same way.
 #![forbid(unsafe_code)]
@@ -29,6 +32,8 @@ mod object_store;
 mod observe;
 mod ops_quota;
 mod postgres;
+pub mod queue;
+mod queue_limits;
 pub mod sql;
 mod sql_store;
 mod sqlite;
@@ -41,6 +46,10 @@ pub use observe::{StoreData, StoreObserver, StoreOp, StoreRefusal};
 #[cfg(feature = "cli")]
 pub use postgres::PostgresArgs;
 pub use postgres::{POSTGRES_URL_ENV, PostgresSettings, SCHEMA_VERSION};
+pub use queue::{
+    QueueDepth, QueueError, QueueMessage, QueueQuota, QueueReady, QueueScope, QueueSend,
+    QueueSettle,
+};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -64,6 +73,11 @@ pub struct Store {
     /// Woken when this process sets or deletes an alarm (the alarm loop
     /// sleeps until the next one is due, or this).
     alarms_changed: Arc<tokio::sync::Notify>,
+    /// Woken when this process sends or retries a queue message (the
+    /// delivery loop sleeps until the next one is visible, or this).
+    queues_changed: Arc<tokio::sync::watch::Sender<u64>>,
+    /// What one Kubernetes namespace's queues may hold, when bounded.
+    queue_quota: Option<queue::QueueQuota>,
     /// Told of each operation that went through.
     observer: observe::Observer,
 }
@@ -123,6 +137,8 @@ impl Store {
             object_quota: None,
             ops: None,
             alarms_changed: Arc::default(),
+            queues_changed: Arc::new(tokio::sync::watch::channel(0).0),
+            queue_quota: None,
             observer: observe::Observer::default(),
         }
     }
@@ -139,6 +155,8 @@ impl Store {
             object_quota: None,
             ops: None,
             alarms_changed: Arc::default(),
+            queues_changed: Arc::new(tokio::sync::watch::channel(0).0),
+            queue_quota: None,
             observer: observe::Observer::default(),
         })
     }
@@ -382,6 +400,13 @@ pub(crate) async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(move || work(folder.get()?, now_secs()))
         .await
         .map_err(|_| StoreError::Gone)?
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Seconds since the Unix epoch.

@@ -10,6 +10,8 @@ use std::sync::Arc;
 pub enum StoreData {
     Kv,
     Object,
+    /// A queue's messages (`queue.rs`).
+    Queue,
 }
 
 impl StoreData {
@@ -17,6 +19,7 @@ impl StoreData {
         match self {
             Self::Kv => "kv",
             Self::Object => "object",
+            Self::Queue => "queue",
         }
     }
 }
@@ -103,7 +106,10 @@ impl Observer {
         let reason = match error {
             StoreError::Throttled { .. } => StoreRefusal::Operations,
             StoreError::Object(ObjectError::QuotaExceeded { .. })
-            | StoreError::Kv(KvError::QuotaExceeded { .. }) => StoreRefusal::Quota,
+            | StoreError::Kv(KvError::QuotaExceeded { .. })
+            | StoreError::Queue(crate::queue_limits::QueueError::QuotaExceeded { .. }) => {
+                StoreRefusal::Quota
+            }
             StoreError::Object(ObjectError::ObjectFull { .. }) => StoreRefusal::ObjectLimit,
             _ => return,
         };

@@ -11,6 +11,7 @@
 
 mod alarm;
 mod durable;
+mod queue;
 mod schema;
 mod settings;
 mod sql_log;

@@ -72,6 +72,7 @@ impl Sqlite {
         connection.execute_batch(SCHEMA)?;
         connection.execute_batch(durable::SCHEMA)?;
         connection.execute_batch(sql_log::SCHEMA)?;
+        connection.execute_batch(queue::SCHEMA)?;
         alarm::migrate(&connection)?;
         Ok(Self {
             connection: Mutex::new(connection),
@@ -236,6 +237,7 @@ impl Sqlite {
 
 mod alarm;
 mod durable;
+mod queue;
 mod sql_log;
 
 #[cfg(test)]

@@ -66,6 +66,7 @@ pub fn inline_worker(name: &str, script: &str, hosts: &[&str]) -> Worker {
             limits: Limits::default(),
             egress: None,
             triggers: None,
+            queue_consumers: Vec::new(),
             compatibility_date: None,
             compatibility_flags: Vec::new(),
             replicas: 1,

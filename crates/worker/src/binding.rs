@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dispatch::{DispatchNamespaceBinding, is_namespace_name};
 use crate::props::{MAX_PROPS_BYTES, Props};
+use crate::queue::{QueueBinding, is_queue_name};
 
 /// The pattern of a binding's name: a JavaScript identifier made of ASCII
 /// letters, digits and `_` (the same as an `env` name's).
@@ -37,8 +38,8 @@ pub const KV_NAMESPACE_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$";
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) == 1",
-        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>} or dispatchNamespace: {namespace: <namespace>}"
+        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) == 1",
+        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>} or queue: {name: <queue>}"
     }
 ]))]
 pub struct Binding {
@@ -80,6 +81,11 @@ pub struct Binding {
     /// Namespace, docs/dispatch.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dispatch_namespace: Option<DispatchNamespaceBinding>,
+    /// A queue of the Worker's Kubernetes namespace (wrangler's
+    /// `[[queues.producers]]`): `env.NAME.send(body)` and
+    /// `env.NAME.sendBatch(messages)` write to it (docs/queues.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueBinding>,
 }
 
 /// `service` of a binding.
@@ -156,6 +162,7 @@ impl Binding {
             durable_object: None,
             service: None,
             dispatch_namespace: None,
+            queue: None,
         }
     }
 
@@ -172,6 +179,7 @@ impl Binding {
             }),
             service: None,
             dispatch_namespace: None,
+            queue: None,
         }
     }
 
@@ -192,6 +200,7 @@ impl Binding {
                 props: None,
             }),
             dispatch_namespace: None,
+            queue: None,
         }
     }
 
@@ -207,6 +216,19 @@ impl Binding {
                 namespace: namespace.into(),
                 outbound: None,
             }),
+            queue: None,
+        }
+    }
+
+    /// A producer binding to queue `queue` of the Worker's namespace.
+    pub fn queue(name: impl Into<String>, queue: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            kv_namespace: None,
+            durable_object: None,
+            service: None,
+            dispatch_namespace: None,
+            queue: Some(QueueBinding { name: queue.into() }),
         }
     }
 
@@ -249,9 +271,13 @@ pub enum BindingError {
     )]
     InvalidNamespace { name: String, namespace: String },
     #[error(
-        "binding {name:?} needs exactly one of kvNamespace, durableObject, service or dispatchNamespace"
+        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace or queue"
     )]
     Kind { name: String },
+    #[error(
+        "binding {name:?}: queue name {queue:?} is invalid (1 to 63 lowercase letters, digits and -, starting and ending with a letter or digit)"
+    )]
+    InvalidQueue { name: String, queue: String },
     #[error(
         "binding {name:?}: className {class:?} is not a JavaScript identifier (letters, digits, _ and $, not starting with a digit, at most 128)"
     )]
@@ -316,6 +342,7 @@ fn check_kind(binding: &Binding) -> Result<(), BindingError> {
         if binding.kv_namespace.is_some()
             || binding.durable_object.is_some()
             || binding.service.is_some()
+            || binding.queue.is_some()
         {
             return Err(BindingError::Kind { name: name() });
         }
@@ -327,6 +354,21 @@ fn check_kind(binding: &Binding) -> Result<(), BindingError> {
         }
         if dispatch.outbound.is_some() {
             return Err(BindingError::OutboundNotBuilt { name: name() });
+        }
+        return Ok(());
+    }
+    if let Some(queue) = &binding.queue {
+        if binding.kv_namespace.is_some()
+            || binding.durable_object.is_some()
+            || binding.service.is_some()
+        {
+            return Err(BindingError::Kind { name: name() });
+        }
+        if !is_queue_name(&queue.name) {
+            return Err(BindingError::InvalidQueue {
+                name: name(),
+                queue: queue.name.clone(),
+            });
         }
         return Ok(());
     }
@@ -484,6 +526,7 @@ mod tests {
             durable_object: None,
             service: None,
             dispatch_namespace: None,
+            queue: None,
         };
         let error = check([], &[none]).unwrap_err();
         assert_eq!(error, BindingError::Kind { name: "DO".into() });

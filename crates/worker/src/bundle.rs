@@ -64,6 +64,11 @@ pub struct Bundle {
     /// [`crate::check_bindings`]); part of the revision.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bindings: Vec<Binding>,
+    /// `spec.queueConsumers`: the queues of its namespace whose batches its
+    /// `queue` handler gets (checked by [`crate::queue::check_consumers`]);
+    /// part of the revision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queue_consumers: Vec<crate::QueueConsumer>,
     /// `spec.bundle`: the Worker's modules are an OCI artifact named by
     /// digest, which the node pulls (with these credentials), verifies and
     /// caches; `script` and `modules` are then empty in the Secret. The
@@ -148,6 +153,7 @@ impl Bundle {
             compatibility_date: None,
             compatibility_flags: Vec::new(),
             bindings: Vec::new(),
+            queue_consumers: Vec::new(),
             artifact: None,
             assets: None,
             assets_digest: None,
@@ -204,6 +210,7 @@ impl Bundle {
         if self.modules.is_none()
             && !compat
             && self.bindings.is_empty()
+            && self.queue_consumers.is_empty()
             && self.artifact.is_none()
             && self.json_env.is_empty()
             && self.assets_digest.is_none()
@@ -254,6 +261,7 @@ impl Bundle {
             field(b"dispatch-consent");
             field(namespace.as_bytes());
         }
+        consumer_fields(&self.queue_consumers, &mut field);
         hex::encode(&hash.finalize()[..8])
     }
 
@@ -270,6 +278,14 @@ impl Bundle {
     /// that consent ([`Bundle::dispatch_consent`]), part of the revision.
     pub fn with_dispatch_consent(mut self, consent: BTreeSet<String>) -> Self {
         self.dispatch_consent = consent;
+        self.revision = self.revision_now();
+        self
+    }
+
+    /// The same bundle with `spec.queueConsumers`, which are part of the
+    /// revision.
+    pub fn with_queue_consumers(mut self, consumers: Vec<crate::QueueConsumer>) -> Self {
+        self.queue_consumers = consumers;
         self.revision = self.revision_now();
         self
     }
@@ -410,6 +426,14 @@ fn module_fields(modules: &Modules, field: &mut impl FnMut(&[u8])) {
 }
 
 /// The fields one binding adds to a bundle's revision.
+/// Each queue consumer as its JSON (every field, each `None` left out).
+fn consumer_fields(consumers: &[crate::QueueConsumer], field: &mut impl FnMut(&[u8])) {
+    for consumer in consumers {
+        field(b"queue-consumer");
+        field(&serde_json::to_vec(consumer).unwrap_or_default());
+    }
+}
+
 fn binding_fields(binding: &Binding, field: &mut impl FnMut(&[u8])) {
     field(b"binding");
     field(binding.name.as_bytes());
@@ -440,6 +464,10 @@ fn binding_fields(binding: &Binding, field: &mut impl FnMut(&[u8])) {
     if let Some(dispatch) = &binding.dispatch_namespace {
         field(b"dispatch-namespace");
         field(dispatch.namespace.as_bytes());
+    }
+    if let Some(queue) = &binding.queue {
+        field(b"queue");
+        field(queue.name.as_bytes());
     }
 }
 

@@ -9,6 +9,9 @@
 //!   the same way.
 //! - [`Binding`]: a Worker's bindings to resources (KV namespaces), and
 //!   the rule that checks them ([`check_bindings`]).
+//! - [`queue`]: Cloudflare Queues' producer binding ([`QueueBinding`]) and
+//!   consumers ([`QueueConsumer`]), their defaults and the rules that check
+//!   them.
 //! - [`compat`]: compatibility dates and flags (workerd's names and rules)
 //!   and what they turn on ([`NodeCompat`]).
 //! - [`Modules`]: a Worker's code as named modules of wrangler's types
@@ -55,6 +58,7 @@ mod module;
 mod outcome;
 mod ownership;
 mod props;
+pub mod queue;
 mod route;
 mod secret;
 mod tail;
@@ -80,6 +84,7 @@ pub use ownership::{
     overlap,
 };
 pub use props::{MAX_PROPS_BYTES, Props};
+pub use queue::{QueueBinding, QueueConsumer, QueueError};
 pub use route::{ANY_HOST, Route, RouteIndex, normalize_host, prefix_matches};
 pub use secret::{BundleSecret, DIGEST_ANNOTATION, SecretError};
 pub use tail::{Exception, Inert, LogLine, ParseTailFormatError, TailEvent, TailFormat};

@@ -146,6 +146,8 @@ impl TestNode {
             hosted_objects: Default::default(),
             services: Default::default(),
             dispatchers: Default::default(),
+            queues: Default::default(),
+            queue_consumers: Default::default(),
             limits,
             allowed_hosts: Vec::new(),
             compat: Default::default(),

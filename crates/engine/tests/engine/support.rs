@@ -88,6 +88,8 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         hosted_objects: Default::default(),
         services: Default::default(),
         dispatchers: Default::default(),
+        queues: Default::default(),
+        queue_consumers: Default::default(),
         limits,
         allowed_hosts: Vec::new(),
         compat: Default::default(),

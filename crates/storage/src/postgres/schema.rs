@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::StoreError;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 8;
+pub const SCHEMA_VERSION: i32 = 9;
 
 /// Each migration: its version and its SQL.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -208,6 +208,44 @@ const MIGRATIONS: &[(i32, &str)] = &[
     END $$;
     CREATE TRIGGER do_sql_log AFTER INSERT OR DELETE ON do_sql_log
         FOR EACH ROW EXECUTE FUNCTION do_sql_log_count();",
+    ),
+    (
+        9,
+        // Queues' messages (one row a message, under namespace and queue),
+        // found for delivery by when they are visible, and what each
+        // namespace's queues hold (its quota), kept by a trigger.
+        "CREATE TABLE queue_message (
+        namespace TEXT NOT NULL,
+        queue TEXT NOT NULL,
+        id TEXT NOT NULL,
+        body BYTEA NOT NULL,
+        content_type TEXT NOT NULL,
+        sent_at BIGINT NOT NULL,
+        visible_at BIGINT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (namespace, queue, id)
+    );
+    CREATE INDEX queue_message_ready ON queue_message (namespace, queue, visible_at);
+    CREATE TABLE queue_usage (
+        namespace TEXT PRIMARY KEY,
+        messages BIGINT NOT NULL,
+        bytes BIGINT NOT NULL
+    );
+    CREATE FUNCTION queue_usage_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' THEN
+            UPDATE queue_usage SET messages = messages - 1, bytes = bytes - octet_length(OLD.body)
+            WHERE namespace = OLD.namespace;
+        ELSE
+            INSERT INTO queue_usage (namespace, messages, bytes)
+            VALUES (NEW.namespace, 1, octet_length(NEW.body))
+            ON CONFLICT (namespace) DO UPDATE SET messages = queue_usage.messages + 1,
+                bytes = queue_usage.bytes + excluded.bytes;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER queue_usage AFTER INSERT OR DELETE ON queue_message
+        FOR EACH ROW EXECUTE FUNCTION queue_usage_count();",
     ),
 ];
 

@@ -1,0 +1,200 @@
+//! Queues' messages in PostgreSQL (`queue_message`, migration 9; see
+//! `crate::queue`): the SQLite backend's queries, a batch in one statement
+//! (arrays unnested), leases taken `FOR UPDATE SKIP LOCKED` so that two
+//! processes leasing at once never take the same message.
+
+use super::Postgres;
+use crate::StoreError;
+use crate::queue::{
+    self, QueueDepth, QueueMessage, QueueQuota, QueueReady, QueueScope, QueueSettle,
+};
+
+impl Postgres {
+    pub(crate) async fn queue_send(
+        &self,
+        scope: QueueScope,
+        rows: Vec<queue::Row>,
+        now: i64,
+        quota: Option<QueueQuota>,
+    ) -> Result<(), StoreError> {
+        self.run(move |mut client| async move {
+            let tx = client.transaction().await?;
+            if quota.is_some() {
+                // The namespace's usage row, locked: sends of one namespace
+                // check the quota one at a time.
+                tx.execute(
+                    "INSERT INTO queue_usage (namespace, messages, bytes) VALUES ($1, 0, 0)
+                     ON CONFLICT (namespace) DO NOTHING",
+                    &[&scope.namespace],
+                )
+                .await?;
+                let row = tx
+                    .query_one(
+                        "SELECT messages, bytes FROM queue_usage WHERE namespace = $1 FOR UPDATE",
+                        &[&scope.namespace],
+                    )
+                    .await?;
+                let held: (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+                let bytes = rows.iter().map(|(_, body, ..)| body.len()).sum();
+                queue::over_quota(quota, held, rows.len(), bytes)?;
+            }
+            let mut ids = Vec::with_capacity(rows.len());
+            let mut bodies = Vec::with_capacity(rows.len());
+            let mut types = Vec::with_capacity(rows.len());
+            let mut visible = Vec::with_capacity(rows.len());
+            for (id, body, content_type, at) in rows {
+                ids.push(id);
+                bodies.push(body);
+                types.push(content_type);
+                visible.push(at);
+            }
+            tx.execute(
+                "INSERT INTO queue_message (namespace, queue, id, body, content_type, sent_at, visible_at)
+                 SELECT $1, $2, m.id, m.body, m.content_type, $3, m.visible_at
+                 FROM unnest($4::text[], $5::bytea[], $6::text[], $7::bigint[])
+                     AS m(id, body, content_type, visible_at)",
+                &[
+                    &scope.namespace,
+                    &scope.queue,
+                    &now,
+                    &ids,
+                    &bodies,
+                    &types,
+                    &visible,
+                ],
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    pub(crate) async fn queue_ready(
+        &self,
+        scope: QueueScope,
+        now: i64,
+        max: u32,
+    ) -> Result<QueueReady, StoreError> {
+        let max = i64::from(max);
+        self.run(move |client| async move {
+            let row = client
+                .query_one(
+                    "SELECT count(*), min(visible_at) FROM (SELECT visible_at FROM queue_message
+                     WHERE namespace = $1 AND queue = $2 AND visible_at <= $3 LIMIT $4) AS ready",
+                    &[&scope.namespace, &scope.queue, &now, &max],
+                )
+                .await?;
+            let ready: i64 = row.try_get(0)?;
+            let oldest: Option<i64> = row.try_get(1)?;
+            let next = client
+                .query_opt(
+                    "SELECT visible_at FROM queue_message WHERE namespace = $1 AND queue = $2
+                     ORDER BY visible_at LIMIT 1",
+                    &[&scope.namespace, &scope.queue],
+                )
+                .await?;
+            Ok(QueueReady {
+                ready: u32::try_from(ready).unwrap_or(0),
+                oldest_ready_ms: oldest,
+                next_visible_ms: next.map(|row| row.try_get(0)).transpose()?,
+            })
+        })
+        .await
+    }
+
+    pub(crate) async fn queue_lease(
+        &self,
+        scope: QueueScope,
+        now: i64,
+        until: i64,
+        max: u32,
+    ) -> Result<Vec<QueueMessage>, StoreError> {
+        let max = i64::from(max);
+        self.run(move |client| async move {
+            let rows = client
+                .query(
+                    "UPDATE queue_message SET visible_at = $4, attempts = attempts + 1
+                     WHERE namespace = $1 AND queue = $2 AND id IN (
+                         SELECT id FROM queue_message
+                         WHERE namespace = $1 AND queue = $2 AND visible_at <= $3
+                         ORDER BY visible_at, sent_at LIMIT $5 FOR UPDATE SKIP LOCKED)
+                     RETURNING id, sent_at, body, content_type, attempts",
+                    &[&scope.namespace, &scope.queue, &now, &until, &max],
+                )
+                .await?;
+            let mut messages = rows
+                .iter()
+                .map(|row| {
+                    Ok(QueueMessage {
+                        id: row.try_get(0)?,
+                        timestamp_ms: row.try_get(1)?,
+                        body: row.try_get(2)?,
+                        content_type: row.try_get(3)?,
+                        attempts: u32::try_from(row.try_get::<_, i32>(4)?).unwrap_or(0),
+                    })
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            messages.sort_by_key(|m| m.timestamp_ms);
+            Ok(messages)
+        })
+        .await
+    }
+
+    pub(crate) async fn queue_settle(
+        &self,
+        scope: QueueScope,
+        settle: QueueSettle,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        self.run(move |mut client| async move {
+            let tx = client.transaction().await?;
+            let (ns, q) = (&scope.namespace, &scope.queue);
+            if let Some(dlq) = &settle.dead_letter {
+                tx.execute(
+                    "INSERT INTO queue_message
+                         (namespace, queue, id, body, content_type, sent_at, visible_at, attempts)
+                     SELECT namespace, $4, id, body, content_type, sent_at, $5, 0 FROM queue_message
+                     WHERE namespace = $1 AND queue = $2 AND id = ANY($3)
+                     ON CONFLICT DO NOTHING",
+                    &[ns, q, &settle.dead, dlq, &now],
+                )
+                .await?;
+            }
+            let gone: Vec<&String> = settle.acked.iter().chain(&settle.dead).collect();
+            tx.execute(
+                "DELETE FROM queue_message WHERE namespace = $1 AND queue = $2 AND id = ANY($3)",
+                &[ns, q, &gone],
+            )
+            .await?;
+            let (ids, times): (Vec<&String>, Vec<i64>) =
+                settle.retried.iter().map(|(id, at)| (id, *at)).unzip();
+            tx.execute(
+                "UPDATE queue_message AS m SET visible_at = r.at
+                 FROM unnest($3::text[], $4::bigint[]) AS r(id, at)
+                 WHERE m.namespace = $1 AND m.queue = $2 AND m.id = r.id",
+                &[ns, q, &ids, &times],
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    pub(crate) async fn queue_depth(&self, scope: QueueScope) -> Result<QueueDepth, StoreError> {
+        self.run(move |client| async move {
+            let row = client
+                .query_one(
+                    "SELECT count(*), min(sent_at) FROM queue_message WHERE namespace = $1 AND queue = $2",
+                    &[&scope.namespace, &scope.queue],
+                )
+                .await?;
+            Ok(QueueDepth {
+                messages: u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0),
+                oldest_ms: row.try_get(1)?,
+            })
+        })
+        .await
+    }
+}

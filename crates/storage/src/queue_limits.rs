@@ -1,0 +1,103 @@
+//! Cloudflare Queues' limits on what is sent, with its messages, and a
+//! namespace's queue quota ([`crate::queue`]'s rules, kept apart so that
+//! the store's error type can name them).
+
+/// Cloudflare's limits on what is sent (1 KB is 1000 bytes, as
+/// Cloudflare counts).
+pub mod limits {
+    /// Bytes of one message's body, at most.
+    pub const MAX_MESSAGE_BYTES: usize = 128_000;
+    /// Bytes of one `sendBatch`, at most.
+    pub const MAX_BATCH_BYTES: usize = 256_000;
+    /// Messages of one `sendBatch`, at most.
+    pub const MAX_BATCH_MESSAGES: usize = 100;
+    /// A send's or a retry's delay, at most (24 hours).
+    pub const MAX_DELAY_SECONDS: u32 = 86_400;
+}
+
+/// What one Kubernetes namespace's queues may hold, in all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueQuota {
+    pub messages: u64,
+    pub bytes: u64,
+}
+
+/// Why a send is refused; the messages are Cloudflare's (its queue broker's,
+/// as `wrangler dev` shows them) where it has one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueueError {
+    #[error("message length of {len} bytes exceeds limit of {max}", max = limits::MAX_MESSAGE_BYTES)]
+    MessageTooLarge { len: usize },
+    #[error(
+        "message in batch has length {len} bytes which exceeds single message size limit of {max}",
+        max = limits::MAX_MESSAGE_BYTES
+    )]
+    BatchMessageTooLarge { len: usize },
+    #[error("batch message count of {count} exceeds limit of {max}", max = limits::MAX_BATCH_MESSAGES)]
+    BatchTooMany { count: usize },
+    #[error("batch size of {len} bytes exceeds limit of {max}", max = limits::MAX_BATCH_BYTES)]
+    BatchTooLarge { len: usize },
+    #[error("delaySeconds of {delay} exceeds limit of {max}", max = limits::MAX_DELAY_SECONDS)]
+    DelayTooLong { delay: u32 },
+    #[error(
+        "Storage Limit Exceeded: this namespace's queues hold {messages} messages and {bytes} bytes; the quota is {max_messages} messages and {max_bytes} bytes"
+    )]
+    QuotaExceeded {
+        messages: u64,
+        bytes: u64,
+        max_messages: u64,
+        max_bytes: u64,
+    },
+}
+
+/// `queue::check_send` on each message's body length and delay, before its
+/// bytes are copied anywhere.
+pub fn check_sizes(messages: &[(usize, u32)], batch: bool) -> Result<(), QueueError> {
+    if batch && messages.len() > limits::MAX_BATCH_MESSAGES {
+        return Err(QueueError::BatchTooMany {
+            count: messages.len(),
+        });
+    }
+    let mut total = 0usize;
+    for &(len, delay) in messages {
+        if len > limits::MAX_MESSAGE_BYTES {
+            return Err(if batch {
+                QueueError::BatchMessageTooLarge { len }
+            } else {
+                QueueError::MessageTooLarge { len }
+            });
+        }
+        if delay > limits::MAX_DELAY_SECONDS {
+            return Err(QueueError::DelayTooLong { delay });
+        }
+        total = total.saturating_add(len);
+    }
+    if batch && total > limits::MAX_BATCH_BYTES {
+        return Err(QueueError::BatchTooLarge { len: total });
+    }
+    Ok(())
+}
+
+/// Whether a send of `count` messages and `bytes` bytes onto what a
+/// namespace holds goes past `quota`.
+pub(crate) fn over_quota(
+    quota: Option<QueueQuota>,
+    held: (i64, i64),
+    count: usize,
+    bytes: usize,
+) -> Result<(), QueueError> {
+    let Some(quota) = quota else {
+        return Ok(());
+    };
+    let messages = u64::try_from(held.0).unwrap_or(0);
+    let stored = u64::try_from(held.1).unwrap_or(0);
+    if messages + count as u64 > quota.messages || stored + bytes as u64 > quota.bytes {
+        return Err(QueueError::QuotaExceeded {
+            messages,
+            bytes: stored,
+            max_messages: quota.messages,
+            max_bytes: quota.bytes,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,325 @@
+//! Delivers Cloudflare Queues' messages: for each queue a Worker consumes
+//! (`spec.queueConsumers`), a loop that leases batches from the store
+//! (`isolane_storage::Store::queue_lease`) and runs each as an
+//! `isolane_engine::Work::QueueBatch` on the engine, on the thread its
+//! Worker runs on, then settles it ([`QueueOutcome`]).
+//!
+//! Cloudflare's semantics: a batch is delivered once it holds
+//! `maxBatchSize` messages or its oldest has waited `maxBatchTimeoutMs`;
+//! at most `maxConcurrency` batches of a queue are under way; a message
+//! that is not acknowledged is retried after `retryDelaySeconds` (or the
+//! delay `retry()` gave) until it has been retried `maxRetries` times, then
+//! moved to the dead-letter queue, or dropped (logged) without one.
+//! Delivery is at least once: a lease outlives the Worker's wall limit, and
+//! messages whose process died holding them are leased again after it.
+//!
+//! Which process delivers a queue is the [`QueueHost`]'s to say: in
+//! `isolane dev` the only one; on a cluster, the queue's owner on the ring
+//! (not built yet: docs/queues.md).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use isolane_storage::{QueueMessage, QueueScope, QueueSettle, Store};
+use isolane_worker::QueueConsumer;
+
+use isolane_engine::{Engine, QueueBatch, Work, WorkerBundle};
+
+use super::outcome::{QueueOutcome, Verdict};
+
+/// One queue a Worker consumes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueConsumerOf {
+    /// The consuming Worker (`<namespace>/<name>`).
+    pub worker_id: String,
+    pub consumer: QueueConsumer,
+}
+
+impl QueueConsumerOf {
+    /// The queue it consumes, in its Worker's namespace.
+    pub fn scope(&self) -> QueueScope {
+        let namespace = isolane_engine::namespace_of(&self.worker_id);
+        QueueScope::new(namespace, &self.consumer.queue)
+    }
+}
+
+/// Which queues this process delivers, and where their Workers run.
+pub trait QueueHost: Send + Sync + 'static {
+    /// The consumers whose queues this process delivers now.
+    fn consumers(&self) -> Vec<QueueConsumerOf>;
+
+    /// Worker `worker_id`'s bundle and the engine thread it runs on, when
+    /// this process runs it.
+    fn worker(&self, worker_id: &str) -> Option<(Arc<WorkerBundle>, usize)>;
+}
+
+/// The queue delivery loop of one process.
+pub struct QueueRunner {
+    engine: Engine,
+    store: Store,
+    host: Arc<dyn QueueHost>,
+    /// The shortest wait between two looks at a queue.
+    poll: Duration,
+    /// The longest wait: how often consumers are looked up again, and a
+    /// message another process sent is seen at worst.
+    idle: Duration,
+    /// How much longer than the Worker's wall limit a lease holds.
+    lease_margin: Duration,
+}
+
+impl QueueRunner {
+    pub fn new(engine: Engine, store: Store, host: Arc<dyn QueueHost>) -> Self {
+        Self {
+            engine,
+            store,
+            host,
+            poll: Duration::from_millis(5),
+            idle: Duration::from_secs(1),
+            lease_margin: Duration::from_secs(5),
+        }
+    }
+
+    /// Delivers until the task running it is dropped (each queue's loop
+    /// with it: they live in a `JoinSet`).
+    pub async fn run(self) {
+        let this = Arc::new(self);
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut loops: HashMap<QueueScope, (QueueConsumerOf, tokio::task::AbortHandle)> =
+            HashMap::new();
+        loop {
+            while tasks.try_join_next().is_some() {}
+            let mut wanted: HashMap<QueueScope, QueueConsumerOf> = HashMap::new();
+            for consumer in this.host.consumers() {
+                wanted.entry(consumer.scope()).or_insert(consumer);
+            }
+            // A consumer gone or changed: its loop ends (a batch under way
+            // finishes and settles), a new one starts with its settings.
+            loops.retain(|scope, (consumer, task)| {
+                let keep = wanted.get(scope) == Some(consumer);
+                if !keep {
+                    task.abort();
+                }
+                keep
+            });
+            for (scope, consumer) in wanted {
+                if let std::collections::hash_map::Entry::Vacant(slot) = loops.entry(scope) {
+                    let run = Arc::clone(&this).consume(slot.key().clone(), consumer.clone());
+                    slot.insert((consumer, tasks.spawn(run)));
+                }
+            }
+            tokio::time::sleep(this.idle).await;
+        }
+    }
+
+    /// One queue's loop: waits for a batch, leases it, delivers it.
+    async fn consume(self: Arc<Self>, scope: QueueScope, of: QueueConsumerOf) {
+        let consumer = &of.consumer;
+        let slots = Arc::new(tokio::sync::Semaphore::new(consumer.concurrency() as usize));
+        let (size, timeout) = (
+            consumer.batch_size(),
+            i64::from(consumer.batch_timeout_ms()),
+        );
+        let mut changes = self.store.queue_changes();
+        loop {
+            let Ok(slot) = slots.clone().acquire_owned().await else {
+                return;
+            };
+            let now = now_ms();
+            let wake = match self.store.queue_ready(scope.clone(), now, size).await {
+                Ok(ready) if ready.ready > 0 => {
+                    let oldest = ready.oldest_ready_ms.unwrap_or(now);
+                    let due = ready.ready >= size || now - oldest >= timeout;
+                    if due && let Some(batch) = self.lease(&scope, &of, now, size).await {
+                        let delivery =
+                            Arc::clone(&self).deliver(scope.clone(), of.clone(), batch, slot);
+                        tokio::spawn(delivery);
+                        continue;
+                    }
+                    oldest + timeout
+                }
+                Ok(ready) => ready.next_visible_ms.unwrap_or(i64::MAX),
+                Err(error) => {
+                    tracing::warn!(%error, queue = %scope.queue, "queues: the store did not answer");
+                    now.saturating_add(millis(self.idle))
+                }
+            };
+            drop(slot);
+            let wait = Duration::from_millis(u64::try_from(wake.saturating_sub(now)).unwrap_or(0))
+                .clamp(self.poll, self.idle);
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                _ = changes.changed() => {}
+            }
+        }
+    }
+
+    /// Leases a batch for `of`'s Worker, when it runs here (its lease holds
+    /// for its wall limit and the margin).
+    async fn lease(
+        &self,
+        scope: &QueueScope,
+        of: &QueueConsumerOf,
+        now: i64,
+        size: u32,
+    ) -> Option<Vec<QueueMessage>> {
+        let (bundle, _) = self.host.worker(&of.worker_id)?;
+        let hold = Duration::from_millis(u64::from(bundle.limits.wall_ms)) + self.lease_margin;
+        match self
+            .store
+            .queue_lease(scope.clone(), now, now.saturating_add(millis(hold)), size)
+            .await
+        {
+            Ok(batch) if !batch.is_empty() => Some(batch),
+            Ok(_) => None,
+            Err(error) => {
+                tracing::warn!(%error, queue = %scope.queue, "queues: could not lease a batch");
+                None
+            }
+        }
+    }
+
+    /// Runs `messages` through the consumer and settles them.
+    async fn deliver(
+        self: Arc<Self>,
+        scope: QueueScope,
+        of: QueueConsumerOf,
+        messages: Vec<QueueMessage>,
+        _slot: tokio::sync::OwnedSemaphorePermit,
+    ) {
+        let outcome = match self.host.worker(&of.worker_id) {
+            Some((bundle, thread)) => {
+                let batch = QueueBatch {
+                    queue: scope.queue.clone(),
+                    messages: messages.clone(),
+                };
+                outcome_of(
+                    self.engine
+                        .run(thread, bundle, Work::QueueBatch(batch))
+                        .await,
+                )
+                .await
+            }
+            None => QueueOutcome::failed(),
+        };
+        let settle = settle(&outcome, &messages, &of.consumer, now_ms());
+        for id in &settle.dead {
+            match &settle.dead_letter {
+                Some(dlq) => {
+                    tracing::info!(worker.id = %of.worker_id, queue = %scope.queue, message = %id, dead_letter_queue = %dlq, "queues: a message ran out of retries; moved to the dead-letter queue")
+                }
+                None => {
+                    tracing::warn!(worker.id = %of.worker_id, queue = %scope.queue, message = %id, "queues: a message ran out of retries and has no dead-letter queue; dropped")
+                }
+            }
+        }
+        if let Err(error) = self.store.queue_settle(scope.clone(), settle).await {
+            // Its messages are delivered again once their lease runs out.
+            tracing::warn!(%error, queue = %scope.queue, "queues: could not settle a batch");
+        }
+    }
+}
+
+/// The outcome a delivery answered: its body's, or every message retried.
+async fn outcome_of(
+    answer: Result<http::Response<isolane_engine::Body>, isolane_engine::ExecuteError>,
+) -> QueueOutcome {
+    let response = match answer {
+        Ok(response) => response,
+        Err(error) => {
+            tracing::info!(%error, "queues: the queue handler failed; its batch is retried");
+            return QueueOutcome::failed();
+        }
+    };
+    let mut body = response.into_body();
+    let mut bytes = Vec::new();
+    while let Some(Ok(chunk)) = body.next_chunk().await {
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() > MAX_OUTCOME_BYTES {
+            return QueueOutcome::failed();
+        }
+    }
+    QueueOutcome::parse(&bytes).unwrap_or_else(QueueOutcome::failed)
+}
+
+/// An outcome's JSON, at most (100 ids of any length a Worker could give).
+const MAX_OUTCOME_BYTES: usize = 1 << 20;
+
+/// What becomes of each message of a delivered batch.
+fn settle(
+    outcome: &QueueOutcome,
+    messages: &[QueueMessage],
+    consumer: &QueueConsumer,
+    now: i64,
+) -> QueueSettle {
+    let mut settle = QueueSettle {
+        dead_letter: consumer.dead_letter_queue.clone(),
+        ..QueueSettle::default()
+    };
+    for (message, verdict) in outcome.verdicts(messages) {
+        match verdict {
+            Verdict::Ack => settle.acked.push(message.id.clone()),
+            // Deliveries so far: the first and `retries()` retries.
+            Verdict::Retry(_) if message.attempts > consumer.retries() => {
+                settle.dead.push(message.id.clone());
+            }
+            Verdict::Retry(delay) => {
+                let seconds = delay
+                    .filter(|d| d.is_finite() && *d >= 0.0)
+                    .map_or(f64::from(consumer.retry_delay_seconds()), |d| {
+                        d.min(86_400.0)
+                    });
+                // Whole milliseconds of at most a day.
+                #[allow(clippy::cast_possible_truncation)]
+                let at = now.saturating_add((seconds * 1000.0) as i64);
+                settle.retried.push((message.id.clone(), at));
+            }
+        }
+    }
+    settle
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, millis)
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(id: &str, attempts: u32) -> QueueMessage {
+        QueueMessage {
+            id: id.into(),
+            timestamp_ms: 0,
+            body: Vec::new(),
+            content_type: "text".into(),
+            attempts,
+        }
+    }
+
+    #[test]
+    fn a_message_out_of_retries_is_dead() {
+        let consumer = QueueConsumer {
+            max_retries: Some(2),
+            retry_delay_seconds: Some(3),
+            dead_letter_queue: Some("dlq".into()),
+            ..QueueConsumer::new("jobs")
+        };
+        let batch = [message("a", 1), message("b", 3), message("c", 2)];
+        let outcome = QueueOutcome::failed();
+        let settled = settle(&outcome, &batch, &consumer, 1000);
+        assert_eq!(settled.dead, ["b"]);
+        assert_eq!(
+            settled.retried,
+            [("a".to_owned(), 4000), ("c".to_owned(), 4000)]
+        );
+        assert_eq!(settled.dead_letter.as_deref(), Some("dlq"));
+    }
+}
