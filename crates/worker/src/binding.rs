@@ -335,42 +335,59 @@ pub fn check<'a>(
     Ok(())
 }
 
+/// A dispatch namespace binding: of that kind only, a valid namespace, no
+/// outbound Worker (not built yet).
+fn check_dispatch(
+    binding: &Binding,
+    dispatch: &DispatchNamespaceBinding,
+) -> Result<(), BindingError> {
+    let name = || binding.name.clone();
+    if binding.kv_namespace.is_some()
+        || binding.durable_object.is_some()
+        || binding.service.is_some()
+        || binding.queue.is_some()
+    {
+        return Err(BindingError::Kind { name: name() });
+    }
+    if !is_namespace_name(&dispatch.namespace) {
+        return Err(BindingError::InvalidDispatchNamespace {
+            name: name(),
+            namespace: dispatch.namespace.clone(),
+        });
+    }
+    if dispatch.outbound.is_some() {
+        return Err(BindingError::OutboundNotBuilt { name: name() });
+    }
+    Ok(())
+}
+
+/// A queue producer binding: of that kind only, a valid queue name.
+fn check_queue(binding: &Binding, queue: &QueueBinding) -> Result<(), BindingError> {
+    if binding.kv_namespace.is_some()
+        || binding.durable_object.is_some()
+        || binding.service.is_some()
+    {
+        return Err(BindingError::Kind {
+            name: binding.name.clone(),
+        });
+    }
+    if !is_queue_name(&queue.name) {
+        return Err(BindingError::InvalidQueue {
+            name: binding.name.clone(),
+            queue: queue.name.clone(),
+        });
+    }
+    Ok(())
+}
+
 /// The one kind a binding has, and its fields.
 fn check_kind(binding: &Binding) -> Result<(), BindingError> {
     let name = || binding.name.clone();
     if let Some(dispatch) = &binding.dispatch_namespace {
-        if binding.kv_namespace.is_some()
-            || binding.durable_object.is_some()
-            || binding.service.is_some()
-            || binding.queue.is_some()
-        {
-            return Err(BindingError::Kind { name: name() });
-        }
-        if !is_namespace_name(&dispatch.namespace) {
-            return Err(BindingError::InvalidDispatchNamespace {
-                name: name(),
-                namespace: dispatch.namespace.clone(),
-            });
-        }
-        if dispatch.outbound.is_some() {
-            return Err(BindingError::OutboundNotBuilt { name: name() });
-        }
-        return Ok(());
+        return check_dispatch(binding, dispatch);
     }
     if let Some(queue) = &binding.queue {
-        if binding.kv_namespace.is_some()
-            || binding.durable_object.is_some()
-            || binding.service.is_some()
-        {
-            return Err(BindingError::Kind { name: name() });
-        }
-        if !is_queue_name(&queue.name) {
-            return Err(BindingError::InvalidQueue {
-                name: name(),
-                queue: queue.name.clone(),
-            });
-        }
-        return Ok(());
+        return check_queue(binding, queue);
     }
     if let Some(service) = &binding.service {
         if binding.kv_namespace.is_some() || binding.durable_object.is_some() {

@@ -229,17 +229,7 @@ impl Bundle {
             module_fields(modules, &mut field);
         }
         if compat {
-            field(b"compatibility-date");
-            field(
-                self.compatibility_date
-                    .as_deref()
-                    .unwrap_or_default()
-                    .as_bytes(),
-            );
-            for flag in &self.compatibility_flags {
-                field(b"compatibility-flag");
-                field(flag.as_bytes());
-            }
+            self.compat_fields(&mut field);
         }
         for (name, value) in &self.json_env {
             field(b"json-env");
@@ -263,6 +253,21 @@ impl Bundle {
         }
         consumer_fields(&self.queue_consumers, &mut field);
         hex::encode(&hash.finalize()[..8])
+    }
+
+    /// The compatibility settings as fields of the revision.
+    fn compat_fields(&self, field: &mut impl FnMut(&[u8])) {
+        field(b"compatibility-date");
+        field(
+            self.compatibility_date
+                .as_deref()
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+        for flag in &self.compatibility_flags {
+            field(b"compatibility-flag");
+            field(flag.as_bytes());
+        }
     }
 
     /// The same bundle with `spec.bindings` (sorted by name), which are
