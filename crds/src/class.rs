@@ -39,7 +39,7 @@ impl FromStr for WorkerClass {
     type Err = InvalidWorkerClass;
 
     fn from_str(value: &str) -> Result<Self, Self::Err> {
-        if is_dns_label(value) {
+        if isolane_worker::dispatch::is_namespace_name(value) {
             Ok(Self(value.to_owned()))
         } else {
             Err(InvalidWorkerClass(value.to_owned()))
@@ -71,18 +71,6 @@ impl WorkerSpec {
     pub fn worker_class(&self) -> &str {
         self.worker_class.as_deref().unwrap_or(DEFAULT_WORKER_CLASS)
     }
-}
-
-/// An RFC 1123 label, as a namespace name is.
-fn is_dns_label(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes.first() != Some(&b'-')
-        && bytes.last() != Some(&b'-')
 }
 
 #[cfg(test)]
