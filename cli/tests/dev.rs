@@ -116,8 +116,7 @@ spec:
     )
     .unwrap();
     let port = free_port().unwrap();
-    let workers = dir.path().to_str().unwrap().to_owned();
-    let mut dev = Dev::start(&["--workers", &workers, "--port", &port.to_string()]);
+    let mut dev = Dev::workers(dir.path(), port, &[]);
     let client = client();
     assert_eq!(
         when_ready(&client, &mut dev, port, "api.example.com", "/x").await,
@@ -418,12 +417,7 @@ async fn dev_keeps_serving_when_a_reloaded_folder_is_invalid() {
     let file = dir.path().join("w.yaml");
     std::fs::write(&file, worker("one")).unwrap();
     let port = free_port().unwrap();
-    let mut dev = Dev::start(&[
-        "--workers",
-        dir.path().to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-    ]);
+    let mut dev = Dev::workers(dir.path(), port, &[]);
     let client = client();
     assert_eq!(
         when_ready(&client, &mut dev, port, "localhost", "/").await,
@@ -815,12 +809,7 @@ async fn dev_gives_a_deleted_worker_s_memory_back() {
     )
     .unwrap();
     let port = free_port().unwrap();
-    let mut dev = Dev::start(&[
-        "--workers",
-        dir.path().to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-    ]);
+    let mut dev = Dev::workers(dir.path(), port, &[]);
     let client = client();
     assert_eq!(
         when_ready(&client, &mut dev, port, "hello.local", "/").await,

@@ -121,12 +121,7 @@ async fn start() -> (Dev, u16, support::HttpClient, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("workers.yaml"), folder()).unwrap();
     let port = free_port().unwrap();
-    let mut dev = Dev::start(&[
-        "--workers",
-        dir.path().to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-    ]);
+    let mut dev = Dev::workers(dir.path(), port, &[]);
     let client = client();
     assert_eq!(
         when_ready(&client, &mut dev, port, "neighbour.test", "/").await,

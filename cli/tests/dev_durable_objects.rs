@@ -135,14 +135,7 @@ async fn dev_worker_yamls_bind_the_class_and_keep_each_namespace_s_objects_apart
     std::fs::write(dir.path().join("code.yaml"), config_map).unwrap();
     let state = dir.path().join("state");
     let port = free_port().unwrap();
-    let mut dev = Dev::start(&[
-        "--workers",
-        dir.path().to_str().unwrap(),
-        "--state",
-        state.to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-    ]);
+    let mut dev = Dev::workers(dir.path(), port, &["--state", state.to_str().unwrap()]);
     let client = client();
     assert_eq!(
         when_ready(&client, &mut dev, port, "a.test", "/hits/home").await,

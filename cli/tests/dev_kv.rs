@@ -231,15 +231,7 @@ async fn dev_keeps_each_kubernetes_namespace_s_kv_apart() {
     std::fs::write(dir.path().join("code.yaml"), code_config_map()).unwrap();
     let state = dir.path().join("state");
     let port = free_port().unwrap();
-    let workers = dir.path().to_str().unwrap().to_owned();
-    let mut dev = Dev::start(&[
-        "--workers",
-        &workers,
-        "--state",
-        state.to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-    ]);
+    let mut dev = Dev::workers(dir.path(), port, &["--state", state.to_str().unwrap()]);
     let client = client();
     assert_eq!(
         when_ready(&client, &mut dev, port, "a.test", "/notes/plan")

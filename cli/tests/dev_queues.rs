@@ -202,16 +202,16 @@ async fn done(client: &support::HttpClient, port: u16) -> usize {
 }
 
 fn start(port: u16, dir: &Path, state: &Path) -> Dev {
-    Dev::start(&[
-        "--workers",
-        dir.to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-        "--state",
-        state.to_str().unwrap(),
-        "--no-reload",
-        "--no-tail",
-    ])
+    Dev::workers(
+        dir,
+        port,
+        &[
+            "--state",
+            state.to_str().unwrap(),
+            "--no-reload",
+            "--no-tail",
+        ],
+    )
 }
 
 #[tokio::test(flavor = "multi_thread")]

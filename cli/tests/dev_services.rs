@@ -133,12 +133,7 @@ async fn dev_gateway_calls_a_worker_without_routes_through_its_service_bindings_
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("workers.yaml"), workers_yaml()).unwrap();
     let port = free_port().unwrap();
-    let mut dev = Dev::start(&[
-        "--workers",
-        dir.path().to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-    ]);
+    let mut dev = Dev::workers(dir.path(), port, &[]);
     let client = client();
     assert_eq!(
         when_ready(&client, &mut dev, port, "gateway.test", "/users").await,
@@ -197,12 +192,7 @@ async fn dev_answers_as_workerd_serving_the_same_workers() {
     let bin = workerd::binary(&support::repo().join("compat"));
     let log = dir.path().join("workerd.log");
     let _workerd = workerd::serve(&bin, &config, &[], &log).unwrap();
-    let mut dev = Dev::start(&[
-        "--workers",
-        dir.path().to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-    ]);
+    let mut dev = Dev::workers(dir.path(), port, &[]);
     let client = client();
     when_ready(&client, &mut dev, port, "gateway.test", "/users").await;
     isolane_testenv::wait_until("workerd to answer", support::DEADLINE, || {

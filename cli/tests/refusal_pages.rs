@@ -73,8 +73,7 @@ async fn a_refusal_is_the_same_page_in_isolane_dev_and_through_a_node() {
     );
     std::fs::write(dir.path().join("pages.yaml"), yaml).unwrap();
     let dev_port = free_port().unwrap();
-    let workers = dir.path().to_str().unwrap().to_owned();
-    let mut dev = Dev::start(&["--workers", &workers, "--port", &dev_port.to_string()]);
+    let mut dev = Dev::workers(dir.path(), dev_port, &[]);
     let ready = wait_until("isolane dev to answer", DEADLINE, || {
         let exited = dev.process.try_exit();
         async move {

@@ -39,6 +39,16 @@ impl Dev {
         Self::start_in(args, None)
     }
 
+    /// `isolane dev --workers <dir> --port <port> <extra…>`: the Worker
+    /// YAML files of folder `dir`, served on `port`.
+    pub fn workers(dir: &Path, port: u16, extra: &[&str]) -> Self {
+        let dir = dir.to_str().expect("a test's folder is UTF-8");
+        let port = port.to_string();
+        let mut args = vec!["--workers", dir, "--port", &port];
+        args.extend_from_slice(extra);
+        Self::start(&args)
+    }
+
     /// [`Dev::start`] in the working folder `dir`.
     pub fn start_in(args: &[&str], dir: Option<&Path>) -> Self {
         Self::start_with(args, dir, &[])
