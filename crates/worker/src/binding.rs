@@ -473,16 +473,7 @@ fn is_class_name(name: &str) -> bool {
 /// digits, `-` and `.`, each dot-separated label starting and ending with a
 /// letter or digit, at most 253 characters.
 pub fn is_worker_name(name: &str) -> bool {
-    name.len() <= 253
-        && name.split('.').all(|label| {
-            let bytes = label.as_bytes();
-            !bytes.is_empty()
-                && bytes
-                    .iter()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-                && bytes.first() != Some(&b'-')
-                && bytes.last() != Some(&b'-')
-        })
+    crate::dns_name::is_dns_subdomain(name)
 }
 
 /// [`BINDING_NAME_PATTERN`], at most 128 characters.

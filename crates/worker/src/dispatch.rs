@@ -69,14 +69,7 @@ pub fn consents(labels: &BTreeMap<String, String>, platform: &str) -> bool {
 /// A Kubernetes namespace name (an RFC 1123 label): lowercase letters,
 /// digits and `-`, at most 63, starting and ending with a letter or digit.
 pub fn is_namespace_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes.first() != Some(&b'-')
-        && bytes.last() != Some(&b'-')
+    crate::dns_name::is_dns_label(name)
 }
 
 #[cfg(test)]

@@ -51,6 +51,7 @@ mod bundle;
 pub mod compat;
 pub mod cron;
 pub mod dispatch;
+mod dns_name;
 pub mod headers;
 mod key;
 mod limits;

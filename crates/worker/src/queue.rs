@@ -165,13 +165,7 @@ pub enum QueueError {
 
 /// [`QUEUE_NAME_PATTERN`].
 pub fn is_queue_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    (1..=63).contains(&bytes.len())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes.first() != Some(&b'-')
-        && bytes.last() != Some(&b'-')
+    crate::dns_name::is_dns_label(name)
 }
 
 /// Checks one Worker's consumers: names, ranges, each queue once, no
