@@ -22,19 +22,16 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use http_body_util::BodyExt;
 use isolane_crds::{EnvVar, Worker};
 use isolane_e2e::cluster::{Cluster, ClusterOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::kubectl;
+use isolane_e2e::loopback;
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::{ControlPlane, Postgres, wait_until};
 use isolane_worker::{Binding, QueueConsumer};
@@ -87,43 +84,30 @@ type Reports = Arc<Mutex<Vec<Seen>>>;
 
 /// A loopback HTTP server recording `POST /<ns>` reports.
 async fn start_reports() -> (SocketAddr, Reports) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let reports: Reports = Arc::default();
     let shared = reports.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let reports = shared.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                    let reports = reports.clone();
-                    async move {
-                        let to = request.uri().path().trim_start_matches('/').to_owned();
-                        let body = request.into_body().collect().await.map(|b| b.to_bytes());
-                        let seen = body.ok().and_then(|b| {
-                            serde_json::from_slice::<Vec<(String, u64, u64)>>(&b).ok()
-                        });
-                        let status = if let Some(seen) = seen {
-                            let at = Instant::now();
-                            let mut reports = reports.lock().unwrap();
-                            for (ns, n, attempts) in seen {
-                                reports.push((to.clone(), ns, n, attempts, at));
-                            }
-                            200
-                        } else {
-                            400
-                        };
-                        let mut answer = http::Response::new(Full::new(Bytes::from_static(b"ok")));
-                        *answer.status_mut() = http::StatusCode::from_u16(status).unwrap();
-                        Ok::<_, Infallible>(answer)
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
+    let addr = loopback::serve(move |request: http::Request<hyper::body::Incoming>| {
+        let reports = shared.clone();
+        async move {
+            let to = request.uri().path().trim_start_matches('/').to_owned();
+            let body = request.into_body().collect().await.map(|b| b.to_bytes());
+            let Some(seen) = body
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Vec<(String, u64, u64)>>(&b).ok())
+            else {
+                let mut answer = loopback::ok("not a report");
+                *answer.status_mut() = http::StatusCode::BAD_REQUEST;
+                return answer;
+            };
+            let at = Instant::now();
+            let mut reports = reports.lock().unwrap();
+            for (ns, n, attempts) in seen {
+                reports.push((to.clone(), ns, n, attempts, at));
+            }
+            loopback::ok("ok")
         }
-    });
+    })
+    .await;
     (addr, reports)
 }
 
