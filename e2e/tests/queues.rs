@@ -11,10 +11,13 @@
 //! the queue's owner epoch, from its log); once some hundreds are consumed,
 //! the owner is SIGKILLed, and the last 500 are sent right after the kill.
 //! Every message whose send was acknowledged (its request answered 200) is
-//! consumed in the end, by the other node, which
-//! took the queue; duplicates (the batches under way at the kill, delivered
-//! again once their lease ran out) are counted and printed. The second
-//! namespace's messages reach its own consumer only, never the first's.
+//! consumed in the end, by the other node, which took the queue (a higher
+//! epoch); duplicates (the batches under way at the kill, delivered again
+//! once their lease ran out) are counted and printed. Then the killed node
+//! starts again: the ring names it the owner again, it takes the queue back
+//! (a higher epoch still, the other node fenced) and 200 more messages are
+//! all consumed. The second namespace's messages reach its own consumer
+//! only, never the first's.
 //!
 //! The consumers report each batch to a server of the test on loopback (the
 //! nodes allow loopback egress for it): what they did, not what the nodes
@@ -38,6 +41,7 @@ use isolane_worker::{Binding, QueueConsumer};
 
 const TEAM_A: &str = "queues-a";
 const TEAM_B: &str = "queues-b";
+const HOST_A: &str = "a.queues.test";
 /// Deadline for anything the system does on its own.
 const SETTLE: Duration = Duration::from_secs(90);
 /// Messages sent to the first namespace's queue, 10 a request.
@@ -212,6 +216,45 @@ impl Sent {
     }
 }
 
+/// The killed owner starts again: the ring names it the owner again (a
+/// membership change without a death, the other node fenced), it takes the
+/// queue, and 200 more messages sent then are all consumed. Its new epoch.
+async fn the_owner_comes_back(
+    cp: &ControlPlane,
+    cluster: &mut Cluster,
+    ingress: &Ingress,
+    reports: &Reports,
+    owner_before: &str,
+) -> u64 {
+    let started = Instant::now();
+    cluster.restart_node(cp, owner_before).await;
+    cluster.wait_live_nodes(2).await;
+    let sent = Sent::default();
+    for sender in sent.senders(ingress, HOST_A, MESSAGES..MESSAGES + 200) {
+        sender.await.unwrap();
+    }
+    let acked = sent.acked.lock().unwrap().clone();
+    assert!(!acked.is_empty(), "no send acknowledged after the restart");
+    wait_until(
+        "the messages sent after the restart consumed",
+        SETTLE,
+        || async { consumed(reports, "a").is_superset(&acked).then_some(()) },
+    )
+    .await;
+    let (now, epoch) = wait_until(
+        "the restarted node to take the queue back",
+        SETTLE,
+        || async { owner(cluster, TEAM_A).filter(|(name, _)| name == owner_before) },
+    )
+    .await;
+    eprintln!(
+        "{now} restarted: took {TEAM_A}'s queue back (epoch {epoch}); {} more sends acknowledged and consumed {:?} after the restart",
+        acked.len(),
+        started.elapsed()
+    );
+    epoch
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_acknowledged_send_is_consumed_across_a_sigkill_of_the_queues_owner() {
     let (target, reports) = start_reports().await;
@@ -225,7 +268,7 @@ async fn every_acknowledged_send_is_consumed_across_a_sigkill_of_the_queues_owne
         .extra_args
         .extend(["--egress-allow".to_owned(), "127.0.0.1/32".to_owned()]);
     let mut cluster = Cluster::start(&cp, dir.path(), options).await;
-    let (host_a, host_b) = ("a.queues.test", "b.queues.test");
+    let (host_a, host_b) = (HOST_A, "b.queues.test");
     for (namespace, tag, host) in [(TEAM_A, "a", host_a), (TEAM_B, "b", host_b)] {
         let path = dir.path().join(format!("{namespace}.yaml"));
         kubectl::apply_workers(&cp, &path, namespace, &workers_of(tag, host, target)).await;
@@ -281,6 +324,9 @@ async fn every_acknowledged_send_is_consumed_across_a_sigkill_of_the_queues_owne
     let (second_owner, second_epoch) = owner(&cluster, TEAM_A).unwrap();
     assert_ne!(second_owner, first_owner, "another node took the queue");
     assert!(second_epoch > epoch);
+    let handed_back =
+        the_owner_comes_back(&cp, &mut cluster, &ingress, &reports, &first_owner).await;
+    assert!(handed_back > second_epoch);
 
     wait_until(
         "the second namespace's messages consumed",
