@@ -247,6 +247,28 @@ async fn the_owner_comes_back(
         || async { owner(cluster, TEAM_A).filter(|(name, _)| name == owner_before) },
     )
     .await;
+    // The other node stopped delivering it (its loop ended when its ring
+    // changed, or its lease was fenced).
+    let stopped = format!("namespace={TEAM_A} queue=jobs");
+    wait_until(
+        "the other node to stop delivering the queue",
+        SETTLE,
+        || async {
+            cluster
+                .nodes
+                .iter()
+                .filter(|node| node.name != owner_before)
+                .any(|node| {
+                    node.process.log().lines().any(|line| {
+                        (line.contains("queues: stopped delivering the queue here")
+                            || line.contains("queues: another node took the queue"))
+                            && line.contains(&stopped)
+                    })
+                })
+                .then_some(())
+        },
+    )
+    .await;
     eprintln!(
         "{now} restarted: took {TEAM_A}'s queue back (epoch {epoch}); {} more sends acknowledged and consumed {:?} after the restart",
         acked.len(),

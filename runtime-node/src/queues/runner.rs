@@ -115,7 +115,8 @@ impl QueueRunner {
             // while this node is still named the owner.
             loops.retain(|scope, (consumer, task)| {
                 let keep = wanted.get(scope) == Some(consumer) && !task.is_finished();
-                if !keep {
+                if !keep && !task.is_finished() {
+                    tracing::info!(namespace = %scope.namespace, queue = %scope.queue, "queues: stopped delivering the queue here (not its owner any more, or its consumer changed)");
                     task.abort();
                 }
                 keep
