@@ -11,7 +11,8 @@
 //! for the whole system: [`cluster`] (operator, runtime nodes and router as
 //! processes), [`kubectl`] (Worker manifests applied as a user does),
 //! [`ingress`] (requests through the router), [`load`] (continuous traffic
-//! and a tally of every request) and [`prometheus`] (a real Prometheus
+//! and a tally of every request), [`loopback`] (a server of the test that
+//! Workers report to) and [`prometheus`] (a real Prometheus
 //! scraping them); [`tools`] (`helm` and `kubectl` run as users run them).
 #![forbid(unsafe_code)]
 
@@ -23,6 +24,7 @@ pub mod images;
 pub mod ingress;
 pub mod kubectl;
 pub mod load;
+pub mod loopback;
 pub mod operator;
 pub mod process;
 pub mod prometheus;

@@ -10,17 +10,13 @@
 //! what the Workers did, not from what the routers say they did.
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use isolane_crds::{EnvVar, Worker};
 use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions, Router, RouterOptions};
+use isolane_e2e::loopback;
 use isolane_e2e::operator::OPERATOR_NAMESPACE;
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::ControlPlane;
@@ -40,40 +36,25 @@ type Reports = Arc<Mutex<BTreeMap<String, BTreeMap<u64, usize>>>>;
 
 /// A loopback HTTP server counting `GET /<path>?t=<scheduledTime>`.
 async fn start_reports() -> (SocketAddr, Reports) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind the reports server");
-    let addr = listener.local_addr().expect("its address");
     let reports: Reports = Arc::default();
     let shared = reports.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let reports = shared.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                    let reports = reports.clone();
-                    async move {
-                        let path = request.uri().path().trim_start_matches('/').to_owned();
-                        let tick = request
-                            .uri()
-                            .query()
-                            .and_then(|q| q.strip_prefix("t="))
-                            .and_then(|t| t.parse::<u64>().ok());
-                        if let Some(tick) = tick {
-                            let mut reports = reports.lock().expect("reports lock");
-                            *reports.entry(path).or_default().entry(tick).or_default() += 1;
-                        }
-                        Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::from_static(
-                            b"ok",
-                        ))))
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
+    let addr = loopback::serve(move |request: http::Request<hyper::body::Incoming>| {
+        let reports = shared.clone();
+        async move {
+            let path = request.uri().path().trim_start_matches('/').to_owned();
+            let tick = request
+                .uri()
+                .query()
+                .and_then(|q| q.strip_prefix("t="))
+                .and_then(|t| t.parse::<u64>().ok());
+            if let Some(tick) = tick {
+                let mut reports = reports.lock().expect("reports lock");
+                *reports.entry(path).or_default().entry(tick).or_default() += 1;
+            }
+            loopback::ok("ok")
         }
-    });
+    })
+    .await;
     (addr, reports)
 }
 

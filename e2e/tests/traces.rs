@@ -15,17 +15,13 @@
 //! the traced request's trace id as an exemplar, the id the collector got.
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use isolane_e2e::cluster::{Cluster, ClusterOptions, NodeOptions, RouterOptions};
 use isolane_e2e::ingress::Ingress;
+use isolane_e2e::loopback;
 use isolane_e2e::operator::OperatorOptions;
 use isolane_e2e::prometheus::{self, PrometheusOptions};
 use isolane_e2e::workers::{self, inline_worker};
@@ -45,40 +41,25 @@ type Seen = Arc<Mutex<Vec<(String, String)>>>;
 /// A loopback HTTP server recording each request's `traceparent` and
 /// `tracestate`.
 async fn start_upstream() -> (SocketAddr, Seen) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind the upstream server");
-    let addr = listener.local_addr().expect("its address");
     let seen: Seen = Arc::default();
     let shared = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let seen = shared.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                    let seen = seen.clone();
-                    async move {
-                        let header = |name: &str| {
-                            request
-                                .headers()
-                                .get(name)
-                                .and_then(|v| v.to_str().ok())
-                                .unwrap_or("")
-                                .to_owned()
-                        };
-                        let context = (header("traceparent"), header("tracestate"));
-                        seen.lock().expect("seen lock").push(context);
-                        Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::from_static(
-                            b"upstream",
-                        ))))
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
+    let addr = loopback::serve(move |request: http::Request<hyper::body::Incoming>| {
+        let seen = shared.clone();
+        async move {
+            let header = |name: &str| {
+                request
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            let context = (header("traceparent"), header("tracestate"));
+            seen.lock().expect("seen lock").push(context);
+            loopback::ok("upstream")
         }
-    });
+    })
+    .await;
     (addr, seen)
 }
 

@@ -24,8 +24,10 @@ use tokio::task::JoinHandle;
 use crate::BundleIndex;
 use crate::peers::{Peers, RingWatch};
 
-/// Which process delivers an object's alarms.
-enum Owner {
+/// Which process delivers an object's alarms (and a queue's batches,
+/// `queues.rs`).
+#[derive(Clone)]
+pub(crate) enum Owner {
     /// This one, for every object (`isolane dev`: the only process).
     Alone,
     /// The object's owner node (none before the first list of Leases).
@@ -33,24 +35,45 @@ enum Owner {
 }
 
 /// The Workers a node holds, each with the thread its requests run on.
-struct HeldWorkers {
-    bundles: Arc<BundleIndex>,
+pub(crate) struct HeldWorkers {
+    pub(crate) bundles: Arc<BundleIndex>,
     threads: u32,
-    owner: Owner,
+    pub(crate) owner: Owner,
 }
 
-impl AlarmHost for HeldWorkers {
-    fn worker(&self, worker_id: &str) -> Option<(Arc<WorkerBundle>, usize)> {
+impl HeldWorkers {
+    pub(crate) fn new(engine: &Engine, bundles: Arc<BundleIndex>, owner: Owner) -> Self {
+        let threads = u32::try_from(engine.threads()).unwrap_or(u32::MAX);
+        Self {
+            bundles,
+            threads,
+            owner,
+        }
+    }
+
+    /// Worker `worker_id`'s bundle and the thread its requests run on.
+    pub(crate) fn held(&self, worker_id: &str) -> Option<(Arc<WorkerBundle>, usize)> {
         let bundle = self.bundles.get(worker_id, "")?;
         let thread = isolane_placement::thread_for(worker_id, self.threads);
         Some((bundle, thread as usize))
     }
 
-    fn owns(&self, key: &str) -> bool {
+    /// Whether this process delivers for placement key `key` now.
+    pub(crate) fn owns_key(&self, key: &str) -> bool {
         match &self.owner {
             Owner::Alone => true,
             Owner::Ring(peers) => peers.knows_ring() && peers.owner_of(key).is_none(),
         }
+    }
+}
+
+impl AlarmHost for HeldWorkers {
+    fn worker(&self, worker_id: &str) -> Option<(Arc<WorkerBundle>, usize)> {
+        self.held(worker_id)
+    }
+
+    fn owns(&self, key: &str) -> bool {
+        self.owns_key(key)
     }
 }
 
@@ -81,12 +104,7 @@ pub(crate) fn spawn_node_alarms(
 
 fn spawn(engine: &Engine, bundles: Arc<BundleIndex>, owner: Owner) -> Option<JoinHandle<()>> {
     let store = engine.config().store.clone()?;
-    let threads = u32::try_from(engine.threads()).unwrap_or(u32::MAX);
-    let host = Arc::new(HeldWorkers {
-        bundles,
-        threads,
-        owner,
-    });
+    let host = Arc::new(HeldWorkers::new(engine, bundles, owner));
     let runner = AlarmRunner::new(engine.clone(), store, host);
     Some(tokio::spawn(runner.run()))
 }

@@ -108,6 +108,9 @@ pub struct RunningNode {
     /// Delivers Durable Object alarms and watches the node Leases for
     /// them (`alarms.rs`), with a store.
     alarms: Option<(JoinHandle<()>, JoinHandle<()>)>,
+    /// Delivers the queues this node owns on the ring (`queues.rs`), with
+    /// a store.
+    queues: Option<JoinHandle<()>>,
     admin: JoinHandle<()>,
 }
 
@@ -167,6 +170,7 @@ impl Node {
             kube::Api::namespaced(client.clone(), &config.namespace),
             &config.peers,
         );
+        let queues = crate::queues::spawn_node_queues(&engine, bundles.clone(), &config.peers);
 
         let threads = config.threads();
         let admission = Admission::new(threads, config.max_inflight_per_thread, metrics.clone());
@@ -234,6 +238,7 @@ impl Node {
             watch,
             retire,
             alarms,
+            queues,
             admin,
         })
     }
@@ -338,6 +343,9 @@ impl RunningNode {
         if let Some((runner, leases)) = &self.alarms {
             runner.abort();
             leases.abort();
+        }
+        if let Some(queues) = &self.queues {
+            queues.abort();
         }
         self.stop_admin.cancel();
         let _ = self.admin.await;

@@ -9,7 +9,9 @@
 //! ([`Store::queue_settle`]: acknowledged ones deleted, retried ones visible
 //! again after their delay, dead ones moved to the dead-letter queue or
 //! dropped). A process that dies holding a lease only delays its messages
-//! by the lease: they are leased again after it (at least once).
+//! by the lease: they are leased again after it (at least once). On a
+//! cluster one node delivers a queue: it takes the queue's owner epoch
+//! ([`Store::queue_take`]) and fences its leases with it.
 //!
 //! Limits are Cloudflare's ([`limits`], with its messages); a namespace's
 //! backlog is bounded by [`QueueQuota`] when the store has one.
@@ -199,20 +201,41 @@ impl Store {
         }
     }
 
+    /// Makes `owner` (a node's name, for logs) the process that delivers
+    /// `scope`'s queue: increments its owner epoch and returns it. From then
+    /// on a lease fenced with an older epoch is refused
+    /// ([`QueueError::Fenced`]), so a node that lost the queue on the ring
+    /// starts no batch of it after the new owner took it.
+    pub async fn queue_take(&self, scope: QueueScope, owner: String) -> Result<i64, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.queue_take(&scope, &owner)).await
+            }
+            Backend::Postgres(db) => db.queue_take(scope, owner).await,
+        }
+    }
+
     /// Leases up to `max` of the messages visible at `now` (ms), oldest
     /// first, until `until` (ms), counting the delivery in their attempts.
+    /// `fence`: the owner epoch the leasing process took
+    /// ([`Store::queue_take`]); the lease is refused unless it is still the
+    /// queue's. `None`: unfenced (`isolane dev`, the only process).
     pub async fn queue_lease(
         &self,
         scope: QueueScope,
+        fence: Option<i64>,
         now: i64,
         until: i64,
         max: u32,
     ) -> Result<Vec<QueueMessage>, StoreError> {
         match &self.backend {
             Backend::Sqlite(folder) => {
-                blocking(folder, move |db, _| db.queue_lease(&scope, now, until, max)).await
+                blocking(folder, move |db, _| {
+                    db.queue_lease(&scope, fence, now, until, max)
+                })
+                .await
             }
-            Backend::Postgres(db) => db.queue_lease(scope, now, until, max).await,
+            Backend::Postgres(db) => db.queue_lease(scope, fence, now, until, max).await,
         }
     }
 

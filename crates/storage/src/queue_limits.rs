@@ -48,6 +48,12 @@ pub enum QueueError {
         max_messages: u64,
         max_bytes: u64,
     },
+    /// A lease by a process that is no longer the queue's owner
+    /// ([`crate::Store::queue_take`]): another took it since.
+    #[error(
+        "this process is no longer the queue's owner (its epoch is {mine}, the queue's {current})"
+    )]
+    Fenced { mine: i64, current: i64 },
 }
 
 /// `queue::check_send` on each message's body length and delay, before its

@@ -66,7 +66,7 @@ async fn scenario(store: Store) {
 
     // A lease takes the visible ones, oldest first, and counts the delivery.
     let leased = store
-        .queue_lease(jobs.clone(), t, t + 60_000, 10)
+        .queue_lease(jobs.clone(), None, t, t + 60_000, 10)
         .await
         .unwrap();
     assert_eq!(bodies(&leased), ["a", "b"]);
@@ -77,7 +77,7 @@ async fn scenario(store: Store) {
     );
     assert!(
         store
-            .queue_lease(jobs.clone(), t, t + 60_000, 10)
+            .queue_lease(jobs.clone(), None, t, t + 60_000, 10)
             .await
             .unwrap()
             .is_empty(),
@@ -85,7 +85,7 @@ async fn scenario(store: Store) {
     );
     // A lease that ran out (its process died): delivered again.
     let expired = store
-        .queue_lease(jobs.clone(), t + 60_001, t + 120_000, 10)
+        .queue_lease(jobs.clone(), None, t + 60_001, t + 120_000, 10)
         .await
         .unwrap();
     assert_eq!(bodies(&expired), ["a", "b"]);
@@ -110,13 +110,13 @@ async fn scenario(store: Store) {
         .unwrap();
     assert!(
         store
-            .queue_lease(jobs.clone(), t + 500, t + 60_000, 10)
+            .queue_lease(jobs.clone(), None, t + 500, t + 60_000, 10)
             .await
             .unwrap()
             .is_empty()
     );
     let retried = store
-        .queue_lease(jobs.clone(), t + 1000, t + 60_000, 10)
+        .queue_lease(jobs.clone(), None, t + 1000, t + 60_000, 10)
         .await
         .unwrap();
     assert_eq!(bodies(&retried), ["b"]);
@@ -136,7 +136,7 @@ async fn scenario(store: Store) {
         .await
         .unwrap();
     let dead = store
-        .queue_lease(dlq.clone(), now(), now() + 1000, 10)
+        .queue_lease(dlq.clone(), None, now(), now() + 1000, 10)
         .await
         .unwrap();
     assert_eq!(bodies(&dead), ["b"]);
@@ -157,10 +157,49 @@ async fn scenario(store: Store) {
     let depth = store.queue_depth(jobs.clone()).await.unwrap();
     assert_eq!(depth.messages, 1);
     let theirs = store
-        .queue_lease(other.clone(), now(), now() + 1000, 10)
+        .queue_lease(other.clone(), None, now(), now() + 1000, 10)
         .await
         .unwrap();
     assert_eq!(bodies(&theirs), ["theirs"]);
+
+    // The owner epoch: a lease fenced with the epoch a node took passes;
+    // once another node took the queue, the first one's leases are refused
+    // and take nothing.
+    let fenced = QueueScope::new("team-f", "fenced");
+    store
+        .queue_send(fenced.clone(), vec![send("f1", 0), send("f2", 0)], true)
+        .await
+        .unwrap();
+    let first = store
+        .queue_take(fenced.clone(), "node-a".into())
+        .await
+        .unwrap();
+    let leased = store
+        .queue_lease(fenced.clone(), Some(first), now(), now() + 60_000, 1)
+        .await
+        .unwrap();
+    assert_eq!(leased.len(), 1);
+    let second = store
+        .queue_take(fenced.clone(), "node-b".into())
+        .await
+        .unwrap();
+    assert!(second > first);
+    let error = store
+        .queue_lease(fenced.clone(), Some(first), now(), now() + 60_000, 1)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            StoreError::Queue(isolane_storage::QueueError::Fenced { .. })
+        ),
+        "{error:?}"
+    );
+    let leased = store
+        .queue_lease(fenced.clone(), Some(second), now(), now() + 60_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(bodies(&leased).len(), 1);
 
     // Refused batches write nothing.
     let too_many: Vec<_> = (0..101).map(|_| send("x", 0)).collect();
@@ -232,8 +271,8 @@ async fn queues_on_a_real_postgresql() {
     let other = Store::postgres(&settings).unwrap();
     let t = now();
     let (one, two) = tokio::join!(
-        store.queue_lease(scope.clone(), t, t + 60_000, 60),
-        other.queue_lease(scope.clone(), t, t + 60_000, 60)
+        store.queue_lease(scope.clone(), None, t, t + 60_000, 60),
+        other.queue_lease(scope.clone(), None, t, t + 60_000, 60)
     );
     let (one, two) = (one.unwrap(), two.unwrap());
     assert_eq!(one.len() + two.len(), 100);

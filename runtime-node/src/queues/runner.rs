@@ -14,14 +14,16 @@
 //! messages whose process died holding them are leased again after it.
 //!
 //! Which process delivers a queue is the [`QueueHost`]'s to say: in
-//! `isolane dev` the only one; on a cluster, the queue's owner on the ring
-//! (not built yet: docs/queues.md).
+//! `isolane dev` the only one; on a cluster, the queue's owner on the ring,
+//! which takes the queue's owner epoch before its loop starts and fences
+//! every lease with it (a loop whose lease is fenced ends; it starts again,
+//! taking the queue anew, if the ring still names this node).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use isolane_storage::{QueueMessage, QueueScope, QueueSettle, Store};
+use isolane_storage::{QueueError, QueueMessage, QueueScope, QueueSettle, Store, StoreError};
 use isolane_worker::QueueConsumer;
 
 use isolane_engine::{Engine, QueueBatch, Work, WorkerBundle};
@@ -52,6 +54,20 @@ pub trait QueueHost: Send + Sync + 'static {
     /// Worker `worker_id`'s bundle and the engine thread it runs on, when
     /// this process runs it.
     fn worker(&self, worker_id: &str) -> Option<(Arc<WorkerBundle>, usize)>;
+
+    /// The name this process takes a queue's owner epoch under before
+    /// delivering it (`Store::queue_take`), its leases fenced with it;
+    /// `None`: unfenced (`isolane dev`, the only process).
+    fn taker(&self) -> Option<String>;
+}
+
+/// What a lease got.
+enum Leased {
+    Batch(Vec<QueueMessage>),
+    /// Nothing (none ready, the Worker not held, or the store failed).
+    Nothing,
+    /// Another process took the queue since this loop did.
+    Lost,
 }
 
 /// The queue delivery loop of one process.
@@ -94,10 +110,13 @@ impl QueueRunner {
                 wanted.entry(consumer.scope()).or_insert(consumer);
             }
             // A consumer gone or changed: its loop ends (a batch under way
-            // finishes and settles), a new one starts with its settings.
+            // finishes and settles), a new one starts with its settings. A
+            // loop that ended (its queue taken by another node) starts again
+            // while this node is still named the owner.
             loops.retain(|scope, (consumer, task)| {
-                let keep = wanted.get(scope) == Some(consumer);
-                if !keep {
+                let keep = wanted.get(scope) == Some(consumer) && !task.is_finished();
+                if !keep && !task.is_finished() {
+                    tracing::info!(namespace = %scope.namespace, queue = %scope.queue, "queues: stopped delivering the queue here (not its owner any more, or its consumer changed)");
                     task.abort();
                 }
                 keep
@@ -121,6 +140,9 @@ impl QueueRunner {
             i64::from(consumer.batch_timeout_ms()),
         );
         let mut changes = self.store.queue_changes();
+        let Some(fence) = self.take(&scope).await else {
+            return;
+        };
         loop {
             let Ok(slot) = slots.clone().acquire_owned().await else {
                 return;
@@ -130,11 +152,21 @@ impl QueueRunner {
                 Ok(ready) if ready.ready > 0 => {
                     let oldest = ready.oldest_ready_ms.unwrap_or(now);
                     let due = ready.ready >= size || now - oldest >= timeout;
-                    if due && let Some(batch) = self.lease(&scope, &of, now, size).await {
-                        let delivery =
-                            Arc::clone(&self).deliver(scope.clone(), of.clone(), batch, slot);
-                        tokio::spawn(delivery);
-                        continue;
+                    if due {
+                        match self.lease(&scope, &of, fence, now, size).await {
+                            Leased::Batch(batch) => {
+                                let delivery = Arc::clone(&self).deliver(
+                                    scope.clone(),
+                                    of.clone(),
+                                    batch,
+                                    slot,
+                                );
+                                tokio::spawn(delivery);
+                                continue;
+                            }
+                            Leased::Lost => return,
+                            Leased::Nothing => {}
+                        }
                     }
                     oldest + timeout
                 }
@@ -154,27 +186,54 @@ impl QueueRunner {
         }
     }
 
+    /// Takes `scope`'s owner epoch when this process delivers under a
+    /// name: `Some(fence)` to lease with, `None` when the store failed
+    /// (the loop ends, and starts again at the next look).
+    async fn take(&self, scope: &QueueScope) -> Option<Option<i64>> {
+        let Some(name) = self.host.taker() else {
+            return Some(None);
+        };
+        match self.store.queue_take(scope.clone(), name.clone()).await {
+            Ok(epoch) => {
+                tracing::info!(node = %name, namespace = %scope.namespace, queue = %scope.queue, epoch, "queues: took the queue");
+                Some(Some(epoch))
+            }
+            Err(error) => {
+                tracing::warn!(%error, queue = %scope.queue, "queues: could not take the queue");
+                None
+            }
+        }
+    }
+
     /// Leases a batch for `of`'s Worker, when it runs here (its lease holds
-    /// for its wall limit and the margin).
+    /// for its wall limit and the margin), fenced with `fence`.
     async fn lease(
         &self,
         scope: &QueueScope,
         of: &QueueConsumerOf,
+        fence: Option<i64>,
         now: i64,
         size: u32,
-    ) -> Option<Vec<QueueMessage>> {
-        let (bundle, _) = self.host.worker(&of.worker_id)?;
+    ) -> Leased {
+        let Some((bundle, _)) = self.host.worker(&of.worker_id) else {
+            return Leased::Nothing;
+        };
         let hold = Duration::from_millis(u64::from(bundle.limits.wall_ms)) + self.lease_margin;
+        let until = now.saturating_add(millis(hold));
         match self
             .store
-            .queue_lease(scope.clone(), now, now.saturating_add(millis(hold)), size)
+            .queue_lease(scope.clone(), fence, now, until, size)
             .await
         {
-            Ok(batch) if !batch.is_empty() => Some(batch),
-            Ok(_) => None,
+            Ok(batch) if !batch.is_empty() => Leased::Batch(batch),
+            Ok(_) => Leased::Nothing,
+            Err(StoreError::Queue(QueueError::Fenced { mine, current })) => {
+                tracing::info!(namespace = %scope.namespace, queue = %scope.queue, mine, current, "queues: another node took the queue; this one stops delivering it");
+                Leased::Lost
+            }
             Err(error) => {
                 tracing::warn!(%error, queue = %scope.queue, "queues: could not lease a batch");
-                None
+                Leased::Nothing
             }
         }
     }

@@ -1,12 +1,13 @@
 //! Queues' messages in PostgreSQL (`queue_message`, migration 9; see
 //! `crate::queue`): the SQLite backend's queries, a batch in one statement
 //! (arrays unnested), leases taken `FOR UPDATE SKIP LOCKED` so that two
-//! processes leasing at once never take the same message.
+//! processes leasing at once never take the same message, and fenced by
+//! the queue's owner epoch (`queue_owner`, migration 10) when asked.
 
 use super::Postgres;
 use crate::StoreError;
 use crate::queue::{
-    self, QueueDepth, QueueMessage, QueueQuota, QueueReady, QueueScope, QueueSettle,
+    self, QueueDepth, QueueError, QueueMessage, QueueQuota, QueueReady, QueueScope, QueueSettle,
 };
 
 impl Postgres {
@@ -103,23 +104,65 @@ impl Postgres {
         .await
     }
 
+    /// Increments `scope`'s owner epoch for `owner`; the new epoch.
+    pub(crate) async fn queue_take(
+        &self,
+        scope: QueueScope,
+        owner: String,
+    ) -> Result<i64, StoreError> {
+        self.run(move |client| async move {
+            let row = client
+                .query_one(
+                    "INSERT INTO queue_owner (namespace, queue, owner, epoch) VALUES ($1, $2, $3, 1)
+                     ON CONFLICT (namespace, queue) DO UPDATE SET owner = excluded.owner, epoch = queue_owner.epoch + 1
+                     RETURNING epoch",
+                    &[&scope.namespace, &scope.queue, &owner],
+                )
+                .await?;
+            Ok(row.try_get(0)?)
+        })
+        .await
+    }
+
     pub(crate) async fn queue_lease(
         &self,
         scope: QueueScope,
+        fence: Option<i64>,
         now: i64,
         until: i64,
         max: u32,
     ) -> Result<Vec<QueueMessage>, StoreError> {
         let max = i64::from(max);
-        self.run(move |client| async move {
-            let rows = client
+        self.run(move |mut client| async move {
+            let tx = client.transaction().await?;
+            if let Some(mine) = fence {
+                // FOR SHARE: a take waits for this lease to commit, so the
+                // lease lands before it or is refused after it.
+                let current: i64 = match tx
+                    .query_opt(
+                        "SELECT epoch FROM queue_owner WHERE namespace = $1 AND queue = $2 FOR SHARE",
+                        &[&scope.namespace, &scope.queue],
+                    )
+                    .await?
+                {
+                    Some(row) => row.try_get(0)?,
+                    None => 0,
+                };
+                if current != mine {
+                    return Err(QueueError::Fenced { mine, current }.into());
+                }
+            }
+            // The rows picked once (a CTE, materialized): a subquery under
+            // `id IN (…)` may be run again and lease more than `max`.
+            let rows = tx
                 .query(
-                    "UPDATE queue_message SET visible_at = $4, attempts = attempts + 1
-                     WHERE namespace = $1 AND queue = $2 AND id IN (
+                    "WITH picked AS MATERIALIZED (
                          SELECT id FROM queue_message
                          WHERE namespace = $1 AND queue = $2 AND visible_at <= $3
                          ORDER BY visible_at, sent_at LIMIT $5 FOR UPDATE SKIP LOCKED)
-                     RETURNING id, sent_at, body, content_type, attempts",
+                     UPDATE queue_message AS m SET visible_at = $4, attempts = m.attempts + 1
+                     FROM picked WHERE m.namespace = $1 AND m.queue = $2 AND m.id = picked.id
+                     RETURNING m.id, m.sent_at, m.body, m.content_type, m.attempts",
                     &[&scope.namespace, &scope.queue, &now, &until, &max],
                 )
                 .await?;
@@ -135,6 +178,7 @@ impl Postgres {
                     })
                 })
                 .collect::<Result<Vec<_>, StoreError>>()?;
+            tx.commit().await?;
             messages.sort_by_key(|m| m.timestamp_ms);
             Ok(messages)
         })

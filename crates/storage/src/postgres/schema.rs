@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::StoreError;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 9;
+pub const SCHEMA_VERSION: i32 = 10;
 
 /// Each migration: its version and its SQL.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -246,6 +246,19 @@ const MIGRATIONS: &[(i32, &str)] = &[
     END $$;
     CREATE TRIGGER queue_usage AFTER INSERT OR DELETE ON queue_message
         FOR EACH ROW EXECUTE FUNCTION queue_usage_count();",
+    ),
+    (
+        10,
+        // Each queue's owner epoch, as `do_owner` is each object's: the
+        // node that delivers a queue takes it (the epoch goes up), and each
+        // lease it takes checks the epoch is still its own.
+        "CREATE TABLE queue_owner (
+        namespace TEXT NOT NULL,
+        queue TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        epoch BIGINT NOT NULL,
+        PRIMARY KEY (namespace, queue)
+    );",
     ),
 ];
 

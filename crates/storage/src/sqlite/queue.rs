@@ -32,6 +32,13 @@ CREATE TRIGGER IF NOT EXISTS queue_usage_insert AFTER INSERT ON queue_message BE
     UPDATE queue_usage SET messages = messages + 1, bytes = bytes + length(NEW.body)
         WHERE namespace = NEW.namespace;
 END;
+CREATE TABLE IF NOT EXISTS queue_owner (
+    namespace TEXT NOT NULL,
+    queue TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    PRIMARY KEY (namespace, queue)
+) WITHOUT ROWID;
 CREATE TRIGGER IF NOT EXISTS queue_usage_delete AFTER DELETE ON queue_message BEGIN
     UPDATE queue_usage SET messages = messages - 1, bytes = bytes - length(OLD.body)
         WHERE namespace = OLD.namespace;
@@ -105,14 +112,41 @@ impl Sqlite {
         })
     }
 
+    /// Increments `scope`'s owner epoch for `owner`; the new epoch.
+    pub(crate) fn queue_take(&self, scope: &QueueScope, owner: &str) -> Result<i64, StoreError> {
+        let epoch = self.lock().query_row(
+            "INSERT INTO queue_owner (namespace, queue, owner, epoch) VALUES (?1, ?2, ?3, 1)
+             ON CONFLICT (namespace, queue) DO UPDATE SET owner = excluded.owner, epoch = queue_owner.epoch + 1
+             RETURNING epoch",
+            params![scope.namespace, scope.queue, owner],
+            |row| row.get(0),
+        )?;
+        Ok(epoch)
+    }
+
     pub(crate) fn queue_lease(
         &self,
         scope: &QueueScope,
+        fence: Option<i64>,
         now: i64,
         until: i64,
         max: u32,
     ) -> Result<Vec<QueueMessage>, StoreError> {
+        // One connection under the lock: the check and the lease are one step.
         let db = self.lock();
+        if let Some(mine) = fence {
+            let current: i64 = db
+                .query_row(
+                    "SELECT epoch FROM queue_owner WHERE namespace = ?1 AND queue = ?2",
+                    params![scope.namespace, scope.queue],
+                    |row| row.get(0),
+                )
+                .optional()?
+                .unwrap_or(0);
+            if current != mine {
+                return Err(queue::QueueError::Fenced { mine, current }.into());
+            }
+        }
         let mut lease = db.prepare_cached(
             "UPDATE queue_message SET visible_at = ?4, attempts = attempts + 1
              WHERE namespace = ?1 AND queue = ?2 AND id IN (
