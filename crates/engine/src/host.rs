@@ -28,7 +28,6 @@ pub(crate) mod fetch;
 mod form_data;
 pub(crate) mod handle;
 pub(crate) mod headers;
-mod html_rewriter;
 pub(crate) mod id_map;
 mod io;
 pub(crate) mod lazy;
@@ -91,7 +90,6 @@ fn core_units() -> Vec<Unit> {
         memory::unit(),
         url_pattern::unit(),
         cache::unit(),
-        html_rewriter::unit(),
         codec::unit(),
         form_data::unit(),
         memory::wasm(),

@@ -1,0 +1,40 @@
+//! The Web platform's APIs for the Isolane engine, as they leave its core
+//! (docs/adr/0002-engine-crates.md): today `HTMLRewriter`
+//! (`html_rewriter.rs`, `html_rewriter/session.rs`,
+//! `js/23_html_rewriter.js`). The rest of the Web platform (fetch, streams,
+//! encodings, URL, WebCrypto, compression, Cache, WebSocket, timers,
+//! console, …) is still units of the core, to come here by the same seams.
+//!
+//! The main item is [`family`]: the units, in order, that a binary hands
+//! the engine (`EngineConfig::families`), first of the families. It
+//! depends on the core only through its door, `isolane_engine::api`.
+//!
+//! `unsafe` is allowed here, as in the engine: HTMLRewriter's coroutine
+//! bridge (`html_rewriter/session.rs`) reaches its yielder through a raw
+//! pointer; the block says why it is sound.
+#![allow(unsafe_code)]
+
+#[macro_use]
+extern crate isolane_engine;
+
+mod html_rewriter;
+
+use isolane_engine::Family;
+use isolane_engine::api::Unit;
+
+include!(concat!(env!("OUT_DIR"), "/runtime_js.rs"));
+
+/// The Web platform's units as the engine registers them: their units, in
+/// order (which host functions come first), and their runtime JavaScript.
+pub fn family() -> Family {
+    Family {
+        name: "web",
+        fingerprint: env!("ISOLANE_WEB_FINGERPRINT"),
+        units,
+        js: RUNTIME_JS,
+    }
+}
+
+fn units() -> Vec<Unit> {
+    vec![html_rewriter::unit()]
+}
