@@ -18,7 +18,6 @@ pub(crate) mod op;
 
 mod cache;
 mod clone;
-pub(crate) mod codec;
 pub(crate) mod console;
 pub(crate) mod crypto;
 mod data_url;
@@ -90,7 +89,6 @@ fn core_units() -> Vec<Unit> {
         memory::unit(),
         url_pattern::unit(),
         cache::unit(),
-        codec::unit(),
         form_data::unit(),
         memory::wasm(),
         socket::unit(),

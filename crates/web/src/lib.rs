@@ -1,9 +1,11 @@
 //! The Web platform's APIs for the Isolane engine, as they leave its core
 //! (docs/adr/0002-engine-crates.md): today `HTMLRewriter`
 //! (`html_rewriter.rs`, `html_rewriter/session.rs`,
-//! `js/23_html_rewriter.js`). The rest of the Web platform (fetch, streams,
-//! encodings, URL, WebCrypto, compression, Cache, WebSocket, timers,
-//! console, …) is still units of the core, to come here by the same seams.
+//! `js/23_html_rewriter.js`) and the compression streams with their codecs
+//! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
+//! uses the same host functions). The rest of the Web platform (fetch,
+//! streams, encodings, URL, WebCrypto, Cache, WebSocket, timers, console,
+//! …) is still units of the core, to come here by the same seams.
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
 //! the engine (`EngineConfig::families`), first of the families. It
@@ -17,6 +19,7 @@
 #[macro_use]
 extern crate isolane_engine;
 
+mod compression;
 mod html_rewriter;
 
 use isolane_engine::Family;
@@ -36,5 +39,5 @@ pub fn family() -> Family {
 }
 
 fn units() -> Vec<Unit> {
-    vec![html_rewriter::unit()]
+    vec![html_rewriter::unit(), compression::unit()]
 }
