@@ -19,7 +19,6 @@ pub(crate) mod op;
 mod cache;
 mod clone;
 pub(crate) mod console;
-pub(crate) mod crypto;
 mod data_url;
 pub(crate) mod durable_object;
 pub(crate) mod error;
@@ -80,7 +79,6 @@ fn core_units() -> Vec<Unit> {
         fetch::headers(),
         io::unit(),
         fetch::unit(),
-        crypto::unit(),
         timers::unit(),
         text::clock(),
         console::unit(),
