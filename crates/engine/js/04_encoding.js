@@ -1,7 +1,7 @@
 // 04_encoding.js — TextEncoder and TextDecoder (Encoding Standard). UTF-8
 // decodes here and in host.utf8Decode (the fast path); every other encoding
 // through a decoder the host keeps (encoding_rs: host.textDecoderNew and
-// host.textDecode, host/codec/text.rs), which carries `{stream: true}` state.
+// host.textDecode, host/text/decoder.rs), which carries `{stream: true}` state.
 'use strict';
 
 const UTF8_LABELS = new Set([

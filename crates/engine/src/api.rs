@@ -58,10 +58,15 @@ pub use crate::host::durable_object::{
 /// The message of a `TypeError` for a request past its subrequest limit.
 pub use crate::host::fetch::too_many;
 
-/// Web Crypto's parts Node's `node:crypto` is built on (keys, formats,
-/// digests, AWS-LC).
-pub mod crypto {
-    pub use crate::host::crypto::{aws_lc, error, formats, key, ops, params, subtle};
+/// Expensive native work off the isolate's thread, admitted fairly
+/// (`isolane-web`'s Web Crypto: RSA key generation, PBKDF2): the engine's
+/// pool of slots ([`HostState::offload_pool`], one a core, at most half of
+/// them for one namespace, namespaces then Workers taking turns), a job's
+/// [`offload::Tenant`] and the [`offload::Permit`] it holds while it runs.
+/// The job's [`Stop`] and its CPU charge are the caller's
+/// ([`IsolateTurns::charge_offloaded_cpu`]).
+pub mod offload {
+    pub use crate::crypto_pool::{Permit, Pool, Tenant};
 }
 
 /// Service bindings' engine mechanics (`isolane-bindings`' service unit):

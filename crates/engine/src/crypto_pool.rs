@@ -1,5 +1,8 @@
 //! [`Pool`]: who may run an expensive Web Crypto job next (RSA key
-//! generation, PBKDF2), shared out per namespace, then per Worker.
+//! generation, PBKDF2), shared out per namespace, then per Worker. Engine
+//! mechanics (the engine's cores shared fairly), so the core's: the jobs
+//! are `isolane-web`'s (`crypto/offload.rs`), which reaches the pool
+//! through the door (`api::offload`, `HostState::offload_pool`).
 //!
 //! Expected flow: a job asks [`Pool::admit`] with its [`Tenant`] and waits
 //! for a [`Permit`]; the permit is the job's slot and goes back when dropped
@@ -29,7 +32,7 @@ use tokio::sync::oneshot;
 
 /// Who a job is for: its Worker's namespace and name.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Tenant {
+pub struct Tenant {
     pub(crate) namespace: Arc<str>,
     pub(crate) worker: Arc<str>,
 }
@@ -37,7 +40,7 @@ pub(crate) struct Tenant {
 impl Tenant {
     /// The tenant of a Worker id, `namespace/name` (an id without a `/` is a
     /// namespace of its own).
-    pub(crate) fn of(worker_id: &str) -> Self {
+    pub fn of(worker_id: &str) -> Self {
         let (namespace, worker) = worker_id.split_once('/').unwrap_or((worker_id, ""));
         Self {
             namespace: namespace.into(),
@@ -49,12 +52,12 @@ impl Tenant {
 /// The engine's pool of slots for expensive jobs. Cheap to clone; every
 /// clone is the same pool.
 #[derive(Clone)]
-pub(crate) struct Pool {
+pub struct Pool {
     state: Arc<Mutex<State>>,
 }
 
 /// A running job's slot: dropping it admits the next job.
-pub(crate) struct Permit {
+pub struct Permit {
     state: Arc<Mutex<State>>,
     namespace: Arc<str>,
 }
@@ -104,7 +107,7 @@ impl Pool {
 
     /// Waits for a slot for `tenant`'s job. Dropping the future gives up the
     /// place in the queue.
-    pub(crate) async fn admit(&self, tenant: &Tenant) -> Permit {
+    pub async fn admit(&self, tenant: &Tenant) -> Permit {
         loop {
             let receiver = {
                 let mut state = lock(&self.state);

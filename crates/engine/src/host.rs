@@ -18,9 +18,7 @@ pub(crate) mod op;
 
 mod cache;
 mod clone;
-pub(crate) mod codec;
 pub(crate) mod console;
-pub(crate) mod crypto;
 mod data_url;
 pub(crate) mod durable_object;
 pub(crate) mod error;
@@ -28,7 +26,6 @@ pub(crate) mod fetch;
 mod form_data;
 pub(crate) mod handle;
 pub(crate) mod headers;
-mod html_rewriter;
 pub(crate) mod id_map;
 mod io;
 pub(crate) mod lazy;
@@ -82,7 +79,6 @@ fn core_units() -> Vec<Unit> {
         fetch::headers(),
         io::unit(),
         fetch::unit(),
-        crypto::unit(),
         timers::unit(),
         text::clock(),
         console::unit(),
@@ -91,8 +87,6 @@ fn core_units() -> Vec<Unit> {
         memory::unit(),
         url_pattern::unit(),
         cache::unit(),
-        html_rewriter::unit(),
-        codec::unit(),
         form_data::unit(),
         memory::wasm(),
         socket::unit(),

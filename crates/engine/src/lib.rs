@@ -14,12 +14,14 @@
 //! gRPC or Prometheus.
 //!
 //! This is the core: it names no API family. The API crates
-//! (`isolane-nodejs`, …) register their units with it as a [`Family`]
-//! through [`api`], their door; the binaries pick the families
-//! (`EngineConfig::families`; docs/adr/0002-engine-crates.md).
+//! (`isolane-web`, `isolane-nodejs`, `isolane-bindings`) register their
+//! units with it as a [`Family`] through [`api`], their door; the binaries
+//! pick the families (`EngineConfig::families`;
+//! docs/adr/0002-engine-crates.md).
 //!
-//! With `isolane-nodejs` (AWS-LC's C API), the only crate in the workspace
-//! allowed to use `unsafe`; each block says why it is sound.
+//! With `isolane-web` and `isolane-nodejs` (AWS-LC's C API), the only
+//! crates in the workspace allowed to use `unsafe`; each block says why it
+//! is sound.
 #![allow(unsafe_code)]
 
 mod alarm;

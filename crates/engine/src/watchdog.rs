@@ -136,7 +136,9 @@ impl Watchdog {
 pub struct Tripwire(Arc<Shared>);
 
 impl Tripwire {
-    pub(crate) fn has_fired(&self) -> bool {
+    /// Whether the watchdog terminated the current turn: native work on
+    /// the isolate's thread (a long digest) checks it between steps.
+    pub fn has_fired(&self) -> bool {
         self.0.fired.load(Ordering::Relaxed)
     }
 

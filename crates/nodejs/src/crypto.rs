@@ -13,13 +13,13 @@ use sha1::Sha1;
 use sha2::{Sha256, Sha384, Sha512};
 
 use isolane_engine::api::Owner;
-use isolane_engine::api::crypto::error::CryptoError;
-use isolane_engine::api::crypto::ops;
-use isolane_engine::api::crypto::params::Params;
-use isolane_engine::api::crypto::subtle::{HASHER_CHARGE, Hasher};
 use isolane_engine::api::fits;
 use isolane_engine::api::{HostError, HostResult};
 use isolane_engine::api::{HostState, array_buffer};
+use isolane_web::crypto::error::CryptoError;
+use isolane_web::crypto::ops;
+use isolane_web::crypto::params::Params;
+use isolane_web::crypto::subtle::{HASHER_CHARGE, Hasher};
 
 /// Longest HMAC key read (Node has no limit; a key longer than the hash's
 /// block is hashed first, so this only bounds the copy).

@@ -19,8 +19,8 @@ use zeroize::Zeroizing;
 
 use isolane_engine::api::HostResult;
 use isolane_engine::api::Owner;
-use isolane_engine::api::crypto::error::CryptoError;
 use isolane_engine::api::{HostState, array_buffer};
+use isolane_web::crypto::error::CryptoError;
 
 /// Bytes charged for one context: the `EVP_CIPHER_CTX` and its cipher state
 /// (at most ~1 KiB, GCM's tables).

@@ -93,10 +93,10 @@ mod sys {
 
 use isolane_engine::api::Owner;
 use isolane_engine::api::Stop;
-use isolane_engine::api::crypto::aws_lc;
-use isolane_engine::api::crypto::error::CryptoError;
 use isolane_engine::api::{HostError, HostResult};
 use isolane_engine::api::{HostState, u8_array};
+use isolane_web::crypto::aws_lc;
+use isolane_web::crypto::error::CryptoError;
 
 /// Largest prime taken (bits): RFC 3526's largest group.
 const MAX_BITS: usize = 8192;
@@ -233,7 +233,7 @@ pub(super) fn dh_new<'s>(
         };
         prime
     } else {
-        isolane_engine::api::crypto::subtle::bytes_arg(prime, "prime")?
+        isolane_web::crypto::subtle::bytes_arg(prime, "prime")?
     };
     let generator = generator.unwrap_or_else(|| vec![2]);
     let dh = Dh::with(&prime, &generator)?;

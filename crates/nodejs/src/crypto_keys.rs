@@ -17,12 +17,12 @@ use zeroize::Zeroizing;
 use super::crypto_pkcs8;
 use isolane_engine::api::HostResult;
 use isolane_engine::api::Stop;
-use isolane_engine::api::crypto::error::{CryptoError, Result};
-use isolane_engine::api::crypto::formats::{self, Exported, KeyData, Kind};
-use isolane_engine::api::crypto::key::{Curve, EcPrivate, Key, RsaPrivate, with_curve};
-use isolane_engine::api::crypto::subtle::{bytes_arg, generated_js, key_arg, key_js};
 use isolane_engine::api::fits;
 use isolane_engine::api::{HostState, js_string, u8_array};
+use isolane_web::crypto::error::{CryptoError, Result};
+use isolane_web::crypto::formats::{self, Exported, KeyData, Kind};
+use isolane_web::crypto::key::{Curve, EcPrivate, Key, RsaPrivate, with_curve};
+use isolane_web::crypto::subtle::{bytes_arg, generated_js, key_arg, key_js};
 
 /// Largest key data read (an RSA-4096 private key in PEM is ~3.3 KiB).
 const MAX_KEY_DATA: usize = 64 * 1024;

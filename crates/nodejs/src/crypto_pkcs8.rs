@@ -17,10 +17,10 @@ use pkcs8::{EncryptedPrivateKeyInfo, SecretDocument};
 use spki::der::Decode;
 use zeroize::Zeroizing;
 
-use isolane_engine::api::crypto::error::{CryptoError, Result};
-use isolane_engine::api::crypto::ops;
-use isolane_engine::api::crypto::params::Params;
 use isolane_engine::api::{HostError, HostResult};
+use isolane_web::crypto::error::{CryptoError, Result};
+use isolane_web::crypto::ops;
+use isolane_web::crypto::params::Params;
 
 /// The iterations Node (OpenSSL) writes.
 const EXPORT_ITERATIONS: u32 = 2048;

@@ -16,10 +16,10 @@ use aws_lc_sys as sys;
 
 use super::crypto_dh::{bignum, bytes_of};
 use isolane_engine::api::Stop;
-use isolane_engine::api::crypto::aws_lc;
-use isolane_engine::api::crypto::error::CryptoError;
 use isolane_engine::api::{HostError, HostResult};
 use isolane_engine::api::{HostState, u8_array};
+use isolane_web::crypto::aws_lc;
+use isolane_web::crypto::error::CryptoError;
 
 /// Longest number tested or generated (bits), as Diffie-Hellman's primes.
 const MAX_BITS: usize = 8192;

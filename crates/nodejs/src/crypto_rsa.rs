@@ -13,10 +13,10 @@ use rsa::pkcs1::{EncodeRsaPrivateKey, EncodeRsaPublicKey};
 use zeroize::Zeroizing;
 
 use isolane_engine::api::HostResult;
-use isolane_engine::api::crypto::error::CryptoError;
-use isolane_engine::api::crypto::key::Key;
-use isolane_engine::api::crypto::subtle::{bytes_arg, key_arg};
 use isolane_engine::api::{HostState, u8_array};
+use isolane_web::crypto::error::CryptoError;
+use isolane_web::crypto::key::Key;
+use isolane_web::crypto::subtle::{bytes_arg, key_arg};
 
 /// `RSA_PKCS1_PADDING` and `RSA_NO_PADDING`, as node:crypto's constants.
 const PKCS1: c_int = 1;

@@ -17,9 +17,9 @@ use x509_parser::prelude::FromDer;
 use x509_parser::x509::{AttributeTypeAndValue, X509Name};
 
 use isolane_engine::api::HostResult;
-use isolane_engine::api::crypto::error::{CryptoError, Result};
-use isolane_engine::api::crypto::subtle::bytes_arg;
 use isolane_engine::api::{js_string, u8_array};
+use isolane_web::crypto::error::{CryptoError, Result};
+use isolane_web::crypto::subtle::bytes_arg;
 
 /// Largest certificate read (a certificate of an RSA-4096 key with many
 /// names is a few KiB; chains are read one certificate at a time).

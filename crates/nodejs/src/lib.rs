@@ -6,8 +6,9 @@
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
 //! the engine (`EngineConfig::families`). It depends on the core
-//! (`isolane_engine::api`), and on the Web platform's Web Crypto for
-//! `node:crypto`'s keys and digests.
+//! (`isolane_engine::api`), and on the Web platform's crate for Web
+//! Crypto's parts `node:crypto`'s keys and digests are built on
+//! (`isolane_web::crypto`).
 //!
 //! `unsafe` is allowed here, as in the engine: `node:crypto`'s ciphers,
 //! Diffie-Hellman, primes, RSA padding and SPKAC call AWS-LC's C API

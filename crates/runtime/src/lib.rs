@@ -12,5 +12,9 @@ use isolane_engine::Family;
 /// Every API family, in the order their units are registered (after the
 /// core's, before its `finalize`).
 pub fn families() -> Vec<Family> {
-    vec![isolane_bindings::family(), isolane_nodejs::family()]
+    vec![
+        isolane_web::family(),
+        isolane_bindings::family(),
+        isolane_nodejs::family(),
+    ]
 }

@@ -160,7 +160,7 @@ pub trait IsolateTurns {
     fn host(&self) -> &HostState;
 
     /// Charges CPU time spent off this thread for request `ctx` (an
-    /// offloaded Web Crypto job, `host/crypto/offload.rs`). Past the
+    /// offloaded Web Crypto job, `isolane-web`'s `crypto/offload.rs`). Past the
     /// request's CPU limit the request ends as `cpu_limit`, alone (the
     /// isolate stays: none of its JavaScript was stopped); returns whether
     /// the request may go on.
@@ -244,6 +244,13 @@ impl HostState {
     /// [`Stop`]: crate::watchdog::Stop
     pub fn tripwire(&self) -> crate::watchdog::Tripwire {
         self.thread.watchdog.tripwire()
+    }
+
+    /// The engine's pool of slots for expensive jobs off the isolate's
+    /// thread (Web Crypto's RSA key generation and PBKDF2:
+    /// [`crate::api::offload`]).
+    pub fn offload_pool(&self) -> &crate::crypto_pool::Pool {
+        &self.thread.shared.crypto
     }
 
     /// The engine's egress policy (what outbound connections may reach).

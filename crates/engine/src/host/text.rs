@@ -1,22 +1,24 @@
 //! `host.now` and the UTF-8 codecs behind TextEncoder/TextDecoder;
 //! the units `clock` and `encoding` (with the legacy decoders of
-//! `codec/text.rs`).
+//! `text/decoder.rs`).
+
+mod decoder;
 
 use super::error::{HostError, HostResult};
-use super::{HostState, codec, u8_array};
+use super::{HostState, u8_array};
 use crate::unit::Unit;
 
 /// TextEncoder, TextDecoder (UTF-8 here, the legacy encodings in
-/// `codec/text.rs`), atob/btoa.
+/// `text/decoder.rs`), atob/btoa.
 pub(super) fn encoding() -> Unit {
     Unit::new("encoding")
         .js(&["04_encoding.js", "05_base64.js"])
         .function("utf8Encode", utf8_encode)
         .function("utf8EncodeInto", utf8_encode_into)
         .function("utf8Decode", utf8_decode)
-        .function("encodingForLabel", codec::encoding_for_label)
-        .function("textDecoderNew", codec::text_decoder_new)
-        .function("textDecode", codec::text_decode)
+        .function("encodingForLabel", decoder::encoding_for_label)
+        .function("textDecoderNew", decoder::text_decoder_new)
+        .function("textDecode", decoder::text_decode)
 }
 
 /// `performance.now`, `Date.now` and `new Date()` on the coarse clock.

@@ -73,10 +73,4 @@ impl Stop {
     pub fn for_request(gone: Arc<AtomicBool>, budget: Duration) -> Self {
         Self::new(Gone::Request(gone), budget)
     }
-
-    /// A stop for tests: fired from the start (`gone`) or after `budget`.
-    #[cfg(test)]
-    pub(crate) fn for_test(gone: bool, budget: Duration) -> Self {
-        Self::for_request(Arc::new(AtomicBool::new(gone)), budget)
-    }
 }

@@ -1,4 +1,4 @@
-//! Hostile use of the streaming codecs (`host/codec.rs`): a decompression
+//! Hostile use of the streaming codecs (`isolane-web`'s `compression.rs`): a decompression
 //! bomb read whole, read slowly and read under a small CPU limit, and
 //! decoders fed garbage without end. Each runs beside a benign worker on the
 //! same thread, checked before and after; the process staying alive is the

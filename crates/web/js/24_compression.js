@@ -1,6 +1,6 @@
 // 24_compression.js — CompressionStream and DecompressionStream (Compression
 // Standard) for `gzip`, `deflate` and `deflate-raw`, over a codec the host
-// keeps (HOST.md, host/codec.rs).
+// keeps (HOST.md, isolane-web: crates/web/src/compression.rs).
 //
 // Each stream is a writable/readable pair with TransformStream's shape (a
 // writable of high-water mark 1, a readable of 0; canceling one side errors

@@ -3,6 +3,7 @@
 //! serde_json's; this file only maps members onto them).
 
 use base64ct::{Base64UrlUnpadded, Encoding};
+use isolane_engine::api::Stop;
 use p256::elliptic_curve;
 use rand_core::OsRng;
 use rsa::traits::{PrivateKeyParts, PublicKeyParts};
@@ -14,7 +15,6 @@ use zeroize::Zeroizing;
 
 use super::error::{CryptoError, Result};
 use super::key::{Curve, EcPrivate, EcPublic, Key, RsaPrivate, with_curve};
-use crate::watchdog::Stop;
 
 /// id-X25519 (RFC 8410).
 const X25519_OID: spki::ObjectIdentifier = spki::ObjectIdentifier::new_unwrap("1.3.101.110");

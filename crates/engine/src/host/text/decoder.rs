@@ -7,10 +7,12 @@ use encoding_rs::{Decoder, DecoderResult, Encoding};
 
 use std::rc::Rc;
 
-use super::TEXT_DECODER_CHARGE;
 use crate::host::HostState;
 use crate::host::error::{HostError, HostResult};
 use crate::host::handle::Owner;
+
+/// Charged for an encoding_rs decoder (a few hundred bytes at most).
+const TEXT_DECODER_CHARGE: usize = 1024;
 
 /// The most bytes JavaScript hands over per `textDecode` call (it splits
 /// longer input): the output buffer is sized from it.

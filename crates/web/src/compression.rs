@@ -1,8 +1,10 @@
-//! `host.compression*` and `host.textDecoder*`: the streaming codecs behind
-//! `CompressionStream`/`DecompressionStream` (flate2, `codec/flate.rs`) and
-//! `node:zlib` (those, brotli: the `brotli` crate, `codec/brotli.rs`, and
-//! Zstandard: libzstd through the `zstd` crate, `codec/zstd.rs`), and
-//! the legacy encodings of `TextDecoder` (encoding_rs, `codec/text.rs`).
+//! `host.compression*` and `host.codecFree`: the streaming codecs behind
+//! `CompressionStream`/`DecompressionStream` (flate2,
+//! `compression/flate.rs`) and `node:zlib` (those, brotli: the `brotli`
+//! crate, `compression/brotli.rs`, and Zstandard: libzstd through the
+//! `zstd` crate, `compression/zstd.rs`). `isolane-nodejs`' `zlib.js` calls
+//! these host functions: Node's `node:zlib` needs this family. The legacy
+//! encodings of `TextDecoder` are the core's (`host/text/decoder.rs`).
 //!
 //! Each codec lives in the isolate's handle table (`host/handle.rs`), named
 //! for JavaScript by a handle object, charged to the worker's memory budget
@@ -19,23 +21,18 @@
 
 mod brotli;
 mod flate;
-mod text;
 mod zstd;
 
 use std::rc::Rc;
 
+use isolane_engine::api::{HostError, HostResult, HostState, Owner, Unit, u8_array};
+
 use self::brotli::{BrotliCompressor, BrotliDecompressor};
 use self::flate::{Compressor, Decompressor, Format};
 use self::zstd::{ZstdCompressor, ZstdDecompressor};
-use super::error::{HostError, HostResult};
-use super::handle::Owner;
-use super::{HostState, u8_array};
-use crate::unit::Unit;
-
-pub(super) use self::text::{encoding_for_label, text_decode, text_decoder_new};
 
 /// `CompressionStream` and `DecompressionStream`.
-pub(super) fn unit() -> Unit {
+pub(crate) fn unit() -> Unit {
     Unit::new("compression")
         .js(&["24_compression.js"])
         .function("compressionNew", compression_new)
@@ -57,8 +54,6 @@ const COMPRESSOR_CHARGE: usize = 384 * 1024;
 /// Charged for a decompressor: the 32 KiB window and the inflate state and
 /// tables (~40 KiB in zlib-rs).
 const DECOMPRESSOR_CHARGE: usize = 64 * 1024;
-/// Charged for an encoding_rs decoder (a few hundred bytes at most).
-const TEXT_DECODER_CHARGE: usize = 1024;
 
 /// A compression stream's codec, as the handle table holds it.
 enum Flate {
@@ -218,7 +213,7 @@ fn compression_new<'s>(
     };
     let (codec, charge) = Flate::new(&kind, &name, &options)?;
     let owner = Owner::request(host.current());
-    Ok(host.handles.insert_object(scope, codec, charge, owner))
+    Ok(host.handles().insert_object(scope, codec, charge, owner))
 }
 }
 
@@ -235,7 +230,7 @@ fn compression_write<'s>(
     let input = input_step(input);
     let mut out = Vec::new();
     let result = host
-        .handles
+        .handles()
         .with_handle(scope, handle, |codec: &mut Flate| codec.write(&input, &mut out));
     let consumed = match result {
         Some(Ok(consumed)) => consumed,
@@ -261,7 +256,7 @@ fn compression_end<'s>(
 ) -> HostResult<Option<v8::Local<'s, v8::Value>>> {
     let mut out = Vec::new();
     let result = host
-        .handles
+        .handles()
         .with_handle(scope, handle, |codec: &mut Flate| codec.end(&mut out));
     match result {
         Some(Ok(())) => Ok(output(scope, out)),
@@ -274,6 +269,6 @@ fn compression_end<'s>(
 host_fn! {
 /// `codecFree(handle)`: the codec is no longer needed; its memory is given back.
 fn codec_free<'s>(scope, host: Rc<HostState>, handle: v8::Local<'s, v8::Value>) {
-    host.handles.remove_handle(scope, handle);
+    host.handles().remove_handle(scope, handle);
 }
 }

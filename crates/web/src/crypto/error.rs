@@ -1,7 +1,7 @@
 //! [`CryptoError`]: why a Web Crypto operation failed, named for the
 //! `DOMException` (or `TypeError`) the Web Crypto spec throws for it.
 
-use crate::host::error::{ErrorClass, HostError};
+use isolane_engine::api::{ErrorClass, HostError};
 
 /// A failed Web Crypto step. The host throws it as the `DOMException` it is
 /// named for (a `TypeError` for [`CryptoError::Type`]): see `From` below.

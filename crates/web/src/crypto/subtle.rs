@@ -16,9 +16,9 @@ use super::key::Key;
 use super::offload::{self, Offloaded};
 use super::ops;
 use super::params::Params;
-use crate::host::error::HostResult;
-use crate::host::handle::Owner;
-use crate::host::{HostState, array_buffer, js_string, u8_array, view_bytes};
+use isolane_engine::api::{
+    HostError, HostResult, HostState, Owner, array_buffer, js_string, u8_array, view_bytes,
+};
 
 /// Largest key data `importKey` reads (an RSA-4096 JWK is ~3.3 KiB).
 const MAX_KEY_DATA: usize = 64 * 1024;
@@ -38,7 +38,7 @@ pub fn key_arg(
     host: &HostState,
     value: v8::Local<'_, v8::Value>,
 ) -> Result<Rc<Key>> {
-    host.handles
+    host.handles()
         .with_handle(scope, value, |key: &mut Rc<Key>| key.clone())
         .ok_or_else(|| CryptoError::Type("not a CryptoKey of this isolate".to_owned()))
 }
@@ -67,7 +67,7 @@ pub fn key_js<'s>(
     let info = key.info();
     let charge = key.size_estimate();
     let handle = host
-        .handles
+        .handles()
         .insert_object(scope, Rc::new(key), charge, Owner::Isolate)?;
     let object = v8::Object::new(scope);
     let kind = js_string(scope, info.kind)?;
@@ -118,7 +118,7 @@ pub fn generated_js<'s>(
     }
 }
 
-impl crate::host::Settle for super::offload::Offload {
+impl isolane_engine::api::Settle for super::offload::Offload {
     fn into_js<'s>(
         self: Box<Self>,
         scope: &mut v8::PinScope<'s, '_>,
@@ -137,7 +137,7 @@ pub fn offloaded_js<'s>(
         Ok(Offloaded::Bytes(bytes)) => array_buffer(scope, bytes).map(Into::into),
         Ok(Offloaded::Generated(generated)) => generated_js(scope, *generated),
         Err(error) => {
-            let error = crate::host::error::HostError::from(error);
+            let error = HostError::from(error);
             return Err(error.to_js(scope).ok_or(undefined)?);
         }
     };
@@ -387,7 +387,7 @@ pub fn digest_stream_new<'s>(
     let hasher: Hasher = ops::new_hasher(&algorithm)
         .ok_or_else(|| CryptoError::not_supported(format!("Unrecognized name: {algorithm}")))?;
     Ok(host
-        .handles
+        .handles()
         .insert_object(scope, hasher, HASHER_CHARGE, Owner::Isolate))
 }
 }
@@ -406,7 +406,7 @@ pub fn digest_stream_write<'s>(
         )
         .into());
     };
-    host.handles
+    host.handles()
         .with_handle(scope, handle, |h: &mut Hasher| h.update(&chunk))
         .ok_or_else(|| CryptoError::Type("digestStreamWrite: not a DigestStream".to_owned()))?;
     Ok(())
@@ -421,10 +421,10 @@ pub fn digest_stream_end<'s>(
     handle: v8::Local<'s, v8::Value>,
 ) -> HostResult<Option<v8::Local<'s, v8::ArrayBuffer>>> {
     let hash = host
-        .handles
+        .handles()
         .with_handle(scope, handle, |h: &mut Hasher| h.finalize_reset().to_vec())
         .ok_or_else(|| CryptoError::Type("digestStreamEnd: not a DigestStream".to_owned()))?;
-    host.handles.remove_handle(scope, handle);
+    host.handles().remove_handle(scope, handle);
     Ok(array_buffer(scope, hash))
 }
 }

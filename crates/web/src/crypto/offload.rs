@@ -30,12 +30,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use isolane_engine::api::offload::{Pool, Tenant};
+use isolane_engine::api::{HostState, IsolateTurns, Settlement, Stop, new_promise};
+
+use super::CryptoState;
 use super::error::{CryptoError, Result};
 use super::formats::Generated;
-use crate::crypto_pool::{Pool, Tenant};
-use crate::host::crypto::CryptoState;
-use crate::host::{HostState, IsolateTurns, Settlement, new_promise};
-use crate::watchdog::Stop;
 
 /// What an offloaded job hands back.
 pub enum Offloaded {
@@ -44,7 +44,7 @@ pub enum Offloaded {
 }
 
 /// An offloaded job's answer as its op settles with it
-/// ([`crate::host::Settle`], in `subtle.rs`).
+/// ([`isolane_engine::api::Settle`], in `subtle.rs`).
 pub struct Offload(pub Result<Offloaded>);
 
 /// Tells a running job its request is gone when the task waiting for it is
@@ -68,9 +68,9 @@ pub fn spawn<'s>(
     let resolver = v8::Global::new(scope, resolver);
     let ctx = host.current();
     let op = host.add_op(ctx, resolver);
-    let me = host.me.clone();
-    let pool: Pool = host.thread.shared.crypto.clone();
-    let tenant = Tenant::of(host.worker.get().map_or("", |w| w.id.as_str()));
+    let me = host.turns();
+    let pool: Pool = host.offload_pool().clone();
+    let tenant = Tenant::of(host.worker().map_or("", |w| w.id.as_str()));
     let task = tokio::task::spawn_local(async move {
         let Ok(mine) = isolate_slot.acquire_owned().await else {
             return;

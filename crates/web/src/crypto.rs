@@ -18,14 +18,12 @@ use std::sync::Arc;
 use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha384, Sha512};
 
-use super::error::{ErrorClass, HostError, HostResult};
-use super::{HostState, array_buffer};
-use crate::unit::Unit;
+use isolane_engine::api::{ErrorClass, HostError, HostResult, HostState, Unit, array_buffer};
 
 /// Web Crypto: `crypto.getRandomValues`/`randomUUID`, `crypto.subtle`,
 /// `CryptoKey`, `crypto.DigestStream`. Keys and hashers live in the
 /// isolate's handle table; the unit's state is its offload slot.
-pub(super) fn unit() -> Unit {
+pub(crate) fn unit() -> Unit {
     Unit::new("crypto")
         .js(&["14_crypto.js"])
         .function("randomFill", random_fill)
@@ -148,7 +146,8 @@ fn digest<'s>(
         // does not outlive the callback.
         unsafe { std::slice::from_raw_parts(view.data().cast::<u8>(), len) }
     };
-    let stopped = || host.thread.watchdog.has_fired();
+    let tripwire = host.tripwire();
+    let stopped = || tripwire.has_fired();
     let hash = match algorithm.as_str() {
         "SHA-1" => hash_in_steps::<Sha1>(data, stopped),
         "SHA-256" => hash_in_steps::<Sha256>(data, stopped),

@@ -21,8 +21,9 @@ use aws_lc_rs::signature::RsaEncoding;
 use aws_lc_sys as sys;
 use zeroize::Zeroizing;
 
+use isolane_engine::api::Stop;
+
 use super::error::{CryptoError, Result};
-use crate::watchdog::Stop;
 
 /// Smallest modulus AWS-LC signs with (`aws-lc-rs` refuses smaller keys);
 /// smaller keys sign with the `rsa` crate.
@@ -194,9 +195,17 @@ mod tests {
 
     use super::*;
 
+    /// A stop fired from the start (`gone`) or after `budget`.
+    fn stop_for_test(gone: bool, budget: Duration) -> Stop {
+        Stop::for_request(
+            std::sync::Arc::new(std::sync::atomic::AtomicBool::new(gone)),
+            budget,
+        )
+    }
+
     #[test]
     fn a_generated_key_is_the_size_and_exponent_asked_for_and_signs() {
-        let stop = Stop::for_test(false, Duration::MAX);
+        let stop = stop_for_test(false, Duration::MAX);
         let der = generate(2048, 65_537, &stop).unwrap();
         let parts = rsa::RsaPrivateKey::from_pkcs1_der(&der).unwrap();
         assert_eq!(
@@ -225,9 +234,9 @@ mod tests {
 
     #[test]
     fn a_stopped_generation_fails_as_stopped() {
-        let error = generate(4096, 65_537, &Stop::for_test(true, Duration::MAX)).unwrap_err();
+        let error = generate(4096, 65_537, &stop_for_test(true, Duration::MAX)).unwrap_err();
         assert!(error.to_string().contains("stopped"), "{error}");
-        let error = generate(4096, 65_537, &Stop::for_test(false, Duration::ZERO)).unwrap_err();
+        let error = generate(4096, 65_537, &stop_for_test(false, Duration::ZERO)).unwrap_err();
         assert!(error.to_string().contains("stopped"), "{error}");
     }
 

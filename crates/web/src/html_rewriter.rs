@@ -1,6 +1,7 @@
 //! `host.htmlRewriter*`: HTMLRewriter on Cloudflare's `lol_html`, one
 //! [`Session`] (a coroutine running lol_html) per `transform()`d body. The
-//! protocol with js/23_html_rewriter.js is in HOST.md; why a coroutine is in
+//! protocol with js/23_html_rewriter.js is in the engine's HOST.md
+//! (`crates/engine/js/HOST.md`); why a coroutine is in
 //! `html_rewriter/session.rs`.
 //!
 //! Memory: each session charges the worker's budget for its stack and for
@@ -16,11 +17,11 @@ use encoding_rs::Encoding;
 use lol_html::html_content::ContentType;
 use lol_html::{AsciiCompatibleEncoding, Selector};
 
+use isolane_engine::api::{
+    HostError, HostResult, HostState, Owner, Unit, fits, js_string, u8_array, value_string,
+};
+
 use self::session::{Call, Input, Op, OpResult, Place, Registration, STACK_SIZE, Session, Yield};
-use super::error::{HostError, HostResult};
-use super::handle::Owner;
-use super::{HostState, js_string, u8_array, value_string};
-use crate::unit::Unit;
 
 /// The most lol_html may buffer for one rewrite (a token split across input
 /// chunks: a start tag with its attributes, a comment, a doctype); a larger
@@ -28,7 +29,7 @@ use crate::unit::Unit;
 pub(crate) const BUFFER_LIMIT: usize = 1024 * 1024;
 
 /// `HTMLRewriter`.
-pub(super) fn unit() -> Unit {
+pub(crate) fn unit() -> Unit {
     Unit::new("html_rewriter")
         .js(&["23_html_rewriter.js"])
         .lazy_globals(&["HTMLRewriter"])
@@ -54,7 +55,7 @@ struct Rewrite {
 /// when `drain` (an operation leaves it for the next step: what a
 /// `DocumentEnd.append` writes goes straight to the output).
 fn resume(host: &HostState, id: u32, input: Input, drain: bool) -> Result<(Yield, Vec<u8>), Step> {
-    let stepped = host.handles.with(id, |rewrite: &mut Rewrite| {
+    let stepped = host.handles().with(id, |rewrite: &mut Rewrite| {
         let result = rewrite.session.resume(input);
         let output = if drain || result.is_err() {
             rewrite.session.take_output()
@@ -74,11 +75,11 @@ fn resume(host: &HostState, id: u32, input: Input, drain: bool) -> Result<(Yield
             "HTMLRewriter: this rewrite has ended".to_owned(),
         ));
     };
-    host.handles.release(id, emitted);
+    host.handles().release(id, emitted);
     match result {
         Ok(value) => Ok((value, output)),
         Err(end) => {
-            host.handles.remove(id);
+            host.handles().remove(id);
             Err(match end {
                 Ok(()) => Step::Finished(output),
                 Err(message) => Step::Failed(message),
@@ -90,10 +91,10 @@ fn resume(host: &HostState, id: u32, input: Input, drain: bool) -> Result<(Yield
 /// Charges `len` bytes of inserted content to rewrite `id`; false over the
 /// memory limit.
 fn charge_pending(host: &HostState, id: u32, len: usize) -> bool {
-    if !host.handles.charge(id, len) {
+    if !host.handles().charge(id, len) {
         return false;
     }
-    host.handles
+    host.handles()
         .with(id, |rewrite: &mut Rewrite| rewrite.pending += len);
     true
 }
@@ -222,7 +223,7 @@ fn html_rewriter_start<'s>(
     // Over the limit the isolate is being terminated (see `memory.rs`):
     // checked before the coroutine's stack is allocated, charged by the
     // handle table once the session exists (nothing runs in between).
-    if !super::memory::fits(scope, fixed) {
+    if !fits(scope, fixed) {
         return Ok(None);
     }
     let session = Session::new(registrations, BUFFER_LIMIT, encoding)
@@ -232,7 +233,7 @@ fn html_rewriter_start<'s>(
         pending: 0,
     };
     let owner = Owner::request(host.current());
-    let Some(id) = host.handles.insert(rewrite, fixed, owner) else {
+    let Some(id) = host.handles().insert(rewrite, fixed, owner) else {
         return Ok(None);
     };
     Ok(Some(v8::Integer::new_from_unsigned(scope, id)))
@@ -356,7 +357,7 @@ fn html_rewriter_continue<'s>(
 host_fn! {
 /// `htmlRewriterFree(id)`: the rewrite is abandoned.
 fn html_rewriter_free<'s>(_scope, host: Rc<HostState>, id: u32) {
-    host.handles.remove(id);
+    host.handles().remove(id);
 }
 }
 
@@ -371,7 +372,7 @@ fn step<'s>(
         Ok((Yield::Call(call), output)) => (Some(call), output),
         Ok((Yield::NeedInput, output)) | Err(Step::Finished(output)) => (None, output),
         Ok((Yield::Done(_), _)) => {
-            host.handles.remove(id);
+            host.handles().remove(id);
             return Err(HostError::type_error("HTMLRewriter: out-of-order call"));
         }
         Err(Step::Failed(message)) => return Err(HostError::type_error(message)),
@@ -473,7 +474,7 @@ fn html_rewriter_op<'s>(
     let result = match resume(&host, id, Input::Op(op), false) {
         Ok((Yield::Done(result), _)) => result,
         Ok(_) => {
-            host.handles.remove(id);
+            host.handles().remove(id);
             OpResult::Error("HTMLRewriter: this content token is no longer valid".to_owned())
         }
         Err(Step::Finished(_)) => OpResult::Error("HTMLRewriter: the rewrite has ended".to_owned()),

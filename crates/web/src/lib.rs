@@ -1,0 +1,48 @@
+//! The Web platform's APIs for the Isolane engine, as they leave its core
+//! (docs/adr/0002-engine-crates.md): today Web Crypto (`crypto.rs`,
+//! `crypto/*`, `js/14_crypto.js`; its parts Node's `node:crypto` is built
+//! on are public here, [`crypto`], for `isolane-nodejs`), `HTMLRewriter`
+//! (`html_rewriter.rs`, `html_rewriter/session.rs`,
+//! `js/23_html_rewriter.js`) and the compression streams with their codecs
+//! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
+//! uses the same host functions). The rest of the Web platform (fetch,
+//! streams, encodings, URL, Cache, WebSocket, timers, console, …) is still
+//! units of the core, to come here by the same seams.
+//!
+//! The main item is [`family`]: the units, in order, that a binary hands
+//! the engine (`EngineConfig::families`), first of the families. It
+//! depends on the core only through its door, `isolane_engine::api`.
+//!
+//! `unsafe` is allowed here, as in the engine: AWS-LC's C API
+//! (`crypto/aws_lc.rs`), a digest over a view's bytes in place
+//! (`crypto.rs`), and HTMLRewriter's coroutine bridge
+//! (`html_rewriter/session.rs`), which reaches its yielder through a raw
+//! pointer; each block says why it is sound.
+#![allow(unsafe_code)]
+
+#[macro_use]
+extern crate isolane_engine;
+
+mod compression;
+pub mod crypto;
+mod html_rewriter;
+
+use isolane_engine::Family;
+use isolane_engine::api::Unit;
+
+include!(concat!(env!("OUT_DIR"), "/runtime_js.rs"));
+
+/// The Web platform's units as the engine registers them: their units, in
+/// order (which host functions come first), and their runtime JavaScript.
+pub fn family() -> Family {
+    Family {
+        name: "web",
+        fingerprint: env!("ISOLANE_WEB_FINGERPRINT"),
+        units,
+        js: RUNTIME_JS,
+    }
+}
+
+fn units() -> Vec<Unit> {
+    vec![crypto::unit(), html_rewriter::unit(), compression::unit()]
+}
