@@ -170,10 +170,24 @@ async fn push(
     Ok(pushed)
 }
 
+/// Why `isolane deploy` refuses D1 bindings (the operator's webhook says
+/// the same of a Worker applied directly).
+const D1_ON_A_CLUSTER: &str = isolane_worker::d1::NOT_ON_A_CLUSTER;
+
 /// The objects of `project`, the code placed (pushed, unless a dry run).
 /// Every key not honoured is printed, one line each, and refused.
 pub async fn plan(project: &Project, args: &DeployArgs) -> anyhow::Result<Deployment> {
-    let worker = spec::worker(project)?;
+    let mut worker = spec::worker(project)?;
+    if !project.config.d1_databases.is_empty() {
+        let prefix = project
+            .env
+            .as_ref()
+            .map_or(String::new(), |env| format!("env.{env}."));
+        worker.problems.push(crate::wrangler::Problem {
+            key: format!("{prefix}d1_databases"),
+            reason: D1_ON_A_CLUSTER.into(),
+        });
+    }
     if !worker.problems.is_empty() {
         for problem in &worker.problems {
             eprintln!("{}: {problem}", project.path());

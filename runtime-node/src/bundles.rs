@@ -409,6 +409,11 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         services: services(&bundle.bindings),
         dispatchers: dispatchers(&bundle.bindings, &bundle.dispatch_consent),
         queues: queues(&bundle.bindings),
+        d1: bundle
+            .bindings
+            .iter()
+            .filter_map(|b| Some((b.name.clone(), b.d1.as_ref()?.database.clone())))
+            .collect(),
         queue_consumers: bundle.queue_consumers,
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,

@@ -50,6 +50,7 @@ mod binding;
 mod bundle;
 pub mod compat;
 pub mod cron;
+pub mod d1;
 pub mod dispatch;
 pub mod headers;
 mod key;
@@ -74,6 +75,7 @@ pub use bundle::{
 };
 pub use compat::{Compat, CompatError, NodeCompat};
 pub use cron::Triggers;
+pub use d1::D1Binding;
 pub use dispatch::{DispatchNamespaceBinding, OutboundWorker};
 pub use key::WorkerKey;
 pub use limits::{LimitError, Limits};
