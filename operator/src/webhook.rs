@@ -5,7 +5,7 @@
 //! - `spec.bindings` whose names are not unique across `env` and bindings,
 //!   or naming a hosting Worker by anything but a name
 //!   (`isolane_worker::check_bindings`);
-//! - a D1 binding (`isolane_worker::d1::on_a_cluster`: D1 runs in
+//! - a D1 binding (`isolane_worker::d1_on_a_cluster`: D1 runs in
 //!   `isolane dev` only for now);
 //! - `spec.queueConsumers` out of bounds, consuming a queue twice or naming
 //!   its own queue as dead-letter queue (`isolane_worker::queue::check_consumers`);
@@ -115,7 +115,7 @@ fn spec_problems(spec: &WorkerSpec) -> Vec<String> {
     {
         problems.push(format!("spec.bindings: {error}"));
     }
-    if let Err(error) = isolane_worker::d1::on_a_cluster(&spec.bindings) {
+    if let Err(error) = isolane_worker::d1_on_a_cluster(&spec.bindings) {
         problems.push(format!("spec.bindings: {error}"));
     }
     if let Err(error) = isolane_worker::queue::check_consumers(&spec.queue_consumers) {

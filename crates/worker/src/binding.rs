@@ -408,6 +408,19 @@ fn check_queue(binding: &Binding, queue: &QueueBinding) -> Result<(), BindingErr
     Ok(())
 }
 
+/// The first D1 binding of `bindings`, refused on a cluster with
+/// [`crate::d1::NOT_ON_A_CLUSTER`].
+pub fn d1_on_a_cluster(bindings: &[Binding]) -> Result<(), String> {
+    match bindings.iter().find(|b| b.d1.is_some()) {
+        Some(binding) => Err(format!(
+            "binding {:?}: {}",
+            binding.name,
+            crate::d1::NOT_ON_A_CLUSTER
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A D1 binding: the only kind it has, and its database's name.
 fn check_d1(binding: &Binding, d1: &D1Binding) -> Result<(), BindingError> {
     let name = || binding.name.clone();

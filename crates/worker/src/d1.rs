@@ -15,15 +15,6 @@ pub const DATABASE_NAME_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$";
 pub const NOT_ON_A_CLUSTER: &str =
     "D1 bindings run in isolane dev only for now: a cluster does not serve them yet (docs/d1.md)";
 
-/// The first D1 binding of `bindings`, refused on a cluster with
-/// [`NOT_ON_A_CLUSTER`].
-pub fn on_a_cluster(bindings: &[crate::Binding]) -> Result<(), String> {
-    match bindings.iter().find(|b| b.d1.is_some()) {
-        Some(binding) => Err(format!("binding {:?}: {NOT_ON_A_CLUSTER}", binding.name)),
-        None => Ok(()),
-    }
-}
-
 /// `d1` of a binding: the database `env.NAME` queries.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
 #[serde(rename_all = "camelCase")]
