@@ -79,6 +79,20 @@ fn dev_in(app: &Path, port: u16, state: &Path) -> Dev {
     Dev::start_with(&args, Some(app), &envs)
 }
 
+/// `wrangler dev` in `app` on `port`, its local D1 in `persist` (a fresh
+/// folder: `.wrangler/state` would keep an earlier run's tables); its log
+/// is `app/wrangler.log`, as [`peer::wrangler_dev`]'s.
+fn wrangler_dev(app: &Path, port: u16, persist: &Path) -> isolane_testenv::Process {
+    use isolane_testenv::wrangler;
+    let node = wrangler::node22(&support::repo()).expect("Node.js 22 for wrangler");
+    let js = wrangler::wrangler_js(&support::repo());
+    let mut args = wrangler::dev_args(&js, port, free_port().unwrap());
+    args.extend(["--persist-to".to_owned(), persist.display().to_string()]);
+    let envs = wrangler::OFFLINE_ENV.map(|(name, value)| (name, std::ffi::OsStr::new(value)));
+    let log = app.join("wrangler.log");
+    isolane_testenv::Process::spawn_in("wrangler dev", &node, args, &envs, &log, Some(app)).unwrap()
+}
+
 /// The differences asserted apart (see the module's doc), taken out of
 /// both answers: D1's value limit, and the `meta` after `withSession()`.
 fn set_apart(ours: &mut Value, theirs: &mut Value) {
@@ -109,7 +123,7 @@ async fn dev_d1_answers_as_wrangler_dev_does_and_keeps_writes_across_a_kill() {
     let port = free_port().unwrap();
     let mut dev = dev_in(&app, port, state.path());
     let wrangler = free_port().unwrap();
-    let _wrangler = peer::wrangler_dev(&app, wrangler);
+    let _wrangler = wrangler_dev(&app, wrangler, &state.path().join("wrangler"));
     when_ready(&client, &mut dev, port, "localhost", "/").await;
     peer::wrangler_ready(&client, &app, wrangler, "/").await;
 
@@ -282,5 +296,108 @@ async fn dev_d1_namespaces_are_apart_and_an_endless_query_ends_at_the_cpu_limit(
     assert_eq!(ask("neighbour.test", "/").await.unwrap(), ok);
     // The database serves on, its data whole.
     assert_eq!(ask("a.test", "/get?k=x").await.unwrap().1, "from-a");
+    assert!(dev.interrupt().success());
+}
+
+/// A wrangler project whose Worker answers its items and the migrations
+/// applied, as JSON.
+const MIGRATED: &str = r#"export default {
+  async fetch(request, env) {
+    const items = await env.DB.prepare('SELECT * FROM items ORDER BY id').all();
+    const applied = await env.DB.prepare('SELECT name FROM d1_migrations ORDER BY id').raw();
+    return Response.json({ items: items.results, applied: applied.flat() });
+  }
+};
+"#;
+
+/// `isolane d1 <args…>` in `dir`: exit code, stdout, stderr.
+fn isolane_d1(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_isolane"))
+        .current_dir(dir)
+        .arg("d1")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn d1_migrations_apply_local_runs_each_file_once_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let state_arg = state.to_str().unwrap();
+    std::fs::write(dir.path().join("index.js"), MIGRATED).unwrap();
+    std::fs::write(
+        dir.path().join("wrangler.toml"),
+        "name = 'shop'\nmain = 'index.js'\ncompatibility_date = '2025-11-01'\n\
+         [[d1_databases]]\nbinding = 'DB'\ndatabase_name = 'shopdb'\ndatabase_id = 'x'\nmigrations_dir = 'schema'\n",
+    )
+    .unwrap();
+    let schema = dir.path().join("schema");
+    std::fs::create_dir(&schema).unwrap();
+    std::fs::write(
+        schema.join("0001_init.sql"),
+        "-- the first table\nCREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT);\nINSERT INTO items (name) VALUES ('a');\n",
+    )
+    .unwrap();
+    std::fs::write(
+        schema.join("0002_more.sql"),
+        "ALTER TABLE items ADD COLUMN price REAL;\nINSERT INTO items (name, price) VALUES ('b', 2.5);\n",
+    )
+    .unwrap();
+
+    let (code, _, stderr) = isolane_d1(dir.path(), &["migrations", "apply", "DB"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("pass --local"), "{stderr}");
+    let apply = ["migrations", "apply", "DB", "--local", "--state", state_arg];
+    let (code, stdout, stderr) = isolane_d1(dir.path(), &apply);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "Applied 0001_init.sql\nApplied 0002_more.sql\n");
+    let by_name = [
+        "migrations",
+        "apply",
+        "shopdb",
+        "--local",
+        "--state",
+        state_arg,
+    ];
+    let (code, stdout, _) = isolane_d1(dir.path(), &by_name);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (Some(0), "No migrations to apply.\n")
+    );
+    // A file that fails is rolled back, and named.
+    std::fs::write(
+        schema.join("0003_bad.sql"),
+        "INSERT INTO items (name) VALUES ('c');\nINSERT INTO nowhere VALUES (1);\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = isolane_d1(dir.path(), &apply);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("0003_bad.sql failed"), "{stderr}");
+    assert!(stderr.contains("no such table: nowhere"), "{stderr}");
+
+    // isolane dev on the same state serves what the migrations made.
+    let port = free_port().unwrap();
+    let mut dev = Dev::start_in(
+        &["--port", &port.to_string(), "--state", state_arg],
+        Some(dir.path()),
+    );
+    let client = client();
+    when_ready(&client, &mut dev, port, "localhost", "/").await;
+    assert_eq!(
+        json(&client, port, "/").await,
+        serde_json::json!({
+            "items": [
+                { "id": 1, "name": "a", "price": null },
+                { "id": 2, "name": "b", "price": 2.5 }
+            ],
+            "applied": ["0001_init.sql", "0002_more.sql"]
+        })
+    );
     assert!(dev.interrupt().success());
 }

@@ -1,10 +1,10 @@
 //! wrangler's `[[d1_databases]]`: each a D1 binding (`{name, d1:
 //! {database}}`) to the database named by `database_name` (else
-//! `database_id`) in the Worker's Kubernetes namespace. `database_id`,
-//! `preview_database_id`, `migrations_dir` and `migrations_table` name
-//! Cloudflare's copy and wrangler's migrations, which serving does not use;
-//! `remote` (Cloudflare's database from local development) is a problem
-//! (docs/d1.md).
+//! `database_id`) in the Worker's Kubernetes namespace. `database_id` and
+//! `preview_database_id` name Cloudflare's copy, which serving does not
+//! use; `migrations_dir` and `migrations_table` are `isolane d1 migrations
+//! apply`'s (`cli/src/d1.rs`); `remote` (Cloudflare's database from local
+//! development) is a problem (docs/d1.md).
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -21,10 +21,10 @@ pub struct D1Config {
     pub database_id: Option<String>,
     #[serde(rename = "preview_database_id")]
     _preview_database_id: Option<IgnoredAny>,
-    #[serde(rename = "migrations_dir")]
-    _migrations_dir: Option<IgnoredAny>,
-    #[serde(rename = "migrations_table")]
-    _migrations_table: Option<IgnoredAny>,
+    /// The folder of `isolane d1 migrations apply` (`migrations`).
+    pub migrations_dir: Option<String>,
+    /// The table that records applied migrations (`d1_migrations`).
+    pub migrations_table: Option<String>,
     #[serde(rename = "database_internal_env")]
     _internal_env: Option<IgnoredAny>,
     pub remote: Option<bool>,
