@@ -604,6 +604,22 @@ mod tests {
     }
 
     #[test]
+    fn rejects_a_d1_binding_until_a_cluster_serves_d1() {
+        use isolane_worker::Binding;
+        let index = WorkerIndex::default();
+        let mut w = worker("shop", "export default {}", &[]);
+        w.spec.bindings = vec![Binding::d1("DB", "orders")];
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        assert!(!allowed);
+        assert!(
+            message.contains(
+                "spec.bindings: binding \"DB\": D1 bindings run in isolane dev only for now"
+            ),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn rejects_a_queue_consumed_twice_or_its_own_dead_letter_queue() {
         use isolane_worker::{Binding, QueueConsumer};
         let mut index = WorkerIndex::default();
