@@ -15,6 +15,9 @@
 //!   (miniflare's session bookmark adds a page of its own).
 //! - What a request wrote is there after `isolane dev` is killed with
 //!   SIGKILL and started again on the same state folder.
+//! - `isolane d1 migrations apply --local` applies a migrations folder
+//!   once, in order, a failing file rolled back; the database it makes
+//!   answers as the one `wrangler d1 migrations apply --local` makes.
 //! - Two namespaces' databases of the same name are apart; an endless
 //!   recursive CTE ends at the Worker's CPU limit while a neighbour Worker
 //!   on the same thread answers before, during and after it.
@@ -325,8 +328,27 @@ fn isolane_d1(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// `wrangler d1 migrations apply DB --local --persist-to persist` in
+/// `dir`: its exit code and output.
+fn wrangler_apply(dir: &Path, persist: &Path) -> (Option<i32>, String) {
+    use isolane_testenv::wrangler;
+    let node = wrangler::node22(&support::repo()).expect("Node.js 22 for wrangler");
+    let output = std::process::Command::new(node)
+        .current_dir(dir)
+        .arg(wrangler::wrangler_js(&support::repo()))
+        .args(["d1", "migrations", "apply", "DB", "--local", "--persist-to"])
+        .arg(persist)
+        .envs(wrangler::OFFLINE_ENV)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    (output.status.code(), text)
+}
+
 #[tokio::test]
-async fn d1_migrations_apply_local_runs_each_file_once_in_order() {
+async fn d1_migrations_apply_local_runs_each_file_once_in_order_as_wrangler_does() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let state_arg = state.to_str().unwrap();
@@ -370,6 +392,12 @@ async fn d1_migrations_apply_local_runs_each_file_once_in_order() {
         (code, stdout.as_str()),
         (Some(0), "No migrations to apply.\n")
     );
+    // wrangler's own `d1 migrations apply --local` on the same folder,
+    // into a local D1 of its own (served by `wrangler dev` below).
+    let persist = dir.path().join("wrangler-state");
+    let (code, stdout) = wrangler_apply(dir.path(), &persist);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("0002_more.sql"), "{stdout}");
     // A file that fails is rolled back, and named.
     std::fs::write(
         schema.join("0003_bad.sql"),
@@ -389,8 +417,17 @@ async fn d1_migrations_apply_local_runs_each_file_once_in_order() {
     );
     let client = client();
     when_ready(&client, &mut dev, port, "localhost", "/").await;
+    let wrangler = free_port().unwrap();
+    let _wrangler = wrangler_dev(dir.path(), wrangler, &persist);
+    peer::wrangler_ready(&client, dir.path(), wrangler, "/").await;
+    let ours = json(&client, port, "/").await;
     assert_eq!(
-        json(&client, port, "/").await,
+        ours,
+        json(&client, wrangler, "/").await,
+        "isolane dev, then wrangler dev"
+    );
+    assert_eq!(
+        ours,
         serde_json::json!({
             "items": [
                 { "id": 1, "name": "a", "price": null },
