@@ -170,10 +170,26 @@ async fn push(
     Ok(pushed)
 }
 
+/// `d1_databases` as a problem: D1 runs in `isolane dev` only for now (the
+/// operator's webhook refuses a Worker applied directly the same way).
+fn refuse_d1(project: &Project, problems: &mut Vec<crate::wrangler::Problem>) {
+    if !project.config.d1_databases.is_empty() {
+        let prefix = project
+            .env
+            .as_ref()
+            .map_or(String::new(), |env| format!("env.{env}."));
+        problems.push(crate::wrangler::Problem {
+            key: format!("{prefix}d1_databases"),
+            reason: isolane_worker::d1::NOT_ON_A_CLUSTER.into(),
+        });
+    }
+}
+
 /// The objects of `project`, the code placed (pushed, unless a dry run).
 /// Every key not honoured is printed, one line each, and refused.
 pub async fn plan(project: &Project, args: &DeployArgs) -> anyhow::Result<Deployment> {
-    let worker = spec::worker(project)?;
+    let mut worker = spec::worker(project)?;
+    refuse_d1(project, &mut worker.problems);
     if !worker.problems.is_empty() {
         for problem in &worker.problems {
             eprintln!("{}: {problem}", project.path());

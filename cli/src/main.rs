@@ -4,6 +4,7 @@
 
 mod assets;
 mod bundle;
+mod d1;
 mod deploy;
 mod dev;
 mod push;
@@ -49,6 +50,9 @@ enum Command {
     Deploy(deploy::DeployArgs),
     /// Manage the secrets a wrangler project's Worker reads (docs/wrangler.md).
     Secret(secret::SecretArgs),
+    /// D1 databases of `isolane dev`: `d1 migrations apply <DATABASE>
+    /// --local` (docs/d1.md).
+    D1(d1::D1Args),
     /// Stream a Worker's invocations and console lines from a cluster, with
     /// your kubeconfig's credentials (docs/tail.md).
     Tail(tail::TailArgs),
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Tail(args) => block_on("tail", tail::run(args)),
         Command::Deploy(args) => block_on("deploy", deploy::run(args)),
         Command::Secret(args) => block_on("secret", secret::run(args)),
+        Command::D1(args) => block_on("d1", d1::run(args)),
         Command::Dev(args) => {
             let config = match dev::DevConfig::from_args(args) {
                 Ok(config) => config,

@@ -10,6 +10,7 @@
 
 pub mod build;
 mod code;
+pub mod d1;
 pub mod keys;
 mod queues;
 pub mod spec;
@@ -175,6 +176,9 @@ pub struct Config {
     pub queues: queues::QueuesConfig,
     #[serde(default)]
     pub dispatch_namespaces: Vec<DispatchNamespaceConfig>,
+    /// `d1_databases` (`docs/d1.md`).
+    #[serde(default)]
+    pub d1_databases: Vec<d1::D1Config>,
     #[serde(default)]
     pub migrations: Vec<Migration>,
     #[serde(default)]

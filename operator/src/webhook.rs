@@ -5,6 +5,8 @@
 //! - `spec.bindings` whose names are not unique across `env` and bindings,
 //!   or naming a hosting Worker by anything but a name
 //!   (`isolane_worker::check_bindings`);
+//! - a D1 binding (`isolane_worker::d1_on_a_cluster`: D1 runs in
+//!   `isolane dev` only for now);
 //! - `spec.queueConsumers` out of bounds, consuming a queue twice or naming
 //!   its own queue as dead-letter queue (`isolane_worker::queue::check_consumers`);
 //! - a queue another Worker of the namespace consumes already
@@ -111,6 +113,9 @@ fn spec_problems(spec: &WorkerSpec) -> Vec<String> {
     if let Err(error) =
         isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
     {
+        problems.push(format!("spec.bindings: {error}"));
+    }
+    if let Err(error) = isolane_worker::d1_on_a_cluster(&spec.bindings) {
         problems.push(format!("spec.bindings: {error}"));
     }
     if let Err(error) = isolane_worker::queue::check_consumers(&spec.queue_consumers) {
@@ -594,6 +599,22 @@ mod tests {
         assert!(!allowed);
         assert!(
             message.contains("service.name \"team-b/auth\" names another namespace"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn rejects_a_d1_binding_until_a_cluster_serves_d1() {
+        use isolane_worker::Binding;
+        let index = WorkerIndex::default();
+        let mut w = worker("shop", "export default {}", &[]);
+        w.spec.bindings = vec![Binding::d1("DB", "orders")];
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        assert!(!allowed);
+        assert!(
+            message.contains(
+                "spec.bindings: binding \"DB\": D1 bindings run in isolane dev only for now"
+            ),
             "{message}"
         );
     }

@@ -359,6 +359,14 @@ fn queues(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeMap<St
         .collect()
 }
 
+/// The D1 bindings of `bindings`: binding name to the database.
+fn d1(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeMap<String, String> {
+    bindings
+        .iter()
+        .filter_map(|binding| Some((binding.name.clone(), binding.d1.as_ref()?.database.clone())))
+        .collect()
+}
+
 /// The engine's view of a bundle from its Secret.
 pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
     // The operator (and `isolane dev`) refuse bad settings before a bundle
@@ -409,6 +417,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         services: services(&bundle.bindings),
         dispatchers: dispatchers(&bundle.bindings, &bundle.dispatch_consent),
         queues: queues(&bundle.bindings),
+        d1: d1(&bundle.bindings),
         queue_consumers: bundle.queue_consumers,
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,

@@ -263,6 +263,7 @@ fn bindings(
         ));
     }
     super::queues::producers(config, problems, &mut bindings);
+    super::d1::bindings(config, problems, &mut bindings);
     let env = config.vars.keys().map(String::as_str);
     isolane_worker::check_bindings(env, &bindings)
         .map_err(|e| ("bindings".to_owned(), e.to_string()))?;

@@ -373,3 +373,27 @@ fn queues_map_onto_bindings_and_consumers() {
         ]
     );
 }
+
+#[test]
+fn d1_databases_map_onto_bindings_by_name_else_id() {
+    let text = "name = 'a'\nmain = 'i.js'\n\
+        [[d1_databases]]\nbinding = 'DB'\ndatabase_name = 'orders'\ndatabase_id = 'x-1'\nmigrations_dir = 'm'\n\
+        [[d1_databases]]\nbinding = 'BY_ID'\ndatabase_id = '2a1c-77'\n\
+        [[d1_databases]]\nbinding = 'FAR'\ndatabase_name = 'far'\nremote = true\n\
+        [[d1_databases]]\nbinding = 'NONE'\n";
+    let project = project("wrangler.toml", text, None).unwrap();
+    let worker = spec::worker(&project).unwrap();
+    assert_eq!(
+        worker.spec.bindings,
+        [
+            isolane_worker::Binding::d1("DB", "orders"),
+            isolane_worker::Binding::d1("BY_ID", "2a1c-77"),
+            isolane_worker::Binding::d1("FAR", "far"),
+        ]
+    );
+    let problems: Vec<_> = worker.problems.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(
+        problems,
+        ["d1_databases[2].remote", "d1_databases[3].database_name"]
+    );
+}

@@ -10,7 +10,7 @@
 //! passed by reference: `stub.rs`, `js/31_rpc_stub.js`), SQLite-backed
 //! Durable Objects' `ctx.storage.sql` (`sql.rs`, `js/34_durable_sql.js`),
 //! Cloudflare Queues' producer and consumer batch (`queue.rs`,
-//! `js/35_queue.js`).
+//! `js/35_queue.js`), D1 databases (`d1.rs`, `js/36_d1.js`).
 //! Durable Objects themselves are still a unit of the core
 //! (docs/adr/0002-engine-crates.md, "Not yet done").
 //!
@@ -23,6 +23,7 @@
 extern crate isolane_engine;
 
 mod assets;
+mod d1;
 mod dispatch;
 mod kv;
 mod queue;
@@ -77,5 +78,6 @@ fn units() -> Vec<Unit> {
         assets::unit(),
         sql::unit(),
         queue::unit(),
+        d1::unit(),
     ]
 }

@@ -15,7 +15,7 @@
 //!   as one record, fenced by the instance's owner epoch: the object's
 //!   output gate waits for it as for its key-value writes.
 
-mod convert;
+pub(crate) mod convert;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;

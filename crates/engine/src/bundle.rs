@@ -61,6 +61,9 @@ pub struct WorkerBundle {
     /// `queues.producers`): binding name to the queue of the Worker's
     /// namespace `env.NAME.send()` writes to (`isolane-bindings`' queue unit).
     pub queues: BTreeMap<String, String>,
+    /// D1 bindings (`d1: {database}`): binding name to the database of the
+    /// Worker's namespace (`isolane-bindings`' d1 unit).
+    pub d1: BTreeMap<String, String>,
     /// The queues of its namespace the Worker consumes (`spec.queueConsumers`),
     /// delivered by `isolane-node`'s queue loop.
     pub queue_consumers: Vec<isolane_worker::QueueConsumer>,
@@ -170,6 +173,7 @@ impl WorkerBundle {
             services: BTreeMap::new(),
             dispatchers: BTreeMap::new(),
             queues: BTreeMap::new(),
+            d1: BTreeMap::new(),
             queue_consumers: Vec::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),

@@ -293,8 +293,8 @@ fn define_bindings<'s>(
 
 /// Each service binding: a `Fetcher` whose calls run the other Worker on
 /// this thread (`host/service.rs`, `isolane-bindings`' `30_service.js`),
-/// each dispatch namespace binding, each queue producer binding and the
-/// assets' binding.
+/// each dispatch namespace binding, each queue producer and D1 binding
+/// and the assets' binding.
 fn define_services<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     internal: v8::Local<'s, v8::Object>,
@@ -314,11 +314,13 @@ fn define_services<'s>(
         target.set(scope, name, dispatcher)?;
     }
     // Each queue producer binding: a `Queue` whose sends go to the store
-    // (`isolane-bindings`' queue unit, `js/35_queue.js`).
-    for binding in bundle.queues.keys() {
+    // (`isolane-bindings`' queue unit, `js/35_queue.js`); each D1 binding
+    // a `D1Database` (its d1 unit, `js/36_d1.js`).
+    let queues = bundle.queues.keys().map(|b| (b, "queueBinding"));
+    for (binding, make) in queues.chain(bundle.d1.keys().map(|b| (b, "d1Binding"))) {
         let name = host::js_string(scope, binding)?;
-        let queue = call(scope, internal, "queueBinding", &[name])?;
-        target.set(scope, name, queue)?;
+        let made = call(scope, internal, make, &[name])?;
+        target.set(scope, name, made)?;
     }
     // The static assets' binding (`assets.binding`): a `Fetcher` answered
     // from the Worker's own assets (`isolane-bindings`' assets unit).

@@ -17,6 +17,10 @@ pub enum StoreError {
     /// namespace's queue quota.
     #[error(transparent)]
     Queue(#[from] crate::queue_limits::QueueError),
+    /// A D1 database's SQL failed or was refused (its message is the SQL
+    /// API's).
+    #[error(transparent)]
+    Sql(#[from] crate::sql::SqlError),
     /// The caller's `admit` refused a value of this size (its memory
     /// budget is spent).
     #[error("a value of {len} bytes was refused by the caller's memory budget")]
@@ -58,6 +62,7 @@ impl StoreError {
     pub fn kind(&self) -> &'static str {
         match self {
             StoreError::Kv(_) | StoreError::Object(_) | StoreError::Queue(_) => "invalid",
+            StoreError::Sql(_) => "sql",
             StoreError::Refused { .. } => "refused",
             StoreError::Folder { .. } => "folder",
             StoreError::Database(_) | StoreError::Postgres(_) => "database",

@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 pub mod alarm;
+pub mod d1;
 pub mod durable;
 mod error;
 pub mod kv;
@@ -39,6 +40,7 @@ mod sql_store;
 mod sqlite;
 
 pub use alarm::{AlarmClaim, DueAlarm, MAX_ALARM_RETRIES};
+pub use d1::D1Database;
 pub use durable::{ObjectError, ObjectList, ObjectScope, ObjectWrite, SqlAppend};
 pub use error::StoreError;
 pub use kv::{DEFAULT_CACHE_TTL, KvEntry, KvError, KvKey, KvList, KvListOptions, KvScope, KvWrite};
@@ -80,6 +82,8 @@ pub struct Store {
     queue_quota: Option<queue::QueueQuota>,
     /// Told of each operation that went through.
     observer: observe::Observer,
+    /// The D1 databases this process has open ([`d1`]).
+    d1: Arc<d1::D1Databases>,
 }
 
 /// A read: the entry, and whether this node's cache answered it.
@@ -140,6 +144,7 @@ impl Store {
             queues_changed: Arc::new(tokio::sync::watch::channel(0).0),
             queue_quota: None,
             observer: observe::Observer::default(),
+            d1: Arc::default(),
         }
     }
 
@@ -158,6 +163,7 @@ impl Store {
             queues_changed: Arc::new(tokio::sync::watch::channel(0).0),
             queue_quota: None,
             observer: observe::Observer::default(),
+            d1: Arc::default(),
         })
     }
 

@@ -21,6 +21,7 @@ use std::collections::BTreeSet;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::d1::{D1Binding, is_database_name};
 use crate::dispatch::{DispatchNamespaceBinding, is_namespace_name};
 use crate::props::{MAX_PROPS_BYTES, Props};
 use crate::queue::{QueueBinding, is_queue_name};
@@ -38,8 +39,8 @@ pub const KV_NAMESPACE_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$";
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) == 1",
-        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>} or queue: {name: <queue>}"
+        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) + (has(self.d1) ? 1 : 0) == 1",
+        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>} or d1: {database: <name>}"
     }
 ]))]
 pub struct Binding {
@@ -86,6 +87,12 @@ pub struct Binding {
     /// `env.NAME.sendBatch(messages)` write to it (docs/queues.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueBinding>,
+    /// A D1 database of the Worker's Kubernetes namespace (wrangler's
+    /// `[[d1_databases]]`): `env.NAME.prepare(sql)`, `batch`, `exec`,
+    /// `withSession` (docs/d1.md). Workers of one namespace binding the
+    /// same name share it; another namespace's of that name is another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub d1: Option<D1Binding>,
 }
 
 /// `service` of a binding.
@@ -163,6 +170,7 @@ impl Binding {
             service: None,
             dispatch_namespace: None,
             queue: None,
+            d1: None,
         }
     }
 
@@ -180,6 +188,7 @@ impl Binding {
             service: None,
             dispatch_namespace: None,
             queue: None,
+            d1: None,
         }
     }
 
@@ -201,6 +210,7 @@ impl Binding {
             }),
             dispatch_namespace: None,
             queue: None,
+            d1: None,
         }
     }
 
@@ -217,6 +227,7 @@ impl Binding {
                 outbound: None,
             }),
             queue: None,
+            d1: None,
         }
     }
 
@@ -229,7 +240,18 @@ impl Binding {
             service: None,
             dispatch_namespace: None,
             queue: Some(QueueBinding { name: queue.into() }),
+            d1: None,
         }
+    }
+
+    /// A binding to D1 database `database` of the Worker's namespace.
+    pub fn d1(name: impl Into<String>, database: impl Into<String>) -> Self {
+        let mut binding = Self::kv(name, "");
+        binding.kv_namespace = None;
+        binding.d1 = Some(D1Binding {
+            database: database.into(),
+        });
+        binding
     }
 
     /// A binding to the SQLite-backed Durable Object class `class_name`
@@ -271,13 +293,17 @@ pub enum BindingError {
     )]
     InvalidNamespace { name: String, namespace: String },
     #[error(
-        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace or queue"
+        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace, queue or d1"
     )]
     Kind { name: String },
     #[error(
         "binding {name:?}: queue name {queue:?} is invalid (1 to 63 lowercase letters, digits and -, starting and ending with a letter or digit)"
     )]
     InvalidQueue { name: String, queue: String },
+    #[error(
+        "binding {name:?}: D1 database name {database:?} is invalid (1 to 63 letters, digits, - or _, starting with a letter or digit)"
+    )]
+    InvalidDatabase { name: String, database: String },
     #[error(
         "binding {name:?}: className {class:?} is not a JavaScript identifier (letters, digits, _ and $, not starting with a digit, at most 128)"
     )]
@@ -346,6 +372,7 @@ fn check_dispatch(
         || binding.durable_object.is_some()
         || binding.service.is_some()
         || binding.queue.is_some()
+        || binding.d1.is_some()
     {
         return Err(BindingError::Kind { name: name() });
     }
@@ -366,6 +393,7 @@ fn check_queue(binding: &Binding, queue: &QueueBinding) -> Result<(), BindingErr
     if binding.kv_namespace.is_some()
         || binding.durable_object.is_some()
         || binding.service.is_some()
+        || binding.d1.is_some()
     {
         return Err(BindingError::Kind {
             name: binding.name.clone(),
@@ -380,6 +408,37 @@ fn check_queue(binding: &Binding, queue: &QueueBinding) -> Result<(), BindingErr
     Ok(())
 }
 
+/// The first D1 binding of `bindings`, refused on a cluster with
+/// [`crate::d1::NOT_ON_A_CLUSTER`].
+pub fn d1_on_a_cluster(bindings: &[Binding]) -> Result<(), String> {
+    match bindings.iter().find(|b| b.d1.is_some()) {
+        Some(binding) => Err(format!(
+            "binding {:?}: {}",
+            binding.name,
+            crate::d1::NOT_ON_A_CLUSTER
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A D1 binding: the only kind it has, and its database's name.
+fn check_d1(binding: &Binding, d1: &D1Binding) -> Result<(), BindingError> {
+    let name = || binding.name.clone();
+    if binding.kv_namespace.is_some()
+        || binding.durable_object.is_some()
+        || binding.service.is_some()
+    {
+        return Err(BindingError::Kind { name: name() });
+    }
+    if !is_database_name(&d1.database) {
+        return Err(BindingError::InvalidDatabase {
+            name: name(),
+            database: d1.database.clone(),
+        });
+    }
+    Ok(())
+}
+
 /// The one kind a binding has, and its fields.
 fn check_kind(binding: &Binding) -> Result<(), BindingError> {
     let name = || binding.name.clone();
@@ -388,6 +447,9 @@ fn check_kind(binding: &Binding) -> Result<(), BindingError> {
     }
     if let Some(queue) = &binding.queue {
         return check_queue(binding, queue);
+    }
+    if let Some(d1) = &binding.d1 {
+        return check_d1(binding, d1);
     }
     if let Some(service) = &binding.service {
         if binding.kv_namespace.is_some() || binding.durable_object.is_some() {
@@ -535,6 +597,7 @@ mod tests {
             service: None,
             dispatch_namespace: None,
             queue: None,
+            d1: None,
         };
         let error = check([], &[none]).unwrap_err();
         assert_eq!(error, BindingError::Kind { name: "DO".into() });
@@ -692,6 +755,33 @@ mod tests {
         assert_eq!(
             check([], &[both]),
             Err(BindingError::Kind { name: "D".into() })
+        );
+    }
+
+    #[test]
+    fn a_d1_binding_names_a_database_and_has_no_other_kind() {
+        check([], &[Binding::d1("DB", "probe")]).unwrap();
+        let bad = Binding::d1("DB", "ns/probe");
+        assert_eq!(
+            check([], &[bad]),
+            Err(BindingError::InvalidDatabase {
+                name: "DB".into(),
+                database: "ns/probe".into()
+            })
+        );
+        let mut both = Binding::d1("DB", "probe");
+        both.queue = Some(QueueBinding { name: "q".into() });
+        assert_eq!(
+            check([], &[both]),
+            Err(BindingError::Kind { name: "DB".into() })
+        );
+        let mut both = Binding::kv("DB", "kv");
+        both.d1 = Some(D1Binding {
+            database: "probe".into(),
+        });
+        assert_eq!(
+            check([], &[both]),
+            Err(BindingError::Kind { name: "DB".into() })
         );
     }
 }

@@ -474,6 +474,10 @@ fn binding_fields(binding: &Binding, field: &mut impl FnMut(&[u8])) {
         field(b"queue");
         field(queue.name.as_bytes());
     }
+    if let Some(d1) = &binding.d1 {
+        field(b"d1");
+        field(d1.database.as_bytes());
+    }
 }
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ mod binding;
 mod bundle;
 pub mod compat;
 pub mod cron;
+pub mod d1;
 pub mod dispatch;
 mod dns_name;
 pub mod headers;
@@ -67,7 +68,7 @@ pub mod traffic;
 
 pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, KV_NAMESPACE_PATTERN,
-    ServiceBinding, check as check_bindings, is_kv_namespace, is_worker_name,
+    ServiceBinding, check as check_bindings, d1_on_a_cluster, is_kv_namespace, is_worker_name,
 };
 pub use bundle::{
     ArtifactSource, AssetSite, BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION,
@@ -75,6 +76,7 @@ pub use bundle::{
 };
 pub use compat::{Compat, CompatError, NodeCompat};
 pub use cron::Triggers;
+pub use d1::D1Binding;
 pub use dispatch::{DispatchNamespaceBinding, OutboundWorker};
 pub use key::WorkerKey;
 pub use limits::{LimitError, Limits};

@@ -8,7 +8,7 @@ use isolane_engine::api::{HostError, array_buffer, value_string, view_bytes};
 use isolane_storage::sql::{Executed, RowSink, SqlParam, SqlValue};
 
 /// The bindings of `sqlExec`, a JS array.
-pub(super) fn params(
+pub(crate) fn params(
     scope: &mut v8::PinScope<'_, '_>,
     bindings: v8::Local<'_, v8::Value>,
 ) -> Result<Vec<SqlParam>, HostError> {
@@ -46,14 +46,14 @@ fn param(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> S
 
 /// The rows of the query's last statement, made JS arrays as SQLite steps
 /// them.
-pub(super) struct Rows<'a, 's, 'i> {
+pub(crate) struct Rows<'a, 's, 'i> {
     scope: &'a mut v8::PinScope<'s, 'i>,
     columns: Vec<v8::Local<'s, v8::Value>>,
     rows: Vec<v8::Local<'s, v8::Value>>,
 }
 
 impl<'a, 's, 'i> Rows<'a, 's, 'i> {
-    pub(super) fn new(scope: &'a mut v8::PinScope<'s, 'i>) -> Self {
+    pub(crate) fn new(scope: &'a mut v8::PinScope<'s, 'i>) -> Self {
         Self {
             scope,
             columns: Vec::new(),
@@ -77,6 +77,13 @@ impl<'a, 's, 'i> Rows<'a, 's, 'i> {
         let pending = v8::Boolean::new(scope, pending).into();
         let all = [columns, rows, read, written, pending];
         Ok(v8::Array::new_with_elements(scope, &all).into())
+    }
+
+    /// The columns and rows as JS arrays (D1's answers).
+    pub(crate) fn into_arrays(self) -> (v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>) {
+        let columns = v8::Array::new_with_elements(self.scope, &self.columns).into();
+        let rows = v8::Array::new_with_elements(self.scope, &self.rows).into();
+        (columns, rows)
     }
 
     fn value(&mut self, value: SqlValue<'_>) -> Option<v8::Local<'s, v8::Value>> {

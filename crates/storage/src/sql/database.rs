@@ -151,6 +151,17 @@ impl ObjectDatabase {
         Ok(u64::try_from(pages).unwrap_or(0) * u64::from(self.page_size))
     }
 
+    /// SQLite's `total_changes()` and `last_insert_rowid()` on this
+    /// connection (D1's `meta.changes` and `meta.last_row_id`).
+    pub fn counters(&self) -> Result<(i64, i64), SqlError> {
+        let sql = "SELECT total_changes(), last_insert_rowid()";
+        let counters = self.policy.trusted(|| {
+            self.conn
+                .query_row(sql, [], |row| Ok((row.get(0)?, row.get(1)?)))
+        })?;
+        Ok(counters)
+    }
+
     /// Whether commits wait for [`Self::take`].
     pub fn has_pending(&self) -> bool {
         self.pending.is_some()

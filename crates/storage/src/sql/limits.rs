@@ -39,6 +39,12 @@ pub enum SqlError {
     Interrupted,
     #[error("the object's SQL database file failed: {0}")]
     File(#[from] std::io::Error),
+    /// A D1 database whose last write did not reach the log: its copy in
+    /// this process was dropped.
+    #[error(
+        "the database's last write could not be stored, so its copy on this node was reset; retry"
+    )]
+    Reset,
     /// A log record this build did not write.
     #[error("the object's SQL log holds a record this build cannot read")]
     Corrupt,
