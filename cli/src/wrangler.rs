@@ -175,6 +175,9 @@ pub struct Config {
     pub queues: queues::QueuesConfig,
     #[serde(default)]
     pub dispatch_namespaces: Vec<DispatchNamespaceConfig>,
+    /// `[images] binding = "NAME"` (`docs/images.md`).
+    #[serde(default)]
+    pub images: Option<ImagesConfig>,
     #[serde(default)]
     pub migrations: Vec<Migration>,
     #[serde(default)]
@@ -257,6 +260,16 @@ pub struct DispatchNamespaceConfig {
     pub namespace: String,
     /// An outbound Worker: not built yet (a problem, not mapped).
     pub outbound: Option<IgnoredAny>,
+    /// wrangler's remote bindings only: nothing here.
+    #[serde(rename = "remote")]
+    _remote: Option<IgnoredAny>,
+}
+
+/// `[images]`: Cloudflare's Images binding, `env.<binding>`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImagesConfig {
+    pub binding: String,
     /// wrangler's remote bindings only: nothing here.
     #[serde(rename = "remote")]
     _remote: Option<IgnoredAny>,

@@ -279,6 +279,7 @@ fn bundle(revision: &str) -> WorkerBundle {
         services: Default::default(),
         dispatchers: Default::default(),
         queues: Default::default(),
+        images: Default::default(),
         queue_consumers: Default::default(),
         limits: Limits {
             cpu_ms: 50,

@@ -409,6 +409,12 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         services: services(&bundle.bindings),
         dispatchers: dispatchers(&bundle.bindings, &bundle.dispatch_consent),
         queues: queues(&bundle.bindings),
+        images: bundle
+            .bindings
+            .iter()
+            .filter(|binding| binding.images.is_some())
+            .map(|binding| binding.name.clone())
+            .collect(),
         queue_consumers: bundle.queue_consumers,
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,

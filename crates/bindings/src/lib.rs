@@ -10,7 +10,8 @@
 //! passed by reference: `stub.rs`, `js/31_rpc_stub.js`), SQLite-backed
 //! Durable Objects' `ctx.storage.sql` (`sql.rs`, `js/34_durable_sql.js`),
 //! Cloudflare Queues' producer and consumer batch (`queue.rs`,
-//! `js/35_queue.js`).
+//! `js/35_queue.js`), Cloudflare's Images binding (`images.rs`,
+//! `js/36_images.js`).
 //! Durable Objects themselves are still a unit of the core
 //! (docs/adr/0002-engine-crates.md, "Not yet done").
 //!
@@ -24,6 +25,7 @@ extern crate isolane_engine;
 
 mod assets;
 mod dispatch;
+mod images;
 mod kv;
 mod queue;
 mod rpc;
@@ -77,5 +79,6 @@ fn units() -> Vec<Unit> {
         assets::unit(),
         sql::unit(),
         queue::unit(),
+        images::unit(),
     ]
 }

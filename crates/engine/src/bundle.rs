@@ -64,6 +64,9 @@ pub struct WorkerBundle {
     /// The queues of its namespace the Worker consumes (`spec.queueConsumers`),
     /// delivered by `isolane-node`'s queue loop.
     pub queue_consumers: Vec<isolane_worker::QueueConsumer>,
+    /// Images bindings (`images: {}`, wrangler's `[images] binding`): their
+    /// names (`isolane-bindings`' images unit).
+    pub images: BTreeSet<String>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
@@ -171,6 +174,7 @@ impl WorkerBundle {
             dispatchers: BTreeMap::new(),
             queues: BTreeMap::new(),
             queue_consumers: Vec::new(),
+            images: BTreeSet::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
             compat: Compat::default(),

@@ -25,6 +25,7 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         services: Default::default(),
         dispatchers: Default::default(),
         queues: Default::default(),
+        images: Default::default(),
         queue_consumers: Default::default(),
         limits: Limits::default(),
         allowed_hosts: Vec::new(),

@@ -83,6 +83,7 @@ async fn run_all() {
             services: Default::default(),
             dispatchers: Default::default(),
             queues: Default::default(),
+            images: Default::default(),
             queue_consumers: Default::default(),
             limits: Limits {
                 cpu_ms: 5_000,

@@ -38,8 +38,8 @@ pub const KV_NAMESPACE_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$";
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) == 1",
-        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>} or queue: {name: <queue>}"
+        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) + (has(self.images) ? 1 : 0) == 1",
+        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>} or images: {}"
     }
 ]))]
 pub struct Binding {
@@ -86,7 +86,18 @@ pub struct Binding {
     /// `env.NAME.sendBatch(messages)` write to it (docs/queues.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueBinding>,
+    /// Cloudflare's Images binding (wrangler's `[images] binding`):
+    /// `env.NAME.info(stream)` and `env.NAME.input(stream)` decode,
+    /// transform and encode images on the node (docs/images.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<ImagesBinding>,
 }
+
+/// `images` of a binding: no settings (`images: {}`).
+#[derive(
+    Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
+)]
+pub struct ImagesBinding {}
 
 /// `service` of a binding.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
@@ -163,6 +174,7 @@ impl Binding {
             service: None,
             dispatch_namespace: None,
             queue: None,
+            images: None,
         }
     }
 
@@ -180,6 +192,7 @@ impl Binding {
             service: None,
             dispatch_namespace: None,
             queue: None,
+            images: None,
         }
     }
 
@@ -201,6 +214,7 @@ impl Binding {
             }),
             dispatch_namespace: None,
             queue: None,
+            images: None,
         }
     }
 
@@ -217,6 +231,7 @@ impl Binding {
                 outbound: None,
             }),
             queue: None,
+            images: None,
         }
     }
 
@@ -229,6 +244,20 @@ impl Binding {
             service: None,
             dispatch_namespace: None,
             queue: Some(QueueBinding { name: queue.into() }),
+            images: None,
+        }
+    }
+
+    /// An Images binding (`env.NAME.info`, `env.NAME.input`).
+    pub fn images(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            kv_namespace: None,
+            durable_object: None,
+            service: None,
+            dispatch_namespace: None,
+            queue: None,
+            images: Some(ImagesBinding {}),
         }
     }
 
@@ -271,7 +300,7 @@ pub enum BindingError {
     )]
     InvalidNamespace { name: String, namespace: String },
     #[error(
-        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace or queue"
+        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace, queue or images"
     )]
     Kind { name: String },
     #[error(
@@ -346,6 +375,7 @@ fn check_dispatch(
         || binding.durable_object.is_some()
         || binding.service.is_some()
         || binding.queue.is_some()
+        || binding.images.is_some()
     {
         return Err(BindingError::Kind { name: name() });
     }
@@ -366,6 +396,7 @@ fn check_queue(binding: &Binding, queue: &QueueBinding) -> Result<(), BindingErr
     if binding.kv_namespace.is_some()
         || binding.durable_object.is_some()
         || binding.service.is_some()
+        || binding.images.is_some()
     {
         return Err(BindingError::Kind {
             name: binding.name.clone(),
@@ -380,6 +411,19 @@ fn check_queue(binding: &Binding, queue: &QueueBinding) -> Result<(), BindingErr
     Ok(())
 }
 
+/// An Images binding: of that kind only (it has no fields).
+fn check_images(binding: &Binding) -> Result<(), BindingError> {
+    if binding.kv_namespace.is_some()
+        || binding.durable_object.is_some()
+        || binding.service.is_some()
+    {
+        return Err(BindingError::Kind {
+            name: binding.name.clone(),
+        });
+    }
+    Ok(())
+}
+
 /// The one kind a binding has, and its fields.
 fn check_kind(binding: &Binding) -> Result<(), BindingError> {
     let name = || binding.name.clone();
@@ -388,6 +432,9 @@ fn check_kind(binding: &Binding) -> Result<(), BindingError> {
     }
     if let Some(queue) = &binding.queue {
         return check_queue(binding, queue);
+    }
+    if binding.images.is_some() {
+        return check_images(binding);
     }
     if let Some(service) = &binding.service {
         if binding.kv_namespace.is_some() || binding.durable_object.is_some() {
@@ -535,6 +582,7 @@ mod tests {
             service: None,
             dispatch_namespace: None,
             queue: None,
+            images: None,
         };
         let error = check([], &[none]).unwrap_err();
         assert_eq!(error, BindingError::Kind { name: "DO".into() });
@@ -693,5 +741,27 @@ mod tests {
             check([], &[both]),
             Err(BindingError::Kind { name: "D".into() })
         );
+    }
+
+    #[test]
+    fn images_bindings_have_one_kind_and_read_from_an_empty_object() {
+        assert_eq!(check([], &[Binding::images("IMAGES")]), Ok(()));
+        let read: Binding = serde_json::from_str(r#"{"name":"IMAGES","images":{}}"#).unwrap();
+        assert_eq!(read, Binding::images("IMAGES"));
+        for other in [
+            Binding::kv("IMAGES", "cache"),
+            Binding::queue("IMAGES", "jobs"),
+            Binding::dispatch_namespace("IMAGES", "cust"),
+            Binding::service("IMAGES", "auth", None),
+        ] {
+            let mut both = other;
+            both.images = Some(ImagesBinding {});
+            assert_eq!(
+                check([], &[both]),
+                Err(BindingError::Kind {
+                    name: "IMAGES".into()
+                })
+            );
+        }
     }
 }

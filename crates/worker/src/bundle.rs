@@ -474,6 +474,9 @@ fn binding_fields(binding: &Binding, field: &mut impl FnMut(&[u8])) {
         field(b"queue");
         field(queue.name.as_bytes());
     }
+    if binding.images.is_some() {
+        field(b"images");
+    }
 }
 
 #[cfg(test)]

@@ -147,6 +147,7 @@ impl TestNode {
             services: Default::default(),
             dispatchers: Default::default(),
             queues: Default::default(),
+            images: Default::default(),
             queue_consumers: Default::default(),
             limits,
             allowed_hosts: Vec::new(),

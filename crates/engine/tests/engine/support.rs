@@ -89,6 +89,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         services: Default::default(),
         dispatchers: Default::default(),
         queues: Default::default(),
+        images: Default::default(),
         queue_consumers: Default::default(),
         limits,
         allowed_hosts: Vec::new(),
