@@ -327,9 +327,11 @@ async fn an_astro_build_is_served_as_wrangler_dev_serves_it() {
         "GET {resized}"
     );
     assert!(servers.dev.interrupt().success());
-    // `isolane deploy` takes the build as it is, its images binding too.
+    // `isolane deploy` takes the build as it is, its images binding too
+    // (a dry run names the artifact by digest, pushing nothing).
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_isolane"))
         .args(["deploy", "--dry-run", "-n", "apps"])
+        .args(["--repository", "registry.example/apps/astro"])
         .current_dir(&app)
         .output()
         .unwrap();
@@ -337,7 +339,7 @@ async fn an_astro_build_is_served_as_wrangler_dev_serves_it() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(
-        yaml.contains("- name: IMAGES\n      images: {}"),
+        yaml.contains("  - name: IMAGES\n    images: {}\n"),
         "{yaml}\n{stderr}"
     );
 }

@@ -24,14 +24,19 @@ use support::{Dev, HttpClient, client, free_port, request, when_ready};
 mod peer;
 use peer::{wrangler_dev, wrangler_ready};
 
-/// The Worker: `POST /info` answers `info()`; `POST /t?t=[...]&f=<type>`
+/// The Worker: `GET /env` tells what `env` of `cloudflare:workers` holds
+/// (Astro's image endpoint reads the binding there); `POST /info` answers `info()`; `POST /t?t=[...]&f=<type>`
 /// runs the transforms in order and answers the output, its type in
 /// `x-type` as `contentType()` said; an `ImagesError` is answered as JSON.
 const WORKER: &str = r#"
+import { env as moduleEnv } from "cloudflare:workers";
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
     if (url.pathname === "/ping") return new Response("pong");
+    if (url.pathname === "/env") {
+      return Response.json({ has: "IMAGES" in moduleEnv, info: typeof moduleEnv.IMAGES?.info });
+    }
     try {
       if (url.pathname === "/info") return Response.json(await env.IMAGES.info(request.body));
       let transformer = env.IMAGES.input(request.body);
@@ -147,6 +152,12 @@ async fn images_answer_as_wrangler_dev_answers() {
     when_ready(&client, &mut dev, ours, "localhost", "/ping").await;
     wrangler_ready(&client, dir.path(), theirs, "/ping").await;
 
+    let env = (
+        peer::get(&client, ours, "/env", &[]).await,
+        peer::get(&client, theirs, "/env", &[]).await,
+    );
+    assert_eq!(env.0.2, env.1.2, "env of cloudflare:workers");
+    assert_eq!(env.0.2, r#"{"has":true,"info":"function"}"#);
     let png = picture(64, 48, ImageFormat::Png);
     let jpeg = picture(64, 48, ImageFormat::Jpeg);
     for (what, input) in [("png", &png), ("jpeg", &jpeg)] {

@@ -359,6 +359,15 @@ fn queues(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeMap<St
         .collect()
 }
 
+/// The names of the Images bindings of `bindings`.
+fn images(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeSet<String> {
+    bindings
+        .iter()
+        .filter(|binding| binding.images.is_some())
+        .map(|binding| binding.name.clone())
+        .collect()
+}
+
 /// The engine's view of a bundle from its Secret.
 pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
     // The operator (and `isolane dev`) refuse bad settings before a bundle
@@ -409,12 +418,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         services: services(&bundle.bindings),
         dispatchers: dispatchers(&bundle.bindings, &bundle.dispatch_consent),
         queues: queues(&bundle.bindings),
-        images: bundle
-            .bindings
-            .iter()
-            .filter(|binding| binding.images.is_some())
-            .map(|binding| binding.name.clone())
-            .collect(),
+        images: images(&bundle.bindings),
         queue_consumers: bundle.queue_consumers,
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,
