@@ -98,7 +98,7 @@ pub(crate) fn info(bytes: &[u8]) -> Result<Info, ImagesFailure> {
     };
     let mime = mime(format)?;
     let reader = ImageReader::with_format(Cursor::new(bytes), format);
-    let (width, height) = reader.into_dimensions().map_err(|error| bad_input(error))?;
+    let (width, height) = reader.into_dimensions().map_err(bad_input)?;
     Ok(Info::Bitmap {
         format: mime,
         file_size: bytes.len(),
@@ -241,13 +241,12 @@ pub(crate) fn resize_of(w: u32, h: u32, t: &Transform) -> Result<Option<Resize>,
 
 /// `rotate`: 0, 90, 180 or 270 degrees clockwise.
 fn quarter_turns(rotate: Option<f64>) -> Result<u8, ImagesFailure> {
-    match rotate {
-        None => Ok(0),
-        Some(r) if r == 0.0 || r == 360.0 => Ok(0),
-        Some(r) if r == 90.0 => Ok(1),
-        Some(r) if r == 180.0 => Ok(2),
-        Some(r) if r == 270.0 => Ok(3),
-        Some(r) => Err(ImagesFailure::new(
+    const DEGREES: [f64; 5] = [0.0, 90.0, 180.0, 270.0, 360.0];
+    let Some(r) = rotate else { return Ok(0) };
+    let turns = DEGREES.iter().position(|&d| (d - r).abs() < f64::EPSILON);
+    match turns.and_then(|turns| u8::try_from(turns % 4).ok()) {
+        Some(turns) => Ok(turns),
+        None => Err(ImagesFailure::new(
             9523,
             format!("ERROR: Invalid rotate {r}: expected 0, 90, 180 or 270"),
         )),
