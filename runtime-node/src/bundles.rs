@@ -640,4 +640,20 @@ mod tests {
         assert_eq!(worker.dispatchers.len(), 2);
         assert!(worker.services.is_empty());
     }
+
+    #[test]
+    fn images_bindings_reach_the_engine_by_name() {
+        use isolane_worker::Binding;
+        let bundle = isolane_worker::Bundle::new(
+            "web/thumbs".into(),
+            "export default {}".into(),
+            Default::default(),
+            Default::default(),
+            Vec::new(),
+        )
+        .with_bindings(vec![Binding::images("IMAGES"), Binding::kv("KV", "cache")]);
+        let worker = worker_bundle(bundle);
+        assert_eq!(worker.images, ["IMAGES".to_owned()].into());
+        assert_eq!(worker.kv.len(), 1);
+    }
 }

@@ -84,17 +84,12 @@ fn mime(format: ImageFormat) -> Result<&'static str, ImagesFailure> {
 /// The format and the dimensions the header declares, read without
 /// decoding a pixel.
 pub(crate) fn info(bytes: &[u8]) -> Result<Info, ImagesFailure> {
-    let format = image::guess_format(bytes).map_err(|_| {
-        if is_svg(bytes) {
-            ImagesFailure::new(0, "")
+    let Ok(format) = image::guess_format(bytes) else {
+        return if is_svg(bytes) {
+            Ok(Info::Svg)
         } else {
-            bad_input("unknown format")
-        }
-    });
-    let format = match format {
-        Ok(format) => format,
-        Err(failure) if failure.code == 0 => return Ok(Info::Svg),
-        Err(failure) => return Err(failure),
+            Err(bad_input("unknown format"))
+        };
     };
     let mime = mime(format)?;
     let reader = ImageReader::with_format(Cursor::new(bytes), format);
