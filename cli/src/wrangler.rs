@@ -179,6 +179,9 @@ pub struct Config {
     /// `d1_databases` (`docs/d1.md`).
     #[serde(default)]
     pub d1_databases: Vec<d1::D1Config>,
+    /// `[images] binding = "NAME"` (`docs/images.md`).
+    #[serde(default)]
+    pub images: Option<ImagesConfig>,
     #[serde(default)]
     pub migrations: Vec<Migration>,
     #[serde(default)]
@@ -261,6 +264,16 @@ pub struct DispatchNamespaceConfig {
     pub namespace: String,
     /// An outbound Worker: not built yet (a problem, not mapped).
     pub outbound: Option<IgnoredAny>,
+    /// wrangler's remote bindings only: nothing here.
+    #[serde(rename = "remote")]
+    _remote: Option<IgnoredAny>,
+}
+
+/// `[images]`: Cloudflare's Images binding, `env.<binding>`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImagesConfig {
+    pub binding: String,
     /// wrangler's remote bindings only: nothing here.
     #[serde(rename = "remote")]
     _remote: Option<IgnoredAny>,

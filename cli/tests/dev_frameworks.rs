@@ -315,5 +315,46 @@ async fn an_astro_build_is_served_as_wrangler_dev_serves_it() {
         "{}",
         page.2
     );
+    // Astro's image endpoint resizes a public file through `env.IMAGES`
+    // (the build's `images` binding): the same type and size from both.
+    let resized = "/_image?href=%2Fpixel.png&w=16&f=webp";
+    let ours = image_reply(&client, servers.isolane, resized).await;
+    let theirs = image_reply(&client, servers.wrangler, resized).await;
+    assert_eq!(ours, theirs, "GET {resized}");
+    assert_eq!(
+        ours,
+        (200, "image/webp".to_owned(), (16, 12)),
+        "GET {resized}"
+    );
     assert!(servers.dev.interrupt().success());
+    // `isolane deploy` takes the build as it is, its images binding too
+    // (a dry run names the artifact by digest, pushing nothing).
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_isolane"))
+        .args(["deploy", "--dry-run", "-n", "apps"])
+        .args(["--repository", "registry.example/apps/astro"])
+        .current_dir(&app)
+        .output()
+        .unwrap();
+    let yaml = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        yaml.contains("  - name: IMAGES\n    images: {}\n"),
+        "{yaml}\n{stderr}"
+    );
+}
+
+/// `GET path`'s status, content type and decoded image size.
+async fn image_reply(client: &HttpClient, port: u16, path: &str) -> (u16, String, (u32, u32)) {
+    use http_body_util::BodyExt;
+    let request = http::Request::get(format!("http://127.0.0.1:{port}{path}"))
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let kind = header(response.headers(), "content-type").to_owned();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let size =
+        image::load_from_memory(&body).map_or((0, 0), |image| (image.width(), image.height()));
+    (status, kind, size)
 }

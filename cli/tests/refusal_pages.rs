@@ -280,6 +280,7 @@ fn bundle(revision: &str) -> WorkerBundle {
         dispatchers: Default::default(),
         queues: Default::default(),
         d1: Default::default(),
+        images: Default::default(),
         queue_consumers: Default::default(),
         limits: Limits {
             cpu_ms: 50,

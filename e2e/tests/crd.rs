@@ -91,6 +91,7 @@ async fn example_workers_are_accepted() {
         "worker.isolane.dev/hello",
         "worker.isolane.dev/api",
         "worker.isolane.dev/echo",
+        "worker.isolane.dev/thumbs",
     ] {
         assert!(
             out.contains(&format!("{name} created")),
@@ -280,8 +281,13 @@ fn invalid_workers() -> Vec<Invalid> {
             spec: "SCRIPT\n  bindings: [{name: COUNTER}]",
             expect: &[
                 "spec.bindings[0]",
-                "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>} or d1: {database: <name>}",
+                "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>} or images: {}",
             ],
+        },
+        Invalid {
+            what: "a binding of two kinds, images among them",
+            spec: "SCRIPT\n  bindings: [{name: IMAGES, images: {}, queue: {name: jobs}}]",
+            expect: &["spec.bindings[0]", "or images: {}"],
         },
         Invalid {
             what: "limits of the wrong type",

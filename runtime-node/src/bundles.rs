@@ -367,6 +367,15 @@ fn d1(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeMap<String
         .collect()
 }
 
+/// The names of the Images bindings of `bindings`.
+fn images(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeSet<String> {
+    bindings
+        .iter()
+        .filter(|binding| binding.images.is_some())
+        .map(|binding| binding.name.clone())
+        .collect()
+}
+
 /// The engine's view of a bundle from its Secret.
 pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
     // The operator (and `isolane dev`) refuse bad settings before a bundle
@@ -418,6 +427,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         dispatchers: dispatchers(&bundle.bindings, &bundle.dispatch_consent),
         queues: queues(&bundle.bindings),
         d1: d1(&bundle.bindings),
+        images: images(&bundle.bindings),
         queue_consumers: bundle.queue_consumers,
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,
@@ -638,5 +648,21 @@ mod tests {
         assert_eq!(worker.dispatchers.get("B"), Some(&target("cust-b", false)));
         assert_eq!(worker.dispatchers.len(), 2);
         assert!(worker.services.is_empty());
+    }
+
+    #[test]
+    fn images_bindings_reach_the_engine_by_name() {
+        use isolane_worker::Binding;
+        let bundle = isolane_worker::Bundle::new(
+            "web/thumbs".into(),
+            "export default {}".into(),
+            Default::default(),
+            Default::default(),
+            Vec::new(),
+        )
+        .with_bindings(vec![Binding::images("IMAGES"), Binding::kv("KV", "cache")]);
+        let worker = worker_bundle(bundle);
+        assert_eq!(worker.images, ["IMAGES".to_owned()].into());
+        assert_eq!(worker.kv.len(), 1);
     }
 }

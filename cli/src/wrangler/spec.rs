@@ -212,8 +212,8 @@ pub fn is_identifier(name: &str) -> bool {
 /// `durable_objects.bindings` (`script_name`: the Worker of the same
 /// namespace that hosts the class), `services` (a Worker of the same
 /// namespace, its `entrypoint` and `props`), `dispatch_namespaces` (a
-/// Kubernetes namespace whose Workers are called by name) and
-/// `queues.producers`.
+/// Kubernetes namespace whose Workers are called by name),
+/// `queues.producers` and `images`.
 fn bindings(
     project: &Project,
     problems: &mut Vec<Problem>,
@@ -264,6 +264,9 @@ fn bindings(
     }
     super::queues::producers(config, problems, &mut bindings);
     super::d1::bindings(config, problems, &mut bindings);
+    if let Some(images) = &config.images {
+        bindings.push(Binding::images(&images.binding));
+    }
     let env = config.vars.keys().map(String::as_str);
     isolane_worker::check_bindings(env, &bindings)
         .map_err(|e| ("bindings".to_owned(), e.to_string()))?;

@@ -315,7 +315,7 @@ fn empty_keys_and_wrangler_defaults_ask_nothing_as_generated_configs_write_them(
     }"#;
     let project = project("wrangler.json", text, None).unwrap();
     let keys: Vec<_> = project.problems.iter().map(|p| p.key.as_str()).collect();
-    assert_eq!(keys, ["images", "jsx_fragment"]);
+    assert_eq!(keys, ["jsx_fragment"]);
 }
 
 #[test]

@@ -10,7 +10,8 @@
 //! passed by reference: `stub.rs`, `js/31_rpc_stub.js`), SQLite-backed
 //! Durable Objects' `ctx.storage.sql` (`sql.rs`, `js/34_durable_sql.js`),
 //! Cloudflare Queues' producer and consumer batch (`queue.rs`,
-//! `js/35_queue.js`), D1 databases (`d1.rs`, `js/36_d1.js`).
+//! `js/35_queue.js`), D1 databases (`d1.rs`, `js/36_d1.js`), Cloudflare's
+//! Images binding (`images.rs`, `js/37_images.js`).
 //! Durable Objects themselves are still a unit of the core
 //! (docs/adr/0002-engine-crates.md, "Not yet done").
 //!
@@ -25,6 +26,7 @@ extern crate isolane_engine;
 mod assets;
 mod d1;
 mod dispatch;
+mod images;
 mod kv;
 mod queue;
 mod rpc;
@@ -79,5 +81,6 @@ fn units() -> Vec<Unit> {
         sql::unit(),
         queue::unit(),
         d1::unit(),
+        images::unit(),
     ]
 }

@@ -537,6 +537,7 @@ internal.handleRequest = function handleRequest(ctxId, method, url, headers, bod
   // A request starts outside every AsyncLocalStorage (enterWith does not
   // leak into the next one).
   internal.asyncContext?.set(undefined);
+  internal.workerEnv = env; // `env` of cloudflare:workers (the bindings' workers.js)
   if (event === undefined) return runRequest(moduleHandler, ctxId, method, url, headers, bodyId, env);
   switch (event.type) {
     case 'scheduled':

@@ -67,6 +67,9 @@ pub struct WorkerBundle {
     /// The queues of its namespace the Worker consumes (`spec.queueConsumers`),
     /// delivered by `isolane-node`'s queue loop.
     pub queue_consumers: Vec<isolane_worker::QueueConsumer>,
+    /// Images bindings (`images: {}`, wrangler's `[images] binding`): their
+    /// names (`isolane-bindings`' images unit).
+    pub images: BTreeSet<String>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
@@ -175,6 +178,7 @@ impl WorkerBundle {
             queues: BTreeMap::new(),
             d1: BTreeMap::new(),
             queue_consumers: Vec::new(),
+            images: BTreeSet::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
             compat: Compat::default(),

@@ -266,7 +266,7 @@ impl Memory {
 
     /// Whether `len` more bytes would fit now, as `charge` counts; charges
     /// nothing and stops nothing.
-    pub(crate) fn would_fit(&self, len: usize) -> bool {
+    pub fn would_fit(&self, len: usize) -> bool {
         let used = self.used().saturating_add(len);
         used <= self.limit()
     }

@@ -26,6 +26,7 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         dispatchers: Default::default(),
         queues: Default::default(),
         d1: Default::default(),
+        images: Default::default(),
         queue_consumers: Default::default(),
         limits: Limits::default(),
         allowed_hosts: Vec::new(),

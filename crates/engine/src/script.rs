@@ -322,6 +322,11 @@ fn define_services<'s>(
         let made = call(scope, internal, make, &[name])?;
         target.set(scope, name, made)?;
     }
+    for binding in &bundle.images {
+        let name = host::js_string(scope, binding)?;
+        let images = call(scope, internal, "imagesBinding", &[])?;
+        target.set(scope, name, images)?;
+    }
     // The static assets' binding (`assets.binding`): a `Fetcher` answered
     // from the Worker's own assets (`isolane-bindings`' assets unit).
     if let Some(binding) = bundle.assets.as_ref().and_then(|site| site.0.binding()) {

@@ -84,6 +84,7 @@ async fn run_all() {
             dispatchers: Default::default(),
             queues: Default::default(),
             d1: Default::default(),
+            images: Default::default(),
             queue_consumers: Default::default(),
             limits: Limits {
                 cpu_ms: 5_000,

@@ -39,8 +39,8 @@ pub const KV_NAMESPACE_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$";
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) + (has(self.d1) ? 1 : 0) == 1",
-        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>} or d1: {database: <name>}"
+        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) + (has(self.d1) ? 1 : 0) + (has(self.images) ? 1 : 0) == 1",
+        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>} or images: {}"
     }
 ]))]
 pub struct Binding {
@@ -93,7 +93,18 @@ pub struct Binding {
     /// same name share it; another namespace's of that name is another.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub d1: Option<D1Binding>,
+    /// Cloudflare's Images binding (wrangler's `[images] binding`):
+    /// `env.NAME.info(stream)` and `env.NAME.input(stream)` decode,
+    /// transform and encode images on the node (docs/images.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<ImagesBinding>,
 }
+
+/// `images` of a binding: no settings (`images: {}`).
+#[derive(
+    Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
+)]
+pub struct ImagesBinding {}
 
 /// `service` of a binding.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
@@ -171,6 +182,7 @@ impl Binding {
             dispatch_namespace: None,
             queue: None,
             d1: None,
+            images: None,
         }
     }
 
@@ -189,6 +201,7 @@ impl Binding {
             dispatch_namespace: None,
             queue: None,
             d1: None,
+            images: None,
         }
     }
 
@@ -211,6 +224,7 @@ impl Binding {
             dispatch_namespace: None,
             queue: None,
             d1: None,
+            images: None,
         }
     }
 
@@ -228,6 +242,7 @@ impl Binding {
             }),
             queue: None,
             d1: None,
+            images: None,
         }
     }
 
@@ -241,6 +256,21 @@ impl Binding {
             dispatch_namespace: None,
             queue: Some(QueueBinding { name: queue.into() }),
             d1: None,
+            images: None,
+        }
+    }
+
+    /// An Images binding (`env.NAME.info`, `env.NAME.input`).
+    pub fn images(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            kv_namespace: None,
+            durable_object: None,
+            service: None,
+            dispatch_namespace: None,
+            queue: None,
+            d1: None,
+            images: Some(ImagesBinding {}),
         }
     }
 
@@ -293,7 +323,7 @@ pub enum BindingError {
     )]
     InvalidNamespace { name: String, namespace: String },
     #[error(
-        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace, queue or d1"
+        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace, queue, d1 or images"
     )]
     Kind { name: String },
     #[error(
@@ -373,6 +403,7 @@ fn check_dispatch(
         || binding.service.is_some()
         || binding.queue.is_some()
         || binding.d1.is_some()
+        || binding.images.is_some()
     {
         return Err(BindingError::Kind { name: name() });
     }
@@ -394,6 +425,7 @@ fn check_queue(binding: &Binding, queue: &QueueBinding) -> Result<(), BindingErr
         || binding.durable_object.is_some()
         || binding.service.is_some()
         || binding.d1.is_some()
+        || binding.images.is_some()
     {
         return Err(BindingError::Kind {
             name: binding.name.clone(),
@@ -427,6 +459,7 @@ fn check_d1(binding: &Binding, d1: &D1Binding) -> Result<(), BindingError> {
     if binding.kv_namespace.is_some()
         || binding.durable_object.is_some()
         || binding.service.is_some()
+        || binding.images.is_some()
     {
         return Err(BindingError::Kind { name: name() });
     }
@@ -434,6 +467,19 @@ fn check_d1(binding: &Binding, d1: &D1Binding) -> Result<(), BindingError> {
         return Err(BindingError::InvalidDatabase {
             name: name(),
             database: d1.database.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// An Images binding: of that kind only (it has no fields).
+fn check_images(binding: &Binding) -> Result<(), BindingError> {
+    if binding.kv_namespace.is_some()
+        || binding.durable_object.is_some()
+        || binding.service.is_some()
+    {
+        return Err(BindingError::Kind {
+            name: binding.name.clone(),
         });
     }
     Ok(())
@@ -450,6 +496,9 @@ fn check_kind(binding: &Binding) -> Result<(), BindingError> {
     }
     if let Some(d1) = &binding.d1 {
         return check_d1(binding, d1);
+    }
+    if binding.images.is_some() {
+        return check_images(binding);
     }
     if let Some(service) = &binding.service {
         if binding.kv_namespace.is_some() || binding.durable_object.is_some() {
@@ -598,6 +647,7 @@ mod tests {
             dispatch_namespace: None,
             queue: None,
             d1: None,
+            images: None,
         };
         let error = check([], &[none]).unwrap_err();
         assert_eq!(error, BindingError::Kind { name: "DO".into() });
@@ -783,5 +833,28 @@ mod tests {
             check([], &[both]),
             Err(BindingError::Kind { name: "DB".into() })
         );
+    }
+
+    #[test]
+    fn images_bindings_have_one_kind_and_read_from_an_empty_object() {
+        assert_eq!(check([], &[Binding::images("IMAGES")]), Ok(()));
+        let read: Binding = serde_json::from_str(r#"{"name":"IMAGES","images":{}}"#).unwrap();
+        assert_eq!(read, Binding::images("IMAGES"));
+        for other in [
+            Binding::kv("IMAGES", "cache"),
+            Binding::queue("IMAGES", "jobs"),
+            Binding::dispatch_namespace("IMAGES", "cust"),
+            Binding::service("IMAGES", "auth", None),
+            Binding::d1("IMAGES", "probe"),
+        ] {
+            let mut both = other;
+            both.images = Some(ImagesBinding {});
+            assert_eq!(
+                check([], &[both]),
+                Err(BindingError::Kind {
+                    name: "IMAGES".into()
+                })
+            );
+        }
     }
 }

@@ -478,6 +478,9 @@ fn binding_fields(binding: &Binding, field: &mut impl FnMut(&[u8])) {
         field(b"d1");
         field(d1.database.as_bytes());
     }
+    if binding.images.is_some() {
+        field(b"images");
+    }
 }
 
 #[cfg(test)]

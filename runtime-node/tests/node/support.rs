@@ -148,6 +148,7 @@ impl TestNode {
             dispatchers: Default::default(),
             queues: Default::default(),
             d1: Default::default(),
+            images: Default::default(),
             queue_consumers: Default::default(),
             limits,
             allowed_hosts: Vec::new(),

@@ -36,4 +36,26 @@ internal.RpcTarget = RpcTarget;
 internal.WorkerEntrypoint = WorkerEntrypoint;
 internal.DurableObjectBase = DurableObject;
 
-module.exports = { WorkerEntrypoint, DurableObject, WorkflowEntrypoint, RpcTarget };
+// `env`: the Worker's bindings as a module export (workerd's `import { env }
+// from 'cloudflare:workers'`, which Astro's image endpoint reads), read
+// through to the `env` the isolate's handlers get (19_worker.js keeps it as
+// `internal.workerEnv` for each event). The engine makes that object after
+// the Worker's module is evaluated: top-level code sees it empty.
+function workerEnv() {
+  const current = internal.workerEnv;
+  return internal.isObject(current) ? current : {};
+}
+const env = new Proxy({}, {
+  get(_target, key) { return Reflect.get(workerEnv(), key); },
+  has(_target, key) { return Reflect.has(workerEnv(), key); },
+  ownKeys() { return Reflect.ownKeys(workerEnv()); },
+  getOwnPropertyDescriptor(_target, key) {
+    const descriptor = Reflect.getOwnPropertyDescriptor(workerEnv(), key);
+    return descriptor === undefined ? undefined : { ...descriptor, configurable: true };
+  },
+  set() { return false; },
+  defineProperty() { return false; },
+  deleteProperty() { return false; },
+});
+
+module.exports = { WorkerEntrypoint, DurableObject, WorkflowEntrypoint, RpcTarget, env };

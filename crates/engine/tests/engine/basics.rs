@@ -477,11 +477,14 @@ async fn a_retired_worker_leaves_every_thread_and_its_neighbour_stays_warm() {
 
 /// `cloudflare:workers`, whatever the compatibility settings: a default
 /// export extending `WorkerEntrypoint` gets a new instance per request with
-/// `this.env` and `this.ctx`, and a `DurableObject` subclass loads.
+/// `this.env` and `this.ctx`, and a `DurableObject` subclass loads; its
+/// `env` export reads the handlers' `env` (empty at top level).
 #[tokio::test]
 async fn cloudflare_workers_entrypoints() {
     let (engine, _) = engine(1, PoolMode::Pinned);
-    let source = "import { WorkerEntrypoint, DurableObject, RpcTarget } from 'cloudflare:workers';
+    let source =
+        "import { WorkerEntrypoint, DurableObject, RpcTarget, env } from 'cloudflare:workers';
+        const atTop = Object.keys(env).length;
         export class Counter extends DurableObject { }
         let made = 0;
         export default class extends WorkerEntrypoint {
@@ -489,7 +492,8 @@ async fn cloudflare_workers_entrypoints() {
           async fetch(request) {
             this.ctx.waitUntil(Promise.resolve());
             return new Response([new URL(request.url).pathname, this.env.WHO, made,
-              typeof Counter, new RpcTarget() instanceof RpcTarget].join(' '));
+              typeof Counter, new RpcTarget() instanceof RpcTarget, env.WHO, 'WHO' in env,
+              Object.keys(env).join(), atTop, Reflect.set(env, 'WHO', 'x')].join(' '));
           }
         }";
     let worker = Arc::new(bundle_with(
@@ -500,11 +504,11 @@ async fn cloudflare_workers_entrypoints() {
     ));
     assert_eq!(
         run(&engine, 0, &worker, "/a").await.1,
-        "/a me 1 function true"
+        "/a me 1 function true me true WHO 0 false"
     );
     assert_eq!(
         run(&engine, 0, &worker, "/b").await.1,
-        "/b me 2 function true"
+        "/b me 2 function true me true WHO 0 false"
     );
     let unknown = bundle(
         "cf/unknown",

@@ -90,6 +90,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         dispatchers: Default::default(),
         queues: Default::default(),
         d1: Default::default(),
+        images: Default::default(),
         queue_consumers: Default::default(),
         limits,
         allowed_hosts: Vec::new(),
