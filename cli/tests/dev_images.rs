@@ -243,16 +243,19 @@ async fn neighbour_answers(client: &HttpClient, port: u16, bound: Duration) -> D
     took
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bombs_and_large_resizes_leave_the_neighbour_answering() {
+/// `isolane dev` serving the images Worker as `host` with `limits` (YAML),
+/// and a benign neighbour on `n.test` (one engine thread), the neighbour
+/// answering.
+async fn beside_a_neighbour(
+    name: &str,
+    host: &str,
+    limits: &str,
+) -> (Dev, HttpClient, u16, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
+    let binding =
+        format!("  bindings:\n    - name: IMAGES\n      images: {{}}\n  limits: {limits}\n");
     let yaml = [
-        worker_yaml(
-            "images",
-            "i.test",
-            WORKER,
-            "  bindings:\n    - name: IMAGES\n      images: {}\n  limits: {memoryMiB: 128, wallMs: 30000}\n",
-        ),
+        worker_yaml(name, host, WORKER, &binding),
         worker_yaml(
             "neighbour",
             "n.test",
@@ -265,8 +268,15 @@ async fn bombs_and_large_resizes_leave_the_neighbour_answering() {
     let port = free_port().unwrap();
     let mut dev = Dev::workers(dir.path(), port, &[]);
     when_ready(&client, &mut dev, port, "n.test", "/").await;
+    neighbour_answers(&client, port, Duration::from_secs(1)).await;
+    (dev, client, port, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bombs_and_large_resizes_leave_the_neighbour_answering() {
+    let (dev, client, port, _dir) =
+        beside_a_neighbour("images", "i.test", "{memoryMiB: 128, wallMs: 30000}").await;
     let bound = Duration::from_secs(1);
-    neighbour_answers(&client, port, bound).await;
 
     // The bomb: info reads its header as Cloudflare's does; a transform is
     // refused from that header, before a pixel is decoded.
@@ -340,6 +350,43 @@ async fn bombs_and_large_resizes_leave_the_neighbour_answering() {
     eprintln!(
         "large resize: {heavy_took:?}; neighbour answered {} times during it, slowest {slowest:?}",
         during.len()
+    );
+    neighbour_answers(&client, port, bound).await;
+    assert!(dev.interrupt().success());
+}
+
+/// A transform's CPU time is the request's, as Web Crypto's offloaded work
+/// is: a Worker whose `cpuMs` is less than a large resize costs ends as
+/// `cpu_limit` when the time is charged, and answers again after; the
+/// neighbour on the same thread answers before, during and after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transform_past_the_worker_s_cpu_limit_ends_its_request() {
+    let (dev, client, port, _dir) =
+        beside_a_neighbour("greedy", "g.test", "{cpuMs: 100, wallMs: 30000}").await;
+    let bound = Duration::from_secs(1);
+
+    let large = picture(2000, 2000, ImageFormat::Png);
+    let steps = urlencode(r#"[{"width":3000,"height":3000,"fit":"squeeze","blur":40}]"#);
+    let path = format!("/t?f=image/png&t={steps}");
+    let heavy = {
+        let client = client.clone();
+        tokio::spawn(async move { post(&client, port, "g.test", &path, &large).await })
+    };
+    let mut during = 0;
+    while !heavy.is_finished() {
+        neighbour_answers(&client, port, bound).await;
+        during += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, _, body) = heavy.await.unwrap();
+    let body = String::from_utf8_lossy(&body);
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("CPU time limit of 100 ms"), "{body}");
+    assert!(during >= 1, "the neighbour was not asked during the resize");
+    // The Worker answers again (a new isolate).
+    assert_eq!(
+        request(&client, port, "g.test", "/ping").await.unwrap(),
+        (200, "pong".to_owned())
     );
     neighbour_answers(&client, port, bound).await;
     assert!(dev.interrupt().success());

@@ -8,28 +8,24 @@
 //! 100 megapixels, Cloudflare's limit) and the largest area the transforms
 //! reach are checked, and that many pixels (4 bytes each, source and
 //! result) plus the input are charged to the Worker's memory budget until
-//! the work is done. The work then runs on tokio's blocking pool, at most
-//! one transform per core at once across the process, so the engine thread
-//! goes on running other Workers; a transform that takes longer than
-//! [`TRANSFORM_TIME_LIMIT`] is answered with an error (its work, bounded
-//! by the area, finishes on the pool and is dropped). Errors are resolved
-//! as `[code, message]`, which the JavaScript throws as an `ImagesError`.
+//! the work is done. The work then runs on the engine's offload pool as Web
+//! Crypto's does (`isolane_web::offload`): one transform at a time per
+//! isolate, at most one per core in the engine and half of them for one
+//! namespace, its CPU time charged to the request, which ends as
+//! `cpu_limit` past its budget; the transform asks between steps (decode,
+//! each transform, encode) whether the budget is spent. Errors are
+//! resolved as `[code, message]`, which the JavaScript throws as an
+//! `ImagesError`.
 
 mod work;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
-use isolane_engine::api::{HostError, HostState, Reservation, Settle, Settlement, Unit};
-use isolane_engine::api::{begin_op, js_string, u8_array};
+use isolane_engine::api::{HostState, Reservation, Settle, Settlement, Unit};
+use isolane_engine::api::{js_string, u8_array};
+use isolane_web::offload::{self, Slot};
 
 use work::{ImagesFailure, Info, Output, Transform};
-
-/// The longest a transform may take, its turn in the pool included.
-const TRANSFORM_TIME_LIMIT: Duration = Duration::from_secs(10);
 
 /// `env.NAME` for an Images binding.
 pub(crate) fn unit() -> Unit {
@@ -37,17 +33,21 @@ pub(crate) fn unit() -> Unit {
         .js(&["37_images.js"])
         .function("imagesInfo", images_info)
         .function("imagesTransform", images_transform)
+        .state::<ImagesState>()
 }
 
-/// Transforms running at once in the process: one per core.
-fn pool_slots() -> Arc<tokio::sync::Semaphore> {
-    static SLOTS: OnceLock<Arc<tokio::sync::Semaphore>> = OnceLock::new();
-    SLOTS
-        .get_or_init(|| {
-            let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-            Arc::new(tokio::sync::Semaphore::new(cores))
-        })
-        .clone()
+/// The unit's per-isolate state: its offload slot (one transform at a
+/// time for one isolate).
+struct ImagesState {
+    slot: Slot,
+}
+
+impl Default for ImagesState {
+    fn default() -> Self {
+        Self {
+            slot: offload::slot(),
+        }
+    }
 }
 
 /// `[code, text]` for JavaScript: 0 and `text` on success.
@@ -143,53 +143,15 @@ fn plan(bytes: &[u8], transforms: &str) -> Result<(Vec<Transform>, usize), Image
     Ok((transforms, charge.saturating_add(bytes.len())))
 }
 
-/// The work on the blocking pool, in its turn, within the time limit.
-async fn run(
-    bytes: Vec<u8>,
-    transforms: Vec<Transform>,
-    output: Output,
-    charge: Reservation,
-) -> Transformed {
-    let Ok(_slot) = pool_slots().acquire_owned().await else {
-        return Transformed(Err(ImagesFailure::new(
-            9523,
-            "ERROR: the image pool is closed",
-        )));
-    };
-    let job = tokio::task::spawn_blocking(move || {
-        let done = work::transform(&bytes, &transforms, &output);
-        drop(charge);
-        done
-    });
-    match tokio::time::timeout(TRANSFORM_TIME_LIMIT, job).await {
-        Ok(Ok(done)) => Transformed(done),
-        Ok(Err(error)) => {
-            tracing::warn!(%error, "images: a transform failed on the blocking pool");
-            Transformed(Err(ImagesFailure::new(
-                9523,
-                "ERROR: Internal Images binding error",
-            )))
-        }
-        Err(_) => Transformed(Err(ImagesFailure::new(
-            9523,
-            format!(
-                "ERROR: the transform took longer than {} s",
-                TRANSFORM_TIME_LIMIT.as_secs()
-            ),
-        ))),
-    }
-}
-
-/// The transform's future: its work when the plan passes and its charge
-/// fits, else its error. `None` when the isolate is at its memory limit
-/// (it is being terminated).
-fn start(
+/// The transforms and their memory charged, when the plan passes and the
+/// charge fits, else the binding's error. `None` when the isolate is at
+/// its memory limit (it is being terminated).
+fn reserve(
     host: &HostState,
-    bytes: Vec<u8>,
+    bytes: &[u8],
     transforms: &str,
-    output: Output,
-) -> Option<Pin<Box<dyn Future<Output = Transformed>>>> {
-    let planned = plan(&bytes, transforms).and_then(|(transforms, charge)| {
+) -> Option<Result<(Vec<Transform>, Reservation), ImagesFailure>> {
+    let planned = plan(bytes, transforms).and_then(|(transforms, charge)| {
         // Asked without stopping the Worker: an image too large for what
         // its limit leaves is the binding's error, which it can handle.
         if host.memory().would_fit(charge) {
@@ -205,12 +167,20 @@ fn start(
         }
     });
     Some(match planned {
-        Ok((transforms, charge)) => {
-            let charge = Reservation::new(host.memory(), charge).ok()?;
-            Box::pin(run(bytes, transforms, output, charge))
-        }
-        Err(error) => Box::pin(std::future::ready(Transformed(Err(error)))),
+        Ok((transforms, charge)) => Ok((transforms, Reservation::new(host.memory(), charge).ok()?)),
+        Err(error) => Err(error),
     })
+}
+
+/// A promise resolved now with the binding's error.
+fn refused<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    error: &ImagesFailure,
+) -> Option<v8::Local<'s, v8::Promise>> {
+    let resolver = v8::PromiseResolver::new(scope)?;
+    let value = failure(scope, error)?;
+    resolver.resolve(scope, value)?;
+    Some(resolver.get_promise(scope))
 }
 
 host_fn! {
@@ -229,22 +199,20 @@ fn images_transform<'s>(
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let quality = (quality >= 1.0).then(|| quality.min(100.0) as u8);
     let output = Output { format, quality };
-    let early: Result<_, HostError> = Ok(start(&host, bytes, &transforms, output)?);
-    let (resolver, promise, work) = match begin_op(scope, early)? {
-        Ok(begun) => begun,
-        Err(rejected) => return Some(rejected),
+    let (transforms, charge) = match reserve(&host, &bytes, &transforms)? {
+        Ok(reserved) => reserved,
+        Err(error) => return refused(scope, &error),
     };
-    let resolver = v8::Global::new(scope, resolver);
-    let ctx = host.current();
-    let op = host.add_op(ctx, resolver);
-    let me = host.turns();
-    let task = tokio::task::spawn_local(async move {
-        let done = work.await;
-        if let Some(isolate) = me.upgrade() {
-            isolate.settle(op, Settlement::custom(done));
-        }
-    });
-    host.set_op_task(op, task.abort_handle());
-    Some(promise)
+    let slot = host.state::<ImagesState>()?.slot.clone();
+    let work = move |stop: &isolane_engine::api::Stop| {
+        let done = work::transform(&bytes, &transforms, &output, stop);
+        drop(charge);
+        done
+    };
+    offload::spawn(scope, slot, work, |done| {
+        Settlement::custom(Transformed(done.unwrap_or_else(|| {
+            Err(ImagesFailure::new(9523, "ERROR: Internal Images binding error"))
+        })))
+    })
 }
 }

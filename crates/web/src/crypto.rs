@@ -13,7 +13,6 @@ pub mod params;
 pub mod subtle;
 
 use std::rc::Rc;
-use std::sync::Arc;
 
 use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha384, Sha512};
@@ -46,13 +45,13 @@ pub(crate) fn unit() -> Unit {
 /// The crypto unit's per-isolate state.
 pub struct CryptoState {
     /// One expensive operation at a time per isolate (see `offload.rs`).
-    pub offload: Arc<tokio::sync::Semaphore>,
+    pub offload: crate::offload::Slot,
 }
 
 impl Default for CryptoState {
     fn default() -> Self {
         Self {
-            offload: Arc::new(tokio::sync::Semaphore::new(1)),
+            offload: crate::offload::slot(),
         }
     }
 }

@@ -26,6 +26,7 @@ extern crate isolane_engine;
 mod compression;
 pub mod crypto;
 mod html_rewriter;
+pub mod offload;
 
 use isolane_engine::Family;
 use isolane_engine::api::Unit;

@@ -6,6 +6,7 @@
 use std::io::Cursor;
 
 use image::{DynamicImage, ImageFormat, ImageReader, imageops::FilterType};
+use isolane_engine::api::Stop;
 use serde::Deserialize;
 
 /// Cloudflare's bound on an input's area: 100 megapixels. Checked from the
@@ -393,6 +394,7 @@ pub(crate) fn transform(
     bytes: &[u8],
     transforms: &[Transform],
     output: &Output,
+    stop: &Stop,
 ) -> Result<(Vec<u8>, &'static str), ImagesFailure> {
     let (mime, format) = output_format(&output.format)?;
     let reader = ImageReader::new(Cursor::new(bytes))
@@ -420,9 +422,23 @@ pub(crate) fn transform(
     reader.limits(limits);
     let mut image = reader.decode().map_err(bad_input)?;
     for t in transforms {
+        stopped(stop)?;
         image = apply(image, t)?;
     }
+    stopped(stop)?;
     encode(image, format, output.quality).map(|bytes| (bytes, mime))
+}
+
+/// Between steps: the request's CPU budget spent (the request then ends
+/// as `cpu_limit` when the time is charged) or the request gone.
+fn stopped(stop: &Stop) -> Result<(), ImagesFailure> {
+    if stop.now() {
+        return Err(ImagesFailure::new(
+            9523,
+            "ERROR: the Worker's CPU time ran out during the transform",
+        ));
+    }
+    Ok(())
 }
 
 fn encode(
@@ -456,7 +472,28 @@ fn encode(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
     use super::*;
+
+    /// A stop that never fires within a test.
+    fn go() -> Stop {
+        Stop::for_request(Arc::new(AtomicBool::new(false)), Duration::from_secs(600))
+    }
+
+    #[test]
+    fn a_spent_budget_stops_the_transform_between_steps() {
+        let gone = Stop::for_request(Arc::new(AtomicBool::new(true)), Duration::from_secs(600));
+        let output = Output {
+            format: "image/png".into(),
+            quality: None,
+        };
+        let error =
+            transform(&png(8, 8), &[t(Some(4.0), None, "contain")], &output, &gone).unwrap_err();
+        assert_eq!(error.code, 9523, "{error}");
+    }
 
     fn png(w: u32, h: u32) -> Vec<u8> {
         let image =
@@ -508,6 +545,7 @@ mod tests {
             &png(40, 20),
             &[rotate, t(Some(10.0), None, "contain")],
             &output,
+            &go(),
         )
         .unwrap();
         assert_eq!(mime, "image/webp");
@@ -563,7 +601,7 @@ mod tests {
             format: "image/png".into(),
             quality: None,
         };
-        let error = transform(&bomb, &[], &output).unwrap_err();
+        let error = transform(&bomb, &[], &output, &go()).unwrap_err();
         assert_eq!(error.code, 9413, "{error}");
         assert_eq!(
             peak_pixels(10, 10, &[t(Some(1000.0), Some(1000.0), "squeeze")]).unwrap(),
