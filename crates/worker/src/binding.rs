@@ -391,22 +391,13 @@ pub fn check<'a>(
     Ok(())
 }
 
-/// A dispatch namespace binding: of that kind only, a valid namespace, no
+/// A dispatch namespace binding: a valid namespace, no
 /// outbound Worker (not built yet).
 fn check_dispatch(
     binding: &Binding,
     dispatch: &DispatchNamespaceBinding,
 ) -> Result<(), BindingError> {
     let name = || binding.name.clone();
-    if binding.kv_namespace.is_some()
-        || binding.durable_object.is_some()
-        || binding.service.is_some()
-        || binding.queue.is_some()
-        || binding.d1.is_some()
-        || binding.images.is_some()
-    {
-        return Err(BindingError::Kind { name: name() });
-    }
     if !is_namespace_name(&dispatch.namespace) {
         return Err(BindingError::InvalidDispatchNamespace {
             name: name(),
@@ -419,18 +410,8 @@ fn check_dispatch(
     Ok(())
 }
 
-/// A queue producer binding: of that kind only, a valid queue name.
+/// A queue producer binding: a valid queue name.
 fn check_queue(binding: &Binding, queue: &QueueBinding) -> Result<(), BindingError> {
-    if binding.kv_namespace.is_some()
-        || binding.durable_object.is_some()
-        || binding.service.is_some()
-        || binding.d1.is_some()
-        || binding.images.is_some()
-    {
-        return Err(BindingError::Kind {
-            name: binding.name.clone(),
-        });
-    }
     if !is_queue_name(&queue.name) {
         return Err(BindingError::InvalidQueue {
             name: binding.name.clone(),
@@ -453,41 +434,39 @@ pub fn d1_on_a_cluster(bindings: &[Binding]) -> Result<(), String> {
     }
 }
 
-/// A D1 binding: the only kind it has, and its database's name.
+/// A D1 binding: its database's name.
 fn check_d1(binding: &Binding, d1: &D1Binding) -> Result<(), BindingError> {
-    let name = || binding.name.clone();
-    if binding.kv_namespace.is_some()
-        || binding.durable_object.is_some()
-        || binding.service.is_some()
-        || binding.images.is_some()
-    {
-        return Err(BindingError::Kind { name: name() });
-    }
     if !is_database_name(&d1.database) {
         return Err(BindingError::InvalidDatabase {
-            name: name(),
+            name: binding.name.clone(),
             database: d1.database.clone(),
         });
     }
     Ok(())
 }
 
-/// An Images binding: of that kind only (it has no fields).
-fn check_images(binding: &Binding) -> Result<(), BindingError> {
-    if binding.kv_namespace.is_some()
-        || binding.durable_object.is_some()
-        || binding.service.is_some()
-    {
-        return Err(BindingError::Kind {
-            name: binding.name.clone(),
-        });
-    }
-    Ok(())
+/// How many kinds a binding has (one, when it is valid).
+fn kinds(binding: &Binding) -> usize {
+    [
+        binding.kv_namespace.is_some(),
+        binding.durable_object.is_some(),
+        binding.service.is_some(),
+        binding.dispatch_namespace.is_some(),
+        binding.queue.is_some(),
+        binding.d1.is_some(),
+        binding.images.is_some(),
+    ]
+    .into_iter()
+    .filter(|has| *has)
+    .count()
 }
 
 /// The one kind a binding has, and its fields.
 fn check_kind(binding: &Binding) -> Result<(), BindingError> {
     let name = || binding.name.clone();
+    if kinds(binding) != 1 {
+        return Err(BindingError::Kind { name: name() });
+    }
     if let Some(dispatch) = &binding.dispatch_namespace {
         return check_dispatch(binding, dispatch);
     }
@@ -498,12 +477,9 @@ fn check_kind(binding: &Binding) -> Result<(), BindingError> {
         return check_d1(binding, d1);
     }
     if binding.images.is_some() {
-        return check_images(binding);
+        return Ok(());
     }
     if let Some(service) = &binding.service {
-        if binding.kv_namespace.is_some() || binding.durable_object.is_some() {
-            return Err(BindingError::Kind { name: name() });
-        }
         return check_service(&binding.name, service);
     }
     match (&binding.kv_namespace, &binding.durable_object) {
