@@ -20,8 +20,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
-use isolane_engine::api::begin_op;
-use isolane_engine::api::{ErrorClass, HostError, HostState, Settle, Settlement, Stop, Unit};
+use isolane_engine::api::spawn_op;
+use isolane_engine::api::{ErrorClass, HostError, HostState, Settle, Stop, Unit};
 use isolane_storage::sql::{ObjectDatabase, SqlError, SqlParam};
 use isolane_storage::{D1Database, Store, StoreError};
 
@@ -120,33 +120,6 @@ impl Settle for Settled {
     }
 }
 
-/// A promise for `work` (rejected at once with `early`'s error), an op of
-/// the calling request.
-fn spawn<'s, F>(
-    scope: &mut v8::PinScope<'s, '_>,
-    host: &HostState,
-    early: Result<F, HostError>,
-) -> Option<v8::Local<'s, v8::Promise>>
-where
-    F: Future<Output = Settled> + 'static,
-{
-    let (resolver, promise, work) = match begin_op(scope, early)? {
-        Ok(begun) => begun,
-        Err(rejected) => return Some(rejected),
-    };
-    let resolver = v8::Global::new(scope, resolver);
-    let op = host.add_op(host.current(), resolver);
-    let me = host.turns();
-    let task = tokio::task::spawn_local(async move {
-        let settled = work.await;
-        if let Some(isolate) = me.upgrade() {
-            isolate.settle(op, Settlement::custom(settled));
-        }
-    });
-    host.set_op_task(op, task.abort_handle());
-    Some(promise)
-}
-
 host_fn! {
 /// `d1Open(binding)` → Promise: the binding's database open in this
 /// isolate (from the store's log the first time this process uses it).
@@ -161,7 +134,7 @@ fn d1_open<'s>(
             Err(error) => Settled::Failed(store_error(error)),
         }
     });
-    spawn(scope, &host, early)
+    spawn_op(scope, &host, early, false)
 }
 }
 
@@ -182,7 +155,7 @@ fn d1_flush<'s>(
             }
         })
     });
-    spawn(scope, &host, early)
+    spawn_op(scope, &host, early, false)
 }
 }
 

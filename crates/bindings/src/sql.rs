@@ -23,7 +23,7 @@ use std::rc::Rc;
 use isolane_engine::api::{
     ErrorClass, HostError, HostState, IdMap, Reservation, Settle, Stop, Unit,
 };
-use isolane_engine::api::{object_store_error, object_target, spawn_object_op};
+use isolane_engine::api::{object_store_error, object_target, spawn_op};
 use isolane_storage::SqlAppend;
 use isolane_storage::sql::{ObjectDatabase, SqlError};
 
@@ -134,7 +134,8 @@ fn sql_open<'s>(
             Err(_) => Settled::Failed(HostError::new(ErrorClass::Error, "opening the SQL database failed")),
         }
     });
-    spawn_object_op(scope, &host, early)
+    // Detached, as every op of an object's storage.
+    spawn_op(scope, &host, early, true)
 }
 }
 
@@ -229,7 +230,8 @@ fn sql_flush<'s>(
             }
         })
     });
-    spawn_object_op(scope, &host, early)
+    // Detached, as every op of an object's storage.
+    spawn_op(scope, &host, early, true)
 }
 }
 

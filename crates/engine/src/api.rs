@@ -16,7 +16,7 @@ pub use crate::host::memory::fits;
 pub use crate::host::state::{holder, set};
 pub use crate::host::{
     HostState, IsolateTurns, Settle, Settlement, array_buffer, begin_op, js_string, new_promise,
-    u8_array, value_string, view_bytes,
+    spawn_op, u8_array, value_string, view_bytes,
 };
 pub use crate::unit::{Family, Gate, RequestResources, Unit};
 pub use crate::watchdog::{Stop, Tripwire};
@@ -51,9 +51,7 @@ pub mod net {
 /// (`isolane-bindings`' SQL storage).
 /// Its detached ops (they outlive the request that started them: an
 /// object is shared by requests) and the errors they reject with.
-pub use crate::host::durable_object::{
-    spawn as spawn_object_op, store_error as object_store_error, target as object_target,
-};
+pub use crate::host::durable_object::{store_error as object_store_error, target as object_target};
 
 /// The message of a `TypeError` for a request past its subrequest limit.
 pub use crate::host::fetch::too_many;

@@ -61,7 +61,8 @@ pub(crate) use headers::{HeaderNames, header_array, header_block, header_map, le
 pub(crate) use memory::fits as memory_fits;
 pub use state::{HostState, IsolateTurns, Settle, Settlement};
 pub use value::{
-    arg_string, array_buffer, begin_op, js_string, new_promise, u8_array, value_string, view_bytes,
+    arg_string, array_buffer, begin_op, js_string, new_promise, spawn_op, u8_array, value_string,
+    view_bytes,
 };
 
 /// The core's units and the Web APIs it still holds, in the order their

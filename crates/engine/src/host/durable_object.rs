@@ -20,7 +20,7 @@ use isolane_storage::{ObjectError, ObjectList, ObjectScope, ObjectWrite, StoreEr
 use sha2::{Digest as _, Sha256};
 
 use super::error::{ErrorClass, HostError};
-use super::{HostState, Settle, Settlement, begin_op, js_string, u8_array};
+use super::{HostState, Settle, js_string, spawn_op, u8_array};
 use crate::memory::Reservation;
 
 /// What a storage op settles with.
@@ -140,36 +140,6 @@ pub fn target(
     ))
 }
 
-/// Returns a promise for `work` (rejected at once with `early`'s error),
-/// a detached op of the isolate (an object's storage op, whatever API's).
-pub fn spawn<'s, F, S>(
-    scope: &mut v8::PinScope<'s, '_>,
-    host: &HostState,
-    early: Result<F, HostError>,
-) -> Option<v8::Local<'s, v8::Promise>>
-where
-    F: Future<Output = S> + 'static,
-    S: Settle + 'static,
-{
-    let (resolver, promise, work) = match begin_op(scope, early)? {
-        Ok(begun) => begun,
-        Err(rejected) => return Some(rejected),
-    };
-    let resolver = v8::Global::new(scope, resolver);
-    // Detached: an object is shared by requests, and a request may await
-    // (through the object) an op another one started and then ended.
-    let op = host.add_detached_op(host.current(), resolver);
-    let me = host.me.clone();
-    let task = tokio::task::spawn_local(async move {
-        let settled = work.await;
-        if let Some(isolate) = me.upgrade() {
-            isolate.settle(op, Settlement::custom(settled));
-        }
-    });
-    host.set_op_task(op, task.abort_handle());
-    Some(promise)
-}
-
 host_fn! {
 /// `objectIdFromName(binding, name)`: the same id for the same name, in
 /// this namespace and class.
@@ -258,7 +228,7 @@ pub(super) fn object_get<'s>(
             Err(error) => failed(error),
         }
     });
-    spawn(scope, &host, early)
+    spawn_op(scope, &host, early, true)
 }
 }
 
@@ -305,7 +275,7 @@ pub(super) fn object_take<'s>(
             Err(error) => failed(error),
         }
     });
-    spawn(scope, &host, early)
+    spawn_op(scope, &host, early, true)
 }
 }
 
@@ -351,7 +321,7 @@ pub(super) fn object_write<'s>(
             Err(error) => failed(error),
         }
     });
-    spawn(scope, &host, early)
+    spawn_op(scope, &host, early, true)
 }
 }
 
@@ -386,7 +356,7 @@ pub(super) fn object_list<'s>(
             Err(error) => failed(error),
         }
     });
-    spawn(scope, &host, early)
+    spawn_op(scope, &host, early, true)
 }
 }
 
@@ -405,7 +375,7 @@ pub(super) fn object_get_alarm<'s>(
             Err(error) => failed(error),
         }
     });
-    spawn(scope, &host, early)
+    spawn_op(scope, &host, early, true)
 }
 }
 
@@ -440,7 +410,7 @@ pub(super) fn object_set_alarm<'s>(
             Err(error) => failed(error),
         }
     });
-    spawn(scope, &host, early)
+    spawn_op(scope, &host, early, true)
 }
 }
 
@@ -451,7 +421,7 @@ pub(super) fn object_next_turn<'s>(
     scope,
     host: Rc<HostState>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
-    spawn(scope, &host, Ok(async { Settled::Done }))
+    spawn_op(scope, &host, Ok(async { Settled::Done }), true)
 }
 }
 
@@ -466,10 +436,11 @@ pub(super) fn object_idle_timer<'s>(
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let idle = host.thread.config.object_idle;
     let ms = i64::try_from(idle.as_millis()).unwrap_or(i64::MAX);
-    spawn(scope, &host, Ok(async move {
+    let idled = async move {
         tokio::time::sleep(idle).await;
         Settled::Millis(ms)
-    }))
+    };
+    spawn_op(scope, &host, Ok(idled), true)
 }
 }
 

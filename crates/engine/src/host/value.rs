@@ -119,6 +119,41 @@ pub fn begin_op<'s, F>(
     })
 }
 
+/// Returns a promise for `work` (rejected at once with `early`'s error),
+/// settled with what `work` returns: an op of the calling request, or of
+/// the isolate when `detached` (an object's storage op, which a request may
+/// await after the request that began it has ended).
+pub fn spawn_op<'s, F, S>(
+    scope: &mut v8::PinScope<'s, '_>,
+    host: &HostState,
+    early: Result<F, super::error::HostError>,
+    detached: bool,
+) -> Option<v8::Local<'s, v8::Promise>>
+where
+    F: std::future::Future<Output = S> + 'static,
+    S: super::Settle + 'static,
+{
+    let (resolver, promise, work) = match begin_op(scope, early)? {
+        Ok(begun) => begun,
+        Err(rejected) => return Some(rejected),
+    };
+    let resolver = v8::Global::new(scope, resolver);
+    let op = if detached {
+        host.add_detached_op(host.current(), resolver)
+    } else {
+        host.add_op(host.current(), resolver)
+    };
+    let me = host.turns();
+    let task = tokio::task::spawn_local(async move {
+        let settled = work.await;
+        if let Some(isolate) = me.upgrade() {
+            isolate.settle(op, super::Settlement::custom(settled));
+        }
+    });
+    host.set_op_task(op, task.abort_handle());
+    Some(promise)
+}
+
 /// A pending promise whose resolver the host keeps until its op settles.
 pub fn new_promise<'s>(
     scope: &mut v8::PinScope<'s, '_>,
