@@ -13,6 +13,7 @@ mod code;
 pub mod d1;
 pub mod keys;
 mod queues;
+pub mod r2;
 pub mod spec;
 
 use std::collections::BTreeMap;
@@ -179,6 +180,9 @@ pub struct Config {
     /// `d1_databases` (`docs/d1.md`).
     #[serde(default)]
     pub d1_databases: Vec<d1::D1Config>,
+    /// `r2_buckets` (`docs/r2.md`).
+    #[serde(default)]
+    pub r2_buckets: Vec<r2::R2Config>,
     /// `[images] binding = "NAME"` (`docs/images.md`).
     #[serde(default)]
     pub images: Option<ImagesConfig>,

@@ -100,7 +100,7 @@ fn each_unsupported_key_is_one_line_and_nothing_is_deployed() {
     std::fs::write(
         dir.path().join("wrangler.toml"),
         "name = 'a'\nmain = 'index.js'\nfrobnicate = 1\n\
-         r2_buckets = [{ binding = 'B', bucket_name = 'b' }]\n\
+         vectorize = [{ binding = 'B', index_name = 'b' }]\n\
          [assets]\ndirectory = 'public'\n\
          [[migrations]]\ntag = 'v1'\nrenamed_classes = [{ from = 'Room', to = 'Hall' }]\n\
          [env.staging]\nd1_databases = [{ binding = 'DB', database_name = 'db' }]\n",
@@ -115,7 +115,7 @@ fn each_unsupported_key_is_one_line_and_nothing_is_deployed() {
         lines,
         [
             "wrangler.toml: frobnicate: not supported: not a wrangler key Isolane knows",
-            "wrangler.toml: r2_buckets: not supported: this binding kind is not supported yet",
+            "wrangler.toml: vectorize: not supported: this binding kind is not supported yet",
             "wrangler.toml: migrations[0].renamed_classes: not supported: a class's objects cannot be renamed yet",
             "wrangler.toml: env.staging.d1_databases: not supported: D1 bindings run in isolane dev only for now: a cluster does not serve them yet (docs/d1.md)",
             "isolane deploy: wrangler.toml: 4 key(s) cannot be deployed (above)",

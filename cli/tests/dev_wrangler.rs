@@ -24,7 +24,7 @@ compatibility_date = "2026-08-04"
 rules = [{ type = "Text", globs = ["**/*.md"], fallthrough = true }]
 kv_namespaces = [{ binding = "NOTES", id = "notes" }]
 limits = { cpu_ms = 200 }
-r2_buckets = [{ binding = "FILES", bucket_name = "files" }]
+vectorize = [{ binding = "FILES", index_name = "files" }]
 services = [{ binding = "SELF", service = "notes", entrypoint = "Notes", props = { from = "wrangler" } }]
 
 [triggers]
@@ -135,7 +135,7 @@ async fn dev_in_a_wrangler_folder_serves_its_vars_rules_kv_cron_and_dev_vars() {
     assert_eq!(tick, "* * * * * *");
     let log = dev.log();
     assert!(
-        log.contains("r2_buckets") && log.contains("wrangler key not supported"),
+        log.contains("vectorize") && log.contains("wrangler key not supported"),
         "{log}"
     );
     assert!(dev.interrupt().success());

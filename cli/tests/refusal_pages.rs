@@ -281,6 +281,7 @@ fn bundle(revision: &str) -> WorkerBundle {
         queues: Default::default(),
         d1: Default::default(),
         images: Default::default(),
+        r2: Default::default(),
         queue_consumers: Default::default(),
         limits: Limits {
             cpu_ms: 50,

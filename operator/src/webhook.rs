@@ -6,7 +6,8 @@
 //!   or naming a hosting Worker by anything but a name
 //!   (`isolane_worker::check_bindings`);
 //! - a D1 binding (`isolane_worker::d1_on_a_cluster`: D1 runs in
-//!   `isolane dev` only for now);
+//!   `isolane dev` only for now), an R2 binding likewise
+//!   (`isolane_worker::r2_on_a_cluster`);
 //! - `spec.queueConsumers` out of bounds, consuming a queue twice or naming
 //!   its own queue as dead-letter queue (`isolane_worker::queue::check_consumers`);
 //! - a queue another Worker of the namespace consumes already
@@ -116,6 +117,9 @@ fn spec_problems(spec: &WorkerSpec) -> Vec<String> {
         problems.push(format!("spec.bindings: {error}"));
     }
     if let Err(error) = isolane_worker::d1_on_a_cluster(&spec.bindings) {
+        problems.push(format!("spec.bindings: {error}"));
+    }
+    if let Err(error) = isolane_worker::r2_on_a_cluster(&spec.bindings) {
         problems.push(format!("spec.bindings: {error}"));
     }
     if let Err(error) = isolane_worker::queue::check_consumers(&spec.queue_consumers) {
@@ -599,6 +603,22 @@ mod tests {
         assert!(!allowed);
         assert!(
             message.contains("service.name \"team-b/auth\" names another namespace"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn rejects_an_r2_binding_until_a_cluster_serves_r2() {
+        use isolane_worker::Binding;
+        let index = WorkerIndex::default();
+        let mut w = worker("shop", "export default {}", &[]);
+        w.spec.bindings = vec![Binding::r2("FILES", "uploads")];
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        assert!(!allowed);
+        assert!(
+            message.contains(
+                "spec.bindings: binding \"FILES\": R2 bindings run in isolane dev only for now: a cluster does not serve them yet (docs/r2.md)"
+            ),
             "{message}"
         );
     }

@@ -367,6 +367,19 @@ fn d1(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeMap<String
         .collect()
 }
 
+/// The R2 bindings of `bindings`: name to bucket.
+fn r2(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeMap<String, String> {
+    bindings
+        .iter()
+        .filter_map(|binding| {
+            Some((
+                binding.name.clone(),
+                binding.r2_bucket.as_ref()?.bucket.clone(),
+            ))
+        })
+        .collect()
+}
+
 /// The names of the Images bindings of `bindings`.
 fn images(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeSet<String> {
     bindings
@@ -428,6 +441,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         queues: queues(&bundle.bindings),
         d1: d1(&bundle.bindings),
         images: images(&bundle.bindings),
+        r2: r2(&bundle.bindings),
         queue_consumers: bundle.queue_consumers,
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,

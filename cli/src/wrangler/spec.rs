@@ -264,6 +264,7 @@ fn bindings(
     }
     super::queues::producers(config, problems, &mut bindings);
     super::d1::bindings(config, problems, &mut bindings);
+    super::r2::bindings(config, problems, &mut bindings);
     if let Some(images) = &config.images {
         bindings.push(Binding::images(&images.binding));
     }

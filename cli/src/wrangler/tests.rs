@@ -14,7 +14,7 @@ name = "shop"
 main = "src/index.js"
 compatibility_date = "2026-08-04"
 compatibility_flags = ["nodejs_compat"]
-r2_buckets = [{ binding = "B", bucket_name = "b" }]
+vectorize = [{ binding = "B", index_name = "b" }]
 
 [vars]
 GREETING = "hi"
@@ -48,7 +48,7 @@ fn the_top_level_is_read_with_json_vars_as_json() {
     let keys: Vec<_> = project.problems.iter().map(|p| p.to_string()).collect();
     assert_eq!(
         keys,
-        ["r2_buckets: not supported: this binding kind is not supported yet"]
+        ["vectorize: not supported: this binding kind is not supported yet"]
     );
 }
 
@@ -73,7 +73,7 @@ fn an_environment_inherits_what_wrangler_inherits_and_no_bindings() {
         "bindings are not inherited"
     );
     let keys: Vec<_> = project.problems.iter().map(|p| p.key.as_str()).collect();
-    assert_eq!(keys, ["r2_buckets", "env.staging.workflows"]);
+    assert_eq!(keys, ["vectorize", "env.staging.workflows"]);
 }
 
 #[test]
@@ -81,7 +81,7 @@ fn an_environment_may_name_itself_and_may_not_set_top_level_keys() {
     let project = project("wrangler.toml", TOML, Some("named")).unwrap();
     assert_eq!(project.config.name.as_deref(), Some("shop-preview"));
     let keys: Vec<_> = project.problems.iter().map(|p| p.key.as_str()).collect();
-    assert_eq!(keys, ["r2_buckets", "env.named.migrations"]);
+    assert_eq!(keys, ["vectorize", "env.named.migrations"]);
     let missing = project_error("wrangler.toml", TOML, Some("prod"));
     assert!(
         missing.ends_with("no environment \"prod\" (env sections: named, staging)"),
@@ -395,5 +395,33 @@ fn d1_databases_map_onto_bindings_by_name_else_id() {
     assert_eq!(
         problems,
         ["d1_databases[2].remote", "d1_databases[3].database_name"]
+    );
+}
+
+#[test]
+fn r2_buckets_map_onto_bindings_and_remote_or_a_jurisdiction_is_refused() {
+    let text = "name = 'a'\nmain = 'i.js'\n\
+        [[r2_buckets]]\nbinding = 'FILES'\nbucket_name = 'files'\npreview_bucket_name = 'files-dev'\n\
+        [[r2_buckets]]\nbinding = 'FAR'\nbucket_name = 'far'\nremote = true\n\
+        [[r2_buckets]]\nbinding = 'EU'\nbucket_name = 'eu-files'\njurisdiction = 'eu'\n\
+        [[r2_buckets]]\nbinding = 'NONE'\n";
+    let project = project("wrangler.toml", text, None).unwrap();
+    let worker = spec::worker(&project).unwrap();
+    assert_eq!(
+        worker.spec.bindings,
+        [
+            isolane_worker::Binding::r2("FILES", "files"),
+            isolane_worker::Binding::r2("FAR", "far"),
+            isolane_worker::Binding::r2("EU", "eu-files"),
+        ]
+    );
+    let problems: Vec<_> = worker.problems.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(
+        problems,
+        [
+            "r2_buckets[1].remote",
+            "r2_buckets[2].jurisdiction",
+            "r2_buckets[3].bucket_name"
+        ]
     );
 }

@@ -70,6 +70,9 @@ pub struct WorkerBundle {
     /// Images bindings (`images: {}`, wrangler's `[images] binding`): their
     /// names (`isolane-bindings`' images unit).
     pub images: BTreeSet<String>,
+    /// R2 bindings (`r2Bucket: {bucket}`): binding name to the bucket of
+    /// the Worker's namespace (`isolane-bindings`' r2 unit).
+    pub r2: BTreeMap<String, String>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
@@ -179,6 +182,7 @@ impl WorkerBundle {
             d1: BTreeMap::new(),
             queue_consumers: Vec::new(),
             images: BTreeSet::new(),
+            r2: BTreeMap::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
             compat: Compat::default(),

@@ -27,6 +27,7 @@ pub(crate) fn bundle(worker_id: &str) -> Arc<WorkerBundle> {
         queues: Default::default(),
         d1: Default::default(),
         images: Default::default(),
+        r2: Default::default(),
         queue_consumers: Default::default(),
         limits: Limits::default(),
         allowed_hosts: Vec::new(),

@@ -315,9 +315,12 @@ fn define_services<'s>(
     }
     // Each queue producer binding: a `Queue` whose sends go to the store
     // (`isolane-bindings`' queue unit, `js/35_queue.js`); each D1 binding
-    // a `D1Database` (its d1 unit, `js/36_d1.js`).
+    // a `D1Database` (its d1 unit, `js/36_d1.js`), each R2 binding an
+    // `R2Bucket` (its r2 unit, `js/38_r2.js`).
     let queues = bundle.queues.keys().map(|b| (b, "queueBinding"));
-    for (binding, make) in queues.chain(bundle.d1.keys().map(|b| (b, "d1Binding"))) {
+    let d1 = bundle.d1.keys().map(|b| (b, "d1Binding"));
+    let r2 = bundle.r2.keys().map(|b| (b, "r2Binding"));
+    for (binding, make) in queues.chain(d1).chain(r2) {
         let name = host::js_string(scope, binding)?;
         let made = call(scope, internal, make, &[name])?;
         target.set(scope, name, made)?;

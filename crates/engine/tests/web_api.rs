@@ -85,6 +85,7 @@ async fn run_all() {
             queues: Default::default(),
             d1: Default::default(),
             images: Default::default(),
+            r2: Default::default(),
             queue_consumers: Default::default(),
             limits: Limits {
                 cpu_ms: 5_000,

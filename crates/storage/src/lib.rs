@@ -35,6 +35,7 @@ mod ops_quota;
 mod postgres;
 pub mod queue;
 mod queue_limits;
+pub mod r2;
 pub mod sql;
 mod sql_store;
 mod sqlite;
@@ -224,6 +225,25 @@ impl Store {
     pub fn with_kv_cache(mut self, bytes: usize) -> Self {
         self.cache = (bytes > 0).then(|| Arc::new(kv::KvCache::new(bytes)));
         self
+    }
+
+    /// Bucket `bucket` of Kubernetes namespace `namespace` ([`r2`]): a
+    /// folder under the SQLite store's (`isolane dev`); a PostgreSQL store
+    /// serves no buckets yet ([`r2::R2Error::NotServed`]). Makes the
+    /// folder: call it off the engine's threads.
+    pub fn r2_bucket(
+        &self,
+        namespace: &str,
+        bucket: &str,
+    ) -> Result<Arc<dyn r2::R2Bucket>, r2::R2Error> {
+        match &self.backend {
+            Backend::Sqlite(folder) => Ok(Arc::new(r2::disk::DiskBucket::new(
+                &folder.dir,
+                namespace,
+                bucket,
+            )?)),
+            Backend::Postgres(_) => Err(r2::R2Error::NotServed),
+        }
     }
 
     /// [`Store::sqlite`], opened now.

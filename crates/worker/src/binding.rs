@@ -25,6 +25,7 @@ use crate::d1::{D1Binding, is_database_name};
 use crate::dispatch::{DispatchNamespaceBinding, is_namespace_name};
 use crate::props::{MAX_PROPS_BYTES, Props};
 use crate::queue::{QueueBinding, is_queue_name};
+use crate::r2::{R2Binding, is_bucket_name};
 
 /// The pattern of a binding's name: a JavaScript identifier made of ASCII
 /// letters, digits and `_` (the same as an `env` name's).
@@ -39,8 +40,8 @@ pub const KV_NAMESPACE_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$";
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) + (has(self.d1) ? 1 : 0) + (has(self.images) ? 1 : 0) == 1",
-        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>} or images: {}"
+        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) + (has(self.d1) ? 1 : 0) + (has(self.images) ? 1 : 0) + (has(self.r2Bucket) ? 1 : 0) == 1",
+        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>}, images: {} or r2Bucket: {bucket: <name>}"
     }
 ]))]
 pub struct Binding {
@@ -98,6 +99,12 @@ pub struct Binding {
     /// transform and encode images on the node (docs/images.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<ImagesBinding>,
+    /// An R2 bucket of the Worker's Kubernetes namespace (wrangler's
+    /// `[[r2_buckets]]`): `env.NAME.get/put/head/delete/list` and
+    /// multipart uploads (docs/r2.md). Workers of one namespace binding the
+    /// same name share it; another namespace's of that name is another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r2_bucket: Option<R2Binding>,
 }
 
 /// `images` of a binding: no settings (`images: {}`).
@@ -183,6 +190,7 @@ impl Binding {
             queue: None,
             d1: None,
             images: None,
+            r2_bucket: None,
         }
     }
 
@@ -202,6 +210,7 @@ impl Binding {
             queue: None,
             d1: None,
             images: None,
+            r2_bucket: None,
         }
     }
 
@@ -225,6 +234,7 @@ impl Binding {
             queue: None,
             d1: None,
             images: None,
+            r2_bucket: None,
         }
     }
 
@@ -243,6 +253,7 @@ impl Binding {
             queue: None,
             d1: None,
             images: None,
+            r2_bucket: None,
         }
     }
 
@@ -257,6 +268,7 @@ impl Binding {
             queue: Some(QueueBinding { name: queue.into() }),
             d1: None,
             images: None,
+            r2_bucket: None,
         }
     }
 
@@ -271,6 +283,7 @@ impl Binding {
             queue: None,
             d1: None,
             images: Some(ImagesBinding {}),
+            r2_bucket: None,
         }
     }
 
@@ -280,6 +293,16 @@ impl Binding {
         binding.kv_namespace = None;
         binding.d1 = Some(D1Binding {
             database: database.into(),
+        });
+        binding
+    }
+
+    /// A binding to R2 bucket `bucket` of the Worker's namespace.
+    pub fn r2(name: impl Into<String>, bucket: impl Into<String>) -> Self {
+        let mut binding = Self::images(name);
+        binding.images = None;
+        binding.r2_bucket = Some(R2Binding {
+            bucket: bucket.into(),
         });
         binding
     }
@@ -323,7 +346,7 @@ pub enum BindingError {
     )]
     InvalidNamespace { name: String, namespace: String },
     #[error(
-        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace, queue, d1 or images"
+        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace, queue, d1, images or r2Bucket"
     )]
     Kind { name: String },
     #[error(
@@ -334,6 +357,10 @@ pub enum BindingError {
         "binding {name:?}: D1 database name {database:?} is invalid (1 to 63 letters, digits, - or _, starting with a letter or digit)"
     )]
     InvalidDatabase { name: String, database: String },
+    #[error(
+        "binding {name:?}: R2 bucket name {bucket:?} is invalid (3 to 63 lowercase letters, digits and -, starting and ending with a letter or digit)"
+    )]
+    InvalidBucket { name: String, bucket: String },
     #[error(
         "binding {name:?}: className {class:?} is not a JavaScript identifier (letters, digits, _ and $, not starting with a digit, at most 128)"
     )]
@@ -434,6 +461,19 @@ pub fn d1_on_a_cluster(bindings: &[Binding]) -> Result<(), String> {
     }
 }
 
+/// The first R2 binding's refusal, when `bindings` has one: a cluster
+/// does not serve them yet ([`crate::r2::NOT_ON_A_CLUSTER`]).
+pub fn r2_on_a_cluster(bindings: &[Binding]) -> Result<(), String> {
+    match bindings.iter().find(|b| b.r2_bucket.is_some()) {
+        Some(binding) => Err(format!(
+            "binding {:?}: {}",
+            binding.name,
+            crate::r2::NOT_ON_A_CLUSTER
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A D1 binding: its database's name.
 fn check_d1(binding: &Binding, d1: &D1Binding) -> Result<(), BindingError> {
     if !is_database_name(&d1.database) {
@@ -455,6 +495,7 @@ fn kinds(binding: &Binding) -> usize {
         binding.queue.is_some(),
         binding.d1.is_some(),
         binding.images.is_some(),
+        binding.r2_bucket.is_some(),
     ]
     .into_iter()
     .filter(|has| *has)
@@ -477,6 +518,15 @@ fn check_kind(binding: &Binding) -> Result<(), BindingError> {
         return check_d1(binding, d1);
     }
     if binding.images.is_some() {
+        return Ok(());
+    }
+    if let Some(r2) = &binding.r2_bucket {
+        if !is_bucket_name(&r2.bucket) {
+            return Err(BindingError::InvalidBucket {
+                name: name(),
+                bucket: r2.bucket.clone(),
+            });
+        }
         return Ok(());
     }
     if let Some(service) = &binding.service {
@@ -624,6 +674,7 @@ mod tests {
             queue: None,
             d1: None,
             images: None,
+            r2_bucket: None,
         };
         let error = check([], &[none]).unwrap_err();
         assert_eq!(error, BindingError::Kind { name: "DO".into() });
@@ -832,5 +883,27 @@ mod tests {
                 })
             );
         }
+    }
+
+    #[test]
+    fn an_r2_binding_names_a_bucket_and_has_no_other_kind() {
+        check([], &[Binding::r2("BUCKET", "photos")]).unwrap();
+        assert_eq!(
+            check([], &[Binding::r2("B", "Photos")]),
+            Err(BindingError::InvalidBucket {
+                name: "B".into(),
+                bucket: "Photos".into()
+            })
+        );
+        let mut both = Binding::r2("B", "photos");
+        both.d1 = Some(D1Binding {
+            database: "db".into(),
+        });
+        assert_eq!(
+            check([], &[both]),
+            Err(BindingError::Kind { name: "B".into() })
+        );
+        assert!(r2_on_a_cluster(&[Binding::r2("B", "photos")]).is_err());
+        assert!(r2_on_a_cluster(&[Binding::d1("D", "db")]).is_ok());
     }
 }

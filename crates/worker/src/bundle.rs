@@ -481,6 +481,10 @@ fn binding_fields(binding: &Binding, field: &mut impl FnMut(&[u8])) {
     if binding.images.is_some() {
         field(b"images");
     }
+    if let Some(r2) = &binding.r2_bucket {
+        field(b"r2Bucket");
+        field(r2.bucket.as_bytes());
+    }
 }
 
 #[cfg(test)]

@@ -61,6 +61,7 @@ mod outcome;
 mod ownership;
 mod props;
 pub mod queue;
+pub mod r2;
 mod route;
 mod secret;
 mod tail;
@@ -69,7 +70,7 @@ pub mod traffic;
 pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, ImagesBinding,
     KV_NAMESPACE_PATTERN, ServiceBinding, check as check_bindings, d1_on_a_cluster,
-    is_kv_namespace, is_worker_name,
+    is_kv_namespace, is_worker_name, r2_on_a_cluster,
 };
 pub use bundle::{
     ArtifactSource, AssetSite, BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION,

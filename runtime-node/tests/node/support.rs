@@ -149,6 +149,7 @@ impl TestNode {
             queues: Default::default(),
             d1: Default::default(),
             images: Default::default(),
+            r2: Default::default(),
             queue_consumers: Default::default(),
             limits,
             allowed_hosts: Vec::new(),
