@@ -70,8 +70,7 @@ pub struct WorkerBundle {
     /// Images bindings (`images: {}`, wrangler's `[images] binding`): their
     /// names (`isolane-bindings`' images unit).
     pub images: BTreeSet<String>,
-    /// R2 bindings (`r2Bucket: {bucket}`): binding name to the bucket of
-    /// the Worker's namespace (`isolane-bindings`' r2 unit).
+    /// R2 bindings (`r2Bucket`): binding name to its namespace's bucket.
     pub r2: BTreeMap<String, String>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact

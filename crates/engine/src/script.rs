@@ -313,10 +313,8 @@ fn define_services<'s>(
         let dispatcher = call(scope, internal, "dispatchBinding", &[name])?;
         target.set(scope, name, dispatcher)?;
     }
-    // Each queue producer binding: a `Queue` whose sends go to the store
-    // (`isolane-bindings`' queue unit, `js/35_queue.js`); each D1 binding
-    // a `D1Database` (its d1 unit, `js/36_d1.js`), each R2 binding an
-    // `R2Bucket` (its r2 unit, `js/38_r2.js`).
+    // Each queue producer binding: a `Queue` (`isolane-bindings`' queue
+    // unit), each D1 binding a `D1Database`, each R2 binding an `R2Bucket`.
     let queues = bundle.queues.keys().map(|b| (b, "queueBinding"));
     let d1 = bundle.d1.keys().map(|b| (b, "d1Binding"));
     let r2 = bundle.r2.keys().map(|b| (b, "r2Binding"));

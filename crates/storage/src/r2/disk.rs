@@ -490,7 +490,7 @@ mod tests {
             Err(R2Error::InvalidPart)
         );
         let object = bucket
-            .complete_upload("big", &id, &[(2, p2), (1, p1)])
+            .complete_upload("big", &id, &[(1, p1), (2, p2)])
             .unwrap();
         assert_eq!(object.size, limits::MIN_PART + 3);
         assert!(object.etag.ends_with("-2"), "{}", object.etag);

@@ -5,17 +5,14 @@ use base64ct::Encoding;
 
 use super::{R2Error, R2List, R2ListOptions, R2Object, limits};
 
-/// The page of `objects` (any order) that `options` asks for, in key
-/// order: at most `limit` objects and delimited prefixes together, from
-/// after `startAfter` or the cursor (the last key of the page before).
-pub(crate) fn page(mut objects: Vec<R2Object>, options: &R2ListOptions) -> Result<R2List, R2Error> {
+/// `options`' limit (at most 100 when metadata is included) and the key
+/// to list from after (`startAfter`, or the cursor when it is later).
+fn bounds(options: &R2ListOptions) -> Result<(usize, Option<String>), R2Error> {
     let limit = match options.limit {
         None => limits::MAX_LIST,
         Some(n) if (1.0..=limits::MAX_LIST as f64).contains(&n) => n as usize,
         Some(_) => return Err(R2Error::InvalidMaxKeys),
     };
-    let http = options.include.iter().any(|i| i == "httpMetadata");
-    let custom = options.include.iter().any(|i| i == "customMetadata");
     let limit = if options.include.is_empty() {
         limit
     } else {
@@ -31,17 +28,25 @@ pub(crate) fn page(mut objects: Vec<R2Object>, options: &R2ListOptions) -> Resul
             start_after = Some(decoded);
         }
     }
-    let prefix = options.prefix.clone().unwrap_or_default();
-    let delimiter = options.delimiter.clone().filter(|d| !d.is_empty());
-    objects
-        .retain(|o| o.key.starts_with(&prefix) && start_after.as_ref().is_none_or(|s| o.key > *s));
-    objects.sort_by(|a, b| a.key.cmp(&b.key));
-    // Rows: an object, or a delimited prefix with the last key under it.
+    Ok((limit, start_after))
+}
+
+/// A page's rows: an object, or a delimited prefix (`Some`) with the last
+/// key under it; at most `limit + 1` (one more says the page is truncated).
+fn rows(
+    objects: Vec<R2Object>,
+    options: &R2ListOptions,
+    prefix: &str,
+    limit: usize,
+) -> Vec<(Option<String>, R2Object)> {
+    let http = options.include.iter().any(|i| i == "httpMetadata");
+    let custom = options.include.iter().any(|i| i == "customMetadata");
+    let delimiter = options.delimiter.as_deref().filter(|d| !d.is_empty());
     let mut rows: Vec<(Option<String>, R2Object)> = Vec::new();
     for mut object in objects {
-        let group = delimiter.as_ref().and_then(|d| {
+        let group = delimiter.and_then(|d| {
             let rest = &object.key[prefix.len()..];
-            rest.find(d.as_str())
+            rest.find(d)
                 .map(|at| format!("{prefix}{}", &rest[..at + d.len()]))
         });
         if let (Some(group), Some((Some(last), row))) = (&group, rows.last_mut())
@@ -61,6 +66,19 @@ pub(crate) fn page(mut objects: Vec<R2Object>, options: &R2ListOptions) -> Resul
         }
         rows.push((group, object));
     }
+    rows
+}
+
+/// The page of `objects` (any order) that `options` asks for, in key
+/// order: at most `limit` objects and delimited prefixes together, from
+/// after `startAfter` or the cursor (the last key of the page before).
+pub(crate) fn page(mut objects: Vec<R2Object>, options: &R2ListOptions) -> Result<R2List, R2Error> {
+    let (limit, start_after) = bounds(options)?;
+    let prefix = options.prefix.clone().unwrap_or_default();
+    objects
+        .retain(|o| o.key.starts_with(&prefix) && start_after.as_ref().is_none_or(|s| o.key > *s));
+    objects.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut rows = rows(objects, options, &prefix, limit);
     let truncated = rows.len() > limit;
     rows.truncate(limit);
     let cursor = truncated
