@@ -32,14 +32,7 @@ mod peer;
 mod support;
 use nix::sys::signal::Signal;
 use serde_json::Value;
-use support::{Dev, HttpClient, client, free_port, request, when_ready};
-
-/// `GET path` from `port` as JSON.
-async fn json(client: &HttpClient, port: u16, path: &str) -> Value {
-    let (status, _, body) = peer::get(client, port, path, &[]).await;
-    assert_eq!(status, 200, "GET {path}: {body}");
-    serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
-}
+use support::{Dev, client, free_port, request, when_ready};
 
 /// `value` with the fields named in the module's doc set to null.
 fn normalized(value: &Value) -> Value {
@@ -66,34 +59,6 @@ fn normalized(value: &Value) -> Value {
         Value::Array(items) => Value::Array(items.iter().map(normalized).collect()),
         other => other.clone(),
     }
-}
-
-/// `isolane dev` in the app's folder, its state in `state`, built with
-/// Node.js 22.
-fn dev_in(app: &Path, port: u16, state: &Path) -> Dev {
-    let node = isolane_testenv::wrangler::node22(&support::repo()).expect("Node.js 22");
-    let envs = [("ISOLANE_NODE", node.as_os_str())];
-    let args = [
-        "--port",
-        &port.to_string(),
-        "--state",
-        state.to_str().unwrap(),
-    ];
-    Dev::start_with(&args, Some(app), &envs)
-}
-
-/// `wrangler dev` in `app` on `port`, its local D1 in `persist` (a fresh
-/// folder: `.wrangler/state` would keep an earlier run's tables); its log
-/// is `app/wrangler.log`, as [`peer::wrangler_dev`]'s.
-fn wrangler_dev(app: &Path, port: u16, persist: &Path) -> isolane_testenv::Process {
-    use isolane_testenv::wrangler;
-    let node = wrangler::node22(&support::repo()).expect("Node.js 22 for wrangler");
-    let js = wrangler::wrangler_js(&support::repo());
-    let mut args = wrangler::dev_args(&js, port, free_port().unwrap());
-    args.extend(["--persist-to".to_owned(), persist.display().to_string()]);
-    let envs = wrangler::OFFLINE_ENV.map(|(name, value)| (name, std::ffi::OsStr::new(value)));
-    let log = app.join("wrangler.log");
-    isolane_testenv::Process::spawn_in("wrangler dev", &node, args, &envs, &log, Some(app)).unwrap()
 }
 
 /// The differences asserted apart (see the module's doc), taken out of
@@ -124,14 +89,14 @@ async fn dev_d1_answers_as_wrangler_dev_does_and_keeps_writes_across_a_kill() {
     let state = tempfile::tempdir().unwrap();
     let client = client();
     let port = free_port().unwrap();
-    let mut dev = dev_in(&app, port, state.path());
+    let mut dev = peer::dev_with_node(&app, port, state.path());
     let wrangler = free_port().unwrap();
-    let _wrangler = wrangler_dev(&app, wrangler, &state.path().join("wrangler"));
+    let _wrangler = peer::wrangler_dev_persisting(&app, wrangler, &state.path().join("wrangler"));
     when_ready(&client, &mut dev, port, "localhost", "/").await;
     peer::wrangler_ready(&client, &app, wrangler, "/").await;
 
-    let mut ours = json(&client, port, "/probe").await;
-    let mut theirs = json(&client, wrangler, "/probe").await;
+    let mut ours = peer::json(&client, port, "/probe").await;
+    let mut theirs = peer::json(&client, wrangler, "/probe").await;
     // The counts Isolane takes from stock SQLite, as they are.
     assert_eq!(ours["run"]["meta"]["rows_written"], 1);
     assert_eq!(ours["all"]["meta"]["rows_read"], 5);
@@ -164,8 +129,8 @@ async fn dev_d1_answers_as_wrangler_dev_does_and_keeps_writes_across_a_kill() {
         "D1_ERROR: statement too long: SQLITE_TOOBIG"
     );
 
-    let drizzle = json(&client, port, "/drizzle").await;
-    assert_eq!(drizzle, json(&client, wrangler, "/drizzle").await);
+    let drizzle = peer::json(&client, port, "/drizzle").await;
+    assert_eq!(drizzle, peer::json(&client, wrangler, "/drizzle").await);
     assert_eq!(
         drizzle["all"],
         serde_json::json!([{ "id": 1, "body": "alpha" }, { "id": 2, "body": "gamma" }])
@@ -174,12 +139,15 @@ async fn dev_d1_answers_as_wrangler_dev_does_and_keeps_writes_across_a_kill() {
     // Acknowledged writes outlive a SIGKILL.
     let stamp = format!("{:?}", Instant::now());
     let put = format!("/put?k=kept&v={}", urlencode(&stamp));
-    assert_eq!(json(&client, port, &put).await, true);
+    assert_eq!(peer::json(&client, port, &put).await, true);
     dev.process.signal(Signal::SIGKILL).unwrap();
     dev.process.wait_exit(support::DEADLINE).unwrap();
-    let mut dev = dev_in(&app, port, state.path());
+    let mut dev = peer::dev_with_node(&app, port, state.path());
     when_ready(&client, &mut dev, port, "localhost", "/").await;
-    assert_eq!(json(&client, port, "/get?k=kept").await, stamp.as_str());
+    assert_eq!(
+        peer::json(&client, port, "/get?k=kept").await,
+        stamp.as_str()
+    );
     assert!(dev.interrupt().success());
 }
 
@@ -220,13 +188,6 @@ const APP: &str = r#"export default {
 
 const NEIGHBOUR: &str = "export default { fetch() { return new Response('neighbour ok'); } };\n";
 
-fn worker(namespace: &str, name: &str, spec: &str, script: &str) -> String {
-    let script: String = script.lines().map(|l| format!("    {l}\n")).collect();
-    format!(
-        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{ name: {name}, namespace: {namespace} }}\nspec:\n{spec}  script: |\n{script}"
-    )
-}
-
 #[tokio::test]
 async fn dev_d1_namespaces_are_apart_and_an_endless_query_ends_at_the_cpu_limit() {
     let dir = tempfile::tempdir().unwrap();
@@ -236,9 +197,9 @@ async fn dev_d1_namespaces_are_apart_and_an_endless_query_ends_at_the_cpu_limit(
         )
     };
     let documents = [
-        worker("team-a", "app", &spec("a.test"), APP),
-        worker("team-b", "app", &spec("b.test"), APP),
-        worker(
+        support::worker_yaml("team-a", "app", &spec("a.test"), APP),
+        support::worker_yaml("team-b", "app", &spec("b.test"), APP),
+        support::worker_yaml(
             "neighbours",
             "neighbour",
             "  routes: [{ host: neighbour.test }]\n",
@@ -418,12 +379,12 @@ async fn d1_migrations_apply_local_runs_each_file_once_in_order_as_wrangler_does
     let client = client();
     when_ready(&client, &mut dev, port, "localhost", "/").await;
     let wrangler = free_port().unwrap();
-    let _wrangler = wrangler_dev(dir.path(), wrangler, &persist);
+    let _wrangler = peer::wrangler_dev_persisting(dir.path(), wrangler, &persist);
     peer::wrangler_ready(&client, dir.path(), wrangler, "/").await;
-    let ours = json(&client, port, "/").await;
+    let ours = peer::json(&client, port, "/").await;
     assert_eq!(
         ours,
-        json(&client, wrangler, "/").await,
+        peer::json(&client, wrangler, "/").await,
         "isolane dev, then wrangler dev"
     );
     assert_eq!(

@@ -19,7 +19,6 @@
 //!   Worker on the same thread answers before, during and after.
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
 use std::time::Duration;
 
 #[path = "support/peer.rs"]
@@ -31,13 +30,6 @@ use http_body_util::{BodyExt, Full};
 use nix::sys::signal::Signal;
 use serde_json::Value;
 use support::{Dev, HttpClient, client, free_port, request, when_ready};
-
-/// `GET path` from `port` as JSON.
-async fn json(client: &HttpClient, port: u16, path: &str) -> Value {
-    let (status, _, body) = peer::get(client, port, path, &[]).await;
-    assert_eq!(status, 200, "GET {path}: {body}");
-    serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
-}
 
 /// `value` with the fields named in the module's doc set to null (a part's
 /// `etag` is one beside a `partNumber`).
@@ -67,46 +59,20 @@ fn normalized(value: &Value) -> Value {
     }
 }
 
-/// `isolane dev` in the app's folder, its state in `state`, built with
-/// Node.js 22.
-fn dev_in(app: &Path, port: u16, state: &Path) -> Dev {
-    let node = isolane_testenv::wrangler::node22(&support::repo()).expect("Node.js 22");
-    let envs = [("ISOLANE_NODE", node.as_os_str())];
-    let args = [
-        "--port",
-        &port.to_string(),
-        "--state",
-        state.to_str().unwrap(),
-    ];
-    Dev::start_with(&args, Some(app), &envs)
-}
-
-/// `wrangler dev` in `app` on `port`, its local R2 in `persist`.
-fn wrangler_dev(app: &Path, port: u16, persist: &Path) -> isolane_testenv::Process {
-    use isolane_testenv::wrangler;
-    let node = wrangler::node22(&support::repo()).expect("Node.js 22 for wrangler");
-    let js = wrangler::wrangler_js(&support::repo());
-    let mut args = wrangler::dev_args(&js, port, free_port().unwrap());
-    args.extend(["--persist-to".to_owned(), persist.display().to_string()]);
-    let envs = wrangler::OFFLINE_ENV.map(|(name, value)| (name, std::ffi::OsStr::new(value)));
-    let log = app.join("wrangler.log");
-    isolane_testenv::Process::spawn_in("wrangler dev", &node, args, &envs, &log, Some(app)).unwrap()
-}
-
 #[tokio::test]
 async fn dev_r2_answers_as_wrangler_dev_does_and_keeps_objects_across_a_kill() {
     let app = support::repo().join("compat/apps/r2");
     let state = tempfile::tempdir().unwrap();
     let client = client();
     let port = free_port().unwrap();
-    let mut dev = dev_in(&app, port, state.path());
+    let mut dev = peer::dev_with_node(&app, port, state.path());
     let wrangler = free_port().unwrap();
-    let _wrangler = wrangler_dev(&app, wrangler, &state.path().join("wrangler"));
+    let _wrangler = peer::wrangler_dev_persisting(&app, wrangler, &state.path().join("wrangler"));
     when_ready(&client, &mut dev, port, "localhost", "/").await;
     peer::wrangler_ready(&client, &app, wrangler, "/").await;
 
-    let ours = normalized(&json(&client, port, "/probe").await);
-    let theirs = normalized(&json(&client, wrangler, "/probe").await);
+    let ours = normalized(&peer::json(&client, port, "/probe").await);
+    let theirs = normalized(&peer::json(&client, wrangler, "/probe").await);
     let mut differ = Vec::new();
     for (key, value) in theirs.as_object().unwrap() {
         if &ours[key] != value {
@@ -141,7 +107,7 @@ async fn dev_r2_answers_as_wrangler_dev_does_and_keeps_objects_across_a_kill() {
     );
     dev.process.signal(Signal::SIGKILL).unwrap();
     dev.process.wait_exit(support::DEADLINE).unwrap();
-    let mut dev = dev_in(&app, port, state.path());
+    let mut dev = peer::dev_with_node(&app, port, state.path());
     when_ready(&client, &mut dev, port, "localhost", "/").await;
     let kept = request(&client, port, "localhost", "/get-text?k=kept").await;
     assert_eq!(kept.unwrap().1, "still-here");
@@ -167,7 +133,7 @@ async fn dev_r2_streams_a_256_mib_object_both_ways_in_bounded_memory() {
     let state = tempfile::tempdir().unwrap();
     let client = client();
     let port = free_port().unwrap();
-    let mut dev = dev_in(&app, port, state.path());
+    let mut dev = peer::dev_with_node(&app, port, state.path());
     when_ready(&client, &mut dev, port, "localhost", "/").await;
     // Warm: the isolate and its first object.
     let (status, _) = put(&client, port, "/put?k=small", Bytes::from_static(b"x")).await;
@@ -268,13 +234,6 @@ const APP: &str = r#"export default {
 
 const NEIGHBOUR: &str = "export default { fetch() { return new Response('neighbour ok'); } };\n";
 
-fn worker(namespace: &str, name: &str, spec: &str, script: &str) -> String {
-    let script: String = script.lines().map(|l| format!("    {l}\n")).collect();
-    format!(
-        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{ name: {name}, namespace: {namespace} }}\nspec:\n{spec}  script: |\n{script}"
-    )
-}
-
 /// The hostile `path` on `a.test`, with the neighbour asked before, during
 /// and after it; the hostile answer.
 async fn beside_the_neighbour(client: &HttpClient, port: u16, path: &'static str) -> (u16, String) {
@@ -306,9 +265,9 @@ async fn dev_r2_namespaces_are_apart_and_hostile_workers_end_at_their_limits() {
         )
     };
     let documents = [
-        worker("team-a", "app", &spec("a.test"), APP),
-        worker("team-b", "app", &spec("b.test"), APP),
-        worker(
+        support::worker_yaml("team-a", "app", &spec("a.test"), APP),
+        support::worker_yaml("team-b", "app", &spec("b.test"), APP),
+        support::worker_yaml(
             "neighbours",
             "neighbour",
             "  routes: [{ host: neighbour.test }]\n",

@@ -287,7 +287,17 @@ fn invalid_workers() -> Vec<Invalid> {
         Invalid {
             what: "a binding of two kinds, images among them",
             spec: "SCRIPT\n  bindings: [{name: IMAGES, images: {}, queue: {name: jobs}}]",
-            expect: &["spec.bindings[0]", "or images: {}"],
+            expect: &["spec.bindings[0]", "images: {} or r2Bucket"],
+        },
+        Invalid {
+            what: "a binding of two kinds, r2Bucket among them",
+            spec: "SCRIPT\n  bindings: [{name: B, r2Bucket: {bucket: files}, d1: {database: db}}]",
+            expect: &["spec.bindings[0]", "or r2Bucket: {bucket: <name>}"],
+        },
+        Invalid {
+            what: "an R2 bucket name R2 does not take",
+            spec: "SCRIPT\n  bindings: [{name: B, r2Bucket: {bucket: Files}}]",
+            expect: &["spec.bindings[0].r2Bucket.bucket"],
         },
         Invalid {
             what: "limits of the wrong type",

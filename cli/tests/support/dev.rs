@@ -150,3 +150,12 @@ pub async fn when_ready(
 pub fn client() -> HttpClient {
     Client::builder(TokioExecutor::new()).build_http()
 }
+
+/// A Worker YAML document: `name` in `namespace`, `spec` (indented spec
+/// lines) and `script` inline.
+pub fn worker_yaml(namespace: &str, name: &str, spec: &str, script: &str) -> String {
+    let script: String = script.lines().map(|l| format!("    {l}\n")).collect();
+    format!(
+        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{ name: {name}, namespace: {namespace} }}\nspec:\n{spec}  script: |\n{script}"
+    )
+}

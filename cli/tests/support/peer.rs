@@ -104,3 +104,42 @@ impl Drop for LogOnPanic {
         }
     }
 }
+
+/// `GET path` from `port` as JSON (a 200 asserted).
+pub async fn json(client: &HttpClient, port: u16, path: &str) -> serde_json::Value {
+    let (status, _, body) = get(client, port, path, &[]).await;
+    assert_eq!(status, 200, "GET {path}: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
+}
+
+/// `isolane dev` in the app's folder `app` on `port`, its state in
+/// `state`, the app built with Node.js 22 (as wrangler needs).
+pub fn dev_with_node(
+    app: &std::path::Path,
+    port: u16,
+    state: &std::path::Path,
+) -> crate::support::Dev {
+    let node = isolane_testenv::wrangler::node22(&repo()).expect("Node.js 22");
+    let envs = [("ISOLANE_NODE", node.as_os_str())];
+    let port = port.to_string();
+    let args = ["--port", &port, "--state", state.to_str().unwrap()];
+    crate::support::Dev::start_with(&args, Some(app), &envs)
+}
+
+/// `wrangler dev` in `app` on `port`, its local state (D1, R2) in
+/// `persist` (a fresh folder: `.wrangler/state` would keep an earlier
+/// run's); its log is `app/wrangler.log`, as [`wrangler_dev`]'s.
+pub fn wrangler_dev_persisting(
+    app: &std::path::Path,
+    port: u16,
+    persist: &std::path::Path,
+) -> isolane_testenv::Process {
+    use isolane_testenv::wrangler;
+    let node = wrangler::node22(&repo()).expect("Node.js 22 for wrangler");
+    let js = wrangler::wrangler_js(&repo());
+    let mut args = wrangler::dev_args(&js, port, free_port().unwrap());
+    args.extend(["--persist-to".to_owned(), persist.display().to_string()]);
+    let envs = wrangler::OFFLINE_ENV.map(|(name, value)| (name, std::ffi::OsStr::new(value)));
+    let log = app.join("wrangler.log");
+    isolane_testenv::Process::spawn_in("wrangler dev", &node, args, &envs, &log, Some(app)).unwrap()
+}

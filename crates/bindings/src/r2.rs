@@ -165,6 +165,40 @@ fn collect_if_full(scope: &mut v8::PinScope<'_, '_>, host: &HostState, len: usiz
     }
 }
 
+/// `len` bytes charged to the Worker's memory (refused: the isolate is
+/// being terminated at its limit).
+fn reserve(host: &HostState, len: usize) -> Result<Reservation, HostError> {
+    Reservation::new(host.memory(), len)
+        .map_err(|_| HostError::range_error("R2: the chunk does not fit the Worker's memory limit"))
+}
+
+/// Runs `work` on a slot's content on the blocking pool.
+async fn on_slot<T: Send + 'static>(
+    slot: Slot,
+    work: impl FnOnce(&mut Content) -> Result<T, R2Error> + Send + 'static,
+) -> Result<T, R2Error> {
+    tokio::task::spawn_blocking(move || {
+        work(&mut slot.0.lock().unwrap_or_else(PoisonError::into_inner))
+    })
+    .await
+    .unwrap_or_else(|e| Err(R2Error::Internal(e.to_string())))
+}
+
+/// The slot a handle object names, or `None` with a `TypeError` thrown.
+fn slot_or_throw(
+    scope: &mut v8::PinScope<'_, '_>,
+    host: &HostState,
+    handle: v8::Local<'_, v8::Value>,
+) -> Option<Slot> {
+    match slot(scope, host, handle) {
+        Ok(slot) => Some(slot),
+        Err(error) => {
+            error.throw(scope);
+            None
+        }
+    }
+}
+
 /// JSON from JavaScript, or R2's invalid-argument error.
 fn parse<T: for<'de> serde::Deserialize<'de>>(json: &str) -> Result<T, R2Error> {
     serde_json::from_str(json).map_err(|_| R2Error::InvalidArgument)
@@ -215,13 +249,7 @@ fn r2_op<'s>(
     let body = if handle.is_null_or_undefined() {
         None
     } else {
-        match slot(scope, &host, handle) {
-            Ok(slot) => Some(slot),
-            Err(error) => {
-                error.throw(scope);
-                return None;
-            }
-        }
+        Some(slot_or_throw(scope, &host, handle)?)
     };
     let work = move |bucket: &dyn R2Bucket| run(bucket, &op, &key, &json, body);
     on_bucket(scope, &host, &binding, work, Answer::Json)
@@ -296,13 +324,7 @@ fn r2_begin<'s>(
     digests: String,
     handle: v8::Local<'s, v8::Value>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
-    let slot = match slot(scope, &host, handle) {
-        Ok(slot) => slot,
-        Err(error) => {
-            error.throw(scope);
-            return None;
-        }
-    };
+    let slot = slot_or_throw(scope, &host, handle)?;
     let work = move |bucket: &dyn R2Bucket| {
         let upload = bucket.new_body(&parse::<Vec<String>>(&digests)?)?;
         slot.put(Content::Write(upload));
@@ -329,29 +351,23 @@ fn r2_write<'s>(
     collect_if_full(scope, &host, len);
     let early = slot(scope, &host, handle).and_then(|slot| {
         // Over the limit the isolate is being terminated: nothing copied.
-        let charge = Reservation::new(host.memory(), len)
-            .map_err(|_| HostError::range_error("R2: the chunk does not fit the Worker's memory limit"))?;
+        let charge = reserve(&host, len)?;
         let mut bytes = vec![0; len];
         view.copy_contents(&mut bytes);
-        Ok(async move {
-            let done = tokio::task::spawn_blocking(move || {
-                let mut content = slot.0.lock().unwrap_or_else(PoisonError::into_inner);
-                let Content::Write(upload) = &mut *content else {
-                    return Err(R2Error::Internal("no body is being written".into()));
-                };
-                let written = upload.write(&bytes);
-                drop(charge);
-                let size = upload.size();
-                if written.is_err() {
-                    // Past the limit: the body is dropped, its file removed.
-                    *content = Content::Empty;
-                }
-                written.map(|()| Some(size.to_string()))
-            })
-            .await
-            .unwrap_or_else(|e| Err(R2Error::Internal(e.to_string())));
-            Answer::Json(done)
-        })
+        let work = move |content: &mut Content| {
+            let Content::Write(upload) = content else {
+                return Err(R2Error::Internal("no body is being written".into()));
+            };
+            let written = upload.write(&bytes);
+            drop(charge);
+            let size = upload.size();
+            if written.is_err() {
+                // Past the limit: the body is dropped, its file removed.
+                *content = Content::Empty;
+            }
+            written.map(|()| Some(size.to_string()))
+        };
+        Ok(async move { Answer::Json(on_slot(slot, work).await) })
     });
     spawn_op(scope, &host, early, false)
 }
@@ -369,13 +385,7 @@ fn r2_open<'s>(
     only_if: Option<String>,
     handle: v8::Local<'s, v8::Value>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
-    let slot = match slot(scope, &host, handle) {
-        Ok(slot) => slot,
-        Err(error) => {
-            error.throw(scope);
-            return None;
-        }
-    };
+    let slot = slot_or_throw(scope, &host, handle)?;
     let work = move |bucket: &dyn R2Bucket| {
         let only_if = only_if.as_deref().map(parse::<R2Conditional>).transpose()?;
         let Some((object, body)) = bucket.get(&key, only_if.as_ref())? else {
@@ -419,20 +429,12 @@ fn r2_read<'s>(
     }
     collect_if_full(scope, &host, len);
     let early = slot(scope, &host, handle).and_then(|slot| {
-        let charge = Reservation::new(host.memory(), len)
-            .map_err(|_| HostError::range_error("R2: the chunk does not fit the Worker's memory limit"))?;
-        Ok(async move {
-            let done = tokio::task::spawn_blocking(move || {
-                let mut content = slot.0.lock().unwrap_or_else(PoisonError::into_inner);
-                match &mut *content {
-                    Content::Read(body) => body.read_at(offset, len),
-                    _ => Err(R2Error::Internal("no body is being read".into())),
-                }
-            })
-            .await
-            .unwrap_or_else(|e| Err(R2Error::Internal(e.to_string())));
-            Answer::Bytes(done, Some(charge))
-        })
+        let charge = reserve(&host, len)?;
+        let work = move |content: &mut Content| match content {
+            Content::Read(body) => body.read_at(offset, len),
+            _ => Err(R2Error::Internal("no body is being read".into())),
+        };
+        Ok(async move { Answer::Bytes(on_slot(slot, work).await, Some(charge)) })
     });
     spawn_op(scope, &host, early, false)
 }
