@@ -186,40 +186,16 @@ const APP: &str = r#"export default {
 };
 "#;
 
-const NEIGHBOUR: &str = "export default { fetch() { return new Response('neighbour ok'); } };\n";
-
 #[tokio::test]
 async fn dev_d1_namespaces_are_apart_and_an_endless_query_ends_at_the_cpu_limit() {
-    let dir = tempfile::tempdir().unwrap();
     let spec = |host: &str| {
         format!(
             "  routes: [{{ host: {host} }}]\n  limits: {{ cpuMs: 50 }}\n  bindings: [{{ name: DB, d1: {{ database: probe }} }}]\n"
         )
     };
-    let documents = [
-        support::worker_yaml("team-a", "app", &spec("a.test"), APP),
-        support::worker_yaml("team-b", "app", &spec("b.test"), APP),
-        support::worker_yaml(
-            "neighbours",
-            "neighbour",
-            "  routes: [{ host: neighbour.test }]\n",
-            NEIGHBOUR,
-        ),
-    ];
-    std::fs::write(dir.path().join("workers.yaml"), documents.join("---\n")).unwrap();
-    let port = free_port().unwrap();
-    let mut dev = Dev::start(&[
-        "--workers",
-        dir.path().to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-    ]);
     let client = client();
+    let (_dir, dev, port) = support::two_teams_and_a_neighbour(&client, spec, APP).await;
     let ok = (200, "neighbour ok".to_owned());
-    assert_eq!(
-        when_ready(&client, &mut dev, port, "neighbour.test", "/").await,
-        ok
-    );
     let ask = |host: &'static str, path: &'static str| request(&client, port, host, path);
 
     // The same database name, two namespaces: two databases.

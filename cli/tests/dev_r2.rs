@@ -29,7 +29,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use nix::sys::signal::Signal;
 use serde_json::Value;
-use support::{Dev, HttpClient, client, free_port, request, when_ready};
+use support::{HttpClient, client, free_port, request, when_ready};
 
 /// `value` with the fields named in the module's doc set to null (a part's
 /// `etag` is one beside a `partNumber`).
@@ -232,8 +232,6 @@ const APP: &str = r#"export default {
 };
 "#;
 
-const NEIGHBOUR: &str = "export default { fetch() { return new Response('neighbour ok'); } };\n";
-
 /// The hostile `path` on `a.test`, with the neighbour asked before, during
 /// and after it; the hostile answer.
 async fn beside_the_neighbour(client: &HttpClient, port: u16, path: &'static str) -> (u16, String) {
@@ -258,31 +256,13 @@ async fn beside_the_neighbour(client: &HttpClient, port: u16, path: &'static str
 
 #[tokio::test]
 async fn dev_r2_namespaces_are_apart_and_hostile_workers_end_at_their_limits() {
-    let dir = tempfile::tempdir().unwrap();
     let spec = |host: &str| {
         format!(
             "  routes: [{{ host: {host} }}]\n  limits: {{ memoryMiB: 64, wallMs: 3000 }}\n  bindings: [{{ name: B, r2Bucket: {{ bucket: probe }} }}]\n"
         )
     };
-    let documents = [
-        support::worker_yaml("team-a", "app", &spec("a.test"), APP),
-        support::worker_yaml("team-b", "app", &spec("b.test"), APP),
-        support::worker_yaml(
-            "neighbours",
-            "neighbour",
-            "  routes: [{ host: neighbour.test }]\n",
-            NEIGHBOUR,
-        ),
-    ];
-    std::fs::write(dir.path().join("workers.yaml"), documents.join("---\n")).unwrap();
-    let port = free_port().unwrap();
-    let mut dev = Dev::workers(dir.path(), port, &[]);
     let client = client();
-    let ok = (200, "neighbour ok".to_owned());
-    assert_eq!(
-        when_ready(&client, &mut dev, port, "neighbour.test", "/").await,
-        ok
-    );
+    let (_dir, dev, port) = support::two_teams_and_a_neighbour(&client, spec, APP).await;
     let ask = |host: &'static str, path: &'static str| request(&client, port, host, path);
 
     // The same bucket name, two namespaces: two buckets.

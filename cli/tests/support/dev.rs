@@ -159,3 +159,37 @@ pub fn worker_yaml(namespace: &str, name: &str, spec: &str, script: &str) -> Str
         "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{ name: {name}, namespace: {namespace} }}\nspec:\n{spec}  script: |\n{script}"
     )
 }
+
+/// `isolane dev` serving Worker `app` of namespaces `team-a` (host
+/// `a.test`) and `team-b` (`b.test`), each with the spec lines `spec(host)`
+/// gives, and a neighbour Worker (`neighbour.test`, answering `neighbour
+/// ok`) on the same thread; returned once the neighbour answers, with the
+/// folder of its Worker files (kept while the test runs) and its port.
+pub async fn two_teams_and_a_neighbour(
+    client: &HttpClient,
+    spec: impl Fn(&str) -> String,
+    app: &str,
+) -> (TempDir, Dev, u16) {
+    const NEIGHBOUR: &str =
+        "export default { fetch() { return new Response('neighbour ok'); } };\n";
+    let dir = tempfile::tempdir().unwrap();
+    let documents = [
+        worker_yaml("team-a", "app", &spec("a.test"), app),
+        worker_yaml("team-b", "app", &spec("b.test"), app),
+        worker_yaml(
+            "neighbours",
+            "neighbour",
+            "  routes: [{ host: neighbour.test }]\n",
+            NEIGHBOUR,
+        ),
+    ];
+    std::fs::write(dir.path().join("workers.yaml"), documents.join("---\n")).unwrap();
+    let port = free_port().unwrap();
+    let mut dev = Dev::workers(dir.path(), port, &[]);
+    let ok = (200, "neighbour ok".to_owned());
+    assert_eq!(
+        when_ready(client, &mut dev, port, "neighbour.test", "/").await,
+        ok
+    );
+    (dir, dev, port)
+}
