@@ -45,7 +45,6 @@ pub(crate) mod state;
 mod text;
 mod timers;
 mod url;
-mod url_pattern;
 mod value;
 mod ws_client;
 mod ws_connect;
@@ -86,7 +85,6 @@ fn core_units() -> Vec<Unit> {
         clone::unit(),
         respond::unit(),
         memory::unit(),
-        url_pattern::unit(),
         cache::unit(),
         form_data::unit(),
         memory::wasm(),

@@ -1,7 +1,8 @@
 //! The Web platform's APIs for the Isolane engine, as they leave its core
 //! (docs/adr/0002-engine-crates.md): today Web Crypto (`crypto.rs`,
 //! `crypto/*`, `js/14_crypto.js`; its parts Node's `node:crypto` is built
-//! on are public here, [`crypto`], for `isolane-nodejs`), `HTMLRewriter`
+//! on are public here, [`crypto`], for `isolane-nodejs`), `URLPattern`
+//! (`url_pattern.rs`, `js/21_urlpattern.js`), `HTMLRewriter`
 //! (`html_rewriter.rs`, `html_rewriter/session.rs`,
 //! `js/23_html_rewriter.js`) and the compression streams with their codecs
 //! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
@@ -27,6 +28,7 @@ mod compression;
 pub mod crypto;
 mod html_rewriter;
 pub mod offload;
+mod url_pattern;
 
 use isolane_engine::Family;
 use isolane_engine::api::Unit;
@@ -45,5 +47,10 @@ pub fn family() -> Family {
 }
 
 fn units() -> Vec<Unit> {
-    vec![crypto::unit(), html_rewriter::unit(), compression::unit()]
+    vec![
+        crypto::unit(),
+        url_pattern::unit(),
+        html_rewriter::unit(),
+        compression::unit(),
+    ]
 }
