@@ -16,7 +16,6 @@
 #[macro_use]
 pub(crate) mod op;
 
-mod cache;
 mod clone;
 pub(crate) mod console;
 mod data_url;
@@ -85,7 +84,6 @@ fn core_units() -> Vec<Unit> {
         clone::unit(),
         respond::unit(),
         memory::unit(),
-        cache::unit(),
         form_data::unit(),
         memory::wasm(),
         socket::unit(),

@@ -2,12 +2,13 @@
 //! (docs/adr/0002-engine-crates.md): today Web Crypto (`crypto.rs`,
 //! `crypto/*`, `js/14_crypto.js`; its parts Node's `node:crypto` is built
 //! on are public here, [`crypto`], for `isolane-nodejs`), `URLPattern`
-//! (`url_pattern.rs`, `js/21_urlpattern.js`), `HTMLRewriter`
+//! (`url_pattern.rs`, `js/21_urlpattern.js`), the Cache API (`cache.rs`,
+//! its store `cache/store.rs`, `js/22_cache.js`), `HTMLRewriter`
 //! (`html_rewriter.rs`, `html_rewriter/session.rs`,
 //! `js/23_html_rewriter.js`) and the compression streams with their codecs
 //! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
 //! uses the same host functions). The rest of the Web platform (fetch,
-//! streams, encodings, URL, Cache, WebSocket, timers, console, …) is still
+//! streams, encodings, URL, WebSocket, timers, console, …) is still
 //! units of the core, to come here by the same seams.
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
@@ -24,6 +25,7 @@
 #[macro_use]
 extern crate isolane_engine;
 
+mod cache;
 mod compression;
 pub mod crypto;
 mod html_rewriter;
@@ -50,6 +52,7 @@ fn units() -> Vec<Unit> {
     vec![
         crypto::unit(),
         url_pattern::unit(),
+        cache::unit(),
         html_rewriter::unit(),
         compression::unit(),
     ]
