@@ -22,7 +22,6 @@ mod data_url;
 pub(crate) mod durable_object;
 pub(crate) mod error;
 pub(crate) mod fetch;
-mod form_data;
 pub(crate) mod handle;
 pub(crate) mod headers;
 pub(crate) mod id_map;
@@ -84,7 +83,6 @@ fn core_units() -> Vec<Unit> {
         clone::unit(),
         respond::unit(),
         memory::unit(),
-        form_data::unit(),
         memory::wasm(),
         socket::unit(),
         ws_connect::unit(),

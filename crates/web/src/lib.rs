@@ -3,7 +3,8 @@
 //! `crypto/*`, `js/14_crypto.js`; its parts Node's `node:crypto` is built
 //! on are public here, [`crypto`], for `isolane-nodejs`), `URLPattern`
 //! (`url_pattern.rs`, `js/21_urlpattern.js`), the Cache API (`cache.rs`,
-//! its store `cache/store.rs`, `js/22_cache.js`), `HTMLRewriter`
+//! its store `cache/store.rs`, `js/22_cache.js`), `FormData`
+//! (`form_data.rs`, `js/24_form_data.js`), `HTMLRewriter`
 //! (`html_rewriter.rs`, `html_rewriter/session.rs`,
 //! `js/23_html_rewriter.js`) and the compression streams with their codecs
 //! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
@@ -28,6 +29,7 @@ extern crate isolane_engine;
 mod cache;
 mod compression;
 pub mod crypto;
+mod form_data;
 mod html_rewriter;
 pub mod offload;
 mod url_pattern;
@@ -55,5 +57,6 @@ fn units() -> Vec<Unit> {
         cache::unit(),
         html_rewriter::unit(),
         compression::unit(),
+        form_data::unit(),
     ]
 }
