@@ -28,7 +28,6 @@ pub(crate) mod id_map;
 mod io;
 pub(crate) mod lazy;
 pub(crate) mod memory;
-mod message_channel;
 mod object_binding;
 pub(crate) mod object_forward;
 mod object_hosted;
@@ -87,7 +86,6 @@ fn core_units() -> Vec<Unit> {
         socket::unit(),
         ws_connect::unit(),
         object_binding::unit(),
-        message_channel::unit(),
     ]
 }
 

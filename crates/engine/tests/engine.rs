@@ -43,8 +43,6 @@ mod kv;
 mod limits;
 #[path = "engine/logs.rs"]
 mod logs;
-#[path = "engine/message_channel.rs"]
-mod message_channel;
 #[path = "engine/modules.rs"]
 mod modules;
 #[path = "engine/node_buffer.rs"]

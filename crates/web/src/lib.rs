@@ -4,7 +4,9 @@
 //! on are public here, [`crypto`], for `isolane-nodejs`), `URLPattern`
 //! (`url_pattern.rs`, `js/21_urlpattern.js`), the Cache API (`cache.rs`,
 //! its store `cache/store.rs`, `js/22_cache.js`), `FormData`
-//! (`form_data.rs`, `js/24_form_data.js`), `HTMLRewriter`
+//! (`form_data.rs`, `js/24_form_data.js`), `MessageChannel` and
+//! `MessagePort` (`message_channel.rs`, `js/29_message_channel.js`),
+//! `HTMLRewriter`
 //! (`html_rewriter.rs`, `html_rewriter/session.rs`,
 //! `js/23_html_rewriter.js`) and the compression streams with their codecs
 //! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
@@ -31,6 +33,7 @@ mod compression;
 pub mod crypto;
 mod form_data;
 mod html_rewriter;
+mod message_channel;
 pub mod offload;
 mod url_pattern;
 
@@ -58,5 +61,6 @@ fn units() -> Vec<Unit> {
         html_rewriter::unit(),
         compression::unit(),
         form_data::unit(),
+        message_channel::unit(),
     ]
 }

@@ -24,5 +24,7 @@ mod crypto;
 mod form_data;
 #[path = "web/html_rewriter.rs"]
 mod html_rewriter;
+#[path = "web/message_channel.rs"]
+mod message_channel;
 #[path = "web/url_pattern.rs"]
 mod url_pattern;
