@@ -32,6 +32,20 @@ pub use crate::memory::{Memory, OverLimit, Reservation};
 /// operations it counts (`isolane-bindings`' KV unit reports them).
 pub use crate::observer::{EngineObserver, KvOp, KvResult};
 
+/// State an API's unit shares among the threads of one engine, made from
+/// the engine's config on first use ([`HostState::engine_state`]), and
+/// the config it is made from: `isolane-web`'s Cache API store, from the
+/// store's bounds (`EngineConfig::cache`).
+pub use crate::config::{CacheConfig, EngineConfig};
+pub use crate::thread_ctx::EngineState;
+
+/// Header lists between JavaScript and Rust: a flat `[name, value, …]`
+/// array read into a [`http::HeaderMap`] (`Err`: a TypeError's message) and
+/// a map made one (`isolane-web`'s Cache API).
+pub mod headers {
+    pub use crate::host::headers::{header_array, header_map};
+}
+
 /// The maps of ids an API's state hands out (sequential `u32`s, their own
 /// hash).
 pub use crate::host::id_map::IdMap;

@@ -100,7 +100,7 @@ pub struct EngineConfig {
     /// Where `fetch` may connect, and the extra CAs it trusts.
     pub egress: crate::egress::EgressConfig,
     /// The Cache API's store, shared by the engine's threads.
-    pub cache: crate::cache::CacheConfig,
+    pub cache: CacheConfig,
     /// WebSocket limits: message size, buffering, idle timeout, sockets
     /// per Worker per thread (`socket.rs`).
     pub websocket: crate::socket::WebSocketConfig,
@@ -174,7 +174,7 @@ impl Default for EngineConfig {
             max_cpu_ms: 5_000,
             max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
             egress: crate::egress::EgressConfig::default(),
-            cache: crate::cache::CacheConfig::default(),
+            cache: CacheConfig::default(),
             websocket: crate::socket::WebSocketConfig::default(),
             store: None,
             snapshot_cache: None,
@@ -183,6 +183,40 @@ impl Default for EngineConfig {
             object_idle: DEFAULT_OBJECT_IDLE,
             objects: None,
             families: Vec::new(),
+        }
+    }
+}
+
+/// The bounds of the Cache API's store (`isolane-web`'s `cache/store.rs`,
+/// one per engine, shared by its threads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// Bytes all entries may hold together (bodies, headers, keys).
+    pub capacity_bytes: usize,
+    /// Bytes one namespace's entries may hold together; also the largest
+    /// single entry. 0: a quarter of `capacity_bytes`.
+    pub namespace_bytes: usize,
+    /// Entries (variants) one namespace may hold together.
+    pub namespace_entries: usize,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            capacity_bytes: 128 << 20,
+            namespace_bytes: 0,
+            namespace_entries: 16_384,
+        }
+    }
+}
+
+impl CacheConfig {
+    /// Bytes one namespace's entries may hold together (and the largest
+    /// single entry): `namespace_bytes`, or a quarter of the capacity.
+    pub fn namespace_share(&self) -> usize {
+        match self.namespace_bytes {
+            0 => self.capacity_bytes / 4,
+            n => n.min(self.capacity_bytes),
         }
     }
 }

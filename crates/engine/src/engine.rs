@@ -90,7 +90,7 @@ impl Engine {
             loads: crate::fairness::Loads::new(threads),
             egress: Arc::new(crate::egress::EgressPolicy::new(&config.egress)),
             roots,
-            cache: crate::cache::HttpCache::new(config.cache),
+            states: Default::default(),
             crypto: crate::crypto_pool::Pool::for_cores(),
             tail: Arc::new(crate::tail::Tail::new(observer.clone())),
             workers: std::sync::OnceLock::new(),

@@ -16,21 +16,18 @@
 #[macro_use]
 pub(crate) mod op;
 
-mod cache;
 mod clone;
 pub(crate) mod console;
 mod data_url;
 pub(crate) mod durable_object;
 pub(crate) mod error;
 pub(crate) mod fetch;
-mod form_data;
 pub(crate) mod handle;
 pub(crate) mod headers;
 pub(crate) mod id_map;
 mod io;
 pub(crate) mod lazy;
 pub(crate) mod memory;
-mod message_channel;
 mod object_binding;
 pub(crate) mod object_forward;
 mod object_hosted;
@@ -45,7 +42,6 @@ pub(crate) mod state;
 mod text;
 mod timers;
 mod url;
-mod url_pattern;
 mod value;
 mod ws_client;
 mod ws_connect;
@@ -86,14 +82,10 @@ fn core_units() -> Vec<Unit> {
         clone::unit(),
         respond::unit(),
         memory::unit(),
-        url_pattern::unit(),
-        cache::unit(),
-        form_data::unit(),
         memory::wasm(),
         socket::unit(),
         ws_connect::unit(),
         object_binding::unit(),
-        message_channel::unit(),
     ]
 }
 

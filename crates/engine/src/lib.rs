@@ -30,7 +30,6 @@ pub mod api;
 mod body;
 mod body_cap;
 mod bundle;
-mod cache;
 mod checked_file;
 mod code_cache;
 mod config;
@@ -83,10 +82,10 @@ pub use bundle::{
     Compat, DispatchTarget, HostedClass, Limits, Module, ModuleKind, Modules, NodeCompat,
     ServiceTarget, WorkerBundle, namespace_of,
 };
-pub use cache::CacheConfig;
 pub use code_cache::{CodeCacheConfig, CodeCacheStats, MIN_SOURCE_BYTES, code_cache_file_name};
 pub use config::{
-    DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_OBJECT_IDLE, EngineConfig, ParsePoolModeError, PoolMode,
+    CacheConfig, DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_OBJECT_IDLE, EngineConfig,
+    ParsePoolModeError, PoolMode,
 };
 pub use egress::{DnsResolverConfig, EgressConfig, EgressRefused, Refusal, TlsConfigError};
 pub use engine::Engine;

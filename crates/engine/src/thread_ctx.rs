@@ -8,6 +8,7 @@
 //! isolate holds an `Rc<ThreadCtx>`. Thread affinity: a `ThreadCtx` is made
 //! by its thread and never leaves it (`Rc`); `EngineShared` is `Arc`.
 
+use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -34,8 +35,8 @@ pub(crate) struct EngineShared {
     pub(crate) egress: Arc<crate::egress::EgressPolicy>,
     /// The roots outbound TLS trusts.
     pub(crate) roots: rustls::RootCertStore,
-    /// The Cache API's entries, every namespace's (keyed by it).
-    pub(crate) cache: crate::cache::HttpCache,
+    /// The API crates' engine-wide states (the Cache API's store, …).
+    pub(crate) states: EngineStates,
     /// Slots for expensive Web Crypto jobs, shared out per namespace
     /// (`crypto_pool.rs`).
     pub(crate) crypto: crate::crypto_pool::Pool,
@@ -46,6 +47,40 @@ pub(crate) struct EngineShared {
     pub(crate) workers: std::sync::OnceLock<Arc<dyn crate::WorkerLookup>>,
     /// The modules' code cache on disk (`code_cache.rs`), if configured.
     pub(crate) code_cache: Option<Arc<crate::code_cache::CodeCache>>,
+}
+
+/// State an API crate's unit shares among the threads of one engine (a
+/// store every isolate of the engine reaches: the Cache API's), made from
+/// the engine's config the first time an isolate asks for it
+/// (`HostState::engine_state`) and kept as long as the engine.
+pub trait EngineState: Send + Sync + 'static {
+    /// The state of the engine configured by `config`.
+    fn start(config: &EngineConfig) -> Self;
+}
+
+/// The engine-wide states, one of each type, found by type (a handful:
+/// a scan beats hashing).
+#[derive(Default)]
+pub(crate) struct EngineStates(Mutex<Vec<(TypeId, Arc<dyn Any + Send + Sync>)>>);
+
+impl EngineStates {
+    /// The engine's `T`, made by `T::start(config)` if it is the first ask.
+    pub(crate) fn get_or_start<T: EngineState>(&self, config: &EngineConfig) -> Arc<T> {
+        // A panic while holding the lock leaves the list whole: keep going.
+        let mut states = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let found = states
+            .iter()
+            .find(|(id, _)| *id == TypeId::of::<T>())
+            .and_then(|(_, state)| Arc::clone(state).downcast::<T>().ok());
+        found.unwrap_or_else(|| {
+            let state = Arc::new(T::start(config));
+            states.push((TypeId::of::<T>(), state.clone()));
+            state
+        })
+    }
 }
 
 /// What the isolates of one thread need from it (no pool: isolates hold an

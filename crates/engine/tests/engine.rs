@@ -1,5 +1,7 @@
 //! The engine against real V8: one test binary (V8 links are expensive), one
-//! module per concern under `tests/engine/`.
+//! module per concern under `tests/engine/`. The APIs that left the core for
+//! `isolane-web` have their tests there (`crates/web/tests/web.rs`), on these
+//! helpers (`engine/support.rs`).
 
 // Helpers outside `#[test]` functions unwrap too; this is test code.
 #![allow(clippy::unwrap_used)]
@@ -9,14 +11,8 @@ mod support;
 
 #[path = "engine/basics.rs"]
 mod basics;
-#[path = "engine/cache.rs"]
-mod cache;
 #[path = "engine/code_cache.rs"]
 mod code_cache;
-#[path = "engine/codecs.rs"]
-mod codecs;
-#[path = "engine/crypto.rs"]
-mod crypto;
 #[path = "engine/crypto_pool.rs"]
 mod crypto_pool;
 #[path = "engine/durable_alarms.rs"]
@@ -39,20 +35,14 @@ mod durable_threads;
 mod egress;
 #[path = "engine/fairness.rs"]
 mod fairness;
-#[path = "engine/form_data.rs"]
-mod form_data;
 #[path = "engine/globals.rs"]
 mod globals;
-#[path = "engine/html_rewriter.rs"]
-mod html_rewriter;
 #[path = "engine/kv.rs"]
 mod kv;
 #[path = "engine/limits.rs"]
 mod limits;
 #[path = "engine/logs.rs"]
 mod logs;
-#[path = "engine/message_channel.rs"]
-mod message_channel;
 #[path = "engine/modules.rs"]
 mod modules;
 #[path = "engine/node_buffer.rs"]
@@ -133,8 +123,6 @@ mod tail;
 mod tenants;
 #[path = "engine/url.rs"]
 mod url;
-#[path = "engine/url_pattern.rs"]
-mod url_pattern;
 #[path = "engine/websocket.rs"]
 mod websocket;
 #[path = "engine/websocket_out.rs"]

@@ -1,12 +1,17 @@
 //! The Web platform's APIs for the Isolane engine, as they leave its core
 //! (docs/adr/0002-engine-crates.md): today Web Crypto (`crypto.rs`,
 //! `crypto/*`, `js/14_crypto.js`; its parts Node's `node:crypto` is built
-//! on are public here, [`crypto`], for `isolane-nodejs`), `HTMLRewriter`
+//! on are public here, [`crypto`], for `isolane-nodejs`), `URLPattern`
+//! (`url_pattern.rs`, `js/21_urlpattern.js`), the Cache API (`cache.rs`,
+//! its store `cache/store.rs`, `js/22_cache.js`), `FormData`
+//! (`form_data.rs`, `js/24_form_data.js`), `MessageChannel` and
+//! `MessagePort` (`message_channel.rs`, `js/29_message_channel.js`),
+//! `HTMLRewriter`
 //! (`html_rewriter.rs`, `html_rewriter/session.rs`,
 //! `js/23_html_rewriter.js`) and the compression streams with their codecs
 //! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
 //! uses the same host functions). The rest of the Web platform (fetch,
-//! streams, encodings, URL, Cache, WebSocket, timers, console, …) is still
+//! streams, encodings, URL, WebSocket, timers, console, …) is still
 //! units of the core, to come here by the same seams.
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
@@ -23,10 +28,14 @@
 #[macro_use]
 extern crate isolane_engine;
 
+mod cache;
 mod compression;
 pub mod crypto;
+mod form_data;
 mod html_rewriter;
+mod message_channel;
 pub mod offload;
+mod url_pattern;
 
 use isolane_engine::Family;
 use isolane_engine::api::Unit;
@@ -45,5 +54,13 @@ pub fn family() -> Family {
 }
 
 fn units() -> Vec<Unit> {
-    vec![crypto::unit(), html_rewriter::unit(), compression::unit()]
+    vec![
+        crypto::unit(),
+        url_pattern::unit(),
+        cache::unit(),
+        html_rewriter::unit(),
+        compression::unit(),
+        form_data::unit(),
+        message_channel::unit(),
+    ]
 }

@@ -91,7 +91,7 @@ pub fn header_map(
 /// A header map to JS as a flat list. Names come from the isolate's
 /// [`HeaderNames`]; a visible-ASCII value (nearly all) is made without UTF-8
 /// decoding.
-pub(crate) fn header_array<'s>(
+pub fn header_array<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     headers: &HeaderMap,
 ) -> v8::Local<'s, v8::Array> {

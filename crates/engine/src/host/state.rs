@@ -312,6 +312,17 @@ impl HostState {
         self.units.get::<T>()
     }
 
+    /// The engine's `T`, shared by its threads ([`EngineState`]): made
+    /// from the engine's config on the first ask, the same one after.
+    ///
+    /// [`EngineState`]: crate::thread_ctx::EngineState
+    pub fn engine_state<T: crate::thread_ctx::EngineState>(&self) -> Arc<T> {
+        self.thread
+            .shared
+            .states
+            .get_or_start::<T>(&self.thread.config)
+    }
+
     /// Keeps the runtime's `DOMException` constructor (at isolate creation).
     pub(crate) fn set_dom_exception(&self, constructor: v8::Global<v8::Function>) {
         *self.dom_exception.borrow_mut() = Some(constructor);

@@ -1,5 +1,5 @@
 //! The store alone: storability, freshness, Vary, conditional and range
-//! answers, namespaces and the byte bounds. (`tests/engine/cache.rs` runs
+//! answers, namespaces and the byte bounds. (`tests/web/cache.rs` runs
 //! the Cache API from workers.)
 
 use std::time::{Duration, SystemTime};

@@ -2,9 +2,9 @@
 //! only, its globals gated by the Worker's compatibility settings
 //! (`expose_global_message_channel`, on from 2025-08-15 as in workerd).
 
-use crate::unit::Unit;
+use isolane_engine::api::Unit;
 
-pub(super) fn unit() -> Unit {
+pub(crate) fn unit() -> Unit {
     Unit::new("message_channel")
         .js(&["29_message_channel.js"])
         .globals_if(&["MessageChannel", "MessagePort"], |compat| {

@@ -23,41 +23,11 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use http_cache_semantics::{BeforeRequest, CachePolicy};
+use isolane_engine::api::{CacheConfig, EngineConfig, EngineState};
 use isolane_storage::lru::{Bounds, Namespaced, SharedLru, Usage};
 
 pub(crate) use conditional::Answer;
 pub(crate) use policy::Refusal;
-
-/// The store's bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CacheConfig {
-    /// Bytes all entries may hold together (bodies, headers, keys).
-    pub capacity_bytes: usize,
-    /// Bytes one namespace's entries may hold together; also the largest
-    /// single entry. 0: a quarter of `capacity_bytes`.
-    pub namespace_bytes: usize,
-    /// Entries (variants) one namespace may hold together.
-    pub namespace_entries: usize,
-}
-
-impl Default for CacheConfig {
-    fn default() -> Self {
-        Self {
-            capacity_bytes: 128 << 20,
-            namespace_bytes: 0,
-            namespace_entries: 16_384,
-        }
-    }
-}
-
-impl CacheConfig {
-    fn namespace_share(&self) -> usize {
-        match self.namespace_bytes {
-            0 => self.capacity_bytes / 4,
-            n => n.min(self.capacity_bytes),
-        }
-    }
-}
 
 /// Where an entry lives: whose, which cache, which URL.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -112,6 +82,12 @@ pub(crate) struct CacheResponse {
     pub(crate) status_text: String,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
+}
+
+impl EngineState for HttpCache {
+    fn start(config: &EngineConfig) -> Self {
+        Self::new(config.cache)
+    }
 }
 
 impl HttpCache {

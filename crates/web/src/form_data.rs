@@ -19,10 +19,9 @@ use std::convert::Infallible;
 use bytes::Bytes;
 use futures::FutureExt;
 
-use super::error::{HostError, HostResult};
-use super::{HostState, js_string, u8_array};
-use crate::memory::Reservation;
-use crate::unit::Unit;
+use isolane_engine::api::{
+    HostError, HostResult, HostState, Reservation, Unit, js_string, u8_array,
+};
 
 /// Why a body could not be read as form data (thrown as a TypeError).
 #[derive(Debug, thiserror::Error)]
@@ -142,7 +141,7 @@ impl Parts {
 }
 
 /// `FormData`, and `formData()` of a body.
-pub(super) fn unit() -> Unit {
+pub(crate) fn unit() -> Unit {
     Unit::new("form_data")
         .js(&["24_form_data.js"])
         .function("formDataParse", form_data_parse)
@@ -177,7 +176,7 @@ fn form_data_parse<'s>(
     };
     // The copy handed to multer and multer's own buffer. Over the limit the
     // isolate is being terminated and nothing is returned.
-    let Ok(_reservation) = Reservation::new(&host.memory, view.byte_length().saturating_mul(2))
+    let Ok(_reservation) = Reservation::new(host.memory(), view.byte_length().saturating_mul(2))
     else {
         return Ok(None);
     };
@@ -186,8 +185,9 @@ fn form_data_parse<'s>(
     let mut parts = Parts::new(Bytes::from(body), boundary);
     let entries = v8::Array::new(scope, 0);
     let mut index = 0;
+    let tripwire = host.tripwire();
     loop {
-        if host.thread.watchdog.has_fired() {
+        if tripwire.has_fired() {
             // The turn was terminated; V8 unwinds it on return.
             return Ok(None);
         }

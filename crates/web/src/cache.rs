@@ -1,6 +1,9 @@
 //! `host.cachePut`, `host.cacheMatch`, `host.cacheDelete`: the Cache API on
-//! the engine's shared store (`crate::cache`), scoped to the calling
-//! worker's namespace — JavaScript never names the namespace.
+//! the engine's shared store (`cache/store.rs`, an engine-wide state made
+//! on first use), scoped to the calling worker's namespace — JavaScript never
+//! names the namespace.
+
+mod store;
 
 use std::time::SystemTime;
 
@@ -9,13 +12,13 @@ use http::StatusCode;
 
 use std::rc::Rc;
 
-use super::error::{HostError, HostResult};
-use super::{HostState, header_array, header_map, js_string, u8_array};
-use crate::cache::{CacheKey, CacheRequest, CacheResponse};
-use crate::unit::Unit;
+use isolane_engine::api::headers::{header_array, header_map};
+use isolane_engine::api::{HostError, HostResult, HostState, Unit, js_string, u8_array};
+
+use self::store::{CacheKey, CacheRequest, CacheResponse, HttpCache};
 
 /// `caches.default` and `caches.open`: the Cache API.
-pub(super) fn unit() -> Unit {
+pub(crate) fn unit() -> Unit {
     Unit::new("cache")
         .js(&["22_cache.js"])
         .lazy_globals(&["caches", "Cache", "CacheStorage"])
@@ -47,7 +50,7 @@ fn key_and_request_of(
     target: Target<'_>,
     host: &HostState,
 ) -> Result<(CacheKey, CacheRequest), String> {
-    let worker = host.worker.get().ok_or("no worker")?;
+    let worker = host.worker().ok_or("no worker")?;
     let namespace = worker
         .id
         .split_once('/')
@@ -115,11 +118,7 @@ fn cache_put<'s>(
         body: Bytes::from(body),
     };
     let url = key.url.clone();
-    let stored = host
-        .thread
-        .shared
-        .cache
-        .put(key, &request, response, SystemTime::now());
+    let stored = host.engine_state::<HttpCache>().put(key, &request, response, SystemTime::now());
     if let Err(refusal) = &stored {
         tracing::debug!(
             worker.id = host.worker_id(),
@@ -144,12 +143,7 @@ fn cache_match<'s>(
 ) -> HostResult<v8::Local<'s, v8::Value>> {
     let null = v8::null(scope).into();
     let (key, request) = key_and_request(scope, Target { cache, url, headers }, &host)?;
-    let Some(answer) = host
-        .thread
-        .shared
-        .cache
-        .lookup(&key, &request, SystemTime::now())
-    else {
+    let Some(answer) = host.engine_state::<HttpCache>().lookup(&key, &request, SystemTime::now()) else {
         return Ok(null);
     };
     let status = v8::Integer::new(scope, i32::from(answer.status.as_u16())).into();
@@ -181,6 +175,6 @@ fn cache_delete<'s>(
     headers: v8::Local<'s, v8::Value>,
 ) -> HostResult<bool> {
     let (key, _) = key_and_request(scope, Target { cache, url, headers }, &host)?;
-    Ok(host.thread.shared.cache.delete(&key))
+    Ok(host.engine_state::<HttpCache>().delete(&key))
 }
 }

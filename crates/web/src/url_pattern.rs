@@ -11,12 +11,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use urlpattern::quirks::{self, EcmaRegexp, StringOrInit, UrlPatternComponent, UrlPatternInit};
 use urlpattern::{RegexSyntax, UrlPatternOptions};
 
-use super::error::{HostError, HostResult};
-use super::js_string;
-use crate::unit::Unit;
+use isolane_engine::api::{HostError, HostResult, Unit, js_string};
 
 /// `URLPattern`.
-pub(super) fn unit() -> Unit {
+pub(crate) fn unit() -> Unit {
     Unit::new("urlpattern")
         .js(&["21_urlpattern.js"])
         .lazy_globals(&["URLPattern"])
