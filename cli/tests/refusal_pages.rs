@@ -281,6 +281,8 @@ fn bundle(revision: &str) -> WorkerBundle {
         queues: Default::default(),
         d1: Default::default(),
         images: Default::default(),
+        loaders: Default::default(),
+        no_network: false,
         queue_consumers: Default::default(),
         limits: Limits {
             cpu_ms: 50,

@@ -23,8 +23,12 @@ const kService = Symbol('create');
 
 // The host's trailing arguments for a call: a dispatch stub's Worker and
 // lowered limits (0: the Worker's own), nothing for a service binding.
+// A Worker Loader's stub (39_loader.js) adds the entrypoint and props of
+// the code loaded as `worker`, and `load`, which loads it before a call.
 internal.serviceTarget = (to) =>
-  to === undefined ? [undefined, 0, 0] : [to.worker, to.cpuMs, to.subrequests];
+  to === undefined
+    ? [undefined, 0, 0, undefined, undefined]
+    : [to.worker, to.cpuMs, to.subrequests, to.entrypoint, to.props];
 
 class Fetcher {
   #binding;
@@ -40,6 +44,7 @@ class Fetcher {
     const request = new Request(input, init);
     const { method, url, headers, body } = internal.requestParts(request);
     const bytes = await internal.bodyBytes(body);
+    if (this.#to?.load) await this.#to.load();
     const head = await host.serviceFetch(
       this.#binding, method, url, internal.headersList(headers), bytes, ...internal.serviceTarget(this.#to));
     // A 101's socket, served by the called Worker on this thread.
@@ -108,5 +113,7 @@ class DispatchNamespace {
 }
 internal.enumerableMembers(DispatchNamespace, ['get']);
 internal.setToStringTag(DispatchNamespace.prototype, 'DispatchNamespace');
+
+internal.callLimit = callLimit;
 
 internal.dispatchBinding = (binding) => new DispatchNamespace(kService, binding);

@@ -11,7 +11,8 @@
 //! Durable Objects' `ctx.storage.sql` (`sql.rs`, `js/34_durable_sql.js`),
 //! Cloudflare Queues' producer and consumer batch (`queue.rs`,
 //! `js/35_queue.js`), D1 databases (`d1.rs`, `js/36_d1.js`), Cloudflare's
-//! Images binding (`images.rs`, `js/37_images.js`).
+//! Images binding (`images.rs`, `js/37_images.js`), Worker Loader
+//! bindings (Dynamic Workers: `loader.rs`, `js/39_loader.js`).
 //! Durable Objects themselves are still a unit of the core
 //! (docs/adr/0002-engine-crates.md, "Not yet done").
 //!
@@ -28,6 +29,7 @@ mod d1;
 mod dispatch;
 mod images;
 mod kv;
+mod loader;
 mod queue;
 mod rpc;
 mod service;
@@ -82,5 +84,6 @@ fn units() -> Vec<Unit> {
         queue::unit(),
         d1::unit(),
         images::unit(),
+        loader::unit(),
     ]
 }

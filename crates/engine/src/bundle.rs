@@ -70,6 +70,10 @@ pub struct WorkerBundle {
     /// Images bindings (`images: {}`, wrangler's `[images] binding`): their
     /// names (`isolane-bindings`' images unit).
     pub images: BTreeSet<String>,
+    /// Worker Loader bindings' names (`isolane-bindings`' loader unit).
+    pub loaders: BTreeSet<String>,
+    /// Loaded with `globalOutbound: null`: no `fetch` nor `connect`.
+    pub no_network: bool,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
@@ -142,7 +146,7 @@ impl WorkerBundle {
     /// engine's egress policy applies on top).
     pub fn may_fetch(&self, host: &str) -> bool {
         if self.allowed_hosts.is_empty() {
-            return true;
+            return !self.no_network;
         }
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         self.allowed_hosts
@@ -153,6 +157,16 @@ impl WorkerBundle {
                     .is_some_and(|rest| rest.len() > 1 && rest.ends_with('.')),
                 None => host == *allowed,
             })
+    }
+
+    /// Why `what` (`fetch`, `connect`) to `host` is refused when
+    /// [`Self::may_fetch`] says no.
+    pub fn egress_refusal(&self, what: &str, host: &str) -> String {
+        let why = match self.no_network {
+            true => "this code was loaded with globalOutbound: null and has no network",
+            false => "the host is not in the Worker's egress.allowedHosts",
+        };
+        format!("{what} to {host} refused: {why}")
     }
 
     /// A bundle with default limits and no bindings.
@@ -179,6 +193,8 @@ impl WorkerBundle {
             d1: BTreeMap::new(),
             queue_consumers: Vec::new(),
             images: BTreeSet::new(),
+            loaders: BTreeSet::new(),
+            no_network: false,
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
             compat: Compat::default(),

@@ -315,9 +315,12 @@ fn define_services<'s>(
     }
     // Each queue producer binding: a `Queue` whose sends go to the store
     // (`isolane-bindings`' queue unit, `js/35_queue.js`); each D1 binding
-    // a `D1Database` (its d1 unit, `js/36_d1.js`).
+    // a `D1Database` (its d1 unit, `js/36_d1.js`); each Worker Loader
+    // binding a `WorkerLoader` (its loader unit, `js/39_loader.js`).
     let queues = bundle.queues.keys().map(|b| (b, "queueBinding"));
-    for (binding, make) in queues.chain(bundle.d1.keys().map(|b| (b, "d1Binding"))) {
+    let d1 = bundle.d1.keys().map(|b| (b, "d1Binding"));
+    let loaders = bundle.loaders.iter().map(|b| (b, "loaderBinding"));
+    for (binding, make) in queues.chain(d1).chain(loaders) {
         let name = host::js_string(scope, binding)?;
         let made = call(scope, internal, make, &[name])?;
         target.set(scope, name, made)?;

@@ -39,8 +39,8 @@ pub const KV_NAMESPACE_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$";
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) + (has(self.d1) ? 1 : 0) + (has(self.images) ? 1 : 0) == 1",
-        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>} or images: {}"
+        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) + (has(self.d1) ? 1 : 0) + (has(self.images) ? 1 : 0) + (has(self.workerLoader) ? 1 : 0) == 1",
+        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>}, images: {} or workerLoader: {}"
     }
 ]))]
 pub struct Binding {
@@ -98,7 +98,19 @@ pub struct Binding {
     /// transform and encode images on the node (docs/images.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<ImagesBinding>,
+    /// A Worker Loader (Dynamic Workers, wrangler's `[[worker_loaders]]`):
+    /// `env.NAME.get(id, callback)` and `env.NAME.load(code)` run code
+    /// given at run time in an isolate of its own on the caller's engine
+    /// thread, under limits no higher than the caller's (docs/loader.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_loader: Option<WorkerLoaderBinding>,
 }
+
+/// `workerLoader` of a binding: no settings (`workerLoader: {}`).
+#[derive(
+    Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
+)]
+pub struct WorkerLoaderBinding {}
 
 /// `images` of a binding: no settings (`images: {}`).
 #[derive(
@@ -183,6 +195,7 @@ impl Binding {
             queue: None,
             d1: None,
             images: None,
+            worker_loader: None,
         }
     }
 
@@ -202,6 +215,7 @@ impl Binding {
             queue: None,
             d1: None,
             images: None,
+            worker_loader: None,
         }
     }
 
@@ -225,6 +239,7 @@ impl Binding {
             queue: None,
             d1: None,
             images: None,
+            worker_loader: None,
         }
     }
 
@@ -243,6 +258,7 @@ impl Binding {
             queue: None,
             d1: None,
             images: None,
+            worker_loader: None,
         }
     }
 
@@ -257,6 +273,7 @@ impl Binding {
             queue: Some(QueueBinding { name: queue.into() }),
             d1: None,
             images: None,
+            worker_loader: None,
         }
     }
 
@@ -271,7 +288,16 @@ impl Binding {
             queue: None,
             d1: None,
             images: Some(ImagesBinding {}),
+            worker_loader: None,
         }
+    }
+
+    /// A Worker Loader binding (`env.NAME.get`, `env.NAME.load`).
+    pub fn worker_loader(name: impl Into<String>) -> Self {
+        let mut binding = Self::images(name);
+        binding.images = None;
+        binding.worker_loader = Some(WorkerLoaderBinding {});
+        binding
     }
 
     /// A binding to D1 database `database` of the Worker's namespace.
@@ -323,7 +349,7 @@ pub enum BindingError {
     )]
     InvalidNamespace { name: String, namespace: String },
     #[error(
-        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace, queue, d1 or images"
+        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace, queue, d1, images or workerLoader"
     )]
     Kind { name: String },
     #[error(
@@ -455,6 +481,7 @@ fn kinds(binding: &Binding) -> usize {
         binding.queue.is_some(),
         binding.d1.is_some(),
         binding.images.is_some(),
+        binding.worker_loader.is_some(),
     ]
     .into_iter()
     .filter(|has| *has)
@@ -476,7 +503,7 @@ fn check_kind(binding: &Binding) -> Result<(), BindingError> {
     if let Some(d1) = &binding.d1 {
         return check_d1(binding, d1);
     }
-    if binding.images.is_some() {
+    if binding.images.is_some() || binding.worker_loader.is_some() {
         return Ok(());
     }
     if let Some(service) = &binding.service {
@@ -624,6 +651,7 @@ mod tests {
             queue: None,
             d1: None,
             images: None,
+            worker_loader: None,
         };
         let error = check([], &[none]).unwrap_err();
         assert_eq!(error, BindingError::Kind { name: "DO".into() });
@@ -829,6 +857,23 @@ mod tests {
                 check([], &[both]),
                 Err(BindingError::Kind {
                     name: "IMAGES".into()
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn worker_loader_bindings_have_one_kind_and_read_from_an_empty_object() {
+        assert_eq!(check([], &[Binding::worker_loader("LOADER")]), Ok(()));
+        let read: Binding = serde_json::from_str(r#"{"name":"LOADER","workerLoader":{}}"#).unwrap();
+        assert_eq!(read, Binding::worker_loader("LOADER"));
+        for other in [Binding::images("LOADER"), Binding::kv("LOADER", "cache")] {
+            let mut both = other;
+            both.worker_loader = Some(WorkerLoaderBinding {});
+            assert_eq!(
+                check([], &[both]),
+                Err(BindingError::Kind {
+                    name: "LOADER".into()
                 })
             );
         }

@@ -68,8 +68,8 @@ pub mod traffic;
 
 pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, ImagesBinding,
-    KV_NAMESPACE_PATTERN, ServiceBinding, check as check_bindings, d1_on_a_cluster,
-    is_kv_namespace, is_worker_name,
+    KV_NAMESPACE_PATTERN, ServiceBinding, WorkerLoaderBinding, check as check_bindings,
+    d1_on_a_cluster, is_kv_namespace, is_worker_name,
 };
 pub use bundle::{
     ArtifactSource, AssetSite, BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION,

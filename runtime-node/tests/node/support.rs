@@ -149,6 +149,8 @@ impl TestNode {
             queues: Default::default(),
             d1: Default::default(),
             images: Default::default(),
+            loaders: Default::default(),
+            no_network: false,
             queue_consumers: Default::default(),
             limits,
             allowed_hosts: Vec::new(),
