@@ -287,7 +287,12 @@ fn invalid_workers() -> Vec<Invalid> {
         Invalid {
             what: "a binding of two kinds, images among them",
             spec: "SCRIPT\n  bindings: [{name: IMAGES, images: {}, queue: {name: jobs}}]",
-            expect: &["spec.bindings[0]", "or images: {}"],
+            expect: &["spec.bindings[0]", "images: {} or workerLoader: {}"],
+        },
+        Invalid {
+            what: "a binding of two kinds, a Worker Loader among them",
+            spec: "SCRIPT\n  bindings: [{name: LOADER, workerLoader: {}, kvNamespace: cache}]",
+            expect: &["spec.bindings[0]", "or workerLoader: {}"],
         },
         Invalid {
             what: "limits of the wrong type",
