@@ -24,6 +24,10 @@ const CALLER: &str = include_str!("../../compat/apps/loader/caller.js");
 /// The neighbour on the same thread, on its own route.
 const NEIGHBOUR: &str = "export default { fetch() { return new Response('neighbour ok'); } };\n";
 
+/// A Worker of the caller's namespace, bound to it as `SVC`: what loaded
+/// code reaches when the caller hands it on.
+const BACKEND: &str = "import { WorkerEntrypoint } from 'cloudflare:workers';\nexport default class extends WorkerEntrypoint {\n  fetch(request) { return new Response('backend ' + new URL(request.url).pathname); }\n  hello(who) { return 'hello ' + who; }\n}\n";
+
 /// Never-seen ids asked through the one caller.
 const IDS: usize = 10_000;
 
@@ -33,14 +37,18 @@ fn indent(js: &str) -> String {
 
 fn folder() -> String {
     let caller = format!(
-        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{ name: caller, namespace: platform }}\nspec:\n  routes: [{{ host: loader.test }}]\n  bindings: [{{ name: LOADER, workerLoader: {{}} }}]\n  script: |\n{}",
+        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{ name: caller, namespace: platform }}\nspec:\n  routes: [{{ host: loader.test }}]\n  bindings: [{{ name: LOADER, workerLoader: {{}} }}, {{ name: SVC, service: {{ name: backend }} }}]\n  script: |\n{}",
         indent(CALLER)
     );
     let neighbour = format!(
         "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{ name: neighbour, namespace: neighbours }}\nspec:\n  routes: [{{ host: neighbour.test }}]\n  script: |\n{}",
         indent(NEIGHBOUR)
     );
-    [caller, neighbour].join("---\n")
+    let backend = format!(
+        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{ name: backend, namespace: platform }}\nspec:\n  script: |\n{}",
+        indent(BACKEND)
+    );
+    [caller, neighbour, backend].join("---\n")
 }
 
 async fn start() -> (Dev, u16, support::HttpClient, tempfile::TempDir) {
@@ -164,7 +172,10 @@ async fn dev_hostile_loaded_code_ends_at_its_limits_and_spares_the_neighbour() {
         ("memory", "memory"),
         ("hang", "wall time limit of 500 ms"),
         ("wasm", "memory limit of 32 MiB"),
-        ("loader", "env.LOADER is not a JSON value"),
+        (
+            "loader",
+            "env.LOADER is not a JSON value nor a service binding",
+        ),
     ] {
         assert_eq!(neighbour().await.unwrap(), (200, "neighbour ok".to_owned()));
         let path = format!("/hostile/{kind}");
@@ -186,6 +197,17 @@ async fn dev_hostile_loaded_code_ends_at_its_limits_and_spares_the_neighbour() {
         // The caller itself serves on.
         assert_eq!(load(&client, port, "after").await.1, loaded("after"));
     }
+    // The caller's own service binding, handed on: the one capability the
+    // loaded code has (no network besides).
+    assert_eq!(
+        request(&client, port, "loader.test", "/stub")
+            .await
+            .unwrap(),
+        (
+            200,
+            "loaded got: backend /from-loaded / hello loaded".to_owned()
+        )
+    );
     for how in ["fetch", "connect"] {
         let (status, body) = request(&client, port, "loader.test", &format!("/offline/{how}"))
             .await

@@ -6,6 +6,8 @@
 //                   called by fetch and by JS RPC (a named entrypoint with
 //                   props); header x-callbacks: how often the code was asked
 //   /anon           LOADER.load(code), fetched
+//   /stub           code handed the caller's service binding `env.SVC` (when
+//                   it has one) calls it
 //   /offline/<how>  code loaded with globalOutbound: null trying `fetch` or
 //                   `connect`
 //   /hostile/<kind> code that never ends (loop, memory, hang, Wasm memory
@@ -103,6 +105,18 @@ async function answer(url, env) {
   }
   if (kind === 'anon') {
     const response = await env.LOADER.load(code('anonymous')).getEntrypoint().fetch('http://loaded/anon');
+    return new Response(await response.text());
+  }
+  if (kind === 'stub') {
+    if (env.SVC === undefined) return new Response('no SVC here');
+    const worker = env.LOADER.get('stub', () => ({
+      compatibilityDate: '2025-06-01',
+      mainModule: 'main.js',
+      modules: { 'main.js': "export default { async fetch(r, env) { const a = await env.API.fetch('http://backend/from-loaded'); return new Response('loaded got: ' + await a.text() + ' / ' + await env.API.hello('loaded')); } };" },
+      env: { API: env.SVC },
+      globalOutbound: null,
+    }));
+    const response = await worker.getEntrypoint().fetch('http://loaded/');
     return new Response(await response.text());
   }
   if (kind === 'offline') {

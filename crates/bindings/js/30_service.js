@@ -58,10 +58,16 @@ internal.setToStringTag(Fetcher.prototype, 'Fetcher');
 // What `env.SVC` is: the Fetcher, whose own members (fetch, toString...)
 // answer as they are, bound to it, and whose other string properties are
 // RPC properties, made once each.
+// A service binding's Fetcher (not a dispatch or loader stub's) to its
+// binding's name: what a Worker Loader may hand on to loaded code.
+const serviceBindings = new WeakMap();
+internal.serviceBindingName = (value) =>
+  (typeof value === 'object' && value !== null) ? serviceBindings.get(value) : undefined;
+
 internal.serviceBinding = (binding, to = undefined) => {
   const fetcher = new Fetcher(kService, binding, to);
   const members = new Map();
-  return internal.proxy(fetcher, {
+  const proxy = internal.proxy(fetcher, {
     get(target, name) {
       let member = members.get(name);
       if (member !== undefined) return member;
@@ -80,6 +86,8 @@ internal.serviceBinding = (binding, to = undefined) => {
     has(target, name) { return name in target; },
     set() { return false; },
   });
+  if (to === undefined) serviceBindings.set(proxy, binding);
+  return proxy;
 };
 
 // A per-call limit: a positive whole number (at most 2^32 - 1), or 0 for

@@ -19,8 +19,8 @@ function refuse(message) {
 }
 
 // Throws unless `value` is a JSON value (null, a boolean, a finite
-// number, a string, a plain array or object of them): the only things
-// loaded code's `env` may hold (capabilities are not passed yet).
+// number, a string, a plain array or object of them): what loaded code's
+// `env` may hold besides the caller's own service bindings.
 function checkJson(value, path, depth = 0) {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return;
   if (typeof value === 'number' && Number.isFinite(value)) return;
@@ -35,7 +35,7 @@ function checkJson(value, path, depth = 0) {
       return;
     }
   }
-  throw refuse(`${path} is not a JSON value: loaded code's env holds JSON values only (stubs and bindings cannot be passed yet)`);
+  throw refuse(`${path} is not a JSON value nor a service binding: loaded code's env holds JSON values and the caller's service bindings only`);
 }
 
 // A module's bytes: source and text as UTF-8, JSON as its text, data and
@@ -106,7 +106,13 @@ function encode(code) {
   }
   const [modules, content] = encodeModules(code.modules);
   const envJson = {};
+  const services = {};
   for (const [name, value] of Object.entries(env ?? {})) {
+    const service = internal.serviceBindingName(value);
+    if (service !== undefined) {
+      services[name] = service;
+      continue;
+    }
     checkJson(value, `env.${name}`);
     envJson[name] = JSON.stringify(value);
   }
@@ -117,6 +123,7 @@ function encode(code) {
     mainModule,
     modules,
     env: envJson,
+    services,
     noNetwork: globalOutbound === null,
     limits: {
       cpuMs: internal.callLimit(given.cpuMs, 'cpuMs'),

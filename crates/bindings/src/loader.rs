@@ -6,7 +6,8 @@
 //! `Fetcher`, the core's `api::service`).
 //!
 //! The code becomes a [`WorkerBundle`] here: its modules, compatibility
-//! settings, JSON `env`, no network when `globalOutbound` is `null`, and
+//! settings, `env` of JSON values and the caller's own service bindings it
+//! hands on, no network when `globalOutbound` is `null`, and
 //! limits no higher than the caller's. The bundles of a thread are kept
 //! by (caller Worker, id), at most [`WARM_IDS`] of them and
 //! [`WARM_BYTES`] of code, the least recently used dropped first; their
@@ -186,6 +187,10 @@ struct Code {
     /// Binding name to its value as JSON text.
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// Binding name in the loaded code's env to the caller's service
+    /// binding it is.
+    #[serde(default)]
+    services: BTreeMap<String, String>,
     #[serde(default)]
     no_network: bool,
     #[serde(default)]
@@ -223,8 +228,10 @@ enum LoadError {
     Compat(#[from] isolane_worker::CompatError),
     #[error("limits.memoryMiB must be at least 16")]
     Memory,
-    #[error("env.{0} is also the name of a module-level binding")]
+    #[error("env.{0} is given twice")]
     Env(String),
+    #[error("env.{0}: {1} is not a service binding of the caller")]
+    Service(String, String),
 }
 
 /// The bundle of `id`'s code for `caller`.
@@ -243,11 +250,15 @@ fn bundle(
     let mut bundle = WorkerBundle::from_modules(worker_id, revision, modules);
     bundle.compat =
         Compat::from_settings(Some(&code.compatibility_date), &code.compatibility_flags)?;
-    for (name, json) in code.env {
+    bundle.json_env = code.env;
+    for (name, binding) in code.services {
+        let Some(target) = caller.services.get(&binding) else {
+            return Err(LoadError::Service(name, binding));
+        };
         if bundle.json_env.contains_key(&name) {
             return Err(LoadError::Env(name));
         }
-        bundle.json_env.insert(name, json);
+        bundle.services.insert(name, target.clone());
     }
     bundle.limits = limits(caller.limits, &code.limits)?;
     bundle.no_network = code.no_network;
@@ -325,6 +336,7 @@ mod tests {
         );
         let content = format!("{main}hi");
         let made = bundle(&caller, "x", &header, content.as_bytes()).unwrap();
+        assert!(made.services.is_empty());
         assert_eq!(made.id, "ns/caller/loader:x");
         assert_eq!(made.namespace(), "ns");
         assert_eq!(made.limits.cpu_ms, 10);
@@ -334,6 +346,26 @@ mod tests {
         assert!(made.no_network && !made.may_fetch("example.com"));
         assert_eq!(made.json_env["A"], "1");
         assert_eq!(made.modules.unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_service_binding_handed_on_is_the_callers_own() {
+        let mut caller = WorkerBundle::new("ns/caller", "r1", "");
+        let target = isolane_engine::ServiceTarget {
+            worker: "backend".into(),
+            entrypoint: None,
+            props: None,
+        };
+        caller.services.insert("SVC".into(), target.clone());
+        let header = r#"{"compatibilityDate":"2025-06-01","mainModule":"m.js","modules":[["m.js","js",1]],"services":{"API":"SVC"}}"#;
+        let made = bundle(&caller, "x", header, b"x").unwrap();
+        assert_eq!(made.services["API"], target);
+        let other = header.replace(r#""SVC""#, r#""NOPE""#);
+        let error = bundle(&caller, "x", &other, b"x").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "env.API: NOPE is not a service binding of the caller"
+        );
     }
 
     #[test]
