@@ -186,6 +186,9 @@ pub struct Config {
     /// `[images] binding = "NAME"` (`docs/images.md`).
     #[serde(default)]
     pub images: Option<ImagesConfig>,
+    /// `[[worker_loaders]] binding = "NAME"` (`docs/loader.md`).
+    #[serde(default)]
+    pub worker_loaders: Vec<WorkerLoaderConfig>,
     #[serde(default)]
     pub migrations: Vec<Migration>,
     #[serde(default)]
@@ -281,6 +284,14 @@ pub struct ImagesConfig {
     /// wrangler's remote bindings only: nothing here.
     #[serde(rename = "remote")]
     _remote: Option<IgnoredAny>,
+}
+
+/// `[[worker_loaders]]`: a Worker Loader binding (Dynamic Workers),
+/// `env.<binding>`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerLoaderConfig {
+    pub binding: String,
 }
 
 /// `[[migrations]]`.

@@ -281,6 +281,8 @@ fn bundle(revision: &str) -> WorkerBundle {
         queues: Default::default(),
         d1: Default::default(),
         images: Default::default(),
+        loaders: Default::default(),
+        no_network: false,
         r2: Default::default(),
         queue_consumers: Default::default(),
         limits: Limits {

@@ -281,13 +281,18 @@ fn invalid_workers() -> Vec<Invalid> {
             spec: "SCRIPT\n  bindings: [{name: COUNTER}]",
             expect: &[
                 "spec.bindings[0]",
-                "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>}, images: {} or r2Bucket: {bucket: <name>}",
+                "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>}, images: {}, workerLoader: {} or r2Bucket: {bucket: <name>}",
             ],
         },
         Invalid {
             what: "a binding of two kinds, images among them",
             spec: "SCRIPT\n  bindings: [{name: IMAGES, images: {}, queue: {name: jobs}}]",
-            expect: &["spec.bindings[0]", "images: {} or r2Bucket"],
+            expect: &["spec.bindings[0]", "images: {}, workerLoader: {} or r2Bucket"],
+        },
+        Invalid {
+            what: "a binding of two kinds, a Worker Loader among them",
+            spec: "SCRIPT\n  bindings: [{name: LOADER, workerLoader: {}, kvNamespace: cache}]",
+            expect: &["spec.bindings[0]", "workerLoader: {} or r2Bucket"],
         },
         Invalid {
             what: "a binding of two kinds, r2Bucket among them",

@@ -28,6 +28,10 @@
 //!   a platform Worker dispatches by name into 50 customer namespaces that
 //!   agreed (a Namespace label), by fetch and RPC; one without the label is
 //!   refused, removing a label revokes (issue 60).
+//! - `loader::a_worker_loads_code_at_run_time_on_the_nodes_through_the_router`:
+//!   a Worker Loader's caller loads code of every module type on the nodes,
+//!   through the router; no network with `globalOutbound: null`; an endless
+//!   loop ends at its lowered CPU limit (issue 60).
 //! - `takeover::a_redeploy_keeps_its_host_from_other_namespaces`: another
 //!   namespace's squatter and wildcard on a host never get it while its
 //!   owner replaces its Worker, in either order (issue 28).
@@ -64,6 +68,8 @@ mod culprit;
 mod dispatch;
 #[path = "system/failing.rs"]
 mod failing;
+#[path = "system/loader.rs"]
+mod loader;
 #[path = "system/services.rs"]
 mod services;
 #[path = "system/standby.rs"]

@@ -389,6 +389,15 @@ fn images(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeSet<St
         .collect()
 }
 
+/// The names of the Worker Loader bindings of `bindings`.
+fn loaders(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeSet<String> {
+    bindings
+        .iter()
+        .filter(|binding| binding.worker_loader.is_some())
+        .map(|binding| binding.name.clone())
+        .collect()
+}
+
 /// The engine's view of a bundle from its Secret.
 pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
     // The operator (and `isolane dev`) refuse bad settings before a bundle
@@ -441,6 +450,8 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         queues: queues(&bundle.bindings),
         d1: d1(&bundle.bindings),
         images: images(&bundle.bindings),
+        loaders: loaders(&bundle.bindings),
+        no_network: false,
         r2: r2(&bundle.bindings),
         queue_consumers: bundle.queue_consumers,
         limits: bundle.limits,

@@ -99,6 +99,7 @@ pub const KEYS: &[Key] = &[
     key("vectorize", No, Unsupported(BINDING_KIND)),
     key("hyperdrive", No, Unsupported(BINDING_KIND)),
     key("images", No, Mapped),
+    key("worker_loaders", No, Mapped),
     key("pipelines", No, Unsupported(BINDING_KIND)),
     key("send_email", No, Unsupported(BINDING_KIND)),
     key("secrets_store_secrets", No, Unsupported(BINDING_KIND)),

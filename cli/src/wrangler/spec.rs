@@ -213,7 +213,7 @@ pub fn is_identifier(name: &str) -> bool {
 /// namespace that hosts the class), `services` (a Worker of the same
 /// namespace, its `entrypoint` and `props`), `dispatch_namespaces` (a
 /// Kubernetes namespace whose Workers are called by name),
-/// `queues.producers` and `images`.
+/// `queues.producers`, `images` and `worker_loaders`.
 fn bindings(
     project: &Project,
     problems: &mut Vec<Problem>,
@@ -265,9 +265,9 @@ fn bindings(
     super::queues::producers(config, problems, &mut bindings);
     super::d1::bindings(config, problems, &mut bindings);
     super::r2::bindings(config, problems, &mut bindings);
-    if let Some(images) = &config.images {
-        bindings.push(Binding::images(&images.binding));
-    }
+    bindings.extend(config.images.iter().map(|i| Binding::images(&i.binding)));
+    let loaders = config.worker_loaders.iter();
+    bindings.extend(loaders.map(|l| Binding::worker_loader(&l.binding)));
     let env = config.vars.keys().map(String::as_str);
     isolane_worker::check_bindings(env, &bindings)
         .map_err(|e| ("bindings".to_owned(), e.to_string()))?;

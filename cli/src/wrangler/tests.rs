@@ -311,6 +311,7 @@ fn empty_keys_and_wrangler_defaults_ask_nothing_as_generated_configs_write_them(
         "r2_buckets": [], "queues": { "producers": [], "consumers": [] },
         "jsx_factory": "React.createElement", "build": { "watch_dir": "./src" },
         "unsafe_hello_world": [], "images": { "binding": "IMAGES" },
+        "worker_loaders": [{ "binding": "LOADER" }],
         "jsx_fragment": "Fragment"
     }"#;
     let project = project("wrangler.json", text, None).unwrap();

@@ -23,8 +23,12 @@ const kService = Symbol('create');
 
 // The host's trailing arguments for a call: a dispatch stub's Worker and
 // lowered limits (0: the Worker's own), nothing for a service binding.
+// A Worker Loader's stub (39_loader.js) adds the entrypoint and props of
+// the code loaded as `worker`, and `load`, which loads it before a call.
 internal.serviceTarget = (to) =>
-  to === undefined ? [undefined, 0, 0] : [to.worker, to.cpuMs, to.subrequests];
+  to === undefined
+    ? [undefined, 0, 0, undefined, undefined]
+    : [to.worker, to.cpuMs, to.subrequests, to.entrypoint, to.props];
 
 class Fetcher {
   #binding;
@@ -40,6 +44,7 @@ class Fetcher {
     const request = new Request(input, init);
     const { method, url, headers, body } = internal.requestParts(request);
     const bytes = await internal.bodyBytes(body);
+    if (this.#to?.load) await this.#to.load();
     const head = await host.serviceFetch(
       this.#binding, method, url, internal.headersList(headers), bytes, ...internal.serviceTarget(this.#to));
     // A 101's socket, served by the called Worker on this thread.
@@ -53,10 +58,16 @@ internal.setToStringTag(Fetcher.prototype, 'Fetcher');
 // What `env.SVC` is: the Fetcher, whose own members (fetch, toString...)
 // answer as they are, bound to it, and whose other string properties are
 // RPC properties, made once each.
+// A service binding's Fetcher (not a dispatch or loader stub's) to its
+// binding's name: what a Worker Loader may hand on to loaded code.
+const serviceBindings = new WeakMap();
+internal.serviceBindingName = (value) =>
+  (typeof value === 'object' && value !== null) ? serviceBindings.get(value) : undefined;
+
 internal.serviceBinding = (binding, to = undefined) => {
   const fetcher = new Fetcher(kService, binding, to);
   const members = new Map();
-  return internal.proxy(fetcher, {
+  const proxy = internal.proxy(fetcher, {
     get(target, name) {
       let member = members.get(name);
       if (member !== undefined) return member;
@@ -75,6 +86,8 @@ internal.serviceBinding = (binding, to = undefined) => {
     has(target, name) { return name in target; },
     set() { return false; },
   });
+  if (to === undefined) serviceBindings.set(proxy, binding);
+  return proxy;
 };
 
 // A per-call limit: a positive whole number (at most 2^32 - 1), or 0 for
@@ -108,5 +121,7 @@ class DispatchNamespace {
 }
 internal.enumerableMembers(DispatchNamespace, ['get']);
 internal.setToStringTag(DispatchNamespace.prototype, 'DispatchNamespace');
+
+internal.callLimit = callLimit;
 
 internal.dispatchBinding = (binding) => new DispatchNamespace(kService, binding);

@@ -109,6 +109,10 @@ async function settle(start, exports) {
 
 internal.rpcWire = { encode, decode, encodeError, settle };
 
+// `call`, after a Worker Loader stub's code is loaded (39_loader.js).
+const loaded = (to, call) =>
+  to?.load === undefined ? call : async () => { await to.load(); return call(); };
+
 // `env.SVC.name`: called, an RPC call of method `name`; awaited, a read of
 // property `name` (as workerd's JsRpcProperty).
 // `to`: a dispatch stub's Worker and limits (30_service.js).
@@ -116,9 +120,9 @@ internal.rpcProperty = (binding, name, to = undefined) => {
   const target = internal.serviceTarget(to);
   const property = async (...args) => {
     const { bytes, exports } = await encode(args);
-    return settle(() => host.serviceRpc(binding, name, bytes, ...target), exports);
+    return settle(loaded(to, () => host.serviceRpc(binding, name, bytes, ...target)), exports);
   };
-  property.then = (resolve, reject) =>
-    settle(() => host.serviceRpc(binding, name, host.serialize({ get: true }), ...target), []).then(resolve, reject);
+  const get = loaded(to, () => host.serviceRpc(binding, name, host.serialize({ get: true }), ...target));
+  property.then = (resolve, reject) => settle(get, []).then(resolve, reject);
   return property;
 };

@@ -11,17 +11,23 @@ use isolane_engine::api::{ErrorClass, HostError, HostState};
 /// The call `serviceFetch` or `serviceRpc` makes through binding
 /// `binding`: a service binding's, or with `worker` (a dispatch stub's) a
 /// dispatch namespace binding's call of that Worker, `cpu_ms` and
-/// `subrequests` (0: none) lowering its limits.
+/// `subrequests` (0: none) lowering its limits; or with a Worker Loader
+/// binding, a call of the code loaded as `worker` (its `entrypoint` and
+/// `props`: `loader.rs`).
 pub(crate) fn outbound(
     host: &HostState,
     ctx: u32,
     binding: &str,
     worker: Option<String>,
     (cpu_ms, subrequests): (u32, u32),
+    entry: (Option<String>, Option<String>),
 ) -> Result<Outbound, HostError> {
     let Some(worker) = worker else {
         return prepare(host, ctx, binding);
     };
+    if host.worker().is_some_and(|w| w.loaders.contains(binding)) {
+        return crate::loader::outbound(host, ctx, binding, &worker, entry);
+    }
     let caller = host
         .worker()
         .ok_or_else(|| HostError::type_error("dispatch namespace: no Worker is loaded"))?;

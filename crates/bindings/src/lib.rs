@@ -12,7 +12,8 @@
 //! Cloudflare Queues' producer and consumer batch (`queue.rs`,
 //! `js/35_queue.js`), D1 databases (`d1.rs`, `js/36_d1.js`), Cloudflare's
 //! Images binding (`images.rs`, `js/37_images.js`), R2 buckets (`r2.rs`,
-//! `js/38_r2.js`).
+//! `js/38_r2.js`), Worker Loader bindings (Dynamic Workers: `loader.rs`,
+//! `js/39_loader.js`).
 //! Durable Objects themselves are still a unit of the core
 //! (docs/adr/0002-engine-crates.md, "Not yet done").
 //!
@@ -29,6 +30,7 @@ mod d1;
 mod dispatch;
 mod images;
 mod kv;
+mod loader;
 mod queue;
 mod r2;
 mod rpc;
@@ -84,6 +86,7 @@ fn units() -> Vec<Unit> {
         queue::unit(),
         d1::unit(),
         images::unit(),
+        loader::unit(),
         r2::unit(),
     ]
 }

@@ -13,8 +13,9 @@ use isolane_engine::api::{
 };
 
 host_fn! {
-/// `serviceRpc(binding, method, payload, worker, cpuMs, subrequests)` →
-/// (`worker` and the limits as `serviceFetch`'s) Promise of the serialized
+/// `serviceRpc(binding, method, payload, worker, cpuMs, subrequests,
+/// entrypoint, props)` → (`worker`, the limits, `entrypoint` and `props`
+/// as `serviceFetch`'s) Promise of the serialized
 /// result (a `Uint8Array`); rejected with the serialized thrown error (a
 /// `Uint8Array`), or an `Error` when the call could not run. One
 /// subrequest of the caller's, refused (a `TypeError`) past its limit.
@@ -27,10 +28,12 @@ pub(crate) fn service_rpc<'s>(
     worker: Option<String>,
     cpu_ms: u32,
     subrequests: u32,
+    entrypoint: Option<String>,
+    props: Option<String>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let ctx = host.current();
     let limits = (cpu_ms, subrequests);
-    let early = crate::dispatch::outbound(&host, ctx, &binding, worker, limits).and_then(|outbound| {
+    let early = crate::dispatch::outbound(&host, ctx, &binding, worker, limits, (entrypoint, props)).and_then(|outbound| {
         let limit = host.worker().map_or(0, |w| w.limits.subrequests);
         host.take_subrequest(ctx, limit)
             .map_err(|limit| HostError::type_error(too_many(limit)))?;

@@ -39,11 +39,13 @@ pub(crate) fn unit() -> Unit {
 
 host_fn! {
 /// `serviceFetch(binding, method, url, headers, body, worker, cpuMs,
-/// subrequests)` → Promise of the called Worker's response head (as
+/// subrequests, entrypoint, props)` → Promise of the called Worker's response head (as
 /// `host.fetch`'s): one subrequest of the caller's, refused (a `TypeError`)
 /// past its limit. `worker` (a string) makes it a dispatch namespace
 /// binding's call of that Worker, with `cpuMs` and `subrequests` (0: none)
-/// lowering its limits. A JS RPC call goes its own way (`rpc.rs`).
+/// lowering its limits; through a Worker Loader binding, `worker` is the
+/// loaded code's id, `entrypoint` and `props` the stub's (`loader.rs`). A
+/// JS RPC call goes its own way (`rpc.rs`).
 fn service_fetch<'s>(
     scope,
     host: Rc<HostState>,
@@ -55,13 +57,15 @@ fn service_fetch<'s>(
     worker: Option<String>,
     cpu_ms: u32,
     subrequests: u32,
+    entrypoint: Option<String>,
+    props: Option<String>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let ctx = host.current();
     let early = header_map(scope, headers)
         .map_err(HostError::type_error)
         .and_then(|headers| {
             let limits = (cpu_ms, subrequests);
-            let outbound = crate::dispatch::outbound(&host, ctx, &binding, worker, limits)?;
+            let outbound = crate::dispatch::outbound(&host, ctx, &binding, worker, limits, (entrypoint, props))?;
             let limit = host.worker().map_or(0, |w| w.limits.subrequests);
             host.take_subrequest(ctx, limit)
                 .map_err(|limit| HostError::type_error(too_many(limit)))?;

@@ -283,13 +283,8 @@ fn socket_connect<'s>(
 fn admit(host: &HostState, ctx: u32, target: &Target) -> Result<Slot, String> {
     let limit = host.worker().map_or(0, |w| w.limits.subrequests);
     host.take_subrequest(ctx, limit).map_err(too_many)?;
-    if let Some(worker) = host.worker()
-        && !worker.may_fetch(&target.host)
-    {
-        return Err(format!(
-            "connect to {} refused: the host is not in the Worker's egress.allowedHosts",
-            target.host
-        ));
+    if let Some(worker) = host.worker().filter(|w| !w.may_fetch(&target.host)) {
+        return Err(worker.egress_refusal("connect", &target.host));
     }
     host.socket_slot().map_err(
         |(Refused::Worker { limit } | Refused::Client { limit })| {

@@ -91,7 +91,7 @@ pub mod service {
     pub use crate::host::headers::header_map;
     pub use crate::host::request_head::request;
     pub use crate::host::service::{
-        Outbound, RpcAnswer, prepare, prepare_dispatch, rpc_answer, settlement,
+        Outbound, RpcAnswer, prepare, prepare_call, prepare_dispatch, rpc_answer, settlement,
     };
     pub use crate::service_call::{CallLimits, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall};
 }

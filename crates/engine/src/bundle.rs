@@ -70,6 +70,10 @@ pub struct WorkerBundle {
     /// Images bindings (`images: {}`, wrangler's `[images] binding`): their
     /// names (`isolane-bindings`' images unit).
     pub images: BTreeSet<String>,
+    /// Worker Loader bindings' names (`isolane-bindings`' loader unit).
+    pub loaders: BTreeSet<String>,
+    /// Loaded with `globalOutbound: null`: no `fetch` nor `connect`.
+    pub no_network: bool,
     /// R2 bindings (`r2Bucket`): binding name to its namespace's bucket.
     pub r2: BTreeMap<String, String>,
     pub limits: Limits,
@@ -144,7 +148,7 @@ impl WorkerBundle {
     /// engine's egress policy applies on top).
     pub fn may_fetch(&self, host: &str) -> bool {
         if self.allowed_hosts.is_empty() {
-            return true;
+            return !self.no_network;
         }
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         self.allowed_hosts
@@ -155,6 +159,16 @@ impl WorkerBundle {
                     .is_some_and(|rest| rest.len() > 1 && rest.ends_with('.')),
                 None => host == *allowed,
             })
+    }
+
+    /// Why `what` (`fetch`, `connect`) to `host` is refused when
+    /// [`Self::may_fetch`] says no.
+    pub fn egress_refusal(&self, what: &str, host: &str) -> String {
+        let why = match self.no_network {
+            true => "this code was loaded with globalOutbound: null and has no network",
+            false => "the host is not in the Worker's egress.allowedHosts",
+        };
+        format!("{what} to {host} refused: {why}")
     }
 
     /// A bundle with default limits and no bindings.
@@ -181,6 +195,8 @@ impl WorkerBundle {
             d1: BTreeMap::new(),
             queue_consumers: Vec::new(),
             images: BTreeSet::new(),
+            loaders: BTreeSet::new(),
+            no_network: false,
             r2: BTreeMap::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),

@@ -313,12 +313,16 @@ fn define_services<'s>(
         let dispatcher = call(scope, internal, "dispatchBinding", &[name])?;
         target.set(scope, name, dispatcher)?;
     }
-    // Each queue producer binding: a `Queue` (`isolane-bindings`' queue
-    // unit), each D1 binding a `D1Database`, each R2 binding an `R2Bucket`.
+    // Each queue producer binding: a `Queue` whose sends go to the store
+    // (`isolane-bindings`' queue unit, `js/35_queue.js`); each D1 binding
+    // a `D1Database` (its d1 unit, `js/36_d1.js`); each R2 binding an
+    // `R2Bucket` (`js/38_r2.js`); each Worker Loader binding a
+    // `WorkerLoader` (its loader unit, `js/39_loader.js`).
     let queues = bundle.queues.keys().map(|b| (b, "queueBinding"));
     let d1 = bundle.d1.keys().map(|b| (b, "d1Binding"));
     let r2 = bundle.r2.keys().map(|b| (b, "r2Binding"));
-    for (binding, make) in queues.chain(d1).chain(r2) {
+    let loaders = bundle.loaders.iter().map(|b| (b, "loaderBinding"));
+    for (binding, make) in queues.chain(d1).chain(r2).chain(loaders) {
         let name = host::js_string(scope, binding)?;
         let made = call(scope, internal, make, &[name])?;
         target.set(scope, name, made)?;

@@ -85,6 +85,8 @@ async fn run_all() {
             queues: Default::default(),
             d1: Default::default(),
             images: Default::default(),
+            loaders: Default::default(),
+            no_network: false,
             r2: Default::default(),
             queue_consumers: Default::default(),
             limits: Limits {

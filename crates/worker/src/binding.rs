@@ -40,8 +40,8 @@ pub const KV_NAMESPACE_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$";
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) + (has(self.d1) ? 1 : 0) + (has(self.images) ? 1 : 0) + (has(self.r2Bucket) ? 1 : 0) == 1",
-        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>}, images: {} or r2Bucket: {bucket: <name>}"
+        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) + (has(self.d1) ? 1 : 0) + (has(self.images) ? 1 : 0) + (has(self.workerLoader) ? 1 : 0) + (has(self.r2Bucket) ? 1 : 0) == 1",
+        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>}, images: {}, workerLoader: {} or r2Bucket: {bucket: <name>}"
     }
 ]))]
 pub struct Binding {
@@ -99,6 +99,12 @@ pub struct Binding {
     /// transform and encode images on the node (docs/images.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<ImagesBinding>,
+    /// A Worker Loader (Dynamic Workers, wrangler's `[[worker_loaders]]`):
+    /// `env.NAME.get(id, callback)` and `env.NAME.load(code)` run code
+    /// given at run time in an isolate of its own on the caller's engine
+    /// thread, under limits no higher than the caller's (docs/loader.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_loader: Option<WorkerLoaderBinding>,
     /// An R2 bucket of the Worker's Kubernetes namespace (wrangler's
     /// `[[r2_buckets]]`): `env.NAME.get/put/head/delete/list` and
     /// multipart uploads (docs/r2.md). Workers of one namespace binding the
@@ -106,6 +112,12 @@ pub struct Binding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub r2_bucket: Option<R2Binding>,
 }
+
+/// `workerLoader` of a binding: no settings (`workerLoader: {}`).
+#[derive(
+    Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
+)]
+pub struct WorkerLoaderBinding {}
 
 /// `images` of a binding: no settings (`images: {}`).
 #[derive(
@@ -190,6 +202,7 @@ impl Binding {
             queue: None,
             d1: None,
             images: None,
+            worker_loader: None,
             r2_bucket: None,
         }
     }
@@ -210,6 +223,7 @@ impl Binding {
             queue: None,
             d1: None,
             images: None,
+            worker_loader: None,
             r2_bucket: None,
         }
     }
@@ -234,6 +248,7 @@ impl Binding {
             queue: None,
             d1: None,
             images: None,
+            worker_loader: None,
             r2_bucket: None,
         }
     }
@@ -253,6 +268,7 @@ impl Binding {
             queue: None,
             d1: None,
             images: None,
+            worker_loader: None,
             r2_bucket: None,
         }
     }
@@ -268,6 +284,7 @@ impl Binding {
             queue: Some(QueueBinding { name: queue.into() }),
             d1: None,
             images: None,
+            worker_loader: None,
             r2_bucket: None,
         }
     }
@@ -283,8 +300,17 @@ impl Binding {
             queue: None,
             d1: None,
             images: Some(ImagesBinding {}),
+            worker_loader: None,
             r2_bucket: None,
         }
+    }
+
+    /// A Worker Loader binding (`env.NAME.get`, `env.NAME.load`).
+    pub fn worker_loader(name: impl Into<String>) -> Self {
+        let mut binding = Self::images(name);
+        binding.images = None;
+        binding.worker_loader = Some(WorkerLoaderBinding {});
+        binding
     }
 
     /// A binding to D1 database `database` of the Worker's namespace.
@@ -346,7 +372,7 @@ pub enum BindingError {
     )]
     InvalidNamespace { name: String, namespace: String },
     #[error(
-        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace, queue, d1, images or r2Bucket"
+        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace, queue, d1, images, workerLoader or r2Bucket"
     )]
     Kind { name: String },
     #[error(
@@ -495,6 +521,7 @@ fn kinds(binding: &Binding) -> usize {
         binding.queue.is_some(),
         binding.d1.is_some(),
         binding.images.is_some(),
+        binding.worker_loader.is_some(),
         binding.r2_bucket.is_some(),
     ]
     .into_iter()
@@ -517,7 +544,7 @@ fn check_kind(binding: &Binding) -> Result<(), BindingError> {
     if let Some(d1) = &binding.d1 {
         return check_d1(binding, d1);
     }
-    if binding.images.is_some() {
+    if binding.images.is_some() || binding.worker_loader.is_some() {
         return Ok(());
     }
     if let Some(r2) = &binding.r2_bucket {
@@ -674,6 +701,7 @@ mod tests {
             queue: None,
             d1: None,
             images: None,
+            worker_loader: None,
             r2_bucket: None,
         };
         let error = check([], &[none]).unwrap_err();
@@ -880,6 +908,23 @@ mod tests {
                 check([], &[both]),
                 Err(BindingError::Kind {
                     name: "IMAGES".into()
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn worker_loader_bindings_have_one_kind_and_read_from_an_empty_object() {
+        assert_eq!(check([], &[Binding::worker_loader("LOADER")]), Ok(()));
+        let read: Binding = serde_json::from_str(r#"{"name":"LOADER","workerLoader":{}}"#).unwrap();
+        assert_eq!(read, Binding::worker_loader("LOADER"));
+        for other in [Binding::images("LOADER"), Binding::kv("LOADER", "cache")] {
+            let mut both = other;
+            both.worker_loader = Some(WorkerLoaderBinding {});
+            assert_eq!(
+                check([], &[both]),
+                Err(BindingError::Kind {
+                    name: "LOADER".into()
                 })
             );
         }

@@ -481,6 +481,9 @@ fn binding_fields(binding: &Binding, field: &mut impl FnMut(&[u8])) {
     if binding.images.is_some() {
         field(b"images");
     }
+    if binding.worker_loader.is_some() {
+        field(b"workerLoader");
+    }
     if let Some(r2) = &binding.r2_bucket {
         field(b"r2Bucket");
         field(r2.bucket.as_bytes());

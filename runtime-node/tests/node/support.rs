@@ -149,6 +149,8 @@ impl TestNode {
             queues: Default::default(),
             d1: Default::default(),
             images: Default::default(),
+            loaders: Default::default(),
+            no_network: false,
             r2: Default::default(),
             queue_consumers: Default::default(),
             limits,

@@ -196,13 +196,9 @@ async fn run(me: &std::rc::Weak<dyn IsolateTurns>, ctx: u32, mut outbound: Outbo
 /// policy (it is connected to without resolving; names are checked by the
 /// resolver).
 pub(super) fn check_hop(host: &HostState, url: &url::Url) -> Result<(), String> {
-    if let Some(worker) = host.worker.get()
-        && !worker.may_fetch(url.host_str().unwrap_or(""))
-    {
-        return Err(format!(
-            "fetch to {} refused: the host is not in the Worker's egress.allowedHosts",
-            url.host_str().unwrap_or("")
-        ));
+    let host_name = url.host_str().unwrap_or("");
+    if let Some(worker) = host.worker.get().filter(|w| !w.may_fetch(host_name)) {
+        return Err(worker.egress_refusal("fetch", host_name));
     }
     check_literal(&host.thread, url)
 }

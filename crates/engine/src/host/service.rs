@@ -57,7 +57,6 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
     let target = caller.services.get(binding).ok_or_else(|| {
         HostError::type_error(format!("{binding} is not a service binding of this Worker"))
     })?;
-    let hops = hops(host, ctx)?;
     let bundle = served_worker(host, caller.namespace(), &target.worker).ok_or_else(|| {
         HostError::new(
             ErrorClass::Error,
@@ -73,13 +72,7 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
         props: target.props.clone(),
         payload: None,
     };
-    let limits = CallLimits::default();
-    Ok(Outbound {
-        bundle,
-        call,
-        hops,
-        limits,
-    })
+    prepare_call(host, ctx, bundle, call, CallLimits::default())
 }
 
 /// A dispatch namespace binding's call of Worker `worker` of `namespace`
@@ -93,7 +86,6 @@ pub fn prepare_dispatch(
     worker: &str,
     limits: CallLimits,
 ) -> Result<Outbound, HostError> {
-    let hops = hops(host, ctx)?;
     let bundle = isolane_worker::is_worker_name(worker)
         .then(|| served_worker(host, namespace, worker))
         .flatten()
@@ -102,7 +94,21 @@ pub fn prepare_dispatch(
                 format!("Worker not found: no Worker {worker:?} in dispatch namespace {namespace}");
             HostError::new(ErrorClass::Error, message)
         })?;
-    let call = ServiceCall::default();
+    prepare_call(host, ctx, bundle, ServiceCall::default(), limits)
+}
+
+/// A call of `bundle` as `call` from request `ctx`, under `limits`:
+/// refused past [`MAX_DEPTH`]. Every call is made here: a service
+/// binding's, a dispatch namespace binding's, and a Worker Loader's call
+/// of the code it loaded (`isolane-bindings` makes that bundle).
+pub fn prepare_call(
+    host: &HostState,
+    ctx: u32,
+    bundle: Arc<WorkerBundle>,
+    call: ServiceCall,
+    limits: CallLimits,
+) -> Result<Outbound, HostError> {
+    let hops = hops(host, ctx)?;
     Ok(Outbound {
         bundle,
         call,

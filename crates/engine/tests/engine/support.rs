@@ -91,6 +91,8 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         queues: Default::default(),
         d1: Default::default(),
         images: Default::default(),
+        loaders: Default::default(),
+        no_network: false,
         r2: Default::default(),
         queue_consumers: Default::default(),
         limits,
