@@ -287,7 +287,10 @@ fn invalid_workers() -> Vec<Invalid> {
         Invalid {
             what: "a binding of two kinds, images among them",
             spec: "SCRIPT\n  bindings: [{name: IMAGES, images: {}, queue: {name: jobs}}]",
-            expect: &["spec.bindings[0]", "images: {}, workerLoader: {} or r2Bucket"],
+            expect: &[
+                "spec.bindings[0]",
+                "images: {}, workerLoader: {} or r2Bucket",
+            ],
         },
         Invalid {
             what: "a binding of two kinds, a Worker Loader among them",

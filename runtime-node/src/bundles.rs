@@ -398,6 +398,14 @@ fn loaders(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeSet<S
         .collect()
 }
 
+/// KV bindings: binding name to the namespace's KV namespace.
+fn kv(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeMap<String, String> {
+    bindings
+        .iter()
+        .filter_map(|binding| Some((binding.name.clone(), binding.kv_namespace.clone()?)))
+        .collect()
+}
+
 /// The engine's view of a bundle from its Secret.
 pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
     // The operator (and `isolane dev`) refuse bad settings before a bundle
@@ -421,11 +429,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         modules: bundle.modules.map(std::sync::Arc::new),
         env: bundle.env,
         json_env: bundle.json_env,
-        kv: bundle
-            .bindings
-            .iter()
-            .filter_map(|binding| Some((binding.name.clone(), binding.kv_namespace.clone()?)))
-            .collect(),
+        kv: kv(&bundle.bindings),
         sqlite_classes: own
             .iter()
             .filter(|(_, object)| object.sqlite)
