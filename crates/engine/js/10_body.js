@@ -91,7 +91,7 @@ internal.extractBody = function extractBody(init) {
   }
   const bytes = internal.bufferSourceCopy(init);
   if (bytes !== null) return { inner: new BodyInner(bytes, null), type: null };
-  if (internal.isBlob(init)) {
+  if (internal.isBlob && internal.isBlob(init)) {
     return { inner: new BodyInner(internal.blobBytes(init), null), type: init.type === '' ? null : init.type };
   }
   if (internal.isFormData && internal.isFormData(init)) {

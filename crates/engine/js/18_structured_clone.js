@@ -13,7 +13,8 @@ function platformName(v) {
     ['TransformStream', internal.isTransformStream], ['AbortSignal', internal.isAbortSignal],
     ['Event', internal.isEvent], ['EventTarget', internal.isEventTarget], ['Blob', internal.isBlob],
   ];
-  for (const [name, check] of checks) if (check(v)) return name;
+  // isBlob is isolane-web's (09_blob.js): absent when the engine runs without it
+  for (const [name, check] of checks) if (check !== undefined && check(v)) return name;
   return null;
 }
 

@@ -1,5 +1,6 @@
 //! The Web platform's APIs for the Isolane engine, as they leave its core
-//! (docs/adr/0002-engine-crates.md): today Web Crypto (`crypto.rs`,
+//! (docs/adr/0002-engine-crates.md): today Blob and File (`blob.rs`,
+//! `js/09_blob.js`), Web Crypto (`crypto.rs`,
 //! `crypto/*`, `js/14_crypto.js`; its parts Node's `node:crypto` is built
 //! on are public here, [`crypto`], for `isolane-nodejs`), `URLPattern`
 //! (`url_pattern.rs`, `js/21_urlpattern.js`), the Cache API (`cache.rs`,
@@ -28,6 +29,7 @@
 #[macro_use]
 extern crate isolane_engine;
 
+mod blob;
 mod cache;
 mod compression;
 pub mod crypto;
@@ -55,6 +57,7 @@ pub fn family() -> Family {
 
 fn units() -> Vec<Unit> {
     vec![
+        blob::unit(),
         crypto::unit(),
         url_pattern::unit(),
         cache::unit(),

@@ -19,12 +19,11 @@ pub(super) fn headers() -> Unit {
     Unit::new("headers").js(&["07_headers.js"])
 }
 
-/// Blob, Request, Response and `fetch`; each isolate keeps the header names
-/// it has made as V8 strings (`HeaderNames`).
+/// Request, Response and `fetch` (Blob and File are `isolane-web`'s); each
+/// isolate keeps the header names it has made as V8 strings (`HeaderNames`).
 pub(super) fn unit() -> Unit {
     Unit::new("fetch")
         .js(&[
-            "09_blob.js",
             "10_body.js",
             "11_request.js",
             "12_response.js",
