@@ -17,9 +17,10 @@
 //! - Made on the isolate's thread once the module's top-level code has run
 //!   (so the functions it ran are compiled and in the cache), at most once
 //!   per key per process; written by one writer thread, off the request
-//!   path. A full queue (8 caches, 64 MiB) drops the write, and the next
-//!   isolate to load the module makes it again; a failed write is not
-//!   retried before the process restarts.
+//!   path (the set of keys made is bounded: [`CLAIMED_KEYS`]). A full queue
+//!   (8 caches, 64 MiB) drops the write, and the next isolate to load the
+//!   module makes it again; a failed write is not retried before the
+//!   process restarts.
 //! - Nothing stays in memory: the bytes read are dropped after the compile,
 //!   the bytes made after the write. The folder is bounded
 //!   ([`CodeCacheConfig::max_bytes`], oldest files first).
@@ -59,6 +60,12 @@ const QUEUE: usize = 8;
 /// is dropped (the next load makes it again), so a burst of big modules
 /// holds no more than this in memory.
 const QUEUED_BYTES: usize = 64 << 20;
+
+/// Keys remembered as made (or being made) by this process. Code loaded at
+/// run time (Worker Loader bindings) can bring any number of distinct
+/// sources; past this many the set is emptied, so a key is made at most once
+/// more after that instead of the set growing for the life of the process.
+const CLAIMED_KEYS: usize = 65_536;
 
 /// Where code caches go, and how much of them is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,10 +215,15 @@ impl CodeCache {
     }
 
     /// Whether this caller makes `key`'s cache: the first to ask in this
-    /// process.
+    /// process (since the set was last emptied: see [`CLAIMED_KEYS`]).
     pub(crate) fn claim(&self, key: &Key) -> bool {
         match self.claimed.lock() {
-            Ok(mut claimed) => claimed.insert(*key),
+            Ok(mut claimed) => {
+                if claimed.len() >= CLAIMED_KEYS {
+                    claimed.clear();
+                }
+                claimed.insert(*key)
+            }
             Err(_) => false,
         }
     }
@@ -298,6 +310,20 @@ pub fn code_cache_file_name(source: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_keys_claimed_stay_bounded_and_a_key_is_claimed_once_until_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let observer = std::sync::Arc::new(crate::observer::NoopObserver);
+        let cache = CodeCache::start(&CodeCacheConfig::new(dir.path()), observer).unwrap();
+        let key = |i: usize| key_of("13.0", "--flag", 7, Compiled::Module, &i.to_le_bytes());
+        assert!(cache.claim(&key(0)));
+        assert!(!cache.claim(&key(0)), "claimed once");
+        for i in 1..CLAIMED_KEYS * 2 {
+            cache.claim(&key(i));
+            assert!(cache.claimed.lock().unwrap().len() <= CLAIMED_KEYS);
+        }
+    }
 
     #[test]
     fn a_burst_past_the_queued_bytes_is_dropped_not_held() {
