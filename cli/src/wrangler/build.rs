@@ -8,10 +8,14 @@
 //! leaves the machine: a dry run uploads nothing, and wrangler is told not
 //! to send metrics. `no_bundle = true` skips it (the code is read as it is).
 //!
-//! The output goes to `.isolane/build/<environment>` in the project's
-//! folder, made anew each time (a hidden folder: `isolane dev`'s reload
-//! does not watch it). Node.js is `ISOLANE_NODE` if set, else `node` on the
-//! `PATH`; wrangler says which version it needs when it is too old.
+//! The output goes to `.isolane/build/<environment>/<process id>` in the
+//! project's folder, made anew each time (a hidden folder: `isolane dev`'s
+//! reload does not watch it). One folder per process, so two `isolane dev`
+//! (or a `dev` and a `deploy`) in one project never empty each other's
+//! build while it is read; a folder left by a process that ended is removed
+//! by a later build once a day old ([`STALE`]). Node.js is `ISOLANE_NODE` if
+//! set, else `node` on the `PATH`; wrangler says which version it needs
+//! when it is too old.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,6 +25,11 @@ const WRANGLER_JS: &str = "node_modules/wrangler/bin/wrangler.js";
 
 /// The environment variable naming the Node.js that runs wrangler.
 pub const NODE_ENV: &str = "ISOLANE_NODE";
+
+/// How old another process's build folder must be before a build removes
+/// it: a build is read within seconds of being made, so only folders of
+/// processes that ended (killed, or crashed) get this old.
+const STALE: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
 /// The most of wrangler's output a failed build's error repeats.
 const OUTPUT_KEPT: usize = 4000;
@@ -88,7 +97,8 @@ impl Builder {
         let dir = config.parent()?.to_path_buf();
         let out = dir
             .join(".isolane/build")
-            .join(env.map_or_else(|| "top".to_owned(), |env| format!("env-{env}")));
+            .join(env.map_or_else(|| "top".to_owned(), |env| format!("env-{env}")))
+            .join(std::process::id().to_string());
         let stem = main.file_stem()?.to_string_lossy();
         Some(Build {
             builder: self.clone(),
@@ -121,6 +131,9 @@ impl Build {
             _ => {}
         }
         std::fs::create_dir_all(&self.out).map_err(out_error)?;
+        if let Some(builds) = self.out.parent() {
+            remove_stale(builds, &self.out);
+        }
         let started = std::time::Instant::now();
         let output = self
             .command()
@@ -163,6 +176,27 @@ impl Build {
     }
 }
 
+/// Removes the build folders in `builds` other than `own` that were last
+/// changed more than [`STALE`] ago (best effort: a folder that cannot be
+/// read or removed is left).
+fn remove_stale(builds: &Path, own: &Path) {
+    let Ok(entries) = std::fs::read_dir(builds) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let old = entry
+            .metadata()
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age > STALE);
+        if path != own && old && std::fs::remove_dir_all(&path).is_ok() {
+            tracing::debug!(folder = %path.display(), "an old build folder removed");
+        }
+    }
+}
+
 /// The end of what wrangler printed (its error is last), trimmed.
 fn tail(stdout: &[u8], stderr: &[u8]) -> String {
     let text = format!(
@@ -176,4 +210,31 @@ fn tail(stdout: &[u8], stderr: &[u8]) -> String {
         .find(|i| text.is_char_boundary(*i))
         .unwrap_or(text.len());
     text[start..].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_other_processes_build_folders_a_day_old_are_removed() {
+        let builds = tempfile::tempdir().unwrap();
+        let [own, fresh, old, own_old] = ["1", "2", "3", "4"].map(|n| builds.path().join(n));
+        for folder in [&own, &fresh, &old, &own_old] {
+            std::fs::create_dir(folder).unwrap();
+        }
+        let two_days = std::time::SystemTime::now() - 2 * STALE;
+        for folder in [&old, &own_old] {
+            std::fs::File::open(folder)
+                .unwrap()
+                .set_modified(two_days)
+                .unwrap();
+        }
+        remove_stale(builds.path(), &own_old);
+        assert!(own.is_dir() && fresh.is_dir() && own_old.is_dir());
+        assert!(
+            !old.exists(),
+            "a day-old folder of another process is removed"
+        );
+    }
 }
