@@ -35,8 +35,6 @@ mod durable_threads;
 mod egress;
 #[path = "engine/fairness.rs"]
 mod fairness;
-#[path = "engine/garbage_buffers.rs"]
-mod garbage_buffers;
 #[path = "engine/globals.rs"]
 mod globals;
 #[path = "engine/kv.rs"]
