@@ -12,7 +12,10 @@
 //!   `ArrayBuffer::Allocator` or charged here by the host. An allocation
 //!   that would take off-heap bytes plus the last measured heap past the
 //!   limit is refused, and the isolate is terminated and discarded just like
-//!   at the heap limit.
+//!   at the heap limit; one V8 asked its allocator for is refused without
+//!   stopping anything until V8 has collected garbage three times since
+//!   (it asks again after each), so the dead buffers in the way are freed
+//!   first ([`COLLECTIONS_BEFORE_FINAL`]).
 //!
 //! - memory V8 takes without asking the allocator (a resizable
 //!   ArrayBuffer commits pages from its own reservation as it grows, and
@@ -33,15 +36,18 @@
 //! The pool's heap budget, its eviction and the thread's memory gauge use
 //! [`Memory::used`] (heap + off-heap), so they count what the limit counts.
 //!
-//! Threads: V8 frees backing stores from its own background threads (the
-//! array-buffer sweeper), so the counters are atomics. `Memory` is shared by
+//! Threads: V8 may free backing stores from its own background threads, so
+//! the counters are atomics. The array-buffer sweeper runs on the engine
+//! thread (`platform::FLAGS`): V8 takes the buffers it frees off its
+//! external-memory figure as it frees them, so `measure_external` never
+//! sees them freed here and still counted there. `Memory` is shared by
 //! `Arc` between the isolate, its allocator (which V8 keeps alive for as long
 //! as any backing store made with it) and the host.
 
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -60,6 +66,18 @@ const HEAP_GRACE: usize = 2 << 30;
 /// (`vm.max_map_count`, 65530 by default), so a worker making empty ones by
 /// the thousand must reach its limit long before the process runs out.
 pub(crate) const MIN_RESERVATION: usize = 64 << 10;
+
+/// Collections V8 makes between refusing an allocation of its allocator and
+/// giving up on it: when the allocator refuses a backing store, V8 collects
+/// garbage and asks again, twice, then collects all it can and asks a last
+/// time (`Heap::AllocateExternalBackingStore`). A refusal after this many
+/// collections is final and stops the isolate; earlier ones let V8 free the
+/// dead buffers that are in the way (a Worker that makes and drops 1 MiB
+/// chunks holds little, but each is charged until collected).
+const COLLECTIONS_BEFORE_FINAL: u32 = 3;
+
+/// `Memory::refused`'s value when no allocation is waiting on a collection.
+const NOT_REFUSED: u32 = u32::MAX;
 
 /// The memory of one isolate.
 pub struct Memory {
@@ -83,6 +101,9 @@ pub struct Memory {
     /// not since the last `take_hit_cpu`: how long a builtin ran on past the
     /// limit decides its penalty (`schedule.rs`).
     hit_cpu_ns: AtomicU64,
+    /// Collections since the allocator refused V8 an allocation that V8
+    /// may ask for again ([`COLLECTIONS_BEFORE_FINAL`]), or [`NOT_REFUSED`].
+    refused: AtomicU32,
     /// Set once the isolate exists (the allocator is made before it).
     handle: OnceLock<v8::IsolateHandle>,
     /// The isolate itself, for reading V8's external memory from the
@@ -108,6 +129,7 @@ impl Memory {
             heap: AtomicUsize::new(0),
             hit: AtomicBool::new(false),
             hit_cpu_ns: AtomicU64::new(0),
+            refused: AtomicU32::new(NOT_REFUSED),
             handle: OnceLock::new(),
             isolate: AtomicPtr::new(std::ptr::null_mut()),
         })
@@ -240,6 +262,11 @@ impl Memory {
     /// Charges `len` off-heap bytes, or refuses them (and stops the isolate's
     /// JavaScript) when they would take it past its limit.
     pub(crate) fn charge(&self, len: usize) -> Result<(), OverLimit> {
+        self.try_charge(len).inspect_err(|_| self.limit_hit())
+    }
+
+    /// Charges `len` off-heap bytes if they fit; stops nothing.
+    fn try_charge(&self, len: usize) -> Result<(), OverLimit> {
         let limit = self.limit();
         let heap = self
             .heap
@@ -249,7 +276,6 @@ impl Memory {
         loop {
             let next = current.saturating_add(len);
             if next.saturating_add(heap) > limit {
-                self.limit_hit();
                 return Err(OverLimit);
             }
             match self.external.compare_exchange_weak(
@@ -288,7 +314,38 @@ impl Memory {
         Ok(())
     }
 
-    /// Gives back `len` bytes charged by `charge_in_v8`.
+    /// Charges an allocation V8 asked its allocator for. Past the limit it
+    /// is refused; the isolate is stopped only once V8 has collected
+    /// [`COLLECTIONS_BEFORE_FINAL`] times since the first refusal (V8 asks
+    /// again after collecting), so dead buffers are freed before a live
+    /// Worker is stopped for them.
+    fn charge_allocation(&self, len: usize) -> Result<(), OverLimit> {
+        if self.try_charge(len).is_ok() {
+            self.refused.store(NOT_REFUSED, Ordering::Relaxed);
+            self.in_v8.fetch_add(len, Ordering::Relaxed);
+            return Ok(());
+        }
+        match self.refused.load(Ordering::Relaxed) {
+            NOT_REFUSED => self.refused.store(0, Ordering::Relaxed),
+            collections if collections >= COLLECTIONS_BEFORE_FINAL => {
+                self.refused.store(NOT_REFUSED, Ordering::Relaxed);
+                self.limit_hit();
+            }
+            _ => {}
+        }
+        Err(OverLimit)
+    }
+
+    /// A collection ended: counted for an allocation waiting on one.
+    fn collected(&self) {
+        let _ = self
+            .refused
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n != NOT_REFUSED).then(|| n.saturating_add(1).min(NOT_REFUSED - 1))
+            });
+    }
+
+    /// Gives back `len` bytes charged by `charge_in_v8` or `charge_allocation`.
     fn release_in_v8(&self, len: usize) {
         let _ = self
             .in_v8
@@ -439,6 +496,7 @@ unsafe extern "C" fn after_gc(
     // SAFETY: `data` is the `Memory` registered in `install_gc_callback`,
     // kept alive by the isolate's owner until the isolate is disposed.
     let memory = unsafe { &*data.cast::<Memory>() };
+    memory.collected();
     memory.measure_external();
 }
 
@@ -452,7 +510,7 @@ static ALLOCATOR: v8::RustAllocatorVtable<Memory> = v8::RustAllocatorVtable {
 };
 
 unsafe extern "C" fn allocate(memory: &Memory, len: usize) -> *mut c_void {
-    if !memory.measure_external() || memory.charge_in_v8(len).is_err() {
+    if !memory.measure_external() || memory.charge_allocation(len).is_err() {
         return std::ptr::null_mut();
     }
     // SAFETY: plain C allocation; at least one byte so that a zero-length
@@ -465,7 +523,7 @@ unsafe extern "C" fn allocate(memory: &Memory, len: usize) -> *mut c_void {
 }
 
 unsafe extern "C" fn allocate_uninitialized(memory: &Memory, len: usize) -> *mut c_void {
-    if !memory.measure_external() || memory.charge_in_v8(len).is_err() {
+    if !memory.measure_external() || memory.charge_allocation(len).is_err() {
         return std::ptr::null_mut();
     }
     // SAFETY: as in `allocate`; V8 initialises the bytes itself.

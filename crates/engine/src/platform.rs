@@ -13,7 +13,8 @@ static INIT: Once = Once::new();
 
 /// V8 flags for every isolate of the process (part of the snapshot cache's
 /// key: a flag can change what a blob holds).
-pub(crate) const FLAGS: &str = "--enable-sharedarraybuffer-per-context";
+pub(crate) const FLAGS: &str =
+    "--enable-sharedarraybuffer-per-context --no-concurrent-array-buffer-sweeping";
 
 /// Initialises V8 (idempotent). Must run before engine threads exist.
 pub fn init() {
@@ -28,6 +29,14 @@ pub fn init() {
         // (`allow_atomics_wait(false)`). V8's stack limit (~1 MiB) fits the
         // engine threads' 8 MiB stacks; code generation from strings is
         // disabled per context.
+        // `--no-concurrent-array-buffer-sweeping`: a collection frees the
+        // dead ArrayBuffers' memory on the engine thread, and takes them
+        // off V8's external-memory figure in the same step. Swept on a
+        // background thread, they reached the allocator's `free` (and left
+        // the isolate's charge) while that figure still counted them until
+        // V8 merged the sweep, so `Memory::measure_external` took them for
+        // memory V8 held without the allocator and charged them twice: a
+        // Worker that dropped its buffers could end at its limit.
         v8::V8::set_flags_from_string(FLAGS);
         let platform = v8::new_default_platform(0, false).make_shared();
         v8::V8::initialize_platform(platform);

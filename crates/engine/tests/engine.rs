@@ -35,6 +35,8 @@ mod durable_threads;
 mod egress;
 #[path = "engine/fairness.rs"]
 mod fairness;
+#[path = "engine/garbage_buffers.rs"]
+mod garbage_buffers;
 #[path = "engine/globals.rs"]
 mod globals;
 #[path = "engine/kv.rs"]
