@@ -22,22 +22,49 @@ const CALLER: &str = include_str!("../../compat/apps/loader/outbound.js");
 const GUARD: &str = include_str!("../../compat/apps/loader/guard.js");
 const NEIGHBOUR: &str = "export default { fetch() { return new Response('neighbour ok'); } };\n";
 
+/// A platform Worker calling the customer's `shop` through its dispatch
+/// namespace binding `D`, whose outbound Worker is `egress`.
+const PLATFORM: &str = "export default { async fetch(request, env) {\n  const r = await env.D.get('shop', { tenant: 'acme', secret: 'kept' }).fetch('http://shop/');\n  return new Response(r.status + ' ' + await r.text());\n} };\n";
+
+/// The customer's Worker: a fetch of an allowed and of a forbidden host.
+const SHOP: &str = "export default { async fetch() {\n  const a = await fetch('http://allowed.example/p', { headers: { 'x-from': 'customer' } });\n  const f = await fetch('http://forbidden.example/');\n  return new Response(a.status + ' ' + a.headers.get('x-guard') + ' ' + await a.text() + ' | ' + f.status + ' ' + await f.text());\n} };\n";
+
+/// The platform's outbound Worker: refuses forbidden.example, echoes the
+/// rest with the binding's params (its `ctx.props`) and a header added.
+const EGRESS: &str = "export default { async fetch(request, env, ctx) {\n  const url = new URL(request.url);\n  if (url.hostname === 'forbidden.example') return new Response('egress refused', { status: 403 });\n  return new Response('egress saw ' + request.method + ' ' + request.url + ' x-from=' + request.headers.get('x-from') + ' props=' + JSON.stringify(ctx.props), { headers: { 'x-guard': 'added' } });\n} };\n";
+
 /// What the loaded code answers for `/both`: the guard's echo of the
 /// allowed request, with its header, and its refusal of the forbidden one.
 const BOTH: &str = "200 added guard saw POST http://allowed.example/path?q=1 x-from=loaded body=payload | 403 guard refused forbidden.example";
 
 async fn start() -> (Dev, u16, support::HttpClient, tempfile::TempDir) {
-    let folder = [
-        worker_yaml(
+    let outbound = "  routes: [{ host: outbound.test }]\n  bindings: [{ name: LOADER, workerLoader: {} }, { name: OUT, service: { name: guard } }]\n";
+    let dispatch = "  routes: [{ host: dispatch.test }]\n  bindings: [{ name: D, dispatchNamespace: { namespace: cust, outbound: { worker: egress, params: [tenant] } } }]\n";
+    let workers = [
+        ("platform", "caller", outbound, CALLER),
+        (
             "platform",
-            "caller",
-            "  routes: [{ host: outbound.test }]\n  bindings: [{ name: LOADER, workerLoader: {} }, { name: OUT, service: { name: guard } }]\n",
-            CALLER,
+            "guard",
+            "  routes: [{ host: guard.test }]\n",
+            GUARD,
         ),
-        worker_yaml("platform", "guard", "  routes: [{ host: guard.test }]\n", GUARD),
-        worker_yaml("neighbours", "neighbour", "  routes: [{ host: neighbour.test }]\n", NEIGHBOUR),
-    ]
-    .join("---\n");
+        (
+            "neighbours",
+            "neighbour",
+            "  routes: [{ host: neighbour.test }]\n",
+            NEIGHBOUR,
+        ),
+        ("platform", "dispatcher", dispatch, PLATFORM),
+        ("platform", "egress", "", EGRESS),
+        ("cust", "shop", "", SHOP),
+    ];
+    let consent = "apiVersion: v1\nkind: Namespace\nmetadata: { name: cust, labels: { dispatch.isolane.dev/platform: \"true\" } }\n";
+    let folder = workers
+        .iter()
+        .map(|(namespace, name, spec, script)| worker_yaml(namespace, name, spec, script))
+        .chain([consent.to_owned()])
+        .collect::<Vec<_>>()
+        .join("---\n");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("workers.yaml"), folder).unwrap();
     let port = free_port().unwrap();
@@ -91,6 +118,23 @@ async fn dev_loaded_code_fetches_through_its_outbound_worker_within_its_limits()
             .unwrap(),
         (200, BOTH.to_owned())
     );
+    assert!(dev.interrupt().success());
+}
+
+/// A dispatched Worker's every fetch goes to its binding's outbound Worker,
+/// which sees the params `get()` was given and nothing else of them.
+#[tokio::test]
+async fn dev_dispatched_worker_fetches_through_the_bindings_outbound_worker() {
+    let (dev, port, client, _dir) = start().await;
+    for _ in 0..2 {
+        assert_eq!(
+            request(&client, port, "dispatch.test", "/").await.unwrap(),
+            (
+                200,
+                "200 200 added egress saw GET http://allowed.example/p x-from=customer props={\"tenant\":\"acme\"} | 403 egress refused".to_owned()
+            )
+        );
+    }
     assert!(dev.interrupt().success());
 }
 

@@ -108,13 +108,15 @@ class DispatchNamespace {
     this.#binding = binding;
   }
 
-  // `args` is for an outbound Worker's params, which is not built yet.
+  // `args`: the values the binding's outbound Worker may see (its
+  // `params` pick them), as JSON.
   get(name, args = undefined, options = undefined) {
     const limits = options?.limits ?? {};
     const to = {
       worker: String(name),
       cpuMs: callLimit(limits.cpuMs, 'cpuMs'),
       subrequests: callLimit(limits.subRequests ?? limits.subrequests, 'subRequests'),
+      props: args === undefined || args === null ? undefined : JSON.stringify(args),
     };
     return internal.serviceBinding(this.#binding, to);
   }

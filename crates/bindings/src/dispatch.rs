@@ -5,8 +5,10 @@
 //! checked to have agreed, as the operator (or `isolane dev`) wrote it into
 //! the caller's bundle; the caller's code names only the Worker.
 
+use isolane_engine::ServiceTarget;
 use isolane_engine::api::service::{CallLimits, Outbound, prepare, prepare_dispatch};
 use isolane_engine::api::{ErrorClass, HostError, HostState};
+use isolane_worker::dispatch::OutboundWorker;
 
 /// The call `serviceFetch` or `serviceRpc` makes through binding
 /// `binding`: a service binding's, or with `worker` (a dispatch stub's) a
@@ -51,5 +53,28 @@ pub(crate) fn outbound(
         cpu_ms: given(cpu_ms),
         subrequests: given(subrequests),
     };
-    prepare_dispatch(host, ctx, &target.namespace, &worker, limits)
+    let outbound = target
+        .outbound
+        .as_ref()
+        .map(|outbound| outbound_target(caller.namespace(), outbound, entry.1.as_deref()));
+    prepare_dispatch(host, ctx, (&target.namespace, &worker), limits, outbound)
+}
+
+/// The binding's outbound Worker, as the called Worker's `globalOutbound`
+/// (`<namespace>/<worker>`: a Worker of the platform's namespace), its
+/// `ctx.props` the `params` of `args` (the JSON `get()` was given).
+fn outbound_target(platform: &str, outbound: &OutboundWorker, args: Option<&str>) -> ServiceTarget {
+    let args: serde_json::Map<String, serde_json::Value> = args
+        .and_then(|args| serde_json::from_str(args).ok())
+        .unwrap_or_default();
+    let params: serde_json::Map<String, serde_json::Value> = outbound
+        .params
+        .iter()
+        .filter_map(|name| Some((name.clone(), args.get(name)?.clone())))
+        .collect();
+    ServiceTarget {
+        worker: format!("{platform}/{}", outbound.worker),
+        entrypoint: None,
+        props: Some(serde_json::Value::Object(params).to_string()),
+    }
 }

@@ -120,6 +120,10 @@ pub struct DispatchTarget {
     /// operator (or `isolane dev`) saw it: calls into it are refused
     /// otherwise.
     pub consented: bool,
+    /// The Worker of the caller's namespace that takes every `fetch()` of
+    /// a Worker called through the binding, and the names of `get()`'s
+    /// `args` it sees as its `ctx.props`.
+    pub outbound: Option<isolane_worker::dispatch::OutboundWorker>,
 }
 
 /// A Durable Object class hosted by another Worker of the namespace.

@@ -34,13 +34,15 @@ pub struct DispatchNamespaceBinding {
         regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     )]
     pub namespace: String,
-    /// An outbound Worker (wrangler's `outbound`): not built yet, refused
-    /// when set.
+    /// An outbound Worker (wrangler's `outbound`): every `fetch()` of a
+    /// Worker called through the binding goes to it (docs/dispatch.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbound: Option<OutboundWorker>,
 }
 
-/// `dispatchNamespace.outbound` (not built yet).
+/// `dispatchNamespace.outbound`: a Worker of the platform's namespace that
+/// takes every `fetch()` of the Workers called through the binding, with
+/// `params` (picked from `get()`'s `args`) as its `ctx.props`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OutboundWorker {

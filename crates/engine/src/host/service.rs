@@ -30,7 +30,7 @@ use super::error::{ErrorClass, HostError};
 use super::object_hosted::served_worker;
 use super::{HostState, IsolateTurns, Settlement};
 use crate::body::Body;
-use crate::bundle::WorkerBundle;
+use crate::bundle::{GLOBAL_OUTBOUND, ServiceTarget, WorkerBundle};
 use crate::dispatch::run_on;
 use crate::observer::{ServiceCallKind, ServicePlace};
 use crate::service_call::{CallLimits, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall};
@@ -57,13 +57,17 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
     let target = caller.services.get(binding).ok_or_else(|| {
         HostError::type_error(format!("{binding} is not a service binding of this Worker"))
     })?;
-    let bundle = served_worker(host, caller.namespace(), &target.worker).ok_or_else(|| {
+    // A dispatched Worker's outbound Worker is of the platform's namespace
+    // (`<namespace>/<worker>`); a Worker's name holds no `/`.
+    let (namespace, worker) = target
+        .worker
+        .split_once('/')
+        .filter(|_| binding == GLOBAL_OUTBOUND)
+        .unwrap_or((caller.namespace(), &target.worker));
+    let bundle = served_worker(host, namespace, worker).ok_or_else(|| {
         HostError::new(
             ErrorClass::Error,
-            format!(
-                "Service call failed: Worker {} is not running in this namespace",
-                target.worker
-            ),
+            format!("Service call failed: Worker {worker} is not running in namespace {namespace}"),
         )
     })?;
     let call = ServiceCall {
@@ -82,9 +86,9 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
 pub fn prepare_dispatch(
     host: &HostState,
     ctx: u32,
-    namespace: &str,
-    worker: &str,
+    (namespace, worker): (&str, &str),
     limits: CallLimits,
+    outbound: Option<ServiceTarget>,
 ) -> Result<Outbound, HostError> {
     let bundle = isolane_worker::is_worker_name(worker)
         .then(|| served_worker(host, namespace, worker))
@@ -94,7 +98,24 @@ pub fn prepare_dispatch(
                 format!("Worker not found: no Worker {worker:?} in dispatch namespace {namespace}");
             HostError::new(ErrorClass::Error, message)
         })?;
+    let bundle = match outbound {
+        Some(outbound) => Arc::new(with_outbound(&bundle, outbound)),
+        None => bundle,
+    };
     prepare_call(host, ctx, bundle, ServiceCall::default(), limits)
+}
+
+/// `bundle` with `outbound` taking its every `fetch()` (and no
+/// `connect()`): a revision of its own, so its isolates are not the ones
+/// of the Worker called directly.
+fn with_outbound(bundle: &WorkerBundle, outbound: ServiceTarget) -> WorkerBundle {
+    use std::hash::{Hash, Hasher};
+    let mut hash = std::hash::DefaultHasher::new();
+    (&outbound.worker, &outbound.props).hash(&mut hash);
+    let mut with = bundle.clone();
+    with.revision = format!("{}+outbound:{:016x}", bundle.revision, hash.finish());
+    with.services.insert(GLOBAL_OUTBOUND.to_owned(), outbound);
+    with
 }
 
 /// A call of `bundle` as `call` from request `ctx`, under `limits`:
