@@ -67,7 +67,7 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
     let bundle = served_worker(host, namespace, worker).ok_or_else(|| {
         HostError::new(
             ErrorClass::Error,
-            format!("Service call failed: Worker {worker} is not running in namespace {namespace}"),
+            format!("Service call failed: Worker {worker} is not running in this namespace"),
         )
     })?;
     let call = ServiceCall {
