@@ -122,7 +122,7 @@ pub struct DispatchTarget {
     pub consented: bool,
     /// The Worker of the caller's namespace that takes every `fetch()` of
     /// a Worker called through the binding, and the names of `get()`'s
-    /// `args` it sees as its `ctx.props`.
+    /// `options.outbound` it sees in its `env` (per call: `CallOutbound`).
     pub outbound: Option<isolane_worker::dispatch::OutboundWorker>,
 }
 

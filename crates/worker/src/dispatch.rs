@@ -42,14 +42,16 @@ pub struct DispatchNamespaceBinding {
 
 /// `dispatchNamespace.outbound`: a Worker of the platform's namespace that
 /// takes every `fetch()` of the Workers called through the binding, with
-/// `params` (picked from `get()`'s `args`) as its `ctx.props`.
+/// the `params` named here (picked from `get()`'s `options.outbound`) as
+/// `env.<param>` for that call only.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OutboundWorker {
     /// A Worker of the platform's namespace.
     #[schemars(length(min = 1, max = 253))]
     pub worker: String,
-    /// The names of `get()`'s `args` handed to the outbound Worker.
+    /// The names of `get()`'s `options.outbound` members the outbound Worker
+    /// sees as `env.<name>` (others are not passed on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub params: Vec<String>,
 }

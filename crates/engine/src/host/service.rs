@@ -30,10 +30,12 @@ use super::error::{ErrorClass, HostError};
 use super::object_hosted::served_worker;
 use super::{HostState, IsolateTurns, Settlement};
 use crate::body::Body;
-use crate::bundle::{GLOBAL_OUTBOUND, ServiceTarget, WorkerBundle};
+use crate::bundle::WorkerBundle;
 use crate::dispatch::run_on;
 use crate::observer::{ServiceCallKind, ServicePlace};
-use crate::service_call::{CallLimits, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall};
+use crate::service_call::{
+    CallLimits, CallOutbound, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall,
+};
 use crate::work::Work;
 
 /// A service call ready to run: the called Worker, the call, the hop
@@ -44,6 +46,9 @@ pub struct Outbound {
     call: ServiceCall,
     hops: u32,
     limits: CallLimits,
+    /// A dispatched call's outbound Worker, which the callee's request
+    /// keeps (`None` for every other call).
+    outbound: Option<Arc<CallOutbound>>,
 }
 
 /// The call request `ctx` makes through its Worker's binding `binding`:
@@ -57,17 +62,13 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
     let target = caller.services.get(binding).ok_or_else(|| {
         HostError::type_error(format!("{binding} is not a service binding of this Worker"))
     })?;
-    // A dispatched Worker's outbound Worker is of the platform's namespace
-    // (`<namespace>/<worker>`); a Worker's name holds no `/`.
-    let (namespace, worker) = target
-        .worker
-        .split_once('/')
-        .filter(|_| binding == GLOBAL_OUTBOUND)
-        .unwrap_or((caller.namespace(), &target.worker));
-    let bundle = served_worker(host, namespace, worker).ok_or_else(|| {
+    let bundle = served_worker(host, caller.namespace(), &target.worker).ok_or_else(|| {
         HostError::new(
             ErrorClass::Error,
-            format!("Service call failed: Worker {worker} is not running in this namespace"),
+            format!(
+                "Service call failed: Worker {} is not running in this namespace",
+                target.worker
+            ),
         )
     })?;
     let call = ServiceCall {
@@ -75,20 +76,23 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
         method: None,
         props: target.props.clone(),
         payload: None,
+        params: None,
     };
     prepare_call(host, ctx, bundle, call, CallLimits::default())
 }
 
 /// A dispatch namespace binding's call of Worker `worker` of `namespace`
 /// (its consent checked by the caller, `isolane-bindings`), under
-/// `limits`: refused past [`MAX_DEPTH`], or as Cloudflare's `Worker not
-/// found` when the namespace has no such Worker here.
+/// `limits`, its every `fetch()` through `outbound` when the binding names
+/// one (the call's own: the Worker's isolates are the same whatever it
+/// is): refused past [`MAX_DEPTH`], or as Cloudflare's `Worker not found`
+/// when the namespace has no such Worker here.
 pub fn prepare_dispatch(
     host: &HostState,
     ctx: u32,
     (namespace, worker): (&str, &str),
     limits: CallLimits,
-    outbound: Option<ServiceTarget>,
+    outbound: Option<CallOutbound>,
 ) -> Result<Outbound, HostError> {
     let bundle = isolane_worker::is_worker_name(worker)
         .then(|| served_worker(host, namespace, worker))
@@ -98,24 +102,33 @@ pub fn prepare_dispatch(
                 format!("Worker not found: no Worker {worker:?} in dispatch namespace {namespace}");
             HostError::new(ErrorClass::Error, message)
         })?;
-    let bundle = match outbound {
-        Some(outbound) => Arc::new(with_outbound(&bundle, outbound)),
-        None => bundle,
-    };
-    prepare_call(host, ctx, bundle, ServiceCall::default(), limits)
+    let mut call = prepare_call(host, ctx, bundle, ServiceCall::default(), limits)?;
+    call.outbound = outbound.map(Arc::new);
+    Ok(call)
 }
 
-/// `bundle` with `outbound` taking its every `fetch()` (and no
-/// `connect()`): a revision of its own, so its isolates are not the ones
-/// of the Worker called directly.
-fn with_outbound(bundle: &WorkerBundle, outbound: ServiceTarget) -> WorkerBundle {
-    use std::hash::{Hash, Hasher};
-    let mut hash = std::hash::DefaultHasher::new();
-    (&outbound.worker, &outbound.props).hash(&mut hash);
-    let mut with = bundle.clone();
-    with.revision = format!("{}+outbound:{:016x}", bundle.revision, hash.finish());
-    with.services.insert(GLOBAL_OUTBOUND.to_owned(), outbound);
-    with
+/// The call a `fetch()` of request `ctx` makes when its caller gave it
+/// outbound Worker `to` (a dispatched call's): that Worker's `fetch`
+/// handler, `to`'s params in its `env` for this call only.
+pub(crate) fn prepare_through(
+    host: &HostState,
+    ctx: u32,
+    to: &CallOutbound,
+) -> Result<Outbound, HostError> {
+    let bundle = served_worker(host, &to.namespace, &to.worker).ok_or_else(|| {
+        HostError::new(
+            ErrorClass::Error,
+            format!(
+                "fetch() through the outbound Worker failed: Worker {} is not running in namespace {}",
+                to.worker, to.namespace
+            ),
+        )
+    })?;
+    let call = ServiceCall {
+        params: to.params.clone(),
+        ..ServiceCall::default()
+    };
+    prepare_call(host, ctx, bundle, call, CallLimits::default())
 }
 
 /// A call of `bundle` as `call` from request `ctx`, under `limits`:
@@ -135,6 +148,7 @@ pub fn prepare_call(
         call,
         hops,
         limits,
+        outbound: None,
     })
 }
 
@@ -179,6 +193,9 @@ impl Outbound {
         );
         if self.limits != CallLimits::default() {
             request.extensions_mut().insert(self.limits);
+        }
+        if let Some(outbound) = self.outbound {
+            request.extensions_mut().insert(outbound);
         }
         let thread = host.thread.clone();
         let kind = match self.call.method {

@@ -103,6 +103,10 @@ fn prepare(
         // The Worker's global scope, or a request that has ended.
         return Err("WebSocket: a socket can only be opened while handling a request".to_owned());
     }
+    if host.call_outbound(ctx).is_some() {
+        let to = url.host_str().unwrap_or("");
+        return Err(crate::service_call::CallOutbound::refusal("WebSocket", to));
+    }
     let limit = host.worker.get().map_or(0, |w| w.limits.subrequests);
     host.take_subrequest(ctx, limit).map_err(too_many)?;
     check_hop(host, &url)?;
