@@ -159,22 +159,13 @@ async fn dev_loaded_code_fetches_through_its_outbound_worker_within_its_limits()
         "refused TypeError: connect to allowed.example refused: this code was loaded with a service as globalOutbound, which takes its fetch() calls only"
     );
     // The loop through the outbound, the neighbour before, during, after.
-    let neighbour = || request(&client, port, "neighbour.test", "/");
-    assert_eq!(neighbour().await.unwrap(), (200, "neighbour ok".to_owned()));
-    let (looped, during) = tokio::join!(request(&client, port, "outbound.test", "/loop"), async {
-        tokio::time::sleep(Duration::from_millis(2)).await;
-        neighbour().await.unwrap()
-    });
-    assert_eq!(during, (200, "neighbour ok".to_owned()));
-    let (status, body) = looped.unwrap();
-    assert_eq!(status, 200, "{body}");
+    let body = beside_the_neighbour(&client, port, ("outbound.test", "/loop")).await;
     assert!(
         body.starts_with(
             "after 20: TypeError: Too many subrequests: a request may make at most 20 "
         ),
         "{body}"
     );
-    assert_eq!(neighbour().await.unwrap(), (200, "neighbour ok".to_owned()));
     // The caller and its loaded code serve on.
     assert_eq!(
         request(&client, port, "outbound.test", "/both")
@@ -250,11 +241,32 @@ async fn dev_distinct_outbound_params_make_no_isolates() {
     assert_eq!(direct.unwrap(), (200, "direct TypeError".to_owned()));
     // Made: none (live ones, spares included, may differ as spares refill).
     let after = isolates(&client, admin).await;
+    eprintln!("isolates made, live: before {before:?}, after {after:?}");
     assert_eq!(
         after.0, before.0,
         "isolates made: before {before:?}, after {after:?}"
     );
     assert!(dev.interrupt().success());
+}
+
+/// `path` of `host` (answering 200), with the neighbour answering before,
+/// during and after it: its body.
+async fn beside_the_neighbour(
+    client: &support::HttpClient,
+    port: u16,
+    (host, path): (&str, &str),
+) -> String {
+    let neighbour = || request(client, port, "neighbour.test", "/");
+    assert_eq!(neighbour().await.unwrap(), (200, "neighbour ok".to_owned()));
+    let (answer, during) = tokio::join!(request(client, port, host, path), async {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        neighbour().await.unwrap()
+    });
+    assert_eq!(during, (200, "neighbour ok".to_owned()));
+    let (status, body) = answer.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(neighbour().await.unwrap(), (200, "neighbour ok".to_owned()));
+    body
 }
 
 /// The admin port's isolates made so far and alive now
@@ -264,16 +276,7 @@ async fn isolates(client: &support::HttpClient, admin: u16) -> (f64, f64) {
         .await
         .unwrap();
     assert_eq!(status, 200, "{metrics}");
-    let sum = |name: &str| -> f64 {
-        metrics
-            .lines()
-            .filter(|line| {
-                line.strip_prefix(name)
-                    .is_some_and(|rest| rest.starts_with(['{', ' ']))
-            })
-            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    };
+    let sum = |name| support::metric_sum(&metrics, name);
     (
         sum("isolane_node_isolate_creations_total"),
         sum("isolane_node_live_isolates"),
@@ -286,25 +289,13 @@ async fn isolates(client: &support::HttpClient, admin: u16) -> (f64, f64) {
 #[tokio::test]
 async fn dev_dispatched_loop_through_the_outbound_ends_at_its_limit() {
     let (dev, port, client, _dir) = start().await;
-    let neighbour = || request(&client, port, "neighbour.test", "/");
-    assert_eq!(neighbour().await.unwrap(), (200, "neighbour ok".to_owned()));
-    let (looped, during) = tokio::join!(
-        request(&client, port, "dispatch.test", "/loop/acme"),
-        async {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-            neighbour().await.unwrap()
-        }
-    );
-    assert_eq!(during, (200, "neighbour ok".to_owned()));
-    let (status, body) = looped.unwrap();
-    assert_eq!(status, 200, "{body}");
+    let body = beside_the_neighbour(&client, port, ("dispatch.test", "/loop/acme")).await;
     assert!(
         body.starts_with(
             "200 after 20: TypeError: Too many subrequests: a request may make at most 20 "
         ),
         "{body}"
     );
-    assert_eq!(neighbour().await.unwrap(), (200, "neighbour ok".to_owned()));
     assert_eq!(
         request(&client, port, "dispatch.test", "/t/acme")
             .await

@@ -251,6 +251,23 @@ fn bindings(
         }
         bindings.push(binding);
     }
+    dispatch_bindings(config, problems, &mut bindings);
+    super::queues::producers(config, problems, &mut bindings);
+    super::d1::bindings(config, problems, &mut bindings);
+    super::r2::bindings(config, problems, &mut bindings);
+    bindings.extend(config.images.iter().map(|i| Binding::images(&i.binding)));
+    let loaders = config.worker_loaders.iter();
+    bindings.extend(loaders.map(|l| Binding::worker_loader(&l.binding)));
+    let env = config.vars.keys().map(String::as_str);
+    isolane_worker::check_bindings(env, &bindings)
+        .map_err(|e| ("bindings".to_owned(), e.to_string()))?;
+    Ok(bindings)
+}
+
+/// `dispatch_namespaces`: a Kubernetes namespace whose Workers are called
+/// by name; `outbound`'s `service` a Worker of this namespace, its
+/// `parameters` the params (docs/dispatch.md).
+fn dispatch_bindings(config: &Config, problems: &mut Vec<Problem>, bindings: &mut Vec<Binding>) {
     for (i, dispatch) in config.dispatch_namespaces.iter().enumerate() {
         let mut binding = Binding::dispatch_namespace(&dispatch.binding, &dispatch.namespace);
         if let (Some(target), Some(outbound)) =
@@ -270,16 +287,6 @@ fn bindings(
         }
         bindings.push(binding);
     }
-    super::queues::producers(config, problems, &mut bindings);
-    super::d1::bindings(config, problems, &mut bindings);
-    super::r2::bindings(config, problems, &mut bindings);
-    bindings.extend(config.images.iter().map(|i| Binding::images(&i.binding)));
-    let loaders = config.worker_loaders.iter();
-    bindings.extend(loaders.map(|l| Binding::worker_loader(&l.binding)));
-    let env = config.vars.keys().map(String::as_str);
-    isolane_worker::check_bindings(env, &bindings)
-        .map_err(|e| ("bindings".to_owned(), e.to_string()))?;
-    Ok(bindings)
 }
 
 /// `durable_objects.bindings`: a class of this Worker (SQLite-backed when
