@@ -269,11 +269,26 @@ pub struct ServiceConfig {
 pub struct DispatchNamespaceConfig {
     pub binding: String,
     pub namespace: String,
-    /// An outbound Worker: not built yet (a problem, not mapped).
-    pub outbound: Option<IgnoredAny>,
+    /// An outbound Worker (`{service, parameters}`): every `fetch()` of a
+    /// Worker called through the binding goes to it.
+    pub outbound: Option<OutboundConfig>,
     /// wrangler's remote bindings only: nothing here.
     #[serde(rename = "remote")]
     _remote: Option<IgnoredAny>,
+}
+
+/// `[[dispatch_namespaces]]`' `outbound`: a Worker of this namespace and
+/// the names of the values `get()` passes it (`options.outbound`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutboundConfig {
+    pub service: String,
+    #[serde(default)]
+    pub parameters: Vec<String>,
+    /// wrangler's Worker environment: a binding calls the Worker of that
+    /// name, in this namespace.
+    #[serde(default)]
+    pub environment: Option<IgnoredAny>,
 }
 
 /// `[images]`: Cloudflare's Images binding, `env.<binding>`.

@@ -222,7 +222,7 @@ async fn an_assets_only_project_answers_404_and_one_without_assets_is_refused() 
         assert_eq!((status, body.as_str()), (404, ""), "{path}");
     }
     let metrics = counted(&client, admin.parse().unwrap(), 4.0).await;
-    let created = sum(&metrics, "isolane_node_isolate_creations_total");
+    let created = support::metric_sum(&metrics, "isolane_node_isolate_creations_total");
     assert_eq!(created, 0.0, "an isolate was made:\n{metrics}");
     assert!(dev.interrupt().success());
 
@@ -403,7 +403,7 @@ async fn counted(client: &HttpClient, admin: u16, requests: f64) -> String {
     loop {
         let (status, _, metrics) = get(client, admin, "/metrics", &[]).await;
         assert_eq!(status, 200);
-        if sum(&metrics, "isolane_router_requests_total") >= requests {
+        if support::metric_sum(&metrics, "isolane_router_requests_total") >= requests {
             return metrics;
         }
         assert!(
@@ -412,16 +412,4 @@ async fn counted(client: &HttpClient, admin: u16, requests: f64) -> String {
         );
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
-}
-
-/// The sum of every series of `name`.
-fn sum(metrics: &str, name: &str) -> f64 {
-    metrics
-        .lines()
-        .filter(|line| {
-            line.strip_prefix(name)
-                .is_some_and(|rest| rest.starts_with(['{', ' ']))
-        })
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
 }

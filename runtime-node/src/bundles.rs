@@ -341,10 +341,12 @@ fn dispatchers(
     bindings
         .iter()
         .filter_map(|binding| {
-            let namespace = binding.dispatch_namespace.as_ref()?.namespace.clone();
+            let dispatch = binding.dispatch_namespace.as_ref()?;
+            let namespace = dispatch.namespace.clone();
             let target = isolane_engine::DispatchTarget {
                 consented: consent.contains(&namespace),
                 namespace,
+                outbound: dispatch.outbound.clone(),
             };
             Some((binding.name.clone(), target))
         })
@@ -672,6 +674,7 @@ mod tests {
         let target = |namespace: &str, consented| isolane_engine::DispatchTarget {
             namespace: namespace.into(),
             consented,
+            outbound: None,
         };
         assert_eq!(worker.dispatchers.get("A"), Some(&target("cust-a", true)));
         assert_eq!(worker.dispatchers.get("B"), Some(&target("cust-b", false)));

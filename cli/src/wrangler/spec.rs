@@ -212,7 +212,8 @@ pub fn is_identifier(name: &str) -> bool {
 /// `durable_objects.bindings` (`script_name`: the Worker of the same
 /// namespace that hosts the class), `services` (a Worker of the same
 /// namespace, its `entrypoint` and `props`), `dispatch_namespaces` (a
-/// Kubernetes namespace whose Workers are called by name),
+/// Kubernetes namespace whose Workers are called by name; `outbound`'s
+/// `service` a Worker of this namespace, its `parameters` the params),
 /// `queues.producers`, `images` and `worker_loaders`.
 fn bindings(
     project: &Project,
@@ -250,18 +251,7 @@ fn bindings(
         }
         bindings.push(binding);
     }
-    for (i, dispatch) in config.dispatch_namespaces.iter().enumerate() {
-        if dispatch.outbound.is_some() {
-            problems.push(Problem {
-                key: format!("dispatch_namespaces[{i}].outbound"),
-                reason: "outbound Workers are not built yet".into(),
-            });
-        }
-        bindings.push(Binding::dispatch_namespace(
-            &dispatch.binding,
-            &dispatch.namespace,
-        ));
-    }
+    dispatch_bindings(config, problems, &mut bindings);
     super::queues::producers(config, problems, &mut bindings);
     super::d1::bindings(config, problems, &mut bindings);
     super::r2::bindings(config, problems, &mut bindings);
@@ -272,6 +262,31 @@ fn bindings(
     isolane_worker::check_bindings(env, &bindings)
         .map_err(|e| ("bindings".to_owned(), e.to_string()))?;
     Ok(bindings)
+}
+
+/// `dispatch_namespaces`: a Kubernetes namespace whose Workers are called
+/// by name; `outbound`'s `service` a Worker of this namespace, its
+/// `parameters` the params (docs/dispatch.md).
+fn dispatch_bindings(config: &Config, problems: &mut Vec<Problem>, bindings: &mut Vec<Binding>) {
+    for (i, dispatch) in config.dispatch_namespaces.iter().enumerate() {
+        let mut binding = Binding::dispatch_namespace(&dispatch.binding, &dispatch.namespace);
+        if let (Some(target), Some(outbound)) =
+            (&mut binding.dispatch_namespace, &dispatch.outbound)
+        {
+            if outbound.environment.is_some() {
+                problems.push(Problem {
+                    key: format!("dispatch_namespaces[{i}].outbound.environment"),
+                    reason: "the outbound Worker is the Worker of that name, in this namespace"
+                        .into(),
+                });
+            }
+            target.outbound = Some(isolane_worker::dispatch::OutboundWorker {
+                worker: outbound.service.clone(),
+                params: outbound.parameters.clone(),
+            });
+        }
+        bindings.push(binding);
+    }
 }
 
 /// `durable_objects.bindings`: a class of this Worker (SQLite-backed when

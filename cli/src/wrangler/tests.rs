@@ -212,6 +212,16 @@ renamed_classes = [{ from = "Room", to = "Hall" }]
     );
     let dispatch = spec.bindings[7].dispatch_namespace.as_ref().unwrap();
     assert_eq!(dispatch.namespace, "customers");
+    assert_eq!(dispatch.outbound, None);
+    // outbound = { service, parameters }: the outbound Worker and its params.
+    let out = spec.bindings[8].dispatch_namespace.as_ref().unwrap();
+    assert_eq!(
+        out.outbound,
+        Some(isolane_worker::OutboundWorker {
+            worker: "egress".into(),
+            params: vec!["customer".into()],
+        })
+    );
     // new_sqlite_classes: the class's own binding is SQLite-backed, the
     // others are not.
     let sqlite: Vec<_> = spec
@@ -237,11 +247,7 @@ renamed_classes = [{ from = "Room", to = "Hall" }]
     let problems: Vec<_> = worker.problems.iter().map(|p| p.key.as_str()).collect();
     assert_eq!(
         problems,
-        [
-            "services[1].environment",
-            "dispatch_namespaces[1].outbound",
-            "migrations[1].renamed_classes"
-        ]
+        ["services[1].environment", "migrations[1].renamed_classes"]
     );
 }
 

@@ -193,3 +193,15 @@ pub async fn two_teams_and_a_neighbour(
     );
     (dir, dev, port)
 }
+
+/// The sum of every series of metric `name` in a `/metrics` text.
+pub fn metric_sum(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|line| {
+            line.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(['{', ' ']))
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}

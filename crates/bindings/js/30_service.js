@@ -13,7 +13,7 @@
 // Fetcher is not a thenable.
 //
 // A dispatch namespace binding (`env.DISPATCHER`, Workers for Platforms)
-// is a DispatchNamespace whose `get(name, args, {limits})` returns the same
+// is a DispatchNamespace whose `get(name, args, {limits, outbound})` returns the same
 // kind of Fetcher, carrying the Worker's name and the limits the caller
 // lowers (`to`): the host checks the namespace agreed, finds the Worker in
 // it, and only ever lowers the Worker's own limits with them.
@@ -23,7 +23,8 @@ const kService = Symbol('create');
 
 // The host's trailing arguments for a call: a dispatch stub's Worker and
 // lowered limits (0: the Worker's own), nothing for a service binding.
-// A Worker Loader's stub (39_loader.js) adds the entrypoint and props of
+// A dispatch stub's `props` is its `options.outbound` (JSON), the outbound
+// Worker's params. A Worker Loader's stub (39_loader.js) adds the entrypoint and props of
 // the code loaded as `worker`, and `load`, which loads it before a call.
 internal.serviceTarget = (to) =>
   to === undefined
@@ -100,6 +101,15 @@ function callLimit(value, name) {
   return value;
 }
 
+// `get()`'s `options.outbound`: an object, as JSON text (undefined for none).
+function outboundParams(outbound) {
+  if (outbound === undefined || outbound === null) return undefined;
+  if (typeof outbound !== 'object' || Array.isArray(outbound)) {
+    throw new TypeError("options.outbound must be an object of the binding's outbound params");
+  }
+  return JSON.stringify(outbound);
+}
+
 class DispatchNamespace {
   #binding;
 
@@ -108,13 +118,16 @@ class DispatchNamespace {
     this.#binding = binding;
   }
 
-  // `args` is for an outbound Worker's params, which is not built yet.
+  // `args` is not used (Cloudflare's too). `options.outbound`: the values
+  // the binding's outbound Worker sees as env.<param> in the calls this
+  // stub makes (its declared `params` pick them), as JSON.
   get(name, args = undefined, options = undefined) {
     const limits = options?.limits ?? {};
     const to = {
       worker: String(name),
       cpuMs: callLimit(limits.cpuMs, 'cpuMs'),
       subrequests: callLimit(limits.subRequests ?? limits.subrequests, 'subRequests'),
+      props: outboundParams(options?.outbound),
     };
     return internal.serviceBinding(this.#binding, to);
   }

@@ -101,8 +101,14 @@ function encode(code) {
   if (typeof compatibilityDate !== 'string') throw refuse('compatibilityDate must be a string (YYYY-MM-DD)');
   if (typeof mainModule !== 'string') throw refuse('mainModule must be the name of one of the modules');
   if (!Array.isArray(compatibilityFlags)) throw refuse('compatibilityFlags must be an array of strings');
+  // A service binding of the caller's (env.SVC): its Worker's fetch handler
+  // takes every fetch() of the loaded code.
+  let outbound;
   if (globalOutbound !== undefined && globalOutbound !== null) {
-    throw refuse("globalOutbound as a service stub is not built yet: pass null (no network) or leave it out (the caller's network)");
+    outbound = internal.serviceBindingName(globalOutbound);
+    if (outbound === undefined) {
+      throw refuse("globalOutbound must be null (no network), a service binding of the caller (env.SVC), or left out (the caller's network)");
+    }
   }
   const [modules, content] = encodeModules(code.modules);
   const envJson = {};
@@ -125,6 +131,7 @@ function encode(code) {
     env: envJson,
     services,
     noNetwork: globalOutbound === null,
+    outbound,
     limits: {
       cpuMs: internal.callLimit(given.cpuMs, 'cpuMs'),
       wallMs: internal.callLimit(given.wallMs, 'wallMs'),

@@ -7,7 +7,9 @@
 //!
 //! The code becomes a [`WorkerBundle`] here: its modules, compatibility
 //! settings, `env` of JSON values and the caller's own service bindings it
-//! hands on, no network when `globalOutbound` is `null`, and
+//! hands on, no network when `globalOutbound` is `null` (the network of
+//! the caller's service binding's Worker when it is one: every `fetch()`
+//! goes to that Worker's `fetch` handler, `engine`'s `GLOBAL_OUTBOUND`), and
 //! limits no higher than the caller's. The bundles of a thread are kept
 //! by (caller Worker, id), at most [`WARM_IDS`] of them and
 //! [`WARM_BYTES`] of code, the least recently used dropped first; their
@@ -21,7 +23,7 @@ use std::sync::Arc;
 
 use isolane_engine::api::service::{CallLimits, Outbound, ServiceCall, prepare_call};
 use isolane_engine::api::{HostError, HostState, Unit};
-use isolane_engine::{Compat, Limits, Module, ModuleKind, Modules, WorkerBundle};
+use isolane_engine::{Compat, GLOBAL_OUTBOUND, Limits, Module, ModuleKind, Modules, WorkerBundle};
 use serde::Deserialize;
 
 /// Loaded code a thread keeps at most (ids, over all callers).
@@ -193,6 +195,9 @@ struct Code {
     services: BTreeMap<String, String>,
     #[serde(default)]
     no_network: bool,
+    /// The caller's service binding given as `globalOutbound`.
+    #[serde(default)]
+    outbound: Option<String>,
     #[serde(default)]
     limits: Given,
 }
@@ -230,7 +235,7 @@ enum LoadError {
     Memory,
     #[error("env.{0} is given twice")]
     Env(String),
-    #[error("env.{0}: {1} is not a service binding of the caller")]
+    #[error("{0}: {1} is not a service binding of the caller")]
     Service(String, String),
 }
 
@@ -253,16 +258,24 @@ fn bundle(
     bundle.json_env = code.env;
     for (name, binding) in code.services {
         let Some(target) = caller.services.get(&binding) else {
-            return Err(LoadError::Service(name, binding));
+            return Err(LoadError::Service(format!("env.{name}"), binding));
         };
         if bundle.json_env.contains_key(&name) {
             return Err(LoadError::Env(name));
         }
         bundle.services.insert(name, target.clone());
     }
+    if let Some(binding) = code.outbound {
+        let Some(target) = caller.services.get(&binding) else {
+            return Err(LoadError::Service("globalOutbound".into(), binding));
+        };
+        bundle
+            .services
+            .insert(GLOBAL_OUTBOUND.into(), target.clone());
+    }
     bundle.limits = limits(caller.limits, &code.limits)?;
     bundle.no_network = code.no_network;
-    if !code.no_network {
+    if !code.no_network && !bundle.services.contains_key(GLOBAL_OUTBOUND) {
         bundle.allowed_hosts = caller.allowed_hosts.clone();
     }
     Ok(bundle)
@@ -360,6 +373,11 @@ mod tests {
         let header = r#"{"compatibilityDate":"2025-06-01","mainModule":"m.js","modules":[["m.js","js",1]],"services":{"API":"SVC"}}"#;
         let made = bundle(&caller, "x", header, b"x").unwrap();
         assert_eq!(made.services["API"], target);
+        let outbound = header.replace(r#""services""#, r#""outbound":"SVC","services""#);
+        let made = bundle(&caller, "x", &outbound, b"x").unwrap();
+        assert_eq!(made.services[GLOBAL_OUTBOUND], target);
+        assert!(!made.may_fetch("example.com"));
+        assert!(made.allowed_hosts.is_empty());
         let other = header.replace(r#""SVC""#, r#""NOPE""#);
         let error = bundle(&caller, "x", &other, b"x").unwrap_err();
         assert_eq!(

@@ -30,6 +30,7 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 use isolane_engine::api::net::{Refused, Slot};
+use isolane_engine::api::service::CallOutbound;
 use isolane_engine::api::{HostError, HostResult, IdMap, Reservation, too_many};
 use isolane_engine::api::{HostState, Settle, Settlement, begin_op, holder, js_string, set};
 use isolane_engine::api::{RequestResources, Unit};
@@ -281,6 +282,9 @@ fn socket_connect<'s>(
 /// The counts a new socket passes before it connects: a subrequest of the
 /// request, the Worker's `egress.allowedHosts`, a place among its sockets.
 fn admit(host: &HostState, ctx: u32, target: &Target) -> Result<Slot, String> {
+    if host.call_outbound(ctx).is_some() {
+        return Err(CallOutbound::refusal("connect", &target.host));
+    }
     let limit = host.worker().map_or(0, |w| w.limits.subrequests);
     host.take_subrequest(ctx, limit).map_err(too_many)?;
     if let Some(worker) = host.worker().filter(|w| !w.may_fetch(&target.host)) {

@@ -14,6 +14,9 @@ function fetch(input, init = undefined) {
   const { method, url, headers, body, signal, redirect } = internal.requestParts(request);
   if (signal.aborted) return Promise.reject(signal.reason);
   if (url.startsWith('data:')) return fetchDataURL(url);
+  // Code loaded with a service as its globalOutbound (docs/loader.md): that
+  // Worker's fetch handler takes the request instead of the network.
+  if (internal.globalOutbound !== undefined) return internal.globalOutbound.fetch(request);
 
   const result = internal.deferred();
   let settled = false;

@@ -554,6 +554,9 @@ internal.handleRequest = function handleRequest(ctxId, method, url, headers, bod
       // (internal.objectCallHandler, 28_durable_object.js).
       return runRequest(internal.objectCallHandler(event.className, event.id, event.rpcMethod), ctxId, method, url, headers, bodyId, env);
     case 'serviceCall':
+      // An outbound Worker's call (a dispatched Worker's fetch()): the
+      // dispatch's params join its env for this call only (docs/dispatch.md).
+      if (event.params !== null) env = internal.workerEnv = callEnv(env, event.params);
       // A JS RPC call (its payload the serialized arguments) answers with
       // bytes, no Request nor Response made (isolane-bindings'
       // js/32_rpc_target.js, internal.serviceRpcCall).
@@ -570,6 +573,12 @@ internal.handleRequest = function handleRequest(ctxId, method, url, headers, bod
   // Unreachable: the engine makes every event this knows.
   return runObjectEvent(ctxId, () => { throw new TypeError(`unknown event type ${event.type}`); });
 };
+
+// `env` with the JSON object `params`' members beside (and over) its own:
+// a new object each call, so nothing is left for the next.
+function callEnv(env, params) {
+  return Object.assign(Object.create(Object.getPrototypeOf(env)), env, JSON.parse(params));
+}
 
 // Called once by the engine while it builds the startup snapshot, where the
 // host has no state (every host call is a no-op): runs a few typical requests

@@ -93,5 +93,7 @@ pub mod service {
     pub use crate::host::service::{
         Outbound, RpcAnswer, prepare, prepare_call, prepare_dispatch, rpc_answer, settlement,
     };
-    pub use crate::service_call::{CallLimits, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall};
+    pub use crate::service_call::{
+        CallLimits, CallOutbound, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall,
+    };
 }

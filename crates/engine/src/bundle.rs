@@ -73,6 +73,9 @@ pub struct WorkerBundle {
     /// Worker Loader bindings' names (`isolane-bindings`' loader unit).
     pub loaders: BTreeSet<String>,
     /// Loaded with `globalOutbound: null`: no `fetch` nor `connect`.
+    /// (Loaded with a service binding as `globalOutbound`, the binding is
+    /// in `services` under [`GLOBAL_OUTBOUND`] instead: its `fetch` takes
+    /// every `fetch()`, and there is no `connect`.)
     pub no_network: bool,
     /// R2 bindings (`r2Bucket`): binding name to its namespace's bucket.
     pub r2: BTreeMap<String, String>,
@@ -86,6 +89,12 @@ pub struct WorkerBundle {
     /// globals it sees (docs/nodejs.md lists the flags).
     pub compat: Compat,
 }
+
+/// The key in [`WorkerBundle::services`] of the Worker that takes every
+/// `fetch()` of code loaded with a service binding as its `globalOutbound`
+/// (`isolane-bindings`' loader): not in its `env` (no binding name holds a
+/// NUL), but the global `fetch` calls it (`js/13_fetch.js`).
+pub const GLOBAL_OUTBOUND: &str = "\0globalOutbound";
 
 /// The Worker a service binding calls.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +120,10 @@ pub struct DispatchTarget {
     /// operator (or `isolane dev`) saw it: calls into it are refused
     /// otherwise.
     pub consented: bool,
+    /// The Worker of the caller's namespace that takes every `fetch()` of
+    /// a Worker called through the binding, and the names of `get()`'s
+    /// `options.outbound` it sees in its `env` (per call: `CallOutbound`).
+    pub outbound: Option<isolane_worker::dispatch::OutboundWorker>,
 }
 
 /// A Durable Object class hosted by another Worker of the namespace.
@@ -147,6 +160,9 @@ impl WorkerBundle {
     /// Whether the worker may fetch from `host` (its `allowed_hosts`; the
     /// engine's egress policy applies on top).
     pub fn may_fetch(&self, host: &str) -> bool {
+        if self.services.contains_key(GLOBAL_OUTBOUND) {
+            return false;
+        }
         if self.allowed_hosts.is_empty() {
             return !self.no_network;
         }
@@ -164,9 +180,12 @@ impl WorkerBundle {
     /// Why `what` (`fetch`, `connect`) to `host` is refused when
     /// [`Self::may_fetch`] says no.
     pub fn egress_refusal(&self, what: &str, host: &str) -> String {
-        let why = match self.no_network {
-            true => "this code was loaded with globalOutbound: null and has no network",
-            false => "the host is not in the Worker's egress.allowedHosts",
+        let why = if self.no_network {
+            "this code was loaded with globalOutbound: null and has no network"
+        } else if self.services.contains_key(GLOBAL_OUTBOUND) {
+            "this code was loaded with a service as globalOutbound, which takes its fetch() calls only"
+        } else {
+            "the host is not in the Worker's egress.allowedHosts"
         };
         format!("{what} to {host} refused: {why}")
     }

@@ -98,8 +98,9 @@ fn socket_event<'s>(
     object(scope, "objectSocket", &fields)
 }
 
-/// `{type: 'serviceCall', entrypoint, rpcMethod, props, payload}` of a
-/// call through a service binding.
+/// `{type: 'serviceCall', entrypoint, rpcMethod, props, payload, params}`
+/// of a call through a service binding (`params`: values for the callee's
+/// `env` in this call only, an outbound Worker's).
 fn service_call_event<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     call: &crate::service_call::ServiceCall,
@@ -107,6 +108,7 @@ fn service_call_event<'s>(
     let entrypoint = string_or_null(scope, call.entrypoint.as_deref())?;
     let method = string_or_null(scope, call.method.as_deref())?;
     let props = string_or_null(scope, call.props.as_deref())?;
+    let params = string_or_null(scope, call.params.as_deref())?;
     let payload = match &call.payload {
         Some(bytes) => host::u8_array(scope, bytes.to_vec())?.into(),
         None => v8::null(scope).into(),
@@ -116,6 +118,7 @@ fn service_call_event<'s>(
         ("rpcMethod", method),
         ("props", props),
         ("payload", payload),
+        ("params", params),
     ];
     object(scope, "serviceCall", &fields)
 }

@@ -79,8 +79,8 @@ pub use alarm::AlarmEvent;
 pub use alarm_runner::{AlarmHost, AlarmRunner};
 pub use body::{Body, BodyClosed, BodyError, BodySender};
 pub use bundle::{
-    Compat, DispatchTarget, HostedClass, Limits, Module, ModuleKind, Modules, NodeCompat,
-    ServiceTarget, WorkerBundle, namespace_of,
+    Compat, DispatchTarget, GLOBAL_OUTBOUND, HostedClass, Limits, Module, ModuleKind, Modules,
+    NodeCompat, ServiceTarget, WorkerBundle, namespace_of,
 };
 pub use code_cache::{CodeCacheConfig, CodeCacheStats, MIN_SOURCE_BYTES, code_cache_file_name};
 pub use config::{

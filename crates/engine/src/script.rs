@@ -301,10 +301,18 @@ fn define_services<'s>(
     target: v8::Local<'s, v8::Object>,
     bundle: &WorkerBundle,
 ) -> Option<()> {
+    // Loaded code's `globalOutbound` service: not in `env`, but where the
+    // global `fetch` sends every request (`js/13_fetch.js`).
     for binding in bundle.services.keys() {
         let name = host::js_string(scope, binding)?;
         let fetcher = call(scope, internal, "serviceBinding", &[name])?;
-        target.set(scope, name, fetcher)?;
+        match binding.as_str() {
+            crate::bundle::GLOBAL_OUTBOUND => {
+                let key = host::js_string(scope, "globalOutbound")?;
+                internal.set(scope, key, fetcher)?
+            }
+            _ => target.set(scope, name, fetcher)?,
+        };
     }
     // Each dispatch namespace binding: its `get(worker)` makes a `Fetcher`
     // of the same kind, whose calls name the Worker (`host/service.rs`).

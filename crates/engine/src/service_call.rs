@@ -30,6 +30,36 @@ pub struct ServiceCall {
     /// The binding's `props` as JSON text (an object), the callee's
     /// `ctx.props`; `None` for none (`{}`).
     pub props: Option<String>,
+    /// Values the callee sees in its `env` for this call only, beside its
+    /// own bindings (an outbound Worker's `params`, a JSON object's text):
+    /// `None` for its `env` as it is.
+    pub params: Option<String>,
+}
+
+/// A dispatch namespace binding's outbound Worker for one dispatched call
+/// (docs/dispatch.md): carried in the call's request extensions (as
+/// [`CallLimits`]) and kept with the callee's request, whose every
+/// `fetch()` goes to Worker `worker` of `namespace` (the platform's) with
+/// `params` in its `env`. Per call, so the dispatched Worker runs in its
+/// own isolates whatever the params.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallOutbound {
+    /// The outbound Worker's namespace (the dispatching Worker's).
+    pub namespace: String,
+    /// The outbound Worker's name.
+    pub worker: String,
+    /// The declared params `get()` was given, a JSON object's text.
+    pub params: Option<String>,
+}
+
+impl CallOutbound {
+    /// Why `what` (`connect`, a WebSocket) to `host` is refused in a
+    /// request given an outbound Worker: it takes `fetch()` calls only.
+    pub fn refusal(what: &str, host: &str) -> String {
+        format!(
+            "{what} to {host} refused: this Worker was called through a dispatch namespace binding with an outbound Worker, which takes its fetch() calls only"
+        )
+    }
 }
 
 /// Limits a caller lowers for one call (a dispatch namespace's

@@ -416,9 +416,13 @@ pub enum BindingError {
     )]
     InvalidDispatchNamespace { name: String, namespace: String },
     #[error(
-        "binding {name:?}: dispatchNamespace.outbound (an outbound Worker) is not built yet: remove it"
+        "binding {name:?}: dispatchNamespace.outbound.worker {worker:?} is not a Worker name (lowercase letters, digits, - and ., at most 253; a Worker of this namespace)"
     )]
-    OutboundNotBuilt { name: String },
+    InvalidOutbound { name: String, worker: String },
+    #[error(
+        "binding {name:?}: dispatchNamespace.outbound.params: {param:?} is not a JavaScript identifier"
+    )]
+    InvalidOutboundParam { name: String, param: String },
 }
 
 /// Checks `bindings` beside the `env` names: identifiers, names unique
@@ -444,8 +448,8 @@ pub fn check<'a>(
     Ok(())
 }
 
-/// A dispatch namespace binding: a valid namespace, no
-/// outbound Worker (not built yet).
+/// A dispatch namespace binding: a valid namespace, and its outbound
+/// Worker's name and params, when it has one.
 fn check_dispatch(
     binding: &Binding,
     dispatch: &DispatchNamespaceBinding,
@@ -457,10 +461,22 @@ fn check_dispatch(
             namespace: dispatch.namespace.clone(),
         });
     }
-    if dispatch.outbound.is_some() {
-        return Err(BindingError::OutboundNotBuilt { name: name() });
+    let Some(outbound) = &dispatch.outbound else {
+        return Ok(());
+    };
+    if !is_worker_name(&outbound.worker) {
+        return Err(BindingError::InvalidOutbound {
+            name: name(),
+            worker: outbound.worker.clone(),
+        });
     }
-    Ok(())
+    match outbound.params.iter().find(|p| !is_identifier(p)) {
+        Some(param) => Err(BindingError::InvalidOutboundParam {
+            name: name(),
+            param: param.clone(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// A queue producer binding: a valid queue name.
@@ -850,11 +866,32 @@ mod tests {
         if let Some(dispatch) = &mut outbound.dispatch_namespace {
             dispatch.outbound = Some(crate::dispatch::OutboundWorker {
                 worker: "egress".into(),
+                params: vec!["tenant".into()],
+            });
+        }
+        assert_eq!(check([], std::slice::from_ref(&outbound)), Ok(()));
+        if let Some(dispatch) = &mut outbound.dispatch_namespace {
+            dispatch.outbound = Some(crate::dispatch::OutboundWorker {
+                worker: "Egress".into(),
                 params: Vec::new(),
             });
         }
+        let error = check([], std::slice::from_ref(&outbound)).unwrap_err();
+        assert!(
+            matches!(error, BindingError::InvalidOutbound { .. }),
+            "{error}"
+        );
+        if let Some(dispatch) = &mut outbound.dispatch_namespace {
+            dispatch.outbound = Some(crate::dispatch::OutboundWorker {
+                worker: "egress".into(),
+                params: vec!["a-b".into()],
+            });
+        }
         let error = check([], &[outbound]).unwrap_err();
-        assert!(error.to_string().contains("not built yet"), "{error}");
+        assert!(
+            matches!(error, BindingError::InvalidOutboundParam { .. }),
+            "{error}"
+        );
         let mut both = Binding::dispatch_namespace("D", "cust");
         both.service = Binding::service("D", "auth", None).service;
         assert_eq!(

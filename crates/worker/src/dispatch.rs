@@ -34,20 +34,24 @@ pub struct DispatchNamespaceBinding {
         regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     )]
     pub namespace: String,
-    /// An outbound Worker (wrangler's `outbound`): not built yet, refused
-    /// when set.
+    /// An outbound Worker (wrangler's `outbound`): every `fetch()` of a
+    /// Worker called through the binding goes to it (docs/dispatch.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbound: Option<OutboundWorker>,
 }
 
-/// `dispatchNamespace.outbound` (not built yet).
+/// `dispatchNamespace.outbound`: a Worker of the platform's namespace that
+/// takes every `fetch()` of the Workers called through the binding, with
+/// the `params` named here (picked from `get()`'s `options.outbound`) as
+/// `env.<param>` for that call only.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OutboundWorker {
     /// A Worker of the platform's namespace.
     #[schemars(length(min = 1, max = 253))]
     pub worker: String,
-    /// The names of `get()`'s `args` handed to the outbound Worker.
+    /// The names of `get()`'s `options.outbound` members the outbound Worker
+    /// sees as `env.<name>` (others are not passed on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub params: Vec<String>,
 }

@@ -8,9 +8,11 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use std::rc::Rc;
 
 use super::error::HostError;
+use super::service;
 use super::state::FetchHead;
 use super::{HeaderNames, HostState, IsolateTurns, Settlement, begin_op, data_url, header_map};
 use crate::body::Body;
+use crate::service_call::CallOutbound;
 use crate::unit::Unit;
 
 /// `Headers`, with nothing native of its own: header lists cross the
@@ -72,27 +74,36 @@ fn fetch<'s>(
 ) -> Option<v8::Local<'s, v8::Promise>> {
     let ctx = host.current();
     // The first hop's subrequest is taken now, so a fetch over the limit is
-    // refused at once; redirects take theirs as they happen.
+    // refused at once; redirects take theirs as they happen. A request
+    // given an outbound Worker (a dispatched call's) sends it there.
     let limit = host.worker.get().map_or(0, |w| w.limits.subrequests);
     let outbound = host
-        .take_subrequest(ctx, limit)
-        .map_err(too_many)
-        .and_then(|()| parse(scope, method, url, headers, body, redirect))
-        .map(|mut outbound| {
+        .take_fetch(ctx, limit)
+        .map_err(|limit| HostError::type_error(too_many(limit)))
+        .and_then(|to| {
+            let mut outbound = parse(scope, method, url, headers, body, redirect)
+                .map_err(HostError::type_error)?;
             // Set by the engine, whatever the worker wrote.
             outbound.headers.insert(
                 HeaderName::from_static(crate::HOPS_HEADER),
                 HeaderValue::from(host.outbound_hops(ctx)),
             );
-            outbound
-        })
-        .map_err(HostError::type_error);
-    let (resolver, promise, outbound) = match begin_op(scope, outbound)? {
+            let through = match to {
+                Some(to) => Some(through_outbound(&host, ctx, &to, &outbound)?),
+                None => None,
+            };
+            Ok((through, outbound))
+        });
+    let (resolver, promise, (through, outbound)) = match begin_op(scope, outbound)? {
         Ok(begun) => begun,
         Err(promise) => return Some(promise),
     };
-    let resolver = v8::Global::new(scope, resolver);
-    let op = host.add_op(ctx, resolver);
+    if let Some((call, request)) = through {
+        let op = resolver_op(scope, &host, ctx, resolver);
+        fetch_through(&host, (ctx, op), call, request);
+        return Some(promise);
+    }
+    let op = resolver_op(scope, &host, ctx, resolver);
     let me = host.me.clone();
     let mut outbound = outbound;
     // Held until the response head (or the failure): the subrequest's span.
@@ -110,6 +121,52 @@ fn fetch<'s>(
     host.set_op_task(op, task.abort_handle());
     Some(promise)
 }
+}
+
+/// The op of request `ctx` that `resolver` settles.
+fn resolver_op(
+    scope: &mut v8::PinScope<'_, '_>,
+    host: &HostState,
+    ctx: u32,
+    resolver: v8::Local<'_, v8::PromiseResolver>,
+) -> u32 {
+    let resolver = v8::Global::new(scope, resolver);
+    host.add_op(ctx, resolver)
+}
+
+/// A `fetch()` of a request given outbound Worker `to` (a dispatched
+/// call's, docs/dispatch.md): the call of that Worker's `fetch` handler
+/// with the request as it is.
+fn through_outbound(
+    host: &HostState,
+    ctx: u32,
+    to: &CallOutbound,
+    outbound: &Outbound,
+) -> Result<(service::Outbound, http::Request<Body>), HostError> {
+    let request = outbound.request().map_err(HostError::type_error)?;
+    Ok((service::prepare_through(host, ctx, to)?, request))
+}
+
+/// Runs [`through_outbound`]'s call for op `op` of request `ctx`: its answer is the
+/// fetch's (no redirect followed, no egress check here: the outbound
+/// Worker decides, and its own fetches meet its own limits and rules).
+fn fetch_through(
+    host: &HostState,
+    (ctx, op): (u32, u32),
+    call: service::Outbound,
+    request: http::Request<Body>,
+) {
+    let url = request.uri().to_string();
+    let me = host.me.clone();
+    let call = call.run(host, request);
+    let task = tokio::task::spawn_local(async move {
+        let answer = call.await;
+        if let Some(isolate) = me.upgrade() {
+            let settlement = service::settlement(&*isolate, ctx, answer, url);
+            isolate.settle(op, settlement);
+        }
+    });
+    host.set_op_task(op, task.abort_handle());
 }
 
 /// Sends the request, following redirects as `redirect` says; every hop

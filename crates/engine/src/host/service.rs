@@ -33,7 +33,9 @@ use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::dispatch::run_on;
 use crate::observer::{ServiceCallKind, ServicePlace};
-use crate::service_call::{CallLimits, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall};
+use crate::service_call::{
+    CallLimits, CallOutbound, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall,
+};
 use crate::work::Work;
 
 /// A service call ready to run: the called Worker, the call, the hop
@@ -44,6 +46,9 @@ pub struct Outbound {
     call: ServiceCall,
     hops: u32,
     limits: CallLimits,
+    /// A dispatched call's outbound Worker, which the callee's request
+    /// keeps (`None` for every other call).
+    outbound: Option<Arc<CallOutbound>>,
 }
 
 /// The call request `ctx` makes through its Worker's binding `binding`:
@@ -71,20 +76,23 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
         method: None,
         props: target.props.clone(),
         payload: None,
+        params: None,
     };
     prepare_call(host, ctx, bundle, call, CallLimits::default())
 }
 
 /// A dispatch namespace binding's call of Worker `worker` of `namespace`
 /// (its consent checked by the caller, `isolane-bindings`), under
-/// `limits`: refused past [`MAX_DEPTH`], or as Cloudflare's `Worker not
-/// found` when the namespace has no such Worker here.
+/// `limits`, its every `fetch()` through `outbound` when the binding names
+/// one (the call's own: the Worker's isolates are the same whatever it
+/// is): refused past [`MAX_DEPTH`], or as Cloudflare's `Worker not found`
+/// when the namespace has no such Worker here.
 pub fn prepare_dispatch(
     host: &HostState,
     ctx: u32,
-    namespace: &str,
-    worker: &str,
+    (namespace, worker): (&str, &str),
     limits: CallLimits,
+    outbound: Option<CallOutbound>,
 ) -> Result<Outbound, HostError> {
     let bundle = isolane_worker::is_worker_name(worker)
         .then(|| served_worker(host, namespace, worker))
@@ -94,7 +102,33 @@ pub fn prepare_dispatch(
                 format!("Worker not found: no Worker {worker:?} in dispatch namespace {namespace}");
             HostError::new(ErrorClass::Error, message)
         })?;
-    prepare_call(host, ctx, bundle, ServiceCall::default(), limits)
+    let mut call = prepare_call(host, ctx, bundle, ServiceCall::default(), limits)?;
+    call.outbound = outbound.map(Arc::new);
+    Ok(call)
+}
+
+/// The call a `fetch()` of request `ctx` makes when its caller gave it
+/// outbound Worker `to` (a dispatched call's): that Worker's `fetch`
+/// handler, `to`'s params in its `env` for this call only.
+pub(crate) fn prepare_through(
+    host: &HostState,
+    ctx: u32,
+    to: &CallOutbound,
+) -> Result<Outbound, HostError> {
+    let bundle = served_worker(host, &to.namespace, &to.worker).ok_or_else(|| {
+        HostError::new(
+            ErrorClass::Error,
+            format!(
+                "fetch() through the outbound Worker failed: Worker {} is not running in namespace {}",
+                to.worker, to.namespace
+            ),
+        )
+    })?;
+    let call = ServiceCall {
+        params: to.params.clone(),
+        ..ServiceCall::default()
+    };
+    prepare_call(host, ctx, bundle, call, CallLimits::default())
 }
 
 /// A call of `bundle` as `call` from request `ctx`, under `limits`:
@@ -114,6 +148,7 @@ pub fn prepare_call(
         call,
         hops,
         limits,
+        outbound: None,
     })
 }
 
@@ -158,6 +193,9 @@ impl Outbound {
         );
         if self.limits != CallLimits::default() {
             request.extensions_mut().insert(self.limits);
+        }
+        if let Some(outbound) = self.outbound {
+            request.extensions_mut().insert(outbound);
         }
         let thread = host.thread.clone();
         let kind = match self.call.method {

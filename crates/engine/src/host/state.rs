@@ -18,6 +18,7 @@ use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::memory::Memory;
 use crate::outcome::{ExecuteError, Outcome};
+use crate::service_call::CallOutbound;
 use crate::thread_ctx::ThreadCtx;
 
 use super::error::HostError;
@@ -61,6 +62,9 @@ pub(crate) struct RequestCtx {
     /// The fewest subrequests the request's caller allowed it (a dispatch
     /// call's `limits.subRequests`), below its Worker's own.
     subrequest_cap: Option<u32>,
+    /// The outbound Worker its caller gave it (a dispatched call's): its
+    /// every `fetch()` goes there (`host/fetch.rs`).
+    outbound: Option<Arc<CallOutbound>>,
     failure: Option<Outcome>,
     /// `x-isolane-hops` of the incoming request: its outbound fetches carry
     /// one more (`HOPS_HEADER`).
@@ -75,6 +79,19 @@ pub(crate) struct RequestCtx {
     client: Option<http::HeaderValue>,
     /// The request's trace, when it is traced (its subrequests' parent).
     trace: Option<crate::RequestTrace>,
+}
+
+impl RequestCtx {
+    /// Counts one subrequest against `limit` (or the lower cap its caller
+    /// set); `Err(limit)` when none is left.
+    fn take_subrequest(&mut self, limit: u32) -> Result<(), u32> {
+        let limit = self.subrequest_cap.map_or(limit, |cap| cap.min(limit));
+        if self.subrequests >= limit {
+            return Err(limit);
+        }
+        self.subrequests += 1;
+        Ok(())
+    }
 }
 
 /// A step of a streamed response body, in order, for its writer task.
@@ -410,6 +427,7 @@ impl HostState {
                 deadline,
                 subrequests: 0,
                 subrequest_cap: None,
+                outbound: None,
                 failure: None,
                 hops,
                 holds: 0,
@@ -506,6 +524,19 @@ impl HostState {
         self.requests.borrow().get(&ctx).map(|r| r.cpu_limit)
     }
 
+    /// Sends request `ctx`'s every `fetch()` through `outbound` (a
+    /// dispatched call's outbound Worker, `host/service.rs`).
+    pub(crate) fn set_call_outbound(&self, ctx: u32, outbound: Arc<CallOutbound>) {
+        if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
+            r.outbound = Some(outbound);
+        }
+    }
+
+    /// The outbound Worker request `ctx`'s caller gave it, if any.
+    pub fn call_outbound(&self, ctx: u32) -> Option<Arc<CallOutbound>> {
+        self.requests.borrow().get(&ctx)?.outbound.clone()
+    }
+
     /// Counts one subrequest; `Err(limit)` when the request has used them
     /// all (`limit` the Worker's, or the lower cap its caller set).
     pub fn take_subrequest(&self, ctx: u32, limit: u32) -> Result<(), u32> {
@@ -513,12 +544,22 @@ impl HostState {
         let Some(r) = requests.get_mut(&ctx) else {
             return Err(limit);
         };
-        let limit = r.subrequest_cap.map_or(limit, |cap| cap.min(limit));
-        if r.subrequests >= limit {
+        r.take_subrequest(limit)
+    }
+
+    /// [`HostState::take_subrequest`] for a `fetch()`, with the outbound
+    /// Worker it goes to when the request has one (one look-up).
+    pub(crate) fn take_fetch(
+        &self,
+        ctx: u32,
+        limit: u32,
+    ) -> Result<Option<Arc<CallOutbound>>, u32> {
+        let mut requests = self.requests.borrow_mut();
+        let Some(r) = requests.get_mut(&ctx) else {
             return Err(limit);
-        }
-        r.subrequests += 1;
-        Ok(())
+        };
+        r.take_subrequest(limit)?;
+        Ok(r.outbound.clone())
     }
 
     /// Sends the response head; false when the request is gone or answered.

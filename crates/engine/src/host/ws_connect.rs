@@ -103,6 +103,7 @@ fn prepare(
         // The Worker's global scope, or a request that has ended.
         return Err("WebSocket: a socket can only be opened while handling a request".to_owned());
     }
+    no_outbound(host, ctx, &url)?;
     let limit = host.worker.get().map_or(0, |w| w.limits.subrequests);
     host.take_subrequest(ctx, limit).map_err(too_many)?;
     check_hop(host, &url)?;
@@ -238,5 +239,17 @@ fn check_accept(headers: &http::HeaderMap, key: &str) -> Result<(), String> {
         _ => Err(
             "WebSocket failed: the server's Sec-WebSocket-Accept does not match the key".to_owned(),
         ),
+    }
+}
+
+/// Refused in a request given an outbound Worker (a dispatched call's),
+/// which takes its `fetch()` calls only.
+fn no_outbound(host: &HostState, ctx: u32, url: &url::Url) -> Result<(), String> {
+    match host.call_outbound(ctx) {
+        Some(_) => Err(crate::service_call::CallOutbound::refusal(
+            "WebSocket",
+            url.host_str().unwrap_or(""),
+        )),
+        None => Ok(()),
     }
 }

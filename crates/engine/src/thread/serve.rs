@@ -263,6 +263,14 @@ fn begin(
     if let Some(cap) = lowered.and_then(|limits| limits.subrequests) {
         host.cap_subrequests(req, cap);
     }
+    // A dispatched call whose binding names an outbound Worker: the
+    // request's own (`host/service.rs`), not its Worker's.
+    if let Some(outbound) = parts
+        .extensions
+        .get::<Arc<crate::service_call::CallOutbound>>()
+    {
+        host.set_call_outbound(req, outbound.clone());
+    }
     let trace = parts.extensions.get::<crate::RequestTrace>().cloned();
     let exemplar = trace.as_ref().and_then(|trace| trace.sampled_trace_id);
     if let Some(trace) = trace {
