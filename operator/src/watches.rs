@@ -28,6 +28,11 @@
 //!   namespace's Workers are reconciled too.
 //! - TenantPolicies (kept in a store, copied into the index): an event
 //!   reconciles every Worker (ceilings, defaults and quotas may change).
+//!   Not waited for by [`Watches::synced`]: a cluster whose TenantPolicy
+//!   CRD is missing (Helm installs CRDs but does not upgrade them) still
+//!   gets a ready operator, whose watch retries and logs; until the first
+//!   list, Workers are admitted and reconciled as if no policy existed,
+//!   and the list reconciles them all again (docs/policy.md).
 //! - Runtime-node Leases are watched by [`crate::membership`]; every Worker
 //!   is reconciled when the schedulable node set changes (`caches.rs`).
 
@@ -308,22 +313,17 @@ impl Watches {
         let workers = self.workers.clone();
         let bundles = self.bundles.clone();
         let namespaces = self.namespaces.clone();
-        let policies = self.policies.clone();
         let mut config_maps = self.config_maps_synced.clone();
         let mut secrets = self.secrets_synced.clone();
         async move {
-            let (workers_ready, bundles_ready, namespaces_ready, policies_ready, _, _) = futures::join!(
+            let (workers_ready, bundles_ready, namespaces_ready, _, _) = futures::join!(
                 workers.wait_until_ready(),
                 bundles.wait_until_ready(),
                 namespaces.wait_until_ready(),
-                policies.wait_until_ready(),
                 async { config_maps.wait_for(|synced| *synced).await.is_ok() },
                 async { secrets.wait_for(|synced| *synced).await.is_ok() },
             );
-            let synced = workers_ready.is_ok()
-                && bundles_ready.is_ok()
-                && namespaces_ready.is_ok()
-                && policies_ready.is_ok();
+            let synced = workers_ready.is_ok() && bundles_ready.is_ok() && namespaces_ready.is_ok();
             if synced {
                 info!(workers = workers.len(), "controller caches synced");
             }

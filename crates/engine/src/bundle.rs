@@ -74,6 +74,10 @@ pub struct WorkerBundle {
     pub loaders: BTreeSet<String>,
     /// Loaded with `globalOutbound: null`: no `fetch` nor `connect`.
     pub no_network: bool,
+    /// The CPU quota of the Worker's namespace on this engine, in CPU-ms
+    /// per second (its TenantPolicy's, docs/policy.md); `None`: no quota.
+    /// Requests of a namespace over it are refused (`quota.rs`).
+    pub cpu_ms_per_second: Option<u32>,
     /// R2 bindings (`r2Bucket`): binding name to its namespace's bucket.
     pub r2: BTreeMap<String, String>,
     pub limits: Limits,
@@ -197,6 +201,7 @@ impl WorkerBundle {
             images: BTreeSet::new(),
             loaders: BTreeSet::new(),
             no_network: false,
+            cpu_ms_per_second: None,
             r2: BTreeMap::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),

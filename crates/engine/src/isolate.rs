@@ -303,6 +303,10 @@ impl WorkerIsolate {
                 .schedule
                 .borrow_mut()
                 .charge(worker.namespace(), used);
+            if let Some(quota) = worker.cpu_ms_per_second {
+                let now = Instant::now();
+                (thread.shared.quotas).charge(worker.namespace(), quota, used, now);
+            }
         }
         let hit_cpu = self.memory.take_hit_cpu();
         if let Err(TurnError::Terminated(reason)) = &outcome {

@@ -56,6 +56,7 @@ mod platform;
 mod pool;
 mod prewarm;
 mod queue_batch;
+mod quota;
 mod retire;
 mod schedule;
 mod scheduled;

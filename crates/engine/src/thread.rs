@@ -408,6 +408,9 @@ fn receive(state: &Rc<ThreadState>, job: Job, permits: &Arc<Semaphore>, alone: b
     let Some(job) = forward_if_shared(state, job) else {
         return;
     };
+    let Some(job) = within_quota(state, job, now) else {
+        return;
+    };
     // A Durable Object call is not refused for its namespace's share: its
     // caller holds a slot of its own (on another thread or node), which
     // bounds such calls, and refusing it would fail a request already
@@ -453,6 +456,35 @@ fn receive(state: &Rc<ThreadState>, job: Job, permits: &Arc<Semaphore>, alone: b
     ctx.observer
         .request_finished(ctx.index, error.outcome(), Duration::ZERO, Duration::ZERO);
     let _ = job.reply.send(Err(error));
+}
+
+/// The job, unless its namespace is over its CPU quota (`quota.rs`): then
+/// refused at once with `QuotaExceeded`. Durable Object and service calls
+/// pass, as they pass the namespace's share (their caller was admitted).
+fn within_quota(state: &ThreadState, job: Job, now: Instant) -> Option<Job> {
+    let Some(quota) = job.bundle.cpu_ms_per_second else {
+        return Some(job);
+    };
+    if job.work.is_object_call() || job.work.is_service_call() {
+        return Some(job);
+    }
+    let ctx = &state.ctx;
+    let Err(retry_after_secs) = state
+        .shared
+        .quotas
+        .admit(job.bundle.namespace(), quota, now)
+    else {
+        return Some(job);
+    };
+    let error = ExecuteError::QuotaExceeded {
+        quota_ms: quota,
+        retry_after_secs,
+    };
+    tracing::debug!(worker.id = %job.bundle.id, thread = ctx.index, retry_after_secs, "refused: the namespace is over its CPU quota");
+    ctx.observer
+        .request_finished(ctx.index, error.outcome(), Duration::ZERO, Duration::ZERO);
+    let _ = job.reply.send(Err(error));
+    None
 }
 
 /// Shared mode: consult the engine-wide directory (the global lock) and hand
