@@ -19,11 +19,13 @@ use std::time::{Duration, Instant};
 /// Namespaces remembered before those whose bucket is empty are forgotten.
 const KEPT: usize = 256;
 
-/// One namespace's bucket: CPU used and not yet drained, as of `at`.
+/// One namespace's bucket: CPU used and not yet drained, as of `at`, and
+/// the quota it drains at (its last charge's).
 #[derive(Clone, Copy, Debug)]
 struct Bucket {
     held: Duration,
     at: Instant,
+    quota_ms: u32,
 }
 
 impl Bucket {
@@ -34,6 +36,7 @@ impl Bucket {
         Self {
             held: self.held.saturating_sub(drained),
             at: now.max(self.at),
+            quota_ms: self.quota_ms,
         }
     }
 }
@@ -66,14 +69,16 @@ impl CpuQuotas {
     pub(crate) fn charge(&self, namespace: &str, quota_ms: u32, used: Duration, now: Instant) {
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if !buckets.contains_key(namespace) && buckets.len() >= KEPT {
-            buckets.retain(|_, bucket| !bucket.drained(quota_ms, now).held.is_zero());
+            buckets.retain(|_, bucket| !bucket.drained(bucket.quota_ms, now).held.is_zero());
         }
         let bucket = buckets.entry(Box::from(namespace)).or_insert(Bucket {
             held: Duration::ZERO,
             at: now,
+            quota_ms,
         });
         *bucket = bucket.drained(quota_ms, now);
         bucket.held += used;
+        bucket.quota_ms = quota_ms;
     }
 }
 
