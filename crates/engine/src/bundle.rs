@@ -74,9 +74,7 @@ pub struct WorkerBundle {
     pub loaders: BTreeSet<String>,
     /// Loaded with `globalOutbound: null`: no `fetch` nor `connect`.
     pub no_network: bool,
-    /// The CPU quota of the Worker's namespace on this engine, in CPU-ms
-    /// per second (its TenantPolicy's, docs/policy.md); `None`: no quota.
-    /// Requests of a namespace over it are refused (`quota.rs`).
+    /// Its namespace's CPU quota here, CPU-ms per second (docs/policy.md).
     pub cpu_ms_per_second: Option<u32>,
     /// R2 bindings (`r2Bucket`): binding name to its namespace's bucket.
     pub r2: BTreeMap<String, String>,

@@ -304,8 +304,7 @@ impl WorkerIsolate {
                 .borrow_mut()
                 .charge(worker.namespace(), used);
             if let Some(quota) = worker.cpu_ms_per_second {
-                let now = Instant::now();
-                (thread.shared.quotas).charge(worker.namespace(), quota, used, now);
+                (thread.shared.quotas).charge(worker.namespace(), quota, used, Instant::now());
             }
         }
         let hit_cpu = self.memory.take_hit_cpu();

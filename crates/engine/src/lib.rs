@@ -56,7 +56,6 @@ mod platform;
 mod pool;
 mod prewarm;
 mod queue_batch;
-mod quota;
 mod retire;
 mod schedule;
 mod scheduled;

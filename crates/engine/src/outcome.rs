@@ -46,8 +46,7 @@ pub enum ExecuteError {
         "this client already has {limit} WebSockets open to this Worker (its share); close one first"
     )]
     ClientWebSockets { limit: usize },
-    /// The Worker's namespace used more CPU on this node than its
-    /// TenantPolicy's `quotas.cpuMsPerSecond` (`quota.rs`).
+    /// Its namespace is over its CPU quota (docs/policy.md).
     #[error(
         "this namespace used more CPU than its quota of {quota_ms} CPU-ms per second on this node; retry after {retry_after_secs} s"
     )]

@@ -458,29 +458,27 @@ fn receive(state: &Rc<ThreadState>, job: Job, permits: &Arc<Semaphore>, alone: b
     let _ = job.reply.send(Err(error));
 }
 
-/// The job, unless its namespace is over its CPU quota (`quota.rs`): then
-/// refused at once with `QuotaExceeded`. Durable Object and service calls
-/// pass, as they pass the namespace's share (their caller was admitted).
+/// The job, unless its namespace is over its CPU quota (docs/policy.md;
+/// object and service calls pass, as they pass its share): then refused.
 fn within_quota(state: &ThreadState, job: Job, now: Instant) -> Option<Job> {
-    let Some(quota) = job.bundle.cpu_ms_per_second else {
+    let quota = job.bundle.cpu_ms_per_second;
+    let Some(quota_ms) =
+        quota.filter(|_| !job.work.is_object_call() && !job.work.is_service_call())
+    else {
         return Some(job);
     };
-    if job.work.is_object_call() || job.work.is_service_call() {
-        return Some(job);
-    }
-    let ctx = &state.ctx;
     let Err(retry_after_secs) = state
         .shared
         .quotas
-        .admit(job.bundle.namespace(), quota, now)
+        .admit(job.bundle.namespace(), quota_ms, now)
     else {
         return Some(job);
     };
     let error = ExecuteError::QuotaExceeded {
-        quota_ms: quota,
+        quota_ms,
         retry_after_secs,
     };
-    tracing::debug!(worker.id = %job.bundle.id, thread = ctx.index, retry_after_secs, "refused: the namespace is over its CPU quota");
+    let ctx = &state.ctx;
     ctx.observer
         .request_finished(ctx.index, error.outcome(), Duration::ZERO, Duration::ZERO);
     let _ = job.reply.send(Err(error));

@@ -39,8 +39,12 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// URLPattern did, to 31,000 (30,949 lines) when the Cache API and its
 /// store did, to 30,500 (30,468 lines) when FormData did, to 30,350
 /// (30,305 lines) when MessageChannel did, and to 30,200 (30,162 lines)
-/// when Blob and File did (each time the count rounded up to the next 50).
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 30_200)];
+/// when Blob and File did (each time the count rounded up to the next 50);
+/// raised to 30,250 (30,244 lines) by the tenant policy's CPU quota
+/// (issue 60: its check in the engine's admission and its charge per turn;
+/// the bucket itself is `isolane_worker::quota`), to be taken back by the
+/// next move out of the engine.
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 30_250)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.

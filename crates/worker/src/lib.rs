@@ -64,6 +64,7 @@ mod ownership;
 pub mod policy;
 mod props;
 pub mod queue;
+pub mod quota;
 pub mod r2;
 mod route;
 mod secret;

@@ -508,9 +508,7 @@ fn a_bundle_by_digest_is_written_when_checked_and_refused_with_its_reason() {
     };
     let written = plan(&worker, &key(), &valid, &settings()).unwrap();
     assert_eq!(written.outcome, Outcome::Ready);
-    let secret = applied(&written).expect("the bundle is applied");
-    let data = &secret.data.as_ref().unwrap()[isolane_worker::BUNDLE_KEY].0;
-    let bundle: Bundle = serde_json::from_slice(data).unwrap();
+    let bundle = bundle_in(applied(&written).expect("the bundle is applied"));
     assert_eq!(bundle.artifact, Some(source.clone()));
     assert!(bundle.script.is_empty() && bundle.modules.is_none());
     // Another digest is another revision; the credentials are not part of it.

@@ -1,12 +1,13 @@
-//! [`CpuQuotas`]: the CPU quota of a namespace on this engine (a
+//! [`CpuQuotas`]: the CPU quota of a namespace on one engine (a
 //! `TenantPolicy`'s `quotas.cpuMsPerSecond`, carried in each Worker's
-//! bundle: docs/policy.md), shared by every engine thread.
+//! bundle: docs/policy.md), shared by every engine thread: the engine
+//! charges it each turn and asks it before a request starts.
 //!
 //! A leaky bucket per namespace: the CPU its turns use (every turn, as
 //! the schedule charges it) fills the bucket, which drains at the quota's
 //! rate (`cpuMsPerSecond` CPU-ms each second). While the bucket holds more
 //! than one second's worth (the quota), the namespace's new requests are
-//! refused at once with [`crate::ExecuteError::QuotaExceeded`] (429 and
+//! refused at once (the engine's `ExecuteError::QuotaExceeded`: 429 and
 //! `Retry-After`: the seconds until it holds less again); requests already
 //! running go on, so it may overshoot by what they use. A namespace without
 //! a quota never reaches this (a branch on an `Option` on the request's
@@ -43,14 +44,14 @@ impl Bucket {
 
 /// The buckets of the namespaces that have a quota.
 #[derive(Debug, Default)]
-pub(crate) struct CpuQuotas {
+pub struct CpuQuotas {
     buckets: Mutex<HashMap<Box<str>, Bucket>>,
 }
 
 impl CpuQuotas {
     /// Whether `namespace` (quota `quota_ms` per second) may start a
     /// request at `now`; `Err` with the seconds to wait when not.
-    pub(crate) fn admit(&self, namespace: &str, quota_ms: u32, now: Instant) -> Result<(), u32> {
+    pub fn admit(&self, namespace: &str, quota_ms: u32, now: Instant) -> Result<(), u32> {
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         let Some(bucket) = buckets.get_mut(namespace) else {
             return Ok(());
@@ -66,7 +67,7 @@ impl CpuQuotas {
     }
 
     /// Adds `used` CPU to `namespace`'s bucket at `now`.
-    pub(crate) fn charge(&self, namespace: &str, quota_ms: u32, used: Duration, now: Instant) {
+    pub fn charge(&self, namespace: &str, quota_ms: u32, used: Duration, now: Instant) {
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if !buckets.contains_key(namespace) && buckets.len() >= KEPT {
             buckets.retain(|_, bucket| !bucket.drained(bucket.quota_ms, now).held.is_zero());
