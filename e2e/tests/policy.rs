@@ -107,13 +107,15 @@ async fn kubectl_apply(
     (output.status.success(), text)
 }
 
-/// The benign Worker answers 200.
-async fn benign_answers(ingress: &Ingress, when: &str) {
+/// The benign Worker answers 200; how long it took.
+async fn benign_answers(ingress: &Ingress, when: &str) -> Duration {
+    let started = Instant::now();
     let reply = ingress.get("benign.test", "/").await;
     assert!(
         matches!(&reply, Ok(r) if r.status == 200 && r.body == "benign ok"),
         "the benign Worker answers {when}: {reply:?}"
     );
+    started.elapsed()
 }
 
 async fn burn(ingress: &Ingress) -> Reply {
@@ -199,9 +201,11 @@ async fn a_tenant_policy_holds_at_apply_and_its_cpu_quota_on_the_node() {
     }
 
     // Before.
-    benign_answers(&ingress, "before").await;
+    let before = benign_answers(&ingress, "before").await;
     // During: the burner runs until its namespace is over the quota.
+    let burns = std::sync::atomic::AtomicU32::new(0);
     let refused = wait_until("the burner to be refused", SETTLE, || async {
+        burns.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let reply = burn(&ingress).await;
         assert!(
             reply.status == 200 || reply.status == 429,
@@ -218,7 +222,11 @@ async fn a_tenant_policy_holds_at_apply_and_its_cpu_quota_on_the_node() {
     assert!(retry_after >= 1, "{refused:?}");
     assert_eq!(refused.reason.as_deref(), Some("quota_exceeded"));
     let refused_at = Instant::now();
-    benign_answers(&ingress, "while the burner is refused").await;
+    let during = benign_answers(&ingress, "while the burner is refused").await;
+    eprintln!(
+        "refused after {} burns with Retry-After {retry_after}; benign latency before {before:?}, during {during:?}",
+        burns.into_inner()
+    );
     let again = burn(&ingress).await;
     benign_answers(&ingress, "during").await;
     // Still refused if asked again at once (well within Retry-After).
