@@ -283,6 +283,7 @@ fn bundle(revision: &str) -> WorkerBundle {
         images: Default::default(),
         loaders: Default::default(),
         no_network: false,
+        cpu_ms_per_second: None,
         r2: Default::default(),
         queue_consumers: Default::default(),
         limits: Limits {

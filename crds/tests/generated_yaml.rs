@@ -19,6 +19,18 @@ fn committed_crd_yaml_matches_the_types() {
             "{target} is stale: run `cargo run -p isolane-crds --bin crdgen -- --write`"
         );
     }
+    let generated = isolane_crds::tenant_policy_crd_yaml().unwrap();
+    for target in [
+        "crds/tenantpolicy.yaml",
+        "charts/isolane/crds/tenantpolicy.yaml",
+    ] {
+        let committed = std::fs::read_to_string(root().join(target))
+            .unwrap_or_else(|e| panic!("read {target}: {e}"));
+        assert!(
+            committed == generated,
+            "{target} is stale: run `cargo run -p isolane-crds --bin crdgen -- --write`"
+        );
+    }
 }
 
 #[test]

@@ -150,3 +150,74 @@ impl Operator {
         self.metric("isolane_operator_leader").await == Some(1.0)
     }
 }
+
+/// The operator's validating webhook, for Worker CREATE and UPDATE.
+pub async fn register_webhook(cp: &ControlPlane, url: &str, ca_pem: &str) {
+    use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+    let hook = Hook {
+        name: "workers.isolane.dev",
+        operations: &["CREATE", "UPDATE"],
+        failure_policy: "Fail",
+    };
+    register::<ValidatingWebhookConfiguration>(cp, url, ca_pem, &hook).await;
+}
+
+/// The operator's mutating webhook (the finalizer), for Worker CREATE.
+pub async fn register_mutating_webhook(cp: &ControlPlane, url: &str, ca_pem: &str) {
+    use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+    let hook = Hook {
+        name: "finalizer.workers.isolane.dev",
+        operations: &["CREATE"],
+        failure_policy: "Ignore",
+    };
+    register::<MutatingWebhookConfiguration>(cp, url, ca_pem, &hook).await;
+}
+
+/// What differs between the operator's two webhooks.
+struct Hook {
+    name: &'static str,
+    operations: &'static [&'static str],
+    failure_policy: &'static str,
+}
+
+/// Registers `hook` at `url` for Worker requests, as the chart does: a
+/// webhook configuration of kind `K` named `isolane-operator`.
+async fn register<K>(cp: &ControlPlane, url: &str, ca_pem: &str, hook: &Hook)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::Serialize
+        + serde::de::DeserializeOwned,
+{
+    let ca_bundle = k8s_openapi::ByteString(ca_pem.as_bytes().to_vec());
+    let configuration: K = serde_json::from_value(serde_json::json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": K::kind(&()),
+        "metadata": {"name": "isolane-operator"},
+        "webhooks": [{
+            "name": hook.name,
+            "clientConfig": {"url": url, "caBundle": ca_bundle},
+            "rules": [{
+                "apiGroups": ["isolane.dev"],
+                "apiVersions": ["v1alpha1"],
+                "operations": hook.operations,
+                "resources": ["workers"],
+                "scope": "Namespaced",
+            }],
+            "failurePolicy": hook.failure_policy,
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 10,
+        }],
+    }))
+    .expect("webhook configuration");
+    kube::Api::<K>::all(cp.client())
+        .patch(
+            "isolane-operator",
+            &kube::api::PatchParams::apply("isolane-e2e").force(),
+            &kube::api::Patch::Apply(&configuration),
+        )
+        .await
+        .expect("register the webhook");
+}

@@ -83,6 +83,8 @@ pub struct WorkerIndex {
     routes: RouteTable,
     /// Workers seen since the current relist started.
     relisting: Option<HashSet<WorkerKey>>,
+    /// The tenant policies and the Namespaces' labels (`policy.rs`).
+    policies: crate::policy::TenantPolicies,
 }
 
 impl WorkerIndex {
@@ -104,6 +106,25 @@ impl WorkerIndex {
     /// The class of the Workers indexed.
     pub fn class(&self) -> &WorkerClass {
         &self.class
+    }
+
+    /// The tenant policies and the Namespaces' labels.
+    pub fn policies(&self) -> &crate::policy::TenantPolicies {
+        &self.policies
+    }
+
+    /// The tenant policies and the Namespaces' labels, to update.
+    pub fn policies_mut(&mut self) -> &mut crate::policy::TenantPolicies {
+        &mut self.policies
+    }
+
+    /// The Workers of `namespace`.
+    pub fn workers_in(&self, namespace: &str) -> Vec<WorkerKey> {
+        self.entries
+            .keys()
+            .filter(|key| key.namespace == namespace)
+            .cloned()
+            .collect()
     }
 
     /// Whether `worker` is of the indexed class (this installation's).

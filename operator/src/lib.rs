@@ -32,6 +32,7 @@ pub mod membership;
 pub mod metrics;
 pub mod owners;
 pub mod plan;
+pub mod policy;
 pub mod reconcile;
 pub mod resolve;
 pub mod revisions;

@@ -213,13 +213,14 @@ async fn observe(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<
         .artifacts
         .check(&context.client, &key.namespace, &worker.spec)
         .await?;
-    let (lost, missing_services) = {
+    let (lost, missing_services, policy) = {
         let index = lock(&context.index);
         let lost = worker
             .claim()
             .map(|claim| index.routes().lost(&claim))
             .unwrap_or_default();
-        (lost, missing_services(key, &worker.spec, &index))
+        let policy = index.policies().apply(&key.namespace, &worker.spec.limits);
+        (lost, missing_services(key, &worker.spec, &index), policy)
     };
     let dispatch = dispatch_consent(key, &worker.spec, context.namespaces.as_ref());
     Ok(Observed {
@@ -228,6 +229,7 @@ async fn observe(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<
         lost,
         missing_services,
         dispatch,
+        policy,
         nodes: Arc::clone(&context.nodes.borrow()),
         bundles: bundles_of(key, &context.bundles),
         now: Timestamp::now(),

@@ -7,7 +7,7 @@
 //! | type | status | reason |
 //! | --- | --- | --- |
 //! | `Ready` | True | [`reason::BUNDLE_READY`] |
-//! | `Ready` | False | [`reason::REFERENCE_NOT_FOUND`], [`reason::SYNTAX_ERROR`], [`reason::INVALID_COMPATIBILITY`], [`reason::INVALID_BINDINGS`], [`reason::BUNDLE_INVALID`], [`reason::ROUTES_CONFLICTED`] |
+//! | `Ready` | False | [`reason::REFERENCE_NOT_FOUND`], [`reason::SYNTAX_ERROR`], [`reason::INVALID_COMPATIBILITY`], [`reason::INVALID_BINDINGS`], [`reason::BUNDLE_INVALID`], [`reason::ROUTES_CONFLICTED`], [`reason::POLICY_VIOLATION`] |
 //! | `ScriptValid` | True | [`reason::PARSED`] |
 //! | `ScriptValid` | False | [`reason::SYNTAX_ERROR`], [`reason::INVALID_COMPATIBILITY`], [`reason::INVALID_BINDINGS`] |
 //! | `ScriptValid` | Unknown | [`reason::REFERENCE_NOT_FOUND`] |
@@ -57,6 +57,10 @@ pub mod reason {
     /// that has not agreed to be dispatched into from the Worker's (its
     /// Namespace lacks the label `dispatch.isolane.dev/<namespace>`).
     pub const DISPATCH_NOT_ALLOWED: &str = "DispatchNotAllowed";
+    /// Ready=False: a limit is above the ceiling of a TenantPolicy of the
+    /// Worker's namespace (tightened after it was admitted); the bundle
+    /// holds it to the ceiling (docs/policy.md).
+    pub const POLICY_VIOLATION: &str = "PolicyViolation";
 }
 
 /// One condition as the reconcile decided it.

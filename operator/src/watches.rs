@@ -23,6 +23,16 @@
 //!   event reconciles the Workers whose dispatch namespace bindings name
 //!   that namespace ([`WorkerIndex::dispatching_into`]), so a label set or
 //!   removed reaches their bundles (and the nodes) as a new revision.
+//!   The same event records its labels in the index's tenant policies
+//!   (`policy.rs`): when they changed and any policy exists, the
+//!   namespace's Workers are reconciled too.
+//! - TenantPolicies (kept in a store, copied into the index): an event
+//!   reconciles every Worker (ceilings, defaults and quotas may change).
+//!   Not waited for by [`Watches::synced`]: a cluster whose TenantPolicy
+//!   CRD is missing (Helm installs CRDs but does not upgrade them) still
+//!   gets a ready operator, whose watch retries and logs; until the first
+//!   list, Workers are admitted and reconciled as if no policy existed,
+//!   and the list reconciles them all again (docs/policy.md).
 //! - Runtime-node Leases are watched by [`crate::membership`]; every Worker
 //!   is reconciled when the schedulable node set changes (`caches.rs`).
 
@@ -31,7 +41,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::{BoxFuture, ready};
 use futures::{FutureExt, StreamExt, TryStreamExt};
-use isolane_crds::{Worker, WorkerClass};
+use isolane_crds::{TenantPolicy, Worker, WorkerClass};
 use isolane_worker::BUNDLE_LABEL;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{ObjectMeta, PartialObjectMeta};
@@ -55,6 +65,8 @@ pub struct Watches {
     pub bundles: Store<PartialObjectMeta<Secret>>,
     /// Namespaces (metadata): their dispatch consent labels.
     pub namespaces: Store<PartialObjectMeta<Namespace>>,
+    /// TenantPolicies (also copied into the index).
+    pub policies: Store<TenantPolicy>,
     /// Every watch: poll it for as long as the stores are read.
     pub run: BoxFuture<'static, ()>,
     config_maps_synced: watch::Receiver<bool>,
@@ -203,13 +215,60 @@ fn namespace_watch(
         if let Ok(namespace) = namespace
             && let Some(name) = &namespace.metadata.name
         {
-            let dispatching = lock(&index).dispatching_into(name);
-            triggers.workers(dispatching);
+            let mut index = lock(&index);
+            let labels = namespace.metadata.labels.clone().unwrap_or_default();
+            let relabelled = index.policies_mut().set_labels(name, labels);
+            let mut affected = index.dispatching_into(name);
+            if relabelled && !index.policies().is_empty() {
+                // Which policies select it may have changed.
+                affected.extend(index.workers_in(name));
+            }
+            drop(index);
+            triggers.workers(affected);
         }
         ready(())
     })
     .boxed();
     (namespaces, run)
+}
+
+/// TenantPolicies, kept in a store and copied into the index after each
+/// event; every Worker is reconciled when one changes (its ceilings,
+/// defaults and quota may have).
+fn policy_watch(
+    client: &Client,
+    sinks: &Sinks,
+    workers: &Store<Worker>,
+) -> (Store<TenantPolicy>, BoxFuture<'static, ()>) {
+    let (policies, writer) = reflector::store::<TenantPolicy>();
+    let (index, triggers) = (Arc::clone(&sinks.index), sinks.triggers.clone());
+    let (known, workers) = (policies.clone(), workers.clone());
+    let run = watcher(
+        Api::<TenantPolicy>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .inspect(observer("tenantpolicies", &sinks.metrics))
+    .modify(forget_managed_fields)
+    .reflect(writer)
+    .for_each(move |event| {
+        let changed = matches!(
+            event,
+            Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone)
+        );
+        if changed {
+            let state = known
+                .state()
+                .iter()
+                .map(|p| (**p).clone())
+                .collect::<Vec<_>>();
+            lock(&index).policies_mut().set_policies(state);
+            triggers.every(&workers);
+        }
+        ready(())
+    })
+    .boxed();
+    (policies, run)
 }
 
 impl Watches {
@@ -224,13 +283,15 @@ impl Watches {
             metadata_triggers::<Secret>(client, ReferenceKind::Secret, sinks);
         let (bundles, bundles_run) = bundle_watch(client, namespace, sinks);
         let (namespaces, namespaces_run) = namespace_watch(client, sinks);
+        let (policies, policies_run) = policy_watch(client, sinks, &workers);
         let run = async move {
             futures::join!(
                 workers_run,
                 config_maps,
                 secrets,
                 bundles_run,
-                namespaces_run
+                namespaces_run,
+                policies_run
             );
         }
         .boxed();
@@ -238,6 +299,7 @@ impl Watches {
             workers,
             bundles,
             namespaces,
+            policies,
             run,
             config_maps_synced,
             secrets_synced,

@@ -12,6 +12,9 @@
 //!   its own queue as dead-letter queue (`isolane_worker::queue::check_consumers`);
 //! - a queue another Worker of the namespace consumes already
 //!   (`isolane_worker::queue::check_namespace_consumers`, from the same index);
+//! - a limit (`spec.limits`) above the ceiling of a `TenantPolicy`
+//!   selecting the Worker's namespace (`policy.rs`): the message names the
+//!   field, the ceiling and the policy;
 //! - a route (host + pathPrefix) that would take a route or a host from
 //!   another Worker (`RouteTable::held_by_others`, the ownership rule with the
 //!   Worker under review as the youngest claimant). On update,
@@ -85,6 +88,14 @@ pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Resu
     }
     let mut problems = spec_problems(&worker.spec);
     problems.extend(route_problems(request, worker, index));
+    let namespace = request
+        .namespace
+        .as_deref()
+        .or(worker.metadata.namespace.as_deref());
+    let verdict = index
+        .policies()
+        .apply(namespace.unwrap_or_default(), &worker.spec.limits);
+    problems.extend(verdict.violations.iter().map(ToString::to_string));
     if problems.is_empty() {
         Ok(())
     } else {
@@ -586,6 +597,35 @@ mod tests {
         // With a store, nothing to say.
         let answer = review(&body("CREATE", &w, None), &index, true);
         assert_eq!(answer.response.unwrap().warnings, None);
+    }
+
+    #[test]
+    fn rejects_limits_over_a_tenant_policy_s_ceiling_naming_it() {
+        let mut index = WorkerIndex::default();
+        let policy: isolane_crds::TenantPolicy = serde_json::from_value(json!({
+            "apiVersion": "isolane.dev/v1alpha1", "kind": "TenantPolicy",
+            "metadata": {"name": "free-tier"},
+            "spec": {"namespaceSelector": {"matchLabels": {"tier": "free"}},
+                     "limits": {"ceilings": {"cpuMs": 200}}},
+        }))
+        .unwrap();
+        index.policies_mut().set_policies([policy]);
+        let mut w = worker("w", "export default {}", &[]);
+        w.spec.limits.cpu_ms = 500;
+        // Not selected yet: admitted.
+        assert!(verdict(&review(&body("CREATE", &w, None), &index, false)).0);
+        let free = [("tier".to_owned(), "free".to_owned())].into();
+        index.policies_mut().set_labels("default", free);
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        assert!(!allowed);
+        assert_eq!(
+            message,
+            "spec.limits.cpuMs 500 exceeds 200, the ceiling of TenantPolicy \"free-tier\""
+        );
+        // Limits left unset (the built-in defaults) are admitted: the
+        // operator writes the ceiling into the bundle.
+        w.spec.limits = isolane_worker::Limits::default();
+        assert!(verdict(&review(&body("CREATE", &w, None), &index, false)).0);
     }
 
     #[test]

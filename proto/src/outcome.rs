@@ -27,6 +27,7 @@ impl Outcome {
             Self::Quarantined => W::Quarantined,
             Self::BodyTooLarge => W::BodyTooLarge,
             Self::ClientWebsockets => W::ClientWebSockets,
+            Self::QuotaExceeded => W::QuotaExceeded,
         })
     }
 
@@ -70,6 +71,7 @@ impl From<isolane_worker::Outcome> for Outcome {
             W::Quarantined => Self::Quarantined,
             W::BodyTooLarge => Self::BodyTooLarge,
             W::ClientWebSockets => Self::ClientWebsockets,
+            W::QuotaExceeded => Self::QuotaExceeded,
         }
     }
 }

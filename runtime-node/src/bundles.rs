@@ -458,6 +458,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         images: images(&bundle.bindings),
         loaders: loaders(&bundle.bindings),
         no_network: false,
+        cpu_ms_per_second: bundle.cpu_ms_per_second,
         r2: r2(&bundle.bindings),
         queue_consumers: bundle.queue_consumers,
         limits: bundle.limits,

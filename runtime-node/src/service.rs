@@ -427,7 +427,8 @@ impl NodeService {
             | ExecuteError::WallTimeout { .. }
             | ExecuteError::Quarantined { .. }
             | ExecuteError::BodyTooLarge { .. }
-            | ExecuteError::ClientWebSockets { .. } => {}
+            | ExecuteError::ClientWebSockets { .. }
+            | ExecuteError::QuotaExceeded { .. } => {}
         }
         Ok(Answer {
             status: error.status(),

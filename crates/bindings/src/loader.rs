@@ -275,6 +275,8 @@ fn bundle(
     }
     bundle.limits = limits(caller.limits, &code.limits)?;
     bundle.no_network = code.no_network;
+    // Its CPU counts against the caller's namespace, whose id it shares.
+    bundle.cpu_ms_per_second = caller.cpu_ms_per_second;
     if !code.no_network && !bundle.services.contains_key(GLOBAL_OUTBOUND) {
         bundle.allowed_hosts = caller.allowed_hosts.clone();
     }

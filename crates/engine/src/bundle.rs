@@ -77,6 +77,8 @@ pub struct WorkerBundle {
     /// in `services` under [`GLOBAL_OUTBOUND`] instead: its `fetch` takes
     /// every `fetch()`, and there is no `connect`.)
     pub no_network: bool,
+    /// Its namespace's CPU quota here, CPU-ms per second (docs/policy.md).
+    pub cpu_ms_per_second: Option<u32>,
     /// R2 bindings (`r2Bucket`): binding name to its namespace's bucket.
     pub r2: BTreeMap<String, String>,
     pub limits: Limits,
@@ -216,6 +218,7 @@ impl WorkerBundle {
             images: BTreeSet::new(),
             loaders: BTreeSet::new(),
             no_network: false,
+            cpu_ms_per_second: None,
             r2: BTreeMap::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),

@@ -90,6 +90,7 @@ impl Engine {
             loads: crate::fairness::Loads::new(threads),
             egress: Arc::new(crate::egress::EgressPolicy::new(&config.egress)),
             roots,
+            quotas: Default::default(),
             states: Default::default(),
             crypto: crate::crypto_pool::Pool::for_cores(),
             tail: Arc::new(crate::tail::Tail::new(observer.clone())),

@@ -303,6 +303,9 @@ impl WorkerIsolate {
                 .schedule
                 .borrow_mut()
                 .charge(worker.namespace(), used);
+            if let Some(quota) = worker.cpu_ms_per_second {
+                (thread.shared.quotas).charge(worker.namespace(), quota, used, Instant::now());
+            }
         }
         let hit_cpu = self.memory.take_hit_cpu();
         if let Err(TurnError::Terminated(reason)) = &outcome {

@@ -46,6 +46,14 @@ pub enum ExecuteError {
         "this client already has {limit} WebSockets open to this Worker (its share); close one first"
     )]
     ClientWebSockets { limit: usize },
+    /// Its namespace is over its CPU quota (docs/policy.md).
+    #[error(
+        "this namespace used more CPU than its quota of {quota_ms} CPU-ms per second on this node; retry after {retry_after_secs} s"
+    )]
+    QuotaExceeded {
+        quota_ms: u32,
+        retry_after_secs: u32,
+    },
 }
 
 impl ExecuteError {
@@ -63,6 +71,7 @@ impl ExecuteError {
             ExecuteError::Quarantined { .. } => Outcome::Quarantined,
             ExecuteError::BodyTooLarge { .. } => Outcome::BodyTooLarge,
             ExecuteError::ClientWebSockets { .. } => Outcome::ClientWebSockets,
+            ExecuteError::QuotaExceeded { .. } => Outcome::QuotaExceeded,
         }
     }
 
@@ -83,7 +92,10 @@ impl ExecuteError {
     pub fn retry_after(&self) -> Option<u32> {
         match self {
             ExecuteError::Overloaded { .. } | ExecuteError::ClientWebSockets { .. } => Some(1),
-            ExecuteError::Quarantined { retry_after_secs } => Some(*retry_after_secs),
+            ExecuteError::Quarantined { retry_after_secs }
+            | ExecuteError::QuotaExceeded {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
             _ => None,
         }
     }

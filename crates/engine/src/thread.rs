@@ -408,6 +408,9 @@ fn receive(state: &Rc<ThreadState>, job: Job, permits: &Arc<Semaphore>, alone: b
     let Some(job) = forward_if_shared(state, job) else {
         return;
     };
+    let Some(job) = within_quota(state, job, now) else {
+        return;
+    };
     // A Durable Object call is not refused for its namespace's share: its
     // caller holds a slot of its own (on another thread or node), which
     // bounds such calls, and refusing it would fail a request already
@@ -453,6 +456,33 @@ fn receive(state: &Rc<ThreadState>, job: Job, permits: &Arc<Semaphore>, alone: b
     ctx.observer
         .request_finished(ctx.index, error.outcome(), Duration::ZERO, Duration::ZERO);
     let _ = job.reply.send(Err(error));
+}
+
+/// The job, unless its namespace is over its CPU quota (docs/policy.md;
+/// object and service calls pass, as they pass its share): then refused.
+fn within_quota(state: &ThreadState, job: Job, now: Instant) -> Option<Job> {
+    let quota = job.bundle.cpu_ms_per_second;
+    let Some(quota_ms) =
+        quota.filter(|_| !job.work.is_object_call() && !job.work.is_service_call())
+    else {
+        return Some(job);
+    };
+    let Err(retry_after_secs) = state
+        .shared
+        .quotas
+        .admit(job.bundle.namespace(), quota_ms, now)
+    else {
+        return Some(job);
+    };
+    let error = ExecuteError::QuotaExceeded {
+        quota_ms,
+        retry_after_secs,
+    };
+    let ctx = &state.ctx;
+    ctx.observer
+        .request_finished(ctx.index, error.outcome(), Duration::ZERO, Duration::ZERO);
+    let _ = job.reply.send(Err(error));
+    None
 }
 
 /// Shared mode: consult the engine-wide directory (the global lock) and hand

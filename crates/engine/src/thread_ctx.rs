@@ -47,6 +47,8 @@ pub(crate) struct EngineShared {
     pub(crate) workers: std::sync::OnceLock<Arc<dyn crate::WorkerLookup>>,
     /// The modules' code cache on disk (`code_cache.rs`), if configured.
     pub(crate) code_cache: Option<Arc<crate::code_cache::CodeCache>>,
+    /// The namespaces' CPU quotas (docs/policy.md).
+    pub(crate) quotas: isolane_worker::quota::CpuQuotas,
 }
 
 /// State an API crate's unit shares among the threads of one engine (a

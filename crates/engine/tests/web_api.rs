@@ -87,6 +87,7 @@ async fn run_all() {
             images: Default::default(),
             loaders: Default::default(),
             no_network: false,
+            cpu_ms_per_second: None,
             r2: Default::default(),
             queue_consumers: Default::default(),
             limits: Limits {

@@ -42,8 +42,11 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// when Blob and File did (each time the count rounded up to the next 50);
 /// raised to 30,450 (30,424 lines) by outbound Workers (issue 60: a
 /// loaded Worker's `globalOutbound`, a dispatched request's outbound Worker
-/// and params, `host.fetch`'s branch to it), nothing having left the core
-/// to make room: the next family to leave takes it back.
+/// and params, `host.fetch`'s branch to it), and to BOUND (COUNT lines) by
+/// the tenant policy's CPU quota (issue 60: its check in the engine's
+/// admission and its charge per turn; the bucket itself is
+/// `isolane_worker::quota`), nothing having left the core to make room: the
+/// next family to leave takes it back.
 const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 30_450)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,

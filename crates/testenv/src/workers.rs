@@ -18,12 +18,15 @@ pub const OPERATOR_NAMESPACE: &str = "isolane-system";
 /// The field manager tests apply Workers with.
 pub const TEST_MANAGER: &str = "isolane-e2e";
 
-/// Installs the Worker CRD (from `crds/worker.yaml`) and waits until it is
-/// served; creates the operator namespace and `namespaces`.
+/// Installs the Worker and TenantPolicy CRDs (from `crds/`) and waits
+/// until the Worker CRD is served; creates the operator namespace and `namespaces`.
 pub async fn prepare(cp: &ControlPlane, namespaces: &[&str]) {
     cp.apply_file(workspace_root().join("crds/worker.yaml"))
         .await
         .expect("apply the Worker CRD");
+    cp.apply_file(workspace_root().join("crds/tenantpolicy.yaml"))
+        .await
+        .expect("apply the TenantPolicy CRD");
     let crds: Api<CustomResourceDefinition> = Api::all(cp.client());
     wait_until(
         "the Worker CRD to be established",

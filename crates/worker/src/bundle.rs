@@ -93,6 +93,12 @@ pub struct Bundle {
     /// a new revision.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub dispatch_consent: BTreeSet<String>,
+    /// The CPU quota of the Worker's namespace on a node, in CPU
+    /// milliseconds per second (`TenantPolicy` `quotas.cpuMsPerSecond`,
+    /// docs/policy.md): the node refuses the namespace's requests past it.
+    /// Part of the revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ms_per_second: Option<u32>,
 }
 
 /// A Worker version's assets, shared: equal only to itself (the bytes are
@@ -158,6 +164,7 @@ impl Bundle {
             assets: None,
             assets_digest: None,
             dispatch_consent: BTreeSet::new(),
+            cpu_ms_per_second: None,
         }
     }
 
@@ -215,6 +222,7 @@ impl Bundle {
             && self.json_env.is_empty()
             && self.assets_digest.is_none()
             && self.dispatch_consent.is_empty()
+            && self.cpu_ms_per_second.is_none()
         {
             // Revisions of Workers without either stay what they were.
             return base;
@@ -251,6 +259,10 @@ impl Bundle {
             field(b"dispatch-consent");
             field(namespace.as_bytes());
         }
+        if let Some(quota) = self.cpu_ms_per_second {
+            field(b"cpu-ms-per-second");
+            field(&quota.to_le_bytes());
+        }
         consumer_fields(&self.queue_consumers, &mut field);
         hex::encode(&hash.finalize()[..8])
     }
@@ -283,6 +295,14 @@ impl Bundle {
     /// that consent ([`Bundle::dispatch_consent`]), part of the revision.
     pub fn with_dispatch_consent(mut self, consent: BTreeSet<String>) -> Self {
         self.dispatch_consent = consent;
+        self.revision = self.revision_now();
+        self
+    }
+
+    /// The same bundle with its namespace's CPU quota
+    /// ([`Bundle::cpu_ms_per_second`]), part of the revision.
+    pub fn with_cpu_quota(mut self, cpu_ms_per_second: Option<u32>) -> Self {
+        self.cpu_ms_per_second = cpu_ms_per_second;
         self.revision = self.revision_now();
         self
     }

@@ -37,6 +37,8 @@
 //!   ([`TrafficTarget`], [`TrafficStatus`]) and kept on one by an affinity
 //!   key ([`VersionAffinity`]): the split resolved (the operator) and the
 //!   share a request lands on (the router).
+//! - [`policy`]: a cluster admin's tenant policy (ceilings, defaults,
+//!   quotas) and how it applies to a Worker's limits ([`policy::apply`]).
 //! - [`cron`]: cron schedules of [`Triggers`], parsed and evaluated in a
 //!   time zone ([`cron::Schedule`]; the webhook, the router's scheduler and
 //!   `isolane dev`).
@@ -59,8 +61,10 @@ mod limits;
 mod module;
 mod outcome;
 mod ownership;
+pub mod policy;
 mod props;
 pub mod queue;
+pub mod quota;
 pub mod r2;
 mod route;
 mod secret;

@@ -39,11 +39,14 @@ pub enum Outcome {
     BodyTooLarge,
     /// The client already holds its share of the Worker's WebSockets.
     ClientWebSockets,
+    /// The Worker's namespace is over its CPU quota on the node
+    /// (a TenantPolicy's `quotas.cpuMsPerSecond`).
+    QuotaExceeded,
 }
 
 impl Outcome {
     /// Every outcome, in a fixed order (metric series are made per outcome).
-    pub const ALL: [Outcome; 16] = [
+    pub const ALL: [Outcome; 17] = [
         Outcome::Ok,
         Outcome::Exception,
         Outcome::CpuLimit,
@@ -60,6 +63,7 @@ impl Outcome {
         Outcome::Quarantined,
         Outcome::BodyTooLarge,
         Outcome::ClientWebSockets,
+        Outcome::QuotaExceeded,
     ];
 
     /// The metric label and `x-isolane-reason` value (`cpu_limit`).
@@ -81,6 +85,7 @@ impl Outcome {
             Outcome::Quarantined => "quarantined",
             Outcome::BodyTooLarge => "body_too_large",
             Outcome::ClientWebSockets => "client_websockets",
+            Outcome::QuotaExceeded => "quota_exceeded",
         }
     }
 
@@ -103,7 +108,7 @@ impl Outcome {
             | Outcome::RevisionUnavailable => 503,
             Outcome::WallTimeout => 504,
             Outcome::BodyTooLarge => 413,
-            Outcome::ClientWebSockets => 429,
+            Outcome::ClientWebSockets | Outcome::QuotaExceeded => 429,
         })
     }
 
@@ -125,6 +130,7 @@ impl Outcome {
                 | Outcome::RevisionUnavailable
                 | Outcome::Quarantined
                 | Outcome::ClientWebSockets
+                | Outcome::QuotaExceeded
         )
     }
 
@@ -169,6 +175,9 @@ mod tests {
         assert_eq!(status(Outcome::BodyTooLarge), Some(413));
         assert_eq!(status(Outcome::ClientWebSockets), Some(429));
         assert!(Outcome::ClientWebSockets.transient());
+        assert_eq!(status(Outcome::QuotaExceeded), Some(429));
+        assert!(Outcome::QuotaExceeded.transient());
+        assert!(!Outcome::QuotaExceeded.retry_elsewhere());
         assert_eq!(
             Outcome::Exception.page_message("TypeError: secret"),
             "the worker threw an exception"

@@ -228,6 +228,23 @@ pub(super) fn serving_conditions(
     [ready, script_valid, routes, services]
 }
 
+/// Ready=False with reason PolicyViolation when the Worker sets limits
+/// above the ceilings of its namespace's tenant policies (`message` says
+/// which): its bundle is written with the limits held to the ceilings,
+/// not with its own. Returns whether it does.
+pub(super) fn policy_violation(conditions: &mut Conditions, message: Option<String>) -> bool {
+    let Some(message) = message else {
+        return false;
+    };
+    conditions[0] = ConditionUpdate::new(
+        ConditionType::Ready,
+        ConditionStatus::False,
+        reason::POLICY_VIOLATION,
+        format!("{message}; the revision is written with the limits held to the ceilings"),
+    );
+    true
+}
+
 /// Ready=False and ScriptValid=Unknown while a reference is `missing`.
 pub(super) fn missing_reference_conditions(missing: &MissingReference, links: Links) -> Conditions {
     let [routes, services] = links.into_array();

@@ -458,6 +458,10 @@ pub enum Outcome {
     BodyTooLarge = 15,
     /// The client already holds its share of the Worker's WebSockets (429).
     ClientWebsockets = 16,
+    /// The Worker's namespace is over its CPU quota on this node (a
+    /// TenantPolicy's quotas.cpuMsPerSecond): 429 with Retry-After
+    /// (`retry_after_ms`). Not retried elsewhere.
+    QuotaExceeded = 17,
 }
 impl Outcome {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -483,6 +487,7 @@ impl Outcome {
             Self::Quarantined => "OUTCOME_QUARANTINED",
             Self::BodyTooLarge => "OUTCOME_BODY_TOO_LARGE",
             Self::ClientWebsockets => "OUTCOME_CLIENT_WEBSOCKETS",
+            Self::QuotaExceeded => "OUTCOME_QUOTA_EXCEEDED",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -505,6 +510,7 @@ impl Outcome {
             "OUTCOME_QUARANTINED" => Some(Self::Quarantined),
             "OUTCOME_BODY_TOO_LARGE" => Some(Self::BodyTooLarge),
             "OUTCOME_CLIENT_WEBSOCKETS" => Some(Self::ClientWebsockets),
+            "OUTCOME_QUOTA_EXCEEDED" => Some(Self::QuotaExceeded),
             _ => None,
         }
     }

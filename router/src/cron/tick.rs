@@ -94,6 +94,7 @@ fn tick_outcome(outcome: Outcome) -> &'static str {
         | Outcome::SubrequestLimit
         | Outcome::Overloaded
         | Outcome::Quarantined
+        | Outcome::QuotaExceeded
         | Outcome::UnknownWorker
         | Outcome::Internal => outcome.label(),
         _ => "exception",

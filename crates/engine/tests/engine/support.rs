@@ -93,6 +93,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         images: Default::default(),
         loaders: Default::default(),
         no_network: false,
+        cpu_ms_per_second: None,
         r2: Default::default(),
         queue_consumers: Default::default(),
         limits,
