@@ -147,6 +147,11 @@ async fn r2_buckets_live_in_the_s3_store_apart_per_namespace_and_outlive_a_node(
     let mut options = ClusterOptions::with_postgres(&database.connection_string());
     let endpoint = ["--r2-s3-endpoint".to_owned(), weed.s3_endpoint()];
     options.node.extra_args.extend(endpoint.clone());
+    // The big object is a request body; its CPU time in a debug build.
+    options
+        .node
+        .extra_args
+        .extend(["--max-request-body-mib", "0", "--max-cpu-ms", "30000"].map(str::to_owned));
     options.node.extra_env.extend([
         (
             "ISOLANE_R2_S3_ACCESS_KEY_ID".to_owned(),
@@ -158,6 +163,10 @@ async fn r2_buckets_live_in_the_s3_store_apart_per_namespace_and_outlive_a_node(
         ),
     ]);
     options.operator.extra_args.extend(endpoint);
+    options
+        .router
+        .extra_args
+        .extend(["--request-timeout", "600s"].map(str::to_owned));
     let mut cluster = Cluster::start(&cp, dir.path(), options).await;
 
     let script = std::fs::read_to_string(
@@ -167,6 +176,8 @@ async fn r2_buckets_live_in_the_s3_store_apart_per_namespace_and_outlive_a_node(
     let files = |host: &str| {
         let mut worker = inline_worker("files", &script, &[host]);
         worker.spec.bindings = vec![Binding::r2("B", "uploads")];
+        // Time for the big object both ways (a debug build, a busy machine).
+        worker.spec.limits.wall_ms = 300_000;
         worker
     };
     kubectl::apply_workers(&cp, &dir.path().join("a.yaml"), TEAM_A, &[files("a.test")]).await;
