@@ -270,6 +270,14 @@ deps_registry() {
     log "$("${registry}" --version)"
 }
 
+# SeaweedFS's `weed` (master, volume, filer and S3 gateway in one binary),
+# the S3-compatible store of the R2 tests (isolane_testenv::SeaweedFs), built
+# from its Go module once and cached (hack/build-seaweedfs.sh; about 28
+# minutes cold on 2 cores).
+deps_seaweedfs() {
+    log "seaweedfs: $("${here}/build-seaweedfs.sh")"
+}
+
 # cargo-deny, for the dependency policy in deny.toml (`make deny`): built
 # from crates.io once, kept in cargo's bin folder.
 CARGO_DENY_VERSION=0.20.2
@@ -292,6 +300,7 @@ main() {
     deps_kubectl
     deps_helm
     deps_registry
+    deps_seaweedfs
     deps_otelcol
     deps_acme
     deps_gateway_api

@@ -168,6 +168,12 @@ pub struct Args {
     /// at start (runtime nodes only check them).
     #[command(flatten)]
     pub storage: isolane_storage::PostgresArgs,
+
+    /// The nodes' S3-compatible store for R2 buckets (their
+    /// `--r2-s3-endpoint`): set, the webhook admits R2 bindings; unset, it
+    /// refuses them (docs/r2.md).
+    #[arg(long, env = "ISOLANE_R2_S3_ENDPOINT", value_name = "URL")]
+    pub r2_s3_endpoint: Option<String>,
 }
 
 /// Why the flags do not make a valid configuration.
@@ -264,6 +270,8 @@ pub struct Config {
     pub certificates: Option<crate::certificates::CertificateSettings>,
     /// The KV store, whose schema the operator migrates at start.
     pub storage: Option<isolane_storage::PostgresSettings>,
+    /// Whether the nodes serve R2 buckets (an S3-compatible store).
+    pub r2: bool,
     /// Registries reached over plain HTTP.
     pub plain_http_registries: Vec<String>,
     /// Registries bundles may come from.
@@ -368,6 +376,7 @@ impl Args {
             host_release_grace: self.host_release_grace,
             certificates: self.certificates.settings(&self.reserved_hosts),
             storage: self.storage.settings(),
+            r2: self.r2_s3_endpoint.is_some(),
             plain_http_registries: self.plain_http_registries.clone(),
             bundle_registries: self.bundle_registries()?,
             registry_ca: self.registry_ca()?,

@@ -205,7 +205,10 @@ fn serve_webhook(
         webhook.listener,
         webhook.tls,
         Arc::clone(&caches.sinks.index),
-        config.storage.is_some(),
+        webhook::Stores {
+            kv: config.storage.is_some(),
+            r2: config.r2,
+        },
         edge,
         servers.clone(),
     ))

@@ -6,8 +6,9 @@
 //!   or naming a hosting Worker by anything but a name
 //!   (`isolane_worker::check_bindings`);
 //! - a D1 binding (`isolane_worker::d1_on_a_cluster`: D1 runs in
-//!   `isolane dev` only for now), an R2 binding likewise
-//!   (`isolane_worker::r2_on_a_cluster`);
+//!   `isolane dev` only for now); an R2 binding when the cluster has no
+//!   S3-compatible store for R2 (`isolane_worker::r2_on_a_cluster`; the
+//!   operator is given the nodes' `--r2-s3-endpoint`, [`Stores::r2`]);
 //! - `spec.queueConsumers` out of bounds, consuming a queue twice or naming
 //!   its own queue as dead-letter queue (`isolane_worker::queue::check_consumers`);
 //! - a queue another Worker of the namespace consumes already
@@ -75,8 +76,22 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// `caches.rs`).
 pub type SharedIndex = Arc<Mutex<WorkerIndex>>;
 
+/// Which of the nodes' stores the operator was given (the chart gives it
+/// the nodes' settings).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stores {
+    /// A KV store (PostgreSQL).
+    pub kv: bool,
+    /// An S3-compatible store for R2 buckets.
+    pub r2: bool,
+}
+
 /// Decides one admission request: `Err` carries the message shown to the user.
-pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Result<(), String> {
+pub fn validate(
+    request: &AdmissionRequest<Worker>,
+    index: &WorkerIndex,
+    stores: Stores,
+) -> Result<(), String> {
     if !matches!(request.operation, Operation::Create | Operation::Update) {
         return Ok(());
     }
@@ -86,7 +101,7 @@ pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Resu
     if worker.metadata.deletion_timestamp.is_some() || !index.serves(worker) {
         return Ok(());
     }
-    let mut problems = spec_problems(&worker.spec);
+    let mut problems = spec_problems(&worker.spec, stores);
     problems.extend(route_problems(request, worker, index));
     let namespace = request
         .namespace
@@ -105,7 +120,7 @@ pub fn validate(request: &AdmissionRequest<Worker>, index: &WorkerIndex) -> Resu
 
 /// What is wrong in `spec` by itself: the script's syntax, the
 /// compatibility settings, the bindings, the cron schedules.
-fn spec_problems(spec: &WorkerSpec) -> Vec<String> {
+fn spec_problems(spec: &WorkerSpec, stores: Stores) -> Vec<String> {
     let mut problems = Vec::new();
     if let Some(source) = &spec.script
         && let Err(syntax) = script::check(source)
@@ -130,7 +145,7 @@ fn spec_problems(spec: &WorkerSpec) -> Vec<String> {
     if let Err(error) = isolane_worker::d1_on_a_cluster(&spec.bindings) {
         problems.push(format!("spec.bindings: {error}"));
     }
-    if let Err(error) = isolane_worker::r2_on_a_cluster(&spec.bindings) {
+    if let Err(error) = isolane_worker::r2_on_a_cluster(&spec.bindings, stores.r2) {
         problems.push(format!("spec.bindings: {error}"));
     }
     if let Err(error) = isolane_worker::queue::check_consumers(&spec.queue_consumers) {
@@ -220,9 +235,8 @@ fn warnings(worker: &Worker, kv_store: bool) -> Option<String> {
     })
 }
 
-/// Answers one AdmissionReview body; `kv_store`: whether the cluster has a
-/// store for KV bindings.
-pub fn review(body: &[u8], index: &WorkerIndex, kv_store: bool) -> AdmissionReview<DynamicObject> {
+/// Answers one AdmissionReview body; `stores`: the stores the cluster has.
+pub fn review(body: &[u8], index: &WorkerIndex, stores: Stores) -> AdmissionReview<DynamicObject> {
     let review: AdmissionReview<Worker> = match serde_json::from_slice(body) {
         Ok(review) => review,
         Err(error) => {
@@ -242,11 +256,11 @@ pub fn review(body: &[u8], index: &WorkerIndex, kv_store: bool) -> AdmissionRevi
         .object
         .as_ref()
         .filter(|worker| index.serves(worker))
-        .and_then(|worker| warnings(worker, kv_store))
+        .and_then(|worker| warnings(worker, stores.kv))
     {
         response.warnings = Some(vec![warning]);
     }
-    match validate(&request, index) {
+    match validate(&request, index, stores) {
         Ok(()) => response.into_review(),
         Err(message) => {
             info!(
@@ -305,7 +319,7 @@ pub async fn serve(
     listener: TcpListener,
     tls: TlsAcceptor,
     index: SharedIndex,
-    kv_store: bool,
+    stores: Stores,
     edge: Edge,
     shutdown: CancellationToken,
 ) {
@@ -316,7 +330,7 @@ pub async fn serve(
         let index = Arc::clone(&index);
         service_fn(move |request| {
             let index = Arc::clone(&index);
-            async move { Ok::<_, Infallible>(handle(request, &index, kv_store).await) }
+            async move { Ok::<_, Infallible>(handle(request, &index, stores).await) }
         })
     };
     let handshake = Wrapped(move |stream| tls.accept(stream));
@@ -333,7 +347,7 @@ pub async fn serve(
 async fn handle(
     request: Request<Incoming>,
     index: &Mutex<WorkerIndex>,
-    kv_store: bool,
+    stores: Stores,
 ) -> Response<Full<Bytes>> {
     if request.method() != Method::POST {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "POST an AdmissionReview\n");
@@ -348,7 +362,7 @@ async fn handle(
         if mutating {
             mutate(&body, &index)
         } else {
-            review(&body, &index, kv_store)
+            review(&body, &index, stores)
         }
     };
     match serde_json::to_vec(&answer) {
@@ -414,7 +428,11 @@ mod tests {
             "export default {\n  fetch() {\n    return 1 +\n  }\n}",
             &[],
         );
-        let (allowed, message) = verdict(&review(&body("CREATE", &bad, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &bad, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(
             message.starts_with("spec.script: syntax error at 4:3: "),
@@ -425,7 +443,11 @@ mod tests {
             "export default { fetch() { return new Response('ok') } }",
             &[],
         );
-        let (allowed, _) = verdict(&review(&body("CREATE", &good, None), &index, false));
+        let (allowed, _) = verdict(&review(
+            &body("CREATE", &good, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(allowed);
     }
 
@@ -437,7 +459,11 @@ mod tests {
             crons: vec!["*/5 * * * *".into(), "0 25 * * *".into()],
             time_zone: None,
         });
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(
             message.starts_with("spec.triggers.crons[1]: invalid cron schedule \"0 25 * * *\""),
@@ -447,7 +473,11 @@ mod tests {
             crons: vec!["0 9 * * MON-FRI".into()],
             time_zone: Some("Europe/Nowhere".into()),
         });
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(
             message.contains("unknown time zone \"Europe/Nowhere\""),
@@ -457,7 +487,11 @@ mod tests {
             crons: vec!["0 9 * * MON-FRI".into()],
             time_zone: Some("Europe/Paris".into()),
         });
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(allowed, "{message}");
     }
 
@@ -467,7 +501,11 @@ mod tests {
         let mut w = worker("compat", "export default {}", &[]);
         w.spec.compatibility_date = Some("2026-08-04".into());
         w.spec.compatibility_flags = vec!["nodejs_compat".into(), "nodejs_compta".into()];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(
             message.starts_with(
@@ -477,11 +515,19 @@ mod tests {
         );
         w.spec.compatibility_flags = vec!["nodejs_compat".into()];
         w.spec.compatibility_date = Some("2026-8-4".into());
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(message.starts_with("spec.compatibilityDate: "), "{message}");
         w.spec.compatibility_date = Some("2026-08-04".into());
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(allowed, "{message}");
     }
 
@@ -497,17 +543,29 @@ mod tests {
             json: Some(json),
         };
         w.spec.env = vec![var(None, serde_json::json!({ "retries": 3 }))];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(allowed, "{message}");
         w.spec.env = vec![var(Some("3"), serde_json::json!(3))];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert_eq!(
             message,
             "spec.env[CONFIG]: json is set with value or valueFrom: set one"
         );
         w.spec.env = vec![var(None, serde_json::json!("x".repeat(70_000)))];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert_eq!(
             message,
@@ -528,21 +586,33 @@ mod tests {
             json: None,
         }];
         w.spec.bindings = vec![Binding::kv("CACHE", "cache")];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert_eq!(
             message,
             "spec.bindings: binding name \"CACHE\" is used twice (names are unique across env and bindings)"
         );
         w.spec.bindings = vec![Binding::kv("my-kv", "cache")];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(
             message.contains("is not a JavaScript identifier"),
             "{message}"
         );
         w.spec.bindings = vec![Binding::kv("KV", "a/b")];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(
             message.contains("KV namespace name \"a/b\" is invalid"),
@@ -573,7 +643,7 @@ mod tests {
             }
         }))
         .unwrap();
-        let (allowed, message) = verdict(&review(&review_body, &index, false));
+        let (allowed, message) = verdict(&review(&review_body, &index, Stores::default()));
         assert!(!allowed);
         assert!(
             message.contains(
@@ -585,7 +655,7 @@ mod tests {
             Binding::kv("KV", "cache"),
             Binding::kv("SESSIONS", "sessions"),
         ];
-        let answer = review(&body("CREATE", &w, None), &index, false);
+        let answer = review(&body("CREATE", &w, None), &index, Stores::default());
         let (allowed, message) = verdict(&answer);
         assert!(allowed, "{message}");
         // Accepted, with a word on what does not work without a store.
@@ -595,7 +665,14 @@ mod tests {
             "{warnings:?}"
         );
         // With a store, nothing to say.
-        let answer = review(&body("CREATE", &w, None), &index, true);
+        let answer = review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores {
+                kv: true,
+                r2: false,
+            },
+        );
         assert_eq!(answer.response.unwrap().warnings, None);
     }
 
@@ -636,10 +713,18 @@ mod tests {
         let mut w = worker("gateway", "export default {}", &[]);
         w.spec.routes.clear();
         w.spec.bindings = vec![Binding::service("AUTH", "auth", Some("Admin"))];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(allowed, "{message}");
         w.spec.bindings = vec![Binding::service("AUTH", "team-b/auth", None)];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(
             message.contains("service.name \"team-b/auth\" names another namespace"),
@@ -648,19 +733,26 @@ mod tests {
     }
 
     #[test]
-    fn rejects_an_r2_binding_until_a_cluster_serves_r2() {
+    fn rejects_an_r2_binding_unless_the_cluster_has_an_r2_store() {
         use isolane_worker::Binding;
         let index = WorkerIndex::default();
         let mut w = worker("shop", "export default {}", &[]);
         w.spec.bindings = vec![Binding::r2("FILES", "uploads")];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(
             message.contains(
-                "spec.bindings: binding \"FILES\": R2 bindings run in isolane dev only for now: a cluster does not serve them yet (docs/r2.md)"
+                "spec.bindings: binding \"FILES\": R2 bindings need an S3-compatible store: this cluster has none configured (the chart's storage.r2; docs/r2.md)"
             ),
             "{message}"
         );
+        let r2 = Stores { kv: true, r2: true };
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, r2));
+        assert!(allowed, "{message}");
     }
 
     #[test]
@@ -669,7 +761,11 @@ mod tests {
         let index = WorkerIndex::default();
         let mut w = worker("shop", "export default {}", &[]);
         w.spec.bindings = vec![Binding::d1("DB", "orders")];
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(
             message.contains(
@@ -686,16 +782,28 @@ mod tests {
         let mut first = worker("first", "export default {}", &[]);
         first.spec.queue_consumers = vec![QueueConsumer::new("jobs")];
         first.spec.bindings = vec![Binding::queue("JOBS", "jobs")];
-        let (allowed, message) = verdict(&review(&body("CREATE", &first, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &first, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(allowed, "{message}");
         index.upsert(&first);
         // It may be applied again; another Worker of the namespace may not
         // consume the same queue.
-        let (allowed, message) = verdict(&review(&body("UPDATE", &first, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("UPDATE", &first, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(allowed, "{message}");
         let mut second = worker("second", "export default {}", &[]);
         second.spec.queue_consumers = vec![QueueConsumer::new("jobs")];
-        let (allowed, message) = verdict(&review(&body("CREATE", &second, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &second, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert_eq!(
             message,
@@ -705,7 +813,11 @@ mod tests {
             dead_letter_queue: Some("mail".into()),
             ..QueueConsumer::new("mail")
         }];
-        let (allowed, message) = verdict(&review(&body("CREATE", &second, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &second, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(
             message.contains(
@@ -715,7 +827,11 @@ mod tests {
         );
         second.spec.bindings = vec![Binding::queue("BAD", "Not_A_Queue")];
         second.spec.queue_consumers.clear();
-        let (allowed, message) = verdict(&review(&body("CREATE", &second, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &second, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(
             message.contains("queue name \"Not_A_Queue\" is invalid"),
@@ -728,7 +844,11 @@ mod tests {
         let mut index = WorkerIndex::default();
         index.upsert(&worker("owner", "1", &["a.example.com"]));
         let claimer = worker("claimer", "1", &["a.example.com"]);
-        let (allowed, message) = verdict(&review(&body("CREATE", &claimer, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &claimer, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert_eq!(
             message,
@@ -738,12 +858,16 @@ mod tests {
         let (allowed, _) = verdict(&review(
             &body("UPDATE", &claimer, Some(&claimer)),
             &index,
-            false,
+            Stores::default(),
         ));
         assert!(allowed);
         // The owner itself may re-apply.
         let owner = worker("owner", "2", &["a.example.com"]);
-        let (allowed, _) = verdict(&review(&body("UPDATE", &owner, None), &index, false));
+        let (allowed, _) = verdict(&review(
+            &body("UPDATE", &owner, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(allowed);
     }
 
@@ -757,13 +881,17 @@ mod tests {
         // Worker's route: the staging installation's webhook lets it by.
         let mut other = worker("other", "export default {", &["a.example.com"]);
         other.spec.bindings = vec![isolane_worker::Binding::kv("KV", "cache")];
-        let answer = review(&body("CREATE", &other, None), &index, false);
+        let answer = review(&body("CREATE", &other, None), &index, Stores::default());
         assert_eq!(answer.response.as_ref().unwrap().warnings, None);
         let (allowed, message) = verdict(&answer);
         assert!(allowed, "{message}");
         // One of its own class is checked.
         other.spec.worker_class = Some("staging".into());
-        let (allowed, message) = verdict(&review(&body("CREATE", &other, None), &index, false));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &other, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(message.contains("syntax error"), "{message}");
         assert!(
@@ -774,7 +902,7 @@ mod tests {
 
     #[test]
     fn garbage_is_answered_not_dropped() {
-        let review = review(b"{", &WorkerIndex::default(), false);
+        let review = review(b"{", &WorkerIndex::default(), Stores::default());
         let (allowed, message) = verdict(&review);
         assert!(!allowed);
         assert!(message.contains("invalid AdmissionReview"), "{message}");

@@ -91,6 +91,7 @@ impl Installation {
             bundle_registries: isolane_artifact::AllowedRegistries::Listed(Vec::new()),
             registry_ca: None,
             storage: None,
+            r2: false,
         };
         let operator = lifecycle::bind(config).await.unwrap();
         let admin = operator.admin_addr();

@@ -46,6 +46,7 @@ fn config() -> Config {
         bundle_registries: isolane_artifact::AllowedRegistries::Listed(Vec::new()),
         registry_ca: None,
         storage: None,
+        r2: false,
     }
 }
 

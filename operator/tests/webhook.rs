@@ -52,7 +52,7 @@ async fn webhook() -> Webhook {
         listener,
         acceptor,
         index,
-        false,
+        webhook::Stores::default(),
         edge,
         stop.clone(),
     ));

@@ -369,6 +369,9 @@ pub struct Args {
 
     #[command(flatten)]
     pub storage: isolane_storage::PostgresArgs,
+
+    #[command(flatten)]
+    pub r2: isolane_storage::R2S3Args,
 }
 
 /// A validated configuration. Tests build these directly.
@@ -466,6 +469,8 @@ pub enum ConfigError {
     },
     #[error("--storage-postgres-*: {0}")]
     Storage(#[from] isolane_storage::StoreError),
+    #[error("--r2-s3-*: {0}")]
+    R2(#[from] isolane_storage::r2::R2Error),
     #[error(transparent)]
     GrpcSecurity(#[from] MtlsArgsError),
     #[error("router↔node TLS: {0}")]
@@ -485,6 +490,7 @@ impl ConfigError {
             ConfigError::ExtraCa { .. } => "extra_ca",
             ConfigError::RegistryCaFile { .. } | ConfigError::RegistryCa { .. } => "registry_ca",
             ConfigError::Storage(_) => "storage",
+            ConfigError::R2(_) => "r2",
             ConfigError::GrpcSecurity(_) => "grpc_security",
             ConfigError::Tls(_) => "tls",
         }
@@ -612,13 +618,14 @@ impl Args {
                 .map(isolane_storage::Store::postgres)
                 .transpose()?
                 .map(|store| {
-                    storage_limits(
+                    self.r2.apply(storage_limits(
                         store,
                         self.kv_cache_mib,
                         [self.kv_namespace_max_mib, self.object_max_mib],
                         self.storage_namespace_ops,
-                    )
-                }),
+                    ))
+                })
+                .transpose()?,
             egress: isolane_engine::EgressConfig {
                 allow: self.egress_allow.clone(),
                 deny: self.egress_deny.clone(),

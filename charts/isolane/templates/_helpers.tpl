@@ -337,6 +337,37 @@ nodes: the connection string from a Secret, never from values.
 {{- end }}
 {{- end }}
 
+{{/*
+R2 buckets' S3-compatible store (storage.r2) for the nodes: the endpoint and
+bucket from values, the credentials from a Secret, never from values.
+*/}}
+{{- define "isolane.r2Env" -}}
+{{- with .Values.storage.r2 }}
+{{- if .endpoint }}
+- name: ISOLANE_R2_S3_ENDPOINT
+  value: {{ .endpoint | quote }}
+- name: ISOLANE_R2_S3_REGION
+  value: {{ .region | quote }}
+- name: ISOLANE_R2_S3_BUCKET
+  value: {{ .bucket | quote }}
+- name: ISOLANE_R2_S3_PREFIX
+  value: {{ .prefix | quote }}
+{{- if .existingSecret }}
+- name: ISOLANE_R2_S3_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret | quote }}
+      key: {{ .accessKeyIdKey | quote }}
+- name: ISOLANE_R2_S3_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret | quote }}
+      key: {{ .secretAccessKeyKey | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* The database server's CA (storage.postgres.caConfigMap or caSecret), as a mount and a volume. */}}
 {{- define "isolane.storageCaMount" -}}
 {{- with .Values.storage.postgres }}

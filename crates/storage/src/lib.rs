@@ -53,6 +53,8 @@ pub use queue::{
     QueueDepth, QueueError, QueueMessage, QueueQuota, QueueReady, QueueScope, QueueSend,
     QueueSettle,
 };
+#[cfg(feature = "cli")]
+pub use r2::s3::R2S3Args;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -85,6 +87,8 @@ pub struct Store {
     observer: observe::Observer,
     /// The D1 databases this process has open ([`d1`]).
     d1: Arc<d1::D1Databases>,
+    /// Where a cluster's R2 buckets are, when it has them ([`r2::s3`]).
+    r2_s3: Option<Arc<r2::s3::S3Store>>,
 }
 
 /// A read: the entry, and whether this node's cache answered it.
@@ -146,6 +150,7 @@ impl Store {
             queue_quota: None,
             observer: observe::Observer::default(),
             d1: Arc::default(),
+            r2_s3: None,
         }
     }
 
@@ -165,6 +170,7 @@ impl Store {
             queue_quota: None,
             observer: observe::Observer::default(),
             d1: Arc::default(),
+            r2_s3: None,
         })
     }
 
@@ -227,15 +233,36 @@ impl Store {
         self
     }
 
-    /// Bucket `bucket` of Kubernetes namespace `namespace` ([`r2`]): a
+    /// The store with R2 buckets in the S3-compatible store `settings`
+    /// name ([`r2::s3`]), instead of folders under the SQLite store's.
+    pub fn with_r2_s3(mut self, settings: r2::s3::S3Settings) -> Result<Self, r2::R2Error> {
+        self.r2_s3 = Some(Arc::new(r2::s3::S3Store::new(settings)?));
+        Ok(self)
+    }
+
+    /// Whether this store serves R2 buckets (an S3 store, or `isolane
+    /// dev`'s folder).
+    pub fn serves_r2(&self) -> bool {
+        self.r2_s3.is_some() || matches!(self.backend, Backend::Sqlite(_))
+    }
+
+    /// Bucket `bucket` of Kubernetes namespace `namespace` ([`r2`]): in
+    /// the S3 store when there is one ([`Store::with_r2_s3`]), else a
     /// folder under the SQLite store's (`isolane dev`); a PostgreSQL store
-    /// serves no buckets yet ([`r2::R2Error::NotServed`]). Makes the
-    /// folder: call it off the engine's threads.
+    /// without one serves no buckets ([`r2::R2Error::NotServed`]). Makes
+    /// the folder or the S3 bucket: call it off the engine's threads.
     pub fn r2_bucket(
         &self,
         namespace: &str,
         bucket: &str,
     ) -> Result<Arc<dyn r2::R2Bucket>, r2::R2Error> {
+        if let Some(s3) = &self.r2_s3 {
+            return Ok(Arc::new(r2::s3::S3Bucket::new(
+                s3.clone(),
+                namespace,
+                bucket,
+            )?));
+        }
         match &self.backend {
             Backend::Sqlite(folder) => Ok(Arc::new(r2::disk::DiskBucket::new(
                 &folder.dir,

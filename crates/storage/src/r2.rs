@@ -10,8 +10,11 @@
 //! engine's threads. R2's rules and messages are checked here
 //! ([`limits`]), so every backend refuses the same inputs the same way.
 
+#[cfg(test)]
+mod conformance;
 pub mod disk;
 mod list;
+pub mod s3;
 mod upload;
 
 use std::collections::BTreeMap;

@@ -17,6 +17,7 @@ pub enum Component {
     Pebble,
     PebbleDns,
     CertManager,
+    SeaweedFs,
 }
 
 impl fmt::Display for Component {
@@ -35,6 +36,7 @@ impl fmt::Display for Component {
             Self::Pebble => "pebble",
             Self::PebbleDns => "pebble-challtestsrv",
             Self::CertManager => "cert-manager",
+            Self::SeaweedFs => "seaweedfs",
         })
     }
 }

@@ -56,6 +56,7 @@ mod port;
 mod postgres;
 mod process;
 mod registry;
+mod seaweedfs;
 mod slow_lines;
 pub mod workerd;
 pub mod workers;
@@ -91,6 +92,7 @@ pub use port::free_port;
 pub use postgres::Postgres;
 pub use process::Process;
 pub use registry::{REGISTRY_VERSION, Registry};
+pub use seaweedfs::{S3_ACCESS_KEY, S3_REGION, S3_SECRET_KEY, SEAWEEDFS_VERSION, SeaweedFs};
 
 use local::LocalCluster;
 

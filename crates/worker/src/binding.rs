@@ -503,16 +503,17 @@ pub fn d1_on_a_cluster(bindings: &[Binding]) -> Result<(), String> {
     }
 }
 
-/// The first R2 binding's refusal, when `bindings` has one: a cluster
-/// does not serve them yet ([`crate::r2::NOT_ON_A_CLUSTER`]).
-pub fn r2_on_a_cluster(bindings: &[Binding]) -> Result<(), String> {
+/// The first R2 binding's refusal, when `bindings` has one and the
+/// cluster has no S3-compatible store for R2 (`served`: it has one;
+/// [`crate::r2::NOT_ON_A_CLUSTER`]).
+pub fn r2_on_a_cluster(bindings: &[Binding], served: bool) -> Result<(), String> {
     match bindings.iter().find(|b| b.r2_bucket.is_some()) {
-        Some(binding) => Err(format!(
+        Some(binding) if !served => Err(format!(
             "binding {:?}: {}",
             binding.name,
             crate::r2::NOT_ON_A_CLUSTER
         )),
-        None => Ok(()),
+        _ => Ok(()),
     }
 }
 
@@ -985,7 +986,8 @@ mod tests {
             check([], &[both]),
             Err(BindingError::Kind { name: "B".into() })
         );
-        assert!(r2_on_a_cluster(&[Binding::r2("B", "photos")]).is_err());
-        assert!(r2_on_a_cluster(&[Binding::d1("D", "db")]).is_ok());
+        assert!(r2_on_a_cluster(&[Binding::r2("B", "photos")], false).is_err());
+        assert!(r2_on_a_cluster(&[Binding::r2("B", "photos")], true).is_ok());
+        assert!(r2_on_a_cluster(&[Binding::d1("D", "db")], false).is_ok());
     }
 }

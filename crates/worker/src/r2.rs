@@ -10,10 +10,9 @@ use serde::{Deserialize, Serialize};
 /// digits and `-`, starting and ending with a letter or digit.
 pub const BUCKET_NAME_PATTERN: &str = r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$";
 
-/// Why a cluster refuses R2 bindings for now: there is no object store
-/// behind them on a node yet (docs/r2.md, "Not built yet").
-pub const NOT_ON_A_CLUSTER: &str =
-    "R2 bindings run in isolane dev only for now: a cluster does not serve them yet (docs/r2.md)";
+/// Why a cluster without an S3-compatible store for R2 refuses R2
+/// bindings (docs/r2.md, "On a cluster").
+pub const NOT_ON_A_CLUSTER: &str = "R2 bindings need an S3-compatible store: this cluster has none configured (the chart's storage.r2; docs/r2.md)";
 
 /// `r2Bucket` of a binding: the bucket `env.NAME` reads and writes.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use md5::Digest;
 use serde::{Deserialize, Serialize};
 
-use super::upload::{Finished, discard};
+use super::upload::{Finished, checked_digests, discard};
 use super::{
     R2Bucket, R2Conditional, R2Error, R2List, R2ListOptions, R2Object, R2PutOptions, R2Read,
     R2Upload, check_key, check_metadata, limits, now_ms, random_id,
@@ -185,31 +185,6 @@ struct PartMeta {
     etag: String,
     size: u64,
     md5: String,
-}
-
-/// The digests `options` asks for, checked against `body`'s; R2's
-/// `checksums` (`md5` and each one asked for).
-fn checked_digests(
-    body: &Finished,
-    options: &R2PutOptions,
-) -> Result<BTreeMap<String, String>, R2Error> {
-    let mut checksums = BTreeMap::new();
-    let computed = std::iter::once(("md5", "MD5", body.md5.as_str()))
-        .chain(body.others.iter().map(|(f, n, h)| (*f, *n, h.as_str())));
-    for (field, name, actual) in computed {
-        if let Some(provided) = options.checksums.get(field) {
-            if !provided.eq_ignore_ascii_case(actual) {
-                return Err(R2Error::BadDigest {
-                    algorithm: name,
-                    provided: provided.to_ascii_lowercase(),
-                    actual: actual.to_owned(),
-                });
-            }
-            checksums.insert(field.to_owned(), actual.to_owned());
-        }
-    }
-    checksums.insert("md5".into(), body.md5.clone());
-    Ok(checksums)
 }
 
 impl R2Bucket for DiskBucket {
@@ -396,30 +371,15 @@ impl R2Bucket for DiskBucket {
 
 #[cfg(test)]
 mod tests {
+    use super::super::conformance;
     use super::*;
-
-    fn body(bucket: &DiskBucket, bytes: &[u8], digests: &[&str]) -> R2Upload {
-        let digests: Vec<String> = digests.iter().map(|d| (*d).to_owned()).collect();
-        let mut upload = bucket.new_body(&digests).unwrap();
-        upload.write(bytes).unwrap();
-        upload
-    }
 
     #[test]
     fn a_put_is_read_back_by_range_and_kept_apart_per_namespace() {
         let dir = tempfile::tempdir().unwrap();
         let a = DiskBucket::new(dir.path(), "team-a", "files").unwrap();
         let b = DiskBucket::new(dir.path(), "team-b", "files").unwrap();
-        let stored = a
-            .put("k", body(&a, b"hello world", &[]), &R2PutOptions::default())
-            .unwrap()
-            .unwrap();
-        assert_eq!(stored.etag, "5eb63bbbe01eeed093cb22bb8f5acdc3");
-        assert_eq!(stored.size, 11);
-        let (object, read) = a.get("k", None).unwrap().unwrap();
-        assert_eq!(object, stored);
-        assert_eq!(read.unwrap().read_at(6, 100).unwrap(), b"world");
-        assert_eq!(b.head("k").unwrap(), None, "another namespace's bucket");
+        let stored = conformance::read_back_and_apart(&a, &b);
         // The same bucket opened again (a restart) has it.
         let again = DiskBucket::new(dir.path(), "team-a", "files").unwrap();
         assert_eq!(again.head("k").unwrap(), Some(stored));
@@ -427,39 +387,18 @@ mod tests {
     }
 
     #[test]
+    fn odd_keys_stay_in_their_bucket() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = DiskBucket::new(dir.path(), "team-a", "files").unwrap();
+        let b = DiskBucket::new(dir.path(), "team-b", "files").unwrap();
+        conformance::odd_keys_stay_apart(&a, &b, limits::MAX_KEY);
+    }
+
+    #[test]
     fn a_condition_that_fails_stores_nothing_and_a_bad_digest_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let bucket = DiskBucket::new(dir.path(), "ns", "files").unwrap();
-        let only_if = R2Conditional {
-            etag_matches: Some(vec![super::super::R2Etag {
-                kind: "strong".into(),
-                value: "nope".into(),
-            }]),
-            ..R2Conditional::default()
-        };
-        let options = R2PutOptions {
-            only_if: Some(only_if),
-            ..R2PutOptions::default()
-        };
-        assert_eq!(
-            bucket.put("k", body(&bucket, b"x", &[]), &options),
-            Ok(None)
-        );
-        assert_eq!(bucket.head("k").unwrap(), None);
-        let mut checksums = BTreeMap::new();
-        checksums.insert("sha256".to_owned(), "00".repeat(32));
-        let options = R2PutOptions {
-            checksums,
-            ..R2PutOptions::default()
-        };
-        let refused = bucket.put("k", body(&bucket, b"x", &["sha256"]), &options);
-        assert!(matches!(
-            refused,
-            Err(R2Error::BadDigest {
-                algorithm: "SHA-256",
-                ..
-            })
-        ));
+        conformance::conditions_and_digests(&bucket);
         let leftovers = std::fs::read_dir(dir.path().join("r2/ns/files/tmp")).unwrap();
         assert_eq!(leftovers.count(), 0, "refused bodies are removed");
     }
@@ -468,71 +407,13 @@ mod tests {
     fn multipart_parts_follow_r2_s_size_rules() {
         let dir = tempfile::tempdir().unwrap();
         let bucket = DiskBucket::new(dir.path(), "ns", "files").unwrap();
-        let id = bucket
-            .create_upload("big", &R2PutOptions::default())
-            .unwrap();
-        let five = vec![7u8; limits::MIN_PART as usize];
-        let p1 = bucket
-            .upload_part("big", &id, 1, body(&bucket, &five, &[]))
-            .unwrap();
-        let p2 = bucket
-            .upload_part("big", &id, 2, body(&bucket, b"end", &[]))
-            .unwrap();
-        let small = bucket
-            .upload_part("big", &id, 3, body(&bucket, b"s", &[]))
-            .unwrap();
-        assert_eq!(
-            bucket.complete_upload("big", &id, &[(2, p2.clone()), (3, small)]),
-            Err(R2Error::EntityTooSmall)
-        );
-        assert_eq!(
-            bucket.complete_upload("big", &id, &[(1, "wrong".into())]),
-            Err(R2Error::InvalidPart)
-        );
-        let object = bucket
-            .complete_upload("big", &id, &[(1, p1), (2, p2)])
-            .unwrap();
-        assert_eq!(object.size, limits::MIN_PART + 3);
-        assert!(object.etag.ends_with("-2"), "{}", object.etag);
-        assert_eq!(
-            bucket.upload_part("big", &id, 4, body(&bucket, b"x", &[])),
-            Err(R2Error::NoSuchUpload)
-        );
+        conformance::multipart_size_rules(&bucket);
     }
 
     #[test]
     fn list_pages_by_cursor_and_groups_by_delimiter() {
         let dir = tempfile::tempdir().unwrap();
         let bucket = DiskBucket::new(dir.path(), "ns", "files").unwrap();
-        for key in ["a/1", "a/2", "b", "c/x/y", "d"] {
-            bucket
-                .put(key, body(&bucket, b"v", &[]), &R2PutOptions::default())
-                .unwrap();
-        }
-        let page = |options: R2ListOptions| bucket.list(&options).unwrap();
-        let first = page(R2ListOptions {
-            limit: Some(2.0),
-            ..R2ListOptions::default()
-        });
-        let keys: Vec<_> = first.objects.iter().map(|o| o.key.as_str()).collect();
-        assert_eq!((keys, first.truncated), (vec!["a/1", "a/2"], true));
-        let second = page(R2ListOptions {
-            cursor: first.cursor,
-            ..R2ListOptions::default()
-        });
-        let keys: Vec<_> = second.objects.iter().map(|o| o.key.as_str()).collect();
-        assert_eq!((keys, second.truncated), (vec!["b", "c/x/y", "d"], false));
-        let grouped = page(R2ListOptions {
-            delimiter: Some("/".into()),
-            ..R2ListOptions::default()
-        });
-        assert_eq!(grouped.delimited_prefixes, ["a/", "c/"]);
-        let keys: Vec<_> = grouped.objects.iter().map(|o| o.key.as_str()).collect();
-        assert_eq!(keys, ["b", "d"]);
-        let too_many = R2ListOptions {
-            limit: Some(1001.0),
-            ..R2ListOptions::default()
-        };
-        assert_eq!(bucket.list(&too_many).unwrap_err(), R2Error::InvalidMaxKeys);
+        conformance::list_pages(&bucket);
     }
 }

@@ -7,7 +7,7 @@ use super::{R2Error, R2List, R2ListOptions, R2Object, limits};
 
 /// `options`' limit (at most 100 when metadata is included) and the key
 /// to list from after (`startAfter`, or the cursor when it is later).
-fn bounds(options: &R2ListOptions) -> Result<(usize, Option<String>), R2Error> {
+pub(crate) fn bounds(options: &R2ListOptions) -> Result<(usize, Option<String>), R2Error> {
     let limit = match options.limit {
         None => limits::MAX_LIST,
         Some(n) if (1.0..=limits::MAX_LIST as f64).contains(&n) => n as usize,

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use md5::Digest;
 
-use super::{R2Error, limits};
+use std::collections::BTreeMap;
+
+use super::{R2Error, R2PutOptions, limits};
 
 /// The digests R2 can check, by `put` option field.
 enum Hasher {
@@ -145,4 +147,29 @@ impl Drop for R2Upload {
 /// Removes `path` if it is there (a finished body not kept).
 pub(crate) fn discard(path: &Path) {
     let _ = std::fs::remove_file(path);
+}
+
+/// The digests `options` asks for, checked against `body`'s; R2's
+/// `checksums` (`md5` and each one asked for).
+pub(crate) fn checked_digests(
+    body: &Finished,
+    options: &R2PutOptions,
+) -> Result<BTreeMap<String, String>, R2Error> {
+    let mut checksums = BTreeMap::new();
+    let computed = std::iter::once(("md5", "MD5", body.md5.as_str()))
+        .chain(body.others.iter().map(|(f, n, h)| (*f, *n, h.as_str())));
+    for (field, name, actual) in computed {
+        if let Some(provided) = options.checksums.get(field) {
+            if !provided.eq_ignore_ascii_case(actual) {
+                return Err(R2Error::BadDigest {
+                    algorithm: name,
+                    provided: provided.to_ascii_lowercase(),
+                    actual: actual.to_owned(),
+                });
+            }
+            checksums.insert(field.to_owned(), actual.to_owned());
+        }
+    }
+    checksums.insert("md5".into(), body.md5.clone());
+    Ok(checksums)
 }
