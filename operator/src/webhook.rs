@@ -690,10 +690,10 @@ mod tests {
         let mut w = worker("w", "export default {}", &[]);
         w.spec.limits.cpu_ms = 500;
         // Not selected yet: admitted.
-        assert!(verdict(&review(&body("CREATE", &w, None), &index, false)).0);
+        assert!(verdict(&review(&body("CREATE", &w, None), &index, Stores::default())).0);
         let free = [("tier".to_owned(), "free".to_owned())].into();
         index.policies_mut().set_labels("default", free);
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, false));
+        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, Stores::default()));
         assert!(!allowed);
         assert_eq!(
             message,
@@ -702,7 +702,7 @@ mod tests {
         // Limits left unset (the built-in defaults) are admitted: the
         // operator writes the ceiling into the bundle.
         w.spec.limits = isolane_worker::Limits::default();
-        assert!(verdict(&review(&body("CREATE", &w, None), &index, false)).0);
+        assert!(verdict(&review(&body("CREATE", &w, None), &index, Stores::default())).0);
     }
 
     #[test]
