@@ -38,9 +38,10 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// (32,520 lines) when Web Crypto did, to 32,200 (32,193 lines) when
 /// URLPattern did, to 31,000 (30,949 lines) when the Cache API and its
 /// store did, to 30,500 (30,468 lines) when FormData did, to 30,350
-/// (30,305 lines) when MessageChannel did, and to 30,200 (30,162 lines)
-/// when Blob and File did (each time the count rounded up to the next 50).
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 30_200)];
+/// (30,305 lines) when MessageChannel did, to 30,200 (30,162 lines)
+/// when Blob and File did, and to 29,750 (29,733 lines) when the console's
+/// formatting did (each time the count rounded up to the next 50).
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 29_750)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.
