@@ -158,8 +158,8 @@ internal.bufferSourceCopy = function bufferSourceCopy(v) {
   return view === null ? null : view.slice();
 };
 
-// Report an uncaught error (queueMicrotask, timers, listeners). 15_console.js
-// replaces `internal.formatError` with its inspector.
+// Report an uncaught error (queueMicrotask, timers, listeners). isolane-web's
+// 17_console.js replaces `internal.formatError` with its inspector.
 internal.formatError = function formatError(e) {
   try {
     if (e instanceof Error && typeof e.stack === 'string') return e.stack;

@@ -221,7 +221,7 @@ function describe(v) {
 function errorMessage(e) {
   try {
     if (internal.isObject(e) && (e instanceof Error || internal.isDOMException(e))) return `${e.name}: ${e.message}`;
-    return 'Uncaught ' + internal.inspect(e);
+    return 'Uncaught ' + internal.formatError(e);
   } catch {
     return 'Uncaught exception';
   }

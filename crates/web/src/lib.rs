@@ -5,14 +5,16 @@
 //! on are public here, [`crypto`], for `isolane-nodejs`), `URLPattern`
 //! (`url_pattern.rs`, `js/21_urlpattern.js`), the Cache API (`cache.rs`,
 //! its store `cache/store.rs`, `js/22_cache.js`), `FormData`
-//! (`form_data.rs`, `js/24_form_data.js`), `MessageChannel` and
+//! (`form_data.rs`, `js/24_form_data.js`), the console's formatting
+//! (`console.rs`, `js/17_console.js`; its lines go to the core's `log`
+//! unit), `MessageChannel` and
 //! `MessagePort` (`message_channel.rs`, `js/29_message_channel.js`),
 //! `HTMLRewriter`
 //! (`html_rewriter.rs`, `html_rewriter/session.rs`,
 //! `js/23_html_rewriter.js`) and the compression streams with their codecs
 //! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
 //! uses the same host functions). The rest of the Web platform (fetch,
-//! streams, encodings, URL, WebSocket, timers, console, …) is still
+//! streams, encodings, URL, WebSocket, timers, …) is still
 //! units of the core, to come here by the same seams.
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
@@ -32,6 +34,7 @@ extern crate isolane_engine;
 mod blob;
 mod cache;
 mod compression;
+mod console;
 pub mod crypto;
 mod form_data;
 mod html_rewriter;
@@ -59,6 +62,7 @@ fn units() -> Vec<Unit> {
     vec![
         blob::unit(),
         crypto::unit(),
+        console::unit(),
         url_pattern::unit(),
         cache::unit(),
         html_rewriter::unit(),

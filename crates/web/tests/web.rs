@@ -18,6 +18,8 @@ mod support;
 mod cache;
 #[path = "web/codecs.rs"]
 mod codecs;
+#[path = "web/console.rs"]
+mod console;
 #[path = "web/crypto.rs"]
 mod crypto;
 #[path = "web/form_data.rs"]

@@ -30,20 +30,27 @@ if (typeof vm.SourceTextModule !== 'function') {
 }
 
 const JS_DIR = path.resolve(__dirname, '..');
+// The Web platform family's files (crates/web/js) run after the core's, before 99_finalize.js.
+const WEB_JS_DIR = path.resolve(__dirname, '../../../web/js');
 const SUITE_DIR = path.resolve(__dirname, '../../tests/web_api');
 
 // As build.rs collects them: each `NN_name.js`, and each `NN_name/` folder
 // as one file, its `*.js` parts joined in name order. [name, source] pairs.
-function runtimeFiles() {
-  return fs.readdirSync(JS_DIR, { withFileTypes: true })
+function filesOf(dir) {
+  return fs.readdirSync(dir, { withFileTypes: true })
     .filter((e) => /^\d\d_/.test(e.name) && (e.isDirectory() || e.name.endsWith('.js')))
     .sort((a, b) => (a.name < b.name ? -1 : 1))
     .map((e) => {
-      const at = path.join(JS_DIR, e.name);
+      const at = path.join(dir, e.name);
       if (!e.isDirectory()) return [e.name, fs.readFileSync(at, 'utf8')];
       const parts = fs.readdirSync(at).filter((f) => f.endsWith('.js')).sort();
       return [`${e.name}.js`, parts.map((f) => fs.readFileSync(path.join(at, f), 'utf8')).join('\n')];
     });
+}
+function runtimeFiles() {
+  const core = filesOf(JS_DIR);
+  const last = core.filter(([name]) => name.startsWith('99_'));
+  return [...core.filter(([name]) => !name.startsWith('99_')), ...filesOf(WEB_JS_DIR), ...last];
 }
 
 // Request headers host.fetch does not pass on (HOST.md).

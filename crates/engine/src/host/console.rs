@@ -1,4 +1,4 @@
-//! The `console` unit: `host.log(level, message)` keeps a Worker's console
+//! The `log` unit: `host.log(level, message)` keeps a Worker's console
 //! lines for the tail of its invocation ([`Logs`], within the log budgets),
 //! and [`report_exception`] records what it did not catch. Neither writes
 //! the tenant's text to the node's own log, except exceptions through a
@@ -10,7 +10,7 @@
 //! - per Worker on an engine thread: [`LINES_PER_SECOND`] lines and
 //!   [`BYTES_PER_SECOND`] bytes each second;
 //! - one line is cut at [`MAX_LINE_BYTES`] (the formatter in
-//!   `17_console.js` stops early too).
+//!   `isolane-web`'s `17_console.js` stops early too).
 //!
 //! Lines over a budget are dropped and counted (the observer's
 //! `log_lines_dropped`, the event's `dropped_lines`). Lines are kept only
@@ -42,10 +42,10 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024;
 /// Uncaught exceptions one invocation keeps.
 const EXCEPTIONS_PER_INVOCATION: usize = 16;
 
-/// `console`: formatting in `17_console.js`, lines to [`Logs`].
+/// `log`: the console's lines to [`Logs`] (the console itself, its
+/// formatting, is `isolane-web`'s `17_console.js`).
 pub(super) fn unit() -> Unit {
-    Unit::new("console")
-        .js(&["17_console.js"])
+    Unit::new("log")
         .function("log", log)
         .function("exception", exception)
         .state::<Logs>()
