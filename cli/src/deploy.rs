@@ -170,7 +170,7 @@ async fn push(
     Ok(pushed)
 }
 
-/// `d1_databases` and `r2_buckets` as problems: D1 and R2 run in `isolane
+/// `d1_databases`, `r2_buckets` and `workflows` as problems: they run in `isolane
 /// dev` only for now (the operator's webhook refuses a Worker applied
 /// directly the same way).
 fn refuse_d1(project: &Project, problems: &mut Vec<crate::wrangler::Problem>) {
@@ -188,6 +188,11 @@ fn refuse_d1(project: &Project, problems: &mut Vec<crate::wrangler::Problem>) {
             !project.config.r2_buckets.is_empty(),
             "r2_buckets",
             isolane_worker::r2::NOT_ON_A_CLUSTER,
+        ),
+        (
+            !project.config.workflows.is_empty(),
+            "workflows",
+            isolane_worker::workflow::NOT_ON_A_CLUSTER,
         ),
     ];
     for (_, key, reason) in dev_only.into_iter().filter(|(has, ..)| *has) {

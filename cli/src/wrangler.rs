@@ -14,6 +14,7 @@ pub mod d1;
 pub mod keys;
 mod queues;
 pub mod r2;
+pub mod workflows;
 pub mod spec;
 
 use std::collections::BTreeMap;
@@ -183,6 +184,9 @@ pub struct Config {
     /// `r2_buckets` (`docs/r2.md`).
     #[serde(default)]
     pub r2_buckets: Vec<r2::R2Config>,
+    /// `workflows` (`docs/workflows.md`).
+    #[serde(default)]
+    pub workflows: Vec<workflows::WorkflowConfig>,
     /// `[images] binding = "NAME"` (`docs/images.md`).
     #[serde(default)]
     pub images: Option<ImagesConfig>,

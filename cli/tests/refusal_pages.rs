@@ -284,6 +284,7 @@ fn bundle(revision: &str) -> WorkerBundle {
         loaders: Default::default(),
         no_network: false,
         r2: Default::default(),
+        workflows: Default::default(),
         queue_consumers: Default::default(),
         limits: Limits {
             cpu_ms: 50,

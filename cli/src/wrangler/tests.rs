@@ -29,7 +29,7 @@ crons = ["*/5 * * * *"]
 
 [env.staging]
 vars = { GREETING = "hello staging" }
-workflows = [{ binding = "FLOW", name = "flow", class_name = "Flow" }]
+ai = { binding = "AI" }
 
 [env.named]
 name = "shop-preview"
@@ -73,7 +73,7 @@ fn an_environment_inherits_what_wrangler_inherits_and_no_bindings() {
         "bindings are not inherited"
     );
     let keys: Vec<_> = project.problems.iter().map(|p| p.key.as_str()).collect();
-    assert_eq!(keys, ["vectorize", "env.staging.workflows"]);
+    assert_eq!(keys, ["vectorize", "env.staging.ai"]);
 }
 
 #[test]

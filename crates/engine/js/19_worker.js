@@ -549,6 +549,10 @@ internal.handleRequest = function handleRequest(ctxId, method, url, headers, bod
         event.kind, event.data, event.code, event.reason, event.tags, event.attachment));
     case 'queue':
       return runQueue(moduleHandler, ctxId, event, env);
+    case 'workflow':
+      // One run of a workflow instance (isolane-bindings' js/40_workflow.js).
+      if (internal.runWorkflow === undefined) return runObjectEvent(ctxId, () => { throw new TypeError('Workflows are not available in this runtime.'); });
+      return runCall(ctxId, env, (ctx) => internal.runWorkflow(event, env, ctx));
     case 'objectCall':
       // A stub call forwarded to this thread, the object's home
       // (internal.objectCallHandler, 28_durable_object.js).

@@ -56,6 +56,7 @@ mod platform;
 mod pool;
 mod prewarm;
 mod queue_batch;
+mod workflow_run;
 mod retire;
 mod schedule;
 mod scheduled;
@@ -80,7 +81,7 @@ pub use alarm_runner::{AlarmHost, AlarmRunner};
 pub use body::{Body, BodyClosed, BodyError, BodySender};
 pub use bundle::{
     Compat, DispatchTarget, HostedClass, Limits, Module, ModuleKind, Modules, NodeCompat,
-    ServiceTarget, WorkerBundle, namespace_of,
+    ServiceTarget, WorkerBundle, WorkflowTarget, namespace_of,
 };
 pub use code_cache::{CodeCacheConfig, CodeCacheStats, MIN_SOURCE_BYTES, code_cache_file_name};
 pub use config::{
@@ -106,6 +107,7 @@ pub use observer::{
 pub use outcome::{EngineError, ExecuteError, Outcome};
 pub use prewarm::{Prewarm, PrewarmOutcome};
 pub use queue_batch::QueueBatch;
+pub use workflow_run::WorkflowRun;
 pub use schedule::guaranteed;
 pub use scheduled::ScheduledEvent;
 pub use snapshot::runtime_files;

@@ -25,6 +25,7 @@ use crate::queue_batch::QueueBatch;
 use crate::scheduled::ScheduledEvent;
 use crate::service_call::ServiceCall;
 use crate::socket::ObjectSocketEvent;
+use crate::workflow_run::WorkflowRun;
 
 /// The work of one job. A variant that carries a `request` has one from
 /// its caller: its head and extensions (the request id, the trace) name the
@@ -65,6 +66,9 @@ pub enum Work {
     /// A batch of a queue's messages for the Worker's `queue` handler
     /// (`queue_batch.rs`): answered with the batch's outcome as JSON.
     QueueBatch(QueueBatch),
+    /// A run of a workflow instance's `run(event, step)`
+    /// (`workflow_run.rs`): a bodiless 200 once it recorded how it ended.
+    WorkflowRun(WorkflowRun),
     /// Load the Worker's revision into the thread's warm pool and answer a
     /// bodiless 204, calling no handler (`prewarm.rs`).
     Prewarm {
@@ -87,6 +91,7 @@ pub(crate) enum Event {
     ObjectSocketEvent(ObjectSocketEvent),
     ServiceCall(ServiceCall),
     QueueBatch(QueueBatch),
+    WorkflowRun(WorkflowRun),
 }
 
 impl Work {
@@ -100,6 +105,7 @@ impl Work {
             Work::Fetch(_)
             | Work::Scheduled { .. }
             | Work::QueueBatch(_)
+            | Work::WorkflowRun(_)
             | Work::ServiceCall { .. }
             | Work::Prewarm { .. }
             | Work::Retire => None,
@@ -134,6 +140,7 @@ impl Work {
             Work::ObjectSocketEvent(event) => (empty(), Event::ObjectSocketEvent(event)),
             Work::ServiceCall { call, request } => (request, Event::ServiceCall(call)),
             Work::QueueBatch(batch) => (empty(), Event::QueueBatch(batch)),
+            Work::WorkflowRun(run) => (empty(), Event::WorkflowRun(run)),
             work @ (Work::Prewarm { .. } | Work::Retire) => return Err(work),
         })
     }

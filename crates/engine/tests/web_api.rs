@@ -88,6 +88,7 @@ async fn run_all() {
             loaders: Default::default(),
             no_network: false,
             r2: Default::default(),
+            workflows: Default::default(),
             queue_consumers: Default::default(),
             limits: Limits {
                 cpu_ms: 5_000,

@@ -39,6 +39,7 @@ pub mod r2;
 pub mod sql;
 mod sql_store;
 mod sqlite;
+pub mod workflow;
 
 pub use alarm::{AlarmClaim, DueAlarm, MAX_ALARM_RETRIES};
 pub use d1::D1Database;
@@ -53,6 +54,7 @@ pub use queue::{
     QueueDepth, QueueError, QueueMessage, QueueQuota, QueueReady, QueueScope, QueueSend,
     QueueSettle,
 };
+pub use workflow::{WorkflowDue, WorkflowError, WorkflowOp, WorkflowScope};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

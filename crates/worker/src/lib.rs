@@ -66,6 +66,7 @@ mod route;
 mod secret;
 mod tail;
 pub mod traffic;
+pub mod workflow;
 
 pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, ImagesBinding,
@@ -79,6 +80,7 @@ pub use bundle::{
 pub use compat::{Compat, CompatError, NodeCompat};
 pub use cron::Triggers;
 pub use d1::D1Binding;
+pub use workflow::{WorkflowBinding, workflows_on_a_cluster};
 pub use dispatch::{DispatchNamespaceBinding, OutboundWorker};
 pub use key::WorkerKey;
 pub use limits::{LimitError, Limits};

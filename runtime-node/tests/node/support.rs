@@ -152,6 +152,7 @@ impl TestNode {
             loaders: Default::default(),
             no_network: false,
             r2: Default::default(),
+            workflows: Default::default(),
             queue_consumers: Default::default(),
             limits,
             allowed_hosts: Vec::new(),

@@ -94,6 +94,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         loaders: Default::default(),
         no_network: false,
         r2: Default::default(),
+        workflows: Default::default(),
         queue_consumers: Default::default(),
         limits,
         allowed_hosts: Vec::new(),
