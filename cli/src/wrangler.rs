@@ -14,8 +14,8 @@ pub mod d1;
 pub mod keys;
 mod queues;
 pub mod r2;
-pub mod workflows;
 pub mod spec;
+pub mod workflows;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

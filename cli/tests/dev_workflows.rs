@@ -196,7 +196,11 @@ async fn until_status(
 ) -> Value {
     wait_until(&format!("{wf} {id} to be {want}"), DEADLINE, || async {
         let now = status(client, port, wf, id).await;
-        if now["status"] == want { Ok(now) } else { Err(now) }
+        if now["status"] == want {
+            Ok(now)
+        } else {
+            Err(now)
+        }
     })
     .await
 }
@@ -217,12 +221,18 @@ async fn dev_workflow_steps_run_once_across_a_kill_between_steps() {
     when_ready(&client, &mut dev, port, "w.test", "/").await;
 
     let started = Instant::now();
-    assert_eq!(ok(&client, port, "/create?wf=ORDER&id=order-1").await, "order-1");
+    assert_eq!(
+        ok(&client, port, "/create?wf=ORDER&id=order-1").await,
+        "order-1"
+    );
     // The first step ran and the 2 s sleep began: killed mid-sleep.
     let sleeping = until_status(&client, port, "ORDER", "order-1", "waiting").await;
     assert_eq!(sleeping, json!({"status": "waiting"}));
     assert_eq!(side_effects(&client, port, "order-1", "first").await, 1);
-    assert!(started.elapsed() < Duration::from_secs(2), "the sleep ended before the kill");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the sleep ended before the kill"
+    );
     dev.process.kill();
 
     let mut dev = start(port, dir.path(), state.path());
@@ -233,24 +243,49 @@ async fn dev_workflow_steps_run_once_across_a_kill_between_steps() {
         if n == 1 { Ok(()) } else { Err(n) }
     })
     .await;
-    assert!(started.elapsed() >= Duration::from_secs(2), "the sleep was cut short");
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "the sleep was cut short"
+    );
     until_status(&client, port, "ORDER", "order-1", "waiting").await;
-    assert_eq!(ok(&client, port, "/event?wf=ORDER&id=order-1&type=approval").await, "sent");
+    assert_eq!(
+        ok(&client, port, "/event?wf=ORDER&id=order-1&type=approval").await,
+        "sent"
+    );
     let done = until_status(&client, port, "ORDER", "order-1", "complete").await;
     assert_eq!(
         done,
         json!({"status": "complete", "output": {"c": 13, "id": "order-1", "timestamp": true, "eventType": "approval"}})
     );
     for step in ["first", "second", "third"] {
-        assert_eq!(side_effects(&client, port, "order-1", step).await, 1, "{step}");
+        assert_eq!(
+            side_effects(&client, port, "order-1", step).await,
+            1,
+            "{step}"
+        );
     }
-    println!("three steps, a 2 s sleep, a kill and an event: {:?}", started.elapsed());
+    println!(
+        "three steps, a 2 s sleep, a kill and an event: {:?}",
+        started.elapsed()
+    );
 
     // A duplicate id, an unknown one.
     let (code, body) = call(&client, port, "/create?wf=ORDER&id=order-1").await;
-    assert_eq!((code, body.as_str()), (400, "Error: instance.already_exists: an instance order-1 of this workflow exists"));
+    assert_eq!(
+        (code, body.as_str()),
+        (
+            400,
+            "Error: instance.already_exists: an instance order-1 of this workflow exists"
+        )
+    );
     let (code, body) = call(&client, port, "/status?wf=ORDER&id=nope").await;
-    assert_eq!((code, body.as_str()), (400, "Error: instance.not_found: no instance nope of this workflow"));
+    assert_eq!(
+        (code, body.as_str()),
+        (
+            400,
+            "Error: instance.not_found: no instance nope of this workflow"
+        )
+    );
     drop(dev);
 }
 
@@ -311,7 +346,8 @@ async fn dev_workflow_retries_errors_controls_and_a_hostile_step() {
     let slowest = spun.1;
     let message = spun.0["error"]["message"].as_str().unwrap().to_owned();
     assert!(
-        message.starts_with("step \"spin\" ran out of retries (1); its last attempt ended the run: "),
+        message
+            .starts_with("step \"spin\" ran out of retries (1); its last attempt ended the run: "),
         "{message}"
     );
     assert_eq!(side_effects(&client, port, "spin", "spin").await, 2);
@@ -322,11 +358,20 @@ async fn dev_workflow_retries_errors_controls_and_a_hostile_step() {
     ok(&client, port, "/create?wf=WAITER&id=w1").await;
     until_status(&client, port, "WAITER", "w1", "waiting").await;
     ok(&client, port, "/control?wf=WAITER&id=w1&action=pause").await;
-    assert_eq!(status(&client, port, "WAITER", "w1").await, json!({"status": "paused"}));
+    assert_eq!(
+        status(&client, port, "WAITER", "w1").await,
+        json!({"status": "paused"})
+    );
     ok(&client, port, "/control?wf=WAITER&id=w1&action=resume").await;
-    assert_eq!(status(&client, port, "WAITER", "w1").await, json!({"status": "waiting"}));
+    assert_eq!(
+        status(&client, port, "WAITER", "w1").await,
+        json!({"status": "waiting"})
+    );
     ok(&client, port, "/control?wf=WAITER&id=w1&action=terminate").await;
-    assert_eq!(status(&client, port, "WAITER", "w1").await, json!({"status": "terminated"}));
+    assert_eq!(
+        status(&client, port, "WAITER", "w1").await,
+        json!({"status": "terminated"})
+    );
     ok(&client, port, "/control?wf=DOOMED&id=doomed&action=restart").await;
     until_status(&client, port, "DOOMED", "doomed", "errored").await;
     assert_eq!(side_effects(&client, port, "doomed", "doomed").await, 6);

@@ -385,12 +385,12 @@ fn r2(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeMap<String
 fn workflows(
     bindings: &[isolane_worker::Binding],
     own: &str,
-) -> std::collections::BTreeMap<String, isolane_engine::WorkflowTarget> {
+) -> std::collections::BTreeMap<String, isolane_worker::WorkflowTarget> {
     bindings
         .iter()
         .filter_map(|binding| {
             let flow = binding.workflow.as_ref()?;
-            let target = isolane_engine::WorkflowTarget {
+            let target = isolane_worker::WorkflowTarget {
                 workflow: flow.workflow_name().to_owned(),
                 worker: flow.worker.clone().unwrap_or_else(|| own.to_owned()),
                 class: flow.class_name.clone(),

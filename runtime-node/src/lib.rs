@@ -25,10 +25,10 @@ mod metrics;
 mod node;
 mod peers;
 mod queues;
-mod workflows;
 mod retire;
 mod service;
 mod socket;
+mod workflows;
 
 pub use admission::{Admission, Permit};
 pub use alarms::spawn_alarms;
@@ -50,7 +50,7 @@ pub use node::{Node, RunningNode, StartError};
 pub use peers::{EJECTED_FOR, OBJECT_METADATA, Peers, RingWatch, object_of};
 pub use queues::{QueueConsumerOf, QueueHost, QueueOutcome, QueueRunner, Verdict, spawn_queues};
 pub use retire::retire_deleted;
-pub use workflows::spawn_workflows;
 pub use service::{
     Answered, ExecuteStream, InboundFrames, MAX_CHUNK_BYTES, MAX_MESSAGE_BYTES, NodeService,
 };
+pub use workflows::spawn_workflows;

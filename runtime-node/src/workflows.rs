@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use isolane_engine::{Engine, Work, WorkflowRun};
+use isolane_engine::{Engine, Work};
 use isolane_storage::{Store, WorkflowDue, WorkflowScope};
 use tokio::task::JoinHandle;
 
@@ -78,13 +78,7 @@ async fn run_once(engine: &Engine, store: &Store, host: &HeldWorkers, instance: 
             instance.worker_id
         )),
         Some((bundle, thread)) => {
-            let work = Work::WorkflowRun(WorkflowRun {
-                workflow: instance.scope.workflow.clone(),
-                class: instance.class.clone(),
-                instance_id: instance.id.clone(),
-                payload: instance.payload.clone(),
-                created_ms: instance.created_ms,
-            });
+            let work = Work::WorkflowRun(instance.clone());
             match engine.run(thread, bundle, work).await {
                 Ok(answer) if answer.status().is_success() => None,
                 Ok(answer) => Some(format!("the run answered {}", answer.status())),

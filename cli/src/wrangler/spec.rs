@@ -250,6 +250,23 @@ fn bindings(
         }
         bindings.push(binding);
     }
+    dispatch_bindings(config, problems, &mut bindings);
+    super::queues::producers(config, problems, &mut bindings);
+    super::d1::bindings(config, problems, &mut bindings);
+    super::r2::bindings(config, problems, &mut bindings);
+    super::workflows::bindings(config, problems, &mut bindings);
+    bindings.extend(config.images.iter().map(|i| Binding::images(&i.binding)));
+    let loaders = config.worker_loaders.iter();
+    bindings.extend(loaders.map(|l| Binding::worker_loader(&l.binding)));
+    let env = config.vars.keys().map(String::as_str);
+    isolane_worker::check_bindings(env, &bindings)
+        .map_err(|e| ("bindings".to_owned(), e.to_string()))?;
+    Ok(bindings)
+}
+
+/// `dispatch_namespaces`: each namespace's binding; an outbound Worker
+/// is a problem (not built yet).
+fn dispatch_bindings(config: &Config, problems: &mut Vec<Problem>, bindings: &mut Vec<Binding>) {
     for (i, dispatch) in config.dispatch_namespaces.iter().enumerate() {
         if dispatch.outbound.is_some() {
             problems.push(Problem {
@@ -262,17 +279,6 @@ fn bindings(
             &dispatch.namespace,
         ));
     }
-    super::queues::producers(config, problems, &mut bindings);
-    super::d1::bindings(config, problems, &mut bindings);
-    super::r2::bindings(config, problems, &mut bindings);
-    super::workflows::bindings(config, problems, &mut bindings);
-    bindings.extend(config.images.iter().map(|i| Binding::images(&i.binding)));
-    let loaders = config.worker_loaders.iter();
-    bindings.extend(loaders.map(|l| Binding::worker_loader(&l.binding)));
-    let env = config.vars.keys().map(String::as_str);
-    isolane_worker::check_bindings(env, &bindings)
-        .map_err(|e| ("bindings".to_owned(), e.to_string()))?;
-    Ok(bindings)
 }
 
 /// `durable_objects.bindings`: a class of this Worker (SQLite-backed when

@@ -48,7 +48,10 @@ fn failed(error: StoreError) -> HostError {
         StoreError::Workflow(error) => HostError::new(ErrorClass::Error, error.to_string()),
         other => {
             tracing::warn!(error = %other, kind = other.kind(), "workflow operation failed");
-            HostError::new(ErrorClass::Error, format!("Workflow operation failed: {other}"))
+            HostError::new(
+                ErrorClass::Error,
+                format!("Workflow operation failed: {other}"),
+            )
         }
     }
 }
@@ -72,7 +75,10 @@ fn target(
         let target = worker.workflows.get(binding).ok_or_else(|| {
             HostError::type_error(format!("Workflow: no workflow binding {binding}"))
         })?;
-        if let WorkflowOp::Create { worker: w, class, .. } = &mut op {
+        if let WorkflowOp::Create {
+            worker: w, class, ..
+        } = &mut op
+        {
             *w = format!("{}/{}", worker.namespace(), target.worker);
             class.clone_from(&target.class);
         }

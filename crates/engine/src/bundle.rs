@@ -76,9 +76,8 @@ pub struct WorkerBundle {
     pub no_network: bool,
     /// R2 bindings (`r2Bucket`): binding name to its namespace's bucket.
     pub r2: BTreeMap<String, String>,
-    /// Workflow bindings (`workflow: {name, className, worker}`): binding
-    /// name to the workflow (`isolane-bindings`' workflow unit).
-    pub workflows: BTreeMap<String, WorkflowTarget>,
+    /// Workflow bindings (`isolane-bindings`' workflow unit), by name.
+    pub workflows: BTreeMap<String, isolane_worker::WorkflowTarget>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
@@ -102,18 +101,6 @@ pub struct ServiceTarget {
     /// The binding's `props` as JSON text (an object): the called Worker's
     /// `ctx.props`.
     pub props: Option<String>,
-}
-
-/// The workflow a workflow binding creates and reaches instances of.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkflowTarget {
-    /// The workflow's name in the Worker's namespace.
-    pub workflow: String,
-    /// The Worker that runs it (its name; the namespace is the binding
-    /// Worker's own).
-    pub worker: String,
-    /// The class it exports extending `WorkflowEntrypoint`.
-    pub class: String,
 }
 
 /// The namespace a dispatch namespace binding calls into.

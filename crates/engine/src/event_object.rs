@@ -58,7 +58,10 @@ pub(crate) fn event_object<'s>(
         }
         Event::ObjectSocketEvent(event) => socket_event(scope, event),
         Event::QueueBatch(batch) => queue_event(scope, batch),
-        Event::WorkflowRun(run) => workflow_event(scope, run),
+        Event::WorkflowRun(run) => {
+            let run = host::js_string(scope, &run.event_json())?;
+            object(scope, "workflow", &[("run", run)])
+        }
         Event::ServiceCall(call) => service_call_event(scope, call),
     };
     Some(Some(object?))
@@ -126,7 +129,7 @@ fn service_call_event<'s>(
 /// the Worker), decoded by JavaScript as its content type says.
 fn queue_event<'s>(
     scope: &mut v8::PinScope<'s, '_>,
-    batch: &crate::queue_batch::QueueBatch,
+    batch: &isolane_storage::QueueBatch,
 ) -> Option<v8::Local<'s, v8::Value>> {
     let queue = host::js_string(scope, &batch.queue)?;
     let mut messages = Vec::with_capacity(batch.messages.len());
@@ -143,29 +146,6 @@ fn queue_event<'s>(
     }
     let messages = v8::Array::new_with_elements(scope, &messages).into();
     object(scope, "queue", &[("queue", queue), ("messages", messages)])
-}
-
-/// `{type: 'workflow', workflow, className, instanceId, payload,
-/// timestamp}` of a workflow run (`payload` JSON text).
-fn workflow_event<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    run: &crate::workflow_run::WorkflowRun,
-) -> Option<v8::Local<'s, v8::Value>> {
-    let workflow = host::js_string(scope, &run.workflow)?;
-    let class = host::js_string(scope, &run.class)?;
-    let id = host::js_string(scope, &run.instance_id)?;
-    let payload = host::js_string(scope, &run.payload)?;
-    // Milliseconds fit a double exactly until 2^53.
-    #[allow(clippy::cast_precision_loss)]
-    let timestamp = v8::Number::new(scope, run.created_ms as f64).into();
-    let fields = [
-        ("workflow", workflow),
-        ("className", class),
-        ("instanceId", id),
-        ("payload", payload),
-        ("timestamp", timestamp),
-    ];
-    object(scope, "workflow", &fields)
 }
 
 /// `value` as a string, or `null`.

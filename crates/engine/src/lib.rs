@@ -55,8 +55,6 @@ mod outcome;
 mod platform;
 mod pool;
 mod prewarm;
-mod queue_batch;
-mod workflow_run;
 mod retire;
 mod schedule;
 mod scheduled;
@@ -81,7 +79,7 @@ pub use alarm_runner::{AlarmHost, AlarmRunner};
 pub use body::{Body, BodyClosed, BodyError, BodySender};
 pub use bundle::{
     Compat, DispatchTarget, HostedClass, Limits, Module, ModuleKind, Modules, NodeCompat,
-    ServiceTarget, WorkerBundle, WorkflowTarget, namespace_of,
+    ServiceTarget, WorkerBundle, namespace_of,
 };
 pub use code_cache::{CodeCacheConfig, CodeCacheStats, MIN_SOURCE_BYTES, code_cache_file_name};
 pub use config::{
@@ -97,6 +95,7 @@ pub use host::host_function_names;
 /// The argument and result conversions of `host_fn!` (at the root, where
 /// the macro names them from other crates).
 pub use host::op::{FromArg, Return};
+pub use isolane_storage::QueueBatch;
 pub use node_log::NODE_LOG_PER_SECOND;
 pub use object_call::{ObjectCall, home_thread, object_key};
 pub use object_peers::{MAX_ATTEMPTS, ObjectPeers, PeerAnswer, PeerError, SharedPeers};
@@ -106,8 +105,6 @@ pub use observer::{
 };
 pub use outcome::{EngineError, ExecuteError, Outcome};
 pub use prewarm::{Prewarm, PrewarmOutcome};
-pub use queue_batch::QueueBatch;
-pub use workflow_run::WorkflowRun;
 pub use schedule::guaranteed;
 pub use scheduled::ScheduledEvent;
 pub use snapshot::runtime_files;

@@ -19,7 +19,7 @@ pub enum StoreError {
     Queue(#[from] crate::queue_limits::QueueError),
     /// A workflow operation was refused (its message is the Worker's).
     #[error(transparent)]
-    Workflow(#[from] crate::workflow::WorkflowError),
+    Workflow(#[from] crate::workflow_limits::WorkflowError),
     /// A D1 database's SQL failed or was refused (its message is the SQL
     /// API's).
     #[error(transparent)]

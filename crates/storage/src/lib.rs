@@ -40,6 +40,7 @@ pub mod sql;
 mod sql_store;
 mod sqlite;
 pub mod workflow;
+mod workflow_limits;
 
 pub use alarm::{AlarmClaim, DueAlarm, MAX_ALARM_RETRIES};
 pub use d1::D1Database;
@@ -51,8 +52,8 @@ pub use observe::{StoreData, StoreObserver, StoreOp, StoreRefusal};
 pub use postgres::PostgresArgs;
 pub use postgres::{POSTGRES_URL_ENV, PostgresSettings, SCHEMA_VERSION};
 pub use queue::{
-    QueueDepth, QueueError, QueueMessage, QueueQuota, QueueReady, QueueScope, QueueSend,
-    QueueSettle,
+    QueueBatch, QueueDepth, QueueError, QueueMessage, QueueQuota, QueueReady, QueueScope,
+    QueueSend, QueueSettle,
 };
 pub use workflow::{WorkflowDue, WorkflowError, WorkflowOp, WorkflowScope};
 

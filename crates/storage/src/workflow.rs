@@ -10,18 +10,10 @@
 
 use serde::Deserialize;
 
+pub use crate::workflow_limits::{
+    MAX_FAILED_RUNS, MAX_STEPS, MAX_VALUE_BYTES, WorkflowError, is_instance_id,
+};
 use crate::{Backend, Store, StoreError, blocking};
-
-/// Cloudflare's limit on a step's result, an instance's params and an
-/// event's payload, as JSON.
-pub const MAX_VALUE_BYTES: usize = 1 << 20;
-
-/// Cloudflare's default limit on the steps of one instance.
-pub const MAX_STEPS: i64 = 10_000;
-
-/// Runs of an instance that end without recording anything (a limit, an
-/// exception outside a step) in a row before it is errored.
-pub const MAX_FAILED_RUNS: i64 = 20;
 
 /// A workflow of a Kubernetes namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -73,9 +65,11 @@ pub fn retry_delay(delay_ms: i64, backoff: Backoff, attempt: i64) -> i64 {
     match backoff {
         Backoff::Constant => delay,
         Backoff::Linear => delay.saturating_mul(attempt),
-        Backoff::Exponential => {
-            delay.saturating_mul(1_i64.checked_shl(u32::try_from(attempt - 1).unwrap_or(62).min(62)).unwrap_or(i64::MAX))
-        }
+        Backoff::Exponential => delay.saturating_mul(
+            1_i64
+                .checked_shl(u32::try_from(attempt - 1).unwrap_or(62).min(62))
+                .unwrap_or(i64::MAX),
+        ),
     }
 }
 
@@ -128,7 +122,10 @@ pub enum WorkflowOp {
         kind: StepKind,
     },
     /// A step returned `result` (JSON).
-    StepDone { key: String, result: String },
+    StepDone {
+        key: String,
+        result: String,
+    },
     /// The run ended.
     End {
         #[serde(flatten)]
@@ -136,7 +133,7 @@ pub enum WorkflowOp {
     },
 }
 
-/// An instance due to run.
+/// An instance due to run (the engine's `Work::WorkflowRun`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkflowDue {
     pub scope: WorkflowScope,
@@ -149,34 +146,20 @@ pub struct WorkflowDue {
     pub created_ms: i64,
 }
 
-/// A refused workflow operation, worded as the Worker sees it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum WorkflowError {
-    #[error("instance.not_found: no instance {id} of this workflow")]
-    NotFound { id: String },
-    #[error("instance.already_exists: an instance {id} of this workflow exists")]
-    Exists { id: String },
-    #[error(
-        "instance id {id:?} is invalid: 1 to 100 letters, digits, - and _, not starting with -"
-    )]
-    InvalidId { id: String },
-    #[error("{what} is {len} bytes as JSON, over the limit of 1 MiB")]
-    TooLarge { what: &'static str, len: usize },
-    #[error("the instance has {MAX_STEPS} steps, the most one may have")]
-    TooManySteps,
-    /// The instance is paused, terminated or finished: its run stops.
-    #[error("the instance is {status}")]
-    Stopped { status: String },
-    #[error("Workflows run in isolane dev only for now (docs/workflows.md)")]
-    NotBuilt,
-}
-
-/// Whether `id` is an instance id (Cloudflare's: 1 to 100 of letters,
-/// digits, `-` and `_`, not starting with `-`).
-pub fn is_instance_id(id: &str) -> bool {
-    let bytes = id.as_bytes();
-    let ok = |b: &u8| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_';
-    (1..=100).contains(&bytes.len()) && bytes[0] != b'-' && bytes.iter().all(ok)
+impl WorkflowDue {
+    /// What a run's JavaScript gets (`js/40_workflow.js` of
+    /// isolane-bindings): `{workflow, className, instanceId, payload,
+    /// timestamp}`, `payload` as JSON text.
+    pub fn event_json(&self) -> String {
+        serde_json::json!({
+            "workflow": self.scope.workflow,
+            "className": self.class,
+            "instanceId": self.id,
+            "payload": self.payload,
+            "timestamp": self.created_ms,
+        })
+        .to_string()
+    }
 }
 
 /// The size checks of an op's values.
@@ -226,7 +209,9 @@ impl Store {
     /// Up to `max` instances due to run at `now` (ms), marked running.
     pub async fn workflow_due(&self, now: i64, max: u32) -> Result<Vec<WorkflowDue>, StoreError> {
         match &self.backend {
-            Backend::Sqlite(folder) => blocking(folder, move |db, _| db.workflow_due(now, max)).await,
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.workflow_due(now, max)).await
+            }
             Backend::Postgres(_) => Ok(Vec::new()),
         }
     }
@@ -259,9 +244,10 @@ mod tests {
 
     #[test]
     fn ops_parse_from_javascripts_json() {
-        let op: WorkflowOp =
-            serde_json::from_str(r#"{"op":"step","key":"a#0","kind":"do","delayMs":5,"backoff":"linear"}"#)
-                .unwrap();
+        let op: WorkflowOp = serde_json::from_str(
+            r#"{"op":"step","key":"a#0","kind":"do","delayMs":5,"backoff":"linear"}"#,
+        )
+        .unwrap();
         assert_eq!(
             op,
             WorkflowOp::Step {
@@ -294,6 +280,9 @@ mod tests {
             key: "k".into(),
             result: "x".repeat(MAX_VALUE_BYTES + 1),
         };
-        assert!(matches!(check_sizes(&big), Err(WorkflowError::TooLarge { .. })));
+        assert!(matches!(
+            check_sizes(&big),
+            Err(WorkflowError::TooLarge { .. })
+        ));
     }
 }

@@ -27,6 +27,9 @@ use crate::props::{MAX_PROPS_BYTES, Props};
 use crate::queue::{QueueBinding, is_queue_name};
 use crate::r2::{R2Binding, is_bucket_name};
 
+mod workflow_check;
+pub use workflow_check::workflows_on_a_cluster;
+
 /// The pattern of a binding's name: a JavaScript identifier made of ASCII
 /// letters, digits and `_` (the same as an `env` name's).
 pub const BINDING_NAME_PATTERN: &str = r"^[A-Za-z_][A-Za-z0-9_]*$";
@@ -454,7 +457,10 @@ pub fn check<'a>(
                 name: binding.name.clone(),
             });
         }
-        check_kind(binding)?;
+        match &binding.workflow {
+            Some(flow) if kinds(binding) == 1 => workflow_check::check(binding, flow)?,
+            _ => check_kind(binding)?,
+        }
     }
     Ok(())
 }
@@ -563,9 +569,6 @@ fn check_kind(binding: &Binding) -> Result<(), BindingError> {
     if binding.images.is_some() || binding.worker_loader.is_some() {
         return Ok(());
     }
-    if let Some(flow) = &binding.workflow {
-        return crate::workflow::check(binding, flow);
-    }
     if let Some(r2) = &binding.r2_bucket {
         if !is_bucket_name(&r2.bucket) {
             return Err(BindingError::InvalidBucket {
@@ -643,7 +646,7 @@ fn check_service(name: &str, service: &ServiceBinding) -> Result<(), BindingErro
 
 /// A JavaScript identifier of ASCII letters, digits, `_` and `$`, at most
 /// 128 characters.
-pub(crate) fn is_class_name(name: &str) -> bool {
+fn is_class_name(name: &str) -> bool {
     let mut chars = name.chars();
     name.len() <= 128
         && chars

@@ -71,7 +71,7 @@ pub mod workflow;
 pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, ImagesBinding,
     KV_NAMESPACE_PATTERN, ServiceBinding, WorkerLoaderBinding, check as check_bindings,
-    d1_on_a_cluster, is_kv_namespace, is_worker_name, r2_on_a_cluster,
+    d1_on_a_cluster, is_kv_namespace, is_worker_name, r2_on_a_cluster, workflows_on_a_cluster,
 };
 pub use bundle::{
     ArtifactSource, AssetSite, BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION,
@@ -80,7 +80,6 @@ pub use bundle::{
 pub use compat::{Compat, CompatError, NodeCompat};
 pub use cron::Triggers;
 pub use d1::D1Binding;
-pub use workflow::{WorkflowBinding, workflows_on_a_cluster};
 pub use dispatch::{DispatchNamespaceBinding, OutboundWorker};
 pub use key::WorkerKey;
 pub use limits::{LimitError, Limits};
@@ -96,3 +95,4 @@ pub use route::{ANY_HOST, Route, RouteIndex, normalize_host, prefix_matches};
 pub use secret::{BundleSecret, DIGEST_ANNOTATION, SecretError};
 pub use tail::{Exception, Inert, LogLine, ParseTailFormatError, TailEvent, TailFormat};
 pub use traffic::{TrafficStatus, TrafficTarget, VersionAffinity};
+pub use workflow::{WorkflowBinding, WorkflowTarget};

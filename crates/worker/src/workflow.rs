@@ -45,24 +45,17 @@ impl WorkflowBinding {
     }
 }
 
-impl crate::Binding {
-    /// A workflow binding to class `class_name` (of Worker `worker`, or
-    /// this one), the workflow named `workflow` (or the class's name).
-    pub fn workflow(
-        name: impl Into<String>,
-        workflow: Option<&str>,
-        class_name: impl Into<String>,
-        worker: Option<&str>,
-    ) -> Self {
-        let mut binding = Self::images(name);
-        binding.images = None;
-        binding.workflow = Some(WorkflowBinding {
-            name: workflow.map(str::to_owned),
-            class_name: class_name.into(),
-            worker: worker.map(str::to_owned),
-        });
-        binding
-    }
+/// The workflow a workflow binding creates and reaches instances of, as
+/// a node runs it (the engine's bundle).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowTarget {
+    /// The workflow's name in the Worker's namespace.
+    pub workflow: String,
+    /// The Worker that runs it (its name; the namespace is the binding
+    /// Worker's own).
+    pub worker: String,
+    /// The class it exports extending `WorkflowEntrypoint`.
+    pub class: String,
 }
 
 /// Whether `name` is a workflow's name: 1 to 64 letters, digits, `_` and
@@ -71,35 +64,6 @@ pub fn is_workflow_name(name: &str) -> bool {
     let bytes = name.as_bytes();
     let ok = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-';
     (1..=64).contains(&bytes.len()) && bytes[0] != b'-' && bytes.iter().all(ok)
-}
-
-/// A workflow binding: its name, class and Worker.
-pub(crate) fn check(
-    binding: &crate::Binding,
-    flow: &WorkflowBinding,
-) -> Result<(), crate::BindingError> {
-    if !is_workflow_name(flow.workflow_name()) || !crate::binding::is_class_name(&flow.class_name)
-    {
-        return Err(crate::BindingError::InvalidWorkflow {
-            name: binding.name.clone(),
-        });
-    }
-    match &flow.worker {
-        Some(worker) if !crate::is_worker_name(worker) => Err(crate::BindingError::InvalidWorker {
-            name: binding.name.clone(),
-            worker: worker.clone(),
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// The first workflow binding's refusal on a cluster, when `bindings` has
-/// one ([`NOT_ON_A_CLUSTER`]).
-pub fn workflows_on_a_cluster(bindings: &[crate::Binding]) -> Result<(), String> {
-    match bindings.iter().find(|b| b.workflow.is_some()) {
-        Some(b) => Err(format!("binding {:?}: {}", b.name, NOT_ON_A_CLUSTER)),
-        None => Ok(()),
-    }
 }
 
 #[cfg(test)]

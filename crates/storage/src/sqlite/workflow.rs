@@ -140,42 +140,19 @@ impl Sqlite {
                 payload,
             } => create(&tx, scope, id, (&worker, &class, &payload), now)?,
             WorkflowOp::Status => status_json(&tx, scope, id)?,
-            WorkflowOp::Pause | WorkflowOp::Resume | WorkflowOp::Terminate | WorkflowOp::Restart => {
+            WorkflowOp::Pause
+            | WorkflowOp::Resume
+            | WorkflowOp::Terminate
+            | WorkflowOp::Restart => {
                 control(&tx, scope, id, &op)?;
                 Value::Null
             }
             WorkflowOp::SendEvent {
                 event_type,
                 payload,
-            } => {
-                status_of(&tx, scope, id)?;
-                tx.execute(
-                    "INSERT INTO workflow_event (namespace, workflow, id, type, payload, sent_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![scope.namespace, scope.workflow, id, event_type, payload, now],
-                )?;
-                tx.execute(
-                    "UPDATE workflow_instance SET wake_at = ?4 WHERE namespace = ?1 AND workflow = ?2 AND id = ?3 AND status = 'waiting' AND waiting_for = ?5",
-                    params![scope.namespace, scope.workflow, id, now, event_type],
-                )?;
-                Value::Null
-            }
+            } => send_event(&tx, scope, id, (&event_type, &payload), now)?,
             WorkflowOp::Step { key, kind } => step(&tx, scope, id, &key, kind, now)?,
-            WorkflowOp::StepDone { key, result } => {
-                let (status, _) = status_of(&tx, scope, id)?;
-                if is_terminal(&status) {
-                    return Err(WorkflowError::Stopped { status }.into());
-                }
-                tx.execute(
-                    "INSERT INTO workflow_step (namespace, workflow, id, step, result, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                     ON CONFLICT (namespace, workflow, id, step) DO UPDATE SET result = excluded.result",
-                    params![scope.namespace, scope.workflow, id, key, result, now],
-                )?;
-                tx.execute(
-                    "UPDATE workflow_instance SET failures = 0 WHERE namespace = ?1 AND workflow = ?2 AND id = ?3",
-                    params![scope.namespace, scope.workflow, id],
-                )?;
-                Value::Null
-            }
+            WorkflowOp::StepDone { key, result } => step_done(&tx, scope, id, &key, &result, now)?,
             WorkflowOp::End { end } => {
                 end_run(&tx, scope, id, end, now)?;
                 Value::Null
@@ -242,10 +219,63 @@ impl Sqlite {
                     error = CASE WHEN failures + 1 >= ?6 THEN ?7 ELSE error END
                  WHERE namespace = ?1 AND workflow = ?2 AND id = ?3 AND status NOT IN {TERMINAL}"
             ),
-            params![scope.namespace, scope.workflow, id, error, now, MAX_FAILED_RUNS, failed],
+            params![
+                scope.namespace,
+                scope.workflow,
+                id,
+                error,
+                now,
+                MAX_FAILED_RUNS,
+                failed
+            ],
         )?;
         Ok(())
     }
+}
+
+fn send_event(
+    tx: &Transaction<'_>,
+    scope: &WorkflowScope,
+    id: &str,
+    (event_type, payload): (&str, &str),
+    now: i64,
+) -> Result<Value, StoreError> {
+    status_of(tx, scope, id)?;
+    tx.execute(
+        "INSERT INTO workflow_event (namespace, workflow, id, type, payload, sent_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![scope.namespace, scope.workflow, id, event_type, payload, now],
+    )?;
+    // An instance waiting for this type runs at once.
+    tx.execute(
+        "UPDATE workflow_instance SET wake_at = ?4 WHERE namespace = ?1 AND workflow = ?2 AND id = ?3 AND status = 'waiting' AND waiting_for = ?5",
+        params![scope.namespace, scope.workflow, id, now, event_type],
+    )?;
+    Ok(Value::Null)
+}
+
+/// A step returned `result`: stored, unless the instance finished.
+fn step_done(
+    tx: &Transaction<'_>,
+    scope: &WorkflowScope,
+    id: &str,
+    key: &str,
+    result: &str,
+    now: i64,
+) -> Result<Value, StoreError> {
+    let (status, _) = status_of(tx, scope, id)?;
+    if is_terminal(&status) {
+        return Err(WorkflowError::Stopped { status }.into());
+    }
+    tx.execute(
+        "INSERT INTO workflow_step (namespace, workflow, id, step, result, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (namespace, workflow, id, step) DO UPDATE SET result = excluded.result",
+        params![scope.namespace, scope.workflow, id, key, result, now],
+    )?;
+    tx.execute(
+        "UPDATE workflow_instance SET failures = 0 WHERE namespace = ?1 AND workflow = ?2 AND id = ?3",
+        params![scope.namespace, scope.workflow, id],
+    )?;
+    Ok(Value::Null)
 }
 
 fn create(
@@ -285,7 +315,9 @@ fn control(
         WorkflowOp::Restart => {
             for table in ["workflow_step", "workflow_event"] {
                 tx.execute(
-                    &format!("DELETE FROM {table} WHERE namespace = ?1 AND workflow = ?2 AND id = ?3"),
+                    &format!(
+                        "DELETE FROM {table} WHERE namespace = ?1 AND workflow = ?2 AND id = ?3"
+                    ),
                     keys,
                 )?;
             }
@@ -294,7 +326,9 @@ fn control(
         _ => return Ok(()),
     };
     tx.execute(
-        &format!("UPDATE workflow_instance SET {set} WHERE namespace = ?1 AND workflow = ?2 AND id = ?3"),
+        &format!(
+            "UPDATE workflow_instance SET {set} WHERE namespace = ?1 AND workflow = ?2 AND id = ?3"
+        ),
         keys,
     )?;
     Ok(())
@@ -339,26 +373,44 @@ fn step(
     let started = stored.map_or(now, |(_, _, started)| started);
     match kind {
         StepKind::Do { delay_ms, backoff } => {
-            tx.execute(
-                "UPDATE workflow_step SET attempts = attempts + 1 WHERE namespace = ?1 AND workflow = ?2 AND id = ?3 AND step = ?4",
-                keys,
-            )?;
-            let (attempts, failure): (i64, Option<String>) = tx.query_row(
-                "SELECT s.attempts, i.last_failure FROM workflow_step s JOIN workflow_instance i USING (namespace, workflow, id)
-                 WHERE s.namespace = ?1 AND s.workflow = ?2 AND s.id = ?3 AND s.step = ?4",
-                keys,
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )?;
-            let delay = workflow::retry_delay(delay_ms, backoff, attempts);
-            tx.execute(
-                "UPDATE workflow_instance SET retry_delay = ?4 WHERE namespace = ?1 AND workflow = ?2 AND id = ?3",
-                params![scope.namespace, scope.workflow, id, delay],
-            )?;
-            Ok(json!({ "attempts": attempts, "startedAt": started, "now": now, "retryDelayMs": delay, "lastFailure": failure }))
+            count_attempt(tx, scope, id, key, (delay_ms, backoff), (started, now))
         }
         StepKind::Sleep => Ok(json!({ "startedAt": started, "now": now })),
-        StepKind::Event { event_type } => take_event(tx, scope, id, key, &event_type, (started, now)),
+        StepKind::Event { event_type } => {
+            take_event(tx, scope, id, key, &event_type, (started, now))
+        }
     }
+}
+
+/// A new attempt of `step.do` step `key`, counted before it runs; the
+/// instance's retry delay set to the one that follows it.
+fn count_attempt(
+    tx: &Transaction<'_>,
+    scope: &WorkflowScope,
+    id: &str,
+    key: &str,
+    (delay_ms, backoff): (i64, workflow::Backoff),
+    (started, now): (i64, i64),
+) -> Result<Value, StoreError> {
+    let keys = params![scope.namespace, scope.workflow, id, key];
+    tx.execute(
+            "UPDATE workflow_step SET attempts = attempts + 1 WHERE namespace = ?1 AND workflow = ?2 AND id = ?3 AND step = ?4",
+            keys,
+        )?;
+    let (attempts, failure): (i64, Option<String>) = tx.query_row(
+            "SELECT s.attempts, i.last_failure FROM workflow_step s JOIN workflow_instance i USING (namespace, workflow, id)
+             WHERE s.namespace = ?1 AND s.workflow = ?2 AND s.id = ?3 AND s.step = ?4",
+            keys,
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+    let delay = workflow::retry_delay(delay_ms, backoff, attempts);
+    tx.execute(
+            "UPDATE workflow_instance SET retry_delay = ?4 WHERE namespace = ?1 AND workflow = ?2 AND id = ?3",
+            params![scope.namespace, scope.workflow, id, delay],
+        )?;
+    Ok(
+        json!({ "attempts": attempts, "startedAt": started, "now": now, "retryDelayMs": delay, "lastFailure": failure }),
+    )
 }
 
 /// The oldest event of `event_type` sent to the instance, taken as step
@@ -382,7 +434,8 @@ fn take_event(
         return Ok(json!({ "startedAt": started, "now": now }));
     };
     let payload = serde_json::from_str::<Value>(&payload).unwrap_or(Value::Null);
-    let result = json!({ "payload": payload, "timestamp": sent_at, "type": event_type }).to_string();
+    let result =
+        json!({ "payload": payload, "timestamp": sent_at, "type": event_type }).to_string();
     tx.execute("DELETE FROM workflow_event WHERE seq = ?1", params![seq])?;
     tx.execute(
         "UPDATE workflow_step SET result = ?5 WHERE namespace = ?1 AND workflow = ?2 AND id = ?3 AND step = ?4",
