@@ -12,6 +12,10 @@
 //!   retried per its config and the instance ends `errored`, while a
 //!   benign Worker on the same (only) engine thread answers before, during
 //!   and after.
+//! - `compat/apps/workflows` is served by `isolane dev` and by `wrangler
+//!   dev` (miniflare's local Workflows) in the same run: the `status()`
+//!   shapes of a complete, an errored and a waiting instance, and the
+//!   errors of a duplicate and an unknown id, compared.
 //! - `pause()`, `resume()`, `terminate()`, `restart()`, `get()` of an
 //!   unknown id, a duplicate id.
 #![allow(clippy::unwrap_used)]
@@ -21,7 +25,10 @@ use std::time::{Duration, Instant};
 
 use isolane_testenv::wait_until;
 use serde_json::{Value, json};
+use tempfile::TempDir;
 
+#[path = "support/peer.rs"]
+mod peer;
 #[path = "support/dev.rs"]
 mod support;
 use support::{DEADLINE, Dev, client, free_port, request, when_ready};
@@ -157,6 +164,19 @@ fn project(dir: &Path) {
     std::fs::write(dir.join("workers.yaml"), format!("{flows}---\n{benign}")).unwrap();
 }
 
+/// The project in a folder, its state in another, `isolane dev` serving
+/// it on a port of its own.
+async fn started() -> (TempDir, TempDir, u16, support::HttpClient, Dev) {
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    project(dir.path());
+    let port = free_port().unwrap();
+    let client = client();
+    let mut dev = start(port, dir.path(), state.path());
+    when_ready(&client, &mut dev, port, "w.test", "/").await;
+    (dir, state, port, client, dev)
+}
+
 fn start(port: u16, dir: &Path, state: &Path) -> Dev {
     Dev::workers(
         dir,
@@ -212,13 +232,7 @@ async fn side_effects(client: &support::HttpClient, port: u16, id: &str, step: &
 
 #[tokio::test(flavor = "multi_thread")]
 async fn dev_workflow_steps_run_once_across_a_kill_between_steps() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    project(dir.path());
-    let port = free_port().unwrap();
-    let client = client();
-    let mut dev = start(port, dir.path(), state.path());
-    when_ready(&client, &mut dev, port, "w.test", "/").await;
+    let (dir, state, port, client, mut dev) = started().await;
 
     let started = Instant::now();
     assert_eq!(
@@ -291,13 +305,7 @@ async fn dev_workflow_steps_run_once_across_a_kill_between_steps() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn dev_workflow_retries_errors_controls_and_a_hostile_step() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    project(dir.path());
-    let port = free_port().unwrap();
-    let client = client();
-    let mut dev = start(port, dir.path(), state.path());
-    when_ready(&client, &mut dev, port, "w.test", "/").await;
+    let (_dir, _state, port, client, dev) = started().await;
 
     // Throws twice, then succeeds (limit 3).
     ok(&client, port, "/create?wf=FLAKY&id=flaky").await;
@@ -376,4 +384,36 @@ async fn dev_workflow_retries_errors_controls_and_a_hostile_step() {
     until_status(&client, port, "DOOMED", "doomed", "errored").await;
     assert_eq!(side_effects(&client, port, "doomed", "doomed").await, 6);
     drop(dev);
+}
+
+#[tokio::test]
+async fn dev_workflow_statuses_match_wrangler_dev() {
+    let app = support::repo().join("compat/apps/workflows");
+    let state = tempfile::tempdir().unwrap();
+    let client = client();
+    let port = free_port().unwrap();
+    let mut dev = peer::dev_with_node(&app, port, state.path());
+    let wrangler = free_port().unwrap();
+    let _wrangler = peer::wrangler_dev_persisting(&app, wrangler, &state.path().join("wrangler"));
+    when_ready(&client, &mut dev, port, "localhost", "/").await;
+    peer::wrangler_ready(&client, &app, wrangler, "/").await;
+
+    let mut ours = peer::json(&client, port, "/probe").await;
+    let mut theirs = peer::json(&client, wrangler, "/probe").await;
+    println!("isolane: {ours}\nwrangler: {theirs}");
+    // The one difference (docs/workflows.md): an instance waiting for an
+    // event is `waiting` (Cloudflare's documented status); miniflare says
+    // `running`.
+    assert_eq!(ours["waiting"]["status"], "waiting");
+    assert_eq!(theirs["waiting"]["status"], "running");
+    ours["waiting"]["status"] = Value::Null;
+    theirs["waiting"]["status"] = Value::Null;
+    assert_eq!(ours, theirs);
+    // Spelled out, so that the comparison is not of nothing.
+    assert_eq!(ours["done"]["status"], "complete");
+    assert_eq!(
+        ours["went"]["output"],
+        json!({"payload": {"n": 1}, "type": "go"})
+    );
+    assert!(dev.interrupt().success());
 }
