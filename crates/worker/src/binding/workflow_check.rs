@@ -48,3 +48,36 @@ pub fn workflows_on_a_cluster(bindings: &[Binding]) -> Result<(), String> {
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workflow_bindings_are_checked_and_refused_on_a_cluster() {
+        let good = Binding::workflow("FLOW", None, "Order", Some("orders"));
+        assert_eq!(
+            crate::check_bindings([], std::slice::from_ref(&good)),
+            Ok(())
+        );
+        let bad_class = Binding::workflow("FLOW", None, "9x", None);
+        assert!(matches!(
+            crate::check_bindings([], &[bad_class]),
+            Err(BindingError::InvalidWorkflow { .. })
+        ));
+        let bad_worker = Binding::workflow("FLOW", Some("f"), "Order", Some("ns/w"));
+        assert!(matches!(
+            crate::check_bindings([], &[bad_worker]),
+            Err(BindingError::InvalidWorker { .. })
+        ));
+        let mut two = good.clone();
+        two.kv_namespace = Some("kv".into());
+        assert!(matches!(
+            crate::check_bindings([], &[two]),
+            Err(BindingError::Kind { .. })
+        ));
+        let refused = workflows_on_a_cluster(&[good]).unwrap_err();
+        assert!(refused.contains("run in isolane dev only"), "{refused}");
+        assert_eq!(workflows_on_a_cluster(&[]), Ok(()));
+    }
+}
