@@ -492,3 +492,155 @@ fn end_run(
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workflow::Backoff;
+
+    fn op(
+        db: &Sqlite,
+        scope: &WorkflowScope,
+        op: WorkflowOp,
+        now: i64,
+    ) -> Result<Value, StoreError> {
+        db.workflow_op(scope, Some("i"), op, now)
+    }
+
+    fn step(key: &str, kind: StepKind) -> WorkflowOp {
+        WorkflowOp::Step {
+            key: key.into(),
+            kind,
+        }
+    }
+
+    #[test]
+    fn a_stored_step_is_replayed_and_events_wake_a_waiting_instance() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Sqlite::open(&dir.path().join("db.sqlite3")).unwrap();
+        let scope = WorkflowScope::new("team-a", "orders");
+        let create = WorkflowOp::Create {
+            worker: "team-a/w".into(),
+            class: "Order".into(),
+            payload: "{}".into(),
+        };
+        op(&db, &scope, create.clone(), 10).unwrap();
+        assert!(matches!(
+            op(&db, &scope, create, 10),
+            Err(StoreError::Workflow(WorkflowError::Exists { .. }))
+        ));
+        // Another namespace's workflow of the same name has no instance i.
+        let other = WorkflowScope::new("team-b", "orders");
+        assert!(op(&db, &other, WorkflowOp::Status, 10).is_err());
+        assert_eq!(db.workflow_due(10, 10).unwrap().len(), 1);
+
+        let attempt = || {
+            step(
+                "a#0",
+                StepKind::Do {
+                    delay_ms: 100,
+                    backoff: Backoff::Exponential,
+                },
+            )
+        };
+        let first = op(&db, &scope, attempt(), 11).unwrap();
+        assert_eq!(
+            (first["attempts"].clone(), first["retryDelayMs"].clone()),
+            (json!(1), json!(100))
+        );
+        let second = op(&db, &scope, attempt(), 12).unwrap();
+        assert_eq!(
+            (second["attempts"].clone(), second["retryDelayMs"].clone()),
+            (json!(2), json!(200))
+        );
+        let done = WorkflowOp::StepDone {
+            key: "a#0".into(),
+            result: r#"{"v":1}"#.into(),
+        };
+        op(&db, &scope, done, 13).unwrap();
+        assert_eq!(
+            op(&db, &scope, attempt(), 14).unwrap(),
+            json!({"result": r#"{"v":1}"#})
+        );
+
+        // Waiting for an event: not due until it is sent.
+        let wait = || {
+            step(
+                "e#0",
+                StepKind::Event {
+                    event_type: "go".into(),
+                },
+            )
+        };
+        assert_eq!(op(&db, &scope, wait(), 20).unwrap()["startedAt"], 20);
+        let end = RunEnd::Waiting {
+            wake_at: 1_000,
+            waiting_for: Some("go".into()),
+        };
+        op(&db, &scope, WorkflowOp::End { end }, 21).unwrap();
+        assert_eq!(
+            op(&db, &scope, WorkflowOp::Status, 22).unwrap(),
+            json!({"status": "waiting"})
+        );
+        assert!(db.workflow_due(30, 10).unwrap().is_empty());
+        let send = WorkflowOp::SendEvent {
+            event_type: "go".into(),
+            payload: "5".into(),
+        };
+        op(&db, &scope, send, 40).unwrap();
+        assert_eq!(db.workflow_due(41, 10).unwrap().len(), 1);
+        let taken = op(&db, &scope, wait(), 42).unwrap();
+        let event: Value = serde_json::from_str(taken["result"].as_str().unwrap()).unwrap();
+        assert_eq!(event, json!({"payload": 5, "timestamp": 40, "type": "go"}));
+
+        // Terminated: steps stop, a late end changes nothing.
+        op(&db, &scope, WorkflowOp::Terminate, 50).unwrap();
+        assert!(matches!(
+            op(&db, &scope, attempt(), 51),
+            Err(StoreError::Workflow(WorkflowError::Stopped { .. }))
+        ));
+        let late = RunEnd::Complete { output: "1".into() };
+        op(&db, &scope, WorkflowOp::End { end: late }, 52).unwrap();
+        assert_eq!(
+            op(&db, &scope, WorkflowOp::Status, 53).unwrap(),
+            json!({"status": "terminated"})
+        );
+        assert!(db.workflow_due(60, 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn failed_runs_wait_their_retry_delay_then_error_the_instance() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Sqlite::open(&dir.path().join("db.sqlite3")).unwrap();
+        let scope = WorkflowScope::new("team-a", "spin");
+        let create = WorkflowOp::Create {
+            worker: "team-a/w".into(),
+            class: "Spin".into(),
+            payload: "{}".into(),
+        };
+        op(&db, &scope, create, 0).unwrap();
+        let attempt = step(
+            "s#0",
+            StepKind::Do {
+                delay_ms: 500,
+                backoff: Backoff::Constant,
+            },
+        );
+        op(&db, &scope, attempt, 1).unwrap();
+        db.workflow_failed(&scope, "i", "CPU time limit exceeded", 2)
+            .unwrap();
+        assert!(db.workflow_due(400, 10).unwrap().is_empty());
+        assert_eq!(db.workflow_due(502, 10).unwrap().len(), 1);
+        for n in 1..MAX_FAILED_RUNS {
+            db.workflow_failed(&scope, "i", "again", 600 + n).unwrap();
+        }
+        let status = op(&db, &scope, WorkflowOp::Status, 700).unwrap();
+        assert_eq!(status["status"], "errored");
+        assert!(
+            status["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("20 times in a row; the last: again")
+        );
+    }
+}
