@@ -482,6 +482,7 @@ async fn serve(
     // Queue messages kept in `.isolane/state`, delivered to the Workers
     // that consume them while this runs (aborted on the way out).
     let queues = isolane_node::spawn_queues(&engine, bundles.clone());
+    let workflows = isolane_node::spawn_workflows(&engine, bundles.clone());
     let admission = Admission::new(threads, config.engine.queue_depth, node_metrics.clone());
     let runtimes = engine.runtimes();
     let service = NodeService::new(
@@ -552,6 +553,9 @@ async fn serve(
     tracing::info!("shutting down");
     shutdown.cancel();
     front.join().await?;
+    if let Some(workflows) = workflows {
+        workflows.abort();
+    }
     if let Some(queues) = queues {
         queues.abort();
     }

@@ -15,6 +15,7 @@ pub mod keys;
 mod queues;
 pub mod r2;
 pub mod spec;
+pub mod workflows;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -183,6 +184,9 @@ pub struct Config {
     /// `r2_buckets` (`docs/r2.md`).
     #[serde(default)]
     pub r2_buckets: Vec<r2::R2Config>,
+    /// `workflows` (`docs/workflows.md`).
+    #[serde(default)]
+    pub workflows: Vec<workflows::WorkflowConfig>,
     /// `[images] binding = "NAME"` (`docs/images.md`).
     #[serde(default)]
     pub images: Option<ImagesConfig>,

@@ -285,6 +285,7 @@ fn bundle(revision: &str) -> WorkerBundle {
         no_network: false,
         cpu_ms_per_second: None,
         r2: Default::default(),
+        workflows: Default::default(),
         queue_consumers: Default::default(),
         limits: Limits {
             cpu_ms: 50,

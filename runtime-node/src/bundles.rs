@@ -382,6 +382,26 @@ fn r2(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeMap<String
         .collect()
 }
 
+/// The workflow bindings of `bindings`: name to the workflow, run by
+/// Worker `own` (this one) unless the binding names another.
+fn workflows(
+    bindings: &[isolane_worker::Binding],
+    own: &str,
+) -> std::collections::BTreeMap<String, isolane_worker::WorkflowTarget> {
+    bindings
+        .iter()
+        .filter_map(|binding| {
+            let flow = binding.workflow.as_ref()?;
+            let target = isolane_worker::WorkflowTarget {
+                workflow: flow.workflow_name().to_owned(),
+                worker: flow.worker.clone().unwrap_or_else(|| own.to_owned()),
+                class: flow.class_name.clone(),
+            };
+            Some((binding.name.clone(), target))
+        })
+        .collect()
+}
+
 /// The names of the Images bindings of `bindings`.
 fn images(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeSet<String> {
     bindings
@@ -418,6 +438,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         .worker_id
         .split_once('/')
         .map_or("", |(_, name)| name);
+    let workflows = workflows(&bundle.bindings, name);
     let (hosted, own): (Vec<_>, Vec<_>) = bundle
         .bindings
         .iter()
@@ -460,6 +481,7 @@ pub fn worker_bundle(bundle: isolane_worker::Bundle) -> WorkerBundle {
         no_network: false,
         cpu_ms_per_second: bundle.cpu_ms_per_second,
         r2: r2(&bundle.bindings),
+        workflows,
         queue_consumers: bundle.queue_consumers,
         limits: bundle.limits,
         allowed_hosts: bundle.allowed_hosts,

@@ -28,6 +28,7 @@ mod queues;
 mod retire;
 mod service;
 mod socket;
+mod workflows;
 
 pub use admission::{Admission, Permit};
 pub use alarms::spawn_alarms;
@@ -52,3 +53,4 @@ pub use retire::retire_deleted;
 pub use service::{
     Answered, ExecuteStream, InboundFrames, MAX_CHUNK_BYTES, MAX_MESSAGE_BYTES, NodeService,
 };
+pub use workflows::spawn_workflows;

@@ -25,6 +25,7 @@ use crate::BundleIndex;
 use crate::alarms::{HeldWorkers, Owner};
 use crate::peers::Peers;
 pub use outcome::{QueueOutcome, Verdict};
+pub(crate) use runner::now_ms;
 pub use runner::{QueueConsumerOf, QueueHost, QueueRunner};
 
 /// The placement key queue `scope` is owned by on the ring.

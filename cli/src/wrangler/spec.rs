@@ -255,6 +255,7 @@ fn bindings(
     super::queues::producers(config, problems, &mut bindings);
     super::d1::bindings(config, problems, &mut bindings);
     super::r2::bindings(config, problems, &mut bindings);
+    super::workflows::bindings(config, problems, &mut bindings);
     bindings.extend(config.images.iter().map(|i| Binding::images(&i.binding)));
     let loaders = config.worker_loaders.iter();
     bindings.extend(loaders.map(|l| Binding::worker_loader(&l.binding)));

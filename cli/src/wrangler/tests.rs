@@ -29,7 +29,7 @@ crons = ["*/5 * * * *"]
 
 [env.staging]
 vars = { GREETING = "hello staging" }
-workflows = [{ binding = "FLOW", name = "flow", class_name = "Flow" }]
+ai = { binding = "AI" }
 
 [env.named]
 name = "shop-preview"
@@ -73,7 +73,7 @@ fn an_environment_inherits_what_wrangler_inherits_and_no_bindings() {
         "bindings are not inherited"
     );
     let keys: Vec<_> = project.problems.iter().map(|p| p.key.as_str()).collect();
-    assert_eq!(keys, ["vectorize", "env.staging.workflows"]);
+    assert_eq!(keys, ["vectorize", "env.staging.ai"]);
 }
 
 #[test]
@@ -431,4 +431,23 @@ fn r2_buckets_map_onto_bindings_and_remote_or_a_jurisdiction_is_refused() {
             "r2_buckets[3].bucket_name"
         ]
     );
+}
+
+#[test]
+fn workflows_map_onto_bindings_and_a_missing_class_is_a_problem() {
+    let text = "name = 'a'\nmain = 'i.js'\n\
+        [[workflows]]\nbinding = 'FLOW'\nname = 'orders'\nclass_name = 'Order'\n\
+        [[workflows]]\nbinding = 'OTHER'\nname = 'mail'\nclass_name = 'Mail'\nscript_name = 'mailer'\n\
+        [[workflows]]\nbinding = 'NONE'\nname = 'none'\n";
+    let project = project("wrangler.toml", text, None).unwrap();
+    let worker = spec::worker(&project).unwrap();
+    assert_eq!(
+        worker.spec.bindings,
+        [
+            isolane_worker::Binding::workflow("FLOW", Some("orders"), "Order", None),
+            isolane_worker::Binding::workflow("OTHER", Some("mail"), "Mail", Some("mailer")),
+        ]
+    );
+    let problems: Vec<_> = worker.problems.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(problems, ["workflows[2].class_name"]);
 }

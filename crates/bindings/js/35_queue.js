@@ -6,7 +6,7 @@
 // `MessageBatch` a `queue(batch, env, ctx)` handler gets
 // (`internal.queueMessageBatch(event)`, called by the engine's 19_worker.js),
 // and what its `ack()`/`retry()` calls said, answered as JSON
-// (src/queue_batch.rs in the engine). Shapes and messages are workerd's.
+// (isolane-storage's QueueBatch). Shapes and messages are workerd's.
 'use strict';
 
 const kCreate = Symbol('create');

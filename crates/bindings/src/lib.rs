@@ -13,7 +13,7 @@
 //! `js/35_queue.js`), D1 databases (`d1.rs`, `js/36_d1.js`), Cloudflare's
 //! Images binding (`images.rs`, `js/37_images.js`), R2 buckets (`r2.rs`,
 //! `js/38_r2.js`), Worker Loader bindings (Dynamic Workers: `loader.rs`,
-//! `js/39_loader.js`).
+//! `js/39_loader.js`), Workflows (`workflow.rs`, `js/40_workflow.js`).
 //! Durable Objects themselves are still a unit of the core
 //! (docs/adr/0002-engine-crates.md, "Not yet done").
 //!
@@ -38,6 +38,7 @@ mod service;
 mod sql;
 mod stub;
 mod tcp;
+mod workflow;
 
 use isolane_engine::Family;
 use isolane_engine::api::Unit;
@@ -88,5 +89,6 @@ fn units() -> Vec<Unit> {
         images::unit(),
         loader::unit(),
         r2::unit(),
+        workflow::unit(),
     ]
 }

@@ -482,7 +482,7 @@ function runScheduled(handler, ctxId, cron, scheduledTime, env) {
 // One batch of a queue's messages through `handler.queue` (a module), the
 // batch made by the bindings' `internal.queueMessageBatch` (35_queue.js). The
 // answer is what the handler's ack()/retry() calls said, as JSON
-// (src/queue_batch.rs): a 200 once the handler and its waitUntil work
+// (isolane-storage's QueueBatch): a 200 once the handler and its waitUntil work
 // resolved, a 500 (its exception reported) when they threw.
 function runQueue(handler, ctxId, event, env) {
   const state = newRequestState(ctxId);
@@ -549,6 +549,8 @@ internal.handleRequest = function handleRequest(ctxId, method, url, headers, bod
         event.kind, event.data, event.code, event.reason, event.tags, event.attachment));
     case 'queue':
       return runQueue(moduleHandler, ctxId, event, env);
+    case 'workflow': // isolane-bindings' js/40_workflow.js
+      return runCall(ctxId, env, (ctx) => internal.runWorkflow(JSON.parse(event.run), env, ctx));
     case 'objectCall':
       // A stub call forwarded to this thread, the object's home
       // (internal.objectCallHandler, 28_durable_object.js).

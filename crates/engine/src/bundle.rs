@@ -81,6 +81,8 @@ pub struct WorkerBundle {
     pub cpu_ms_per_second: Option<u32>,
     /// R2 bindings (`r2Bucket`): binding name to its namespace's bucket.
     pub r2: BTreeMap<String, String>,
+    /// Workflow bindings (`isolane-bindings`' workflow unit), by name.
+    pub workflows: BTreeMap<String, isolane_worker::WorkflowTarget>,
     pub limits: Limits,
     /// When not empty, the only hosts the worker's `fetch` reaches: exact
     /// names, or `*.example.com` for every host under example.com.
@@ -220,6 +222,7 @@ impl WorkerBundle {
             no_network: false,
             cpu_ms_per_second: None,
             r2: BTreeMap::new(),
+            workflows: BTreeMap::new(),
             limits: Limits::default(),
             allowed_hosts: Vec::new(),
             compat: Compat::default(),

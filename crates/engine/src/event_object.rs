@@ -58,6 +58,10 @@ pub(crate) fn event_object<'s>(
         }
         Event::ObjectSocketEvent(event) => socket_event(scope, event),
         Event::QueueBatch(batch) => queue_event(scope, batch),
+        Event::WorkflowRun(run) => {
+            let run = host::js_string(scope, &run.event_json())?;
+            object(scope, "workflow", &[("run", run)])
+        }
         Event::ServiceCall(call) => service_call_event(scope, call),
     };
     Some(Some(object?))
@@ -128,7 +132,7 @@ fn service_call_event<'s>(
 /// the Worker), decoded by JavaScript as its content type says.
 fn queue_event<'s>(
     scope: &mut v8::PinScope<'s, '_>,
-    batch: &crate::queue_batch::QueueBatch,
+    batch: &isolane_storage::QueueBatch,
 ) -> Option<v8::Local<'s, v8::Value>> {
     let queue = host::js_string(scope, &batch.queue)?;
     let mut messages = Vec::with_capacity(batch.messages.len());

@@ -55,7 +55,6 @@ mod outcome;
 mod platform;
 mod pool;
 mod prewarm;
-mod queue_batch;
 mod retire;
 mod schedule;
 mod scheduled;
@@ -96,6 +95,7 @@ pub use host::host_function_names;
 /// The argument and result conversions of `host_fn!` (at the root, where
 /// the macro names them from other crates).
 pub use host::op::{FromArg, Return};
+pub use isolane_storage::QueueBatch;
 pub use node_log::NODE_LOG_PER_SECOND;
 pub use object_call::{ObjectCall, home_thread, object_key};
 pub use object_peers::{MAX_ATTEMPTS, ObjectPeers, PeerAnswer, PeerError, SharedPeers};
@@ -105,7 +105,6 @@ pub use observer::{
 };
 pub use outcome::{EngineError, ExecuteError, Outcome};
 pub use prewarm::{Prewarm, PrewarmOutcome};
-pub use queue_batch::QueueBatch;
 pub use schedule::guaranteed;
 pub use scheduled::ScheduledEvent;
 pub use snapshot::runtime_files;

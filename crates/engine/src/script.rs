@@ -330,7 +330,8 @@ fn define_services<'s>(
     let d1 = bundle.d1.keys().map(|b| (b, "d1Binding"));
     let r2 = bundle.r2.keys().map(|b| (b, "r2Binding"));
     let loaders = bundle.loaders.iter().map(|b| (b, "loaderBinding"));
-    for (binding, make) in queues.chain(d1).chain(r2).chain(loaders) {
+    let flows = bundle.workflows.keys().map(|b| (b, "workflowBinding"));
+    for (binding, make) in queues.chain(d1).chain(r2).chain(loaders).chain(flows) {
         let name = host::js_string(scope, binding)?;
         let made = call(scope, internal, make, &[name])?;
         target.set(scope, name, made)?;

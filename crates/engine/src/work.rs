@@ -21,10 +21,10 @@ use crate::alarm::AlarmEvent;
 use crate::body::Body;
 use crate::object_call::ObjectCall;
 use crate::prewarm::Prewarm;
-use crate::queue_batch::QueueBatch;
 use crate::scheduled::ScheduledEvent;
 use crate::service_call::ServiceCall;
 use crate::socket::ObjectSocketEvent;
+use isolane_storage::QueueBatch;
 
 /// The work of one job. A variant that carries a `request` has one from
 /// its caller: its head and extensions (the request id, the trace) name the
@@ -63,8 +63,10 @@ pub enum Work {
     /// home thread.
     ObjectSocketEvent(ObjectSocketEvent),
     /// A batch of a queue's messages for the Worker's `queue` handler
-    /// (`queue_batch.rs`): answered with the batch's outcome as JSON.
+    /// (`isolane_storage::QueueBatch`): answered with the batch's outcome as JSON.
     QueueBatch(QueueBatch),
+    /// A run of a workflow instance (isolane-node's `workflows.rs`).
+    WorkflowRun(isolane_storage::WorkflowDue),
     /// Load the Worker's revision into the thread's warm pool and answer a
     /// bodiless 204, calling no handler (`prewarm.rs`).
     Prewarm {
@@ -87,6 +89,7 @@ pub(crate) enum Event {
     ObjectSocketEvent(ObjectSocketEvent),
     ServiceCall(ServiceCall),
     QueueBatch(QueueBatch),
+    WorkflowRun(isolane_storage::WorkflowDue),
 }
 
 impl Work {
@@ -100,6 +103,7 @@ impl Work {
             Work::Fetch(_)
             | Work::Scheduled { .. }
             | Work::QueueBatch(_)
+            | Work::WorkflowRun(_)
             | Work::ServiceCall { .. }
             | Work::Prewarm { .. }
             | Work::Retire => None,
@@ -134,6 +138,7 @@ impl Work {
             Work::ObjectSocketEvent(event) => (empty(), Event::ObjectSocketEvent(event)),
             Work::ServiceCall { call, request } => (request, Event::ServiceCall(call)),
             Work::QueueBatch(batch) => (empty(), Event::QueueBatch(batch)),
+            Work::WorkflowRun(run) => (empty(), Event::WorkflowRun(run)),
             work @ (Work::Prewarm { .. } | Work::Retire) => return Err(work),
         })
     }

@@ -89,6 +89,7 @@ async fn run_all() {
             no_network: false,
             cpu_ms_per_second: None,
             r2: Default::default(),
+            workflows: Default::default(),
             queue_consumers: Default::default(),
             limits: Limits {
                 cpu_ms: 5_000,

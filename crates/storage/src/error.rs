@@ -17,6 +17,9 @@ pub enum StoreError {
     /// namespace's queue quota.
     #[error(transparent)]
     Queue(#[from] crate::queue_limits::QueueError),
+    /// A workflow operation was refused (its message is the Worker's).
+    #[error(transparent)]
+    Workflow(#[from] crate::workflow_limits::WorkflowError),
     /// A D1 database's SQL failed or was refused (its message is the SQL
     /// API's).
     #[error(transparent)]
@@ -61,7 +64,10 @@ impl StoreError {
     /// A bounded name for logs and metrics.
     pub fn kind(&self) -> &'static str {
         match self {
-            StoreError::Kv(_) | StoreError::Object(_) | StoreError::Queue(_) => "invalid",
+            StoreError::Kv(_)
+            | StoreError::Object(_)
+            | StoreError::Queue(_)
+            | StoreError::Workflow(_) => "invalid",
             StoreError::Sql(_) => "sql",
             StoreError::Refused { .. } => "refused",
             StoreError::Folder { .. } => "folder",

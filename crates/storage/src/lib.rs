@@ -39,6 +39,8 @@ pub mod r2;
 pub mod sql;
 mod sql_store;
 mod sqlite;
+pub mod workflow;
+mod workflow_limits;
 
 pub use alarm::{AlarmClaim, DueAlarm, MAX_ALARM_RETRIES};
 pub use d1::D1Database;
@@ -50,11 +52,12 @@ pub use observe::{StoreData, StoreObserver, StoreOp, StoreRefusal};
 pub use postgres::PostgresArgs;
 pub use postgres::{POSTGRES_URL_ENV, PostgresSettings, SCHEMA_VERSION};
 pub use queue::{
-    QueueDepth, QueueError, QueueMessage, QueueQuota, QueueReady, QueueScope, QueueSend,
-    QueueSettle,
+    QueueBatch, QueueDepth, QueueError, QueueMessage, QueueQuota, QueueReady, QueueScope,
+    QueueSend, QueueSettle,
 };
 #[cfg(feature = "cli")]
 pub use r2::s3::R2S3Args;
+pub use workflow::{WorkflowDue, WorkflowError, WorkflowOp, WorkflowScope};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

@@ -131,6 +131,24 @@ pub(crate) fn rows(messages: Vec<QueueSend>, now: i64) -> Vec<Row> {
         .collect()
 }
 
+/// A batch of a queue's messages for a Worker's `queue(batch, env, ctx)`
+/// handler, run by the engine's `Engine::run` as its `Work::QueueBatch`
+/// (delivered by `isolane-node`'s `queues.rs`): the engine calls the
+/// handler under the same limits, slots and accounting as a request.
+///
+/// The answer is a 200 whose body is the batch's outcome as JSON
+/// (what `ack()`, `retry()`, `ackAll()` and `retryAll()` said) once the
+/// handler resolved, or a 500 with the same body when it threw (after the
+/// exception is reported, as an invocation's). Anything else (a limit, a
+/// thrown error before the batch was made) answers no outcome: every
+/// message is retried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueBatch {
+    /// The queue's name (`batch.queue`).
+    pub queue: String,
+    pub messages: Vec<QueueMessage>,
+}
+
 impl Store {
     /// The store with a bound on what each Kubernetes namespace's queues
     /// hold: a send past it is refused with [`QueueError::QuotaExceeded`].

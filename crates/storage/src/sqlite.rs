@@ -73,6 +73,7 @@ impl Sqlite {
         connection.execute_batch(durable::SCHEMA)?;
         connection.execute_batch(sql_log::SCHEMA)?;
         connection.execute_batch(queue::SCHEMA)?;
+        connection.execute_batch(workflow::SCHEMA)?;
         alarm::migrate(&connection)?;
         Ok(Self {
             connection: Mutex::new(connection),
@@ -239,6 +240,7 @@ mod alarm;
 mod durable;
 mod queue;
 mod sql_log;
+mod workflow;
 
 #[cfg(test)]
 mod tests;

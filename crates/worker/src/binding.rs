@@ -27,6 +27,9 @@ use crate::props::{MAX_PROPS_BYTES, Props};
 use crate::queue::{QueueBinding, is_queue_name};
 use crate::r2::{R2Binding, is_bucket_name};
 
+mod workflow_check;
+pub use workflow_check::workflows_on_a_cluster;
+
 /// The pattern of a binding's name: a JavaScript identifier made of ASCII
 /// letters, digits and `_` (the same as an `env` name's).
 pub const BINDING_NAME_PATTERN: &str = r"^[A-Za-z_][A-Za-z0-9_]*$";
@@ -40,8 +43,8 @@ pub const KV_NAMESPACE_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$";
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) + (has(self.d1) ? 1 : 0) + (has(self.images) ? 1 : 0) + (has(self.workerLoader) ? 1 : 0) + (has(self.r2Bucket) ? 1 : 0) == 1",
-        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>}, images: {}, workerLoader: {} or r2Bucket: {bucket: <name>}"
+        "rule": "(has(self.kvNamespace) ? 1 : 0) + (has(self.durableObject) ? 1 : 0) + (has(self.service) ? 1 : 0) + (has(self.dispatchNamespace) ? 1 : 0) + (has(self.queue) ? 1 : 0) + (has(self.d1) ? 1 : 0) + (has(self.images) ? 1 : 0) + (has(self.workerLoader) ? 1 : 0) + (has(self.r2Bucket) ? 1 : 0) + (has(self.workflow) ? 1 : 0) == 1",
+        "message": "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>}, images: {}, workerLoader: {}, r2Bucket: {bucket: <name>} or workflow: {className: <class>}"
     }
 ]))]
 pub struct Binding {
@@ -111,6 +114,11 @@ pub struct Binding {
     /// same name share it; another namespace's of that name is another.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub r2_bucket: Option<R2Binding>,
+    /// A workflow (wrangler's `[[workflows]]`): `env.NAME.create()` and
+    /// `get(id)` run instances of a `WorkflowEntrypoint` class
+    /// (docs/workflows.md); `isolane dev` only for now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<crate::workflow::WorkflowBinding>,
 }
 
 /// `workerLoader` of a binding: no settings (`workerLoader: {}`).
@@ -204,6 +212,7 @@ impl Binding {
             images: None,
             worker_loader: None,
             r2_bucket: None,
+            workflow: None,
         }
     }
 
@@ -225,6 +234,7 @@ impl Binding {
             images: None,
             worker_loader: None,
             r2_bucket: None,
+            workflow: None,
         }
     }
 
@@ -250,6 +260,7 @@ impl Binding {
             images: None,
             worker_loader: None,
             r2_bucket: None,
+            workflow: None,
         }
     }
 
@@ -270,6 +281,7 @@ impl Binding {
             images: None,
             worker_loader: None,
             r2_bucket: None,
+            workflow: None,
         }
     }
 
@@ -286,6 +298,7 @@ impl Binding {
             images: None,
             worker_loader: None,
             r2_bucket: None,
+            workflow: None,
         }
     }
 
@@ -302,6 +315,7 @@ impl Binding {
             images: Some(ImagesBinding {}),
             worker_loader: None,
             r2_bucket: None,
+            workflow: None,
         }
     }
 
@@ -372,7 +386,7 @@ pub enum BindingError {
     )]
     InvalidNamespace { name: String, namespace: String },
     #[error(
-        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace, queue, d1, images, workerLoader or r2Bucket"
+        "binding {name:?} needs exactly one of kvNamespace, durableObject, service, dispatchNamespace, queue, d1, images, workerLoader, r2Bucket or workflow"
     )]
     Kind { name: String },
     #[error(
@@ -387,6 +401,10 @@ pub enum BindingError {
         "binding {name:?}: R2 bucket name {bucket:?} is invalid (3 to 63 lowercase letters, digits and -, starting and ending with a letter or digit)"
     )]
     InvalidBucket { name: String, bucket: String },
+    #[error(
+        "binding {name:?}: workflow.name is 1 to 64 letters, digits, _ and - (not starting with -) and workflow.className a JavaScript identifier"
+    )]
+    InvalidWorkflow { name: String },
     #[error(
         "binding {name:?}: className {class:?} is not a JavaScript identifier (letters, digits, _ and $, not starting with a digit, at most 128)"
     )]
@@ -443,7 +461,10 @@ pub fn check<'a>(
                 name: binding.name.clone(),
             });
         }
-        check_kind(binding)?;
+        match &binding.workflow {
+            Some(flow) if kinds(binding) == 1 => workflow_check::check(binding, flow)?,
+            _ => check_kind(binding)?,
+        }
     }
     Ok(())
 }
@@ -540,6 +561,7 @@ fn kinds(binding: &Binding) -> usize {
         binding.images.is_some(),
         binding.worker_loader.is_some(),
         binding.r2_bucket.is_some(),
+        binding.workflow.is_some(),
     ]
     .into_iter()
     .filter(|has| *has)
@@ -720,6 +742,7 @@ mod tests {
             images: None,
             worker_loader: None,
             r2_bucket: None,
+            workflow: None,
         };
         let error = check([], &[none]).unwrap_err();
         assert_eq!(error, BindingError::Kind { name: "DO".into() });

@@ -70,11 +70,12 @@ mod route;
 mod secret;
 mod tail;
 pub mod traffic;
+pub mod workflow;
 
 pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, ImagesBinding,
     KV_NAMESPACE_PATTERN, ServiceBinding, WorkerLoaderBinding, check as check_bindings,
-    d1_on_a_cluster, is_kv_namespace, is_worker_name, r2_on_a_cluster,
+    d1_on_a_cluster, is_kv_namespace, is_worker_name, r2_on_a_cluster, workflows_on_a_cluster,
 };
 pub use bundle::{
     ArtifactSource, AssetSite, BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION,
@@ -98,3 +99,4 @@ pub use route::{ANY_HOST, Route, RouteIndex, normalize_host, prefix_matches};
 pub use secret::{BundleSecret, DIGEST_ANNOTATION, SecretError};
 pub use tail::{Exception, Inert, LogLine, ParseTailFormatError, TailEvent, TailFormat};
 pub use traffic::{TrafficStatus, TrafficTarget, VersionAffinity};
+pub use workflow::{WorkflowBinding, WorkflowTarget};

@@ -153,6 +153,7 @@ impl TestNode {
             no_network: false,
             cpu_ms_per_second: None,
             r2: Default::default(),
+            workflows: Default::default(),
             queue_consumers: Default::default(),
             limits,
             allowed_hosts: Vec::new(),

@@ -95,6 +95,7 @@ pub fn bundle_with(id: &str, script: &str, limits: Limits, env: &[(&str, &str)])
         no_network: false,
         cpu_ms_per_second: None,
         r2: Default::default(),
+        workflows: Default::default(),
         queue_consumers: Default::default(),
         limits,
         allowed_hosts: Vec::new(),

@@ -1,0 +1,67 @@
+// /probe: three workflows run to their ends, and each status() seen on
+// the way, as JSON (compared between isolane dev and wrangler dev).
+import { WorkflowEntrypoint } from 'cloudflare:workers';
+
+export class Done extends WorkflowEntrypoint {
+  async run(event, step) {
+    const a = await step.do('a', async () => ({ got: event.payload.x }));
+    const again = await step.do('a', async () => 2);
+    return { a, again, id: typeof event.instanceId, at: event.timestamp instanceof Date };
+  }
+}
+
+export class Fails extends WorkflowEntrypoint {
+  async run(event, step) {
+    await step.do('boom', { retries: { limit: 1, delay: 10, backoff: 'constant' } }, async () => {
+      throw new TypeError('boom');
+    });
+  }
+}
+
+export class Waits extends WorkflowEntrypoint {
+  async run(event, step) {
+    const got = await step.waitForEvent('e', { type: 'go', timeout: '1 hour' });
+    return { payload: got.payload, type: got.type };
+  }
+}
+
+async function until(instance, want, tries = 400) {
+  for (let i = 0; i < tries; i++) {
+    const status = await instance.status();
+    if (want.includes(status.status)) return status;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return instance.status();
+}
+
+const shape = (s) => ({ status: s.status, error: s.error ?? null, output: s.output ?? null });
+
+async function attempt(f) {
+  try {
+    await f();
+    return 'ok';
+  } catch (e) {
+    return `${e.name}`;
+  }
+}
+
+export default {
+  async fetch(request, env) {
+    if (new URL(request.url).pathname !== '/probe') return new Response('ok');
+    const run = crypto.randomUUID().slice(0, 8);
+    const done = await env.DONE.create({ id: `done-${run}`, params: { x: 7 } });
+    const fails = await env.FAILS.create({ id: `fails-${run}` });
+    const waits = await env.WAITS.create({ id: `waits-${run}` });
+    const out = { id: done.id === `done-${run}` };
+    out.done = shape(await until(done, ['complete', 'errored']));
+    out.fails = shape(await until(fails, ['complete', 'errored']));
+    // miniflare says `running` while a run waits for an event (Isolane:
+    // `waiting`, as Cloudflare documents): a short wait for `waiting`.
+    out.waiting = shape(await until(waits, ['waiting'], 40));
+    await waits.sendEvent({ type: 'go', payload: { n: 1 } });
+    out.went = shape(await until(waits, ['complete', 'errored']));
+    out.duplicate = await attempt(() => env.DONE.create({ id: `done-${run}` }));
+    out.unknown = await attempt(() => env.DONE.get(`nope-${run}`));
+    return Response.json(out);
+  },
+};
