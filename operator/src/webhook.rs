@@ -693,10 +693,21 @@ mod tests {
         let mut w = worker("w", "export default {}", &[]);
         w.spec.limits.cpu_ms = 500;
         // Not selected yet: admitted.
-        assert!(verdict(&review(&body("CREATE", &w, None), &index, Stores::default())).0);
+        assert!(
+            verdict(&review(
+                &body("CREATE", &w, None),
+                &index,
+                Stores::default()
+            ))
+            .0
+        );
         let free = [("tier".to_owned(), "free".to_owned())].into();
         index.policies_mut().set_labels("default", free);
-        let (allowed, message) = verdict(&review(&body("CREATE", &w, None), &index, Stores::default()));
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert_eq!(
             message,
@@ -705,7 +716,14 @@ mod tests {
         // Limits left unset (the built-in defaults) are admitted: the
         // operator writes the ceiling into the bundle.
         w.spec.limits = isolane_worker::Limits::default();
-        assert!(verdict(&review(&body("CREATE", &w, None), &index, Stores::default())).0);
+        assert!(
+            verdict(&review(
+                &body("CREATE", &w, None),
+                &index,
+                Stores::default()
+            ))
+            .0
+        );
     }
 
     #[test]
