@@ -281,26 +281,28 @@ fn invalid_workers() -> Vec<Invalid> {
             spec: "SCRIPT\n  bindings: [{name: COUNTER}]",
             expect: &[
                 "spec.bindings[0]",
-                "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>}, images: {}, workerLoader: {} or r2Bucket: {bucket: <name>}",
+                "a binding needs exactly one of kvNamespace: <name>, durableObject: {className: <class>}, service: {name: <worker>}, dispatchNamespace: {namespace: <namespace>}, queue: {name: <queue>}, d1: {database: <name>}, images: {}, workerLoader: {}, r2Bucket: {bucket: <name>} or workflow: {className: <class>}",
             ],
         },
         Invalid {
             what: "a binding of two kinds, images among them",
             spec: "SCRIPT\n  bindings: [{name: IMAGES, images: {}, queue: {name: jobs}}]",
-            expect: &[
-                "spec.bindings[0]",
-                "images: {}, workerLoader: {} or r2Bucket",
-            ],
+            expect: &["spec.bindings[0]", "images: {}, workerLoader: {}, r2Bucket"],
         },
         Invalid {
             what: "a binding of two kinds, a Worker Loader among them",
             spec: "SCRIPT\n  bindings: [{name: LOADER, workerLoader: {}, kvNamespace: cache}]",
-            expect: &["spec.bindings[0]", "workerLoader: {} or r2Bucket"],
+            expect: &["spec.bindings[0]", "workerLoader: {}, r2Bucket"],
         },
         Invalid {
             what: "a binding of two kinds, r2Bucket among them",
             spec: "SCRIPT\n  bindings: [{name: B, r2Bucket: {bucket: files}, d1: {database: db}}]",
-            expect: &["spec.bindings[0]", "or r2Bucket: {bucket: <name>}"],
+            expect: &["spec.bindings[0]", "r2Bucket: {bucket: <name>} or workflow"],
+        },
+        Invalid {
+            what: "a binding of two kinds, a workflow among them",
+            spec: "SCRIPT\n  bindings: [{name: W, workflow: {className: Flow}, kvNamespace: cache}]",
+            expect: &["spec.bindings[0]", "or workflow: {className: <class>}"],
         },
         Invalid {
             what: "an R2 bucket name R2 does not take",
