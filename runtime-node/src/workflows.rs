@@ -8,6 +8,10 @@
 //! failed run, run again after its step's retry delay
 //! (`Store::workflow_failed`).
 //!
+//! The runner sleeps until the next instance is due (a stored wake-up
+//! time), a workflow operation of this process or the end of a run it
+//! started: an idle `isolane dev` asks the store nothing.
+//!
 //! A cluster does not run workflows yet: the operator refuses their
 //! bindings, so only `isolane dev` spawns this.
 
@@ -17,14 +21,17 @@ use std::time::Duration;
 
 use isolane_engine::{Engine, Work};
 use isolane_storage::{Store, WorkflowDue, WorkflowScope};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::BundleIndex;
 use crate::alarms::{HeldWorkers, Owner};
 use crate::queues::now_ms;
 
-/// How often the store is asked for instances due.
-const POLL: Duration = Duration::from_millis(50);
+/// The longest the runner sleeps when nothing is due: a safety net, not
+/// how it learns of work (each workflow operation of this process, and each
+/// run's end, wakes it; a stored wake-up time is slept until).
+const IDLE: Duration = Duration::from_secs(30);
 
 /// Instances asked for at once.
 const BATCH: u32 = 64;
@@ -40,33 +47,80 @@ pub fn spawn_workflows(engine: &Engine, bundles: Arc<BundleIndex>) -> Option<Joi
 /// An instance, by its workflow and id.
 type Key = (WorkflowScope, String);
 
+/// The runner's state: the instances it is running, and what wakes it when
+/// one of those runs ends.
+#[derive(Clone)]
+struct Runs {
+    engine: Engine,
+    store: Store,
+    host: Arc<HeldWorkers>,
+    running: Arc<Mutex<HashSet<Key>>>,
+    ended: Arc<Notify>,
+}
+
+/// Looks for instances due, starts them, and sleeps until the next stored
+/// wake-up, a workflow operation or a run's end, whichever comes first.
 async fn run(engine: Engine, store: Store, host: Arc<HeldWorkers>) {
-    let running: Arc<Mutex<HashSet<Key>>> = Arc::default();
+    let mut changes = store.workflow_changes();
+    let runs = Runs {
+        engine,
+        store,
+        host,
+        running: Arc::default(),
+        ended: Arc::default(),
+    };
     loop {
-        match store.workflow_due(now_ms(), BATCH).await {
+        changes.borrow_and_update();
+        let now = now_ms();
+        let full = match runs.store.workflow_due(now, BATCH).await {
             Ok(due) => {
-                for instance in due {
-                    let key = (instance.scope.clone(), instance.id.clone());
-                    let fresh = running
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .insert(key.clone());
-                    if fresh {
-                        let (engine, store, host) = (engine.clone(), store.clone(), host.clone());
-                        let running = running.clone();
-                        tokio::spawn(async move {
-                            run_once(&engine, &store, &host, instance).await;
-                            running
-                                .lock()
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .remove(&key);
-                        });
-                    }
-                }
+                let full = due.len() >= BATCH as usize;
+                due.into_iter().for_each(|instance| runs.start(instance));
+                full
             }
-            Err(error) => tracing::warn!(%error, "workflows: the store did not answer"),
+            Err(error) => {
+                tracing::warn!(%error, "workflows: the store did not answer");
+                false
+            }
+        };
+        if full {
+            continue;
         }
-        tokio::time::sleep(POLL).await;
+        let wait = match runs.store.workflow_next_wake(now).await {
+            Ok(next) => next.map_or(IDLE, |at| {
+                Duration::from_millis(u64::try_from(at - now).unwrap_or(0)).min(IDLE)
+            }),
+            Err(_) => IDLE,
+        };
+        tokio::select! {
+            _ = changes.changed() => {}
+            () = runs.ended.notified() => {}
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+impl Runs {
+    /// Runs `instance` unless this process already is running it.
+    fn start(&self, instance: WorkflowDue) {
+        let key = (instance.scope.clone(), instance.id.clone());
+        let fresh = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key.clone());
+        if !fresh {
+            return;
+        }
+        let runs = self.clone();
+        tokio::spawn(async move {
+            run_once(&runs.engine, &runs.store, &runs.host, instance).await;
+            runs.running
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&key);
+            runs.ended.notify_one();
+        });
     }
 }
 

@@ -84,6 +84,9 @@ pub struct Store {
     /// Woken when this process sends or retries a queue message (the
     /// delivery loop sleeps until the next one is visible, or this).
     queues_changed: Arc<tokio::sync::watch::Sender<u64>>,
+    /// Changed by each workflow operation of this process (the runner
+    /// sleeps until the next instance is due, or this).
+    workflows_changed: Arc<tokio::sync::watch::Sender<u64>>,
     /// What one Kubernetes namespace's queues may hold, when bounded.
     queue_quota: Option<queue::QueueQuota>,
     /// Told of each operation that went through.
@@ -150,6 +153,7 @@ impl Store {
             ops: None,
             alarms_changed: Arc::default(),
             queues_changed: Arc::new(tokio::sync::watch::channel(0).0),
+            workflows_changed: Arc::new(tokio::sync::watch::channel(0).0),
             queue_quota: None,
             observer: observe::Observer::default(),
             d1: Arc::default(),
@@ -170,6 +174,7 @@ impl Store {
             ops: None,
             alarms_changed: Arc::default(),
             queues_changed: Arc::new(tokio::sync::watch::channel(0).0),
+            workflows_changed: Arc::new(tokio::sync::watch::channel(0).0),
             queue_quota: None,
             observer: observe::Observer::default(),
             d1: Arc::default(),

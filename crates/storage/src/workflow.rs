@@ -194,7 +194,7 @@ impl Store {
         id: Option<String>,
         op: WorkflowOp,
     ) -> Result<serde_json::Value, StoreError> {
-        match &self.backend {
+        let answer = match &self.backend {
             Backend::Sqlite(folder) => {
                 let now = crate::now_ms();
                 blocking(folder, move |db, _| {
@@ -203,6 +203,30 @@ impl Store {
                 .await
             }
             Backend::Postgres(_) => Err(WorkflowError::NotBuilt.into()),
+        };
+        answer.inspect(|_| self.workflow_changed())
+    }
+
+    /// A receiver that changes with each workflow operation of this
+    /// process (the runner waits on it: nothing done between two looks is
+    /// missed).
+    pub fn workflow_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.workflows_changed.subscribe()
+    }
+
+    fn workflow_changed(&self) {
+        self.workflows_changed
+            .send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// When the next instance not due at `now` (ms) is (a sleep's end, a
+    /// retry's delay, an event's timeout), if any.
+    pub async fn workflow_next_wake(&self, now: i64) -> Result<Option<i64>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.workflow_next_wake(now)).await
+            }
+            Backend::Postgres(_) => Ok(None),
         }
     }
 
@@ -225,7 +249,7 @@ impl Store {
         id: String,
         error: String,
     ) -> Result<(), StoreError> {
-        match &self.backend {
+        let recorded = match &self.backend {
             Backend::Sqlite(folder) => {
                 let now = crate::now_ms();
                 blocking(folder, move |db, _| {
@@ -234,7 +258,8 @@ impl Store {
                 .await
             }
             Backend::Postgres(_) => Err(WorkflowError::NotBuilt.into()),
-        }
+        };
+        recorded.inspect(|_| self.workflow_changed())
     }
 }
 

@@ -195,6 +195,19 @@ impl Sqlite {
         Ok(due)
     }
 
+    /// The earliest wake-up after `now` of an instance that is not paused
+    /// nor finished.
+    pub(crate) fn workflow_next_wake(&self, now: i64) -> Result<Option<i64>, StoreError> {
+        let db = self.lock();
+        let next = db.query_row(
+            "SELECT min(wake_at) FROM workflow_instance
+             WHERE wake_at > ?1 AND paused = 0 AND status IN ('queued', 'running', 'waiting')",
+            params![now],
+            |row| row.get::<_, Option<i64>>(0),
+        )?;
+        Ok(next)
+    }
+
     /// A run of `id` ended without recording how (`error`): it runs again
     /// after its last step's retry delay, or is errored after
     /// [`MAX_FAILED_RUNS`] such runs in a row.
@@ -583,6 +596,9 @@ mod tests {
             json!({"status": "waiting"})
         );
         assert!(db.workflow_due(30, 10).unwrap().is_empty());
+        // The runner sleeps until then (the event's timeout), not less.
+        assert_eq!(db.workflow_next_wake(30).unwrap(), Some(1_000));
+        assert_eq!(db.workflow_next_wake(1_000).unwrap(), None);
         let send = WorkflowOp::SendEvent {
             event_type: "go".into(),
             payload: "5".into(),
