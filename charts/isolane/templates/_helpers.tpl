@@ -352,6 +352,10 @@ bucket from values, the credentials from a Secret, never from values.
   value: {{ .bucket | quote }}
 - name: ISOLANE_R2_S3_PREFIX
   value: {{ .prefix | quote }}
+{{- with .tempDir }}
+- name: ISOLANE_R2_S3_TEMP_DIR
+  value: {{ . | quote }}
+{{- end }}
 {{- if .existingSecret }}
 - name: ISOLANE_R2_S3_ACCESS_KEY_ID
   valueFrom:
