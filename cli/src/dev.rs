@@ -485,6 +485,7 @@ async fn serve(
     let workflows = isolane_node::spawn_workflows(&engine, bundles.clone());
     let admission = Admission::new(threads, config.engine.queue_depth, node_metrics.clone());
     let runtimes = engine.runtimes();
+    let local = engine.clone();
     let service = NodeService::new(
         node::NODE_NAME.to_owned(),
         engine,
@@ -509,7 +510,10 @@ async fn serve(
         router_metrics.clone(),
     )
     .in_process(
-        Arc::new(node::InProcessNode { service }),
+        Arc::new(node::InProcessNode {
+            service,
+            engine: local,
+        }),
         node::NODE_NAME,
         u32::try_from(threads).unwrap_or(u32::MAX),
     )

@@ -39,6 +39,7 @@ pub mod server;
 pub mod sockets;
 pub mod split;
 pub mod tail;
+pub mod thread_spread;
 pub mod tls;
 pub mod watch;
 pub mod websocket;

@@ -56,10 +56,10 @@ pub async fn serve(
 
 /// [`serve`], each accepted connection served to its end on one of
 /// `runtimes`, a node's threads in order (`isolane dev` serves on its
-/// engine threads): the thread its first request's Worker lives on
-/// ([`Proxy::home_thread`]), so its requests are read, run and answered on
-/// one thread, or the next in turn when that is not known (HTTP/2, a host
-/// no Worker serves). The accept loop runs here.
+/// engine threads): the thread its first request's Worker lives on, or
+/// one it is spread to once busy ([`Proxy::steer`]), so its requests are
+/// read, run and answered on one thread, or the next in turn when that is
+/// not known (HTTP/2, a host no Worker serves). The accept loop runs here.
 pub async fn serve_over(
     listener: TcpListener,
     runtimes: Vec<tokio::runtime::Handle>,
@@ -69,8 +69,11 @@ pub async fn serve_over(
 ) {
     let steering = proxy.clone();
     let steer: edge::Steer = Arc::new(move |host: &str, path: &str| {
-        let thread = steering.home_thread(host, path)?;
-        usize::try_from(thread).ok()
+        let (thread, hold) = steering.steer(host, path)?;
+        Some(edge::Steered {
+            runtime: usize::try_from(thread).ok()?,
+            hold: Some(Box::new(hold)),
+        })
     });
     let edge = Edge::new("router", grace)
         .with_connect_protocol()

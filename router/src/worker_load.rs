@@ -5,6 +5,8 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use crate::thread_spread::ThreadSpread;
+
 /// A Worker's requests in flight.
 #[derive(Debug, Default)]
 pub struct WorkerLoad {
@@ -12,6 +14,9 @@ pub struct WorkerLoad {
     /// Whether this router has sent the Worker's standby prewarm
     /// (`proxy/standby.rs`).
     standby_sent: AtomicBool,
+    /// Its connections per engine thread of an in-process node
+    /// (`thread_spread.rs`).
+    spread: ThreadSpread,
 }
 
 impl WorkerLoad {
@@ -28,6 +33,11 @@ impl WorkerLoad {
     /// One request fewer in flight.
     pub(crate) fn ended(&self) {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Its connections per engine thread (`thread_spread.rs`).
+    pub fn spread(&self) -> &ThreadSpread {
+        &self.spread
     }
 
     /// True once, for the caller that is to send the Worker's standby

@@ -5,7 +5,7 @@
 //! answered by the node's own call path, before the engine.
 
 use futures::future::BoxFuture;
-use isolane_engine::Body;
+use isolane_engine::{Body, Engine};
 use isolane_node::NodeService;
 use isolane_proto::call::{Answer, AnswerBody, Call};
 use isolane_router::proxy::{CallBody, LocalNode};
@@ -17,6 +17,8 @@ pub const NODE_NAME: &str = "local";
 #[derive(Debug, Clone)]
 pub struct InProcessNode {
     pub service: NodeService,
+    /// The engine the service runs on.
+    pub engine: Engine,
 }
 
 impl LocalNode for InProcessNode {
@@ -35,5 +37,9 @@ impl LocalNode for InProcessNode {
             let (answer, body) = service.call(call, body).await?;
             Ok((answer, Box::pin(body) as AnswerBody))
         })
+    }
+
+    fn may_spread(&self, namespace: &str) -> bool {
+        !self.engine.runs_long_turns(namespace)
     }
 }

@@ -34,7 +34,8 @@ pub struct Dev {
 impl Dev {
     /// `isolane dev <args…> --threads 1`; arguments that name a file or folder
     /// of the repository are passed as absolute paths, and the state goes
-    /// in a folder of the test's own unless `--state` is given.
+    /// in a folder of the test's own unless `--state` is given; one engine
+    /// thread unless `--threads` is given.
     pub fn start(args: &[&str]) -> Self {
         Self::start_in(args, None)
     }
@@ -69,7 +70,9 @@ impl Dev {
                 OsString::from(arg)
             }
         }));
-        argv.extend(["--threads".into(), "1".into()]);
+        if !args.contains(&"--threads") {
+            argv.extend(["--threads".into(), "1".into()]);
+        }
         let logs = tempfile::tempdir().unwrap();
         // Its state in the test's own folder, not in the crate's source
         // tree (the working folder cargo runs tests in).

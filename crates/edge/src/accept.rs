@@ -287,12 +287,39 @@ where
             // Off the accept loop: the first bytes may take a while.
             tokio::spawn(async move {
                 let chosen = crate::steer::choose(&stream, &steer, timeout).await;
-                let index = chosen.filter(|&i| i < spread.len()).unwrap_or(next);
-                spawn_on(spread.get(index), stream, server, serve);
+                let (index, hold) = match chosen {
+                    Some(steered) if steered.runtime < spread.len() => {
+                        (steered.runtime, steered.hold)
+                    }
+                    _ => (next, None),
+                };
+                spawn_on(spread.get(index), stream, server, move |stream| {
+                    let serving = RUNTIME.scope(index, serve(stream));
+                    async move {
+                        let _held_until_the_end = hold;
+                        serving.await
+                    }
+                });
             });
         }
-        _ => spawn_on(edge.spread.get(next), stream, edge.server, serve),
+        _ if !edge.spread.is_empty() => {
+            let serve = move |stream| RUNTIME.scope(next, serve(stream));
+            spawn_on(edge.spread.get(next), stream, edge.server, serve)
+        }
+        _ => spawn_on(None, stream, edge.server, serve),
     }
+}
+
+tokio::task_local! {
+    /// The index of the spread's runtime a connection is served on.
+    static RUNTIME: usize;
+}
+
+/// The index, among the runtimes of [`Edge::spread_over`], of the one
+/// serving the connection the caller's request came on (in its task: an
+/// HTTP/1 request's service), or `None`.
+pub fn current_runtime() -> Option<usize> {
+    RUNTIME.try_with(|index| *index).ok()
 }
 
 /// Runs `serve(stream)` on `runtime` (moving the socket to its reactor, so

@@ -18,10 +18,10 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpStream;
 
-pub use accept::{Edge, Handshake, Plain, Wrapped, accept, serve};
+pub use accept::{Edge, Handshake, Plain, Wrapped, accept, current_runtime, serve};
 pub use idle::Tunnel;
 pub use primed::Primed;
-pub use steer::Steer;
+pub use steer::{Steer, Steered};
 
 /// How long a client may take to send its first bytes, and then each request
 /// head (HTTP/1; an idle keep-alive connection included).
@@ -355,9 +355,9 @@ mod tests {
         let steer: Steer = Arc::new(|host: &str, path: &str| {
             assert_eq!(path, "/p");
             match host {
-                "one.test" => Some(1),
-                "zero.test" => Some(0),
-                "far.test" => Some(7),
+                "one.test" => Some(Steered::to(1)),
+                "zero.test" => Some(Steered::to(0)),
+                "far.test" => Some(Steered::to(7)),
                 _ => None,
             }
         });
@@ -373,6 +373,49 @@ mod tests {
             served.insert(served_on(addr, host).await);
         }
         assert_eq!(served.len(), 2, "{served:?}");
+        stop.cancel();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+    }
+
+    /// What a steer gives a connection to hold is dropped when the
+    /// connection ends, not before.
+    #[tokio::test]
+    async fn a_steered_connection_holds_its_hold_until_it_ends() {
+        struct Flag(Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Arc::clone(&dropped);
+        let steer: Steer = Arc::new(move |_: &str, _: &str| {
+            Some(Steered {
+                runtime: 1,
+                hold: Some(Box::new(Flag(Arc::clone(&flag)))),
+            })
+        });
+        let (addr, stop, threads) = spread_server(2, Some(steer)).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = [0u8; 512];
+        let read = stream.read(&mut answer).await.unwrap();
+        assert!(answer[..read].starts_with(b"HTTP/1.1 200"));
+        assert!(!dropped.load(std::sync::atomic::Ordering::SeqCst));
+        drop(stream);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !dropped.load(std::sync::atomic::Ordering::SeqCst) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "hold kept after the end"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         stop.cancel();
         for thread in threads {
             thread.join().unwrap();

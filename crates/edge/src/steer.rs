@@ -23,11 +23,35 @@ const HEADERS: usize = 32;
 
 /// Chooses a runtime (an index into the spread) from a request's `Host`
 /// and path; `None` leaves it to the turn.
-pub type Steer = Arc<dyn Fn(&str, &str) -> Option<usize> + Send + Sync>;
+pub type Steer = Arc<dyn Fn(&str, &str) -> Option<Steered> + Send + Sync>;
 
-/// The runtime `steer` chooses for the first request on `stream`, waiting
-/// at most `timeout` for its first bytes.
-pub(crate) async fn choose(stream: &TcpStream, steer: &Steer, timeout: Duration) -> Option<usize> {
+/// Where a [`Steer`] sends a connection, and what the connection holds
+/// until it ends (a server counting its connections per runtime, to
+/// spread them, gets the guard of its count back here).
+pub struct Steered {
+    /// An index into the spread.
+    pub runtime: usize,
+    /// Dropped when the connection ends.
+    pub hold: Option<Box<dyn Send>>,
+}
+
+impl Steered {
+    /// To `runtime`, holding nothing.
+    pub fn to(runtime: usize) -> Self {
+        Self {
+            runtime,
+            hold: None,
+        }
+    }
+}
+
+/// Where `steer` sends the first request on `stream`, waiting at most
+/// `timeout` for its first bytes.
+pub(crate) async fn choose(
+    stream: &TcpStream,
+    steer: &Steer,
+    timeout: Duration,
+) -> Option<Steered> {
     tokio::time::timeout(timeout, stream.readable())
         .await
         .ok()?

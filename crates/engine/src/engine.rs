@@ -196,6 +196,11 @@ impl Engine {
         self.inner.shared.loads.choose(thread, namespace)
     }
 
+    /// Whether `namespace` ran a long turn lately (`fairness.rs`).
+    pub fn runs_long_turns(&self, namespace: &str) -> bool {
+        self.inner.shared.loads.runs_long_turns(namespace)
+    }
+
     /// The configuration the engine runs with (`threads` resolved).
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config

@@ -54,6 +54,9 @@ pub(crate) struct ThreadLoad {
     window_start: AtomicU64,
     leader: AtomicU64,
     lead: AtomicU64,
+    /// The last long turn's end and namespace (the vote aside).
+    long_only_at: AtomicU64,
+    long_only_worker: AtomicU64,
 }
 
 /// The threads' loads and the clock they are read against.
@@ -100,6 +103,8 @@ impl Loads {
         let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         if cpu >= LONG_TURN {
             self.mark(load, key);
+            load.long_only_worker.store(key, Ordering::Relaxed);
+            load.long_only_at.store(self.now(), Ordering::Relaxed);
         }
         // Weighted majority vote (Boyer–Moore) over the window's turns.
         let (leader, lead, used) = (
@@ -138,6 +143,16 @@ impl Loads {
         load.long_turn_at.store(self.now(), Ordering::Relaxed);
     }
 
+    /// Whether `namespace` ran a long turn within [`HOG_WINDOW`] (not spread).
+    pub(crate) fn runs_long_turns(&self, namespace: &str) -> bool {
+        let (key, now) = (tenant_key(namespace), self.now());
+        self.threads.iter().any(|load| {
+            let ago = now.saturating_sub(load.long_only_at.load(Ordering::Relaxed));
+            load.long_only_worker.load(Ordering::Relaxed) == key
+                && Duration::from_nanos(ago) < HOG_WINDOW
+        })
+    }
+
     /// The thread a request of a worker of `namespace` for `thread` should
     /// run on.
     pub(crate) fn choose(&self, thread: usize, namespace: &str) -> usize {
@@ -148,16 +163,14 @@ impl Loads {
         if at == 0 {
             return thread;
         }
-        let now = self.now();
+        let (now, key) = (self.now(), tenant_key(namespace));
         let window = u64::try_from(HOG_WINDOW.as_nanos()).unwrap_or(u64::MAX);
-        if now.saturating_sub(at) >= window
-            || load.long_turn_worker.load(Ordering::Relaxed) == tenant_key(namespace)
+        if now.saturating_sub(at) >= window || load.long_turn_worker.load(Ordering::Relaxed) == key
         {
             return thread;
         }
         // A thread busy with this namespace itself, else the one whose last
         // busy mark is oldest, if it is out of the window.
-        let key = tenant_key(namespace);
         self.threads
             .iter()
             .enumerate()

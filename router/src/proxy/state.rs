@@ -14,9 +14,10 @@ use isolane_worker::{Claim, HostOwner};
 use tracing::{debug, info, warn};
 
 use super::Proxy;
-use crate::fleet::{Fleet, FleetBuilder, placement_moves};
+use crate::fleet::{Fleet, FleetBuilder, Pick, WorkerLoad, placement_moves};
 use crate::prewarm::{Gate, Target};
 use crate::routes::{RoutableWorker, RouteTable};
+use crate::thread_spread::SpreadHold;
 
 /// What the watches write.
 #[derive(Debug)]
@@ -73,17 +74,39 @@ impl Proxy {
         self.inner.state.fleet.load_full()
     }
 
-    /// The thread of its first-choice node that a request for `host` and
-    /// `path` would run on, load aside: what a front end serving on a
-    /// node's own threads (`isolane dev`) steers a connection by.
-    pub fn home_thread(&self, host: &str, path: &str) -> Option<u32> {
+    /// The thread a new connection whose first request is for `host` and
+    /// `path` is served on, by a front end serving on a node's own threads
+    /// (`isolane dev`): its Worker's home thread on its first-choice node,
+    /// or another thread once the Worker is busy (`thread_spread.rs`), and
+    /// the hold that counts the connection there while it is open.
+    pub fn steer(&self, host: &str, path: &str) -> Option<(u32, SpreadHold)> {
         let routes = self.inner.state.routes.load();
         let backend = routes.lookup(host, path)?;
-        self.inner
-            .state
-            .fleet
-            .load()
-            .home_thread(&backend.worker_id)
+        let fleet = self.inner.state.fleet.load();
+        let index = fleet.first_choice(&backend.worker_id)?;
+        let threads = fleet.node(index)?.member.threads;
+        let home = fleet.home_thread(&backend.worker_id)?;
+        Some(backend.slot.load().spread().steer(home, threads))
+    }
+
+    /// `pick`, or the engine thread of the in-process node this request is
+    /// being served on, when its Worker is spread there and runs no long
+    /// turns (`thread_spread.rs`): it runs where it was read, no hop.
+    pub(super) fn here_if_spread(
+        &self,
+        worker_id: &str,
+        load: &WorkerLoad,
+        mut pick: Pick,
+    ) -> Pick {
+        if let Some(local) = &self.inner.local
+            && let Some(here) = isolane_edge::current_runtime().and_then(|i| u32::try_from(i).ok())
+            && here != pick.thread
+            && load.spread().holds(here)
+            && local.may_spread(worker_id.split('/').next().unwrap_or(worker_id))
+        {
+            pick.thread = here;
+        }
+        pick
     }
 
     /// The Workers of the route table now, as published (new splits only

@@ -197,7 +197,9 @@ impl Trip<'_> {
         let others = load.in_flight();
         let worker_id = &self.backend.worker_id;
         let factor = self.proxy.inner.config.load_factor;
-        let pick = fleet.pick(worker_id, load, factor, tried);
+        let pick = fleet
+            .pick(worker_id, load, factor, tried)
+            .map(|pick| self.proxy.here_if_spread(worker_id, load, pick));
         if attempts == 0 && self.record && pick.is_some() {
             let revision = self.revision.as_ref();
             self.proxy

@@ -32,6 +32,13 @@ pub trait LocalNode: Debug + Send + Sync + 'static {
         call: Call,
         body: CallBody,
     ) -> BoxFuture<'static, Result<(Answer, AnswerBody), Status>>;
+
+    /// Whether a request of a Worker of `namespace` may run on the thread
+    /// it was read on rather than its Worker's home thread
+    /// (`thread_spread.rs`).
+    fn may_spread(&self, _namespace: &str) -> bool {
+        true
+    }
 }
 
 /// Runs `call` on a node in this process.
