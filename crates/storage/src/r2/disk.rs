@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use md5::Digest;
 use serde::{Deserialize, Serialize};
 
-use super::upload::{Finished, checked_digests, discard};
+use super::upload::{Finished, discard, prepare_put};
 use super::{
     R2Bucket, R2Conditional, R2Error, R2List, R2ListOptions, R2Object, R2PutOptions, R2Read,
     R2Upload, check_key, check_metadata, limits, now_ms, random_id,
@@ -224,16 +224,7 @@ impl R2Bucket for DiskBucket {
         body: R2Upload,
         options: &R2PutOptions,
     ) -> Result<Option<R2Object>, R2Error> {
-        check_key(key)?;
-        check_metadata(&options.custom_metadata)?;
-        let body = body.finish()?;
-        let checksums = match checked_digests(&body, options) {
-            Ok(checksums) => checksums,
-            Err(error) => {
-                discard(&body.path);
-                return Err(error);
-            }
-        };
+        let (body, checksums) = prepare_put(key, body, options)?;
         let _locked = self.locked();
         if let Some(condition) = &options.only_if {
             let current: Option<R2Object> = Self::read_json(&self.meta_path(key))?;

@@ -44,7 +44,7 @@ use base64ct::Encoding;
 use md5::Digest;
 use serde::{Deserialize, Serialize};
 
-use super::upload::{checked_digests, discard};
+use super::upload::{discard, prepare_put};
 use super::{
     R2Bucket, R2Conditional, R2Error, R2List, R2ListOptions, R2Object, R2PutOptions, R2Read,
     R2Upload, check_key, check_metadata, limits, random_id,
@@ -410,11 +410,8 @@ impl R2Bucket for S3Bucket {
         body: R2Upload,
         options: &R2PutOptions,
     ) -> Result<Option<R2Object>, R2Error> {
-        check_key(key)?;
-        check_metadata(&options.custom_metadata)?;
-        let body = body.finish()?;
+        let (body, checksums) = prepare_put(key, body, options)?;
         let stored = (|| {
-            let checksums = checked_digests(&body, options)?;
             if let Some(condition) = &options.only_if
                 && !condition.holds(self.head_object(key)?.as_ref())
             {

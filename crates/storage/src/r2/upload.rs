@@ -8,7 +8,7 @@ use md5::Digest;
 
 use std::collections::BTreeMap;
 
-use super::{R2Error, R2PutOptions, limits};
+use super::{R2Error, R2PutOptions, check_key, check_metadata, limits};
 
 /// The digests R2 can check, by `put` option field.
 enum Hasher {
@@ -147,6 +147,27 @@ impl Drop for R2Upload {
 /// Removes `path` if it is there (a finished body not kept).
 pub(crate) fn discard(path: &Path) {
     let _ = std::fs::remove_file(path);
+}
+
+/// What a backend's `put` starts with: `key` and the custom metadata
+/// checked, `body` finished, the digests `options` asks for checked
+/// against it ([`checked_digests`]; the body's file discarded if they
+/// fail).
+pub(crate) fn prepare_put(
+    key: &str,
+    body: R2Upload,
+    options: &R2PutOptions,
+) -> Result<(Finished, BTreeMap<String, String>), R2Error> {
+    check_key(key)?;
+    check_metadata(&options.custom_metadata)?;
+    let body = body.finish()?;
+    match checked_digests(&body, options) {
+        Ok(checksums) => Ok((body, checksums)),
+        Err(error) => {
+            discard(&body.path);
+            Err(error)
+        }
+    }
 }
 
 /// The digests `options` asks for, checked against `body`'s; R2's
