@@ -222,6 +222,14 @@ if [ -n "$node22" ] && [ -f compat/node_modules/wrangler/bin/wrangler.js ]; then
 else
   echo "bench: Node.js 22 or wrangler missing (make deps); the assets step is skipped" >&2
 fi
+# The same project through router + node (deployed with `isolane deploy` to a
+# local registry) vs workerd's disk service on its folder, and a 20 MiB assets
+# deploy to its first answer (issue 59): part of the assets step.
+if $needs_apiserver && wants assets; then
+  only="$only assets-cluster"
+  step assets-cluster 900 "$bench" assets-cluster "${common[@]}" --isolane "$bin/isolane" \
+    --bin-dir "$bin" "${workerd_args[@]}" "${assets[@]}"
+fi
 
 # A simulation (no processes, no JavaScript): `make bench-fleet` runs it alone.
 step fleet 600 "$bench" fleet --results "$results" "${fleet[@]}"
