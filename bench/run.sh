@@ -14,7 +14,8 @@
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
 # (warm distributed cold pool density placement operator neighbours websocket
-# state fleet bundles assets https);
+# state fleet bundles assets https; `assets` also runs section 15, the same
+# assets through router + node against workerd's disk service);
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;

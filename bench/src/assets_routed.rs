@@ -444,17 +444,23 @@ fn table(sides: &[&Side], measured: &Measured) -> (String, f64) {
         } else {
             "—".to_owned()
         };
-        let other = |f: fn(&(Vec<f64>, Vec<f64>)) -> &Vec<f64>, fmt: fn(f64) -> String| {
-            row.get(1)
-                .map_or_else(|| "not run".to_owned(), |side| fmt(stats::median(f(side))))
+        // workerd's median of rates (`rates`) or of CPU, when it ran.
+        let other = |rates: bool| {
+            row.get(1).map_or_else(
+                || "not run".to_owned(),
+                |(rps, cpu)| match rates {
+                    true => stats::fmt_rate(stats::median(rps)),
+                    false => stats::fmt_us(stats::median(cpu)),
+                },
+            )
         };
         table.row(vec![
             (*name).to_owned(),
             stats::fmt_rate(stats::median(&row[0].0)),
-            other(|side| &side.0, stats::fmt_rate),
+            other(true),
             ratio,
             stats::fmt_us(stats::median(&row[0].1)),
-            other(|side| &side.1, stats::fmt_us),
+            other(false),
             statuses
                 .iter()
                 .map(u16::to_string)
