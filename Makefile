@@ -14,7 +14,7 @@ CARGO := hack/cargo.sh
 WORKER ?= examples/hello.js
 PORT ?= 8787
 
-.PHONY: dev deps build images chart fmt-check clippy deny crds deploy-render test test-only bench bench-operator bench-fleet bench-bundles bench-assets wpt sweep node-tests
+.PHONY: dev deps build images chart fmt-check clippy deny crds deploy-render test test-only bench bench-operator bench-fleet bench-bundles bench-assets bench-assets-cluster wpt sweep node-tests
 
 dev:
 	$(CARGO) run --release -p isolane -- dev $(WORKER) --port $(PORT)
@@ -111,6 +111,16 @@ bench-assets:
 	target/release/isolane-bench assets --results target/bench-assets --work target/bench-assets/work \
 	  --isolane target/release/isolane --node "$$(bench/node22.sh)"
 	cat target/bench-assets/13-assets.md
+
+# Static assets (section 15): the same project through router + node (the
+# release operator, node and router, deployed with isolane deploy to a local
+# registry) vs workerd's disk service on its folder, and a 20 MiB assets
+# deploy to its first answer. Prints the section.
+bench-assets-cluster:
+	$(CARGO) build --release -q -p isolane -p isolane-bench -p isolane-node -p isolane-router -p isolane-operator
+	target/release/isolane-bench assets-cluster --results target/bench-assets --work target/bench-assets/work \
+	  --isolane target/release/isolane --bin-dir target/release $(if $(WORKERD),--workerd $(WORKERD))
+	cat target/bench-assets/15-assets-cluster.md
 
 # Web Platform Tests on Isolane vs workerd into bench/wpt/results.md; needs a
 # local WPT checkout (WPT_DIR=…), so it is not part of `make test`.

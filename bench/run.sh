@@ -14,7 +14,8 @@
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
 # (warm distributed cold pool density placement operator neighbours websocket
-# state fleet bundles assets https);
+# state fleet bundles assets https; `assets` also runs section 15, the same
+# assets through router + node against workerd's disk service);
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
@@ -221,6 +222,14 @@ if [ -n "$node22" ] && [ -f compat/node_modules/wrangler/bin/wrangler.js ]; then
     --wrangler compat/node_modules/wrangler/bin/wrangler.js "${assets[@]}"
 else
   echo "bench: Node.js 22 or wrangler missing (make deps); the assets step is skipped" >&2
+fi
+# The same project through router + node (deployed with `isolane deploy` to a
+# local registry) vs workerd's disk service on its folder, and a 20 MiB assets
+# deploy to its first answer (issue 59): part of the assets step.
+if $needs_apiserver && wants assets; then
+  only="$only assets-cluster"
+  step assets-cluster 900 "$bench" assets-cluster "${common[@]}" --isolane "$bin/isolane" \
+    --bin-dir "$bin" "${workerd_args[@]}" "${assets[@]}"
 fi
 
 # A simulation (no processes, no JavaScript): `make bench-fleet` runs it alone.

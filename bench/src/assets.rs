@@ -42,7 +42,7 @@ pub struct Plan {
     pub load_cpus: String,
 }
 
-const SCRIPT_PATH: &str = "/assets/app.3f2a9c.js";
+pub(crate) const SCRIPT_PATH: &str = "/assets/app.3f2a9c.js";
 const WORKER: &str = "let seen = 0;
 export default {
   fetch(request) {
@@ -55,7 +55,7 @@ export default {
 
 /// One kind of request: its name, path and whether it carries the
 /// server's `ETag` of the path as `If-None-Match`.
-const CELLS: [(&str, &str, bool); 3] = [
+pub(crate) const CELLS: [(&str, &str, bool); 3] = [
     ("index.html, 2 KiB", "/", false),
     ("hashed script, 100 KiB", SCRIPT_PATH, false),
     ("hashed script, If-None-Match → 304", SCRIPT_PATH, true),
@@ -70,7 +70,7 @@ struct Served {
 
 pub async fn run(plan: &Plan, work: &Path) -> anyhow::Result<Section> {
     let project = work.join("assets-project");
-    write_project(&project)?;
+    write_project(&project, None)?;
     let servers = [
         start_isolane(plan, &project, work)?,
         start_wrangler(plan, &project, work)?,
@@ -86,7 +86,7 @@ pub async fn run(plan: &Plan, work: &Path) -> anyhow::Result<Section> {
         for (cell, (name, path, conditional)) in CELLS.iter().enumerate() {
             for (side, server) in servers.iter().enumerate() {
                 let etag = if *conditional {
-                    Some(etag(server.addr, path).await?)
+                    Some(etag(server.addr, None, path).await?)
                 } else {
                     None
                 };
@@ -107,13 +107,19 @@ pub async fn run(plan: &Plan, work: &Path) -> anyhow::Result<Section> {
     Ok(section(plan, &measured, &seen))
 }
 
-/// `wrangler.toml`, the Worker and `public/`.
-fn write_project(dir: &Path) -> anyhow::Result<()> {
+/// `wrangler.toml` (with a custom-domain route to `route`, for `isolane
+/// deploy`), the Worker and `public/`.
+pub(crate) fn write_project(dir: &Path, route: Option<&str>) -> anyhow::Result<()> {
     let public = dir.join("public/assets");
     std::fs::create_dir_all(&public).with_context(|| format!("creating {}", public.display()))?;
+    let routes = route.map_or_else(String::new, |host| {
+        format!("routes = [{{ pattern = \"{host}\", custom_domain = true }}]\n")
+    });
     std::fs::write(
         dir.join("wrangler.toml"),
-        "name = \"assets-bench\"\nmain = \"worker.js\"\ncompatibility_date = \"2025-04-01\"\n\n[assets]\ndirectory = \"./public\"\n",
+        format!(
+            "name = \"assets-bench\"\nmain = \"worker.js\"\ncompatibility_date = \"2025-04-01\"\n{routes}\n[assets]\ndirectory = \"./public\"\n"
+        ),
     )?;
     std::fs::write(dir.join("worker.js"), WORKER)?;
     let page = format!(
@@ -123,15 +129,16 @@ fn write_project(dir: &Path) -> anyhow::Result<()> {
     std::fs::write(dir.join("public/index.html"), page)?;
     std::fs::write(
         dir.join(format!("public{SCRIPT_PATH}")),
-        text_of(100 * 1024),
+        text_of(100 * 1024, 0),
     )?;
     Ok(())
 }
 
 /// `len` bytes of JavaScript-looking text that does not repeat (a
-/// linear congruential sequence), so that nothing compresses it to nothing.
-fn text_of(len: usize) -> String {
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+/// linear congruential sequence started from `seed`), so that nothing
+/// compresses it to nothing and different seeds give different files.
+pub(crate) fn text_of(len: usize, seed: u64) -> String {
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d ^ seed;
     let mut out = String::with_capacity(len + 32);
     while out.len() < len {
         state = state
@@ -209,10 +216,19 @@ fn start_wrangler(plan: &Plan, project: &Path, work: &Path) -> anyhow::Result<Se
     serve(plan, &launch, project, work)
 }
 
-/// The `ETag` `addr` gives `path` (curl's header dump).
-async fn etag(addr: SocketAddr, path: &str) -> anyhow::Result<String> {
-    let output = tokio::process::Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "-D", "-", "--max-time", "10"])
+/// The `ETag` `addr` gives `path` (curl's header dump), asked with
+/// `Host: host` when given.
+pub(crate) async fn etag(
+    addr: SocketAddr,
+    host: Option<&str>,
+    path: &str,
+) -> anyhow::Result<String> {
+    let mut curl = tokio::process::Command::new("curl");
+    curl.args(["-s", "-o", "/dev/null", "-D", "-", "--max-time", "10"]);
+    if let Some(host) = host {
+        curl.args(["-H", &format!("Host: {host}")]);
+    }
+    let output = curl
         .arg(format!("http://{addr}{path}"))
         .output()
         .await

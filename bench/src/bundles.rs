@@ -32,19 +32,16 @@ use isolane_testenv::Registry;
 use isolane_testenv::big_module::es_module;
 use isolane_testenv::workerd::{self as peer, Code, ModuleKind, Service};
 use isolane_testenv::workers::apply;
-use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::DeleteParams;
 
-use crate::cluster::{self, ClusterBinaries, NAMESPACE};
+use crate::cluster::{self, ClusterBinaries, NAMESPACE, PULL_SECRET};
 use crate::report::{Section, Table, Target};
 use crate::servers::{self, Binaries};
 use crate::stats::{fmt_ratio, fmt_us, percentile, ratio, us};
 
 /// How often both sides are asked for their first answer.
 const POLL: Duration = Duration::from_millis(5);
-/// The pull secret the Workers name.
-const PULL_SECRET: &str = "registry-pull";
 /// Room left under a size for main.js, the tar headers and the generator's
 /// overshoot (at most one factory).
 const ROOM: usize = 64 << 10;
@@ -121,33 +118,14 @@ pub async fn section(setup: &Setup<'_>) -> anyhow::Result<Section> {
     std::fs::create_dir_all(setup.work)?;
     let registry = Registry::start("bench", "bench-pull")
         .context("starting the registry (hack/install-deps.sh builds it)")?;
-    let host = registry.host();
-    let plain = format!("--plain-http-registry={host}");
-    let allowed = format!("--bundle-registry={host}");
     let cache = format!(
         "--bundle-cache-dir={}",
         setup.work.join("bundle-cache").display()
     );
-    let node_args = [plain.as_str(), allowed.as_str(), cache.as_str()];
-    let operator_args = [plain.as_str(), allowed.as_str()];
-    let cluster = cluster::start_with(
-        setup.cluster,
-        setup.work,
-        "hello",
-        "export default { fetch() { return new Response('hello'); } };",
-        "hello.bench.test",
-        &cluster::Flags {
-            node: &node_args,
-            operator: &operator_args,
-            router: &[],
-        },
-    )
-    .await?;
+    let cluster =
+        cluster::start_with_registry(setup.cluster, setup.work, &registry, &[cache.as_str()])
+            .await?;
     let client = cluster.control_plane.client();
-    Api::<Secret>::namespaced(client.clone(), NAMESPACE)
-        .create(&PostParams::default(), &registry.pull_secret(PULL_SECRET))
-        .await
-        .context("creating the pull secret")?;
     // A run's salts differ from every earlier run's.
     let run = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)

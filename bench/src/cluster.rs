@@ -9,10 +9,13 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use isolane_crds::Worker;
-use isolane_testenv::ControlPlane;
 use isolane_testenv::grpc_tls::{node_tls_args, router_tls_args};
 use isolane_testenv::workers::{OPERATOR_NAMESPACE, apply, inline_worker, prepare, wait_ready};
+use isolane_testenv::{ControlPlane, Registry};
 use isolane_testenv::{Process, free_port, wait_until};
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::PostParams;
 
 use crate::servers::Server;
 
@@ -302,4 +305,43 @@ pub async fn start_worker(
         _operator: operator,
         control_plane,
     })
+}
+
+/// The pull secret Workers of artifacts in a registry of [`start_with_registry`] name.
+pub const PULL_SECRET: &str = "registry-pull";
+
+/// [`start_with`] serving the hello Worker on `hello.bench.test`, with the node and
+/// the operator allowed to pull artifacts from `registry` over plain HTTP
+/// (and `node_extra` added to the node's flags), and the pull secret
+/// [`PULL_SECRET`] of the registry's user in [`NAMESPACE`].
+pub async fn start_with_registry(
+    bins: &ClusterBinaries,
+    dir: &Path,
+    registry: &Registry,
+    node_extra: &[&str],
+) -> anyhow::Result<Cluster> {
+    let host = registry.host();
+    let plain = format!("--plain-http-registry={host}");
+    let allowed = format!("--bundle-registry={host}");
+    let mut node_args = vec![plain.as_str(), allowed.as_str()];
+    node_args.extend_from_slice(node_extra);
+    let operator_args = [plain.as_str(), allowed.as_str()];
+    let cluster = start_with(
+        bins,
+        dir,
+        "hello",
+        "export default { fetch() { return new Response('hello'); } };",
+        "hello.bench.test",
+        &Flags {
+            node: &node_args,
+            operator: &operator_args,
+            router: &[],
+        },
+    )
+    .await?;
+    Api::<Secret>::namespaced(cluster.control_plane.client(), NAMESPACE)
+        .create(&PostParams::default(), &registry.pull_secret(PULL_SECRET))
+        .await
+        .context("creating the pull secret")?;
+    Ok(cluster)
 }

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 mod assets;
+mod assets_routed;
 mod bundles;
 mod cluster;
 mod cold;
@@ -191,6 +192,31 @@ enum Command {
         /// The cores wrk runs on.
         #[arg(long, default_value = "1")]
         load_cpus: String,
+    },
+    /// Section 15, static assets through router + node vs workerd serving
+    /// the same folder, and `isolane deploy` of a 20 MiB assets project to
+    /// its first answer (issue 59).
+    AssetsCluster {
+        #[command(flatten)]
+        common: Common,
+        /// The `isolane` binary (`isolane deploy`).
+        #[arg(long)]
+        isolane: PathBuf,
+        /// Folder with `isolane-operator`, `isolane-node`, `isolane-router`.
+        #[arg(long, default_value = "target/release")]
+        bin_dir: PathBuf,
+        /// workerd's native binary: its `disk` service on the same folder.
+        #[arg(long)]
+        workerd: Option<PathBuf>,
+        #[arg(long, default_value_t = 4)]
+        secs: u64,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        #[arg(long, default_value_t = 16)]
+        connections: usize,
+        /// MiB of assets in the timed deploy.
+        #[arg(long, default_value_t = 20)]
+        deploy_mib: usize,
     },
     /// Section 14: HTTPS through the router vs plain HTTP in the same run
     /// (issue 61), with keep-alive and a new connection per request.
@@ -560,6 +586,31 @@ fn main() -> anyhow::Result<()> {
             };
             let section = runtime()?.block_on(assets::run(&plan, &common.work))?;
             section.write(&common.results, "13-assets")
+        }
+        Command::AssetsCluster {
+            common,
+            isolane,
+            bin_dir,
+            workerd,
+            secs,
+            rounds,
+            connections,
+            deploy_mib,
+        } => {
+            // `isolane deploy` runs in the project folder: no relative paths.
+            let isolane = std::fs::canonicalize(&isolane)
+                .with_context(|| format!("{}", isolane.display()))?;
+            let plan = assets_routed::Plan {
+                isolane,
+                bin_dir,
+                workerd,
+                secs,
+                rounds,
+                connections,
+                deploy_mib,
+            };
+            let section = runtime()?.block_on(assets_routed::run(&plan, &common.work))?;
+            section.write(&common.results, "15-assets-cluster")
         }
         Command::Https {
             common,

@@ -119,6 +119,10 @@ pub const SECTIONS: &[(&str, &str)] = &[
         "13. Static assets: `isolane dev` vs `wrangler dev` (workerd)",
     ),
     ("14-https", "14. HTTPS at the router vs plain HTTP"),
+    (
+        "15-assets-cluster",
+        "15. Static assets through router + node vs workerd; a 20 MiB assets deploy",
+    ),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.

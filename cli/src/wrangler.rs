@@ -419,29 +419,51 @@ impl Project {
         Ok(self.dir.join(main))
     }
 
-    /// `.dev.vars.<env>` (with `--env`, if it exists) or `.dev.vars`:
-    /// secrets for `isolane dev`, in dotenv format; none if neither exists.
+    /// Secrets for `isolane dev`, in dotenv format, as wrangler reads them:
+    /// `.dev.vars.<env>` (with `--env`, if it exists) or `.dev.vars`; when
+    /// there is neither, every `.env` file that exists merged, the more
+    /// specific over the less: `.env.<env>.local`, `.env.local`,
+    /// `.env.<env>`, `.env`. None if no file exists.
     pub fn dev_vars(&self) -> Result<BTreeMap<String, String>, ConfigError> {
         let own = self
             .env
             .as_ref()
             .map(|env| self.dir.join(format!(".dev.vars.{env}")))
             .filter(|path| path.is_file());
-        let Some(file) = own.or_else(|| Some(self.dir.join(".dev.vars")).filter(|p| p.is_file()))
-        else {
-            return Ok(BTreeMap::new());
-        };
-        let error = |source| ConfigError::DevVars {
-            path: file.display().to_string(),
-            source,
-        };
+        if let Some(file) = own.or_else(|| Some(self.dir.join(".dev.vars")).filter(|p| p.is_file()))
+        {
+            return read_dotenv(&file);
+        }
+        let env = self.env.as_deref();
+        let least_first = [
+            Some(".env".to_owned()),
+            env.map(|env| format!(".env.{env}")),
+            Some(".env.local".to_owned()),
+            env.map(|env| format!(".env.{env}.local")),
+        ];
         let mut vars = BTreeMap::new();
-        for item in dotenvy::from_path_iter(&file).map_err(error)? {
-            let (name, value) = item.map_err(error)?;
-            vars.insert(name, value);
+        for name in least_first.into_iter().flatten() {
+            let file = self.dir.join(name);
+            if file.is_file() {
+                vars.extend(read_dotenv(&file)?);
+            }
         }
         Ok(vars)
     }
+}
+
+/// The names and values of a dotenv file.
+fn read_dotenv(file: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
+    let error = |source| ConfigError::DevVars {
+        path: file.display().to_string(),
+        source,
+    };
+    let mut vars = BTreeMap::new();
+    for item in dotenvy::from_path_iter(file).map_err(error)? {
+        let (name, value) = item.map_err(error)?;
+        vars.insert(name, value);
+    }
+    Ok(vars)
 }
 
 /// The file as a table of keys (TOML, or JSON with comments and trailing

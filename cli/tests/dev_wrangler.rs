@@ -5,7 +5,8 @@
 //! to its KV binding, is run by its cron trigger, and gets `.dev.vars` as
 //! a secret, and calls its own `Notes` entrypoint over JS RPC through a
 //! `[[services]]` binding with `props`; `--env staging` selects that
-//! environment's vars, bindings and `.dev.vars.staging`.
+//! environment's vars, bindings and `.dev.vars.staging`; with no
+//! `.dev.vars`, the `.env` files are read as wrangler does.
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
@@ -168,6 +169,27 @@ async fn dev_env_staging_selects_the_environments_vars_bindings_and_dev_vars() {
             "token": "staging-token",
         })
     );
+    assert!(dev.interrupt().success());
+}
+
+/// With no `.dev.vars`, wrangler reads `.env` files (`.env.local` over
+/// `.env`, and with `--env staging` `.env.staging` under `.env.local`).
+#[tokio::test]
+async fn dev_reads_env_files_when_there_is_no_dev_vars() {
+    let dir = project();
+    for name in [".dev.vars", ".dev.vars.staging"] {
+        std::fs::remove_file(dir.path().join(name)).unwrap();
+    }
+    std::fs::write(dir.path().join(".env"), "TOKEN=from-env\n").unwrap();
+    std::fs::write(dir.path().join(".env.staging"), "TOKEN=from-env-staging\n").unwrap();
+    let port = free_port().unwrap();
+    let args = ["--env", "staging", "--port", &port.to_string()];
+    let mut dev = Dev::start_in(&args, Some(dir.path()));
+    let client = client();
+    let (status, body) = when_ready(&client, &mut dev, port, "any.test", "/config").await;
+    assert_eq!(status, 200, "{body}");
+    let config: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(config["token"], "from-env-staging", "{body}");
     assert!(dev.interrupt().success());
 }
 

@@ -65,7 +65,7 @@ pub async fn run(
         Source::Script { path, .. } if path.is_dir() => (path.as_path(), RecursiveMode::Recursive),
         Source::Script { path, .. } => (crate::bundle::root(path), RecursiveMode::NonRecursive),
         Source::Folder(dir) => (dir.as_path(), RecursiveMode::NonRecursive),
-        // A project's folder whole: its config, `.dev.vars` and code.
+        // A project's folder whole: its config, `.dev.vars` or `.env` and code.
         Source::Wrangler { file, .. } => (crate::bundle::root(file), RecursiveMode::Recursive),
     };
     debouncer
@@ -120,7 +120,8 @@ enum Concern {
     /// A folder's Worker YAMLs.
     Yaml,
     /// Any file of a wrangler project's folder but hidden ones (the state
-    /// under `.isolane`, `.git`), except `.dev.vars*`, and `node_modules`.
+    /// under `.isolane`, `.git`), except `.dev.vars*` and `.env*`, and
+    /// `node_modules`.
     Project(PathBuf),
 }
 
@@ -142,6 +143,7 @@ fn concerns(script: &Concern, changed: &Path) -> bool {
                 part != "node_modules"
                     && (!part.starts_with('.')
                         || part.starts_with(".dev.vars")
+                        || part.starts_with(".env")
                         || part == "."
                         || part == "..")
             })

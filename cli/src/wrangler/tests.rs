@@ -296,6 +296,59 @@ fn dev_vars_of_the_environment_win_over_the_plain_file() {
 }
 
 #[test]
+fn env_files_are_read_merged_when_there_is_no_dev_vars() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("wrangler.toml");
+    std::fs::write(&file, "name = 'a'\n[env.staging]\n").unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write(".env", "A=env\nB=env\nC=env\nD=env\n");
+    write(".env.staging", "B=staging\nC=staging\nD=staging\n");
+    write(".env.local", "C=local\nD=local\n");
+    write(".env.staging.local", "D=\"staging local\"\n");
+    let top = Project::read(&file, None).unwrap().dev_vars().unwrap();
+    // Without --env, neither environment file is read.
+    let expected = [("A", "env"), ("B", "env"), ("C", "local"), ("D", "local")];
+    assert_eq!(
+        top,
+        expected.map(|(k, v)| (k.to_owned(), v.to_owned())).into()
+    );
+    let staging = Project::read(&file, Some("staging"))
+        .unwrap()
+        .dev_vars()
+        .unwrap();
+    let expected = [
+        ("A", "env"),
+        ("B", "staging"),
+        ("C", "local"),
+        ("D", "staging local"),
+    ];
+    assert_eq!(
+        staging,
+        expected.map(|(k, v)| (k.to_owned(), v.to_owned())).into()
+    );
+}
+
+#[test]
+fn a_dev_vars_file_hides_every_env_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("wrangler.toml");
+    std::fs::write(&file, "name = 'a'\n[env.staging]\n").unwrap();
+    std::fs::write(dir.path().join(".env"), "TOKEN=env\nOTHER=env\n").unwrap();
+    std::fs::write(dir.path().join(".dev.vars.staging"), "TOKEN=dev\n").unwrap();
+    // `.dev.vars.staging` does not count without --env: `.env` is read.
+    let top = Project::read(&file, None).unwrap().dev_vars().unwrap();
+    assert_eq!(top["TOKEN"], "env");
+    let staging = Project::read(&file, Some("staging"))
+        .unwrap()
+        .dev_vars()
+        .unwrap();
+    assert_eq!(staging, [("TOKEN".to_owned(), "dev".to_owned())].into());
+    std::fs::write(dir.path().join(".env"), "TOKEN=\"unclosed\n").unwrap();
+    let error = Project::read(&file, None).unwrap().dev_vars().unwrap_err();
+    assert!(error.to_string().contains(".env"), "{error}");
+}
+
+#[test]
 fn every_key_of_the_table_is_in_the_mapping_doc() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/wrangler.md"))
         .unwrap();

@@ -271,6 +271,39 @@ pub fn write_config(dir: &Path, name: &str, services: &[Service]) -> Result<Path
     Ok(path)
 }
 
+/// The config of workerd serving the files of `folder` read-only with its
+/// own `disk` service straight on a socket at `address`: workerd's native
+/// file server, no Worker in front (no isolate entered). It answers `GET`
+/// and `HEAD` with the file's bytes and `Last-Modified`; it sends no `ETag`
+/// and answers no conditional request.
+pub fn render_disk_server(folder: &Path, address: SocketAddr) -> String {
+    format!(
+        "using Workerd = import \"/workerd/workerd.capnp\";\n\
+         const config :Workerd.Config = (\n\
+         \x20 services = [(name = \"files\", disk = (path = {:?}, writable = false))],\n\
+         \x20 sockets = [(name = \"http\", address = \"{address}\", http = (), service = \"files\")],\n\
+         );\n",
+        folder.display().to_string()
+    )
+}
+
+/// Writes [`render_disk_server`]'s config to `dir/name` and returns its path.
+pub fn write_disk_server_config(
+    dir: &Path,
+    name: &str,
+    folder: &Path,
+    address: SocketAddr,
+) -> Result<PathBuf, Error> {
+    let path = dir.join(name);
+    std::fs::write(&path, render_disk_server(folder, address)).map_err(|source| {
+        Error::WriteFile {
+            path: path.clone(),
+            source,
+        }
+    })?;
+    Ok(path)
+}
+
 /// The native binary the npm package `workerd` installed under `npm_dir`.
 pub fn binary(npm_dir: &Path) -> PathBuf {
     let arch = match std::env::consts::ARCH {
