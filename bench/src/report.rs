@@ -119,6 +119,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
         "13. Static assets: `isolane dev` vs `wrangler dev` (workerd)",
     ),
     ("14-https", "14. HTTPS at the router vs plain HTTP"),
+    ("15-loader", "15. Worker Loader and dispatch (issue 60)"),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.
