@@ -9,14 +9,21 @@
 //! added (no network), with the call's `tenant` as its `env.tenant` and an
 //! undeclared key dropped; the shop's `connect()` is refused. A second
 //! platform Worker, bound to `cust-none` (no label), is refused, outbound
-//! or not.
+//! or not, until a TenantPolicy selecting `cust-none` names `platform` in
+//! `dispatch.from` (the other way a cluster admin consents); deleting the
+//! policy refuses it again.
 
-use isolane_crds::{EnvVar, Worker};
+use std::time::Instant;
+
+use isolane_crds::{EnvVar, TenantPolicy, Worker};
 use isolane_e2e::workers::inline_worker;
+use isolane_testenv::wait_until;
 use isolane_worker::{Binding, OutboundWorker};
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
 
 use super::dispatch::label;
-use super::{System, names};
+use super::{SETTLE, System, names};
 
 const PLATFORM_NS: &str = "platform";
 const CUSTOMER: &str = "cust";
@@ -118,5 +125,56 @@ async fn an_outbound_worker_takes_a_dispatched_workers_fetches_with_the_calls_pa
         ) && refused.body.contains("dispatch.isolane.dev/platform=true"),
         "{}",
         refused.body
+    );
+    policy_consent(&system).await;
+}
+
+/// A TenantPolicy selecting `cust-none` (by the name label the apiserver
+/// gives every Namespace) with `platform` in `dispatch.from` lets the
+/// platform in, as the label would; deleting it refuses it again. Each
+/// measured from the change to the first answer that shows it.
+async fn policy_consent(system: &System) {
+    let api: Api<TenantPolicy> = Api::all(system.cp.client());
+    let policy: TenantPolicy = serde_json::from_value(serde_json::json!({
+        "apiVersion": "isolane.dev/v1alpha1",
+        "kind": "TenantPolicy",
+        "metadata": { "name": "shops" },
+        "spec": {
+            "namespaceSelector": { "matchLabels": { "kubernetes.io/metadata.name": REFUSING } },
+            "dispatch": { "from": [PLATFORM_NS] },
+        },
+    }))
+    .expect("a TenantPolicy");
+    api.create(&PostParams::default(), &policy)
+        .await
+        .expect("create the TenantPolicy");
+    let granted = Instant::now();
+    system
+        .wait_served(REFUSED_HOST, "/t/acme", &shop_answer("acme"))
+        .await;
+    eprintln!(
+        "TenantPolicy created: served after {:.2}s",
+        granted.elapsed().as_secs_f64()
+    );
+    api.delete("shops", &DeleteParams::default())
+        .await
+        .expect("delete the TenantPolicy");
+    let revoked = Instant::now();
+    let ingress = system.ingress();
+    wait_until(
+        "dispatch into cust-none to be refused again",
+        SETTLE,
+        || async {
+            let reply = ingress.get(REFUSED_HOST, "/t/acme").await.ok()?;
+            reply
+                .body
+                .starts_with("caught Error: Dispatch refused")
+                .then_some(())
+        },
+    )
+    .await;
+    eprintln!(
+        "TenantPolicy deleted: refused after {:.2}s",
+        revoked.elapsed().as_secs_f64()
     );
 }
