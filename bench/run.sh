@@ -14,8 +14,8 @@
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
 # (warm distributed cold pool density placement operator neighbours websocket
-# state fleet bundles assets https; `assets` also runs section 15, the same
-# assets through router + node against workerd's disk service);
+# state fleet bundles assets https loader; `assets` also runs section 15, the
+# same assets through router + node against workerd's disk service);
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
 # ISOLANE_BENCH_NO_BUILD=1 uses the release binaries as they are;
@@ -126,6 +126,7 @@ if $quick; then
   bundles=(--samples 2)
   assets=(--rounds 1 --secs 2)
   https=(--rounds 1 --secs 2)
+  loader=(--ids 50 --calls 200 --rounds 1 --secs 2)
 else
   http=(--connections 1,16,64 --rounds ${ISOLANE_BENCH_ROUNDS:-3} --secs 5)
   cold=(--workers 200 --starts 10)
@@ -141,9 +142,10 @@ else
   bundles=(--samples 5)
   assets=(--rounds 3 --secs 4)
   https=(--rounds 3 --secs 5)
+  loader=(--ids 200 --calls 500 --rounds 3 --secs 5)
 fi
 
-only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet bundles assets https}"
+only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet bundles assets https loader}"
 wants() { [[ " $only " == *" $1 "* ]]; }
 common=(--results "$results" --work "$work")
 bench="$bin/isolane-bench"
@@ -213,6 +215,14 @@ fi
 if $needs_apiserver; then
   step https 900 "$bench" https "${common[@]}" --bin-dir "$bin" \
     "${workerd_args[@]}" "${https[@]}"
+fi
+
+# Worker Loader and dispatch (issue 60): never-seen and warm loaded code
+# vs workerd's workerLoader, a dispatch call vs a direct route through
+# router + node.
+if $needs_apiserver; then
+  step loader 600 "$bench" loader "${common[@]}" --isolane "$bin/isolane" \
+    "${workerd_args[@]}" --bin-dir "$bin" "${loader[@]}"
 fi
 
 # Static assets: isolane dev vs wrangler dev (workerd) on one project folder

@@ -20,6 +20,7 @@ mod distributed;
 mod drive;
 mod fleet;
 mod https;
+mod loader;
 mod neighbours;
 mod node_restart;
 mod operator_scale;
@@ -235,6 +236,37 @@ enum Command {
         rounds: usize,
         #[arg(long, default_value_t = 16)]
         connections: usize,
+    },
+    /// 15. Worker Loader and dispatch (issue 60).
+    ///
+    /// Never-seen and warm loaded code vs workerd's `workerLoader`, and a
+    /// dispatch call vs a direct route through the router and a node.
+    Loader {
+        #[command(flatten)]
+        common: Common,
+        /// The `isolane` binary.
+        #[arg(long)]
+        isolane: PathBuf,
+        /// workerd's native binary (run with `--experimental`).
+        #[arg(long)]
+        workerd: Option<PathBuf>,
+        /// Folder with `isolane-operator`, `isolane-node` and `isolane-router`.
+        #[arg(long, default_value = "target/release")]
+        bin_dir: PathBuf,
+        /// Never-seen ids per side per round.
+        #[arg(long, default_value_t = 200)]
+        ids: usize,
+        /// Calls per long request of the warm rows.
+        #[arg(long, default_value_t = 500)]
+        calls: usize,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// wrk connections of the dispatch rows, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "16,64")]
+        connections: Vec<usize>,
+        /// Seconds per wrk run.
+        #[arg(long, default_value_t = 5)]
+        secs: u64,
     },
     /// 6. Placement: format placement_bench's output.
     Placement {
@@ -629,6 +661,39 @@ fn main() -> anyhow::Result<()> {
             };
             let section = runtime()?.block_on(https::run(&plan, &common.work))?;
             section.write(&common.results, "14-https")
+        }
+        Command::Loader {
+            common,
+            isolane,
+            workerd,
+            bin_dir,
+            ids,
+            calls,
+            rounds,
+            connections,
+            secs,
+        } => {
+            anyhow::ensure!(
+                ids > 0 && calls > 0 && calls < 1000 && rounds > 0,
+                "--ids, --calls and --rounds must be positive, --calls below 1000 (the caller's subrequests)"
+            );
+            let plan = loader::Plan {
+                bins: Binaries { isolane, workerd },
+                bin_dir,
+                ids,
+                calls,
+                rounds,
+                warm: warm::Plan {
+                    connections,
+                    rounds,
+                    duration: Duration::from_secs(secs),
+                    warmup: Duration::from_secs(1),
+                    post_bytes: 0,
+                    load_cpus: None,
+                },
+            };
+            let section = runtime()?.block_on(loader::run(&plan, &common.work))?;
+            section.write(&common.results, "16-loader")
         }
         Command::Placement { common, input } => {
             let output = std::fs::read_to_string(&input)

@@ -123,6 +123,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
         "15-assets-cluster",
         "15. Static assets through router + node vs workerd; a 20 MiB assets deploy",
     ),
+    ("16-loader", "16. Worker Loader and dispatch (issue 60)"),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.

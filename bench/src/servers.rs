@@ -112,13 +112,27 @@ const CLOCK_TICKS: f64 = 100.0;
 
 /// Starts `isolane dev <script>` on a free port (logs in `dir`).
 pub fn isolane_dev(bin: &Binaries, script: &Path, dir: &Path, extra: &[&str]) -> Server {
+    isolane_dev_of(bin, &[&script.display().to_string()], dir, extra)
+}
+
+/// Starts `isolane dev --workers <folder>` on a free port (logs in `dir`).
+pub fn isolane_dev_workers(bin: &Binaries, folder: &Path, dir: &Path, extra: &[&str]) -> Server {
+    isolane_dev_of(
+        bin,
+        &["--workers", &folder.display().to_string()],
+        dir,
+        extra,
+    )
+}
+
+/// `isolane dev <what> --port <free> <extra>`.
+fn isolane_dev_of(bin: &Binaries, what: &[&str], dir: &Path, extra: &[&str]) -> Server {
     let port = free_port().expect("a free local port");
-    let mut args: Vec<String> = vec![
-        "dev".into(),
-        script.display().to_string(),
-        "--port".into(),
-        port.to_string(),
-    ];
+    let mut args: Vec<String> = std::iter::once("dev")
+        .chain(what.iter().copied())
+        .map(str::to_owned)
+        .collect();
+    args.extend(["--port".into(), port.to_string()]);
     args.extend(extra.iter().map(|a| (*a).to_owned()));
     let log = dir.join(format!("isolane-dev-{port}.log"));
     let envs: [(&str, &std::ffi::OsStr); 1] = [("ISOLANE_LOG", "warn".as_ref())];
@@ -147,14 +161,25 @@ pub fn workerd_config(script: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
 
 /// Starts `workerd serve` with `config` on a free port.
 pub fn workerd(bin: &Binaries, config: &Path, dir: &Path) -> anyhow::Result<Server> {
+    workerd_with(bin, config, dir, &[])
+}
+
+/// [`workerd`], with `flags` added (`--experimental`).
+pub fn workerd_with(
+    bin: &Binaries,
+    config: &Path,
+    dir: &Path,
+    flags: &[&str],
+) -> anyhow::Result<Server> {
     let Some(workerd) = &bin.workerd else {
         bail!("no workerd binary (npm install workerd)");
     };
     let port = free_port()?;
-    let extra = [
+    let mut extra: Vec<std::ffi::OsString> = vec![
         "--socket-addr".into(),
         format!("main=127.0.0.1:{port}").into(),
     ];
+    extra.extend(flags.iter().map(Into::into));
     let log = dir.join(format!("workerd-{port}.log"));
     let process = workerd::serve(workerd, config, &extra, &log).context("starting workerd")?;
     Ok(Server {

@@ -96,14 +96,15 @@ pub struct Setup<'a> {
     pub bin_dir: &'a Path,
 }
 
-/// One keep-alive HTTP/1.1 connection to a server.
-struct Client {
+/// One keep-alive HTTP/1.1 connection to a server (the loader section
+/// times its requests with it too).
+pub struct Client {
     sender: SendRequest<Empty<Bytes>>,
     host: String,
 }
 
 impl Client {
-    async fn connect(server: &Server) -> anyhow::Result<Self> {
+    pub async fn connect(server: &Server) -> anyhow::Result<Self> {
         let tcp = tokio::net::TcpStream::connect(server.addr).await?;
         tcp.set_nodelay(true)?;
         let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await?;
@@ -116,7 +117,13 @@ impl Client {
     }
 
     /// `GET path`: how long it took; fails unless it answers 200.
-    async fn get(&mut self, path: &str) -> anyhow::Result<Duration> {
+    pub async fn get(&mut self, path: &str) -> anyhow::Result<Duration> {
+        Ok(self.get_body(path).await?.0)
+    }
+
+    /// `GET path`: how long it took and its body; fails unless it answers
+    /// 200.
+    pub async fn get_body(&mut self, path: &str) -> anyhow::Result<(Duration, Bytes)> {
         let request = http::Request::get(path)
             .header(http::header::HOST, &self.host)
             .body(Empty::new())?;
@@ -131,7 +138,7 @@ impl Client {
             "GET {path} answered {status}: {}",
             String::from_utf8_lossy(&body)
         );
-        Ok(took)
+        Ok((took, body))
     }
 
     async fn times(&mut self, path: &str, count: usize) -> anyhow::Result<Vec<Duration>> {

@@ -26,60 +26,15 @@ const CALLER: &str = include_str!("../../compat/apps/loader/outbound.js");
 const GUARD: &str = include_str!("../../compat/apps/loader/guard.js");
 const NEIGHBOUR: &str = "export default { fetch() { return new Response('neighbour ok'); } };\n";
 
-/// A platform Worker calling the customer's `shop` through its dispatch
-/// namespace binding `D`, whose outbound Worker is `egress` (params
-/// `[tenant]`): `/t/<tenant>` passes `tenant` (and `secret`, which the
-/// binding does not declare) as `options.outbound`, `/none` passes none,
-/// `/loop` and `/connect` ask the shop for those (the loop's subrequests
-/// lowered to 20 for the call).
-const PLATFORM: &str = "export default { async fetch(request, env) {
-  const [, what, tenant] = new URL(request.url).pathname.split('/');
-  const options = what === 'none' ? {} : { outbound: { tenant, secret: 'kept' } };
-  if (what === 'loop') options.limits = { subRequests: 20 };
-  const path = what === 'loop' || what === 'connect' ? '/' + what : '/';
-  try {
-    const r = await env.D.get('shop', {}, options).fetch('http://shop' + path);
-    return new Response(r.status + ' ' + await r.text());
-  } catch (e) { return new Response('caught ' + e.constructor.name + ': ' + e.message, { status: 503 }); }
-} };
-";
+/// The platform Worker dispatching to `shop` with the outbound Worker `egress`.
+const PLATFORM: &str = include_str!("../../compat/apps/dispatch/platform.js");
 
-/// The customer's Worker: a fetch of an allowed and of a forbidden host;
-/// `/loop` fetches until its subrequest limit refuses it; `/connect` tries
-/// `connect()`; `/direct` (its own route) a fetch that is not the
-/// outbound Worker's.
-const SHOP: &str = "import { connect } from 'cloudflare:sockets';
-export default { async fetch(request) {
-  const path = new URL(request.url).pathname;
-  if (path === '/loop') {
-    let n = 0;
-    try { for (;;) { await (await fetch('http://allowed.example/' + n)).text(); n += 1; } }
-    catch (e) { return new Response('after ' + n + ': ' + e.constructor.name + ': ' + e.message); }
-  }
-  if (path === '/connect') {
-    try { const socket = connect('allowed.example:80'); await socket.opened; return new Response('reached'); }
-    catch (e) { return new Response('refused ' + e.constructor.name + ': ' + e.message); }
-  }
-  if (path === '/direct') {
-    try { const r = await fetch('http://127.0.0.1:9/'); return new Response('direct ' + r.status + ' ' + await r.text()); }
-    catch (e) { return new Response('direct ' + e.constructor.name); }
-  }
-  const a = await fetch('http://allowed.example/p', { headers: { 'x-from': 'customer' } });
-  const f = await fetch('http://forbidden.example/');
-  return new Response(a.status + ' ' + a.headers.get('x-guard') + ' ' + await a.text() + ' | ' + f.status + ' ' + await f.text());
-} };
-";
+/// The customer's Worker (`/loop`, `/connect`, `/direct`, or a fetch of an
+/// allowed and a forbidden host).
+const SHOP: &str = include_str!("../../compat/apps/dispatch/shop.js");
 
-/// The platform's outbound Worker: refuses forbidden.example, echoes the
-/// rest with its `env.tenant` (the call's param), `env.secret` (not a
-/// declared param) and its own binding `env.OWN`, a header added.
-const EGRESS: &str = "export default { async fetch(request, env) {
-  const url = new URL(request.url);
-  if (url.hostname === 'forbidden.example') return new Response('egress refused', { status: 403 });
-  return new Response('egress saw ' + request.method + ' ' + request.url + ' x-from=' + request.headers.get('x-from')
-    + ' tenant=' + env.tenant + ' secret=' + env.secret + ' own=' + env.OWN, { headers: { 'x-guard': 'added' } });
-} };
-";
+/// The platform's outbound Worker.
+const EGRESS: &str = include_str!("../../compat/apps/dispatch/egress.js");
 
 /// What the shop answers, dispatched with `tenant` (`undefined`: none).
 fn shop_answer(tenant: &str) -> String {

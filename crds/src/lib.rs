@@ -24,7 +24,7 @@ pub use host_owner::{
     HOST_OWNER_LABEL, HostOwnerError, OWNER_NAMESPACE_LABEL, host_owner_config_map,
     host_owner_from, host_owner_name,
 };
-pub use policy::{InvalidSelector, TenantPolicy, TenantPolicySpec};
+pub use policy::{InvalidSelector, PolicyDispatch, TenantPolicy, TenantPolicySpec};
 pub use resolve::{KeyReference, ObjectKind, Resolved, resolve};
 pub use worker::{
     ConfigMapKeyRef, CronRun, CronStatus, Egress, EnvValueFrom, EnvVar, JsonVarTooLarge,

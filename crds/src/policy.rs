@@ -37,6 +37,37 @@ pub struct TenantPolicySpec {
     /// Quotas of each selected namespace.
     #[serde(default)]
     pub quotas: Quotas,
+    /// Dispatch consent (docs/dispatch.md): Workers of the namespaces named
+    /// here may dispatch into every namespace the policy selects, as the
+    /// Namespace label `dispatch.isolane.dev/<namespace>: "true"` lets them.
+    #[serde(default, skip_serializing_if = "PolicyDispatch::is_empty")]
+    pub dispatch: PolicyDispatch,
+}
+
+/// `dispatch` of a [`TenantPolicySpec`].
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyDispatch {
+    /// Platform namespaces whose Workers' dispatch namespace bindings may
+    /// call Workers of the selected namespaces.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(
+        length(min = 1, max = 63),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    ))]
+    pub from: Vec<String>,
+}
+
+impl PolicyDispatch {
+    /// Whether it names no namespace.
+    pub fn is_empty(&self) -> bool {
+        self.from.is_empty()
+    }
+
+    /// Whether it lets Workers of `platform` dispatch.
+    pub fn allows(&self, platform: &str) -> bool {
+        self.from.iter().any(|from| from == platform)
+    }
 }
 
 /// A label selector the policy gives that cannot be read (an unknown

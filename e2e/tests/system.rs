@@ -32,6 +32,11 @@
 //!   a Worker Loader's caller loads code of every module type on the nodes,
 //!   through the router; no network with `globalOutbound: null`; an endless
 //!   loop ends at its lowered CPU limit (issue 60).
+//! - `outbound::an_outbound_worker_takes_a_dispatched_workers_fetches_with_the_calls_params`:
+//!   a dispatched Worker's fetches go to the platform's outbound Worker with
+//!   the call's params: a forbidden host refused (403), an allowed one
+//!   answered with a header added; no dispatch into a namespace without the
+//!   label (issue 60).
 //! - `takeover::a_redeploy_keeps_its_host_from_other_namespaces`: another
 //!   namespace's squatter and wildcard on a host never get it while its
 //!   owner replaces its Worker, in either order (issue 28).
@@ -70,6 +75,8 @@ mod dispatch;
 mod failing;
 #[path = "system/loader.rs"]
 mod loader;
+#[path = "system/outbound.rs"]
+mod outbound;
 #[path = "system/services.rs"]
 mod services;
 #[path = "system/standby.rs"]

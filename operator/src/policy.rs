@@ -70,7 +70,7 @@ impl TenantPolicies {
 
     /// The policies selecting `namespace` (by name). A policy whose
     /// selector cannot be read selects nothing (logged).
-    fn selecting<'a>(&'a self, namespace: &str) -> Vec<(&'a str, &'a Rules)> {
+    fn selecting<'a>(&'a self, namespace: &str) -> Vec<(&'a str, &'a TenantPolicy, &'a Rules)> {
         let empty = BTreeMap::new();
         let labels = self.labels.get(namespace).unwrap_or(&empty);
         self.policies
@@ -82,13 +82,25 @@ impl TenantPolicies {
                     false
                 }
             })
-            .map(|(name, (_, rules))| (name.as_str(), rules))
+            .map(|(name, (policy, rules))| (name.as_str(), policy, rules))
             .collect()
+    }
+
+    /// The first policy (by name) selecting namespace `target` whose
+    /// `dispatch.from` names `platform`: its consent to be dispatched into
+    /// from there (docs/dispatch.md), as the Namespace label's.
+    pub fn dispatch_consent(&self, target: &str, platform: &str) -> Option<&str> {
+        self.selecting(target)
+            .into_iter()
+            .find(|(_, policy, _)| policy.spec.dispatch.allows(platform))
+            .map(|(name, _, _)| name)
     }
 
     /// `limits` of a Worker of `namespace` under the policies selecting it.
     pub fn apply(&self, namespace: &str, limits: &Limits) -> Verdict {
-        let (applied, violations) = policy::apply(self.selecting(namespace), limits);
+        let selecting = self.selecting(namespace);
+        let rules = selecting.into_iter().map(|(name, _, rules)| (name, rules));
+        let (applied, violations) = policy::apply(rules, limits);
         Verdict {
             applied,
             violations,
@@ -139,5 +151,30 @@ mod tests {
         // A namespace no policy selects, or not seen: its own limits.
         let other = policies.apply("b", &over);
         assert_eq!((other.message(), other.applied.limits), (None, over));
+    }
+
+    #[test]
+    fn a_policy_consents_to_dispatch_from_the_namespaces_it_names() {
+        let mut policies = TenantPolicies::default();
+        policies.set_policies([
+            policy(
+                "shops",
+                "shop",
+                serde_json::json!({"dispatch": {"from": ["platform", "other"]}}),
+            ),
+            policy("paid", "paid", serde_json::json!({})),
+        ]);
+        let shop = BTreeMap::from([("tier".to_owned(), "shop".to_owned())]);
+        policies.set_labels("cust", shop);
+        policies.set_labels(
+            "plain",
+            BTreeMap::from([("tier".to_owned(), "paid".to_owned())]),
+        );
+        assert_eq!(policies.dispatch_consent("cust", "platform"), Some("shops"));
+        assert_eq!(policies.dispatch_consent("cust", "other"), Some("shops"));
+        // Not named, not selected, or not seen: no consent.
+        assert_eq!(policies.dispatch_consent("cust", "cust"), None);
+        assert_eq!(policies.dispatch_consent("plain", "platform"), None);
+        assert_eq!(policies.dispatch_consent("unseen", "platform"), None);
     }
 }

@@ -213,16 +213,26 @@ async fn observe(worker: &Worker, key: &WorkerKey, context: &Context) -> Result<
         .artifacts
         .check(&context.client, &key.namespace, &worker.spec)
         .await?;
-    let (lost, missing_services, policy) = {
+    let (lost, missing_services, policy, dispatch) = {
         let index = lock(&context.index);
         let lost = worker
             .claim()
             .map(|claim| index.routes().lost(&claim))
             .unwrap_or_default();
         let policy = index.policies().apply(&key.namespace, &worker.spec.limits);
-        (lost, missing_services(key, &worker.spec, &index), policy)
+        let dispatch = dispatch_consent(
+            key,
+            &worker.spec,
+            context.namespaces.as_ref(),
+            index.policies(),
+        );
+        (
+            lost,
+            missing_services(key, &worker.spec, &index),
+            policy,
+            dispatch,
+        )
     };
-    let dispatch = dispatch_consent(key, &worker.spec, context.namespaces.as_ref());
     Ok(Observed {
         sources,
         artifact,
@@ -256,12 +266,14 @@ fn missing_services(
 
 /// Which namespaces `key`'s dispatch namespace bindings name agreed to be
 /// dispatched into from its namespace: their Namespace carries the label
-/// `dispatch.isolane.dev/<key's namespace>: "true"` in `namespaces` (a
+/// `dispatch.isolane.dev/<key's namespace>: "true"` in `namespaces`, or a
+/// TenantPolicy selecting them names its namespace in `dispatch.from` (a
 /// namespace not seen has not agreed).
 fn dispatch_consent(
     key: &WorkerKey,
     spec: &WorkerSpec,
     namespaces: Option<&Store<PartialObjectMeta<Namespace>>>,
+    policies: &crate::policy::TenantPolicies,
 ) -> DispatchConsent {
     let mut consent = DispatchConsent::default();
     for binding in &spec.bindings {
@@ -273,7 +285,9 @@ fn dispatch_consent(
             .and_then(|store| store.get(&ObjectRef::new(target)))
             .and_then(|namespace| namespace.metadata.labels.clone())
             .unwrap_or_default();
-        if isolane_worker::dispatch::consents(&labels, &key.namespace) {
+        if isolane_worker::dispatch::consents(&labels, &key.namespace)
+            || policies.dispatch_consent(target, &key.namespace).is_some()
+        {
             consent.consented.insert(target.clone());
         } else {
             consent.refused.push(RefusedDispatch {

@@ -46,7 +46,7 @@ pub(crate) fn outbound(
         return Err(HostError::new(
             ErrorClass::Error,
             format!(
-                "Dispatch refused: namespace {namespace} has not agreed to be dispatched into from namespace {platform}: its Namespace lacks the label {label}=true (set by a cluster admin)"
+                "Dispatch refused: namespace {namespace} has not agreed to be dispatched into from namespace {platform}: its Namespace lacks the label {label}=true, and no TenantPolicy selecting it has {platform} in dispatch.from (set by a cluster admin)"
             ),
         ));
     }

@@ -89,7 +89,7 @@ fn platform() -> Worker {
 
 /// Sets (or with `None` removes) `namespace`'s consent label for the
 /// platform, as a cluster admin.
-async fn label(system: &System, namespace: &str, value: Option<&str>) {
+pub(super) async fn label(system: &System, namespace: &str, value: Option<&str>) {
     let api: Api<Namespace> = Api::all(system.cp.client());
     let patch = serde_json::json!({
         "metadata": { "labels": { "dispatch.isolane.dev/platform": value } }

@@ -129,7 +129,7 @@ fn unbound_message(
     let label = isolane_worker::dispatch::consent_label(namespace);
     parts.extend(refused.iter().map(|r| {
         format!(
-            "binding {} names dispatch namespace {}, which has not agreed: its Namespace lacks the label {label}=true (set by a cluster admin); calls into it are refused until it has it",
+            "binding {} names dispatch namespace {}, which has not agreed: its Namespace lacks the label {label}=true, and no TenantPolicy selecting it has {namespace} in dispatch.from (set by a cluster admin); calls into it are refused until one of them says so",
             r.binding, r.namespace
         )
     }));

@@ -276,8 +276,9 @@ fn a_dispatch_namespace_that_did_not_agree_is_reported_and_left_out_of_the_bundl
     assert_eq!(
         message,
         "binding B names dispatch namespace cust-b, which has not agreed: its Namespace \
-         lacks the label dispatch.isolane.dev/apps=true (set by a cluster admin); calls into \
-         it are refused until it has it"
+         lacks the label dispatch.isolane.dev/apps=true, and no TenantPolicy selecting it has \
+         apps in dispatch.from (set by a cluster admin); calls into it are refused until one of \
+         them says so"
     );
     // Once it agrees: a new revision (the consent is part of it).
     let agreed = Observed {
