@@ -141,6 +141,19 @@ impl Store {
         open.remove(&(namespace.to_owned(), name.to_owned()));
     }
 
+    /// Drops every copy of this process's: the cluster's ring changed, so
+    /// the databases this node owns now are opened afresh from their logs
+    /// (a copy kept across the change may miss another owner's writes).
+    /// Calls under way keep theirs until they end.
+    pub fn d1_close_all(&self) {
+        let mut open = self
+            .d1
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        open.clear();
+    }
+
     /// Appends what `db` committed since the last flush to its log; once
     /// this returns `Ok`, every commit made before the call is durable.
     pub async fn d1_flush(&self, db: &Arc<D1Database>) -> Result<(), StoreError> {
@@ -232,5 +245,8 @@ mod tests {
         let again = store.d1_open("a", "probe").await.unwrap();
         assert!(!Arc::ptr_eq(&fresh, &again));
         assert_eq!(run(&again, "SELECT x FROM t ORDER BY x"), [7, 9]);
+        store.d1_close_all();
+        let after = store.d1_open("a", "probe").await.unwrap();
+        assert!(!Arc::ptr_eq(&again, &after));
     }
 }
