@@ -61,7 +61,7 @@ pub async fn run(args: D1Args) -> anyhow::Result<()> {
     } = args.command;
     if !local {
         anyhow::bail!(
-            "D1 runs in isolane dev only for now: pass --local to apply to isolane dev's state folder (docs/d1.md)"
+            "applying D1 migrations to a cluster is not built yet: pass --local to apply to isolane dev's state folder (docs/d1.md)"
         );
     }
     let read = project.read()?;

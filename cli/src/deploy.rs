@@ -170,32 +170,21 @@ async fn push(
     Ok(pushed)
 }
 
-/// `d1_databases` and `workflows` as problems: they run in `isolane dev`
-/// only for now (the operator's webhook refuses a Worker applied directly
-/// the same way). `r2_buckets` go through: the webhook admits them when the
-/// cluster has an S3-compatible store for R2 and refuses them, with
+/// `workflows` as a problem: they run in `isolane dev` only for now (the
+/// operator's webhook refuses a Worker applied directly the same way).
+/// `d1_databases` go through (a cluster serves D1: docs/d1.md); so do
+/// `r2_buckets`: the webhook admits them when the cluster has an
+/// S3-compatible store for R2 and refuses them, with
 /// [`isolane_worker::r2::NOT_ON_A_CLUSTER`], when it has none.
-fn refuse_d1(project: &Project, problems: &mut Vec<crate::wrangler::Problem>) {
+fn refuse_dev_only(project: &Project, problems: &mut Vec<crate::wrangler::Problem>) {
     let prefix = project
         .env
         .as_ref()
         .map_or(String::new(), |env| format!("env.{env}."));
-    let dev_only = [
-        (
-            !project.config.d1_databases.is_empty(),
-            "d1_databases",
-            isolane_worker::d1::NOT_ON_A_CLUSTER,
-        ),
-        (
-            !project.config.workflows.is_empty(),
-            "workflows",
-            isolane_worker::workflow::NOT_ON_A_CLUSTER,
-        ),
-    ];
-    for (_, key, reason) in dev_only.into_iter().filter(|(has, ..)| *has) {
+    if !project.config.workflows.is_empty() {
         problems.push(crate::wrangler::Problem {
-            key: format!("{prefix}{key}"),
-            reason: reason.into(),
+            key: format!("{prefix}workflows"),
+            reason: isolane_worker::workflow::NOT_ON_A_CLUSTER.into(),
         });
     }
 }
@@ -204,7 +193,7 @@ fn refuse_d1(project: &Project, problems: &mut Vec<crate::wrangler::Problem>) {
 /// Every key not honoured is printed, one line each, and refused.
 pub async fn plan(project: &Project, args: &DeployArgs) -> anyhow::Result<Deployment> {
     let mut worker = spec::worker(project)?;
-    refuse_d1(project, &mut worker.problems);
+    refuse_dev_only(project, &mut worker.problems);
     if !worker.problems.is_empty() {
         for problem in &worker.problems {
             eprintln!("{}: {problem}", project.path());

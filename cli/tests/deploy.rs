@@ -117,8 +117,7 @@ fn each_unsupported_key_is_one_line_and_nothing_is_deployed() {
             "wrangler.toml: frobnicate: not supported: not a wrangler key Isolane knows",
             "wrangler.toml: vectorize: not supported: this binding kind is not supported yet",
             "wrangler.toml: migrations[0].renamed_classes: not supported: a class's objects cannot be renamed yet",
-            "wrangler.toml: env.staging.d1_databases: not supported: D1 bindings run in isolane dev only for now: a cluster does not serve them yet (docs/d1.md)",
-            "isolane deploy: wrangler.toml: 4 key(s) cannot be deployed (above)",
+            "isolane deploy: wrangler.toml: 3 key(s) cannot be deployed (above)",
         ]
     );
 }

@@ -5,8 +5,7 @@
 //! - `spec.bindings` whose names are not unique across `env` and bindings,
 //!   or naming a hosting Worker by anything but a name
 //!   (`isolane_worker::check_bindings`);
-//! - a D1 binding (`isolane_worker::d1_on_a_cluster`: D1 runs in
-//!   `isolane dev` only for now); an R2 binding when the cluster has no
+//! - an R2 binding when the cluster has no
 //!   S3-compatible store for R2 (`isolane_worker::r2_on_a_cluster`; the
 //!   operator is given the nodes' `--r2-s3-endpoint`, [`Stores::r2`]);
 //! - `spec.queueConsumers` out of bounds, consuming a queue twice or naming
@@ -140,9 +139,6 @@ fn spec_problems(spec: &WorkerSpec, stores: Stores) -> Vec<String> {
     if let Err(error) =
         isolane_worker::check_bindings(spec.env.iter().map(|var| var.name.as_str()), &spec.bindings)
     {
-        problems.push(format!("spec.bindings: {error}"));
-    }
-    if let Err(error) = isolane_worker::d1_on_a_cluster(&spec.bindings) {
         problems.push(format!("spec.bindings: {error}"));
     }
     if let Err(error) = isolane_worker::r2_on_a_cluster(&spec.bindings, stores.r2) {
@@ -777,7 +773,7 @@ mod tests {
     }
 
     #[test]
-    fn rejects_a_d1_binding_until_a_cluster_serves_d1() {
+    fn admits_a_d1_binding_and_refuses_an_invalid_database_name() {
         use isolane_worker::Binding;
         let index = WorkerIndex::default();
         let mut w = worker("shop", "export default {}", &[]);
@@ -787,11 +783,16 @@ mod tests {
             &index,
             Stores::default(),
         ));
+        assert!(allowed, "{message}");
+        w.spec.bindings = vec![Binding::d1("DB", "a/b")];
+        let (allowed, message) = verdict(&review(
+            &body("CREATE", &w, None),
+            &index,
+            Stores::default(),
+        ));
         assert!(!allowed);
         assert!(
-            message.contains(
-                "spec.bindings: binding \"DB\": D1 bindings run in isolane dev only for now"
-            ),
+            message.contains("spec.bindings: binding \"DB\": D1 database name \"a/b\" is invalid"),
             "{message}"
         );
     }

@@ -96,7 +96,7 @@ pub(crate) fn spawn_node_alarms(
     let watch = tokio::spawn(isolane_membership::watch::watch(
         leases,
         Duration::from_secs(5),
-        RingWatch(peers.clone()),
+        RingWatch::new(peers.clone(), engine.config().store.clone()),
     ));
     let runner = spawn(engine, bundles, Owner::Ring(peers.clone()))?;
     Some((runner, watch))

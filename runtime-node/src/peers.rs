@@ -364,12 +364,40 @@ async fn tls_stream(
     Ok(TokioIo::new(connector.connect(name, tcp).await?))
 }
 
-/// Feeds `peers` the node Leases' live nodes.
-pub struct RingWatch(pub Peers);
+/// Feeds `peers` the node Leases' live nodes; when the live nodes change,
+/// drops the process's D1 copies (`store`): the databases this node owns
+/// after the change are opened afresh from their logs.
+pub struct RingWatch {
+    peers: Peers,
+    store: Option<isolane_storage::Store>,
+    last: Option<Vec<(String, u32)>>,
+}
+
+impl RingWatch {
+    pub fn new(peers: Peers, store: Option<isolane_storage::Store>) -> Self {
+        Self {
+            peers,
+            store,
+            last: None,
+        }
+    }
+}
 
 impl MembershipObserver for RingWatch {
     fn members(&mut self, members: Members) {
-        self.0.members(&members);
+        self.peers.members(&members);
+        let live: Vec<(String, u32)> = members
+            .live
+            .iter()
+            .filter(|m| m.threads > 0)
+            .map(|m| (m.name.clone(), m.threads))
+            .collect();
+        if self.last.as_ref() != Some(&live) {
+            if let Some(store) = &self.store {
+                store.d1_close_all();
+            }
+            self.last = Some(live);
+        }
     }
 }
 

@@ -41,15 +41,25 @@ function hasSql(sql) {
 }
 
 // Runs `queries` ([sql, values] pairs) as one transaction of database
-// `binding`: the per-query answers of host.d1Query, once durable.
+// `binding`: the per-query answers of host.d1Query, once durable. On a
+// cluster the database lives on its owner node (the ring's, as a Durable
+// Object does): a call made on another node is sent there
+// (internal.d1Forward, 28_durable_object.js) and runs in this Worker's
+// isolate there (internal.d1Serve).
 async function send(binding, queries) {
   const work = queries.filter(([sql]) => hasSql(sql));
   if (work.length === 0) throw new Error('No SQL statements detected.');
+  if (!host.objectIsHome(internal.d1Class, binding)) return internal.d1Forward(binding, work);
+  return serve(binding, work);
+}
+
+async function serve(binding, work) {
   await host.d1Open(binding);
   const answers = host.d1Query(binding, work);
   await host.d1Flush(binding);
   return answers;
 }
+internal.d1Serve = serve;
 
 function meta(answer) {
   const [, , duration, changes, lastRowId, changed, sizeAfter, rowsRead, rowsWritten] = answer;

@@ -804,11 +804,29 @@ async function forwardRpc(className, id, name, args) {
   return host.deserialize(new Uint8Array(await response.arrayBuffer()));
 }
 
+// A D1 database's call (isolane-bindings' 36_d1.js): `work` run as one
+// transaction on the node that owns the database on the ring, sent as a
+// call of class D1_CLASS (no JavaScript class can be named so) whose id
+// names the binding; the host sends it as the binding's database.
+const D1_CLASS = '#d1';
+internal.d1Class = D1_CLASS;
+internal.d1Forward = async (binding, work) => {
+  const response = await forwarded(D1_CLASS, binding, 'query', 'POST', 'http://d1/', [], host.serialize([binding, work]));
+  if (response.status !== 200) {
+    throw new Error(`the call ended on the database's owner node with status ${response.status} (a limit of the Worker's, or the node failed)`);
+  }
+  return host.deserialize(new Uint8Array(await response.arrayBuffer()));
+};
+
 // The handler of a call forwarded to this thread (the engine's ObjectCall):
 // runs it on the live object here and answers as forwarded() reads.
 internal.objectCallHandler = (className, id, rpc) => ({
   async fetch(request) {
     try {
+      if (className === D1_CLASS) {
+        const [binding, work] = host.deserialize(new Uint8Array(await request.arrayBuffer()));
+        return new Response(host.serialize(await internal.d1Serve(binding, work)));
+      }
       const namespace = namespaces.get(className);
       if (namespace === undefined) {
         throw new TypeError(`A call came for the Durable Object class ${className}, which no binding of this Worker names.`);

@@ -23,9 +23,20 @@ pub struct ObjectCall {
     pub method: Option<String>,
 }
 
+/// The class of a D1 database's calls (`isolane-bindings`' d1 unit): a
+/// database is an object of this class, its id the database's name, owned
+/// on the ring like any object. No JavaScript class can be named so.
+pub const D1_CLASS: &str = "#d1";
+
 /// The placement key of object `id` of `class` of Worker `worker_id`
-/// (`<namespace>/<name>`): `<namespace>/<worker>/<class>/<id>`.
+/// (`<namespace>/<name>`): `<namespace>/<worker>/<class>/<id>`; for a D1
+/// database ([`D1_CLASS`]), `<namespace>/#d1/<database>`: every Worker of
+/// the namespace reaches the same owner.
 pub fn object_key(worker_id: &str, class: &str, id: &str) -> String {
+    if class == D1_CLASS {
+        let namespace = crate::bundle::namespace_of(worker_id);
+        return format!("{namespace}/{class}/{id}");
+    }
     format!("{worker_id}/{class}/{id}")
 }
 
@@ -55,5 +66,21 @@ mod tests {
             home_thread("shop/counter", "Counter", &format!("{:064x}", 7), 4)
         );
         assert_eq!(home_thread("a/b", "C", "d", 1), 0);
+    }
+
+    #[test]
+    fn a_d1_database_is_keyed_by_namespace_not_worker() {
+        assert_eq!(
+            object_key("team-a/shop", D1_CLASS, "orders"),
+            "team-a/#d1/orders"
+        );
+        assert_eq!(
+            object_key("team-a/shop", D1_CLASS, "orders"),
+            object_key("team-a/admin", D1_CLASS, "orders")
+        );
+        assert_ne!(
+            object_key("team-a/shop", D1_CLASS, "orders"),
+            object_key("team-b/shop", D1_CLASS, "orders")
+        );
     }
 }

@@ -128,6 +128,32 @@ impl Store {
         Ok(db.clone())
     }
 
+    /// Drops this process's copy of database `name` of `namespace`, if it
+    /// has one: on a cluster, a node that sees the database owned by
+    /// another node forgets its copy, so that owning it again later opens
+    /// it afresh from the log (the other owner's writes included).
+    pub fn d1_close(&self, namespace: &str, name: &str) {
+        let mut open = self
+            .d1
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        open.remove(&(namespace.to_owned(), name.to_owned()));
+    }
+
+    /// Drops every copy of this process's: the cluster's ring changed, so
+    /// the databases this node owns now are opened afresh from their logs
+    /// (a copy kept across the change may miss another owner's writes).
+    /// Calls under way keep theirs until they end.
+    pub fn d1_close_all(&self) {
+        let mut open = self
+            .d1
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        open.clear();
+    }
+
     /// Appends what `db` committed since the last flush to its log; once
     /// this returns `Ok`, every commit made before the call is durable.
     pub async fn d1_flush(&self, db: &Arc<D1Database>) -> Result<(), StoreError> {
@@ -209,5 +235,18 @@ mod tests {
         assert!(db.lock().is_none());
         let fresh = store.d1_open("a", "probe").await.unwrap();
         assert_eq!(run(&fresh, "SELECT x FROM t"), [7]);
+        // A closed copy is opened afresh: a third process's write is in.
+        let third = Store::sqlite(dir.path());
+        let newest = third.d1_open("a", "probe").await.unwrap();
+        run(&newest, "INSERT INTO t VALUES (9)");
+        third.d1_flush(&newest).await.unwrap();
+        assert_eq!(run(&fresh, "SELECT x FROM t ORDER BY x"), [7]);
+        store.d1_close("a", "probe");
+        let again = store.d1_open("a", "probe").await.unwrap();
+        assert!(!Arc::ptr_eq(&fresh, &again));
+        assert_eq!(run(&again, "SELECT x FROM t ORDER BY x"), [7, 9]);
+        store.d1_close_all();
+        let after = store.d1_open("a", "probe").await.unwrap();
+        assert!(!Arc::ptr_eq(&again, &after));
     }
 }

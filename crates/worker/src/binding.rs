@@ -511,19 +511,6 @@ fn check_queue(binding: &Binding, queue: &QueueBinding) -> Result<(), BindingErr
     Ok(())
 }
 
-/// The first D1 binding of `bindings`, refused on a cluster with
-/// [`crate::d1::NOT_ON_A_CLUSTER`].
-pub fn d1_on_a_cluster(bindings: &[Binding]) -> Result<(), String> {
-    match bindings.iter().find(|b| b.d1.is_some()) {
-        Some(binding) => Err(format!(
-            "binding {:?}: {}",
-            binding.name,
-            crate::d1::NOT_ON_A_CLUSTER
-        )),
-        None => Ok(()),
-    }
-}
-
 /// The first R2 binding's refusal, when `bindings` has one and the
 /// cluster has no S3-compatible store for R2 (`served`: it has one;
 /// [`crate::r2::NOT_ON_A_CLUSTER`]).

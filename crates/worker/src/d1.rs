@@ -10,11 +10,6 @@ use serde::{Deserialize, Serialize};
 /// `_`, starting with a letter or digit.
 pub const DATABASE_NAME_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$";
 
-/// Why a cluster refuses D1 bindings for now: each node would open its own
-/// copy of a database (docs/d1.md, "Not built yet").
-pub const NOT_ON_A_CLUSTER: &str =
-    "D1 bindings run in isolane dev only for now: a cluster does not serve them yet (docs/d1.md)";
-
 /// `d1` of a binding: the database `env.NAME` queries.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -36,7 +36,12 @@ pub fn object_of(metadata: &MetadataMap) -> Result<Option<ObjectCall>, String> {
     if !name_ok(&class) || !method.as_deref().is_none_or(name_ok) {
         return Err(format!("{OBJECT_METADATA}: bad class or method name"));
     }
-    if id.len() != 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if class == isolane_engine::D1_CLASS {
+        // A D1 database's call: its id is the database's name.
+        if !isolane_worker::d1::is_database_name(&id) {
+            return Err(format!("{OBJECT_METADATA}: not a D1 database name"));
+        }
+    } else if id.len() != 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(format!("{OBJECT_METADATA}: an id is 64 hex digits"));
     }
     Ok(Some(ObjectCall { class, id, method }))
@@ -57,8 +62,17 @@ mod tests {
         assert_eq!(object_of(&metadata), Ok(None));
         name_object(&mut metadata, &object);
         assert_eq!(object_of(&metadata), Ok(Some(object)));
+        let database = ObjectCall {
+            class: isolane_engine::D1_CLASS.to_owned(),
+            id: "orders".to_owned(),
+            method: Some("query".to_owned()),
+        };
+        name_object(&mut metadata, &database);
+        assert_eq!(object_of(&metadata), Ok(Some(database)));
         for bad in [
             r#"["Counter","xyz",null]"#,
+            r##"["#d1","a/b","query"]"##,
+            r##"["#d1","abababababababababababababababababababababababababababababababab/x",null]"##,
             r#"["","abababababababababababababababababababababababababababababababab",null]"#,
             r#"{"class":"Counter"}"#,
             "not json",

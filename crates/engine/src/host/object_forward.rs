@@ -3,6 +3,12 @@
 //! lives on this thread (then the call stays in this isolate, at no extra
 //! cost), and `objectCall` hands a call to the home thread and resolves
 //! with its answer's head, its body streamed back like a fetch's.
+//!
+//! A D1 database's calls (class [`D1_CLASS`], `isolane-bindings`' d1 unit)
+//! take the same way: JavaScript names the binding, the host the database
+//! of the Worker's namespace; the database is this node's when the ring
+//! names no other owner (any thread of the node serves it: its copy is the
+//! process's).
 
 use std::rc::Rc;
 
@@ -14,8 +20,9 @@ use super::request_head::method_and_uri;
 use super::state::FetchHead;
 use super::{HostState, Settlement, begin_op, header_map};
 use crate::body::Body;
+use crate::bundle::WorkerBundle;
 use crate::dispatch::run_on;
-use crate::object_call::{ObjectCall, home_thread, object_key};
+use crate::object_call::{D1_CLASS, ObjectCall, home_thread, object_key};
 use crate::object_peers::{MAX_ATTEMPTS, retry_pause};
 use crate::work::Work;
 
@@ -30,6 +37,17 @@ pub(super) fn object_is_home<'s>(
     id: String,
 ) -> Result<bool, HostError> {
     let _ = scope;
+    if class == D1_CLASS {
+        let (worker, database) = d1_database(&host, &id)?;
+        let key = object_key(&worker.id, &class, &database);
+        let peers = host.thread.config.objects.as_ref();
+        let home = peers.is_none_or(|peers| peers.owner(&key).is_none());
+        if !home && let Some(store) = host.store() {
+            // Owned by another node: a copy of this process's is stale.
+            store.d1_close(worker.namespace(), &database);
+        }
+        return Ok(home);
+    }
     let worker = bound_worker(&host, &class)?;
     if let Some(peers) = &host.thread.config.objects
         && peers.owner(&object_key(&worker.id, &class, &id)).is_some()
@@ -39,6 +57,39 @@ pub(super) fn object_is_home<'s>(
     let threads = host.thread.shared.senders.len();
     Ok(home_thread(&worker.id, &class, &id, threads) == host.thread.index)
 }
+}
+
+/// The calling Worker and the database of its D1 binding `binding`.
+fn d1_database(
+    host: &HostState,
+    binding: &str,
+) -> Result<(std::sync::Arc<WorkerBundle>, String), HostError> {
+    let worker = host
+        .worker()
+        .ok_or_else(|| HostError::type_error("D1: no Worker is loaded"))?;
+    let database = worker
+        .d1
+        .get(binding)
+        .cloned()
+        .ok_or_else(|| HostError::type_error(format!("D1: no D1 binding {binding}")))?;
+    Ok((worker.clone(), database))
+}
+
+/// The Worker that runs a call to `class`, the class and the id it is
+/// sent with: for [`D1_CLASS`], `id` names the binding and is sent as its
+/// database.
+fn call_target(
+    host: &HostState,
+    class: String,
+    id: String,
+) -> Result<(std::sync::Arc<WorkerBundle>, String, String), HostError> {
+    if class == D1_CLASS {
+        let (worker, database) = d1_database(host, &id)?;
+        return Ok((worker, class, database));
+    }
+    // `<worker>/<class>`: a class another Worker hosts.
+    let (worker, class) = super::object_hosted::called_worker(host, class)?;
+    Ok((worker, class, id))
 }
 
 /// A forwarded call, kept so that it can be sent again.
@@ -142,8 +193,7 @@ pub(super) fn object_call<'s>(
     let early = header_map(scope, headers)
         .map_err(HostError::type_error)
         .and_then(|headers| {
-            // `<worker>/<class>`: a class another Worker hosts.
-            let (worker, class) = super::object_hosted::called_worker(&host, class)?;
+            let (worker, class, id) = call_target(&host, class, id)?;
             let call = ObjectCall { class, id, method: rpc };
             let parts = CallParts::new(call, &method, &url, headers, body)?;
             Ok((worker, parts))
@@ -156,27 +206,31 @@ pub(super) fn object_call<'s>(
     let op = host.add_op(ctx, resolver);
     let me = host.me.clone();
     let thread = host.thread.clone();
+    let d1 = parts.call.class == D1_CLASS;
     let task = tokio::task::spawn_local(async move {
         let answer = deliver(&thread, worker, parts).await;
         let Some(isolate) = me.upgrade() else {
             return;
         };
-        isolate.settle(op, settlement(&*isolate, ctx, answer, url));
+        isolate.settle(op, settlement(&*isolate, ctx, answer, url, d1));
     });
     host.set_op_task(op, task.abort_handle());
     Some(promise)
 }
 }
 
-/// How a forwarded call's answer settles its promise.
+/// How a forwarded call's answer settles its promise (a D1 call's
+/// failure as the owner node's words: `36_d1.js` adds `D1_ERROR`).
 fn settlement(
     isolate: &dyn super::IsolateTurns,
     ctx: u32,
     answer: Result<http::Response<Body>, String>,
     url: String,
+    d1: bool,
 ) -> Settlement {
     match answer {
         Ok(response) => response_head(isolate, ctx, response, url),
+        Err(error) if d1 => Settlement::custom(HostError::new(ErrorClass::Error, error)),
         Err(error) => Settlement::custom(HostError::new(
             ErrorClass::Error,
             format!("Durable Object call failed: {error}"),
