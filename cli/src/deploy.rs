@@ -170,9 +170,9 @@ async fn push(
     Ok(pushed)
 }
 
-/// `d1_databases` and `workflows` as problems: they run in `isolane dev`
-/// only for now (the operator's webhook refuses a Worker applied directly
-/// the same way). `r2_buckets` go through: the webhook admits them when the
+/// `d1_databases` as a problem: it runs in `isolane dev` only for now
+/// (the operator's webhook refuses a Worker applied directly the same
+/// way); `workflows` go through (a cluster runs them). `r2_buckets` go through: the webhook admits them when the
 /// cluster has an S3-compatible store for R2 and refuses them, with
 /// [`isolane_worker::r2::NOT_ON_A_CLUSTER`], when it has none.
 fn refuse_d1(project: &Project, problems: &mut Vec<crate::wrangler::Problem>) {
@@ -180,18 +180,11 @@ fn refuse_d1(project: &Project, problems: &mut Vec<crate::wrangler::Problem>) {
         .env
         .as_ref()
         .map_or(String::new(), |env| format!("env.{env}."));
-    let dev_only = [
-        (
-            !project.config.d1_databases.is_empty(),
-            "d1_databases",
-            isolane_worker::d1::NOT_ON_A_CLUSTER,
-        ),
-        (
-            !project.config.workflows.is_empty(),
-            "workflows",
-            isolane_worker::workflow::NOT_ON_A_CLUSTER,
-        ),
-    ];
+    let dev_only = [(
+        !project.config.d1_databases.is_empty(),
+        "d1_databases",
+        isolane_worker::d1::NOT_ON_A_CLUSTER,
+    )];
     for (_, key, reason) in dev_only.into_iter().filter(|(has, ..)| *has) {
         problems.push(crate::wrangler::Problem {
             key: format!("{prefix}{key}"),
