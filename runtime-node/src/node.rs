@@ -174,8 +174,12 @@ impl Node {
             &config.peers,
         );
         let queues = crate::queues::spawn_node_queues(&engine, bundles.clone(), &config.peers);
-        let workflows =
-            crate::workflows::spawn_node_workflows(&engine, bundles.clone(), &config.peers);
+        let workflows = crate::workflows::spawn_node_workflows(
+            &engine,
+            bundles.clone(),
+            &config.peers,
+            metrics.workflows.clone(),
+        );
 
         let threads = config.threads();
         let admission = Admission::new(threads, config.max_inflight_per_thread, metrics.clone());

@@ -35,6 +35,7 @@ use tokio::task::JoinHandle;
 
 use crate::BundleIndex;
 use crate::alarms::{HeldWorkers, Owner};
+use crate::metrics::WorkflowMetrics;
 use crate::peers::Peers;
 use crate::queues::now_ms;
 
@@ -46,6 +47,10 @@ const IDLE: Duration = Duration::from_secs(30);
 /// The longest a node's loop of one workflow sleeps: operations on other
 /// nodes do not wake it.
 const CLUSTER_IDLE: Duration = Duration::from_secs(1);
+
+/// How often a node counts the instances of the workflows it owns (the
+/// metrics), in [`CLUSTER_IDLE`]s.
+const COUNT_EVERY: u32 = 5;
 
 /// Instances asked for at once.
 const BATCH: u32 = 64;
@@ -69,15 +74,17 @@ pub(crate) fn spawn_node_workflows(
     engine: &Engine,
     bundles: Arc<BundleIndex>,
     peers: &Peers,
+    metrics: Arc<WorkflowMetrics>,
 ) -> Option<JoinHandle<()>> {
     let store = engine.config().store.clone()?;
-    let host = Arc::new(HeldWorkers::new(
-        engine,
-        bundles,
-        Owner::Ring(peers.clone()),
-    ));
+    let owner = Owner::Ring(peers.clone());
+    let host = Arc::new(HeldWorkers::new(engine, bundles, owner));
     let runs = Runs::new(engine.clone(), store, host);
-    Some(tokio::spawn(supervise(runs, peers.me().to_owned())))
+    Some(tokio::spawn(supervise(
+        runs,
+        peers.me().to_owned(),
+        metrics,
+    )))
 }
 
 /// An instance, by its workflow and id.
@@ -147,10 +154,13 @@ fn owned(host: &HeldWorkers) -> HashSet<WorkflowScope> {
 /// A node's runner: a loop for each workflow it owns, started when the
 /// ring names it the owner (again, when its loop ended: fenced), stopped
 /// when it no longer does (a run under way finishes).
-async fn supervise(runs: Runs, me: String) {
+async fn supervise(runs: Runs, me: String, metrics: Arc<WorkflowMetrics>) {
     let mut loops: HashMap<WorkflowScope, tokio::task::AbortHandle> = HashMap::new();
     let mut tasks = tokio::task::JoinSet::new();
-    loop {
+    for tick in 0u32.. {
+        if tick % COUNT_EVERY == 0 {
+            count(&runs.store, &metrics, loops.keys().cloned().collect()).await;
+        }
         while tasks.try_join_next().is_some() {}
         let wanted = owned(&runs.host);
         loops.retain(|scope, task| {
@@ -241,6 +251,23 @@ impl Runs {
                 .remove(&key);
             runs.ended.notify_one();
         });
+    }
+}
+
+/// Sets the metrics of the workflows in `owned`, and drops those of the
+/// ones this node no longer owns.
+async fn count(store: &Store, metrics: &WorkflowMetrics, owned: Vec<WorkflowScope>) {
+    for scope in metrics.named() {
+        if !owned.contains(&scope) {
+            metrics.forget(&scope);
+        }
+    }
+    if owned.is_empty() {
+        return;
+    }
+    match store.workflow_counts(owned).await {
+        Ok(counts) => counts.iter().for_each(|counts| metrics.set(counts)),
+        Err(error) => tracing::debug!(%error, "workflows: could not count the instances"),
     }
 }
 

@@ -365,12 +365,15 @@ impl Store {
         }
     }
 
-    /// Each workflow's instances by status (PostgreSQL: a cluster's
-    /// metrics).
-    pub async fn workflow_counts(&self) -> Result<Vec<WorkflowCounts>, StoreError> {
+    /// The instances of each of `scopes` by status (PostgreSQL: a
+    /// cluster's metrics); a workflow without instances is left out.
+    pub async fn workflow_counts(
+        &self,
+        scopes: Vec<WorkflowScope>,
+    ) -> Result<Vec<WorkflowCounts>, StoreError> {
         match &self.backend {
             Backend::Sqlite(_) => Err(WorkflowError::NoOwners.into()),
-            Backend::Postgres(db) => db.workflow_counts().await,
+            Backend::Postgres(db) => db.workflow_counts(scopes).await,
         }
     }
 }

@@ -310,13 +310,17 @@ async fn workflows_on_a_real_postgresql() {
     );
 
     // The counts the metrics read, per workflow and status.
-    let counts = second.workflow_counts().await.unwrap();
+    let spin = WorkflowScope::new("team-a", "spin");
+    let asked = vec![
+        scope.clone(),
+        spin.clone(),
+        WorkflowScope::new("team-a", "none"),
+    ];
+    let counts = second.workflow_counts(asked).await.unwrap();
+    assert_eq!(counts.len(), 2);
     let jobs = counts.iter().find(|c| c.scope == scope).unwrap();
     assert_eq!(jobs.running as usize, ids.len());
     assert_eq!(jobs.queued as usize, 50 - ids.len());
-    let spin = counts
-        .iter()
-        .find(|c| c.scope == WorkflowScope::new("team-a", "spin"))
-        .unwrap();
+    let spin = counts.iter().find(|c| c.scope == spin).unwrap();
     assert_eq!(spin.errored, 1);
 }

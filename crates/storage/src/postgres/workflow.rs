@@ -260,14 +260,23 @@ impl Postgres {
         .await
     }
 
-    /// How many instances of each workflow are in each status.
-    pub(crate) async fn workflow_counts(&self) -> Result<Vec<WorkflowCounts>, StoreError> {
+    /// How many instances of each of `scopes` are in each status.
+    pub(crate) async fn workflow_counts(
+        &self,
+        scopes: Vec<WorkflowScope>,
+    ) -> Result<Vec<WorkflowCounts>, StoreError> {
+        let (namespaces, flows): (Vec<String>, Vec<String>) = scopes
+            .into_iter()
+            .map(|scope| (scope.namespace, scope.workflow))
+            .unzip();
         self.run(move |client| async move {
             let rows = client
                 .query(
                     "SELECT namespace, workflow, CASE WHEN paused AND status NOT IN ('complete', 'errored', 'terminated') THEN 'paused' ELSE status END, count(*)
-                     FROM workflow_instance GROUP BY 1, 2, 3 ORDER BY 1, 2",
-                    &[],
+                     FROM workflow_instance
+                     WHERE (namespace, workflow) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+                     GROUP BY 1, 2, 3 ORDER BY 1, 2",
+                    &[&namespaces, &flows],
                 )
                 .await?;
             let mut counts: Vec<WorkflowCounts> = Vec::new();
