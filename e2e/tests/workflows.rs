@@ -121,22 +121,7 @@ fn workers_of(host: &str, benign: bool) -> Vec<isolane_crds::Worker> {
 /// owner epoch in the nodes' logs), with that epoch.
 fn owner(cluster: &Cluster, namespace: &str, workflow: &str) -> Option<(String, u64)> {
     let wanted = format!("namespace={namespace} workflow={workflow} ");
-    cluster
-        .nodes
-        .iter()
-        .flat_map(|node| {
-            let log = node.process.log();
-            log.lines()
-                .filter(|line| {
-                    line.contains("workflows: took the workflow") && line.contains(&wanted)
-                })
-                .filter_map(|line| {
-                    let epoch = line.split("epoch=").nth(1)?.split_whitespace().next()?;
-                    Some((node.name.clone(), epoch.parse::<u64>().ok()?))
-                })
-                .collect::<Vec<_>>()
-        })
-        .max_by_key(|(_, epoch)| *epoch)
+    cluster.last_taker("workflows: took the workflow", &wanted)
 }
 
 /// `path` on `host` through the router, retried until it answers `want`

@@ -181,6 +181,81 @@ pub(crate) fn check_sizes(op: &WorkflowOp) -> Result<(), WorkflowError> {
     Ok(())
 }
 
+/// Whether nothing runs any more in an instance of `status`.
+pub(crate) fn is_terminal(status: &str) -> bool {
+    matches!(status, "complete" | "errored" | "terminated")
+}
+
+/// Cloudflare's `status()` shape, `{status, error?, output?}`, of an
+/// instance stored with `status`, `paused`, `output` and `error` (JSON).
+pub(crate) fn status_answer(
+    status: String,
+    paused: bool,
+    output: Option<String>,
+    error: Option<String>,
+) -> serde_json::Value {
+    let status = if paused && !is_terminal(&status) {
+        "paused".to_owned()
+    } else {
+        status
+    };
+    let parse = |text: Option<String>| {
+        text.and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    };
+    let mut answer = serde_json::json!({ "status": status });
+    if let Some(error) = parse(error) {
+        answer["error"] = error;
+    }
+    if let Some(output) = parse(output) {
+        answer["output"] = output;
+    }
+    answer
+}
+
+/// What a run's end writes to its instance: the `SET` of its status and
+/// text column (parameter 4 is the text), the text, and its wake-up time
+/// (ms; `None` keeps it). `event_sent`: an event of the type a waiting run
+/// waits for was sent while it ran (it wakes at once).
+pub(crate) fn end_write(
+    end: RunEnd,
+    event_sent: bool,
+    now: i64,
+) -> (&'static str, Option<String>, Option<i64>) {
+    match end {
+        RunEnd::Complete { output } => ("status = 'complete', output = ", Some(output), None),
+        RunEnd::Errored { error } => ("status = 'errored', error = ", Some(error), None),
+        RunEnd::Waiting {
+            wake_at,
+            waiting_for,
+        } => {
+            let wake_at = if event_sent { now } else { wake_at };
+            (
+                "status = 'waiting', waiting_for = ",
+                waiting_for,
+                Some(wake_at),
+            )
+        }
+        RunEnd::Retry { delay_ms } => (
+            "status = 'running', waiting_for = ",
+            None,
+            Some(now.saturating_add(delay_ms.max(0))),
+        ),
+    }
+}
+
+impl RunEnd {
+    /// The event type a waiting run waits for.
+    pub(crate) fn waiting_for(&self) -> Option<&str> {
+        match self {
+            RunEnd::Waiting {
+                waiting_for: Some(event_type),
+                ..
+            } => Some(event_type),
+            _ => None,
+        }
+    }
+}
+
 /// A new instance id.
 pub(crate) fn new_id() -> String {
     crate::queue::new_id()

@@ -13,7 +13,7 @@ use super::Postgres;
 use crate::StoreError;
 use crate::workflow::{
     self, MAX_FAILED_RUNS, MAX_STEPS, RunEnd, StepKind, WorkflowCounts, WorkflowDue, WorkflowError,
-    WorkflowOp, WorkflowScope,
+    WorkflowOp, WorkflowScope, is_terminal,
 };
 
 /// The statuses after which nothing runs.
@@ -30,10 +30,6 @@ impl At<'_> {
     fn keys(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 3] {
         [&self.scope.namespace, &self.scope.workflow, &self.id]
     }
-}
-
-fn is_terminal(status: &str) -> bool {
-    matches!(status, "complete" | "errored" | "terminated")
 }
 
 /// The instance's status and whether it is paused, its row locked.
@@ -62,21 +58,8 @@ async fn status_json(tx: &Transaction<'_>, at: &At<'_>) -> Result<Value, StoreEr
             id: at.id.to_owned(),
         })?;
     let (status, paused): (String, bool) = (row.try_get(0)?, row.try_get(1)?);
-    let (output, error): (Option<String>, Option<String>) = (row.try_get(2)?, row.try_get(3)?);
-    let status = if paused && !is_terminal(&status) {
-        "paused".to_owned()
-    } else {
-        status
-    };
-    let parse = |text: Option<String>| text.and_then(|t| serde_json::from_str::<Value>(&t).ok());
-    let mut answer = json!({ "status": status });
-    if let Some(error) = parse(error) {
-        answer["error"] = error;
-    }
-    if let Some(output) = parse(output) {
-        answer["output"] = output;
-    }
-    Ok(answer)
+    let (output, error) = (row.try_get(2)?, row.try_get(3)?);
+    Ok(workflow::status_answer(status, paused, output, error))
 }
 
 impl Postgres {
@@ -581,40 +564,21 @@ async fn end_run(
 ) -> Result<(), StoreError> {
     status_of(tx, at).await?;
     let (ns, flow, id) = (&at.scope.namespace, &at.scope.workflow, &at.id);
-    let (set, text, wake): (&str, Option<String>, Option<i64>) = match end {
-        RunEnd::Complete { output } => ("status = 'complete', output = $4", Some(output), None),
-        RunEnd::Errored { error } => ("status = 'errored', error = $4", Some(error), None),
-        RunEnd::Waiting {
-            wake_at,
-            waiting_for,
-        } => {
-            // An event sent while the run was under way wakes it at once.
-            let sent = match &waiting_for {
-                Some(event_type) => tx
-                    .query_opt(
-                        "SELECT 1 FROM workflow_event WHERE namespace = $1 AND workflow = $2 AND id = $3 AND type = $4 LIMIT 1",
-                        &[ns, flow, id, event_type],
-                    )
-                    .await?
-                    .is_some(),
-                None => false,
-            };
-            let wake_at = if sent { now } else { wake_at };
-            (
-                "status = 'waiting', waiting_for = $4",
-                waiting_for,
-                Some(wake_at),
+    // An event sent while the run was under way wakes it at once.
+    let sent = match end.waiting_for() {
+        Some(event_type) => tx
+            .query_opt(
+                "SELECT 1 FROM workflow_event WHERE namespace = $1 AND workflow = $2 AND id = $3 AND type = $4 LIMIT 1",
+                &[ns, flow, id, &event_type],
             )
-        }
-        RunEnd::Retry { delay_ms } => (
-            "status = 'running', waiting_for = $4",
-            None,
-            Some(now.saturating_add(delay_ms.max(0))),
-        ),
+            .await?
+            .is_some(),
+        None => false,
     };
+    let (set, text, wake) = workflow::end_write(end, sent, now);
     tx.execute(
         &format!(
-            "UPDATE workflow_instance SET {set}, wake_at = coalesce($5, wake_at), failures = 0 WHERE namespace = $1 AND workflow = $2 AND id = $3 AND status NOT IN {TERMINAL}"
+            "UPDATE workflow_instance SET {set}$4, wake_at = coalesce($5, wake_at), failures = 0 WHERE namespace = $1 AND workflow = $2 AND id = $3 AND status NOT IN {TERMINAL}"
         ),
         &[ns, flow, id, &text, &wake],
     )
