@@ -123,20 +123,7 @@ impl Postgres {
         self.run(move |mut client| async move {
             let tx = client.transaction().await?;
             if let Some((scope, mine)) = &of {
-                // FOR SHARE: a take waits for this claim to commit.
-                let current: i64 = match tx
-                    .query_opt(
-                        "SELECT epoch FROM workflow_owner WHERE namespace = $1 AND workflow = $2 FOR SHARE",
-                        &[&scope.namespace, &scope.workflow],
-                    )
-                    .await?
-                {
-                    Some(row) => row.try_get(0)?,
-                    None => 0,
-                };
-                if current != *mine {
-                    return Err(WorkflowError::Fenced { mine: *mine, current }.into());
-                }
+                fenced(&tx, scope, *mine).await?;
             }
             let (namespace, flow) = match &of {
                 Some((scope, _)) => (Some(scope.namespace.as_str()), Some(scope.workflow.as_str())),
@@ -155,22 +142,7 @@ impl Postgres {
                     &[&now, &max, &namespace, &flow],
                 )
                 .await?;
-            let due = rows
-                .iter()
-                .map(|row| {
-                    Ok(WorkflowDue {
-                        scope: WorkflowScope::new(
-                            row.try_get::<_, String>(0)?,
-                            row.try_get::<_, String>(1)?,
-                        ),
-                        id: row.try_get(2)?,
-                        worker_id: row.try_get(3)?,
-                        class: row.try_get(4)?,
-                        payload: row.try_get(5)?,
-                        created_ms: row.try_get(6)?,
-                    })
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?;
+            let due = rows.iter().map(due_of).collect::<Result<Vec<_>, _>>()?;
             tx.commit().await?;
             Ok(due)
         })
@@ -282,6 +254,38 @@ impl Postgres {
         })
         .await
     }
+}
+
+/// Refused unless `scope`'s owner epoch is still `mine`.
+async fn fenced(tx: &Transaction<'_>, scope: &WorkflowScope, mine: i64) -> Result<(), StoreError> {
+    // FOR SHARE: a take waits for the claim this check is part of.
+    let current: i64 = match tx
+        .query_opt(
+            "SELECT epoch FROM workflow_owner WHERE namespace = $1 AND workflow = $2 FOR SHARE",
+            &[&scope.namespace, &scope.workflow],
+        )
+        .await?
+    {
+        Some(row) => row.try_get(0)?,
+        None => 0,
+    };
+    if current != mine {
+        return Err(WorkflowError::Fenced { mine, current }.into());
+    }
+    Ok(())
+}
+
+/// An instance claimed (`namespace, workflow, id, worker, class, payload,
+/// created_at`).
+fn due_of(row: &tokio_postgres::Row) -> Result<WorkflowDue, StoreError> {
+    Ok(WorkflowDue {
+        scope: WorkflowScope::new(row.try_get::<_, String>(0)?, row.try_get::<_, String>(1)?),
+        id: row.try_get(2)?,
+        worker_id: row.try_get(3)?,
+        class: row.try_get(4)?,
+        payload: row.try_get(5)?,
+        created_ms: row.try_get(6)?,
+    })
 }
 
 /// Runs one operation in `tx`.
