@@ -170,30 +170,10 @@ async fn push(
     Ok(pushed)
 }
 
-/// `workflows` as a problem: they run in `isolane dev` only for now (the
-/// operator's webhook refuses a Worker applied directly the same way).
-/// `d1_databases` go through (a cluster serves D1: docs/d1.md); so do
-/// `r2_buckets`: the webhook admits them when the cluster has an
-/// S3-compatible store for R2 and refuses them, with
-/// [`isolane_worker::r2::NOT_ON_A_CLUSTER`], when it has none.
-fn refuse_dev_only(project: &Project, problems: &mut Vec<crate::wrangler::Problem>) {
-    let prefix = project
-        .env
-        .as_ref()
-        .map_or(String::new(), |env| format!("env.{env}."));
-    if !project.config.workflows.is_empty() {
-        problems.push(crate::wrangler::Problem {
-            key: format!("{prefix}workflows"),
-            reason: isolane_worker::workflow::NOT_ON_A_CLUSTER.into(),
-        });
-    }
-}
-
 /// The objects of `project`, the code placed (pushed, unless a dry run).
 /// Every key not honoured is printed, one line each, and refused.
 pub async fn plan(project: &Project, args: &DeployArgs) -> anyhow::Result<Deployment> {
     let mut worker = spec::worker(project)?;
-    refuse_dev_only(project, &mut worker.problems);
     if !worker.problems.is_empty() {
         for problem in &worker.problems {
             eprintln!("{}: {problem}", project.path());

@@ -435,6 +435,25 @@ impl Cluster {
             .unwrap_or_else(|| panic!("no node {name}"))
     }
 
+    /// The node that took a shard last, with the epoch it took: the highest
+    /// `epoch=` of the nodes' log lines that say `took` and contain `shard`
+    /// (a queue's or a workflow's owner epoch, `Store::queue_take`).
+    pub fn last_taker(&self, took: &str, shard: &str) -> Option<(String, u64)> {
+        self.nodes
+            .iter()
+            .flat_map(|node| {
+                let log = node.process.log();
+                log.lines()
+                    .filter(|line| line.contains(took) && line.contains(shard))
+                    .filter_map(|line| {
+                        let epoch = line.split("epoch=").nth(1)?.split_whitespace().next()?;
+                        Some((node.name.clone(), epoch.parse::<u64>().ok()?))
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .max_by_key(|(_, epoch)| *epoch)
+    }
+
     /// Starts one more node (`node-<count + 1>`, same flags), waits until it is
     /// ready; returns its name.
     pub async fn add_node(&mut self, cp: &ControlPlane) -> String {

@@ -148,20 +148,7 @@ fn workers_of(tag: &str, host: &str, target: SocketAddr) -> Vec<Worker> {
 /// epoch in the nodes' logs), with that epoch.
 fn owner(cluster: &Cluster, namespace: &str) -> Option<(String, u64)> {
     let wanted = format!("namespace={namespace} queue=jobs");
-    cluster
-        .nodes
-        .iter()
-        .flat_map(|node| {
-            let log = node.process.log();
-            log.lines()
-                .filter(|line| line.contains("queues: took the queue") && line.contains(&wanted))
-                .filter_map(|line| {
-                    let epoch = line.split("epoch=").nth(1)?.split_whitespace().next()?;
-                    Some((node.name.clone(), epoch.parse::<u64>().ok()?))
-                })
-                .collect::<Vec<_>>()
-        })
-        .max_by_key(|(_, epoch)| *epoch)
+    cluster.last_taker("queues: took the queue", &wanted)
 }
 
 /// The distinct messages of namespace tag `tag` consumer `to` reported.

@@ -144,9 +144,6 @@ fn spec_problems(spec: &WorkerSpec, stores: Stores) -> Vec<String> {
     if let Err(error) = isolane_worker::r2_on_a_cluster(&spec.bindings, stores.r2) {
         problems.push(format!("spec.bindings: {error}"));
     }
-    if let Err(error) = isolane_worker::workflows_on_a_cluster(&spec.bindings) {
-        problems.push(format!("spec.bindings: {error}"));
-    }
     if let Err(error) = isolane_worker::queue::check_consumers(&spec.queue_consumers) {
         problems.push(format!("spec.queueConsumers: {error}"));
     }

@@ -19,8 +19,10 @@ use isolane_telemetry::{Exemplars, HistogramExemplars, Metric, TraceId};
 use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 
 mod storage;
+mod workflows;
 
 pub use storage::StorageMetrics;
+pub use workflows::WorkflowMetrics;
 
 /// Isolate creation: 0.1 ms to 1 s.
 const CREATION_BUCKETS: &[f64] = &[
@@ -43,6 +45,8 @@ pub struct NodeMetrics {
     /// Storage per namespace: the store's observer (`main` gives it to the
     /// store).
     pub storage: Arc<StorageMetrics>,
+    /// The instances of the workflows this node owns (`workflows.rs`).
+    pub workflows: Arc<WorkflowMetrics>,
     threads: Vec<ThreadMetrics>,
     /// `isolane_node_request_duration_seconds`'s exemplars: the trace of a
     /// sampled request per bucket.
@@ -419,6 +423,7 @@ pub const ALL: &[Metric] = &[
     storage::OPERATIONS,
     storage::BYTES,
     storage::REFUSALS,
+    workflows::INSTANCES,
     LOG_LINES_DROPPED,
     REQUESTS,
     REJECTIONS,
@@ -517,9 +522,11 @@ impl NodeMetrics {
         let websocket_closes = WEBSOCKET_CLOSES.counter_vec(registry)?;
 
         let storage = Arc::new(StorageMetrics::register(registry)?);
+        let workflows = Arc::new(WorkflowMetrics::register(registry)?);
         let threads = ThreadMetrics::register(registry, threads)?;
         Ok(Self {
             storage,
+            workflows,
             threads,
             engine_exemplars: Exemplars::new().histogram(ENGINE_SECONDS, REQUEST_BUCKETS),
             evictions,

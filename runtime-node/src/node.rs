@@ -111,6 +111,9 @@ pub struct RunningNode {
     /// Delivers the queues this node owns on the ring (`queues.rs`), with
     /// a store.
     queues: Option<JoinHandle<()>>,
+    /// Runs the workflows this node owns on the ring (`workflows.rs`),
+    /// with a store.
+    workflows: Option<JoinHandle<()>>,
     admin: JoinHandle<()>,
 }
 
@@ -171,6 +174,12 @@ impl Node {
             &config.peers,
         );
         let queues = crate::queues::spawn_node_queues(&engine, bundles.clone(), &config.peers);
+        let workflows = crate::workflows::spawn_node_workflows(
+            &engine,
+            bundles.clone(),
+            &config.peers,
+            metrics.workflows.clone(),
+        );
 
         let threads = config.threads();
         let admission = Admission::new(threads, config.max_inflight_per_thread, metrics.clone());
@@ -239,6 +248,7 @@ impl Node {
             retire,
             alarms,
             queues,
+            workflows,
             admin,
         })
     }
@@ -344,8 +354,8 @@ impl RunningNode {
             runner.abort();
             leases.abort();
         }
-        if let Some(queues) = &self.queues {
-            queues.abort();
+        for task in [&self.queues, &self.workflows].into_iter().flatten() {
+            task.abort();
         }
         self.stop_admin.cancel();
         let _ = self.admin.await;

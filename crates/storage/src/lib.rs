@@ -57,7 +57,7 @@ pub use queue::{
 };
 #[cfg(feature = "cli")]
 pub use r2::s3::R2S3Args;
-pub use workflow::{WorkflowDue, WorkflowError, WorkflowOp, WorkflowScope};
+pub use workflow::{WorkflowCounts, WorkflowDue, WorkflowError, WorkflowOp, WorkflowScope};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

@@ -15,6 +15,7 @@ mod queue;
 mod schema;
 mod settings;
 mod sql_log;
+mod workflow;
 
 pub use schema::SCHEMA_VERSION;
 #[cfg(feature = "cli")]

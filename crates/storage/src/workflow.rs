@@ -2,7 +2,9 @@
 //! of a Kubernetes namespace ([`WorkflowScope`]) with its status, its step
 //! log (each step's result stored once it returned, never recomputed: a run
 //! replays from it) and the events sent to it. `isolane dev`'s SQLite store
-//! keeps them; PostgreSQL does not yet ([`WorkflowError::NotBuilt`]).
+//! keeps them, and a cluster's PostgreSQL, where each workflow's runner is
+//! its owner node, fenced by the workflow's owner epoch
+//! ([`Store::workflow_take`], [`Store::workflow_due_of`]).
 //!
 //! The operations a Worker's JavaScript asks for are one [`WorkflowOp`],
 //! answered with JSON; the runner's are [`crate::Store::workflow_due`] and
@@ -16,7 +18,7 @@ pub use crate::workflow_limits::{
 use crate::{Backend, Store, StoreError, blocking};
 
 /// A workflow of a Kubernetes namespace.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct WorkflowScope {
     pub namespace: String,
     pub workflow: String,
@@ -179,6 +181,81 @@ pub(crate) fn check_sizes(op: &WorkflowOp) -> Result<(), WorkflowError> {
     Ok(())
 }
 
+/// Whether nothing runs any more in an instance of `status`.
+pub(crate) fn is_terminal(status: &str) -> bool {
+    matches!(status, "complete" | "errored" | "terminated")
+}
+
+/// Cloudflare's `status()` shape, `{status, error?, output?}`, of an
+/// instance stored with `status`, `paused`, `output` and `error` (JSON).
+pub(crate) fn status_answer(
+    status: String,
+    paused: bool,
+    output: Option<String>,
+    error: Option<String>,
+) -> serde_json::Value {
+    let status = if paused && !is_terminal(&status) {
+        "paused".to_owned()
+    } else {
+        status
+    };
+    let parse = |text: Option<String>| {
+        text.and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    };
+    let mut answer = serde_json::json!({ "status": status });
+    if let Some(error) = parse(error) {
+        answer["error"] = error;
+    }
+    if let Some(output) = parse(output) {
+        answer["output"] = output;
+    }
+    answer
+}
+
+/// What a run's end writes to its instance: the `SET` of its status and
+/// text column (parameter 4 is the text), the text, and its wake-up time
+/// (ms; `None` keeps it). `event_sent`: an event of the type a waiting run
+/// waits for was sent while it ran (it wakes at once).
+pub(crate) fn end_write(
+    end: RunEnd,
+    event_sent: bool,
+    now: i64,
+) -> (&'static str, Option<String>, Option<i64>) {
+    match end {
+        RunEnd::Complete { output } => ("status = 'complete', output = ", Some(output), None),
+        RunEnd::Errored { error } => ("status = 'errored', error = ", Some(error), None),
+        RunEnd::Waiting {
+            wake_at,
+            waiting_for,
+        } => {
+            let wake_at = if event_sent { now } else { wake_at };
+            (
+                "status = 'waiting', waiting_for = ",
+                waiting_for,
+                Some(wake_at),
+            )
+        }
+        RunEnd::Retry { delay_ms } => (
+            "status = 'running', waiting_for = ",
+            None,
+            Some(now.saturating_add(delay_ms.max(0))),
+        ),
+    }
+}
+
+impl RunEnd {
+    /// The event type a waiting run waits for.
+    pub(crate) fn waiting_for(&self) -> Option<&str> {
+        match self {
+            RunEnd::Waiting {
+                waiting_for: Some(event_type),
+                ..
+            } => Some(event_type),
+            _ => None,
+        }
+    }
+}
+
 /// A new instance id.
 pub(crate) fn new_id() -> String {
     crate::queue::new_id()
@@ -202,7 +279,7 @@ impl Store {
                 })
                 .await
             }
-            Backend::Postgres(_) => Err(WorkflowError::NotBuilt.into()),
+            Backend::Postgres(db) => db.workflow_op(scope, id, op, crate::now_ms()).await,
         };
         answer.inspect(|_| self.workflow_changed())
     }
@@ -226,7 +303,7 @@ impl Store {
             Backend::Sqlite(folder) => {
                 blocking(folder, move |db, _| db.workflow_next_wake(now)).await
             }
-            Backend::Postgres(_) => Ok(None),
+            Backend::Postgres(db) => db.workflow_next_wake(None, now).await,
         }
     }
 
@@ -236,7 +313,7 @@ impl Store {
             Backend::Sqlite(folder) => {
                 blocking(folder, move |db, _| db.workflow_due(now, max)).await
             }
-            Backend::Postgres(_) => Ok(Vec::new()),
+            Backend::Postgres(db) => db.workflow_due(None, now, max).await,
         }
     }
 
@@ -257,9 +334,122 @@ impl Store {
                 })
                 .await
             }
-            Backend::Postgres(_) => Err(WorkflowError::NotBuilt.into()),
+            Backend::Postgres(db) => db.workflow_failed(scope, id, error, crate::now_ms()).await,
         };
         recorded.inspect(|_| self.workflow_changed())
+    }
+}
+
+/// How many instances of a workflow are in each status (the metrics'
+/// gauges, `isolane_workflow_instances`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkflowCounts {
+    pub scope: WorkflowScope,
+    /// Queued (created, never run).
+    pub queued: u64,
+    pub running: u64,
+    /// Sleeping, waiting for an event or a retry's delay.
+    pub waiting: u64,
+    pub paused: u64,
+    pub errored: u64,
+    pub complete: u64,
+    pub terminated: u64,
+}
+
+impl WorkflowCounts {
+    pub fn new(scope: WorkflowScope) -> Self {
+        Self {
+            scope,
+            ..Self::default()
+        }
+    }
+
+    /// Counts `n` more instances in `status` (one of the store's).
+    pub(crate) fn add(&mut self, status: &str, n: i64) {
+        let n = u64::try_from(n).unwrap_or(0);
+        let slot = match status {
+            "queued" => &mut self.queued,
+            "running" => &mut self.running,
+            "waiting" => &mut self.waiting,
+            "paused" => &mut self.paused,
+            "errored" => &mut self.errored,
+            "complete" => &mut self.complete,
+            "terminated" => &mut self.terminated,
+            _ => return,
+        };
+        *slot += n;
+    }
+
+    /// Each status and its count, in a fixed order (the metrics' `status`
+    /// label's values).
+    pub fn by_status(&self) -> [(&'static str, u64); 7] {
+        [
+            ("queued", self.queued),
+            ("running", self.running),
+            ("waiting", self.waiting),
+            ("paused", self.paused),
+            ("errored", self.errored),
+            ("complete", self.complete),
+            ("terminated", self.terminated),
+        ]
+    }
+}
+
+/// A cluster's runner: each workflow run by its owner node, fenced by the
+/// workflow's owner epoch (PostgreSQL only: [`WorkflowError::NoOwners`]
+/// from SQLite, whose only process runs every instance).
+impl Store {
+    /// Increments `scope`'s owner epoch for `owner`; the new epoch, which
+    /// [`Store::workflow_due_of`] is fenced with.
+    pub async fn workflow_take(
+        &self,
+        scope: WorkflowScope,
+        owner: String,
+    ) -> Result<i64, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Err(WorkflowError::NoOwners.into()),
+            Backend::Postgres(db) => db.workflow_take(scope, owner).await,
+        }
+    }
+
+    /// Up to `max` instances of `scope` due at `now` (ms), marked running;
+    /// refused ([`WorkflowError::Fenced`]) once another process took the
+    /// workflow after epoch `fence`.
+    pub async fn workflow_due_of(
+        &self,
+        scope: WorkflowScope,
+        fence: i64,
+        now: i64,
+        max: u32,
+    ) -> Result<Vec<WorkflowDue>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Err(WorkflowError::NoOwners.into()),
+            Backend::Postgres(db) => db.workflow_due(Some((scope, fence)), now, max).await,
+        }
+    }
+
+    /// When the next instance of `scope` not due at `now` (ms) is.
+    pub async fn workflow_next_wake_of(
+        &self,
+        scope: WorkflowScope,
+        now: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Err(WorkflowError::NoOwners.into()),
+            Backend::Postgres(db) => db.workflow_next_wake(Some(scope), now).await,
+        }
+    }
+
+    /// The instances of each of `scopes` by status (PostgreSQL: a
+    /// cluster's metrics); a workflow without instances is left out.
+    pub async fn workflow_counts(
+        &self,
+        scopes: Vec<WorkflowScope>,
+    ) -> Result<Vec<WorkflowCounts>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Err(WorkflowError::NoOwners.into()),
+            Backend::Postgres(db) => db.workflow_counts(scopes).await,
+        }
     }
 }
 

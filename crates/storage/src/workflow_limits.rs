@@ -30,8 +30,16 @@ pub enum WorkflowError {
     /// The instance is paused, terminated or finished: its run stops.
     #[error("the instance is {status}")]
     Stopped { status: String },
-    #[error("Workflows run in isolane dev only for now (docs/workflows.md)")]
-    NotBuilt,
+    /// Another process took the workflow since this one did (a runner on
+    /// a cluster: `Store::workflow_take`).
+    #[error(
+        "this process is no longer the workflow's owner (its epoch is {mine}, the workflow's {current})"
+    )]
+    Fenced { mine: i64, current: i64 },
+    /// Owner epochs are kept by PostgreSQL only (a cluster's store;
+    /// `isolane dev` runs every instance itself).
+    #[error("this store keeps no workflow owners: a cluster's PostgreSQL does")]
+    NoOwners,
 }
 
 /// Whether `id` is an instance id (Cloudflare's: 1 to 100 of letters,

@@ -28,7 +28,6 @@ use crate::queue::{QueueBinding, is_queue_name};
 use crate::r2::{R2Binding, is_bucket_name};
 
 mod workflow_check;
-pub use workflow_check::workflows_on_a_cluster;
 
 /// The pattern of a binding's name: a JavaScript identifier made of ASCII
 /// letters, digits and `_` (the same as an `env` name's).
@@ -116,7 +115,7 @@ pub struct Binding {
     pub r2_bucket: Option<R2Binding>,
     /// A workflow (wrangler's `[[workflows]]`): `env.NAME.create()` and
     /// `get(id)` run instances of a `WorkflowEntrypoint` class
-    /// (docs/workflows.md); `isolane dev` only for now.
+    /// (docs/workflows.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow: Option<crate::workflow::WorkflowBinding>,
 }

@@ -2,14 +2,10 @@
 //! wrangler's `[[workflows]]`): `env.NAME.create()`, `get(id)`, … for the
 //! instances of a `WorkflowEntrypoint` class a Worker of the same
 //! Kubernetes namespace exports (docs/workflows.md). `isolane dev` runs
-//! them; a cluster refuses the binding for now ([`NOT_ON_A_CLUSTER`]).
+//! them, and a cluster's nodes (each workflow on its owner node).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-
-/// Why a cluster refuses workflow bindings for now: no node runs their
-/// instances yet (docs/workflows.md, "Not built yet").
-pub const NOT_ON_A_CLUSTER: &str = "Workflow bindings run in isolane dev only for now: a cluster does not run workflows yet (docs/workflows.md)";
 
 /// `workflow` of a binding.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]

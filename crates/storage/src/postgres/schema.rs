@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::StoreError;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 10;
+pub const SCHEMA_VERSION: i32 = 11;
 
 /// Each migration: its version and its SQL.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -258,6 +258,59 @@ const MIGRATIONS: &[(i32, &str)] = &[
         owner TEXT NOT NULL,
         epoch BIGINT NOT NULL,
         PRIMARY KEY (namespace, queue)
+    );",
+    ),
+    (
+        11,
+        // Workflows' instances, their step logs and the events sent to
+        // them (the SQLite backend's tables), and each workflow's owner
+        // epoch, as `queue_owner` is each queue's.
+        "CREATE TABLE workflow_instance (
+        namespace TEXT NOT NULL,
+        workflow TEXT NOT NULL,
+        id TEXT NOT NULL,
+        worker TEXT NOT NULL,
+        class TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        status TEXT NOT NULL,
+        paused BOOLEAN NOT NULL DEFAULT false,
+        wake_at BIGINT NOT NULL DEFAULT 0,
+        waiting_for TEXT,
+        retry_delay BIGINT NOT NULL DEFAULT 1000,
+        failures BIGINT NOT NULL DEFAULT 0,
+        last_failure TEXT,
+        output TEXT,
+        error TEXT,
+        PRIMARY KEY (namespace, workflow, id)
+    );
+    CREATE INDEX workflow_instance_due ON workflow_instance (wake_at);
+    CREATE TABLE workflow_step (
+        namespace TEXT NOT NULL,
+        workflow TEXT NOT NULL,
+        id TEXT NOT NULL,
+        step TEXT NOT NULL,
+        result TEXT,
+        attempts BIGINT NOT NULL DEFAULT 0,
+        started_at BIGINT NOT NULL,
+        PRIMARY KEY (namespace, workflow, id, step)
+    );
+    CREATE TABLE workflow_event (
+        seq BIGSERIAL PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        workflow TEXT NOT NULL,
+        id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        sent_at BIGINT NOT NULL
+    );
+    CREATE INDEX workflow_event_of ON workflow_event (namespace, workflow, id, type, seq);
+    CREATE TABLE workflow_owner (
+        namespace TEXT NOT NULL,
+        workflow TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        epoch BIGINT NOT NULL,
+        PRIMARY KEY (namespace, workflow)
     );",
     ),
 ];

@@ -8,7 +8,7 @@ use super::Sqlite;
 use crate::StoreError;
 use crate::workflow::{
     self, MAX_FAILED_RUNS, MAX_STEPS, RunEnd, StepKind, WorkflowDue, WorkflowError, WorkflowOp,
-    WorkflowScope,
+    WorkflowScope, is_terminal,
 };
 
 pub(super) const SCHEMA: &str = "
@@ -72,10 +72,6 @@ fn status_of(
     .ok_or_else(|| WorkflowError::NotFound { id: id.to_owned() }.into())
 }
 
-fn is_terminal(status: &str) -> bool {
-    matches!(status, "complete" | "errored" | "terminated")
-}
-
 /// The instance's status, refused when its run must stop.
 fn running(tx: &Transaction<'_>, scope: &WorkflowScope, id: &str) -> Result<(), StoreError> {
     let (status, paused) = status_of(tx, scope, id)?;
@@ -96,20 +92,7 @@ fn status_json(tx: &Transaction<'_>, scope: &WorkflowScope, id: &str) -> Result<
         )
         .optional()?
         .ok_or_else(|| WorkflowError::NotFound { id: id.to_owned() })?;
-    let status = if paused && !is_terminal(&status) {
-        "paused".to_owned()
-    } else {
-        status
-    };
-    let parse = |text: Option<String>| text.and_then(|t| serde_json::from_str::<Value>(&t).ok());
-    let mut answer = json!({ "status": status });
-    if let Some(error) = parse(error) {
-        answer["error"] = error;
-    }
-    if let Some(output) = parse(output) {
-        answer["output"] = output;
-    }
-    Ok(answer)
+    Ok(workflow::status_answer(status, paused, output, error))
 }
 
 impl Sqlite {
@@ -465,41 +448,22 @@ fn end_run(
     end: RunEnd,
     now: i64,
 ) -> Result<(), StoreError> {
-    let (set, a, b): (&str, Option<String>, Option<i64>) = match end {
-        RunEnd::Complete { output } => ("status = 'complete', output = ?4", Some(output), None),
-        RunEnd::Errored { error } => ("status = 'errored', error = ?4", Some(error), None),
-        RunEnd::Waiting {
-            wake_at,
-            waiting_for,
-        } => {
-            // An event sent while the run was under way wakes it at once.
-            let sent = match &waiting_for {
-                Some(event_type) => tx
-                    .query_row(
-                        "SELECT 1 FROM workflow_event WHERE namespace = ?1 AND workflow = ?2 AND id = ?3 AND type = ?4",
-                        params![scope.namespace, scope.workflow, id, event_type],
-                        |_| Ok(()),
-                    )
-                    .optional()?
-                    .is_some(),
-                None => false,
-            };
-            let wake_at = if sent { now } else { wake_at };
-            (
-                "status = 'waiting', waiting_for = ?4",
-                waiting_for,
-                Some(wake_at),
+    // An event sent while the run was under way wakes it at once.
+    let sent = match end.waiting_for() {
+        Some(event_type) => tx
+            .query_row(
+                "SELECT 1 FROM workflow_event WHERE namespace = ?1 AND workflow = ?2 AND id = ?3 AND type = ?4",
+                params![scope.namespace, scope.workflow, id, event_type],
+                |_| Ok(()),
             )
-        }
-        RunEnd::Retry { delay_ms } => (
-            "status = 'running', waiting_for = ?4",
-            None,
-            Some(now.saturating_add(delay_ms.max(0))),
-        ),
+            .optional()?
+            .is_some(),
+        None => false,
     };
+    let (set, a, b) = workflow::end_write(end, sent, now);
     tx.execute(
         &format!(
-            "UPDATE workflow_instance SET {set}, wake_at = coalesce(?5, wake_at), failures = 0 WHERE namespace = ?1 AND workflow = ?2 AND id = ?3 AND status NOT IN {TERMINAL}"
+            "UPDATE workflow_instance SET {set}?4, wake_at = coalesce(?5, wake_at), failures = 0 WHERE namespace = ?1 AND workflow = ?2 AND id = ?3 AND status NOT IN {TERMINAL}"
         ),
         params![scope.namespace, scope.workflow, id, a, b],
     )?;

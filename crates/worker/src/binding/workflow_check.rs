@@ -2,7 +2,7 @@
 //! and checks.
 
 use super::{Binding, BindingError, is_class_name, is_worker_name};
-use crate::workflow::{NOT_ON_A_CLUSTER, WorkflowBinding, is_workflow_name};
+use crate::workflow::{WorkflowBinding, is_workflow_name};
 
 impl Binding {
     /// A workflow binding to class `class_name` (of Worker `worker`, or
@@ -40,21 +40,12 @@ pub(crate) fn check(binding: &Binding, flow: &WorkflowBinding) -> Result<(), Bin
     }
 }
 
-/// The first workflow binding's refusal on a cluster, when `bindings` has
-/// one ([`NOT_ON_A_CLUSTER`]).
-pub fn workflows_on_a_cluster(bindings: &[Binding]) -> Result<(), String> {
-    match bindings.iter().find(|b| b.workflow.is_some()) {
-        Some(b) => Err(format!("binding {:?}: {}", b.name, NOT_ON_A_CLUSTER)),
-        None => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn workflow_bindings_are_checked_and_refused_on_a_cluster() {
+    fn workflow_bindings_are_checked() {
         let good = Binding::workflow("FLOW", None, "Order", Some("orders"));
         assert_eq!(
             crate::check_bindings([], std::slice::from_ref(&good)),
@@ -76,8 +67,5 @@ mod tests {
             crate::check_bindings([], &[two]),
             Err(BindingError::Kind { .. })
         ));
-        let refused = workflows_on_a_cluster(&[good]).unwrap_err();
-        assert!(refused.contains("run in isolane dev only"), "{refused}");
-        assert_eq!(workflows_on_a_cluster(&[]), Ok(()));
     }
 }
