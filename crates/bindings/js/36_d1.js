@@ -44,22 +44,30 @@ function hasSql(sql) {
 // `binding`: the per-query answers of host.d1Query, once durable. On a
 // cluster the database lives on its owner node (the ring's, as a Durable
 // Object does): a call made on another node is sent there
-// (internal.d1Forward, 28_durable_object.js) and runs in this Worker's
-// isolate there (internal.d1Serve).
+// as a call of class D1_CLASS (no JavaScript class can be named so) whose
+// id names the binding (internal.forwardToOwner, 28_durable_object.js) and
+// runs in this Worker's isolate there (serve, registered for the class).
+const D1_CLASS = '#d1';
+
 async function send(binding, queries) {
   const work = queries.filter(([sql]) => hasSql(sql));
   if (work.length === 0) throw new Error('No SQL statements detected.');
-  if (!host.objectIsHome(internal.d1Class, binding)) return internal.d1Forward(binding, work);
-  return serve(binding, work);
+  if (host.objectIsHome(D1_CLASS, binding)) return serve([binding, work]);
+  const body = host.serialize([binding, work]);
+  const response = await internal.forwardToOwner(D1_CLASS, binding, 'query', 'POST', 'http://d1/', [], body);
+  if (response.status !== 200) {
+    throw new Error(`the call ended on the database's owner node with status ${response.status} (a limit of the Worker's, or the node failed)`);
+  }
+  return host.deserialize(new Uint8Array(await response.arrayBuffer()));
 }
 
-async function serve(binding, work) {
+async function serve([binding, work]) {
   await host.d1Open(binding);
   const answers = host.d1Query(binding, work);
   await host.d1Flush(binding);
   return answers;
 }
-internal.d1Serve = serve;
+(internal.bindingClasses ??= new Map()).set(D1_CLASS, serve);
 
 function meta(answer) {
   const [, , duration, changes, lastRowId, changed, sizeAfter, rowsRead, rowsWritten] = answer;

@@ -521,24 +521,6 @@ internal.enumerableMembers(DurableObjectState, ['blockConcurrencyWhile', 'waitUn
   'setWebSocketAutoResponse', 'getWebSocketAutoResponse', 'getWebSocketAutoResponseTimestamp']);
 internal.setToStringTag(DurableObjectState.prototype, 'DurableObjectState');
 
-// workerd's auto-response pair (ctx.setWebSocketAutoResponse).
-class WebSocketRequestResponsePair {
-  #request;
-  #response;
-
-  constructor(request, response) {
-    internal.requireArgs(arguments.length, 2, "Failed to construct 'WebSocketRequestResponsePair'");
-    this.#request = String(request);
-    this.#response = String(response);
-  }
-
-  get request() { return this.#request; }
-  get response() { return this.#response; }
-}
-internal.enumerableMembers(WebSocketRequestResponsePair, ['request', 'response']);
-internal.setToStringTag(WebSocketRequestResponsePair.prototype, 'WebSocketRequestResponsePair');
-internal.defineGlobal('WebSocketRequestResponsePair', WebSocketRequestResponsePair);
-
 // Live objects of this isolate, by class and id.
 const live = new Map();
 
@@ -804,28 +786,20 @@ async function forwardRpc(className, id, name, args) {
   return host.deserialize(new Uint8Array(await response.arrayBuffer()));
 }
 
-// A D1 database's call (isolane-bindings' 36_d1.js): `work` run as one
-// transaction on the node that owns the database on the ring, sent as a
-// call of class D1_CLASS (no JavaScript class can be named so) whose id
-// names the binding; the host sends it as the binding's database.
-const D1_CLASS = '#d1';
-internal.d1Class = D1_CLASS;
-internal.d1Forward = async (binding, work) => {
-  const response = await forwarded(D1_CLASS, binding, 'query', 'POST', 'http://d1/', [], host.serialize([binding, work]));
-  if (response.status !== 200) {
-    throw new Error(`the call ended on the database's owner node with status ${response.status} (a limit of the Worker's, or the node failed)`);
-  }
-  return host.deserialize(new Uint8Array(await response.arrayBuffer()));
-};
+// A binding's own class on the ring (D1's, isolane-bindings' 36_d1.js):
+// its calls are sent to the owner node as an object's, and answered there
+// by the function the binding registered in internal.bindingClasses.
+internal.bindingClasses ??= new Map();
+internal.forwardToOwner = forwarded;
 
 // The handler of a call forwarded to this thread (the engine's ObjectCall):
 // runs it on the live object here and answers as forwarded() reads.
 internal.objectCallHandler = (className, id, rpc) => ({
   async fetch(request) {
     try {
-      if (className === D1_CLASS) {
-        const [binding, work] = host.deserialize(new Uint8Array(await request.arrayBuffer()));
-        return new Response(host.serialize(await internal.d1Serve(binding, work)));
+      const serve = internal.bindingClasses.get(className);
+      if (serve !== undefined) {
+        return new Response(host.serialize(await serve(host.deserialize(new Uint8Array(await request.arrayBuffer())))));
       }
       const namespace = namespaces.get(className);
       if (namespace === undefined) {

@@ -43,7 +43,7 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// formatting did (each time the count rounded up to the next 50), after
 /// outbound Workers and the tenant policy's CPU quota (issue 60) had added
 /// about 280 lines.
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 30_110)];
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 30_200)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.

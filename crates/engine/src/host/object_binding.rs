@@ -10,7 +10,7 @@ pub(super) fn unit() -> Unit {
     // The WebSocket unit hands the sockets an object accepts to ws_object.rs.
     super::socket::set_hibernation(&super::ws_object::ObjectHibernation);
     Unit::new("durable_object")
-        .js(&["28_durable_object.js"])
+        .js(&["28_durable_object.js", "28_websocket_pair.js"])
         .function(
             "objectIdFromName",
             super::durable_object::object_id_from_name,
