@@ -1,8 +1,8 @@
 //! wrangler's `[[workflows]]`: each a workflow binding (`{name, workflow:
 //! {name, className, worker}}`) to the `WorkflowEntrypoint` class
 //! `class_name` that this Worker, or Worker `script_name` of the same
-//! namespace, exports (docs/workflows.md). `isolane dev` runs them; a
-//! cluster does not yet (`isolane deploy` refuses them).
+//! namespace, exports (docs/workflows.md). `isolane dev` runs them, and
+//! `isolane deploy` maps them like any binding.
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;

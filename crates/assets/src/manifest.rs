@@ -221,6 +221,23 @@ mod tests {
     }
 
     #[test]
+    fn more_than_max_assets_are_refused_and_a_replaced_one_is_no_more() {
+        let mut m = Manifest::new();
+        for i in 0..MAX_ASSETS {
+            m.insert(&format!("/f/{i}.txt"), "ab", 0).unwrap();
+        }
+        assert_eq!(m.len(), MAX_ASSETS, "the limit itself is taken");
+        m.insert("/f/0.txt", "cd", 1).unwrap();
+        assert_eq!(m.get("/f/0.txt").unwrap().hash, "cd");
+        let err = m.insert("/one-more.txt", "ab", 0).unwrap_err();
+        assert_eq!(err, ManifestError::TooMany);
+        assert_eq!(err.kind(), "too_many");
+        assert_eq!(err.to_string(), "more than 100000 assets");
+        assert_eq!(m.len(), MAX_ASSETS);
+        assert!(m.get("/one-more.txt").is_none());
+    }
+
+    #[test]
     fn files_over_25_mib_are_refused() {
         // Source: developers.cloudflare.com/workers/static-assets/ (25 MiB per file).
         let mut m = Manifest::new();

@@ -368,6 +368,26 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_of_more_than_max_assets_files_is_refused_naming_the_first_over() {
+        use crate::manifest::MAX_ASSETS;
+        let mut folder = files();
+        let empty = Bytes::new();
+        // With index.html and app.js, MAX_ASSETS files; _headers and
+        // _redirects are rules, not assets.
+        folder
+            .files
+            .extend((2..MAX_ASSETS).map(|i| (format!("/f/{i}.txt"), empty.clone())));
+        let site = Site::new(&folder, Config::default()).unwrap();
+        assert_eq!(site.len(), MAX_ASSETS);
+        folder.files.push(("/f/over.txt".into(), empty));
+        let error = Site::new(&folder, Config::default()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "asset /f/over.txt: more than 100000 assets"
+        );
+    }
+
+    #[test]
     fn the_binding_answers_from_the_assets_alone_whatever_runs_first() {
         let mut files = files();
         files.settings.binding = Some("ASSETS".into());
