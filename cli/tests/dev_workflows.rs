@@ -166,15 +166,17 @@ export default {
 const BENIGN: &str = "export default { fetch() { return new Response('benign'); } };";
 
 fn project(dir: &Path) {
-    let bindings: String = ["Order", "Flaky", "Doomed", "Fatal", "Caught", "Spin", "Waiter"]
-        .iter()
-        .map(|class| {
-            format!(
-                "    - name: {}\n      workflow: {{className: {class}}}\n",
-                class.to_uppercase()
-            )
-        })
-        .collect();
+    let bindings: String = [
+        "Order", "Flaky", "Doomed", "Fatal", "Caught", "Spin", "Waiter",
+    ]
+    .iter()
+    .map(|class| {
+        format!(
+            "    - name: {}\n      workflow: {{className: {class}}}\n",
+            class.to_uppercase()
+        )
+    })
+    .collect();
     let flows = support::worker_yaml(
         "qa",
         "flows",
