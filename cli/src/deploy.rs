@@ -173,7 +173,7 @@ async fn push(
 /// The objects of `project`, the code placed (pushed, unless a dry run).
 /// Every key not honoured is printed, one line each, and refused.
 pub async fn plan(project: &Project, args: &DeployArgs) -> anyhow::Result<Deployment> {
-    let mut worker = spec::worker(project)?;
+    let worker = spec::worker(project)?;
     if !worker.problems.is_empty() {
         for problem in &worker.problems {
             eprintln!("{}: {problem}", project.path());
