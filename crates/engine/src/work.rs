@@ -156,9 +156,7 @@ fn run_request(run: &isolane_storage::WorkflowDue) -> http::Request<Body> {
         encode(&run.id)
     );
     let mut request = http::Request::new(Body::empty());
-    if let Ok(uri) = path.parse() {
-        *request.uri_mut() = uri;
-    }
+    *request.uri_mut() = path.parse().unwrap_or_default();
     request
 }
 
