@@ -138,26 +138,14 @@ impl Work {
             Work::ObjectSocketEvent(event) => (empty(), Event::ObjectSocketEvent(event)),
             Work::ServiceCall { call, request } => (request, Event::ServiceCall(call)),
             Work::QueueBatch(batch) => (empty(), Event::QueueBatch(batch)),
-            Work::WorkflowRun(run) => (run_request(&run), Event::WorkflowRun(run)),
+            Work::WorkflowRun(run) => {
+                let mut request = empty();
+                *request.uri_mut() = run.tail_path().parse().unwrap_or_default();
+                (request, Event::WorkflowRun(run))
+            }
             work @ (Work::Prewarm { .. } | Work::Retire) => return Err(work),
         })
     }
-}
-
-/// A workflow run's request, which its Worker never sees: what its tail
-/// event shows, `GET /__workflow/<workflow>/<instance id>` (each
-/// percent-encoded).
-fn run_request(run: &isolane_storage::WorkflowDue) -> http::Request<Body> {
-    let encode =
-        |text: &str| url::form_urlencoded::byte_serialize(text.as_bytes()).collect::<String>();
-    let path = format!(
-        "/__workflow/{}/{}",
-        encode(&run.scope.workflow),
-        encode(&run.id)
-    );
-    let mut request = http::Request::new(Body::empty());
-    *request.uri_mut() = path.parse().unwrap_or_default();
-    request
 }
 
 #[cfg(test)]
