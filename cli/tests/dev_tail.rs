@@ -154,3 +154,49 @@ async fn dev_prints_no_tail_with_no_tail() {
         "{log}"
     );
 }
+
+/// A Worker with a workflow: `/` creates instance `tailed-1`, whose run
+/// logs a line.
+const FLOW: &str = "import { WorkflowEntrypoint } from 'cloudflare:workers';
+export class Steps extends WorkflowEntrypoint {
+  async run(event, step) {
+    console.log('run of', event.instanceId);
+    return step.do('one', async () => 1);
+  }
+}
+export default { async fetch(request, env) {
+  const instance = await env.STEPS.create({ id: 'tailed-1' });
+  return new Response(instance.id);
+} };";
+
+#[tokio::test]
+async fn dev_prints_each_workflow_run_with_its_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let yaml = support::worker_yaml(
+        "qa",
+        "flows",
+        "  routes: [{host: w.test, pathPrefix: /}]\n  bindings:\n    - name: STEPS\n      workflow: {name: steps, className: Steps}\n",
+        FLOW,
+    );
+    std::fs::write(dir.path().join("workers.yaml"), yaml).unwrap();
+    let port = free_port().unwrap();
+    let state_arg = state.path().to_str().unwrap();
+    let extra = ["--state", state_arg, "--no-reload", "--tail-format", "json"];
+    let mut dev = Dev::workers(dir.path(), port, &extra);
+    let client = client();
+    let (status, body) = when_ready(&client, &mut dev, port, "w.test", "/").await;
+    assert_eq!((status, body.as_str()), (200, "tailed-1"));
+
+    let want = "\"url\":\"/__workflow/steps/tailed-1\"";
+    let log = printed(&dev, want).await;
+    let line = log.lines().find(|l| l.contains(want)).unwrap();
+    let event: isolane_worker::TailEvent = serde_json::from_str(line).unwrap();
+    assert_eq!(
+        (event.worker.as_str(), event.outcome.as_str(), event.status),
+        ("qa/flows", "ok", 200)
+    );
+    let lines: Vec<&str> = event.logs.iter().map(|l| l.message.as_str()).collect();
+    assert_eq!(lines, ["run of tailed-1"]);
+    assert!(dev.interrupt().success());
+}

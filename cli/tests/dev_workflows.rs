@@ -7,14 +7,16 @@
 //!   restart of `isolane dev` between its steps (during the sleep).
 //! - A step that throws twice then succeeds under `retries.limit: 3`
 //!   completes; one that always throws ends `errored` with its error once
-//!   its retries are spent.
+//!   its retries are spent; one that throws `NonRetryableError` under
+//!   `retries.limit: 5` runs once and the instance ends `errored`.
 //! - A hostile step (an endless loop) ends at the Worker's CPU limit, is
 //!   retried per its config and the instance ends `errored`, while a
 //!   benign Worker on the same (only) engine thread answers before, during
 //!   and after.
 //! - `compat/apps/workflows` is served by `isolane dev` and by `wrangler
 //!   dev` (miniflare's local Workflows) in the same run: the `status()`
-//!   shapes of a complete, an errored and a waiting instance, and the
+//!   shapes of a complete, an errored (twice: a spent retry, a
+//!   `NonRetryableError`) and a waiting instance, and the
 //!   errors of a duplicate and an unknown id, compared.
 //! - `pause()`, `resume()`, `terminate()`, `restart()`, `get()` of an
 //!   unknown id, a duplicate id.
@@ -38,6 +40,7 @@ use support::{DEADLINE, Dev, client, free_port, request, when_ready};
 /// effects recorded in KV: one key per execution of a step's callback).
 const FLOWS: &str = r#"
 import { WorkflowEntrypoint } from 'cloudflare:workers';
+import { NonRetryableError } from 'cloudflare:workflows';
 
 async function mark(env, id, what) {
   await env.SEEN.put(`side:${id}:${what}:${crypto.randomUUID()}`, '1');
@@ -85,6 +88,31 @@ export class Doomed extends WorkflowEntrypoint {
       throw new TypeError('doomed');
     });
     return 'unreachable';
+  }
+}
+
+export class Fatal extends WorkflowEntrypoint {
+  async run(event, step) {
+    const id = event.instanceId;
+    await step.do('fatal', { retries: { limit: 5, delay: 100, backoff: 'constant' } }, async () => {
+      await mark(this.env, id, 'fatal');
+      throw new NonRetryableError('no point retrying');
+    });
+    return 'unreachable';
+  }
+}
+
+export class Caught extends WorkflowEntrypoint {
+  async run(event, step) {
+    const id = event.instanceId;
+    try {
+      await step.do('fatal', { retries: { limit: 5, delay: 100, backoff: 'constant' } }, async () => {
+        await mark(this.env, id, 'fatal');
+        throw new NonRetryableError('declined', 'CardDeclined');
+      });
+    } catch (e) {
+      return { name: e.name, message: e.message, isError: e instanceof Error };
+    }
   }
 }
 
@@ -138,15 +166,17 @@ export default {
 const BENIGN: &str = "export default { fetch() { return new Response('benign'); } };";
 
 fn project(dir: &Path) {
-    let bindings: String = ["Order", "Flaky", "Doomed", "Spin", "Waiter"]
-        .iter()
-        .map(|class| {
-            format!(
-                "    - name: {}\n      workflow: {{className: {class}}}\n",
-                class.to_uppercase()
-            )
-        })
-        .collect();
+    let bindings: String = [
+        "Order", "Flaky", "Doomed", "Fatal", "Caught", "Spin", "Waiter",
+    ]
+    .iter()
+    .map(|class| {
+        format!(
+            "    - name: {}\n      workflow: {{className: {class}}}\n",
+            class.to_uppercase()
+        )
+    })
+    .collect();
     let flows = support::worker_yaml(
         "qa",
         "flows",
@@ -322,6 +352,25 @@ async fn dev_workflow_retries_errors_controls_and_a_hostile_step() {
     );
     assert_eq!(side_effects(&client, port, "doomed", "doomed").await, 3);
 
+    // NonRetryableError under `retries.limit: 5`: one attempt, then
+    // errored as Cloudflare reports it (before
+    // workflows_preserve_non_retryable_error_message); caught by `run()`,
+    // it is the error thrown, its given name kept.
+    ok(&client, port, "/create?wf=FATAL&id=fatal").await;
+    let fatal = until_status(&client, port, "FATAL", "fatal", "errored").await;
+    assert_eq!(
+        fatal,
+        json!({"status": "errored", "error": {"name": "WorkflowFatalError", "message": "The execution of the Workflow instance was terminated, as a step threw an NonRetryableError and it was not handled"}})
+    );
+    assert_eq!(side_effects(&client, port, "fatal", "fatal").await, 1);
+    ok(&client, port, "/create?wf=CAUGHT&id=caught").await;
+    let caught = until_status(&client, port, "CAUGHT", "caught", "complete").await;
+    assert_eq!(
+        caught,
+        json!({"status": "complete", "output": {"name": "CardDeclined", "message": "declined", "isError": true}})
+    );
+    assert_eq!(side_effects(&client, port, "caught", "fatal").await, 1);
+
     // The hostile step: each attempt ends at the CPU limit; 1 + 1 retry,
     // then errored. The benign Worker answers before, during and after.
     let benign = |bound: Duration| {
@@ -411,6 +460,7 @@ async fn dev_workflow_statuses_match_wrangler_dev() {
     assert_eq!(ours, theirs);
     // Spelled out, so that the comparison is not of nothing.
     assert_eq!(ours["done"]["status"], "complete");
+    assert_eq!(ours["fatal"]["error"]["name"], "WorkflowFatalError");
     assert_eq!(
         ours["went"]["output"],
         json!({"payload": {"n": 1}, "type": "go"})

@@ -45,7 +45,21 @@ function jsonOf(value, what) {
   return text === undefined ? 'null' : text;
 }
 
+// A `NonRetryableError` (`cloudflare:workflows`): by its brand, or by its
+// name as workerd knows it (a name kept only in the message, as across RPC).
+const kNonRetryable = Symbol.for('isolane.workflows.nonRetryable');
+function nonRetryable(e) {
+  return e?.[kNonRetryable] === true || e?.name === 'NonRetryableError' ||
+    String(e?.message).startsWith('NonRetryableError');
+}
+
+// What the instance's error is when `run()` lets a NonRetryableError out:
+// Cloudflare's before workflows_preserve_non_retryable_error_message
+// (docs/workflows.md).
+const NON_RETRYABLE_FAILURE = 'The execution of the Workflow instance was terminated, as a step threw an NonRetryableError and it was not handled';
+
 function errorJson(e) {
+  if (nonRetryable(e)) return JSON.stringify({ name: 'WorkflowFatalError', message: NON_RETRYABLE_FAILURE });
   const name = typeof e?.name === 'string' ? e.name : 'Error';
   const message = typeof e?.message === 'string' ? e.message : String(e);
   return JSON.stringify({ name, message });
@@ -140,7 +154,8 @@ class WorkflowStep {
     try {
       value = await withTimeout(Promise.resolve().then(callback), timeout, name);
     } catch (e) {
-      if (before.attempts > limit) throw e;
+      // A NonRetryableError fails the step at once, whatever its retries.
+      if (before.attempts > limit || nonRetryable(e)) throw e;
       return run.suspend({ end: 'retry', delayMs: before.retryDelayMs });
     }
     const text = jsonOf({ v: value }, `The result of step "${name}"`);

@@ -19,10 +19,16 @@ use isolane_storage::{StoreError, WorkflowOp, WorkflowScope};
 use isolane_engine::api::{ErrorClass, HostError, Unit};
 use isolane_engine::api::{HostState, Settle, Settlement, begin_op};
 
-/// `env.NAME` for a workflow binding, and a run's `step`.
+/// `env.NAME` for a workflow binding, a run's `step`, and
+/// `cloudflare:workflows` (`NonRetryableError`), loaded as
+/// `cloudflare:workers` is.
 pub(crate) fn unit() -> Unit {
     Unit::new("workflow")
         .js(&["40_workflow.js"])
+        .node_module(
+            "cloudflare:workflows",
+            include_str!("../js/cloudflare/workflows.js"),
+        )
         .function("workflowOp", workflow_op)
 }
 

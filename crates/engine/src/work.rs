@@ -138,7 +138,11 @@ impl Work {
             Work::ObjectSocketEvent(event) => (empty(), Event::ObjectSocketEvent(event)),
             Work::ServiceCall { call, request } => (request, Event::ServiceCall(call)),
             Work::QueueBatch(batch) => (empty(), Event::QueueBatch(batch)),
-            Work::WorkflowRun(run) => (empty(), Event::WorkflowRun(run)),
+            Work::WorkflowRun(run) => {
+                let mut request = empty();
+                *request.uri_mut() = run.tail_path().parse().unwrap_or_default();
+                (request, Event::WorkflowRun(run))
+            }
             work @ (Work::Prewarm { .. } | Work::Retire) => return Err(work),
         })
     }

@@ -149,6 +149,18 @@ pub struct WorkflowDue {
 }
 
 impl WorkflowDue {
+    /// The path its run's tail event shows (the Worker never sees it):
+    /// `/__workflow/<workflow>/<instance id>`, each percent-encoded.
+    pub fn tail_path(&self) -> String {
+        let encode =
+            |text: &str| url::form_urlencoded::byte_serialize(text.as_bytes()).collect::<String>();
+        format!(
+            "/__workflow/{}/{}",
+            encode(&self.scope.workflow),
+            encode(&self.id)
+        )
+    }
+
     /// What a run's JavaScript gets (`js/40_workflow.js` of
     /// isolane-bindings): `{workflow, className, instanceId, payload,
     /// timestamp}`, `payload` as JSON text.

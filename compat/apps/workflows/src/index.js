@@ -1,6 +1,7 @@
 // /probe: three workflows run to their ends, and each status() seen on
 // the way, as JSON (compared between isolane dev and wrangler dev).
 import { WorkflowEntrypoint } from 'cloudflare:workers';
+import { NonRetryableError } from 'cloudflare:workflows';
 
 export class Done extends WorkflowEntrypoint {
   async run(event, step) {
@@ -14,6 +15,15 @@ export class Fails extends WorkflowEntrypoint {
   async run(event, step) {
     await step.do('boom', { retries: { limit: 1, delay: 10, backoff: 'constant' } }, async () => {
       throw new TypeError('boom');
+    });
+  }
+}
+
+// Not retried: errored after its one attempt.
+export class Fatal extends WorkflowEntrypoint {
+  async run(event, step) {
+    await step.do('fatal', { retries: { limit: 5, delay: '10 seconds', backoff: 'constant' } }, async () => {
+      throw new NonRetryableError('no point retrying');
     });
   }
 }
@@ -55,6 +65,10 @@ export default {
     const out = { id: done.id === `done-${run}` };
     out.done = shape(await until(done, ['complete', 'errored']));
     out.fails = shape(await until(fails, ['complete', 'errored']));
+    // Its retry delay (10 s) is longer than this wait: errored only if not
+    // retried.
+    const fatal = await env.FATAL.create({ id: `fatal-${run}` });
+    out.fatal = shape(await until(fatal, ['complete', 'errored'], 100));
     // miniflare says `running` while a run waits for an event (Isolane:
     // `waiting`, as Cloudflare documents): a short wait for `waiting`.
     out.waiting = shape(await until(waits, ['waiting'], 40));
