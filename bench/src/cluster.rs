@@ -226,6 +226,7 @@ pub async fn start_worker(
     flags: &Flags<'_>,
     env: &[(&str, &OsStr)],
 ) -> anyhow::Result<Cluster> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let name = worker.metadata.name.clone().unwrap_or_default();
     let (control_plane, operator) =
         control_plane_with_operator_env(&bins.operator, dir, flags.operator, env).await?;
