@@ -28,16 +28,18 @@
 //!   namespace's Workers are reconciled too.
 //! - TenantPolicies (kept in a store, copied into the index): an event
 //!   reconciles every Worker (ceilings, defaults and quotas may change).
-//!   Not waited for by [`Watches::synced`]: a cluster whose TenantPolicy
-//!   CRD is missing (Helm installs CRDs but does not upgrade them) still
-//!   gets a ready operator, whose watch retries and logs; until the first
-//!   list, Workers are admitted and reconciled as if no policy existed,
-//!   and the list reconciles them all again (docs/policy.md).
+//!   [`Watches::synced`] waits for their first list, at most
+//!   [`POLICY_LIST_WAIT`]: a cluster whose TenantPolicy CRD is missing
+//!   (Helm installs CRDs but does not upgrade them) still gets a ready
+//!   operator, whose watch retries and logs; past that wait, Workers are
+//!   reconciled as if no policy existed until the list comes, which
+//!   reconciles them all again (docs/policy.md).
 //! - Runtime-node Leases are watched by [`crate::membership`]; every Worker
 //!   is reconciled when the schedulable node set changes (`caches.rs`).
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::future::{BoxFuture, ready};
 use futures::{FutureExt, StreamExt, TryStreamExt};
@@ -313,15 +315,17 @@ impl Watches {
         let workers = self.workers.clone();
         let bundles = self.bundles.clone();
         let namespaces = self.namespaces.clone();
+        let policies = self.policies.clone();
         let mut config_maps = self.config_maps_synced.clone();
         let mut secrets = self.secrets_synced.clone();
         async move {
-            let (workers_ready, bundles_ready, namespaces_ready, _, _) = futures::join!(
+            let (workers_ready, bundles_ready, namespaces_ready, _, _, _) = futures::join!(
                 workers.wait_until_ready(),
                 bundles.wait_until_ready(),
                 namespaces.wait_until_ready(),
                 async { config_maps.wait_for(|synced| *synced).await.is_ok() },
                 async { secrets.wait_for(|synced| *synced).await.is_ok() },
+                policies_listed(&policies),
             );
             let synced = workers_ready.is_ok() && bundles_ready.is_ok() && namespaces_ready.is_ok();
             if synced {
@@ -329,6 +333,26 @@ impl Watches {
             }
             synced
         }
+    }
+}
+
+/// How long the caches wait for the TenantPolicies' first list before they
+/// count as synced without it (a cluster whose TenantPolicy CRD is
+/// missing still gets a ready operator).
+const POLICY_LIST_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits for the TenantPolicies' first list, at most [`POLICY_LIST_WAIT`]:
+/// no reconcile writes a bundle before the policies it must obey are known,
+/// unless they cannot be listed at all.
+async fn policies_listed(policies: &Store<TenantPolicy>) {
+    if tokio::time::timeout(POLICY_LIST_WAIT, policies.wait_until_ready())
+        .await
+        .is_err()
+    {
+        warn!(
+            waited_s = POLICY_LIST_WAIT.as_secs(),
+            "TenantPolicies not listed yet: reconciling without them until they are"
+        );
     }
 }
 
@@ -474,6 +498,29 @@ mod tests {
             pass(watcher::Event::Delete(staging)),
             Some(watcher::Event::Delete(_))
         ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_caches_wait_for_the_policies_list_but_not_forever() {
+        // Never listed (a missing CRD): the wait ends at its bound.
+        let writer = reflector::store::Writer::<TenantPolicy>::default();
+        let never = writer.as_reader();
+        let started = tokio::time::Instant::now();
+        policies_listed(&never).await;
+        assert_eq!(started.elapsed(), POLICY_LIST_WAIT);
+
+        // Listed after 2 s: the wait ends then, not at its bound.
+        let mut writer = reflector::store::Writer::<TenantPolicy>::default();
+        let listed = writer.as_reader();
+        let started = tokio::time::Instant::now();
+        let list = async move {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            writer.apply_watcher_event(&watcher::Event::Init);
+            writer.apply_watcher_event(&watcher::Event::InitDone);
+            writer
+        };
+        let ((), _writer) = futures::join!(policies_listed(&listed), list);
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
     }
 
     #[test]
