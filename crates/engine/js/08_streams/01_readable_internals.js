@@ -90,16 +90,21 @@ function readerGenericCancel(reader, reason) {
   return readableStreamCancel(reader.stream, reason);
 }
 
-function readerGenericRelease(reader) {
+// `quiet`: the reader is the runtime's own (`internal.acquireReader`), whose
+// `closed` promise nothing can see, so it is not rejected: the TypeError's
+// stack capture cost more than a small body's whole read.
+function readerGenericRelease(reader, quiet) {
   const s = reader.stream;
-  const e = new TypeError('This reader was released.');
-  if (s.state === 'readable') {
-    reader.closed.reject(e);
-  } else {
-    reader.closed = deferred();
-    reader.closed.reject(e);
+  if (!quiet) {
+    const e = new TypeError('This reader was released.');
+    if (s.state === 'readable') {
+      reader.closed.reject(e);
+    } else {
+      reader.closed = deferred();
+      reader.closed.reject(e);
+    }
+    markHandled(reader.closed.promise);
   }
-  markHandled(reader.closed.promise);
   const c = s.controller;
   if (c.byte) byteControllerReleaseSteps(c);
   s.reader = undefined;
@@ -130,10 +135,11 @@ function readableStreamDefaultReaderRead(reader, rr) {
   else defaultControllerPullSteps(s.controller, rr);
 }
 
-function readableStreamDefaultReaderRelease(reader) {
-  readerGenericRelease(reader);
-  const e = new TypeError('This reader was released.');
+function readableStreamDefaultReaderRelease(reader, quiet = false) {
+  readerGenericRelease(reader, quiet);
   const list = reader.readRequests;
+  if (list.length === 0) return;
+  const e = new TypeError('This reader was released.');
   reader.readRequests = [];
   for (const rr of list) rr.error(e);
 }
@@ -146,9 +152,10 @@ function readableStreamBYOBReaderRead(reader, view, min, rr) {
 }
 
 function readableStreamBYOBReaderRelease(reader) {
-  readerGenericRelease(reader);
-  const e = new TypeError('This reader was released.');
+  readerGenericRelease(reader, false);
   const list = reader.readIntoRequests;
+  if (list.length === 0) return;
+  const e = new TypeError('This reader was released.');
   reader.readIntoRequests = [];
   for (const rr of list) rr.error(e);
 }

@@ -68,7 +68,7 @@ internal.acquireReader = (pub) => {
       });
       return d.promise;
     },
-    release() { if (reader.stream !== undefined) readableStreamDefaultReaderRelease(reader); },
+    release() { if (reader.stream !== undefined) readableStreamDefaultReaderRelease(reader, true); },
     cancel(reason) { return reader.stream === undefined ? resolved(undefined) : readerGenericCancel(reader, reason); },
   };
   return r;
