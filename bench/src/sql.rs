@@ -1,0 +1,426 @@
+//! Section 17, SQL next to the code, D1 and R2 (issue 58), through the
+//! router and a node whose store is a PostgreSQL on the same host and
+//! whose R2 buckets are in SeaweedFS's S3 gateway, against workerd's local
+//! SQLite-backed Durable Objects in the same run.
+//!
+//! One script on both sides ([`SCRIPT`]). Every request is timed alone on
+//! a keep-alive HTTP/1.1 connection, the sides taking turns round by round
+//! (a connection per side and round), and every answer is checked:
+//! - *point read with `sql.exec` inside an object*: `/sql/reads?n=N+1`
+//!   against `/sql/reads?n=1` on one object, the difference of their
+//!   medians over N reads (the hop and the request cancel out), as the
+//!   state section does for storage reads; the answer is the last row read;
+//! - *acknowledged SQL write*: `/sql/write`, one `INSERT … RETURNING id`
+//!   answered once the write is durable (after the output gate: PostgreSQL's
+//!   commit; workerd's SQLite on disk); each answer must be the id after the
+//!   one before;
+//! - *D1 point query*: `/d1?id=<k>`, `DB.prepare(SELECT …).bind(k).first('v')`.
+//!   workerd alone has no D1 (wrangler's local D1 is Miniflare's, a SQLite
+//!   object behind a wrapped binding), so its column is the same SELECT in
+//!   a SQLite object of its own, reached from the Worker by a stub's
+//!   `fetch` (what a D1 database is on Isolane too);
+//! - *hello*: `/`, no state, the hop alone, for reference;
+//! - *R2 get*: a 64 MiB object put through the Worker, then read whole
+//!   through router → node → Worker → client, in turn with the same stored
+//!   object read straight from the S3 server (a presigned `GET`), each body
+//!   compared byte for byte after its clock stopped ([`crate::r2_get`]).
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use isolane_storage::POSTGRES_URL_ENV;
+use isolane_testenv::workers::inline_worker;
+use isolane_testenv::{Postgres, S3_ACCESS_KEY, S3_SECRET_KEY, SeaweedFs};
+use isolane_worker::Binding;
+
+use crate::cluster::{self, ClusterBinaries, NAMESPACE};
+use crate::r2_get;
+use crate::report::{Section, Table, Target, verdict};
+use crate::servers::Server;
+use crate::state::{Client, ObjectWorker, workerd_objects};
+use crate::stats::{fmt_us, median, percentile, us};
+
+/// The Worker both sides serve.
+pub const SCRIPT: &str = r#"import { DurableObject } from 'cloudflare:workers';
+const ROWS = 100;
+export class Store extends DurableObject {
+  fetch(request) {
+    const url = new URL(request.url);
+    const sql = this.ctx.storage.sql;
+    const n = Number(url.searchParams.get('n') ?? 1);
+    switch (url.pathname) {
+      case '/seed': {
+        sql.exec('CREATE TABLE IF NOT EXISTS kv (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
+        sql.exec('CREATE TABLE IF NOT EXISTS log (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
+        for (let i = 1; i <= ROWS; i++) sql.exec('INSERT OR REPLACE INTO kv (id, v) VALUES (?, ?)', i, 'v' + i);
+        return new Response(String(sql.exec('SELECT count(*) AS n FROM kv').one().n));
+      }
+      case '/reads': {
+        let v;
+        for (let i = 0; i < n; i++) v = sql.exec('SELECT v FROM kv WHERE id = ?', (i % ROWS) + 1).one().v;
+        return new Response(v);
+      }
+      case '/write':
+        return new Response(String(sql.exec('INSERT INTO log (v) VALUES (?) RETURNING id', 'x').one().id));
+      case '/get':
+        return new Response(sql.exec('SELECT v FROM kv WHERE id = ?', n).one().v);
+    }
+    return new Response('no such path', { status: 404 });
+  }
+}
+const object = (env, name) => env.OBJ.get(env.OBJ.idFromName(name));
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    const path = url.pathname;
+    if (path === '/') return new Response('ok');
+    if (path.startsWith('/sql/')) {
+      return object(env, url.searchParams.get('name') ?? 'bench').fetch('http://object/' + path.slice(5) + url.search);
+    }
+    if (path === '/d1/seed') {
+      if (env.DB === undefined) return object(env, 'd1').fetch('http://object/seed');
+      const rows = [env.DB.prepare('CREATE TABLE IF NOT EXISTS kv (id INTEGER PRIMARY KEY, v TEXT NOT NULL)')];
+      for (let i = 1; i <= ROWS; i++) rows.push(env.DB.prepare('INSERT OR REPLACE INTO kv (id, v) VALUES (?, ?)').bind(i, 'v' + i));
+      await env.DB.batch(rows);
+      return new Response(String(await env.DB.prepare('SELECT count(*) AS n FROM kv').first('n')));
+    }
+    if (path === '/d1') {
+      const id = Number(url.searchParams.get('id'));
+      if (env.DB === undefined) return object(env, 'd1').fetch('http://object/get?n=' + id);
+      return new Response(await env.DB.prepare('SELECT v FROM kv WHERE id = ?').bind(id).first('v'));
+    }
+    if (path === '/r2') {
+      if (env.B === undefined) return new Response('no R2', { status: 501 });
+      const key = url.searchParams.get('key');
+      if (request.method === 'PUT') return new Response(String((await env.B.put(key, request.body)).size));
+      const o = await env.B.get(key);
+      if (o === null) return new Response('no such object', { status: 404 });
+      return new Response(o.body);
+    }
+    return new Response('no such path', { status: 404 });
+  },
+};
+"#;
+
+const HOST: &str = "sql.bench.test";
+/// Rows of the table the reads and D1 queries read.
+const ROWS: usize = 100;
+/// The R2 bucket and the key of the big object.
+const BUCKET: &str = "bench-files";
+const KEY: &str = "big";
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Requests per measure per side per round.
+    pub requests: usize,
+    pub rounds: usize,
+    /// Reads per long `/sql/reads` request (N).
+    pub reads: usize,
+    pub r2: r2_get::Plan,
+}
+
+pub struct Setup<'a> {
+    pub cluster: &'a ClusterBinaries,
+    /// workerd's native binary, when there is one.
+    pub workerd: Option<&'a Path>,
+    pub work: &'a Path,
+    /// What `--bin-dir` named (said in the section: release or debug).
+    pub bin_dir: &'a Path,
+}
+
+/// What one side measured, pooled over rounds.
+#[derive(Default)]
+struct Measured {
+    /// Per round, µs per point read inside the object.
+    read_us: Vec<f64>,
+    write: Vec<Duration>,
+    /// The id the last write answered.
+    last_id: Option<u64>,
+    d1: Vec<Duration>,
+    hello: Vec<Duration>,
+}
+
+/// `GET path` whose body must be `expected`: how long it took.
+async fn checked(client: &mut Client, path: &str, expected: &str) -> anyhow::Result<Duration> {
+    let (took, body) = client.get_body(path).await?;
+    anyhow::ensure!(
+        body == expected.as_bytes(),
+        "GET {path} answered {:?}, not {expected:?}",
+        String::from_utf8_lossy(&body)
+    );
+    Ok(took)
+}
+
+/// The value of row `id` (1-based) as the script seeds it.
+fn row(id: usize) -> String {
+    format!("v{id}")
+}
+
+/// The row the last of `n` reads of `/reads?n=` reads.
+fn last_read_row(n: usize) -> String {
+    row((n - 1) % ROWS + 1)
+}
+
+/// Both tables seeded (the object's and the database's), checked.
+async fn seed(server: &Server) -> anyhow::Result<()> {
+    let mut client = Client::connect(server).await?;
+    checked(&mut client, "/sql/seed", &ROWS.to_string()).await?;
+    checked(&mut client, "/d1/seed", &ROWS.to_string()).await?;
+    Ok(())
+}
+
+/// One acknowledged write: its time, its id checked to follow the last.
+async fn write(client: &mut Client, into: &mut Measured) -> anyhow::Result<()> {
+    let (took, body) = client.get_body("/sql/write").await?;
+    let text = String::from_utf8_lossy(&body);
+    let id: u64 = text
+        .parse()
+        .with_context(|| format!("/sql/write answered {text:?}, not an id"))?;
+    if let Some(last) = into.last_id {
+        anyhow::ensure!(id == last + 1, "/sql/write answered id {id} after {last}");
+    }
+    into.last_id = Some(id);
+    into.write.push(took);
+    Ok(())
+}
+
+async fn round(server: &Server, plan: &Plan, into: &mut Measured) -> anyhow::Result<()> {
+    let mut client = Client::connect(server).await?;
+    let long = format!("/sql/reads?n={}", plan.reads + 1);
+    let (mut one, mut many) = (Vec::new(), Vec::new());
+    for _ in 0..(plan.requests / 5).max(5) {
+        one.push(us(checked(&mut client, "/sql/reads?n=1", &row(1)).await?));
+        many.push(us(checked(
+            &mut client,
+            &long,
+            &last_read_row(plan.reads + 1),
+        )
+        .await?));
+    }
+    into.read_us
+        .push((median(&many) - median(&one)) / plan.reads as f64);
+    for _ in 0..plan.requests {
+        write(&mut client, into).await?;
+    }
+    for i in 0..plan.requests {
+        let id = i % ROWS + 1;
+        let took = checked(&mut client, &format!("/d1?id={id}"), &row(id)).await?;
+        into.d1.push(took);
+    }
+    for _ in 0..plan.requests {
+        into.hello.push(checked(&mut client, "/", "ok").await?);
+    }
+    Ok(())
+}
+
+/// workerd with [`SCRIPT`], its class SQLite-backed on local disk.
+fn peer(setup: &Setup<'_>) -> anyhow::Result<Option<Server>> {
+    let Some(bin) = setup.workerd else {
+        return Ok(None);
+    };
+    let worker = ObjectWorker {
+        script: SCRIPT,
+        binding: "OBJ",
+        class: "Store",
+        sql: true,
+    };
+    Ok(Some(workerd_objects(
+        bin,
+        &setup.work.join("workerd-sql"),
+        &worker,
+    )?))
+}
+
+/// Runs the comparison and writes nothing: the section.
+pub async fn section(setup: &Setup<'_>, plan: &Plan) -> anyhow::Result<Section> {
+    std::fs::create_dir_all(setup.work)?;
+    let database = Postgres::start().context("starting PostgreSQL (hack/install-deps.sh)")?;
+    let store = SeaweedFs::start().context("starting SeaweedFS (hack/build-seaweedfs.sh)")?;
+    let url = database.connection_string();
+    let env: [(&str, &OsStr); 3] = [
+        (POSTGRES_URL_ENV, OsStr::new(&url)),
+        ("ISOLANE_R2_S3_ACCESS_KEY_ID", OsStr::new(S3_ACCESS_KEY)),
+        ("ISOLANE_R2_S3_SECRET_ACCESS_KEY", OsStr::new(S3_SECRET_KEY)),
+    ];
+    let endpoint = store.s3_endpoint();
+    let r2 = ["--r2-s3-endpoint", endpoint.as_str()];
+    let mut worker = inline_worker("sql", SCRIPT, &[HOST]);
+    worker.spec.bindings = vec![
+        Binding::sqlite_durable_object("OBJ", "Store"),
+        Binding::d1("DB", "bench"),
+        Binding::r2("B", BUCKET),
+    ];
+    // The long read requests and the big object, in a debug build too.
+    worker.spec.limits.wall_ms = 120_000;
+    let flags = cluster::Flags {
+        node: &r2,
+        operator: &r2,
+        router: &["--request-timeout", "120s"],
+    };
+    let cluster =
+        cluster::start_worker(setup.cluster, setup.work, &worker, HOST, &flags, &env).await?;
+    let peer = peer(setup)?;
+    if let Some(server) = &peer {
+        server.wait_ok(Duration::from_secs(60)).await?;
+        seed(server).await?;
+    }
+    seed(&cluster.router).await?;
+    let (mut ours, mut theirs) = (Measured::default(), Measured::default());
+    for _ in 0..plan.rounds {
+        round(&cluster.router, plan, &mut ours).await?;
+        if let Some(server) = &peer {
+            round(server, plan, &mut theirs).await?;
+        }
+    }
+    let object = r2_get::Object {
+        bytes: r2_get::pattern(plan.r2.mib << 20),
+        key: KEY,
+        stored_as: format!("{NAMESPACE}/{BUCKET}/{KEY}"),
+    };
+    let rates = r2_get::measure(&cluster.router, &endpoint, &object, &plan.r2).await?;
+    let mut markdown = render(setup, plan, &ours, peer.is_some().then_some(&theirs));
+    markdown.push_str(&r2_get::render(&plan.r2, &rates));
+    let mut targets = targets(&ours);
+    targets.push(r2_get::target(&plan.r2, &rates));
+    // The router, node and operator stop before their stores.
+    drop(cluster);
+    drop(peer);
+    drop(store);
+    drop(database);
+    Ok(Section { markdown, targets })
+}
+
+fn p(samples: &[Duration], q: f64) -> f64 {
+    us(percentile(samples, q))
+}
+
+/// Which samples of a side a row shows.
+type Samples = fn(&Measured) -> &Vec<Duration>;
+
+fn render(setup: &Setup<'_>, plan: &Plan, ours: &Measured, theirs: Option<&Measured>) -> String {
+    let build = if setup.bin_dir.ends_with("release") {
+        "release"
+    } else {
+        "**debug** (not release: slower than a deployment)"
+    };
+    let mut markdown = format!(
+        "## 17. SQL next to the code, D1 and R2 (issue 58)\n\n\
+         One Worker with a SQLite-backed Durable Object class, a D1 database and an R2 \
+         bucket, applied to a local kube-apiserver and served by one `isolane-node` behind \
+         the `isolane-router` ({build} binaries from `{}`), its store a PostgreSQL on the \
+         same host and its R2 store SeaweedFS's S3 gateway (isolane-testenv, both); against \
+         workerd's local SQLite-backed objects (`enableSql`, `durableObjectStorage = \
+         localDisk`). Every request alone on a keep-alive connection and its answer \
+         checked; {} rounds, the sides in turn; per round {} pairs of read requests and {} \
+         requests of each other kind. Point read: the median of `/sql/reads?n={}` minus \
+         that of `/sql/reads?n=1` (one object, `sql.exec('SELECT v FROM kv WHERE id = ?', \
+         k).one()` in a loop), over {} reads. Write: `INSERT … RETURNING id` in one object, \
+         answered after the output gate, each id checked to follow the last. D1: \
+         `prepare('SELECT v FROM kv WHERE id = ?').bind(k).first('v')` of a {ROWS}-row \
+         table. workerd alone has no D1 binding (wrangler's local D1 is Miniflare's SQLite \
+         object behind a wrapped binding), so its D1 column is the same SELECT in a SQLite \
+         object of its own, called from the Worker by a stub's `fetch`.\n\n",
+        setup.bin_dir.display(),
+        plan.rounds,
+        (plan.requests / 5).max(5),
+        plan.requests,
+        plan.reads + 1,
+        plan.reads,
+    );
+    markdown.push_str(&table(ours, theirs));
+    markdown.push_str(
+        "\nThe write, D1 and hello rows go client → router → node (gRPC) and back; \
+         workerd serves in one process, so its column has no hop: the hello row shows what \
+         the hop costs.\n\n",
+    );
+    markdown
+}
+
+fn table(ours: &Measured, theirs: Option<&Measured>) -> String {
+    let mut table = Table::new(&[
+        "what",
+        ">router → node, PostgreSQL p50",
+        ">p99",
+        ">workerd p50",
+        ">p99",
+        "goal",
+        "result",
+    ]);
+    let peer = |f: &dyn Fn(&Measured) -> String| theirs.map_or_else(|| "—".to_owned(), f);
+    let read = median(&ours.read_us);
+    table.row(vec![
+        "point read with `sql.exec` inside an object (median per read)".to_owned(),
+        fmt_us(read),
+        "—".to_owned(),
+        peer(&|m| fmt_us(median(&m.read_us))),
+        "—".to_owned(),
+        "< 20 µs p50".to_owned(),
+        verdict(read < 20.0),
+    ]);
+    let rows: [(&str, Samples, &str, Option<bool>); 3] = [
+        (
+            "acknowledged SQL write (`INSERT`, answered once durable)",
+            |m| &m.write,
+            "< 5 ms p99",
+            Some(p(&ours.write, 0.99) < 5_000.0),
+        ),
+        (
+            "D1 point query (workerd: the SELECT in its own SQLite object)",
+            |m| &m.d1,
+            "< 2 ms p50",
+            Some(p(&ours.d1, 0.5) < 2_000.0),
+        ),
+        ("hello, no state (the hop alone)", |m| &m.hello, "", None),
+    ];
+    for (what, samples, goal, met) in rows {
+        table.row(vec![
+            what.to_owned(),
+            fmt_us(p(samples(ours), 0.50)),
+            fmt_us(p(samples(ours), 0.99)),
+            peer(&|m| fmt_us(p(samples(m), 0.50))),
+            peer(&|m| fmt_us(p(samples(m), 0.99))),
+            goal.to_owned(),
+            met.map_or_else(String::new, verdict),
+        ]);
+    }
+    table.render()
+}
+
+fn targets(ours: &Measured) -> Vec<Target> {
+    let read = median(&ours.read_us);
+    let write = p(&ours.write, 0.99);
+    let d1 = p(&ours.d1, 0.5);
+    vec![
+        Target::new(
+            "point read with `sql.exec` inside an object: < 20 µs p50 (issue 58)",
+            fmt_us(read),
+            read < 20.0,
+        ),
+        Target::new(
+            "acknowledged SQL write, PostgreSQL on the same host: < 5 ms p99 (issue 58)",
+            fmt_us(write),
+            write < 5_000.0,
+        ),
+        Target::new(
+            "D1 query through router + node: < 2 ms p50 (issue 58)",
+            fmt_us(d1),
+            d1 < 2_000.0,
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_read_row_wraps_at_the_table() {
+        assert_eq!(last_read_row(1), "v1");
+        assert_eq!(last_read_row(100), "v100");
+        assert_eq!(last_read_row(101), "v1");
+        assert_eq!(last_read_row(10_001), "v1");
+        assert_eq!(last_read_row(5_050), "v50");
+    }
+}
