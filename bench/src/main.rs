@@ -325,25 +325,8 @@ enum Command {
     Sql {
         #[command(flatten)]
         common: Common,
-        #[arg(long)]
-        workerd: Option<PathBuf>,
-        /// Folder with `isolane-operator`, `isolane-node` and `isolane-router`.
-        #[arg(long, default_value = "target/release")]
-        bin_dir: PathBuf,
-        /// Requests per measure per side per round.
-        #[arg(long, default_value_t = 300)]
-        requests: usize,
-        #[arg(long, default_value_t = 3)]
-        rounds: usize,
-        /// Point reads per long in-object read request.
-        #[arg(long, default_value_t = 10_000)]
-        reads: usize,
-        /// The R2 object's size, MiB.
-        #[arg(long, default_value_t = 64)]
-        r2_mib: usize,
-        /// Whole reads of it per way per round.
-        #[arg(long, default_value_t = 3)]
-        r2_gets: usize,
+        #[command(flatten)]
+        args: sql::Args,
     },
     /// 9. WebSockets: echo round trips vs workerd, idle sockets on a node.
     Websocket {
@@ -778,42 +761,8 @@ fn main() -> anyhow::Result<()> {
             let section = runtime()?.block_on(state::section(&setup, &plan))?;
             section.write(&common.results, "11-state")
         }
-        Command::Sql {
-            common,
-            workerd,
-            bin_dir,
-            requests,
-            rounds,
-            reads,
-            r2_mib,
-            r2_gets,
-        } => {
-            anyhow::ensure!(
-                requests > 0
-                    && rounds > 0
-                    && reads > 0
-                    && r2_gets > 0
-                    && (1..=1024).contains(&r2_mib),
-                "--requests, --rounds, --reads and --r2-gets must be positive, --r2-mib 1 to 1024"
-            );
-            let cluster = cluster::ClusterBinaries::in_dir(&bin_dir)?;
-            let setup = sql::Setup {
-                cluster: &cluster,
-                workerd: workerd.as_deref(),
-                work: &common.work,
-                bin_dir: &bin_dir,
-            };
-            let plan = sql::Plan {
-                requests,
-                rounds,
-                reads,
-                r2: r2_get::Plan {
-                    mib: r2_mib,
-                    gets: r2_gets,
-                    rounds,
-                },
-            };
-            let section = runtime()?.block_on(sql::section(&setup, &plan))?;
+        Command::Sql { common, args } => {
+            let section = runtime()?.block_on(sql::run(&args, &common.work))?;
             section.write(&common.results, "17-sql")
         }
         Command::Websocket {

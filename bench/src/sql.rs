@@ -26,7 +26,7 @@
 //!   compared byte for byte after its clock stopped ([`crate::r2_get`]).
 
 use std::ffi::OsStr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -35,7 +35,7 @@ use isolane_testenv::workers::inline_worker;
 use isolane_testenv::{Postgres, S3_ACCESS_KEY, S3_SECRET_KEY, SeaweedFs};
 use isolane_worker::Binding;
 
-use crate::cluster::{self, ClusterBinaries, NAMESPACE};
+use crate::cluster::{self, Cluster, ClusterBinaries, NAMESPACE};
 use crate::r2_get;
 use crate::report::{Section, Table, Target, verdict};
 use crate::servers::Server;
@@ -233,34 +233,67 @@ fn peer(setup: &Setup<'_>) -> anyhow::Result<Option<Server>> {
     )?))
 }
 
+/// `isolane-bench sql`'s own flags.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[arg(long)]
+    workerd: Option<PathBuf>,
+    /// Folder with `isolane-operator`, `isolane-node` and `isolane-router`.
+    #[arg(long, default_value = "target/release")]
+    bin_dir: PathBuf,
+    /// Requests per measure per side per round.
+    #[arg(long, default_value_t = 300)]
+    requests: usize,
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Point reads per long in-object read request.
+    #[arg(long, default_value_t = 10_000)]
+    reads: usize,
+    /// The R2 object's size, MiB.
+    #[arg(long, default_value_t = 64)]
+    r2_mib: usize,
+    /// Whole reads of it per way per round.
+    #[arg(long, default_value_t = 3)]
+    r2_gets: usize,
+}
+
+/// The section as `args` ask, processes' logs in `work`.
+pub async fn run(args: &Args, work: &Path) -> anyhow::Result<Section> {
+    anyhow::ensure!(
+        args.requests > 0
+            && args.rounds > 0
+            && args.reads > 0
+            && args.r2_gets > 0
+            && (1..=1024).contains(&args.r2_mib),
+        "--requests, --rounds, --reads and --r2-gets must be positive, --r2-mib 1 to 1024"
+    );
+    let cluster = ClusterBinaries::in_dir(&args.bin_dir)?;
+    let setup = Setup {
+        cluster: &cluster,
+        workerd: args.workerd.as_deref(),
+        work,
+        bin_dir: &args.bin_dir,
+    };
+    let plan = Plan {
+        requests: args.requests,
+        rounds: args.rounds,
+        reads: args.reads,
+        r2: r2_get::Plan {
+            mib: args.r2_mib,
+            gets: args.r2_gets,
+            rounds: args.rounds,
+        },
+    };
+    section(&setup, &plan).await
+}
+
 /// Runs the comparison and writes nothing: the section.
 pub async fn section(setup: &Setup<'_>, plan: &Plan) -> anyhow::Result<Section> {
     std::fs::create_dir_all(setup.work)?;
     let database = Postgres::start().context("starting PostgreSQL (hack/install-deps.sh)")?;
     let store = SeaweedFs::start().context("starting SeaweedFS (hack/build-seaweedfs.sh)")?;
-    let url = database.connection_string();
-    let env: [(&str, &OsStr); 3] = [
-        (POSTGRES_URL_ENV, OsStr::new(&url)),
-        ("ISOLANE_R2_S3_ACCESS_KEY_ID", OsStr::new(S3_ACCESS_KEY)),
-        ("ISOLANE_R2_S3_SECRET_ACCESS_KEY", OsStr::new(S3_SECRET_KEY)),
-    ];
     let endpoint = store.s3_endpoint();
-    let r2 = ["--r2-s3-endpoint", endpoint.as_str()];
-    let mut worker = inline_worker("sql", SCRIPT, &[HOST]);
-    worker.spec.bindings = vec![
-        Binding::sqlite_durable_object("OBJ", "Store"),
-        Binding::d1("DB", "bench"),
-        Binding::r2("B", BUCKET),
-    ];
-    // The long read requests and the big object, in a debug build too.
-    worker.spec.limits.wall_ms = 120_000;
-    let flags = cluster::Flags {
-        node: &r2,
-        operator: &r2,
-        router: &["--request-timeout", "120s"],
-    };
-    let cluster =
-        cluster::start_worker(setup.cluster, setup.work, &worker, HOST, &flags, &env).await?;
+    let cluster = start(setup, &database.connection_string(), &endpoint).await?;
     let peer = peer(setup)?;
     if let Some(server) = &peer {
         server.wait_ok(Duration::from_secs(60)).await?;
@@ -290,6 +323,32 @@ pub async fn section(setup: &Setup<'_>, plan: &Plan) -> anyhow::Result<Section> 
     drop(store);
     drop(database);
     Ok(Section { markdown, targets })
+}
+
+/// The control plane, operator, node and router serving [`SCRIPT`] with
+/// its object class, D1 database and R2 bucket; the node's store the
+/// PostgreSQL at `postgres`, its R2 store the S3 server at `endpoint`.
+async fn start(setup: &Setup<'_>, postgres: &str, endpoint: &str) -> anyhow::Result<Cluster> {
+    let env: [(&str, &OsStr); 3] = [
+        (POSTGRES_URL_ENV, OsStr::new(postgres)),
+        ("ISOLANE_R2_S3_ACCESS_KEY_ID", OsStr::new(S3_ACCESS_KEY)),
+        ("ISOLANE_R2_S3_SECRET_ACCESS_KEY", OsStr::new(S3_SECRET_KEY)),
+    ];
+    let r2 = ["--r2-s3-endpoint", endpoint];
+    let mut worker = inline_worker("sql", SCRIPT, &[HOST]);
+    worker.spec.bindings = vec![
+        Binding::sqlite_durable_object("OBJ", "Store"),
+        Binding::d1("DB", "bench"),
+        Binding::r2("B", BUCKET),
+    ];
+    // The long read requests and the big object, in a debug build too.
+    worker.spec.limits.wall_ms = 120_000;
+    let flags = cluster::Flags {
+        node: &r2,
+        operator: &r2,
+        router: &["--request-timeout", "120s"],
+    };
+    cluster::start_worker(setup.cluster, setup.work, &worker, HOST, &flags, &env).await
 }
 
 fn p(samples: &[Duration], q: f64) -> f64 {
