@@ -231,8 +231,15 @@ fi
 # acknowledged writes in an object, a D1 query through router + node (vs
 # workerd's local SQLite objects), a 64 MiB R2 get vs the S3 server
 # (SeaweedFS, built by hack/build-seaweedfs.sh) read directly.
+# wrangler dev's local D1 (workerd and Miniflare's D1 object) is the D1
+# row's second peer when Node.js 22 and wrangler are there (make deps).
+sql_peers=()
+if [ -n "$node22" ] && [ -f compat/node_modules/wrangler/bin/wrangler.js ]; then
+  sql_peers=(--node "$node22" --wrangler compat/node_modules/wrangler/bin/wrangler.js)
+fi
 if $needs_apiserver; then
-  step sql 900 "$bench" sql "${common[@]}" "${workerd_args[@]}" --bin-dir "$bin" "${sql[@]}"
+  step sql 900 "$bench" sql "${common[@]}" "${workerd_args[@]}" "${sql_peers[@]}" \
+    --bin-dir "$bin" "${sql[@]}"
 fi
 
 # Static assets: isolane dev vs wrangler dev (workerd) on one project folder

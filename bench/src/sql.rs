@@ -32,7 +32,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use isolane_storage::POSTGRES_URL_ENV;
 use isolane_testenv::workers::inline_worker;
-use isolane_testenv::{Postgres, S3_ACCESS_KEY, S3_SECRET_KEY, SeaweedFs};
+use isolane_testenv::{
+    Postgres, Process, S3_ACCESS_KEY, S3_SECRET_KEY, SeaweedFs, free_port, wrangler,
+};
 use isolane_worker::Binding;
 
 use crate::cluster::{self, Cluster, ClusterBinaries, NAMESPACE};
@@ -105,6 +107,25 @@ export default {
 "#;
 
 const HOST: &str = "sql.bench.test";
+/// The project `wrangler dev` serves: [`SCRIPT`], its SQLite class and a
+/// local D1 database.
+const WRANGLER_TOML: &str = r#"name = "sql-bench"
+main = "worker.js"
+compatibility_date = "2024-09-23"
+
+[[durable_objects.bindings]]
+name = "OBJ"
+class_name = "Store"
+
+[[migrations]]
+tag = "v1"
+new_sqlite_classes = ["Store"]
+
+[[d1_databases]]
+binding = "DB"
+database_name = "bench"
+database_id = "bench-local"
+"#;
 /// Rows of the table the reads and D1 queries read.
 const ROWS: usize = 100;
 /// The R2 bucket and the key of the big object.
@@ -125,6 +146,8 @@ pub struct Setup<'a> {
     pub cluster: &'a ClusterBinaries,
     /// workerd's native binary, when there is one.
     pub workerd: Option<&'a Path>,
+    /// Node.js and wrangler's `bin/wrangler.js`, when there are.
+    pub wrangler: Option<(&'a Path, &'a Path)>,
     pub work: &'a Path,
     /// What `--bin-dir` named (said in the section: release or debug).
     pub bin_dir: &'a Path,
@@ -204,15 +227,58 @@ async fn round(server: &Server, plan: &Plan, into: &mut Measured) -> anyhow::Res
     for _ in 0..plan.requests {
         write(&mut client, into).await?;
     }
+    d1_queries(&mut client, plan, into).await
+}
+
+/// The D1 point queries and the hello requests of a round.
+async fn d1_queries(client: &mut Client, plan: &Plan, into: &mut Measured) -> anyhow::Result<()> {
     for i in 0..plan.requests {
         let id = i % ROWS + 1;
-        let took = checked(&mut client, &format!("/d1?id={id}"), &row(id)).await?;
+        let took = checked(client, &format!("/d1?id={id}"), &row(id)).await?;
         into.d1.push(took);
     }
     for _ in 0..plan.requests {
-        into.hello.push(checked(&mut client, "/", "ok").await?);
+        into.hello.push(checked(client, "/", "ok").await?);
     }
     Ok(())
+}
+
+/// A round of `wrangler dev`'s: D1 and hello only.
+async fn d1_round(server: &Server, plan: &Plan, into: &mut Measured) -> anyhow::Result<()> {
+    let mut client = Client::connect(server).await?;
+    d1_queries(&mut client, plan, into).await
+}
+
+/// `wrangler dev` serving [`SCRIPT`] with a local D1 database (workerd and
+/// Miniflare's D1 object), seeded; none without Node.js and wrangler.
+async fn local_d1(setup: &Setup<'_>) -> anyhow::Result<Option<Server>> {
+    let Some((node, wrangler_js)) = setup.wrangler else {
+        return Ok(None);
+    };
+    let project = setup.work.join("wrangler-d1");
+    std::fs::create_dir_all(&project)?;
+    std::fs::write(project.join("worker.js"), SCRIPT)?;
+    std::fs::write(project.join("wrangler.toml"), WRANGLER_TOML)?;
+    let port = free_port()?;
+    let args = wrangler::dev_args(wrangler_js, port, free_port()?);
+    let envs: Vec<(&str, &OsStr)> = wrangler::OFFLINE_ENV
+        .iter()
+        .map(|(key, value)| (*key, OsStr::new(value)))
+        .collect();
+    let log = setup.work.join("wrangler-d1.log");
+    let process = Process::spawn_in("wrangler dev", node, &args, &envs, &log, Some(&project))
+        .context("starting wrangler dev")?;
+    let server = Server {
+        name: "wrangler dev",
+        addr: ([127, 0, 0, 1], port).into(),
+        host: None,
+        process: Some(process),
+        helpers: Vec::new(),
+    };
+    server.wait_ok(Duration::from_secs(120)).await?;
+    let mut client = Client::connect(&server).await?;
+    checked(&mut client, "/d1/seed", &ROWS.to_string()).await?;
+    Ok(Some(server))
 }
 
 /// workerd with [`SCRIPT`], its class SQLite-backed on local disk.
@@ -238,6 +304,13 @@ fn peer(setup: &Setup<'_>) -> anyhow::Result<Option<Server>> {
 pub struct Args {
     #[arg(long)]
     workerd: Option<PathBuf>,
+    /// Node.js 22 or later, for `wrangler dev` (its local D1: workerd and
+    /// Miniflare's D1 object), the D1 row's second peer; with `--wrangler`.
+    #[arg(long, requires = "wrangler")]
+    node: Option<PathBuf>,
+    /// wrangler's `bin/wrangler.js`.
+    #[arg(long, requires = "node")]
+    wrangler: Option<PathBuf>,
     /// Folder with `isolane-operator`, `isolane-node` and `isolane-router`.
     #[arg(long, default_value = "target/release")]
     bin_dir: PathBuf,
@@ -268,9 +341,18 @@ pub async fn run(args: &Args, work: &Path) -> anyhow::Result<Section> {
         "--requests, --rounds, --reads and --r2-gets must be positive, --r2-mib 1 to 1024"
     );
     let cluster = ClusterBinaries::in_dir(&args.bin_dir)?;
+    // `wrangler dev` runs in its project folder: no relative paths.
+    let wrangler = match (&args.node, &args.wrangler) {
+        (Some(node), Some(js)) => Some((
+            node.clone(),
+            std::fs::canonicalize(js).with_context(|| format!("{}", js.display()))?,
+        )),
+        _ => None,
+    };
     let setup = Setup {
         cluster: &cluster,
         workerd: args.workerd.as_deref(),
+        wrangler: wrangler.as_ref().map(|(n, w)| (n.as_path(), w.as_path())),
         work,
         bin_dir: &args.bin_dir,
     };
@@ -299,12 +381,17 @@ pub async fn section(setup: &Setup<'_>, plan: &Plan) -> anyhow::Result<Section> 
         server.wait_ok(Duration::from_secs(60)).await?;
         seed(server).await?;
     }
+    let local_d1 = local_d1(setup).await?;
     seed(&cluster.router).await?;
     let (mut ours, mut theirs) = (Measured::default(), Measured::default());
+    let mut wrangler = Measured::default();
     for _ in 0..plan.rounds {
         round(&cluster.router, plan, &mut ours).await?;
         if let Some(server) = &peer {
             round(server, plan, &mut theirs).await?;
+        }
+        if let Some(server) = &local_d1 {
+            d1_round(server, plan, &mut wrangler).await?;
         }
     }
     let object = r2_get::Object {
@@ -313,13 +400,18 @@ pub async fn section(setup: &Setup<'_>, plan: &Plan) -> anyhow::Result<Section> 
         stored_as: format!("{NAMESPACE}/{BUCKET}/{KEY}"),
     };
     let rates = r2_get::measure(&cluster.router, &endpoint, &object, &plan.r2).await?;
-    let mut markdown = render(setup, plan, &ours, peer.is_some().then_some(&theirs));
+    let peers = Peers {
+        workerd: peer.is_some().then_some(&theirs),
+        wrangler: local_d1.is_some().then_some(&wrangler),
+    };
+    let mut markdown = render(setup, plan, &ours, &peers);
     markdown.push_str(&r2_get::render(&plan.r2, &rates));
     let mut targets = targets(&ours);
     targets.push(r2_get::target(&plan.r2, &rates));
     // The router, node and operator stop before their stores.
     drop(cluster);
     drop(peer);
+    drop(local_d1);
     drop(store);
     drop(database);
     Ok(Section { markdown, targets })
@@ -358,7 +450,14 @@ fn p(samples: &[Duration], q: f64) -> f64 {
 /// Which samples of a side a row shows.
 type Samples = fn(&Measured) -> &Vec<Duration>;
 
-fn render(setup: &Setup<'_>, plan: &Plan, ours: &Measured, theirs: Option<&Measured>) -> String {
+/// What the peers measured, those that ran.
+struct Peers<'a> {
+    workerd: Option<&'a Measured>,
+    /// `wrangler dev`: D1 and hello only.
+    wrangler: Option<&'a Measured>,
+}
+
+fn render(setup: &Setup<'_>, plan: &Plan, ours: &Measured, peers: &Peers<'_>) -> String {
     let build = if setup.bin_dir.ends_with("release") {
         "release"
     } else {
@@ -380,15 +479,23 @@ fn render(setup: &Setup<'_>, plan: &Plan, ours: &Measured, theirs: Option<&Measu
          `prepare('SELECT v FROM kv WHERE id = ?').bind(k).first('v')` of a {ROWS}-row \
          table. workerd alone has no D1 binding (wrangler's local D1 is Miniflare's SQLite \
          object behind a wrapped binding), so its D1 column is the same SELECT in a SQLite \
-         object of its own, called from the Worker by a stub's `fetch`.\n\n",
+         object of its own, called from the Worker by a stub's `fetch`{}.\n\n",
         setup.bin_dir.display(),
         plan.rounds,
         (plan.requests / 5).max(5),
         plan.requests,
         plan.reads + 1,
         plan.reads,
+        if peers.wrangler.is_some() {
+            "; and the same Worker under `wrangler dev` (Node.js 22, the npm wrangler of \
+             `compat/`), whose local D1 is workerd running Miniflare's D1 object, in the same \
+             rounds (D1 and hello only; its rows are in the workerd columns, and its hello \
+             passes wrangler's proxy Worker)"
+        } else {
+            ""
+        },
     );
-    markdown.push_str(&table(ours, theirs));
+    markdown.push_str(&table(ours, peers));
     markdown.push_str(
         "\nThe write, D1 and hello rows go client → router → node (gRPC) and back; \
          workerd serves in one process, so its column has no hop: the hello row shows what \
@@ -397,7 +504,7 @@ fn render(setup: &Setup<'_>, plan: &Plan, ours: &Measured, theirs: Option<&Measu
     markdown
 }
 
-fn table(ours: &Measured, theirs: Option<&Measured>) -> String {
+fn table(ours: &Measured, peers: &Peers<'_>) -> String {
     let mut table = Table::new(&[
         "what",
         ">router → node, PostgreSQL p50",
@@ -407,7 +514,7 @@ fn table(ours: &Measured, theirs: Option<&Measured>) -> String {
         "goal",
         "result",
     ]);
-    let peer = |f: &dyn Fn(&Measured) -> String| theirs.map_or_else(|| "—".to_owned(), f);
+    let peer = |f: &dyn Fn(&Measured) -> String| peers.workerd.map_or_else(|| "—".to_owned(), f);
     let read = median(&ours.read_us);
     table.row(vec![
         "point read with `sql.exec` inside an object (median per read)".to_owned(),
@@ -444,7 +551,34 @@ fn table(ours: &Measured, theirs: Option<&Measured>) -> String {
             met.map_or_else(String::new, verdict),
         ]);
     }
+    if let Some(wrangler) = peers.wrangler {
+        wrangler_rows(&mut table, wrangler);
+    }
     table.render()
+}
+
+/// `wrangler dev`'s D1 and hello, in the peer columns.
+fn wrangler_rows(table: &mut Table, wrangler: &Measured) {
+    let rows: [(&str, Samples); 2] = [
+        (
+            "D1 point query, `wrangler dev`'s local D1 (workerd + Miniflare's D1 object)",
+            |m| &m.d1,
+        ),
+        ("hello through `wrangler dev` (its proxy Worker)", |m| {
+            &m.hello
+        }),
+    ];
+    for (what, samples) in rows {
+        table.row(vec![
+            what.to_owned(),
+            "—".to_owned(),
+            "—".to_owned(),
+            fmt_us(p(samples(wrangler), 0.50)),
+            fmt_us(p(samples(wrangler), 0.99)),
+            String::new(),
+            String::new(),
+        ]);
+    }
 }
 
 fn targets(ours: &Measured) -> Vec<Target> {
