@@ -14,7 +14,7 @@
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
 # (warm distributed cold pool density placement operator neighbours websocket
-# state fleet bundles assets https loader; `assets` also runs section 15, the
+# state fleet bundles assets https loader sql; `assets` also runs section 15, the
 # same assets through router + node against workerd's disk service);
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
@@ -127,6 +127,7 @@ if $quick; then
   assets=(--rounds 1 --secs 2)
   https=(--rounds 1 --secs 2)
   loader=(--ids 50 --calls 200 --rounds 1 --secs 2)
+  sql=(--requests 50 --rounds 1 --reads 2000 --r2-gets 2)
 else
   http=(--connections 1,16,64 --rounds ${ISOLANE_BENCH_ROUNDS:-3} --secs 5)
   cold=(--workers 200 --starts 10)
@@ -143,9 +144,10 @@ else
   assets=(--rounds 3 --secs 4)
   https=(--rounds 3 --secs 5)
   loader=(--ids 200 --calls 500 --rounds 3 --secs 5)
+  sql=(--requests 300 --rounds 3 --reads 10000 --r2-mib 64 --r2-gets 3)
 fi
 
-only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet bundles assets https loader}"
+only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet bundles assets https loader sql}"
 wants() { [[ " $only " == *" $1 "* ]]; }
 common=(--results "$results" --work "$work")
 bench="$bin/isolane-bench"
@@ -223,6 +225,21 @@ fi
 if $needs_apiserver; then
   step loader 600 "$bench" loader "${common[@]}" --isolane "$bin/isolane" \
     "${workerd_args[@]}" --bin-dir "$bin" "${loader[@]}"
+fi
+
+# SQL next to the code, D1 and R2 (issue 58): sql.exec point reads and
+# acknowledged writes in an object, a D1 query through router + node (vs
+# workerd's local SQLite objects), a 64 MiB R2 get vs the S3 server
+# (SeaweedFS, built by hack/build-seaweedfs.sh) read directly.
+# wrangler dev's local D1 (workerd and Miniflare's D1 object) is the D1
+# row's second peer when Node.js 22 and wrangler are there (make deps).
+sql_peers=()
+if [ -n "$node22" ] && [ -f compat/node_modules/wrangler/bin/wrangler.js ]; then
+  sql_peers=(--node "$node22" --wrangler compat/node_modules/wrangler/bin/wrangler.js)
+fi
+if $needs_apiserver; then
+  step sql 900 "$bench" sql "${common[@]}" "${workerd_args[@]}" "${sql_peers[@]}" \
+    --bin-dir "$bin" "${sql[@]}"
 fi
 
 # Static assets: isolane dev vs wrangler dev (workerd) on one project folder

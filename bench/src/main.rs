@@ -29,8 +29,10 @@ mod placement;
 mod pool;
 mod profile;
 mod quiet;
+mod r2_get;
 mod report;
 mod servers;
+mod sql;
 mod state;
 mod stats;
 mod upstream;
@@ -316,6 +318,15 @@ enum Command {
         requests: usize,
         #[arg(long, default_value_t = 3)]
         rounds: usize,
+    },
+    /// 17. SQL objects, D1 and R2 (issue 58), router → node.
+    ///
+    /// Against workerd's local SQLite objects and the S3 server read directly.
+    Sql {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        args: sql::Args,
     },
     /// 9. WebSockets: echo round trips vs workerd, idle sockets on a node.
     Websocket {
@@ -749,6 +760,10 @@ fn main() -> anyhow::Result<()> {
             };
             let section = runtime()?.block_on(state::section(&setup, &plan))?;
             section.write(&common.results, "11-state")
+        }
+        Command::Sql { common, args } => {
+            let section = runtime()?.block_on(sql::run(&args, &common.work))?;
+            section.write(&common.results, "17-sql")
         }
         Command::Websocket {
             common,

@@ -70,6 +70,11 @@ impl Target {
     }
 }
 
+/// How a goal came out: "met" or "**missed**".
+pub fn verdict(met: bool) -> String {
+    if met { "met" } else { "**missed**" }.to_owned()
+}
+
 /// A finished comparison.
 #[derive(Debug, Default)]
 pub struct Section {
@@ -124,6 +129,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
         "15. Static assets through router + node vs workerd; a 20 MiB assets deploy",
     ),
     ("16-loader", "16. Worker Loader and dispatch (issue 60)"),
+    ("17-sql", "17. SQL next to the code, D1 and R2 (issue 58)"),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.
@@ -172,7 +178,7 @@ pub fn assemble(results: &Path, quick: bool, started: &str, took_s: f64) -> anyh
         table.row(vec![
             target.goal.clone(),
             target.measured.clone(),
-            if target.met { "met" } else { "**missed**" }.to_owned(),
+            verdict(target.met),
         ]);
     }
     out.push_str(&table.render());

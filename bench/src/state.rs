@@ -19,7 +19,7 @@
 //! - *hello*: `/`, no state, the hop alone, for reference.
 
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -198,37 +198,41 @@ async fn round(
     Ok(())
 }
 
-/// The workerd config: [`SCRIPT`] with its class on local disk.
-fn workerd_config(dir: &Path) -> anyhow::Result<PathBuf> {
+/// A Worker workerd serves with one Durable Object class on local disk
+/// (`durableObjectStorage = localDisk`: SQLite files).
+pub struct ObjectWorker<'a> {
+    pub script: &'a str,
+    /// The binding's name and its class.
+    pub binding: &'a str,
+    pub class: &'a str,
+    /// SQLite-backed (`enableSql`: `ctx.storage.sql`).
+    pub sql: bool,
+}
+
+/// workerd serving `worker` from `dir` on a free port.
+pub fn workerd_objects(
+    bin: &Path,
+    dir: &Path,
+    worker: &ObjectWorker<'_>,
+) -> anyhow::Result<Server> {
+    std::fs::create_dir_all(dir)?;
     let storage = dir.join("objects");
     std::fs::create_dir_all(&storage)?;
-    std::fs::write(dir.join("worker.js"), SCRIPT)?;
+    std::fs::write(dir.join("worker.js"), worker.script)?;
+    let port = free_port()?;
     let service = isolane_testenv::workerd::Service {
-        durable_objects: vec![("COUNTER".to_owned(), "Counter".to_owned())],
+        durable_objects: vec![(worker.binding.to_owned(), worker.class.to_owned())],
         object_storage: Some(storage),
+        enable_sql: worker.sql,
         ..isolane_testenv::workerd::Service::module(
             "main",
             "worker.js",
             "2024-09-23",
-            ([127, 0, 0, 1], 8080).into(),
+            ([127, 0, 0, 1], port).into(),
         )
     };
-    Ok(isolane_testenv::workerd::write_config(
-        dir,
-        "config.capnp",
-        &[service],
-    )?)
-}
-
-fn workerd(bin: &Path, dir: &Path) -> anyhow::Result<Server> {
-    std::fs::create_dir_all(dir)?;
-    let config = workerd_config(dir)?;
-    let port = free_port()?;
-    let extra = [
-        "--socket-addr".into(),
-        format!("main=127.0.0.1:{port}").into(),
-    ];
-    let process = isolane_testenv::workerd::serve(bin, &config, &extra, &dir.join("workerd.log"))
+    let config = isolane_testenv::workerd::write_config(dir, "config.capnp", &[service])?;
+    let process = isolane_testenv::workerd::serve(bin, &config, &[], &dir.join("workerd.log"))
         .context("starting workerd")?;
     Ok(Server {
         name: "workerd",
@@ -261,7 +265,13 @@ pub async fn section(setup: &Setup<'_>, plan: &Plan) -> anyhow::Result<Section> 
     .await?;
     let peer = match setup.workerd {
         Some(bin) => {
-            let server = workerd(bin, &setup.work.join("workerd-state"))?;
+            let worker = ObjectWorker {
+                script: SCRIPT,
+                binding: "COUNTER",
+                class: "Counter",
+                sql: false,
+            };
+            let server = workerd_objects(bin, &setup.work.join("workerd-state"), &worker)?;
             server.wait_ok(Duration::from_secs(60)).await?;
             Some(server)
         }

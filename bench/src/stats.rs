@@ -38,6 +38,11 @@ pub fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+/// `bytes` moved in `took`, in MiB per second; `NaN` for no time.
+pub fn mib_per_s(bytes: usize, took: Duration) -> f64 {
+    ratio(bytes as f64 / f64::from(1 << 20), took.as_secs_f64())
+}
+
 /// A latency in µs, shown in µs below 10 ms and in ms above.
 pub fn fmt_us(value: f64) -> String {
     if value.is_nan() {
@@ -85,6 +90,12 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn mib_per_s_of_a_transfer() {
+        assert_eq!(mib_per_s(64 << 20, Duration::from_millis(500)), 128.0);
+        assert!(mib_per_s(1, Duration::ZERO).is_nan());
     }
 
     #[test]
