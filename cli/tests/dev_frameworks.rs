@@ -25,15 +25,11 @@ fn bundle(app: &str, out: &Path) {
     compat::bundle::bundle(&support::repo().join("compat"), out, &[app]);
 }
 
-/// The files of `dir` (relative to it, with a leading `/`) whose names
-/// start with `prefix` and end with `suffix`.
+/// The file of `dir` (as `/name`) whose name starts with `prefix` and
+/// ends with `suffix`.
 fn asset(dir: &Path, prefix: &str, suffix: &str) -> String {
-    let name = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .find(|name| name.starts_with(prefix) && name.ends_with(suffix))
-        .unwrap_or_else(|| panic!("no {prefix}*{suffix} in {}", dir.display()));
-    format!("/{name}")
+    isolane_testenv::frameworks::asset(dir, prefix, suffix)
+        .unwrap_or_else(|| panic!("no {prefix}*{suffix} in {}", dir.display()))
 }
 
 /// `isolane dev` and `wrangler dev` in `dir`, both answering `ready`.
@@ -261,28 +257,10 @@ async fn rsc_navigation(servers: &Servers, client: &HttpClient, path: &str) {
     assert!(ours.2.contains("\"<key>m\""), "{}", ours.2);
 }
 
-/// `astro build` of `compat/apps/astro` in its folder (Astro 7 with
-/// `@astrojs/cloudflare`, on Node.js 22): the Worker in `dist/server`, the
-/// assets in `dist/client`, the config it generated for them
-/// (`dist/server/wrangler.json`) and the redirect to it that wrangler
-/// follows (`.wrangler/deploy/config.json`).
+/// `astro build` of `compat/apps/astro` in its folder.
 fn astro_build(app: &Path) {
-    let node = isolane_testenv::wrangler::node22(&support::repo()).expect("Node.js 22");
-    let astro = support::repo().join("compat/node_modules/astro/bin/astro.mjs");
-    let output = std::process::Command::new(node)
-        .arg(astro)
-        .arg("build")
-        .current_dir(app)
-        .env("ASTRO_TELEMETRY_DISABLED", "1")
-        .envs(isolane_testenv::wrangler::OFFLINE_ENV)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "astro build:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    isolane_testenv::frameworks::astro_build(&support::repo(), app)
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// An Astro site (`compat/apps/astro`: a prerendered page, server-rendered
