@@ -1,5 +1,6 @@
 //! Real framework builds on a cluster (issue 59): an Astro site, a React
-//! Router app and a Vite + React single-page app, built here by their own
+//! Router app, a Vite + React single-page app and a Next.js app through
+//! OpenNext, built here by their own
 //! CLIs from npm (`isolane_testenv::frameworks`), each deployed with
 //! `isolane deploy --repository` onto a real kube-apiserver, OCI registry,
 //! operator, runtime node and router, and asked through the router what a
@@ -101,6 +102,32 @@ fn react_router(out: &Path) -> App {
         name: "react-router",
         host: "rr.test",
         chunks: client.join("assets"),
+        dir: out.to_path_buf(),
+    }
+}
+
+/// Next.js 16 (App Router, `compat/apps/nextjs`) built by OpenNext for
+/// Cloudflare (`opennextjs-cloudflare build` in the app's folder, redone
+/// only when its source changed) and bundled into `out` as
+/// cli/tests/dev_frameworks.rs serves it: the Worker, with
+/// `.open-next/assets` behind `ASSETS`, on the compat suite's
+/// compatibility date (the one its unenv polyfills were chosen for).
+fn next_js(out: &Path) -> App {
+    frameworks::bundle(&repo().join("compat"), out, &["nextjs"]).unwrap_or_else(|e| panic!("{e}"));
+    let assets = frameworks::app(&repo(), "nextjs").join(".open-next/assets");
+    let config = serde_json::json!({
+        "name": "nextjs",
+        "main": "nextjs.js",
+        "compatibility_date": "2026-11-01",
+        "compatibility_flags": ["nodejs_compat"],
+        "routes": [{ "pattern": "next.test", "custom_domain": true }],
+        "assets": { "directory": assets, "binding": "ASSETS" },
+    });
+    std::fs::write(out.join("wrangler.json"), config.to_string()).expect("write wrangler.json");
+    App {
+        name: "nextjs",
+        host: "next.test",
+        chunks: assets.join("_next/static/chunks"),
         dir: out.to_path_buf(),
     }
 }
@@ -303,6 +330,31 @@ async fn react_router_answers(both: &Both<'_>) {
     }
 }
 
+/// Next.js: the dynamic pages, the route handler (a data request), the
+/// proxy's (middleware's) redirect, `notFound()` and the prerendered 404,
+/// and a `/_next/static/chunks/` file (the app ships no `_headers`: the
+/// default cache control).
+async fn next_js_answers(both: &Both<'_>) {
+    let chunk = asset(&both.app.chunks, "", ".js").expect("a chunk");
+    let chunk = format!("/_next/static/chunks{chunk}");
+    let home = both.status("/", &[], 200).await;
+    assert!(home.body.contains("/_next/static/chunks/"), "{}", home.body);
+    for (path, status) in [
+        ("/users/7", 200),
+        ("/api/hello?q=42", 200),
+        ("/old-home", 308),
+        ("/users/x", 404),
+        ("/nope", 404),
+    ] {
+        both.status(path, &[], status).await;
+    }
+    let script = both.asset(&chunk, "text/javascript; charset=utf-8").await;
+    assert_eq!(
+        script.header("cache-control"),
+        "public, max-age=0, must-revalidate"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn framework_builds_deployed_answer_as_isolane_dev_serves_them() {
     let started = Instant::now();
@@ -312,6 +364,7 @@ async fn framework_builds_deployed_answer_as_isolane_dev_serves_them() {
         vite_spa(),
         astro(),
         react_router(&dir.path().join("react-router")),
+        next_js(&dir.path().join("nextjs")),
     ];
     let built = started.elapsed();
     // A project with wrangler in its `node_modules` is built by it, on the
@@ -338,12 +391,13 @@ async fn framework_builds_deployed_answer_as_isolane_dev_serves_them() {
         })
         .await;
     }
-    let [spa, astro, rr] = &apps;
+    let [spa, astro, rr, next] = &apps;
     // One `isolane dev` at a time (two cores): each is stopped on drop.
     let logs = (dir.path(), &node[..]);
     vite_spa_answers(&Both::start(spa, &ingress, logs).await).await;
     astro_answers(&Both::start(astro, &ingress, logs).await).await;
     react_router_answers(&Both::start(rr, &ingress, logs).await).await;
+    next_js_answers(&Both::start(next, &ingress, logs).await).await;
     eprintln!(
         "frameworks: built in {built:?}, all answered in {:?}",
         started.elapsed()
