@@ -380,6 +380,12 @@ async fn framework_builds_deployed_answer_as_isolane_dev_serves_them() {
         let target = (app.dir.as_path(), NAMESPACE);
         let pushed = bundles::deploy_with(&cp, &registry, target, app.name, &node);
         assert!(pushed.contains("asset files"), "{pushed}");
+        if app.name == "vite-spa" {
+            // What wrangler uploads of its dist/ (7 files): index.html, the
+            // chunk, robots.txt, .well-known/security.txt and `_headers`;
+            // not the source map nor `.assetsignore`.
+            assert!(pushed.contains(" 5 asset files"), "{pushed}");
+        }
     }
     let cluster = Cluster::start(&cp, dir.path(), registry_cluster(&registry, Vec::new())).await;
     let ingress = Ingress::new(cluster.ingress());
