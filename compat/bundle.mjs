@@ -63,12 +63,15 @@ function reactRouterApps() {
   });
 }
 
-/** Every file of a folder app's source, skipping its build output. */
+/** Every file of a folder app's source, skipping its build output and
+ * what `isolane dev` and `wrangler dev` write in its folder (their builds
+ * and logs), which would make the next run rebuild it. */
 function sourceFiles(dir) {
   return readdirSync(dir, { withFileTypes: true, recursive: true })
     .filter((e) => e.isFile())
     .map((e) => join(e.parentPath, e.name))
-    .filter((f) => !/(^|\/)(\.next|\.open-next|node_modules)\//.test(relative(dir, f)))
+    .filter((f) => !/(^|\/)(\.next|\.open-next|\.isolane|\.wrangler|node_modules)\//.test(relative(dir, f)))
+    .filter((f) => !f.endsWith(".log"))
     .sort();
 }
 

@@ -25,21 +25,27 @@ fn bundle(app: &str, out: &Path) {
     compat::bundle::bundle(&support::repo().join("compat"), out, &[app]);
 }
 
-/// The files of `dir` (relative to it, with a leading `/`) whose names
-/// start with `prefix` and end with `suffix`.
+/// The file of `dir` (as `/name`) whose name starts with `prefix` and
+/// ends with `suffix`.
 fn asset(dir: &Path, prefix: &str, suffix: &str) -> String {
-    let name = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .find(|name| name.starts_with(prefix) && name.ends_with(suffix))
-        .unwrap_or_else(|| panic!("no {prefix}*{suffix} in {}", dir.display()));
-    format!("/{name}")
+    isolane_testenv::frameworks::asset(dir, prefix, suffix)
+        .unwrap_or_else(|| panic!("no {prefix}*{suffix} in {}", dir.display()))
 }
 
 /// `isolane dev` and `wrangler dev` in `dir`, both answering `ready`.
 async fn both(dir: &Path, client: &HttpClient, ready: &str) -> Servers {
+    both_with(dir, client, ready, &[]).await
+}
+
+/// [`both`], `isolane dev` with the environment `envs`.
+async fn both_with(
+    dir: &Path,
+    client: &HttpClient,
+    ready: &str,
+    envs: &[(&str, &std::ffi::OsStr)],
+) -> Servers {
     let isolane = free_port().unwrap();
-    let mut dev = Dev::start_in(&["--port", &isolane.to_string()], Some(dir));
+    let mut dev = Dev::start_with(&["--port", &isolane.to_string()], Some(dir), envs);
     let wrangler = free_port().unwrap();
     let process = wrangler_dev(dir, wrangler);
     when_ready(client, &mut dev, isolane, "localhost", ready).await;
@@ -110,6 +116,8 @@ directory = "./react-router-build/client"
 
 /// `_headers` for a build whose `/assets/` file names carry their hash.
 const IMMUTABLE_ASSETS: &str = "/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n";
+/// The cache control that rule gives.
+const IMMUTABLE_CACHE: &str = "public, max-age=31536000, immutable";
 
 /// React Router 7 in framework mode (`compat/apps/react-router`), built by
 /// `react-router build` (its Vite plugin: the server build and the client
@@ -261,28 +269,10 @@ async fn rsc_navigation(servers: &Servers, client: &HttpClient, path: &str) {
     assert!(ours.2.contains("\"<key>m\""), "{}", ours.2);
 }
 
-/// `astro build` of `compat/apps/astro` in its folder (Astro 7 with
-/// `@astrojs/cloudflare`, on Node.js 22): the Worker in `dist/server`, the
-/// assets in `dist/client`, the config it generated for them
-/// (`dist/server/wrangler.json`) and the redirect to it that wrangler
-/// follows (`.wrangler/deploy/config.json`).
+/// `astro build` of `compat/apps/astro` in its folder.
 fn astro_build(app: &Path) {
-    let node = isolane_testenv::wrangler::node22(&support::repo()).expect("Node.js 22");
-    let astro = support::repo().join("compat/node_modules/astro/bin/astro.mjs");
-    let output = std::process::Command::new(node)
-        .arg(astro)
-        .arg("build")
-        .current_dir(app)
-        .env("ASTRO_TELEMETRY_DISABLED", "1")
-        .envs(isolane_testenv::wrangler::OFFLINE_ENV)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "astro build:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    isolane_testenv::frameworks::astro_build(&support::repo(), app)
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// An Astro site (`compat/apps/astro`: a prerendered page, server-rendered
@@ -357,4 +347,53 @@ async fn image_reply(client: &HttpClient, port: u16, path: &str) -> (u16, String
     let size =
         image::load_from_memory(&body).map_or((0, 0), |image| (image.width(), image.height()));
     (status, kind, size)
+}
+
+/// The Vite + React single-page app (`compat/apps/vite-spa`), built by
+/// `vite build` and served from its folder by both: its `wrangler.toml`
+/// runs the Worker first for `/api/*` only (`run_worker_first` routes), so
+/// every other path the assets do not have gets the SPA page, navigation
+/// or not; a dotfile folder is served and what `.assetsignore` names is
+/// not. (isolane dev builds the Worker with the project's wrangler, on
+/// Node.js 22.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vite_spa_with_worker_routes_is_served_as_wrangler_dev_serves_it() {
+    let repo = support::repo();
+    let app = isolane_testenv::frameworks::app(&repo, "vite-spa");
+    isolane_testenv::frameworks::vite_build(&repo, &app).unwrap_or_else(|e| panic!("{e}"));
+    let chunk = format!(
+        "/assets{}",
+        asset(&app.join("dist/assets"), "index-", ".js")
+    );
+    let node = isolane_testenv::wrangler::node22(&repo).expect("Node.js 22");
+    let client = client();
+    let envs = [("ISOLANE_NODE", node.as_os_str())];
+    let servers = both_with(&app, &client, "/", &envs).await;
+    let page = servers.same_asset(&client, "/").await;
+    assert!(page.2.contains(&chunk), "{}", page.2);
+    let script = servers.same_asset(&client, &chunk).await;
+    assert_eq!(header(&script.1, "cache-control"), IMMUTABLE_CACHE);
+    servers
+        .same_asset(&client, "/.well-known/security.txt")
+        .await;
+    let (user, _) = servers.same(&client, "/api/users/7").await;
+    assert_eq!(user.2, r#"{"id":7,"name":"user 7"}"#);
+    let (missing, _) = servers.same(&client, "/api/nope").await;
+    assert_eq!(missing.0, 404);
+    let navigate = [("sec-fetch-mode", "navigate")];
+    let map = format!("{chunk}.map");
+    for (path, headers) in [
+        ("/users/7", &navigate[..]),
+        ("/users/7", &[]),
+        (map.as_str(), &[]),
+        ("/.assetsignore", &[]),
+    ] {
+        let (reply, _) = servers.same_with(&client, path, headers).await;
+        assert_eq!(
+            (reply.0, &reply.2),
+            (200, &page.2),
+            "GET {path} {headers:?}"
+        );
+    }
+    assert!(servers.dev.interrupt().success());
 }

@@ -1,7 +1,8 @@
 //! Bundles named by digest as the e2e tests ship them (docs/bundles.md): a
 //! Worker folder whose main module imports an 8 MiB Data module and a Text
 //! module ([`write_bundle`]), `isolane push` to a test registry ([`push`]),
-//! a namespace's pull secret ([`create_pull_secret`]), and the switch of all
+//! a namespace's pull secret ([`create_pull_secret`]), a wrangler project
+//! deployed as a user deploys it ([`deploy`]), and the switch of all
 //! traffic from one digest's revision to another's with no cold start
 //! ([`switch_without_cold_start`]). `e2e/tests/bundles.rs` runs them
 //! against processes, `e2e/tests/pods.rs` against the chart on a kubelet.
@@ -167,6 +168,51 @@ pub async fn create_pull_secret(client: &kube::Client, namespace: &str, registry
         .create(&PostParams::default(), &registry.pull_secret(PULL_SECRET))
         .await
         .expect("create the pull secret");
+}
+
+/// `isolane deploy` of the wrangler project in `dir` with `cp`'s
+/// kubeconfig into `namespace`, its code and assets pushed to
+/// `<registry>/<namespace>/<repository>` and pulled with [`PULL_SECRET`];
+/// what it printed on stderr (what it pushed).
+pub fn deploy(
+    cp: &isolane_testenv::ControlPlane,
+    registry: &Registry,
+    (dir, namespace): (&Path, &str),
+    repository: &str,
+) -> String {
+    deploy_with(cp, registry, (dir, namespace), repository, &[])
+}
+
+/// [`deploy`] with more environment variables (`ISOLANE_NODE` for a
+/// project that wrangler builds).
+pub fn deploy_with(
+    cp: &isolane_testenv::ControlPlane,
+    registry: &Registry,
+    (dir, namespace): (&Path, &str),
+    repository: &str,
+    envs: &[(&str, &std::ffi::OsStr)],
+) -> String {
+    let output = Command::new(binary("isolane", "ISOLANE_BIN"))
+        .envs(envs.iter().copied())
+        .current_dir(dir)
+        .args(["deploy", "-n", namespace, "--plain-http"])
+        .args([
+            "--repository",
+            &format!("{}/{namespace}/{repository}", registry.host()),
+        ])
+        .args(["--pull-secret", PULL_SECRET])
+        .env("KUBECONFIG", cp.kubeconfig_path())
+        .env("ISOLANE_REGISTRY_USERNAME", registry.username())
+        .env("ISOLANE_REGISTRY_PASSWORD", registry.password())
+        .output()
+        .expect("isolane deploy runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        output.status.success(),
+        "isolane deploy in {} failed: {stderr}",
+        dir.display()
+    );
+    stderr
 }
 
 /// The Worker's current revision.

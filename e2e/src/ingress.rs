@@ -44,6 +44,14 @@ impl Reply {
     pub fn is_success(&self) -> bool {
         (200..300).contains(&self.status)
     }
+
+    /// The value of the response header `name`, or "".
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+    }
 }
 
 /// An HTTP/1.1 client of the router.

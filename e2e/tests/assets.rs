@@ -20,13 +20,11 @@
 //!   its artifact says `assets_only`).
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use isolane_e2e::bundles::{PULL_SECRET, create_pull_secret, registry_cluster};
+use isolane_e2e::bundles::{self, create_pull_secret, registry_cluster};
 use isolane_e2e::cluster::Cluster;
 use isolane_e2e::ingress::{Ingress, Reply};
-use isolane_e2e::process::binary;
 use isolane_e2e::workers::{self, wait_ready};
 use isolane_testenv::{ControlPlane, Registry, wait_until};
 
@@ -88,25 +86,10 @@ fn write_assets_only_project(dir: &Path) {
 
 const BROCHURE_HOST: &str = "brochure.test";
 
-/// `isolane deploy` of the project with the control plane's kubeconfig,
-/// pushed to `<registry>/site/<repository>`.
+/// `isolane deploy` of the project in `dir`, pushed to
+/// `<registry>/site/<repository>`.
 fn deploy(cp: &ControlPlane, registry: &Registry, dir: &Path, repository: &str) -> String {
-    let output = Command::new(binary("isolane", "ISOLANE_BIN"))
-        .current_dir(dir)
-        .args(["deploy", "-n", NAMESPACE, "--plain-http"])
-        .args([
-            "--repository",
-            &format!("{}/site/{repository}", registry.host()),
-        ])
-        .args(["--pull-secret", PULL_SECRET])
-        .env("KUBECONFIG", cp.kubeconfig_path())
-        .env("ISOLANE_REGISTRY_USERNAME", registry.username())
-        .env("ISOLANE_REGISTRY_PASSWORD", registry.password())
-        .output()
-        .expect("isolane deploy runs");
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(output.status.success(), "isolane deploy failed: {stderr}");
-    stderr
+    bundles::deploy(cp, registry, (dir, NAMESPACE), repository)
 }
 
 async fn get(ingress: &Ingress, path: &str, headers: &[(&str, &str)]) -> Reply {
@@ -114,14 +97,6 @@ async fn get(ingress: &Ingress, path: &str, headers: &[(&str, &str)]) -> Reply {
         .get_with(HOST, path, headers)
         .await
         .unwrap_or_else(|error| panic!("GET {path}: {error}"))
-}
-
-fn header<'a>(reply: &'a Reply, name: &str) -> &'a str {
-    reply
-        .headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -167,11 +142,11 @@ async fn deployed_assets_are_answered_by_the_node_without_the_worker() {
         (200, "console.log('app');")
     );
     assert_eq!(
-        header(&script, "cache-control"),
+        script.header("cache-control"),
         "public, max-age=31536000, immutable",
         "_headers"
     );
-    let etag = header(&script, "etag").to_owned();
+    let etag = script.header("etag").to_owned();
     assert!(
         etag.starts_with('"') && etag.len() == 66,
         "a strong SHA-256 ETag: {etag}"
@@ -180,10 +155,10 @@ async fn deployed_assets_are_answered_by_the_node_without_the_worker() {
     assert_eq!((again.status, again.body.as_str()), (304, ""));
     let range = get(&ingress, "/assets/app.3f2a.js", &[("range", "bytes=0-6")]).await;
     assert_eq!((range.status, range.body.as_str()), (206, "console"));
-    assert_eq!(header(&range, "content-range"), "bytes 0-6/19");
+    assert_eq!(range.header("content-range"), "bytes 0-6/19");
     let moved = get(&ingress, "/old", &[]).await;
     assert_eq!(
-        (moved.status, header(&moved, "location")),
+        (moved.status, moved.header("location")),
         (301, "/index.html")
     );
     let navigate = [("sec-fetch-mode", "navigate")];
@@ -203,7 +178,7 @@ async fn deployed_assets_are_answered_by_the_node_without_the_worker() {
         "env.ASSETS"
     );
     assert_eq!(
-        header(&bound, "cache-control"),
+        bound.header("cache-control"),
         "public, max-age=31536000, immutable"
     );
 

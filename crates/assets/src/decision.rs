@@ -109,7 +109,7 @@ impl Assets {
         let not_found = match config.run_worker_first.first(request.path) {
             First::Worker => return Decision::RunWorker,
             First::Assets => return self.fetch(request),
-            First::Either if self.navigation_rule(request) => config.not_found_handling,
+            First::Either if self.keeps_not_found_handling(request) => config.not_found_handling,
             First::Either => NotFoundHandling::None,
         };
         self.answer(request, not_found)
@@ -117,17 +117,21 @@ impl Assets {
     }
 
     /// Whether `not_found_handling` applies to an unmatched request although
-    /// there is a Worker: a navigation request, under the
-    /// `assets_navigation_prefers_asset_serving` flag, with no
-    /// `run_worker_first` routes.
-    fn navigation_rule(&self, request: &AssetRequest<'_>) -> bool {
+    /// there is a Worker: always with `run_worker_first` routes (Cloudflare's
+    /// "static routing": what no route sends to the Worker is the assets',
+    /// the SPA page or 404 page included, as workers-sdk's asset-worker
+    /// keeps `not_found_handling` when `has_static_routing`); else for a
+    /// navigation request, under the `assets_navigation_prefers_asset_serving`
+    /// flag.
+    fn keeps_not_found_handling(&self, request: &AssetRequest<'_>) -> bool {
+        if self.config.run_worker_first.is_routes() {
+            return true;
+        }
         let navigate = request
             .headers
             .get("sec-fetch-mode")
             .is_some_and(|mode| mode == "navigate");
-        navigate
-            && self.config.navigation_prefers_assets
-            && !self.config.run_worker_first.is_routes()
+        navigate && self.config.navigation_prefers_assets
     }
 
     /// The decision for a request the Worker sends to its assets binding

@@ -85,9 +85,11 @@ impl RunWorkerFirst {
         }
     }
 
-    /// Whether it is a list of routes (which turns off the navigation
-    /// request rule: developers.cloudflare.com/workers/static-assets/routing/
-    /// single-page-application/ "Advanced routing control").
+    /// Whether it is a list of routes ("static routing": what no route
+    /// sends to the Worker gets the assets with `not_found_handling`, in
+    /// place of the navigation request rule: developers.cloudflare.com/
+    /// workers/static-assets/routing/single-page-application/ "Advanced
+    /// routing control").
     pub fn is_routes(&self) -> bool {
         matches!(self, Self::Routes { .. })
     }

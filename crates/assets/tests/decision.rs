@@ -177,8 +177,10 @@ fn run_worker_first_true_sends_everything_to_the_worker() {
 fn run_worker_first_routes() {
     // routing/single-page-application/ "Advanced routing control":
     // `["/api/*", "!/api/docs/*"]` sends `/api/*` to the Worker, `!` routes to
-    // the assets (with `not_found_handling`), and turns off the navigation
-    // rule for the rest: an asset if one matches, else the Worker.
+    // the assets (with `not_found_handling`), and the rest to the assets
+    // with `not_found_handling` too, navigation or not (workers-sdk's
+    // asset-worker keeps it for every request under static routing): the
+    // SPA page, never the Worker.
     let a = assets(Config {
         not_found_handling: NotFoundHandling::SinglePageApplication,
         run_worker_first: RunWorkerFirst::from_routes(&["/api/*", "!/api/docs/*"]).unwrap(),
@@ -187,8 +189,16 @@ fn run_worker_first_routes() {
     assert_eq!(navigate(&a, "/api/date"), "worker");
     assert_eq!(get(&a, "/api/docs/x"), "asset 200 /index.html");
     assert_eq!(get(&a, "/about"), "asset 200 /about.html");
-    assert_eq!(get(&a, "/users/42"), "worker");
-    assert_eq!(navigate(&a, "/users/42"), "worker");
+    assert_eq!(get(&a, "/users/42"), "asset 200 /index.html");
+    assert_eq!(navigate(&a, "/users/42"), "asset 200 /index.html");
+    // With `not_found_handling = "none"`, what no asset answers is the
+    // Worker's.
+    let none = assets(Config {
+        run_worker_first: RunWorkerFirst::from_routes(&["/api/*"]).unwrap(),
+        ..with_worker()
+    });
+    assert_eq!(get(&none, "/users/42"), "worker");
+    assert_eq!(navigate(&none, "/users/42"), "worker");
 }
 
 #[test]

@@ -19,7 +19,8 @@
 //! the bundle benchmark),
 //! [`grpc_tls`] (the router↔node PKI as flags), [`http_probe`] (a GET for
 //! admin endpoints), [`h2_websocket`] (a WebSocket over HTTP/2, RFC 8441)
-//! and [`workerd`] (the behavioural peer, launched from one place).
+//! [`workerd`] (the behavioural peer, launched from one place) and
+//! [`frameworks`] (the compat suite's framework apps built by their CLIs).
 //!
 //! There is no scheduler, controller-manager or kubelet: objects are stored and
 //! validated (CRDs, webhooks, RBAC, leases), but Deployments never get Pods and
@@ -44,6 +45,7 @@ mod component;
 mod config;
 mod deadline;
 mod error;
+pub mod frameworks;
 pub mod grpc_tls;
 pub mod h2_websocket;
 pub mod http_probe;
