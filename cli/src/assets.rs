@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use bytes::Bytes;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use isolane_assets::{AssetFiles, Site};
 
 use crate::wrangler::AssetsConfig;
@@ -20,26 +21,25 @@ use crate::wrangler::AssetsConfig;
 /// `/path`, `_headers` and `_redirects` included, in front of a Worker's
 /// script or not (`has_worker`: the project has a `main`). As wrangler
 /// uploads them: every file, dotfiles (`.well-known/`) included, but those
-/// that the folder's `.assetsignore` names, and that file itself.
+/// that the folder's `.assetsignore` names, and that file itself; and
+/// never `isolane dev`'s own state folder (`.isolane/`), should the assets
+/// folder be the project's.
 pub fn read(
     project_dir: &Path,
     config: &AssetsConfig,
     has_worker: bool,
 ) -> anyhow::Result<AssetFiles> {
     let dir = project_dir.join(&config.directory);
-    let ignore = match std::fs::read_to_string(dir.join(IGNORE_FILE)) {
-        Ok(text) => {
-            Ignore::parse(&text).with_context(|| format!("{}", dir.join(IGNORE_FILE).display()))?
-        }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ignore::default(),
-        Err(error) => return Err(error).context(format!("{}", dir.join(IGNORE_FILE).display())),
-    };
+    let ignore = ignore_rules(&dir)?;
     let mut files = Vec::new();
     for path in all_files(&dir)? {
         let Some(name) = asset_name(&dir, &path) else {
             continue;
         };
-        if name == format!("/{IGNORE_FILE}") || ignore.ignores(&name[1..]) {
+        if ignore
+            .matched_path_or_any_parents(&name[1..], false)
+            .is_ignore()
+        {
             continue;
         }
         let bytes = std::fs::read(&path).with_context(|| format!("{}", path.display()))?;
@@ -54,6 +54,31 @@ pub fn read(
 
 /// The file of an assets folder that lists what is not an asset.
 const IGNORE_FILE: &str = ".assetsignore";
+
+/// What is not an asset in `dir`: `.assetsignore` itself, `isolane dev`'s
+/// state folder, then the patterns the file gives (gitignore's, which
+/// wrangler reads with the `ignore` npm package; here the `ignore` crate's
+/// gitignore matcher). The last matching line decides, so the file's `!`
+/// lines can take a default back, as wrangler's can.
+fn ignore_rules(dir: &Path) -> anyhow::Result<Gitignore> {
+    let path = dir.join(IGNORE_FILE);
+    let mut builder = GitignoreBuilder::new(dir);
+    for default in ["/.assetsignore", "/.isolane/"] {
+        builder.add_line(None, default)?;
+    }
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            for line in text.lines() {
+                builder
+                    .add_line(Some(path.clone()), line)
+                    .with_context(|| format!("{}", path.display()))?;
+            }
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(error).context(format!("{}", path.display())),
+    }
+    Ok(builder.build()?)
+}
 
 /// Every file under `dir` (following links, as wrangler's `stat` does), in
 /// name order.
@@ -74,64 +99,6 @@ fn all_files(dir: &Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
     }
     out.sort();
     Ok(out)
-}
-
-/// `.assetsignore`: gitignore's patterns (wrangler reads the file with the
-/// `ignore` package). A pattern with no `/` but at its end matches a name
-/// at any depth, one with a `/` is relative to the folder; a pattern that
-/// matches a folder matches what is in it; a trailing `/` matches folders
-/// only; `!` takes a path back; the last pattern that matches decides.
-#[derive(Debug, Default)]
-struct Ignore {
-    rules: Vec<(globset::GlobMatcher, bool)>,
-}
-
-impl Ignore {
-    fn parse(text: &str) -> Result<Self, globset::Error> {
-        let mut rules = Vec::new();
-        for line in text.lines() {
-            let line = line.trim_end();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let (negated, pattern) = match line.strip_prefix('!') {
-                Some(rest) => (true, rest),
-                None => (false, line.strip_prefix('\\').unwrap_or(line)),
-            };
-            let (folder_only, pattern) = match pattern.strip_suffix('/') {
-                Some(rest) => (true, rest),
-                None => (false, pattern),
-            };
-            let anchored = pattern.contains('/');
-            let pattern = pattern.trim_start_matches('/');
-            let glob = if anchored {
-                pattern.to_owned()
-            } else {
-                format!("**/{pattern}")
-            };
-            let mut globs = vec![format!("{glob}/**")];
-            if !folder_only {
-                globs.push(glob);
-            }
-            for glob in globs {
-                let matcher = globset::GlobBuilder::new(&glob)
-                    .literal_separator(true)
-                    .build()?
-                    .compile_matcher();
-                rules.push((matcher, negated));
-            }
-        }
-        Ok(Self { rules })
-    }
-
-    /// Whether the file at `path` (relative to the folder) is left out.
-    fn ignores(&self, path: &str) -> bool {
-        self.rules
-            .iter()
-            .rev()
-            .find(|(matcher, _)| matcher.is_match(path))
-            .is_some_and(|(_, negated)| !negated)
-    }
 }
 
 /// The project's assets as `isolane dev` serves them. `date` and `flags`
@@ -159,15 +126,21 @@ fn asset_name(dir: &Path, path: &Path) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::Ignore;
+    use super::{IGNORE_FILE, ignore_rules};
 
     #[test]
     fn assetsignore_takes_gitignore_patterns() {
-        let ignore = Ignore::parse(
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(IGNORE_FILE),
             "# Pages leftovers\n_worker.js\n/_routes.json\n*.map\nprivate/\n!keep.map\n\n",
         )
         .unwrap();
+        let ignore = ignore_rules(dir.path()).unwrap();
+        let ignored = |path: &str| ignore.matched_path_or_any_parents(path, false).is_ignore();
         for path in [
+            ".assetsignore",
+            ".isolane/state/d1.sqlite",
             "_worker.js",
             "_worker.js/index.js",
             "deep/_worker.js",
@@ -176,7 +149,7 @@ mod tests {
             "private/notes.txt",
             "a/private/b.txt",
         ] {
-            assert!(ignore.ignores(path), "{path}");
+            assert!(ignored(path), "{path}");
         }
         for path in [
             "deep/_routes.json",
@@ -184,9 +157,16 @@ mod tests {
             "keep.map",
             "private",
             ".well-known/security.txt",
+            "deep/.assetsignore",
         ] {
-            assert!(!ignore.ignores(path), "{path}");
+            assert!(!ignored(path), "{path}");
         }
-        assert!(!Ignore::default().ignores("index.html"));
+        let empty = tempfile::tempdir().unwrap();
+        let none = ignore_rules(empty.path()).unwrap();
+        assert!(
+            !none
+                .matched_path_or_any_parents("index.html", false)
+                .is_ignore()
+        );
     }
 }
