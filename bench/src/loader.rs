@@ -31,7 +31,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 
 use crate::cluster::{self, ClusterBinaries, NAMESPACE};
-use crate::report::{Section, Table, Target};
+use crate::report::{Section, Table, Target, build_kind};
 use crate::servers::{self, Binaries, Server};
 use crate::state::Client;
 use crate::stats::{fmt_us, median, percentile, us};
@@ -305,11 +305,7 @@ fn load_alone(loads: &Loads, q: f64) -> f64 {
 }
 
 fn render_loads(plan: &Plan, ours: &Loads, theirs: Option<&Loads>) -> String {
-    let build = if plan.bin_dir.ends_with("release") {
-        "release"
-    } else {
-        "**debug** (not release: slower than a deployment)"
-    };
+    let build = build_kind(&plan.bin_dir);
     let mut markdown = format!(
         "## 16. Worker Loader and dispatch (issue 60)\n\n\
          Loaded code: one caller Worker with a Worker Loader binding and a service binding, \

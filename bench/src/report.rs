@@ -75,6 +75,16 @@ pub fn verdict(met: bool) -> String {
     if met { "met" } else { "**missed**" }.to_owned()
 }
 
+/// What binaries `bin_dir` holds, as a section says it: "release", or
+/// debug in bold (a debug build is no measure of a goal).
+pub fn build_kind(bin_dir: &Path) -> &'static str {
+    if bin_dir.ends_with("release") {
+        "release"
+    } else {
+        "**debug** (not release: slower than a deployment)"
+    }
+}
+
 /// A finished comparison.
 #[derive(Debug, Default)]
 pub struct Section {

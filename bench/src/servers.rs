@@ -53,7 +53,6 @@ impl Server {
     }
 
     /// Waits until the server answers 200, up to `timeout`.
-
     pub async fn wait_ok(&self, timeout: Duration) -> anyhow::Result<Duration> {
         wait_ok(self.addr, self.host.as_deref(), timeout)
             .await

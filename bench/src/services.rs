@@ -31,7 +31,7 @@ use isolane_worker::Binding;
 
 use crate::cluster::{self, ClusterBinaries, NAMESPACE};
 use crate::loader::{self, Pair, warm_per_call};
-use crate::report::{Section, Table, Target, verdict};
+use crate::report::{Section, Table, Target, build_kind, verdict};
 use crate::servers::{self, Binaries, Server};
 use crate::state::Client;
 use crate::stats::{fmt_us, median, percentile, us};
@@ -275,11 +275,7 @@ fn over_plain(calls: &Calls, k: usize) -> f64 {
 type Value = fn(&Calls) -> f64;
 
 fn render_calls(args: &Args, ours: &Calls, theirs: Option<&Calls>) -> String {
-    let build = if args.bin_dir.ends_with("release") {
-        "release"
-    } else {
-        "**debug** (not release: slower than a deployment)"
-    };
+    let build = build_kind(&args.bin_dir);
     let mut markdown = format!(
         "## 18. Service bindings and JS RPC (issue 56)\n\n\
          Warm calls, caller and callee on one thread: a caller Worker bound to a \

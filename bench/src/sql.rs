@@ -39,7 +39,7 @@ use isolane_worker::Binding;
 
 use crate::cluster::{self, Cluster, ClusterBinaries, NAMESPACE};
 use crate::r2_get;
-use crate::report::{Section, Table, Target, verdict};
+use crate::report::{Section, Table, Target, build_kind, verdict};
 use crate::servers::Server;
 use crate::state::{Client, ObjectWorker, workerd_objects};
 use crate::stats::{fmt_us, median, percentile, us};
@@ -444,11 +444,7 @@ struct Peers<'a> {
 }
 
 fn render(setup: &Setup<'_>, plan: &Plan, ours: &Measured, peers: &Peers<'_>) -> String {
-    let build = if setup.bin_dir.ends_with("release") {
-        "release"
-    } else {
-        "**debug** (not release: slower than a deployment)"
-    };
+    let build = build_kind(setup.bin_dir);
     let mut markdown = format!(
         "## 17. SQL next to the code, D1 and R2 (issue 58)\n\n\
          One Worker with a SQLite-backed Durable Object class, a D1 database and an R2 \
