@@ -14,7 +14,7 @@
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
 # (warm distributed cold pool density placement operator neighbours websocket
-# state fleet bundles assets https loader sql; `assets` also runs section 15, the
+# state fleet bundles assets https loader sql services; `assets` also runs section 15, the
 # same assets through router + node against workerd's disk service);
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
@@ -128,6 +128,7 @@ if $quick; then
   https=(--rounds 1 --secs 2)
   loader=(--ids 50 --calls 200 --rounds 1 --secs 2)
   sql=(--requests 50 --rounds 1 --reads 2000 --r2-gets 2)
+  services=(--calls 200 --requests 50 --rounds 1 --secs 2)
 else
   http=(--connections 1,16,64 --rounds ${ISOLANE_BENCH_ROUNDS:-3} --secs 5)
   cold=(--workers 200 --starts 10)
@@ -145,9 +146,10 @@ else
   https=(--rounds 3 --secs 5)
   loader=(--ids 200 --calls 500 --rounds 3 --secs 5)
   sql=(--requests 300 --rounds 3 --reads 10000 --r2-mib 64 --r2-gets 3)
+  services=(--calls 500 --requests 200 --rounds 3 --secs 5)
 fi
 
-only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet bundles assets https loader sql}"
+only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet bundles assets https loader sql services}"
 wants() { [[ " $only " == *" $1 "* ]]; }
 common=(--results "$results" --work "$work")
 bench="$bin/isolane-bench"
@@ -240,6 +242,14 @@ fi
 if $needs_apiserver; then
   step sql 900 "$bench" sql "${common[@]}" "${workerd_args[@]}" "${sql_peers[@]}" \
     --bin-dir "$bin" "${sql[@]}"
+fi
+
+# Service bindings and JS RPC (issue 56): warm RPC and fetch calls, caller
+# and callee on one thread, vs workerd's service bindings; a gateway → auth
+# → data chain through router + node vs a single Worker doing the same work.
+if $needs_apiserver; then
+  step services 600 "$bench" services "${common[@]}" --isolane "$bin/isolane" \
+    "${workerd_args[@]}" --bin-dir "$bin" "${services[@]}"
 fi
 
 # Static assets: isolane dev vs wrangler dev (workerd) on one project folder

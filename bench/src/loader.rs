@@ -31,7 +31,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 
 use crate::cluster::{self, ClusterBinaries, NAMESPACE};
-use crate::report::{Section, Table, Target};
+use crate::report::{Section, Table, Target, build_kind};
 use crate::servers::{self, Binaries, Server};
 use crate::state::Client;
 use crate::stats::{fmt_us, median, percentile, us};
@@ -113,25 +113,23 @@ pub async fn run(plan: &Plan, work: &Path) -> anyhow::Result<Section> {
     Ok(Section { markdown, targets })
 }
 
+/// The caller's Worker Loader binding beside `SVC`, on both sides.
+const LOADER_BINDING: ExtraBinding = ExtraBinding {
+    yaml: "{ name: LOADER, workerLoader: {} }",
+    capnp: "(name = \"LOADER\", workerLoader = ())",
+    // An experimental feature of workerd's.
+    workerd_flags: &["--experimental"],
+};
+
 /// `isolane dev` and workerd serving [`CALLER`], measured in turns.
 async fn local(plan: &Plan, work: &Path) -> anyhow::Result<(Loads, Loads, bool)> {
-    let folder = work.join("loader-workers");
-    std::fs::create_dir_all(&folder)?;
-    std::fs::write(folder.join("workers.yaml"), workers_yaml())?;
-    let isolane =
-        servers::isolane_dev_workers(&plan.bins, &folder, work, &["--threads", "1", "--no-tail"]);
-    let isolane = Server {
-        host: Some("loader.bench.test".into()),
-        ..isolane
+    let pair = Pair {
+        caller: CALLER,
+        backend: BACKEND,
+        host: "loader.bench.test",
+        extra: Some(&LOADER_BINDING),
     };
-    isolane.wait_ok(Duration::from_secs(60)).await?;
-    let peer = match &plan.bins.workerd {
-        Some(_) => Some(workerd_loader(&plan.bins, &work.join("workerd-loader"))?),
-        None => None,
-    };
-    if let Some(server) = &peer {
-        server.wait_ok(Duration::from_secs(60)).await?;
-    }
+    let (isolane, peer) = serve_pair(&pair, &plan.bins, &work.join("loader")).await?;
     let (mut ours, mut theirs) = (Loads::default(), Loads::default());
     // A connection per side and round: a server may close one left idle
     // through the other side's round.
@@ -146,23 +144,75 @@ async fn local(plan: &Plan, work: &Path) -> anyhow::Result<(Loads, Loads, bool)>
     Ok((ours, theirs, peer.is_some()))
 }
 
-/// The caller and its backend as `isolane dev --workers` reads them.
-fn workers_yaml() -> String {
+/// Two Workers of one namespace served by `isolane dev --workers
+/// --threads 1 --no-tail` and by workerd (compatibility date 2025-06-01):
+/// `caller` on `host` (workerd's socket `main`), bound to `backend` (no
+/// route) as `SVC`.
+pub struct Pair<'a> {
+    pub caller: &'a str,
+    pub backend: &'a str,
+    pub host: &'a str,
+    /// One more binding of the caller's, before `SVC`.
+    pub extra: Option<&'a ExtraBinding>,
+}
+
+/// A binding of a [`Pair`]'s caller, as each side spells it.
+pub struct ExtraBinding {
+    /// A flow item of `spec.bindings`.
+    pub yaml: &'static str,
+    /// An item of a `Workerd.Worker`'s `bindings`.
+    pub capnp: &'static str,
+    /// Flags workerd needs for it.
+    pub workerd_flags: &'static [&'static str],
+}
+
+/// Starts both sides of `pair` (files and logs under `dir`) and waits for
+/// each to answer `/`; workerd only when there is its binary.
+pub async fn serve_pair(
+    pair: &Pair<'_>,
+    bins: &Binaries,
+    dir: &Path,
+) -> anyhow::Result<(Server, Option<Server>)> {
+    let folder = dir.join("workers");
+    std::fs::create_dir_all(&folder)?;
+    std::fs::write(folder.join("workers.yaml"), workers_yaml(pair))?;
+    let isolane =
+        servers::isolane_dev_workers(bins, &folder, dir, &["--threads", "1", "--no-tail"]);
+    let isolane = Server {
+        host: Some(pair.host.into()),
+        ..isolane
+    };
+    isolane.wait_ok(Duration::from_secs(60)).await?;
+    let peer = match &bins.workerd {
+        Some(_) => Some(workerd_pair(pair, bins, &dir.join("workerd"))?),
+        None => None,
+    };
+    if let Some(server) = &peer {
+        server.wait_ok(Duration::from_secs(60)).await?;
+    }
+    Ok((isolane, peer))
+}
+
+/// The pair as `isolane dev --workers` reads them.
+fn workers_yaml(pair: &Pair<'_>) -> String {
     let indent = |js: &str| -> String { js.lines().map(|l| format!("    {l}\n")).collect() };
+    let extra = pair
+        .extra
+        .map_or_else(String::new, |b| format!("{}, ", b.yaml));
     format!(
-        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{ name: caller, namespace: {PLATFORM_NS} }}\nspec:\n  routes: [{{ host: loader.bench.test }}]\n  compatibilityDate: \"2025-06-01\"\n  limits: {{ cpuMs: 30000, subrequests: 1000 }}\n  bindings: [{{ name: LOADER, workerLoader: {{}} }}, {{ name: SVC, service: {{ name: backend }} }}]\n  script: |\n{}---\napiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{ name: backend, namespace: {PLATFORM_NS} }}\nspec:\n  compatibilityDate: \"2025-06-01\"\n  script: |\n{}",
-        indent(CALLER),
-        indent(BACKEND)
+        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{ name: caller, namespace: {PLATFORM_NS} }}\nspec:\n  routes: [{{ host: {} }}]\n  compatibilityDate: \"2025-06-01\"\n  limits: {{ cpuMs: 30000, subrequests: 1000 }}\n  bindings: [{extra}{{ name: SVC, service: {{ name: backend }} }}]\n  script: |\n{}---\napiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: {{ name: backend, namespace: {PLATFORM_NS} }}\nspec:\n  compatibilityDate: \"2025-06-01\"\n  limits: {{ cpuMs: 30000, subrequests: 1000 }}\n  script: |\n{}",
+        pair.host,
+        indent(pair.caller),
+        indent(pair.backend)
     )
 }
 
-/// workerd serving [`CALLER`] (as its socket `main`) with its
-/// `workerLoader` binding (an experimental feature there) and `SVC` to the
-/// backend.
-fn workerd_loader(bins: &Binaries, dir: &Path) -> anyhow::Result<Server> {
+/// workerd serving the pair: the caller as its socket `main`, `SVC` to
+/// the backend.
+fn workerd_pair(pair: &Pair<'_>, bins: &Binaries, dir: &Path) -> anyhow::Result<Server> {
     std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("caller.js"), CALLER)?;
-    std::fs::write(dir.join("backend.js"), BACKEND)?;
+    std::fs::write(dir.join("caller.js"), pair.caller)?;
+    std::fs::write(dir.join("backend.js"), pair.backend)?;
     let caller = workerd::Service {
         services: vec![workerd::ServiceBinding {
             binding: "SVC".into(),
@@ -183,25 +233,19 @@ fn workerd_loader(bins: &Binaries, dir: &Path) -> anyhow::Result<Server> {
         "2025-06-01",
         ([127, 0, 0, 1], free_port()?).into(),
     );
-    let config = workerd::render(&[caller, backend]).replacen(
-        "bindings = [(name = \"SVC\"",
-        "bindings = [(name = \"LOADER\", workerLoader = ()), (name = \"SVC\"",
-        1,
-    );
+    let mut config = workerd::render(&[caller, backend]);
+    let mut flags: &[&str] = &[];
+    if let Some(extra) = pair.extra {
+        config = config.replacen(
+            "bindings = [(name = \"SVC\"",
+            &format!("bindings = [{}, (name = \"SVC\"", extra.capnp),
+            1,
+        );
+        flags = extra.workerd_flags;
+    }
     let path = dir.join("config.capnp");
     std::fs::write(&path, config)?;
-    servers::workerd_with(bins, &path, dir, &["--experimental"])
-}
-
-/// `GET path` whose body must be `expected`: how long it took.
-async fn checked(client: &mut Client, path: &str, expected: &str) -> anyhow::Result<Duration> {
-    let (took, body) = client.get_body(path).await?;
-    anyhow::ensure!(
-        body == expected.as_bytes(),
-        "GET {path} answered {:?}, not {expected:?}",
-        String::from_utf8_lossy(&body)
-    );
-    Ok(took)
+    servers::workerd_with(bins, &path, dir, flags)
 }
 
 /// One side's round: never-seen ids, plain requests, then the warm pairs.
@@ -214,23 +258,35 @@ async fn round(
     for i in 0..plan.ids {
         let id = format!("{prefix}-{i}");
         into.first
-            .push(checked(client, &format!("/load/{id}"), &id).await?);
-        into.plain.push(checked(client, "/", "ok").await?);
+            .push(client.checked(&format!("/load/{id}"), &id).await?);
+        into.plain.push(client.checked("/", "ok").await?);
     }
-    let n = plan.calls;
     for (kind, per_call) in [("load", &mut into.warm_us), ("svc", &mut into.service_us)] {
-        let (mut one, mut many) = (Vec::new(), Vec::new());
-        checked(client, &format!("/{kind}/warm?n={}", n + 1), "warm").await?;
-        for _ in 0..9 {
-            one.push(us(
-                checked(client, &format!("/{kind}/warm?n=1"), "warm").await?
-            ));
-            let long = format!("/{kind}/warm?n={}", n + 1);
-            many.push(us(checked(client, &long, "warm").await?));
-        }
-        per_call.push((median(&many) - median(&one)) / n as f64);
+        let path = format!("/{kind}/warm");
+        per_call.push(warm_per_call(client, &path, plan.calls, &|_| "warm".to_owned()).await?);
     }
     Ok(())
+}
+
+/// Requests whose work is a loop of `?n=` calls: µs per call, the median
+/// of 9 requests making `n + 1` calls less that of 9 making 1, over `n`
+/// (the request around the loop cancels out), after one unmeasured long
+/// request. `answer(k)` is the body of a request making `k` calls.
+pub async fn warm_per_call(
+    client: &mut Client,
+    path: &str,
+    n: usize,
+    answer: &dyn Fn(usize) -> String,
+) -> anyhow::Result<f64> {
+    let (long, short) = (format!("{path}?n={}", n + 1), format!("{path}?n=1"));
+    let (long_answer, short_answer) = (answer(n + 1), answer(1));
+    client.checked(&long, &long_answer).await?;
+    let (mut one, mut many) = (Vec::new(), Vec::new());
+    for _ in 0..9 {
+        one.push(us(client.checked(&short, &short_answer).await?));
+        many.push(us(client.checked(&long, &long_answer).await?));
+    }
+    Ok((median(&many) - median(&one)) / n as f64)
 }
 
 /// A row of the loads table: a side's value at a quantile.
@@ -249,11 +305,7 @@ fn load_alone(loads: &Loads, q: f64) -> f64 {
 }
 
 fn render_loads(plan: &Plan, ours: &Loads, theirs: Option<&Loads>) -> String {
-    let build = if plan.bin_dir.ends_with("release") {
-        "release"
-    } else {
-        "**debug** (not release: slower than a deployment)"
-    };
+    let build = build_kind(&plan.bin_dir);
     let mut markdown = format!(
         "## 16. Worker Loader and dispatch (issue 60)\n\n\
          Loaded code: one caller Worker with a Worker Loader binding and a service binding, \

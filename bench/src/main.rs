@@ -32,6 +32,7 @@ mod quiet;
 mod r2_get;
 mod report;
 mod servers;
+mod services;
 mod sql;
 mod state;
 mod stats;
@@ -327,6 +328,16 @@ enum Command {
         common: Common,
         #[command(flatten)]
         args: sql::Args,
+    },
+    /// 18. Service bindings and JS RPC (issue 56).
+    ///
+    /// Warm RPC and `fetch` calls vs workerd's service bindings, and a
+    /// gateway chain through router + node vs a single Worker.
+    Services {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        args: services::Args,
     },
     /// 9. WebSockets: echo round trips vs workerd, idle sockets on a node.
     Websocket {
@@ -764,6 +775,10 @@ fn main() -> anyhow::Result<()> {
         Command::Sql { common, args } => {
             let section = runtime()?.block_on(sql::run(&args, &common.work))?;
             section.write(&common.results, "17-sql")
+        }
+        Command::Services { common, args } => {
+            let section = runtime()?.block_on(services::run(&args, &common.work))?;
+            section.write(&common.results, "18-services")
         }
         Command::Websocket {
             common,

@@ -75,6 +75,16 @@ pub fn verdict(met: bool) -> String {
     if met { "met" } else { "**missed**" }.to_owned()
 }
 
+/// What binaries `bin_dir` holds, as a section says it: "release", or
+/// debug in bold (a debug build is no measure of a goal).
+pub fn build_kind(bin_dir: &Path) -> &'static str {
+    if bin_dir.ends_with("release") {
+        "release"
+    } else {
+        "**debug** (not release: slower than a deployment)"
+    }
+}
+
 /// A finished comparison.
 #[derive(Debug, Default)]
 pub struct Section {
@@ -130,6 +140,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ),
     ("16-loader", "16. Worker Loader and dispatch (issue 60)"),
     ("17-sql", "17. SQL next to the code, D1 and R2 (issue 58)"),
+    ("18-services", "18. Service bindings and JS RPC (issue 56)"),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.

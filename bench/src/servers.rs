@@ -37,17 +37,22 @@ impl Server {
         format!("http://{}/", self.addr)
     }
 
-    /// Waits until the server answers 200, up to `timeout`.
     /// CPU time its process and helpers have used so far, in seconds;
-    /// `None` without a process, or once one has gone.
+    /// `None` with neither, or once one has gone. (A server without a
+    /// process of its own, such as another host through a router, counts
+    /// its helpers': the router's and the node's.)
     pub fn cpu_secs(&self) -> Option<f64> {
-        let own = self.process.as_ref()?.pid();
-        std::iter::once(own)
+        let own = self.process.as_ref().map(Process::pid);
+        if own.is_none() && self.helpers.is_empty() {
+            return None;
+        }
+        own.into_iter()
             .chain(self.helpers.iter().copied())
             .map(process_cpu_secs)
             .sum()
     }
 
+    /// Waits until the server answers 200, up to `timeout`.
     pub async fn wait_ok(&self, timeout: Duration) -> anyhow::Result<Duration> {
         wait_ok(self.addr, self.host.as_deref(), timeout)
             .await

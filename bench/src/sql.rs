@@ -39,7 +39,7 @@ use isolane_worker::Binding;
 
 use crate::cluster::{self, Cluster, ClusterBinaries, NAMESPACE};
 use crate::r2_get;
-use crate::report::{Section, Table, Target, verdict};
+use crate::report::{Section, Table, Target, build_kind, verdict};
 use crate::servers::Server;
 use crate::state::{Client, ObjectWorker, workerd_objects};
 use crate::stats::{fmt_us, median, percentile, us};
@@ -165,17 +165,6 @@ struct Measured {
     hello: Vec<Duration>,
 }
 
-/// `GET path` whose body must be `expected`: how long it took.
-async fn checked(client: &mut Client, path: &str, expected: &str) -> anyhow::Result<Duration> {
-    let (took, body) = client.get_body(path).await?;
-    anyhow::ensure!(
-        body == expected.as_bytes(),
-        "GET {path} answered {:?}, not {expected:?}",
-        String::from_utf8_lossy(&body)
-    );
-    Ok(took)
-}
-
 /// The value of row `id` (1-based) as the script seeds it.
 fn row(id: usize) -> String {
     format!("v{id}")
@@ -189,8 +178,8 @@ fn last_read_row(n: usize) -> String {
 /// Both tables seeded (the object's and the database's), checked.
 async fn seed(server: &Server) -> anyhow::Result<()> {
     let mut client = Client::connect(server).await?;
-    checked(&mut client, "/sql/seed", &ROWS.to_string()).await?;
-    checked(&mut client, "/d1/seed", &ROWS.to_string()).await?;
+    client.checked("/sql/seed", &ROWS.to_string()).await?;
+    client.checked("/d1/seed", &ROWS.to_string()).await?;
     Ok(())
 }
 
@@ -214,13 +203,10 @@ async fn round(server: &Server, plan: &Plan, into: &mut Measured) -> anyhow::Res
     let long = format!("/sql/reads?n={}", plan.reads + 1);
     let (mut one, mut many) = (Vec::new(), Vec::new());
     for _ in 0..(plan.requests / 5).max(5) {
-        one.push(us(checked(&mut client, "/sql/reads?n=1", &row(1)).await?));
-        many.push(us(checked(
-            &mut client,
-            &long,
-            &last_read_row(plan.reads + 1),
-        )
-        .await?));
+        one.push(us(client.checked("/sql/reads?n=1", &row(1)).await?));
+        many.push(us(client
+            .checked(&long, &last_read_row(plan.reads + 1))
+            .await?));
     }
     into.read_us
         .push((median(&many) - median(&one)) / plan.reads as f64);
@@ -234,11 +220,11 @@ async fn round(server: &Server, plan: &Plan, into: &mut Measured) -> anyhow::Res
 async fn d1_queries(client: &mut Client, plan: &Plan, into: &mut Measured) -> anyhow::Result<()> {
     for i in 0..plan.requests {
         let id = i % ROWS + 1;
-        let took = checked(client, &format!("/d1?id={id}"), &row(id)).await?;
+        let took = client.checked(&format!("/d1?id={id}"), &row(id)).await?;
         into.d1.push(took);
     }
     for _ in 0..plan.requests {
-        into.hello.push(checked(client, "/", "ok").await?);
+        into.hello.push(client.checked("/", "ok").await?);
     }
     Ok(())
 }
@@ -277,7 +263,7 @@ async fn local_d1(setup: &Setup<'_>) -> anyhow::Result<Option<Server>> {
     };
     server.wait_ok(Duration::from_secs(120)).await?;
     let mut client = Client::connect(&server).await?;
-    checked(&mut client, "/d1/seed", &ROWS.to_string()).await?;
+    client.checked("/d1/seed", &ROWS.to_string()).await?;
     Ok(Some(server))
 }
 
@@ -458,11 +444,7 @@ struct Peers<'a> {
 }
 
 fn render(setup: &Setup<'_>, plan: &Plan, ours: &Measured, peers: &Peers<'_>) -> String {
-    let build = if setup.bin_dir.ends_with("release") {
-        "release"
-    } else {
-        "**debug** (not release: slower than a deployment)"
-    };
+    let build = build_kind(setup.bin_dir);
     let mut markdown = format!(
         "## 17. SQL next to the code, D1 and R2 (issue 58)\n\n\
          One Worker with a SQLite-backed Durable Object class, a D1 database and an R2 \

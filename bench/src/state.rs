@@ -121,6 +121,17 @@ impl Client {
         Ok(self.get_body(path).await?.0)
     }
 
+    /// `GET path` whose body must be `expected`: how long it took.
+    pub async fn checked(&mut self, path: &str, expected: &str) -> anyhow::Result<Duration> {
+        let (took, body) = self.get_body(path).await?;
+        anyhow::ensure!(
+            body == expected.as_bytes(),
+            "GET {path} answered {:?}, not {expected:?}",
+            String::from_utf8_lossy(&body)
+        );
+        Ok(took)
+    }
+
     /// `GET path`: how long it took and its body; fails unless it answers
     /// 200.
     pub async fn get_body(&mut self, path: &str) -> anyhow::Result<(Duration, Bytes)> {

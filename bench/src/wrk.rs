@@ -98,7 +98,12 @@ pub async fn run(spec: &LoadSpec) -> anyhow::Result<Load> {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    parse(&text).with_context(|| format!("unexpected wrk output:\n{text}"))
+    let load = parse(&text).with_context(|| format!("unexpected wrk output:\n{text}"))?;
+    if load.errors > 0 {
+        // What kind of errors, in the step's log.
+        eprintln!("wrk counted {} errors:\n{text}", load.errors);
+    }
+    Ok(load)
 }
 
 /// Parses wrk's `--latency` summary.
