@@ -13,6 +13,10 @@
 //!
 //! JavaScript names a binding, never a database: the host finds the
 //! database in the Worker's bundle and the namespace in its id.
+//!
+//! On a cluster a database is owned on the ring as a Durable Object is
+//! ([`D1Ring`], the engine's `RingClass`): `js/36_d1.js` sends a call to
+//! the owner node with `internal.forwardToOwner`, which runs it there.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -21,7 +25,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use isolane_engine::api::spawn_op;
-use isolane_engine::api::{ErrorClass, HostError, HostState, Settle, Stop, Unit};
+use isolane_engine::api::{ErrorClass, HostError, HostState, RingClass, Settle, Stop, Unit};
+use isolane_engine::{WorkerBundle, namespace_of};
 use isolane_storage::sql::{ObjectDatabase, SqlError, SqlParam};
 use isolane_storage::{D1Database, Store, StoreError};
 
@@ -35,6 +40,59 @@ pub(crate) fn unit() -> Unit {
         .function("d1Query", d1_query)
         .function("d1Flush", d1_flush)
         .state::<D1State>()
+        .ring_class(&D1Ring)
+}
+
+/// The class of a D1 database's calls on the ring: a database is an
+/// object of this class, its id the database's name. No JavaScript class
+/// can be named so.
+pub const D1_CLASS: &str = "#d1";
+
+/// D1 databases on the ring: keyed `<namespace>/#d1/<database>` (every
+/// Worker of the namespace reaches the same owner); JavaScript names the
+/// binding, sent as its database; a copy owned by another node is closed
+/// here; a failed call rejects with the owner node's words (`36_d1.js`
+/// adds `D1_ERROR`).
+struct D1Ring;
+
+impl RingClass for D1Ring {
+    fn class(&self) -> &'static str {
+        D1_CLASS
+    }
+
+    fn key(&self, worker_id: &str, id: &str) -> String {
+        format!("{}/{D1_CLASS}/{id}", namespace_of(worker_id))
+    }
+
+    fn resolve<'w>(
+        &self,
+        worker: Option<&'w Arc<WorkerBundle>>,
+        name: &str,
+    ) -> Result<(&'w Arc<WorkerBundle>, String), String> {
+        database_of(worker, name)
+    }
+
+    fn owned_elsewhere(&self, store: &Store, worker: &WorkerBundle, id: &str) {
+        store.d1_close(worker.namespace(), id);
+    }
+
+    fn failure(&self, error: String) -> String {
+        error
+    }
+}
+
+/// The calling Worker (`None`: none is loaded) and the database of its D1
+/// binding `binding`; a `TypeError`'s message when there is none.
+fn database_of<'w>(
+    worker: Option<&'w Arc<WorkerBundle>>,
+    binding: &str,
+) -> Result<(&'w Arc<WorkerBundle>, String), String> {
+    let worker = worker.ok_or("D1: no Worker is loaded")?;
+    let database = worker
+        .d1
+        .get(binding)
+        .ok_or_else(|| format!("D1: no D1 binding {binding}"))?;
+    Ok((worker, database.clone()))
 }
 
 /// Each isolate's open databases, by binding.
@@ -56,17 +114,11 @@ fn reset() -> HostError {
 
 /// The store, namespace and database of `binding` for the calling Worker.
 fn target(host: &HostState, binding: &str) -> Result<(Store, String, String), HostError> {
-    let worker = host
-        .worker()
-        .ok_or_else(|| HostError::type_error("D1: no Worker is loaded"))?;
-    let database = worker
-        .d1
-        .get(binding)
-        .ok_or_else(|| HostError::type_error(format!("D1: no D1 binding {binding}")))?;
+    let (worker, database) = database_of(host.worker(), binding).map_err(HostError::type_error)?;
     let store = host.store().cloned().ok_or_else(|| {
         HostError::new(ErrorClass::Error, "D1: this node has no store configured")
     })?;
-    Ok((store, worker.namespace().to_owned(), database.clone()))
+    Ok((store, worker.namespace().to_owned(), database))
 }
 
 /// The store's failure as the query's message (`36_d1.js` adds `D1_ERROR`).
@@ -244,4 +296,36 @@ fn d1_query<'s>(
     locked.end(true).map_err(sql_error)?;
     Ok(v8::Array::new_with_elements(scope, &answers).into())
 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_is_keyed_by_namespace_not_worker() {
+        assert_eq!(D1Ring.key("team-a/shop", "orders"), "team-a/#d1/orders");
+        assert_eq!(
+            D1Ring.key("team-a/shop", "orders"),
+            D1Ring.key("team-a/admin", "orders")
+        );
+        assert_ne!(
+            D1Ring.key("team-a/shop", "orders"),
+            D1Ring.key("team-b/shop", "orders")
+        );
+    }
+
+    #[test]
+    fn a_binding_resolves_to_its_database_or_says_why_not() {
+        let mut bundle = WorkerBundle::new("team-a/shop", "1", "");
+        bundle.d1.insert("DB".to_owned(), "orders".to_owned());
+        let worker = Arc::new(bundle);
+        let (found, database) = D1Ring.resolve(Some(&worker), "DB").expect("bound");
+        assert!(Arc::ptr_eq(found, &worker));
+        assert_eq!(database, "orders");
+        let missing = D1Ring.resolve(Some(&worker), "OTHER").map(|(_, db)| db);
+        assert_eq!(missing, Err("D1: no D1 binding OTHER".to_owned()));
+        let none = D1Ring.resolve(None, "DB").map(|(_, db)| db);
+        assert_eq!(none, Err("D1: no Worker is loaded".to_owned()));
+    }
 }

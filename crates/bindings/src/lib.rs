@@ -43,6 +43,8 @@ mod workflow;
 use isolane_engine::Family;
 use isolane_engine::api::Unit;
 
+pub use d1::D1_CLASS;
+
 include!(concat!(env!("OUT_DIR"), "/runtime_js.rs"));
 
 /// `cloudflare:workers`: `WorkerEntrypoint`, `DurableObject`,

@@ -234,3 +234,8 @@ internal.makePairIterable = function makePairIterable(cls, name, getPairs, brand
   Object.defineProperty(proto, 'forEach', { value: forEachImpl, writable: true, enumerable: true, configurable: true });
   Object.defineProperty(proto, Symbol.iterator, { value: methods.entries, writable: true, enumerable: false, configurable: true });
 };
+
+// UTF-8 both ways for the core's bodies (the text unit's host functions;
+// TextEncoder and TextDecoder are isolane-web's).
+internal.utf8Encode = (s) => host.utf8Encode(s);
+internal.utf8Decode = (u8) => (u8.length === 0 ? '' : host.utf8Decode(u8, false, false));

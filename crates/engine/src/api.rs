@@ -18,6 +18,8 @@ pub use crate::host::{
     HostState, IsolateTurns, Settle, Settlement, array_buffer, begin_op, js_string, new_promise,
     spawn_op, u8_array, value_string, view_bytes,
 };
+/// A class of calls on the ring beside Durable Objects' (`isolane-bindings`').
+pub use crate::object_call::RingClass;
 pub use crate::unit::{Family, Gate, RequestResources, Unit};
 pub use crate::watchdog::{Stop, Tripwire};
 pub use crate::{FromArg, Return};

@@ -62,6 +62,8 @@ impl Engine {
         if crate::host::set_families(&config.families).is_err() {
             return Err(EngineError::InvalidConfig { field: "families" });
         }
+        let units = crate::host::units().iter();
+        crate::object_call::set_ring_classes(units.filter_map(|unit| unit.ring));
         let roots = crate::egress::roots(&config.egress)?;
         if let Some(server) = &config.egress.dns_over_https {
             let url = url::Url::parse(server).map_err(|_| EngineError::InvalidConfig {

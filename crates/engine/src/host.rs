@@ -71,7 +71,7 @@ pub use value::{
 fn core_units() -> Vec<Unit> {
     vec![
         runtime::base(),
-        text::encoding(),
+        text::utf8(),
         url::unit(),
         fetch::headers(),
         io::unit(),

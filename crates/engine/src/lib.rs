@@ -97,7 +97,7 @@ pub use host::host_function_names;
 pub use host::op::{FromArg, Return};
 pub use isolane_storage::QueueBatch;
 pub use node_log::NODE_LOG_PER_SECOND;
-pub use object_call::{D1_CLASS, ObjectCall, home_thread, object_key};
+pub use object_call::{ObjectCall, home_thread, object_key};
 pub use object_peers::{MAX_ATTEMPTS, ObjectPeers, PeerAnswer, PeerError, SharedPeers};
 pub use observer::{
     CodeCacheEvent, EngineObserver, EvictionReason, KvOp, KvResult, LogDropReason, NoopObserver,

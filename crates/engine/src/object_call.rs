@@ -8,6 +8,10 @@
 //! input gate, under the Worker's limits, like an [`crate::AlarmEvent`];
 //! the answer comes back as the request's response.
 
+use std::sync::{Arc, OnceLock};
+
+use crate::bundle::WorkerBundle;
+
 /// A stub call forwarded to the object's home thread: the request is the
 /// `stub.fetch` request, or for a JS RPC call a `POST` whose body is the
 /// V8-serialized argument array. The response to an RPC call is a 200
@@ -23,21 +27,50 @@ pub struct ObjectCall {
     pub method: Option<String>,
 }
 
-/// The class of a D1 database's calls (`isolane-bindings`' d1 unit): a
-/// database is an object of this class, its id the database's name, owned
-/// on the ring like any object. No JavaScript class can be named so.
-pub const D1_CLASS: &str = "#d1";
+/// A class of calls an API crate puts on the ring ([`crate::api::Unit::ring_class`]):
+/// placed, owned and forwarded as an object's (`host/object_forward.rs`),
+/// but the process's, not an isolate's: any thread of its owner serves it.
+pub trait RingClass: Sync {
+    /// The class its calls carry (`#…`: no JavaScript class is named so).
+    fn class(&self) -> &'static str;
+    /// The placement key of its object `id` called by Worker `worker_id`.
+    fn key(&self, worker_id: &str, id: &str) -> String;
+    /// The calling Worker (`None`: none is loaded) and the object its
+    /// `name` (as JavaScript sends it) reaches; else a `TypeError`'s message.
+    fn resolve<'w>(
+        &self,
+        worker: Option<&'w Arc<WorkerBundle>>,
+        name: &str,
+    ) -> Result<(&'w Arc<WorkerBundle>, String), String>;
+    /// Object `id` of `worker` is another node's: this process's copy is stale.
+    fn owned_elsewhere(&self, store: &isolane_storage::Store, worker: &WorkerBundle, id: &str);
+    /// The message of the `Error` a failed call (`error`: why) rejects with.
+    fn failure(&self, error: String) -> String;
+}
+
+/// The ring classes of this process's units, fixed by its first engine.
+static RING_CLASSES: OnceLock<Vec<&'static dyn RingClass>> = OnceLock::new();
+
+pub(crate) fn set_ring_classes(classes: impl Iterator<Item = &'static dyn RingClass>) {
+    RING_CLASSES.get_or_init(|| classes.collect());
+}
+
+pub(crate) fn ring_class(class: &str) -> Option<&'static dyn RingClass> {
+    RING_CLASSES
+        .get()?
+        .iter()
+        .find(|ring| ring.class() == class)
+        .copied()
+}
 
 /// The placement key of object `id` of `class` of Worker `worker_id`
-/// (`<namespace>/<name>`): `<namespace>/<worker>/<class>/<id>`; for a D1
-/// database ([`D1_CLASS`]), `<namespace>/#d1/<database>`: every Worker of
-/// the namespace reaches the same owner.
+/// (`<namespace>/<name>`): `<namespace>/<worker>/<class>/<id>`; a
+/// [`RingClass`]'s as it says.
 pub fn object_key(worker_id: &str, class: &str, id: &str) -> String {
-    if class == D1_CLASS {
-        let namespace = crate::bundle::namespace_of(worker_id);
-        return format!("{namespace}/{class}/{id}");
+    match ring_class(class) {
+        Some(ring) => ring.key(worker_id, id),
+        None => format!("{worker_id}/{class}/{id}"),
     }
-    format!("{worker_id}/{class}/{id}")
 }
 
 /// The engine thread (of `threads`) that owns object `id` of `class` of
@@ -66,21 +99,5 @@ mod tests {
             home_thread("shop/counter", "Counter", &format!("{:064x}", 7), 4)
         );
         assert_eq!(home_thread("a/b", "C", "d", 1), 0);
-    }
-
-    #[test]
-    fn a_d1_database_is_keyed_by_namespace_not_worker() {
-        assert_eq!(
-            object_key("team-a/shop", D1_CLASS, "orders"),
-            "team-a/#d1/orders"
-        );
-        assert_eq!(
-            object_key("team-a/shop", D1_CLASS, "orders"),
-            object_key("team-a/admin", D1_CLASS, "orders")
-        );
-        assert_ne!(
-            object_key("team-a/shop", D1_CLASS, "orders"),
-            object_key("team-b/shop", D1_CLASS, "orders")
-        );
     }
 }

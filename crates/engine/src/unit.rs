@@ -13,6 +13,7 @@
 use std::any::{Any, TypeId};
 
 use crate::bundle::Compat;
+use crate::object_call::RingClass;
 
 /// One Web API family.
 pub struct Unit {
@@ -41,6 +42,8 @@ pub struct Unit {
     /// when a Worker first reads one of these (`host/lazy.rs`). Empty: the
     /// files run at snapshot time.
     pub(crate) lazy: &'static [&'static str],
+    /// Its class of calls on the ring, if it has one ([`RingClass`]).
+    pub(crate) ring: Option<&'static dyn RingClass>,
 }
 
 /// Whether a Worker's compatibility settings expose some globals.
@@ -73,6 +76,7 @@ impl Unit {
             node: Vec::new(),
             gated: Vec::new(),
             lazy: &[],
+            ring: None,
         }
     }
 
@@ -118,6 +122,12 @@ impl Unit {
     /// (`host/lazy.rs`; the rules a lazy file keeps are in HOST.md).
     pub fn lazy_globals(mut self, names: &'static [&'static str]) -> Self {
         self.lazy = names;
+        self
+    }
+
+    /// Its class of calls on the ring beside Durable Objects' ([`RingClass`]).
+    pub fn ring_class(mut self, ring: &'static dyn RingClass) -> Self {
+        self.ring = Some(ring);
         self
     }
 

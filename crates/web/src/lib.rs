@@ -1,5 +1,7 @@
 //! The Web platform's APIs for the Isolane engine, as they leave its core
-//! (docs/adr/0002-engine-crates.md): today Blob and File (`blob.rs`,
+//! (docs/adr/0002-engine-crates.md): today TextEncoder, TextDecoder and
+//! atob/btoa (`encoding.rs`, `encoding/decoder.rs`, `js/04_encoding.js`,
+//! `js/05_base64.js`), Blob and File (`blob.rs`,
 //! `js/09_blob.js`), Web Crypto (`crypto.rs`,
 //! `crypto/*`, `js/14_crypto.js`; its parts Node's `node:crypto` is built
 //! on are public here, [`crypto`], for `isolane-nodejs`), `URLPattern`
@@ -14,14 +16,15 @@
 //! `js/23_html_rewriter.js`) and the compression streams with their codecs
 //! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
 //! uses the same host functions). The rest of the Web platform (fetch,
-//! streams, encodings, URL, WebSocket, timers, …) is still
+//! streams, URL, WebSocket, timers, …) is still
 //! units of the core, to come here by the same seams.
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
 //! the engine (`EngineConfig::families`), first of the families. It
 //! depends on the core only through its door, `isolane_engine::api`.
 //!
-//! `unsafe` is allowed here, as in the engine: AWS-LC's C API
+//! `unsafe` is allowed here, as in the engine: `encodeInto`'s copy into
+//! its destination's bytes (`encoding.rs`), AWS-LC's C API
 //! (`crypto/aws_lc.rs`), a digest over a view's bytes in place
 //! (`crypto.rs`), and HTMLRewriter's coroutine bridge
 //! (`html_rewriter/session.rs`), which reaches its yielder through a raw
@@ -36,6 +39,7 @@ mod cache;
 mod compression;
 mod console;
 pub mod crypto;
+mod encoding;
 mod form_data;
 mod html_rewriter;
 mod message_channel;
@@ -60,6 +64,7 @@ pub fn family() -> Family {
 
 fn units() -> Vec<Unit> {
     vec![
+        encoding::unit(),
         blob::unit(),
         crypto::unit(),
         console::unit(),

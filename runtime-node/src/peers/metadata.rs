@@ -36,7 +36,7 @@ pub fn object_of(metadata: &MetadataMap) -> Result<Option<ObjectCall>, String> {
     if !name_ok(&class) || !method.as_deref().is_none_or(name_ok) {
         return Err(format!("{OBJECT_METADATA}: bad class or method name"));
     }
-    if class == isolane_engine::D1_CLASS {
+    if class == isolane_bindings::D1_CLASS {
         // A D1 database's call: its id is the database's name.
         if !isolane_worker::d1::is_database_name(&id) {
             return Err(format!("{OBJECT_METADATA}: not a D1 database name"));
@@ -63,7 +63,7 @@ mod tests {
         name_object(&mut metadata, &object);
         assert_eq!(object_of(&metadata), Ok(Some(object)));
         let database = ObjectCall {
-            class: isolane_engine::D1_CLASS.to_owned(),
+            class: isolane_bindings::D1_CLASS.to_owned(),
             id: "orders".to_owned(),
             method: Some("query".to_owned()),
         };

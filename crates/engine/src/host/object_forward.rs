@@ -4,11 +4,8 @@
 //! cost), and `objectCall` hands a call to the home thread and resolves
 //! with its answer's head, its body streamed back like a fetch's.
 //!
-//! A D1 database's calls (class [`D1_CLASS`], `isolane-bindings`' d1 unit)
-//! take the same way: JavaScript names the binding, the host the database
-//! of the Worker's namespace; the database is this node's when the ring
-//! names no other owner (any thread of the node serves it: its copy is the
-//! process's).
+//! A [`RingClass`]'s calls take the same way: its object is this node's
+//! when the ring names no other owner (then any thread here serves it).
 
 use std::rc::Rc;
 
@@ -22,7 +19,7 @@ use super::{HostState, Settlement, begin_op, header_map};
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
 use crate::dispatch::run_on;
-use crate::object_call::{D1_CLASS, ObjectCall, home_thread, object_key};
+use crate::object_call::{ObjectCall, RingClass, home_thread, object_key, ring_class};
 use crate::object_peers::{MAX_ATTEMPTS, retry_pause};
 use crate::work::Work;
 
@@ -37,16 +34,8 @@ pub(super) fn object_is_home<'s>(
     id: String,
 ) -> Result<bool, HostError> {
     let _ = scope;
-    if class == D1_CLASS {
-        let (worker, database) = d1_database(&host, &id)?;
-        let key = object_key(&worker.id, &class, &database);
-        let peers = host.thread.config.objects.as_ref();
-        let home = peers.is_none_or(|peers| peers.owner(&key).is_none());
-        if !home && let Some(store) = host.store() {
-            // Owned by another node: a copy of this process's is stale.
-            store.d1_close(worker.namespace(), &database);
-        }
-        return Ok(home);
+    if let Some(ring) = ring_class(&class) {
+        return ring_is_home(&host, ring, &id);
     }
     let worker = bound_worker(&host, &class)?;
     if let Some(peers) = &host.thread.config.objects
@@ -59,33 +48,31 @@ pub(super) fn object_is_home<'s>(
 }
 }
 
-/// The calling Worker and the database of its D1 binding `binding`.
-fn d1_database(
-    host: &HostState,
-    binding: &str,
-) -> Result<(std::sync::Arc<WorkerBundle>, String), HostError> {
-    let worker = host
-        .worker()
-        .ok_or_else(|| HostError::type_error("D1: no Worker is loaded"))?;
-    let database = worker
-        .d1
-        .get(binding)
-        .cloned()
-        .ok_or_else(|| HostError::type_error(format!("D1: no D1 binding {binding}")))?;
-    Ok((worker.clone(), database))
+/// Whether the object `name` of ring class `ring` reaches is this node's.
+fn ring_is_home(host: &HostState, ring: &dyn RingClass, name: &str) -> Result<bool, HostError> {
+    let (worker, id) = ring
+        .resolve(host.worker(), name)
+        .map_err(HostError::type_error)?;
+    let peers = host.thread.config.objects.as_ref();
+    let home = peers.is_none_or(|peers| peers.owner(&ring.key(&worker.id, &id)).is_none());
+    if !home && let Some(store) = host.store() {
+        ring.owned_elsewhere(store, worker, &id);
+    }
+    Ok(home)
 }
 
 /// The Worker that runs a call to `class`, the class and the id it is
-/// sent with: for [`D1_CLASS`], `id` names the binding and is sent as its
-/// database.
+/// sent with (a [`RingClass`]'s, as it resolves JavaScript's `id`).
 fn call_target(
     host: &HostState,
     class: String,
     id: String,
 ) -> Result<(std::sync::Arc<WorkerBundle>, String, String), HostError> {
-    if class == D1_CLASS {
-        let (worker, database) = d1_database(host, &id)?;
-        return Ok((worker, class, database));
+    if let Some(ring) = ring_class(&class) {
+        let (worker, id) = ring
+            .resolve(host.worker(), &id)
+            .map_err(HostError::type_error)?;
+        return Ok((worker.clone(), class, id));
     }
     // `<worker>/<class>`: a class another Worker hosts.
     let (worker, class) = super::object_hosted::called_worker(host, class)?;
@@ -206,36 +193,36 @@ pub(super) fn object_call<'s>(
     let op = host.add_op(ctx, resolver);
     let me = host.me.clone();
     let thread = host.thread.clone();
-    let d1 = parts.call.class == D1_CLASS;
+    let ring = ring_class(&parts.call.class);
     let task = tokio::task::spawn_local(async move {
         let answer = deliver(&thread, worker, parts).await;
         let Some(isolate) = me.upgrade() else {
             return;
         };
-        isolate.settle(op, settlement(&*isolate, ctx, answer, url, d1));
+        isolate.settle(op, settlement(&*isolate, ctx, answer, url, ring));
     });
     host.set_op_task(op, task.abort_handle());
     Some(promise)
 }
 }
 
-/// How a forwarded call's answer settles its promise (a D1 call's
-/// failure as the owner node's words: `36_d1.js` adds `D1_ERROR`).
+/// How a forwarded call's answer settles its promise (a ring class's
+/// failure in the words its class gives it).
 fn settlement(
     isolate: &dyn super::IsolateTurns,
     ctx: u32,
     answer: Result<http::Response<Body>, String>,
     url: String,
-    d1: bool,
+    ring: Option<&dyn RingClass>,
 ) -> Settlement {
-    match answer {
-        Ok(response) => response_head(isolate, ctx, response, url),
-        Err(error) if d1 => Settlement::custom(HostError::new(ErrorClass::Error, error)),
-        Err(error) => Settlement::custom(HostError::new(
-            ErrorClass::Error,
-            format!("Durable Object call failed: {error}"),
-        )),
-    }
+    let message = match answer {
+        Ok(response) => return response_head(isolate, ctx, response, url),
+        Err(error) => match ring {
+            Some(ring) => ring.failure(error),
+            None => format!("Durable Object call failed: {error}"),
+        },
+    };
+    Settlement::custom(HostError::new(ErrorClass::Error, message))
 }
 
 /// A response from another isolate of this thread (or node) as its

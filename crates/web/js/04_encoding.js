@@ -1,7 +1,8 @@
-// 04_encoding.js — TextEncoder and TextDecoder (Encoding Standard). UTF-8
-// decodes here and in host.utf8Decode (the fast path); every other encoding
-// through a decoder the host keeps (encoding_rs: host.textDecoderNew and
-// host.textDecode, host/text/decoder.rs), which carries `{stream: true}` state.
+// 04_encoding.js — TextEncoder and TextDecoder (Encoding Standard; isolane-web).
+// UTF-8 decodes here and in the core's host.utf8Decode (the fast path); every
+// other encoding through a decoder the host keeps (encoding_rs:
+// host.textDecoderNew and host.textDecode, src/encoding/decoder.rs), which
+// carries `{stream: true}` state.
 'use strict';
 
 const UTF8_LABELS = new Set([
@@ -159,9 +160,6 @@ class TextDecoder {
 }
 internal.enumerableMembers(TextDecoder, ['encoding', 'fatal', 'ignoreBOM', 'decode']);
 internal.setToStringTag(TextDecoder.prototype, 'TextDecoder');
-
-internal.utf8Encode = (s) => host.utf8Encode(s);
-internal.utf8Decode = (u8) => (u8.length === 0 ? '' : host.utf8Decode(u8, false, false));
 
 internal.defineGlobal('TextEncoder', TextEncoder);
 internal.defineGlobal('TextDecoder', TextDecoder);

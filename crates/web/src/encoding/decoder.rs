@@ -1,5 +1,5 @@
 //! `TextDecoder` for the encodings other than UTF-8 (which keeps its own
-//! fast path, `host/text.rs`): encoding_rs, the Encoding Standard's decoders
+//! fast path, the core's `host/text.rs`): encoding_rs, the Encoding Standard's decoders
 //! as Firefox ships them. One [`TextDecoder`] per JS `TextDecoder` that
 //! decodes something else, so `{stream: true}` keeps its state here.
 
@@ -7,9 +7,7 @@ use encoding_rs::{Decoder, DecoderResult, Encoding};
 
 use std::rc::Rc;
 
-use crate::host::HostState;
-use crate::host::error::{HostError, HostResult};
-use crate::host::handle::Owner;
+use isolane_engine::api::{HostError, HostResult, HostState, Owner};
 
 /// Charged for an encoding_rs decoder (a few hundred bytes at most).
 const TEXT_DECODER_CHARGE: usize = 1024;
@@ -99,7 +97,7 @@ pub(crate) fn lookup(label: &str) -> Option<&'static Encoding> {
 
 host_fn! {
 /// `encodingForLabel(label)` → the encoding's name in lowercase, or null.
-pub(in crate::host) fn encoding_for_label<'s>(
+pub(super) fn encoding_for_label<'s>(
     scope,
     label: String,
 ) -> Option<v8::Local<'s, v8::Value>> {
@@ -117,7 +115,7 @@ host_fn! {
 /// `textDecoderNew(label, ignoreBOM)` → handle (the label JS already checked).
 /// Owned by the isolate: a `TextDecoder` made at the top level serves many
 /// requests.
-pub(in crate::host) fn text_decoder_new<'s>(
+pub(super) fn text_decoder_new<'s>(
     scope,
     host: Rc<HostState>,
     label: String,
@@ -130,7 +128,7 @@ pub(in crate::host) fn text_decoder_new<'s>(
     };
     let decoder = TextDecoder::new(encoding, ignore_bom);
     Ok(host
-        .handles
+        .handles()
         .insert_object(scope, decoder, TEXT_DECODER_CHARGE, Owner::Isolate))
 }
 }
@@ -138,7 +136,7 @@ pub(in crate::host) fn text_decoder_new<'s>(
 host_fn! {
 /// `textDecode(handle, u8, fatal, last)` → string; throws TypeError for
 /// malformed input when `fatal`. JS hands over at most [`TEXT_STEP`] bytes.
-pub(in crate::host) fn text_decode<'s>(
+pub(super) fn text_decode<'s>(
     scope,
     host: Rc<HostState>,
     handle: v8::Local<'s, v8::Value>,
@@ -153,7 +151,7 @@ pub(in crate::host) fn text_decode<'s>(
         return Err(HostError::type_error("textDecode: input step too long"));
     }
     let result = host
-        .handles
+        .handles()
         .with_handle(scope, handle, |decoder: &mut TextDecoder| {
             decoder
                 .decode(&input, fatal, last)
