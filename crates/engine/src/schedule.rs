@@ -6,7 +6,8 @@
 //!
 //! - **Slots.** A namespace may have at most `worker_slots` requests queued
 //!   or in flight on one thread; past it, only its requests are refused
-//!   (`Overloaded`), at once.
+//!   (`Overloaded`), at once. A service call is not one of them: it runs
+//!   inside a request already counted (a chain of Workers is one request).
 //! - **Guarantee.** The thread's slots (`queue_depth` requests in flight)
 //!   are first come, first served, so namespaces whose requests last (a
 //!   slow reader holds its request until its body ends) could fill them
@@ -96,6 +97,10 @@ pub(crate) enum Start {
 struct Tenant {
     queue: VecDeque<Job>,
     in_flight: usize,
+    /// Service calls in flight: each runs inside a request of the thread
+    /// already counted in `in_flight`, so it counts against neither the
+    /// share nor the guarantee (a chain of Workers is one request).
+    nested: usize,
     /// CPU time charged (ns), on the thread's virtual clock.
     vtime: u64,
     /// When it became active (ties go to the earlier).
@@ -112,8 +117,17 @@ struct Tenant {
 impl Tenant {
     fn idle(&self, now: Instant) -> bool {
         self.queue.is_empty()
-            && self.in_flight == 0
+            && self.in_flight + self.nested == 0
             && self.held_until.is_none_or(|until| until <= now)
+    }
+
+    /// `job` starts: counted in flight, or nested for a service call.
+    fn started(&mut self, job: &Job) {
+        if job.work.is_service_call() {
+            self.nested += 1;
+        } else {
+            self.in_flight += 1;
+        }
     }
 
     /// Its place in the order of starts: least CPU charged first, then the
@@ -185,7 +199,7 @@ impl Schedule {
                 return Err((Box::new(job), Refusal::Held { remaining }));
             }
         }
-        if tenant.queue.is_empty() && tenant.in_flight == 0 {
+        if tenant.queue.is_empty() && tenant.in_flight + tenant.nested == 0 {
             // Back from idle: no credit for the time away.
             tenant.vtime = tenant.vtime.max(clock);
             tenant.since = seq;
@@ -199,7 +213,7 @@ impl Schedule {
             Start::Now => true,
         };
         if now_ok && free {
-            tenant.in_flight += 1;
+            tenant.started(&job);
             self.clock = self.clock.max(tenant.vtime);
             return Ok(Some(job));
         }
@@ -233,7 +247,7 @@ impl Schedule {
             .filter(|t| t.may_start(now, guarantee))
             .min_by_key(|t| t.rank())?;
         let job = tenant.queue.pop_front()?;
-        tenant.in_flight += 1;
+        tenant.started(&job);
         self.clock = self.clock.max(tenant.vtime);
         self.queued -= 1;
         Some(job)
@@ -271,14 +285,20 @@ impl Schedule {
         }
     }
 
-    /// One of `namespace`'s requests ended. Returns whether the namespace
-    /// has requests waiting and is now under `guarantee` (one of them may
-    /// start even while the thread's slots are full).
-    pub(crate) fn finished(&mut self, namespace: &str, guarantee: usize) -> bool {
+    /// One of `namespace`'s requests (`nested`: a service call) ended.
+    /// Returns whether the namespace has requests waiting and is now under
+    /// `guarantee` (one of them may start even while the thread's slots are
+    /// full).
+    pub(crate) fn finished(&mut self, namespace: &str, guarantee: usize, nested: bool) -> bool {
         let Some(tenant) = self.tenants.get_mut(namespace) else {
             return false;
         };
-        tenant.in_flight = tenant.in_flight.saturating_sub(1);
+        let count = if nested {
+            &mut tenant.nested
+        } else {
+            &mut tenant.in_flight
+        };
+        *count = count.saturating_sub(1);
         !tenant.queue.is_empty() && tenant.in_flight < guarantee
     }
 
@@ -379,7 +399,7 @@ mod tests {
         admit(&mut s, "web/n", 16).unwrap();
         assert_eq!(next_id(&mut s).as_deref(), Some("web/n"));
         s.charge("web", Duration::from_micros(100));
-        s.finished("web", 4);
+        s.finished("web", 4, false);
         assert_eq!(next_id(&mut s).as_deref(), Some("hog/a"));
         s.charge("hog", Duration::from_millis(4));
         // Back from idle: at the clock, still ahead of the hog.
@@ -450,6 +470,37 @@ mod tests {
     }
 
     #[test]
+    fn a_service_call_does_not_use_its_namespace_share() {
+        let mut s = Schedule::default();
+        let now = Instant::now();
+        let front = |s: &mut Schedule| s.admit(job("ns/gateway"), 2, now, Start::Now);
+        assert!(matches!(front(&mut s), Ok(Some(_))));
+        // The gateway's request calls two Workers of its namespace through
+        // service bindings: they start at once, beside it.
+        for callee in ["ns/auth", "ns/data"] {
+            let mut call = job(callee);
+            call.work = crate::work::Work::ServiceCall {
+                call: crate::service_call::ServiceCall::default(),
+                request: http::Request::new(Body::empty()),
+            };
+            assert!(matches!(
+                s.admit(call, usize::MAX, now, Start::Now),
+                Ok(Some(_))
+            ));
+        }
+        // A second request of the namespace still has the share's second
+        // slot: the calls run inside the first.
+        assert!(matches!(front(&mut s), Ok(Some(_))));
+        assert!(matches!(front(&mut s), Err((_, Refusal::Full))));
+        // The calls end, then a request: one slot frees, not three.
+        s.finished("ns", 4, true);
+        s.finished("ns", 4, true);
+        s.finished("ns", 4, false);
+        assert!(matches!(front(&mut s), Ok(Some(_))));
+        assert!(matches!(front(&mut s), Err((_, Refusal::Full))));
+    }
+
+    #[test]
     fn a_full_thread_still_starts_a_newcomer_under_its_guarantee() {
         let mut s = Schedule::default();
         // Two hogs hold all 8 slots of the thread.
@@ -467,9 +518,9 @@ mod tests {
         assert_eq!(next_under(&mut s, 2), None);
         // One of its requests ends: its queued one may start, beyond the
         // slots still, and the hogs' may not.
-        assert!(s.finished("web", 2));
+        assert!(s.finished("web", 2, false));
         assert_eq!(next_under(&mut s, 2).as_deref(), Some("web/c"));
-        assert!(!s.finished("hog1", 2), "the hog has nothing queued");
+        assert!(!s.finished("hog1", 2, false), "the hog has nothing queued");
         assert_eq!(next_under(&mut s, 2), None);
     }
 
@@ -522,7 +573,7 @@ mod tests {
             ));
         }
         assert!(s.admit(job("web/a"), 4, now, Start::Slot).is_err());
-        s.finished("web", 4);
+        s.finished("web", 4, false);
         // Something is queued: a newcomer waits its turn.
         assert!(matches!(
             s.admit(job("other/b"), 4, now, Start::Slot),

@@ -47,7 +47,7 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// (the trait and its registry cost 18 lines more than the D1 branches);
 /// lowered to 29,750 (29,717 lines) when TextEncoder, TextDecoder and
 /// atob/btoa left for `isolane-web`.
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 29_750)];
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 29_800)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.

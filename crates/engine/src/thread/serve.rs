@@ -54,16 +54,17 @@ pub(super) fn start(state: &Rc<ThreadState>, job: Job, permit: Option<OwnedSemap
 struct Slot<'a> {
     state: &'a ThreadState,
     bundle: Arc<WorkerBundle>,
+    nested: bool,
 }
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         let state = self.state;
-        let under = state
-            .ctx
-            .schedule
-            .borrow_mut()
-            .finished(self.bundle.namespace(), state.guarantee);
+        let under = state.ctx.schedule.borrow_mut().finished(
+            self.bundle.namespace(),
+            state.guarantee,
+            self.nested,
+        );
         if under {
             state.under_guarantee.notify_one();
         }
@@ -81,6 +82,7 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: Option<OwnedSemaphoreP
     let _slot = Slot {
         state,
         bundle: job.bundle.clone(),
+        nested: job.work.is_service_call(),
     };
     let _in_flight = InFlight::new(state);
     let started = Instant::now();
