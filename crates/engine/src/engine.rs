@@ -258,6 +258,16 @@ impl Engine {
         self.inner.shared.tail.subscribe(worker)
     }
 
+    /// Hands `event` to whoever tails its Worker on this engine (an event
+    /// about an invocation's aftermath the engine did not run itself: a
+    /// queue message dropped after its retries); nothing when nobody does.
+    pub fn publish_tail(&self, event: crate::TailEvent) {
+        let tail = &self.inner.shared.tail;
+        if tail.watching(&event.worker) {
+            tail.publish(event);
+        }
+    }
+
     /// Runs `request` for `bundle`'s Worker's `fetch` handler on engine
     /// thread `thread`: [`Engine::run`] of a [`Work::Fetch`].
     pub async fn execute(

@@ -137,7 +137,11 @@ impl Work {
             Work::ObjectCall { call, request } => (request, Event::ObjectCall(call)),
             Work::ObjectSocketEvent(event) => (empty(), Event::ObjectSocketEvent(event)),
             Work::ServiceCall { call, request } => (request, Event::ServiceCall(call)),
-            Work::QueueBatch(batch) => (empty(), Event::QueueBatch(batch)),
+            Work::QueueBatch(batch) => {
+                let mut request = empty();
+                *request.uri_mut() = batch.tail_path().parse().unwrap_or_default();
+                (request, Event::QueueBatch(batch))
+            }
             Work::WorkflowRun(run) => {
                 let mut request = empty();
                 *request.uri_mut() = run.tail_path().parse().unwrap_or_default();

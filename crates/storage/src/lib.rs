@@ -53,7 +53,7 @@ pub use postgres::PostgresArgs;
 pub use postgres::{POSTGRES_URL_ENV, PostgresSettings, SCHEMA_VERSION};
 pub use queue::{
     QueueBatch, QueueDepth, QueueError, QueueMessage, QueueQuota, QueueReady, QueueScope,
-    QueueSend, QueueSettle,
+    QueueSend, QueueSettle, queue_tail_path,
 };
 #[cfg(feature = "cli")]
 pub use r2::s3::R2S3Args;

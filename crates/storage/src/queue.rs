@@ -149,6 +149,21 @@ pub struct QueueBatch {
     pub messages: Vec<QueueMessage>,
 }
 
+impl QueueBatch {
+    /// The path its delivery's tail event shows (the Worker never sees
+    /// it): `/__queue/<queue>?batchSize=<messages>` (Cloudflare's tail
+    /// event for a queue names `queue` and `batchSize`).
+    pub fn tail_path(&self) -> String {
+        queue_tail_path(&self.queue, &format!("batchSize={}", self.messages.len()))
+    }
+}
+
+/// A tail event's path about queue `queue`: `/__queue/<queue>?<query>`.
+pub fn queue_tail_path(queue: &str, query: &str) -> String {
+    let queue = url::form_urlencoded::byte_serialize(queue.as_bytes()).collect::<String>();
+    format!("/__queue/{queue}?{query}")
+}
+
 impl Store {
     /// The store with a bound on what each Kubernetes namespace's queues
     /// hold: a send past it is refused with [`QueueError::QuotaExceeded`].
@@ -156,6 +171,15 @@ impl Store {
     pub fn with_queue_quota(mut self, quota: QueueQuota) -> Self {
         self.queue_quota = Some(quota);
         self
+    }
+
+    /// The store with `quota` when there is one ([`QueueQuota::from_flags`]).
+    #[must_use]
+    pub fn with_queue_quota_if(self, quota: Option<QueueQuota>) -> Self {
+        match quota {
+            Some(quota) => self.with_queue_quota(quota),
+            None => self,
+        }
     }
 
     /// Sends `messages` to `scope`'s queue in one transaction (checked
@@ -319,6 +343,15 @@ mod tests {
             "batch size of 256001 bytes exceeds limit of 256000"
         );
         assert_eq!(check_send(&big[..2], true), Ok(()));
+    }
+
+    #[test]
+    fn a_batch_tails_as_its_queue_and_size() {
+        let batch = QueueBatch {
+            queue: "jobs".into(),
+            messages: vec![],
+        };
+        assert_eq!(batch.tail_path(), "/__queue/jobs?batchSize=0");
     }
 
     #[test]
