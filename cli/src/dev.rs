@@ -145,6 +145,10 @@ pub struct DevArgs {
     /// (a node's flag of the same name). 0: no bound.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     queue_namespace_max_mib: u64,
+    /// How long a queue message is kept after it was sent, in seconds
+    /// (a node's flag of the same name; Cloudflare's 4 days). 0: for ever.
+    #[arg(long, value_name = "SECS", default_value_t = 345_600)]
+    queue_retention_secs: u64,
     /// How the Workers' invocations and console lines are printed on
     /// stdout (`isolane tail`'s output): `pretty` or `json` (one object a line).
     #[arg(
@@ -388,12 +392,12 @@ impl DevConfig {
                 websocket: args.websocket.config(),
                 object_idle: args.objects.idle(),
                 store: Some(
-                    isolane_storage::Store::sqlite(&args.state).with_queue_quota_if(
-                        isolane_storage::QueueQuota::from_flags(
+                    isolane_storage::Store::sqlite(&args.state)
+                        .with_queue_quota_if(isolane_storage::QueueQuota::from_flags(
                             args.queue_namespace_max_messages,
                             args.queue_namespace_max_mib,
-                        ),
-                    ),
+                        ))
+                        .with_queue_retention(Duration::from_secs(args.queue_retention_secs)),
                 ),
                 snapshot_cache: snapshot_cache.clone(),
                 // Big modules' V8 code caches, in `code/` of the same folder.

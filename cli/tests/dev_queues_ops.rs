@@ -5,6 +5,8 @@
 //! - The backlog gauges (`isolane_node_queue_backlog_messages`,
 //!   `isolane_node_queue_oldest_message_age_seconds`) show a queue whose
 //!   consumer holds its messages back, and fall to 0 once it drains.
+//! - `--queue-retention-secs`: messages the consumer never acknowledges
+//!   are deleted once older than the retention.
 //! - `--queue-namespace-max-messages`: a namespace at its quota has its
 //!   sends refused with Cloudflare's shape of error, while another
 //!   namespace (on the same, only, engine thread) sends before, during
@@ -87,8 +89,12 @@ async fn send(client: &support::HttpClient, port: u16, host: &str) -> String {
     body
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn dev_queue_backlog_metrics_and_the_namespace_quota() {
+/// `isolane dev` serving namespace `qa`'s producer (`qa.test`) and gated
+/// consumer (`gate.test`) of queue `held`, and namespace `other`'s producer
+/// (`other.test`) of its own `held`, with `flags` and the admin server on
+/// its own port; returned once the consumer answers, with its port and
+/// the admin port.
+async fn start(client: &support::HttpClient, flags: &[&str]) -> (tempfile::TempDir, Dev, u16, u16) {
     let dir = tempfile::tempdir().unwrap();
     let producer = |host: &str| {
         format!(
@@ -108,18 +114,19 @@ async fn dev_queue_backlog_metrics_and_the_namespace_quota() {
     std::fs::write(dir.path().join("workers.yaml"), documents.join("---\n")).unwrap();
     let (port, admin) = (free_port().unwrap(), free_port().unwrap());
     let admin_arg = admin.to_string();
-    let extra = [
-        "--no-reload",
-        "--no-tail",
-        "--admin-port",
-        &admin_arg,
-        "--queue-namespace-max-messages",
-        "3",
-    ];
+    let mut extra = vec!["--no-reload", "--no-tail", "--admin-port", &admin_arg];
+    extra.extend(flags);
     let mut dev = Dev::workers(dir.path(), port, &extra);
-    let client = client();
-    let ready = when_ready(&client, &mut dev, port, "gate.test", "/").await;
+    let ready = when_ready(client, &mut dev, port, "gate.test", "/").await;
     assert_eq!(ready, (200, "closed".to_owned()));
+    (dir, dev, port, admin)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_queue_backlog_metrics_and_the_namespace_quota() {
+    let client = client();
+    let flags = ["--queue-namespace-max-messages", "3"];
+    let (_dir, dev, port, admin) = start(&client, &flags).await;
     assert_eq!(send(&client, port, "other.test").await, "sent");
 
     for _ in 0..3 {
@@ -152,4 +159,57 @@ async fn dev_queue_backlog_metrics_and_the_namespace_quota() {
     assert_eq!(send(&client, port, "qa.test").await, "sent");
     assert_eq!(send(&client, port, "other.test").await, "sent");
     assert!(dev.interrupt().success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_queue_messages_past_the_retention_are_deleted() {
+    let client = client();
+    let (_dir, dev, port, admin) = start(&client, &["--queue-retention-secs", "2"]).await;
+    for _ in 0..2 {
+        assert_eq!(send(&client, port, "qa.test").await, "sent");
+    }
+    // The consumer never acknowledges them (the gate stays closed): they
+    // go once two seconds old, at the runner's next pass (every 5 s).
+    let deleted = "queues: deleted messages kept past the retention period";
+    wait_until("the expired messages deleted", DEADLINE, || async {
+        let log = plain(&dev.log());
+        let lines: u64 = log
+            .lines()
+            .filter(|line| line.contains(deleted) && line.contains("queue=held"))
+            .filter_map(|line| {
+                line.split("messages=")
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum();
+        if lines == 2 {
+            Ok(())
+        } else {
+            let tail: Vec<&str> = log.lines().rev().take(8).collect();
+            Err(format!("{lines} deleted; the log ends {tail:#?}"))
+        }
+    })
+    .await;
+    held(&client, admin, "qa/held's backlog to be empty", |b, a| {
+        b == 0 && a == 0
+    })
+    .await;
+    assert!(dev.interrupt().success());
+}
+
+/// `text` without its terminal colours (`ESC [ … m`).
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            chars.by_ref().find(|c| *c == 'm');
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

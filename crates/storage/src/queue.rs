@@ -182,6 +182,33 @@ impl Store {
         }
     }
 
+    /// The store keeping a queue message `retention` at most after it was
+    /// sent (Cloudflare's `message_retention_period`; 0: for ever):
+    /// [`Store::queue_expire`] deletes older ones.
+    #[must_use]
+    pub fn with_queue_retention(mut self, retention: std::time::Duration) -> Self {
+        let ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        self.queue_retention_ms = (ms > 0).then_some(ms);
+        self
+    }
+
+    /// Deletes `scope`'s messages sent longer than the retention ago at
+    /// `now` (ms), whatever their state (ready, delayed, retried or leased:
+    /// a batch under way still runs, and its settle finds them gone);
+    /// answers how many. Nothing without a retention.
+    pub async fn queue_expire(&self, scope: QueueScope, now: i64) -> Result<u64, StoreError> {
+        let Some(retention) = self.queue_retention_ms else {
+            return Ok(0);
+        };
+        let sent_before = now.saturating_sub(retention);
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.queue_expire(&scope, sent_before)).await
+            }
+            Backend::Postgres(db) => db.queue_expire(scope, sent_before).await,
+        }
+    }
+
     /// Sends `messages` to `scope`'s queue in one transaction (checked
     /// first: a refused batch writes nothing); answers their ids once they
     /// are durable. `batch`: a `sendBatch` (its limits apply).

@@ -31,8 +31,9 @@ use isolane_engine::{Engine, QueueBatch, Work, WorkerBundle};
 use super::outcome::{QueueOutcome, Verdict};
 use crate::metrics::QueueMetrics;
 
-/// How often the runner counts the backlog of the queues it delivers (the
-/// metrics), in looks at its consumers (`idle`, a second).
+/// How often the runner deletes the expired messages of the queues it
+/// delivers and counts their backlog (the metrics), in looks at its
+/// consumers (`idle`, a second).
 const COUNT_EVERY: u32 = 5;
 
 /// One queue a Worker consumes.
@@ -144,16 +145,29 @@ impl QueueRunner {
                 }
             }
             if tick % COUNT_EVERY == 0 {
-                this.count(loops.keys().cloned().collect()).await;
+                this.tend(loops.keys().cloned().collect()).await;
             }
             tokio::time::sleep(this.idle).await;
         }
     }
 
-    /// Sets the backlog gauges of the queues in `delivered` (those with
+    /// Deletes the messages of the queues in `delivered` kept past the
+    /// store's retention, then sets their backlog gauges (those with
     /// series), and drops those of the queues this process no longer
     /// delivers.
-    async fn count(&self, delivered: Vec<QueueScope>) {
+    async fn tend(&self, delivered: Vec<QueueScope>) {
+        let now = now_ms();
+        for scope in &delivered {
+            match self.store.queue_expire(scope.clone(), now).await {
+                Ok(0) => {}
+                Ok(messages) => {
+                    tracing::info!(namespace = %scope.namespace, queue = %scope.queue, messages, "queues: deleted messages kept past the retention period");
+                }
+                Err(error) => {
+                    tracing::debug!(%error, queue = %scope.queue, "queues: could not delete expired messages");
+                }
+            }
+        }
         let Some(metrics) = &self.metrics else {
             return;
         };
