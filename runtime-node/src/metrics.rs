@@ -528,15 +528,11 @@ impl NodeMetrics {
         let websocket_bytes = WEBSOCKET_BYTES.counter_vec(registry)?;
         let websocket_closes = WEBSOCKET_CLOSES.counter_vec(registry)?;
 
-        let storage = Arc::new(StorageMetrics::register(registry)?);
-        let workflows = Arc::new(WorkflowMetrics::register(registry)?);
-        let queues = Arc::new(QueueMetrics::register(registry)?);
-        let threads = ThreadMetrics::register(registry, threads)?;
         Ok(Self {
-            storage,
-            workflows,
-            queues,
-            threads,
+            storage: Arc::new(StorageMetrics::register(registry)?),
+            workflows: Arc::new(WorkflowMetrics::register(registry)?),
+            queues: Arc::new(QueueMetrics::register(registry)?),
+            threads: ThreadMetrics::register(registry, threads)?,
             engine_exemplars: Exemplars::new().histogram(ENGINE_SECONDS, REQUEST_BUCKETS),
             evictions,
             warm_set_evictions: AtomicU64::new(0),

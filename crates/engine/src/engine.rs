@@ -258,14 +258,9 @@ impl Engine {
         self.inner.shared.tail.subscribe(worker)
     }
 
-    /// Hands `event` to whoever tails its Worker on this engine (an event
-    /// about an invocation's aftermath the engine did not run itself: a
-    /// queue message dropped after its retries); nothing when nobody does.
+    /// Hands `event` (a queue message dropped, no invocation's) to its Worker's tails.
     pub fn publish_tail(&self, event: crate::TailEvent) {
-        let tail = &self.inner.shared.tail;
-        if tail.watching(&event.worker) {
-            tail.publish(event);
-        }
+        self.inner.shared.tail.publish(event);
     }
 
     /// Runs `request` for `bundle`'s Worker's `fetch` handler on engine
