@@ -136,6 +136,19 @@ pub struct DevArgs {
         env = "ISOLANE_STATE"
     )]
     state: PathBuf,
+    /// The queue messages one Kubernetes namespace's queues may hold in all
+    /// (a node's flag of the same name): a send past it is refused
+    /// (`Queue send failed: Storage Limit Exceeded: …`). 0: no bound.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    queue_namespace_max_messages: u64,
+    /// The bytes one Kubernetes namespace's queues may hold in all, in MiB
+    /// (a node's flag of the same name). 0: no bound.
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    queue_namespace_max_mib: u64,
+    /// How long a queue message is kept after it was sent, in seconds
+    /// (a node's flag of the same name; Cloudflare's 4 days). 0: for ever.
+    #[arg(long, value_name = "SECS", default_value_t = 345_600)]
+    queue_retention_secs: u64,
     /// How the Workers' invocations and console lines are printed on
     /// stdout (`isolane tail`'s output): `pretty` or `json` (one object a line).
     #[arg(
@@ -378,7 +391,14 @@ impl DevConfig {
                 },
                 websocket: args.websocket.config(),
                 object_idle: args.objects.idle(),
-                store: Some(isolane_storage::Store::sqlite(&args.state)),
+                store: Some(
+                    isolane_storage::Store::sqlite(&args.state)
+                        .with_queue_quota_if(isolane_storage::QueueQuota::from_flags(
+                            args.queue_namespace_max_messages,
+                            args.queue_namespace_max_mib,
+                        ))
+                        .with_queue_retention(Duration::from_secs(args.queue_retention_secs)),
+                ),
                 snapshot_cache: snapshot_cache.clone(),
                 // Big modules' V8 code caches, in `code/` of the same folder.
                 code_cache: snapshot_cache
@@ -481,7 +501,7 @@ async fn serve(
     let _alarms = isolane_node::spawn_alarms(&engine, bundles.clone());
     // Queue messages kept in `.isolane/state`, delivered to the Workers
     // that consume them while this runs (aborted on the way out).
-    let queues = isolane_node::spawn_queues(&engine, bundles.clone());
+    let queues = isolane_node::spawn_queues(&engine, bundles.clone(), node_metrics.queues.clone());
     let workflows = isolane_node::spawn_workflows(&engine, bundles.clone());
     let admission = Admission::new(threads, config.engine.queue_depth, node_metrics.clone());
     let runtimes = engine.runtimes();

@@ -200,3 +200,69 @@ async fn dev_prints_each_workflow_run_with_its_instance() {
     assert_eq!(lines, ["run of tailed-1"]);
     assert!(dev.interrupt().success());
 }
+
+/// A producer and its consumer, which throws: with `maxRetries: 0` and no
+/// dead-letter queue, its one delivery fails and the message is dropped.
+const DROPPER: &str = "export default {
+  async fetch(request, env) {
+    await env.JOBS.send('doomed', { contentType: 'text' });
+    return new Response('sent');
+  },
+  async queue(batch) {
+    console.log('batch of', batch.messages.length);
+    throw new Error('refused');
+  },
+};";
+
+#[tokio::test]
+async fn dev_prints_each_queue_batch_and_each_dropped_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = support::worker_yaml(
+        "qa",
+        "dropper",
+        "  routes: [{host: q.test, pathPrefix: /}]\n  bindings:\n    - name: JOBS\n      queue: {name: jobs}\n  queueConsumers:\n    - queue: jobs\n      maxBatchTimeoutMs: 0\n      maxRetries: 0\n",
+        DROPPER,
+    );
+    std::fs::write(dir.path().join("workers.yaml"), yaml).unwrap();
+    let port = free_port().unwrap();
+    let extra = ["--no-reload", "--tail-format", "json"];
+    let mut dev = Dev::workers(dir.path(), port, &extra);
+    let client = client();
+    let (status, body) = when_ready(&client, &mut dev, port, "q.test", "/").await;
+    assert_eq!((status, body.as_str()), (200, "sent"));
+
+    let event = |log: &str, want: &str| -> isolane_worker::TailEvent {
+        let line = log.lines().find(|l| l.contains(want)).unwrap();
+        serde_json::from_str(line).unwrap()
+    };
+    let batch = "\"url\":\"/__queue/jobs?batchSize=1\"";
+    let log = printed(&dev, batch).await;
+    let run = event(&log, batch);
+    // A handler that threw answers 500 with its exception.
+    assert_eq!((run.worker.as_str(), run.status), ("qa/dropper", 500));
+    let lines: Vec<&str> = run.logs.iter().map(|l| l.message.as_str()).collect();
+    assert_eq!(lines, ["batch of 1"]);
+    assert_eq!(run.exceptions[0].message, "refused");
+
+    let dropped = "\"url\":\"/__queue/jobs?dropped=";
+    let log = printed(&dev, dropped).await;
+    let drop = event(&log, dropped);
+    assert_eq!(
+        (
+            drop.worker.as_str(),
+            drop.method.as_str(),
+            drop.outcome.as_str()
+        ),
+        ("qa/dropper", "QUEUE", "message_dropped")
+    );
+    let id = drop.url.rsplit('=').next().unwrap();
+    assert_eq!((id.len(), drop.logs.len()), (32, 1));
+    assert_eq!(drop.logs[0].level, "warn");
+    assert_eq!(
+        drop.logs[0].message,
+        format!(
+            "queue jobs: message {id} ran out of retries after 1 deliveries and has no dead-letter queue; dropped"
+        )
+    );
+    assert!(dev.interrupt().success());
+}

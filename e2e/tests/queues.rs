@@ -17,7 +17,10 @@
 //! starts again: the ring names it the owner again, it takes the queue back
 //! (a higher epoch still, the other node fenced) and 200 more messages are
 //! all consumed. The second namespace's messages reach its own consumer
-//! only, never the first's.
+//! only, never the first's. The node that took the queue over shows its
+//! backlog in `isolane_node_queue_backlog_messages` while it drains (read
+//! every 100 ms by the test), and the gauge falls to 0 once all is
+//! consumed.
 //!
 //! The consumers report each batch to a server of the test on loopback (the
 //! nodes allow loopback egress for it): what they did, not what the nodes
@@ -149,6 +152,35 @@ fn workers_of(tag: &str, host: &str, target: SocketAddr) -> Vec<Worker> {
 fn owner(cluster: &Cluster, namespace: &str) -> Option<(String, u64)> {
     let wanted = format!("namespace={namespace} queue=jobs");
     cluster.last_taker("queues: took the queue", &wanted)
+}
+
+/// `TEAM_A`'s queue's backlog on the node whose admin server is `admin`:
+/// `None` while it has no series.
+async fn backlog(admin: SocketAddr) -> Option<u64> {
+    let series =
+        format!("isolane_node_queue_backlog_messages{{namespace=\"{TEAM_A}\",queue=\"jobs\"}} ");
+    let metrics = isolane_testenv::http_probe::get(admin, "/metrics").await?;
+    metrics
+        .body
+        .lines()
+        .find_map(|line| line.strip_prefix(series.as_str())?.trim().parse().ok())
+}
+
+/// Reads `admin`'s [`backlog`] every 100 ms until aborted; the most it
+/// showed.
+fn watch_backlog(admin: SocketAddr) -> (tokio::task::JoinHandle<()>, Arc<Mutex<u64>>) {
+    let most = Arc::new(Mutex::new(0));
+    let seen = most.clone();
+    let watcher = tokio::spawn(async move {
+        loop {
+            if let Some(now) = backlog(admin).await {
+                let mut most = seen.lock().unwrap();
+                *most = (*most).max(now);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    (watcher, most)
 }
 
 /// The distinct messages of namespace tag `tag` consumer `to` reported.
@@ -315,6 +347,12 @@ async fn every_acknowledged_send_is_consumed_across_a_sigkill_of_the_queues_owne
     let (first_owner, epoch) = owner(&cluster, TEAM_A).unwrap();
     let killed = Instant::now();
     cluster.node_mut(&first_owner).process.kill();
+    let survivor = cluster
+        .nodes
+        .iter()
+        .find(|node| node.name != first_owner)
+        .unwrap();
+    let (watcher, most) = watch_backlog(survivor.admin);
     let after = sent.senders(&ingress, host_a, MESSAGES - 500..MESSAGES);
     for sender in senders.into_iter().chain(after) {
         sender.await.unwrap();
@@ -333,6 +371,15 @@ async fn every_acknowledged_send_is_consumed_across_a_sigkill_of_the_queues_owne
     let (second_owner, second_epoch) = owner(&cluster, TEAM_A).unwrap();
     assert_ne!(second_owner, first_owner, "another node took the queue");
     assert!(second_epoch > epoch);
+    // The node that took the queue showed its backlog, which falls to 0.
+    let admin = cluster.node_mut(&second_owner).admin;
+    wait_until("the backlog gauge to fall to 0", SETTLE, || async {
+        (backlog(admin).await == Some(0)).then_some(())
+    })
+    .await;
+    watcher.abort();
+    let most_backlog = *most.lock().unwrap();
+    assert!(most_backlog > 0, "{second_owner} never showed a backlog");
     let handed_back =
         the_owner_comes_back(&cp, &mut cluster, &ingress, &reports, &first_owner).await;
     assert!(handed_back > second_epoch);
@@ -364,7 +411,7 @@ async fn every_acknowledged_send_is_consumed_across_a_sigkill_of_the_queues_owne
     eprintln!(
         "{TEAM_A}: {} acknowledged sends ({} refused requests), {} at the kill with {} consumed; \
          {first_owner} (epoch {epoch}) killed, {second_owner} (epoch {second_epoch}) delivered from {after_kill:?} after it; \
-         all consumed {took_over:?} after the kill; {} deliveries, {} duplicated messages: {duplicates:?}",
+         all consumed {took_over:?} after the kill (its backlog gauge at most {most_backlog}); {} deliveries, {} duplicated messages: {duplicates:?}",
         acked.len(),
         sent.failed.lock().unwrap(),
         at_kill.0,

@@ -57,6 +57,12 @@ pub const KV_CACHE_MIB_ENV: &str = "ISOLANE_KV_CACHE_MIB";
 pub const KV_NAMESPACE_MAX_MIB_ENV: &str = "ISOLANE_KV_NAMESPACE_MAX_MIB";
 /// Env var for `--object-max-mib`.
 pub const OBJECT_MAX_MIB_ENV: &str = "ISOLANE_OBJECT_MAX_MIB";
+/// Env var for `--queue-namespace-max-messages`.
+pub const QUEUE_NAMESPACE_MAX_MESSAGES_ENV: &str = "ISOLANE_QUEUE_NAMESPACE_MAX_MESSAGES";
+/// Env var for `--queue-namespace-max-mib`.
+pub const QUEUE_NAMESPACE_MAX_MIB_ENV: &str = "ISOLANE_QUEUE_NAMESPACE_MAX_MIB";
+/// Env var for `--queue-retention-secs`.
+pub const QUEUE_RETENTION_SECS_ENV: &str = "ISOLANE_QUEUE_RETENTION_SECS";
 /// Env var for `--storage-namespace-ops`.
 pub const STORAGE_NAMESPACE_OPS_ENV: &str = "ISOLANE_STORAGE_NAMESPACE_OPS";
 /// Env var for `--egress-allow` (comma-separated CIDRs).
@@ -250,6 +256,24 @@ pub struct Args {
     /// raised). 0: no limit.
     #[arg(long, env = OBJECT_MAX_MIB_ENV, default_value_t = 10240)]
     pub object_max_mib: u64,
+
+    /// The queue messages one Kubernetes namespace's queues may hold in
+    /// all: a send past it is refused (`Queue send failed: Storage Limit
+    /// Exceeded: …`). 0: no bound on the count.
+    #[arg(long, env = QUEUE_NAMESPACE_MAX_MESSAGES_ENV, default_value_t = 1_000_000)]
+    pub queue_namespace_max_messages: u64,
+
+    /// The bytes (message bodies) one Kubernetes namespace's queues may
+    /// hold in all, in MiB; as `--queue-namespace-max-messages`. 0: no
+    /// bound on the bytes.
+    #[arg(long, env = QUEUE_NAMESPACE_MAX_MIB_ENV, default_value_t = 1024)]
+    pub queue_namespace_max_mib: u64,
+
+    /// How long a queue message is kept after it was sent, in seconds:
+    /// older ones are deleted, delivered or not (Cloudflare's
+    /// `message_retention_period`, 4 days by default). 0: for ever.
+    #[arg(long, env = QUEUE_RETENTION_SECS_ENV, default_value_t = 345_600)]
+    pub queue_retention_secs: u64,
 
     /// Storage operations (KV and Durable Objects, reads the KV cache
     /// answers aside) one Kubernetes namespace may run per second on this
@@ -618,8 +642,14 @@ impl Args {
                 .map(isolane_storage::Store::postgres)
                 .transpose()?
                 .map(|store| {
+                    let quota = isolane_storage::QueueQuota::from_flags(
+                        self.queue_namespace_max_messages,
+                        self.queue_namespace_max_mib,
+                    );
                     self.r2.apply(storage_limits(
-                        store,
+                        store
+                            .with_queue_quota_if(quota)
+                            .with_queue_retention(Duration::from_secs(self.queue_retention_secs)),
                         self.kv_cache_mib,
                         [self.kv_namespace_max_mib, self.object_max_mib],
                         self.storage_namespace_ops,

@@ -18,9 +18,12 @@ use isolane_proto::socket::{FirstClose, NO_STATUS, SocketMessage, close_label};
 use isolane_telemetry::{Exemplars, HistogramExemplars, Metric, TraceId};
 use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 
+mod named;
+mod queues;
 mod storage;
 mod workflows;
 
+pub use queues::QueueMetrics;
 pub use storage::StorageMetrics;
 pub use workflows::WorkflowMetrics;
 
@@ -47,6 +50,8 @@ pub struct NodeMetrics {
     pub storage: Arc<StorageMetrics>,
     /// The instances of the workflows this node owns (`workflows.rs`).
     pub workflows: Arc<WorkflowMetrics>,
+    /// The backlog of the queues this node delivers (`queues/runner.rs`).
+    pub queues: Arc<QueueMetrics>,
     threads: Vec<ThreadMetrics>,
     /// `isolane_node_request_duration_seconds`'s exemplars: the trace of a
     /// sampled request per bucket.
@@ -424,6 +429,8 @@ pub const ALL: &[Metric] = &[
     storage::BYTES,
     storage::REFUSALS,
     workflows::INSTANCES,
+    queues::BACKLOG,
+    queues::OLDEST_AGE,
     LOG_LINES_DROPPED,
     REQUESTS,
     REJECTIONS,
@@ -521,13 +528,11 @@ impl NodeMetrics {
         let websocket_bytes = WEBSOCKET_BYTES.counter_vec(registry)?;
         let websocket_closes = WEBSOCKET_CLOSES.counter_vec(registry)?;
 
-        let storage = Arc::new(StorageMetrics::register(registry)?);
-        let workflows = Arc::new(WorkflowMetrics::register(registry)?);
-        let threads = ThreadMetrics::register(registry, threads)?;
         Ok(Self {
-            storage,
-            workflows,
-            threads,
+            storage: Arc::new(StorageMetrics::register(registry)?),
+            workflows: Arc::new(WorkflowMetrics::register(registry)?),
+            queues: Arc::new(QueueMetrics::register(registry)?),
+            threads: ThreadMetrics::register(registry, threads)?,
             engine_exemplars: Exemplars::new().histogram(ENGINE_SECONDS, REQUEST_BUCKETS),
             evictions,
             warm_set_evictions: AtomicU64::new(0),

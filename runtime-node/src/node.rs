@@ -173,7 +173,12 @@ impl Node {
             kube::Api::namespaced(client.clone(), &config.namespace),
             &config.peers,
         );
-        let queues = crate::queues::spawn_node_queues(&engine, bundles.clone(), &config.peers);
+        let queues = crate::queues::spawn_node_queues(
+            &engine,
+            bundles.clone(),
+            &config.peers,
+            metrics.queues.clone(),
+        );
         let workflows = crate::workflows::spawn_node_workflows(
             &engine,
             bundles.clone(),

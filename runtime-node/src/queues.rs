@@ -23,6 +23,7 @@ use tokio::task::JoinHandle;
 
 use crate::BundleIndex;
 use crate::alarms::{HeldWorkers, Owner};
+use crate::metrics::QueueMetrics;
 use crate::peers::Peers;
 pub use outcome::{QueueOutcome, Verdict};
 pub(crate) use runner::now_ms;
@@ -66,24 +67,36 @@ impl QueueHost for HeldWorkers {
 }
 
 /// Starts delivering the queues every Worker in `bundles` consumes
-/// (`isolane dev`), when the engine has a store; abort the handle to stop.
-pub fn spawn_queues(engine: &Engine, bundles: Arc<BundleIndex>) -> Option<JoinHandle<()>> {
-    spawn(engine, bundles, Owner::Alone)
+/// (`isolane dev`), when the engine has a store, their backlog in
+/// `metrics`; abort the handle to stop.
+pub fn spawn_queues(
+    engine: &Engine,
+    bundles: Arc<BundleIndex>,
+    metrics: Arc<QueueMetrics>,
+) -> Option<JoinHandle<()>> {
+    spawn(engine, bundles, Owner::Alone, metrics)
 }
 
 /// Starts delivering the queues `peers` names this node the owner of
-/// (the ring `alarms::spawn_node_alarms` feeds), when the engine has a store.
+/// (the ring `alarms::spawn_node_alarms` feeds), when the engine has a
+/// store, their backlog in `metrics`.
 pub(crate) fn spawn_node_queues(
     engine: &Engine,
     bundles: Arc<BundleIndex>,
     peers: &Peers,
+    metrics: Arc<QueueMetrics>,
 ) -> Option<JoinHandle<()>> {
-    spawn(engine, bundles, Owner::Ring(peers.clone()))
+    spawn(engine, bundles, Owner::Ring(peers.clone()), metrics)
 }
 
-fn spawn(engine: &Engine, bundles: Arc<BundleIndex>, owner: Owner) -> Option<JoinHandle<()>> {
+fn spawn(
+    engine: &Engine,
+    bundles: Arc<BundleIndex>,
+    owner: Owner,
+    metrics: Arc<QueueMetrics>,
+) -> Option<JoinHandle<()>> {
     let store = engine.config().store.clone()?;
     let host = Arc::new(HeldWorkers::new(engine, bundles, owner));
-    let runner = QueueRunner::new(engine.clone(), store, host);
+    let runner = QueueRunner::new(engine.clone(), store, host).with_metrics(metrics);
     Some(tokio::spawn(runner.run()))
 }

@@ -260,6 +260,11 @@ impl Engine {
         self.inner.shared.tail.subscribe(worker)
     }
 
+    /// Hands `event` (a queue message dropped, no invocation's) to its Worker's tails.
+    pub fn publish_tail(&self, event: crate::TailEvent) {
+        self.inner.shared.tail.publish(event);
+    }
+
     /// Runs `request` for `bundle`'s Worker's `fetch` handler on engine
     /// thread `thread`: [`Engine::run`] of a [`Work::Fetch`].
     pub async fn execute(

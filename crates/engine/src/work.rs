@@ -24,6 +24,7 @@ use crate::prewarm::Prewarm;
 use crate::scheduled::ScheduledEvent;
 use crate::service_call::ServiceCall;
 use crate::socket::ObjectSocketEvent;
+use http::Request;
 use isolane_storage::QueueBatch;
 
 /// The work of one job. A variant that carries a `request` has one from
@@ -130,6 +131,8 @@ impl Work {
     #[allow(clippy::result_large_err)]
     pub(crate) fn into_call(self) -> Result<(http::Request<Body>, Event), Work> {
         let empty = || http::Request::new(Body::empty());
+        // The path a tail event shows (the Worker never sees it).
+        let at = |p: &str| Request::get(p).body(Body::empty()).unwrap_or_default();
         Ok(match self {
             Work::Fetch(request) => (request, Event::Fetch),
             Work::Scheduled { event, request } => (request, Event::Scheduled(event)),
@@ -137,12 +140,8 @@ impl Work {
             Work::ObjectCall { call, request } => (request, Event::ObjectCall(call)),
             Work::ObjectSocketEvent(event) => (empty(), Event::ObjectSocketEvent(event)),
             Work::ServiceCall { call, request } => (request, Event::ServiceCall(call)),
-            Work::QueueBatch(batch) => (empty(), Event::QueueBatch(batch)),
-            Work::WorkflowRun(run) => {
-                let mut request = empty();
-                *request.uri_mut() = run.tail_path().parse().unwrap_or_default();
-                (request, Event::WorkflowRun(run))
-            }
+            Work::QueueBatch(batch) => (at(&batch.tail_path()), Event::QueueBatch(batch)),
+            Work::WorkflowRun(run) => (at(&run.tail_path()), Event::WorkflowRun(run)),
             work @ (Work::Prewarm { .. } | Work::Retire) => return Err(work),
         })
     }

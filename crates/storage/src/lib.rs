@@ -53,7 +53,7 @@ pub use postgres::PostgresArgs;
 pub use postgres::{POSTGRES_URL_ENV, PostgresSettings, SCHEMA_VERSION};
 pub use queue::{
     QueueBatch, QueueDepth, QueueError, QueueMessage, QueueQuota, QueueReady, QueueScope,
-    QueueSend, QueueSettle,
+    QueueSend, QueueSettle, queue_tail_path,
 };
 #[cfg(feature = "cli")]
 pub use r2::s3::R2S3Args;
@@ -89,6 +89,9 @@ pub struct Store {
     workflows_changed: Arc<tokio::sync::watch::Sender<u64>>,
     /// What one Kubernetes namespace's queues may hold, when bounded.
     queue_quota: Option<queue::QueueQuota>,
+    /// How long a queue message is kept, in ms, when bounded
+    /// ([`Store::queue_expire`]).
+    queue_retention_ms: Option<i64>,
     /// Told of each operation that went through.
     observer: observe::Observer,
     /// The D1 databases this process has open ([`d1`]).
@@ -155,6 +158,7 @@ impl Store {
             queues_changed: Arc::new(tokio::sync::watch::channel(0).0),
             workflows_changed: Arc::new(tokio::sync::watch::channel(0).0),
             queue_quota: None,
+            queue_retention_ms: None,
             observer: observe::Observer::default(),
             d1: Arc::default(),
             r2_s3: None,
@@ -176,6 +180,7 @@ impl Store {
             queues_changed: Arc::new(tokio::sync::watch::channel(0).0),
             workflows_changed: Arc::new(tokio::sync::watch::channel(0).0),
             queue_quota: None,
+            queue_retention_ms: None,
             observer: observe::Observer::default(),
             d1: Arc::default(),
             r2_s3: None,

@@ -149,6 +149,21 @@ pub struct QueueBatch {
     pub messages: Vec<QueueMessage>,
 }
 
+impl QueueBatch {
+    /// The path its delivery's tail event shows (the Worker never sees
+    /// it): `/__queue/<queue>?batchSize=<messages>` (Cloudflare's tail
+    /// event for a queue names `queue` and `batchSize`).
+    pub fn tail_path(&self) -> String {
+        queue_tail_path(&self.queue, &format!("batchSize={}", self.messages.len()))
+    }
+}
+
+/// A tail event's path about queue `queue`: `/__queue/<queue>?<query>`.
+pub fn queue_tail_path(queue: &str, query: &str) -> String {
+    let queue = url::form_urlencoded::byte_serialize(queue.as_bytes()).collect::<String>();
+    format!("/__queue/{queue}?{query}")
+}
+
 impl Store {
     /// The store with a bound on what each Kubernetes namespace's queues
     /// hold: a send past it is refused with [`QueueError::QuotaExceeded`].
@@ -156,6 +171,42 @@ impl Store {
     pub fn with_queue_quota(mut self, quota: QueueQuota) -> Self {
         self.queue_quota = Some(quota);
         self
+    }
+
+    /// The store with `quota` when there is one ([`QueueQuota::from_flags`]).
+    #[must_use]
+    pub fn with_queue_quota_if(self, quota: Option<QueueQuota>) -> Self {
+        match quota {
+            Some(quota) => self.with_queue_quota(quota),
+            None => self,
+        }
+    }
+
+    /// The store keeping a queue message `retention` at most after it was
+    /// sent (Cloudflare's `message_retention_period`; 0: for ever):
+    /// [`Store::queue_expire`] deletes older ones.
+    #[must_use]
+    pub fn with_queue_retention(mut self, retention: std::time::Duration) -> Self {
+        let ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        self.queue_retention_ms = (ms > 0).then_some(ms);
+        self
+    }
+
+    /// Deletes `scope`'s messages sent longer than the retention ago at
+    /// `now` (ms), whatever their state (ready, delayed, retried or leased:
+    /// a batch under way still runs, and its settle finds them gone);
+    /// answers how many. Nothing without a retention.
+    pub async fn queue_expire(&self, scope: QueueScope, now: i64) -> Result<u64, StoreError> {
+        let Some(retention) = self.queue_retention_ms else {
+            return Ok(0);
+        };
+        let sent_before = now.saturating_sub(retention);
+        match &self.backend {
+            Backend::Sqlite(folder) => {
+                blocking(folder, move |db, _| db.queue_expire(&scope, sent_before)).await
+            }
+            Backend::Postgres(db) => db.queue_expire(scope, sent_before).await,
+        }
     }
 
     /// Sends `messages` to `scope`'s queue in one transaction (checked
@@ -319,6 +370,15 @@ mod tests {
             "batch size of 256001 bytes exceeds limit of 256000"
         );
         assert_eq!(check_send(&big[..2], true), Ok(()));
+    }
+
+    #[test]
+    fn a_batch_tails_as_its_queue_and_size() {
+        let batch = QueueBatch {
+            queue: "jobs".into(),
+            messages: vec![],
+        };
+        assert_eq!(batch.tail_path(), "/__queue/jobs?batchSize=0");
     }
 
     #[test]

@@ -22,6 +22,19 @@ pub struct QueueQuota {
     pub bytes: u64,
 }
 
+impl QueueQuota {
+    /// The quota of `max_messages` messages and `max_mib` MiB (the flags'
+    /// `--queue-namespace-max-messages` and `--queue-namespace-max-mib`),
+    /// 0 meaning no bound on that one; `None` when neither bounds.
+    pub fn from_flags(max_messages: u64, max_mib: u64) -> Option<Self> {
+        let or_none = |n: u64| if n == 0 { u64::MAX } else { n };
+        (max_messages > 0 || max_mib > 0).then(|| Self {
+            messages: or_none(max_messages),
+            bytes: or_none(max_mib.saturating_mul(1 << 20)),
+        })
+    }
+}
+
 /// Why a send is refused; the messages are Cloudflare's (its queue broker's,
 /// as `wrangler dev` shows them) where it has one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -106,4 +119,19 @@ pub(crate) fn over_quota(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flag_of_zero_bounds_nothing() {
+        assert_eq!(QueueQuota::from_flags(0, 0), None);
+        let quota = QueueQuota::from_flags(5, 0).unwrap();
+        assert_eq!((quota.messages, quota.bytes), (5, u64::MAX));
+        assert_eq!(QueueQuota::from_flags(0, 2).unwrap().bytes, 2 << 20);
+        assert!(over_quota(Some(quota), (5, 0), 1, 1).is_err());
+        assert!(over_quota(Some(quota), (4, i64::MAX), 1, 1).is_ok());
+    }
 }

@@ -3,7 +3,8 @@
 //! scenario on each: sends in batches (atomic: a refused batch writes
 //! nothing), delays, leases that hide a message until they run out (a
 //! crashed delivery is delivered again), acks, retries with their delay,
-//! dead letters moved or dropped, namespaces apart, and the quota.
+//! dead letters moved or dropped, namespaces apart, the quota, and the
+//! retention period.
 #![allow(clippy::unwrap_used)]
 
 use isolane_storage::{
@@ -244,10 +245,59 @@ async fn scenario(store: Store) {
         .unwrap();
 }
 
+/// Messages kept past the retention go, whatever their state (ready,
+/// delayed, leased); a store without a retention keeps them.
+async fn retention(store: Store) {
+    let scope = QueueScope::new("team-r", "old");
+    let two = vec![send("a", 0), send("b", 0)];
+    store.queue_send(scope.clone(), two, true).await.unwrap();
+    store
+        .queue_send(scope.clone(), vec![send("c", 60)], false)
+        .await
+        .unwrap();
+    let t = now();
+    let leased = store
+        .queue_lease(scope.clone(), None, t, t + 60_000, 1)
+        .await
+        .unwrap();
+    assert_eq!(leased.len(), 1);
+    assert_eq!(
+        store
+            .queue_expire(scope.clone(), t + 120_000)
+            .await
+            .unwrap(),
+        0
+    );
+    let kept = store.with_queue_retention(std::time::Duration::from_secs(10));
+    // Within the retention: kept.
+    assert_eq!(
+        kept.queue_expire(scope.clone(), t + 1_000).await.unwrap(),
+        0
+    );
+    assert_eq!(kept.queue_depth(scope.clone()).await.unwrap().messages, 3);
+    // Past it: all three, the leased and the delayed one too.
+    assert_eq!(
+        kept.queue_expire(scope.clone(), t + 20_000).await.unwrap(),
+        3
+    );
+    assert_eq!(kept.queue_depth(scope.clone()).await.unwrap().messages, 0);
+    // The namespace's usage went down with them.
+    let quota = QueueQuota {
+        messages: 1,
+        bytes: 1 << 20,
+    };
+    let bounded = kept.with_queue_quota(quota);
+    bounded
+        .queue_send(scope, vec![send("d", 0)], false)
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn queues_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     scenario(Store::sqlite(dir.path())).await;
+    retention(Store::sqlite(dir.path())).await;
     // Kept across opens (a restart of `isolane dev`).
     let store = Store::sqlite(dir.path());
     let depth = store
@@ -263,6 +313,7 @@ async fn queues_on_a_real_postgresql() {
     let settings = PostgresSettings::new(server.connection_string());
     isolane_storage::migrate(&settings).await.unwrap();
     scenario(Store::postgres(&settings).unwrap()).await;
+    retention(Store::postgres(&settings).unwrap()).await;
     // Two processes leasing at once never take the same message.
     let store = Store::postgres(&settings).unwrap();
     let scope = QueueScope::new("team-z", "race");

@@ -3,15 +3,14 @@
 //! node to node, so a sum over the nodes counts each instance once).
 //!
 //! A workflow has series only for the first [`WORKFLOWS`] workflows this
-//! node owned; later ones have none (logged once), so the labels stay
+//! node owned; later ones have none, so the labels stay
 //! bounded whatever tenants make.
-
-use std::collections::HashSet;
-use std::sync::{Mutex, PoisonError};
 
 use isolane_storage::{WorkflowCounts, WorkflowScope};
 use isolane_telemetry::Metric;
 use prometheus::{IntGaugeVec, Registry};
+
+use super::named::Named;
 
 /// Workflows with series, at most.
 pub const WORKFLOWS: usize = 100;
@@ -27,28 +26,22 @@ pub const INSTANCES: Metric = Metric::new(
 pub struct WorkflowMetrics {
     instances: IntGaugeVec,
     /// The workflows with series.
-    named: Mutex<HashSet<WorkflowScope>>,
+    named: Named<WorkflowScope>,
 }
 
 impl WorkflowMetrics {
     pub fn register(registry: &Registry) -> prometheus::Result<Self> {
         Ok(Self {
             instances: INSTANCES.gauge_vec(registry)?,
-            named: Mutex::new(HashSet::new()),
+            named: Named::new(WORKFLOWS),
         })
     }
 
     /// Sets `counts`' series (when its workflow has series).
     pub fn set(&self, counts: &WorkflowCounts) {
         let scope = &counts.scope;
-        {
-            let mut named = self.named.lock().unwrap_or_else(PoisonError::into_inner);
-            if !named.contains(scope) {
-                if named.len() >= WORKFLOWS {
-                    return;
-                }
-                named.insert(scope.clone());
-            }
+        if !self.named.admit(scope) {
+            return;
         }
         for (status, n) in counts.by_status() {
             let labels = [scope.namespace.as_str(), scope.workflow.as_str(), status];
@@ -60,8 +53,7 @@ impl WorkflowMetrics {
 
     /// Drops `scope`'s series (this node no longer owns it).
     pub fn forget(&self, scope: &WorkflowScope) {
-        let mut named = self.named.lock().unwrap_or_else(PoisonError::into_inner);
-        if named.remove(scope) {
+        if self.named.forget(scope) {
             for (status, _) in WorkflowCounts::default().by_status() {
                 let labels = [scope.namespace.as_str(), scope.workflow.as_str(), status];
                 // Absent when never set: nothing to drop.
@@ -72,11 +64,6 @@ impl WorkflowMetrics {
 
     /// The workflows with series now.
     pub fn named(&self) -> Vec<WorkflowScope> {
-        self.named
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .cloned()
-            .collect()
+        self.named.all()
     }
 }

@@ -29,6 +29,12 @@ use isolane_worker::QueueConsumer;
 use isolane_engine::{Engine, QueueBatch, Work, WorkerBundle};
 
 use super::outcome::{QueueOutcome, Verdict};
+use crate::metrics::QueueMetrics;
+
+/// How often the runner deletes the expired messages of the queues it
+/// delivers and counts their backlog (the metrics), in looks at its
+/// consumers (`idle`, a second).
+const COUNT_EVERY: u32 = 5;
 
 /// One queue a Worker consumes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +88,8 @@ pub struct QueueRunner {
     idle: Duration,
     /// How much longer than the Worker's wall limit a lease holds.
     lease_margin: Duration,
+    /// The backlog gauges of the queues it delivers, when it has them.
+    metrics: Option<Arc<QueueMetrics>>,
 }
 
 impl QueueRunner {
@@ -93,7 +101,16 @@ impl QueueRunner {
             poll: Duration::from_millis(5),
             idle: Duration::from_secs(1),
             lease_margin: Duration::from_secs(5),
+            metrics: None,
         }
+    }
+
+    /// The runner, setting `metrics` from the backlog of the queues it
+    /// delivers every [`COUNT_EVERY`] seconds.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<QueueMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Delivers until the task running it is dropped (each queue's loop
@@ -103,7 +120,7 @@ impl QueueRunner {
         let mut tasks = tokio::task::JoinSet::new();
         let mut loops: HashMap<QueueScope, (QueueConsumerOf, tokio::task::AbortHandle)> =
             HashMap::new();
-        loop {
+        for tick in 0u32.. {
             while tasks.try_join_next().is_some() {}
             let mut wanted: HashMap<QueueScope, QueueConsumerOf> = HashMap::new();
             for consumer in this.host.consumers() {
@@ -127,7 +144,45 @@ impl QueueRunner {
                     slot.insert((consumer, tasks.spawn(run)));
                 }
             }
+            if tick % COUNT_EVERY == 0 {
+                this.tend(loops.keys().cloned().collect()).await;
+            }
             tokio::time::sleep(this.idle).await;
+        }
+    }
+
+    /// Deletes the messages of the queues in `delivered` kept past the
+    /// store's retention, then sets their backlog gauges (those with
+    /// series), and drops those of the queues this process no longer
+    /// delivers.
+    async fn tend(&self, delivered: Vec<QueueScope>) {
+        let now = now_ms();
+        for scope in &delivered {
+            match self.store.queue_expire(scope.clone(), now).await {
+                Ok(0) => {}
+                Ok(messages) => {
+                    tracing::info!(namespace = %scope.namespace, queue = %scope.queue, messages, "queues: deleted messages kept past the retention period");
+                }
+                Err(error) => {
+                    tracing::debug!(%error, queue = %scope.queue, "queues: could not delete expired messages");
+                }
+            }
+        }
+        let Some(metrics) = &self.metrics else {
+            return;
+        };
+        for scope in metrics.named() {
+            if !delivered.contains(&scope) {
+                metrics.forget(&scope);
+            }
+        }
+        for scope in delivered.into_iter().filter(|scope| metrics.admit(scope)) {
+            match self.store.queue_depth(scope.clone()).await {
+                Ok(depth) => metrics.set(&scope, depth, now_ms()),
+                Err(error) => {
+                    tracing::debug!(%error, queue = %scope.queue, "queues: could not count the backlog");
+                }
+            }
         }
     }
 
@@ -246,36 +301,82 @@ impl QueueRunner {
         messages: Vec<QueueMessage>,
         _slot: tokio::sync::OwnedSemaphorePermit,
     ) {
-        let outcome = match self.host.worker(&of.worker_id) {
+        let held = self.host.worker(&of.worker_id);
+        let outcome = match &held {
             Some((bundle, thread)) => {
                 let batch = QueueBatch {
                     queue: scope.queue.clone(),
                     messages: messages.clone(),
                 };
-                outcome_of(
-                    self.engine
-                        .run(thread, bundle, Work::QueueBatch(batch))
-                        .await,
-                )
-                .await
+                let work = Work::QueueBatch(batch);
+                outcome_of(self.engine.run(*thread, bundle.clone(), work).await).await
             }
             None => QueueOutcome::failed(),
         };
         let settle = settle(&outcome, &messages, &of.consumer, now_ms());
-        for id in &settle.dead {
-            match &settle.dead_letter {
-                Some(dlq) => {
-                    tracing::info!(worker.id = %of.worker_id, queue = %scope.queue, message = %id, dead_letter_queue = %dlq, "queues: a message ran out of retries; moved to the dead-letter queue")
-                }
-                None => {
-                    tracing::warn!(worker.id = %of.worker_id, queue = %scope.queue, message = %id, "queues: a message ran out of retries and has no dead-letter queue; dropped")
-                }
-            }
-        }
+        let dead: Vec<QueueMessage> = messages
+            .into_iter()
+            .filter(|m| settle.dead.contains(&m.id))
+            .collect();
+        let dead_letter = settle.dead_letter.clone();
         if let Err(error) = self.store.queue_settle(scope.clone(), settle).await {
             // Its messages are delivered again once their lease runs out.
             tracing::warn!(%error, queue = %scope.queue, "queues: could not settle a batch");
+            return;
         }
+        for message in &dead {
+            let id = &message.id;
+            match &dead_letter {
+                Some(dlq) => {
+                    tracing::info!(worker.id = %of.worker_id, queue = %scope.queue, message = %id, dead_letter_queue = %dlq, "queues: a message ran out of retries; moved to the dead-letter queue");
+                }
+                None => {
+                    tracing::warn!(worker.id = %of.worker_id, queue = %scope.queue, message = %id, "queues: a message ran out of retries and has no dead-letter queue; dropped");
+                    if let Some((bundle, thread)) = &held {
+                        self.engine
+                            .publish_tail(dropped_event(&scope, bundle, *thread, message));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The tail event of `message`, dropped from `scope`'s queue after its
+/// retries with no dead-letter queue: `QUEUE /__queue/<queue>?dropped=<id>`,
+/// outcome `message_dropped`, its warning as a console line.
+fn dropped_event(
+    scope: &QueueScope,
+    bundle: &WorkerBundle,
+    thread: usize,
+    message: &QueueMessage,
+) -> isolane_engine::TailEvent {
+    let text = format!(
+        "queue {}: message {} ran out of retries after {} deliveries and has no dead-letter queue; dropped",
+        scope.queue, message.id, message.attempts
+    );
+    let now = u64::try_from(now_ms()).unwrap_or(0);
+    isolane_engine::TailEvent {
+        worker: bundle.id.clone(),
+        namespace: scope.namespace.clone(),
+        revision: bundle.revision.clone(),
+        node: String::new(),
+        thread,
+        request_id: message.id.clone(),
+        outcome: "message_dropped".to_owned(),
+        status: 0,
+        method: "QUEUE".to_owned(),
+        url: isolane_storage::queue_tail_path(&scope.queue, &format!("dropped={}", message.id)),
+        timestamp_ms: now,
+        wall_ms: 0.0,
+        cpu_ms: 0.0,
+        logs: vec![isolane_engine::LogLine {
+            level: "warn".to_owned(),
+            message: text,
+            timestamp_ms: now,
+        }],
+        exceptions: Vec::new(),
+        dropped_lines: 0,
     }
 }
 

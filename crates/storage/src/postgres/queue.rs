@@ -226,6 +226,28 @@ impl Postgres {
         .await
     }
 
+    /// Deletes `scope`'s messages sent before `sent_before` (ms); how
+    /// many. Rows another transaction holds (a lease being taken, a
+    /// settle) are skipped: they go at the next pass.
+    pub(crate) async fn queue_expire(
+        &self,
+        scope: QueueScope,
+        sent_before: i64,
+    ) -> Result<u64, StoreError> {
+        self.run(move |client| async move {
+            Ok(client
+                .execute(
+                    "DELETE FROM queue_message WHERE (namespace, queue, id) IN (
+                         SELECT namespace, queue, id FROM queue_message
+                         WHERE namespace = $1 AND queue = $2 AND sent_at < $3
+                         FOR UPDATE SKIP LOCKED)",
+                    &[&scope.namespace, &scope.queue, &sent_before],
+                )
+                .await?)
+        })
+        .await
+    }
+
     pub(crate) async fn queue_depth(&self, scope: QueueScope) -> Result<QueueDepth, StoreError> {
         self.run(move |client| async move {
             let row = client

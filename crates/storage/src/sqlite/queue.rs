@@ -211,6 +211,19 @@ impl Sqlite {
         Ok(())
     }
 
+    /// Deletes `scope`'s messages sent before `sent_before` (ms); how many.
+    pub(crate) fn queue_expire(
+        &self,
+        scope: &QueueScope,
+        sent_before: i64,
+    ) -> Result<u64, StoreError> {
+        let gone = self.lock().execute(
+            "DELETE FROM queue_message WHERE namespace = ?1 AND queue = ?2 AND sent_at < ?3",
+            params![scope.namespace, scope.queue, sent_before],
+        )?;
+        Ok(gone as u64)
+    }
+
     pub(crate) fn queue_depth(&self, scope: &QueueScope) -> Result<QueueDepth, StoreError> {
         let (messages, oldest): (i64, Option<i64>) = self.lock().query_row(
             "SELECT count(*), min(sent_at) FROM queue_message WHERE namespace = ?1 AND queue = ?2",
