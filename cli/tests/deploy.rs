@@ -298,7 +298,7 @@ fn each_value_a_mapped_key_cannot_take_is_one_line() {
          durable_objects.bindings = [{ name = 'O', class_name = 'O', script_name = 'inventory', environment = 'production' }]\n\
          services = [{ binding = 'S', service = 'auth', environment = 'production' }]\n\
          dispatch_namespaces = [{ binding = 'D', namespace = 'tenants', outbound = { service = 'egress', environment = 'production' } }]\n\
-         queues.producers = [{ binding = 'Q', queue = 'jobs', delivery_delay = 5 }]\n\
+         queues.producers = [{ binding = 'Q', queue = 'jobs', delivery_delay = 43201 }]\n\
          queues.consumers = [{ queue = 'jobs', type = 'http_pull' }, { queue = 'other', visibility_timeout_ms = 100 }]\n\
          d1_databases = [{ binding = 'DB', database_name = 'shop-db', remote = true }, { binding = 'DB2' }]\n\
          r2_buckets = [{ binding = 'R', bucket_name = 'files', jurisdiction = 'eu', remote = true }, { binding = 'R2' }]\n\
@@ -312,7 +312,7 @@ fn each_value_a_mapped_key_cannot_take_is_one_line() {
             "wrangler.toml: durable_objects.bindings[0].environment: not supported: a binding names the hosting Worker by its name (script_name)",
             "wrangler.toml: services[0].environment: not supported: a binding calls the Worker of that name, in this namespace",
             "wrangler.toml: dispatch_namespaces[0].outbound.environment: not supported: the outbound Worker is the Worker of that name, in this namespace",
-            "wrangler.toml: queues.producers[0].delivery_delay: not supported: a default delay per producer is not supported yet: pass delaySeconds to send()",
+            "wrangler.toml: queues.producers[0].delivery_delay: not supported: 43201 is out of 0 to 43200 seconds (12 hours)",
             "wrangler.toml: d1_databases[0].remote: not supported: a remote binding reaches Cloudflare's database; Isolane serves its own",
             "wrangler.toml: d1_databases[1].database_name: not supported: a D1 binding needs database_name (or database_id)",
             "wrangler.toml: r2_buckets[0].remote: not supported: a remote binding reaches Cloudflare's bucket; Isolane serves its own",

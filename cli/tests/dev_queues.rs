@@ -13,6 +13,10 @@
 //! - Cloudflare's size limits are refused with its messages; bodies of
 //!   each content type reach the consumer as sent.
 //! - Two Workers of a namespace consuming one queue are refused at start.
+//! - A producer's `delivery_delay` (wrangler.toml, `isolane dev` in the
+//!   project's folder): a message sent without `delaySeconds` is delivered
+//!   no sooner than the delay after it was sent, one sent with
+//!   `delaySeconds: 0` at once (send and sendBatch).
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
@@ -399,4 +403,113 @@ async fn dev_refuses_a_queue_consumed_by_two_workers_of_a_namespace() {
         let log = dev.log();
         assert!(log.contains(message), "{log}");
     }
+}
+
+/// A wrangler project whose Worker sends to and consumes `later` through
+/// a producer of `delivery_delay = 2`: `/send` sends one message of each
+/// way to give (or not) a delay; the consumer records, per message, when
+/// it was sent (`timestamp`) and delivered (its `Date.now()`); `/seen`
+/// answers the records as JSON.
+const DELAYED_TOML: &str = r#"
+name = "delayed"
+main = "index.js"
+compatibility_date = "2025-01-01"
+kv_namespaces = [{ binding = "SEEN", id = "seen" }]
+[[queues.producers]]
+binding = "LATER"
+queue = "later"
+delivery_delay = 2
+[[queues.consumers]]
+queue = "later"
+max_batch_timeout = 0
+"#;
+
+const DELAYED_JS: &str = r#"
+export default {
+  async fetch(request, env) {
+    if (new URL(request.url).pathname === '/send') {
+      await env.LATER.send({ tag: 'send' }, { contentType: 'json' });
+      await env.LATER.send({ tag: 'send-now' }, { contentType: 'json', delaySeconds: 0 });
+      await env.LATER.sendBatch([{ body: { tag: 'batch' } }, { body: { tag: 'batch-now' }, delaySeconds: 0 }]);
+      await env.LATER.sendBatch([{ body: { tag: 'batch-option-now' } }], { delaySeconds: 0 });
+      return new Response('sent');
+    }
+    const seen = {};
+    for (const key of (await env.SEEN.list()).keys) seen[key.name] = JSON.parse(await env.SEEN.get(key.name));
+    return Response.json(seen);
+  },
+  async queue(batch, env) {
+    const at = Date.now();
+    for (const message of batch.messages) {
+      await env.SEEN.put(message.body.tag, JSON.stringify({ sent: message.timestamp.getTime(), at }));
+      message.ack();
+    }
+  },
+};
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_a_producers_delivery_delay_holds_messages_sent_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("wrangler.toml"), DELAYED_TOML).unwrap();
+    std::fs::write(dir.path().join("index.js"), DELAYED_JS).unwrap();
+    let port = free_port().unwrap();
+    let client = client();
+    let mut dev = Dev::start_in(
+        &["--port", &port.to_string(), "--no-reload", "--no-tail"],
+        Some(dir.path()),
+    );
+    when_ready(&client, &mut dev, port, "d.test", "/seen").await;
+
+    let sending = Instant::now();
+    assert_eq!(get(&client, port, "d.test", "/send").await, "sent");
+    // The test's own clock: when each message was first seen delivered.
+    let first_seen = std::cell::RefCell::new(std::collections::BTreeMap::new());
+    let seen: serde_json::Value = wait_until("the five messages to be delivered", DEADLINE, || {
+        let client = client.clone();
+        let first_seen = &first_seen;
+        async move {
+            let seen: serde_json::Value =
+                serde_json::from_str(&get(&client, port, "d.test", "/seen").await).unwrap();
+            let tags = seen.as_object().unwrap();
+            for tag in tags.keys() {
+                let mut first_seen = first_seen.borrow_mut();
+                first_seen
+                    .entry(tag.clone())
+                    .or_insert_with(|| sending.elapsed());
+            }
+            if tags.len() == 5 { Ok(seen) } else { Err(seen) }
+        }
+    })
+    .await;
+    let first_seen = first_seen.into_inner();
+    let waited =
+        |tag: &str| seen[tag]["at"].as_i64().unwrap() - seen[tag]["sent"].as_i64().unwrap();
+    // Without delaySeconds: the binding's 2 s (less a slack for Date.now's
+    // coarseness); with 0: at once.
+    for tag in ["send", "batch"] {
+        assert!(
+            waited(tag) >= 1900,
+            "{tag} delivered after {} ms",
+            waited(tag)
+        );
+        assert!(
+            first_seen[tag] >= Duration::from_millis(1900),
+            "{tag}: {first_seen:?}"
+        );
+    }
+    for tag in ["send-now", "batch-now", "batch-option-now"] {
+        assert!(
+            waited(tag) < 1500,
+            "{tag} delivered after {} ms",
+            waited(tag)
+        );
+    }
+    println!(
+        "delivery_delay = 2: waited {} ms (send), {} ms (sendBatch); delaySeconds 0: {} ms; first seen {first_seen:?}",
+        waited("send"),
+        waited("batch"),
+        waited("send-now")
+    );
+    assert!(dev.interrupt().success());
 }

@@ -305,6 +305,14 @@ fn invalid_workers() -> Vec<Invalid> {
             expect: &["spec.bindings[0]", "or workflow: {className: <class>}"],
         },
         Invalid {
+            what: "a queue binding's deliveryDelay over 12 hours",
+            spec: "SCRIPT\n  bindings: [{name: Q, queue: {name: jobs, deliveryDelay: 43201}}]",
+            expect: &[
+                "spec.bindings[0].queue.deliveryDelay",
+                "less than or equal to 43200",
+            ],
+        },
+        Invalid {
             what: "an R2 bucket name R2 does not take",
             spec: "SCRIPT\n  bindings: [{name: B, r2Bucket: {bucket: Files}}]",
             expect: &["spec.bindings[0].r2Bucket.bucket"],

@@ -353,11 +353,14 @@ fn dispatchers(
         .collect()
 }
 
-/// The queue producer bindings of `bindings`: binding name to the queue.
-fn queues(bindings: &[isolane_worker::Binding]) -> std::collections::BTreeMap<String, String> {
+/// The queue producer bindings of `bindings`: binding name to the queue
+/// (and its delay).
+fn queues(
+    bindings: &[isolane_worker::Binding],
+) -> std::collections::BTreeMap<String, isolane_worker::QueueBinding> {
     bindings
         .iter()
-        .filter_map(|binding| Some((binding.name.clone(), binding.queue.as_ref()?.name.clone())))
+        .filter_map(|binding| Some((binding.name.clone(), binding.queue.clone()?)))
         .collect()
 }
 

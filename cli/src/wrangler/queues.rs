@@ -1,14 +1,14 @@
-//! wrangler's `queues`: `[[queues.producers]]` (`binding`, `queue`) become
-//! queue bindings, `[[queues.consumers]]` the Worker's `spec.queueConsumers`
-//! (`max_batch_timeout` in seconds becomes `maxBatchTimeoutMs`). What has
-//! no meaning here (a producer's `delivery_delay`, a pull consumer, its
+//! wrangler's `queues`: `[[queues.producers]]` (`binding`, `queue`,
+//! `delivery_delay` in seconds) become queue bindings, `[[queues.consumers]]`
+//! the Worker's `spec.queueConsumers` (`max_batch_timeout` in seconds becomes
+//! `maxBatchTimeoutMs`). What has no meaning here (a pull consumer, its
 //! `visibility_timeout_ms`) is a problem, one line each (docs/wrangler.md).
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
 use super::Problem;
-use isolane_worker::{Binding, QueueConsumer};
+use isolane_worker::{Binding, QueueBinding, QueueConsumer};
 
 /// `queues`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -52,15 +52,21 @@ pub struct ConsumerConfig {
 /// `queues.producers` as bindings.
 pub fn producers(config: &super::Config, problems: &mut Vec<Problem>, bindings: &mut Vec<Binding>) {
     for (i, producer) in config.queues.producers.iter().enumerate() {
-        if producer.delivery_delay.is_some() {
-            problems.push(Problem {
+        let mut binding = Binding::queue(&producer.binding, &producer.queue);
+        match producer.delivery_delay {
+            Some(delay) if delay > QueueBinding::MAX_DELIVERY_DELAY => problems.push(Problem {
                 key: format!("queues.producers[{i}].delivery_delay"),
-                reason:
-                    "a default delay per producer is not supported yet: pass delaySeconds to send()"
-                        .into(),
-            });
+                reason: format!("{delay} is out of 0 to 43200 seconds (12 hours)"),
+            }),
+            Some(delay) => {
+                binding.queue = Some(QueueBinding {
+                    delivery_delay: Some(delay),
+                    ..QueueBinding::new(&producer.queue)
+                });
+            }
+            None => {}
         }
-        bindings.push(Binding::queue(&producer.binding, &producer.queue));
+        bindings.push(binding);
     }
 }
 

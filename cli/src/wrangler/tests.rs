@@ -402,15 +402,26 @@ fn a_builds_redirect_names_the_config_wrangler_deploys() {
 fn queues_map_onto_bindings_and_consumers() {
     let text = "name = 'a'\nmain = 'i.js'\n\
         [[queues.producers]]\nbinding = 'JOBS'\nqueue = 'jobs'\ndelivery_delay = 5\n\
+        [[queues.producers]]\nbinding = 'NOW'\nqueue = 'jobs'\n\
+        [[queues.producers]]\nbinding = 'LATE'\nqueue = 'jobs'\ndelivery_delay = 43201\n\
         [[queues.consumers]]\nqueue = 'jobs'\nmax_batch_size = 50\nmax_batch_timeout = 2.5\n\
         max_retries = 7\nretry_delay = 30\ndead_letter_queue = 'jobs-dlq'\nmax_concurrency = 4\n\
         [[queues.consumers]]\nqueue = 'pulled'\ntype = 'http_pull'\n";
     let project = project("wrangler.toml", text, None).unwrap();
     let worker = spec::worker(&project).unwrap();
     let spec = &worker.spec;
+    let mut delayed = isolane_worker::Binding::queue("JOBS", "jobs");
+    delayed.queue = Some(isolane_worker::QueueBinding {
+        delivery_delay: Some(5),
+        ..isolane_worker::QueueBinding::new("jobs")
+    });
     assert_eq!(
         spec.bindings,
-        [isolane_worker::Binding::queue("JOBS", "jobs")]
+        [
+            delayed,
+            isolane_worker::Binding::queue("NOW", "jobs"),
+            isolane_worker::Binding::queue("LATE", "jobs"),
+        ]
     );
     assert_eq!(
         spec.queue_consumers,
@@ -428,7 +439,7 @@ fn queues_map_onto_bindings_and_consumers() {
     assert_eq!(
         problems,
         [
-            "queues.producers[0].delivery_delay",
+            "queues.producers[2].delivery_delay",
             "queues.consumers[1].type"
         ]
     );

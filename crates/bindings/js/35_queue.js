@@ -21,8 +21,10 @@ function contentTypeOf(options) {
   return lower;
 }
 
-// `delaySeconds` of send/sendBatch/retry options: whole seconds, 0 to a day.
-function delayOf(options, fallback = 0) {
+// `delaySeconds` of send/sendBatch/retry options: whole seconds, 0 to a day;
+// `fallback` when not given (null: a send takes its binding's deliveryDelay,
+// which the host applies; a retry the consumer's retryDelaySeconds).
+function delayOf(options, fallback) {
   if (options === undefined || options === null || options.delaySeconds === undefined) return fallback;
   const delay = Number(options.delaySeconds);
   if (!Number.isInteger(delay) || delay < 0 || delay > MAX_DELAY_SECONDS) {
@@ -61,14 +63,14 @@ class WorkerQueue {
     internal.requireArgs(arguments.length, 1, "Failed to execute 'send' on 'WorkerQueue'");
     const type = contentTypeOf(options);
     const bytes = serialize(body, type);
-    await host.queueSend(this.#binding, [bytes], [type], [delayOf(options)], false);
+    await host.queueSend(this.#binding, [bytes], [type], [delayOf(options, null)], false);
   }
 
   async sendBatch(messages, options = undefined) {
     internal.requireArgs(arguments.length, 1, "Failed to execute 'sendBatch' on 'WorkerQueue'");
     const list = Array.from(messages);
     if (list.length === 0) throw new TypeError('sendBatch() requires at least one message');
-    const batchDelay = delayOf(options);
+    const batchDelay = delayOf(options, null);
     const bodies = [];
     const types = [];
     const delays = [];

@@ -78,11 +78,12 @@ fn failed(batch: bool, error: StoreError) -> HostError {
     }
 }
 
-/// The store and queue of `binding` for the calling Worker.
+/// The store and queue of `binding` for the calling Worker, and the
+/// binding's delay (`deliveryDelay`) of a message sent without one.
 fn target(
     host: &HostState,
     binding: &str,
-) -> Result<(isolane_storage::Store, QueueScope), HostError> {
+) -> Result<(isolane_storage::Store, QueueScope, u32), HostError> {
     let worker = host
         .worker()
         .ok_or_else(|| HostError::type_error("Queue: no Worker is loaded"))?;
@@ -96,15 +97,18 @@ fn target(
             "Queue: this node has no store configured for queues",
         )
     })?;
-    Ok((store, QueueScope::new(worker.namespace(), queue.as_str())))
+    let scope = QueueScope::new(worker.namespace(), queue.name.as_str());
+    Ok((store, scope, queue.delay_seconds()))
 }
 
 /// The messages of `queueSend`'s arrays: each body's bytes, content type
-/// and delay, checked against Cloudflare's limits before a byte is copied.
+/// and delay (`null`: the binding's, `default_delay`), checked against
+/// Cloudflare's limits before a byte is copied.
 fn messages<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     arrays: [v8::Local<'s, v8::Value>; 3],
     batch: bool,
+    default_delay: u32,
 ) -> Result<Vec<QueueSend>, HostError> {
     fn array<'a>(value: v8::Local<'a, v8::Value>) -> Result<v8::Local<'a, v8::Array>, HostError> {
         v8::Local::<v8::Array>::try_from(value)
@@ -120,8 +124,9 @@ fn messages<'s>(
             .ok_or_else(|| HostError::type_error("queueSend: each body must be a Uint8Array"))?;
         let delay = delays
             .get_index(scope, i)
+            .filter(|d| !d.is_null_or_undefined())
             .and_then(|d| d.number_value(scope))
-            .unwrap_or(0.0);
+            .unwrap_or(f64::from(default_delay));
         // Whole seconds of a delay JavaScript checked (0 to 86400).
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let delay = delay.clamp(0.0, f64::from(u32::MAX)) as u32;
@@ -159,8 +164,9 @@ fn queue_send<'s>(
     delays: v8::Local<'s, v8::Value>,
     batch: bool,
 ) -> Option<v8::Local<'s, v8::Promise>> {
-    let early = target(&host, &binding).and_then(|target| {
-        Ok((target, messages(scope, [bodies, types, delays], batch)?))
+    let early = target(&host, &binding).and_then(|(store, queue, delay)| {
+        let messages = messages(scope, [bodies, types, delays], batch, delay)?;
+        Ok(((store, queue), messages))
     });
     let early = match early {
         Ok(((store, queue), messages)) => {

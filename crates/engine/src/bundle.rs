@@ -57,10 +57,10 @@ pub struct WorkerBundle {
     /// namespace whose Workers `env.NAME.get(worker)` calls, on the service
     /// path (`host/service.rs`), and whether it agreed.
     pub dispatchers: BTreeMap<String, DispatchTarget>,
-    /// Queue producer bindings (`queue: {name}`, wrangler's
+    /// Queue producer bindings (`queue: {name, deliveryDelay}`, wrangler's
     /// `queues.producers`): binding name to the queue of the Worker's
     /// namespace `env.NAME.send()` writes to (`isolane-bindings`' queue unit).
-    pub queues: BTreeMap<String, String>,
+    pub queues: BTreeMap<String, isolane_worker::QueueBinding>,
     /// D1 bindings (`d1: {database}`): binding name to the database of the
     /// Worker's namespace (`isolane-bindings`' d1 unit).
     pub d1: BTreeMap<String, String>,

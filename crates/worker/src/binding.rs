@@ -292,7 +292,7 @@ impl Binding {
             durable_object: None,
             service: None,
             dispatch_namespace: None,
-            queue: Some(QueueBinding { name: queue.into() }),
+            queue: Some(QueueBinding::new(queue)),
             d1: None,
             images: None,
             worker_loader: None,
@@ -392,6 +392,10 @@ pub enum BindingError {
         "binding {name:?}: queue name {queue:?} is invalid (1 to 63 lowercase letters, digits and -, starting and ending with a letter or digit)"
     )]
     InvalidQueue { name: String, queue: String },
+    #[error(
+        "binding {name:?}: queue deliveryDelay is {delay}, out of 0 to 43200 seconds (12 hours)"
+    )]
+    QueueDelay { name: String, delay: u32 },
     #[error(
         "binding {name:?}: D1 database name {database:?} is invalid (1 to 63 letters, digits, - or _, starting with a letter or digit)"
     )]
@@ -499,7 +503,8 @@ fn check_dispatch(
     }
 }
 
-/// A queue producer binding: a valid queue name.
+/// A queue producer binding: a valid queue name, a delay of 12 hours at
+/// most.
 fn check_queue(binding: &Binding, queue: &QueueBinding) -> Result<(), BindingError> {
     if !is_queue_name(&queue.name) {
         return Err(BindingError::InvalidQueue {
@@ -507,7 +512,13 @@ fn check_queue(binding: &Binding, queue: &QueueBinding) -> Result<(), BindingErr
             queue: queue.name.clone(),
         });
     }
-    Ok(())
+    match queue.delivery_delay {
+        Some(delay) if delay > QueueBinding::MAX_DELIVERY_DELAY => Err(BindingError::QueueDelay {
+            name: binding.name.clone(),
+            delay,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The first R2 binding's refusal, when `bindings` has one and the

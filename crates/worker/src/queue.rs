@@ -32,6 +32,32 @@ pub struct QueueBinding {
         regex(pattern = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
     )]
     pub name: String,
+    /// The delay, in seconds, of every message this binding sends when
+    /// `send()`/`sendBatch()` give no `delaySeconds` (0 to 43200, 12 hours;
+    /// default 0), wrangler's `delivery_delay`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 43200))]
+    pub delivery_delay: Option<u32>,
+}
+
+impl QueueBinding {
+    /// The longest `deliveryDelay`: 12 hours (Cloudflare's).
+    pub const MAX_DELIVERY_DELAY: u32 = 43_200;
+
+    /// A binding to queue `name` without a delay of its own.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            delivery_delay: None,
+        }
+    }
+
+    /// The delay of a message sent without `delaySeconds`, in seconds.
+    pub fn delay_seconds(&self) -> u32 {
+        self.delivery_delay
+            .unwrap_or(0)
+            .min(Self::MAX_DELIVERY_DELAY)
+    }
 }
 
 /// One queue a Worker consumes: its `queue(batch, env, ctx)` handler gets

@@ -239,7 +239,7 @@ fn a_d1_binding_names_a_database_and_has_no_other_kind() {
         })
     );
     let mut both = Binding::d1("DB", "probe");
-    both.queue = Some(QueueBinding { name: "q".into() });
+    both.queue = Some(QueueBinding::new("q"));
     assert_eq!(
         check([], &[both]),
         Err(BindingError::Kind { name: "DB".into() })
@@ -315,4 +315,38 @@ fn an_r2_binding_names_a_bucket_and_has_no_other_kind() {
     assert!(r2_on_a_cluster(&[Binding::r2("B", "photos")], false).is_err());
     assert!(r2_on_a_cluster(&[Binding::r2("B", "photos")], true).is_ok());
     assert!(r2_on_a_cluster(&[Binding::d1("D", "db")], false).is_ok());
+}
+
+#[test]
+fn a_queue_bindings_delivery_delay_is_twelve_hours_at_most() {
+    let read: Binding =
+        serde_json::from_str(r#"{"name":"Q","queue":{"name":"jobs","deliveryDelay":43200}}"#)
+            .unwrap();
+    assert_eq!(
+        read.queue.as_ref().map(QueueBinding::delay_seconds),
+        Some(43_200)
+    );
+    assert_eq!(check([], std::slice::from_ref(&read)), Ok(()));
+    assert_eq!(QueueBinding::new("jobs").delay_seconds(), 0);
+    let mut late = read;
+    late.queue = Some(QueueBinding {
+        delivery_delay: Some(43_201),
+        ..QueueBinding::new("jobs")
+    });
+    let error = check([], &[late]).unwrap_err();
+    assert_eq!(
+        error,
+        BindingError::QueueDelay {
+            name: "Q".into(),
+            delay: 43_201
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        "binding \"Q\": queue deliveryDelay is 43201, out of 0 to 43200 seconds (12 hours)"
+    );
+    // Written back without the field when it is not set (the CRD's shape
+    // of bindings from before it).
+    let plain = serde_json::to_string(&Binding::queue("Q", "jobs")).unwrap();
+    assert!(!plain.contains("deliveryDelay"), "{plain}");
 }
