@@ -326,6 +326,30 @@ fn invalid_workers() -> Vec<Invalid> {
 }
 
 #[tokio::test]
+async fn a_queue_bindings_delivery_delay_is_kept_at_its_bound() {
+    let cp = with_crd("delayed").await;
+    let manifest = format!(
+        "apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata:\n  name: delayed\nspec:\n  {SCRIPT}\n  bindings: [{{name: Q, queue: {{name: jobs, deliveryDelay: 43200}}}}]\n"
+    );
+    let output = kubectl_stdin(&cp, &["apply", "-n", "delayed", "-f", "-"], &manifest);
+    assert!(output.status.success(), "{}", text(&output));
+    // Stored, not pruned as an unknown field.
+    let delay = kubectl_ok(
+        &cp,
+        &[
+            "get",
+            "wk",
+            "delayed",
+            "-n",
+            "delayed",
+            "-o",
+            "jsonpath={.spec.bindings[0].queue.deliveryDelay}",
+        ],
+    );
+    assert_eq!(delay.trim(), "43200");
+}
+
+#[tokio::test]
 async fn invalid_workers_are_rejected_by_the_apiserver() {
     let cp = with_crd("invalid").await;
     let cases = invalid_workers();
