@@ -9,8 +9,9 @@
 //!   completes; one that always throws ends `errored` with its error once
 //!   its retries are spent; one that throws `NonRetryableError` under
 //!   `retries.limit: 5` runs once and the instance ends `errored`; one
-//!   whose `NonRetryableError` `run()` catches before a sleep runs once (the
-//!   run after the sleep gets the stored failure thrown again).
+//!   whose `NonRetryableError` (and one whose spent retries) `run()` catches
+//!   before a sleep runs once (the run after the sleep gets the stored
+//!   failure thrown again).
 //! - The instance's error for a `NonRetryableError` by compatibility date
 //!   and flag (`workflows_preserve_non_retryable_error_message`, on from
 //!   2026-05-14; `workflows_replace_non_retryable_error_message`).
@@ -123,6 +124,15 @@ export class Caught extends WorkflowEntrypoint {
       });
     } catch (e) {
       caught = { name: e.name, message: e.message, isError: e instanceof Error };
+    }
+    // A step whose retries are spent is stored failed too.
+    try {
+      await step.do('spent', { retries: { limit: 0, delay: 100, backoff: 'constant' } }, async () => {
+        await mark(this.env, id, 'spent');
+        throw new RangeError('spent');
+      });
+    } catch (e) {
+      caught.spent = { name: e.name, message: e.message };
     }
     await step.sleep('nap', 300);
     return caught;
@@ -404,9 +414,10 @@ async fn dev_workflow_retries_errors_controls_and_a_hostile_step() {
     let caught = until_status(&client, port, "CAUGHT", "caught", "complete").await;
     assert_eq!(
         caught,
-        json!({"status": "complete", "output": {"name": "CardDeclined", "message": "declined", "isError": true}})
+        json!({"status": "complete", "output": {"name": "CardDeclined", "message": "declined", "isError": true, "spent": {"name": "RangeError", "message": "spent"}}})
     );
     assert_eq!(side_effects(&client, port, "caught", "fatal").await, 1);
+    assert_eq!(side_effects(&client, port, "caught", "spent").await, 1);
 
     // The hostile step: each attempt ends at the CPU limit; 1 + 1 retry,
     // then errored. The benign Worker answers before, during and after.
