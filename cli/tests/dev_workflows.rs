@@ -8,7 +8,13 @@
 //! - A step that throws twice then succeeds under `retries.limit: 3`
 //!   completes; one that always throws ends `errored` with its error once
 //!   its retries are spent; one that throws `NonRetryableError` under
-//!   `retries.limit: 5` runs once and the instance ends `errored`.
+//!   `retries.limit: 5` runs once and the instance ends `errored`; one
+//!   whose `NonRetryableError` (and one whose spent retries) `run()` catches
+//!   before a sleep runs once (the run after the sleep gets the stored
+//!   failure thrown again).
+//! - The instance's error for a `NonRetryableError` by compatibility date
+//!   and flag (`workflows_preserve_non_retryable_error_message`, on from
+//!   2026-05-14; `workflows_replace_non_retryable_error_message`).
 //! - A hostile step (an endless loop) ends at the Worker's CPU limit, is
 //!   retried per its config and the instance ends `errored`, while a
 //!   benign Worker on the same (only) engine thread answers before, during
@@ -16,8 +22,10 @@
 //! - `compat/apps/workflows` is served by `isolane dev` and by `wrangler
 //!   dev` (miniflare's local Workflows) in the same run: the `status()`
 //!   shapes of a complete, an errored (twice: a spent retry, a
-//!   `NonRetryableError`) and a waiting instance, and the
-//!   errors of a duplicate and an unknown id, compared.
+//!   `NonRetryableError`), a caught `NonRetryableError` before a sleep and
+//!   a waiting instance, and the errors of a duplicate and an unknown id,
+//!   compared; then `compat/apps/workflows-preserve` (the same script under
+//!   `workflows_preserve_non_retryable_error_message`) likewise.
 //! - `pause()`, `resume()`, `terminate()`, `restart()`, `get()` of an
 //!   unknown id, a duplicate id.
 #![allow(clippy::unwrap_used)]
@@ -102,17 +110,32 @@ export class Fatal extends WorkflowEntrypoint {
   }
 }
 
+// Catches the step's NonRetryableError, then sleeps: the run after the
+// sleep replays the step, which throws the stored failure again without
+// running its callback.
 export class Caught extends WorkflowEntrypoint {
   async run(event, step) {
     const id = event.instanceId;
+    let caught;
     try {
       await step.do('fatal', { retries: { limit: 5, delay: 100, backoff: 'constant' } }, async () => {
         await mark(this.env, id, 'fatal');
         throw new NonRetryableError('declined', 'CardDeclined');
       });
     } catch (e) {
-      return { name: e.name, message: e.message, isError: e instanceof Error };
+      caught = { name: e.name, message: e.message, isError: e instanceof Error };
     }
+    // A step whose retries are spent is stored failed too.
+    try {
+      await step.do('spent', { retries: { limit: 0, delay: 100, backoff: 'constant' } }, async () => {
+        await mark(this.env, id, 'spent');
+        throw new RangeError('spent');
+      });
+    } catch (e) {
+      caught.spent = { name: e.name, message: e.message };
+    }
+    await step.sleep('nap', 300);
+    return caught;
   }
 }
 
@@ -191,7 +214,29 @@ fn project(dir: &Path) {
         "  routes: [{host: b.test, pathPrefix: /}]\n",
         BENIGN,
     );
-    std::fs::write(dir.join("workers.yaml"), format!("{flows}---\n{benign}")).unwrap();
+    // The Fatal workflow again, in Workers whose compatibility settings keep
+    // a NonRetryableError's message (or not): `<host>` serves workflow
+    // `fatal-<host>`.
+    let fatal: String = [
+        ("new.test", "2026-05-14", ""),
+        ("old.test", "2026-05-13", ""),
+        ("opt-in.test", "2025-01-01", "workflows_preserve_non_retryable_error_message"),
+        ("opt-out.test", "2026-06-01", "workflows_replace_non_retryable_error_message"),
+    ]
+    .iter()
+    .map(|(host, date, flag)| {
+        let name = host.trim_end_matches(".test");
+        let spec = format!(
+            "  routes: [{{host: {host}, pathPrefix: /}}]\n  compatibilityDate: \"{date}\"\n  compatibilityFlags: [{flag}]\n  bindings:\n    - name: SEEN\n      kvNamespace: seen\n    - name: FATAL\n      workflow: {{name: fatal-{name}, className: Fatal}}\n"
+        );
+        format!("---\n{}", support::worker_yaml("qa", &format!("fatal-{name}"), &spec, FLOWS))
+    })
+    .collect();
+    std::fs::write(
+        dir.join("workers.yaml"),
+        format!("{flows}---\n{benign}{fatal}"),
+    )
+    .unwrap();
 }
 
 /// The project in a folder, its state in another, `isolane dev` serving
@@ -353,9 +398,11 @@ async fn dev_workflow_retries_errors_controls_and_a_hostile_step() {
     assert_eq!(side_effects(&client, port, "doomed", "doomed").await, 3);
 
     // NonRetryableError under `retries.limit: 5`: one attempt, then
-    // errored as Cloudflare reports it (before
+    // errored as Cloudflare reports it (without
     // workflows_preserve_non_retryable_error_message); caught by `run()`,
-    // it is the error thrown, its given name kept.
+    // it is the error thrown, its given name kept, and the run after the
+    // sleep that follows throws it again from the step log: the callback
+    // ran once.
     ok(&client, port, "/create?wf=FATAL&id=fatal").await;
     let fatal = until_status(&client, port, "FATAL", "fatal", "errored").await;
     assert_eq!(
@@ -367,9 +414,10 @@ async fn dev_workflow_retries_errors_controls_and_a_hostile_step() {
     let caught = until_status(&client, port, "CAUGHT", "caught", "complete").await;
     assert_eq!(
         caught,
-        json!({"status": "complete", "output": {"name": "CardDeclined", "message": "declined", "isError": true}})
+        json!({"status": "complete", "output": {"name": "CardDeclined", "message": "declined", "isError": true, "spent": {"name": "RangeError", "message": "spent"}}})
     );
     assert_eq!(side_effects(&client, port, "caught", "fatal").await, 1);
+    assert_eq!(side_effects(&client, port, "caught", "spent").await, 1);
 
     // The hostile step: each attempt ends at the CPU limit; 1 + 1 retry,
     // then errored. The benign Worker answers before, during and after.
@@ -435,9 +483,59 @@ async fn dev_workflow_retries_errors_controls_and_a_hostile_step() {
     drop(dev);
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_workflow_non_retryable_error_by_compatibility_settings() {
+    let (_dir, _state, port, client, dev) = started().await;
+    let fatal = json!({"name": "WorkflowFatalError", "message": "The execution of the Workflow instance was terminated, as a step threw an NonRetryableError and it was not handled"});
+    let kept = json!({"name": "NonRetryableError", "message": "no point retrying"});
+    for (host, want) in [
+        ("new.test", &kept),
+        ("old.test", &fatal),
+        ("opt-in.test", &kept),
+        ("opt-out.test", &fatal),
+    ] {
+        // Its own id: the Workers share the KV namespace of the side effects.
+        let id = host.trim_end_matches(".test");
+        let (code, body) = request(&client, port, host, &format!("/create?wf=FATAL&id={id}"))
+            .await
+            .unwrap();
+        assert_eq!((code, body.as_str()), (200, id), "{host}");
+        let now = wait_until(&format!("{host}'s instance errored"), DEADLINE, || async {
+            let (_, body) = request(&client, port, host, &format!("/status?wf=FATAL&id={id}"))
+                .await
+                .unwrap();
+            let now: Value = serde_json::from_str(&body).unwrap();
+            if now["status"] == "errored" {
+                Ok(now)
+            } else {
+                Err(now)
+            }
+        })
+        .await;
+        assert_eq!(now, json!({"status": "errored", "error": want}), "{host}");
+        let count = format!("/count?prefix=side:{id}:fatal:");
+        let (_, runs) = request(&client, port, host, &count).await.unwrap();
+        assert_eq!(runs, "1", "{host}: the callback ran once");
+    }
+    drop(dev);
+}
+
 #[tokio::test]
 async fn dev_workflow_statuses_match_wrangler_dev() {
-    let app = support::repo().join("compat/apps/workflows");
+    let ours = probe_both("compat/apps/workflows").await;
+    assert_eq!(ours["fatal"]["error"]["name"], "WorkflowFatalError");
+    // The same probe under workflows_preserve_non_retryable_error_message.
+    let ours = probe_both("compat/apps/workflows-preserve").await;
+    assert_eq!(
+        ours["fatal"]["error"],
+        json!({"name": "NonRetryableError", "message": "no point retrying"})
+    );
+}
+
+/// `/probe` of the wrangler project `app` under `isolane dev` and `wrangler
+/// dev`: asserted equal but for the one known difference; answers ours.
+async fn probe_both(app: &str) -> Value {
+    let app = support::repo().join(app);
     let state = tempfile::tempdir().unwrap();
     let client = client();
     let port = free_port().unwrap();
@@ -460,10 +558,16 @@ async fn dev_workflow_statuses_match_wrangler_dev() {
     assert_eq!(ours, theirs);
     // Spelled out, so that the comparison is not of nothing.
     assert_eq!(ours["done"]["status"], "complete");
-    assert_eq!(ours["fatal"]["error"]["name"], "WorkflowFatalError");
     assert_eq!(
         ours["went"]["output"],
         json!({"payload": {"n": 1}, "type": "go"})
     );
+    // The caught NonRetryableError: its callback ran once across the sleep.
+    assert_eq!(
+        ours["kept"]["output"],
+        json!({"caught": {"isError": true, "declined": true}, "runs": 1})
+    );
+    ours["waiting"]["status"] = json!("waiting");
     assert!(dev.interrupt().success());
+    ours
 }

@@ -54,15 +54,39 @@ function nonRetryable(e) {
 }
 
 // What the instance's error is when `run()` lets a NonRetryableError out:
-// Cloudflare's before workflows_preserve_non_retryable_error_message
+// Cloudflare's without workflows_preserve_non_retryable_error_message
 // (docs/workflows.md).
 const NON_RETRYABLE_FAILURE = 'The execution of the Workflow instance was terminated, as a step threw an NonRetryableError and it was not handled';
 
-function errorJson(e) {
-  if (nonRetryable(e)) return JSON.stringify({ name: 'WorkflowFatalError', message: NON_RETRYABLE_FAILURE });
+// An error's `{name, message}`; a NonRetryableError known only by its
+// message (`NonRetryableError: …`) is named so, its message without it.
+function nameAndMessage(e) {
   const name = typeof e?.name === 'string' ? e.name : 'Error';
   const message = typeof e?.message === 'string' ? e.message : String(e);
-  return JSON.stringify({ name, message });
+  if (nonRetryable(e) && e?.[kNonRetryable] !== true && name !== 'NonRetryableError') {
+    return { name: 'NonRetryableError', message: message.replace(/^NonRetryableError:?\s*/, '') };
+  }
+  return { name, message };
+}
+
+function errorJson(e) {
+  if (nonRetryable(e) && !host.workflowPreserveNonRetryable()) {
+    return JSON.stringify({ name: 'WorkflowFatalError', message: NON_RETRYABLE_FAILURE });
+  }
+  return JSON.stringify(nameAndMessage(e));
+}
+
+// A step's stored failure (`{f: {name, message, fatal}}` in its step log,
+// where a result is `{v}`), thrown again by each later run that reaches
+// the step: a NonRetryableError (`fatal`) as one, any other as an Error.
+function failureJson(e) {
+  return JSON.stringify({ f: { ...nameAndMessage(e), fatal: nonRetryable(e) } });
+}
+function storedFailure({ name, message, fatal }) {
+  const error = new Error(message);
+  error.name = name;
+  if (fatal) Object.defineProperty(error, kNonRetryable, { value: true });
+  return error;
 }
 
 // One run of an instance: its step names (a name used again is another
@@ -145,7 +169,11 @@ class WorkflowStep {
     const delayMs = durationMs(retries.delay, 'step.do: retries.delay');
     const timeout = durationMs(config?.timeout ?? '10 minutes', 'step.do: timeout');
     const before = await run.op({ op: 'step', key, kind: 'do', delayMs, backoff: retries.backoff });
-    if ('result' in before) return JSON.parse(before.result).v;
+    if ('result' in before) {
+      const stored = JSON.parse(before.result);
+      if ('f' in stored) throw storedFailure(stored.f);
+      return stored.v;
+    }
     if (before.attempts > limit + 1) {
       // The last attempt ended its run (a limit): no retry is left.
       throw new Error(`step "${name}" ran out of retries (${limit}); its last attempt ended the run: ${before.lastFailure ?? 'unknown'}`);
@@ -154,8 +182,12 @@ class WorkflowStep {
     try {
       value = await withTimeout(Promise.resolve().then(callback), timeout, name);
     } catch (e) {
-      // A NonRetryableError fails the step at once, whatever its retries.
-      if (before.attempts > limit || nonRetryable(e)) throw e;
+      // A NonRetryableError fails the step at once, whatever its retries;
+      // a failed step is stored, never run again (its error thrown again).
+      if (before.attempts > limit || nonRetryable(e)) {
+        await run.op({ op: 'stepDone', key, result: failureJson(e) });
+        throw e;
+      }
       return run.suspend({ end: 'retry', delayMs: before.retryDelayMs });
     }
     const text = jsonOf({ v: value }, `The result of step "${name}"`);

@@ -30,6 +30,22 @@ pub(crate) fn unit() -> Unit {
             include_str!("../js/cloudflare/workflows.js"),
         )
         .function("workflowOp", workflow_op)
+        .function("workflowPreserveNonRetryable", preserve_non_retryable)
+}
+
+host_fn! {
+/// `workflowPreserveNonRetryable()` → whether the Worker's compatibility
+/// settings keep a `NonRetryableError`'s own name and message as its
+/// instance's error (`workflows_preserve_non_retryable_error_message`).
+fn preserve_non_retryable<'s>(
+    scope,
+    host: Rc<HostState>,
+) -> isolane_engine::api::HostResult<Option<v8::Local<'s, v8::Value>>> {
+    let preserve = host
+        .worker()
+        .is_some_and(|bundle| bundle.compat.preserve_non_retryable);
+    Ok(Some(v8::Boolean::new(scope, preserve).into()))
+}
 }
 
 /// An op's answer: its JSON text, or the error it is rejected with.

@@ -40,6 +40,11 @@ pub const HTTP_SERVER_IMPLIED_DATE: Date = Date(2025, 9, 1);
 /// return `Timeout` objects.
 pub const GLOBAL_TIMERS_IMPLIED_DATE: Date = Date(2026, 2, 10);
 
+/// From this date a workflow instance that `run()` ends by a
+/// `NonRetryableError` reports that error's own name and message
+/// (`workflows_preserve_non_retryable_error_message`).
+pub const PRESERVE_NON_RETRYABLE_DATE: Date = Date(2026, 5, 14);
+
 /// What a Worker's settings turn on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum NodeCompat {
@@ -121,6 +126,7 @@ enum Feature {
     MessageChannel,
     HttpServer,
     GlobalTimers,
+    PreserveNonRetryable,
     /// One of [`MODULE_GATES`], by index.
     Module(usize),
 }
@@ -178,6 +184,14 @@ pub const FLAGS: &[(&str, &str)] = &[
     (
         "no_nodejs_global_timers",
         "turns enable_nodejs_global_timers off",
+    ),
+    (
+        "workflows_preserve_non_retryable_error_message",
+        "a workflow instance ended by a NonRetryableError reports its own name and message",
+    ),
+    (
+        "workflows_replace_non_retryable_error_message",
+        "turns workflows_preserve_non_retryable_error_message off",
     ),
 ];
 
@@ -362,6 +376,8 @@ fn flag(name: &str) -> Option<(Feature, bool)> {
         "disable_nodejs_http_server_modules" => (Feature::HttpServer, false),
         "enable_nodejs_global_timers" => (Feature::GlobalTimers, true),
         "no_nodejs_global_timers" => (Feature::GlobalTimers, false),
+        "workflows_preserve_non_retryable_error_message" => (Feature::PreserveNonRetryable, true),
+        "workflows_replace_non_retryable_error_message" => (Feature::PreserveNonRetryable, false),
         _ => {
             return MODULE_GATES.iter().enumerate().find_map(|(i, gate)| {
                 (gate.on == name)
@@ -428,6 +444,11 @@ pub struct Compat {
     /// a `Timeout`): `enable_nodejs_global_timers`, implied by Node.js
     /// compatibility from 2026-02-10 (workerd's rule).
     pub global_timers: bool,
+    /// Whether a workflow instance that `run()` ends by a
+    /// `NonRetryableError` reports that error's name and message, not
+    /// `WorkflowFatalError`'s: `workflows_preserve_non_retryable_error_message`,
+    /// on from 2026-05-14 (docs/workflows.md).
+    pub preserve_non_retryable: bool,
     /// Which [`MODULE_GATES`] are open, by index (with Node.js
     /// compatibility on: its flag, or a date from the gate's).
     pub module_gates: [bool; MODULE_GATES.len()],
@@ -504,6 +525,8 @@ impl Compat {
                 && explicit(Feature::HttpServer).unwrap_or(from(HTTP_SERVER_IMPLIED_DATE)),
             global_timers: node_compat.modules()
                 && explicit(Feature::GlobalTimers).unwrap_or(from(GLOBAL_TIMERS_IMPLIED_DATE)),
+            preserve_non_retryable: explicit(Feature::PreserveNonRetryable)
+                .unwrap_or(from(PRESERVE_NON_RETRYABLE_DATE)),
         })
     }
 }
@@ -580,6 +603,30 @@ mod tests {
         );
         assert_eq!(
             channel(Some("2026-01-01"), &["no_expose_global_message_channel"]),
+            Ok(false)
+        );
+    }
+
+    #[test]
+    fn preserve_non_retryable_from_2026_05_14_or_by_flag() {
+        let preserve = |date, names: &[&str]| {
+            Compat::from_settings(date, &flags(names)).map(|c| c.preserve_non_retryable)
+        };
+        assert_eq!(preserve(None, &[]), Ok(false));
+        assert_eq!(preserve(Some("2026-05-13"), &[]), Ok(false));
+        assert_eq!(preserve(Some("2026-05-14"), &[]), Ok(true));
+        assert_eq!(
+            preserve(
+                Some("2025-01-01"),
+                &["workflows_preserve_non_retryable_error_message"]
+            ),
+            Ok(true)
+        );
+        assert_eq!(
+            preserve(
+                Some("2026-06-01"),
+                &["workflows_replace_non_retryable_error_message"]
+            ),
             Ok(false)
         );
     }

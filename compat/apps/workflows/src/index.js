@@ -1,4 +1,4 @@
-// /probe: three workflows run to their ends, and each status() seen on
+// /probe: the workflows run to their ends, and each status() seen on
 // the way, as JSON (compared between isolane dev and wrangler dev).
 import { WorkflowEntrypoint } from 'cloudflare:workers';
 import { NonRetryableError } from 'cloudflare:workflows';
@@ -25,6 +25,27 @@ export class Fatal extends WorkflowEntrypoint {
     await step.do('fatal', { retries: { limit: 5, delay: '10 seconds', backoff: 'constant' } }, async () => {
       throw new NonRetryableError('no point retrying');
     });
+  }
+}
+
+// Catches its step's NonRetryableError, then sleeps: the step's callback
+// runs once (counted in KV), whether or not `run()` runs again after the
+// sleep (Isolane does, from the step log; miniflare goes on in memory).
+export class Kept extends WorkflowEntrypoint {
+  async run(event, step) {
+    const id = event.instanceId;
+    let caught;
+    try {
+      await step.do('declined', { retries: { limit: 5, delay: '10 seconds', backoff: 'constant' } }, async () => {
+        await this.env.SEEN.put(`kept:${id}:${crypto.randomUUID()}`, '1');
+        throw new NonRetryableError('card declined');
+      });
+    } catch (e) {
+      caught = { isError: e instanceof Error, declined: String(e.message).endsWith('card declined') };
+    }
+    await step.sleep('nap', 500);
+    const runs = (await this.env.SEEN.list({ prefix: `kept:${id}:` })).keys.length;
+    return { caught, runs };
   }
 }
 
@@ -69,6 +90,8 @@ export default {
     // retried.
     const fatal = await env.FATAL.create({ id: `fatal-${run}` });
     out.fatal = shape(await until(fatal, ['complete', 'errored'], 100));
+    const kept = await env.KEPT.create({ id: `kept-${run}` });
+    out.kept = shape(await until(kept, ['complete', 'errored'], 100));
     // miniflare says `running` while a run waits for an event (Isolane:
     // `waiting`, as Cloudflare documents): a short wait for `waiting`.
     out.waiting = shape(await until(waits, ['waiting'], 40));
