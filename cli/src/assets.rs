@@ -83,22 +83,7 @@ fn ignore_rules(dir: &Path) -> anyhow::Result<Gitignore> {
 /// Every file under `dir` (following links, as wrangler's `stat` does), in
 /// name order.
 fn all_files(dir: &Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
-    let mut out = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(folder) = pending.pop() {
-        let entries =
-            std::fs::read_dir(&folder).with_context(|| format!("reading {}", folder.display()))?;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
+    Ok(crate::bundle::files_where(dir, |_| true)?)
 }
 
 /// The project's assets as `isolane dev` serves them. `date` and `flags`

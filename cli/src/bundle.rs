@@ -207,6 +207,15 @@ fn load_folder(dir: &Path, rules: &Rules, main: Option<&str>) -> Result<Code, Co
 /// The files under `dir`, in name order (hidden ones and `node_modules`
 /// left out).
 pub(crate) fn files(dir: &Path) -> Result<Vec<PathBuf>, CodeError> {
+    files_where(dir, |name| !name.starts_with('.') && name != "node_modules")
+}
+
+/// The files under `dir` (following links), in name order, walking only
+/// into the entries whose name `keep` accepts.
+pub(crate) fn files_where(
+    dir: &Path,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Vec<PathBuf>, CodeError> {
     let mut out = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(folder) = pending.pop() {
@@ -215,12 +224,10 @@ pub(crate) fn files(dir: &Path) -> Result<Vec<PathBuf>, CodeError> {
             source,
         })?;
         for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with('.') || name == "node_modules" {
+            if !keep(&entry.file_name().to_string_lossy()) {
                 continue;
             }
+            let path = entry.path();
             if path.is_dir() {
                 pending.push(path);
             } else {
