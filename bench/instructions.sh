@@ -13,6 +13,11 @@
 # requests with curl, then counts REQUESTS (default 2000) more, one at a time.
 # COMPAT_DATE gives the Worker that compatibility date (2026-08-04 or later:
 # Node.js compatibility on; unset: no date, so it is off).
+# WORKERS=<folder> serves that folder's Worker YAML instead (its Worker
+# routed at bench.local answers): bench/instructions/service reaches hello
+# through a service binding, bench/instructions/dispatch through a dispatch
+# namespace binding, so a call's own cost is the difference from hello's.
+# workerd serves hello alone either way.
 # Prints instructions per request for the HTTP (router) threads, the engine
 # threads and in all; with BASELINE_BIN, the same for it and the ratios.
 # With WORKERD, workerd serving the same script (its own config, one
@@ -28,13 +33,17 @@ warmup=${WARMUP:-5000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/workers"
-{
-  printf 'apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: { name: hello, namespace: dev }\n'
-  printf 'spec:\n  routes: [{ host: bench.local }]\n  limits: { cpuMs: 30000, wallMs: 300000 }\n'
-  if [ -n "${COMPAT_DATE:-}" ]; then printf '  compatibilityDate: "%s"\n' "$COMPAT_DATE"; fi
-  printf '  script: |\n'
-  sed 's/^/    /' examples/hello.js
-} > "$work/workers/hello.yaml"
+if [ -n "${WORKERS:-}" ]; then
+  cp "$WORKERS"/*.yaml "$work/workers/"
+else
+  {
+    printf 'apiVersion: isolane.dev/v1alpha1\nkind: Worker\nmetadata: { name: hello, namespace: dev }\n'
+    printf 'spec:\n  routes: [{ host: bench.local }]\n  limits: { cpuMs: 30000, wallMs: 300000 }\n'
+    if [ -n "${COMPAT_DATE:-}" ]; then printf '  compatibilityDate: "%s"\n' "$COMPAT_DATE"; fi
+    printf '  script: |\n'
+    sed 's/^/    /' examples/hello.js
+  } > "$work/workers/hello.yaml"
+fi
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
