@@ -6,7 +6,7 @@
 //! JS RPC; a namespace that did not agree is refused with the label named;
 //! a name that does not exist is `Worker not found`; per-call limits lower
 //! a customer's own: an endless loop ends at the 10 ms the platform gave it
-//! (its own limit is 2 s) while a neighbour on the same thread answers
+//! (its own limit is 5 s) while a neighbour on the same thread answers
 //! before, during and after, and a customer's subrequests stop at the
 //! platform's lower count.
 #![allow(clippy::unwrap_used)]
@@ -50,7 +50,8 @@ export default class extends WorkerEntrypoint {{
     )
 }
 
-/// A hostile customer: an endless loop, with a CPU limit of its own of 2 s.
+/// A hostile customer: an endless loop, with a CPU limit of its own of 5 s
+/// (the engine's cap on any request).
 const LOOP: &str = "export default { fetch() { for (;;) {} } };\n";
 
 /// A customer making up to 5 subrequests (calls of its own namespace's
@@ -100,7 +101,7 @@ fn folder() -> String {
         worker("cust-a", "shop", "", &customer("cust-a")),
         worker("cust-b", "shop", "", &customer("cust-b")),
         worker("cust-c", "shop", "", &customer("cust-c")),
-        worker("cust-a", "spin", "  limits: { cpuMs: 2000 }\n", LOOP),
+        worker("cust-a", "spin", "  limits: { cpuMs: 5000 }\n", LOOP),
         worker(
             "cust-b",
             "counter",
@@ -194,7 +195,12 @@ async fn dev_per_call_limits_lower_a_customers_own_and_spare_the_neighbour() {
         lowered.starts_with("200 made 2, then TypeError: Too many subrequests"),
         "{lowered}"
     );
-    // The endless loop: its own limit is 2 s; the platform gave it 10 ms.
+    // The endless loop: its own limit is 5 s; the platform gave it 10 ms.
+    // A turn's CPU time is never more than its wall time, so a call that
+    // ran under the customer's own limit would take 5 s or more: that is
+    // the bound (a cold isolate of a debug build on a loaded machine can
+    // take a good part of a second before the loop even starts).
+    let own_limit = Duration::from_secs(5);
     assert_eq!(neighbour().await.unwrap(), (200, "neighbour ok".to_owned()));
     let started = Instant::now();
     let (hostile, during) = tokio::join!(platform(&client, port, "/cpu/A/spin"), async {
@@ -211,12 +217,9 @@ async fn dev_per_call_limits_lower_a_customers_own_and_spare_the_neighbour() {
         hostile.starts_with("caught Error: Service call failed: ") && hostile.contains("10 ms"),
         "{hostile}"
     );
-    assert!(
-        took < Duration::from_millis(1000),
-        "the loop ran {took:?}, not ~10 ms"
-    );
+    assert!(took < own_limit, "the loop ran {took:?}, not ~10 ms");
     assert_eq!(during.0, (200, "neighbour ok".to_owned()));
-    assert!(during.1 < Duration::from_millis(1000), "{:?}", during.1);
+    assert!(during.1 < own_limit, "{:?}", during.1);
     assert_eq!(neighbour().await.unwrap(), (200, "neighbour ok".to_owned()));
     // The customer's own Worker serves on (a fresh isolate), and still ends
     // at the lowered limit when asked again.

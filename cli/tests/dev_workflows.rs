@@ -2,7 +2,7 @@
 //! Worker YAML with workflow bindings to `WorkflowEntrypoint` classes it
 //! exports, the instances in the SQLite file under `--state`.
 //!
-//! - A three-step workflow with a 2 s sleep and a `waitForEvent` completes
+//! - A three-step workflow with a 5 s sleep and a `waitForEvent` completes
 //!   with each step's side effect exactly once across a SIGKILL and a
 //!   restart of `isolane dev` between its steps (during the sleep).
 //! - A step that throws twice then succeeds under `retries.limit: 3`
@@ -68,7 +68,7 @@ export class Order extends WorkflowEntrypoint {
   async run(event, step) {
     const id = event.instanceId;
     const a = await step.do('first', async () => { await mark(this.env, id, 'first'); return { n: event.payload.n + 1 }; });
-    await step.sleep('nap', '2 seconds');
+    await step.sleep('nap', '5 seconds');
     const b = await step.do('second', async () => { await mark(this.env, id, 'second'); return a.n + 1; });
     const approval = await step.waitForEvent('approval', { type: 'approval', timeout: '1 minute' });
     const c = await step.do('third', async () => { await mark(this.env, id, 'third'); return b + approval.payload.add; });
@@ -204,7 +204,7 @@ fn project(dir: &Path) {
         "qa",
         "flows",
         &format!(
-            "  routes: [{{host: w.test, pathPrefix: /}}]\n  limits: {{cpuMs: 200, wallMs: 5000}}\n  bindings:\n    - name: SEEN\n      kvNamespace: seen\n{bindings}"
+            "  routes: [{{host: w.test, pathPrefix: /}}]\n  limits: {{cpuMs: 200, wallMs: 30000}}\n  bindings:\n    - name: SEEN\n      kvNamespace: seen\n{bindings}"
         ),
         FLOWS,
     );
@@ -314,14 +314,13 @@ async fn dev_workflow_steps_run_once_across_a_kill_between_steps() {
         ok(&client, port, "/create?wf=ORDER&id=order-1").await,
         "order-1"
     );
-    // The first step ran and the 2 s sleep began: killed mid-sleep.
+    // The first step ran and the 5 s sleep began: killed mid-sleep (the
+    // sleep is long enough that a loaded machine still gets here first).
+    let nap = Duration::from_secs(5);
     let sleeping = until_status(&client, port, "ORDER", "order-1", "waiting").await;
     assert_eq!(sleeping, json!({"status": "waiting"}));
     assert_eq!(side_effects(&client, port, "order-1", "first").await, 1);
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "the sleep ended before the kill"
-    );
+    assert!(started.elapsed() < nap, "the sleep ended before the kill");
     dev.process.kill();
 
     let mut dev = start(port, dir.path(), state.path());
@@ -332,10 +331,7 @@ async fn dev_workflow_steps_run_once_across_a_kill_between_steps() {
         if n == 1 { Ok(()) } else { Err(n) }
     })
     .await;
-    assert!(
-        started.elapsed() >= Duration::from_secs(2),
-        "the sleep was cut short"
-    );
+    assert!(started.elapsed() >= nap, "the sleep was cut short");
     until_status(&client, port, "ORDER", "order-1", "waiting").await;
     assert_eq!(
         ok(&client, port, "/event?wf=ORDER&id=order-1&type=approval").await,
@@ -354,7 +350,7 @@ async fn dev_workflow_steps_run_once_across_a_kill_between_steps() {
         );
     }
     println!(
-        "three steps, a 2 s sleep, a kill and an event: {:?}",
+        "three steps, a 5 s sleep, a kill and an event: {:?}",
         started.elapsed()
     );
 
@@ -419,8 +415,13 @@ async fn dev_workflow_retries_errors_controls_and_a_hostile_step() {
     assert_eq!(side_effects(&client, port, "caught", "fatal").await, 1);
     assert_eq!(side_effects(&client, port, "caught", "spent").await, 1);
 
-    // The hostile step: each attempt ends at the CPU limit; 1 + 1 retry,
-    // then errored. The benign Worker answers before, during and after.
+    // The hostile step: each attempt ends at the CPU limit (200 ms; its
+    // wall limit, 30 s, is out of reach); 1 + 1 retry, then errored. The
+    // benign Worker answers before, during and after, each time within
+    // 4 s: less than an attempt would hold the (only) engine thread under
+    // the engine's 5 s cap alone, and room for a debug build on a loaded
+    // machine (the 200 ms, the isolates made cold again after each stop).
+    let bound = Duration::from_secs(4);
     let benign = |bound: Duration| {
         let client = client.clone();
         async move {
@@ -432,10 +433,10 @@ async fn dev_workflow_retries_errors_controls_and_a_hostile_step() {
             took
         }
     };
-    benign(Duration::from_secs(2)).await;
+    benign(bound).await;
     ok(&client, port, "/create?wf=SPIN&id=spin").await;
     let spun = wait_until("the hostile instance to be errored", DEADLINE, || {
-        let benign = benign(Duration::from_secs(2));
+        let benign = benign(bound);
         let client = client.clone();
         async move {
             let took = benign.await;
@@ -455,8 +456,12 @@ async fn dev_workflow_retries_errors_controls_and_a_hostile_step() {
             .starts_with("step \"spin\" ran out of retries (1); its last attempt ended the run: "),
         "{message}"
     );
+    assert!(
+        message.ends_with("CPU time limit of 200 ms exceeded"),
+        "{message}"
+    );
     assert_eq!(side_effects(&client, port, "spin", "spin").await, 2);
-    let after = benign(Duration::from_secs(2)).await;
+    let after = benign(bound).await;
     println!("hostile step: {message}; benign Worker {slowest:?} as it ended, {after:?} after");
 
     // pause / resume / terminate / restart of a sleeping instance.

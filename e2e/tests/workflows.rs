@@ -109,7 +109,9 @@ fn workers_of(host: &str, benign: bool) -> Vec<isolane_crds::Worker> {
         Binding::workflow("SPIN", None, "Spin", None),
     ];
     flows.spec.limits.cpu_ms = 200;
-    flows.spec.limits.wall_ms = 5000;
+    // Out of reach: each attempt must end at its CPU limit, however
+    // loaded the machine.
+    flows.spec.limits.wall_ms = 30_000;
     let mut all = vec![flows];
     if benign {
         all.push(inline_worker("benign", BENIGN_SCRIPT, &[BENIGN]));
@@ -178,7 +180,11 @@ async fn benign(ingress: &Ingress, bound: Duration) -> Duration {
 /// limit, 1 + 1 retry, then errored; the benign Worker (same node, same
 /// and only engine thread) answers before, during and after.
 async fn a_hostile_step_ends_at_its_limit(ingress: &Ingress) {
-    let bound = Duration::from_secs(2);
+    // Less than an attempt would hold the thread under the node's 5 s cap
+    // alone (its wall limit, 30 s, is out of reach), and room for a debug
+    // build on a loaded machine (the 200 ms, the isolate made cold again
+    // after each stop).
+    let bound = Duration::from_secs(4);
     benign(ingress, bound).await;
     answered(ingress, HOST_A, "/create?wf=SPIN&id=spin", 200).await;
     let (spun, slowest) = wait_until("the hostile instance to be errored", SETTLE, || async {
@@ -195,6 +201,10 @@ async fn a_hostile_step_ends_at_its_limit(ingress: &Ingress) {
     assert!(
         message
             .starts_with("step \"spin\" ran out of retries (1); its last attempt ended the run: "),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("CPU time limit of 200 ms exceeded"),
         "{message}"
     );
     assert_eq!(side_effects(ingress, "spin", "spin").await, 2);

@@ -448,8 +448,11 @@ async fn request_headers_read_as_sent_whenever_they_are_read() {
 async fn a_retired_worker_leaves_every_thread_and_its_neighbour_stays_warm() {
     let (engine, recorder) = engine(2, PoolMode::Pinned);
     let v = revisions(2);
+    // In the retired Worker's namespace: a neighbour of another namespace
+    // could be moved between threads by the other's cold first turns (long
+    // ones in a debug build, `fairness.rs`) and start cold elsewhere.
     let stay = bundle(
-        "u/stay",
+        "t/stay",
         "export default { fetch() { return new Response('stay'); } };",
     );
     assert_eq!(run(&engine, 0, &v[0], "/").await.1, "v1");

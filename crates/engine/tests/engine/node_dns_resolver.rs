@@ -573,12 +573,15 @@ async fn a_silent_server_times_out() {
     };
     let slow = first("slow.example.com. 1");
     let took = done.duration_since(slow);
+    // The 5 s cap, not the resolver's 7.5 s of tries: the margin above the
+    // cap is what a loaded machine may add before the answer is read.
     assert!(
-        took >= Duration::from_millis(4500) && took < Duration::from_millis(6500),
+        took >= Duration::from_millis(4500) && took < Duration::from_millis(7000),
         "{took:?}"
     );
+    // Far less than the slow query's 5 s: the thread did not wait on it.
     let gap = first("example.com. 1").duration_since(slow);
-    assert!(gap < Duration::from_secs(1), "{gap:?}");
+    assert!(gap < Duration::from_millis(2500), "{gap:?}");
 }
 
 /// A Worker with `egress.allowedHosts` asks only the names it may fetch

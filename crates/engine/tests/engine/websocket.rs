@@ -7,21 +7,23 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use isolane_engine::{
-    CloseFrame, Engine, EngineConfig, ExecuteError, PoolMode, SocketEnd, SocketMessage,
+    CloseFrame, Engine, EngineConfig, ExecuteError, Limits, PoolMode, SocketEnd, SocketMessage,
     WebSocketConfig, WebSocketUpgrade, WorkerBundle,
 };
 
 use crate::support::*;
 
 const ECHO: &str = r#"
+function spin() { let x = 0; for (let i = 0; i < SPIN; i++) x += i; return x; }
 export default {
   fetch(request) {
+    if (new URL(request.url).pathname === '/spins') { for (let k = 0; k < SPINS; k++) spin(); return new Response('spun'); }
     if (request.headers.get('upgrade') !== 'websocket') return new Response('not a socket', { status: 426 });
     const [client, server] = Object.values(new WebSocketPair());
     server.accept();
     server.addEventListener('message', (event) => {
       if (event.data === 'burn') { for (;;) {} }
-      if (event.data === 'spin') { let x = 0; for (let i = 0; i < 5e5; i++) x += i; server.send('spun'); return; }
+      if (event.data === 'spin') { spin(); server.send('spun'); return; }
       if (event.data === 'flood') { for (let i = 0; i < 100; i++) server.send('x'.repeat(1000)); return; }
       if (event.data === 'huge') { try { server.send('x'.repeat(2 << 20)); } catch (e) { server.send(e.name); } return; }
       if (event.data === 'bye') { server.close(1000, 'bye'); return; }
@@ -34,6 +36,21 @@ export default {
   },
 };
 "#;
+
+/// The iterations of one `spin` (a millisecond or two of CPU once
+/// optimised), and how many spins the CPU test sends.
+const SPIN: u32 = 2_000_000;
+const SPINS: u32 = 120;
+
+/// [`ECHO`] with its constants.
+fn echo_script() -> String {
+    ECHO.replace("SPINS", &SPINS.to_string())
+        .replace("SPIN", &SPIN.to_string())
+}
+
+fn echo_bundle(id: &str) -> Arc<WorkerBundle> {
+    bundle(id, &echo_script())
+}
 
 fn upgrade_request() -> http::Request<isolane_engine::Body> {
     upgrade("/ws")
@@ -66,7 +83,7 @@ fn ws_engine(websocket: WebSocketConfig) -> Engine {
 #[tokio::test]
 async fn echoes_text_and_binary_and_keeps_close_codes() {
     let engine = ws_engine(WebSocketConfig::default());
-    let echo = bundle("web/echo", ECHO);
+    let echo = echo_bundle("web/echo");
     let mut end = open(&engine, &echo).await;
     for i in 0..20 {
         end.to_worker.send(text(&format!("m{i}"))).await.unwrap();
@@ -106,13 +123,25 @@ async fn echoes_text_and_binary_and_keeps_close_codes() {
 #[tokio::test]
 async fn each_message_has_its_own_cpu_budget() {
     let engine = ws_engine(WebSocketConfig::default());
-    // 50 ms per event by default; many messages of a millisecond or so each
-    // (far under the limit, even on a loaded machine) add up to more than
-    // one request's budget, and all are answered.
-    let echo = bundle("web/echo-cpu", ECHO);
+    // 50 ms per event; many messages of a millisecond or two each (far
+    // under the limit, even cold) add up to more than one request's budget
+    // (the same spins in one request end at the limit: measured in this
+    // run, not assumed), and all are answered.
+    let limits = Limits {
+        cpu_ms: 50,
+        wall_ms: 60_000,
+        ..Limits::default()
+    };
+    let echo = Arc::new(bundle_with("web/echo-cpu", &echo_script(), limits, &[]));
     let neighbour = bundle("web/neighbour", HELLO);
+    let all_at_once = engine.execute(0, echo.clone(), get("/spins")).await;
+    assert!(
+        matches!(all_at_once, Err(ExecuteError::CpuLimit { limit_ms: 50 })),
+        "{SPINS} spins in one request: {:?}",
+        all_at_once.map(|r| r.status())
+    );
     let mut end = open(&engine, &echo).await;
-    for _ in 0..120 {
+    for _ in 0..SPINS {
         end.to_worker.send(text("spin")).await.unwrap();
         assert_eq!(next(&mut end).await, Some(text("spun")));
     }
@@ -127,7 +156,7 @@ async fn each_message_has_its_own_cpu_budget() {
 #[tokio::test]
 async fn messages_over_the_cap_are_refused() {
     let engine = ws_engine(WebSocketConfig::default());
-    let echo = bundle("web/echo-cap", ECHO);
+    let echo = echo_bundle("web/echo-cap");
     let mut end = open(&engine, &echo).await;
     end.to_worker.send(text("huge")).await.unwrap();
     assert_eq!(next(&mut end).await, Some(text("RangeError")));
@@ -141,7 +170,7 @@ async fn a_client_that_never_reads_is_dropped_not_buffered() {
         buffered_messages: 8,
         ..WebSocketConfig::default()
     });
-    let echo = bundle("web/echo-flood", ECHO);
+    let echo = echo_bundle("web/echo-flood");
     let neighbour = bundle("web/neighbour", HELLO);
     let mut end = open(&engine, &echo).await;
     // 100 sends into a queue of 8 that nobody reads.
@@ -169,7 +198,7 @@ async fn idle_sockets_are_closed() {
         idle_timeout: Duration::from_millis(300),
         ..WebSocketConfig::default()
     });
-    let echo = bundle("web/echo-idle", ECHO);
+    let echo = echo_bundle("web/echo-idle");
     let mut end = open(&engine, &echo).await;
     end.to_worker.send(text("hi")).await.unwrap();
     assert_eq!(next(&mut end).await, Some(text("hi")));
@@ -188,8 +217,8 @@ async fn sockets_per_worker_are_capped() {
         max_sockets_per_worker: 3,
         ..WebSocketConfig::default()
     });
-    let echo = bundle("web/echo-many", ECHO);
-    let other = bundle("web/echo-other", ECHO);
+    let echo = echo_bundle("web/echo-many");
+    let other = echo_bundle("web/echo-other");
     let mut ends = Vec::new();
     for _ in 0..3 {
         ends.push(open(&engine, &echo).await);
@@ -238,7 +267,7 @@ async fn one_client_is_capped_at_its_share_of_a_workers_sockets() {
         max_sockets_per_client: 2,
         ..WebSocketConfig::default()
     });
-    let echo = bundle("web/echo-shared", ECHO);
+    let echo = echo_bundle("web/echo-shared");
     let open_from = |client: &'static str| {
         let (engine, echo) = (&engine, echo.clone());
         async move {
@@ -444,7 +473,7 @@ async fn open_sockets_do_not_hold_request_slots() {
         ..EngineConfig::default()
     })
     .0;
-    let echo = bundle("web/echo-slots", ECHO);
+    let echo = echo_bundle("web/echo-slots");
     let mut ends = Vec::new();
     for _ in 0..150 {
         ends.push(open(&engine, &echo).await);
