@@ -1,7 +1,8 @@
 //! The Web platform's APIs for the Isolane engine, as they leave its core
 //! (docs/adr/0002-engine-crates.md): today TextEncoder, TextDecoder and
 //! atob/btoa (`encoding.rs`, `encoding/decoder.rs`, `js/04_encoding.js`,
-//! `js/05_base64.js`), `URL` and `URLSearchParams` (`url.rs`,
+//! `js/05_base64.js`) with TextEncoderStream and TextDecoderStream
+//! (`js/08_encoding_streams.js`), `URL` and `URLSearchParams` (`url.rs`,
 //! `js/06_url.js`; the parser stays the core's), Blob and File (`blob.rs`,
 //! `js/09_blob.js`), Web Crypto (`crypto.rs`,
 //! `crypto/*`, `js/14_crypto.js`; its parts Node's `node:crypto` is built
@@ -68,6 +69,7 @@ fn units() -> Vec<Unit> {
     vec![
         encoding::unit(),
         url::unit(),
+        encoding::streams(),
         blob::unit(),
         crypto::unit(),
         console::unit(),
