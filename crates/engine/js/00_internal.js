@@ -239,3 +239,10 @@ internal.makePairIterable = function makePairIterable(cls, name, getPairs, brand
 // TextEncoder and TextDecoder are isolane-web's).
 internal.utf8Encode = (s) => host.utf8Encode(s);
 internal.utf8Decode = (u8) => (u8.length === 0 ? '' : host.utf8Decode(u8, false, false));
+
+// The URL parser (the url_parser unit's host function) for the core's
+// Request, Response and fetch: the component array of HOST.md, or null. The
+// URL and URLSearchParams objects are isolane-web's (06_url.js), which
+// replaces isURLSearchParams; without that family no body is one.
+internal.parseURL = (s, base) => (base === undefined ? host.urlParse(s) : host.urlParse(s, base));
+internal.isURLSearchParams = () => false;

@@ -123,8 +123,6 @@ mod streaming;
 mod tail;
 #[path = "engine/tenants.rs"]
 mod tenants;
-#[path = "engine/url.rs"]
-mod url;
 #[path = "engine/websocket.rs"]
 mod websocket;
 #[path = "engine/websocket_out.rs"]

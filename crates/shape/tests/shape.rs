@@ -46,8 +46,13 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// left the core for `isolane-bindings` behind a generic `RingClass`
 /// (the trait and its registry cost 18 lines more than the D1 branches);
 /// lowered to 29,750 (29,717 lines) when TextEncoder, TextDecoder and
-/// atob/btoa left for `isolane-web`.
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 29_800)];
+/// atob/btoa left for `isolane-web`; raised to 29,800 (29,770 lines) by a
+/// service call's slot and a streams change; lowered to 29,500 (29,466
+/// lines) when URL and URLSearchParams left for `isolane-web` (the parser
+/// stays: the core's Request and fetch use it), and to 29,400 (29,398
+/// lines) when TextEncoderStream and TextDecoderStream followed
+/// TextEncoder.
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 29_400)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.

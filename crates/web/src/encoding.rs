@@ -1,9 +1,10 @@
 //! TextEncoder, TextDecoder and atob/btoa (`js/04_encoding.js`,
 //! `js/05_base64.js`): UTF-8 through the core's `utf8Encode`/`utf8Decode`
 //! (its bodies use them too) and `utf8EncodeInto` here, every other
-//! encoding through an encoding_rs decoder (`encoding/decoder.rs`). The
-//! core reaches none of it: its `TextDecoderStream` makes a `TextDecoder`
-//! through the global when one is constructed, never at load time.
+//! encoding through an encoding_rs decoder (`encoding/decoder.rs`); and
+//! TextEncoderStream and TextDecoderStream (`js/08_encoding_streams.js`,
+//! the [`streams`] unit), over the core's `TransformStream`. The core
+//! reaches none of it.
 
 mod decoder;
 
@@ -16,6 +17,12 @@ pub(crate) fn unit() -> Unit {
         .function("encodingForLabel", decoder::encoding_for_label)
         .function("textDecoderNew", decoder::text_decoder_new)
         .function("textDecode", decoder::text_decode)
+}
+
+/// TextEncoderStream and TextDecoderStream: JavaScript only, a unit of
+/// its own for its file's place in the family's order (after `url`'s).
+pub(crate) fn streams() -> Unit {
+    Unit::new("encoding_streams").js(&["08_encoding_streams.js"])
 }
 
 host_fn! {

@@ -1,7 +1,9 @@
 //! The Web platform's APIs for the Isolane engine, as they leave its core
 //! (docs/adr/0002-engine-crates.md): today TextEncoder, TextDecoder and
 //! atob/btoa (`encoding.rs`, `encoding/decoder.rs`, `js/04_encoding.js`,
-//! `js/05_base64.js`), Blob and File (`blob.rs`,
+//! `js/05_base64.js`) with TextEncoderStream and TextDecoderStream
+//! (`js/08_encoding_streams.js`), `URL` and `URLSearchParams` (`url.rs`,
+//! `js/06_url.js`; the parser stays the core's), Blob and File (`blob.rs`,
 //! `js/09_blob.js`), Web Crypto (`crypto.rs`,
 //! `crypto/*`, `js/14_crypto.js`; its parts Node's `node:crypto` is built
 //! on are public here, [`crypto`], for `isolane-nodejs`), `URLPattern`
@@ -16,7 +18,7 @@
 //! `js/23_html_rewriter.js`) and the compression streams with their codecs
 //! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
 //! uses the same host functions). The rest of the Web platform (fetch,
-//! streams, URL, WebSocket, timers, …) is still
+//! streams, WebSocket, timers, …) is still
 //! units of the core, to come here by the same seams.
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
@@ -44,6 +46,7 @@ mod form_data;
 mod html_rewriter;
 mod message_channel;
 pub mod offload;
+mod url;
 mod url_pattern;
 
 use isolane_engine::Family;
@@ -65,6 +68,8 @@ pub fn family() -> Family {
 fn units() -> Vec<Unit> {
     vec![
         encoding::unit(),
+        url::unit(),
+        encoding::streams(),
         blob::unit(),
         crypto::unit(),
         console::unit(),

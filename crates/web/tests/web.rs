@@ -28,5 +28,7 @@ mod form_data;
 mod html_rewriter;
 #[path = "web/message_channel.rs"]
 mod message_channel;
+#[path = "web/url.rs"]
+mod url;
 #[path = "web/url_pattern.rs"]
 mod url_pattern;

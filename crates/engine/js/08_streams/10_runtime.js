@@ -115,8 +115,7 @@ for (const [name, value] of Object.entries({
   ReadableStream, ReadableStreamDefaultReader, ReadableStreamBYOBReader, ReadableStreamDefaultController,
   ReadableByteStreamController, ReadableStreamBYOBRequest, WritableStream, WritableStreamDefaultWriter,
   WritableStreamDefaultController, TransformStream, TransformStreamDefaultController,
-  ByteLengthQueuingStrategy, CountQueuingStrategy, TextEncoderStream, TextDecoderStream,
-  IdentityTransformStream, FixedLengthStream,
+  ByteLengthQueuingStrategy, CountQueuingStrategy, IdentityTransformStream, FixedLengthStream,
 })) {
   internal.defineGlobal(name, value);
 }

@@ -1,8 +1,11 @@
-//! `host.urlParse` and `host.urlSet`: the JavaScript `URL`'s parsing and
-//! setters, by `ada-url` (the WHATWG URL Standard's parser, conformant with
-//! the Web Platform Tests; Node.js uses the same library). The engine's own
-//! Rust code (outbound fetch, egress checks) keeps the `url` crate; what it
-//! gets from JavaScript is an href this parser already normalised.
+//! `host.urlParse` and `host.urlSet`: the WHATWG URL Standard's parser and
+//! setters, by `ada-url` (conformant with the Web Platform Tests; Node.js
+//! uses the same library). The core's `Request`, `Response` and `fetch`
+//! parse with it (`internal.parseURL`, `00_internal.js`); the `URL` and
+//! `URLSearchParams` objects built on both are `isolane-web`'s
+//! (`crates/web/js/06_url.js`). The engine's own Rust code (outbound fetch,
+//! egress checks) keeps the `url` crate; what it gets from JavaScript is an
+//! href this parser already normalised.
 
 use ada_url::Url;
 
@@ -10,10 +13,9 @@ use super::error::{HostError, HostResult};
 use super::js_string;
 use crate::unit::Unit;
 
-/// `URL` and `URLSearchParams`.
+/// The URL parser: host functions only.
 pub(super) fn unit() -> Unit {
-    Unit::new("url")
-        .js(&["06_url.js"])
+    Unit::new("url_parser")
         .function("urlParse", url_parse)
         .function("urlSet", url_set)
 }

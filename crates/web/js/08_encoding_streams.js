@@ -1,6 +1,11 @@
-// =========================================================================
-// TextEncoderStream / TextDecoderStream (Encoding Standard)
-// =========================================================================
+// 08_encoding_streams.js — TextEncoderStream and TextDecoderStream (Encoding
+// Standard): a TransformStream each, over the core's UTF-8 encoder and the
+// global TextDecoder (04_encoding.js), constructed when a stream is made.
+'use strict';
+
+// The core's class (08_streams.js), taken at snapshot time: a Worker that
+// replaces the global later changes nothing here.
+const { TransformStream } = globalThis;
 
 class TextEncoderStream {
   #t;
@@ -65,3 +70,5 @@ class TextDecoderStream {
 internal.enumerableMembers(TextDecoderStream, ['encoding', 'fatal', 'ignoreBOM', 'readable', 'writable']);
 internal.setToStringTag(TextDecoderStream.prototype, 'TextDecoderStream');
 
+internal.defineGlobal('TextEncoderStream', TextEncoderStream);
+internal.defineGlobal('TextDecoderStream', TextDecoderStream);

@@ -1,5 +1,7 @@
 // 06_url.js — URL and URLSearchParams (URL Standard). Parsing and setters are
-// the host's (a WHATWG URL implementation); this file keeps the objects.
+// the core's host functions (urlParse, urlSet: a WHATWG URL implementation,
+// which the core's Request and fetch parse with too); this file keeps the
+// objects.
 'use strict';
 
 const HREF = 0, ORIGIN = 1, PROTOCOL = 2, USERNAME = 3, PASSWORD = 4, HOST = 5, HOSTNAME = 6,
@@ -313,6 +315,5 @@ internal.enumerableMembers(URL, ['href', 'origin', 'protocol', 'username', 'pass
   'port', 'pathname', 'search', 'searchParams', 'hash', 'toString', 'toJSON']);
 internal.setToStringTag(URL.prototype, 'URL');
 
-internal.parseURL = (s, base) => (base === undefined ? host.urlParse(s) : host.urlParse(s, base));
 internal.defineGlobal('URL', URL);
 internal.defineGlobal('URLSearchParams', URLSearchParams);
