@@ -8,6 +8,13 @@ export default {
     const [client, server] = Object.values(new WebSocketPair());
     server.accept();
     server.addEventListener('message', (event) => server.send(event.data));
+    // Answers the client's close with its code: before the compatibility
+    // date 2026-04-07 (web_socket_auto_reply_to_close) this is the reply;
+    // from it the runtime has answered already and close() does nothing.
+    server.addEventListener('close', (event) => {
+      if (event.code === 1005 || event.code === 1006) server.close();
+      else server.close(event.code, event.reason);
+    });
     return new Response(null, { status: 101, webSocket: client });
   },
 };

@@ -88,6 +88,32 @@ export default {
 };
 "#;
 
+/// Its `close` listener says what `readyState` it sees (a send that throws
+/// once the runtime answered), then closes with 4002: served at a date
+/// before 2026-04-07 (`closer-before.test`: that close is the client's
+/// reply) and one after (`closer-after.test`: the runtime's reply with the
+/// client's own code came first).
+const CLOSER: &str = r#"
+export default {
+  fetch(request) {
+    const [client, server] = Object.values(new WebSocketPair());
+    server.accept();
+    server.addEventListener('close', (event) => {
+      try { server.send(`close ${event.code} seen in state ${server.readyState}`); } catch { /* answered */ }
+      server.close(4002, 'worker reply');
+    });
+    return new Response(null, { status: 101, webSocket: client });
+  },
+};
+"#;
+
+/// `CLOSER` as `name` on `host` at compatibility date `date`.
+fn closer(name: &str, host: &str, date: &str) -> isolane_crds::Worker {
+    let mut worker = inline_worker(name, CLOSER, &[host]);
+    worker.spec.compatibility_date = Some(date.to_owned());
+    worker
+}
+
 /// An outbound WebSocket from a Worker: `new WebSocket(upstream)` with
 /// the `on…` attributes, `n` messages sent one after the other and
 /// echoed, then a close with 1000; answers with what it saw (or the
@@ -184,6 +210,8 @@ impl System {
             &[
                 inline_worker("echo", ECHO, &["echo.test"]),
                 inline_worker("dialer", DIALER, &["dialer.test"]),
+                closer("closer-before", "closer-before.test", "2026-03-01"),
+                closer("closer-after", "closer-after.test", "2026-11-01"),
             ],
         )
         .await;
@@ -195,7 +223,12 @@ impl System {
             &[inline_worker("flood", ECHO, &["flood.test"])],
         )
         .await;
-        for host in ["echo.test", "flood.test"] {
+        for host in [
+            "echo.test",
+            "flood.test",
+            "closer-before.test",
+            "closer-after.test",
+        ] {
             connect_within(system.ingress(), host, SETTLE).await;
         }
         system
@@ -358,6 +391,39 @@ async fn echo_close_limits_and_a_flood_beside_a_benign_socket() {
         (reply.body == "4001 client bye").then_some(())
     })
     .await;
+
+    // By the Worker's date (`web_socket_auto_reply_to_close`), through
+    // router and node: the Worker's own close answers the client's, or
+    // the runtime's with the client's code.
+    for (host, expected) in [
+        (
+            "closer-before.test",
+            vec!["close 4001 seen in state 2", "4002 worker reply"],
+        ),
+        ("closer-after.test", vec!["4001 client bye"]),
+    ] {
+        let (mut socket, _) = connect(ingress, host).await.unwrap();
+        socket
+            .send(Message::Close(Some(CloseFrame {
+                code: CloseCode::from(4001),
+                reason: "client bye".into(),
+            })))
+            .await
+            .unwrap();
+        let mut seen = Vec::new();
+        while let Some(message) = next(&mut socket).await {
+            match message {
+                Message::Text(text) => seen.push(text.to_string()),
+                Message::Close(frame) => {
+                    seen.extend(frame.map(|f| format!("{} {}", u16::from(f.code), f.reason)));
+                    break;
+                }
+                _ => {}
+            }
+        }
+        eprintln!("{host}: the client got {seen:?} after its close");
+        assert_eq!(seen, expected, "{host}");
+    }
 
     // A message over 1 MiB: 1009 from the router, the benign socket on.
     // (The router may close before it has read the rest: the send can

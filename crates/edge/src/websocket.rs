@@ -12,6 +12,11 @@
 //! within `write_timeout` ends the connection (a peer that never reads is
 //! not waited for); the local end dropping its sender closes with 1011.
 //! Pings are answered by tungstenite.
+//!
+//! A peer's close is answered by the local end, never by this loop: the
+//! Worker's side sends the reply (at once with the peer's code, or its own
+//! `close()`, by the Worker's compatibility settings), and [`reply`] writes
+//! it, waiting at most [`CLOSE_REPLY_WAIT`].
 
 use std::time::Duration;
 
@@ -25,6 +30,9 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
 pub use tokio_tungstenite::tungstenite::protocol::Role;
+
+mod reply;
+pub use reply::CLOSE_REPLY_WAIT;
 
 /// The chunk a connection is read in: an idle socket holds its read buffer
 /// for its life (tungstenite's default is 128 KiB each way).
@@ -98,6 +106,8 @@ pub async fn pump<S, D>(
         .max_frame_size(Some(max_message_bytes));
     let mut ws = WebSocketStream::from_raw_socket(io, role, Some(config)).await;
     let mut reading = true;
+    // The local end sent its close: a close read now is the peer's reply.
+    let mut sent_close = false;
     loop {
         tokio::select! {
             () = cancelled(closing) => {
@@ -131,10 +141,14 @@ pub async fn pump<S, D>(
                 if to_local.try_send(message).is_err() {
                     reading = false;
                 }
-                if close {
-                    // tungstenite queued the reply with the peer's code:
-                    // send it, and the closing handshake is done.
+                if close && sent_close {
+                    // The peer's reply to ours: the handshake is done.
                     let _ = tokio::time::timeout(write_timeout, ws.flush()).await;
+                    return;
+                }
+                if close {
+                    // The peer closed first: the reply is the local end's.
+                    reply::await_local(&mut ws, role, &mut from_local, write_timeout, closing, side).await;
                     return;
                 }
             }
@@ -156,6 +170,7 @@ pub async fn pump<S, D>(
                 side.outbound(&message);
                 let whole = D::to_whole(message);
                 let closed = matches!(whole, Whole::Close(_));
+                sent_close |= closed;
                 if !send(&mut ws, frame(whole), write_timeout).await || (closed && !reading) {
                     return;
                 }

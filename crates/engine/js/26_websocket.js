@@ -263,7 +263,7 @@ class WebSocket extends EventTarget {
     [code, reason] = checkClose(code, reason);
     if (this.#closeSent || this.#state === CLOSED) return;
     this.#closeSent = true;
-    this.#state = CLOSING;
+    this.#state = this.#state === CLOSING ? CLOSED : CLOSING; // CLOSING: the reply to the peer's
     if (this.#hostId !== 0) {
       host.webSocketClose(this.#hostId, code ?? 0, reason);
       return;
@@ -297,7 +297,9 @@ class WebSocket extends EventTarget {
     if (this.#state === CLOSED) return;
     let event;
     if (kind === 2) {
-      this.#state = CLOSED;
+      // Half open, the Worker's close() is the reply (web_socket_manual_reply_to_close).
+      const halfOpen = this.#hostId !== 0 && host.webSocketHalfOpen(this.#hostId);
+      this.#state = halfOpen ? CLOSING : CLOSED;
       if (this.#hostId !== 0) byHostId.delete(this.#hostId);
       event = new CloseEvent('close', { code, reason, wasClean: code !== 1006 });
     } else {
@@ -458,7 +460,7 @@ class WebSocket extends EventTarget {
       from.addEventListener('close', (event) => {
         if (to.#closeSent || to.#state === CLOSED) return;
         to.#closeSent = true;
-        to.#state = CLOSING;
+        to.#state = to.#state === CLOSING ? CLOSED : CLOSING; // CLOSING: the reply to its peer's
         // 1005 (no code) goes as none; 1006 (the peer vanished) as 1011.
         const code = event.code === 1005 ? 0 : event.code === 1006 ? 1011 : event.code;
         host.webSocketClose(to.#hostId, code, code === 0 ? '' : event.reason);

@@ -45,6 +45,11 @@ pub const GLOBAL_TIMERS_IMPLIED_DATE: Date = Date(2026, 2, 10);
 /// (`workflows_preserve_non_retryable_error_message`).
 pub const PRESERVE_NON_RETRYABLE_DATE: Date = Date(2026, 5, 14);
 
+/// From this date a client's WebSocket close is answered by the runtime
+/// with the same code and reason (`web_socket_auto_reply_to_close`); before
+/// it the Worker's own `close()` is the reply (docs/websockets.md).
+pub const WEB_SOCKET_AUTO_REPLY_DATE: Date = Date(2026, 4, 7);
+
 /// What a Worker's settings turn on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum NodeCompat {
@@ -127,6 +132,7 @@ enum Feature {
     HttpServer,
     GlobalTimers,
     PreserveNonRetryable,
+    WebSocketAutoReply,
     /// One of [`MODULE_GATES`], by index.
     Module(usize),
 }
@@ -192,6 +198,14 @@ pub const FLAGS: &[(&str, &str)] = &[
     (
         "workflows_replace_non_retryable_error_message",
         "turns workflows_preserve_non_retryable_error_message off",
+    ),
+    (
+        "web_socket_auto_reply_to_close",
+        "a peer's WebSocket close is answered at once with its own code; the close event sees readyState CLOSED",
+    ),
+    (
+        "web_socket_manual_reply_to_close",
+        "turns web_socket_auto_reply_to_close off: the Worker's close() answers a peer's close",
     ),
 ];
 
@@ -378,6 +392,8 @@ fn flag(name: &str) -> Option<(Feature, bool)> {
         "no_nodejs_global_timers" => (Feature::GlobalTimers, false),
         "workflows_preserve_non_retryable_error_message" => (Feature::PreserveNonRetryable, true),
         "workflows_replace_non_retryable_error_message" => (Feature::PreserveNonRetryable, false),
+        "web_socket_auto_reply_to_close" => (Feature::WebSocketAutoReply, true),
+        "web_socket_manual_reply_to_close" => (Feature::WebSocketAutoReply, false),
         _ => {
             return MODULE_GATES.iter().enumerate().find_map(|(i, gate)| {
                 (gate.on == name)
@@ -449,6 +465,11 @@ pub struct Compat {
     /// `WorkflowFatalError`'s: `workflows_preserve_non_retryable_error_message`,
     /// on from 2026-05-14 (docs/workflows.md).
     pub preserve_non_retryable: bool,
+    /// Whether a peer's WebSocket close is answered by the runtime at once
+    /// (the close event then sees `readyState` CLOSED), not left to the
+    /// Worker's own `close()` (CLOSING until then):
+    /// `web_socket_auto_reply_to_close`, on from 2026-04-07.
+    pub web_socket_auto_reply: bool,
     /// Which [`MODULE_GATES`] are open, by index (with Node.js
     /// compatibility on: its flag, or a date from the gate's).
     pub module_gates: [bool; MODULE_GATES.len()],
@@ -527,6 +548,8 @@ impl Compat {
                 && explicit(Feature::GlobalTimers).unwrap_or(from(GLOBAL_TIMERS_IMPLIED_DATE)),
             preserve_non_retryable: explicit(Feature::PreserveNonRetryable)
                 .unwrap_or(from(PRESERVE_NON_RETRYABLE_DATE)),
+            web_socket_auto_reply: explicit(Feature::WebSocketAutoReply)
+                .unwrap_or(from(WEB_SOCKET_AUTO_REPLY_DATE)),
         })
     }
 }
@@ -629,6 +652,34 @@ mod tests {
             ),
             Ok(false)
         );
+    }
+
+    #[test]
+    fn web_socket_auto_reply_from_2026_04_07_or_by_flag() {
+        let auto = |date, names: &[&str]| {
+            Compat::from_settings(date, &flags(names)).map(|c| c.web_socket_auto_reply)
+        };
+        assert_eq!(auto(None, &[]), Ok(false));
+        assert_eq!(auto(Some("2026-04-06"), &[]), Ok(false));
+        assert_eq!(auto(Some("2026-04-07"), &[]), Ok(true));
+        assert_eq!(
+            auto(Some("2025-01-01"), &["web_socket_auto_reply_to_close"]),
+            Ok(true)
+        );
+        assert_eq!(
+            auto(Some("2026-11-01"), &["web_socket_manual_reply_to_close"]),
+            Ok(false)
+        );
+        assert!(matches!(
+            auto(
+                Some("2026-11-01"),
+                &[
+                    "web_socket_auto_reply_to_close",
+                    "web_socket_manual_reply_to_close"
+                ]
+            ),
+            Err(CompatError::Contradictory { .. })
+        ));
     }
 
     #[test]

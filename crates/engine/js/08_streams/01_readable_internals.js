@@ -242,18 +242,20 @@ function defaultControllerShouldCallPull(c) {
   if (isReadableStreamLocked(s) && hasDefaultReader(s) && numReadRequests(s) > 0) return true;
   return defaultControllerGetDesiredSize(c) > 0;
 }
-function defaultControllerCallPullIfNeeded(c) {
-  if (!defaultControllerShouldCallPull(c)) return;
+// Both controllers pull alike (ReadableStream*ControllerCallPullIfNeeded).
+function callPullIfNeeded(c, shouldPull, error) {
+  if (!shouldPull(c)) return;
   if (c.pulling) { c.pullAgain = true; return; }
   c.pulling = true;
   then(c.pullAlgorithm(), () => {
     c.pulling = false;
     if (c.pullAgain) {
       c.pullAgain = false;
-      defaultControllerCallPullIfNeeded(c);
+      callPullIfNeeded(c, shouldPull, error);
     }
-  }, (e) => defaultControllerError(c, e));
+  }, (e) => error(c, e));
 }
+function defaultControllerCallPullIfNeeded(c) { callPullIfNeeded(c, defaultControllerShouldCallPull, defaultControllerError); }
 function defaultControllerCancelSteps(c, reason) {
   resetQueue(c);
   const result = c.cancelAlgorithm(reason);
@@ -319,18 +321,7 @@ function byteControllerShouldCallPull(c) {
   if (hasBYOBReader(s) && numReadIntoRequests(s) > 0) return true;
   return byteControllerGetDesiredSize(c) > 0;
 }
-function byteControllerCallPullIfNeeded(c) {
-  if (!byteControllerShouldCallPull(c)) return;
-  if (c.pulling) { c.pullAgain = true; return; }
-  c.pulling = true;
-  then(c.pullAlgorithm(), () => {
-    c.pulling = false;
-    if (c.pullAgain) {
-      c.pullAgain = false;
-      byteControllerCallPullIfNeeded(c);
-    }
-  }, (e) => byteControllerError(c, e));
-}
+function byteControllerCallPullIfNeeded(c) { callPullIfNeeded(c, byteControllerShouldCallPull, byteControllerError); }
 function byteControllerError(c, e) {
   const s = c.stream;
   if (s.state !== 'readable') return;

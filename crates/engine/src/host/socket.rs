@@ -44,6 +44,7 @@ pub(super) fn unit() -> Unit {
         .function("webSocketClose", web_socket_close)
         .function("webSocketAccepted", web_socket_accepted)
         .function("webSocketPass", web_socket_pass)
+        .function("webSocketHalfOpen", web_socket_half_open)
         .request_state::<Sockets>()
 }
 
@@ -112,6 +113,8 @@ pub(super) struct Entry {
     active: Cell<Instant>,
     /// The Worker sent its close frame.
     closed: Cell<bool>,
+    /// The peer closed and the Worker's `close()` is the reply (half open).
+    peer_closed: Cell<bool>,
     /// Opened when the Worker accepts its end; the pump waits on it.
     accepted: Rc<tokio::sync::Notify>,
     /// Who keeps it instead of a request: the Durable Object that accepted
@@ -147,10 +150,33 @@ impl Sockets {
         Some((entry.out.clone(), entry.closed.get()))
     }
 
-    fn mark_closed(&self, id: u32) {
-        if let Some(entry) = self.open.borrow().get(&id) {
-            entry.closed.set(true);
+    /// Marks the Worker's close of socket `id` sent: whether the peer's came first.
+    fn mark_closed(&self, id: u32) -> bool {
+        let open = self.open.borrow();
+        let entry = open.get(&id).inspect(|e| e.closed.set(true));
+        entry.is_some_and(|e| e.peer_closed.get())
+    }
+
+    /// The peer closed socket `id`: true when it stays half open for the Worker's `close()`;
+    /// else it goes, answered first with the peer's frame when `auto` (the compat flag).
+    pub(super) fn peer_closed(&self, id: u32, frame: &Option<CloseFrame>, auto: bool) -> bool {
+        let open = self.open.borrow();
+        let Some(entry) = open.get(&id) else {
+            return false;
+        };
+        let abnormal = matches!(frame, Some(f) if f.code == code::ABNORMAL);
+        if abnormal || entry.closed.replace(auto) || entry.peer_closed.replace(true) {
+            return false;
         }
+        if auto {
+            let _ = entry.out.try_send(SocketMessage::Close(frame.clone()));
+        }
+        !auto
+    }
+
+    fn half_open(&self, id: u32) -> bool {
+        let open = self.open.borrow();
+        open.get(&id).is_some_and(|e| e.peer_closed.get())
     }
 
     pub(super) fn idle_since(&self, id: u32) -> Option<Instant> {
@@ -343,6 +369,7 @@ pub(super) fn new_entry(
         pump: None,
         active: Cell::new(Instant::now()),
         closed: Cell::new(false),
+        peer_closed: Cell::new(false),
         accepted: accepted.clone(),
         keeper,
         _slot: slot,
@@ -475,15 +502,25 @@ fn web_socket_close<'s>(_scope, host: Rc<HostState>, id: u32, code: u32, reason:
     if closed {
         return Ok(());
     }
-    sockets.mark_closed(id);
+    let half_open = sockets.mark_closed(id);
     let frame = u16::try_from(code)
         .ok()
         .filter(|c| *c != 0)
         .map(|code| CloseFrame { code, reason });
     if out.try_send(SocketMessage::Close(frame)).is_err() {
         drop_abnormally(&host, sockets, id, "the client is not reading");
+    } else if half_open && let Some(entry) = sockets.take(id) {
+        // The reply to the peer's close: done (its pump ends with the channel).
+        host.release_hold(entry.ctx);
     }
     Ok(())
+}
+}
+
+host_fn! {
+/// `webSocketHalfOpen(id)`: whether the peer closed and awaits the Worker's `close()`.
+fn web_socket_half_open<'s>(_scope, host: Rc<HostState>, id: u32) -> HostResult<bool> {
+    Ok(sockets(&host)?.half_open(id))
 }
 }
 
@@ -524,6 +561,7 @@ fn received(
                 reason: "idle timeout".to_owned(),
             };
             if let Some((out, _)) = sockets.out(id) {
+                sockets.mark_closed(id);
                 let _ = out.try_send(SocketMessage::Close(Some(frame.clone())));
             }
             Some(SocketMessage::Close(Some(frame)))
@@ -582,9 +620,16 @@ async fn pump(me: Weak<dyn IsolateTurns>, ctx: u32, id: u32, queue: ClientQueue,
     let mut inbox = Inbox::new(me, id, queue, idle);
     while let Some((isolate, message)) = inbox.next().await {
         let host = isolate.host();
-        if matches!(message, SocketMessage::Close(_)) {
-            // Forgotten first: the Worker's `close()` in its handler is
-            // then a no-op (the front end answers the client's close).
+        if let SocketMessage::Close(frame) = &message {
+            let auto = host.worker().is_none_or(|w| w.compat.web_socket_auto_reply);
+            if host
+                .state::<Sockets>()
+                .is_some_and(|s| s.peer_closed(id, frame, auto))
+            {
+                isolate.socket_event(ctx, id, message);
+                continue;
+            }
+            // Forgotten first: the Worker's `close()` in its handler is a no-op.
             let Some(entry) = host.state::<Sockets>().and_then(|s| s.take(id)) else {
                 return;
             };

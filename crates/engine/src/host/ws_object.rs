@@ -293,8 +293,11 @@ async fn object_pump(
                 continue;
             }
             let closing = matches!(message, SocketMessage::Close(_));
-            // Forgotten first (its places go): the object's `close()` in
-            // its handler is then a no-op, as for any socket.
+            // Answered with the peer's code and forgotten first (its places
+            // go): the object's `close()` in its handler is then a no-op.
+            if let SocketMessage::Close(frame) = &message {
+                sockets.peer_closed(id, frame, true);
+            }
             if closing && sockets.take(id).is_none() {
                 return;
             }

@@ -103,8 +103,15 @@ async fn echoes_text_and_binary_and_keeps_close_codes() {
         })))
         .await
         .unwrap();
-    // The worker's close went after the socket was forgotten: the front
-    // end answers the client's close itself; the channel ends.
+    // No compatibility date: the Worker's own close (in its `close`
+    // listener) is the reply, then the channel ends.
+    assert_eq!(
+        next(&mut end).await,
+        Some(SocketMessage::Close(Some(CloseFrame {
+            code: 4001,
+            reason: "closing".to_owned()
+        })))
+    );
     assert_eq!(next(&mut end).await, None);
     // The worker's own close, with its code.
     let mut end = open(&engine, &echo).await;
@@ -118,6 +125,88 @@ async fn echoes_text_and_binary_and_keeps_close_codes() {
     );
     // Plain HTTP still works on the same worker.
     assert_eq!(run(&engine, 0, &echo, "/").await.0, 426);
+}
+
+/// Reports the `readyState` its `close` listener sees, then closes with
+/// 4002 (a no-op once the runtime answered).
+const REPLIER: &str = r#"
+export default {
+  fetch(request) {
+    const [client, server] = Object.values(new WebSocketPair());
+    server.accept();
+    server.addEventListener('close', () => {
+      try { server.send(`state ${server.readyState}`); } catch (e) { console.log(e.message); }
+      if (!request.url.endsWith('/silent')) server.close(4002, 'worker reply');
+    });
+    return new Response(null, { status: 101, webSocket: client });
+  },
+};
+"#;
+
+fn close_frame(code: u16, reason: &str) -> Option<SocketMessage> {
+    Some(SocketMessage::Close(Some(CloseFrame {
+        code,
+        reason: reason.to_owned(),
+    })))
+}
+
+/// workerd's `web_socket_auto_reply_to_close`: from 2026-04-07 the runtime
+/// answers a client's close with its own code and the `close` listener sees
+/// CLOSED; before it the socket stays half open (CLOSING), the Worker may
+/// still send, and its `close()` is the reply; a Worker that never answers
+/// leaves the reply to the front end's bound (the channel ends when the
+/// front end gives up).
+#[tokio::test]
+async fn a_clients_close_is_answered_as_the_compatibility_date_says() {
+    let engine = ws_engine(WebSocketConfig::default());
+    let mut auto = bundle_with("web/replier-auto", REPLIER, Default::default(), &[]);
+    auto.compat = isolane_worker::compat::Compat::from_settings(Some("2026-11-01"), &[]).unwrap();
+    let manual = bundle("web/replier-manual", REPLIER);
+    let client_close = || {
+        SocketMessage::Close(Some(CloseFrame {
+            code: 4001,
+            reason: "client bye".to_owned(),
+        }))
+    };
+
+    let mut end = open(&engine, &Arc::new(auto)).await;
+    end.to_worker.send(client_close()).await.unwrap();
+    assert_eq!(next(&mut end).await, close_frame(4001, "client bye"));
+    assert_eq!(next(&mut end).await, None);
+
+    let mut end = open(&engine, &manual).await;
+    end.to_worker.send(client_close()).await.unwrap();
+    assert_eq!(next(&mut end).await, Some(text("state 2")));
+    assert_eq!(next(&mut end).await, close_frame(4002, "worker reply"));
+    assert_eq!(next(&mut end).await, None);
+
+    // A Worker that does not answer: nothing comes until the front end
+    // gives up (drops its sender); the Worker's request then ends.
+    let mut end = open_socket(&engine, 0, &manual, "/silent").await;
+    end.to_worker.send(client_close()).await.unwrap();
+    assert_eq!(next(&mut end).await, Some(text("state 2")));
+    let quiet = tokio::time::timeout(Duration::from_millis(300), end.from_worker.recv()).await;
+    assert!(
+        quiet.is_err(),
+        "the runtime answered for a manual Worker: {quiet:?}"
+    );
+    let SocketEnd {
+        to_worker,
+        mut from_worker,
+        ..
+    } = end;
+    drop(to_worker);
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(30), from_worker.recv())
+            .await
+            .unwrap(),
+        None
+    );
+    // The thread serves on.
+    assert_eq!(
+        run(&engine, 0, &bundle("web/after", ECHO), "/").await.0,
+        426
+    );
 }
 
 #[tokio::test]

@@ -1,0 +1,250 @@
+//! A client's WebSocket close, answered as workerd answers it, by the
+//! Worker's compatibility date (`web_socket_auto_reply_to_close`, on from
+//! 2026-04-07): `isolane dev` beside workerd serving the same Worker at a
+//! date before and one after, with the same client (tokio-tungstenite);
+//! and the bound on a Worker that never answers, beside a benign client.
+#![allow(clippy::unwrap_used)]
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use futures::{SinkExt as _, StreamExt as _};
+use isolane_testenv::{wait_until, workerd};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{self, Message};
+
+#[path = "support/dev.rs"]
+mod support;
+use support::{DEADLINE, Dev, free_port};
+
+type Socket = WebSocketStream<TcpStream>;
+
+/// Echoes; its `close` listener says what `readyState` it sees (a send
+/// that throws once the runtime has answered), then closes with 4002
+/// unless the path is `/silent`.
+const WORKER: &str = r#"
+export default {
+  fetch(request) {
+    if (request.headers.get('upgrade') !== 'websocket') return new Response('a WebSocket, please', { status: 426 });
+    const [client, server] = Object.values(new WebSocketPair());
+    server.accept();
+    server.addEventListener('message', (event) => server.send(event.data));
+    server.addEventListener('close', (event) => {
+      try { server.send(`close ${event.code} seen in state ${server.readyState}`); } catch { /* answered already */ }
+      if (!request.url.endsWith('/silent')) server.close(4002, 'worker reply');
+    });
+    return new Response(null, { status: 101, webSocket: client });
+  },
+};
+"#;
+
+const BEFORE: &str = "2026-03-01";
+const AFTER: &str = "2026-11-01";
+
+/// A socket to `path` from the loopback address `from`.
+async fn connect_from(port: u16, from: [u8; 4], path: &str) -> Result<Socket, String> {
+    let tcp = TcpSocket::new_v4().map_err(|e| e.to_string())?;
+    tcp.bind((Ipv4Addr::from(from), 0).into())
+        .map_err(|e| e.to_string())?;
+    let tcp = tcp
+        .connect((Ipv4Addr::LOCALHOST, port).into())
+        .await
+        .map_err(|e| e.to_string())?;
+    match tokio_tungstenite::client_async(format!("ws://127.0.0.1:{port}{path}"), tcp).await {
+        Ok((socket, _)) => Ok(socket),
+        Err(tungstenite::Error::Http(response)) => Err(format!("{}", response.status())),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+async fn echoes(socket: &mut Socket, text: &str) {
+    socket.send(Message::text(text)).await.unwrap();
+    let echo = tokio::time::timeout(Duration::from_secs(30), socket.next())
+        .await
+        .expect("an echo in time");
+    assert_eq!(echo.unwrap().unwrap(), Message::text(text));
+}
+
+fn client_close() -> Message {
+    Message::Close(Some(CloseFrame {
+        code: CloseCode::from(4001),
+        reason: "client bye".into(),
+    }))
+}
+
+/// What a client that closed with 4001 receives until its connection
+/// ends: the texts, then the close frame (`"<code> <reason>"`) or `"no
+/// close frame"`; and how long after its close the connection ended.
+async fn after_close(mut socket: Socket) -> (Vec<String>, Duration) {
+    echoes(&mut socket, "hello").await;
+    let closed = Instant::now();
+    socket.send(client_close()).await.unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(60), socket.next())
+            .await
+            .expect("the connection ends within a minute");
+        match next {
+            Some(Ok(Message::Text(text))) => seen.push(text.to_string()),
+            Some(Ok(Message::Close(frame))) => {
+                seen.push(frame.map_or("1005".to_owned(), |f| {
+                    format!("{} {}", u16::from(f.code), f.reason)
+                }));
+                return (seen, closed.elapsed());
+            }
+            Some(Ok(_)) => {}
+            Some(Err(_)) | None => {
+                seen.push("no close frame".to_owned());
+                return (seen, closed.elapsed());
+            }
+        }
+    }
+}
+
+/// `isolane dev` serving [`WORKER`] at `date`, once it answers.
+async fn dev_at(script: &std::path::Path, date: &str) -> (Dev, u16) {
+    let port = free_port().unwrap();
+    let port_arg = port.to_string();
+    let script = script.to_str().unwrap();
+    let dev = Dev::start(&[script, "--port", &port_arg, "--compatibility-date", date]);
+    wait_until("isolane dev to accept a WebSocket", DEADLINE, || {
+        connect_from(port, [127, 0, 0, 1], "/")
+    })
+    .await;
+    (dev, port)
+}
+
+/// The same Worker at a date before 2026-04-07 and one after, under
+/// `isolane dev` and workerd: before, the `close` listener sees CLOSING,
+/// may still send, and its `close(4002)` is the client's reply; after, the
+/// runtime has answered with the client's own 4001 and the listener sees
+/// CLOSED (its send throws).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_close_is_answered_as_workerd_answers_it_at_each_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("worker.js");
+    std::fs::write(&script, WORKER).unwrap();
+    let address = |port| SocketAddr::from(([127, 0, 0, 1], port));
+    let (old_port, new_port) = (free_port().unwrap(), free_port().unwrap());
+    let services = [
+        workerd::Service::module("old", "worker.js", BEFORE, address(old_port)),
+        workerd::Service::module("new", "worker.js", AFTER, address(new_port)),
+    ];
+    let config = workerd::write_config(dir.path(), "workerd.capnp", &services).unwrap();
+    let bin = workerd::binary(&support::repo().join("compat"));
+    let _workerd = workerd::serve(&bin, &config, &[], &dir.path().join("workerd.log")).unwrap();
+    for port in [old_port, new_port] {
+        wait_until("workerd to accept a WebSocket", DEADLINE, || {
+            connect_from(port, [127, 0, 0, 1], "/")
+        })
+        .await;
+    }
+    let before = vec![
+        "close 4001 seen in state 2".to_owned(),
+        "4002 worker reply".to_owned(),
+    ];
+    let after = vec!["4001 client bye".to_owned()];
+    for (date, workerd_port, expected) in [(BEFORE, old_port, before), (AFTER, new_port, after)] {
+        let (dev, port) = dev_at(&script, date).await;
+        let theirs = after_close(
+            connect_from(workerd_port, [127, 0, 0, 1], "/")
+                .await
+                .unwrap(),
+        )
+        .await;
+        let ours = after_close(connect_from(port, [127, 0, 0, 1], "/").await.unwrap()).await;
+        println!("{date}: workerd {theirs:?}, isolane dev {ours:?}");
+        assert_eq!(theirs.0, expected, "workerd at {date}");
+        assert_eq!(ours.0, expected, "isolane dev at {date}");
+        assert!(dev.interrupt().success());
+    }
+}
+
+/// A Worker that never answers a client's close (before 2026-04-07): the
+/// connection ends without a close frame after the front end's bound, and
+/// until then each such socket keeps its place in the Worker's budget, so
+/// an anonymous client closing sockets holds no more than the budget it
+/// could hold open anyway; a benign client on the same thread echoes
+/// before, during and after, and gets a place again once the bound has
+/// passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_never_answers_holds_a_closed_socket_only_for_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("worker.js");
+    std::fs::write(&script, WORKER).unwrap();
+    let port = free_port().unwrap();
+    let port_arg = port.to_string();
+    let dev = Dev::start(&[
+        script.to_str().unwrap(),
+        "--port",
+        &port_arg,
+        "--compatibility-date",
+        BEFORE,
+        "--websocket-max-sockets",
+        "4",
+    ]);
+    let mut benign = wait_until("isolane dev to accept a WebSocket", DEADLINE, || {
+        connect_from(port, [127, 0, 0, 1], "/")
+    })
+    .await;
+    echoes(&mut benign, "before").await;
+
+    // One silent socket alone: its client's close gets no frame back; the
+    // connection ends at the bound.
+    let silent = connect_from(port, [127, 0, 0, 9], "/silent").await.unwrap();
+    let (seen, ended) = after_close(silent).await;
+    assert_eq!(
+        seen,
+        [
+            "close 4001 seen in state 2".to_owned(),
+            "no close frame".to_owned()
+        ]
+    );
+    println!("a silent Worker's client was let go {ended:?} after its close");
+
+    // An anonymous client closes three sockets it never reads again: with
+    // the benign one they fill the budget of 4 until the bound passes.
+    let hostile = [127, 0, 0, 66];
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        // (The silent socket's place goes as its Worker sees it end.)
+        let mut socket = wait_until("a place", DEADLINE, || {
+            connect_from(port, hostile, "/silent")
+        })
+        .await;
+        socket.send(client_close()).await.unwrap();
+        held.push(socket);
+    }
+    let closed = Instant::now();
+    let refused = connect_from(port, [127, 0, 0, 67], "/").await;
+    assert_eq!(refused.err().as_deref(), Some("503 Service Unavailable"));
+    echoes(&mut benign, "during").await;
+    let mut again = wait_until("a place freed by the bound", DEADLINE, || {
+        connect_from(port, [127, 0, 0, 67], "/")
+    })
+    .await;
+    println!(
+        "the places came back {:?} after the closes",
+        closed.elapsed()
+    );
+    echoes(&mut again, "after").await;
+    echoes(&mut benign, "after").await;
+    for mut socket in held {
+        loop {
+            let next = tokio::time::timeout(Duration::from_secs(30), socket.next())
+                .await
+                .expect("the connection ended");
+            match next {
+                Some(Ok(Message::Close(frame))) => {
+                    panic!("a close frame for a Worker that never answered: {frame:?}")
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => break,
+            }
+        }
+    }
+    assert!(dev.interrupt().success());
+}
