@@ -90,6 +90,7 @@ pub mod offload {
 /// ([`service::settlement`]); and the head of a request from JavaScript
 /// ([`service::header_map`], [`service::request`]).
 pub mod service {
+    pub use crate::call_tree::MAX_LOADED_IN_FLIGHT;
     pub use crate::host::headers::header_map;
     pub use crate::host::request_head::request;
     pub use crate::host::service::{

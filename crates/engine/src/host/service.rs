@@ -11,7 +11,9 @@
 //! `Start::Now`): its caller holds a slot already, and a call that waited
 //! for one could wait on its own caller. A chain is bounded by
 //! [`MAX_DEPTH`], counted as a fetch's hops are (`x-isolane-hops`), which
-//! also ends a cycle; and by the caller's wall limit.
+//! also ends a cycle; and by the caller's wall limit. A tree of calls,
+//! however wide or deep, shares its top-level request's CPU and
+//! subrequest budgets (`call_tree.rs`): each call carries the tree.
 //!
 //! What JavaScript sees (`env.SVC.fetch`, the host function) is
 //! `isolane-bindings`' (`service.rs`); this is what it needs of the core,
@@ -31,6 +33,7 @@ use super::object_hosted::served_worker;
 use super::{HostState, IsolateTurns, Settlement};
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
+use crate::call_tree::{CallTree, LoadedCall};
 use crate::dispatch::run_on;
 use crate::observer::{ServiceCallKind, ServicePlace};
 use crate::service_call::{
@@ -49,6 +52,10 @@ pub struct Outbound {
     /// A dispatched call's outbound Worker, which the callee's request
     /// keeps (`None` for every other call).
     outbound: Option<Arc<CallOutbound>>,
+    /// The caller's tree of calls, which the callee's request joins.
+    tree: Option<Arc<CallTree>>,
+    /// A call of loaded code's: counted in the tree while in flight.
+    loaded: Option<LoadedCall>,
 }
 
 /// The call request `ctx` makes through its Worker's binding `binding`:
@@ -149,6 +156,8 @@ pub fn prepare_call(
         hops,
         limits,
         outbound: None,
+        tree: host.call_tree(ctx),
+        loaded: None,
     })
 }
 
@@ -168,6 +177,26 @@ fn hops(host: &HostState, ctx: u32) -> Result<u32, HostError> {
 }
 
 impl Outbound {
+    /// The call as one of Worker Loader code's: refused when its tree of
+    /// calls has calls in flight to
+    /// [`crate::call_tree::MAX_LOADED_IN_FLIGHT`] other loaded
+    /// Workers already (Cloudflare's limit of Dynamic Workers per request).
+    pub fn loaded(mut self) -> Result<Self, HostError> {
+        let Some(tree) = &self.tree else {
+            return Ok(self);
+        };
+        let call = tree.enter_loaded(&self.bundle.id).map_err(|limit| {
+            HostError::new(
+                ErrorClass::Error,
+                format!(
+                    "Worker Loader: a request may have calls in flight to at most {limit} distinct loaded Workers at once (its service calls' included); await one first"
+                ),
+            )
+        })?;
+        self.loaded = Some(call);
+        Ok(self)
+    }
+
     /// The call as a JS RPC call of `method` (`env.SVC.method(...)`)
     /// with its serialized arguments: the callee's JavaScript gets them as
     /// they are (`ServiceCall::payload`) and answers with [`rpc_answer`]'s
@@ -197,6 +226,9 @@ impl Outbound {
         if let Some(outbound) = self.outbound {
             request.extensions_mut().insert(outbound);
         }
+        if let Some(tree) = self.tree {
+            request.extensions_mut().insert(tree);
+        }
         let thread = host.thread.clone();
         let kind = match self.call.method {
             Some(_) => ServiceCallKind::Rpc,
@@ -207,7 +239,10 @@ impl Outbound {
             call: self.call,
             request,
         };
+        let loaded = self.loaded;
         async move {
+            // Counted as in flight until the call's answer (or its end).
+            let _loaded = loaded;
             let observer = &*thread.observer;
             run_on(
                 &thread.shared,

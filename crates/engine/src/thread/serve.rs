@@ -12,6 +12,7 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot};
 use super::{ThreadState, acquire, report_evictions, report_gauges};
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
+use crate::call_tree::CallTree;
 use crate::config::PoolMode;
 use crate::host::IsolateTurns;
 use crate::invocation::Watch;
@@ -145,6 +146,7 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: Option<OwnedSemaphoreP
         watch,
         status,
         exemplar: running.exemplar,
+        tree: parts.extensions.get::<Arc<CallTree>>().cloned(),
     };
     rest.run(state, running.done_rx).await;
 }
@@ -265,6 +267,11 @@ fn begin(
     if let Some(cap) = lowered.and_then(|limits| limits.subrequests) {
         host.cap_subrequests(req, cap);
     }
+    // A service call: its CPU and subrequests count against its top-level
+    // request's too (`call_tree.rs`).
+    if let Some(tree) = parts.extensions.get::<Arc<CallTree>>() {
+        host.join_call_tree(req, tree.clone());
+    }
     // A dispatched call whose binding names an outbound Worker: the
     // request's own (`host/service.rs`), not its Worker's.
     if let Some(outbound) = parts
@@ -379,6 +386,9 @@ struct Rest {
     status: u16,
     /// The request's sampled trace id: its wall time's exemplar.
     exemplar: Option<[u8; 16]>,
+    /// A service call's tree of calls: the call ends when its top-level
+    /// request does (`call_tree.rs`).
+    tree: Option<Arc<CallTree>>,
 }
 
 impl Rest {
@@ -409,10 +419,25 @@ impl Rest {
             watch,
             status,
             exemplar,
+            tree,
         } = self;
         let ctx = &state.ctx;
         if answered {
-            wait_done(state, &isolate, req, &bundle, deadline, done_rx).await;
+            let waited = wait_done(state, &isolate, req, &bundle, deadline, done_rx);
+            match tree {
+                None => waited.await,
+                Some(tree) => tokio::select! {
+                    () = waited => {}
+                    // As when a client goes away: its signal aborted, then
+                    // its pending work dropped.
+                    () = tree.ended() => {
+                        isolate.request_aborted(req);
+                        isolate.host.fail_request(req, ExecuteError::Canceled {
+                            reason: "its top-level request ended",
+                        });
+                    }
+                },
+            }
         }
         isolate.make_owed_code_caches();
         let (cpu, failure) = isolate.host.finish_request(req);
