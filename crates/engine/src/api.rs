@@ -90,7 +90,6 @@ pub mod offload {
 /// ([`service::settlement`]); and the head of a request from JavaScript
 /// ([`service::header_map`], [`service::request`]).
 pub mod service {
-    pub use crate::call_tree::MAX_LOADED_IN_FLIGHT;
     pub use crate::host::headers::header_map;
     pub use crate::host::request_head::request;
     pub use crate::host::service::{
@@ -99,4 +98,5 @@ pub mod service {
     pub use crate::service_call::{
         CallLimits, CallOutbound, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall,
     };
+    pub use isolane_calltree::MAX_LOADED_IN_FLIGHT;
 }

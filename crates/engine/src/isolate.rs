@@ -207,14 +207,11 @@ impl WorkerIsolate {
         if self.condemned.get().is_some() && !self.host.request_live(ctx) {
             return Err(TurnError::Condemned);
         }
-        // A request whose tree of service calls used up its top-level
-        // request's CPU (`call_tree.rs`) runs no more JavaScript: it fails
-        // as at its CPU limit, without a turn the watchdog might not stop
-        // in time; nothing was stopped, so the isolate stays.
+        // Its tree of calls used its CPU: no turn (`isolane-calltree`).
         if let Some(first) = self.host.tree_cpu_spent(ctx) {
-            if first {
-                self.fail_at_limit(ctx, TerminationReason::CpuLimit, Duration::ZERO, false);
-            }
+            let _ = first.then(|| {
+                self.fail_at_limit(ctx, TerminationReason::CpuLimit, Duration::ZERO, false)
+            });
             return Err(TurnError::Terminated(TerminationReason::CpuLimit));
         }
         let mut inner = self.inner.borrow_mut();

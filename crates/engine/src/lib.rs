@@ -30,7 +30,6 @@ pub mod api;
 mod body;
 mod body_cap;
 mod bundle;
-mod call_tree;
 mod checked_file;
 mod code_cache;
 mod config;

@@ -11,9 +11,8 @@
 //! `Start::Now`): its caller holds a slot already, and a call that waited
 //! for one could wait on its own caller. A chain is bounded by
 //! [`MAX_DEPTH`], counted as a fetch's hops are (`x-isolane-hops`), which
-//! also ends a cycle; and by the caller's wall limit. A tree of calls,
-//! however wide or deep, shares its top-level request's CPU and
-//! subrequest budgets (`call_tree.rs`): each call carries the tree.
+//! also ends a cycle; and by the caller's wall limit; and by its tree's
+//! budgets (`isolane-calltree`).
 //!
 //! What JavaScript sees (`env.SVC.fetch`, the host function) is
 //! `isolane-bindings`' (`service.rs`); this is what it needs of the core,
@@ -33,13 +32,13 @@ use super::object_hosted::served_worker;
 use super::{HostState, IsolateTurns, Settlement};
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
-use crate::call_tree::{CallTree, LoadedCall};
 use crate::dispatch::run_on;
 use crate::observer::{ServiceCallKind, ServicePlace};
 use crate::service_call::{
     CallLimits, CallOutbound, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall,
 };
 use crate::work::Work;
+use isolane_calltree::{CallTree, LoadedCall};
 
 /// A service call ready to run: the called Worker, the call, the hop
 /// count its request carries, and the limits its caller lowered.
@@ -52,9 +51,8 @@ pub struct Outbound {
     /// A dispatched call's outbound Worker, which the callee's request
     /// keeps (`None` for every other call).
     outbound: Option<Arc<CallOutbound>>,
-    /// The caller's tree of calls, which the callee's request joins.
+    /// The caller's tree of calls; a loaded Worker's place in it.
     tree: Option<Arc<CallTree>>,
-    /// A call of loaded code's: counted in the tree while in flight.
     loaded: Option<LoadedCall>,
 }
 
@@ -177,23 +175,13 @@ fn hops(host: &HostState, ctx: u32) -> Result<u32, HostError> {
 }
 
 impl Outbound {
-    /// The call as one of Worker Loader code's: refused when its tree of
-    /// calls has calls in flight to
-    /// [`crate::call_tree::MAX_LOADED_IN_FLIGHT`] other loaded
-    /// Workers already (Cloudflare's limit of Dynamic Workers per request).
+    /// The call as Worker Loader code's: one of its tree's loaded Workers
+    /// in flight, refused past `MAX_LOADED_IN_FLIGHT`.
     pub fn loaded(mut self) -> Result<Self, HostError> {
-        let Some(tree) = &self.tree else {
-            return Ok(self);
-        };
-        let call = tree.enter_loaded(&self.bundle.id).map_err(|limit| {
-            HostError::new(
-                ErrorClass::Error,
-                format!(
-                    "Worker Loader: a request may have calls in flight to at most {limit} distinct loaded Workers at once (its service calls' included); await one first"
-                ),
-            )
-        })?;
-        self.loaded = Some(call);
+        if let Some(tree) = &self.tree {
+            let call = tree.enter_loaded(&self.bundle.id);
+            self.loaded = Some(call.map_err(|e| HostError::new(ErrorClass::Error, e))?);
+        }
         Ok(self)
     }
 
@@ -239,9 +227,8 @@ impl Outbound {
             call: self.call,
             request,
         };
-        let loaded = self.loaded;
+        let loaded = self.loaded; // in flight until the call's answer
         async move {
-            // Counted as in flight until the call's answer (or its end).
             let _loaded = loaded;
             let observer = &*thread.observer;
             run_on(

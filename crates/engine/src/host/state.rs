@@ -16,11 +16,11 @@ use tokio::task::AbortHandle;
 
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
-use crate::call_tree::{CallTree, Seat};
 use crate::memory::Memory;
 use crate::outcome::{ExecuteError, Outcome};
 use crate::service_call::CallOutbound;
 use crate::thread_ctx::ThreadCtx;
+use isolane_calltree::{CallTree, Seat};
 
 use super::error::HostError;
 use super::handle::Handles;
@@ -63,8 +63,7 @@ pub(crate) struct RequestCtx {
     /// The fewest subrequests the request's caller allowed it (a dispatch
     /// call's `limits.subRequests`), below its Worker's own.
     subrequest_cap: Option<u32>,
-    /// The budgets it shares with its top-level request and every service
-    /// call of it (`call_tree.rs`): `None` until it makes or is a call.
+    /// Its tree of service calls (`isolane-calltree`), once in one.
     tree: Option<Seat>,
     /// The outbound Worker its caller gave it (a dispatched call's): its
     /// every `fetch()` goes there (`host/fetch.rs`).
@@ -87,24 +86,17 @@ pub(crate) struct RequestCtx {
 
 impl RequestCtx {
     /// Counts one subrequest against `limit` (or the lower cap its caller
-    /// set) and against its tree of calls' (the top-level request's);
-    /// `Err(limit)` when none is left.
+    /// set), and its tree's; `Err(limit)` when none is left.
     fn take_subrequest(&mut self, limit: u32) -> Result<(), u32> {
-        let limit = self.subrequest_limit(limit);
+        let limit = self.subrequest_cap.map_or(limit, |cap| cap.min(limit));
         if self.subrequests >= limit {
             return Err(limit);
         }
         if let Some(seat) = &self.tree {
-            seat.tree.check_subrequest()?;
-            seat.tree.take_subrequest();
+            seat.tree.take_subrequest()?;
         }
         self.subrequests += 1;
         Ok(())
-    }
-
-    /// `limit` (its Worker's) lowered to the cap its caller set.
-    fn subrequest_limit(&self, limit: u32) -> u32 {
-        self.subrequest_cap.map_or(limit, |cap| cap.min(limit))
     }
 }
 
@@ -500,10 +492,9 @@ impl HostState {
     /// CPU time the request may still use (the startup budget outside requests).
     pub fn cpu_remaining(&self, ctx: u32) -> Duration {
         match self.requests.borrow().get(&ctx) {
-            Some(r) => {
-                let own = r.cpu_limit.saturating_sub(r.cpu);
-                (r.tree.as_ref()).map_or(own, |s| own.min(s.tree.cpu_remaining()))
-            }
+            Some(r) => (r.tree.as_ref())
+                .map_or(r.cpu_limit, |s| s.tree.cpu_remaining())
+                .min(r.cpu_limit.saturating_sub(r.cpu)),
             None => self.startup_cpu(),
         }
     }
@@ -542,37 +533,32 @@ impl HostState {
     /// The CPU limit request `ctx` runs with (its Worker's, or lower when
     /// its caller lowered it), or `None` when it is gone.
     pub(crate) fn cpu_limit(&self, ctx: u32) -> Option<Duration> {
-        let requests = self.requests.borrow();
-        let r = requests.get(&ctx)?;
-        let tree = r.tree.as_ref().map(|seat| seat.tree.cpu_limit());
-        Some(tree.map_or(r.cpu_limit, |limit| r.cpu_limit.min(limit)))
+        let r = (self.requests.borrow().get(&ctx))
+            .map(|r| (r.cpu_limit, r.tree.as_ref().map(|s| s.tree.cpu_limit())))?;
+        Some(r.1.map_or(r.0, |tree| tree.min(r.0)))
     }
 
-    /// The tree of calls request `ctx` belongs to, made now from what it
-    /// used so far when it makes its first call as a top-level request
-    /// (`call_tree.rs`); `None` when it is gone.
+    /// Request `ctx`'s tree of calls, made from what it used so far at its
+    /// first call (`isolane-calltree`).
     pub(crate) fn call_tree(&self, ctx: u32) -> Option<Arc<CallTree>> {
         let limit = self.worker.get().map_or(0, |w| w.limits.subrequests);
         let mut requests = self.requests.borrow_mut();
         let r = requests.get_mut(&ctx)?;
-        let subrequests = (r.subrequests, r.subrequest_limit(limit));
+        let subrequests = (
+            r.subrequests,
+            r.subrequest_cap.map_or(limit, |c| c.min(limit)),
+        );
         let seat = r.tree.get_or_insert_with(|| {
             Seat::top_level(CallTree::new((r.cpu, r.cpu_limit), subrequests))
         });
         Some(seat.tree.clone())
     }
 
-    /// Whether request `ctx`'s tree of calls has used all of its top-level
-    /// request's CPU: `Some(first)`, `first` when the request has not
-    /// failed yet; `None` when it may run (or is gone, or in no tree).
+    /// `Some(not failed yet)` when request `ctx`'s tree used its CPU.
     pub(crate) fn tree_cpu_spent(&self, ctx: u32) -> Option<bool> {
         let requests = self.requests.borrow();
         let r = requests.get(&ctx)?;
-        let seat = r.tree.as_ref()?;
-        seat.tree
-            .cpu_remaining()
-            .is_zero()
-            .then_some(r.failure.is_none())
+        (r.tree.as_ref()?.tree.cpu_remaining().is_zero()).then_some(r.failure.is_none())
     }
 
     /// Puts request `ctx` (a service call) in its caller's tree of calls.

@@ -12,7 +12,6 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot};
 use super::{ThreadState, acquire, report_evictions, report_gauges};
 use crate::body::Body;
 use crate::bundle::WorkerBundle;
-use crate::call_tree::CallTree;
 use crate::config::PoolMode;
 use crate::host::IsolateTurns;
 use crate::invocation::Watch;
@@ -22,6 +21,7 @@ use crate::observer::TerminationReason;
 use crate::outcome::{ExecuteError, Outcome};
 use crate::thread_ctx::ThreadCtx;
 use crate::work::{Event, Work};
+use isolane_calltree::CallTree;
 
 /// Counts a request in flight for the drain at shutdown.
 struct InFlight<'a>(&'a ThreadState);
@@ -267,8 +267,6 @@ fn begin(
     if let Some(cap) = lowered.and_then(|limits| limits.subrequests) {
         host.cap_subrequests(req, cap);
     }
-    // A service call: its CPU and subrequests count against its top-level
-    // request's too (`call_tree.rs`).
     if let Some(tree) = parts.extensions.get::<Arc<CallTree>>() {
         host.join_call_tree(req, tree.clone());
     }
@@ -386,8 +384,7 @@ struct Rest {
     status: u16,
     /// The request's sampled trace id: its wall time's exemplar.
     exemplar: Option<[u8; 16]>,
-    /// A service call's tree of calls: the call ends when its top-level
-    /// request does (`call_tree.rs`).
+    /// A service call's tree: it ends with it (`isolane-calltree`).
     tree: Option<Arc<CallTree>>,
 }
 
@@ -424,19 +421,12 @@ impl Rest {
         let ctx = &state.ctx;
         if answered {
             let waited = wait_done(state, &isolate, req, &bundle, deadline, done_rx);
-            match tree {
-                None => waited.await,
-                Some(tree) => tokio::select! {
-                    () = waited => {}
-                    // As when a client goes away: its signal aborted, then
-                    // its pending work dropped.
-                    () = tree.ended() => {
-                        isolate.request_aborted(req);
-                        isolate.host.fail_request(req, ExecuteError::Canceled {
-                            reason: "its top-level request ended",
-                        });
-                    }
-                },
+            if !CallTree::unless_ended(tree, waited).await {
+                isolate.request_aborted(req); // as when its client goes away
+                let reason = "its top-level request ended";
+                isolate
+                    .host
+                    .fail_request(req, ExecuteError::Canceled { reason });
             }
         }
         isolate.make_owed_code_caches();

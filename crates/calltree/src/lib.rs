@@ -25,13 +25,16 @@
 //!
 //! The tree is made the first time a request makes a service call (from
 //! what it used so far), carried to the callee in the call's request
-//! extensions (`host/service.rs`), and kept with the callee's request
-//! (`host/state.rs`): every turn's CPU and every subrequest of any request
+//! extensions (the engine's `host/service.rs`), and kept with the callee's request
+//! (the engine's `host/state.rs`): every turn's CPU and every subrequest of any request
 //! in it is counted here too. All of a tree's calls run on its top-level
 //! request's thread, so atomics and the lock are for `Send` (request
 //! extensions), not for contention.
 
+pub mod call;
+
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -66,14 +69,14 @@ pub struct CallTree {
 /// place is dropped (the request is over, however it ended), the tree
 /// ends.
 #[derive(Debug)]
-pub(crate) struct Seat {
-    pub(crate) tree: Arc<CallTree>,
+pub struct Seat {
+    pub tree: Arc<CallTree>,
     top_level: bool,
 }
 
 impl Seat {
     /// The top-level request's place in its new tree.
-    pub(crate) fn top_level(tree: Arc<CallTree>) -> Self {
+    pub fn top_level(tree: Arc<CallTree>) -> Self {
         Self {
             tree,
             top_level: true,
@@ -81,7 +84,7 @@ impl Seat {
     }
 
     /// A service call's place in its caller's tree.
-    pub(crate) fn call(tree: Arc<CallTree>) -> Self {
+    pub fn call(tree: Arc<CallTree>) -> Self {
         Self {
             tree,
             top_level: false,
@@ -124,7 +127,7 @@ impl Drop for LoadedCall {
 impl CallTree {
     /// The tree of a top-level request that has used `cpu` of `cpu_limit`
     /// and made `subrequests` of its `subrequest_limit` so far.
-    pub(crate) fn new(
+    pub fn new(
         (cpu, cpu_limit): (Duration, Duration),
         (subrequests, subrequest_limit): (u32, u32),
     ) -> Arc<Self> {
@@ -140,7 +143,7 @@ impl CallTree {
     }
 
     /// Resolves when the tree's top-level request has ended.
-    pub(crate) async fn ended(&self) {
+    pub async fn ended(&self) {
         loop {
             // Made before the check: a `notify_waiters` after it wakes it.
             let notified = self.end.notified();
@@ -151,13 +154,14 @@ impl CallTree {
         }
     }
 
-    /// One more call in flight to loaded Worker `id`: refused
-    /// (`Err(MAX_LOADED_IN_FLIGHT)`) when it would be the tree's
-    /// `MAX_LOADED_IN_FLIGHT + 1`th distinct one.
-    pub fn enter_loaded(self: &Arc<Self>, id: &str) -> Result<LoadedCall, usize> {
+    /// One more call in flight to loaded Worker `id`: refused when it
+    /// would be the tree's `MAX_LOADED_IN_FLIGHT + 1`th distinct one.
+    pub fn enter_loaded(self: &Arc<Self>, id: &str) -> Result<LoadedCall, String> {
         let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
         if !loaded.contains_key(id) && loaded.len() >= MAX_LOADED_IN_FLIGHT {
-            return Err(MAX_LOADED_IN_FLIGHT);
+            return Err(format!(
+                "Worker Loader: a request may have calls in flight to at most {MAX_LOADED_IN_FLIGHT} distinct loaded Workers at once (its service calls' included); await one first"
+            ));
         }
         *loaded.entry(id.to_owned()).or_default() += 1;
         Ok(LoadedCall {
@@ -167,33 +171,44 @@ impl CallTree {
     }
 
     /// Counts `cpu` of a turn of any request of the tree.
-    pub(crate) fn charge(&self, cpu: Duration) {
+    pub fn charge(&self, cpu: Duration) {
         self.cpu_ns.fetch_add(nanos(cpu), Ordering::Relaxed);
     }
 
     /// CPU the whole tree may still use.
-    pub(crate) fn cpu_remaining(&self) -> Duration {
+    pub fn cpu_remaining(&self) -> Duration {
         let used = Duration::from_nanos(self.cpu_ns.load(Ordering::Relaxed));
         self.cpu_limit.saturating_sub(used)
     }
 
     /// The top-level request's CPU limit, the tree's.
-    pub(crate) fn cpu_limit(&self) -> Duration {
+    pub fn cpu_limit(&self) -> Duration {
         self.cpu_limit
     }
 
-    /// Whether one more subrequest fits; `Err(limit)` (the top-level
-    /// request's) when the tree has made them all.
-    pub(crate) fn check_subrequest(&self) -> Result<(), u32> {
-        if self.subrequests.load(Ordering::Relaxed) >= self.subrequest_limit {
-            return Err(self.subrequest_limit);
-        }
-        Ok(())
+    /// Counts one subrequest; `Err(limit)` (the top-level request's) when
+    /// the tree has made them all.
+    pub fn take_subrequest(&self) -> Result<(), u32> {
+        let limit = self.subrequest_limit;
+        (self.subrequests)
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .map(|_| ())
+            .map_err(|_| limit)
     }
 
-    /// Counts one subrequest (after [`CallTree::check_subrequest`]).
-    pub(crate) fn take_subrequest(&self) {
-        self.subrequests.fetch_add(1, Ordering::Relaxed);
+    /// Runs `work` until it ends, or until the tree's top-level request
+    /// ends (`false`): then the call's request is canceled.
+    pub async fn unless_ended(tree: Option<Arc<Self>>, work: impl Future<Output = ()>) -> bool {
+        let Some(tree) = tree else {
+            work.await;
+            return true;
+        };
+        tokio::select! {
+            () = work => true,
+            () = tree.ended() => false,
+        }
     }
 
     /// Subrequests the tree made so far.
@@ -220,9 +235,8 @@ mod tests {
         assert_eq!(tree.cpu_remaining(), ms(1));
         tree.charge(ms(5));
         assert_eq!(tree.cpu_remaining(), Duration::ZERO);
-        assert_eq!(tree.check_subrequest(), Ok(()));
-        tree.take_subrequest();
-        assert_eq!(tree.check_subrequest(), Err(3));
+        assert_eq!(tree.take_subrequest(), Ok(()));
+        assert_eq!(tree.take_subrequest(), Err(3));
         assert_eq!(tree.subrequests(), 3);
     }
 
@@ -233,7 +247,7 @@ mod tests {
             .map(|i| tree.enter_loaded(&format!("w{i}")).unwrap())
             .collect();
         let again = tree.enter_loaded("w0").unwrap();
-        assert_eq!(tree.enter_loaded("w4").err(), Some(MAX_LOADED_IN_FLIGHT));
+        assert!(tree.enter_loaded("w4").is_err());
         drop(again);
         assert!(
             tree.enter_loaded("w4").is_err(),
