@@ -197,6 +197,23 @@ pub async fn two_teams_and_a_neighbour(
     (dir, dev, port)
 }
 
+/// `isolane dev` serving the Worker YAML documents `yaml` (one of them a
+/// Worker answering `neighbour ok` on host `neighbour.test`), returned
+/// once the neighbour answers, with its port, a client and the folder of
+/// the documents (kept while the test runs).
+pub async fn serve_with_neighbour(yaml: &str) -> (Dev, u16, HttpClient, TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("workers.yaml"), yaml).unwrap();
+    let port = free_port().unwrap();
+    let mut dev = Dev::workers(dir.path(), port, &[]);
+    let client = client();
+    assert_eq!(
+        when_ready(&client, &mut dev, port, "neighbour.test", "/").await,
+        (200, "neighbour ok".to_owned())
+    );
+    (dev, port, client, dir)
+}
+
 /// The sum of every series of metric `name` in a `/metrics` text.
 pub fn metric_sum(metrics: &str, name: &str) -> f64 {
     metrics

@@ -173,7 +173,7 @@ pub(crate) fn outbound(
         props,
         ..ServiceCall::default()
     };
-    prepare_call(host, ctx, bundle, call, CallLimits::default())
+    prepare_call(host, ctx, bundle, call, CallLimits::default())?.loaded()
 }
 
 /// The code as `js/39_loader.js` sends it.

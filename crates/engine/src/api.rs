@@ -98,4 +98,5 @@ pub mod service {
     pub use crate::service_call::{
         CallLimits, CallOutbound, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall,
     };
+    pub use isolane_calltree::MAX_LOADED_IN_FLIGHT;
 }

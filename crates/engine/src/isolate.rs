@@ -207,6 +207,13 @@ impl WorkerIsolate {
         if self.condemned.get().is_some() && !self.host.request_live(ctx) {
             return Err(TurnError::Condemned);
         }
+        // Its tree of calls used its CPU: no turn (`isolane-calltree`).
+        if let Some(first) = self.host.tree_cpu_spent(ctx) {
+            let _ = first.then(|| {
+                self.fail_at_limit(ctx, TerminationReason::CpuLimit, Duration::ZERO, false)
+            });
+            return Err(TurnError::Terminated(TerminationReason::CpuLimit));
+        }
         let mut inner = self.inner.borrow_mut();
         let Inner {
             globals,

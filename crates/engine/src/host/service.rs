@@ -11,7 +11,8 @@
 //! `Start::Now`): its caller holds a slot already, and a call that waited
 //! for one could wait on its own caller. A chain is bounded by
 //! [`MAX_DEPTH`], counted as a fetch's hops are (`x-isolane-hops`), which
-//! also ends a cycle; and by the caller's wall limit.
+//! also ends a cycle; and by the caller's wall limit; and by its tree's
+//! budgets (`isolane-calltree`).
 //!
 //! What JavaScript sees (`env.SVC.fetch`, the host function) is
 //! `isolane-bindings`' (`service.rs`); this is what it needs of the core,
@@ -37,6 +38,7 @@ use crate::service_call::{
     CallLimits, CallOutbound, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall,
 };
 use crate::work::Work;
+use isolane_calltree::{CallTree, LoadedCall};
 
 /// A service call ready to run: the called Worker, the call, the hop
 /// count its request carries, and the limits its caller lowered.
@@ -49,6 +51,9 @@ pub struct Outbound {
     /// A dispatched call's outbound Worker, which the callee's request
     /// keeps (`None` for every other call).
     outbound: Option<Arc<CallOutbound>>,
+    /// The caller's tree of calls; a loaded Worker's place in it.
+    tree: Option<Arc<CallTree>>,
+    loaded: Option<LoadedCall>,
 }
 
 /// The call request `ctx` makes through its Worker's binding `binding`:
@@ -149,6 +154,8 @@ pub fn prepare_call(
         hops,
         limits,
         outbound: None,
+        tree: host.call_tree(ctx),
+        loaded: None,
     })
 }
 
@@ -168,6 +175,16 @@ fn hops(host: &HostState, ctx: u32) -> Result<u32, HostError> {
 }
 
 impl Outbound {
+    /// The call as Worker Loader code's: one of its tree's loaded Workers
+    /// in flight, refused past `MAX_LOADED_IN_FLIGHT`.
+    pub fn loaded(mut self) -> Result<Self, HostError> {
+        if let Some(tree) = &self.tree {
+            let call = tree.enter_loaded(&self.bundle.id);
+            self.loaded = Some(call.map_err(|e| HostError::new(ErrorClass::Error, e))?);
+        }
+        Ok(self)
+    }
+
     /// The call as a JS RPC call of `method` (`env.SVC.method(...)`)
     /// with its serialized arguments: the callee's JavaScript gets them as
     /// they are (`ServiceCall::payload`) and answers with [`rpc_answer`]'s
@@ -197,6 +214,9 @@ impl Outbound {
         if let Some(outbound) = self.outbound {
             request.extensions_mut().insert(outbound);
         }
+        if let Some(tree) = self.tree {
+            request.extensions_mut().insert(tree);
+        }
         let thread = host.thread.clone();
         let kind = match self.call.method {
             Some(_) => ServiceCallKind::Rpc,
@@ -207,7 +227,9 @@ impl Outbound {
             call: self.call,
             request,
         };
+        let loaded = self.loaded; // in flight until the call's answer
         async move {
+            let _loaded = loaded;
             let observer = &*thread.observer;
             run_on(
                 &thread.shared,

@@ -20,6 +20,7 @@ use crate::memory::Memory;
 use crate::outcome::{ExecuteError, Outcome};
 use crate::service_call::CallOutbound;
 use crate::thread_ctx::ThreadCtx;
+use isolane_calltree::{CallTree, Seat};
 
 use super::error::HostError;
 use super::handle::Handles;
@@ -62,6 +63,8 @@ pub(crate) struct RequestCtx {
     /// The fewest subrequests the request's caller allowed it (a dispatch
     /// call's `limits.subRequests`), below its Worker's own.
     subrequest_cap: Option<u32>,
+    /// Its tree of service calls (`isolane-calltree`), once in one.
+    tree: Option<Seat>,
     /// The outbound Worker its caller gave it (a dispatched call's): its
     /// every `fetch()` goes there (`host/fetch.rs`).
     outbound: Option<Arc<CallOutbound>>,
@@ -83,11 +86,14 @@ pub(crate) struct RequestCtx {
 
 impl RequestCtx {
     /// Counts one subrequest against `limit` (or the lower cap its caller
-    /// set); `Err(limit)` when none is left.
+    /// set), and its tree's; `Err(limit)` when none is left.
     fn take_subrequest(&mut self, limit: u32) -> Result<(), u32> {
         let limit = self.subrequest_cap.map_or(limit, |cap| cap.min(limit));
         if self.subrequests >= limit {
             return Err(limit);
+        }
+        if let Some(seat) = &self.tree {
+            seat.tree.take_subrequest()?;
         }
         self.subrequests += 1;
         Ok(())
@@ -427,6 +433,7 @@ impl HostState {
                 deadline,
                 subrequests: 0,
                 subrequest_cap: None,
+                tree: None,
                 outbound: None,
                 failure: None,
                 hops,
@@ -485,7 +492,9 @@ impl HostState {
     /// CPU time the request may still use (the startup budget outside requests).
     pub fn cpu_remaining(&self, ctx: u32) -> Duration {
         match self.requests.borrow().get(&ctx) {
-            Some(r) => r.cpu_limit.saturating_sub(r.cpu),
+            Some(r) => (r.tree.as_ref())
+                .map_or(r.cpu_limit, |s| s.tree.cpu_remaining())
+                .min(r.cpu_limit.saturating_sub(r.cpu)),
             None => self.startup_cpu(),
         }
     }
@@ -506,6 +515,9 @@ impl HostState {
     pub(crate) fn add_cpu(&self, ctx: u32, cpu: Duration) {
         if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
             r.cpu += cpu;
+            if let Some(seat) = &r.tree {
+                seat.tree.charge(cpu);
+            }
         }
     }
 
@@ -521,7 +533,39 @@ impl HostState {
     /// The CPU limit request `ctx` runs with (its Worker's, or lower when
     /// its caller lowered it), or `None` when it is gone.
     pub(crate) fn cpu_limit(&self, ctx: u32) -> Option<Duration> {
-        self.requests.borrow().get(&ctx).map(|r| r.cpu_limit)
+        let r = (self.requests.borrow().get(&ctx))
+            .map(|r| (r.cpu_limit, r.tree.as_ref().map(|s| s.tree.cpu_limit())))?;
+        Some(r.1.map_or(r.0, |tree| tree.min(r.0)))
+    }
+
+    /// Request `ctx`'s tree of calls, made from what it used so far at its
+    /// first call (`isolane-calltree`).
+    pub(crate) fn call_tree(&self, ctx: u32) -> Option<Arc<CallTree>> {
+        let limit = self.worker.get().map_or(0, |w| w.limits.subrequests);
+        let mut requests = self.requests.borrow_mut();
+        let r = requests.get_mut(&ctx)?;
+        let subrequests = (
+            r.subrequests,
+            r.subrequest_cap.map_or(limit, |c| c.min(limit)),
+        );
+        let seat = r.tree.get_or_insert_with(|| {
+            Seat::top_level(CallTree::new((r.cpu, r.cpu_limit), subrequests))
+        });
+        Some(seat.tree.clone())
+    }
+
+    /// `Some(not failed yet)` when request `ctx`'s tree used its CPU.
+    pub(crate) fn tree_cpu_spent(&self, ctx: u32) -> Option<bool> {
+        let requests = self.requests.borrow();
+        let r = requests.get(&ctx)?;
+        (r.tree.as_ref()?.tree.cpu_remaining().is_zero()).then_some(r.failure.is_none())
+    }
+
+    /// Puts request `ctx` (a service call) in its caller's tree of calls.
+    pub(crate) fn join_call_tree(&self, ctx: u32, tree: Arc<CallTree>) {
+        if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
+            r.tree = Some(Seat::call(tree));
+        }
     }
 
     /// Sends request `ctx`'s every `fetch()` through `outbound` (a

@@ -21,6 +21,7 @@ use crate::observer::TerminationReason;
 use crate::outcome::{ExecuteError, Outcome};
 use crate::thread_ctx::ThreadCtx;
 use crate::work::{Event, Work};
+use isolane_calltree::CallTree;
 
 /// Counts a request in flight for the drain at shutdown.
 struct InFlight<'a>(&'a ThreadState);
@@ -145,6 +146,7 @@ async fn serve(state: Rc<ThreadState>, job: Job, _permit: Option<OwnedSemaphoreP
         watch,
         status,
         exemplar: running.exemplar,
+        tree: parts.extensions.get::<Arc<CallTree>>().cloned(),
     };
     rest.run(state, running.done_rx).await;
 }
@@ -265,6 +267,9 @@ fn begin(
     if let Some(cap) = lowered.and_then(|limits| limits.subrequests) {
         host.cap_subrequests(req, cap);
     }
+    if let Some(tree) = parts.extensions.get::<Arc<CallTree>>() {
+        host.join_call_tree(req, tree.clone());
+    }
     // A dispatched call whose binding names an outbound Worker: the
     // request's own (`host/service.rs`), not its Worker's.
     if let Some(outbound) = parts
@@ -379,6 +384,8 @@ struct Rest {
     status: u16,
     /// The request's sampled trace id: its wall time's exemplar.
     exemplar: Option<[u8; 16]>,
+    /// A service call's tree: it ends with it (`isolane-calltree`).
+    tree: Option<Arc<CallTree>>,
 }
 
 impl Rest {
@@ -409,10 +416,18 @@ impl Rest {
             watch,
             status,
             exemplar,
+            tree,
         } = self;
         let ctx = &state.ctx;
         if answered {
-            wait_done(state, &isolate, req, &bundle, deadline, done_rx).await;
+            let waited = wait_done(state, &isolate, req, &bundle, deadline, done_rx);
+            if !CallTree::unless_ended(tree, waited).await {
+                isolate.request_aborted(req); // as when its client goes away
+                let reason = "its top-level request ended";
+                isolate
+                    .host
+                    .fail_request(req, ExecuteError::Canceled { reason });
+            }
         }
         isolate.make_owed_code_caches();
         let (cpu, failure) = isolate.host.finish_request(req);
