@@ -15,7 +15,7 @@
 mod support;
 use std::time::{Duration, Instant};
 
-use support::{Dev, client, free_port, request, when_ready};
+use support::{Dev, request};
 
 /// The platform: `/<kind>/<namespace binding>/<worker>` where kind is
 /// `fetch`, `rpc`, or `cpu` / `sub` (a fetch with lowered limits); every
@@ -119,16 +119,7 @@ fn folder() -> String {
 }
 
 async fn start() -> (Dev, u16, support::HttpClient, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("workers.yaml"), folder()).unwrap();
-    let port = free_port().unwrap();
-    let mut dev = Dev::workers(dir.path(), port, &[]);
-    let client = client();
-    assert_eq!(
-        when_ready(&client, &mut dev, port, "neighbour.test", "/").await,
-        (200, "neighbour ok".to_owned())
-    );
-    (dev, port, client, dir)
+    support::serve_with_neighbour(&folder()).await
 }
 
 async fn platform(client: &support::HttpClient, port: u16, path: &str) -> String {

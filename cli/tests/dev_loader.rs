@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use isolane_testenv::workerd;
-use support::{Dev, client, free_port, request, when_ready};
+use support::{Dev, free_port, request};
 
 const CALLER: &str = include_str!("../../compat/apps/loader/caller.js");
 
@@ -52,16 +52,7 @@ fn folder() -> String {
 }
 
 async fn start() -> (Dev, u16, support::HttpClient, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("workers.yaml"), folder()).unwrap();
-    let port = free_port().unwrap();
-    let mut dev = Dev::workers(dir.path(), port, &[]);
-    let client = client();
-    assert_eq!(
-        when_ready(&client, &mut dev, port, "neighbour.test", "/").await,
-        (200, "neighbour ok".to_owned())
-    );
-    (dev, port, client, dir)
+    support::serve_with_neighbour(&folder()).await
 }
 
 /// What the caller answers for `/load/<id>`.
