@@ -200,14 +200,12 @@ impl CallTree {
 
     /// Runs `work` until it ends, or until the tree's top-level request
     /// ends (`false`): then the call's request is canceled.
-    pub async fn unless_ended(tree: Option<Arc<Self>>, work: impl Future<Output = ()>) -> bool {
-        let Some(tree) = tree else {
-            work.await;
-            return true;
-        };
+    /// A request without a tree should await its work directly: this
+    /// future is larger than the work's own.
+    pub async fn unless_ended(&self, work: impl Future<Output = ()>) -> bool {
         tokio::select! {
             () = work => true,
-            () = tree.ended() => false,
+            () = self.ended() => false,
         }
     }
 

@@ -421,7 +421,16 @@ impl Rest {
         let ctx = &state.ctx;
         if answered {
             let waited = wait_done(state, &isolate, req, &bundle, deadline, done_rx);
-            if !CallTree::unless_ended(tree, waited).await {
+            // Most requests are no service call: they await their rest
+            // directly, and only a call's (boxed) wait watches its tree.
+            let ended = match tree {
+                None => {
+                    waited.await;
+                    false
+                }
+                Some(tree) => !Box::pin(tree.unless_ended(waited)).await,
+            };
+            if ended {
                 isolate.request_aborted(req); // as when its client goes away
                 let reason = "its top-level request ended";
                 isolate
