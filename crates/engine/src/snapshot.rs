@@ -100,11 +100,13 @@ pub(crate) fn external_references() -> Vec<v8::ExternalReference> {
         .collect()
 }
 
-/// Every runtime file of the process: the core's, then each family's
-/// ([`crate::Family::js`]) in the order given.
+/// Every runtime file of the process: the core's, the events' its `base`
+/// unit evaluates (`isolane_events`, a crate below the core), then each
+/// family's ([`crate::Family::js`]) in the order given.
 pub(crate) fn sources() -> impl Iterator<Item = (&'static str, &'static v8::OneByteConst)> {
     RUNTIME_JS
         .iter()
+        .chain(isolane_events::JS)
         .chain(host::families().iter().flat_map(|family| family.js.iter()))
         .map(|(name, source)| (*name, source))
 }
@@ -339,6 +341,15 @@ mod tests {
         let cached = load_or_build(dir.path(), &key, || Err("built again".into())).unwrap();
         assert_eq!(built, cached);
         let blob: &'static [u8] = Box::leak(cached.into_boxed_slice());
+        assert_eq!(
+            run_in_new_context(blob, "typeof __isolane_internal.handleRequest"),
+            "function"
+        );
+    }
+
+    /// Runs `code` in a new context of a new isolate made from `blob`, as
+    /// every isolate is made: no runtime file runs in it.
+    fn run_in_new_context(blob: &'static [u8], code: &str) -> String {
         let params = v8::CreateParams::default()
             .snapshot_blob(v8::StartupData::from(blob))
             .external_references(external_references().into());
@@ -346,20 +357,50 @@ mod tests {
         v8::scope!(let scope, &mut isolate);
         let context = v8::Context::new(scope, Default::default());
         let scope = &mut v8::ContextScope::new(scope, context);
-        let source = v8::String::new(scope, "typeof __isolane_internal.handleRequest").unwrap();
+        let source = v8::String::new(scope, code).unwrap();
         let value = v8::Script::compile(scope, source, None)
             .and_then(|script| script.run(scope))
             .unwrap();
-        assert_eq!(value.to_rust_string_lossy(scope), "function");
+        value.to_rust_string_lossy(scope)
+    }
+
+    #[test]
+    fn the_events_files_are_in_the_blob_and_read_in_place() {
+        // isolane-events' files run once, at snapshot time (the `base`
+        // unit): a context made from the blob has their classes and the
+        // hooks the core calls without any file run in it, and their
+        // sources are external references, so the blob keeps them outside
+        // the heap and every isolate reads them from this binary.
+        crate::platform::init();
+        let blob = blob(None).unwrap();
+        let code = "[EventTarget, Event, CustomEvent, ErrorEvent, AbortController, \
+                    AbortSignal.any, AbortSignal.timeout, __isolane_internal.dispatchTrusted, \
+                    __isolane_internal.abortSignalAdd].map((f) => typeof f).join()";
+        assert_eq!(run_in_new_context(blob, code), ["function"; 9].join(","));
+        let references: Vec<*mut std::ffi::c_void> = external_references()
+            .iter()
+            // SAFETY: every entry of this table was made as a pointer (the
+            // sources) or a function; either reads as the address it holds.
+            .map(|reference| unsafe { reference.pointer })
+            .collect();
+        for (name, source) in isolane_events::JS {
+            let address = std::ptr::from_ref(source).cast_mut().cast();
+            assert!(
+                references.contains(&address),
+                "{name} is not an external source"
+            );
+        }
     }
 
     #[test]
     fn the_units_claim_every_runtime_file_once_in_file_name_order() {
         let claimed: Vec<&str> = host::js_files().map(|(_, file)| file).collect();
+        let mut files = runtime_files();
+        files.sort_unstable();
         assert_eq!(
-            claimed,
-            runtime_files(),
-            "the units' JavaScript, in unit order, must be exactly js/'s NN_* files in name order"
+            claimed, files,
+            "the units' JavaScript, in unit order, must be exactly js/'s NN_* files \
+             (with isolane-events' js/) in name order"
         );
     }
 }

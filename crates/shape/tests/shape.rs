@@ -52,8 +52,10 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// stays: the core's Request and fetch use it), and to 29,400 (29,398
 /// lines) when TextEncoderStream and TextDecoderStream followed
 /// TextEncoder; to 29,430 (29,420 lines) with the client's WebSocket
-/// close left to the Worker before `web_socket_auto_reply_to_close`.
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 29_430)];
+/// close left to the Worker before `web_socket_auto_reply_to_close`;
+/// lowered to 29,050 (29,010 lines) when events and abort signals left for
+/// `isolane-events`, a crate below the core (its own files extend them).
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 29_050)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.

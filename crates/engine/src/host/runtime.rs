@@ -5,7 +5,9 @@
 use crate::unit::Unit;
 
 /// The `internal` object and the base of every other file: DOMException,
-/// Event and EventTarget, AbortController and AbortSignal.
+/// then Event and EventTarget, AbortController and AbortSignal, whose files
+/// are `isolane-events`' (a crate below the core: the core's own files
+/// extend them as they load, so no family above it could hold them).
 pub(super) fn base() -> Unit {
     Unit::new("base").js(&[
         "00_internal.js",
