@@ -22,7 +22,7 @@ mod support;
 use std::time::Duration;
 
 use isolane_testenv::wait_until;
-use support::{Dev, HttpClient, request, serve_with_neighbour, worker_yaml};
+use support::{Dev, HttpClient, neighbour_yaml, request, serve_with_neighbour, worker_yaml};
 
 /// The attacker's Worker: every path a way to fan out (see the tests).
 const FAN: &str = r#"import { WorkerEntrypoint } from 'cloudflare:workers';
@@ -124,9 +124,6 @@ export default {
 /// its own (its caller's is 500 ms).
 const SPINNER: &str = "export default { fetch() { for (;;) {} } };\n";
 
-/// The neighbour of another namespace on the same (only) thread.
-const NEIGHBOUR: &str = "export default { fetch() { return new Response('neighbour ok'); } };\n";
-
 /// The Worker of namespace `victims` the attacker dispatches into: the
 /// same recursion, through its own binding to itself.
 fn relay() -> String {
@@ -142,12 +139,7 @@ fn folder() -> String {
         worker_yaml("attack", "holder", "", HOLDER),
         worker_yaml("attack", "spinner", "  limits: { cpuMs: 1000 }\n", SPINNER),
         worker_yaml("victims", "relay", relay_spec, &relay()),
-        worker_yaml(
-            "neighbours",
-            "neighbour",
-            "  routes: [{ host: neighbour.test }]\n",
-            NEIGHBOUR,
-        ),
+        neighbour_yaml(),
     ];
     documents.join("---\n")
 }

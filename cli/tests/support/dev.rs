@@ -197,6 +197,18 @@ pub async fn two_teams_and_a_neighbour(
     (dir, dev, port)
 }
 
+/// The YAML of the neighbour [`serve_with_neighbour`] waits for: Worker
+/// `neighbour` of namespace `neighbours`, on host `neighbour.test`,
+/// answering `neighbour ok`.
+pub fn neighbour_yaml() -> String {
+    worker_yaml(
+        "neighbours",
+        "neighbour",
+        "  routes: [{ host: neighbour.test }]\n",
+        "export default { fetch() { return new Response('neighbour ok'); } };\n",
+    )
+}
+
 /// `isolane dev` serving the Worker YAML documents `yaml` (one of them a
 /// Worker answering `neighbour ok` on host `neighbour.test`), returned
 /// once the neighbour answers, with its port, a client and the folder of

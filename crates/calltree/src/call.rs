@@ -6,6 +6,17 @@
 /// request already this many calls deep is refused.
 pub const MAX_DEPTH: u32 = 32;
 
+/// The hop count a call from a request `hops` calls deep carries, or why
+/// it is refused: past [`MAX_DEPTH`] (a Worker calling itself, or a cycle).
+pub fn within_depth(hops: u32) -> Result<u32, String> {
+    if hops > MAX_DEPTH {
+        return Err(format!(
+            "Service call failed: the chain of service calls is deeper than {MAX_DEPTH} (a Worker calling itself, or a cycle of Workers)"
+        ));
+    }
+    Ok(hops)
+}
+
 /// The status of an RPC call's answer whose body is the serialized result.
 pub const RPC_RETURNED: u16 = 200;
 

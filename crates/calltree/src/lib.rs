@@ -23,6 +23,11 @@
 //! one request cannot keep dozens of loaded isolates busy (none of which
 //! the warm set may evict while they are).
 //!
+//! Its calls also share one line per engine thread: the place each takes
+//! in its namespace's share of the thread's job queue ([`queue`]), so the
+//! calls of one namespace's trees never fill the queue every request of
+//! the thread comes through.
+//!
 //! The tree is made the first time a request makes a service call (from
 //! what it used so far), carried to the callee in the call's request
 //! extensions (the engine's `host/service.rs`), and kept with the callee's request
@@ -32,6 +37,7 @@
 //! extensions), not for contention.
 
 pub mod call;
+pub mod queue;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -40,6 +46,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+
+use crate::queue::{QueuePlace, QueueShare};
 
 /// Distinct loaded Workers (Worker Loader code) a tree of calls may have
 /// calls in flight to at once: Cloudflare's limit of Dynamic Workers per
@@ -63,6 +71,9 @@ pub struct CallTree {
     /// The top-level request ended: so does every call of the tree.
     ended: AtomicBool,
     end: Notify,
+    /// The top-level request's namespace's share of its thread's job
+    /// queue, where every call of the tree takes a place.
+    queue: QueueShare,
 }
 
 /// A request's place in its tree of calls: when the top-level request's
@@ -126,10 +137,12 @@ impl Drop for LoadedCall {
 
 impl CallTree {
     /// The tree of a top-level request that has used `cpu` of `cpu_limit`
-    /// and made `subrequests` of its `subrequest_limit` so far.
+    /// and made `subrequests` of its `subrequest_limit` so far, its calls
+    /// queued in `queue` (its namespace's share on its thread).
     pub fn new(
         (cpu, cpu_limit): (Duration, Duration),
         (subrequests, subrequest_limit): (u32, u32),
+        queue: QueueShare,
     ) -> Arc<Self> {
         Arc::new(Self {
             cpu_ns: AtomicU64::new(nanos(cpu)),
@@ -139,7 +152,14 @@ impl CallTree {
             loaded: Mutex::default(),
             ended: AtomicBool::new(false),
             end: Notify::new(),
+            queue,
         })
+    }
+
+    /// Resolves with a call's place in the tree's share of its thread's
+    /// job queue, once one is free ([`queue`]).
+    pub fn queue_place(&self) -> impl Future<Output = QueuePlace> + use<> {
+        self.queue.place()
     }
 
     /// Resolves when the tree's top-level request has ended.
@@ -224,10 +244,14 @@ fn nanos(cpu: Duration) -> u64 {
 mod tests {
     use super::*;
 
+    fn share() -> QueueShare {
+        crate::queue::CallQueues::new(1).share_of("ns")
+    }
+
     #[test]
     fn a_tree_starts_from_what_its_top_level_request_used_and_shares_the_rest() {
         let ms = Duration::from_millis;
-        let tree = CallTree::new((ms(4), ms(10)), (2, 3));
+        let tree = CallTree::new((ms(4), ms(10)), (2, 3), share());
         assert_eq!(tree.cpu_remaining(), ms(6));
         tree.charge(ms(5));
         assert_eq!(tree.cpu_remaining(), ms(1));
@@ -240,7 +264,7 @@ mod tests {
 
     #[test]
     fn at_most_four_distinct_loaded_workers_are_in_flight_and_a_finished_one_frees_its_place() {
-        let tree = CallTree::new((Duration::ZERO, Duration::MAX), (0, 50));
+        let tree = CallTree::new((Duration::ZERO, Duration::MAX), (0, 50), share());
         let calls: Vec<_> = (0..4)
             .map(|i| tree.enter_loaded(&format!("w{i}")).unwrap())
             .collect();
@@ -257,7 +281,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_tree_ends_when_its_top_level_seat_is_dropped_not_a_call_s() {
-        let tree = CallTree::new((Duration::ZERO, Duration::MAX), (0, 50));
+        let tree = CallTree::new((Duration::ZERO, Duration::MAX), (0, 50), share());
         let (top, call) = (Seat::top_level(tree.clone()), Seat::call(tree.clone()));
         let waiting = tokio::spawn({
             let tree = tree.clone();

@@ -152,6 +152,7 @@ pub(crate) fn run(start: ThreadStart) {
         schedule: RefCell::new(Schedule::default()),
         node_log: Default::default(),
         turn_slot: config.turn_map.as_ref().and_then(|map| map.slot(index)),
+        call_queues: isolane_calltree::queue::CallQueues::new(worker_slots(&config)),
     });
     let state = Rc::new(ThreadState {
         pool: RefCell::new(Pool::new(

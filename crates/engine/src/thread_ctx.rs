@@ -107,4 +107,6 @@ pub(crate) struct ThreadCtx {
     pub(crate) node_log: crate::node_log::NodeLogGate,
     /// This thread's slot in the turn map, when the node keeps one.
     pub(crate) turn_slot: Option<crate::turn_map::TurnSlot>,
+    /// Each namespace's share of the job queue for its service calls.
+    pub(crate) call_queues: isolane_calltree::queue::CallQueues,
 }

@@ -139,7 +139,13 @@ impl Work {
             Work::Alarm(alarm) => (empty(), Event::Alarm(alarm)),
             Work::ObjectCall { call, request } => (request, Event::ObjectCall(call)),
             Work::ObjectSocketEvent(event) => (empty(), Event::ObjectSocketEvent(event)),
-            Work::ServiceCall { call, request } => (request, Event::ServiceCall(call)),
+            Work::ServiceCall { call, mut request } => {
+                // The callee begins: its place in the queue's share is free.
+                request
+                    .extensions_mut()
+                    .remove::<isolane_calltree::queue::QueuePlace>();
+                (request, Event::ServiceCall(call))
+            }
             Work::QueueBatch(batch) => (at(&batch.tail_path()), Event::QueueBatch(batch)),
             Work::WorkflowRun(run) => (at(&run.tail_path()), Event::WorkflowRun(run)),
             work @ (Work::Prewarm { .. } | Work::Retire) => return Err(work),

@@ -10,9 +10,9 @@
 //! The call starts at once, beyond the thread's slots (`thread.rs`,
 //! `Start::Now`): its caller holds a slot already, and a call that waited
 //! for one could wait on its own caller. A chain is bounded by
-//! [`MAX_DEPTH`], counted as a fetch's hops are (`x-isolane-hops`), which
+//! `MAX_DEPTH`, counted as a fetch's hops are (`x-isolane-hops`), which
 //! also ends a cycle; and by the caller's wall limit; and by its tree's
-//! budgets (`isolane-calltree`).
+//! budgets and its namespace's queue share (`isolane-calltree`).
 //!
 //! What JavaScript sees (`env.SVC.fetch`, the host function) is
 //! `isolane-bindings`' (`service.rs`); this is what it needs of the core,
@@ -35,7 +35,7 @@ use crate::bundle::WorkerBundle;
 use crate::dispatch::run_on;
 use crate::observer::{ServiceCallKind, ServicePlace};
 use crate::service_call::{
-    CallLimits, CallOutbound, MAX_DEPTH, RPC_RETURNED, RPC_THREW, ServiceCall,
+    CallLimits, CallOutbound, RPC_RETURNED, RPC_THREW, ServiceCall, within_depth,
 };
 use crate::work::Work;
 use isolane_calltree::{CallTree, LoadedCall};
@@ -57,7 +57,7 @@ pub struct Outbound {
 }
 
 /// The call request `ctx` makes through its Worker's binding `binding`:
-/// refused (an `Error` the caller can catch) past [`MAX_DEPTH`], or when
+/// refused (an `Error` the caller can catch) past `MAX_DEPTH`, or when
 /// the called Worker is not served here.
 pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, HostError> {
     let caller = host
@@ -90,7 +90,7 @@ pub fn prepare(host: &HostState, ctx: u32, binding: &str) -> Result<Outbound, Ho
 /// (its consent checked by the caller, `isolane-bindings`), under
 /// `limits`, its every `fetch()` through `outbound` when the binding names
 /// one (the call's own: the Worker's isolates are the same whatever it
-/// is): refused past [`MAX_DEPTH`], or as Cloudflare's `Worker not found`
+/// is): refused past `MAX_DEPTH`, or as Cloudflare's `Worker not found`
 /// when the namespace has no such Worker here.
 pub fn prepare_dispatch(
     host: &HostState,
@@ -137,7 +137,7 @@ pub(crate) fn prepare_through(
 }
 
 /// A call of `bundle` as `call` from request `ctx`, under `limits`:
-/// refused past [`MAX_DEPTH`]. Every call is made here: a service
+/// refused past `MAX_DEPTH`. Every call is made here: a service
 /// binding's, a dispatch namespace binding's, and a Worker Loader's call
 /// of the code it loaded (`isolane-bindings` makes that bundle).
 pub fn prepare_call(
@@ -147,7 +147,8 @@ pub fn prepare_call(
     call: ServiceCall,
     limits: CallLimits,
 ) -> Result<Outbound, HostError> {
-    let hops = hops(host, ctx)?;
+    let hops =
+        within_depth(host.outbound_hops(ctx)).map_err(|e| HostError::new(ErrorClass::Error, e))?;
     Ok(Outbound {
         bundle,
         call,
@@ -157,21 +158,6 @@ pub fn prepare_call(
         tree: host.call_tree(ctx),
         loaded: None,
     })
-}
-
-/// The hop count a call from request `ctx` carries, refused past
-/// [`MAX_DEPTH`].
-fn hops(host: &HostState, ctx: u32) -> Result<u32, HostError> {
-    let hops = host.outbound_hops(ctx);
-    if hops > MAX_DEPTH {
-        return Err(HostError::new(
-            ErrorClass::Error,
-            format!(
-                "Service call failed: the chain of service calls is deeper than {MAX_DEPTH} (a Worker calling itself, or a cycle of Workers)"
-            ),
-        ));
-    }
-    Ok(hops)
 }
 
 impl Outbound {
@@ -214,6 +200,9 @@ impl Outbound {
         if let Some(outbound) = self.outbound {
             request.extensions_mut().insert(outbound);
         }
+        // Its place in its tree's share of the thread's queue
+        // (`isolane-calltree`'s `queue`), held until the callee begins.
+        let place = self.tree.as_ref().map(|tree| tree.queue_place());
         if let Some(tree) = self.tree {
             request.extensions_mut().insert(tree);
         }
@@ -223,13 +212,13 @@ impl Outbound {
             None => ServiceCallKind::Fetch,
         };
         thread.observer.service_call(ServicePlace::SameThread, kind);
-        let work = Work::ServiceCall {
-            call: self.call,
-            request,
-        };
-        let loaded = self.loaded; // in flight until the call's answer
+        let (call, loaded) = (self.call, self.loaded); // in flight until the call's answer
         async move {
             let _loaded = loaded;
+            if let Some(place) = place {
+                request.extensions_mut().insert(place.await);
+            }
+            let work = Work::ServiceCall { call, request };
             let observer = &*thread.observer;
             run_on(
                 &thread.shared,

@@ -541,7 +541,8 @@ impl HostState {
     /// Request `ctx`'s tree of calls, made from what it used so far at its
     /// first call (`isolane-calltree`).
     pub(crate) fn call_tree(&self, ctx: u32) -> Option<Arc<CallTree>> {
-        let limit = self.worker.get().map_or(0, |w| w.limits.subrequests);
+        let worker = self.worker.get();
+        let limit = worker.map_or(0, |w| w.limits.subrequests);
         let mut requests = self.requests.borrow_mut();
         let r = requests.get_mut(&ctx)?;
         let subrequests = (
@@ -549,7 +550,8 @@ impl HostState {
             r.subrequest_cap.map_or(limit, |c| c.min(limit)),
         );
         let seat = r.tree.get_or_insert_with(|| {
-            Seat::top_level(CallTree::new((r.cpu, r.cpu_limit), subrequests))
+            let queue = (self.thread.call_queues).share_of(worker.map_or("", |w| w.namespace()));
+            Seat::top_level(CallTree::new((r.cpu, r.cpu_limit), subrequests, queue))
         });
         Some(seat.tree.clone())
     }
