@@ -24,17 +24,21 @@ type Socket = WebSocketStream<TcpStream>;
 
 /// Echoes; its `close` listener says what `readyState` it sees (a send
 /// that throws once the runtime has answered), then closes with 4002
-/// unless the path is `/silent`.
+/// unless the path is `/silent`. `?half=1` accepts with `{ allowHalfOpen:
+/// true }`, `?half=0` with `{ allowHalfOpen: false }`.
 const WORKER: &str = r#"
 export default {
   fetch(request) {
     if (request.headers.get('upgrade') !== 'websocket') return new Response('a WebSocket, please', { status: 426 });
+    const url = new URL(request.url);
     const [client, server] = Object.values(new WebSocketPair());
-    server.accept();
+    const half = url.searchParams.get('half');
+    if (half === null) server.accept();
+    else server.accept({ allowHalfOpen: half === '1' });
     server.addEventListener('message', (event) => server.send(event.data));
     server.addEventListener('close', (event) => {
       try { server.send(`close ${event.code} seen in state ${server.readyState}`); } catch { /* answered already */ }
-      if (!request.url.endsWith('/silent')) server.close(4002, 'worker reply');
+      if (url.pathname !== '/silent') server.close(4002, 'worker reply');
     });
     return new Response(null, { status: 101, webSocket: client });
   },
@@ -117,6 +121,20 @@ async fn dev_at(script: &std::path::Path, date: &str) -> (Dev, u16) {
     (dev, port)
 }
 
+/// What a client that closed receives when the Worker answers: its `close`
+/// listener saw CLOSING and sent, then its `close(4002)` is the reply.
+fn by_the_worker() -> Vec<String> {
+    vec![
+        "close 4001 seen in state 2".to_owned(),
+        "4002 worker reply".to_owned(),
+    ]
+}
+
+/// What it receives when the runtime answers at once: its own 4001.
+fn by_the_runtime() -> Vec<String> {
+    vec!["4001 client bye".to_owned()]
+}
+
 /// The same Worker at a date before 2026-04-07 and one after, under
 /// `isolane dev` and workerd: before, the `close` listener sees CLOSING,
 /// may still send, and its `close(4002)` is the client's reply; after, the
@@ -124,6 +142,30 @@ async fn dev_at(script: &std::path::Path, date: &str) -> (Dev, u16) {
 /// CLOSED (its send throws).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clients_close_is_answered_as_workerd_answers_it_at_each_date() {
+    side_by_side(&[
+        (BEFORE, "/", by_the_worker()),
+        (AFTER, "/", by_the_runtime()),
+    ])
+    .await;
+}
+
+/// `accept({ allowHalfOpen })` decides instead of the date, both ways, as
+/// in workerd: `true` leaves the reply to the Worker's `close()` even
+/// from 2026-04-07, `false` has the runtime answer at once before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_with_allow_half_open_decides_instead_of_the_date() {
+    side_by_side(&[
+        (BEFORE, "/?half=1", by_the_worker()),
+        (BEFORE, "/?half=0", by_the_runtime()),
+        (AFTER, "/?half=1", by_the_worker()),
+        (AFTER, "/?half=0", by_the_runtime()),
+    ])
+    .await;
+}
+
+/// Each `(date, path, expected)`: a client of [`WORKER`] at `path` closes,
+/// under workerd and under `isolane dev` at `date`; both see `expected`.
+async fn side_by_side(cases: &[(&str, &str, Vec<String>)]) {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("worker.js");
     std::fs::write(&script, WORKER).unwrap();
@@ -142,23 +184,20 @@ async fn a_clients_close_is_answered_as_workerd_answers_it_at_each_date() {
         })
         .await;
     }
-    let before = vec![
-        "close 4001 seen in state 2".to_owned(),
-        "4002 worker reply".to_owned(),
-    ];
-    let after = vec!["4001 client bye".to_owned()];
-    for (date, workerd_port, expected) in [(BEFORE, old_port, before), (AFTER, new_port, after)] {
+    for (date, workerd_port) in [(BEFORE, old_port), (AFTER, new_port)] {
         let (dev, port) = dev_at(&script, date).await;
-        let theirs = after_close(
-            connect_from(workerd_port, [127, 0, 0, 1], "/")
-                .await
-                .unwrap(),
-        )
-        .await;
-        let ours = after_close(connect_from(port, [127, 0, 0, 1], "/").await.unwrap()).await;
-        println!("{date}: workerd {theirs:?}, isolane dev {ours:?}");
-        assert_eq!(theirs.0, expected, "workerd at {date}");
-        assert_eq!(ours.0, expected, "isolane dev at {date}");
+        for (_, path, expected) in cases.iter().filter(|c| c.0 == date) {
+            let theirs = after_close(
+                connect_from(workerd_port, [127, 0, 0, 1], path)
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            let ours = after_close(connect_from(port, [127, 0, 0, 1], path).await.unwrap()).await;
+            println!("{date} {path}: workerd {theirs:?}, isolane dev {ours:?}");
+            assert_eq!(&theirs.0, expected, "workerd at {date}, {path}");
+            assert_eq!(&ours.0, expected, "isolane dev at {date}, {path}");
+        }
         assert!(dev.interrupt().success());
     }
 }
