@@ -25,10 +25,37 @@ type Socket = WebSocketStream<TcpStream>;
 /// Echoes; its `close` listener says what `readyState` it sees (a send
 /// that throws once the runtime has answered), then closes with 4002
 /// unless the path is `/silent`. `?half=1` accepts with `{ allowHalfOpen:
-/// true }`, `?half=0` with `{ allowHalfOpen: false }`.
+/// true }`, `?half=0` with `{ allowHalfOpen: false }`. `GET /watched?tag=`
+/// says of the silent socket `?tag=` once it is CLOSED (or 15 s after its
+/// close event) its `readyState`, how many events came after that close
+/// event, and whether a `send()` threw; 404 until then. (Its close event's
+/// timers tell in workerd; isolane ends them with the request, so there the
+/// answer looks at the socket itself, which workerd forbids across requests.)
 const WORKER: &str = r#"
+const watching = new Map();
+const report = (w) => {
+  let send = 'ok';
+  try { w.ws.send('late'); } catch { send = 'threw'; }
+  return `state ${w.ws.readyState}, ${w.more} more events, send ${send}`;
+};
+const watch = async (ws, tag) => {
+  const w = { ws, more: 0, line: undefined };
+  watching.set(tag, w);
+  ws.addEventListener('close', () => w.more++);
+  ws.addEventListener('error', () => w.more++);
+  for (let i = 0; i < 150 && ws.readyState !== 3; i++) await new Promise((r) => setTimeout(r, 100));
+  w.line = report(w);
+};
+const watched = (tag) => {
+  const w = watching.get(tag);
+  let line = w?.line;
+  try { if (line === undefined && w?.ws.readyState === 3) line = report(w); } catch { /* workerd: another request's */ }
+  return new Response(line ?? 'not yet', { status: line === undefined ? 404 : 200 });
+};
 export default {
-  fetch(request) {
+  fetch(request, env, ctx) {
+    const tag = new URL(request.url).searchParams.get('tag');
+    if (request.url.includes('/watched')) return watched(tag);
     if (request.headers.get('upgrade') !== 'websocket') return new Response('a WebSocket, please', { status: 426 });
     const url = new URL(request.url);
     const [client, server] = Object.values(new WebSocketPair());
@@ -39,6 +66,7 @@ export default {
     server.addEventListener('close', (event) => {
       try { server.send(`close ${event.code} seen in state ${server.readyState}`); } catch { /* answered already */ }
       if (url.pathname !== '/silent') server.close(4002, 'worker reply');
+      else ctx.waitUntil(watch(server, tag));
     });
     return new Response(null, { status: 101, webSocket: client });
   },
@@ -285,5 +313,89 @@ async fn a_worker_that_never_answers_holds_a_closed_socket_only_for_the_bound() 
             }
         }
     }
+    assert!(dev.interrupt().success());
+}
+
+/// The connection of a socket that awaits the Worker's reply ends (the
+/// front end's bound, or the client leaves): the Worker's socket is CLOSED
+/// then, as the WHATWG standard has it once the connection is closed, with
+/// no second close event and a `send()` that is dropped without throwing,
+/// as in workerd. workerd (no bound of its own) leaves such a socket CLOSING
+/// when its client leaves: the one difference, documented.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_whose_connection_ended_before_the_reply_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("worker.js");
+    std::fs::write(&script, WORKER).unwrap();
+    let workerd_port = free_port().unwrap();
+    let address = SocketAddr::from(([127, 0, 0, 1], workerd_port));
+    let services = [workerd::Service::module(
+        "old",
+        "worker.js",
+        BEFORE,
+        address,
+    )];
+    let config = workerd::write_config(dir.path(), "workerd.capnp", &services).unwrap();
+    let bin = workerd::binary(&support::repo().join("compat"));
+    let _workerd = workerd::serve(&bin, &config, &[], &dir.path().join("workerd.log")).unwrap();
+    wait_until("workerd to accept a WebSocket", DEADLINE, || {
+        connect_from(workerd_port, [127, 0, 0, 1], "/")
+    })
+    .await;
+    let (dev, port) = dev_at(&script, BEFORE).await;
+
+    // A client that closes, reads the Worker's answer, and leaves.
+    let leaves = |port: u16, tag: &'static str| async move {
+        let path = format!("/silent?tag={tag}");
+        let mut socket = connect_from(port, [127, 0, 0, 1], &path).await.unwrap();
+        echoes(&mut socket, "hello").await;
+        socket.send(client_close()).await.unwrap();
+        let seen = socket.next().await.unwrap().unwrap();
+        assert_eq!(seen, Message::text("close 4001 seen in state 2"));
+    };
+    // A client that closes and stays until the front end lets it go.
+    let stays = after_close(
+        connect_from(port, [127, 0, 0, 1], "/silent?tag=bound")
+            .await
+            .unwrap(),
+    );
+    let ((seen, ended), (), ()) =
+        tokio::join!(stays, leaves(port, "left"), leaves(workerd_port, "left"));
+    assert_eq!(seen, ["close 4001 seen in state 2", "no close frame"]);
+    println!("the client was let go {ended:?} after its close");
+
+    let client = support::client();
+    let watched = |port: u16, tag: &'static str| {
+        let client = client.clone();
+        async move {
+            match support::request(&client, port, "localhost", &format!("/watched?tag={tag}"))
+                .await?
+            {
+                (200, line) => Ok(line),
+                (status, body) => Err(format!("{status} {body}")),
+            }
+        }
+    };
+    let ours_bound = wait_until("the Worker's watch of the bound", DEADLINE, || {
+        watched(port, "bound")
+    })
+    .await;
+    let ours_left = wait_until(
+        "the Worker's watch of the client that left",
+        DEADLINE,
+        || watched(port, "left"),
+    )
+    .await;
+    let theirs = wait_until("workerd's watch", DEADLINE, || {
+        watched(workerd_port, "left")
+    })
+    .await;
+    println!("isolane dev: bound {ours_bound:?}, left {ours_left:?}; workerd: left {theirs:?}");
+    assert_eq!(ours_bound, "state 3, 0 more events, send ok");
+    assert_eq!(ours_left, "state 3, 0 more events, send ok");
+    assert_eq!(
+        theirs, "state 2, 0 more events, send ok",
+        "workerd leaves it CLOSING"
+    );
     assert!(dev.interrupt().success());
 }

@@ -90,6 +90,7 @@ class WebSocket extends EventTarget {
   #closeSent = false;
   // accept()'s allowHalfOpen: 0 as the compatibility date says, 1 the Worker's close() answers the peer's, 2 the runtime does.
   #halfOpen = 0;
+  #peerClosed = false; // the peer's close came and awaits this end's (half open)
   #url = null;
   #protocol = null;
   #constructed = false; // by `new WebSocket(url)`
@@ -213,6 +214,7 @@ class WebSocket extends EventTarget {
     internal.requireArgs(arguments.length, 1, "Failed to execute 'send' on 'WebSocket'");
     if (this.#state === CONNECTING) throw new internal.DOMException("Failed to execute 'send' on 'WebSocket': Still in CONNECTING state.", 'InvalidStateError');
     if (!this.#accepted) throw new TypeError('You must call accept() on this WebSocket before sending messages.');
+    if (this.#peerClosed && !this.#closeSent && this.#state === CLOSED) return; // the connection ended: dropped, as in workerd
     if (this.#closeSent || this.#state === CLOSED) throw new TypeError("Can't call WebSocket send() after close().");
     let text = null;
     let bytes = null;
@@ -275,11 +277,18 @@ class WebSocket extends EventTarget {
   #receive(kind, data, code = 0, reason = '') {
     if (this.#state === CLOSED) return;
     let event;
+    if (kind === 2 && this.#peerClosed) {
+      // The connection ended before this end's reply (the front end's bound, or the peer left): CLOSED, as the
+      // standard has it; no second close event (workerd's came with the peer's frame, and it sends no other).
+      this.#state = CLOSED;
+      byHostId.delete(this.#hostId);
+      return;
+    }
     if (kind === 2) {
       // Half open, the Worker's close() is the reply (web_socket_manual_reply_to_close, accept's allowHalfOpen).
-      const halfOpen = this.#hostId !== 0 && host.webSocketHalfOpen(this.#hostId);
-      this.#state = halfOpen ? CLOSING : CLOSED;
-      if (this.#hostId !== 0) byHostId.delete(this.#hostId);
+      this.#peerClosed = this.#hostId !== 0 && host.webSocketHalfOpen(this.#hostId);
+      this.#state = this.#peerClosed ? CLOSING : CLOSED;
+      if (!this.#peerClosed) byHostId.delete(this.#hostId);
       event = new CloseEvent('close', { code, reason, wasClean: code !== 1006 });
     } else {
       if (typeof data !== 'string' && this.#binaryType === 'blob') data = new Blob([data]);
