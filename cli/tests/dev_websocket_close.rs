@@ -399,3 +399,102 @@ async fn a_socket_whose_connection_ended_before_the_reply_is_closed() {
     );
     assert!(dev.interrupt().success());
 }
+
+/// A Durable Object that accepts hibernatable sockets and echoes; its
+/// `webSocketClose` says what `readyState` it sees, then closes with 4002 unless
+/// the socket was opened at `/silent`.
+const ROOM_JS: &str = r#"
+import { DurableObject } from 'cloudflare:workers';
+export class Room extends DurableObject {
+  fetch(request) {
+    const [client, server] = Object.values(new WebSocketPair());
+    this.ctx.acceptWebSocket(server);
+    server.serializeAttachment({ silent: new URL(request.url).pathname === '/silent' });
+    return new Response(null, { status: 101, webSocket: client });
+  }
+  webSocketMessage(ws, message) { ws.send(message); }
+  webSocketClose(ws, code) {
+    ws.send(`close ${code} seen in state ${ws.readyState}`);
+    if (!ws.deserializeAttachment().silent) ws.close(4002, 'object reply');
+  }
+}
+export default {
+  fetch(request, env) { return env.ROOM.getByName(new URL(request.url).pathname).fetch(request); },
+};
+"#;
+
+/// A wrangler project of [`ROOM_JS`] at `date`, in folder `dir`.
+fn room_project(dir: &std::path::Path, date: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("room.js"), ROOM_JS).unwrap();
+    let toml = format!(
+        "name = \"room\"\nmain = \"room.js\"\ncompatibility_date = \"{date}\"\n\
+         durable_objects.bindings = [{{ name = \"ROOM\", class_name = \"Room\" }}]\n\
+         [[migrations]]\ntag = \"v1\"\nnew_classes = [\"Room\"]\n"
+    );
+    std::fs::write(dir.join("wrangler.toml"), toml).unwrap();
+}
+
+/// Hibernatable sockets (`ctx.acceptWebSocket`) are never answered by the
+/// runtime, at either date, as in workerd: `webSocketClose` sees CLOSING,
+/// may still send, and its `close(4002)` is
+/// the client's reply; an object that does not answer has its client let
+/// go without a close frame at the bound (workerd: after about 10 s too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hibernatable_sockets_close_is_answered_by_its_object_at_every_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let address = |port| SocketAddr::from(([127, 0, 0, 1], port));
+    let mut workerd_services = Vec::new();
+    let mut devs = Vec::new();
+    let mut ports = Vec::new();
+    for (name, date) in [("old", BEFORE), ("new", AFTER)] {
+        let project = dir.path().join(name);
+        room_project(&project, date);
+        let port = free_port().unwrap();
+        let dev = Dev::start_in(&["--port", &port.to_string()], Some(&project));
+        let workerd_port = free_port().unwrap();
+        workerd_services.push(workerd::Service {
+            durable_objects: vec![("ROOM".to_owned(), "Room".to_owned())],
+            ..workerd::Service::module(
+                name,
+                &format!("{name}/room.js"),
+                date,
+                address(workerd_port),
+            )
+        });
+        devs.push(dev);
+        ports.push((date, "isolane dev", port));
+        ports.push((date, "workerd", workerd_port));
+    }
+    let config = workerd::write_config(dir.path(), "workerd.capnp", &workerd_services).unwrap();
+    let bin = workerd::binary(&support::repo().join("compat"));
+    let _workerd = workerd::serve(&bin, &config, &[], &dir.path().join("workerd.log")).unwrap();
+    for (_, _, port) in &ports {
+        wait_until("a Durable Object to accept a WebSocket", DEADLINE, || {
+            connect_from(*port, [127, 0, 0, 1], "/ready")
+        })
+        .await;
+    }
+    let runs = ports.iter().flat_map(|&(date, runtime, port)| {
+        ["/a", "/silent"].map(|path| async move {
+            let socket = connect_from(port, [127, 0, 0, 1], path).await.unwrap();
+            (date, runtime, path, after_close(socket).await)
+        })
+    });
+    for (date, runtime, path, (seen, ended)) in futures::future::join_all(runs).await {
+        println!("{date} {runtime} {path}: {seen:?} after {ended:?}");
+        let last = if path == "/a" {
+            "4002 object reply"
+        } else {
+            "no close frame"
+        };
+        assert_eq!(
+            seen,
+            ["close 4001 seen in state 2", last],
+            "{runtime} at {date}, {path}"
+        );
+    }
+    for dev in devs {
+        assert!(dev.interrupt().success());
+    }
+}

@@ -400,10 +400,11 @@ class WebSocket extends EventTarget {
     };
     // A message (kind 0 text, 1 a Uint8Array) or the close (kind 2) of a
     // hibernatable socket, as its handler gets it: the data (a string or an
-    // ArrayBuffer); a close leaves the socket closed.
+    // ArrayBuffer); a close leaves the socket CLOSING (its `close()` answers), or CLOSED.
     internal.webSocketReceived = (ws, kind, data) => {
       if (kind === 2) {
-        ws.#state = CLOSED;
+        ws.#peerClosed = host.webSocketHalfOpen(ws.#hostId);
+        ws.#state = ws.#peerClosed ? CLOSING : CLOSED;
         return undefined;
       }
       return kind === 1 ? data.buffer : data;
