@@ -24,17 +24,49 @@ type Socket = WebSocketStream<TcpStream>;
 
 /// Echoes; its `close` listener says what `readyState` it sees (a send
 /// that throws once the runtime has answered), then closes with 4002
-/// unless the path is `/silent`.
+/// unless the path is `/silent`. `?half=1` accepts with `{ allowHalfOpen:
+/// true }`, `?half=0` with `{ allowHalfOpen: false }`. `GET /watched?tag=`
+/// says of the silent socket `?tag=` once it is CLOSED (or 15 s after its
+/// close event) its `readyState`, how many events came after that close
+/// event, and whether a `send()` threw; 404 until then. (Its close event's
+/// timers tell in workerd; isolane ends them with the request, so there the
+/// answer looks at the socket itself, which workerd forbids across requests.)
 const WORKER: &str = r#"
+const watching = new Map();
+const report = (w) => {
+  let send = 'ok';
+  try { w.ws.send('late'); } catch { send = 'threw'; }
+  return `state ${w.ws.readyState}, ${w.more} more events, send ${send}`;
+};
+const watch = async (ws, tag) => {
+  const w = { ws, more: 0, line: undefined };
+  watching.set(tag, w);
+  ws.addEventListener('close', () => w.more++);
+  ws.addEventListener('error', () => w.more++);
+  for (let i = 0; i < 150 && ws.readyState !== 3; i++) await new Promise((r) => setTimeout(r, 100));
+  w.line = report(w);
+};
+const watched = (tag) => {
+  const w = watching.get(tag);
+  let line = w?.line;
+  try { if (line === undefined && w?.ws.readyState === 3) line = report(w); } catch { /* workerd: another request's */ }
+  return new Response(line ?? 'not yet', { status: line === undefined ? 404 : 200 });
+};
 export default {
-  fetch(request) {
+  fetch(request, env, ctx) {
+    const tag = new URL(request.url).searchParams.get('tag');
+    if (request.url.includes('/watched')) return watched(tag);
     if (request.headers.get('upgrade') !== 'websocket') return new Response('a WebSocket, please', { status: 426 });
+    const url = new URL(request.url);
     const [client, server] = Object.values(new WebSocketPair());
-    server.accept();
+    const half = url.searchParams.get('half');
+    if (half === null) server.accept();
+    else server.accept({ allowHalfOpen: half === '1' });
     server.addEventListener('message', (event) => server.send(event.data));
     server.addEventListener('close', (event) => {
       try { server.send(`close ${event.code} seen in state ${server.readyState}`); } catch { /* answered already */ }
-      if (!request.url.endsWith('/silent')) server.close(4002, 'worker reply');
+      if (url.pathname !== '/silent') server.close(4002, 'worker reply');
+      else ctx.waitUntil(watch(server, tag));
     });
     return new Response(null, { status: 101, webSocket: client });
   },
@@ -117,6 +149,20 @@ async fn dev_at(script: &std::path::Path, date: &str) -> (Dev, u16) {
     (dev, port)
 }
 
+/// What a client that closed receives when the Worker answers: its `close`
+/// listener saw CLOSING and sent, then its `close(4002)` is the reply.
+fn by_the_worker() -> Vec<String> {
+    vec![
+        "close 4001 seen in state 2".to_owned(),
+        "4002 worker reply".to_owned(),
+    ]
+}
+
+/// What it receives when the runtime answers at once: its own 4001.
+fn by_the_runtime() -> Vec<String> {
+    vec!["4001 client bye".to_owned()]
+}
+
 /// The same Worker at a date before 2026-04-07 and one after, under
 /// `isolane dev` and workerd: before, the `close` listener sees CLOSING,
 /// may still send, and its `close(4002)` is the client's reply; after, the
@@ -124,6 +170,30 @@ async fn dev_at(script: &std::path::Path, date: &str) -> (Dev, u16) {
 /// CLOSED (its send throws).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clients_close_is_answered_as_workerd_answers_it_at_each_date() {
+    side_by_side(&[
+        (BEFORE, "/", by_the_worker()),
+        (AFTER, "/", by_the_runtime()),
+    ])
+    .await;
+}
+
+/// `accept({ allowHalfOpen })` decides instead of the date, both ways, as
+/// in workerd: `true` leaves the reply to the Worker's `close()` even
+/// from 2026-04-07, `false` has the runtime answer at once before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_with_allow_half_open_decides_instead_of_the_date() {
+    side_by_side(&[
+        (BEFORE, "/?half=1", by_the_worker()),
+        (BEFORE, "/?half=0", by_the_runtime()),
+        (AFTER, "/?half=1", by_the_worker()),
+        (AFTER, "/?half=0", by_the_runtime()),
+    ])
+    .await;
+}
+
+/// Each `(date, path, expected)`: a client of [`WORKER`] at `path` closes,
+/// under workerd and under `isolane dev` at `date`; both see `expected`.
+async fn side_by_side(cases: &[(&str, &str, Vec<String>)]) {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("worker.js");
     std::fs::write(&script, WORKER).unwrap();
@@ -142,23 +212,20 @@ async fn a_clients_close_is_answered_as_workerd_answers_it_at_each_date() {
         })
         .await;
     }
-    let before = vec![
-        "close 4001 seen in state 2".to_owned(),
-        "4002 worker reply".to_owned(),
-    ];
-    let after = vec!["4001 client bye".to_owned()];
-    for (date, workerd_port, expected) in [(BEFORE, old_port, before), (AFTER, new_port, after)] {
+    for (date, workerd_port) in [(BEFORE, old_port), (AFTER, new_port)] {
         let (dev, port) = dev_at(&script, date).await;
-        let theirs = after_close(
-            connect_from(workerd_port, [127, 0, 0, 1], "/")
-                .await
-                .unwrap(),
-        )
-        .await;
-        let ours = after_close(connect_from(port, [127, 0, 0, 1], "/").await.unwrap()).await;
-        println!("{date}: workerd {theirs:?}, isolane dev {ours:?}");
-        assert_eq!(theirs.0, expected, "workerd at {date}");
-        assert_eq!(ours.0, expected, "isolane dev at {date}");
+        for (_, path, expected) in cases.iter().filter(|c| c.0 == date) {
+            let theirs = after_close(
+                connect_from(workerd_port, [127, 0, 0, 1], path)
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            let ours = after_close(connect_from(port, [127, 0, 0, 1], path).await.unwrap()).await;
+            println!("{date} {path}: workerd {theirs:?}, isolane dev {ours:?}");
+            assert_eq!(&theirs.0, expected, "workerd at {date}, {path}");
+            assert_eq!(&ours.0, expected, "isolane dev at {date}, {path}");
+        }
         assert!(dev.interrupt().success());
     }
 }
@@ -247,4 +314,187 @@ async fn a_worker_that_never_answers_holds_a_closed_socket_only_for_the_bound() 
         }
     }
     assert!(dev.interrupt().success());
+}
+
+/// The connection of a socket that awaits the Worker's reply ends (the
+/// front end's bound, or the client leaves): the Worker's socket is CLOSED
+/// then, as the WHATWG standard has it once the connection is closed, with
+/// no second close event and a `send()` that is dropped without throwing,
+/// as in workerd. workerd (no bound of its own) leaves such a socket CLOSING
+/// when its client leaves: the one difference, documented.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_whose_connection_ended_before_the_reply_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("worker.js");
+    std::fs::write(&script, WORKER).unwrap();
+    let workerd_port = free_port().unwrap();
+    let address = SocketAddr::from(([127, 0, 0, 1], workerd_port));
+    let services = [workerd::Service::module(
+        "old",
+        "worker.js",
+        BEFORE,
+        address,
+    )];
+    let config = workerd::write_config(dir.path(), "workerd.capnp", &services).unwrap();
+    let bin = workerd::binary(&support::repo().join("compat"));
+    let _workerd = workerd::serve(&bin, &config, &[], &dir.path().join("workerd.log")).unwrap();
+    wait_until("workerd to accept a WebSocket", DEADLINE, || {
+        connect_from(workerd_port, [127, 0, 0, 1], "/")
+    })
+    .await;
+    let (dev, port) = dev_at(&script, BEFORE).await;
+
+    // A client that closes, reads the Worker's answer, and leaves.
+    let leaves = |port: u16, tag: &'static str| async move {
+        let path = format!("/silent?tag={tag}");
+        let mut socket = connect_from(port, [127, 0, 0, 1], &path).await.unwrap();
+        echoes(&mut socket, "hello").await;
+        socket.send(client_close()).await.unwrap();
+        let seen = socket.next().await.unwrap().unwrap();
+        assert_eq!(seen, Message::text("close 4001 seen in state 2"));
+    };
+    // A client that closes and stays until the front end lets it go.
+    let stays = after_close(
+        connect_from(port, [127, 0, 0, 1], "/silent?tag=bound")
+            .await
+            .unwrap(),
+    );
+    let ((seen, ended), (), ()) =
+        tokio::join!(stays, leaves(port, "left"), leaves(workerd_port, "left"));
+    assert_eq!(seen, ["close 4001 seen in state 2", "no close frame"]);
+    println!("the client was let go {ended:?} after its close");
+
+    let client = support::client();
+    let watched = |port: u16, tag: &'static str| {
+        let client = client.clone();
+        async move {
+            match support::request(&client, port, "localhost", &format!("/watched?tag={tag}"))
+                .await?
+            {
+                (200, line) => Ok(line),
+                (status, body) => Err(format!("{status} {body}")),
+            }
+        }
+    };
+    let ours_bound = wait_until("the Worker's watch of the bound", DEADLINE, || {
+        watched(port, "bound")
+    })
+    .await;
+    let ours_left = wait_until(
+        "the Worker's watch of the client that left",
+        DEADLINE,
+        || watched(port, "left"),
+    )
+    .await;
+    let theirs = wait_until("workerd's watch", DEADLINE, || {
+        watched(workerd_port, "left")
+    })
+    .await;
+    println!("isolane dev: bound {ours_bound:?}, left {ours_left:?}; workerd: left {theirs:?}");
+    assert_eq!(ours_bound, "state 3, 0 more events, send ok");
+    assert_eq!(ours_left, "state 3, 0 more events, send ok");
+    assert_eq!(
+        theirs, "state 2, 0 more events, send ok",
+        "workerd leaves it CLOSING"
+    );
+    assert!(dev.interrupt().success());
+}
+
+/// A Durable Object that accepts hibernatable sockets and echoes; its
+/// `webSocketClose` says what `readyState` it sees, then closes with 4002 unless
+/// the socket was opened at `/silent`.
+const ROOM_JS: &str = r#"
+import { DurableObject } from 'cloudflare:workers';
+export class Room extends DurableObject {
+  fetch(request) {
+    const [client, server] = Object.values(new WebSocketPair());
+    this.ctx.acceptWebSocket(server);
+    server.serializeAttachment({ silent: new URL(request.url).pathname === '/silent' });
+    return new Response(null, { status: 101, webSocket: client });
+  }
+  webSocketMessage(ws, message) { ws.send(message); }
+  webSocketClose(ws, code) {
+    ws.send(`close ${code} seen in state ${ws.readyState}`);
+    if (!ws.deserializeAttachment().silent) ws.close(4002, 'object reply');
+  }
+}
+export default {
+  fetch(request, env) { return env.ROOM.getByName(new URL(request.url).pathname).fetch(request); },
+};
+"#;
+
+/// A wrangler project of [`ROOM_JS`] at `date`, in folder `dir`.
+fn room_project(dir: &std::path::Path, date: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("room.js"), ROOM_JS).unwrap();
+    let toml = format!(
+        "name = \"room\"\nmain = \"room.js\"\ncompatibility_date = \"{date}\"\n\
+         durable_objects.bindings = [{{ name = \"ROOM\", class_name = \"Room\" }}]\n\
+         [[migrations]]\ntag = \"v1\"\nnew_classes = [\"Room\"]\n"
+    );
+    std::fs::write(dir.join("wrangler.toml"), toml).unwrap();
+}
+
+/// Hibernatable sockets (`ctx.acceptWebSocket`) are never answered by the
+/// runtime, at either date, as in workerd: `webSocketClose` sees CLOSING,
+/// may still send, and its `close(4002)` is
+/// the client's reply; an object that does not answer has its client let
+/// go without a close frame at the bound (workerd: after about 10 s too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hibernatable_sockets_close_is_answered_by_its_object_at_every_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let address = |port| SocketAddr::from(([127, 0, 0, 1], port));
+    let mut workerd_services = Vec::new();
+    let mut devs = Vec::new();
+    let mut ports = Vec::new();
+    for (name, date) in [("old", BEFORE), ("new", AFTER)] {
+        let project = dir.path().join(name);
+        room_project(&project, date);
+        let port = free_port().unwrap();
+        let dev = Dev::start_in(&["--port", &port.to_string()], Some(&project));
+        let workerd_port = free_port().unwrap();
+        workerd_services.push(workerd::Service {
+            durable_objects: vec![("ROOM".to_owned(), "Room".to_owned())],
+            ..workerd::Service::module(
+                name,
+                &format!("{name}/room.js"),
+                date,
+                address(workerd_port),
+            )
+        });
+        devs.push(dev);
+        ports.push((date, "isolane dev", port));
+        ports.push((date, "workerd", workerd_port));
+    }
+    let config = workerd::write_config(dir.path(), "workerd.capnp", &workerd_services).unwrap();
+    let bin = workerd::binary(&support::repo().join("compat"));
+    let _workerd = workerd::serve(&bin, &config, &[], &dir.path().join("workerd.log")).unwrap();
+    for (_, _, port) in &ports {
+        wait_until("a Durable Object to accept a WebSocket", DEADLINE, || {
+            connect_from(*port, [127, 0, 0, 1], "/ready")
+        })
+        .await;
+    }
+    let runs = ports.iter().flat_map(|&(date, runtime, port)| {
+        ["/a", "/silent"].map(|path| async move {
+            let socket = connect_from(port, [127, 0, 0, 1], path).await.unwrap();
+            (date, runtime, path, after_close(socket).await)
+        })
+    });
+    for (date, runtime, path, (seen, ended)) in futures::future::join_all(runs).await {
+        println!("{date} {runtime} {path}: {seen:?} after {ended:?}");
+        let last = if path == "/a" {
+            "4002 object reply"
+        } else {
+            "no close frame"
+        };
+        assert_eq!(
+            seen,
+            ["close 4001 seen in state 2", last],
+            "{runtime} at {date}, {path}"
+        );
+    }
+    for dev in devs {
+        assert!(dev.interrupt().success());
+    }
 }

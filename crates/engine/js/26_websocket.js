@@ -11,45 +11,16 @@
 'use strict';
 
 const kCreate = Symbol('create');
+// A message event's data (a string or an ArrayBuffer) to host socket `id`.
+const sendData = (id, data) => host.webSocketSend(id, typeof data === 'string' ? data : new Uint8Array(data), typeof data === 'string');
 const byHostId = new Map(); // host socket id -> the server end
 
-class MessageEvent extends Event {
-  #data;
-  constructor(type, eventInitDict = undefined) {
-    internal.requireArgs(arguments.length, 1, "Failed to construct 'MessageEvent'");
-    const init = internal.toDictionary(eventInitDict, 'MessageEventInit');
-    super(type, init);
-    this.#data = init.data === undefined ? null : init.data;
-  }
-  get data() {
-    if (!internal.isObject(this) || !(#data in this)) throw new TypeError('Illegal invocation');
-    return this.#data;
-  }
-}
-internal.enumerableMembers(MessageEvent, ['data']);
-internal.setToStringTag(MessageEvent.prototype, 'MessageEvent');
-
-class CloseEvent extends Event {
-  #code;
-  #reason;
-  #wasClean;
-  constructor(type, eventInitDict = undefined) {
-    internal.requireArgs(arguments.length, 1, "Failed to construct 'CloseEvent'");
-    const init = internal.toDictionary(eventInitDict, 'CloseEventInit');
-    super(type, init);
-    this.#code = init.code === undefined ? 0 : internal.toNumber(init.code) & 0xffff;
-    this.#reason = init.reason === undefined ? '' : internal.toUSVString(init.reason);
-    this.#wasClean = Boolean(init.wasClean);
-  }
-  static #check(self) {
-    if (!internal.isObject(self) || !(#code in self)) throw new TypeError('Illegal invocation');
-  }
-  get code() { CloseEvent.#check(this); return this.#code; }
-  get reason() { CloseEvent.#check(this); return this.#reason; }
-  get wasClean() { CloseEvent.#check(this); return this.#wasClean; }
-}
-internal.enumerableMembers(CloseEvent, ['code', 'reason', 'wasClean']);
-internal.setToStringTag(CloseEvent.prototype, 'CloseEvent');
+const MessageEvent = internal.eventClass('MessageEvent', { data: (v) => (v === undefined ? null : v) });
+const CloseEvent = internal.eventClass('CloseEvent', {
+  code: (v) => (v === undefined ? 0 : internal.toNumber(v) & 0xffff),
+  reason: (v) => (v === undefined ? '' : internal.toUSVString(v)),
+  wasClean: Boolean,
+});
 
 const CONNECTING = 0;
 const OPEN = 1;
@@ -117,6 +88,9 @@ class WebSocket extends EventTarget {
   #state = OPEN;
   #binaryType = 'arraybuffer';
   #closeSent = false;
+  // accept()'s allowHalfOpen: 0 as the compatibility date says, 1 the Worker's close() answers the peer's, 2 the runtime does.
+  #halfOpen = 0;
+  #peerClosed = false; // the peer's close came and awaits this end's (half open)
   #url = null;
   #protocol = null;
   #constructed = false; // by `new WebSocket(url)`
@@ -180,7 +154,7 @@ class WebSocket extends EventTarget {
     }
     this.#hostId = id;
     byHostId.set(id, this);
-    host.webSocketAccepted(id);
+    host.webSocketAccepted(id, 0);
     this.#state = OPEN;
     internal.dispatchTrusted(this, new Event('open'), internal.reportError);
   }
@@ -219,15 +193,17 @@ class WebSocket extends EventTarget {
     internal.setEventHandler(this, type, fn);
   }
 
-  accept() {
+  accept(options = undefined) {
     WebSocket.#check(this);
+    const { allowHalfOpen } = internal.toDictionary(options, 'AcceptOptions');
     if (this.#handedOver) throw new TypeError('This WebSocket was handed to the client in a Response; use the other end of its pair.');
     if (this.#passed !== 0) throw new TypeError("A Durable Object's WebSocket from another thread can only be returned in a 101 Response.");
     if (this.#state === CONNECTING) throw new TypeError("Websockets obtained from the 'new WebSocket()' constructor cannot call accept");
     if (this.#accepted) return;
     this.#accepted = true;
+    if (allowHalfOpen !== undefined) this.#halfOpen = allowHalfOpen ? 1 : 2;
     // The host delivers this socket's messages only from now on.
-    if (this.#hostId !== 0) host.webSocketAccepted(this.#hostId);
+    if (this.#hostId !== 0) host.webSocketAccepted(this.#hostId, this.#halfOpen);
     const queued = this.#queue;
     this.#queue = [];
     if (queued.length > 0) queueMicrotask(() => { for (const e of queued) this.#dispatch(e); });
@@ -238,6 +214,7 @@ class WebSocket extends EventTarget {
     internal.requireArgs(arguments.length, 1, "Failed to execute 'send' on 'WebSocket'");
     if (this.#state === CONNECTING) throw new internal.DOMException("Failed to execute 'send' on 'WebSocket': Still in CONNECTING state.", 'InvalidStateError');
     if (!this.#accepted) throw new TypeError('You must call accept() on this WebSocket before sending messages.');
+    if (this.#peerClosed && !this.#closeSent && this.#state === CLOSED) return; // the connection ended: dropped, as in workerd
     if (this.#closeSent || this.#state === CLOSED) throw new TypeError("Can't call WebSocket send() after close().");
     let text = null;
     let bytes = null;
@@ -261,15 +238,19 @@ class WebSocket extends EventTarget {
     WebSocket.#check(this);
     if (this.#handedOver) throw new TypeError('This WebSocket was handed to the client in a Response; use the other end of its pair.');
     [code, reason] = checkClose(code, reason);
-    if (this.#closeSent || this.#state === CLOSED) return;
+    const peer = this.#peer;
+    if (this.#closeWith(code ?? 0, reason) && peer !== null) queueMicrotask(() => peer.#receive(2, null, code ?? 1005, reason));
+  }
+
+  // This end's close frame (`code` 0: none), or the reply to the peer's; false when closed already.
+  #closeWith(code, reason) {
+    if (this.#closeSent || this.#state === CLOSED) return false;
     this.#closeSent = true;
     this.#state = this.#state === CLOSING ? CLOSED : CLOSING; // CLOSING: the reply to the peer's
-    if (this.#hostId !== 0) {
-      host.webSocketClose(this.#hostId, code ?? 0, reason);
-      return;
-    }
-    const peer = this.#peer;
-    if (peer !== null) queueMicrotask(() => peer.#receive(2, null, code ?? 1005, reason));
+    if (this.#hostId === 0) return true;
+    if (this.#state === CLOSED) byHostId.delete(this.#hostId);
+    host.webSocketClose(this.#hostId, code, reason);
+    return true;
   }
 
   // workerd's attachment: any structured-clonable value, at most 2 KiB
@@ -296,11 +277,18 @@ class WebSocket extends EventTarget {
   #receive(kind, data, code = 0, reason = '') {
     if (this.#state === CLOSED) return;
     let event;
+    if (kind === 2 && this.#peerClosed) {
+      // The connection ended before this end's reply (the front end's bound, or the peer left): CLOSED, as the
+      // standard has it; no second close event (workerd's came with the peer's frame, and it sends no other).
+      this.#state = CLOSED;
+      byHostId.delete(this.#hostId);
+      return;
+    }
     if (kind === 2) {
-      // Half open, the Worker's close() is the reply (web_socket_manual_reply_to_close).
-      const halfOpen = this.#hostId !== 0 && host.webSocketHalfOpen(this.#hostId);
-      this.#state = halfOpen ? CLOSING : CLOSED;
-      if (this.#hostId !== 0) byHostId.delete(this.#hostId);
+      // Half open, the Worker's close() is the reply (web_socket_manual_reply_to_close, accept's allowHalfOpen).
+      this.#peerClosed = this.#hostId !== 0 && host.webSocketHalfOpen(this.#hostId);
+      this.#state = this.#peerClosed ? CLOSING : CLOSED;
+      if (!this.#peerClosed) byHostId.delete(this.#hostId);
       event = new CloseEvent('close', { code, reason, wasClean: code !== 1006 });
     } else {
       if (typeof data !== 'string' && this.#binaryType === 'blob') data = new Blob([data]);
@@ -357,13 +345,11 @@ class WebSocket extends EventTarget {
       // A hibernatable socket's events go to its object, not through here.
       if (h === null) byHostId.set(id, server);
       else h.opened(id, server);
-      if (server.#accepted) host.webSocketAccepted(id);
+      if (server.#accepted) host.webSocketAccepted(id, server.#halfOpen);
       // What the server end sent before the answer goes first.
       for (const event of client.#queue) {
         if (event.type === 'message') {
-          const data = event.data;
-          if (typeof data === 'string') host.webSocketSend(id, data, true);
-          else host.webSocketSend(id, new Uint8Array(data), false);
+          sendData(id, event.data);
         } else {
           host.webSocketClose(id, event.code === 1005 ? 0 : event.code, event.reason);
         }
@@ -414,10 +400,11 @@ class WebSocket extends EventTarget {
     };
     // A message (kind 0 text, 1 a Uint8Array) or the close (kind 2) of a
     // hibernatable socket, as its handler gets it: the data (a string or an
-    // ArrayBuffer); a close leaves the socket closed.
+    // ArrayBuffer); a close leaves the socket CLOSING (its `close()` answers), or CLOSED.
     internal.webSocketReceived = (ws, kind, data) => {
       if (kind === 2) {
-        ws.#state = CLOSED;
+        ws.#peerClosed = host.webSocketHalfOpen(ws.#hostId);
+        ws.#state = ws.#peerClosed ? CLOSING : CLOSED;
         return undefined;
       }
       return kind === 1 ? data.buffer : data;
@@ -452,18 +439,12 @@ class WebSocket extends EventTarget {
     };
     const passOn = (from, to) => {
       from.addEventListener('message', (event) => {
-        if (to.#closeSent || to.#state === CLOSED) return;
-        const data = event.data;
-        if (typeof data === 'string') host.webSocketSend(to.#hostId, data, true);
-        else host.webSocketSend(to.#hostId, new Uint8Array(data), false);
+        if (!to.#closeSent && to.#state !== CLOSED) sendData(to.#hostId, event.data);
       });
       from.addEventListener('close', (event) => {
-        if (to.#closeSent || to.#state === CLOSED) return;
-        to.#closeSent = true;
-        to.#state = to.#state === CLOSING ? CLOSED : CLOSING; // CLOSING: the reply to its peer's
         // 1005 (no code) goes as none; 1006 (the peer vanished) as 1011.
         const code = event.code === 1005 ? 0 : event.code === 1006 ? 1011 : event.code;
-        host.webSocketClose(to.#hostId, code, code === 0 ? '' : event.reason);
+        to.#closeWith(code, code === 0 ? '' : event.reason);
       });
     };
     internal.webSocketEvent = (id, kind, data, code, reason) => {

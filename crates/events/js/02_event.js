@@ -255,51 +255,45 @@ internal.setEventHandler = (target, type, fn) => {
   EventTarget.prototype.addEventListener.call(target, type, entry.listener);
 };
 
-// CustomEvent (DOM Standard): an Event carrying `detail`.
-class CustomEvent extends Event {
-  #detail;
-  constructor(type, eventInitDict = undefined) {
-    internal.requireArgs(arguments.length, 1, "Failed to construct 'CustomEvent'");
-    const init = internal.toDictionary(eventInitDict, 'CustomEventInit');
-    super(type, init);
-    this.#detail = init.detail === undefined ? null : init.detail;
+// An Event interface `name` with an init dictionary: its read-only members are the dictionary's `fields`, each
+// `{ member: convert }` (read in that order), as CustomEvent, ErrorEvent, MessageEvent and CloseEvent have them.
+internal.eventClass = function eventClass(name, fields) {
+  const own = new WeakMap();
+  const cls = class extends Event {
+    constructor(type, eventInitDict = undefined) {
+      internal.requireArgs(arguments.length, 1, `Failed to construct '${name}'`);
+      const init = internal.toDictionary(eventInitDict, `${name}Init`);
+      super(type, init);
+      const values = {};
+      for (const [key, convert] of Object.entries(fields)) values[key] = convert(init[key]);
+      own.set(this, values);
+    }
+  };
+  for (const key of Object.keys(fields)) {
+    const get = { [`get ${key}`]() {
+      if (!own.has(this)) throw new TypeError('Illegal invocation');
+      return own.get(this)[key];
+    } }[`get ${key}`];
+    Object.defineProperty(cls.prototype, key, { get, enumerable: true, configurable: true });
   }
-  get detail() {
-    if (!internal.isObject(this) || !(#detail in this)) throw new TypeError('Illegal invocation');
-    return this.#detail;
-  }
-}
-internal.enumerableMembers(CustomEvent, ['detail']);
-internal.setToStringTag(CustomEvent.prototype, 'CustomEvent');
+  Object.defineProperty(cls, 'name', { value: name });
+  internal.setToStringTag(cls.prototype, name);
+  return cls;
+};
 
+const orNull = (v) => (v === undefined ? null : v);
+const orEmpty = (convert) => (v) => (v === undefined ? '' : convert(v));
+const unsigned = (v) => (v === undefined ? 0 : internal.toNumber(v) >>> 0);
+// CustomEvent (DOM Standard): an Event carrying `detail`.
+const CustomEvent = internal.eventClass('CustomEvent', { detail: orNull });
 // ErrorEvent (HTML Standard): what `reportError` dispatches at the global.
-class ErrorEvent extends Event {
-  #message;
-  #filename;
-  #lineno;
-  #colno;
-  #error;
-  constructor(type, eventInitDict = undefined) {
-    internal.requireArgs(arguments.length, 1, "Failed to construct 'ErrorEvent'");
-    const init = internal.toDictionary(eventInitDict, 'ErrorEventInit');
-    super(type, init);
-    this.#message = init.message === undefined ? '' : internal.toDOMString(init.message);
-    this.#filename = init.filename === undefined ? '' : internal.toUSVString(init.filename);
-    this.#lineno = init.lineno === undefined ? 0 : internal.toNumber(init.lineno) >>> 0;
-    this.#colno = init.colno === undefined ? 0 : internal.toNumber(init.colno) >>> 0;
-    this.#error = init.error;
-  }
-  static #check(self) {
-    if (!internal.isObject(self) || !(#message in self)) throw new TypeError('Illegal invocation');
-  }
-  get message() { ErrorEvent.#check(this); return this.#message; }
-  get filename() { ErrorEvent.#check(this); return this.#filename; }
-  get lineno() { ErrorEvent.#check(this); return this.#lineno; }
-  get colno() { ErrorEvent.#check(this); return this.#colno; }
-  get error() { ErrorEvent.#check(this); return this.#error; }
-}
-internal.enumerableMembers(ErrorEvent, ['message', 'filename', 'lineno', 'colno', 'error']);
-internal.setToStringTag(ErrorEvent.prototype, 'ErrorEvent');
+const ErrorEvent = internal.eventClass('ErrorEvent', {
+  message: orEmpty(internal.toDOMString),
+  filename: orEmpty(internal.toUSVString),
+  lineno: unsigned,
+  colno: unsigned,
+  error: (v) => v,
+});
 
 internal.defineGlobal('Event', Event);
 internal.defineGlobal('EventTarget', EventTarget);

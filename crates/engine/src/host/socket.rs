@@ -115,6 +115,8 @@ pub(super) struct Entry {
     closed: Cell<bool>,
     /// The peer closed and the Worker's `close()` is the reply (half open).
     peer_closed: Cell<bool>,
+    /// `accept({ allowHalfOpen })`: 1 half open, 2 auto reply, 0 by compatibility date.
+    allow_half_open: Cell<u32>,
     /// Opened when the Worker accepts its end; the pump waits on it.
     accepted: Rc<tokio::sync::Notify>,
     /// Who keeps it instead of a request: the Durable Object that accepted
@@ -164,6 +166,8 @@ impl Sockets {
         let Some(entry) = open.get(&id) else {
             return false;
         };
+        let half = entry.allow_half_open.get();
+        let auto = if half == 0 { auto } else { half == 2 };
         let abnormal = matches!(frame, Some(f) if f.code == code::ABNORMAL);
         if abnormal || entry.closed.replace(auto) || entry.peer_closed.replace(true) {
             return false;
@@ -370,6 +374,7 @@ pub(super) fn new_entry(
         active: Cell::new(Instant::now()),
         closed: Cell::new(false),
         peer_closed: Cell::new(false),
+        allow_half_open: Cell::new(0),
         accepted: accepted.clone(),
         keeper,
         _slot: slot,
@@ -387,10 +392,11 @@ pub(super) fn new_entry(
 pub(super) type ClientQueue = (mpsc::Receiver<SocketMessage>, Rc<tokio::sync::Notify>);
 
 host_fn! {
-/// `webSocketAccepted(id)`: the Worker accepted its end; its client's
-/// messages flow from now on.
-fn web_socket_accepted<'s>(_scope, host: Rc<HostState>, id: u32) -> HostResult<()> {
+/// `webSocketAccepted(id, halfOpen)`: the Worker accepted its end (with
+/// `allowHalfOpen`, [`Entry::allow_half_open`]); its client's messages flow from now on.
+fn web_socket_accepted<'s>(_scope, host: Rc<HostState>, id: u32, half_open: u32) -> HostResult<()> {
     if let Some(entry) = sockets(&host)?.open.borrow().get(&id) {
+        entry.allow_half_open.set(half_open);
         entry.accepted.notify_one();
     }
     Ok(())

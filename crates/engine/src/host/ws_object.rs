@@ -36,7 +36,7 @@ use super::socket_count::Slot;
 use super::{HostState, IsolateTurns, js_string, u8_array};
 use crate::bundle::WorkerBundle;
 use crate::outcome::ExecuteError;
-use crate::socket::{ObjectSocketEvent, SocketEnd, SocketMessage};
+use crate::socket::{CloseFrame, ObjectSocketEvent, SocketEnd, SocketMessage};
 
 /// Each object's auto-response, `(request, response)` by `(class, id)`
 /// (the unit's state).
@@ -110,11 +110,13 @@ pub(crate) struct ObjectSocket {
     attachment: RefCell<Option<Vec<u8>>>,
     /// When the auto-response last answered on it, ms since the epoch.
     auto_at: Cell<Option<f64>>,
+    /// Its client closed (it awaits the object's reply): no longer listed.
+    gone: Cell<bool>,
 }
 
 impl ObjectSocket {
     fn is(&self, class: &str, id: &str) -> bool {
-        self.class == class && self.id == id
+        self.class == class && self.id == id && !self.gone.get()
     }
 }
 
@@ -172,6 +174,7 @@ fn owner(
         tags,
         attachment: RefCell::new(super::view_bytes(attachment)),
         auto_at: Cell::new(None),
+        gone: Cell::new(false),
     })
 }
 
@@ -283,6 +286,8 @@ async fn object_pump(
     idle: Duration,
 ) {
     let mut inbox = Inbox::new(me.clone(), id, queue, idle);
+    // The client's close went to the object, whose `close()` is the reply.
+    let mut half_open = false;
     while let Some((isolate, message)) = inbox.next().await {
         let (delivery, closing) = {
             let host = isolate.host();
@@ -292,15 +297,13 @@ async fn object_pump(
             if auto_answered(host, sockets, id, &object, &message) {
                 continue;
             }
-            let closing = matches!(message, SocketMessage::Close(_));
-            // Answered with the peer's code and forgotten first (its places
-            // go): the object's `close()` in its handler is then a no-op.
-            if let SocketMessage::Close(frame) = &message {
-                sockets.peer_closed(id, frame, true);
-            }
-            if closing && sockets.take(id).is_none() {
-                return;
-            }
+            let closing = match &message {
+                SocketMessage::Close(frame) => client_closed(sockets, id, frame, half_open),
+                _ => Some(false),
+            };
+            let Some(closing) = closing else { return };
+            half_open |= matches!(message, SocketMessage::Close(_)) && !closing;
+            object.gone.set(half_open);
             (Delivery::of(host), closing)
         };
         drop(isolate);
@@ -330,6 +333,23 @@ async fn object_pump(
             }
         }
     }
+}
+
+/// The client's close of socket `id`, taken as workerd takes it at every
+/// date: never answered here; the object's `close()` in `webSocketClose`
+/// is the reply (half open until then, the front end's bound at most), and
+/// the connection's end after that (`half_open`) is no event. Whether the
+/// close ends the socket now (taken), or leaves it half open; `None`: gone.
+fn client_closed(
+    sockets: &Sockets,
+    id: u32,
+    frame: &Option<CloseFrame>,
+    half_open: bool,
+) -> Option<bool> {
+    if sockets.peer_closed(id, frame, false) {
+        return Some(false);
+    }
+    (sockets.take(id).is_some() && !half_open).then_some(true)
 }
 
 /// An object's socket was dropped without a close handshake (1011 to the
