@@ -10,8 +10,10 @@
 //!    it); a Worker of team-a binding the database reads the migrated
 //!    tables and `d1_migrations`' rows.
 //! 2. Applying again applies nothing; `list` says so.
-//! 3. A third file that fails: the command exits 1 naming it and SQLite's
-//!    words; the first two stay, its first statement is rolled back.
+//! 3. A third file whose second statement fails as it runs (an integer
+//!    overflow, once its first has run): the command exits 1 naming it and
+//!    SQLite's words; the first two stay, its first statement is rolled
+//!    back.
 //! 4. The same identity against team-b's database of the same name is
 //!    refused (403, naming the permission); a token Kubernetes does not
 //!    accept is refused (401); neither changes anything.
@@ -206,13 +208,13 @@ async fn migrations_apply_on_the_owner_with_the_caller_s_rights() {
     // === 3. a bad third file: named, rolled back, the first two stay ===
     std::fs::write(
         app.join("migrations/0003_bad.sql"),
-        "INSERT INTO items (name) VALUES ('c');\nINSERT INTO nowhere VALUES (1);\n",
+        "INSERT INTO items (name) VALUES ('c');\nSELECT abs(-9223372036854775807 - 1);\n",
     )
     .unwrap();
     let (code, stdout, stderr) = isolane(&app, &kubeconfig, tail_addr, &apply);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     assert!(
-        stderr.contains("0003_bad.sql failed") && stderr.contains("no such table: nowhere"),
+        stderr.contains("0003_bad.sql failed") && stderr.contains("integer overflow"),
         "{stderr}"
     );
     assert_eq!(read(&ingress, 2).await, migrated);
@@ -239,4 +241,11 @@ async fn migrations_apply_on_the_owner_with_the_caller_s_rights() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("401"), "{stderr}");
     assert_eq!(read(&ingress, 2).await, migrated);
+
+    // === 5. a migration while the Worker has the database open: seen ===
+    let (code, stdout, stderr) = isolane(&app, &kubeconfig, tail_addr, &apply);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "Applied 0003_good.sql\n");
+    let last = read(&ingress, 3).await;
+    assert_eq!(last["items"][2]["name"], "c", "{last}");
 }

@@ -241,9 +241,10 @@ mod tests {
         let again = store.d1_migrate(db, "d1_migrations", files.clone()).await;
         assert!(again.unwrap().is_empty());
         let mut bad = files;
+        // Its first statement runs, its second fails as it runs.
         bad.push(file(
             "0003_bad.sql",
-            "INSERT INTO t VALUES (3); INSERT INTO nowhere VALUES (1);",
+            "INSERT INTO t VALUES (3); SELECT abs(-9223372036854775807 - 1);",
         ));
         bad.push(file("0004_after.sql", "INSERT INTO t VALUES (4);"));
         let error = store
@@ -252,9 +253,19 @@ mod tests {
             .unwrap_err();
         assert!(
             error.to_string().starts_with("0003_bad.sql failed")
-                && error.to_string().contains("no such table: nowhere"),
+                && error.to_string().contains("integer overflow"),
             "{error}"
         );
+        // This process's copy (the one its Workers read) has no row 3.
+        let live = store.d1_open("a", "shop").await.unwrap();
+        let deadline = Instant::now() + MIGRATION_TIME;
+        let rows = exec(
+            &mut live.lock().unwrap(),
+            "SELECT group_concat(x) FROM t",
+            &[],
+            deadline,
+        );
+        assert_eq!(rows.unwrap(), ["1,2"]);
         // Another process reads the log: files 1 and 2 only, row 3 rolled back.
         let other = Store::sqlite(dir.path());
         let (_, names) = other
