@@ -50,8 +50,9 @@ enum Command {
     Deploy(deploy::DeployArgs),
     /// Manage the secrets a wrangler project's Worker reads (docs/wrangler.md).
     Secret(secret::SecretArgs),
-    /// D1 databases of `isolane dev`: `d1 migrations apply <DATABASE>
-    /// --local` (docs/d1.md).
+    /// D1 databases' migrations: `d1 migrations apply|list <DATABASE>`
+    /// (`--local`, the default, or `--remote`) and `d1 migrations create
+    /// <DATABASE> <MESSAGE>` (docs/d1.md).
     D1(d1::D1Args),
     /// Stream a Worker's invocations and console lines from a cluster, with
     /// your kubeconfig's credentials (docs/tail.md).

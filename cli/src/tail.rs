@@ -17,7 +17,7 @@ use std::hash::{Hash, Hasher};
 use anyhow::Context as _;
 use bytes::Bytes;
 use clap::Args;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use isolane_worker::{Inert, TailEvent, TailFormat};
@@ -110,6 +110,17 @@ pub async fn run(args: TailArgs) -> anyhow::Result<()> {
 
 /// `GET uri` with the bearer `token`, over HTTP/1.1: the response head.
 async fn open(uri: http::Uri, token: &str) -> anyhow::Result<http::Response<Incoming>> {
+    send(http::Method::GET, uri, token, Bytes::new()).await
+}
+
+/// `method uri` with the bearer `token` and `body` (JSON when not empty),
+/// over HTTP/1.1 to the router's tail endpoint: the response head.
+pub(crate) async fn send(
+    method: http::Method,
+    uri: http::Uri,
+    token: &str,
+    body: Bytes,
+) -> anyhow::Result<http::Response<Incoming>> {
     if uri.scheme_str() != Some("http") {
         anyhow::bail!("the tail endpoint must be an http:// URL (put TLS in front of it)");
     }
@@ -125,10 +136,16 @@ async fn open(uri: http::Uri, token: &str) -> anyhow::Result<http::Response<Inco
         .await
         .context("talking to the tail endpoint")?;
     tokio::spawn(connection);
-    let request = http::Request::get(uri)
+    let mut request = http::Request::builder()
+        .method(method)
+        .uri(uri)
         .header(http::header::HOST, authority.as_str())
-        .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
-        .body(Empty::<Bytes>::new())
+        .header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+    if !body.is_empty() {
+        request = request.header(http::header::CONTENT_TYPE, "application/json");
+    }
+    let request = request
+        .body(Full::new(body))
         .context("building the request")?;
     sender
         .send_request(request)
@@ -147,7 +164,7 @@ async fn refusal<B: Body>(status: http::StatusCode, body: B) -> Refused {
 
 /// The message of a refusal's body: its JSON `error` (the tail endpoint's)
 /// or `message` (a Kubernetes `Status`), else the body as text.
-async fn refusal_message<B: Body>(body: B) -> String {
+pub(crate) async fn refusal_message<B: Body>(body: B) -> String {
     let bytes = body
         .collect()
         .await
@@ -164,7 +181,7 @@ async fn refusal_message<B: Body>(body: B) -> String {
 
 /// A response body the tail reads: the router's (hyper's) or the
 /// apiserver's (kube-rs's).
-trait Body:
+pub(crate) trait Body:
     hyper::body::Body<Data = Bytes, Error: std::error::Error + Send + Sync + 'static> + Unpin
 {
 }
@@ -199,7 +216,7 @@ async fn print_events<B: Body>(mut body: B, args: &TailArgs) -> anyhow::Result<(
 }
 
 /// The user's bearer token from the kubeconfig.
-fn bearer_token(auth: &kube::config::AuthInfo) -> anyhow::Result<String> {
+pub(crate) fn bearer_token(auth: &kube::config::AuthInfo) -> anyhow::Result<String> {
     if let Some(token) = &auth.token {
         return Ok(token.expose_secret().to_owned());
     }

@@ -15,9 +15,12 @@
 //!   (miniflare's session bookmark adds a page of its own).
 //! - What a request wrote is there after `isolane dev` is killed with
 //!   SIGKILL and started again on the same state folder.
-//! - `isolane d1 migrations apply --local` applies a migrations folder
-//!   once, in order, a failing file rolled back; the database it makes
-//!   answers as the one `wrangler d1 migrations apply --local` makes.
+//! - `isolane d1 migrations apply --local` (the default, as wrangler's)
+//!   applies a migrations folder once, in order, a failing file rolled
+//!   back; the database it makes answers as the one `wrangler d1
+//!   migrations apply --local` makes. `migrations list` prints what
+//!   `wrangler d1 migrations list --local` prints for the same folder and
+//!   state; `migrations create` names the next file as wrangler does.
 //! - Two namespaces' databases of the same name are apart; an endless
 //!   recursive CTE ends at the Worker's CPU limit while a neighbour Worker
 //!   on the same thread answers before, during and after it.
@@ -268,13 +271,29 @@ fn isolane_d1(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
 /// `wrangler d1 migrations apply DB --local --persist-to persist` in
 /// `dir`: its exit code and output.
 fn wrangler_apply(dir: &Path, persist: &Path) -> (Option<i32>, String) {
+    let persist = persist.to_str().unwrap();
+    wrangler_d1(
+        dir,
+        &[
+            "migrations",
+            "apply",
+            "DB",
+            "--local",
+            "--persist-to",
+            persist,
+        ],
+    )
+}
+
+/// `wrangler d1 <args…>` in `dir`: its exit code and output.
+fn wrangler_d1(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
     use isolane_testenv::wrangler;
     let node = wrangler::node22(&support::repo()).expect("Node.js 22 for wrangler");
     let output = std::process::Command::new(node)
         .current_dir(dir)
         .arg(wrangler::wrangler_js(&support::repo()))
-        .args(["d1", "migrations", "apply", "DB", "--local", "--persist-to"])
-        .arg(persist)
+        .arg("d1")
+        .args(args)
         .envs(wrangler::OFFLINE_ENV)
         .stdin(std::process::Stdio::null())
         .output()
@@ -309,11 +328,9 @@ async fn d1_migrations_apply_local_runs_each_file_once_in_order_as_wrangler_does
     )
     .unwrap();
 
-    let (code, _, stderr) = isolane_d1(dir.path(), &["migrations", "apply", "DB"]);
-    assert_eq!(code, Some(1));
-    assert!(stderr.contains("pass --local"), "{stderr}");
-    let apply = ["migrations", "apply", "DB", "--local", "--state", state_arg];
-    let (code, stdout, stderr) = isolane_d1(dir.path(), &apply);
+    // Local is the default, as wrangler's.
+    let default_local = ["migrations", "apply", "DB", "--state", state_arg];
+    let (code, stdout, stderr) = isolane_d1(dir.path(), &default_local);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stdout, "Applied 0001_init.sql\nApplied 0002_more.sql\n");
     let by_name = [
@@ -324,6 +341,7 @@ async fn d1_migrations_apply_local_runs_each_file_once_in_order_as_wrangler_does
         "--state",
         state_arg,
     ];
+    let apply = ["migrations", "apply", "DB", "--local", "--state", state_arg];
     let (code, stdout, _) = isolane_d1(dir.path(), &by_name);
     assert_eq!(
         (code, stdout.as_str()),
@@ -374,4 +392,89 @@ async fn d1_migrations_apply_local_runs_each_file_once_in_order_as_wrangler_does
         })
     );
     assert!(dev.interrupt().success());
+}
+
+#[tokio::test]
+async fn d1_migrations_list_and_create_answer_as_wrangler_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let state_arg = state.to_str().unwrap();
+    std::fs::write(dir.path().join("index.js"), MIGRATED).unwrap();
+    std::fs::write(
+        dir.path().join("wrangler.toml"),
+        "name = 'shop'\nmain = 'index.js'\ncompatibility_date = '2025-11-01'\n\
+         [[d1_databases]]\nbinding = 'DB'\ndatabase_name = 'shopdb'\ndatabase_id = 'x'\n",
+    )
+    .unwrap();
+    // `create` makes the folder and numbers the files.
+    let create = |message: &str| {
+        let (code, stdout, stderr) =
+            isolane_d1(dir.path(), &["migrations", "create", "DB", message]);
+        assert_eq!(code, Some(0), "{stderr}");
+        stdout
+    };
+    let stdout = create("create items");
+    assert!(
+        stdout.starts_with("\u{2705} Successfully created Migration '0001_create_items.sql'!\n"),
+        "{stdout}"
+    );
+    let folder = dir.path().join("migrations");
+    std::fs::write(
+        folder.join("0001_create_items.sql"),
+        "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT);\n",
+    )
+    .unwrap();
+    create("add b");
+    // wrangler names the next file alike: 0003_add_c.sql, in a copy.
+    let copy = tempfile::tempdir().unwrap();
+    for file in ["index.js", "wrangler.toml"] {
+        std::fs::copy(dir.path().join(file), copy.path().join(file)).unwrap();
+    }
+    std::fs::create_dir(copy.path().join("migrations")).unwrap();
+    for file in ["0001_create_items.sql", "0002_add_b.sql"] {
+        std::fs::copy(folder.join(file), copy.path().join("migrations").join(file)).unwrap();
+    }
+    let (code, theirs) = wrangler_d1(copy.path(), &["migrations", "create", "DB", "add c"]);
+    assert_eq!(code, Some(0), "{theirs}");
+    assert!(
+        copy.path().join("migrations/0003_add_c.sql").exists(),
+        "{theirs}"
+    );
+    create("add c");
+    assert!(folder.join("0003_add_c.sql").exists());
+    // `list`: the pending files, in wrangler's table, as wrangler prints
+    // them for the same folder and database.
+    let list = ["migrations", "list", "DB", "--state", state_arg];
+    let (code, ours, stderr) = isolane_d1(dir.path(), &list);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(ours.starts_with("Migrations to be applied:\n"), "{ours}");
+    let persist = dir.path().join("wrangler-state");
+    let persist = persist.to_str().unwrap();
+    let wrangler_list = [
+        "migrations",
+        "list",
+        "DB",
+        "--local",
+        "--persist-to",
+        persist,
+    ];
+    let (code, theirs) = wrangler_d1(dir.path(), &wrangler_list);
+    assert_eq!(code, Some(0), "{theirs}");
+    assert!(
+        theirs.contains(&ours),
+        "ours:\n{ours}\nwrangler's:\n{theirs}"
+    );
+    // Applied: nothing is pending, in either.
+    let apply = ["migrations", "apply", "DB", "--state", state_arg];
+    let (code, _, stderr) = isolane_d1(dir.path(), &apply);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, theirs) = wrangler_apply(dir.path(), Path::new(persist));
+    assert_eq!(code, Some(0), "{theirs}");
+    let (code, ours, _) = isolane_d1(dir.path(), &list);
+    assert_eq!(
+        (code, ours.as_str()),
+        (Some(0), "\u{2705} No migrations to apply!\n")
+    );
+    let (_, theirs) = wrangler_d1(dir.path(), &wrangler_list);
+    assert!(theirs.contains(&ours), "{theirs}");
 }

@@ -13,7 +13,8 @@
 //! [`ingress`] (requests through the router), [`load`] (continuous traffic
 //! and a tally of every request), [`loopback`] (a server of the test that
 //! Workers report to) and [`prometheus`] (a real Prometheus
-//! scraping them); [`tools`] (`helm` and `kubectl` run as users run them).
+//! scraping them); [`tools`] (`helm` and `kubectl` run as users run them);
+//! [`tenant`] (a ServiceAccount bound to a role, and its kubeconfig).
 #![forbid(unsafe_code)]
 
 pub mod aggregated;
@@ -29,6 +30,7 @@ pub mod operator;
 pub mod process;
 pub mod prometheus;
 pub mod release;
+pub mod tenant;
 pub mod tools;
 pub mod websocket;
 pub use isolane_testenv::http_probe as http;

@@ -20,11 +20,10 @@ use std::time::Duration;
 use isolane_e2e::cluster::{Cluster, ClusterOptions, RouterOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::process;
+use isolane_e2e::tenant;
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::{ControlPlane, Process, free_port, wait_until};
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 
@@ -59,69 +58,7 @@ fn tail_role() -> ClusterRole {
 /// A ServiceAccount `reader` in `namespace`, bound to the tail role there;
 /// returns its token.
 async fn reader(cp: &ControlPlane, namespace: &str) -> String {
-    let client = cp.client();
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
-    let account = ServiceAccount {
-        metadata: ObjectMeta {
-            name: Some("reader".to_owned()),
-            ..ObjectMeta::default()
-        },
-        ..ServiceAccount::default()
-    };
-    accounts
-        .create(&PostParams::default(), &account)
-        .await
-        .expect("create the ServiceAccount");
-    let binding = RoleBinding {
-        metadata: ObjectMeta {
-            name: Some("reader-tails".to_owned()),
-            ..ObjectMeta::default()
-        },
-        role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".to_owned(),
-            kind: "ClusterRole".to_owned(),
-            name: "isolane-worker-tail".to_owned(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".to_owned(),
-            name: "reader".to_owned(),
-            namespace: Some(namespace.to_owned()),
-            ..Subject::default()
-        }]),
-    };
-    Api::<RoleBinding>::namespaced(client.clone(), namespace)
-        .create(&PostParams::default(), &binding)
-        .await
-        .expect("create the RoleBinding");
-    let request = TokenRequest {
-        spec: TokenRequestSpec {
-            audiences: Vec::new(),
-            expiration_seconds: Some(3600),
-            bound_object_ref: None,
-        },
-        ..TokenRequest::default()
-    };
-    accounts
-        .create_token_request("reader", &PostParams::default(), &request)
-        .await
-        .expect("a token for the ServiceAccount")
-        .status
-        .expect("the token")
-        .token
-}
-
-/// The control plane's kubeconfig with its user replaced by `token`.
-fn kubeconfig_with(cp: &ControlPlane, token: &str, path: &Path) {
-    let mut config =
-        kube::config::Kubeconfig::read_from(cp.kubeconfig_path()).expect("the admin kubeconfig");
-    for user in &mut config.auth_infos {
-        user.auth_info = Some(kube::config::AuthInfo {
-            token: Some(token.to_owned().into()),
-            ..kube::config::AuthInfo::default()
-        });
-    }
-    let yaml = serde_yaml::to_string(&config).expect("a kubeconfig as YAML");
-    std::fs::write(path, yaml).expect("write the tenant kubeconfig");
+    tenant::account_token(cp, namespace, "reader", "isolane-worker-tail").await
 }
 
 fn tail_args(worker: &str, namespace: &str, endpoint: SocketAddr) -> Vec<String> {
@@ -214,7 +151,7 @@ async fn a_tenant_tails_its_own_worker_across_nodes_and_not_another_namespaces()
         .expect("create the tail ClusterRole");
     let token = reader(&cp, "tenant-a").await;
     let kubeconfig: PathBuf = dir.path().join("tenant-a.kubeconfig");
-    kubeconfig_with(&cp, &token, &kubeconfig);
+    tenant::kubeconfig_with(&cp, &token, &kubeconfig);
     let env: [(&str, &OsStr); 1] = [("KUBECONFIG", kubeconfig.as_os_str())];
     let cli = process::binary("isolane", CLI_BIN_ENV);
     let ingress = Ingress::new(cluster.ingress());

@@ -19,8 +19,9 @@ use isolane_proto::Outcome;
 use isolane_proto::calls::{CallFrames, INITIAL_CREDIT};
 use isolane_proto::runtime::v1::runtime_server::Runtime;
 use isolane_proto::runtime::v1::{
-    CallCancel, CallsDown, CallsUp, ExecuteRequest, ExecuteResponse, RequestHead, ResponseHead,
-    StatsRequest, StatsResponse, TailFrame, TailRequest, calls_down, calls_up, execute_response,
+    CallCancel, CallsDown, CallsUp, D1MigrateRequest, D1MigrateResponse, ExecuteRequest,
+    ExecuteResponse, RequestHead, ResponseHead, StatsRequest, StatsResponse, TailFrame,
+    TailRequest, calls_down, calls_up, execute_response,
 };
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -143,6 +144,13 @@ impl Runtime for Node {
 
     async fn tail(&self, _: Request<TailRequest>) -> Result<Response<Self::TailStream>, Status> {
         Err(Status::unimplemented("no tails here"))
+    }
+
+    async fn d1_migrate(
+        &self,
+        _: Request<D1MigrateRequest>,
+    ) -> Result<Response<D1MigrateResponse>, Status> {
+        Err(Status::unimplemented("no databases here"))
     }
 }
 

@@ -10,9 +10,9 @@ use isolane_proto::Outcome;
 use isolane_proto::runtime::v1::runtime_client::RuntimeClient;
 use isolane_proto::runtime::v1::runtime_server::Runtime;
 use isolane_proto::runtime::v1::{
-    ExecuteRequest, ExecuteResponse, Header, RequestHead, ResponseHead, StatsRequest,
-    StatsResponse, TailFrame, TailRequest, ThreadStats, execute_request::Frame as In,
-    execute_response::Frame as Out,
+    D1MigrateRequest, D1MigrateResponse, ExecuteRequest, ExecuteResponse, Header, RequestHead,
+    ResponseHead, StatsRequest, StatsResponse, TailFrame, TailRequest, ThreadStats,
+    execute_request::Frame as In, execute_response::Frame as Out,
 };
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -107,6 +107,13 @@ impl Runtime for Echo {
 
     async fn tail(&self, _: Request<TailRequest>) -> Result<Response<Self::TailStream>, Status> {
         Err(Status::unimplemented("no tails here"))
+    }
+
+    async fn d1_migrate(
+        &self,
+        _: Request<D1MigrateRequest>,
+    ) -> Result<Response<D1MigrateResponse>, Status> {
+        Err(Status::unimplemented("no databases here"))
     }
 }
 

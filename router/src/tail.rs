@@ -64,7 +64,12 @@ pub async fn serve(
         let (proxy, access) = (proxy.clone(), Arc::clone(&access));
         accept::http1(stream, peer, "tail", move |request| {
             let (proxy, access) = (proxy.clone(), Arc::clone(&access));
-            async move { handle(request, &proxy, &access, peer).await }
+            async move {
+                if request.uri().path().starts_with(crate::d1_migrations::PATH) {
+                    return crate::d1_migrations::handle(request, &proxy, &access, peer).await;
+                }
+                handle(request, &proxy, &access, peer).await
+            }
         })
     })
     .await;

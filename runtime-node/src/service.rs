@@ -21,6 +21,7 @@
 
 mod answered;
 mod assets;
+mod d1_migrate;
 mod socket_frames;
 mod span;
 mod stream;
@@ -40,8 +41,9 @@ use isolane_proto::call::{Answer, Call};
 use isolane_proto::mtls::PeerRole;
 use isolane_proto::runtime::v1::runtime_server::{Runtime, RuntimeServer};
 use isolane_proto::runtime::v1::{
-    CallsUp, ExecuteRequest, ExecuteResponse, Header, LoadedBundle, RequestHead, StatsRequest,
-    StatsResponse, TailRequest, ThreadStats, execute_request,
+    CallsUp, D1MigrateRequest, D1MigrateResponse, ExecuteRequest, ExecuteResponse, Header,
+    LoadedBundle, RequestHead, StatsRequest, StatsResponse, TailRequest, ThreadStats,
+    execute_request,
 };
 use tokio::time::Instant;
 use tonic::{Request, Response, Status, Streaming};
@@ -544,6 +546,18 @@ impl Runtime for NodeService {
         router_only(&request)?;
         let worker_id = request.into_inner().worker_id;
         tail::open(&self.inner.engine, &self.inner.node, &worker_id).map(Response::new)
+    }
+
+    async fn d1_migrate(
+        &self,
+        request: Request<D1MigrateRequest>,
+    ) -> Result<Response<D1MigrateResponse>, Status> {
+        router_only(&request)?;
+        let shared = &self.inner;
+        let request = request.into_inner();
+        d1_migrate::migrate(&shared.engine, &shared.admission, &shared.node, request)
+            .await
+            .map(Response::new)
     }
 }
 

@@ -46,7 +46,7 @@ pub(crate) fn unit() -> Unit {
 /// The class of a D1 database's calls on the ring: a database is an
 /// object of this class, its id the database's name. No JavaScript class
 /// can be named so.
-pub const D1_CLASS: &str = "#d1";
+pub const D1_CLASS: &str = isolane_worker::d1::RING_CLASS;
 
 /// D1 databases on the ring: keyed `<namespace>/#d1/<database>` (every
 /// Worker of the namespace reaches the same owner); JavaScript names the
@@ -61,7 +61,7 @@ impl RingClass for D1Ring {
     }
 
     fn key(&self, worker_id: &str, id: &str) -> String {
-        format!("{}/{D1_CLASS}/{id}", namespace_of(worker_id))
+        isolane_worker::d1::placement_key(namespace_of(worker_id), id)
     }
 
     fn resolve<'w>(

@@ -21,6 +21,10 @@ use crate::durable::{ObjectScope, SqlAppend};
 use crate::sql::{ObjectDatabase, SqlError};
 use crate::{Store, StoreError};
 
+mod migrations;
+
+pub use migrations::{MIGRATION_TIME, Migration, MigrationError, is_file_name, is_table_name};
+
 /// The class part of a D1 database's object scope: no Durable Object class
 /// is named so (theirs are `<worker>/<class>`).
 const D1_CLASS: &str = "d1";

@@ -24,6 +24,17 @@ pub struct D1Binding {
     pub database: String,
 }
 
+/// The class part of a D1 database's placement key: no JavaScript class
+/// can be named so.
+pub const RING_CLASS: &str = "#d1";
+
+/// Database `database` of Kubernetes namespace `namespace` on the ring:
+/// `<namespace>/#d1/<database>`, the key whose first node owns it (the
+/// engine's calls, `isolane d1 migrations apply --remote` alike).
+pub fn placement_key(namespace: &str, database: &str) -> String {
+    format!("{namespace}/{RING_CLASS}/{database}")
+}
+
 /// Whether `name` matches [`DATABASE_NAME_PATTERN`].
 pub fn is_database_name(name: &str) -> bool {
     let bytes = name.as_bytes();

@@ -356,6 +356,46 @@ pub mod tail_frame {
     }
 }
 #[allow(clippy::all)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct D1MigrateRequest {
+    /// The database's Kubernetes namespace and name.
+    #[prost(string, tag = "1")]
+    pub namespace: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub database: ::prost::alloc::string::String,
+    /// The migrations table (wrangler's `migrations_table`).
+    #[prost(string, tag = "3")]
+    pub table: ::prost::alloc::string::String,
+    /// The folder's `.sql` files, any order (applied in name order).
+    #[prost(message, repeated, tag = "4")]
+    pub files: ::prost::alloc::vec::Vec<D1MigrationFile>,
+    /// Only name the files not applied yet.
+    #[prost(bool, tag = "5")]
+    pub list_only: bool,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct D1MigrationFile {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub sql: ::prost::alloc::string::String,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct D1MigrateResponse {
+    /// The files applied now (durable), or with `list_only` those not
+    /// applied yet, in name order.
+    #[prost(string, repeated, tag = "1")]
+    pub files: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Set when a file failed (it was rolled back; `files` were applied
+    /// before it): the file, and why.
+    #[prost(string, tag = "2")]
+    pub failed_file: ::prost::alloc::string::String,
+    #[prost(string, tag = "3")]
+    pub error: ::prost::alloc::string::String,
+}
+#[allow(clippy::all)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct StatsRequest {}
 /// A snapshot of a node.
@@ -735,6 +775,37 @@ pub mod runtime_client {
                 .insert(GrpcMethod::new("isolane.runtime.v1.Runtime", "Tail"));
             self.inner.server_streaming(req, path, codec).await
         }
+        /// Applies wrangler's D1 migrations to a database this node owns on the
+        /// ring (`isolane d1 migrations apply --remote`; with `list_only`, names
+        /// the files not applied yet and applies none). The caller (the router)
+        /// has authorised it. A node that does not own the database refuses with
+        /// FAILED_PRECONDITION; each file and its row are one transaction,
+        /// appended to the database's log (fenced by the owner epoch) before the
+        /// next file runs.
+        pub async fn d1_migrate(
+            &mut self,
+            request: impl tonic::IntoRequest<super::D1MigrateRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::D1MigrateResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/isolane.runtime.v1.Runtime/D1Migrate",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("isolane.runtime.v1.Runtime", "D1Migrate"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -819,6 +890,20 @@ pub mod runtime_server {
             &self,
             request: tonic::Request<super::TailRequest>,
         ) -> std::result::Result<tonic::Response<Self::TailStream>, tonic::Status>;
+        /// Applies wrangler's D1 migrations to a database this node owns on the
+        /// ring (`isolane d1 migrations apply --remote`; with `list_only`, names
+        /// the files not applied yet and applies none). The caller (the router)
+        /// has authorised it. A node that does not own the database refuses with
+        /// FAILED_PRECONDITION; each file and its row are one transaction,
+        /// appended to the database's log (fenced by the owner epoch) before the
+        /// next file runs.
+        async fn d1_migrate(
+            &self,
+            request: tonic::Request<super::D1MigrateRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::D1MigrateResponse>,
+            tonic::Status,
+        >;
     }
     /// A runtime node's service.
     #[derive(Debug)]
@@ -1074,6 +1159,49 @@ pub mod runtime_server {
                                 max_encoding_message_size,
                             );
                         let res = grpc.server_streaming(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/isolane.runtime.v1.Runtime/D1Migrate" => {
+                    #[allow(non_camel_case_types)]
+                    struct D1MigrateSvc<T: Runtime>(pub Arc<T>);
+                    impl<T: Runtime> tonic::server::UnaryService<super::D1MigrateRequest>
+                    for D1MigrateSvc<T> {
+                        type Response = super::D1MigrateResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::D1MigrateRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Runtime>::d1_migrate(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = D1MigrateSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
                         Ok(res)
                     };
                     Box::pin(fut)

@@ -35,7 +35,9 @@ use tracing::debug;
 
 use super::expiring::Expiring;
 use super::limit::{self, Limiter, Throttled};
-pub use super::review::{GROUP, RESOURCE, SUBRESOURCE, VERB};
+pub use super::review::{
+    D1_LIST, D1_MIGRATE, GROUP, Permission, RESOURCE, SUBRESOURCE, TAIL, VERB,
+};
 use super::review::{Reviewer, access_review};
 
 /// How long the identity of a token the apiserver accepted is kept, and so
@@ -90,12 +92,14 @@ pub enum Refused {
     #[error("the token was not accepted by the Kubernetes API server")]
     BadToken,
     #[error(
-        "{user} may not tail workers in namespace {namespace}: it needs get on workers/tail (group isolane.dev) there, e.g. a RoleBinding to the ClusterRole isolane-worker-tail{reason}"
+        "{user} may not {} in namespace {namespace}: it needs {} on {}/{} (group isolane.dev) there, e.g. a RoleBinding to the ClusterRole {}{reason}",
+        permission.doing, permission.verb, permission.resource, permission.subresource, permission.role
     )]
     Forbidden {
         user: String,
         namespace: String,
         reason: String,
+        permission: &'static Permission,
     },
     #[error("too many new tokens from your address: retry in {}s", whole_seconds(*retry_after))]
     TooManyNewTokens { retry_after: Duration },
@@ -211,9 +215,24 @@ impl<R: Reviewer> Access<R> {
         namespace: &str,
         name: &str,
     ) -> Result<String, Refused> {
+        self.authorize_to(&TAIL, client, authorization, namespace, name)
+            .await
+    }
+
+    /// Checks that the bearer token of `authorization`, sent from
+    /// `client`, names an identity with `permission` on object `name` in
+    /// `namespace`; returns the user name, for logs.
+    pub async fn authorize_to(
+        &self,
+        permission: &'static Permission,
+        client: IpAddr,
+        authorization: Option<&HeaderValue>,
+        namespace: &str,
+        name: &str,
+    ) -> Result<String, Refused> {
         let token = bearer(authorization)?;
         let user = self.authenticate(client, token).await?;
-        self.decide(user, namespace, name).await
+        self.decide(permission, user, namespace, name).await
     }
 
     /// Checks that `user`, whom the Kubernetes API server in front of the
@@ -225,7 +244,7 @@ impl<R: Reviewer> Access<R> {
         namespace: &str,
         name: &str,
     ) -> Result<String, Refused> {
-        self.decide(user, namespace, name).await
+        self.decide(&TAIL, user, namespace, name).await
     }
 
     /// Who `token` is: from the cache, or by a TokenReview within the
@@ -275,9 +294,15 @@ impl<R: Reviewer> Access<R> {
 
     /// Whether `user` may tail `namespace/name`: from the cache, or by a
     /// SubjectAccessReview. Returns the user name.
-    async fn decide(&self, user: UserInfo, namespace: &str, name: &str) -> Result<String, Refused> {
+    async fn decide(
+        &self,
+        permission: &'static Permission,
+        user: UserInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<String, Refused> {
         let username = user.username.clone().unwrap_or_default();
-        let review = access_review(user, namespace, name);
+        let review = access_review(permission, user, namespace, name);
         // The question is the key: the identity (name, uid, groups, extra)
         // and what it asks for.
         let key: Option<Key> = serde_json::to_vec(&review.spec)
@@ -321,6 +346,7 @@ impl<R: Reviewer> Access<R> {
             user: username,
             namespace: namespace.to_owned(),
             reason: decision.reason,
+            permission,
         })
     }
 

@@ -20,6 +20,49 @@ pub const RESOURCE: &str = "workers";
 pub const SUBRESOURCE: &str = "tail";
 pub const VERB: &str = "get";
 
+/// A permission the router's endpoints ask Kubernetes about (a
+/// SubjectAccessReview in group [`GROUP`]), and how a refusal names it.
+#[derive(Debug)]
+pub struct Permission {
+    pub verb: &'static str,
+    pub resource: &'static str,
+    pub subresource: &'static str,
+    /// What it allows, as a refusal says it: `tail workers`.
+    pub doing: &'static str,
+    /// The chart's ClusterRole that grants it.
+    pub role: &'static str,
+}
+
+/// Tailing a Worker: `get` on `workers/tail`.
+pub static TAIL: Permission = Permission {
+    verb: VERB,
+    resource: RESOURCE,
+    subresource: SUBRESOURCE,
+    doing: "tail workers",
+    role: "isolane-worker-tail",
+};
+
+/// Applying D1 migrations to a database (`isolane d1 migrations apply
+/// --remote`): `create` on `d1databases/migrations`, the database's name
+/// the object's.
+pub static D1_MIGRATE: Permission = Permission {
+    verb: "create",
+    resource: "d1databases",
+    subresource: "migrations",
+    doing: "apply D1 migrations",
+    role: "isolane-d1-migrate",
+};
+
+/// Listing a database's applied migrations (`isolane d1 migrations list
+/// --remote`): `get` on `d1databases/migrations`.
+pub static D1_LIST: Permission = Permission {
+    verb: "get",
+    resource: "d1databases",
+    subresource: "migrations",
+    doing: "list D1 migrations",
+    role: "isolane-d1-migrate",
+};
+
 /// Asks the apiserver.
 pub trait Reviewer: Send + Sync {
     /// Who `token` is, by a TokenReview: `None` when the apiserver does not
@@ -66,9 +109,14 @@ impl Reviewer for kube::Client {
     }
 }
 
-/// The question for the apiserver: may `user` get `workers/tail` of Worker
-/// `name` in `namespace`?
-pub fn access_review(user: UserInfo, namespace: &str, name: &str) -> SubjectAccessReview {
+/// The question for the apiserver: has `user` `permission` on object
+/// `name` in `namespace` (may it get `workers/tail` of Worker `name`)?
+pub fn access_review(
+    permission: &Permission,
+    user: UserInfo,
+    namespace: &str,
+    name: &str,
+) -> SubjectAccessReview {
     SubjectAccessReview {
         spec: SubjectAccessReviewSpec {
             user: user.username,
@@ -79,9 +127,9 @@ pub fn access_review(user: UserInfo, namespace: &str, name: &str) -> SubjectAcce
                 .map(|extra| extra.into_iter().collect::<BTreeMap<_, _>>()),
             resource_attributes: Some(ResourceAttributes {
                 group: Some(GROUP.to_owned()),
-                resource: Some(RESOURCE.to_owned()),
-                subresource: Some(SUBRESOURCE.to_owned()),
-                verb: Some(VERB.to_owned()),
+                resource: Some(permission.resource.to_owned()),
+                subresource: Some(permission.subresource.to_owned()),
+                verb: Some(permission.verb.to_owned()),
                 namespace: Some(namespace.to_owned()),
                 name: Some(name.to_owned()),
                 ..ResourceAttributes::default()

@@ -32,8 +32,9 @@ use isolane_membership::NodeMember;
 use isolane_proto::Outcome;
 use isolane_proto::runtime::v1::runtime_server::{Runtime, RuntimeServer};
 use isolane_proto::runtime::v1::{
-    CallsUp, ExecuteRequest, ExecuteResponse, Header, RequestHead, ResponseHead, StatsRequest,
-    StatsResponse, TailFrame, TailRequest, execute_request,
+    CallsUp, D1MigrateRequest, D1MigrateResponse, ExecuteRequest, ExecuteResponse, Header,
+    RequestHead, ResponseHead, StatsRequest, StatsResponse, TailFrame, TailRequest,
+    execute_request,
 };
 use tokio::sync::{oneshot, watch};
 use tonic::transport::server::TcpIncoming;
@@ -235,6 +236,13 @@ impl Runtime for Fake {
 
     async fn tail(&self, _: Request<TailRequest>) -> Result<Response<Self::TailStream>, Status> {
         Err(Status::unimplemented("no tails here"))
+    }
+
+    async fn d1_migrate(
+        &self,
+        _: Request<D1MigrateRequest>,
+    ) -> Result<Response<D1MigrateResponse>, Status> {
+        Err(Status::unimplemented("no databases here"))
     }
 }
 
