@@ -60,7 +60,7 @@ pub use r2::s3::R2S3Args;
 pub use workflow::{WorkflowCounts, WorkflowDue, WorkflowError, WorkflowOp, WorkflowScope};
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sqlite::Sqlite;
@@ -119,6 +119,8 @@ enum Backend {
 struct SqliteFolder {
     dir: PathBuf,
     db: OnceLock<Sqlite>,
+    /// Held while the database is opened.
+    opening: Mutex<()>,
 }
 
 impl SqliteFolder {
@@ -127,12 +129,19 @@ impl SqliteFolder {
         if let Some(db) = self.db.get() {
             return Ok(db);
         }
+        // Two first uses at once (a request's and the queue consumer's, as
+        // `isolane dev` starts) open one connection: a second one, making
+        // the schema while the first ran a transaction that reads, then
+        // writes, failed that write at once with "database is locked".
+        let _opening = self.opening.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(db) = self.db.get() {
+            return Ok(db);
+        }
         std::fs::create_dir_all(&self.dir).map_err(|source| StoreError::Folder {
             path: self.dir.display().to_string(),
             source,
         })?;
         let db = Sqlite::open(&self.dir.join(SQLITE_FILE))?;
-        // Two first uses at once: one connection wins, the other is closed.
         Ok(self.db.get_or_init(|| db))
     }
 }
@@ -149,6 +158,7 @@ impl Store {
             backend: Backend::Sqlite(Arc::new(SqliteFolder {
                 dir: dir.to_owned(),
                 db: OnceLock::new(),
+                opening: Mutex::new(()),
             })),
             cache: None,
             quota: None,
@@ -517,5 +527,45 @@ mod tests {
         store.kv_delete(scope.clone(), "k".into()).await.unwrap();
         let error = store.kv_delete(scope, String::new()).await.unwrap_err();
         assert_eq!(error.to_string(), "Key name cannot be empty.");
+    }
+
+    /// A queue's send (a transaction that reads, then writes) and other
+    /// first uses at the same moment, on a new folder, all succeed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn first_uses_at_once_all_succeed() {
+        for round in 0..40 {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::sqlite(dir.path());
+            let send = |n: u8| {
+                let store = store.clone();
+                async move {
+                    let message = queue::QueueSend {
+                        body: vec![n],
+                        content_type: "bytes".into(),
+                        delay_seconds: 0,
+                    };
+                    let scope = queue::QueueScope::new("ns", "jobs");
+                    store.queue_send(scope, vec![message], false).await
+                }
+            };
+            let write = KvWrite {
+                key: "k".into(),
+                value: b"v".to_vec(),
+                metadata: None,
+                expiration: None,
+                expiration_ttl: None,
+            };
+            let (a, b, c, d) = tokio::join!(
+                send(1),
+                send(2),
+                store.kv_put(KvScope::new("ns", "kv"), write),
+                store.queue_depth(queue::QueueScope::new("ns", "jobs")),
+            );
+            let failed = [a.err(), b.err(), c.err(), d.err()];
+            assert!(
+                failed.iter().all(Option::is_none),
+                "round {round}: {failed:?}"
+            );
+        }
     }
 }

@@ -66,9 +66,11 @@ impl std::fmt::Debug for Sqlite {
 impl Sqlite {
     pub(crate) fn open(path: &Path) -> Result<Self, StoreError> {
         let connection = Connection::open(path)?;
+        // First: another connection may hold the file as this one
+        // switches it to WAL.
+        connection.busy_timeout(std::time::Duration::from_secs(5))?;
         connection.pragma_update(None, "journal_mode", "WAL")?;
         connection.pragma_update(None, "synchronous", "NORMAL")?;
-        connection.busy_timeout(std::time::Duration::from_secs(5))?;
         connection.execute_batch(SCHEMA)?;
         connection.execute_batch(durable::SCHEMA)?;
         connection.execute_batch(sql_log::SCHEMA)?;
