@@ -25,7 +25,6 @@ pub mod channels;
 pub mod config;
 pub mod cron;
 pub mod custom_metrics;
-pub mod d1_migrations;
 mod error;
 pub mod fleet;
 pub mod front_proxy;

@@ -19,6 +19,7 @@
 
 pub mod access;
 pub mod api;
+pub mod d1_migrations;
 mod expiring;
 pub mod limit;
 pub mod review;
@@ -65,8 +66,8 @@ pub async fn serve(
         accept::http1(stream, peer, "tail", move |request| {
             let (proxy, access) = (proxy.clone(), Arc::clone(&access));
             async move {
-                if request.uri().path().starts_with(crate::d1_migrations::PATH) {
-                    return crate::d1_migrations::handle(request, &proxy, &access, peer).await;
+                if request.uri().path().starts_with(d1_migrations::PATH) {
+                    return d1_migrations::handle(request, &proxy, &access, peer).await;
                 }
                 handle(request, &proxy, &access, peer).await
             }

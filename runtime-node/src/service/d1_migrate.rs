@@ -34,19 +34,7 @@ pub(super) async fn migrate(
             "a D1 migration names a namespace, a database name and a table name",
         ));
     }
-    let store = engine
-        .config()
-        .store
-        .as_ref()
-        .ok_or_else(|| Status::failed_precondition("this node has no store"))?;
-    let key = isolane_worker::d1::placement_key(&namespace, &database);
-    let owner = engine.config().objects.as_ref().and_then(|p| p.owner(&key));
-    if admission.is_draining() || owner.is_some() {
-        let owner = owner.unwrap_or_else(|| "another node".to_owned());
-        return Err(Status::failed_precondition(format!(
-            "node {node} does not own D1 database {namespace}/{database}: {owner} does"
-        )));
-    }
+    let store = owned(engine, admission, node, &namespace, &database)?;
     let files: Vec<Migration> = files
         .into_iter()
         .map(|f| Migration {
@@ -71,7 +59,43 @@ pub(super) async fn migrate(
             ..D1MigrateResponse::default()
         });
     }
-    match store.d1_migrate(at, &table, files).await {
+    let result = store.d1_migrate(at, &table, files).await;
+    answer(&namespace, &database, result)
+}
+
+/// The node's store, when this node owns `namespace`'s `database` on the
+/// ring and is not draining.
+fn owned<'e>(
+    engine: &'e Engine,
+    admission: &Admission,
+    node: &str,
+    namespace: &str,
+    database: &str,
+) -> Result<&'e isolane_storage::Store, Status> {
+    let store = engine
+        .config()
+        .store
+        .as_ref()
+        .ok_or_else(|| Status::failed_precondition("this node has no store"))?;
+    let key = isolane_worker::d1::placement_key(namespace, database);
+    let owner = engine.config().objects.as_ref().and_then(|p| p.owner(&key));
+    if admission.is_draining() || owner.is_some() {
+        let owner = owner.unwrap_or_else(|| "another node".to_owned());
+        return Err(Status::failed_precondition(format!(
+            "node {node} does not own D1 database {namespace}/{database}: {owner} does"
+        )));
+    }
+    Ok(store)
+}
+
+/// The answer to an apply: the files applied, or those and the one that
+/// failed with why.
+fn answer(
+    namespace: &str,
+    database: &str,
+    result: Result<Vec<String>, MigrationError>,
+) -> Result<D1MigrateResponse, Status> {
+    match result {
         Ok(applied) => {
             tracing::info!(%namespace, %database, applied = applied.len(), "D1 migrations applied");
             Ok(D1MigrateResponse {

@@ -26,12 +26,12 @@ use isolane_proto::runtime::v1::{D1MigrateRequest, D1MigrateResponse, D1Migratio
 use serde::{Deserialize, Serialize};
 use tracing::{debug, info};
 
+use super::TailBody;
+use super::access::{Access, D1_LIST, D1_MIGRATE, Refused};
+use super::limit;
+use super::review::Reviewer;
 use crate::Proxy;
 use crate::channels;
-use crate::tail::TailBody;
-use crate::tail::access::{Access, D1_LIST, D1_MIGRATE, Refused};
-use crate::tail::limit;
-use crate::tail::review::Reviewer;
 
 /// The path prefix of D1 migrations.
 pub const PATH: &str = "/v1/d1/";
@@ -110,24 +110,17 @@ where
         Err(refused) => return refused_answer(&refused, peer, &namespace, &database),
     };
     // The body is read only once the caller may send one.
-    let Ok(body) = Limited::new(body, MAX_BODY).collect().await else {
-        return answer(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            &error(&format!("the migrations are more than {MAX_BODY} bytes")),
-        );
-    };
-    let body: MigrateBody = match serde_json::from_slice(&body.to_bytes()) {
+    let body = match read_body(body).await {
         Ok(body) => body,
-        Err(e) => return answer(StatusCode::BAD_REQUEST, &error(&e.to_string())),
+        Err(refused) => return refused,
     };
     info!(%peer, %namespace, %database, %user, files = body.files.len(), list = list_only, "D1 migrations");
+    let files = body.files.into_iter();
     let request = D1MigrateRequest {
         namespace,
         database,
         table: body.table,
-        files: body
-            .files
-            .into_iter()
+        files: files
             .map(|f| D1MigrationFile {
                 name: f.name,
                 sql: f.sql,
@@ -135,7 +128,12 @@ where
             .collect(),
         list_only,
     };
-    match send(proxy, request).await {
+    answered(send(proxy, request).await)
+}
+
+/// The node's answer (or why there is none) as the client's.
+fn answered(result: Result<D1MigrateResponse, (StatusCode, String)>) -> Response<TailBody> {
+    match result {
         Ok(done) => answer(
             StatusCode::OK,
             &serde_json::to_value(MigrateAnswer {
@@ -147,6 +145,22 @@ where
         ),
         Err((status, message)) => answer(status, &error(&message)),
     }
+}
+
+/// The request's body, at most [`MAX_BODY`] bytes of [`MigrateBody`].
+async fn read_body<B>(body: B) -> Result<MigrateBody, Response<TailBody>>
+where
+    B: hyper::body::Body<Data = Bytes> + Send,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let Ok(body) = Limited::new(body, MAX_BODY).collect().await else {
+        return Err(answer(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &error(&format!("the migrations are more than {MAX_BODY} bytes")),
+        ));
+    };
+    serde_json::from_slice(&body.to_bytes())
+        .map_err(|e| answer(StatusCode::BAD_REQUEST, &error(&e.to_string())))
 }
 
 /// `namespace` and `database` from `/v1/d1/{namespace}/{database}/migrations`.
