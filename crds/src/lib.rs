@@ -28,8 +28,8 @@ pub use policy::{InvalidSelector, PolicyDispatch, TenantPolicy, TenantPolicySpec
 pub use resolve::{KeyReference, ObjectKind, Resolved, resolve};
 pub use worker::{
     ConfigMapKeyRef, CronRun, CronStatus, Egress, EnvValueFrom, EnvVar, JsonVarTooLarge,
-    MAX_JSON_VAR_BYTES, PullSecretRef, ReplicaPlacement, RevisionStatus, ScriptFrom, SecretKeyRef,
-    Worker, WorkerSpec, WorkerStatus,
+    MAX_JSON_VAR_BYTES, PullSecretRef, QueueBacklog, ReplicaPlacement, RevisionStatus, ScriptFrom,
+    SecretKeyRef, Worker, WorkerSpec, WorkerStatus, WorkflowInstances,
 };
 
 /// The API group of every Isolane resource.

@@ -444,6 +444,50 @@ pub struct WorkerStatus {
     /// router that runs the schedules).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cron: Option<CronStatus>,
+
+    /// The queues it consumes: what each holds, read from the durable
+    /// store every `--backlog-interval` (written by the operator's leader
+    /// under a field manager of its own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256))]
+    pub queues: Vec<QueueBacklog>,
+
+    /// The workflows whose class it runs: their instances by status, read
+    /// with the queues.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256))]
+    pub workflows: Vec<WorkflowInstances>,
+}
+
+/// What one queue a Worker consumes holds.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueBacklog {
+    /// The queue, by name, in the Worker's namespace.
+    pub queue: String,
+    /// Messages it holds: ready, delayed, or in a batch under way.
+    pub backlog: u64,
+    /// When its oldest message was sent (RFC 3339); absent when it holds
+    /// none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oldest_message_time: Option<String>,
+}
+
+/// The instances of one workflow a Worker runs, by status.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowInstances {
+    /// The workflow, by name, in the Worker's namespace.
+    pub workflow: String,
+    /// Created, never run.
+    pub queued: u64,
+    pub running: u64,
+    /// Sleeping, waiting for an event or for a retry's delay.
+    pub waiting: u64,
+    pub paused: u64,
+    pub errored: u64,
+    pub complete: u64,
+    pub terminated: u64,
 }
 
 /// One revision the operator keeps.

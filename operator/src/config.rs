@@ -41,6 +41,8 @@ pub const ENV_MEMBERSHIP_INTERVAL: &str = "ISOLANE_MEMBERSHIP_INTERVAL";
 pub const ENV_MISSING_REFERENCE_RETRY: &str = "ISOLANE_MISSING_REFERENCE_RETRY";
 /// Periodic re-reconcile of every Worker.
 pub const ENV_RESYNC: &str = "ISOLANE_RESYNC";
+/// How often queue backlogs and workflow instances are written to status.
+pub const ENV_BACKLOG_INTERVAL: &str = "ISOLANE_BACKLOG_INTERVAL";
 /// Env var for `--reserved-host` (comma-separated).
 pub const ENV_RESERVED_HOSTS: &str = "ISOLANE_RESERVED_HOSTS";
 /// How long a host stays its namespace's after its last Worker on it goes.
@@ -129,6 +131,13 @@ pub struct Args {
     /// Periodic re-reconcile of every Ready Worker.
     #[arg(long, env = ENV_RESYNC, default_value = "10m", value_parser = parse_duration)]
     pub resync: Duration,
+
+    /// How often the leader reads the queues' backlogs and the workflows'
+    /// instances from the durable store into the status of the Workers
+    /// that consume and run them (`status.queues`, `status.workflows`);
+    /// `0s`: never. Needs the store (--storage-postgres-url).
+    #[arg(long, env = ENV_BACKLOG_INTERVAL, default_value = "15s", value_parser = parse_duration)]
+    pub backlog_interval: Duration,
 
     /// A host or domain reserved for one namespace, `host=namespace`
     /// (`*.example.com=team-a` reserves every host under example.com);
@@ -262,6 +271,9 @@ pub struct Config {
     pub missing_reference_retry: Duration,
     /// Periodic re-reconcile.
     pub resync: Duration,
+    /// How often `status.queues` and `status.workflows` are refreshed;
+    /// `None`: never.
+    pub backlog_interval: Option<Duration>,
     /// Hosts reserved for namespaces.
     pub reserved_hosts: Vec<isolane_worker::Reservation>,
     /// How long a host stays held after its namespace's last claim goes.
@@ -372,6 +384,7 @@ impl Args {
             membership_interval: self.membership_interval,
             missing_reference_retry: self.missing_reference_retry,
             resync: self.resync,
+            backlog_interval: (!self.backlog_interval.is_zero()).then_some(self.backlog_interval),
             reserved_hosts: self.reserved_hosts.clone(),
             host_release_grace: self.host_release_grace,
             certificates: self.certificates.settings(&self.reserved_hosts),

@@ -54,7 +54,9 @@ pub async fn run(
         Err(error) => return warn!(%error, "cannot make the registry client for bundles"),
     };
     let recorder = recorder(&client, config, caches);
-    let context = context(client.clone(), config, caches, metrics, artifacts);
+    let store = store(config);
+    let backlog = backlog_status(&client, config, caches, store.clone());
+    let context = context(client.clone(), config, caches, metrics, artifacts, store);
     // Attached before the Workers are listed into the queue: an event in
     // between is queued twice at worst, never lost.
     let (_attached, queue) = caches.sinks.triggers.attach();
@@ -85,6 +87,40 @@ pub async fn run(
         () = caches.ended.cancelled() => warn!("the caches ended: stopping the controller"),
         () = recorder => {}
         () = certificates => warn!("the Certificate watch ended"),
+        () = backlog => {}
+    }
+}
+
+/// The durable store, when the operator is given one.
+fn store(config: &Config) -> Option<isolane_storage::Store> {
+    config.storage.as_ref().and_then(|settings| {
+        isolane_storage::Store::postgres(settings)
+            .inspect_err(|error| {
+                warn!(%error, "cannot use the durable store: deleted Workers' alarms stay in it, and no backlog is shown in status");
+            })
+            .ok()
+    })
+}
+
+/// The writer of `status.queues` and `status.workflows` (never ending;
+/// idle without a store or with `--backlog-interval 0s`).
+async fn backlog_status(
+    client: &Client,
+    config: &Config,
+    caches: &Caches,
+    store: Option<isolane_storage::Store>,
+) {
+    match (store, config.backlog_interval) {
+        (Some(store), Some(interval)) => {
+            let writer = crate::backlog::BacklogStatus {
+                client: client.clone(),
+                store,
+                workers: caches.workers.clone(),
+                interval,
+            };
+            writer.run().await;
+        }
+        _ => futures::future::pending().await,
     }
 }
 
@@ -119,6 +155,7 @@ fn context(
     caches: &Caches,
     metrics: Arc<Metrics>,
     artifacts: Arc<ArtifactChecker>,
+    store: Option<isolane_storage::Store>,
 ) -> Arc<Context> {
     let executor = Executor::new(
         client.clone(),
@@ -139,13 +176,6 @@ fn context(
             index,
             caches.workers.clone(),
         )
-    });
-    let store = config.storage.as_ref().and_then(|settings| {
-        isolane_storage::Store::postgres(settings)
-            .inspect_err(|error| {
-                warn!(%error, "cannot use the durable store: deleted Workers' alarms stay in it");
-            })
-            .ok()
     });
     Arc::new(
         Context::new(

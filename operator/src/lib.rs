@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod artifact;
+pub mod backlog;
 pub mod bundle;
 pub mod caches;
 pub mod certificates;

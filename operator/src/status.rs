@@ -218,6 +218,10 @@ impl DesiredStatus {
                 // The router's cron scheduler owns `status.cron` (its own
                 // server-side-apply field manager); the operator never writes it.
                 cron: None,
+                // `status.queues` and `status.workflows` are the backlog
+                // writer's (`backlog.rs`, a field manager of its own).
+                queues: Vec::new(),
+                workflows: Vec::new(),
             },
         }
     }

@@ -179,6 +179,7 @@ fn config() -> Config {
         membership_interval: Duration::from_secs(1),
         missing_reference_retry: Duration::from_secs(60),
         resync: Duration::from_secs(600),
+        backlog_interval: None,
         reserved_hosts: Vec::new(),
         host_release_grace: Duration::from_secs(24 * 3600),
         certificates: None,

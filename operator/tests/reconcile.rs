@@ -39,6 +39,7 @@ fn config() -> Config {
         membership_interval: Duration::from_secs(1),
         missing_reference_retry: Duration::from_secs(60),
         resync: Duration::from_secs(600),
+        backlog_interval: None,
         reserved_hosts: Vec::new(),
         host_release_grace: std::time::Duration::from_secs(24 * 3600),
         certificates: None,
