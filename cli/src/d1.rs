@@ -5,9 +5,10 @@
 //!
 //! As with wrangler, `apply` and `list` run against the local database
 //! unless `--remote` is given: `isolane dev`'s state folder (`--local`,
-//! [`local`]), or the cluster (`--remote`, [`remote`]), where the router
-//! checks the caller's Kubernetes rights and the database's owner node
-//! applies the files. Either way each file and its row in the table are
+//! [`local`]), or the cluster (`--remote`, [`remote`]: through the
+//! Kubernetes API server, or `--endpoint`), where the router checks the
+//! caller's Kubernetes rights and the database's owner node applies the
+//! files. Either way each file and its row in the table are
 //! one transaction, made durable before the next file (docs/d1.md,
 //! "Migrations").
 
@@ -17,7 +18,6 @@ mod remote;
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use clap::{Args, Subcommand};
 
 use crate::deploy::ProjectArgs;
@@ -75,17 +75,19 @@ struct Target {
     /// Against `isolane dev`'s state folder (the default, as wrangler's).
     #[arg(long, conflicts_with = "remote")]
     local: bool,
-    /// Against the cluster of your kubeconfig, through the router.
+    /// Against the cluster of your kubeconfig, through the Kubernetes API
+    /// server (or `--endpoint`).
     #[arg(long)]
     remote: bool,
     /// `isolane dev`'s state folder (`--local`).
     #[arg(long, default_value = ".isolane/state")]
     state: PathBuf,
-    /// The router's tail endpoint, which serves D1 migrations too
-    /// (`--remote`), e.g. http://isolane-router-tail:8081.
+    /// The router's own tail endpoint, which serves D1 migrations too
+    /// (`--remote`), e.g. http://isolane-router-tail:8081 (default: through
+    /// the Kubernetes API server, the router's aggregated API).
     #[arg(long, env = "ISOLANE_TAIL_ENDPOINT")]
     endpoint: Option<String>,
-    /// The kubeconfig context whose user's token is sent (default: current).
+    /// The kubeconfig context to use (default: current).
     #[arg(long)]
     context: Option<String>,
 }
@@ -100,7 +102,7 @@ pub async fn run(args: D1Args) -> anyhow::Result<()> {
         } => {
             let folder = Folder::of(&project, &database)?;
             let applied = if target.remote {
-                remote::apply(&remote_of(&target)?, &project, &folder).await
+                remote::apply(&remote_of(&target), &project, &folder).await
             } else {
                 local::apply(&target.state, &project, &folder).await
             };
@@ -113,7 +115,7 @@ pub async fn run(args: D1Args) -> anyhow::Result<()> {
         } => {
             let folder = Folder::of(&project, &database)?;
             let pending = if target.remote {
-                remote::pending(&remote_of(&target)?, &project, &folder).await?
+                remote::pending(&remote_of(&target), &project, &folder).await?
             } else {
                 local::pending(&target.state, &project, &folder).await?
             };
@@ -126,7 +128,7 @@ pub async fn run(args: D1Args) -> anyhow::Result<()> {
             project,
         } => {
             let folder = Folder::of(&project, &database)?;
-            let path = files::create(&folder.dir, &message)?;
+            let path = files::create(&folder, &message)?;
             let name = path.file_name().unwrap_or_default().to_string_lossy();
             println!("\u{2705} Successfully created Migration '{name}'!\n");
             println!("The migration is available for editing here");
@@ -137,14 +139,11 @@ pub async fn run(args: D1Args) -> anyhow::Result<()> {
 }
 
 /// Where `--remote` sends the migrations.
-fn remote_of(target: &Target) -> anyhow::Result<remote::Remote> {
-    let endpoint = target.endpoint.clone().context(
-        "--remote needs the router's tail endpoint: --endpoint http://<router>:8081 (or ISOLANE_TAIL_ENDPOINT)",
-    )?;
-    Ok(remote::Remote {
-        endpoint,
+fn remote_of(target: &Target) -> remote::Remote {
+    remote::Remote {
+        endpoint: target.endpoint.clone(),
         context: target.context.clone(),
-    })
+    }
 }
 
 /// Prints `Applied <file>` for each file applied (or `No migrations to

@@ -4,6 +4,7 @@
 
 mod assets;
 mod bundle;
+mod cluster;
 mod d1;
 mod deploy;
 mod dev;

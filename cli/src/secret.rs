@@ -46,7 +46,7 @@ pub async fn run(args: SecretArgs) -> anyhow::Result<()> {
         project,
         worker,
     } = args.command;
-    if !crate::wrangler::spec::is_identifier(&name) {
+    if !isolane_worker::is_identifier(&name) {
         anyhow::bail!(
             "{name:?} is not a binding name (letters, digits and _, not starting with a digit)"
         );

@@ -17,14 +17,14 @@ use std::hash::{Hash, Hasher};
 use anyhow::Context as _;
 use bytes::Bytes;
 use clap::Args;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use isolane_worker::{Inert, TailEvent, TailFormat};
+use tokio::io::AsyncWriteExt;
+
+use crate::cluster::{self, Body, refusal_message};
 
 mod api;
-use secrecy::ExposeSecret;
-use tokio::io::AsyncWriteExt;
 
 #[derive(Debug, Args)]
 pub struct TailArgs {
@@ -77,13 +77,7 @@ const MAX_LINE: usize = 4 << 20;
 pub struct Refused(String);
 
 pub async fn run(args: TailArgs) -> anyhow::Result<()> {
-    let options = kube::config::KubeConfigOptions {
-        context: args.context.clone(),
-        ..Default::default()
-    };
-    let config = kube::Config::from_kubeconfig(&options)
-        .await
-        .context("reading your kubeconfig")?;
+    let config = cluster::kubeconfig(args.context.as_deref()).await?;
     let namespace = args
         .namespace
         .clone()
@@ -91,7 +85,7 @@ pub async fn run(args: TailArgs) -> anyhow::Result<()> {
     let Some(endpoint) = &args.endpoint else {
         return api::run(config, &namespace, &args).await;
     };
-    let token = bearer_token(&config.auth_info)?;
+    let token = cluster::bearer_token(&config.auth_info, "isolane tail")?;
     let uri: http::Uri = format!(
         "{}/v1/tail/{namespace}/{}",
         endpoint.trim_end_matches('/'),
@@ -110,47 +104,7 @@ pub async fn run(args: TailArgs) -> anyhow::Result<()> {
 
 /// `GET uri` with the bearer `token`, over HTTP/1.1: the response head.
 async fn open(uri: http::Uri, token: &str) -> anyhow::Result<http::Response<Incoming>> {
-    send(http::Method::GET, uri, token, Bytes::new()).await
-}
-
-/// `method uri` with the bearer `token` and `body` (JSON when not empty),
-/// over HTTP/1.1 to the router's tail endpoint: the response head.
-pub(crate) async fn send(
-    method: http::Method,
-    uri: http::Uri,
-    token: &str,
-    body: Bytes,
-) -> anyhow::Result<http::Response<Incoming>> {
-    if uri.scheme_str() != Some("http") {
-        anyhow::bail!("the tail endpoint must be an http:// URL (put TLS in front of it)");
-    }
-    let authority = uri
-        .authority()
-        .context("the tail endpoint has no host")?
-        .clone();
-    let port = authority.port_u16().unwrap_or(80);
-    let stream = tokio::net::TcpStream::connect((authority.host(), port))
-        .await
-        .with_context(|| format!("connecting to {authority}"))?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .context("talking to the tail endpoint")?;
-    tokio::spawn(connection);
-    let mut request = http::Request::builder()
-        .method(method)
-        .uri(uri)
-        .header(http::header::HOST, authority.as_str())
-        .header(http::header::AUTHORIZATION, format!("Bearer {token}"));
-    if !body.is_empty() {
-        request = request.header(http::header::CONTENT_TYPE, "application/json");
-    }
-    let request = request
-        .body(Full::new(body))
-        .context("building the request")?;
-    sender
-        .send_request(request)
-        .await
-        .context("the tail endpoint did not answer")
+    cluster::send(http::Method::GET, uri, token, Bytes::new()).await
 }
 
 /// Why the endpoint refused: its JSON `error`, else its body as text, with
@@ -160,35 +114,6 @@ async fn refusal<B: Body>(status: http::StatusCode, body: B) -> Refused {
         "tail refused ({status}): {}",
         Inert(&refusal_message(body).await)
     ))
-}
-
-/// The message of a refusal's body: its JSON `error` (the tail endpoint's)
-/// or `message` (a Kubernetes `Status`), else the body as text.
-pub(crate) async fn refusal_message<B: Body>(body: B) -> String {
-    let bytes = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
-        .and_then(|v| {
-            let message = v.get("error").or_else(|| v.get("message"))?;
-            message.as_str().map(str::to_owned)
-        })
-        .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// A response body the tail reads: the router's (hyper's) or the
-/// apiserver's (kube-rs's).
-pub(crate) trait Body:
-    hyper::body::Body<Data = Bytes, Error: std::error::Error + Send + Sync + 'static> + Unpin
-{
-}
-
-impl<B> Body for B where
-    B: hyper::body::Body<Data = Bytes, Error: std::error::Error + Send + Sync + 'static> + Unpin
-{
 }
 
 /// Prints the stream's events, one a line, as `args` filter and format them.
@@ -213,21 +138,6 @@ async fn print_events<B: Body>(mut body: B, args: &TailArgs) -> anyhow::Result<(
         }
     }
     Ok(())
-}
-
-/// The user's bearer token from the kubeconfig.
-pub(crate) fn bearer_token(auth: &kube::config::AuthInfo) -> anyhow::Result<String> {
-    if let Some(token) = &auth.token {
-        return Ok(token.expose_secret().to_owned());
-    }
-    if let Some(file) = &auth.token_file {
-        return std::fs::read_to_string(file)
-            .map(|t| t.trim().to_owned())
-            .with_context(|| format!("reading the token file {file}"));
-    }
-    anyhow::bail!(
-        "your kubeconfig's user has no bearer token (a token or tokenFile): isolane tail sends it to the platform, which checks it with a TokenReview"
-    )
 }
 
 struct Filter {

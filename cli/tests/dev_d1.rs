@@ -21,6 +21,9 @@
 //!   migrations apply --local` makes. `migrations list` prints what
 //!   `wrangler d1 migrations list --local` prints for the same folder and
 //!   state; `migrations create` names the next file as wrangler does.
+//!   With `migrations_pattern` (drizzle's nested layout, unpadded numbers)
+//!   both list and apply the same files in the same order, and the two
+//!   databases answer alike.
 //! - Two namespaces' databases of the same name are apart; an endless
 //!   recursive CTE ends at the Worker's CPU limit while a neighbour Worker
 //!   on the same thread answers before, during and after it.
@@ -477,4 +480,121 @@ async fn d1_migrations_list_and_create_answer_as_wrangler_s() {
     );
     let (_, theirs) = wrangler_d1(dir.path(), &wrangler_list);
     assert!(theirs.contains(&ours), "{theirs}");
+}
+
+#[tokio::test]
+async fn d1_migrations_pattern_takes_nested_files_in_wrangler_s_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let state_arg = state.to_str().unwrap();
+    std::fs::write(dir.path().join("index.js"), MIGRATED).unwrap();
+    // drizzle's layout, numbered without padding (wrangler orders 9 before 10).
+    std::fs::write(
+        dir.path().join("wrangler.toml"),
+        "name = 'shop'\nmain = 'index.js'\ncompatibility_date = '2025-11-01'\n\
+         [[d1_databases]]\nbinding = 'DB'\ndatabase_name = 'shopdb'\ndatabase_id = 'x'\n\
+         migrations_dir = 'db'\nmigrations_pattern = 'db/*/migration.sql'\n",
+    )
+    .unwrap();
+    let files = [
+        (
+            "db/1_init/migration.sql",
+            "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT);\nINSERT INTO items (name) VALUES ('a');\n",
+        ),
+        (
+            "db/9_more/migration.sql",
+            "INSERT INTO items (name) VALUES ('b');\n",
+        ),
+        (
+            "db/10_last/migration.sql",
+            "INSERT INTO items (name) VALUES ('c');\n",
+        ),
+        // Not the pattern's: never run (each would fail).
+        (
+            "db/9_more/snapshot.sql",
+            "INSERT INTO nowhere VALUES (1);\n",
+        ),
+        ("db/top.sql", "INSERT INTO nowhere VALUES (2);\n"),
+    ];
+    for (path, sql) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, sql).unwrap();
+    }
+    // `list`: the same table as wrangler's, before anything is applied.
+    let list = ["migrations", "list", "DB", "--state", state_arg];
+    let (code, ours, stderr) = isolane_d1(dir.path(), &list);
+    assert_eq!(code, Some(0), "{stderr}");
+    let at = |name: &str| ours.find(name).unwrap_or(usize::MAX);
+    assert!(
+        at("│ 1_init/migration.sql ") < at("│ 9_more/migration.sql ")
+            && at("│ 9_more/migration.sql ") < at("│ 10_last/migration.sql ")
+            && at("│ 10_last/migration.sql ") < usize::MAX
+            && !ours.contains("snapshot")
+            && !ours.contains("top.sql"),
+        "{ours}"
+    );
+    let persist = dir.path().join("wrangler-state");
+    let persist_arg = persist.to_str().unwrap();
+    let wrangler_list = [
+        "migrations",
+        "list",
+        "DB",
+        "--local",
+        "--persist-to",
+        persist_arg,
+    ];
+    let (code, theirs) = wrangler_d1(dir.path(), &wrangler_list);
+    assert_eq!(code, Some(0), "{theirs}");
+    assert!(
+        theirs.contains(&ours),
+        "ours:\n{ours}\nwrangler's:\n{theirs}"
+    );
+    // `apply`, ours and wrangler's, each into its own local database.
+    let (code, stdout, stderr) = isolane_d1(
+        dir.path(),
+        &["migrations", "apply", "DB", "--state", state_arg],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stdout,
+        "Applied 1_init/migration.sql\nApplied 9_more/migration.sql\nApplied 10_last/migration.sql\n"
+    );
+    let (code, theirs) = wrangler_apply(dir.path(), &persist);
+    assert_eq!(code, Some(0), "{theirs}");
+    // `create` would write a file the pattern does not take: refused.
+    let (code, _, stderr) = isolane_d1(dir.path(), &["migrations", "create", "DB", "x"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("would not match migrations_pattern"),
+        "{stderr}"
+    );
+
+    // isolane dev and wrangler dev serve the same rows and names.
+    let port = free_port().unwrap();
+    let mut dev = Dev::start_in(
+        &["--port", &port.to_string(), "--state", state_arg],
+        Some(dir.path()),
+    );
+    let client = client();
+    when_ready(&client, &mut dev, port, "localhost", "/").await;
+    let wrangler = free_port().unwrap();
+    let _wrangler = peer::wrangler_dev_persisting(dir.path(), wrangler, &persist);
+    peer::wrangler_ready(&client, dir.path(), wrangler, "/").await;
+    let ours = peer::json(&client, port, "/").await;
+    assert_eq!(
+        ours,
+        peer::json(&client, wrangler, "/").await,
+        "isolane dev, then wrangler dev"
+    );
+    assert_eq!(
+        ours["applied"],
+        serde_json::json!([
+            "1_init/migration.sql",
+            "9_more/migration.sql",
+            "10_last/migration.sql"
+        ])
+    );
+    assert_eq!(ours["items"].as_array().map(Vec::len), Some(3), "{ours}");
+    assert!(dev.interrupt().success());
 }

@@ -1,7 +1,7 @@
 //! A tenant as the tests run one: a ServiceAccount of a namespace bound to
 //! one of the chart's ClusterRoles there, its token, and a kubeconfig whose
-//! user is that token (what `isolane tail` and `isolane d1 migrations
-//! --remote` send).
+//! user is that token (what `isolane tail --endpoint` and `isolane d1
+//! migrations --remote --endpoint` send), or a client certificate.
 
 use std::path::Path;
 
@@ -75,13 +75,31 @@ pub async fn account_token(
 /// Writes to `path` the control plane's kubeconfig with its user replaced
 /// by `token`.
 pub fn kubeconfig_with(cp: &ControlPlane, token: &str, path: &Path) {
+    let user = kube::config::AuthInfo {
+        token: Some(token.to_owned().into()),
+        ..kube::config::AuthInfo::default()
+    };
+    kubeconfig_with_user(cp, &user, path);
+}
+
+/// Writes to `path` the control plane's kubeconfig with its user replaced
+/// by the client certificate `cert` and its key `key` (files).
+pub fn kubeconfig_with_certificate(cp: &ControlPlane, (cert, key): (&Path, &Path), path: &Path) {
+    let user = kube::config::AuthInfo {
+        client_certificate: Some(cert.display().to_string()),
+        client_key: Some(key.display().to_string()),
+        ..kube::config::AuthInfo::default()
+    };
+    kubeconfig_with_user(cp, &user, path);
+}
+
+/// Writes to `path` the control plane's kubeconfig with its user replaced
+/// by `user`.
+fn kubeconfig_with_user(cp: &ControlPlane, user: &kube::config::AuthInfo, path: &Path) {
     let mut config =
         kube::config::Kubeconfig::read_from(cp.kubeconfig_path()).expect("the admin kubeconfig");
-    for user in &mut config.auth_infos {
-        user.auth_info = Some(kube::config::AuthInfo {
-            token: Some(token.to_owned().into()),
-            ..kube::config::AuthInfo::default()
-        });
+    for entry in &mut config.auth_infos {
+        entry.auth_info = Some(user.clone());
     }
     let yaml = serde_yaml::to_string(&config).expect("a kubeconfig as YAML");
     std::fs::write(path, yaml).expect("write the tenant kubeconfig");

@@ -1,14 +1,16 @@
 //! The router's aggregated API server (`--tail-api-addr`): one TLS
 //! listener behind the Kubernetes API server serving two API groups, each
 //! registered by an `APIService` pointing at it:
-//! - `tail.isolane.dev/v1alpha1`, Workers' tails ([`crate::tail::api`]);
+//! - `tail.isolane.dev/v1alpha1`, Workers' tails and D1 databases'
+//!   migrations ([`crate::tail::api`]);
 //! - `custom.metrics.k8s.io/v1beta2`, the nodes' pressure for
 //!   HorizontalPodAutoscalers ([`crate::custom_metrics`]).
 //!
 //! Expected flow: TLS handshake (a client certificate chained to the
 //! front-proxy CA, else no HTTP at all, [`crate::front_proxy`]); the
-//! certificate's name is an allowed one (else 401); GET only; then the
-//! path's group answers. `GET /openapi/v2` answers an empty document the
+//! certificate's name is an allowed one (else 401); then the path's group
+//! answers: GET only, but for the tail API's D1 migrations (a POST,
+//! [`crate::tail::d1_migrations`]). `GET /openapi/v2` answers an empty document the
 //! apiserver merges.
 
 use std::net::SocketAddr;
@@ -103,30 +105,34 @@ pub async fn handle<B>(
     request: Request<B>,
     from_front_proxy: bool,
     server: &ApiServer,
-) -> Response<Body> {
+) -> Response<Body>
+where
+    B: hyper::body::Body<Data = bytes::Bytes> + Send,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
     if !from_front_proxy {
         return status(
             StatusCode::UNAUTHORIZED,
             "the router's aggregated API answers only the Kubernetes API server's front proxy (--requestheader-allowed-names)",
         );
     }
+    let path = request.uri().path();
+    // The tail API's group checks its own methods (its D1 migrations take
+    // a POST); the rest is read-only.
+    if path.starts_with(tail::api::PREFIX) {
+        return tail::api::handle(request, &server.front, &server.proxy, &server.access).await;
+    }
     if request.method() != http::Method::GET {
         return status(
             StatusCode::METHOD_NOT_ALLOWED,
-            "the aggregated API serves GET",
+            "the aggregated API serves GET (and POST for D1 migrations)",
         );
     }
-    let path = request.uri().path();
     if path == "/openapi/v2" {
         return openapi();
     }
     if path.starts_with(custom_metrics::PREFIX) {
         return custom_metrics::handle(path, &server.pressure, &server.nodes_namespace);
-    }
-    if path.starts_with(tail::api::PREFIX) {
-        let headers = request.headers();
-        return tail::api::handle(path, headers, &server.front, &server.proxy, &server.access)
-            .await;
     }
     status(
         StatusCode::NOT_FOUND,

@@ -35,6 +35,8 @@ pub fn status(code: StatusCode, message: &str) -> Response<Body> {
         StatusCode::NOT_FOUND => "NotFound",
         StatusCode::METHOD_NOT_ALLOWED => "MethodNotAllowed",
         StatusCode::TOO_MANY_REQUESTS => "TooManyRequests",
+        StatusCode::BAD_REQUEST => "BadRequest",
+        StatusCode::PAYLOAD_TOO_LARGE => "RequestEntityTooLarge",
         _ => "ServiceUnavailable",
     };
     let status = serde_json::json!({

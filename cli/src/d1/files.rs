@@ -1,11 +1,19 @@
 //! The migrations folder of a wrangler project's `[[d1_databases]]`
 //! entry: its files, the next file's name (`migrations create`) and the
 //! table `migrations list` prints (wrangler's).
+//!
+//! As wrangler 4's: the files are those under `migrations_dir` (default
+//! `migrations`) that `migrations_pattern` matches (a glob from the
+//! project's folder, default `<migrations_dir>/*.sql`; `*` stays within a
+//! folder, `**` crosses them), named by their path in `migrations_dir`
+//! (`0001_init.sql`, or `0001_init/migration.sql` for drizzle's layout),
+//! in wrangler's order ([`migration_order`]: by leading number, then name).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use isolane_storage::d1::{Migration, is_table_name};
+use globset::{GlobBuilder, GlobMatcher};
+use isolane_storage::d1::{Migration, is_table_name, leading_number, migration_order};
 
 use crate::deploy::ProjectArgs;
 
@@ -18,6 +26,12 @@ pub struct Folder {
     pub dir: PathBuf,
     /// `migrations_table` (default `d1_migrations`).
     pub table: String,
+    /// `migrations_pattern`, as written (normalized).
+    pub pattern: String,
+    /// The pattern from `dir`.
+    matcher: GlobMatcher,
+    /// How deep under `dir` a match can be (`None`: any depth, `**`).
+    depth: Option<usize>,
 }
 
 /// Some files were applied, then one failed (or the rest could not be).
@@ -64,70 +78,180 @@ impl Folder {
                 read.path()
             );
         }
+        let dir = config.migrations_dir.as_deref();
+        let pattern = config.migrations_pattern.as_deref();
+        Self::in_project(&read.dir, dir, pattern)
+            .map(|folder| Folder {
+                name: name.clone(),
+                table: table.to_owned(),
+                ..folder
+            })
+            .with_context(|| read.path())
+    }
+
+    /// The folder of `migrations_dir` `dir` and `migrations_pattern`
+    /// `pattern` in the project folder `project` (for database `DB`,
+    /// table `d1_migrations`).
+    fn in_project(
+        project: &Path,
+        dir: Option<&str>,
+        pattern: Option<&str>,
+    ) -> anyhow::Result<Self> {
+        let (dir, pattern) = pattern_of(dir, pattern)?;
+        let (matcher, depth) = matcher(&pattern, &dir)?;
         Ok(Folder {
-            name: name.clone(),
-            dir: read
-                .dir
-                .join(config.migrations_dir.as_deref().unwrap_or("migrations")),
-            table: table.to_owned(),
+            name: "DB".to_owned(),
+            dir: project.join(&dir),
+            table: "d1_migrations".to_owned(),
+            pattern,
+            matcher,
+            depth,
         })
     }
 
-    /// The `*.sql` files, in name order, with their SQL.
+    /// The migrations, in order, with their SQL.
     pub fn files(&self) -> anyhow::Result<Vec<Migration>> {
         let mut files = Vec::new();
-        for (name, path) in sql_files(&self.dir)? {
+        for name in self.names()? {
+            let path = self.dir.join(&name);
             let sql = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
             files.push(Migration { name, sql });
         }
         Ok(files)
     }
 
-    /// The `*.sql` files' names, in order.
+    /// The migrations' names (their paths in `dir`), in order.
     pub fn names(&self) -> anyhow::Result<Vec<String>> {
-        Ok(sql_files(&self.dir)?.into_iter().map(|(n, _)| n).collect())
+        let mut names = Vec::new();
+        self.walk(&self.dir, "", 1, &mut names)?;
+        names.sort_by(|a, b| migration_order(a, b));
+        Ok(names)
+    }
+
+    /// The files under `folder` (`prefix` in `dir`, `depth` parts deep)
+    /// that the pattern matches, as wrangler walks them: no hidden files or
+    /// folders, no symbolic links followed, no deeper than a match can be.
+    fn walk(
+        &self,
+        folder: &Path,
+        prefix: &str,
+        depth: usize,
+        names: &mut Vec<String>,
+    ) -> anyhow::Result<()> {
+        let entries = std::fs::read_dir(folder)
+            .with_context(|| format!("the migrations folder {}", folder.display()))?;
+        for entry in entries {
+            let entry = entry?;
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            if file_name.starts_with('.') {
+                continue;
+            }
+            let name = format!("{prefix}{file_name}");
+            let kind = entry.file_type()?;
+            if kind.is_dir() && self.depth.is_none_or(|most| depth < most) {
+                self.walk(&entry.path(), &format!("{name}/"), depth + 1, names)?;
+            } else if kind.is_file() && self.matcher.is_match(&name) {
+                names.push(name);
+            }
+        }
+        Ok(())
     }
 }
 
-/// The `*.sql` files of `folder`, in name order.
-fn sql_files(folder: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
-    let entries = std::fs::read_dir(folder)
-        .with_context(|| format!("the migrations folder {}", folder.display()))?;
-    let mut files = Vec::new();
-    for entry in entries {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "sql") && path.is_file() {
-            let name = path
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
-            files.push((name, path));
+/// `migrations_dir` (default `migrations`) and `migrations_pattern`
+/// (default `<dir>/*.sql`), both normalized, checked as wrangler checks
+/// them: a pattern needs a `migrations_dir`, and must start with it.
+fn pattern_of(dir: Option<&str>, pattern: Option<&str>) -> anyhow::Result<(String, String)> {
+    let Some(raw) = pattern else {
+        let dir = normalize(dir.unwrap_or("migrations"));
+        let pattern = normalize(&format!("{dir}/*.sql"));
+        return Ok((dir, pattern));
+    };
+    let Some(dir) = dir.map(normalize) else {
+        anyhow::bail!(
+            "migrations_pattern {raw:?} is set without migrations_dir: set migrations_dir too (the folder the pattern starts with, e.g. \"migrations\")"
+        );
+    };
+    let pattern = normalize(raw);
+    if pattern_in(&pattern, &dir).is_none() {
+        anyhow::bail!(
+            "migrations_pattern {raw:?} must start with {dir}/ (migrations_dir): e.g. \"{dir}/*.sql\""
+        );
+    }
+    Ok((dir, pattern))
+}
+
+/// The matcher of `pattern` from `dir` (`*` within a folder, `**` across
+/// them), and how many parts deep a match can be (`None`: any, `**`).
+fn matcher(pattern: &str, dir: &str) -> anyhow::Result<(GlobMatcher, Option<usize>)> {
+    let from_dir = pattern_in(pattern, dir).unwrap_or(pattern);
+    let matcher = GlobBuilder::new(from_dir)
+        .literal_separator(true)
+        .build()
+        .with_context(|| format!("migrations_pattern {pattern:?}"))?
+        .compile_matcher();
+    let depth = (!from_dir.contains("**")).then(|| from_dir.split('/').count());
+    Ok((matcher, depth))
+}
+
+/// `pattern` from `dir`, when it is under it.
+fn pattern_in<'a>(pattern: &'a str, dir: &str) -> Option<&'a str> {
+    if dir == "." {
+        return Some(pattern);
+    }
+    pattern.strip_prefix(dir)?.strip_prefix('/')
+}
+
+/// A relative path or glob with `/` separators, without `.` parts, empty
+/// parts or a trailing `/`, its `..` parts resolved where they can be
+/// (`./a//b/../c/` is `a/c`); `.` when nothing is left.
+fn normalize(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            _ => parts.push(part),
         }
     }
-    files.sort();
-    Ok(files)
+    if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
+    }
 }
 
 /// Writes the next migration of `folder` (made when missing):
 /// `000N_<message>.sql`, N one more than the highest leading number of
-/// the folder's files, spaces in `message` as `_` (wrangler's names).
-pub fn create(folder: &Path, message: &str) -> anyhow::Result<PathBuf> {
+/// the folder's migrations, spaces in `message` as `_` (wrangler's
+/// names); refused when the pattern would not take it.
+pub fn create(folder: &Folder, message: &str) -> anyhow::Result<PathBuf> {
     let name = message.replace(' ', "_");
     if name.contains(['/', '\\']) {
         anyhow::bail!(
             "the migration name {message:?} contains a path separator (\"/\" or \"\\\"): remove it"
         );
     }
-    std::fs::create_dir_all(folder)
-        .with_context(|| format!("the migrations folder {}", folder.display()))?;
-    let highest = sql_files(folder)?
+    let file = format!("{name}.sql");
+    std::fs::create_dir_all(&folder.dir)
+        .with_context(|| format!("the migrations folder {}", folder.dir.display()))?;
+    let highest = folder
+        .names()?
         .iter()
-        .filter_map(|(file, _)| leading_number(file))
+        .filter_map(|file| leading_number(file))
         .max()
         .unwrap_or(0);
     let number = format!("{:04}", highest + 1);
-    let path = folder.join(format!("{number}_{name}.sql"));
+    let file = format!("{number}_{file}");
+    if !folder.matcher.is_match(&file) {
+        anyhow::bail!(
+            "the new migration {file} would not match migrations_pattern {:?}, so apply would not run it: create writes files at the top of migrations_dir only (for a nested layout, use your ORM's command, e.g. drizzle-kit generate)",
+            folder.pattern
+        );
+    }
+    let path = folder.dir.join(file);
     let now = humantime::format_rfc3339_millis(std::time::SystemTime::now());
     let header = format!("-- Migration number: {number} \t {now}\n");
     std::fs::OpenOptions::new()
@@ -137,14 +261,6 @@ pub fn create(folder: &Path, message: &str) -> anyhow::Result<PathBuf> {
         .and_then(|mut file| std::io::Write::write_all(&mut file, header.as_bytes()))
         .with_context(|| path.display().to_string())?;
     Ok(path)
-}
-
-/// The number a file's name starts with (`0003_x.sql`: 3), as wrangler
-/// reads it (the digits before the first `_`).
-fn leading_number(file: &str) -> Option<u64> {
-    let head = file.split('_').next()?;
-    let digits: String = head.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
 }
 
 /// What `migrations list` prints for `pending`: wrangler's words and
@@ -182,11 +298,12 @@ mod tests {
     #[test]
     fn the_next_file_is_numbered_after_the_highest() {
         let dir = tempfile::tempdir().unwrap();
-        let folder = dir.path().join("migrations");
+        let folder = Folder::in_project(dir.path(), None, None).unwrap();
         let first = create(&folder, "create users").unwrap();
         assert!(first.ends_with("0001_create_users.sql"), "{first:?}");
-        std::fs::write(folder.join("0007_later.sql"), "").unwrap();
-        std::fs::write(folder.join("notes.txt"), "").unwrap();
+        let folder_dir = dir.path().join("migrations");
+        std::fs::write(folder_dir.join("0007_later.sql"), "").unwrap();
+        std::fs::write(folder_dir.join("notes.txt"), "").unwrap();
         let next = create(&folder, "add index").unwrap();
         assert!(next.ends_with("0008_add_index.sql"), "{next:?}");
         let text = std::fs::read_to_string(next).unwrap();
@@ -195,6 +312,63 @@ mod tests {
             "{text:?}"
         );
         assert!(create(&folder, "a/b").is_err());
+    }
+
+    /// Writes empty files at `paths` under `dir`.
+    fn touch(dir: &Path, paths: &[&str]) {
+        for path in paths {
+            let path = dir.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "").unwrap();
+        }
+    }
+
+    #[test]
+    fn the_pattern_finds_nested_migrations_in_wrangler_s_order() {
+        let dir = tempfile::tempdir().unwrap();
+        touch(
+            dir.path(),
+            &[
+                "db/10_c/migration.sql",
+                "db/9_b/migration.sql",
+                "db/0001_a/migration.sql",
+                "db/0001_a/notes.txt",
+                "db/top.sql",
+                "db/9_b/deeper/x/migration.sql",
+                "db/.hidden/migration.sql",
+            ],
+        );
+        let nested = Folder::in_project(dir.path(), Some("./db/"), Some("db/*/migration.sql"));
+        let nested = nested.unwrap();
+        assert_eq!(
+            nested.names().unwrap(),
+            [
+                "0001_a/migration.sql",
+                "9_b/migration.sql",
+                "10_c/migration.sql"
+            ]
+        );
+        // `create` would write a file the pattern does not take: refused.
+        let refused = create(&nested, "more").unwrap_err().to_string();
+        assert!(
+            refused.contains("would not match migrations_pattern"),
+            "{refused}"
+        );
+        let any = Folder::in_project(dir.path(), Some("db"), Some("db/**/*.sql")).unwrap();
+        assert_eq!(any.names().unwrap().len(), 5, "{:?}", any.names());
+        let flat = Folder::in_project(dir.path(), Some("db"), None).unwrap();
+        assert_eq!(flat.names().unwrap(), ["top.sql"]);
+        // As wrangler: a pattern needs migrations_dir, and starts with it.
+        let no_dir = Folder::in_project(dir.path(), None, Some("db/*.sql")).unwrap_err();
+        assert!(
+            no_dir.to_string().contains("without migrations_dir"),
+            "{no_dir}"
+        );
+        let outside = Folder::in_project(dir.path(), Some("db"), Some("schema/*.sql"));
+        let outside = outside.unwrap_err().to_string();
+        assert!(outside.contains("must start with db/"), "{outside}");
+        assert_eq!(normalize("./a//b/../c/"), "a/c");
+        assert_eq!(normalize("./"), ".");
     }
 
     #[test]

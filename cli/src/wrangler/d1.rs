@@ -2,9 +2,10 @@
 //! {database}}`) to the database named by `database_name` (else
 //! `database_id`) in the Worker's Kubernetes namespace. `database_id` and
 //! `preview_database_id` name Cloudflare's copy, which serving does not
-//! use; `migrations_dir` and `migrations_table` are `isolane d1 migrations
-//! apply`'s (`cli/src/d1.rs`); `remote` (Cloudflare's database from local
-//! development) is a problem (docs/d1.md).
+//! use; `migrations_dir`, `migrations_pattern` and `migrations_table` are
+//! `isolane d1 migrations apply`'s (`cli/src/d1.rs`); `remote`
+//! (Cloudflare's database from local development) is a problem
+//! (docs/d1.md).
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -23,6 +24,8 @@ pub struct D1Config {
     _preview_database_id: Option<IgnoredAny>,
     /// The folder of `isolane d1 migrations apply` (`migrations`).
     pub migrations_dir: Option<String>,
+    /// The glob of its migrations (`<migrations_dir>/*.sql`).
+    pub migrations_pattern: Option<String>,
     /// The table that records applied migrations (`d1_migrations`).
     pub migrations_table: Option<String>,
     #[serde(rename = "database_internal_env")]

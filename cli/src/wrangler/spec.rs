@@ -183,7 +183,7 @@ fn worker_name(project: &Project) -> Result<String, SpecError> {
 fn vars(vars: &std::collections::BTreeMap<String, Value>) -> Result<Value, (String, String)> {
     let mut env = Vec::new();
     for (name, value) in vars {
-        if !is_identifier(name) {
+        if !isolane_worker::is_identifier(name) {
             return Err((
                 format!("vars.{name}"),
                 "not a binding name (letters, digits and _, not starting with a digit)".into(),
@@ -195,17 +195,6 @@ fn vars(vars: &std::collections::BTreeMap<String, Value>) -> Result<Value, (Stri
         });
     }
     Ok(Value::Array(env))
-}
-
-/// Whether `name` is a binding name: a JavaScript identifier of ASCII
-/// letters, digits and `_`, at most 128 bytes.
-pub fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && name.len() <= 128
 }
 
 /// `kv_namespaces` (the namespace named by `id`, else by the binding),

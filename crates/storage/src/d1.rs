@@ -23,7 +23,10 @@ use crate::{Store, StoreError};
 
 mod migrations;
 
-pub use migrations::{MIGRATION_TIME, Migration, MigrationError, is_file_name, is_table_name};
+pub use migrations::{
+    MIGRATION_TIME, Migration, MigrationError, is_file_name, is_table_name, leading_number,
+    migration_order,
+};
 
 /// The class part of a D1 database's object scope: no Durable Object class
 /// is named so (theirs are `<worker>/<class>`).

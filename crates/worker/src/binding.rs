@@ -676,8 +676,10 @@ pub fn is_worker_name(name: &str) -> bool {
     crate::dns_name::is_dns_subdomain(name)
 }
 
-/// [`BINDING_NAME_PATTERN`], at most 128 characters.
-fn is_identifier(name: &str) -> bool {
+/// Whether `name` is a binding name: [`BINDING_NAME_PATTERN`] (a
+/// JavaScript identifier of ASCII letters, digits and `_`), at most 128
+/// characters.
+pub fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     name.len() <= 128
         && chars

@@ -75,7 +75,7 @@ pub mod workflow;
 pub use binding::{
     BINDING_NAME_PATTERN, Binding, BindingError, DurableObjectBinding, ImagesBinding,
     KV_NAMESPACE_PATTERN, ServiceBinding, WorkerLoaderBinding, check as check_bindings,
-    is_kv_namespace, is_worker_name, r2_on_a_cluster,
+    is_identifier, is_kv_namespace, is_worker_name, r2_on_a_cluster,
 };
 pub use bundle::{
     ArtifactSource, AssetSite, BUNDLE_KEY, BUNDLE_LABEL, Bundle, REVISION_ANNOTATION,

@@ -366,10 +366,10 @@ pub struct D1MigrateRequest {
     /// The migrations table (wrangler's `migrations_table`).
     #[prost(string, tag = "3")]
     pub table: ::prost::alloc::string::String,
-    /// The folder's `.sql` files, any order (applied in name order).
+    /// The folder's `.sql` files, any order (applied in wrangler's order, by number).
     #[prost(message, repeated, tag = "4")]
     pub files: ::prost::alloc::vec::Vec<D1MigrationFile>,
-    /// Only name the files not applied yet.
+    /// Only name the files not applied yet (and those applied).
     #[prost(bool, tag = "5")]
     pub list_only: bool,
 }
@@ -385,7 +385,7 @@ pub struct D1MigrationFile {
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct D1MigrateResponse {
     /// The files applied now (durable), or with `list_only` those not
-    /// applied yet, in name order.
+    /// applied yet, in that order.
     #[prost(string, repeated, tag = "1")]
     pub files: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
     /// Set when a file failed (it was rolled back; `files` were applied
@@ -394,6 +394,10 @@ pub struct D1MigrateResponse {
     pub failed_file: ::prost::alloc::string::String,
     #[prost(string, tag = "3")]
     pub error: ::prost::alloc::string::String,
+    /// With `list_only`, the names in the migrations table (the files
+    /// applied), in the order applied.
+    #[prost(string, repeated, tag = "4")]
+    pub applied: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 #[allow(clippy::all)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]

@@ -85,8 +85,8 @@ pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 /// Why a tail was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum Refused {
-    #[error("no bearer token: isolane tail sends the token of your kubeconfig's user")]
-    NoToken,
+    #[error("no bearer token: {command} sends the token of your kubeconfig's user")]
+    NoToken { command: &'static str },
     #[error("the Authorization header is not `Bearer <token>` with one token of visible ASCII")]
     Malformed,
     #[error("the token was not accepted by the Kubernetes API server")]
@@ -113,7 +113,7 @@ impl Refused {
     /// The HTTP status the tail endpoint answers with.
     pub fn status(&self) -> http::StatusCode {
         match self {
-            Refused::NoToken | Refused::Malformed | Refused::BadToken => {
+            Refused::NoToken { .. } | Refused::Malformed | Refused::BadToken => {
                 http::StatusCode::UNAUTHORIZED
             }
             Refused::Forbidden { .. } => http::StatusCode::FORBIDDEN,
@@ -230,21 +230,23 @@ impl<R: Reviewer> Access<R> {
         namespace: &str,
         name: &str,
     ) -> Result<String, Refused> {
-        let token = bearer(authorization)?;
+        let token = bearer(authorization, permission)?;
         let user = self.authenticate(client, token).await?;
         self.decide(permission, user, namespace, name).await
     }
 
     /// Checks that `user`, whom the Kubernetes API server in front of the
-    /// tail API authenticated, may tail Worker `name` in `namespace` (the
-    /// same SubjectAccessReview, cached alike); returns the user name.
+    /// aggregated API authenticated, has `permission` on object `name` in
+    /// `namespace` (the same SubjectAccessReview, cached alike); returns
+    /// the user name.
     pub async fn authorize_user(
         &self,
+        permission: &'static Permission,
         user: UserInfo,
         namespace: &str,
         name: &str,
     ) -> Result<String, Refused> {
-        self.decide(&TAIL, user, namespace, name).await
+        self.decide(permission, user, namespace, name).await
     }
 
     /// Who `token` is: from the cache, or by a TokenReview within the
@@ -361,14 +363,21 @@ impl<R: Reviewer> Access<R> {
 
 /// The token of an `Authorization: Bearer <token>` header (the scheme in
 /// any case, RFC 9110 §11.1): one token of visible ASCII, at most
-/// [`MAX_TOKEN_BYTES`]. No header, or another scheme: [`Refused::NoToken`];
+/// [`MAX_TOKEN_BYTES`]. No header, or another scheme: [`Refused::NoToken`]
+/// (naming `permission`'s command);
 /// anything else: [`Refused::Malformed`].
-fn bearer(authorization: Option<&HeaderValue>) -> Result<&str, Refused> {
-    let value = authorization.ok_or(Refused::NoToken)?;
+fn bearer<'a>(
+    authorization: Option<&'a HeaderValue>,
+    permission: &Permission,
+) -> Result<&'a str, Refused> {
+    let no_token = || Refused::NoToken {
+        command: permission.command,
+    };
+    let value = authorization.ok_or_else(no_token)?;
     let value = value.to_str().map_err(|_| Refused::Malformed)?.trim();
     let (scheme, token) = value.split_once(' ').unwrap_or((value, ""));
     if !scheme.eq_ignore_ascii_case("bearer") {
-        return Err(Refused::NoToken);
+        return Err(no_token());
     }
     let token = token.trim_start_matches(' ');
     let well_formed = !token.is_empty()
@@ -624,10 +633,10 @@ mod tests {
                 .await
                 .unwrap_err()
         };
-        assert!(matches!(refused(None).await, Refused::NoToken));
+        assert!(matches!(refused(None).await, Refused::NoToken { .. }));
         assert!(matches!(
             refused(Some("Basic YWxpY2U6cGFzcw==")).await,
-            Refused::NoToken
+            Refused::NoToken { .. }
         ));
         assert!(matches!(refused(Some("Bearer")).await, Refused::Malformed));
         assert!(matches!(
@@ -658,6 +667,26 @@ mod tests {
             .authorize(ip(1), Some(&authorization), "team-a", "hello")
             .await;
         assert_eq!(user.unwrap(), "alice");
+    }
+
+    #[tokio::test]
+    async fn a_missing_token_s_refusal_names_the_command_refused() {
+        let access = access();
+        for (permission, command) in [
+            (&TAIL, "isolane tail"),
+            (&D1_MIGRATE, "isolane d1 migrations apply --remote"),
+            (&D1_LIST, "isolane d1 migrations list --remote"),
+        ] {
+            let refused = access
+                .authorize_to(permission, ip(1), None, "team-a", "orders")
+                .await
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                refused,
+                format!("no bearer token: {command} sends the token of your kubeconfig's user")
+            );
+        }
     }
 
     #[test]

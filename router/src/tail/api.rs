@@ -16,21 +16,29 @@
 //! ([`super::access`]), and streams the same JSON lines as the tail
 //! endpoint ([`super::stream`]).
 //!
+//! The same group serves `d1databases/migrations`: `POST` (verb `create`)
+//! applies a D1 database's migrations, `GET` names those applied
+//! ([`super::d1_migrations::through_api`], `isolane d1 migrations
+//! apply|list --remote`), with the D1 migrations endpoint's own review.
+//!
 //! Expected flow: TLS handshake (a client certificate chained to the
 //! front-proxy CA, else no HTTP at all); the certificate's name is an
 //! allowed one (else 401); `GET /apis/tail.isolane.dev/v1alpha1` answers
-//! discovery; a tail needs a user header (else 401), then the review.
+//! discovery; a tail or a migration needs a user header (else 401), then
+//! the review.
 //! Nothing here makes a TokenReview: the apiserver authenticated the
 //! caller, and a request that did not come through it never gets past the
 //! handshake.
 
 pub mod discovery;
 
-use http::{HeaderMap, Response, StatusCode};
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
 use tracing::{debug, info};
 
 use super::TailBody;
-use super::access::{Access, Refused};
+use super::access::{Access, D1_MIGRATE, Refused, TAIL};
+use super::d1_migrations;
 use super::review::Reviewer;
 use crate::Proxy;
 use crate::front_proxy::FrontProxy;
@@ -47,6 +55,11 @@ enum Route<'a> {
     Discovery,
     /// A Worker's tail.
     Tail { namespace: &'a str, name: &'a str },
+    /// A D1 database's migrations ([`super::d1_migrations`]).
+    D1Migrations {
+        namespace: &'a str,
+        database: &'a str,
+    },
 }
 
 /// The route of `path`, if it is one.
@@ -61,40 +74,64 @@ fn route(path: &str) -> Option<Route<'_>> {
     }
     let rest = rest.strip_prefix("/namespaces/")?;
     let (namespace, rest) = rest.split_once('/')?;
-    let (name, subresource) = rest
-        .strip_prefix(RESOURCE)?
-        .strip_prefix('/')?
-        .split_once('/')?;
-    (subresource == SUBRESOURCE && super::is_worker(namespace, name))
-        .then_some(Route::Tail { namespace, name })
+    let (resource, rest) = rest.split_once('/')?;
+    let (name, subresource) = rest.split_once('/')?;
+    if (resource, subresource) == (RESOURCE, SUBRESOURCE) && super::is_worker(namespace, name) {
+        return Some(Route::Tail { namespace, name });
+    }
+    let d1 = (D1_MIGRATE.resource, D1_MIGRATE.subresource);
+    let valid =
+        isolane_telemetry::is_dns_label(namespace) && isolane_worker::d1::is_database_name(name);
+    ((resource, subresource) == d1 && valid).then_some(Route::D1Migrations {
+        namespace,
+        database: name,
+    })
 }
 
-/// One GET of the tail API's group, from the front proxy (the aggregated
-/// API server checked both).
-pub async fn handle<R: Reviewer>(
-    path: &str,
-    headers: &HeaderMap,
+/// One request of the tail API's group, from the front proxy (the
+/// aggregated API server checked it): a GET but for D1 migrations' POST.
+pub async fn handle<B, R>(
+    request: Request<B>,
     front: &FrontProxy,
     proxy: &Proxy,
     access: &Access<R>,
-) -> Response<TailBody> {
-    let (namespace, name) = match route(path) {
+) -> Response<TailBody>
+where
+    B: hyper::body::Body<Data = Bytes> + Send,
+    B::Error: std::error::Error + Send + Sync + 'static,
+    R: Reviewer,
+{
+    let route = match route(request.uri().path()) {
         Some(Route::Discovery) => return discovery::resource_list(),
-        Some(Route::Tail { namespace, name }) => (namespace, name),
+        Some(route) => route,
         None => {
             return status(
                 StatusCode::NOT_FOUND,
-                "not found: GET /apis/tail.isolane.dev/v1alpha1/namespaces/{namespace}/workers/{name}/tail",
+                "not found: GET /apis/tail.isolane.dev/v1alpha1/namespaces/{namespace}/workers/{name}/tail, GET or POST …/namespaces/{namespace}/d1databases/{database}/migrations",
             );
         }
     };
-    let Some(user) = front.identity(headers) else {
+    let Some(user) = front.identity(request.headers()) else {
         return status(
             StatusCode::UNAUTHORIZED,
             "no user: the Kubernetes API server names the caller in the request",
         );
     };
-    let user = match access.authorize_user(user, namespace, name).await {
+    let (namespace, name) = match route {
+        Route::Tail { namespace, name } => (namespace, name),
+        Route::D1Migrations {
+            namespace,
+            database,
+        } => {
+            let database = (namespace.to_owned(), database.to_owned());
+            return d1_migrations::through_api(request, user, database, proxy, access).await;
+        }
+        Route::Discovery => return discovery::resource_list(),
+    };
+    if request.method() != http::Method::GET {
+        return status(StatusCode::METHOD_NOT_ALLOWED, "a tail is a GET");
+    }
+    let user = match access.authorize_user(&TAIL, user, namespace, name).await {
         Ok(user) => user,
         Err(refused) => return refused_tail(&refused, namespace, name),
     };
@@ -129,6 +166,15 @@ mod tests {
                 name: "hello.v2"
             })
         );
+        assert_eq!(
+            route(&format!(
+                "{base}/namespaces/team-a/d1databases/orders/migrations"
+            )),
+            Some(Route::D1Migrations {
+                namespace: "team-a",
+                database: "orders"
+            })
+        );
         for path in [
             "/apis",
             "/apis/tail.isolane.dev",
@@ -138,6 +184,12 @@ mod tests {
             &format!("{base}/namespaces/a/workers/w/logs"),
             &format!("{base}/namespaces/A_/workers/w/tail"),
             &format!("{base}/namespaces/a/pods/w/tail"),
+            &format!("{base}/namespaces/a/d1databases/orders"),
+            &format!("{base}/namespaces/a/d1databases/orders/tail"),
+            &format!("{base}/namespaces/a/workers/orders/migrations"),
+            &format!("{base}/namespaces/A/d1databases/orders/migrations"),
+            &format!("{base}/namespaces/a/d1databases/-x/migrations"),
+            &format!("{base}/namespaces/a/d1databases/o/r/migrations"),
         ] {
             assert_eq!(route(path), None, "{path}");
         }

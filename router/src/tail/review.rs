@@ -31,6 +31,8 @@ pub struct Permission {
     pub doing: &'static str,
     /// The chart's ClusterRole that grants it.
     pub role: &'static str,
+    /// The command that asks for it, as a refusal names it.
+    pub command: &'static str,
 }
 
 /// Tailing a Worker: `get` on `workers/tail`.
@@ -40,6 +42,7 @@ pub static TAIL: Permission = Permission {
     subresource: SUBRESOURCE,
     doing: "tail workers",
     role: "isolane-worker-tail",
+    command: "isolane tail",
 };
 
 /// Applying D1 migrations to a database (`isolane d1 migrations apply
@@ -51,6 +54,7 @@ pub static D1_MIGRATE: Permission = Permission {
     subresource: "migrations",
     doing: "apply D1 migrations",
     role: "isolane-d1-migrate",
+    command: "isolane d1 migrations apply --remote",
 };
 
 /// Listing a database's applied migrations (`isolane d1 migrations list
@@ -61,6 +65,7 @@ pub static D1_LIST: Permission = Permission {
     subresource: "migrations",
     doing: "list D1 migrations",
     role: "isolane-d1-migrate",
+    command: "isolane d1 migrations list --remote",
 };
 
 /// Asks the apiserver.

@@ -7,7 +7,7 @@
 
 use isolane_engine::Engine;
 use isolane_proto::runtime::v1::{D1MigrateRequest, D1MigrateResponse};
-use isolane_storage::d1::{Migration, MigrationError, is_table_name};
+use isolane_storage::d1::{Migration, MigrationError, is_table_name, migration_order};
 use tonic::Status;
 
 use crate::admission::Admission;
@@ -53,9 +53,10 @@ pub(super) async fn migrate(
             .map(|f| f.name)
             .filter(|name| !done.contains(name))
             .collect();
-        pending.sort();
+        pending.sort_by(|a, b| migration_order(a, b));
         return Ok(D1MigrateResponse {
             files: pending,
+            applied: done,
             ..D1MigrateResponse::default()
         });
     }
@@ -113,6 +114,7 @@ fn answer(
                 files: applied,
                 failed_file: file,
                 error: source.to_string(),
+                ..D1MigrateResponse::default()
             })
         }
         Err(error) => Err(refusal(error)),

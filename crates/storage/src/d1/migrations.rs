@@ -73,14 +73,50 @@ pub fn is_table_name(table: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// Whether `name` may name a migration file: a file name (no folder, no
-/// control characters) ending in `.sql`.
+/// Whether `name` may name a migration file: a path relative to the
+/// migrations folder (`0001_init.sql`, or nested as wrangler's
+/// `migrations_pattern` finds them, `0001_init/migration.sql`), its parts
+/// joined by `/`, none empty, hidden or `..`, no control characters,
+/// ending in `.sql`.
 pub fn is_file_name(name: &str) -> bool {
-    name.len() <= 255
+    name.len() <= 1024
         && name.ends_with(".sql")
-        && !name.starts_with('.')
-        && !name.contains(['/', '\\'])
+        && !name.contains('\\')
         && !name.chars().any(char::is_control)
+        && name
+            .split('/')
+            .all(|part| !part.is_empty() && part.len() <= 255 && !part.starts_with('.'))
+}
+
+/// The order migrations run in, wrangler's (4.x): part by part of their
+/// paths, by each part's leading number (`9_b.sql` before `10_c.sql`;
+/// numbered before unnumbered), then by name; a path before the longer
+/// paths it starts.
+pub fn migration_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (mut a_parts, mut b_parts) = (a.split('/'), b.split('/'));
+    loop {
+        let (a, b) = match (a_parts.next(), b_parts.next()) {
+            (Some(a), Some(b)) => (a, b),
+            (a, b) => return a.is_some().cmp(&b.is_some()),
+        };
+        let by_number = match (leading_number(a), leading_number(b)) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            (x, y) => y.is_some().cmp(&x.is_some()),
+        };
+        let order = by_number.then_with(|| a.cmp(b));
+        if order.is_ne() {
+            return order;
+        }
+    }
+}
+
+/// The number a migration's first path part starts with, as wrangler reads
+/// it (the digits before the first `_`): `0003_x.sql` and `0003_x/m.sql`
+/// are 3.
+pub fn leading_number(name: &str) -> Option<u64> {
+    let head = name.split(['_', '/']).next()?;
+    let digits = head.bytes().take_while(u8::is_ascii_digit).count();
+    head.get(..digits)?.parse().ok()
 }
 
 /// The text of column 0 of each row.
@@ -145,7 +181,7 @@ impl Store {
         Ok((db, done))
     }
 
-    /// Applies the `files` (sorted here by name) not yet named in `table`
+    /// Applies the `files` (sorted here, [`migration_order`]) not yet named in `table`
     /// to database `name` of `namespace`; the names applied. Each file
     /// and its row are one transaction, durable before the next starts; a
     /// file that fails is rolled back and ends the run.
@@ -158,7 +194,7 @@ impl Store {
         if let Some(bad) = files.iter().find(|f| !is_file_name(&f.name)) {
             return Err(MigrationError::FileName(bad.name.clone()));
         }
-        files.sort_by(|a, b| a.name.cmp(&b.name));
+        files.sort_by(|a, b| migration_order(&a.name, &b.name));
         let (db, done) = self.d1_applied_migrations(database, table).await?;
         let mut applied = Vec::new();
         for file in files.into_iter().filter(|f| !done.contains(&f.name)) {
@@ -296,5 +332,56 @@ mod tests {
             .d1_migrate(("a", "x"), "d1_migrations", vec![file("../x.sql", "")])
             .await;
         assert!(matches!(name, Err(MigrationError::FileName(_))));
+    }
+
+    #[test]
+    fn names_are_relative_paths_in_the_folder() {
+        for good in ["0001_init.sql", "0001_init/migration.sql", "a/b/c.sql"] {
+            assert!(is_file_name(good), "{good}");
+        }
+        for bad in [
+            "../x.sql",
+            "a/../x.sql",
+            "/x.sql",
+            "a//x.sql",
+            ".hidden.sql",
+            "a/.x/y.sql",
+            "a\\x.sql",
+            "x.txt",
+            "x\n.sql",
+        ] {
+            assert!(!is_file_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn migrations_run_in_wrangler_s_order() {
+        let mut names = vec![
+            "notes.sql",
+            "10_c.sql",
+            "9_b.sql",
+            "0002_x/migration.sql",
+            "1_a.sql",
+            "0002_x/extra.sql",
+            "0001_a/migration.sql",
+            "b.sql",
+        ];
+        names.sort_by(|a, b| migration_order(a, b));
+        assert_eq!(
+            names,
+            [
+                "0001_a/migration.sql",
+                "1_a.sql",
+                "0002_x/extra.sql",
+                "0002_x/migration.sql",
+                "9_b.sql",
+                "10_c.sql",
+                "b.sql",
+                "notes.sql",
+            ]
+        );
+        assert_eq!(leading_number("0003_x/m.sql"), Some(3));
+        assert_eq!(leading_number("0003x_y.sql"), Some(3));
+        assert_eq!(leading_number("x_0003.sql"), None);
     }
 }

@@ -16,11 +16,13 @@ pub const VERSION: &str = "v1alpha1";
 pub const RESOURCE: &str = "workers";
 pub const SUBRESOURCE: &str = "tail";
 
-/// `GET /apis/tail.isolane.dev/v1alpha1`: one namespaced subresource,
-/// `workers/tail`, with the one verb `get`. The apiserver's discovery
-/// lists it (with a parent `workers` it makes up), so `kubectl api-resources`
-/// shows it.
+/// `GET /apis/tail.isolane.dev/v1alpha1`: two namespaced subresources,
+/// `workers/tail` with the one verb `get`, and `d1databases/migrations`
+/// with `get` (name those applied) and `create` (apply). The apiserver's
+/// discovery lists them (with parents it makes up), so `kubectl
+/// api-resources` shows them.
 pub fn resource_list() -> Response<Body> {
+    let d1 = &crate::tail::access::D1_MIGRATE;
     let list = serde_json::json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -31,6 +33,12 @@ pub fn resource_list() -> Response<Body> {
             "namespaced": true,
             "kind": "WorkerTail",
             "verbs": ["get"],
+        }, {
+            "name": format!("{}/{}", d1.resource, d1.subresource),
+            "singularName": "",
+            "namespaced": true,
+            "kind": "D1Migrations",
+            "verbs": ["get", "create"],
         }],
     });
     json(StatusCode::OK, &list)
