@@ -499,6 +499,26 @@ async fn a_hibernatable_sockets_close_is_answered_by_its_object_at_every_date() 
     }
 }
 
+/// workerd serving `worker` (written to `dir`) at [`BEFORE`] and [`AFTER`]:
+/// the script's path, the process, and its two ports.
+fn workerd_at_both_dates(
+    dir: &std::path::Path,
+    worker: &str,
+) -> (std::path::PathBuf, isolane_testenv::Process, u16, u16) {
+    let script = dir.join("worker.js");
+    std::fs::write(&script, worker).unwrap();
+    let address = |port| SocketAddr::from(([127, 0, 0, 1], port));
+    let (old_port, new_port) = (free_port().unwrap(), free_port().unwrap());
+    let services = [
+        workerd::Service::module("old", "worker.js", BEFORE, address(old_port)),
+        workerd::Service::module("new", "worker.js", AFTER, address(new_port)),
+    ];
+    let config = workerd::write_config(dir, "workerd.capnp", &services).unwrap();
+    let bin = workerd::binary(&support::repo().join("compat"));
+    let process = workerd::serve(&bin, &config, &[], &dir.join("workerd.log")).unwrap();
+    (script, process, old_port, new_port)
+}
+
 /// Each message and the close hand `ctx.waitUntil` a chain of timers that
 /// notes them in `seen` (`GET /seen`, sorted) once it has fired; the close
 /// listener answers with `close(4002)` first (the reply before 2026-04-07, a
@@ -536,17 +556,7 @@ export default {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_websocket_events_wait_until_runs_to_its_end_as_in_workerd() {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("worker.js");
-    std::fs::write(&script, LATE_WORKER).unwrap();
-    let address = |port| SocketAddr::from(([127, 0, 0, 1], port));
-    let (old_port, new_port) = (free_port().unwrap(), free_port().unwrap());
-    let services = [
-        workerd::Service::module("old", "worker.js", BEFORE, address(old_port)),
-        workerd::Service::module("new", "worker.js", AFTER, address(new_port)),
-    ];
-    let config = workerd::write_config(dir.path(), "workerd.capnp", &services).unwrap();
-    let bin = workerd::binary(&support::repo().join("compat"));
-    let _workerd = workerd::serve(&bin, &config, &[], &dir.path().join("workerd.log")).unwrap();
+    let (script, _workerd, old_port, new_port) = workerd_at_both_dates(dir.path(), LATE_WORKER);
     let client = support::client();
     // Ready when it answers HTTP (a WebSocket would leave work behind).
     let answers = |port| support::request(&client, port, "localhost", "/seen");
@@ -626,17 +636,7 @@ export default {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pairs_ends_in_one_worker_answer_each_others_close_as_in_workerd() {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("worker.js");
-    std::fs::write(&script, PAIR_WORKER).unwrap();
-    let address = |port| SocketAddr::from(([127, 0, 0, 1], port));
-    let (old_port, new_port) = (free_port().unwrap(), free_port().unwrap());
-    let services = [
-        workerd::Service::module("old", "worker.js", BEFORE, address(old_port)),
-        workerd::Service::module("new", "worker.js", AFTER, address(new_port)),
-    ];
-    let config = workerd::write_config(dir.path(), "workerd.capnp", &services).unwrap();
-    let bin = workerd::binary(&support::repo().join("compat"));
-    let _workerd = workerd::serve(&bin, &config, &[], &dir.path().join("workerd.log")).unwrap();
+    let (script, _workerd, old_port, new_port) = workerd_at_both_dates(dir.path(), PAIR_WORKER);
     let client = support::client();
     let get = |port, path: &'static str| {
         let client = client.clone();
