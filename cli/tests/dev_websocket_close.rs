@@ -498,3 +498,169 @@ async fn a_hibernatable_sockets_close_is_answered_by_its_object_at_every_date() 
         assert!(dev.interrupt().success());
     }
 }
+
+/// workerd serving `worker` (written to `dir`) at [`BEFORE`] and [`AFTER`]:
+/// the script's path, the process, and its two ports.
+fn workerd_at_both_dates(
+    dir: &std::path::Path,
+    worker: &str,
+) -> (std::path::PathBuf, isolane_testenv::Process, u16, u16) {
+    let script = dir.join("worker.js");
+    std::fs::write(&script, worker).unwrap();
+    let address = |port| SocketAddr::from(([127, 0, 0, 1], port));
+    let (old_port, new_port) = (free_port().unwrap(), free_port().unwrap());
+    let services = [
+        workerd::Service::module("old", "worker.js", BEFORE, address(old_port)),
+        workerd::Service::module("new", "worker.js", AFTER, address(new_port)),
+    ];
+    let config = workerd::write_config(dir, "workerd.capnp", &services).unwrap();
+    let bin = workerd::binary(&support::repo().join("compat"));
+    let process = workerd::serve(&bin, &config, &[], &dir.join("workerd.log")).unwrap();
+    (script, process, old_port, new_port)
+}
+
+/// Each message and the close hand `ctx.waitUntil` a chain of timers that
+/// notes them in `seen` (`GET /seen`, sorted) once it has fired; the close
+/// listener answers with `close(4002)` first (the reply before 2026-04-07, a
+/// no-op after), then hands its work on, and sets a timer of its own that
+/// fires while that work runs (without `waitUntil` work the request's
+/// timers end with the socket, in workerd as here).
+const LATE_WORKER: &str = r#"
+const seen = [];
+const later = (ms) => new Promise((r) => setTimeout(r, ms));
+export default {
+  fetch(request, env, ctx) {
+    if (new URL(request.url).pathname === '/seen') return new Response(seen.sort().join(', '), { status: seen.length === 3 ? 200 : 404 });
+    if (request.headers.get('upgrade') !== 'websocket') return new Response('a WebSocket, please', { status: 426 });
+    const [client, server] = Object.values(new WebSocketPair());
+    server.accept();
+    const work = (what) => ctx.waitUntil(later(150).then(() => later(150)).then(() => seen.push(what)));
+    server.addEventListener('message', (event) => {
+      work(`message ${event.data}`);
+      server.send(event.data);
+    });
+    server.addEventListener('close', (event) => {
+      server.close(4002, 'worker reply');
+      work(`close ${event.code}`);
+      setTimeout(() => seen.push(`timer ${event.code}`), 100);
+    });
+    return new Response(null, { status: 101, webSocket: client });
+  },
+};
+"#;
+
+/// What a WebSocket's events hand to `ctx.waitUntil` runs to its end after
+/// the socket has gone, its timers firing, as in workerd: at both dates,
+/// the work of a message and of the client's close is done on both
+/// runtimes once the client has its reply and has left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_events_wait_until_runs_to_its_end_as_in_workerd() {
+    let dir = tempfile::tempdir().unwrap();
+    let (script, _workerd, old_port, new_port) = workerd_at_both_dates(dir.path(), LATE_WORKER);
+    let client = support::client();
+    // Ready when it answers HTTP (a WebSocket would leave work behind).
+    let answers = |port| support::request(&client, port, "localhost", "/seen");
+    for (date, workerd_port, reply) in [
+        (BEFORE, old_port, "4002 worker reply"),
+        (AFTER, new_port, "4001 client bye"),
+    ] {
+        let port = free_port().unwrap();
+        let (script, port_arg) = (script.to_str().unwrap(), port.to_string());
+        let dev = Dev::start(&[script, "--port", &port_arg, "--compatibility-date", date]);
+        for (runtime, port) in [("workerd", workerd_port), ("isolane dev", port)] {
+            wait_until("an answer", DEADLINE, || answers(port)).await;
+            let socket = connect_from(port, [127, 0, 0, 1], "/").await.unwrap();
+            let (seen, _) = after_close(socket).await;
+            assert_eq!(seen, [reply], "{runtime} at {date}");
+            let done = wait_until("the events' waitUntil work", DEADLINE, || async {
+                match answers(port).await? {
+                    (200, seen) => Ok(seen),
+                    (status, seen) => Err(format!("{status} {seen}")),
+                }
+            })
+            .await;
+            println!("{runtime} at {date}: {done}");
+            assert_eq!(
+                done, "close 4001, message hello, timer 4001",
+                "{runtime} at {date}"
+            );
+        }
+        assert!(dev.interrupt().success());
+    }
+}
+
+/// `GET /pair?…`: the two ends of a `new WebSocketPair()` in the Worker, `a`
+/// and `b`, both accepted (`b` with `?b=1` `{ allowHalfOpen: true }`, `?b=0`
+/// `false`): `a` sends and closes with 4001; `b`'s close listener sends and
+/// answers with `close(4002)`, or (`?reply=0`) `b` closes with 4003 a few
+/// timers later. The answer: what each end saw, in order.
+const PAIR_WORKER: &str = r#"
+const tick = () => new Promise((r) => setTimeout(r, 30));
+export default {
+  async fetch(request) {
+    const q = new URL(request.url).searchParams;
+    const [a, b] = Object.values(new WebSocketPair());
+    const log = [];
+    for (const [name, ws] of [['a', a], ['b', b]]) {
+      ws.addEventListener('close', (e) => {
+        log.push(`${name} close ${e.code} ${e.reason} ${e.wasClean} state ${ws.readyState}`);
+        try { ws.send('after'); log.push(`${name} send ok`); } catch (err) { log.push(`${name} send threw ${err.message}`); }
+        if (name === 'b' && q.get('reply') !== '0') { ws.close(4002, 'b reply'); log.push(`b closed, state ${ws.readyState}`); }
+      });
+      ws.addEventListener('message', (e) => log.push(`${name} message ${e.data} state ${ws.readyState}`));
+      ws.addEventListener('error', (e) => log.push(`${name} error ${e.message}`));
+    }
+    a.accept();
+    b.accept(q.has('b') ? { allowHalfOpen: q.get('b') === '1' } : undefined);
+    a.send('hi');
+    a.close(4001, 'a bye');
+    log.push(`a closed, a ${a.readyState} b ${b.readyState}`);
+    for (let i = 0; i < 3; i++) await tick();
+    if (q.get('reply') === '0') { b.close(4003, 'b late'); log.push(`b late close, a ${a.readyState} b ${b.readyState}`); }
+    for (let i = 0; i < 3; i++) await tick();
+    log.push(`end a ${a.readyState} b ${b.readyState}`);
+    return new Response(log.join('\n'));
+  },
+};
+"#;
+
+/// The two ends of a `WebSocketPair` inside one Worker answer each other's
+/// close as a client's close is answered: by the compatibility date
+/// (before 2026-04-07 the receiving end is CLOSING and its `close()` is the
+/// reply; from it the runtime answers at once with the same code and
+/// reason), or by `accept({ allowHalfOpen })`. Compared line by line with
+/// workerd at both dates. One difference, documented: workerd fires an
+/// `error` event ("Network connection lost") on the receiving end when its
+/// reply was not made inside its `close` listener; isolane fires none
+/// after a clean close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pairs_ends_in_one_worker_answer_each_others_close_as_in_workerd() {
+    let dir = tempfile::tempdir().unwrap();
+    let (script, _workerd, old_port, new_port) = workerd_at_both_dates(dir.path(), PAIR_WORKER);
+    let client = support::client();
+    let get = |port, path: &'static str| {
+        let client = client.clone();
+        async move { support::request(&client, port, "localhost", path).await }
+    };
+    for (date, workerd_port) in [(BEFORE, old_port), (AFTER, new_port)] {
+        let port = free_port().unwrap();
+        let (script, port_arg) = (script.to_str().unwrap(), port.to_string());
+        let dev = Dev::start(&[script, "--port", &port_arg, "--compatibility-date", date]);
+        for path in ["/", "/?b=1", "/?b=0", "/?reply=0"] {
+            let (_, theirs) = wait_until("workerd", DEADLINE, || get(workerd_port, path)).await;
+            let (_, ours) = wait_until("isolane dev", DEADLINE, || get(port, path)).await;
+            println!("{date} {path}\n  workerd: {theirs:?}\n  isolane: {ours:?}");
+            let (errors, theirs): (Vec<&str>, Vec<&str>) =
+                theirs.lines().partition(|l| l.starts_with("b error"));
+            assert_eq!(ours.lines().collect::<Vec<_>>(), theirs, "{date} {path}");
+            let replied_late =
+                path == "/?reply=0" || path == "/?b=0" || (date == AFTER && path == "/");
+            assert_eq!(
+                errors.len(),
+                usize::from(replied_late),
+                "{date} {path}: {errors:?}"
+            );
+        }
+        assert!(dev.interrupt().success());
+    }
+}

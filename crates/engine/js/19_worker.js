@@ -11,7 +11,7 @@ const globalTarget = new EventTarget(); // listeners added with addEventListener
 // ---- waitUntil bookkeeping, one record per request ----
 
 function newRequestState(ctxId) {
-  return { ctxId, waitUntil: [], work: null, finished: false, signal: undefined };
+  return { ctxId, waitUntil: [], work: null, finished: false, late: 0, signal: undefined };
 }
 // Requests in flight by ctxId, for internal.requestAborted.
 const active = new Map();
@@ -20,7 +20,14 @@ internal.requestEndHooks = new Set();
 function addWaitUntil(state, promise) {
   // handled right away, so a rejection is logged once and never "unhandled"
   const p = Promise.resolve(promise);
-  state.waitUntil.push(p.then(undefined, (e) => internal.reportError(e)));
+  const settled = p.then(undefined, (e) => internal.reportError(e));
+  // Past requestDone (from a WebSocket event): the request is busy again until it settles.
+  if (state.finished) {
+    if (state.late++ === 0) host.requestDone(state.ctxId, true);
+    settled.then(() => --state.late === 0 && host.requestDone(state.ctxId));
+    return;
+  }
+  state.waitUntil.push(settled);
   // A cron tick also fails with its waitUntil work (`work` is only set then).
   if (state.work !== null) state.work.push(p.then(() => undefined));
 }
@@ -430,17 +437,23 @@ function runRequest(handler, ctxId, method, url, headers, bodyId, env) {
 // src/service_call.rs says): `call(ctx)` settles with `[status, bytes]`,
 // sent whole by host.respond.
 function runCall(ctxId, env, call) {
+  const [state, answered] = started(ctxId, env, false, (state) => call(new ExecutionContext(kCreate, state)));
+  return finish(state, answered
+    .then(([status, bytes]) => host.respond(ctxId, status, '', [], bytes), (e) => fail(ctxId, e)));
+}
+
+// A new request's record, in `active` (`work`: its waitUntil work fails it),
+// and what `start(state)` settles to.
+function started(ctxId, env, work, start) {
   const state = newRequestState(ctxId);
-  let answered;
+  if (work) state.work = [];
   try {
     active.set(ctxId, state);
     if (internal.isObject(env)) Object.freeze(env);
-    answered = call(new ExecutionContext(kCreate, state));
+    return [state, Promise.resolve(start(state))];
   } catch (e) {
-    answered = Promise.reject(e);
+    return [state, Promise.reject(e)];
   }
-  return finish(state, answered
-    .then(([status, bytes]) => host.respond(ctxId, status, '', [], bytes), (e) => fail(ctxId, e)));
 }
 
 internal.requestAborted = function requestAborted(ctxId) {
@@ -452,31 +465,31 @@ internal.requestAborted = function requestAborted(ctxId) {
   }
 };
 
+// An event whose answer waits for all its work, the handler's (`start(state)`)
+// and its waitUntil's: a 200 with `body()` once that succeeded, `failed(e)` on
+// the first failure.
+function runWork(ctxId, env, start, body = () => null, failed = (e) => fail(ctxId, e)) {
+  const [state, done] = started(ctxId, env, true, start);
+  return finish(state, done
+    .then(() => allWork(state))
+    .then(() => host.respond(ctxId, 200, 'OK', [], body()), failed));
+}
+
 // One cron tick through `handler.scheduled` (a module), or through the
 // service worker's 'scheduled' listeners when `handler` is null. Success is a
 // bodiless 200 once the handler and all its waitUntil work succeeded; the
 // first failure of either fails the tick.
 function runScheduled(handler, ctxId, cron, scheduledTime, env) {
-  const state = newRequestState(ctxId);
-  state.work = [];
-  let done;
-  try {
-    active.set(ctxId, state);
-    if (internal.isObject(env)) Object.freeze(env);
+  return runWork(ctxId, env, (state) => {
     const controller = new ScheduledController(kCreate, cron, scheduledTime);
     if (handler !== null && typeof handler.scheduled === 'function') {
-      done = Promise.resolve(handler.scheduled(controller, env, new ExecutionContext(kCreate, state)));
-    } else if (handler === null && internal.listenerCount(globalTarget, 'scheduled') > 0) {
-      done = internal.dispatchScheduledEvent(controller, state);
-    } else {
-      throw new TypeError('The worker has no scheduled handler; expected `export default { async scheduled(controller, env, ctx) { … } }`.');
+      return handler.scheduled(controller, env, new ExecutionContext(kCreate, state));
     }
-  } catch (e) {
-    done = Promise.reject(e);
-  }
-  return finish(state, done
-    .then(() => allWork(state))
-    .then(() => host.respond(ctxId, 200, 'OK', [], null), (e) => fail(ctxId, e)));
+    if (handler === null && internal.listenerCount(globalTarget, 'scheduled') > 0) {
+      return internal.dispatchScheduledEvent(controller, state);
+    }
+    throw new TypeError('The worker has no scheduled handler; expected `export default { async scheduled(controller, env, ctx) { … } }`.');
+  });
 }
 
 // One batch of a queue's messages through `handler.queue` (a module), the
@@ -485,49 +498,26 @@ function runScheduled(handler, ctxId, cron, scheduledTime, env) {
 // (isolane-storage's QueueBatch): a 200 once the handler and its waitUntil work
 // resolved, a 500 (its exception reported) when they threw.
 function runQueue(handler, ctxId, event, env) {
-  const state = newRequestState(ctxId);
-  state.work = [];
   let made;
-  let done;
-  try {
-    active.set(ctxId, state);
-    if (internal.isObject(env)) Object.freeze(env);
+  return runWork(ctxId, env, (state) => {
     if (handler === null || typeof handler.queue !== 'function') {
       throw new TypeError('Handler does not export a queue() function; expected `export default { async queue(batch, env, ctx) { … } }`.');
     }
     if (internal.queueMessageBatch === undefined) throw new TypeError('Queues are not available in this runtime.');
     made = internal.queueMessageBatch(event);
-    done = Promise.resolve(handler.queue(made[0], env, new ExecutionContext(kCreate, state)));
-  } catch (e) {
-    done = Promise.reject(e);
-  }
-  return finish(state, done
-    .then(() => allWork(state))
-    .then(() => host.respond(ctxId, 200, 'OK', [], made[1](false)), (e) => {
-      if (made === undefined) return fail(ctxId, e);
-      internal.reportError(e);
-      return host.respond(ctxId, 500, 'Internal Server Error', [], made[1](true));
-    }));
+    return handler.queue(made[0], env, new ExecutionContext(kCreate, state));
+  }, () => made[1](false), (e) => {
+    if (made === undefined) return fail(ctxId, e);
+    internal.reportError(e);
+    return host.respond(ctxId, 500, 'Internal Server Error', [], made[1](true));
+  });
 }
 
 // One event of a Durable Object delivered by the engine, `deliver()`: an
 // alarm (`internal.deliverAlarm`) or a message of a hibernatable WebSocket
 // (`internal.deliverWebSocketEvent`, 28_durable_object.js). A bodiless 200
 // once the object's handler and its writes are done.
-function runObjectEvent(ctxId, deliver) {
-  const state = newRequestState(ctxId);
-  state.work = [];
-  let done;
-  try {
-    active.set(ctxId, state);
-    done = Promise.resolve(deliver());
-  } catch (e) {
-    done = Promise.reject(e);
-  }
-  return finish(state, done
-    .then(() => allWork(state))
-    .then(() => host.respond(ctxId, 200, 'OK', [], null), (e) => fail(ctxId, e)));
-}
+const runObjectEvent = (ctxId, deliver) => runWork(ctxId, undefined, deliver);
 
 // One job's work (src/work.rs): a request for the Worker's fetch handler,
 // or, when `event` is given, the event it names by its `type` (one object,

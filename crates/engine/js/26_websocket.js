@@ -285,10 +285,6 @@ class WebSocket extends EventTarget {
       return;
     }
     if (kind === 2) {
-      // Half open, the Worker's close() is the reply (web_socket_manual_reply_to_close, accept's allowHalfOpen).
-      this.#peerClosed = this.#hostId !== 0 && host.webSocketHalfOpen(this.#hostId);
-      this.#state = this.#peerClosed ? CLOSING : CLOSED;
-      if (!this.#peerClosed) byHostId.delete(this.#hostId);
       event = new CloseEvent('close', { code, reason, wasClean: code !== 1006 });
     } else {
       if (typeof data !== 'string' && this.#binaryType === 'blob') data = new Blob([data]);
@@ -299,10 +295,26 @@ class WebSocket extends EventTarget {
   }
 
   #dispatch(event) {
+    if (event.type === 'close' && this.#state !== CLOSED) this.#peerClose(event.code, event.reason);
     internal.dispatchTrusted(this, event, internal.reportError);
     if (event.type === 'close' && event.code === 1006) {
       internal.dispatchTrusted(this, new ErrorEvent('error', { message: event.reason }), internal.reportError);
     }
+  }
+
+  // The peer's close, as this end takes it: half open, the Worker's close() the reply (web_socket_manual_reply_to_close,
+  // accept's allowHalfOpen; the host's socket says, a pair's end in this isolate asks the date), else CLOSED,
+  // a pair's end answering the other at once with its code (workerd's auto-reply).
+  #peerClose(code, reason) {
+    const peer = this.#peer;
+    if (this.#hostId !== 0) this.#peerClosed = host.webSocketHalfOpen(this.#hostId);
+    else if (!this.#closeSent && peer !== null) {
+      this.#peerClosed = this.#halfOpen === 0 ? host.webSocketHalfOpen(0) : this.#halfOpen === 1;
+      this.#closeSent = !this.#peerClosed;
+      if (this.#closeSent) queueMicrotask(() => peer.#receive(2, null, code, reason));
+    }
+    this.#state = this.#peerClosed ? CLOSING : CLOSED;
+    if (!this.#peerClosed) byHostId.delete(this.#hostId);
   }
 
   static {
@@ -402,11 +414,7 @@ class WebSocket extends EventTarget {
     // hibernatable socket, as its handler gets it: the data (a string or an
     // ArrayBuffer); a close leaves the socket CLOSING (its `close()` answers), or CLOSED.
     internal.webSocketReceived = (ws, kind, data) => {
-      if (kind === 2) {
-        ws.#peerClosed = host.webSocketHalfOpen(ws.#hostId);
-        ws.#state = ws.#peerClosed ? CLOSING : CLOSED;
-        return undefined;
-      }
+      if (kind === 2) return void ws.#peerClose();
       return kind === 1 ? data.buffer : data;
     };
     // The `webSocket` of a fetch's 101 (host/ws_connect.rs): open, to be

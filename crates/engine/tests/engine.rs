@@ -125,5 +125,7 @@ mod tail;
 mod tenants;
 #[path = "engine/websocket.rs"]
 mod websocket;
+#[path = "engine/websocket_late.rs"]
+mod websocket_late;
 #[path = "engine/websocket_out.rs"]
 mod websocket_out;

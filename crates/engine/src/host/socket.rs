@@ -516,16 +516,26 @@ fn web_socket_close<'s>(_scope, host: Rc<HostState>, id: u32, code: u32, reason:
     if out.try_send(SocketMessage::Close(frame)).is_err() {
         drop_abnormally(&host, sockets, id, "the client is not reading");
     } else if half_open && let Some(entry) = sockets.take(id) {
-        // The reply to the peer's close: done (its pump ends with the channel).
-        host.release_hold(entry.ctx);
+        // The reply to the peer's close: done once this turn is over (the
+        // `waitUntil` work it hands on counts); its pump ends with the channel.
+        let (me, ctx) = (host.me.clone(), entry.ctx);
+        tokio::task::spawn_local(async move {
+            if let Some(isolate) = me.upgrade() {
+                isolate.host().release_hold(ctx);
+            }
+        });
     }
     Ok(())
 }
 }
 
 host_fn! {
-/// `webSocketHalfOpen(id)`: whether the peer closed and awaits the Worker's `close()`.
+/// `webSocketHalfOpen(id)`: whether the peer closed and awaits the Worker's `close()`; `id` 0: whether
+/// the compatibility date leaves a peer's close so (a pair's ends in the isolate, js/26_websocket.js).
 fn web_socket_half_open<'s>(_scope, host: Rc<HostState>, id: u32) -> HostResult<bool> {
+    if id == 0 {
+        return Ok(host.worker().is_some_and(|w| !w.compat.web_socket_auto_reply));
+    }
     Ok(sockets(&host)?.half_open(id))
 }
 }

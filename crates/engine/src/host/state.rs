@@ -682,11 +682,12 @@ impl HostState {
     }
 
     /// `requestDone`: the worker finished everything for the request
-    /// (done later if something holds it open).
-    pub(crate) fn request_done(&self, ctx: u32) {
+    /// (done later if something holds it open); `busy`: not after all (a
+    /// WebSocket event's `waitUntil` work), until it says so again.
+    pub(crate) fn request_done(&self, ctx: u32, busy: bool) {
         let done = self.requests.borrow_mut().get_mut(&ctx).and_then(|r| {
-            if r.holds > 0 {
-                r.done_wanted = true;
+            if r.holds > 0 || busy {
+                r.done_wanted = !busy;
                 return None;
             }
             r.done.take()

@@ -472,24 +472,30 @@ fn release(state: &ThreadState, bundle: &Arc<WorkerBundle>, isolate: Rc<WorkerIs
 /// Waits for the rest of an answered request: a streamed body, then
 /// `ctx.waitUntil` work, within the wall limit; past it, as long as an open
 /// WebSocket holds the request (each of its events has its own wall time,
-/// `HostState::top_up`, and the socket its idle timeout).
+/// `HostState::top_up`, and the socket its idle timeout), and what its
+/// events left (their `waitUntil` work) within the last one's.
 async fn wait_done(
     state: &ThreadState,
     isolate: &Rc<WorkerIsolate>,
     req: u32,
     bundle: &Arc<WorkerBundle>,
-    deadline: Instant,
+    mut until: Instant,
     mut done_rx: oneshot::Receiver<()>,
 ) {
-    if tokio::time::timeout_at(deadline.into(), &mut done_rx)
-        .await
-        .is_ok()
-    {
-        return;
-    }
-    if isolate.host.held(req) {
-        let _ = done_rx.await;
-        return;
+    loop {
+        if tokio::time::timeout_at(until.into(), &mut done_rx)
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        let now = Instant::now();
+        match isolate.host.deadline(req) {
+            Some(last) if last > now => until = last,
+            // Held: looked at again after a wall limit (the socket may be idle).
+            _ if isolate.host.held(req) => until = now + bundle.limits.wall(),
+            _ => break,
+        }
     }
     wall_timeout(state, isolate, req, bundle);
 }

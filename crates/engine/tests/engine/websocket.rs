@@ -440,10 +440,19 @@ async fn one_client_is_capped_at_its_share_of_a_workers_sockets() {
     echoes(&mut benign, "after").await;
 }
 
+/// Both ends of a pair in one Worker; the end that receives a close is
+/// CLOSING until its own `close()` without a compatibility date (as before
+/// 2026-04-07), CLOSED at once with one (the runtime's reply).
 #[tokio::test]
 async fn pairs_talk_inside_the_isolate() {
     let (engine, _) = engine(1, PoolMode::Pinned);
-    let worker = bundle(
+    for auto in [false, true] {
+        pair_talks(&engine, auto).await;
+    }
+}
+
+async fn pair_talks(engine: &Engine, auto: bool) {
+    let mut worker = bundle_with(
         "web/pair",
         r#"
 export default {
@@ -473,12 +482,18 @@ export default {
   },
 };
 "#,
+        Limits::default(),
+        &[],
     );
-    let (status, body) = run(&engine, 0, &worker, "/").await;
+    worker.compat.web_socket_auto_reply = auto;
+    let (status, body) = run(engine, 0, &Arc::new(worker), "/").await;
     assert_eq!(status, 200, "{body}");
+    let ready = if auto { 3 } else { 2 };
     assert_eq!(
         body,
-        r#"{"got":["one","1,2,3","2,1"],"code":4000,"reason":"end","clean":true,"threw":"Can't call WebSocket send() after close().","badCode":"TypeError","unaccepted":"You must call accept() on this WebSocket before sending messages.","status":"RangeError","ready":3,"binaryType":"arraybuffer","globals":["function","function","function"]}"#
+        format!(
+            r#"{{"got":["one","1,2,3","2,1"],"code":4000,"reason":"end","clean":true,"threw":"Can't call WebSocket send() after close().","badCode":"TypeError","unaccepted":"You must call accept() on this WebSocket before sending messages.","status":"RangeError","ready":{ready},"binaryType":"arraybuffer","globals":["function","function","function"]}}"#
+        )
     );
 }
 
