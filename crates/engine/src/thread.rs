@@ -413,10 +413,9 @@ fn receive(state: &Rc<ThreadState>, job: Job, permits: &Arc<Semaphore>, alone: b
         return;
     };
     // A Durable Object call is not refused for its namespace's share: its
-    // caller holds a slot of its own (on another thread or node), which
-    // bounds such calls, and refusing it would fail a request already
-    // admitted (`object_call.rs`). It waits in its namespace's queue.
-    // A service call starts at once (`Start::Now`), for the same reason.
+    // caller holds a slot (here or elsewhere), which bounds such calls, and
+    // refusing it would fail a request already admitted: it waits in its
+    // namespace's queue. A service call starts at once (`Start::Now`).
     let share = if job.work.is_object_call() || job.work.is_service_call() {
         usize::MAX
     } else {
