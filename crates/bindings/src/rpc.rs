@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use isolane_engine::api::service::{RpcAnswer, rpc_answer};
 use isolane_engine::api::{
-    ErrorClass, HostError, HostState, Settle, Settlement, begin_op, too_many, u8_array,
+    ErrorClass, HostError, HostState, Settle, Settlement, begin_op, u8_array,
 };
 
 host_fn! {
@@ -34,9 +34,7 @@ pub(crate) fn service_rpc<'s>(
     let ctx = host.current();
     let limits = (cpu_ms, subrequests);
     let early = crate::dispatch::outbound(&host, ctx, &binding, worker, limits, (entrypoint, props)).and_then(|outbound| {
-        let limit = host.worker().map_or(0, |w| w.limits.subrequests);
-        host.take_subrequest(ctx, limit)
-            .map_err(|limit| HostError::type_error(too_many(limit)))?;
+        host.take_call(ctx)?;
         Ok(outbound.rpc(method, payload.unwrap_or_default().into()))
     });
     let (resolver, promise, outbound) = match begin_op(scope, early)? {

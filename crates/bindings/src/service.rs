@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use isolane_engine::Body;
 use isolane_engine::api::service::{header_map, request, settlement};
-use isolane_engine::api::{HostError, HostState, Unit, begin_op, too_many};
+use isolane_engine::api::{HostError, HostState, Unit, begin_op};
 
 /// `env.NAME` for a service binding.
 pub(crate) fn unit() -> Unit {
@@ -66,9 +66,7 @@ fn service_fetch<'s>(
         .and_then(|headers| {
             let limits = (cpu_ms, subrequests);
             let outbound = crate::dispatch::outbound(&host, ctx, &binding, worker, limits, (entrypoint, props))?;
-            let limit = host.worker().map_or(0, |w| w.limits.subrequests);
-            host.take_subrequest(ctx, limit)
-                .map_err(|limit| HostError::type_error(too_many(limit)))?;
+            host.take_call(ctx)?;
             let body = body.map_or_else(Body::empty, Body::from);
             Ok((outbound, request(&method, &url, headers, body)?))
         });

@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 use isolane_engine::api::service::RpcAnswer;
 use isolane_engine::api::{
     HostError, HostResult, HostState, IdMap, IsolateTurns, RequestResources, Settle, Settlement,
-    begin_op, holder, js_string, new_promise, set, too_many, u8_array,
+    begin_op, holder, js_string, new_promise, set, u8_array,
 };
 
 use crate::rpc::Answered;
@@ -257,9 +257,7 @@ fn start_call(
     payload: Vec<u8>,
     reply: Reply,
 ) -> HostResult<()> {
-    let limit = host.worker().map_or(0, |w| w.limits.subrequests);
-    host.take_subrequest(ctx, limit)
-        .map_err(|limit| HostError::type_error(too_many(limit)))?;
+    host.take_call(ctx)?;
     // The callback runs as deep as this request's calls would: a chain
     // through callbacks meets the depth bound (`MAX_DEPTH`) too.
     let hops = host.outbound_hops(ctx);

@@ -17,6 +17,19 @@ pub fn within_depth(hops: u32) -> Result<u32, String> {
     Ok(hops)
 }
 
+/// [`within_depth`] for a call to a Durable Object forwarded out of its
+/// caller's isolate: the same hop count (service calls, objects and
+/// `fetch()`es of one chain all raise it, as Cloudflare's "Subrequest depth
+/// limit exceeded" counts Workers and objects calling each other), its
+/// refusal in an object call's words.
+pub fn object_within_depth(hops: u32) -> Result<u32, String> {
+    within_depth(hops).map_err(|_| {
+        format!(
+            "Durable Object call failed: the chain of calls is deeper than {MAX_DEPTH} (objects or Workers calling each other in a cycle)"
+        )
+    })
+}
+
 /// The status of an RPC call's answer whose body is the serialized result.
 pub const RPC_RETURNED: u16 = 200;
 

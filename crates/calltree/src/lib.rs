@@ -24,18 +24,23 @@
 //! the warm set may evict while they are).
 //!
 //! Its calls also share one line per engine thread: the place each takes
-//! in its namespace's share of the thread's job queue ([`queue`]), so the
-//! calls of one namespace's trees never fill the queue every request of
-//! the thread comes through.
+//! in its namespace's share of the job queue of the thread it goes to
+//! ([`queue`]), so the calls of one namespace's trees never fill the queue
+//! every request of a thread comes through. Durable Object calls take
+//! their places there too, and each is one of the tree's subrequests, but
+//! the object's own request is not in the tree (an object outlives the
+//! request that called it, as on Cloudflare, and runs under its own
+//! limits).
 //!
-//! The tree is made the first time a request makes a service call (from
-//! what it used so far), carried to the callee in the call's request
+//! The tree is made the first time a request makes a service or Durable
+//! Object call (from what it used so far), carried to the callee in the call's request
 //! extensions (the engine's `host/service.rs`), and kept with the callee's request
 //! (the engine's `host/state.rs`): every turn's CPU and every subrequest of any request
 //! in it is counted here too. All of a tree's calls run on its top-level
 //! request's thread, so atomics and the lock are for `Send` (request
 //! extensions), not for contention.
 
+pub mod budget;
 pub mod call;
 pub mod queue;
 
@@ -47,7 +52,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::queue::{QueuePlace, QueueShare};
+use crate::queue::{QueuePlace, TreeQueues};
 
 /// Distinct loaded Workers (Worker Loader code) a tree of calls may have
 /// calls in flight to at once: Cloudflare's limit of Dynamic Workers per
@@ -71,9 +76,9 @@ pub struct CallTree {
     /// The top-level request ended: so does every call of the tree.
     ended: AtomicBool,
     end: Notify,
-    /// The top-level request's namespace's share of its thread's job
+    /// The top-level request's namespace's share of each thread's job
     /// queue, where every call of the tree takes a place.
-    queue: QueueShare,
+    queue: TreeQueues,
 }
 
 /// A request's place in its tree of calls: when the top-level request's
@@ -138,11 +143,11 @@ impl Drop for LoadedCall {
 impl CallTree {
     /// The tree of a top-level request that has used `cpu` of `cpu_limit`
     /// and made `subrequests` of its `subrequest_limit` so far, its calls
-    /// queued in `queue` (its namespace's share on its thread).
+    /// queued in `queue` (its namespace's shares).
     pub fn new(
         (cpu, cpu_limit): (Duration, Duration),
         (subrequests, subrequest_limit): (u32, u32),
-        queue: QueueShare,
+        queue: TreeQueues,
     ) -> Arc<Self> {
         Arc::new(Self {
             cpu_ns: AtomicU64::new(nanos(cpu)),
@@ -156,10 +161,11 @@ impl CallTree {
         })
     }
 
-    /// Resolves with a call's place in the tree's share of its thread's
-    /// job queue, once one is free ([`queue`]).
-    pub fn queue_place(&self) -> impl Future<Output = QueuePlace> + use<> {
-        self.queue.place()
+    /// Resolves with a call's place in the tree's share of the job queue
+    /// of thread `thread`, where the call goes, once one is free
+    /// ([`queue`]).
+    pub fn queue_place(&self, thread: usize) -> impl Future<Output = QueuePlace> + use<> {
+        self.queue.place_on(thread)
     }
 
     /// Resolves when the tree's top-level request has ended.
@@ -244,8 +250,8 @@ fn nanos(cpu: Duration) -> u64 {
 mod tests {
     use super::*;
 
-    fn share() -> QueueShare {
-        crate::queue::CallQueues::new(1).share_of("ns")
+    fn share() -> TreeQueues {
+        TreeQueues::new(&Arc::new(crate::queue::CallQueues::new(1, 1)), 0, "ns")
     }
 
     #[test]

@@ -829,7 +829,8 @@ function makeStub(namespace, id) {
   const target = {
     id,
     name: id.name,
-    fetch(input, init = undefined) {
+    // Async: a refused call (its request's subrequests spent) rejects.
+    async fetch(input, init = undefined) {
       const request = new Request(input, init);
       if (!home()) return forwardFetch(className, idString, request);
       return callFetch(liveObject(namespace, id), request);
@@ -839,7 +840,7 @@ function makeStub(namespace, id) {
     get(t, name) {
       if (name === 'id' || name === 'name' || name === 'fetch') return t[name];
       if (NOT_RPC.has(name) || typeof name !== 'string') return undefined;
-      return (...args) => {
+      return async (...args) => {
         if (!home()) return forwardRpc(className, idString, name, args);
         const copied = structuredClone(args);
         return callRpc(liveObject(namespace, id), name, copied).then((result) => structuredClone(result));

@@ -85,6 +85,7 @@ impl Engine {
         let (senders, receivers): (Vec<_>, Vec<_>) = (0..threads)
             .map(|_| mpsc::channel::<Job>(config.queue_depth))
             .unzip();
+        let slots = crate::thread::worker_slots(&config);
         let shared = Arc::new(EngineShared {
             runtimes: (0..threads).map(|_| std::sync::OnceLock::new()).collect(),
             senders,
@@ -93,6 +94,7 @@ impl Engine {
             egress: Arc::new(crate::egress::EgressPolicy::new(&config.egress)),
             roots,
             quotas: Default::default(),
+            call_queues: Arc::new(isolane_calltree::queue::CallQueues::new(threads, slots)),
             states: Default::default(),
             crypto: crate::crypto_pool::Pool::for_cores(),
             tail: Arc::new(crate::tail::Tail::new(observer.clone())),

@@ -152,7 +152,6 @@ pub(crate) fn run(start: ThreadStart) {
         schedule: RefCell::new(Schedule::default()),
         node_log: Default::default(),
         turn_slot: config.turn_map.as_ref().and_then(|map| map.slot(index)),
-        call_queues: isolane_calltree::queue::CallQueues::new(worker_slots(&config)),
     });
     let state = Rc::new(ThreadState {
         pool: RefCell::new(Pool::new(
@@ -406,17 +405,17 @@ fn receive(state: &Rc<ThreadState>, job: Job, permits: &Arc<Semaphore>, alone: b
     }
     let now = Instant::now();
     state.last_activity.set(now);
-    let Some(job) = forward_if_shared(state, job) else {
+    let Some(mut job) = forward_if_shared(state, job) else {
         return;
     };
+    job.work.off_queue();
     let Some(job) = within_quota(state, job, now) else {
         return;
     };
     // A Durable Object call is not refused for its namespace's share: its
-    // caller holds a slot of its own (on another thread or node), which
-    // bounds such calls, and refusing it would fail a request already
-    // admitted (`object_call.rs`). It waits in its namespace's queue.
-    // A service call starts at once (`Start::Now`), for the same reason.
+    // caller holds a slot (here or elsewhere), which bounds such calls, and
+    // refusing it would fail a request already admitted: it waits in its
+    // namespace's queue. A service call starts at once (`Start::Now`).
     let share = if job.work.is_object_call() || job.work.is_service_call() {
         usize::MAX
     } else {
@@ -829,7 +828,7 @@ fn loaded(
 
 /// Requests one namespace may have queued or in flight on a thread:
 /// `worker_slots`, or a quarter of the thread's slots.
-fn worker_slots(config: &EngineConfig) -> usize {
+pub(crate) fn worker_slots(config: &EngineConfig) -> usize {
     match config.worker_slots {
         0 => (config.queue_depth / 4).max(1),
         n => n,

@@ -49,6 +49,8 @@ pub(crate) struct EngineShared {
     pub(crate) code_cache: Option<Arc<crate::code_cache::CodeCache>>,
     /// The namespaces' CPU quotas (docs/policy.md).
     pub(crate) quotas: isolane_worker::quota::CpuQuotas,
+    /// Each namespace's share of each thread's queue for its calls.
+    pub(crate) call_queues: Arc<isolane_calltree::queue::CallQueues>,
 }
 
 /// State an API crate's unit shares among the threads of one engine (a
@@ -107,6 +109,4 @@ pub(crate) struct ThreadCtx {
     pub(crate) node_log: crate::node_log::NodeLogGate,
     /// This thread's slot in the turn map, when the node keeps one.
     pub(crate) turn_slot: Option<crate::turn_map::TurnSlot>,
-    /// Each namespace's share of the job queue for its service calls.
-    pub(crate) call_queues: isolane_calltree::queue::CallQueues,
 }

@@ -117,6 +117,15 @@ impl Work {
         matches!(self, Work::ObjectCall { .. })
     }
 
+    /// The job is off its thread's queue: a service or Durable Object
+    /// call's place in its tree's share of it is free (`isolane-calltree`).
+    pub(crate) fn off_queue(&mut self) {
+        if let Work::ServiceCall { request, .. } | Work::ObjectCall { request, .. } = self {
+            let extensions = request.extensions_mut();
+            extensions.remove::<isolane_calltree::queue::QueuePlace>();
+        }
+    }
+
     /// Whether it is a service call (started at once on its caller's
     /// thread, beyond the slots: `thread.rs`).
     pub(crate) fn is_service_call(&self) -> bool {
@@ -139,13 +148,7 @@ impl Work {
             Work::Alarm(alarm) => (empty(), Event::Alarm(alarm)),
             Work::ObjectCall { call, request } => (request, Event::ObjectCall(call)),
             Work::ObjectSocketEvent(event) => (empty(), Event::ObjectSocketEvent(event)),
-            Work::ServiceCall { call, mut request } => {
-                // The callee begins: its place in the queue's share is free.
-                request
-                    .extensions_mut()
-                    .remove::<isolane_calltree::queue::QueuePlace>();
-                (request, Event::ServiceCall(call))
-            }
+            Work::ServiceCall { call, request } => (request, Event::ServiceCall(call)),
             Work::QueueBatch(batch) => (at(&batch.tail_path()), Event::QueueBatch(batch)),
             Work::WorkflowRun(run) => (at(&run.tail_path()), Event::WorkflowRun(run)),
             work @ (Work::Prewarm { .. } | Work::Retire) => return Err(work),

@@ -212,9 +212,7 @@ fn admit(host: &HostState, ctx: u32, kind: &str) -> HostResult<RecordType> {
             )));
         }
     };
-    let limit = host.worker().map_or(0, |w| w.limits.subrequests);
-    host.take_subrequest(ctx, limit)
-        .map_err(|limit| HostError::type_error(isolane_engine::api::too_many(limit)))?;
+    host.take_call(ctx)?;
     Ok(kind)
 }
 

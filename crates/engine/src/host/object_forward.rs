@@ -6,10 +6,15 @@
 //!
 //! A [`RingClass`]'s calls take the same way: its object is this node's
 //! when the ring names no other owner (then any thread here serves it).
+//! Each stub call is one of its request's subrequests; how one sent out
+//! of its isolate queues and is bounded is `isolane-calltree`'s.
 
 use std::rc::Rc;
+use std::sync::Arc;
 
 use http::Method;
+use http::header::{HeaderName, HeaderValue};
+use isolane_calltree::CallTree;
 
 use super::error::{ErrorClass, HostError};
 use super::object_hosted::bound_worker;
@@ -21,12 +26,14 @@ use crate::bundle::WorkerBundle;
 use crate::dispatch::run_on;
 use crate::object_call::{ObjectCall, RingClass, home_thread, object_key, ring_class};
 use crate::object_peers::{MAX_ATTEMPTS, retry_pause};
+use crate::service_call::object_within_depth;
 use crate::work::Work;
 
 host_fn! {
 /// `objectIsHome(class, id)`: whether object `id` of `class` lives on
 /// this thread: its owner is this node (`object_peers.rs`) and its home
-/// thread here is this one.
+/// thread here is this one; then the call made next is counted as one of
+/// the request's subrequests (a `TypeError` past them).
 pub(super) fn object_is_home<'s>(
     scope,
     host: Rc<HostState>,
@@ -44,7 +51,12 @@ pub(super) fn object_is_home<'s>(
         return Ok(false);
     }
     let threads = host.thread.shared.senders.len();
-    Ok(home_thread(&worker.id, &class, &id, threads) == host.thread.index)
+    let home = home_thread(&worker.id, &class, &id, threads) == host.thread.index;
+    if home {
+        // The call that follows runs in this isolate: one subrequest.
+        host.take_call(host.current())?;
+    }
+    Ok(home)
 }
 }
 
@@ -79,9 +91,10 @@ fn call_target(
     Ok((worker, class, id))
 }
 
-/// A forwarded call, kept so that it can be sent again.
+/// A forwarded call, kept so that it can be sent again, and its tree.
 struct CallParts {
     call: ObjectCall,
+    tree: Option<Arc<CallTree>>,
     method: Method,
     uri: http::Uri,
     headers: http::HeaderMap,
@@ -90,7 +103,7 @@ struct CallParts {
 
 impl CallParts {
     fn new(
-        call: ObjectCall,
+        (call, tree): (ObjectCall, Option<Arc<CallTree>>),
         method: &str,
         url: &str,
         headers: http::HeaderMap,
@@ -99,6 +112,7 @@ impl CallParts {
         let (method, uri) = method_and_uri(method, url)?;
         Ok(Self {
             call,
+            tree,
             method,
             uri,
             headers,
@@ -138,10 +152,13 @@ async fn deliver(
             let threads = shared.senders.len();
             let home = home_thread(&worker.id, &parts.call.class, &parts.call.id, threads);
             let observer = &*thread.observer;
-            let work = Work::ObjectCall {
-                call: parts.call.clone(),
-                request: parts.request(),
-            };
+            let mut request = parts.request();
+            if let Some(tree) = &parts.tree {
+                let place = tree.queue_place(home).await;
+                request.extensions_mut().insert(place);
+            }
+            let call = parts.call.clone();
+            let work = Work::ObjectCall { call, request };
             return run_on(shared, observer, home, worker, work, true)
                 .await
                 .map_err(|error| error.to_string());
@@ -164,7 +181,8 @@ host_fn! {
 /// Promise of the answer's head (as `host.fetch`'s): the call runs on the
 /// object's home thread, on this node or on its owner node; `rpcMethod`
 /// is null for `stub.fetch`, else the body is the serialized argument
-/// array.
+/// array. One hop deeper than its request (refused past `MAX_DEPTH`), and
+/// but for a ring class's call one of its subrequests.
 pub(super) fn object_call<'s>(
     scope,
     host: Rc<HostState>,
@@ -179,9 +197,15 @@ pub(super) fn object_call<'s>(
     let ctx = host.current();
     let early = header_map(scope, headers)
         .map_err(HostError::type_error)
-        .and_then(|headers| {
+        .and_then(|mut headers| {
             let (worker, class, id) = call_target(&host, class, id)?;
-            let call = ObjectCall { class, id, method: rpc };
+            if ring_class(&class).is_none() {
+                host.take_call(ctx)?;
+            }
+            let hops = object_within_depth(host.outbound_hops(ctx))
+                .map_err(|e| HostError::new(ErrorClass::Error, e))?;
+            headers.insert(HeaderName::from_static(crate::HOPS_HEADER), HeaderValue::from(hops));
+            let call = (ObjectCall { class, id, method: rpc }, host.call_tree(ctx));
             let parts = CallParts::new(call, &method, &url, headers, body)?;
             Ok((worker, parts))
         });

@@ -201,8 +201,8 @@ impl Outbound {
             request.extensions_mut().insert(outbound);
         }
         // Its place in its tree's share of the thread's queue
-        // (`isolane-calltree`'s `queue`), held until the callee begins.
-        let place = self.tree.as_ref().map(|tree| tree.queue_place());
+        // (`isolane-calltree`'s `queue`), held until its job is taken off it.
+        let place = (self.tree.as_ref()).map(|tree| tree.queue_place(host.thread.index));
         if let Some(tree) = self.tree {
             request.extensions_mut().insert(tree);
         }

@@ -20,7 +20,7 @@ use crate::memory::Memory;
 use crate::outcome::{ExecuteError, Outcome};
 use crate::service_call::CallOutbound;
 use crate::thread_ctx::ThreadCtx;
-use isolane_calltree::{CallTree, Seat};
+use isolane_calltree::{CallTree, budget::Budget, queue::TreeQueues};
 
 use super::error::HostError;
 use super::handle::Handles;
@@ -56,15 +56,9 @@ pub(crate) struct RequestCtx {
     head: Option<HeadSender>,
     writer: Option<mpsc::UnboundedSender<WriteOp>>,
     done: Option<oneshot::Sender<()>>,
-    cpu: Duration,
-    cpu_limit: Duration,
     deadline: Instant,
-    subrequests: u32,
-    /// The fewest subrequests the request's caller allowed it (a dispatch
-    /// call's `limits.subRequests`), below its Worker's own.
-    subrequest_cap: Option<u32>,
-    /// Its tree of service calls (`isolane-calltree`), once in one.
-    tree: Option<Seat>,
+    /// Its CPU and subrequests, and its tree of calls (`isolane-calltree`).
+    budget: Budget,
     /// The outbound Worker its caller gave it (a dispatched call's): its
     /// every `fetch()` goes there (`host/fetch.rs`).
     outbound: Option<Arc<CallOutbound>>,
@@ -82,22 +76,6 @@ pub(crate) struct RequestCtx {
     client: Option<http::HeaderValue>,
     /// The request's trace, when it is traced (its subrequests' parent).
     trace: Option<crate::RequestTrace>,
-}
-
-impl RequestCtx {
-    /// Counts one subrequest against `limit` (or the lower cap its caller
-    /// set), and its tree's; `Err(limit)` when none is left.
-    fn take_subrequest(&mut self, limit: u32) -> Result<(), u32> {
-        let limit = self.subrequest_cap.map_or(limit, |cap| cap.min(limit));
-        if self.subrequests >= limit {
-            return Err(limit);
-        }
-        if let Some(seat) = &self.tree {
-            seat.tree.take_subrequest()?;
-        }
-        self.subrequests += 1;
-        Ok(())
-    }
 }
 
 /// A step of a streamed response body, in order, for its writer task.
@@ -428,12 +406,8 @@ impl HostState {
                 head: Some(head),
                 writer: None,
                 done: Some(done),
-                cpu: Duration::ZERO,
-                cpu_limit,
                 deadline,
-                subrequests: 0,
-                subrequest_cap: None,
-                tree: None,
+                budget: Budget::new(cpu_limit),
                 outbound: None,
                 failure: None,
                 hops,
@@ -492,9 +466,7 @@ impl HostState {
     /// CPU time the request may still use (the startup budget outside requests).
     pub fn cpu_remaining(&self, ctx: u32) -> Duration {
         match self.requests.borrow().get(&ctx) {
-            Some(r) => (r.tree.as_ref())
-                .map_or(r.cpu_limit, |s| s.tree.cpu_remaining())
-                .min(r.cpu_limit.saturating_sub(r.cpu)),
+            Some(r) => r.budget.cpu_remaining(),
             None => self.startup_cpu(),
         }
     }
@@ -514,10 +486,7 @@ impl HostState {
 
     pub(crate) fn add_cpu(&self, ctx: u32, cpu: Duration) {
         if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
-            r.cpu += cpu;
-            if let Some(seat) = &r.tree {
-                seat.tree.charge(cpu);
-            }
+            r.budget.charge(cpu);
         }
     }
 
@@ -526,47 +495,38 @@ impl HostState {
     /// the lower of it and the Worker's own.
     pub(crate) fn cap_subrequests(&self, ctx: u32, cap: u32) {
         if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
-            r.subrequest_cap = Some(cap);
+            r.budget.cap_subrequests(cap);
         }
     }
 
     /// The CPU limit request `ctx` runs with (its Worker's, or lower when
     /// its caller lowered it), or `None` when it is gone.
     pub(crate) fn cpu_limit(&self, ctx: u32) -> Option<Duration> {
-        let r = (self.requests.borrow().get(&ctx))
-            .map(|r| (r.cpu_limit, r.tree.as_ref().map(|s| s.tree.cpu_limit())))?;
-        Some(r.1.map_or(r.0, |tree| tree.min(r.0)))
+        Some(self.requests.borrow().get(&ctx)?.budget.cpu_limit())
     }
 
     /// Request `ctx`'s tree of calls, made from what it used so far at its
     /// first call (`isolane-calltree`).
     pub(crate) fn call_tree(&self, ctx: u32) -> Option<Arc<CallTree>> {
         let worker = self.worker.get();
-        let limit = worker.map_or(0, |w| w.limits.subrequests);
+        let ns = worker.map_or("", |w| w.namespace());
+        let queue = || TreeQueues::new(&self.thread.shared.call_queues, self.thread.index, ns);
         let mut requests = self.requests.borrow_mut();
-        let r = requests.get_mut(&ctx)?;
-        let subrequests = (
-            r.subrequests,
-            r.subrequest_cap.map_or(limit, |c| c.min(limit)),
-        );
-        let seat = r.tree.get_or_insert_with(|| {
-            let queue = (self.thread.call_queues).share_of(worker.map_or("", |w| w.namespace()));
-            Seat::top_level(CallTree::new((r.cpu, r.cpu_limit), subrequests, queue))
-        });
-        Some(seat.tree.clone())
+        let budget = &mut requests.get_mut(&ctx)?.budget;
+        Some(budget.tree(worker.map_or(0, |w| w.limits.subrequests), queue))
     }
 
     /// `Some(not failed yet)` when request `ctx`'s tree used its CPU.
     pub(crate) fn tree_cpu_spent(&self, ctx: u32) -> Option<bool> {
         let requests = self.requests.borrow();
         let r = requests.get(&ctx)?;
-        (r.tree.as_ref()?.tree.cpu_remaining().is_zero()).then_some(r.failure.is_none())
+        r.budget.tree_cpu_spent().then_some(r.failure.is_none())
     }
 
     /// Puts request `ctx` (a service call) in its caller's tree of calls.
     pub(crate) fn join_call_tree(&self, ctx: u32, tree: Arc<CallTree>) {
         if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
-            r.tree = Some(Seat::call(tree));
+            r.budget.join(tree);
         }
     }
 
@@ -590,7 +550,15 @@ impl HostState {
         let Some(r) = requests.get_mut(&ctx) else {
             return Err(limit);
         };
-        r.take_subrequest(limit)
+        r.budget.take_subrequest(limit)
+    }
+
+    /// [`HostState::take_subrequest`] against the Worker's own limit, for
+    /// a call (a service or object call, a lookup): a `TypeError` past it.
+    pub fn take_call(&self, ctx: u32) -> Result<(), HostError> {
+        let limit = self.worker().map_or(0, |w| w.limits.subrequests);
+        (self.take_subrequest(ctx, limit))
+            .map_err(|limit| HostError::type_error(super::fetch::too_many(limit)))
     }
 
     /// [`HostState::take_subrequest`] for a `fetch()`, with the outbound
@@ -604,7 +572,7 @@ impl HostState {
         let Some(r) = requests.get_mut(&ctx) else {
             return Err(limit);
         };
-        r.take_subrequest(limit)?;
+        r.budget.take_subrequest(limit)?;
         Ok(r.outbound.clone())
     }
 
@@ -731,7 +699,7 @@ impl HostState {
     /// budget and wall time for it, as Cloudflare tops up per event.
     pub(crate) fn top_up(&self, ctx: u32, wall: Duration) {
         if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
-            r.cpu = Duration::ZERO;
+            r.budget.top_up();
             r.deadline = Instant::now() + wall;
         }
     }
@@ -741,7 +709,7 @@ impl HostState {
     pub(crate) fn finish_request(&self, ctx: u32) -> (Duration, Option<Outcome>) {
         let finished = self.requests.borrow_mut().remove(&ctx);
         self.abort_tasks(Some(ctx));
-        finished.map_or((Duration::ZERO, None), |r| (r.cpu, r.failure))
+        finished.map_or((Duration::ZERO, None), |r| (r.budget.cpu(), r.failure))
     }
 
     /// Aborts the tasks (and drops the promises, bodies, timers) of one
