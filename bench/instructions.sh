@@ -16,13 +16,17 @@
 # WORKERS=<folder> serves that folder's Worker YAML instead (its Worker
 # routed at bench.local answers): bench/instructions/service reaches hello
 # through a service binding, bench/instructions/dispatch through a dispatch
-# namespace binding, so a call's own cost is the difference from hello's.
+# namespace binding, bench/instructions/rpc makes one JS RPC call
+# (`await env.ADDER.add(1, 2)`) per request, so a call's own cost is the
+# difference from hello's.
 # workerd serves hello alone either way.
 # Prints instructions per request for the HTTP (router) threads, the engine
 # threads and in all; with BASELINE_BIN, the same for it and the ratios.
 # With WORKERD, workerd serving the same script (its own config, one
 # socket, the same compatibility date or 2024-09-23) is counted the same
 # way, in all (its threads are not told apart), and the ratio printed.
+# KEEP=<folder> keeps callgrind's output files there (one per thread, for
+# `callgrind_annotate --inclusive=yes`), which are otherwise deleted.
 # Kernel time (the sockets, the wake-ups) is not counted. Needs valgrind
 # (apt-get install valgrind) and curl.
 set -euo pipefail
@@ -31,7 +35,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 requests=${3:-2000}
 warmup=${WARMUP:-5000}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+keep() {
+  if [ -n "${KEEP:-}" ]; then
+    mkdir -p "$KEEP" && cp "$work"/*.out.* "$KEEP"/ 2> /dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap keep EXIT
 mkdir "$work/workers"
 if [ -n "${WORKERS:-}" ]; then
   cp "$WORKERS"/*.yaml "$work/workers/"

@@ -89,6 +89,15 @@ impl Body {
         }
     }
 
+    /// The whole body when it is one buffer of at most `max` bytes, taken
+    /// without a read; the body as it was otherwise.
+    pub fn whole(self, max: usize) -> Result<Bytes, Self> {
+        match self.inner {
+            Inner::Full(Some(bytes)) if bytes.len() <= max => Ok(bytes),
+            inner => Err(Self { inner }),
+        }
+    }
+
     /// The next data chunk (trailers are skipped), or `None` at the end.
     pub async fn next_chunk(&mut self) -> Option<Result<Bytes, BodyError>> {
         loop {

@@ -228,21 +228,9 @@ async fn run(me: &std::rc::Weak<dyn IsolateTurns>, ctx: u32, mut outbound: Outbo
         let Some(isolate) = me.upgrade() else {
             return Settlement::Undefined;
         };
-        let (parts, body) = response.into_parts();
-        let body_id = if http_body::Body::is_end_stream(&body) {
-            0
-        } else {
-            isolate.host().register_body(ctx, Body::wrap(body))
-        };
-        return Settlement::Fetch(FetchHead {
-            status: parts.status.as_u16(),
-            status_text: parts.status.canonical_reason().unwrap_or("").to_owned(),
-            headers: parts.headers,
-            body_id,
-            url: outbound.url.into(),
-            redirected,
-            web_socket: 0,
-        });
+        let (host, response) = (isolate.host(), response.map(Body::wrap));
+        let head = FetchHead::new(host, ctx, response, outbound.url.into());
+        return Settlement::Fetch(FetchHead { redirected, ..head });
     }
     Settlement::TypeError(format!("fetch failed: more than {MAX_REDIRECTS} redirects"))
 }

@@ -259,21 +259,8 @@ pub(crate) fn response_head(
     response: http::Response<Body>,
     url: String,
 ) -> Settlement {
-    let (parts, body) = response.into_parts();
     // A WebSocket the callee answered with (on this node), to pass on.
-    let web_socket = super::socket::pass_in(isolate.host(), ctx, &parts);
-    let body_id = if http_body::Body::is_end_stream(&body) {
-        0
-    } else {
-        isolate.host().register_body(ctx, body)
-    };
-    Settlement::Fetch(FetchHead {
-        status: parts.status.as_u16(),
-        status_text: parts.status.canonical_reason().unwrap_or("").to_owned(),
-        headers: parts.headers,
-        body_id,
-        url,
-        redirected: false,
-        web_socket,
-    })
+    let web_socket = super::socket::pass_in(isolate.host(), ctx, &response);
+    let head = FetchHead::new(isolate.host(), ctx, response, url);
+    Settlement::Fetch(FetchHead { web_socket, ..head })
 }

@@ -93,7 +93,7 @@ fn declared_length(headers: &http::HeaderMap) -> Option<u64> {
 /// it waits for its reader: the request's slot already bounds it (one per
 /// slot, like one slice of a streamed body), and charging costs the warm path
 /// an allocation.
-const UNCHARGED_BODY: usize = 64 * 1024;
+pub(super) const UNCHARGED_BODY: usize = 64 * 1024;
 
 const TOO_LONG: &str = "the response body is longer than its Content-Length";
 

@@ -293,12 +293,12 @@ fn web_socket_respond<'s>(
 /// The socket a forwarded `stub.fetch` was answered with (a `101` from the
 /// object's home thread, `host/object_forward.rs`), kept for request `ctx`
 /// until its Worker returns it (`webSocketPass`): its id, 0 for none.
-pub(super) fn pass_in(host: &HostState, ctx: u32, parts: &http::response::Parts) -> u32 {
-    if parts.status != http::StatusCode::SWITCHING_PROTOCOLS {
+pub(super) fn pass_in<B>(host: &HostState, ctx: u32, response: &http::Response<B>) -> u32 {
+    if response.status() != http::StatusCode::SWITCHING_PROTOCOLS {
         return 0;
     }
-    let end = parts
-        .extensions
+    let end = response
+        .extensions()
         .get::<WebSocketUpgrade>()
         .and_then(WebSocketUpgrade::take);
     let (Some(end), Some(sockets)) = (end, host.state::<Sockets>()) else {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use http::Response;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
@@ -123,6 +124,8 @@ pub struct FetchHead {
     pub(crate) status_text: String,
     pub(crate) headers: http::HeaderMap,
     pub(crate) body_id: u32,
+    /// The whole body, when it came with the head (`FetchHead::new`).
+    pub(crate) bytes: Option<Bytes>,
     /// The URL that answered (after redirects).
     pub(crate) url: String,
     /// Whether a redirect was followed.
@@ -888,6 +891,29 @@ impl Settlement {
 }
 
 impl FetchHead {
+    /// The head of `response` to request `ctx` from `url`, its body for
+    /// `bodyRead`; up to `UNCHARGED_BODY` bytes given whole, as `bytes`.
+    pub(crate) fn new(host: &HostState, ctx: u32, response: Response<Body>, url: String) -> Self {
+        let (parts, body) = response.into_parts();
+        let (status, headers) = (parts.status, parts.headers);
+        let mut head = FetchHead {
+            status: status.as_u16(),
+            status_text: status.canonical_reason().unwrap_or("").to_owned(),
+            headers,
+            body_id: 0,
+            bytes: None,
+            url,
+            redirected: false,
+            web_socket: 0,
+        };
+        match body.whole(super::respond::UNCHARGED_BODY) {
+            Ok(bytes) => head.bytes = Some(bytes),
+            Err(body) if http_body::Body::is_end_stream(&body) => {}
+            Err(body) => head.body_id = host.register_body(ctx, body),
+        }
+        head
+    }
+
     fn into_js<'s>(self, scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Value> {
         let object = holder(scope);
         let status = v8::Integer::new(scope, i32::from(self.status)).into();
@@ -898,6 +924,8 @@ impl FetchHead {
         set(scope, object, "statusText", status_text);
         set(scope, object, "headers", Some(headers));
         set(scope, object, "bodyId", Some(body_id));
+        let bytes = self.bytes.and_then(|b| super::u8_array(scope, b.into()));
+        set(scope, object, "bytes", bytes.map(Into::into));
         let url = super::js_string(scope, &self.url);
         set(scope, object, "url", url);
         let redirected = v8::Boolean::new(scope, self.redirected).into();

@@ -149,37 +149,21 @@ async fn connect(
     slot: Slot,
 ) -> Settlement {
     let url = request.uri().to_string();
-    let response = match send(me, request).await {
+    let mut response = match send(me, request).await {
         Ok(response) => response,
         Err(settlement) => return settlement,
-    };
-    let status = response.status();
-    let head = |headers, body_id, web_socket| FetchHead {
-        status: status.as_u16(),
-        status_text: status.canonical_reason().unwrap_or("").to_owned(),
-        headers,
-        body_id,
-        url,
-        redirected: false,
-        web_socket,
     };
     if response.status() != http::StatusCode::SWITCHING_PROTOCOLS {
         let Some(isolate) = me.upgrade() else {
             return Settlement::Undefined;
         };
-        let (parts, body) = response.into_parts();
-        let body_id = if http_body::Body::is_end_stream(&body) {
-            0
-        } else {
-            isolate.host().register_body(ctx, Body::wrap(body))
-        };
-        return Settlement::Fetch(head(parts.headers, body_id, 0));
+        let head = FetchHead::new(isolate.host(), ctx, response.map(Body::wrap), url);
+        return Settlement::Fetch(head);
     }
     if let Err(message) = check_accept(response.headers(), &key) {
         return Settlement::TypeError(message);
     }
-    let headers = response.headers().clone();
-    let upgraded = match hyper::upgrade::on(response).await {
+    let upgraded = match hyper::upgrade::on(&mut response).await {
         Ok(upgraded) => upgraded,
         Err(error) => return Settlement::TypeError(format!("WebSocket failed: {error}")),
     };
@@ -197,7 +181,11 @@ async fn connect(
     let thread = &host.thread;
     let tally = thread.observer.outbound_socket_opened(thread.index);
     tokio::task::spawn_local(super::ws_client::run(TokioIo::new(upgraded), end, tally));
-    Settlement::Fetch(head(headers, 0, id))
+    let head = FetchHead::new(host, ctx, response.map(|_| Body::empty()), url);
+    Settlement::Fetch(FetchHead {
+        web_socket: id,
+        ..head
+    })
 }
 
 /// Sends the handshake on the thread's HTTP/1.1 client, within the time a

@@ -12,7 +12,8 @@ use isolane_engine::{Engine, EngineConfig, Limits, PoolMode, ServiceTarget, Work
 use crate::support::*;
 
 /// The called Worker: echoes what it was sent (method, URL, a header, the
-/// body, its own env), streams `/stream` in three chunks, and exports an
+/// body, its own env), streams `/stream` in three chunks, answers `/big`
+/// with 100,000 bytes, and exports an
 /// `Admin` entrypoint.
 const BACKEND: &str = r#"
 import { WorkerEntrypoint } from 'cloudflare:workers';
@@ -27,6 +28,7 @@ export default {
       const body = new ReadableStream({ pull(c) { const p = parts.shift(); if (p) c.enqueue(new TextEncoder().encode(p)); else c.close(); } });
       return new Response(body, { headers: { 'x-from': 'backend' } });
     }
+    if (url.pathname === '/big') return new Response('x'.repeat(100000));
     const body = await request.text();
     return new Response(`${request.method} ${url.pathname}${url.search} ${request.headers.get('x-token')} ${body} ${env.WHO} hops=${request.headers.get('x-isolane-hops')}`, { status: 201 });
   }
@@ -34,7 +36,7 @@ export default {
 "#;
 
 /// The caller: `/post` by a Request, `/url` by a URL and init, `/stream`
-/// passed through, `/admin` through the entrypoint binding, `/many` three
+/// and `/big` passed through, `/admin` through the entrypoint binding, `/many` three
 /// calls; errors as `500 name: message`.
 const GATEWAY: &str = r#"
 export default {
@@ -50,6 +52,7 @@ export default {
         return new Response(`${r.status} ${await r.text()}`);
       }
       if (url.pathname === '/stream') return await env.BACKEND.fetch('http://backend/stream');
+      if (url.pathname === '/big') return await env.BACKEND.fetch('http://backend/big');
       if (url.pathname === '/admin') return await env.ADMIN.fetch('http://backend/panel');
       if (url.pathname === '/many') {
         const out = [];
@@ -292,4 +295,42 @@ async fn a_callee_that_never_stops_ends_at_its_own_cpu_limit_and_the_neighbour_a
     // The caller itself is unharmed: its next call is refused the same way.
     assert_eq!(run(&engine, 0, &caller, "/url").await.0, 500);
     neighbour_ok(&engine, &neighbour).await;
+}
+
+/// A callee's whole answer of a few bytes comes to its caller with the
+/// head (no body stream read in turns of the caller), so passed on it goes
+/// out whole, its length known; a streamed answer, or a whole one past the
+/// size sent uncharged, is still streamed through, every byte of it.
+#[tokio::test]
+async fn a_callees_whole_answer_passed_on_goes_out_whole_and_a_streamed_one_streams() {
+    let (gateway, backend) = (gateway(Limits::default()), backend());
+    let engine = served_engine(1, &[&gateway, &backend]);
+    let exact = |response: &http::Response<isolane_engine::Body>| {
+        http_body::Body::size_hint(response.body()).exact()
+    };
+    let whole = engine
+        .execute(0, gateway.clone(), get("/admin"))
+        .await
+        .unwrap();
+    assert_eq!(exact(&whole), Some(26), "a whole answer passed on is whole");
+    assert_eq!(
+        text(Ok(whole)).await,
+        (200, "admin of backend at /panel".to_owned())
+    );
+    let streamed = engine
+        .execute(0, gateway.clone(), get("/stream"))
+        .await
+        .unwrap();
+    assert_eq!(exact(&streamed), None, "a streamed answer streams");
+    assert_eq!(text(Ok(streamed)).await, (200, "one two three".to_owned()));
+    let big = engine
+        .execute(0, gateway.clone(), get("/big"))
+        .await
+        .unwrap();
+    assert_eq!(
+        exact(&big),
+        None,
+        "past the size sent uncharged, it streams"
+    );
+    assert_eq!(text(Ok(big)).await, (200, "x".repeat(100_000)));
 }
