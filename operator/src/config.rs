@@ -334,6 +334,23 @@ impl Args {
         }
     }
 
+    /// The leader election's settings, when it is on.
+    fn leader(
+        &self,
+        (retry, renew, lease): (Duration, Duration, Duration),
+    ) -> Option<LeaderConfig> {
+        self.leader_election.then(|| LeaderConfig {
+            lease_name: self.leader_lease.clone(),
+            identity: self
+                .identity
+                .clone()
+                .unwrap_or_else(|| isolane_leader::default_identity("isolane-operator")),
+            lease_duration: lease,
+            renew_deadline: renew,
+            retry_period: retry,
+        })
+    }
+
     /// Validates the flags into a [`Config`].
     pub fn validate(&self) -> Result<Config, ConfigError> {
         if !is_dns_label(&self.namespace) {
@@ -364,16 +381,7 @@ impl Args {
         if self.concurrency == 0 {
             return Err(ConfigError::Concurrency);
         }
-        let leader = self.leader_election.then(|| LeaderConfig {
-            lease_name: self.leader_lease.clone(),
-            identity: self
-                .identity
-                .clone()
-                .unwrap_or_else(|| isolane_leader::default_identity("isolane-operator")),
-            lease_duration: lease,
-            renew_deadline: renew,
-            retry_period: retry,
-        });
+        let leader = self.leader((retry, renew, lease));
         Ok(Config {
             namespace: self.namespace.clone(),
             worker_class: self.worker_class.clone(),

@@ -45,13 +45,8 @@ pub async fn run(
         }
         listed = synced.wait_for(|synced| *synced) => if listed.is_err() { return },
     }
-    let artifacts = match ArtifactChecker::new(
-        config.plain_http_registries.clone(),
-        config.bundle_registries.clone(),
-        config.registry_ca.clone(),
-    ) {
-        Ok(artifacts) => Arc::new(artifacts),
-        Err(error) => return warn!(%error, "cannot make the registry client for bundles"),
+    let Some(artifacts) = artifacts(config) else {
+        return;
     };
     let recorder = recorder(&client, config, caches);
     let store = store(config);
@@ -89,6 +84,19 @@ pub async fn run(
         () = certificates => warn!("the Certificate watch ended"),
         () = backlog => {}
     }
+}
+
+/// The checker of Workers' bundles in registries (`None`, logged, when its
+/// client cannot be made).
+fn artifacts(config: &Config) -> Option<Arc<ArtifactChecker>> {
+    ArtifactChecker::new(
+        config.plain_http_registries.clone(),
+        config.bundle_registries.clone(),
+        config.registry_ca.clone(),
+    )
+    .inspect_err(|error| warn!(%error, "cannot make the registry client for bundles"))
+    .ok()
+    .map(Arc::new)
 }
 
 /// The durable store, when the operator is given one.
