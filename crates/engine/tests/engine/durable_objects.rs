@@ -383,9 +383,12 @@ async fn a_worker_hoarding_objects_is_held_to_its_own_memory_limit() {
     let dir = tempfile::tempdir().unwrap();
     let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
     let neighbour = do_bundle("calm/counter", COUNTER, Default::default());
+    // Each object call is one of the request's subrequests: room for the
+    // ~320 objects of 100 KiB that reach 32 MiB, so the memory limit ends it.
     let limits = isolane_engine::Limits {
         wall_ms: 60_000,
         cpu_ms: 30_000,
+        subrequests: 1000,
         ..memory_limits(32)
     };
     let hoarder = do_bundle("greedy/hoarder", HOARDER, limits);
