@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use isolane_crds::{QueueBacklog, Worker, WorkflowInstances};
-use isolane_storage::{QueueScope, Store, StoreError, WorkflowCounts, WorkflowScope};
+use isolane_storage::{QueueDepth, QueueScope, Store, StoreError, WorkflowCounts, WorkflowScope};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector;
@@ -74,8 +74,8 @@ pub fn concerns(workers: &[Arc<Worker>]) -> BTreeMap<Key, Concerns> {
 /// What the store holds for one window of Workers.
 #[derive(Debug, Default)]
 pub struct Figures {
-    /// Each queue's messages and oldest message's send time (ms).
-    pub queues: HashMap<Key, (u64, Option<i64>)>,
+    /// What each queue holds.
+    pub queues: HashMap<Key, QueueDepth>,
     /// Each workflow's instances by status (absent: none).
     pub workflows: HashMap<Key, WorkflowCounts>,
 }
@@ -88,11 +88,12 @@ pub fn shown(
 ) -> (Vec<QueueBacklog>, Vec<WorkflowInstances>) {
     let key = |name: &str| (namespace.to_owned(), name.to_owned());
     let queues = concerns.queues.iter().map(|queue| {
-        let (backlog, oldest) = figures.queues.get(&key(queue)).copied().unwrap_or_default();
+        let depth = figures.queues.get(&key(queue)).copied().unwrap_or_default();
         QueueBacklog {
             queue: queue.clone(),
-            backlog,
-            oldest_message_time: oldest
+            backlog: depth.messages,
+            oldest_message_time: depth
+                .oldest_ms
                 .and_then(|ms| Timestamp::from_millisecond(ms).ok())
                 .map(|t| t.to_string()),
         }
@@ -200,10 +201,9 @@ impl BacklogStatus {
             for queue in &concerns.queues {
                 let scope = QueueScope::new(namespace.clone(), queue.clone());
                 let depth = self.store.queue_depth(scope).await?;
-                let key = (namespace.clone(), queue.clone());
                 figures
                     .queues
-                    .insert(key, (depth.messages, depth.oldest_ms));
+                    .insert((namespace.clone(), queue.clone()), depth);
             }
             let scopes = concerns.workflows.iter();
             flows.extend(scopes.map(|w| WorkflowScope::new(namespace.clone(), w.clone())));

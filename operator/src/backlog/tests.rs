@@ -19,6 +19,13 @@ fn consumer(
     Arc::new(worker(namespace, name, 1, spec))
 }
 
+fn depth(messages: u64, oldest_ms: Option<i64>) -> QueueDepth {
+    QueueDepth {
+        messages,
+        oldest_ms,
+    }
+}
+
 fn key(namespace: &str, name: &str) -> Key {
     (namespace.to_owned(), name.to_owned())
 }
@@ -72,13 +79,13 @@ fn the_figures_become_the_status_and_an_empty_field_is_left_out() {
     let mut figures = Figures::default();
     figures
         .queues
-        .insert(key("a", "jobs"), (12, Some(1_764_363_600_250)));
+        .insert(key("a", "jobs"), depth(12, Some(1_764_363_600_250)));
     let mut counts = WorkflowCounts::new(WorkflowScope::new("a", "flow"));
     counts.waiting = 3;
     counts.complete = 7;
     figures.workflows.insert(key("a", "flow"), counts);
     // Another namespace's queue of the same name is not this one's.
-    figures.queues.insert(key("b", "idle"), (99, Some(1)));
+    figures.queues.insert(key("b", "idle"), depth(99, Some(1)));
 
     let (queues, workflows) = shown("a", &concerns, &figures);
     assert_eq!(
