@@ -31,7 +31,7 @@
 //!   inserts and updates with `returning()`, joins, aggregates, a batch and
 //!   a transaction (kept, and rolled back by a unique violation),
 //!   relational queries, column modes, the errors Drizzle wraps; the same
-//!   JSON as `wrangler dev`'s, and the same after a restart.
+//!   JSON as `wrangler dev`'s, and the same after a SIGKILL and a restart.
 //! - Two namespaces' databases of the same name are apart; an endless
 //!   recursive CTE ends at the Worker's CPU limit while a neighbour Worker
 //!   on the same thread answers before, during and after it.
@@ -605,7 +605,7 @@ async fn d1_migrations_pattern_takes_nested_files_in_wrangler_s_order() {
 const DRIZZLE_ROUTES: [&str; 4] = ["/d1/write", "/do/write", "/d1/read", "/do/read"];
 
 #[tokio::test]
-async fn drizzle_on_d1_and_on_a_sqlite_object_answers_as_on_wrangler_dev_and_after_a_restart() {
+async fn drizzle_on_d1_and_on_a_sqlite_object_answers_as_on_wrangler_dev_and_after_a_kill() {
     let app = support::repo().join("compat/apps/drizzle");
     let state = tempfile::tempdir().unwrap();
     let state_arg = state.path().to_str().unwrap();
@@ -644,9 +644,10 @@ async fn drizzle_on_d1_and_on_a_sqlite_object_answers_as_on_wrangler_dev_and_aft
     }
     drizzle_answers_spelled_out(&answers);
 
-    // Stopped and started again on its state: the same rows, no migration
-    // run twice.
-    assert!(dev.interrupt().success());
+    // Killed (SIGKILL) and started again on its state: the same rows, no
+    // migration run twice.
+    dev.process.signal(Signal::SIGKILL).unwrap();
+    dev.process.wait_exit(support::DEADLINE).unwrap();
     let mut dev = peer::dev_with_node(&app, port, state.path());
     when_ready(&client, &mut dev, port, "localhost", "/").await;
     for (route, before) in DRIZZLE_ROUTES.iter().zip(&answers).skip(2) {
