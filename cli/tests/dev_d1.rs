@@ -1,10 +1,10 @@
 //! D1 through `isolane dev` as a user runs it (issue 58): the real binary,
 //! real HTTP, one engine thread.
 //!
-//! - `compat/apps/d1` (every D1 method and error, and Drizzle ORM's D1
-//!   driver), built by the compat suite's wrangler, is served by `isolane
-//!   dev` and by `wrangler dev` (miniflare's local D1 on workerd) in the
-//!   same run and the answers compared. Normalized before comparing: each
+//! - `compat/apps/d1` (every D1 method and error), built by the compat
+//!   suite's wrangler, is served by `isolane dev` and by `wrangler dev`
+//!   (miniflare's local D1 on workerd) in the same run and the answers
+//!   compared. Normalized before comparing: each
 //!   `meta.duration` and `meta.timings.sql_duration_ms` (timings),
 //!   `meta.served_by` (the server's name), and `meta.rows_read` /
 //!   `meta.rows_written`, which Isolane counts from stock SQLite (rows
@@ -24,6 +24,14 @@
 //!   With `migrations_pattern` (drizzle's nested layout, unpadded numbers)
 //!   both list and apply the same files in the same order, and the two
 //!   databases answer alike.
+//! - `compat/apps/drizzle`: Drizzle ORM's D1 driver on a database migrated
+//!   from drizzle-kit's folder (`d1 migrations apply`, ours and wrangler's)
+//!   and its Durable Object driver on a SQLite-backed object migrated by
+//!   `drizzle-orm/durable-sqlite/migrator` (the same files, bundled):
+//!   inserts and updates with `returning()`, joins, aggregates, a batch and
+//!   a transaction (kept, and rolled back by a unique violation),
+//!   relational queries, column modes, the errors Drizzle wraps; the same
+//!   JSON as `wrangler dev`'s, and the same after a SIGKILL and a restart.
 //! - Two namespaces' databases of the same name are apart; an endless
 //!   recursive CTE ends at the Worker's CPU limit while a neighbour Worker
 //!   on the same thread answers before, during and after it.
@@ -133,13 +141,6 @@ async fn dev_d1_answers_as_wrangler_dev_does_and_keeps_writes_across_a_kill() {
     assert_eq!(
         ours["bigStatement"]["error"],
         "D1_ERROR: statement too long: SQLITE_TOOBIG"
-    );
-
-    let drizzle = peer::json(&client, port, "/drizzle").await;
-    assert_eq!(drizzle, peer::json(&client, wrangler, "/drizzle").await);
-    assert_eq!(
-        drizzle["all"],
-        serde_json::json!([{ "id": 1, "body": "alpha" }, { "id": 2, "body": "gamma" }])
     );
 
     // Acknowledged writes outlive a SIGKILL.
@@ -597,4 +598,142 @@ async fn d1_migrations_pattern_takes_nested_files_in_wrangler_s_order() {
     );
     assert_eq!(ours["items"].as_array().map(Vec::len), Some(3), "{ours}");
     assert!(dev.interrupt().success());
+}
+
+/// The routes of `compat/apps/drizzle`, in the order asked: what Drizzle
+/// writes and then reads on D1 and on the SQLite-backed object.
+const DRIZZLE_ROUTES: [&str; 4] = ["/d1/write", "/do/write", "/d1/read", "/do/read"];
+
+#[tokio::test]
+async fn drizzle_on_d1_and_on_a_sqlite_object_answers_as_on_wrangler_dev_and_after_a_kill() {
+    let app = support::repo().join("compat/apps/drizzle");
+    let state = tempfile::tempdir().unwrap();
+    let state_arg = state.path().to_str().unwrap();
+    let persist = state.path().join("wrangler");
+    // drizzle-kit's folder into each local D1 database: ours, wrangler's.
+    let apply = ["migrations", "apply", "DB", "--state", state_arg];
+    let (code, stdout, stderr) = isolane_d1(&app, &apply);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stdout,
+        "Applied 0000_authors_posts.sql\nApplied 0001_post_tags.sql\n\
+         Applied 0002_settings.sql\nApplied 0003_likes_check.sql\n"
+    );
+    let (code, theirs) = wrangler_apply(&app, &persist);
+    assert_eq!(code, Some(0), "{theirs}");
+
+    let client = client();
+    let port = free_port().unwrap();
+    let mut dev = peer::dev_with_node(&app, port, state.path());
+    let wrangler = free_port().unwrap();
+    let _wrangler = peer::wrangler_dev_persisting(&app, wrangler, &persist);
+    when_ready(&client, &mut dev, port, "localhost", "/").await;
+    peer::wrangler_ready(&client, &app, wrangler, "/").await;
+    let mut answers = Vec::new();
+    for route in DRIZZLE_ROUTES {
+        let ours = peer::json(&client, port, route).await;
+        let theirs = peer::json(&client, wrangler, route).await;
+        for (key, value) in theirs.as_object().unwrap() {
+            assert_eq!(
+                &ours[key], value,
+                "{route} {key}: isolane dev, then wrangler dev"
+            );
+        }
+        assert_eq!(ours, theirs, "{route}: isolane dev, then wrangler dev");
+        answers.push(ours);
+    }
+    drizzle_answers_spelled_out(&answers);
+
+    // Killed (SIGKILL) and started again on its state: the same rows, no
+    // migration run twice.
+    dev.process.signal(Signal::SIGKILL).unwrap();
+    dev.process.wait_exit(support::DEADLINE).unwrap();
+    let mut dev = peer::dev_with_node(&app, port, state.path());
+    when_ready(&client, &mut dev, port, "localhost", "/").await;
+    for (route, before) in DRIZZLE_ROUTES.iter().zip(&answers).skip(2) {
+        assert_eq!(
+            &peer::json(&client, port, route).await,
+            before,
+            "{route} after a restart"
+        );
+    }
+    assert!(dev.interrupt().success());
+}
+
+/// A few of Drizzle's answers spelled out, so that the comparison is not
+/// of nothing (or of two errors).
+fn drizzle_answers_spelled_out(answers: &[Value]) {
+    let unique = "UNIQUE constraint failed: authors.email: SQLITE_CONSTRAINT (extended: SQLITE_CONSTRAINT_UNIQUE)";
+    assert_eq!(
+        answers[0]["duplicate"]["cause"]["message"],
+        format!("D1_ERROR: {unique}")
+    );
+    assert_eq!(
+        answers[0]["duplicate"]["error"]["type"],
+        "DrizzleQueryError"
+    );
+    assert_eq!(answers[1]["duplicate"]["error"]["message"], unique);
+    for written in &answers[..2] {
+        assert_eq!(
+            written["atomic"],
+            serde_json::json!([[{ "id": 1, "likes": 13 }, { "id": 2, "likes": 15 }], [{ "id": 4, "likes": 0 }]])
+        );
+        assert_eq!(
+            written["likesKept"],
+            serde_json::json!([{ "likes": "35" }, { "likes": "35" }]),
+            "a failed batch or transaction kept nothing"
+        );
+        assert!(
+            written["negative"]
+                .to_string()
+                .contains("CHECK constraint failed: likes_positive"),
+            "{}",
+            written["negative"]
+        );
+    }
+    // Drizzle's interactive transaction is D1's refused BEGIN; on the
+    // object a nested transaction is rolled back alone.
+    assert!(
+        answers[0]["transaction"]["cause"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("D1_ERROR: To execute a transaction, please use")),
+        "{}",
+        answers[0]["transaction"]
+    );
+    assert_eq!(
+        answers[1]["transaction"],
+        serde_json::json!({ "inner": "DrizzleError: Rollback", "titles": [{ "title": "Outer" }] })
+    );
+    // The database and the object hold the same rows.
+    for key in [
+        "join",
+        "aggregate",
+        "relational",
+        "withSettings",
+        "first",
+        "values",
+        "one",
+    ] {
+        assert_eq!(
+            answers[2][key], answers[3][key],
+            "{key}: D1, then the object"
+        );
+    }
+    assert_eq!(
+        answers[2]["relational"],
+        serde_json::json!([
+            { "id": 1, "name": "Ada L.", "posts": [{ "title": "Notes", "likes": 15 }, { "title": "Engines", "likes": 13 }] },
+            { "id": 2, "name": "Brian", "posts": [{ "title": "Unix", "likes": 7 }] },
+            { "id": 3, "name": "Cyril", "posts": [] }
+        ])
+    );
+    assert_eq!(
+        answers[2]["values"],
+        serde_json::json!([
+            ["cy@example.com", 3, "Cyril"],
+            ["brian@example.com", 2, "Brian"],
+            ["ada@example.com", 1, "Ada L."]
+        ])
+    );
+    assert_eq!(answers[3]["migrations"].as_array().map(Vec::len), Some(4));
 }

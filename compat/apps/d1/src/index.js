@@ -1,14 +1,6 @@
 // Every method of the D1 API, and its errors, as one JSON answer per route
-// (cli/tests/dev_d1.rs compares them with wrangler dev's). /drizzle runs
-// the same kind of queries through Drizzle ORM's D1 driver.
-import { drizzle } from 'drizzle-orm/d1';
-import { sqliteTable, integer, text } from 'drizzle-orm/sqlite-core';
-import { eq } from 'drizzle-orm';
-
-const notes = sqliteTable('notes', {
-  id: integer('id').primaryKey(),
-  body: text('body').notNull(),
-});
+// (cli/tests/dev_d1.rs compares them with wrangler dev's). Drizzle ORM on
+// D1 is compat/apps/drizzle.
 
 // What `promise` gave, or the error it threw as {error, name}.
 async function outcome(promise) {
@@ -77,25 +69,12 @@ async function probe(db) {
   return out;
 }
 
-async function drizzleProbe(db) {
-  const orm = drizzle(db);
-  await db.exec('DROP TABLE IF EXISTS notes;\nCREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);');
-  const inserted = await orm.insert(notes).values([{ body: 'alpha' }, { body: 'beta' }]).returning();
-  await orm.update(notes).set({ body: 'gamma' }).where(eq(notes.id, 2));
-  const all = await orm.select().from(notes).orderBy(notes.id);
-  const one = await orm.select({ body: notes.body }).from(notes).where(eq(notes.id, 1)).get();
-  const batch = await orm.batch([orm.select().from(notes), orm.delete(notes).where(eq(notes.id, 1)).returning()]);
-  return { inserted, all, one, batch };
-}
-
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
     switch (url.pathname) {
       case '/probe':
         return Response.json(await probe(env.DB));
-      case '/drizzle':
-        return Response.json(await outcome(drizzleProbe(env.DB)));
       case '/put': {
         await env.DB.exec('CREATE TABLE IF NOT EXISTS kept (k TEXT PRIMARY KEY, v TEXT)');
         const meta = await env.DB.prepare('INSERT OR REPLACE INTO kept VALUES (?, ?)').bind(url.searchParams.get('k'), url.searchParams.get('v')).run();

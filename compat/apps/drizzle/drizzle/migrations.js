@@ -1,0 +1,15 @@
+import journal from './meta/_journal.json';
+import m0000 from './0000_authors_posts.sql';
+import m0001 from './0001_post_tags.sql';
+import m0002 from './0002_settings.sql';
+import m0003 from './0003_likes_check.sql';
+
+export default {
+  journal,
+  migrations: {
+    m0000,
+    m0001,
+    m0002,
+    m0003,
+  },
+};
