@@ -6,6 +6,7 @@
 //! 1. `demo`'s Worker gets its Certificate through an HTTP-01 challenge the
 //!    router answered; its CertificateReady is Issued; HTTPS over HTTP/1.1
 //!    and HTTP/2, trusting only Pebble's issuing root, reaches the Worker;
+//!    a client trusting another root is told which chain was presented;
 //! 2. a younger Worker of `squatter` claiming the same host gets no
 //!    Certificate, and its condition names the holder;
 //! 3. a renewal forced as `cmctl renew` does (the Issuing condition: what
@@ -137,6 +138,16 @@ async fn certificates_are_issued_through_http01_answered_by_the_router_and_renew
         .await;
         assert_eq!(body, format!("https://{HOST}/"));
     }
+    // A client trusting another root is refused, and told which chain the
+    // router presented (the leaf, then Pebble's intermediate).
+    let refused = fetch(https, HOST, &pebble.api_ca_pem(), H1).await;
+    let error = refused.expect_err("trusted without Pebble's root");
+    let told = [
+        "UnknownIssuer",
+        "presented [serial ",
+        "Pebble Intermediate CA ",
+    ];
+    assert!(told.iter().all(|part| error.contains(part)), "{error}");
 
     // === 2. the squatter's younger claim gets no certificate ===
     workers::apply(
