@@ -31,7 +31,9 @@ log() { echo "build-cert-manager: $*" >&2; }
 
 complete() {
     [[ -x "${out}/pebble" && -x "${out}/pebble-challtestsrv" && -s "${out}/crds/cert-manager.io_certificates.yaml" ]] &&
-        "${out}/cert-manager-controller" --version 2>/dev/null | grep -q " ${CERT_MANAGER_VERSION}$"
+        "${out}/cert-manager-controller" --version 2>/dev/null | grep -q " ${CERT_MANAGER_VERSION}$" &&
+        # A controller built before it had this flag is built again.
+        "${out}/cert-manager-controller" --help 2>&1 | grep -q -- "-enable-certificate-owner-ref"
 }
 
 if complete; then

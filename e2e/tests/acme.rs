@@ -6,11 +6,14 @@
 //! 1. `demo`'s Worker gets its Certificate through an HTTP-01 challenge the
 //!    router answered; its CertificateReady is Issued; HTTPS over HTTP/1.1
 //!    and HTTP/2, trusting only Pebble's issuing root, reaches the Worker;
+//!    a client trusting another root is told which chain was presented;
 //! 2. a younger Worker of `squatter` claiming the same host gets no
 //!    Certificate, and its condition names the holder;
-//! 3. a renewal forced as `cmctl renew` does (the Issuing condition) while
-//!    1,000+ HTTPS requests on new connections run: none fails, and both
-//!    the old and the new certificate are served;
+//! 3. a renewal forced as `cmctl renew` does (the Issuing condition: what
+//!    an operator does after a key's compromise; chart/acme.rs proves the
+//!    renewal by lifetime) while 1,000+ HTTPS requests on new connections,
+//!    and some on two kept open, run: none fails, and both the old and the
+//!    new certificate are served;
 //! 4. the Worker moved to another host: the old host's Certificate goes
 //!    and the new one's comes; the Worker deleted: that one goes too.
 
@@ -31,7 +34,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use client::{H1, H2};
-use https::{REQUESTS, fetch, renew_under_load};
+use https::{REQUESTS, across_renewal, fetch};
 use isolane_e2e::cluster::{Cluster, ClusterOptions, RouterOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::operator::OperatorOptions;
@@ -128,16 +131,23 @@ async fn certificates_are_issued_through_http01_answered_by_the_router_and_renew
         format!("http://{HOST}/.well-known/acme-challenge/not-a-token")
     );
     let root = issuer::issuing_root(&pebble).await;
-    let mut first = None;
     for alpn in [H1, H2] {
-        let (body, leaf) = wait_until("HTTPS to answer with Pebble's certificate", SETTLE, || {
+        let (body, _) = wait_until("HTTPS to answer with Pebble's certificate", SETTLE, || {
             fetch(https, HOST, &root, alpn)
         })
         .await;
         assert_eq!(body, format!("https://{HOST}/"));
-        first = Some(leaf);
     }
-    let first = first.expect("a leaf");
+    // A client trusting another root is refused, and told which chain the
+    // router presented (the leaf, then Pebble's intermediate).
+    let refused = fetch(https, HOST, &pebble.api_ca_pem(), H1).await;
+    let error = refused.expect_err("trusted without Pebble's root");
+    let told = [
+        "UnknownIssuer",
+        "presented [serial ",
+        "Pebble Intermediate CA ",
+    ];
+    assert!(told.iter().all(|part| error.contains(part)), "{error}");
 
     // === 2. the squatter's younger claim gets no certificate ===
     workers::apply(
@@ -163,10 +173,12 @@ async fn certificates_are_issued_through_http01_answered_by_the_router_and_renew
         "no Certificate for the squatter"
     );
 
-    // === 3. renewal under load on new connections ===
+    // === 3. a renewal forced (as after a key's compromise) under load ===
     let name = certs[0].metadata.name.clone().expect("a name");
     issuer::new_account(&cp, ISSUER, SETTLE).await;
-    let seen = renew_under_load(&cp, (https, HOST, &root), (DEMO, &name), &first, SETTLE).await;
+    let forced = issuer::renew(&cp, DEMO, &name);
+    let target = (https, HOST, root.as_str());
+    let seen = across_renewal(&cp, target, (DEMO, &name), forced, SETTLE).await;
     assert!(seen.requests >= REQUESTS, "{seen:?}");
     assert!(seen.old > 0 && seen.new > 0, "{seen:?}");
     // The renewal's order was validated through the router again.

@@ -65,6 +65,7 @@ type options struct {
 	nameservers     string
 	solverImage     string
 	healthzAddr     string
+	ownerRef        bool
 	showVersion     bool
 }
 
@@ -79,6 +80,8 @@ func parseFlags() options {
 		"image of the HTTP-01 solver Pods cert-manager creates")
 	flag.StringVar(&o.healthzAddr, "healthz-addr", "",
 		"host:port answering GET /healthz with 200 once the informer caches have synced")
+	flag.BoolVar(&o.ownerRef, "enable-certificate-owner-ref", false,
+		"make each Certificate the owner of its Secret, so that the Secret is deleted with it")
 	flag.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	klog.InitFlags(flag.CommandLine)
 	flag.Parse()
@@ -94,6 +97,7 @@ func contextOptions(o options) controllerpkg.ContextOptions {
 		opts.HTTP01SolverNameservers = strings.Split(o.nameservers, ",")
 	}
 	opts.MaxConcurrentChallenges = 60
+	opts.CertificateOptions.EnableOwnerRef = o.ownerRef
 	return opts
 }
 

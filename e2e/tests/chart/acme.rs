@@ -17,10 +17,17 @@
 //!    refused at apply; one in `shop-b`, which `webhook.namespaceSelector`
 //!    exempts (as a Worker admitted while no webhook answered would be),
 //!    is admitted, gets no Certificate, and its condition names the holder;
-//! 3. a renewal forced as `cmctl renew` does (ordered from a new ACME
-//!    account, so Pebble validates it through the router pod again) while
-//!    1,000+ HTTPS requests on new connections run through the Service:
-//!    none fails, and both the old and the new certificate are served.
+//! 3. the renewal by lifetime: Pebble issues certificates valid for
+//!    [`LIFETIME`], so cert-manager renews at two thirds of it, a new key
+//!    each time (ordered from a new ACME account, so Pebble validates it
+//!    through the router pod again), while 1,000+ HTTPS requests on new
+//!    connections, and some on two kept open, run through the Service:
+//!    none fails, the leaf's serial changes and the Certificate's
+//!    revision goes up; the kept connections keep the old certificate;
+//! 4. the Worker deleted: its Certificate goes (the operator), and the
+//!    Secret with it (cert-manager, started with
+//!    `--enable-certificate-owner-ref`, made the Certificate its owner;
+//!    the garbage collector of the kubelet's kube-controller-manager).
 //!
 //! Needs root (the node: containerd, a bridge, iptables); see docs/testing.md.
 
@@ -30,6 +37,8 @@
 mod client;
 #[path = "../acme/https.rs"]
 mod https;
+// Shared with acme.rs, which forces a renewal this test lets come.
+#[allow(dead_code)]
 #[path = "../acme/issuer.rs"]
 mod issuer;
 // Shared with acme_wildcard.rs, which reads the DNS names this test does not.
@@ -42,22 +51,25 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use client::{H1, H2};
-use https::{REQUESTS, fetch, renew_under_load};
+use https::{REQUESTS, across_renewal, fetch};
 use isolane_crds::Worker;
 use isolane_e2e::process::workspace_root;
 use isolane_e2e::release::{helm_install, kubelet_control_plane};
 use isolane_e2e::tools::tool;
 use isolane_e2e::workers::{self, has_condition, inline_worker};
 use isolane_testenv::{CertManager, ControlPlane, ENV_TEST_KUBECONFIG, Pebble, wait_until};
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 
 use super::{Command, NAMESPACE, RELEASE, run, run_ok, text};
 
 const SETTLE: Duration = Duration::from_secs(180);
+/// The lifetime of the certificates Pebble issues: cert-manager renews at
+/// two thirds of it (60 s), and the run across it ends soon after.
+const LIFETIME: Duration = Duration::from_secs(90);
 /// The host's owner.
 const OWNER: &str = "shop-a";
 /// A namespace the webhook does not check.
@@ -148,7 +160,7 @@ async fn start(cp: &ControlPlane) -> Parts {
     let IpAddr::V4(ip) = http.ip() else {
         panic!("an IPv4 ClusterIP: {http}")
     };
-    let pebble = Pebble::start(ip, Duration::from_secs(3600)).expect("Pebble starts");
+    let pebble = Pebble::start(ip, LIFETIME).expect("Pebble starts");
     let cert_manager = cert_manager::start_controller(cp, &pebble.dns_addr());
     issuer::create(cp, ISSUER, &pebble).await;
     issuer::wait_ready(cp, ISSUER, SETTLE).await;
@@ -261,15 +273,12 @@ fn curl(https: SocketAddr, root: &std::path::Path, version: &str) -> String {
 }
 
 /// HTTPS over both protocols, trusting only Pebble's `root`, reaches the
-/// Worker; returns the leaf served.
-async fn served(parts: &Parts, root: &str) -> Vec<u8> {
-    let mut leaf = Vec::new();
+/// Worker.
+async fn served(parts: &Parts, root: &str) {
     for alpn in [H1, H2] {
         let what = "HTTPS to answer with Pebble's certificate";
-        let (body, served) =
-            wait_until(what, SETTLE, || fetch(parts.https, HOST, root, alpn)).await;
+        let (body, _) = wait_until(what, SETTLE, || fetch(parts.https, HOST, root, alpn)).await;
         assert_eq!(body, format!("https://{HOST}/"));
-        leaf = served;
     }
     let dir = tempfile::tempdir().expect("a temp dir");
     let path = dir.path().join("pebble-root.pem");
@@ -278,7 +287,6 @@ async fn served(parts: &Parts, root: &str) -> Vec<u8> {
         let out = curl(parts.https, &path, flag);
         assert_eq!(out, format!("https://{HOST}/\n{version}"), "curl {flag}");
     }
-    leaf
 }
 
 /// Step 2: refused where the webhook checks; admitted where it does not,
@@ -308,8 +316,32 @@ async fn squatters_get_no_certificate(cp: &ControlPlane) {
     assert!(none.is_empty(), "a Certificate for the squatter: {none:?}");
 }
 
+/// Step 4: Secret `name` is owned by its Certificate; the Worker deleted,
+/// the Certificate goes and the garbage collector deletes the Secret.
+async fn secret_goes_with_its_worker(cp: &ControlPlane, name: &str) {
+    let secrets: Api<Secret> = Api::namespaced(cp.client(), OWNER);
+    let secret = secrets.get(name).await.expect("the Certificate's Secret");
+    let owners = secret.metadata.owner_references.unwrap_or_default();
+    let owned = owners
+        .iter()
+        .any(|owner| owner.kind == "Certificate" && owner.name == name);
+    assert!(owned, "the Secret's owners: {owners:?}");
+    let workers: Api<Worker> = Api::namespaced(cp.client(), OWNER);
+    workers
+        .delete(WORKER, &DeleteParams::default())
+        .await
+        .expect("delete the Worker");
+    wait_until("the Certificate and its Secret to go", SETTLE, || async {
+        let certificates = issuer::certificates(cp, OWNER).await;
+        let secret = secrets.get_opt(name).await;
+        certificates.is_empty() && matches!(secret, Ok(None))
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chart_on_a_kubelet_gets_certificates_through_http01_at_the_router_pod_renewed_live() {
+async fn chart_on_a_kubelet_gets_certificates_through_http01_at_the_router_pod_renewed_by_lifetime()
+{
     if std::env::var_os(ENV_TEST_KUBECONFIG).is_some() {
         // An existing cluster has its own nodes, which cannot load these images.
         return;
@@ -320,16 +352,21 @@ async fn chart_on_a_kubelet_gets_certificates_through_http01_at_the_router_pod_r
 
     let name = issued(&cp, &parts).await;
     let root = issuer::issuing_root(&parts.pebble).await;
-    let first = served(&parts, &root).await;
+    served(&parts, &root).await;
 
     squatters_get_no_certificate(&cp).await;
 
     let target = (parts.https, HOST, root.as_str());
     issuer::new_account(&cp, ISSUER, SETTLE).await;
-    let seen = renew_under_load(&cp, target, (OWNER, &name), &first, SETTLE).await;
+    // Nothing forces it: the renewal comes when the lifetime says.
+    let seen = across_renewal(&cp, target, (OWNER, &name), async {}, SETTLE).await;
     assert!(seen.requests >= REQUESTS, "{seen:?}");
     assert!(seen.old > 0 && seen.new > 0, "{seen:?}");
+    assert!(seen.revisions.1 > seen.revisions.0, "{seen:?}");
+    assert_ne!(seen.serials.0, seen.serials.1, "{seen:?}");
     // The renewal's order was validated through the router pod again.
     let validations = issuer::assert_validated(&parts.pebble, HOST);
     assert!(validations >= 2, "{validations} validations");
+
+    secret_goes_with_its_worker(&cp, &name).await;
 }

@@ -1,10 +1,11 @@
 //! An HTTPS client of the router's HTTPS ingress: one TLS connection (SNI
 //! and ALPN as given, the tests' CA as the only root) carrying HTTP/1.1 or
 //! HTTP/2, with the certificate the server presented and the protocol it
-//! chose, kept open for as many requests as the test sends.
+//! chose, kept open for as many requests as the test sends. A handshake
+//! that fails says which chain the server presented.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -12,9 +13,11 @@ use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use isolane_testenv::TestCa;
-use rustls::RootCertStore;
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
@@ -42,19 +45,92 @@ pub struct Connection {
     pub alpn: Option<Vec<u8>>,
 }
 
-/// A client config trusting only `ca`, offering `alpn`.
-fn config(root_pem: &str, alpn: &[u8]) -> rustls::ClientConfig {
+/// The chain (leaf first) the server presented in the last handshake.
+type Presented = Arc<Mutex<Vec<CertificateDer<'static>>>>;
+
+/// The webpki verifier of the tests' root, keeping what the server
+/// presented whether or not it verifies.
+#[derive(Debug)]
+struct Recording {
+    webpki: Arc<WebPkiServerVerifier>,
+    presented: Presented,
+}
+
+impl ServerCertVerifier for Recording {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let chain = std::iter::once(end_entity).chain(intermediates);
+        let chain = chain.map(|cert| cert.clone().into_owned()).collect();
+        *self.presented.lock().expect("the chain's lock") = chain;
+        self.webpki
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// A client config trusting only `ca`, offering `alpn`, keeping the chain
+/// presented in `presented`.
+fn config(root_pem: &str, alpn: &[u8], presented: Presented) -> rustls::ClientConfig {
     let mut roots = RootCertStore::empty();
     let ca = CertificateDer::from_pem_slice(root_pem.as_bytes()).expect("the CA's PEM");
     roots.add(ca).expect("the CA as a root");
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .expect("a verifier of the CA");
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .expect("TLS versions")
-        .with_root_certificates(roots)
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Recording { webpki, presented }))
         .with_no_client_auth();
     config.alpn_protocols = vec![alpn.to_vec()];
     config
+}
+
+/// One line per certificate of `chain` (DER, leaf first): serial,
+/// subject, issuer and validity, for a failure's message.
+pub fn describe(chain: &[CertificateDer<'_>]) -> String {
+    let line = |der: &CertificateDer<'_>| match x509_parser::parse_x509_certificate(der) {
+        Ok((_, cert)) => format!(
+            "serial {} subject {:?} issuer {:?} valid {} .. {}",
+            cert.raw_serial_as_string(),
+            cert.subject().to_string(),
+            cert.issuer().to_string(),
+            cert.validity().not_before,
+            cert.validity().not_after,
+        ),
+        Err(error) => format!("not X.509 ({error}), {} bytes", der.len()),
+    };
+    let lines: Vec<String> = chain.iter().map(line).collect();
+    format!("[{}]", lines.join("; "))
 }
 
 impl Connection {
@@ -76,7 +152,9 @@ impl Connection {
         root_pem: &str,
         alpn: &[u8],
     ) -> Result<Self, String> {
-        let connector = TlsConnector::from(Arc::new(config(root_pem, alpn)));
+        let presented = Presented::default();
+        let config = config(root_pem, alpn, presented.clone());
+        let connector = TlsConnector::from(Arc::new(config));
         let name = ServerName::try_from(host.to_owned()).map_err(|e| e.to_string())?;
         let handshake = async {
             let tcp = TcpStream::connect(addr).await?;
@@ -85,7 +163,10 @@ impl Connection {
         let stream = tokio::time::timeout(TIMEOUT, handshake)
             .await
             .map_err(|_| "handshake timed out".to_owned())?
-            .map_err(|error| format!("handshake: {error}"))?;
+            .map_err(|error| {
+                let chain = presented.lock().expect("the chain's lock");
+                format!("handshake: {error}; presented {}", describe(&chain))
+            })?;
         let (_, session) = stream.get_ref();
         let peer = session
             .peer_certificates()
@@ -161,7 +242,8 @@ pub async fn websocket_echo(
 ) -> Result<String, String> {
     use futures::{SinkExt as _, StreamExt as _};
     use tokio_tungstenite::tungstenite::Message;
-    let connector = TlsConnector::from(Arc::new(config(&ca.cert_pem(), H1)));
+    let config = config(&ca.cert_pem(), H1, Presented::default());
+    let connector = TlsConnector::from(Arc::new(config));
     let name = ServerName::try_from(host.to_owned()).map_err(|e| e.to_string())?;
     let exchange = async {
         let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;

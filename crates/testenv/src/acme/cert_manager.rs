@@ -1,6 +1,9 @@
 //! cert-manager's controller (hack/cert-manager), watching every namespace
 //! through a kubeconfig, its HTTP-01 self-checks resolving names through
-//! the given DNS server. Its CRDs must be applied first
+//! the given DNS server, each Certificate the owner of its Secret (as
+//! cert-manager's chart's `enableCertificateOwnerRef: true` does), so the
+//! garbage collector deletes the Secret with it where a
+//! kube-controller-manager runs. Its CRDs must be applied first
 //! ([`super::cert_manager_crds`]).
 
 use std::path::Path;
@@ -43,6 +46,7 @@ impl CertManager {
             format!("--cluster-resource-namespace={cluster_resource_namespace}"),
             format!("--acme-http01-solver-nameservers={nameserver}"),
             format!("--healthz-addr=127.0.0.1:{healthz}"),
+            "--enable-certificate-owner-ref".to_owned(),
             "-v=2".to_owned(),
         ];
         let log = dir.path().join("cert-manager.log");
