@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use super::{binary, wait_listening};
+use super::{READY_WITHIN, binary};
 use crate::Error;
 use crate::component::Component;
 use crate::pki::{Leaf, TestCa};
@@ -67,7 +67,7 @@ impl Pebble {
             &[],
             &log,
         )?;
-        wait_listening(&mut dns, Component::PebbleDns, &[dns_management])?;
+        dns.wait_listening(Component::PebbleDns, &[dns_management], READY_WITHIN)?;
 
         let api_ca = TestCa::new("pebble-api")?;
         let cert = api_ca.issue(Leaf::server("pebble", &["localhost", "127.0.0.1"]))?;
@@ -100,7 +100,11 @@ impl Pebble {
         ];
         let log = dir.path().join("pebble.log");
         let mut pebble = Process::spawn("pebble", &binary("pebble")?, args, &envs, &log)?;
-        wait_listening(&mut pebble, Component::Pebble, &[api_port, management_port])?;
+        pebble.wait_listening(
+            Component::Pebble,
+            &[api_port, management_port],
+            READY_WITHIN,
+        )?;
         Ok(Self {
             pebble,
             dns,
