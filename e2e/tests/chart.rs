@@ -641,6 +641,9 @@ mod cluster;
 #[path = "chart/gateway.rs"]
 mod gateway;
 
+#[path = "chart/gateway_traffic.rs"]
+mod gateway_traffic;
+
 /// The PrometheusRule's `spec` as a Prometheus rule file.
 fn rule_groups(args: &[&str]) -> Value {
     let mut all = vec!["--set", "prometheusRule.enabled=true"];
