@@ -24,10 +24,6 @@
 //!
 //! Needs root (the node: containerd, a bridge, iptables); see docs/testing.md.
 
-// Shared with tls.rs, which uses the CA-based `open` this test does not.
-#[allow(dead_code)]
-#[path = "../tls/client.rs"]
-mod client;
 #[path = "../acme/https.rs"]
 mod https;
 #[path = "../acme/issuer.rs"]
@@ -41,7 +37,7 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use client::{H1, H2};
+use super::client::{self, H1, H2};
 use https::{REQUESTS, fetch, renew_under_load};
 use isolane_crds::Worker;
 use isolane_e2e::process::workspace_root;

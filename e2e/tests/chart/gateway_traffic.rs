@@ -18,14 +18,8 @@
 //!
 //! Needs root (the node: containerd, a bridge, iptables); see docs/testing.md.
 
-// Shared with tls.rs, which uses what this test does not.
-#[allow(dead_code)]
-#[path = "../tls/client.rs"]
-mod client;
-
 use std::time::Duration;
 
-use client::{Connection, H1, H2};
 use isolane_crds::Worker;
 use isolane_e2e::ingress::{Ingress, Reply};
 use isolane_e2e::process::workspace_root;
@@ -40,6 +34,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 
+use super::client::{self, Connection, H1, H2};
 use super::cluster::{helm_action, kubectl_json};
 use super::gateway::gateway_api_crds;
 use super::{Command, NAMESPACE, RELEASE, run, run_ok, text};
@@ -180,7 +175,7 @@ async fn start(cp: &ControlPlane, ca: &TestCa) -> (Traefik, TestCert) {
         None,
     );
     let established = ["wait", "--for=condition=Established", "crd", "--all"];
-    run_ok(&mut cp.kubectl(established).arg("--timeout=60s"), None);
+    run_ok(cp.kubectl(established).arg("--timeout=60s"), None);
     for namespace in [GATEWAY_NAMESPACE, TEAM] {
         cp.create_namespace(namespace).await.expect("a namespace");
     }
