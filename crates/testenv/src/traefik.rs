@@ -19,7 +19,7 @@ use tempfile::TempDir;
 use crate::Error;
 use crate::component::Component;
 use crate::config::Config;
-use crate::port::free_port;
+use crate::port::free_ports;
 use crate::process::Process;
 
 /// Traefik's release, as `hack/build-traefik.sh` builds it.
@@ -53,12 +53,7 @@ impl Traefik {
     pub fn start(kubeconfig: &Path) -> Result<Self, Error> {
         let binary = Config::from_env().cached("traefik", TRAEFIK_VERSION)?;
         let dir = tempfile::tempdir().map_err(Error::TempDir)?;
-        let [http_port, https_port, ping_port] = [(); 3]
-            .map(|()| free_port().map_err(Error::FreePort))
-            .into_iter()
-            .collect::<Result<Vec<_>, _>>()?
-            .try_into()
-            .map_err(|_| Error::FreePort(std::io::Error::other("three ports")))?;
+        let [http_port, https_port, ping_port] = free_ports::<3>().map_err(Error::FreePort)?;
         let args = [
             format!("--entryPoints.web.address=127.0.0.1:{http_port}"),
             format!("--entryPoints.websecure.address=127.0.0.1:{https_port}"),

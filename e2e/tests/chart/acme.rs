@@ -40,9 +40,7 @@ use std::time::Duration;
 use super::client::{self, H1, H2};
 use https::{REQUESTS, fetch, renew_under_load};
 use isolane_crds::Worker;
-use isolane_e2e::process::workspace_root;
-use isolane_e2e::release::{helm_install, kubelet_control_plane};
-use isolane_e2e::tools::tool;
+use isolane_e2e::release::kubelet_control_plane;
 use isolane_e2e::workers::{self, has_condition, inline_worker};
 use isolane_testenv::{CertManager, ControlPlane, ENV_TEST_KUBECONFIG, Pebble, wait_until};
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -51,7 +49,8 @@ use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 
-use super::{Command, NAMESPACE, RELEASE, run, run_ok, text};
+use super::cluster::install_on_kubelet;
+use super::{Command, NAMESPACE, RELEASE, run_ok};
 
 const SETTLE: Duration = Duration::from_secs(180);
 /// The host's owner.
@@ -126,18 +125,7 @@ async fn start(cp: &ControlPlane) -> Parts {
     for namespace in [OWNER, EXEMPT, CHECKED] {
         cp.create_namespace(namespace).await.expect("a namespace");
     }
-    let installed = run(
-        helm_install(
-            &mut Command::new(tool("helm")),
-            RELEASE,
-            workspace_root().join("charts/isolane"),
-            cp.kubeconfig_path(),
-            NAMESPACE,
-        )
-        .args(values()),
-        None,
-    );
-    assert!(installed.status.success(), "{}", text(&installed));
+    install_on_kubelet(cp, values());
     let (http, https) = router_addresses(cp).await;
     // HTTP-01 is port 80, HTTPS at 443 keeps the Worker's URL portless.
     assert_eq!((http.port(), https.port()), (80, 443));

@@ -22,9 +22,7 @@ use std::time::Duration;
 
 use isolane_crds::Worker;
 use isolane_e2e::ingress::{Ingress, Reply};
-use isolane_e2e::process::workspace_root;
-use isolane_e2e::release::{helm_install, kubelet_control_plane};
-use isolane_e2e::tools::tool;
+use isolane_e2e::release::kubelet_control_plane;
 use isolane_e2e::workers::{self, inline_worker};
 use isolane_testenv::{
     ControlPlane, ENV_TEST_KUBECONFIG, Leaf, NODE_IP, TRAEFIK_CONTROLLER, TestCa, TestCert,
@@ -35,9 +33,9 @@ use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 
 use super::client::{self, Connection, H1, H2};
-use super::cluster::{helm_action, kubectl_json};
+use super::cluster::{helm_action, install_on_kubelet, kubectl_json};
 use super::gateway::gateway_api_crds;
-use super::{Command, NAMESPACE, RELEASE, run, run_ok, text};
+use super::{NAMESPACE, run_ok, text};
 
 const SETTLE: Duration = Duration::from_secs(180);
 const GATEWAY_NAMESPACE: &str = "gateways";
@@ -189,18 +187,7 @@ async fn start(cp: &ControlPlane, ca: &TestCa) -> (Traefik, TestCert) {
         &mut cp.kubectl(["apply", "--server-side", "-f", "-"]),
         Some(&gateway),
     );
-    let installed = run(
-        helm_install(
-            &mut Command::new(tool("helm")),
-            RELEASE,
-            workspace_root().join("charts/isolane"),
-            cp.kubeconfig_path(),
-            NAMESPACE,
-        )
-        .args(values()),
-        None,
-    );
-    assert!(installed.status.success(), "{}", text(&installed));
+    install_on_kubelet(cp, values());
     wait_until("the webhook to admit the Worker", SETTLE, || apply(cp)).await;
     let own = ca
         .issue(Leaf::server(HOST, &[HOST]))

@@ -14,7 +14,7 @@ use super::{READY_WITHIN, binary};
 use crate::Error;
 use crate::component::Component;
 use crate::pki::{Leaf, TestCa};
-use crate::port::free_port;
+use crate::port::free_ports;
 use crate::process::Process;
 
 /// A running Pebble and its DNS server.
@@ -43,12 +43,8 @@ impl Pebble {
     /// certificates valid for `validity`; returns once all listen.
     pub fn start(http_ip: Ipv4Addr, validity: Duration) -> Result<Self, Error> {
         let dir = tempfile::tempdir().map_err(Error::TempDir)?;
-        let [api_port, management_port, dns_port, dns_management] = [(); 4]
-            .map(|()| free_port().map_err(Error::FreePort))
-            .into_iter()
-            .collect::<Result<Vec<_>, _>>()?
-            .try_into()
-            .map_err(|_| Error::FreePort(std::io::Error::other("four ports")))?;
+        let [api_port, management_port, dns_port, dns_management] =
+            free_ports::<4>().map_err(Error::FreePort)?;
         let dns_args = [
             format!("-dnsserver=127.0.0.1:{dns_port}"),
             format!("-management=127.0.0.1:{dns_management}"),
