@@ -204,6 +204,13 @@ deps_gateway_api() {
     log "gateway-api: $("${here}/fetch-gateway-api.sh")"
 }
 
+# Traefik v3.7.13, the Gateway API implementation the Gateway traffic test
+# runs as a process (e2e/tests/chart/gateway_traffic.rs), built from its Go
+# module once and cached (hack/build-traefik.sh; about 10 minutes cold).
+deps_traefik() {
+    log "traefik: $("${here}/build-traefik.sh")"
+}
+
 # Prometheus and promtool 2.42 from Debian. Tests start their own server with
 # their own config, so the package's service is kept from starting and disabled.
 deps_prometheus() {
@@ -304,6 +311,7 @@ main() {
     deps_otelcol
     deps_acme
     deps_gateway_api
+    deps_traefik
     deps_prometheus
     deps_compat
     deps_node22

@@ -632,6 +632,12 @@ fn mistyped_values_are_rejected_by_the_schema() {
     assert!(!output.status.success(), "pinThreads=1 was accepted");
 }
 
+// The HTTPS client of chart/acme.rs and chart/gateway_traffic.rs (and of
+// tls.rs, which uses what they do not).
+#[allow(dead_code)]
+#[path = "tls/client.rs"]
+mod client;
+
 #[path = "chart/acme.rs"]
 mod acme;
 
@@ -640,6 +646,9 @@ mod cluster;
 
 #[path = "chart/gateway.rs"]
 mod gateway;
+
+#[path = "chart/gateway_traffic.rs"]
+mod gateway_traffic;
 
 /// The PrometheusRule's `spec` as a Prometheus rule file.
 fn rule_groups(args: &[&str]) -> Value {

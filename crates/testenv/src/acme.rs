@@ -7,15 +7,13 @@ mod cert_manager;
 mod pebble;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub use cert_manager::CertManager;
 pub use pebble::Pebble;
 
 use crate::Error;
-use crate::component::Component;
 use crate::config::Config;
-use crate::process::Process;
 
 /// cert-manager's release, as `hack/build-cert-manager.sh` builds it.
 pub const CERT_MANAGER_VERSION: &str = "v1.21.2";
@@ -53,35 +51,5 @@ pub fn cert_manager_crds() -> Result<PathBuf, Error> {
             name: "cert-manager CRDs",
             path: dir,
         })
-    }
-}
-
-/// Waits until every one of `ports` on 127.0.0.1 accepts a connection, or
-/// `process` exits, or [`READY_WITHIN`] passes.
-fn wait_listening(process: &mut Process, component: Component, ports: &[u16]) -> Result<(), Error> {
-    let deadline = Instant::now() + READY_WITHIN;
-    loop {
-        if let Some(status) = process.try_exit() {
-            return Err(Error::ExitedEarly {
-                component,
-                status,
-                tail: process.log_tail(40),
-                log: process.log_path().to_owned(),
-            });
-        }
-        let listening = ports
-            .iter()
-            .all(|port| std::net::TcpStream::connect(("127.0.0.1", *port)).is_ok());
-        if listening {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(Error::NodeNotReady {
-                what: "an ACME part",
-                timeout: READY_WITHIN,
-                detail: format!("{component}: {}", process.log_tail(40)),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tempfile::TempDir;
@@ -76,37 +76,14 @@ impl Collector {
         let log = dir.path().join("otelcol.log");
         let args = [format!("--config=file:{}", config.display())];
         let mut process = Process::spawn("otelcol", &binary, args, &[], &log)?;
-        let deadline = Instant::now() + READY_WITHIN;
-        loop {
-            if let Some(status) = process.try_exit() {
-                return Err(Error::ExitedEarly {
-                    component: Component::Collector,
-                    status,
-                    tail: process.log_tail(40),
-                    log,
-                });
-            }
-            let listening = [grpc_port, http_port]
-                .iter()
-                .all(|port| std::net::TcpStream::connect(("127.0.0.1", *port)).is_ok());
-            if listening {
-                return Ok(Self {
-                    process,
-                    grpc_port,
-                    http_port,
-                    spans_file,
-                    _dir: dir,
-                });
-            }
-            if Instant::now() >= deadline {
-                return Err(Error::NodeNotReady {
-                    what: "otelcol",
-                    timeout: READY_WITHIN,
-                    detail: process.log_tail(40),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        process.wait_listening(Component::Collector, &[grpc_port, http_port], READY_WITHIN)?;
+        Ok(Self {
+            process,
+            grpc_port,
+            http_port,
+            spans_file,
+            _dir: dir,
+        })
     }
 
     /// `OTEL_EXPORTER_OTLP_ENDPOINT` for OTLP over gRPC.

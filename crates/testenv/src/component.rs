@@ -18,6 +18,7 @@ pub enum Component {
     PebbleDns,
     CertManager,
     SeaweedFs,
+    Traefik,
 }
 
 impl fmt::Display for Component {
@@ -37,6 +38,7 @@ impl fmt::Display for Component {
             Self::PebbleDns => "pebble-challtestsrv",
             Self::CertManager => "cert-manager",
             Self::SeaweedFs => "seaweedfs",
+            Self::Traefik => "traefik",
         })
     }
 }

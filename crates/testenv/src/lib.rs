@@ -11,8 +11,8 @@
 //!
 //! Without a cluster, it is also the tests' support: [`wait_until`] (the one
 //! deadline poll), [`Process`] (the one process supervisor) and the test PKI
-//! ([`TestCa`]), a throwaway PostgreSQL server ([`Postgres`]) and an OCI
-//! registry ([`Registry`]). What the e2e
+//! ([`TestCa`]), a throwaway PostgreSQL server ([`Postgres`]), an OCI
+//! registry ([`Registry`]) and a Gateway API implementation ([`Traefik`]). What the e2e
 //! tests and the benchmarks share lives here too:
 //! [`workers`] (Workers, bundles and conditions through the API),
 //! [`big_module`] (the big JavaScript modules of the code cache tests and
@@ -60,6 +60,7 @@ mod process;
 mod registry;
 mod seaweedfs;
 mod slow_lines;
+mod traefik;
 pub mod workerd;
 pub mod workers;
 pub mod wrangler;
@@ -95,6 +96,7 @@ pub use postgres::Postgres;
 pub use process::Process;
 pub use registry::{REGISTRY_VERSION, Registry};
 pub use seaweedfs::{S3_ACCESS_KEY, S3_REGION, S3_SECRET_KEY, SEAWEEDFS_VERSION, SeaweedFs};
+pub use traefik::{TRAEFIK_CONTROLLER, TRAEFIK_VERSION, Traefik};
 
 use local::LocalCluster;
 

@@ -230,6 +230,42 @@ impl Process {
         poll_blocking(timeout, || self.try_exit()).ok()
     }
 
+    /// Waits until every one of `ports` on 127.0.0.1 accepts a connection
+    /// (the process, `component`, is ready to serve), or the process exits,
+    /// or `within` passes.
+    pub(crate) fn wait_listening(
+        &mut self,
+        component: Component,
+        ports: &[u16],
+        within: Duration,
+    ) -> Result<(), Error> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.try_exit() {
+                return Err(Error::ExitedEarly {
+                    component,
+                    status,
+                    tail: self.log_tail(40),
+                    log: self.log_path().to_owned(),
+                });
+            }
+            let listening = ports
+                .iter()
+                .all(|port| std::net::TcpStream::connect(("127.0.0.1", *port)).is_ok());
+            if listening {
+                return Ok(());
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(Error::NodeNotReady {
+                    what: "a process to listen",
+                    timeout: within,
+                    detail: format!("{component}: {}", self.log_tail(40)),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn nix_pid(&self) -> Pid {
         Pid::from_raw(i32::try_from(self.pid()).unwrap_or(i32::MAX))
     }

@@ -31,10 +31,6 @@
 //!
 //! Needs root (the node: containerd, a bridge, iptables); see docs/testing.md.
 
-// Shared with tls.rs, which uses the CA-based `open` this test does not.
-#[allow(dead_code)]
-#[path = "../tls/client.rs"]
-mod client;
 #[path = "../acme/https.rs"]
 mod https;
 // Shared with acme.rs, which forces a renewal this test lets come.
@@ -50,12 +46,10 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use client::{H1, H2};
+use super::client::{self, H1, H2};
 use https::{REQUESTS, across_renewal, fetch};
 use isolane_crds::Worker;
-use isolane_e2e::process::workspace_root;
-use isolane_e2e::release::{helm_install, kubelet_control_plane};
-use isolane_e2e::tools::tool;
+use isolane_e2e::release::kubelet_control_plane;
 use isolane_e2e::workers::{self, has_condition, inline_worker};
 use isolane_testenv::{CertManager, ControlPlane, ENV_TEST_KUBECONFIG, Pebble, wait_until};
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
@@ -64,7 +58,8 @@ use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 
-use super::{Command, NAMESPACE, RELEASE, run, run_ok, text};
+use super::cluster::install_on_kubelet;
+use super::{Command, NAMESPACE, RELEASE, run_ok};
 
 const SETTLE: Duration = Duration::from_secs(180);
 /// The lifetime of the certificates Pebble issues: cert-manager renews at
@@ -142,18 +137,7 @@ async fn start(cp: &ControlPlane) -> Parts {
     for namespace in [OWNER, EXEMPT, CHECKED] {
         cp.create_namespace(namespace).await.expect("a namespace");
     }
-    let installed = run(
-        helm_install(
-            &mut Command::new(tool("helm")),
-            RELEASE,
-            workspace_root().join("charts/isolane"),
-            cp.kubeconfig_path(),
-            NAMESPACE,
-        )
-        .args(values()),
-        None,
-    );
-    assert!(installed.status.success(), "{}", text(&installed));
+    install_on_kubelet(cp, values());
     let (http, https) = router_addresses(cp).await;
     // HTTP-01 is port 80, HTTPS at 443 keeps the Worker's URL portless.
     assert_eq!((http.port(), https.port()), (80, 443));

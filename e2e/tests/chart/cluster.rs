@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use isolane_e2e::release::helm_install;
 use isolane_testenv::{ControlPlane, wait_until};
 
 use super::*;
@@ -131,6 +132,17 @@ fn can_i(
     };
     let output = run(&mut command, None);
     String::from_utf8_lossy(&output.stdout).trim() == "yes"
+}
+
+/// `helm install` of the chart as [`RELEASE`] on the test kubelet, with
+/// `isolane_e2e::release::helm_install`'s values and `--wait`, and `values`
+/// beside them; panics with Helm's output when it fails.
+pub(super) fn install_on_kubelet(cp: &ControlPlane, values: Vec<String>) {
+    let mut helm = Command::new(tool("helm"));
+    let kubeconfig = cp.kubeconfig_path();
+    let install = helm_install(&mut helm, RELEASE, chart(), kubeconfig, NAMESPACE);
+    let installed = run(install.args(values), None);
+    assert!(installed.status.success(), "{}", text(&installed));
 }
 
 pub(super) fn helm_at(cp: &ControlPlane, args: &[&str]) -> Command {

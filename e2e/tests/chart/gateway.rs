@@ -2,8 +2,8 @@
 //! docs/tls.md#behind-a-gateway): the HTTPRoute the chart renders, installed
 //! by Helm into an apiserver that serves the real Gateway API CRDs
 //! (standard channel, `hack/fetch-gateway-api.sh`), so their schema and CEL
-//! rules judge it. No Gateway implementation runs here: the data path through
-//! a Gateway is not tested.
+//! rules judge it. No Gateway implementation runs here; traffic through a
+//! real one (Traefik) is gateway_traffic.rs's.
 
 use std::path::PathBuf;
 use std::time::Duration;

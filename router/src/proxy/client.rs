@@ -55,13 +55,15 @@ impl Client {
 
     /// Whether the request with `headers` came over HTTPS: TLS the router
     /// terminated, or before it, as a trusted proxy (a load balancer, a
-    /// Gateway) says in `x-forwarded-proto`. A client's own word is not taken.
+    /// Gateway) says in `x-forwarded-proto`: `https`, or `wss` for a
+    /// WebSocket's upgrade (Traefik's word for it). A client's own word is
+    /// not taken.
     pub fn came_over_https(&self, headers: &HeaderMap) -> bool {
-        self.https
-            || (self.trusted
-                && headers
-                    .get("x-forwarded-proto")
-                    .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https")))
+        let tls_proto = |v: &HeaderValue| {
+            let v = v.as_bytes();
+            v.eq_ignore_ascii_case(b"https") || v.eq_ignore_ascii_case(b"wss")
+        };
+        self.https || (self.trusted && headers.get("x-forwarded-proto").is_some_and(tls_proto))
     }
 }
 
@@ -87,6 +89,12 @@ mod tests {
         let plain = HeaderMap::new();
         assert!(Client::new(ip, true).came_over_https(&forwarded));
         assert!(!Client::new(ip, true).came_over_https(&plain));
+        let mut upgrade = HeaderMap::new();
+        upgrade.insert("x-forwarded-proto", HeaderValue::from_static("wss"));
+        assert!(Client::new(ip, true).came_over_https(&upgrade));
+        assert!(!Client::new(ip, false).came_over_https(&upgrade));
+        upgrade.insert("x-forwarded-proto", HeaderValue::from_static("ws"));
+        assert!(!Client::new(ip, true).came_over_https(&upgrade));
         assert!(!Client::new(ip, false).came_over_https(&forwarded));
         assert!(
             Client::new(ip, false)

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use tempfile::TempDir;
 
-use super::{binary, wait_listening};
+use super::{READY_WITHIN, binary};
 use crate::Error;
 use crate::component::Component;
 use crate::port::free_port;
@@ -52,7 +52,7 @@ impl CertManager {
         let log = dir.path().join("cert-manager.log");
         let program = binary("cert-manager-controller")?;
         let mut process = Process::spawn("cert-manager", &program, args, &[], &log)?;
-        wait_listening(&mut process, Component::CertManager, &[healthz])?;
+        process.wait_listening(Component::CertManager, &[healthz], READY_WITHIN)?;
         Ok(Self { process, _dir: dir })
     }
 

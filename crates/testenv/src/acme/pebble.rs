@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use super::{binary, wait_listening};
+use super::{READY_WITHIN, binary};
 use crate::Error;
 use crate::component::Component;
 use crate::pki::{Leaf, TestCa};
-use crate::port::free_port;
+use crate::port::free_ports;
 use crate::process::Process;
 
 /// A running Pebble and its DNS server.
@@ -43,12 +43,8 @@ impl Pebble {
     /// certificates valid for `validity`; returns once all listen.
     pub fn start(http_ip: Ipv4Addr, validity: Duration) -> Result<Self, Error> {
         let dir = tempfile::tempdir().map_err(Error::TempDir)?;
-        let [api_port, management_port, dns_port, dns_management] = [(); 4]
-            .map(|()| free_port().map_err(Error::FreePort))
-            .into_iter()
-            .collect::<Result<Vec<_>, _>>()?
-            .try_into()
-            .map_err(|_| Error::FreePort(std::io::Error::other("four ports")))?;
+        let [api_port, management_port, dns_port, dns_management] =
+            free_ports::<4>().map_err(Error::FreePort)?;
         let dns_args = [
             format!("-dnsserver=127.0.0.1:{dns_port}"),
             format!("-management=127.0.0.1:{dns_management}"),
@@ -67,7 +63,7 @@ impl Pebble {
             &[],
             &log,
         )?;
-        wait_listening(&mut dns, Component::PebbleDns, &[dns_management])?;
+        dns.wait_listening(Component::PebbleDns, &[dns_management], READY_WITHIN)?;
 
         let api_ca = TestCa::new("pebble-api")?;
         let cert = api_ca.issue(Leaf::server("pebble", &["localhost", "127.0.0.1"]))?;
@@ -100,7 +96,11 @@ impl Pebble {
         ];
         let log = dir.path().join("pebble.log");
         let mut pebble = Process::spawn("pebble", &binary("pebble")?, args, &envs, &log)?;
-        wait_listening(&mut pebble, Component::Pebble, &[api_port, management_port])?;
+        pebble.wait_listening(
+            Component::Pebble,
+            &[api_port, management_port],
+            READY_WITHIN,
+        )?;
         Ok(Self {
             pebble,
             dns,
