@@ -32,6 +32,8 @@ work=$(mktemp -d)
 finish() {
   kill "${bench_pid:-}" 2> /dev/null || true
   wait "${bench_pid:-}" 2> /dev/null || true
+  # The stand-in wrk outlives the bench that started it.
+  if [ -s "$work/wrk.pid" ]; then kill "$(cat "$work/wrk.pid")" 2> /dev/null || true; fi
   if [ -n "${KEEP:-}" ]; then
     mkdir -p "$KEEP" && cp "$work"/router.out.* "$work"/*.strace "$KEEP"/ 2> /dev/null || true
   fi
@@ -54,6 +56,7 @@ chmod +x "$work/bin/isolane-router"
 # The bench calls wrk once both URLs answer: hold it there.
 cat > "$work/path/wrk" << EOF
 #!/bin/sh
+echo \$\$ > "$work/wrk.pid"
 echo "\$@" > "$work/wrk.args"
 exec sleep 100000
 EOF
