@@ -231,6 +231,70 @@ fn only_tls_1_2_and_1_3_with_aead_suites_and_both_alpn_protocols() {
     }
 }
 
+/// The suite a client offering `suites` (in its order) over `versions`
+/// gets from the router's configuration: a whole handshake between rustls
+/// on both sides, through memory.
+fn negotiated(
+    suites: Vec<rustls::SupportedCipherSuite>,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> rustls::CipherSuite {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let ca = TestCa::new("suites").unwrap();
+    let pem = secret(&ca, "a", &["app.example"]);
+    let (resolver, _) = resolver(owners(&[("app.example", "a")]), vec![("a/s", pem)]);
+    let server_config = super::server_config(Arc::new(resolver)).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(ca.cert_pem().as_bytes()).unwrap())
+        .unwrap();
+    let provider = rustls::crypto::CryptoProvider {
+        cipher_suites: suites,
+        ..rustls::crypto::ring::default_provider()
+    };
+    let client_config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(versions)
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = "app.example".try_into().unwrap();
+    let mut client = rustls::ClientConnection::new(Arc::new(client_config), name).unwrap();
+    let mut server = rustls::ServerConnection::new(Arc::new(server_config)).unwrap();
+    while client.is_handshaking() || server.is_handshaking() {
+        let mut bytes = Vec::new();
+        client.write_tls(&mut bytes).unwrap();
+        server.read_tls(&mut bytes.as_slice()).unwrap();
+        server.process_new_packets().unwrap();
+        bytes.clear();
+        server.write_tls(&mut bytes).unwrap();
+        client.read_tls(&mut bytes.as_slice()).unwrap();
+        client.process_new_packets().unwrap();
+    }
+    server.negotiated_cipher_suite().unwrap().suite()
+}
+
+#[test]
+fn aes_128_gcm_is_chosen_first_and_a_client_without_it_gets_what_it_offers() {
+    use rustls::CipherSuite as S;
+    use rustls::crypto::ring::{DEFAULT_CIPHER_SUITES, cipher_suite as c};
+    let both = [&rustls::version::TLS13, &rustls::version::TLS12];
+    // ring's own order, which OpenSSL's clients (wrk, curl) share:
+    // AES-256-GCM first.
+    let default = DEFAULT_CIPHER_SUITES.to_vec();
+    assert_eq!(
+        negotiated(default.clone(), &both),
+        S::TLS13_AES_128_GCM_SHA256
+    );
+    assert_eq!(
+        negotiated(default, &[&rustls::version::TLS12]),
+        S::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+    );
+    let chacha = vec![c::TLS13_CHACHA20_POLY1305_SHA256];
+    assert_eq!(negotiated(chacha, &both), S::TLS13_CHACHA20_POLY1305_SHA256);
+    let aes_256 = vec![c::TLS13_AES_256_GCM_SHA384];
+    assert_eq!(negotiated(aes_256, &both), S::TLS13_AES_256_GCM_SHA384);
+}
+
 fn challenge(namespace: &str, host: &str, token: &str, key: &str) -> super::Challenge {
     super::Challenge {
         namespace: namespace.to_owned(),
