@@ -90,12 +90,32 @@ async fn append_one(
     // All answered before any is looked at: the first error stands for
     // the transaction, which its drop rolls back.
     let answers = futures::future::join_all(queries).await;
+    let usage = read_answers(names.into_iter().zip(answers), append.fence)?;
+    if let [object_before, ns_before, object_after, ns_after] = usage[..] {
+        // Dropping the transaction rolls the append back.
+        quota.check((ns_before, ns_after), (object_before, object_after))?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Each statement's answer, in order: the first error, or the fence's
+/// refusal, or the usage rows' bytes (before, then after).
+fn read_answers(
+    answers: impl Iterator<
+        Item = (
+            Step,
+            Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>,
+        ),
+    >,
+    fence: Option<i64>,
+) -> Result<Vec<i64>, StoreError> {
     let mut usage = Vec::with_capacity(4);
-    for (step, rows) in names.into_iter().zip(answers) {
+    for (step, rows) in answers {
         let rows = rows?;
         match step {
             Step::Fence => {
-                let mine = append.fence.unwrap_or_default();
+                let mine = fence.unwrap_or_default();
                 let current = rows.first().map(|row| row.try_get(0)).transpose()?;
                 let current: i64 = current.unwrap_or(0);
                 if current != mine {
@@ -109,12 +129,7 @@ async fn append_one(
             Step::Other => {}
         }
     }
-    if let [object_before, ns_before, object_after, ns_after] = usage[..] {
-        // Dropping the transaction rolls the append back.
-        quota.check((ns_before, ns_after), (object_before, object_after))?;
-    }
-    tx.commit().await?;
-    Ok(())
+    Ok(usage)
 }
 
 /// What an append's statement answers for.
