@@ -197,18 +197,31 @@ class HeadResult {
 }
 
 // A stored body's bytes `[start, start + length)`, read as the stream is.
+// Nothing is read before the first read; from then on the next chunk is
+// asked for as one is handed over (one read in flight, in order), so the
+// store's read of a chunk overlaps the sending of the one before.
 function bodyStream(slot, start, length) {
   let at = start;
   const end = start + length;
+  let ahead = null;
+  const ask = () => {
+    const len = Math.min(CHUNK, end - at);
+    const read = host.r2Read(slot, at, len);
+    at += len;
+    return [len, read];
+  };
   return new ReadableStream({
     async pull(controller) {
-      if (at >= end) { controller.close(); return; }
-      const [code, chunk] = await host.r2Read(slot, at, Math.min(CHUNK, end - at));
+      const [len, read] = ahead ?? (at < end ? ask() : [0, null]);
+      ahead = null;
+      if (read === null) { controller.close(); return; }
+      const [code, chunk] = await read;
       if (code !== 0) { controller.error(r2Error('get', code, chunk)); return; }
       if (chunk.byteLength === 0) { controller.close(); return; }
-      at += chunk.byteLength;
+      // A short chunk is the end (the object was shorter than asked).
+      if (chunk.byteLength === len && at < end) ahead = ask();
       controller.enqueue(chunk);
-      if (at >= end) controller.close();
+      if (ahead === null) controller.close();
     },
   }, { highWaterMark: 0 });
 }

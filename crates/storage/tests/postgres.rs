@@ -673,3 +673,68 @@ async fn per_object_limits_and_fenced_alarms_on_a_real_postgresql() {
         .unwrap();
     assert_eq!(store.object_alarm(full).await.unwrap(), None);
 }
+
+/// SQLite-backed objects' logs (`do_sql_log`), their appends sent to the
+/// server together: in order, a snapshot dropping what it replaces, the
+/// object's bound held under concurrent appends (nothing of a refused one
+/// written), a stale owner refused.
+#[tokio::test]
+async fn sql_logs_on_a_real_postgresql() {
+    use isolane_storage::{ObjectError, ObjectScope, SqlAppend};
+    let server = Postgres::start().unwrap();
+    let settings = PostgresSettings::new(server.connection_string());
+    isolane_storage::migrate(&settings).await.unwrap();
+    let store = Store::postgres(&settings).unwrap().with_object_quota(100);
+    let (scope, other) = (
+        ObjectScope::new("team-a", "w/Chat", "1"),
+        ObjectScope::new("team-a", "w/Chat", "2"),
+    );
+    let epoch = store.take_object(scope.clone(), "a".into()).await.unwrap();
+    let append = |record: &[u8], snapshot: bool, fence: i64| SqlAppend {
+        record: record.to_vec(),
+        snapshot,
+        fence: Some(fence),
+    };
+    for record in [b"one", b"two"] {
+        let next = append(record, false, epoch);
+        store.sql_append(scope.clone(), next).await.unwrap();
+    }
+    assert_eq!(
+        store.sql_log(scope.clone()).await.unwrap(),
+        [b"one", b"two"]
+    );
+    assert!(store.sql_log(other).await.unwrap().is_empty());
+    let snapshot = append(b"whole", true, epoch);
+    store.sql_append(scope.clone(), snapshot).await.unwrap();
+    assert_eq!(store.sql_log(scope.clone()).await.unwrap(), [b"whole"]);
+    // 5 bytes stored; 30 appends of 10 at once: 9 fit the 100.
+    let appends =
+        (0..30u8).map(|i| store.sql_append(scope.clone(), append(&[i; 10], false, epoch)));
+    let results = futures::future::join_all(appends).await;
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        9,
+        "{results:?}"
+    );
+    for refused in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert!(
+            refused.to_string().contains("storage limit of 100 bytes"),
+            "{refused}"
+        );
+    }
+    let log = store.sql_log(scope.clone()).await.unwrap();
+    assert_eq!(log.len(), 10, "{log:?}");
+    assert_eq!(log[0], b"whole");
+    let newer = store.take_object(scope.clone(), "b".into()).await.unwrap();
+    let stale = store
+        .sql_append(scope.clone(), append(b"stale", true, epoch))
+        .await;
+    assert!(
+        matches!(stale, Err(StoreError::Object(ObjectError::Fenced { .. }))),
+        "{stale:?}"
+    );
+    assert_eq!(store.sql_log(scope.clone()).await.unwrap(), log);
+    let next = append(b"three", true, newer);
+    store.sql_append(scope.clone(), next).await.unwrap();
+    assert_eq!(store.sql_log(scope).await.unwrap(), [b"three"]);
+}

@@ -100,16 +100,26 @@ impl Postgres {
 /// Refuses the write unless the object's owner epoch is still `mine`.
 /// FOR SHARE: a take waits for this write to commit, so the write lands
 /// before it or is refused after it.
+/// The owner epoch, locked FOR SHARE: a take waits for the writer.
+pub(super) const FENCE: &str =
+    "SELECT epoch FROM do_owner WHERE namespace = $1 AND class = $2 AND object = $3 FOR SHARE";
+/// Upserts that change nothing: they make the usage row when missing and
+/// lock it either way; each answers the row's bytes.
+pub(super) const OBJECT_USAGE: &str =
+    "INSERT INTO do_object_usage (namespace, class, object, bytes) VALUES ($1, $2, $3, 0)
+     ON CONFLICT (namespace, class, object) DO UPDATE SET bytes = do_object_usage.bytes
+     RETURNING bytes";
+pub(super) const NAMESPACE_USAGE: &str = "INSERT INTO do_usage (namespace, bytes) VALUES ($1, 0)
+     ON CONFLICT (namespace) DO UPDATE SET bytes = do_usage.bytes
+     RETURNING bytes";
+
 pub(super) async fn check_fence(
     tx: &deadpool_postgres::Transaction<'_>,
     scope: &ObjectScope,
     mine: i64,
 ) -> Result<(), StoreError> {
     let current: i64 = match tx
-        .query_opt(
-            "SELECT epoch FROM do_owner WHERE namespace = $1 AND class = $2 AND object = $3 FOR SHARE",
-            &[&scope.namespace, &scope.class, &scope.id],
-        )
+        .query_opt(FENCE, &[&scope.namespace, &scope.class, &scope.id])
         .await?
     {
         Some(row) => row.try_get(0)?,
@@ -185,21 +195,11 @@ pub(super) async fn usage(
     // An upsert that changes nothing: it makes the row when missing, and
     // locks it either way.
     let object: i64 = tx
-        .query_one(
-            "INSERT INTO do_object_usage (namespace, class, object, bytes) VALUES ($1, $2, $3, 0)
-             ON CONFLICT (namespace, class, object) DO UPDATE SET bytes = do_object_usage.bytes
-             RETURNING bytes",
-            &[&scope.namespace, &scope.class, &scope.id],
-        )
+        .query_one(OBJECT_USAGE, &[&scope.namespace, &scope.class, &scope.id])
         .await?
         .try_get(0)?;
     let namespace: i64 = tx
-        .query_one(
-            "INSERT INTO do_usage (namespace, bytes) VALUES ($1, 0)
-             ON CONFLICT (namespace) DO UPDATE SET bytes = do_usage.bytes
-             RETURNING bytes",
-            &[&scope.namespace],
-        )
+        .query_one(NAMESPACE_USAGE, &[&scope.namespace])
         .await?
         .try_get(0)?;
     Ok(Some((namespace, object)))
