@@ -146,8 +146,8 @@ pub fn api_refusal(need: Need, status: StatusCode, namespace: &str, message: &st
              {role} there"
         ),
         StatusCode::NOT_FOUND | StatusCode::SERVICE_UNAVAILABLE => format!(
-            "{what} needs Isolane's aggregated API ({GROUP}), which is not available \
-             ({status}): {message}\n\
+            "{what}: Isolane's aggregated API ({GROUP}) is not available ({status}): \
+             {message}\n\
              the Kubernetes API server has no working APIService {API_SERVICE}: is Isolane \
              installed with it (chart value tailApi.enabled), and is the APIService \
              Available? kubectl get apiservice {API_SERVICE}"
@@ -182,9 +182,9 @@ mod tests {
         );
         let missing = api_refusal(TAIL, StatusCode::NOT_FOUND, "a", "not found");
         assert!(
-            missing.contains("tail needs Isolane's aggregated API (tail.isolane.dev)")
-                && missing.contains("not available (404")
-                && missing.contains("kubectl get apiservice v1alpha1.tail.isolane.dev"),
+            missing.contains(
+                "tail: Isolane's aggregated API (tail.isolane.dev) is not available (404"
+            ) && missing.contains("kubectl get apiservice v1alpha1.tail.isolane.dev"),
             "{missing}"
         );
     }

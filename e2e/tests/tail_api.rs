@@ -333,9 +333,8 @@ async fn isolane_tail_goes_through_the_kubernetes_api_with_any_kubeconfig_user()
     // === 0. before the APIService: not available, clearly ===
     let stderr = refused_tail(&cli, &cert_config, "tenant-a");
     assert!(
-        stderr.contains(
-            "tail needs Isolane's aggregated API (tail.isolane.dev), which is not available (404"
-        ) && stderr.contains("kubectl get apiservice v1alpha1.tail.isolane.dev"),
+        stderr.contains("tail: Isolane's aggregated API (tail.isolane.dev) is not available (404")
+            && stderr.contains("kubectl get apiservice v1alpha1.tail.isolane.dev"),
         "{stderr}"
     );
     TAIL_API
