@@ -97,9 +97,6 @@ impl Postgres {
     }
 }
 
-/// Refuses the write unless the object's owner epoch is still `mine`.
-/// FOR SHARE: a take waits for this write to commit, so the write lands
-/// before it or is refused after it.
 /// The owner epoch, locked FOR SHARE: a take waits for the writer.
 pub(super) const FENCE: &str =
     "SELECT epoch FROM do_owner WHERE namespace = $1 AND class = $2 AND object = $3 FOR SHARE";
@@ -113,6 +110,9 @@ pub(super) const NAMESPACE_USAGE: &str = "INSERT INTO do_usage (namespace, bytes
      ON CONFLICT (namespace) DO UPDATE SET bytes = do_usage.bytes
      RETURNING bytes";
 
+/// Refuses the write unless the object's owner epoch is still `mine`.
+/// FOR SHARE: a take waits for this write to commit, so the write lands
+/// before it or is refused after it.
 pub(super) async fn check_fence(
     tx: &deadpool_postgres::Transaction<'_>,
     scope: &ObjectScope,
