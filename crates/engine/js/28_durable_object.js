@@ -45,8 +45,7 @@ class DurableObjectId {
 
   static idOf(id) { return id.#id; }
 }
-internal.enumerableMembers(DurableObjectId, ['toString', 'equals', 'name']);
-internal.setToStringTag(DurableObjectId.prototype, 'DurableObjectId');
+internal.enumerableMembers(DurableObjectId, ['toString', 'equals', 'name'], 'DurableObjectId');
 
 // ---- the input gate ----
 
@@ -918,8 +917,7 @@ class DurableObjectNamespace {
 
   jurisdiction() { return this; }
 }
-internal.enumerableMembers(DurableObjectNamespace, ['idFromName', 'newUniqueId', 'idFromString', 'get', 'getByName', 'jurisdiction']);
-internal.setToStringTag(DurableObjectNamespace.prototype, 'DurableObjectNamespace');
+internal.enumerableMembers(DurableObjectNamespace, ['idFromName', 'newUniqueId', 'idFromString', 'get', 'getByName', 'jurisdiction'], 'DurableObjectNamespace');
 
 // The namespace of each bound class, for alarms (which come with no stub).
 const namespaces = new Map();
