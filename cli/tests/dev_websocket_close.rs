@@ -664,3 +664,89 @@ async fn a_pairs_ends_in_one_worker_answer_each_others_close_as_in_workerd() {
         assert!(dev.interrupt().success());
     }
 }
+
+/// A Durable Object per path (`?count`: how many sockets it lists) whose
+/// `webSocketClose` says what `getWebSockets()` lists, at once and after a
+/// microtask, then closes with 4002.
+const LISTING_ROOM_JS: &str = r#"
+import { DurableObject } from 'cloudflare:workers';
+export class Room extends DurableObject {
+  fetch(request) {
+    if (new URL(request.url).searchParams.has('count')) return new Response(String(this.ctx.getWebSockets().length));
+    const [client, server] = Object.values(new WebSocketPair());
+    this.ctx.acceptWebSocket(server);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+  webSocketMessage(ws, message) { ws.send(message); }
+  async webSocketClose(ws, code) {
+    const all = this.ctx.getWebSockets();
+    ws.send(`close ${code}: ${all.length} listed, its own ${all.includes(ws)}`);
+    await null;
+    ws.send(`after a microtask: ${this.ctx.getWebSockets().length} listed`);
+    ws.close(4002, 'object reply');
+  }
+}
+export default {
+  fetch(request, env) { return env.ROOM.getByName(new URL(request.url).pathname).fetch(request); },
+};
+"#;
+
+/// A hibernatable socket whose client closed is still listed by
+/// `getWebSockets()` in its object's `webSocketClose` (the same object
+/// the handler got, beside the neighbour that stays), as in workerd; once
+/// the handler is done only the neighbour is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closing_hibernatable_socket_is_listed_in_its_close_handler_as_in_workerd() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("room");
+    std::fs::create_dir_all(&project).unwrap();
+    let toml = format!(
+        "name = \"room\"\nmain = \"room.js\"\ncompatibility_date = \"{AFTER}\"\n\
+         durable_objects.bindings = [{{ name = \"ROOM\", class_name = \"Room\" }}]\n\
+         [[migrations]]\ntag = \"v1\"\nnew_classes = [\"Room\"]\n"
+    );
+    std::fs::write(project.join("wrangler.toml"), toml).unwrap();
+    std::fs::write(project.join("room.js"), LISTING_ROOM_JS).unwrap();
+    let port = free_port().unwrap();
+    let dev = Dev::start_in(&["--port", &port.to_string()], Some(&project));
+    let workerd_port = free_port().unwrap();
+    let address = SocketAddr::from(([127, 0, 0, 1], workerd_port));
+    let service = workerd::Service {
+        durable_objects: vec![("ROOM".to_owned(), "Room".to_owned())],
+        ..workerd::Service::module("room", "room/room.js", AFTER, address)
+    };
+    let config = workerd::write_config(dir.path(), "workerd.capnp", &[service]).unwrap();
+    let bin = workerd::binary(&support::repo().join("compat"));
+    let _workerd = workerd::serve(&bin, &config, &[], &dir.path().join("workerd.log")).unwrap();
+    let client = support::client();
+    for (runtime, port) in [("workerd", workerd_port), ("isolane dev", port)] {
+        wait_until("a Durable Object to accept a WebSocket", DEADLINE, || {
+            connect_from(port, [127, 0, 0, 1], "/ready")
+        })
+        .await;
+        let mut neighbour = connect_from(port, [127, 0, 0, 1], "/r").await.unwrap();
+        echoes(&mut neighbour, "here").await;
+        let socket = connect_from(port, [127, 0, 0, 1], "/r").await.unwrap();
+        let (seen, _) = after_close(socket).await;
+        println!("{runtime}: {seen:?}");
+        assert_eq!(
+            seen,
+            [
+                "close 4001: 2 listed, its own true",
+                "after a microtask: 2 listed",
+                "4002 object reply"
+            ],
+            "{runtime}"
+        );
+        wait_until("only the neighbour listed", DEADLINE, || async {
+            match support::request(&client, port, "localhost", "/r?count").await? {
+                (200, count) if count == "1" => Ok(()),
+                (status, count) => Err(format!("{status} {count}")),
+            }
+        })
+        .await;
+        echoes(&mut neighbour, "still here").await;
+    }
+    assert!(dev.interrupt().success());
+}
+

@@ -980,12 +980,11 @@ internal.deliverWebSocketEvent = (className, id, socketId, kind, data, code, rea
       }
       return instance.webSocketMessage(ws, value);
     }
-    object.sockets.delete(socketId);
     if (code === 1006) {
       if (typeof instance.webSocketError === 'function') return instance.webSocketError(ws, new Error(reason));
       return undefined;
     }
     if (typeof instance.webSocketClose === 'function') return instance.webSocketClose(ws, code, reason, true);
     return undefined;
-  });
+  }).finally(() => kind === 2 && object.sockets.delete(socketId));
 };
