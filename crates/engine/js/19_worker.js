@@ -15,8 +15,16 @@ function newRequestState(ctxId) {
 }
 // Requests in flight by ctxId, for internal.requestAborted.
 const active = new Map();
-// Called with a request's id once it is over (node:fs drops its /tmp).
+// Called with a request's id once it is over (node:fs drops its /tmp): at its
+// requestDone, or, when a WebSocket held it past that (`lingering`), once the
+// engine ends it (internal.requestAborted), as its events may still run.
 internal.requestEndHooks = new Set();
+const lingering = new Set();
+const requestDone = (ctxId) => (host.requestDone(ctxId, false) === false ? lingering.add(ctxId) : ended(ctxId));
+function ended(ctxId) {
+  lingering.delete(ctxId);
+  for (const hook of internal.requestEndHooks) hook(ctxId);
+}
 function addWaitUntil(state, promise) {
   // handled right away, so a rejection is logged once and never "unhandled"
   const p = Promise.resolve(promise);
@@ -24,7 +32,7 @@ function addWaitUntil(state, promise) {
   // Past requestDone (from a WebSocket event): the request is busy again until it settles.
   if (state.finished) {
     if (state.late++ === 0) host.requestDone(state.ctxId, true);
-    settled.then(() => --state.late === 0 && host.requestDone(state.ctxId));
+    settled.then(() => --state.late === 0 && requestDone(state.ctxId));
     return;
   }
   state.waitUntil.push(settled);
@@ -390,8 +398,7 @@ function finish(state, reported) {
     .then(() => {
       state.finished = true;
       if (active.get(ctxId) === state) active.delete(ctxId);
-      for (const hook of internal.requestEndHooks) hook(ctxId);
-      host.requestDone(ctxId);
+      requestDone(ctxId);
     })
     .then(undefined, (e) => internal.reportError(e));
 }
@@ -446,6 +453,7 @@ function started(ctxId, env, work, start) {
 }
 
 internal.requestAborted = function requestAborted(ctxId) {
+  if (lingering.has(ctxId)) return ended(ctxId);
   const state = active.get(ctxId);
   if (state === undefined) return;
   active.delete(ctxId);
