@@ -110,8 +110,8 @@ pub(crate) struct ObjectSocket {
     attachment: RefCell<Option<Vec<u8>>>,
     /// When the auto-response last answered on it, ms since the epoch.
     auto_at: Cell<Option<f64>>,
-    /// Its client closed and the object's `webSocketClose` returned (it
-    /// awaits the object's reply): no longer listed.
+    /// Its client closed (it awaits the object's reply): no longer listed
+    /// (JavaScript lists it in its `webSocketClose`).
     gone: Cell<bool>,
 }
 
@@ -304,12 +304,11 @@ async fn object_pump(
             };
             let Some(closing) = closing else { return };
             half_open |= matches!(message, SocketMessage::Close(_)) && !closing;
+            object.gone.set(half_open);
             (Delivery::of(host), closing)
         };
         drop(isolate);
         let result = delivery.run(&object, id, message).await;
-        // Listed until its `webSocketClose` returned, as in workerd.
-        object.gone.set(half_open);
         if closing {
             return;
         }
