@@ -423,10 +423,11 @@ export default {
 };
 "#;
 
-/// A wrangler project of [`ROOM_JS`] at `date`, in folder `dir`.
-fn room_project(dir: &std::path::Path, date: &str) {
+/// A wrangler project of `room` (a Durable Object class `Room` bound as
+/// `ROOM`, [`ROOM_JS`] or another) at `date`, in folder `dir`.
+fn room_project(dir: &std::path::Path, date: &str, room: &str) {
     std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("room.js"), ROOM_JS).unwrap();
+    std::fs::write(dir.join("room.js"), room).unwrap();
     let toml = format!(
         "name = \"room\"\nmain = \"room.js\"\ncompatibility_date = \"{date}\"\n\
          durable_objects.bindings = [{{ name = \"ROOM\", class_name = \"Room\" }}]\n\
@@ -449,7 +450,7 @@ async fn a_hibernatable_sockets_close_is_answered_by_its_object_at_every_date() 
     let mut ports = Vec::new();
     for (name, date) in [("old", BEFORE), ("new", AFTER)] {
         let project = dir.path().join(name);
-        room_project(&project, date);
+        room_project(&project, date, ROOM_JS);
         let port = free_port().unwrap();
         let dev = Dev::start_in(&["--port", &port.to_string()], Some(&project));
         let workerd_port = free_port().unwrap();
@@ -699,14 +700,7 @@ export default {
 async fn a_closing_hibernatable_socket_is_listed_in_its_close_handler_as_in_workerd() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("room");
-    std::fs::create_dir_all(&project).unwrap();
-    let toml = format!(
-        "name = \"room\"\nmain = \"room.js\"\ncompatibility_date = \"{AFTER}\"\n\
-         durable_objects.bindings = [{{ name = \"ROOM\", class_name = \"Room\" }}]\n\
-         [[migrations]]\ntag = \"v1\"\nnew_classes = [\"Room\"]\n"
-    );
-    std::fs::write(project.join("wrangler.toml"), toml).unwrap();
-    std::fs::write(project.join("room.js"), LISTING_ROOM_JS).unwrap();
+    room_project(&project, AFTER, LISTING_ROOM_JS);
     let port = free_port().unwrap();
     let dev = Dev::start_in(&["--port", &port.to_string()], Some(&project));
     let workerd_port = free_port().unwrap();
