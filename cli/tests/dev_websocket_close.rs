@@ -423,10 +423,11 @@ export default {
 };
 "#;
 
-/// A wrangler project of [`ROOM_JS`] at `date`, in folder `dir`.
-fn room_project(dir: &std::path::Path, date: &str) {
+/// A wrangler project of `room` (a Durable Object class `Room` bound as
+/// `ROOM`, [`ROOM_JS`] or another) at `date`, in folder `dir`.
+fn room_project(dir: &std::path::Path, date: &str, room: &str) {
     std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("room.js"), ROOM_JS).unwrap();
+    std::fs::write(dir.join("room.js"), room).unwrap();
     let toml = format!(
         "name = \"room\"\nmain = \"room.js\"\ncompatibility_date = \"{date}\"\n\
          durable_objects.bindings = [{{ name = \"ROOM\", class_name = \"Room\" }}]\n\
@@ -449,7 +450,7 @@ async fn a_hibernatable_sockets_close_is_answered_by_its_object_at_every_date() 
     let mut ports = Vec::new();
     for (name, date) in [("old", BEFORE), ("new", AFTER)] {
         let project = dir.path().join(name);
-        room_project(&project, date);
+        room_project(&project, date, ROOM_JS);
         let port = free_port().unwrap();
         let dev = Dev::start_in(&["--port", &port.to_string()], Some(&project));
         let workerd_port = free_port().unwrap();
@@ -663,4 +664,173 @@ async fn a_pairs_ends_in_one_worker_answer_each_others_close_as_in_workerd() {
         }
         assert!(dev.interrupt().success());
     }
+}
+
+/// A Durable Object per path (`?count`: how many sockets it lists) whose
+/// `webSocketClose` says what `getWebSockets()` lists, at once and after a
+/// microtask, then closes with 4002.
+const LISTING_ROOM_JS: &str = r#"
+import { DurableObject } from 'cloudflare:workers';
+export class Room extends DurableObject {
+  fetch(request) {
+    if (new URL(request.url).searchParams.has('count')) return new Response(String(this.ctx.getWebSockets().length));
+    const [client, server] = Object.values(new WebSocketPair());
+    this.ctx.acceptWebSocket(server);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+  webSocketMessage(ws, message) { ws.send(message); }
+  async webSocketClose(ws, code) {
+    const all = this.ctx.getWebSockets();
+    ws.send(`close ${code}: ${all.length} listed, its own ${all.includes(ws)}`);
+    await null;
+    ws.send(`after a microtask: ${this.ctx.getWebSockets().length} listed`);
+    ws.close(4002, 'object reply');
+  }
+}
+export default {
+  fetch(request, env) { return env.ROOM.getByName(new URL(request.url).pathname).fetch(request); },
+};
+"#;
+
+/// A hibernatable socket whose client closed is still listed by
+/// `getWebSockets()` in its object's `webSocketClose` (the same object
+/// the handler got, beside the neighbour that stays), as in workerd; once
+/// the handler is done only the neighbour is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closing_hibernatable_socket_is_listed_in_its_close_handler_as_in_workerd() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("room");
+    room_project(&project, AFTER, LISTING_ROOM_JS);
+    let port = free_port().unwrap();
+    let dev = Dev::start_in(&["--port", &port.to_string()], Some(&project));
+    let workerd_port = free_port().unwrap();
+    let address = SocketAddr::from(([127, 0, 0, 1], workerd_port));
+    let service = workerd::Service {
+        durable_objects: vec![("ROOM".to_owned(), "Room".to_owned())],
+        ..workerd::Service::module("room", "room/room.js", AFTER, address)
+    };
+    let config = workerd::write_config(dir.path(), "workerd.capnp", &[service]).unwrap();
+    let bin = workerd::binary(&support::repo().join("compat"));
+    let _workerd = workerd::serve(&bin, &config, &[], &dir.path().join("workerd.log")).unwrap();
+    let client = support::client();
+    for (runtime, port) in [("workerd", workerd_port), ("isolane dev", port)] {
+        wait_until("a Durable Object to accept a WebSocket", DEADLINE, || {
+            connect_from(port, [127, 0, 0, 1], "/ready")
+        })
+        .await;
+        let mut neighbour = connect_from(port, [127, 0, 0, 1], "/r").await.unwrap();
+        echoes(&mut neighbour, "here").await;
+        let socket = connect_from(port, [127, 0, 0, 1], "/r").await.unwrap();
+        let (seen, _) = after_close(socket).await;
+        println!("{runtime}: {seen:?}");
+        assert_eq!(
+            seen,
+            [
+                "close 4001: 2 listed, its own true",
+                "after a microtask: 2 listed",
+                "4002 object reply"
+            ],
+            "{runtime}"
+        );
+        wait_until("only the neighbour listed", DEADLINE, || async {
+            match support::request(&client, port, "localhost", "/r?count").await? {
+                (200, count) if count == "1" => Ok(()),
+                (status, count) => Err(format!("{status} {count}")),
+            }
+        })
+        .await;
+        echoes(&mut neighbour, "still here").await;
+    }
+    assert!(dev.interrupt().success());
+}
+
+/// `node:fs`: each request writes `/tmp/<name>` and opens a WebSocket whose
+/// messages answer with what that file holds, and hand `ctx.waitUntil` a
+/// read of it (`late`); `GET /peek?name=` (another request) says what it
+/// sees of the file and the last `late` read of it.
+const TMP_WORKER: &str = r#"
+import fs from 'node:fs';
+const late = new Map();
+const read = (name) => { try { return fs.readFileSync(`/tmp/${name}`, 'utf8'); } catch (e) { return e.code; } };
+export default {
+  fetch(request, env, ctx) {
+    const url = new URL(request.url);
+    const name = url.searchParams.get('name');
+    if (url.pathname === '/peek') return new Response(`${read(name)}, late ${late.get(name)}`);
+    if (request.headers.get('upgrade') !== 'websocket') return new Response('a WebSocket, please', { status: 426 });
+    fs.writeFileSync(`/tmp/${name}`, `by ${name}`);
+    const [client, server] = Object.values(new WebSocketPair());
+    server.accept();
+    server.addEventListener('message', (event) => {
+      server.send(`${event.data}: ${read(name)}`);
+      ctx.waitUntil(new Promise((r) => setTimeout(r, 50)).then(() => late.set(name, read(name))));
+    });
+    return new Response(null, { status: 101, webSocket: client });
+  },
+};
+"#;
+
+/// A request's `/tmp` lives as long as the request, its WebSocket's events
+/// and their `waitUntil` work included, as in workerd; another request
+/// never sees it, neither while that socket is open nor after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requests_tmp_lives_through_its_websocket_as_in_workerd() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("worker.js");
+    std::fs::write(&script, TMP_WORKER).unwrap();
+    let workerd_port = free_port().unwrap();
+    let address = SocketAddr::from(([127, 0, 0, 1], workerd_port));
+    let service = workerd::Service {
+        compatibility_flags: vec!["nodejs_compat".to_owned()],
+        ..workerd::Service::module("tmp", "worker.js", AFTER, address)
+    };
+    let config = workerd::write_config(dir.path(), "workerd.capnp", &[service]).unwrap();
+    let bin = workerd::binary(&support::repo().join("compat"));
+    let _workerd = workerd::serve(&bin, &config, &[], &dir.path().join("workerd.log")).unwrap();
+    let port = free_port().unwrap();
+    let (script, port_arg) = (script.to_str().unwrap(), port.to_string());
+    let flags = [
+        "--compatibility-date",
+        AFTER,
+        "--compatibility-flags",
+        "nodejs_compat",
+    ];
+    let dev = Dev::start(&[&[script, "--port", &port_arg][..], &flags[..]].concat());
+    let client = support::client();
+    let peek = |port, name: &'static str| {
+        let client = &client;
+        async move {
+            let path = format!("/peek?name={name}");
+            support::request(client, port, "localhost", &path).await
+        }
+    };
+    for (runtime, port) in [("workerd", workerd_port), ("isolane dev", port)] {
+        wait_until("an answer", DEADLINE, || peek(port, "none")).await;
+        let mut socket = connect_from(port, [127, 0, 0, 1], "/?name=a")
+            .await
+            .unwrap();
+        socket.send(Message::text("hello")).await.unwrap();
+        let echo = tokio::time::timeout(Duration::from_secs(30), socket.next()).await;
+        let echo = echo.expect("an answer in time").unwrap().unwrap();
+        assert_eq!(echo, Message::text("hello: by a"), "{runtime}");
+        let seen = wait_until("the message's waitUntil read", DEADLINE, || async {
+            match peek(port, "a").await? {
+                (200, seen) if !seen.ends_with("undefined") => Ok(seen),
+                (status, seen) => Err(format!("{status} {seen}")),
+            }
+        })
+        .await;
+        assert_eq!(
+            seen, "ENOENT, late by a",
+            "{runtime}: while the socket is open"
+        );
+        socket.send(client_close()).await.unwrap();
+        let rest: Vec<_> = tokio::time::timeout(Duration::from_secs(60), socket.collect())
+            .await
+            .expect("the connection ends within a minute");
+        println!("{runtime}: {seen}; then {rest:?}");
+        let after = peek(port, "a").await.unwrap();
+        assert_eq!(after, (200, "ENOENT, late by a".to_owned()), "{runtime}");
+    }
+    assert!(dev.interrupt().success());
 }

@@ -75,13 +75,15 @@ internal.hideAll = function hideAll(obj) {
   return obj;
 };
 
-// Web IDL accessors and operations are enumerable on the prototype.
-internal.enumerableMembers = function enumerableMembers(cls, names) {
+// Web IDL accessors and operations are enumerable on the prototype; with
+// `tag`, the prototype's Symbol.toStringTag is set too.
+internal.enumerableMembers = function enumerableMembers(cls, names, tag = undefined) {
   const proto = cls.prototype;
   for (const name of names) {
     const d = Object.getOwnPropertyDescriptor(proto, name);
     if (d) { d.enumerable = true; Object.defineProperty(proto, name, d); }
   }
+  if (tag !== undefined) internal.setToStringTag(proto, tag);
 };
 
 internal.setToStringTag = function setToStringTag(obj, tag) {

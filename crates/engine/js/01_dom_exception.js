@@ -55,8 +55,7 @@ for (const [key, value] of Object.entries(CONSTANTS)) {
 }
 const isDOMException = DOMException.isDOMException;
 delete DOMException.isDOMException;
-internal.enumerableMembers(DOMException, ['name', 'message', 'code']);
-internal.setToStringTag(DOMException.prototype, 'DOMException');
+internal.enumerableMembers(DOMException, ['name', 'message', 'code'], 'DOMException');
 internal.isDOMException = isDOMException;
 internal.DOMException = DOMException;
 internal.defineGlobal('DOMException', DOMException);

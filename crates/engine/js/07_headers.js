@@ -195,7 +195,6 @@ class Headers {
 internal.makePairIterable(Headers, 'Headers', internal.headersPairs, (self) => {
   if (!internal.isHeaders(self)) throw new TypeError('Illegal invocation');
 });
-internal.enumerableMembers(Headers, ['append', 'delete', 'get', 'getSetCookie', 'getAll', 'has', 'set']);
-internal.setToStringTag(Headers.prototype, 'Headers');
+internal.enumerableMembers(Headers, ['append', 'delete', 'get', 'getSetCookie', 'getAll', 'has', 'set'], 'Headers');
 
 internal.defineGlobal('Headers', Headers);

@@ -189,7 +189,6 @@ class Request {
     internal.installBody(Request, (self) => { Request.#check(self); return self.#body; }, (self) => Request.#headersOf(self));
   }
 }
-internal.enumerableMembers(Request, ['method', 'url', 'headers', 'redirect', 'signal', 'cf', 'integrity', 'keepalive', 'clone']);
-internal.setToStringTag(Request.prototype, 'Request');
+internal.enumerableMembers(Request, ['method', 'url', 'headers', 'redirect', 'signal', 'cf', 'integrity', 'keepalive', 'clone'], 'Request');
 
 internal.defineGlobal('Request', Request);

@@ -138,7 +138,6 @@ class Response {
     internal.installBody(Response, (self) => { Response.#check(self); return self.#body; }, (self) => self.#headers);
   }
 }
-internal.enumerableMembers(Response, ['type', 'url', 'redirected', 'status', 'ok', 'statusText', 'headers', 'webSocket', 'cf', 'clone']);
-internal.setToStringTag(Response.prototype, 'Response');
+internal.enumerableMembers(Response, ['type', 'url', 'redirected', 'status', 'ok', 'statusText', 'headers', 'webSocket', 'cf', 'clone'], 'Response');
 
 internal.defineGlobal('Response', Response);

@@ -97,8 +97,7 @@ class Scheduler {
     });
   }
 }
-internal.enumerableMembers(Scheduler, ['wait']);
-internal.setToStringTag(Scheduler.prototype, 'Scheduler');
+internal.enumerableMembers(Scheduler, ['wait'], 'Scheduler');
 
 internal.defineGlobal('setTimeout', setTimeout);
 internal.defineGlobal('setInterval', setInterval);

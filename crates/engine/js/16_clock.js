@@ -33,8 +33,7 @@ class Performance extends EventTarget {
   now() { return host.now(); }
   toJSON() { return { timeOrigin: 0 }; }
 }
-internal.enumerableMembers(Performance, ['timeOrigin', 'now', 'toJSON']);
-internal.setToStringTag(Performance.prototype, 'Performance');
+internal.enumerableMembers(Performance, ['timeOrigin', 'now', 'toJSON'], 'Performance');
 
 internal.defineGlobal('Performance', Performance);
 internal.defineGlobal('performance', new Performance(kCreate));

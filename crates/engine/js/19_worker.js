@@ -15,8 +15,16 @@ function newRequestState(ctxId) {
 }
 // Requests in flight by ctxId, for internal.requestAborted.
 const active = new Map();
-// Called with a request's id once it is over (node:fs drops its /tmp).
+// Called with a request's id once it is over (node:fs drops its /tmp): at its
+// requestDone, or, when a WebSocket held it past that (`lingering`), once the
+// engine ends it (internal.requestAborted), as its events may still run.
 internal.requestEndHooks = new Set();
+const lingering = new Set();
+const requestDone = (ctxId) => (host.requestDone(ctxId, false) === false ? lingering.add(ctxId) : ended(ctxId));
+function ended(ctxId) {
+  lingering.delete(ctxId);
+  for (const hook of internal.requestEndHooks) hook(ctxId);
+}
 function addWaitUntil(state, promise) {
   // handled right away, so a rejection is logged once and never "unhandled"
   const p = Promise.resolve(promise);
@@ -24,27 +32,20 @@ function addWaitUntil(state, promise) {
   // Past requestDone (from a WebSocket event): the request is busy again until it settles.
   if (state.finished) {
     if (state.late++ === 0) host.requestDone(state.ctxId, true);
-    settled.then(() => --state.late === 0 && host.requestDone(state.ctxId));
+    settled.then(() => --state.late === 0 && requestDone(state.ctxId));
     return;
   }
   state.waitUntil.push(settled);
   // A cron tick also fails with its waitUntil work (`work` is only set then).
   if (state.work !== null) state.work.push(p.then(() => undefined));
 }
-// Settles once every piece of a tick's work did; rejects with the first failure.
-async function allWork(state) {
+// Settles once every promise of `list` did, those added meanwhile too;
+// rejects with the first failure (a tick's work; waitUntil's never reject).
+async function settleAll(list) {
   let i = 0;
-  while (i < state.work.length) {
-    const batch = state.work.slice(i);
-    i = state.work.length;
-    await Promise.all(batch);
-  }
-}
-async function settleWaitUntil(state) {
-  let i = 0;
-  while (i < state.waitUntil.length) {
-    const batch = state.waitUntil.slice(i);
-    i = state.waitUntil.length;
+  while (i < list.length) {
+    const batch = list.slice(i);
+    i = list.length;
     await Promise.all(batch);
   }
 }
@@ -67,8 +68,7 @@ class ExecutionContext {
   }
   passThroughOnException() { ExecutionContext.#check(this); }
 }
-internal.enumerableMembers(ExecutionContext, ['waitUntil', 'passThroughOnException']);
-internal.setToStringTag(ExecutionContext.prototype, 'ExecutionContext');
+internal.enumerableMembers(ExecutionContext, ['waitUntil', 'passThroughOnException'], 'ExecutionContext');
 
 // ---- FetchEvent (service-worker form) ----
 
@@ -142,8 +142,7 @@ class FetchEvent extends Event {
     };
   }
 }
-internal.enumerableMembers(FetchEvent, ['request', 'respondWith', 'waitUntil', 'passThroughOnException']);
-internal.setToStringTag(FetchEvent.prototype, 'FetchEvent');
+internal.enumerableMembers(FetchEvent, ['request', 'respondWith', 'waitUntil', 'passThroughOnException'], 'FetchEvent');
 
 // ---- cron ticks: ScheduledController (modules), ScheduledEvent (service workers) ----
 
@@ -166,8 +165,7 @@ class ScheduledController {
     internal.scheduledParts = (c) => ({ cron: c.#cron, scheduledTime: c.#scheduledTime });
   }
 }
-internal.enumerableMembers(ScheduledController, ['cron', 'scheduledTime', 'noRetry']);
-internal.setToStringTag(ScheduledController.prototype, 'ScheduledController');
+internal.enumerableMembers(ScheduledController, ['cron', 'scheduledTime', 'noRetry'], 'ScheduledController');
 
 class ScheduledEvent extends Event {
   #cron = '';
@@ -208,8 +206,7 @@ class ScheduledEvent extends Event {
     };
   }
 }
-internal.enumerableMembers(ScheduledEvent, ['cron', 'scheduledTime', 'noRetry', 'waitUntil']);
-internal.setToStringTag(ScheduledEvent.prototype, 'ScheduledEvent');
+internal.enumerableMembers(ScheduledEvent, ['cron', 'scheduledTime', 'noRetry', 'waitUntil'], 'ScheduledEvent');
 
 // ---- reporting to the host ----
 
@@ -397,12 +394,11 @@ function finish(state, reported) {
   const ctxId = state.ctxId;
   return reported
     .then(undefined, (e) => internal.reportError(e))
-    .then(() => settleWaitUntil(state))
+    .then(() => settleAll(state.waitUntil))
     .then(() => {
       state.finished = true;
       if (active.get(ctxId) === state) active.delete(ctxId);
-      for (const hook of internal.requestEndHooks) hook(ctxId);
-      host.requestDone(ctxId);
+      requestDone(ctxId);
     })
     .then(undefined, (e) => internal.reportError(e));
 }
@@ -457,6 +453,7 @@ function started(ctxId, env, work, start) {
 }
 
 internal.requestAborted = function requestAborted(ctxId) {
+  if (lingering.has(ctxId)) return ended(ctxId);
   const state = active.get(ctxId);
   if (state === undefined) return;
   active.delete(ctxId);
@@ -471,7 +468,7 @@ internal.requestAborted = function requestAborted(ctxId) {
 function runWork(ctxId, env, start, body = () => null, failed = (e) => fail(ctxId, e)) {
   const [state, done] = started(ctxId, env, true, start);
   return finish(state, done
-    .then(() => allWork(state))
+    .then(() => settleAll(state.work))
     .then(() => host.respond(ctxId, 200, 'OK', [], body()), failed));
 }
 
@@ -633,8 +630,7 @@ class Navigator {
   get hardwareConcurrency() { return 1; }
   get language() { return 'en'; }
 }
-internal.enumerableMembers(Navigator, ['userAgent', 'hardwareConcurrency', 'language']);
-internal.setToStringTag(Navigator.prototype, 'Navigator');
+internal.enumerableMembers(Navigator, ['userAgent', 'hardwareConcurrency', 'language'], 'Navigator');
 
 internal.defineGlobal('addEventListener', addEventListener);
 internal.defineGlobal('removeEventListener', removeEventListener);

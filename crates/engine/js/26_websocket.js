@@ -466,8 +466,7 @@ class WebSocket extends EventTarget {
     };
   }
 }
-internal.enumerableMembers(WebSocket, ['readyState', 'url', 'protocol', 'extensions', 'binaryType', 'onopen', 'onmessage', 'onerror', 'onclose', 'accept', 'send', 'close', 'serializeAttachment', 'deserializeAttachment']);
-internal.setToStringTag(WebSocket.prototype, 'WebSocket');
+internal.enumerableMembers(WebSocket, ['readyState', 'url', 'protocol', 'extensions', 'binaryType', 'onopen', 'onmessage', 'onerror', 'onclose', 'accept', 'send', 'close', 'serializeAttachment', 'deserializeAttachment'], 'WebSocket');
 for (const [name, value] of [['CONNECTING', CONNECTING], ['OPEN', OPEN], ['CLOSING', CLOSING], ['CLOSED', CLOSED]]) {
   Object.defineProperty(WebSocket, name, { value, enumerable: true });
   Object.defineProperty(WebSocket.prototype, name, { value, enumerable: true });

@@ -45,8 +45,7 @@ class DurableObjectId {
 
   static idOf(id) { return id.#id; }
 }
-internal.enumerableMembers(DurableObjectId, ['toString', 'equals', 'name']);
-internal.setToStringTag(DurableObjectId.prototype, 'DurableObjectId');
+internal.enumerableMembers(DurableObjectId, ['toString', 'equals', 'name'], 'DurableObjectId');
 
 // ---- the input gate ----
 
@@ -468,14 +467,15 @@ class DurableObjectState {
   }
 
   // The object's open hibernatable sockets (those with `tag`, if given),
-  // then those it accepted whose 101 has not gone out yet (as workerd,
-  // a socket accepted earlier in the same event is listed).
+  // then one in its webSocketClose, then those it accepted whose 101 has
+  // not gone out yet (as workerd, a socket accepted earlier in the same
+  // event is listed, and a closing one in its handler).
   getWebSockets(tag = undefined) {
     const o = this.#object;
     const wanted = tag === undefined || tag === null ? null : String(tag);
     const rows = host.objectWebSockets(o.className, o.id, wanted);
     const sockets = rows.map(([hostId, tags, attachment]) => o.socket(hostId, tags, attachment));
-    for (const ws of o.accepting) {
+    for (const ws of [...o.closing, ...o.accepting]) {
       if (wanted === null || internal.webSocketTags(ws).includes(wanted)) sockets.push(ws);
     }
     return sockets;
@@ -559,8 +559,9 @@ class LiveObject {
     this.pins = 0;
     this.pending = 0;
     // The sockets of `pending` (accepted, their 101 not yet out), listed
-    // by getWebSockets() until they open.
+    // by getWebSockets() until they open; and those in webSocketClose.
     this.accepting = new Set();
+    this.closing = new Set();
     this.touched = true;
     // Wrappers of its hibernatable sockets, by host id.
     this.sockets = new Map();
@@ -918,8 +919,7 @@ class DurableObjectNamespace {
 
   jurisdiction() { return this; }
 }
-internal.enumerableMembers(DurableObjectNamespace, ['idFromName', 'newUniqueId', 'idFromString', 'get', 'getByName', 'jurisdiction']);
-internal.setToStringTag(DurableObjectNamespace.prototype, 'DurableObjectNamespace');
+internal.enumerableMembers(DurableObjectNamespace, ['idFromName', 'newUniqueId', 'idFromString', 'get', 'getByName', 'jurisdiction'], 'DurableObjectNamespace');
 
 // The namespace of each bound class, for alarms (which come with no stub).
 const namespaces = new Map();
@@ -982,12 +982,10 @@ internal.deliverWebSocketEvent = (className, id, socketId, kind, data, code, rea
       }
       return instance.webSocketMessage(ws, value);
     }
-    object.sockets.delete(socketId);
-    if (code === 1006) {
-      if (typeof instance.webSocketError === 'function') return instance.webSocketError(ws, new Error(reason));
-      return undefined;
-    }
-    if (typeof instance.webSocketClose === 'function') return instance.webSocketClose(ws, code, reason, true);
-    return undefined;
+    // Listed by getWebSockets() until its handler settles (not its writes).
+    object.closing.add(ws);
+    const [name, args] = code === 1006 ? ['webSocketError', [ws, new Error(reason)]] : ['webSocketClose', [ws, code, reason, true]];
+    const handled = new Promise((resolve) => resolve(typeof instance[name] === 'function' ? instance[name](...args) : undefined));
+    return handled.finally(() => { object.sockets.delete(socketId); object.closing.delete(ws); });
   });
 };

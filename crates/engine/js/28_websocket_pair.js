@@ -13,7 +13,6 @@ class WebSocketRequestResponsePair {
   get request() { return this.#request; }
   get response() { return this.#response; }
 }
-internal.enumerableMembers(WebSocketRequestResponsePair, ['request', 'response']);
-internal.setToStringTag(WebSocketRequestResponsePair.prototype, 'WebSocketRequestResponsePair');
+internal.enumerableMembers(WebSocketRequestResponsePair, ['request', 'response'], 'WebSocketRequestResponsePair');
 internal.defineGlobal('WebSocketRequestResponsePair', WebSocketRequestResponsePair);
 

@@ -129,8 +129,7 @@ class ReadableStream {
 Object.defineProperty(ReadableStream.prototype, Symbol.asyncIterator, {
   value: ReadableStream.prototype.values, writable: true, enumerable: false, configurable: true,
 });
-internal.enumerableMembers(ReadableStream, ['locked', 'cancel', 'getReader', 'pipeThrough', 'pipeTo', 'tee', 'values']);
-internal.setToStringTag(ReadableStream.prototype, 'ReadableStream');
+internal.enumerableMembers(ReadableStream, ['locked', 'cancel', 'getReader', 'pipeThrough', 'pipeTo', 'tee', 'values'], 'ReadableStream');
 
 function pipeOptions(options) {
   const o = internal.toDictionary(options, 'StreamPipeOptions');
@@ -323,8 +322,7 @@ class ReadableStreamDefaultReader {
     return readerGenericCancel(reader, reason);
   }
 }
-internal.enumerableMembers(ReadableStreamDefaultReader, ['closed', 'read', 'releaseLock', 'cancel']);
-internal.setToStringTag(ReadableStreamDefaultReader.prototype, 'ReadableStreamDefaultReader');
+internal.enumerableMembers(ReadableStreamDefaultReader, ['closed', 'read', 'releaseLock', 'cancel'], 'ReadableStreamDefaultReader');
 
 class ReadableStreamBYOBReader {
   #r;
@@ -393,8 +391,7 @@ class ReadableStreamBYOBReader {
     return readerGenericCancel(reader, reason);
   }
 }
-internal.enumerableMembers(ReadableStreamBYOBReader, ['closed', 'read', 'releaseLock', 'cancel']);
-internal.setToStringTag(ReadableStreamBYOBReader.prototype, 'ReadableStreamBYOBReader');
+internal.enumerableMembers(ReadableStreamBYOBReader, ['closed', 'read', 'releaseLock', 'cancel'], 'ReadableStreamBYOBReader');
 
 // ---- controllers (public) ----
 
@@ -429,8 +426,7 @@ class ReadableStreamDefaultController {
     defaultControllerError(ReadableStreamDefaultController.#rec(this), e);
   }
 }
-internal.enumerableMembers(ReadableStreamDefaultController, ['desiredSize', 'close', 'enqueue', 'error']);
-internal.setToStringTag(ReadableStreamDefaultController.prototype, 'ReadableStreamDefaultController');
+internal.enumerableMembers(ReadableStreamDefaultController, ['desiredSize', 'close', 'enqueue', 'error'], 'ReadableStreamDefaultController');
 
 class ReadableByteStreamController {
   #c;
@@ -472,8 +468,7 @@ class ReadableByteStreamController {
     byteControllerError(ReadableByteStreamController.#rec(this), e);
   }
 }
-internal.enumerableMembers(ReadableByteStreamController, ['byobRequest', 'desiredSize', 'close', 'enqueue', 'error']);
-internal.setToStringTag(ReadableByteStreamController.prototype, 'ReadableByteStreamController');
+internal.enumerableMembers(ReadableByteStreamController, ['byobRequest', 'desiredSize', 'close', 'enqueue', 'error'], 'ReadableByteStreamController');
 
 class ReadableStreamBYOBRequest {
   #c;
@@ -517,6 +512,5 @@ class ReadableStreamBYOBRequest {
     internal.byobRequestView = (r) => r.#view;
   }
 }
-internal.enumerableMembers(ReadableStreamBYOBRequest, ['view', 'respond', 'respondWithNewView']);
-internal.setToStringTag(ReadableStreamBYOBRequest.prototype, 'ReadableStreamBYOBRequest');
+internal.enumerableMembers(ReadableStreamBYOBRequest, ['view', 'respond', 'respondWithNewView'], 'ReadableStreamBYOBRequest');
 

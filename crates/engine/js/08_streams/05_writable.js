@@ -390,8 +390,7 @@ class WritableStream {
     internal.isWritableStream = (v) => internal.isObject(v) && #r in v;
   }
 }
-internal.enumerableMembers(WritableStream, ['locked', 'abort', 'close', 'getWriter']);
-internal.setToStringTag(WritableStream.prototype, 'WritableStream');
+internal.enumerableMembers(WritableStream, ['locked', 'abort', 'close', 'getWriter'], 'WritableStream');
 
 class WritableStreamDefaultWriter {
   #r;
@@ -451,8 +450,7 @@ class WritableStreamDefaultWriter {
     return writableStreamDefaultWriterWrite(writer, chunk);
   }
 }
-internal.enumerableMembers(WritableStreamDefaultWriter, ['closed', 'ready', 'desiredSize', 'abort', 'close', 'releaseLock', 'write']);
-internal.setToStringTag(WritableStreamDefaultWriter.prototype, 'WritableStreamDefaultWriter');
+internal.enumerableMembers(WritableStreamDefaultWriter, ['closed', 'ready', 'desiredSize', 'abort', 'close', 'releaseLock', 'write'], 'WritableStreamDefaultWriter');
 
 class WritableStreamDefaultController {
   #c;
@@ -475,6 +473,5 @@ class WritableStreamDefaultController {
     writableControllerError(c, e);
   }
 }
-internal.enumerableMembers(WritableStreamDefaultController, ['signal', 'error']);
-internal.setToStringTag(WritableStreamDefaultController.prototype, 'WritableStreamDefaultController');
+internal.enumerableMembers(WritableStreamDefaultController, ['signal', 'error'], 'WritableStreamDefaultController');
 

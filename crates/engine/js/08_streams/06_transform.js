@@ -185,8 +185,7 @@ class TransformStream {
     internal.isTransformStream = (v) => internal.isObject(v) && #t in v;
   }
 }
-internal.enumerableMembers(TransformStream, ['readable', 'writable']);
-internal.setToStringTag(TransformStream.prototype, 'TransformStream');
+internal.enumerableMembers(TransformStream, ['readable', 'writable'], 'TransformStream');
 
 class TransformStreamDefaultController {
   #c;
@@ -209,6 +208,5 @@ class TransformStreamDefaultController {
   error(reason = undefined) { transformStreamError(TransformStreamDefaultController.#rec(this).stream, reason); }
   terminate() { transformControllerTerminate(TransformStreamDefaultController.#rec(this)); }
 }
-internal.enumerableMembers(TransformStreamDefaultController, ['desiredSize', 'enqueue', 'error', 'terminate']);
-internal.setToStringTag(TransformStreamDefaultController.prototype, 'TransformStreamDefaultController');
+internal.enumerableMembers(TransformStreamDefaultController, ['desiredSize', 'enqueue', 'error', 'terminate'], 'TransformStreamDefaultController');
 

@@ -245,8 +245,8 @@ fn fail<'s>(_scope, host: Rc<HostState>, ctx: u32, message: String, stack: Strin
 }
 
 host_fn! {
-/// `requestDone(ctxId, busy)`.
-fn request_done<'s>(_scope, host: Rc<HostState>, ctx: u32, busy: bool) {
-    host.request_done(ctx, busy);
+/// `requestDone(ctxId, busy)` → false when a WebSocket holds the request.
+fn request_done<'s>(_scope, host: Rc<HostState>, ctx: u32, busy: bool) -> bool {
+    host.request_done(ctx, busy)
 }
 }

@@ -654,18 +654,27 @@ impl HostState {
 
     /// `requestDone`: the worker finished everything for the request
     /// (done later if something holds it open); `busy`: not after all (a
-    /// WebSocket event's `waitUntil` work), until it says so again.
-    pub(crate) fn request_done(&self, ctx: u32, busy: bool) {
-        let done = self.requests.borrow_mut().get_mut(&ctx).and_then(|r| {
-            if r.holds > 0 || busy {
-                r.done_wanted = !busy;
-                return None;
-            }
-            r.done.take()
-        });
-        if let Some(done) = done {
+    /// WebSocket event's `waitUntil` work), until it says so again. False
+    /// when held: [`Self::lingered`] then tells it ended.
+    pub(crate) fn request_done(&self, ctx: u32, busy: bool) -> bool {
+        let mut requests = self.requests.borrow_mut();
+        if let Some(r) = requests.get_mut(&ctx).filter(|r| r.holds > 0 || busy) {
+            r.done_wanted = !busy;
+            return false;
+        }
+        if let Some(done) = requests.get_mut(&ctx).and_then(|r| r.done.take()) {
             let _ = done.send(());
         }
+        true
+    }
+
+    /// Whether request `ctx` was held past its `requestDone` (the end of
+    /// its WebSocket ended it): its end hooks in JavaScript still wait.
+    pub(crate) fn lingered(&self, ctx: u32) -> bool {
+        self.requests
+            .borrow()
+            .get(&ctx)
+            .is_some_and(|r| r.done_wanted)
     }
 
     /// Keeps request `ctx` open past its `requestDone` (an open WebSocket).

@@ -110,7 +110,8 @@ pub(crate) struct ObjectSocket {
     attachment: RefCell<Option<Vec<u8>>>,
     /// When the auto-response last answered on it, ms since the epoch.
     auto_at: Cell<Option<f64>>,
-    /// Its client closed (it awaits the object's reply): no longer listed.
+    /// Its client closed (it awaits the object's reply): no longer listed
+    /// (JavaScript lists it in its `webSocketClose`).
     gone: Cell<bool>,
 }
 

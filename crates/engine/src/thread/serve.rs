@@ -438,6 +438,9 @@ impl Rest {
                     .fail_request(req, ExecuteError::Canceled { reason });
             }
         }
+        if isolate.host.lingered(req) {
+            isolate.request_aborted(req); // its end hooks, in JavaScript
+        }
         isolate.make_owed_code_caches();
         let (cpu, failure) = isolate.host.finish_request(req);
         let outcome = failure.unwrap_or(Outcome::Ok);
