@@ -70,7 +70,18 @@ pub mod net {
 pub use crate::host::durable_object::{store_error as object_store_error, target as object_target};
 
 /// The message of a `TypeError` for a request past its subrequest limit.
-pub use crate::host::fetch::too_many;
+pub use crate::host::outbound::too_many;
+
+/// What `fetch()` (`isolane-web`) needs of the core: the checks of a hop
+/// and its connection headers, one hop sent on the thread's HTTP client,
+/// the head JavaScript gets, the hop count header, and a request given
+/// an outbound Worker sent there ([`fetch::prepare_through`]).
+pub mod fetch {
+    pub use crate::HOPS_HEADER;
+    pub use crate::host::outbound::{check_hop, connection_headers, send};
+    pub use crate::host::service::prepare_through;
+    pub use crate::host::state::FetchHead;
+}
 
 /// Expensive native work off the isolate's thread, admitted fairly
 /// (`isolane-web`'s Web Crypto: RSA key generation, PBKDF2): the engine's

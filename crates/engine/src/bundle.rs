@@ -97,7 +97,7 @@ pub struct WorkerBundle {
 /// The key in [`WorkerBundle::services`] of the Worker that takes every
 /// `fetch()` of code loaded with a service binding as its `globalOutbound`
 /// (`isolane-bindings`' loader): not in its `env` (no binding name holds a
-/// NUL), but the global `fetch` calls it (`js/13_fetch.js`).
+/// NUL), but the global `fetch` calls it (`isolane-web`'s `js/13_fetch.js`).
 pub const GLOBAL_OUTBOUND: &str = "\0globalOutbound";
 
 /// The Worker a service binding calls.

@@ -24,7 +24,7 @@
 //!
 //! The check is on the *resolved* address of every connection: the client's
 //! resolver drops refused addresses (a name that resolves to loopback, DNS
-//! rebinding between two lookups), and `host/fetch.rs` checks IP literals
+//! rebinding between two lookups), and `host/outbound.rs` checks IP literals
 //! itself (hyper connects to those without resolving) on every redirect hop.
 //! Every spelling of an address (`2130706433`, `0x7f000001`, `127.1`,
 //! `[::ffff:127.0.0.1]`) reaches here as the same `IpAddr`: the WHATWG URL

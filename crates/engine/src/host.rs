@@ -18,10 +18,8 @@ pub(crate) mod op;
 
 mod clone;
 pub(crate) mod console;
-mod data_url;
 pub(crate) mod durable_object;
 pub(crate) mod error;
-pub(crate) mod fetch;
 pub(crate) mod handle;
 pub(crate) mod headers;
 pub(crate) mod id_map;
@@ -31,6 +29,7 @@ pub(crate) mod memory;
 mod object_binding;
 pub(crate) mod object_forward;
 mod object_hosted;
+pub(crate) mod outbound;
 pub(crate) mod rejection;
 pub(crate) mod request_head;
 mod respond;
@@ -53,7 +52,7 @@ use crate::bundle::Compat;
 
 pub use crate::unit::{Family, Unit};
 pub(crate) use error::throw_type_error;
-pub(crate) use headers::{HeaderNames, header_array, header_block, header_map, lenient_header_map};
+pub(crate) use headers::{header_array, header_block, header_map, lenient_header_map};
 pub(crate) use memory::fits as memory_fits;
 pub use state::{HostState, IsolateTurns, Settle, Settlement};
 pub use value::{
@@ -73,9 +72,9 @@ fn core_units() -> Vec<Unit> {
         runtime::base(),
         text::utf8(),
         url::unit(),
-        fetch::headers(),
+        headers::unit(),
         io::unit(),
-        fetch::unit(),
+        headers::bodies(),
         timers::unit(),
         text::clock(),
         console::unit(),

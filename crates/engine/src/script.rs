@@ -302,7 +302,7 @@ fn define_services<'s>(
     bundle: &WorkerBundle,
 ) -> Option<()> {
     // Loaded code's `globalOutbound` service: not in `env`, but where the
-    // global `fetch` sends every request (`js/13_fetch.js`).
+    // global `fetch` sends every request (`isolane-web`'s `js/13_fetch.js`).
     for binding in bundle.services.keys() {
         let name = host::js_string(scope, binding)?;
         let fetcher = call(scope, internal, "serviceBinding", &[name])?;

@@ -54,8 +54,11 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// TextEncoder; to 29,430 (29,420 lines) with the client's WebSocket
 /// close left to the Worker before `web_socket_auto_reply_to_close`;
 /// lowered to 29,050 (29,010 lines) when events and abort signals left for
-/// `isolane-events`, a crate below the core (its own files extend them).
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 29_050)];
+/// `isolane-events`, a crate below the core (its own files extend them);
+/// to 28,620 (28,603 lines) when `fetch()` and `data:` URLs left for
+/// `isolane-web` (Request and Response stay: the core runs every request
+/// through them).
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 28_620)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.

@@ -4,7 +4,9 @@
 //! `js/05_base64.js`) with TextEncoderStream and TextDecoderStream
 //! (`js/08_encoding_streams.js`), `URL` and `URLSearchParams` (`url.rs`,
 //! `js/06_url.js`; the parser stays the core's), Blob and File (`blob.rs`,
-//! `js/09_blob.js`), Web Crypto (`crypto.rs`,
+//! `js/09_blob.js`), `fetch()` (`fetch.rs`, `fetch/data_url.rs`,
+//! `js/13_fetch.js`; Request and Response stay the core's, which makes and
+//! answers them for every request it runs), Web Crypto (`crypto.rs`,
 //! `crypto/*`, `js/14_crypto.js`; its parts Node's `node:crypto` is built
 //! on are public here, [`crypto`], for `isolane-nodejs`), `URLPattern`
 //! (`url_pattern.rs`, `js/21_urlpattern.js`), the Cache API (`cache.rs`,
@@ -17,8 +19,8 @@
 //! (`html_rewriter.rs`, `html_rewriter/session.rs`,
 //! `js/23_html_rewriter.js`) and the compression streams with their codecs
 //! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
-//! uses the same host functions). The rest of the Web platform (fetch,
-//! streams, WebSocket, timers, …) is still
+//! uses the same host functions). The rest of the Web platform (Request,
+//! Response, streams, WebSocket, timers, …) is still
 //! units of the core, to come here by the same seams.
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
@@ -42,6 +44,7 @@ mod compression;
 mod console;
 pub mod crypto;
 mod encoding;
+mod fetch;
 mod form_data;
 mod html_rewriter;
 mod message_channel;
@@ -71,6 +74,7 @@ fn units() -> Vec<Unit> {
         url::unit(),
         encoding::streams(),
         blob::unit(),
+        fetch::unit(),
         crypto::unit(),
         console::unit(),
         url_pattern::unit(),

@@ -8,6 +8,22 @@ use std::cell::{Cell, RefCell};
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use super::HostState;
+use crate::unit::Unit;
+
+/// `Headers`, with nothing native of its own: header lists cross the
+/// boundary flat (this file).
+pub(super) fn unit() -> Unit {
+    Unit::new("headers").js(&["07_headers.js"])
+}
+
+/// Request and Response, which the core makes and answers for every
+/// request it runs (`fetch()` is `isolane-web`'s); each isolate keeps the
+/// header names it has made as V8 strings ([`HeaderNames`]).
+pub(super) fn bodies() -> Unit {
+    Unit::new("request")
+        .js(&["10_body.js", "11_request.js", "12_response.js"])
+        .state::<HeaderNames>()
+}
 
 /// A header list from JS, each pair given to `each`: the name parsed (`Err`
 /// holds it as text when it is not a valid name) and the value as bytes.

@@ -115,7 +115,7 @@ pub fn prepare_dispatch(
 /// The call a `fetch()` of request `ctx` makes when its caller gave it
 /// outbound Worker `to` (a dispatched call's): that Worker's `fetch`
 /// handler, `to`'s params in its `env` for this call only.
-pub(crate) fn prepare_through(
+pub fn prepare_through(
     host: &HostState,
     ctx: u32,
     to: &CallOutbound,

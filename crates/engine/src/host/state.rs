@@ -61,7 +61,7 @@ pub(crate) struct RequestCtx {
     /// Its CPU and subrequests, and its tree of calls (`isolane-calltree`).
     budget: Budget,
     /// The outbound Worker its caller gave it (a dispatched call's): its
-    /// every `fetch()` goes there (`host/fetch.rs`).
+    /// every `fetch()` goes there (`isolane-web`'s `fetch.rs`).
     outbound: Option<Arc<CallOutbound>>,
     failure: Option<Outcome>,
     /// `x-isolane-hops` of the incoming request: its outbound fetches carry
@@ -432,7 +432,7 @@ impl HostState {
 
     /// The span of a subrequest of request `ctx`, when it is traced, with
     /// its `traceparent` written into `headers`.
-    pub(crate) fn subrequest_span(
+    pub fn subrequest_span(
         &self,
         ctx: u32,
         method: &http::Method,
@@ -561,16 +561,12 @@ impl HostState {
     pub fn take_call(&self, ctx: u32) -> Result<(), HostError> {
         let limit = self.worker().map_or(0, |w| w.limits.subrequests);
         (self.take_subrequest(ctx, limit))
-            .map_err(|limit| HostError::type_error(super::fetch::too_many(limit)))
+            .map_err(|limit| HostError::type_error(super::outbound::too_many(limit)))
     }
 
     /// [`HostState::take_subrequest`] for a `fetch()`, with the outbound
     /// Worker it goes to when the request has one (one look-up).
-    pub(crate) fn take_fetch(
-        &self,
-        ctx: u32,
-        limit: u32,
-    ) -> Result<Option<Arc<CallOutbound>>, u32> {
+    pub fn take_fetch(&self, ctx: u32, limit: u32) -> Result<Option<Arc<CallOutbound>>, u32> {
         let mut requests = self.requests.borrow_mut();
         let Some(r) = requests.get_mut(&ctx) else {
             return Err(limit);
@@ -900,9 +896,19 @@ impl Settlement {
 }
 
 impl FetchHead {
+    /// Its status code.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// Marked as the answer of a redirected request (`Response.redirected`).
+    pub fn redirected(self, redirected: bool) -> Self {
+        Self { redirected, ..self }
+    }
+
     /// The head of `response` to request `ctx` from `url`, its body for
     /// `bodyRead`; up to `UNCHARGED_BODY` bytes given whole, as `bytes`.
-    pub(crate) fn new(host: &HostState, ctx: u32, response: Response<Body>, url: String) -> Self {
+    pub fn new(host: &HostState, ctx: u32, response: Response<Body>, url: String) -> Self {
         let (parts, body) = response.into_parts();
         let (status, headers) = (parts.status, parts.headers);
         let mut head = FetchHead {

@@ -2,7 +2,7 @@
 //! and `new WebSocket(url)` (js/26_websocket.js builds the second on the
 //! first, as workerd does) send their handshake here.
 //!
-//! It takes `fetch`'s own path (`host/fetch.rs`): one of the request's
+//! It takes `fetch`'s own path (`host/outbound.rs`): one of the request's
 //! subrequests, the Worker's `egress.allowedHosts`, IP literals checked
 //! against the egress policy and every resolved name through the policy's
 //! resolver, rustls — on the thread's HTTP/1.1-only variant of the same
@@ -22,7 +22,7 @@ use tokio_tungstenite::tungstenite::handshake::client::generate_key;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
 use super::error::HostError;
-use super::fetch::{HEADERS_TIMEOUT, check_hop, connection_headers, failure, too_many};
+use super::outbound::{HEADERS_TIMEOUT, check_hop, connection_headers, failure, too_many};
 use super::socket::{open_entry, sockets};
 use super::socket_count::{self, Refused, Slot};
 use super::state::FetchHead;

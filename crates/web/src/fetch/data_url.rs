@@ -6,12 +6,11 @@
 
 use data_url::DataUrl;
 
-use super::error::{HostError, HostResult};
-use super::{js_string, u8_array};
+use isolane_engine::api::{HostError, HostResult, js_string, u8_array};
 
 /// The longest `data:` URL `fetch()` decodes, in bytes of its (ASCII)
 /// serialisation. The decoding runs on the isolate's thread in one go.
-pub(crate) const MAX_DATA_URL_LEN: usize = 16 << 20;
+const MAX_DATA_URL_LEN: usize = 16 << 20;
 
 host_fn! {
 /// `dataUrl(href)` → `[mimeType, Uint8Array]`; throws TypeError for a URL

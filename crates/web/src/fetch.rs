@@ -1,45 +1,33 @@
-//! `host.fetch`: outbound HTTP through the thread's hyper client, counted
-//! against the worker's `subrequests` limit per request — every redirect hop
-//! is a subrequest of its own.
+//! `fetch()`: outbound HTTP through the thread's HTTP client (the core's
+//! `api::fetch::send`), counted against the Worker's `subrequests` limit
+//! per request — every redirect hop is a subrequest of its own — and
+//! `data:` URLs (`fetch/data_url.rs`). Request and Response stay the
+//! core's: the core makes and answers them for every request it runs.
+
+use std::rc::{Rc, Weak};
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use isolane_engine::Body;
+use isolane_engine::api::fetch::{
+    FetchHead, HOPS_HEADER, check_hop, connection_headers, prepare_through, send,
+};
+use isolane_engine::api::headers::header_map;
+use isolane_engine::api::service::{self, CallOutbound};
+use isolane_engine::api::{
+    HostError, HostState, IsolateTurns, Settlement, Unit, begin_op, too_many,
+};
 
-use std::rc::Rc;
+mod data_url;
 
-use super::error::HostError;
-use super::service;
-use super::state::FetchHead;
-use super::{HeaderNames, HostState, IsolateTurns, Settlement, begin_op, data_url, header_map};
-use crate::body::Body;
-use crate::service_call::CallOutbound;
-use crate::unit::Unit;
-
-/// `Headers`, with nothing native of its own: header lists cross the
-/// boundary flat (`headers.rs`).
-pub(super) fn headers() -> Unit {
-    Unit::new("headers").js(&["07_headers.js"])
-}
-
-/// Request, Response and `fetch` (Blob and File are `isolane-web`'s); each
-/// isolate keeps the header names it has made as V8 strings (`HeaderNames`).
-pub(super) fn unit() -> Unit {
+/// `fetch` (Request, Response and Headers are the core's, Blob and File
+/// this crate's `blob.rs`).
+pub(crate) fn unit() -> Unit {
     Unit::new("fetch")
-        .js(&[
-            "10_body.js",
-            "11_request.js",
-            "12_response.js",
-            "13_fetch.js",
-        ])
+        .js(&["13_fetch.js"])
         .function("fetch", fetch)
         .function("dataUrl", data_url::data_url)
-        .state::<HeaderNames>()
 }
-
-/// How long one hop may take to answer with its response head: connection,
-/// TLS handshake and headers (the body then streams within the request's
-/// wall limit).
-pub(super) const HEADERS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Redirects followed at most, as the Fetch Standard says.
 const MAX_REDIRECTS: usize = 20;
@@ -76,7 +64,7 @@ fn fetch<'s>(
     // The first hop's subrequest is taken now, so a fetch over the limit is
     // refused at once; redirects take theirs as they happen. A request
     // given an outbound Worker (a dispatched call's) sends it there.
-    let limit = host.worker.get().map_or(0, |w| w.limits.subrequests);
+    let limit = host.worker().map_or(0, |w| w.limits.subrequests);
     let outbound = host
         .take_fetch(ctx, limit)
         .map_err(|limit| HostError::type_error(too_many(limit)))
@@ -85,7 +73,7 @@ fn fetch<'s>(
                 .map_err(HostError::type_error)?;
             // Set by the engine, whatever the worker wrote.
             outbound.headers.insert(
-                HeaderName::from_static(crate::HOPS_HEADER),
+                HeaderName::from_static(HOPS_HEADER),
                 HeaderValue::from(host.outbound_hops(ctx)),
             );
             let through = match to {
@@ -104,14 +92,14 @@ fn fetch<'s>(
         return Some(promise);
     }
     let op = resolver_op(scope, &host, ctx, resolver);
-    let me = host.me.clone();
+    let me = host.turns();
     let mut outbound = outbound;
     // Held until the response head (or the failure): the subrequest's span.
     let span = host.subrequest_span(ctx, &outbound.method, &outbound.url, &mut outbound.headers);
     let task = tokio::task::spawn_local(async move {
         let settlement = run(&me, ctx, outbound).await;
         if let (Some(span), Settlement::Fetch(head)) = (&span, &settlement) {
-            span.record("http.response.status_code", head.status);
+            span.record("http.response.status_code", head.status());
         }
         drop(span);
         if let Some(isolate) = me.upgrade() {
@@ -144,7 +132,7 @@ fn through_outbound(
     outbound: &Outbound,
 ) -> Result<(service::Outbound, http::Request<Body>), HostError> {
     let request = outbound.request().map_err(HostError::type_error)?;
-    Ok((service::prepare_through(host, ctx, to)?, request))
+    Ok((prepare_through(host, ctx, to)?, request))
 }
 
 /// Runs [`through_outbound`]'s call for op `op` of request `ctx`: its answer is the
@@ -157,7 +145,7 @@ fn fetch_through(
     request: http::Request<Body>,
 ) {
     let url = request.uri().to_string();
-    let me = host.me.clone();
+    let me = host.turns();
     let call = call.run(host, request);
     let task = tokio::task::spawn_local(async move {
         let answer = call.await;
@@ -171,15 +159,15 @@ fn fetch_through(
 
 /// Sends the request, following redirects as `redirect` says; every hop
 /// takes one of the request's subrequests.
-async fn run(me: &std::rc::Weak<dyn IsolateTurns>, ctx: u32, mut outbound: Outbound) -> Settlement {
+async fn run(me: &Weak<dyn IsolateTurns>, ctx: u32, mut outbound: Outbound) -> Settlement {
     let mut redirected = false;
     for hop in 0..=MAX_REDIRECTS {
-        let client = {
+        let sent = {
             let Some(isolate) = me.upgrade() else {
                 return Settlement::Undefined;
             };
             let host = isolate.host();
-            let limit = host.worker.get().map_or(0, |w| w.limits.subrequests);
+            let limit = host.worker().map_or(0, |w| w.limits.subrequests);
             if hop > 0
                 && let Err(limit) = host.take_subrequest(ctx, limit)
             {
@@ -188,23 +176,14 @@ async fn run(me: &std::rc::Weak<dyn IsolateTurns>, ctx: u32, mut outbound: Outbo
             if let Err(refused) = check_hop(host, &outbound.url) {
                 return Settlement::TypeError(refused);
             }
-            (host.thread.client.clone(), host.thread.clone())
-        };
-        let (client, thread) = client;
-        let request = match outbound.request() {
-            Ok(request) => request,
-            Err(message) => return Settlement::TypeError(message),
-        };
-        let response = match tokio::time::timeout(HEADERS_TIMEOUT, client.request(request)).await {
-            Err(_) => {
-                return Settlement::TypeError(format!(
-                    "fetch failed: no response from {} within {} s",
-                    outbound.url.host_str().unwrap_or(""),
-                    HEADERS_TIMEOUT.as_secs()
-                ));
+            match outbound.request() {
+                Ok(request) => send(host, request),
+                Err(message) => return Settlement::TypeError(message),
             }
-            Ok(Ok(response)) => response,
-            Ok(Err(error)) => return Settlement::TypeError(failure(&thread, &error)),
+        };
+        let response = match sent.await {
+            Ok(response) => response,
+            Err(message) => return Settlement::TypeError(message),
         };
         let location = redirect_location(&outbound.url, &response);
         if let Some(location) = location
@@ -228,44 +207,10 @@ async fn run(me: &std::rc::Weak<dyn IsolateTurns>, ctx: u32, mut outbound: Outbo
         let Some(isolate) = me.upgrade() else {
             return Settlement::Undefined;
         };
-        let (host, response) = (isolate.host(), response.map(Body::wrap));
-        let head = FetchHead::new(host, ctx, response, outbound.url.into());
-        return Settlement::Fetch(FetchHead { redirected, ..head });
+        let head = FetchHead::new(isolate.host(), ctx, response, outbound.url.into());
+        return Settlement::Fetch(head.redirected(redirected));
     }
     Settlement::TypeError(format!("fetch failed: more than {MAX_REDIRECTS} redirects"))
-}
-
-/// The checks of every hop before it connects: the Worker's own narrowing
-/// (`spec.egress.allowedHosts`), and an IP literal against the egress
-/// policy (it is connected to without resolving; names are checked by the
-/// resolver).
-pub(super) fn check_hop(host: &HostState, url: &url::Url) -> Result<(), String> {
-    let host_name = url.host_str().unwrap_or("");
-    if let Some(worker) = host.worker.get().filter(|w| !w.may_fetch(host_name)) {
-        return Err(worker.egress_refusal("fetch", host_name));
-    }
-    check_literal(&host.thread, url)
-}
-
-/// The TypeError message of a request the client could not send: the
-/// egress policy's refusal (counted) or the network error.
-pub(super) fn failure(
-    thread: &crate::thread_ctx::ThreadCtx,
-    error: &hyper_util::client::legacy::Error,
-) -> String {
-    match crate::egress::refusal_in(error) {
-        Some(refused) => {
-            thread.observer.egress_refused(thread.index, refused.reason);
-            refused.to_string()
-        }
-        None => format!("fetch failed: {error}"),
-    }
-}
-
-pub fn too_many(limit: u32) -> String {
-    format!(
-        "Too many subrequests: a request may make at most {limit} fetch calls (each redirect counts as one)"
-    )
 }
 
 /// The `Location` of a redirect response resolved against `url`: `None` when
@@ -329,53 +274,6 @@ impl Outbound {
     }
 }
 
-/// Headers that describe the connection, not the request: the engine's
-/// HTTP client sets them for the connection it makes (`Host` from the target
-/// URL, `Content-Length` from the body), whatever a worker copied from the
-/// request it got (the Fetch Standard forbids them; workerd drops them too).
-const CONNECTION_HEADERS: [HeaderName; 7] = [
-    header::HOST,
-    header::CONTENT_LENGTH,
-    header::CONNECTION,
-    header::TRANSFER_ENCODING,
-    header::TE,
-    header::UPGRADE,
-    HeaderName::from_static("keep-alive"),
-];
-
-/// Drops the [`CONNECTION_HEADERS`] and sets `Content-Length`: the body's
-/// length (the body is whole), or 0 for a POST or PUT without a body (Fetch
-/// Standard, HTTP-network-or-cache fetch).
-pub(super) fn connection_headers(
-    headers: &mut HeaderMap,
-    method: &Method,
-    body_len: Option<usize>,
-) {
-    for name in CONNECTION_HEADERS {
-        headers.remove(name);
-    }
-    let length = match body_len {
-        Some(len) => len,
-        None if method == Method::POST || method == Method::PUT => 0,
-        None => return,
-    };
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
-}
-
-/// Refuses a URL whose host is an IP address the egress policy refuses
-/// (the WHATWG parser has turned every spelling of it into one address).
-fn check_literal(thread: &crate::thread_ctx::ThreadCtx, url: &url::Url) -> Result<(), String> {
-    let address = match url.host() {
-        Some(url::Host::Ipv4(ip)) => std::net::IpAddr::V4(ip),
-        Some(url::Host::Ipv6(ip)) => std::net::IpAddr::V6(ip),
-        _ => return Ok(()),
-    };
-    thread.shared.egress.check(address).map_err(|refused| {
-        thread.observer.egress_refused(thread.index, refused.reason);
-        refused.to_string()
-    })
-}
-
 /// The URI hyper sends to: HTTP or HTTPS.
 fn uri(url: &url::Url) -> Result<http::Uri, String> {
     match url.scheme() {
@@ -420,51 +318,4 @@ fn parse(
         body,
         redirect,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn copied() -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        for (name, value) in [
-            ("host", "incoming.example"),
-            ("content-length", "99"),
-            ("connection", "keep-alive"),
-            ("keep-alive", "5"),
-            ("x-kept", "1"),
-        ] {
-            headers.insert(
-                HeaderName::from_static(name),
-                HeaderValue::from_static(value),
-            );
-        }
-        headers
-    }
-
-    #[test]
-    fn the_connection_headers_are_the_clients() {
-        let mut headers = copied();
-        connection_headers(&mut headers, &Method::POST, Some(3));
-        assert_eq!(headers.get(header::HOST), None);
-        assert_eq!(headers.get(header::CONNECTION), None);
-        assert_eq!(headers.get("keep-alive"), None);
-        assert_eq!(headers[header::CONTENT_LENGTH], "3");
-        assert_eq!(headers["x-kept"], "1");
-    }
-
-    #[test]
-    fn a_post_or_put_without_a_body_says_content_length_0() {
-        for method in [Method::POST, Method::PUT] {
-            let mut headers = copied();
-            connection_headers(&mut headers, &method, None);
-            assert_eq!(headers[header::CONTENT_LENGTH], "0", "{method}");
-        }
-        for method in [Method::GET, Method::DELETE] {
-            let mut headers = copied();
-            connection_headers(&mut headers, &method, None);
-            assert_eq!(headers.get(header::CONTENT_LENGTH), None, "{method}");
-        }
-    }
 }
