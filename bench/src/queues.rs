@@ -130,7 +130,14 @@ pub async fn run(args: &Args, work: &Path) -> anyhow::Result<Section> {
 
 /// Pings not counted: the queue's loop starts at its first message.
 async fn warm(producer: &Server, consumer: &Server) -> anyhow::Result<()> {
-    latency::run(producer, consumer, 0, WARM_PINGS, &mut latency::Pings::default()).await
+    latency::run(
+        producer,
+        consumer,
+        0,
+        WARM_PINGS,
+        &mut latency::Pings::default(),
+    )
+    .await
 }
 
 impl Measured {
@@ -213,8 +220,7 @@ async fn start(
         });
     }
     let flags = cluster::Flags::default();
-    let cluster =
-        cluster::start_worker(bins, work, &producer, PRODUCER_HOST, &flags, &env).await?;
+    let cluster = cluster::start_worker(bins, work, &producer, PRODUCER_HOST, &flags, &env).await?;
     let client = cluster.control_plane.client();
     apply(&client, NAMESPACE, &consumer).await;
     wait_ready(&client, NAMESPACE, "consumer", Duration::from_secs(60)).await;

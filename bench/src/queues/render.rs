@@ -38,7 +38,10 @@ fn best_rate(measured: &Measured, messages: usize) -> (u32, f64) {
         .runs
         .iter()
         .map(|(c, runs)| (*c, median_rate(runs, messages)))
-        .fold((0, 0.0), |best, row| if row.1 > best.1 { row } else { best })
+        .fold(
+            (0, 0.0),
+            |best, row| if row.1 > best.1 { row } else { best },
+        )
 }
 
 pub fn render(args: &Args, ours: &Measured, theirs: Option<&Measured>) -> String {
@@ -74,7 +77,11 @@ pub fn render(args: &Args, ours: &Measured, theirs: Option<&Measured>) -> String
             ""
         },
         args.rounds,
-        if theirs.is_some() { ", the sides in turn" } else { "" },
+        if theirs.is_some() {
+            ", the sides in turn"
+        } else {
+            ""
+        },
         args.messages,
         args.senders,
         args.pings,
@@ -152,7 +159,12 @@ fn latency_table(ours: &Measured, theirs: Option<&Measured>) -> String {
         ),
         (
             "send → consumer start, the consumer's own (whole ms)",
-            |m| (ms(&m.pings.in_worker_ms, 0.5), ms(&m.pings.in_worker_ms, 0.99)),
+            |m| {
+                (
+                    ms(&m.pings.in_worker_ms, 0.5),
+                    ms(&m.pings.in_worker_ms, 0.99),
+                )
+            },
             "",
             None,
         ),

@@ -32,7 +32,9 @@ pub async fn run(
     let mut client = Client::connect(server).await?;
     for _ in 0..instances {
         let started = Instant::now();
-        let (_, id) = client.get_body(&format!("/wf/create?steps={steps}")).await?;
+        let (_, id) = client
+            .get_body(&format!("/wf/create?steps={steps}"))
+            .await?;
         let id = String::from_utf8_lossy(&id).into_owned();
         let at = complete(&mut client, &id).await?;
         let took = started.elapsed();
@@ -67,7 +69,10 @@ async fn complete(client: &mut Client, id: &str) -> anyhow::Result<Vec<f64>> {
             Some("queued" | "running" | "waiting") => {}
             _ => anyhow::bail!("instance {id}: {status}"),
         }
-        anyhow::ensure!(Instant::now() < deadline, "instance {id} not complete in 300 s");
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "instance {id} not complete in 300 s"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
