@@ -2,13 +2,8 @@
 //! with Miniflare's local queue broker and workflows engine), one Worker
 //! holding every binding, started when Node.js 22 and wrangler are given.
 
-use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Duration;
-
-use anyhow::Context as _;
-use isolane_testenv::{Process, free_port, wrangler};
 
 use super::{latency, queue_of, script};
 use crate::servers::Server;
@@ -54,22 +49,6 @@ pub async fn start(
     std::fs::create_dir_all(&project)?;
     std::fs::write(project.join("worker.js"), script::SCRIPT)?;
     std::fs::write(project.join("wrangler.toml"), project_toml(concurrency))?;
-    let port = free_port()?;
-    let args = wrangler::dev_args(wrangler_js, port, free_port()?);
-    let envs: Vec<(&str, &OsStr)> = wrangler::OFFLINE_ENV
-        .iter()
-        .map(|(key, value)| (*key, OsStr::new(value)))
-        .collect();
     let log = work.join("wrangler-queues.log");
-    let process = Process::spawn_in("wrangler dev", node, &args, &envs, &log, Some(&project))
-        .context("starting wrangler dev")?;
-    let server = Server {
-        name: "wrangler dev",
-        addr: ([127, 0, 0, 1], port).into(),
-        host: None,
-        process: Some(process),
-        helpers: Vec::new(),
-    };
-    server.wait_ok(Duration::from_secs(120)).await?;
-    Ok(server)
+    crate::servers::wrangler_dev(node, wrangler_js, &project, &log).await
 }
